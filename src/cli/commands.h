@@ -1,0 +1,18 @@
+/* The sftrace subcommands: one file per command (cmd_<name>.c), each with
+ * one entry point. main.c dispatches on argv[1]. */
+#ifndef SFTRACE_CLI_COMMANDS_H
+#define SFTRACE_CLI_COMMANDS_H
+
+struct sf_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv); /* argv[0] is the command name */
+};
+
+int cmd_record(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_filter(int argc, char **argv);
+
+#endif

@@ -1,0 +1,53 @@
+/* sftrace: entry point and subcommand dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "lib/util.h"
+
+#ifndef SFTRACE_VERSION
+#define SFTRACE_VERSION "0.1.0"
+#endif
+
+__attribute__((weak)) int cmd_convert(int argc, char **argv);
+__attribute__((weak)) int cmd_report(int argc, char **argv);
+__attribute__((weak)) int cmd_filter(int argc, char **argv);
+__attribute__((weak)) int cmd_dump(int argc, char **argv);
+
+static const struct sf_command commands[] = {
+	{"record", "run a command and record every instrumented function call", cmd_record},
+	{"filter", "choose which functions to record", cmd_filter},
+	{"convert", "convert a log to Perfetto, Parquet (pola), Chrome JSON or folded stacks", cmd_convert},
+	{"report", "per-function time table in the terminal", cmd_report},
+	{"dump", "print a log's header and events as text", cmd_dump},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: sftrace COMMAND [OPTIONS] ...\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].run)
+			fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n'sftrace COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("sftrace %s\n", SFTRACE_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].run && !strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	sf_error("unknown command '%s' (try 'sftrace --help')", argv[1]);
+	return 2;
+}

@@ -1,0 +1,158 @@
+/* The sftrace log format, shared by the runtime (writer) and the CLI
+ * (reader). docs/FORMAT.md describes it in prose; this header is the
+ * definition. Everything is little-endian x86-64 native layout.
+ *
+ * A log file is:
+ *   - a file header of SF_HEADER_SIZE bytes at offset 0. The runtime keeps it
+ *     mapped MAP_SHARED and updates its counters in place, so they survive a
+ *     crash or kill -9 (the page is in the page cache);
+ *   - then a sequence of chunks, each starting with struct sf_chunk at a
+ *     16-byte aligned offset. Gaps between chunks are zero bytes (padding
+ *     before page-aligned slots, or holes left by failed writes); a reader
+ *     skips zero 16-byte units.
+ *
+ * Chunk types:
+ *   OBJECT  an instrumented ELF object: path, build-id, load bias and the
+ *           function address of every function id it owns.
+ *   UNLOAD  an object was dlclose'd (its function ids are never reused).
+ *   DATA    a batch of events of one thread, written with pwrite when the
+ *           thread's slot filled up (or when the thread exited).
+ *   SLOT    a thread's live buffer, mapped MAP_SHARED by the runtime and
+ *           reused across batches. Its events are the thread's newest batch
+ *           (sequence number `seq`) unless a DATA chunk with the same thread
+ *           serial and seq exists (the batch was flushed and the process died
+ *           before the slot was cleared). Events in a slot end at the first
+ *           all-zero event.
+ */
+#ifndef SFTRACE_FORMAT_SFLOG_H
+#define SFTRACE_FORMAT_SFLOG_H
+
+#include <stdint.h>
+
+#define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
+#define SF_VERSION      1
+#define SF_HEADER_SIZE  4096u
+#define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */
+#define SF_SLOT_SIZE    65536u                /* whole slot chunk, header included */
+#define SF_CMDLINE_MAX  3072u
+
+enum sf_clock {
+	SF_CLOCK_TSC = 1,       /* event times are rdtsc values; fit with calibration pairs */
+	SF_CLOCK_MONOTONIC = 2, /* event times are CLOCK_MONOTONIC ns */
+};
+
+enum sf_state {
+	SF_STATE_RUNNING = 1, /* still running, or died without running its exit hooks */
+	SF_STATE_EXITED = 2,  /* exit() / return from main ran the runtime's destructor */
+};
+
+/* Event kinds (the low byte of sf_event.kind). */
+enum sf_event_kind {
+	SF_EV_ENTRY = 1,
+	SF_EV_EXIT = 2,
+	SF_EV_TAIL = 3,
+	/* Allocation events of the reference tool's setup ABI. The event is
+	 * followed by one sf_event_ext holding size/align and pointer. */
+	SF_EV_ALLOC = 4,
+	SF_EV_DEALLOC = 5,
+	SF_EV_REALLOC_ALLOC = 6,
+	SF_EV_REALLOC_DEALLOC = 7,
+};
+
+/* One event: 16 bytes. `kind` is never zero, so a zero event marks the end of
+ * a slot's valid data. */
+struct sf_event {
+	uint64_t time;    /* rdtsc value or ns, per sf_header.clock */
+	uint32_t func_id; /* global function id, see sf_object.first_id */
+	uint32_t kind;    /* enum sf_event_kind */
+};
+
+/* Payload that follows an allocation event. */
+struct sf_event_ext {
+	uint64_t size_align; /* size in the low 48 bits, log2(align) in the top 16 */
+	uint64_t ptr;
+};
+
+struct sf_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size;
+	uint32_t pid;
+	uint32_t ppid;
+	uint32_t clock;            /* enum sf_clock */
+	uint32_t state;            /* enum sf_state, updated in place */
+	uint64_t start_realtime_ns;/* CLOCK_REALTIME at start */
+	/* Calibration: (tsc, CLOCK_MONOTONIC ns) at start, and the latest pair
+	 * taken (updated in place on every buffer hand-off and at exit). */
+	uint64_t start_tsc;
+	uint64_t start_mono_ns;
+	uint64_t last_tsc;
+	uint64_t last_mono_ns;
+	/* Counters, updated in place with atomic adds. */
+	uint64_t dropped_events;   /* events that could not be stored */
+	uint64_t write_errors;     /* failed chunk writes (their events are in dropped_events) */
+	uint32_t last_errno;       /* errno of the last failed write */
+	uint32_t threads;          /* threads that recorded at least one event */
+	uint32_t objects;          /* OBJECT chunks written */
+	uint32_t cmdline_len;      /* bytes used in cmdline */
+	uint32_t cmdline_truncated;
+	uint32_t reserved0;
+	uint64_t reserved[16];
+	/* argv, each argument NUL-terminated. */
+	char cmdline[SF_CMDLINE_MAX];
+};
+
+enum sf_chunk_type {
+	SF_CHUNK_OBJECT = 1,
+	SF_CHUNK_UNLOAD = 2,
+	SF_CHUNK_DATA = 3,
+	SF_CHUNK_SLOT = 4,
+};
+
+/* Every chunk starts with this 64-byte header. */
+struct sf_chunk {
+	uint32_t magic;         /* SF_CHUNK_MAGIC */
+	uint16_t type;          /* enum sf_chunk_type */
+	uint16_t flags;
+	uint32_t size;          /* bytes of the whole chunk, header included, multiple of 16 */
+	uint32_t count;         /* DATA: events in the payload; OBJECT: functions; SLOT: capacity */
+	uint64_t thread_serial; /* DATA/SLOT: unique per thread within the process (tids get reused) */
+	uint32_t tid;           /* DATA/SLOT: OS thread id */
+	uint32_t seq;           /* DATA/SLOT: batch number within the thread, from 0 */
+	uint64_t tsc;           /* calibration pair taken when the chunk was written */
+	uint64_t mono_ns;
+	char name[16];          /* DATA/SLOT: thread name (prctl PR_GET_NAME) */
+};
+
+/* Payload of an OBJECT chunk: this struct, then `path_len` bytes of path
+ * (no NUL), padded to 8, then `count` uint64_t function addresses (ELF
+ * virtual addresses, i.e. runtime address minus load_bias), function id
+ * first_id + i at index i. */
+struct sf_object {
+	uint32_t index;         /* object number in this process, from 0 */
+	uint32_t first_id;      /* first global function id */
+	uint64_t load_bias;     /* runtime address = ELF vaddr + load_bias */
+	uint32_t sleds;         /* sleds in xray_instr_map */
+	uint32_t patched;       /* sleds patched (after filtering) */
+	uint16_t path_len;
+	uint8_t build_id_len;
+	uint8_t flags;          /* SF_OBJ_* */
+	uint32_t reserved;
+	uint8_t build_id[64];
+};
+
+enum { SF_OBJ_MAIN = 1, SF_OBJ_DLOPEN = 2 };
+
+/* Payload of an UNLOAD chunk. */
+struct sf_unload {
+	uint32_t index;
+	uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct sf_event) == 16, "event size");
+_Static_assert(sizeof(struct sf_event_ext) == 16, "event ext size");
+_Static_assert(sizeof(struct sf_chunk) == 64, "chunk header size");
+_Static_assert(sizeof(struct sf_header) <= SF_HEADER_SIZE, "header size");
+_Static_assert(sizeof(struct sf_object) == 96, "object size");
+
+#endif

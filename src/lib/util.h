@@ -1,0 +1,18 @@
+/* Small helpers shared by the CLI: messages, checked allocation. */
+#ifndef SFTRACE_LIB_UTIL_H
+#define SFTRACE_LIB_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "sftrace: <message>" on stderr, one line. */
+void sf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sf_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Allocation that exits with a message when memory runs out. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+#endif

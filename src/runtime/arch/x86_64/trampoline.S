@@ -1,0 +1,173 @@
+/* XRay sled trampolines for x86-64.
+ *
+ * A patched entry or tail-call sled is `mov $id, %r10d; call tramp`, a
+ * patched exit sled is `mov $id, %r10d; jmp tramp` in place of the `ret`
+ * (our `ret` then returns to the function's caller). We are entered with the
+ * stack 8 bytes off the ABI's 16-byte alignment, with argument registers
+ * (rdi rsi rdx rcx r8 r9 rax, xmm0-7) live at entry and return values (rax
+ * rdx xmm0 xmm1 st0) live at exit, so the fast path touches only rax, rdx
+ * and rcx, and saves them. Flags are dead at sleds and r10 is the sled's own.
+ *
+ * Fast path: read the TSC, claim a 16-byte slot in this thread's buffer with
+ * one `xadd` on the thread-local cursor. xadd is a single instruction, so a
+ * signal handler that records events itself can land before or after it but
+ * never in the middle: claims never overlap. If the claimed slot is past
+ * the buffer's limit (first event of the thread, buffer full) we go to the
+ * slow path, which saves every register, including the whole vector state
+ * with xsave (libc routines called from there may use vector registers), and
+ * calls sf_slow_event() in C.
+ */
+
+	.text
+
+/* struct sf_thread: cursor at 0, limit at 8 (see runtime.h). */
+.macro FAST_PATH kind, slowlabel
+	push	%rax
+	push	%rdx
+	push	%rcx
+	rdtsc
+	shl	$32, %rdx
+	or	%rdx, %rax
+	movq	sf_self@gottpoff(%rip), %rcx
+	mov	$16, %edx
+	xadd	%rdx, %fs:(%rcx)
+	cmp	%fs:8(%rcx), %rdx
+	jae	\slowlabel
+	mov	%rax, (%rdx)
+	mov	%r10d, 8(%rdx)
+	movl	$\kind, 12(%rdx)
+	pop	%rcx
+	pop	%rdx
+	pop	%rax
+	ret
+\slowlabel:
+	mov	$\kind, %edx
+	jmp	sf_slow_common
+.endm
+
+/* Monotonic-clock mode (no invariant TSC): every event takes the slow path,
+ * which reads CLOCK_MONOTONIC in C. time = 0 tells it so. */
+.macro MONO_PATH kind
+	push	%rax
+	push	%rdx
+	push	%rcx
+	xor	%eax, %eax
+	mov	$\kind, %edx
+	jmp	sf_slow_common
+.endm
+
+	.globl	sf_tramp_entry
+	.hidden	sf_tramp_entry
+	.type	sf_tramp_entry, @function
+	.p2align 4
+sf_tramp_entry:
+	.cfi_startproc
+	FAST_PATH 1, .Lentry_slow
+	.cfi_endproc
+	.size	sf_tramp_entry, .-sf_tramp_entry
+
+	.globl	sf_tramp_exit
+	.hidden	sf_tramp_exit
+	.type	sf_tramp_exit, @function
+	.p2align 4
+sf_tramp_exit:
+	.cfi_startproc
+	FAST_PATH 2, .Lexit_slow
+	.cfi_endproc
+	.size	sf_tramp_exit, .-sf_tramp_exit
+
+	.globl	sf_tramp_tail
+	.hidden	sf_tramp_tail
+	.type	sf_tramp_tail, @function
+	.p2align 4
+sf_tramp_tail:
+	.cfi_startproc
+	FAST_PATH 3, .Ltail_slow
+	.cfi_endproc
+	.size	sf_tramp_tail, .-sf_tramp_tail
+
+	.globl	sf_tramp_entry_mono
+	.hidden	sf_tramp_entry_mono
+	.type	sf_tramp_entry_mono, @function
+	.p2align 4
+sf_tramp_entry_mono:
+	MONO_PATH 1
+	.size	sf_tramp_entry_mono, .-sf_tramp_entry_mono
+
+	.globl	sf_tramp_exit_mono
+	.hidden	sf_tramp_exit_mono
+	.type	sf_tramp_exit_mono, @function
+	.p2align 4
+sf_tramp_exit_mono:
+	MONO_PATH 2
+	.size	sf_tramp_exit_mono, .-sf_tramp_exit_mono
+
+	.globl	sf_tramp_tail_mono
+	.hidden	sf_tramp_tail_mono
+	.type	sf_tramp_tail_mono, @function
+	.p2align 4
+sf_tramp_tail_mono:
+	MONO_PATH 3
+	.size	sf_tramp_tail_mono, .-sf_tramp_tail_mono
+
+/* Slow path. On entry: the caller's rax, rdx, rcx are pushed (rcx on top),
+ * rax = time, r10d = function id, edx = kind. Saves the remaining
+ * caller-saved registers and the extended state, calls
+ * sf_slow_event(time, id, kind) with a 64-byte aligned stack, restores
+ * everything and returns to whoever called the trampoline. */
+	.p2align 4
+	.type	sf_slow_common, @function
+sf_slow_common:
+	push	%rdi
+	push	%rsi
+	push	%r8
+	push	%r9
+	push	%r10
+	push	%r11
+	push	%rbp
+	mov	%rsp, %rbp
+	mov	%rax, %rdi		/* arg 0: time */
+	mov	%r10d, %esi		/* arg 1: function id */
+	mov	%edx, %r8d		/* kind, kept in r8 across xsave */
+	sub	sf_xsave_size(%rip), %rsp
+	and	$-64, %rsp
+	cmpb	$0, sf_have_xsave(%rip)
+	je	1f
+	/* XRSTOR needs the XSAVE header's reserved bytes to be zero. */
+	xor	%eax, %eax
+	mov	%rax, 512(%rsp)
+	mov	%rax, 520(%rsp)
+	mov	%rax, 528(%rsp)
+	mov	%rax, 536(%rsp)
+	mov	%rax, 544(%rsp)
+	mov	%rax, 552(%rsp)
+	mov	%rax, 560(%rsp)
+	mov	%rax, 568(%rsp)
+	mov	$-1, %eax
+	mov	$-1, %edx
+	xsave64	(%rsp)
+	mov	%r8d, %edx		/* arg 2: kind */
+	call	sf_slow_event
+	mov	$-1, %eax
+	mov	$-1, %edx
+	xrstor64 (%rsp)
+	jmp	2f
+1:	fxsave64 (%rsp)
+	mov	%r8d, %edx
+	call	sf_slow_event
+	fxrstor64 (%rsp)
+2:	mov	%rbp, %rsp
+	pop	%rbp
+	pop	%r11
+	pop	%r10
+	pop	%r9
+	pop	%r8
+	pop	%rsi
+	pop	%rdi
+	pop	%rcx
+	pop	%rdx
+	pop	%rax
+	ret
+	.size	sf_slow_common, .-sf_slow_common
+
+	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,231 @@
+/* Per-thread buffers and the slow path.
+ *
+ * A thread's buffer is the payload of a slot, a region of the log file that
+ * the runtime keeps mapped MAP_SHARED: events stored by the trampolines are
+ * in the page cache at once. When the slot fills, the slow path hands the
+ * batch to the file as a DATA chunk (one pwritev), bumps the batch number in
+ * the slot header, clears the payload and starts over in the same, already
+ * resident, pages. A thread that exits hands off its partial batch and
+ * returns the slot for reuse.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+__thread struct sf_thread sf_self __attribute__((tls_model("initial-exec")));
+
+static uint64_t next_serial = 1;
+static pthread_key_t exit_key;
+static int exit_key_ok;
+
+/* Threads that cannot get a slot write into this scratch buffer, which is
+ * never read: their events are counted as dropped at each wrap. Several
+ * threads may share it; its contents do not matter. */
+static struct sf_event scratch[1024];
+
+static void thread_exit_hook(void *arg)
+{
+	(void)arg;
+	sf_thread_flush_exit();
+}
+
+void sf_buffer_init(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, thread_exit_hook) == 0;
+}
+
+static void zero_events(struct sf_event *ev, size_t n)
+{
+	/* Forward order matters: a reader of a crashed process stops at the
+	 * first zero event, so a half-cleared slot reads as empty. */
+	uint64_t *p = (uint64_t *)ev;
+	for (size_t i = 0; i < n * 2; i++)
+		__atomic_store_n(&p[i], 0, __ATOMIC_RELAXED);
+}
+
+static void fill_chunk_thread(struct sf_chunk *c, struct sf_thread *t)
+{
+	c->thread_serial = t->serial;
+	c->tid = t->tid;
+	c->seq = t->seq;
+	prctl(PR_GET_NAME, c->name, 0, 0, 0);
+}
+
+/* Hands events [0, n) of the slot to the file and clears the slot. */
+static void slot_handoff(struct sf_thread *t, size_t n)
+{
+	struct sf_chunk c = {0};
+	c.type = SF_CHUNK_DATA;
+	c.count = (uint32_t)n;
+	fill_chunk_thread(&c, t);
+	if (n)
+		sf_log_write_chunk(&c, t->events, n * sizeof(struct sf_event), n);
+	t->seq++;
+	/* Batch number first, then the clearing: if we die in between, the
+	 * reader sees a DATA chunk with this batch's seq and a slot with the
+	 * next one, so nothing is read twice. */
+	__atomic_store_n(&t->slot->hdr->seq, t->seq, __ATOMIC_RELEASE);
+	zero_events(t->events, n);
+	sf_log_calibrate();
+}
+
+static void start_dropping(struct sf_thread *t)
+{
+	t->state = SF_THREAD_DROPPING;
+	t->events = scratch;
+	t->cursor = (uint64_t)scratch;
+	t->limit = (uint64_t)(scratch + sizeof(scratch) / sizeof(scratch[0]));
+}
+
+static void thread_start(struct sf_thread *t)
+{
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
+	t->seq = 0;
+	t->slot = sf_log_slot_get();
+	if (!t->slot) {
+		start_dropping(t);
+		return;
+	}
+	struct sf_chunk *h = t->slot->hdr;
+	h->thread_serial = t->serial;
+	h->tid = t->tid;
+	h->seq = 0;
+	prctl(PR_GET_NAME, h->name, 0, 0, 0);
+	t->events = (struct sf_event *)(h + 1);
+	t->cursor = (uint64_t)t->events;
+	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
+	t->state = SF_THREAD_ACTIVE;
+	sf_log_thread_started();
+	if (exit_key_ok)
+		pthread_setspecific(exit_key, (void *)1);
+}
+
+/* Stores one event, making room first if needed. Signals are blocked. */
+static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind)
+{
+	if (t->state == SF_THREAD_NEW)
+		thread_start(t);
+	if (t->cursor + sizeof(struct sf_event) > t->limit) {
+		/* Full. Another context (a signal handler that ran between our
+		 * claim and our check) may already have made room; if not, and
+		 * the cursor is past the limit, this batch is complete. */
+		size_t cap = (size_t)(t->limit - (uint64_t)t->events) / sizeof(struct sf_event);
+		if (t->state == SF_THREAD_ACTIVE) {
+			slot_handoff(t, cap);
+		} else {
+			sf_log_drop(cap);
+		}
+		t->cursor = (uint64_t)t->events;
+	}
+	struct sf_event *e = (struct sf_event *)t->cursor;
+	t->cursor += sizeof(struct sf_event);
+	e->time = time;
+	e->func_id = id;
+	__atomic_store_n(&e->kind, kind, __ATOMIC_RELEASE);
+}
+
+void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind)
+{
+	struct sf_thread *t = &sf_self;
+	if (time == 0) {
+		/* Monotonic-clock mode sends every event here. While the buffer
+		 * has room, claim a slot the way the trampoline does (one xadd,
+		 * safe against signal handlers) and skip the signal masking. */
+		time = sf_now_raw();
+		if (t->state == SF_THREAD_ACTIVE) {
+			uint64_t at = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
+			if (at + sizeof(struct sf_event) <= t->limit) {
+				struct sf_event *e = (struct sf_event *)at;
+				e->time = time;
+				e->func_id = func_id;
+				__atomic_store_n(&e->kind, kind, __ATOMIC_RELEASE);
+				return;
+			}
+		}
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* The trampoline's xadd moved the cursor past the limit; take it back
+	 * so the slot it claimed (outside the buffer) is not counted. */
+	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
+		t->cursor = t->limit;
+	if (t->state == SF_THREAD_NEW && t->cursor)
+		t->cursor = 0;
+	store_event(t, time, func_id, kind);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* An event with a 16-byte payload (allocation events of the setup ABI):
+ * two consecutive slots, claimed together with signals blocked. */
+void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
+{
+	struct sf_thread *t = &sf_self;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (t->state == SF_THREAD_NEW)
+		thread_start(t);
+	if (t->cursor + 2 * sizeof(struct sf_event) > t->limit) {
+		size_t used = (size_t)((t->cursor < t->limit ? t->cursor : t->limit) - (uint64_t)t->events) /
+			      sizeof(struct sf_event);
+		if (t->state == SF_THREAD_ACTIVE)
+			slot_handoff(t, used);
+		else
+			sf_log_drop(used);
+		t->cursor = (uint64_t)t->events;
+	}
+	struct sf_event *e = (struct sf_event *)t->cursor;
+	struct sf_event_ext *x = (struct sf_event_ext *)(e + 1);
+	t->cursor += 2 * sizeof(struct sf_event);
+	x->size_align = a;
+	x->ptr = b;
+	e->time = sf_now_raw();
+	e->func_id = 0;
+	__atomic_store_n(&e->kind, kind, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Thread exit (pthread key destructor): hand off the partial batch and give
+ * the slot back. Events after this (other destructors) start a new slot. */
+void sf_thread_flush_exit(void)
+{
+	struct sf_thread *t = &sf_self;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (t->state == SF_THREAD_ACTIVE) {
+		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
+		size_t n = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
+		slot_handoff(t, n);
+		struct sf_slot *s = t->slot;
+		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+		t->slot = NULL;
+		t->cursor = t->limit = 0;
+		t->state = SF_THREAD_NEW;
+		sf_log_slot_put(s);
+	} else if (t->state == SF_THREAD_DROPPING) {
+		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
+		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
+		t->cursor = t->limit = 0;
+		t->state = SF_THREAD_NEW;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* fork child: this thread's slot belongs to the parent's log. Forget it;
+ * the next event starts a fresh thread record in the child's own log. */
+void sf_buffer_after_fork_child(void)
+{
+	struct sf_thread *t = &sf_self;
+	t->cursor = t->limit = 0;
+	t->events = NULL;
+	t->slot = NULL;
+	t->state = SF_THREAD_NEW;
+	next_serial = 1;
+}

@@ -1,0 +1,108 @@
+/* Process start and exit: read the configuration from the environment,
+ * find and patch the objects loaded at start, mark the log at exit. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+struct sf_config sf_config SF_HIDDEN;
+uint64_t sf_start_tsc SF_HIDDEN, sf_start_mono SF_HIDDEN, sf_start_realtime SF_HIDDEN;
+
+static size_t slen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+void sf_rt_message(const char *a, const char *b, const char *c)
+{
+	char buf[1024];
+	size_t n = 0;
+	const char *parts[] = {"sftrace: ", a, b, c ? ": " : "", c};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
+			buf[n++] = *p;
+	buf[n++] = '\n';
+	ssize_t r = write(2, buf, n);
+	(void)r;
+}
+
+/* Every variable is validated: a bad value is reported and tracing stays
+ * off rather than guessing. */
+static int read_config(void)
+{
+	const char *out = getenv("SFTRACE_OUTPUT_FILE");
+	if (!out || !out[0])
+		return 0; /* no output file: no tracing (the reference tool's rule) */
+	size_t len = slen(out);
+	if (len >= sizeof(sf_config.output) - 64) {
+		sf_rt_message("SFTRACE_OUTPUT_FILE is too long", "", NULL);
+		return 0;
+	}
+	if (out[0] != '/') {
+		/* Children may chdir before their first event: fix the path now. */
+		if (!getcwd(sf_config.output, sizeof(sf_config.output) - len - 2)) {
+			sf_rt_message("SFTRACE_OUTPUT_FILE is relative and the cwd is unknown", "", NULL);
+			return 0;
+		}
+		size_t c = slen(sf_config.output);
+		sf_config.output[c] = '/';
+		memcpy(sf_config.output + c + 1, out, len + 1);
+	} else {
+		memcpy(sf_config.output, out, len + 1);
+	}
+
+	const char *clock = getenv("SFTRACE_CLOCK");
+	if (clock && clock[0]) {
+		if (!strcmp(clock, "tsc"))
+			sf_config.clock = SF_CLOCK_TSC;
+		else if (!strcmp(clock, "monotonic"))
+			sf_config.clock = SF_CLOCK_MONOTONIC;
+		else {
+			sf_rt_message("SFTRACE_CLOCK must be 'tsc' or 'monotonic', not ", clock, NULL);
+			return 0;
+		}
+	}
+	const char *filter = getenv("SFTRACE_FILTER");
+	if (filter && filter[0]) {
+		if (slen(filter) >= sizeof(sf_config.filter)) {
+			sf_rt_message("SFTRACE_FILTER is too long", "", NULL);
+			return 0;
+		}
+		memcpy(sf_config.filter, filter, slen(filter) + 1);
+	}
+	return 1;
+}
+
+__attribute__((constructor(101))) static void sf_init(void)
+{
+	/* Inert in setuid/setgid programs: never act on their environment. */
+	if (getauxval(AT_SECURE))
+		return;
+	if (!read_config())
+		return;
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	sf_start_realtime = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	sf_clock_init();
+	sf_start_mono = sf_mono_ns();
+	sf_start_tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+	if (sf_config.filter[0] && sf_filter_load(sf_config.filter) < 0)
+		return; /* the filter said why; never trace silently without it */
+	sf_config.enabled = 1;
+	sf_buffer_init();
+	sf_hooks_init();
+	sf_objects_scan(0);
+}
+
+__attribute__((destructor(101))) static void sf_fini(void)
+{
+	if (sf_config.enabled)
+		sf_log_finish();
+}

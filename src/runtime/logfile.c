@@ -1,0 +1,413 @@
+/* The log file: created on first use (a process that never runs
+ * instrumented code writes no log), header page mapped MAP_SHARED so its
+ * counters survive crashes, chunks appended at offsets claimed with one
+ * atomic add (no lock on the flush path), and per-thread slots: page-aligned
+ * regions of the file mapped MAP_SHARED, so the events a thread has not yet
+ * handed off are in the page cache the moment they are stored and survive
+ * SIGSEGV, abort, _exit and kill -9. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+static struct {
+	int fd;
+	int failed;                /* creation failed: stay off, say it once */
+	struct sf_header *hdr;
+	uint64_t end;              /* next free file offset (atomic) */
+	uint64_t fsize_limit;      /* RLIMIT_FSIZE: writing past it would raise SIGXFSZ */
+	struct sf_slot *free_slots;
+	struct sf_slot *slot_pool; /* records for slots, carved from mmap'd pages */
+	size_t slot_pool_left;
+	int lock;
+	char path[PATH_MAX];
+} L = {.fd = -1};
+
+void *sf_map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The lock guards log creation, slot allocation and the object table.
+ * Signals are blocked while it is held, so an instrumented signal handler
+ * on the same thread can never wait for it. */
+void sf_log_lock_sig(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+	while (__atomic_test_and_set(&L.lock, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+}
+
+void sf_log_unlock_sig(const sigset_t *old)
+{
+	__atomic_clear(&L.lock, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+int sf_log_ready(void)
+{
+	return __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE) != NULL;
+}
+
+static size_t str_len(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* Appends decimal n to buf at *pos. */
+static void put_num(char *buf, size_t cap, size_t *pos, uint64_t n)
+{
+	char tmp[24];
+	int k = 0;
+	do {
+		tmp[k++] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	while (k && *pos + 1 < cap)
+		buf[(*pos)++] = tmp[--k];
+	buf[*pos] = 0;
+}
+
+static void put_str(char *buf, size_t cap, size_t *pos, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && *pos + 1 < cap; i++)
+		buf[(*pos)++] = s[i];
+	buf[*pos] = 0;
+}
+
+/* Log names: the requested path for the first process, then
+ * <stem>.<pid><ext> (and <stem>.<pid>.<n><ext> if that exists too), where
+ * <ext> is the requested name's extension. docs/FORMAT.md documents it. */
+static int open_log(void)
+{
+	const char *req = sf_config.output;
+	size_t len = str_len(req);
+	size_t slash = 0, dot = len;
+	for (size_t i = 0; i < len; i++)
+		if (req[i] == '/')
+			slash = i + 1;
+	for (size_t i = len; i > slash; i--)
+		if (req[i - 1] == '.') {
+			dot = i - 1;
+			break;
+		}
+	if (dot == slash)
+		dot = len; /* ".log" alone is a stem, not an extension */
+
+	for (int attempt = 0; attempt < 100; attempt++) {
+		size_t pos = 0;
+		if (attempt == 0) {
+			put_str(L.path, sizeof(L.path), &pos, req, len);
+		} else {
+			put_str(L.path, sizeof(L.path), &pos, req, dot);
+			put_str(L.path, sizeof(L.path), &pos, ".", 1);
+			put_num(L.path, sizeof(L.path), &pos, (uint64_t)getpid());
+			if (attempt > 1) {
+				put_str(L.path, sizeof(L.path), &pos, ".", 1);
+				put_num(L.path, sizeof(L.path), &pos, (uint64_t)attempt - 1);
+			}
+			put_str(L.path, sizeof(L.path), &pos, req + dot, len - dot);
+		}
+		int fd = open(L.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/* Reserves file space so that stores through a shared mapping can never
+ * hit SIGBUS on a full disk. */
+static int reserve(uint64_t off, uint64_t len)
+{
+	if (off + len > L.fsize_limit) {
+		errno = EFBIG;
+		return -1;
+	}
+	int r;
+	do
+		r = fallocate(L.fd, 0, (off_t)off, (off_t)len);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -1;
+	/* Filesystems without fallocate: write the zeros. */
+	static const char zeros[4096];
+	for (uint64_t done = 0; done < len;) {
+		size_t n = len - done < sizeof(zeros) ? (size_t)(len - done) : sizeof(zeros);
+		ssize_t w = pwrite(L.fd, zeros, n, (off_t)(off + done));
+		if (w <= 0)
+			return -1;
+		done += (uint64_t)w;
+	}
+	return 0;
+}
+
+static void fill_cmdline(struct sf_header *h)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, h->cmdline, sizeof(h->cmdline));
+	if (n > 0) {
+		h->cmdline_len = (uint32_t)n;
+		char extra;
+		if ((size_t)n == sizeof(h->cmdline) && read(fd, &extra, 1) == 1)
+			h->cmdline_truncated = 1;
+	}
+	close(fd);
+}
+
+extern uint64_t sf_start_tsc SF_HIDDEN, sf_start_mono SF_HIDDEN, sf_start_realtime SF_HIDDEN;
+
+/* Creates the log if it does not exist yet. Called with the lock held. */
+static int log_create_locked(void)
+{
+	if (L.hdr)
+		return 0;
+	if (L.failed || !sf_config.enabled)
+		return -1;
+	struct rlimit rl;
+	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
+	L.fd = open_log();
+	if (L.fd < 0) {
+		L.failed = 1;
+		sf_rt_message("cannot create log ", sf_config.output, strerror(errno));
+		return -1;
+	}
+	if (reserve(0, SF_HEADER_SIZE) < 0) {
+		L.failed = 1;
+		sf_rt_message("cannot write log ", L.path, strerror(errno));
+		close(L.fd);
+		L.fd = -1;
+		return -1;
+	}
+	struct sf_header *h = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, L.fd, 0);
+	if (h == MAP_FAILED) {
+		L.failed = 1;
+		sf_rt_message("cannot map log ", L.path, strerror(errno));
+		close(L.fd);
+		L.fd = -1;
+		return -1;
+	}
+	h->version = SF_VERSION;
+	h->header_size = SF_HEADER_SIZE;
+	h->pid = (uint32_t)getpid();
+	h->ppid = (uint32_t)getppid();
+	h->clock = (uint32_t)sf_config.clock;
+	h->state = SF_STATE_RUNNING;
+	h->start_realtime_ns = sf_start_realtime;
+	h->start_tsc = sf_start_tsc;
+	h->start_mono_ns = sf_start_mono;
+	fill_cmdline(h);
+	L.end = SF_HEADER_SIZE;
+	/* Magic last: a reader never sees a half-filled header as valid. */
+	__atomic_store_n(&h->magic, SF_MAGIC, __ATOMIC_RELEASE);
+	__atomic_store_n(&L.hdr, h, __ATOMIC_RELEASE);
+	sf_log_calibrate();
+	sf_objects_log_all();
+	return 0;
+}
+
+int sf_log_ensure(void)
+{
+	if (sf_log_ready())
+		return 0;
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	int r = log_create_locked();
+	sf_log_unlock_sig(&old);
+	return r;
+}
+
+void sf_log_drop(uint64_t events)
+{
+	if (L.hdr && events)
+		__atomic_add_fetch(&L.hdr->dropped_events, events, __ATOMIC_RELAXED);
+}
+
+static void write_failed(int err, uint64_t events)
+{
+	__atomic_add_fetch(&L.hdr->write_errors, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&L.hdr->last_errno, (uint32_t)err, __ATOMIC_RELAXED);
+	sf_log_drop(events);
+}
+
+void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
+{
+	if (!L.hdr)
+		return;
+	size_t total = (sizeof(*c) + payload_len + 15) & ~(size_t)15;
+	c->magic = SF_CHUNK_MAGIC;
+	c->size = (uint32_t)total;
+	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+	c->mono_ns = sf_mono_ns();
+	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
+	if (off + total > L.fsize_limit) {
+		write_failed(EFBIG, events);
+		return;
+	}
+	static const char pad[16];
+	struct iovec iov[3] = {
+		{c, sizeof(*c)},
+		{(void *)payload, payload_len},
+		{(void *)pad, total - sizeof(*c) - payload_len},
+	};
+	size_t done = 0;
+	while (done < total) {
+		/* Rebuild the iovec past what was written (short writes are rare). */
+		struct iovec v[3];
+		int nv = 0;
+		size_t skip = done;
+		for (int i = 0; i < 3; i++) {
+			if (skip >= iov[i].iov_len) {
+				skip -= iov[i].iov_len;
+				continue;
+			}
+			v[nv].iov_base = (char *)iov[i].iov_base + skip;
+			v[nv].iov_len = iov[i].iov_len - skip;
+			skip = 0;
+			nv++;
+		}
+		ssize_t n = pwritev(L.fd, v, nv, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			write_failed(n < 0 ? errno : ENOSPC, events);
+			return;
+		}
+		done += (size_t)n;
+	}
+}
+
+static struct sf_slot *slot_record(void)
+{
+	if (!L.slot_pool_left) {
+		L.slot_pool = sf_map_anon(65536);
+		if (!L.slot_pool)
+			return NULL;
+		L.slot_pool_left = 65536 / sizeof(struct sf_slot);
+	}
+	L.slot_pool_left--;
+	return L.slot_pool++;
+}
+
+/* A slot for the calling thread: a reused one, or a fresh page-aligned
+ * region at the end of the file. NULL if the log cannot take one. */
+struct sf_slot *sf_log_slot_get(void)
+{
+	sigset_t old;
+	struct sf_slot *s = NULL;
+	sf_log_lock_sig(&old);
+	if (log_create_locked() < 0)
+		goto out;
+	if (L.free_slots) {
+		s = L.free_slots;
+		L.free_slots = s->next_free;
+		goto out;
+	}
+	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
+	off = (off + 4095) & ~(uint64_t)4095;
+	if (reserve(off, SF_SLOT_SIZE) < 0) {
+		write_failed(errno, 0);
+		goto out;
+	}
+	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, L.fd, (off_t)off);
+	if (m == MAP_FAILED) {
+		write_failed(errno, 0);
+		goto out;
+	}
+	s = slot_record();
+	if (!s) {
+		munmap(m, SF_SLOT_SIZE);
+		goto out;
+	}
+	s->hdr = m;
+	s->file_offset = off;
+	s->hdr->type = SF_CHUNK_SLOT;
+	s->hdr->size = SF_SLOT_SIZE;
+	s->hdr->count = (uint32_t)SF_SLOT_EVENTS;
+	__atomic_store_n(&s->hdr->magic, SF_CHUNK_MAGIC, __ATOMIC_RELEASE);
+out:
+	sf_log_unlock_sig(&old);
+	return s;
+}
+
+void sf_log_slot_put(struct sf_slot *s)
+{
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	s->next_free = L.free_slots;
+	L.free_slots = s;
+	sf_log_unlock_sig(&old);
+}
+
+void sf_log_calibrate(void)
+{
+	struct sf_header *h = L.hdr;
+	if (!h)
+		return;
+	uint64_t tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+	uint64_t mono = sf_mono_ns();
+	__atomic_store_n(&h->last_tsc, tsc, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->last_mono_ns, mono, __ATOMIC_RELAXED);
+}
+
+void sf_log_thread_started(void)
+{
+	if (L.hdr)
+		__atomic_add_fetch(&L.hdr->threads, 1, __ATOMIC_RELAXED);
+}
+
+void sf_log_object_logged(void)
+{
+	if (L.hdr)
+		__atomic_add_fetch(&L.hdr->objects, 1, __ATOMIC_RELAXED);
+}
+
+void sf_log_finish(void)
+{
+	if (!L.hdr)
+		return;
+	sf_log_calibrate();
+	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
+}
+
+/* fork: the child shares the parent's file and mappings of it. It drops
+ * its view of them (the parent's slots stay the parent's) and will create
+ * its own log at its first event. */
+void sf_log_after_fork_child(void)
+{
+	__atomic_clear(&L.lock, __ATOMIC_RELAXED);
+	if (L.hdr)
+		munmap(L.hdr, SF_HEADER_SIZE);
+	for (struct sf_slot *s = L.free_slots; s; s = s->next_free)
+		munmap(s->hdr, SF_SLOT_SIZE);
+	if (L.fd >= 0)
+		close(L.fd);
+	L.hdr = NULL;
+	L.fd = -1;
+	L.free_slots = NULL;
+	L.failed = 0;
+}
+
+/* Only the forking thread survives in the child; the parent's other threads'
+ * slots stay mapped in the child's memory but are never touched. Unmapping
+ * them would need the list of live slots; the cost is address space only. */

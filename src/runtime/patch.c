@@ -1,0 +1,157 @@
+/* Sled patching (x86-64).
+ *
+ * Unpatched sleds (11 bytes):
+ *   entry, tail call:  eb 09 <9 bytes of nop>     (jmp over the sled)
+ *   exit:              c3 <10 bytes of nop>        (ret)
+ * Patched:
+ *   entry, tail call:  41 ba <id32> e8 <rel32>     mov $id,%r10d; call stub
+ *   exit:              41 ba <id32> e9 <rel32>     mov $id,%r10d; jmp stub
+ * Bytes 2..10 are written first (never executed in the unpatched form),
+ * then bytes 0..1 with one atomic 16-bit store, so a thread running the
+ * code sees either the old or the new sled, never a mix.
+ *
+ * rel32 reaches +-2 GiB; a PIE executable and this library are usually
+ * further apart, so each object gets a stub page mapped near it holding
+ * `jmp *0(%rip)` + absolute trampoline address for each kind.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "format/xray_map.h"
+#include "runtime/runtime.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define PAGE 4096ull
+#define REACH ((1ull << 31) - 2 * PAGE)
+
+enum { STUB_ENTRY, STUB_EXIT, STUB_TAIL, STUB_COUNT };
+
+static void trampolines(uint64_t out[STUB_COUNT])
+{
+	int mono = sf_config.clock == SF_CLOCK_MONOTONIC;
+	out[STUB_ENTRY] = (uint64_t)(mono ? sf_tramp_entry_mono : sf_tramp_entry);
+	out[STUB_EXIT] = (uint64_t)(mono ? sf_tramp_exit_mono : sf_tramp_exit);
+	out[STUB_TAIL] = (uint64_t)(mono ? sf_tramp_tail_mono : sf_tramp_tail);
+}
+
+static int reaches(uint64_t from_lo, uint64_t from_hi, uint64_t to)
+{
+	uint64_t a = to > from_lo ? to - from_lo : from_lo - to;
+	uint64_t b = to > from_hi ? to - from_hi : from_hi - to;
+	return a < REACH && b < REACH;
+}
+
+/* Maps a page of stubs within reach of [lo, hi) and fills it. */
+static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT], uint64_t stub[STUB_COUNT])
+{
+	for (uint64_t step = 1; step < 1024; step++) {
+		for (int side = 0; side < 2; side++) {
+			uint64_t want;
+			if (side == 0)
+				want = ((hi + PAGE - 1) & ~(PAGE - 1)) + step * (1ull << 20);
+			else if (lo > step * (1ull << 20) + PAGE)
+				want = (lo & ~(PAGE - 1)) - step * (1ull << 20);
+			else
+				continue;
+			if (!reaches(lo, hi, want))
+				continue;
+			void *p = mmap((void *)want, PAGE, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (p == MAP_FAILED)
+				continue;
+			if ((uint64_t)p != want) { /* kernel without MAP_FIXED_NOREPLACE */
+				munmap(p, PAGE);
+				continue;
+			}
+			unsigned char *c = p;
+			for (int k = 0; k < STUB_COUNT; k++) {
+				unsigned char *s = c + 16 * k;
+				s[0] = 0xff; /* jmp *0(%rip) */
+				s[1] = 0x25;
+				memset(s + 2, 0, 4);
+				memcpy(s + 6, &tramp[k], 8);
+				stub[k] = (uint64_t)s;
+			}
+			if (mprotect(p, PAGE, PROT_READ | PROT_EXEC) < 0) {
+				munmap(p, PAGE);
+				return -1;
+			}
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int prot_of(uint32_t pflags)
+{
+	return ((pflags & PF_R) ? PROT_READ : 0) | ((pflags & PF_W) ? PROT_WRITE : 0) |
+	       ((pflags & PF_X) ? PROT_EXEC : 0);
+}
+
+static void patch_one(const struct xray_sled_rt *s, const uint64_t target[STUB_COUNT], struct sf_patch_result *res)
+{
+	unsigned char *p = (unsigned char *)s->address;
+	int is_exit = s->kind == XRAY_SLED_EXIT;
+	if (p[0] == 0x41 && p[1] == 0xba) {
+		res->skipped++; /* patched already (by sftrace_setup and a preload, say) */
+		return;
+	}
+	if (is_exit ? p[0] != 0xc3 : (p[0] != 0xeb || p[1] != 0x09)) {
+		res->skipped++;
+		return;
+	}
+	uint64_t to = target[s->kind == XRAY_SLED_EXIT ? STUB_EXIT : s->kind == XRAY_SLED_TAIL ? STUB_TAIL : STUB_ENTRY];
+	int32_t rel = (int32_t)(int64_t)(to - (s->address + 11));
+	uint32_t id = s->func_id;
+	memcpy(p + 2, &id, 4);
+	p[6] = is_exit ? 0xe9 : 0xe8;
+	memcpy(p + 7, &rel, 4);
+	__atomic_store_n((uint16_t *)p, (uint16_t)0xba41, __ATOMIC_RELEASE);
+	res->patched++;
+}
+
+int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds,
+		    struct sf_patch_result *res)
+{
+	uint64_t tramp[STUB_COUNT], target[STUB_COUNT];
+	trampolines(tramp);
+	if (reaches(obj->lo, obj->hi, tramp[STUB_ENTRY]) && reaches(obj->lo, obj->hi, tramp[STUB_TAIL])) {
+		memcpy(target, tramp, sizeof(target));
+	} else if (make_stubs(obj->lo, obj->hi, tramp, target) < 0) {
+		sf_rt_message("cannot map trampoline stubs near ", obj->path, "object left untraced");
+		return -1;
+	}
+
+	/* One executable segment at a time: writable only while patching. */
+	const ElfW(Phdr) *ph = obj->phdr;
+	for (int i = 0; i < obj->phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+			continue;
+		uint64_t seg_lo = obj->info.load_bias + ph[i].p_vaddr;
+		uint64_t seg_hi = seg_lo + ph[i].p_memsz;
+		int any = 0;
+		for (uint32_t k = 0; k < nsleds && !any; k++)
+			any = sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + 11 <= seg_hi;
+		if (!any)
+			continue;
+		uint64_t page_lo = seg_lo & ~(PAGE - 1);
+		size_t len = (size_t)(((seg_hi + PAGE - 1) & ~(PAGE - 1)) - page_lo);
+		int prot = prot_of(ph[i].p_flags);
+		if (mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0 &&
+		    mprotect((void *)page_lo, len, PROT_READ | PROT_WRITE) < 0) {
+			sf_rt_message("cannot make text writable in ", obj->path, strerror(errno));
+			continue;
+		}
+		for (uint32_t k = 0; k < nsleds; k++)
+			if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + 11 <= seg_hi)
+				patch_one(&sleds[k], target, res);
+		mprotect((void *)page_lo, len, prot);
+	}
+	return 0;
+}

@@ -1,0 +1,154 @@
+/* Internal interfaces of libsftrace.so, the runtime that lives inside traced
+ * processes. The data path, in order:
+ *   objects.c  finds loaded ELF objects with XRay sleds and numbers their functions
+ *   patch.c    rewrites their sleds to call the trampolines (through stub pages)
+ *   arch/x86_64/trampoline.S  the per-event fast path: rdtsc + one slot claim
+ *   buffer.c   per-thread slots and the slow path (first event, slot full, thread exit)
+ *   logfile.c  the log file: header page, chunk appends, slot allocation
+ *   clock.c    timestamps and calibration
+ *   hooks.c    dlopen/dlclose/fork
+ *   init.c     configuration and process start/exit
+ *
+ * Rules: libc and pthread only; never malloc (the traced program may have an
+ * instrumented allocator); no locks or syscalls on the fast path; everything
+ * reachable from a trampoline is async-signal-safe.
+ */
+#ifndef SFTRACE_RUNTIME_H
+#define SFTRACE_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/sflog.h"
+
+#define SF_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- per-thread state (initial-exec TLS; the trampolines know the first
+ * two fields' offsets) ---- */
+struct sf_thread {
+	uint64_t cursor; /* next free event slot (address); claimed with xadd */
+	uint64_t limit;  /* end of the current buffer; cursor >= limit -> slow path */
+	struct sf_event *events; /* start of the buffer (slot payload, or scratch) */
+	struct sf_slot *slot;    /* NULL when the thread has none */
+	uint64_t serial;
+	uint32_t tid;
+	uint32_t seq;
+	uint32_t state; /* enum sf_thread_state */
+	uint32_t in_slow;
+};
+
+enum sf_thread_state {
+	SF_THREAD_NEW = 0,      /* no event yet */
+	SF_THREAD_ACTIVE = 1,   /* has a slot */
+	SF_THREAD_DROPPING = 2, /* no slot could be had: events are counted and dropped */
+};
+
+extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+
+/* ---- configuration (init.c) ---- */
+struct sf_config {
+	char output[4096];   /* SFTRACE_OUTPUT_FILE; empty: no tracing */
+	char filter[4096];   /* SFTRACE_FILTER */
+	int clock;           /* enum sf_clock */
+	int enabled;
+	int setup_thread_only;
+	int verbose;
+};
+extern struct sf_config sf_config SF_HIDDEN;
+
+/* One line on stderr, "sftrace: ...". Async-signal-safe (write(2)). */
+void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
+
+/* ---- clock.c ---- */
+void sf_clock_init(void) SF_HIDDEN;
+uint64_t sf_mono_ns(void) SF_HIDDEN;
+uint64_t sf_now_raw(void) SF_HIDDEN; /* rdtsc or monotonic ns, per sf_config.clock */
+int sf_tsc_invariant(void) SF_HIDDEN;
+
+/* ---- logfile.c ---- */
+int sf_log_ensure(void) SF_HIDDEN;            /* create the log on first use; 0 ok */
+int sf_log_ready(void) SF_HIDDEN;
+void sf_log_write_chunk(struct sf_chunk *hdr, const void *payload, size_t payload_len,
+			uint64_t events_for_drop) SF_HIDDEN;
+struct sf_slot *sf_log_slot_get(void) SF_HIDDEN;
+void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
+void sf_log_drop(uint64_t events) SF_HIDDEN;
+void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair in the header */
+void sf_log_thread_started(void) SF_HIDDEN;
+void sf_log_finish(void) SF_HIDDEN;            /* process exit */
+void sf_log_after_fork_child(void) SF_HIDDEN;
+void *sf_map_anon(size_t len) SF_HIDDEN;       /* runtime allocation: mmap, never malloc */
+
+/* A slot: a page-aligned region of the log file mapped MAP_SHARED, reused by
+ * one thread at a time. */
+struct sf_slot {
+	struct sf_chunk *hdr; /* mapping of the whole slot chunk */
+	uint64_t file_offset;
+	struct sf_slot *next_free;
+};
+#define SF_SLOT_EVENTS ((SF_SLOT_SIZE - sizeof(struct sf_chunk)) / sizeof(struct sf_event))
+
+/* ---- objects.c ---- */
+struct sf_object_rt {
+	struct sf_object info;
+	char path[4096];
+	uint64_t *func_addr;  /* ELF vaddr of each function, index = id - first_id */
+	uint32_t nfuncs;
+	uint64_t lo, hi;      /* runtime address range of the object's PT_LOADs */
+	uintptr_t dl_addr;    /* dlpi_addr, to recognise it again */
+	const void *phdr;     /* dlpi_phdr: program headers, for segment protections */
+	int phnum;
+	int unloaded;
+	int logged;           /* OBJECT chunk written to the current log */
+};
+void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
+void sf_objects_check_unloaded(void) SF_HIDDEN;
+void sf_objects_log_all(void) SF_HIDDEN;        /* write OBJECT chunks not yet in this log */
+void sf_objects_after_fork_child(void) SF_HIDDEN;
+uint32_t sf_objects_patched_total(void) SF_HIDDEN;
+
+/* ---- patch.c ---- */
+struct xray_sled_rt {
+	uint64_t address;
+	uint32_t func_id;
+	uint8_t kind;
+	uint8_t selected;
+};
+struct sf_patch_result {
+	uint32_t patched;
+	uint32_t skipped; /* sleds whose bytes were not the expected unpatched form */
+};
+/* Patch the selected sleds of one object (entry, exit, tail call). */
+int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds,
+		    struct sf_patch_result *res) SF_HIDDEN;
+
+
+/* ---- trampolines (arch/x86_64/trampoline.S) ---- */
+void sf_tramp_entry(void) SF_HIDDEN;
+void sf_tramp_exit(void) SF_HIDDEN;
+void sf_tramp_tail(void) SF_HIDDEN;
+void sf_tramp_entry_mono(void) SF_HIDDEN;
+void sf_tramp_exit_mono(void) SF_HIDDEN;
+void sf_tramp_tail_mono(void) SF_HIDDEN;
+extern uint64_t sf_xsave_size SF_HIDDEN;
+extern uint8_t sf_have_xsave SF_HIDDEN;
+
+/* ---- buffer.c ---- */
+/* Called by the trampolines (all registers saved) when the fast path cannot
+ * store: first event of a thread, buffer full, or monotonic-clock mode
+ * (time == 0 then). */
+void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind) SF_HIDDEN;
+void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
+void sf_buffer_init(void) SF_HIDDEN;
+void sf_thread_flush_exit(void) SF_HIDDEN;
+void sf_buffer_after_fork_child(void) SF_HIDDEN;
+
+/* ---- hooks.c ---- */
+void sf_hooks_init(void) SF_HIDDEN;
+
+/* ---- filter.c ---- */
+int sf_filter_load(const char *path) SF_HIDDEN;
+/* Whether function at vaddr of the object with this build-id/path is selected. */
+int sf_filter_selects(const struct sf_object_rt *obj, uint64_t func_vaddr) SF_HIDDEN;
+
+#endif

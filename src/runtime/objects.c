@@ -147,6 +147,7 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 		goto out;
 
 	uint32_t nf = 0, ns = 0;
+	int allowed = sf_filter_check_object(o) == 0;
 	for (uint32_t i = 0; i < nsleds; i++) {
 		struct xray_sled s;
 		uint64_t at = (uint64_t)(map + (size_t)i * XRAY_ENTRY_SIZE);
@@ -157,7 +158,7 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 		sleds[ns].address = s.address;
 		sleds[ns].func_id = next_func_id + local;
 		sleds[ns].kind = s.kind;
-		sleds[ns].selected = (uint8_t)sf_filter_selects(o, s.function - bias);
+		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
 		ns++;
 	}
 	o->func_addr = addrs;

@@ -30,14 +30,24 @@
 #define PAGE 4096ull
 #define REACH ((1ull << 31) - 2 * PAGE)
 
-enum { STUB_ENTRY, STUB_EXIT, STUB_TAIL, STUB_COUNT };
+/* Stub slots: 3 kinds x 3 variants. */
+enum { STUB_ENTRY, STUB_EXIT, STUB_TAIL, STUB_KINDS };
+#define STUB_COUNT (STUB_KINDS * 3)
 
 static void trampolines(uint64_t out[STUB_COUNT])
 {
-	int mono = sf_config.clock == SF_CLOCK_MONOTONIC;
-	out[STUB_ENTRY] = (uint64_t)(mono ? sf_tramp_entry_mono : sf_tramp_entry);
-	out[STUB_EXIT] = (uint64_t)(mono ? sf_tramp_exit_mono : sf_tramp_exit);
-	out[STUB_TAIL] = (uint64_t)(mono ? sf_tramp_tail_mono : sf_tramp_tail);
+	static void (*const tsc[STUB_COUNT])(void) = {
+		sf_tramp_entry, sf_tramp_exit, sf_tramp_tail,
+		sf_tramp_entry_gated, sf_tramp_exit_gated, sf_tramp_tail_gated,
+		sf_tramp_entry_window, sf_tramp_exit_window, sf_tramp_tail_window,
+	};
+	static void (*const mono[STUB_COUNT])(void) = {
+		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono,
+		sf_tramp_entry_mono_gated, sf_tramp_exit_mono_gated, sf_tramp_tail_mono_gated,
+		sf_tramp_entry_mono_window, sf_tramp_exit_mono_window, sf_tramp_tail_mono_window,
+	};
+	for (int i = 0; i < STUB_COUNT; i++)
+		out[i] = (uint64_t)(sf_config.clock == SF_CLOCK_MONOTONIC ? mono[i] : tsc[i]);
 }
 
 static int reaches(uint64_t from_lo, uint64_t from_hi, uint64_t to)
@@ -106,7 +116,8 @@ static void patch_one(const struct xray_sled_rt *s, const uint64_t target[STUB_C
 		res->skipped++;
 		return;
 	}
-	uint64_t to = target[s->kind == XRAY_SLED_EXIT ? STUB_EXIT : s->kind == XRAY_SLED_TAIL ? STUB_TAIL : STUB_ENTRY];
+	int k = s->kind == XRAY_SLED_EXIT ? STUB_EXIT : s->kind == XRAY_SLED_TAIL ? STUB_TAIL : STUB_ENTRY;
+	uint64_t to = target[s->variant * STUB_KINDS + k];
 	int32_t rel = (int32_t)(int64_t)(to - (s->address + 11));
 	uint32_t id = s->func_id;
 	memcpy(p + 2, &id, 4);
@@ -121,7 +132,10 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 {
 	uint64_t tramp[STUB_COUNT], target[STUB_COUNT];
 	trampolines(tramp);
-	if (reaches(obj->lo, obj->hi, tramp[STUB_ENTRY]) && reaches(obj->lo, obj->hi, tramp[STUB_TAIL])) {
+	int direct = 1;
+	for (int i = 0; i < STUB_COUNT; i++)
+		direct &= reaches(obj->lo, obj->hi, tramp[i]);
+	if (direct) {
 		memcpy(target, tramp, sizeof(target));
 	} else if (make_stubs(obj->lo, obj->hi, tramp, target) < 0) {
 		sf_rt_message("cannot map trampoline stubs near ", obj->path, "object left untraced");

@@ -28,6 +28,7 @@
 struct sf_thread {
 	uint64_t cursor; /* next free event slot (address); claimed with xadd */
 	uint64_t limit;  /* end of the current buffer; cursor >= limit -> slow path */
+	uint64_t window_depth; /* within mode: open frames of selected functions */
 	struct sf_event *events; /* start of the buffer (slot payload, or scratch) */
 	struct sf_slot *slot;    /* NULL when the thread has none */
 	uint64_t serial;
@@ -112,7 +113,14 @@ struct xray_sled_rt {
 	uint64_t address;
 	uint32_t func_id;
 	uint8_t kind;
-	uint8_t selected;
+	uint8_t selected; /* patch this sled at all */
+	uint8_t variant;  /* enum sf_variant */
+};
+
+enum sf_variant {
+	SF_VARIANT_PLAIN = 0,  /* always record */
+	SF_VARIANT_GATED = 1,  /* within mode, outside the selection: record inside a window only */
+	SF_VARIANT_WINDOW = 2, /* within mode, selected: opens/closes a window */
 };
 struct sf_patch_result {
 	uint32_t patched;
@@ -124,12 +132,12 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 
 
 /* ---- trampolines (arch/x86_64/trampoline.S) ---- */
-void sf_tramp_entry(void) SF_HIDDEN;
-void sf_tramp_exit(void) SF_HIDDEN;
-void sf_tramp_tail(void) SF_HIDDEN;
-void sf_tramp_entry_mono(void) SF_HIDDEN;
-void sf_tramp_exit_mono(void) SF_HIDDEN;
-void sf_tramp_tail_mono(void) SF_HIDDEN;
+#define SF_TRAMPS(X) \
+	X(entry) X(exit) X(tail) X(entry_mono) X(exit_mono) X(tail_mono) \
+	X(entry_gated) X(exit_gated) X(tail_gated) X(entry_mono_gated) X(exit_mono_gated) X(tail_mono_gated) \
+	X(entry_window) X(exit_window) X(tail_window) X(entry_mono_window) X(exit_mono_window) X(tail_mono_window)
+#define SF_DECLARE_TRAMP(n) void sf_tramp_##n(void) SF_HIDDEN;
+SF_TRAMPS(SF_DECLARE_TRAMP)
 extern uint64_t sf_xsave_size SF_HIDDEN;
 extern uint8_t sf_have_xsave SF_HIDDEN;
 
@@ -148,7 +156,11 @@ void sf_hooks_init(void) SF_HIDDEN;
 
 /* ---- filter.c ---- */
 int sf_filter_load(const char *path) SF_HIDDEN;
-/* Whether function at vaddr of the object with this build-id/path is selected. */
-int sf_filter_selects(const struct sf_object_rt *obj, uint64_t func_vaddr) SF_HIDDEN;
+/* How to patch the function at vaddr of obj: sets *variant, returns 0 to
+ * leave it unpatched. */
+int sf_filter_selects(const struct sf_object_rt *obj, uint64_t func_vaddr, uint8_t *variant) SF_HIDDEN;
+/* Called once per object before sf_filter_selects: 0 if the object may be
+ * patched (reports a build-id mismatch and returns -1). */
+int sf_filter_check_object(const struct sf_object_rt *obj) SF_HIDDEN;
 
 #endif

@@ -20,7 +20,7 @@
 
 	.text
 
-/* struct sf_thread: cursor at 0, limit at 8 (see runtime.h). */
+/* struct sf_thread: cursor at 0, limit at 8, window_depth at 16 (runtime.h). */
 .macro FAST_PATH kind, slowlabel
 	push	%rax
 	push	%rdx
@@ -109,6 +109,69 @@ sf_tramp_exit_mono:
 sf_tramp_tail_mono:
 	MONO_PATH 3
 	.size	sf_tramp_tail_mono, .-sf_tramp_tail_mono
+
+/* Within mode (sftrace filter --within): functions outside the selection
+ * record only while a selected ("window") function is on this thread's
+ * stack. struct sf_thread.window_depth (offset 16) counts open window
+ * frames. Gated trampolines test it and return at once when it is zero;
+ * window trampolines count their frame in or out, then record. */
+.macro GATED name, target
+	.globl	\name
+	.hidden	\name
+	.type	\name, @function
+	.p2align 4
+\name:
+	push	%rcx
+	movq	sf_self@gottpoff(%rip), %rcx
+	cmpq	$0, %fs:16(%rcx)
+	pop	%rcx
+	jne	\target
+	ret
+	.size	\name, .-\name
+.endm
+
+.macro WINDOW_IN name, target
+	.globl	\name
+	.hidden	\name
+	.type	\name, @function
+	.p2align 4
+\name:
+	push	%rcx
+	movq	sf_self@gottpoff(%rip), %rcx
+	incq	%fs:16(%rcx)
+	pop	%rcx
+	jmp	\target
+	.size	\name, .-\name
+.endm
+
+.macro WINDOW_OUT name, target
+	.globl	\name
+	.hidden	\name
+	.type	\name, @function
+	.p2align 4
+\name:
+	push	%rcx
+	movq	sf_self@gottpoff(%rip), %rcx
+	cmpq	$0, %fs:16(%rcx)
+	je	1f
+	decq	%fs:16(%rcx)
+1:	pop	%rcx
+	jmp	\target
+	.size	\name, .-\name
+.endm
+
+	GATED	sf_tramp_entry_gated, sf_tramp_entry
+	GATED	sf_tramp_exit_gated, sf_tramp_exit
+	GATED	sf_tramp_tail_gated, sf_tramp_tail
+	GATED	sf_tramp_entry_mono_gated, sf_tramp_entry_mono
+	GATED	sf_tramp_exit_mono_gated, sf_tramp_exit_mono
+	GATED	sf_tramp_tail_mono_gated, sf_tramp_tail_mono
+	WINDOW_IN  sf_tramp_entry_window, sf_tramp_entry
+	WINDOW_OUT sf_tramp_exit_window, sf_tramp_exit
+	WINDOW_OUT sf_tramp_tail_window, sf_tramp_tail
+	WINDOW_IN  sf_tramp_entry_mono_window, sf_tramp_entry_mono
+	WINDOW_OUT sf_tramp_exit_mono_window, sf_tramp_exit_mono
+	WINDOW_OUT sf_tramp_tail_mono_window, sf_tramp_tail_mono
 
 /* Slow path. On entry: the caller's rax, rdx, rcx are pushed (rcx on top),
  * rax = time, r10d = function id, edx = kind. Saves the remaining

@@ -1,0 +1,400 @@
+/* sftrace record: run a command with the runtime preloaded, pass its exit
+ * status through, and summarise the log(s) it wrote. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/solib.h"
+#include "lib/log_reader.h"
+#include "lib/util.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sftrace record [OPTIONS] -- COMMAND [ARGS...]\n"
+		"\n"
+		"Runs COMMAND with the sftrace runtime preloaded and records the entry, exit\n"
+		"and tail call of every XRay-instrumented function (build with clang\n"
+		"-fxray-instrument or rustc -Zinstrument-xray=always), in every thread, in\n"
+		"every process it starts (each writes its own log: FILE, then\n"
+		"STEM.<pid>.EXT next to it).\n"
+		"\n"
+		"options:\n"
+		"  -o, --output FILE         log file (default ./sf.log)\n"
+		"  -f, --filter FILE         record only the functions in FILE (sftrace filter)\n"
+		"      --force               replace FILE if it exists (default: refuse)\n"
+		"      --clock tsc|monotonic timestamp source (default: tsc when invariant)\n"
+		"  -q, --quiet               no summary on stderr\n"
+		"      --print-solib         print the runtime library record would use\n"
+		"      --print-solib-install-dir\n"
+		"                            print the per-user directory searched for it\n"
+		"  -h, --help                this help\n"
+		"\n"
+		"The exit status is COMMAND's (128+N if it died by signal N).\n");
+}
+
+struct record_opts {
+	const char *output;
+	const char *filter;
+	const char *clock;
+	int force, quiet;
+};
+
+/* "dir/stem.ext" -> dir, stem and ext parts, as the runtime names logs. */
+struct log_name {
+	char dir[PATH_MAX];
+	char stem[NAME_MAX + 1];
+	char ext[NAME_MAX + 1];
+};
+
+static void split_name(const char *path, struct log_name *n)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	if (slash)
+		snprintf(n->dir, sizeof(n->dir), "%.*s", (int)(slash - path ? slash - path : 1), path);
+	else
+		snprintf(n->dir, sizeof(n->dir), ".");
+	const char *dot = strrchr(base, '.');
+	if (!dot || dot == base)
+		dot = base + strlen(base);
+	snprintf(n->stem, sizeof(n->stem), "%.*s", (int)(dot - base), base);
+	snprintf(n->ext, sizeof(n->ext), "%s", dot);
+}
+
+/* Whether `name` is STEM.<digits>[.<digits>]EXT: a log of another process. */
+static int is_sibling_log(const struct log_name *n, const char *name)
+{
+	size_t ls = strlen(n->stem), le = strlen(n->ext), ln = strlen(name);
+	if (ln <= ls + le + 1 || strncmp(name, n->stem, ls) != 0 || name[ls] != '.' ||
+	    strcmp(name + ln - le, n->ext) != 0)
+		return 0;
+	int digits = 0;
+	for (size_t i = ls + 1; i < ln - le; i++) {
+		if (name[i] >= '0' && name[i] <= '9')
+			digits++;
+		else if (name[i] != '.' || !digits)
+			return 0;
+	}
+	return digits > 0;
+}
+
+struct name_list {
+	char **v;
+	size_t n;
+};
+
+static void list_add(struct name_list *l, const char *s)
+{
+	l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+	l->v[l->n++] = xstrdup(s);
+}
+
+static int list_has(const struct name_list *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], s))
+			return 1;
+	return 0;
+}
+
+static void list_free(struct name_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+static void sibling_logs(const struct log_name *n, struct name_list *out)
+{
+	DIR *d = opendir(n->dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (is_sibling_log(n, e->d_name))
+			list_add(out, e->d_name);
+	closedir(d);
+}
+
+static int mkdir_p(const char *dir)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0777) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(tmp, 0777) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Makes the output path absolute and its directory usable; checks that no
+ * log is clobbered. */
+static int prepare_output(const struct record_opts *o, char *abs, size_t cap)
+{
+	if (o->output[0] == '/') {
+		snprintf(abs, cap, "%s", o->output);
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd))) {
+			sf_error("cannot get the current directory: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(abs, cap, "%s/%s", cwd, o->output);
+	}
+	size_t len = strlen(abs);
+	if (len == 0 || abs[len - 1] == '/') {
+		sf_error("%s: the output must be a file name, not a directory", o->output);
+		return -1;
+	}
+	struct log_name n;
+	split_name(abs, &n);
+	struct stat st;
+	if (stat(n.dir, &st) < 0) {
+		if (mkdir_p(n.dir) < 0) {
+			sf_error("cannot create directory %s: %s", n.dir, strerror(errno));
+			return -1;
+		}
+	} else if (!S_ISDIR(st.st_mode)) {
+		sf_error("%s: not a directory", n.dir);
+		return -1;
+	}
+	if (access(n.dir, W_OK | X_OK) < 0) {
+		sf_error("cannot write to directory %s: %s", n.dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(abs, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			sf_error("%s is a directory; give a file name such as %s/sf.log", o->output, o->output);
+			return -1;
+		}
+		if (!o->force) {
+			sf_error("%s exists; remove it or pass --force to replace it", o->output);
+			return -1;
+		}
+		if (unlink(abs) < 0) {
+			sf_error("cannot remove %s: %s", o->output, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static char *join_env(const char *name, const char *add)
+{
+	const char *old = getenv(name);
+	size_t len = strlen(add) + (old ? strlen(old) + 1 : 0) + 1;
+	char *v = xmalloc(len);
+	if (old && old[0])
+		snprintf(v, len, "%s:%s", old, add);
+	else
+		snprintf(v, len, "%s", add);
+	return v;
+}
+
+static int run_child(char **argv, pid_t *pid_out)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		sf_error("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		int err = errno;
+		fprintf(stderr, "sftrace: error: cannot run %s: %s\n", argv[0], strerror(err));
+		_exit(err == ENOENT ? 127 : 126);
+	}
+	*pid_out = pid;
+	return 0;
+}
+
+static void print_summary(const char *path, const char *shown)
+{
+	char err[512];
+	struct lr_log *log = lr_open(path, err, sizeof(err));
+	if (!log) {
+		fprintf(stderr, "sftrace: %s: unreadable: %s\n", shown, err);
+		return;
+	}
+	struct lr_summary s;
+	lr_summary(log, &s);
+	fprintf(stderr, "sftrace: wrote %s (pid %u): %llu events, %llu thread%s, %llu object%s", shown, s.pid,
+		(unsigned long long)s.events, (unsigned long long)s.threads, s.threads == 1 ? "" : "s",
+		(unsigned long long)s.objects, s.objects == 1 ? "" : "s");
+	if (s.dropped)
+		fprintf(stderr, ", %llu DROPPED (%llu failed writes, last: %s)", (unsigned long long)s.dropped,
+			(unsigned long long)s.write_errors,
+			lr_info(log)->last_errno ? strerror((int)lr_info(log)->last_errno) : "-");
+	if (s.lost)
+		fprintf(stderr, ", %llu lost", (unsigned long long)s.lost);
+	fputc('\n', stderr);
+	lr_close(log);
+}
+
+/* Lists and summarises every log this run wrote. Returns how many. */
+static int summarise(const char *abs, const struct name_list *before, int quiet)
+{
+	struct log_name n;
+	split_name(abs, &n);
+	int count = 0;
+	struct stat st;
+	if (stat(abs, &st) == 0) {
+		count++;
+		if (!quiet)
+			print_summary(abs, abs);
+	}
+	struct name_list after = {0};
+	sibling_logs(&n, &after);
+	for (size_t i = 0; i < after.n; i++) {
+		if (list_has(before, after.v[i]))
+			continue;
+		char p[PATH_MAX * 2];
+		snprintf(p, sizeof(p), "%s/%s", n.dir, after.v[i]);
+		count++;
+		if (!quiet)
+			print_summary(p, p);
+	}
+	list_free(&after);
+	return count;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"output", required_argument, 0, 'o'},
+		{"filter", required_argument, 0, 'f'},
+		{"force", no_argument, 0, 'F'},
+		{"clock", required_argument, 0, 'c'},
+		{"quiet", no_argument, 0, 'q'},
+		{"print-solib", no_argument, 0, 'P'},
+		{"print-solib-install-dir", no_argument, 0, 'D'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	struct record_opts o = {.output = "sf.log"};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:f:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o.output = optarg; break;
+		case 'f': o.filter = optarg; break;
+		case 'F': o.force = 1; break;
+		case 'c':
+			if (strcmp(optarg, "tsc") && strcmp(optarg, "monotonic")) {
+				sf_error("--clock must be tsc or monotonic, not '%s'", optarg);
+				return 2;
+			}
+			o.clock = optarg;
+			break;
+		case 'q': o.quiet = 1; break;
+		case 'P': {
+			char lib[PATH_MAX], err[PATH_MAX * 2];
+			if (sf_find_solib(lib, sizeof(lib), err, sizeof(err)) < 0) {
+				sf_error("%s", err);
+				return 1;
+			}
+			printf("%s\n", lib);
+			return 0;
+		}
+		case 'D': {
+			char dir[PATH_MAX];
+			if (sf_solib_install_dir(dir, sizeof(dir)) < 0) {
+				sf_error("cannot determine the per-user data directory (HOME is not set)");
+				return 1;
+			}
+			printf("%s\n", dir);
+			return 0;
+		}
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		sf_error("no command given (usage: sftrace record [OPTIONS] -- COMMAND [ARGS...])");
+		return 2;
+	}
+	char lib[PATH_MAX], err[PATH_MAX * 2];
+	if (sf_find_solib(lib, sizeof(lib), err, sizeof(err)) < 0) {
+		sf_error("%s", err);
+		return 1;
+	}
+	char abs[PATH_MAX];
+	if (prepare_output(&o, abs, sizeof(abs)) < 0)
+		return 1;
+	char filter_abs[PATH_MAX];
+	if (o.filter) {
+		if (!realpath(o.filter, filter_abs)) {
+			sf_error("%s: %s", o.filter, strerror(errno));
+			return 1;
+		}
+		if (sf_filter_check_file(filter_abs) < 0)
+			return 1;
+	}
+
+	struct log_name n;
+	split_name(abs, &n);
+	struct name_list before = {0};
+	sibling_logs(&n, &before);
+
+	char libdir[PATH_MAX];
+	snprintf(libdir, sizeof(libdir), "%s", lib);
+	*strrchr(libdir, '/') = 0;
+	char *preload = join_env("LD_PRELOAD", lib);
+	char *ldpath = join_env("LD_LIBRARY_PATH", libdir);
+	setenv("LD_PRELOAD", preload, 1);
+	setenv("LD_LIBRARY_PATH", ldpath, 1);
+	setenv("SFTRACE_OUTPUT_FILE", abs, 1);
+	if (o.filter)
+		setenv("SFTRACE_FILTER", filter_abs, 1);
+	else
+		unsetenv("SFTRACE_FILTER");
+	if (o.clock)
+		setenv("SFTRACE_CLOCK", o.clock, 1);
+	free(preload);
+	free(ldpath);
+
+	/* The terminal's ^C goes to the command (same process group); we wait
+	 * for it to finish and still report what it wrote. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	pid_t pid;
+	if (run_child(argv + optind, &pid) < 0)
+		return 1;
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			sf_error("waitpid: %s", strerror(errno));
+			return 1;
+		}
+	}
+	int rc;
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		fprintf(stderr, "sftrace: %s was killed by signal %d (%s)%s\n", argv[optind], sig, strsignal(sig),
+			WCOREDUMP(status) ? ", core dumped" : "");
+		rc = 128 + sig;
+	} else {
+		rc = WEXITSTATUS(status);
+	}
+	int logs = summarise(abs, &before, o.quiet);
+	if (logs == 0)
+		fprintf(stderr, "sftrace: no log written: %s ran no XRay-instrumented code (build it with "
+				"clang -fxray-instrument or rustc -Zinstrument-xray=always)\n",
+			argv[optind]);
+	list_free(&before);
+	return rc;
+}

@@ -145,15 +145,20 @@ static int mkdir_p(const char *dir)
  * log is clobbered. */
 static int prepare_output(const struct record_opts *o, char *abs, size_t cap)
 {
+	int len_out;
 	if (o->output[0] == '/') {
-		snprintf(abs, cap, "%s", o->output);
+		len_out = snprintf(abs, cap, "%s", o->output);
 	} else {
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd))) {
 			sf_error("cannot get the current directory: %s", strerror(errno));
 			return -1;
 		}
-		snprintf(abs, cap, "%s/%s", cwd, o->output);
+		len_out = snprintf(abs, cap, "%s/%s", cwd, o->output);
+	}
+	if (len_out < 0 || (size_t)len_out >= cap - 64) {
+		sf_error("%s: path too long", o->output);
+		return -1;
 	}
 	size_t len = strlen(abs);
 	if (len == 0 || abs[len - 1] == '/') {

@@ -35,6 +35,17 @@ static void trim_end(char *s)
 		s[--n] = 0;
 }
 
+/* '#' starts a comment at the start of a line or after a blank, so that
+ * names such as Rust's `{closure#0}` and paths containing '#' survive. */
+static void cut_comment(char *s)
+{
+	for (char *p = s; (p = strchr(p, '#')); p++)
+		if (p == s || is_space(p[-1])) {
+			*p = 0;
+			return;
+		}
+}
+
 static int parse_hex(const char *s, uint64_t *out)
 {
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
@@ -79,7 +90,7 @@ int ff_build_id_from_hex(const char *hex, uint8_t *out, size_t cap)
 
 static int fail(char *err, size_t errlen, unsigned line, const char *msg)
 {
-	if (err && !err[0])
+	if (err && errlen && !err[0])
 		snprintf(err, errlen, "line %u: %s", line, msg);
 	return -1;
 }
@@ -104,9 +115,7 @@ int ff_parse(char *text, size_t len, const struct ff_handler *h, void *ctx, char
 		line++;
 		if (memchr(s, 0, n))
 			return fail(err, errlen, line, "NUL byte in filter file");
-		char *hash = strchr(s, '#');
-		if (hash)
-			*hash = 0;
+		cut_comment(s);
 		trim_end(s);
 		char *p = skip_space(s);
 		if (!*p)

@@ -22,7 +22,9 @@
  *           (sequence number `seq`) unless a DATA chunk with the same thread
  *           serial and seq exists (the batch was flushed and the process died
  *           before the slot was cleared). Events in a slot end at the first
- *           all-zero event.
+ *           all-zero event. A SLOT whose thread_serial is 0 is free (its
+ *           last owner exited and handed its events off): ignore it.
+ *           Thread serials start at 1.
  */
 #ifndef SFTRACE_FORMAT_SFLOG_H
 #define SFTRACE_FORMAT_SFLOG_H
@@ -97,7 +99,9 @@ struct sf_header {
 	uint32_t cmdline_len;      /* bytes used in cmdline */
 	uint32_t cmdline_truncated;
 	uint32_t reserved0;
-	uint64_t reserved[16];
+	uint64_t patch_ns;         /* time spent patching sleds so far (all objects) */
+	uint64_t sleds_patched;    /* sleds patched so far */
+	uint64_t reserved[14];
 	/* argv, each argument NUL-terminated. */
 	char cmdline[SF_CMDLINE_MAX];
 };

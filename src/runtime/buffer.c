@@ -81,9 +81,19 @@ static void start_dropping(struct sf_thread *t)
 	t->limit = (uint64_t)(scratch + sizeof(scratch) / sizeof(scratch[0]));
 }
 
+extern uint32_t sf_setup_only_tid SF_HIDDEN;
+
 static void thread_start(struct sf_thread *t)
 {
 	t->tid = (uint32_t)syscall(SYS_gettid);
+	uint32_t only = __atomic_load_n(&sf_setup_only_tid, __ATOMIC_ACQUIRE);
+	if (only && only != t->tid) {
+		/* SFTRACE_SETUP_THREAD_ONLY: other threads are not recorded
+		 * (by request, so not counted as dropped). */
+		start_dropping(t);
+		t->state = SF_THREAD_IGNORED;
+		return;
+	}
 	t->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
 	t->seq = 0;
 	t->slot = sf_log_slot_get();
@@ -115,11 +125,10 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 		 * claim and our check) may already have made room; if not, and
 		 * the cursor is past the limit, this batch is complete. */
 		size_t cap = (size_t)(t->limit - (uint64_t)t->events) / sizeof(struct sf_event);
-		if (t->state == SF_THREAD_ACTIVE) {
+		if (t->state == SF_THREAD_ACTIVE)
 			slot_handoff(t, cap);
-		} else {
+		else if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(cap);
-		}
 		t->cursor = (uint64_t)t->events;
 	}
 	struct sf_event *e = (struct sf_event *)t->cursor;
@@ -155,8 +164,14 @@ void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind)
 	 * so the slot it claimed (outside the buffer) is not counted. */
 	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
 		t->cursor = t->limit;
-	if (t->state == SF_THREAD_NEW && t->cursor)
+	if (t->state == SF_THREAD_NEW) {
 		t->cursor = 0;
+		/* Getting a slot (file space, mapping) takes a while: stamp the
+		 * thread's first event after it, so the tracer's set-up cost
+		 * does not show as time spent in the program's first call. */
+		thread_start(t);
+		time = sf_now_raw();
+	}
 	store_event(t, time, func_id, kind);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -176,7 +191,7 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 			      sizeof(struct sf_event);
 		if (t->state == SF_THREAD_ACTIVE)
 			slot_handoff(t, used);
-		else
+		else if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(used);
 		t->cursor = (uint64_t)t->events;
 	}
@@ -209,9 +224,10 @@ void sf_thread_flush_exit(void)
 		t->cursor = t->limit = 0;
 		t->state = SF_THREAD_NEW;
 		sf_log_slot_put(s);
-	} else if (t->state == SF_THREAD_DROPPING) {
+	} else if (t->state == SF_THREAD_DROPPING || t->state == SF_THREAD_IGNORED) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
-		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
+		if (t->state == SF_THREAD_DROPPING)
+			sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
 		t->cursor = t->limit = 0;
 		t->state = SF_THREAD_NEW;
 	}

@@ -223,6 +223,7 @@ static int log_create_locked(void)
 	__atomic_store_n(&L.hdr, h, __ATOMIC_RELEASE);
 	sf_log_calibrate();
 	sf_objects_log_all();
+	sf_log_update_patch_stats();
 	return 0;
 }
 
@@ -329,7 +330,8 @@ struct sf_slot *sf_log_slot_get(void)
 		write_failed(errno, 0);
 		goto out;
 	}
-	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, L.fd, (off_t)off);
+	/* MAP_POPULATE: fault the pages in now, not on the event path. */
+	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, L.fd, (off_t)off);
 	if (m == MAP_FAILED) {
 		write_failed(errno, 0);
 		goto out;
@@ -380,6 +382,14 @@ void sf_log_object_logged(void)
 {
 	if (L.hdr)
 		__atomic_add_fetch(&L.hdr->objects, 1, __ATOMIC_RELAXED);
+}
+
+void sf_log_update_patch_stats(void)
+{
+	if (!L.hdr)
+		return;
+	__atomic_store_n(&L.hdr->patch_ns, sf_patch_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&L.hdr->sleds_patched, sf_objects_patched_total(), __ATOMIC_RELAXED);
 }
 
 void sf_log_finish(void)

@@ -25,6 +25,7 @@ static struct sf_object_rt *objects[MAX_OBJECTS];
 static uint32_t nobjects;
 static uint32_t next_func_id = 1; /* 0 marks events that have no function (allocations) */
 static uint32_t next_index;
+uint64_t sf_patch_ns SF_HIDDEN;
 
 static size_t page_round(size_t n)
 {
@@ -247,7 +248,10 @@ void sf_objects_scan(int flags)
 {
 	sigset_t old;
 	sf_log_lock_sig(&old);
+	uint64_t t0 = sf_mono_ns();
 	dl_iterate_phdr(scan_one, &flags);
+	sf_patch_ns += sf_mono_ns() - t0;
+	sf_log_update_patch_stats();
 	sf_log_unlock_sig(&old);
 }
 

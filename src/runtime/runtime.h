@@ -42,6 +42,7 @@ enum sf_thread_state {
 	SF_THREAD_NEW = 0,      /* no event yet */
 	SF_THREAD_ACTIVE = 1,   /* has a slot */
 	SF_THREAD_DROPPING = 2, /* no slot could be had: events are counted and dropped */
+	SF_THREAD_IGNORED = 3,  /* SFTRACE_SETUP_THREAD_ONLY and not the setup thread */
 };
 
 extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
@@ -77,6 +78,7 @@ void sf_log_drop(uint64_t events) SF_HIDDEN;
 void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair in the header */
 void sf_log_thread_started(void) SF_HIDDEN;
 void sf_log_finish(void) SF_HIDDEN;            /* process exit */
+void sf_log_update_patch_stats(void) SF_HIDDEN; /* copy patch time/count into the header */
 void sf_log_after_fork_child(void) SF_HIDDEN;
 void *sf_map_anon(size_t len) SF_HIDDEN;       /* runtime allocation: mmap, never malloc */
 
@@ -107,6 +109,7 @@ void sf_objects_check_unloaded(void) SF_HIDDEN;
 void sf_objects_log_all(void) SF_HIDDEN;        /* write OBJECT chunks not yet in this log */
 void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
+extern uint64_t sf_patch_ns SF_HIDDEN; /* time spent in sf_objects_scan */
 
 /* ---- patch.c ---- */
 struct xray_sled_rt {

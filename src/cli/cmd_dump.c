@@ -1,0 +1,408 @@
+/* sftrace dump: a log's header, objects, threads and every event as text.
+ * A debugging view of exactly what the reader sees, in delivery order
+ * (batches in file order, live slots last). Used on multi-million-event
+ * logs, so event lines are formatted by hand into a large buffer. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/commands.h"
+#include "format/sflog.h"
+#include "lib/log_reader.h"
+#include "lib/log_symbols.h"
+#include "lib/util.h"
+
+#define PLURAL(n) ((n) == 1 ? "" : "s")
+#define DUMP_MAX_INDENT 40 /* levels; deeper events show their depth instead */
+
+static const char dump_usage[] =
+	"usage: sftrace dump [OPTIONS] LOG\n"
+	"\n"
+	"Prints a log's header, object table, threads, then one line per event:\n"
+	"  <ns since start> <tid> <kind> <indented function name>\n"
+	"and the warnings the reader found.\n"
+	"\n"
+	"options:\n"
+	"  --no-symbols     do not read the recorded objects: names are <object>+0x<address>\n"
+	"  --raw            also print each event's raw time, function id, batch and file offset\n"
+	"  --symbol PATH    symbolize the object with PATH's build-id or basename from PATH\n"
+	"                   (a moved binary or a debug file; repeatable)\n"
+	"  --force          use placeholder names for objects that cannot be opened or whose\n"
+	"                   build-id differs, instead of failing\n"
+	"  -h, --help       this help\n";
+
+/* ---- buffered output ---- */
+
+struct out {
+	char *buf;
+	size_t len, cap;
+	FILE *f;
+	int failed;
+};
+
+static void out_flush(struct out *o)
+{
+	if (o->len && fwrite(o->buf, 1, o->len, o->f) != o->len)
+		o->failed = 1;
+	o->len = 0;
+}
+
+static void out_mem(struct out *o, const char *s, size_t n)
+{
+	if (o->len + n > o->cap) {
+		out_flush(o);
+		if (n > o->cap) {
+			if (fwrite(s, 1, n, o->f) != n)
+				o->failed = 1;
+			return;
+		}
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static void out_str(struct out *o, const char *s) { out_mem(o, s, strlen(s)); }
+
+static void out_fmt(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_fmt(struct out *o, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		out_mem(o, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+static void out_chars(struct out *o, char c, size_t n)
+{
+	char sp[64];
+	memset(sp, c, sizeof(sp));
+	while (n) {
+		size_t k = n < sizeof(sp) ? n : sizeof(sp);
+		out_mem(o, sp, k);
+		n -= k;
+	}
+}
+
+/* v right-aligned in width columns (the hot path: no printf). */
+static void out_u64(struct out *o, uint64_t v, int width)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (width > n)
+		out_chars(o, ' ', (size_t)(width - n));
+	out_mem(o, tmp + sizeof(tmp) - n, (size_t)n);
+}
+
+static void out_hex(struct out *o, uint64_t v)
+{
+	char tmp[18];
+	int n = 0;
+	do {
+		tmp[sizeof(tmp) - 1 - n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	out_mem(o, "0x", 2);
+	out_mem(o, tmp + sizeof(tmp) - n, (size_t)n);
+}
+
+/* ---- header, objects, threads ---- */
+
+static const char *state_name(uint32_t s)
+{
+	return s == SF_STATE_EXITED ? "exited" : s == SF_STATE_RUNNING ? "running (or died without exit hooks)" : "unknown";
+}
+
+/* An argument as a shell would need it. */
+static void out_arg(struct out *o, const char *a)
+{
+	if (*a && !a[strcspn(a, " \t\n'\"\\$`*?[]{}()<>|&;!#~")]) {
+		out_str(o, a);
+		return;
+	}
+	out_str(o, "'");
+	for (; *a; a++) {
+		if (*a == '\'')
+			out_str(o, "'\\''");
+		else
+			out_mem(o, a, 1);
+	}
+	out_str(o, "'");
+}
+
+static void print_header(struct out *o, const struct lr_log *log)
+{
+	const struct lr_info *in = lr_info(log);
+	out_fmt(o, "log: %s (%" PRIu64 " bytes)\n", in->path, in->file_size);
+	out_fmt(o, "format version: %u\n", in->version);
+	out_fmt(o, "pid: %u  ppid: %u  state: %s\n", in->pid, in->ppid, state_name(in->state));
+	out_str(o, "command line:");
+	for (int i = 0; i < in->argc; i++) {
+		out_str(o, " ");
+		out_arg(o, in->argv[i]);
+	}
+	out_str(o, in->cmdline_truncated ? " [truncated]\n" : "\n");
+	time_t sec = (time_t)(in->start_realtime_ns / 1000000000ULL);
+	struct tm tm;
+	char when[64] = "?";
+	if (gmtime_r(&sec, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	out_fmt(o, "started: %s.%09" PRIu64 " UTC\n", when, (uint64_t)(in->start_realtime_ns % 1000000000u));
+	if (in->clock == SF_CLOCK_TSC) {
+		if (in->calib_degenerate)
+			out_str(o, "clock: tsc, no usable calibration (1 tick taken as 1 ns)\n");
+		else
+			out_fmt(o, "clock: tsc, %.9f ns/tick (%.6f GHz), fit on %u calibration pairs\n",
+				in->tsc_ns_per_tick, 1.0 / in->tsc_ns_per_tick, in->calib_pairs);
+	} else {
+		out_fmt(o, "clock: %s\n", in->clock == SF_CLOCK_MONOTONIC ? "monotonic ns" : "unknown (read as monotonic ns)");
+	}
+	out_fmt(o, "calibration: start tsc %" PRIu64 " mono %" PRIu64 " ns, last tsc %" PRIu64 " mono %" PRIu64 " ns\n",
+		in->start_tsc, in->start_mono_ns, in->last_tsc, in->last_mono_ns);
+	out_fmt(o, "counters: dropped events %" PRIu64 ", write errors %" PRIu64, in->dropped_events, in->write_errors);
+	if (in->write_errors || in->last_errno)
+		out_fmt(o, " (last errno %u: %s)", in->last_errno, strerror((int)in->last_errno));
+	out_fmt(o, ", threads %u, objects %u (as written by the runtime)\n", in->header_threads, in->header_objects);
+}
+
+static void print_objects(struct out *o, const struct lr_log *log, const struct log_symbols *ls)
+{
+	size_t n = lr_nobjects(log);
+	out_fmt(o, "\nobjects (%zu):\n", n);
+	for (size_t i = 0; i < n; i++) {
+		const struct lr_object *obj = lr_object_at(log, i);
+		out_fmt(o, "  [%u] %s", obj->index, obj->path);
+		if (obj->flags & SF_OBJ_MAIN)
+			out_str(o, " (main)");
+		if (obj->flags & SF_OBJ_DLOPEN)
+			out_str(o, " (dlopen)");
+		if (obj->unloaded)
+			out_str(o, " (unloaded)");
+		out_str(o, "\n      build-id ");
+		if (!obj->build_id_len)
+			out_str(o, "none");
+		for (unsigned k = 0; k < obj->build_id_len; k++)
+			out_fmt(o, "%02x", obj->build_id[k]);
+		out_str(o, ", load bias ");
+		out_hex(o, obj->load_bias);
+		out_fmt(o, ", sleds %u, patched %u, functions %u", obj->sleds, obj->patched, obj->count);
+		if (obj->count)
+			out_fmt(o, " (ids %u-%" PRIu64 ")", obj->first_id, (uint64_t)obj->first_id + obj->count - 1);
+		out_str(o, "\n");
+		const char *file = ls ? ls_object_file(ls, i) : NULL;
+		if (file && strcmp(file, obj->path))
+			out_fmt(o, "      symbols from %s\n", file);
+	}
+}
+
+static void print_threads(struct out *o, const struct lr_log *log)
+{
+	size_t n = lr_nthreads(log);
+	out_fmt(o, "\nthreads (%zu):\n", n);
+	out_str(o, "  serial      tid  name              events        lost  batches\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct lr_thread *t = lr_thread_at(log, i);
+		out_fmt(o, "  %6" PRIu64 " %8u  %-16s %8" PRIu64 " %11" PRIu64 "  %u data", t->serial, t->tid,
+			t->name[0] ? t->name : "-", t->events, t->lost, t->data_batches);
+		if (t->slots)
+			out_fmt(o, " + %u slot%s (%u live)", t->slots, t->slots == 1 ? "" : "s", t->live_slots);
+		out_str(o, "\n");
+	}
+}
+
+/* ---- events ---- */
+
+struct dump_ctx {
+	struct out *o;
+	struct log_symbols *ls;
+	const struct lr_log *log;
+	int raw;
+	uint64_t *depth; /* per thread index */
+};
+
+static const char *func_name(struct dump_ctx *d, uint32_t id)
+{
+	return ls_lookup(d->ls, id)->name;
+}
+
+static int print_event(void *ctx, const struct lr_event *ev)
+{
+	struct dump_ctx *d = ctx;
+	struct out *o = d->o;
+	uint64_t *depth = &d->depth[ev->thread->index];
+	out_u64(o, ev->time_ns, 14);
+	out_mem(o, " ", 1);
+	out_u64(o, ev->thread->tid, 7);
+	out_mem(o, " ", 1);
+	const char *kind = lr_kind_name(ev->kind);
+	size_t klen = strlen(kind);
+	out_mem(o, kind, klen);
+	out_chars(o, ' ', klen < 9 ? 9 - klen : 1);
+	if ((ev->kind == SF_EV_EXIT || ev->kind == SF_EV_TAIL) && *depth)
+		(*depth)--;
+	uint64_t dp = *depth;
+	out_chars(o, ' ', 2 * (size_t)(dp < DUMP_MAX_INDENT ? dp : DUMP_MAX_INDENT));
+	if (dp > DUMP_MAX_INDENT) {
+		out_mem(o, "[depth ", 7);
+		out_u64(o, dp, 0);
+		out_mem(o, "] ", 2);
+	}
+	if (ev->kind == SF_EV_ENTRY)
+		(*depth)++;
+	if (ev->has_ext) {
+		out_mem(o, "size=", 5);
+		out_u64(o, ev->size, 0);
+		out_mem(o, " align=", 7);
+		out_u64(o, ev->align, 0);
+		out_mem(o, " ptr=", 5);
+		out_hex(o, ev->ptr);
+	} else {
+		out_str(o, func_name(d, ev->func_id));
+	}
+	if (d->raw) {
+		out_mem(o, "  [raw ", 7);
+		out_u64(o, ev->raw_time, 0);
+		out_mem(o, " id ", 4);
+		out_u64(o, ev->func_id, 0);
+		out_mem(o, " seq ", 5);
+		out_u64(o, ev->seq, 0);
+		if (ev->in_slot)
+			out_mem(o, " slot", 5);
+		out_mem(o, " @", 2);
+		out_u64(o, ev->offset, 0);
+		out_mem(o, "]", 1);
+	}
+	out_mem(o, "\n", 1);
+	return o->failed;
+}
+
+static void print_footer(struct out *o, const struct lr_log *log, const struct log_symbols *ls)
+{
+	size_t nw = lr_nwarnings(log), nls = ls ? ls_nwarnings(ls) : 0;
+	if (nw + nls) {
+		out_fmt(o, "\nwarnings (%zu):\n", nw + nls);
+		for (size_t i = 0; i < nw; i++)
+			out_fmt(o, "  %s\n", lr_warning(log, i));
+		for (size_t i = 0; i < nls; i++)
+			out_fmt(o, "  %s\n", ls_warning(ls, i));
+	}
+	struct lr_summary s;
+	lr_summary(log, &s);
+	out_fmt(o, "\nsummary: %" PRIu64 " event%s, %" PRIu64 " thread%s, %" PRIu64 " object%s, %" PRIu64
+		   " lost (holes or corrupt records), %" PRIu64 " dropped by the runtime, %" PRIu64 " write error%s\n",
+		s.events, PLURAL(s.events), s.threads, PLURAL(s.threads), s.objects, PLURAL(s.objects), s.lost,
+		s.dropped, s.write_errors, PLURAL(s.write_errors));
+}
+
+/* ---- command ---- */
+
+struct dump_opts {
+	int no_symbols, raw, force;
+	const char **symbols;
+	size_t nsymbols;
+	const char *path;
+};
+
+/* 0 ok, 1 bad usage (message printed), 2 --help printed. */
+static int parse_args(int argc, char **argv, struct dump_opts *opt)
+{
+	enum { O_NO_SYMBOLS = 256, O_RAW, O_SYMBOL, O_FORCE };
+	static const struct option longopts[] = {
+		{"no-symbols", no_argument, NULL, O_NO_SYMBOLS},
+		{"raw", no_argument, NULL, O_RAW},
+		{"symbol", required_argument, NULL, O_SYMBOL},
+		{"force", no_argument, NULL, O_FORCE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	opt->symbols = xcalloc((size_t)argc + 1, sizeof(char *));
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_NO_SYMBOLS: opt->no_symbols = 1; break;
+		case O_RAW: opt->raw = 1; break;
+		case O_FORCE: opt->force = 1; break;
+		case O_SYMBOL: opt->symbols[opt->nsymbols++] = optarg; break;
+		case 'h': fputs(dump_usage, stdout); return 2;
+		default:
+			if (optopt == O_SYMBOL)
+				sf_error("dump: --symbol needs a path");
+			else
+				sf_error("dump: unknown option '%s' (try 'sftrace dump --help')", argv[optind - 1]);
+			return 1;
+		}
+	}
+	if (optind != argc - 1) {
+		sf_error("dump: %s (try 'sftrace dump --help')", optind >= argc ? "no log given" : "exactly one log expected");
+		return 1;
+	}
+	opt->path = argv[optind];
+	return 0;
+}
+
+static int dump(const struct dump_opts *opt)
+{
+	char err[1024];
+	struct lr_log *log = lr_open(opt->path, err, sizeof(err));
+	if (!log) {
+		sf_error("%s", err);
+		return 1;
+	}
+	struct ls_options lso = {.symbol_paths = opt->symbols, .nsymbol_paths = opt->nsymbols,
+				 .force = opt->force, .no_symbols = opt->no_symbols};
+	struct log_symbols *ls = ls_open(log, &lso, err, sizeof(err));
+	if (!ls) {
+		sf_error("%s (use --symbol PATH, --force for placeholder names, or --no-symbols)", err);
+		lr_close(log);
+		return 1;
+	}
+	for (size_t i = 0; i < opt->nsymbols; i++)
+		if (!ls_override_used(ls, i))
+			sf_warn("--symbol %s matches no object of %s", opt->symbols[i], opt->path);
+
+	struct out o = {.cap = 1 << 20, .f = stdout};
+	o.buf = xmalloc(o.cap);
+	print_header(&o, log);
+	print_objects(&o, log, opt->no_symbols ? NULL : ls);
+	print_threads(&o, log);
+	out_str(&o, "\nevents:\n");
+	out_str(&o, "       time_ns     tid kind     function\n");
+	struct dump_ctx d = {.o = &o, .ls = ls, .log = log, .raw = opt->raw};
+	d.depth = xcalloc(lr_nthreads(log) + 1, sizeof(uint64_t));
+	lr_foreach_event(log, print_event, &d);
+	print_footer(&o, log, ls);
+	out_flush(&o);
+	int failed = o.failed || fflush(stdout) != 0;
+	if (failed)
+		sf_error("dump: writing the output failed: %s", strerror(errno));
+	free(d.depth);
+	free(o.buf);
+	ls_close(ls);
+	lr_close(log);
+	return failed ? 1 : 0;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	struct dump_opts opt = {0};
+	int r = parse_args(argc, argv, &opt);
+	if (r == 0)
+		r = dump(&opt);
+	else if (r == 2)
+		r = 0;
+	free(opt.symbols);
+	return r;
+}

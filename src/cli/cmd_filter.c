@@ -1,0 +1,588 @@
+/* sftrace filter: choose the functions `sftrace record -f` records, by
+ * regular expressions over their names, and write them as a filter file
+ * (src/format/filter_file.h).
+ *
+ * Only functions with XRay sleds can be recorded, so the candidate set is
+ * the object's xray_instr_map, not its symbol table; names come from the
+ * symbol table (lib/symbols.h). A function matches when a regex finds its
+ * demangled name or its raw symbol (the reference tool matched symbols), or
+ * any alias's. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pcre2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "format/filter_file.h"
+#include "format/xray_map.h"
+#include "lib/elf_buildid.h"
+#include "lib/outfile.h"
+#include "lib/symbols.h"
+#include "lib/util.h"
+
+#define MAX_EXAMPLES 5
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sftrace filter -p OBJECT [-p OBJECT...] (-r REGEX... | --list FILE)\n"
+		"                      [--exclude REGEX...] [--within] [--unlisted skip|trace]\n"
+		"                      -o OUTPUT\n"
+		"\n"
+		"Writes a filter file for `sftrace record -f OUTPUT`: the XRay-instrumented\n"
+		"functions of each OBJECT (executable or shared library) whose name matches\n"
+		"one of the regular expressions (PCRE2 syntax, searched anywhere in the\n"
+		"demangled name or in the raw symbol).\n"
+		"\n"
+		"options:\n"
+		"  -p, --object OBJECT       an executable or shared library to select from\n"
+		"  -r, --regex REGEX         select functions matching REGEX (repeatable: OR)\n"
+		"      --list FILE           read regexes from FILE, one per line ('#' lines\n"
+		"                            and blank lines are ignored)\n"
+		"  -x, --exclude REGEX       drop functions matching REGEX (repeatable)\n"
+		"      --within              record every function while a selected one is on\n"
+		"                            the thread's stack (default: only the selected)\n"
+		"      --unlisted skip|trace objects not given with -p: record nothing from them\n"
+		"                            (skip, the default) or everything (trace)\n"
+		"  -o, --output FILE         the filter file to write\n"
+		"  -h, --help                this help\n");
+}
+
+/* ---- regexes ---- */
+
+struct pattern {
+	char *text;
+	char origin[PATH_MAX + 32]; /* where it came from, for messages */
+	pcre2_code *re;
+};
+
+struct patterns {
+	struct pattern *v;
+	size_t n;
+	pcre2_match_data *md; /* sized for the largest pattern */
+};
+
+static void patterns_add(struct patterns *ps, const char *text, const char *origin)
+{
+	ps->v = xrealloc(ps->v, (ps->n + 1) * sizeof(*ps->v));
+	struct pattern *p = &ps->v[ps->n++];
+	p->text = xstrdup(text);
+	snprintf(p->origin, sizeof(p->origin), "%s", origin);
+	p->re = NULL;
+}
+
+/* UTF mode like the Rust regex crate; PCRE2_MATCH_INVALID_UTF lets a name
+ * that is not valid UTF-8 be searched instead of failing the match. */
+static int patterns_compile(struct patterns *ps)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		struct pattern *p = &ps->v[i];
+		int code;
+		PCRE2_SIZE off;
+		p->re = pcre2_compile((PCRE2_SPTR)p->text, PCRE2_ZERO_TERMINATED,
+				      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
+		if (!p->re) {
+			PCRE2_UCHAR msg[256];
+			pcre2_get_error_message(code, msg, sizeof(msg));
+			sf_error("invalid regex '%s' (%s): %s at position %zu", p->text, p->origin,
+				 (const char *)msg, (size_t)off);
+			return -1;
+		}
+		pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->re, NULL);
+		if (!md) {
+			sf_error("out of memory");
+			return -1;
+		}
+		if (!ps->md || pcre2_get_ovector_count(md) > pcre2_get_ovector_count(ps->md)) {
+			pcre2_match_data_free(ps->md);
+			ps->md = md;
+		} else {
+			pcre2_match_data_free(md);
+		}
+	}
+	return 0;
+}
+
+static int patterns_match(const struct patterns *ps, const char *s)
+{
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < ps->n; i++)
+		if (pcre2_match(ps->v[i].re, (PCRE2_SPTR)s, strlen(s), 0, 0, ps->md, NULL) >= 0)
+			return 1;
+	return 0;
+}
+
+static void patterns_free(struct patterns *ps)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		free(ps->v[i].text);
+		pcre2_code_free(ps->v[i].re);
+	}
+	free(ps->v);
+	pcre2_match_data_free(ps->md);
+}
+
+static char *trim(char *s)
+{
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+		s[--n] = 0;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+/* --list FILE: one regex per line. */
+static int patterns_read_list(struct patterns *ps, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		sf_error("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned lineno = 0;
+	while (getline(&line, &cap, f) >= 0) {
+		lineno++;
+		char *s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		char origin[PATH_MAX + 32];
+		snprintf(origin, sizeof(origin), "%s line %u", path, lineno);
+		patterns_add(ps, s, origin);
+	}
+	int bad = ferror(f);
+	free(line);
+	fclose(f);
+	if (bad) {
+		sf_error("%s: read error", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- one object ---- */
+
+struct func {
+	uint64_t vaddr;
+	unsigned char hit, excluded, named;
+};
+
+struct object {
+	const char *arg;
+	char path[PATH_MAX]; /* absolute */
+	char build_id[2 * SF_BUILD_ID_MAX + 1]; /* hex, or "-" */
+	struct func *funcs; /* sorted by vaddr, unique */
+	size_t nfuncs, nselected;
+	struct sym_object *sym;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Opens the file and explains why it cannot be used. */
+static int open_object(const char *arg, int *fd_out)
+{
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	unsigned char ident[4];
+	if (fd < 0) {
+		sf_error("%s: %s", arg, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		sf_error("%s: %s", arg, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+		close(fd);
+		return -1;
+	}
+	if (read_at(fd, ident, sizeof(ident), 0) < 0 || memcmp(ident, "\177ELF", 4) != 0) {
+		sf_error("%s: not an ELF file", arg);
+		close(fd);
+		return -1;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* The distinct functions that own recordable sleds, from xray_instr_map. */
+static int load_xray_functions(struct object *o)
+{
+	int fd;
+	if (open_object(o->arg, &fd) < 0)
+		return -1;
+	struct xray_section sec;
+	int found = xray_find_section(fd, &sec);
+	if (found <= 0) {
+		if (found < 0)
+			sf_error("%s: unsupported ELF file (sftrace reads 64-bit little-endian objects)", o->arg);
+		else
+			sf_error("%s: no XRay instrumentation map (build with -fxray-instrument or "
+				 "-Zinstrument-xray=always)",
+				 o->arg);
+		close(fd);
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || sec.size % XRAY_ENTRY_SIZE || sec.file_offset > (uint64_t)st.st_size ||
+	    sec.size > (uint64_t)st.st_size - sec.file_offset) {
+		sf_error("%s: corrupt xray_instr_map section", o->arg);
+		close(fd);
+		return -1;
+	}
+	unsigned char *raw = xmalloc(sec.size);
+	if (read_at(fd, raw, sec.size, sec.file_offset) < 0) {
+		sf_error("%s: cannot read xray_instr_map: %s", o->arg, strerror(errno ? errno : EIO));
+		free(raw);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	size_t n = sec.size / XRAY_ENTRY_SIZE, k = 0;
+	uint64_t *fn = xmalloc(n * sizeof(*fn));
+	for (size_t i = 0; i < n; i++) {
+		struct xray_sled s;
+		xray_decode(raw + i * XRAY_ENTRY_SIZE, sec.vaddr + i * XRAY_ENTRY_SIZE, &s);
+		if (xray_kind_traced(s.kind))
+			fn[k++] = s.function;
+	}
+	free(raw);
+	qsort(fn, k, sizeof(*fn), cmp_u64);
+	o->funcs = xcalloc(k, sizeof(*o->funcs));
+	o->nfuncs = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!o->nfuncs || o->funcs[o->nfuncs - 1].vaddr != fn[i])
+			o->funcs[o->nfuncs++].vaddr = fn[i];
+	free(fn);
+	return 0;
+}
+
+static struct func *find_func(struct object *o, uint64_t vaddr)
+{
+	size_t lo = 0, hi = o->nfuncs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (o->funcs[mid].vaddr < vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < o->nfuncs && o->funcs[lo].vaddr == vaddr ? &o->funcs[lo] : NULL;
+}
+
+struct match_ctx {
+	struct object *o;
+	const struct patterns *inc, *exc;
+};
+
+static void match_names(const struct match_ctx *m, struct func *f, const char *mangled, const char *demangled)
+{
+	if (!f->hit && (patterns_match(m->inc, demangled) || patterns_match(m->inc, mangled)))
+		f->hit = 1;
+	if (!f->excluded && (patterns_match(m->exc, demangled) || patterns_match(m->exc, mangled)))
+		f->excluded = 1;
+}
+
+static int match_symbol(void *ctx, uint64_t vaddr, const char *mangled, const char *demangled)
+{
+	struct match_ctx *m = ctx;
+	struct func *f = find_func(m->o, vaddr);
+	if (f) {
+		f->named = 1;
+		match_names(m, f, mangled, demangled);
+	}
+	return 0;
+}
+
+static int select_functions(struct object *o, const struct patterns *inc, const struct patterns *exc)
+{
+	char err[PATH_MAX + 256];
+	o->sym = sym_open(o->path, NULL, NULL, 0, 0, err, sizeof(err));
+	if (!o->sym) {
+		sf_error("%s", err);
+		return -1;
+	}
+	const uint8_t *id;
+	size_t idlen = sym_build_id(o->sym, &id);
+	if (idlen)
+		sf_build_id_hex(id, idlen, o->build_id, sizeof(o->build_id));
+	else
+		snprintf(o->build_id, sizeof(o->build_id), "-");
+
+	struct match_ctx m = {o, inc, exc};
+	/* Every alias of a function counts; functions without a symbol of
+	 * their own (stripped objects) go by the name sym_lookup makes up. */
+	sym_foreach_function(o->sym, match_symbol, &m);
+	for (size_t i = 0; i < o->nfuncs; i++) {
+		struct func *f = &o->funcs[i];
+		if (!f->named) {
+			const struct sym_info *si = sym_lookup(o->sym, f->vaddr);
+			match_names(&m, f, si->mangled, si->name);
+		}
+		o->nselected += f->hit && !f->excluded;
+	}
+	return 0;
+}
+
+static int is_selected(const struct func *f)
+{
+	return f->hit && !f->excluded;
+}
+
+static void print_object_summary(struct object *o)
+{
+	printf("%s: %zu of %zu instrumented function%s selected\n", o->path, o->nselected, o->nfuncs,
+	       o->nfuncs == 1 ? "" : "s");
+	size_t shown = 0;
+	for (size_t i = 0; i < o->nfuncs && shown < MAX_EXAMPLES; i++) {
+		if (!is_selected(&o->funcs[i]))
+			continue;
+		printf("  %s\n", sym_lookup(o->sym, o->funcs[i].vaddr)->name);
+		shown++;
+	}
+	if (o->nselected > shown)
+		printf("  ... and %zu more\n", o->nselected - shown);
+}
+
+/* ---- output ---- */
+
+static void out_printf(struct sf_outfile *of, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_printf(struct sf_outfile *of, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		sf_error("out of memory");
+		exit(1);
+	}
+	sf_outfile_write(of, s, (size_t)n);
+	free(s);
+}
+
+/* The command line, for the header comment: one line, arguments with
+ * blanks or quotes single-quoted as a shell would take them back. */
+static void write_command_line(struct sf_outfile *of, int argc, char **argv)
+{
+	out_printf(of, "# made by: sftrace");
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int quote = !*a || strpbrk(a, " \t'\"\\$`*?[]{}()|&;<>#~!") != NULL;
+		out_printf(of, " %s", quote ? "'" : "");
+		for (const char *p = a; *p; p++) {
+			if (*p == '\'')
+				out_printf(of, "'\\''");
+			else
+				out_printf(of, "%c", (unsigned char)*p < 0x20 ? '?' : *p);
+		}
+		out_printf(of, "%s", quote ? "'" : "");
+	}
+	out_printf(of, "\n");
+}
+
+/* Names are for people (the runtime goes by address), but keep the file
+ * parseable: no control characters. */
+static void write_name(struct sf_outfile *of, const char *name)
+{
+	for (const char *p = name; *p; p++)
+		out_printf(of, "%c", (unsigned char)*p < 0x20 ? '?' : *p);
+}
+
+struct filter_opts {
+	int within, unlisted_trace;
+	const char *output;
+};
+
+static int write_filter(const struct filter_opts *fo, struct object *objs, size_t nobjs, int argc, char **argv)
+{
+	char err[PATH_MAX + 256];
+	struct sf_outfile *of = sf_outfile_open(fo->output, 0, err, sizeof(err));
+	if (!of) {
+		sf_error("%s", err);
+		return -1;
+	}
+	out_printf(of, "%s %d\n", FF_MAGIC, FF_VERSION);
+	write_command_line(of, argc, argv);
+	out_printf(of, "mode %s\nunlisted %s\n", fo->within ? "within" : "select",
+		   fo->unlisted_trace ? "trace" : "skip");
+	for (size_t i = 0; i < nobjs; i++) {
+		struct object *o = &objs[i];
+		out_printf(of, "\n# %zu of %zu instrumented functions\n", o->nselected, o->nfuncs);
+		out_printf(of, "object %s %s\n", o->build_id, o->path);
+		for (size_t j = 0; j < o->nfuncs; j++) {
+			if (!is_selected(&o->funcs[j]))
+				continue;
+			out_printf(of, "0x%" PRIx64 " ", o->funcs[j].vaddr);
+			write_name(of, sym_lookup(o->sym, o->funcs[j].vaddr)->name);
+			out_printf(of, "\n");
+		}
+	}
+	return sf_outfile_commit(of);
+}
+
+/* ---- the command ---- */
+
+struct filter_args {
+	struct filter_opts fo;
+	const char **objects;
+	size_t nobjects;
+	struct patterns inc, exc;
+};
+
+static int parse_args(int argc, char **argv, struct filter_args *a)
+{
+	static const struct option longopts[] = {
+		{"object", required_argument, 0, 'p'},
+		{"regex", required_argument, 0, 'r'},
+		{"list", required_argument, 0, 'l'},
+		{"exclude", required_argument, 0, 'x'},
+		{"within", no_argument, 0, 'w'},
+		{"unlisted", required_argument, 0, 'u'},
+		{"output", required_argument, 0, 'o'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:r:x:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			a->objects = xrealloc(a->objects, (a->nobjects + 1) * sizeof(*a->objects));
+			a->objects[a->nobjects++] = optarg;
+			break;
+		case 'r': patterns_add(&a->inc, optarg, "-r"); break;
+		case 'l':
+			if (patterns_read_list(&a->inc, optarg) < 0)
+				return 1;
+			break;
+		case 'x': patterns_add(&a->exc, optarg, "--exclude"); break;
+		case 'w': a->fo.within = 1; break;
+		case 'u':
+			if (strcmp(optarg, "skip") && strcmp(optarg, "trace")) {
+				sf_error("--unlisted must be skip or trace, not '%s'", optarg);
+				return 2;
+			}
+			a->fo.unlisted_trace = !strcmp(optarg, "trace");
+			break;
+		case 'o': a->fo.output = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		sf_error("unexpected argument '%s' (usage: sftrace filter -p OBJECT -r REGEX -o FILE)", argv[optind]);
+		return 2;
+	}
+	const char *missing = !a->nobjects ? "no object given (-p OBJECT)"
+			      : !a->inc.n  ? "no regex given (-r REGEX, or --list FILE with at least one regex)"
+			      : !a->fo.output ? "no output given (-o FILE)"
+					      : NULL;
+	if (missing) {
+		sf_error("%s; see sftrace filter --help", missing);
+		return 2;
+	}
+	return -1; /* go on */
+}
+
+static int same_object(const struct object *a, const struct object *b)
+{
+	return !strcmp(a->path, b->path);
+}
+
+static int run(struct filter_args *a, struct object *objs, size_t *nobjs, int argc, char **argv)
+{
+	char err[PATH_MAX + 256];
+	if (sf_outfile_check(a->fo.output, err, sizeof(err)) < 0) {
+		sf_error("%s", err);
+		return 1;
+	}
+	if (patterns_compile(&a->inc) < 0 || patterns_compile(&a->exc) < 0)
+		return 1;
+	size_t total = 0;
+	for (size_t i = 0; i < a->nobjects; i++) {
+		struct object *o = &objs[*nobjs];
+		memset(o, 0, sizeof(*o));
+		o->arg = a->objects[i];
+		if (load_xray_functions(o) < 0)
+			return 1;
+		if (!realpath(o->arg, o->path)) {
+			sf_error("%s: %s", o->arg, strerror(errno));
+			free(o->funcs);
+			return 1;
+		}
+		int dup = 0;
+		for (size_t j = 0; j < *nobjs; j++)
+			dup |= same_object(&objs[j], o);
+		if (dup) {
+			sf_warn("%s given twice; using it once", o->arg);
+			free(o->funcs);
+			continue;
+		}
+		++*nobjs;
+		if (select_functions(o, &a->inc, &a->exc) < 0)
+			return 1;
+		print_object_summary(o);
+		if (!o->nselected)
+			sf_warn("%s: no function selected: nothing in it will be recorded", o->arg);
+		total += o->nselected;
+	}
+	if (!total) {
+		sf_error("no instrumented function matches%s; no filter written", a->exc.n ? " (after --exclude)" : "");
+		return 1;
+	}
+	fflush(stdout);
+	if (write_filter(&a->fo, objs, *nobjs, argc, argv) < 0)
+		return 1;
+	printf("wrote %s: %zu function%s in %zu object%s (mode %s, unlisted %s)\n", a->fo.output, total,
+	       total == 1 ? "" : "s", *nobjs, *nobjs == 1 ? "" : "s", a->fo.within ? "within" : "select",
+	       a->fo.unlisted_trace ? "trace" : "skip");
+	return 0;
+}
+
+int cmd_filter(int argc, char **argv)
+{
+	struct filter_args a = {0};
+	int rc = parse_args(argc, argv, &a);
+	struct object *objs = NULL;
+	size_t nobjs = 0;
+	if (rc < 0) {
+		objs = xcalloc(a.nobjects, sizeof(*objs));
+		rc = run(&a, objs, &nobjs, argc, argv);
+	}
+	for (size_t i = 0; i < nobjs; i++) {
+		sym_close(objs[i].sym);
+		free(objs[i].funcs);
+	}
+	free(objs);
+	free(a.objects);
+	patterns_free(&a.inc);
+	patterns_free(&a.exc);
+	return rc;
+}

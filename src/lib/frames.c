@@ -1,0 +1,289 @@
+/* Call-frame reconstruction: see frames.h. */
+#include "lib/frames.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/sflog.h"
+#include "lib/log_reader.h"
+#include "lib/util.h"
+
+struct fr_frame {
+	uint64_t id;
+	uint64_t t_begin;
+	uint32_t func;
+};
+
+struct fr_thread {
+	const struct lr_thread *key;
+	struct fr_frame *stack;
+	size_t depth, cap;
+	uint64_t last_t;
+	int seen_time;
+};
+
+/* Open-frame count per (thread slot, function): lets an exit whose function
+ * is not on the stack be dropped in O(1) instead of scanning a deep stack,
+ * so the whole pass stays linear. */
+struct fr_count {
+	uint64_t key; /* slot << 32 | func, +1 so that 0 means empty */
+	uint64_t n;
+};
+
+struct frames {
+	struct fr_callbacks cb;
+	void *ctx;
+	struct fr_stats stats;
+	uint64_t next_id;
+
+	struct fr_thread *threads; /* first-seen order */
+	size_t nthreads, threads_cap;
+	const struct lr_thread **tkeys; /* pointer hash: key -> slot + 1 */
+	uint32_t *tslots;
+	size_t tcap;
+	size_t last_slot;
+
+	struct fr_count *counts;
+	size_t ncounts, counts_cap;
+};
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+struct frames *fr_new(const struct fr_callbacks *cb, void *ctx)
+{
+	struct frames *f = xcalloc(1, sizeof(*f));
+	if (cb)
+		f->cb = *cb;
+	f->ctx = ctx;
+	f->next_id = 1;
+	f->last_slot = SIZE_MAX;
+	return f;
+}
+
+/* ---- thread slots ---- */
+
+static void thash_insert(const struct lr_thread **keys, uint32_t *slots, size_t cap,
+			 const struct lr_thread *key, uint32_t slot)
+{
+	size_t j = hash64((uint64_t)(uintptr_t)key) & (cap - 1);
+	while (slots[j])
+		j = (j + 1) & (cap - 1);
+	keys[j] = key;
+	slots[j] = slot + 1;
+}
+
+static size_t thread_slot(struct frames *f, const struct lr_thread *key)
+{
+	if (f->last_slot != SIZE_MAX && f->threads[f->last_slot].key == key)
+		return f->last_slot;
+	if (f->tcap) {
+		size_t j = hash64((uint64_t)(uintptr_t)key) & (f->tcap - 1);
+		for (; f->tslots[j]; j = (j + 1) & (f->tcap - 1))
+			if (f->tkeys[j] == key)
+				return f->last_slot = f->tslots[j] - 1;
+	}
+	if ((f->nthreads + 1) * 2 > f->tcap) {
+		size_t cap = f->tcap ? f->tcap * 2 : 64;
+		const struct lr_thread **keys = xcalloc(cap, sizeof(*keys));
+		uint32_t *slots = xcalloc(cap, sizeof(*slots));
+		for (size_t i = 0; i < f->nthreads; i++)
+			thash_insert(keys, slots, cap, f->threads[i].key, (uint32_t)i);
+		free(f->tkeys);
+		free(f->tslots);
+		f->tkeys = keys;
+		f->tslots = slots;
+		f->tcap = cap;
+	}
+	if (f->nthreads == f->threads_cap) {
+		f->threads_cap = f->threads_cap ? f->threads_cap * 2 : 16;
+		f->threads = xrealloc(f->threads, f->threads_cap * sizeof(*f->threads));
+	}
+	struct fr_thread *t = &f->threads[f->nthreads];
+	memset(t, 0, sizeof(*t));
+	t->key = key;
+	thash_insert(f->tkeys, f->tslots, f->tcap, key, (uint32_t)f->nthreads);
+	return f->last_slot = f->nthreads++;
+}
+
+/* ---- open-frame counts ---- */
+
+static uint64_t *count_ref(struct frames *f, size_t slot, uint32_t func)
+{
+	uint64_t key = (((uint64_t)slot << 32) | func) + 1;
+	if ((f->ncounts + 1) * 2 > f->counts_cap) {
+		size_t cap = f->counts_cap ? f->counts_cap * 2 : 1024;
+		struct fr_count *n = xcalloc(cap, sizeof(*n));
+		for (size_t i = 0; i < f->counts_cap; i++) {
+			if (!f->counts[i].key)
+				continue;
+			size_t j = hash64(f->counts[i].key) & (cap - 1);
+			while (n[j].key)
+				j = (j + 1) & (cap - 1);
+			n[j] = f->counts[i];
+		}
+		free(f->counts);
+		f->counts = n;
+		f->counts_cap = cap;
+	}
+	size_t j = hash64(key) & (f->counts_cap - 1);
+	while (f->counts[j].key && f->counts[j].key != key)
+		j = (j + 1) & (f->counts_cap - 1);
+	if (!f->counts[j].key) {
+		f->counts[j].key = key;
+		f->ncounts++;
+	}
+	return &f->counts[j].n;
+}
+
+/* ---- stack ---- */
+
+static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
+{
+	struct fr_thread *th = &f->threads[slot];
+	if (th->depth == th->cap) {
+		th->cap = th->cap ? th->cap * 2 : 64;
+		th->stack = xrealloc(th->stack, th->cap * sizeof(*th->stack));
+	}
+	uint64_t parent = th->depth ? th->stack[th->depth - 1].id : 0;
+	struct fr_frame *fr = &th->stack[th->depth++];
+	fr->id = f->next_id++;
+	fr->t_begin = t;
+	fr->func = func;
+	(*count_ref(f, slot, func))++;
+	f->stats.frames++;
+	if (th->depth > f->stats.max_depth)
+		f->stats.max_depth = th->depth > UINT32_MAX ? UINT32_MAX : (uint32_t)th->depth;
+	if (f->cb.begin)
+		f->cb.begin(f->ctx, th->key, fr->id, parent, func, (uint32_t)(th->depth - 1), t);
+}
+
+static void pop(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind)
+{
+	struct fr_thread *th = &f->threads[slot];
+	struct fr_frame fr = th->stack[--th->depth];
+	uint64_t parent = th->depth ? th->stack[th->depth - 1].id : 0;
+	(*count_ref(f, slot, fr.func))--;
+	if (f->cb.end)
+		f->cb.end(f->ctx, th->key, fr.id, parent, fr.func, (uint32_t)th->depth, fr.t_begin, t, kind);
+}
+
+static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t, enum fr_end_kind kind)
+{
+	struct fr_thread *th = &f->threads[slot];
+	if (th->depth && th->stack[th->depth - 1].func == func) {
+		pop(f, slot, t, kind);
+		return;
+	}
+	if (!th->depth || *count_ref(f, slot, func) == 0) {
+		f->stats.unmatched_exits++;
+		return;
+	}
+	while (th->stack[th->depth - 1].func != func) {
+		pop(f, slot, t, FR_END_UNWOUND);
+		f->stats.unwound++;
+	}
+	pop(f, slot, t, kind);
+}
+
+void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, uint32_t func_id, uint64_t t_ns)
+{
+	size_t slot = thread_slot(f, thread);
+	struct fr_thread *th = &f->threads[slot];
+	if (th->seen_time && t_ns < th->last_t) {
+		t_ns = th->last_t;
+		f->stats.clamped++;
+	}
+	th->last_t = t_ns;
+	th->seen_time = 1;
+	/* Other kinds (allocations) only advance the thread's clock. */
+	if (kind == SF_EV_ENTRY)
+		push(f, slot, func_id, t_ns);
+	else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL)
+		close_frame(f, slot, func_id, t_ns, kind == SF_EV_EXIT ? FR_END_EXIT : FR_END_TAIL);
+}
+
+void fr_feed(struct frames *f, const struct lr_event *ev)
+{
+	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns);
+}
+
+static void end_slot(struct frames *f, size_t slot)
+{
+	struct fr_thread *th = &f->threads[slot];
+	while (th->depth) {
+		pop(f, slot, th->last_t, FR_END_THREAD_END);
+		f->stats.open_at_end++;
+	}
+}
+
+void fr_end_thread(struct frames *f, const struct lr_thread *thread)
+{
+	end_slot(f, thread_slot(f, thread));
+}
+
+void fr_finish(struct frames *f)
+{
+	for (size_t i = 0; i < f->nthreads; i++)
+		end_slot(f, i);
+}
+
+size_t fr_depth(const struct frames *f, const struct lr_thread *thread)
+{
+	if (!f->tcap)
+		return 0;
+	size_t j = hash64((uint64_t)(uintptr_t)thread) & (f->tcap - 1);
+	for (; f->tslots[j]; j = (j + 1) & (f->tcap - 1))
+		if (f->tkeys[j] == thread)
+			return f->threads[f->tslots[j] - 1].depth;
+	return 0;
+}
+
+const struct fr_stats *fr_stats(const struct frames *f) { return &f->stats; }
+
+static void append(char *buf, size_t len, size_t *pos, int *parts, uint64_t n, const char *one,
+		   const char *many)
+{
+	if (!n)
+		return;
+	int w = snprintf(buf + *pos, len - *pos, "%s%" PRIu64 " %s", *parts ? ", " : "repaired: ", n,
+			 n == 1 ? one : many);
+	if (w > 0)
+		*pos += (size_t)w < len - *pos ? (size_t)w : len - *pos - 1;
+	(*parts)++;
+}
+
+int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	size_t pos = 0;
+	int parts = 0;
+	buf[0] = 0;
+	append(buf, len, &pos, &parts, s->unmatched_exits, "unmatched exit dropped", "unmatched exits dropped");
+	append(buf, len, &pos, &parts, s->unwound, "frame closed by unwinding", "frames closed by unwinding");
+	append(buf, len, &pos, &parts, s->open_at_end, "open frame closed at thread end",
+	       "open frames closed at thread end");
+	append(buf, len, &pos, &parts, s->clamped, "backward timestamp raised", "backward timestamps raised");
+	return parts > 0;
+}
+
+void fr_free(struct frames *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->nthreads; i++)
+		free(f->threads[i].stack);
+	free(f->threads);
+	free(f->tkeys);
+	free(f->tslots);
+	free(f->counts);
+	free(f);
+}

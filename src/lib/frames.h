@@ -1,0 +1,94 @@
+/* Call-frame reconstruction from entry/exit/tail events, with repairs.
+ *
+ * The one implementation every output uses (Perfetto, Parquet, Chrome,
+ * folded, report), so they all agree on what a frame is. Feed each thread's
+ * events in recording order (lr_iter order is fine: threads may interleave);
+ * frames come out through two callbacks:
+ *   begin when a function is entered,
+ *   end   when its frame closes (always after its children's ends).
+ *
+ * A TAIL event for F closes F's frame (F jumps to G instead of returning), so
+ * "F entry, F tail, G entry, G exit" gives F and G as siblings at one depth.
+ *
+ * Repairs, each counted in fr_stats:
+ *   - an exit or tail whose function is not open on the thread's stack is
+ *     dropped (tracing started inside that call);
+ *   - an exit for a function deeper in the stack (unwinding by panic, C++
+ *     exception or longjmp skipped the inner exits) closes the frames above it
+ *     at this exit's time (end kind FR_END_UNWOUND), then closes it;
+ *   - frames still open when the thread ends (exit(), crash) are closed at
+ *     the thread's last timestamp (FR_END_THREAD_END).
+ * Times within a thread are made non-decreasing (a time earlier than the
+ * thread's previous one is raised to it, and counted).
+ *
+ * Frame ids are unique within one `struct frames` (one per conversion, even
+ * over several logs), from 1; parent id 0 means a root frame. Depth is 0 for
+ * root frames. Stack depth is unbounded (deep recursion is fine).
+ * Memory: open frames plus one counter per (thread, function) pair seen.
+ */
+#ifndef SFTRACE_LIB_FRAMES_H
+#define SFTRACE_LIB_FRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lr_thread;
+struct lr_event;
+
+enum fr_end_kind {
+	FR_END_EXIT = 1,       /* its exit event */
+	FR_END_TAIL = 2,       /* its tail-call event */
+	FR_END_UNWOUND = 3,    /* repaired: an outer frame's exit closed it */
+	FR_END_THREAD_END = 4, /* repaired: still open when the thread ended */
+};
+
+static inline int fr_end_is_repaired(enum fr_end_kind k) { return k >= FR_END_UNWOUND; }
+
+struct fr_callbacks {
+	void (*begin)(void *ctx, const struct lr_thread *thread, uint64_t frame_id,
+		      uint64_t parent_frame_id, uint32_t func_id, uint32_t depth, uint64_t t_ns);
+	void (*end)(void *ctx, const struct lr_thread *thread, uint64_t frame_id,
+		    uint64_t parent_frame_id, uint32_t func_id, uint32_t depth,
+		    uint64_t t_begin_ns, uint64_t t_end_ns, enum fr_end_kind end_kind);
+};
+
+struct fr_stats {
+	uint64_t frames;          /* frames begun */
+	uint64_t unmatched_exits; /* exits/tails dropped: function not on the stack */
+	uint64_t unwound;         /* frames closed by an outer frame's exit */
+	uint64_t open_at_end;     /* frames closed at their thread's end */
+	uint64_t clamped;         /* event times raised to keep a thread non-decreasing */
+	uint32_t max_depth;       /* deepest stack seen (frames) */
+};
+
+struct frames;
+
+/* Either callback may be NULL. */
+struct frames *fr_new(const struct fr_callbacks *cb, void *ctx);
+
+/* One event of `thread`. Kinds other than entry/exit/tail open or close
+ * nothing but count as the thread's latest time. */
+void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, uint32_t func_id,
+	      uint64_t t_ns);
+/* Same, from a reader event. */
+void fr_feed(struct frames *f, const struct lr_event *ev);
+
+/* Closes the thread's open frames at its last timestamp. Later events for the
+ * thread start a fresh stack. */
+void fr_end_thread(struct frames *f, const struct lr_thread *thread);
+/* Ends every thread, in the order threads were first seen. */
+void fr_finish(struct frames *f);
+
+/* The deepest open depth of a thread (0 = nothing open, or never seen). */
+size_t fr_depth(const struct frames *f, const struct lr_thread *thread);
+
+const struct fr_stats *fr_stats(const struct frames *f);
+
+/* "repaired: 3 unmatched exits dropped, 2 frames closed by unwinding, 5 open
+ * frames closed at thread end" (only the nonzero parts). Returns 0 and writes
+ * "" when nothing was repaired, else 1. */
+int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len);
+
+void fr_free(struct frames *f);
+
+#endif

@@ -1,0 +1,974 @@
+/* sftrace log reader: see log_reader.h for the rules it implements. */
+#include "lib/log_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/sflog.h"
+#include "lib/util.h"
+
+/* Warnings beyond this many are only counted (a badly damaged file must not
+ * make the warning list grow with the file). */
+#define LR_MAX_WARNINGS 200
+
+/* One batch of events: a DATA chunk, or a SLOT chunk's current batch. */
+struct lr_batch {
+	uint64_t off;    /* chunk offset */
+	uint32_t nrec;   /* 16-byte records usable (capacity cut by count and EOF) */
+	uint32_t seq;
+	uint32_t thread; /* index into lr_log.threads */
+	uint8_t slot;
+	uint8_t live;    /* delivered (not a duplicate) */
+};
+
+struct lr_pair {
+	uint64_t tsc, mono;
+};
+
+struct lr_log {
+	struct lr_info info;
+	const unsigned char *map;
+	size_t map_len;
+	char *cmdline;
+
+	struct lr_object *objects;
+	size_t nobjects, objects_cap;
+	uint32_t *by_first_id; /* object indices sorted by first_id */
+	uint32_t *unloads;     /* sf_unload.index values, applied after indexing */
+	size_t nunloads, unloads_cap;
+
+	struct lr_thread *threads;
+	size_t nthreads, threads_cap;
+	uint64_t *hash_serial; /* open addressing: serial -> thread index + 1 */
+	uint32_t *hash_index;
+	size_t hash_cap;
+
+	struct lr_batch *batches;
+	size_t nbatches, batches_cap;
+	uint32_t *order; /* live batches in delivery order */
+	size_t norder;
+
+	struct lr_pair *pairs;
+	size_t npairs, pairs_cap;
+	double slope;     /* ns per tick */
+	double intercept; /* ns since start at tsc == anchor */
+	uint64_t anchor_tsc;
+
+	char **warnings;
+	size_t nwarnings;
+	uint64_t warnings_lost;
+
+	int truncated;          /* the last chunk is cut by the end of the file */
+	uint64_t truncated_off;
+	int64_t truncated_batch; /* its batch, or -1 */
+	uint16_t truncated_type; /* its chunk type, 0 if even its header is cut */
+};
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return p;
+	size_t n = *cap ? *cap * 2 : 16;
+	while (n < need)
+		n *= 2;
+	*cap = n;
+	return xrealloc(p, n * elem);
+}
+
+static void warn(struct lr_log *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct lr_log *log, const char *fmt, ...)
+{
+	if (log->nwarnings >= LR_MAX_WARNINGS) {
+		log->warnings_lost++;
+		return;
+	}
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (!log->warnings)
+		log->warnings = xcalloc(LR_MAX_WARNINGS + 1, sizeof(char *));
+	log->warnings[log->nwarnings++] = xstrdup(buf);
+}
+
+static int is_zero16(const unsigned char *p)
+{
+	uint64_t a, b;
+	memcpy(&a, p, 8);
+	memcpy(&b, p + 8, 8);
+	return (a | b) == 0;
+}
+
+/* ---- header ---- */
+
+static int fail(char *err, size_t errlen, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errlen, const char *path, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (err && errlen)
+		snprintf(err, errlen, "%s: %s", path, buf);
+	return -1;
+}
+
+/* argv from the NUL-separated cmdline; a last argument cut without its NUL
+ * (cmdline_truncated) is kept. */
+static void parse_cmdline(struct lr_log *log, const struct sf_header *h)
+{
+	size_t len = h->cmdline_len < SF_CMDLINE_MAX ? h->cmdline_len : SF_CMDLINE_MAX;
+	log->cmdline = xmalloc(len + 1);
+	memcpy(log->cmdline, h->cmdline, len);
+	log->cmdline[len] = 0;
+	int argc = 0;
+	for (size_t i = 0; i < len; i += strlen(log->cmdline + i) + 1)
+		argc++;
+	log->info.argv = xcalloc((size_t)argc + 1, sizeof(char *));
+	argc = 0;
+	for (size_t i = 0; i < len; i += strlen(log->cmdline + i) + 1)
+		log->info.argv[argc++] = log->cmdline + i;
+	log->info.argc = argc;
+	log->info.cmdline_truncated = h->cmdline_truncated != 0;
+}
+
+static int read_header(struct lr_log *log, char *err, size_t errlen)
+{
+	const char *path = log->info.path;
+	uint64_t size = log->info.file_size;
+	uint64_t magic = 0;
+	uint32_t version = 0;
+	if (size >= 8)
+		memcpy(&magic, log->map, 8);
+	if (magic != SF_MAGIC)
+		return fail(err, errlen, path, "not an sftrace log (bad magic)");
+	if (size < 12)
+		return fail(err, errlen, path, "header truncated (%" PRIu64 " of %u bytes)", size, SF_HEADER_SIZE);
+	memcpy(&version, log->map + 8, 4);
+	if (version > SF_VERSION)
+		return fail(err, errlen, path,
+			    "log format version %u is newer than this sftrace supports (%u)",
+			    version, SF_VERSION);
+	if (version == 0)
+		return fail(err, errlen, path, "log format version 0 is not valid");
+	if (size < SF_HEADER_SIZE)
+		return fail(err, errlen, path, "header truncated (%" PRIu64 " of %u bytes)", size, SF_HEADER_SIZE);
+
+	struct sf_header h;
+	memcpy(&h, log->map, sizeof(h));
+	struct lr_info *in = &log->info;
+	in->version = h.version;
+	in->header_size = h.header_size;
+	in->pid = h.pid;
+	in->ppid = h.ppid;
+	in->clock = h.clock;
+	in->state = h.state;
+	in->start_realtime_ns = h.start_realtime_ns;
+	in->start_tsc = h.start_tsc;
+	in->start_mono_ns = h.start_mono_ns;
+	in->last_tsc = h.last_tsc;
+	in->last_mono_ns = h.last_mono_ns;
+	in->dropped_events = h.dropped_events;
+	in->write_errors = h.write_errors;
+	in->last_errno = h.last_errno;
+	in->header_threads = h.threads;
+	in->header_objects = h.objects;
+	parse_cmdline(log, &h);
+	if (h.header_size != SF_HEADER_SIZE)
+		warn(log, "header_size is %u, expected %u; chunks read from offset %u",
+		     h.header_size, SF_HEADER_SIZE, SF_HEADER_SIZE);
+	if (h.clock != SF_CLOCK_TSC && h.clock != SF_CLOCK_MONOTONIC)
+		warn(log, "unknown clock %u; event times taken as CLOCK_MONOTONIC ns", h.clock);
+	return 0;
+}
+
+/* ---- chunk index ---- */
+
+static uint32_t thread_for_serial(struct lr_log *log, uint64_t serial)
+{
+	if (log->nthreads * 2 >= log->hash_cap) {
+		size_t cap = log->hash_cap ? log->hash_cap * 2 : 64;
+		uint64_t *keys = xcalloc(cap, sizeof(*keys));
+		uint32_t *vals = xcalloc(cap, sizeof(*vals));
+		for (size_t i = 0; i < log->hash_cap; i++) {
+			if (!log->hash_index[i])
+				continue;
+			size_t j = (log->hash_serial[i] * 0x9E3779B97F4A7C15ULL) & (cap - 1);
+			while (vals[j])
+				j = (j + 1) & (cap - 1);
+			keys[j] = log->hash_serial[i];
+			vals[j] = log->hash_index[i];
+		}
+		free(log->hash_serial);
+		free(log->hash_index);
+		log->hash_serial = keys;
+		log->hash_index = vals;
+		log->hash_cap = cap;
+	}
+	size_t j = (serial * 0x9E3779B97F4A7C15ULL) & (log->hash_cap - 1);
+	while (log->hash_index[j]) {
+		if (log->hash_serial[j] == serial)
+			return log->hash_index[j] - 1;
+		j = (j + 1) & (log->hash_cap - 1);
+	}
+	log->threads = grow(log->threads, &log->threads_cap, log->nthreads + 1, sizeof(*log->threads));
+	struct lr_thread *t = &log->threads[log->nthreads];
+	memset(t, 0, sizeof(*t));
+	t->serial = serial;
+	log->hash_serial[j] = serial;
+	log->hash_index[j] = (uint32_t)++log->nthreads;
+	return (uint32_t)(log->nthreads - 1);
+}
+
+static void add_pair(struct lr_log *log, uint64_t tsc, uint64_t mono)
+{
+	if (!tsc || !mono)
+		return;
+	log->pairs = grow(log->pairs, &log->pairs_cap, log->npairs + 1, sizeof(*log->pairs));
+	log->pairs[log->npairs++] = (struct lr_pair){tsc, mono};
+}
+
+/* OBJECT payload: sf_object, path, pad to 8, count function addresses. */
+static void add_object(struct lr_log *log, uint64_t off, const struct sf_chunk *c)
+{
+	const unsigned char *base = log->map + off;
+	if (c->size < sizeof(struct sf_chunk) + sizeof(struct sf_object)) {
+		warn(log, "object chunk at offset %" PRIu64 " is too small (%u bytes); skipped", off, c->size);
+		return;
+	}
+	struct sf_object o;
+	memcpy(&o, base + sizeof(*c), sizeof(o));
+	uint64_t path_off = sizeof(*c) + sizeof(o);
+	uint64_t funcs_off = path_off + (((uint64_t)o.path_len + 7) & ~(uint64_t)7);
+	if (funcs_off + (uint64_t)c->count * 8 > c->size || o.build_id_len > sizeof(o.build_id)) {
+		warn(log, "object chunk at offset %" PRIu64 " is inconsistent (path %u bytes, %u functions, chunk %u bytes); skipped",
+		     off, o.path_len, c->count, c->size);
+		return;
+	}
+	log->objects = grow(log->objects, &log->objects_cap, log->nobjects + 1, sizeof(*log->objects));
+	struct lr_object *obj = &log->objects[log->nobjects++];
+	memset(obj, 0, sizeof(*obj));
+	obj->index = o.index;
+	obj->first_id = o.first_id;
+	obj->count = c->count;
+	obj->sleds = o.sleds;
+	obj->patched = o.patched;
+	obj->flags = o.flags;
+	obj->build_id_len = o.build_id_len;
+	memcpy(obj->build_id, o.build_id, o.build_id_len);
+	obj->load_bias = o.load_bias;
+	char *path = xmalloc((size_t)o.path_len + 1);
+	memcpy(path, base + path_off, o.path_len);
+	path[o.path_len] = 0;
+	obj->path = path;
+	/* Chunks are 16-aligned in a page-aligned mapping and funcs_off is a
+	 * multiple of 8, so the array is naturally aligned. */
+	obj->funcs = (const uint64_t *)(const void *)(base + funcs_off);
+	obj->offset = off;
+}
+
+static void add_unload(struct lr_log *log, uint64_t off, const struct sf_chunk *c)
+{
+	if (c->size < sizeof(*c) + sizeof(struct sf_unload)) {
+		warn(log, "unload chunk at offset %" PRIu64 " is too small; skipped", off);
+		return;
+	}
+	struct sf_unload u;
+	memcpy(&u, log->map + off + sizeof(*c), sizeof(u));
+	log->unloads = grow(log->unloads, &log->unloads_cap, log->nunloads + 1, sizeof(*log->unloads));
+	log->unloads[log->nunloads++] = u.index;
+}
+
+/* avail: bytes of the chunk present in the file. */
+static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c, uint64_t avail)
+{
+	uint64_t cap = (c->size - sizeof(*c)) / 16;
+	uint64_t in_file = (avail - sizeof(*c)) / 16;
+	uint64_t n = c->count;
+	if (c->type == SF_CHUNK_SLOT && n == 0)
+		n = cap;
+	if (n > cap) {
+		warn(log, "%s chunk at offset %" PRIu64 ": count %u exceeds its %" PRIu64 " records; using %" PRIu64,
+		     c->type == SF_CHUNK_DATA ? "data" : "slot", off, c->count, cap, cap);
+		n = cap;
+	}
+	if (n > in_file)
+		n = in_file;
+	log->batches = grow(log->batches, &log->batches_cap, log->nbatches + 1, sizeof(*log->batches));
+	struct lr_batch *b = &log->batches[log->nbatches++];
+	b->off = off;
+	b->nrec = (uint32_t)n;
+	b->seq = c->seq;
+	b->thread = thread_for_serial(log, c->thread_serial);
+	b->slot = c->type == SF_CHUNK_SLOT;
+	b->live = 1;
+}
+
+static int header_valid(const struct sf_chunk *c)
+{
+	return c->magic == SF_CHUNK_MAGIC && c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_SLOT &&
+	       c->size >= sizeof(*c) && c->size % 16 == 0;
+}
+
+static uint32_t read_u32(const unsigned char *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* After garbage at p: the next 16-aligned offset holding a valid chunk
+ * header (or a chunk magic whose header the end of the file cuts), or size. */
+static uint64_t resync(const struct lr_log *log, uint64_t p)
+{
+	uint64_t size = log->info.file_size;
+	for (p += 16; p + 16 <= size; p += 16) {
+		if (read_u32(log->map + p) != SF_CHUNK_MAGIC)
+			continue;
+		if (p + sizeof(struct sf_chunk) > size)
+			return p;
+		struct sf_chunk c;
+		memcpy(&c, log->map + p, sizeof(c));
+		if (header_valid(&c))
+			return p;
+	}
+	return size;
+}
+
+static void index_chunks(struct lr_log *log)
+{
+	uint64_t size = log->info.file_size;
+	uint64_t p = SF_HEADER_SIZE;
+	while (p + 16 <= size) {
+		const unsigned char *q = log->map + p;
+		if (is_zero16(q)) {
+			p += 16;
+			continue;
+		}
+		if (p + sizeof(struct sf_chunk) > size && read_u32(q) == SF_CHUNK_MAGIC) {
+			log->truncated = 1;
+			log->truncated_off = p;
+			log->truncated_batch = -1;
+			p = size;
+			break;
+		}
+		struct sf_chunk c;
+		if (p + sizeof(c) <= size)
+			memcpy(&c, q, sizeof(c));
+		if (p + sizeof(c) > size || !header_valid(&c)) {
+			uint64_t next = resync(log, p);
+			if (next < size)
+				warn(log, "garbage at offset %" PRIu64 ": %" PRIu64 " bytes skipped up to the chunk at offset %" PRIu64,
+				     p, next - p, next);
+			else
+				warn(log, "garbage at offset %" PRIu64 ": %" PRIu64 " bytes skipped to the end of the file",
+				     p, size - p);
+			p = next;
+			continue;
+		}
+		uint64_t avail = size - p < c.size ? size - p : c.size;
+		if (avail < c.size) {
+			log->truncated = 1;
+			log->truncated_off = p;
+			log->truncated_batch = -1;
+			log->truncated_type = c.type;
+		}
+		add_pair(log, c.tsc, c.mono_ns);
+		if (c.type == SF_CHUNK_SLOT && c.thread_serial == 0) {
+			/* A free slot (serials start at 1; the runtime clears the
+			 * serial when a thread exits and gives its slot back). Its
+			 * events were handed off and zeroed before that. */
+			if (avail >= sizeof(c) + 16 && !is_zero16(q + sizeof(c)))
+				warn(log, "free slot at offset %" PRIu64 " holds data; ignored", p);
+		} else if (c.type == SF_CHUNK_DATA || c.type == SF_CHUNK_SLOT) {
+			if (log->truncated)
+				log->truncated_batch = (int64_t)log->nbatches;
+			add_batch(log, p, &c, avail);
+		} else if (!log->truncated) {
+			if (c.type == SF_CHUNK_OBJECT)
+				add_object(log, p, &c);
+			else
+				add_unload(log, p, &c);
+		}
+		if (log->truncated) {
+			p = size;
+			break;
+		}
+		p += c.size;
+	}
+	if (p < size) {
+		/* Fewer than 16 bytes left: harmless if zero. */
+		for (uint64_t i = p; i < size; i++)
+			if (log->map[i]) {
+				warn(log, "%" PRIu64 " stray bytes at the end of the file (offset %" PRIu64 ")", size - p, p);
+				break;
+			}
+	}
+}
+
+/* ---- post-processing ---- */
+
+static void apply_unloads(struct lr_log *log)
+{
+	for (size_t i = 0; i < log->nunloads; i++) {
+		int found = 0;
+		for (size_t j = 0; j < log->nobjects; j++)
+			if (log->objects[j].index == log->unloads[i]) {
+				log->objects[j].unloaded = 1;
+				found = 1;
+			}
+		if (!found)
+			warn(log, "unload of unknown object %u", log->unloads[i]);
+	}
+}
+
+static int cmp_first_id(const void *a, const void *b, void *arg)
+{
+	const struct lr_object *objects = arg;
+	const struct lr_object *x = &objects[*(const uint32_t *)a];
+	const struct lr_object *y = &objects[*(const uint32_t *)b];
+	if (x->first_id != y->first_id)
+		return x->first_id < y->first_id ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static void sort_objects(struct lr_log *log)
+{
+	log->by_first_id = xcalloc(log->nobjects, sizeof(uint32_t));
+	for (size_t i = 0; i < log->nobjects; i++)
+		log->by_first_id[i] = (uint32_t)i;
+	qsort_r(log->by_first_id, log->nobjects, sizeof(uint32_t), cmp_first_id, log->objects);
+	for (size_t i = 1; i < log->nobjects; i++) {
+		const struct lr_object *a = &log->objects[log->by_first_id[i - 1]];
+		const struct lr_object *b = &log->objects[log->by_first_id[i]];
+		if ((uint64_t)a->first_id + a->count > b->first_id)
+			warn(log, "objects %u (%s) and %u (%s) have overlapping function ids", a->index, a->path,
+			     b->index, b->path);
+	}
+}
+
+static int cmp_serial(const void *a, const void *b)
+{
+	const struct lr_thread *x = a, *y = b;
+	return x->serial < y->serial ? -1 : x->serial > y->serial;
+}
+
+/* Threads sorted by serial; batch thread indices follow. */
+static void sort_threads(struct lr_log *log)
+{
+	for (size_t i = 0; i < log->nthreads; i++)
+		log->threads[i].index = (uint32_t)i; /* old index, temporarily */
+	if (log->nthreads)
+		qsort(log->threads, log->nthreads, sizeof(*log->threads), cmp_serial);
+	uint32_t *remap = xcalloc(log->nthreads, sizeof(uint32_t));
+	for (size_t i = 0; i < log->nthreads; i++) {
+		remap[log->threads[i].index] = (uint32_t)i;
+		log->threads[i].index = (uint32_t)i;
+	}
+	for (size_t i = 0; i < log->nbatches; i++)
+		log->batches[i].thread = remap[log->batches[i].thread];
+	free(remap);
+	free(log->hash_serial);
+	free(log->hash_index);
+	log->hash_serial = NULL;
+	log->hash_index = NULL;
+	log->hash_cap = 0;
+}
+
+/* seq, then DATA before SLOT, then file order. */
+static int cmp_batch(const void *a, const void *b, void *arg)
+{
+	const struct lr_batch *batches = arg;
+	const struct lr_batch *x = &batches[*(const uint32_t *)a];
+	const struct lr_batch *y = &batches[*(const uint32_t *)b];
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static const struct sf_chunk *chunk_at(const struct lr_log *log, uint64_t off)
+{
+	return (const struct sf_chunk *)(const void *)(log->map + off);
+}
+
+/* tid and name from the thread's newest batch (highest seq). */
+static void thread_identity(struct lr_log *log, struct lr_thread *t, const uint32_t *all, size_t n)
+{
+	if (!n)
+		return;
+	t->tid = chunk_at(log, log->batches[all[n - 1]].off)->tid;
+	for (size_t i = n; i-- > 0;) {
+		const struct sf_chunk *c = chunk_at(log, log->batches[all[i]].off);
+		if (c->name[0]) {
+			memcpy(t->name, c->name, sizeof(c->name));
+			t->name[16] = 0;
+			break;
+		}
+	}
+}
+
+/* Per thread: batches sorted by seq, duplicates dropped, identity taken. */
+static void build_thread_batches(struct lr_log *log)
+{
+	uint32_t *counts = xcalloc(log->nthreads + 1, sizeof(uint32_t));
+	for (size_t i = 0; i < log->nbatches; i++)
+		counts[log->batches[i].thread]++;
+	uint32_t *all = xcalloc(log->nbatches + 1, sizeof(uint32_t));
+	uint32_t *start = xcalloc(log->nthreads + 1, sizeof(uint32_t));
+	for (size_t t = 1; t <= log->nthreads; t++)
+		start[t] = start[t - 1] + counts[t - 1];
+	memset(counts, 0, (log->nthreads + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < log->nbatches; i++) {
+		uint32_t t = log->batches[i].thread;
+		all[start[t] + counts[t]++] = (uint32_t)i;
+	}
+	for (size_t ti = 0; ti < log->nthreads; ti++) {
+		struct lr_thread *t = &log->threads[ti];
+		uint32_t *list = all + start[ti];
+		size_t n = counts[ti];
+		qsort_r(list, n, sizeof(uint32_t), cmp_batch, log->batches);
+		thread_identity(log, t, list, n);
+		t->batch = xcalloc(n + 1, sizeof(uint32_t));
+		for (size_t i = 0; i < n; i++) {
+			struct lr_batch *b = &log->batches[list[i]];
+			if (b->slot)
+				t->slots++;
+			if (t->nbatch) {
+				const struct lr_batch *prev = &log->batches[t->batch[t->nbatch - 1]];
+				if (prev->seq == b->seq) {
+					/* A slot whose batch was flushed is expected;
+					 * anything else is a writer problem. */
+					if (!b->slot)
+						warn(log, "thread %" PRIu64 ": duplicate data batch %u at offset %" PRIu64 " ignored",
+						     t->serial, b->seq, b->off);
+					else if (!prev->slot)
+						; /* flushed slot: its DATA copy is delivered */
+					else
+						warn(log, "thread %" PRIu64 ": two slots hold batch %u; the one at offset %" PRIu64 " is ignored",
+						     t->serial, b->seq, b->off);
+					b->live = 0;
+					continue;
+				}
+			}
+			t->batch[t->nbatch++] = list[i];
+			if (b->slot)
+				t->live_slots++;
+			else
+				t->data_batches++;
+		}
+	}
+	free(all);
+	free(start);
+	free(counts);
+}
+
+/* Delivery order: live DATA batches in file order, then live slots. Each
+ * thread's batches are then permuted among the positions that thread
+ * occupies so that it sees them in seq order even if the file does not. */
+static void build_order(struct lr_log *log)
+{
+	log->order = xcalloc(log->nbatches + 1, sizeof(uint32_t));
+	log->norder = 0;
+	for (int slot = 0; slot <= 1; slot++)
+		for (size_t i = 0; i < log->nbatches; i++)
+			if (log->batches[i].live && log->batches[i].slot == slot)
+				log->order[log->norder++] = (uint32_t)i;
+	uint32_t *cursor = xcalloc(log->nthreads + 1, sizeof(uint32_t));
+	int reordered = 0;
+	for (size_t k = 0; k < log->norder; k++) {
+		struct lr_thread *t = &log->threads[log->batches[log->order[k]].thread];
+		uint32_t want = t->batch[cursor[t->index]++];
+		if (want != log->order[k])
+			reordered = 1;
+		log->order[k] = want;
+	}
+	free(cursor);
+	if (reordered)
+		warn(log, "batches are not in sequence order in the file; delivered in sequence order");
+}
+
+/* ---- records ---- */
+
+enum rec_result { REC_EVENT, REC_HOLE, REC_CORRUPT, REC_END };
+
+/* Decodes the record at p; *used = records consumed. In a slot a zero record
+ * ends the batch; in a DATA chunk it is a hole. */
+static enum rec_result decode(const unsigned char *p, const unsigned char *end, int slot,
+			      struct lr_event *ev, size_t *used)
+{
+	struct sf_event e;
+	memcpy(&e, p, sizeof(e));
+	*used = 1;
+	if (!e.time && !e.func_id && !e.kind)
+		return slot ? REC_END : REC_HOLE;
+	uint32_t kind = e.kind & 0xff;
+	if (kind < SF_EV_ENTRY || kind > SF_EV_REALLOC_DEALLOC)
+		return REC_CORRUPT;
+	ev->kind = kind;
+	ev->func_id = e.func_id;
+	ev->raw_time = e.time;
+	ev->has_ext = 0;
+	ev->size = ev->align = ev->ptr = 0;
+	if (kind >= SF_EV_ALLOC) {
+		if (end - p < 32)
+			return REC_CORRUPT; /* payload cut off */
+		struct sf_event_ext x;
+		memcpy(&x, p + 16, sizeof(x));
+		*used = 2;
+		ev->has_ext = 1;
+		ev->size = x.size_align & ((1ULL << 48) - 1);
+		unsigned lg = (unsigned)(x.size_align >> 48);
+		ev->align = lg < 64 ? 1ULL << lg : 0;
+		ev->ptr = x.ptr;
+	}
+	return REC_EVENT;
+}
+
+static void batch_range(const struct lr_log *log, const struct lr_batch *b, const unsigned char **rec,
+			const unsigned char **end)
+{
+	*rec = log->map + b->off + sizeof(struct sf_chunk);
+	*end = *rec + (size_t)b->nrec * 16;
+}
+
+/* Events and losses per thread; also the truncated chunk's warning. */
+static void count_events(struct lr_log *log)
+{
+	for (size_t k = 0; k < log->norder; k++) {
+		const struct lr_batch *b = &log->batches[log->order[k]];
+		struct lr_thread *t = &log->threads[b->thread];
+		const unsigned char *p, *end;
+		batch_range(log, b, &p, &end);
+		uint64_t events = 0;
+		while (p < end) {
+			struct lr_event ev;
+			size_t used;
+			enum rec_result r = decode(p, end, b->slot, &ev, &used);
+			if (r == REC_END)
+				break;
+			if (r == REC_EVENT)
+				events++;
+			else
+				t->lost++;
+			p += used * 16;
+		}
+		t->events += events;
+		if (log->truncated && log->truncated_batch == (int64_t)log->order[k])
+			warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 "; %" PRIu64 " complete events kept",
+			     log->truncated_off, events);
+	}
+	if (log->truncated && log->truncated_batch < 0 && log->truncated_type)
+		warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 "; the %s chunk there is dropped",
+		     log->truncated_off, log->truncated_type == SF_CHUNK_OBJECT ? "object" : "unload");
+	else if (log->truncated && log->truncated_batch < 0)
+		warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 "; 0 complete events kept",
+		     log->truncated_off);
+	else if (log->truncated && !log->batches[log->truncated_batch].live)
+		warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 " (a duplicate batch)", log->truncated_off);
+}
+
+/* ---- time ---- */
+
+/* TSC fit: a line through the start pair (so the start maps to 0 exactly)
+ * whose slope is the least-squares fit of every later calibration pair
+ * (header last pair, chunk pairs). Pairs before the start or with a zero
+ * member are ignored. Degenerate (no pair with a positive tsc and mono span
+ * from the anchor): 1 tick = 1 ns, with a warning. Without a start pair the
+ * anchor is the pair with the smallest tsc. */
+static void fit_clock(struct lr_log *log)
+{
+	struct lr_info *in = &log->info;
+	add_pair(log, in->last_tsc, in->last_mono_ns);
+	uint64_t a_tsc = in->start_tsc, a_mono = in->start_mono_ns;
+	if (!a_tsc || !a_mono) {
+		a_tsc = UINT64_MAX;
+		for (size_t i = 0; i < log->npairs; i++)
+			if (log->pairs[i].tsc < a_tsc) {
+				a_tsc = log->pairs[i].tsc;
+				a_mono = log->pairs[i].mono;
+			}
+	}
+	long double sxx = 0, sxy = 0;
+	uint32_t used = 0;
+	for (size_t i = 0; i < log->npairs; i++) {
+		const struct lr_pair *q = &log->pairs[i];
+		if (q->tsc <= a_tsc || q->mono <= a_mono)
+			continue;
+		long double x = (long double)(q->tsc - a_tsc), y = (long double)(q->mono - a_mono);
+		sxx += x * x;
+		sxy += x * y;
+		used++;
+	}
+	log->anchor_tsc = a_tsc == UINT64_MAX ? 0 : a_tsc;
+	/* Time 0 is the program start (start_mono_ns), which the anchor may not be. */
+	log->intercept = a_mono > in->start_mono_ns && in->start_mono_ns ? (double)(a_mono - in->start_mono_ns) : 0;
+	if (used && sxx > 0 && sxy > 0) {
+		log->slope = (double)(sxy / sxx);
+		in->calib_pairs = used + 1;
+	} else {
+		log->slope = 1.0;
+		in->calib_degenerate = 1;
+		if (in->clock == SF_CLOCK_TSC)
+			warn(log, "clock calibration unusable (no two pairs span any time): 1 TSC tick taken as 1 ns");
+	}
+	in->tsc_ns_per_tick = log->slope;
+	in->tsc_offset_ns = log->intercept - log->slope * (double)(int64_t)(log->anchor_tsc - in->start_tsc);
+}
+
+uint64_t lr_time_ns(const struct lr_log *log, uint64_t raw)
+{
+	if (log->info.clock != SF_CLOCK_TSC)
+		return raw > log->info.start_mono_ns ? raw - log->info.start_mono_ns : 0;
+	double ns = log->intercept + log->slope * (double)(int64_t)(raw - log->anchor_tsc);
+	if (!(ns > 0))
+		return 0;
+	if (ns >= 1.8e19)
+		return UINT64_MAX;
+	return (uint64_t)(ns + 0.5);
+}
+
+/* ---- open / close ---- */
+
+static int map_file(struct lr_log *log, char *err, size_t errlen)
+{
+	const char *path = log->info.path;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, path, "cannot open: %s", strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return fail(err, errlen, path, "cannot stat: %s", strerror(e));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return fail(err, errlen, path, "is a directory");
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(err, errlen, path, "not a regular file");
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		return fail(err, errlen, path, "empty file");
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	int e = errno;
+	close(fd);
+	if (m == MAP_FAILED)
+		return fail(err, errlen, path, "cannot map: %s", strerror(e));
+	madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+	log->map = m;
+	log->map_len = (size_t)st.st_size;
+	log->info.file_size = (uint64_t)st.st_size;
+	return 0;
+}
+
+struct lr_log *lr_open(const char *path, char *err, size_t errlen)
+{
+	struct lr_log *log = xcalloc(1, sizeof(*log));
+	log->info.path = xstrdup(path);
+	if (map_file(log, err, errlen) < 0 || read_header(log, err, errlen) < 0) {
+		lr_close(log);
+		return NULL;
+	}
+	index_chunks(log);
+	apply_unloads(log);
+	sort_objects(log);
+	sort_threads(log);
+	build_thread_batches(log);
+	build_order(log);
+	count_events(log);
+	fit_clock(log);
+	if (log->warnings_lost) {
+		/* The spare slot warn() reserved. */
+		char buf[96];
+		snprintf(buf, sizeof(buf), "... and %" PRIu64 " more warnings", log->warnings_lost);
+		log->warnings[log->nwarnings++] = xstrdup(buf);
+	}
+	return log;
+}
+
+void lr_close(struct lr_log *log)
+{
+	if (!log)
+		return;
+	if (log->map)
+		munmap((void *)log->map, log->map_len);
+	for (size_t i = 0; i < log->nobjects; i++)
+		free((void *)log->objects[i].path);
+	free(log->objects);
+	free(log->by_first_id);
+	free(log->unloads);
+	for (size_t i = 0; i < log->nthreads; i++)
+		free(log->threads[i].batch);
+	free(log->threads);
+	free(log->hash_serial);
+	free(log->hash_index);
+	free(log->batches);
+	free(log->order);
+	free(log->pairs);
+	for (size_t i = 0; i < log->nwarnings; i++)
+		free(log->warnings[i]);
+	free(log->warnings);
+	free(log->info.argv);
+	free(log->cmdline);
+	free((void *)log->info.path);
+	free(log);
+}
+
+/* ---- accessors ---- */
+
+const struct lr_info *lr_info(const struct lr_log *log) { return &log->info; }
+size_t lr_nobjects(const struct lr_log *log) { return log->nobjects; }
+size_t lr_nthreads(const struct lr_log *log) { return log->nthreads; }
+
+const struct lr_object *lr_object_at(const struct lr_log *log, size_t i)
+{
+	return i < log->nobjects ? &log->objects[i] : NULL;
+}
+
+const struct lr_thread *lr_thread_at(const struct lr_log *log, size_t i)
+{
+	return i < log->nthreads ? &log->threads[i] : NULL;
+}
+
+size_t lr_nwarnings(const struct lr_log *log) { return log->nwarnings; }
+
+const char *lr_warning(const struct lr_log *log, size_t i)
+{
+	return i < log->nwarnings ? log->warnings[i] : NULL;
+}
+
+int lr_func(const struct lr_log *log, uint32_t func_id, const struct lr_object **object, uint64_t *vaddr)
+{
+	size_t lo = 0, hi = log->nobjects;
+	/* Last object with first_id <= func_id. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (log->objects[log->by_first_id[mid]].first_id <= func_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	const struct lr_object *o = &log->objects[log->by_first_id[lo - 1]];
+	if ((uint64_t)func_id >= (uint64_t)o->first_id + o->count)
+		return -1;
+	if (object)
+		*object = o;
+	if (vaddr)
+		*vaddr = o->funcs[func_id - o->first_id];
+	return 0;
+}
+
+void lr_summary(const struct lr_log *log, struct lr_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < log->nthreads; i++) {
+		s->events += log->threads[i].events;
+		s->lost += log->threads[i].lost;
+	}
+	s->threads = log->nthreads;
+	s->objects = log->nobjects;
+	s->dropped = log->info.dropped_events;
+	s->write_errors = log->info.write_errors;
+	s->warnings = log->nwarnings + log->warnings_lost - (log->warnings_lost ? 1 : 0);
+	s->pid = log->info.pid;
+	s->state = log->info.state;
+}
+
+/* ---- iteration ---- */
+
+void lr_iter_init(struct lr_iter *it, const struct lr_log *log)
+{
+	memset(it, 0, sizeof(*it));
+	it->log = log;
+}
+
+void lr_iter_init_thread(struct lr_iter *it, const struct lr_log *log, const struct lr_thread *thread)
+{
+	lr_iter_init(it, log);
+	it->only = thread;
+}
+
+static int next_batch(struct lr_iter *it)
+{
+	const struct lr_log *log = it->log;
+	uint32_t bi;
+	if (it->only) {
+		if (it->next >= it->only->nbatch)
+			return 0;
+		bi = it->only->batch[it->next++];
+	} else {
+		if (it->next >= log->norder)
+			return 0;
+		bi = log->order[it->next++];
+	}
+	const struct lr_batch *b = &log->batches[bi];
+	batch_range(log, b, &it->rec, &it->end);
+	it->thread = &log->threads[b->thread];
+	it->seq = b->seq;
+	it->slot = b->slot;
+	return 1;
+}
+
+int lr_next(struct lr_iter *it, struct lr_event *ev)
+{
+	for (;;) {
+		while (it->rec < it->end) {
+			size_t used;
+			const unsigned char *p = it->rec;
+			enum rec_result r = decode(p, it->end, it->slot, ev, &used);
+			if (r == REC_END) {
+				it->rec = it->end;
+				break;
+			}
+			it->rec += used * 16;
+			if (r != REC_EVENT)
+				continue;
+			ev->thread = it->thread;
+			ev->time_ns = lr_time_ns(it->log, ev->raw_time);
+			ev->offset = (uint64_t)(p - it->log->map);
+			ev->seq = it->seq;
+			ev->in_slot = it->slot;
+			return 1;
+		}
+		if (!next_batch(it))
+			return 0;
+	}
+}
+
+int lr_foreach_event(const struct lr_log *log, int (*cb)(void *ctx, const struct lr_event *ev), void *ctx)
+{
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init(&it, log);
+	while (lr_next(&it, &ev)) {
+		int r = cb(ctx, &ev);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+const char *lr_kind_name(uint32_t kind)
+{
+	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC", "RDEALLOC"};
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+}

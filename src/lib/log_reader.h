@@ -1,0 +1,182 @@
+/* The one reader of sftrace logs (format: src/format/sflog.h).
+ *
+ * lr_open maps the file read-only and indexes it: header, objects, threads
+ * and the list of event batches (DATA chunks and live SLOT chunks). Memory is
+ * bounded by the number of chunks, threads and objects, never by events:
+ * events are decoded on the fly by the iterator, straight from the mapping.
+ *
+ * Damage is tolerated and reported as warnings (lr_warning): zero holes
+ * between chunks are skipped silently, garbage is skipped by scanning for the
+ * next chunk magic, a chunk cut by the end of the file keeps its complete
+ * events. Zero events inside a DATA chunk (holes left by the writer) and
+ * records with an unknown kind are skipped and counted as lost.
+ *
+ * Batch rules (see sflog.h): a thread is identified by its thread_serial, not
+ * its tid. DATA chunk `count` is taken as the number of 16-byte records in
+ * the payload, allocation payloads (sf_event_ext) included. A SLOT chunk's
+ * events end at the first all-zero event; they are delivered unless a DATA
+ * chunk with the same (serial, seq) exists. A SLOT with thread_serial 0 is a
+ * free slot (the runtime's serials start at 1) and is ignored. A duplicated
+ * DATA batch (same serial and seq) is delivered once.
+ *
+ * Cost: lr_open makes one sequential pass over the file (to count events and
+ * losses per thread); iteration makes another. The file is mapped read-only
+ * and must not shrink while open (SIGBUS).
+ *
+ * Every lr_log is independent: open one per process log.
+ */
+#ifndef SFTRACE_LIB_LOG_READER_H
+#define SFTRACE_LIB_LOG_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lr_log;
+
+/* Header fields, decoded. Strings live as long as the log. */
+struct lr_info {
+	const char *path;        /* the path given to lr_open */
+	uint64_t file_size;
+	uint32_t version;
+	uint32_t header_size;
+	uint32_t pid, ppid;
+	uint32_t clock;          /* enum sf_clock */
+	uint32_t state;          /* enum sf_state */
+	uint64_t start_realtime_ns;
+	uint64_t start_tsc, start_mono_ns;
+	uint64_t last_tsc, last_mono_ns;
+	uint64_t dropped_events;
+	uint64_t write_errors;
+	uint32_t last_errno;
+	uint32_t header_threads; /* sf_header.threads as written */
+	uint32_t header_objects; /* sf_header.objects as written */
+	int cmdline_truncated;
+	int argc;
+	char **argv;             /* argc strings, then NULL */
+	/* The time fit used by lr_time_ns, for display: ns since start =
+	 * tsc_ns_per_tick * (raw - start_tsc) + tsc_offset_ns (TSC clock). */
+	double tsc_ns_per_tick;
+	double tsc_offset_ns;
+	uint32_t calib_pairs;    /* calibration pairs the fit used */
+	int calib_degenerate;    /* no usable pair span: 1 tick taken as 1 ns */
+};
+
+struct lr_object {
+	uint32_t index;          /* sf_object.index (object number in the process) */
+	uint32_t first_id;       /* function ids first_id .. first_id + count - 1 */
+	uint32_t count;
+	uint32_t sleds, patched;
+	uint8_t flags;           /* SF_OBJ_* */
+	uint8_t build_id_len;
+	uint8_t build_id[64];
+	uint64_t load_bias;
+	const char *path;        /* NUL-terminated */
+	const uint64_t *funcs;   /* count ELF vaddrs, index = id - first_id */
+	int unloaded;            /* an UNLOAD chunk named it (ids stay resolvable) */
+	uint64_t offset;         /* file offset of its OBJECT chunk */
+};
+
+struct lr_thread {
+	uint32_t index;          /* 0.. in lr_thread_at order (sorted by serial) */
+	uint64_t serial;
+	uint32_t tid;            /* from the thread's latest batch */
+	char name[17];           /* latest non-empty name seen, NUL-terminated */
+	uint64_t events;         /* events the iterator delivers (payloads not counted) */
+	uint64_t lost;           /* zero holes and corrupt records skipped */
+	uint32_t data_batches;   /* DATA chunks delivered */
+	uint32_t slots;          /* SLOT chunks seen */
+	uint32_t live_slots;     /* SLOT batches delivered (not duplicates of DATA) */
+	/* Internal: this thread's batches in seq order (indices into the log). */
+	uint32_t nbatch;
+	uint32_t *batch;
+};
+
+struct lr_event {
+	const struct lr_thread *thread;
+	uint32_t kind;           /* enum sf_event_kind (the low byte of the record's kind) */
+	uint32_t func_id;
+	uint64_t raw_time;       /* as recorded: TSC ticks or CLOCK_MONOTONIC ns */
+	uint64_t time_ns;        /* ns since the program start, lr_time_ns(raw_time) */
+	/* Allocation kinds (SF_EV_ALLOC..SF_EV_REALLOC_DEALLOC) only: */
+	int has_ext;
+	uint64_t size;
+	uint64_t align;          /* bytes (1 << log2 from the record), 0 if out of range */
+	uint64_t ptr;
+	/* Where it came from. */
+	uint64_t offset;         /* file offset of the event record */
+	uint32_t seq;            /* batch sequence number */
+	int in_slot;             /* from a live SLOT chunk */
+};
+
+/* Opens and indexes a log. NULL on failure with one line in err naming the
+ * file and the cause. */
+struct lr_log *lr_open(const char *path, char *err, size_t errlen);
+void lr_close(struct lr_log *log);
+
+const struct lr_info *lr_info(const struct lr_log *log);
+
+size_t lr_nobjects(const struct lr_log *log);
+/* Objects in file order (their OBJECT chunks). */
+const struct lr_object *lr_object_at(const struct lr_log *log, size_t i);
+
+/* Resolves a function id: 0 and *object, *vaddr set, or -1 if no object owns
+ * the id (object and vaddr untouched). Either pointer may be NULL. */
+int lr_func(const struct lr_log *log, uint32_t func_id,
+	    const struct lr_object **object, uint64_t *vaddr);
+
+size_t lr_nthreads(const struct lr_log *log);
+const struct lr_thread *lr_thread_at(const struct lr_log *log, size_t i);
+
+/* Warnings found while indexing, one line each (no file name prefix). */
+size_t lr_nwarnings(const struct lr_log *log);
+const char *lr_warning(const struct lr_log *log, size_t i);
+
+/* Event time to ns since the program start, never negative.
+ * CLOCK_MONOTONIC logs: raw - start_mono_ns. TSC logs: a line through the
+ * header's start pair whose slope is the least-squares fit over every later
+ * calibration pair (header last pair, each chunk's pair; pairs with a zero
+ * member or from before the start are ignored). With no usable pair, 1 tick
+ * is taken as 1 ns and a warning says so (lr_info.calib_degenerate). */
+uint64_t lr_time_ns(const struct lr_log *log, uint64_t raw);
+
+struct lr_summary {
+	uint64_t events;         /* delivered events, all threads */
+	uint64_t threads;
+	uint64_t objects;
+	uint64_t dropped;        /* sf_header.dropped_events (the runtime's count) */
+	uint64_t write_errors;
+	uint64_t lost;           /* holes and corrupt records found by the reader */
+	uint64_t warnings;
+	uint32_t pid;
+	uint32_t state;
+};
+void lr_summary(const struct lr_log *log, struct lr_summary *s);
+
+/* Event iteration. Order: every DATA batch in file order, then the live SLOT
+ * batches; a thread's events always come in recording (seq) order. */
+struct lr_iter {
+	const struct lr_log *log;
+	const struct lr_thread *only; /* NULL: all threads */
+	size_t next;                  /* next batch position */
+	const unsigned char *rec, *end;
+	const struct lr_thread *thread;
+	uint32_t seq;
+	int slot;
+};
+
+void lr_iter_init(struct lr_iter *it, const struct lr_log *log);
+/* Only one thread's events, in recording order. */
+void lr_iter_init_thread(struct lr_iter *it, const struct lr_log *log,
+			 const struct lr_thread *thread);
+/* 1 and *ev filled, or 0 at the end. */
+int lr_next(struct lr_iter *it, struct lr_event *ev);
+
+/* Calls cb for every event in lr_iter order; stops early when cb returns
+ * nonzero and returns that value, else 0. */
+int lr_foreach_event(const struct lr_log *log,
+		     int (*cb)(void *ctx, const struct lr_event *ev), void *ctx);
+
+/* "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC", "RDEALLOC" or "?". */
+const char *lr_kind_name(uint32_t kind);
+
+#endif

@@ -1,0 +1,254 @@
+/* Per-log symbolization glue: see log_symbols.h. */
+#include "lib/log_symbols.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/elf_buildid.h"
+#include "lib/log_reader.h"
+#include "lib/util.h"
+
+struct ls_object {
+	struct sym_object *sym;         /* NULL: placeholder names */
+	char *file;                     /* the file opened, or NULL */
+	const struct sym_info **cache;  /* per function index, allocated on first lookup */
+};
+
+/* A name we made up; freed at close. */
+struct ls_placeholder {
+	struct ls_placeholder *next;
+	struct sym_info info;
+	char name[];
+};
+
+struct ls_override {
+	const char *path;
+	uint8_t build_id[SF_BUILD_ID_MAX];
+	int build_id_len; /* -1: unreadable, matched by basename only */
+	int used;
+};
+
+struct log_symbols {
+	const struct lr_log *log;
+	struct ls_object *objs;
+	size_t nobjs;
+	struct ls_override *overrides;
+	size_t noverrides;
+	struct ls_placeholder *placeholders;
+	/* func#<id> names for ids no object owns: open addressing, key id + 1 */
+	uint64_t *ukeys;
+	const struct sym_info **uvals;
+	size_t ucap, ucount;
+	char **warnings;
+	size_t nwarnings;
+};
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static void add_warning(struct log_symbols *ls, const char *msg)
+{
+	ls->warnings = xrealloc(ls->warnings, (ls->nwarnings + 1) * sizeof(char *));
+	ls->warnings[ls->nwarnings++] = xstrdup(msg);
+}
+
+static const struct sym_info *placeholder(struct log_symbols *ls, const char *fmt_base, uint64_t v, int is_id)
+{
+	char buf[512];
+	if (is_id)
+		snprintf(buf, sizeof(buf), "func#%" PRIu64, v);
+	else
+		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, fmt_base, v);
+	size_t n = strlen(buf) + 1;
+	struct ls_placeholder *p = xcalloc(1, sizeof(*p) + n);
+	memcpy(p->name, buf, n);
+	p->info.name = p->name;
+	p->next = ls->placeholders;
+	ls->placeholders = p;
+	return &p->info;
+}
+
+static void load_overrides(struct log_symbols *ls, const struct ls_options *opt)
+{
+	ls->noverrides = opt ? opt->nsymbol_paths : 0;
+	ls->overrides = xcalloc(ls->noverrides + 1, sizeof(*ls->overrides));
+	for (size_t i = 0; i < ls->noverrides; i++) {
+		struct ls_override *o = &ls->overrides[i];
+		char err[256];
+		o->path = opt->symbol_paths[i];
+		int n = sf_elf_build_id_path(o->path, o->build_id, sizeof(o->build_id), err, sizeof(err));
+		o->build_id_len = n < 0 ? -1 : (n > SF_BUILD_ID_MAX ? SF_BUILD_ID_MAX : n);
+	}
+}
+
+/* The override for an object: same build-id first, then same basename. */
+static struct ls_override *find_override(struct log_symbols *ls, const struct lr_object *obj)
+{
+	if (obj->build_id_len)
+		for (size_t i = 0; i < ls->noverrides; i++) {
+			struct ls_override *o = &ls->overrides[i];
+			if (o->build_id_len == obj->build_id_len &&
+			    !memcmp(o->build_id, obj->build_id, obj->build_id_len))
+				return o;
+		}
+	for (size_t i = 0; i < ls->noverrides; i++)
+		if (!strcmp(base_name(ls->overrides[i].path), base_name(obj->path)))
+			return &ls->overrides[i];
+	return NULL;
+}
+
+/* Opens object i. Returns -1 with err set when that is fatal. */
+static int open_object(struct log_symbols *ls, size_t i, int force, char *err, size_t errlen)
+{
+	const struct lr_object *obj = lr_object_at(ls->log, i);
+	struct ls_object *lo = &ls->objs[i];
+	struct ls_override *ov = find_override(ls, obj);
+	const char *file = ov ? ov->path : obj->path;
+	char why[512];
+	if (ov)
+		ov->used = 1;
+	lo->sym = sym_open(obj->path, ov ? ov->path : NULL, obj->build_id, obj->build_id_len, force, why,
+			   sizeof(why));
+	if (!lo->sym) {
+		if (!force) {
+			if (ov)
+				snprintf(err, errlen, "cannot symbolize %s with --symbol %s: %s", obj->path, ov->path, why);
+			else
+				snprintf(err, errlen, "%s", why);
+			return -1;
+		}
+		char msg[1024];
+		snprintf(msg, sizeof(msg), "%s: %s; its functions are named %s+0x<address>", obj->path, why,
+			 base_name(obj->path));
+		add_warning(ls, msg);
+		return 0;
+	}
+	lo->file = xstrdup(file);
+	const uint8_t *id;
+	size_t n = sym_build_id(lo->sym, &id);
+	if (obj->build_id_len && (n != obj->build_id_len || memcmp(id, obj->build_id, n))) {
+		char want[2 * SF_BUILD_ID_MAX + 1], have[2 * SF_BUILD_ID_MAX + 1], msg[1024];
+		sf_build_id_hex(obj->build_id, obj->build_id_len, want, sizeof(want));
+		sf_build_id_hex(id, n, have, sizeof(have));
+		snprintf(msg, sizeof(msg), "%s: build-id mismatch (recorded %s, file has %s); names may be wrong",
+			 file, want, n ? have : "none");
+		add_warning(ls, msg);
+	}
+	return 0;
+}
+
+struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *opt, char *err, size_t errlen)
+{
+	struct log_symbols *ls = xcalloc(1, sizeof(*ls));
+	ls->log = log;
+	ls->nobjs = lr_nobjects(log);
+	ls->objs = xcalloc(ls->nobjs + 1, sizeof(*ls->objs));
+	if (opt && opt->no_symbols)
+		return ls;
+	load_overrides(ls, opt);
+	for (size_t i = 0; i < ls->nobjs; i++) {
+		if (!lr_object_at(log, i)->count)
+			continue; /* no function id can need it */
+		if (open_object(ls, i, opt && opt->force, err, errlen) < 0) {
+			ls_close(ls);
+			return NULL;
+		}
+	}
+	return ls;
+}
+
+static const struct sym_info *unknown_id(struct log_symbols *ls, uint32_t id)
+{
+	if ((ls->ucount + 1) * 2 > ls->ucap) {
+		size_t cap = ls->ucap ? ls->ucap * 2 : 64;
+		uint64_t *keys = xcalloc(cap, sizeof(*keys));
+		const struct sym_info **vals = xcalloc(cap, sizeof(*vals));
+		for (size_t i = 0; i < ls->ucap; i++) {
+			if (!ls->ukeys[i])
+				continue;
+			size_t j = (ls->ukeys[i] * 0x9E3779B97F4A7C15ULL) >> 40 & (cap - 1);
+			while (keys[j])
+				j = (j + 1) & (cap - 1);
+			keys[j] = ls->ukeys[i];
+			vals[j] = ls->uvals[i];
+		}
+		free(ls->ukeys);
+		free(ls->uvals);
+		ls->ukeys = keys;
+		ls->uvals = vals;
+		ls->ucap = cap;
+	}
+	uint64_t key = (uint64_t)id + 1;
+	size_t j = (key * 0x9E3779B97F4A7C15ULL) >> 40 & (ls->ucap - 1);
+	while (ls->ukeys[j] && ls->ukeys[j] != key)
+		j = (j + 1) & (ls->ucap - 1);
+	if (!ls->ukeys[j]) {
+		ls->ukeys[j] = key;
+		ls->uvals[j] = placeholder(ls, NULL, id, 1);
+		ls->ucount++;
+	}
+	return ls->uvals[j];
+}
+
+const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id)
+{
+	const struct lr_object *obj;
+	uint64_t vaddr;
+	if (lr_func(ls->log, func_id, &obj, &vaddr) < 0)
+		return unknown_id(ls, func_id);
+	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
+	struct ls_object *lo = &ls->objs[oi];
+	uint32_t k = func_id - obj->first_id;
+	if (!lo->cache)
+		lo->cache = xcalloc(obj->count, sizeof(*lo->cache));
+	if (!lo->cache[k])
+		lo->cache[k] = lo->sym ? sym_lookup(lo->sym, vaddr) : placeholder(ls, base_name(obj->path), vaddr, 0);
+	return lo->cache[k];
+}
+
+const char *ls_object_file(const struct log_symbols *ls, size_t i)
+{
+	return i < ls->nobjs ? ls->objs[i].file : NULL;
+}
+
+int ls_override_used(const struct log_symbols *ls, size_t i)
+{
+	return i < ls->noverrides && ls->overrides[i].used;
+}
+
+size_t ls_nwarnings(const struct log_symbols *ls) { return ls->nwarnings; }
+
+const char *ls_warning(const struct log_symbols *ls, size_t i)
+{
+	return i < ls->nwarnings ? ls->warnings[i] : NULL;
+}
+
+void ls_close(struct log_symbols *ls)
+{
+	if (!ls)
+		return;
+	for (size_t i = 0; i < ls->nobjs; i++) {
+		if (ls->objs[i].sym)
+			sym_close(ls->objs[i].sym);
+		free(ls->objs[i].file);
+		free(ls->objs[i].cache);
+	}
+	free(ls->objs);
+	free(ls->overrides);
+	while (ls->placeholders) {
+		struct ls_placeholder *p = ls->placeholders;
+		ls->placeholders = p->next;
+		free(p);
+	}
+	free(ls->ukeys);
+	free(ls->uvals);
+	for (size_t i = 0; i < ls->nwarnings; i++)
+		free(ls->warnings[i]);
+	free(ls->warnings);
+	free(ls);
+}

@@ -1,0 +1,52 @@
+/* Function names for every function id of one log: opens each object the log
+ * recorded with the symbols module and caches one answer per function id.
+ *
+ * Which file symbolizes an object: a --symbol override whose build-id equals
+ * the recorded one, else an override with the same basename as the recorded
+ * path, else the recorded path itself. A build-id mismatch or an object that
+ * cannot be opened is an error (ls_open fails, the message names the file
+ * and, for a mismatch, both ids) unless `force`: the object then gets
+ * placeholder names "<basename>+0x<vaddr>" (or is symbolized despite the
+ * mismatch) and a warning is kept. Ids no object owns get "func#<id>".
+ */
+#ifndef SFTRACE_LIB_LOG_SYMBOLS_H
+#define SFTRACE_LIB_LOG_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/symbols.h"
+
+struct lr_log;
+struct log_symbols;
+
+struct ls_options {
+	const char *const *symbol_paths; /* --symbol PATH overrides */
+	size_t nsymbol_paths;
+	int force;      /* mismatched or missing objects are not errors */
+	int no_symbols; /* never read ELF files: placeholders only */
+};
+
+/* opt may be NULL (no overrides, no force). NULL on failure with one line in
+ * err. The log must outlive the result. */
+struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *opt, char *err,
+			    size_t errlen);
+
+/* Never NULL; the name is never NULL. Valid until ls_close. */
+const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id);
+
+/* The file that symbolizes object i (lr_object_at order), or NULL when its
+ * names are placeholders. */
+const char *ls_object_file(const struct log_symbols *ls, size_t i);
+
+/* Whether --symbol override i was used by some object of this log (a caller
+ * with several logs can warn about an override no log used). */
+int ls_override_used(const struct log_symbols *ls, size_t i);
+
+/* Warnings from ls_open under force, one line each. */
+size_t ls_nwarnings(const struct log_symbols *ls);
+const char *ls_warning(const struct log_symbols *ls, size_t i);
+
+void ls_close(struct log_symbols *ls);
+
+#endif

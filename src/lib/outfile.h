@@ -1,0 +1,49 @@
+/* Output files written atomically, optionally gzip-compressed.
+ *
+ * Data goes to a temporary file created next to the target (same directory,
+ * so the final rename stays on one filesystem); sf_outfile_commit renames it
+ * over the target, sf_outfile_abort deletes it. So the target path only ever
+ * holds the old file or the complete new one, never partial output. A
+ * symlink at the target is replaced, not followed (rename semantics).
+ *
+ * No fsync: a crash right after commit may lose the data, never tear it.
+ */
+#ifndef SFTRACE_LIB_OUTFILE_H
+#define SFTRACE_LIB_OUTFILE_H
+
+#include <stddef.h>
+
+struct sf_outfile;
+
+/* gzip: 1 compress, 0 do not, -1 compress when path ends in ".gz".
+ * Returns NULL with a one-line message in err ("cannot create PATH: ...")
+ * when the temporary file cannot be created. */
+struct sf_outfile *sf_outfile_open(const char *path, int gzip, char *err, size_t errlen);
+
+/* Buffered write. Returns 0, or -1 once anything failed (the error is kept
+ * and reported by sf_outfile_commit; later writes are ignored). */
+int sf_outfile_write(struct sf_outfile *of, const void *buf, size_t len);
+
+/* Same, for writers that take a (write_fn, ctx) pair; ctx is the outfile. */
+int sf_outfile_write_cb(void *ctx, const void *buf, size_t len);
+
+/* Flushes (finishing the gzip stream), closes and renames the temporary file
+ * over the target. Returns 0, or -1 after printing one line naming the
+ * target path and the reason (sf_error) and deleting the temporary file.
+ * Frees `of` either way. */
+int sf_outfile_commit(struct sf_outfile *of);
+
+/* Closes and deletes the temporary file; the target is left untouched.
+ * Frees `of`. NULL is accepted. */
+void sf_outfile_abort(struct sf_outfile *of);
+
+/* Bytes written to the file so far (compressed size when gzip). */
+unsigned long long sf_outfile_bytes(const struct sf_outfile *of);
+
+/* Checks early, before any expensive work, that `path` could be written:
+ * the target is not a directory and a file can be created (and removed) in
+ * its directory. Returns 0, or -1 with a one-line message in err naming the
+ * path ("cannot create PATH: Permission denied"). */
+int sf_outfile_check(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,677 @@
+/* Symbolization of one ELF object with elfutils.
+ *
+ * Names come from the symbol table that libdwfl picks (the object's own
+ * .symtab, else the one of its separate debug file, else .dynsym), copied
+ * once into an array sorted by address so that aliases are resolved the same
+ * way every time. File:line comes from DWARF: the DW_TAG_subprogram that
+ * starts at the address (its declaration's file and line), else the line
+ * table. The subprograms of a compilation unit are indexed the first time an
+ * address falls in it, so a lookup never rewalks a CU's DIE tree. */
+#include "lib/symbols.h"
+
+#include "lib/demangle.h"
+#include "lib/elf_buildid.h"
+#include "lib/util.h"
+
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a small open-addressing map from uint64_t to a pointer ---- */
+
+struct u64map {
+	uint64_t *keys;
+	void **vals; /* NULL marks an empty slot */
+	size_t cap;  /* power of two, or 0 */
+	size_t len;
+};
+
+static size_t u64map_slot(const struct u64map *m, uint64_t key)
+{
+	/* Fibonacci hashing spreads aligned addresses over the table. */
+	size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 17) & (m->cap - 1);
+
+	while (m->vals[i] && m->keys[i] != key)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static void *u64map_get(const struct u64map *m, uint64_t key)
+{
+	return m->cap ? m->vals[u64map_slot(m, key)] : NULL;
+}
+
+static void u64map_put(struct u64map *m, uint64_t key, void *val)
+{
+	size_t i;
+
+	if (2 * (m->len + 1) > m->cap) {
+		struct u64map old = *m;
+		m->cap = old.cap ? 2 * old.cap : 64;
+		m->keys = xcalloc(m->cap, sizeof(*m->keys));
+		m->vals = xcalloc(m->cap, sizeof(*m->vals));
+		for (i = 0; i < old.cap; i++) {
+			if (old.vals[i]) {
+				size_t j = u64map_slot(m, old.keys[i]);
+				m->keys[j] = old.keys[i];
+				m->vals[j] = old.vals[i];
+			}
+		}
+		free(old.keys);
+		free(old.vals);
+	}
+	i = u64map_slot(m, key);
+	if (!m->vals[i])
+		m->len++;
+	m->keys[i] = key;
+	m->vals[i] = val;
+}
+
+static void u64map_free(struct u64map *m, void (*free_val)(void *))
+{
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->vals[i])
+			free_val(m->vals[i]);
+	free(m->keys);
+	free(m->vals);
+}
+
+/* ---- the object ---- */
+
+struct fsym {
+	uint64_t vaddr;
+	uint64_t size;
+	const char *name; /* owned by libdwfl */
+	unsigned rank;    /* lower is preferred among aliases */
+};
+
+/* One compilation unit; its subprograms are indexed by entry address
+ * (DWARF addresses) the first time a lookup lands in it. */
+struct cu {
+	Dwarf_Die die;
+	bool indexed;
+	size_t n, cap;
+	struct cu_func {
+		Dwarf_Addr pc;
+		Dwarf_Die die;
+	} *v;
+};
+
+/* An address range of a CU. libdw 0.188 only finds CUs by address through
+ * .debug_aranges, which clang does not emit, so we build this from the CU
+ * DIEs' own ranges. */
+struct cu_range {
+	Dwarf_Addr lo, hi;
+	size_t cu; /* index into sym_object.cus */
+};
+
+struct sym_entry {
+	struct sym_info info;
+	char *owned_name; /* demangled name or placeholder, freed at close */
+	char *owned_file; /* file joined with the CU's directory */
+};
+
+struct sym_object {
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf_Addr main_bias; /* module address = ELF vaddr + main_bias */
+	char *basename;
+	char *debuginfo_path; /* NULL: libdwfl's default search path */
+	Dwfl_Callbacks callbacks;
+	struct fsym *syms;
+	size_t nsyms;
+	struct u64map cache; /* vaddr -> struct sym_entry */
+	bool dwarf_loaded;   /* the fields below are set */
+	Dwarf *dw;           /* NULL when there is no DWARF */
+	Dwarf_Addr dw_bias;  /* module address = DWARF address + dw_bias */
+	struct cu *cus;
+	size_t ncus;
+	struct cu_range *ranges; /* sorted by lo */
+	size_t nranges;
+	uint8_t build_id[SF_BUILD_ID_MAX];
+	size_t build_id_len;
+};
+
+/* Function-like symbols rank by type (STT_FUNC first), then binding. */
+static unsigned sym_rank(const GElf_Sym *s)
+{
+	unsigned type = GELF_ST_TYPE(s->st_info), bind = GELF_ST_BIND(s->st_info);
+	unsigned t = (type == STT_FUNC || type == STT_GNU_IFUNC) ? 0 : 1;
+	unsigned b = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+
+	return t * 4 + b;
+}
+
+static bool is_code_section(Elf *elf, GElf_Word shndx)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = elf ? elf_getscn(elf, shndx) : NULL;
+
+	return scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR);
+}
+
+/* Functions, plus untyped labels in code sections (hand-written assembly). */
+static bool is_function_symbol(const GElf_Sym *s, const char *name,
+			       GElf_Word shndx, Elf *elf)
+{
+	unsigned type = GELF_ST_TYPE(s->st_info);
+
+	if (!name || !*name || shndx == SHN_UNDEF || shndx == SHN_ABS ||
+	    shndx == (GElf_Word)-1)
+		return false;
+	if (type == STT_FUNC || type == STT_GNU_IFUNC)
+		return true;
+	return type == STT_NOTYPE && name[0] != '$' && name[0] != '.' &&
+	       shndx < SHN_LORESERVE && is_code_section(elf, shndx);
+}
+
+static int fsym_cmp(const void *pa, const void *pb)
+{
+	const struct fsym *a = pa, *b = pb;
+	size_t la, lb;
+
+	if (a->vaddr != b->vaddr)
+		return a->vaddr < b->vaddr ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	la = strlen(a->name);
+	lb = strlen(b->name);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static void load_symbols(struct sym_object *o)
+{
+	int n = dwfl_module_getsymtab(o->mod), i;
+	size_t k = 0;
+
+	if (n <= 0)
+		return;
+	o->syms = xmalloc((size_t)n * sizeof(*o->syms));
+	for (i = 1; i < n; i++) {
+		GElf_Sym s;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf = NULL;
+		const char *name = dwfl_module_getsym_info(o->mod, i, &s, &addr,
+							   &shndx, &elf, NULL);
+		if (!is_function_symbol(&s, name, shndx, elf))
+			continue;
+		o->syms[k++] = (struct fsym){ addr - o->main_bias, s.st_size, name,
+					      sym_rank(&s) };
+	}
+	qsort(o->syms, k, sizeof(*o->syms), fsym_cmp);
+	/* Drop exact duplicates (the same symbol seen in two tables). */
+	o->nsyms = 0;
+	for (size_t j = 0; j < k; j++) {
+		struct fsym *prev = o->nsyms ? &o->syms[o->nsyms - 1] : NULL;
+		if (prev && prev->vaddr == o->syms[j].vaddr &&
+		    strcmp(prev->name, o->syms[j].name) == 0)
+			continue;
+		o->syms[o->nsyms++] = o->syms[j];
+	}
+}
+
+static const char *path_basename(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static bool check_build_id(struct sym_object *o, const char *path,
+			   const uint8_t *want, size_t want_len, int force,
+			   char *err, size_t errlen)
+{
+	char a[2 * SF_BUILD_ID_MAX + 1], b[2 * SF_BUILD_ID_MAX + 1];
+
+	if (!want || want_len == 0 || force)
+		return true;
+	if (o->build_id_len == want_len &&
+	    memcmp(o->build_id, want, want_len) == 0)
+		return true;
+	sf_build_id_hex(want, want_len, a, sizeof(a));
+	sf_build_id_hex(o->build_id, o->build_id_len, b, sizeof(b));
+	snprintf(err, errlen, "%s: build-id mismatch: expected %s, file has %s",
+		 path, a, o->build_id_len ? b : "none");
+	return false;
+}
+
+/* Reads the build-id and rejects what dwfl cannot place (core files). */
+static bool inspect_file(struct sym_object *o, const char *path,
+			 char *err, size_t errlen)
+{
+	int fd, n;
+	GElf_Ehdr eh;
+	Elf *elf = sf_elf_open(path, &fd, err, errlen);
+
+	if (!elf)
+		return false;
+	if (!gelf_getehdr(elf, &eh) || eh.e_type == ET_CORE ||
+	    eh.e_type == ET_NONE) {
+		snprintf(err, errlen, "%s: not an executable or shared library",
+			 path);
+		sf_elf_close(elf, fd);
+		return false;
+	}
+	n = sf_elf_build_id(elf, o->build_id, sizeof(o->build_id));
+	o->build_id_len = n > 0 ? (size_t)(n < SF_BUILD_ID_MAX ? n : SF_BUILD_ID_MAX) : 0;
+	sf_elf_close(elf, fd);
+	return true;
+}
+
+static bool report_module(struct sym_object *o, const char *file,
+			  char *err, size_t errlen)
+{
+	o->callbacks = (Dwfl_Callbacks){
+		.find_elf = NULL, /* the module is reported with its file */
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &o->debuginfo_path,
+	};
+	o->dwfl = dwfl_begin(&o->callbacks);
+	if (!o->dwfl) {
+		snprintf(err, errlen, "%s: %s", file, dwfl_errmsg(-1));
+		return false;
+	}
+	dwfl_report_begin(o->dwfl);
+	/* Base 0 relative to p_vaddr: module addresses are ELF vaddrs. */
+	o->mod = dwfl_report_elf(o->dwfl, o->basename, file, -1, 0, true);
+	dwfl_report_end(o->dwfl, NULL, NULL);
+	if (!o->mod || !dwfl_module_getelf(o->mod, &o->main_bias)) {
+		snprintf(err, errlen, "%s: %s", file, dwfl_errmsg(-1));
+		return false;
+	}
+	return true;
+}
+
+struct sym_object *sym_open(const char *path, const char *symbol_path,
+			    const uint8_t *expected_build_id, size_t build_id_len,
+			    int force, char *err, size_t errlen)
+{
+	const char *file = symbol_path ? symbol_path : path;
+	struct sym_object *o;
+
+	if (!file) {
+		snprintf(err, errlen, "no object path");
+		return NULL;
+	}
+	o = xcalloc(1, sizeof(*o));
+	o->basename = xstrdup(path_basename(path ? path : file));
+	if (!inspect_file(o, file, err, errlen) ||
+	    !check_build_id(o, file, expected_build_id, build_id_len, force,
+			    err, errlen) ||
+	    !report_module(o, file, err, errlen)) {
+		sym_close(o);
+		return NULL;
+	}
+	load_symbols(o);
+	return o;
+}
+
+size_t sym_build_id(const struct sym_object *o, const uint8_t **id)
+{
+	*id = o->build_id;
+	return o->build_id_len;
+}
+
+/* ---- lookup ---- */
+
+/* Index of the first symbol with vaddr >= v. */
+static size_t lower_bound(const struct sym_object *o, uint64_t v)
+{
+	size_t lo = 0, hi = o->nsyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (o->syms[mid].vaddr < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* How many preceding address groups to try for a containing symbol; more
+ * would only matter for deeply nested sized symbols, which compilers do not
+ * emit for functions. */
+#define CONTAINING_GROUPS 8
+
+static const struct fsym *find_symbol(const struct sym_object *o, uint64_t v)
+{
+	size_t i = lower_bound(o, v), g;
+
+	if (i < o->nsyms && o->syms[i].vaddr == v)
+		return &o->syms[i]; /* best-ranked alias sorts first */
+	for (g = 0; g < CONTAINING_GROUPS && i > 0; g++) {
+		uint64_t start = o->syms[i - 1].vaddr;
+		size_t first = lower_bound(o, start);
+		for (size_t j = first; j < i; j++)
+			if (v - start < o->syms[j].size)
+				return &o->syms[j];
+		i = first;
+	}
+	return NULL;
+}
+
+/* Addresses of code that the linker discarded: 0 (GNU ld) or a tombstone
+ * near the top (lld). ELF objects never map code at 0. */
+static bool real_range(Dwarf_Addr lo, Dwarf_Addr hi)
+{
+	return lo != 0 && lo < hi && lo < (Dwarf_Addr)-2;
+}
+
+static void add_cu_ranges(struct sym_object *o, size_t idx, size_t *cap)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+
+	while ((off = dwarf_ranges(&o->cus[idx].die, off, &base, &lo, &hi)) > 0) {
+		if (!real_range(lo, hi))
+			continue;
+		if (o->nranges == *cap) {
+			*cap = *cap ? 2 * *cap : 64;
+			o->ranges = xrealloc(o->ranges, *cap * sizeof(*o->ranges));
+		}
+		o->ranges[o->nranges++] = (struct cu_range){ lo, hi, idx };
+	}
+}
+
+static int range_cmp(const void *pa, const void *pb)
+{
+	const struct cu_range *a = pa, *b = pb;
+
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	return a->cu < b->cu ? -1 : a->cu > b->cu;
+}
+
+/* Loads the DWARF (possibly from a separate debug file: this is when libdwfl
+ * searches for it) and the address ranges of every CU. Only CU DIEs are
+ * read here, not their children. */
+static void load_dwarf(struct sym_object *o)
+{
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	size_t cap_cus = 0, cap_ranges = 0;
+
+	o->dwarf_loaded = true;
+	o->dw = dwfl_module_getdwarf(o->mod, &o->dw_bias);
+	if (!o->dw)
+		return;
+	while (dwarf_get_units(o->dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0) {
+		if (o->ncus == cap_cus) {
+			cap_cus = cap_cus ? 2 * cap_cus : 16;
+			o->cus = xrealloc(o->cus, cap_cus * sizeof(*o->cus));
+		}
+		o->cus[o->ncus] = (struct cu){ .die = cudie };
+		add_cu_ranges(o, o->ncus++, &cap_ranges);
+	}
+	if (o->nranges)
+		qsort(o->ranges, o->nranges, sizeof(*o->ranges), range_cmp);
+}
+
+/* Ranges of CUs do not nest or overlap in practice; look back a little in
+ * case two CUs claim neighbouring pieces out of order. */
+#define RANGE_LOOKBACK 4
+
+static struct cu *cu_at(struct sym_object *o, Dwarf_Addr pc)
+{
+	size_t lo = 0, hi = o->nranges, k;
+
+	while (lo < hi) { /* first range with lo > pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (o->ranges[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (k = 0; k < RANGE_LOOKBACK && lo > 0; k++, lo--)
+		if (pc < o->ranges[lo - 1].hi)
+			return &o->cus[o->ranges[lo - 1].cu];
+	return NULL;
+}
+
+static int collect_func(Dwarf_Die *die, void *arg)
+{
+	struct cu *c = arg;
+	Dwarf_Addr pc, base, end;
+
+	/* Split (hot/cold) functions have only DW_AT_ranges; their entry
+	 * is the first range. */
+	if (dwarf_entrypc(die, &pc) != 0 &&
+	    dwarf_ranges(die, 0, &base, &pc, &end) <= 0)
+		return DWARF_CB_OK;
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 16;
+		c->v = xrealloc(c->v, c->cap * sizeof(*c->v));
+	}
+	c->v[c->n++] = (struct cu_func){ pc, *die };
+	return DWARF_CB_OK;
+}
+
+static int cu_func_cmp(const void *pa, const void *pb)
+{
+	const struct cu_func *a = pa, *b = pb;
+	Dwarf_Off oa = dwarf_dieoffset((Dwarf_Die *)&a->die);
+	Dwarf_Off ob = dwarf_dieoffset((Dwarf_Die *)&b->die);
+
+	if (a->pc != b->pc)
+		return a->pc < b->pc ? -1 : 1;
+	return oa < ob ? -1 : oa > ob; /* DIE order, for determinism */
+}
+
+static Dwarf_Die *subprogram_at(struct cu *c, Dwarf_Addr pc)
+{
+	size_t lo = 0, hi;
+
+	if (!c->indexed) {
+		c->indexed = true;
+		dwarf_getfuncs(&c->die, collect_func, c, 0);
+		if (c->n)
+			qsort(c->v, c->n, sizeof(*c->v), cu_func_cmp);
+	}
+	hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->v[mid].pc < pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->n && c->v[lo].pc == pc ? &c->v[lo].die : NULL;
+}
+
+/* libdw gives paths "absolute or relative to the compilation directory";
+ * make them absolute so that they name one file. */
+static void set_file(struct sym_entry *e, struct cu *c, const char *file)
+{
+	Dwarf_Attribute attr;
+	const char *dir;
+
+	e->info.file = file;
+	if (!file || file[0] == '/')
+		return;
+	dir = dwarf_formstring(dwarf_attr(&c->die, DW_AT_comp_dir, &attr));
+	if (!dir || !*dir)
+		return;
+	if (asprintf(&e->owned_file, "%s%s%s", dir,
+		     dir[strlen(dir) - 1] == '/' ? "" : "/", file) < 0)
+		e->owned_file = NULL;
+	else
+		e->info.file = e->owned_file;
+}
+
+/* DW_AT_decl_file of a subprogram. libdw 0.188's dwarf_decl_file rejects
+ * file index 0, which DWARF 5 uses for the CU's primary file (clang 14
+ * emits it for every function of the main source file), so this indexes
+ * the file table of the CU that holds the attribute itself. */
+static const char *decl_file(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word idx;
+	Dwarf_Die cudie;
+	Dwarf_Files *files;
+	size_t n;
+	const char *f = dwarf_decl_file(die);
+
+	if (f)
+		return f;
+	if (!dwarf_attr_integrate(die, DW_AT_decl_file, &attr) ||
+	    dwarf_formudata(&attr, &idx) != 0 ||
+	    !dwarf_cu_die(attr.cu, &cudie, NULL, NULL, NULL, NULL, NULL, NULL) ||
+	    dwarf_getsrcfiles(&cudie, &files, &n) != 0 || idx >= n)
+		return NULL;
+	f = dwarf_filesrc(files, idx, NULL, NULL);
+	/* DWARF 4 has no file 0; libdw names it "???". */
+	return f && strcmp(f, "???") != 0 ? f : NULL;
+}
+
+static Dwarf_Addr row_addr(Dwarf_Lines *lines, size_t i)
+{
+	Dwarf_Addr a = 0;
+
+	dwarf_lineaddr(dwarf_onesrcline(lines, i), &a);
+	return a;
+}
+
+static bool row_end(Dwarf_Lines *lines, size_t i)
+{
+	bool end = false;
+
+	dwarf_lineendsequence(dwarf_onesrcline(lines, i), &end);
+	return end;
+}
+
+/* The line-table row for pc. Of several rows at one address, the first with
+ * a line number: clang puts a line-0 row right after the entry row of an
+ * XRay-instrumented function, and dwarf_getsrc_die would return that. */
+static Dwarf_Line *line_at(Dwarf_Die *cudie, Dwarf_Addr pc)
+{
+	Dwarf_Lines *lines;
+	size_t n, lo = 0, hi, first;
+	Dwarf_Addr at;
+
+	if (dwarf_getsrclines(cudie, &lines, &n) != 0)
+		return NULL;
+	hi = n;
+	while (lo < hi) { /* first row with address > pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (row_addr(lines, mid) <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || row_end(lines, lo - 1))
+		return NULL;
+	at = row_addr(lines, lo - 1);
+	for (first = lo - 1; first > 0 && row_addr(lines, first - 1) == at &&
+			     !row_end(lines, first - 1); first--)
+		;
+	for (size_t i = first; i < lo; i++) {
+		int line = 0;
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		if (!row_end(lines, i) && dwarf_lineno(l, &line) == 0 && line > 0)
+			return l;
+	}
+	return dwarf_onesrcline(lines, lo - 1);
+}
+
+static void dwarf_source(struct sym_object *o, uint64_t vaddr,
+			 struct sym_entry *e)
+{
+	Dwarf_Addr pc;
+	struct cu *c;
+	Dwarf_Die *die;
+	Dwarf_Line *l;
+	const char *f;
+	int line = 0;
+
+	if (!o->dwarf_loaded)
+		load_dwarf(o);
+	if (!o->dw)
+		return;
+	pc = vaddr + o->main_bias - o->dw_bias;
+	if (!(c = cu_at(o, pc)))
+		return;
+	die = subprogram_at(c, pc);
+	if (die && dwarf_decl_line(die, &line) == 0 && line > 0 &&
+	    (f = decl_file(die)) != NULL) {
+		set_file(e, c, f);
+		e->info.line = (uint32_t)line;
+		return;
+	}
+	l = line_at(&c->die, pc);
+	if (l && dwarf_lineno(l, &line) == 0) {
+		set_file(e, c, dwarf_linesrc(l, NULL, NULL));
+		e->info.line = line > 0 ? (uint32_t)line : 0;
+	}
+}
+
+const struct sym_info *sym_lookup(struct sym_object *o, uint64_t vaddr)
+{
+	struct sym_entry *e = u64map_get(&o->cache, vaddr);
+	const struct fsym *s;
+
+	if (e)
+		return &e->info;
+	e = xcalloc(1, sizeof(*e));
+	s = find_symbol(o, vaddr);
+	if (s) {
+		e->owned_name = sf_demangle(s->name);
+		e->info.name = e->owned_name ? e->owned_name : s->name;
+		e->info.mangled = s->name;
+	} else {
+		if (asprintf(&e->owned_name, "%s+0x%" PRIx64, o->basename, vaddr) < 0)
+			e->owned_name = xstrdup(o->basename);
+		e->info.name = e->owned_name;
+	}
+	dwarf_source(o, vaddr, e);
+	u64map_put(&o->cache, vaddr, e);
+	return &e->info;
+}
+
+int sym_foreach_function(struct sym_object *o,
+			 int (*cb)(void *ctx, uint64_t vaddr, const char *mangled,
+				   const char *demangled),
+			 void *ctx)
+{
+	for (size_t i = 0; i < o->nsyms; i++) {
+		char *d = sf_demangle(o->syms[i].name);
+		int rc = cb(ctx, o->syms[i].vaddr, o->syms[i].name,
+			    d ? d : o->syms[i].name);
+		free(d);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void free_entry(void *p)
+{
+	struct sym_entry *e = p;
+
+	free(e->owned_name);
+	free(e->owned_file);
+	free(e);
+}
+
+void sym_close(struct sym_object *o)
+{
+	if (!o)
+		return;
+	u64map_free(&o->cache, free_entry);
+	for (size_t i = 0; i < o->ncus; i++)
+		free(o->cus[i].v);
+	free(o->cus);
+	free(o->ranges);
+	free(o->syms);
+	if (o->dwfl)
+		dwfl_end(o->dwfl);
+	free(o->basename);
+	free(o);
+}

@@ -1,0 +1,56 @@
+/* Symbolization of one ELF object (executable or shared library) for the
+ * commands that show function names: names from the ELF symbol table
+ * (demangled), source file:line from DWARF, with separate debug files found
+ * through .gnu_debuglink and build-id paths (elfutils libdwfl). */
+#ifndef SFTRACE_LIB_SYMBOLS_H
+#define SFTRACE_LIB_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sym_object;
+
+struct sym_info {
+	/* Demangled if mangled, else the symbol. Never NULL: without a symbol
+	 * it is "<object-basename>+0x<vaddr>". */
+	const char *name;
+	const char *mangled; /* the raw symbol, or NULL when there is none */
+	/* Source file of the function's definition (DW_AT_decl_file of its
+	 * DW_TAG_subprogram, else the line table at the address), or NULL. */
+	const char *file;
+	uint32_t line;       /* 0 when unknown */
+};
+
+/* Opens the object at `path`, or at `symbol_path` when not NULL (a moved
+ * binary or a separate debug file; the placeholder names still use the
+ * basename of `path`). When expected_build_id is given (build_id_len > 0)
+ * and differs from the file's build-id, fails with an error naming both ids
+ * and the path, unless `force`. When the object has no symbols or DWARF,
+ * looks for separate debug info: the .gnu_debuglink name in the object's
+ * directory, its .debug/ subdirectory and /usr/lib/debug, and
+ * /usr/lib/debug/.build-id/xx/yyyy.debug.
+ * Returns NULL with a one-line message in err on failure. */
+struct sym_object *sym_open(const char *path, const char *symbol_path,
+			    const uint8_t *expected_build_id, size_t build_id_len,
+			    int force, char *err, size_t errlen);
+
+/* The function at ELF virtual address `vaddr` (as `nm` shows it, not a
+ * runtime address): the symbol starting exactly there, else the function
+ * symbol containing it. Never NULL. Results are cached per address and stay
+ * valid until sym_close. */
+const struct sym_info *sym_lookup(struct sym_object *obj, uint64_t vaddr);
+
+/* The build-id of the file that was opened (0 bytes when it has none). */
+size_t sym_build_id(const struct sym_object *obj, const uint8_t **id);
+
+/* Calls cb for every function symbol (aliases included), in address order.
+ * `demangled` is the demangled name, or the symbol itself when it is not
+ * mangled. A non-zero return from cb stops the walk and is returned. */
+int sym_foreach_function(struct sym_object *obj,
+			 int (*cb)(void *ctx, uint64_t vaddr, const char *mangled,
+				   const char *demangled),
+			 void *ctx);
+
+void sym_close(struct sym_object *obj);
+
+#endif

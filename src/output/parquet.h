@@ -1,0 +1,97 @@
+/* A streaming Parquet writer for flat tables of a few column types, as
+ * `sftrace convert --type pola` needs (readable by polars and DuckDB).
+ *
+ * Rows are appended one value per column, then pq_end_row(). Values are
+ * buffered for one row group only (opt.row_group_rows rows), then encoded,
+ * compressed and handed to the write callback; pq_close writes the footer.
+ *
+ * Each column is REQUIRED (no nulls). Per row group and column the writer
+ * encodes the values in the applicable ways (dictionary, DELTA_BINARY_PACKED,
+ * PLAIN), compresses them, and keeps whichever is smallest. The footer has
+ * min/max statistics and an `ARROW:schema` entry, so polars reads each column
+ * with its exact type (UInt64, UInt32, Duration(ns), String).
+ */
+#ifndef SFTRACE_OUTPUT_PARQUET_H
+#define SFTRACE_OUTPUT_PARQUET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum pq_type {
+	PQ_UINT64,      /* INT64, UINT_64 / INTEGER(64, unsigned) */
+	PQ_UINT32,      /* INT32, UINT_32 / INTEGER(32, unsigned) */
+	PQ_DURATION_NS, /* INT64 (signed); Arrow Duration(ns) via ARROW:schema */
+	PQ_STRING,      /* BYTE_ARRAY, UTF8 / STRING */
+};
+
+enum pq_codec {
+	PQ_CODEC_ZSTD = 0, /* the default */
+	PQ_CODEC_NONE = 1,
+};
+
+/* Encodings the writer may choose from (mask bits for pq_options). PLAIN is
+ * the fallback whatever the mask says. */
+enum pq_enc {
+	PQ_ENC_PLAIN = 1,
+	PQ_ENC_DICT = 2,  /* dictionary page + RLE_DICTIONARY indices */
+	PQ_ENC_DELTA = 4, /* DELTA_BINARY_PACKED (integer columns) */
+};
+
+struct pq_column {
+	const char *name;
+	enum pq_type type;
+};
+
+/* Returns 0, or -1 with errno set. Must write all `len` bytes. */
+typedef int (*pq_write_fn)(void *ctx, const void *buf, size_t len);
+
+/* All-zero fields mean the defaults. */
+struct pq_options {
+	enum pq_codec codec;
+	int zstd_level;        /* 0: 3 */
+	size_t row_group_rows; /* 0: 1 << 20 */
+	unsigned encodings;    /* mask of enum pq_enc; 0: all */
+	const char *created_by;/* NULL: "sftrace" */
+};
+
+struct pq_writer;
+
+/* Writes the leading magic at once. NULL on bad arguments or a failed
+ * write (errno set; the message goes nowhere, so callers report errno). */
+struct pq_writer *pq_open(const struct pq_column *cols, int ncols,
+			  const struct pq_options *opt, pq_write_fn write, void *ctx);
+
+/* Append a value to column `col` of the current row. pq_write_u64 serves
+ * PQ_UINT64 and PQ_DURATION_NS (nanoseconds as int64), pq_write_u32
+ * PQ_UINT32, pq_write_str PQ_STRING (bytes are copied; should be UTF-8).
+ * All return 0, or -1 (see pq_strerror); after an error the writer only
+ * accepts pq_close / pq_free. */
+int pq_write_u64(struct pq_writer *w, int col, uint64_t v);
+int pq_write_u32(struct pq_writer *w, int col, uint32_t v);
+int pq_write_str(struct pq_writer *w, int col, const char *s, size_t len);
+
+/* Finish the row: every column must have received exactly one value.
+ * Writes a row group when it is full. */
+int pq_end_row(struct pq_writer *w);
+
+/* Write the last row group, the footer and the trailing magic. Returns 0 or
+ * -1 (see pq_strerror). The writer stays allocated: free it with pq_free. */
+int pq_finish(struct pq_writer *w);
+
+/* pq_finish + pq_free, for callers that only need success or failure. */
+int pq_close(struct pq_writer *w);
+
+/* Free without writing a footer (the output is not a valid file). */
+void pq_free(struct pq_writer *w);
+
+/* Text of the last error ("" if none). */
+const char *pq_strerror(const struct pq_writer *w);
+
+/* Rows appended so far (complete rows only). */
+uint64_t pq_rows(const struct pq_writer *w);
+
+/* A pq_write_fn for a file descriptor: ctx points to an int. Retries short
+ * writes and EINTR. */
+int pq_fd_write(void *ctx, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,420 @@
+#include "output/perfetto.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/util.h"
+#include "output/protobuf.h"
+
+/* Field numbers, from perfetto_trace.proto. */
+enum {
+	F_TRACE_PACKET = 1,
+
+	F_PKT_TIMESTAMP = 8,
+	F_PKT_SEQ_ID = 10,
+	F_PKT_TRACK_EVENT = 11,
+	F_PKT_INTERNED_DATA = 12,
+	F_PKT_SEQ_FLAGS = 13,
+	F_PKT_TRACK_DESCRIPTOR = 60,
+	F_PKT_FIRST_ON_SEQ = 87,
+
+	F_TE_TYPE = 9,
+	F_TE_NAME_IID = 10,
+	F_TE_TRACK_UUID = 11,
+	F_TE_SOURCE_LOCATION_IID = 34,
+
+	F_TD_UUID = 1,
+	F_TD_NAME = 2,
+	F_TD_PROCESS = 3,
+	F_TD_THREAD = 4,
+	F_TD_PARENT_UUID = 5,
+
+	F_PD_PID = 1,
+	F_PD_CMDLINE = 2,
+	F_PD_PROCESS_NAME = 6,
+
+	F_THD_PID = 1,
+	F_THD_TID = 2,
+	F_THD_THREAD_NAME = 5,
+
+	F_ID_EVENT_NAMES = 2,
+	F_ID_SOURCE_LOCATIONS = 4,
+
+	F_EN_IID = 1,
+	F_EN_NAME = 2,
+
+	F_SL_IID = 1,
+	F_SL_FILE_NAME = 2,
+	F_SL_LINE_NUMBER = 4,
+};
+
+enum { SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 };
+enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3 };
+
+/* One-byte tags used on the hot path: (field << 3) | wire type. */
+#define TAG1(field, wt) ((uint8_t)(((field) << 3) | (wt)))
+
+/* Hand the buffer to the callback once it holds this much: large enough that
+ * the callback cost vanishes, small enough to stay in L2. */
+#define PF_FLUSH_AT (256u * 1024u)
+/* An event packet without interned data never exceeds this. */
+#define PF_EVENT_MAX 64u
+/* Interned ids carry this bit in the map when the function has a source
+ * location (ids themselves stay far below it). */
+#define IID_HAS_LOC 0x80000000u
+
+/* func_key -> interned id, open addressing with linear probing. A value of 0
+ * marks an empty slot (ids start at 1). */
+struct intern_map {
+	uint64_t *keys;
+	uint32_t *vals;
+	uint32_t mask;
+	uint32_t count;
+};
+
+struct pf_process {
+	struct pf_process *next;
+	uint64_t uuid;
+	uint32_t pid;
+	uint32_t seq_id;
+	uint32_t next_iid;
+	struct intern_map interned;
+};
+
+struct pf_thread {
+	struct pf_thread *next;
+	struct pf_process *proc;
+	uint64_t uuid;
+	uint32_t seq_id; /* copy of proc->seq_id: one less load per event */
+	uint32_t tid;
+};
+
+struct pf_writer {
+	pf_write_fn write;
+	void *ctx;
+	struct pb_buf out;
+	int failed;
+	uint64_t bytes_written;
+	uint64_t next_uuid;
+	uint32_t next_seq_id;
+	struct pf_process *procs;
+	struct pf_thread *threads;
+};
+
+/* ---- interning map ---- */
+
+static void map_init(struct intern_map *m, uint32_t cap)
+{
+	m->keys = xcalloc(cap, sizeof(*m->keys));
+	m->vals = xcalloc(cap, sizeof(*m->vals));
+	m->mask = cap - 1;
+	m->count = 0;
+}
+
+static void map_free(struct intern_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+static inline uint32_t map_slot(const struct intern_map *m, uint64_t key)
+{
+	/* Fibonacci hashing: function ids are small consecutive integers and
+	 * addresses share low bits; the multiply spreads both. */
+	return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & m->mask;
+}
+
+/* Returns the value for key, or 0 when absent. */
+static inline uint32_t map_get(const struct intern_map *m, uint64_t key)
+{
+	for (uint32_t i = map_slot(m, key);; i = (i + 1) & m->mask) {
+		uint32_t v = m->vals[i];
+		if (v == 0 || m->keys[i] == key)
+			return v;
+	}
+}
+
+static void map_put(struct intern_map *m, uint64_t key, uint32_t val);
+
+static void map_grow(struct intern_map *m)
+{
+	struct intern_map old = *m;
+	map_init(m, (old.mask + 1) * 2);
+	for (uint32_t i = 0; i <= old.mask; i++)
+		if (old.vals[i])
+			map_put(m, old.keys[i], old.vals[i]);
+	map_free(&old);
+}
+
+static void map_put(struct intern_map *m, uint64_t key, uint32_t val)
+{
+	if ((m->count + 1) * 2 > m->mask + 1)
+		map_grow(m);
+	uint32_t i = map_slot(m, key);
+	while (m->vals[i] != 0)
+		i = (i + 1) & m->mask;
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->count++;
+}
+
+/* ---- output buffer ---- */
+
+static void flush(struct pf_writer *w)
+{
+	if (w->out.len == 0)
+		return;
+	if (!w->failed) {
+		if (w->write(w->ctx, w->out.data, w->out.len) != 0)
+			w->failed = 1;
+		else
+			w->bytes_written += w->out.len;
+	}
+	w->out.len = 0;
+}
+
+static inline void maybe_flush(struct pf_writer *w)
+{
+	if (w->out.len >= PF_FLUSH_AT)
+		flush(w);
+}
+
+/* ---- writer lifetime ---- */
+
+struct pf_writer *pf_open(pf_write_fn write, void *ctx)
+{
+	struct pf_writer *w = xcalloc(1, sizeof(*w));
+	w->write = write;
+	w->ctx = ctx;
+	pb_buf_init(&w->out, PF_FLUSH_AT + 4096);
+	w->next_uuid = 1;
+	w->next_seq_id = 2;
+	return w;
+}
+
+uint64_t pf_bytes_written(const struct pf_writer *w)
+{
+	return w->bytes_written;
+}
+
+int pf_finish(struct pf_writer *w)
+{
+	flush(w);
+	int ret = w->failed ? -1 : 0;
+	for (struct pf_thread *t = w->threads, *n; t; t = n) {
+		n = t->next;
+		free(t);
+	}
+	for (struct pf_process *p = w->procs, *n; p; p = n) {
+		n = p->next;
+		map_free(&p->interned);
+		free(p);
+	}
+	pb_buf_free(&w->out);
+	free(w);
+	return ret;
+}
+
+/* ---- descriptors ---- */
+
+struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
+				  const char *process_name, const char *cmdline)
+{
+	struct pf_process *p = xcalloc(1, sizeof(*p));
+	p->uuid = w->next_uuid++;
+	p->pid = pid;
+	p->seq_id = w->next_seq_id++;
+	p->next_iid = 1;
+	map_init(&p->interned, 64);
+	p->next = w->procs;
+	w->procs = p;
+
+	struct pb_buf *b = &w->out;
+	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
+	pb_put_uint(b, F_PKT_SEQ_ID, p->seq_id);
+	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_put_uint(b, F_PKT_FIRST_ON_SEQ, 1);
+	size_t td = pb_nest_begin(b, F_PKT_TRACK_DESCRIPTOR);
+	pb_put_uint(b, F_TD_UUID, p->uuid);
+	size_t pd = pb_nest_begin(b, F_TD_PROCESS);
+	pb_put_uint(b, F_PD_PID, pid);
+	if (cmdline)
+		pb_put_string(b, F_PD_CMDLINE, cmdline);
+	if (process_name)
+		pb_put_string(b, F_PD_PROCESS_NAME, process_name);
+	pb_nest_end(b, pd);
+	pb_nest_end(b, td);
+	pb_nest_end(b, pkt);
+	maybe_flush(w);
+	return p;
+}
+
+struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
+				uint32_t tid, const char *thread_name)
+{
+	struct pf_thread *t = xcalloc(1, sizeof(*t));
+	t->proc = p;
+	t->uuid = w->next_uuid++;
+	t->seq_id = p->seq_id;
+	t->tid = tid;
+	t->next = w->threads;
+	w->threads = t;
+
+	struct pb_buf *b = &w->out;
+	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
+	pb_put_uint(b, F_PKT_SEQ_ID, p->seq_id);
+	size_t td = pb_nest_begin(b, F_PKT_TRACK_DESCRIPTOR);
+	pb_put_uint(b, F_TD_UUID, t->uuid);
+	pb_put_uint(b, F_TD_PARENT_UUID, p->uuid);
+	size_t thd = pb_nest_begin(b, F_TD_THREAD);
+	pb_put_uint(b, F_THD_PID, p->pid);
+	pb_put_uint(b, F_THD_TID, tid);
+	if (thread_name)
+		pb_put_string(b, F_THD_THREAD_NAME, thread_name);
+	pb_nest_end(b, thd);
+	pb_nest_end(b, td);
+	pb_nest_end(b, pkt);
+	maybe_flush(w);
+	return t;
+}
+
+/* ---- events ---- */
+
+/* The packet of an event whose function is already interned on the
+ * sequence. Every length fits in one byte (see PF_EVENT_MAX), so the packet
+ * is encoded straight into reserved space without nesting bookkeeping. */
+static inline void put_named_event(struct pf_writer *w, const struct pf_thread *t,
+				   uint64_t ts, uint32_t type, uint32_t iid_val)
+{
+	uint8_t *start = pb_buf_reserve(&w->out, PF_EVENT_MAX);
+	uint8_t *p = start + 2; /* Trace.packet tag + length */
+	*p++ = TAG1(F_PKT_TIMESTAMP, PB_VARINT);
+	p = pb_enc_varint(p, ts);
+	*p++ = TAG1(F_PKT_SEQ_ID, PB_VARINT);
+	p = pb_enc_varint(p, t->seq_id);
+	*p++ = TAG1(F_PKT_SEQ_FLAGS, PB_VARINT);
+	*p++ = SEQ_NEEDS_INCREMENTAL_STATE;
+	*p++ = TAG1(F_PKT_TRACK_EVENT, PB_LEN);
+	uint8_t *te_len = p++;
+	uint8_t *te = p;
+	*p++ = TAG1(F_TE_TYPE, PB_VARINT);
+	*p++ = (uint8_t)type;
+	*p++ = TAG1(F_TE_TRACK_UUID, PB_VARINT);
+	p = pb_enc_varint(p, t->uuid);
+	uint32_t iid = iid_val & ~IID_HAS_LOC;
+	*p++ = TAG1(F_TE_NAME_IID, PB_VARINT);
+	p = pb_enc_varint(p, iid);
+	if (iid_val & IID_HAS_LOC) {
+		p = pb_enc_tag(p, F_TE_SOURCE_LOCATION_IID, PB_VARINT);
+		p = pb_enc_varint(p, iid);
+	}
+	*te_len = (uint8_t)(p - te);
+	start[0] = TAG1(F_TRACE_PACKET, PB_LEN);
+	start[1] = (uint8_t)(p - start - 2);
+	pb_buf_commit(&w->out, p);
+}
+
+/* First use of a function on a sequence: the packet also carries the
+ * InternedData that defines its name (and source location). Rare, so it uses
+ * the general nested encoder, which copes with any string length. */
+static uint32_t put_interning_event(struct pf_writer *w, const struct pf_thread *t,
+				    uint64_t ts, uint32_t type, uint64_t key,
+				    const char *name, const char *file, uint32_t line)
+{
+	struct pf_process *proc = t->proc;
+	uint32_t iid = proc->next_iid++;
+	int has_loc = file && *file;
+	char fallback[32];
+	if (!name) {
+		snprintf(fallback, sizeof(fallback), "func#%" PRIu64, key);
+		name = fallback;
+	}
+
+	struct pb_buf *b = &w->out;
+	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
+	pb_put_uint(b, F_PKT_TIMESTAMP, ts);
+	pb_put_uint(b, F_PKT_SEQ_ID, t->seq_id);
+	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	size_t id = pb_nest_begin(b, F_PKT_INTERNED_DATA);
+	size_t en = pb_nest_begin(b, F_ID_EVENT_NAMES);
+	pb_put_uint(b, F_EN_IID, iid);
+	pb_put_string(b, F_EN_NAME, name);
+	pb_nest_end(b, en);
+	if (has_loc) {
+		size_t sl = pb_nest_begin(b, F_ID_SOURCE_LOCATIONS);
+		pb_put_uint(b, F_SL_IID, iid);
+		pb_put_string(b, F_SL_FILE_NAME, file);
+		if (line)
+			pb_put_uint(b, F_SL_LINE_NUMBER, line);
+		pb_nest_end(b, sl);
+	}
+	pb_nest_end(b, id);
+	size_t te = pb_nest_begin(b, F_PKT_TRACK_EVENT);
+	pb_put_uint(b, F_TE_TYPE, type);
+	pb_put_uint(b, F_TE_TRACK_UUID, t->uuid);
+	pb_put_uint(b, F_TE_NAME_IID, iid);
+	if (has_loc)
+		pb_put_uint(b, F_TE_SOURCE_LOCATION_IID, iid);
+	pb_nest_end(b, te);
+	pb_nest_end(b, pkt);
+
+	uint32_t val = iid | (has_loc ? IID_HAS_LOC : 0);
+	map_put(&proc->interned, key, val);
+	return val;
+}
+
+static inline int named_event(struct pf_writer *w, struct pf_thread *t, uint64_t ts,
+			      uint32_t type, uint64_t key, const char *name,
+			      const char *file, uint32_t line)
+{
+	if (__builtin_expect(w->failed, 0))
+		return -1;
+	uint32_t val = map_get(&t->proc->interned, key);
+	if (__builtin_expect(val != 0, 1))
+		put_named_event(w, t, ts, type, val);
+	else
+		put_interning_event(w, t, ts, type, key, name, file, line);
+	maybe_flush(w);
+	return w->failed ? -1 : 0;
+}
+
+int pf_slice_begin(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
+		   uint64_t func_key, const char *name, const char *file,
+		   uint32_t line)
+{
+	return named_event(w, t, ts_ns, TYPE_SLICE_BEGIN, func_key, name, file, line);
+}
+
+int pf_instant(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
+	       uint64_t func_key, const char *name, const char *file,
+	       uint32_t line)
+{
+	return named_event(w, t, ts_ns, TYPE_INSTANT, func_key, name, file, line);
+}
+
+int pf_slice_end(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns)
+{
+	if (__builtin_expect(w->failed, 0))
+		return -1;
+	uint8_t *start = pb_buf_reserve(&w->out, PF_EVENT_MAX);
+	uint8_t *p = start + 2;
+	*p++ = TAG1(F_PKT_TIMESTAMP, PB_VARINT);
+	p = pb_enc_varint(p, ts_ns);
+	*p++ = TAG1(F_PKT_SEQ_ID, PB_VARINT);
+	p = pb_enc_varint(p, t->seq_id);
+	*p++ = TAG1(F_PKT_TRACK_EVENT, PB_LEN);
+	uint8_t *te_len = p++;
+	uint8_t *te = p;
+	*p++ = TAG1(F_TE_TYPE, PB_VARINT);
+	*p++ = TYPE_SLICE_END;
+	*p++ = TAG1(F_TE_TRACK_UUID, PB_VARINT);
+	p = pb_enc_varint(p, t->uuid);
+	*te_len = (uint8_t)(p - te);
+	start[0] = TAG1(F_TRACE_PACKET, PB_LEN);
+	start[1] = (uint8_t)(p - start - 2);
+	pb_buf_commit(&w->out, p);
+	maybe_flush(w);
+	return w->failed ? -1 : 0;
+}

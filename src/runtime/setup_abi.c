@@ -1,0 +1,63 @@
+/* Compatibility with the reference tool's setup ABI: programs built with
+ * its `sftrace-setup` crate link libsftrace.so and call
+ *   sftrace_setup(entry_slot, exit_slot, tailcall_slot)
+ * from main, and report allocations through
+ *   sftrace_alloc_event(kind, size, align, ptr).
+ * Our constructor has already patched every object's sleds straight to our
+ * trampolines (whether the library was preloaded or linked), so the slots
+ * are only pointed at the same trampolines for anything that jumps to
+ * them. SFTRACE_SETUP_THREAD_ONLY (non-empty) limits recording to the thread
+ * that called setup. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+uint32_t sf_setup_only_tid SF_HIDDEN;
+
+/* A slot is `ret` + 15 nops. It becomes `jmp *0(%rip); <target>`: bytes
+ * 1..13 first (unreachable behind the ret), then byte 0. */
+static void point_slot(void (*slot)(void), void (*target)(void))
+{
+	unsigned char *p = (unsigned char *)slot;
+	if (!p || p[0] != 0xc3)
+		return; /* not a fresh slot (already pointed, or not a slot): leave it */
+	uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t len = ((uintptr_t)p + 16 - page + 4095) & ~(size_t)4095;
+	if (mprotect((void *)page, len, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
+		return;
+	uint64_t to = (uint64_t)target;
+	p[1] = 0x25;
+	memset(p + 2, 0, 4);
+	memcpy(p + 6, &to, 8);
+	__atomic_store_n(p, (unsigned char)0xff, __ATOMIC_RELEASE);
+	mprotect((void *)page, len, PROT_READ | PROT_EXEC);
+}
+
+__attribute__((visibility("default"))) void sftrace_setup(void (*entry_slot)(void), void (*exit_slot)(void),
+							  void (*tailcall_slot)(void))
+{
+	if (!sf_config.enabled)
+		return; /* no SFTRACE_OUTPUT_FILE: no tracing, as in the reference tool */
+	const char *only = getenv("SFTRACE_SETUP_THREAD_ONLY");
+	if (only && only[0])
+		__atomic_store_n(&sf_setup_only_tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	int mono = sf_config.clock == SF_CLOCK_MONOTONIC;
+	point_slot(entry_slot, mono ? sf_tramp_entry_mono : sf_tramp_entry);
+	point_slot(exit_slot, mono ? sf_tramp_exit_mono : sf_tramp_exit);
+	point_slot(tailcall_slot, mono ? sf_tramp_tail_mono : sf_tramp_tail);
+	/* Objects loaded since start (none usually) are patched now too. */
+	sf_objects_scan(0);
+}
+
+__attribute__((visibility("default"))) void sftrace_alloc_event(uint8_t kind, size_t size, size_t align, void *ptr)
+{
+	if (!sf_config.enabled || kind < 1 || kind > 4)
+		return;
+	uint64_t log2a = align ? (uint64_t)__builtin_ctzll((unsigned long long)align) : 0;
+	uint64_t sa = ((uint64_t)size & 0xffffffffffffull) | (log2a << 48);
+	sf_record_ext(SF_EV_ALLOC + kind - 1, sa, (uint64_t)ptr);
+}

@@ -1,0 +1,142 @@
+"""Helpers for the end-to-end cases: build fixtures, run sftrace, read what
+it wrote. Everything goes through the real CLI; nothing here re-implements
+the log reader."""
+import collections
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, os.environ.get("SFTRACE_BUILD", "build"))
+SFTRACE = os.path.join(BUILD, "sftrace")
+RUNTIME = os.path.join(BUILD, "libsftrace.so")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+FIXBUILD = os.path.join(BUILD, "fixtures")
+XRAY_CFLAGS = ["-O2", "-g", "-fxray-instrument", "-fxray-instruction-threshold=1"]
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, msg=""):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def eq(got, want, what=""):
+    if got != want:
+        raise AssertionError(f"{what}: got {got!r}, want {want!r}")
+
+
+def tmpdir():
+    d = tempfile.mkdtemp(prefix="sftrace-test-")
+    return d
+
+
+def run(cmd, check_rc=0, timeout=300, env=None, cwd=None, input=None):
+    """Runs cmd; returns CompletedProcess with text stdout/stderr. check_rc
+    None accepts any exit status."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd,
+                       input=input, errors="replace")
+    if check_rc is not None and p.returncode != check_rc:
+        raise AssertionError(f"{cmd} exited {p.returncode}, want {check_rc}\nstdout:\n{p.stdout[-3000:]}"
+                             f"\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def _stale(out, deps):
+    if not os.path.exists(out):
+        return True
+    t = os.path.getmtime(out)
+    return any(os.path.getmtime(d) > t for d in deps)
+
+
+def build_c(name, sources, flags=(), libs=(), shared=False, compiler="clang", xray=True, outdir=None):
+    """Builds a fixture from tests/fixtures sources; cached until a source
+    changes. Returns the output path."""
+    outdir = outdir or FIXBUILD
+    os.makedirs(outdir, exist_ok=True)
+    out = os.path.join(outdir, name)
+    srcs = [s if os.path.isabs(s) else os.path.join(FIXTURES, s) for s in sources]
+    if _stale(out, srcs):
+        cmd = [compiler] + (XRAY_CFLAGS if xray else ["-O2", "-g"]) + list(flags)
+        if shared:
+            cmd += ["-fPIC", "-shared"]
+        cmd += ["-o", out + ".tmp"] + srcs + list(libs)
+        run(cmd)
+        os.replace(out + ".tmp", out)
+    return out
+
+
+def calls_fixture():
+    """tests/fixtures/calls.c linked with the instrumented libcalls.so."""
+    build_c("libcalls.so", ["libcalls.c"], shared=True)
+    return build_c("calls", ["calls.c"], libs=["-L" + FIXBUILD, "-lcalls", "-Wl,-rpath," + FIXBUILD, "-lpthread"])
+
+
+def rust_fixture(name="rust_prog"):
+    src = os.path.join(FIXTURES, name + ".rs")
+    out = os.path.join(FIXBUILD, name)
+    os.makedirs(FIXBUILD, exist_ok=True)
+    if _stale(out, [src]):
+        rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+        run([rustc, "-O", "-g", "-Zinstrument-xray=always", "-o", out, src],
+            env={"RUSTC_BOOTSTRAP": "1"})
+    return out
+
+
+def record(cmd, out=None, args=(), check_rc=0, env=None, timeout=300):
+    """sftrace record -o OUT ARGS -- CMD. Returns (CompletedProcess, log path)."""
+    if out is None:
+        out = os.path.join(tmpdir(), "sf.log")
+    p = run([SFTRACE, "record", "-o", out] + list(args) + ["--"] + list(cmd), check_rc=check_rc, env=env,
+            timeout=timeout)
+    return p, out
+
+
+Event = collections.namedtuple("Event", "time tid kind name")
+DUMP_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(ENTRY|EXIT|TAIL)\s+(?:\[depth \d+\] )?(.*?)\s*$")
+
+
+def dump_events(log, extra=()):
+    """Events of a log as printed by `sftrace dump` (time, tid, kind, name)."""
+    p = run([SFTRACE, "dump"] + list(extra) + [log])
+    events = []
+    for line in p.stdout.splitlines():
+        m = DUMP_RE.match(line)
+        if m:
+            events.append(Event(int(m.group(1)), int(m.group(2)), m.group(3), m.group(4).strip()))
+    return events
+
+
+def count_calls(events):
+    """ENTRY counts per function name."""
+    c = collections.Counter()
+    for e in events:
+        if e.kind == "ENTRY":
+            c[e.name] += 1
+    return c
+
+
+def check_nesting(events):
+    """Per thread: every EXIT/TAIL closes the innermost open frame, and times
+    never go backwards. Returns the open frames left per tid."""
+    stacks = collections.defaultdict(list)
+    last = {}
+    for e in events:
+        check(e.time >= last.get(e.tid, 0), f"time went backwards on tid {e.tid}: {e}")
+        last[e.tid] = e.time
+        st = stacks[e.tid]
+        if e.kind == "ENTRY":
+            st.append(e.name)
+        else:
+            check(st, f"{e.kind} with no open frame on tid {e.tid}: {e}")
+            top = st.pop()
+            eq(top, e.name, f"tid {e.tid} {e.kind} closes the innermost frame")
+    return {t: s for t, s in stacks.items() if s}

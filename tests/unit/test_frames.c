@@ -1,0 +1,298 @@
+/* Frame reconstruction and repair tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "format/sflog.h"
+#include "lib/frames.h"
+#include "lib/log_reader.h"
+
+/* Threads are only keys to the frames module. */
+static struct lr_thread g_t1 = {.index = 0, .serial = 1, .tid = 100};
+static struct lr_thread g_t2 = {.index = 1, .serial = 2, .tid = 101};
+
+/* Callbacks append one line per call. */
+struct rec {
+	char *text;
+	size_t len, cap;
+	uint64_t last_end_id;
+	int ends_in_order; /* each end's id is the newest open one */
+	uint64_t ends;
+	uint64_t last_t[2];
+	int times_ok;
+};
+
+static void out(struct rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out(struct rec *r, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (r->len + (size_t)n + 1 > r->cap) {
+		r->cap = (r->cap + (size_t)n + 1) * 2;
+		r->text = realloc(r->text, r->cap);
+	}
+	memcpy(r->text + r->len, buf, (size_t)n + 1);
+	r->len += (size_t)n;
+}
+
+static const char *kind_str(enum fr_end_kind k)
+{
+	switch (k) {
+	case FR_END_EXIT: return "exit";
+	case FR_END_TAIL: return "tail";
+	case FR_END_UNWOUND: return "unwound";
+	case FR_END_THREAD_END: return "threadend";
+	}
+	return "?";
+}
+
+static int g_quiet; /* deep tests: check properties, skip the text */
+
+static void on_begin(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func,
+		     uint32_t depth, uint64_t ts)
+{
+	struct rec *r = ctx;
+	if (ts < r->last_t[t->index])
+		r->times_ok = 0;
+	r->last_t[t->index] = ts;
+	if (!g_quiet)
+		out(r, "B%u #%llu p%llu f%u d%u @%llu\n", t->tid, (unsigned long long)id, (unsigned long long)parent,
+		    func, depth, (unsigned long long)ts);
+}
+
+static void on_end(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func,
+		   uint32_t depth, uint64_t tb, uint64_t te, enum fr_end_kind kind)
+{
+	struct rec *r = ctx;
+	if (te < r->last_t[t->index] || te < tb)
+		r->times_ok = 0;
+	r->last_t[t->index] = te;
+	r->ends++;
+	if (!g_quiet)
+		out(r, "E%u #%llu p%llu f%u d%u %llu-%llu %s\n", t->tid, (unsigned long long)id,
+		    (unsigned long long)parent, func, depth, (unsigned long long)tb, (unsigned long long)te,
+		    kind_str(kind));
+}
+
+static const struct fr_callbacks g_cb = {on_begin, on_end};
+
+static struct frames *new_frames(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->times_ok = 1;
+	out(r, "%s", "");
+	return fr_new(&g_cb, r);
+}
+
+#define EN SF_EV_ENTRY
+#define EX SF_EV_EXIT
+#define TL SF_EV_TAIL
+
+static void test_nesting(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 1, 10);
+	fr_event(f, &g_t1, EN, 2, 20);
+	fr_event(f, &g_t1, EX, 2, 30);
+	fr_event(f, &g_t1, EN, 3, 35);
+	fr_event(f, &g_t1, EX, 3, 36);
+	fr_event(f, &g_t1, EX, 1, 40);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B100 #2 p1 f2 d1 @20\n"
+				    "E100 #2 p1 f2 d1 20-30 exit\n"
+				    "B100 #3 p1 f3 d1 @35\n"
+				    "E100 #3 p1 f3 d1 35-36 exit\n"
+				    "E100 #1 p0 f1 d0 10-40 exit\n");
+	const struct fr_stats *s = fr_stats(f);
+	assert_int_equal(s->frames, 3);
+	assert_int_equal(s->max_depth, 2);
+	char buf[200];
+	assert_int_equal(fr_format_repairs(s, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	fr_free(f);
+	free(r.text);
+}
+
+static void test_tail_call(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 7, 1);  /* F */
+	fr_event(f, &g_t1, TL, 7, 2);  /* F tail-calls G */
+	fr_event(f, &g_t1, EN, 8, 3);  /* G */
+	fr_event(f, &g_t1, EX, 8, 4);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f7 d0 @1\n"
+				    "E100 #1 p0 f7 d0 1-2 tail\n"
+				    "B100 #2 p0 f8 d0 @3\n"
+				    "E100 #2 p0 f8 d0 3-4 exit\n");
+	fr_free(f);
+	free(r.text);
+}
+
+static void test_unmatched_exit(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EX, 5, 1); /* tracing started inside 5 */
+	fr_event(f, &g_t1, EN, 1, 2);
+	fr_event(f, &g_t1, EX, 9, 3); /* 9 is not open: dropped, 1 stays */
+	fr_event(f, &g_t1, TL, 9, 3);
+	fr_event(f, &g_t1, EX, 1, 4);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @2\n"
+				    "E100 #1 p0 f1 d0 2-4 exit\n");
+	assert_int_equal(fr_stats(f)->unmatched_exits, 3);
+	char buf[200];
+	assert_int_equal(fr_format_repairs(fr_stats(f), buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "repaired: 3 unmatched exits dropped");
+	fr_free(f);
+	free(r.text);
+}
+
+static void test_unwinding(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 1, 10);
+	fr_event(f, &g_t1, EN, 2, 20);
+	fr_event(f, &g_t1, EN, 3, 30);
+	fr_event(f, &g_t1, EN, 4, 40);
+	fr_event(f, &g_t1, EX, 2, 50); /* 4 and 3 never returned */
+	fr_event(f, &g_t1, EX, 1, 60);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B100 #2 p1 f2 d1 @20\n"
+				    "B100 #3 p2 f3 d2 @30\n"
+				    "B100 #4 p3 f4 d3 @40\n"
+				    "E100 #4 p3 f4 d3 40-50 unwound\n"
+				    "E100 #3 p2 f3 d2 30-50 unwound\n"
+				    "E100 #2 p1 f2 d1 20-50 exit\n"
+				    "E100 #1 p0 f1 d0 10-60 exit\n");
+	assert_int_equal(fr_stats(f)->unwound, 2);
+	fr_free(f);
+	free(r.text);
+}
+
+static void test_open_at_end_and_threads(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 1, 10);
+	fr_event(f, &g_t2, EN, 1, 11);
+	fr_event(f, &g_t1, EN, 2, 20);
+	fr_event(f, &g_t2, EX, 1, 21);
+	fr_event(f, &g_t1, SF_EV_ALLOC, 0, 25); /* advances t1's clock only */
+	assert_int_equal(fr_depth(f, &g_t1), 2);
+	assert_int_equal(fr_depth(f, &g_t2), 0);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B101 #2 p0 f1 d0 @11\n"
+				    "B100 #3 p1 f2 d1 @20\n"
+				    "E101 #2 p0 f1 d0 11-21 exit\n"
+				    "E100 #3 p1 f2 d1 20-25 threadend\n"
+				    "E100 #1 p0 f1 d0 10-25 threadend\n");
+	char buf[200];
+	fr_format_repairs(fr_stats(f), buf, sizeof(buf));
+	assert_string_equal(buf, "repaired: 2 open frames closed at thread end");
+	fr_free(f);
+	free(r.text);
+}
+
+static void test_times_non_decreasing(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 1, 100);
+	fr_event(f, &g_t1, EN, 2, 90); /* went backwards */
+	fr_event(f, &g_t1, EX, 2, 95);
+	fr_event(f, &g_t1, EX, 1, 200);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @100\n"
+				    "B100 #2 p1 f2 d1 @100\n"
+				    "E100 #2 p1 f2 d1 100-100 exit\n"
+				    "E100 #1 p0 f1 d0 100-200 exit\n");
+	assert_int_equal(fr_stats(f)->clamped, 2);
+	assert_true(r.times_ok);
+	fr_free(f);
+	free(r.text);
+}
+
+static void test_format_all(void **state)
+{
+	struct fr_stats s = {.unmatched_exits = 3, .unwound = 2, .open_at_end = 5};
+	char buf[200];
+	assert_int_equal(fr_format_repairs(&s, buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "repaired: 3 unmatched exits dropped, 2 frames closed by unwinding, "
+				 "5 open frames closed at thread end");
+	s = (struct fr_stats){.unwound = 1, .clamped = 1};
+	fr_format_repairs(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "repaired: 1 frame closed by unwinding, 1 backward timestamp raised");
+	/* A short buffer stays terminated. */
+	fr_format_repairs(&s, buf, 12);
+	assert_string_equal(buf, "repaired: 1");
+}
+
+/* 200k-deep recursion, balanced, then unbalanced with repairs. */
+static void test_deep_recursion(void **state)
+{
+	const uint32_t n = 200000;
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	g_quiet = 1;
+	for (uint32_t i = 0; i < n; i++)
+		fr_event(f, &g_t1, EN, 42, i);
+	assert_int_equal(fr_depth(f, &g_t1), n);
+	for (uint32_t i = 0; i < n; i++)
+		fr_event(f, &g_t1, EX, 42, n + i);
+	assert_int_equal(fr_depth(f, &g_t1), 0);
+	assert_int_equal(r.ends, n);
+	assert_int_equal(fr_stats(f)->max_depth, n);
+	/* Now: deep again, then the outermost function's exit unwinds all. */
+	fr_event(f, &g_t1, EN, 1, 3 * (uint64_t)n);
+	for (uint32_t i = 0; i < n; i++)
+		fr_event(f, &g_t1, EN, 42, 3 * (uint64_t)n + i);
+	/* Many unmatched exits against the deep stack stay cheap. */
+	for (uint32_t i = 0; i < n; i++)
+		fr_event(f, &g_t1, EX, 77, 4 * (uint64_t)n);
+	fr_event(f, &g_t1, EX, 1, 5 * (uint64_t)n);
+	assert_int_equal(fr_stats(f)->unwound, n);
+	assert_int_equal(fr_stats(f)->unmatched_exits, n);
+	/* And open at the end. */
+	for (uint32_t i = 0; i < n; i++)
+		fr_event(f, &g_t1, EN, 42, 6 * (uint64_t)n + i);
+	fr_finish(f);
+	assert_int_equal(fr_stats(f)->open_at_end, n);
+	assert_int_equal(r.ends, 3 * (uint64_t)n + 1);
+	assert_int_equal(fr_stats(f)->frames, 3 * (uint64_t)n + 1);
+	assert_true(r.times_ok);
+	g_quiet = 0;
+	fr_free(f);
+	free(r.text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nesting),
+		cmocka_unit_test(test_tail_call),
+		cmocka_unit_test(test_unmatched_exit),
+		cmocka_unit_test(test_unwinding),
+		cmocka_unit_test(test_open_at_end_and_threads),
+		cmocka_unit_test(test_times_non_decreasing),
+		cmocka_unit_test(test_format_all),
+		cmocka_unit_test(test_deep_recursion),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,633 @@
+/* Log reader tests on synthetic logs (tests/unit/logbuild.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "format/sflog.h"
+#include "lib/elf_buildid.h"
+#include "lib/log_reader.h"
+#include "lib/log_symbols.h"
+#include "logbuild.h"
+
+#include <link.h>
+
+static char g_dir[64];
+static char g_path[128];
+
+static int setup(void **state)
+{
+	strcpy(g_dir, "/tmp/sftrace-lr-XXXXXX");
+	if (!mkdtemp(g_dir))
+		return -1;
+	snprintf(g_path, sizeof(g_path), "%s/sf.log", g_dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(g_path);
+	rmdir(g_dir);
+	return 0;
+}
+
+static const uint64_t g_funcs[3] = {0x1100, 0x1200, 0x1300};
+
+/* A log with one object owning ids 10..12. */
+static void base_log(struct lb *b, uint32_t clock)
+{
+	lb_init(b, clock);
+	lb_object(b, 0, 10, "/usr/bin/prog", g_funcs, 3, (const uint8_t *)"\x01\x02\xab", 3);
+}
+
+static struct lr_log *open_ok(const struct lb *b)
+{
+	char err[256] = "";
+	assert_int_equal(lb_write(b, g_path), 0);
+	struct lr_log *log = lr_open(g_path, err, sizeof(err));
+	if (!log)
+		fail_msg("lr_open: %s", err);
+	return log;
+}
+
+/* The events as "tid:KIND:func@ns" joined by spaces. */
+static void event_string(const struct lr_log *log, char *out, size_t len)
+{
+	struct lr_iter it;
+	struct lr_event ev;
+	size_t pos = 0;
+	out[0] = 0;
+	lr_iter_init(&it, log);
+	while (lr_next(&it, &ev))
+		pos += (size_t)snprintf(out + pos, len - pos, "%s%u:%s:%u@%llu", pos ? " " : "", ev.thread->tid,
+					lr_kind_name(ev.kind), ev.func_id, (unsigned long long)ev.time_ns);
+}
+
+static void open_fails(const char *path, const char *want)
+{
+	char err[256] = "";
+	struct lr_log *log = lr_open(path, err, sizeof(err));
+	assert_null(log);
+	char full[512];
+	snprintf(full, sizeof(full), "%s: %s", path, want);
+	assert_string_equal(err, full);
+}
+
+#define M(ns) (LB_START_MONO + (ns))
+
+static void test_data_then_slot(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event d0[] = {LB_EV(M(10), 10, SF_EV_ENTRY), LB_EV(M(20), 11, SF_EV_ENTRY),
+				LB_EV(M(30), 11, SF_EV_EXIT)};
+	struct sf_event d1[] = {LB_EV(M(40), 11, SF_EV_TAIL)};
+	struct sf_event s2[] = {LB_EV(M(50), 12, SF_EV_ENTRY), LB_EV(M(60), 12, SF_EV_EXIT),
+				LB_EV(M(70), 10, SF_EV_EXIT)};
+	lb_data(&b, 1, 100, 0, "main", d0, 3);
+	lb_data(&b, 1, 100, 1, "main", d1, 1);
+	lb_slot(&b, 1, 100, 2, "main-thread-1234", s2, 3); /* 16 bytes, no NUL */
+	struct lr_log *log = open_ok(&b);
+	char s[1024];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@10 100:ENTRY:11@20 100:EXIT:11@30 100:TAIL:11@40 "
+			       "100:ENTRY:12@50 100:EXIT:12@60 100:EXIT:10@70");
+	assert_int_equal(lr_nthreads(log), 1);
+	const struct lr_thread *t = lr_thread_at(log, 0);
+	assert_int_equal(t->events, 7);
+	assert_int_equal(t->data_batches, 2);
+	assert_int_equal(t->live_slots, 1);
+	assert_int_equal(t->lost, 0);
+	assert_string_equal(t->name, "main-thread-1234"); /* the newest batch's */
+	assert_int_equal(lr_nwarnings(log), 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_slot_duplicate_of_data(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event d0[] = {LB_EV(M(10), 10, SF_EV_ENTRY), LB_EV(M(20), 10, SF_EV_EXIT)};
+	/* The slot still holds batch 0, already flushed as DATA. */
+	size_t slot = lb_slot(&b, 1, 100, 0, "w", d0, 2);
+	lb_data(&b, 1, 100, 0, "w", d0, 2);
+	(void)slot;
+	struct lr_log *log = open_ok(&b);
+	char s[512];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@10 100:EXIT:10@20");
+	const struct lr_thread *t = lr_thread_at(log, 0);
+	assert_int_equal(t->events, 2);
+	assert_int_equal(t->slots, 1);
+	assert_int_equal(t->live_slots, 0);
+	assert_int_equal(lr_nwarnings(log), 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_slot_ends_at_zero_event(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event s0[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(0, 0, 0), LB_EV(M(3), 10, SF_EV_EXIT)};
+	lb_slot(&b, 7, 300, 0, NULL, s0, 3);
+	lb_slot(&b, 0, 301, 4, NULL, s0, 0); /* a free slot: no thread */
+	struct lr_log *log = open_ok(&b);
+	assert_int_equal(lr_nthreads(log), 1);
+	assert_int_equal(lr_nwarnings(log), 0);
+	char s[512];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "300:ENTRY:10@1");
+	assert_int_equal(lr_thread_at(log, 0)->lost, 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_tid_reuse(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event a[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(M(2), 10, SF_EV_EXIT)};
+	struct sf_event c[] = {LB_EV(M(5), 11, SF_EV_ENTRY)};
+	/* Serial 3 written first: threads come out sorted by serial. */
+	lb_data(&b, 3, 200, 0, "second", c, 1);
+	lb_data(&b, 2, 200, 0, "first", a, 2);
+	struct lr_log *log = open_ok(&b);
+	assert_int_equal(lr_nthreads(log), 2);
+	const struct lr_thread *t0 = lr_thread_at(log, 0), *t1 = lr_thread_at(log, 1);
+	assert_int_equal(t0->serial, 2);
+	assert_int_equal(t1->serial, 3);
+	assert_int_equal(t0->tid, 200);
+	assert_int_equal(t1->tid, 200);
+	assert_string_equal(t0->name, "first");
+	assert_string_equal(t1->name, "second");
+	assert_int_equal(t0->events, 2);
+	assert_int_equal(t1->events, 1);
+	assert_int_equal(t0->index, 0);
+	assert_int_equal(t1->index, 1);
+	/* File order: serial 3's batch first. */
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init(&it, log);
+	assert_true(lr_next(&it, &ev));
+	assert_ptr_equal(ev.thread, t1);
+	/* One thread only. */
+	lr_iter_init_thread(&it, log, t0);
+	int n = 0;
+	while (lr_next(&it, &ev)) {
+		assert_ptr_equal(ev.thread, t0);
+		n++;
+	}
+	assert_int_equal(n, 2);
+	struct lr_summary sum;
+	lr_summary(log, &sum);
+	assert_int_equal(sum.events, 3);
+	assert_int_equal(sum.threads, 2);
+	assert_int_equal(sum.objects, 1);
+	assert_int_equal(sum.pid, LB_PID);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_zero_holes(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event d[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(0, 0, 0), LB_EV(0, 0, 0),
+			       LB_EV(M(4), 10, SF_EV_EXIT), LB_EV(M(5), 10, 0x99) /* unknown kind */};
+	lb_data(&b, 1, 100, 0, "t", d, 5);
+	/* Zero padding between chunks is not a hole. */
+	lb_zeros(&b, 256);
+	lb_data(&b, 1, 100, 1, "t", d, 1);
+	struct lr_log *log = open_ok(&b);
+	char s[512];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@1 100:EXIT:10@4 100:ENTRY:10@1");
+	struct lr_summary sum;
+	lr_summary(log, &sum);
+	assert_int_equal(sum.events, 3);
+	assert_int_equal(sum.lost, 3);
+	assert_int_equal(lr_nwarnings(log), 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_alloc_payload(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event d[] = {LB_EV(M(1), 0, SF_EV_ALLOC), lb_ext(4096, 4, 0x7f0000001000ULL),
+			       LB_EV(M(2), 0, SF_EV_DEALLOC), lb_ext(0, 0, 0), LB_EV(M(3), 10, SF_EV_ENTRY)};
+	size_t off = lb_data(&b, 1, 100, 0, "t", d, 5);
+	struct lr_log *log = open_ok(&b);
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init(&it, log);
+	assert_true(lr_next(&it, &ev));
+	assert_int_equal(ev.kind, SF_EV_ALLOC);
+	assert_true(ev.has_ext);
+	assert_int_equal(ev.size, 4096);
+	assert_int_equal(ev.align, 16);
+	assert_int_equal(ev.ptr, 0x7f0000001000ULL);
+	assert_int_equal(ev.offset, off + 64);
+	assert_true(lr_next(&it, &ev));
+	assert_int_equal(ev.kind, SF_EV_DEALLOC);
+	assert_int_equal(ev.size, 0);
+	assert_int_equal(ev.align, 1);
+	assert_true(lr_next(&it, &ev));
+	assert_int_equal(ev.kind, SF_EV_ENTRY);
+	assert_false(ev.has_ext);
+	assert_false(lr_next(&it, &ev));
+	assert_int_equal(lr_thread_at(log, 0)->events, 3);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_truncated_last_chunk(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event d[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(M(2), 11, SF_EV_ENTRY),
+			       LB_EV(M(3), 11, SF_EV_EXIT), LB_EV(M(4), 10, SF_EV_EXIT)};
+	lb_data(&b, 1, 100, 0, "t", d, 4);
+	size_t off = lb_data(&b, 1, 100, 1, "t", d, 4);
+	/* Cut in the middle of the third record of the second chunk. */
+	assert_int_equal(lb_write_len(&b, g_path, off + 64 + 2 * 16 + 7), 0);
+	char err[256];
+	struct lr_log *log = lr_open(g_path, err, sizeof(err));
+	assert_non_null(log);
+	assert_int_equal(lr_thread_at(log, 0)->events, 6);
+	assert_int_equal(lr_nwarnings(log), 1);
+	char want[128];
+	snprintf(want, sizeof(want), "truncated: log ends mid-chunk at offset %zu; 2 complete events kept", off);
+	assert_string_equal(lr_warning(log, 0), want);
+	lr_close(log);
+
+	/* Cut inside the chunk header itself. */
+	assert_int_equal(lb_write_len(&b, g_path, off + 32), 0);
+	log = lr_open(g_path, err, sizeof(err));
+	assert_non_null(log);
+	assert_int_equal(lr_thread_at(log, 0)->events, 4);
+	snprintf(want, sizeof(want), "truncated: log ends mid-chunk at offset %zu; 0 complete events kept", off);
+	assert_int_equal(lr_nwarnings(log), 1);
+	assert_string_equal(lr_warning(log, 0), want);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_garbage_resync(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event d[] = {LB_EV(M(1), 10, SF_EV_ENTRY)};
+	struct sf_event e[] = {LB_EV(M(2), 10, SF_EV_EXIT)};
+	lb_data(&b, 1, 100, 0, "t", d, 1);
+	size_t g = b.len;
+	unsigned char junk[100];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)(i * 37 + 11);
+	lb_bytes(&b, junk, sizeof(junk));
+	size_t next = lb_data(&b, 1, 100, 1, "t", e, 1);
+	struct lr_log *log = open_ok(&b);
+	char s[256];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@1 100:EXIT:10@2");
+	assert_int_equal(lr_nwarnings(log), 1);
+	char want[160];
+	snprintf(want, sizeof(want), "garbage at offset %zu: %zu bytes skipped up to the chunk at offset %zu", g,
+		 next - g, next);
+	assert_string_equal(lr_warning(log, 0), want);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_batches_out_of_order(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct sf_event d0[] = {LB_EV(M(1), 10, SF_EV_ENTRY)};
+	struct sf_event d1[] = {LB_EV(M(2), 10, SF_EV_EXIT)};
+	struct sf_event o[] = {LB_EV(M(9), 11, SF_EV_ENTRY)};
+	lb_data(&b, 1, 100, 1, "late", d1, 1);
+	lb_data(&b, 2, 101, 0, "other", o, 1);
+	lb_data(&b, 1, 100, 0, "early", d0, 1);
+	lb_data(&b, 1, 100, 0, "early", d0, 1); /* duplicate batch */
+	struct lr_log *log = open_ok(&b);
+	char s[256];
+	event_string(log, s, sizeof(s));
+	/* Thread 1 keeps its positions (1st and 3rd) but in seq order. */
+	assert_string_equal(s, "100:ENTRY:10@1 101:ENTRY:11@9 100:EXIT:10@2");
+	assert_string_equal(lr_thread_at(log, 0)->name, "late");
+	assert_int_equal(lr_nwarnings(log), 2);
+	assert_non_null(strstr(lr_warning(log, 0), "duplicate data batch 0"));
+	assert_string_equal(lr_warning(log, 1),
+			    "batches are not in sequence order in the file; delivered in sequence order");
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_objects_and_func_lookup(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	const uint64_t lib_funcs[2] = {0x9000, 0x9100};
+	lb_object(&b, 1, 3, "/tmp/libplug.so", lib_funcs, 2, NULL, 0);
+	lb_unload(&b, 1);
+	const char *argv[] = {"prog", "--flag", "a b"};
+	lb_cmdline(&b, argv, 3);
+	struct lr_log *log = open_ok(&b);
+	assert_int_equal(lr_nobjects(log), 2);
+	const struct lr_object *o0 = lr_object_at(log, 0), *o1 = lr_object_at(log, 1);
+	assert_string_equal(o0->path, "/usr/bin/prog");
+	assert_int_equal(o0->build_id_len, 3);
+	assert_memory_equal(o0->build_id, "\x01\x02\xab", 3);
+	assert_int_equal(o0->load_bias, 0x555555554000ULL);
+	assert_int_equal(o0->flags, SF_OBJ_MAIN);
+	assert_false(o0->unloaded);
+	assert_true(o1->unloaded);
+	const struct lr_object *o;
+	uint64_t v;
+	assert_int_equal(lr_func(log, 11, &o, &v), 0);
+	assert_ptr_equal(o, o0);
+	assert_int_equal(v, 0x1200);
+	assert_int_equal(lr_func(log, 4, &o, &v), 0);
+	assert_ptr_equal(o, o1);
+	assert_int_equal(v, 0x9100);
+	assert_int_equal(lr_func(log, 5, &o, &v), -1);
+	assert_int_equal(lr_func(log, 2, NULL, NULL), -1);
+	assert_int_equal(lr_func(log, 13, NULL, NULL), -1);
+	assert_int_equal(lr_func(log, 0xffffffffu, NULL, NULL), -1);
+	const struct lr_info *in = lr_info(log);
+	assert_int_equal(in->argc, 3);
+	assert_string_equal(in->argv[0], "prog");
+	assert_string_equal(in->argv[2], "a b");
+	assert_null(in->argv[3]);
+	assert_int_equal(in->pid, LB_PID);
+	assert_int_equal(in->state, SF_STATE_EXITED);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_tsc_fit(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_TSC);
+	/* 3 ticks per ns: start (1e6, 5e9), last (1e6 + 3e9, 5e9 + 1e9). */
+	lb_header(&b)->last_tsc = LB_START_TSC + 3000000000ULL;
+	lb_header(&b)->last_mono_ns = LB_START_MONO + 1000000000ULL;
+	struct sf_event d[] = {LB_EV(LB_START_TSC + 300, 10, SF_EV_ENTRY),
+			       LB_EV(LB_START_TSC + 3000000, 10, SF_EV_EXIT),
+			       LB_EV(LB_START_TSC - 5000, 10, SF_EV_ENTRY)};
+	size_t off = lb_data(&b, 1, 100, 0, "t", d, 3);
+	lb_chunk_pair(&b, off, LB_START_TSC + 1500000000ULL, LB_START_MONO + 500000000ULL);
+	/* A pair from before the start is nonsense and must not bend the fit. */
+	off = lb_data(&b, 1, 100, 1, "t", d, 0);
+	lb_chunk_pair(&b, off, LB_START_TSC + 2000000000ULL, LB_START_MONO - 100);
+	struct lr_log *log = open_ok(&b);
+	char s[256];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@100 100:EXIT:10@1000000 100:ENTRY:10@0");
+	assert_int_equal(lr_info(log)->calib_pairs, 3);
+	assert_false(lr_info(log)->calib_degenerate);
+	assert_int_equal(lr_time_ns(log, LB_START_TSC + 3000000000ULL), 1000000000ULL);
+	assert_int_equal(lr_nwarnings(log), 0);
+	lr_close(log);
+	lb_free(&b);
+
+	/* No later pair: 1 tick = 1 ns, with a warning. */
+	base_log(&b, SF_CLOCK_TSC);
+	lb_data(&b, 1, 100, 0, "t", d, 1);
+	log = open_ok(&b);
+	assert_true(lr_info(log)->calib_degenerate);
+	assert_int_equal(lr_time_ns(log, LB_START_TSC + 300), 300);
+	assert_int_equal(lr_nwarnings(log), 1);
+	assert_non_null(strstr(lr_warning(log, 0), "calibration"));
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_monotonic_never_negative(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct lr_log *log = open_ok(&b);
+	assert_int_equal(lr_time_ns(log, LB_START_MONO - 1), 0);
+	assert_int_equal(lr_time_ns(log, 0), 0);
+	assert_int_equal(lr_time_ns(log, LB_START_MONO + 77), 77);
+	struct lr_summary sum;
+	lr_summary(log, &sum);
+	assert_int_equal(sum.events, 0);
+	assert_int_equal(sum.threads, 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+static void test_bad_files(void **state)
+{
+	char err[256];
+	/* Missing. */
+	char missing[160];
+	snprintf(missing, sizeof(missing), "%s/nope.log", g_dir);
+	open_fails(missing, "cannot open: No such file or directory");
+	/* Directory. */
+	open_fails(g_dir, "is a directory");
+	/* Empty. */
+	FILE *f = fopen(g_path, "wb");
+	fclose(f);
+	open_fails(g_path, "empty file");
+	/* Random bytes. */
+	unsigned char rnd[5000];
+	srand(7);
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		rnd[i] = (unsigned char)rand();
+	f = fopen(g_path, "wb");
+	fwrite(rnd, 1, sizeof(rnd), f);
+	fclose(f);
+	open_fails(g_path, "not an sftrace log (bad magic)");
+	/* Newer version. */
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	lb_header(&b)->version = 7;
+	assert_int_equal(lb_write(&b, g_path), 0);
+	open_fails(g_path, "log format version 7 is newer than this sftrace supports (1)");
+	/* Header cut short. */
+	lb_header(&b)->version = SF_VERSION;
+	assert_int_equal(lb_write_len(&b, g_path, 100), 0);
+	open_fails(g_path, "header truncated (100 of 4096 bytes)");
+	lb_free(&b);
+	(void)err;
+}
+
+static void test_random_chunks_do_not_crash(void **state)
+{
+	/* A valid header followed by random data, some of it chunk magics. */
+	struct lb b;
+	base_log(&b, SF_CLOCK_TSC);
+	srand(11);
+	for (int i = 0; i < 20000; i++) {
+		uint32_t r = (uint32_t)rand();
+		if (i % 97 == 0)
+			r = SF_CHUNK_MAGIC;
+		lb_bytes(&b, &r, 4);
+	}
+	struct lr_log *log = open_ok(&b);
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init(&it, log);
+	while (lr_next(&it, &ev))
+		;
+	assert_true(lr_nwarnings(log) > 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+/* ---- log_symbols, with this test binary as the recorded object ---- */
+
+__attribute__((noinline)) int lr_test_marker_one(int x);
+__attribute__((noinline)) int lr_test_marker_one(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int lr_test_marker_two(int x);
+__attribute__((noinline)) int lr_test_marker_two(int x) { return lr_test_marker_one(x) ^ 5; }
+
+static int first_bias(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	*(uint64_t *)ctx = info->dlpi_addr;
+	return 1; /* the first object is the executable */
+}
+
+struct self {
+	char exe[4096];
+	uint64_t funcs[2];
+	uint8_t id[64];
+	int id_len;
+};
+
+static void self_object(struct self *me)
+{
+	ssize_t n = readlink("/proc/self/exe", me->exe, sizeof(me->exe) - 1);
+	assert_true(n > 0);
+	me->exe[n] = 0;
+	uint64_t bias = 0;
+	dl_iterate_phdr(first_bias, &bias);
+	me->funcs[0] = (uint64_t)(uintptr_t)&lr_test_marker_one - bias;
+	me->funcs[1] = (uint64_t)(uintptr_t)&lr_test_marker_two - bias;
+	char err[256];
+	me->id_len = sf_elf_build_id_path(me->exe, me->id, sizeof(me->id), err, sizeof(err));
+	assert_true(me->id_len >= 0);
+}
+
+static struct lr_log *symbols_log(const char *path, const struct self *me, const uint8_t *id, int id_len)
+{
+	struct lb b;
+	lb_init(&b, SF_CLOCK_MONOTONIC);
+	lb_object(&b, 0, 20, path, me->funcs, 2, id, (uint8_t)id_len);
+	struct lr_log *log = open_ok(&b);
+	lb_free(&b);
+	return log;
+}
+
+static void test_symbols_resolve(void **state)
+{
+	struct self me;
+	self_object(&me);
+	struct lr_log *log = symbols_log(me.exe, &me, me.id, me.id_len);
+	char err[512] = "";
+	struct log_symbols *ls = ls_open(log, NULL, err, sizeof(err));
+	if (!ls)
+		fail_msg("ls_open: %s", err);
+	assert_string_equal(ls_lookup(ls, 20)->name, "lr_test_marker_one");
+	assert_string_equal(ls_lookup(ls, 21)->name, "lr_test_marker_two");
+	assert_ptr_equal(ls_lookup(ls, 21), ls_lookup(ls, 21)); /* cached */
+	assert_string_equal(ls_lookup(ls, 99)->name, "func#99");
+	assert_string_equal(ls_object_file(ls, 0), me.exe);
+	assert_int_equal(ls_nwarnings(ls), 0);
+	ls_close(ls);
+
+	/* No ELF reading: placeholders from the log alone. */
+	struct ls_options opt = {.no_symbols = 1};
+	ls = ls_open(log, &opt, err, sizeof(err));
+	assert_non_null(ls);
+	char want[128];
+	const char *base = strrchr(me.exe, '/') + 1;
+	snprintf(want, sizeof(want), "%s+0x%" PRIx64, base, me.funcs[1]);
+	assert_string_equal(ls_lookup(ls, 21)->name, want);
+	assert_null(ls_object_file(ls, 0));
+	ls_close(ls);
+	lr_close(log);
+}
+
+static void test_symbols_mismatch_and_missing(void **state)
+{
+	struct self me;
+	self_object(&me);
+	if (me.id_len <= 0)
+		skip();
+	uint8_t other[20] = {0xde, 0xad};
+	struct lr_log *log = symbols_log(me.exe, &me, other, 20);
+	char err[512] = "";
+	assert_null(ls_open(log, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "build-id mismatch"));
+	assert_non_null(strstr(err, "dead000000"));
+	struct ls_options force = {.force = 1};
+	struct log_symbols *ls = ls_open(log, &force, err, sizeof(err));
+	assert_non_null(ls);
+	assert_string_equal(ls_lookup(ls, 20)->name, "lr_test_marker_one");
+	assert_int_equal(ls_nwarnings(ls), 1);
+	assert_non_null(strstr(ls_warning(ls, 0), "build-id mismatch (recorded dead"));
+	ls_close(ls);
+	lr_close(log);
+
+	/* The recorded path is gone: error, placeholders under force, or an
+	 * override found by build-id. */
+	log = symbols_log("/nonexistent/dir/prog", &me, me.id, me.id_len);
+	assert_null(ls_open(log, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "/nonexistent/dir/prog"));
+	ls = ls_open(log, &force, err, sizeof(err));
+	assert_non_null(ls);
+	char want[64];
+	snprintf(want, sizeof(want), "prog+0x%" PRIx64, me.funcs[0]);
+	assert_string_equal(ls_lookup(ls, 20)->name, want);
+	assert_int_equal(ls_nwarnings(ls), 1);
+	ls_close(ls);
+	const char *paths[] = {"/nonexistent/other", me.exe};
+	struct ls_options ov = {.symbol_paths = paths, .nsymbol_paths = 2};
+	ls = ls_open(log, &ov, err, sizeof(err));
+	if (!ls)
+		fail_msg("ls_open with override: %s", err);
+	assert_string_equal(ls_lookup(ls, 21)->name, "lr_test_marker_two");
+	assert_false(ls_override_used(ls, 0));
+	assert_true(ls_override_used(ls, 1));
+	ls_close(ls);
+	lr_close(log);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_data_then_slot),
+		cmocka_unit_test(test_slot_duplicate_of_data),
+		cmocka_unit_test(test_slot_ends_at_zero_event),
+		cmocka_unit_test(test_tid_reuse),
+		cmocka_unit_test(test_zero_holes),
+		cmocka_unit_test(test_alloc_payload),
+		cmocka_unit_test(test_truncated_last_chunk),
+		cmocka_unit_test(test_garbage_resync),
+		cmocka_unit_test(test_batches_out_of_order),
+		cmocka_unit_test(test_objects_and_func_lookup),
+		cmocka_unit_test(test_tsc_fit),
+		cmocka_unit_test(test_monotonic_never_negative),
+		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_random_chunks_do_not_crash),
+		cmocka_unit_test(test_symbols_resolve),
+		cmocka_unit_test(test_symbols_mismatch_and_missing),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -39,25 +39,29 @@ $(BUILD)/libsftrace.so: $(RT_OBJ)
 
 $(BUILD)/rt/%.o: %.c $(wildcard src/runtime/*.h src/format/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_RT) -c -o $@ $<
+	@echo "  CC [rt] $<"
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_RT) -c -o $@ $<
 
 $(BUILD)/rt/%.o: %.S
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -fPIC -c -o $@ $<
+	@echo "  AS [rt] $<"
+	@$(CC) $(CPPFLAGS_ALL) -fPIC -c -o $@ $<
 
 $(BUILD)/libsfcore.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/obj/%.o: %.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_CLI) -c -o $@ $<
+	@echo "  CC $<"
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_CLI) -c -o $@ $<
 
 $(BUILD)/sftrace: $(CLI_OBJ) $(BUILD)/libsfcore.a
 	$(CC) $(SAN) -o $@ $(CLI_OBJ) $(BUILD)/libsfcore.a $(LIBS_CLI)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsfcore.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_CLI) -o $@ $< $(BUILD)/libsfcore.a -lcmocka $(LIBS_CLI)
+	@echo "  LD $@"
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_CLI) -o $@ $< $(BUILD)/libsfcore.a -lcmocka $(LIBS_CLI)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

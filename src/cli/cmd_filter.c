@@ -9,6 +9,7 @@
  * any alias's. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -199,8 +200,11 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off)
 {
 	for (size_t done = 0; done < len;) {
 		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-		if (n <= 0)
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO; /* the file is shorter than its headers say */
 			return -1;
+		}
 		done += (size_t)n;
 	}
 	return 0;
@@ -211,18 +215,28 @@ static int open_object(const char *arg, int *fd_out)
 {
 	int fd = open(arg, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	unsigned char ident[4];
+	unsigned char ident[EI_DATA + 1];
 	if (fd < 0) {
 		sf_error("%s: %s", arg, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0) {
+		sf_error("%s: %s", arg, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
 		sf_error("%s: %s", arg, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
 		close(fd);
 		return -1;
 	}
-	if (read_at(fd, ident, sizeof(ident), 0) < 0 || memcmp(ident, "\177ELF", 4) != 0) {
+	if (read_at(fd, ident, sizeof(ident), 0) < 0 || memcmp(ident, ELFMAG, SELFMAG) != 0) {
 		sf_error("%s: not an ELF file", arg);
+		close(fd);
+		return -1;
+	}
+	if (ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB) {
+		sf_error("%s: unsupported ELF file (sftrace reads 64-bit little-endian objects)", arg);
 		close(fd);
 		return -1;
 	}
@@ -240,7 +254,7 @@ static int load_xray_functions(struct object *o)
 	int found = xray_find_section(fd, &sec);
 	if (found <= 0) {
 		if (found < 0)
-			sf_error("%s: unsupported ELF file (sftrace reads 64-bit little-endian objects)", o->arg);
+			sf_error("%s: truncated or corrupt ELF file", o->arg);
 		else
 			sf_error("%s: no XRay instrumentation map (build with -fxray-instrument or "
 				 "-Zinstrument-xray=always)",
@@ -257,7 +271,7 @@ static int load_xray_functions(struct object *o)
 	}
 	unsigned char *raw = xmalloc(sec.size);
 	if (read_at(fd, raw, sec.size, sec.file_offset) < 0) {
-		sf_error("%s: cannot read xray_instr_map: %s", o->arg, strerror(errno ? errno : EIO));
+		sf_error("%s: cannot read xray_instr_map: %s", o->arg, strerror(errno));
 		free(raw);
 		close(fd);
 		return -1;
@@ -511,9 +525,31 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 	return -1; /* go on */
 }
 
-static int same_object(const struct object *a, const struct object *b)
+/* Reads every object's sled map first, so that a bad -p fails before any
+ * summary is printed. Duplicates (same file) are dropped. */
+static int load_objects(const struct filter_args *a, struct object *objs, size_t *nobjs)
 {
-	return !strcmp(a->path, b->path);
+	for (size_t i = 0; i < a->nobjects; i++) {
+		struct object *o = &objs[*nobjs];
+		memset(o, 0, sizeof(*o));
+		o->arg = a->objects[i];
+		if (load_xray_functions(o) < 0)
+			return -1;
+		++*nobjs; /* owns o->funcs from here on */
+		if (!realpath(o->arg, o->path)) {
+			sf_error("%s: %s", o->arg, strerror(errno));
+			return -1;
+		}
+		for (size_t j = 0; j + 1 < *nobjs; j++) {
+			if (strcmp(objs[j].path, o->path) != 0)
+				continue;
+			sf_warn("%s given twice; using it once", o->arg);
+			free(o->funcs);
+			--*nobjs;
+			break;
+		}
+	}
+	return 0;
 }
 
 static int run(struct filter_args *a, struct object *objs, size_t *nobjs, int argc, char **argv)
@@ -525,38 +561,22 @@ static int run(struct filter_args *a, struct object *objs, size_t *nobjs, int ar
 	}
 	if (patterns_compile(&a->inc) < 0 || patterns_compile(&a->exc) < 0)
 		return 1;
+	if (load_objects(a, objs, nobjs) < 0)
+		return 1;
 	size_t total = 0;
-	for (size_t i = 0; i < a->nobjects; i++) {
-		struct object *o = &objs[*nobjs];
-		memset(o, 0, sizeof(*o));
-		o->arg = a->objects[i];
-		if (load_xray_functions(o) < 0)
+	for (size_t i = 0; i < *nobjs; i++) {
+		if (select_functions(&objs[i], &a->inc, &a->exc) < 0)
 			return 1;
-		if (!realpath(o->arg, o->path)) {
-			sf_error("%s: %s", o->arg, strerror(errno));
-			free(o->funcs);
-			return 1;
-		}
-		int dup = 0;
-		for (size_t j = 0; j < *nobjs; j++)
-			dup |= same_object(&objs[j], o);
-		if (dup) {
-			sf_warn("%s given twice; using it once", o->arg);
-			free(o->funcs);
-			continue;
-		}
-		++*nobjs;
-		if (select_functions(o, &a->inc, &a->exc) < 0)
-			return 1;
-		print_object_summary(o);
-		if (!o->nselected)
-			sf_warn("%s: no function selected: nothing in it will be recorded", o->arg);
-		total += o->nselected;
+		print_object_summary(&objs[i]);
+		total += objs[i].nselected;
 	}
 	if (!total) {
 		sf_error("no instrumented function matches%s; no filter written", a->exc.n ? " (after --exclude)" : "");
 		return 1;
 	}
+	for (size_t i = 0; i < *nobjs; i++)
+		if (!objs[i].nselected)
+			sf_warn("%s: no function selected: nothing in it will be recorded", objs[i].arg);
 	fflush(stdout);
 	if (write_filter(&a->fo, objs, *nobjs, argc, argv) < 0)
 		return 1;

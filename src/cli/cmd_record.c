@@ -61,7 +61,7 @@ static void split_name(const char *path, struct log_name *n)
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
 	if (slash)
-		snprintf(n->dir, sizeof(n->dir), "%.*s", (int)(slash - path ? slash - path : 1), path);
+		snprintf(n->dir, sizeof(n->dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
 	else
 		snprintf(n->dir, sizeof(n->dir), ".");
 	const char *dot = strrchr(base, '.');

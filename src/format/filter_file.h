@@ -10,7 +10,8 @@
  *   0x1a2b0 my_crate::resolve
  *   0x1a410 my_crate::normalize
  *
- * '#' starts a comment; blank lines are ignored. Function lines are the
+ * '#' at the start of a line or after a space or tab starts a comment (a '#'
+ * inside a word, as in Rust's `{closure#0}`, is kept); blank lines are ignored. Function lines are the
  * function's ELF virtual address (as `nm` shows it) and, for people, its
  * name. The build-id may be '-' for objects that have none.
  *

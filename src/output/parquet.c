@@ -8,11 +8,11 @@
  * Columns are REQUIRED and flat, so pages hold no repetition/definition
  * levels: a data page v1 body is just the encoded values.
  *
- * For each column chunk we build the candidate encodings (dictionary,
- * DELTA_BINARY_PACKED, PLAIN), drop those much larger than the best before
- * compression, compress the rest and write the smallest. Trace columns
- * differ a lot (time is monotonic, kind has two values, func_id a few
- * thousand), and no fixed choice is good for all of them.
+ * For each column chunk we try the applicable encodings (dictionary,
+ * DELTA_BINARY_PACKED with exact or byte-rounded widths, PLAIN) on its first
+ * page, compress the trials, and encode the chunk with the smallest. Trace
+ * columns differ a lot (time is monotonic, kind has two values, func_id a
+ * few thousand), and no fixed choice is good for all of them.
  */
 #include "output/parquet.h"
 
@@ -41,10 +41,12 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 #define DEFAULT_ROW_GROUP (1u << 20)
 #define PAGE_VALUES (1u << 17)      /* values per data page (fixed-width) */
 #define PAGE_BYTES (1u << 20)       /* plain string pages end past this */
+#define TRIAL_VALUES (1u << 15)     /* values encoded to choose an encoding */
 #define MAX_STR_LEN (1u << 30)
 #define RG_STRING_BYTES (256u << 20) /* flush a row group early past this */
 #define DICT_MAX_ENTRIES (1u << 20)
 #define DICT_MAX_BYTES (16u << 20)
+#define DIRECT_RANGE (1u << 16)
 #define STAT_MAX_LEN 64             /* longer string min/max are truncated */
 #define DELTA_BLOCK 128
 #define DELTA_MINIBLOCKS 4
@@ -146,53 +148,26 @@ struct rg_meta {
 };
 
 
-/* ---- encoders ---- */
+/* ---- encoders: each writes the body of one data page ---- */
 
-/* One column chunk encoded one way, before compression: the dictionary page
- * body (if any) and the data page bodies back to back. */
-struct encoded {
-	int enc;            /* ENC_PLAIN, ENC_DELTA_BINARY_PACKED, ENC_RLE_DICTIONARY */
-	struct buf dict;
-	uint32_t dict_n;
-	struct buf data;
-	size_t *page_end;   /* end offset in data of page i */
-	uint32_t *page_vals;
-	int npages, pcap;
+/* The ways a column chunk can be encoded. */
+enum method {
+	M_PLAIN,
+	M_DICT,        /* dictionary page + RLE_DICTIONARY indices */
+	M_DELTA,       /* DELTA_BINARY_PACKED, narrowest miniblock widths */
+	M_DELTA_BYTES, /* the same with widths rounded up to whole bytes */
+	M_COUNT
 };
 
-static void end_page(struct encoded *e, uint32_t nvals)
+static int method_encoding(enum method m)
 {
-	if (e->npages == e->pcap) {
-		e->pcap = e->pcap ? 2 * e->pcap : 16;
-		e->page_end = xrealloc(e->page_end, (size_t)e->pcap * sizeof(*e->page_end));
-		e->page_vals = xrealloc(e->page_vals, (size_t)e->pcap * sizeof(*e->page_vals));
-	}
-	e->page_end[e->npages] = e->data.len;
-	e->page_vals[e->npages] = nvals;
-	e->npages++;
-}
-
-static void encoded_reset(struct encoded *e, int enc)
-{
-	e->enc = enc;
-	e->dict.len = 0;
-	e->dict_n = 0;
-	e->data.len = 0;
-	e->npages = 0;
-}
-
-static void encoded_free(struct encoded *e)
-{
-	buf_free(&e->dict);
-	buf_free(&e->data);
-	free(e->page_end);
-	free(e->page_vals);
-	memset(e, 0, sizeof(*e));
-}
-
-static size_t encoded_size(const struct encoded *e)
-{
-	return e->dict.len + e->data.len;
+	static const int enc[M_COUNT] = {
+		[M_PLAIN] = ENC_PLAIN,
+		[M_DICT] = ENC_RLE_DICTIONARY,
+		[M_DELTA] = ENC_DELTA_BINARY_PACKED,
+		[M_DELTA_BYTES] = ENC_DELTA_BINARY_PACKED,
+	};
+	return enc[m];
 }
 
 static int bits_needed(uint64_t v)
@@ -202,31 +177,49 @@ static int bits_needed(uint64_t v)
 
 /* Bit-pack `n` (a multiple of 8) values of `bw` bits, least significant
  * bit first, as both the RLE/bit-packing hybrid and DELTA_BINARY_PACKED
- * miniblocks want. */
+ * miniblocks want. Values must fit in `bw` bits. */
 static void bitpack(struct buf *o, const uint64_t *v, size_t n, int bw)
 {
 	if (bw == 0)
 		return;
 	uint8_t *p = buf_reserve(o, n * (size_t)bw / 8 + 16);
 	size_t k = 0;
-	unsigned __int128 acc = 0;
-	int nbits = 0;
-	uint64_t mask = bw == 64 ? ~0ULL : (1ULL << bw) - 1;
-	for (size_t i = 0; i < n; i++) {
-		acc |= (unsigned __int128)(v[i] & mask) << nbits;
-		nbits += bw;
-		if (nbits >= 64) {
-			uint64_t lo = (uint64_t)acc;
-			memcpy(p + k, &lo, 8);
-			k += 8;
-			acc >>= 64;
-			nbits -= 64;
+	if (bw % 8 == 0) {
+		/* whole bytes: the low bytes of each little-endian value */
+		for (size_t i = 0; i < n; i++, k += (size_t)bw / 8)
+			memcpy(p + k, &v[i], (size_t)bw / 8);
+	} else if (bw <= 32) {
+		uint64_t acc = 0;
+		int nbits = 0;
+		for (size_t i = 0; i < n; i++) {
+			acc |= v[i] << nbits;
+			nbits += bw;
+			if (nbits >= 32) {
+				uint32_t lo = (uint32_t)acc;
+				memcpy(p + k, &lo, 4);
+				k += 4;
+				acc >>= 32;
+				nbits -= 32;
+			}
 		}
-	}
-	while (nbits > 0) {
-		p[k++] = (uint8_t)acc;
-		acc >>= 8;
-		nbits -= 8;
+		for (; nbits > 0; nbits -= 8, acc >>= 8)
+			p[k++] = (uint8_t)acc;
+	} else {
+		unsigned __int128 acc = 0;
+		int nbits = 0;
+		for (size_t i = 0; i < n; i++) {
+			acc |= (unsigned __int128)v[i] << nbits;
+			nbits += bw;
+			if (nbits >= 64) {
+				uint64_t lo = (uint64_t)acc;
+				memcpy(p + k, &lo, 8);
+				k += 8;
+				acc >>= 64;
+				nbits -= 64;
+			}
+		}
+		for (; nbits > 0; nbits -= 8, acc >>= 8)
+			p[k++] = (uint8_t)acc;
 	}
 	o->len += k;
 }
@@ -279,50 +272,41 @@ static void put_zigzag(struct buf *o, int64_t v)
 	buf_varint(o, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
-static uint64_t value_at(const struct column *c, size_t i)
-{
-	return is_int64(c->type) ? c->v64[i] : c->v32[i];
-}
-
-/* Difference of consecutive values in the physical type's wrapping
- * arithmetic, sign-extended: INT32 columns use 32-bit deltas (readers
- * decode them with int32 arithmetic and reject wider miniblocks). */
-static int64_t delta_at(const struct column *c, size_t i)
-{
-	if (is_int64(c->type))
-		return (int64_t)(c->v64[i] - c->v64[i - 1]);
-	return (int32_t)(c->v32[i] - c->v32[i - 1]);
-}
-
-/* One block of up to DELTA_BLOCK deltas, deltas[0..k). */
-static void delta_block(struct buf *o, const int64_t *d, size_t k, uint64_t mask)
+/* One block of k <= DELTA_BLOCK deltas: min delta, one width per
+ * miniblock, then the miniblocks (those past the last value left out). */
+static void delta_block(struct buf *o, const int64_t *d, size_t k, uint64_t mask, int bytes)
 {
 	int64_t min = d[0];
 	for (size_t i = 1; i < k; i++)
-		if (d[i] < min)
-			min = d[i];
+		min = d[i] < min ? d[i] : min;
 	put_zigzag(o, min);
 
 	uint64_t u[DELTA_BLOCK] = {0};
 	uint8_t widths[DELTA_MINIBLOCKS] = {0};
-	for (size_t i = 0; i < k; i++) {
-		u[i] = ((uint64_t)d[i] - (uint64_t)min) & mask;
-		int bw = bits_needed(u[i]);
-		if (bw > widths[i / DELTA_MINI])
-			widths[i / DELTA_MINI] = (uint8_t)bw;
+	for (size_t m = 0; m * DELTA_MINI < k; m++) {
+		uint64_t any = 0;
+		for (size_t i = m * DELTA_MINI; i < k && i < (m + 1) * DELTA_MINI; i++) {
+			u[i] = ((uint64_t)d[i] - (uint64_t)min) & mask;
+			any |= u[i];
+		}
+		int bw = bits_needed(any);
+		widths[m] = (uint8_t)(bytes ? (bw + 7) / 8 * 8 : bw);
 	}
 	buf_put(o, widths, sizeof(widths));
-	/* Miniblocks past the last value are left out entirely. */
 	for (size_t m = 0; m * DELTA_MINI < k; m++)
 		bitpack(o, u + m * DELTA_MINI, DELTA_MINI, widths[m]);
 }
 
 /* DELTA_BINARY_PACKED stream of values [start, end): header (block size,
- * miniblocks per block, value count, first value), then blocks. */
-static void delta_page(struct buf *o, const struct column *c, size_t start, size_t end)
+ * miniblocks per block, value count, first value), then blocks. Deltas use
+ * the physical type's wrapping arithmetic: INT32 columns get 32-bit deltas
+ * (readers decode them in int32 and reject wider miniblocks). */
+static void delta_page(struct buf *o, const struct column *c, size_t start, size_t end,
+		       int bytes)
 {
-	int64_t first = is_int64(c->type) ? (int64_t)c->v64[start] : (int32_t)c->v32[start];
-	uint64_t mask = is_int64(c->type) ? ~0ULL : 0xFFFFFFFFull;
+	int wide = is_int64(c->type);
+	int64_t first = wide ? (int64_t)c->v64[start] : (int32_t)c->v32[start];
+	uint64_t mask = wide ? ~0ULL : 0xFFFFFFFFull;
 	int64_t d[DELTA_BLOCK];
 
 	buf_varint(o, DELTA_BLOCK);
@@ -330,82 +314,64 @@ static void delta_page(struct buf *o, const struct column *c, size_t start, size
 	buf_varint(o, end - start);
 	put_zigzag(o, first);
 	for (size_t i = start + 1; i < end;) {
-		size_t k = 0;
-		while (k < DELTA_BLOCK && i < end)
-			d[k++] = delta_at(c, i++);
-		delta_block(o, d, k, mask);
+		size_t k = end - i < DELTA_BLOCK ? end - i : DELTA_BLOCK;
+		if (wide) {
+			for (size_t j = 0; j < k; j++)
+				d[j] = (int64_t)(c->v64[i + j] - c->v64[i + j - 1]);
+		} else {
+			for (size_t j = 0; j < k; j++)
+				d[j] = (int32_t)(c->v32[i + j] - c->v32[i + j - 1]);
+		}
+		delta_block(o, d, k, mask, bytes);
+		i += k;
 	}
 }
 
-static size_t page_end_fixed(size_t start, size_t n)
+static void plain_string(struct buf *o, const struct column *c, size_t i)
 {
-	return n - start > PAGE_VALUES ? start + PAGE_VALUES : n;
+	size_t len;
+	const uint8_t *s = str_at(c, i, &len);
+	uint32_t l32 = (uint32_t)len;
+	buf_put(o, &l32, 4);
+	buf_put(o, s, len);
 }
 
-static void encode_delta(const struct column *c, struct encoded *e)
-{
-	encoded_reset(e, ENC_DELTA_BINARY_PACKED);
-	for (size_t s = 0; s < c->n;) {
-		size_t end = page_end_fixed(s, c->n);
-		delta_page(&e->data, c, s, end);
-		end_page(e, (uint32_t)(end - s));
-		s = end;
-	}
-}
-
-static void plain_value(struct buf *o, const struct column *c, size_t i)
+/* PLAIN values [start, end); x86-64 is little-endian, as PLAIN is. */
+static void plain_page(struct buf *o, const struct column *c, size_t start, size_t end)
 {
 	if (c->type == PQ_STRING) {
-		size_t len;
-		const uint8_t *s = str_at(c, i, &len);
-		uint32_t l32 = (uint32_t)len;
-		buf_put(o, &l32, 4);
-		buf_put(o, s, len);
+		for (size_t i = start; i < end; i++)
+			plain_string(o, c, i);
 	} else if (is_int64(c->type)) {
-		buf_put(o, &c->v64[i], 8); /* x86-64 is little-endian, as PLAIN */
+		buf_put(o, c->v64 + start, (end - start) * 8);
 	} else {
-		buf_put(o, &c->v32[i], 4);
-	}
-}
-
-static void encode_plain(const struct column *c, struct encoded *e)
-{
-	encoded_reset(e, ENC_PLAIN);
-	for (size_t s = 0; s < c->n;) {
-		size_t end = s, start = e->data.len;
-		if (c->type == PQ_STRING) {
-			while (end < c->n && e->data.len - start < PAGE_BYTES)
-				plain_value(&e->data, c, end++);
-		} else {
-			end = page_end_fixed(s, c->n);
-			size_t w = is_int64(c->type) ? 8 : 4;
-			buf_put(&e->data, is_int64(c->type) ? (const void *)(c->v64 + s)
-							    : (const void *)(c->v32 + s),
-				(end - s) * w);
-		}
-		end_page(e, (uint32_t)(end - s));
-		s = end;
+		buf_put(o, c->v32 + start, (end - start) * 4);
 	}
 }
 
 /* ---- dictionary ---- */
 
-struct dict {
-	uint32_t *idx;     /* per value */
-	uint64_t *first;   /* per entry: row of its first occurrence */
-	uint64_t *hash;    /* per entry */
-	uint32_t n, cap;
-	uint32_t *table;   /* entry + 1, 0 = empty */
-	size_t mask;
-	size_t plain_bytes;
+struct dict_slot {
+	uint64_t key;  /* the value (integers) or its hash (strings) */
+	uint32_t e1;   /* entry + 1; 0 = empty */
 };
 
-static uint64_t hash_u64(uint64_t v)
+struct dict {
+	uint32_t *idx;          /* per value: its entry */
+	uint64_t *first;        /* per entry: row of its first occurrence */
+	uint32_t n, cap;
+	struct dict_slot *table;
+	size_t mask;            /* slots - 1 */
+	int shift;              /* 64 - log2(slots) */
+	size_t plain_bytes;     /* size of the dictionary page */
+	int bw;                 /* index bit width */
+	uint32_t *direct;       /* DIRECT_RANGE slots: entry + 1 of value lo + i */
+};
+
+/* Slot of a key: Fibonacci hashing, the top bits of key * 2^64/phi. */
+static size_t dict_home(const struct dict *d, uint64_t key)
 {
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdULL;
-	v ^= v >> 33;
-	return v;
+	return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> d->shift);
 }
 
 static uint64_t hash_bytes(const uint8_t *p, size_t n)
@@ -413,119 +379,255 @@ static uint64_t hash_bytes(const uint8_t *p, size_t n)
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return hash_u64(h);
+	return h;
 }
 
-static int same_value(const struct column *c, size_t a, size_t b)
+static void dict_resize(struct dict *d, size_t slots)
 {
-	if (c->type != PQ_STRING)
-		return value_at(c, a) == value_at(c, b);
-	size_t la, lb;
-	const uint8_t *pa = str_at(c, a, &la), *pb = str_at(c, b, &lb);
-	return la == lb && memcmp(pa, pb, la) == 0;
-}
-
-static void dict_rehash(struct dict *d, size_t slots)
-{
-	free(d->table);
+	struct dict_slot *old = d->table;
+	size_t old_n = old ? d->mask + 1 : 0;
 	d->table = xcalloc(slots, sizeof(*d->table));
 	d->mask = slots - 1;
-	for (uint32_t e = 0; e < d->n; e++) {
-		size_t s = d->hash[e] & d->mask;
-		while (d->table[s])
+	d->shift = 64 - bits_needed(d->mask);
+	for (size_t i = 0; i < old_n; i++) {
+		if (!old[i].e1)
+			continue;
+		size_t s = dict_home(d, old[i].key);
+		while (d->table[s].e1)
 			s = (s + 1) & d->mask;
-		d->table[s] = e + 1;
+		d->table[s] = old[i];
 	}
+	free(old);
 }
 
-/* Index of row i's value, adding it if new. */
-static uint32_t dict_add(struct dict *d, const struct column *c, size_t i)
+static uint32_t dict_insert(struct dict *d, size_t s, uint64_t key, size_t row, size_t bytes)
 {
-	uint64_t h;
-	size_t len = 8;
-	if (c->type == PQ_STRING) {
-		const uint8_t *p = str_at(c, i, &len);
-		h = hash_bytes(p, len);
-		len += 4;
-	} else {
-		h = hash_u64(value_at(c, i));
-		len = is_int64(c->type) ? 8 : 4;
-	}
-	size_t s = h & d->mask;
-	for (; d->table[s]; s = (s + 1) & d->mask) {
-		uint32_t e = d->table[s] - 1;
-		if (d->hash[e] == h && same_value(c, d->first[e], i))
-			return e;
-	}
 	if (d->n == d->cap) {
 		d->cap = d->cap ? 2 * d->cap : 1024;
 		d->first = xrealloc(d->first, d->cap * sizeof(*d->first));
-		d->hash = xrealloc(d->hash, d->cap * sizeof(*d->hash));
 	}
 	uint32_t e = d->n++;
-	d->first[e] = i;
-	d->hash[e] = h;
-	d->table[s] = e + 1;
-	d->plain_bytes += len;
+	d->first[e] = row;
+	d->table[s].key = key;
+	d->table[s].e1 = e + 1;
+	d->plain_bytes += bytes;
 	if ((size_t)d->n * 2 > d->mask)
-		dict_rehash(d, (d->mask + 1) * 2);
+		dict_resize(d, (d->mask + 1) * 2);
 	return e;
 }
 
-/* Build the dictionary of the buffered values. Returns 0 when it does not
- * pay (too many distinct values), checked at doubling row counts so a
- * column of unique values is given up early. */
-static int dict_build(struct dict *d, const struct column *c, size_t n_alloc)
+static uint32_t dict_add_int(struct dict *d, uint64_t v, size_t row, size_t width)
+{
+	size_t s = dict_home(d, v);
+	for (; d->table[s].e1; s = (s + 1) & d->mask)
+		if (d->table[s].key == v)
+			return d->table[s].e1 - 1;
+	return dict_insert(d, s, v, row, width);
+}
+
+static uint32_t dict_add_str(struct dict *d, const struct column *c, size_t row)
+{
+	size_t len, elen;
+	const uint8_t *p = str_at(c, row, &len);
+	uint64_t h = hash_bytes(p, len);
+	size_t s = dict_home(d, h);
+	for (; d->table[s].e1; s = (s + 1) & d->mask) {
+		if (d->table[s].key != h)
+			continue;
+		uint32_t e = d->table[s].e1 - 1;
+		const uint8_t *q = str_at(c, d->first[e], &elen);
+		if (elen == len && memcmp(p, q, len) == 0)
+			return e;
+	}
+	return dict_insert(d, s, h, row, len + 4);
+}
+
+/* Give up when the dictionary grows too big to pay; checked at doubling row
+ * counts from 16Ki, so a column of unique values costs little. */
+static int dict_hopeless(const struct dict *d, size_t rows, size_t *check)
+{
+	if (d->n > DICT_MAX_ENTRIES || d->plain_bytes > DICT_MAX_BYTES)
+		return 1;
+	if (rows == *check) {
+		*check *= 2;
+		return d->n > rows / 2;
+	}
+	return 0;
+}
+
+static void dict_start(struct dict *d, const struct column *c)
 {
 	d->n = 0;
 	d->plain_bytes = 0;
-	if (!d->table || d->mask + 1 < 2048) {
-		dict_rehash(d, 2048);
-	} else {
-		memset(d->table, 0, (d->mask + 1) * sizeof(*d->table));
+	d->idx = xrealloc(d->idx, (c->cap ? c->cap : 1) * sizeof(*d->idx));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Renumber entries by decreasing frequency: frequent values get small
+ * indices, whose bit patterns zstd then compresses better (a few percent
+ * on func_id). */
+static void dict_sort(struct dict *d, const struct column *c)
+{
+	uint64_t *key = xcalloc(d->n, sizeof(*key));
+	uint32_t *rank = xmalloc(d->n * sizeof(*rank));
+	uint64_t *first = xmalloc(d->n * sizeof(*first));
+	for (size_t i = 0; i < c->n; i++)
+		key[d->idx[i]] += 1ULL << 32;
+	/* ascending order of (UINT32_MAX - count, entry) */
+	for (uint32_t e = 0; e < d->n; e++)
+		key[e] = ((uint64_t)UINT32_MAX << 32) - (key[e] & ~0xFFFFFFFFULL) + e;
+	qsort(key, d->n, sizeof(*key), cmp_u64);
+	for (uint32_t k = 0; k < d->n; k++) {
+		uint32_t e = (uint32_t)key[k];
+		rank[e] = k;
+		first[k] = d->first[e];
 	}
-	if (n_alloc > 0)
-		d->idx = xrealloc(d->idx, n_alloc * sizeof(*d->idx));
-	size_t check = 1u << 16;
-	for (size_t i = 0; i < c->n; i++) {
-		d->idx[i] = dict_add(d, c, i);
-		if (d->n > DICT_MAX_ENTRIES || d->plain_bytes > DICT_MAX_BYTES)
-			return 0;
-		if (i + 1 == check) {
-			if (d->n > check / 2)
-				return 0;
-			check *= 2;
-		}
-	}
+	memcpy(d->first, first, d->n * sizeof(*first));
+	for (size_t i = 0; i < c->n; i++)
+		d->idx[i] = rank[d->idx[i]];
+	free(key);
+	free(rank);
+	free(first);
+}
+
+static int dict_finish(struct dict *d, const struct column *c)
+{
+	if (d->n > 1)
+		dict_sort(d, c);
+	d->bw = bits_needed(d->n > 1 ? d->n - 1 : 1); /* >= 1: width 0 is rarely exercised */
 	return c->n > 0;
+}
+
+/* Unsigned columns whose values span less than DIRECT_RANGE (tid, kind,
+ * func_id): entries are found by indexing an array with value - lo, which
+ * is several times faster than hashing. */
+static int dict_build_direct(struct dict *d, const struct column *c, uint64_t lo)
+{
+	dict_start(d, c);
+	if (!d->direct)
+		d->direct = xcalloc(DIRECT_RANGE, sizeof(*d->direct));
+	size_t check = 1u << 14, width = is_int64(c->type) ? 8 : 4;
+	int ok = 1;
+	for (size_t i = 0; i < c->n && ok; i++) {
+		uint64_t v = width == 8 ? c->v64[i] : c->v32[i];
+		uint32_t *slot = &d->direct[v - lo];
+		if (!*slot) {
+			if (d->n == d->cap) {
+				d->cap = d->cap ? 2 * d->cap : 1024;
+				d->first = xrealloc(d->first, d->cap * sizeof(*d->first));
+			}
+			d->first[d->n] = i;
+			*slot = ++d->n;
+			d->plain_bytes += width;
+		}
+		d->idx[i] = *slot - 1;
+		ok = !dict_hopeless(d, i + 1, &check);
+	}
+	/* Leave the array zeroed for the next chunk. */
+	for (uint32_t e = 0; e < d->n; e++) {
+		uint64_t v = width == 8 ? c->v64[d->first[e]] : c->v32[d->first[e]];
+		d->direct[v - lo] = 0;
+	}
+	return ok && dict_finish(d, c);
+}
+
+/* Build the dictionary of the buffered values. Returns 0 if it does not pay.
+ * `st` holds the column's min/max, for the direct-index case. */
+static int dict_build(struct dict *d, const struct column *c, const struct stats *st)
+{
+	if ((c->type == PQ_UINT64 || c->type == PQ_UINT32) && st->has) {
+		uint64_t lo = 0, hi = 0;
+		memcpy(&lo, st->min, st->min_len);
+		memcpy(&hi, st->max, st->max_len);
+		if (hi - lo < DIRECT_RANGE)
+			return dict_build_direct(d, c, lo);
+	}
+	dict_start(d, c);
+	if (d->table)
+		memset(d->table, 0, (d->mask + 1) * sizeof(*d->table));
+	else
+		dict_resize(d, 4096);
+	size_t check = 1u << 14, width = is_int64(c->type) ? 8 : 4;
+	uint64_t prev = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->type == PQ_STRING) {
+			d->idx[i] = dict_add_str(d, c, i);
+		} else {
+			uint64_t v = width == 8 ? c->v64[i] : c->v32[i];
+			/* runs of one value skip the hash table */
+			d->idx[i] = i && v == prev ? d->idx[i - 1] : dict_add_int(d, v, i, width);
+			prev = v;
+		}
+		if (dict_hopeless(d, i + 1, &check))
+			return 0;
+	}
+	return dict_finish(d, c);
 }
 
 static void dict_free(struct dict *d)
 {
 	free(d->idx);
 	free(d->first);
-	free(d->hash);
 	free(d->table);
+	free(d->direct);
 	memset(d, 0, sizeof(*d));
 }
 
-static void encode_dict(const struct column *c, const struct dict *d, struct encoded *e)
+/* The dictionary page body: the entries, PLAIN. */
+static void dict_page(struct buf *o, const struct column *c, const struct dict *d)
 {
-	encoded_reset(e, ENC_RLE_DICTIONARY);
-	for (uint32_t k = 0; k < d->n; k++)
-		plain_value(&e->dict, c, d->first[k]);
-	e->dict_n = d->n;
-	int bw = bits_needed(d->n - 1);
-	if (bw == 0)
-		bw = 1; /* one entry: width 0 is legal but rarely exercised by readers */
-	for (size_t s = 0; s < c->n;) {
-		size_t end = page_end_fixed(s, c->n);
-		buf_byte(&e->data, (uint8_t)bw);
-		rle_hybrid(&e->data, d->idx + s, end - s, bw);
-		end_page(e, (uint32_t)(end - s));
-		s = end;
+	for (uint32_t k = 0; k < d->n; k++) {
+		size_t row = d->first[k];
+		if (c->type == PQ_STRING)
+			plain_string(o, c, row);
+		else
+			plain_page(o, c, row, row + 1);
 	}
 }
+
+static void dict_data_page(struct buf *o, const struct dict *d, size_t start, size_t end)
+{
+	buf_byte(o, (uint8_t)d->bw);
+	rle_hybrid(o, d->idx + start, end - start, d->bw);
+}
+
+/* Where the data page starting at `start` ends: a fixed number of values,
+ * or for PLAIN strings about PAGE_BYTES of data. */
+static size_t page_end(const struct column *c, enum method m, size_t start)
+{
+	if (c->type == PQ_STRING && m == M_PLAIN) {
+		size_t end = start;
+		while (end < c->n && c->off[end] - c->off[start] < PAGE_BYTES)
+			end++;
+		return end > start ? end : start + 1;
+	}
+	return c->n - start > PAGE_VALUES ? start + PAGE_VALUES : c->n;
+}
+
+static void encode_page(struct buf *o, const struct column *c, const struct dict *d,
+			enum method m, size_t start, size_t end)
+{
+	switch (m) {
+	case M_DICT:
+		dict_data_page(o, d, start, end);
+		break;
+	case M_DELTA:
+	case M_DELTA_BYTES:
+		delta_page(o, c, start, end, m == M_DELTA_BYTES);
+		break;
+	case M_PLAIN:
+	case M_COUNT:
+		plain_page(o, c, start, end);
+		break;
+	}
+}
+
+/* ---- the writer ---- */
 
 struct pq_writer {
 	struct column *cols;
@@ -541,10 +643,10 @@ struct pq_writer {
 	size_t nrg, rgcap;
 	ZSTD_CCtx *zc;
 	struct tc_writer tc;  /* page headers and footer */
-	struct buf chunk[2];  /* compressed candidates: best so far, trial */
-	struct buf zbuf;      /* one compressed page */
 	struct dict dict;     /* scratch, reused across chunks */
-	struct encoded cand[3];
+	struct buf page;      /* one encoded page */
+	struct buf zbuf;      /* one compressed page */
+	struct buf trial[M_COUNT]; /* column chunk bytes per method */
 	int failed;
 	char err[256];
 };
@@ -690,15 +792,15 @@ static int compress_page(struct pq_writer *w, const uint8_t *p, size_t n,
 }
 
 /* Append one page (header + compressed body) to `chunk`. Adds the sizes,
- * header included, to *unc / *comp. */
-static int put_page(struct pq_writer *w, struct buf *chunk, int type, const uint8_t *body,
-		    size_t n, uint32_t nvals, int enc, int64_t *unc, int64_t *comp)
+ * header included, to m->uncompressed / m->compressed. */
+static int put_page(struct pq_writer *w, struct buf *chunk, int type, const struct buf *body,
+		    size_t nvals, int enc, struct chunk_meta *m)
 {
 	const uint8_t *z = NULL;
 	size_t zn = 0;
-	if (n > INT32_MAX)
+	if (body->len > INT32_MAX)
 		return fail(w, "page too large");
-	if (compress_page(w, body, n, &z, &zn) < 0)
+	if (compress_page(w, body->p, body->len, &z, &zn) < 0)
 		return -1;
 	if (zn > INT32_MAX)
 		return fail(w, "page too large");
@@ -707,7 +809,7 @@ static int put_page(struct pq_writer *w, struct buf *chunk, int type, const uint
 	tc_reset(t);
 	tc_struct_open(t);
 	tc_i32(t, 1, type);
-	tc_i32(t, 2, (int32_t)n);
+	tc_i32(t, 2, (int32_t)body->len);
 	tc_i32(t, 3, (int32_t)zn);
 	if (type == PAGE_DICTIONARY) {
 		tc_struct_begin(t, 7);
@@ -725,116 +827,130 @@ static int put_page(struct pq_writer *w, struct buf *chunk, int type, const uint
 	tc_struct_end(t);
 	buf_put(chunk, t->buf, t->len);
 	buf_put(chunk, z, zn);
-	*unc += (int64_t)(t->len + n);
-	*comp += (int64_t)(t->len + zn);
+	m->uncompressed += (int64_t)(t->len + body->len);
+	m->compressed += (int64_t)(t->len + zn);
 	return 0;
 }
 
-/* Compress candidate `e` into `chunk` (page headers + bodies); fills the
- * size/offset fields of `m` relative to the chunk start. */
-static int build_chunk(struct pq_writer *w, const struct encoded *e, struct buf *chunk,
-		       struct chunk_meta *m)
+/* Encode and compress values [0, limit) of column `c` with `method` into
+ * `chunk`: the dictionary page if any, then data pages. Fills m's sizes,
+ * offsets (relative to the chunk) and num_values. */
+static int build_chunk(struct pq_writer *w, const struct column *c, enum method method,
+		       size_t limit, struct buf *chunk, struct chunk_meta *m)
 {
+	memset(m, 0, sizeof(*m));
 	chunk->len = 0;
-	m->uncompressed = m->compressed = 0;
 	m->dict_off = -1;
-	m->data_off = 0;
-	m->data_enc = e->enc;
-	m->data_pages = e->npages;
-	if (e->enc == ENC_RLE_DICTIONARY) {
+	m->data_enc = method_encoding(method);
+	if (method == M_DICT) {
 		m->dict_off = 0;
-		if (put_page(w, chunk, PAGE_DICTIONARY, e->dict.p, e->dict.len, e->dict_n, ENC_PLAIN,
-			     &m->uncompressed, &m->compressed) < 0)
+		w->page.len = 0;
+		dict_page(&w->page, c, &w->dict);
+		if (put_page(w, chunk, PAGE_DICTIONARY, &w->page, w->dict.n, ENC_PLAIN, m) < 0)
 			return -1;
 		m->data_off = (int64_t)chunk->len;
 	}
-	size_t start = 0;
-	for (int i = 0; i < e->npages; i++) {
-		if (put_page(w, chunk, PAGE_DATA, e->data.p + start, e->page_end[i] - start,
-			     e->page_vals[i], e->enc, &m->uncompressed, &m->compressed) < 0)
+	if (limit > c->n)
+		limit = c->n;
+	for (size_t s = 0; s < limit;) {
+		size_t end = page_end(c, method, s);
+		end = end < limit ? end : limit;
+		w->page.len = 0;
+		encode_page(&w->page, c, &w->dict, method, s, end);
+		if (put_page(w, chunk, PAGE_DATA, &w->page, end - s, m->data_enc, m) < 0)
 			return -1;
-		start = e->page_end[i];
+		m->data_pages++;
+		s = end;
 	}
+	m->num_values = (int64_t)limit;
 	return 0;
 }
 
-static unsigned allowed(const struct pq_writer *w, unsigned enc)
+static int allowed(const struct pq_writer *w, enum method m)
 {
-	return (w->opt.encodings ? w->opt.encodings : ~0u) & enc;
+	static const unsigned bit[M_COUNT] = {
+		[M_PLAIN] = PQ_ENC_PLAIN, [M_DICT] = PQ_ENC_DICT,
+		[M_DELTA] = PQ_ENC_DELTA, [M_DELTA_BYTES] = PQ_ENC_DELTA_BYTES,
+	};
+	return (w->opt.encodings ? w->opt.encodings : ~0u) & bit[m];
 }
 
-/* Build the candidates for column `c`. Returns how many. */
-static int candidates(struct pq_writer *w, const struct column *c, struct dict *d,
-		      struct encoded *cand)
+/* The methods worth trying on column `c` (builds the dictionary). PLAIN
+ * is the fallback when nothing else is allowed. */
+static int methods(struct pq_writer *w, const struct column *c, const struct stats *st,
+		   enum method *out)
 {
 	int n = 0;
-	if (allowed(w, PQ_ENC_DICT) && dict_build(d, c, c->cap)) {
-		encode_dict(c, d, &cand[n++]);
+	if (allowed(w, M_DICT) && dict_build(&w->dict, c, st))
+		out[n++] = M_DICT;
+	if (c->type != PQ_STRING) {
+		if (allowed(w, M_DELTA))
+			out[n++] = M_DELTA;
+		/* Byte-aligned widths help zstd find repeats; without
+		 * compression they only cost space. */
+		if (allowed(w, M_DELTA_BYTES) && w->opt.codec != PQ_CODEC_NONE)
+			out[n++] = M_DELTA_BYTES;
 	}
-	if (c->type != PQ_STRING && allowed(w, PQ_ENC_DELTA))
-		encode_delta(c, &cand[n++]);
-	/* PLAIN only when asked for or when nothing else is much smaller:
-	 * it rarely wins and costs a full compression pass. */
-	size_t plain = c->type == PQ_STRING ? c->str.len + 4 * c->n
-					    : c->n * (is_int64(c->type) ? 8 : 4);
-	int want_plain = n == 0;
-	if (allowed(w, PQ_ENC_PLAIN) && !want_plain) {
-		want_plain = 1;
-		for (int i = 0; i < n; i++)
-			if (encoded_size(&cand[i]) * 2 < plain)
-				want_plain = 0;
-	}
-	if (want_plain)
-		encode_plain(c, &cand[n++]);
+	if (allowed(w, M_PLAIN) || n == 0)
+		out[n++] = M_PLAIN;
 	return n;
 }
 
-/* Encode, pick and write the chunk of column `ci` in the current row group. */
+/* Compressed size of the whole chunk, extrapolated from a trial on its
+ * first values (the dictionary page counts once). */
+static double estimate(const struct column *c, const struct chunk_meta *m, size_t dict_bytes)
+{
+	double data = (double)(m->compressed - (int64_t)dict_bytes);
+	return (double)dict_bytes + data * (double)c->n / (double)(m->num_values ? m->num_values : 1);
+}
+
+/* Encode column `ci` of the current row group, keeping the method whose
+ * trial compresses best, and write it. */
 static int write_chunk(struct pq_writer *w, int ci, struct chunk_meta *m)
 {
 	struct column *c = &w->cols[ci];
-	struct encoded *cand = w->cand;
-	int nc = candidates(w, c, &w->dict, cand);
+	enum method cand[M_COUNT];
+	struct stats st;
+	column_stats(c, &st);
+	int nc = methods(w, c, &st, cand);
 
-	size_t best_enc = SIZE_MAX;
-	for (int i = 0; i < nc; i++)
-		if (encoded_size(&cand[i]) < best_enc)
-			best_enc = encoded_size(&cand[i]);
-
-	int best = -1;
-	struct chunk_meta trial = {0};
-	for (int i = 0; i < nc; i++) {
-		if (encoded_size(&cand[i]) > 2 * best_enc + 64)
-			continue;
-		struct buf *dst = &w->chunk[best < 0 ? 0 : 1];
-		if (build_chunk(w, &cand[i], dst, &trial) < 0)
+	/* Trial: the first TRIAL_VALUES values with each method. */
+	int best = 0;
+	double best_size = 0;
+	for (int i = 0; i < nc && nc > 1; i++) {
+		struct chunk_meta t;
+		if (build_chunk(w, c, cand[i], TRIAL_VALUES, &w->trial[cand[i]], &t) < 0)
 			return -1;
-		if (best < 0 || trial.compressed < m->compressed) {
-			if (best >= 0) {
-				struct buf tmp = w->chunk[0];
-				w->chunk[0] = w->chunk[1];
-				w->chunk[1] = tmp;
-			}
-			*m = trial;
+		size_t dict_bytes = t.dict_off >= 0 ? (size_t)t.data_off : 0;
+		double size = estimate(c, &t, dict_bytes);
+		if (i == 0 || size < best_size) {
 			best = i;
+			best_size = size;
+			*m = t;
 		}
 	}
-	column_stats(c, &m->st);
-	if (cand[best].enc == ENC_RLE_DICTIONARY)
-		m->st.distinct = w->dict.n;
+	struct buf *chunk = &w->trial[cand[best]];
+	if (nc == 1 || (size_t)m->num_values < c->n) {
+		if (build_chunk(w, c, cand[best], c->n, chunk, m) < 0)
+			return -1;
+	}
 
+	m->st = st;
+	if (cand[best] == M_DICT)
+		m->st.distinct = w->dict.n;
 	m->start = w->offset;
 	m->data_off += w->offset;
 	if (m->dict_off >= 0)
 		m->dict_off += w->offset;
-	m->num_values = (int64_t)c->n;
-	return emit(w, w->chunk[0].p, w->chunk[0].len);
+	return emit(w, chunk->p, chunk->len);
 }
 
 static int flush_row_group(struct pq_writer *w)
 {
-	if (w->rows == 0 || w->failed)
-		return w->failed ? -1 : 0;
+	if (w->failed)
+		return -1;
+	if (w->rows == 0)
+		return 0;
 	if (w->nrg == w->rgcap) {
 		w->rgcap = w->rgcap ? 2 * w->rgcap : 8;
 		w->rgs = xrealloc(w->rgs, w->rgcap * sizeof(*w->rgs));
@@ -1217,12 +1333,11 @@ void pq_free(struct pq_writer *w)
 	free(w->rgs);
 	ZSTD_freeCCtx(w->zc);
 	tc_free(&w->tc);
-	buf_free(&w->chunk[0]);
-	buf_free(&w->chunk[1]);
+	buf_free(&w->page);
 	buf_free(&w->zbuf);
+	for (int i = 0; i < M_COUNT; i++)
+		buf_free(&w->trial[i]);
 	dict_free(&w->dict);
-	for (int i = 0; i < 3; i++)
-		encoded_free(&w->cand[i]);
 	free(w);
 }
 

@@ -6,8 +6,8 @@
  * compressed and handed to the write callback; pq_close writes the footer.
  *
  * Each column is REQUIRED (no nulls). Per row group and column the writer
- * encodes the values in the applicable ways (dictionary, DELTA_BINARY_PACKED,
- * PLAIN), compresses them, and keeps whichever is smallest. The footer has
+ * tries the applicable encodings (dictionary, DELTA_BINARY_PACKED, PLAIN) on
+ * the first page, and encodes the chunk with the one that compressed best. The footer has
  * min/max statistics and an `ARROW:schema` entry, so polars reads each column
  * with its exact type (UInt64, UInt32, Duration(ns), String).
  */
@@ -35,6 +35,8 @@ enum pq_enc {
 	PQ_ENC_PLAIN = 1,
 	PQ_ENC_DICT = 2,  /* dictionary page + RLE_DICTIONARY indices */
 	PQ_ENC_DELTA = 4, /* DELTA_BINARY_PACKED (integer columns) */
+	PQ_ENC_DELTA_BYTES = 8, /* the same, miniblock widths rounded to bytes
+				 * (compresses better; only tried with zstd) */
 };
 
 struct pq_column {

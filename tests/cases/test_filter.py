@@ -355,6 +355,7 @@ def test_filter_unusable_objects():
         p = run([SFTRACE, "filter", "-p", exe, "-p", obj, "-r", "leaf", "-o", out], check_rc=1)
         check(f"{obj}: {msg}" in p.stderr, p.stderr)
         eq(len(p.stderr.strip().splitlines()), 1, f"one error line for {obj}")
+        eq(p.stdout, "", "objects are checked before any summary")
         check(not os.path.exists(out), "no filter written")
 
 

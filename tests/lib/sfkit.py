@@ -140,3 +140,87 @@ def check_nesting(events):
             top = st.pop()
             eq(top, e.name, f"tid {e.tid} {e.kind} closes the innermost frame")
     return {t: s for t, s in stacks.items() if s}
+
+
+def decode_raw(data):
+    """Decodes protobuf bytes with `protoc --decode_raw` into a tree of
+    (field_number, value_or_children) pairs."""
+    p = subprocess.run(["protoc", "--decode_raw"], input=data, capture_output=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(f"protoc --decode_raw failed: {p.stderr.decode(errors='replace')[:500]}")
+    root, stack = [], []
+    cur = root
+    for line in p.stdout.decode(errors="replace").splitlines():
+        line = line.strip()
+        if line.endswith("{"):
+            node = []
+            cur.append((int(line[:-1].strip()), node))
+            stack.append(cur)
+            cur = node
+        elif line == "}":
+            cur = stack.pop()
+        elif line:
+            k, _, v = line.partition(": ")
+            if v.startswith('"'):
+                v = bytes(v[1:-1], "utf-8").decode("unicode_escape").encode("latin-1").decode("utf-8", "replace")
+            else:
+                v = int(v) if v.lstrip("-").isdigit() else v
+            cur.append((int(k), v))
+    return root
+
+
+def field(node, num, default=None):
+    for k, v in node:
+        if k == num:
+            return v
+    return default
+
+
+def fields(node, num):
+    return [v for k, v in node if k == num]
+
+
+def perfetto_summary(path):
+    """Reads a Perfetto trace (gzip or not) back: process and thread tracks,
+    per-name slice begin counts, begin/end balance per track, and how often
+    each interned name string was written."""
+    import gzip
+    data = open(path, "rb").read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    tree = decode_raw(data)
+    procs, threads = {}, {}
+    names = {}          # (seq, iid) -> name
+    name_writes = collections.Counter()
+    begins = collections.Counter()
+    balance = collections.Counter()
+    pending = []
+    for k, pkt in tree:
+        if k != 1:
+            continue
+        seq = field(pkt, 10)
+        td = field(pkt, 60)
+        if td is not None:
+            uuid = field(td, 1)
+            if field(td, 3) is not None:
+                pd = field(td, 3)
+                procs[uuid] = {"pid": field(pd, 1), "name": field(pd, 6), "cmdline": fields(pd, 2)}
+            if field(td, 4) is not None:
+                t = field(td, 4)
+                threads[uuid] = {"pid": field(t, 1), "tid": field(t, 2), "name": field(t, 5),
+                                 "parent": field(td, 5)}
+        interned = field(pkt, 12)
+        if interned is not None:
+            for en in fields(interned, 2):
+                names[(seq, field(en, 1))] = field(en, 2)
+                name_writes[field(en, 2)] += 1
+        te = field(pkt, 11)
+        if te is not None:
+            typ, track = field(te, 9), field(te, 11)
+            if typ == 1:
+                begins[names.get((seq, field(te, 10)), field(te, 23))] += 1
+                balance[track] += 1
+            elif typ == 2:
+                balance[track] -= 1
+    return {"procs": procs, "threads": threads, "begins": begins, "balance": balance,
+            "name_writes": name_writes}

@@ -26,7 +26,7 @@ struct node {
 	int field;
 	char *value; /* NULL for a nested message */
 	struct node **kids;
-	int nkids;
+	int nkids, cap;
 };
 
 static struct node *node_new(int field, const char *value)
@@ -39,7 +39,10 @@ static struct node *node_new(int field, const char *value)
 
 static void node_add(struct node *parent, struct node *kid)
 {
-	parent->kids = realloc(parent->kids, sizeof(*parent->kids) * (size_t)(parent->nkids + 1));
+	if (parent->nkids == parent->cap) {
+		parent->cap = parent->cap ? 2 * parent->cap : 4;
+		parent->kids = realloc(parent->kids, sizeof(*parent->kids) * (size_t)parent->cap);
+	}
 	parent->kids[parent->nkids++] = kid;
 }
 

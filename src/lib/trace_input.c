@@ -1,0 +1,389 @@
+#include "lib/trace_input.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format/sflog.h"
+#include "lib/util.h"
+
+struct proc_state {
+	struct trace_proc pub;
+	char *name, *cmdline;
+	uint64_t *keys;       /* func_key by function id */
+	uint32_t nkeys;
+	uint8_t *thread_seen; /* by lr_thread.index */
+};
+
+struct trace_input {
+	struct proc_state *procs;
+	size_t nprocs;
+	struct trace_options opt;
+	char **object_ids;    /* distinct non-main objects (build-id hex or path) */
+	size_t nobject_ids;
+	struct frames *frames;
+	/* During trace_run: */
+	const struct trace_sink *sink;
+	struct proc_state *cur;
+	int failed;
+	uint64_t events;
+	struct timespec start;
+	int progress_shown;
+};
+
+static int has_log_magic(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	uint64_t m = 0;
+	size_t n = fread(&m, 1, sizeof(m), f);
+	fclose(f);
+	return n == sizeof(m) && m == SF_MAGIC;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Expands directories into the sftrace logs they hold. */
+static int expand_paths(const char *const *paths, size_t n, char ***out, size_t *nout)
+{
+	char **v = NULL;
+	size_t nv = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			DIR *d = opendir(paths[i]);
+			if (!d) {
+				sf_error("%s: %s", paths[i], strerror(errno));
+				goto fail;
+			}
+			size_t first = nv;
+			struct dirent *e;
+			while ((e = readdir(d))) {
+				size_t len = strlen(e->d_name);
+				if (len < 5 || strcmp(e->d_name + len - 4, ".log"))
+					continue;
+				size_t plen = strlen(paths[i]) + len + 2;
+				char *p = xmalloc(plen);
+				snprintf(p, plen, "%s/%s", paths[i], e->d_name);
+				if (!has_log_magic(p)) {
+					free(p);
+					continue;
+				}
+				v = xrealloc(v, (nv + 1) * sizeof(*v));
+				v[nv++] = p;
+			}
+			closedir(d);
+			if (nv == first) {
+				sf_error("%s: directory holds no sftrace logs (*.log)", paths[i]);
+				goto fail;
+			}
+			qsort(v + first, nv - first, sizeof(*v), cmp_str);
+		} else {
+			v = xrealloc(v, (nv + 1) * sizeof(*v));
+			v[nv++] = xstrdup(paths[i]);
+		}
+	}
+	*out = v;
+	*nout = nv;
+	return 0;
+fail:
+	for (size_t i = 0; i < nv; i++)
+		free(v[i]);
+	free(v);
+	return -1;
+}
+
+static char *join_argv(const struct lr_info *info)
+{
+	size_t len = 1;
+	for (int i = 0; i < info->argc; i++)
+		len += strlen(info->argv[i]) + 1;
+	char *s = xmalloc(len), *p = s;
+	*p = 0;
+	for (int i = 0; i < info->argc; i++)
+		p += sprintf(p, "%s%s", i ? " " : "", info->argv[i]);
+	return s;
+}
+
+static char *process_name(const struct lr_info *info, const struct lr_log *log)
+{
+	const char *src = info->argc > 0 ? info->argv[0] : NULL;
+	if (!src || !*src) {
+		for (size_t i = 0; i < lr_nobjects(log); i++)
+			if (lr_object_at(log, i)->flags & SF_OBJ_MAIN)
+				src = lr_object_at(log, i)->path;
+	}
+	if (!src)
+		return xstrdup("?");
+	const char *slash = strrchr(src, '/');
+	return xstrdup(slash ? slash + 1 : src);
+}
+
+static uint64_t object_key(struct trace_input *in, const struct lr_object *o)
+{
+	if (o->flags & SF_OBJ_MAIN)
+		return 0;
+	char id[160];
+	if (o->build_id_len) {
+		size_t p = 0;
+		for (int i = 0; i < o->build_id_len; i++)
+			p += (size_t)snprintf(id + p, sizeof(id) - p, "%02x", o->build_id[i]);
+	} else {
+		snprintf(id, sizeof(id), "path:%s", o->path);
+	}
+	for (size_t i = 0; i < in->nobject_ids; i++)
+		if (!strcmp(in->object_ids[i], id))
+			return i + 1;
+	in->object_ids = xrealloc(in->object_ids, (in->nobject_ids + 1) * sizeof(char *));
+	in->object_ids[in->nobject_ids++] = xstrdup(id);
+	return in->nobject_ids;
+}
+
+/* Precomputes func_key for every function id of a log. */
+static void compute_keys(struct trace_input *in, struct proc_state *ps)
+{
+	const struct lr_log *log = ps->pub.log;
+	uint32_t max = 0;
+	for (size_t i = 0; i < lr_nobjects(log); i++) {
+		const struct lr_object *o = lr_object_at(log, i);
+		if (o->first_id + o->count > max)
+			max = o->first_id + o->count;
+	}
+	ps->nkeys = max + 1;
+	ps->keys = xcalloc(ps->nkeys, sizeof(uint64_t));
+	for (size_t i = 0; i < lr_nobjects(log); i++) {
+		const struct lr_object *o = lr_object_at(log, i);
+		uint64_t k = object_key(in, o);
+		for (uint32_t j = 0; j < o->count; j++)
+			ps->keys[o->first_id + j] = (k << 48) | (o->funcs[j] & 0xffffffffffffull);
+	}
+}
+
+struct trace_input *trace_open(const char *const *paths, size_t npaths, const struct trace_options *opt)
+{
+	char **files;
+	size_t nfiles;
+	if (expand_paths(paths, npaths, &files, &nfiles) < 0)
+		return NULL;
+	struct trace_input *in = xcalloc(1, sizeof(*in));
+	if (opt)
+		in->opt = *opt;
+	in->procs = xcalloc(nfiles, sizeof(*in->procs));
+	int ok = 1;
+	for (size_t i = 0; i < nfiles; i++) {
+		char err[1024];
+		struct proc_state *ps = &in->procs[in->nprocs];
+		ps->pub.log = lr_open(files[i], err, sizeof(err));
+		if (!ps->pub.log) {
+			sf_error("%s", err);
+			ok = 0;
+			continue;
+		}
+		struct ls_options lo = {opt ? opt->symbol_paths : NULL, opt ? opt->nsymbol_paths : 0,
+					opt ? opt->force : 0, opt ? opt->no_symbols : 0};
+		ps->pub.syms = ls_open(ps->pub.log, &lo, err, sizeof(err));
+		if (!ps->pub.syms) {
+			sf_error("%s", err);
+			lr_close(ps->pub.log);
+			ok = 0;
+			continue;
+		}
+		ps->pub.index = in->nprocs;
+		ps->pub.info = lr_info(ps->pub.log);
+		ps->name = process_name(ps->pub.info, ps->pub.log);
+		ps->cmdline = join_argv(ps->pub.info);
+		ps->pub.name = ps->name;
+		ps->pub.cmdline = ps->cmdline;
+		ps->thread_seen = xcalloc(lr_nthreads(ps->pub.log) + 1, 1);
+		compute_keys(in, ps);
+		in->nprocs++;
+	}
+	for (size_t i = 0; i < nfiles; i++)
+		free(files[i]);
+	free(files);
+	if (!ok) {
+		trace_close(in);
+		return NULL;
+	}
+	return in;
+}
+
+size_t trace_nprocs(const struct trace_input *in) { return in->nprocs; }
+const struct trace_proc *trace_proc_at(const struct trace_input *in, size_t i) { return &in->procs[i].pub; }
+
+const struct sym_info *trace_symbol(const struct trace_proc *p, uint32_t func_id)
+{
+	return ls_lookup(p->syms, func_id);
+}
+
+uint64_t trace_func_key(const struct trace_proc *p, uint32_t func_id)
+{
+	const struct proc_state *ps = (const struct proc_state *)p;
+	return func_id < ps->nkeys ? ps->keys[func_id] : 0;
+}
+
+static void fill_frame(struct trace_input *in, struct trace_frame *f, const struct lr_thread *thread,
+		       uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth)
+{
+	f->proc = &in->cur->pub;
+	f->thread = thread;
+	f->id = id;
+	f->parent = parent;
+	f->func_id = func_id;
+	f->func_key = trace_func_key(&in->cur->pub, func_id);
+	f->depth = depth;
+}
+
+static void on_begin(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
+		     uint32_t depth, uint64_t t)
+{
+	struct trace_input *in = ctx;
+	if (in->failed || !in->sink->frame_begin)
+		return;
+	struct trace_frame f;
+	fill_frame(in, &f, thread, id, parent, func_id, depth);
+	f.t_begin = t;
+	f.t_end = 0;
+	f.end_kind = 0;
+	if (in->sink->frame_begin(in->sink->ctx, &f))
+		in->failed = 1;
+}
+
+static void on_end(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
+		   uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind)
+{
+	struct trace_input *in = ctx;
+	if (in->failed || !in->sink->frame_end)
+		return;
+	struct trace_frame f;
+	fill_frame(in, &f, thread, id, parent, func_id, depth);
+	f.t_begin = t_begin;
+	f.t_end = t_end;
+	f.end_kind = kind;
+	if (in->sink->frame_end(in->sink->ctx, &f))
+		in->failed = 1;
+}
+
+static double elapsed(const struct timespec *a)
+{
+	struct timespec b;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a->tv_sec) + (double)(b.tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* Progress on stderr for long jobs, only when a person is watching. */
+static void progress(struct trace_input *in, const struct lr_event *ev)
+{
+	if (in->opt.quiet || !isatty(2))
+		return;
+	if (elapsed(&in->start) < 1.0)
+		return;
+	const struct lr_info *info = in->cur->pub.info;
+	double pct = info->file_size ? 100.0 * (double)ev->offset / (double)info->file_size : 0;
+	fprintf(stderr, "\rsftrace: log %zu/%zu, %llu events (%.0f%%)   ", in->cur->pub.index + 1, in->nprocs,
+		(unsigned long long)in->events, pct);
+	in->progress_shown = 1;
+}
+
+int trace_run(struct trace_input *in, const struct trace_sink *sink)
+{
+	struct fr_callbacks cb = {on_begin, on_end};
+	if (in->frames)
+		fr_free(in->frames);
+	in->frames = fr_new(&cb, in);
+	in->sink = sink;
+	in->failed = 0;
+	in->events = 0;
+	clock_gettime(CLOCK_MONOTONIC, &in->start);
+	for (size_t i = 0; i < in->nprocs && !in->failed; i++) {
+		struct proc_state *ps = &in->procs[i];
+		in->cur = ps;
+		memset(ps->thread_seen, 0, lr_nthreads(ps->pub.log) + 1);
+		if (sink->process_begin && sink->process_begin(sink->ctx, &ps->pub)) {
+			in->failed = 1;
+			break;
+		}
+		struct lr_iter it;
+		struct lr_event ev;
+		lr_iter_init(&it, ps->pub.log);
+		while (!in->failed && lr_next(&it, &ev)) {
+			uint32_t ti = ev.thread->index;
+			if (!ps->thread_seen[ti]) {
+				ps->thread_seen[ti] = 1;
+				if (sink->thread_begin && sink->thread_begin(sink->ctx, &ps->pub, ev.thread)) {
+					in->failed = 1;
+					break;
+				}
+			}
+			fr_feed(in->frames, &ev);
+			if ((++in->events & 0xfffff) == 0)
+				progress(in, &ev);
+		}
+		for (size_t t = 0; t < lr_nthreads(ps->pub.log) && !in->failed; t++)
+			if (ps->thread_seen[t])
+				fr_end_thread(in->frames, lr_thread_at(ps->pub.log, t));
+		if (!in->failed && sink->process_end && sink->process_end(sink->ctx, &ps->pub))
+			in->failed = 1;
+	}
+	if (in->progress_shown)
+		fprintf(stderr, "\r%60s\r", "");
+	return in->failed ? -1 : 0;
+}
+
+const struct fr_stats *trace_stats(const struct trace_input *in)
+{
+	static const struct fr_stats none;
+	return in->frames ? fr_stats(in->frames) : &none;
+}
+
+uint64_t trace_events(const struct trace_input *in) { return in->events; }
+
+void trace_report_repairs(const struct trace_input *in)
+{
+	if (in->opt.quiet)
+		return;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		const struct trace_proc *p = &in->procs[i].pub;
+		for (size_t w = 0; w < lr_nwarnings(p->log); w++)
+			sf_warn("%s: %s", p->info->path, lr_warning(p->log, w));
+		for (size_t w = 0; w < ls_nwarnings(p->syms); w++)
+			sf_warn("%s: %s", p->info->path, ls_warning(p->syms, w));
+		if (p->info->dropped_events)
+			sf_warn("%s: the runtime dropped %llu events (%llu failed writes)", p->info->path,
+				(unsigned long long)p->info->dropped_events, (unsigned long long)p->info->write_errors);
+	}
+	char buf[512];
+	if (fr_format_repairs(trace_stats(in), buf, sizeof(buf)))
+		fprintf(stderr, "sftrace: %s\n", buf);
+}
+
+void trace_close(struct trace_input *in)
+{
+	if (!in)
+		return;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		struct proc_state *ps = &in->procs[i];
+		ls_close(ps->pub.syms);
+		lr_close(ps->pub.log);
+		free(ps->name);
+		free(ps->cmdline);
+		free(ps->keys);
+		free(ps->thread_seen);
+	}
+	for (size_t i = 0; i < in->nobject_ids; i++)
+		free(in->object_ids[i]);
+	free(in->object_ids);
+	free(in->procs);
+	if (in->frames)
+		fr_free(in->frames);
+	free(in);
+}

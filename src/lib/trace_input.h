@@ -1,0 +1,91 @@
+/* The input side of every analysis command (convert, report, flamegraph):
+ * opens the logs of one recording (files, or a directory holding them),
+ * symbolizes them, and replays their frames through one frame-repair pass
+ * into a sink. Memory: threads x depth + symbols, never events.
+ *
+ *   struct trace_input *in = trace_open(paths, n, &opts);   // prints errors
+ *   trace_run(in, &sink);      // begin/end callbacks per frame, per process
+ *   trace_report_repairs(in);  // one summary line on stderr if anything was repaired
+ *   trace_close(in);
+ */
+#ifndef SFTRACE_LIB_TRACE_INPUT_H
+#define SFTRACE_LIB_TRACE_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/frames.h"
+#include "lib/log_reader.h"
+#include "lib/log_symbols.h"
+
+struct trace_options {
+	const char *const *symbol_paths; /* -s/--symbol overrides */
+	size_t nsymbol_paths;
+	int force;       /* build-id mismatches and missing objects are not errors */
+	int no_symbols;
+	int quiet;       /* no warnings, no progress */
+};
+
+/* One process: one log. */
+struct trace_proc {
+	size_t index;             /* 0.. in the order the logs were given */
+	struct lr_log *log;
+	const struct lr_info *info;
+	struct log_symbols *syms;
+	const char *name;         /* process name: basename of argv[0] */
+	const char *cmdline;      /* argv joined with spaces */
+};
+
+struct trace_frame {
+	const struct trace_proc *proc;
+	const struct lr_thread *thread;
+	uint64_t id, parent;      /* unique over the whole input; parent 0: root */
+	uint32_t func_id;         /* the log's function id */
+	uint64_t func_key;        /* stable function id over the input (trace_func_key) */
+	uint32_t depth;
+	uint64_t t_begin, t_end;  /* ns since the process start; t_end only in `end` */
+	enum fr_end_kind end_kind;/* only in `end` */
+};
+
+/* Callbacks get the sink's ctx. Any of them may be NULL. A non-zero return
+ * stops the run (trace_run then returns -1). */
+struct trace_sink {
+	void *ctx;
+	int (*process_begin)(void *ctx, const struct trace_proc *p);
+	int (*thread_begin)(void *ctx, const struct trace_proc *p, const struct lr_thread *t);
+	int (*frame_begin)(void *ctx, const struct trace_frame *f);
+	int (*frame_end)(void *ctx, const struct trace_frame *f);
+	int (*process_end)(void *ctx, const struct trace_proc *p);
+};
+
+struct trace_input;
+
+/* paths: log files, or directories (every *.log inside that is an sftrace
+ * log). NULL after printing one error line per problem. */
+struct trace_input *trace_open(const char *const *paths, size_t npaths, const struct trace_options *opt);
+
+size_t trace_nprocs(const struct trace_input *in);
+const struct trace_proc *trace_proc_at(const struct trace_input *in, size_t i);
+
+/* The function's name, file and line (never NULL). */
+const struct sym_info *trace_symbol(const struct trace_proc *p, uint32_t func_id);
+
+/* A function id stable across the whole input: the ELF address for the
+ * main executable (so it matches `nm`), and (k << 48) | address for the
+ * k-th distinct other object (k >= 1, objects told apart by build-id, else
+ * by path). 0 for ids no object owns. */
+uint64_t trace_func_key(const struct trace_proc *p, uint32_t func_id);
+
+/* Replays every log in order. Returns 0, or -1 if a sink callback failed. */
+int trace_run(struct trace_input *in, const struct trace_sink *sink);
+
+/* Totals after trace_run. */
+const struct fr_stats *trace_stats(const struct trace_input *in);
+uint64_t trace_events(const struct trace_input *in);
+
+/* Prints the repairs (if any) and the reader's warnings to stderr. */
+void trace_report_repairs(const struct trace_input *in);
+
+void trace_close(struct trace_input *in);
+
+#endif

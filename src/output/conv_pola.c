@@ -1,0 +1,180 @@
+/* convert --type pola: the reference tool's Parquet schema.
+ *   OUT          frame_id u64, parent u64, tid u32, func_id u64, time duration[ns], kind u32
+ *                one row per event: 1 entry, 2 exit, 3 tail call; repaired
+ *                frames get an exit row at their repaired end
+ *   OUT.symtab   func_id u64, name str, path str ("file:line")
+ *                one row per function that appears in OUT
+ * Both files are written atomically; on failure neither is left behind. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/outfile.h"
+#include "lib/util.h"
+#include "output/converters.h"
+#include "output/parquet.h"
+
+enum { COL_FRAME, COL_PARENT, COL_TID, COL_FUNC, COL_TIME, COL_KIND };
+
+static const struct pq_column event_cols[] = {
+	{"frame_id", PQ_UINT64}, {"parent", PQ_UINT64}, {"tid", PQ_UINT32},
+	{"func_id", PQ_UINT64},  {"time", PQ_DURATION_NS}, {"kind", PQ_UINT32},
+};
+
+static const struct pq_column symtab_cols[] = {
+	{"func_id", PQ_UINT64}, {"name", PQ_STRING}, {"path", PQ_STRING},
+};
+
+/* Functions seen: func_key -> (process, func_id) of the first sighting. */
+struct seen {
+	uint64_t *keys;
+	const struct trace_proc **procs;
+	uint32_t *ids;
+	size_t n, cap; /* cap is a power of two */
+};
+
+static void seen_add(struct seen *s, uint64_t key, const struct trace_proc *p, uint32_t id);
+
+static void seen_grow(struct seen *s)
+{
+	struct seen old = *s;
+	s->cap = old.cap ? old.cap * 2 : 1024;
+	s->n = 0;
+	s->keys = xcalloc(s->cap, sizeof(*s->keys));
+	s->procs = xcalloc(s->cap, sizeof(*s->procs));
+	s->ids = xcalloc(s->cap, sizeof(*s->ids));
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.procs[i])
+			seen_add(s, old.keys[i], old.procs[i], old.ids[i]);
+	free(old.keys);
+	free(old.procs);
+	free(old.ids);
+}
+
+static void seen_add(struct seen *s, uint64_t key, const struct trace_proc *p, uint32_t id)
+{
+	if ((s->n + 1) * 2 > s->cap)
+		seen_grow(s);
+	size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (s->cap - 1);
+	while (s->procs[h]) {
+		if (s->keys[h] == key)
+			return;
+		h = (h + 1) & (s->cap - 1);
+	}
+	s->keys[h] = key;
+	s->procs[h] = p;
+	s->ids[h] = id;
+	s->n++;
+}
+
+struct pola_sink {
+	struct pq_writer *w;
+	struct seen seen;
+};
+
+static int row(struct pq_writer *w, const struct trace_frame *f, uint64_t t, uint32_t kind)
+{
+	if (pq_write_u64(w, COL_FRAME, f->id) || pq_write_u64(w, COL_PARENT, f->parent) ||
+	    pq_write_u32(w, COL_TID, f->thread->tid) || pq_write_u64(w, COL_FUNC, f->func_key) ||
+	    pq_write_u64(w, COL_TIME, t) || pq_write_u32(w, COL_KIND, kind))
+		return -1;
+	return pq_end_row(w);
+}
+
+static int pola_begin(void *ctx, const struct trace_frame *f)
+{
+	struct pola_sink *s = ctx;
+	seen_add(&s->seen, f->func_key, f->proc, f->func_id);
+	return row(s->w, f, f->t_begin, 1);
+}
+
+static int pola_end(void *ctx, const struct trace_frame *f)
+{
+	struct pola_sink *s = ctx;
+	return row(s->w, f, f->t_end, f->end_kind == FR_END_TAIL ? 3 : 2);
+}
+
+static int write_symtab(struct pq_writer *w, const struct seen *s)
+{
+	for (size_t i = 0; i < s->cap; i++) {
+		if (!s->procs[i])
+			continue;
+		const struct sym_info *si = trace_symbol(s->procs[i], s->ids[i]);
+		char path[4096];
+		int n = 0;
+		if (si->file && si->line)
+			n = snprintf(path, sizeof(path), "%s:%u", si->file, si->line);
+		else if (si->file)
+			n = snprintf(path, sizeof(path), "%s", si->file);
+		if (n < 0 || (size_t)n >= sizeof(path))
+			n = (int)strlen(path);
+		if (pq_write_u64(w, 0, s->keys[i]) || pq_write_str(w, 1, si->name, strlen(si->name)) ||
+		    pq_write_str(w, 2, path, (size_t)n) || pq_end_row(w))
+			return -1;
+	}
+	return 0;
+}
+
+static void seen_free(struct seen *s)
+{
+	free(s->keys);
+	free(s->procs);
+	free(s->ids);
+}
+
+int conv_pola(struct trace_input *in, const struct conv_options *opt)
+{
+	char err[1024], symtab_path[4096];
+	if ((size_t)snprintf(symtab_path, sizeof(symtab_path), "%s.symtab", opt->out) >= sizeof(symtab_path)) {
+		sf_error("%s: path too long", opt->out);
+		return -1;
+	}
+	struct sf_outfile *ev_out = sf_outfile_open(opt->out, 0, err, sizeof(err));
+	if (!ev_out) {
+		sf_error("%s", err);
+		return -1;
+	}
+	struct sf_outfile *sym_out = sf_outfile_open(symtab_path, 0, err, sizeof(err));
+	if (!sym_out) {
+		sf_error("%s", err);
+		sf_outfile_abort(ev_out);
+		return -1;
+	}
+	struct pq_options po = {0};
+	po.codec = opt->uncompressed ? PQ_CODEC_NONE : PQ_CODEC_ZSTD;
+	po.zstd_level = opt->zstd_level;
+	struct pola_sink s = {0};
+	s.w = pq_open(event_cols, 6, &po, sf_outfile_write_cb, ev_out);
+	struct pq_writer *sw = pq_open(symtab_cols, 3, &po, sf_outfile_write_cb, sym_out);
+	int ok = s.w && sw;
+	if (ok) {
+		struct trace_sink sink = {&s, NULL, NULL, pola_begin, pola_end, NULL};
+		ok = trace_run(in, &sink) == 0 && pq_finish(s.w) == 0 && write_symtab(sw, &s.seen) == 0 &&
+		     pq_finish(sw) == 0;
+		if (!ok && s.w && pq_strerror(s.w)[0])
+			sf_error("%s: %s", opt->out, pq_strerror(s.w));
+		else if (!ok && sw && pq_strerror(sw)[0])
+			sf_error("%s: %s", symtab_path, pq_strerror(sw));
+	}
+	if (s.w)
+		pq_free(s.w);
+	if (sw)
+		pq_free(sw);
+	seen_free(&s.seen);
+	if (!ok) {
+		sf_outfile_abort(ev_out);
+		sf_outfile_abort(sym_out);
+		sf_error("%s: conversion failed; nothing written", opt->out);
+		return -1;
+	}
+	if (sf_outfile_commit(ev_out) < 0) {
+		sf_outfile_abort(sym_out);
+		return -1;
+	}
+	if (sf_outfile_commit(sym_out) < 0) {
+		unlink(opt->out);
+		return -1;
+	}
+	return 0;
+}

@@ -169,11 +169,14 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	o->info.sleds = nsleds;
 	next_func_id += nf;
 
-	/* The object table entry must be in the log before any event of it. */
-	write_object_chunk(o);
 	struct sf_patch_result res = {0};
 	sf_patch_object(o, sleds, ns, &res);
 	o->info.patched = res.patched;
+	/* Written after patching so it carries the patched count. Events of the
+	 * object may already be stored by other threads, but the log cannot
+	 * be created and no slot can be taken while we hold the lock, and the
+	 * reader does not need objects to come first in the file. */
+	write_object_chunk(o);
 out:
 	if (fm.keys)
 		munmap(fm.keys, keys_sz);

@@ -57,9 +57,30 @@ static int reaches(uint64_t from_lo, uint64_t from_hi, uint64_t to)
 	return a < REACH && b < REACH;
 }
 
+/* Stub pages made so far. They are never unmapped (a dlclose'd object's
+ * stubs point at our trampolines, which never go away) and are reused by
+ * any later object within reach, so dlopen/dlclose cycles do not leak. */
+#define MAX_STUB_PAGES 256
+static uint64_t stub_pages[MAX_STUB_PAGES];
+static int nstub_pages;
+
+static int reuse_stubs(uint64_t lo, uint64_t hi, uint64_t stub[STUB_COUNT])
+{
+	for (int i = 0; i < nstub_pages; i++) {
+		if (!reaches(lo, hi, stub_pages[i]) || !reaches(lo, hi, stub_pages[i] + PAGE))
+			continue;
+		for (int k = 0; k < STUB_COUNT; k++)
+			stub[k] = stub_pages[i] + 16 * (uint64_t)k;
+		return 0;
+	}
+	return -1;
+}
+
 /* Maps a page of stubs within reach of [lo, hi) and fills it. */
 static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT], uint64_t stub[STUB_COUNT])
 {
+	if (reuse_stubs(lo, hi, stub) == 0)
+		return 0;
 	for (uint64_t step = 1; step < 1024; step++) {
 		for (int side = 0; side < 2; side++) {
 			uint64_t want;
@@ -92,6 +113,8 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 				munmap(p, PAGE);
 				return -1;
 			}
+			if (nstub_pages < MAX_STUB_PAGES)
+				stub_pages[nstub_pages++] = (uint64_t)p;
 			return 0;
 		}
 	}

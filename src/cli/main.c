@@ -11,6 +11,7 @@
 
 __attribute__((weak)) int cmd_convert(int argc, char **argv);
 __attribute__((weak)) int cmd_report(int argc, char **argv);
+__attribute__((weak)) int cmd_flamegraph(int argc, char **argv);
 __attribute__((weak)) int cmd_filter(int argc, char **argv);
 __attribute__((weak)) int cmd_dump(int argc, char **argv);
 
@@ -19,6 +20,7 @@ static const struct sf_command commands[] = {
 	{"filter", "choose which functions to record", cmd_filter},
 	{"convert", "convert a log to Perfetto, Parquet (pola), Chrome JSON or folded stacks", cmd_convert},
 	{"report", "per-function time table in the terminal", cmd_report},
+	{"flamegraph", "interactive SVG flame graph", cmd_flamegraph},
 	{"dump", "print a log's header and events as text", cmd_dump},
 };
 
@@ -27,7 +29,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: sftrace COMMAND [OPTIONS] ...\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (commands[i].run)
-			fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'sftrace COMMAND --help' describes a command.\n");
 }
 

@@ -74,12 +74,12 @@ uint32_t cp_child(struct cp_tree *t, uint32_t parent, uint64_t key, const void *
 /* Frame replay into the tree. `stack` tells apart independent call stacks
  * (threads), any small dense number; `base` is the node root frames of that
  * stack hang under (CP_ROOT or a synthetic node). Frames of one stack must
- * nest: begin at depth d, then its children at d+1, then its end. */
+ * nest: begin at depth d, then its children at d+1, then its end. A new
+ * begin at depth d replaces whatever was open at d (stacks need no reset
+ * between processes). */
 void cp_begin(struct cp_tree *t, uint32_t stack, uint32_t base, uint32_t depth, uint64_t key, const void *owner,
 	      uint32_t id);
 void cp_end(struct cp_tree *t, uint32_t stack, uint32_t depth, uint64_t t_begin, uint64_t t_end);
-/* Forget every stack (the next process's threads reuse the numbers). */
-void cp_reset_stacks(struct cp_tree *t);
 
 /* After the last frame: synthetic and root totals, sub_calls, nested flags. */
 void cp_finish(struct cp_tree *t);
@@ -107,6 +107,10 @@ int cp_collect(struct cp_tree *t, struct trace_input *in, enum cp_levels levels)
  * object's file name for frame keys, "" for synthetic keys. The strings
  * live as long as the input. */
 const char *cp_func_name(const struct cp_tree *t, uint32_t i, const char **module);
+
+/* A duration for people: 3 significant digits and a unit, "812 ns",
+ * "1.23 us", "45.6 ms", "123 s". */
+void cp_format_ns(char *buf, size_t len, uint64_t ns);
 
 /* ---- walking with equal names merged ---- */
 

@@ -346,11 +346,28 @@ static uint64_t resync(const struct lr_log *log, uint64_t p)
 	return size;
 }
 
+/* Memory stays flat however big the log: pages already read are dropped
+ * from our mapping (they stay in the page cache) once 16 MiB have passed.
+ * Reading them again later (a slot, a second pass) just maps them back. */
+static void drop_behind(const struct lr_log *log, uint64_t *released, uint64_t off)
+{
+	uint64_t start = *released & ~(uint64_t)4095, end = off & ~(uint64_t)4095;
+	if (off < *released) {
+		*released = off & ~(uint64_t)4095;
+		return;
+	}
+	if (end < start + (16u << 20))
+		return;
+	madvise((void *)(log->map + start), (size_t)(end - start), MADV_DONTNEED);
+	*released = end;
+}
+
 static void index_chunks(struct lr_log *log)
 {
 	uint64_t size = log->info.file_size;
-	uint64_t p = SF_HEADER_SIZE;
+	uint64_t p = SF_HEADER_SIZE, released = 0;
 	while (p + 16 <= size) {
+		drop_behind(log, &released, p);
 		const unsigned char *q = log->map + p;
 		if (is_zero16(q)) {
 			p += 16;
@@ -647,8 +664,10 @@ static void batch_range(const struct lr_log *log, const struct lr_batch *b, cons
 /* Events and losses per thread; also the truncated chunk's warning. */
 static void count_events(struct lr_log *log)
 {
+	uint64_t released = 0;
 	for (size_t k = 0; k < log->norder; k++) {
 		const struct lr_batch *b = &log->batches[log->order[k]];
+		drop_behind(log, &released, b->off);
 		struct lr_thread *t = &log->threads[b->thread];
 		const unsigned char *p, *end;
 		batch_range(log, b, &p, &end);
@@ -921,6 +940,7 @@ static int next_batch(struct lr_iter *it)
 		bi = log->order[it->next++];
 	}
 	const struct lr_batch *b = &log->batches[bi];
+	drop_behind(log, &it->released, b->off);
 	batch_range(log, b, &it->rec, &it->end);
 	it->thread = &log->threads[b->thread];
 	it->seq = b->seq;

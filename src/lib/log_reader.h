@@ -162,6 +162,7 @@ struct lr_iter {
 	const struct lr_thread *thread;
 	uint32_t seq;
 	int slot;
+	uint64_t released;            /* pages before this offset were dropped */
 };
 
 void lr_iter_init(struct lr_iter *it, const struct lr_log *log);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,7 +225,11 @@ static void gz_free(struct gz *g)
 
 static void gz_start_workers(struct gz *g)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	/* CPUs we may run on (a cpuset or taskset may allow fewer than the
+	 * machine has). */
+	cpu_set_t set;
+	long cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+								 : sysconf(_SC_NPROCESSORS_ONLN);
 	int want = cpus > GZ_MAX_WORKERS ? GZ_MAX_WORKERS : (int)cpus;
 	if (want < 2)
 		return; /* one CPU: threads would only add switching */

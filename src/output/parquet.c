@@ -42,7 +42,7 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 #define PAGE_VALUES (1u << 17)      /* values per data page (fixed-width) */
 #define PAGE_BYTES (1u << 20)       /* plain string pages end past this */
 #define TRIAL_VALUES (1u << 15)     /* values encoded to choose an encoding */
-#define MAX_STR_LEN (1u << 30)
+#define MAX_STR_LEN (1u << 28)
 #define RG_STRING_BYTES (256u << 20) /* flush a row group early past this */
 #define DICT_MAX_ENTRIES (1u << 20)
 #define DICT_MAX_BYTES (16u << 20)
@@ -1265,6 +1265,51 @@ int pq_write_u32(struct pq_writer *w, int col, uint32_t v)
 	return 0;
 }
 
+/* Length of the valid UTF-8 sequence at p (n > 0 bytes left), or 0
+ * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_seq(const uint8_t *p, size_t n)
+{
+	uint8_t b = p[0];
+	if (b < 0x80)
+		return 1;
+	size_t len = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+	uint8_t lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+	if (b < 0xC2 || b > 0xF4 || n < len)
+		return 0;
+	if (b == 0xE0)
+		lo = 0xA0;
+	else if (b == 0xED)
+		hi = 0x9F;
+	else if (b == 0xF0)
+		lo = 0x90;
+	else if (b == 0xF4)
+		hi = 0x8F;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t k = 2; k < len; k++)
+		if (p[k] < 0x80 || p[k] > 0xBF)
+			return 0;
+	return len;
+}
+
+/* Append s, replacing each byte that is not part of valid UTF-8 with
+ * U+FFFD: polars and DuckDB refuse a whole file over one bad string, and
+ * symbol names are bytes from ELF files. */
+static void put_utf8(struct buf *o, const uint8_t *s, size_t len)
+{
+	size_t i = 0;
+	while (i < len) {
+		size_t start = i, k;
+		while (i < len && (k = utf8_seq(s + i, len - i)) > 0)
+			i += k;
+		buf_put(o, s + start, i - start);
+		if (i < len) {
+			buf_put(o, "\xEF\xBF\xBD", 3);
+			i++;
+		}
+	}
+}
+
 int pq_write_str(struct pq_writer *w, int col, const char *s, size_t len)
 {
 	struct column *c = value_slot(w, col, PQ_STRING, PQ_STRING);
@@ -1272,10 +1317,10 @@ int pq_write_str(struct pq_writer *w, int col, const char *s, size_t len)
 		return -1;
 	if (len > MAX_STR_LEN)
 		return fail(w, "column %s: string of %zu bytes is too long", c->name, len);
-	buf_put(&c->str, s, len);
+	put_utf8(&c->str, (const uint8_t *)s, len);
 	c->n++;
 	c->off[c->n] = c->str.len;
-	w->str_bytes += len;
+	w->str_bytes += c->off[c->n] - c->off[c->n - 1];
 	return 0;
 }
 

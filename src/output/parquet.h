@@ -2,14 +2,16 @@
  * `sftrace convert --type pola` needs (readable by polars and DuckDB).
  *
  * Rows are appended one value per column, then pq_end_row(). Values are
- * buffered for one row group only (opt.row_group_rows rows), then encoded,
- * compressed and handed to the write callback; pq_close writes the footer.
+ * buffered for one row group only (opt.row_group_rows rows, about 8 bytes
+ * per value), then encoded, compressed and handed to the write callback;
+ * pq_finish writes the footer.
  *
  * Each column is REQUIRED (no nulls). Per row group and column the writer
  * tries the applicable encodings (dictionary, DELTA_BINARY_PACKED, PLAIN) on
- * the first page, and encodes the chunk with the one that compressed best. The footer has
- * min/max statistics and an `ARROW:schema` entry, so polars reads each column
- * with its exact type (UInt64, UInt32, Duration(ns), String).
+ * the first values and encodes the chunk with the one that compressed best.
+ * The footer has min/max statistics and an `ARROW:schema` entry, so polars
+ * reads each column with its exact type (UInt64, UInt32, Duration(ns),
+ * String); DuckDB reads UBIGINT, UINTEGER, BIGINT, VARCHAR.
  */
 #ifndef SFTRACE_OUTPUT_PARQUET_H
 #define SFTRACE_OUTPUT_PARQUET_H
@@ -58,16 +60,17 @@ struct pq_options {
 
 struct pq_writer;
 
-/* Writes the leading magic at once. NULL on bad arguments or a failed
- * write (errno set; the message goes nowhere, so callers report errno). */
+/* Writes the leading magic at once. NULL with errno set on bad arguments
+ * (EINVAL) or a failed write. */
 struct pq_writer *pq_open(const struct pq_column *cols, int ncols,
 			  const struct pq_options *opt, pq_write_fn write, void *ctx);
 
 /* Append a value to column `col` of the current row. pq_write_u64 serves
  * PQ_UINT64 and PQ_DURATION_NS (nanoseconds as int64), pq_write_u32
- * PQ_UINT32, pq_write_str PQ_STRING (bytes are copied; should be UTF-8).
- * All return 0, or -1 (see pq_strerror); after an error the writer only
- * accepts pq_close / pq_free. */
+ * PQ_UINT32, pq_write_str PQ_STRING (bytes are copied; bytes that are not
+ * valid UTF-8 become U+FFFD, as readers reject the file otherwise).
+ * All return 0, or -1 (see pq_strerror); after an error every call fails
+ * and only pq_free is useful. */
 int pq_write_u64(struct pq_writer *w, int col, uint64_t v);
 int pq_write_u32(struct pq_writer *w, int col, uint32_t v);
 int pq_write_str(struct pq_writer *w, int col, const char *s, size_t len);

@@ -154,6 +154,7 @@ static const char *func_name(uint64_t id, char *buf, size_t len)
 	case 1: return "";
 	case 2: return "\xc3\xbcnic\xc3\xb8" "de::\xce\xbb::{{closure}}";
 	case 3: return "quote\" backslash\\ comma, newline\n tab\t end";
+	case 5: return "bad\xff utf8\xc3"; /* written as U+FFFD each */
 	case 4:
 		/* longer than the 64-byte statistics limit */
 		return "core::ptr::drop_in_place<alloc::vec::Vec<alloc::string::String>>::"
@@ -162,6 +163,12 @@ static const char *func_name(uint64_t id, char *buf, size_t len)
 		snprintf(buf, len, "app::module_%" PRIu64 "::function_%" PRIu64, id % 17, id);
 		return buf;
 	}
+}
+
+/* What readers should see for func_name(id). */
+static const char *func_name_read(uint64_t id, char *buf, size_t len)
+{
+	return id == 5 ? "bad\xef\xbf\xbd utf8\xef\xbf\xbd" : func_name(id, buf, len);
 }
 
 static const char *func_path(uint64_t id)
@@ -185,7 +192,7 @@ static void write_symtab(const char *name, const struct pq_options *opt, FILE *j
 		check(w, pq_end_row(w));
 		if (json) {
 			fprintf(json, "{\"func_id\":\"%" PRIu64 "\",\"name\":", id);
-			put_json_str(json, fn);
+			put_json_str(json, func_name_read(id, buf, sizeof(buf)));
 			fputs(",\"path\":", json);
 			put_json_str(json, path);
 			fputs("}\n", json);
@@ -226,7 +233,7 @@ static void write_query(const uint64_t *calls)
 		char buf[128];
 		fprintf(f, "%s{\"func_id\":\"%" PRIu64 "\",\"len\":\"%" PRIu64 "\",\"name\":", k ? "," : "",
 			best, calls[best]);
-		put_json_str(f, func_name(best, buf, sizeof(buf)));
+		put_json_str(f, func_name_read(best, buf, sizeof(buf)));
 		fputs("}", f);
 	}
 	fputs("]\n", f);

@@ -1,0 +1,484 @@
+/* sftrace report: one row per function (total, self, calls, avg, min, max),
+ * merged over every thread and process of the input, or per thread / per
+ * process. Built from the call-path tree, so one pass over the events and
+ * memory bounded by distinct call paths.
+ *
+ * Definitions (every frame is one call):
+ *   total  time inside the function, recursion counted once: the summed
+ *          durations of its frames that are not nested inside another frame
+ *          of the same function on the same thread;
+ *   self   the summed durations of its frames minus their children's;
+ *   avg, min, max  of single calls: frame durations, children included
+ *          (for a recursive function the inner frames count as calls too,
+ *          so avg is the mean over every frame, not total / calls).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "lib/callpath.h"
+#include "lib/trace_input.h"
+#include "lib/util.h"
+
+enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_AVG, SORT_MIN, SORT_MAX, SORT_NAME };
+
+static const char *const sort_names[] = {"self", "total", "calls", "avg", "min", "max", "name"};
+
+struct row {
+	uint32_t scope;   /* tree node of the section (CP_ROOT when merged) */
+	uint32_t func;
+	uint64_t calls, total, self, min, max;
+	uint64_t sum;     /* every frame's duration, nested ones included */
+	const char *name;
+};
+
+struct report {
+	struct cp_tree *t;
+	struct row *rows;
+	size_t nrows;
+	enum sort_key sort;
+	long limit;       /* rows per section; <0: all */
+	int tsv;
+	int color;
+	int scoped;       /* 0 merged, 1 per process, 2 per thread */
+	int width;        /* terminal columns, 0: do not truncate */
+};
+
+/* ---- aggregation ---- */
+
+/* (scope, func) -> row, open addressing. */
+struct row_map {
+	uint32_t *slot; /* row index + 1; 0 empty */
+	size_t cap;
+};
+
+static size_t row_hash(uint32_t scope, uint32_t func)
+{
+	uint64_t h = (((uint64_t)scope << 32) | func) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 17);
+}
+
+static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, uint32_t func)
+{
+	if ((r->nrows + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		free(m->slot);
+		m->slot = xcalloc(cap, sizeof(*m->slot));
+		m->cap = cap;
+		for (size_t i = 0; i < r->nrows; i++) {
+			size_t h = row_hash(r->rows[i].scope, r->rows[i].func) & (cap - 1);
+			while (m->slot[h])
+				h = (h + 1) & (cap - 1);
+			m->slot[h] = (uint32_t)i + 1;
+		}
+	}
+	size_t h = row_hash(scope, func) & (m->cap - 1);
+	for (; m->slot[h]; h = (h + 1) & (m->cap - 1)) {
+		struct row *w = &r->rows[m->slot[h] - 1];
+		if (w->scope == scope && w->func == func)
+			return w;
+	}
+	r->rows = xrealloc(r->rows, (r->nrows + 1) * sizeof(*r->rows));
+	struct row *w = &r->rows[r->nrows++];
+	memset(w, 0, sizeof(*w));
+	w->scope = scope;
+	w->func = func;
+	w->min = UINT64_MAX;
+	w->name = cp_func_name(r->t, func, NULL);
+	m->slot[h] = (uint32_t)r->nrows;
+	return w;
+}
+
+static void aggregate(struct report *r)
+{
+	struct row_map m = {0};
+	for (uint32_t i = 1; i < cp_nnodes(r->t); i++) {
+		const struct cp_node *n = cp_node(r->t, i);
+		if (n->key & CP_SYNTHETIC)
+			continue;
+		struct row *w = row_for(r, &m, n->scope, n->func);
+		w->calls += n->calls;
+		w->self += n->self_ns;
+		w->sum += n->total_ns;
+		if (!n->nested)
+			w->total += n->total_ns;
+		if (n->min_ns < w->min)
+			w->min = n->min_ns;
+		if (n->max_ns > w->max)
+			w->max = n->max_ns;
+	}
+	free(m.slot);
+}
+
+/* ---- sorting ---- */
+
+static uint64_t avg(const struct row *w) { return w->calls ? w->sum / w->calls : 0; }
+
+static uint64_t sort_value(const struct row *w, enum sort_key k)
+{
+	switch (k) {
+	case SORT_SELF: return w->self;
+	case SORT_TOTAL: return w->total;
+	case SORT_CALLS: return w->calls;
+	case SORT_AVG: return avg(w);
+	case SORT_MIN: return w->min;
+	case SORT_MAX: return w->max;
+	default: return 0;
+	}
+}
+
+static int cmp_rows(const void *a, const void *b, void *ctx)
+{
+	const struct report *r = ctx;
+	const struct row *x = a, *y = b;
+	if (x->scope != y->scope) {
+		/* Sections in key order: process index, then thread index. */
+		uint64_t kx = cp_node(r->t, x->scope)->key, ky = cp_node(r->t, y->scope)->key;
+		if (kx != ky)
+			return kx < ky ? -1 : 1;
+	}
+	if (r->sort != SORT_NAME) {
+		uint64_t vx = sort_value(x, r->sort), vy = sort_value(y, r->sort);
+		if (vx != vy)
+			return vx > vy ? -1 : 1; /* largest first */
+	}
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	uint64_t fx = cp_func(r->t, x->func)->key, fy = cp_func(r->t, y->func)->key;
+	return fx < fy ? -1 : fx > fy;
+}
+
+/* ---- formatting ---- */
+
+#define C_BOLD "\033[1m"
+#define C_RED "\033[31m"
+#define C_YELLOW "\033[33m"
+#define C_DIM "\033[2m"
+#define C_OFF "\033[0m"
+
+/* Prints `name` cut to `cols` columns (UTF-8 aware); cols < 0: whole. */
+static void put_name(const char *name, int cols)
+{
+	if (cols < 0) {
+		fputs(name, stdout);
+		return;
+	}
+	int n = 0;
+	const char *p = name;
+	for (; *p; p++)
+		if (((unsigned char)*p & 0xc0) != 0x80)
+			n++;
+	if (n <= cols) {
+		fputs(name, stdout);
+		return;
+	}
+	int keep = cols > 3 ? cols - 3 : 0, seen = 0;
+	for (p = name; *p; p++) {
+		if (((unsigned char)*p & 0xc0) != 0x80 && seen++ == keep)
+			break;
+		putchar(*p);
+	}
+	fputs("...", stdout);
+}
+
+#define NCOL 6
+static const char *const col_names[NCOL] = {"Total", "Self", "Calls", "Avg", "Min", "Max"};
+
+static void row_cells(const struct row *w, char cells[NCOL][32])
+{
+	cp_format_ns(cells[0], 32, w->total);
+	cp_format_ns(cells[1], 32, w->self);
+	snprintf(cells[2], 32, "%llu", (unsigned long long)w->calls);
+	cp_format_ns(cells[3], 32, avg(w));
+	cp_format_ns(cells[4], 32, w->calls ? w->min : 0);
+	cp_format_ns(cells[5], 32, w->max);
+}
+
+/* One section: rows [0, n) of one scope, already sorted. `whole` is the
+ * section's time (for the self-time colours). */
+static void print_table(const struct report *r, const struct row *rows, size_t n, uint64_t whole)
+{
+	size_t shown = r->limit < 0 || (size_t)r->limit > n ? n : (size_t)r->limit;
+	int wid[NCOL];
+	char cells[NCOL][32];
+	for (int c = 0; c < NCOL; c++)
+		wid[c] = (int)strlen(col_names[c]);
+	for (size_t i = 0; i < shown; i++) {
+		row_cells(&rows[i], cells);
+		for (int c = 0; c < NCOL; c++)
+			if ((int)strlen(cells[c]) > wid[c])
+				wid[c] = (int)strlen(cells[c]);
+	}
+	int used = 0;
+	for (int c = 0; c < NCOL; c++)
+		used += wid[c] + 2;
+	int name_cols = r->width ? (r->width - used > 10 ? r->width - used : 10) : -1;
+	if (r->color)
+		fputs(C_BOLD, stdout);
+	for (int c = 0; c < NCOL; c++)
+		printf("%*s  ", wid[c], col_names[c]);
+	printf("Function");
+	puts(r->color ? C_OFF : "");
+	for (size_t i = 0; i < shown; i++) {
+		const struct row *w = &rows[i];
+		row_cells(w, cells);
+		for (int c = 0; c < NCOL; c++) {
+			const char *on = NULL;
+			if (r->color && c == 1 && whole) {
+				double share = (double)w->self / (double)whole;
+				on = share >= 0.10 ? C_RED : share >= 0.01 ? C_YELLOW : NULL;
+			}
+			printf("%s%*s%s  ", on ? on : "", wid[c], cells[c], on ? C_OFF : "");
+		}
+		put_name(w->name, name_cols);
+		putchar('\n');
+	}
+	if (shown < n)
+		printf("%s... %zu more function%s (-n 0 shows all)%s\n", r->color ? C_DIM : "", n - shown,
+		       n - shown == 1 ? "" : "s", r->color ? C_OFF : "");
+}
+
+/* "calls (pid 1234)", or "calls (tid 1235) in calls (pid 1234)". */
+static void print_section_head(const struct report *r, uint32_t scope)
+{
+	const struct cp_node *n = cp_node(r->t, scope);
+	char t[32];
+	cp_format_ns(t, sizeof(t), n->total_ns);
+	printf("%s", r->color ? C_BOLD : "");
+	if (r->scoped == 2)
+		printf("== thread %s in %s", cp_func_name(r->t, n->func, NULL),
+		       cp_func_name(r->t, cp_node(r->t, n->parent)->func, NULL));
+	else
+		printf("== process %s", cp_func_name(r->t, n->func, NULL));
+	printf(": %s in %llu calls%s\n", t, (unsigned long long)n->sub_calls, r->color ? C_OFF : "");
+}
+
+/* Tabs and newlines would break a TSV row. */
+static void put_tsv_name(const char *s)
+{
+	for (; *s; s++)
+		putchar(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s);
+}
+
+static void print_tsv(const struct report *r, const struct row *rows, size_t n)
+{
+	size_t shown = r->limit < 0 || (size_t)r->limit > n ? n : (size_t)r->limit;
+	for (size_t i = 0; i < shown; i++) {
+		const struct row *w = &rows[i];
+		if (r->scoped) {
+			const struct cp_node *s = cp_node(r->t, w->scope);
+			const struct cp_func *sf = cp_func(r->t, s->func);
+			const struct trace_proc *p = sf->owner;
+			printf("%u\t", p->info->pid);
+			if (r->scoped == 2)
+				printf("%u\t", lr_thread_at(p->log, sf->id)->tid);
+		}
+		printf("%llu\t", (unsigned long long)cp_func(r->t, w->func)->key);
+		put_tsv_name(w->name);
+		printf("\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", (unsigned long long)w->calls,
+		       (unsigned long long)w->total, (unsigned long long)w->self, (unsigned long long)avg(w),
+		       (unsigned long long)(w->calls ? w->min : 0), (unsigned long long)w->max);
+	}
+}
+
+static void print_footer(const struct report *r, struct trace_input *in)
+{
+	size_t threads = 0, nprocs = trace_nprocs(in);
+	for (size_t i = 0; i < nprocs; i++) {
+		const struct trace_proc *p = trace_proc_at(in, i);
+		for (size_t t = 0; t < lr_nthreads(p->log); t++)
+			threads += lr_thread_at(p->log, t)->events > 0;
+	}
+	const struct fr_stats *st = trace_stats(in);
+	char rep[512];
+	if (!fr_format_repairs(st, rep, sizeof(rep)))
+		snprintf(rep, sizeof(rep), "no repairs");
+	char total[32];
+	cp_format_ns(total, sizeof(total), cp_node(r->t, CP_ROOT)->total_ns);
+	printf("\n%s%llu events, %llu frames, %zu thread%s, %zu process%s, %s traced; %s%s\n", r->color ? C_DIM : "",
+	       (unsigned long long)trace_events(in), (unsigned long long)st->frames, threads, threads == 1 ? "" : "s",
+	       nprocs, nprocs == 1 ? "" : "es", total, rep, r->color ? C_OFF : "");
+}
+
+static void print_report(struct report *r, struct trace_input *in)
+{
+	qsort_r(r->rows, r->nrows, sizeof(*r->rows), cmp_rows, r);
+	if (r->tsv) {
+		printf("%s%sfunc_id\tname\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\n", r->scoped ? "pid\t" : "",
+		       r->scoped == 2 ? "tid\t" : "");
+	}
+	for (size_t i = 0; i < r->nrows;) {
+		size_t j = i;
+		while (j < r->nrows && r->rows[j].scope == r->rows[i].scope)
+			j++;
+		if (r->tsv) {
+			print_tsv(r, r->rows + i, j - i);
+		} else {
+			if (r->scoped) {
+				if (i)
+					putchar('\n');
+				print_section_head(r, r->rows[i].scope);
+			}
+			print_table(r, r->rows + i, j - i, cp_node(r->t, r->rows[i].scope)->total_ns);
+		}
+		i = j;
+	}
+	if (!r->tsv) {
+		if (!r->nrows)
+			print_table(r, NULL, 0, 0);
+		print_footer(r, in);
+	}
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sftrace report [OPTIONS] LOG...\n"
+		"\n"
+		"Prints one row per function: total time (recursion counted once), self time\n"
+		"(without the callees), calls, and the average, shortest and longest single\n"
+		"call (callees included). LOG is a log file or a directory of logs; the logs of\n"
+		"several processes are merged by function unless --processes or --threads.\n"
+		"\n"
+		"options:\n"
+		"  -s, --sort KEY         self (default), total, calls, avg, min, max or name\n"
+		"  -n, --limit N          rows per table (default 20; 0: all)\n"
+		"      --threads          one table per thread\n"
+		"      --processes        one table per process\n"
+		"      --format FMT       table (default) or tsv: raw ns, every row, for scripts\n"
+		"                         (columns: [pid] [tid] func_id name calls total_ns\n"
+		"                         self_ns avg_ns min_ns max_ns)\n"
+		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
+		"                         is unset), always or never\n"
+		"  -S, --symbol PATH      read symbols from PATH for the object with the same\n"
+		"                         build-id (or file name)\n"
+		"      --force            symbolize despite build-id mismatches or missing objects\n"
+		"      --no-symbols       do not read ELF files; name functions by address\n"
+		"  -q, --quiet            no warnings or progress\n"
+		"  -h, --help             this help\n");
+}
+
+static int parse_sort(const char *s, enum sort_key *k)
+{
+	for (size_t i = 0; i < sizeof(sort_names) / sizeof(sort_names[0]); i++)
+		if (!strcmp(s, sort_names[i])) {
+			*k = (enum sort_key)i;
+			return 0;
+		}
+	sf_error("--sort must be self, total, calls, avg, min, max or name, not '%s'", s);
+	return -1;
+}
+
+static int terminal_width(void)
+{
+	struct winsize ws;
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	const char *c = getenv("COLUMNS");
+	return c && atoi(c) > 0 ? atoi(c) : 80;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"sort", required_argument, 0, 's'},  {"limit", required_argument, 0, 'n'},
+		{"threads", no_argument, 0, 'T'},     {"processes", no_argument, 0, 'P'},
+		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'c'},
+		{"colour", required_argument, 0, 'c'}, {"symbol", required_argument, 0, 'S'},
+		{"force", no_argument, 0, 'F'},       {"no-symbols", no_argument, 0, 'N'},
+		{"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	struct report r = {.sort = SORT_SELF, .limit = -2};
+	struct trace_options to = {0};
+	const char **symbols = NULL;
+	size_t nsymbols = 0;
+	const char *color = "auto";
+	int c, rc = 1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:n:S:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (parse_sort(optarg, &r.sort) < 0)
+				goto out_usage;
+			break;
+		case 'n': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || !*optarg || v < 0) {
+				sf_error("-n must be a number of rows (0: all), not '%s'", optarg);
+				goto out_usage;
+			}
+			r.limit = v ? v : -1;
+			break;
+		}
+		case 'T': r.scoped = 2; break;
+		case 'P': if (r.scoped < 1) r.scoped = 1; break;
+		case 'f':
+			if (!strcmp(optarg, "tsv"))
+				r.tsv = 1;
+			else if (strcmp(optarg, "table")) {
+				sf_error("--format must be 'table' or 'tsv', not '%s'", optarg);
+				goto out_usage;
+			}
+			break;
+		case 'c':
+			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
+				sf_error("--color must be auto, always or never, not '%s'", optarg);
+				goto out_usage;
+			}
+			color = optarg;
+			break;
+		case 'S':
+			symbols = xrealloc(symbols, (nsymbols + 1) * sizeof(*symbols));
+			symbols[nsymbols++] = optarg;
+			break;
+		case 'F': to.force = 1; break;
+		case 'N': to.no_symbols = 1; break;
+		case 'q': to.quiet = 1; break;
+		case 'h': usage(stdout); free(symbols); return 0;
+		default: goto out_usage;
+		}
+	}
+	if (optind >= argc) {
+		sf_error("no log given (usage: sftrace report [OPTIONS] LOG...)");
+		goto out_usage;
+	}
+	if (r.limit == -2)
+		r.limit = r.tsv ? -1 : 20;
+	int tty = isatty(1);
+	r.color = !r.tsv && (!strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR")));
+	r.width = tty && !r.tsv ? terminal_width() : 0;
+	to.symbol_paths = symbols;
+	to.nsymbol_paths = nsymbols;
+	struct trace_input *in = trace_open((const char *const *)argv + optind, (size_t)(argc - optind), &to);
+	if (!in)
+		goto out;
+	r.t = cp_new();
+	enum cp_levels levels = r.scoped == 2 ? CP_BY_THREAD : r.scoped == 1 ? CP_BY_PROCESS : CP_FLAT;
+	if (cp_collect(r.t, in, levels) == 0) {
+		aggregate(&r);
+		print_report(&r, in);
+		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+		if (rc)
+			sf_error("cannot write the report to stdout");
+	}
+	trace_report_repairs(in);
+	free(r.rows);
+	cp_free(r.t);
+	trace_close(in);
+out:
+	free(symbols);
+	return rc;
+out_usage:
+	free(symbols);
+	fprintf(stderr, "(sftrace report --help describes the options)\n");
+	return 2;
+}

@@ -1,0 +1,268 @@
+/* convert --type chrome: the Trace Event JSON format (chrome://tracing,
+ * Perfetto's legacy importer, speedscope).
+ *
+ *   {"traceEvents":[
+ *   {"ph":"M","pid":P,"tid":0,"name":"process_name","args":{"name":"calls"}},
+ *   {"ph":"M","pid":P,"tid":T,"name":"thread_name","args":{"name":"calls"}},
+ *   {"ph":"X","pid":P,"tid":T,"ts":12.345,"dur":0.067,"name":"leaf","cat":"calls",
+ *    "args":{"src":"calls.c:20"}},
+ *   ...],"displayTimeUnit":"ns"}
+ *
+ * One complete ("X") event per frame, written when the frame ends (the
+ * format does not require any order). ts and dur are microseconds with
+ * three decimals (ns precision); ts is CLOCK_MONOTONIC, so the processes of
+ * one recording line up. cat is the object's file name. Repaired frames get
+ * args.end ("unwound", "thread end"). Streamed: memory holds one escaped
+ * name per function, never events. Strings are escaped for JSON and invalid
+ * UTF-8 becomes U+FFFD, so the output always parses. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/outfile.h"
+#include "lib/util.h"
+#include "output/converters.h"
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0];
+	size_t n;
+	unsigned min;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, min = 0x10000;
+	else
+		return 0;
+	unsigned v = c & (0x3f >> (n - 1));
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		v = (v << 6) | (p[i] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* A JSON string literal, quotes included. */
+static void json_str(FILE *m, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	fputc('"', m);
+	while (*p) {
+		if (*p == '"' || *p == '\\') {
+			fputc('\\', m);
+			fputc(*p++, m);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(m, "\\u%04x", *p++);
+		} else {
+			size_t n = utf8_len(p);
+			if (n) {
+				fwrite(p, 1, n, m);
+				p += n;
+			} else {
+				fputs("\\ufffd", m);
+				p++;
+			}
+		}
+	}
+	fputc('"', m);
+}
+
+/* `"name":"...","cat":"...","args":{"src":"file:line"` for one function:
+ * everything of an X event that depends only on the function. */
+static char *fragment(const struct trace_proc *p, uint32_t func_id)
+{
+	const struct sym_info *si = trace_symbol(p, func_id);
+	const struct lr_object *o;
+	const char *cat = "";
+	if (lr_func(p->log, func_id, &o, NULL) == 0) {
+		const char *s = strrchr(o->path, '/');
+		cat = s ? s + 1 : o->path;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m) {
+		sf_error("out of memory");
+		exit(1);
+	}
+	fputs("\"name\":", m);
+	json_str(m, si->name);
+	fputs(",\"cat\":", m);
+	json_str(m, cat);
+	fputs(",\"args\":{", m);
+	if (si->file) {
+		char src[4200];
+		if (si->line)
+			snprintf(src, sizeof(src), "%s:%u", si->file, si->line);
+		else
+			snprintf(src, sizeof(src), "%s", si->file);
+		fputs("\"src\":", m);
+		json_str(m, src);
+	}
+	if (fclose(m) != 0 || !buf) {
+		sf_error("out of memory");
+		exit(1);
+	}
+	return buf;
+}
+
+struct chrome {
+	struct sf_outfile *of;
+	uint64_t base;   /* current process start, CLOCK_MONOTONIC ns */
+	uint32_t pid;
+	char **frag;     /* by func_id, current process; built on first use */
+	size_t *fraglen;
+	size_t nfrag;
+	int first;
+};
+
+static void free_frags(struct chrome *c)
+{
+	for (size_t i = 0; i < c->nfrag; i++)
+		free(c->frag[i]);
+	free(c->frag);
+	free(c->fraglen);
+	c->frag = NULL;
+	c->fraglen = NULL;
+	c->nfrag = 0;
+}
+
+static int put(struct chrome *c, const char *s, size_t n)
+{
+	return sf_outfile_write(c->of, s, n);
+}
+
+/* ",\n" before every event but the first. */
+static int separator(struct chrome *c)
+{
+	if (c->first) {
+		c->first = 0;
+		return 0;
+	}
+	return put(c, ",\n", 2);
+}
+
+static int metadata(struct chrome *c, uint32_t tid, const char *what, const char *name)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m)
+		return -1;
+	fprintf(m, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":", c->pid, tid, what);
+	json_str(m, name);
+	fputs("}}", m);
+	int r = fclose(m) == 0 && separator(c) == 0 ? put(c, buf, len) : -1;
+	free(buf);
+	return r;
+}
+
+static int ch_process_begin(void *ctx, const struct trace_proc *p)
+{
+	struct chrome *c = ctx;
+	free_frags(c);
+	c->base = p->info->start_mono_ns;
+	c->pid = p->info->pid;
+	return metadata(c, 0, "process_name", p->name);
+}
+
+static int ch_thread_begin(void *ctx, const struct trace_proc *p, const struct lr_thread *t)
+{
+	struct chrome *c = ctx;
+	(void)p;
+	return metadata(c, t->tid, "thread_name", t->name[0] ? t->name : "thread");
+}
+
+static const char *frag_for(struct chrome *c, const struct trace_proc *p, uint32_t func_id, size_t *len)
+{
+	if (func_id >= c->nfrag) {
+		size_t n = (size_t)func_id + 64;
+		c->frag = xrealloc(c->frag, n * sizeof(*c->frag));
+		c->fraglen = xrealloc(c->fraglen, n * sizeof(*c->fraglen));
+		memset(c->frag + c->nfrag, 0, (n - c->nfrag) * sizeof(*c->frag));
+		c->nfrag = n;
+	}
+	if (!c->frag[func_id]) {
+		c->frag[func_id] = fragment(p, func_id);
+		c->fraglen[func_id] = strlen(c->frag[func_id]);
+	}
+	*len = c->fraglen[func_id];
+	return c->frag[func_id];
+}
+
+/* The end of an X event: args.end for repaired frames, closing braces. */
+static const char *event_tail(const char *frag, size_t len, enum fr_end_kind kind)
+{
+	int empty_args = frag[len - 1] == '{';
+	switch (kind) {
+	case FR_END_UNWOUND:
+		return empty_args ? "\"end\":\"unwound\"}}" : ",\"end\":\"unwound\"}}";
+	case FR_END_THREAD_END:
+		return empty_args ? "\"end\":\"thread end\"}}" : ",\"end\":\"thread end\"}}";
+	default:
+		return "}}";
+	}
+}
+
+static int ch_frame_end(void *ctx, const struct trace_frame *f)
+{
+	struct chrome *c = ctx;
+	size_t flen;
+	const char *frag = frag_for(c, f->proc, f->func_id, &flen);
+	uint64_t ts = c->base + f->t_begin, dur = f->t_end - f->t_begin;
+	char head[160];
+	int n = snprintf(head, sizeof(head), "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03u,\"dur\":%llu.%03u,",
+			 c->pid, f->thread->tid, (unsigned long long)(ts / 1000), (unsigned)(ts % 1000),
+			 (unsigned long long)(dur / 1000), (unsigned)(dur % 1000));
+	const char *tail = event_tail(frag, flen, f->end_kind);
+	if (separator(c) < 0 || put(c, head, (size_t)n) < 0 || put(c, frag, flen) < 0 ||
+	    put(c, tail, strlen(tail)) < 0)
+		return -1;
+	return 0;
+}
+
+/* After a failed run: a write error is kept by the outfile, and commit
+ * reports it (and removes the temporary file); anything else gets our own
+ * message. The target is left untouched either way. */
+static int fail_output(struct sf_outfile *of, const char *out)
+{
+	if (sf_outfile_write(of, "", 0) < 0) {
+		sf_outfile_commit(of);
+		return -1;
+	}
+	sf_outfile_abort(of);
+	sf_error("%s: conversion failed; nothing written", out);
+	return -1;
+}
+
+int conv_chrome(struct trace_input *in, const struct conv_options *opt)
+{
+	char err[1024];
+	struct sf_outfile *of = sf_outfile_open(opt->out, opt->gzip, err, sizeof(err));
+	if (!of) {
+		sf_error("%s", err);
+		return -1;
+	}
+	struct chrome c = {.of = of, .first = 1};
+	static const char head[] = "{\"traceEvents\":[\n";
+	static const char foot[] = "\n],\"displayTimeUnit\":\"ns\"}\n";
+	int r = put(&c, head, sizeof(head) - 1);
+	if (r == 0) {
+		struct trace_sink sink = {&c, ch_process_begin, ch_thread_begin, NULL, ch_frame_end, NULL};
+		r = trace_run(in, &sink);
+	}
+	if (r == 0)
+		r = put(&c, foot, sizeof(foot) - 1);
+	free_frags(&c);
+	if (r < 0)
+		return fail_output(of, opt->out);
+	return sf_outfile_commit(of);
+}

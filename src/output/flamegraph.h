@@ -1,0 +1,20 @@
+/* The interactive SVG flame graph of `sftrace flamegraph`: written by our
+ * own code from the call-path tree, self-contained (inline CSS and a small
+ * script: hover details, click to zoom, reset, search). */
+#ifndef SFTRACE_OUTPUT_FLAMEGRAPH_H
+#define SFTRACE_OUTPUT_FLAMEGRAPH_H
+
+#include "lib/trace_input.h"
+
+struct fg_options {
+	const char *out;     /* output path (written atomically) */
+	int weight_calls;    /* frame width = calls in the subtree, not time */
+	const char *title;   /* NULL: "Flame Graph" */
+	unsigned width;      /* image width in px; 0: 1200 */
+};
+
+/* One trace_run pass over `in`, then writes the SVG. Returns 0, or -1
+ * after printing an error (nothing is left at opt->out then). */
+int fg_write(struct trace_input *in, const struct fg_options *opt);
+
+#endif

@@ -38,7 +38,7 @@ void sf_buffer_init(void)
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit_hook) == 0;
 }
 
-static void zero_events(struct sf_event *ev, size_t n)
+void sf_zero_events(struct sf_event *ev, size_t n)
 {
 	/* Forward order matters: a reader of a crashed process stops at the
 	 * first zero event, so a half-cleared slot reads as empty. */
@@ -69,8 +69,38 @@ static void slot_handoff(struct sf_thread *t, size_t n)
 	 * reader sees a DATA chunk with this batch's seq and a slot with the
 	 * next one, so nothing is read twice. */
 	__atomic_store_n(&t->slot->hdr->seq, t->seq, __ATOMIC_RELEASE);
-	zero_events(t->events, n);
+	sf_zero_events(t->events, n);
 	sf_log_calibrate();
+}
+
+/* Hands the full slot to the writer thread and continues in the spare one,
+ * waiting for it only if the writer has not emptied it yet. */
+static void slot_swap(struct sf_thread *t, size_t n)
+{
+	struct sf_slot *full = t->slot, *next = t->spare;
+	sf_writer_wait_ready(next);
+	full->nevents = (uint32_t)n;
+	prctl(PR_GET_NAME, full->hdr->name, 0, 0, 0);
+	sf_writer_submit(full);
+	t->seq++;
+	struct sf_chunk *h = next->hdr;
+	h->thread_serial = t->serial;
+	h->tid = t->tid;
+	__atomic_store_n(&h->seq, t->seq, __ATOMIC_RELEASE);
+	t->slot = next;
+	t->spare = full;
+	t->events = (struct sf_event *)(h + 1);
+	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
+	sf_log_calibrate();
+}
+
+/* A full buffer: to the writer thread when there is one, else ourselves. */
+static void handoff_full(struct sf_thread *t, size_t n)
+{
+	if (t->spare)
+		slot_swap(t, n);
+	else
+		slot_handoff(t, n);
 }
 
 static void start_dropping(struct sf_thread *t)
@@ -110,6 +140,12 @@ static void thread_start(struct sf_thread *t)
 	t->cursor = (uint64_t)t->events;
 	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
 	t->state = SF_THREAD_ACTIVE;
+	t->spare = sf_writer_active() ? sf_log_slot_get() : NULL;
+	if (t->spare) {
+		t->spare->hdr->thread_serial = t->serial;
+		t->spare->hdr->tid = t->tid;
+		t->spare->hdr->seq = 0;
+	}
 	sf_log_thread_started();
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, (void *)1);
@@ -126,7 +162,7 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 		 * the cursor is past the limit, this batch is complete. */
 		size_t cap = (size_t)(t->limit - (uint64_t)t->events) / sizeof(struct sf_event);
 		if (t->state == SF_THREAD_ACTIVE)
-			slot_handoff(t, cap);
+			handoff_full(t, cap);
 		else if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(cap);
 		t->cursor = (uint64_t)t->events;
@@ -190,7 +226,7 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 		size_t used = (size_t)((t->cursor < t->limit ? t->cursor : t->limit) - (uint64_t)t->events) /
 			      sizeof(struct sf_event);
 		if (t->state == SF_THREAD_ACTIVE)
-			slot_handoff(t, used);
+			handoff_full(t, used);
 		else if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(used);
 		t->cursor = (uint64_t)t->events;
@@ -217,9 +253,16 @@ void sf_thread_flush_exit(void)
 	if (t->state == SF_THREAD_ACTIVE) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 		size_t n = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
+		if (t->spare)
+			sf_writer_wait_ready(t->spare); /* its batch precedes this one */
 		slot_handoff(t, n);
 		struct sf_slot *s = t->slot;
 		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+		if (t->spare) {
+			__atomic_store_n(&t->spare->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+			sf_log_slot_put(t->spare);
+			t->spare = NULL;
+		}
 		t->slot = NULL;
 		t->cursor = t->limit = 0;
 		t->state = SF_THREAD_NEW;
@@ -242,6 +285,7 @@ void sf_buffer_after_fork_child(void)
 	t->cursor = t->limit = 0;
 	t->events = NULL;
 	t->slot = NULL;
+	t->spare = NULL;
 	t->state = SF_THREAD_NEW;
 	next_serial = 1;
 }

@@ -69,6 +69,15 @@ static int read_config(void)
 			return 0;
 		}
 	}
+	const char *writer = getenv("SFTRACE_WRITER");
+	if (writer && writer[0]) {
+		if (!strcmp(writer, "sync"))
+			sf_config.sync_writes = 1;
+		else if (strcmp(writer, "thread")) {
+			sf_rt_message("SFTRACE_WRITER must be 'thread' or 'sync', not ", writer, NULL);
+			return 0;
+		}
+	}
 	const char *filter = getenv("SFTRACE_FILTER");
 	if (filter && filter[0]) {
 		if (slen(filter) >= sizeof(sf_config.filter)) {
@@ -103,6 +112,8 @@ __attribute__((constructor(101))) static void sf_init(void)
 
 __attribute__((destructor(101))) static void sf_fini(void)
 {
-	if (sf_config.enabled)
+	if (sf_config.enabled) {
+		sf_writer_drain();
 		sf_log_finish();
+	}
 }

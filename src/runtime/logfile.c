@@ -16,6 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
+#include "runtime/arch/x86_64/syscall.h"
 #include "runtime/runtime.h"
 
 static struct {
@@ -224,6 +227,8 @@ static int log_create_locked(void)
 	sf_log_calibrate();
 	sf_objects_log_all();
 	sf_log_update_patch_stats();
+	if (!sf_config.sync_writes)
+		sf_writer_start(); /* failing that, threads hand off slots themselves */
 	return 0;
 }
 
@@ -287,11 +292,12 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 			skip = 0;
 			nv++;
 		}
-		ssize_t n = pwritev(L.fd, v, nv, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
+		/* Raw system call: the writer thread has no errno of its own. */
+		long n = sf_syscall6(SYS_pwritev, L.fd, (long)v, nv, (long)(off + done), 0, 0);
+		if (n == -EINTR)
 			continue;
 		if (n <= 0) {
-			write_failed(n < 0 ? errno : ENOSPC, events);
+			write_failed(n < 0 ? (int)-n : ENOSPC, events);
 			return;
 		}
 		done += (size_t)n;

@@ -31,6 +31,7 @@ struct sf_thread {
 	uint64_t window_depth; /* within mode: open frames of selected functions */
 	struct sf_event *events; /* start of the buffer (slot payload, or scratch) */
 	struct sf_slot *slot;    /* NULL when the thread has none */
+	struct sf_slot *spare;   /* second slot, filled while the writer empties the first; may be NULL */
 	uint64_t serial;
 	uint32_t tid;
 	uint32_t seq;
@@ -54,6 +55,7 @@ struct sf_config {
 	int clock;           /* enum sf_clock */
 	int enabled;
 	int setup_thread_only;
+	int sync_writes;     /* SFTRACE_WRITER=sync: no writer thread */
 	int verbose;
 };
 extern struct sf_config sf_config SF_HIDDEN;
@@ -88,7 +90,25 @@ struct sf_slot {
 	struct sf_chunk *hdr; /* mapping of the whole slot chunk */
 	uint64_t file_offset;
 	struct sf_slot *next_free;
+	struct sf_slot *next_queued; /* writer queue link */
+	uint32_t state;              /* enum sf_slot_state (futex word) */
+	uint32_t nevents;            /* queued: events to write */
 };
+
+enum sf_slot_state {
+	SF_SLOT_READY = 0,  /* empty, cleared, owned by its thread */
+	SF_SLOT_QUEUED = 1, /* full, waiting for the writer thread */
+};
+
+/* ---- writer.c ---- */
+int sf_writer_start(void) SF_HIDDEN;           /* at log creation; -1: hand-offs stay synchronous */
+int sf_writer_active(void) SF_HIDDEN;
+void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
+void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
+void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */
+void sf_writer_after_fork_child(void) SF_HIDDEN;
+/* Clears n events front to back (see buffer.c for why the order matters). */
+void sf_zero_events(struct sf_event *ev, size_t n) SF_HIDDEN;
 #define SF_SLOT_EVENTS ((SF_SLOT_SIZE - sizeof(struct sf_chunk)) / sizeof(struct sf_event))
 
 /* ---- objects.c ---- */

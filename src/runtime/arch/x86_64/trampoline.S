@@ -15,7 +15,7 @@
  * the buffer's limit (first event of the thread, buffer full) we go to the
  * slow path, which saves every register, including the whole vector state
  * with xsave (libc routines called from there may use vector registers), and
- * calls sf_slow_event() in C.
+ * calls sf_slow_event_at() in C.
  */
 
 	.text
@@ -41,6 +41,7 @@
 	pop	%rax
 	ret
 \slowlabel:
+	mov	%rdx, %rcx		/* the claimed record, for sf_slow_event_at */
 	mov	$\kind, %edx
 	jmp	sf_slow_common
 .endm
@@ -52,6 +53,7 @@
 	push	%rdx
 	push	%rcx
 	xor	%eax, %eax
+	xor	%ecx, %ecx
 	mov	$\kind, %edx
 	jmp	sf_slow_common
 .endm
@@ -174,9 +176,10 @@ sf_tramp_tail_mono:
 	WINDOW_OUT sf_tramp_tail_mono_window, sf_tramp_tail_mono
 
 /* Slow path. On entry: the caller's rax, rdx, rcx are pushed (rcx on top),
- * rax = time, r10d = function id, edx = kind. Saves the remaining
- * caller-saved registers and the extended state, calls
- * sf_slow_event(time, id, kind) with a 64-byte aligned stack, restores
+ * rax = time, r10d = function id, edx = kind, rcx = the record address the
+ * fast path claimed (0: none). Saves the remaining caller-saved registers
+ * and the extended state, calls sf_slow_event_at(time, id, kind, claimed)
+ * with a 64-byte aligned stack (xsave leaves rcx alone), restores
  * everything and returns to whoever called the trampoline. */
 	.p2align 4
 	.type	sf_slow_common, @function
@@ -209,15 +212,15 @@ sf_slow_common:
 	mov	$-1, %eax
 	mov	$-1, %edx
 	xsave64	(%rsp)
-	mov	%r8d, %edx		/* arg 2: kind */
-	call	sf_slow_event
+	mov	%r8d, %edx		/* arg 2: kind; arg 3 (claimed) is in rcx */
+	call	sf_slow_event_at
 	mov	$-1, %eax
 	mov	$-1, %edx
 	xrstor64 (%rsp)
 	jmp	2f
 1:	fxsave64 (%rsp)
 	mov	%r8d, %edx
-	call	sf_slow_event
+	call	sf_slow_event_at
 	fxrstor64 (%rsp)
 2:	mov	%rbp, %rsp
 	pop	%rbp

@@ -1,0 +1,151 @@
+/* The writer thread: hands full slots to the log file off the traced
+ * threads' path.
+ *
+ * Each traced thread owns two slots. When the one it records into fills,
+ * it queues that slot here and carries on in the other at once; this thread
+ * writes the queued batch as a DATA chunk, clears the slot and marks it
+ * ready for its owner again. On a 2-core machine that takes the copy into
+ * the page cache (most of the cost of a hand-off) off the traced thread.
+ * A queued slot that is never written (the process died) is still in the
+ * file as a SLOT chunk with its own batch number, so nothing is lost.
+ *
+ * The thread is a bare clone (arch/x86_64/spawn.S), created from the slow
+ * path with every signal blocked: no libc thread set-up, no allocation, and
+ * it keeps every signal blocked for its whole life. It has no TLS of its
+ * own, so it calls the kernel only through raw system calls. */
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "runtime/arch/x86_64/syscall.h"
+#include "runtime/runtime.h"
+
+#define WRITER_STACK (64 * 1024)
+
+static struct sf_slot *queue;   /* pushed by owners, taken whole by the writer */
+static uint32_t wake;           /* futex word: bumped on every push */
+static uint32_t busy;           /* the writer holds a batch */
+static int active;
+
+static void futex_wake_all(uint32_t *w)
+{
+	sf_syscall6(SYS_futex, (long)w, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
+}
+
+static void futex_wait(uint32_t *w, uint32_t seen)
+{
+	sf_syscall6(SYS_futex, (long)w, FUTEX_WAIT_PRIVATE, seen, 0, 0, 0);
+}
+
+static void write_slot(struct sf_slot *s)
+{
+	struct sf_chunk c = {0};
+	const struct sf_chunk *h = s->hdr;
+	c.type = SF_CHUNK_DATA;
+	c.count = s->nevents;
+	c.thread_serial = h->thread_serial;
+	c.tid = h->tid;
+	c.seq = h->seq;
+	__builtin_memcpy(c.name, h->name, sizeof(c.name));
+	struct sf_event *ev = (struct sf_event *)(s->hdr + 1);
+	if (s->nevents)
+		sf_log_write_chunk(&c, ev, (size_t)s->nevents * sizeof(struct sf_event), s->nevents);
+	sf_zero_events(ev, s->nevents);
+	__atomic_store_n(&s->state, SF_SLOT_READY, __ATOMIC_RELEASE);
+	futex_wake_all(&s->state);
+}
+
+static int writer_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
+		__atomic_store_n(&busy, 1, __ATOMIC_RELEASE);
+		struct sf_slot *list = __atomic_exchange_n(&queue, NULL, __ATOMIC_ACQ_REL);
+		/* Oldest first (the list is a stack). Per thread at most one slot
+		 * is queued at a time, so batch order holds either way. */
+		struct sf_slot *fifo = NULL;
+		while (list) {
+			struct sf_slot *next = list->next_queued;
+			list->next_queued = fifo;
+			fifo = list;
+			list = next;
+		}
+		for (struct sf_slot *s = fifo, *next; s; s = next) {
+			next = s->next_queued;
+			write_slot(s);
+		}
+		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+		futex_wake_all(&busy);
+		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
+			futex_wait(&wake, seen);
+	}
+	return 0;
+}
+
+int sf_writer_start(void)
+{
+	if (active)
+		return 0;
+	void *stack = mmap(NULL, WRITER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -1;
+	long tid = sf_spawn_raw_thread((char *)stack + WRITER_STACK, writer_main, NULL);
+	if (tid < 0) {
+		munmap(stack, WRITER_STACK);
+		return -1;
+	}
+	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int sf_writer_active(void)
+{
+	return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+}
+
+void sf_writer_submit(struct sf_slot *s)
+{
+	__atomic_store_n(&s->state, SF_SLOT_QUEUED, __ATOMIC_RELEASE);
+	struct sf_slot *head = __atomic_load_n(&queue, __ATOMIC_RELAXED);
+	do
+		s->next_queued = head;
+	while (!__atomic_compare_exchange_n(&queue, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	__atomic_add_fetch(&wake, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&wake);
+}
+
+void sf_writer_wait_ready(struct sf_slot *s)
+{
+	uint32_t st;
+	while ((st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE)) != SF_SLOT_READY)
+		futex_wait(&s->state, st);
+}
+
+/* Process exit: let the writer finish what is queued, so the log ends with
+ * complete DATA chunks rather than a chunk cut by exit_group. */
+void sf_writer_drain(void)
+{
+	if (!sf_writer_active())
+		return;
+	for (int i = 0; i < 10000; i++) {
+		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && !__atomic_load_n(&busy, __ATOMIC_ACQUIRE))
+			return;
+		uint32_t b = __atomic_load_n(&busy, __ATOMIC_ACQUIRE);
+		if (b) {
+			struct timespec_raw { long s, ns; } ts = {0, 1000000};
+			sf_syscall6(SYS_futex, (long)&busy, FUTEX_WAIT_PRIVATE, 1, (long)&ts, 0, 0);
+		} else {
+			sf_syscall3(SYS_sched_yield, 0, 0, 0);
+		}
+	}
+}
+
+/* fork: the writer thread does not exist in the child. Queued slots belong
+ * to the parent's log. */
+void sf_writer_after_fork_child(void)
+{
+	queue = NULL;
+	busy = 0;
+	active = 0;
+}

@@ -9,11 +9,6 @@
 #define SFTRACE_VERSION "0.1.0"
 #endif
 
-__attribute__((weak)) int cmd_convert(int argc, char **argv);
-__attribute__((weak)) int cmd_report(int argc, char **argv);
-__attribute__((weak)) int cmd_flamegraph(int argc, char **argv);
-__attribute__((weak)) int cmd_filter(int argc, char **argv);
-__attribute__((weak)) int cmd_dump(int argc, char **argv);
 
 static const struct sf_command commands[] = {
 	{"record", "run a command and record every instrumented function call", cmd_record},

@@ -207,9 +207,13 @@ static struct cp_stack *get_stack(struct cp_tree *t, uint32_t stack, uint32_t de
 void cp_begin(struct cp_tree *t, uint32_t stack, uint32_t base, uint32_t depth, uint64_t key, const void *owner,
 	      uint32_t id)
 {
-	struct cp_stack *s = get_stack(t, stack, depth);
+	/* The common case inline: a known stack, and the parent calling the
+	 * same child as last time. */
+	struct cp_stack *s = stack < t->nstacks && depth < t->stacks[stack].cap ? &t->stacks[stack]
+										  : get_stack(t, stack, depth);
 	uint32_t parent = depth ? s->e[depth - 1].node : base;
-	s->e[depth].node = cp_child(t, parent, key, owner, id);
+	const struct cp_hint *hint = &t->hints[parent];
+	s->e[depth].node = hint->child && hint->key == key ? hint->child : cp_child(t, parent, key, owner, id);
 	s->e[depth].child_ns = 0;
 }
 

@@ -68,24 +68,64 @@ static void seen_add(struct seen *s, uint64_t key, const struct trace_proc *p, u
 	s->n++;
 }
 
+/* Function ids of one process already in `seen`, one byte per id: a hash
+ * lookup per event would cost as much as writing its row. */
+struct marks {
+	uint8_t *m;
+	size_t n;
+};
+
+#define MARK_MAX_ID (1u << 24) /* larger ids (not from a sane log) skip the marks */
+
 struct pola_sink {
 	struct pq_writer *w;
 	struct seen seen;
+	struct marks *marks; /* by trace_proc.index */
+	size_t nmarks;
 };
+
+static void note_func(struct pola_sink *s, const struct trace_frame *f)
+{
+	size_t p = f->proc->index;
+	uint32_t id = f->func_id;
+	if (p < s->nmarks && id < s->marks[p].n && s->marks[p].m[id])
+		return;
+	seen_add(&s->seen, f->func_key, f->proc, id);
+	if (id >= MARK_MAX_ID)
+		return;
+	if (p >= s->nmarks) {
+		s->marks = xrealloc(s->marks, (p + 1) * sizeof(*s->marks));
+		memset(s->marks + s->nmarks, 0, (p + 1 - s->nmarks) * sizeof(*s->marks));
+		s->nmarks = p + 1;
+	}
+	struct marks *m = &s->marks[p];
+	if (id >= m->n) {
+		size_t n = m->n ? m->n : 1024;
+		while (n <= id)
+			n *= 2;
+		m->m = xrealloc(m->m, n);
+		memset(m->m + m->n, 0, n - m->n);
+		m->n = n;
+	}
+	m->m[id] = 1;
+}
 
 static int row(struct pq_writer *w, const struct trace_frame *f, uint64_t t, uint32_t kind)
 {
-	if (pq_write_u64(w, COL_FRAME, f->id) || pq_write_u64(w, COL_PARENT, f->parent) ||
-	    pq_write_u32(w, COL_TID, f->thread->tid) || pq_write_u64(w, COL_FUNC, f->func_key) ||
-	    pq_write_u64(w, COL_TIME, t) || pq_write_u32(w, COL_KIND, kind))
-		return -1;
-	return pq_end_row(w);
+	uint64_t v[6];
+	v[COL_FRAME] = f->id;
+	v[COL_PARENT] = f->parent;
+	v[COL_TID] = f->thread->tid;
+	v[COL_FUNC] = f->func_key;
+	v[COL_TIME] = t;
+	v[COL_KIND] = kind;
+	return pq_write_row_u64s(w, v);
 }
 
 static int pola_begin(void *ctx, const struct trace_frame *f)
 {
 	struct pola_sink *s = ctx;
-	seen_add(&s->seen, f->func_key, f->proc, f->func_id);
+	note_func(s, f);
 	return row(s->w, f, f->t_begin, 1);
 }
 
@@ -162,6 +202,9 @@ int conv_pola(struct trace_input *in, const struct conv_options *opt)
 	if (sw)
 		pq_free(sw);
 	seen_free(&s.seen);
+	for (size_t i = 0; i < s.nmarks; i++)
+		free(s.marks[i].m);
+	free(s.marks);
 	if (!ok) {
 		sf_outfile_abort(ev_out);
 		sf_outfile_abort(sym_out);

@@ -2,10 +2,6 @@
 
 #include "output/converters.h"
 
-/* Types other engineers may not have linked in yet resolve to NULL. */
-__attribute__((weak)) int conv_chrome(struct trace_input *in, const struct conv_options *opt);
-__attribute__((weak)) int conv_folded(struct trace_input *in, const struct conv_options *opt);
-
 const struct converter sf_converters[] = {
 	{"perfetto", "Perfetto protobuf (gzip'd when OUT ends in .gz): ui.perfetto.dev, vizviewer", conv_perfetto},
 	{"pola", "Parquet: OUT (events) and OUT.symtab (functions), for polars, DuckDB, Spark", conv_pola},

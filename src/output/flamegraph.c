@@ -158,7 +158,7 @@ static void colour(char *buf, size_t len, const char *name, const char *module, 
 		n = strlen(module);
 	uint32_t h = fnv1a(m, n), j = fnv1a(name, strlen(name));
 	int r = 205 + (int)(h % 51);
-	int g = 40 + (int)((h >> 8) % 170) + (int)(j % 25) - 12;
+	int g = 50 + (int)((h >> 8) % 150) + (int)(j % 41) - 20;
 	int b = (int)((h >> 16) % 56);
 	snprintf(buf, len, "rgb(%d,%d,%d)", r, g, b);
 }
@@ -195,6 +195,10 @@ static int measure(void *ctx, const struct cp_group *g)
 	return 0;
 }
 
+static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
+/* "NAME [module]" then the numbers; the script shows the first line as the
+ * name. self is UINT64_MAX for the root, which has none. */
 static void tooltip(struct fg *fg, const char *name, const char *module, uint64_t v, uint64_t calls,
 		    uint64_t self)
 {
@@ -208,14 +212,18 @@ static void tooltip(struct fg *fg, const char *name, const char *module, uint64_
 		fputc(']', f);
 	}
 	if (fg->calls) {
-		fprintf(f, "\n%llu calls, %llu with callees (%.2f%%)</title>", (unsigned long long)calls,
+		fprintf(f, "\n%llu call%s, %llu with callees (%.2f%%)</title>", (unsigned long long)calls, plural(calls),
 			(unsigned long long)v, pct);
-	} else {
-		char tt[32], ts[32];
-		cp_format_ns(tt, sizeof(tt), v);
-		cp_format_ns(ts, sizeof(ts), self);
-		fprintf(f, "\n%s (%.2f%%), self %s, %llu calls</title>", tt, pct, ts, (unsigned long long)calls);
+		return;
 	}
+	char tt[32], ts[32];
+	cp_format_ns(tt, sizeof(tt), v);
+	fprintf(f, "\n%s (%.2f%%)", tt, pct);
+	if (self != UINT64_MAX) {
+		cp_format_ns(ts, sizeof(ts), self);
+		fprintf(f, ", self %s", ts);
+	}
+	fprintf(f, ", %llu call%s</title>", (unsigned long long)calls, plural(calls));
 }
 
 static void box(struct fg *fg, uint32_t depth, uint64_t x, uint64_t v, const char *name, const char *module,
@@ -327,7 +335,8 @@ static void header(struct fg *fg, const struct fg_options *opt, unsigned width, 
 	else
 		fprintf(f, " \xe2\x80\x94 width: time (%s)", total);
 	if (fg->omitted)
-		fprintf(f, "; %llu frames narrower than %.1f px omitted", (unsigned long long)fg->omitted, MIN_PX);
+		fprintf(f, "; %llu frame%s narrower than %.1f px omitted", (unsigned long long)fg->omitted,
+			plural(fg->omitted), MIN_PX);
 	fputs("</text>\n", f);
 	fprintf(f, "<text id=\"unzoom\" x=\"%u\" y=\"22\" class=\"ctl\" style=\"display:none\">Reset Zoom</text>\n",
 		PAD);
@@ -370,7 +379,7 @@ static int write_svg(struct fg *fg, const struct fg_options *opt, struct trace_i
 	if (fg->total) {
 		fg->nxs = 16;
 		fg->xs = xcalloc(fg->nxs, sizeof(*fg->xs));
-		box(fg, 0, 0, fg->total, "all", "", 1, fg->calls ? 0 : root->sub_calls, 0);
+		box(fg, 0, 0, fg->total, "all", "", 1, root->sub_calls, UINT64_MAX);
 		r = cp_walk_merged(fg->t, rank, draw, fg);
 	} else {
 		fprintf(fg->f, "<text x=\"%u\" y=\"%u\">no frames recorded</text>\n", PAD, TOP + FH);

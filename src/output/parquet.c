@@ -8,11 +8,24 @@
  * Columns are REQUIRED and flat, so pages hold no repetition/definition
  * levels: a data page v1 body is just the encoded values.
  *
- * For each column chunk we try the applicable encodings (dictionary,
- * DELTA_BINARY_PACKED with exact or byte-rounded widths, PLAIN) on its first
- * page, compress the trials, and encode the chunk with the smallest. Trace
- * columns differ a lot (time is monotonic, kind has two values, func_id a
- * few thousand), and no fixed choice is good for all of them.
+ * The pipeline streams, so that the working set stays in cache whatever the
+ * row group size (a first version buffered whole row groups and spent most
+ * of its time waiting for memory):
+ *
+ *   rows -> staging block (STAGE_ROWS values per column)
+ *        -> per column, a page encoder (dictionary indices as RLE/bit-packed
+ *           runs, DELTA_BINARY_PACKED blocks, or PLAIN), fed block by block
+ *        -> a full page is compressed and appended to the column's chunk
+ *           buffer (compressed bytes only)
+ *        -> at the end of the row group: dictionary page + chunk are written
+ *
+ * Choosing an encoding: trace columns differ a lot (time is monotonic, kind
+ * has two values, func_id a few thousand), and no fixed choice is good for
+ * all of them. So the first TRIAL_VALUES values of a chunk go through every
+ * applicable encoder; their pages are compressed and the smallest wins for
+ * the rest of the chunk and the next row groups. Trials run again every
+ * TRIAL_EVERY row groups (the data may change), not on every chunk: a trial
+ * costs several encoders and compressions.
  */
 #include "output/parquet.h"
 
@@ -39,24 +52,30 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 
 #define PQ_MAGIC "PAR1"
 #define DEFAULT_ROW_GROUP (1u << 20)
-#define PAGE_VALUES (1u << 17)      /* values per data page (fixed-width) */
-#define PAGE_BYTES (1u << 20)       /* plain string pages end past this */
-#define TRIAL_VALUES (1u << 15)     /* values encoded to choose an encoding */
+#define DEFAULT_ZSTD_LEVEL 3
+#define STAGE_ROWS 4096u            /* rows staged before encoding */
+#define STAGE_STR_BYTES (1u << 20)  /* ... or fewer, past this many string bytes */
+#define PAGE_VALUES (1u << 17)      /* values per data page */
+#define PAGE_BYTES (1u << 20)       /* pages also end past this many bytes */
+#define TRIAL_VALUES (1u << 15)     /* values encoded every way to choose */
+#define TRIAL_EVERY 8               /* row groups from one trial to the next */
+#define CHUNK_MAX_BYTES (256u << 20)/* end a row group early past this */
 #define MAX_STR_LEN (1u << 28)
-#define RG_STRING_BYTES (256u << 20) /* flush a row group early past this */
 #define DICT_MAX_ENTRIES (1u << 20)
 #define DICT_MAX_BYTES (16u << 20)
-#define DIRECT_RANGE (1u << 16)
 #define STAT_MAX_LEN 64             /* longer string min/max are truncated */
 #define DELTA_BLOCK 128
 #define DELTA_MINIBLOCKS 4
 #define DELTA_MINI (DELTA_BLOCK / DELTA_MINIBLOCKS)
+#define PAGE_HEADROOM 32            /* room before a page body for its DELTA header */
+#define RLE_LIT_MAX 512             /* values per bit-packed run */
 
 struct buf {
 	uint8_t *p;
 	size_t len, cap;
 };
 
+/* Room for n more bytes; the returned pointer is where they go. */
 static uint8_t *buf_reserve(struct buf *b, size_t n)
 {
 	if (b->len + n > b->cap) {
@@ -83,16 +102,25 @@ static void buf_byte(struct buf *b, uint8_t v)
 	b->len++;
 }
 
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint8_t *put_zigzag(uint8_t *p, int64_t v)
+{
+	return put_varint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
 static void buf_varint(struct buf *b, uint64_t v)
 {
 	uint8_t *p = buf_reserve(b, 10);
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	b->len += n;
+	b->len = (size_t)(put_varint(p, v) - b->p);
 }
 
 static void buf_free(struct buf *b)
@@ -101,27 +129,9 @@ static void buf_free(struct buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* ---- buffered column values (one row group) ---- */
-
-struct column {
-	char *name;
-	enum pq_type type;
-	size_t n, cap;
-	uint64_t *v64;   /* PQ_UINT64, PQ_DURATION_NS */
-	uint32_t *v32;   /* PQ_UINT32 */
-	struct buf str;  /* PQ_STRING bytes; value i is str[off[i] .. off[i+1]) */
-	uint64_t *off;   /* n + 1 entries */
-};
-
-static int is_int64(enum pq_type t)
+static int bits_needed(uint64_t v)
 {
-	return t == PQ_UINT64 || t == PQ_DURATION_NS;
-}
-
-static const uint8_t *str_at(const struct column *c, size_t i, size_t *len)
-{
-	*len = (size_t)(c->off[i + 1] - c->off[i]);
-	return c->str.p + c->off[i];
+	return v ? 64 - __builtin_clzll(v) : 0;
 }
 
 /* ---- what the footer records ---- */
@@ -147,9 +157,6 @@ struct rg_meta {
 	struct chunk_meta *chunks;
 };
 
-
-/* ---- encoders: each writes the body of one data page ---- */
-
 /* The ways a column chunk can be encoded. */
 enum method {
 	M_PLAIN,
@@ -170,183 +177,223 @@ static int method_encoding(enum method m)
 	return enc[m];
 }
 
-static int bits_needed(uint64_t v)
-{
-	return v ? 64 - __builtin_clzll(v) : 0;
-}
+/* ---- bit packing ---- */
 
-/* Bit-pack `n` (a multiple of 8) values of `bw` bits, least significant
+/* Pack n values (n * bw a multiple of 8) of bw bits each, least significant
  * bit first, as both the RLE/bit-packing hybrid and DELTA_BINARY_PACKED
- * miniblocks want. Values must fit in `bw` bits. */
-static void bitpack(struct buf *o, const uint64_t *v, size_t n, int bw)
+ * miniblocks want. Values must fit in bw bits. Writes up to 8 bytes past
+ * the packed data (the caller reserves them); returns the end of the data. */
+static uint8_t *pack(uint8_t *p, const uint64_t *v, size_t n, int bw)
 {
-	if (bw == 0)
-		return;
-	uint8_t *p = buf_reserve(o, n * (size_t)bw / 8 + 16);
-	size_t k = 0;
 	if (bw % 8 == 0) {
 		/* whole bytes: the low bytes of each little-endian value */
-		for (size_t i = 0; i < n; i++, k += (size_t)bw / 8)
-			memcpy(p + k, &v[i], (size_t)bw / 8);
-	} else if (bw <= 32) {
-		uint64_t acc = 0;
-		int nbits = 0;
-		for (size_t i = 0; i < n; i++) {
-			acc |= v[i] << nbits;
-			nbits += bw;
-			if (nbits >= 32) {
-				uint32_t lo = (uint32_t)acc;
-				memcpy(p + k, &lo, 4);
-				k += 4;
-				acc >>= 32;
-				nbits -= 32;
-			}
-		}
-		for (; nbits > 0; nbits -= 8, acc >>= 8)
-			p[k++] = (uint8_t)acc;
-	} else {
-		unsigned __int128 acc = 0;
-		int nbits = 0;
-		for (size_t i = 0; i < n; i++) {
-			acc |= (unsigned __int128)v[i] << nbits;
-			nbits += bw;
-			if (nbits >= 64) {
-				uint64_t lo = (uint64_t)acc;
-				memcpy(p + k, &lo, 8);
-				k += 8;
-				acc >>= 64;
-				nbits -= 64;
-			}
-		}
-		for (; nbits > 0; nbits -= 8, acc >>= 8)
-			p[k++] = (uint8_t)acc;
+		size_t nb = (size_t)bw / 8;
+		for (size_t i = 0; i < n && nb; i++, p += nb)
+			memcpy(p, &v[i], 8);
+		return p;
 	}
-	o->len += k;
+	uint64_t acc = 0;
+	int nbits = 0;
+	for (size_t i = 0; i < n; i++) {
+		acc |= v[i] << nbits;
+		nbits += bw;
+		if (nbits >= 64) {
+			memcpy(p, &acc, 8);
+			p += 8;
+			nbits -= 64;
+			acc = nbits ? v[i] >> (bw - nbits) : 0;
+		}
+	}
+	memcpy(p, &acc, 8);
+	return p + nbits / 8;
 }
 
-static size_t run_length(const uint32_t *v, size_t i, size_t n, size_t cap)
+/* ---- page encoders ----
+ *
+ * A page body is built in `body` after PAGE_HEADROOM bytes (where the DELTA
+ * header goes once the value count is known). Encoders take values block
+ * by block and keep what does not yet form a whole unit (a DELTA block, an
+ * RLE run) in their state. */
+
+struct penc {
+	struct buf body;
+	size_t nvals;
+	/* M_DICT: index width of this page and RLE/bit-packing state */
+	int bw;
+	uint64_t run_val;
+	size_t run_len;
+	uint64_t lit[RLE_LIT_MAX];
+	size_t nlit;
+	/* M_DELTA*: first value, last value, deltas not yet in a block */
+	uint64_t first, prev;
+	uint64_t pend[DELTA_BLOCK];
+	size_t npend;
+};
+
+static void penc_start(struct penc *p)
 {
-	size_t j = i + 1;
-	while (j < n && j - i < cap && v[j] == v[i])
-		j++;
-	return j - i;
+	p->body.len = 0;
+	buf_reserve(&p->body, PAGE_HEADROOM);
+	p->body.len = PAGE_HEADROOM;
+	p->nvals = 0;
+	p->run_len = 0;
+	p->nlit = 0;
+	p->npend = 0;
 }
 
-/* RLE / bit-packing hybrid of dictionary indices (no length prefix, as in a
- * dictionary-encoded data page). Runs of 8 or more equal values become RLE
- * runs; everything else is bit-packed in groups of 8, the last group padded
- * with zeros. */
-static void rle_hybrid(struct buf *o, const uint32_t *v, size_t n, int bw)
+/* -- RLE / bit-packing hybrid (dictionary indices) -- */
+
+/* Write the buffered literals as one bit-packed run. Only the last run of a
+ * page may end with a partial group of 8 (padded with zeros). */
+static void lit_flush(struct penc *p)
 {
-	uint64_t group[8];
+	if (p->nlit == 0)
+		return;
+	size_t groups = (p->nlit + 7) / 8;
+	for (size_t i = p->nlit; i < groups * 8; i++)
+		p->lit[i] = 0;
+	buf_varint(&p->body, (uint64_t)groups << 1 | 1);
+	uint8_t *o = buf_reserve(&p->body, groups * (size_t)p->bw + 8);
+	p->body.len = (size_t)(pack(o, p->lit, groups * 8, p->bw) - p->body.p);
+	p->nlit = 0;
+}
+
+static void lit_add(struct penc *p, uint64_t v, size_t k)
+{
+	while (k > 0) {
+		size_t n = RLE_LIT_MAX - p->nlit < k ? RLE_LIT_MAX - p->nlit : k;
+		for (size_t i = 0; i < n; i++)
+			p->lit[p->nlit + i] = v;
+		p->nlit += n;
+		k -= n;
+		if (p->nlit == RLE_LIT_MAX)
+			lit_flush(p);
+	}
+}
+
+/* The current run ends. Runs of 8 or more become RLE runs, after lending
+ * the literals the values that complete their last group of 8. */
+static void run_end(struct penc *p)
+{
+	size_t need = (8 - p->nlit % 8) % 8;
+	if (p->run_len >= need + 8) {
+		lit_add(p, p->run_val, need);
+		lit_flush(p);
+		buf_varint(&p->body, (uint64_t)(p->run_len - need) << 1);
+		uint8_t *o = buf_reserve(&p->body, 8);
+		memcpy(o, &p->run_val, 8);
+		p->body.len += (size_t)(p->bw + 7) / 8;
+	} else {
+		lit_add(p, p->run_val, p->run_len);
+	}
+	p->run_len = 0;
+}
+
+static void rle_put(struct penc *p, const uint32_t *v, size_t n)
+{
 	size_t i = 0;
 	while (i < n) {
-		size_t run = run_length(v, i, n, SIZE_MAX);
-		if (run >= 8) {
-			buf_varint(o, (uint64_t)run << 1);
-			for (int b = 0; b < (bw + 7) / 8; b++)
-				buf_byte(o, (uint8_t)(v[i] >> (8 * b)));
-			i += run;
+		if (p->run_len && v[i] == p->run_val) {
+			size_t j = i + 1;
+			while (j < n && v[j] == p->run_val)
+				j++;
+			p->run_len += j - i;
+			i = j;
 			continue;
 		}
-		size_t start = i;
-		do
-			i += 8;
-		while (i < n && run_length(v, i, n, 8) < 8);
-		if (i > n)
-			i = n;
-		size_t groups = (i - start + 7) / 8;
-		buf_varint(o, (uint64_t)groups << 1 | 1);
-		for (size_t g = 0; g < groups; g++) {
-			for (size_t k = 0; k < 8; k++) {
-				size_t at = start + g * 8 + k;
-				group[k] = at < i ? v[at] : 0;
-			}
-			bitpack(o, group, 8, bw);
-		}
+		if (p->run_len)
+			run_end(p);
+		p->run_val = v[i++];
+		p->run_len = 1;
 	}
 }
 
-static void put_zigzag(struct buf *o, int64_t v)
+static void rle_finish(struct penc *p)
 {
-	buf_varint(o, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+	if (p->run_len)
+		run_end(p);
+	lit_flush(p);
 }
 
-/* One block of k <= DELTA_BLOCK deltas: min delta, one width per
- * miniblock, then the miniblocks (those past the last value left out). */
-static void delta_block(struct buf *o, const int64_t *d, size_t k, uint64_t mask, int bytes)
-{
-	int64_t min = d[0];
-	for (size_t i = 1; i < k; i++)
-		min = d[i] < min ? d[i] : min;
-	put_zigzag(o, min);
+/* -- DELTA_BINARY_PACKED -- */
 
-	uint64_t u[DELTA_BLOCK] = {0};
-	uint8_t widths[DELTA_MINIBLOCKS] = {0};
-	for (size_t m = 0; m * DELTA_MINI < k; m++) {
+/* One block of k <= DELTA_BLOCK deltas: min delta, one width per
+ * miniblock, then the miniblocks (those past the last value left out; a
+ * partial last miniblock is padded with zeros). `mask` keeps INT32 columns
+ * in 32 bits (readers decode them in int32 and reject wider miniblocks). */
+static void delta_block(struct penc *p, uint64_t mask, int bytes)
+{
+	size_t k = p->npend;
+	int64_t min = (int64_t)p->pend[0];
+	for (size_t i = 1; i < k; i++)
+		min = (int64_t)p->pend[i] < min ? (int64_t)p->pend[i] : min;
+	uint64_t u[DELTA_BLOCK];
+	uint8_t widths[DELTA_MINIBLOCKS] = { 0 };
+	size_t minis = (k + DELTA_MINI - 1) / DELTA_MINI;
+	for (size_t m = 0; m < minis; m++) {
 		uint64_t any = 0;
-		for (size_t i = m * DELTA_MINI; i < k && i < (m + 1) * DELTA_MINI; i++) {
-			u[i] = ((uint64_t)d[i] - (uint64_t)min) & mask;
+		for (size_t i = m * DELTA_MINI; i < (m + 1) * DELTA_MINI; i++) {
+			u[i] = i < k ? (p->pend[i] - (uint64_t)min) & mask : 0;
 			any |= u[i];
 		}
 		int bw = bits_needed(any);
 		widths[m] = (uint8_t)(bytes ? (bw + 7) / 8 * 8 : bw);
 	}
-	buf_put(o, widths, sizeof(widths));
-	for (size_t m = 0; m * DELTA_MINI < k; m++)
-		bitpack(o, u + m * DELTA_MINI, DELTA_MINI, widths[m]);
+	uint8_t *o = buf_reserve(&p->body, 10 + DELTA_MINIBLOCKS + DELTA_BLOCK * 8 + 8);
+	o = put_zigzag(o, min);
+	memcpy(o, widths, DELTA_MINIBLOCKS);
+	o += DELTA_MINIBLOCKS;
+	for (size_t m = 0; m < minis; m++)
+		o = pack(o, u + m * DELTA_MINI, DELTA_MINI, widths[m]);
+	p->body.len = (size_t)(o - p->body.p);
+	p->npend = 0;
 }
 
-/* DELTA_BINARY_PACKED stream of values [start, end): header (block size,
- * miniblocks per block, value count, first value), then blocks. Deltas use
- * the physical type's wrapping arithmetic: INT32 columns get 32-bit deltas
- * (readers decode them in int32 and reject wider miniblocks). */
-static void delta_page(struct buf *o, const struct column *c, size_t start, size_t end,
-		       int bytes)
+/* Deltas use the physical type's wrapping arithmetic: 64 bits, or 32 bits
+ * sign-extended for INT32 columns. */
+static void delta_put(struct penc *p, const uint64_t *v, size_t n, int wide, int bytes)
 {
-	int wide = is_int64(c->type);
-	int64_t first = wide ? (int64_t)c->v64[start] : (int32_t)c->v32[start];
 	uint64_t mask = wide ? ~0ULL : 0xFFFFFFFFull;
-	int64_t d[DELTA_BLOCK];
-
-	buf_varint(o, DELTA_BLOCK);
-	buf_varint(o, DELTA_MINIBLOCKS);
-	buf_varint(o, end - start);
-	put_zigzag(o, first);
-	for (size_t i = start + 1; i < end;) {
-		size_t k = end - i < DELTA_BLOCK ? end - i : DELTA_BLOCK;
-		if (wide) {
+	size_t i = 0;
+	if (n && p->nvals == 0) {
+		p->first = p->prev = v[0];
+		i = 1;
+	}
+	p->nvals += n;
+	while (i < n) {
+		size_t k = DELTA_BLOCK - p->npend;
+		k = n - i < k ? n - i : k;
+		uint64_t *d = p->pend + p->npend;
+		const uint64_t *x = v + i;
+		d[0] = x[0] - p->prev;
+		for (size_t j = 1; j < k; j++)
+			d[j] = x[j] - x[j - 1];
+		if (!wide)
 			for (size_t j = 0; j < k; j++)
-				d[j] = (int64_t)(c->v64[i + j] - c->v64[i + j - 1]);
-		} else {
-			for (size_t j = 0; j < k; j++)
-				d[j] = (int32_t)(c->v32[i + j] - c->v32[i + j - 1]);
-		}
-		delta_block(o, d, k, mask, bytes);
+				d[j] = (uint64_t)(int64_t)(int32_t)(uint32_t)d[j];
+		p->prev = x[k - 1];
+		p->npend += k;
 		i += k;
+		if (p->npend == DELTA_BLOCK)
+			delta_block(p, mask, bytes);
 	}
 }
 
-static void plain_string(struct buf *o, const struct column *c, size_t i)
+/* Flush the last block and put the header (block size, miniblocks per
+ * block, value count, first value) in front of the blocks. Returns where
+ * the page body now starts. */
+static size_t delta_finish(struct penc *p, int wide, int bytes)
 {
-	size_t len;
-	const uint8_t *s = str_at(c, i, &len);
-	uint32_t l32 = (uint32_t)len;
-	buf_put(o, &l32, 4);
-	buf_put(o, s, len);
-}
-
-/* PLAIN values [start, end); x86-64 is little-endian, as PLAIN is. */
-static void plain_page(struct buf *o, const struct column *c, size_t start, size_t end)
-{
-	if (c->type == PQ_STRING) {
-		for (size_t i = start; i < end; i++)
-			plain_string(o, c, i);
-	} else if (is_int64(c->type)) {
-		buf_put(o, c->v64 + start, (end - start) * 8);
-	} else {
-		buf_put(o, c->v32 + start, (end - start) * 4);
-	}
+	if (p->npend)
+		delta_block(p, wide ? ~0ULL : 0xFFFFFFFFull, bytes);
+	uint8_t hdr[PAGE_HEADROOM], *h = hdr;
+	h = put_varint(h, DELTA_BLOCK);
+	h = put_varint(h, DELTA_MINIBLOCKS);
+	h = put_varint(h, p->nvals);
+	h = put_zigzag(h, wide ? (int64_t)p->first : (int32_t)(uint32_t)p->first);
+	size_t hl = (size_t)(h - hdr);
+	memcpy(p->body.p + PAGE_HEADROOM - hl, hdr, hl);
+	return PAGE_HEADROOM - hl;
 }
 
 /* ---- dictionary ---- */
@@ -356,16 +403,16 @@ struct dict_slot {
 	uint32_t e1;   /* entry + 1; 0 = empty */
 };
 
+/* Entries in order of first appearance. The dictionary page body (the
+ * entries, PLAIN) is built as entries come, and is where string entries
+ * are compared. */
 struct dict {
-	uint32_t *idx;          /* per value: its entry */
-	uint64_t *first;        /* per entry: row of its first occurrence */
-	uint32_t n, cap;
+	struct buf page;
+	uint32_t *off;          /* strings: entry e starts at page.p + off[e] */
+	uint32_t n, offcap;
 	struct dict_slot *table;
 	size_t mask;            /* slots - 1 */
 	int shift;              /* 64 - log2(slots) */
-	size_t plain_bytes;     /* size of the dictionary page */
-	int bw;                 /* index bit width */
-	uint32_t *direct;       /* DIRECT_RANGE slots: entry + 1 of value lo + i */
 };
 
 /* Slot of a key: Fibonacci hashing, the top bits of key * 2^64/phi. */
@@ -400,231 +447,117 @@ static void dict_resize(struct dict *d, size_t slots)
 	free(old);
 }
 
-static uint32_t dict_insert(struct dict *d, size_t s, uint64_t key, size_t row, size_t bytes)
+static void dict_reset(struct dict *d)
 {
-	if (d->n == d->cap) {
-		d->cap = d->cap ? 2 * d->cap : 1024;
-		d->first = xrealloc(d->first, d->cap * sizeof(*d->first));
-	}
+	if (!d->table)
+		dict_resize(d, 1024);
+	else if (d->n)
+		memset(d->table, 0, (d->mask + 1) * sizeof(*d->table));
+	d->n = 0;
+	d->page.len = 0;
+}
+
+static uint32_t dict_insert(struct dict *d, size_t s, uint64_t key)
+{
 	uint32_t e = d->n++;
-	d->first[e] = row;
 	d->table[s].key = key;
 	d->table[s].e1 = e + 1;
-	d->plain_bytes += bytes;
 	if ((size_t)d->n * 2 > d->mask)
 		dict_resize(d, (d->mask + 1) * 2);
 	return e;
 }
 
-static uint32_t dict_add_int(struct dict *d, uint64_t v, size_t row, size_t width)
+static uint32_t dict_int(struct dict *d, uint64_t v, size_t width)
 {
 	size_t s = dict_home(d, v);
 	for (; d->table[s].e1; s = (s + 1) & d->mask)
 		if (d->table[s].key == v)
 			return d->table[s].e1 - 1;
-	return dict_insert(d, s, v, row, width);
+	buf_put(&d->page, &v, width); /* little-endian: the low bytes */
+	return dict_insert(d, s, v);
 }
 
-static uint32_t dict_add_str(struct dict *d, const struct column *c, size_t row)
+static const uint8_t *dict_str_at(const struct dict *d, uint32_t e, uint32_t *len)
 {
-	size_t len, elen;
-	const uint8_t *p = str_at(c, row, &len);
+	memcpy(len, d->page.p + d->off[e], 4);
+	return d->page.p + d->off[e] + 4;
+}
+
+static uint32_t dict_str(struct dict *d, const uint8_t *p, uint32_t len)
+{
 	uint64_t h = hash_bytes(p, len);
 	size_t s = dict_home(d, h);
 	for (; d->table[s].e1; s = (s + 1) & d->mask) {
+		uint32_t e = d->table[s].e1 - 1, elen;
 		if (d->table[s].key != h)
 			continue;
-		uint32_t e = d->table[s].e1 - 1;
-		const uint8_t *q = str_at(c, d->first[e], &elen);
+		const uint8_t *q = dict_str_at(d, e, &elen);
 		if (elen == len && memcmp(p, q, len) == 0)
 			return e;
 	}
-	return dict_insert(d, s, h, row, len + 4);
-}
-
-/* Give up when the dictionary grows too big to pay; checked at doubling row
- * counts from 16Ki, so a column of unique values costs little. */
-static int dict_hopeless(const struct dict *d, size_t rows, size_t *check)
-{
-	if (d->n > DICT_MAX_ENTRIES || d->plain_bytes > DICT_MAX_BYTES)
-		return 1;
-	if (rows == *check) {
-		*check *= 2;
-		return d->n > rows / 2;
+	if (d->n == d->offcap) {
+		d->offcap = d->offcap ? 2 * d->offcap : 1024;
+		d->off = xrealloc(d->off, d->offcap * sizeof(*d->off));
 	}
-	return 0;
-}
-
-static void dict_start(struct dict *d, const struct column *c)
-{
-	d->n = 0;
-	d->plain_bytes = 0;
-	d->idx = xrealloc(d->idx, (c->cap ? c->cap : 1) * sizeof(*d->idx));
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* Renumber entries by decreasing frequency: frequent values get small
- * indices, whose bit patterns zstd then compresses better (a few percent
- * on func_id). */
-static void dict_sort(struct dict *d, const struct column *c)
-{
-	uint64_t *key = xcalloc(d->n, sizeof(*key));
-	uint32_t *rank = xmalloc(d->n * sizeof(*rank));
-	uint64_t *first = xmalloc(d->n * sizeof(*first));
-	for (size_t i = 0; i < c->n; i++)
-		key[d->idx[i]] += 1ULL << 32;
-	/* ascending order of (UINT32_MAX - count, entry) */
-	for (uint32_t e = 0; e < d->n; e++)
-		key[e] = ((uint64_t)UINT32_MAX << 32) - (key[e] & ~0xFFFFFFFFULL) + e;
-	qsort(key, d->n, sizeof(*key), cmp_u64);
-	for (uint32_t k = 0; k < d->n; k++) {
-		uint32_t e = (uint32_t)key[k];
-		rank[e] = k;
-		first[k] = d->first[e];
-	}
-	memcpy(d->first, first, d->n * sizeof(*first));
-	for (size_t i = 0; i < c->n; i++)
-		d->idx[i] = rank[d->idx[i]];
-	free(key);
-	free(rank);
-	free(first);
-}
-
-static int dict_finish(struct dict *d, const struct column *c)
-{
-	if (d->n > 1)
-		dict_sort(d, c);
-	d->bw = bits_needed(d->n > 1 ? d->n - 1 : 1); /* >= 1: width 0 is rarely exercised */
-	return c->n > 0;
-}
-
-/* Unsigned columns whose values span less than DIRECT_RANGE (tid, kind,
- * func_id): entries are found by indexing an array with value - lo, which
- * is several times faster than hashing. */
-static int dict_build_direct(struct dict *d, const struct column *c, uint64_t lo)
-{
-	dict_start(d, c);
-	if (!d->direct)
-		d->direct = xcalloc(DIRECT_RANGE, sizeof(*d->direct));
-	size_t check = 1u << 14, width = is_int64(c->type) ? 8 : 4;
-	int ok = 1;
-	for (size_t i = 0; i < c->n && ok; i++) {
-		uint64_t v = width == 8 ? c->v64[i] : c->v32[i];
-		uint32_t *slot = &d->direct[v - lo];
-		if (!*slot) {
-			if (d->n == d->cap) {
-				d->cap = d->cap ? 2 * d->cap : 1024;
-				d->first = xrealloc(d->first, d->cap * sizeof(*d->first));
-			}
-			d->first[d->n] = i;
-			*slot = ++d->n;
-			d->plain_bytes += width;
-		}
-		d->idx[i] = *slot - 1;
-		ok = !dict_hopeless(d, i + 1, &check);
-	}
-	/* Leave the array zeroed for the next chunk. */
-	for (uint32_t e = 0; e < d->n; e++) {
-		uint64_t v = width == 8 ? c->v64[d->first[e]] : c->v32[d->first[e]];
-		d->direct[v - lo] = 0;
-	}
-	return ok && dict_finish(d, c);
-}
-
-/* Build the dictionary of the buffered values. Returns 0 if it does not pay.
- * `st` holds the column's min/max, for the direct-index case. */
-static int dict_build(struct dict *d, const struct column *c, const struct stats *st)
-{
-	if ((c->type == PQ_UINT64 || c->type == PQ_UINT32) && st->has) {
-		uint64_t lo = 0, hi = 0;
-		memcpy(&lo, st->min, st->min_len);
-		memcpy(&hi, st->max, st->max_len);
-		if (hi - lo < DIRECT_RANGE)
-			return dict_build_direct(d, c, lo);
-	}
-	dict_start(d, c);
-	if (d->table)
-		memset(d->table, 0, (d->mask + 1) * sizeof(*d->table));
-	else
-		dict_resize(d, 4096);
-	size_t check = 1u << 14, width = is_int64(c->type) ? 8 : 4;
-	uint64_t prev = 0;
-	for (size_t i = 0; i < c->n; i++) {
-		if (c->type == PQ_STRING) {
-			d->idx[i] = dict_add_str(d, c, i);
-		} else {
-			uint64_t v = width == 8 ? c->v64[i] : c->v32[i];
-			/* runs of one value skip the hash table */
-			d->idx[i] = i && v == prev ? d->idx[i - 1] : dict_add_int(d, v, i, width);
-			prev = v;
-		}
-		if (dict_hopeless(d, i + 1, &check))
-			return 0;
-	}
-	return dict_finish(d, c);
+	d->off[d->n] = (uint32_t)d->page.len;
+	buf_put(&d->page, &len, 4);
+	buf_put(&d->page, p, len);
+	return dict_insert(d, s, h);
 }
 
 static void dict_free(struct dict *d)
 {
-	free(d->idx);
-	free(d->first);
+	buf_free(&d->page);
+	free(d->off);
 	free(d->table);
-	free(d->direct);
 	memset(d, 0, sizeof(*d));
 }
 
-/* The dictionary page body: the entries, PLAIN. */
-static void dict_page(struct buf *o, const struct column *c, const struct dict *d)
+/* ---- columns ---- */
+
+/* One encoding's output for the current chunk: its open page, the finished
+ * pages (headers + compressed bodies) and their sizes. During a trial every
+ * candidate has its own; afterwards only the chosen method's is used. */
+struct cand {
+	struct penc pe;
+	struct buf chunk;
+	struct chunk_meta m;
+};
+
+struct column {
+	char *name;
+	enum pq_type type;
+	int has;             /* has its value in the row being written */
+	const uint64_t *v;   /* integers of the block being encoded */
+	struct buf str;      /* staged strings: value i is str.p[off[i] .. off[i+1]) */
+	uint32_t *off;
+	/* encoding */
+	unsigned cands;      /* methods in use: several during a trial */
+	enum method method;  /* the chosen one once cands has one bit */
+	size_t trial_n;      /* values seen by the current trial */
+	int retrial;         /* run a trial in the next row group */
+	struct cand cand[M_COUNT];
+	struct dict dict;
+	uint32_t *idx;       /* dictionary indices of the staged block */
+	/* min/max of the chunk's values so far */
+	int has_range;
+	uint64_t lo, hi;     /* integers */
+	struct buf smin, smax; /* strings, whole */
+};
+
+static int is_int64(enum pq_type t)
 {
-	for (uint32_t k = 0; k < d->n; k++) {
-		size_t row = d->first[k];
-		if (c->type == PQ_STRING)
-			plain_string(o, c, row);
-		else
-			plain_page(o, c, row, row + 1);
-	}
+	return t == PQ_UINT64 || t == PQ_DURATION_NS;
 }
 
-static void dict_data_page(struct buf *o, const struct dict *d, size_t start, size_t end)
+static size_t value_width(enum pq_type t)
 {
-	buf_byte(o, (uint8_t)d->bw);
-	rle_hybrid(o, d->idx + start, end - start, d->bw);
+	return is_int64(t) ? 8 : 4;
 }
 
-/* Where the data page starting at `start` ends: a fixed number of values,
- * or for PLAIN strings about PAGE_BYTES of data. */
-static size_t page_end(const struct column *c, enum method m, size_t start)
+static int trialing(const struct column *c)
 {
-	if (c->type == PQ_STRING && m == M_PLAIN) {
-		size_t end = start;
-		while (end < c->n && c->off[end] - c->off[start] < PAGE_BYTES)
-			end++;
-		return end > start ? end : start + 1;
-	}
-	return c->n - start > PAGE_VALUES ? start + PAGE_VALUES : c->n;
-}
-
-static void encode_page(struct buf *o, const struct column *c, const struct dict *d,
-			enum method m, size_t start, size_t end)
-{
-	switch (m) {
-	case M_DICT:
-		dict_data_page(o, d, start, end);
-		break;
-	case M_DELTA:
-	case M_DELTA_BYTES:
-		delta_page(o, c, start, end, m == M_DELTA_BYTES);
-		break;
-	case M_PLAIN:
-	case M_COUNT:
-		plain_page(o, c, start, end);
-		break;
-	}
+	return (c->cands & (c->cands - 1)) != 0;
 }
 
 /* ---- the writer ---- */
@@ -632,21 +565,29 @@ static void encode_page(struct buf *o, const struct column *c, const struct dict
 struct pq_writer {
 	struct column *cols;
 	int ncols;
+	int has_strings;
 	struct pq_options opt;
 	pq_write_fn write;
 	void *ctx;
 	int64_t offset;       /* bytes written so far */
+	/* The staging block, row-major so that a row is one small copy; each
+	 * column is gathered into colbuf when the block is encoded. */
+	uint64_t *stage;      /* STAGE_ROWS x ncols (PQ_UINT32 widened) */
+	uint64_t *colbuf;     /* STAGE_ROWS */
+	int *u32cols;         /* PQ_UINT32 columns, to check row values */
+	int nu32;
+	int partial;          /* values of the row being written (pq_write_*) */
+	size_t nstage;        /* complete rows in the staging block */
+	size_t stage_bytes;   /* string bytes staged */
 	size_t rows;          /* complete rows in the current row group */
 	uint64_t total_rows;
-	size_t str_bytes;     /* string bytes buffered in this row group */
+	int flush_early;      /* a limit was reached: end the row group */
 	struct rg_meta *rgs;
 	size_t nrg, rgcap;
 	ZSTD_CCtx *zc;
 	struct tc_writer tc;  /* page headers and footer */
-	struct dict dict;     /* scratch, reused across chunks */
-	struct buf page;      /* one encoded page */
 	struct buf zbuf;      /* one compressed page */
-	struct buf trial[M_COUNT]; /* column chunk bytes per method */
+	struct buf page;      /* the dictionary page of a chunk */
 	int failed;
 	char err[256];
 };
@@ -673,44 +614,36 @@ static int emit(struct pq_writer *w, const void *p, size_t n)
 	return 0;
 }
 
-/* ---- statistics ---- */
-
-static void stat_set(uint8_t *dst, size_t *dlen, const void *src, size_t len)
+static int allowed(const struct pq_writer *w, enum method m)
 {
-	memcpy(dst, src, len);
-	*dlen = len;
+	static const unsigned bit[M_COUNT] = {
+		[M_PLAIN] = PQ_ENC_PLAIN, [M_DICT] = PQ_ENC_DICT,
+		[M_DELTA] = PQ_ENC_DELTA, [M_DELTA_BYTES] = PQ_ENC_DELTA_BYTES,
+	};
+	return (w->opt.encodings ? w->opt.encodings : ~0u) & bit[m];
 }
 
-static void stats_int(const struct column *c, struct stats *st)
+/* The methods worth trying on column `c`. PLAIN is the fallback when
+ * nothing else is allowed. */
+static unsigned candidates(const struct pq_writer *w, const struct column *c)
 {
-	if (c->type == PQ_DURATION_NS) {
-		int64_t lo = (int64_t)c->v64[0], hi = lo;
-		for (size_t i = 1; i < c->n; i++) {
-			int64_t v = (int64_t)c->v64[i];
-			lo = v < lo ? v : lo;
-			hi = v > hi ? v : hi;
-		}
-		stat_set(st->min, &st->min_len, &lo, 8);
-		stat_set(st->max, &st->max_len, &hi, 8);
-	} else if (c->type == PQ_UINT64) {
-		uint64_t lo = c->v64[0], hi = lo;
-		for (size_t i = 1; i < c->n; i++) {
-			lo = c->v64[i] < lo ? c->v64[i] : lo;
-			hi = c->v64[i] > hi ? c->v64[i] : hi;
-		}
-		stat_set(st->min, &st->min_len, &lo, 8);
-		stat_set(st->max, &st->max_len, &hi, 8);
-	} else {
-		uint32_t lo = c->v32[0], hi = lo;
-		for (size_t i = 1; i < c->n; i++) {
-			lo = c->v32[i] < lo ? c->v32[i] : lo;
-			hi = c->v32[i] > hi ? c->v32[i] : hi;
-		}
-		stat_set(st->min, &st->min_len, &lo, 4);
-		stat_set(st->max, &st->max_len, &hi, 4);
+	unsigned m = 0;
+	if (allowed(w, M_DICT))
+		m |= 1u << M_DICT;
+	if (c->type != PQ_STRING) {
+		if (allowed(w, M_DELTA))
+			m |= 1u << M_DELTA;
+		/* Byte-aligned widths help zstd find repeats; without
+		 * compression they only cost space. */
+		if (allowed(w, M_DELTA_BYTES) && w->opt.codec != PQ_CODEC_NONE)
+			m |= 1u << M_DELTA_BYTES;
 	}
-	st->min_exact = st->max_exact = st->has_max = 1;
+	if (allowed(w, M_PLAIN) || m == 0)
+		m |= 1u << M_PLAIN;
+	return m;
 }
+
+/* ---- statistics ---- */
 
 static int bytes_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 {
@@ -718,59 +651,103 @@ static int bytes_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 	return r ? r : (la > lb) - (la < lb);
 }
 
+static void range_str(struct column *c, const uint8_t *p, size_t len)
+{
+	if (!c->has_range || bytes_cmp(p, len, c->smin.p, c->smin.len) < 0) {
+		c->smin.len = 0;
+		buf_put(&c->smin, p, len);
+		buf_reserve(&c->smin, 1);
+	}
+	if (!c->has_range || bytes_cmp(p, len, c->smax.p, c->smax.len) > 0) {
+		c->smax.len = 0;
+		buf_put(&c->smax, p, len);
+		buf_reserve(&c->smax, 1);
+	}
+	c->has_range = 1;
+}
+
+/* Min/max of n integers, in the column's order (signed for durations:
+ * flipping the sign bit maps signed order onto unsigned order). */
+static void range_ints(struct column *c, const uint64_t *v, size_t n)
+{
+	if (n == 0)
+		return;
+	uint64_t flip = c->type == PQ_DURATION_NS ? 1ULL << 63 : 0;
+	uint64_t lo = c->has_range ? c->lo ^ flip : v[0] ^ flip, hi = c->has_range ? c->hi ^ flip : lo;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x = v[i] ^ flip;
+		lo = x < lo ? x : lo;
+		hi = x > hi ? x : hi;
+	}
+	c->lo = lo ^ flip;
+	c->hi = hi ^ flip;
+	c->has_range = 1;
+}
+
+/* A dictionary chunk takes its min/max from the entries, once. */
+static void range_dict(struct column *c)
+{
+	const struct dict *d = &c->dict;
+	for (uint32_t e = 0; e < d->n; e++) {
+		if (c->type == PQ_STRING) {
+			uint32_t len;
+			const uint8_t *p = dict_str_at(d, e, &len);
+			range_str(c, p, len);
+		} else {
+			uint64_t v = 0;
+			memcpy(&v, d->page.p + e * value_width(c->type), value_width(c->type));
+			range_ints(c, &v, 1);
+		}
+	}
+}
+
+static void stat_set(uint8_t *dst, size_t *dlen, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+	*dlen = len;
+}
+
 /* Byte-wise min/max. Values longer than STAT_MAX_LEN are cut: the min to a
  * prefix (still a lower bound), the max to a prefix whose last byte is
  * incremented (an upper bound), after dropping trailing 0xFF bytes. */
 static void stats_str(const struct column *c, struct stats *st)
 {
-	size_t lo = 0, hi = 0;
-	for (size_t i = 1; i < c->n; i++) {
-		size_t la, lb;
-		const uint8_t *a = str_at(c, i, &la);
-		const uint8_t *m = str_at(c, lo, &lb);
-		if (bytes_cmp(a, la, m, lb) < 0)
-			lo = i;
-		m = str_at(c, hi, &lb);
-		if (bytes_cmp(a, la, m, lb) > 0)
-			hi = i;
-	}
-	size_t len;
-	const uint8_t *p = str_at(c, lo, &len);
-	st->min_exact = len <= STAT_MAX_LEN;
-	stat_set(st->min, &st->min_len, p, st->min_exact ? len : STAT_MAX_LEN);
-
-	p = str_at(c, hi, &len);
-	st->max_exact = len <= STAT_MAX_LEN;
+	st->min_exact = c->smin.len <= STAT_MAX_LEN;
+	stat_set(st->min, &st->min_len, c->smin.p, st->min_exact ? c->smin.len : STAT_MAX_LEN);
+	st->max_exact = c->smax.len <= STAT_MAX_LEN;
 	st->has_max = 1;
 	if (st->max_exact) {
-		stat_set(st->max, &st->max_len, p, len);
+		stat_set(st->max, &st->max_len, c->smax.p, c->smax.len);
 		return;
 	}
 	size_t k = STAT_MAX_LEN;
-	while (k > 0 && p[k - 1] == 0xFF)
+	while (k > 0 && c->smax.p[k - 1] == 0xFF)
 		k--;
 	if (k == 0) {
 		st->has_max = 0;
 		return;
 	}
-	stat_set(st->max, &st->max_len, p, k);
+	stat_set(st->max, &st->max_len, c->smax.p, k);
 	st->max[k - 1]++;
 }
 
-static void column_stats(const struct column *c, struct stats *st)
+static void chunk_stats(const struct column *c, struct stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->distinct = -1;
-	if (c->n == 0)
+	if (!c->has_range)
 		return;
 	st->has = 1;
-	if (c->type == PQ_STRING)
+	if (c->type == PQ_STRING) {
 		stats_str(c, st);
-	else
-		stats_int(c, st);
+		return;
+	}
+	stat_set(st->min, &st->min_len, &c->lo, value_width(c->type));
+	stat_set(st->max, &st->max_len, &c->hi, value_width(c->type));
+	st->min_exact = st->max_exact = st->has_max = 1;
 }
 
-/* ---- pages and chunks ---- */
+/* ---- pages ---- */
 
 static int compress_page(struct pq_writer *w, const uint8_t *p, size_t n,
 			 const uint8_t **out, size_t *out_len)
@@ -791,16 +768,16 @@ static int compress_page(struct pq_writer *w, const uint8_t *p, size_t n,
 	return 0;
 }
 
-/* Append one page (header + compressed body) to `chunk`. Adds the sizes,
+/* Append one page (header + compressed body) to `dst`. Adds the sizes,
  * header included, to m->uncompressed / m->compressed. */
-static int put_page(struct pq_writer *w, struct buf *chunk, int type, const struct buf *body,
-		    size_t nvals, int enc, struct chunk_meta *m)
+static int put_page(struct pq_writer *w, struct buf *dst, int type, const uint8_t *body,
+		    size_t len, size_t nvals, int enc, struct chunk_meta *m)
 {
 	const uint8_t *z = NULL;
 	size_t zn = 0;
-	if (body->len > INT32_MAX)
+	if (len > INT32_MAX || nvals > INT32_MAX)
 		return fail(w, "page too large");
-	if (compress_page(w, body->p, body->len, &z, &zn) < 0)
+	if (compress_page(w, body, len, &z, &zn) < 0)
 		return -1;
 	if (zn > INT32_MAX)
 		return fail(w, "page too large");
@@ -809,7 +786,7 @@ static int put_page(struct pq_writer *w, struct buf *chunk, int type, const stru
 	tc_reset(t);
 	tc_struct_open(t);
 	tc_i32(t, 1, type);
-	tc_i32(t, 2, (int32_t)body->len);
+	tc_i32(t, 2, (int32_t)len);
 	tc_i32(t, 3, (int32_t)zn);
 	if (type == PAGE_DICTIONARY) {
 		tc_struct_begin(t, 7);
@@ -825,129 +802,303 @@ static int put_page(struct pq_writer *w, struct buf *chunk, int type, const stru
 		tc_struct_end(t);
 	}
 	tc_struct_end(t);
-	buf_put(chunk, t->buf, t->len);
-	buf_put(chunk, z, zn);
-	m->uncompressed += (int64_t)(t->len + body->len);
+	buf_put(dst, t->buf, t->len);
+	buf_put(dst, z, zn);
+	m->uncompressed += (int64_t)(t->len + len);
 	m->compressed += (int64_t)(t->len + zn);
 	return 0;
 }
 
-/* Encode and compress values [0, limit) of column `c` with `method` into
- * `chunk`: the dictionary page if any, then data pages. Fills m's sizes,
- * offsets (relative to the chunk) and num_values. */
-static int build_chunk(struct pq_writer *w, const struct column *c, enum method method,
-		       size_t limit, struct buf *chunk, struct chunk_meta *m)
+/* Close the open page of method m: encode what the encoder holds, compress,
+ * append to the candidate's chunk, start a new page. */
+static int page_finish(struct pq_writer *w, struct column *c, enum method m)
 {
-	memset(m, 0, sizeof(*m));
-	chunk->len = 0;
-	m->dict_off = -1;
-	m->data_enc = method_encoding(method);
-	if (method == M_DICT) {
-		m->dict_off = 0;
-		w->page.len = 0;
-		dict_page(&w->page, c, &w->dict);
-		if (put_page(w, chunk, PAGE_DICTIONARY, &w->page, w->dict.n, ENC_PLAIN, m) < 0)
-			return -1;
-		m->data_off = (int64_t)chunk->len;
-	}
-	if (limit > c->n)
-		limit = c->n;
-	for (size_t s = 0; s < limit;) {
-		size_t end = page_end(c, method, s);
-		end = end < limit ? end : limit;
-		w->page.len = 0;
-		encode_page(&w->page, c, &w->dict, method, s, end);
-		if (put_page(w, chunk, PAGE_DATA, &w->page, end - s, m->data_enc, m) < 0)
-			return -1;
-		m->data_pages++;
-		s = end;
-	}
-	m->num_values = (int64_t)limit;
+	struct cand *k = &c->cand[m];
+	struct penc *p = &k->pe;
+	size_t start = PAGE_HEADROOM;
+	if (p->nvals == 0)
+		return 0;
+	if (m == M_DICT)
+		rle_finish(p);
+	else if (m == M_DELTA || m == M_DELTA_BYTES)
+		start = delta_finish(p, is_int64(c->type), m == M_DELTA_BYTES);
+	if (put_page(w, &k->chunk, PAGE_DATA, p->body.p + start, p->body.len - start, p->nvals,
+		     method_encoding(m), &k->m) < 0)
+		return -1;
+	k->m.num_values += (int64_t)p->nvals;
+	k->m.data_pages++;
+	penc_start(p);
+	if (k->chunk.len > CHUNK_MAX_BYTES)
+		w->flush_early = 1;
 	return 0;
 }
 
-static int allowed(const struct pq_writer *w, enum method m)
+static void plain_put(struct penc *p, const struct column *c, size_t n)
 {
-	static const unsigned bit[M_COUNT] = {
-		[M_PLAIN] = PQ_ENC_PLAIN, [M_DICT] = PQ_ENC_DICT,
-		[M_DELTA] = PQ_ENC_DELTA, [M_DELTA_BYTES] = PQ_ENC_DELTA_BYTES,
-	};
-	return (w->opt.encodings ? w->opt.encodings : ~0u) & bit[m];
-}
-
-/* The methods worth trying on column `c` (builds the dictionary). PLAIN
- * is the fallback when nothing else is allowed. */
-static int methods(struct pq_writer *w, const struct column *c, const struct stats *st,
-		   enum method *out)
-{
-	int n = 0;
-	if (allowed(w, M_DICT) && dict_build(&w->dict, c, st))
-		out[n++] = M_DICT;
-	if (c->type != PQ_STRING) {
-		if (allowed(w, M_DELTA))
-			out[n++] = M_DELTA;
-		/* Byte-aligned widths help zstd find repeats; without
-		 * compression they only cost space. */
-		if (allowed(w, M_DELTA_BYTES) && w->opt.codec != PQ_CODEC_NONE)
-			out[n++] = M_DELTA_BYTES;
+	p->nvals += n;
+	if (c->type == PQ_STRING) {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t len = c->off[i + 1] - c->off[i];
+			buf_put(&p->body, &len, 4);
+			buf_put(&p->body, c->str.p + c->off[i], len);
+		}
+	} else if (is_int64(c->type)) {
+		buf_put(&p->body, c->v, n * 8); /* x86-64 is little-endian, as PLAIN is */
+	} else {
+		uint8_t *o = buf_reserve(&p->body, n * 4);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t x = (uint32_t)c->v[i];
+			memcpy(o + 4 * i, &x, 4);
+		}
+		p->body.len += n * 4;
 	}
-	if (allowed(w, M_PLAIN) || n == 0)
-		out[n++] = M_PLAIN;
-	return n;
 }
 
-/* Compressed size of the whole chunk, extrapolated from a trial on its
- * first values (the dictionary page counts once). */
-static double estimate(const struct column *c, const struct chunk_meta *m, size_t dict_bytes)
+/* Dictionary indices into the page. The page's index width is set when it
+ * starts, from the entries known then (the whole staged block is already
+ * in the dictionary); an index that does not fit ends the page. */
+static int dict_put(struct pq_writer *w, struct column *c, size_t n)
 {
-	double data = (double)(m->compressed - (int64_t)dict_bytes);
-	return (double)dict_bytes + data * (double)c->n / (double)(m->num_values ? m->num_values : 1);
-}
-
-/* Encode column `ci` of the current row group, keeping the method whose
- * trial compresses best, and write it. */
-static int write_chunk(struct pq_writer *w, int ci, struct chunk_meta *m)
-{
-	struct column *c = &w->cols[ci];
-	enum method cand[M_COUNT];
-	struct stats st;
-	column_stats(c, &st);
-	int nc = methods(w, c, &st, cand);
-
-	/* Trial: the first TRIAL_VALUES values with each method. */
-	int best = 0;
-	double best_size = 0;
-	for (int i = 0; i < nc && nc > 1; i++) {
-		struct chunk_meta t;
-		if (build_chunk(w, c, cand[i], TRIAL_VALUES, &w->trial[cand[i]], &t) < 0)
+	struct penc *p = &c->cand[M_DICT].pe;
+	const uint32_t *idx = c->idx;
+	while (n > 0) {
+		if (p->nvals == 0) {
+			int bw = bits_needed(c->dict.n - 1);
+			p->bw = bw ? bw : 1;
+			buf_byte(&p->body, (uint8_t)p->bw);
+		}
+		size_t fit = n;
+		if ((c->dict.n - 1) >> p->bw) {
+			for (fit = 0; fit < n && !(idx[fit] >> p->bw); fit++)
+				;
+		}
+		rle_put(p, idx, fit);
+		p->nvals += fit;
+		idx += fit;
+		n -= fit;
+		if (n && page_finish(w, c, M_DICT) < 0)
 			return -1;
-		size_t dict_bytes = t.dict_off >= 0 ? (size_t)t.data_off : 0;
-		double size = estimate(c, &t, dict_bytes);
-		if (i == 0 || size < best_size) {
-			best = i;
+	}
+	return 0;
+}
+
+/* ---- choosing the encoding ---- */
+
+static void cand_reset(struct cand *k)
+{
+	penc_start(&k->pe);
+	k->chunk.len = 0;
+	memset(&k->m, 0, sizeof(k->m));
+}
+
+/* Compressed size of the whole chunk (expected_n values), extrapolated from
+ * the trial (the dictionary page counts once). */
+static int trial_size(struct pq_writer *w, struct column *c, enum method m, size_t expected_n,
+		      double *size)
+{
+	const struct cand *k = &c->cand[m];
+	double data = (double)k->m.compressed;
+	double dict = 0;
+	if (m == M_DICT) {
+		const uint8_t *z;
+		size_t zn;
+		if (compress_page(w, c->dict.page.p, c->dict.page.len, &z, &zn) < 0)
+			return -1;
+		dict = (double)zn;
+	}
+	*size = dict + data * (double)expected_n / (double)(k->m.num_values ? k->m.num_values : 1);
+	return 0;
+}
+
+/* End the trial: compress every candidate's page, keep the smallest.
+ * `at_end`: the chunk ends here, so the trial saw all of it. */
+static int trial_decide(struct pq_writer *w, struct column *c, int at_end)
+{
+	int best = -1;
+	double best_size = 0;
+	size_t expected = at_end ? c->trial_n : w->opt.row_group_rows;
+	for (int m = 0; m < M_COUNT && trialing(c); m++) {
+		double size;
+		if (!(c->cands & (1u << m)))
+			continue;
+		if (page_finish(w, c, (enum method)m) < 0 || trial_size(w, c, (enum method)m, expected, &size) < 0)
+			return -1;
+		if (best < 0 || size < best_size) {
+			best = m;
 			best_size = size;
-			*m = t;
 		}
 	}
-	struct buf *chunk = &w->trial[cand[best]];
-	if (nc == 1 || (size_t)m->num_values < c->n) {
-		if (build_chunk(w, c, cand[best], c->n, chunk, m) < 0)
+	if (best < 0) /* one candidate left */
+		best = __builtin_ctz(c->cands);
+	for (int m = 0; m < M_COUNT; m++)
+		if (m != best && (c->cands & (1u << m)))
+			cand_reset(&c->cand[m]);
+	if (best != M_DICT && (c->cands & (1u << M_DICT)))
+		dict_reset(&c->dict);
+	c->cands = 1u << best;
+	c->method = (enum method)best;
+	return 0;
+}
+
+/* Dictionary indices of the staged values, adding new entries. */
+static void dict_map(struct column *c, size_t n)
+{
+	struct dict *d = &c->dict;
+	if (!c->idx)
+		c->idx = xmalloc(STAGE_ROWS * sizeof(*c->idx));
+	if (c->type == PQ_STRING) {
+		for (size_t i = 0; i < n; i++)
+			c->idx[i] = dict_str(d, c->str.p + c->off[i], c->off[i + 1] - c->off[i]);
+		return;
+	}
+	size_t width = value_width(c->type);
+	uint64_t last = 0;
+	uint32_t last_e = UINT32_MAX;
+	for (size_t i = 0; i < n; i++) {
+		/* runs of one value skip the hash table */
+		if (last_e == UINT32_MAX || c->v[i] != last) {
+			last = c->v[i];
+			last_e = dict_int(d, last, width);
+		}
+		c->idx[i] = last_e;
+	}
+}
+
+/* A trial drops the dictionary once it holds more than half the values:
+ * it cannot win, and a big one costs time. */
+static int dict_hopeless(const struct column *c, size_t seen)
+{
+	return trialing(c) && seen >= 2 * STAGE_ROWS && c->dict.n > seen / 2;
+}
+
+/* Feed the n staged values of column ci to its encoder(s). */
+static int encode_block(struct pq_writer *w, int ci, size_t n)
+{
+	struct column *c = &w->cols[ci];
+	int trial = trialing(c);
+	if (n == 0)
+		return 0;
+	if (c->type != PQ_STRING) {
+		const uint64_t *src = w->stage + ci;
+		for (size_t i = 0; i < n; i++)
+			w->colbuf[i] = src[i * (size_t)w->ncols];
+		c->v = w->colbuf;
+	}
+	if (trial || c->method != M_DICT) {
+		if (c->type == PQ_STRING)
+			for (size_t i = 0; i < n; i++)
+				range_str(c, c->str.p + c->off[i], c->off[i + 1] - c->off[i]);
+		else
+			range_ints(c, c->v, n);
+	}
+	if (c->cands & (1u << M_DICT)) {
+		dict_map(c, n);
+		if (c->dict.n > DICT_MAX_ENTRIES || c->dict.page.len > DICT_MAX_BYTES) {
+			w->flush_early = 1;
+			c->retrial = 1;
+		}
+		if (dict_hopeless(c, c->trial_n + n)) {
+			cand_reset(&c->cand[M_DICT]);
+			dict_reset(&c->dict);
+			c->cands &= ~(1u << M_DICT);
+		}
+	}
+	for (int m = 0; m < M_COUNT; m++) {
+		if (!(c->cands & (1u << m)))
+			continue;
+		struct penc *p = &c->cand[m].pe;
+		if (m == M_DICT) {
+			if (dict_put(w, c, n) < 0)
+				return -1;
+		} else if (m == M_PLAIN) {
+			plain_put(p, c, n);
+		} else {
+			delta_put(p, c->v, n, is_int64(c->type), m == M_DELTA_BYTES);
+		}
+		if (!trial && (p->nvals >= PAGE_VALUES || p->body.len >= PAGE_BYTES) &&
+		    page_finish(w, c, (enum method)m) < 0)
+			return -1;
+		if (trial && p->body.len >= PAGE_BYTES)
+			c->trial_n = TRIAL_VALUES; /* enough to decide */
+	}
+	if (trial) {
+		c->trial_n += n;
+		if ((c->trial_n >= TRIAL_VALUES || !trialing(c)) && trial_decide(w, c, 0) < 0)
 			return -1;
 	}
+	return 0;
+}
 
-	m->st = st;
-	if (cand[best] == M_DICT)
-		m->st.distinct = w->dict.n;
-	m->start = w->offset;
-	m->data_off += w->offset;
-	if (m->dict_off >= 0)
-		m->dict_off += w->offset;
-	return emit(w, chunk->p, chunk->len);
+/* Encode the staging block of every column and empty it. */
+static int encode_stage(struct pq_writer *w)
+{
+	for (int i = 0; i < w->ncols; i++) {
+		if (encode_block(w, i, w->nstage) < 0)
+			return -1;
+		w->cols[i].str.len = 0;
+	}
+	w->nstage = 0;
+	w->stage_bytes = 0;
+	return 0;
+}
+
+/* ---- column chunks and row groups ---- */
+
+/* Get column c ready for a new chunk: a trial in the first row group, every
+ * TRIAL_EVERY row groups and after a dictionary overflow. */
+static void chunk_start(struct pq_writer *w, struct column *c)
+{
+	unsigned all = candidates(w, c);
+	int trial = (all & (all - 1)) && (w->nrg % TRIAL_EVERY == 0 || c->retrial);
+	if (!(all & (all - 1)))
+		c->method = (enum method)__builtin_ctz(all);
+	c->cands = trial ? all : 1u << c->method;
+	c->retrial = 0;
+	c->trial_n = 0;
+	c->has_range = 0;
+	for (int m = 0; m < M_COUNT; m++)
+		if (c->cands & (1u << m))
+			cand_reset(&c->cand[m]);
+	if (c->cands & (1u << M_DICT))
+		dict_reset(&c->dict);
+}
+
+static int write_chunk(struct pq_writer *w, struct column *c, struct chunk_meta *out)
+{
+	if (trialing(c) && trial_decide(w, c, 1) < 0)
+		return -1;
+	enum method m = c->method;
+	struct cand *k = &c->cand[m];
+	if (page_finish(w, c, m) < 0)
+		return -1;
+	*out = k->m;
+	out->data_enc = method_encoding(m);
+	out->start = w->offset;
+	out->dict_off = -1;
+	if (m == M_DICT) {
+		w->page.len = 0;
+		if (put_page(w, &w->page, PAGE_DICTIONARY, c->dict.page.p, c->dict.page.len, c->dict.n,
+			     ENC_PLAIN, out) < 0)
+			return -1;
+		out->dict_off = w->offset;
+		if (emit(w, w->page.p, w->page.len) < 0)
+			return -1;
+		range_dict(c);
+	}
+	out->data_off = w->offset;
+	if (emit(w, k->chunk.p, k->chunk.len) < 0)
+		return -1;
+	chunk_stats(c, &out->st);
+	if (m == M_DICT)
+		out->st.distinct = c->dict.n;
+	return 0;
 }
 
 static int flush_row_group(struct pq_writer *w)
 {
 	if (w->failed)
+		return -1;
+	if (encode_stage(w) < 0)
 		return -1;
 	if (w->rows == 0)
 		return 0;
@@ -962,15 +1113,14 @@ static int flush_row_group(struct pq_writer *w)
 	rg->start = w->offset;
 	w->nrg++;
 	for (int i = 0; i < w->ncols; i++) {
-		if (write_chunk(w, i, &rg->chunks[i]) < 0)
+		if (write_chunk(w, &w->cols[i], &rg->chunks[i]) < 0)
 			return -1;
 		rg->uncompressed += rg->chunks[i].uncompressed;
 		rg->compressed += rg->chunks[i].compressed;
-		w->cols[i].n = 0;
-		w->cols[i].str.len = 0;
+		chunk_start(w, &w->cols[i]);
 	}
 	w->rows = 0;
-	w->str_bytes = 0;
+	w->flush_early = 0;
 	return 0;
 }
 
@@ -1160,22 +1310,6 @@ static int write_footer(struct pq_writer *w)
 
 /* ---- public API ---- */
 
-static void column_grow(struct column *c, size_t limit)
-{
-	size_t cap = c->cap ? c->cap * 2 : 4096;
-	if (cap > limit)
-		cap = limit;
-	if (cap <= c->n)
-		cap = c->n + 1;
-	if (is_int64(c->type))
-		c->v64 = xrealloc(c->v64, cap * sizeof(*c->v64));
-	else if (c->type == PQ_UINT32)
-		c->v32 = xrealloc(c->v32, cap * sizeof(*c->v32));
-	else
-		c->off = xrealloc(c->off, (cap + 1) * sizeof(*c->off));
-	c->cap = cap;
-}
-
 struct pq_writer *pq_open(const struct pq_column *cols, int ncols,
 			  const struct pq_options *opt, pq_write_fn write, void *ctx)
 {
@@ -1195,18 +1329,28 @@ struct pq_writer *pq_open(const struct pq_column *cols, int ncols,
 	if (w->opt.row_group_rows == 0)
 		w->opt.row_group_rows = DEFAULT_ROW_GROUP;
 	if (w->opt.zstd_level == 0)
-		w->opt.zstd_level = 3;
+		w->opt.zstd_level = DEFAULT_ZSTD_LEVEL;
 	w->write = write;
 	w->ctx = ctx;
 	w->ncols = ncols;
 	w->cols = xcalloc((size_t)ncols, sizeof(*w->cols));
 	for (int i = 0; i < ncols; i++) {
-		w->cols[i].name = xstrdup(cols[i].name);
-		w->cols[i].type = cols[i].type;
-		column_grow(&w->cols[i], w->opt.row_group_rows);
-		if (cols[i].type == PQ_STRING)
-			w->cols[i].off[0] = 0;
+		struct column *c = &w->cols[i];
+		c->name = xstrdup(cols[i].name);
+		c->type = cols[i].type;
+		if (c->type == PQ_STRING) {
+			c->off = xmalloc((STAGE_ROWS + 1) * sizeof(*c->off));
+			c->off[0] = 0;
+			w->has_strings = 1;
+		}
+		if (c->type == PQ_UINT32) {
+			w->u32cols = xrealloc(w->u32cols, (size_t)(w->nu32 + 1) * sizeof(*w->u32cols));
+			w->u32cols[w->nu32++] = i;
+		}
+		chunk_start(w, c);
 	}
+	w->stage = xmalloc(STAGE_ROWS * (size_t)ncols * sizeof(*w->stage));
+	w->colbuf = xmalloc(STAGE_ROWS * sizeof(*w->colbuf));
 	tc_init(&w->tc);
 	if (w->opt.codec != PQ_CODEC_NONE) {
 		w->zc = ZSTD_createCCtx();
@@ -1238,30 +1382,28 @@ static struct column *value_slot(struct pq_writer *w, int col, enum pq_type a, e
 		fail(w, "column %s: wrong value type", c->name);
 		return NULL;
 	}
-	if (c->n > w->rows) {
+	if (c->has) {
 		fail(w, "column %s: two values in one row", c->name);
 		return NULL;
 	}
-	if (c->n == c->cap)
-		column_grow(c, w->opt.row_group_rows);
+	c->has = 1;
+	w->partial++;
 	return c;
 }
 
 int pq_write_u64(struct pq_writer *w, int col, uint64_t v)
 {
-	struct column *c = value_slot(w, col, PQ_UINT64, PQ_DURATION_NS);
-	if (!c)
+	if (!value_slot(w, col, PQ_UINT64, PQ_DURATION_NS))
 		return -1;
-	c->v64[c->n++] = v;
+	w->stage[w->nstage * (size_t)w->ncols + (size_t)col] = v;
 	return 0;
 }
 
 int pq_write_u32(struct pq_writer *w, int col, uint32_t v)
 {
-	struct column *c = value_slot(w, col, PQ_UINT32, PQ_UINT32);
-	if (!c)
+	if (!value_slot(w, col, PQ_UINT32, PQ_UINT32))
 		return -1;
-	c->v32[c->n++] = v;
+	w->stage[w->nstage * (size_t)w->ncols + (size_t)col] = v;
 	return 0;
 }
 
@@ -1317,10 +1459,23 @@ int pq_write_str(struct pq_writer *w, int col, const char *s, size_t len)
 		return -1;
 	if (len > MAX_STR_LEN)
 		return fail(w, "column %s: string of %zu bytes is too long", c->name, len);
+	size_t before = c->str.len;
 	put_utf8(&c->str, (const uint8_t *)s, len);
-	c->n++;
-	c->off[c->n] = c->str.len;
-	w->str_bytes += c->off[c->n] - c->off[c->n - 1];
+	c->off[w->nstage + 1] = (uint32_t)c->str.len;
+	w->stage_bytes += c->str.len - before;
+	return 0;
+}
+
+/* The row in the staging block is complete. */
+static int row_done(struct pq_writer *w)
+{
+	w->nstage++;
+	w->rows++;
+	w->total_rows++;
+	if ((w->nstage == STAGE_ROWS || w->stage_bytes >= STAGE_STR_BYTES) && encode_stage(w) < 0)
+		return -1;
+	if (w->rows >= w->opt.row_group_rows || w->flush_early)
+		return flush_row_group(w);
 	return 0;
 }
 
@@ -1329,23 +1484,38 @@ int pq_end_row(struct pq_writer *w)
 	if (w->failed)
 		return -1;
 	for (int i = 0; i < w->ncols; i++)
-		if (w->cols[i].n != w->rows + 1)
+		if (!w->cols[i].has)
 			return fail(w, "row %llu: column %s has no value",
 				    (unsigned long long)w->total_rows, w->cols[i].name);
-	w->rows++;
-	w->total_rows++;
-	if (w->rows >= w->opt.row_group_rows || w->str_bytes >= RG_STRING_BYTES)
-		return flush_row_group(w);
-	return 0;
+	for (int i = 0; i < w->ncols; i++)
+		w->cols[i].has = 0;
+	w->partial = 0;
+	return row_done(w);
+}
+
+int pq_write_row_u64s(struct pq_writer *w, const uint64_t *v)
+{
+	if (w->failed)
+		return -1;
+	if (w->has_strings)
+		return fail(w, "pq_write_row_u64s: the table has string columns");
+	if (w->partial)
+		return fail(w, "row %llu: pq_write_row_u64s after pq_write_*",
+			    (unsigned long long)w->total_rows);
+	for (int k = 0; k < w->nu32; k++)
+		if (v[w->u32cols[k]] > UINT32_MAX)
+			return fail(w, "column %s: %llu does not fit in 32 bits",
+				    w->cols[w->u32cols[k]].name, (unsigned long long)v[w->u32cols[k]]);
+	memcpy(w->stage + w->nstage * (size_t)w->ncols, v, (size_t)w->ncols * sizeof(*v));
+	return row_done(w);
 }
 
 int pq_finish(struct pq_writer *w)
 {
 	if (w->failed)
 		return -1;
-	for (int i = 0; i < w->ncols; i++)
-		if (w->cols[i].n != w->rows)
-			return fail(w, "unfinished row at close");
+	if (w->partial)
+		return fail(w, "unfinished row at close");
 	if (flush_row_group(w) < 0)
 		return -1;
 	if (write_footer(w) < 0)
@@ -1367,22 +1537,28 @@ void pq_free(struct pq_writer *w)
 	for (int i = 0; i < w->ncols; i++) {
 		struct column *c = &w->cols[i];
 		free(c->name);
-		free(c->v64);
-		free(c->v32);
 		free(c->off);
+		free(c->idx);
 		buf_free(&c->str);
+		buf_free(&c->smin);
+		buf_free(&c->smax);
+		for (int m = 0; m < M_COUNT; m++) {
+			buf_free(&c->cand[m].pe.body);
+			buf_free(&c->cand[m].chunk);
+		}
+		dict_free(&c->dict);
 	}
 	free(w->cols);
+	free(w->stage);
+	free(w->colbuf);
+	free(w->u32cols);
 	for (size_t r = 0; r < w->nrg; r++)
 		free(w->rgs[r].chunks);
 	free(w->rgs);
 	ZSTD_freeCCtx(w->zc);
 	tc_free(&w->tc);
-	buf_free(&w->page);
 	buf_free(&w->zbuf);
-	for (int i = 0; i < M_COUNT; i++)
-		buf_free(&w->trial[i]);
-	dict_free(&w->dict);
+	buf_free(&w->page);
 	free(w);
 }
 

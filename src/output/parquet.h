@@ -1,14 +1,18 @@
 /* A streaming Parquet writer for flat tables of a few column types, as
  * `sftrace convert --type pola` needs (readable by polars and DuckDB).
  *
- * Rows are appended one value per column, then pq_end_row(). Values are
- * buffered for one row group only (opt.row_group_rows rows, about 8 bytes
- * per value), then encoded, compressed and handed to the write callback;
- * pq_finish writes the footer.
+ * Rows are appended one value per column, then pq_end_row(), or a whole
+ * row of integers at once with pq_write_row_u64s(). The writer streams:
+ * rows are encoded a few thousand at a time into pages, pages are
+ * compressed as they fill, and a row group (opt.row_group_rows rows) is
+ * handed to the write callback as its compressed bytes; pq_finish writes
+ * the footer. Memory: the compressed row group plus a fixed amount per
+ * column, whatever the number of rows.
  *
- * Each column is REQUIRED (no nulls). Per row group and column the writer
- * tries the applicable encodings (dictionary, DELTA_BINARY_PACKED, PLAIN) on
- * the first values and encodes the chunk with the one that compressed best.
+ * Each column is REQUIRED (no nulls). The writer tries the applicable
+ * encodings (dictionary, DELTA_BINARY_PACKED, PLAIN) on the first values
+ * of a column chunk, keeps the one that compressed best, and tries again
+ * every few row groups.
  * The footer has min/max statistics and an `ARROW:schema` entry, so polars
  * reads each column with its exact type (UInt64, UInt32, Duration(ns),
  * String); DuckDB reads UBIGINT, UINTEGER, BIGINT, VARCHAR.
@@ -74,6 +78,12 @@ struct pq_writer *pq_open(const struct pq_column *cols, int ncols,
 int pq_write_u64(struct pq_writer *w, int col, uint64_t v);
 int pq_write_u32(struct pq_writer *w, int col, uint32_t v);
 int pq_write_str(struct pq_writer *w, int col, const char *s, size_t len);
+
+/* A whole row at once, for tables without string columns: v[i] is column
+ * i's value (PQ_UINT32 columns take values below 2^32, others fail). The
+ * same as one pq_write_u64/pq_write_u32 per column and pq_end_row, with
+ * less overhead per value. The row must not have begun with pq_write_*. */
+int pq_write_row_u64s(struct pq_writer *w, const uint64_t *v);
 
 /* Finish the row: every column must have received exactly one value.
  * Writes a row group when it is full. */

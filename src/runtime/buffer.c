@@ -7,6 +7,17 @@
  * the slot header, clears the payload and starts over in the same, already
  * resident, pages. A thread that exits hands off its partial batch and
  * returns the slot for reuse.
+ *
+ * Signal handlers. A handler that records events can interrupt this thread
+ * between a trampoline's claim of a record (xadd) and its stores. If the
+ * handler then fills the buffer, the claimed record is still empty: handing
+ * that slot off would write a hole where the event belongs, and the late
+ * store would land in a slot that has been cleared for the next batch. So a
+ * full slot that still holds an unfilled record is retired instead: left
+ * as it is (still a SLOT chunk of the file with its batch number) while the
+ * thread carries on in a fresh slot with the next batch number. Retired
+ * slots are written, in order and by the thread itself, at its next
+ * slow-path entry once their records are all filled (or at thread exit).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -55,6 +66,18 @@ static void fill_chunk_thread(struct sf_chunk *c, struct sf_thread *t)
 	prctl(PR_GET_NAME, c->name, 0, 0, 0);
 }
 
+/* Writes n events of a slot as the thread's DATA batch number seq. */
+static void write_batch(struct sf_thread *t, const struct sf_event *ev, size_t n, uint32_t seq)
+{
+	struct sf_chunk c = {0};
+	c.type = SF_CHUNK_DATA;
+	c.count = (uint32_t)n;
+	fill_chunk_thread(&c, t);
+	c.seq = seq;
+	if (n)
+		sf_log_write_chunk(&c, ev, n * sizeof(struct sf_event), n);
+}
+
 /* Hands events [0, n) of the slot to the file and clears the slot. */
 static void slot_handoff(struct sf_thread *t, size_t n)
 {
@@ -94,9 +117,113 @@ static void slot_swap(struct sf_thread *t, size_t n)
 	sf_log_calibrate();
 }
 
-/* A full buffer: to the writer thread when there is one, else ourselves. */
+/* ---- retired slots (see the comment at the top) ---- */
+
+#define MAX_RETIRED 8
+
+static __thread struct {
+	struct sf_slot *slot[MAX_RETIRED];
+	uint32_t seq[MAX_RETIRED];
+	uint32_t n;
+} retired __attribute__((tls_model("initial-exec")));
+
+static struct sf_event *slot_events(const struct sf_slot *s)
+{
+	return (struct sf_event *)(s->hdr + 1);
+}
+
+/* Whether one of n records was claimed and not filled yet. Only an
+ * interrupted context of this thread can still be filling it: the slow
+ * path runs with signals blocked. */
+static int has_unfilled(const struct sf_event *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!__atomic_load_n(&ev[i].kind, __ATOMIC_ACQUIRE))
+			return 1;
+	return 0;
+}
+
+/* Writes the retired slots, oldest first, while their records are all
+ * filled (all of them when force; holes are then read as lost records).
+ * A slot with a hole is never reused: a late store may still land in it. */
+static void flush_retired(struct sf_thread *t, int force)
+{
+	uint32_t done = 0;
+	if (retired.n && t->spare)
+		sf_writer_wait_ready(t->spare); /* the batch before them */
+	for (; done < retired.n; done++) {
+		struct sf_slot *s = retired.slot[done];
+		struct sf_event *ev = slot_events(s);
+		int holes = has_unfilled(ev, SF_SLOT_EVENTS);
+		if (holes && !force)
+			break;
+		write_batch(t, ev, SF_SLOT_EVENTS, retired.seq[done]);
+		/* Free in the file first (readers ignore it), then cleared. */
+		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+		if (!holes) {
+			sf_zero_events(ev, SF_SLOT_EVENTS);
+			sf_log_slot_put(s);
+		}
+	}
+	for (uint32_t i = done; i < retired.n; i++) {
+		retired.slot[i - done] = retired.slot[i];
+		retired.seq[i - done] = retired.seq[i];
+	}
+	retired.n -= done;
+}
+
+/* Keeps the current slot as it is and continues in a fresh one with the
+ * next batch number. 0 if no slot can be had. */
+static int retire_current(struct sf_thread *t)
+{
+	struct sf_slot *fresh = retired.n < MAX_RETIRED ? sf_log_slot_get() : NULL;
+	if (!fresh)
+		return 0;
+	retired.slot[retired.n] = t->slot;
+	retired.seq[retired.n] = t->seq;
+	retired.n++;
+	t->seq++;
+	struct sf_chunk *h = fresh->hdr;
+	h->tid = t->tid;
+	h->seq = t->seq;
+	prctl(PR_GET_NAME, h->name, 0, 0, 0);
+	__atomic_store_n(&h->thread_serial, t->serial, __ATOMIC_RELEASE);
+	t->slot = fresh;
+	t->events = slot_events(fresh);
+	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
+	sf_log_calibrate();
+	return 1;
+}
+
+/* A record claimed in a slot that was retired while the claiming context
+ * was interrupted (it then compared its claim with the new slot's limit):
+ * fill it in place. 1 if `at` was such a record. Signals are blocked. */
+static int store_in_retired(uint64_t at, uint64_t time, uint32_t id, uint32_t kind)
+{
+	for (uint32_t i = 0; i < retired.n; i++) {
+		struct sf_event *ev = slot_events(retired.slot[i]);
+		if (at < (uint64_t)ev || at >= (uint64_t)(ev + SF_SLOT_EVENTS) || (at - (uint64_t)ev) % sizeof(*ev))
+			continue;
+		struct sf_event *e = (struct sf_event *)at;
+		if (__atomic_load_n(&e->kind, __ATOMIC_ACQUIRE))
+			return 0;
+		e->time = time;
+		e->func_id = id;
+		__atomic_store_n(&e->kind, kind, __ATOMIC_RELEASE);
+		return 1;
+	}
+	return 0;
+}
+
+/* A full buffer: to the writer thread when there is one, else ourselves;
+ * retired instead while an interrupted context still has to fill one of
+ * its records, or while an older batch waits (batches go out in order). */
 static void handoff_full(struct sf_thread *t, size_t n)
 {
+	flush_retired(t, 0);
+	if ((retired.n || has_unfilled(t->events, n)) && retire_current(t))
+		return;
+	flush_retired(t, 1);
 	if (t->spare)
 		slot_swap(t, n);
 	else
@@ -129,6 +256,9 @@ static void thread_start(struct sf_thread *t)
 	t->slot = sf_log_slot_get();
 	if (!t->slot) {
 		start_dropping(t);
+		/* Its exit counts the events still in the scratch buffer. */
+		if (exit_key_ok)
+			pthread_setspecific(exit_key, (void *)1);
 		return;
 	}
 	struct sf_chunk *h = t->slot->hdr;
@@ -141,11 +271,9 @@ static void thread_start(struct sf_thread *t)
 	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
 	t->state = SF_THREAD_ACTIVE;
 	t->spare = sf_writer_active() ? sf_log_slot_get() : NULL;
-	if (t->spare) {
-		t->spare->hdr->thread_serial = t->serial;
-		t->spare->hdr->tid = t->tid;
-		t->spare->hdr->seq = 0;
-	}
+	/* The spare holds no batch until slot_swap switches to it: it stays
+	 * free in the file (serial 0), or readers would see two slots holding
+	 * batch 0. */
 	sf_log_thread_started();
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, (void *)1);
@@ -174,7 +302,16 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 	__atomic_store_n(&e->kind, kind, __ATOMIC_RELEASE);
 }
 
+void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed) SF_HIDDEN;
+
 void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind)
+{
+	sf_slow_event_at(time, func_id, kind, 0);
+}
+
+/* The trampolines' slow path; claimed is the record address their xadd
+ * returned (0 in monotonic mode). */
+void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed)
 {
 	struct sf_thread *t = &sf_self;
 	if (time == 0) {
@@ -191,11 +328,16 @@ void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind)
 				__atomic_store_n(&e->kind, kind, __ATOMIC_RELEASE);
 				return;
 			}
+			claimed = at;
 		}
 	}
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (retired.n && store_in_retired(claimed, time, func_id, kind)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return;
+	}
 	/* The trampoline's xadd moved the cursor past the limit; take it back
 	 * so the slot it claimed (outside the buffer) is not counted. */
 	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
@@ -255,6 +397,7 @@ void sf_thread_flush_exit(void)
 		size_t n = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
 		if (t->spare)
 			sf_writer_wait_ready(t->spare); /* its batch precedes this one */
+		flush_retired(t, 1);
 		slot_handoff(t, n);
 		struct sf_slot *s = t->slot;
 		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
@@ -277,6 +420,23 @@ void sf_thread_flush_exit(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Process exit, on the exiting thread (no key destructor runs for it): a
+ * thread without a slot counts what its scratch buffer holds as dropped.
+ * (A thread with a slot keeps its last batch in the slot.) */
+void sf_buffer_process_exit(void)
+{
+	struct sf_thread *t = &sf_self;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (t->state == SF_THREAD_DROPPING) {
+		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
+		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
+		t->cursor = (uint64_t)t->events;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* fork child: this thread's slot belongs to the parent's log. Forget it;
  * the next event starts a fresh thread record in the child's own log. */
 void sf_buffer_after_fork_child(void)
@@ -287,5 +447,6 @@ void sf_buffer_after_fork_child(void)
 	t->slot = NULL;
 	t->spare = NULL;
 	t->state = SF_THREAD_NEW;
+	retired.n = 0; /* the parent's slots */
 	next_serial = 1;
 }

@@ -398,10 +398,13 @@ void sf_log_update_patch_stats(void)
 	__atomic_store_n(&L.hdr->sleds_patched, sf_objects_patched_total(), __ATOMIC_RELAXED);
 }
 
+void sf_buffer_process_exit(void) SF_HIDDEN;
+
 void sf_log_finish(void)
 {
 	if (!L.hdr)
 		return;
+	sf_buffer_process_exit();
 	sf_log_calibrate();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 }

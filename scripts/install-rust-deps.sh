@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs the Rust crates that examples/rust-bench builds against offline
+# (Debian's librust-*-dev packages put their sources in
+# /usr/share/cargo/registry; the crate's .cargo/config.toml points cargo
+# there). Run as root, or with sudo available. Safe to re-run: does nothing
+# when all is there. rustc/cargo themselves come with the machine (rustup).
+set -eu
+
+PKGS="librust-criterion-dev librust-regex-dev librust-serde-json-dev librust-rayon-dev
+librust-serde-derive-dev"
+
+missing=""
+for p in $PKGS; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	echo "install-rust-deps: installing:$missing"
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+	echo "install-rust-deps: cargo not found (install a Rust toolchain with rustup)" >&2
+	exit 1
+fi
+echo "install-rust-deps: ok"

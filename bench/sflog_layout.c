@@ -1,0 +1,35 @@
+/* Prints the byte offsets and sizes of the log format's structs that the
+ * benchmark driver reads (src/format/sflog.h is the definition), one
+ * "name value" pair a line, so the Python side never hard-codes them. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "format/sflog.h"
+
+#define P(name, v) printf("%s %zu\n", name, (size_t)(v))
+
+int main(void)
+{
+	P("header_size", SF_HEADER_SIZE);
+	P("hdr.magic", offsetof(struct sf_header, magic));
+	P("hdr.version", offsetof(struct sf_header, version));
+	P("hdr.dropped_events", offsetof(struct sf_header, dropped_events));
+	P("hdr.threads", offsetof(struct sf_header, threads));
+	P("hdr.patch_ns", offsetof(struct sf_header, patch_ns));
+	P("hdr.sleds_patched", offsetof(struct sf_header, sleds_patched));
+	P("sizeof.event", sizeof(struct sf_event));
+	P("sizeof.chunk", sizeof(struct sf_chunk));
+	P("sizeof.object", sizeof(struct sf_object));
+	P("chunk.magic", SF_CHUNK_MAGIC);
+	P("chunk.type", offsetof(struct sf_chunk, type));
+	P("chunk.size", offsetof(struct sf_chunk, size));
+	P("chunk.count", offsetof(struct sf_chunk, count));
+	P("chunk.thread_serial", offsetof(struct sf_chunk, thread_serial));
+	P("chunk.seq", offsetof(struct sf_chunk, seq));
+	P("object.first_id", offsetof(struct sf_object, first_id));
+	P("object.path_len", offsetof(struct sf_object, path_len));
+	P("type.object", SF_CHUNK_OBJECT);
+	P("type.data", SF_CHUNK_DATA);
+	P("type.slot", SF_CHUNK_SLOT);
+	return 0;
+}

@@ -401,8 +401,8 @@ int cmd_dump(int argc, char **argv)
 	int r = parse_args(argc, argv, &opt);
 	if (r == 0)
 		r = dump(&opt);
-	else if (r == 2)
-		r = 0;
+	else
+		r = r == 2 ? 0 : 2; /* --help; bad usage exits 2 like every command */
 	free(opt.symbols);
 	return r;
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "lib/outfile.h"
+#include "cli/input_opts.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
 #include "output/flamegraph.h"
@@ -27,12 +27,8 @@ static void usage(FILE *out)
 		"      --weight time|calls  box width: inclusive time (default) or calls\n"
 		"      --title TEXT       title (default \"Flame Graph\")\n"
 		"      --width N          image width in px (default 1200)\n"
-		"  -s, --symbol PATH      read symbols from PATH for the object with the same\n"
-		"                         build-id (or file name)\n"
-		"      --force            symbolize despite build-id mismatches or missing objects\n"
-		"      --no-symbols       do not read ELF files; name functions by address\n"
-		"  -q, --quiet            no warnings or progress\n"
 		"  -h, --help             this help\n");
+	input_opts_usage(out, 's');
 }
 
 int cmd_flamegraph(int argc, char **argv)
@@ -40,75 +36,48 @@ int cmd_flamegraph(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"output", required_argument, 0, 'o'}, {"weight", required_argument, 0, 'w'},
 		{"title", required_argument, 0, 't'},  {"width", required_argument, 0, 'W'},
-		{"symbol", required_argument, 0, 's'}, {"force", no_argument, 0, 'F'},
-		{"no-symbols", no_argument, 0, 'N'},   {"quiet", no_argument, 0, 'q'},
-		{"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+		{"help", no_argument, 0, 'h'},         INPUT_LONGOPTS('s'),
+		{0, 0, 0, 0},
 	};
 	struct fg_options fo = {0};
-	struct trace_options to = {0};
-	const char **symbols = NULL;
-	size_t nsymbols = 0;
-	int c, rc = 1;
+	struct input_opts io;
+	input_opts_init(&io, 's');
+	int c, rc = 1, usage_error;
+	long width;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:s:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg))
+			continue;
 		switch (c) {
 		case 'o': fo.out = optarg; break;
 		case 'w':
-			if (!strcmp(optarg, "calls"))
-				fo.weight_calls = 1;
-			else if (strcmp(optarg, "time")) {
-				sf_error("--weight must be 'calls' or 'time', not '%s'", optarg);
+			if (parse_weight(optarg, &fo.weight_calls) < 0)
 				goto out_usage;
-			}
 			break;
 		case 't': fo.title = optarg; break;
-		case 'W': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 100 || v > 1000000) {
-				sf_error("--width must be 100..1000000 px, not '%s'", optarg);
+		case 'W':
+			if (parse_number("--width", optarg, 100, 1000000, &width) < 0)
 				goto out_usage;
-			}
-			fo.width = (unsigned)v;
+			fo.width = (unsigned)width;
 			break;
-		}
-		case 's':
-			symbols = xrealloc(symbols, (nsymbols + 1) * sizeof(*symbols));
-			symbols[nsymbols++] = optarg;
-			break;
-		case 'F': to.force = 1; break;
-		case 'N': to.no_symbols = 1; break;
-		case 'q': to.quiet = 1; break;
-		case 'h': usage(stdout); free(symbols); return 0;
+		case 'h': usage(stdout); input_opts_free(&io); return 0;
 		default: goto out_usage;
 		}
 	}
-	if (optind >= argc) {
-		sf_error("no log given (usage: sftrace flamegraph [OPTIONS] LOG... -o OUT.svg)");
-		goto out_usage;
-	}
-	if (!fo.out) {
-		sf_error("no output given: pass -o OUT.svg");
-		goto out_usage;
-	}
-	char err[1024];
-	if (sf_outfile_check(fo.out, err, sizeof(err)) < 0) {
-		sf_error("%s", err);
+	struct trace_input *in = input_opts_open(&io, "flamegraph", argc, argv, optind, fo.out, 1, &usage_error);
+	if (!in) {
+		if (usage_error)
+			goto out_usage;
 		goto out;
 	}
-	to.symbol_paths = symbols;
-	to.nsymbol_paths = nsymbols;
-	struct trace_input *in = trace_open((const char *const *)argv + optind, (size_t)(argc - optind), &to);
-	if (!in)
-		goto out;
 	rc = fg_write(in, &fo) == 0 ? 0 : 1;
 	trace_report_repairs(in);
 	trace_close(in);
 out:
-	free(symbols);
+	input_opts_free(&io);
 	return rc;
 out_usage:
-	free(symbols);
+	input_opts_free(&io);
 	fprintf(stderr, "(sftrace flamegraph --help describes the options)\n");
 	return 2;
 }

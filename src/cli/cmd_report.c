@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/input_opts.h"
 #include "lib/callpath.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -357,12 +358,8 @@ static void usage(FILE *out)
 		"                         self_ns avg_ns min_ns max_ns)\n"
 		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
 		"                         is unset), always or never\n"
-		"  -S, --symbol PATH      read symbols from PATH for the object with the same\n"
-		"                         build-id (or file name)\n"
-		"      --force            symbolize despite build-id mismatches or missing objects\n"
-		"      --no-symbols       do not read ELF files; name functions by address\n"
-		"  -q, --quiet            no warnings or progress\n"
 		"  -h, --help             this help\n");
+	input_opts_usage(out, 'S');
 }
 
 static int parse_sort(const char *s, enum sort_key *k)
@@ -391,31 +388,27 @@ int cmd_report(int argc, char **argv)
 		{"sort", required_argument, 0, 's'},  {"limit", required_argument, 0, 'n'},
 		{"threads", no_argument, 0, 'T'},     {"processes", no_argument, 0, 'P'},
 		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'c'},
-		{"colour", required_argument, 0, 'c'}, {"symbol", required_argument, 0, 'S'},
-		{"force", no_argument, 0, 'F'},       {"no-symbols", no_argument, 0, 'N'},
-		{"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
+		{"colour", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
+		INPUT_LONGOPTS('S'),                  {0, 0, 0, 0},
 	};
 	struct report r = {.sort = SORT_SELF, .limit = -2};
-	struct trace_options to = {0};
-	const char **symbols = NULL;
-	size_t nsymbols = 0;
+	struct input_opts io;
+	input_opts_init(&io, 'S');
 	const char *color = "auto";
-	int c, rc = 1;
+	int c, rc = 1, usage_error;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:n:S:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg))
+			continue;
 		switch (c) {
 		case 's':
 			if (parse_sort(optarg, &r.sort) < 0)
 				goto out_usage;
 			break;
 		case 'n': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || !*optarg || v < 0) {
-				sf_error("-n must be a number of rows (0: all), not '%s'", optarg);
+			long v;
+			if (parse_number("-n (rows; 0: all)", optarg, 0, 1L << 40, &v) < 0)
 				goto out_usage;
-			}
 			r.limit = v ? v : -1;
 			break;
 		}
@@ -436,31 +429,21 @@ int cmd_report(int argc, char **argv)
 			}
 			color = optarg;
 			break;
-		case 'S':
-			symbols = xrealloc(symbols, (nsymbols + 1) * sizeof(*symbols));
-			symbols[nsymbols++] = optarg;
-			break;
-		case 'F': to.force = 1; break;
-		case 'N': to.no_symbols = 1; break;
-		case 'q': to.quiet = 1; break;
-		case 'h': usage(stdout); free(symbols); return 0;
+		case 'h': usage(stdout); input_opts_free(&io); return 0;
 		default: goto out_usage;
 		}
-	}
-	if (optind >= argc) {
-		sf_error("no log given (usage: sftrace report [OPTIONS] LOG...)");
-		goto out_usage;
 	}
 	if (r.limit == -2)
 		r.limit = r.tsv ? -1 : 20;
 	int tty = isatty(1);
 	r.color = !r.tsv && (!strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR")));
 	r.width = tty && !r.tsv ? terminal_width() : 0;
-	to.symbol_paths = symbols;
-	to.nsymbol_paths = nsymbols;
-	struct trace_input *in = trace_open((const char *const *)argv + optind, (size_t)(argc - optind), &to);
-	if (!in)
+	struct trace_input *in = input_opts_open(&io, "report", argc, argv, optind, NULL, 0, &usage_error);
+	if (!in) {
+		if (usage_error)
+			goto out_usage;
 		goto out;
+	}
 	r.t = cp_new();
 	enum cp_levels levels = r.scoped == 2 ? CP_BY_THREAD : r.scoped == 1 ? CP_BY_PROCESS : CP_FLAT;
 	if (cp_collect(r.t, in, levels) == 0) {
@@ -475,10 +458,10 @@ int cmd_report(int argc, char **argv)
 	cp_free(r.t);
 	trace_close(in);
 out:
-	free(symbols);
+	input_opts_free(&io);
 	return rc;
 out_usage:
-	free(symbols);
+	input_opts_free(&io);
 	fprintf(stderr, "(sftrace report --help describes the options)\n");
 	return 2;
 }

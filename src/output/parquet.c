@@ -53,7 +53,7 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 #define PQ_MAGIC "PAR1"
 #define DEFAULT_ROW_GROUP (1u << 20)
 #define DEFAULT_ZSTD_LEVEL 3
-#define STAGE_ROWS 4096u            /* rows staged before encoding */
+#define STAGE_ROWS 1024u            /* rows staged before encoding (48 KiB for 6 columns) */
 #define STAGE_STR_BYTES (1u << 20)  /* ... or fewer, past this many string bytes */
 #define PAGE_VALUES (1u << 17)      /* values per data page */
 #define PAGE_BYTES (1u << 20)       /* pages also end past this many bytes */
@@ -69,6 +69,11 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 #define DELTA_MINI (DELTA_BLOCK / DELTA_MINIBLOCKS)
 #define PAGE_HEADROOM 32            /* room before a page body for its DELTA header */
 #define RLE_LIT_MAX 512             /* values per bit-packed run */
+#define RAW_RATIO 0.9               /* zstd output above this share of its input: */
+#define RAW_RUN 7                   /* ... store that many pages raw, then retry */
+#define RAW_MIN_BYTES (64u << 10)   /* (judged on pages this big: small ones have
+				     * relatively big zstd headers) */
+#define RAW_BLOCK (128u << 10)      /* largest zstd block */
 
 struct buf {
 	uint8_t *p;
@@ -179,18 +184,32 @@ static int method_encoding(enum method m)
 
 /* ---- bit packing ---- */
 
+/* Whole bytes: the low nb bytes of each little-endian value. A constant
+ * nb (see pack) makes this a plain load/store loop. */
+static inline __attribute__((always_inline)) uint8_t *pack_bytes(uint8_t *p, const uint64_t *v,
+								size_t n, const size_t nb)
+{
+	for (size_t i = 0; i < n; i++, p += nb)
+		memcpy(p, &v[i], 8);
+	return p;
+}
+
 /* Pack n values (n * bw a multiple of 8) of bw bits each, least significant
  * bit first, as both the RLE/bit-packing hybrid and DELTA_BINARY_PACKED
  * miniblocks want. Values must fit in bw bits. Writes up to 8 bytes past
  * the packed data (the caller reserves them); returns the end of the data. */
 static uint8_t *pack(uint8_t *p, const uint64_t *v, size_t n, int bw)
 {
-	if (bw % 8 == 0) {
-		/* whole bytes: the low bytes of each little-endian value */
-		size_t nb = (size_t)bw / 8;
-		for (size_t i = 0; i < n && nb; i++, p += nb)
-			memcpy(p, &v[i], 8);
-		return p;
+	switch (bw) {
+	case 0: return p;
+	case 8: return pack_bytes(p, v, n, 1);
+	case 16: return pack_bytes(p, v, n, 2);
+	case 24: return pack_bytes(p, v, n, 3);
+	case 32: return pack_bytes(p, v, n, 4);
+	case 40: return pack_bytes(p, v, n, 5);
+	case 48: return pack_bytes(p, v, n, 6);
+	case 56: return pack_bytes(p, v, n, 7);
+	case 64: return pack_bytes(p, v, n, 8);
 	}
 	uint64_t acc = 0;
 	int nbits = 0;
@@ -221,13 +240,17 @@ struct penc {
 	/* M_DICT: index width of this page and RLE/bit-packing state */
 	int bw;
 	uint64_t run_val;
-	size_t run_len;
+	size_t run_len;       /* the open RLE run */
 	uint64_t lit[RLE_LIT_MAX];
-	size_t nlit;
-	/* M_DELTA*: first value, last value, deltas not yet in a block */
+	size_t nlit;          /* literals not yet written (whole groups) */
+	uint32_t grp[8];
+	size_t ngrp;          /* values of the next group */
+	/* M_DELTA*: first value, last value, deltas not yet in a block and
+	 * their minimum */
 	uint64_t first, prev;
 	uint64_t pend[DELTA_BLOCK];
 	size_t npend;
+	int64_t dmin;
 };
 
 static void penc_start(struct penc *p)
@@ -238,10 +261,16 @@ static void penc_start(struct penc *p)
 	p->nvals = 0;
 	p->run_len = 0;
 	p->nlit = 0;
+	p->ngrp = 0;
 	p->npend = 0;
+	p->dmin = INT64_MAX;
 }
 
-/* -- RLE / bit-packing hybrid (dictionary indices) -- */
+/* -- RLE / bit-packing hybrid (dictionary indices) --
+ * Values go in groups of 8: a group of 8 equal values starts or extends an
+ * RLE run, any other group is bit-packed. Looking for runs only at group
+ * boundaries is much faster than finding every run of 8, and zstd takes
+ * care of what it misses. */
 
 /* Write the buffered literals as one bit-packed run. Only the last run of a
  * page may end with a partial group of 8 (padded with zeros). */
@@ -258,60 +287,83 @@ static void lit_flush(struct penc *p)
 	p->nlit = 0;
 }
 
-static void lit_add(struct penc *p, uint64_t v, size_t k)
+static void lit_add(struct penc *p, const uint32_t *v, size_t k)
 {
-	while (k > 0) {
-		size_t n = RLE_LIT_MAX - p->nlit < k ? RLE_LIT_MAX - p->nlit : k;
-		for (size_t i = 0; i < n; i++)
-			p->lit[p->nlit + i] = v;
-		p->nlit += n;
-		k -= n;
-		if (p->nlit == RLE_LIT_MAX)
-			lit_flush(p);
-	}
+	for (size_t i = 0; i < k; i++)
+		p->lit[p->nlit + i] = v[i];
+	p->nlit += k;
+	if (p->nlit == RLE_LIT_MAX)
+		lit_flush(p);
 }
 
-/* The current run ends. Runs of 8 or more become RLE runs, after lending
- * the literals the values that complete their last group of 8. */
-static void run_end(struct penc *p)
+/* Write the open run. A run of one group between literals costs less as
+ * literals (no run headers). */
+static void run_flush(struct penc *p)
 {
-	size_t need = (8 - p->nlit % 8) % 8;
-	if (p->run_len >= need + 8) {
-		lit_add(p, p->run_val, need);
+	if (p->run_len == 8 && p->nlit) {
+		uint32_t g[8];
+		for (int k = 0; k < 8; k++)
+			g[k] = (uint32_t)p->run_val;
+		lit_add(p, g, 8);
+	} else if (p->run_len) {
 		lit_flush(p);
-		buf_varint(&p->body, (uint64_t)(p->run_len - need) << 1);
+		buf_varint(&p->body, (uint64_t)p->run_len << 1);
 		uint8_t *o = buf_reserve(&p->body, 8);
 		memcpy(o, &p->run_val, 8);
 		p->body.len += (size_t)(p->bw + 7) / 8;
-	} else {
-		lit_add(p, p->run_val, p->run_len);
 	}
 	p->run_len = 0;
+}
+
+static void group_put(struct penc *p, const uint32_t *g)
+{
+	uint32_t x = g[0];
+	uint32_t diff = (g[1] ^ x) | (g[2] ^ x) | (g[3] ^ x) | (g[4] ^ x) | (g[5] ^ x) | (g[6] ^ x) |
+			(g[7] ^ x);
+	if (diff == 0) {
+		if (p->run_len && p->run_val == x) {
+			p->run_len += 8;
+			return;
+		}
+		run_flush(p);
+		p->run_val = x;
+		p->run_len = 8;
+		return;
+	}
+	run_flush(p);
+	lit_add(p, g, 8);
 }
 
 static void rle_put(struct penc *p, const uint32_t *v, size_t n)
 {
 	size_t i = 0;
-	while (i < n) {
-		if (p->run_len && v[i] == p->run_val) {
-			size_t j = i + 1;
-			while (j < n && v[j] == p->run_val)
-				j++;
-			p->run_len += j - i;
-			i = j;
-			continue;
+	while (p->ngrp && i < n) {
+		p->grp[p->ngrp++] = v[i++];
+		if (p->ngrp == 8) {
+			group_put(p, p->grp);
+			p->ngrp = 0;
 		}
-		if (p->run_len)
-			run_end(p);
-		p->run_val = v[i++];
-		p->run_len = 1;
 	}
+	for (; i + 8 <= n; i += 8)
+		group_put(p, v + i);
+	while (i < n)
+		p->grp[p->ngrp++] = v[i++];
 }
 
+/* The last values: a partial group extends the run if it can. */
 static void rle_finish(struct penc *p)
 {
-	if (p->run_len)
-		run_end(p);
+	size_t k = 0;
+	while (k < p->ngrp && p->run_len && p->grp[k] == p->run_val)
+		k++;
+	if (k == p->ngrp) {
+		p->run_len += k;
+	} else {
+		run_flush(p);
+		lit_add(p, p->grp, p->ngrp);
+	}
+	p->ngrp = 0;
+	run_flush(p);
 	lit_flush(p);
 }
 
@@ -324,17 +376,19 @@ static void rle_finish(struct penc *p)
 static void delta_block(struct penc *p, uint64_t mask, int bytes)
 {
 	size_t k = p->npend;
-	int64_t min = (int64_t)p->pend[0];
-	for (size_t i = 1; i < k; i++)
-		min = (int64_t)p->pend[i] < min ? (int64_t)p->pend[i] : min;
+	int64_t min = p->dmin;
 	uint64_t u[DELTA_BLOCK];
 	uint8_t widths[DELTA_MINIBLOCKS] = { 0 };
 	size_t minis = (k + DELTA_MINI - 1) / DELTA_MINI;
+	for (size_t i = k; i < minis * DELTA_MINI; i++)
+		p->pend[i] = (uint64_t)min; /* pads with zeros below */
 	for (size_t m = 0; m < minis; m++) {
 		uint64_t any = 0;
-		for (size_t i = m * DELTA_MINI; i < (m + 1) * DELTA_MINI; i++) {
-			u[i] = i < k ? (p->pend[i] - (uint64_t)min) & mask : 0;
-			any |= u[i];
+		const uint64_t *d = p->pend + m * DELTA_MINI;
+		uint64_t *um = u + m * DELTA_MINI;
+		for (size_t i = 0; i < DELTA_MINI; i++) {
+			um[i] = (d[i] - (uint64_t)min) & mask;
+			any |= um[i];
 		}
 		int bw = bits_needed(any);
 		widths[m] = (uint8_t)(bytes ? (bw + 7) / 8 * 8 : bw);
@@ -347,32 +401,67 @@ static void delta_block(struct penc *p, uint64_t mask, int bytes)
 		o = pack(o, u + m * DELTA_MINI, DELTA_MINI, widths[m]);
 	p->body.len = (size_t)(o - p->body.p);
 	p->npend = 0;
+	p->dmin = INT64_MAX;
 }
 
-/* Deltas use the physical type's wrapping arithmetic: 64 bits, or 32 bits
- * sign-extended for INT32 columns. */
-static void delta_put(struct penc *p, const uint64_t *v, size_t n, int wide, int bytes)
+/* Min/max of a column chunk so far, in the column's order. Signed columns
+ * have their sign bit flipped, which maps signed order onto unsigned. */
+struct range {
+	uint64_t flip, lo, hi;
+};
+
+/* k more deltas into the pending block; `wide` is a constant at each call,
+ * so the loop has no test for it. */
+static inline __attribute__((always_inline)) void delta_run(struct penc *p, const uint64_t *x,
+							    size_t stride, size_t k,
+							    struct range *r, const int wide)
+{
+	uint64_t *d = p->pend + p->npend;
+	uint64_t prev = p->prev, lo = r->lo, hi = r->hi, flip = r->flip;
+	int64_t dmin = p->dmin;
+	for (size_t j = 0; j < k; j++, x += stride) {
+		uint64_t v = *x, y = v ^ flip, dj = v - prev;
+		if (!wide)
+			dj = (uint64_t)(int64_t)(int32_t)(uint32_t)dj;
+		d[j] = dj;
+		dmin = (int64_t)dj < dmin ? (int64_t)dj : dmin;
+		prev = v;
+		lo = y < lo ? y : lo;
+		hi = y > hi ? y : hi;
+	}
+	p->dmin = dmin;
+	p->prev = prev;
+	p->npend += k;
+	r->lo = lo;
+	r->hi = hi;
+}
+
+/* Values are src[0], src[stride], ... (a column of the row-major staging
+ * block). Deltas use the physical type's wrapping arithmetic: 64 bits, or
+ * 32 bits sign-extended for INT32 columns. With `r`, the values also go
+ * into that min/max: one pass over them instead of two. */
+static void delta_put(struct penc *p, const uint64_t *src, size_t stride, size_t n, int wide,
+		      int bytes, struct range *r)
 {
 	uint64_t mask = wide ? ~0ULL : 0xFFFFFFFFull;
+	struct range none = { 0, UINT64_MAX, 0 };
+	if (!r)
+		r = &none;
 	size_t i = 0;
 	if (n && p->nvals == 0) {
-		p->first = p->prev = v[0];
+		p->prev = p->first = src[0]; /* its delta is not stored */
 		i = 1;
+		r->lo = (src[0] ^ r->flip) < r->lo ? src[0] ^ r->flip : r->lo;
+		r->hi = (src[0] ^ r->flip) > r->hi ? src[0] ^ r->flip : r->hi;
 	}
 	p->nvals += n;
 	while (i < n) {
 		size_t k = DELTA_BLOCK - p->npend;
 		k = n - i < k ? n - i : k;
-		uint64_t *d = p->pend + p->npend;
-		const uint64_t *x = v + i;
-		d[0] = x[0] - p->prev;
-		for (size_t j = 1; j < k; j++)
-			d[j] = x[j] - x[j - 1];
-		if (!wide)
-			for (size_t j = 0; j < k; j++)
-				d[j] = (uint64_t)(int64_t)(int32_t)(uint32_t)d[j];
-		p->prev = x[k - 1];
-		p->npend += k;
+		if (wide)
+			delta_run(p, src + i * stride, stride, k, r, 1);
+		else
+			delta_run(p, src + i * stride, stride, k, r, 0);
 		i += k;
 		if (p->npend == DELTA_BLOCK)
 			delta_block(p, mask, bytes);
@@ -413,7 +502,16 @@ struct dict {
 	struct dict_slot *table;
 	size_t mask;            /* slots - 1 */
 	int shift;              /* 64 - log2(slots) */
+	uint32_t *small;        /* entry + 1 of integer keys below SMALL_KEYS
+				 * (kind, small enums): no hashing */
+	struct dict_slot *cache;/* DICT_CACHE slots, direct-mapped: the table
+				 * of a column like func_id outgrows L1 */
+	int too_wide;           /* an entry of a 4-byte column had more bits */
 };
+
+#define SMALL_KEYS 1024u
+#define DICT_CACHE_BITS 9
+#define DICT_CACHE (1u << DICT_CACHE_BITS)
 
 /* Slot of a key: Fibonacci hashing, the top bits of key * 2^64/phi. */
 static size_t dict_home(const struct dict *d, uint64_t key)
@@ -449,12 +547,18 @@ static void dict_resize(struct dict *d, size_t slots)
 
 static void dict_reset(struct dict *d)
 {
-	if (!d->table)
+	if (!d->table) {
 		dict_resize(d, 1024);
-	else if (d->n)
+		d->small = xcalloc(SMALL_KEYS, sizeof(*d->small));
+		d->cache = xcalloc(DICT_CACHE, sizeof(*d->cache));
+	} else if (d->n) {
 		memset(d->table, 0, (d->mask + 1) * sizeof(*d->table));
+		memset(d->small, 0, SMALL_KEYS * sizeof(*d->small));
+		memset(d->cache, 0, DICT_CACHE * sizeof(*d->cache));
+	}
 	d->n = 0;
 	d->page.len = 0;
+	d->too_wide = 0;
 }
 
 static uint32_t dict_insert(struct dict *d, size_t s, uint64_t key)
@@ -469,11 +573,19 @@ static uint32_t dict_insert(struct dict *d, size_t s, uint64_t key)
 
 static uint32_t dict_int(struct dict *d, uint64_t v, size_t width)
 {
+	if (v < SMALL_KEYS) {
+		if (!d->small[v]) {
+			buf_put(&d->page, &v, width);
+			d->small[v] = ++d->n;
+		}
+		return d->small[v] - 1;
+	}
 	size_t s = dict_home(d, v);
 	for (; d->table[s].e1; s = (s + 1) & d->mask)
 		if (d->table[s].key == v)
 			return d->table[s].e1 - 1;
 	buf_put(&d->page, &v, width); /* little-endian: the low bytes */
+	d->too_wide |= width == 4 && v > UINT32_MAX;
 	return dict_insert(d, s, v);
 }
 
@@ -510,6 +622,8 @@ static void dict_free(struct dict *d)
 	buf_free(&d->page);
 	free(d->off);
 	free(d->table);
+	free(d->small);
+	free(d->cache);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -522,13 +636,13 @@ struct cand {
 	struct penc pe;
 	struct buf chunk;
 	struct chunk_meta m;
+	unsigned raw_pages;   /* pages to store without compressing */
 };
 
 struct column {
 	char *name;
 	enum pq_type type;
 	int has;             /* has its value in the row being written */
-	const uint64_t *v;   /* integers of the block being encoded */
 	struct buf str;      /* staged strings: value i is str.p[off[i] .. off[i+1]) */
 	uint32_t *off;
 	/* encoding */
@@ -570,17 +684,15 @@ struct pq_writer {
 	pq_write_fn write;
 	void *ctx;
 	int64_t offset;       /* bytes written so far */
-	/* The staging block, row-major so that a row is one small copy; each
-	 * column is gathered into colbuf when the block is encoded. */
+	/* The staging block, row-major so that a row is one small copy; the
+	 * encoders read a column with a stride. */
 	uint64_t *stage;      /* STAGE_ROWS x ncols (PQ_UINT32 widened) */
-	uint64_t *colbuf;     /* STAGE_ROWS */
-	int *u32cols;         /* PQ_UINT32 columns, to check row values */
-	int nu32;
 	int partial;          /* values of the row being written (pq_write_*) */
 	size_t nstage;        /* complete rows in the staging block */
+	size_t stage_cap;     /* encode the block when it has this many */
 	size_t stage_bytes;   /* string bytes staged */
-	size_t rows;          /* complete rows in the current row group */
-	uint64_t total_rows;
+	size_t rows;          /* rows of the current row group, encoded */
+	uint64_t total_rows;  /* rows encoded */
 	int flush_early;      /* a limit was reached: end the row group */
 	struct rg_meta *rgs;
 	size_t nrg, rgcap;
@@ -666,22 +778,45 @@ static void range_str(struct column *c, const uint8_t *p, size_t len)
 	c->has_range = 1;
 }
 
-/* Min/max of n integers, in the column's order (signed for durations:
- * flipping the sign bit maps signed order onto unsigned order). */
-static void range_ints(struct column *c, const uint64_t *v, size_t n)
+static void range_load(struct range *r, const struct column *c)
 {
+	r->flip = c->type == PQ_DURATION_NS ? 1ULL << 63 : 0;
+	r->lo = c->has_range ? c->lo ^ r->flip : UINT64_MAX;
+	r->hi = c->has_range ? c->hi ^ r->flip : 0;
+}
+
+static void range_store(const struct range *r, struct column *c)
+{
+	c->lo = r->lo ^ r->flip;
+	c->hi = r->hi ^ r->flip;
+	c->has_range = 1;
+}
+
+/* Min/max of n integers src[0], src[stride], ... */
+static void range_ints(struct column *c, const uint64_t *src, size_t stride, size_t n)
+{
+	struct range r;
 	if (n == 0)
 		return;
-	uint64_t flip = c->type == PQ_DURATION_NS ? 1ULL << 63 : 0;
-	uint64_t lo = c->has_range ? c->lo ^ flip : v[0] ^ flip, hi = c->has_range ? c->hi ^ flip : lo;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t x = v[i] ^ flip;
-		lo = x < lo ? x : lo;
-		hi = x > hi ? x : hi;
+	range_load(&r, c);
+	/* two chains, as each min/max waits for the one before */
+	uint64_t lo = r.lo, hi = r.hi, lo2 = lo, hi2 = hi;
+	size_t i = 0;
+	for (; i + 2 <= n; i += 2) {
+		uint64_t a = src[i * stride] ^ r.flip, b = src[(i + 1) * stride] ^ r.flip;
+		lo = a < lo ? a : lo;
+		hi = a > hi ? a : hi;
+		lo2 = b < lo2 ? b : lo2;
+		hi2 = b > hi2 ? b : hi2;
 	}
-	c->lo = lo ^ flip;
-	c->hi = hi ^ flip;
-	c->has_range = 1;
+	if (i < n) {
+		uint64_t a = src[i * stride] ^ r.flip;
+		lo = a < lo ? a : lo;
+		hi = a > hi ? a : hi;
+	}
+	r.lo = lo2 < lo ? lo2 : lo;
+	r.hi = hi2 > hi ? hi2 : hi;
+	range_store(&r, c);
 }
 
 /* A dictionary chunk takes its min/max from the entries, once. */
@@ -696,7 +831,7 @@ static void range_dict(struct column *c)
 		} else {
 			uint64_t v = 0;
 			memcpy(&v, d->page.p + e * value_width(c->type), value_width(c->type));
-			range_ints(c, &v, 1);
+			range_ints(c, &v, 1, 1);
 		}
 	}
 }
@@ -749,12 +884,41 @@ static void chunk_stats(const struct column *c, struct stats *st)
 
 /* ---- pages ---- */
 
-static int compress_page(struct pq_writer *w, const uint8_t *p, size_t n,
+/* A zstd frame that stores p as it is (raw blocks): what zstd itself
+ * writes for data it cannot compress, without the time spent finding that
+ * out. Frame format (RFC 8878): magic; descriptor 0xA0 = single segment,
+ * 4-byte content size; blocks of at most 128 KiB, each with a 3-byte
+ * header (last-block bit, type 0 = raw, size << 3). */
+static void raw_frame(struct buf *z, const uint8_t *p, size_t n)
+{
+	static const uint8_t head[5] = { 0x28, 0xB5, 0x2F, 0xFD, 0xA0 };
+	uint32_t size = (uint32_t)n;
+	z->len = 0;
+	buf_put(z, head, sizeof(head));
+	buf_put(z, &size, 4);
+	size_t off = 0;
+	do {
+		size_t k = n - off < RAW_BLOCK ? n - off : RAW_BLOCK;
+		uint32_t bh = (uint32_t)k << 3 | (off + k == n);
+		buf_put(z, &bh, 3);
+		buf_put(z, p + off, k);
+		off += k;
+	} while (off < n);
+}
+
+/* raw: store the page in a raw zstd frame rather than compress it. */
+static int compress_page(struct pq_writer *w, const uint8_t *p, size_t n, int raw,
 			 const uint8_t **out, size_t *out_len)
 {
 	if (w->opt.codec == PQ_CODEC_NONE) {
 		*out = p;
 		*out_len = n;
+		return 0;
+	}
+	if (raw) {
+		raw_frame(&w->zbuf, p, n);
+		*out = w->zbuf.p;
+		*out_len = w->zbuf.len;
 		return 0;
 	}
 	size_t bound = ZSTD_compressBound(n);
@@ -771,13 +935,13 @@ static int compress_page(struct pq_writer *w, const uint8_t *p, size_t n,
 /* Append one page (header + compressed body) to `dst`. Adds the sizes,
  * header included, to m->uncompressed / m->compressed. */
 static int put_page(struct pq_writer *w, struct buf *dst, int type, const uint8_t *body,
-		    size_t len, size_t nvals, int enc, struct chunk_meta *m)
+		    size_t len, size_t nvals, int enc, int raw, struct chunk_meta *m)
 {
 	const uint8_t *z = NULL;
 	size_t zn = 0;
 	if (len > INT32_MAX || nvals > INT32_MAX)
 		return fail(w, "page too large");
-	if (compress_page(w, body, len, &z, &zn) < 0)
+	if (compress_page(w, body, len, raw, &z, &zn) < 0)
 		return -1;
 	if (zn > INT32_MAX)
 		return fail(w, "page too large");
@@ -822,9 +986,19 @@ static int page_finish(struct pq_writer *w, struct column *c, enum method m)
 		rle_finish(p);
 	else if (m == M_DELTA || m == M_DELTA_BYTES)
 		start = delta_finish(p, is_int64(c->type), m == M_DELTA_BYTES);
+	/* Pages zstd barely shrinks (random ids, noisy times) are stored raw
+	 * for the next few; then zstd gets another try. Not during a trial,
+	 * whose sizes must compare. */
+	int raw = k->raw_pages > 0 && !trialing(c);
+	int64_t before = k->m.compressed;
 	if (put_page(w, &k->chunk, PAGE_DATA, p->body.p + start, p->body.len - start, p->nvals,
-		     method_encoding(m), &k->m) < 0)
+		     method_encoding(m), raw, &k->m) < 0)
 		return -1;
+	if (raw)
+		k->raw_pages--;
+	else if (p->body.len - start >= RAW_MIN_BYTES &&
+		 (double)(k->m.compressed - before) > RAW_RATIO * (double)(p->body.len - start))
+		k->raw_pages = RAW_RUN;
 	k->m.num_values += (int64_t)p->nvals;
 	k->m.data_pages++;
 	penc_start(p);
@@ -833,7 +1007,9 @@ static int page_finish(struct pq_writer *w, struct column *c, enum method m)
 	return 0;
 }
 
-static void plain_put(struct penc *p, const struct column *c, size_t n)
+/* x86-64 is little-endian, as PLAIN is: integers are their low bytes. */
+static void plain_put(struct penc *p, const struct column *c, const uint64_t *src, size_t stride,
+		      size_t n)
 {
 	p->nvals += n;
 	if (c->type == PQ_STRING) {
@@ -842,16 +1018,13 @@ static void plain_put(struct penc *p, const struct column *c, size_t n)
 			buf_put(&p->body, &len, 4);
 			buf_put(&p->body, c->str.p + c->off[i], len);
 		}
-	} else if (is_int64(c->type)) {
-		buf_put(&p->body, c->v, n * 8); /* x86-64 is little-endian, as PLAIN is */
-	} else {
-		uint8_t *o = buf_reserve(&p->body, n * 4);
-		for (size_t i = 0; i < n; i++) {
-			uint32_t x = (uint32_t)c->v[i];
-			memcpy(o + 4 * i, &x, 4);
-		}
-		p->body.len += n * 4;
+		return;
 	}
+	size_t width = value_width(c->type);
+	uint8_t *o = buf_reserve(&p->body, n * width + 8);
+	for (size_t i = 0; i < n; i++, o += width)
+		memcpy(o, &src[i * stride], 8);
+	p->body.len += n * width;
 }
 
 /* Dictionary indices into the page. The page's index width is set when it
@@ -902,7 +1075,7 @@ static int trial_size(struct pq_writer *w, struct column *c, enum method m, size
 	if (m == M_DICT) {
 		const uint8_t *z;
 		size_t zn;
-		if (compress_page(w, c->dict.page.p, c->dict.page.len, &z, &zn) < 0)
+		if (compress_page(w, c->dict.page.p, c->dict.page.len, 0, &z, &zn) < 0)
 			return -1;
 		dict = (double)zn;
 	}
@@ -921,7 +1094,8 @@ static int trial_decide(struct pq_writer *w, struct column *c, int at_end)
 		double size;
 		if (!(c->cands & (1u << m)))
 			continue;
-		if (page_finish(w, c, (enum method)m) < 0 || trial_size(w, c, (enum method)m, expected, &size) < 0)
+		if (page_finish(w, c, (enum method)m) < 0 ||
+		    trial_size(w, c, (enum method)m, expected, &size) < 0)
 			return -1;
 		if (best < 0 || size < best_size) {
 			best = m;
@@ -941,7 +1115,7 @@ static int trial_decide(struct pq_writer *w, struct column *c, int at_end)
 }
 
 /* Dictionary indices of the staged values, adding new entries. */
-static void dict_map(struct column *c, size_t n)
+static void dict_map(struct column *c, const uint64_t *src, size_t stride, size_t n)
 {
 	struct dict *d = &c->dict;
 	if (!c->idx)
@@ -955,10 +1129,24 @@ static void dict_map(struct column *c, size_t n)
 	uint64_t last = 0;
 	uint32_t last_e = UINT32_MAX;
 	for (size_t i = 0; i < n; i++) {
-		/* runs of one value skip the hash table */
-		if (last_e == UINT32_MAX || c->v[i] != last) {
-			last = c->v[i];
-			last_e = dict_int(d, last, width);
+		uint64_t v = src[i * stride];
+		/* Small values known already, then runs of one value, skip
+		 * the hash table (these branches are predictable; the one on
+		 * v == last is not for a column like kind). */
+		uint32_t e1 = v < SMALL_KEYS ? d->small[v] : 0;
+		if (e1) {
+			c->idx[i] = e1 - 1;
+			continue;
+		}
+		if (last_e == UINT32_MAX || v != last) {
+			size_t h = (size_t)((v * 0x9E3779B97F4A7C15ULL) >> (64 - DICT_CACHE_BITS));
+			struct dict_slot *k = &d->cache[h];
+			if (!k->e1 || k->key != v) {
+				k->key = v;
+				k->e1 = dict_int(d, v, width) + 1;
+			}
+			last = v;
+			last_e = k->e1 - 1;
 		}
 		c->idx[i] = last_e;
 	}
@@ -971,28 +1159,30 @@ static int dict_hopeless(const struct column *c, size_t seen)
 	return trialing(c) && seen >= 2 * STAGE_ROWS && c->dict.n > seen / 2;
 }
 
+/* pq_write_row_u64s takes 64-bit values for every column. Rather than
+ * checking PQ_UINT32 values on each row, the column's maximum is: after
+ * each block, or for dictionary chunks (whose min/max come from the
+ * entries) at the end of the chunk, before it is written. */
+static int check_u32(struct pq_writer *w, const struct column *c)
+{
+	if (c->type == PQ_UINT32 && ((c->has_range && c->hi > UINT32_MAX) || c->dict.too_wide))
+		return fail(w, "column %s: a value does not fit in 32 bits", c->name);
+	return 0;
+}
+
 /* Feed the n staged values of column ci to its encoder(s). */
 static int encode_block(struct pq_writer *w, int ci, size_t n)
 {
 	struct column *c = &w->cols[ci];
-	int trial = trialing(c);
+	const uint64_t *src = w->stage + ci; /* integers: src[i * stride] */
+	size_t stride = (size_t)w->ncols;
+	int trial = trialing(c), ranged = 0;
+	struct range r;
 	if (n == 0)
 		return 0;
-	if (c->type != PQ_STRING) {
-		const uint64_t *src = w->stage + ci;
-		for (size_t i = 0; i < n; i++)
-			w->colbuf[i] = src[i * (size_t)w->ncols];
-		c->v = w->colbuf;
-	}
-	if (trial || c->method != M_DICT) {
-		if (c->type == PQ_STRING)
-			for (size_t i = 0; i < n; i++)
-				range_str(c, c->str.p + c->off[i], c->off[i + 1] - c->off[i]);
-		else
-			range_ints(c, c->v, n);
-	}
+	range_load(&r, c);
 	if (c->cands & (1u << M_DICT)) {
-		dict_map(c, n);
+		dict_map(c, src, stride, n);
 		if (c->dict.n > DICT_MAX_ENTRIES || c->dict.page.len > DICT_MAX_BYTES) {
 			w->flush_early = 1;
 			c->retrial = 1;
@@ -1011,9 +1201,12 @@ static int encode_block(struct pq_writer *w, int ci, size_t n)
 			if (dict_put(w, c, n) < 0)
 				return -1;
 		} else if (m == M_PLAIN) {
-			plain_put(p, c, n);
+			plain_put(p, c, src, stride, n);
 		} else {
-			delta_put(p, c->v, n, is_int64(c->type), m == M_DELTA_BYTES);
+			delta_put(p, src, stride, n, is_int64(c->type), m == M_DELTA_BYTES, ranged ? NULL : &r);
+			if (!ranged)
+				range_store(&r, c);
+			ranged = 1;
 		}
 		if (!trial && (p->nvals >= PAGE_VALUES || p->body.len >= PAGE_BYTES) &&
 		    page_finish(w, c, (enum method)m) < 0)
@@ -1021,12 +1214,29 @@ static int encode_block(struct pq_writer *w, int ci, size_t n)
 		if (trial && p->body.len >= PAGE_BYTES)
 			c->trial_n = TRIAL_VALUES; /* enough to decide */
 	}
+	/* Dictionary chunks take their min/max from the entries at the end. */
+	if (!ranged && (trial || c->method != M_DICT)) {
+		if (c->type == PQ_STRING)
+			for (size_t i = 0; i < n; i++)
+				range_str(c, c->str.p + c->off[i], c->off[i + 1] - c->off[i]);
+		else
+			range_ints(c, src, stride, n);
+	}
+	if (check_u32(w, c) < 0)
+		return -1;
 	if (trial) {
 		c->trial_n += n;
 		if ((c->trial_n >= TRIAL_VALUES || !trialing(c)) && trial_decide(w, c, 0) < 0)
 			return -1;
 	}
 	return 0;
+}
+
+/* The staging block fills up to the end of the row group at most. */
+static void set_stage_cap(struct pq_writer *w)
+{
+	size_t left = w->opt.row_group_rows - w->rows;
+	w->stage_cap = left < STAGE_ROWS ? left : STAGE_ROWS;
 }
 
 /* Encode the staging block of every column and empty it. */
@@ -1037,8 +1247,11 @@ static int encode_stage(struct pq_writer *w)
 			return -1;
 		w->cols[i].str.len = 0;
 	}
+	w->rows += w->nstage;
+	w->total_rows += w->nstage;
 	w->nstage = 0;
 	w->stage_bytes = 0;
+	set_stage_cap(w);
 	return 0;
 }
 
@@ -1075,15 +1288,18 @@ static int write_chunk(struct pq_writer *w, struct column *c, struct chunk_meta 
 	out->data_enc = method_encoding(m);
 	out->start = w->offset;
 	out->dict_off = -1;
+	if (m == M_DICT)
+		range_dict(c);
+	if (check_u32(w, c) < 0)
+		return -1;
 	if (m == M_DICT) {
 		w->page.len = 0;
 		if (put_page(w, &w->page, PAGE_DICTIONARY, c->dict.page.p, c->dict.page.len, c->dict.n,
-			     ENC_PLAIN, out) < 0)
+			     ENC_PLAIN, 0, out) < 0)
 			return -1;
 		out->dict_off = w->offset;
 		if (emit(w, w->page.p, w->page.len) < 0)
 			return -1;
-		range_dict(c);
 	}
 	out->data_off = w->offset;
 	if (emit(w, k->chunk.p, k->chunk.len) < 0)
@@ -1121,6 +1337,7 @@ static int flush_row_group(struct pq_writer *w)
 	}
 	w->rows = 0;
 	w->flush_early = 0;
+	set_stage_cap(w);
 	return 0;
 }
 
@@ -1341,16 +1558,14 @@ struct pq_writer *pq_open(const struct pq_column *cols, int ncols,
 		if (c->type == PQ_STRING) {
 			c->off = xmalloc((STAGE_ROWS + 1) * sizeof(*c->off));
 			c->off[0] = 0;
+			buf_reserve(&c->str, 1); /* never NULL, even for empty strings */
 			w->has_strings = 1;
-		}
-		if (c->type == PQ_UINT32) {
-			w->u32cols = xrealloc(w->u32cols, (size_t)(w->nu32 + 1) * sizeof(*w->u32cols));
-			w->u32cols[w->nu32++] = i;
 		}
 		chunk_start(w, c);
 	}
 	w->stage = xmalloc(STAGE_ROWS * (size_t)ncols * sizeof(*w->stage));
-	w->colbuf = xmalloc(STAGE_ROWS * sizeof(*w->colbuf));
+	set_stage_cap(w);
+
 	tc_init(&w->tc);
 	if (w->opt.codec != PQ_CODEC_NONE) {
 		w->zc = ZSTD_createCCtx();
@@ -1463,20 +1678,25 @@ int pq_write_str(struct pq_writer *w, int col, const char *s, size_t len)
 	put_utf8(&c->str, (const uint8_t *)s, len);
 	c->off[w->nstage + 1] = (uint32_t)c->str.len;
 	w->stage_bytes += c->str.len - before;
+	if (w->stage_bytes >= STAGE_STR_BYTES)
+		w->stage_cap = w->nstage + 1; /* encode after this row */
 	return 0;
 }
 
-/* The row in the staging block is complete. */
-static int row_done(struct pq_writer *w)
+/* Out of line: keeps the per-row path of the callers short. */
+static __attribute__((noinline)) int stage_full(struct pq_writer *w)
 {
-	w->nstage++;
-	w->rows++;
-	w->total_rows++;
-	if ((w->nstage == STAGE_ROWS || w->stage_bytes >= STAGE_STR_BYTES) && encode_stage(w) < 0)
+	if (encode_stage(w) < 0)
 		return -1;
 	if (w->rows >= w->opt.row_group_rows || w->flush_early)
 		return flush_row_group(w);
 	return 0;
+}
+
+/* The row in the staging block is complete. */
+static inline int row_done(struct pq_writer *w)
+{
+	return ++w->nstage >= w->stage_cap ? stage_full(w) : 0;
 }
 
 int pq_end_row(struct pq_writer *w)
@@ -1486,7 +1706,7 @@ int pq_end_row(struct pq_writer *w)
 	for (int i = 0; i < w->ncols; i++)
 		if (!w->cols[i].has)
 			return fail(w, "row %llu: column %s has no value",
-				    (unsigned long long)w->total_rows, w->cols[i].name);
+				    (unsigned long long)pq_rows(w), w->cols[i].name);
 	for (int i = 0; i < w->ncols; i++)
 		w->cols[i].has = 0;
 	w->partial = 0;
@@ -1495,18 +1715,24 @@ int pq_end_row(struct pq_writer *w)
 
 int pq_write_row_u64s(struct pq_writer *w, const uint64_t *v)
 {
-	if (w->failed)
-		return -1;
-	if (w->has_strings)
-		return fail(w, "pq_write_row_u64s: the table has string columns");
-	if (w->partial)
+	if (__builtin_expect(w->failed | w->has_strings | w->partial, 0)) {
+		if (w->failed)
+			return -1;
+		if (w->has_strings)
+			return fail(w, "pq_write_row_u64s: the table has string columns");
 		return fail(w, "row %llu: pq_write_row_u64s after pq_write_*",
-			    (unsigned long long)w->total_rows);
-	for (int k = 0; k < w->nu32; k++)
-		if (v[w->u32cols[k]] > UINT32_MAX)
-			return fail(w, "column %s: %llu does not fit in 32 bits",
-				    w->cols[w->u32cols[k]].name, (unsigned long long)v[w->u32cols[k]]);
-	memcpy(w->stage + w->nstage * (size_t)w->ncols, v, (size_t)w->ncols * sizeof(*v));
+			    (unsigned long long)pq_rows(w));
+	}
+	uint64_t *dst = w->stage + w->nstage * (size_t)w->ncols;
+	/* A loop rather than memcpy, whose call costs more than the copy. */
+	int i = 0;
+	for (; i + 2 <= w->ncols; i += 2) {
+		uint64_t a = v[i], b = v[i + 1];
+		dst[i] = a;
+		dst[i + 1] = b;
+	}
+	if (i < w->ncols)
+		dst[i] = v[i];
 	return row_done(w);
 }
 
@@ -1550,8 +1776,6 @@ void pq_free(struct pq_writer *w)
 	}
 	free(w->cols);
 	free(w->stage);
-	free(w->colbuf);
-	free(w->u32cols);
 	for (size_t r = 0; r < w->nrg; r++)
 		free(w->rgs[r].chunks);
 	free(w->rgs);
@@ -1569,7 +1793,7 @@ const char *pq_strerror(const struct pq_writer *w)
 
 uint64_t pq_rows(const struct pq_writer *w)
 {
-	return w->total_rows;
+	return w->total_rows + w->nstage;
 }
 
 int pq_fd_write(void *ctx, const void *buf, size_t len)

@@ -12,8 +12,8 @@
  * Each column is REQUIRED (no nulls). The writer tries the applicable
  * encodings (dictionary, DELTA_BINARY_PACKED, PLAIN) on the first values
  * of a column chunk, keeps the one that compressed best, and tries again
- * every few row groups.
- * The footer has min/max statistics and an `ARROW:schema` entry, so polars
+ * every few row groups. A row group ends early if a dictionary outgrows
+ * its limits (2^20 entries, 16 MiB). The footer has min/max statistics and an `ARROW:schema` entry, so polars
  * reads each column with its exact type (UInt64, UInt32, Duration(ns),
  * String); DuckDB reads UBIGINT, UINTEGER, BIGINT, VARCHAR.
  */
@@ -80,9 +80,11 @@ int pq_write_u32(struct pq_writer *w, int col, uint32_t v);
 int pq_write_str(struct pq_writer *w, int col, const char *s, size_t len);
 
 /* A whole row at once, for tables without string columns: v[i] is column
- * i's value (PQ_UINT32 columns take values below 2^32, others fail). The
- * same as one pq_write_u64/pq_write_u32 per column and pq_end_row, with
- * less overhead per value. The row must not have begun with pq_write_*. */
+ * i's value. The same as one pq_write_u64/pq_write_u32 per column and
+ * pq_end_row, with less overhead per value; the row must not have begun
+ * with pq_write_*. A PQ_UINT32 value must fit in 32 bits: values are
+ * checked a block at a time, so one that does not makes this call or a
+ * later one (pq_finish at the latest) fail. */
 int pq_write_row_u64s(struct pq_writer *w, const uint64_t *v);
 
 /* Finish the row: every column must have received exactly one value.

@@ -1,10 +1,12 @@
 /* Encode throughput and size of the Parquet writer on a synthetic trace.
  *
- *   bench [ROWS [zstd|none|zstd:LEVEL [OUT.parquet]]]
+ *   bench [ROWS [zstd|none|zstd:LEVEL [OUT.parquet [values]]]]
  *
  * Generates ROWS events (default 10M) like sftrace's events table, first
  * alone (to time the generator) then through the writer, and prints rows/s
- * of the writer alone and bytes per row. With OUT, the file is kept. */
+ * of the writer alone and bytes per row. Rows go in whole with
+ * pq_write_row_u64s (as sftrace does), or with "values" one value at a time.
+ * With OUT (or "-" for none), the file is kept. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +42,8 @@ int main(int argc, char **argv)
 	enum pq_codec codec = argc > 2 && strcmp(argv[2], "none") == 0 ? PQ_CODEC_NONE : PQ_CODEC_ZSTD;
 	int level = argc > 2 && strncmp(argv[2], "zstd:", 5) == 0 ? atoi(argv[2] + 5) : 0;
 	struct sink sk = { .fd = -1 };
-	if (argc > 3) {
+	int per_value = argc > 4 && strcmp(argv[4], "values") == 0;
+	if (argc > 3 && strcmp(argv[3], "-") != 0) {
 		sk.fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (sk.fd < 0) {
 			perror(argv[3]);
@@ -74,6 +77,11 @@ int main(int argc, char **argv)
 	int rc = 0;
 	for (size_t i = 0; i < rows && rc == 0; i++) {
 		synth_next(&s, &r);
+		if (!per_value) {
+			uint64_t v[6] = { r.frame_id, r.parent, r.tid, r.func_id, r.time, r.kind };
+			rc |= pq_write_row_u64s(w, v);
+			continue;
+		}
 		rc |= pq_write_u64(w, 0, r.frame_id);
 		rc |= pq_write_u64(w, 1, r.parent);
 		rc |= pq_write_u32(w, 2, r.tid);
@@ -94,8 +102,9 @@ int main(int argc, char **argv)
 		close(sk.fd);
 
 	double writer = total - gen;
-	printf("rows %zu codec %s level %d: %zu bytes, %.3f bytes/row\n", rows,
-	       codec == PQ_CODEC_NONE ? "none" : "zstd", level, sk.bytes, (double)sk.bytes / rows);
+	printf("rows %zu codec %s level %d, %s: %zu bytes, %.3f bytes/row\n", rows,
+	       codec == PQ_CODEC_NONE ? "none" : "zstd", level,
+	       per_value ? "one value at a time" : "whole rows", sk.bytes, (double)sk.bytes / rows);
 	printf("time %.3f s (generator %.3f s), writer %.2f M rows/s (%.1f ns/row)\n", total, gen,
 	       rows / writer / 1e6, writer / rows * 1e9);
 	return sum == 42 ? 2 : 0; /* keep the generator loop alive */

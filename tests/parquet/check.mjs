@@ -205,6 +205,9 @@ for (const codec of ["zstd", "none"]) {
 const big = path.join(dir, "events-big.parquet");
 checkPolars(big, EVENTS, eventsBig);
 await checkDuckdb(con, big, EVENTS, eventsBig, 200000);
+const rows = path.join(dir, "events-rows.parquet");
+checkPolars(rows, EVENTS, eventsBig);
+await checkDuckdb(con, rows, EVENTS, eventsBig, 20000);
 checkPolars(path.join(dir, "events-empty.parquet"), EVENTS, []);
 await checkDuckdb(con, path.join(dir, "events-empty.parquet"), EVENTS, [], 1);
 checkQuery(big, path.join(dir, "symtab-zstd-auto.parquet"), query);

@@ -9,7 +9,10 @@
  * codec zstd/none and enc auto/plain/dict/delta (the writer's choice, or one
  * encoding forced), several row groups each; events-big.parquet (multi-page
  * chunks); events-empty.parquet (no rows); events.jsonl, symtab.jsonl,
- * events-big.jsonl; query.json (the expected top functions of the big file).
+ * events-big.jsonl; query.json (the expected top functions of the big file);
+ * events-rows.parquet (the big file's rows again, written a whole row at a
+ * time with pq_write_row_u64s, in row groups of 20000: the encodings are
+ * chosen in the first row group, kept, and chosen again in the ninth).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -119,9 +122,10 @@ static void close_out(struct pq_writer *w, int fd)
 }
 
 /* Writes `rows` events to `name`; also to `json` when not NULL. Counts
- * entries per func id into `calls` when not NULL. */
+ * entries per func id into `calls` when not NULL. With `whole_rows`, rows
+ * go in with pq_write_row_u64s rather than one value at a time. */
 static void write_events(const char *name, size_t rows, int with_edges,
-			 const struct pq_options *opt, FILE *json, uint64_t *calls)
+			 const struct pq_options *opt, FILE *json, uint64_t *calls, int whole_rows)
 {
 	int fd;
 	struct pq_writer *w = open_out(name, event_cols, 6, opt, &fd);
@@ -133,13 +137,18 @@ static void write_events(const char *name, size_t rows, int with_edges,
 			event_row(i, &s, &r);
 		else
 			synth_next(&s, &r);
-		check(w, pq_write_u64(w, 0, r.frame_id));
-		check(w, pq_write_u64(w, 1, r.parent));
-		check(w, pq_write_u32(w, 2, r.tid));
-		check(w, pq_write_u64(w, 3, r.func_id));
-		check(w, pq_write_u64(w, 4, r.time));
-		check(w, pq_write_u32(w, 5, r.kind));
-		check(w, pq_end_row(w));
+		if (whole_rows) {
+			uint64_t v[6] = { r.frame_id, r.parent, r.tid, r.func_id, r.time, r.kind };
+			check(w, pq_write_row_u64s(w, v));
+		} else {
+			check(w, pq_write_u64(w, 0, r.frame_id));
+			check(w, pq_write_u64(w, 1, r.parent));
+			check(w, pq_write_u32(w, 2, r.tid));
+			check(w, pq_write_u64(w, 3, r.func_id));
+			check(w, pq_write_u64(w, 4, r.time));
+			check(w, pq_write_u32(w, 5, r.kind));
+			check(w, pq_end_row(w));
+		}
 		if (json)
 			event_json(json, &r);
 		if (calls && r.kind == 1 && r.func_id <= NFUNCS)
@@ -261,7 +270,7 @@ int main(int argc, char **argv)
 						  .row_group_rows = 2048 };
 			char name[64];
 			snprintf(name, sizeof(name), "events-%s-%s.parquet", codecs[c].name, encs[e].name);
-			write_events(name, SMALL_ROWS, 1, &opt, first ? ev_json : NULL, NULL);
+			write_events(name, SMALL_ROWS, 1, &opt, first ? ev_json : NULL, NULL, 0);
 			opt.row_group_rows = 1024;
 			snprintf(name, sizeof(name), "symtab-%s-%s.parquet", codecs[c].name, encs[e].name);
 			write_symtab(name, &opt, first ? sym_json : NULL);
@@ -274,10 +283,12 @@ int main(int argc, char **argv)
 	static uint64_t calls[NFUNCS + 1];
 	struct pq_options big = { .row_group_rows = 200000 };
 	FILE *big_json = open_json("events-big.jsonl");
-	write_events("events-big.parquet", BIG_ROWS, 0, &big, big_json, calls);
+	write_events("events-big.parquet", BIG_ROWS, 0, &big, big_json, calls, 0);
 	close_json(big_json);
 	write_query(calls);
+	struct pq_options groups = { .row_group_rows = 20000 };
+	write_events("events-rows.parquet", BIG_ROWS, 0, &groups, NULL, NULL, 1);
 
-	write_events("events-empty.parquet", 0, 0, NULL, NULL, NULL);
+	write_events("events-empty.parquet", 0, 0, NULL, NULL, NULL, 0);
 	return 0;
 }

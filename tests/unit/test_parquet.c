@@ -336,6 +336,30 @@ static void decode_delta(const uint8_t *p, size_t len, int ptype, size_t count,
 	assert_int_equal(r.pos, len);
 }
 
+static int last_data_pages; /* data pages in the chunk decode_chunk read last */
+static int last_raw_pages;  /* ... of which zstd frames of raw blocks only */
+
+/* Whether every block of a zstd frame is raw (stored), from the frame
+ * layout of RFC 8878. */
+static int zstd_all_raw(const uint8_t *f, size_t n)
+{
+	static const size_t fcs_size[4] = { 0, 2, 4, 8 }, did_size[4] = { 0, 1, 2, 4 };
+	assert_true(n >= 5);
+	uint8_t d = f[4];
+	size_t single = (d >> 5) & 1;
+	size_t pos = 4 + 1 + !single + did_size[d & 3] + (d >> 6 == 0 ? single : fcs_size[d >> 6]);
+	int raw = 1, last = 0;
+	while (!last) {
+		assert_true(pos + 3 <= n);
+		uint32_t bh = f[pos] | (uint32_t)f[pos + 1] << 8 | (uint32_t)f[pos + 2] << 16;
+		int type = (bh >> 1) & 3;
+		last = bh & 1;
+		raw &= type == 0;
+		pos += 3 + (type == 1 ? 1 : bh >> 3);
+	}
+	return raw;
+}
+
 /* Decode a whole column chunk; returns the data page encoding seen (all
  * pages must agree). */
 static int decode_chunk(const struct mem *f, const struct tnode *cc, struct column_values *out)
@@ -352,6 +376,8 @@ static int decode_chunk(const struct mem *f, const struct tnode *cc, struct colu
 	struct column_values dict = { 0 };
 	int enc = -1;
 	size_t before = out->n;
+	last_data_pages = 0;
+	last_raw_pages = 0;
 	while ((int64_t)(out->n - before) < nvals) {
 		struct tnode ph;
 		size_t hl = parse_at(f->p, f->len, (size_t)pos, &ph);
@@ -362,6 +388,7 @@ static int decode_chunk(const struct mem *f, const struct tnode *cc, struct colu
 		uint8_t *plain = malloc(usize + 1);
 		if (codec == 6) {
 			assert_int_equal(ZSTD_decompress(plain, usize, body, csize), usize);
+			last_raw_pages += type == 0 && zstd_all_raw(body, csize);
 		} else {
 			assert_int_equal(codec, 0);
 			assert_int_equal(csize, usize);
@@ -376,6 +403,7 @@ static int decode_chunk(const struct mem *f, const struct tnode *cc, struct colu
 			assert_int_equal(type, 0);
 			if (enc < 0)
 				assert_int_equal(pos, data_off);
+			last_data_pages++;
 			const struct tnode *dh = get(&ph, 5);
 			size_t n = (size_t)get_i(dh, 1);
 			int e = (int)get_i(dh, 2);
@@ -424,8 +452,11 @@ struct row {
 	char name[96];
 };
 
+static size_t row_base; /* rows are make_row(row_base + i): 4 skips the edge values */
+
 static void make_row(size_t i, struct row *r)
 {
+	i += row_base;
 	static const uint64_t edge64[] = { UINT64_MAX, 0, 1ULL << 63, (1ULL << 63) - 1 };
 	static const uint32_t edge32[] = { UINT32_MAX, 0, 1u << 31, 7 };
 	uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ULL; /* splitmix64-style scramble */
@@ -557,7 +588,9 @@ static void test_roundtrip_every_encoding_and_codec(void **state)
 	}
 }
 
-/* Pages hold at most 128Ki values: a bigger chunk has several. */
+/* Pages hold at most 128Ki values: a bigger chunk has several. The first
+ * page of a chunk whose encoding is being chosen holds the 32Ki values the
+ * candidates were compared on. */
 static void test_multi_page_chunks(void **state)
 {
 	(void)state;
@@ -571,7 +604,11 @@ static void test_multi_page_chunks(void **state)
 	const struct tnode *stats = get(get(&chunks->kids[0], 3), 13); /* encoding_stats */
 	const struct tnode *data = &stats->kids[stats->nkids - 1];
 	assert_int_equal(get_i(data, 1), 0);  /* DATA_PAGE */
-	assert_int_equal(get_i(data, 3), 3);  /* 128Ki + 128Ki + the rest */
+	assert_int_equal(get_i(data, 3), 4);  /* 32Ki + 128Ki + 128Ki + the rest */
+	struct column_values v = { 0 };
+	decode_chunk(&m, &chunks->kids[0], &v);
+	assert_int_equal(last_data_pages, 4);
+	cv_free(&v);
 	tree_free(&fmd);
 	free(m.p);
 }
@@ -581,9 +618,11 @@ static void test_auto_choices(void **state)
 	(void)state;
 	struct mem m = { 0 };
 	struct pq_options opt = { .row_group_rows = 10000 };
+	row_base = 4; /* no edge values: they would sway a choice on few rows */
 	write_file(&m, 20000, &opt);
 	unsigned seen[NCOLS] = { 0 };
-	check_contents(&m, 20000, seen, 1); /* the second row group: no edge values */
+	check_contents(&m, 20000, seen, 0);
+	row_base = 0;
 	assert_int_equal(seen[1], 1u << 8); /* tid: 3 values -> dictionary */
 	assert_int_equal(seen[3], 1u << 8); /* kind: 2 values -> dictionary */
 	assert_int_equal(seen[4], 1u << 8); /* name: 41 values -> dictionary */
@@ -905,6 +944,313 @@ static void test_write_errors(void **state)
 	free(m.p);
 }
 
+
+/* ---- tables written with pq_write_row_u64s ---- */
+
+/* Decode column `c` of every row group, appending to out; the data page
+ * encoding of row group g goes to enc[g] (enc may be NULL). Returns the
+ * number of row groups. */
+static size_t decode_column(const struct mem *m, int c, struct column_values *out, int *enc)
+{
+	struct tnode fmd;
+	parse_footer(m, &fmd);
+	const struct tnode *rgs = get(&fmd, 4);
+	for (size_t g = 0; g < rgs->nkids; g++) {
+		int e = decode_chunk(m, &get(&rgs->kids[g], 1)->kids[c], out);
+		if (enc)
+			enc[g] = e;
+	}
+	size_t n = rgs->nkids;
+	tree_free(&fmd);
+	return n;
+}
+
+static const struct pq_column row_cols[] = {
+	{ "a", PQ_UINT64 }, { "b", PQ_UINT32 }, { "t", PQ_DURATION_NS },
+};
+
+static void row_values(size_t i, uint64_t v[3])
+{
+	v[0] = i * i * 7919 + (i % 3 ? 0 : UINT64_MAX / 3);
+	v[1] = i % 9 == 0 ? UINT32_MAX : (uint32_t)(i % 5);
+	v[2] = (uint64_t)(int64_t)(1000 - 3 * (int64_t)i);
+}
+
+/* Whole rows and single values mix freely, row by row. */
+static void test_row_api(void **state)
+{
+	(void)state;
+	struct mem m = { 0 };
+	struct pq_options opt = { .row_group_rows = 3000 };
+	struct pq_writer *w = pq_open(row_cols, 3, &opt, mem_write, &m);
+	const size_t rows = 10000;
+	for (size_t i = 0; i < rows; i++) {
+		uint64_t v[3];
+		row_values(i, v);
+		if (i % 1000 == 999) {
+			assert_int_equal(pq_write_u64(w, 0, v[0]), 0);
+			assert_int_equal(pq_write_u32(w, 1, (uint32_t)v[1]), 0);
+			assert_int_equal(pq_write_u64(w, 2, v[2]), 0);
+			assert_int_equal(pq_end_row(w), 0);
+		} else {
+			assert_int_equal(pq_write_row_u64s(w, v), 0);
+		}
+		assert_int_equal(pq_rows(w), i + 1);
+	}
+	assert_int_equal(pq_close(w), 0);
+	for (int c = 0; c < 3; c++) {
+		struct column_values got = { 0 };
+		assert_int_equal(decode_column(&m, c, &got, NULL), 4); /* 3000 x 3 + 1000 */
+		assert_int_equal(got.n, rows);
+		for (size_t i = 0; i < rows; i++) {
+			uint64_t v[3];
+			row_values(i, v);
+			assert_int_equal(got.u[i], v[c]);
+		}
+		cv_free(&got);
+	}
+	free(m.p);
+}
+
+static void test_row_api_errors(void **state)
+{
+	(void)state;
+	struct mem m = { 0 };
+	uint64_t v[3] = { 1, 2, 3 };
+	struct pq_writer *w = pq_open(row_cols, 3, NULL, mem_write, &m);
+	assert_int_equal(pq_write_u64(w, 0, 1), 0);
+	assert_int_equal(pq_write_row_u64s(w, v), -1); /* a row already begun */
+	assert_non_null(strstr(pq_strerror(w), "pq_write_row_u64s"));
+	assert_int_equal(pq_write_row_u64s(w, v), -1); /* stays failed */
+	pq_free(w);
+
+	w = pq_open(cols, NCOLS, NULL, mem_write, &m); /* has a string column */
+	assert_int_equal(pq_write_row_u64s(w, v), -1);
+	assert_non_null(strstr(pq_strerror(w), "string"));
+	pq_free(w);
+
+	/* a PQ_UINT32 value that does not fit fails, by pq_finish at the latest */
+	w = pq_open(row_cols, 3, NULL, mem_write, &m);
+	int rc = 0;
+	for (int i = 0; i < 10 && rc == 0; i++) {
+		v[1] = i == 5 ? 1ULL << 32 : 7;
+		rc = pq_write_row_u64s(w, v);
+	}
+	if (rc == 0)
+		rc = pq_finish(w);
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(pq_strerror(w), "column b"));
+	pq_free(w);
+
+	/* the same in a dictionary-encoded column, checked from its entries */
+	struct pq_options dict = { .encodings = PQ_ENC_DICT };
+	w = pq_open(row_cols, 3, &dict, mem_write, &m);
+	v[1] = UINT64_MAX;
+	assert_int_equal(pq_write_row_u64s(w, v), 0);
+	assert_int_equal(pq_finish(w), -1);
+	assert_non_null(strstr(pq_strerror(w), "32 bits"));
+	pq_free(w);
+	free(m.p);
+}
+
+/* 5 values in random order in the first 1000 rows (a dictionary wins),
+ * then steady steps (delta wins). */
+static uint64_t trial_value(size_t i)
+{
+	uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ULL;
+	return i < 1000 ? ((x >> 40) % 5) * 1000003 : 5000000 + 3 * i;
+}
+
+/* The encoding chosen by the trial in the first row group is kept until
+ * the next trial, 8 row groups later, even if the data changes. */
+static void test_trial_every_8_row_groups(void **state)
+{
+	(void)state;
+	static const struct pq_column xc[] = { { "x", PQ_UINT64 } };
+	struct mem m = { 0 };
+	struct pq_options opt = { .row_group_rows = 1000 };
+	struct pq_writer *w = pq_open(xc, 1, &opt, mem_write, &m);
+	const size_t rows = 12000;
+	for (size_t i = 0; i < rows; i++) {
+		uint64_t x = trial_value(i);
+		assert_int_equal(pq_write_row_u64s(w, &x), 0);
+	}
+	assert_int_equal(pq_close(w), 0);
+	struct column_values got = { 0 };
+	int enc[12];
+	assert_int_equal(decode_column(&m, 0, &got, enc), 12);
+	for (int g = 0; g < 12; g++)
+		assert_int_equal(enc[g], g < 8 ? 8 : 5);
+	for (size_t i = 0; i < rows; i++)
+		assert_int_equal(got.u[i], trial_value(i));
+	cv_free(&got);
+	free(m.p);
+}
+
+/* A dictionary page grows with the chunk; a data page whose index width
+ * no longer fits the entries ends, and the next one is wider. */
+static void test_dictionary_grows(void **state)
+{
+	(void)state;
+	static const struct pq_column xc[] = { { "x", PQ_UINT64 } };
+	struct mem m = { 0 };
+	struct pq_options opt = { .encodings = PQ_ENC_DICT, .codec = PQ_CODEC_NONE };
+	struct pq_writer *w = pq_open(xc, 1, &opt, mem_write, &m);
+	const size_t rows = 40000;
+	for (size_t i = 0; i < rows; i++) {
+		uint64_t x = (i / 2) * 1000 + 1000000; /* 20000 values, each twice */
+		assert_int_equal(pq_write_row_u64s(w, &x), 0);
+	}
+	assert_int_equal(pq_close(w), 0);
+	struct column_values got = { 0 };
+	int enc;
+	assert_int_equal(decode_column(&m, 0, &got, &enc), 1);
+	assert_int_equal(enc, 8);
+	assert_true(last_data_pages > 2);
+	for (size_t i = 0; i < rows; i++)
+		assert_int_equal(got.u[i], (i / 2) * 1000 + 1000000);
+	struct tnode fmd;
+	parse_footer(&m, &fmd);
+	const struct tnode *st = get(get(&get(&get(&fmd, 4)->kids[0], 1)->kids[0], 3), 12);
+	assert_int_equal(get_i(st, 4), 20000); /* distinct_count: the entries */
+	tree_free(&fmd);
+	cv_free(&got);
+	free(m.p);
+}
+
+/* Runs of equal dictionary indices become RLE runs, also across the
+ * writer's internal blocks; other lengths mix runs and bit-packed groups. */
+static void test_rle_runs(void **state)
+{
+	(void)state;
+	static const struct pq_column rc[] = { { "long", PQ_UINT32 }, { "mixed", PQ_UINT32 } };
+	struct mem m = { 0 };
+	struct pq_options opt = { .encodings = PQ_ENC_DICT, .codec = PQ_CODEC_NONE };
+	struct pq_writer *w = pq_open(rc, 2, &opt, mem_write, &m);
+	const size_t rows = 30000;
+	uint32_t *mixed = malloc(rows * sizeof(*mixed));
+	uint32_t val = 0;
+	for (size_t i = 0, len = 1; i < rows; len = len % 25 + 1, val = (val + 1) % 3)
+		for (size_t k = 0; k < len && i < rows; k++)
+			mixed[i++] = val;
+	for (size_t i = 0; i < rows; i++) {
+		uint64_t v[2] = { (i / 7000) % 3, mixed[i] };
+		assert_int_equal(pq_write_row_u64s(w, v), 0);
+	}
+	assert_int_equal(pq_close(w), 0);
+	for (int c = 0; c < 2; c++) {
+		struct column_values got = { 0 };
+		decode_column(&m, c, &got, NULL);
+		assert_int_equal(got.n, rows);
+		for (size_t i = 0; i < rows; i++)
+			assert_int_equal(got.u[i], c ? mixed[i] : (i / 7000) % 3);
+		cv_free(&got);
+	}
+	/* five runs: a few bytes of data page, not 30000 x 2 bits */
+	struct tnode fmd;
+	parse_footer(&m, &fmd);
+	const struct tnode *md = get(&get(&get(&fmd, 4)->kids[0], 1)->kids[0], 3);
+	assert_true(get_i(md, 6) < 200); /* total_uncompressed_size */
+	tree_free(&fmd);
+	free(mixed);
+	free(m.p);
+}
+
+/* Pages zstd cannot shrink are stored in raw zstd frames, which every
+ * reader decompresses as usual. */
+static void test_incompressible_pages_stored_raw(void **state)
+{
+	(void)state;
+	static const struct pq_column xc[] = { { "x", PQ_UINT64 } };
+	struct mem m = { 0 };
+	struct pq_options opt = { .encodings = PQ_ENC_PLAIN };
+	struct pq_writer *w = pq_open(xc, 1, &opt, mem_write, &m);
+	const size_t rows = 300000;
+	uint64_t x = 1;
+	for (size_t i = 0; i < rows; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64: random bits */
+		uint64_t v = x >> 8; /* zstd saves about 6%: it compresses, we do not */
+		assert_int_equal(pq_write_row_u64s(w, &v), 0);
+	}
+	assert_int_equal(pq_close(w), 0);
+	struct column_values got = { 0 };
+	decode_column(&m, 0, &got, NULL);
+	/* zstd saves under 10% on the first page: the next ones are stored */
+	assert_int_equal(last_data_pages, 3);
+	assert_int_equal(last_raw_pages, 2);
+	x = 1;
+	for (size_t i = 0; i < rows; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		assert_int_equal(got.u[i], x >> 8);
+	}
+	cv_free(&got);
+	free(m.p);
+}
+
+/* Long strings: rows are encoded in smaller blocks, whatever their size. */
+static void test_long_strings(void **state)
+{
+	(void)state;
+	static const struct pq_column sc[] = { { "id", PQ_UINT64 }, { "s", PQ_STRING } };
+	struct mem m = { 0 };
+	struct pq_writer *w = pq_open(sc, 2, NULL, mem_write, &m);
+	const size_t rows = 24, len = 300000;
+	char *buf = malloc(len);
+	for (size_t i = 0; i < rows; i++) {
+		memset(buf, 'a' + (int)(i % 26), len);
+		snprintf(buf, 16, "%05zu", i);
+		assert_int_equal(pq_write_u64(w, 0, i), 0);
+		assert_int_equal(pq_write_str(w, 1, buf, len - i), 0);
+		assert_int_equal(pq_end_row(w), 0);
+	}
+	assert_int_equal(pq_close(w), 0);
+	struct column_values got = { 0 };
+	assert_int_equal(decode_column(&m, 1, &got, NULL), 1);
+	assert_int_equal(got.n, rows);
+	for (size_t i = 0; i < rows; i++) {
+		memset(buf, 'a' + (int)(i % 26), len);
+		snprintf(buf, 16, "%05zu", i);
+		assert_int_equal(got.slen[i], len - i);
+		assert_memory_equal(got.s[i], buf, len - i);
+	}
+	cv_free(&got);
+	free(buf);
+	free(m.p);
+}
+
+/* A dictionary that outgrows its limit (2^20 entries) ends the row group
+ * early; the next one starts a new dictionary. */
+static void test_dictionary_limit_ends_row_group(void **state)
+{
+	(void)state;
+	static const struct pq_column xc[] = { { "x", PQ_UINT64 } };
+	struct mem m = { 0 };
+	struct pq_options opt = { .encodings = PQ_ENC_DICT, .row_group_rows = 4u << 20,
+				  .codec = PQ_CODEC_NONE };
+	struct pq_writer *w = pq_open(xc, 1, &opt, mem_write, &m);
+	const size_t rows = 1100000;
+	for (size_t i = 0; i < rows; i++) {
+		uint64_t x = i * 3 + 1;
+		assert_int_equal(pq_write_row_u64s(w, &x), 0);
+	}
+	assert_int_equal(pq_close(w), 0);
+	struct tnode fmd;
+	parse_footer(&m, &fmd);
+	const struct tnode *rgs = get(&fmd, 4);
+	assert_int_equal(rgs->nkids, 2);
+	int64_t r0 = get_i(&rgs->kids[0], 3), r1 = get_i(&rgs->kids[1], 3);
+	assert_true(r0 > (1 << 20) && r0 < (1 << 20) + 10000);
+	assert_int_equal(r0 + r1, (int64_t)rows);
+	struct column_values got = { 0 };
+	assert_int_equal(decode_chunk(&m, &get(&rgs->kids[1], 1)->kids[0], &got), 8);
+	assert_int_equal(got.n, (size_t)r1);
+	for (size_t i = 0; i < got.n; i++)
+		assert_int_equal(got.u[i], ((size_t)r0 + i) * 3 + 1);
+	cv_free(&got);
+	tree_free(&fmd);
+	free(m.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -918,6 +1264,14 @@ int main(void)
 		cmocka_unit_test(test_empty_file),
 		cmocka_unit_test(test_row_errors),
 		cmocka_unit_test(test_write_errors),
+		cmocka_unit_test(test_row_api),
+		cmocka_unit_test(test_row_api_errors),
+		cmocka_unit_test(test_trial_every_8_row_groups),
+		cmocka_unit_test(test_dictionary_grows),
+		cmocka_unit_test(test_rle_runs),
+		cmocka_unit_test(test_long_strings),
+		cmocka_unit_test(test_incompressible_pages_stored_raw),
+		cmocka_unit_test(test_dictionary_limit_ends_row_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

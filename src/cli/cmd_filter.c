@@ -507,7 +507,9 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 			break;
 		case 'o': a->fo.output = optarg; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default:
+			fprintf(stderr, "(sftrace filter --help describes the options)\n");
+			return 2;
 		}
 	}
 	if (optind < argc) {

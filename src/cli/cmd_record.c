@@ -2,6 +2,7 @@
  * status through, and summarise the log(s) it wrote. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "format/xray_map.h"
 #include "cli/solib.h"
 #include "lib/log_reader.h"
 #include "lib/util.h"
@@ -33,6 +35,9 @@ static void usage(FILE *out)
 		"  -f, --filter FILE         record only the functions in FILE (sftrace filter)\n"
 		"      --force               replace FILE if it exists (default: refuse)\n"
 		"      --clock tsc|monotonic timestamp source (default: tsc when invariant)\n"
+		"      --writer sync|thread  who writes full buffers to the log: the traced\n"
+		"                            thread itself (default) or a writer thread, which\n"
+		"                            helps on machines with idle cores\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -46,6 +51,7 @@ struct record_opts {
 	const char *output;
 	const char *filter;
 	const char *clock;
+	const char *writer;
 	int force, quiet;
 };
 
@@ -210,6 +216,34 @@ static char *join_env(const char *name, const char *add)
 	return v;
 }
 
+/* Whether the command (found like execvp finds it) has an XRay map. */
+static int has_sleds(const char *cmd)
+{
+	char path[PATH_MAX];
+	if (strchr(cmd, '/')) {
+		snprintf(path, sizeof(path), "%s", cmd);
+	} else {
+		const char *p = getenv("PATH");
+		int found = 0;
+		while (p && *p && !found) {
+			const char *colon = strchr(p, ':');
+			size_t n = colon ? (size_t)(colon - p) : strlen(p);
+			snprintf(path, sizeof(path), "%.*s/%s", (int)n, p, cmd);
+			found = access(path, X_OK) == 0;
+			p = colon ? colon + 1 : NULL;
+		}
+		if (!found)
+			return 0;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct xray_section sec;
+	int r = xray_find_section(fd, &sec);
+	close(fd);
+	return r == 1;
+}
+
 static int run_child(char **argv, pid_t *pid_out)
 {
 	pid_t pid = fork();
@@ -284,6 +318,7 @@ int cmd_record(int argc, char **argv)
 		{"filter", required_argument, 0, 'f'},
 		{"force", no_argument, 0, 'F'},
 		{"clock", required_argument, 0, 'c'},
+		{"writer", required_argument, 0, 'W'},
 		{"quiet", no_argument, 0, 'q'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
@@ -305,6 +340,13 @@ int cmd_record(int argc, char **argv)
 			}
 			o.clock = optarg;
 			break;
+		case 'W':
+			if (strcmp(optarg, "sync") && strcmp(optarg, "thread")) {
+				sf_error("--writer must be sync or thread, not '%s'", optarg);
+				return 2;
+			}
+			o.writer = optarg;
+			break;
 		case 'q': o.quiet = 1; break;
 		case 'P': {
 			char lib[PATH_MAX], err[PATH_MAX * 2];
@@ -325,7 +367,9 @@ int cmd_record(int argc, char **argv)
 			return 0;
 		}
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default:
+			fprintf(stderr, "(sftrace record --help describes the options)\n");
+			return 2;
 		}
 	}
 	if (optind >= argc) {
@@ -369,6 +413,8 @@ int cmd_record(int argc, char **argv)
 		unsetenv("SFTRACE_FILTER");
 	if (o.clock)
 		setenv("SFTRACE_CLOCK", o.clock, 1);
+	if (o.writer)
+		setenv("SFTRACE_WRITER", o.writer, 1);
 	free(preload);
 	free(ldpath);
 
@@ -396,10 +442,17 @@ int cmd_record(int argc, char **argv)
 		rc = WEXITSTATUS(status);
 	}
 	int logs = summarise(abs, &before, o.quiet);
-	if (logs == 0)
-		fprintf(stderr, "sftrace: no log written: %s ran no XRay-instrumented code (build it with "
-				"clang -fxray-instrument or rustc -Zinstrument-xray=always)\n",
-			argv[optind]);
+	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
+	if (logs == 0 && !exec_failed) {
+		if (has_sleds(argv[optind]))
+			fprintf(stderr, "sftrace: no log written: %s has XRay sleds, but no log was created (see the "
+					"runtime's message above) or none of its instrumented code ran\n",
+				argv[optind]);
+		else
+			fprintf(stderr, "sftrace: no log written: %s ran no XRay-instrumented code (build it with "
+					"clang -fxray-instrument or rustc -Zinstrument-xray=always)\n",
+				argv[optind]);
+	}
 	list_free(&before);
 	return rc;
 }

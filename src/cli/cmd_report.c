@@ -308,7 +308,8 @@ static void print_footer(const struct report *r, struct trace_input *in)
 
 static void print_report(struct report *r, struct trace_input *in)
 {
-	qsort_r(r->rows, r->nrows, sizeof(*r->rows), cmp_rows, r);
+	if (r->nrows)
+		qsort_r(r->rows, r->nrows, sizeof(*r->rows), cmp_rows, r);
 	if (r->tsv) {
 		printf("%s%sfunc_id\tname\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\n", r->scoped ? "pid\t" : "",
 		       r->scoped == 2 ? "tid\t" : "");

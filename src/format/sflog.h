@@ -21,7 +21,9 @@
  *           reused across batches. Its events are the thread's newest batch
  *           (sequence number `seq`) unless a DATA chunk with the same thread
  *           serial and seq exists (the batch was flushed and the process died
- *           before the slot was cleared). Events in a slot end at the first
+ *           before the slot was cleared: the copy with more complete events
+ *           wins). A thread may own several slots with consecutive batch
+ *           numbers (docs/DESIGN.md). Events in a slot end at the first
  *           all-zero event. A SLOT whose thread_serial is 0 is free (its
  *           last owner exited and handed its events off): ignore it.
  *           Thread serials start at 1.

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "format/sflog.h"
@@ -537,6 +539,8 @@ static void thread_identity(struct lr_log *log, struct lr_thread *t, const uint3
 	}
 }
 
+static int batch_complete_events(const struct lr_log *log, const struct lr_batch *b);
+
 /* Per thread: batches sorted by seq, duplicates dropped, identity taken. */
 static void build_thread_batches(struct lr_log *log)
 {
@@ -571,7 +575,17 @@ static void build_thread_batches(struct lr_log *log)
 					if (!b->slot)
 						warn(log, "thread %" PRIu64 ": duplicate data batch %u at offset %" PRIu64 " ignored",
 						     t->serial, b->seq, b->off);
-					else if (!prev->slot)
+					else if (!prev->slot &&
+						 batch_complete_events(log, b) > batch_complete_events(log, prev)) {
+						/* The process died while writing the DATA copy
+						 * (a write cut short by SIGKILL or a full
+						 * disk): the slot still holds the whole batch. */
+						log->batches[t->batch[t->nbatch - 1]].live = 0;
+						t->batch[t->nbatch - 1] = list[i];
+						t->data_batches--;
+						t->live_slots++;
+						continue;
+					} else if (!prev->slot)
 						; /* flushed slot: its DATA copy is delivered */
 					else
 						warn(log, "thread %" PRIu64 ": two slots hold batch %u; the one at offset %" PRIu64 " is ignored",
@@ -659,6 +673,24 @@ static void batch_range(const struct lr_log *log, const struct lr_batch *b, cons
 {
 	*rec = log->map + b->off + sizeof(struct sf_chunk);
 	*end = *rec + (size_t)b->nrec * 16;
+}
+
+/* Events a batch delivers (holes and corrupt records not counted). */
+static int batch_complete_events(const struct lr_log *log, const struct lr_batch *b)
+{
+	const unsigned char *p, *end;
+	batch_range(log, b, &p, &end);
+	int n = 0;
+	while (p < end) {
+		struct lr_event ev;
+		size_t used;
+		enum rec_result r = decode(p, end, b->slot, &ev, &used);
+		if (r == REC_END)
+			break;
+		n += r == REC_EVENT;
+		p += used * 16;
+	}
+	return n;
 }
 
 /* Events and losses per thread; also the truncated chunk's warning. */
@@ -761,10 +793,36 @@ uint64_t lr_time_ns(const struct lr_log *log, uint64_t raw)
 
 /* ---- open / close ---- */
 
+/* Holes of a log on tmpfs (space the runtime claimed but could not write:
+ * the disk was full) are mapped as anonymous zero pages. Reading a tmpfs
+ * hole through a file mapping allocates a page, and on a full tmpfs that
+ * fault is a SIGBUS. (Other filesystems read holes as zeros for free.) */
+static void map_holes_as_zero(int fd, unsigned char *m, uint64_t size)
+{
+	struct statfs fs;
+	if (fstatfs(fd, &fs) < 0 || fs.f_type != TMPFS_MAGIC)
+		return;
+	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t off = 0;
+	while (off < size) {
+		off_t hole = lseek(fd, (off_t)off, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole >= size)
+			return;
+		off_t data = lseek(fd, hole, SEEK_DATA);
+		uint64_t end = data < 0 ? size : (uint64_t)data;
+		uint64_t lo = ((uint64_t)hole + page - 1) & ~(page - 1);
+		uint64_t hi = end >= size ? (size + page - 1) & ~(page - 1) : end & ~(page - 1);
+		if (hi > lo)
+			mmap(m + lo, hi - lo, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		off = end;
+	}
+}
+
 static int map_file(struct lr_log *log, char *err, size_t errlen)
 {
 	const char *path = log->info.path;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO given as a log must not block the open. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return fail(err, errlen, path, "cannot open: %s", strerror(errno));
 	struct stat st;
@@ -787,6 +845,8 @@ static int map_file(struct lr_log *log, char *err, size_t errlen)
 	}
 	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	int e = errno;
+	if (m != MAP_FAILED)
+		map_holes_as_zero(fd, m, (uint64_t)st.st_size);
 	close(fd);
 	if (m == MAP_FAILED)
 		return fail(err, errlen, path, "cannot map: %s", strerror(e));

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,13 +39,15 @@ struct trace_input {
 
 static int has_log_magic(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	/* Regular files only: a FIFO named *.log must not block the scan. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
 		return 0;
+	struct stat st;
 	uint64_t m = 0;
-	size_t n = fread(&m, 1, sizeof(m), f);
-	fclose(f);
-	return n == sizeof(m) && m == SF_MAGIC;
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, &m, sizeof(m)) : 0;
+	close(fd);
+	return n == (ssize_t)sizeof(m) && m == SF_MAGIC;
 }
 
 static int cmp_str(const void *a, const void *b)

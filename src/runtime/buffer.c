@@ -21,6 +21,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -119,13 +120,23 @@ static void slot_swap(struct sf_thread *t, size_t n)
 
 /* ---- retired slots (see the comment at the top) ---- */
 
-#define MAX_RETIRED 8
+/* Slots that can wait at once in one thread: full batches recorded while
+ * the interrupted context stayed interrupted (handlers running back to
+ * back). The list is mapped on first use: a thread that never retires a
+ * slot pays one pointer of TLS. */
+#define MAX_RETIRED 255
 
-static __thread struct {
-	struct sf_slot *slot[MAX_RETIRED];
-	uint32_t seq[MAX_RETIRED];
+struct retired_list {
 	uint32_t n;
-} retired __attribute__((tls_model("initial-exec")));
+	uint32_t seq[MAX_RETIRED];
+	struct sf_slot *slot[MAX_RETIRED];
+};
+static __thread struct retired_list *retired __attribute__((tls_model("initial-exec")));
+
+static uint32_t nretired(void)
+{
+	return retired ? retired->n : 0;
+}
 
 static struct sf_event *slot_events(const struct sf_slot *s)
 {
@@ -148,16 +159,18 @@ static int has_unfilled(const struct sf_event *ev, size_t n)
  * A slot with a hole is never reused: a late store may still land in it. */
 static void flush_retired(struct sf_thread *t, int force)
 {
-	uint32_t done = 0;
-	if (retired.n && t->spare)
+	uint32_t done = 0, n = nretired();
+	if (!n)
+		return;
+	if (t->spare)
 		sf_writer_wait_ready(t->spare); /* the batch before them */
-	for (; done < retired.n; done++) {
-		struct sf_slot *s = retired.slot[done];
+	for (; done < n; done++) {
+		struct sf_slot *s = retired->slot[done];
 		struct sf_event *ev = slot_events(s);
 		int holes = has_unfilled(ev, SF_SLOT_EVENTS);
 		if (holes && !force)
 			break;
-		write_batch(t, ev, SF_SLOT_EVENTS, retired.seq[done]);
+		write_batch(t, ev, SF_SLOT_EVENTS, retired->seq[done]);
 		/* Free in the file first (readers ignore it), then cleared. */
 		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
 		if (!holes) {
@@ -165,23 +178,25 @@ static void flush_retired(struct sf_thread *t, int force)
 			sf_log_slot_put(s);
 		}
 	}
-	for (uint32_t i = done; i < retired.n; i++) {
-		retired.slot[i - done] = retired.slot[i];
-		retired.seq[i - done] = retired.seq[i];
+	for (uint32_t i = done; i < n; i++) {
+		retired->slot[i - done] = retired->slot[i];
+		retired->seq[i - done] = retired->seq[i];
 	}
-	retired.n -= done;
+	retired->n = n - done;
 }
 
 /* Keeps the current slot as it is and continues in a fresh one with the
  * next batch number. 0 if no slot can be had. */
 static int retire_current(struct sf_thread *t)
 {
-	struct sf_slot *fresh = retired.n < MAX_RETIRED ? sf_log_slot_get() : NULL;
+	if (!retired)
+		retired = sf_map_anon(sizeof(*retired));
+	struct sf_slot *fresh = retired && retired->n < MAX_RETIRED ? sf_log_slot_get() : NULL;
 	if (!fresh)
 		return 0;
-	retired.slot[retired.n] = t->slot;
-	retired.seq[retired.n] = t->seq;
-	retired.n++;
+	retired->slot[retired->n] = t->slot;
+	retired->seq[retired->n] = t->seq;
+	retired->n++;
 	t->seq++;
 	struct sf_chunk *h = fresh->hdr;
 	h->tid = t->tid;
@@ -200,8 +215,8 @@ static int retire_current(struct sf_thread *t)
  * fill it in place. 1 if `at` was such a record. Signals are blocked. */
 static int store_in_retired(uint64_t at, uint64_t time, uint32_t id, uint32_t kind)
 {
-	for (uint32_t i = 0; i < retired.n; i++) {
-		struct sf_event *ev = slot_events(retired.slot[i]);
+	for (uint32_t i = 0; i < nretired(); i++) {
+		struct sf_event *ev = slot_events(retired->slot[i]);
 		if (at < (uint64_t)ev || at >= (uint64_t)(ev + SF_SLOT_EVENTS) || (at - (uint64_t)ev) % sizeof(*ev))
 			continue;
 		struct sf_event *e = (struct sf_event *)at;
@@ -221,7 +236,7 @@ static int store_in_retired(uint64_t at, uint64_t time, uint32_t id, uint32_t ki
 static void handoff_full(struct sf_thread *t, size_t n)
 {
 	flush_retired(t, 0);
-	if ((retired.n || has_unfilled(t->events, n)) && retire_current(t))
+	if ((nretired() || has_unfilled(t->events, n)) && retire_current(t))
 		return;
 	flush_retired(t, 1);
 	if (t->spare)
@@ -334,7 +349,7 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (retired.n && store_in_retired(claimed, time, func_id, kind)) {
+	if (nretired() && store_in_retired(claimed, time, func_id, kind)) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return;
 	}
@@ -398,6 +413,10 @@ void sf_thread_flush_exit(void)
 		if (t->spare)
 			sf_writer_wait_ready(t->spare); /* its batch precedes this one */
 		flush_retired(t, 1);
+		if (retired) {
+			munmap(retired, sizeof(*retired));
+			retired = NULL;
+		}
 		slot_handoff(t, n);
 		struct sf_slot *s = t->slot;
 		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
@@ -447,6 +466,7 @@ void sf_buffer_after_fork_child(void)
 	t->slot = NULL;
 	t->spare = NULL;
 	t->state = SF_THREAD_NEW;
-	retired.n = 0; /* the parent's slots */
+	if (retired)
+		retired->n = 0; /* the parent's slots */
 	next_serial = 1;
 }

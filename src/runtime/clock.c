@@ -33,7 +33,7 @@ uint64_t sf_now_raw(void)
 int sf_tsc_invariant(void)
 {
 	unsigned a, b, c, d;
-	if (__get_cpuid_max(0x80000000, 0) < 0x80000007)
+	if ((unsigned)__get_cpuid_max(0x80000000, 0) < 0x80000007u)
 		return 0;
 	__cpuid(0x80000007, a, b, c, d);
 	return (d >> 8) & 1;
@@ -45,7 +45,7 @@ static void xsave_probe(void)
 	unsigned a, b, c, d;
 	__cpuid(1, a, b, c, d);
 	int osxsave = (c >> 27) & 1, xsave = (c >> 26) & 1;
-	if (xsave && osxsave && __get_cpuid_max(0, 0) >= 0xd) {
+	if (xsave && osxsave && (unsigned)__get_cpuid_max(0, 0) >= 0xdu) {
 		__cpuid_count(0xd, 0, a, b, c, d);
 		if (b >= 576) {
 			sf_xsave_size = b + 64;

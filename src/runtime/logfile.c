@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,6 +131,13 @@ static int open_log(void)
 			return fd;
 		if (errno != EEXIST)
 			return -1;
+		struct stat st;
+		if (attempt == 0 && lstat(L.path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			/* A directory was named: refuse rather than write a
+			 * sibling of it (e.g. /tmp.<pid> for /tmp). */
+			errno = EISDIR;
+			return -1;
+		}
 	}
 	errno = EEXIST;
 	return -1;
@@ -297,7 +305,11 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 		if (n == -EINTR)
 			continue;
 		if (n <= 0) {
-			write_failed(n < 0 ? (int)-n : ENOSPC, events);
+			/* Complete events written before the failure stay readable
+			 * (readers keep the complete events of a cut chunk): only
+			 * the others are dropped. */
+			uint64_t kept = done > sizeof(*c) ? (done - sizeof(*c)) / sizeof(struct sf_event) : 0;
+			write_failed(n < 0 ? (int)-n : ENOSPC, events > kept ? events - kept : 0);
 			return;
 		}
 		done += (size_t)n;

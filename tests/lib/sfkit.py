@@ -224,3 +224,166 @@ def perfetto_summary(path):
                 balance[track] -= 1
     return {"procs": procs, "threads": threads, "begins": begins, "balance": balance,
             "name_writes": name_writes}
+
+
+# ---- reliability helpers (tests/cases/test_reliability.py, test_badinput.py) ----
+
+def _limits(fsize=None, cpu=None, stack=None):
+    """A preexec_fn applying resource limits to the child (inherited by
+    everything it starts): RLIMIT_FSIZE bytes, RLIMIT_CPU seconds,
+    RLIMIT_STACK bytes (-1: unlimited)."""
+    import resource
+
+    def apply():
+        if fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        if cpu is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        if stack is not None:
+            lim = resource.RLIM_INFINITY if stack < 0 else stack
+            resource.setrlimit(resource.RLIMIT_STACK, (lim, lim))
+    return apply
+
+
+def run_limited(cmd, check_rc=0, timeout=300, env=None, cwd=None, fsize=None, cpu=None, stack=None):
+    """run() with resource limits on the child (see _limits). The default
+    callers pass a file-size cap as a safety net, so a runaway recording can
+    never fill the disk."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd,
+                       errors="replace", preexec_fn=_limits(fsize, cpu, stack))
+    if check_rc is not None and p.returncode != check_rc:
+        raise AssertionError(f"{cmd} exited {p.returncode}, want {check_rc}\nstdout:\n{p.stdout[-3000:]}"
+                             f"\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def record_limited(cmd, out=None, args=(), check_rc=0, env=None, timeout=300, fsize=4 << 30, cpu=300,
+                   stack=None):
+    """record() under resource limits (default: logs capped at 4 GiB, 300 s
+    of CPU). Returns (CompletedProcess, log path)."""
+    if out is None:
+        out = os.path.join(tmpdir(), "sf.log")
+    p = run_limited([SFTRACE, "record", "-o", out] + list(args) + ["--"] + list(cmd), check_rc=check_rc,
+                    env=env, timeout=timeout, fsize=fsize, cpu=cpu, stack=stack)
+    return p, out
+
+
+_THREAD_RE = re.compile(r"^\s+(\d+)\s+(\d+)\s+(.{16}) +(\d+)\s+(\d+)\s+(\d+) data(?: \+ (\d+) slots? \((\d+) live\))?$")
+_COUNTERS_RE = re.compile(r"^counters: dropped events (\d+), write errors (\d+)")
+_SUMMARY_RE = re.compile(r"^summary: (\d+) events?, (\d+) threads?, (\d+) objects?, (\d+) lost .*?, (\d+) dropped by the "
+                         r"runtime, (\d+) write errors?")
+
+
+def dump_info(log, extra=(), events=False, timeout=600):
+    """What `sftrace dump` says about a log, without keeping its events:
+    {'state', 'dropped', 'write_errors', 'threads': [{serial, tid, name,
+    events, lost, data, slots, live}], and, when events=True (the dump is
+    read to its end, events skipped line by line), 'warnings' and
+    'summary' {events, threads, objects, lost, dropped, write_errors}}.
+    With events=False dump is stopped once its thread table is out, which
+    keeps this cheap on logs of millions of events."""
+    p = subprocess.Popen([SFTRACE, "dump"] + list(extra) + [log], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, errors="replace")
+    info = {"threads": [], "warnings": [], "summary": None}
+    section = "header"
+    try:
+        for line in p.stdout:
+            line = line.rstrip("\n")
+            if section == "header":
+                m = _COUNTERS_RE.match(line)
+                if m:
+                    info["dropped"], info["write_errors"] = int(m.group(1)), int(m.group(2))
+                if line.startswith("pid: "):
+                    info["state"] = line.split("state: ", 1)[1]
+                if line.startswith("threads ("):
+                    section = "threads"
+                continue
+            if section == "threads":
+                m = _THREAD_RE.match(line)
+                if m:
+                    info["threads"].append({
+                        "serial": int(m.group(1)), "tid": int(m.group(2)), "name": m.group(3).strip(),
+                        "events": int(m.group(4)), "lost": int(m.group(5)), "data": int(m.group(6)),
+                        "slots": int(m.group(7) or 0), "live": int(m.group(8) or 0)})
+                elif line == "events:":
+                    if not events:
+                        break
+                    section = "events"
+                continue
+            if section == "events":
+                if line.startswith("warnings ("):
+                    section = "warnings"
+                elif line.startswith("summary: "):
+                    section = "warnings"
+                else:
+                    continue
+            if section == "warnings":
+                m = _SUMMARY_RE.match(line)
+                if m:
+                    keys = ("events", "threads", "objects", "lost", "dropped", "write_errors")
+                    info["summary"] = dict(zip(keys, map(int, m.groups())))
+                elif line.startswith("  "):
+                    info["warnings"].append(line.strip())
+    finally:
+        p.stdout.close()
+        if events:
+            rc = p.wait(timeout=timeout)
+            err = p.stderr.read()
+            p.stderr.close()
+            if rc != 0:
+                raise AssertionError(f"sftrace dump {log} exited {rc}: {err[-2000:]}")
+        else:
+            p.kill()
+            p.wait(timeout=timeout)
+            p.stderr.close()
+    if events and info["summary"] is None:
+        raise AssertionError(f"sftrace dump {log}: no summary line")
+    return info
+
+
+def iter_dump_events(log, extra=()):
+    """The events of `sftrace dump`, streamed (for logs of millions of
+    events): yields Event(time, tid, kind, name) like dump_events."""
+    p = subprocess.Popen([SFTRACE, "dump"] + list(extra) + [log], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, errors="replace", bufsize=1 << 20)
+    try:
+        for line in p.stdout:
+            if line.startswith("events:"):
+                break
+        next(p.stdout, None)  # column titles
+        for line in p.stdout:
+            parts = line.split(None, 3)
+            if not parts:
+                break  # the blank line after the events
+            if len(parts) < 4 or parts[2] not in ("ENTRY", "EXIT", "TAIL"):
+                continue  # allocation events
+            name = parts[3].rstrip("\n").strip()
+            if name.startswith("[depth "):
+                name = name.split("] ", 1)[1]
+            yield Event(int(parts[0]), int(parts[1]), parts[2], name)
+    finally:
+        p.stdout.close()
+        p.kill()
+        p.wait()
+        p.stderr.close()
+
+
+def report_calls(logs, extra=(), check_rc=0):
+    """Calls per (tid, function name) from `sftrace report --threads
+    --format tsv` (which runs the same frame repair as convert, so any
+    repair shows on its stderr). Returns (Counter, CompletedProcess)."""
+    logs = [logs] if isinstance(logs, str) else list(logs)
+    p = run([SFTRACE, "report", "--threads", "--format", "tsv", "-n", "0"] + list(extra) + logs, check_rc=check_rc)
+    calls = collections.Counter()
+    lines = p.stdout.splitlines()
+    if lines:
+        cols = lines[0].split("\t")
+        ti, ni, ci = cols.index("tid"), cols.index("name"), cols.index("calls")
+        for line in lines[1:]:
+            f = line.split("\t")
+            if len(f) == len(cols):
+                calls[(int(f[ti]), f[ni])] += int(f[ci])
+    return calls, p

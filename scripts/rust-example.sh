@@ -37,38 +37,8 @@ echo "== sftrace convert: Parquet (polars) and Perfetto"
 sftrace convert --type pola "$TRACE_DIR/sf.log" -o "$TRACE_DIR/sf.pola"
 sftrace convert "$TRACE_DIR/sf.log" -o "$TRACE_DIR/sf.pb.gz"
 
-# The reference docs' two polars queries (nodejs-polars from tests/parquet),
-# for builds of sftrace that have no 'report' command.
-polars_top() {
-	if [ ! -d "$ROOT/tests/parquet/node_modules/nodejs-polars-linux-x64-gnu" ]; then
-		(cd "$ROOT/tests/parquet" && npm ci --no-audit --no-fund --loglevel=error)
-	fi
-	(cd "$ROOT/tests/parquet" && SF_POLA="$1" node --input-type=module -e '
-import pl from "nodejs-polars";
-const sf = pl.scanParquet(process.env.SF_POLA);
-const symtab = pl.scanParquet(process.env.SF_POLA + ".symtab");
-const short = (s) => (s.length > 110 ? s.slice(0, 107) + "..." : s);
-console.log("most called functions (calls, name):");
-const top = sf.filter(pl.col("kind").eq(1)).groupBy("func_id").agg(pl.len().alias("func_count"))
-  .sort("func_count", true).head(10).join(symtab, { on: "func_id" }).sort("func_count", true).collectSync();
-for (const r of top.toRecords()) console.log(String(r.func_count).padStart(10), " ", short(r.name));
-console.log("longest leaf frames (duration, name):");
-const frames = sf.groupBy("frame_id").agg(pl.col("time").cast(pl.Int64).min().alias("start"),
-  pl.col("time").cast(pl.Int64).max().alias("end"), pl.col("func_id").first().alias("func_id"));
-const parents = sf.select(pl.col("parent").alias("frame_id")).unique();
-const leaves = frames.join(parents, { on: "frame_id", how: "anti" })
-  .withColumns(pl.col("end").minus(pl.col("start")).alias("dur")).sort("dur", true).head(10)
-  .join(symtab, { on: "func_id" }).sort("dur", true).collectSync();
-for (const r of leaves.toRecords()) console.log((Number(r.dur) / 1000).toFixed(1).padStart(10) + " us", short(r.name));
-')
-}
-
-echo "== the top functions"
-if sftrace --help | grep -q '^  report '; then
-	sftrace report -n 15 "$TRACE_DIR/sf.log"
-else
-	polars_top "$PWD/$TRACE_DIR/sf.pola"
-fi
+echo "== sftrace report: the top functions by self time"
+sftrace report -n 15 "$TRACE_DIR/sf.log"
 
 DIR="$PWD/$TRACE_DIR"
 cat <<MSG

@@ -11,4 +11,6 @@ make unit
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 make -j2 BUILD=build-asan SAN="$SAN" all
 make BUILD=build-asan SAN="$SAN" unit
+# Fuzz the log reader and the filter-file parser for a bounded time.
+FUZZ_SECONDS=${FUZZ_SECONDS:-45} sh tests/fuzz/run.sh
 SFTRACE_BUILD=build-asan /usr/bin/python3 tests/run.py "$@"

@@ -132,6 +132,23 @@ sf_tramp_tail_mono:
 	.size	\name, .-\name
 .endm
 
+/* The same for entry and exit sleds, without the push and pop: r11 is a
+ * scratch register that holds nothing at a function's entry or at its
+ * return. (Not at a tail-call sled: an indirect tail jump may be about to
+ * use it, so GATED keeps everything there.) */
+.macro GATED_R11 name, target
+	.globl	\name
+	.hidden	\name
+	.type	\name, @function
+	.p2align 4
+\name:
+	movq	sf_self@gottpoff(%rip), %r11
+	cmpq	$0, %fs:16(%r11)
+	jne	\target
+	ret
+	.size	\name, .-\name
+.endm
+
 .macro WINDOW_IN name, target
 	.globl	\name
 	.hidden	\name
@@ -162,11 +179,11 @@ sf_tramp_tail_mono:
 	.size	\name, .-\name
 .endm
 
-	GATED	sf_tramp_entry_gated, sf_tramp_entry
-	GATED	sf_tramp_exit_gated, sf_tramp_exit
+	GATED_R11 sf_tramp_entry_gated, sf_tramp_entry
+	GATED_R11 sf_tramp_exit_gated, sf_tramp_exit
 	GATED	sf_tramp_tail_gated, sf_tramp_tail
-	GATED	sf_tramp_entry_mono_gated, sf_tramp_entry_mono
-	GATED	sf_tramp_exit_mono_gated, sf_tramp_exit_mono
+	GATED_R11 sf_tramp_entry_mono_gated, sf_tramp_entry_mono
+	GATED_R11 sf_tramp_exit_mono_gated, sf_tramp_exit_mono
 	GATED	sf_tramp_tail_mono_gated, sf_tramp_tail_mono
 	WINDOW_IN  sf_tramp_entry_window, sf_tramp_entry
 	WINDOW_OUT sf_tramp_exit_window, sf_tramp_exit

@@ -20,8 +20,8 @@ if [ -n "$missing" ]; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
+# Not fatal, so that install-deps.sh may call this on machines without Rust.
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
-	echo "install-rust-deps: cargo not found (install a Rust toolchain with rustup)" >&2
-	exit 1
+	echo "install-rust-deps: warning: cargo not found; examples/rust-bench needs a Rust toolchain (rustup)" >&2
 fi
 echo "install-rust-deps: ok"

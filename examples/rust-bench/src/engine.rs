@@ -48,15 +48,27 @@ impl fmt::Display for ResolveError {
 struct Rule {
     pattern: Regex,
     target: String,
+    /// Exact keys sort first, then patterns by the length of their prefix.
+    precedence: (bool, std::cmp::Reverse<usize>),
 }
 
 impl Rule {
     fn compile(key: &str, target: &str) -> Rule {
-        let pattern = match key.split_once('*') {
-            Some((pre, post)) => format!("^{}(.+){}$", regex::escape(pre), regex::escape(post)),
-            None => format!("^{}$", regex::escape(key)),
+        let (pattern, precedence) = match key.split_once('*') {
+            Some((pre, post)) => (
+                format!("^{}(.+){}$", regex::escape(pre), regex::escape(post)),
+                (true, std::cmp::Reverse(pre.len())),
+            ),
+            None => (format!("^{}$", regex::escape(key)), (false, std::cmp::Reverse(key.len()))),
         };
-        Rule { pattern: Regex::new(&pattern).expect("escaped patterns compile"), target: target.to_string() }
+        Rule { pattern: Regex::new(&pattern).expect("escaped patterns compile"), target: target.to_string(), precedence }
+    }
+
+    /// The rules of a table in the order they are tried.
+    fn compile_all<'a>(table: impl Iterator<Item = (&'a String, &'a String)>) -> Vec<Rule> {
+        let mut rules: Vec<Rule> = table.map(|(k, v)| Rule::compile(k, v)).collect();
+        rules.sort_by_key(|r| r.precedence);
+        rules
     }
 
     #[inline(never)]
@@ -86,9 +98,9 @@ impl Resolver {
         let exports = map
             .packages
             .iter()
-            .map(|(name, pkg)| (name.clone(), pkg.exports.iter().map(|(k, v)| Rule::compile(k, v)).collect()))
+            .map(|(name, pkg)| (name.clone(), Rule::compile_all(pkg.exports.iter())))
             .collect();
-        let aliases = map.aliases.iter().map(|(k, v)| Rule::compile(k, v)).collect();
+        let aliases = Rule::compile_all(map.aliases.iter());
         let bare = Regex::new(r"^((?:@[A-Za-z0-9._-]+/)?[A-Za-z0-9._-]+)(/.*)?$").expect("static regex");
         Resolver { map, files, exports, aliases, bare, memo: Memo::new(64) }
     }
@@ -195,12 +207,15 @@ mod tests {
         let json = r#"{
             "packages": {
                 "lodash": {"root": "/node_modules/lodash", "main": "./lodash.js",
-                           "exports": {"./fp": "./fp/index.js", "./utils/*": "./lib/utils/*.js"}},
-                "@scope/lib": {"root": "/node_modules/@scope/lib", "main": "./index"}
+                           "exports": {"./*": "./*", "./fp": "./fp/index.js", "./utils/*": "./lib/utils/*.js",
+                                       "./utils/str": "./lib/utils/str.js"}},
+                "@scope/lib": {"root": "/node_modules/@scope/lib", "main": "./index"},
+                "tiny": {"root": "/node_modules/tiny", "exports": {".": "./main.js"}}
             },
             "aliases": {"@app/*": "/src/app/*"},
             "files": ["/node_modules/lodash/lodash.js", "/node_modules/lodash/fp/index.js",
-                      "/node_modules/lodash/lib/utils/str.js", "/node_modules/@scope/lib/index.ts",
+                      "/node_modules/lodash/lib/utils/str.js", "/node_modules/lodash/lib/utils/other.js",
+                      "/node_modules/lodash/README.md", "/node_modules/tiny/main.js", "/node_modules/@scope/lib/index.ts",
                       "/node_modules/@scope/lib/deep/x.json", "/src/app/util.ts", "/src/app/ui/index.js"]
         }"#;
         Resolver::new(PackageMap::from_json(json).unwrap())
@@ -220,11 +235,16 @@ mod tests {
         assert_eq!(ok("/src/main.ts", "lodash"), "/node_modules/lodash/lodash.js");
         assert_eq!(ok("/src/main.ts", "lodash/fp"), "/node_modules/lodash/fp/index.js");
         assert_eq!(ok("/src/main.ts", "lodash/utils/str"), "/node_modules/lodash/lib/utils/str.js");
+        assert_eq!(ok("/src/main.ts", "lodash/utils/other"), "/node_modules/lodash/lib/utils/other.js");
+        assert_eq!(ok("/src/main.ts", "lodash/README.md"), "/node_modules/lodash/README.md");
+        assert_eq!(ok("/src/main.ts", "tiny"), "/node_modules/tiny/main.js");
         assert_eq!(ok("/src/main.ts", "@scope/lib"), "/node_modules/@scope/lib/index.ts");
         assert_eq!(ok("/src/main.ts", "@scope/lib/deep/x"), "/node_modules/@scope/lib/deep/x.json");
         let err = |spec: &str| r.resolve(&req("/src/main.ts", spec)).unwrap_err();
         assert_eq!(err("nope"), ResolveError::UnknownPackage("nope".into()));
-        assert_eq!(err("lodash/private"), ResolveError::NotExported { package: "lodash".into(), subpath: "./private".into() });
+        assert_eq!(err("lodash/private"), ResolveError::NoFile("/node_modules/lodash/private".into()));
+        assert_eq!(err("@scope/lib/nothing"), ResolveError::NoFile("/node_modules/@scope/lib/nothing".into()));
+        assert_eq!(err("tiny/private"), ResolveError::NotExported { package: "tiny".into(), subpath: "./private".into() });
         assert_eq!(err("./missing"), ResolveError::NoFile("/src/missing".into()));
         assert_eq!(err("%bad"), ResolveError::Invalid("%bad".into()));
     }

@@ -2,7 +2,7 @@
 //! and which files exist. Read from JSON with serde.
 
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PackageMap {
@@ -10,7 +10,7 @@ pub struct PackageMap {
     pub packages: HashMap<String, Package>,
     /// Prefix aliases such as `"@app/*": "/src/app/*"`.
     #[serde(default)]
-    pub aliases: BTreeMap<String, String>,
+    pub aliases: HashMap<String, String>,
     /// Every file that exists (absolute, normalized paths).
     #[serde(default)]
     pub files: Vec<String>,
@@ -27,8 +27,9 @@ pub struct Package {
     #[serde(default)]
     pub main: Option<String>,
     /// Subpath exports: `"./fp": "./fp/index.js"`, `"./utils/*": "./lib/utils/*.js"`.
+    /// Exact keys win over patterns, longer patterns over shorter ones.
     #[serde(default)]
-    pub exports: BTreeMap<String, String>,
+    pub exports: HashMap<String, String>,
 }
 
 fn default_extensions() -> Vec<String> {

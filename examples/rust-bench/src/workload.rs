@@ -4,7 +4,7 @@
 
 use crate::engine::Request;
 use crate::map::{Package, PackageMap};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 const APP_MODULES: usize = 40;
 const APP_FILES: usize = 12;
@@ -32,14 +32,14 @@ pub fn package_name(i: usize) -> String {
 pub fn package_map(packages: usize) -> PackageMap {
     let mut map = PackageMap {
         packages: HashMap::new(),
-        aliases: BTreeMap::new(),
+        aliases: HashMap::new(),
         files: Vec::new(),
         extensions: vec![".js".into(), ".ts".into(), ".json".into()],
     };
     for i in 0..packages {
         let name = package_name(i);
         let root = format!("/node_modules/{name}");
-        let mut exports = BTreeMap::new();
+        let mut exports = HashMap::new();
         if i % 3 == 0 {
             exports.insert(".".to_string(), "./lib/index.js".to_string());
             exports.insert("./utils/*".to_string(), "./lib/utils/*.js".to_string());

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The main job on the bundled example, from a fresh clone: install
+# A small end-to-end run on examples/c-demo, from a fresh clone: install
 # dependencies, build sftrace, build examples/c-demo with XRay sleds, record
 # it, convert the log to Perfetto and Parquet, and print a report.
 set -eu

@@ -55,7 +55,7 @@ struct sf_config {
 	int clock;           /* enum sf_clock */
 	int enabled;
 	int setup_thread_only;
-	int sync_writes;     /* SFTRACE_WRITER=sync: no writer thread */
+	int sync_writes;     /* no writer thread (default; SFTRACE_WRITER=thread starts one) */
 	int verbose;
 };
 extern struct sf_config sf_config SF_HIDDEN;

@@ -33,6 +33,10 @@ static void usage(FILE *out)
 		"options:\n"
 		"  -o, --output FILE         log file (default ./sf.log)\n"
 		"  -f, --filter FILE         record only the functions in FILE (sftrace filter)\n"
+		"      --filter-regex RE     build that filter for COMMAND's executable on the\n"
+		"                            fly: functions whose name matches RE (PCRE2)\n"
+		"      --within              with --filter-regex: record everything while a\n"
+		"                            matching function is on the thread's stack\n"
 		"      --force               replace FILE if it exists (default: refuse)\n"
 		"      --clock tsc|monotonic timestamp source (default: tsc when invariant)\n"
 		"      --writer sync|thread  who writes full buffers to the log: the traced\n"
@@ -52,7 +56,8 @@ struct record_opts {
 	const char *filter;
 	const char *clock;
 	const char *writer;
-	int force, quiet;
+	const char *filter_regex;
+	int force, quiet, within;
 };
 
 /* "dir/stem.ext" -> dir, stem and ext parts, as the runtime names logs. */
@@ -216,25 +221,30 @@ static char *join_env(const char *name, const char *add)
 	return v;
 }
 
+/* The file execvp would run for cmd. 0, or -1 if there is none. */
+static int resolve_command(const char *cmd, char *path, size_t cap)
+{
+	if (strchr(cmd, '/')) {
+		snprintf(path, cap, "%s", cmd);
+		return access(path, X_OK) == 0 ? 0 : -1;
+	}
+	for (const char *p = getenv("PATH"); p && *p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		snprintf(path, cap, "%.*s/%s", (int)n, p, cmd);
+		if (access(path, X_OK) == 0)
+			return 0;
+		p = colon ? colon + 1 : NULL;
+	}
+	return -1;
+}
+
 /* Whether the command (found like execvp finds it) has an XRay map. */
 static int has_sleds(const char *cmd)
 {
 	char path[PATH_MAX];
-	if (strchr(cmd, '/')) {
-		snprintf(path, sizeof(path), "%s", cmd);
-	} else {
-		const char *p = getenv("PATH");
-		int found = 0;
-		while (p && *p && !found) {
-			const char *colon = strchr(p, ':');
-			size_t n = colon ? (size_t)(colon - p) : strlen(p);
-			snprintf(path, sizeof(path), "%.*s/%s", (int)n, p, cmd);
-			found = access(path, X_OK) == 0;
-			p = colon ? colon + 1 : NULL;
-		}
-		if (!found)
-			return 0;
-	}
+	if (resolve_command(cmd, path, sizeof(path)) < 0)
+		return 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -242,6 +252,41 @@ static int has_sleds(const char *cmd)
 	int r = xray_find_section(fd, &sec);
 	close(fd);
 	return r == 1;
+}
+
+/* --filter-regex: `sftrace filter -p EXE -r RE [--within] -o TMP`, its
+ * summary sent to stderr (stdout belongs to the command). The temporary
+ * file lives until the command ends (its children read it too). */
+static int build_filter(const struct record_opts *o, const char *cmd, char *tmp)
+{
+	char exe[PATH_MAX];
+	if (resolve_command(cmd, exe, sizeof(exe)) < 0) {
+		sf_error("--filter-regex: cannot find %s to build the filter from", cmd);
+		return -1;
+	}
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		sf_error("--filter-regex: cannot create a temporary file: %s", strerror(errno));
+		return -1;
+	}
+	close(fd);
+	char *args[] = {"filter", "-p", exe, "-r", (char *)o->filter_regex, "-o", tmp,
+			o->within ? "--within" : NULL, NULL};
+	int nargs = o->within ? 8 : 7;
+	fflush(stdout);
+	int saved = dup(1);
+	dup2(2, 1);
+	int rc = cmd_filter(nargs, args);
+	fflush(stdout);
+	if (saved >= 0) {
+		dup2(saved, 1);
+		close(saved);
+	}
+	if (rc != 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
 }
 
 static int run_child(char **argv, pid_t *pid_out)
@@ -319,6 +364,8 @@ int cmd_record(int argc, char **argv)
 		{"force", no_argument, 0, 'F'},
 		{"clock", required_argument, 0, 'c'},
 		{"writer", required_argument, 0, 'W'},
+		{"filter-regex", required_argument, 0, 'R'},
+		{"within", no_argument, 0, 'I'},
 		{"quiet", no_argument, 0, 'q'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
@@ -347,6 +394,8 @@ int cmd_record(int argc, char **argv)
 			}
 			o.writer = optarg;
 			break;
+		case 'R': o.filter_regex = optarg; break;
+		case 'I': o.within = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'P': {
 			char lib[PATH_MAX], err[PATH_MAX * 2];
@@ -384,6 +433,22 @@ int cmd_record(int argc, char **argv)
 	char abs[PATH_MAX];
 	if (prepare_output(&o, abs, sizeof(abs)) < 0)
 		return 1;
+	int cmd_at = optind; /* building a filter runs getopt again */
+	char filter_tmp[] = "/tmp/sftrace-filter-XXXXXX";
+	int have_tmp_filter = 0;
+	if (o.filter_regex) {
+		if (o.filter) {
+			sf_error("give either -f FILTER or --filter-regex, not both");
+			return 2;
+		}
+		if (build_filter(&o, argv[cmd_at], filter_tmp) < 0)
+			return 1;
+		have_tmp_filter = 1;
+		o.filter = filter_tmp;
+	} else if (o.within) {
+		sf_error("--within goes with --filter-regex (or make the filter with sftrace filter --within)");
+		return 2;
+	}
 	char filter_abs[PATH_MAX];
 	if (o.filter) {
 		if (!realpath(o.filter, filter_abs)) {
@@ -423,7 +488,7 @@ int cmd_record(int argc, char **argv)
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	pid_t pid;
-	if (run_child(argv + optind, &pid) < 0)
+	if (run_child(argv + cmd_at, &pid) < 0)
 		return 1;
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0) {
@@ -435,23 +500,25 @@ int cmd_record(int argc, char **argv)
 	int rc;
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
-		fprintf(stderr, "sftrace: %s was killed by signal %d (%s)%s\n", argv[optind], sig, strsignal(sig),
+		fprintf(stderr, "sftrace: %s was killed by signal %d (%s)%s\n", argv[cmd_at], sig, strsignal(sig),
 			WCOREDUMP(status) ? ", core dumped" : "");
 		rc = 128 + sig;
 	} else {
 		rc = WEXITSTATUS(status);
 	}
+	if (have_tmp_filter)
+		unlink(filter_tmp);
 	int logs = summarise(abs, &before, o.quiet);
 	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
 	if (logs == 0 && !exec_failed) {
-		if (has_sleds(argv[optind]))
+		if (has_sleds(argv[cmd_at]))
 			fprintf(stderr, "sftrace: no log written: %s has XRay sleds, but no log was created (see the "
 					"runtime's message above) or none of its instrumented code ran\n",
-				argv[optind]);
+				argv[cmd_at]);
 		else
 			fprintf(stderr, "sftrace: no log written: %s ran no XRay-instrumented code (build it with "
 					"clang -fxray-instrument or rustc -Zinstrument-xray=always)\n",
-				argv[optind]);
+				argv[cmd_at]);
 	}
 	list_free(&before);
 	return rc;

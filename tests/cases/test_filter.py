@@ -385,3 +385,39 @@ def _main():
 
 if __name__ == "__main__":
     sys.exit(_main())
+
+
+def test_record_filter_regex_builds_filter_on_the_fly():
+    from sfkit import calls_fixture, count_calls, dump_events, record
+    exe = calls_fixture()
+    p, log = record([exe], args=["--filter-regex", "^(outer|leaf)$"])
+    if "calls ok" not in p.stdout:
+        raise AssertionError(p.stdout)
+    counts = count_calls(dump_events(log))
+    if dict(counts) != {"outer": 10, "leaf": 60}:
+        raise AssertionError(f"--filter-regex: {dict(counts)}")
+    if "2 of 11 instrumented functions selected" not in p.stderr:
+        raise AssertionError(f"the filter summary goes to stderr: {p.stderr}")
+    # --within: everything under thread_work, nothing else.
+    p, log = record([exe], args=["--filter-regex", "^thread_work$", "--within"])
+    counts = count_calls(dump_events(log))
+    if dict(counts) != {"thread_work": 8, "tleaf": 8000}:
+        raise AssertionError(f"--filter-regex --within: {dict(counts)}")
+    leftovers = [f for f in os.listdir("/tmp") if f.startswith("sftrace-filter-")]
+    if leftovers:
+        raise AssertionError(f"temporary filters left behind: {leftovers}")
+
+
+def test_record_filter_regex_errors():
+    from sfkit import calls_fixture, tmpdir
+    exe = calls_fixture()
+    out = os.path.join(tmpdir(), "sf.log")
+    p = run([SFTRACE, "record", "--filter-regex", "(", "-o", out, "--", exe], check_rc=1)
+    if "position" not in p.stderr:
+        raise AssertionError(p.stderr)
+    p = run([SFTRACE, "record", "--filter-regex", "^no_such_function$", "-o", out, "--", exe], check_rc=1)
+    if "match" not in p.stderr:
+        raise AssertionError(p.stderr)
+    p = run([SFTRACE, "record", "--within", "-o", out, "--", exe], check_rc=2)
+    if os.path.exists(out):
+        raise AssertionError("no log when the command line is refused")

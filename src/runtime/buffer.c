@@ -232,17 +232,25 @@ static int store_in_retired(uint64_t at, uint64_t time, uint32_t id, uint32_t ki
 
 /* A full buffer: to the writer thread when there is one, else ourselves;
  * retired instead while an interrupted context still has to fill one of
- * its records, or while an older batch waits (batches go out in order). */
-static void handoff_full(struct sf_thread *t, size_t n)
+ * its records, or while an older batch waits (batches go out in order).
+ * Returns -1 when the buffer must stay full: a record is still owed and no
+ * more slots can be retired (signal handlers starving the code they
+ * interrupt for 255 slots' worth of events). The caller then drops, and
+ * counts, the new event rather than write out a slot with a hole. */
+static int handoff_full(struct sf_thread *t, size_t n)
 {
 	flush_retired(t, 0);
-	if ((nretired() || has_unfilled(t->events, n)) && retire_current(t))
-		return;
+	int owed = has_unfilled(t->events, n);
+	if ((nretired() || owed) && retire_current(t))
+		return 0;
+	if (owed)
+		return -1;
 	flush_retired(t, 1);
 	if (t->spare)
 		slot_swap(t, n);
 	else
 		slot_handoff(t, n);
+	return 0;
 }
 
 static void start_dropping(struct sf_thread *t)
@@ -304,9 +312,12 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 		 * claim and our check) may already have made room; if not, and
 		 * the cursor is past the limit, this batch is complete. */
 		size_t cap = (size_t)(t->limit - (uint64_t)t->events) / sizeof(struct sf_event);
-		if (t->state == SF_THREAD_ACTIVE)
-			handoff_full(t, cap);
-		else if (t->state == SF_THREAD_DROPPING)
+		if (t->state == SF_THREAD_ACTIVE && handoff_full(t, cap) < 0) {
+			sf_log_drop(1);
+			t->cursor = t->limit;
+			return;
+		}
+		if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(cap);
 		t->cursor = (uint64_t)t->events;
 	}
@@ -382,9 +393,13 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 	if (t->cursor + 2 * sizeof(struct sf_event) > t->limit) {
 		size_t used = (size_t)((t->cursor < t->limit ? t->cursor : t->limit) - (uint64_t)t->events) /
 			      sizeof(struct sf_event);
-		if (t->state == SF_THREAD_ACTIVE)
-			handoff_full(t, used);
-		else if (t->state == SF_THREAD_DROPPING)
+		if (t->state == SF_THREAD_ACTIVE && handoff_full(t, used) < 0) {
+			sf_log_drop(1);
+			t->cursor = t->limit;
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			return;
+		}
+		if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(used);
 		t->cursor = (uint64_t)t->events;
 	}

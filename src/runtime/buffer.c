@@ -243,9 +243,11 @@ static int handoff_full(struct sf_thread *t, size_t n)
 	int owed = has_unfilled(t->events, n);
 	if ((nretired() || owed) && retire_current(t))
 		return 0;
-	if (owed)
+	/* No room to retire more. Retired slots that are complete went out
+	 * above; any left still owe a record, and so does the current slot if
+	 * owed: nothing may be written past them yet. */
+	if (owed || nretired())
 		return -1;
-	flush_retired(t, 1);
 	if (t->spare)
 		slot_swap(t, n);
 	else

@@ -519,3 +519,14 @@ int sf_outfile_commit(struct sf_outfile *of)
 	release(of);
 	return 0;
 }
+
+int sf_outfile_fail(struct sf_outfile *of, const char *out)
+{
+	if (sf_outfile_write(of, "", 0) < 0) {
+		sf_outfile_commit(of);
+		return -1;
+	}
+	sf_outfile_abort(of);
+	sf_error("%s: conversion failed; nothing written", out);
+	return -1;
+}

@@ -37,6 +37,12 @@ int sf_outfile_commit(struct sf_outfile *of);
  * Frees `of`. NULL is accepted. */
 void sf_outfile_abort(struct sf_outfile *of);
 
+/* After a failed conversion: a write error kept by the outfile is reported
+ * by committing (which removes the temporary file); anything else gets
+ * "OUT: conversion failed; nothing written". The target is left untouched
+ * either way. Frees `of`; returns -1. */
+int sf_outfile_fail(struct sf_outfile *of, const char *out);
+
 /* Bytes written to the file so far (compressed size when gzip). */
 unsigned long long sf_outfile_bytes(const struct sf_outfile *of);
 

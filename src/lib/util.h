@@ -15,4 +15,8 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 
+/* Length of the valid UTF-8 sequence at p (1..4 bytes; the bytes must be
+ * readable up to a NUL), or 0 if it is not valid UTF-8. */
+size_t sf_utf8_len(const unsigned char *p);
+
 #endif

@@ -23,33 +23,6 @@
 #include "lib/util.h"
 #include "output/converters.h"
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned c = p[0];
-	size_t n;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, min = 0x10000;
-	else
-		return 0;
-	unsigned v = c & (0x3f >> (n - 1));
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		v = (v << 6) | (p[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	return n;
-}
-
 /* A JSON string literal, quotes included. */
 static void json_str(FILE *m, const char *s)
 {
@@ -62,7 +35,7 @@ static void json_str(FILE *m, const char *s)
 		} else if (*p < 0x20 || *p == 0x7f) {
 			fprintf(m, "\\u%04x", *p++);
 		} else {
-			size_t n = utf8_len(p);
+			size_t n = sf_utf8_len(p);
 			if (n) {
 				fwrite(p, 1, n, m);
 				p += n;
@@ -229,20 +202,6 @@ static int ch_frame_end(void *ctx, const struct trace_frame *f)
 	return 0;
 }
 
-/* After a failed run: a write error is kept by the outfile, and commit
- * reports it (and removes the temporary file); anything else gets our own
- * message. The target is left untouched either way. */
-static int fail_output(struct sf_outfile *of, const char *out)
-{
-	if (sf_outfile_write(of, "", 0) < 0) {
-		sf_outfile_commit(of);
-		return -1;
-	}
-	sf_outfile_abort(of);
-	sf_error("%s: conversion failed; nothing written", out);
-	return -1;
-}
-
 int conv_chrome(struct trace_input *in, const struct conv_options *opt)
 {
 	char err[1024];
@@ -263,6 +222,6 @@ int conv_chrome(struct trace_input *in, const struct conv_options *opt)
 		r = put(&c, foot, sizeof(foot) - 1);
 	free_frags(&c);
 	if (r < 0)
-		return fail_output(of, opt->out);
+		return sf_outfile_fail(of, opt->out);
 	return sf_outfile_commit(of);
 }

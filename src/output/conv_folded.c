@@ -79,20 +79,6 @@ static int folded_group(void *ctx, const struct cp_group *g)
 	return 0;
 }
 
-/* After a failed run: a write error is kept by the outfile, and commit
- * reports it (and removes the temporary file); anything else gets our own
- * message. The target is left untouched either way. */
-static int fail_output(struct sf_outfile *of, const char *out)
-{
-	if (sf_outfile_write(of, "", 0) < 0) {
-		sf_outfile_commit(of);
-		return -1;
-	}
-	sf_outfile_abort(of);
-	sf_error("%s: conversion failed; nothing written", out);
-	return -1;
-}
-
 int conv_folded(struct trace_input *in, const struct conv_options *opt)
 {
 	char err[1024];
@@ -105,7 +91,7 @@ int conv_folded(struct trace_input *in, const struct conv_options *opt)
 	enum cp_levels levels = trace_nprocs(in) > 1 ? CP_BY_PROCESS : CP_FLAT;
 	if (cp_collect(t, in, levels) < 0) {
 		cp_free(t);
-		return fail_output(of, opt->out);
+		return sf_outfile_fail(of, opt->out);
 	}
 	size_t nf = cp_nfuncs(t);
 	struct folded f = {.of = of, .t = t, .calls = opt->weight_calls};
@@ -123,6 +109,6 @@ int conv_folded(struct trace_input *in, const struct conv_options *opt)
 	free(rank);
 	cp_free(t);
 	if (r < 0)
-		return fail_output(of, opt->out);
+		return sf_outfile_fail(of, opt->out);
 	return sf_outfile_commit(of);
 }

@@ -4,7 +4,6 @@
  * recording line up. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "lib/outfile.h"
 #include "lib/util.h"
@@ -68,19 +67,7 @@ int conv_perfetto(struct trace_input *in, const struct conv_options *opt)
 	int r = trace_run(in, &sink);
 	int fin = pf_finish(s.w);
 	free(s.threads);
-	if (fin < 0) {
-		/* The write error is kept by the outfile: commit reports it and
-		 * removes the temporary file. */
-		if (sf_outfile_commit(of) == 0) {
-			unlink(opt->out);
-			sf_error("%s: write failed; nothing written", opt->out);
-		}
-		return -1;
-	}
-	if (r < 0) {
-		sf_outfile_abort(of);
-		sf_error("%s: conversion failed; nothing written", opt->out);
-		return -1;
-	}
+	if (fin < 0 || r < 0)
+		return sf_outfile_fail(of, opt->out);
 	return sf_outfile_commit(of);
 }

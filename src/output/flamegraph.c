@@ -46,29 +46,6 @@ static FILE *open_stream(struct sf_outfile *of)
 
 /* ---- text ---- */
 
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned c = p[0], v, min;
-	size_t n;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, min = 0x10000;
-	else
-		return 0;
-	v = c & (0x3f >> (n - 1));
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		v = (v << 6) | (p[i] & 0x3f);
-	}
-	return v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff) ? 0 : n;
-}
-
 /* XML character data / attribute value: at most `maxchars` characters
  * (SIZE_MAX: all). Invalid UTF-8 becomes U+FFFD, control characters '?'
  * (XML 1.0 forbids them). */
@@ -76,7 +53,7 @@ static void xml_text(FILE *f, const char *s, size_t maxchars)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	for (size_t k = 0; *p && k < maxchars; k++) {
-		size_t n = utf8_len(p);
+		size_t n = sf_utf8_len(p);
 		switch (*p) {
 		case '&': fputs("&amp;", f); break;
 		case '<': fputs("&lt;", f); break;
@@ -347,17 +324,6 @@ static void header(struct fg *fg, const struct fg_options *opt, unsigned width, 
 		fg->height - 10);
 }
 
-static int fail_output(struct sf_outfile *of, const char *out)
-{
-	if (sf_outfile_write(of, "", 0) < 0) {
-		sf_outfile_commit(of);
-		return -1;
-	}
-	sf_outfile_abort(of);
-	sf_error("%s: flame graph failed; nothing written", out);
-	return -1;
-}
-
 /* Writes the document for a collected tree. */
 static int write_svg(struct fg *fg, const struct fg_options *opt, struct trace_input *in)
 {
@@ -421,6 +387,6 @@ int fg_write(struct trace_input *in, const struct fg_options *opt)
 	free(fg.xs);
 	cp_free(t);
 	if (r < 0)
-		return fail_output(of, opt->out);
+		return sf_outfile_fail(of, opt->out);
 	return sf_outfile_commit(of);
 }

@@ -64,16 +64,56 @@ static int reaches(uint64_t from_lo, uint64_t from_hi, uint64_t to)
 static uint64_t stub_pages[MAX_STUB_PAGES];
 static int nstub_pages;
 
+#define STUB_SLOT 32
+
 static int reuse_stubs(uint64_t lo, uint64_t hi, uint64_t stub[STUB_COUNT])
 {
 	for (int i = 0; i < nstub_pages; i++) {
 		if (!reaches(lo, hi, stub_pages[i]) || !reaches(lo, hi, stub_pages[i] + PAGE))
 			continue;
 		for (int k = 0; k < STUB_COUNT; k++)
-			stub[k] = stub_pages[i] + 16 * (uint64_t)k;
+			stub[k] = stub_pages[i] + STUB_SLOT * (uint64_t)k;
 		return 0;
 	}
 	return -1;
+}
+
+/* jmp *0(%rip); <to>: 14 bytes. */
+static unsigned char *put_jump(unsigned char *s, uint64_t to)
+{
+	s[0] = 0xff;
+	s[1] = 0x25;
+	memset(s + 2, 0, 4);
+	memcpy(s + 6, &to, 8);
+	return s + 14;
+}
+
+/* The %fs-relative offset of this thread's window depth: the same for
+ * every thread (initial-exec TLS). 0 if it does not fit a disp32. */
+static int window_depth_disp(int32_t *disp)
+{
+	uint64_t fs_base;
+	__asm__("mov %%fs:0, %0" : "=r"(fs_base)); /* the TCB points to itself */
+	int64_t off = (int64_t)((uint64_t)&sf_self.window_depth - fs_base);
+	if (off < INT32_MIN || off > INT32_MAX)
+		return 0;
+	*disp = (int32_t)off;
+	return 1;
+}
+
+/* A gated stub does the within-mode test itself, touching no register:
+ *   cmpq $0, %fs:<window_depth>; jne 1f; ret; 1: jmp *0(%rip) -> recorder
+ * so a call outside any window costs a call, a compare and a return. */
+static void put_gated(unsigned char *s, int32_t disp, uint64_t recorder)
+{
+	static const unsigned char cmp[] = {0x64, 0x48, 0x83, 0x3c, 0x25};
+	memcpy(s, cmp, sizeof(cmp));
+	memcpy(s + 5, &disp, 4);
+	s[9] = 0x00;
+	s[10] = 0x75; /* jne +1 */
+	s[11] = 0x01;
+	s[12] = 0xc3; /* ret */
+	put_jump(s + 13, recorder);
 }
 
 /* Maps a page of stubs within reach of [lo, hi) and fills it. */
@@ -101,12 +141,15 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 				continue;
 			}
 			unsigned char *c = p;
+			int32_t disp = 0;
+			int inline_gate = window_depth_disp(&disp);
 			for (int k = 0; k < STUB_COUNT; k++) {
-				unsigned char *s = c + 16 * k;
-				s[0] = 0xff; /* jmp *0(%rip) */
-				s[1] = 0x25;
-				memset(s + 2, 0, 4);
-				memcpy(s + 6, &tramp[k], 8);
+				unsigned char *s = c + STUB_SLOT * k;
+				/* Gated stubs jump to the plain recorder of their kind. */
+				if (inline_gate && k >= STUB_KINDS && k < 2 * STUB_KINDS)
+					put_gated(s, disp, tramp[k - STUB_KINDS]);
+				else
+					put_jump(s, tramp[k]);
 				stub[k] = (uint64_t)s;
 			}
 			if (mprotect(p, PAGE, PROT_READ | PROT_EXEC) < 0) {

@@ -675,22 +675,32 @@ static void batch_range(const struct lr_log *log, const struct lr_batch *b, cons
 	*end = *rec + (size_t)b->nrec * 16;
 }
 
-/* Events a batch delivers (holes and corrupt records not counted). */
-static int batch_complete_events(const struct lr_log *log, const struct lr_batch *b)
+/* Events a batch delivers, and records it skips (holes, corrupt ones). */
+static uint64_t batch_count(const struct lr_log *log, const struct lr_batch *b, uint64_t *lost)
 {
 	const unsigned char *p, *end;
 	batch_range(log, b, &p, &end);
-	int n = 0;
+	uint64_t n = 0, bad = 0;
 	while (p < end) {
 		struct lr_event ev;
 		size_t used;
 		enum rec_result r = decode(p, end, b->slot, &ev, &used);
 		if (r == REC_END)
 			break;
-		n += r == REC_EVENT;
+		if (r == REC_EVENT)
+			n++;
+		else
+			bad++;
 		p += used * 16;
 	}
+	if (lost)
+		*lost = bad;
 	return n;
+}
+
+static int batch_complete_events(const struct lr_log *log, const struct lr_batch *b)
+{
+	return (int)batch_count(log, b, NULL);
 }
 
 /* Events and losses per thread; also the truncated chunk's warning. */
@@ -701,21 +711,8 @@ static void count_events(struct lr_log *log)
 		const struct lr_batch *b = &log->batches[log->order[k]];
 		drop_behind(log, &released, b->off);
 		struct lr_thread *t = &log->threads[b->thread];
-		const unsigned char *p, *end;
-		batch_range(log, b, &p, &end);
-		uint64_t events = 0;
-		while (p < end) {
-			struct lr_event ev;
-			size_t used;
-			enum rec_result r = decode(p, end, b->slot, &ev, &used);
-			if (r == REC_END)
-				break;
-			if (r == REC_EVENT)
-				events++;
-			else
-				t->lost++;
-			p += used * 16;
-		}
+		uint64_t lost, events = batch_count(log, b, &lost);
+		t->lost += lost;
 		t->events += events;
 		if (log->truncated && log->truncated_batch == (int64_t)log->order[k])
 			warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 "; %" PRIu64 " complete events kept",

@@ -117,12 +117,17 @@ sf_tramp_tail_mono:
  * stack. struct sf_thread.window_depth (offset 16) counts open window
  * frames. Gated trampolines test it and return at once when it is zero;
  * window trampolines count their frame in or out, then record. */
-.macro GATED name, target
+/* A hidden, 16-byte aligned function symbol. */
+.macro FUNC name
 	.globl	\name
 	.hidden	\name
 	.type	\name, @function
 	.p2align 4
 \name:
+.endm
+
+.macro GATED name, target
+	FUNC	\name
 	push	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
 	cmpq	$0, %fs:16(%rcx)
@@ -137,11 +142,7 @@ sf_tramp_tail_mono:
  * return. (Not at a tail-call sled: an indirect tail jump may be about to
  * use it, so GATED keeps everything there.) */
 .macro GATED_R11 name, target
-	.globl	\name
-	.hidden	\name
-	.type	\name, @function
-	.p2align 4
-\name:
+	FUNC	\name
 	movq	sf_self@gottpoff(%rip), %r11
 	cmpq	$0, %fs:16(%r11)
 	jne	\target
@@ -150,11 +151,7 @@ sf_tramp_tail_mono:
 .endm
 
 .macro WINDOW_IN name, target
-	.globl	\name
-	.hidden	\name
-	.type	\name, @function
-	.p2align 4
-\name:
+	FUNC	\name
 	push	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
 	incq	%fs:16(%rcx)
@@ -164,11 +161,7 @@ sf_tramp_tail_mono:
 .endm
 
 .macro WINDOW_OUT name, target
-	.globl	\name
-	.hidden	\name
-	.type	\name, @function
-	.p2align 4
-\name:
+	FUNC	\name
 	push	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
 	cmpq	$0, %fs:16(%rcx)

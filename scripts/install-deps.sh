@@ -3,7 +3,7 @@
 # or with sudo available). Safe to re-run: does nothing when all is there.
 set -eu
 
-PKGS="make gcc clang llvm libelf-dev libdw-dev libiberty-dev libzstd-dev zlib1g-dev
+PKGS="make gcc clang llvm libelf-dev libdw-dev libiberty-dev libzstd-dev zlib1g-dev libisal-dev
 libpcre2-dev libcmocka-dev pkg-config protobuf-compiler python3 nodejs npm binutils
 chromium libclang-rt-14-dev valgrind util-linux"
 # Peers for bench/ (uftrace) are optional: install with BENCH=1.

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
 #include "lib/util.h"
@@ -19,9 +21,12 @@
  * gzip: the input is cut into blocks of this size, compressed in parallel. */
 #define OF_BLOCK (1u << 20)
 
-/* deflate level 1 (deflate_fast). Measured on a Perfetto trace here: 140
- * MB/s and 30% of the input size, against 39 MB/s and 26% for level 6. */
+/* Deflate comes from ISA-L's igzip, not zlib: on a 303 MB Perfetto trace
+ * here igzip level 1 compresses at 820 MB/s to 17.2% of the input, against
+ * 140 MB/s and 17.9% for zlib level 1 (`igzip -1 -T 1` vs `gzip -1`). Level
+ * 2 gains under 0.1% for 5% more time; level 3 is three times slower. */
 #define GZ_LEVEL 1
+#define GZ_LEVEL_BUF ISAL_DEF_LVL1_DEFAULT
 /* Each block is compressed with the previous block's last 32 KiB (deflate's
  * whole window) as a preset dictionary, so cutting blocks costs almost no
  * compression ratio. */
@@ -32,7 +37,7 @@
 /* ---- parallel gzip ----
  *
  * Like pigz: every block becomes a run of raw deflate blocks that ends on a
- * byte boundary (Z_SYNC_FLUSH), the last one with Z_FINISH, so the blocks
+ * byte boundary (a sync flush), the last one ends the stream, so the blocks
  * concatenate into ONE deflate stream. We add the gzip header and the
  * trailer (CRC-32 combined from the per-block CRCs, and the length), which
  * makes a single-member .gz any reader accepts.
@@ -67,8 +72,7 @@ struct gz {
 	int stop;
 	int nworkers;
 	pthread_t workers[GZ_MAX_WORKERS];
-	z_stream inline_zs; /* used when there are no workers */
-	int inline_init;
+	struct gz_stream *inline_zs; /* used when there are no workers */
 	uint32_t crc;
 	uint32_t isize; /* input length mod 2^32, as gzip stores it */
 };
@@ -116,39 +120,52 @@ static int write_all(struct sf_outfile *of, const uint8_t *p, size_t len)
 
 /* ---- gzip: compression of one block (any thread) ---- */
 
-static int zs_init(z_stream *zs)
+/* One compressor: ISA-L's stream state plus the working memory its level
+ * needs. */
+struct gz_stream {
+	struct isal_zstream zs;
+	uint8_t level_buf[GZ_LEVEL_BUF];
+};
+
+static struct gz_stream *gz_stream_new(void)
 {
-	memset(zs, 0, sizeof(*zs));
-	/* windowBits -15: raw deflate, we write the gzip framing ourselves. */
-	return deflateInit2(zs, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK ? 0 : -1;
+	return xmalloc(sizeof(struct gz_stream));
 }
 
-static void compress_slot(struct gz_slot *s, z_stream *zs)
+/* Raw deflate (gzip_flag 0): we write the gzip framing ourselves. */
+static void compress_slot(struct gz_slot *s, struct gz_stream *gs)
 {
+	struct isal_zstream *zs = &gs->zs;
+	isal_deflate_init(zs);
+	zs->level = GZ_LEVEL;
+	zs->level_buf = gs->level_buf;
+	zs->level_buf_size = sizeof(gs->level_buf);
+	zs->flush = s->final ? NO_FLUSH : SYNC_FLUSH;
+	zs->end_of_stream = (uint16_t)(s->final != 0);
 	s->out_len = 0;
-	s->crc = (uint32_t)crc32(0, s->in, (uInt)s->in_len);
-	if (deflateReset(zs) != Z_OK ||
-	    (s->dict_len && deflateSetDictionary(zs, s->dict, (uInt)s->dict_len) != Z_OK)) {
+	s->crc = crc32_gzip_refl(0, s->in, s->in_len);
+	if (s->dict_len && isal_deflate_set_dict(zs, s->dict, (uint32_t)s->dict_len) != COMP_OK) {
 		s->error = 1;
 		return;
 	}
 	zs->next_in = s->in;
-	zs->avail_in = (uInt)s->in_len;
-	int flush = s->final ? Z_FINISH : Z_SYNC_FLUSH;
+	zs->avail_in = (uint32_t)s->in_len;
 	for (;;) {
-		if (s->out_cap - s->out_len < 64) {
-			s->out_cap = s->out_cap * 2 + 4096;
+		if (s->out_cap - s->out_len < 4096) {
+			s->out_cap = s->out_cap * 2 + (s->in_len >> 2) + 4096;
 			s->out = xrealloc(s->out, s->out_cap);
 		}
 		zs->next_out = s->out + s->out_len;
-		zs->avail_out = (uInt)(s->out_cap - s->out_len);
-		int rc = deflate(zs, flush);
-		s->out_len = s->out_cap - zs->avail_out;
-		if (rc == Z_STREAM_ERROR) {
+		zs->avail_out = (uint32_t)(s->out_cap - s->out_len);
+		if (isal_deflate(zs) != COMP_OK) {
 			s->error = 1;
 			return;
 		}
-		if (s->final ? rc == Z_STREAM_END : zs->avail_out != 0)
+		s->out_len = s->out_cap - zs->avail_out;
+		/* Done: the stream ended, or (sync flush) every input byte
+		 * went out and the block is closed on a byte boundary. */
+		if (s->final ? zs->internal_state.state == ZSTATE_END
+			     : zs->avail_in == 0 && zs->internal_state.state == ZSTATE_NEW_HDR)
 			return;
 	}
 }
@@ -156,8 +173,7 @@ static void compress_slot(struct gz_slot *s, z_stream *zs)
 static void *gz_worker(void *arg)
 {
 	struct gz *g = arg;
-	z_stream zs;
-	int ok = zs_init(&zs) == 0;
+	struct gz_stream *zs = gz_stream_new();
 	pthread_mutex_lock(&g->mu);
 	for (;;) {
 		while (!g->stop && g->taken == g->submitted)
@@ -167,17 +183,13 @@ static void *gz_worker(void *arg)
 		struct gz_slot *s = &g->slots[g->taken++ % GZ_SLOTS];
 		s->state = SLOT_BUSY;
 		pthread_mutex_unlock(&g->mu);
-		if (ok)
-			compress_slot(s, &zs);
-		else
-			s->error = 1;
+		compress_slot(s, zs);
 		pthread_mutex_lock(&g->mu);
 		s->state = SLOT_DONE;
 		pthread_cond_broadcast(&g->done);
 	}
 	pthread_mutex_unlock(&g->mu);
-	if (ok)
-		deflateEnd(&zs);
+	free(zs);
 	return NULL;
 }
 
@@ -215,8 +227,7 @@ static void gz_free(struct gz *g)
 		free(g->slots[i].dict);
 		free(g->slots[i].out);
 	}
-	if (g->inline_init)
-		deflateEnd(&g->inline_zs);
+	free(g->inline_zs);
 	pthread_cond_destroy(&g->done);
 	pthread_cond_destroy(&g->work);
 	pthread_mutex_destroy(&g->mu);
@@ -305,13 +316,9 @@ static void gz_submit(struct sf_outfile *of, int final)
 	if (!final && g->submitted == 0)
 		gz_start_workers(g); /* more than one block: worth threads */
 	if (g->nworkers == 0) {
-		if (!g->inline_init) {
-			if (zs_init(&g->inline_zs) != 0)
-				s->error = 1;
-			g->inline_init = !s->error;
-		}
-		if (g->inline_init)
-			compress_slot(s, &g->inline_zs);
+		if (!g->inline_zs)
+			g->inline_zs = gz_stream_new();
+		compress_slot(s, g->inline_zs);
 		s->state = SLOT_DONE;
 		g->submitted++;
 	} else {

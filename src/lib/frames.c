@@ -16,20 +16,20 @@ struct fr_frame {
 	uint32_t func;
 };
 
+#define FR_BUCKETS 64
+
 struct fr_thread {
 	const struct lr_thread *key;
 	struct fr_frame *stack;
 	size_t depth, cap;
 	uint64_t last_t;
 	int seen_time;
-};
-
-/* Open-frame count per (thread slot, function): lets an exit whose function
- * is not on the stack be dropped in O(1) instead of scanning a deep stack,
- * so the whole pass stays linear. */
-struct fr_count {
-	uint64_t key; /* slot << 32 | func, +1 so that 0 means empty */
-	uint64_t n;
+	/* Open frames per bucket of function ids (func % FR_BUCKETS): an exit
+	 * that does not close the innermost frame scans the stack only when
+	 * its bucket says the function may be open, so the usual unmatched
+	 * exit costs O(1). An array increment per frame: an exact per-function
+	 * count in a hash table cost 6% of a whole conversion. */
+	uint32_t open[FR_BUCKETS];
 };
 
 struct frames {
@@ -44,9 +44,6 @@ struct frames {
 	uint32_t *tslots;
 	size_t tcap;
 	size_t last_slot;
-
-	struct fr_count *counts;
-	size_t ncounts, counts_cap;
 };
 
 static uint64_t hash64(uint64_t x)
@@ -113,36 +110,6 @@ static size_t thread_slot(struct frames *f, const struct lr_thread *key)
 	return f->last_slot = f->nthreads++;
 }
 
-/* ---- open-frame counts ---- */
-
-static uint64_t *count_ref(struct frames *f, size_t slot, uint32_t func)
-{
-	uint64_t key = (((uint64_t)slot << 32) | func) + 1;
-	if ((f->ncounts + 1) * 2 > f->counts_cap) {
-		size_t cap = f->counts_cap ? f->counts_cap * 2 : 1024;
-		struct fr_count *n = xcalloc(cap, sizeof(*n));
-		for (size_t i = 0; i < f->counts_cap; i++) {
-			if (!f->counts[i].key)
-				continue;
-			size_t j = hash64(f->counts[i].key) & (cap - 1);
-			while (n[j].key)
-				j = (j + 1) & (cap - 1);
-			n[j] = f->counts[i];
-		}
-		free(f->counts);
-		f->counts = n;
-		f->counts_cap = cap;
-	}
-	size_t j = hash64(key) & (f->counts_cap - 1);
-	while (f->counts[j].key && f->counts[j].key != key)
-		j = (j + 1) & (f->counts_cap - 1);
-	if (!f->counts[j].key) {
-		f->counts[j].key = key;
-		f->ncounts++;
-	}
-	return &f->counts[j].n;
-}
-
 /* ---- stack ---- */
 
 static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
@@ -157,7 +124,7 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	fr->id = f->next_id++;
 	fr->t_begin = t;
 	fr->func = func;
-	(*count_ref(f, slot, func))++;
+	th->open[func % FR_BUCKETS]++;
 	f->stats.frames++;
 	if (th->depth > f->stats.max_depth)
 		f->stats.max_depth = th->depth > UINT32_MAX ? UINT32_MAX : (uint32_t)th->depth;
@@ -170,9 +137,20 @@ static void pop(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind
 	struct fr_thread *th = &f->threads[slot];
 	struct fr_frame fr = th->stack[--th->depth];
 	uint64_t parent = th->depth ? th->stack[th->depth - 1].id : 0;
-	(*count_ref(f, slot, fr.func))--;
+	th->open[fr.func % FR_BUCKETS]--;
 	if (f->cb.end)
 		f->cb.end(f->ctx, th->key, fr.id, parent, fr.func, (uint32_t)th->depth, fr.t_begin, t, kind);
+}
+
+/* Whether func has a frame open on the thread. */
+static int is_open(const struct fr_thread *th, uint32_t func)
+{
+	if (!th->open[func % FR_BUCKETS])
+		return 0;
+	for (size_t i = th->depth; i-- > 0;)
+		if (th->stack[i].func == func)
+			return 1;
+	return 0;
 }
 
 static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t, enum fr_end_kind kind)
@@ -182,7 +160,7 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 		pop(f, slot, t, kind);
 		return;
 	}
-	if (!th->depth || *count_ref(f, slot, func) == 0) {
+	if (!is_open(th, func)) {
 		f->stats.unmatched_exits++;
 		return;
 	}
@@ -284,6 +262,5 @@ void fr_free(struct frames *f)
 	free(f->threads);
 	free(f->tkeys);
 	free(f->tslots);
-	free(f->counts);
 	free(f);
 }

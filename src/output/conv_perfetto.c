@@ -42,9 +42,13 @@ static int pf_thread_begin(void *ctx, const struct trace_proc *p, const struct l
 static int pf_frame_begin(void *ctx, const struct trace_frame *f)
 {
 	struct pf_sink *s = ctx;
+	struct pf_thread *t = s->threads[f->thread->index];
+	uint64_t ts = s->base + f->t_begin, key = f->func_key ? f->func_key : f->func_id;
+	int known = pf_slice_begin_known(s->w, t, ts, key);
+	if (known)
+		return known < 0 ? -1 : 0;
 	const struct sym_info *si = trace_symbol(f->proc, f->func_id);
-	return pf_slice_begin(s->w, s->threads[f->thread->index], s->base + f->t_begin, f->func_key ? f->func_key : f->func_id,
-			      si->name, si->file, si->line);
+	return pf_slice_begin(s->w, t, ts, key, si->name, si->file, si->line);
 }
 
 static int pf_frame_end(void *ctx, const struct trace_frame *f)

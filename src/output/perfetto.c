@@ -8,21 +8,67 @@
 #include "lib/util.h"
 #include "output/protobuf.h"
 
-/* Field numbers, from perfetto_trace.proto. */
+/* Field numbers and the semantics we rely on, checked against Perfetto's own
+ * sources (google/perfetto):
+ *
+ *   protos/perfetto/trace/trace_packet.proto: TracePacket.clock_snapshot = 6,
+ *     timestamp = 8, trusted_packet_sequence_id = 10, track_event = 11,
+ *     interned_data = 12, sequence_flags = 13, timestamp_clock_id = 58,
+ *     trace_packet_defaults = 59, track_descriptor = 60,
+ *     first_packet_on_sequence = 87. trace_packet_defaults "Requires that any
+ *     future packet emitted on the same sequence specifies the
+ *     SEQ_NEEDS_INCREMENTAL_STATE flag"; a timestamp without a clock id (and
+ *     no default) is BOOTTIME.
+ *   protos/perfetto/trace/trace_packet_defaults.proto: TracePacketDefaults
+ *     .timestamp_clock_id = 58, .track_event_defaults = 11.
+ *   protos/perfetto/trace/track_event/track_event.proto: TrackEventDefaults
+ *     .track_uuid = 11 (used by events that carry no track_uuid).
+ *   protos/perfetto/trace/clock_snapshot.proto: ClockSnapshot.clocks = 1;
+ *     Clock.clock_id = 1, timestamp = 2, is_incremental = 3,
+ *     unit_multiplier_ns = 4. Ids 64..127 are sequence-scoped; with
+ *     is_incremental each packet timestamp on that clock is a delta from the
+ *     previous one on the sequence, the first from the snapshot's value.
+ *   protos/perfetto/common/builtin_clock.proto: BUILTIN_CLOCK_BOOTTIME = 6.
+ *
+ * How trace processor reads them (src/trace_processor/importers/proto/
+ * proto_trace_reader.cc, src/trace_processor/util/clock_synchronizer.{h,cc}):
+ * trace_packet_defaults is applied before the packet's own timestamp; a
+ * packet with a clock_snapshot is consumed by the snapshot and nothing else
+ * in it is read (so the snapshot gets a packet of its own); the snapshot sets
+ * the incremental clock's running value to its timestamp, and each packet
+ * converted on that clock adds its delta to it, while a packet with another
+ * clock id leaves it alone; a packet flagged SEQ_NEEDS_INCREMENTAL_STATE is
+ * dropped unless its sequence saw SEQ_INCREMENTAL_STATE_CLEARED. The SDK
+ * (src/tracing/internal/track_event_internal.cc) writes the same thing:
+ * defaults {timestamp_clock_id 64, track_event_defaults.track_uuid} on the
+ * packet that clears the state, a snapshot of the trace clock and clock 64
+ * (is_incremental) at the same value, then deltas, falling back to an
+ * absolute timestamp with an explicit clock id when time goes backwards. */
 enum {
 	F_TRACE_PACKET = 1,
 
+	F_PKT_CLOCK_SNAPSHOT = 6,
 	F_PKT_TIMESTAMP = 8,
 	F_PKT_SEQ_ID = 10,
 	F_PKT_TRACK_EVENT = 11,
 	F_PKT_INTERNED_DATA = 12,
 	F_PKT_SEQ_FLAGS = 13,
+	F_PKT_TIMESTAMP_CLOCK_ID = 58,
+	F_PKT_DEFAULTS = 59,
 	F_PKT_TRACK_DESCRIPTOR = 60,
 	F_PKT_FIRST_ON_SEQ = 87,
 
+	F_CS_CLOCKS = 1,
+	F_CLK_ID = 1,
+	F_CLK_TIMESTAMP = 2,
+	F_CLK_IS_INCREMENTAL = 3,
+
+	F_TPD_TIMESTAMP_CLOCK_ID = 58,
+	F_TPD_TRACK_EVENT_DEFAULTS = 11,
+	F_TED_TRACK_UUID = 11,
+
 	F_TE_TYPE = 9,
 	F_TE_NAME_IID = 10,
-	F_TE_TRACK_UUID = 11,
 	F_TE_SOURCE_LOCATION_IID = 34,
 
 	F_TD_UUID = 1,
@@ -52,6 +98,9 @@ enum {
 
 enum { SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 };
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3 };
+/* The absolute clock (what a timestamp without clock id means) and our
+ * sequence-scoped incremental one. */
+enum { CLOCK_BOOTTIME = 6, CLOCK_INCREMENTAL = 64 };
 
 /* One-byte tags used on the hot path: (field << 3) | wire type. */
 #define TAG1(field, wt) ((uint8_t)(((field) << 3) | (wt)))
@@ -59,7 +108,8 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3 };
 /* Hand the buffer to the callback once it holds this much: large enough that
  * the callback cost vanishes, small enough to stay in L2. */
 #define PF_FLUSH_AT (256u * 1024u)
-/* An event packet without interned data never exceeds this. */
+/* An event packet without interned data never exceeds this (at most 41
+ * bytes: 10-byte absolute timestamp + clock id, 5-byte ids). */
 #define PF_EVENT_MAX 64u
 /* Interned ids carry this bit in the map when the function has a source
  * location (ids themselves stay far below it). */
@@ -78,17 +128,19 @@ struct pf_process {
 	struct pf_process *next;
 	uint64_t uuid;
 	uint32_t pid;
-	uint32_t seq_id;
-	uint32_t next_iid;
-	struct intern_map interned;
 };
 
+/* A thread is one packet sequence: its interning and its incremental clock
+ * are its own. The fields the hot path touches come first. */
 struct pf_thread {
-	struct pf_thread *next;
-	struct pf_process *proc;
-	uint64_t uuid;
-	uint32_t seq_id; /* copy of proc->seq_id: one less load per event */
+	uint64_t last_ts;   /* clock 64's running value on this sequence */
+	uint32_t seq_id;
+	int clock_ready;    /* the ClockSnapshot has been written */
+	struct intern_map interned;
+	uint32_t next_iid;
 	uint32_t tid;
+	uint64_t uuid;
+	struct pf_thread *next;
 };
 
 struct pf_writer {
@@ -205,11 +257,11 @@ int pf_finish(struct pf_writer *w)
 	int ret = w->failed ? -1 : 0;
 	for (struct pf_thread *t = w->threads, *n; t; t = n) {
 		n = t->next;
+		map_free(&t->interned);
 		free(t);
 	}
 	for (struct pf_process *p = w->procs, *n; p; p = n) {
 		n = p->next;
-		map_free(&p->interned);
 		free(p);
 	}
 	pb_buf_free(&w->out);
@@ -219,21 +271,20 @@ int pf_finish(struct pf_writer *w)
 
 /* ---- descriptors ---- */
 
+/* The process track stays on a sequence of its own: it carries no events,
+ * hence no defaults, no clock and no interning. */
 struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
 				  const char *process_name, const char *cmdline)
 {
 	struct pf_process *p = xcalloc(1, sizeof(*p));
 	p->uuid = w->next_uuid++;
 	p->pid = pid;
-	p->seq_id = w->next_seq_id++;
-	p->next_iid = 1;
-	map_init(&p->interned, 64);
 	p->next = w->procs;
 	w->procs = p;
 
 	struct pb_buf *b = &w->out;
 	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
-	pb_put_uint(b, F_PKT_SEQ_ID, p->seq_id);
+	pb_put_uint(b, F_PKT_SEQ_ID, w->next_seq_id++);
 	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
 	pb_put_uint(b, F_PKT_FIRST_ON_SEQ, 1);
 	size_t td = pb_nest_begin(b, F_PKT_TRACK_DESCRIPTOR);
@@ -251,20 +302,39 @@ struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
 	return p;
 }
 
+/* TracePacketDefaults of a thread's sequence: timestamps are on clock 64
+ * and events without track_uuid belong to the thread's track. */
+static void put_thread_defaults(struct pb_buf *b, const struct pf_thread *t)
+{
+	size_t d = pb_nest_begin(b, F_PKT_DEFAULTS);
+	pb_put_uint(b, F_TPD_TIMESTAMP_CLOCK_ID, CLOCK_INCREMENTAL);
+	size_t ted = pb_nest_begin(b, F_TPD_TRACK_EVENT_DEFAULTS);
+	pb_put_uint(b, F_TED_TRACK_UUID, t->uuid);
+	pb_nest_end(b, ted);
+	pb_nest_end(b, d);
+}
+
+/* The first packet of the thread's own sequence: it clears the incremental
+ * state, sets the defaults and describes the track. It has no timestamp, so
+ * it does not need the clock that the first event will set up. */
 struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 				uint32_t tid, const char *thread_name)
 {
 	struct pf_thread *t = xcalloc(1, sizeof(*t));
-	t->proc = p;
 	t->uuid = w->next_uuid++;
-	t->seq_id = p->seq_id;
+	t->seq_id = w->next_seq_id++;
 	t->tid = tid;
+	t->next_iid = 1;
+	map_init(&t->interned, 64);
 	t->next = w->threads;
 	w->threads = t;
 
 	struct pb_buf *b = &w->out;
 	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
-	pb_put_uint(b, F_PKT_SEQ_ID, p->seq_id);
+	pb_put_uint(b, F_PKT_SEQ_ID, t->seq_id);
+	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_put_uint(b, F_PKT_FIRST_ON_SEQ, 1);
+	put_thread_defaults(b, t);
 	size_t td = pb_nest_begin(b, F_PKT_TRACK_DESCRIPTOR);
 	pb_put_uint(b, F_TD_UUID, t->uuid);
 	pb_put_uint(b, F_TD_PARENT_UUID, p->uuid);
@@ -280,29 +350,90 @@ struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 	return t;
 }
 
+/* ---- time ---- */
+
+static void put_clock(struct pb_buf *b, uint32_t id, uint64_t ts, int incremental)
+{
+	size_t c = pb_nest_begin(b, F_CS_CLOCKS);
+	pb_put_uint(b, F_CLK_ID, id);
+	pb_put_uint(b, F_CLK_TIMESTAMP, ts);
+	if (incremental)
+		pb_put_uint(b, F_CLK_IS_INCREMENTAL, 1);
+	pb_nest_end(b, c);
+}
+
+/* Before the thread's first event: clock 64 starts at t0, which is t0 on
+ * BOOTTIME too, so the conversion is the identity and every event keeps the
+ * absolute time it would have had without a clock id. The packet's own
+ * timestamp names BOOTTIME explicitly, not the incremental default (trace
+ * processor ignores it anyway: the snapshot consumes the packet). Like every
+ * packet after the defaults, it is flagged as needing incremental state. */
+static void put_clock_snapshot(struct pf_writer *w, struct pf_thread *t, uint64_t t0)
+{
+	struct pb_buf *b = &w->out;
+	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
+	pb_put_uint(b, F_PKT_TIMESTAMP, t0);
+	pb_put_uint(b, F_PKT_TIMESTAMP_CLOCK_ID, CLOCK_BOOTTIME);
+	pb_put_uint(b, F_PKT_SEQ_ID, t->seq_id);
+	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	size_t cs = pb_nest_begin(b, F_PKT_CLOCK_SNAPSHOT);
+	put_clock(b, CLOCK_BOOTTIME, t0, 0);
+	put_clock(b, CLOCK_INCREMENTAL, t0, 1);
+	pb_nest_end(b, cs);
+	pb_nest_end(b, pkt);
+	t->last_ts = t0;
+	t->clock_ready = 1;
+}
+
+/* TracePacket.timestamp of an event: the delta from the previous value of
+ * clock 64 (the sequence default, so no clock id). A delta is unsigned: if
+ * time went backwards the packet carries its absolute time on BOOTTIME with
+ * an explicit clock id, and clock 64 keeps its value. At most 14 bytes. */
+static inline uint8_t *enc_timestamp(uint8_t *p, struct pf_thread *t, uint64_t ts)
+{
+	*p++ = TAG1(F_PKT_TIMESTAMP, PB_VARINT);
+	if (__builtin_expect(ts >= t->last_ts, 1)) {
+		p = pb_enc_varint(p, ts - t->last_ts);
+		t->last_ts = ts;
+		return p;
+	}
+	p = pb_enc_varint(p, ts);
+	p = pb_enc_tag(p, F_PKT_TIMESTAMP_CLOCK_ID, PB_VARINT);
+	*p++ = CLOCK_BOOTTIME;
+	return p;
+}
+
+/* Every event packet of a thread starts like this: timestamp, sequence and
+ * SEQ_NEEDS_INCREMENTAL_STATE. All of them depend on incremental state: the
+ * defaults give them their track, clock 64 their time, and begin/instant
+ * events name their function by interned id. Trace processor drops such
+ * packets on a sequence whose state was not cleared, rather than putting
+ * them on the wrong track or at the wrong time. */
+static inline uint8_t *enc_event_head(uint8_t *p, struct pf_thread *t, uint64_t ts)
+{
+	p = enc_timestamp(p, t, ts);
+	*p++ = TAG1(F_PKT_SEQ_ID, PB_VARINT);
+	p = pb_enc_varint(p, t->seq_id);
+	*p++ = TAG1(F_PKT_SEQ_FLAGS, PB_VARINT);
+	*p++ = SEQ_NEEDS_INCREMENTAL_STATE;
+	return p;
+}
+
 /* ---- events ---- */
 
 /* The packet of an event whose function is already interned on the
  * sequence. Every length fits in one byte (see PF_EVENT_MAX), so the packet
  * is encoded straight into reserved space without nesting bookkeeping. */
-static inline void put_named_event(struct pf_writer *w, const struct pf_thread *t,
+static inline void put_named_event(struct pf_writer *w, struct pf_thread *t,
 				   uint64_t ts, uint32_t type, uint32_t iid_val)
 {
 	uint8_t *start = pb_buf_reserve(&w->out, PF_EVENT_MAX);
-	uint8_t *p = start + 2; /* Trace.packet tag + length */
-	*p++ = TAG1(F_PKT_TIMESTAMP, PB_VARINT);
-	p = pb_enc_varint(p, ts);
-	*p++ = TAG1(F_PKT_SEQ_ID, PB_VARINT);
-	p = pb_enc_varint(p, t->seq_id);
-	*p++ = TAG1(F_PKT_SEQ_FLAGS, PB_VARINT);
-	*p++ = SEQ_NEEDS_INCREMENTAL_STATE;
+	uint8_t *p = enc_event_head(start + 2, t, ts); /* after the packet's tag + length */
 	*p++ = TAG1(F_PKT_TRACK_EVENT, PB_LEN);
 	uint8_t *te_len = p++;
 	uint8_t *te = p;
 	*p++ = TAG1(F_TE_TYPE, PB_VARINT);
 	*p++ = (uint8_t)type;
-	*p++ = TAG1(F_TE_TRACK_UUID, PB_VARINT);
-	p = pb_enc_varint(p, t->uuid);
 	uint32_t iid = iid_val & ~IID_HAS_LOC;
 	*p++ = TAG1(F_TE_NAME_IID, PB_VARINT);
 	p = pb_enc_varint(p, iid);
@@ -319,12 +450,11 @@ static inline void put_named_event(struct pf_writer *w, const struct pf_thread *
 /* First use of a function on a sequence: the packet also carries the
  * InternedData that defines its name (and source location). Rare, so it uses
  * the general nested encoder, which copes with any string length. */
-static uint32_t put_interning_event(struct pf_writer *w, const struct pf_thread *t,
+static uint32_t put_interning_event(struct pf_writer *w, struct pf_thread *t,
 				    uint64_t ts, uint32_t type, uint64_t key,
 				    const char *name, const char *file, uint32_t line)
 {
-	struct pf_process *proc = t->proc;
-	uint32_t iid = proc->next_iid++;
+	uint32_t iid = t->next_iid++;
 	int has_loc = file && *file;
 	char fallback[32];
 	if (!name) {
@@ -334,9 +464,7 @@ static uint32_t put_interning_event(struct pf_writer *w, const struct pf_thread 
 
 	struct pb_buf *b = &w->out;
 	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
-	pb_put_uint(b, F_PKT_TIMESTAMP, ts);
-	pb_put_uint(b, F_PKT_SEQ_ID, t->seq_id);
-	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	pb_buf_commit(b, enc_event_head(pb_buf_reserve(b, PF_EVENT_MAX), t, ts));
 	size_t id = pb_nest_begin(b, F_PKT_INTERNED_DATA);
 	size_t en = pb_nest_begin(b, F_ID_EVENT_NAMES);
 	pb_put_uint(b, F_EN_IID, iid);
@@ -353,7 +481,6 @@ static uint32_t put_interning_event(struct pf_writer *w, const struct pf_thread 
 	pb_nest_end(b, id);
 	size_t te = pb_nest_begin(b, F_PKT_TRACK_EVENT);
 	pb_put_uint(b, F_TE_TYPE, type);
-	pb_put_uint(b, F_TE_TRACK_UUID, t->uuid);
 	pb_put_uint(b, F_TE_NAME_IID, iid);
 	if (has_loc)
 		pb_put_uint(b, F_TE_SOURCE_LOCATION_IID, iid);
@@ -361,8 +488,16 @@ static uint32_t put_interning_event(struct pf_writer *w, const struct pf_thread 
 	pb_nest_end(b, pkt);
 
 	uint32_t val = iid | (has_loc ? IID_HAS_LOC : 0);
-	map_put(&proc->interned, key, val);
+	map_put(&t->interned, key, val);
 	return val;
+}
+
+/* The clock snapshot goes out lazily, before the thread's first event,
+ * because only then is its start time known. */
+static inline void need_clock(struct pf_writer *w, struct pf_thread *t, uint64_t ts)
+{
+	if (__builtin_expect(!t->clock_ready, 0))
+		put_clock_snapshot(w, t, ts);
 }
 
 static inline int named_event(struct pf_writer *w, struct pf_thread *t, uint64_t ts,
@@ -371,7 +506,8 @@ static inline int named_event(struct pf_writer *w, struct pf_thread *t, uint64_t
 {
 	if (__builtin_expect(w->failed, 0))
 		return -1;
-	uint32_t val = map_get(&t->proc->interned, key);
+	need_clock(w, t, ts);
+	uint32_t val = map_get(&t->interned, key);
 	if (__builtin_expect(val != 0, 1))
 		put_named_event(w, t, ts, type, val);
 	else
@@ -387,6 +523,19 @@ int pf_slice_begin(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
 	return named_event(w, t, ts_ns, TYPE_SLICE_BEGIN, func_key, name, file, line);
 }
 
+int pf_slice_begin_known(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key)
+{
+	if (__builtin_expect(w->failed, 0))
+		return -1;
+	uint32_t val = map_get(&t->interned, func_key);
+	if (!val)
+		return 0;
+	need_clock(w, t, ts_ns);
+	put_named_event(w, t, ts_ns, TYPE_SLICE_BEGIN, val);
+	maybe_flush(w);
+	return w->failed ? -1 : 1;
+}
+
 int pf_instant(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
 	       uint64_t func_key, const char *name, const char *file,
 	       uint32_t line)
@@ -394,24 +543,18 @@ int pf_instant(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
 	return named_event(w, t, ts_ns, TYPE_INSTANT, func_key, name, file, line);
 }
 
+/* Slice ends name nothing: timestamp, sequence, flags and the type. */
 int pf_slice_end(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns)
 {
 	if (__builtin_expect(w->failed, 0))
 		return -1;
+	need_clock(w, t, ts_ns);
 	uint8_t *start = pb_buf_reserve(&w->out, PF_EVENT_MAX);
-	uint8_t *p = start + 2;
-	*p++ = TAG1(F_PKT_TIMESTAMP, PB_VARINT);
-	p = pb_enc_varint(p, ts_ns);
-	*p++ = TAG1(F_PKT_SEQ_ID, PB_VARINT);
-	p = pb_enc_varint(p, t->seq_id);
+	uint8_t *p = enc_event_head(start + 2, t, ts_ns);
 	*p++ = TAG1(F_PKT_TRACK_EVENT, PB_LEN);
-	uint8_t *te_len = p++;
-	uint8_t *te = p;
+	*p++ = 2;
 	*p++ = TAG1(F_TE_TYPE, PB_VARINT);
 	*p++ = TYPE_SLICE_END;
-	*p++ = TAG1(F_TE_TRACK_UUID, PB_VARINT);
-	p = pb_enc_varint(p, t->uuid);
-	*te_len = (uint8_t)(p - te);
 	start[0] = TAG1(F_TRACE_PACKET, PB_LEN);
 	start[1] = (uint8_t)(p - start - 2);
 	pb_buf_commit(&w->out, p);

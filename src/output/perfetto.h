@@ -3,25 +3,34 @@
  * The output is a perfetto.protos.Trace: a sequence of `Trace.packet` (field
  * 1) records, one TracePacket each, written through a callback as the buffer
  * fills, so the trace is never held in memory. Memory is bounded by the
- * number of processes, threads and distinct functions, not by events.
+ * number of processes and threads and the functions each thread calls, not
+ * by events.
  *
- * Layout:
- *   - every process gets its own trusted_packet_sequence_id (from 2 up; 1 is
- *     the tracing service's own sequence in real Perfetto traces). Its first
- *     packet is the process TrackDescriptor, flagged
- *     SEQ_INCREMENTAL_STATE_CLEARED + first_packet_on_sequence;
+ * Layout (the way Perfetto's own SDK writes TrackEvents; field numbers and
+ * the trace processor semantics they rely on are listed in perfetto.c):
+ *   - every process gets a sequence (trusted_packet_sequence_id, from 2 up;
+ *     1 is the tracing service's own in real Perfetto traces) holding only
+ *     its TrackDescriptor, flagged SEQ_INCREMENTAL_STATE_CLEARED +
+ *     first_packet_on_sequence;
  *   - every pf_add_thread call gets a fresh track uuid (a tid that is reused
  *     within a process gets a second track), with parent_uuid = the process
- *     track;
+ *     track, and a sequence of its own. Its first packet clears the state,
+ *     holds the thread TrackDescriptor and TracePacketDefaults: events carry
+ *     no track_uuid (the default is the thread's track) and no clock id (the
+ *     default is clock 64, sequence-scoped and incremental);
+ *   - before the thread's first event, a ClockSnapshot packet sets clock 64
+ *     to that event's time on BOOTTIME; every event timestamp is then the
+ *     delta from the previous one. A timestamp that goes backwards is written
+ *     absolute, with timestamp_clock_id = BOOTTIME;
  *   - slice begin / instant events refer to their name and source location
- *     by interned id. The strings are emitted once per process sequence, in
- *     the InternedData of the first packet that uses them; every packet that
- *     uses interned ids carries SEQ_NEEDS_INCREMENTAL_STATE. Slice end packets
- *     use no interned data and carry no flags.
+ *     by interned id. The strings are emitted once per thread sequence, in
+ *     the InternedData of the first packet that uses them;
+ *   - every packet after the first on a thread sequence carries
+ *     SEQ_NEEDS_INCREMENTAL_STATE (they all rely on the defaults and clock).
  *
- * Timestamps are absolute nanoseconds in TracePacket.timestamp with no
- * timestamp_clock_id, i.e. Perfetto's default clock (BOOTTIME). Callers may
- * pass CLOCK_MONOTONIC-based values: within one trace only their differences
+ * Timestamps are absolute nanoseconds as seen by a reader: BOOTTIME, the
+ * clock a Perfetto timestamp without clock id is on. Callers may pass
+ * CLOCK_MONOTONIC-based values: within one trace only their differences
  * matter for display.
  *
  * Not thread-safe: one writer is used by one thread.
@@ -51,18 +60,25 @@ struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
 				  const char *process_name, const char *cmdline);
 
 /* Emits a thread TrackDescriptor (pid, tid, thread_name) under the process
- * track. thread_name may be NULL. The handle lives until pf_finish. */
+ * track, as the first packet of the thread's own sequence (with its
+ * defaults). thread_name may be NULL. The handle lives until pf_finish. */
 struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 				uint32_t tid, const char *thread_name);
 
 /* A slice begins on the thread's track. func_key identifies the function
  * within the thread's process: name, file and line are read only the first
- * time the key is seen on that process (they are interned). name NULL is
- * written as "func#<key>"; file NULL or "" means no source location; line 0
- * means no line number. Returns 0, or -1 after a write failure. */
+ * time the key is seen on that thread (they are interned per thread). name
+ * NULL is written as "func#<key>"; file NULL or "" means no source location;
+ * line 0 means no line number. Returns 0, or -1 after a write failure. */
 int pf_slice_begin(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
 		   uint64_t func_key, const char *name, const char *file,
 		   uint32_t line);
+
+/* pf_slice_begin for a function the thread's sequence has already named:
+ * returns 1 when written, 0 when func_key is new to the sequence (nothing
+ * written: call pf_slice_begin with its names), -1 after a write failure.
+ * It spares callers the symbol lookup on every call but the first. */
+int pf_slice_begin_known(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key);
 
 /* Ends the innermost open slice on the thread's track. */
 int pf_slice_end(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns);

@@ -5,7 +5,8 @@ import json
 import os
 import shutil
 
-from sfkit import (ROOT, SFTRACE, Skip, calls_fixture, check, eq, perfetto_summary, record, run, tmpdir)
+from sfkit import (ROOT, SFTRACE, Skip, calls_fixture, check, check_perfetto_times, eq, perfetto_summary, record, run,
+                   tmpdir)
 
 CALLS = {"leaf": 60, "middle": 20, "outer": 10, "recurse": 51, "tail_caller": 5, "tail_callee": 5,
          "thread_work": 8, "tleaf": 8000, "lib_add": 7, "lib_inner": 7, "deep": 21, "crash_here": 1, "main": 1}
@@ -44,7 +45,61 @@ def test_perfetto_exact_slices():
         check(all(t["parent"] in s["procs"] and t["pid"] == proc["pid"] for t in s["threads"].values()),
               "thread tracks under the process")
         check(all(v == 0 for v in s["balance"].values()), f"unbalanced tracks: {s['balance']}")
-        check(all(n == 1 for n in s["name_writes"].values()), f"names interned once: {s['name_writes']}")
+        check(all(n == 1 for n in s["name_writes_per_seq"].values()),
+              f"names interned once per thread sequence: {s['name_writes_per_seq']}")
+        eq(len({seq for seq, _ in s["name_writes_per_seq"]}), 9, "one interning sequence per thread")
+        eq((s["skipped"], s["missing_needs"]), (0, 0), "packets dropped / incremental state without the flag")
+        check_perfetto_times(log, s)
+
+
+def _pb_varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7f) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _pb(num, v):
+    """One protobuf field: an int (varint), or bytes / a list of fields (a
+    nested message)."""
+    if isinstance(v, int):
+        return _pb_varint(num << 3) + _pb_varint(v)
+    if isinstance(v, list):
+        v = b"".join(v)
+    return _pb_varint(num << 3 | 2) + _pb_varint(len(v)) + v
+
+
+def test_perfetto_reader_follows_trace_processor():
+    """The reader the cases above rely on (sfkit.perfetto_summary), on a
+    hand-made trace: defaults, a clock snapshot, deltas, a timestamp that goes
+    backwards (absolute, explicit BOOTTIME, the running value untouched), a
+    packet on a sequence whose state was never cleared (dropped)."""
+    T0 = 5_000_000_000
+    ev = lambda typ, *f: _pb(11, [_pb(9, typ)] + list(f))  # noqa: E731
+    seq = lambda *f: _pb(1, [_pb(10, 7)] + list(f))  # noqa: E731
+    needs = _pb(13, 2)
+    packets = [
+        seq(_pb(13, 1), _pb(87, 1), _pb(59, [_pb(58, 64), _pb(11, [_pb(11, 42)])]),
+            _pb(60, [_pb(1, 42), _pb(4, [_pb(1, 1), _pb(2, 2), _pb(5, b"t")])])),
+        seq(_pb(8, T0), _pb(58, 6), needs,
+            _pb(6, [_pb(1, [_pb(1, 6), _pb(2, T0)]), _pb(1, [_pb(1, 64), _pb(2, T0), _pb(3, 1)])])),
+        seq(_pb(8, 0), needs, _pb(12, [_pb(2, [_pb(1, 1), _pb(2, b"outer")])]), ev(1, _pb(10, 1))),
+        seq(_pb(8, 100), needs, _pb(12, [_pb(2, [_pb(1, 2), _pb(2, b"inner")])]), ev(1, _pb(10, 2))),
+        seq(_pb(8, T0 + 50), _pb(58, 6), needs, ev(2)),      # backwards: absolute
+        seq(_pb(8, 25), needs, ev(2)),                      # T0 + 100 + 25
+        _pb(1, [_pb(10, 8), _pb(8, 1), needs, ev(1, _pb(23, b"lost"))]),
+    ]
+    d = tmpdir()
+    path = os.path.join(d, "hand.pb")
+    with open(path, "wb") as f:
+        f.write(b"".join(packets))
+    s = perfetto_summary(path)
+    eq(s["slices"], {42: [("inner", T0 + 100, T0 + 50), ("outer", T0, T0 + 125)]}, "slices on the default track")
+    eq(s["times"][42], {"begin": [T0, T0 + 100], "end": [T0 + 50, T0 + 125]}, "absolute times")
+    eq((s["skipped"], s["missing_needs"]), (1, 0), "skipped / unflagged")
+    shutil.rmtree(d)
 
 
 def test_perfetto_default_type_is_explicit_too():
@@ -109,6 +164,7 @@ def test_crash_repaired_and_reported():
     s = perfetto_summary(out)
     check(all(v == 0 for v in s["balance"].values()), "balanced after repair")
     eq(s["begins"]["deep"], 21, "deep frames")
+    check_perfetto_times(log, s)
     pola = os.path.join(os.path.dirname(log), "sf.pola")
     run([SFTRACE, "convert", "--type", "pola", log, "-o", pola])
     r = pola_query(pola)

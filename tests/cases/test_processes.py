@@ -6,7 +6,7 @@ import re
 import shutil
 
 from sfkit import (BUILD, FIXBUILD, FIXTURES, RUNTIME, SFTRACE, Skip, build_c, calls_fixture, check, check_nesting,
-                   count_calls, dump_events, eq, perfetto_summary, record, run, tmpdir)
+                   check_perfetto_times, count_calls, dump_events, eq, perfetto_summary, record, run, tmpdir)
 
 
 def logs_in(d):
@@ -64,6 +64,8 @@ def test_shell_script_runs_three_programs():
     eq(len(s["procs"]), 3, "process tracks")
     eq(s["begins"]["tleaf"], 24000, "slices over all processes")
     check(all(v == 0 for v in s["balance"].values()))
+    eq((s["skipped"], s["missing_needs"]), (0, 0), "packets dropped / incremental state without the flag")
+    check_perfetto_times(d, s)
 
 
 def test_dlopen_dlclose_dlopen_again():

@@ -20,8 +20,8 @@ import os
 import re
 import shutil
 
-from sfkit import (BUILD, ROOT, SFTRACE, Skip, check, check_nesting, count_calls, dump_events, eq,
-                   perfetto_summary, run, tmpdir)
+from sfkit import (BUILD, ROOT, SFTRACE, Skip, check, check_nesting, check_perfetto_times, count_calls, dump_events,
+                   eq, perfetto_summary, run, tmpdir)
 
 EXAMPLE = os.path.join(ROOT, "examples", "rust-bench")
 CRATE = os.path.join(BUILD, "rust-bench")
@@ -284,6 +284,8 @@ def test_filtered_nesting_names_perfetto():
     eq(dict(s["begins"]), dict(calls), "one Perfetto slice per call, by name")
     check(all(v == 0 for v in s["balance"].values()), f"unbalanced tracks: {s['balance']}")
     eq(sorted(t["tid"] for t in s["threads"].values()), sorted(tids), "one thread track per tid")
+    eq((s["skipped"], s["missing_needs"]), (0, 0), "packets dropped / incremental state without the flag")
+    check_perfetto_times(log, s)
 
     pola = os.path.join(d, "sf.pola")
     run([SFTRACE, "convert", "--type", "pola", log, "-o", pola])

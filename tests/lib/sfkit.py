@@ -180,25 +180,137 @@ def fields(node, num):
     return [v for k, v in node if k == num]
 
 
+# Perfetto facts the reader below relies on (checked against Perfetto's
+# protos and trace processor; see src/output/perfetto.c for the sources).
+PF_SEQ_CLEARED, PF_SEQ_NEEDS = 1, 2      # TracePacket.sequence_flags (13)
+PF_BOOTTIME = 6                          # BuiltinClock: the default trace clock
+
+
+class _PfSequence:
+    """Incremental state of one trusted_packet_sequence_id, as trace
+    processor keeps it."""
+
+    def __init__(self):
+        self.valid = False        # saw SEQ_INCREMENTAL_STATE_CLEARED
+        self.names = {}           # EventName iid -> name
+        self.locs = {}            # SourceLocation iid -> (file, line)
+        self.default_track = None  # TrackEventDefaults.track_uuid
+        self.default_clock = None  # TracePacketDefaults.timestamp_clock_id
+        self.clocks = {}          # sequence-scoped clock id -> _PfClock
+
+    def clear(self):
+        self.valid = True
+        self.names, self.locs = {}, {}
+        self.default_track = self.default_clock = None
+
+
+class _PfClock:
+    def __init__(self, ts, boot, incremental):
+        self.snap, self.boot, self.incremental = ts, boot, incremental
+        self.value = ts           # running value of an incremental clock
+
+
+def _pf_clock_snapshot(st, cs):
+    """ClockSnapshot (6): clocks (1) = Clock {clock_id 1, timestamp 2,
+    is_incremental 3, unit_multiplier_ns 4}. Only what our writer needs:
+    sequence-scoped clocks (64..127) related to BOOTTIME in ns."""
+    clocks = {field(c, 1): c for c in fields(cs, 1)}
+    if PF_BOOTTIME not in clocks:
+        raise AssertionError(f"ClockSnapshot without BOOTTIME: {cs}")
+    boot = field(clocks[PF_BOOTTIME], 2)
+    for cid, c in clocks.items():
+        if field(c, 4, 1) != 1:
+            raise AssertionError(f"clock {cid}: unit_multiplier_ns unsupported here")
+        if cid == PF_BOOTTIME:
+            continue
+        if not 64 <= cid < 128:
+            raise AssertionError(f"clock {cid}: only sequence-scoped clocks are supported here")
+        # Trace processor: the snapshot sets the clock's value; an incremental
+        # clock then adds every delta converted on it.
+        st.clocks[cid] = _PfClock(field(c, 2), boot, bool(field(c, 3, 0)))
+
+
+def _pf_timestamp(st, pkt):
+    """Absolute (BOOTTIME) ns of a packet's timestamp (8): its clock is
+    timestamp_clock_id (58), else the sequence default, else BOOTTIME. On an
+    incremental clock the value is a delta from the clock's previous value on
+    the sequence; any other clock leaves that value alone."""
+    ts = field(pkt, 8)
+    cid = field(pkt, 58) or st.default_clock or PF_BOOTTIME
+    if cid == PF_BOOTTIME:
+        return ts
+    c = st.clocks.get(cid)
+    if c is None:
+        raise AssertionError(f"timestamp on clock {cid} before any ClockSnapshot of it: {pkt}")
+    if c.incremental:
+        c.value += ts
+        ts = c.value
+    return ts - c.snap + c.boot
+
+
 def perfetto_summary(path):
-    """Reads a Perfetto trace (gzip or not) back: process and thread tracks,
-    per-name slice begin counts, begin/end balance per track, and how often
-    each interned name string was written."""
+    """Reads a Perfetto trace (gzip or not) back the way trace processor
+    does: per-sequence interning, TracePacketDefaults (default track and
+    clock), ClockSnapshots and incremental timestamps. Returns process and
+    thread tracks, per-name slice begin counts, begin/end balance per track,
+    how often each interned name string was written (overall and per
+    sequence), and per track the absolute begin/end times and the slices
+    (name, begin, end). 'skipped' counts packets trace processor would drop
+    (SEQ_NEEDS_INCREMENTAL_STATE on a sequence never cleared) and
+    'missing_needs' packets that use incremental state without the flag."""
     import gzip
     data = open(path, "rb").read()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     tree = decode_raw(data)
     procs, threads = {}, {}
-    names = {}          # (seq, iid) -> name
+    seqs = collections.defaultdict(_PfSequence)
     name_writes = collections.Counter()
+    name_writes_per_seq = collections.Counter()
     begins = collections.Counter()
     balance = collections.Counter()
-    pending = []
+    times = collections.defaultdict(lambda: {"begin": [], "end": []})
+    slices = collections.defaultdict(list)
+    stacks = collections.defaultdict(list)
+    skipped = missing_needs = 0
     for k, pkt in tree:
         if k != 1:
             continue
-        seq = field(pkt, 10)
+        seq = field(pkt, 10, 0)
+        st = seqs[seq]
+        flags = field(pkt, 13, 0)
+        if flags & PF_SEQ_CLEARED:
+            st.clear()
+        defaults = field(pkt, 59)
+        if defaults is not None:
+            st.default_clock = field(defaults, 58)
+            ted = field(defaults, 11)
+            st.default_track = field(ted, 11) if ted is not None else None
+        interned = field(pkt, 12)
+        if interned is not None and st.valid:
+            for en in fields(interned, 2):
+                st.names[field(en, 1)] = field(en, 2)
+                name_writes[field(en, 2)] += 1
+                name_writes_per_seq[(seq, field(en, 2))] += 1
+            for sl in fields(interned, 4):
+                st.locs[field(sl, 1)] = (field(sl, 2), field(sl, 4))
+        cs = field(pkt, 6)
+        if cs is not None:
+            _pf_clock_snapshot(st, cs)  # trace processor reads nothing else of it
+            continue
+        if flags & PF_SEQ_NEEDS and not st.valid:
+            skipped += 1
+            continue
+        te = field(pkt, 11)
+        # Interned ids, the default track and the default clock are all
+        # incremental state.
+        uses_clock = field(pkt, 8) is not None and field(pkt, 58) is None and st.default_clock is not None
+        uses_ids = te is not None and (field(te, 10) is not None or field(te, 34) is not None)
+        uses_track = te is not None and field(te, 11) is None and st.default_track is not None
+        needs = uses_clock or uses_ids or uses_track
+        if needs and not flags & PF_SEQ_NEEDS:
+            missing_needs += 1
+        ts = _pf_timestamp(st, pkt) if field(pkt, 8) is not None else None
         td = field(pkt, 60)
         if td is not None:
             uuid = field(td, 1)
@@ -209,21 +321,69 @@ def perfetto_summary(path):
                 t = field(td, 4)
                 threads[uuid] = {"pid": field(t, 1), "tid": field(t, 2), "name": field(t, 5),
                                  "parent": field(td, 5)}
-        interned = field(pkt, 12)
-        if interned is not None:
-            for en in fields(interned, 2):
-                names[(seq, field(en, 1))] = field(en, 2)
-                name_writes[field(en, 2)] += 1
-        te = field(pkt, 11)
-        if te is not None:
-            typ, track = field(te, 9), field(te, 11)
+        if te is None:
+            continue
+        if ts is None:
+            raise AssertionError(f"TrackEvent without timestamp: {pkt}")
+        typ = field(te, 9)
+        track = field(te, 11, st.default_track or 0)
+        if typ in (1, 3):
+            name = st.names.get(field(te, 10), field(te, 23))
             if typ == 1:
-                begins[names.get((seq, field(te, 10)), field(te, 23))] += 1
+                begins[name] += 1
                 balance[track] += 1
-            elif typ == 2:
-                balance[track] -= 1
+                times[track]["begin"].append(ts)
+                stacks[track].append((name, ts))
+            else:
+                slices[track].append((name, ts, ts))
+        elif typ == 2:
+            balance[track] -= 1
+            times[track]["end"].append(ts)
+            if stacks[track]:
+                name, b = stacks[track].pop()
+                slices[track].append((name, b, ts))
     return {"procs": procs, "threads": threads, "begins": begins, "balance": balance,
-            "name_writes": name_writes}
+            "name_writes": name_writes, "name_writes_per_seq": name_writes_per_seq,
+            "times": dict(times), "slices": dict(slices), "skipped": skipped, "missing_needs": missing_needs}
+
+
+def chrome_slices(log):
+    """Per tid, the sorted (begin_ns, end_ns, name) of every frame, from
+    `convert --type chrome` of a log or a directory of logs (ts and dur:
+    microseconds with 3 exact decimals)."""
+    import decimal
+    import json
+    out = log.rstrip("/") + ".chrome.json"
+    run([SFTRACE, "convert", "--type", "chrome", log, "-o", out])
+    with open(out) as f:
+        doc = json.load(f, parse_float=decimal.Decimal)
+    os.unlink(out)
+    per_tid = collections.defaultdict(list)
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            b = int(e["ts"] * 1000)
+            per_tid[e["tid"]].append((b, b + int(e["dur"] * 1000), e["name"]))
+    return {t: sorted(v) for t, v in per_tid.items()}
+
+
+def check_perfetto_times(log, s):
+    """Every Perfetto slice, its absolute times rebuilt from the clock
+    snapshot and the deltas as trace processor does, equals the frame the
+    Chrome JSON output shows for the same thread (absolute CLOCK_MONOTONIC
+    ns, no delta encoding)."""
+    pf = collections.defaultdict(list)
+    for uuid, sl in s["slices"].items():
+        pf[s["threads"][uuid]["tid"]].extend(sl)
+    pf = {t: sorted((b, e, n) for n, b, e in v) for t, v in pf.items()}
+    ch = chrome_slices(log)
+    eq(sorted(pf), sorted(ch), "threads with slices")
+    for tid in ch:
+        eq(len(pf[tid]), len(ch[tid]), f"tid {tid}: slices")
+        for a, b in zip(pf[tid], ch[tid]):
+            eq(a, b, f"tid {tid}: slice (begin ns, end ns, name), Perfetto vs Chrome JSON")
+    for uuid, t in s["times"].items():
+        eq(t["begin"], sorted(t["begin"]), f"track {uuid}: begin times in order")
+        check(t["begin"] and t["begin"][0] > 10**9, f"track {uuid}: absolute times, not deltas: {t['begin'][:3]}")
 
 
 # ---- reliability helpers (tests/cases/test_reliability.py, test_badinput.py) ----

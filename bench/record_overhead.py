@@ -407,7 +407,7 @@ def fmt(v, spec=".1f", none="-"):
     return none if v is None else format(v, spec)
 
 
-def tool_table(title, r, floor):
+def tool_table(title, r, floor, L):
     s = r["tools"]
     ev = r["events"]
     print(f"\n### {title} ({ev:,} events, {next(iter(s.values()))['runs']} runs each)\n")
@@ -442,9 +442,11 @@ def tool_table(title, r, floor):
             ip = sf["ns_ev_work"] / s[peer]["ns_ev_work"]
             print(f"- sftrace / {peer} overhead: wall {w:.2f} on medians ({wm:.2f} on mins), in-program {ip:.2f}"
                   + verdict(w, tgt))
-    extra = sf["bytes"] - 16 * ev
-    print(f"- sftrace bytes/event: {sf['b_ev']:.3f} = 16 (the event record) + {extra / ev:.3f} (64-byte chunk header "
-          f"per 4092-event batch, file header, object table, live slot: {extra / 1024:.0f} KiB in all)"
+    rec, chdr = L["sizeof.event"], L["sizeof.chunk"]
+    extra = sf["bytes"] - rec * ev
+    print(f"- sftrace bytes/event: {sf['b_ev']:.3f} = {rec} (the event record) + {extra / ev:.3f} ({chdr}-byte chunk "
+          f"header per {(L['slot_size'] - chdr) // rec}-record batch, file header, object table, live slot: "
+          f"{extra / 1024:.0f} KiB in all)"
           + verdict(sf["b_ev"], TARGETS["bytes_per_event"]))
     for note in r["notes"]:
         print(f"- {note}")
@@ -516,11 +518,11 @@ def main():
               f"- {f['ns_med']:.2f} ns/event median, {f['ns_min']:.2f} min ({f['runs']} runs of 20M events, "
               "taken between the fib rounds)")
     if "fib" in results:
-        tool_table(f"fib({args.fib_n}), clang -O2 XRay, -fno-optimize-sibling-calls", results["fib"], floor)
+        tool_table(f"fib({args.fib_n}), clang -O2 XRay, -fno-optimize-sibling-calls", results["fib"], floor, L)
     if "sqlite" in results:
         sq = results["sqlite"]
-        tool_table("SQLite 100k inserts + 2 indexes, XRay -O2 (tail-call sleds)", sq["tail"], floor)
-        tool_table("SQLite, XRay -O2 -fno-optimize-sibling-calls", sq["nosib"], floor)
+        tool_table("SQLite 100k inserts + 2 indexes, XRay -O2 (tail-call sleds)", sq["tail"], floor, L)
+        tool_table("SQLite, XRay -O2 -fno-optimize-sibling-calls", sq["nosib"], floor, L)
         c = sq["nosib"]["calls"]
         verdict = "met" if not c["diff"] else "MISSED"
         print(f"\n### Call counts, SQLite -fno-optimize-sibling-calls: sftrace ({c['source']}) vs uftrace report\n\n"

@@ -1,7 +1,10 @@
 """A minimal, independent reader of sftrace logs for the benchmarks.
 
 It counts events (by kind and by function id) and reads the object table and
-the header's patch counters. It exists so the benchmarks can check event
+the header's patch counters, for the format version sflog_layout was built
+with (version 2: 8-byte events whose word is the function id shifted left by
+the kind bits, or'ed with the kind), refusing logs of any other version.
+It exists so the benchmarks can check event
 counts without depending on the CLI, and cross-check the CLI when it is
 there. Offsets come from bench/build/sflog_layout (compiled from
 src/format/sflog.h), never typed in here.
@@ -26,19 +29,60 @@ def read_header_u64(path, L, field):
     return struct.unpack_from("<Q", head, L["hdr." + field])[0]
 
 
-def _events(payload, n, L, stop_at_zero):
-    """Function ids and kinds of the first n events of payload (uint32 arrays)."""
+def _formats(L):
+    """Lookup tables indexed by the low byte of an event's word (the kind is
+    its low event.kind_bits bits): the kind, and 1 for allocation kinds."""
+    bits = L["event.kind_bits"]
+    assert bits <= 8, "the kind must fit in the word's low byte"
+    mask = (1 << bits) - 1
+    first, last = L["kind.alloc_first"], L["kind.alloc_last"]
+    return {"kind": bytes(b & mask for b in range(256)),
+            "alloc": bytes(first <= b & mask <= last for b in range(256)),
+            "ext": L["sizeof.event_ext"] // L["sizeof.event"]}
+
+
+def _events(payload, n, L, fmt, stop_at_zero):
+    """Words (uint32 array) and kinds (bytes) of the events among the first n
+    records of payload. An allocation event is followed by fmt["ext"]
+    payload records, which are not events (where an event has its word, they
+    hold the high half of a size or pointer, often zero). In a slot
+    (stop_at_zero) the events end at the first zero word; in a DATA chunk a
+    zero word is a hole, returned with kind 0. Runs of events without
+    allocations are sliced whole, so a big log costs C loops, not Python ones."""
+    ev, wo = L["sizeof.event"], L["event.word"]
+    n = min(n, len(payload) // ev)
+    recs = payload[: n * ev]
     a = array.array("I")
-    a.frombytes(payload[: n * L["sizeof.event"]])
-    ids, kinds = a[2::4], a[3::4]
-    if stop_at_zero:
-        # A slot's valid events end at the first all-zero record (kind 0).
-        try:
-            end = kinds.index(0)
-            ids, kinds = ids[:end], kinds[:end]
-        except ValueError:
-            pass
-    return ids, kinds
+    a.frombytes(recs)
+    words = a[wo // 4:: ev // 4]
+    low = recs[wo:: ev]  # the low byte of each word (little-endian)
+    kinds, allocs = low.translate(fmt["kind"]), low.translate(fmt["alloc"])
+    out_words, out_kinds = array.array("I"), bytearray()
+
+    def take(i, j):
+        out_words.extend(words[i:j])
+        out_kinds.extend(kinds[i:j])
+
+    pos = 0
+    while pos < n:
+        at = allocs.find(1, pos)
+        end = n if at < 0 else at  # single-record events up to here
+        if stop_at_zero:
+            try:
+                zero = words.index(0, pos, end)
+                take(pos, zero)
+                break
+            except ValueError:
+                pass
+        take(pos, end)
+        if at < 0:
+            break
+        if at + 1 + fmt["ext"] <= n:
+            take(at, at + 1)
+            pos = at + 1 + fmt["ext"]
+        else:
+            pos = at + 1  # its payload is cut off: not an event (the CLI skips it as corrupt)
+    return out_words, bytes(out_kinds)
 
 
 def scan(path, L, per_function=False):
@@ -47,6 +91,10 @@ def scan(path, L, per_function=False):
     (if per_function); objects: list of (path, first_id, [addresses])."""
     with open(path, "rb") as f:
         data = f.read()
+    version = struct.unpack_from("<I", data, L["hdr.version"])[0]
+    if version != L["format.version"]:
+        raise ValueError(f"{path}: log format version {version}; this reader reads version {L['format.version']}")
+    fmt = _formats(L)
     ev = L["sizeof.event"]
     chdr = L["sizeof.chunk"]
     kinds = collections.Counter()
@@ -72,8 +120,9 @@ def scan(path, L, per_function=False):
         payload = data[off + chdr: off + size]
         if ctype == L["type.data"]:
             data_batches.add((serial, seq))
-            ids, ks = _events(payload, count, L, stop_at_zero=False)
-            _count(ids, ks, kinds, entries, per_function)
+            # count: 8-byte records, allocation payloads included
+            words, ks = _events(payload, count, L, fmt, stop_at_zero=False)
+            _count(words, ks, L, kinds, entries, per_function)
         elif ctype == L["type.slot"]:
             slots.append((serial, seq, payload))
         elif ctype == L["type.object"]:
@@ -88,16 +137,19 @@ def scan(path, L, per_function=False):
     for serial, seq, payload in slots:
         if serial == 0 or (serial, seq) in data_batches:
             continue  # free slot, or a batch already handed off as DATA
-        ids, ks = _events(payload, len(payload) // ev, L, stop_at_zero=True)
-        _count(ids, ks, kinds, entries, per_function)
-    kinds.pop(0, None)  # zero records inside DATA chunks are holes, not events
+        words, ks = _events(payload, len(payload) // ev, L, fmt, stop_at_zero=True)
+        _count(words, ks, L, kinds, entries, per_function)
+    # Holes (kind 0) and unknown kinds in DATA chunks are not events.
+    for k in [k for k in kinds if not 1 <= k <= L["kind.alloc_last"]]:
+        del kinds[k]
     return {"kinds": kinds, "entries": entries, "objects": objects}
 
 
-def _count(ids, ks, kinds, entries, per_function):
+def _count(words, ks, L, kinds, entries, per_function):
     kinds.update(ks)
     if per_function:
-        entries.update(i for i, k in zip(ids, ks) if k == 1)
+        bits, entry = L["event.kind_bits"], L["kind.entry"]
+        entries.update(w >> bits for w, k in zip(words, ks) if k == entry)
 
 
 def function_names(objects):

@@ -11,13 +11,21 @@
 int main(void)
 {
 	P("header_size", SF_HEADER_SIZE);
+	P("slot_size", SF_SLOT_SIZE);
 	P("hdr.magic", offsetof(struct sf_header, magic));
 	P("hdr.version", offsetof(struct sf_header, version));
 	P("hdr.dropped_events", offsetof(struct sf_header, dropped_events));
 	P("hdr.threads", offsetof(struct sf_header, threads));
 	P("hdr.patch_ns", offsetof(struct sf_header, patch_ns));
 	P("hdr.sleds_patched", offsetof(struct sf_header, sleds_patched));
+	P("format.version", SF_VERSION);
 	P("sizeof.event", sizeof(struct sf_event));
+	P("sizeof.event_ext", sizeof(struct sf_event_ext));
+	P("event.word", offsetof(struct sf_event, word));
+	P("event.kind_bits", SF_KIND_BITS);
+	P("kind.entry", SF_EV_ENTRY);
+	P("kind.alloc_first", SF_EV_ALLOC);
+	P("kind.alloc_last", SF_EV_REALLOC_DEALLOC);
 	P("sizeof.chunk", sizeof(struct sf_chunk));
 	P("sizeof.object", sizeof(struct sf_object));
 	P("chunk.magic", SF_CHUNK_MAGIC);

@@ -24,7 +24,7 @@
  *           before the slot was cleared: the copy with more complete events
  *           wins). A thread may own several slots with consecutive batch
  *           numbers (docs/DESIGN.md). Events in a slot end at the first
- *           all-zero event. A SLOT whose thread_serial is 0 is free (its
+ *           event whose word is zero. A SLOT whose thread_serial is 0 is free (its
  *           last owner exited and handed its events off): ignore it.
  *           Thread serials start at 1.
  */
@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
-#define SF_VERSION      1
+#define SF_VERSION      2                     /* 2: 8-byte events, batch time base */
 #define SF_HEADER_SIZE  4096u
 #define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */
 #define SF_SLOT_SIZE    65536u                /* whole slot chunk, header included */
@@ -50,28 +50,52 @@ enum sf_state {
 	SF_STATE_EXITED = 2,  /* exit() / return from main ran the runtime's destructor */
 };
 
-/* Event kinds (the low byte of sf_event.kind). */
+/* Event kinds (the low SF_KIND_BITS of sf_event.word). */
 enum sf_event_kind {
 	SF_EV_ENTRY = 1,
 	SF_EV_EXIT = 2,
 	SF_EV_TAIL = 3,
 	/* Allocation events of the reference tool's setup ABI. The event is
-	 * followed by one sf_event_ext holding size/align and pointer. */
+	 * followed by one sf_event_ext (two records) holding size/align and
+	 * pointer. */
 	SF_EV_ALLOC = 4,
 	SF_EV_DEALLOC = 5,
 	SF_EV_REALLOC_ALLOC = 6,
 	SF_EV_REALLOC_DEALLOC = 7,
 };
 
-/* One event: 16 bytes. `kind` is never zero, so a zero event marks the end of
- * a slot's valid data. */
+/* One event: 8 bytes.
+ *
+ * `word` is the function id shifted left by SF_KIND_BITS, or'ed with the
+ * kind. It is never zero, so a zero word marks the end of a slot's valid
+ * data; the runtime stores it after time_lo.
+ *
+ * `time_lo` is the low 32 bits of the event's time (rdtsc value or ns, per
+ * sf_header.clock). The batch's chunk header carries a 64-bit `base`, and the
+ * runtime keeps every event of a batch within SF_TIME_SPAN of it, before or
+ * after (a thread idle for longer starts a new batch), so the full time is
+ * base plus the signed 32-bit difference: sf_event_time(). */
 struct sf_event {
-	uint64_t time;    /* rdtsc value or ns, per sf_header.clock */
-	uint32_t func_id; /* global function id, see sf_object.first_id */
-	uint32_t kind;    /* enum sf_event_kind */
+	uint32_t time_lo;
+	uint32_t word;
 };
 
-/* Payload that follows an allocation event. */
+#define SF_KIND_BITS     4u
+#define SF_KIND_MASK     ((1u << SF_KIND_BITS) - 1)
+#define SF_FUNC_ID_LIMIT (1u << (32 - SF_KIND_BITS)) /* function ids are below this */
+#define SF_TIME_SPAN     (1ull << 31)
+
+static inline uint32_t sf_event_word(uint32_t func_id, uint32_t kind)
+{
+	return func_id << SF_KIND_BITS | kind;
+}
+
+static inline uint64_t sf_event_time(uint64_t base, uint32_t time_lo)
+{
+	return base + (uint64_t)(int64_t)(int32_t)(time_lo - (uint32_t)base);
+}
+
+/* Payload that follows an allocation event, in the next two records. */
 struct sf_event_ext {
 	uint64_t size_align; /* size in the low 48 bits, log2(align) in the top 16 */
 	uint64_t ptr;
@@ -115,7 +139,7 @@ enum sf_chunk_type {
 	SF_CHUNK_SLOT = 4,
 };
 
-/* Every chunk starts with this 64-byte header. */
+/* Every chunk starts with this 80-byte header. */
 struct sf_chunk {
 	uint32_t magic;         /* SF_CHUNK_MAGIC */
 	uint16_t type;          /* enum sf_chunk_type */
@@ -128,6 +152,8 @@ struct sf_chunk {
 	uint64_t tsc;           /* calibration pair taken when the chunk was written */
 	uint64_t mono_ns;
 	char name[16];          /* DATA/SLOT: thread name (prctl PR_GET_NAME) */
+	uint64_t base;          /* DATA/SLOT: time base of the batch's events (sf_event_time) */
+	uint64_t reserved;
 };
 
 /* Payload of an OBJECT chunk: this struct, then `path_len` bytes of path
@@ -155,9 +181,9 @@ struct sf_unload {
 	uint32_t reserved;
 };
 
-_Static_assert(sizeof(struct sf_event) == 16, "event size");
-_Static_assert(sizeof(struct sf_event_ext) == 16, "event ext size");
-_Static_assert(sizeof(struct sf_chunk) == 64, "chunk header size");
+_Static_assert(sizeof(struct sf_event) == 8, "event size");
+_Static_assert(sizeof(struct sf_event_ext) == 2 * sizeof(struct sf_event), "event ext size");
+_Static_assert(sizeof(struct sf_chunk) == 80, "chunk header size");
 _Static_assert(sizeof(struct sf_header) <= SF_HEADER_SIZE, "header size");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 

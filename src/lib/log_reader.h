@@ -12,9 +12,9 @@
  * records with an unknown kind are skipped and counted as lost.
  *
  * Batch rules (see sflog.h): a thread is identified by its thread_serial, not
- * its tid. DATA chunk `count` is taken as the number of 16-byte records in
+ * its tid. DATA chunk `count` is taken as the number of 8-byte records in
  * the payload, allocation payloads (sf_event_ext) included. A SLOT chunk's
- * events end at the first all-zero event; they are delivered unless a DATA
+ * events end at the first event whose word is zero; they are delivered unless a DATA
  * chunk with the same (serial, seq) exists. A SLOT with thread_serial 0 is a
  * free slot (the runtime's serials start at 1) and is ignored. A duplicated
  * DATA batch (same serial and seq) is delivered once.
@@ -93,7 +93,7 @@ struct lr_thread {
 
 struct lr_event {
 	const struct lr_thread *thread;
-	uint32_t kind;           /* enum sf_event_kind (the low byte of the record's kind) */
+	uint32_t kind;           /* enum sf_event_kind (the low SF_KIND_BITS of the word) */
 	uint32_t func_id;
 	uint64_t raw_time;       /* as recorded: TSC ticks or CLOCK_MONOTONIC ns */
 	uint64_t time_ns;        /* ns since the program start, lr_time_ns(raw_time) */
@@ -162,6 +162,7 @@ struct lr_iter {
 	const struct lr_thread *thread;
 	uint32_t seq;
 	int slot;
+	uint64_t base;                /* the batch's time base */
 	uint64_t released;            /* pages before this offset were dropped */
 };
 

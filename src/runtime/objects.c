@@ -134,6 +134,11 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	const unsigned char *map = (const unsigned char *)(bias + sec->vaddr);
 	if (!nsleds || (uint64_t)map < o->lo || (uint64_t)map + sec->size > o->hi)
 		return;
+	/* Function ids must fit in an event's word (sflog.h); an object that
+	 * would run past them (after some 268 million functions) stays
+	 * unpatched. */
+	if ((uint64_t)next_func_id + nsleds >= SF_FUNC_ID_LIMIT)
+		return;
 
 	uint32_t cap = 16;
 	while (cap < nsleds * 2)

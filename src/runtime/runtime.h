@@ -24,11 +24,13 @@
 #define SF_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- per-thread state (initial-exec TLS; the trampolines know the first
- * two fields' offsets) ---- */
+ * four fields' offsets) ---- */
 struct sf_thread {
 	uint64_t cursor; /* next free event slot (address); claimed with xadd */
 	uint64_t limit;  /* end of the current buffer; cursor >= limit -> slow path */
 	uint64_t window_depth; /* within mode: open frames of selected functions */
+	uint64_t base;   /* time base of the current batch; the fast path records only
+			  * times in [base, base + SF_TIME_SPAN) */
 	struct sf_event *events; /* start of the buffer (slot payload, or scratch) */
 	struct sf_slot *slot;    /* NULL when the thread has none */
 	struct sf_slot *spare;   /* second slot, filled while the writer empties the first; may be NULL */
@@ -38,6 +40,13 @@ struct sf_thread {
 	uint32_t state; /* enum sf_thread_state */
 	uint32_t in_slow;
 };
+
+/* arch/x86_64/trampoline.S addresses these fields by offset. */
+_Static_assert(__builtin_offsetof(struct sf_thread, cursor) == 0, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, limit) == 8, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, window_depth) == 16, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, base) == 24, "tls layout");
+_Static_assert(sizeof(struct sf_event) == 8, "the trampolines store 8-byte events");
 
 enum sf_thread_state {
 	SF_THREAD_NEW = 0,      /* no event yet */

@@ -46,6 +46,7 @@ static void write_slot(struct sf_slot *s)
 	c.thread_serial = h->thread_serial;
 	c.tid = h->tid;
 	c.seq = h->seq;
+	c.base = h->base;
 	__builtin_memcpy(c.name, h->name, sizeof(c.name));
 	struct sf_event *ev = (struct sf_event *)(s->hdr + 1);
 	if (s->nevents)

@@ -20,7 +20,8 @@ import sfkit
 from sfkit import (ROOT, SFTRACE, Skip, build_c, calls_fixture, check, dump_info, eq, perfetto_summary,
                    record, run, tmpdir)
 
-CHUNK = struct.Struct("<IHHIIQIIQQ16s")  # struct sf_chunk (src/format/sflog.h)
+CHUNK = struct.Struct("<IHHIIQIIQQ16sQQ")  # struct sf_chunk (src/format/sflog.h)
+EVENT = 8  # sizeof(struct sf_event)
 HEADER = 4096
 FUZZ = os.path.join(ROOT, "tests", "fuzz")
 
@@ -76,8 +77,10 @@ def _bad_log_files(d):
     files[put("magic-only.log", data[:8])] = "header truncated (8 of 4096 bytes)"
     files[put("header-cut.log", data[:2000])] = "header truncated (2000 of 4096 bytes)"
     newer = bytearray(data)
-    struct.pack_into("<I", newer, 8, 2)
-    files[put("newer.log", bytes(newer))] = "log format version 2 is newer than this sftrace supports (1)"
+    struct.pack_into("<I", newer, 8, 3)
+    files[put("newer.log", bytes(newer))] = "log format version 3 is newer than this sftrace supports (2)"
+    struct.pack_into("<I", newer, 8, 1)
+    files[put("older.log", bytes(newer))] = "log format version 1 was written by an older sftrace"
     struct.pack_into("<I", newer, 8, 0xffffffff)
     files[put("far-future.log", bytes(newer))] = "log format version 4294967295 is newer"
     struct.pack_into("<I", newer, 8, 0)
@@ -136,17 +139,17 @@ def test_badinput_truncated_log_keeps_complete_events():
     data = open(log, "rb").read()
     offsets = _raw_offsets(log)
     eq(len(offsets), 16392, "events in the whole log")
-    last_chunk = max(o for o in offsets) // 16 * 16
     # The last chunk: its header, then 2002 events of a worker thread.
-    start = last_chunk - 2001 * 16 - 64
+    start = max(offsets) - 2001 * EVENT - CHUNK.size
     eq(struct.unpack_from("<I", data, start)[0], 0x4b434653, "chunk magic where the last DATA chunk starts")
-    for cut, what in ((start + 30, "inside the chunk header"), (start + 64, "right after the header"),
-                      (start + 64 + 16 * 100, "at an event boundary"), (start + 64 + 16 * 100 + 7, "mid-event"),
+    for cut, what in ((start + 30, "inside the chunk header"), (start + CHUNK.size, "right after the header"),
+                      (start + CHUNK.size + EVENT * 100, "at an event boundary"),
+                      (start + CHUNK.size + EVENT * 100 + 5, "mid-event"),
                       (len(data) - 1, "one byte short")):
         path = os.path.join(d, "cut.log")
         with open(path, "wb") as f:
             f.write(data[:cut])
-        want = sum(1 for o in offsets if o + 16 <= cut)
+        want = sum(1 for o in offsets if o + EVENT <= cut)
         info = dump_info(path, events=True)
         eq(info["summary"]["events"], want, f"{what}: events kept (every complete one)")
         eq(info["summary"]["lost"], 0, f"{what}: lost")
@@ -383,9 +386,10 @@ def _chunks(data):
 def _slot_copy(data, off, fields):
     """A SLOT chunk holding the DATA chunk's batch at `off` (what the slot
     held when its hand-off began), plus its terminating zero record."""
-    magic, typ, flags, size, count, serial, tid, seq, tsc, mono, name = fields
-    payload = data[off + 64:off + size] + bytes(16)
-    return CHUNK.pack(magic, 4, 0, 64 + len(payload), count + 1, serial, tid, seq, tsc, mono, name) + payload
+    magic, typ, flags, size, count, serial, tid, seq, tsc, mono, name, base, reserved = fields
+    payload = data[off + CHUNK.size:off + size] + bytes(16)
+    return CHUNK.pack(magic, 4, 0, CHUNK.size + len(payload), count + 1, serial, tid, seq, tsc, mono, name,
+                      base, reserved) + payload
 
 
 def test_reader_prefers_intact_slot_over_cut_hand_off():
@@ -407,7 +411,8 @@ def test_reader_prefers_intact_slot_over_cut_hand_off():
         "cut": (base + slot + data[off:off + size - 170], 22),
         # Died while the slot was being cleared after a complete write:
         # the DATA copy is delivered.
-        "cleared": (base + slot[:64] + bytes(16 * 5) + slot[64 + 80:] + data[off:off + size], 22),
+        "cleared": (base + slot[:CHUNK.size] + bytes(EVENT * 5) + slot[CHUNK.size + EVENT * 5:] + data[off:off + size],
+                    22),
     }
     for name, (content, want) in cases.items():
         path = os.path.join(d, name + ".log")

@@ -132,10 +132,10 @@ def test_threads_short_lived_bounded_memory():
         eq((info["summary"]["dropped"], info["warnings"]), (0, []), "dropped, warnings")
         # Slots of exited threads are reused: at most `batch` threads (two
         # slots each) plus main are alive at once, so the file holds a few
-        # dozen 68 KiB slots and the 416-byte DATA chunk of every thread.
+        # dozen 68 KiB slots and the 256-byte DATA chunk of every thread.
         # Without reuse it would hold one slot pair per thread (GiBs).
         size = os.path.getsize(log)
-        bound = 4096 + 65536 + 2 * (batch + 2) * (65536 + 4096) + n * (64 + 22 * 16)
+        bound = 4096 + 65536 + 2 * (batch + 2) * (65536 + 4096) + n * (80 + 22 * 8)
         check(size <= bound, f"log is {size} bytes, more than {bound}: slots not reused")
         # Each slot is resident while mapped: memory must not grow per thread.
         check(rss - rss_untraced < 2 * (batch + 2) * 64 + 16384,

@@ -21,8 +21,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 import sfkit  # noqa: E402
 
 CORPUS = os.path.join(HERE, "corpus")
-CHUNK = struct.Struct("<IHHIIQIIQQ16s")  # struct sf_chunk, 64 bytes
+CHUNK = struct.Struct("<IHHIIQIIQQ16sQQ")  # struct sf_chunk, 80 bytes (v2)
+CHDR = CHUNK.size
+EVENT = struct.Struct("<II")  # struct sf_event: time_lo, word = func_id << 4 | kind
+KIND_MASK = 0xF
+EXT_RECORDS = 2  # an allocation event's sf_event_ext payload: the next two records
 HEADER = 4096
+START_TSC = 40  # offset of sf_header.start_tsc
 
 
 def chunks(data):
@@ -31,10 +36,22 @@ def chunks(data):
         if data[p:p + 16] == bytes(16):
             p += 16
             continue
-        magic, typ, flags, size, count, serial, tid, seq, tsc, mono, name = CHUNK.unpack_from(data, p)
-        assert magic == 0x4b434653 and size >= 64 and size % 16 == 0, f"bad chunk at {p}"
+        magic, typ, flags, size, count, serial, tid, seq, tsc, mono, name, base, _ = CHUNK.unpack_from(data, p)
+        assert magic == 0x4b434653 and size >= CHDR and size % 16 == 0, f"bad chunk at {p}"
         yield p, typ, size, count, serial, data[p:p + size]
         p += size
+
+
+def slot_records(raw):
+    """Records a slot's events use: up to the first zero word, an allocation
+    event's payload records included (their word position is not a word)."""
+    n, cap = 0, (len(raw) - CHDR) // EVENT.size
+    while n < cap:
+        _, word = EVENT.unpack_from(raw, CHDR + EVENT.size * n)
+        if word == 0:
+            break
+        n += 1 + (EXT_RECORDS if 4 <= word & KIND_MASK <= 7 else 0)
+    return min(n, cap)
 
 
 def compact(data):
@@ -44,30 +61,32 @@ def compact(data):
         if typ == 4:  # SLOT
             if serial == 0:
                 continue
-            n = 0
-            while 64 + 16 * (n + 1) <= len(raw) and raw[64 + 16 * n:64 + 16 * (n + 1)] != bytes(16):
-                n += 1
-            raw = raw[:64 + 16 * n]
+            n = slot_records(raw)
+            raw = raw[:CHDR + EVENT.size * n]
+            raw += bytes(-len(raw) % 16)  # chunk sizes stay multiples of 16
             struct.pack_into("<II", raw, 8, len(raw), n)
         out += raw
     return bytes(out)
 
 
-def chunk(typ, payload, count=0, serial=0, tid=0, seq=0):
-    size = 64 + (len(payload) + 15) // 16 * 16
-    hdr = CHUNK.pack(0x4b434653, typ, 0, size, count, serial, tid, seq, 0, 0, b"seed")
-    return hdr + payload + bytes(size - 64 - len(payload))
+def chunk(typ, payload, count=0, serial=0, tid=0, seq=0, base=0):
+    size = CHDR + (len(payload) + 15) // 16 * 16
+    hdr = CHUNK.pack(0x4b434653, typ, 0, size, count, serial, tid, seq, 0, 0, b"seed", base, 0)
+    return hdr + payload + bytes(size - CHDR - len(payload))
 
 
 def with_alloc_and_unload(data):
     """Adds a DATA chunk of allocation events (each followed by its
-    sf_event_ext record) for a new thread, and an UNLOAD of object 0."""
-    t = struct.unpack_from("<Q", data, 32)[0] + 1000  # start_tsc + a little
-    recs = b""
+    sf_event_ext payload, two records) for a new thread, and an UNLOAD of
+    object 0. The batch's base is its first event's time, as the runtime
+    picks it; the times straddle a multiple of 2^32 so time_lo wraps."""
+    start_tsc = struct.unpack_from("<Q", data, START_TSC)[0]
+    base = (start_tsc | 0xFFFFFFFF) - 15  # after the start, 16 ticks below a wrap of time_lo
+    recs, t = b"", base
     for kind, size, ptr in ((4, 64, 0x1000), (6, 128, 0x2000), (7, 64, 0x1000), (5, 128, 0x2000)):
-        recs += struct.pack("<QII", t, 0, kind) + struct.pack("<QQ", size | (3 << 48), ptr)
+        recs += EVENT.pack(t & 0xFFFFFFFF, kind) + struct.pack("<QQ", size | (3 << 48), ptr)
         t += 10
-    out = data + chunk(3, recs, count=len(recs) // 16, serial=99, tid=4242, seq=0)
+    out = data + chunk(3, recs, count=len(recs) // EVENT.size, serial=99, tid=4242, seq=0, base=base)
     return out + chunk(2, struct.pack("<II", 0, 0))
 
 
@@ -92,7 +111,7 @@ def main():
     with open(os.path.join(CORPUS, "log_reader", "alloc-unload.sflog"), "wb") as f:
         f.write(with_alloc_and_unload(base))
     with open(os.path.join(CORPUS, "log_reader", "cut-mid-event.sflog"), "wb") as f:
-        f.write(base[:len(base) - 24])
+        f.write(base[:len(base) - 20])  # in the middle of an event
 
     filters = {
         "select.filter": "sftrace-filter 1\nmode select\nunlisted skip\n"

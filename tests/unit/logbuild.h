@@ -4,13 +4,20 @@
  *   struct lb b;
  *   lb_init(&b, SF_CLOCK_MONOTONIC);
  *   lb_object(&b, 0, 1, "/bin/prog", funcs, 3, NULL, 0);
- *   struct sf_event ev[] = { LB_EV(100, 1, SF_EV_ENTRY), LB_EV(200, 1, SF_EV_EXIT) };
+ *   struct lb_rec ev[] = { LB_EV(100, 1, SF_EV_ENTRY), LB_EV(200, 1, SF_EV_EXIT) };
  *   lb_data(&b, 1, 1234, 0, "main", ev, 2);
  *   lb_write(&b, path);
+ *
+ * Tests give events with their full 64-bit time; the builder picks the
+ * batch's time base (the first event's time, or the one lb_data_base /
+ * lb_slot_base are given) and stores the low 32 bits, as the runtime does.
+ * It aborts if an event is not within 2^31 of the base: the runtime never
+ * writes such a batch, and such an event would decode to another time.
  */
 #ifndef SFTRACE_TESTS_LOGBUILD_H
 #define SFTRACE_TESTS_LOGBUILD_H
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,20 +31,41 @@
 #define LB_START_TSC 1000000ULL
 #define LB_START_MONO 5000000000ULL
 
-#define LB_EV(t, f, k) ((struct sf_event){.time = (t), .func_id = (f), .kind = (k)})
+/* What a test puts in a batch: one of these per event, allocation payload or
+ * raw record. */
+enum lb_rec_type {
+	LB_REC_EVENT, /* an event at a full time: one record */
+	LB_REC_EXT,   /* an allocation payload: the two records after its event */
+	LB_REC_RAW,   /* one record stored as is (holes, half-written events) */
+};
+
+struct lb_rec {
+	enum lb_rec_type type;
+	uint64_t time;           /* EVENT */
+	uint32_t time_lo, word;  /* RAW; EVENT: word only */
+	struct sf_event_ext ext; /* EXT */
+};
+
+/* An event; k may be any value below 16 (unknown kinds included). */
+#define LB_EV(t, f, k) \
+	((struct lb_rec){.type = LB_REC_EVENT, .time = (t), .word = sf_event_word((f), (k))})
+/* A record whose bytes the test chooses. */
+#define LB_RAW(lo, w) ((struct lb_rec){.type = LB_REC_RAW, .time_lo = (lo), .word = (w)})
+/* A zero record: a hole in a DATA chunk, the end of a slot's events. */
+#define LB_HOLE LB_RAW(0, 0)
 
 struct lb {
 	unsigned char *buf;
 	size_t len, cap;
 };
 
-/* An allocation payload written as a 16-byte record. */
-static inline struct sf_event lb_ext(uint64_t size, unsigned align_log2, uint64_t ptr)
+/* An allocation payload (the two records after an allocation event). */
+static inline struct lb_rec lb_ext(uint64_t size, unsigned align_log2, uint64_t ptr)
 {
-	struct sf_event_ext x = {.size_align = size | ((uint64_t)align_log2 << 48), .ptr = ptr};
-	struct sf_event e;
-	memcpy(&e, &x, sizeof(e));
-	return e;
+	struct lb_rec r = {.type = LB_REC_EXT};
+	r.ext.size_align = size | ((uint64_t)align_log2 << 48);
+	r.ext.ptr = ptr;
+	return r;
 }
 
 static inline void lb_reserve(struct lb *b, size_t n)
@@ -172,28 +200,105 @@ static inline void lb_thread_fields(struct lb *b, size_t off, uint64_t serial, u
 		memcpy(c->name, name, strnlen(name, sizeof(c->name)));
 }
 
-/* A DATA chunk of n records (allocation payloads count as records). */
-static inline size_t lb_data(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
-			     const struct sf_event *recs, uint32_t n)
+static inline uint32_t lb_rec_size(const struct lb_rec *r)
 {
-	size_t off = lb_chunk_begin(b, SF_CHUNK_DATA, (uint32_t)(sizeof(struct sf_chunk) + (size_t)n * 16), n);
+	return r->type == LB_REC_EXT ? sizeof(struct sf_event_ext) / sizeof(struct sf_event) : 1;
+}
+
+/* 8-byte records the n entries take in a payload. */
+static inline uint32_t lb_nrec(const struct lb_rec *recs, uint32_t n)
+{
+	uint32_t total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		total += lb_rec_size(&recs[i]);
+	return total;
+}
+
+/* The base the runtime would pick: the batch's first event's time. */
+static inline uint64_t lb_first_time(const struct lb_rec *recs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (recs[i].type == LB_REC_EVENT)
+			return recs[i].time;
+	return 0;
+}
+
+/* The runtime's rule (sflog.h): an event is within SF_TIME_SPAN of its
+ * batch's base, before or after, or it goes to a new batch. A test that
+ * breaks it would check a decoding the format does not promise. */
+static inline void lb_check_span(uint64_t time, uint64_t base)
+{
+	if (time - base + SF_TIME_SPAN < 2 * SF_TIME_SPAN)
+		return;
+	fprintf(stderr, "logbuild: event time %" PRIu64 " is not within 2^31 of the batch base %" PRIu64 "\n",
+		time, base);
+	abort();
+}
+
+static inline void lb_put_rec(struct lb *b, uint64_t base, const struct lb_rec *r)
+{
+	if (r->type == LB_REC_EXT) {
+		lb_bytes(b, &r->ext, sizeof(r->ext));
+		return;
+	}
+	struct sf_event e = {.time_lo = r->time_lo, .word = r->word};
+	if (r->type == LB_REC_EVENT) {
+		lb_check_span(r->time, base);
+		e.time_lo = (uint32_t)r->time;
+	}
+	lb_bytes(b, &e, sizeof(e));
+}
+
+static inline void lb_put_recs(struct lb *b, uint64_t base, const struct lb_rec *recs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		lb_put_rec(b, base, &recs[i]);
+}
+
+/* A DATA chunk holding recs with time base `base`; count is the number of
+ * 8-byte records (allocation payloads included), the size is padded to 16. */
+static inline size_t lb_data_base(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
+				  uint64_t base, const struct lb_rec *recs, uint32_t n)
+{
+	uint32_t nrec = lb_nrec(recs, n);
+	size_t size = (sizeof(struct sf_chunk) + (size_t)nrec * sizeof(struct sf_event) + 15) & ~(size_t)15;
+	size_t off = lb_chunk_begin(b, SF_CHUNK_DATA, (uint32_t)size, nrec);
 	lb_thread_fields(b, off, serial, tid, seq, name);
-	lb_bytes(b, recs, (size_t)n * 16);
+	lb_chunk(b, off)->base = base;
+	lb_put_recs(b, base, recs, n);
+	lb_zeros(b, off + size - b->len);
 	return off;
 }
 
-/* A SLOT chunk of SF_SLOT_SIZE at a page-aligned offset holding n records,
- * zero after them. */
-static inline size_t lb_slot(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
-			     const struct sf_event *recs, uint32_t n)
+static inline size_t lb_data(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
+			     const struct lb_rec *recs, uint32_t n)
+{
+	return lb_data_base(b, serial, tid, seq, name, lb_first_time(recs, n), recs, n);
+}
+
+/* A SLOT chunk of SF_SLOT_SIZE at a page-aligned offset holding recs with
+ * time base `base`, zero after them. */
+static inline size_t lb_slot_base(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
+				  uint64_t base, const struct lb_rec *recs, uint32_t n)
 {
 	lb_align(b, 4096);
-	uint32_t cap = (SF_SLOT_SIZE - sizeof(struct sf_chunk)) / 16;
+	uint32_t cap = (SF_SLOT_SIZE - sizeof(struct sf_chunk)) / sizeof(struct sf_event);
+	if (lb_nrec(recs, n) > cap) {
+		fprintf(stderr, "logbuild: %u records do not fit a slot of %u\n", lb_nrec(recs, n), cap);
+		abort();
+	}
 	size_t off = lb_chunk_begin(b, SF_CHUNK_SLOT, SF_SLOT_SIZE, cap);
 	lb_thread_fields(b, off, serial, tid, seq, name);
-	lb_bytes(b, recs, (size_t)n * 16);
+	lb_chunk(b, off)->base = base;
+	lb_put_recs(b, base, recs, n);
 	lb_zeros(b, off + SF_SLOT_SIZE - b->len);
 	return off;
+}
+
+static inline size_t lb_slot(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
+			     const struct lb_rec *recs, uint32_t n)
+{
+	return lb_slot_base(b, serial, tid, seq, name, lb_first_time(recs, n), recs, n);
 }
 
 static inline void lb_chunk_pair(struct lb *b, size_t off, uint64_t tsc, uint64_t mono)

@@ -87,11 +87,11 @@ static void test_data_then_slot(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event d0[] = {LB_EV(M(10), 10, SF_EV_ENTRY), LB_EV(M(20), 11, SF_EV_ENTRY),
-				LB_EV(M(30), 11, SF_EV_EXIT)};
-	struct sf_event d1[] = {LB_EV(M(40), 11, SF_EV_TAIL)};
-	struct sf_event s2[] = {LB_EV(M(50), 12, SF_EV_ENTRY), LB_EV(M(60), 12, SF_EV_EXIT),
-				LB_EV(M(70), 10, SF_EV_EXIT)};
+	struct lb_rec d0[] = {LB_EV(M(10), 10, SF_EV_ENTRY), LB_EV(M(20), 11, SF_EV_ENTRY),
+			      LB_EV(M(30), 11, SF_EV_EXIT)};
+	struct lb_rec d1[] = {LB_EV(M(40), 11, SF_EV_TAIL)};
+	struct lb_rec s2[] = {LB_EV(M(50), 12, SF_EV_ENTRY), LB_EV(M(60), 12, SF_EV_EXIT),
+			      LB_EV(M(70), 10, SF_EV_EXIT)};
 	lb_data(&b, 1, 100, 0, "main", d0, 3);
 	lb_data(&b, 1, 100, 1, "main", d1, 1);
 	lb_slot(&b, 1, 100, 2, "main-thread-1234", s2, 3); /* 16 bytes, no NUL */
@@ -116,7 +116,7 @@ static void test_slot_duplicate_of_data(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event d0[] = {LB_EV(M(10), 10, SF_EV_ENTRY), LB_EV(M(20), 10, SF_EV_EXIT)};
+	struct lb_rec d0[] = {LB_EV(M(10), 10, SF_EV_ENTRY), LB_EV(M(20), 10, SF_EV_EXIT)};
 	/* The slot still holds batch 0, already flushed as DATA. */
 	size_t slot = lb_slot(&b, 1, 100, 0, "w", d0, 2);
 	lb_data(&b, 1, 100, 0, "w", d0, 2);
@@ -138,7 +138,7 @@ static void test_slot_ends_at_zero_event(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event s0[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(0, 0, 0), LB_EV(M(3), 10, SF_EV_EXIT)};
+	struct lb_rec s0[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_HOLE, LB_EV(M(3), 10, SF_EV_EXIT)};
 	lb_slot(&b, 7, 300, 0, NULL, s0, 3);
 	lb_slot(&b, 0, 301, 4, NULL, s0, 0); /* a free slot: no thread */
 	struct lr_log *log = open_ok(&b);
@@ -156,8 +156,8 @@ static void test_tid_reuse(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event a[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(M(2), 10, SF_EV_EXIT)};
-	struct sf_event c[] = {LB_EV(M(5), 11, SF_EV_ENTRY)};
+	struct lb_rec a[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(M(2), 10, SF_EV_EXIT)};
+	struct lb_rec c[] = {LB_EV(M(5), 11, SF_EV_ENTRY)};
 	/* Serial 3 written first: threads come out sorted by serial. */
 	lb_data(&b, 3, 200, 0, "second", c, 1);
 	lb_data(&b, 2, 200, 0, "first", a, 2);
@@ -202,9 +202,9 @@ static void test_zero_holes(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event d[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(0, 0, 0), LB_EV(0, 0, 0),
-			       LB_EV(M(4), 10, SF_EV_EXIT), LB_EV(M(5), 10, 0x99) /* unknown kind */};
-	lb_data(&b, 1, 100, 0, "t", d, 5);
+	struct lb_rec d[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_HOLE, LB_HOLE, LB_EV(M(4), 10, SF_EV_EXIT),
+			     LB_EV(M(5), 10, 9) /* unknown kind */, LB_EV(M(6), 10, 0) /* kind 0, word not 0 */};
+	lb_data(&b, 1, 100, 0, "t", d, 6);
 	/* Zero padding between chunks is not a hole. */
 	lb_zeros(&b, 256);
 	lb_data(&b, 1, 100, 1, "t", d, 1);
@@ -215,7 +215,7 @@ static void test_zero_holes(void **state)
 	struct lr_summary sum;
 	lr_summary(log, &sum);
 	assert_int_equal(sum.events, 3);
-	assert_int_equal(sum.lost, 3);
+	assert_int_equal(sum.lost, 4);
 	assert_int_equal(lr_nwarnings(log), 0);
 	lr_close(log);
 	lb_free(&b);
@@ -225,9 +225,11 @@ static void test_alloc_payload(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event d[] = {LB_EV(M(1), 0, SF_EV_ALLOC), lb_ext(4096, 4, 0x7f0000001000ULL),
-			       LB_EV(M(2), 0, SF_EV_DEALLOC), lb_ext(0, 0, 0), LB_EV(M(3), 10, SF_EV_ENTRY)};
+	struct lb_rec d[] = {LB_EV(M(1), 0, SF_EV_ALLOC), lb_ext(4096, 4, 0x7f0000001000ULL),
+			     LB_EV(M(2), 0, SF_EV_DEALLOC), lb_ext(0, 0, 0), LB_EV(M(3), 10, SF_EV_ENTRY)};
 	size_t off = lb_data(&b, 1, 100, 0, "t", d, 5);
+	/* Each payload is two 8-byte records, and count says records. */
+	assert_int_equal(lb_chunk(&b, off)->count, 7);
 	struct lr_log *log = open_ok(&b);
 	struct lr_iter it;
 	struct lr_event ev;
@@ -238,16 +240,20 @@ static void test_alloc_payload(void **state)
 	assert_int_equal(ev.size, 4096);
 	assert_int_equal(ev.align, 16);
 	assert_int_equal(ev.ptr, 0x7f0000001000ULL);
-	assert_int_equal(ev.offset, off + 64);
+	assert_int_equal(ev.offset, off + sizeof(struct sf_chunk));
 	assert_true(lr_next(&it, &ev));
 	assert_int_equal(ev.kind, SF_EV_DEALLOC);
 	assert_int_equal(ev.size, 0);
 	assert_int_equal(ev.align, 1);
+	assert_int_equal(ev.offset, off + sizeof(struct sf_chunk) + 3 * sizeof(struct sf_event));
 	assert_true(lr_next(&it, &ev));
 	assert_int_equal(ev.kind, SF_EV_ENTRY);
 	assert_false(ev.has_ext);
+	assert_int_equal(ev.raw_time, M(3));
+	assert_int_equal(ev.offset, off + sizeof(struct sf_chunk) + 6 * sizeof(struct sf_event));
 	assert_false(lr_next(&it, &ev));
 	assert_int_equal(lr_thread_at(log, 0)->events, 3);
+	assert_int_equal(lr_thread_at(log, 0)->lost, 0);
 	lr_close(log);
 	lb_free(&b);
 }
@@ -256,12 +262,12 @@ static void test_truncated_last_chunk(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event d[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(M(2), 11, SF_EV_ENTRY),
-			       LB_EV(M(3), 11, SF_EV_EXIT), LB_EV(M(4), 10, SF_EV_EXIT)};
+	struct lb_rec d[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(M(2), 11, SF_EV_ENTRY),
+			     LB_EV(M(3), 11, SF_EV_EXIT), LB_EV(M(4), 10, SF_EV_EXIT)};
 	lb_data(&b, 1, 100, 0, "t", d, 4);
 	size_t off = lb_data(&b, 1, 100, 1, "t", d, 4);
 	/* Cut in the middle of the third record of the second chunk. */
-	assert_int_equal(lb_write_len(&b, g_path, off + 64 + 2 * 16 + 7), 0);
+	assert_int_equal(lb_write_len(&b, g_path, off + sizeof(struct sf_chunk) + 2 * sizeof(struct sf_event) + 3), 0);
 	char err[256];
 	struct lr_log *log = lr_open(g_path, err, sizeof(err));
 	assert_non_null(log);
@@ -272,12 +278,158 @@ static void test_truncated_last_chunk(void **state)
 	assert_string_equal(lr_warning(log, 0), want);
 	lr_close(log);
 
-	/* Cut inside the chunk header itself. */
-	assert_int_equal(lb_write_len(&b, g_path, off + 32), 0);
-	log = lr_open(g_path, err, sizeof(err));
+	/* Cut inside the chunk header itself: in its v1 part, and in its base. */
+	const size_t cuts[] = {32, offsetof(struct sf_chunk, base) + 4};
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		assert_int_equal(lb_write_len(&b, g_path, off + cuts[i]), 0);
+		log = lr_open(g_path, err, sizeof(err));
+		assert_non_null(log);
+		assert_int_equal(lr_thread_at(log, 0)->events, 4);
+		snprintf(want, sizeof(want), "truncated: log ends mid-chunk at offset %zu; 0 complete events kept", off);
+		assert_int_equal(lr_nwarnings(log), 1);
+		assert_string_equal(lr_warning(log, 0), want);
+		lr_close(log);
+	}
+	lb_free(&b);
+}
+
+/* The runtime stores time_lo, then the word: a process killed between the
+ * two leaves a record with a time and a zero word. In a slot that ends the
+ * batch; in a DATA chunk it is a hole. */
+static void test_half_written_event(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct lb_rec r[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(M(2), 11, SF_EV_ENTRY),
+			     LB_RAW((uint32_t)M(3), 0), LB_EV(M(4), 11, SF_EV_EXIT)};
+	lb_data(&b, 1, 100, 0, "d", r, 4);
+	lb_slot(&b, 2, 200, 0, "s", r, 4);
+	struct lr_log *log = open_ok(&b);
+	char s[512];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@1 100:ENTRY:11@2 100:EXIT:11@4 200:ENTRY:10@1 200:ENTRY:11@2");
+	assert_int_equal(lr_thread_at(log, 0)->lost, 1);
+	assert_int_equal(lr_thread_at(log, 1)->lost, 0);
+	assert_int_equal(lr_nwarnings(log), 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+/* time_lo is the low half of the time; the base gives the rest. Events may
+ * lie before the base (down to base - 2^31) as well as after it (up to
+ * base + 2^31 - 1): the difference is signed. */
+static void test_time_below_base(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	const uint64_t base = M(3000000000ULL);
+	struct lb_rec r[] = {LB_EV(base - SF_TIME_SPAN, 10, SF_EV_ENTRY), LB_EV(base - 1, 11, SF_EV_ENTRY),
+			     LB_EV(base, 11, SF_EV_EXIT), LB_EV(base + SF_TIME_SPAN - 1, 10, SF_EV_EXIT)};
+	lb_data_base(&b, 1, 100, 0, "d", base, r, 4);
+	lb_slot_base(&b, 2, 200, 0, "s", base, r, 2);
+	struct lr_log *log = open_ok(&b);
+	char s[512];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@852516352 100:ENTRY:11@2999999999 100:EXIT:11@3000000000 "
+			       "100:EXIT:10@5147483647 200:ENTRY:10@852516352 200:ENTRY:11@2999999999");
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init(&it, log);
+	assert_true(lr_next(&it, &ev));
+	assert_int_equal(ev.raw_time, base - SF_TIME_SPAN);
+	assert_int_equal(lr_nwarnings(log), 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+/* A batch whose times cross a multiple of 2^32: time_lo wraps (to 0, which
+ * is a valid time_lo: only the word marks the end), the full times do not.
+ * Upwards from a base below the boundary, and downwards from a base above. */
+static void test_time_lo_wraps(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	const uint64_t w = 1ULL << 33; /* M(3589934592) */
+	struct lb_rec up[] = {LB_EV(w - 100, 10, SF_EV_ENTRY), LB_EV(w - 1, 11, SF_EV_ENTRY),
+			      LB_EV(w, 11, SF_EV_EXIT), LB_EV(w + 5, 10, SF_EV_EXIT)};
+	struct lb_rec down[] = {LB_EV(w - 50, 12, SF_EV_ENTRY), LB_EV(w + 200, 12, SF_EV_EXIT)};
+	size_t off = lb_data(&b, 1, 100, 0, "up", up, 4);
+	size_t slot = lb_slot_base(&b, 2, 101, 0, "down", w + 100, down, 2);
+	struct sf_event stored[2];
+	memcpy(stored, b.buf + off + sizeof(struct sf_chunk), sizeof(stored));
+	assert_int_equal(lb_chunk(&b, off)->base, w - 100);
+	assert_int_equal(stored[1].time_lo, 0xffffffffu);
+	memcpy(stored, b.buf + off + sizeof(struct sf_chunk) + 2 * sizeof(struct sf_event), sizeof(stored));
+	assert_int_equal(stored[0].time_lo, 0);
+	memcpy(stored, b.buf + slot + sizeof(struct sf_chunk), sizeof(stored));
+	assert_int_equal(stored[0].time_lo, 0xffffffceu);
+	struct lr_log *log = open_ok(&b);
+	char s[512];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@3589934492 100:ENTRY:11@3589934591 100:EXIT:11@3589934592 "
+			       "100:EXIT:10@3589934597 101:ENTRY:12@3589934542 101:EXIT:12@3589934792");
+	assert_int_equal(lr_nwarnings(log), 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+/* A payload's records are not events: where an event has its word, the
+ * payload has the high half of size_align or of ptr, zero for small values.
+ * Neither ends a slot nor counts as a hole. */
+static void test_alloc_payload_zero_high_words(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct lb_rec r[] = {LB_EV(M(1), 0, SF_EV_ALLOC), lb_ext(4096, 0, 0x10000),
+			     LB_EV(M(2), 0, SF_EV_DEALLOC), lb_ext(0, 0, 0), /* all 16 bytes zero */
+			     LB_EV(M(3), 10, SF_EV_ENTRY)};
+	lb_slot(&b, 1, 100, 0, "s", r, 5);
+	lb_data(&b, 2, 200, 0, "d", r, 5);
+	struct lr_log *log = open_ok(&b);
+	char s[512];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "200:ALLOC:0@1 200:DEALLOC:0@2 200:ENTRY:10@3 "
+			       "100:ALLOC:0@1 100:DEALLOC:0@2 100:ENTRY:10@3");
+	for (size_t i = 0; i < 2; i++) {
+		const struct lr_thread *t = lr_thread_at(log, i);
+		assert_int_equal(t->events, 3);
+		assert_int_equal(t->lost, 0);
+	}
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init_thread(&it, log, lr_thread_at(log, 0));
+	assert_true(lr_next(&it, &ev));
+	assert_true(ev.in_slot);
+	assert_int_equal(ev.size, 4096);
+	assert_int_equal(ev.align, 1);
+	assert_int_equal(ev.ptr, 0x10000);
+	assert_int_equal(lr_nwarnings(log), 0);
+	lr_close(log);
+	lb_free(&b);
+}
+
+/* The file ends inside an allocation event's payload: that event is not
+ * complete, so it is not delivered. Its one payload record in the file has a
+ * zero word (small size, align 1) and is skipped as a hole. */
+static void test_truncated_in_alloc_payload(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	struct lb_rec r[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_EV(M(2), 0, SF_EV_ALLOC), lb_ext(64, 0, 0x1000),
+			     LB_EV(M(3), 10, SF_EV_EXIT)};
+	size_t off = lb_data(&b, 1, 100, 0, "t", r, 4);
+	assert_int_equal(lb_write_len(&b, g_path, off + sizeof(struct sf_chunk) + 3 * sizeof(struct sf_event) + 4),
+			 0);
+	char err[256];
+	struct lr_log *log = lr_open(g_path, err, sizeof(err));
 	assert_non_null(log);
-	assert_int_equal(lr_thread_at(log, 0)->events, 4);
-	snprintf(want, sizeof(want), "truncated: log ends mid-chunk at offset %zu; 0 complete events kept", off);
+	char s[256];
+	event_string(log, s, sizeof(s));
+	assert_string_equal(s, "100:ENTRY:10@1");
+	assert_int_equal(lr_thread_at(log, 0)->events, 1);
+	assert_int_equal(lr_thread_at(log, 0)->lost, 2);
+	char want[128];
+	snprintf(want, sizeof(want), "truncated: log ends mid-chunk at offset %zu; 1 complete events kept", off);
 	assert_int_equal(lr_nwarnings(log), 1);
 	assert_string_equal(lr_warning(log, 0), want);
 	lr_close(log);
@@ -288,8 +440,8 @@ static void test_garbage_resync(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event d[] = {LB_EV(M(1), 10, SF_EV_ENTRY)};
-	struct sf_event e[] = {LB_EV(M(2), 10, SF_EV_EXIT)};
+	struct lb_rec d[] = {LB_EV(M(1), 10, SF_EV_ENTRY)};
+	struct lb_rec e[] = {LB_EV(M(2), 10, SF_EV_EXIT)};
 	lb_data(&b, 1, 100, 0, "t", d, 1);
 	size_t g = b.len;
 	unsigned char junk[100];
@@ -314,9 +466,9 @@ static void test_batches_out_of_order(void **state)
 {
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
-	struct sf_event d0[] = {LB_EV(M(1), 10, SF_EV_ENTRY)};
-	struct sf_event d1[] = {LB_EV(M(2), 10, SF_EV_EXIT)};
-	struct sf_event o[] = {LB_EV(M(9), 11, SF_EV_ENTRY)};
+	struct lb_rec d0[] = {LB_EV(M(1), 10, SF_EV_ENTRY)};
+	struct lb_rec d1[] = {LB_EV(M(2), 10, SF_EV_EXIT)};
+	struct lb_rec o[] = {LB_EV(M(9), 11, SF_EV_ENTRY)};
 	lb_data(&b, 1, 100, 1, "late", d1, 1);
 	lb_data(&b, 2, 101, 0, "other", o, 1);
 	lb_data(&b, 1, 100, 0, "early", d0, 1);
@@ -384,9 +536,9 @@ static void test_tsc_fit(void **state)
 	/* 3 ticks per ns: start (1e6, 5e9), last (1e6 + 3e9, 5e9 + 1e9). */
 	lb_header(&b)->last_tsc = LB_START_TSC + 3000000000ULL;
 	lb_header(&b)->last_mono_ns = LB_START_MONO + 1000000000ULL;
-	struct sf_event d[] = {LB_EV(LB_START_TSC + 300, 10, SF_EV_ENTRY),
-			       LB_EV(LB_START_TSC + 3000000, 10, SF_EV_EXIT),
-			       LB_EV(LB_START_TSC - 5000, 10, SF_EV_ENTRY)};
+	struct lb_rec d[] = {LB_EV(LB_START_TSC + 300, 10, SF_EV_ENTRY),
+			     LB_EV(LB_START_TSC + 3000000, 10, SF_EV_EXIT),
+			     LB_EV(LB_START_TSC - 5000, 10, SF_EV_ENTRY)};
 	size_t off = lb_data(&b, 1, 100, 0, "t", d, 3);
 	lb_chunk_pair(&b, off, LB_START_TSC + 1500000000ULL, LB_START_MONO + 500000000ULL);
 	/* A pair from before the start is nonsense and must not bend the fit. */
@@ -458,13 +610,36 @@ static void test_bad_files(void **state)
 	base_log(&b, SF_CLOCK_MONOTONIC);
 	lb_header(&b)->version = 7;
 	assert_int_equal(lb_write(&b, g_path), 0);
-	open_fails(g_path, "log format version 7 is newer than this sftrace supports (1)");
+	open_fails(g_path, "log format version 7 is newer than this sftrace supports (2)");
 	/* Header cut short. */
 	lb_header(&b)->version = SF_VERSION;
 	assert_int_equal(lb_write_len(&b, g_path, 100), 0);
 	open_fails(g_path, "header truncated (100 of 4096 bytes)");
 	lb_free(&b);
 	(void)err;
+}
+
+/* Version 1 had 64-byte chunk headers and 16-byte events {u64 time, u32
+ * func_id, u32 kind}: read as version 2 they would decode to nonsense, so
+ * such a log is refused, with a message saying what to do. */
+static void test_version1_refused(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	lb_header(&b)->version = 1;
+	lb_align(&b, 16);
+	/* magic, type, size, count, serial (2 words), tid, seq; the rest zero */
+	const uint32_t head[16] = {SF_CHUNK_MAGIC, SF_CHUNK_DATA, 64 + 2 * 16, 2, 1, 0, 100, 0};
+	lb_bytes(&b, head, sizeof(head));
+	const uint32_t events[8] = {(uint32_t)M(10), 0, 10, SF_EV_ENTRY, (uint32_t)M(20), 0, 10, SF_EV_EXIT};
+	lb_bytes(&b, events, sizeof(events));
+	assert_int_equal(lb_write(&b, g_path), 0);
+	open_fails(g_path, "log format version 1 was written by an older sftrace; this one reads version 2 "
+			   "(record again)");
+	lb_header(&b)->version = 0;
+	assert_int_equal(lb_write(&b, g_path), 0);
+	open_fails(g_path, "log format version 0 is not valid");
+	lb_free(&b);
 }
 
 static void test_random_chunks_do_not_crash(void **state)
@@ -619,12 +794,18 @@ int main(void)
 		cmocka_unit_test(test_zero_holes),
 		cmocka_unit_test(test_alloc_payload),
 		cmocka_unit_test(test_truncated_last_chunk),
+		cmocka_unit_test(test_half_written_event),
+		cmocka_unit_test(test_time_below_base),
+		cmocka_unit_test(test_time_lo_wraps),
+		cmocka_unit_test(test_alloc_payload_zero_high_words),
+		cmocka_unit_test(test_truncated_in_alloc_payload),
 		cmocka_unit_test(test_garbage_resync),
 		cmocka_unit_test(test_batches_out_of_order),
 		cmocka_unit_test(test_objects_and_func_lookup),
 		cmocka_unit_test(test_tsc_fit),
 		cmocka_unit_test(test_monotonic_never_negative),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_version1_refused),
 		cmocka_unit_test(test_random_chunks_do_not_crash),
 		cmocka_unit_test(test_symbols_resolve),
 		cmocka_unit_test(test_symbols_mismatch_and_missing),

@@ -8,20 +8,29 @@
  * rdx xmm0 xmm1 st0) live at exit, so the fast path touches only rax, rdx
  * and rcx, and saves them. Flags are dead at sleds and r10 is the sled's own.
  *
- * Fast path: read the TSC, claim a 16-byte slot in this thread's buffer with
- * one `xadd` on the thread-local cursor. xadd is a single instruction, so a
- * signal handler that records events itself can land before or after it but
- * never in the middle: claims never overlap. If the claimed slot is past
- * the buffer's limit (first event of the thread, buffer full) we go to the
- * slow path, which saves every register, including the whole vector state
+ * Fast path: read the TSC; check that it lies within SF_TIME_SPAN (2^31)
+ * after the batch's time base, so that its low 32 bits identify it (see
+ * sf_event_time in src/format/sflog.h); claim an 8-byte record in this
+ * thread's buffer with one `xadd` on the thread-local cursor; store the low
+ * half of the time, then the word (function id << 4 | kind) that makes the
+ * record valid. xadd is a single instruction, so a signal handler that
+ * records events itself can land before or after it but never in the
+ * middle: claims never overlap. A handler may start a new batch between
+ * our span check and our claim; its base is then later than our time by
+ * the handler's run time, which the signed 32-bit difference still covers.
+ *
+ * Slow path, which saves every register, including the whole vector state
  * with xsave (libc routines called from there may use vector registers), and
- * calls sf_slow_event_at() in C.
+ * calls sf_slow_event_at() in C: when the time is outside the span (first
+ * event of the thread, a thread idle for a while: nothing claimed yet), or
+ * when the claimed record is past the buffer's limit (buffer full).
  */
 
 	.text
 
-/* struct sf_thread: cursor at 0, limit at 8, window_depth at 16 (runtime.h). */
-.macro FAST_PATH kind, slowlabel
+/* struct sf_thread: cursor at 0, limit at 8, window_depth at 16, base at 24
+ * (runtime.h checks these). */
+.macro FAST_PATH kind, slowlabel, spanlabel
 	push	%rax
 	push	%rdx
 	push	%rcx
@@ -29,17 +38,26 @@
 	shl	$32, %rdx
 	or	%rdx, %rax
 	movq	sf_self@gottpoff(%rip), %rcx
-	mov	$16, %edx
+	mov	%rax, %rdx
+	sub	%fs:24(%rcx), %rdx
+	shr	$31, %rdx		/* zero iff base <= time < base + 2^31 */
+	jnz	\spanlabel
+	mov	$8, %edx
 	xadd	%rdx, %fs:(%rcx)
 	cmp	%fs:8(%rcx), %rdx
 	jae	\slowlabel
-	mov	%rax, (%rdx)
-	mov	%r10d, 8(%rdx)
-	movl	$\kind, 12(%rdx)
+	shl	$4, %r10d		/* SF_KIND_BITS; r10 is the sled's scratch */
+	mov	%eax, (%rdx)
+	or	$\kind, %r10d
+	mov	%r10d, 4(%rdx)
 	pop	%rcx
 	pop	%rdx
 	pop	%rax
 	ret
+\spanlabel:
+	xor	%ecx, %ecx		/* nothing claimed */
+	mov	$\kind, %edx
+	jmp	sf_slow_common
 \slowlabel:
 	mov	%rdx, %rcx		/* the claimed record, for sf_slow_event_at */
 	mov	$\kind, %edx
@@ -64,7 +82,7 @@
 	.p2align 4
 sf_tramp_entry:
 	.cfi_startproc
-	FAST_PATH 1, .Lentry_slow
+	FAST_PATH 1, .Lentry_slow, .Lentry_span
 	.cfi_endproc
 	.size	sf_tramp_entry, .-sf_tramp_entry
 
@@ -74,7 +92,7 @@ sf_tramp_entry:
 	.p2align 4
 sf_tramp_exit:
 	.cfi_startproc
-	FAST_PATH 2, .Lexit_slow
+	FAST_PATH 2, .Lexit_slow, .Lexit_span
 	.cfi_endproc
 	.size	sf_tramp_exit, .-sf_tramp_exit
 
@@ -84,7 +102,7 @@ sf_tramp_exit:
 	.p2align 4
 sf_tramp_tail:
 	.cfi_startproc
-	FAST_PATH 3, .Ltail_slow
+	FAST_PATH 3, .Ltail_slow, .Ltail_span
 	.cfi_endproc
 	.size	sf_tramp_tail, .-sf_tramp_tail
 

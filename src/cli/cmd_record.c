@@ -39,9 +39,12 @@ static void usage(FILE *out)
 		"                            matching function is on the thread's stack\n"
 		"      --force               replace FILE if it exists (default: refuse)\n"
 		"      --clock tsc|monotonic timestamp source (default: tsc when invariant)\n"
-		"      --writer sync|thread  who writes full buffers to the log: the traced\n"
-		"                            thread itself (default) or a writer thread, which\n"
-		"                            helps on machines with idle cores\n"
+		"      --writer auto|sync|thread\n"
+		"                            who copies full buffers into the log: a writer\n"
+		"                            thread while the traced threads leave a CPU idle,\n"
+		"                            else the traced thread itself (auto, default);\n"
+		"                            always the traced thread (sync); always the\n"
+		"                            writer thread (thread)\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -388,8 +391,8 @@ int cmd_record(int argc, char **argv)
 			o.clock = optarg;
 			break;
 		case 'W':
-			if (strcmp(optarg, "sync") && strcmp(optarg, "thread")) {
-				sf_error("--writer must be sync or thread, not '%s'", optarg);
+			if (strcmp(optarg, "auto") && strcmp(optarg, "sync") && strcmp(optarg, "thread")) {
+				sf_error("--writer must be auto, sync or thread, not '%s'", optarg);
 				return 2;
 			}
 			o.writer = optarg;

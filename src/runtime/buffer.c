@@ -31,6 +31,7 @@
 __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec")));
 
 static uint64_t next_serial = 1;
+static uint32_t live_threads; /* threads with a slot */
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
@@ -293,6 +294,23 @@ static int store_in_retired(uint64_t at, uint64_t time, uint32_t id, uint32_t ki
 	return 0;
 }
 
+/* Whether this hand-off goes to the writer thread. In auto mode only while
+ * the traced threads leave a CPU for it: when they fill every CPU, the
+ * writer would take its time from them and add wake-ups. The spare slot is
+ * taken on first use. */
+static int use_writer(struct sf_thread *t)
+{
+	if (!sf_writer_active())
+		return 0;
+	if (sf_config.writer == SF_WRITER_AUTO) {
+		if ((int)__atomic_load_n(&live_threads, __ATOMIC_RELAXED) >= sf_config.ncpus)
+			return 0;
+		if (!t->spare)
+			t->spare = sf_log_slot_get();
+	}
+	return t->spare != NULL;
+}
+
 /* The batch of n records ends (the buffer is full, or the next event is
  * too far in time from its base): to the writer thread when there is one,
  * else ourselves;
@@ -313,10 +331,13 @@ static int handoff_full(struct sf_thread *t, size_t n)
 	 * owed: nothing may be written past them yet. */
 	if (owed || nretired())
 		return -1;
-	if (t->spare)
+	if (use_writer(t)) {
 		slot_swap(t, n);
-	else
+	} else {
+		if (t->spare)
+			sf_writer_wait_ready(t->spare); /* its batch goes first */
 		slot_handoff(t, n);
+	}
 	return 0;
 }
 
@@ -362,7 +383,8 @@ static void thread_start(struct sf_thread *t)
 	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
 	batch_begin(t);
 	t->state = SF_THREAD_ACTIVE;
-	t->spare = sf_writer_active() ? sf_log_slot_get() : NULL;
+	t->spare = sf_writer_active() && sf_config.writer == SF_WRITER_THREAD ? sf_log_slot_get() : NULL;
+	__atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
 	/* The spare holds no batch until slot_swap switches to it: it stays
 	 * free in the file (serial 0), or readers would see two slots holding
 	 * batch 0. */
@@ -501,6 +523,7 @@ void sf_thread_flush_exit(void)
 		t->cursor = t->limit = 0;
 		t->state = SF_THREAD_NEW;
 		sf_log_slot_put(s);
+		__atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
 	} else if (t->state == SF_THREAD_DROPPING || t->state == SF_THREAD_IGNORED) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 		if (t->state == SF_THREAD_DROPPING)
@@ -541,4 +564,5 @@ void sf_buffer_after_fork_child(void)
 	if (retired)
 		retired->n = 0; /* the parent's slots */
 	next_serial = 1;
+	live_threads = 0;
 }

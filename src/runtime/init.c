@@ -1,6 +1,7 @@
 /* Process start and exit: read the configuration from the environment,
  * find and patch the objects loaded at start, mark the log at exit. */
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -69,20 +70,24 @@ static int read_config(void)
 			return 0;
 		}
 	}
-	/* Synchronous hand-offs by default: on this project's 2-vCPU machine
-	 * the writer thread is 25% faster when the scheduler keeps it on the
-	 * other core and 10% slower when it does not (bench/README.md); the
-	 * synchronous path is steady. */
+	/* auto by default: a writer thread takes the copy into the page cache
+	 * off the traced threads while there is a CPU to spare for it
+	 * (bench/README.md: 15% less overhead for a single-threaded program
+	 * on 2 CPUs, 10% more when the program's threads already fill them). */
 	const char *writer = getenv("SFTRACE_WRITER");
-	sf_config.sync_writes = 1;
+	sf_config.writer = SF_WRITER_AUTO;
 	if (writer && writer[0]) {
 		if (!strcmp(writer, "thread"))
-			sf_config.sync_writes = 0;
-		else if (strcmp(writer, "sync")) {
-			sf_rt_message("SFTRACE_WRITER must be 'thread' or 'sync', not ", writer, NULL);
+			sf_config.writer = SF_WRITER_THREAD;
+		else if (!strcmp(writer, "sync"))
+			sf_config.writer = SF_WRITER_SYNC;
+		else if (strcmp(writer, "auto")) {
+			sf_rt_message("SFTRACE_WRITER must be 'auto', 'thread' or 'sync', not ", writer, NULL);
 			return 0;
 		}
 	}
+	cpu_set_t cpus;
+	sf_config.ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
 	const char *filter = getenv("SFTRACE_FILTER");
 	if (filter && filter[0]) {
 		if (slen(filter) >= sizeof(sf_config.filter)) {

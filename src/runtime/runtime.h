@@ -64,10 +64,18 @@ struct sf_config {
 	int clock;           /* enum sf_clock */
 	int enabled;
 	int setup_thread_only;
-	int sync_writes;     /* no writer thread (default; SFTRACE_WRITER=thread starts one) */
+	int writer;          /* enum sf_writer_mode (SFTRACE_WRITER) */
+	int ncpus;           /* CPUs this process may run on, at start */
 	int verbose;
 };
 extern struct sf_config sf_config SF_HIDDEN;
+
+/* Who copies full slots into the log file. */
+enum sf_writer_mode {
+	SF_WRITER_AUTO = 0,   /* a writer thread while traced threads < CPUs, else the thread itself */
+	SF_WRITER_SYNC = 1,   /* always the traced thread itself */
+	SF_WRITER_THREAD = 2, /* always the writer thread */
+};
 
 /* One line on stderr, "sftrace: ...". Async-signal-safe (write(2)). */
 void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;

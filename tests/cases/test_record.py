@@ -33,6 +33,25 @@ def test_calls_exact_counts():
     check(re.search(r"wrote .*sf\.log \(pid \d+\): 16392 events, 9 threads, 2 objects", p.stderr), p.stderr)
 
 
+def test_writer_modes():
+    # auto (the default) runs a writer thread when the process may use more
+    # than one CPU and hands off synchronously otherwise; sync never runs
+    # one; thread always does. The writer shows as one more task, and every
+    # mode keeps every call.
+    exe = build_c("writer_tasks", ["writer_tasks.c"])
+    two_cpus = len(os.sched_getaffinity(0)) >= 2
+    cases = [([], None, 2 if two_cpus else 1), (["--writer", "sync"], None, 1),
+             (["--writer", "thread"], None, 2), ([], "0", 1), (["--writer", "thread"], "0", 2)]
+    for args, cpu, want_tasks in cases:
+        pin = ["taskset", "-c", cpu] if cpu else []
+        d = tmpdir()
+        log = os.path.join(d, "sf.log")
+        p = run(pin + [SFTRACE, "record", "-o", log] + args + ["--", exe, "100000"])
+        what = f"{' '.join(args) or 'auto'}{' on CPU ' + cpu if cpu else ''}"
+        eq(p.stdout.strip(), f"calls 100000 tasks {want_tasks}", f"{what}: calls and tasks")
+        eq(count_calls(dump_events(log))["wleaf"], 100000, f"{what}: wleaf entries in the log")
+
+
 def test_rust_threads_closures_traits():
     try:
         exe = rust_fixture()

@@ -42,6 +42,10 @@ $(BUILD)/rt/%.o: %.c $(wildcard src/runtime/*.h src/format/*.h)
 	@echo "  CC [rt] $<"
 	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_RT) -c -o $@ $<
 
+# The batch scan runs only after the slow path saved the extended state: it
+# may use vector registers (src/runtime/batch_scan.c).
+$(BUILD)/rt/src/runtime/batch_scan.o: CFLAGS_RT := $(filter-out -mgeneral-regs-only,$(CFLAGS_RT)) -O3
+
 $(BUILD)/rt/%.o: %.S
 	@mkdir -p $(dir $@)
 	@echo "  AS [rt] $<"

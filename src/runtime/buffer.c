@@ -192,21 +192,12 @@ static struct sf_event *slot_events(const struct sf_slot *s)
  * interrupted context of this thread can still be filling it: the slow
  * path runs with signals blocked. Allocation payloads are skipped: they are
  * stored before their event's word, and may be zero. */
-_Static_assert(SF_KIND_BITS == 4 && SF_EV_TAIL == 3 && SF_EV_ALLOC == 4, "has_unfilled's bit tests");
-
 static int has_unfilled(const struct sf_event *ev, size_t n)
 {
-	/* The usual batch, all function events and no hole, passes this
-	 * first loop, whose iterations do not depend on each other (the walk
-	 * below must follow the records: 7 times slower). */
-	const uint64_t *r = (const uint64_t *)ev; /* word in the high half */
-	uint64_t any = 0, every = ~0ull;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t v = __atomic_load_n(&r[i], __ATOMIC_RELAXED);
-		any |= v;              /* kind bits 2-3: an allocation event */
-		every &= v | v >> 1;   /* bit 32: kind bit 0 or 1 (kinds 1-3) */
-	}
-	if (!(any >> 34 & 3) && (every >> 32 & 1))
+	/* The usual batch, all function events and no hole, passes a first
+	 * loop whose iterations do not depend on each other (the walk below
+	 * must follow the records: 7 times slower). */
+	if (!sf_batch_suspect(ev, n))
 		return 0;
 	for (size_t i = 0; i < n;) {
 		uint32_t w = __atomic_load_n(&ev[i].word, __ATOMIC_ACQUIRE);

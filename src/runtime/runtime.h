@@ -124,6 +124,9 @@ void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */
 void sf_writer_after_fork_child(void) SF_HIDDEN;
+/* 0 if the n records hold only function events, none unfilled; 1 if they
+ * must be walked (batch_scan.c: the one file built with vector registers). */
+int sf_batch_suspect(const struct sf_event *ev, size_t n) SF_HIDDEN;
 /* Clears n events front to back (see buffer.c for why the order matters). */
 void sf_zero_events(struct sf_event *ev, size_t n) SF_HIDDEN;
 #define SF_SLOT_EVENTS ((SF_SLOT_SIZE - sizeof(struct sf_chunk)) / sizeof(struct sf_event))

@@ -395,7 +395,7 @@ static void index_chunks(struct lr_log *log)
 			p = size;
 			break;
 		}
-		struct sf_chunk c;
+		struct sf_chunk c = {0};
 		if (p + sizeof(c) <= size)
 			memcpy(&c, q, sizeof(c));
 		if (p + sizeof(c) > size || !header_valid(&c)) {

@@ -15,20 +15,8 @@ make -s all
 SFT="$PWD/build/sftrace"
 W=$(mktemp -d "${TMPDIR:-/tmp}/sftrace-convbench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-cat > "$W/fib.c" <<'SRC'
-#include <stdio.h>
-#include <stdlib.h>
-__attribute__((noinline)) int fib(int n)
-{
-	if (n < 2)
-		return n;
-	int a = fib(n - 1), b = fib(n - 2);
-	__asm__ volatile("" ::: "memory");
-	return a + b;
-}
-int main(int argc, char **argv) { printf("%d\n", fib(argc > 1 ? atoi(argv[1]) : 20)); return 0; }
-SRC
-clang -O2 -g -fxray-instrument -fxray-instruction-threshold=1 -fno-optimize-sibling-calls -o "$W/fib" "$W/fib.c"
+# The recording benchmark's fixture (bench/fib.c).
+clang -O2 -g -fxray-instrument -fxray-instruction-threshold=1 -fno-optimize-sibling-calls -Ibench -o "$W/fib" bench/fib.c
 calls() { python3 -c "
 import functools,sys
 sys.setrecursionlimit(100000)

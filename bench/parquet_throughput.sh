@@ -29,21 +29,8 @@ SFT="$PWD/$BUILD/sftrace"
 W=$(mktemp -d "${TMPDIR:-/tmp}/sftrace-pqbench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 
-cat > "$W/fib.c" <<'SRC'
-#include <stdio.h>
-#include <stdlib.h>
-__attribute__((noinline)) int fib(int n)
-{
-	if (n < 2)
-		return n;
-	int a = fib(n - 1), b = fib(n - 2);
-	__asm__ volatile("" ::: "memory");
-	return a + b;
-}
-int main(int argc, char **argv) { printf("%d\n", fib(argc > 1 ? atoi(argv[1]) : 20)); return 0; }
-SRC
 XRAY="-O2 -g -fxray-instrument -fxray-instruction-threshold=1 -fno-optimize-sibling-calls"
-clang $XRAY -o "$W/fib" "$W/fib.c"
+clang $XRAY -Ibench -o "$W/fib" bench/fib.c  # the recording benchmark's fixture
 
 # Rows of a Parquet file: num_rows (field 3) of the footer's FileMetaData,
 # read with a minimal Thrift compact-protocol walker.

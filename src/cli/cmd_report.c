@@ -462,7 +462,5 @@ out:
 	input_opts_free(&io);
 	return rc;
 out_usage:
-	input_opts_free(&io);
-	fprintf(stderr, "(sftrace report --help describes the options)\n");
-	return 2;
+	return input_opts_usage_error(&io, "report");
 }

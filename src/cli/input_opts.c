@@ -71,6 +71,13 @@ void input_opts_free(struct input_opts *o)
 	o->nsymbols = 0;
 }
 
+int input_opts_usage_error(struct input_opts *o, const char *cmd)
+{
+	input_opts_free(o);
+	fprintf(stderr, "(sftrace %s --help describes the options)\n", cmd);
+	return 2;
+}
+
 int parse_weight(const char *arg, int *calls)
 {
 	if (!strcmp(arg, "calls"))

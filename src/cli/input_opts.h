@@ -38,6 +38,9 @@ struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int a
 
 void input_opts_free(struct input_opts *o);
 
+/* A command-line fault: frees o, points at --help, returns exit status 2. */
+int input_opts_usage_error(struct input_opts *o, const char *cmd);
+
 /* "--weight calls|time": 0 and *calls set, or -1 after an error message. */
 int parse_weight(const char *arg, int *calls);
 

@@ -21,9 +21,9 @@
  * make the warning list grow with the file). */
 #define LR_MAX_WARNINGS 200
 
-/* One batch of events: a DATA chunk, or a SLOT chunk's current batch. */
 __extension__ typedef __int128 i128;
 
+/* One batch of events: a DATA chunk, or a SLOT chunk's current batch. */
 struct lr_batch {
 	uint64_t off;    /* chunk offset */
 	uint32_t nrec;   /* records usable (capacity cut by count and EOF) */

@@ -40,6 +40,7 @@
 
 #include "lib/util.h"
 #include "output/arrow_schema.h"
+#include "output/protobuf.h"
 #include "output/thrift_compact.h"
 
 /* parquet.thrift enums */
@@ -75,63 +76,25 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 				     * relatively big zstd headers) */
 #define RAW_BLOCK (128u << 10)      /* largest zstd block */
 
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
-/* Room for n more bytes; the returned pointer is where they go. */
-static uint8_t *buf_reserve(struct buf *b, size_t n)
-{
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n)
-			cap *= 2;
-		b->p = xrealloc(b->p, cap);
-		b->cap = cap;
-	}
-	return b->p + b->len;
-}
-
-static void buf_put(struct buf *b, const void *p, size_t n)
+/* Growable byte buffers are protobuf.h's (ULEB128 varints and zigzag are
+ * the same encodings in Parquet's DELTA headers). A zeroed one is empty. */
+static void buf_put(struct pb_buf *b, const void *p, size_t n)
 {
 	if (n) {
-		memcpy(buf_reserve(b, n), p, n);
+		memcpy(pb_buf_reserve(b, n), p, n);
 		b->len += n;
 	}
 }
 
-static void buf_byte(struct buf *b, uint8_t v)
+static void buf_byte(struct pb_buf *b, uint8_t v)
 {
-	*buf_reserve(b, 1) = v;
+	*pb_buf_reserve(b, 1) = v;
 	b->len++;
 }
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
+static void buf_varint(struct pb_buf *b, uint64_t v)
 {
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint8_t *put_zigzag(uint8_t *p, int64_t v)
-{
-	return put_varint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
-
-static void buf_varint(struct buf *b, uint64_t v)
-{
-	uint8_t *p = buf_reserve(b, 10);
-	b->len = (size_t)(put_varint(p, v) - b->p);
-}
-
-static void buf_free(struct buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
+	pb_put_varint(b, v);
 }
 
 static int bits_needed(uint64_t v)
@@ -235,7 +198,7 @@ static uint8_t *pack(uint8_t *p, const uint64_t *v, size_t n, int bw)
  * RLE run) in their state. */
 
 struct penc {
-	struct buf body;
+	struct pb_buf body;
 	size_t nvals;
 	/* M_DICT: index width of this page and RLE/bit-packing state */
 	int bw;
@@ -256,7 +219,7 @@ struct penc {
 static void penc_start(struct penc *p)
 {
 	p->body.len = 0;
-	buf_reserve(&p->body, PAGE_HEADROOM);
+	pb_buf_reserve(&p->body, PAGE_HEADROOM);
 	p->body.len = PAGE_HEADROOM;
 	p->nvals = 0;
 	p->run_len = 0;
@@ -282,8 +245,8 @@ static void lit_flush(struct penc *p)
 	for (size_t i = p->nlit; i < groups * 8; i++)
 		p->lit[i] = 0;
 	buf_varint(&p->body, (uint64_t)groups << 1 | 1);
-	uint8_t *o = buf_reserve(&p->body, groups * (size_t)p->bw + 8);
-	p->body.len = (size_t)(pack(o, p->lit, groups * 8, p->bw) - p->body.p);
+	uint8_t *o = pb_buf_reserve(&p->body, groups * (size_t)p->bw + 8);
+	p->body.len = (size_t)(pack(o, p->lit, groups * 8, p->bw) - p->body.data);
 	p->nlit = 0;
 }
 
@@ -308,7 +271,7 @@ static void run_flush(struct penc *p)
 	} else if (p->run_len) {
 		lit_flush(p);
 		buf_varint(&p->body, (uint64_t)p->run_len << 1);
-		uint8_t *o = buf_reserve(&p->body, 8);
+		uint8_t *o = pb_buf_reserve(&p->body, 8);
 		memcpy(o, &p->run_val, 8);
 		p->body.len += (size_t)(p->bw + 7) / 8;
 	}
@@ -393,13 +356,13 @@ static void delta_block(struct penc *p, uint64_t mask, int bytes)
 		int bw = bits_needed(any);
 		widths[m] = (uint8_t)(bytes ? (bw + 7) / 8 * 8 : bw);
 	}
-	uint8_t *o = buf_reserve(&p->body, 10 + DELTA_MINIBLOCKS + DELTA_BLOCK * 8 + 8);
-	o = put_zigzag(o, min);
+	uint8_t *o = pb_buf_reserve(&p->body, 10 + DELTA_MINIBLOCKS + DELTA_BLOCK * 8 + 8);
+	o = pb_enc_varint(o, pb_zigzag64(min));
 	memcpy(o, widths, DELTA_MINIBLOCKS);
 	o += DELTA_MINIBLOCKS;
 	for (size_t m = 0; m < minis; m++)
 		o = pack(o, u + m * DELTA_MINI, DELTA_MINI, widths[m]);
-	p->body.len = (size_t)(o - p->body.p);
+	p->body.len = (size_t)(o - p->body.data);
 	p->npend = 0;
 	p->dmin = INT64_MAX;
 }
@@ -476,12 +439,12 @@ static size_t delta_finish(struct penc *p, int wide, int bytes)
 	if (p->npend)
 		delta_block(p, wide ? ~0ULL : 0xFFFFFFFFull, bytes);
 	uint8_t hdr[PAGE_HEADROOM], *h = hdr;
-	h = put_varint(h, DELTA_BLOCK);
-	h = put_varint(h, DELTA_MINIBLOCKS);
-	h = put_varint(h, p->nvals);
-	h = put_zigzag(h, wide ? (int64_t)p->first : (int32_t)(uint32_t)p->first);
+	h = pb_enc_varint(h, DELTA_BLOCK);
+	h = pb_enc_varint(h, DELTA_MINIBLOCKS);
+	h = pb_enc_varint(h, p->nvals);
+	h = pb_enc_varint(h, pb_zigzag64(wide ? (int64_t)p->first : (int32_t)(uint32_t)p->first));
 	size_t hl = (size_t)(h - hdr);
-	memcpy(p->body.p + PAGE_HEADROOM - hl, hdr, hl);
+	memcpy(p->body.data + PAGE_HEADROOM - hl, hdr, hl);
 	return PAGE_HEADROOM - hl;
 }
 
@@ -496,8 +459,8 @@ struct dict_slot {
  * entries, PLAIN) is built as entries come, and is where string entries
  * are compared. */
 struct dict {
-	struct buf page;
-	uint32_t *off;          /* strings: entry e starts at page.p + off[e] */
+	struct pb_buf page;
+	uint32_t *off;          /* strings: entry e starts at page.data + off[e] */
 	uint32_t n, offcap;
 	struct dict_slot *table;
 	size_t mask;            /* slots - 1 */
@@ -591,8 +554,8 @@ static uint32_t dict_int(struct dict *d, uint64_t v, size_t width)
 
 static const uint8_t *dict_str_at(const struct dict *d, uint32_t e, uint32_t *len)
 {
-	memcpy(len, d->page.p + d->off[e], 4);
-	return d->page.p + d->off[e] + 4;
+	memcpy(len, d->page.data + d->off[e], 4);
+	return d->page.data + d->off[e] + 4;
 }
 
 static uint32_t dict_str(struct dict *d, const uint8_t *p, uint32_t len)
@@ -619,7 +582,7 @@ static uint32_t dict_str(struct dict *d, const uint8_t *p, uint32_t len)
 
 static void dict_free(struct dict *d)
 {
-	buf_free(&d->page);
+	pb_buf_free(&d->page);
 	free(d->off);
 	free(d->table);
 	free(d->small);
@@ -634,7 +597,7 @@ static void dict_free(struct dict *d)
  * candidate has its own; afterwards only the chosen method's is used. */
 struct cand {
 	struct penc pe;
-	struct buf chunk;
+	struct pb_buf chunk;
 	struct chunk_meta m;
 	unsigned raw_pages;   /* pages to store without compressing */
 };
@@ -643,7 +606,7 @@ struct column {
 	char *name;
 	enum pq_type type;
 	int has;             /* has its value in the row being written */
-	struct buf str;      /* staged strings: value i is str.p[off[i] .. off[i+1]) */
+	struct pb_buf str;      /* staged strings: value i is str.data[off[i] .. off[i+1]) */
 	uint32_t *off;
 	/* encoding */
 	unsigned cands;      /* methods in use: several during a trial */
@@ -656,7 +619,7 @@ struct column {
 	/* min/max of the chunk's values so far */
 	int has_range;
 	uint64_t lo, hi;     /* integers */
-	struct buf smin, smax; /* strings, whole */
+	struct pb_buf smin, smax; /* strings, whole */
 };
 
 static int is_int64(enum pq_type t)
@@ -698,8 +661,8 @@ struct pq_writer {
 	size_t nrg, rgcap;
 	ZSTD_CCtx *zc;
 	struct tc_writer tc;  /* page headers and footer */
-	struct buf zbuf;      /* one compressed page */
-	struct buf page;      /* the dictionary page of a chunk */
+	struct pb_buf zbuf;      /* one compressed page */
+	struct pb_buf page;      /* the dictionary page of a chunk */
 	int failed;
 	char err[256];
 };
@@ -765,15 +728,15 @@ static int bytes_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 
 static void range_str(struct column *c, const uint8_t *p, size_t len)
 {
-	if (!c->has_range || bytes_cmp(p, len, c->smin.p, c->smin.len) < 0) {
+	if (!c->has_range || bytes_cmp(p, len, c->smin.data, c->smin.len) < 0) {
 		c->smin.len = 0;
 		buf_put(&c->smin, p, len);
-		buf_reserve(&c->smin, 1);
+		pb_buf_reserve(&c->smin, 1);
 	}
-	if (!c->has_range || bytes_cmp(p, len, c->smax.p, c->smax.len) > 0) {
+	if (!c->has_range || bytes_cmp(p, len, c->smax.data, c->smax.len) > 0) {
 		c->smax.len = 0;
 		buf_put(&c->smax, p, len);
-		buf_reserve(&c->smax, 1);
+		pb_buf_reserve(&c->smax, 1);
 	}
 	c->has_range = 1;
 }
@@ -830,7 +793,7 @@ static void range_dict(struct column *c)
 			range_str(c, p, len);
 		} else {
 			uint64_t v = 0;
-			memcpy(&v, d->page.p + e * value_width(c->type), value_width(c->type));
+			memcpy(&v, d->page.data + e * value_width(c->type), value_width(c->type));
 			range_ints(c, &v, 1, 1);
 		}
 	}
@@ -848,21 +811,21 @@ static void stat_set(uint8_t *dst, size_t *dlen, const void *src, size_t len)
 static void stats_str(const struct column *c, struct stats *st)
 {
 	st->min_exact = c->smin.len <= STAT_MAX_LEN;
-	stat_set(st->min, &st->min_len, c->smin.p, st->min_exact ? c->smin.len : STAT_MAX_LEN);
+	stat_set(st->min, &st->min_len, c->smin.data, st->min_exact ? c->smin.len : STAT_MAX_LEN);
 	st->max_exact = c->smax.len <= STAT_MAX_LEN;
 	st->has_max = 1;
 	if (st->max_exact) {
-		stat_set(st->max, &st->max_len, c->smax.p, c->smax.len);
+		stat_set(st->max, &st->max_len, c->smax.data, c->smax.len);
 		return;
 	}
 	size_t k = STAT_MAX_LEN;
-	while (k > 0 && c->smax.p[k - 1] == 0xFF)
+	while (k > 0 && c->smax.data[k - 1] == 0xFF)
 		k--;
 	if (k == 0) {
 		st->has_max = 0;
 		return;
 	}
-	stat_set(st->max, &st->max_len, c->smax.p, k);
+	stat_set(st->max, &st->max_len, c->smax.data, k);
 	st->max[k - 1]++;
 }
 
@@ -889,7 +852,7 @@ static void chunk_stats(const struct column *c, struct stats *st)
  * out. Frame format (RFC 8878): magic; descriptor 0xA0 = single segment,
  * 4-byte content size; blocks of at most 128 KiB, each with a 3-byte
  * header (last-block bit, type 0 = raw, size << 3). */
-static void raw_frame(struct buf *z, const uint8_t *p, size_t n)
+static void raw_frame(struct pb_buf *z, const uint8_t *p, size_t n)
 {
 	static const uint8_t head[5] = { 0x28, 0xB5, 0x2F, 0xFD, 0xA0 };
 	uint32_t size = (uint32_t)n;
@@ -917,24 +880,24 @@ static int compress_page(struct pq_writer *w, const uint8_t *p, size_t n, int ra
 	}
 	if (raw) {
 		raw_frame(&w->zbuf, p, n);
-		*out = w->zbuf.p;
+		*out = w->zbuf.data;
 		*out_len = w->zbuf.len;
 		return 0;
 	}
 	size_t bound = ZSTD_compressBound(n);
 	w->zbuf.len = 0;
-	buf_reserve(&w->zbuf, bound);
-	size_t r = ZSTD_compressCCtx(w->zc, w->zbuf.p, bound, p, n, w->opt.zstd_level);
+	pb_buf_reserve(&w->zbuf, bound);
+	size_t r = ZSTD_compressCCtx(w->zc, w->zbuf.data, bound, p, n, w->opt.zstd_level);
 	if (ZSTD_isError(r))
 		return fail(w, "zstd: %s", ZSTD_getErrorName(r));
-	*out = w->zbuf.p;
+	*out = w->zbuf.data;
 	*out_len = r;
 	return 0;
 }
 
 /* Append one page (header + compressed body) to `dst`. Adds the sizes,
  * header included, to m->uncompressed / m->compressed. */
-static int put_page(struct pq_writer *w, struct buf *dst, int type, const uint8_t *body,
+static int put_page(struct pq_writer *w, struct pb_buf *dst, int type, const uint8_t *body,
 		    size_t len, size_t nvals, int enc, int raw, struct chunk_meta *m)
 {
 	const uint8_t *z = NULL;
@@ -966,10 +929,10 @@ static int put_page(struct pq_writer *w, struct buf *dst, int type, const uint8_
 		tc_struct_end(t);
 	}
 	tc_struct_end(t);
-	buf_put(dst, t->buf, t->len);
+	buf_put(dst, t->out.data, t->out.len);
 	buf_put(dst, z, zn);
-	m->uncompressed += (int64_t)(t->len + len);
-	m->compressed += (int64_t)(t->len + zn);
+	m->uncompressed += (int64_t)(t->out.len + len);
+	m->compressed += (int64_t)(t->out.len + zn);
 	return 0;
 }
 
@@ -991,7 +954,7 @@ static int page_finish(struct pq_writer *w, struct column *c, enum method m)
 	 * whose sizes must compare. */
 	int raw = k->raw_pages > 0 && !trialing(c);
 	int64_t before = k->m.compressed;
-	if (put_page(w, &k->chunk, PAGE_DATA, p->body.p + start, p->body.len - start, p->nvals,
+	if (put_page(w, &k->chunk, PAGE_DATA, p->body.data + start, p->body.len - start, p->nvals,
 		     method_encoding(m), raw, &k->m) < 0)
 		return -1;
 	if (raw)
@@ -1016,12 +979,12 @@ static void plain_put(struct penc *p, const struct column *c, const uint64_t *sr
 		for (size_t i = 0; i < n; i++) {
 			uint32_t len = c->off[i + 1] - c->off[i];
 			buf_put(&p->body, &len, 4);
-			buf_put(&p->body, c->str.p + c->off[i], len);
+			buf_put(&p->body, c->str.data + c->off[i], len);
 		}
 		return;
 	}
 	size_t width = value_width(c->type);
-	uint8_t *o = buf_reserve(&p->body, n * width + 8);
+	uint8_t *o = pb_buf_reserve(&p->body, n * width + 8);
 	for (size_t i = 0; i < n; i++, o += width)
 		memcpy(o, &src[i * stride], 8);
 	p->body.len += n * width;
@@ -1075,7 +1038,7 @@ static int trial_size(struct pq_writer *w, struct column *c, enum method m, size
 	if (m == M_DICT) {
 		const uint8_t *z;
 		size_t zn;
-		if (compress_page(w, c->dict.page.p, c->dict.page.len, 0, &z, &zn) < 0)
+		if (compress_page(w, c->dict.page.data, c->dict.page.len, 0, &z, &zn) < 0)
 			return -1;
 		dict = (double)zn;
 	}
@@ -1122,7 +1085,7 @@ static void dict_map(struct column *c, const uint64_t *src, size_t stride, size_
 		c->idx = xmalloc(STAGE_ROWS * sizeof(*c->idx));
 	if (c->type == PQ_STRING) {
 		for (size_t i = 0; i < n; i++)
-			c->idx[i] = dict_str(d, c->str.p + c->off[i], c->off[i + 1] - c->off[i]);
+			c->idx[i] = dict_str(d, c->str.data + c->off[i], c->off[i + 1] - c->off[i]);
 		return;
 	}
 	size_t width = value_width(c->type);
@@ -1218,7 +1181,7 @@ static int encode_block(struct pq_writer *w, int ci, size_t n)
 	if (!ranged && (trial || c->method != M_DICT)) {
 		if (c->type == PQ_STRING)
 			for (size_t i = 0; i < n; i++)
-				range_str(c, c->str.p + c->off[i], c->off[i + 1] - c->off[i]);
+				range_str(c, c->str.data + c->off[i], c->off[i + 1] - c->off[i]);
 		else
 			range_ints(c, src, stride, n);
 	}
@@ -1294,15 +1257,15 @@ static int write_chunk(struct pq_writer *w, struct column *c, struct chunk_meta 
 		return -1;
 	if (m == M_DICT) {
 		w->page.len = 0;
-		if (put_page(w, &w->page, PAGE_DICTIONARY, c->dict.page.p, c->dict.page.len, c->dict.n,
+		if (put_page(w, &w->page, PAGE_DICTIONARY, c->dict.page.data, c->dict.page.len, c->dict.n,
 			     ENC_PLAIN, 0, out) < 0)
 			return -1;
 		out->dict_off = w->offset;
-		if (emit(w, w->page.p, w->page.len) < 0)
+		if (emit(w, w->page.data, w->page.len) < 0)
 			return -1;
 	}
 	out->data_off = w->offset;
-	if (emit(w, k->chunk.p, k->chunk.len) < 0)
+	if (emit(w, k->chunk.data, k->chunk.len) < 0)
 		return -1;
 	chunk_stats(c, &out->st);
 	if (m == M_DICT)
@@ -1517,10 +1480,10 @@ static int write_footer(struct pq_writer *w)
 	tc_struct_end(t);
 
 	uint8_t tail[8];
-	uint32_t len = (uint32_t)t->len;
+	uint32_t len = (uint32_t)t->out.len;
 	memcpy(tail, &len, 4);
 	memcpy(tail + 4, PQ_MAGIC, 4);
-	if (emit(w, t->buf, t->len) < 0 || emit(w, tail, 8) < 0)
+	if (emit(w, t->out.data, t->out.len) < 0 || emit(w, tail, 8) < 0)
 		return -1;
 	return 0;
 }
@@ -1558,7 +1521,7 @@ struct pq_writer *pq_open(const struct pq_column *cols, int ncols,
 		if (c->type == PQ_STRING) {
 			c->off = xmalloc((STAGE_ROWS + 1) * sizeof(*c->off));
 			c->off[0] = 0;
-			buf_reserve(&c->str, 1); /* never NULL, even for empty strings */
+			pb_buf_reserve(&c->str, 1); /* never NULL, even for empty strings */
 			w->has_strings = 1;
 		}
 		chunk_start(w, c);
@@ -1652,7 +1615,7 @@ static size_t utf8_seq(const uint8_t *p, size_t n)
 /* Append s, replacing each byte that is not part of valid UTF-8 with
  * U+FFFD: polars and DuckDB refuse a whole file over one bad string, and
  * symbol names are bytes from ELF files. */
-static void put_utf8(struct buf *o, const uint8_t *s, size_t len)
+static void put_utf8(struct pb_buf *o, const uint8_t *s, size_t len)
 {
 	size_t i = 0;
 	while (i < len) {
@@ -1765,12 +1728,12 @@ void pq_free(struct pq_writer *w)
 		free(c->name);
 		free(c->off);
 		free(c->idx);
-		buf_free(&c->str);
-		buf_free(&c->smin);
-		buf_free(&c->smax);
+		pb_buf_free(&c->str);
+		pb_buf_free(&c->smin);
+		pb_buf_free(&c->smax);
 		for (int m = 0; m < M_COUNT; m++) {
-			buf_free(&c->cand[m].pe.body);
-			buf_free(&c->cand[m].chunk);
+			pb_buf_free(&c->cand[m].pe.body);
+			pb_buf_free(&c->cand[m].chunk);
 		}
 		dict_free(&c->dict);
 	}
@@ -1781,8 +1744,8 @@ void pq_free(struct pq_writer *w)
 	free(w->rgs);
 	ZSTD_freeCCtx(w->zc);
 	tc_free(&w->tc);
-	buf_free(&w->zbuf);
-	buf_free(&w->page);
+	pb_buf_free(&w->zbuf);
+	pb_buf_free(&w->page);
 	free(w);
 }
 

@@ -500,18 +500,32 @@ static inline void need_clock(struct pf_writer *w, struct pf_thread *t, uint64_t
 		put_clock_snapshot(w, t, ts);
 }
 
+/* An event whose function the thread's sequence has already interned: 1 when
+ * written, 0 when the key is new to the sequence (nothing written), -1 after
+ * a write failure. */
+static inline int known_event(struct pf_writer *w, struct pf_thread *t, uint64_t ts,
+			      uint32_t type, uint64_t key)
+{
+	if (__builtin_expect(w->failed, 0))
+		return -1;
+	uint32_t val = map_get(&t->interned, key);
+	if (__builtin_expect(val == 0, 0))
+		return 0;
+	need_clock(w, t, ts);
+	put_named_event(w, t, ts, type, val);
+	maybe_flush(w);
+	return w->failed ? -1 : 1;
+}
+
 static inline int named_event(struct pf_writer *w, struct pf_thread *t, uint64_t ts,
 			      uint32_t type, uint64_t key, const char *name,
 			      const char *file, uint32_t line)
 {
-	if (__builtin_expect(w->failed, 0))
-		return -1;
+	int known = known_event(w, t, ts, type, key);
+	if (known)
+		return known < 0 ? -1 : 0;
 	need_clock(w, t, ts);
-	uint32_t val = map_get(&t->interned, key);
-	if (__builtin_expect(val != 0, 1))
-		put_named_event(w, t, ts, type, val);
-	else
-		put_interning_event(w, t, ts, type, key, name, file, line);
+	put_interning_event(w, t, ts, type, key, name, file, line);
 	maybe_flush(w);
 	return w->failed ? -1 : 0;
 }
@@ -525,15 +539,7 @@ int pf_slice_begin(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
 
 int pf_slice_begin_known(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key)
 {
-	if (__builtin_expect(w->failed, 0))
-		return -1;
-	uint32_t val = map_get(&t->interned, func_key);
-	if (!val)
-		return 0;
-	need_clock(w, t, ts_ns);
-	put_named_event(w, t, ts_ns, TYPE_SLICE_BEGIN, val);
-	maybe_flush(w);
-	return w->failed ? -1 : 1;
+	return known_event(w, t, ts_ns, TYPE_SLICE_BEGIN, func_key);
 }
 
 int pf_instant(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,

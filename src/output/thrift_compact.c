@@ -24,45 +24,27 @@ void tc_init(struct tc_writer *w)
 
 void tc_reset(struct tc_writer *w)
 {
-	w->len = 0;
+	w->out.len = 0;
 	w->depth = 0;
 	w->last[0] = 0;
 }
 
 void tc_free(struct tc_writer *w)
 {
-	free(w->buf);
+	pb_buf_free(&w->out);
 	tc_init(w);
-}
-
-static uint8_t *reserve(struct tc_writer *w, size_t n)
-{
-	if (w->len + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 256;
-		while (cap < w->len + n)
-			cap *= 2;
-		w->buf = xrealloc(w->buf, cap);
-		w->cap = cap;
-	}
-	return w->buf + w->len;
 }
 
 static void put_byte(struct tc_writer *w, uint8_t b)
 {
-	*reserve(w, 1) = b;
-	w->len++;
+	*pb_buf_reserve(&w->out, 1) = b;
+	w->out.len++;
 }
 
+/* Thrift's varints and zigzag mapping (i16/i32/i64) are protobuf's. */
 void tc_varint(struct tc_writer *w, uint64_t v)
 {
-	uint8_t *p = reserve(w, 10);
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	w->len += n;
+	pb_put_varint(&w->out, v);
 }
 
 void tc_put_i8(struct tc_writer *w, int8_t v)
@@ -72,20 +54,20 @@ void tc_put_i8(struct tc_writer *w, int8_t v)
 
 void tc_put_i32(struct tc_writer *w, int32_t v)
 {
-	tc_varint(w, tc_zigzag64(v));
+	tc_varint(w, pb_zigzag64(v));
 }
 
 void tc_put_i64(struct tc_writer *w, int64_t v)
 {
-	tc_varint(w, tc_zigzag64(v));
+	tc_varint(w, pb_zigzag64(v));
 }
 
 void tc_put_binary(struct tc_writer *w, const void *p, size_t n)
 {
 	tc_varint(w, n);
 	if (n) {
-		memcpy(reserve(w, n), p, n);
-		w->len += n;
+		memcpy(pb_buf_reserve(&w->out, n), p, n);
+		w->out.len += n;
 	}
 }
 
@@ -97,7 +79,7 @@ void tc_field(struct tc_writer *w, int16_t id, enum tc_type type)
 		put_byte(w, (uint8_t)(delta << 4 | type));
 	} else {
 		put_byte(w, (uint8_t)type);
-		tc_varint(w, tc_zigzag64(id));
+		tc_varint(w, pb_zigzag64(id));
 	}
 	*last = id;
 }
@@ -111,7 +93,7 @@ void tc_i8(struct tc_writer *w, int16_t id, int8_t v)
 void tc_i16(struct tc_writer *w, int16_t id, int16_t v)
 {
 	tc_field(w, id, TC_I16);
-	tc_varint(w, tc_zigzag64(v));
+	tc_varint(w, pb_zigzag64(v));
 }
 
 void tc_i32(struct tc_writer *w, int16_t id, int32_t v)

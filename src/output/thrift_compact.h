@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "output/protobuf.h"
+
 /* Compact-protocol type codes (field headers and list element types). */
 enum tc_type {
 	TC_STOP = 0,
@@ -34,8 +36,7 @@ enum tc_type {
 #define TC_MAX_DEPTH 16
 
 struct tc_writer {
-	uint8_t *buf;
-	size_t len, cap;
+	struct pb_buf out;            /* the encoded bytes */
 	int depth;                    /* open structs */
 	int16_t last[TC_MAX_DEPTH + 1]; /* last field id per level; [0] = top level */
 };
@@ -72,11 +73,5 @@ void tc_list_header(struct tc_writer *w, enum tc_type elem, uint32_t n);
 void tc_struct_begin(struct tc_writer *w, int16_t id);
 void tc_struct_open(struct tc_writer *w);
 void tc_struct_end(struct tc_writer *w);
-
-/* Zigzag mapping used for i16/i32/i64. */
-static inline uint64_t tc_zigzag64(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
 
 #endif

@@ -88,9 +88,8 @@ static void store_record(struct sf_event *e, uint64_t time, uint32_t id, uint32_
 static void set_base(struct sf_thread *t, uint64_t base)
 {
 	t->base = base;
-	if (t->state == SF_THREAD_ACTIVE || t->state == SF_THREAD_NEW)
-		if (t->slot)
-			__atomic_store_n(&t->slot->hdr->base, base, __ATOMIC_RELEASE);
+	if (t->slot) /* threads without one (dropping, ignored) keep it in TLS only */
+		__atomic_store_n(&t->slot->hdr->base, base, __ATOMIC_RELEASE);
 }
 
 static void batch_begin(struct sf_thread *t)
@@ -98,38 +97,31 @@ static void batch_begin(struct sf_thread *t)
 	set_base(t, sf_now_raw());
 }
 
-static void fill_chunk_thread(struct sf_chunk *c, struct sf_thread *t)
+static struct sf_event *slot_events(const struct sf_slot *s)
 {
-	c->thread_serial = t->serial;
-	c->tid = t->tid;
-	c->seq = t->seq;
-	c->base = t->base;
-	prctl(PR_GET_NAME, c->name, 0, 0, 0);
+	return (struct sf_event *)(s->hdr + 1);
 }
 
 /* Writes the n records of slot s as the thread's DATA batch number seq. */
 static void write_batch(struct sf_thread *t, const struct sf_slot *s, size_t n, uint32_t seq)
 {
-	const struct sf_event *ev = (const struct sf_event *)(s->hdr + 1);
+	if (!n)
+		return;
 	struct sf_chunk c = {0};
 	c.type = SF_CHUNK_DATA;
 	c.count = (uint32_t)n;
-	fill_chunk_thread(&c, t);
+	c.thread_serial = t->serial;
+	c.tid = t->tid;
 	c.seq = seq;
 	c.base = s->hdr->base;
-	if (n)
-		sf_log_write_chunk(&c, ev, n * sizeof(struct sf_event), n);
+	prctl(PR_GET_NAME, c.name, 0, 0, 0);
+	sf_log_write_chunk(&c, slot_events(s), n * sizeof(struct sf_event), n);
 }
 
 /* Hands events [0, n) of the slot to the file and clears the slot. */
 static void slot_handoff(struct sf_thread *t, size_t n)
 {
-	struct sf_chunk c = {0};
-	c.type = SF_CHUNK_DATA;
-	c.count = (uint32_t)n;
-	fill_chunk_thread(&c, t);
-	if (n)
-		sf_log_write_chunk(&c, t->events, n * sizeof(struct sf_event), n);
+	write_batch(t, t->slot, n, t->seq);
 	t->seq++;
 	/* Batch number first, then the clearing: if we die in between, the
 	 * reader sees a DATA chunk with this batch's seq and a slot with the
@@ -183,10 +175,6 @@ static uint32_t nretired(void)
 	return retired ? retired->n : 0;
 }
 
-static struct sf_event *slot_events(const struct sf_slot *s)
-{
-	return (struct sf_event *)(s->hdr + 1);
-}
 
 /* Whether one of n records was claimed and not filled yet. Only an
  * interrupted context of this thread can still be filling it: the slow

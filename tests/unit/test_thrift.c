@@ -14,8 +14,8 @@
 #define EXPECT_BYTES(w, ...)                                                     \
 	do {                                                                     \
 		static const uint8_t want_[] = { __VA_ARGS__ };                  \
-		assert_int_equal((w)->len, sizeof(want_));                       \
-		assert_memory_equal((w)->buf, want_, sizeof(want_));             \
+		assert_int_equal((w)->out.len, sizeof(want_));                   \
+		assert_memory_equal((w)->out.data, want_, sizeof(want_));             \
 	} while (0)
 
 static void test_zigzag_varints(void **state)

@@ -420,6 +420,8 @@ void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind)
 void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed)
 {
 	struct sf_thread *t = &sf_self;
+	if (sf_suppressed) /* suppress.c */
+		return;
 	if (time == 0) {
 		/* Monotonic-clock mode sends every event here. While the buffer
 		 * has room, claim a slot the way the trampoline does (one xadd,
@@ -462,6 +464,8 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 {
 	struct sf_thread *t = &sf_self;
+	if (sf_suppressed) /* suppress.c */
+		return;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -86,8 +86,12 @@ static int read_config(void)
 			return 0;
 		}
 	}
-	cpu_set_t cpus;
-	sf_config.ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+	if (sched_getaffinity(0, sizeof(sf_config.cpus), &sf_config.cpus) == 0) {
+		sf_config.ncpus = CPU_COUNT(&sf_config.cpus);
+	} else {
+		sf_config.ncpus = 1;
+		CPU_ZERO(&sf_config.cpus);
+	}
 	const char *filter = getenv("SFTRACE_FILTER");
 	if (filter && filter[0]) {
 		if (slen(filter) >= sizeof(sf_config.filter)) {
@@ -118,6 +122,11 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_buffer_init();
 	sf_hooks_init();
 	sf_objects_scan(0);
+	sf_loader_hook_install();
+	/* The writer thread is made here or never (writer.c says why). */
+	if (sf_objects_patched_total() &&
+	    (sf_config.writer == SF_WRITER_THREAD || (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1)))
+		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
 }
 
 __attribute__((destructor(101))) static void sf_fini(void)

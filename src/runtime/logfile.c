@@ -235,8 +235,6 @@ static int log_create_locked(void)
 	sf_log_calibrate();
 	sf_objects_log_all();
 	sf_log_update_patch_stats();
-	if (sf_config.writer == SF_WRITER_THREAD || (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1))
-		sf_writer_start(); /* failing that, threads hand off slots themselves */
 	return 0;
 }
 

@@ -25,12 +25,39 @@ static struct sf_object_rt *objects[MAX_OBJECTS];
 static uint32_t nobjects;
 static uint32_t next_func_id = 1; /* 0 marks events that have no function (allocations) */
 static uint32_t next_index;
+static uint32_t patched_forgotten; /* sleds patched in objects since unloaded */
 uint64_t sf_patch_ns SF_HIDDEN;
 
 static size_t page_round(size_t n)
 {
 	return (n + 4095) & ~(size_t)4095;
 }
+
+/* Working memory for one object at a time (under the lock), kept mapped:
+ * an munmap costs a TLB shootdown on every CPU the process runs on, which
+ * made dlopen/dlclose churn several times slower. */
+static char *scratch;
+static size_t scratch_cap;
+
+static void *scratch_get(size_t len)
+{
+	if (len > scratch_cap) {
+		size_t cap = scratch_cap ? scratch_cap : 65536;
+		while (cap < len)
+			cap *= 2;
+		char *p = sf_map_anon(cap);
+		if (!p)
+			return NULL;
+		if (scratch)
+			munmap(scratch, scratch_cap);
+		scratch = p;
+		scratch_cap = cap;
+	}
+	return scratch;
+}
+
+/* Records of unloaded objects, kept for the next object (same reason). */
+static struct sf_object_rt *free_records;
 
 static void build_id_from_memory(const struct dl_phdr_info *info, struct sf_object *o)
 {
@@ -104,7 +131,7 @@ static void write_object_chunk(struct sf_object_rt *o)
 		return;
 	size_t path_pad = (o->info.path_len + 7) & ~(size_t)7;
 	size_t len = sizeof(struct sf_object) + path_pad + (size_t)o->nfuncs * 8;
-	char *buf = sf_map_anon(page_round(len));
+	char *buf = scratch_get(len);
 	if (!buf)
 		return;
 	memcpy(buf, &o->info, sizeof(o->info));
@@ -114,7 +141,6 @@ static void write_object_chunk(struct sf_object_rt *o)
 	c.type = SF_CHUNK_OBJECT;
 	c.count = o->nfuncs;
 	sf_log_write_chunk(&c, buf, len, 0);
-	munmap(buf, page_round(len));
 	o->logged = 1;
 	sf_log_object_logged();
 }
@@ -122,7 +148,7 @@ static void write_object_chunk(struct sf_object_rt *o)
 void sf_objects_log_all(void)
 {
 	for (uint32_t i = 0; i < nobjects; i++)
-		if (objects[i]->info.sleds && !objects[i]->unloaded)
+		if (objects[i]->info.sleds)
 			write_object_chunk(objects[i]);
 }
 
@@ -143,14 +169,25 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	uint32_t cap = 16;
 	while (cap < nsleds * 2)
 		cap <<= 1;
-	size_t keys_sz = page_round((size_t)cap * 8), vals_sz = page_round((size_t)cap * 4);
+	size_t keys_sz = (size_t)cap * 8, vals_sz = (size_t)cap * 4;
 	size_t addr_sz = page_round((size_t)nsleds * 8);
-	size_t sled_sz = page_round((size_t)nsleds * sizeof(struct xray_sled_rt));
-	struct func_map fm = {sf_map_anon(keys_sz), sf_map_anon(vals_sz), cap - 1};
-	uint64_t *addrs = sf_map_anon(addr_sz);
-	struct xray_sled_rt *sleds = sf_map_anon(sled_sz);
-	if (!fm.keys || !fm.vals || !addrs || !sleds)
-		goto out;
+	size_t sled_sz = (size_t)nsleds * sizeof(struct xray_sled_rt);
+	char *work = scratch_get(keys_sz + vals_sz + sled_sz);
+	if (!work)
+		return;
+	memset(work, 0, keys_sz);
+	struct func_map fm = {(uint64_t *)work, (uint32_t *)(work + keys_sz), cap - 1};
+	struct xray_sled_rt *sleds = (struct xray_sled_rt *)(work + keys_sz + vals_sz);
+	uint64_t *addrs = o->func_addr;
+	if (o->func_cap < addr_sz) {
+		if (addrs)
+			munmap(addrs, o->func_cap);
+		o->func_cap = 0;
+		o->func_addr = addrs = sf_map_anon(addr_sz);
+		if (!addrs)
+			return;
+		o->func_cap = addr_sz;
+	}
 
 	uint32_t nf = 0, ns = 0;
 	int allowed = sf_filter_check_object(o) == 0;
@@ -167,8 +204,6 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
 		ns++;
 	}
-	o->func_addr = addrs;
-	addrs = NULL;
 	o->nfuncs = nf;
 	o->info.first_id = next_func_id;
 	o->info.sleds = nsleds;
@@ -182,15 +217,6 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	 * be created and no slot can be taken while we hold the lock, and the
 	 * reader does not need objects to come first in the file. */
 	write_object_chunk(o);
-out:
-	if (fm.keys)
-		munmap(fm.keys, keys_sz);
-	if (fm.vals)
-		munmap(fm.vals, vals_sz);
-	if (addrs)
-		munmap(addrs, addr_sz);
-	if (sleds)
-		munmap(sleds, sled_sz);
 }
 
 static int self_marker;
@@ -216,12 +242,20 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	for (uint32_t i = 0; i < nobjects; i++) {
 		struct sf_object_rt *o = objects[i];
-		if (!o->unloaded && o->dl_addr == info->dlpi_addr && o->lo == lo)
+		if (o->dl_addr == info->dlpi_addr && o->lo == lo)
 			return 0;
 	}
-	struct sf_object_rt *o = sf_map_anon(page_round(sizeof(*o)));
-	if (!o)
+	struct sf_object_rt *o = free_records;
+	if (o) {
+		free_records = o->next_free;
+		uint64_t *keep = o->func_addr;
+		size_t keep_cap = o->func_cap;
+		memset(o, 0, sizeof(*o));
+		o->func_addr = keep;
+		o->func_cap = keep_cap;
+	} else if (!(o = sf_map_anon(page_round(sizeof(*o))))) {
 		return 1;
+	}
 	o->dl_addr = info->dlpi_addr;
 	o->lo = lo;
 	o->hi = hi;
@@ -270,21 +304,36 @@ static int still_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 	return info->dlpi_addr == o->dl_addr && info->dlpi_phdr == o->phdr;
 }
 
+/* Frees an unloaded object's record. Its OBJECT and UNLOAD chunks are in
+ * the log already; a child forked later does not need it. Its slot in the
+ * table is reused, so any number of dlopen/dlclose cycles keeps working. */
+static void forget(uint32_t i)
+{
+	struct sf_object_rt *o = objects[i];
+	patched_forgotten += o->info.patched;
+	o->next_free = free_records;
+	free_records = o;
+	memmove(&objects[i], &objects[i + 1], (nobjects - i - 1) * sizeof(objects[0]));
+	nobjects--;
+}
+
 void sf_objects_check_unloaded(void)
 {
 	sigset_t old;
 	sf_log_lock_sig(&old);
-	for (uint32_t i = 0; i < nobjects; i++) {
+	for (uint32_t i = 0; i < nobjects;) {
 		struct sf_object_rt *o = objects[i];
-		if (o->unloaded || dl_iterate_phdr(still_loaded, o))
+		if (dl_iterate_phdr(still_loaded, o)) {
+			i++;
 			continue;
-		o->unloaded = 1;
+		}
 		if (o->info.sleds && o->logged) {
 			struct sf_unload u = {o->info.index, 0};
 			struct sf_chunk c = {0};
 			c.type = SF_CHUNK_UNLOAD;
 			sf_log_write_chunk(&c, &u, sizeof(u), 0);
 		}
+		forget(i);
 	}
 	sf_log_unlock_sig(&old);
 }
@@ -297,7 +346,7 @@ void sf_objects_after_fork_child(void)
 
 uint32_t sf_objects_patched_total(void)
 {
-	uint32_t n = 0;
+	uint32_t n = patched_forgotten;
 	for (uint32_t i = 0; i < nobjects; i++)
 		n += objects[i]->info.patched;
 	return n;

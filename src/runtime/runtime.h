@@ -6,7 +6,8 @@
  *   buffer.c   per-thread slots and the slow path (first event, slot full, thread exit)
  *   logfile.c  the log file: header page, chunk appends, slot allocation
  *   clock.c    timestamps and calibration
- *   hooks.c    dlopen/dlclose/fork
+ *   loader_hook.c  objects loaded and unloaded later (the loader's debugger hook)
+ *   hooks.c    fork, vfork, exec
  *   init.c     configuration and process start/exit
  *
  * Rules: libc and pthread only; never malloc (the traced program may have an
@@ -16,6 +17,7 @@
 #ifndef SFTRACE_RUNTIME_H
 #define SFTRACE_RUNTIME_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +68,7 @@ struct sf_config {
 	int setup_thread_only;
 	int writer;          /* enum sf_writer_mode (SFTRACE_WRITER) */
 	int ncpus;           /* CPUs this process may run on, at start */
+	cpu_set_t cpus;      /* which: the writer thread gets the same */
 	int verbose;
 };
 extern struct sf_config sf_config SF_HIDDEN;
@@ -118,7 +121,7 @@ enum sf_slot_state {
 };
 
 /* ---- writer.c ---- */
-int sf_writer_start(void) SF_HIDDEN;           /* at log creation; -1: hand-offs stay synchronous */
+int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
@@ -136,12 +139,13 @@ struct sf_object_rt {
 	struct sf_object info;
 	char path[4096];
 	uint64_t *func_addr;  /* ELF vaddr of each function, index = id - first_id */
+	size_t func_cap;      /* bytes mapped at func_addr */
+	struct sf_object_rt *next_free; /* record kept for reuse after an unload */
 	uint32_t nfuncs;
 	uint64_t lo, hi;      /* runtime address range of the object's PT_LOADs */
 	uintptr_t dl_addr;    /* dlpi_addr, to recognise it again */
 	const void *phdr;     /* dlpi_phdr: program headers, for segment protections */
 	int phnum;
-	int unloaded;
 	int logged;           /* OBJECT chunk written to the current log */
 };
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
@@ -196,6 +200,19 @@ void sf_buffer_after_fork_child(void) SF_HIDDEN;
 
 /* ---- hooks.c ---- */
 void sf_hooks_init(void) SF_HIDDEN;
+
+/* ---- suppress.c: this thread's events are dropped in between ---- */
+struct sf_suppress_state {
+	uint64_t cursor, limit, window_depth, base;
+	uint32_t was;
+};
+extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
+void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
+
+/* ---- loader_hook.c ---- */
+int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
+void sf_loader_event(void) SF_HIDDEN;
 
 /* ---- filter.c ---- */
 int sf_filter_load(const char *path) SF_HIDDEN;

@@ -9,18 +9,26 @@
  * A queued slot that is never written (the process died) is still in the
  * file as a SLOT chunk with its own batch number, so nothing is lost.
  *
- * The thread is a bare clone (arch/x86_64/spawn.S), created from the slow
- * path with every signal blocked: no libc thread set-up, no allocation, and
- * it keeps every signal blocked for its whole life. It has no TLS of its
- * own, so it calls the kernel only through raw system calls. */
+ * The thread is an ordinary pthread, so glibc knows it: setuid, setgid and
+ * setgroups reach it like every other thread (a bare clone kept the old
+ * credentials after a program dropped root). It is created once, at
+ * start-up, from the runtime's constructor in a process that has sleds,
+ * never from the event path: pthread_create allocates its thread-local
+ * storage with the program's malloc, and the constructor is the one place
+ * where that malloc is not in the middle of anything and its sleds record
+ * nothing (sf_suppress). Its attributes are explicit rather than those of
+ * whichever thread ran the constructor: SCHED_OTHER, the CPUs the process
+ * had at start, every signal blocked but the two glibc reserves for itself.
+ * Seccomp filters are inherited by every thread and cannot be shed.
+ * A forked child has no writer: its hand-offs are synchronous. */
 #include <linux/futex.h>
-#include <sys/mman.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 
 #include "runtime/arch/x86_64/syscall.h"
 #include "runtime/runtime.h"
-
-#define WRITER_STACK (64 * 1024)
 
 static struct sf_slot *queue;   /* pushed by owners, taken whole by the writer */
 static uint32_t wake;           /* futex word: bumped on every push */
@@ -56,7 +64,7 @@ static void write_slot(struct sf_slot *s)
 	futex_wake_all(&s->state);
 }
 
-static int writer_main(void *arg)
+static void *writer_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
@@ -84,18 +92,33 @@ static int writer_main(void *arg)
 	return 0;
 }
 
-int sf_writer_start(void)
+int sf_writer_start(const cpu_set_t *cpus)
 {
 	if (active)
 		return 0;
-	void *stack = mmap(NULL, WRITER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
+	pthread_attr_t a;
+	if (pthread_attr_init(&a) != 0)
 		return -1;
-	long tid = sf_spawn_raw_thread((char *)stack + WRITER_STACK, writer_main, NULL);
-	if (tid < 0) {
-		munmap(stack, WRITER_STACK);
+	struct sched_param sp = {0};
+	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&a, SCHED_OTHER);
+	pthread_attr_setschedparam(&a, &sp);
+	if (cpus)
+		pthread_attr_setaffinity_np(&a, sizeof(*cpus), cpus);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* inherited by the new thread */
+	struct sf_suppress_state st;
+	sf_suppress_begin(&st);
+	pthread_t th;
+	int r = pthread_create(&th, &a, writer_main, NULL);
+	sf_suppress_end(&st);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	if (r != 0)
 		return -1;
-	}
+	pthread_setname_np(th, "sftrace-writer");
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	return 0;
 }

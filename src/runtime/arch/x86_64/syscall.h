@@ -1,6 +1,6 @@
-/* Raw Linux system calls for x86-64. The writer thread is created with a
- * bare clone (no libc thread, no TLS of its own), so it must never touch
- * errno or anything else that lives in thread-local storage: it calls the
+/* Raw Linux system calls for x86-64, for code that must not go through
+ * interposable libc functions (a program may replace and instrument them)
+ * or touch errno: it calls the
  * kernel directly through these. Return values are the kernel's: -errno
  * on failure. */
 #ifndef SFTRACE_RUNTIME_ARCH_SYSCALL_H
@@ -26,10 +26,5 @@ static inline long sf_syscall6(long nr, long a, long b, long c, long d, long e, 
 	return ret;
 }
 
-/* Starts fn(arg) on a new thread of this process running on the given
- * stack, sharing everything (CLONE_THREAD) but thread-local storage. The
- * new thread inherits the caller's signal mask. Returns the tid or -errno.
- * (arch/x86_64/spawn.S) */
-long sf_spawn_raw_thread(void *stack_top, int (*fn)(void *), void *arg) __attribute__((visibility("hidden")));
 
 #endif

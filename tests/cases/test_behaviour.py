@@ -1,0 +1,51 @@
+"""The tracer never changes what the traced program does: loader semantics
+(dlopen's caller, namespaces, constructors), credentials, re-entrancy into
+the runtime, children and their environment, and clear errors for what
+cannot be traced. Exact counts from fixtures with known call patterns."""
+import os
+import re
+
+from sfkit import (FIXBUILD, SFTRACE, Skip, build_c, check, check_nesting, count_calls, dump_events, eq, record, run,
+                   tmpdir)
+
+
+def loader_fixture():
+    plugdir = os.path.join(FIXBUILD, "plug")
+    build_c("libbehp.so", ["beh_plug.c"], shared=True, outdir=plugdir)
+    return build_c("beh_loader", ["beh_loader.c"], libs=["-ldl", "-Wl,-rpath,$ORIGIN/plug", "-Wl,--enable-new-dtags"])
+
+
+def test_dlopen_keeps_callers_runpath_namespaces_and_constructors():
+    exe = loader_fixture()
+    alone = run([exe, "plug"])
+    eq(alone.stdout.strip(), "plug ok 8", "untraced run")
+    p, log = record([exe, "plug"])
+    eq(p.stdout.strip(), "plug ok 8", "traced run: the same result")
+    events = dump_events(log)
+    c = count_calls(events)
+    eq(c.get("plug_ctor_work"), 2, "constructor calls (base namespace and the new one): patched before they ran")
+    eq(c.get("plug_fn"), 5, "plug_fn over both namespaces")
+    eq(check_nesting(events), {}, "balanced")
+
+
+def test_dlopen_churn_keeps_patching():
+    exe = loader_fixture()
+    lib = build_c("libbehchurn.so", ["beh_churn.c"], shared=True)
+    n = 9000  # past the 8,192 objects the runtime's table holds at once
+    p, log = record([exe, "churn", str(n), lib], timeout=600)
+    check(p.stdout.startswith("churn ok"), p.stdout)
+    eq(count_calls(dump_events(log)).get("churn_fn"), n, "churn_fn over every load")
+
+
+def test_dropping_root_reaches_every_task():
+    if os.geteuid() != 0:
+        raise Skip("needs root to drop privileges")
+    exe = build_c("beh_dropuid", ["beh_dropuid.c"])
+    d = tmpdir()
+    os.chmod(d, 0o777)  # the log is created by the first event, before the drop
+    log = os.path.join(d, "sf.log")
+    p = run([SFTRACE, "record", "-o", log, "--writer", "thread", "--", exe])
+    tasks = p.stdout.splitlines()
+    eq(len(tasks), 2, f"two tasks, the program's and the writer: {p.stdout!r}")
+    eq(set(tasks), {"task Uid=65534 Gid=65534"}, "every task has the new credentials")
+    eq(count_calls(dump_events(log)).get("work"), 25, "work calls, before and after the drop")

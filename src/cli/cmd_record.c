@@ -1,6 +1,7 @@
 /* sftrace record: run a command with the runtime preloaded, pass its exit
  * status through, and summarise the log(s) it wrote. */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -257,6 +258,45 @@ static int has_sleds(const char *cmd)
 	return r == 1;
 }
 
+/* Whether path is an ELF executable with no program interpreter: linked
+ * statically (glibc -static, musl, Rust +crt-static, static-pie). The
+ * loader never runs for it, so LD_PRELOAD cannot bring the runtime in. */
+static int is_static_elf(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	Elf64_Ehdr eh;
+	int is_static = 0;
+	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN) &&
+	    eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0) {
+		is_static = 1;
+		for (int i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			off_t at = (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph));
+			if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph) || ph.p_type == PT_INTERP) {
+				is_static = 0;
+				break;
+			}
+		}
+	}
+	close(fd);
+	return is_static;
+}
+
+/* Refuses a statically linked command before anything runs or is written:
+ * it would run untraced. 0 if the command may be run. */
+static int preflight_static(const char *cmd)
+{
+	char path[PATH_MAX];
+	if (resolve_command(cmd, path, sizeof(path)) < 0 || !is_static_elf(path))
+		return 0;
+	sf_error("%s is statically linked: the tracer's runtime cannot be loaded into it; link it dynamically "
+		 "(no -static, no +crt-static, not musl)", path);
+	return -1;
+}
+
 /* --filter-regex: `sftrace filter -p EXE -r RE [--within] -o TMP`, its
  * summary sent to stderr (stdout belongs to the command). The temporary
  * file lives until the command ends (its children read it too). */
@@ -428,6 +468,8 @@ int cmd_record(int argc, char **argv)
 		sf_error("no command given (usage: sftrace record [OPTIONS] -- COMMAND [ARGS...])");
 		return 2;
 	}
+	if (preflight_static(argv[optind]) < 0)
+		return 1;
 	char lib[PATH_MAX], err[PATH_MAX * 2];
 	if (sf_find_solib(lib, sizeof(lib), err, sizeof(err)) < 0) {
 		sf_error("%s", err);

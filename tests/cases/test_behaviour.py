@@ -49,3 +49,16 @@ def test_dropping_root_reaches_every_task():
     eq(len(tasks), 2, f"two tasks, the program's and the writer: {p.stdout!r}")
     eq(set(tasks), {"task Uid=65534 Gid=65534"}, "every task has the new credentials")
     eq(count_calls(dump_events(log)).get("work"), 25, "work calls, before and after the drop")
+
+
+def test_static_executable_refused_without_running():
+    exe = build_c("beh_static", ["beh_static.c"], flags=["-static", "-fnoxray-link-deps"])
+    eq(run([exe]).stdout.strip(), "static ran 2", "the fixture runs alone")
+    d = tmpdir()
+    out = os.path.join(d, "sub", "sf.log")
+    p = run([SFTRACE, "record", "-o", out, "--", exe], check_rc=1)
+    eq(p.stdout, "", "the program did not run")
+    lines = p.stderr.splitlines()
+    eq(len(lines), 1, f"one line: {p.stderr!r}")
+    check(exe in lines[0] and "statically linked" in lines[0] and "link it dynamically" in lines[0], lines[0])
+    eq(os.listdir(d), [], "nothing written")

@@ -105,11 +105,13 @@ static int read_config(void)
 
 __attribute__((constructor(101))) static void sf_init(void)
 {
+	sf_exec_env_resolve();
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (getauxval(AT_SECURE))
 		return;
 	if (!read_config())
 		return;
+	sf_exec_env_init();
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	sf_start_realtime = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;

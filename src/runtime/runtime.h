@@ -210,6 +210,10 @@ extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))
 void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
 
+/* ---- exec_env.c ---- */
+void sf_exec_env_resolve(void) SF_HIDDEN;
+void sf_exec_env_init(void) SF_HIDDEN;
+
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
 void sf_loader_event(void) SF_HIDDEN;

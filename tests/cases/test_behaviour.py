@@ -62,3 +62,21 @@ def test_static_executable_refused_without_running():
     eq(len(lines), 1, f"one line: {p.stderr!r}")
     check(exe in lines[0] and "statically linked" in lines[0] and "link it dynamically" in lines[0], lines[0])
     eq(os.listdir(d), [], "nothing written")
+
+
+def test_children_with_their_own_environment_are_traced():
+    exe = build_c("beh_spawn", ["beh_spawn.c"])
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    p = run([SFTRACE, "record", "-o", log, "--", exe, "parent"])
+    lines = p.stdout.splitlines()
+    eq(sorted(line.split("=", 1)[0] for line in lines),
+       sorted(["FOO", "LD_PRELOAD", "SFTRACE_OUTPUT_FILE"] * 2), f"each child's environment: {p.stdout!r}")
+    eq(lines.count("FOO=1"), 2, "FOO kept as given")
+    eq(lines.count("SFTRACE_OUTPUT_FILE=" + log), 2, "the tracer's output file")
+    check(all(line == "LD_PRELOAD=" + os.path.realpath(os.path.join(os.path.dirname(SFTRACE), "libsftrace.so"))
+              or not line.startswith("LD_PRELOAD=") for line in lines), p.stdout)
+    logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
+    eq(len(logs), 3, f"the parent's log and one per child: {logs}")
+    counts = sorted(count_calls(dump_events(os.path.join(d, f))).get("child_work") for f in logs)
+    eq(counts, [2, 3, 3], "child_work per process")

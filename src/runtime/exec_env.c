@@ -1,0 +1,299 @@
+/* Children started with an environment of their own stay traced.
+ *
+ * execve, execvpe, execle, fexecve, execveat, posix_spawn and posix_spawnp
+ * take the child's environment from the caller. When it lacks the tracer's
+ * variables the child would run untraced, silently. These wrappers pass the
+ * given environment on exactly, plus only what is missing of:
+ *   - LD_PRELOAD: this runtime's path (put first if LD_PRELOAD is given
+ *     without it);
+ *   - the SFTRACE_* variables this process started with.
+ * A variable the caller set keeps the caller's value. The functions that
+ * use `environ` (execv, execvp, execl, execlp, system, popen) need nothing.
+ *
+ * They run in vfork children too, so they take no lock and never call
+ * malloc: the new array lives on the stack (or in a fresh mapping when it
+ * is large), and the real functions were looked up at start-up. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/arch/x86_64/syscall.h"
+#include "runtime/runtime.h"
+
+#define MAX_VARS 16
+
+static char self_path[4096];        /* this library, as the loader named it */
+static char saved[MAX_VARS][8192];  /* "SFTRACE_X=value" at start */
+static int nsaved;
+static int ready;
+
+typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+			char *const[], char *const[]);
+static execvpe_fn real_execvpe;
+static fexecve_fn real_fexecve;
+static execveat_fn real_execveat;
+static spawn_fn real_posix_spawn, real_posix_spawnp;
+
+static size_t slen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* Length of the name in "NAME=value". */
+static size_t name_len(const char *kv)
+{
+	size_t n = 0;
+	while (kv[n] && kv[n] != '=')
+		n++;
+	return n;
+}
+
+static int same_name(const char *a, const char *b)
+{
+	size_t n = name_len(a);
+	return n == name_len(b) && !memcmp(a, b, n);
+}
+
+static int self_find(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uintptr_t me = (uintptr_t)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && me >= lo && me < lo + ph->p_memsz && info->dlpi_name) {
+			size_t n = slen(info->dlpi_name);
+			if (n < sizeof(self_path))
+				memcpy(self_path, info->dlpi_name, n + 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+extern char **environ;
+
+/* Start-up, always (init.c): the functions the wrappers call. A wrapper
+ * called before that (from an earlier constructor) looks its own up. */
+void sf_exec_env_resolve(void)
+{
+	real_execvpe = (execvpe_fn)dlsym(RTLD_NEXT, "execvpe");
+	real_fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
+	real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
+	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
+	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
+}
+
+#define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
+
+/* Start-up, when tracing (init.c): remember what children need. */
+void sf_exec_env_init(void)
+{
+	dl_iterate_phdr(self_find, (void *)(uintptr_t)sf_exec_env_init);
+	for (char **e = environ; e && *e && nsaved < MAX_VARS; e++) {
+		size_t n = slen(*e);
+		if (!memcmp(*e, "SFTRACE_", 8) && n < sizeof(saved[0]))
+			memcpy(saved[nsaved++], *e, n + 1);
+	}
+	ready = self_path[0] != 0;
+}
+
+/* Whether the colon- or space-separated list holds self_path. */
+static int list_has_self(const char *list)
+{
+	size_t n = slen(self_path);
+	for (const char *p = list; *p;) {
+		size_t k = 0;
+		while (p[k] && p[k] != ':' && p[k] != ' ')
+			k++;
+		if (k == n && !memcmp(p, self_path, n))
+			return 1;
+		p += k;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+/* The environment to give the child: envp itself when it has everything,
+ * else a copy in *mem (unmapped by env_done) or buf. */
+struct env_build {
+	char **env;
+	void *mem;
+	size_t mem_len;
+};
+
+static char *const *env_for_child(char *const envp[], struct env_build *b, char *buf, size_t cap)
+{
+	b->env = NULL;
+	b->mem = NULL;
+	if (!ready || !envp)
+		return envp;
+	size_t n = 0, preload_at = (size_t)-1;
+	int have[MAX_VARS] = {0}, missing = 0;
+	for (; envp[n]; n++) {
+		if (!memcmp(envp[n], "LD_PRELOAD=", 11))
+			preload_at = n;
+		for (int i = 0; i < nsaved; i++)
+			if (!have[i] && same_name(envp[n], saved[i]))
+				have[i] = 1;
+	}
+	for (int i = 0; i < nsaved; i++)
+		missing += !have[i];
+	int preload_ok = preload_at != (size_t)-1 && list_has_self(envp[preload_at] + 11);
+	if (!missing && preload_ok)
+		return envp;
+	size_t old_preload = preload_at != (size_t)-1 ? slen(envp[preload_at] + 11) : 0;
+	size_t ptrs = (n + (size_t)missing + 2) * sizeof(char *);
+	size_t need = ptrs + 11 + slen(self_path) + 1 + old_preload + 1;
+	char *m = buf;
+	if (need > cap) {
+		m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return envp;
+		b->mem = m;
+		b->mem_len = need;
+	}
+	char **env = (char **)m;
+	char *s = m + ptrs;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (i != preload_at || preload_ok)
+			env[k++] = envp[i];
+	if (!preload_ok) {
+		/* LD_PRELOAD=<self>[:<theirs>] */
+		env[k++] = s;
+		memcpy(s, "LD_PRELOAD=", 11);
+		s += 11;
+		size_t sl = slen(self_path);
+		memcpy(s, self_path, sl);
+		s += sl;
+		if (old_preload) {
+			*s++ = ':';
+			memcpy(s, envp[preload_at] + 11, old_preload);
+			s += old_preload;
+		}
+		*s = 0;
+	}
+	for (int i = 0; i < nsaved; i++)
+		if (!have[i])
+			env[k++] = saved[i];
+	env[k] = NULL;
+	b->env = env;
+	return env;
+}
+
+/* After a failed exec (a successful one never returns): free the copy. */
+static void env_done(struct env_build *b)
+{
+	if (b->mem)
+		munmap(b->mem, b->mem_len);
+}
+
+#define ENV_BUF 8192
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	char buf[ENV_BUF];
+	struct env_build b;
+	char *const *env = env_for_child(envp, &b, buf, sizeof(buf));
+	long r = sf_syscall3(SYS_execve, (long)path, (long)argv, (long)env);
+	env_done(&b);
+	errno = (int)-r;
+	return -1;
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
+		return errno = ENOSYS, -1;
+	char buf[ENV_BUF];
+	struct env_build b;
+	int r = real_execvpe(file, argv, env_for_child(envp, &b, buf, sizeof(buf)));
+	int e = errno;
+	env_done(&b);
+	errno = e;
+	return r;
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	if (!REAL(real_fexecve, fexecve_fn, "fexecve"))
+		return errno = ENOSYS, -1;
+	char buf[ENV_BUF];
+	struct env_build b;
+	int r = real_fexecve(fd, argv, env_for_child(envp, &b, buf, sizeof(buf)));
+	int e = errno;
+	env_done(&b);
+	errno = e;
+	return r;
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	if (!REAL(real_execveat, execveat_fn, "execveat"))
+		return errno = ENOSYS, -1;
+	char buf[ENV_BUF];
+	struct env_build b;
+	int r = real_execveat(dirfd, path, argv, env_for_child(envp, &b, buf, sizeof(buf)), flags);
+	int e = errno;
+	env_done(&b);
+	errno = e;
+	return r;
+}
+
+/* execle(path, arg0, ..., NULL, envp) */
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	size_t n = 1;
+	va_list ap;
+	va_start(ap, arg);
+	while (va_arg(ap, const char *))
+		n++;
+	va_end(ap);
+	char *argv[n + 1];
+	argv[0] = (char *)arg;
+	va_start(ap, arg);
+	for (size_t i = 1; i <= n; i++)
+		argv[i] = va_arg(ap, char *);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
+
+static int spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	if (!fn)
+		return ENOSYS;
+	char buf[ENV_BUF];
+	struct env_build b;
+	int r = fn(pid, path, fa, attr, argv, env_for_child(envp, &b, buf, sizeof(buf)));
+	env_done(&b);
+	return r;
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(REAL(real_posix_spawn, spawn_fn, "posix_spawn"), pid, path, fa, attr, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(REAL(real_posix_spawnp, spawn_fn, "posix_spawnp"), pid, file, fa, attr, argv, envp);
+}

@@ -80,3 +80,16 @@ def test_children_with_their_own_environment_are_traced():
     eq(len(logs), 3, f"the parent's log and one per child: {logs}")
     counts = sorted(count_calls(dump_events(os.path.join(d, f))).get("child_work") for f in logs)
     eq(counts, [2, 3, 3], "child_work per process")
+
+
+def test_raw_fork_and_vfork_children_keep_out_of_the_parents_slots():
+    exe = build_c("beh_forks", ["beh_forks.c"])
+    for mode, want in (("raw", [3, 3]), ("vfork", [3])):
+        d = tmpdir()
+        log = os.path.join(d, "sf.log")
+        p = run([SFTRACE, "record", "-o", log, "--", exe, mode], timeout=60)
+        eq(p.stdout.strip(), f"{mode} ok", mode)
+        eq(count_calls(dump_events(log)).get("work"), 3, f"{mode}: the parent's log holds its own calls only")
+        logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
+        counts = sorted(count_calls(dump_events(os.path.join(d, f))).get("work") for f in logs)
+        eq(counts, want, f"{mode}: work per log {logs}")

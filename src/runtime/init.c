@@ -105,6 +105,7 @@ static int read_config(void)
 
 __attribute__((constructor(101))) static void sf_init(void)
 {
+	sf_rt_libc_init();
 	sf_exec_env_resolve();
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (getauxval(AT_SECURE))

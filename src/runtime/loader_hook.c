@@ -34,44 +34,19 @@
 
 void sf_loader_entry(void) SF_HIDDEN; /* arch/x86_64/loader_entry.S */
 
-static uint64_t seen_adds, seen_subs;
 static int hooked;
 
-static int counters(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	uint64_t *c = arg;
-	if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
-		return 1;
-	c[0] = info->dlpi_adds;
-	c[1] = info->dlpi_subs;
-	return 1; /* the counters are global: the first object is enough */
-}
-
-/* Remembers the loader's counters, so the next call does work only when
- * objects came or went since. Called with the runtime's lock held. */
-void sf_loader_note_counters(void)
-{
-	uint64_t c[2] = {0, 0};
-	dl_iterate_phdr(counters, c);
-	seen_adds = c[0];
-	seen_subs = c[1];
-}
-
-/* Called from the loader (loader_entry.S) with its load lock held. */
+/* Called from the loader (loader_entry.S) with its load lock held, so no
+ * other thread loads or unloads objects meanwhile. Both steps run at every
+ * call: the loader's dlpi_adds counter moves before a new object shows in
+ * dl_iterate_phdr, so it cannot tell which call has something new. The
+ * cost is two walks of the object list per loader state change. */
 void sf_loader_event(void)
 {
 	if (!sf_config.enabled)
 		return;
-	uint64_t c[2] = {0, 0};
-	dl_iterate_phdr(counters, c);
-	/* The loader's lock orders these calls: no other thread can load or
-	 * unload objects between the counters and the work. */
-	if (c[1] != seen_subs)
-		sf_objects_check_unloaded();
-	if (c[0] != seen_adds)
-		sf_objects_scan(SF_OBJ_DLOPEN);
-	seen_adds = c[0];
-	seen_subs = c[1];
+	sf_objects_check_unloaded();
+	sf_objects_scan(SF_OBJ_DLOPEN);
 }
 
 static int64_t rel32(uint64_t from_next, uint64_t to)
@@ -114,7 +89,6 @@ int sf_loader_hook_install(void)
 {
 	if (hooked)
 		return 0;
-	sf_loader_note_counters();
 	unsigned char *code = (unsigned char *)_r_debug.r_brk;
 	const char *why = NULL;
 	if (!code)

@@ -94,12 +94,19 @@ static int object_path(const struct dl_phdr_info *info, char *out, size_t cap)
 		out[n] = 0;
 		return 0;
 	}
-	if (name[0] != '/' && realpath(name, out))
-		return 0;
-	size_t len = strlen(name);
-	if (len >= cap)
+	size_t len = strlen(name), at = 0;
+	if (name[0] != '/') {
+		/* A relative search path: the loader opened it from the current
+		 * directory, a moment ago (no realpath: see rt_libc.c). */
+		if (!getcwd(out, cap))
+			return -1;
+		at = strlen(out);
+		if (at + 1 < cap)
+			out[at++] = '/';
+	}
+	if (at + len >= cap)
 		return -1;
-	memcpy(out, name, len + 1);
+	memcpy(out + at, name, len + 1);
 	return 0;
 }
 
@@ -260,6 +267,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	o->lo = lo;
 	o->hi = hi;
 	o->info.load_bias = info->dlpi_addr;
+	o->phdr = info->dlpi_phdr; /* with dl_addr, how still_loaded knows it */
+	o->phnum = info->dlpi_phnum;
 	objects[nobjects++] = o;
 
 	/* Ourselves and the vDSO have nothing to patch. */
@@ -280,10 +289,49 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	o->info.path_len = (uint16_t)strlen(o->path);
 	o->info.flags = (uint8_t)((!info->dlpi_name || !info->dlpi_name[0]) ? SF_OBJ_MAIN : flags);
 	build_id_from_memory(info, &o->info);
-	o->phdr = info->dlpi_phdr;
-	o->phnum = info->dlpi_phnum;
 	instrument(o, &sec);
 	return 0;
+}
+
+/* dl_iterate_phdr reports the caller's namespace only (glibc picks it from
+ * the return address), so objects dlmopen'd into other namespaces are
+ * found through the debugger interface: _r_debug (version 2) links one
+ * r_debug per namespace, each with its list of link maps. Their program
+ * headers are read from the ELF header mapped at the start of the object
+ * (the first PT_LOAD maps file offset 0 at vaddr 0 for every linker's
+ * shared objects; anything else is skipped). */
+static int other_namespaces(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)
+{
+	if (_r_debug.r_version < 2)
+		return 0;
+	/* glibc defines _r_debug as the first member of an r_debug_extended;
+	 * hide the cast from the compiler's object-size tracking. */
+	const struct r_debug_extended *first = (const struct r_debug_extended *)&_r_debug;
+	__asm__("" : "+r"(first));
+	for (const struct r_debug_extended *ns = first->r_next; ns; ns = ns->r_next) {
+		for (const struct link_map *l = ns->base.r_map; l; l = l->l_next) {
+			const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)l->l_addr;
+			if (!l->l_addr || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_type != ET_DYN ||
+			    eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
+				continue;
+			struct dl_phdr_info info = {0};
+			info.dlpi_addr = l->l_addr;
+			info.dlpi_name = l->l_name;
+			info.dlpi_phdr = (const ElfW(Phdr) *)(l->l_addr + eh->e_phoff);
+			info.dlpi_phnum = eh->e_phnum;
+			int r = cb(&info, offsetof(struct dl_phdr_info, dlpi_adds), arg);
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Every object of every namespace. */
+static int iterate_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)
+{
+	int r = dl_iterate_phdr(cb, arg);
+	return r ? r : other_namespaces(cb, arg);
 }
 
 void sf_objects_scan(int flags)
@@ -291,7 +339,7 @@ void sf_objects_scan(int flags)
 	sigset_t old;
 	sf_log_lock_sig(&old);
 	uint64_t t0 = sf_mono_ns();
-	dl_iterate_phdr(scan_one, &flags);
+	iterate_objects(scan_one, &flags);
 	sf_patch_ns += sf_mono_ns() - t0;
 	sf_log_update_patch_stats();
 	sf_log_unlock_sig(&old);
@@ -323,7 +371,7 @@ void sf_objects_check_unloaded(void)
 	sf_log_lock_sig(&old);
 	for (uint32_t i = 0; i < nobjects;) {
 		struct sf_object_rt *o = objects[i];
-		if (dl_iterate_phdr(still_loaded, o)) {
+		if (iterate_objects(still_loaded, o)) {
 			i++;
 			continue;
 		}

@@ -210,6 +210,9 @@ extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))
 void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
 
+/* ---- rt_libc.c: the libc the runtime uses, hidden (no interposition) ---- */
+void sf_rt_libc_init(void) SF_HIDDEN;
+
 /* ---- exec_env.c ---- */
 void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;

@@ -1,0 +1,339 @@
+/* The libc functions the runtime calls, as hidden definitions of its own.
+ *
+ * A program may replace any interposable libc function and build its
+ * replacement with XRay sleds (a clock_gettime or open wrapper in the
+ * executable, an LD_PRELOAD shim). If the runtime called it through the PLT
+ * while holding its lock, or from the writer thread, the replacement's
+ * events would re-enter the runtime and wait for that lock, or for the
+ * writer, forever. These definitions are hidden, so every call from
+ * libsftrace.so binds to them at link time and never leaves the library:
+ * system calls are made directly, CLOCK_MONOTONIC and CLOCK_REALTIME are
+ * read through the vDSO, and the string functions are plain loops (no
+ * vector registers: the runtime is built with -mgeneral-regs-only).
+ *
+ * What remains: dl_iterate_phdr (the loader's list, only the loader has
+ * it), and, at start-up only, getenv, dlsym and pthread_create. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/arch/x86_64/syscall.h"
+#include "runtime/runtime.h"
+
+#define HIDDEN __attribute__((visibility("hidden")))
+/* The compiler must not turn these loops back into calls to themselves. */
+#define NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
+
+static long ret_errno(long r)
+{
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+HIDDEN int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	if (flags & (O_CREAT | __O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return (int)ret_errno(sf_syscall6(SYS_openat, AT_FDCWD, (long)path, flags, mode, 0, 0));
+}
+
+HIDDEN int close(int fd)
+{
+	return (int)ret_errno(sf_syscall3(SYS_close, fd, 0, 0));
+}
+
+HIDDEN ssize_t read(int fd, void *buf, size_t n)
+{
+	return ret_errno(sf_syscall3(SYS_read, fd, (long)buf, (long)n));
+}
+
+HIDDEN ssize_t write(int fd, const void *buf, size_t n)
+{
+	return ret_errno(sf_syscall3(SYS_write, fd, (long)buf, (long)n));
+}
+
+HIDDEN ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return ret_errno(sf_syscall6(SYS_pread64, fd, (long)buf, (long)n, off, 0, 0));
+}
+
+HIDDEN ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return ret_errno(sf_syscall6(SYS_pwrite64, fd, (long)buf, (long)n, off, 0, 0));
+}
+
+HIDDEN ssize_t readlink(const char *path, char *buf, size_t n)
+{
+	return ret_errno(sf_syscall6(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)n, 0, 0));
+}
+
+HIDDEN int lstat(const char *path, struct stat *st)
+{
+	return (int)ret_errno(sf_syscall6(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0));
+}
+
+HIDDEN int fstat(int fd, struct stat *st)
+{
+	return (int)ret_errno(sf_syscall3(SYS_fstat, fd, (long)st, 0));
+}
+
+HIDDEN void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	long r = sf_syscall6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off);
+	return (void *)ret_errno(r);
+}
+
+HIDDEN int munmap(void *addr, size_t len)
+{
+	return (int)ret_errno(sf_syscall3(SYS_munmap, (long)addr, (long)len, 0));
+}
+
+HIDDEN int mprotect(void *addr, size_t len, int prot)
+{
+	return (int)ret_errno(sf_syscall3(SYS_mprotect, (long)addr, (long)len, prot));
+}
+
+HIDDEN int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	return (int)ret_errno(sf_syscall6(SYS_fallocate, fd, mode, off, len, 0, 0));
+}
+
+HIDDEN pid_t getpid(void)
+{
+	return (pid_t)sf_syscall3(SYS_getpid, 0, 0, 0);
+}
+
+HIDDEN pid_t getppid(void)
+{
+	return (pid_t)sf_syscall3(SYS_getppid, 0, 0, 0);
+}
+
+HIDDEN int getrlimit(__rlimit_resource_t res, struct rlimit *rl)
+{
+	return (int)ret_errno(sf_syscall6(SYS_prlimit64, 0, res, 0, (long)rl, 0, 0));
+}
+
+HIDDEN int sched_yield(void)
+{
+	return (int)sf_syscall3(SYS_sched_yield, 0, 0, 0);
+}
+
+HIDDEN char *getcwd(char *buf, size_t n)
+{
+	long r = ret_errno(sf_syscall3(SYS_getcwd, (long)buf, (long)n, 0));
+	return r < 0 ? NULL : buf;
+}
+
+HIDDEN int prctl(int op, ...)
+{
+	va_list ap;
+	va_start(ap, op);
+	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long), d = va_arg(ap, long);
+	va_end(ap);
+	return (int)ret_errno(sf_syscall6(SYS_prctl, op, a, b, c, d, 0));
+}
+
+/* ---- signal masks: like glibc's, never blocking the two signals glibc
+ * keeps for itself (32: thread cancellation, 33: setuid broadcast), so a
+ * setuid in another thread is never held up by the runtime. ---- */
+
+HIDDEN int sigfillset(sigset_t *s)
+{
+	memset(s, 0xff, sizeof(*s));
+	return 0;
+}
+
+HIDDEN int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	uint64_t want, *wp = NULL;
+	if (set) {
+		memcpy(&want, set, sizeof(want));
+		want &= ~((1ull << 31) | (1ull << 32));
+		wp = &want;
+	}
+	long r = sf_syscall6(SYS_rt_sigprocmask, how, (long)wp, (long)old, 8, 0, 0);
+	if (old)
+		memset((char *)old + 8, 0, sizeof(*old) - 8);
+	return r < 0 ? (int)-r : 0;
+}
+
+HIDDEN int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	int r = pthread_sigmask(how, set, old);
+	if (r) {
+		errno = r;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- clocks: the vDSO's clock_gettime, found at start-up ---- */
+
+typedef int (*vdso_clock_fn)(clockid_t, struct timespec *);
+static vdso_clock_fn vdso_clock_gettime;
+
+static const void *vdso_symbol(const char *want)
+{
+	const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return NULL;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+	uintptr_t bias = 0;
+	const Elf64_Dyn *dyn = NULL;
+	for (int i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type == PT_LOAD && !bias)
+			bias = (uintptr_t)base + ph[i].p_offset - ph[i].p_vaddr;
+		else if (ph[i].p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(base + ph[i].p_offset);
+	}
+	if (!dyn || !bias)
+		return NULL;
+	const Elf64_Sym *sym = NULL;
+	const char *str = NULL;
+	const uint32_t *hash = NULL;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		if (dyn->d_tag == DT_SYMTAB)
+			sym = (const Elf64_Sym *)(bias + dyn->d_un.d_ptr);
+		else if (dyn->d_tag == DT_STRTAB)
+			str = (const char *)(bias + dyn->d_un.d_ptr);
+		else if (dyn->d_tag == DT_HASH)
+			hash = (const uint32_t *)(bias + dyn->d_un.d_ptr);
+	}
+	if (!sym || !str || !hash)
+		return NULL;
+	for (uint32_t i = 0; i < hash[1]; i++) /* nchain: the number of symbols */
+		if (sym[i].st_name && sym[i].st_value && !strcmp(str + sym[i].st_name, want))
+			return (const void *)(bias + sym[i].st_value);
+	return NULL;
+}
+
+/* Start-up (init.c), before any clock is read. */
+void sf_rt_libc_init(void)
+{
+	vdso_clock_gettime = (vdso_clock_fn)(uintptr_t)vdso_symbol("__vdso_clock_gettime");
+}
+
+HIDDEN int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	if (vdso_clock_gettime)
+		return vdso_clock_gettime(id, ts);
+	return (int)ret_errno(sf_syscall3(SYS_clock_gettime, id, (long)ts, 0));
+}
+
+/* ---- strings ---- */
+
+HIDDEN NO_LIBCALL void *memcpy(void *d, const void *s, size_t n)
+{
+	void *r = d;
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+	return r;
+}
+
+HIDDEN NO_LIBCALL void *memmove(void *d, const void *s, size_t n)
+{
+	unsigned char *dp = d;
+	const unsigned char *sp = s;
+	if (dp <= sp || dp >= sp + n)
+		return memcpy(d, s, n);
+	while (n--)
+		dp[n] = sp[n];
+	return d;
+}
+
+HIDDEN NO_LIBCALL void *memset(void *d, int c, size_t n)
+{
+	void *r = d;
+	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+	return r;
+}
+
+HIDDEN NO_LIBCALL int memcmp(const void *a, const void *b, size_t n)
+{
+	const unsigned char *x = a, *y = b;
+	for (size_t i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return x[i] - y[i];
+	return 0;
+}
+
+HIDDEN NO_LIBCALL size_t strlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+HIDDEN NO_LIBCALL int strcmp(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return (unsigned char)*a - (unsigned char)*b;
+}
+
+HIDDEN NO_LIBCALL int strncmp(const char *a, const char *b, size_t n)
+{
+	for (; n; n--, a++, b++) {
+		if (*a != *b)
+			return (unsigned char)*a - (unsigned char)*b;
+		if (!*a)
+			return 0;
+	}
+	return 0;
+}
+
+/* The messages the runtime can print; others by number. Not thread-safe
+ * for unknown numbers (one static buffer), which only costs a garbled
+ * number if two threads report different unknown errors at once. */
+HIDDEN char *strerror(int e)
+{
+	static const struct {
+		int e;
+		const char *s;
+	} known[] = {
+		{EPERM, "Operation not permitted"}, {ENOENT, "No such file or directory"},
+		{EACCES, "Permission denied"}, {EEXIST, "File exists"}, {ENOTDIR, "Not a directory"},
+		{EISDIR, "Is a directory"}, {EINVAL, "Invalid argument"}, {EMFILE, "Too many open files"},
+		{ENOSPC, "No space left on device"}, {EROFS, "Read-only file system"},
+		{EFBIG, "File too large"}, {ENOMEM, "Cannot allocate memory"}, {EDQUOT, "Disk quota exceeded"},
+		{ENAMETOOLONG, "File name too long"}, {EIO, "Input/output error"}, {ELOOP, "Too many levels of symbolic links"},
+		{EOPNOTSUPP, "Operation not supported"},
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (known[i].e == e)
+			return (char *)known[i].s;
+	static char buf[32];
+	char tmp[12];
+	int k = 0;
+	unsigned u = (unsigned)e;
+	do
+		tmp[k++] = (char)('0' + u % 10);
+	while ((u /= 10) && k < 11);
+	size_t n = 0;
+	for (const char *p = "error "; *p; p++)
+		buf[n++] = *p;
+	while (k)
+		buf[n++] = tmp[--k];
+	buf[n] = 0;
+	return buf;
+}

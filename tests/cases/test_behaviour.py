@@ -93,3 +93,13 @@ def test_raw_fork_and_vfork_children_keep_out_of_the_parents_slots():
         logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
         counts = sorted(count_calls(dump_events(os.path.join(d, f))).get("work") for f in logs)
         eq(counts, want, f"{mode}: work per log {logs}")
+
+
+def test_interposed_libc_functions_do_not_reenter_the_runtime():
+    exe = build_c("beh_interpose", ["beh_interpose.c"])
+    for writer in ("sync", "thread"):
+        p, log = record([exe], args=["--writer", writer], timeout=60)
+        eq(p.stdout.strip(), "interpose ok", writer)
+        c = count_calls(dump_events(log))
+        eq({k: c.get(k) for k in ("clock_gettime", "open", "realpath", "strerror")},
+           {"clock_gettime": 3, "open": 2, "realpath": 1, "strerror": 1}, f"{writer}: the program's own calls only")

@@ -103,3 +103,13 @@ def test_interposed_libc_functions_do_not_reenter_the_runtime():
         c = count_calls(dump_events(log))
         eq({k: c.get(k) for k in ("clock_gettime", "open", "realpath", "strerror")},
            {"clock_gettime": 3, "open": 2, "realpath": 1, "strerror": 1}, f"{writer}: the program's own calls only")
+
+
+def test_slow_clock_is_announced_once_with_its_cost():
+    exe = build_c("calls_once", ["beh_static.c"])
+    p, _ = record([exe], args=["--clock", "monotonic"])
+    notes = [line for line in p.stderr.splitlines() if "slow path" in line]
+    eq(len(notes), 1, p.stderr)
+    check(re.search(r"CLOCK_MONOTONIC read: \d+ ns here\), about 2 us per event", notes[0]), notes[0])
+    p, _ = record([exe], args=["--clock", "tsc"])
+    check("slow path" not in p.stderr, p.stderr)

@@ -118,6 +118,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_buffer_init();
 	sf_hooks_init();
 	sf_objects_scan(0);
+	sf_unwind_init();
 }
 
 __attribute__((destructor(101))) static void sf_fini(void)

@@ -156,12 +156,45 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 				munmap(p, PAGE);
 				return -1;
 			}
-			if (nstub_pages < MAX_STUB_PAGES)
-				stub_pages[nstub_pages++] = (uint64_t)p;
+			if (nstub_pages < MAX_STUB_PAGES) {
+				stub_pages[nstub_pages] = (uint64_t)p;
+				__atomic_store_n(&nstub_pages, nstub_pages + 1, __ATOMIC_RELEASE);
+			}
 			return 0;
 		}
 	}
 	return -1;
+}
+
+/* The variant of a patched entry sled `41 ba <id> e8 <rel32>` at fn (after
+ * an endbr64, if any), from where its call goes: a trampoline, or a slot of
+ * one of our stub pages. -1 if fn does not start with a patched entry sled.
+ * Used by unwind.c to tell which frames on a stack were recorded. */
+int sf_patch_entry_variant(uint64_t fn)
+{
+	const unsigned char *p = (const unsigned char *)fn;
+	if (!p)
+		return -1;
+	if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
+		p += 4;
+	if (p[0] != 0x41 || p[1] != 0xba || p[6] != 0xe8)
+		return -1;
+	int32_t rel;
+	memcpy(&rel, p + 7, 4);
+	uint64_t to = (uint64_t)p + 11 + (uint64_t)(int64_t)rel;
+	int n = __atomic_load_n(&nstub_pages, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (to >= stub_pages[i] && to < stub_pages[i] + STUB_COUNT * STUB_SLOT)
+			return (int)((to - stub_pages[i]) / STUB_SLOT / STUB_KINDS);
+	static void (*const gated[])(void) = {sf_tramp_entry_gated, sf_tramp_entry_mono_gated};
+	static void (*const window[])(void) = {sf_tramp_entry_window, sf_tramp_entry_mono_window};
+	for (int i = 0; i < 2; i++) {
+		if (to == (uint64_t)gated[i])
+			return SF_VARIANT_GATED;
+		if (to == (uint64_t)window[i])
+			return SF_VARIANT_WINDOW;
+	}
+	return SF_VARIANT_PLAIN; /* our plain trampolines, or a setup-ABI slot */
 }
 
 static int prot_of(uint32_t pflags)

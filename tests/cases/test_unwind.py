@@ -1,0 +1,173 @@
+"""Unwinding under the tracer (issue 16, items 3 and 4): frames that a
+longjmp, a caught C++ exception or a caught Rust panic abandons end where
+control lands, so later calls nest under the right parent in every output;
+--within windows close there too; debuggers and unwinders walk through the
+trampolines; a throw through instrumented frames is still caught.
+
+Fixtures: tests/fixtures/unwind_land.c (.cc, .rs) with exact call patterns.
+Runs under tests/run.py, or alone: python3 tests/cases/test_unwind.py."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+
+from sfkit import (RUNTIME, SFTRACE, Skip, build_c, check, chrome_slices, eq, perfetto_summary, record,  # noqa: E402
+                   run, rust_fixture)
+
+
+def land_c(name="unwind_land", flags=()):
+    return build_c(name, ["unwind_land.c"], flags=list(flags))
+
+
+def land_cxx():
+    return build_c("unwind_land_cxx", ["unwind_land.cc"], compiler="clang++", libs=["-ldl"])
+
+
+def folded(log, args=()):
+    """{stack: calls} from convert --type folded --weight calls, and the
+    convert's stderr."""
+    out = os.path.join(os.path.dirname(log), "out.folded")
+    p = run([SFTRACE, "convert", "-t", "folded", "--weight", "calls"] + list(args) + [log, "-o", out])
+    stacks = {}
+    with open(out) as f:
+        for line in f:
+            stack, n = line.rstrip("\n").rsplit(" ", 1)
+            stacks[stack] = int(n)
+    return stacks, p.stderr
+
+
+def unwound(stderr):
+    m = re.search(r"(\d+) frames? closed by unwinding", stderr)
+    return int(m.group(1)) if m else 0
+
+
+def check_perfetto(log):
+    """The Perfetto output agrees: every slice closed, the same parents."""
+    out = os.path.join(os.path.dirname(log), "out.pb")
+    run([SFTRACE, "convert", log, "-o", out])
+    s = perfetto_summary(out)
+    check(all(v == 0 for v in s["balance"].values()), f"unbalanced tracks {s['balance']}")
+    return s
+
+
+def check_chrome_parent(log, child, parent, not_in):
+    """In the Chrome output, child's slice lies inside parent's and outside
+    every slice named in not_in (the abandoned frames ended before it)."""
+    (slices,) = chrome_slices(log).values()
+    by = {}
+    for b, e, name in slices:
+        by.setdefault(name, []).append((b, e))
+    (cb, ce), = by[child]
+    check(any(b <= cb and ce <= e for b, e in by[parent]), f"{child} inside {parent}: {slices}")
+    for n in not_in:
+        check(all(not (b <= cb and ce <= e) for b, e in by[n]), f"{child} outside {n}: {slices}")
+
+
+def traced(cmd, args=(), expect="ok"):
+    p, log = record(cmd, args=args)
+    check(expect in p.stdout, p.stdout + p.stderr)
+    return log
+
+
+# ---- 1. calls after the landing nest under the landing frame ----
+
+def test_longjmp_lands_in_setjmp_caller():
+    log = traced([land_c(), "longjmp"], expect="landed ok")
+    stacks, err = folded(log)
+    eq(stacks, {"main": 1, "main;foo": 1, "main;foo;baz": 1, "main;foo;baz;qux": 1, "main;bar": 1}, "call tree")
+    eq(unwound(err), 3, f"frames closed at the landing: {err}")
+    check_perfetto(log)
+
+
+def test_longjmp_chk_fortified():
+    # _FORTIFY_SOURCE turns longjmp into __longjmp_chk.
+    exe = land_c("unwind_land_fortify", ["-D_FORTIFY_SOURCE=2"])
+    check("__longjmp_chk" in run(["nm", "-D", exe]).stdout, "fixture calls __longjmp_chk")
+    stacks, _ = folded(traced([exe, "longjmp"], expect="landed ok"))
+    eq(stacks.get("main;bar"), 1, f"bar under main: {stacks}")
+    check(not any(k.endswith("qux;bar") for k in stacks), f"bar nested too deep: {stacks}")
+
+
+def test_siglongjmp_out_of_signal_handler():
+    log = traced([land_c(), "siglongjmp"], expect="landed ok")
+    stacks, err = folded(log)
+    eq(stacks, {"main": 1, "main;foo": 1, "main;foo;baz": 1, "main;foo;baz;qux": 1,
+                "main;foo;baz;qux;on_signal": 1, "main;bar": 1}, "call tree")
+    eq(unwound(err), 4, f"frames closed at the landing: {err}")
+
+
+def test_cxx_catch_two_levels_up():
+    log = traced([land_cxx(), "throw"], expect="cxx landed ok")
+    stacks, err = folded(log)
+    eq(stacks, {"main": 1, "main;catcher()": 1, "main;catcher();mid()": 1, "main;catcher();mid();thrower()": 1,
+                "main;catcher();after()": 1, "main;bar()": 1}, "call tree")
+    eq(unwound(err), 2, f"mid and thrower closed at the catch: {err}")
+    check_chrome_parent(log, "after()", "catcher()", ["mid()", "thrower()"])
+
+
+def test_cxx_throw_in_library_constructor():
+    lib = build_c("libunwind_land_lib.so", ["unwind_land_lib.cc"], compiler="clang++", shared=True)
+    ctor = build_c("libunwind_land_ctor.so", ["unwind_land_ctor.cc"], compiler="clang++", shared=True, xray=False,
+                   libs=[lib])
+    log = traced([land_cxx(), "ctor", lib, ctor], expect="cxx landed ok")
+    stacks, err = folded(log)
+    eq(stacks, {"main": 1, "main;lib_catcher": 1, "main;lib_catcher;lib_thrower": 1,
+                "main;lib_catcher;lib_after": 1, "main;bar()": 1}, "call tree")
+    eq(unwound(err), 1, f"lib_thrower closed at the catch: {err}")
+
+
+def test_rust_panic_caught_by_catch_unwind():
+    try:
+        exe = rust_fixture("unwind_land_rs")
+    except (FileNotFoundError, AssertionError) as e:
+        raise Skip(f"no rustc with -Zinstrument-xray: {e}")
+    log = traced([exe, "panic"], expect="rust landed ok")
+    stacks, err = folded(log)
+    after = [k for k in stacks if k.endswith("unwind_land_rs::after_panic")]
+    eq(len(after), 1, f"after_panic stacks: {after}")
+    check(after[0].endswith("unwind_land_rs::main;unwind_land_rs::guarded;unwind_land_rs::after_panic"),
+          f"after_panic under guarded: {after[0]}")
+    bars = [k for k in stacks if k.endswith("unwind_land_rs::bar")]
+    eq(len(bars), 1, f"bar stacks: {bars}")
+    check(bars[0].endswith(";unwind_land_rs::main;unwind_land_rs::bar"), f"bar under main: {bars[0]}")
+    dives = [k for k in stacks if k.endswith("unwind_land_rs::dive")]
+    eq(sorted(k.count("unwind_land_rs::dive") for k in dives), [1, 2, 3, 4], f"dive frames: {dives}")
+    check(unwound(err) >= 4, f"the 4 dive frames (and closures) closed at the landing: {err}")
+    check_perfetto(log)
+
+
+# ---- 2. --within windows close at the landing ----
+
+def _window_case(cmd, window, inner, leaf):
+    log = traced(cmd, args=["--filter-regex", f"^{re.escape(window)}$", "--within"], expect="landed ok")
+    stacks, err = folded(log)
+    eq(stacks, {window: 3, f"{window};{inner}": 3, f"{window};{inner};{leaf}": 3},
+       "only the window subtrees (outside() runs after the windows were abandoned)")
+    eq(unwound(err), 9, f"frames closed at the landings: {err}")
+
+
+def test_within_window_closed_by_longjmp():
+    _window_case([land_c(), "window", "3"], "window", "inner", "qux")
+
+
+def test_within_window_closed_by_cxx_exception():
+    _window_case([land_cxx(), "window", "3"], "window()", "inner()", "thrower()")
+
+
+def test_within_window_closed_by_rust_panic():
+    try:
+        exe = rust_fixture("unwind_land_rs")
+    except (FileNotFoundError, AssertionError) as e:
+        raise Skip(f"no rustc with -Zinstrument-xray: {e}")
+    log = traced([exe, "panic"], args=["--filter-regex", "unwind_land_rs::dive", "--within"], expect="rust landed ok")
+    stacks, _ = folded(log)
+    check(stacks, "the window was recorded")
+    for k in stacks:
+        check("after_panic" not in k and "::bar" not in k and "guarded" not in k,
+              f"recorded outside the abandoned window: {k}")
+    eq(sum(n for k, n in stacks.items() if k.endswith("unwind_land_rs::dive")), 4, "dive frames")
+

@@ -16,7 +16,7 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
 from sfkit import (RUNTIME, SFTRACE, Skip, build_c, check, chrome_slices, eq, perfetto_summary, record,  # noqa: E402
-                   run, rust_fixture)
+                   run, rust_fixture, tmpdir)
 
 
 def land_c(name="unwind_land", flags=()):
@@ -171,3 +171,66 @@ def test_within_window_closed_by_rust_panic():
               f"recorded outside the abandoned window: {k}")
     eq(sum(n for k, n in stacks.items() if k.endswith("unwind_land_rs::dive")), 4, "dive frames")
 
+
+
+# ---- 3. unwinders walk through the trampolines ----
+
+GDB_SCRIPT = """set pagination off
+set breakpoint pending on
+set confirm off
+break sf_slow_event_at
+run
+bt
+delete
+break *(sf_tramp_entry+12)
+continue
+bt
+delete
+break *(sf_tramp_exit+12)
+continue
+bt
+kill
+"""
+
+
+def test_gdb_backtrace_through_trampolines():
+    if not shutil.which("gdb"):
+        raise Skip("no gdb")
+    exe = land_c()
+    d = tmpdir()
+    script = os.path.join(d, "bt.gdb")
+    with open(script, "w") as f:
+        f.write(GDB_SCRIPT)
+    out = os.path.join(d, "sf.log")
+    p = run(["gdb", "-nx", "-batch", "-iex", f"set exec-wrapper env LD_PRELOAD={RUNTIME} SFTRACE_OUTPUT_FILE={out}",
+             "-x", script, "--args", exe, "longjmp"], timeout=120)
+    traces = re.split(r"\n(?=#0 )", p.stdout)[1:]
+    eq(len(traces), 3, f"three backtraces: {p.stdout}")
+    for t, where in zip(traces, ["sf_slow_event_at", "sf_tramp_entry", "sf_tramp_exit"]):
+        check(where in t.splitlines()[0], f"stopped in {where}: {t}")
+        check(re.search(r"^#\d+ .* in main \(", t, re.M), f"backtrace from {where} reaches main:\n{t}")
+        check("?? ()" not in t, f"no unknown frames from {where}:\n{t}")
+
+
+def test_rust_panic_backtrace_complete():
+    try:
+        exe = rust_fixture("unwind_land_rs")
+    except (FileNotFoundError, AssertionError) as e:
+        raise Skip(f"no rustc with -Zinstrument-xray: {e}")
+    out = os.path.join(tmpdir(), "sf.log")
+    env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": out, "RUST_BACKTRACE": "1"}
+    p = run([exe, "backtrace", "5"], check_rc=101, env=env)
+    frames = re.findall(r"^\s+\d+: (\S+)", p.stderr, re.M)
+    eq(sum(1 for f in frames if f == "unwind_land_rs::dive"), 6, f"every dive frame in the backtrace:\n{p.stderr}")
+    check("unwind_land_rs::main" in frames, f"the backtrace reaches main:\n{p.stderr}")
+    check(os.path.getsize(out) > 4096, "the run was traced")
+
+
+def test_cxx_uncaught_exception_still_terminates():
+    exe = land_cxx()
+    plain = run([exe, "uncaught"], check_rc=None)
+    out = os.path.join(tmpdir(), "sf.log")
+    traced_p = run([exe, "uncaught"], check_rc=None, env={"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": out})
+    eq(plain.returncode, -6, "untraced: terminate() aborts")
+    eq(traced_p.returncode, plain.returncode, "traced: the same exit")
+    check("terminate called after throwing" in traced_p.stderr, traced_p.stderr)

@@ -190,6 +190,7 @@ void sf_unwind_init(void) SF_HIDDEN; /* resolve the real longjmp family and libg
 SF_TRAMPS(SF_DECLARE_TRAMP)
 extern uint64_t sf_xsave_size SF_HIDDEN;
 extern uint8_t sf_have_xsave SF_HIDDEN;
+extern uint64_t sf_xsave_mask SF_HIDDEN; /* components the slow path saves (clock.c) */
 
 /* ---- buffer.c ---- */
 /* Called by the trampolines (all registers saved) when the fast path cannot

@@ -234,3 +234,19 @@ def test_cxx_uncaught_exception_still_terminates():
     eq(plain.returncode, -6, "untraced: terminate() aborts")
     eq(traced_p.returncode, plain.returncode, "traced: the same exit")
     check("terminate called after throwing" in traced_p.stderr, traced_p.stderr)
+
+
+# ---- 4. patching and the slow path's stack ----
+
+def test_slow_path_fits_a_small_sigaltstack():
+    # The process's first event comes from a handler on an 8 KiB alternate
+    # stack (the classic SIGSTKSZ): the slow path saves the vector state
+    # there (x87/SSE/AVX/AVX-512 only: AMX tiles would need 8 KiB more) and
+    # creates the log.
+    exe = build_c("sig_altstack", ["sig_altstack.c"])
+    plain = int(re.search(r"used (\d+)", run([exe, "8192"]).stdout).group(1))
+    p, log = record([exe, "8192"])
+    used = int(re.search(r"used (\d+) of 8192", p.stdout).group(1))
+    check(used - plain <= 4608, f"the slow path used {used - plain} bytes of the alternate stack ({used} in all)")
+    stacks, _ = folded(log)
+    eq(stacks, {"on_signal": 1, "on_signal;leaf": 1}, "the handler's calls")

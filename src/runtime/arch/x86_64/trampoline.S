@@ -19,8 +19,9 @@
  * our span check and our claim; its base is then later than our time by
  * the handler's run time, which the signed 32-bit difference still covers.
  *
- * Slow path, which saves every register, including the whole vector state
- * with xsave (libc routines called from there may use vector registers), and
+ * Slow path, which saves every register, including the vector state with
+ * xsave (libc routines called from there may use vector registers; the
+ * component mask leaves out AMX tiles, see clock.c), and
  * calls sf_slow_event_at() in C: when the time is outside the span (first
  * event of the thread, a thread idle for a while: nothing claimed yet), or
  * when the claimed record is past the buffer's limit (buffer full).
@@ -273,13 +274,13 @@ sf_slow_common:
 	mov	%rax, 552(%rsp)
 	mov	%rax, 560(%rsp)
 	mov	%rax, 568(%rsp)
-	mov	$-1, %eax
-	mov	$-1, %edx
+	mov	sf_xsave_mask(%rip), %eax
+	mov	sf_xsave_mask+4(%rip), %edx
 	xsave64	(%rsp)
 	mov	%r8d, %edx		/* arg 2: kind; arg 3 (claimed) is in rcx */
 	call	sf_slow_event_at
-	mov	$-1, %eax
-	mov	$-1, %edx
+	mov	sf_xsave_mask(%rip), %eax
+	mov	sf_xsave_mask+4(%rip), %edx
 	xrstor64 (%rsp)
 	jmp	2f
 1:	fxsave64 (%rsp)

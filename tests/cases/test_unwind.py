@@ -250,3 +250,31 @@ def test_slow_path_fits_a_small_sigaltstack():
     check(used - plain <= 4608, f"the slow path used {used - plain} bytes of the alternate stack ({used} in all)")
     stacks, _ = folded(log)
     eq(stacks, {"on_signal": 1, "on_signal;leaf": 1}, "the handler's calls")
+
+
+def test_object_replaced_on_disk_is_left_unpatched():
+    # libcalls.so is mapped, then replaced on disk by another build (the same
+    # code and layout: only the build-id tells them apart) before
+    # the runtime reads its section headers (a constructor preloaded after
+    # the runtime runs first). The runtime must see that the file is not the
+    # object in memory, say so and leave it alone.
+    from sfkit import calls_fixture
+    exe = calls_fixture()
+    d = tmpdir()
+    libdir = os.path.join(d, "lib")
+    os.makedirs(libdir)
+    shutil.copy(os.path.join(os.path.dirname(exe), "libcalls.so"), os.path.join(libdir, "libcalls.so"))
+    build_c("libcalls_other.so", ["libcalls.c"], flags=["-Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567"], shared=True, outdir=libdir)
+    replacer = build_c("libreplace_on_load.so", ["replace_on_load.c"], shared=True, xray=False)
+    out = os.path.join(d, "sf.log")
+    env = {"LD_LIBRARY_PATH": libdir, "LD_PRELOAD": f"{RUNTIME}:{replacer}", "SFTRACE_OUTPUT_FILE": out,
+           "SF_REPLACE_TARGET": os.path.join(libdir, "libcalls.so"),
+           "SF_REPLACE_WITH": os.path.join(libdir, "libcalls_other.so")}
+    p = run([exe], env=env)
+    check("calls ok" in p.stdout, p.stdout)
+    warn = [ln for ln in p.stderr.splitlines() if "libcalls.so" in ln]
+    eq(len(warn), 1, f"one warning: {p.stderr}")
+    check("not patching" in warn[0] and "not the object in memory" in warn[0], warn[0])
+    dump = run([SFTRACE, "dump", out]).stdout
+    check("objects (1):" in dump and "libcalls" not in dump.split("threads (")[0], f"only the executable: {dump[:1500]}")
+    eq(len(re.findall(r" ENTRY +outer$", dump, re.M)), 10, "the executable is still traced")

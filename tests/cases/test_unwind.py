@@ -278,3 +278,37 @@ def test_object_replaced_on_disk_is_left_unpatched():
     dump = run([SFTRACE, "dump", out]).stdout
     check("objects (1):" in dump and "libcalls" not in dump.split("threads (")[0], f"only the executable: {dump[:1500]}")
     eq(len(re.findall(r" ENTRY +outer$", dump, re.M)), 10, "the executable is still traced")
+
+
+def _wx(mode, lib):
+    exe = build_c("wx_refused", ["wx_refused.c"], libs=["-ldl"])
+    p, log = record([exe, mode, lib])
+    check("wx ok 1" in p.stdout or "wx ok 7" in p.stdout, p.stdout + p.stderr)
+    return p, run([SFTRACE, "dump", log]).stdout
+
+
+def test_wx_refused_single_thread_patches_through_proc_mem():
+    # mprotect(PROT_WRITE|PROT_EXEC) fails (seccomp stands in for SELinux
+    # execmem/execmod): with no other thread the sleds are written through
+    # /proc/self/mem, and the text never loses PROT_EXEC.
+    from sfkit import calls_fixture
+    lib = os.path.join(os.path.dirname(calls_fixture()), "libcalls.so")
+    p, dump = _wx("single", lib)
+    check("wx ok 7" in p.stdout, p.stdout)
+    eq(len(re.findall(r" ENTRY +lib_add$", dump, re.M)), 7, "lib_add traced")
+    eq(len(re.findall(r" EXIT +lib_add$", dump, re.M)), 7, "lib_add exits traced")
+
+
+def test_wx_refused_never_removes_exec_from_running_code():
+    # The library's constructor starts a thread that runs its code. Making
+    # that text writable without PROT_EXEC (the old fallback) would fault
+    # it: the object is left untraced with a warning instead, unless it was
+    # patched before the constructor ran (then no thread was running it).
+    lib = build_c("libwx_spin.so", ["wx_spin.c"], shared=True, libs=["-lpthread"])
+    p, dump = _wx("busy", lib)
+    steps = len(re.findall(r" ENTRY +spin_step$", dump, re.M))
+    if "other threads are running" in p.stderr:
+        eq(steps, 0, "left untraced")
+        check("libwx_spin.so" in p.stderr and "Permission denied" in p.stderr, p.stderr)
+    else:
+        check(steps > 0, f"patched before its constructor ran: {p.stderr}")

@@ -260,7 +260,11 @@ static int print_event(void *ctx, const struct lr_event *ev)
 	}
 	if (ev->kind == SF_EV_ENTRY)
 		(*depth)++;
-	if (ev->has_ext) {
+	if (ev->kind == SF_EV_UNWIND) {
+		out_u64(o, ev->func_id, 0);
+		out_mem(o, " frames abandoned", 17);
+		*depth = *depth > ev->func_id ? *depth - ev->func_id : 0;
+	} else if (ev->has_ext) {
 		out_mem(o, "size=", 5);
 		out_u64(o, ev->size, 0);
 		out_mem(o, " align=", 7);

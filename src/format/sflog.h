@@ -34,7 +34,8 @@
 #include <stdint.h>
 
 #define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
-#define SF_VERSION      2                     /* 2: 8-byte events, batch time base */
+#define SF_VERSION      3                     /* 2: 8-byte events, batch time base; 3: + SF_EV_UNWIND */
+#define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 3) */
 #define SF_HEADER_SIZE  4096u
 #define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */
 #define SF_SLOT_SIZE    65536u                /* whole slot chunk, header included */
@@ -62,7 +63,16 @@ enum sf_event_kind {
 	SF_EV_DEALLOC = 5,
 	SF_EV_REALLOC_ALLOC = 6,
 	SF_EV_REALLOC_DEALLOC = 7,
+	/* Unwinding landed (a catch, a catch_unwind, a cleanup pad, a
+	 * longjmp target): the thread's `word >> SF_KIND_BITS` innermost
+	 * recorded frames were abandoned and end at this event's time. */
+	SF_EV_UNWIND = 8,
 };
+
+static inline int sf_kind_has_ext(uint32_t kind)
+{
+	return kind >= SF_EV_ALLOC && kind <= SF_EV_REALLOC_DEALLOC;
+}
 
 /* One event: 8 bytes.
  *

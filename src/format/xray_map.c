@@ -50,3 +50,50 @@ int xray_find_section(int fd, struct xray_section *out)
 	}
 	return 0;
 }
+
+/* The GNU build-id note in a PT_NOTE segment of the file: 1 if equal to
+ * want, 0 if different or absent there. */
+static int note_has_build_id(int fd, const Elf64_Phdr *ph, const uint8_t *want, size_t want_len)
+{
+	unsigned char buf[1024];
+	uint64_t off = ph->p_offset, end = ph->p_offset + ph->p_filesz;
+	while (off + sizeof(Elf64_Nhdr) <= end) {
+		Elf64_Nhdr n;
+		if (read_full(fd, &n, sizeof(n), off) < 0)
+			return 0;
+		uint64_t name = off + sizeof(n), desc = name + ((n.n_namesz + 3) & ~3u);
+		if (desc + n.n_descsz > end)
+			return 0;
+		if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && n.n_descsz <= sizeof(buf) - 4 &&
+		    read_full(fd, buf, 4, name) == 0 && !memcmp(buf, "GNU", 4))
+			return n.n_descsz == want_len && read_full(fd, buf, want_len, desc) == 0 &&
+			       !memcmp(buf, want, want_len);
+		off = desc + ((n.n_descsz + 3) & ~3u);
+	}
+	return 0;
+}
+
+int xray_file_matches(int fd, const void *phdr, int phnum, const uint8_t *build_id, size_t build_id_len)
+{
+	const Elf64_Phdr *mem = phdr;
+	Elf64_Ehdr eh;
+	if (read_full(fd, &eh, sizeof(eh), 0) < 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr))
+		return -1;
+	if (eh.e_phnum != phnum)
+		return 0;
+	int build_id_seen = 0;
+	for (int i = 0; i < phnum; i++) {
+		Elf64_Phdr ph;
+		if (read_full(fd, &ph, sizeof(ph), eh.e_phoff + (uint64_t)i * sizeof(ph)) < 0)
+			return -1;
+		if (ph.p_type != mem[i].p_type)
+			return 0;
+		if (ph.p_type == PT_LOAD && (ph.p_vaddr != mem[i].p_vaddr || ph.p_memsz != mem[i].p_memsz ||
+					     ph.p_filesz != mem[i].p_filesz || ph.p_flags != mem[i].p_flags))
+			return 0;
+		if (ph.p_type == PT_NOTE && build_id_len && !build_id_seen)
+			build_id_seen = note_has_build_id(fd, &ph, build_id, build_id_len);
+	}
+	return !build_id_len || build_id_seen;
+}

@@ -44,6 +44,12 @@ struct xray_section {
  * the file is not a readable 64-bit little-endian ELF file. */
 int xray_find_section(int fd, struct xray_section *out);
 
+/* Whether the ELF file open on fd is the object loaded with these program
+ * headers: the same loadable segments (address, sizes, flags) and, when the
+ * loaded object has one (build_id_len > 0), the same GNU build-id note.
+ * 1 yes, 0 no (another build replaced the file), -1 unreadable. */
+int xray_file_matches(int fd, const void *phdr, int phnum, const uint8_t *build_id, size_t build_id_len);
+
 /* Decodes entry `raw` that lives at address `entry_addr` (an ELF vaddr when
  * reading the file, a runtime address when reading memory). */
 static inline void xray_decode(const void *raw, uint64_t entry_addr, struct xray_sled *out)

@@ -171,6 +171,17 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 	pop(f, slot, t, kind);
 }
 
+/* Unwinding landed with n recorded frames below the landing point: they
+ * end now. */
+static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t)
+{
+	struct fr_thread *th = &f->threads[slot];
+	for (; n && th->depth; n--) {
+		pop(f, slot, t, FR_END_UNWOUND);
+		f->stats.unwound++;
+	}
+}
+
 void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, uint32_t func_id, uint64_t t_ns)
 {
 	size_t slot = thread_slot(f, thread);
@@ -186,6 +197,8 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 		push(f, slot, func_id, t_ns);
 	else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL)
 		close_frame(f, slot, func_id, t_ns, kind == SF_EV_EXIT ? FR_END_EXIT : FR_END_TAIL);
+	else if (kind == SF_EV_UNWIND)
+		close_landed(f, slot, func_id, t_ns);
 }
 
 void fr_feed(struct frames *f, const struct lr_event *ev)

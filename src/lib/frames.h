@@ -13,8 +13,11 @@
  * Repairs, each counted in fr_stats:
  *   - an exit or tail whose function is not open on the thread's stack is
  *     dropped (tracing started inside that call);
- *   - an exit for a function deeper in the stack (unwinding by panic, C++
- *     exception or longjmp skipped the inner exits) closes the frames above it
+ *   - an UNWIND event (the runtime saw a longjmp, a catch, a catch_unwind or
+ *     a cleanup pad land) closes the number of innermost frames it carries
+ *     at its time (end kind FR_END_UNWOUND): the frames unwinding abandoned;
+ *   - an exit for a function deeper in the stack (unwinding the runtime did
+ *     not see, e.g. in a log of version 2) closes the frames above it
  *     at this exit's time (end kind FR_END_UNWOUND), then closes it;
  *   - frames still open when the thread ends (exit(), crash) are closed at
  *     the thread's last timestamp (FR_END_THREAD_END).
@@ -38,7 +41,7 @@ struct lr_event;
 enum fr_end_kind {
 	FR_END_EXIT = 1,       /* its exit event */
 	FR_END_TAIL = 2,       /* its tail-call event */
-	FR_END_UNWOUND = 3,    /* repaired: an outer frame's exit closed it */
+	FR_END_UNWOUND = 3,    /* repaired: abandoned by unwinding (UNWIND event or an outer exit) */
 	FR_END_THREAD_END = 4, /* repaired: still open when the thread ended */
 };
 
@@ -55,7 +58,7 @@ struct fr_callbacks {
 struct fr_stats {
 	uint64_t frames;          /* frames begun */
 	uint64_t unmatched_exits; /* exits/tails dropped: function not on the stack */
-	uint64_t unwound;         /* frames closed by an outer frame's exit */
+	uint64_t unwound;         /* frames abandoned by unwinding (UNWIND events, outer exits) */
 	uint64_t open_at_end;     /* frames closed at their thread's end */
 	uint64_t clamped;         /* event times raised to keep a thread non-decreasing */
 	uint32_t max_depth;       /* deepest stack seen (frames) */

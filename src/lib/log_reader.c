@@ -172,10 +172,10 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 			    version, SF_VERSION);
 	if (version == 0)
 		return fail(err, errlen, path, "log format version 0 is not valid");
-	if (version < SF_VERSION)
+	if (version < SF_VERSION_MIN)
 		return fail(err, errlen, path,
-			    "log format version %u was written by an older sftrace; this one reads version %u "
-			    "(record again)", version, SF_VERSION);
+			    "log format version %u was written by an older sftrace; this one reads versions %u-%u "
+			    "(record again)", version, SF_VERSION_MIN, SF_VERSION);
 	if (size < SF_HEADER_SIZE)
 		return fail(err, errlen, path, "header truncated (%" PRIu64 " of %u bytes)", size, SF_HEADER_SIZE);
 
@@ -660,14 +660,14 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 	if (!e.word)
 		return slot ? REC_END : REC_HOLE;
 	uint32_t kind = e.word & SF_KIND_MASK;
-	if (kind < SF_EV_ENTRY || kind > SF_EV_REALLOC_DEALLOC)
+	if (kind < SF_EV_ENTRY || kind > SF_EV_UNWIND)
 		return REC_CORRUPT;
 	ev->kind = kind;
 	ev->func_id = e.word >> SF_KIND_BITS;
 	ev->raw_time = sf_event_time(base, e.time_lo);
 	ev->has_ext = 0;
 	ev->size = ev->align = ev->ptr = 0;
-	if (kind >= SF_EV_ALLOC) {
+	if (sf_kind_has_ext(kind)) {
 		struct sf_event_ext x;
 		if ((size_t)(end - p) < sizeof(e) + sizeof(x))
 			return REC_CORRUPT; /* payload cut off */
@@ -1070,6 +1070,6 @@ int lr_foreach_event(const struct lr_log *log, int (*cb)(void *ctx, const struct
 
 const char *lr_kind_name(uint32_t kind)
 {
-	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC", "RDEALLOC"};
+	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC", "RDEALLOC", "UNWIND"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

@@ -68,7 +68,7 @@ void sf_zero_events(struct sf_event *ev, size_t n)
 /* Records an event of `kind` occupies: allocation events carry a payload. */
 static size_t event_records(uint32_t kind)
 {
-	return kind >= SF_EV_ALLOC ? 1 + sizeof(struct sf_event_ext) / sizeof(struct sf_event) : 1;
+	return sf_kind_has_ext(kind) ? 1 + sizeof(struct sf_event_ext) / sizeof(struct sf_event) : 1;
 }
 
 /* Whether `time` can be stored in a batch with this base (sflog.h). */
@@ -474,6 +474,14 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 		thread_start(t);
 	store_event(t, sf_now_raw(), 0, kind, &x);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void sf_record_event(uint32_t kind, uint32_t id)
+{
+	struct sf_thread *t = &sf_self;
+	if (t->state == SF_THREAD_NEW)
+		thread_start(t);
+	store_event(t, sf_now_raw(), id, kind, NULL);
 }
 
 /* Thread exit (pthread key destructor): hand off the partial batch and give

@@ -130,6 +130,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	if (sf_objects_patched_total() &&
 	    (sf_config.writer == SF_WRITER_THREAD || (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1)))
 		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
+	sf_unwind_init();
 }
 
 __attribute__((destructor(101))) static void sf_fini(void)

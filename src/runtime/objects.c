@@ -282,13 +282,22 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	struct xray_section sec;
 	int found = xray_find_section(fd, &sec);
+	build_id_from_memory(info, &o->info);
+	/* The section headers come from the file: a file replaced on disk
+	 * since the object was loaded would point us at the wrong bytes. */
+	int same = found == 1 ? xray_file_matches(fd, info->dlpi_phdr, info->dlpi_phnum, o->info.build_id,
+						  o->info.build_id_len) : 0;
 	close(fd);
 	if (found != 1)
 		return 0;
+	if (same != 1) {
+		sf_rt_message("not patching ", o->path, "the file on disk is not the object in memory (replaced since "
+				   "it was loaded?); left untraced");
+		return 0;
+	}
 	o->info.index = next_index++;
 	o->info.path_len = (uint16_t)strlen(o->path);
 	o->info.flags = (uint8_t)((!info->dlpi_name || !info->dlpi_name[0]) ? SF_OBJ_MAIN : flags);
-	build_id_from_memory(info, &o->info);
 	instrument(o, &sec);
 	return 0;
 }

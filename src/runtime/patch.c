@@ -18,7 +18,10 @@
 #include <errno.h>
 #include <link.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "format/xray_map.h"
 #include "runtime/runtime.h"
@@ -156,12 +159,45 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 				munmap(p, PAGE);
 				return -1;
 			}
-			if (nstub_pages < MAX_STUB_PAGES)
-				stub_pages[nstub_pages++] = (uint64_t)p;
+			if (nstub_pages < MAX_STUB_PAGES) {
+				stub_pages[nstub_pages] = (uint64_t)p;
+				__atomic_store_n(&nstub_pages, nstub_pages + 1, __ATOMIC_RELEASE);
+			}
 			return 0;
 		}
 	}
 	return -1;
+}
+
+/* The variant of a patched entry sled `41 ba <id> e8 <rel32>` at fn (after
+ * an endbr64, if any), from where its call goes: a trampoline, or a slot of
+ * one of our stub pages. -1 if fn does not start with a patched entry sled.
+ * Used by unwind.c to tell which frames on a stack were recorded. */
+int sf_patch_entry_variant(uint64_t fn)
+{
+	const unsigned char *p = (const unsigned char *)fn;
+	if (!p)
+		return -1;
+	if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
+		p += 4;
+	if (p[0] != 0x41 || p[1] != 0xba || p[6] != 0xe8)
+		return -1;
+	int32_t rel;
+	memcpy(&rel, p + 7, 4);
+	uint64_t to = (uint64_t)p + 11 + (uint64_t)(int64_t)rel;
+	int n = __atomic_load_n(&nstub_pages, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (to >= stub_pages[i] && to < stub_pages[i] + STUB_COUNT * STUB_SLOT)
+			return (int)((to - stub_pages[i]) / STUB_SLOT / STUB_KINDS);
+	static void (*const gated[])(void) = {sf_tramp_entry_gated, sf_tramp_entry_mono_gated};
+	static void (*const window[])(void) = {sf_tramp_entry_window, sf_tramp_entry_mono_window};
+	for (int i = 0; i < 2; i++) {
+		if (to == (uint64_t)gated[i])
+			return SF_VARIANT_GATED;
+		if (to == (uint64_t)window[i])
+			return SF_VARIANT_WINDOW;
+	}
+	return SF_VARIANT_PLAIN; /* our plain trampolines, or a setup-ABI slot */
 }
 
 static int prot_of(uint32_t pflags)
@@ -170,7 +206,27 @@ static int prot_of(uint32_t pflags)
 	       ((pflags & PF_X) ? PROT_EXEC : 0);
 }
 
-static void patch_one(const struct xray_sled_rt *s, const uint64_t target[STUB_COUNT], struct sf_patch_result *res)
+/* How sled bytes reach the text: stores while it is writable and
+ * executable, or writes through /proc/self/mem (mem_fd >= 0). */
+struct text_writer {
+	int mem_fd;
+	int failed;
+};
+
+static void put_bytes(struct text_writer *w, unsigned char *at, const unsigned char *b, size_t n)
+{
+	if (w->mem_fd < 0) {
+		if (n == 2)
+			__atomic_store_n((uint16_t *)at, (uint16_t)(b[0] | b[1] << 8), __ATOMIC_RELEASE);
+		else
+			memcpy(at, b, n);
+	} else if (!w->failed && pwrite(w->mem_fd, b, n, (off_t)(uintptr_t)at) != (ssize_t)n) {
+		w->failed = errno ? errno : EIO;
+	}
+}
+
+static void patch_one(const struct xray_sled_rt *s, const uint64_t target[STUB_COUNT], struct text_writer *w,
+		      struct sf_patch_result *res)
 {
 	unsigned char *p = (unsigned char *)s->address;
 	int is_exit = s->kind == XRAY_SLED_EXIT;
@@ -185,12 +241,79 @@ static void patch_one(const struct xray_sled_rt *s, const uint64_t target[STUB_C
 	int k = s->kind == XRAY_SLED_EXIT ? STUB_EXIT : s->kind == XRAY_SLED_TAIL ? STUB_TAIL : STUB_ENTRY;
 	uint64_t to = target[s->variant * STUB_KINDS + k];
 	int32_t rel = (int32_t)(int64_t)(to - (s->address + 11));
-	uint32_t id = s->func_id;
-	memcpy(p + 2, &id, 4);
-	p[6] = is_exit ? 0xe9 : 0xe8;
-	memcpy(p + 7, &rel, 4);
-	__atomic_store_n((uint16_t *)p, (uint16_t)0xba41, __ATOMIC_RELEASE);
-	res->patched++;
+	unsigned char b[11] = {0x41, 0xba};
+	memcpy(b + 2, &s->func_id, 4);
+	b[6] = is_exit ? 0xe9 : 0xe8;
+	memcpy(b + 7, &rel, 4);
+	put_bytes(w, p + 2, b + 2, 9);
+	put_bytes(w, p, b, 2);
+	if (!w->failed)
+		res->patched++;
+}
+
+/* Whether a thread other than this one (and our writer) may be running
+ * program code. Raw getdents64: no allocation here. */
+static int other_threads(void)
+{
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	char buf[4096];
+	long n, tasks = 0;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n;) {
+			const char *name = buf + off + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
+			tasks += name[0] != '.';
+			off += *(const unsigned short *)(buf + off + 16);
+		}
+	close(fd);
+	return n < 0 || tasks - (sf_writer_active() ? 1 : 0) > 1;
+}
+
+/* Patches the selected sleds in [seg_lo, seg_hi). The text is made
+ * writable while staying executable, then given its protection back. A
+ * kernel or policy that refuses writable executable memory (SELinux
+ * execmem/execmod, PaX MPROTECT) gets no fallback that drops PROT_EXEC:
+ * another thread running that code would fault. Instead the sleds are
+ * written through /proc/self/mem, which needs no mprotect, and only while
+ * no other thread can be running code (the 2-byte store is then not
+ * guaranteed atomic); otherwise the object stays untraced, with a
+ * warning. */
+static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint64_t seg_hi, int prot,
+			  const struct xray_sled_rt *sleds, uint32_t nsleds, const uint64_t target[STUB_COUNT],
+			  struct sf_patch_result *res)
+{
+	uint64_t page_lo = seg_lo & ~(PAGE - 1);
+	size_t len = (size_t)(((seg_hi + PAGE - 1) & ~(PAGE - 1)) - page_lo);
+	struct text_writer w = {-1, 0};
+	if (mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0) {
+		int err = errno;
+		if (err != EACCES && err != EPERM) {
+			sf_rt_message("cannot make text writable in ", obj->path, strerror(err));
+			return;
+		}
+		if (other_threads()) {
+			sf_rt_message("writable executable text refused and other threads are running: left untraced: ",
+				      obj->path, strerror(err));
+			return;
+		}
+		w.mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		if (w.mem_fd < 0) {
+			sf_rt_message("writable executable text refused and /proc/self/mem unusable: left untraced: ",
+				      obj->path, strerror(errno));
+			return;
+		}
+	}
+	for (uint32_t k = 0; k < nsleds && !w.failed; k++)
+		if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + 11 <= seg_hi)
+			patch_one(&sleds[k], target, &w, res);
+	if (w.mem_fd >= 0) {
+		close(w.mem_fd);
+		if (w.failed)
+			sf_rt_message("patching through /proc/self/mem failed in ", obj->path, strerror(w.failed));
+	} else if (mprotect((void *)page_lo, len, prot) < 0) {
+		sf_rt_message("cannot restore the protection of the text of ", obj->path, strerror(errno));
+	}
 }
 
 int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds,
@@ -218,20 +341,8 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 		int any = 0;
 		for (uint32_t k = 0; k < nsleds && !any; k++)
 			any = sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + 11 <= seg_hi;
-		if (!any)
-			continue;
-		uint64_t page_lo = seg_lo & ~(PAGE - 1);
-		size_t len = (size_t)(((seg_hi + PAGE - 1) & ~(PAGE - 1)) - page_lo);
-		int prot = prot_of(ph[i].p_flags);
-		if (mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0 &&
-		    mprotect((void *)page_lo, len, PROT_READ | PROT_WRITE) < 0) {
-			sf_rt_message("cannot make text writable in ", obj->path, strerror(errno));
-			continue;
-		}
-		for (uint32_t k = 0; k < nsleds; k++)
-			if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + 11 <= seg_hi)
-				patch_one(&sleds[k], target, res);
-		mprotect((void *)page_lo, len, prot);
+		if (any)
+			patch_segment(obj, seg_lo, seg_hi, prot_of(ph[i].p_flags), sleds, nsleds, target, res);
 	}
 	return 0;
 }

@@ -178,6 +178,13 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 		    struct sf_patch_result *res) SF_HIDDEN;
 
 
+/* enum sf_variant of the patched entry sled at function address fn, -1 if
+ * there is none. Reads only the code. */
+int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
+
+/* ---- unwind.c ---- */
+void sf_unwind_init(void) SF_HIDDEN; /* resolve the real longjmp family and libgcc_s */
+
 /* ---- trampolines (arch/x86_64/trampoline.S) ---- */
 #define SF_TRAMPS(X) \
 	X(entry) X(exit) X(tail) X(entry_mono) X(exit_mono) X(tail_mono) \
@@ -187,6 +194,7 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 SF_TRAMPS(SF_DECLARE_TRAMP)
 extern uint64_t sf_xsave_size SF_HIDDEN;
 extern uint8_t sf_have_xsave SF_HIDDEN;
+extern uint64_t sf_xsave_mask SF_HIDDEN; /* components the slow path saves (clock.c) */
 
 /* ---- buffer.c ---- */
 /* Called by the trampolines (all registers saved) when the fast path cannot
@@ -194,6 +202,8 @@ extern uint8_t sf_have_xsave SF_HIDDEN;
  * (time == 0 then). */
 void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind) SF_HIDDEN;
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
+/* An event without payload stamped now, from C (signals must be blocked). */
+void sf_record_event(uint32_t kind, uint32_t id) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_thread_flush_exit(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;

@@ -8,6 +8,7 @@
  * are only pointed at the same trampolines for anything that jumps to
  * them. SFTRACE_SETUP_THREAD_ONLY (non-empty) limits recording to the thread
  * that called setup. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,7 +35,8 @@ static void point_slot(void (*slot)(void), void (*target)(void))
 	memset(p + 2, 0, 4);
 	memcpy(p + 6, &to, 8);
 	__atomic_store_n(p, (unsigned char)0xff, __ATOMIC_RELEASE);
-	mprotect((void *)page, len, PROT_READ | PROT_EXEC);
+	if (mprotect((void *)page, len, PROT_READ | PROT_EXEC) < 0)
+		sf_rt_message("cannot restore the protection of a setup slot", "", strerror(errno));
 }
 
 __attribute__((visibility("default"))) void sftrace_setup(void (*entry_slot)(void), void (*exit_slot)(void),

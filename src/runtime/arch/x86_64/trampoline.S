@@ -19,8 +19,9 @@
  * our span check and our claim; its base is then later than our time by
  * the handler's run time, which the signed 32-bit difference still covers.
  *
- * Slow path, which saves every register, including the whole vector state
- * with xsave (libc routines called from there may use vector registers), and
+ * Slow path, which saves every register, including the vector state with
+ * xsave (libc routines called from there may use vector registers; the
+ * component mask leaves out AMX tiles, see clock.c), and
  * calls sf_slow_event_at() in C: when the time is outside the span (first
  * event of the thread, a thread idle for a while: nothing claimed yet), or
  * when the claimed record is past the buffer's limit (buffer full).
@@ -28,12 +29,28 @@
 
 	.text
 
+/* CFI. Every instruction here has unwind information, so debuggers,
+ * perf --call-graph dwarf, libgcc/libunwind and Rust backtraces walk from
+ * inside a trampoline (a breakpoint, a signal) to the traced function and
+ * its callers. Entry and tail trampolines are called from the sled, exit
+ * trampolines jumped to from it after the function's frame is gone: either
+ * way the return address is on top of the stack at entry, as for any
+ * function. PUSHQ and POPQ keep the CFA offset in step. */
+.macro PUSHQ reg
+	push	\reg
+	.cfi_adjust_cfa_offset 8
+.endm
+.macro POPQ reg
+	pop	\reg
+	.cfi_adjust_cfa_offset -8
+.endm
+
 /* struct sf_thread: cursor at 0, limit at 8, window_depth at 16, base at 24
  * (runtime.h checks these). */
 .macro FAST_PATH kind, slowlabel, spanlabel
-	push	%rax
-	push	%rdx
-	push	%rcx
+	PUSHQ	%rax
+	PUSHQ	%rdx
+	PUSHQ	%rcx
 	rdtsc
 	shl	$32, %rdx
 	or	%rdx, %rax
@@ -50,10 +67,12 @@
 	mov	%eax, (%rdx)
 	or	$\kind, %r10d
 	mov	%r10d, 4(%rdx)
-	pop	%rcx
-	pop	%rdx
-	pop	%rax
+	.cfi_remember_state
+	POPQ	%rcx
+	POPQ	%rdx
+	POPQ	%rax
 	ret
+	.cfi_restore_state
 \spanlabel:
 	xor	%ecx, %ecx		/* nothing claimed */
 	mov	$\kind, %edx
@@ -67,9 +86,9 @@
 /* Monotonic-clock mode (no invariant TSC): every event takes the slow path,
  * which reads CLOCK_MONOTONIC in C. time = 0 tells it so. */
 .macro MONO_PATH kind
-	push	%rax
-	push	%rdx
-	push	%rcx
+	PUSHQ	%rax
+	PUSHQ	%rdx
+	PUSHQ	%rcx
 	xor	%eax, %eax
 	xor	%ecx, %ecx
 	mov	$\kind, %edx
@@ -111,7 +130,9 @@ sf_tramp_tail:
 	.type	sf_tramp_entry_mono, @function
 	.p2align 4
 sf_tramp_entry_mono:
+	.cfi_startproc
 	MONO_PATH 1
+	.cfi_endproc
 	.size	sf_tramp_entry_mono, .-sf_tramp_entry_mono
 
 	.globl	sf_tramp_exit_mono
@@ -119,7 +140,9 @@ sf_tramp_entry_mono:
 	.type	sf_tramp_exit_mono, @function
 	.p2align 4
 sf_tramp_exit_mono:
+	.cfi_startproc
 	MONO_PATH 2
+	.cfi_endproc
 	.size	sf_tramp_exit_mono, .-sf_tramp_exit_mono
 
 	.globl	sf_tramp_tail_mono
@@ -127,7 +150,9 @@ sf_tramp_exit_mono:
 	.type	sf_tramp_tail_mono, @function
 	.p2align 4
 sf_tramp_tail_mono:
+	.cfi_startproc
 	MONO_PATH 3
+	.cfi_endproc
 	.size	sf_tramp_tail_mono, .-sf_tramp_tail_mono
 
 /* Within mode (sftrace filter --within): functions outside the selection
@@ -135,24 +160,29 @@ sf_tramp_tail_mono:
  * stack. struct sf_thread.window_depth (offset 16) counts open window
  * frames. Gated trampolines test it and return at once when it is zero;
  * window trampolines count their frame in or out, then record. */
-/* A hidden, 16-byte aligned function symbol. */
+/* A hidden, 16-byte aligned function symbol, with its FDE. */
 .macro FUNC name
 	.globl	\name
 	.hidden	\name
 	.type	\name, @function
 	.p2align 4
 \name:
+	.cfi_startproc
+.endm
+.macro ENDFUNC name
+	.cfi_endproc
+	.size	\name, .-\name
 .endm
 
 .macro GATED name, target
 	FUNC	\name
-	push	%rcx
+	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
 	cmpq	$0, %fs:16(%rcx)
-	pop	%rcx
+	POPQ	%rcx
 	jne	\target
 	ret
-	.size	\name, .-\name
+	ENDFUNC	\name
 .endm
 
 /* The same for entry and exit sleds, without the push and pop: r11 is a
@@ -165,29 +195,29 @@ sf_tramp_tail_mono:
 	cmpq	$0, %fs:16(%r11)
 	jne	\target
 	ret
-	.size	\name, .-\name
+	ENDFUNC	\name
 .endm
 
 .macro WINDOW_IN name, target
 	FUNC	\name
-	push	%rcx
+	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
 	incq	%fs:16(%rcx)
-	pop	%rcx
+	POPQ	%rcx
 	jmp	\target
-	.size	\name, .-\name
+	ENDFUNC	\name
 .endm
 
 .macro WINDOW_OUT name, target
 	FUNC	\name
-	push	%rcx
+	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
 	cmpq	$0, %fs:16(%rcx)
 	je	1f
 	decq	%fs:16(%rcx)
-1:	pop	%rcx
+1:	POPQ	%rcx
 	jmp	\target
-	.size	\name, .-\name
+	ENDFUNC	\name
 .endm
 
 	GATED_R11 sf_tramp_entry_gated, sf_tramp_entry
@@ -212,14 +242,21 @@ sf_tramp_tail_mono:
 	.p2align 4
 	.type	sf_slow_common, @function
 sf_slow_common:
-	push	%rdi
-	push	%rsi
-	push	%r8
-	push	%r9
-	push	%r10
-	push	%r11
-	push	%rbp
+	.cfi_startproc
+	.cfi_def_cfa_offset 32	/* return address + the fast path's rax rdx rcx */
+	.cfi_rel_offset %rax, 16
+	.cfi_rel_offset %rdx, 8
+	.cfi_rel_offset %rcx, 0
+	PUSHQ	%rdi
+	PUSHQ	%rsi
+	PUSHQ	%r8
+	PUSHQ	%r9
+	PUSHQ	%r10
+	PUSHQ	%r11
+	PUSHQ	%rbp
+	.cfi_rel_offset %rbp, 0
 	mov	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
 	mov	%rax, %rdi		/* arg 0: time */
 	mov	%r10d, %esi		/* arg 1: function id */
 	mov	%edx, %r8d		/* kind, kept in r8 across xsave */
@@ -237,13 +274,13 @@ sf_slow_common:
 	mov	%rax, 552(%rsp)
 	mov	%rax, 560(%rsp)
 	mov	%rax, 568(%rsp)
-	mov	$-1, %eax
-	mov	$-1, %edx
+	mov	sf_xsave_mask(%rip), %eax
+	mov	sf_xsave_mask+4(%rip), %edx
 	xsave64	(%rsp)
 	mov	%r8d, %edx		/* arg 2: kind; arg 3 (claimed) is in rcx */
 	call	sf_slow_event_at
-	mov	$-1, %eax
-	mov	$-1, %edx
+	mov	sf_xsave_mask(%rip), %eax
+	mov	sf_xsave_mask+4(%rip), %edx
 	xrstor64 (%rsp)
 	jmp	2f
 1:	fxsave64 (%rsp)
@@ -251,17 +288,20 @@ sf_slow_common:
 	call	sf_slow_event_at
 	fxrstor64 (%rsp)
 2:	mov	%rbp, %rsp
-	pop	%rbp
-	pop	%r11
-	pop	%r10
-	pop	%r9
-	pop	%r8
-	pop	%rsi
-	pop	%rdi
-	pop	%rcx
-	pop	%rdx
-	pop	%rax
+	.cfi_def_cfa_register %rsp
+	POPQ	%rbp
+	.cfi_restore %rbp
+	POPQ	%r11
+	POPQ	%r10
+	POPQ	%r9
+	POPQ	%r8
+	POPQ	%rsi
+	POPQ	%rdi
+	POPQ	%rcx
+	POPQ	%rdx
+	POPQ	%rax
 	ret
+	.cfi_endproc
 	.size	sf_slow_common, .-sf_slow_common
 
 	.section .note.GNU-stack, "", @progbits

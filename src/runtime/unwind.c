@@ -1,0 +1,185 @@
+/* Where unwinding lands: frames abandoned by a longjmp, a caught C++
+ * exception or a caught Rust panic end there (docs/DESIGN.md, Unwinding).
+ *
+ * Their exit sleds never run, so we watch the points where control is
+ * about to land, none of them on the hot path:
+ *   - the longjmp family: the target stack pointer is in the jmp_buf;
+ *   - _Unwind_SetIP, which every personality routine (C++, Rust, C
+ *     cleanups) calls to install a landing pad, catch or cleanup; the
+ *     landing frame's CFA comes with it.
+ * We then walk the current stack with libgcc_s's unwinder and count the
+ * recorded frames below the landing point: frames whose function starts
+ * with a patched entry sled that recorded its entry. One SF_EV_UNWIND
+ * event carries that count; the reader closes that many frames at its
+ * time. In within mode the same walk recomputes the window depth, which
+ * the skipped exit sleds would otherwise leave too high. */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <unwind.h>
+
+#include "runtime/runtime.h"
+
+typedef _Unwind_Reason_Code (*backtrace_fn)(_Unwind_Trace_Fn, void *);
+typedef _Unwind_Word (*getcfa_fn)(struct _Unwind_Context *);
+typedef _Unwind_Ptr (*regionstart_fn)(struct _Unwind_Context *);
+typedef void (*setip_fn)(struct _Unwind_Context *, _Unwind_Ptr);
+typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
+
+/* libgcc_s's unwinder (walks), and the functions we stand in front of. */
+static struct {
+	backtrace_fn backtrace;
+	getcfa_fn getcfa;
+	regionstart_fn regionstart;
+	setip_fn gcc_setip;
+	setip_fn setip; /* the definition we hide: the next one after ours */
+	longjmp_fn longjmp, _longjmp, siglongjmp, longjmp_chk;
+} R;
+
+/* The real functions, also when tracing is off or our constructor has not
+ * run yet (another constructor may longjmp first). */
+static void resolve_next(void)
+{
+	R.longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "longjmp");
+	R._longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "_longjmp");
+	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
+	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
+	R.setip = (setip_fn)dlsym(RTLD_NEXT, "_Unwind_SetIP");
+	if (!R.setip) /* libgcc_s loaded without RTLD_GLOBAL */
+		R.setip = (setip_fn)dlsym(dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD), "_Unwind_SetIP");
+}
+
+void sf_unwind_init(void)
+{
+	resolve_next();
+	/* glibc itself loads libgcc_s for backtrace() and thread
+	 * cancellation; a C program may not have it yet. Loaded now, not at
+	 * the first longjmp, which may come from a signal handler. */
+	void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (!gcc)
+		gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!gcc)
+		return;
+	R.gcc_setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
+	if (!R.setip)
+		R.setip = R.gcc_setip;
+	R.getcfa = (getcfa_fn)dlsym(gcc, "_Unwind_GetCFA");
+	R.regionstart = (regionstart_fn)dlsym(gcc, "_Unwind_GetRegionStart");
+	if (R.getcfa && R.regionstart)
+		__atomic_store_n(&R.backtrace, (backtrace_fn)dlsym(gcc, "_Unwind_Backtrace"), __ATOMIC_RELEASE);
+}
+
+/* The recorded frames abandoned by a landing: those whose CFA is at or
+ * below `sp`, the stack pointer control lands with. */
+struct walk {
+	uint64_t sp;
+	int reached;            /* a live frame was seen */
+	int callee;             /* variant of the frame visited before, -1 for none */
+	uint32_t recorded;      /* abandoned frames that recorded their entry */
+	uint32_t windows;       /* abandoned window frames (within mode) */
+	uint32_t pending_gated; /* abandoned gated frames with no window seen outside them yet */
+};
+
+/* Counts one abandoned frame of the given variant. A gated frame recorded
+ * its entry iff a window frame was open outside it then, and window frames
+ * outside it are still there. */
+static void count_abandoned(struct walk *w, int variant)
+{
+	switch (variant) {
+	case SF_VARIANT_PLAIN:
+		w->recorded++;
+		break;
+	case SF_VARIANT_WINDOW:
+		w->recorded += 1 + w->pending_gated;
+		w->pending_gated = 0;
+		w->windows++;
+		break;
+	case SF_VARIANT_GATED:
+		w->pending_gated++;
+		break;
+	default:
+		break;
+	}
+}
+
+static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
+{
+	struct walk *w = arg;
+	/* libgcc reports, with each frame, the CFA of the frame visited
+	 * before it (the one it called): that frame's fate is known now. */
+	if (R.getcfa(ctx) > w->sp) {
+		w->reached = 1;
+		return _URC_END_OF_STACK;
+	}
+	count_abandoned(w, w->callee);
+	w->callee = sf_patch_entry_variant(R.regionstart(ctx));
+	return _URC_NO_REASON;
+}
+
+/* Control lands with stack pointer sp: closes the recorded frames below. */
+static void landing(uint64_t sp)
+{
+	backtrace_fn bt = __atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE);
+	struct sf_thread *t = &sf_self;
+	if (!sf_config.enabled || !bt || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	struct walk w = {.sp = sp, .callee = -1};
+	bt(walk_frame, &w);
+	/* Not reached: the target is not on this stack (a longjmp to
+	 * another stack, as user-level thread switches do). Leave it. */
+	if (w.reached) {
+		uint64_t live_windows = t->window_depth > w.windows ? t->window_depth - w.windows : 0;
+		if (live_windows)
+			w.recorded += w.pending_gated;
+		t->window_depth = live_windows;
+		if (w.recorded)
+			sf_record_event(SF_EV_UNWIND, w.recorded < SF_FUNC_ID_LIMIT ? w.recorded : SF_FUNC_ID_LIMIT - 1);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- exceptions and panics ---- */
+
+__attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
+{
+	/* Only for libgcc_s's contexts: another unwinder (LLVM libunwind)
+	 * has its own, which our walk could not read. GetCFA of the landing
+	 * frame's context is its stack pointer at the call that threw. */
+	if (!R.setip)
+		resolve_next();
+	if (R.setip == R.gcc_setip && R.getcfa)
+		landing(R.getcfa(ctx));
+	R.setip(ctx, ip);
+}
+
+/* ---- longjmp ----
+ * glibc keeps the target's stack pointer in __jmpbuf[6], mangled with the
+ * thread's pointer guard (%fs:0x30): rotated left by 17 after an xor. */
+#define JB_RSP 6
+
+static uint64_t jmpbuf_sp(const void *env)
+{
+	uint64_t v = ((const uint64_t *)env)[JB_RSP], guard;
+	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
+	return ((v >> 17) | (v << 47)) ^ guard;
+}
+
+/* The frame that called setjmp is live (its CFA is above the saved stack
+ * pointer); a frame it called since has its CFA at or below it, even with
+ * an alloca in between. */
+#define LONGJMP_WRAPPER(name, real)                                                              \
+	__attribute__((visibility("default"), noreturn)) void name(struct __jmp_buf_tag env[1], int val) \
+	{                                                                                        \
+		if (!R.real)                                                                     \
+			resolve_next();                                                          \
+		landing(jmpbuf_sp(env));                                                         \
+		R.real((void *)env, val);                                                        \
+	}
+
+LONGJMP_WRAPPER(longjmp, longjmp)
+LONGJMP_WRAPPER(_longjmp, _longjmp)
+LONGJMP_WRAPPER(siglongjmp, siglongjmp)
+LONGJMP_WRAPPER(__longjmp_chk, longjmp_chk)

@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -569,6 +570,11 @@ static int run(struct filter_args *a, struct object *objs, size_t *nobjs, int ar
 
 int cmd_filter(int argc, char **argv)
 {
+	/* The runtime starts us (record --filter-regex) with every signal
+	 * blocked; a command line tool should take ^C. */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	struct filter_args a = {0};
 	int rc = parse_args(argc, argv, &a);
 	struct object *objs = NULL;

@@ -479,6 +479,21 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	return 0;
 }
 
+/* The "# K of N instrumented functions" comment sftrace filter writes
+ * above a one-object filter: N, or fallback when it is missing. */
+static size_t instrumented_count(const char *file, size_t fallback)
+{
+	FILE *f = fopen(file, "r");
+	char line[256];
+	size_t k, n = fallback;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "# %zu of %zu instrumented functions", &k, &n) == 2)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* After a --filter-regex run: the filters the runtime made, per object. */
 static void summarise_filter_dir(const char *dir, const char *regex)
 {
@@ -507,8 +522,9 @@ static void summarise_filter_dir(const char *dir, const char *regex)
 		struct ff_info info;
 		if (ff_info_read(files[i], &info) == 0) {
 			for (size_t j = 0; j < info.nobjs; j++)
-				fprintf(stderr, "  %zu function%s in %s\n", info.objs[j].nfuncs,
-					info.objs[j].nfuncs == 1 ? "" : "s", info.objs[j].path);
+				fprintf(stderr, "  %zu of %zu instrumented functions selected in %s\n",
+					info.objs[j].nfuncs, instrumented_count(files[i], info.objs[j].nfuncs),
+					info.objs[j].path);
 			ff_info_free(&info);
 		}
 		free(files[i]);

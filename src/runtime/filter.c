@@ -9,8 +9,9 @@
  * filter directory (SFTRACE_FILTER_DIR, one file per build-id) is loaded,
  * and if it does not exist yet the runtime runs `sftrace filter` for that
  * object (SFTRACE_CLI) to write it. The child gets the environment without
- * LD_PRELOAD and SFTRACE_*, is started with exit signal 0 (the program sees
- * no SIGCHLD and its wait() cannot reap it), and is waited for. Processes
+ * LD_PRELOAD and SFTRACE_*; it runs under an intermediate child with exit
+ * signal 0 (the program sees no SIGCHLD and its wait() cannot reap it),
+ * which is waited for. Processes
  * share the directory; sftrace filter writes a temporary file and renames
  * it, so a concurrent reader sees no file or a whole one. */
 #include <errno.h>
@@ -228,16 +229,37 @@ struct spawn_args {
 	const char *file;
 	char *const *argv;
 	char *const *envp;
+	char *exec_stack; /* top of the second half of the stack mapping */
 };
 
-/* Runs in the child, on its own stack but in our memory (CLONE_VM, parent
- * suspended until exec): raw system calls only, nothing that touches TLS. */
-static int spawn_child(void *arg)
+/* The children run on their own stacks but in our memory (CLONE_VM, the
+ * parent suspended meanwhile): raw system calls only, nothing that touches
+ * TLS. */
+static int exec_child(void *arg)
 {
 	const struct spawn_args *a = arg;
 	sf_syscall3(SYS_execve, (long)a->file, (long)a->argv, (long)a->envp);
 	sf_syscall3(SYS_exit, 127, 0, 0);
 	return 127;
+}
+
+/* exec resets a process's exit signal to SIGCHLD, so the program would
+ * see the exec'd child end. This intermediate child, never exec'd, keeps
+ * exit signal 0: it runs sftrace filter as its own child, waits for it and
+ * exits with its status. */
+static int waiter_child(void *arg)
+{
+	struct spawn_args *a = arg;
+	int pid = clone(exec_child, a->exec_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+	int status = 127 << 8;
+	if (pid > 0) {
+		long r;
+		do
+			r = sf_syscall6(SYS_wait4, pid, (long)&status, 0, 0, 0, 0);
+		while (r == -EINTR);
+	}
+	sf_syscall3(SYS_exit, WIFEXITED(status) ? WEXITSTATUS(status) : 126, 0, 0);
+	return 126;
 }
 
 static int env_kept(const char *e)
@@ -265,7 +287,7 @@ static int run_filter_cli(const char *obj_path, const char *out)
 	envp[k] = NULL;
 	char *argv[] = {F.cli, "filter", "-q", "--allow-empty", "-p", (char *)obj_path, "-r", F.regex, "-o",
 			(char *)out, F.mode == FF_MODE_WITHIN ? "--within" : NULL, NULL};
-	struct spawn_args a = {F.cli, argv, envp};
+	struct spawn_args a = {F.cli, argv, envp, stack + SPAWN_STACK};
 	/* Every signal blocked until the exec: the child shares our memory,
 	 * and a program's handler must never run in it. sftrace filter
 	 * unblocks them. */
@@ -273,7 +295,7 @@ static int run_filter_cli(const char *obj_path, const char *out)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int saved_errno = errno;
-	int pid = clone(spawn_child, stack + SPAWN_STACK, CLONE_VM | CLONE_VFORK, &a);
+	int pid = clone(waiter_child, stack + SPAWN_STACK / 2, CLONE_VM | CLONE_VFORK, &a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid > 0) {
 		int status = 0;

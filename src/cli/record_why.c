@@ -53,7 +53,8 @@ static void add_object(struct notes *n, const char *line)
 	n->objs[n->nobjs++] = (struct noted_object){xstrdup(bid), xstrdup(path), sleds, patched};
 }
 
-static void read_notes(const char *dir, struct notes *n)
+/* Calls cb with the path of every file in dir (one per process). */
+static void foreach_note_file(const char *dir, void (*cb)(const char *path, void *ctx), void *ctx)
 {
 	DIR *d = dir ? opendir(dir) : NULL;
 	if (!d)
@@ -64,24 +65,30 @@ static void read_notes(const char *dir, struct notes *n)
 			continue;
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		char *line = NULL;
-		size_t cap = 0;
-		ssize_t len;
-		while ((len = getline(&line, &cap, f)) > 0) {
-			if (line[len - 1] == '\n')
-				line[len - 1] = 0;
-			if (!strncmp(line, "sftrace: ", 9))
-				add_message(n, line + 9);
-			else if (!strncmp(line, "object ", 7))
-				add_object(n, line);
-		}
-		free(line);
-		fclose(f);
+		cb(path, ctx);
 	}
 	closedir(d);
+}
+
+static void read_note_file(const char *path, void *ctx)
+{
+	struct notes *n = ctx;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = 0;
+		if (!strncmp(line, "sftrace: ", 9))
+			add_message(n, line + 9);
+		else if (!strncmp(line, "object ", 7))
+			add_object(n, line);
+	}
+	free(line);
+	fclose(f);
 }
 
 static void free_notes(struct notes *n)
@@ -96,20 +103,15 @@ static void free_notes(struct notes *n)
 	free(n->objs);
 }
 
+static void unlink_file(const char *path, void *ctx)
+{
+	(void)ctx;
+	unlink(path);
+}
+
 void record_notes_remove(const char *notes_dir)
 {
-	DIR *d = opendir(notes_dir);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			if (e->d_name[0] == '.')
-				continue;
-			char path[PATH_MAX];
-			snprintf(path, sizeof(path), "%s/%s", notes_dir, e->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
+	foreach_note_file(notes_dir, unlink_file, NULL);
 	rmdir(notes_dir);
 }
 
@@ -224,7 +226,7 @@ static int explain_filter(const struct record_why *w, const struct notes *n)
 void record_explain_no_log(const struct record_why *w)
 {
 	struct notes n = {0};
-	read_notes(w->notes_dir, &n);
+	foreach_note_file(w->notes_dir, read_note_file, &n);
 	if (n.nmessages) {
 		fprintf(stderr, "sftrace: no log written; the runtime said:\n");
 		for (size_t i = 0; i < n.nmessages; i++)

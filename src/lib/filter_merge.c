@@ -59,7 +59,7 @@ static int on_func(void *ctx, uint64_t vaddr, const char *name)
 	return 0;
 }
 
-static int read_into(const char *path, struct ff_info *info, struct sf_outfile *out)
+char *ff_read_text(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "r");
 	struct stat st;
@@ -67,13 +67,27 @@ static int read_into(const char *path, struct ff_info *info, struct sf_outfile *
 		sf_error("filter %s: %s", path, !f ? strerror(errno) : "not a regular file");
 		if (f)
 			fclose(f);
-		return -1;
+		return NULL;
 	}
 	char *text = xmalloc((size_t)st.st_size + 1);
-	size_t len = fread(text, 1, (size_t)st.st_size, f);
+	*len = fread(text, 1, (size_t)st.st_size, f);
 	int bad = ferror(f);
 	fclose(f);
-	text[len] = 0;
+	if (bad) {
+		sf_error("filter %s: read error", path);
+		free(text);
+		return NULL;
+	}
+	text[*len] = 0;
+	return text;
+}
+
+static int read_into(const char *path, struct ff_info *info, struct sf_outfile *out)
+{
+	size_t len;
+	char *text = ff_read_text(path, &len);
+	if (!text)
+		return -1;
 	memset(info, 0, sizeof(*info));
 	snprintf(info->mode, sizeof(info->mode), "select");
 	snprintf(info->unlisted, sizeof(info->unlisted), "skip");
@@ -81,10 +95,7 @@ static int read_into(const char *path, struct ff_info *info, struct sf_outfile *
 	struct ff_handler h = {on_setting, on_object, on_func};
 	char err[256];
 	int rc = 0;
-	if (bad) {
-		sf_error("filter %s: read error", path);
-		rc = -1;
-	} else if (ff_parse(text, len, &h, &r, err, sizeof(err)) < 0) {
+	if (ff_parse(text, len, &h, &r, err, sizeof(err)) < 0) {
 		sf_error("filter %s: %s", path, err);
 		rc = -1;
 	}

@@ -18,6 +18,10 @@ struct ff_info {
 	size_t nobjs;
 };
 
+/* The whole file, NUL-terminated (malloc'd), or NULL after a message
+ * "filter PATH: ...". */
+char *ff_read_text(const char *path, size_t *len);
+
 /* Parses one filter file; -1 after a message naming it. */
 int ff_info_read(const char *path, struct ff_info *info);
 void ff_info_free(struct ff_info *info);

@@ -347,6 +347,13 @@ static void cleanup_run_files(struct run_files *rf)
 		record_notes_remove(rf->notes);
 }
 
+/* $TMPDIR, or /tmp, for the run's temporary files. */
+static const char *tmp_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+	return t && t[0] == '/' && strlen(t) < PATH_MAX / 2 ? t : "/tmp";
+}
+
 /* -f FILE...: one file as given; several, or a directory, merged into a
  * temporary file. */
 static int prepare_filter_files(const struct record_opts *o, struct run_files *rf)
@@ -356,9 +363,11 @@ static int prepare_filter_files(const struct record_opts *o, struct run_files *r
 	int rc = 0;
 	for (size_t i = 0; i < o->nfilters && rc == 0; i++)
 		rc = ff_expand_input(o->filters[i], &files, &nfiles);
+	for (size_t i = 0; i < nfiles && rc == 0; i++)
+		rc = sf_filter_check_file(files[i]); /* messages name the user's files */
 	const char *use = rc == 0 ? files[0] : NULL;
 	if (rc == 0 && (nfiles > 1 || strcmp(files[0], o->filters[0]))) {
-		snprintf(rf->merged, sizeof(rf->merged), "/tmp/sftrace-filter-XXXXXX");
+		snprintf(rf->merged, sizeof(rf->merged), "%s/sftrace-filter-XXXXXX", tmp_dir());
 		int fd = mkstemp(rf->merged);
 		if (fd < 0) {
 			sf_error("cannot create a temporary file: %s", strerror(errno));
@@ -375,8 +384,6 @@ static int prepare_filter_files(const struct record_opts *o, struct run_files *r
 		sf_error("%s: %s", use, strerror(errno));
 		rc = -1;
 	}
-	if (rc == 0)
-		rc = sf_filter_check_file(rf->filter);
 	for (size_t i = 0; i < nfiles; i++)
 		free(files[i]);
 	free(files);
@@ -469,7 +476,7 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 		setenv("SFTRACE_FILTER", rf->filter, 1);
 	if (o->filter_regex && prepare_filter_regex(o, abs, rf) < 0)
 		return 1;
-	snprintf(rf->notes, sizeof(rf->notes), "/tmp/sftrace-notes-XXXXXX");
+	snprintf(rf->notes, sizeof(rf->notes), "%s/sftrace-notes-XXXXXX", tmp_dir());
 	if (!mkdtemp(rf->notes)) {
 		sf_error("cannot create a temporary directory: %s", strerror(errno));
 		rf->notes[0] = 0;

@@ -484,9 +484,11 @@ if __name__ == "__main__":
 
 
 def test_record_filter_regex_builds_filter_on_the_fly():
-    from sfkit import calls_fixture, count_calls, dump_events, record
+    from sfkit import calls_fixture, count_calls, dump_events, record, tmpdir
     exe = calls_fixture()
-    p, log = record([exe], args=["--filter-regex", "^(outer|leaf)$"])
+    tmp = tmpdir()
+    env = {"TMPDIR": tmp}
+    p, log = record([exe], args=["--filter-regex", "^(outer|leaf)$"], env=env)
     if "calls ok" not in p.stdout:
         raise AssertionError(p.stdout)
     counts = count_calls(dump_events(log))
@@ -495,13 +497,12 @@ def test_record_filter_regex_builds_filter_on_the_fly():
     if "2 of 11 instrumented functions selected" not in p.stderr:
         raise AssertionError(f"the filter summary goes to stderr: {p.stderr}")
     # --within: everything under thread_work, nothing else.
-    p, log = record([exe], args=["--filter-regex", "^thread_work$", "--within"])
+    p, log = record([exe], args=["--filter-regex", "^thread_work$", "--within"], env=env)
     counts = count_calls(dump_events(log))
     if dict(counts) != {"thread_work": 8, "tleaf": 8000}:
         raise AssertionError(f"--filter-regex --within: {dict(counts)}")
-    leftovers = [f for f in os.listdir("/tmp") if f.startswith("sftrace-filter-")]
-    if leftovers:
-        raise AssertionError(f"temporary filters left behind: {leftovers}")
+    if os.listdir(tmp):
+        raise AssertionError(f"temporary files left behind: {os.listdir(tmp)}")
 
 
 def test_record_filter_regex_errors():

@@ -40,7 +40,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sftrace filter -p OBJECT [-p OBJECT...] (-r REGEX... | --list FILE)\n"
 		"                      [--exclude REGEX...] [--within] [--unlisted skip|trace]\n"
-		"                      [--match demangled|mangled|both] [-q] -o OUTPUT\n"
+		"                      [--match demangled|mangled|both] [--ignore-generic-args]\n"
+		"                      [-q] -o OUTPUT\n"
 		"\n"
 		"Writes a filter file for `sftrace record -f OUTPUT`: the XRay-instrumented\n"
 		"functions of each OBJECT (executable or shared library) whose name matches\n"
@@ -64,6 +65,9 @@ static void usage(FILE *out)
 		"                            default), raw symbols (mangled: the reference\n"
 		"                            tool's behaviour; Rust v0 symbols also name the\n"
 		"                            crates a generic was instantiated with), or both\n"
+		"      --ignore-generic-args search demangled names with their generic arguments\n"
+		"                            elided (Vec<…>, from_str::<…>): only a function's\n"
+		"                            own path can match\n"
 		"  -o, --output FILE         the filter file to write\n"
 		"  -q, --quiet               print nothing but errors\n"
 		"      --allow-empty         write the filter even when nothing matches\n"
@@ -210,6 +214,7 @@ struct match_ctx {
 	struct object *o;
 	const struct nm_patterns *inc, *exc;
 	enum nm_which which;
+	int ignore_generic_args;
 };
 
 /* Whether the patterns find the function under the names --match allows.
@@ -219,7 +224,15 @@ static int names_match(const struct match_ctx *m, const struct nm_patterns *ps, 
 		       const char *demangled, int *outside_generics)
 {
 	int hit = 0;
-	if (m->which != NM_MANGLED && nm_match(ps, demangled)) {
+	if (m->which != NM_MANGLED && m->ignore_generic_args && demangled) {
+		char *elided = nm_elide_generics(demangled);
+		if (nm_match(ps, elided)) {
+			hit = 1;
+			if (outside_generics)
+				*outside_generics = 1;
+		}
+		free(elided);
+	} else if (m->which != NM_MANGLED && nm_match(ps, demangled)) {
 		hit = 1;
 		if (outside_generics && !*outside_generics) {
 			char *elided = nm_elide_generics(demangled);
@@ -257,7 +270,7 @@ static int match_symbol(void *ctx, uint64_t vaddr, const char *mangled, const ch
 }
 
 static int select_functions(struct object *o, const struct nm_patterns *inc, const struct nm_patterns *exc,
-			    enum nm_which which)
+			    enum nm_which which, int ignore_generic_args)
 {
 	char err[PATH_MAX + 256];
 	o->sym = sym_open(o->path, NULL, NULL, 0, 0, err, sizeof(err));
@@ -272,7 +285,7 @@ static int select_functions(struct object *o, const struct nm_patterns *inc, con
 	else
 		snprintf(o->build_id, sizeof(o->build_id), "-");
 
-	struct match_ctx m = {o, inc, exc, which};
+	struct match_ctx m = {o, inc, exc, which, ignore_generic_args};
 	/* Every alias of a function counts; functions without a symbol of
 	 * their own (stripped objects) go by the name sym_lookup makes up. */
 	sym_foreach_function(o->sym, match_symbol, &m);
@@ -321,7 +334,8 @@ static void print_object_summary(struct object *o)
 
 /* Selected functions that the regexes found only inside generic arguments
  * (`criterion` in serde_json::de::from_trait::<…, criterion::SavedSample>):
- * rarely what was meant, so say so and show the anchored form. */
+ * rarely what was meant, so say so, show a few with the arguments elided
+ * (the part that did not match), and the ways to leave them out. */
 static void warn_generic_matches(struct object *objs, size_t nobjs, const struct nm_patterns *inc)
 {
 	size_t count = 0;
@@ -330,18 +344,30 @@ static void warn_generic_matches(struct object *objs, size_t nobjs, const struct
 			count += is_selected(&objs[i].funcs[j]) && !objs[i].funcs[j].outside_generics;
 	if (!count)
 		return;
-	sf_warn("%zu selected function%s match%s only inside generic arguments <…>, for example:", count,
+	sf_warn("%zu selected function%s match%s only inside generic arguments, for example (<…> marks them):", count,
 		count == 1 ? "" : "s", count == 1 ? "es" : "");
-	size_t shown = 0;
-	for (size_t i = 0; i < nobjs && shown < MAX_GENERIC_SHOWN; i++)
-		for (size_t j = 0; j < objs[i].nfuncs && shown < MAX_GENERIC_SHOWN; j++) {
+	char *shown[MAX_GENERIC_SHOWN];
+	size_t nshown = 0;
+	for (size_t i = 0; i < nobjs && nshown < MAX_GENERIC_SHOWN; i++)
+		for (size_t j = 0; j < objs[i].nfuncs && nshown < MAX_GENERIC_SHOWN; j++) {
 			struct func *f = &objs[i].funcs[j];
-			if (is_selected(f) && !f->outside_generics) {
-				print_name(stderr, "    ", sym_lookup(objs[i].sym, f->vaddr)->name);
-				shown++;
+			if (!is_selected(f) || f->outside_generics)
+				continue;
+			char *e = nm_elide_generics(sym_lookup(objs[i].sym, f->vaddr)->name);
+			int dup = 0;
+			for (size_t k = 0; k < nshown && !dup; k++)
+				dup = !strcmp(shown[k], e);
+			if (dup) {
+				free(e);
+				continue;
 			}
+			print_name(stderr, "    ", e);
+			shown[nshown++] = e;
 		}
-	fprintf(stderr, "  to select by path instead, anchor the regex at the start of the name, e.g. -r '^<?(%s)::'\n",
+	for (size_t k = 0; k < nshown; k++)
+		free(shown[k]);
+	fprintf(stderr, "  to leave them out, pass --ignore-generic-args, or anchor the regex on a crate or module "
+			"path, e.g. -r '^<?(?:%s)::'\n",
 		nm_text(inc, 0));
 }
 
@@ -431,7 +457,7 @@ struct filter_args {
 	size_t nobjects;
 	struct nm_patterns inc, exc;
 	enum nm_which which;
-	int quiet, allow_empty;
+	int quiet, allow_empty, ignore_generic_args;
 };
 
 static int parse_args(int argc, char **argv, struct filter_args *a)
@@ -447,6 +473,7 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 		{"match", required_argument, 0, 'm'},
 		{"quiet", no_argument, 0, 'q'},
 		{"allow-empty", no_argument, 0, 'E'},
+		{"ignore-generic-args", no_argument, 0, 'G'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -481,6 +508,7 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 			break;
 		case 'q': a->quiet = 1; break;
 		case 'E': a->allow_empty = 1; break;
+		case 'G': a->ignore_generic_args = 1; break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "(sftrace filter --help describes the options)\n");
@@ -542,7 +570,7 @@ static int run(struct filter_args *a, struct object *objs, size_t *nobjs, int ar
 		return 1;
 	size_t total = 0;
 	for (size_t i = 0; i < *nobjs; i++) {
-		if (select_functions(&objs[i], &a->inc, &a->exc, a->which) < 0)
+		if (select_functions(&objs[i], &a->inc, &a->exc, a->which, a->ignore_generic_args) < 0)
 			return 1;
 		if (!a->quiet)
 			print_object_summary(&objs[i]);

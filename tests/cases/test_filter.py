@@ -296,6 +296,26 @@ def rust_names(exe):
     return names
 
 
+def elide_generics(name):
+    """The test's own statement of the rule: the text inside a '<' that
+    follows a name character or ':' (generic arguments) is dropped; a '<'
+    elsewhere opens a qualified path and is kept."""
+    out, depth = [], 0
+    for i, c in enumerate(name):
+        if depth:
+            if c == "<":
+                depth += 1
+            elif c == ">" and name[i - 1] != "-":
+                depth -= 1
+                if not depth:
+                    out.append("…>")
+            continue
+        out.append(c)
+        if c == "<" and i and (name[i - 1].isalnum() or name[i - 1] in "_:") and not name[:i].endswith("operator"):
+            depth = 1
+    return "".join(out)
+
+
 def check_exact_selection(exe, regex, names, match="demangled"):
     """The filter holds exactly the functions one of whose names (per
     --match) the regex finds. Returns (selected names, stderr)."""
@@ -315,9 +335,14 @@ def test_filter_rust_generics_exact_selection():
     sel, err = check_exact_selection(exe, "closure", names)
     check("rust_prog::apply::<rust_prog::worker::{closure#1}>" in sel, sel)
     # apply<{closure}> matches only inside its generic arguments: warned, with the anchored form.
-    check("match only inside generic arguments" in err and "    rust_prog::apply::<rust_prog::worker::{closure#1}>"
-          in err.splitlines(), err)
-    check("-r '^<?(closure)::'" in err, err)
+    check("match only inside generic arguments" in err and "    rust_prog::apply::<…>" in err.splitlines(), err)
+    check("--ignore-generic-args" in err and "-r '^<?(?:closure)::'" in err, err)
+    # --ignore-generic-args: only the functions' own paths are searched.
+    _, filt = make_filter(["-p", exe, "-r", "closure", "--ignore-generic-args"])
+    own = {a for a, _ in read_filter(filt).objects[0][2]}
+    want = {a for a, n in names.items() if any("closure" in elide_generics(x) for x in n[0])}
+    eq(own, want, "--ignore-generic-args selection")
+    check(0 < len(own) < len(sel), f"{len(own)} of {len(sel)}")
     sel, err = check_exact_selection(exe, "Shape", names)
     check({"<rust_prog::Circle as rust_prog::Shape>::area", "<rust_prog::Square as rust_prog::Shape>::area"} <= sel,
           sel)

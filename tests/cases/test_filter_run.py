@@ -169,3 +169,18 @@ def test_killed_process_reported():
     exe2, _ = filter_fixture()
     p, _ = record([exe2])
     check("did not exit normally" not in p.stderr, p.stderr)
+
+
+def test_filter_regex_node_addon():
+    """node loads the instrumented .node addon with dlopen: the regex
+    applies to it (node itself has no sleds)."""
+    if not shutil.which("node"):
+        raise Skip("node is not installed")
+    if not os.path.exists("/usr/include/node/node_api.h"):
+        raise Skip("Node-API headers not found in /usr/include/node")
+    addon = build_c("addon.node", ["addon.c"], shared=True, flags=["-I/usr/include/node"])
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "addon_test.js")
+    p, log = record(["node", script, addon], args=["--filter-regex", "^addon_inner$"])
+    check("addon ok" in p.stdout, p.stdout + p.stderr)
+    eq(counts(log), {"addon_inner": 20}, "the addon's function through node")
+    eq(len(filters_in(log)[1]), 1, "one instrumented object: the addon")

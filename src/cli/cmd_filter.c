@@ -5,9 +5,8 @@
  * Only functions with XRay sleds can be recorded, so the candidate set is
  * the object's xray_instr_map, not its symbol table; names come from the
  * symbol table (lib/symbols.h). A function matches when a regex finds its
- * demangled name or its raw symbol (the reference tool matched symbols), or
- * any alias's. */
-#define PCRE2_CODE_UNIT_WIDTH 8
+ * demangled name (or, with --match mangled|both, its raw symbol, as the
+ * reference tool did), or any alias's. */
 
 #include <elf.h>
 #include <errno.h>
@@ -15,7 +14,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pcre2.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,23 +26,29 @@
 #include "format/filter_file.h"
 #include "format/xray_map.h"
 #include "lib/elf_buildid.h"
+#include "lib/name_match.h"
 #include "lib/outfile.h"
 #include "lib/symbols.h"
 #include "lib/util.h"
 
-#define MAX_EXAMPLES 5
+#define MAX_SHOWN 12      /* selected names printed per object */
+#define MAX_NAME_SHOWN 110 /* characters of a name printed before "…" */
+#define MAX_GENERIC_SHOWN 3
 
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sftrace filter -p OBJECT [-p OBJECT...] (-r REGEX... | --list FILE)\n"
 		"                      [--exclude REGEX...] [--within] [--unlisted skip|trace]\n"
-		"                      -o OUTPUT\n"
+		"                      [--match demangled|mangled|both] [--ignore-generic-args]\n"
+		"                      [-q] -o OUTPUT\n"
 		"\n"
 		"Writes a filter file for `sftrace record -f OUTPUT`: the XRay-instrumented\n"
 		"functions of each OBJECT (executable or shared library) whose name matches\n"
 		"one of the regular expressions (PCRE2 syntax, searched anywhere in the\n"
-		"demangled name or in the raw symbol).\n"
+		"demangled name: the name report and Perfetto show). Prints how many\n"
+		"functions each object has selected, and their names; warns about\n"
+		"functions matched only inside generic arguments <...>.\n"
 		"\n"
 		"options:\n"
 		"  -p, --object OBJECT       an executable or shared library to select from\n"
@@ -55,123 +60,18 @@ static void usage(FILE *out)
 		"                            the thread's stack (default: only the selected)\n"
 		"      --unlisted skip|trace objects not given with -p: record nothing from them\n"
 		"                            (skip, the default) or everything (trace)\n"
+		"      --match demangled|mangled|both\n"
+		"                            which names the regexes search: demangled (the\n"
+		"                            default), raw symbols (mangled: the reference\n"
+		"                            tool's behaviour; Rust v0 symbols also name the\n"
+		"                            crates a generic was instantiated with), or both\n"
+		"      --ignore-generic-args search demangled names with their generic arguments\n"
+		"                            elided (Vec<…>, from_str::<…>): only a function's\n"
+		"                            own path can match\n"
 		"  -o, --output FILE         the filter file to write\n"
+		"  -q, --quiet               print nothing but errors\n"
+		"      --allow-empty         write the filter even when nothing matches\n"
 		"  -h, --help                this help\n");
-}
-
-/* ---- regexes ---- */
-
-struct pattern {
-	char *text;
-	char origin[PATH_MAX + 32]; /* where it came from, for messages */
-	pcre2_code *re;
-};
-
-struct patterns {
-	struct pattern *v;
-	size_t n;
-	pcre2_match_data *md; /* sized for the largest pattern */
-};
-
-static void patterns_add(struct patterns *ps, const char *text, const char *origin)
-{
-	ps->v = xrealloc(ps->v, (ps->n + 1) * sizeof(*ps->v));
-	struct pattern *p = &ps->v[ps->n++];
-	p->text = xstrdup(text);
-	snprintf(p->origin, sizeof(p->origin), "%s", origin);
-	p->re = NULL;
-}
-
-/* UTF mode like the Rust regex crate; PCRE2_MATCH_INVALID_UTF lets a name
- * that is not valid UTF-8 be searched instead of failing the match. */
-static int patterns_compile(struct patterns *ps)
-{
-	for (size_t i = 0; i < ps->n; i++) {
-		struct pattern *p = &ps->v[i];
-		int code;
-		PCRE2_SIZE off;
-		p->re = pcre2_compile((PCRE2_SPTR)p->text, PCRE2_ZERO_TERMINATED,
-				      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
-		if (!p->re) {
-			PCRE2_UCHAR msg[256];
-			pcre2_get_error_message(code, msg, sizeof(msg));
-			sf_error("invalid regex '%s' (%s): %s at position %zu", p->text, p->origin,
-				 (const char *)msg, (size_t)off);
-			return -1;
-		}
-		pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->re, NULL);
-		if (!md) {
-			sf_error("out of memory");
-			return -1;
-		}
-		if (!ps->md || pcre2_get_ovector_count(md) > pcre2_get_ovector_count(ps->md)) {
-			pcre2_match_data_free(ps->md);
-			ps->md = md;
-		} else {
-			pcre2_match_data_free(md);
-		}
-	}
-	return 0;
-}
-
-static int patterns_match(const struct patterns *ps, const char *s)
-{
-	if (!s)
-		return 0;
-	for (size_t i = 0; i < ps->n; i++)
-		if (pcre2_match(ps->v[i].re, (PCRE2_SPTR)s, strlen(s), 0, 0, ps->md, NULL) >= 0)
-			return 1;
-	return 0;
-}
-
-static void patterns_free(struct patterns *ps)
-{
-	for (size_t i = 0; i < ps->n; i++) {
-		free(ps->v[i].text);
-		pcre2_code_free(ps->v[i].re);
-	}
-	free(ps->v);
-	pcre2_match_data_free(ps->md);
-}
-
-static char *trim(char *s)
-{
-	size_t n = strlen(s);
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
-		s[--n] = 0;
-	while (*s == ' ' || *s == '\t')
-		s++;
-	return s;
-}
-
-/* --list FILE: one regex per line. */
-static int patterns_read_list(struct patterns *ps, const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		sf_error("%s: %s", path, strerror(errno));
-		return -1;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	unsigned lineno = 0;
-	while (getline(&line, &cap, f) >= 0) {
-		lineno++;
-		char *s = trim(line);
-		if (!*s || *s == '#')
-			continue;
-		char origin[PATH_MAX + 32];
-		snprintf(origin, sizeof(origin), "%s line %u", path, lineno);
-		patterns_add(ps, s, origin);
-	}
-	int bad = ferror(f);
-	free(line);
-	fclose(f);
-	if (bad) {
-		sf_error("%s: read error", path);
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- one object ---- */
@@ -179,6 +79,7 @@ static int patterns_read_list(struct patterns *ps, const char *path)
 struct func {
 	uint64_t vaddr;
 	unsigned char hit, excluded, named;
+	unsigned char outside_generics; /* a name matched outside generic arguments */
 };
 
 struct object {
@@ -311,14 +212,49 @@ static struct func *find_func(struct object *o, uint64_t vaddr)
 
 struct match_ctx {
 	struct object *o;
-	const struct patterns *inc, *exc;
+	const struct nm_patterns *inc, *exc;
+	enum nm_which which;
+	int ignore_generic_args;
 };
+
+/* Whether the patterns find the function under the names --match allows.
+ * *outside_generics tells whether they also find it with generic arguments
+ * elided (a mangled match counts as outside: it is what the user asked). */
+static int names_match(const struct match_ctx *m, const struct nm_patterns *ps, const char *mangled,
+		       const char *demangled, int *outside_generics)
+{
+	int hit = 0;
+	if (m->which != NM_MANGLED && m->ignore_generic_args && demangled) {
+		char *elided = nm_elide_generics(demangled);
+		if (nm_match(ps, elided)) {
+			hit = 1;
+			if (outside_generics)
+				*outside_generics = 1;
+		}
+		free(elided);
+	} else if (m->which != NM_MANGLED && nm_match(ps, demangled)) {
+		hit = 1;
+		if (outside_generics && !*outside_generics) {
+			char *elided = nm_elide_generics(demangled);
+			*outside_generics = nm_match(ps, elided);
+			free(elided);
+		}
+	}
+	if (m->which != NM_DEMANGLED && nm_match(ps, mangled)) {
+		hit = 1;
+		if (outside_generics)
+			*outside_generics = 1;
+	}
+	return hit;
+}
 
 static void match_names(const struct match_ctx *m, struct func *f, const char *mangled, const char *demangled)
 {
-	if (!f->hit && (patterns_match(m->inc, demangled) || patterns_match(m->inc, mangled)))
+	int outside = f->outside_generics;
+	if (names_match(m, m->inc, mangled, demangled, &outside))
 		f->hit = 1;
-	if (!f->excluded && (patterns_match(m->exc, demangled) || patterns_match(m->exc, mangled)))
+	f->outside_generics = (unsigned char)outside;
+	if (!f->excluded && names_match(m, m->exc, mangled, demangled, NULL))
 		f->excluded = 1;
 }
 
@@ -333,7 +269,8 @@ static int match_symbol(void *ctx, uint64_t vaddr, const char *mangled, const ch
 	return 0;
 }
 
-static int select_functions(struct object *o, const struct patterns *inc, const struct patterns *exc)
+static int select_functions(struct object *o, const struct nm_patterns *inc, const struct nm_patterns *exc,
+			    enum nm_which which, int ignore_generic_args)
 {
 	char err[PATH_MAX + 256];
 	o->sym = sym_open(o->path, NULL, NULL, 0, 0, err, sizeof(err));
@@ -348,7 +285,7 @@ static int select_functions(struct object *o, const struct patterns *inc, const 
 	else
 		snprintf(o->build_id, sizeof(o->build_id), "-");
 
-	struct match_ctx m = {o, inc, exc};
+	struct match_ctx m = {o, inc, exc, which, ignore_generic_args};
 	/* Every alias of a function counts; functions without a symbol of
 	 * their own (stripped objects) go by the name sym_lookup makes up. */
 	sym_foreach_function(o->sym, match_symbol, &m);
@@ -368,19 +305,70 @@ static int is_selected(const struct func *f)
 	return f->hit && !f->excluded;
 }
 
+/* A name on one line: long generic names are cut with "…". */
+static void print_name(FILE *out, const char *indent, const char *name)
+{
+	size_t len = strlen(name), n = len;
+	if (n > MAX_NAME_SHOWN) {
+		n = MAX_NAME_SHOWN;
+		while (n && ((unsigned char)name[n] & 0xc0) == 0x80) /* not inside a UTF-8 sequence */
+			n--;
+	}
+	fprintf(out, "%s%.*s%s\n", indent, (int)n, name, n < len ? "\xe2\x80\xa6" : "");
+}
+
 static void print_object_summary(struct object *o)
 {
 	printf("%s: %zu of %zu instrumented function%s selected\n", o->path, o->nselected, o->nfuncs,
 	       o->nfuncs == 1 ? "" : "s");
 	size_t shown = 0;
-	for (size_t i = 0; i < o->nfuncs && shown < MAX_EXAMPLES; i++) {
+	for (size_t i = 0; i < o->nfuncs && shown < MAX_SHOWN; i++) {
 		if (!is_selected(&o->funcs[i]))
 			continue;
-		printf("  %s\n", sym_lookup(o->sym, o->funcs[i].vaddr)->name);
+		print_name(stdout, "  ", sym_lookup(o->sym, o->funcs[i].vaddr)->name);
 		shown++;
 	}
 	if (o->nselected > shown)
-		printf("  ... and %zu more\n", o->nselected - shown);
+		printf("  ... and %zu more (the filter file lists them all)\n", o->nselected - shown);
+}
+
+/* Selected functions that the regexes found only inside generic arguments
+ * (`criterion` in serde_json::de::from_trait::<…, criterion::SavedSample>):
+ * rarely what was meant, so say so, show a few with the arguments elided
+ * (the part that did not match), and the ways to leave them out. */
+static void warn_generic_matches(struct object *objs, size_t nobjs, const struct nm_patterns *inc)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < nobjs; i++)
+		for (size_t j = 0; j < objs[i].nfuncs; j++)
+			count += is_selected(&objs[i].funcs[j]) && !objs[i].funcs[j].outside_generics;
+	if (!count)
+		return;
+	sf_warn("%zu selected function%s match%s only inside generic arguments, for example (<…> marks them):", count,
+		count == 1 ? "" : "s", count == 1 ? "es" : "");
+	char *shown[MAX_GENERIC_SHOWN];
+	size_t nshown = 0;
+	for (size_t i = 0; i < nobjs && nshown < MAX_GENERIC_SHOWN; i++)
+		for (size_t j = 0; j < objs[i].nfuncs && nshown < MAX_GENERIC_SHOWN; j++) {
+			struct func *f = &objs[i].funcs[j];
+			if (!is_selected(f) || f->outside_generics)
+				continue;
+			char *e = nm_elide_generics(sym_lookup(objs[i].sym, f->vaddr)->name);
+			int dup = 0;
+			for (size_t k = 0; k < nshown && !dup; k++)
+				dup = !strcmp(shown[k], e);
+			if (dup) {
+				free(e);
+				continue;
+			}
+			print_name(stderr, "    ", e);
+			shown[nshown++] = e;
+		}
+	for (size_t k = 0; k < nshown; k++)
+		free(shown[k]);
+	fprintf(stderr, "  to leave them out, pass --ignore-generic-args, or anchor the regex on a crate or module "
+			"path, e.g. -r '^<?(?:%s)::'\n",
+		nm_text(inc, 0));
 }
 
 /* ---- output ---- */
@@ -467,7 +455,9 @@ struct filter_args {
 	struct filter_opts fo;
 	const char **objects;
 	size_t nobjects;
-	struct patterns inc, exc;
+	struct nm_patterns inc, exc;
+	enum nm_which which;
+	int quiet, allow_empty, ignore_generic_args;
 };
 
 static int parse_args(int argc, char **argv, struct filter_args *a)
@@ -480,23 +470,27 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 		{"within", no_argument, 0, 'w'},
 		{"unlisted", required_argument, 0, 'u'},
 		{"output", required_argument, 0, 'o'},
+		{"match", required_argument, 0, 'm'},
+		{"quiet", no_argument, 0, 'q'},
+		{"allow-empty", no_argument, 0, 'E'},
+		{"ignore-generic-args", no_argument, 0, 'G'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:r:x:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:r:x:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			a->objects = xrealloc(a->objects, (a->nobjects + 1) * sizeof(*a->objects));
 			a->objects[a->nobjects++] = optarg;
 			break;
-		case 'r': patterns_add(&a->inc, optarg, "-r"); break;
+		case 'r': nm_add(&a->inc, optarg, "-r"); break;
 		case 'l':
-			if (patterns_read_list(&a->inc, optarg) < 0)
+			if (nm_read_list(&a->inc, optarg) < 0)
 				return 1;
 			break;
-		case 'x': patterns_add(&a->exc, optarg, "--exclude"); break;
+		case 'x': nm_add(&a->exc, optarg, "--exclude"); break;
 		case 'w': a->fo.within = 1; break;
 		case 'u':
 			if (strcmp(optarg, "skip") && strcmp(optarg, "trace")) {
@@ -506,6 +500,15 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 			a->fo.unlisted_trace = !strcmp(optarg, "trace");
 			break;
 		case 'o': a->fo.output = optarg; break;
+		case 'm':
+			if (nm_parse_which(optarg, &a->which) < 0) {
+				sf_error("--match must be demangled, mangled or both, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'q': a->quiet = 1; break;
+		case 'E': a->allow_empty = 1; break;
+		case 'G': a->ignore_generic_args = 1; break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "(sftrace filter --help describes the options)\n");
@@ -561,35 +564,45 @@ static int run(struct filter_args *a, struct object *objs, size_t *nobjs, int ar
 		sf_error("%s", err);
 		return 1;
 	}
-	if (patterns_compile(&a->inc) < 0 || patterns_compile(&a->exc) < 0)
+	if (nm_compile(&a->inc) < 0 || nm_compile(&a->exc) < 0)
 		return 1;
 	if (load_objects(a, objs, nobjs) < 0)
 		return 1;
 	size_t total = 0;
 	for (size_t i = 0; i < *nobjs; i++) {
-		if (select_functions(&objs[i], &a->inc, &a->exc) < 0)
+		if (select_functions(&objs[i], &a->inc, &a->exc, a->which, a->ignore_generic_args) < 0)
 			return 1;
-		print_object_summary(&objs[i]);
+		if (!a->quiet)
+			print_object_summary(&objs[i]);
 		total += objs[i].nselected;
 	}
-	if (!total) {
+	if (!total && !a->allow_empty) {
 		sf_error("no instrumented function matches%s; no filter written", a->exc.n ? " (after --exclude)" : "");
 		return 1;
 	}
-	for (size_t i = 0; i < *nobjs; i++)
-		if (!objs[i].nselected)
-			sf_warn("%s: no function selected: nothing in it will be recorded", objs[i].arg);
 	fflush(stdout);
+	if (!a->quiet) {
+		for (size_t i = 0; i < *nobjs; i++)
+			if (!objs[i].nselected)
+				sf_warn("%s: no function selected: nothing in it will be recorded", objs[i].arg);
+		warn_generic_matches(objs, *nobjs, &a->inc);
+	}
 	if (write_filter(&a->fo, objs, *nobjs, argc, argv) < 0)
 		return 1;
-	printf("wrote %s: %zu function%s in %zu object%s (mode %s, unlisted %s)\n", a->fo.output, total,
-	       total == 1 ? "" : "s", *nobjs, *nobjs == 1 ? "" : "s", a->fo.within ? "within" : "select",
-	       a->fo.unlisted_trace ? "trace" : "skip");
+	if (!a->quiet)
+		printf("wrote %s: %zu function%s in %zu object%s (mode %s, unlisted %s)\n", a->fo.output, total,
+		       total == 1 ? "" : "s", *nobjs, *nobjs == 1 ? "" : "s", a->fo.within ? "within" : "select",
+		       a->fo.unlisted_trace ? "trace" : "skip");
 	return 0;
 }
 
 int cmd_filter(int argc, char **argv)
 {
+	/* The runtime starts us (record --filter-regex) with every signal
+	 * blocked; a command line tool should take ^C. */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	struct filter_args a = {0};
 	int rc = parse_args(argc, argv, &a);
 	struct object *objs = NULL;
@@ -604,7 +617,7 @@ int cmd_filter(int argc, char **argv)
 	}
 	free(objs);
 	free(a.objects);
-	patterns_free(&a.inc);
-	patterns_free(&a.exc);
+	nm_free(&a.inc);
+	nm_free(&a.exc);
 	return rc;
 }

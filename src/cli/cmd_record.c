@@ -17,9 +17,14 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "format/xray_map.h"
+#include "cli/record_why.h"
 #include "cli/solib.h"
+#include "format/filter_file.h"
+#include "format/sflog.h"
+#include "lib/filter_merge.h"
+#include "lib/frames.h"
 #include "lib/log_reader.h"
+#include "lib/name_match.h"
 #include "lib/util.h"
 
 static void usage(FILE *out)
@@ -35,9 +40,13 @@ static void usage(FILE *out)
 		"\n"
 		"options:\n"
 		"  -o, --output FILE         log file (default ./sf.log)\n"
-		"  -f, --filter FILE         record only the functions in FILE (sftrace filter)\n"
-		"      --filter-regex RE     build that filter for COMMAND's executable on the\n"
-		"                            fly: functions whose name matches RE (PCRE2)\n"
+		"  -f, --filter FILE|DIR     record only the functions in FILE (sftrace filter);\n"
+		"                            repeatable; a directory gives its *.filter files\n"
+		"      --filter-regex RE     record only functions whose demangled name matches\n"
+		"                            RE (PCRE2), in every instrumented object any\n"
+		"                            process loads: each object's filter is made when\n"
+		"                            it loads (sftrace filter -r RE) and kept in\n"
+		"                            STEM.filters/ next to FILE, for -f on a later run\n"
 		"      --within              with --filter-regex: record everything while a\n"
 		"                            matching function is on the thread's stack\n"
 		"      --force               replace FILE if it exists (default: refuse)\n"
@@ -59,7 +68,8 @@ static void usage(FILE *out)
 
 struct record_opts {
 	const char *output;
-	const char *filter;
+	char **filters; /* -f, in order */
+	size_t nfilters;
 	const char *clock;
 	const char *writer;
 	const char *filter_regex;
@@ -227,72 +237,19 @@ static char *join_env(const char *name, const char *add)
 	return v;
 }
 
-/* The file execvp would run for cmd. 0, or -1 if there is none. */
-static int resolve_command(const char *cmd, char *path, size_t cap)
-{
-	if (strchr(cmd, '/')) {
-		snprintf(path, cap, "%s", cmd);
-		return access(path, X_OK) == 0 ? 0 : -1;
-	}
-	for (const char *p = getenv("PATH"); p && *p;) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		snprintf(path, cap, "%.*s/%s", (int)n, p, cmd);
-		if (access(path, X_OK) == 0)
-			return 0;
-		p = colon ? colon + 1 : NULL;
-	}
-	return -1;
-}
-
-/* Whether the command (found like execvp finds it) has an XRay map. */
-static int has_sleds(const char *cmd)
-{
-	char path[PATH_MAX];
-	if (resolve_command(cmd, path, sizeof(path)) < 0)
-		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	struct xray_section sec;
-	int r = xray_find_section(fd, &sec);
-	close(fd);
-	return r == 1;
-}
-
-/* Whether path is an ELF executable with no program interpreter: linked
- * statically (glibc -static, musl, Rust +crt-static, static-pie). The
- * loader never runs for it, so LD_PRELOAD cannot bring the runtime in. */
-static int is_static_elf(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	Elf64_Ehdr eh;
-	int is_static = 0;
-	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64 && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN) &&
-	    eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0) {
-		is_static = 1;
-		for (int i = 0; i < eh.e_phnum; i++) {
-			Elf64_Phdr ph;
-			off_t at = (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph));
-			if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph) || ph.p_type == PT_INTERP) {
-				is_static = 0;
-				break;
-			}
-		}
-	}
-	close(fd);
-	return is_static;
-}
-
 /* Refuses a statically linked command before anything runs or is written:
  * it would run untraced. 0 if the command may be run. */
 static int preflight_static(const char *cmd)
 {
 	char path[PATH_MAX];
-	if (resolve_command(cmd, path, sizeof(path)) < 0 || !is_static_elf(path))
+	if (record_resolve_command(cmd, path, sizeof(path)) < 0)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int is_static = record_is_static_elf(fd);
+	close(fd);
+	if (!is_static)
 		return 0;
 	sf_error("%s is statically linked: the tracer's runtime cannot be loaded into it; link it dynamically "
 		 "(no -static, no +crt-static, not musl)", path);
@@ -343,41 +300,6 @@ static void note_slow_clock(const char *opt_clock)
 		why, clock_read_ns());
 }
 
-/* --filter-regex: `sftrace filter -p EXE -r RE [--within] -o TMP`, its
- * summary sent to stderr (stdout belongs to the command). The temporary
- * file lives until the command ends (its children read it too). */
-static int build_filter(const struct record_opts *o, const char *cmd, char *tmp)
-{
-	char exe[PATH_MAX];
-	if (resolve_command(cmd, exe, sizeof(exe)) < 0) {
-		sf_error("--filter-regex: cannot find %s to build the filter from", cmd);
-		return -1;
-	}
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		sf_error("--filter-regex: cannot create a temporary file: %s", strerror(errno));
-		return -1;
-	}
-	close(fd);
-	char *args[] = {"filter", "-p", exe, "-r", (char *)o->filter_regex, "-o", tmp,
-			o->within ? "--within" : NULL, NULL};
-	int nargs = o->within ? 8 : 7;
-	fflush(stdout);
-	int saved = dup(1);
-	dup2(2, 1);
-	int rc = cmd_filter(nargs, args);
-	fflush(stdout);
-	if (saved >= 0) {
-		dup2(saved, 1);
-		close(saved);
-	}
-	if (rc != 0) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
 static int run_child(char **argv, pid_t *pid_out)
 {
 	pid_t pid = fork();
@@ -393,6 +315,32 @@ static int run_child(char **argv, pid_t *pid_out)
 	}
 	*pid_out = pid;
 	return 0;
+}
+
+static int feed_frames(void *ctx, const struct lr_event *ev)
+{
+	fr_feed(ctx, ev);
+	return 0;
+}
+
+/* A log whose header still says RUNNING: the process never ran the
+ * runtime's exit hook. Counts the calls it left open (frames.c). */
+static void print_unfinished(const struct lr_log *log, uint32_t pid)
+{
+	struct frames *f = fr_new(&(struct fr_callbacks){0}, NULL);
+	lr_foreach_event(log, feed_frames, f);
+	uint64_t open = 0, threads = 0;
+	for (size_t i = 0; i < lr_nthreads(log); i++) {
+		size_t d = fr_depth(f, lr_thread_at(log, i));
+		open += d;
+		threads += d > 0;
+	}
+	fr_free(f);
+	fprintf(stderr,
+		"sftrace: pid %u did not exit normally (killed, crashed, or ended by _exit or exec before its exit "
+		"hooks ran): %llu call%s left open in %llu thread%s\n",
+		pid, (unsigned long long)open, open == 1 ? "" : "s", (unsigned long long)threads,
+		threads == 1 ? "" : "s");
 }
 
 static void print_summary(const char *path, const char *shown)
@@ -415,6 +363,8 @@ static void print_summary(const char *path, const char *shown)
 	if (s.lost)
 		fprintf(stderr, ", %llu lost", (unsigned long long)s.lost);
 	fputc('\n', stderr);
+	if (s.state != SF_STATE_EXITED)
+		print_unfinished(log, s.pid);
 	lr_close(log);
 }
 
@@ -445,6 +395,278 @@ static int summarise(const char *abs, const struct name_list *before, int quiet)
 	return count;
 }
 
+
+/* What a run creates besides the logs. */
+struct run_files {
+	char filter[PATH_MAX];     /* the filter the runtime reads ("" for none) */
+	char merged[PATH_MAX];     /* a merge of several -f inputs, deleted after the run */
+	char filter_dir[PATH_MAX]; /* --filter-regex: the per-object filters, kept */
+	char notes[PATH_MAX];      /* the runtime's notes, deleted after the run */
+	char shown[PATH_MAX];      /* the filter as the user named it, for messages */
+};
+
+static void cleanup_run_files(struct run_files *rf)
+{
+	if (rf->merged[0])
+		unlink(rf->merged);
+	if (rf->notes[0])
+		record_notes_remove(rf->notes);
+}
+
+/* $TMPDIR, or /tmp, for the run's temporary files. */
+static const char *tmp_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+	return t && t[0] == '/' && strlen(t) < PATH_MAX / 2 ? t : "/tmp";
+}
+
+/* -f FILE...: one file as given; several, or a directory, merged into a
+ * temporary file. */
+static int prepare_filter_files(const struct record_opts *o, struct run_files *rf)
+{
+	char **files = NULL;
+	size_t nfiles = 0;
+	int rc = 0;
+	for (size_t i = 0; i < o->nfilters && rc == 0; i++)
+		rc = ff_expand_input(o->filters[i], &files, &nfiles);
+	for (size_t i = 0; i < nfiles && rc == 0; i++)
+		rc = sf_filter_check_file(files[i]); /* messages name the user's files */
+	const char *use = rc == 0 ? files[0] : NULL;
+	if (rc == 0 && (nfiles > 1 || strcmp(files[0], o->filters[0]))) {
+		snprintf(rf->merged, sizeof(rf->merged), "%s/sftrace-filter-XXXXXX", tmp_dir());
+		int fd = mkstemp(rf->merged);
+		if (fd < 0) {
+			sf_error("cannot create a temporary file: %s", strerror(errno));
+			rf->merged[0] = 0;
+			rc = -1;
+		} else {
+			close(fd);
+			rc = ff_merge(files, nfiles, rf->merged);
+			use = rf->merged;
+		}
+	}
+	snprintf(rf->shown, sizeof(rf->shown), "%s%s", o->filters[0], o->nfilters > 1 ? " (and the other -f)" : "");
+	if (rc == 0 && !realpath(use, rf->filter)) {
+		sf_error("%s: %s", use, strerror(errno));
+		rc = -1;
+	}
+	for (size_t i = 0; i < nfiles; i++)
+		free(files[i]);
+	free(files);
+	return rc;
+}
+
+/* Removes the *.filter files a previous run left in dir (--force). */
+static int clear_filter_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	int rc = 0;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 8 || strcmp(e->d_name + len - 7, ".filter"))
+			continue;
+		char p[PATH_MAX * 2];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (unlink(p) < 0)
+			rc = -1;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* --filter-regex: checks the regex, makes STEM.filters/ next to the log
+ * and tells the runtime to fill it (src/runtime/filter.c). */
+static int prepare_filter_regex(const struct record_opts *o, const char *abs, struct run_files *rf)
+{
+	struct nm_patterns ps = {0};
+	nm_add(&ps, o->filter_regex, "--filter-regex");
+	int bad = nm_compile(&ps);
+	nm_free(&ps);
+	if (bad)
+		return -1;
+	struct log_name n;
+	split_name(abs, &n);
+	if ((size_t)snprintf(rf->filter_dir, sizeof(rf->filter_dir), "%.*s/%.*s.filters", PATH_MAX / 2, n.dir,
+			     NAME_MAX, n.stem) >= sizeof(rf->filter_dir) - 128) {
+		sf_error("%s: path too long", abs);
+		return -1;
+	}
+	struct stat st;
+	if (lstat(rf->filter_dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode) || !o->force) {
+			sf_error("%s exists (the filters of an earlier --filter-regex run); remove it or pass --force",
+				 rf->filter_dir);
+			return -1;
+		}
+		if (clear_filter_dir(rf->filter_dir) < 0) {
+			sf_error("cannot empty %s: %s", rf->filter_dir, strerror(errno));
+			return -1;
+		}
+	} else if (mkdir(rf->filter_dir, 0777) < 0) {
+		sf_error("cannot create %s: %s", rf->filter_dir, strerror(errno));
+		return -1;
+	}
+	char cli[PATH_MAX];
+	if (!realpath("/proc/self/exe", cli)) {
+		sf_error("cannot find the sftrace binary: %s", strerror(errno));
+		return -1;
+	}
+	setenv("SFTRACE_FILTER_REGEX", o->filter_regex, 1);
+	setenv("SFTRACE_FILTER_DIR", rf->filter_dir, 1);
+	setenv("SFTRACE_FILTER_WITHIN", o->within ? "1" : "0", 1);
+	setenv("SFTRACE_CLI", cli, 1);
+	return 0;
+}
+
+static int prepare_filters(struct record_opts *o, const char *abs, struct run_files *rf)
+{
+	unsetenv("SFTRACE_FILTER");
+	unsetenv("SFTRACE_FILTER_REGEX");
+	unsetenv("SFTRACE_FILTER_DIR");
+	unsetenv("SFTRACE_FILTER_WITHIN");
+	unsetenv("SFTRACE_CLI");
+	if (o->filter_regex && o->nfilters) {
+		sf_error("give either -f FILTER or --filter-regex, not both");
+		return 2;
+	}
+	if (o->within && !o->filter_regex) {
+		sf_error("--within goes with --filter-regex (or make the filter with sftrace filter --within)");
+		return 2;
+	}
+	if (o->nfilters && prepare_filter_files(o, rf) < 0)
+		return 1;
+	if (rf->filter[0])
+		setenv("SFTRACE_FILTER", rf->filter, 1);
+	if (o->filter_regex && prepare_filter_regex(o, abs, rf) < 0)
+		return 1;
+	snprintf(rf->notes, sizeof(rf->notes), "%s/sftrace-notes-XXXXXX", tmp_dir());
+	if (!mkdtemp(rf->notes)) {
+		sf_error("cannot create a temporary directory: %s", strerror(errno));
+		rf->notes[0] = 0;
+		return 1;
+	}
+	setenv("SFTRACE_NOTES_DIR", rf->notes, 1);
+	return 0;
+}
+
+/* The "# K of N instrumented functions" comment sftrace filter writes
+ * above a one-object filter: N, or fallback when it is missing. */
+static size_t instrumented_count(const char *file, size_t fallback)
+{
+	FILE *f = fopen(file, "r");
+	char line[256];
+	size_t k, n = fallback;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "# %zu of %zu instrumented functions", &k, &n) == 2)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* After a --filter-regex run: the filters the runtime made, per object. */
+static void summarise_filter_dir(const char *dir, const char *regex)
+{
+	char **files = NULL;
+	size_t nfiles = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] == '.' || len < 8 || strcmp(e->d_name + len - 7, ".filter"))
+			continue;
+		files = xrealloc(files, (nfiles + 1) * sizeof(*files));
+		files[nfiles] = xmalloc(strlen(dir) + len + 2);
+		sprintf(files[nfiles++], "%s/%s", dir, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (!nfiles) {
+		fprintf(stderr, "sftrace: --filter-regex: no process loaded an instrumented object; no filter made\n");
+		rmdir(dir);
+		return;
+	}
+	fprintf(stderr, "sftrace: --filter-regex '%s' selected, per instrumented object (%s; repeat with -f %s):\n",
+		regex, dir, dir);
+	for (size_t i = 0; i < nfiles; i++) {
+		struct ff_info info;
+		if (ff_info_read(files[i], &info) == 0) {
+			for (size_t j = 0; j < info.nobjs; j++)
+				fprintf(stderr, "  %zu of %zu instrumented functions selected in %s\n",
+					info.objs[j].nfuncs, instrumented_count(files[i], info.objs[j].nfuncs),
+					info.objs[j].path);
+			ff_info_free(&info);
+		}
+		free(files[i]);
+	}
+	free(files);
+}
+
+static int record_run(const struct record_opts *o, const char *lib, const char *abs, const struct run_files *rf,
+		      char **cmd)
+{
+	struct log_name n;
+	split_name(abs, &n);
+	struct name_list before = {0};
+	sibling_logs(&n, &before);
+
+	char libdir[PATH_MAX];
+	snprintf(libdir, sizeof(libdir), "%s", lib);
+	*strrchr(libdir, '/') = 0;
+	char *preload = join_env("LD_PRELOAD", lib);
+	char *ldpath = join_env("LD_LIBRARY_PATH", libdir);
+	setenv("LD_PRELOAD", preload, 1);
+	setenv("LD_LIBRARY_PATH", ldpath, 1);
+	setenv("SFTRACE_OUTPUT_FILE", abs, 1);
+	if (o->clock)
+		setenv("SFTRACE_CLOCK", o->clock, 1);
+	if (o->writer)
+		setenv("SFTRACE_WRITER", o->writer, 1);
+	free(preload);
+	free(ldpath);
+
+	/* The terminal's ^C goes to the command (same process group); we wait
+	 * for it to finish and still report what it wrote. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	pid_t pid;
+	if (run_child(cmd, &pid) < 0) {
+		list_free(&before);
+		return 1;
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			sf_error("waitpid: %s", strerror(errno));
+			list_free(&before);
+			return 1;
+		}
+	}
+	int rc;
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		fprintf(stderr, "sftrace: %s was killed by signal %d (%s)%s\n", cmd[0], sig, strsignal(sig),
+			WCOREDUMP(status) ? ", core dumped" : "");
+		rc = 128 + sig;
+	} else {
+		rc = WEXITSTATUS(status);
+	}
+	int logs = summarise(abs, &before, o->quiet);
+	if (o->filter_regex && !o->quiet)
+		summarise_filter_dir(rf->filter_dir, o->filter_regex);
+	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
+	if (logs == 0 && !exec_failed) {
+		struct record_why w = {rf->notes, rf->filter[0] ? rf->filter : NULL, rf->shown, o->filter_regex,
+				       cmd[0]};
+		record_explain_no_log(&w);
+	}
+	list_free(&before);
+	return rc;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -467,7 +689,10 @@ int cmd_record(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+o:f:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o.output = optarg; break;
-		case 'f': o.filter = optarg; break;
+		case 'f':
+			o.filters = xrealloc(o.filters, (o.nfilters + 1) * sizeof(*o.filters));
+			o.filters[o.nfilters++] = optarg;
+			break;
 		case 'F': o.force = 1; break;
 		case 'c':
 			if (strcmp(optarg, "tsc") && strcmp(optarg, "monotonic")) {
@@ -526,93 +751,12 @@ int cmd_record(int argc, char **argv)
 	char abs[PATH_MAX];
 	if (prepare_output(&o, abs, sizeof(abs)) < 0)
 		return 1;
-	int cmd_at = optind; /* building a filter runs getopt again */
-	char filter_tmp[] = "/tmp/sftrace-filter-XXXXXX";
-	int have_tmp_filter = 0;
-	if (o.filter_regex) {
-		if (o.filter) {
-			sf_error("give either -f FILTER or --filter-regex, not both");
-			return 2;
-		}
-		if (build_filter(&o, argv[cmd_at], filter_tmp) < 0)
-			return 1;
-		have_tmp_filter = 1;
-		o.filter = filter_tmp;
-	} else if (o.within) {
-		sf_error("--within goes with --filter-regex (or make the filter with sftrace filter --within)");
-		return 2;
-	}
-	char filter_abs[PATH_MAX];
-	if (o.filter) {
-		if (!realpath(o.filter, filter_abs)) {
-			sf_error("%s: %s", o.filter, strerror(errno));
-			return 1;
-		}
-		if (sf_filter_check_file(filter_abs) < 0)
-			return 1;
-	}
-
-	struct log_name n;
-	split_name(abs, &n);
-	struct name_list before = {0};
-	sibling_logs(&n, &before);
-
-	char libdir[PATH_MAX];
-	snprintf(libdir, sizeof(libdir), "%s", lib);
-	*strrchr(libdir, '/') = 0;
-	char *preload = join_env("LD_PRELOAD", lib);
-	char *ldpath = join_env("LD_LIBRARY_PATH", libdir);
-	setenv("LD_PRELOAD", preload, 1);
-	setenv("LD_LIBRARY_PATH", ldpath, 1);
-	setenv("SFTRACE_OUTPUT_FILE", abs, 1);
-	if (o.filter)
-		setenv("SFTRACE_FILTER", filter_abs, 1);
-	else
-		unsetenv("SFTRACE_FILTER");
-	if (o.clock)
-		setenv("SFTRACE_CLOCK", o.clock, 1);
-	if (o.writer)
-		setenv("SFTRACE_WRITER", o.writer, 1);
-	free(preload);
-	free(ldpath);
-
-	/* The terminal's ^C goes to the command (same process group); we wait
-	 * for it to finish and still report what it wrote. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	pid_t pid;
-	if (run_child(argv + cmd_at, &pid) < 0)
-		return 1;
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			sf_error("waitpid: %s", strerror(errno));
-			return 1;
-		}
-	}
-	int rc;
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		fprintf(stderr, "sftrace: %s was killed by signal %d (%s)%s\n", argv[cmd_at], sig, strsignal(sig),
-			WCOREDUMP(status) ? ", core dumped" : "");
-		rc = 128 + sig;
-	} else {
-		rc = WEXITSTATUS(status);
-	}
-	if (have_tmp_filter)
-		unlink(filter_tmp);
-	int logs = summarise(abs, &before, o.quiet);
-	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
-	if (logs == 0 && !exec_failed) {
-		if (has_sleds(argv[cmd_at]))
-			fprintf(stderr, "sftrace: no log written: %s has XRay sleds, but no log was created (see the "
-					"runtime's message above) or none of its instrumented code ran\n",
-				argv[cmd_at]);
-		else
-			fprintf(stderr, "sftrace: no log written: %s ran no XRay-instrumented code (build it with "
-					"clang -fxray-instrument or rustc -Zinstrument-xray=always)\n",
-				argv[cmd_at]);
-	}
-	list_free(&before);
+	int cmd_at = optind;
+	struct run_files rf = {0};
+	int rc = prepare_filters(&o, abs, &rf);
+	if (rc == 0)
+		rc = record_run(&o, lib, abs, &rf, argv + cmd_at);
+	cleanup_run_files(&rf);
+	free(o.filters);
 	return rc;
 }

@@ -88,6 +88,32 @@ int ff_build_id_from_hex(const char *hex, uint8_t *out, size_t cap)
 	return (int)(n / 2);
 }
 
+int ff_cache_name(const uint8_t *build_id, size_t len, const char *path, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the path */
+	const char *prefix = "path-";
+	if (!len) {
+		for (const char *p = path; *p; p++)
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+		for (; *prefix && o < cap; prefix++)
+			out[o++] = *prefix;
+	}
+	size_t digits = len ? 2 * len : 16;
+	for (size_t i = 0; i < digits && o < cap; i++) {
+		unsigned v = len ? (unsigned)(build_id[i / 2] >> (i % 2 ? 0 : 4)) & 15u
+				 : (unsigned)(h >> (60 - 4 * i)) & 15u;
+		out[o++] = hex[v];
+	}
+	for (const char *s = ".filter"; *s && o < cap; s++)
+		out[o++] = *s;
+	if (o >= cap)
+		return -1;
+	out[o] = 0;
+	return 0;
+}
+
 static int fail(char *err, size_t errlen, unsigned line, const char *msg)
 {
 	if (err && errlen && !err[0])

@@ -44,4 +44,10 @@ int ff_parse(char *text, size_t len, const struct ff_handler *h, void *ctx, char
 /* Hex build-id to bytes; returns the byte count or -1. "-" gives 0. */
 int ff_build_id_from_hex(const char *hex, uint8_t *out, size_t cap);
 
+/* The file name of one object's filter in a recording's filter directory
+ * (record --filter-regex; see docs/FORMAT.md): "<build-id hex>.filter", or
+ * "path-<hash of the path>.filter" for an object without a build-id.
+ * Returns 0, or -1 if it does not fit in cap. */
+int ff_cache_name(const uint8_t *build_id, size_t len, const char *path, char *out, size_t cap);
+
 #endif

@@ -13,6 +13,7 @@
 #include "cli/solib.h"
 #include "format/filter_file.h"
 #include "lib/elf_buildid.h"
+#include "lib/filter_merge.h"
 #include "lib/util.h"
 
 struct check_object {
@@ -33,30 +34,6 @@ static int on_object(void *ctx, const char *build_id_hex, const char *path)
 	c->v[c->n].path = xstrdup(path);
 	c->n++;
 	return 0;
-}
-
-/* The whole file, NUL-terminated, or NULL after an error message. */
-static char *read_text(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	struct stat st;
-	if (!f || fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		sf_error("filter %s: %s", path, !f ? strerror(errno) : "not a regular file");
-		if (f)
-			fclose(f);
-		return NULL;
-	}
-	char *text = xmalloc((size_t)st.st_size + 1);
-	*len = fread(text, 1, (size_t)st.st_size, f);
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		sf_error("filter %s: read error", path);
-		free(text);
-		return NULL;
-	}
-	text[*len] = 0;
-	return text;
 }
 
 /* Same build-id as when the filter was made. Objects that had none are
@@ -88,7 +65,7 @@ static int check_object(const char *filter, const struct check_object *o)
 int sf_filter_check_file(const char *path)
 {
 	size_t len;
-	char *text = read_text(path, &len);
+	char *text = ff_read_text(path, &len);
 	if (!text)
 		return -1;
 	struct check_ctx c = {0};

@@ -1,18 +1,40 @@
-/* Function selection at patch time (sftrace record -f / SFTRACE_FILTER).
- * The filter file (src/format/filter_file.h) is parsed once at start into
- * mmap'd tables; objects are matched by build-id (or path when the object
- * has none). Without a filter every function is patched. */
+/* Function selection at patch time.
+ *
+ * With a filter file (sftrace record -f / SFTRACE_FILTER) the file is parsed
+ * once at start into mmap'd tables; objects are matched by build-id (or path
+ * when the object has none). Without one every function is patched.
+ *
+ * With record --filter-regex (SFTRACE_FILTER_REGEX) the filter is made per
+ * object, when an object with sleds loads: its file in the recording's
+ * filter directory (SFTRACE_FILTER_DIR, one file per build-id) is loaded,
+ * and if it does not exist yet the runtime runs `sftrace filter` for that
+ * object (SFTRACE_CLI) to write it. The child gets the environment without
+ * LD_PRELOAD and SFTRACE_*; it runs under an intermediate child with exit
+ * signal 0 (the program sees no SIGCHLD and its wait() cannot reap it),
+ * which is waited for. Processes
+ * share the directory; sftrace filter writes a temporary file and renames
+ * it, so a concurrent reader sees no file or a whole one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "format/filter_file.h"
+#include "runtime/arch/x86_64/syscall.h"
 #include "runtime/runtime.h"
 
-#define MAX_FILTER_OBJECTS 256
+#define MAX_FILTER_OBJECTS 1024
+#define SPAWN_STACK (64 * 1024)
+
+extern char **environ;
 
 struct filter_object {
 	const char *path;
@@ -20,22 +42,42 @@ struct filter_object {
 	int build_id_len;
 	uint64_t *funcs; /* sorted */
 	size_t nfuncs;
-	int reported;
 };
 
 static struct {
 	int loaded;
-	int mode;     /* enum ff_mode */
-	int unlisted; /* enum ff_unlisted */
+	int per_object; /* --filter-regex: one file per object, made on demand */
+	int mode;       /* enum ff_mode */
+	int unlisted;   /* enum ff_unlisted */
 	struct filter_object objs[MAX_FILTER_OBJECTS];
 	size_t nobjs;
-	uint64_t *funcs;
+	uint64_t *funcs; /* the file being loaded */
 	size_t nfuncs, cap;
+	char regex[4096], dir[4096], cli[4096];
 } F;
+
+static size_t slen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+static int copy_env(const char *name, char *out, size_t cap)
+{
+	const char *v = getenv(name);
+	if (!v || !v[0] || slen(v) >= cap)
+		return -1;
+	memcpy(out, v, slen(v) + 1);
+	return 0;
+}
 
 static int on_setting(void *ctx, const char *key, const char *value)
 {
 	(void)ctx;
+	if (F.per_object)
+		return 0; /* the recording's options decide, not each file */
 	if (!strcmp(key, "mode"))
 		F.mode = !strcmp(value, "within") ? FF_MODE_WITHIN : FF_MODE_SELECT;
 	else
@@ -52,6 +94,7 @@ static int on_object(void *ctx, const char *bid, const char *path)
 	o->path = path;
 	o->build_id_len = ff_build_id_from_hex(bid, o->build_id, sizeof(o->build_id));
 	o->funcs = F.funcs + F.nfuncs;
+	o->nfuncs = 0;
 	return 0;
 }
 
@@ -78,7 +121,9 @@ static void sort_u64(uint64_t *v, size_t n)
 			}
 }
 
-int sf_filter_load(const char *path)
+/* Adds the objects of one filter file to the tables. The text stays
+ * mapped: object paths point into it. */
+static int load_file(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -99,17 +144,45 @@ int sf_filter_load(const char *path)
 	for (size_t i = 0; i < len; i++)
 		lines += text[i] == '\n';
 	F.cap = lines;
+	F.nfuncs = 0;
 	F.funcs = sf_map_anon(lines * sizeof(uint64_t));
 	if (!F.funcs)
 		return -1;
+	size_t first = F.nobjs;
 	struct ff_handler h = {on_setting, on_object, on_func};
 	char err[256];
 	if (ff_parse(text, len, &h, NULL, err, sizeof(err)) < 0) {
+		F.nobjs = first;
 		sf_rt_message("bad filter ", path, err);
 		return -1;
 	}
-	for (size_t i = 0; i < F.nobjs; i++)
+	for (size_t i = first; i < F.nobjs; i++)
 		sort_u64(F.objs[i].funcs, F.objs[i].nfuncs);
+	return 0;
+}
+
+int sf_filter_init(void)
+{
+	if (sf_config.filter[0]) {
+		if (load_file(sf_config.filter) < 0)
+			return -1;
+		F.loaded = 1;
+		return 0;
+	}
+	const char *re = getenv("SFTRACE_FILTER_REGEX");
+	if (!re || !re[0])
+		return 0;
+	if (copy_env("SFTRACE_FILTER_REGEX", F.regex, sizeof(F.regex)) < 0 ||
+	    copy_env("SFTRACE_FILTER_DIR", F.dir, sizeof(F.dir) - 256) < 0 ||
+	    copy_env("SFTRACE_CLI", F.cli, sizeof(F.cli)) < 0 || F.dir[0] != '/' || F.cli[0] != '/') {
+		sf_rt_message("SFTRACE_FILTER_REGEX needs absolute SFTRACE_FILTER_DIR and SFTRACE_CLI paths", "",
+			      NULL);
+		return -1;
+	}
+	const char *within = getenv("SFTRACE_FILTER_WITHIN");
+	F.mode = within && within[0] == '1' ? FF_MODE_WITHIN : FF_MODE_SELECT;
+	F.unlisted = FF_UNLISTED_SKIP; /* an object whose filter could not be made */
+	F.per_object = 1;
 	F.loaded = 1;
 	return 0;
 }
@@ -141,11 +214,134 @@ static struct filter_object *find(const struct sf_object_rt *obj, int *mismatch)
 	return NULL;
 }
 
+/* DIR/<name>.filter for the object. */
+static int cache_path(const char *path, const uint8_t *bid, size_t bid_len, char *out, size_t cap)
+{
+	size_t d = slen(F.dir);
+	if (d + 2 >= cap)
+		return -1;
+	memcpy(out, F.dir, d);
+	out[d] = '/';
+	return ff_cache_name(bid, bid_len, path, out + d + 1, cap - d - 1);
+}
+
+struct spawn_args {
+	const char *file;
+	char *const *argv;
+	char *const *envp;
+	char *exec_stack; /* top of the second half of the stack mapping */
+};
+
+/* The children run on their own stacks but in our memory (CLONE_VM, the
+ * parent suspended meanwhile): raw system calls only, nothing that touches
+ * TLS. */
+static int exec_child(void *arg)
+{
+	const struct spawn_args *a = arg;
+	sf_syscall3(SYS_execve, (long)a->file, (long)a->argv, (long)a->envp);
+	sf_syscall3(SYS_exit, 127, 0, 0);
+	return 127;
+}
+
+/* exec resets a process's exit signal to SIGCHLD, so the program would
+ * see the exec'd child end. This intermediate child, never exec'd, keeps
+ * exit signal 0: it runs sftrace filter as its own child, waits for it and
+ * exits with its status. */
+static int waiter_child(void *arg)
+{
+	struct spawn_args *a = arg;
+	int pid = clone(exec_child, a->exec_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+	int status = 127 << 8;
+	if (pid > 0) {
+		long r;
+		do
+			r = sf_syscall6(SYS_wait4, pid, (long)&status, 0, 0, 0, 0);
+		while (r == -EINTR);
+	}
+	sf_syscall3(SYS_exit, WIFEXITED(status) ? WEXITSTATUS(status) : 126, 0, 0);
+	return 126;
+}
+
+static int env_kept(const char *e)
+{
+	return strncmp(e, "LD_PRELOAD=", 11) && strncmp(e, "SFTRACE_", 8);
+}
+
+/* `sftrace filter -q --allow-empty -p OBJ -r RE [--within] -o OUT`; 0 when
+ * it exited 0. */
+static int run_filter_cli(const char *obj_path, const char *out)
+{
+	size_t nenv = 0;
+	for (char **e = environ; e && *e; e++)
+		nenv++;
+	size_t env_sz = (nenv + 1) * sizeof(char *);
+	char **envp = sf_map_anon(env_sz);
+	char *stack = sf_map_anon(SPAWN_STACK);
+	int rc = -1;
+	if (!envp || !stack)
+		goto out;
+	size_t k = 0;
+	for (size_t i = 0; i < nenv && environ[i]; i++)
+		if (env_kept(environ[i]))
+			envp[k++] = environ[i];
+	envp[k] = NULL;
+	char *argv[] = {F.cli, "filter", "-q", "--allow-empty", "-p", (char *)obj_path, "-r", F.regex, "-o",
+			(char *)out, F.mode == FF_MODE_WITHIN ? "--within" : NULL, NULL};
+	struct spawn_args a = {F.cli, argv, envp, stack + SPAWN_STACK};
+	/* Every signal blocked until the exec: the child shares our memory,
+	 * and a program's handler must never run in it. sftrace filter
+	 * unblocks them. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int saved_errno = errno;
+	int pid = clone(waiter_child, stack + SPAWN_STACK / 2, CLONE_VM | CLONE_VFORK, &a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid > 0) {
+		int status = 0;
+		long r;
+		do
+			r = sf_syscall6(SYS_wait4, pid, (long)&status, __WALL, 0, 0, 0);
+		while (r == -EINTR);
+		rc = r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+	}
+	errno = saved_errno;
+out:
+	if (envp)
+		munmap(envp, env_sz);
+	if (stack)
+		munmap(stack, SPAWN_STACK);
+	return rc;
+}
+
+int sf_filter_per_object(void)
+{
+	return F.per_object;
+}
+
+void sf_filter_prepare_object(const char *path, const uint8_t *bid, size_t bid_len)
+{
+	if (!F.per_object)
+		return;
+	char file[4096];
+	if (cache_path(path, bid, bid_len, file, sizeof(file)) < 0 || access(file, F_OK) == 0)
+		return;
+	if (run_filter_cli(path, file) < 0)
+		sf_rt_message("could not make the filter for ", path,
+			      "sftrace filter failed (its message is above); the object stays untraced");
+}
+
 int sf_filter_check_object(const struct sf_object_rt *obj)
 {
 	if (!F.loaded)
 		return 0;
 	int mismatch;
+	if (!find(obj, &mismatch) && F.per_object) {
+		char file[4096];
+		if (cache_path(obj->path, obj->info.build_id, obj->info.build_id_len, file, sizeof(file)) == 0 &&
+		    access(file, F_OK) == 0)
+			load_file(file);
+	}
 	if (!find(obj, &mismatch) && mismatch) {
 		sf_rt_message("filter was made for a different build of ", obj->path,
 			      "build-id differs; object left untraced (re-run sftrace filter)");

@@ -32,6 +32,7 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 	buf[n++] = '\n';
 	ssize_t r = write(2, buf, n);
 	(void)r;
+	sf_note_write(buf, n); /* record repeats it if no log was written */
 }
 
 /* Every variable is validated: a bad value is reported and tracing stays
@@ -110,6 +111,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (getauxval(AT_SECURE))
 		return;
+	sf_notes_init();
 	if (!read_config())
 		return;
 	sf_exec_env_init();
@@ -119,7 +121,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_clock_init();
 	sf_start_mono = sf_mono_ns();
 	sf_start_tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
-	if (sf_config.filter[0] && sf_filter_load(sf_config.filter) < 0)
+	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
 	sf_config.enabled = 1;
 	sf_buffer_init();

@@ -27,6 +27,7 @@ static uint32_t next_func_id = 1; /* 0 marks events that have no function (alloc
 static uint32_t next_index;
 static uint32_t patched_forgotten; /* sleds patched in objects since unloaded */
 uint64_t sf_patch_ns SF_HIDDEN;
+static int self_marker;
 
 static size_t page_round(size_t n)
 {
@@ -226,8 +227,6 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	write_object_chunk(o);
 }
 
-static int self_marker;
-
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	int flags = *(int *)arg;
@@ -336,6 +335,39 @@ static int other_namespaces(int (*cb)(struct dl_phdr_info *, size_t, void *), vo
 	return 0;
 }
 
+/* Before the scan, without the lock: per-object filters that are still to
+ * be made (record --filter-regex) run `sftrace filter`, which takes time. */
+static int prepare_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uint64_t self = (uint64_t)&self_marker;
+	for (uint32_t i = 0; i < __atomic_load_n(&nobjects, __ATOMIC_ACQUIRE); i++)
+		if (objects[i]->dl_addr == info->dlpi_addr)
+			return 0;
+	char path[PATH_MAX];
+	if (object_path(info, path, sizeof(path)) < 0)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct xray_section sec;
+	int found = xray_find_section(fd, &sec);
+	close(fd);
+	struct sf_object bid = {0};
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && self >= info->dlpi_addr + ph->p_vaddr &&
+		    self < info->dlpi_addr + ph->p_vaddr + ph->p_memsz)
+			return 0; /* ourselves */
+	}
+	if (found == 1) {
+		build_id_from_memory(info, &bid);
+		sf_filter_prepare_object(path, bid.build_id, bid.build_id_len);
+	}
+	return 0;
+}
+
 /* Every object of every namespace. */
 static int iterate_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)
 {
@@ -345,6 +377,8 @@ static int iterate_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), voi
 
 void sf_objects_scan(int flags)
 {
+	if (sf_filter_per_object())
+		iterate_objects(prepare_one, NULL);
 	sigset_t old;
 	sf_log_lock_sig(&old);
 	uint64_t t0 = sf_mono_ns();
@@ -407,4 +441,11 @@ uint32_t sf_objects_patched_total(void)
 	for (uint32_t i = 0; i < nobjects; i++)
 		n += objects[i]->info.patched;
 	return n;
+}
+
+void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o))
+{
+	for (uint32_t i = 0; i < nobjects; i++)
+		if (objects[i]->info.sleds)
+			cb(objects[i]);
 }

@@ -153,6 +153,7 @@ void sf_objects_check_unloaded(void) SF_HIDDEN;
 void sf_objects_log_all(void) SF_HIDDEN;        /* write OBJECT chunks not yet in this log */
 void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
+void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;
 extern uint64_t sf_patch_ns SF_HIDDEN; /* time spent in sf_objects_scan */
 
 /* ---- patch.c ---- */
@@ -231,8 +232,18 @@ void sf_exec_env_init(void) SF_HIDDEN;
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
 void sf_loader_event(void) SF_HIDDEN;
 
+/* ---- notes.c (why no log was written, for sftrace record) ---- */
+void sf_notes_init(void) SF_HIDDEN;
+void sf_note_write(const char *line, size_t len) SF_HIDDEN;
+
 /* ---- filter.c ---- */
-int sf_filter_load(const char *path) SF_HIDDEN;
+/* At start: loads SFTRACE_FILTER, or sets up per-object filters for
+ * SFTRACE_FILTER_REGEX. -1 (after a message): do not trace. */
+int sf_filter_init(void) SF_HIDDEN;
+/* Per-object mode: makes sure the object's filter file exists (runs
+ * `sftrace filter` for it). Called without the log lock held. */
+void sf_filter_prepare_object(const char *path, const uint8_t *build_id, size_t len) SF_HIDDEN;
+int sf_filter_per_object(void) SF_HIDDEN;
 /* How to patch the function at vaddr of obj: sets *variant, returns 0 to
  * leave it unpatched. */
 int sf_filter_selects(const struct sf_object_rt *obj, uint64_t func_vaddr, uint8_t *variant) SF_HIDDEN;

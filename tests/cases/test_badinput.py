@@ -276,7 +276,7 @@ def test_badinput_record_command():
     cases = [
         (["-f", garbage], 1, [garbage, "line 1: "]),
         (["-f", os.path.join(d, "missing")], 1, [os.path.join(d, "missing"), "No such file"]),
-        (["-f", os.path.join(d, "dir")], 1, [os.path.join(d, "dir"), "not a regular file"]),
+        (["-f", os.path.join(d, "dir")], 1, [os.path.join(d, "dir"), "holds no *.filter file"]),
         (["-f", stale], 1, [prog, "build-id"]),
         (["--clock", "sundial"], 2, ["--clock must be tsc or monotonic, not 'sundial'"]),
     ]

@@ -248,16 +248,137 @@ def test_filter_no_filter_baseline():
 def test_filter_mangled_and_demangled_names():
     src = _source("filtcxx.cc", CXX_SRC)
     exe = build_c("filtcxx", [src], flags=FLAGS, compiler="clang++", outdir=os.path.join(FIXBUILD, "filter"))
-    for regex in (r"^ns::calc\(int\)$", r"^_ZN2ns4calcEi$"):
-        _, filt = make_filter(["-p", exe, "-r", regex])
+    for regex, match in ((r"^ns::calc\(int\)$", []), (r"^_ZN2ns4calcEi$", ["--match", "mangled"]),
+                         (r"^_ZN2ns4calcEi$", ["--match", "both"])):
+        _, filt = make_filter(["-p", exe, "-r", regex] + match)
         funcs = read_filter(filt).objects[0][2]
-        eq([name for _, name in funcs], ["ns::calc(int)"], f"functions for {regex}")
+        eq([name for _, name in funcs], ["ns::calc(int)"], f"functions for {regex} {match}")
         eq(funcs[0][0], nm_functions(exe)["_ZN2ns4calcEi"], "address")
+    # By default only demangled names are searched: the raw symbol is not.
+    p, _ = make_filter(["-p", exe, "-r", r"^_ZN2ns4calcEi$"], check_rc=1)
+    check("no instrumented function matches" in p.stderr, p.stderr)
+    p, _ = make_filter(["-p", exe, "-r", "calc", "--match", "neither"], check_rc=2)
+    check("--match must be demangled, mangled or both" in p.stderr, p.stderr)
     _, filt = make_filter(["-p", exe, "-r", "Box::get"])
     eq([name for _, name in read_filter(filt).objects[0][2]], ["ns::Box::get() const"], "Box::get")
-    # --exclude sees the mangled name too.
-    p, filt = make_filter(["-p", exe, "-r", "Box::get", "--exclude", "^_ZNK"], check_rc=1)
+    # --exclude searches the same names as -r.
+    p, filt = make_filter(["-p", exe, "-r", "Box::get", "--exclude", "^_ZNK", "--match", "both"], check_rc=1)
     check("no instrumented function matches" in p.stderr, p.stderr)
+    _, filt = make_filter(["-p", exe, "-r", "Box::get", "--exclude", "^_ZNK"])
+    eq(len(read_filter(filt).objects[0][2]), 1, "a mangled --exclude does not apply by default")
+
+
+def test_filter_quiet_and_compact_summary():
+    exe, _ = fixture()
+    p, filt = make_filter(["-p", exe, "-r", ".", "-q"])
+    eq(p.stdout, "", "-q prints nothing")
+    eq(len(read_filter(filt).objects[0][2]), EXE_FUNCS, "-q still writes the filter")
+    p, _ = make_filter(["-p", exe, "-r", "."])
+    lines = p.stdout.splitlines()
+    eq(lines[0], f"{os.path.realpath(exe)}: {EXE_FUNCS} of {EXE_FUNCS} instrumented functions selected", "header")
+    eq(sorted(x.strip() for x in lines[1:1 + EXE_FUNCS]), sorted(["main", "resolve", "normalize", "helper", "leaf"]),
+       "every name listed")
+
+
+def rust_names(exe):
+    """address -> (demangled aliases, raw aliases) of the instrumented
+    functions (the addresses sftrace filter -r '' selects; names from nm)."""
+    _, everything = make_filter(["-p", exe, "-r", "", "-q"])
+    addrs = {a for a, _ in read_filter(everything).objects[0][2]}
+    names = {a: (set(), set()) for a in addrs}
+    for demangle, slot in ((["-C"], 0), ([], 1)):
+        out = subprocess.run(["nm", "--defined-only"] + demangle + [exe], capture_output=True, text=True,
+                             check=True).stdout
+        for line in out.splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) == 3 and parts[1] in "tTwW" and int(parts[0], 16) in names:
+                names[int(parts[0], 16)][slot].add(parts[2])
+    return names
+
+
+def elide_generics(name):
+    """The test's own statement of the rule: the text inside a '<' that
+    follows a name character or ':' (generic arguments) is dropped; a '<'
+    elsewhere opens a qualified path and is kept."""
+    out, depth = [], 0
+    for i, c in enumerate(name):
+        if depth:
+            if c == "<":
+                depth += 1
+            elif c == ">" and name[i - 1] != "-":
+                depth -= 1
+                if not depth:
+                    out.append("…>")
+            continue
+        out.append(c)
+        if c == "<" and i and (name[i - 1].isalnum() or name[i - 1] in "_:") and not name[:i].endswith("operator"):
+            depth = 1
+    return "".join(out)
+
+
+def check_exact_selection(exe, regex, names, match="demangled"):
+    """The filter holds exactly the functions one of whose names (per
+    --match) the regex finds. Returns (selected names, stderr)."""
+    p, filt = make_filter(["-p", exe, "-r", regex, "--match", match])
+    rx = re.compile(regex)
+    slots = {"demangled": (0,), "mangled": (1,), "both": (0, 1)}[match]
+    want = {a for a, n in names.items() if any(rx.search(x) for s in slots for x in n[s])}
+    got = read_filter(filt).objects[0][2]
+    eq({a for a, _ in got}, want, f"selection of -r {regex!r} --match {match}")
+    return {name for _, name in got}, p.stderr
+
+
+def test_filter_rust_generics_exact_selection():
+    from sfkit import rust_fixture
+    exe = rust_fixture()
+    names = rust_names(exe)
+    sel, err = check_exact_selection(exe, "closure", names)
+    check("rust_prog::apply::<rust_prog::worker::{closure#1}>" in sel, sel)
+    # apply<{closure}> matches only inside its generic arguments: warned, with the anchored form.
+    check("match only inside generic arguments" in err and "    rust_prog::apply::<…>" in err.splitlines(), err)
+    check("--ignore-generic-args" in err and "-r '^<?(?:closure)::'" in err, err)
+    # --ignore-generic-args: only the functions' own paths are searched.
+    _, filt = make_filter(["-p", exe, "-r", "closure", "--ignore-generic-args"])
+    own = {a for a, _ in read_filter(filt).objects[0][2]}
+    want = {a for a, n in names.items() if any("closure" in elide_generics(x) for x in n[0])}
+    eq(own, want, "--ignore-generic-args selection")
+    check(0 < len(own) < len(sel), f"{len(own)} of {len(sel)}")
+    sel, err = check_exact_selection(exe, "Shape", names)
+    check({"<rust_prog::Circle as rust_prog::Shape>::area", "<rust_prog::Square as rust_prog::Shape>::area"} <= sel,
+          sel)
+    # A trait impl's own path is not a generic argument.
+    check("<rust_prog::Circle as rust_prog::Shape>::area" not in err, err)
+    sel, err = check_exact_selection(exe, "^rust_prog::(fib|worker)$", names)
+    eq(sel, {"rust_prog::fib", "rust_prog::worker"}, "anchored")
+    eq(err, "", "no warning for an anchored regex")
+    # Raw v0 symbols start with _R: the demangled names never do.
+    p, _ = make_filter(["-p", exe, "-r", "^_R"], check_rc=1)
+    check("no instrumented function matches" in p.stderr, p.stderr)
+    sel, _ = check_exact_selection(exe, "^_R", names, match="mangled")
+    check(len(sel) >= 40, f"{len(sel)} Rust functions by raw symbol")
+    check_exact_selection(exe, "rust_prog", names, match="both")
+
+
+def test_filter_readme_examples_on_rust_bench():
+    """The README's two examples on examples/rust-bench select exactly the
+    functions whose demangled names match; the names that only the v0
+    symbols matched (issue 15) stay out unless --match mangled."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "test_rust_workflow", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_rust_workflow.py"))
+    workflow = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(workflow)
+    exe = workflow.bench_bin()
+    names = rust_names(exe)
+    sel, _ = check_exact_selection(exe, "serde_json|regex", names)
+    check(any(n.startswith("serde_json::") for n in sel) and any(n.startswith("regex::") for n in sel), len(sel))
+    check("<alloc::raw_vec::RawVecInner>::finish_grow" not in sel, "finish_grow")
+    check(not any(n.startswith("<aho_corasick::dfa::Builder>::build") for n in sel), "aho_corasick build")
+    sel, err = check_exact_selection(exe, "resolve|normalize|cache", names)
+    check("<importmap::engine::Resolver>::resolve" in sel, sel)
+    check(not any(n.startswith("serde_json::de::from_trait") for n in sel), "from_trait")
+    raw, _ = check_exact_selection(exe, "serde_json|regex", names, match="mangled")
+    check(len(raw - sel) > 0, "raw symbols select more (the reference tool's behaviour)")
 
 
 def test_filter_for_other_build_refused():
@@ -388,9 +509,11 @@ if __name__ == "__main__":
 
 
 def test_record_filter_regex_builds_filter_on_the_fly():
-    from sfkit import calls_fixture, count_calls, dump_events, record
+    from sfkit import calls_fixture, count_calls, dump_events, record, tmpdir
     exe = calls_fixture()
-    p, log = record([exe], args=["--filter-regex", "^(outer|leaf)$"])
+    tmp = tmpdir()
+    env = {"TMPDIR": tmp}
+    p, log = record([exe], args=["--filter-regex", "^(outer|leaf)$"], env=env)
     if "calls ok" not in p.stdout:
         raise AssertionError(p.stdout)
     counts = count_calls(dump_events(log))
@@ -399,13 +522,12 @@ def test_record_filter_regex_builds_filter_on_the_fly():
     if "2 of 11 instrumented functions selected" not in p.stderr:
         raise AssertionError(f"the filter summary goes to stderr: {p.stderr}")
     # --within: everything under thread_work, nothing else.
-    p, log = record([exe], args=["--filter-regex", "^thread_work$", "--within"])
+    p, log = record([exe], args=["--filter-regex", "^thread_work$", "--within"], env=env)
     counts = count_calls(dump_events(log))
     if dict(counts) != {"thread_work": 8, "tleaf": 8000}:
         raise AssertionError(f"--filter-regex --within: {dict(counts)}")
-    leftovers = [f for f in os.listdir("/tmp") if f.startswith("sftrace-filter-")]
-    if leftovers:
-        raise AssertionError(f"temporary filters left behind: {leftovers}")
+    if os.listdir(tmp):
+        raise AssertionError(f"temporary files left behind: {os.listdir(tmp)}")
 
 
 def test_record_filter_regex_errors():
@@ -415,8 +537,10 @@ def test_record_filter_regex_errors():
     p = run([SFTRACE, "record", "--filter-regex", "(", "-o", out, "--", exe], check_rc=1)
     if "position" not in p.stderr:
         raise AssertionError(p.stderr)
-    p = run([SFTRACE, "record", "--filter-regex", "^no_such_function$", "-o", out, "--", exe], check_rc=1)
-    if "match" not in p.stderr:
+    p = run([SFTRACE, "record", "--filter-regex", "^no_such_function$", "-o", out, "--", exe])
+    if "no log written: --filter-regex selects no function" not in p.stderr:
+        raise AssertionError(p.stderr)
+    if "0 of 11 instrumented functions selected in" not in p.stderr:
         raise AssertionError(p.stderr)
     p = run([SFTRACE, "record", "--within", "-o", out, "--", exe], check_rc=2)
     if os.path.exists(out):

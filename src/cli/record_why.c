@@ -1,0 +1,255 @@
+#include "cli/record_why.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/xray_map.h"
+#include "lib/filter_merge.h"
+#include "lib/util.h"
+
+struct noted_object {
+	char *build_id, *path;
+	unsigned long sleds, patched;
+};
+
+struct notes {
+	char **messages;
+	size_t nmessages;
+	struct noted_object *objs;
+	size_t nobjs;
+};
+
+static void add_message(struct notes *n, const char *m)
+{
+	for (size_t i = 0; i < n->nmessages; i++)
+		if (!strcmp(n->messages[i], m))
+			return;
+	n->messages = xrealloc(n->messages, (n->nmessages + 1) * sizeof(*n->messages));
+	n->messages[n->nmessages++] = xstrdup(m);
+}
+
+static void add_object(struct notes *n, const char *line)
+{
+	unsigned long sleds, patched;
+	char bid[160];
+	int used = 0;
+	if (sscanf(line, "object %lu %lu %159s %n", &sleds, &patched, bid, &used) != 3 || !used)
+		return;
+	const char *path = line + used;
+	for (size_t i = 0; i < n->nobjs; i++)
+		if (!strcmp(n->objs[i].path, path) && !strcmp(n->objs[i].build_id, bid)) {
+			if (patched > n->objs[i].patched)
+				n->objs[i].patched = patched;
+			return;
+		}
+	n->objs = xrealloc(n->objs, (n->nobjs + 1) * sizeof(*n->objs));
+	n->objs[n->nobjs++] = (struct noted_object){xstrdup(bid), xstrdup(path), sleds, patched};
+}
+
+/* Calls cb with the path of every file in dir (one per process). */
+static void foreach_note_file(const char *dir, void (*cb)(const char *path, void *ctx), void *ctx)
+{
+	DIR *d = dir ? opendir(dir) : NULL;
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		cb(path, ctx);
+	}
+	closedir(d);
+}
+
+static void read_note_file(const char *path, void *ctx)
+{
+	struct notes *n = ctx;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = 0;
+		if (!strncmp(line, "sftrace: ", 9))
+			add_message(n, line + 9);
+		else if (!strncmp(line, "object ", 7))
+			add_object(n, line);
+	}
+	free(line);
+	fclose(f);
+}
+
+static void free_notes(struct notes *n)
+{
+	for (size_t i = 0; i < n->nmessages; i++)
+		free(n->messages[i]);
+	for (size_t i = 0; i < n->nobjs; i++) {
+		free(n->objs[i].build_id);
+		free(n->objs[i].path);
+	}
+	free(n->messages);
+	free(n->objs);
+}
+
+static void unlink_file(const char *path, void *ctx)
+{
+	(void)ctx;
+	unlink(path);
+}
+
+void record_notes_remove(const char *notes_dir)
+{
+	foreach_note_file(notes_dir, unlink_file, NULL);
+	rmdir(notes_dir);
+}
+
+int record_resolve_command(const char *cmd, char *path, size_t cap)
+{
+	if (strchr(cmd, '/')) {
+		snprintf(path, cap, "%s", cmd);
+		return access(path, X_OK) == 0 ? 0 : -1;
+	}
+	for (const char *p = getenv("PATH"); p && *p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		snprintf(path, cap, "%.*s/%s", (int)n, p, cmd);
+		if (access(path, X_OK) == 0)
+			return 0;
+		p = colon ? colon + 1 : NULL;
+	}
+	return -1;
+}
+
+/* 1 if the file is a 64-bit ELF executable without a program interpreter
+ * (statically linked: LD_PRELOAD never applies). */
+int record_is_static_elf(int fd)
+{
+	Elf64_Ehdr eh;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+		return 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
+			return 0;
+		if (ph.p_type == PT_INTERP)
+			return 0;
+	}
+	return eh.e_type == ET_EXEC || eh.e_type == ET_DYN;
+}
+
+/* No note from any process: nothing instrumented ran to the end. The
+ * command's own file may say why. */
+static void explain_from_command(const char *cmd)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd = -1;
+	if (record_resolve_command(cmd, path, sizeof(path)) == 0 && stat(path, &st) == 0)
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "sftrace: no log written: %s ran no XRay-instrumented code\n", cmd);
+		return;
+	}
+	struct xray_section sec;
+	int sleds = xray_find_section(fd, &sec) == 1;
+	int is_static = record_is_static_elf(fd);
+	close(fd);
+	if (st.st_mode & (S_ISUID | S_ISGID))
+		fprintf(stderr,
+			"sftrace: no log written: %s is a set%s program: the loader ignores LD_PRELOAD for it and "
+			"sftrace never traces it (run a copy without the set%s bit)\n",
+			path, st.st_mode & S_ISUID ? "uid" : "gid", st.st_mode & S_ISUID ? "uid" : "gid");
+	else if (is_static)
+		fprintf(stderr,
+			"sftrace: no log written: %s is statically linked: LD_PRELOAD cannot load the runtime into it "
+			"(link it dynamically)\n",
+			path);
+	else if (sleds)
+		fprintf(stderr,
+			"sftrace: no log written: %s has XRay sleds, but none of its instrumented functions ran, or it "
+			"ended without running exit handlers (_exit, exec, a signal) before its first event\n",
+			cmd);
+	else
+		fprintf(stderr,
+			"sftrace: no log written: %s ran no XRay-instrumented code (no object it loaded has sleds: build "
+			"with clang -fxray-instrument or rustc -Zinstrument-xray=always)\n",
+			cmd);
+}
+
+static int same_object(const struct ff_object_info *f, const struct noted_object *o)
+{
+	if (strcmp(f->build_id, "-") && strcmp(o->build_id, "-"))
+		return !strcmp(f->build_id, o->build_id);
+	return !strcmp(f->path, o->path);
+}
+
+/* With -f: whether the filter names any object the program loaded. */
+static int explain_filter(const struct record_why *w, const struct notes *n)
+{
+	struct ff_info info;
+	if (!w->filter || ff_info_read(w->filter, &info) < 0)
+		return 0;
+	int named = 0;
+	for (size_t i = 0; i < info.nobjs && !named; i++)
+		for (size_t j = 0; j < n->nobjs && !named; j++)
+			named = same_object(&info.objs[i], &n->objs[j]);
+	if (!named) {
+		fprintf(stderr, "sftrace: no log written: the filter %s names none of the instrumented objects the "
+				"program loaded\n",
+			w->filter_shown);
+		for (size_t i = 0; i < info.nobjs; i++)
+			fprintf(stderr, "  the filter names:     %s (build-id %s)\n", info.objs[i].path,
+				info.objs[i].build_id);
+		for (size_t j = 0; j < n->nobjs; j++)
+			fprintf(stderr, "  the program loaded:   %s (build-id %s)\n", n->objs[j].path,
+				n->objs[j].build_id);
+		fprintf(stderr, "  make a filter for them: sftrace filter -p %s -r REGEX -o FILTER\n", n->objs[0].path);
+	}
+	ff_info_free(&info);
+	return !named;
+}
+
+void record_explain_no_log(const struct record_why *w)
+{
+	struct notes n = {0};
+	foreach_note_file(w->notes_dir, read_note_file, &n);
+	if (n.nmessages) {
+		fprintf(stderr, "sftrace: no log written; the runtime said:\n");
+		for (size_t i = 0; i < n.nmessages; i++)
+			fprintf(stderr, "  %s\n", n.messages[i]);
+	} else if (n.nobjs && explain_filter(w, &n)) {
+		/* said */
+	} else if (n.nobjs) {
+		unsigned long patched = 0;
+		for (size_t i = 0; i < n.nobjs; i++)
+			patched += n.objs[i].patched;
+		if (!patched && (w->filter || w->filter_regex))
+			fprintf(stderr, "sftrace: no log written: %s selects no function of the instrumented objects "
+					"the program loaded:\n",
+				w->filter_regex ? "--filter-regex" : "the filter");
+		else if (!patched)
+			fprintf(stderr, "sftrace: no log written: no sled could be patched in:\n");
+		else
+			fprintf(stderr, "sftrace: no log written: sleds were patched, but none of the selected "
+					"functions ran:\n");
+		for (size_t i = 0; i < n.nobjs; i++)
+			fprintf(stderr, "  %s: %lu of %lu sleds patched\n", n.objs[i].path, n.objs[i].patched,
+				n.objs[i].sleds);
+	} else {
+		explain_from_command(w->cmd);
+	}
+	free_notes(&n);
+}

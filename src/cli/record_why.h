@@ -1,0 +1,29 @@
+/* Why `sftrace record` got no log: the runtime's notes (SFTRACE_NOTES_DIR,
+ * src/runtime/notes.c), the filter, and the command's file. */
+#ifndef SFTRACE_CLI_RECORD_WHY_H
+#define SFTRACE_CLI_RECORD_WHY_H
+
+#include <stddef.h>
+
+struct record_why {
+	const char *notes_dir;
+	const char *filter;       /* the filter file the runtime read, or NULL */
+	const char *filter_shown; /* the filter as the user named it */
+	const char *filter_regex; /* --filter-regex, or NULL */
+	const char *cmd;          /* argv[0] of the command */
+};
+
+/* Prints "sftrace: no log written: <reason>" and what to do about it. */
+void record_explain_no_log(const struct record_why *w);
+
+/* Deletes the notes directory and its files. */
+void record_notes_remove(const char *notes_dir);
+
+/* The file execvp would run for cmd, in path. 0, or -1 if there is none. */
+int record_resolve_command(const char *cmd, char *path, size_t cap);
+
+/* 1 if fd is a 64-bit ELF executable without a program interpreter
+ * (statically linked: LD_PRELOAD never applies to it). */
+int record_is_static_elf(int fd);
+
+#endif

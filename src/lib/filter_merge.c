@@ -1,0 +1,207 @@
+#include "lib/filter_merge.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "format/filter_file.h"
+#include "lib/outfile.h"
+#include "lib/util.h"
+
+struct read_ctx {
+	struct ff_info *info;
+	struct sf_outfile *out; /* when merging: lines are copied here */
+};
+
+static void out_line(struct sf_outfile *of, const char *a, const char *b, const char *c)
+{
+	sf_outfile_write(of, a, strlen(a));
+	sf_outfile_write(of, " ", 1);
+	sf_outfile_write(of, b, strlen(b));
+	if (c) {
+		sf_outfile_write(of, " ", 1);
+		sf_outfile_write(of, c, strlen(c));
+	}
+	sf_outfile_write(of, "\n", 1);
+}
+
+static int on_setting(void *ctx, const char *key, const char *value)
+{
+	struct read_ctx *r = ctx;
+	snprintf(!strcmp(key, "mode") ? r->info->mode : r->info->unlisted, sizeof(r->info->mode), "%s", value);
+	return 0;
+}
+
+static int on_object(void *ctx, const char *bid, const char *path)
+{
+	struct read_ctx *r = ctx;
+	struct ff_info *in = r->info;
+	in->objs = xrealloc(in->objs, (in->nobjs + 1) * sizeof(*in->objs));
+	in->objs[in->nobjs++] = (struct ff_object_info){xstrdup(bid), xstrdup(path), 0};
+	if (r->out)
+		out_line(r->out, "\nobject", bid, path);
+	return 0;
+}
+
+static int on_func(void *ctx, uint64_t vaddr, const char *name)
+{
+	struct read_ctx *r = ctx;
+	r->info->objs[r->info->nobjs - 1].nfuncs++;
+	if (r->out) {
+		char addr[32];
+		snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)vaddr);
+		out_line(r->out, addr, name, NULL);
+	}
+	return 0;
+}
+
+char *ff_read_text(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	struct stat st;
+	if (!f || fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		sf_error("filter %s: %s", path, !f ? strerror(errno) : "not a regular file");
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	char *text = xmalloc((size_t)st.st_size + 1);
+	*len = fread(text, 1, (size_t)st.st_size, f);
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		sf_error("filter %s: read error", path);
+		free(text);
+		return NULL;
+	}
+	text[*len] = 0;
+	return text;
+}
+
+static int read_into(const char *path, struct ff_info *info, struct sf_outfile *out)
+{
+	size_t len;
+	char *text = ff_read_text(path, &len);
+	if (!text)
+		return -1;
+	memset(info, 0, sizeof(*info));
+	snprintf(info->mode, sizeof(info->mode), "select");
+	snprintf(info->unlisted, sizeof(info->unlisted), "skip");
+	struct read_ctx r = {info, out};
+	struct ff_handler h = {on_setting, on_object, on_func};
+	char err[256];
+	int rc = 0;
+	if (ff_parse(text, len, &h, &r, err, sizeof(err)) < 0) {
+		sf_error("filter %s: %s", path, err);
+		rc = -1;
+	}
+	free(text);
+	if (rc < 0)
+		ff_info_free(info);
+	return rc;
+}
+
+int ff_info_read(const char *path, struct ff_info *info)
+{
+	return read_into(path, info, NULL);
+}
+
+void ff_info_free(struct ff_info *info)
+{
+	for (size_t i = 0; i < info->nobjs; i++) {
+		free(info->objs[i].build_id);
+		free(info->objs[i].path);
+	}
+	free(info->objs);
+	memset(info, 0, sizeof(*info));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void add_file(char ***files, size_t *n, char *path)
+{
+	*files = xrealloc(*files, (*n + 1) * sizeof(**files));
+	(*files)[(*n)++] = path;
+}
+
+int ff_expand_input(const char *arg, char ***files, size_t *nfiles)
+{
+	struct stat st;
+	if (stat(arg, &st) < 0) {
+		sf_error("filter %s: %s", arg, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		add_file(files, nfiles, xstrdup(arg));
+		return 0;
+	}
+	DIR *d = opendir(arg);
+	if (!d) {
+		sf_error("filter directory %s: %s", arg, strerror(errno));
+		return -1;
+	}
+	size_t first = *nfiles;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] == '.' || len < 8 || strcmp(e->d_name + len - 7, ".filter"))
+			continue;
+		char *p = xmalloc(strlen(arg) + len + 2);
+		sprintf(p, "%s/%s", arg, e->d_name);
+		add_file(files, nfiles, p);
+	}
+	closedir(d);
+	if (*nfiles == first) {
+		sf_error("filter directory %s holds no *.filter file", arg);
+		return -1;
+	}
+	qsort(*files + first, *nfiles - first, sizeof(**files), cmp_str);
+	return 0;
+}
+
+int ff_merge(char *const *files, size_t nfiles, const char *out)
+{
+	char err[PATH_MAX + 256];
+	struct sf_outfile *of = sf_outfile_open(out, 0, err, sizeof(err));
+	if (!of) {
+		sf_error("%s", err);
+		return -1;
+	}
+	struct ff_info first = {0};
+	if (read_into(files[0], &first, NULL) < 0) {
+		sf_outfile_abort(of);
+		return -1;
+	}
+	char head[128];
+	snprintf(head, sizeof(head), "%s %d\n# merged by sftrace record\nmode %s\nunlisted %s\n", FF_MAGIC, FF_VERSION,
+		 first.mode, first.unlisted);
+	sf_outfile_write(of, head, strlen(head));
+	int rc = 0;
+	for (size_t i = 0; i < nfiles && rc == 0; i++) {
+		struct ff_info info;
+		if (read_into(files[i], &info, of) < 0) {
+			rc = -1;
+			break;
+		}
+		if (strcmp(info.mode, first.mode) || strcmp(info.unlisted, first.unlisted)) {
+			sf_error("filters %s (mode %s, unlisted %s) and %s (mode %s, unlisted %s) disagree; they cannot "
+				 "be used together",
+				 files[0], first.mode, first.unlisted, files[i], info.mode, info.unlisted);
+			rc = -1;
+		}
+		ff_info_free(&info);
+	}
+	ff_info_free(&first);
+	if (rc < 0) {
+		sf_outfile_abort(of);
+		return -1;
+	}
+	return sf_outfile_commit(of);
+}

@@ -1,0 +1,96 @@
+/* Notes for `sftrace record` (SFTRACE_NOTES_DIR, set by record only): so
+ * that a run that wrote no log can say why. Each process appends to
+ * NOTES/<pid>: every message the runtime prints ("message ..."), and at
+ * exit, when it created no log, one line per instrumented object it saw
+ * ("object SLEDS PATCHED BUILD-ID PATH"). Nothing is written on the hot
+ * path or by processes that wrote a log. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+static char notes_dir[4096];
+static size_t notes_dir_len;
+
+void sf_notes_init(void)
+{
+	const char *dir = getenv("SFTRACE_NOTES_DIR");
+	size_t n = dir ? strlen(dir) : 0;
+	if (!n || dir[0] != '/' || n + 32 >= sizeof(notes_dir))
+		return;
+	memcpy(notes_dir, dir, n + 1);
+	notes_dir_len = n;
+}
+
+/* Async-signal-safe: open, write, close. The pid is taken now: a forked
+ * child writes its own file. */
+void sf_note_write(const char *line, size_t len)
+{
+	if (!notes_dir_len)
+		return;
+	char path[sizeof(notes_dir)];
+	size_t n = notes_dir_len;
+	memcpy(path, notes_dir, n);
+	path[n++] = '/';
+	char tmp[16];
+	int k = 0;
+	for (unsigned pid = (unsigned)getpid(); pid || !k; pid /= 10)
+		tmp[k++] = (char)('0' + pid % 10);
+	while (k)
+		path[n++] = tmp[--k];
+	path[n] = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	ssize_t r = write(fd, line, len);
+	(void)r;
+	close(fd);
+}
+
+static void put(char *buf, size_t cap, size_t *pos, const char *s)
+{
+	while (*s && *pos + 1 < cap)
+		buf[(*pos)++] = *s++;
+}
+
+static void put_u(char *buf, size_t cap, size_t *pos, uint64_t v)
+{
+	char tmp[24];
+	int k = 0;
+	do
+		tmp[k++] = (char)('0' + v % 10);
+	while (v /= 10);
+	while (k && *pos + 1 < cap)
+		buf[(*pos)++] = tmp[--k];
+}
+
+static void note_object(const struct sf_object_rt *o)
+{
+	static const char hex[] = "0123456789abcdef";
+	char line[4096 + 256];
+	size_t pos = 0;
+	put(line, sizeof(line), &pos, "object ");
+	put_u(line, sizeof(line), &pos, o->info.sleds);
+	put(line, sizeof(line), &pos, " ");
+	put_u(line, sizeof(line), &pos, o->info.patched);
+	put(line, sizeof(line), &pos, " ");
+	for (unsigned i = 0; i < o->info.build_id_len && pos + 3 < sizeof(line); i++) {
+		line[pos++] = hex[o->info.build_id[i] >> 4];
+		line[pos++] = hex[o->info.build_id[i] & 15];
+	}
+	if (!o->info.build_id_len)
+		put(line, sizeof(line), &pos, "-");
+	put(line, sizeof(line), &pos, " ");
+	put(line, sizeof(line), &pos, o->path);
+	line[pos++] = '\n';
+	sf_note_write(line, pos);
+}
+
+/* Runs before the runtime's own destructor (priority 101). */
+__attribute__((destructor(102))) static void notes_at_exit(void)
+{
+	if (notes_dir_len && sf_config.enabled && !sf_log_ready())
+		sf_objects_foreach_instrumented(note_object);
+}

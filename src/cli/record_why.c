@@ -165,18 +165,12 @@ static void explain_from_command(const char *cmd)
 	}
 	struct xray_section sec;
 	int sleds = xray_find_section(fd, &sec) == 1;
-	int is_static = record_is_static_elf(fd);
 	close(fd);
 	if (st.st_mode & (S_ISUID | S_ISGID))
 		fprintf(stderr,
 			"sftrace: no log written: %s is a set%s program: the loader ignores LD_PRELOAD for it and "
 			"sftrace never traces it (run a copy without the set%s bit)\n",
 			path, st.st_mode & S_ISUID ? "uid" : "gid", st.st_mode & S_ISUID ? "uid" : "gid");
-	else if (is_static)
-		fprintf(stderr,
-			"sftrace: no log written: %s is statically linked: LD_PRELOAD cannot load the runtime into it "
-			"(link it dynamically)\n",
-			path);
 	else if (sleds)
 		fprintf(stderr,
 			"sftrace: no log written: %s has XRay sleds, but none of its instrumented functions ran, or it "

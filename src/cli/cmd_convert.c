@@ -50,9 +50,12 @@ int cmd_convert(int argc, char **argv)
 	int c, rc = 1, usage_error;
 	long level;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:t:s:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg))
+	while ((c = getopt_long(argc, argv, "o:t:s:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
 			continue;
+		}
 		switch (c) {
 		case 'o': co.out = optarg; break;
 		case 't': type = optarg; break;
@@ -80,6 +83,8 @@ int cmd_convert(int argc, char **argv)
 		sf_error("unknown output type '%s' (types: perfetto, pola, chrome, folded)", type);
 		goto out_usage;
 	}
+	/* Views read short names (the full one rides along), data keeps full. */
+	io.trace.short_names = input_opts_short_names(&io, !strcmp(type, "perfetto") || !strcmp(type, "chrome"));
 	struct trace_input *in = input_opts_open(&io, "convert", argc, argv, optind, co.out, 1, &usage_error);
 	if (!in) {
 		if (usage_error)

@@ -299,11 +299,12 @@ static void print_footer(const struct report *r, struct trace_input *in)
 	char rep[512];
 	if (!fr_format_repairs(st, rep, sizeof(rep)))
 		snprintf(rep, sizeof(rep), "no repairs");
-	char total[32];
+	char total[32], cut[256];
 	cp_format_ns(total, sizeof(total), cp_node(r->t, CP_ROOT)->total_ns);
-	printf("\n%s%llu events, %llu frames, %zu thread%s, %zu process%s, %s traced; %s%s\n", r->color ? C_DIM : "",
+	int have_cut = trace_format_cut(in, cut, sizeof(cut));
+	printf("\n%s%llu events, %llu frames, %zu thread%s, %zu process%s, %s traced; %s%s%s%s\n", r->color ? C_DIM : "",
 	       (unsigned long long)trace_events(in), (unsigned long long)st->frames, threads, threads == 1 ? "" : "s",
-	       nprocs, nprocs == 1 ? "" : "es", total, rep, r->color ? C_OFF : "");
+	       nprocs, nprocs == 1 ? "" : "es", total, rep, have_cut ? "; cut: " : "", cut, r->color ? C_OFF : "");
 }
 
 static void print_report(struct report *r, struct trace_input *in)
@@ -388,8 +389,8 @@ int cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"sort", required_argument, 0, 's'},  {"limit", required_argument, 0, 'n'},
 		{"threads", no_argument, 0, 'T'},     {"processes", no_argument, 0, 'P'},
-		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'c'},
-		{"colour", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
+		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'C'},
+		{"colour", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
 		INPUT_LONGOPTS('S'),                  {0, 0, 0, 0},
 	};
 	struct report r = {.sort = SORT_SELF, .limit = -2};
@@ -398,9 +399,12 @@ int cmd_report(int argc, char **argv)
 	const char *color = "auto";
 	int c, rc = 1, usage_error;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:n:S:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg))
+	while ((c = getopt_long(argc, argv, "s:n:S:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
 			continue;
+		}
 		switch (c) {
 		case 's':
 			if (parse_sort(optarg, &r.sort) < 0)
@@ -423,7 +427,7 @@ int cmd_report(int argc, char **argv)
 				goto out_usage;
 			}
 			break;
-		case 'c':
+		case 'C':
 			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
 				sf_error("--color must be auto, always or never, not '%s'", optarg);
 				goto out_usage;
@@ -439,6 +443,7 @@ int cmd_report(int argc, char **argv)
 	int tty = isatty(1);
 	r.color = !r.tsv && (!strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR")));
 	r.width = tty && !r.tsv ? terminal_width() : 0;
+	io.trace.short_names = input_opts_short_names(&io, !r.tsv);
 	struct trace_input *in = input_opts_open(&io, "report", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {
 		if (usage_error)

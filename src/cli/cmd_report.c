@@ -32,6 +32,7 @@ static const char *const sort_names[] = {"self", "total", "calls", "avg", "min",
 struct row {
 	uint32_t scope;   /* tree node of the section (CP_ROOT when merged) */
 	uint32_t func;
+	uint32_t id;      /* what rows are keyed by: func, or its name's rank */
 	uint64_t calls, total, self, min, max;
 	uint64_t sum;     /* every frame's duration, nested ones included */
 	const char *name;
@@ -47,6 +48,7 @@ struct report {
 	int color;
 	int scoped;       /* 0 merged, 1 per process, 2 per thread */
 	int width;        /* terminal columns, 0: do not truncate */
+	int by_name;      /* functions that share a (short) name share a row */
 };
 
 /* ---- aggregation ---- */
@@ -63,7 +65,7 @@ static size_t row_hash(uint32_t scope, uint32_t func)
 	return (size_t)(h >> 17);
 }
 
-static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, uint32_t func)
+static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, uint32_t id, uint32_t func)
 {
 	if ((r->nrows + 1) * 2 > m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 1024;
@@ -71,22 +73,23 @@ static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, 
 		m->slot = xcalloc(cap, sizeof(*m->slot));
 		m->cap = cap;
 		for (size_t i = 0; i < r->nrows; i++) {
-			size_t h = row_hash(r->rows[i].scope, r->rows[i].func) & (cap - 1);
+			size_t h = row_hash(r->rows[i].scope, r->rows[i].id) & (cap - 1);
 			while (m->slot[h])
 				h = (h + 1) & (cap - 1);
 			m->slot[h] = (uint32_t)i + 1;
 		}
 	}
-	size_t h = row_hash(scope, func) & (m->cap - 1);
+	size_t h = row_hash(scope, id) & (m->cap - 1);
 	for (; m->slot[h]; h = (h + 1) & (m->cap - 1)) {
 		struct row *w = &r->rows[m->slot[h] - 1];
-		if (w->scope == scope && w->func == func)
+		if (w->scope == scope && w->id == id)
 			return w;
 	}
 	r->rows = xrealloc(r->rows, (r->nrows + 1) * sizeof(*r->rows));
 	struct row *w = &r->rows[r->nrows++];
 	memset(w, 0, sizeof(*w));
 	w->scope = scope;
+	w->id = id;
 	w->func = func;
 	w->min = UINT64_MAX;
 	w->name = cp_func_name(r->t, func, NULL);
@@ -94,24 +97,71 @@ static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, 
 	return w;
 }
 
+/* Short names merge functions that differ only in generic arguments: one
+ * row per name then, with recursion through any of them counted once. So
+ * rows are keyed by name rank, and a node is nested when a node of the same
+ * name is on the path above it (in its scope). */
+static uint8_t *nested_by_name(const struct cp_tree *t, const uint32_t *rank, size_t nfuncs)
+{
+	size_t nn = cp_nnodes(t);
+	uint8_t *nested = xcalloc(nn, 1);
+	uint32_t *onpath = xcalloc(nfuncs ? nfuncs : 1, sizeof(*onpath));
+	uint32_t n = cp_node(t, CP_ROOT)->first_child;
+	while (n) {
+		const struct cp_node *nd = cp_node(t, n);
+		nested[n] = onpath[rank[nd->func]] > 0;
+		onpath[rank[nd->func]]++;
+		if (nd->first_child) {
+			n = nd->first_child;
+			continue;
+		}
+		while (n) {
+			const struct cp_node *cur = cp_node(t, n);
+			onpath[rank[cur->func]]--;
+			if (cur->next_sibling) {
+				n = cur->next_sibling;
+				break;
+			}
+			n = cur->parent;
+		}
+	}
+	free(onpath);
+	return nested;
+}
+
 static void aggregate(struct report *r)
 {
 	struct row_map m = {0};
+	size_t nf = cp_nfuncs(r->t);
+	uint32_t *rank = NULL;
+	uint8_t *nested = NULL;
+	if (r->by_name) {
+		const char **names = xcalloc(nf + 1, sizeof(*names));
+		for (size_t i = 0; i < nf; i++)
+			names[i] = cp_func_name(r->t, (uint32_t)i, NULL);
+		rank = xcalloc(nf + 1, sizeof(*rank));
+		cp_rank_by_name(r->t, names, rank);
+		free(names);
+		nested = nested_by_name(r->t, rank, nf);
+	}
 	for (uint32_t i = 1; i < cp_nnodes(r->t); i++) {
 		const struct cp_node *n = cp_node(r->t, i);
 		if (n->key & CP_SYNTHETIC)
 			continue;
-		struct row *w = row_for(r, &m, n->scope, n->func);
+		/* The row's func is the first function met with that name. */
+		struct row *w = row_for(r, &m, n->scope, rank ? rank[n->func] : n->func, n->func);
 		w->calls += n->calls;
 		w->self += n->self_ns;
 		w->sum += n->total_ns;
-		if (!n->nested)
+		if (!(nested ? nested[i] : n->nested))
 			w->total += n->total_ns;
 		if (n->min_ns < w->min)
 			w->min = n->min_ns;
 		if (n->max_ns > w->max)
 			w->max = n->max_ns;
 	}
+	free(rank);
+	free(nested);
 	free(m.slot);
 }
 
@@ -444,6 +494,7 @@ int cmd_report(int argc, char **argv)
 	r.color = !r.tsv && (!strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR")));
 	r.width = tty && !r.tsv ? terminal_width() : 0;
 	io.trace.short_names = input_opts_short_names(&io, !r.tsv);
+	r.by_name = io.trace.short_names;
 	struct trace_input *in = input_opts_open(&io, "report", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {
 		if (usage_error)

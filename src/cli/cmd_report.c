@@ -399,6 +399,8 @@ static void usage(FILE *out)
 		"(without the callees), calls, and the average, shortest and longest single\n"
 		"call (callees included). LOG is a log file or a directory of logs; the logs of\n"
 		"several processes are merged by function unless --processes or --threads.\n"
+		"The table shows short names (--names full for whole ones; tsv: full), cut to\n"
+		"the terminal's width; functions that share a short name share a row.\n"
 		"\n"
 		"options:\n"
 		"  -s, --sort KEY         self (default), total, calls, avg, min, max or name\n"

@@ -339,12 +339,7 @@ static void print_tsv(const struct report *r, const struct row *rows, size_t n)
 
 static void print_footer(const struct report *r, struct trace_input *in)
 {
-	size_t threads = 0, nprocs = trace_nprocs(in);
-	for (size_t i = 0; i < nprocs; i++) {
-		const struct trace_proc *p = trace_proc_at(in, i);
-		for (size_t t = 0; t < lr_nthreads(p->log); t++)
-			threads += lr_thread_at(p->log, t)->events > 0;
-	}
+	size_t threads = trace_threads(in), nprocs = trace_nprocs(in);
 	const struct fr_stats *st = trace_stats(in);
 	char rep[512];
 	if (!fr_format_repairs(st, rep, sizeof(rep)))

@@ -447,6 +447,15 @@ const struct fr_stats *trace_stats(const struct trace_input *in)
 
 uint64_t trace_events(const struct trace_input *in) { return in->events; }
 
+size_t trace_threads(const struct trace_input *in)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < in->nprocs; i++)
+		for (size_t t = 0; t < lr_nthreads(in->procs[i].pub.log); t++)
+			n += in->procs[i].thread_seen[t] != 0;
+	return n;
+}
+
 const struct cut_stats *trace_cut_stats(const struct trace_input *in) { return in->cut ? cut_stats(in->cut) : NULL; }
 
 int trace_format_cut(const struct trace_input *in, char *buf, size_t len)

@@ -91,6 +91,8 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink);
 /* Totals after trace_run. */
 const struct fr_stats *trace_stats(const struct trace_input *in);
 uint64_t trace_events(const struct trace_input *in);
+/* Threads whose events the last run read (--tid leaves the others out). */
+size_t trace_threads(const struct trace_input *in);
 /* What the cut kept, or NULL when the options cut nothing. */
 const struct cut_stats *trace_cut_stats(const struct trace_input *in);
 /* "kept 120 of 8196 calls, 3 cut at the window's edges" (NULL: no cut). */

@@ -196,8 +196,8 @@ def test_cut_perfetto_trace_processor():
     q = os.path.join(d, "q.sql")
     with open(q, "w") as fh:
         fh.write("select (select count(*) from slice) n,"
-                 " (select count(*) from args where key = 'debug.cut') cs,"
-                 " (select count(*) from args where key = 'debug.cut_end') ce,"
+                 " (select count(*) from slice join args using (arg_set_id) where key = 'debug.cut') cs,"
+                 " (select count(*) from slice join args using (arg_set_id) where key = 'debug.cut_end') ce,"
                  " (select count(*) from stats where value > 0 and severity != 'info') bad,"
                  " (select count(*) from slice where dur < 0) neg;\n")
     out = run([TP, "-q", q, pb]).stdout.strip().splitlines()[-1]

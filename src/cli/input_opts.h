@@ -1,5 +1,6 @@
 /* Options every command that reads logs shares (convert, report,
- * flamegraph): symbol overrides, --force, --no-symbols, --quiet, and the
+ * flamegraph, dump): symbol overrides, --force, --no-symbols, --quiet, the
+ * cut (-c, --tid, --time, --min-duration, --max-depth), --names, and the
  * final "LOG... [-o OUT]" checks. Declared once so their spelling, help
  * text and behaviour cannot drift between commands. */
 #ifndef SFTRACE_CLI_INPUT_OPTS_H

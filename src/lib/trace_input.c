@@ -494,6 +494,9 @@ void trace_report_repairs(const struct trace_input *in)
 		fprintf(stderr, "sftrace: %s\n", buf);
 	if (trace_format_cut(in, buf, sizeof(buf)))
 		fprintf(stderr, "sftrace: cut: %s\n", buf);
+	if (in->cut && !cut_stats(in->cut)->kept)
+		sf_warn("the cut kept no call: %s", !trace_threads(in) ? "--tid names no thread of the logs"
+					: "see --time (from the trace start), --min-duration, --max-depth, -c");
 }
 
 void trace_close(struct trace_input *in)

@@ -1,7 +1,8 @@
-/* The input side of every analysis command (convert, report, flamegraph):
- * opens the logs of one recording (files, or a directory holding them),
- * symbolizes them, and replays their frames through one frame-repair pass
- * into a sink. Memory: threads x depth + symbols, never events.
+/* The input side of every analysis command (convert, report, flamegraph,
+ * dump with a cut): opens the logs of one recording (files, or a directory
+ * holding them), symbolizes them, and replays their frames through one
+ * frame-repair pass and the cut (trace_cut.h) into a sink. Memory: threads x
+ * depth + symbols, never events.
  *
  *   struct trace_input *in = trace_open(paths, n, &opts);   // prints errors
  *   trace_run(in, &sink);      // begin/end callbacks per frame, per process

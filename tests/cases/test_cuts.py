@@ -93,6 +93,10 @@ def test_cut_tid():
     eq(len(re.findall(r" ENTRY +tleaf$", out, re.M)), 1000, "dump --tid: tleaf entries")
     eq(len(re.findall(r" EXIT +tleaf$", out, re.M)), 1000, "dump --tid: tleaf exits")
     check("cut: kept 1001 of 1001 calls" in out, out[-300:])
+    # A tid of no thread: an empty output is said, not silent.
+    xs, err = chrome(log, ["--tid", "1"])
+    eq(xs, [], "--tid 1")
+    check("the cut kept no call: --tid names no thread of the logs" in err, err)
 
 
 def test_cut_filter_file():

@@ -79,6 +79,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sftrace
 	install -m 755 $(BUILD)/sftrace $(DESTDIR)$(PREFIX)/bin/sftrace
 	install -m 755 $(BUILD)/libsftrace.so $(DESTDIR)$(PREFIX)/lib/sftrace/libsftrace.so
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
 
 clean:
 	rm -rf $(BUILD)

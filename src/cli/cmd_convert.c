@@ -18,7 +18,9 @@ static void usage(FILE *out)
 		"Converts the log(s) of one recording (files, or the directory holding them;\n"
 		"several processes become one trace) into another format. Calls whose exit\n"
 		"was never recorded (crash, unwinding, tracing that started mid-call) are\n"
-		"repaired so every output is balanced; the repairs are reported.\n"
+		"repaired so every output is balanced; the repairs are reported. Perfetto and\n"
+		"Chrome name calls in the short style (the full name rides along), folded in\n"
+		"full (--names changes both); Parquet always holds full names.\n"
 		"\n"
 		"options:\n"
 		"  -o, --output OUT       output file (required)\n"
@@ -50,9 +52,12 @@ int cmd_convert(int argc, char **argv)
 	int c, rc = 1, usage_error;
 	long level;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:t:s:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg))
+	while ((c = getopt_long(argc, argv, "o:t:s:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
 			continue;
+		}
 		switch (c) {
 		case 'o': co.out = optarg; break;
 		case 't': type = optarg; break;
@@ -80,6 +85,8 @@ int cmd_convert(int argc, char **argv)
 		sf_error("unknown output type '%s' (types: perfetto, pola, chrome, folded)", type);
 		goto out_usage;
 	}
+	/* Views read short names (the full one rides along), data keeps full. */
+	io.trace.short_names = input_opts_short_names(&io, !strcmp(type, "perfetto") || !strcmp(type, "chrome"));
 	struct trace_input *in = input_opts_open(&io, "convert", argc, argv, optind, co.out, 1, &usage_error);
 	if (!in) {
 		if (usage_error)

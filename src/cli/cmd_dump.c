@@ -12,9 +12,11 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "cli/input_opts.h"
 #include "format/sflog.h"
 #include "lib/log_reader.h"
 #include "lib/log_symbols.h"
+#include "lib/trace_input.h"
 #include "lib/util.h"
 
 #define PLURAL(n) ((n) == 1 ? "" : "s")
@@ -27,14 +29,14 @@ static const char dump_usage[] =
 	"  <ns since start> <tid> <kind> <indented function name>\n"
 	"and the warnings the reader found.\n"
 	"\n"
+	"With a cut option or --names, the events are those the other commands see:\n"
+	"balanced frames after repair and the cut (ENTRY, then EXIT or TAIL), and\n"
+	"calls the --time window clipped end in \"(cut ...)\".\n"
+	"\n"
 	"options:\n"
-	"  --no-symbols     do not read the recorded objects: names are <object>+0x<address>\n"
-	"  --raw            also print each event's raw time, function id, batch and file offset\n"
-	"  --symbol PATH    symbolize the object with PATH's build-id or basename from PATH\n"
-	"                   (a moved binary or a debug file; repeatable)\n"
-	"  --force          use placeholder names for objects that cannot be opened or whose\n"
-	"                   build-id differs, instead of failing\n"
-	"  -h, --help       this help\n";
+	"      --raw              also print each event's raw time, function id, batch\n"
+	"                         and file offset (not with a cut)\n"
+	"  -h, --help             this help\n";
 
 /* ---- buffered output ---- */
 
@@ -309,41 +311,106 @@ static void print_footer(struct out *o, const struct lr_log *log, const struct l
 		s.dropped, s.write_errors, PLURAL(s.write_errors));
 }
 
+/* ---- the cut trace's events ---- */
+
+struct cut_dump {
+	struct out *o;
+};
+
+static void cut_line(struct out *o, const struct trace_frame *f, uint64_t t, const char *kind, const char *note)
+{
+	out_u64(o, t, 14);
+	out_mem(o, " ", 1);
+	out_u64(o, f->thread->tid, 7);
+	out_mem(o, " ", 1);
+	out_str(o, kind);
+	out_chars(o, ' ', 9 - strlen(kind));
+	out_chars(o, ' ', 2 * (size_t)(f->depth < DUMP_MAX_INDENT ? f->depth : DUMP_MAX_INDENT));
+	if (f->depth > DUMP_MAX_INDENT) {
+		out_mem(o, "[depth ", 7);
+		out_u64(o, f->depth, 0);
+		out_mem(o, "] ", 2);
+	}
+	out_str(o, trace_name(f->proc, f->func_id));
+	if (note)
+		out_str(o, note);
+	out_mem(o, "\n", 1);
+}
+
+static int dump_cut_begin(void *ctx, const struct trace_frame *f)
+{
+	struct cut_dump *d = ctx;
+	cut_line(d->o, f, f->t_begin, "ENTRY", f->cut & CUT_START ? "  (cut at the window's start)" : NULL);
+	return d->o->failed;
+}
+
+static int dump_cut_end(void *ctx, const struct trace_frame *f)
+{
+	struct cut_dump *d = ctx;
+	const char *note = f->cut & CUT_END ? "  (cut at the window's end)"
+			   : f->end_kind == FR_END_UNWOUND ? "  (repaired: unwound)"
+			   : f->end_kind == FR_END_THREAD_END ? "  (repaired: open at thread end)" : NULL;
+	cut_line(d->o, f, f->t_end, f->end_kind == FR_END_TAIL ? "TAIL" : "EXIT", note);
+	return d->o->failed;
+}
+
+/* 0, or 1 after an error message. */
+static int print_cut_events(struct out *o, const char *path, struct input_opts *io)
+{
+	const char *paths[1] = {path};
+	io->trace.quiet = 1; /* the raw view's footer lists the warnings */
+	struct trace_input *in = trace_open(paths, 1, &io->trace);
+	if (!in)
+		return 1;
+	struct cut_dump d = {o};
+	struct trace_sink sink = {&d, NULL, NULL, dump_cut_begin, dump_cut_end, NULL};
+	int r = trace_run(in, &sink);
+	char buf[512];
+	if (r == 0 && trace_format_cut(in, buf, sizeof(buf)))
+		out_fmt(o, "\ncut: %s\n", buf);
+	if (r == 0 && fr_format_repairs(trace_stats(in), buf, sizeof(buf)))
+		out_fmt(o, "%s\n", buf);
+	trace_close(in);
+	return r < 0;
+}
+
 /* ---- command ---- */
 
 struct dump_opts {
-	int no_symbols, raw, force;
-	const char **symbols;
-	size_t nsymbols;
+	int raw;
+	struct input_opts io;
 	const char *path;
 };
 
 /* 0 ok, 1 bad usage (message printed), 2 --help printed. */
 static int parse_args(int argc, char **argv, struct dump_opts *opt)
 {
-	enum { O_NO_SYMBOLS = 256, O_RAW, O_SYMBOL, O_FORCE };
+	enum { O_RAW = 256, O_SYMBOL };
 	static const struct option longopts[] = {
-		{"no-symbols", no_argument, NULL, O_NO_SYMBOLS},
 		{"raw", no_argument, NULL, O_RAW},
-		{"symbol", required_argument, NULL, O_SYMBOL},
-		{"force", no_argument, NULL, O_FORCE},
 		{"help", no_argument, NULL, 'h'},
+		INPUT_LONGOPTS(O_SYMBOL),
 		{NULL, 0, NULL, 0},
 	};
-	opt->symbols = xcalloc((size_t)argc + 1, sizeof(char *));
+	input_opts_init(&opt->io, O_SYMBOL);
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:qh", longopts, NULL)) != -1) {
+		if (c != '?' && c != ':' && input_opts_handle(&opt->io, c, optarg)) {
+			if (opt->io.failed)
+				return 1;
+			continue;
+		}
 		switch (c) {
-		case O_NO_SYMBOLS: opt->no_symbols = 1; break;
 		case O_RAW: opt->raw = 1; break;
-		case O_FORCE: opt->force = 1; break;
-		case O_SYMBOL: opt->symbols[opt->nsymbols++] = optarg; break;
-		case 'h': fputs(dump_usage, stdout); return 2;
+		case 'h':
+			fputs(dump_usage, stdout);
+			input_opts_usage(stdout, O_SYMBOL);
+			return 2;
 		default:
-			if (optopt == O_SYMBOL)
-				sf_error("dump: --symbol needs a path");
+			if (optopt)
+				sf_error("dump: an option needs a value, or is unknown (try 'sftrace dump --help')");
 			else
 				sf_error("dump: unknown option '%s' (try 'sftrace dump --help')", argv[optind - 1]);
 			return 1;
@@ -357,37 +424,51 @@ static int parse_args(int argc, char **argv, struct dump_opts *opt)
 	return 0;
 }
 
-static int dump(const struct dump_opts *opt)
+static int dump(struct dump_opts *opt)
 {
 	char err[1024];
+	struct input_opts *io = &opt->io;
+	int cut = cut_active(&io->trace.cut) || io->names == 1;
+	if (cut && opt->raw) {
+		sf_error("dump: --raw shows the log's own events; it cannot be combined with a cut or --names");
+		return 2;
+	}
 	struct lr_log *log = lr_open(opt->path, err, sizeof(err));
 	if (!log) {
 		sf_error("%s", err);
 		return 1;
 	}
-	struct ls_options lso = {.symbol_paths = opt->symbols, .nsymbol_paths = opt->nsymbols,
-				 .force = opt->force, .no_symbols = opt->no_symbols};
+	struct ls_options lso = {.symbol_paths = io->symbols, .nsymbol_paths = io->nsymbols,
+				 .force = io->trace.force, .no_symbols = io->trace.no_symbols};
 	struct log_symbols *ls = ls_open(log, &lso, err, sizeof(err));
 	if (!ls) {
 		sf_error("%s (use --symbol PATH, --force for placeholder names, or --no-symbols)", err);
 		lr_close(log);
 		return 1;
 	}
-	for (size_t i = 0; i < opt->nsymbols; i++)
+	for (size_t i = 0; i < io->nsymbols; i++)
 		if (!ls_override_used(ls, i))
-			sf_warn("--symbol %s matches no object of %s", opt->symbols[i], opt->path);
+			sf_warn("--symbol %s matches no object of %s", io->symbols[i], opt->path);
+	io->trace.symbol_paths = io->symbols;
+	io->trace.nsymbol_paths = io->nsymbols;
+	io->trace.short_names = io->names == 1;
 
 	struct out o = {.cap = 1 << 20, .f = stdout};
 	o.buf = xmalloc(o.cap);
 	print_header(&o, log);
-	print_objects(&o, log, opt->no_symbols ? NULL : ls);
+	print_objects(&o, log, io->trace.no_symbols ? NULL : ls);
 	print_threads(&o, log);
 	out_str(&o, "\nevents:\n");
 	out_str(&o, "       time_ns     tid kind     function\n");
 	struct dump_ctx d = {.o = &o, .ls = ls, .log = log, .raw = opt->raw};
 	d.depth = xcalloc(lr_nthreads(log) + 1, sizeof(uint64_t));
-	lr_foreach_event(log, print_event, &d);
-	print_footer(&o, log, ls);
+	int bad = 0;
+	if (cut)
+		bad = print_cut_events(&o, opt->path, io);
+	else
+		lr_foreach_event(log, print_event, &d);
+	if (!bad)
+		print_footer(&o, log, ls);
 	out_flush(&o);
 	int failed = o.failed || fflush(stdout) != 0;
 	if (failed)
@@ -396,7 +477,7 @@ static int dump(const struct dump_opts *opt)
 	free(o.buf);
 	ls_close(ls);
 	lr_close(log);
-	return failed ? 1 : 0;
+	return failed || bad ? 1 : 0;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -407,6 +488,6 @@ int cmd_dump(int argc, char **argv)
 		r = dump(&opt);
 	else
 		r = r == 2 ? 0 : 2; /* --help; bad usage exits 2 like every command */
-	free(opt.symbols);
+	input_opts_free(&opt.io);
 	return r;
 }

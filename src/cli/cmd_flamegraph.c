@@ -45,9 +45,12 @@ int cmd_flamegraph(int argc, char **argv)
 	int c, rc = 1, usage_error;
 	long width;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg))
+	while ((c = getopt_long(argc, argv, "o:s:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
 			continue;
+		}
 		switch (c) {
 		case 'o': fo.out = optarg; break;
 		case 'w':
@@ -64,6 +67,7 @@ int cmd_flamegraph(int argc, char **argv)
 		default: goto out_usage;
 		}
 	}
+	io.trace.short_names = input_opts_short_names(&io, 1);
 	struct trace_input *in = input_opts_open(&io, "flamegraph", argc, argv, optind, fo.out, 1, &usage_error);
 	if (!in) {
 		if (usage_error)

@@ -32,6 +32,7 @@ static const char *const sort_names[] = {"self", "total", "calls", "avg", "min",
 struct row {
 	uint32_t scope;   /* tree node of the section (CP_ROOT when merged) */
 	uint32_t func;
+	uint32_t id;      /* what rows are keyed by: func, or its name's rank */
 	uint64_t calls, total, self, min, max;
 	uint64_t sum;     /* every frame's duration, nested ones included */
 	const char *name;
@@ -47,6 +48,7 @@ struct report {
 	int color;
 	int scoped;       /* 0 merged, 1 per process, 2 per thread */
 	int width;        /* terminal columns, 0: do not truncate */
+	int by_name;      /* functions that share a (short) name share a row */
 };
 
 /* ---- aggregation ---- */
@@ -63,7 +65,7 @@ static size_t row_hash(uint32_t scope, uint32_t func)
 	return (size_t)(h >> 17);
 }
 
-static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, uint32_t func)
+static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, uint32_t id, uint32_t func)
 {
 	if ((r->nrows + 1) * 2 > m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 1024;
@@ -71,22 +73,23 @@ static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, 
 		m->slot = xcalloc(cap, sizeof(*m->slot));
 		m->cap = cap;
 		for (size_t i = 0; i < r->nrows; i++) {
-			size_t h = row_hash(r->rows[i].scope, r->rows[i].func) & (cap - 1);
+			size_t h = row_hash(r->rows[i].scope, r->rows[i].id) & (cap - 1);
 			while (m->slot[h])
 				h = (h + 1) & (cap - 1);
 			m->slot[h] = (uint32_t)i + 1;
 		}
 	}
-	size_t h = row_hash(scope, func) & (m->cap - 1);
+	size_t h = row_hash(scope, id) & (m->cap - 1);
 	for (; m->slot[h]; h = (h + 1) & (m->cap - 1)) {
 		struct row *w = &r->rows[m->slot[h] - 1];
-		if (w->scope == scope && w->func == func)
+		if (w->scope == scope && w->id == id)
 			return w;
 	}
 	r->rows = xrealloc(r->rows, (r->nrows + 1) * sizeof(*r->rows));
 	struct row *w = &r->rows[r->nrows++];
 	memset(w, 0, sizeof(*w));
 	w->scope = scope;
+	w->id = id;
 	w->func = func;
 	w->min = UINT64_MAX;
 	w->name = cp_func_name(r->t, func, NULL);
@@ -94,24 +97,71 @@ static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, 
 	return w;
 }
 
+/* Short names merge functions that differ only in generic arguments: one
+ * row per name then, with recursion through any of them counted once. So
+ * rows are keyed by name rank, and a node is nested when a node of the same
+ * name is on the path above it (in its scope). */
+static uint8_t *nested_by_name(const struct cp_tree *t, const uint32_t *rank, size_t nfuncs)
+{
+	size_t nn = cp_nnodes(t);
+	uint8_t *nested = xcalloc(nn, 1);
+	uint32_t *onpath = xcalloc(nfuncs ? nfuncs : 1, sizeof(*onpath));
+	uint32_t n = cp_node(t, CP_ROOT)->first_child;
+	while (n) {
+		const struct cp_node *nd = cp_node(t, n);
+		nested[n] = onpath[rank[nd->func]] > 0;
+		onpath[rank[nd->func]]++;
+		if (nd->first_child) {
+			n = nd->first_child;
+			continue;
+		}
+		while (n) {
+			const struct cp_node *cur = cp_node(t, n);
+			onpath[rank[cur->func]]--;
+			if (cur->next_sibling) {
+				n = cur->next_sibling;
+				break;
+			}
+			n = cur->parent;
+		}
+	}
+	free(onpath);
+	return nested;
+}
+
 static void aggregate(struct report *r)
 {
 	struct row_map m = {0};
+	size_t nf = cp_nfuncs(r->t);
+	uint32_t *rank = NULL;
+	uint8_t *nested = NULL;
+	if (r->by_name) {
+		const char **names = xcalloc(nf + 1, sizeof(*names));
+		for (size_t i = 0; i < nf; i++)
+			names[i] = cp_func_name(r->t, (uint32_t)i, NULL);
+		rank = xcalloc(nf + 1, sizeof(*rank));
+		cp_rank_by_name(r->t, names, rank);
+		free(names);
+		nested = nested_by_name(r->t, rank, nf);
+	}
 	for (uint32_t i = 1; i < cp_nnodes(r->t); i++) {
 		const struct cp_node *n = cp_node(r->t, i);
 		if (n->key & CP_SYNTHETIC)
 			continue;
-		struct row *w = row_for(r, &m, n->scope, n->func);
+		/* The row's func is the first function met with that name. */
+		struct row *w = row_for(r, &m, n->scope, rank ? rank[n->func] : n->func, n->func);
 		w->calls += n->calls;
 		w->self += n->self_ns;
 		w->sum += n->total_ns;
-		if (!n->nested)
+		if (!(nested ? nested[i] : n->nested))
 			w->total += n->total_ns;
 		if (n->min_ns < w->min)
 			w->min = n->min_ns;
 		if (n->max_ns > w->max)
 			w->max = n->max_ns;
 	}
+	free(rank);
+	free(nested);
 	free(m.slot);
 }
 
@@ -289,21 +339,17 @@ static void print_tsv(const struct report *r, const struct row *rows, size_t n)
 
 static void print_footer(const struct report *r, struct trace_input *in)
 {
-	size_t threads = 0, nprocs = trace_nprocs(in);
-	for (size_t i = 0; i < nprocs; i++) {
-		const struct trace_proc *p = trace_proc_at(in, i);
-		for (size_t t = 0; t < lr_nthreads(p->log); t++)
-			threads += lr_thread_at(p->log, t)->events > 0;
-	}
+	size_t threads = trace_threads(in), nprocs = trace_nprocs(in);
 	const struct fr_stats *st = trace_stats(in);
 	char rep[512];
 	if (!fr_format_repairs(st, rep, sizeof(rep)))
 		snprintf(rep, sizeof(rep), "no repairs");
-	char total[32];
+	char total[32], cut[256];
 	cp_format_ns(total, sizeof(total), cp_node(r->t, CP_ROOT)->total_ns);
-	printf("\n%s%llu events, %llu frames, %zu thread%s, %zu process%s, %s traced; %s%s\n", r->color ? C_DIM : "",
+	int have_cut = trace_format_cut(in, cut, sizeof(cut));
+	printf("\n%s%llu events, %llu frames, %zu thread%s, %zu process%s, %s traced; %s%s%s%s\n", r->color ? C_DIM : "",
 	       (unsigned long long)trace_events(in), (unsigned long long)st->frames, threads, threads == 1 ? "" : "s",
-	       nprocs, nprocs == 1 ? "" : "es", total, rep, r->color ? C_OFF : "");
+	       nprocs, nprocs == 1 ? "" : "es", total, rep, have_cut ? "; cut: " : "", cut, r->color ? C_OFF : "");
 }
 
 static void print_report(struct report *r, struct trace_input *in)
@@ -348,6 +394,8 @@ static void usage(FILE *out)
 		"(without the callees), calls, and the average, shortest and longest single\n"
 		"call (callees included). LOG is a log file or a directory of logs; the logs of\n"
 		"several processes are merged by function unless --processes or --threads.\n"
+		"The table shows short names (--names full for whole ones; tsv: full), cut to\n"
+		"the terminal's width; functions that share a short name share a row.\n"
 		"\n"
 		"options:\n"
 		"  -s, --sort KEY         self (default), total, calls, avg, min, max or name\n"
@@ -388,8 +436,8 @@ int cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"sort", required_argument, 0, 's'},  {"limit", required_argument, 0, 'n'},
 		{"threads", no_argument, 0, 'T'},     {"processes", no_argument, 0, 'P'},
-		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'c'},
-		{"colour", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
+		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'C'},
+		{"colour", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
 		INPUT_LONGOPTS('S'),                  {0, 0, 0, 0},
 	};
 	struct report r = {.sort = SORT_SELF, .limit = -2};
@@ -398,9 +446,12 @@ int cmd_report(int argc, char **argv)
 	const char *color = "auto";
 	int c, rc = 1, usage_error;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:n:S:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg))
+	while ((c = getopt_long(argc, argv, "s:n:S:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
 			continue;
+		}
 		switch (c) {
 		case 's':
 			if (parse_sort(optarg, &r.sort) < 0)
@@ -423,7 +474,7 @@ int cmd_report(int argc, char **argv)
 				goto out_usage;
 			}
 			break;
-		case 'c':
+		case 'C':
 			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
 				sf_error("--color must be auto, always or never, not '%s'", optarg);
 				goto out_usage;
@@ -439,6 +490,8 @@ int cmd_report(int argc, char **argv)
 	int tty = isatty(1);
 	r.color = !r.tsv && (!strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR")));
 	r.width = tty && !r.tsv ? terminal_width() : 0;
+	io.trace.short_names = input_opts_short_names(&io, !r.tsv);
+	r.by_name = io.trace.short_names;
 	struct trace_input *in = input_opts_open(&io, "report", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {
 		if (usage_error)

@@ -10,7 +10,110 @@ void input_opts_init(struct input_opts *o, int symbol_char)
 {
 	memset(o, 0, sizeof(*o));
 	o->symbol_char = symbol_char;
+	o->names = -1;
 }
+
+/* "250us", "1.5ms", "2s", "0": ns. -1 after an error message. */
+static int parse_duration(const char *opt, const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9},
+	};
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || v < 0 || !(v < 1.8e19)) {
+		sf_error("%s: '%s' is not a duration (a number and ns, us, ms or s)", opt, s);
+		return -1;
+	}
+	if (!*end && v == 0) {
+		*ns = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit) && v * units[i].mul < 1.8e19) {
+			*ns = (uint64_t)(v * units[i].mul + 0.5);
+			return 0;
+		}
+	sf_error("%s: '%s' needs a unit: ns, us, ms or s (for example 1.5ms)", opt, s);
+	return -1;
+}
+
+/* START..END, either side optional. */
+static int parse_window(struct trace_cut_options *c, const char *s)
+{
+	const char *dots = strstr(s, "..");
+	if (!dots) {
+		sf_error("--time must be START..END (either side may be empty), not '%s'", s);
+		return -1;
+	}
+	char start[64], end[64];
+	size_t n = (size_t)(dots - s);
+	if (n >= sizeof(start) || strlen(dots + 2) >= sizeof(end)) {
+		sf_error("--time: '%s' is too long", s);
+		return -1;
+	}
+	memcpy(start, s, n);
+	start[n] = 0;
+	strcpy(end, dots + 2);
+	c->win_start = 0;
+	c->win_end = UINT64_MAX;
+	if ((*start && parse_duration("--time", start, &c->win_start) < 0) ||
+	    (*end && parse_duration("--time", end, &c->win_end) < 0))
+		return -1;
+	if (c->win_end <= c->win_start) {
+		sf_error("--time: the end (%s) must come after the start (%s)", end, start);
+		return -1;
+	}
+	c->has_window = 1;
+	return 0;
+}
+
+static int parse_tids(struct input_opts *o, const char *s)
+{
+	const char *p = s;
+	while (*p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p || v > UINT32_MAX || (*end && *end != ',')) {
+			sf_error("--tid must be a comma-separated list of thread ids, not '%s'", s);
+			return -1;
+		}
+		o->tids = xrealloc(o->tids, (o->trace.cut.ntids + 1) * sizeof(*o->tids));
+		o->tids[o->trace.cut.ntids++] = (uint32_t)v;
+		p = *end ? end + 1 : end;
+	}
+	o->trace.cut.tids = o->tids;
+	return 0;
+}
+
+/* The cut and name options; 1 if c was one. */
+static int handle_cut(struct input_opts *o, int c, const char *arg)
+{
+	struct trace_cut_options *cut = &o->trace.cut;
+	long v = 0;
+	switch (c) {
+	case 'c': cut->filter_path = arg; break;
+	case IO_TID: o->failed |= parse_tids(o, arg) < 0; break;
+	case IO_TIME: o->failed |= parse_window(cut, arg) < 0; break;
+	case IO_MIN_DURATION: o->failed |= parse_duration("--min-duration", arg, &cut->min_duration) < 0; break;
+	case IO_MAX_DEPTH:
+		o->failed |= parse_number("--max-depth", arg, 1, 1L << 30, &v) < 0;
+		cut->max_depth = (uint32_t)v;
+		break;
+	case IO_NAMES:
+		if (!strcmp(arg, "full") || !strcmp(arg, "short"))
+			o->names = !strcmp(arg, "short");
+		else {
+			sf_error("--names must be 'full' or 'short', not '%s'", arg);
+			o->failed = 1;
+		}
+		break;
+	default: return 0;
+	}
+	return 1;
+}
+
+int input_opts_short_names(const struct input_opts *o, int dflt) { return o->names < 0 ? dflt : o->names; }
 
 int input_opts_handle(struct input_opts *o, int c, const char *arg)
 {
@@ -24,20 +127,35 @@ int input_opts_handle(struct input_opts *o, int c, const char *arg)
 	} else if (c == 'q') {
 		o->trace.quiet = 1;
 	} else {
-		return 0;
+		return handle_cut(o, c, arg);
 	}
 	return 1;
 }
 
 void input_opts_usage(FILE *out, int symbol_char)
 {
+	if (symbol_char > ' ' && symbol_char < 127)
+		fprintf(out, "  -%c, --symbol PATH      ", symbol_char);
+	else
+		fprintf(out, "      --symbol PATH      ");
 	fprintf(out,
-		"  -%c, --symbol PATH      read symbols from PATH for the object with the same\n"
+		"read symbols from PATH for the object with the same\n"
 		"                         build-id (or file name): a moved binary or a debug file\n"
 		"      --force            symbolize despite build-id mismatches or missing objects\n"
 		"      --no-symbols       do not read ELF files; name functions by address\n"
-		"  -q, --quiet            no warnings or progress\n",
-		symbol_char);
+		"  -q, --quiet            no warnings or progress\n"
+		"      --names full|short  function names in full, or short: generic arguments\n"
+		"                         as <…>, closures as {closure}, no crate hashes\n"
+		"cutting the trace (kept calls keep exact times; outputs stay balanced):\n"
+		"  -c, --filter FILE      keep calls of the functions a filter file selects\n"
+		"                         (sftrace filter; within mode: and everything under them)\n"
+		"      --tid LIST         keep these threads (comma-separated tids)\n"
+		"      --time START..END  keep this window, from the trace start (units ns, us,\n"
+		"                         ms, s; either side may be empty): calls open at an\n"
+		"                         edge are cut there and counted\n"
+		"      --min-duration DUR drop calls shorter than DUR (e.g. 50us)\n"
+		"      --max-depth N      keep calls with fewer than N kept callers (1: each\n"
+		"                         thread's outermost calls)\n");
 }
 
 struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int argc, char **argv, int first,
@@ -66,6 +184,8 @@ struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int a
 
 void input_opts_free(struct input_opts *o)
 {
+	free(o->tids);
+	o->tids = NULL;
 	free(o->symbols);
 	o->symbols = NULL;
 	o->nsymbols = 0;

@@ -1,34 +1,52 @@
 /* Options every command that reads logs shares (convert, report,
- * flamegraph): symbol overrides, --force, --no-symbols, --quiet, and the
+ * flamegraph, dump): symbol overrides, --force, --no-symbols, --quiet, the
+ * cut (-c, --tid, --time, --min-duration, --max-depth), --names, and the
  * final "LOG... [-o OUT]" checks. Declared once so their spelling, help
  * text and behaviour cannot drift between commands. */
 #ifndef SFTRACE_CLI_INPUT_OPTS_H
 #define SFTRACE_CLI_INPUT_OPTS_H
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "lib/trace_input.h"
 
-/* getopt_long entries; SYM is the short option letter of --symbol. */
+/* Option codes of the long-only shared options. */
+enum { IO_TID = 0x300, IO_TIME, IO_MIN_DURATION, IO_MAX_DEPTH, IO_NAMES };
+
+/* getopt_long entries; SYM is the short option letter of --symbol. The
+ * short options of the cut ("c:") go into each command's optstring. */
 #define INPUT_LONGOPTS(SYM)                                                                  \
 	{"symbol", required_argument, 0, SYM}, {"force", no_argument, 0, 'F'},               \
-		{"no-symbols", no_argument, 0, 'N'}, {"quiet", no_argument, 0, 'q'}
+		{"no-symbols", no_argument, 0, 'N'}, {"quiet", no_argument, 0, 'q'},         \
+		{"filter", required_argument, 0, 'c'}, {"tid", required_argument, 0, IO_TID}, \
+		{"time", required_argument, 0, IO_TIME},                                     \
+		{"min-duration", required_argument, 0, IO_MIN_DURATION},                     \
+		{"max-depth", required_argument, 0, IO_MAX_DEPTH},                           \
+		{"names", required_argument, 0, IO_NAMES}
 
 struct input_opts {
 	struct trace_options trace;
 	const char **symbols;
 	size_t nsymbols;
 	int symbol_char;
+	uint32_t *tids;
+	int names;       /* -1: the command's default, 0 full, 1 short */
+	int failed;      /* a shared option had a bad value (message printed) */
 };
 
 void input_opts_init(struct input_opts *o, int symbol_char);
 
-/* Handles option c if it is one of the shared ones: 1 if it was. */
+/* Handles option c if it is one of the shared ones: 1 if it was (check
+ * o->failed: a bad value is a usage error). */
 int input_opts_handle(struct input_opts *o, int c, const char *arg);
 
-/* The help lines of the shared options. */
+/* The help lines of the shared options (symbols, then the cut and names). */
 void input_opts_usage(FILE *out, int symbol_char);
+
+/* The style --names chose, or `dflt` (1 short, 0 full) when not given. */
+int input_opts_short_names(const struct input_opts *o, int dflt);
 
 /* Checks that logs were given (and OUT, when out_required), that OUT can be
  * written, then opens the logs. NULL after printing why; *usage_error is set

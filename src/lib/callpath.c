@@ -375,7 +375,7 @@ static void name_funcs(struct cp_tree *t)
 			t->names[i] = s ? own(t, s) : "?";
 		} else {
 			const struct lr_object *o;
-			t->names[i] = trace_symbol(p, fn->id)->name;
+			t->names[i] = trace_name(p, fn->id);
 			if (lr_func(p->log, fn->id, &o, NULL) == 0)
 				t->modules[i] = base_name(o->path);
 		}

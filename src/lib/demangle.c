@@ -58,3 +58,209 @@ char *sf_demangle(const char *mangled)
 		strip_legacy_hash(d);
 	return d;
 }
+
+/* ---- the short style ---- */
+
+enum lang { LANG_OTHER, LANG_RUST, LANG_CXX };
+
+struct sbuf {
+	char *p;
+	size_t n, cap;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->n + n + 1 > b->cap) {
+		b->cap = (b->n + n + 1) * 2;
+		b->p = realloc(b->p, b->cap);
+		if (!b->p)
+			abort();
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = 0;
+}
+
+static void sb_str(struct sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static char sb_last(const struct sbuf *b) { return b->n ? b->p[b->n - 1] : 0; }
+
+static bool is_ident(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
+}
+
+/* Index of the bracket closing s[i] within [i, e), or e. Inside `<…>`, the
+ * `->` of `Fn() -> T` closes nothing. */
+static size_t match_close(const char *s, size_t i, size_t e, char open, char close)
+{
+	int depth = 0;
+	for (size_t j = i; j < e; j++) {
+		if (s[j] == open)
+			depth++;
+		else if (s[j] == close && !(close == '>' && j > 0 && s[j - 1] == '-') && --depth == 0)
+			return j;
+	}
+	return e;
+}
+
+static bool is_hex_run(const char *s, size_t n)
+{
+	return n > 0 && all_hex(s, n);
+}
+
+/* Inherent impl paths like `alloc::vec::Vec<…>` may drop their brackets. */
+static bool simple_path(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(is_ident(s[i]) || s[i] == ':' || s[i] == '<' || s[i] == '>' || (unsigned char)s[i] >= 0x80))
+			return false;
+	return n > 0;
+}
+
+static void shorten(struct sbuf *b, const char *s, size_t i, size_t e, enum lang lang);
+
+static size_t short_angle(struct sbuf *b, const char *s, size_t i, size_t e, enum lang lang, bool generic)
+{
+	size_t j = match_close(s, i, e, '<', '>');
+	if (j == e) {
+		sb_put(b, s + i, e - i);
+		return e;
+	}
+	if (generic) {
+		sb_str(b, "<…>");
+		return j + 1;
+	}
+	struct sbuf in = {0};
+	shorten(&in, s, i + 1, j, lang);
+	bool bare = in.n && simple_path(in.p, in.n) && j + 2 < e && s[j + 1] == ':' && s[j + 2] == ':';
+	if (!bare)
+		sb_put(b, "<", 1);
+	if (in.n)
+		sb_put(b, in.p, in.n);
+	if (!bare)
+		sb_put(b, ">", 1);
+	free(in.p);
+	return j + 1;
+}
+
+/* `{closure#0}`, `{{closure}}`, `{lambda(int)#1}`: the name alone. */
+static size_t short_brace(struct sbuf *b, const char *s, size_t i, size_t e)
+{
+	size_t j = match_close(s, i, e, '{', '}');
+	if (j == e) {
+		sb_put(b, s + i, e - i);
+		return e;
+	}
+	size_t a = i + 1, z = j;
+	if (z > a + 1 && s[a] == '{' && s[z - 1] == '}') {
+		a++;
+		z--;
+	}
+	size_t k = a;
+	while (k < z && s[k] != '#' && s[k] != '(')
+		k++;
+	sb_put(b, "{", 1);
+	sb_put(b, s + a, k - a);
+	sb_put(b, "}", 1);
+	return j + 1;
+}
+
+/* After `operator`: the operator's own characters, which are no brackets. */
+static size_t copy_operator(struct sbuf *b, const char *s, size_t i, size_t e, bool *generic_next)
+{
+	if (i + 1 < e && ((s[i] == '(' && s[i + 1] == ')') || (s[i] == '[' && s[i + 1] == ']'))) {
+		sb_put(b, s + i, 2);
+		return i + 2;
+	}
+	size_t k = i;
+	while (k < e && k - i < 3 && strchr("+-*/%^&|~!=<>,", s[k]))
+		k++;
+	sb_put(b, s + i, k - i);
+	if (k < e && s[k] == ' ' && k + 1 < e && s[k + 1] == '<')
+		k++; /* `operator<< <int>`: template arguments follow */
+	*generic_next = k < e && s[k] == '<';
+	return k;
+}
+
+static void shorten(struct sbuf *b, const char *s, size_t i, size_t e, enum lang lang)
+{
+	bool generic_next = false;
+	while (i < e) {
+		char c = s[i];
+		if (c == '<') {
+			char last = sb_last(b);
+			bool generic = generic_next || is_ident(last) || last == ':' || last == '}';
+			generic_next = false;
+			i = short_angle(b, s, i, e, lang, generic);
+		} else if (c == '{') {
+			i = short_brace(b, s, i, e);
+		} else if (c == '[' && is_ident(sb_last(b)) && lang != LANG_CXX) {
+			size_t j = match_close(s, i, e, '[', ']');
+			if (j < e && is_hex_run(s + i + 1, j - i - 1))
+				i = j + 1; /* a crate disambiguator */
+			else
+				sb_put(b, s + i++, 1);
+		} else if (c == ' ' && !strncmp(s + i, " [clone ", 8)) {
+			i = match_close(s, i + 1, e, '[', ']') + 1;
+		} else if (c == '(' && lang == LANG_CXX && !strncmp(s + i, "(anonymous namespace)", 21)) {
+			sb_put(b, s + i, 21);
+			i += 21;
+		} else if (c == '(' && lang == LANG_CXX) {
+			size_t j = match_close(s, i, e, '(', ')');
+			sb_str(b, j == i + 1 ? "()" : "(…)");
+			i = j < e ? j + 1 : e;
+		} else if (is_ident(c)) {
+			size_t k = i;
+			while (k < e && is_ident(s[k]))
+				k++;
+			sb_put(b, s + i, k - i);
+			bool op = k - i == 8 && !strncmp(s + i, "operator", 8) && lang == LANG_CXX;
+			i = op ? copy_operator(b, s, k, e, &generic_next) : k;
+		} else {
+			sb_put(b, s + i++, 1);
+		}
+	}
+}
+
+/* `void foo<…>(…)`: a template function's return type goes. The last space
+ * outside brackets before the parameter list ends it (not the one of
+ * `operator new`). */
+static size_t return_type_end(const char *s)
+{
+	size_t cut = 0;
+	int depth = 0;
+	for (size_t i = 0; s[i]; i++) {
+		char c = s[i];
+		if (c == '<' || c == '{' || c == '[')
+			depth++;
+		else if (c == '>' || c == '}' || c == ']')
+			depth--;
+		else if (c == '(' && !strncmp(s + i, "(anonymous namespace)", 21))
+			i += 20;
+		else if (c == '(' && depth == 0)
+			break;
+		else if (c == ' ' && depth == 0 && !(i >= 8 && !strncmp(s + i - 8, "operator", 8)))
+			cut = i + 1;
+	}
+	return cut;
+}
+
+char *sf_short_name(const char *name, const char *mangled)
+{
+	enum lang lang = LANG_OTHER;
+	if (mangled && (!strncmp(mangled, "_R", 2) || is_rust_legacy(mangled)))
+		lang = LANG_RUST;
+	else if (mangled && !strncmp(mangled, "_Z", 2))
+		lang = LANG_CXX;
+	struct sbuf b = {0};
+	sb_put(&b, "", 0);
+	shorten(&b, name, 0, strlen(name), lang);
+	strip_legacy_hash(b.p);
+	if (lang == LANG_CXX) {
+		size_t cut = return_type_end(b.p);
+		if (cut)
+			memmove(b.p, b.p + cut, strlen(b.p + cut) + 1);
+	}
+	return b.p;
+}

@@ -10,4 +10,20 @@
  * `<alloc::vec::Vec<T> as core::ops::drop::Drop>::drop`. */
 char *sf_demangle(const char *mangled);
 
+/* The short style of a demangled name, for people reading a table or a
+ * flame graph (malloc'd, caller frees; never NULL):
+ *   - generic and template arguments become `<…>`
+ *     (`serde_json::de::from_trait::<…>`, `std::vector<…>::push_back(…)`);
+ *   - qualified paths stay readable: `<Vec<…> as core::ops::drop::Drop>::drop`,
+ *     and `<Foo<…>>::bar` (an inherent impl) becomes `Foo<…>::bar`;
+ *   - closures and lambdas lose their numbers: `{closure}`, `{lambda}`;
+ *   - crate hashes (`[a1b2c3]`, `::h0123456789abcdef`) and C++ clone
+ *     suffixes (` [clone .cold]`) are dropped;
+ *   - C++ parameter lists become `()` or `(…)`, and template functions lose
+ *     their return type.
+ * `mangled` (may be NULL) tells the language: `_R` and legacy Rust names
+ * have no parameter lists, `_Z` names are C++. Names that are neither are
+ * only shortened as Rust/C++-like paths. */
+char *sf_short_name(const char *name, const char *mangled);
+
 #endif

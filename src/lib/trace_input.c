@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "format/sflog.h"
+#include "lib/demangle.h"
 #include "lib/util.h"
 
 struct proc_state {
@@ -18,7 +19,10 @@ struct proc_state {
 	char *name, *cmdline;
 	uint64_t *keys;       /* func_key by function id */
 	uint32_t nkeys;
-	uint8_t *thread_seen; /* by lr_thread.index */
+	uint8_t *thread_seen; /* by lr_thread.index: 1 fed to frames, 2 also announced */
+	int short_style;
+	char **short_names;   /* by function id, built on first use */
+	size_t nshort;
 };
 
 struct trace_input {
@@ -28,6 +32,9 @@ struct trace_input {
 	char **object_ids;    /* distinct non-main objects (build-id hex or path) */
 	size_t nobject_ids;
 	struct frames *frames;
+	struct cut_filter *filter;  /* -c FILE */
+	struct trace_cut *cut;     /* NULL: nothing cut */
+	uint64_t trace_start;      /* earliest process start, CLOCK_MONOTONIC ns */
 	/* During trace_run: */
 	const struct trace_sink *sink;
 	struct proc_state *cur;
@@ -171,6 +178,29 @@ static void compute_keys(struct trace_input *in, struct proc_state *ps)
 	}
 }
 
+/* -c FILE: parsed once, checked against every log. A filter that selects
+ * nothing would give an empty output: refused, naming the file. */
+static int load_filter(struct trace_input *in)
+{
+	const char *path = in->opt.cut.filter_path;
+	in->filter = cut_filter_load(path);
+	if (!in->filter)
+		return -1;
+	uint64_t selected = 0;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		uint64_t n;
+		if (cut_filter_check(in->filter, path, in->procs[i].pub.log, &n) < 0)
+			return -1;
+		selected += n;
+	}
+	if (!selected) {
+		sf_error("filter %s selects no function of the given log%s (made for another program?)", path,
+			 in->nprocs == 1 ? "" : "s");
+		return -1;
+	}
+	return 0;
+}
+
 struct trace_input *trace_open(const char *const *paths, size_t npaths, const struct trace_options *opt)
 {
 	char **files;
@@ -207,12 +237,19 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 		ps->pub.name = ps->name;
 		ps->pub.cmdline = ps->cmdline;
 		ps->thread_seen = xcalloc(lr_nthreads(ps->pub.log) + 1, 1);
+		ps->short_style = opt && opt->short_names;
 		compute_keys(in, ps);
 		in->nprocs++;
 	}
 	for (size_t i = 0; i < nfiles; i++)
 		free(files[i]);
 	free(files);
+	if (ok && opt && opt->cut.filter_path)
+		ok = load_filter(in) == 0;
+	in->trace_start = UINT64_MAX;
+	for (size_t i = 0; i < in->nprocs; i++)
+		if (in->procs[i].pub.info->start_mono_ns < in->trace_start)
+			in->trace_start = in->procs[i].pub.info->start_mono_ns;
 	if (!ok) {
 		trace_close(in);
 		return NULL;
@@ -226,6 +263,23 @@ const struct trace_proc *trace_proc_at(const struct trace_input *in, size_t i) {
 const struct sym_info *trace_symbol(const struct trace_proc *p, uint32_t func_id)
 {
 	return ls_lookup(p->syms, func_id);
+}
+
+const char *trace_name(const struct trace_proc *p, uint32_t func_id)
+{
+	struct proc_state *ps = (struct proc_state *)p;
+	const struct sym_info *si = ls_lookup(p->syms, func_id);
+	if (!ps->short_style)
+		return si->name;
+	if (func_id >= ps->nshort) {
+		size_t n = (size_t)func_id + 256;
+		ps->short_names = xrealloc(ps->short_names, n * sizeof(char *));
+		memset(ps->short_names + ps->nshort, 0, (n - ps->nshort) * sizeof(char *));
+		ps->nshort = n;
+	}
+	if (!ps->short_names[func_id])
+		ps->short_names[func_id] = sf_short_name(si->name, si->mangled);
+	return ps->short_names[func_id];
 }
 
 uint64_t trace_func_key(const struct trace_proc *p, uint32_t func_id)
@@ -246,23 +300,41 @@ static void fill_frame(struct trace_input *in, struct trace_frame *f, const stru
 	f->depth = depth;
 }
 
-static void on_begin(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
-		     uint32_t depth, uint64_t t)
+/* With a cut, a thread is announced with its first kept frame, so threads
+ * with nothing kept get no empty track. */
+static int announce(struct trace_input *in, const struct lr_thread *thread)
+{
+	uint8_t *seen = &in->cur->thread_seen[thread->index];
+	if (*seen == 2)
+		return 0;
+	*seen = 2;
+	return in->sink->thread_begin ? in->sink->thread_begin(in->sink->ctx, &in->cur->pub, thread) : 0;
+}
+
+static void emit_begin(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
+		       uint32_t depth, uint64_t t, unsigned cut)
 {
 	struct trace_input *in = ctx;
-	if (in->failed || !in->sink->frame_begin)
+	if (in->failed)
+		return;
+	if (announce(in, thread)) {
+		in->failed = 1;
+		return;
+	}
+	if (!in->sink->frame_begin)
 		return;
 	struct trace_frame f;
 	fill_frame(in, &f, thread, id, parent, func_id, depth);
 	f.t_begin = t;
 	f.t_end = 0;
 	f.end_kind = 0;
+	f.cut = cut;
 	if (in->sink->frame_begin(in->sink->ctx, &f))
 		in->failed = 1;
 }
 
-static void on_end(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
-		   uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind)
+static void emit_end(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
+		     uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind, unsigned cut)
 {
 	struct trace_input *in = ctx;
 	if (in->failed || !in->sink->frame_end)
@@ -272,8 +344,21 @@ static void on_end(void *ctx, const struct lr_thread *thread, uint64_t id, uint6
 	f.t_begin = t_begin;
 	f.t_end = t_end;
 	f.end_kind = kind;
+	f.cut = cut;
 	if (in->sink->frame_end(in->sink->ctx, &f))
 		in->failed = 1;
+}
+
+static void on_begin(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
+		     uint32_t depth, uint64_t t)
+{
+	emit_begin(ctx, thread, id, parent, func_id, depth, t, 0);
+}
+
+static void on_end(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
+		   uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind)
+{
+	emit_end(ctx, thread, id, parent, func_id, depth, t_begin, t_end, kind, 0);
 }
 
 static double elapsed(const struct timespec *a)
@@ -299,10 +384,18 @@ static void progress(struct trace_input *in, const struct lr_event *ev)
 
 int trace_run(struct trace_input *in, const struct trace_sink *sink)
 {
-	struct fr_callbacks cb = {on_begin, on_end};
+	struct fr_callbacks cb = {on_begin, on_end}, cut_cb = {cut_begin, cut_end};
+	static const struct cut_out cut_emit = {emit_begin, emit_end};
 	if (in->frames)
 		fr_free(in->frames);
-	in->frames = fr_new(&cb, in);
+	cut_free(in->cut);
+	in->cut = NULL;
+	if (cut_active(&in->opt.cut)) {
+		in->cut = cut_new(&in->opt.cut, in->filter, &cut_emit, in);
+		in->frames = fr_new(&cut_cb, in->cut);
+	} else {
+		in->frames = fr_new(&cb, in);
+	}
 	in->sink = sink;
 	in->failed = 0;
 	in->events = 0;
@@ -317,12 +410,16 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 		}
 		struct lr_iter it;
 		struct lr_event ev;
+		if (in->cut)
+			cut_process(in->cut, ps->pub.log, ps->pub.info->start_mono_ns - in->trace_start);
 		lr_iter_init(&it, ps->pub.log);
 		while (!in->failed && lr_next(&it, &ev)) {
 			uint32_t ti = ev.thread->index;
 			if (!ps->thread_seen[ti]) {
+				if (in->cut && !cut_tid_wanted(in->cut, ev.thread->tid))
+					continue;
 				ps->thread_seen[ti] = 1;
-				if (sink->thread_begin && sink->thread_begin(sink->ctx, &ps->pub, ev.thread)) {
+				if (!in->cut && announce(in, ev.thread)) {
 					in->failed = 1;
 					break;
 				}
@@ -350,6 +447,34 @@ const struct fr_stats *trace_stats(const struct trace_input *in)
 
 uint64_t trace_events(const struct trace_input *in) { return in->events; }
 
+size_t trace_threads(const struct trace_input *in)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < in->nprocs; i++)
+		for (size_t t = 0; t < lr_nthreads(in->procs[i].pub.log); t++)
+			n += in->procs[i].thread_seen[t] != 0;
+	return n;
+}
+
+const struct cut_stats *trace_cut_stats(const struct trace_input *in) { return in->cut ? cut_stats(in->cut) : NULL; }
+
+int trace_format_cut(const struct trace_input *in, char *buf, size_t len)
+{
+	const struct cut_stats *c = trace_cut_stats(in);
+	if (!c) {
+		if (len)
+			buf[0] = 0;
+		return 0;
+	}
+	int n = snprintf(buf, len, "kept %llu of %llu calls", (unsigned long long)c->kept,
+			 (unsigned long long)trace_stats(in)->frames);
+	uint64_t edge = c->cut_start + c->cut_end;
+	if (edge && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ", %llu cut at the window's start, %llu at its end",
+			 (unsigned long long)c->cut_start, (unsigned long long)c->cut_end);
+	return 1;
+}
+
 void trace_report_repairs(const struct trace_input *in)
 {
 	if (in->opt.quiet)
@@ -367,6 +492,11 @@ void trace_report_repairs(const struct trace_input *in)
 	char buf[512];
 	if (fr_format_repairs(trace_stats(in), buf, sizeof(buf)))
 		fprintf(stderr, "sftrace: %s\n", buf);
+	if (trace_format_cut(in, buf, sizeof(buf)))
+		fprintf(stderr, "sftrace: cut: %s\n", buf);
+	if (in->cut && !cut_stats(in->cut)->kept)
+		sf_warn("the cut kept no call: %s", !trace_threads(in) ? "--tid names no thread of the logs"
+					: "see --time (from the trace start), --min-duration, --max-depth, -c");
 }
 
 void trace_close(struct trace_input *in)
@@ -381,7 +511,12 @@ void trace_close(struct trace_input *in)
 		free(ps->cmdline);
 		free(ps->keys);
 		free(ps->thread_seen);
+		for (size_t k = 0; k < ps->nshort; k++)
+			free(ps->short_names[k]);
+		free(ps->short_names);
 	}
+	cut_free(in->cut);
+	cut_filter_free(in->filter);
 	for (size_t i = 0; i < in->nobject_ids; i++)
 		free(in->object_ids[i]);
 	free(in->object_ids);

@@ -1,7 +1,8 @@
-/* The input side of every analysis command (convert, report, flamegraph):
- * opens the logs of one recording (files, or a directory holding them),
- * symbolizes them, and replays their frames through one frame-repair pass
- * into a sink. Memory: threads x depth + symbols, never events.
+/* The input side of every analysis command (convert, report, flamegraph,
+ * dump with a cut): opens the logs of one recording (files, or a directory
+ * holding them), symbolizes them, and replays their frames through one
+ * frame-repair pass and the cut (trace_cut.h) into a sink. Memory: threads x
+ * depth + symbols, never events.
  *
  *   struct trace_input *in = trace_open(paths, n, &opts);   // prints errors
  *   trace_run(in, &sink);      // begin/end callbacks per frame, per process
@@ -17,6 +18,7 @@
 #include "lib/frames.h"
 #include "lib/log_reader.h"
 #include "lib/log_symbols.h"
+#include "lib/trace_cut.h"
 
 struct trace_options {
 	const char *const *symbol_paths; /* -s/--symbol overrides */
@@ -24,6 +26,8 @@ struct trace_options {
 	int force;       /* build-id mismatches and missing objects are not errors */
 	int no_symbols;
 	int quiet;       /* no warnings, no progress */
+	struct trace_cut_options cut; /* what to keep (trace_cut.h); zero: everything */
+	int short_names; /* trace_name gives the short style (demangle.h) */
 };
 
 /* One process: one log. */
@@ -45,6 +49,8 @@ struct trace_frame {
 	uint32_t depth;
 	uint64_t t_begin, t_end;  /* ns since the process start; t_end only in `end` */
 	enum fr_end_kind end_kind;/* only in `end` */
+	unsigned cut;             /* CUT_START (begin moved to the window's start),
+				     CUT_END (only in `end`: end moved to its end) */
 };
 
 /* Callbacks get the sink's ctx. Any of them may be NULL. A non-zero return
@@ -70,6 +76,10 @@ const struct trace_proc *trace_proc_at(const struct trace_input *in, size_t i);
 /* The function's name, file and line (never NULL). */
 const struct sym_info *trace_symbol(const struct trace_proc *p, uint32_t func_id);
 
+/* The name outputs show: the full name, or the short style when the
+ * options asked for it (cached; never NULL; lives as long as the input). */
+const char *trace_name(const struct trace_proc *p, uint32_t func_id);
+
 /* A function id stable across the whole input: the ELF address for the
  * main executable (so it matches `nm`), and (k << 48) | address for the
  * k-th distinct other object (k >= 1, objects told apart by build-id, else
@@ -82,8 +92,14 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink);
 /* Totals after trace_run. */
 const struct fr_stats *trace_stats(const struct trace_input *in);
 uint64_t trace_events(const struct trace_input *in);
+/* Threads whose events the last run read (--tid leaves the others out). */
+size_t trace_threads(const struct trace_input *in);
+/* What the cut kept, or NULL when the options cut nothing. */
+const struct cut_stats *trace_cut_stats(const struct trace_input *in);
+/* "kept 120 of 8196 calls, 3 cut at the window's edges" (NULL: no cut). */
+int trace_format_cut(const struct trace_input *in, char *buf, size_t len);
 
-/* Prints the repairs (if any) and the reader's warnings to stderr. */
+/* Prints the repairs (if any), the cut and the reader's warnings to stderr. */
 void trace_report_repairs(const struct trace_input *in);
 
 void trace_close(struct trace_input *in);

@@ -11,8 +11,10 @@
  * One complete ("X") event per frame, written when the frame ends (the
  * format does not require any order). ts and dur are microseconds with
  * three decimals (ns precision); ts is CLOCK_MONOTONIC, so the processes of
- * one recording line up. cat is the object's file name. Repaired frames get
- * args.end ("unwound", "thread end"). Streamed: memory holds one escaped
+ * one recording line up. cat is the object's file name. name is in the
+ * chosen style; args.function has the full name when it differs. Repaired
+ * frames get args.end ("unwound", "thread end"), frames the --time window
+ * clipped args.cut ("start", "end", "both"). Streamed: memory holds one escaped
  * name per function, never events. Strings are escaped for JSON and invalid
  * UTF-8 becomes U+FFFD, so the output always parses. */
 #include <stdio.h>
@@ -66,8 +68,9 @@ static char *fragment(const struct trace_proc *p, uint32_t func_id)
 		sf_error("out of memory");
 		exit(1);
 	}
+	const char *name = trace_name(p, func_id);
 	fputs("\"name\":", m);
-	json_str(m, si->name);
+	json_str(m, name);
 	fputs(",\"cat\":", m);
 	json_str(m, cat);
 	fputs(",\"args\":{", m);
@@ -79,6 +82,10 @@ static char *fragment(const struct trace_proc *p, uint32_t func_id)
 			snprintf(src, sizeof(src), "%s", si->file);
 		fputs("\"src\":", m);
 		json_str(m, src);
+	}
+	if (strcmp(name, si->name)) {
+		fputs(si->file ? ",\"function\":" : "\"function\":", m);
+		json_str(m, si->name);
 	}
 	if (fclose(m) != 0 || !buf) {
 		sf_error("out of memory");
@@ -171,18 +178,23 @@ static const char *frag_for(struct chrome *c, const struct trace_proc *p, uint32
 	return c->frag[func_id];
 }
 
-/* The end of an X event: args.end for repaired frames, closing braces. */
-static const char *event_tail(const char *frag, size_t len, enum fr_end_kind kind)
+/* The end of an X event: args.end for repaired frames, args.cut for frames
+ * the --time window clipped, closing braces. */
+static const char *event_tail(char *buf, size_t len, const char *frag, size_t flen, enum fr_end_kind kind,
+			      unsigned cut)
 {
-	int empty_args = frag[len - 1] == '{';
-	switch (kind) {
-	case FR_END_UNWOUND:
-		return empty_args ? "\"end\":\"unwound\"}}" : ",\"end\":\"unwound\"}}";
-	case FR_END_THREAD_END:
-		return empty_args ? "\"end\":\"thread end\"}}" : ",\"end\":\"thread end\"}}";
-	default:
-		return "}}";
+	static const char *const cuts[] = {"", "start", "end", "both"};
+	const char *end = kind == FR_END_UNWOUND ? "unwound" : kind == FR_END_THREAD_END ? "thread end" : NULL;
+	const char *sep = frag[flen - 1] == '{' ? "" : ",";
+	int n = 0;
+	if (end) {
+		n = snprintf(buf, len, "%s\"end\":\"%s\"", sep, end);
+		sep = ",";
 	}
+	if (cut)
+		n += snprintf(buf + n, len - (size_t)n, "%s\"cut\":\"%s\"", sep, cuts[cut & 3]);
+	snprintf(buf + n, len - (size_t)n, "}}");
+	return buf;
 }
 
 static int ch_frame_end(void *ctx, const struct trace_frame *f)
@@ -195,7 +207,8 @@ static int ch_frame_end(void *ctx, const struct trace_frame *f)
 	int n = snprintf(head, sizeof(head), "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03u,\"dur\":%llu.%03u,",
 			 c->pid, f->thread->tid, (unsigned long long)(ts / 1000), (unsigned)(ts % 1000),
 			 (unsigned long long)(dur / 1000), (unsigned)(dur % 1000));
-	const char *tail = event_tail(frag, flen, f->end_kind);
+	char tailbuf[64];
+	const char *tail = event_tail(tailbuf, sizeof(tailbuf), frag, flen, f->end_kind, f->cut);
 	if (separator(c) < 0 || put(c, head, (size_t)n) < 0 || put(c, frag, flen) < 0 ||
 	    put(c, tail, strlen(tail)) < 0)
 		return -1;

@@ -4,6 +4,7 @@
  * recording line up. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/outfile.h"
 #include "lib/util.h"
@@ -44,16 +45,29 @@ static int pf_frame_begin(void *ctx, const struct trace_frame *f)
 	struct pf_sink *s = ctx;
 	struct pf_thread *t = s->threads[f->thread->index];
 	uint64_t ts = s->base + f->t_begin, key = f->func_key ? f->func_key : f->func_id;
-	int known = pf_slice_begin_known(s->w, t, ts, key);
-	if (known)
-		return known < 0 ? -1 : 0;
+	if (!f->cut) {
+		int known = pf_slice_begin_known(s->w, t, ts, key);
+		if (known)
+			return known < 0 ? -1 : 0;
+	}
+	/* The slice is named in the chosen style; the full name is the source
+	 * location's function name whenever the two differ. */
 	const struct sym_info *si = trace_symbol(f->proc, f->func_id);
-	return pf_slice_begin(s->w, t, ts, key, si->name, si->file, si->line);
+	const char *name = trace_name(f->proc, f->func_id);
+	struct pf_slice_extra x = {strcmp(name, si->name) ? si->name : NULL, NULL, NULL};
+	if (f->cut & CUT_START) {
+		x.note_name = "cut";
+		x.note_value = "began before the --time window";
+	}
+	return pf_slice_begin_ex(s->w, t, ts, key, name, si->file, si->line, &x);
 }
 
 static int pf_frame_end(void *ctx, const struct trace_frame *f)
 {
 	struct pf_sink *s = ctx;
+	if (f->cut & CUT_END)
+		return pf_slice_end_note(s->w, s->threads[f->thread->index], s->base + f->t_end, "cut_end",
+					 "ended after the --time window");
 	return pf_slice_end(s->w, s->threads[f->thread->index], s->base + f->t_end);
 }
 

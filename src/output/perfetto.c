@@ -70,6 +70,10 @@ enum {
 	F_TE_TYPE = 9,
 	F_TE_NAME_IID = 10,
 	F_TE_SOURCE_LOCATION_IID = 34,
+	F_TE_DEBUG_ANNOTATIONS = 4,
+
+	F_DA_STRING_VALUE = 6,
+	F_DA_NAME = 10,
 
 	F_TD_UUID = 1,
 	F_TD_NAME = 2,
@@ -93,6 +97,7 @@ enum {
 
 	F_SL_IID = 1,
 	F_SL_FILE_NAME = 2,
+	F_SL_FUNCTION_NAME = 3,
 	F_SL_LINE_NUMBER = 4,
 };
 
@@ -447,49 +452,72 @@ static inline void put_named_event(struct pf_writer *w, struct pf_thread *t,
 	pb_buf_commit(&w->out, p);
 }
 
-/* First use of a function on a sequence: the packet also carries the
- * InternedData that defines its name (and source location). Rare, so it uses
- * the general nested encoder, which copes with any string length. */
-static uint32_t put_interning_event(struct pf_writer *w, struct pf_thread *t,
-				    uint64_t ts, uint32_t type, uint64_t key,
-				    const char *name, const char *file, uint32_t line)
+/* An event in the general nested encoding: the first use of a function on
+ * a sequence (the packet then also carries the InternedData that defines
+ * its name and source location) or an event with a debug annotation. Rare,
+ * so it copes with any string length rather than being fast. */
+static uint32_t put_general_event(struct pf_writer *w, struct pf_thread *t, uint64_t ts, uint32_t type,
+				  uint64_t key, const char *name, const struct pf_slice_extra *x, const char *file,
+				  uint32_t line)
 {
-	uint32_t iid = t->next_iid++;
-	int has_loc = file && *file;
+	uint32_t val = type == TYPE_SLICE_END ? 0 : map_get(&t->interned, key);
+	int intern = type != TYPE_SLICE_END && !val;
+	const char *function = x ? x->function : NULL;
 	char fallback[32];
-	if (!name) {
-		snprintf(fallback, sizeof(fallback), "func#%" PRIu64, key);
-		name = fallback;
+	if (intern) {
+		int has_loc = (file && *file) || function;
+		val = t->next_iid++ | (has_loc ? IID_HAS_LOC : 0);
+		if (!name) {
+			snprintf(fallback, sizeof(fallback), "func#%" PRIu64, key);
+			name = fallback;
+		}
 	}
+	uint32_t iid = val & ~IID_HAS_LOC;
 
 	struct pb_buf *b = &w->out;
 	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
 	pb_buf_commit(b, enc_event_head(pb_buf_reserve(b, PF_EVENT_MAX), t, ts));
-	size_t id = pb_nest_begin(b, F_PKT_INTERNED_DATA);
-	size_t en = pb_nest_begin(b, F_ID_EVENT_NAMES);
-	pb_put_uint(b, F_EN_IID, iid);
-	pb_put_string(b, F_EN_NAME, name);
-	pb_nest_end(b, en);
-	if (has_loc) {
-		size_t sl = pb_nest_begin(b, F_ID_SOURCE_LOCATIONS);
-		pb_put_uint(b, F_SL_IID, iid);
-		pb_put_string(b, F_SL_FILE_NAME, file);
-		if (line)
-			pb_put_uint(b, F_SL_LINE_NUMBER, line);
-		pb_nest_end(b, sl);
+	if (intern) {
+		size_t id = pb_nest_begin(b, F_PKT_INTERNED_DATA);
+		size_t en = pb_nest_begin(b, F_ID_EVENT_NAMES);
+		pb_put_uint(b, F_EN_IID, iid);
+		pb_put_string(b, F_EN_NAME, name);
+		pb_nest_end(b, en);
+		if (val & IID_HAS_LOC) {
+			size_t sl = pb_nest_begin(b, F_ID_SOURCE_LOCATIONS);
+			pb_put_uint(b, F_SL_IID, iid);
+			pb_put_string(b, F_SL_FILE_NAME, file && *file ? file : "");
+			if (function)
+				pb_put_string(b, F_SL_FUNCTION_NAME, function);
+			if (line)
+				pb_put_uint(b, F_SL_LINE_NUMBER, line);
+			pb_nest_end(b, sl);
+		}
+		pb_nest_end(b, id);
+		map_put(&t->interned, key, val);
 	}
-	pb_nest_end(b, id);
 	size_t te = pb_nest_begin(b, F_PKT_TRACK_EVENT);
 	pb_put_uint(b, F_TE_TYPE, type);
-	pb_put_uint(b, F_TE_NAME_IID, iid);
-	if (has_loc)
-		pb_put_uint(b, F_TE_SOURCE_LOCATION_IID, iid);
+	if (type != TYPE_SLICE_END) {
+		pb_put_uint(b, F_TE_NAME_IID, iid);
+		if (val & IID_HAS_LOC)
+			pb_put_uint(b, F_TE_SOURCE_LOCATION_IID, iid);
+	}
+	if (x && x->note_name) {
+		size_t da = pb_nest_begin(b, F_TE_DEBUG_ANNOTATIONS);
+		pb_put_string(b, F_DA_NAME, x->note_name);
+		pb_put_string(b, F_DA_STRING_VALUE, x->note_value);
+		pb_nest_end(b, da);
+	}
 	pb_nest_end(b, te);
 	pb_nest_end(b, pkt);
-
-	uint32_t val = iid | (has_loc ? IID_HAS_LOC : 0);
-	map_put(&t->interned, key, val);
 	return val;
+}
+
+static uint32_t put_interning_event(struct pf_writer *w, struct pf_thread *t, uint64_t ts, uint32_t type,
+				    uint64_t key, const char *name, const char *file, uint32_t line)
+{
+	return put_general_event(w, t, ts, type, key, name, NULL, file, line);
 }
 
 /* The clock snapshot goes out lazily, before the thread's first event,
@@ -535,6 +563,34 @@ int pf_slice_begin(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
 		   uint32_t line)
 {
 	return named_event(w, t, ts_ns, TYPE_SLICE_BEGIN, func_key, name, file, line);
+}
+
+int pf_slice_begin_ex(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key,
+		      const char *name, const char *file, uint32_t line, const struct pf_slice_extra *x)
+{
+	if (!x->note_name) {
+		int known = known_event(w, t, ts_ns, TYPE_SLICE_BEGIN, func_key);
+		if (known)
+			return known < 0 ? -1 : 0;
+	}
+	if (w->failed)
+		return -1;
+	need_clock(w, t, ts_ns);
+	put_general_event(w, t, ts_ns, TYPE_SLICE_BEGIN, func_key, name, x, file, line);
+	maybe_flush(w);
+	return w->failed ? -1 : 0;
+}
+
+int pf_slice_end_note(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, const char *note_name,
+		      const char *note_value)
+{
+	if (w->failed)
+		return -1;
+	need_clock(w, t, ts_ns);
+	struct pf_slice_extra x = {NULL, note_name, note_value};
+	put_general_event(w, t, ts_ns, TYPE_SLICE_END, 0, NULL, &x, NULL, 0);
+	maybe_flush(w);
+	return w->failed ? -1 : 0;
 }
 
 int pf_slice_begin_known(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key)

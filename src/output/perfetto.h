@@ -80,6 +80,21 @@ int pf_slice_begin(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
  * It spares callers the symbol lookup on every call but the first. */
 int pf_slice_begin_known(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key);
 
+/* pf_slice_begin with more: the function's full name as its source
+ * location's function_name (the UI shows it in the slice's details, so the
+ * slice name can be the short one), and one debug annotation (a string
+ * argument of this slice; NULL: none). Either may be NULL. */
+struct pf_slice_extra {
+	const char *function;
+	const char *note_name, *note_value;
+};
+int pf_slice_begin_ex(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key,
+		      const char *name, const char *file, uint32_t line, const struct pf_slice_extra *x);
+
+/* pf_slice_end with a debug annotation (added to the slice's arguments). */
+int pf_slice_end_note(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, const char *note_name,
+		      const char *note_value);
+
 /* Ends the innermost open slice on the thread's track. */
 int pf_slice_end(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns);
 

@@ -29,6 +29,7 @@ SKILL = os.path.join(ROOT, "skills", "sftrace", "SKILL.md")
 PARQUET_DIR = os.path.join(ROOT, "tests", "parquet")
 FILTER_RE = "resolve|normalize|cache"
 RESOLVE = "<importmap::engine::Resolver>::resolve"
+RESOLVE_SHORT = "importmap::engine::Resolver::resolve"  # report's table (short names)
 # Frames a rayon worker has open while it idles: the process exit leaves them.
 IDLE_FRAME = re.compile(r"rayon_core::|std::thread::|__rust_begin_short_backtrace")
 JOB_EXECUTE = re.compile(r"<rayon_core::job::StackJob<.* as rayon_core::job::Job>::execute$")
@@ -250,7 +251,7 @@ def test_example_script():
         check(hint in p.stdout, f"closing note names {hint}")
     table = p.stdout.split("== sftrace report", 1)[-1]
     check(re.search(r"^\s+Total\s+Self\s+Calls\s+Avg\s+Min\s+Max\s+Function$", table, re.M), table[:3000])
-    check(re.search(r"^.*\s(\d+)\s+\S+ \S+\s+\S+ \S+\s+\S+ \S+\s+" + re.escape(RESOLVE) + "$", table, re.M),
+    check(re.search(r"^.*\s(\d+)\s+\S+ \S+\s+\S+ \S+\s+\S+ \S+\s+" + re.escape(RESOLVE_SHORT) + "$", table, re.M),
           f"resolve in the report: {table[:3000]}")
     check_workflow_trace(trace_dir, p.stderr, exe)
     shutil.rmtree(trace_dir)
@@ -278,14 +279,14 @@ def test_filtered_nesting_names_perfetto():
     check({e.tid for e in events if e.name == RESOLVE} - {main_tid}, "resolve runs on rayon's workers")
 
     pb = os.path.join(d, "sf.pb.gz")
-    p = run([SFTRACE, "convert", log, "-o", pb])
+    p = run([SFTRACE, "convert", "--names", "full", log, "-o", pb])  # dump's names
     eq(repair_line(p.stderr), closed_at_end(n_open), "convert repaired only the exit-time frames")
     s = perfetto_summary(pb)
     eq(dict(s["begins"]), dict(calls), "one Perfetto slice per call, by name")
     check(all(v == 0 for v in s["balance"].values()), f"unbalanced tracks: {s['balance']}")
     eq(sorted(t["tid"] for t in s["threads"].values()), sorted(tids), "one thread track per tid")
     eq((s["skipped"], s["missing_needs"]), (0, 0), "packets dropped / incremental state without the flag")
-    check_perfetto_times(log, s)
+    check_perfetto_times(log, s, names="full")
 
     pola = os.path.join(d, "sf.pola")
     run([SFTRACE, "convert", "--type", "pola", log, "-o", pola])
@@ -324,7 +325,7 @@ def test_unfiltered_small():
     check(collections.Counter(e.kind for e in events)["TAIL"] > 0, "tail calls recorded")
 
     pb = os.path.join(d, "sf.pb.gz")
-    p = run([SFTRACE, "convert", log, "-o", pb])
+    p = run([SFTRACE, "convert", "--names", "full", log, "-o", pb])  # dump's names
     eq(repair_line(p.stderr), closed_at_end(n_open), "the only repairs: the workers' frames at exit")
     s = perfetto_summary(pb)
     eq(dict(s["begins"]), dict(calls), "one Perfetto slice per call")

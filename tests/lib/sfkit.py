@@ -347,14 +347,14 @@ def perfetto_summary(path):
             "times": dict(times), "slices": dict(slices), "skipped": skipped, "missing_needs": missing_needs}
 
 
-def chrome_slices(log):
+def chrome_slices(log, names=None):
     """Per tid, the sorted (begin_ns, end_ns, name) of every frame, from
     `convert --type chrome` of a log or a directory of logs (ts and dur:
     microseconds with 3 exact decimals)."""
     import decimal
     import json
     out = log.rstrip("/") + ".chrome.json"
-    run([SFTRACE, "convert", "--type", "chrome", log, "-o", out])
+    run([SFTRACE, "convert", "--type", "chrome"] + (["--names", names] if names else []) + [log, "-o", out])
     with open(out) as f:
         doc = json.load(f, parse_float=decimal.Decimal)
     os.unlink(out)
@@ -366,7 +366,7 @@ def chrome_slices(log):
     return {t: sorted(v) for t, v in per_tid.items()}
 
 
-def check_perfetto_times(log, s):
+def check_perfetto_times(log, s, names=None):
     """Every Perfetto slice, its absolute times rebuilt from the clock
     snapshot and the deltas as trace processor does, equals the frame the
     Chrome JSON output shows for the same thread (absolute CLOCK_MONOTONIC
@@ -375,7 +375,7 @@ def check_perfetto_times(log, s):
     for uuid, sl in s["slices"].items():
         pf[s["threads"][uuid]["tid"]].extend(sl)
     pf = {t: sorted((b, e, n) for n, b, e in v) for t, v in pf.items()}
-    ch = chrome_slices(log)
+    ch = chrome_slices(log, names)
     eq(sorted(pf), sorted(ch), "threads with slices")
     for tid in ch:
         eq(len(pf[tid]), len(ch[tid]), f"tid {tid}: slices")

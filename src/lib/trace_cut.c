@@ -1,0 +1,373 @@
+/* Cutting a trace: see trace_cut.h. */
+#include "lib/trace_cut.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "format/filter_file.h"
+#include "lib/log_reader.h"
+#include "lib/util.h"
+
+/* ---- the filter file ---- */
+
+struct cut_fobject {
+	uint8_t build_id[64];
+	int build_id_len;
+	char *path;
+	uint64_t *addrs; /* sorted */
+	size_t n;
+};
+
+struct cut_filter {
+	int within;
+	int unlisted_trace;
+	struct cut_fobject *objs;
+	size_t nobjs;
+};
+
+static int on_setting(void *ctx, const char *key, const char *value)
+{
+	struct cut_filter *f = ctx;
+	if (!strcmp(key, "mode"))
+		f->within = !strcmp(value, "within");
+	else if (!strcmp(key, "unlisted"))
+		f->unlisted_trace = !strcmp(value, "trace");
+	return 0;
+}
+
+static int on_object(void *ctx, const char *bid, const char *path)
+{
+	struct cut_filter *f = ctx;
+	f->objs = xrealloc(f->objs, (f->nobjs + 1) * sizeof(*f->objs));
+	struct cut_fobject *o = &f->objs[f->nobjs++];
+	memset(o, 0, sizeof(*o));
+	o->build_id_len = ff_build_id_from_hex(bid, o->build_id, sizeof(o->build_id));
+	o->path = xstrdup(path);
+	return 0;
+}
+
+static int on_func(void *ctx, uint64_t vaddr, const char *name)
+{
+	struct cut_filter *f = ctx;
+	(void)name;
+	struct cut_fobject *o = &f->objs[f->nobjs - 1];
+	o->addrs = xrealloc(o->addrs, (o->n + 1) * sizeof(*o->addrs));
+	o->addrs[o->n++] = vaddr;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct cut_filter *cut_filter_load(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	struct stat st;
+	if (!fp || fstat(fileno(fp), &st) < 0 || !S_ISREG(st.st_mode)) {
+		sf_error("filter %s: %s", path, !fp ? strerror(errno) : "not a regular file");
+		if (fp)
+			fclose(fp);
+		return NULL;
+	}
+	char *text = xmalloc((size_t)st.st_size + 1);
+	size_t len = fread(text, 1, (size_t)st.st_size, fp);
+	int bad = ferror(fp);
+	fclose(fp);
+	text[len] = 0;
+	struct cut_filter *f = xcalloc(1, sizeof(*f));
+	struct ff_handler h = {on_setting, on_object, on_func};
+	char err[256];
+	if (bad || ff_parse(text, len, &h, f, err, sizeof(err)) < 0) {
+		sf_error("filter %s: %s", path, bad ? "read error" : err);
+		free(text);
+		cut_filter_free(f);
+		return NULL;
+	}
+	free(text);
+	for (size_t i = 0; i < f->nobjs; i++)
+		qsort(f->objs[i].addrs, f->objs[i].n, sizeof(uint64_t), cmp_u64);
+	return f;
+}
+
+void cut_filter_free(struct cut_filter *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->nobjs; i++) {
+		free(f->objs[i].path);
+		free(f->objs[i].addrs);
+	}
+	free(f->objs);
+	free(f);
+}
+
+/* The filter's entry for a log object: by build-id when both have one, else
+ * by path (as the runtime matches). *mismatch: same path, other build-id. */
+static const struct cut_fobject *match_object(const struct cut_filter *f, const struct lr_object *o, int *mismatch)
+{
+	*mismatch = 0;
+	const struct cut_fobject *by_path = NULL;
+	for (size_t i = 0; i < f->nobjs; i++) {
+		const struct cut_fobject *fo = &f->objs[i];
+		if (fo->build_id_len > 0 && o->build_id_len) {
+			if (fo->build_id_len == o->build_id_len && !memcmp(fo->build_id, o->build_id, o->build_id_len))
+				return fo;
+			if (!strcmp(fo->path, o->path))
+				*mismatch = 1;
+		} else if (!strcmp(fo->path, o->path)) {
+			by_path = fo;
+		}
+	}
+	return by_path;
+}
+
+static int has_addr(const struct cut_fobject *fo, uint64_t a)
+{
+	return bsearch(&a, fo->addrs, fo->n, sizeof(uint64_t), cmp_u64) != NULL;
+}
+
+int cut_filter_check(const struct cut_filter *f, const char *filter_path, const struct lr_log *log, uint64_t *selected)
+{
+	*selected = 0;
+	for (size_t i = 0; i < lr_nobjects(log); i++) {
+		const struct lr_object *o = lr_object_at(log, i);
+		int mismatch;
+		const struct cut_fobject *fo = match_object(f, o, &mismatch);
+		if (!fo && mismatch) {
+			sf_error("filter %s was made for another build of %s than the one %s recorded (build-ids differ)",
+				 filter_path, o->path, lr_info(log)->path);
+			return -1;
+		}
+		for (uint32_t j = 0; fo && j < o->count; j++)
+			*selected += has_addr(fo, o->funcs[j]);
+		if (!fo && f->unlisted_trace)
+			*selected += o->count;
+	}
+	return 0;
+}
+
+/* ---- the cut ---- */
+
+enum { ST_DROP, ST_HELD, ST_KEPT };
+enum { SEL_NO, SEL_YES, SEL_UNLISTED };
+
+struct cut_frame {
+	uint64_t id, t_begin;
+	uint32_t func;
+	uint8_t state;
+	uint8_t within;   /* a selected function is open here (within mode) */
+	uint32_t depth;   /* among candidates: the output depth */
+	int32_t cand_up;  /* stack index of the nearest candidate ancestor, -1: none */
+};
+
+struct cut_thread {
+	struct cut_frame *st;
+	size_t n, cap;
+	size_t held;      /* index of the outermost held frame; == n: none */
+};
+
+struct trace_cut {
+	struct trace_cut_options opt;
+	const struct cut_filter *filter;
+	struct cut_out out;
+	void *ctx;
+	struct cut_stats stats;
+	/* The current process: */
+	uint8_t *sel;     /* by function id */
+	size_t nsel;
+	struct cut_thread *threads; /* by lr_thread.index */
+	size_t nthreads;
+	uint64_t s, e;    /* the window in this process's ns */
+};
+
+struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_filter *filter,
+			 const struct cut_out *out, void *ctx)
+{
+	struct trace_cut *c = xcalloc(1, sizeof(*c));
+	c->opt = *opt;
+	c->filter = filter;
+	c->out = *out;
+	c->ctx = ctx;
+	return c;
+}
+
+static void free_threads(struct trace_cut *c)
+{
+	for (size_t i = 0; i < c->nthreads; i++)
+		free(c->threads[i].st);
+	free(c->threads);
+	c->threads = NULL;
+	c->nthreads = 0;
+}
+
+void cut_process(struct trace_cut *c, const struct lr_log *log, uint64_t offset_ns)
+{
+	free_threads(c);
+	c->nthreads = lr_nthreads(log) + 1;
+	c->threads = xcalloc(c->nthreads, sizeof(*c->threads));
+	c->s = 0;
+	c->e = UINT64_MAX;
+	if (c->opt.has_window) {
+		c->s = c->opt.win_start > offset_ns ? c->opt.win_start - offset_ns : 0;
+		if (c->opt.win_end != UINT64_MAX)
+			c->e = c->opt.win_end > offset_ns ? c->opt.win_end - offset_ns : 0;
+	}
+	free(c->sel);
+	c->sel = NULL;
+	c->nsel = 0;
+	if (!c->filter)
+		return;
+	for (size_t i = 0; i < lr_nobjects(log); i++) {
+		const struct lr_object *o = lr_object_at(log, i);
+		if ((size_t)o->first_id + o->count > c->nsel)
+			c->nsel = (size_t)o->first_id + o->count;
+	}
+	c->sel = xcalloc(c->nsel + 1, 1);
+	for (size_t i = 0; i < lr_nobjects(log); i++) {
+		const struct lr_object *o = lr_object_at(log, i);
+		int mismatch;
+		const struct cut_fobject *fo = match_object(c->filter, o, &mismatch);
+		for (uint32_t j = 0; j < o->count; j++)
+			c->sel[o->first_id + j] = !fo ? SEL_UNLISTED : has_addr(fo, o->funcs[j]) ? SEL_YES : SEL_NO;
+	}
+}
+
+int cut_tid_wanted(const struct trace_cut *c, uint32_t tid)
+{
+	if (!c->opt.ntids)
+		return 1;
+	for (size_t i = 0; i < c->opt.ntids; i++)
+		if (c->opt.tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+static struct cut_thread *thread_of(struct trace_cut *c, const struct lr_thread *t)
+{
+	return &c->threads[t->index];
+}
+
+static void emit_begin(struct trace_cut *c, const struct lr_thread *t, struct cut_thread *th, size_t i)
+{
+	struct cut_frame *f = &th->st[i];
+	f->state = ST_KEPT;
+	uint64_t parent = f->cand_up >= 0 ? th->st[f->cand_up].id : 0;
+	unsigned cut = f->t_begin < c->s ? CUT_START : 0;
+	c->stats.kept++;
+	c->stats.cut_start += cut != 0;
+	c->out.begin(c->ctx, t, f->id, parent, f->func, f->depth, cut ? c->s : f->t_begin, cut);
+}
+
+/* Held frames that qualify by `now` (an event inside them) are emitted,
+ * outermost first. Ancestors qualify before their descendants (they are
+ * older and begin earlier), so the scan stops at the first that does not. */
+static void release(struct trace_cut *c, const struct lr_thread *t, struct cut_thread *th, uint64_t now)
+{
+	while (th->held < th->n) {
+		struct cut_frame *f = &th->st[th->held];
+		if (f->state == ST_HELD) {
+			if (now - f->t_begin < c->opt.min_duration || now < c->s || f->t_begin >= c->e)
+				return;
+			emit_begin(c, t, th, th->held);
+		}
+		th->held++;
+	}
+}
+
+static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_frame *f, uint32_t func_id)
+{
+	const struct cut_frame *up = th->n ? &th->st[th->n - 1] : NULL;
+	f->cand_up = !up ? -1 : up->state != ST_DROP ? (int32_t)(th->n - 1) : up->cand_up;
+	f->depth = f->cand_up >= 0 ? th->st[f->cand_up].depth + 1 : 0;
+	f->within = up ? up->within : 0;
+	if (c->filter) {
+		int sel = func_id < c->nsel ? c->sel[func_id] : SEL_UNLISTED;
+		f->within |= sel == SEL_YES;
+		int ok = c->filter->within ? f->within : sel == SEL_YES;
+		if (!ok && !(sel == SEL_UNLISTED && c->filter->unlisted_trace))
+			return 0;
+	}
+	return !c->opt.max_depth || f->depth < c->opt.max_depth;
+}
+
+void cut_begin(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth,
+	      uint64_t t_ns)
+{
+	struct trace_cut *c = ctx;
+	struct cut_thread *th = thread_of(c, t);
+	(void)parent;
+	(void)depth;
+	release(c, t, th, t_ns);
+	if (th->n == th->cap) {
+		th->cap = th->cap ? th->cap * 2 : 64;
+		th->st = xrealloc(th->st, th->cap * sizeof(*th->st));
+	}
+	struct cut_frame *f = &th->st[th->n];
+	f->id = id;
+	f->t_begin = t_ns;
+	f->func = func_id;
+	f->state = ST_DROP;
+	if (is_candidate(c, th, f, func_id) && t_ns < c->e)
+		f->state = ST_HELD;
+	int now = f->state == ST_HELD && !c->opt.min_duration && t_ns >= c->s;
+	th->n++;
+	if (f->state == ST_HELD && th->held == th->n - 1 && now) {
+		emit_begin(c, t, th, th->n - 1);
+		th->held = th->n;
+	} else if (th->held == th->n - 1 && f->state != ST_HELD) {
+		th->held = th->n; /* nothing held up to here */
+	}
+}
+
+void cut_end(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth,
+	    uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind)
+{
+	struct trace_cut *c = ctx;
+	struct cut_thread *th = thread_of(c, t);
+	(void)id;
+	(void)parent;
+	(void)func_id;
+	(void)depth;
+	(void)t_begin;
+	size_t i = th->n - 1;
+	struct cut_frame *f = &th->st[i];
+	if (f->state == ST_HELD && t_end - f->t_begin >= c->opt.min_duration && f->t_begin < c->e &&
+	    (f->t_begin >= c->s || t_end > c->s)) {
+		/* It qualifies, so do its held ancestors (older, begun earlier). */
+		release(c, t, th, t_end);
+		if (th->held == i)
+			emit_begin(c, t, th, i);
+	}
+	if (f->state == ST_KEPT) {
+		uint64_t parent_id = f->cand_up >= 0 ? th->st[f->cand_up].id : 0;
+		unsigned cut = f->t_begin < c->s ? CUT_START : 0;
+		uint64_t end = t_end;
+		if (end > c->e) {
+			end = c->e;
+			cut |= CUT_END;
+			c->stats.cut_end++;
+		}
+		c->out.end(c->ctx, t, f->id, parent_id, f->func, f->depth, cut & CUT_START ? c->s : f->t_begin,
+			   end, kind, cut);
+	}
+	th->n--;
+	if (th->held > th->n)
+		th->held = th->n;
+}
+
+const struct cut_stats *cut_stats(const struct trace_cut *c) { return &c->stats; }
+
+void cut_free(struct trace_cut *c)
+{
+	if (!c)
+		return;
+	free_threads(c);
+	free(c->sel);
+	free(c);
+}

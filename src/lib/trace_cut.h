@@ -1,0 +1,100 @@
+/* Cutting a trace: the stage between frame repair (frames.c) and the
+ * outputs, so every output of trace_input gets the same cut.
+ *
+ * A frame is a candidate when its function passes the filter file (select:
+ * the function is listed; within: a listed function is open on the thread,
+ * itself included; objects the filter does not name follow its `unlisted`
+ * setting) and fewer than max_depth candidate frames enclose it. A candidate
+ * is kept when it also lasts at least min_duration and overlaps the time
+ * window. Kept frames hang under their nearest kept ancestor (parent id and
+ * depth are rewritten), so every output stays balanced.
+ *
+ * Streaming: a candidate is held (not yet emitted) only while it is open and
+ * not yet known to qualify: younger than min_duration, or begun before the
+ * window with no event inside it yet. Everything that begins and ends while
+ * an ancestor is held is shorter than that ancestor's age, so it is dropped
+ * anyway: memory is the open frames, never events.
+ *
+ * Kept calls keep their exact times, except those the window clips: a call
+ * begun before the window starts at its start (CUT_START), one still open
+ * at its end ends there (CUT_END). Durations tested against min_duration
+ * are the calls' real ones, before clipping.
+ */
+#ifndef SFTRACE_LIB_TRACE_CUT_H
+#define SFTRACE_LIB_TRACE_CUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/frames.h"
+
+struct lr_log;
+struct lr_thread;
+
+enum { CUT_START = 1, CUT_END = 2 };
+
+/* What the user asked for (input_opts fills it). Zero values cut nothing. */
+struct trace_cut_options {
+	const char *filter_path;  /* -c/--filter FILE */
+	const uint32_t *tids;     /* --tid LIST */
+	size_t ntids;
+	int has_window;           /* --time START..END */
+	uint64_t win_start, win_end; /* ns from the trace start; win_end UINT64_MAX: open */
+	uint64_t min_duration;    /* --min-duration, ns */
+	uint32_t max_depth;       /* --max-depth, 0: unlimited */
+};
+
+static inline int cut_active(const struct trace_cut_options *o)
+{
+	return o->filter_path || o->ntids || o->has_window || o->min_duration || o->max_depth;
+}
+
+/* Counted over a whole run. */
+struct cut_stats {
+	uint64_t kept;       /* frames emitted */
+	uint64_t cut_start;  /* kept frames begun before the window */
+	uint64_t cut_end;    /* kept frames still open at its end */
+};
+
+/* The stage's output: frames.c's callbacks plus the cut flags. */
+struct cut_out {
+	void (*begin)(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id,
+		      uint32_t depth, uint64_t t_begin, unsigned cut);
+	void (*end)(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id,
+		    uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind, unsigned cut);
+};
+
+/* A parsed filter file. NULL after an error line naming the file. */
+struct cut_filter;
+struct cut_filter *cut_filter_load(const char *path);
+/* Checks the filter against a log's objects: -1 after an error line if it
+ * names one of them with another build-id; *selected counts the log's
+ * functions it selects. */
+int cut_filter_check(const struct cut_filter *f, const char *filter_path, const struct lr_log *log,
+		    uint64_t *selected);
+void cut_filter_free(struct cut_filter *f);
+
+struct trace_cut;
+
+/* filter may be NULL. The cut does not own it. */
+struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_filter *filter,
+			 const struct cut_out *out, void *ctx);
+
+/* Before a process's frames: its log (for the filter), and its start's
+ * offset from the trace start (ns), which places the window. */
+void cut_process(struct trace_cut *c, const struct lr_log *log, uint64_t offset_ns);
+
+/* Whether events of this tid are wanted at all (--tid). */
+int cut_tid_wanted(const struct trace_cut *c, uint32_t tid);
+
+/* frames.c's callbacks, in its order. */
+void cut_begin(void *c, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth,
+	      uint64_t t_ns);
+void cut_end(void *c, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth,
+	    uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind);
+
+const struct cut_stats *cut_stats(const struct trace_cut *c);
+
+void cut_free(struct trace_cut *c);
+
+#endif

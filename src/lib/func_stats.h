@@ -1,0 +1,33 @@
+/* Per-function figures folded from a call-path tree: what `report` prints
+ * and what `report --diff` compares. One row per (scope, function key):
+ * scope is the tree's synthetic section node (CP_ROOT for a flat tree).
+ *
+ *   total  summed durations of the function's frames not nested in another
+ *          frame of the same function (recursion counted once);
+ *   self   summed durations minus the children's;
+ *   sum    every frame's duration, nested ones included (for avg);
+ *   min, max  single frame durations (min UINT64_MAX without calls). */
+#ifndef SFTRACE_LIB_FUNC_STATS_H
+#define SFTRACE_LIB_FUNC_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cp_tree;
+
+struct fs_row {
+	uint32_t scope;   /* tree node of the section (CP_ROOT when merged) */
+	uint32_t func;    /* cp_func index */
+	uint64_t calls, total, self, min, max;
+	uint64_t sum;
+	const char *name; /* cp_func_name */
+};
+
+/* Rows of every non-synthetic node of t, in no particular order; *n set.
+ * The caller frees the array. */
+struct fs_row *fs_aggregate(const struct cp_tree *t, size_t *n);
+
+/* Mean single-call duration (0 without calls). */
+static inline uint64_t fs_avg(const struct fs_row *w) { return w->calls ? w->sum / w->calls : 0; }
+
+#endif

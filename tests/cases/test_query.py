@@ -123,7 +123,7 @@ def test_formats_agree():
 
 
 def test_thread_window_and_callers():
-    log, _ = recorded()
+    log, pl = recorded()
     main_tid = query(log, "select tid from frames where name = 'main'")[0]["tid"]
     rng = query(log, "select min(start_ns) filter (where name = 'outer') as t1, "
                 "max(start_ns + dur_ns) filter (where name in ('middle', 'leaf')) as t2 from frames")[0]
@@ -132,8 +132,12 @@ def test_thread_window_and_callers():
     eq({r["name"]: r["n"] for r in got}, {"outer": 10, "middle": 20, "leaf": 60}, "what main did in the window")
     callers = query(log, "with c as materialized (select parent from frames where name = 'leaf') "
                          "select p.name as caller, count(*) as calls from frames p join c on c.parent = p.frame_id "
-                         "group by p.name")
-    eq(callers, [{"caller": "middle", "calls": 60}], "who calls leaf")
+                         "group by p.name order by p.name")
+    names = {int(f): n for f, n, _ in pl["symtab"]}
+    func = {int(f): int(fn) for f, _, _, fn, _, _ in pl["frames"]}
+    want = collections.Counter(names[func[int(p)]] for f, p, _, fn, _, _ in pl["frames"] if names[int(fn)] == "leaf")
+    eq({r["caller"]: r["calls"] for r in callers}, dict(want), "who calls leaf (tail calls make siblings)")
+    eq(sum(want.values()), 60, "leaf frames")
 
 
 def test_errors_are_one_line():

@@ -33,7 +33,13 @@ struct sql_tables {
 	struct trace_options opt; /* for extra copies: quiet */
 	pthread_mutex_t mu;
 	uint64_t est_rows;        /* frames estimate for the planner */
+	uint64_t scans;           /* frames scans started */
 };
+
+/* A join of frames with itself, or a correlated subquery on it, replays the
+ * logs once per outer row: past this many rows replayed, give up and say
+ * how to write it instead. */
+#define MAX_REPLAYED_ROWS 500000000ull
 
 /* Per-thread sums of closed children's durations, by depth. */
 struct child_sums {
@@ -170,6 +176,13 @@ static void *produce(void *arg)
 
 static struct producer *producer_start(struct sql_tables *t, char *err, size_t errlen)
 {
+	if (++t->scans > 8 && t->scans * t->est_rows > MAX_REPLAYED_ROWS) {
+		snprintf(err, errlen,
+			 "frames was read %llu times (a join or correlated subquery on it); "
+			 "materialize one side: WITH x AS MATERIALIZED (SELECT ... FROM frames ...), see docs/QUERY.md",
+			 (unsigned long long)t->scans - 1);
+		return NULL;
+	}
 	struct producer *p = xcalloc(1, sizeof(*p));
 	p->tabs = t;
 	pthread_mutex_lock(&t->mu);

@@ -128,6 +128,29 @@ static void row_cells(const struct fs_row *w, char cells[NCOL][32])
 	cp_format_ns(cells[5], 32, w->max);
 }
 
+static void nth_row_cells(const void *rows, size_t i, char (*out)[32])
+{
+	row_cells((const struct fs_row *)rows + i, out);
+}
+
+int report_fit_columns(int ncol, const char *const *names, const void *rows, size_t n,
+		       void (*cells)(const void *rows, size_t i, char (*out)[32]), int width, int *wid)
+{
+	char c[ncol][32];
+	for (int k = 0; k < ncol; k++)
+		wid[k] = (int)strlen(names[k]);
+	for (size_t i = 0; i < n; i++) {
+		cells(rows, i, c);
+		for (int k = 0; k < ncol; k++)
+			if ((int)strlen(c[k]) > wid[k])
+				wid[k] = (int)strlen(c[k]);
+	}
+	int used = 0;
+	for (int k = 0; k < ncol; k++)
+		used += wid[k] + 2;
+	return width ? (width - used > 10 ? width - used : 10) : -1;
+}
+
 /* One section: rows [0, n) of one scope, already sorted. `whole` is the
  * section's time (for the self-time colours). */
 static void print_table(const struct report *r, const struct fs_row *rows, size_t n, uint64_t whole)
@@ -135,18 +158,7 @@ static void print_table(const struct report *r, const struct fs_row *rows, size_
 	size_t shown = r->limit < 0 || (size_t)r->limit > n ? n : (size_t)r->limit;
 	int wid[NCOL];
 	char cells[NCOL][32];
-	for (int c = 0; c < NCOL; c++)
-		wid[c] = (int)strlen(col_names[c]);
-	for (size_t i = 0; i < shown; i++) {
-		row_cells(&rows[i], cells);
-		for (int c = 0; c < NCOL; c++)
-			if ((int)strlen(cells[c]) > wid[c])
-				wid[c] = (int)strlen(cells[c]);
-	}
-	int used = 0;
-	for (int c = 0; c < NCOL; c++)
-		used += wid[c] + 2;
-	int name_cols = r->width ? (r->width - used > 10 ? r->width - used : 10) : -1;
+	int name_cols = report_fit_columns(NCOL, col_names, rows, shown, nth_row_cells, r->width, wid);
 	if (r->color)
 		fputs(C_BOLD, stdout);
 	for (int c = 0; c < NCOL; c++)

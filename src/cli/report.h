@@ -12,6 +12,11 @@ enum report_format { REPORT_TABLE, REPORT_TSV, REPORT_JSON };
 void report_put_name(const char *name, int cols);
 /* A name in a TSV cell: tabs and newlines become spaces. */
 void report_put_tsv_name(const char *s);
+/* Widths of a table's ncol value columns (at least the header's), from the
+ * cells of rows [0, n) as cells(rows, i, out) formats them (32 bytes each);
+ * returns the columns left for the trailing name (-1: whole, width 0). */
+int report_fit_columns(int ncol, const char *const *names, const void *rows, size_t n,
+		       void (*cells)(const void *rows, size_t i, char (*out)[32]), int width, int *wid);
 /* Columns of the terminal on stdout (COLUMNS, else 80). */
 int report_terminal_width(void);
 

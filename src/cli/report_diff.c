@@ -141,6 +141,11 @@ static void row_cells(const struct diff_row *d, char c[NCOL][32])
 	snprintf(c[7], 32, "%llu", (unsigned long long)d->calls[NEW]);
 }
 
+static void nth_row_cells(const void *rows, size_t i, char (*out)[32])
+{
+	row_cells((const struct diff_row *)rows + i, out);
+}
+
 static void side_summary(const char *label, struct side *s)
 {
 	const struct fr_stats *st = trace_stats(s->in);
@@ -156,18 +161,7 @@ static void print_table(const struct report_diff_opts *o, const struct diff_row 
 	size_t shown = o->limit < 0 || (size_t)o->limit > n ? n : (size_t)o->limit;
 	int wid[NCOL];
 	char cells[NCOL][32];
-	for (int c = 0; c < NCOL; c++)
-		wid[c] = (int)strlen(col_names[c]);
-	for (size_t i = 0; i < shown; i++) {
-		row_cells(&rows[i], cells);
-		for (int c = 0; c < NCOL; c++)
-			if ((int)strlen(cells[c]) > wid[c])
-				wid[c] = (int)strlen(cells[c]);
-	}
-	int used = 0;
-	for (int c = 0; c < NCOL; c++)
-		used += wid[c] + 2;
-	int name_cols = o->width ? (o->width - used > 10 ? o->width - used : 10) : -1;
+	int name_cols = report_fit_columns(NCOL, col_names, rows, shown, nth_row_cells, o->width, wid);
 	printf("%s", o->color ? "\033[1m" : "");
 	for (int c = 0; c < NCOL; c++)
 		printf("%*s  ", wid[c], col_names[c]);

@@ -426,6 +426,14 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
+/* Runs a bound INSERT and resets it for the next row: 0 or -1. */
+static int insert_row(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+	sqlite3_reset(st);
+	return rc;
+}
+
 /* Every instrumented function of every log, once per func_id. */
 static int load_functions(sqlite3 *db, struct trace_input *in, char *err, size_t errlen)
 {
@@ -450,9 +458,7 @@ static int load_functions(sqlite3 *db, struct trace_input *in, char *err, size_t
 				else
 					sqlite3_bind_null(st, 4);
 				sqlite3_bind_text(st, 5, o->path, -1, SQLITE_STATIC);
-				if (sqlite3_step(st) != SQLITE_DONE)
-					rc = -1;
-				sqlite3_reset(st);
+				rc = insert_row(st);
 			}
 		}
 	}
@@ -482,9 +488,7 @@ static int load_threads(sqlite3 *db, struct sql_tables *t, char *err, size_t err
 			sqlite3_bind_int64(st, 2, th->tid);
 			bind_text_or_null(st, 3, th->name[0] ? th->name : NULL);
 			sqlite3_bind_text(st, 4, p->name, -1, SQLITE_STATIC);
-			if (sqlite3_step(st) != SQLITE_DONE)
-				rc = -1;
-			sqlite3_reset(st);
+			rc = insert_row(st);
 		}
 	}
 	if (rc)

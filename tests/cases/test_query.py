@@ -109,6 +109,7 @@ def test_formats_agree():
     j = query(log, sql)
     t = run([SFTRACE, "query", log, sql]).stdout  # not a terminal: tsv
     eq(t, run([SFTRACE, "query", "--format", "tsv", log, sql]).stdout, "tsv is the default off a terminal")
+    eq(run([SFTRACE, "query", os.path.dirname(log), sql]).stdout, t, "a recording's directory")
     lines = [x.split("\t") for x in t.splitlines()]
     eq(lines[0], ["name", "n", "d", "z"], "tsv header")
     eq(lines[1:], [[r["name"], str(r["n"]), str(r["d"]), ""] for r in j], "tsv = json")

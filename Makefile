@@ -19,7 +19,7 @@ CFLAGS_CLI := $(CSTD) $(OPT) $(WARN) $(SAN) $(CFLAGS)
 # surprises, hidden symbols except the exported ABI.
 CFLAGS_RT := $(CSTD) -O2 -g $(WARN) -fPIC -fvisibility=hidden -mgeneral-regs-only \
              -fno-stack-protector -ftls-model=initial-exec $(CFLAGS)
-LIBS_CLI := -lelf -ldw -liberty -lisal -lz -lzstd -lpcre2-8 -lpthread -lm
+LIBS_CLI := -lelf -ldw -liberty -lisal -lz -lzstd -lpcre2-8 -lsqlite3 -lpthread -lm
 
 RT_SRC   := $(wildcard src/runtime/*.c) src/format/xray_map.c src/format/filter_file.c
 RT_ASM   := $(wildcard src/runtime/arch/x86_64/*.S)

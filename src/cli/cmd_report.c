@@ -21,7 +21,10 @@
 
 #include "cli/commands.h"
 #include "cli/input_opts.h"
+#include "cli/report.h"
 #include "lib/callpath.h"
+#include "lib/func_stats.h"
+#include "lib/json_out.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
 
@@ -29,153 +32,29 @@ enum sort_key { SORT_SELF, SORT_TOTAL, SORT_CALLS, SORT_AVG, SORT_MIN, SORT_MAX,
 
 static const char *const sort_names[] = {"self", "total", "calls", "avg", "min", "max", "name"};
 
-struct row {
-	uint32_t scope;   /* tree node of the section (CP_ROOT when merged) */
-	uint32_t func;
-	uint32_t id;      /* what rows are keyed by: func, or its name's rank */
-	uint64_t calls, total, self, min, max;
-	uint64_t sum;     /* every frame's duration, nested ones included */
-	const char *name;
-};
-
 struct report {
 	struct cp_tree *t;
-	struct row *rows;
+	struct fs_row *rows;
 	size_t nrows;
 	enum sort_key sort;
 	long limit;       /* rows per section; <0: all */
 	int tsv;
+	int json;        /* with tsv set too: every row, raw ns */
 	int color;
 	int scoped;       /* 0 merged, 1 per process, 2 per thread */
 	int width;        /* terminal columns, 0: do not truncate */
 	int by_name;      /* functions that share a (short) name share a row */
 };
 
-/* ---- aggregation ---- */
-
-/* (scope, func) -> row, open addressing. */
-struct row_map {
-	uint32_t *slot; /* row index + 1; 0 empty */
-	size_t cap;
-};
-
-static size_t row_hash(uint32_t scope, uint32_t func)
-{
-	uint64_t h = (((uint64_t)scope << 32) | func) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 17);
-}
-
-static struct row *row_for(struct report *r, struct row_map *m, uint32_t scope, uint32_t id, uint32_t func)
-{
-	if ((r->nrows + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 1024;
-		free(m->slot);
-		m->slot = xcalloc(cap, sizeof(*m->slot));
-		m->cap = cap;
-		for (size_t i = 0; i < r->nrows; i++) {
-			size_t h = row_hash(r->rows[i].scope, r->rows[i].id) & (cap - 1);
-			while (m->slot[h])
-				h = (h + 1) & (cap - 1);
-			m->slot[h] = (uint32_t)i + 1;
-		}
-	}
-	size_t h = row_hash(scope, id) & (m->cap - 1);
-	for (; m->slot[h]; h = (h + 1) & (m->cap - 1)) {
-		struct row *w = &r->rows[m->slot[h] - 1];
-		if (w->scope == scope && w->id == id)
-			return w;
-	}
-	r->rows = xrealloc(r->rows, (r->nrows + 1) * sizeof(*r->rows));
-	struct row *w = &r->rows[r->nrows++];
-	memset(w, 0, sizeof(*w));
-	w->scope = scope;
-	w->id = id;
-	w->func = func;
-	w->min = UINT64_MAX;
-	w->name = cp_func_name(r->t, func, NULL);
-	m->slot[h] = (uint32_t)r->nrows;
-	return w;
-}
-
-/* Short names merge functions that differ only in generic arguments: one
- * row per name then, with recursion through any of them counted once. So
- * rows are keyed by name rank, and a node is nested when a node of the same
- * name is on the path above it (in its scope). */
-static uint8_t *nested_by_name(const struct cp_tree *t, const uint32_t *rank, size_t nfuncs)
-{
-	size_t nn = cp_nnodes(t);
-	uint8_t *nested = xcalloc(nn, 1);
-	uint32_t *onpath = xcalloc(nfuncs ? nfuncs : 1, sizeof(*onpath));
-	uint32_t n = cp_node(t, CP_ROOT)->first_child;
-	while (n) {
-		const struct cp_node *nd = cp_node(t, n);
-		nested[n] = onpath[rank[nd->func]] > 0;
-		onpath[rank[nd->func]]++;
-		if (nd->first_child) {
-			n = nd->first_child;
-			continue;
-		}
-		while (n) {
-			const struct cp_node *cur = cp_node(t, n);
-			onpath[rank[cur->func]]--;
-			if (cur->next_sibling) {
-				n = cur->next_sibling;
-				break;
-			}
-			n = cur->parent;
-		}
-	}
-	free(onpath);
-	return nested;
-}
-
-static void aggregate(struct report *r)
-{
-	struct row_map m = {0};
-	size_t nf = cp_nfuncs(r->t);
-	uint32_t *rank = NULL;
-	uint8_t *nested = NULL;
-	if (r->by_name) {
-		const char **names = xcalloc(nf + 1, sizeof(*names));
-		for (size_t i = 0; i < nf; i++)
-			names[i] = cp_func_name(r->t, (uint32_t)i, NULL);
-		rank = xcalloc(nf + 1, sizeof(*rank));
-		cp_rank_by_name(r->t, names, rank);
-		free(names);
-		nested = nested_by_name(r->t, rank, nf);
-	}
-	for (uint32_t i = 1; i < cp_nnodes(r->t); i++) {
-		const struct cp_node *n = cp_node(r->t, i);
-		if (n->key & CP_SYNTHETIC)
-			continue;
-		/* The row's func is the first function met with that name. */
-		struct row *w = row_for(r, &m, n->scope, rank ? rank[n->func] : n->func, n->func);
-		w->calls += n->calls;
-		w->self += n->self_ns;
-		w->sum += n->total_ns;
-		if (!(nested ? nested[i] : n->nested))
-			w->total += n->total_ns;
-		if (n->min_ns < w->min)
-			w->min = n->min_ns;
-		if (n->max_ns > w->max)
-			w->max = n->max_ns;
-	}
-	free(rank);
-	free(nested);
-	free(m.slot);
-}
-
 /* ---- sorting ---- */
 
-static uint64_t avg(const struct row *w) { return w->calls ? w->sum / w->calls : 0; }
-
-static uint64_t sort_value(const struct row *w, enum sort_key k)
+static uint64_t sort_value(const struct fs_row *w, enum sort_key k)
 {
 	switch (k) {
 	case SORT_SELF: return w->self;
 	case SORT_TOTAL: return w->total;
 	case SORT_CALLS: return w->calls;
-	case SORT_AVG: return avg(w);
+	case SORT_AVG: return fs_avg(w);
 	case SORT_MIN: return w->min;
 	case SORT_MAX: return w->max;
 	default: return 0;
@@ -185,7 +64,7 @@ static uint64_t sort_value(const struct row *w, enum sort_key k)
 static int cmp_rows(const void *a, const void *b, void *ctx)
 {
 	const struct report *r = ctx;
-	const struct row *x = a, *y = b;
+	const struct fs_row *x = a, *y = b;
 	if (x->scope != y->scope) {
 		/* Sections in key order: process index, then thread index. */
 		uint64_t kx = cp_node(r->t, x->scope)->key, ky = cp_node(r->t, y->scope)->key;
@@ -213,7 +92,7 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
 #define C_OFF "\033[0m"
 
 /* Prints `name` cut to `cols` columns (UTF-8 aware); cols < 0: whole. */
-static void put_name(const char *name, int cols)
+void report_put_name(const char *name, int cols)
 {
 	if (cols < 0) {
 		fputs(name, stdout);
@@ -240,35 +119,47 @@ static void put_name(const char *name, int cols)
 #define NCOL 6
 static const char *const col_names[NCOL] = {"Total", "Self", "Calls", "Avg", "Min", "Max"};
 
-static void row_cells(const struct row *w, char cells[NCOL][32])
+static void row_cells(const struct fs_row *w, char cells[NCOL][32])
 {
 	cp_format_ns(cells[0], 32, w->total);
 	cp_format_ns(cells[1], 32, w->self);
 	snprintf(cells[2], 32, "%llu", (unsigned long long)w->calls);
-	cp_format_ns(cells[3], 32, avg(w));
+	cp_format_ns(cells[3], 32, fs_avg(w));
 	cp_format_ns(cells[4], 32, w->calls ? w->min : 0);
 	cp_format_ns(cells[5], 32, w->max);
 }
 
+static void nth_row_cells(const void *rows, size_t i, char (*out)[32])
+{
+	row_cells((const struct fs_row *)rows + i, out);
+}
+
+int report_fit_columns(int ncol, const char *const *names, const void *rows, size_t n,
+		       void (*cells)(const void *rows, size_t i, char (*out)[32]), int width, int *wid)
+{
+	char c[ncol][32];
+	for (int k = 0; k < ncol; k++)
+		wid[k] = (int)strlen(names[k]);
+	for (size_t i = 0; i < n; i++) {
+		cells(rows, i, c);
+		for (int k = 0; k < ncol; k++)
+			if ((int)strlen(c[k]) > wid[k])
+				wid[k] = (int)strlen(c[k]);
+	}
+	int used = 0;
+	for (int k = 0; k < ncol; k++)
+		used += wid[k] + 2;
+	return width ? (width - used > 10 ? width - used : 10) : -1;
+}
+
 /* One section: rows [0, n) of one scope, already sorted. `whole` is the
  * section's time (for the self-time colours). */
-static void print_table(const struct report *r, const struct row *rows, size_t n, uint64_t whole)
+static void print_table(const struct report *r, const struct fs_row *rows, size_t n, uint64_t whole)
 {
 	size_t shown = r->limit < 0 || (size_t)r->limit > n ? n : (size_t)r->limit;
 	int wid[NCOL];
 	char cells[NCOL][32];
-	for (int c = 0; c < NCOL; c++)
-		wid[c] = (int)strlen(col_names[c]);
-	for (size_t i = 0; i < shown; i++) {
-		row_cells(&rows[i], cells);
-		for (int c = 0; c < NCOL; c++)
-			if ((int)strlen(cells[c]) > wid[c])
-				wid[c] = (int)strlen(cells[c]);
-	}
-	int used = 0;
-	for (int c = 0; c < NCOL; c++)
-		used += wid[c] + 2;
-	int name_cols = r->width ? (r->width - used > 10 ? r->width - used : 10) : -1;
+	int name_cols = report_fit_columns(NCOL, col_names, rows, shown, nth_row_cells, r->width, wid);
 	if (r->color)
 		fputs(C_BOLD, stdout);
 	for (int c = 0; c < NCOL; c++)
@@ -276,7 +167,7 @@ static void print_table(const struct report *r, const struct row *rows, size_t n
 	printf("Function");
 	puts(r->color ? C_OFF : "");
 	for (size_t i = 0; i < shown; i++) {
-		const struct row *w = &rows[i];
+		const struct fs_row *w = &rows[i];
 		row_cells(w, cells);
 		for (int c = 0; c < NCOL; c++) {
 			const char *on = NULL;
@@ -286,7 +177,7 @@ static void print_table(const struct report *r, const struct row *rows, size_t n
 			}
 			printf("%s%*s%s  ", on ? on : "", wid[c], cells[c], on ? C_OFF : "");
 		}
-		put_name(w->name, name_cols);
+		report_put_name(w->name, name_cols);
 		putchar('\n');
 	}
 	if (shown < n)
@@ -310,17 +201,17 @@ static void print_section_head(const struct report *r, uint32_t scope)
 }
 
 /* Tabs and newlines would break a TSV row. */
-static void put_tsv_name(const char *s)
+void report_put_tsv_name(const char *s)
 {
 	for (; *s; s++)
 		putchar(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s);
 }
 
-static void print_tsv(const struct report *r, const struct row *rows, size_t n)
+static void print_tsv(const struct report *r, const struct fs_row *rows, size_t n)
 {
 	size_t shown = r->limit < 0 || (size_t)r->limit > n ? n : (size_t)r->limit;
 	for (size_t i = 0; i < shown; i++) {
-		const struct row *w = &rows[i];
+		const struct fs_row *w = &rows[i];
 		if (r->scoped) {
 			const struct cp_node *s = cp_node(r->t, w->scope);
 			const struct cp_func *sf = cp_func(r->t, s->func);
@@ -330,9 +221,9 @@ static void print_tsv(const struct report *r, const struct row *rows, size_t n)
 				printf("%u\t", lr_thread_at(p->log, sf->id)->tid);
 		}
 		printf("%llu\t", (unsigned long long)cp_func(r->t, w->func)->key);
-		put_tsv_name(w->name);
+		report_put_tsv_name(w->name);
 		printf("\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", (unsigned long long)w->calls,
-		       (unsigned long long)w->total, (unsigned long long)w->self, (unsigned long long)avg(w),
+		       (unsigned long long)w->total, (unsigned long long)w->self, (unsigned long long)fs_avg(w),
 		       (unsigned long long)(w->calls ? w->min : 0), (unsigned long long)w->max);
 	}
 }
@@ -352,10 +243,49 @@ static void print_footer(const struct report *r, struct trace_input *in)
 	       nprocs, nprocs == 1 ? "" : "es", total, rep, have_cut ? "; cut: " : "", cut, r->color ? C_OFF : "");
 }
 
+/* The TSV's fields, as one JSON document with the footer's totals. */
+static void print_json(const struct report *r, struct trace_input *in)
+{
+	const struct fr_stats *st = trace_stats(in);
+	printf("{\"events\":%llu,\"frames\":%llu,\"processes\":%zu,\"traced_ns\":%llu,\"repairs\":{"
+	       "\"unmatched_exits\":%llu,\"unwound\":%llu,\"open_at_end\":%llu,\"clamped\":%llu},\"functions\":[",
+	       (unsigned long long)trace_events(in), (unsigned long long)st->frames, trace_nprocs(in),
+	       (unsigned long long)cp_node(r->t, CP_ROOT)->total_ns, (unsigned long long)st->unmatched_exits,
+	       (unsigned long long)st->unwound, (unsigned long long)st->open_at_end, (unsigned long long)st->clamped);
+	long k = 0; /* rows of this section so far */
+	for (size_t i = 0, out = 0; i < r->nrows; i++, k++) {
+		const struct fs_row *w = &r->rows[i];
+		if (i && w->scope != r->rows[i - 1].scope)
+			k = 0;
+		if (r->limit >= 0 && k >= r->limit)
+			continue;
+		printf("%s\n{", out++ ? "," : "");
+		if (r->scoped) {
+			const struct cp_func *sf = cp_func(r->t, cp_node(r->t, w->scope)->func);
+			const struct trace_proc *p = sf->owner;
+			printf("\"pid\":%u,", p->info->pid);
+			if (r->scoped == 2)
+				printf("\"tid\":%u,", lr_thread_at(p->log, sf->id)->tid);
+		}
+		printf("\"func_id\":%llu,\"name\":", (unsigned long long)cp_func(r->t, w->func)->key);
+		json_put_str(stdout, w->name);
+		printf(",\"calls\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"avg_ns\":%llu,\"min_ns\":%llu,"
+		       "\"max_ns\":%llu}",
+		       (unsigned long long)w->calls, (unsigned long long)w->total, (unsigned long long)w->self,
+		       (unsigned long long)fs_avg(w), (unsigned long long)(w->calls ? w->min : 0),
+		       (unsigned long long)w->max);
+	}
+	printf("\n]}\n");
+}
+
 static void print_report(struct report *r, struct trace_input *in)
 {
 	if (r->nrows)
 		qsort_r(r->rows, r->nrows, sizeof(*r->rows), cmp_rows, r);
+	if (r->json) {
+		print_json(r, in);
+		return;
+	}
 	if (r->tsv) {
 		printf("%s%sfunc_id\tname\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\n", r->scoped ? "pid\t" : "",
 		       r->scoped == 2 ? "tid\t" : "");
@@ -389,6 +319,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sftrace report [OPTIONS] LOG...\n"
+		"       sftrace report --diff [OPTIONS] OLD NEW\n"
 		"\n"
 		"Prints one row per function: total time (recursion counted once), self time\n"
 		"(without the callees), calls, and the average, shortest and longest single\n"
@@ -402,9 +333,13 @@ static void usage(FILE *out)
 		"  -n, --limit N          rows per table (default 20; 0: all)\n"
 		"      --threads          one table per thread\n"
 		"      --processes        one table per process\n"
-		"      --format FMT       table (default) or tsv: raw ns, every row, for scripts\n"
-		"                         (columns: [pid] [tid] func_id name calls total_ns\n"
-		"                         self_ns avg_ns min_ns max_ns)\n"
+		"      --format FMT       table (default), tsv or json: raw ns, every row, for\n"
+		"                         scripts (fields: [pid] [tid] func_id name calls\n"
+		"                         total_ns self_ns avg_ns min_ns max_ns)\n"
+		"      --diff             compare two recordings OLD and NEW (logs or directories):\n"
+		"                         calls, total and self per function name, old, new and\n"
+		"                         change; sorted by the change in self time (-s self,\n"
+		"                         total, calls or name)\n"
 		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
 		"                         is unset), always or never\n"
 		"  -h, --help             this help\n");
@@ -422,7 +357,7 @@ static int parse_sort(const char *s, enum sort_key *k)
 	return -1;
 }
 
-static int terminal_width(void)
+int report_terminal_width(void)
 {
 	struct winsize ws;
 	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
@@ -438,13 +373,14 @@ int cmd_report(int argc, char **argv)
 		{"threads", no_argument, 0, 'T'},     {"processes", no_argument, 0, 'P'},
 		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
+		{"diff", no_argument, 0, 'D'},
 		INPUT_LONGOPTS('S'),                  {0, 0, 0, 0},
 	};
 	struct report r = {.sort = SORT_SELF, .limit = -2};
 	struct input_opts io;
 	input_opts_init(&io, 'S');
-	const char *color = "auto";
-	int c, rc = 1, usage_error;
+	const char *color = "auto", *sort_arg = NULL;
+	int c, rc = 1, usage_error, diff = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:n:S:c:qh", longopts, NULL)) != -1) {
 		if (input_opts_handle(&io, c, optarg)) {
@@ -454,6 +390,7 @@ int cmd_report(int argc, char **argv)
 		}
 		switch (c) {
 		case 's':
+			sort_arg = optarg;
 			if (parse_sort(optarg, &r.sort) < 0)
 				goto out_usage;
 			break;
@@ -467,10 +404,13 @@ int cmd_report(int argc, char **argv)
 		case 'T': r.scoped = 2; break;
 		case 'P': if (r.scoped < 1) r.scoped = 1; break;
 		case 'f':
+			r.tsv = r.json = 0;
 			if (!strcmp(optarg, "tsv"))
 				r.tsv = 1;
+			else if (!strcmp(optarg, "json"))
+				r.tsv = r.json = 1;
 			else if (strcmp(optarg, "table")) {
-				sf_error("--format must be 'table' or 'tsv', not '%s'", optarg);
+				sf_error("--format must be 'table', 'tsv' or 'json', not '%s'", optarg);
 				goto out_usage;
 			}
 			break;
@@ -481,6 +421,7 @@ int cmd_report(int argc, char **argv)
 			}
 			color = optarg;
 			break;
+		case 'D': diff = 1; break;
 		case 'h': usage(stdout); input_opts_free(&io); return 0;
 		default: goto out_usage;
 		}
@@ -489,9 +430,19 @@ int cmd_report(int argc, char **argv)
 		r.limit = r.tsv ? -1 : 20;
 	int tty = isatty(1);
 	r.color = !r.tsv && (!strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR")));
-	r.width = tty && !r.tsv ? terminal_width() : 0;
+	r.width = tty && !r.tsv ? report_terminal_width() : 0;
 	io.trace.short_names = input_opts_short_names(&io, !r.tsv);
 	r.by_name = io.trace.short_names;
+	if (diff) {
+		if (r.scoped) {
+			sf_error("--diff compares whole recordings: --threads and --processes do not apply");
+			goto out_usage;
+		}
+		struct report_diff_opts d = {sort_arg, r.limit,
+					     r.json ? REPORT_JSON : r.tsv ? REPORT_TSV : REPORT_TABLE, r.color, r.width,
+					     r.by_name};
+		return report_diff(&io, argc, argv, optind, &d);
+	}
 	struct trace_input *in = input_opts_open(&io, "report", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {
 		if (usage_error)
@@ -501,7 +452,7 @@ int cmd_report(int argc, char **argv)
 	r.t = cp_new();
 	enum cp_levels levels = r.scoped == 2 ? CP_BY_THREAD : r.scoped == 1 ? CP_BY_PROCESS : CP_FLAT;
 	if (cp_collect(r.t, in, levels) == 0) {
-		aggregate(&r);
+		r.rows = fs_aggregate(r.t, r.by_name, &r.nrows);
 		print_report(&r, in);
 		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
 		if (rc)

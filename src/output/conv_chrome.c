@@ -21,34 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/json_out.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
 #include "output/converters.h"
-
-/* A JSON string literal, quotes included. */
-static void json_str(FILE *m, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	fputc('"', m);
-	while (*p) {
-		if (*p == '"' || *p == '\\') {
-			fputc('\\', m);
-			fputc(*p++, m);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			fprintf(m, "\\u%04x", *p++);
-		} else {
-			size_t n = sf_utf8_len(p);
-			if (n) {
-				fwrite(p, 1, n, m);
-				p += n;
-			} else {
-				fputs("\\ufffd", m);
-				p++;
-			}
-		}
-	}
-	fputc('"', m);
-}
 
 /* `"name":"...","cat":"...","args":{"src":"file:line"` for one function:
  * everything of an X event that depends only on the function. */
@@ -70,9 +46,9 @@ static char *fragment(const struct trace_proc *p, uint32_t func_id)
 	}
 	const char *name = trace_name(p, func_id);
 	fputs("\"name\":", m);
-	json_str(m, name);
+	json_put_str(m, name);
 	fputs(",\"cat\":", m);
-	json_str(m, cat);
+	json_put_str(m, cat);
 	fputs(",\"args\":{", m);
 	if (si->file) {
 		char src[4200];
@@ -81,11 +57,11 @@ static char *fragment(const struct trace_proc *p, uint32_t func_id)
 		else
 			snprintf(src, sizeof(src), "%s", si->file);
 		fputs("\"src\":", m);
-		json_str(m, src);
+		json_put_str(m, src);
 	}
 	if (strcmp(name, si->name)) {
 		fputs(si->file ? ",\"function\":" : "\"function\":", m);
-		json_str(m, si->name);
+		json_put_str(m, si->name);
 	}
 	if (fclose(m) != 0 || !buf) {
 		sf_error("out of memory");
@@ -138,7 +114,7 @@ static int metadata(struct chrome *c, uint32_t tid, const char *what, const char
 	if (!m)
 		return -1;
 	fprintf(m, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":", c->pid, tid, what);
-	json_str(m, name);
+	json_put_str(m, name);
 	fputs("}}", m);
 	int r = fclose(m) == 0 && separator(c) == 0 ? put(c, buf, len) : -1;
 	free(buf);

@@ -398,6 +398,9 @@ def test_skill_blocks_run():
     eq(len(procs), 2, f"one log per bench process: {procs}")
     tables = len(re.findall(r"^\s+Total\s+Self\s+Calls\s+Avg\s+Min\s+Max\s+Function$", p.stdout, re.M))
     check(tables >= 4, f"report: one table, then one per thread (main and rayon's): {tables}")
+    check(re.search(r"^\d+ functions in both, \d+ only in old, \d+ only in new$", p.stdout, re.M),
+          "report --diff of the before and after runs")
+    check(re.search(r"^caller\tcalls\n(.+\t\d+\n)+", p.stdout, re.M), "query: the callers of resolve")
     check(re.search(r"^\s+\d+\s+\d+ ENTRY\s+" + re.escape("<importmap::engine::Resolver>::resolve_bare"), p.stdout,
                     re.M), f"the --within dump starts at resolve_bare: {p.stdout[-2000:]}")
     check_workflow_trace(trace_dir, p.stderr, exe)

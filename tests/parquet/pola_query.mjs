@@ -64,6 +64,21 @@ const orphans = sf
   .join(frames, { on: "frame_id", how: "anti" })
   .collectSync().height;
 
+// One row per frame, entry and end rows folded (test_query.py compares
+// `sftrace query`'s frames with these); 64-bit ids as strings.
+const frameRows = sf
+  .groupBy("frame_id")
+  .agg(
+    pl.col("parent").first().alias("parent"),
+    pl.col("tid").first().alias("tid"),
+    pl.col("func_id").first().alias("func_id"),
+    pl.col("time").cast(pl.Int64).min().alias("start"),
+    pl.col("time").cast(pl.Int64).max().alias("end"),
+  )
+  .collectSync()
+  .toRecords()
+  .map((r) => [String(r.frame_id), String(r.parent), r.tid, String(r.func_id), String(r.start), String(r.end)]);
+
 const db = await DuckDBInstance.create(":memory:");
 const con = await db.connect();
 const rd = await con.runAndReadAll(`SELECT count(*) AS n FROM read_parquet('${file}')`);
@@ -79,7 +94,10 @@ console.log(JSON.stringify({
   types: types(events),
   symtab_types: types(syms),
   calls,
-  leaves: leaves.toRecords().map((r) => ({ name: r.name, dur: Number(r.dur), rows: Number(r.rows) })),
+  leaves: leaves.toRecords().map((r) => ({ frame_id: String(r.frame_id), name: r.name, dur: Number(r.dur),
+    rows: Number(r.rows) })),
+  frames: frameRows,
+  symtab: syms.toRecords().map((r) => [String(r.func_id), r.name, r.path]),
   bad_frames: badFrames,
   orphans,
   tids: events.getColumn("tid").unique().len(),

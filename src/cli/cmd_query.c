@@ -1,0 +1,356 @@
+/* sftrace query LOG|DIR... SQL: SQL (SQLite) over a recording's frames,
+ * functions and threads (src/lib/sql_tables.c; docs/QUERY.md).
+ *
+ * Statements run in order; the rows of the last one that returns columns
+ * are printed, as a table on a terminal, else as TSV (--format picks csv,
+ * tsv, json or table). Output is held back until every statement has run,
+ * so a failing query prints its one-line error and nothing else. */
+#include <getopt.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/input_opts.h"
+#include "lib/json_out.h"
+#include "lib/sql_tables.h"
+#include "lib/util.h"
+
+enum qformat { Q_TABLE, Q_TSV, Q_CSV, Q_JSON };
+
+static const char *const format_names[] = {"table", "tsv", "csv", "json"};
+
+/* A cell as text (NULL for SQL NULL; blobs in hex), and whether it is a number. */
+static char *cell_text(sqlite3_stmt *st, int i, int *num)
+{
+	int type = sqlite3_column_type(st, i);
+	*num = type == SQLITE_INTEGER || type == SQLITE_FLOAT;
+	if (type == SQLITE_NULL)
+		return NULL;
+	if (type == SQLITE_BLOB) {
+		const unsigned char *b = sqlite3_column_blob(st, i);
+		int n = sqlite3_column_bytes(st, i);
+		char *s = xmalloc((size_t)n * 2 + 1);
+		for (int k = 0; k < n; k++)
+			sprintf(s + 2 * k, "%02x", b[k]);
+		s[2 * n] = 0;
+		return s;
+	}
+	return xstrdup((const char *)sqlite3_column_text(st, i));
+}
+
+/* ---- tsv, csv, json: streamed to a temporary file ---- */
+
+static void put_tsv(FILE *out, const char *s)
+{
+	for (; s && *s; s++)
+		fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, out);
+}
+
+static void put_csv(FILE *out, const char *s)
+{
+	if (!s)
+		return;
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static void put_json_value(FILE *out, sqlite3_stmt *st, int i, const char *text)
+{
+	int type = sqlite3_column_type(st, i);
+	if (!text || (type == SQLITE_FLOAT && !isfinite(sqlite3_column_double(st, i))))
+		fputs("null", out); /* JSON has no NaN or infinity */
+	else if (type == SQLITE_INTEGER || type == SQLITE_FLOAT)
+		fputs(text, out);
+	else
+		json_put_str(out, text);
+}
+
+static void stream_header(FILE *out, sqlite3_stmt *st, enum qformat f)
+{
+	if (f == Q_JSON) {
+		fputc('[', out);
+		return;
+	}
+	for (int i = 0; i < sqlite3_column_count(st); i++) {
+		if (i)
+			fputc(f == Q_CSV ? ',' : '\t', out);
+		(f == Q_CSV ? put_csv : put_tsv)(out, sqlite3_column_name(st, i));
+	}
+	fputc('\n', out);
+}
+
+static void stream_row(FILE *out, sqlite3_stmt *st, enum qformat f, uint64_t rowno)
+{
+	int n = sqlite3_column_count(st);
+	if (f == Q_JSON)
+		fputs(rowno ? ",\n{" : "\n{", out);
+	for (int i = 0; i < n; i++) {
+		int num;
+		char *s = cell_text(st, i, &num);
+		if (f == Q_JSON) {
+			if (i)
+				fputc(',', out);
+			json_put_str(out, sqlite3_column_name(st, i));
+			fputc(':', out);
+			put_json_value(out, st, i, s);
+		} else {
+			if (i)
+				fputc(f == Q_CSV ? ',' : '\t', out);
+			(f == Q_CSV ? put_csv : put_tsv)(out, s);
+		}
+		free(s);
+	}
+	fputs(f == Q_JSON ? "}" : "\n", out);
+}
+
+/* ---- table: every cell kept to size the columns ---- */
+
+struct table {
+	int ncols;
+	char **cells;   /* rows x ncols, header first */
+	char *num;      /* right-align this cell */
+	size_t nrows, cap;
+};
+
+static void table_row(struct table *t, sqlite3_stmt *st, int header)
+{
+	for (int i = 0; i < t->ncols; i++) {
+		int num = 0;
+		char *s = header ? xstrdup(sqlite3_column_name(st, i)) : cell_text(st, i, &num);
+		/* The display cell of t->nrows, column i. */
+		size_t k = t->nrows * (size_t)t->ncols + (size_t)i;
+		if (k + 1 > t->cap) {
+			t->cap = t->cap ? t->cap * 2 : 256;
+			t->cells = xrealloc(t->cells, t->cap * sizeof(*t->cells));
+			t->num = xrealloc(t->num, t->cap);
+		}
+		t->cells[k] = s ? s : xstrdup("NULL");
+		t->num[k] = (char)num;
+	}
+	t->nrows++;
+}
+
+static int utf8_width(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+static void table_print(struct table *t, FILE *out)
+{
+	int *wid = xcalloc((size_t)t->ncols, sizeof(int));
+	for (size_t r = 0; r < t->nrows; r++)
+		for (int c = 0; c < t->ncols; c++) {
+			int w = utf8_width(t->cells[r * (size_t)t->ncols + (size_t)c]);
+			if (w > wid[c])
+				wid[c] = w;
+		}
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (int c = 0; c < t->ncols; c++) {
+			size_t k = r * (size_t)t->ncols + (size_t)c;
+			const char *s = t->cells[k];
+			int pad = wid[c] - utf8_width(s);
+			int last = c == t->ncols - 1;
+			if (t->num[k])
+				fprintf(out, "%*s%s", pad, "", s);
+			else
+				fprintf(out, "%s%*s", s, last ? 0 : pad, "");
+			fputs(last ? "\n" : "  ", out);
+		}
+	}
+	free(wid);
+}
+
+static void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(t->num);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- running the statements ---- */
+
+/* Runs every statement of sql; the last one with columns writes to *out (a
+ * fresh temporary file each time) or into *tab. 0, or -1 after an error. */
+static int run_sql(sqlite3 *db, const char *sql, enum qformat f, FILE **out, struct table *tab)
+{
+	const char *tail = sql;
+	int statements = 0;
+	while (tail && *tail) {
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
+			sf_error("query: %s", sqlite3_errmsg(db));
+			return -1;
+		}
+		if (!st)
+			continue; /* only white space or a comment */
+		statements++;
+		int ncols = sqlite3_column_count(st);
+		if (ncols) {
+			if (*out)
+				fclose(*out);
+			table_free(tab);
+			*out = NULL;
+			if (f == Q_TABLE) {
+				tab->ncols = ncols;
+				table_row(tab, st, 1);
+			} else {
+				*out = tmpfile();
+				if (!*out) {
+					sf_error("query: cannot create a temporary file for the output");
+					sqlite3_finalize(st);
+					return -1;
+				}
+				stream_header(*out, st, f);
+			}
+		}
+		uint64_t rows = 0;
+		int rc;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (f == Q_TABLE)
+				table_row(tab, st, 0);
+			else
+				stream_row(*out, st, f, rows);
+			rows++;
+		}
+		if (rc != SQLITE_DONE) {
+			sf_error("query: %s", sqlite3_errmsg(db));
+			sqlite3_finalize(st);
+			return -1;
+		}
+		if (ncols && f == Q_JSON)
+			fputs(rows ? "\n]\n" : "]\n", *out);
+		sqlite3_finalize(st);
+	}
+	if (!statements) {
+		sf_error("query: no SQL statement given");
+		return -1;
+	}
+	return 0;
+}
+
+static int copy_out(FILE *in)
+{
+	char buf[65536];
+	size_t n;
+	rewind(in);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, stdout) != n)
+			return -1;
+	return ferror(in) ? -1 : 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sftrace query [OPTIONS] LOG|DIR... SQL\n"
+		"\n"
+		"Runs SQL (SQLite) over a recording. Tables (docs/QUERY.md has the details):\n"
+		"  frames(frame_id, parent, pid, tid, func_id, name, start_ns, dur_ns, self_ns, depth)\n"
+		"         one row per call, repaired as in every output; streamed from the logs\n"
+		"         (every scan reads them again)\n"
+		"  functions(func_id, name, file, line, object)   every instrumented function\n"
+		"  threads(pid, tid, thread_name, process_name)   every thread with events\n"
+		"Times are ns since the process start. Statements run in order; the rows of\n"
+		"the last one that returns rows are printed.\n"
+		"\n"
+		"options:\n"
+		"      --format FMT       table (default on a terminal), tsv (default otherwise),\n"
+		"                         csv or json (an array of objects, one per row)\n"
+		"  -h, --help             this help\n");
+	input_opts_usage(out, 's');
+}
+
+int cmd_query(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, 0, 'f'},
+		{"help", no_argument, 0, 'h'},
+		INPUT_LONGOPTS('s'),
+		{0, 0, 0, 0},
+	};
+	struct input_opts io;
+	input_opts_init(&io, 's');
+	int c, usage_error, fmt = -1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg))
+			continue;
+		switch (c) {
+		case 'f':
+			fmt = -1;
+			for (int i = 0; i < 4; i++)
+				if (!strcmp(optarg, format_names[i]))
+					fmt = i;
+			if (fmt < 0) {
+				sf_error("--format must be table, tsv, csv or json, not '%s'", optarg);
+				goto out_usage;
+			}
+			break;
+		case 'h': usage(stdout); input_opts_free(&io); return 0;
+		default: goto out_usage;
+		}
+	}
+	if (argc - optind < 2) {
+		sf_error("query needs a log (or directory) and an SQL statement (usage: sftrace query [OPTIONS] "
+			 "LOG|DIR... SQL)");
+		goto out_usage;
+	}
+	enum qformat f = fmt >= 0 ? (enum qformat)fmt : isatty(1) ? Q_TABLE : Q_TSV;
+	const char *sql = argv[argc - 1];
+	struct trace_input *in = input_opts_open(&io, "query", argc - 1, argv, optind, NULL, 0, &usage_error);
+	if (!in) {
+		if (usage_error)
+			goto out_usage;
+		input_opts_free(&io);
+		return 1;
+	}
+	int rc = 1;
+	sqlite3 *db = NULL;
+	struct sql_tables *tabs = NULL;
+	FILE *out = NULL;
+	struct table tab = {0};
+	char err[1024];
+	if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+		sf_error("query: cannot open an SQLite database: %s", db ? sqlite3_errmsg(db) : "out of memory");
+	} else if (!(tabs = sqlt_attach(db, in, (const char *const *)argv + optind, (size_t)(argc - 1 - optind),
+					&io.trace, err, sizeof(err)))) {
+		sf_error("query: %s", err);
+	} else if (run_sql(db, sql, f, &out, &tab) == 0) {
+		if (f == Q_TABLE)
+			table_print(&tab, stdout);
+		else if (out && copy_out(out) < 0)
+			sf_error("query: cannot read back the output");
+		rc = fflush(stdout) == 0 && !ferror(stdout) && !(out && ferror(out)) ? 0 : 1;
+		if (rc)
+			sf_error("query: cannot write to stdout");
+	}
+	if (out)
+		fclose(out);
+	table_free(&tab);
+	sqlite3_close(db);
+	sqlt_free(tabs);
+	trace_report_repairs(in);
+	trace_close(in);
+	input_opts_free(&io);
+	return rc;
+out_usage:
+	return input_opts_usage_error(&io, "query");
+}

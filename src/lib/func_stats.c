@@ -1,0 +1,129 @@
+#include "lib/func_stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/callpath.h"
+#include "lib/util.h"
+
+/* (scope, func) -> row index + 1 (0 empty), open addressing. */
+struct row_map {
+	uint32_t *slot;
+	size_t cap;
+};
+
+static size_t row_hash(uint32_t scope, uint32_t func)
+{
+	uint64_t h = (((uint64_t)scope << 32) | func) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 17);
+}
+
+static void rehash(struct row_map *m, const struct fs_row *rows, size_t n)
+{
+	size_t cap = m->cap ? m->cap * 2 : 1024;
+	free(m->slot);
+	m->slot = xcalloc(cap, sizeof(*m->slot));
+	m->cap = cap;
+	for (size_t i = 0; i < n; i++) {
+		size_t h = row_hash(rows[i].scope, rows[i].id) & (cap - 1);
+		while (m->slot[h])
+			h = (h + 1) & (cap - 1);
+		m->slot[h] = (uint32_t)i + 1;
+	}
+}
+
+/* A node is nested when a node of the same name rank is on the path above
+ * it (in its scope): one flag per node. */
+static uint8_t *nested_by_name(const struct cp_tree *t, const uint32_t *rank, size_t nfuncs)
+{
+	uint8_t *nested = xcalloc(cp_nnodes(t), 1);
+	uint32_t *onpath = xcalloc(nfuncs ? nfuncs : 1, sizeof(*onpath));
+	uint32_t n = cp_node(t, CP_ROOT)->first_child;
+	while (n) {
+		const struct cp_node *nd = cp_node(t, n);
+		nested[n] = onpath[rank[nd->func]] > 0;
+		onpath[rank[nd->func]]++;
+		if (nd->first_child) {
+			n = nd->first_child;
+			continue;
+		}
+		while (n) {
+			const struct cp_node *cur = cp_node(t, n);
+			onpath[rank[cur->func]]--;
+			if (cur->next_sibling) {
+				n = cur->next_sibling;
+				break;
+			}
+			n = cur->parent;
+		}
+	}
+	free(onpath);
+	return nested;
+}
+
+/* Name ranks of every function (equal names, equal rank). */
+static uint32_t *name_ranks(const struct cp_tree *t)
+{
+	size_t nf = cp_nfuncs(t);
+	const char **names = xcalloc(nf + 1, sizeof(*names));
+	for (size_t i = 0; i < nf; i++)
+		names[i] = cp_func_name(t, (uint32_t)i, NULL);
+	uint32_t *rank = xcalloc(nf + 1, sizeof(*rank));
+	cp_rank_by_name(t, names, rank);
+	free(names);
+	return rank;
+}
+
+struct fs_row *fs_aggregate(const struct cp_tree *t, int by_name, size_t *nout)
+{
+	struct row_map m = {0};
+	uint32_t *rank = by_name ? name_ranks(t) : NULL;
+	uint8_t *nested = rank ? nested_by_name(t, rank, cp_nfuncs(t)) : NULL;
+	struct fs_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	for (uint32_t i = 1; i < cp_nnodes(t); i++) {
+		const struct cp_node *nd = cp_node(t, i);
+		if (nd->key & CP_SYNTHETIC)
+			continue;
+		if ((n + 1) * 2 > m.cap)
+			rehash(&m, rows, n);
+		uint32_t id = rank ? rank[nd->func] : nd->func;
+		size_t h = row_hash(nd->scope, id) & (m.cap - 1);
+		struct fs_row *w = NULL;
+		for (; m.slot[h]; h = (h + 1) & (m.cap - 1)) {
+			struct fs_row *x = &rows[m.slot[h] - 1];
+			if (x->scope == nd->scope && x->id == id) {
+				w = x;
+				break;
+			}
+		}
+		if (!w) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 256;
+				rows = xrealloc(rows, cap * sizeof(*rows));
+			}
+			w = &rows[n++];
+			memset(w, 0, sizeof(*w));
+			w->scope = nd->scope;
+			w->func = nd->func;
+			w->id = id;
+			w->min = UINT64_MAX;
+			w->name = cp_func_name(t, nd->func, NULL);
+			m.slot[h] = (uint32_t)n;
+		}
+		w->calls += nd->calls;
+		w->self += nd->self_ns;
+		w->sum += nd->total_ns;
+		if (!(nested ? nested[i] : nd->nested))
+			w->total += nd->total_ns;
+		if (nd->min_ns < w->min)
+			w->min = nd->min_ns;
+		if (nd->max_ns > w->max)
+			w->max = nd->max_ns;
+	}
+	free(rank);
+	free(nested);
+	free(m.slot);
+	*nout = n;
+	return rows;
+}

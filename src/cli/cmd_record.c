@@ -37,6 +37,8 @@ static void usage(FILE *out)
 		"                            fly: functions whose name matches RE (PCRE2)\n"
 		"      --within              with --filter-regex: record everything while a\n"
 		"                            matching function is on the thread's stack\n"
+		"      --alloc               also record malloc, free and the rest of the libc\n"
+		"                            allocator family, with call sites (sftrace memory)\n"
 		"      --force               replace FILE if it exists (default: refuse)\n"
 		"      --clock tsc|monotonic timestamp source (default: tsc when invariant)\n"
 		"      --writer auto|sync|thread\n"
@@ -55,6 +57,7 @@ static void usage(FILE *out)
 }
 
 struct record_opts {
+	int alloc; /* --alloc: preload libsftrace-alloc.so too */
 	const char *output;
 	const char *filter;
 	const char *clock;
@@ -369,6 +372,7 @@ int cmd_record(int argc, char **argv)
 		{"writer", required_argument, 0, 'W'},
 		{"filter-regex", required_argument, 0, 'R'},
 		{"within", no_argument, 0, 'I'},
+		{"alloc", no_argument, 0, 'A'},
 		{"quiet", no_argument, 0, 'q'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
@@ -399,6 +403,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'R': o.filter_regex = optarg; break;
 		case 'I': o.within = 1; break;
+		case 'A': o.alloc = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'P': {
 			char lib[PATH_MAX], err[PATH_MAX * 2];
@@ -470,6 +475,19 @@ int cmd_record(int argc, char **argv)
 	char libdir[PATH_MAX];
 	snprintf(libdir, sizeof(libdir), "%s", lib);
 	*strrchr(libdir, '/') = 0;
+	char alloc_lib[PATH_MAX + 32];
+	if (o.alloc) {
+		/* libsftrace-alloc.so lives next to the runtime (src/alloc/interpose.c) */
+		snprintf(alloc_lib, sizeof(alloc_lib), "%s/libsftrace-alloc.so", libdir);
+		if (access(alloc_lib, R_OK) < 0) {
+			sf_error("%s: %s (needed by --alloc)", alloc_lib, strerror(errno));
+			return 1;
+		}
+		char *both = malloc(strlen(lib) + strlen(alloc_lib) + 2);
+		sprintf(both, "%s:%s", lib, alloc_lib);
+		snprintf(lib, sizeof(lib), "%s", both);
+		free(both);
+	}
 	char *preload = join_env("LD_PRELOAD", lib);
 	char *ldpath = join_env("LD_LIBRARY_PATH", libdir);
 	setenv("LD_PRELOAD", preload, 1);

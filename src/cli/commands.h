@@ -15,5 +15,6 @@ int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_filter(int argc, char **argv);
+int cmd_memory(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const struct sf_command commands[] = {
 	{"convert", "convert a log to Perfetto, Parquet (pola), Chrome JSON or folded stacks", cmd_convert},
 	{"report", "per-function time table in the terminal", cmd_report},
 	{"flamegraph", "interactive SVG flame graph", cmd_flamegraph},
+	{"memory", "heap analysis: peak, allocation sites, temporaries, leaks per stage", cmd_memory},
 	{"dump", "print a log's header and events as text", cmd_dump},
 };
 

@@ -172,7 +172,7 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 			    version, SF_VERSION);
 	if (version == 0)
 		return fail(err, errlen, path, "log format version 0 is not valid");
-	if (version < SF_VERSION)
+	if (version < 2) /* 3 only adds the heap events */
 		return fail(err, errlen, path,
 			    "log format version %u was written by an older sftrace; this one reads version %u "
 			    "(record again)", version, SF_VERSION);
@@ -660,24 +660,31 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 	if (!e.word)
 		return slot ? REC_END : REC_HOLE;
 	uint32_t kind = e.word & SF_KIND_MASK;
-	if (kind < SF_EV_ENTRY || kind > SF_EV_REALLOC_DEALLOC)
+	if (!sf_event_kind_valid(kind))
 		return REC_CORRUPT;
 	ev->kind = kind;
 	ev->func_id = e.word >> SF_KIND_BITS;
 	ev->raw_time = sf_event_time(base, e.time_lo);
 	ev->has_ext = 0;
-	ev->size = ev->align = ev->ptr = 0;
-	if (kind >= SF_EV_ALLOC) {
-		struct sf_event_ext x;
-		if ((size_t)(end - p) < sizeof(e) + sizeof(x))
+	ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
+	size_t np = sf_event_payload_records(kind);
+	if (np) {
+		uint64_t x[4];
+		if ((size_t)(end - p) < sizeof(e) * (1 + np))
 			return REC_CORRUPT; /* payload cut off */
-		memcpy(&x, p + sizeof(e), sizeof(x));
-		*used = 1 + sizeof(x) / sizeof(e);
+		memcpy(x, p + sizeof(e), np * sizeof(e));
+		*used = 1 + np;
 		ev->has_ext = 1;
-		ev->size = x.size_align & ((1ULL << 48) - 1);
-		unsigned lg = (unsigned)(x.size_align >> 48);
+		uint64_t sa = 0;
+		switch (kind) {
+		case SF_EV_HEAP_ALLOC: sa = x[0]; ev->ptr = x[1]; ev->site = x[2]; break;
+		case SF_EV_HEAP_FREE: ev->ptr = x[0]; ev->site = x[1]; break;
+		case SF_EV_HEAP_REALLOC: sa = x[0]; ev->ptr = x[1]; ev->old_ptr = x[2]; ev->site = x[3]; break;
+		default: sa = x[0]; ev->ptr = x[1]; break;
+		}
+		ev->size = sa & ((1ULL << 48) - 1);
+		unsigned lg = (unsigned)(sa >> 48);
 		ev->align = lg < 64 ? 1ULL << lg : 0;
-		ev->ptr = x.ptr;
 	}
 	return REC_EVENT;
 }
@@ -1070,6 +1077,7 @@ int lr_foreach_event(const struct lr_log *log, int (*cb)(void *ctx, const struct
 
 const char *lr_kind_name(uint32_t kind)
 {
-	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC", "RDEALLOC"};
+	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC",
+					    "RDEALLOC", "?", "?", "MALLOC", "FREE", "REALLOC"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

@@ -1,0 +1,152 @@
+"""sftrace record --alloc and sftrace memory: exact heap figures from fixtures
+with known allocation patterns (tests/fixtures/heap_pattern.c, heap_rust.rs,
+setup_abi.c), a crash with live blocks, and the errors for bad input.
+
+Runs under tests/run.py, or alone: python3 tests/cases/test_memory.py."""
+import os
+import re
+import sys
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+
+from sfkit import (BUILD, SFTRACE, build_c, calls_fixture, check, eq, record, run, rust_fixture)  # noqa: E402
+
+_logs = {}
+
+
+def heap_log(args=()):
+    key = tuple(args)
+    if key not in _logs:
+        exe = build_c("heap_pattern", ["heap_pattern.c"], flags=["-fno-builtin", "-O1"], libs=["-lpthread"])
+        _, log = record([exe] + list(args), args=["--alloc", "-q"], check_rc=None)
+        _logs[key] = log
+    return _logs[key]
+
+
+def memory_tsv(log, extra=()):
+    """(summary dict, rows [(section, stage, bytes, count, stack)])."""
+    out = run([SFTRACE, "memory", "--format", "tsv"] + list(extra) + [log]).stdout
+    summary, rows = {}, []
+    for line in out.splitlines():
+        f = line.split("\t")
+        if len(f) == 2:
+            summary[f[0]] = int(f[1])
+        else:
+            rows.append((f[0], f[1], int(f[2]), int(f[3]), f[4]))
+    return summary, rows
+
+
+def by_func(rows, section, func):
+    """bytes, count summed over the rows of a section whose innermost traced frame is func."""
+    b = c = 0
+    for sec, _, nb, nc, stack in rows:
+        frames = stack.split(" @ ")[0].split(";")
+        if sec == section and frames[-1] == func:
+            b += nb
+            c += nc
+    return b, c
+
+
+def foreign(rows, section):
+    """Bytes of rows whose call site is outside the executable (libc's own, e.g. pthread_create)."""
+    return sum(nb for sec, _, nb, _, stack in rows if sec == section and re.search(r" @ 0x[0-9a-f]+$", stack))
+
+
+def test_heap_pattern_sites_and_totals():
+    s, rows = memory_tsv(heap_log())
+    eq(by_func(rows, "site", "setup"), (2000, 11), "setup: 10 x 100 + 1000")
+    eq(by_func(rows, "site", "work_a"), (1280, 5), "work_a: 5 calloc(4, 64)")
+    eq(by_func(rows, "site", "grow"), (16 + 32 + 64 + 128, 4), "grow: malloc(16) then 3 reallocs")
+    eq(by_func(rows, "site", "producer"), (1536, 3), "producer thread")
+    eq(by_func(rows, "site", "make_temps"), (960, 20), "make_temps")
+    eq(by_func(rows, "site", "leaf_leak"), (168, 7), "leaf_leak")
+    eq(by_func(rows, "site", "peak"), (1048576, 1), "peak")
+    eq(by_func(rows, "temporary", "make_temps")[1], 20, "make_temps temporaries")
+    eq(by_func(rows, "temporary", "setup")[1], 10, "setup temporaries")
+    eq(s["reallocs"], 3, "reallocs")
+    eq(s["unmatched_frees"], 0, "every free matched (the consumer frees the producer's blocks)")
+    eq(by_func(rows, "leak", "producer"), (0, 0), "freed on another thread")
+    eq(by_func(rows, "leak", "grow"), (0, 0), "realloc chain freed")
+    # the peak: the 1 MiB block plus what was live then (no libc allocation other than pthread's)
+    eq(by_func(rows, "peak", "peak"), (1048576, 1), "held at the peak")
+    eq(s["peak_bytes"], 1048576 + 1000 + 512 + 4096 + 96 + foreign(rows, "peak"), "peak_bytes")
+
+
+def test_heap_pattern_aligned_and_calloc():
+    out = run([SFTRACE, "dump", heap_log()]).stdout
+    check(re.search(r"MALLOC\s+size=4096 align=64 ", out), "aligned_alloc(64, 4096)")
+    check(re.search(r"MALLOC\s+size=256 align=128 ", out), "posix_memalign(128, 256)")
+    check(re.search(r"MALLOC\s+size=96 align=32 ", out), "memalign(32, 96)")
+    eq(len(re.findall(r"MALLOC\s+size=256 align=1 ", out)), 5, "calloc(4, 64) as 256 bytes")
+    eq(len(re.findall(r"REALLOC\s+size=(?:32|64|128) ", out)), 3, "realloc events")
+
+
+def test_heap_pattern_milestones():
+    s, rows = memory_tsv(heap_log(), ["--milestone", "milestone"])
+    eq(s["stages"], 4, "three milestones make four stages")
+    leak = {int(st): (b, c) for sec, st, b, c, _ in rows if sec == "stage_leak"}
+    eq(leak[0], (1000, 1), "stage 0 leak")
+    eq(leak[1], (512, 2), "stage 1 leak")
+    fb = foreign(rows, "leak")  # pthread_create's own block, made in stage 2
+    eq(leak[2][0], 4096 + 96 + fb, "stage 2 leak")
+    eq(leak[3], (168, 7), "stage 3 leak")
+    eq(s["leaked_bytes"], 1000 + 512 + 4096 + 96 + 168 + fb, "leaked_bytes")
+    s2, rows2 = memory_tsv(heap_log(), ["--milestone", "^mile.*ne$", "--select", "1,3"])
+    eq(sum(b for sec, _, b, _, _ in rows2 if sec == "leak"), 512 + 168, "--select 1,3 leak rows")
+    p = run([SFTRACE, "memory", "--milestone", "no_such_function", heap_log()], check_rc=1)
+    check("matches no instrumented function" in p.stderr and not p.stdout, p.stderr)
+
+
+def test_heap_pattern_interactive():
+    p = run([SFTRACE, "memory", "--interactive", "--milestone", "milestone", "-n", "1", heap_log()],
+            input="stage-memory\nshow 0\ntrack 0\nexit\n")
+    out = p.stdout
+    check(re.search(r"^0:\t1000\n1:\t1512\n", out, re.M), "stage-memory")
+    check(re.search(r"kind: alloc\n.*\n.*\nptr: 0x[0-9a-f]+\nsize: 100\n", out), "show 0")
+    eq(len(re.findall(r"^\d+ (?:alloc|free)\ttid:", out, re.M)), 20, "track 0: the reused pointer's 20 events")
+
+
+def test_crash_keeps_heap_state():
+    s, rows = memory_tsv(heap_log(["crash"]))
+    eq(by_func(rows, "leak", "leaf_leak"), (168, 7), "live at the crash")
+    eq(by_func(rows, "leak", "setup"), (1000, 1), "live at the crash")
+    out = run([SFTRACE, "memory", heap_log(["crash"])]).stdout
+    check("did not exit normally" in out, out)
+
+
+def test_rust_without_code_change():
+    exe = rust_fixture("heap_rust")
+    _, log = record([exe], args=["--alloc", "-q"])
+    s, rows = memory_tsv(log)
+    eq(by_func(rows, "leak", "heap_rust::make_box"), (120, 3), "Box::leak x3")
+    eq(by_func(rows, "leak", "heap_rust::strings"), (60, 1), "forgotten String")
+    check(all("vec_growth" not in st and "heap_rust::map" not in st for sec, _, _, _, st in rows if sec == "leak"),
+          "Vec and HashMap freed")
+    check(s["reallocs"] >= 5, f"Vec growth by realloc: {s['reallocs']}")
+    check(any("heap_rust::map" in st for sec, _, _, _, st in rows if sec == "site"), "HashMap allocation site")
+
+
+def test_setup_abi_not_counted_twice():
+    exe = build_c("setup_abi", ["setup_abi.c"], libs=["-L" + BUILD, "-lsftrace", "-Wl,-rpath," + BUILD,
+                                                       "-lpthread"])
+    # main: malloc(64), sftrace_alloc_event(alloc), sftrace_alloc_event(dealloc), free, twice.
+    # The first report of each wins: the interposed malloc, then the setup ABI's dealloc.
+    _, log = record([exe], args=["--alloc", "-q"])
+    dump = run([SFTRACE, "dump", log]).stdout
+    eq(len(re.findall(r"MALLOC\s+size=64 ", dump)), 2, "interposed mallocs")
+    eq(len(re.findall(r"\bALLOC\s+size=64 ", dump)), 0, "setup-ABI allocs dropped as repeats")
+    eq(len(re.findall(r"DEALLOC\s+size=64 ", dump)), 2, "setup-ABI deallocs")
+    eq(len(re.findall(r"\bFREE\b", dump)), 0, "interposed frees dropped as repeats")
+    s, rows = memory_tsv(log)
+    eq(s["unmatched_frees"], 0, "unmatched frees")
+    check(all(b != 64 for sec, _, b, _, _ in rows if sec == "leak"), "the 64-byte blocks are freed")
+    _, log = record([exe], args=["-q"])
+    s, rows = memory_tsv(log)
+    eq((s["allocations"], s["frees"], s["leaked_bytes"]), (2, 2, 0), "setup ABI alone")
+
+
+def test_no_alloc_events_is_an_error():
+    _, log = record([calls_fixture()], args=["-q"], check_rc=None)
+    p = run([SFTRACE, "memory", log], check_rc=1)
+    check("no allocation events: record with --alloc" in p.stderr and not p.stdout, p.stderr)

@@ -12,11 +12,18 @@
 #include "cli/commands.h"
 #include "cli/input_opts.h"
 #include "format/sflog.h"
+#include "lib/callpath.h"
 #include "lib/heap.h"
+#include "lib/outfile.h"
 #include "lib/util.h"
+#include "output/flamegraph.h"
+#include "output/heap_plot.h"
 
 struct mem_opts {
 	const char *milestone;
+	const char *flamegraph;
+	const char *plot;
+	int fold;
 	const char *select;  /* comma-separated stage numbers */
 	int tsv;
 	int interactive;
@@ -39,7 +46,12 @@ static void usage(FILE *out)
 		"      --milestone FUNC   split the run into stages at each entry of FUNC\n"
 		"                         (a demangled name, else a PCRE2 regex); stage 0\n"
 		"                         runs until the first entry\n"
-		"      --select LIST      leaks of these stages only (e.g. 1,3)\n"
+		"      --select LIST      leaks of these stages only (e.g. 1,3), in the tables\n"
+		"                         and the flame graph; with --fold, the stages plotted\n"
+		"      --flamegraph OUT.svg  leaked bytes by traced stack, as an interactive\n"
+		"                         flame graph (what is live at the end)\n"
+		"      --plot OUT.svg|OUT.html  heap size over time, stage starts and the peak\n"
+		"      --fold             plot each stage from its own start, overlaid\n"
 		"  -n N                   rows per table (default 10, 0 = all)\n"
 		"      --format text|tsv  tsv: key<TAB>value summary lines, then rows\n"
 		"                         section<TAB>stage<TAB>bytes<TAB>count<TAB>stack\n"
@@ -330,6 +342,42 @@ static void interactive(const struct heap_result *r)
 	}
 }
 
+/* ---- the leak flame graph ---- */
+
+/* One frame per traced function of each leaking site's stack, the innermost
+ * lasting its bytes: the tree's totals are the leaked bytes by stack. */
+static int leak_flamegraph(struct trace_input *in, const struct heap_result *res, size_t np, const char *out)
+{
+	struct cp_tree *t = cp_new();
+	uint32_t path[4096];
+	for (size_t i = 0; i < np; i++) {
+		const struct heap_result *r = &res[i];
+		uint32_t base = np > 1 ? cp_child(t, CP_ROOT, CP_KEY_PROCESS(i), r->proc, UINT32_MAX) : CP_ROOT;
+		for (size_t s = 0; s < r->nsites; s++) {
+			uint64_t b = r->sites[s].leak_bytes;
+			if (!b)
+				continue;
+			size_t n = 0;
+			for (uint32_t x = r->sites[s].node; x && n < 4096; x = r->nodes[x].parent)
+				path[n++] = x;
+			if (!n)
+				continue; /* no traced frame to draw it under (the tables list it) */
+			for (size_t d = 0; d < n; d++) {
+				uint32_t f = r->nodes[path[n - 1 - d]].func_id;
+				cp_begin(t, 0, base, (uint32_t)d, trace_func_key(r->proc, f), r->proc, f);
+			}
+			for (size_t d = n; d-- > 0;)
+				cp_end(t, 0, (uint32_t)d, 0, b);
+		}
+	}
+	cp_finish(t);
+	cp_name_funcs(t);
+	struct fg_options fo = {.out = out, .weight_bytes = 1, .title = "Leaked bytes by stack"};
+	int rc = fg_write_tree(t, in, &fo);
+	cp_free(t);
+	return rc;
+}
+
 /* ---- the command ---- */
 
 int cmd_memory(int argc, char **argv)
@@ -337,6 +385,8 @@ int cmd_memory(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"milestone", required_argument, 0, 'm'}, {"select", required_argument, 0, 'S'},
 		{"format", required_argument, 0, 'f'},    {"interactive", no_argument, 0, 'i'},
+		{"flamegraph", required_argument, 0, 'g'}, {"plot", required_argument, 0, 'p'},
+		{"fold", no_argument, 0, 'F' + 256},
 		{"help", no_argument, 0, 'h'},            INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
@@ -352,6 +402,9 @@ int cmd_memory(int argc, char **argv)
 		case 'm': o.milestone = optarg; break;
 		case 'S': o.select = optarg; break;
 		case 'i': o.interactive = 1; break;
+		case 'g': o.flamegraph = optarg; break;
+		case 'p': o.plot = optarg; break;
+		case 'F' + 256: o.fold = 1; break;
 		case 'n':
 			if (parse_number("-n", optarg, 0, 1000000000, &o.top) < 0)
 				goto out_usage;
@@ -403,7 +456,7 @@ int cmd_memory(int argc, char **argv)
 	size_t hits = 0;
 	uint64_t events = 0;
 	for (size_t i = 0; i < np; i++) {
-		struct heap_options ho = {.select = sel, .nselect = sizeof(sel)};
+		struct heap_options ho = {.select = sel, .nselect = sizeof(selbuf), .curve = o.plot != NULL};
 		if (o.milestone) {
 			maps[i] = milestone_map(trace_proc_at(in, i), o.milestone, re, &ho.nmilestone, &hits);
 			ho.milestone = maps[i];
@@ -417,6 +470,11 @@ int cmd_memory(int argc, char **argv)
 	} else if (!events) {
 		sf_error("%s: no allocation events: record with --alloc", argv[optind]);
 	} else {
+		if (o.flamegraph && leak_flamegraph(in, res, np, o.flamegraph) < 0)
+			goto done;
+		struct heap_plot_options po = {.out = o.plot, .fold = o.fold, .select = sel, .nselect = sizeof(selbuf)};
+		if (o.plot && heap_plot_write(res, np, &po) < 0)
+			goto done;
 		for (size_t i = 0; i < np; i++) {
 			if (o.interactive && i == 0)
 				report(&res[i], &o, np > 1), fflush(stdout), interactive(&res[i]);
@@ -425,6 +483,7 @@ int cmd_memory(int argc, char **argv)
 		}
 		rc = 0;
 	}
+done:
 	for (size_t i = 0; i < np; i++) {
 		heap_result_free(&res[i]);
 		free(maps[i]);

@@ -273,7 +273,8 @@ struct hstate {
 	struct replay rp;
 	struct heap_result *res;
 	struct idmap sitemap;
-	size_t capsites, capstages, capcurve;
+	size_t capsites, capstages;
+	uint64_t curve_w;
 	struct liveset live;
 	uint64_t cur_bytes;
 	uint64_t stop_at;  /* peak pass: stop after this many heap events */
@@ -310,22 +311,43 @@ static uint32_t site_of(struct hstate *h, uint32_t node, uint64_t addr)
 	return id;
 }
 
+/* The heap-size curve at bounded resolution: points are buckets of
+ * curve_w ns holding the highest size in them; when HEAP_CURVE_MAX are
+ * used, neighbours merge and buckets double. */
+#define HEAP_CURVE_MAX 8192
 static void curve_point(struct hstate *h, uint64_t t)
 {
 	struct heap_result *r = h->res;
 	if (!r->curve_t)
 		return;
-	if (r->ncurve && r->curve_t[r->ncurve - 1] == t) {
-		r->curve_v[r->ncurve - 1] = h->cur_bytes;
+	uint64_t b = t / h->curve_w;
+	if (r->ncurve && r->curve_t[r->ncurve - 1] / h->curve_w == b) {
+		if (h->cur_bytes > r->curve_v[r->ncurve - 1])
+			r->curve_v[r->ncurve - 1] = h->cur_bytes;
+		r->curve_end[r->ncurve - 1] = h->cur_bytes;
 		return;
 	}
-	if (r->ncurve == h->capcurve) {
-		h->capcurve *= 2;
-		r->curve_t = xrealloc(r->curve_t, h->capcurve * sizeof(uint64_t));
-		r->curve_v = xrealloc(r->curve_v, h->capcurve * sizeof(uint64_t));
+	if (r->ncurve == HEAP_CURVE_MAX) {
+		h->curve_w *= 2;
+		size_t n = 0;
+		for (size_t i = 0; i < r->ncurve; i++) {
+			if (n && r->curve_t[n - 1] / h->curve_w == r->curve_t[i] / h->curve_w) {
+				if (r->curve_v[i] > r->curve_v[n - 1])
+					r->curve_v[n - 1] = r->curve_v[i];
+				r->curve_end[n - 1] = r->curve_end[i];
+				continue;
+			}
+			r->curve_t[n] = r->curve_t[i];
+			r->curve_v[n] = r->curve_v[i];
+			r->curve_end[n++] = r->curve_end[i];
+		}
+		r->ncurve = n;
+		curve_point(h, t);
+		return;
 	}
 	r->curve_t[r->ncurve] = t;
-	r->curve_v[r->ncurve++] = h->cur_bytes;
+	r->curve_v[r->ncurve] = h->cur_bytes;
+	r->curve_end[r->ncurve++] = h->cur_bytes;
 }
 
 /* count: 0 for the halves of an interposed realloc (counted as one realloc) */
@@ -456,9 +478,10 @@ int heap_replay(const struct trace_proc *p, const struct heap_options *opt, stru
 	struct hstate h = {.res = r};
 	new_stage(&h, 0);
 	if (opt && opt->curve) {
-		h.capcurve = 1024;
-		r->curve_t = xmalloc(h.capcurve * sizeof(uint64_t));
-		r->curve_v = xmalloc(h.capcurve * sizeof(uint64_t));
+		h.curve_w = 1;
+		r->curve_t = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
+		r->curve_v = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
+		r->curve_end = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
 	}
 	run_pass(&h, p, opt);
 	/* what is still live leaked; by site and by the stage that allocated it */
@@ -512,6 +535,7 @@ void heap_result_free(struct heap_result *r)
 	free(r->stages);
 	free(r->curve_t);
 	free(r->curve_v);
+	free(r->curve_end);
 	memset(r, 0, sizeof(*r));
 }
 

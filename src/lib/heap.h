@@ -68,8 +68,10 @@ struct heap_result {
 	struct heap_stage *stages;
 	size_t nstages;
 	uint64_t end_time;
-	/* heap size over time, one point per change (--plot); NULL unless asked */
-	uint64_t *curve_t, *curve_v;
+	/* heap size over time (--plot), at most 8192 points: from curve_t[i]
+	 * on, the highest size was curve_v[i] and the last curve_end[i].
+	 * NULL unless heap_options.curve. */
+	uint64_t *curve_t, *curve_v, *curve_end;
 	size_t ncurve;
 };
 

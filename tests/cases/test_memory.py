@@ -10,7 +10,8 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (BUILD, SFTRACE, build_c, calls_fixture, check, eq, record, run, rust_fixture)  # noqa: E402
+from sfkit import (BUILD, SFTRACE, build_c, calls_fixture, check, eq, record, run, rust_fixture,  # noqa: E402
+                   tmpdir)
 
 _logs = {}
 
@@ -150,3 +151,35 @@ def test_no_alloc_events_is_an_error():
     _, log = record([calls_fixture()], args=["-q"], check_rc=None)
     p = run([SFTRACE, "memory", log], check_rc=1)
     check("no allocation events: record with --alloc" in p.stderr and not p.stdout, p.stderr)
+
+
+def _render(path, d):
+    """Screenshot in headless Chromium (tests/cases/test_analysis.py's helpers): console lines, pixels."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_analysis import _chromium_run, _png_pixels
+    png = os.path.join(d, os.path.basename(path) + ".png")
+    console = _chromium_run(path, png, d)
+    return console, _png_pixels(png)
+
+
+def test_leak_flamegraph_and_plot_render():
+    d = tmpdir()
+    svg, plot, fold = (os.path.join(d, n) for n in ("leak.svg", "heap.svg", "fold.html"))
+    run([SFTRACE, "memory", "--milestone", "milestone", "--flamegraph", svg, "--plot", plot, heap_log()])
+    run([SFTRACE, "memory", "--milestone", "milestone", "--plot", fold, "--fold", "--select", "1,2,3", heap_log()])
+    text = open(svg, encoding="utf-8").read()
+    s, rows = memory_tsv(heap_log())
+    traced = sum(b for sec, _, b, _, st in rows if sec == "leak" and not st.startswith("[no traced frame]"))
+    check(f"<title>all\n{traced} bytes" in text, "the root box holds the leaked bytes under traced frames")
+    check(re.search(r"<title>leaf_leak \[[^]]*\]\n168 bytes", text), "leaf_leak: 168 bytes")
+    p = open(plot, encoding="utf-8").read()
+    eq(len(re.findall(r"<title>stage \d+ starts</title>", p)), 3, "stage lines")
+    check("<title>peak 1.0 MiB</title>" in p, "peak marker")
+    f = open(fold, encoding="utf-8").read()
+    check(f.startswith("<!DOCTYPE html>") and "http" not in f.replace("http://www.w3.org/2000/svg", ""),
+          "self-contained HTML")
+    eq(re.findall(r"<title>(stage \d)</title></path>", f), ["stage 1", "stage 2", "stage 3"], "folded stages")
+    for path in (svg, plot, fold):
+        console, px = _render(path, d)
+        eq([c for c in console if "Uncaught" in c or "Error" in c], [], f"no script errors in {path}")
+        check(len(set(px)) > 20, f"{path}: the screenshot is not one flat colour")

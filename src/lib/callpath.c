@@ -385,7 +385,7 @@ void cp_name_funcs(struct cp_tree *t)
 int cp_collect(struct cp_tree *t, struct trace_input *in, enum cp_levels levels)
 {
 	struct collect c = {.t = t, .levels = levels};
-	struct trace_sink sink = {&c, col_process_begin, NULL, col_frame_begin, col_frame_end, NULL};
+	struct trace_sink sink = {&c, col_process_begin, NULL, col_frame_begin, col_frame_end, NULL, NULL};
 	int r = trace_run(in, &sink);
 	free(c.thread_node);
 	cp_finish(t);

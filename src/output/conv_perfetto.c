@@ -67,7 +67,7 @@ int conv_perfetto(struct trace_input *in, const struct conv_options *opt)
 	}
 	struct pf_sink s = {0};
 	s.w = pf_open(sf_outfile_write_cb, of);
-	struct trace_sink sink = {&s, pf_process_begin, pf_thread_begin, pf_frame_begin, pf_frame_end, NULL};
+	struct trace_sink sink = {&s, pf_process_begin, pf_thread_begin, pf_frame_begin, pf_frame_end, NULL, NULL};
 	int r = trace_run(in, &sink);
 	int fin = pf_finish(s.w);
 	free(s.threads);

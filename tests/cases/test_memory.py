@@ -3,6 +3,7 @@ with known allocation patterns (tests/fixtures/heap_pattern.c, heap_rust.rs,
 setup_abi.c), a crash with live blocks, and the errors for bad input.
 
 Runs under tests/run.py, or alone: python3 tests/cases/test_memory.py."""
+import json
 import os
 import re
 import sys
@@ -183,3 +184,28 @@ def test_leak_flamegraph_and_plot_render():
         console, px = _render(path, d)
         eq([c for c in console if "Uncaught" in c or "Error" in c], [], f"no script errors in {path}")
         check(len(set(px)) > 20, f"{path}: the screenshot is not one flat colour")
+
+
+def test_pola_alloc_table():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_convert import PARQUET_DIR, pola_query
+    log = heap_log()
+    out = os.path.join(tmpdir(), "sf.pola")
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", out])
+    pola_query(out)  # installs the readers if needed (or skips); the reference files still check out
+    r = json.loads(run(["node", os.path.join(PARQUET_DIR, "alloc_query.mjs"), out], timeout=300).stdout)
+    eq(r["types"]["time"], "DataType(Duration(ms))", "time: a duration, typed like OUT's")
+    eq(r["types"]["size"], "DataType(UInt64)", "size u64")
+    eq(r["types"]["site_name"], "DataType(String)", "site_name str")
+    for name, want in {"setup": [11, 2000], "work_a": [5, 1280], "producer": [3, 1536], "leaf_leak": [7, 168],
+                       "make_temps": [20, 960], "peak": [1, 1048576], "grow": [1, 16]}.items():
+        eq(r["byName"][name], want, f"alloc rows joined to {name}")
+    eq((r["kinds"]["3"], r["kinds"]["4"]), (3, 3), "realloc-alloc and realloc-dealloc rows")
+    eq(r["duckdb"], sum(r["kinds"].values()), "DuckDB reads every row")
+    eq(r["named"], r["duckdb"], "every call site named")
+    eq(r["aligned"], 1, "aligned_alloc(64, ...) row")
+    # a log without allocation events gets no OUT.alloc
+    _, plain = record([calls_fixture()], args=["-q"], check_rc=None)
+    out2 = os.path.join(tmpdir(), "sf.pola")
+    run([SFTRACE, "convert", "--type", "pola", plain, "-o", out2])
+    check(os.path.exists(out2) and not os.path.exists(out2 + ".alloc"), "no OUT.alloc without allocation events")

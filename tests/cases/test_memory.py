@@ -209,3 +209,27 @@ def test_pola_alloc_table():
     out2 = os.path.join(tmpdir(), "sf.pola")
     run([SFTRACE, "convert", "--type", "pola", plain, "-o", out2])
     check(os.path.exists(out2) and not os.path.exists(out2 + ".alloc"), "no OUT.alloc without allocation events")
+
+
+def test_perfetto_heap_counter():
+    tp = "/work/shared/tools/trace_processor_shell"
+    if not os.access(tp, os.X_OK):
+        from sfkit import Skip
+        raise Skip("trace_processor_shell not available")
+    log = heap_log()
+    d = tmpdir()
+    pb = os.path.join(d, "sf.pb")
+    run([SFTRACE, "convert", log, "-o", pb])
+    q = os.path.join(d, "q.sql")
+    with open(q, "w") as fh:
+        fh.write("select t.name, count(*) as n, cast(max(c.value) as int) as mx, "
+                 "cast((select c2.value from counter c2 where c2.track_id = t.id order by c2.ts desc limit 1) as int) "
+                 "as last from counter c join process_counter_track t on c.track_id = t.id group by t.id;")
+    out = run([tp, "-q", q, pb]).stdout
+    s, _ = memory_tsv(log)
+    rows = [line for line in out.splitlines() if line.startswith('"heap size"')]
+    eq(len(rows), 1, f"one heap counter track: {out}")
+    name, n, mx, last = rows[0].split(",")
+    check(int(n) > 90, f"counter rows: {n}")
+    eq(int(mx), s["peak_bytes"], "counter peak = memory's peak_bytes")
+    eq(int(last), s["leaked_bytes"], "last value = leaked bytes")

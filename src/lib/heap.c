@@ -146,6 +146,8 @@ struct tstate {
 	int has;
 	uint32_t node;      /* innermost traced frame's trie node */
 	uint64_t last_alloc; /* pointer of this thread's latest heap event if an allocation */
+	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
+	uint64_t site_addr;          /* ... and its call site: loops allocate from one site */
 };
 
 struct replay {
@@ -154,6 +156,7 @@ struct replay {
 	size_t nts;
 	size_t *heap; /* binary min-heap of thread indices by next event time */
 	size_t nheap;
+	int delivered; /* heap[0]'s event was returned: advance it first */
 	struct frames *fr;
 	struct idmap children;
 	struct heap_node *nodes;
@@ -239,23 +242,34 @@ static void replay_init(struct replay *r, const struct trace_proc *p, const stru
 		sift_down(r, i);
 }
 
-/* The next event in time order (ties: lower thread index first is not
- * guaranteed; a thread's own order always is). NULL at the end. */
-static const struct lr_event *replay_next(struct replay *r, struct lr_event *out)
+/* Moves the thread that delivered the last event to its next one. */
+static void replay_advance(struct replay *r)
 {
-	if (!r->nheap)
-		return NULL;
 	size_t ti = r->heap[0];
 	struct tstate *t = &r->ts[ti];
-	*out = t->ev;
 	if (!(t->has = lr_next(&t->it, &t->ev))) {
 		r->heap[0] = r->heap[--r->nheap];
 		fr_end_thread(r->fr, lr_thread_at(r->p->log, ti));
 	}
 	if (r->nheap)
 		sift_down(r, 0);
-	fr_feed(r->fr, out);
-	return out;
+}
+
+/* The next event in time order (a thread's own order always kept), fed to
+ * the frames first; valid until the next call. NULL at the end. The event
+ * is not copied: it stays in its thread's state until the next call. */
+static const struct lr_event *replay_next(struct replay *r)
+{
+	if (r->delivered) {
+		replay_advance(r);
+		r->delivered = 0;
+	}
+	if (!r->nheap)
+		return NULL;
+	const struct lr_event *ev = &r->ts[r->heap[0]].ev;
+	r->delivered = 1;
+	fr_feed(r->fr, ev);
+	return ev;
 }
 
 static void replay_free(struct replay *r)
@@ -355,7 +369,12 @@ static void do_alloc(struct hstate *h, struct tstate *t, const struct lr_event *
 		     int count)
 {
 	struct heap_result *r = h->res;
-	uint32_t sid = site_of(h, t->node, ev->site); /* may move r->sites */
+	if (!(t->site_id && t->site_node == t->node && t->site_addr == ev->site)) {
+		t->site_id = site_of(h, t->node, ev->site) + 1; /* may move r->sites */
+		t->site_node = t->node;
+		t->site_addr = ev->site;
+	}
+	uint32_t sid = t->site_id - 1;
 	struct heap_site *s = &r->sites[sid];
 	struct block *old = live_find(&h->live, ptr);
 	if (old) { /* its free was never recorded */
@@ -459,13 +478,13 @@ static void run_pass(struct hstate *h, const struct trace_proc *p, const struct 
 	h->rp.on_milestone = new_stage;
 	h->rp.ctx = h;
 	uint64_t n = 0;
-	struct lr_event ev;
-	while (replay_next(&h->rp, &ev)) {
-		if (ev.time_ns > h->res->end_time && !h->peak_pass)
-			h->res->end_time = ev.time_ns;
-		if (!is_heap_kind(ev.kind))
+	const struct lr_event *ev;
+	while ((ev = replay_next(&h->rp))) {
+		if (ev->time_ns > h->res->end_time && !h->peak_pass)
+			h->res->end_time = ev->time_ns;
+		if (!is_heap_kind(ev->kind))
 			continue;
-		heap_event(h, &ev);
+		heap_event(h, ev);
 		if (h->peak_pass && ++n == h->stop_at)
 			break;
 	}
@@ -546,16 +565,16 @@ int heap_foreach_event(const struct trace_proc *p,
 {
 	struct replay rp;
 	replay_init(&rp, p, NULL);
-	struct lr_event ev;
+	const struct lr_event *ev;
 	uint64_t id = 0;
 	int rc = 0;
-	while (!rc && replay_next(&rp, &ev)) {
-		if (!is_heap_kind(ev.kind))
+	while (!rc && (ev = replay_next(&rp))) {
+		if (!is_heap_kind(ev->kind))
 			continue;
 		struct heap_event e = {
-			.id = id++, .kind = ev.kind, .tid = ev.thread->tid, .time = ev.time_ns, .ptr = ev.ptr,
-			.old_ptr = ev.old_ptr, .size = ev.size, .align = ev.align, .site_addr = ev.site,
-			.node = rp.ts[ev.thread->index].node,
+			.id = id++, .kind = ev->kind, .tid = ev->thread->tid, .time = ev->time_ns, .ptr = ev->ptr,
+			.old_ptr = ev->old_ptr, .size = ev->size, .align = ev->align, .site_addr = ev->site,
+			.node = rp.ts[ev->thread->index].node,
 		};
 		rc = cb(ctx, &e, rp.nodes);
 	}

@@ -669,10 +669,18 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 	ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
 	size_t np = sf_event_payload_records(kind);
 	if (np) {
-		uint64_t x[4];
+		uint64_t x[4] = {0};
 		if ((size_t)(end - p) < sizeof(e) * (1 + np))
 			return REC_CORRUPT; /* payload cut off */
-		memcpy(x, p + sizeof(e), np * sizeof(e));
+		/* one 8-byte load each: a loop here becomes a memcpy call, a third
+		 * of the time of reading a log of allocation events */
+		const unsigned char *q = p + sizeof(e);
+		memcpy(&x[0], q, 8);
+		memcpy(&x[1], q + 8, 8);
+		if (np > 2)
+			memcpy(&x[2], q + 16, 8);
+		if (np > 3)
+			memcpy(&x[3], q + 24, 8);
 		*used = 1 + np;
 		ev->has_ext = 1;
 		uint64_t sa = 0;

@@ -233,3 +233,13 @@ def test_perfetto_heap_counter():
     check(int(n) > 90, f"counter rows: {n}")
     eq(int(mx), s["peak_bytes"], "counter peak = memory's peak_bytes")
     eq(int(last), s["leaked_bytes"], "last value = leaked bytes")
+
+
+def test_large_live_set_freed_out_of_order():
+    s, rows = memory_tsv(heap_log(["churn"]))
+    n = 20000
+    want = sum(i % 97 + 1 for i in range(n) if i % 7 == 0)
+    eq(by_func(rows, "site", "churn"), (sum(i % 97 + 1 for i in range(n)), n), "churn allocations")
+    eq(by_func(rows, "leak", "churn"), (want, len(range(0, n, 7))), "blocks left live")
+    eq(by_func(rows, "peak", "churn"), (sum(i % 97 + 1 for i in range(n)), n), "all live at the peak")
+    eq(s["unmatched_frees"], 0, "every free matched")

@@ -53,7 +53,7 @@ static void usage(FILE *out)
 		"      --plot OUT.svg|OUT.html  heap size over time, stage starts and the peak\n"
 		"      --fold             plot each stage from its own start, overlaid\n"
 		"  -n N                   rows per table (default 10, 0 = all)\n"
-		"      --format text|tsv  tsv: key<TAB>value summary lines, then rows\n"
+		"      --format table|tsv tsv: key<TAB>value summary lines, then rows\n"
 		"                         section<TAB>stage<TAB>bytes<TAB>count<TAB>stack\n"
 		"      --interactive      then read commands on stdin: track ID, show ID,\n"
 		"                         stage-memory, exit\n"
@@ -412,8 +412,8 @@ int cmd_memory(int argc, char **argv)
 		case 'f':
 			if (!strcmp(optarg, "tsv"))
 				o.tsv = 1;
-			else if (strcmp(optarg, "text")) {
-				sf_error("--format must be text or tsv, not '%s'", optarg);
+			else if (strcmp(optarg, "table")) {
+				sf_error("--format must be 'table' or 'tsv', not '%s'", optarg);
 				goto out_usage;
 			}
 			break;

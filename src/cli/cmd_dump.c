@@ -267,6 +267,14 @@ static int print_event(void *ctx, const struct lr_event *ev)
 		out_u64(o, ev->align, 0);
 		out_mem(o, " ptr=", 5);
 		out_hex(o, ev->ptr);
+		if (ev->kind == SF_EV_HEAP_REALLOC) {
+			out_mem(o, " old=", 5);
+			out_hex(o, ev->old_ptr);
+		}
+		if (ev->site) {
+			out_mem(o, " site=", 6);
+			out_hex(o, ev->site);
+		}
 	} else {
 		out_str(o, func_name(d, ev->func_id));
 	}

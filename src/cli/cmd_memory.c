@@ -112,14 +112,7 @@ static int cmp_sites(const void *a, const void *b)
 
 static void human(uint64_t v, char *buf, size_t cap)
 {
-	if (v < 1024)
-		snprintf(buf, cap, "%" PRIu64 " B", v);
-	else if (v < 1024 * 1024)
-		snprintf(buf, cap, "%.1f KiB", (double)v / 1024);
-	else if (v < 1024ull * 1024 * 1024)
-		snprintf(buf, cap, "%.2f MiB", (double)v / (1024 * 1024));
-	else
-		snprintf(buf, cap, "%.2f GiB", (double)v / (1024.0 * 1024 * 1024));
+	heap_format_bytes(buf, cap, (double)v);
 }
 
 /* One table: sites sorted by `key`, rows with a nonzero key only. */

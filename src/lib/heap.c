@@ -1,5 +1,6 @@
 /* Heap replay (heap.h): per-thread iterators merged by time, frames from
  * frames.c, a stack trie, and an open-addressing live set. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -580,4 +581,16 @@ int heap_foreach_event(const struct trace_proc *p,
 	}
 	replay_free(&rp);
 	return rc;
+}
+
+void heap_format_bytes(char *buf, size_t cap, double v)
+{
+	if (v < 1024)
+		snprintf(buf, cap, "%.0f B", v);
+	else if (v < 1048576)
+		snprintf(buf, cap, "%.1f KiB", v / 1024);
+	else if (v < 1073741824.0)
+		snprintf(buf, cap, "%.2f MiB", v / 1048576);
+	else
+		snprintf(buf, cap, "%.2f GiB", v / 1073741824.0);
 }

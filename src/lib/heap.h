@@ -103,4 +103,7 @@ int heap_foreach_event(const struct trace_proc *p, int (*cb)(void *ctx, const st
 
 void heap_result_free(struct heap_result *r);
 
+/* "812 B", "4.0 KiB", "1.00 MiB", "2.50 GiB". */
+void heap_format_bytes(char *buf, size_t cap, double v);
+
 #endif

@@ -17,18 +17,6 @@ enum { W = 1000, PH = 320, ML = 90, MR = 30, MT = 50, MB = 50 };
 static const char *const colours[] = {"#1a5fb4", "#c01c28", "#26a269", "#e66100", "#613583", "#865e3c",
 				      "#1c71d8", "#a51d2d", "#2ec27e", "#f5c211"};
 
-static void bytes_label(char *buf, size_t cap, double v)
-{
-	if (v < 1024)
-		snprintf(buf, cap, "%.0f B", v);
-	else if (v < 1048576)
-		snprintf(buf, cap, "%.1f KiB", v / 1024);
-	else if (v < 1073741824.0)
-		snprintf(buf, cap, "%.1f MiB", v / 1048576);
-	else
-		snprintf(buf, cap, "%.2f GiB", v / 1073741824.0);
-}
-
 static void time_label(char *buf, size_t cap, double ns)
 {
 	if (ns < 1e3)
@@ -104,13 +92,13 @@ static void panel(FILE *f, const struct heap_result *r, const struct heap_plot_o
 	/* title and axes */
 	fprintf(f, "<text x=\"%u\" y=\"%u\" class=\"t\">", ML, top + 30);
 	xml_text(f, r->proc->cmdline);
-	bytes_label(lab, sizeof(lab), (double)r->tot.peak_bytes);
+	heap_format_bytes(lab, sizeof(lab), (double)r->tot.peak_bytes);
 	fprintf(f, " \xe2\x80\x94 heap over time%s, peak %s</text>\n", o->fold ? " (stages folded)" : "", lab);
 	fprintf(f, "<rect x=\"%u\" y=\"%u\" width=\"%u\" height=\"%u\" fill=\"#fff\" stroke=\"#999\"/>\n", ML,
 		top + MT, iw, ih);
 	for (int k = 0; k <= 4; k++) {
 		double v = ymax * k / 4, y = y0 - v * ys;
-		bytes_label(lab, sizeof(lab), v);
+		heap_format_bytes(lab, sizeof(lab), v);
 		fprintf(f, "<line x1=\"%u\" x2=\"%u\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
 			   "<text x=\"%u\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
 			ML, ML + iw, y, y, ML - 6, y + 4, lab);
@@ -141,7 +129,7 @@ static void panel(FILE *f, const struct heap_result *r, const struct heap_plot_o
 			x, x, top + MT, y0, s, x + 3, top + MT + 14, s);
 	}
 	double px = ML + (double)r->tot.peak_time * xs, py = y0 - (double)r->tot.peak_bytes * ys;
-	bytes_label(lab, sizeof(lab), (double)r->tot.peak_bytes);
+	heap_format_bytes(lab, sizeof(lab), (double)r->tot.peak_bytes);
 	fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#c01c28\" class=\"peak\"><title>peak %s</title>"
 		   "</circle>\n",
 		px, py, lab);

@@ -175,7 +175,7 @@ def test_leak_flamegraph_and_plot_render():
     check(re.search(r"<title>leaf_leak \[[^]]*\]\n168 bytes", text), "leaf_leak: 168 bytes")
     p = open(plot, encoding="utf-8").read()
     eq(len(re.findall(r"<title>stage \d+ starts</title>", p)), 3, "stage lines")
-    check("<title>peak 1.0 MiB</title>" in p, "peak marker")
+    check("<title>peak 1.01 MiB</title>" in p, "peak marker (1054568 bytes)")
     f = open(fold, encoding="utf-8").read()
     check(f.startswith("<!DOCTYPE html>") and "http" not in f.replace("http://www.w3.org/2000/svg", ""),
           "self-contained HTML")

@@ -32,10 +32,14 @@ CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/sftrace $(BUILD)/libsftrace.so
+all: $(BUILD)/sftrace $(BUILD)/libsftrace.so $(BUILD)/libsftrace-alloc.so
 
 $(BUILD)/libsftrace.so: $(RT_OBJ)
 	$(CC) -shared -o $@ $^ -Wl,-z,now -Wl,--version-script=src/runtime/exports.map -lpthread -ldl
+
+# record --alloc preloads this one too: the interposed allocator family.
+$(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o
+	$(CC) -shared -o $@ $^ -Wl,-z,now -ldl
 
 $(BUILD)/rt/%.o: %.c $(wildcard src/runtime/*.h src/format/*.h)
 	@mkdir -p $(dir $@)
@@ -79,6 +83,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sftrace
 	install -m 755 $(BUILD)/sftrace $(DESTDIR)$(PREFIX)/bin/sftrace
 	install -m 755 $(BUILD)/libsftrace.so $(DESTDIR)$(PREFIX)/lib/sftrace/libsftrace.so
+	install -m 755 $(BUILD)/libsftrace-alloc.so $(DESTDIR)$(PREFIX)/lib/sftrace/libsftrace-alloc.so
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
 

@@ -273,6 +273,14 @@ static int print_event(void *ctx, const struct lr_event *ev)
 		out_u64(o, ev->align, 0);
 		out_mem(o, " ptr=", 5);
 		out_hex(o, ev->ptr);
+		if (ev->kind == SF_EV_HEAP_REALLOC) {
+			out_mem(o, " old=", 5);
+			out_hex(o, ev->old_ptr);
+		}
+		if (ev->site) {
+			out_mem(o, " site=", 6);
+			out_hex(o, ev->site);
+		}
 	} else {
 		out_str(o, func_name(d, ev->func_id));
 	}
@@ -363,7 +371,7 @@ static int print_cut_events(struct out *o, const char *path, struct input_opts *
 	if (!in)
 		return 1;
 	struct cut_dump d = {o};
-	struct trace_sink sink = {&d, NULL, NULL, dump_cut_begin, dump_cut_end, NULL};
+	struct trace_sink sink = {.ctx = &d, .frame_begin = dump_cut_begin, .frame_end = dump_cut_end};
 	int r = trace_run(in, &sink);
 	char buf[512];
 	if (r == 0 && trace_format_cut(in, buf, sizeof(buf)))

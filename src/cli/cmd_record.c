@@ -49,6 +49,8 @@ static void usage(FILE *out)
 		"                            STEM.filters/ next to FILE, for -f on a later run\n"
 		"      --within              with --filter-regex: record everything while a\n"
 		"                            matching function is on the thread's stack\n"
+		"      --alloc               also record malloc, free and the rest of the libc\n"
+		"                            allocator family, with call sites (sftrace memory)\n"
 		"      --force               replace FILE if it exists (default: refuse)\n"
 		"      --clock tsc|monotonic timestamp source (default: tsc when invariant)\n"
 		"      --writer auto|sync|thread\n"
@@ -67,6 +69,7 @@ static void usage(FILE *out)
 }
 
 struct record_opts {
+	int alloc; /* --alloc: preload libsftrace-alloc.so too */
 	const char *output;
 	char **filters; /* -f, in order */
 	size_t nfilters;
@@ -616,7 +619,20 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	char libdir[PATH_MAX];
 	snprintf(libdir, sizeof(libdir), "%s", lib);
 	*strrchr(libdir, '/') = 0;
-	char *preload = join_env("LD_PRELOAD", lib);
+	char preload_libs[2 * PATH_MAX + 32];
+	snprintf(preload_libs, sizeof(preload_libs), "%s", lib);
+	if (o->alloc) {
+		/* libsftrace-alloc.so lives next to the runtime (src/alloc/interpose.c) */
+		char alloc_lib[PATH_MAX + 32];
+		snprintf(alloc_lib, sizeof(alloc_lib), "%s/libsftrace-alloc.so", libdir);
+		if (access(alloc_lib, R_OK) < 0) {
+			sf_error("%s: %s (needed by --alloc)", alloc_lib, strerror(errno));
+			list_free(&before);
+			return 1;
+		}
+		snprintf(preload_libs, sizeof(preload_libs), "%s:%s", lib, alloc_lib);
+	}
+	char *preload = join_env("LD_PRELOAD", preload_libs);
 	char *ldpath = join_env("LD_LIBRARY_PATH", libdir);
 	setenv("LD_PRELOAD", preload, 1);
 	setenv("LD_LIBRARY_PATH", ldpath, 1);
@@ -677,6 +693,7 @@ int cmd_record(int argc, char **argv)
 		{"writer", required_argument, 0, 'W'},
 		{"filter-regex", required_argument, 0, 'R'},
 		{"within", no_argument, 0, 'I'},
+		{"alloc", no_argument, 0, 'A'},
 		{"quiet", no_argument, 0, 'q'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
@@ -710,6 +727,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'R': o.filter_regex = optarg; break;
 		case 'I': o.within = 1; break;
+		case 'A': o.alloc = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'P': {
 			char lib[PATH_MAX], err[PATH_MAX * 2];

@@ -16,5 +16,6 @@ int cmd_report(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_filter(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_memory(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@ static const struct sf_command commands[] = {
 	{"report", "per-function time table in the terminal; --diff compares two recordings", cmd_report},
 	{"query", "SQL (SQLite) over the frames, functions and threads of a recording", cmd_query},
 	{"flamegraph", "interactive SVG flame graph", cmd_flamegraph},
+	{"memory", "heap analysis: peak, allocation sites, temporaries, leaks per stage", cmd_memory},
 	{"dump", "print a log's header and events as text", cmd_dump},
 };
 

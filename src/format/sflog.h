@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
-#define SF_VERSION      3                     /* 2: 8-byte events, batch time base; 3: + SF_EV_UNWIND */
+#define SF_VERSION      3                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events */
 #define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 3) */
 #define SF_HEADER_SIZE  4096u
 #define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */
@@ -67,11 +67,39 @@ enum sf_event_kind {
 	 * longjmp target): the thread's `word >> SF_KIND_BITS` innermost
 	 * recorded frames were abandoned and end at this event's time. */
 	SF_EV_UNWIND = 8,
+	/* Allocation events of the interposed libc allocator (record --alloc,
+	 * libsftrace-alloc.so), each followed by payload records (u64 each,
+	 * sf_event_payload_records): HEAP_ALLOC size_align, ptr, call site;
+	 * HEAP_FREE ptr, call site; HEAP_REALLOC size_align, new ptr, old
+	 * ptr, call site. The call site is the return address of the
+	 * allocator call. */
+	SF_EV_HEAP_ALLOC = 10,
+	SF_EV_HEAP_FREE = 11,
+	SF_EV_HEAP_REALLOC = 12,
 };
 
-static inline int sf_kind_has_ext(uint32_t kind)
+/* 8-byte payload records that follow an event of this kind. */
+static inline unsigned sf_event_payload_records(uint32_t kind)
 {
-	return kind >= SF_EV_ALLOC && kind <= SF_EV_REALLOC_DEALLOC;
+	switch (kind) {
+	case SF_EV_ALLOC: case SF_EV_DEALLOC: case SF_EV_REALLOC_ALLOC: case SF_EV_REALLOC_DEALLOC:
+		return 2;
+	case SF_EV_HEAP_ALLOC:
+		return 3;
+	case SF_EV_HEAP_FREE:
+		return 2;
+	case SF_EV_HEAP_REALLOC:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+/* Whether a reader knows this kind (others are corrupt records). */
+static inline int sf_event_kind_valid(uint32_t kind)
+{
+	return (kind >= SF_EV_ENTRY && kind <= SF_EV_UNWIND) ||
+	       (kind >= SF_EV_HEAP_ALLOC && kind <= SF_EV_HEAP_REALLOC);
 }
 
 /* One event: 8 bytes.
@@ -105,7 +133,14 @@ static inline uint64_t sf_event_time(uint64_t base, uint32_t time_lo)
 	return base + (uint64_t)(int64_t)(int32_t)(time_lo - (uint32_t)base);
 }
 
-/* Payload that follows an allocation event, in the next two records. */
+/* size_align: size in the low 48 bits, log2(align) in the top 16. */
+static inline uint64_t sf_size_align(uint64_t size, uint64_t align)
+{
+	uint64_t lg = align ? (uint64_t)__builtin_ctzll(align) : 0;
+	return (size & 0xffffffffffffull) | lg << 48;
+}
+
+/* Payload that follows a setup-ABI allocation event, in the next two records. */
 struct sf_event_ext {
 	uint64_t size_align; /* size in the low 48 bits, log2(align) in the top 16 */
 	uint64_t ptr;

@@ -355,7 +355,7 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static void name_funcs(struct cp_tree *t)
+void cp_name_funcs(struct cp_tree *t)
 {
 	t->names = xcalloc(t->nfuncs + 1, sizeof(*t->names));
 	t->modules = xcalloc(t->nfuncs + 1, sizeof(*t->modules));
@@ -385,11 +385,11 @@ static void name_funcs(struct cp_tree *t)
 int cp_collect(struct cp_tree *t, struct trace_input *in, enum cp_levels levels)
 {
 	struct collect c = {.t = t, .levels = levels};
-	struct trace_sink sink = {&c, col_process_begin, NULL, col_frame_begin, col_frame_end, NULL};
+	struct trace_sink sink = {&c, col_process_begin, NULL, col_frame_begin, col_frame_end, NULL, NULL};
 	int r = trace_run(in, &sink);
 	free(c.thread_node);
 	cp_finish(t);
-	name_funcs(t);
+	cp_name_funcs(t);
 	return r;
 }
 

@@ -101,6 +101,10 @@ enum cp_levels {
  * if the run failed. */
 int cp_collect(struct cp_tree *t, struct trace_input *in, enum cp_levels levels);
 
+/* Names the functions of a tree built without cp_collect (owners are
+ * trace_procs, ids their log's function ids), after cp_finish. */
+void cp_name_funcs(struct cp_tree *t);
+
 /* Display strings of function i of a tree built by cp_collect: the
  * demangled name; for synthetic keys "NAME (pid N)" or "tid N (NAME)".
  * `module` (may be NULL) gets what frames are coloured/grouped by: the

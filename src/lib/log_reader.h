@@ -97,11 +97,13 @@ struct lr_event {
 	uint32_t func_id;
 	uint64_t raw_time;       /* as recorded: TSC ticks or CLOCK_MONOTONIC ns */
 	uint64_t time_ns;        /* ns since the program start, lr_time_ns(raw_time) */
-	/* Allocation kinds (SF_EV_ALLOC..SF_EV_REALLOC_DEALLOC) only: */
+	/* Allocation kinds (SF_EV_ALLOC..SF_EV_REALLOC_DEALLOC, SF_EV_HEAP_*) only: */
 	int has_ext;
 	uint64_t size;
 	uint64_t align;          /* bytes (1 << log2 from the record), 0 if out of range */
-	uint64_t ptr;
+	uint64_t ptr;            /* allocated (or freed, for frees) */
+	uint64_t old_ptr;        /* SF_EV_HEAP_REALLOC: the block it replaced */
+	uint64_t site;           /* SF_EV_HEAP_*: return address of the allocator call */
 	/* Where it came from. */
 	uint64_t offset;         /* file offset of the event record */
 	uint32_t seq;            /* batch sequence number */
@@ -178,7 +180,8 @@ int lr_next(struct lr_iter *it, struct lr_event *ev);
 int lr_foreach_event(const struct lr_log *log,
 		     int (*cb)(void *ctx, const struct lr_event *ev), void *ctx);
 
-/* "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC", "RDEALLOC" or "?". */
+/* "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC", "RDEALLOC",
+ * "MALLOC", "FREE", "REALLOC" or "?". */
 const char *lr_kind_name(uint32_t kind);
 
 #endif

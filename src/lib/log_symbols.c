@@ -211,6 +211,22 @@ const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id)
 	return lo->cache[k];
 }
 
+const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uint64_t *vaddr)
+{
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < ls->nobjs; i++) {
+		uint64_t bias = lr_object_at(ls->log, i)->load_bias;
+		if (bias <= addr && ls->objs[i].sym &&
+		    (best == SIZE_MAX || bias > lr_object_at(ls->log, best)->load_bias))
+			best = i;
+	}
+	if (best == SIZE_MAX)
+		return NULL;
+	*vaddr = addr - lr_object_at(ls->log, best)->load_bias;
+	const struct sym_info *si = sym_lookup(ls->objs[best].sym, *vaddr);
+	return si->mangled ? si : NULL;
+}
+
 const char *ls_object_file(const struct log_symbols *ls, size_t i)
 {
 	return i < ls->nobjs ? ls->objs[i].file : NULL;

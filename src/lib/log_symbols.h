@@ -35,6 +35,11 @@ struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *o
 /* Never NULL; the name is never NULL. Valid until ls_close. */
 const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id);
 
+/* The function holding a runtime address (an allocation's call site) in
+ * one of the log's objects, with *vaddr its ELF address there; or NULL
+ * (another object, or no symbol there). */
+const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uint64_t *vaddr);
+
 /* The file that symbolizes object i (lr_object_at order), or NULL when its
  * names are placeholders. */
 const char *ls_object_file(const struct log_symbols *ls, size_t i);

@@ -162,7 +162,7 @@ static int on_frame_end(void *ctx, const struct trace_frame *f)
 static void *produce(void *arg)
 {
 	struct producer *p = arg;
-	struct trace_sink sink = {p, on_process, NULL, NULL, on_frame_end, NULL};
+	struct trace_sink sink = {.ctx = p, .process_begin = on_process, .frame_end = on_frame_end};
 	p->cur = -1;
 	trace_run(p->in, &sink);
 	pthread_mutex_lock(&p->mu);

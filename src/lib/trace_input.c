@@ -425,6 +425,8 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 				}
 			}
 			fr_feed(in->frames, &ev);
+			if (ev.kind >= SF_EV_ALLOC && sink->alloc_event && sink->alloc_event(sink->ctx, &ps->pub, &ev))
+				in->failed = 1;
 			if ((++in->events & 0xfffff) == 0)
 				progress(in, &ev);
 		}

@@ -62,6 +62,9 @@ struct trace_sink {
 	int (*frame_begin)(void *ctx, const struct trace_frame *f);
 	int (*frame_end)(void *ctx, const struct trace_frame *f);
 	int (*process_end)(void *ctx, const struct trace_proc *p);
+	/* Allocation events (kinds >= SF_EV_ALLOC), after the frames before
+	 * them on their thread. */
+	int (*alloc_event)(void *ctx, const struct trace_proc *p, const struct lr_event *ev);
 };
 
 struct trace_input;

@@ -1,11 +1,13 @@
 /* convert --type perfetto: one process track per log, one thread track per
  * thread, one slice per frame, named and located by the symbolizer. Times
  * are CLOCK_MONOTONIC ns (process start + offset), so the processes of one
- * recording line up. */
+ * recording line up. A process with allocation events also gets a heap
+ * size counter track. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/heap.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
 #include "output/converters.h"
@@ -17,6 +19,7 @@ struct pf_sink {
 	struct pf_thread **threads; /* by lr_thread.index, for the current process */
 	size_t nthreads;
 	uint64_t base;              /* the current process's start, CLOCK_MONOTONIC ns */
+	int has_alloc;              /* the current process has allocation events */
 };
 
 static int pf_process_begin(void *ctx, const struct trace_proc *p)
@@ -27,7 +30,37 @@ static int pf_process_begin(void *ctx, const struct trace_proc *p)
 	s->nthreads = lr_nthreads(p->log) + 1;
 	s->threads = xcalloc(s->nthreads, sizeof(*s->threads));
 	s->base = p->info->start_mono_ns;
+	s->has_alloc = 0;
 	return s->proc ? 0 : -1;
+}
+
+static int pf_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
+{
+	((struct pf_sink *)ctx)->has_alloc = 1;
+	return 0;
+}
+
+/* A process with allocation events gets a "heap size" counter track: the
+ * live bytes over time (heap.h: every thread merged by time), at most
+ * 8192 buckets, each written as its highest value then its last. */
+static int pf_process_end(void *ctx, const struct trace_proc *p)
+{
+	struct pf_sink *s = ctx;
+	if (!s->has_alloc)
+		return 0;
+	struct heap_options ho = {.curve = 1};
+	struct heap_result r;
+	heap_replay(p, &ho, &r);
+	struct pf_counter *c = pf_add_counter(s->w, s->proc, "heap size");
+	int rc = pf_counter_value(s->w, c, s->base, 0);
+	for (size_t i = 0; i < r.ncurve && !rc; i++) {
+		uint64_t t = s->base + r.curve_t[i];
+		rc = pf_counter_value(s->w, c, t, (int64_t)r.curve_v[i]);
+		if (!rc && r.curve_end[i] != r.curve_v[i])
+			rc = pf_counter_value(s->w, c, t + 1, (int64_t)r.curve_end[i]);
+	}
+	heap_result_free(&r);
+	return rc;
 }
 
 static int pf_thread_begin(void *ctx, const struct trace_proc *p, const struct lr_thread *t)
@@ -81,7 +114,8 @@ int conv_perfetto(struct trace_input *in, const struct conv_options *opt)
 	}
 	struct pf_sink s = {0};
 	s.w = pf_open(sf_outfile_write_cb, of);
-	struct trace_sink sink = {&s, pf_process_begin, pf_thread_begin, pf_frame_begin, pf_frame_end, NULL};
+	struct trace_sink sink = {&s, pf_process_begin, pf_thread_begin, pf_frame_begin, pf_frame_end, pf_process_end,
+				  pf_alloc_event};
 	int r = trace_run(in, &sink);
 	int fin = pf_finish(s.w);
 	free(s.threads);

@@ -4,6 +4,7 @@
  *                frames get an exit row at their repaired end
  *   OUT.symtab   func_id u64, name str, path str ("file:line")
  *                one row per function that appears in OUT
+ *   OUT.alloc    allocation events, when there are any (conv_pola_alloc.h)
  * Both files are written atomically; on failure neither is left behind. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "lib/outfile.h"
 #include "lib/util.h"
+#include "output/conv_pola_alloc.h"
 #include "output/converters.h"
 #include "output/parquet.h"
 
@@ -79,6 +81,7 @@ struct marks {
 
 struct pola_sink {
 	struct pq_writer *w;
+	struct pola_alloc *alloc;
 	struct seen seen;
 	struct marks *marks; /* by trace_proc.index */
 	size_t nmarks;
@@ -136,13 +139,25 @@ static int pola_begin(void *ctx, const struct trace_frame *f)
 {
 	struct pola_sink *s = ctx;
 	note_func(s, f);
+	pola_alloc_frame(s->alloc, f, f->id);
 	return row(s->w, f, f->t_begin, 1);
 }
 
 static int pola_end(void *ctx, const struct trace_frame *f)
 {
 	struct pola_sink *s = ctx;
+	pola_alloc_frame(s->alloc, f, f->parent);
 	return row(s->w, f, f->t_end, f->end_kind == FR_END_TAIL ? 3 : 2);
+}
+
+static int pola_process_begin(void *ctx, const struct trace_proc *p)
+{
+	return pola_alloc_process_begin(((struct pola_sink *)ctx)->alloc, p);
+}
+
+static int pola_alloc(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
+{
+	return pola_alloc_event(((struct pola_sink *)ctx)->alloc, p, ev);
 }
 
 static int write_symtab(struct pq_writer *w, const struct seen *s)
@@ -197,9 +212,10 @@ int conv_pola(struct trace_input *in, const struct conv_options *opt)
 	struct pola_sink s = {0};
 	s.w = pq_open(event_cols, 6, &po, sf_outfile_write_cb, ev_out);
 	struct pq_writer *sw = pq_open(symtab_cols, 3, &po, sf_outfile_write_cb, sym_out);
-	int ok = s.w && sw;
+	s.alloc = pola_alloc_open(opt->out, &po);
+	int ok = s.w && sw && s.alloc;
 	if (ok) {
-		struct trace_sink sink = {&s, NULL, NULL, pola_begin, pola_end, NULL};
+		struct trace_sink sink = {&s, pola_process_begin, NULL, pola_begin, pola_end, NULL, pola_alloc};
 		ok = trace_run(in, &sink) == 0 && pq_finish(s.w) == 0 && write_symtab(sw, &s.seen) == 0 &&
 		     pq_finish(sw) == 0;
 		if (!ok && s.w && pq_strerror(s.w)[0])
@@ -215,6 +231,8 @@ int conv_pola(struct trace_input *in, const struct conv_options *opt)
 	for (size_t i = 0; i < s.nmarks; i++)
 		free(s.marks[i].m);
 	free(s.marks);
+	if (s.alloc && pola_alloc_finish(s.alloc, ok) < 0)
+		ok = 0;
 	if (!ok) {
 		sf_outfile_abort(ev_out);
 		sf_outfile_abort(sym_out);

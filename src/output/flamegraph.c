@@ -146,6 +146,7 @@ struct fg {
 	FILE *f;
 	const struct cp_tree *t;
 	int calls;
+	int bytes;        /* total_ns holds bytes (sftrace memory --flamegraph) */
 	double scale;     /* px per weight unit */
 	unsigned height;
 	uint32_t max_depth;
@@ -191,6 +192,10 @@ static void tooltip(struct fg *fg, const char *name, const char *module, uint64_
 	if (fg->calls) {
 		fprintf(f, "\n%llu call%s, %llu with callees (%.2f%%)</title>", (unsigned long long)calls, plural(calls),
 			(unsigned long long)v, pct);
+		return;
+	}
+	if (fg->bytes) {
+		fprintf(f, "\n%llu bytes (%.2f%%)</title>", (unsigned long long)v, pct);
 		return;
 	}
 	char tt[32], ts[32];
@@ -309,6 +314,8 @@ static void header(struct fg *fg, const struct fg_options *opt, unsigned width, 
 		fprintf(f, "%zu processes", trace_nprocs(in));
 	if (fg->calls)
 		fprintf(f, " \xe2\x80\x94 width: calls (%llu)", (unsigned long long)fg->total);
+	else if (fg->bytes)
+		fprintf(f, " \xe2\x80\x94 width: bytes (%llu)", (unsigned long long)fg->total);
 	else
 		fprintf(f, " \xe2\x80\x94 width: time (%s)", total);
 	if (fg->omitted)
@@ -359,6 +366,15 @@ static int write_svg(struct fg *fg, const struct fg_options *opt, struct trace_i
 
 int fg_write(struct trace_input *in, const struct fg_options *opt)
 {
+	struct cp_tree *t = cp_new();
+	enum cp_levels levels = trace_nprocs(in) > 1 ? CP_BY_PROCESS : CP_FLAT;
+	int r = cp_collect(t, in, levels) == 0 ? fg_write_tree(t, in, opt) : -1;
+	cp_free(t);
+	return r;
+}
+
+int fg_write_tree(struct cp_tree *t, struct trace_input *in, const struct fg_options *opt)
+{
 	char err[1024];
 	if (opt->width && opt->width < 2 * PAD + 50) {
 		sf_error("--width must be at least %d", 2 * PAD + 50);
@@ -369,23 +385,17 @@ int fg_write(struct trace_input *in, const struct fg_options *opt)
 		sf_error("%s", err);
 		return -1;
 	}
-	struct fg fg = {.calls = opt->weight_calls};
-	struct cp_tree *t = cp_new();
-	fg.t = t;
-	enum cp_levels levels = trace_nprocs(in) > 1 ? CP_BY_PROCESS : CP_FLAT;
-	int r = cp_collect(t, in, levels);
-	if (r == 0) {
-		fg.f = open_stream(of);
-		if (!fg.f) {
+	struct fg fg = {.calls = opt->weight_calls, .bytes = opt->weight_bytes, .t = t};
+	int r;
+	fg.f = open_stream(of);
+	if (!fg.f) {
+		r = -1;
+	} else {
+		r = write_svg(&fg, opt, in);
+		if (fclose(fg.f) != 0)
 			r = -1;
-		} else {
-			r = write_svg(&fg, opt, in);
-			if (fclose(fg.f) != 0)
-				r = -1;
-		}
 	}
 	free(fg.xs);
-	cp_free(t);
 	if (r < 0)
 		return sf_outfile_fail(of, opt->out);
 	return sf_outfile_commit(of);

@@ -9,6 +9,7 @@
 struct fg_options {
 	const char *out;     /* output path (written atomically) */
 	int weight_calls;    /* frame width = calls in the subtree, not time */
+	int weight_bytes;    /* fg_write_tree: the tree's total_ns are bytes */
 	const char *title;   /* NULL: "Flame Graph" */
 	unsigned width;      /* image width in px; 0: 1200 */
 };
@@ -16,5 +17,10 @@ struct fg_options {
 /* One trace_run pass over `in`, then writes the SVG. Returns 0, or -1
  * after printing an error (nothing is left at opt->out then). */
 int fg_write(struct trace_input *in, const struct fg_options *opt);
+
+/* The same document for a tree built by the caller (cp_finish done), e.g.
+ * leaked bytes by stack: frames whose duration is their bytes. */
+struct cp_tree;
+int fg_write_tree(struct cp_tree *t, struct trace_input *in, const struct fg_options *opt);
 
 #endif

@@ -102,7 +102,12 @@ enum {
 };
 
 enum { SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 };
-enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3 };
+enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
+/* Counter tracks (protos/perfetto/trace/track_event/track_descriptor.proto,
+ * counter_descriptor.proto, track_event.proto): TrackDescriptor.counter = 8,
+ * CounterDescriptor.unit = 3 (UNIT_SIZE_BYTES = 3), TrackEvent.track_uuid =
+ * 11, TrackEvent.counter_value = 30 (int64). */
+enum { F_TD_COUNTER = 8, F_CD_UNIT = 3, UNIT_SIZE_BYTES = 3, F_TE_TRACK_UUID = 11, F_TE_COUNTER_VALUE = 30 };
 /* The absolute clock (what a timestamp without clock id means) and our
  * sequence-scoped incremental one. */
 enum { CLOCK_BOOTTIME = 6, CLOCK_INCREMENTAL = 64 };
@@ -148,7 +153,14 @@ struct pf_thread {
 	struct pf_thread *next;
 };
 
+struct pf_counter {
+	uint64_t uuid;
+	uint32_t seq_id;
+	struct pf_counter *next;
+};
+
 struct pf_writer {
+	struct pf_counter *counters;
 	pf_write_fn write;
 	void *ctx;
 	struct pb_buf out;
@@ -269,6 +281,10 @@ int pf_finish(struct pf_writer *w)
 		n = p->next;
 		free(p);
 	}
+	for (struct pf_counter *c = w->counters, *n; c; c = n) {
+		n = c->next;
+		free(c);
+	}
 	pb_buf_free(&w->out);
 	free(w);
 	return ret;
@@ -353,6 +369,50 @@ struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 	pb_nest_end(b, pkt);
 	maybe_flush(w);
 	return t;
+}
+
+/* A counter track on a sequence of its own, without defaults or
+ * incremental state: its values carry absolute BOOTTIME timestamps and
+ * their track_uuid. */
+struct pf_counter *pf_add_counter(struct pf_writer *w, struct pf_process *p, const char *name)
+{
+	struct pf_counter *c = xcalloc(1, sizeof(*c));
+	c->uuid = w->next_uuid++;
+	c->seq_id = w->next_seq_id++;
+	c->next = w->counters;
+	w->counters = c;
+	struct pb_buf *b = &w->out;
+	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
+	pb_put_uint(b, F_PKT_SEQ_ID, c->seq_id);
+	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_put_uint(b, F_PKT_FIRST_ON_SEQ, 1);
+	size_t td = pb_nest_begin(b, F_PKT_TRACK_DESCRIPTOR);
+	pb_put_uint(b, F_TD_UUID, c->uuid);
+	pb_put_uint(b, F_TD_PARENT_UUID, p->uuid);
+	pb_put_string(b, F_TD_NAME, name);
+	size_t cd = pb_nest_begin(b, F_TD_COUNTER);
+	pb_put_uint(b, F_CD_UNIT, UNIT_SIZE_BYTES);
+	pb_nest_end(b, cd);
+	pb_nest_end(b, td);
+	pb_nest_end(b, pkt);
+	maybe_flush(w);
+	return c;
+}
+
+int pf_counter_value(struct pf_writer *w, struct pf_counter *c, uint64_t ts_ns, int64_t value)
+{
+	struct pb_buf *b = &w->out;
+	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
+	pb_put_uint(b, F_PKT_TIMESTAMP, ts_ns);
+	pb_put_uint(b, F_PKT_SEQ_ID, c->seq_id);
+	size_t te = pb_nest_begin(b, F_PKT_TRACK_EVENT);
+	pb_put_uint(b, F_TE_TYPE, TYPE_COUNTER);
+	pb_put_uint(b, F_TE_TRACK_UUID, c->uuid);
+	pb_put_uint(b, F_TE_COUNTER_VALUE, (uint64_t)value);
+	pb_nest_end(b, te);
+	pb_nest_end(b, pkt);
+	maybe_flush(w);
+	return w->failed ? -1 : 0;
 }
 
 /* ---- time ---- */

@@ -103,6 +103,12 @@ int pf_instant(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
 	       uint64_t func_key, const char *name, const char *file,
 	       uint32_t line);
 
+/* A counter track (unit: bytes) named `name` under the process track, and
+ * its values. Handles live until pf_finish. */
+struct pf_counter;
+struct pf_counter *pf_add_counter(struct pf_writer *w, struct pf_process *p, const char *name);
+int pf_counter_value(struct pf_writer *w, struct pf_counter *c, uint64_t ts_ns, int64_t value);
+
 /* Bytes handed to the write callback so far (excluding what is buffered). */
 uint64_t pf_bytes_written(const struct pf_writer *w);
 

@@ -68,7 +68,7 @@ void sf_zero_events(struct sf_event *ev, size_t n)
 /* Records an event of `kind` occupies: allocation events carry a payload. */
 static size_t event_records(uint32_t kind)
 {
-	return sf_kind_has_ext(kind) ? 1 + sizeof(struct sf_event_ext) / sizeof(struct sf_event) : 1;
+	return 1 + sf_event_payload_records(kind);
 }
 
 /* Whether `time` can be stored in a batch with this base (sflog.h). */
@@ -372,10 +372,10 @@ static void thread_start(struct sf_thread *t)
 		pthread_setspecific(exit_key, (void *)1);
 }
 
-/* Stores one event (with its payload x for allocation events), making room
- * first if needed. Signals are blocked. */
+/* Stores one event (with its payload records for allocation events),
+ * making room first if needed. Signals are blocked. */
 static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind,
-			const struct sf_event_ext *x)
+			const uint64_t *payload)
 {
 	size_t nrec = event_records(kind);
 	if (t->state == SF_THREAD_NEW)
@@ -403,8 +403,8 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 		set_base(t, time);
 	struct sf_event *e = (struct sf_event *)t->cursor;
 	t->cursor += nrec * sizeof(struct sf_event);
-	if (x)
-		*(struct sf_event_ext *)(e + 1) = *x; /* before the word that validates it */
+	for (size_t i = 1; payload && i < nrec; i++) /* before the word that validates them */
+		((uint64_t *)e)[i] = payload[i - 1];
 	store_record(e, time, id, kind);
 }
 
@@ -469,10 +469,26 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	struct sf_event_ext x = {.size_align = a, .ptr = b};
+	uint64_t x[2] = {a, b};
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
-	store_event(t, sf_now_raw(), 0, kind, &x);
+	store_event(t, sf_now_raw(), 0, kind, x);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
+{
+	struct sf_thread *t = &sf_self;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (t->state == SF_THREAD_NEW) {
+		thread_start(t);
+		time = sf_now_raw();
+	} else if (t->cursor > t->limit) {
+		t->cursor = t->limit; /* see sf_slow_event_at */
+	}
+	store_event(t, time, 0, kind, payload);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 

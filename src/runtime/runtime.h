@@ -205,9 +205,17 @@ void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind) SF_HIDDEN;
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
 /* An event without payload stamped now, from C (signals must be blocked). */
 void sf_record_event(uint32_t kind, uint32_t id) SF_HIDDEN;
+/* An event with sf_event_payload_records(kind) payload records, stored at
+ * `time` (or now, for a thread's first event) with signals blocked: the
+ * slow path of alloc.c. */
+void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_thread_flush_exit(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
+
+/* ---- alloc.c ---- */
+/* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */
+int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 
 /* ---- hooks.c ---- */
 void sf_hooks_init(void) SF_HIDDEN;

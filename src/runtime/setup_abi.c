@@ -59,7 +59,7 @@ __attribute__((visibility("default"))) void sftrace_alloc_event(uint8_t kind, si
 {
 	if (!sf_config.enabled || kind < 1 || kind > 4)
 		return;
-	uint64_t log2a = align ? (uint64_t)__builtin_ctzll((unsigned long long)align) : 0;
-	uint64_t sa = ((uint64_t)size & 0xffffffffffffull) | (log2a << 48);
-	sf_record_ext(SF_EV_ALLOC + kind - 1, sa, (uint64_t)ptr);
+	if (sf_heap_setup_dup(SF_EV_ALLOC + kind - 1, ptr))
+		return; /* --alloc recorded it already (alloc.c) */
+	sf_record_ext(SF_EV_ALLOC + kind - 1, sf_size_align(size, align), (uint64_t)ptr);
 }

@@ -221,6 +221,52 @@ static void test_zero_holes(void **state)
 	lb_free(&b);
 }
 
+/* A u64 payload record of a heap event (version 3): one raw record. */
+#define U64(v) LB_RAW((uint32_t)(v), (uint32_t)((uint64_t)(v) >> 32))
+
+static void test_heap_payloads(void **state)
+{
+	struct lb b;
+	base_log(&b, SF_CLOCK_MONOTONIC);
+	lb_header(&b)->version = 2; /* version 2 logs still read: 3 only adds kinds */
+	struct lb_rec d[] = {
+		LB_EV(M(1), 0, SF_EV_HEAP_ALLOC),   U64(sf_size_align(100, 64)), U64(0x5000), U64(0x401234),
+		LB_EV(M(2), 0, SF_EV_HEAP_REALLOC), U64(sf_size_align(200, 0)), U64(0x6000), U64(0x5000),
+		U64(0x401300),
+		LB_EV(M(3), 0, SF_EV_HEAP_FREE),    U64(0x6000), U64(0x401400),
+		LB_EV(M(4), 10, SF_EV_ENTRY),
+	};
+	size_t off = lb_data(&b, 1, 100, 0, "t", d, sizeof(d) / sizeof(d[0]));
+	assert_int_equal(lb_chunk(&b, off)->count, 4 + 3 + 4 + 2);
+	struct lr_log *log = open_ok(&b);
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init(&it, log);
+	assert_true(lr_next(&it, &ev));
+	assert_int_equal(ev.kind, SF_EV_HEAP_ALLOC);
+	assert_int_equal(ev.size, 100);
+	assert_int_equal(ev.align, 64);
+	assert_int_equal(ev.ptr, 0x5000);
+	assert_int_equal(ev.site, 0x401234);
+	assert_true(lr_next(&it, &ev));
+	assert_int_equal(ev.kind, SF_EV_HEAP_REALLOC);
+	assert_int_equal(ev.size, 200);
+	assert_int_equal(ev.ptr, 0x6000);
+	assert_int_equal(ev.old_ptr, 0x5000);
+	assert_int_equal(ev.site, 0x401300);
+	assert_true(lr_next(&it, &ev));
+	assert_int_equal(ev.kind, SF_EV_HEAP_FREE);
+	assert_int_equal(ev.ptr, 0x6000);
+	assert_int_equal(ev.site, 0x401400);
+	assert_true(lr_next(&it, &ev));
+	assert_int_equal(ev.kind, SF_EV_ENTRY);
+	assert_false(lr_next(&it, &ev));
+	assert_int_equal(lr_thread_at(log, 0)->lost, 0);
+	lr_close(log);
+	lb_free(&b);
+	(void)state;
+}
+
 static void test_alloc_payload(void **state)
 {
 	struct lb b;
@@ -793,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_tid_reuse),
 		cmocka_unit_test(test_zero_holes),
 		cmocka_unit_test(test_alloc_payload),
+		cmocka_unit_test(test_heap_payloads),
 		cmocka_unit_test(test_truncated_last_chunk),
 		cmocka_unit_test(test_half_written_event),
 		cmocka_unit_test(test_time_below_base),

@@ -1,0 +1,264 @@
+/* libsftrace-alloc.so: the libc allocator family, interposed.
+ *
+ * `sftrace record --alloc` preloads this library next to libsftrace.so;
+ * without --alloc it is not loaded at all, so nothing changes and nothing
+ * costs more. Each function calls the next definition in the lookup order
+ * (dlsym RTLD_NEXT: libc's, or an allocator library the program links
+ * against), then reports the result to the runtime (src/runtime/alloc.c)
+ * with the call site, the return address of the allocator call.
+ *
+ * Bootstrap: dlsym itself may call calloc or malloc before the next
+ * definitions are known. Those calls are served from a static arena,
+ * whose blocks are never passed to the real free (free ignores them,
+ * realloc copies them out) and are not reported (the runtime is not
+ * recording yet at that point).
+ *
+ * libc + libdl only, no allocation of our own, errno preserved. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* In libsftrace.so (preloaded with us); weak so that this library alone is inert. */
+void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site) __attribute__((weak));
+void sftrace_heap_free(void *ptr, void *site) __attribute__((weak));
+void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site) __attribute__((weak));
+
+static struct {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+} real;
+static int resolving;
+
+/* ---- bootstrap arena ---- */
+
+#define ARENA_SIZE (256 * 1024)
+static _Alignas(64) unsigned char arena[ARENA_SIZE];
+static size_t arena_used;
+
+struct arena_hdr {
+	size_t size;
+	size_t pad;
+};
+
+static int in_arena(const void *p)
+{
+	return (const unsigned char *)p >= arena && (const unsigned char *)p < arena + ARENA_SIZE;
+}
+
+static void *arena_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	size_t at = __atomic_load_n(&arena_used, __ATOMIC_RELAXED), start, end;
+	do {
+		start = (at + sizeof(struct arena_hdr) + align - 1) & ~(align - 1);
+		end = start + ((size + 15) & ~(size_t)15);
+		if (size > ARENA_SIZE || end > ARENA_SIZE)
+			return NULL;
+	} while (!__atomic_compare_exchange_n(&arena_used, &at, end, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	((struct arena_hdr *)(arena + start))[-1].size = size;
+	return arena + start; /* static storage: already zero */
+}
+
+static size_t arena_size(const void *p)
+{
+	return ((const struct arena_hdr *)p)[-1].size;
+}
+
+/* ---- the next definitions ---- */
+
+#define LOOKUP(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+
+static void resolve(void)
+{
+	resolving = 1;
+	LOOKUP(calloc);
+	LOOKUP(free);
+	LOOKUP(realloc);
+	LOOKUP(reallocarray);
+	LOOKUP(posix_memalign);
+	LOOKUP(aligned_alloc);
+	LOOKUP(memalign);
+	LOOKUP(valloc);
+	LOOKUP(pvalloc);
+	LOOKUP(malloc_usable_size);
+	void *(*m)(size_t) = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	__atomic_store_n(&real.malloc, m, __ATOMIC_RELEASE); /* last: "resolved" */
+	resolving = 0;
+}
+
+/* 1 when the real functions are known; 0 while dlsym is running. */
+static inline int ready(void)
+{
+	if (__builtin_expect(__atomic_load_n(&real.malloc, __ATOMIC_ACQUIRE) != NULL, 1))
+		return 1;
+	if (resolving)
+		return 0;
+	resolve();
+	return real.malloc != NULL;
+}
+
+__attribute__((constructor(101))) static void interpose_init(void)
+{
+	ready();
+}
+
+static inline void report_alloc(void *p, size_t size, size_t align, void *site)
+{
+	if (p && sftrace_heap_alloc) {
+		int e = errno;
+		sftrace_heap_alloc(p, size, align, site);
+		errno = e;
+	}
+}
+
+static inline void report_free(void *p, void *site)
+{
+	if (p && sftrace_heap_free) {
+		int e = errno;
+		sftrace_heap_free(p, site);
+		errno = e;
+	}
+}
+
+/* realloc-like: old -> p (either may be NULL). */
+static void report_realloc(void *p, void *old, size_t size, void *site)
+{
+	if (!old)
+		report_alloc(p, size, 0, site);
+	else if (p && sftrace_heap_realloc) {
+		int e = errno;
+		sftrace_heap_realloc(p, old, size, site);
+		errno = e;
+	} else if (!p && !size)
+		report_free(old, site); /* realloc(p, 0) freed p */
+}
+
+#define SITE __builtin_return_address(0)
+
+EXPORT void *malloc(size_t size)
+{
+	if (!ready())
+		return arena_alloc(size, 16);
+	void *p = real.malloc(size);
+	report_alloc(p, size, 0, SITE);
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	if (!p || in_arena(p))
+		return;
+	if (!ready())
+		return; /* cannot happen: p came from the real allocator */
+	report_free(p, SITE);
+	real.free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	if (!ready() || !real.calloc) {
+		size_t total;
+		if (__builtin_mul_overflow(n, size, &total)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return arena_alloc(total, 16);
+	}
+	void *p = real.calloc(n, size);
+	report_alloc(p, n * size, 0, SITE);
+	return p;
+}
+
+static void *realloc_from_arena(void *old, size_t size)
+{
+	void *p = ready() ? real.malloc(size) : arena_alloc(size, 16);
+	if (p) {
+		size_t keep = arena_size(old);
+		memcpy(p, old, keep < size ? keep : size);
+	}
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t size)
+{
+	if (old && in_arena(old)) {
+		void *p = realloc_from_arena(old, size);
+		if (p && !in_arena(p))
+			report_alloc(p, size, 0, SITE);
+		return p;
+	}
+	if (!ready())
+		return old ? NULL : arena_alloc(size, 16);
+	void *p = real.realloc(old, size);
+	report_realloc(p, old, size, SITE);
+	return p;
+}
+
+EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if ((old && in_arena(old)) || !ready() || !real.reallocarray) {
+		void *p = realloc(old, total);
+		return p;
+	}
+	void *p = real.reallocarray(old, n, size);
+	report_realloc(p, old, total, SITE);
+	return p;
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (!ready() || !real.posix_memalign) {
+		void *p = arena_alloc(size, align);
+		if (!p)
+			return ENOMEM;
+		*out = p;
+		return 0;
+	}
+	int r = real.posix_memalign(out, align, size);
+	if (r == 0)
+		report_alloc(*out, size, align, SITE);
+	return r;
+}
+
+/* The aligned family: same shape, one real function each. */
+#define ALIGNED(name, params, args, align_expr)                                \
+	EXPORT void *name params                                               \
+	{                                                                      \
+		if (!ready() || !real.name)                                    \
+			return arena_alloc(size, align_expr);                  \
+		void *p = real.name args;                                      \
+		report_alloc(p, size, align_expr, SITE);                       \
+		return p;                                                      \
+	}
+
+ALIGNED(aligned_alloc, (size_t align, size_t size), (align, size), align)
+ALIGNED(memalign, (size_t align, size_t size), (align, size), align)
+ALIGNED(valloc, (size_t size), (size), 4096)
+ALIGNED(pvalloc, (size_t size), (size), 4096)
+EXPORT size_t malloc_usable_size(void *p)
+{
+	if (p && in_arena(p))
+		return arena_size(p);
+	if (!ready() || !real.malloc_usable_size)
+		return 0;
+	return real.malloc_usable_size(p);
+}

@@ -1,0 +1,245 @@
+"""sftrace record --alloc and sftrace memory: exact heap figures from fixtures
+with known allocation patterns (tests/fixtures/heap_pattern.c, heap_rust.rs,
+setup_abi.c), a crash with live blocks, and the errors for bad input.
+
+Runs under tests/run.py, or alone: python3 tests/cases/test_memory.py."""
+import json
+import os
+import re
+import sys
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+
+from sfkit import (BUILD, SFTRACE, build_c, calls_fixture, check, eq, record, run, rust_fixture,  # noqa: E402
+                   tmpdir)
+
+_logs = {}
+
+
+def heap_log(args=()):
+    key = tuple(args)
+    if key not in _logs:
+        exe = build_c("heap_pattern", ["heap_pattern.c"], flags=["-fno-builtin", "-O1"], libs=["-lpthread"])
+        _, log = record([exe] + list(args), args=["--alloc", "-q"], check_rc=None)
+        _logs[key] = log
+    return _logs[key]
+
+
+def memory_tsv(log, extra=()):
+    """(summary dict, rows [(section, stage, bytes, count, stack)])."""
+    out = run([SFTRACE, "memory", "--format", "tsv"] + list(extra) + [log]).stdout
+    summary, rows = {}, []
+    for line in out.splitlines():
+        f = line.split("\t")
+        if len(f) == 2:
+            summary[f[0]] = int(f[1])
+        else:
+            rows.append((f[0], f[1], int(f[2]), int(f[3]), f[4]))
+    return summary, rows
+
+
+def by_func(rows, section, func):
+    """bytes, count summed over the rows of a section whose innermost traced frame is func."""
+    b = c = 0
+    for sec, _, nb, nc, stack in rows:
+        frames = stack.split(" @ ")[0].split(";")
+        if sec == section and frames[-1] == func:
+            b += nb
+            c += nc
+    return b, c
+
+
+def foreign(rows, section):
+    """Bytes of rows whose call site is outside the executable (libc's own, e.g. pthread_create)."""
+    return sum(nb for sec, _, nb, _, stack in rows if sec == section and re.search(r" @ 0x[0-9a-f]+$", stack))
+
+
+def test_heap_pattern_sites_and_totals():
+    s, rows = memory_tsv(heap_log())
+    eq(by_func(rows, "site", "setup"), (2000, 11), "setup: 10 x 100 + 1000")
+    eq(by_func(rows, "site", "work_a"), (1280, 5), "work_a: 5 calloc(4, 64)")
+    eq(by_func(rows, "site", "grow"), (16 + 32 + 64 + 128, 4), "grow: malloc(16) then 3 reallocs")
+    eq(by_func(rows, "site", "producer"), (1536, 3), "producer thread")
+    eq(by_func(rows, "site", "make_temps"), (960, 20), "make_temps")
+    eq(by_func(rows, "site", "leaf_leak"), (168, 7), "leaf_leak")
+    eq(by_func(rows, "site", "peak"), (1048576, 1), "peak")
+    eq(by_func(rows, "temporary", "make_temps")[1], 20, "make_temps temporaries")
+    eq(by_func(rows, "temporary", "setup")[1], 10, "setup temporaries")
+    eq(s["reallocs"], 3, "reallocs")
+    eq(s["unmatched_frees"], 0, "every free matched (the consumer frees the producer's blocks)")
+    eq(by_func(rows, "leak", "producer"), (0, 0), "freed on another thread")
+    eq(by_func(rows, "leak", "grow"), (0, 0), "realloc chain freed")
+    # the peak: the 1 MiB block plus what was live then (no libc allocation other than pthread's)
+    eq(by_func(rows, "peak", "peak"), (1048576, 1), "held at the peak")
+    eq(s["peak_bytes"], 1048576 + 1000 + 512 + 4096 + 96 + foreign(rows, "peak"), "peak_bytes")
+
+
+def test_heap_pattern_aligned_and_calloc():
+    out = run([SFTRACE, "dump", heap_log()]).stdout
+    check(re.search(r"MALLOC\s+size=4096 align=64 ", out), "aligned_alloc(64, 4096)")
+    check(re.search(r"MALLOC\s+size=256 align=128 ", out), "posix_memalign(128, 256)")
+    check(re.search(r"MALLOC\s+size=96 align=32 ", out), "memalign(32, 96)")
+    eq(len(re.findall(r"MALLOC\s+size=256 align=1 ", out)), 5, "calloc(4, 64) as 256 bytes")
+    eq(len(re.findall(r"REALLOC\s+size=(?:32|64|128) ", out)), 3, "realloc events")
+
+
+def test_heap_pattern_milestones():
+    s, rows = memory_tsv(heap_log(), ["--milestone", "milestone"])
+    eq(s["stages"], 4, "three milestones make four stages")
+    leak = {int(st): (b, c) for sec, st, b, c, _ in rows if sec == "stage_leak"}
+    eq(leak[0], (1000, 1), "stage 0 leak")
+    eq(leak[1], (512, 2), "stage 1 leak")
+    fb = foreign(rows, "leak")  # pthread_create's own block, made in stage 2
+    eq(leak[2][0], 4096 + 96 + fb, "stage 2 leak")
+    eq(leak[3], (168, 7), "stage 3 leak")
+    eq(s["leaked_bytes"], 1000 + 512 + 4096 + 96 + 168 + fb, "leaked_bytes")
+    s2, rows2 = memory_tsv(heap_log(), ["--milestone", "^mile.*ne$", "--select", "1,3"])
+    eq(sum(b for sec, _, b, _, _ in rows2 if sec == "leak"), 512 + 168, "--select 1,3 leak rows")
+    p = run([SFTRACE, "memory", "--milestone", "no_such_function", heap_log()], check_rc=1)
+    check("matches no instrumented function" in p.stderr and not p.stdout, p.stderr)
+
+
+def test_heap_pattern_interactive():
+    p = run([SFTRACE, "memory", "--interactive", "--milestone", "milestone", "-n", "1", heap_log()],
+            input="stage-memory\nshow 0\ntrack 0\nexit\n")
+    out = p.stdout
+    check(re.search(r"^0:\t1000\n1:\t1512\n", out, re.M), "stage-memory")
+    check(re.search(r"kind: alloc\n.*\n.*\nptr: 0x[0-9a-f]+\nsize: 100\n", out), "show 0")
+    eq(len(re.findall(r"^\d+ (?:alloc|free)\ttid:", out, re.M)), 20, "track 0: the reused pointer's 20 events")
+
+
+def test_crash_keeps_heap_state():
+    s, rows = memory_tsv(heap_log(["crash"]))
+    eq(by_func(rows, "leak", "leaf_leak"), (168, 7), "live at the crash")
+    eq(by_func(rows, "leak", "setup"), (1000, 1), "live at the crash")
+    out = run([SFTRACE, "memory", heap_log(["crash"])]).stdout
+    check("did not exit normally" in out, out)
+
+
+def test_rust_without_code_change():
+    exe = rust_fixture("heap_rust")
+    _, log = record([exe], args=["--alloc", "-q"])
+    s, rows = memory_tsv(log)
+    eq(by_func(rows, "leak", "heap_rust::make_box"), (120, 3), "Box::leak x3")
+    eq(by_func(rows, "leak", "heap_rust::strings"), (60, 1), "forgotten String")
+    check(all("vec_growth" not in st and "heap_rust::map" not in st for sec, _, _, _, st in rows if sec == "leak"),
+          "Vec and HashMap freed")
+    check(s["reallocs"] >= 5, f"Vec growth by realloc: {s['reallocs']}")
+    check(any("heap_rust::map" in st for sec, _, _, _, st in rows if sec == "site"), "HashMap allocation site")
+
+
+def test_setup_abi_not_counted_twice():
+    exe = build_c("setup_abi", ["setup_abi.c"], libs=["-L" + BUILD, "-lsftrace", "-Wl,-rpath," + BUILD,
+                                                       "-lpthread"])
+    # main: malloc(64), sftrace_alloc_event(alloc), sftrace_alloc_event(dealloc), free, twice.
+    # The first report of each wins: the interposed malloc, then the setup ABI's dealloc.
+    _, log = record([exe], args=["--alloc", "-q"])
+    dump = run([SFTRACE, "dump", log]).stdout
+    eq(len(re.findall(r"MALLOC\s+size=64 ", dump)), 2, "interposed mallocs")
+    eq(len(re.findall(r"\bALLOC\s+size=64 ", dump)), 0, "setup-ABI allocs dropped as repeats")
+    eq(len(re.findall(r"DEALLOC\s+size=64 ", dump)), 2, "setup-ABI deallocs")
+    eq(len(re.findall(r"\bFREE\b", dump)), 0, "interposed frees dropped as repeats")
+    s, rows = memory_tsv(log)
+    eq(s["unmatched_frees"], 0, "unmatched frees")
+    check(all(b != 64 for sec, _, b, _, _ in rows if sec == "leak"), "the 64-byte blocks are freed")
+    _, log = record([exe], args=["-q"])
+    s, rows = memory_tsv(log)
+    eq((s["allocations"], s["frees"], s["leaked_bytes"]), (2, 2, 0), "setup ABI alone")
+
+
+def test_no_alloc_events_is_an_error():
+    _, log = record([calls_fixture()], args=["-q"], check_rc=None)
+    p = run([SFTRACE, "memory", log], check_rc=1)
+    check("no allocation events: record with --alloc" in p.stderr and not p.stdout, p.stderr)
+
+
+def _render(path, d):
+    """Screenshot in headless Chromium (tests/cases/test_analysis.py's helpers): console lines, pixels."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_analysis import _chromium_run, _png_pixels
+    png = os.path.join(d, os.path.basename(path) + ".png")
+    console = _chromium_run(path, png, d)
+    return console, _png_pixels(png)
+
+
+def test_leak_flamegraph_and_plot_render():
+    d = tmpdir()
+    svg, plot, fold = (os.path.join(d, n) for n in ("leak.svg", "heap.svg", "fold.html"))
+    run([SFTRACE, "memory", "--milestone", "milestone", "--flamegraph", svg, "--plot", plot, heap_log()])
+    run([SFTRACE, "memory", "--milestone", "milestone", "--plot", fold, "--fold", "--select", "1,2,3", heap_log()])
+    text = open(svg, encoding="utf-8").read()
+    s, rows = memory_tsv(heap_log())
+    traced = sum(b for sec, _, b, _, st in rows if sec == "leak" and not st.startswith("[no traced frame]"))
+    check(f"<title>all\n{traced} bytes" in text, "the root box holds the leaked bytes under traced frames")
+    check(re.search(r"<title>leaf_leak \[[^]]*\]\n168 bytes", text), "leaf_leak: 168 bytes")
+    p = open(plot, encoding="utf-8").read()
+    eq(len(re.findall(r"<title>stage \d+ starts</title>", p)), 3, "stage lines")
+    check("<title>peak 1.01 MiB</title>" in p, "peak marker (1054568 bytes)")
+    f = open(fold, encoding="utf-8").read()
+    check(f.startswith("<!DOCTYPE html>") and "http" not in f.replace("http://www.w3.org/2000/svg", ""),
+          "self-contained HTML")
+    eq(re.findall(r"<title>(stage \d)</title></path>", f), ["stage 1", "stage 2", "stage 3"], "folded stages")
+    for path in (svg, fold):  # the SVG plot is the same drawing as the page's
+        console, px = _render(path, d)
+        eq([c for c in console if "Uncaught" in c or "Error" in c], [], f"no script errors in {path}")
+        check(len(set(px)) > 20, f"{path}: the screenshot is not one flat colour")
+
+
+def test_pola_alloc_table():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_convert import PARQUET_DIR, pola_query
+    log = heap_log()
+    out = os.path.join(tmpdir(), "sf.pola")
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", out])
+    pola_query(out)  # installs the readers if needed (or skips); the reference files still check out
+    r = json.loads(run(["node", os.path.join(PARQUET_DIR, "alloc_query.mjs"), out], timeout=300).stdout)
+    eq(r["types"]["time"], "DataType(Duration(ms))", "time: a duration, typed like OUT's")
+    eq(r["types"]["size"], "DataType(UInt64)", "size u64")
+    eq(r["types"]["site_name"], "DataType(String)", "site_name str")
+    for name, want in {"setup": [11, 2000], "work_a": [5, 1280], "producer": [3, 1536], "leaf_leak": [7, 168],
+                       "make_temps": [20, 960], "peak": [1, 1048576], "grow": [1, 16]}.items():
+        eq(r["byName"][name], want, f"alloc rows joined to {name}")
+    eq((r["kinds"]["3"], r["kinds"]["4"]), (3, 3), "realloc-alloc and realloc-dealloc rows")
+    eq(r["duckdb"], sum(r["kinds"].values()), "DuckDB reads every row")
+    eq(r["named"], r["duckdb"], "every call site named")
+    eq(r["aligned"], 1, "aligned_alloc(64, ...) row")
+    # a log without allocation events gets no OUT.alloc
+    _, plain = record([calls_fixture()], args=["-q"], check_rc=None)
+    out2 = os.path.join(tmpdir(), "sf.pola")
+    run([SFTRACE, "convert", "--type", "pola", plain, "-o", out2])
+    check(os.path.exists(out2) and not os.path.exists(out2 + ".alloc"), "no OUT.alloc without allocation events")
+
+
+def test_perfetto_heap_counter():
+    tp = "/work/shared/tools/trace_processor_shell"
+    if not os.access(tp, os.X_OK):
+        from sfkit import Skip
+        raise Skip("trace_processor_shell not available")
+    log = heap_log()
+    d = tmpdir()
+    pb = os.path.join(d, "sf.pb")
+    run([SFTRACE, "convert", log, "-o", pb])
+    q = os.path.join(d, "q.sql")
+    with open(q, "w") as fh:
+        fh.write("select t.name, count(*) as n, cast(max(c.value) as int) as mx, "
+                 "cast((select c2.value from counter c2 where c2.track_id = t.id order by c2.ts desc limit 1) as int) "
+                 "as last from counter c join process_counter_track t on c.track_id = t.id group by t.id;")
+    out = run([tp, "-q", q, pb]).stdout
+    s, _ = memory_tsv(log)
+    rows = [line for line in out.splitlines() if line.startswith('"heap size"')]
+    eq(len(rows), 1, f"one heap counter track: {out}")
+    name, n, mx, last = rows[0].split(",")
+    check(int(n) > 90, f"counter rows: {n}")
+    eq(int(mx), s["peak_bytes"], "counter peak = memory's peak_bytes")
+    eq(int(last), s["leaked_bytes"], "last value = leaked bytes")
+
+
+def test_large_live_set_freed_out_of_order():
+    s, rows = memory_tsv(heap_log(["churn"]))
+    n = 20000
+    want = sum(i % 97 + 1 for i in range(n) if i % 7 == 0)
+    eq(by_func(rows, "site", "churn"), (sum(i % 97 + 1 for i in range(n)), n), "churn allocations")
+    eq(by_func(rows, "leak", "churn"), (want, len(range(0, n, 7))), "blocks left live")
+    eq(by_func(rows, "peak", "churn"), (sum(i % 97 + 1 for i in range(n)), n), "all live at the peak")
+    eq(s["unmatched_frees"], 0, "every free matched")

@@ -19,6 +19,7 @@ struct proc_state {
 	uint64_t *keys;       /* func_key by function id */
 	uint32_t nkeys;
 	uint8_t *thread_seen; /* by lr_thread.index */
+	uint64_t shift_ns;    /* added to the log's times: its start - the recording's time 0 */
 };
 
 struct trace_input {
@@ -171,6 +172,39 @@ static void compute_keys(struct trace_input *in, struct proc_state *ps)
 	}
 }
 
+static int cmp_start(const void *a, const void *b)
+{
+	const struct proc_state *x = a, *y = b;
+	uint64_t sx = x->pub.info->start_mono_ns, sy = y->pub.info->start_mono_ns;
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
+	return x->pub.index < y->pub.index ? -1 : x->pub.index > y->pub.index;
+}
+
+/* One clock for every process: each log's times count from its own start,
+ * so shift them all onto the earliest start. A header without a start time
+ * (0: damaged) keeps its own zero. Processes are put in start order, so a
+ * parent comes before the children it started. */
+static void set_time_zero(struct trace_input *in)
+{
+	qsort(in->procs, in->nprocs, sizeof(*in->procs), cmp_start);
+	for (size_t i = 0; i < in->nprocs; i++)
+		in->procs[i].pub.index = i;
+
+	uint64_t zero = 0;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		uint64_t s = in->procs[i].pub.info->start_mono_ns;
+		if (s && (!zero || s < zero))
+			zero = s;
+	}
+	for (size_t i = 0; i < in->nprocs; i++) {
+		struct proc_state *ps = &in->procs[i];
+		uint64_t s = ps->pub.info->start_mono_ns;
+		ps->shift_ns = s ? s - zero : 0;
+		ps->pub.zero_mono_ns = s ? zero : 0;
+	}
+}
+
 struct trace_input *trace_open(const char *const *paths, size_t npaths, const struct trace_options *opt)
 {
 	char **files;
@@ -213,6 +247,7 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 	for (size_t i = 0; i < nfiles; i++)
 		free(files[i]);
 	free(files);
+	set_time_zero(in);
 	if (!ok) {
 		trace_close(in);
 		return NULL;
@@ -327,6 +362,7 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 					break;
 				}
 			}
+			ev.time_ns += ps->shift_ns;
 			fr_feed(in->frames, &ev);
 			if ((++in->events & 0xfffff) == 0)
 				progress(in, &ev);

@@ -2,23 +2,16 @@
 and Perfetto put a fork+exec'd child on the parent's clock, and OUT.threads
 names every process (read back with polars and DuckDB)."""
 import collections
-import json
 import os
 import re
 import shutil
 
-from sfkit import (ROOT, SFTRACE, Skip, build_c, check, chrome_slices, dump_events, eq, perfetto_summary, record, run,
-                   check_perfetto_times, tmpdir)
-
-PARQUET_DIR = os.path.join(ROOT, "tests", "parquet")
+from sfkit import (SFTRACE, build_c, check, check_perfetto_times, chrome_slices, dump_events, eq, parquet_query,
+                   perfetto_summary, record, run, tmpdir)
 
 
 def threads_query(path):
-    if not shutil.which("node"):
-        raise Skip("node is not installed")
-    if not os.path.isdir(os.path.join(PARQUET_DIR, "node_modules", "nodejs-polars-linux-x64-gnu")):
-        run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PARQUET_DIR, timeout=600)
-    return json.loads(run(["node", os.path.join(PARQUET_DIR, "threads_query.mjs"), path], timeout=300).stdout)
+    return parquet_query("threads_query.mjs", path)
 
 
 def forker_recording(mode):

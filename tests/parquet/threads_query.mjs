@@ -6,18 +6,12 @@
 //   node threads_query.mjs OUT.pola
 import pl from "nodejs-polars";
 import { DuckDBInstance } from "@duckdb/node-api";
+import { types } from "./types.mjs";
 
 const file = process.argv[2];
 const threads = pl.scanParquet(file + ".threads").collectSync();
 const ev = pl.scanParquet(file);
 const symtab = pl.scanParquet(file + ".symtab");
-
-function types(df) {
-  return df.columns.map((c) => {
-    const m = df.getColumn(c).head(0).toString().match(/^Series: .* \[(.*)\]$/m);
-    return [c, m ? m[1] : "?"];
-  });
-}
 
 // Every row joined to its thread by the documented rule.
 const rows = ev

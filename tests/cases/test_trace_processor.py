@@ -15,7 +15,7 @@ import io
 import os
 import shutil
 
-from sfkit import (ROOT, SFTRACE, Skip, build_c, calls_fixture, check, chrome_slices, dump_events, dump_info, eq,
+from sfkit import (BUILD, ROOT, SFTRACE, Skip, build_c, calls_fixture, check, chrome_slices, dump_events, dump_info, eq,
                    record, run, rust_fixture, tmpdir)
 
 TP_ENV = "SFTRACE_TRACE_PROCESSOR"
@@ -104,7 +104,11 @@ def check_loaded(what, rows, slices, threads, procs, chrome):
     if got != slices:
         diff = {k: (got[k], slices[k]) for k in set(got) | set(slices) if got[k] != slices[k]}
         raise AssertionError(f"{what}: slices per (name, depth, tid), got vs want: {sorted(diff.items())[:20]}")
-    eq({(int(r["c"]), int(r["d"]), r["a"]) for r in rows["thread"]}, threads, f"{what}: thread rows (tid, pid, name)")
+    # Trace processor gives every process a row for its main thread (tid =
+    # pid), named or not; one without events of its own has no name.
+    got_threads = {(int(r["c"]), int(r["d"]), r["a"]) for r in rows["thread"]}
+    got_threads -= {(t, p, "[NULL]") for t, p, _ in got_threads if t == p and t not in {x for x, _, _ in threads}}
+    eq(got_threads, threads, f"{what}: thread rows (tid, pid, name)")
     eq({(int(r["d"]), r["a"]) for r in rows["process"]}, procs, f"{what}: process rows (pid, name)")
     check(all(int(r["f"]) >= 0 for r in rows["slice"]), f"{what}: a slice without an end (dur -1)")
     per_tid = collections.defaultdict(list)
@@ -222,4 +226,30 @@ def test_tp_query_sees_import_errors():
        ["clock_sync_failure_undeferrable_packet_loss [data_loss, analysis]",
         "clock_sync_failure_unknown_source_clock [error, analysis]"], "stats seen")
     eq(rows["slice"], [], "the slice is dropped")
+    shutil.rmtree(d)
+
+
+def test_tp_rust_workflow_bench():
+    """The Rust workflow's criterion bench (examples/rust-bench: serde_json,
+    regex, rayon), filtered as the workflow does, one iteration of each
+    benchmark, resolve and normalize only (about 19k slices). Its build
+    takes minutes, so this reuses the one
+    test_rust_workflow.py made earlier in the run, and says SKIP without it."""
+    trace_processor()
+    deps = os.path.join(BUILD, "rust-bench", "target", "profiling", "deps")
+    bins = [os.path.join(deps, f) for f in os.listdir(deps)
+            if f.startswith("resolver-") and not f.endswith(".d")] if os.path.isdir(deps) else []
+    if not bins:
+        raise Skip(f"the Rust workflow's bench is not built in {deps} (tests/cases/test_rust_workflow.py builds it)")
+    exe = max(bins, key=os.path.getmtime)
+    d = tmpdir()
+    filt = os.path.join(d, "sftrace.filter")
+    run([SFTRACE, "filter", "-p", exe, "-r", "Resolver>::resolve$|normalize", "-o", filt])
+    log = os.path.join(d, "sf.log")
+    record([exe, "--bench", "--test"], out=log, args=["-f", filt],
+           env={"CRITERION_HOME": os.path.join(d, "criterion")})
+    s = check_trace_processor(log)
+    check(sum(n for (f, _, _), n in s.items() if f == "<importmap::engine::Resolver>::resolve") >= 4000,
+          "resolve slices")
+    check(len({t for _, _, t in s}) >= 2, "main thread and rayon workers")
     shutil.rmtree(d)

@@ -15,8 +15,9 @@ import io
 import os
 import shutil
 
-from sfkit import (BUILD, ROOT, SFTRACE, Skip, build_c, calls_fixture, check, chrome_slices, dump_events, dump_info, eq,
-                   record, run, rust_fixture, tmpdir)
+from sfkit import (BUILD, DUMP_RE, ROOT, SFTRACE, Skip, build_c, calls_fixture, check, chrome_slices, eq, record, run,
+                   rust_fixture, tmpdir)
+from sfkit import _THREAD_RE as THREAD_RE  # the thread table of `sftrace dump`
 
 TP_ENV = "SFTRACE_TRACE_PROCESSOR"
 
@@ -65,29 +66,36 @@ def tp_load(trace):
 
 
 def expected_from_logs(logs):
-    """From `sftrace dump`, independently of the converter: slices per
-    (name, depth, tid) (an exit or tail call closes its function's frame and
-    the frames above it; one whose function is not open is dropped), and the
-    (tid, pid, thread name) and (pid, process name) of every log."""
+    """From `sftrace dump` (one run per log), independently of the
+    converter: slices per (name, depth, tid) (an exit or tail call closes its
+    function's frame and the frames above it; one whose function is not open
+    is dropped), and the (tid, pid, thread name) and (pid, process name) of
+    every log."""
     slices = collections.Counter()
     threads, procs = set(), set()
     for log in logs:
-        stacks = collections.defaultdict(list)
-        for e in dump_events(log):
-            st = stacks[e.tid]
-            if e.kind == "ENTRY":
-                slices[(e.name, len(st), e.tid)] += 1
-                st.append(e.name)
-            elif e.name in st:
-                while st.pop() != e.name:
-                    pass
-        head = run([SFTRACE, "dump", log]).stdout.split("\nevents:", 1)[0]
+        out = run([SFTRACE, "dump", log]).stdout
+        head, _, events = out.partition("\nevents:")
         pid = int(head.split("pid: ", 1)[1].split()[0])
         argv0 = head.split("command line: ", 1)[1].split("\n", 1)[0].split()[0]
         procs.add((pid, os.path.basename(argv0)))
-        for t in dump_info(log)["threads"]:
-            if t["events"]:
-                threads.add((t["tid"], pid, t["name"] or "thread"))
+        for line in head.split("\nthreads (", 1)[1].splitlines():
+            m = THREAD_RE.match(line)
+            if m and int(m.group(4)):
+                threads.add((int(m.group(2)), pid, m.group(3).strip() or "thread"))
+        stacks = collections.defaultdict(list)
+        for line in events.splitlines():
+            m = DUMP_RE.match(line)
+            if not m:
+                continue
+            tid, kind, name = int(m.group(2)), m.group(3), m.group(4).strip()
+            st = stacks[tid]
+            if kind == "ENTRY":
+                slices[(name, len(st), tid)] += 1
+                st.append(name)
+            elif name in st:
+                while st.pop() != name:
+                    pass
     return slices, threads, procs
 
 
@@ -125,13 +133,13 @@ def check_trace_processor(path, json_depths=None):
     JSON trace, where it cannot see the real one (see the crash case)."""
     trace_processor()
     slices, threads, procs = expected_from_logs(logs_of(path))
-    chrome = chrome_slices(path)
+    base = os.path.join(path, "all") if os.path.isdir(path) else path
+    chrome = chrome_slices(path, keep=base + ".json")
     json_slices = collections.Counter()
     for (name, depth, tid), n in slices.items():
         json_slices[(name, (json_depths or {}).get((name, depth), depth), tid)] += n
-    base = path.rstrip("/") + (".all" if os.path.isdir(path) else "")
-    for kind, out, want in (("perfetto", base + ".pb.gz", slices), ("chrome", base + ".json", json_slices)):
-        run([SFTRACE, "convert", "--type", kind, path, "-o", out])
+    run([SFTRACE, "convert", path, "-o", base + ".pb.gz"])
+    for out, want in ((base + ".pb.gz", slices), (base + ".json", json_slices)):
         check_loaded(f"{os.path.basename(out)}", tp_load(out), want, threads, procs, chrome)
     return slices
 

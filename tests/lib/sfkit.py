@@ -360,17 +360,19 @@ def parquet_query(script, path, timeout=300):
     return json.loads(run(["node", os.path.join(d, script), path], timeout=timeout).stdout)
 
 
-def chrome_slices(log):
+def chrome_slices(log, keep=None):
     """Per tid, the sorted (begin_ns, end_ns, name) of every frame, from
     `convert --type chrome` of a log or a directory of logs (ts and dur:
-    microseconds with 3 exact decimals)."""
+    microseconds with 3 exact decimals). keep: write the JSON there and
+    leave it."""
     import decimal
     import json
-    out = log.rstrip("/") + ".chrome.json"
+    out = keep or log.rstrip("/") + ".chrome.json"
     run([SFTRACE, "convert", "--type", "chrome", log, "-o", out])
     with open(out) as f:
         doc = json.load(f, parse_float=decimal.Decimal)
-    os.unlink(out)
+    if not keep:
+        os.unlink(out)
     per_tid = collections.defaultdict(list)
     for e in doc["traceEvents"]:
         if e["ph"] == "X":

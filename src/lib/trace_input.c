@@ -172,12 +172,20 @@ static void compute_keys(struct trace_input *in, struct proc_state *ps)
 	}
 }
 
+/* Start order. A forked child's log keeps its parent's start: the parent
+ * goes first. */
 static int cmp_start(const void *a, const void *b)
 {
 	const struct proc_state *x = a, *y = b;
 	uint64_t sx = x->pub.info->start_mono_ns, sy = y->pub.info->start_mono_ns;
 	if (sx != sy)
 		return sx < sy ? -1 : 1;
+	if (x->pub.info->pid != y->pub.info->pid) {
+		if (y->pub.info->ppid == x->pub.info->pid)
+			return -1;
+		if (x->pub.info->ppid == y->pub.info->pid)
+			return 1;
+	}
 	return x->pub.index < y->pub.index ? -1 : x->pub.index > y->pub.index;
 }
 

@@ -49,11 +49,15 @@ def frames_of(rows):
     return fr
 
 
+def check_one_clock_rows(d, r):
+    eq(sorted((t, tid, kind, name) for _, kind, t, _, name, tid in r["rows"]), dump_rows(d),
+       "every row at its log's time plus its log's start, minus the earliest start")
+
+
 def check_one_clock(d, r, parent_pid, child_fn, child_calls, parent_before):
     """The child's rows fall after the parent's pre-fork rows and inside the
     parent's main (it waits for the child), on the clock Chrome JSON uses."""
-    eq(sorted((t, tid, kind, name) for _, kind, t, _, name, tid in r["rows"]), dump_rows(d),
-       "every row at its log's time plus its log's start, minus the earliest start")
+    check_one_clock_rows(d, r)
     frames = frames_of(r["rows"])
     parent = sorted(f for f in frames.values() if f[2] == parent_pid)
     child = sorted(f for f in frames.values() if f[2] != parent_pid)
@@ -117,4 +121,36 @@ def test_fork_parquet_and_perfetto_one_clock():
     pb = os.path.join(d, "all.pb")
     run([SFTRACE, "convert", d, "-o", pb])
     check_perfetto_times(d, perfetto_summary(pb))
+    shutil.rmtree(d)
+
+
+def test_reused_tid_told_apart_by_time():
+    """The forked child's tid comes back in the process its exec starts (same
+    pid). OUT.threads has a row for each, with spans that do not overlap, and
+    the documented join (tid, time within start..end) puts every row of OUT
+    in the right one."""
+    exe = build_c("tid_reuse", ["tid_reuse.c"])
+    d = tmpdir()
+    p, log = record([exe], out=os.path.join(d, "sf.log"))
+    check("tid_reuse ok 0" in p.stdout, p.stdout)
+    eq(len([f for f in os.listdir(d) if f.endswith(".log")]), 3, "logs: parent, child, exec'd image")
+    out = os.path.join(d, "all.pola")
+    run([SFTRACE, "convert", "--type", "pola", d, "-o", out])
+    r = threads_query(out)
+    th = r["threads"]
+    eq([(t["process_name"], t["cmdline"]) for t in th], [("tid_reuse", exe), ("tid_reuse", exe),
+                                                         ("tid_reuse", f"{exe} again")], "start order: parent first")
+    parent, child, image = th
+    eq((child["tid"], child["pid"], image["tid"], image["pid"]), (child["tid"],) * 4, "one tid, one pid")
+    eq((child["ppid"], image["ppid"]), (parent["pid"], parent["pid"]), "both children of the parent")
+    check(child["end"] < image["start"], f"disjoint spans: {th}")
+    eq(r["events"], len(r["rows"]), "every row joins exactly one OUT.threads row")
+    by_span = collections.Counter()
+    for _, kind, t, _, name, tid in r["rows"]:
+        owner = [i for i, x in enumerate(th) if x["tid"] == tid and x["start"] <= t <= x["end"]]
+        eq(len(owner), 1, f"row {name} at {t}: threads rows")
+        by_span[(owner[0], name)] += kind == 1
+    eq(dict(by_span), {(0, "main"): 1, (1, "before_exec"): 2, (2, "main"): 1, (2, "after_exec"): 3}, "frames by owner")
+    eq(r["rows"], sorted(r["rows"], key=lambda x: x[2]), "rows by time")
+    check_one_clock_rows(d, r)
     shutil.rmtree(d)

@@ -126,11 +126,14 @@ def check_loaded(what, rows, slices, threads, procs, chrome):
     eq({t: sorted(v) for t, v in per_tid.items()}, chrome, f"{what}: every slice's (begin, end, name) vs Chrome JSON")
 
 
-def check_trace_processor(path, json_depths=None):
+def check_trace_processor(path, json_depths=None, shown_threads=None, more_procs=None):
     """Converts a log (or a recording's directory) to Perfetto (gzip'd) and
     Chrome JSON and checks both as trace processor reads them. json_depths
     maps (name, depth) to the depth trace processor gives that slice in the
-    JSON trace, where it cannot see the real one (see the crash case)."""
+    JSON trace, where it cannot see the real one (see the crash case).
+    shown_threads: {"pb"|"json": {(tid, pid, name): row or None}}, the thread
+    rows trace processor shows differently, and more_procs {"pb"|"json": set}
+    the process rows it adds (see the reused tid case)."""
     trace_processor()
     slices, threads, procs = expected_from_logs(logs_of(path))
     base = os.path.join(path, "all") if os.path.isdir(path) else path
@@ -139,8 +142,11 @@ def check_trace_processor(path, json_depths=None):
     for (name, depth, tid), n in slices.items():
         json_slices[(name, (json_depths or {}).get((name, depth), depth), tid)] += n
     run([SFTRACE, "convert", path, "-o", base + ".pb.gz"])
-    for out, want in ((base + ".pb.gz", slices), (base + ".json", json_slices)):
-        check_loaded(f"{os.path.basename(out)}", tp_load(out), want, threads, procs, chrome)
+    for kind, out, want in (("pb", base + ".pb.gz", slices), ("json", base + ".json", json_slices)):
+        shown = (shown_threads or {}).get(kind, {})
+        want_threads = {shown.get(t, t) for t in threads} - {None}
+        want_procs = procs | (more_procs or {}).get(kind, set())
+        check_loaded(f"{os.path.basename(out)}", tp_load(out), want, want_threads, want_procs, chrome)
     return slices
 
 
@@ -175,6 +181,28 @@ def test_tp_fork_exec_and_fork_merged():
         s = check_trace_processor(d)
         eq(len({t for _, _, t in s}), 2, f"{mode}: threads with slices")
         shutil.rmtree(d)
+
+
+def test_tp_reused_tid():
+    """A forked child runs instrumented code, then execs: the new image keeps
+    the pid and the tid. Trace processor keeps the two processes apart in the
+    Perfetto trace (a process track each), but gives the process and thread
+    names to the later process and thread with that pid and tid only, so the
+    earlier ones show no name. The
+    Chrome JSON format has nothing but pid and tid to tell them apart: both
+    are one thread there, named after the later one. Slices, times and
+    depths are exact in both."""
+    exe = build_c("tid_reuse", ["tid_reuse.c"])
+    d = tmpdir()
+    p, _ = record([exe], out=os.path.join(d, "sf.log"))
+    check("tid_reuse ok 0" in p.stdout, p.stdout)
+    pids = sorted(int(f.split(".")[1]) for f in os.listdir(d) if f.count(".") >= 2)
+    child = pids[0]
+    earlier = (child, child, "tid_reuse")
+    s = check_trace_processor(d, shown_threads={"pb": {earlier: (child, child, "[NULL]")}, "json": {earlier: None}},
+                              more_procs={"pb": {(child, "[NULL]")}})
+    eq(sum(n for (f, _, t), n in s.items() if t == child), 6, "before_exec x2, main and after_exec x3")
+    shutil.rmtree(d)
 
 
 def test_tp_unwind_repairs_cxx_longjmp():

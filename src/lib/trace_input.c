@@ -20,6 +20,7 @@ struct proc_state {
 	uint64_t *keys;       /* func_key by function id */
 	uint32_t nkeys;
 	uint8_t *thread_seen; /* by lr_thread.index: 1 fed to frames, 2 also announced */
+	uint64_t shift_ns;    /* added to the log's times: its start - the recording's time 0 */
 	int short_style;
 	char **short_names;   /* by function id, built on first use */
 	size_t nshort;
@@ -34,7 +35,6 @@ struct trace_input {
 	struct frames *frames;
 	struct cut_filter *filter;  /* -c FILE */
 	struct trace_cut *cut;     /* NULL: nothing cut */
-	uint64_t trace_start;      /* earliest process start, CLOCK_MONOTONIC ns */
 	/* During trace_run: */
 	const struct trace_sink *sink;
 	struct proc_state *cur;
@@ -201,6 +201,47 @@ static int load_filter(struct trace_input *in)
 	return 0;
 }
 
+/* Start order. A forked child's log keeps its parent's start: the parent
+ * goes first. */
+static int cmp_start(const void *a, const void *b)
+{
+	const struct proc_state *x = a, *y = b;
+	uint64_t sx = x->pub.info->start_mono_ns, sy = y->pub.info->start_mono_ns;
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
+	if (x->pub.info->pid != y->pub.info->pid) {
+		if (y->pub.info->ppid == x->pub.info->pid)
+			return -1;
+		if (x->pub.info->ppid == y->pub.info->pid)
+			return 1;
+	}
+	return x->pub.index < y->pub.index ? -1 : x->pub.index > y->pub.index;
+}
+
+/* One clock for every process: each log's times count from its own start,
+ * so shift them all onto the earliest start. A header without a start time
+ * (0: damaged) keeps its own zero. Processes are put in start order, so a
+ * parent comes before the children it started. */
+static void set_time_zero(struct trace_input *in)
+{
+	qsort(in->procs, in->nprocs, sizeof(*in->procs), cmp_start);
+	for (size_t i = 0; i < in->nprocs; i++)
+		in->procs[i].pub.index = i;
+
+	uint64_t zero = 0;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		uint64_t s = in->procs[i].pub.info->start_mono_ns;
+		if (s && (!zero || s < zero))
+			zero = s;
+	}
+	for (size_t i = 0; i < in->nprocs; i++) {
+		struct proc_state *ps = &in->procs[i];
+		uint64_t s = ps->pub.info->start_mono_ns;
+		ps->shift_ns = s ? s - zero : 0;
+		ps->pub.zero_mono_ns = s ? zero : 0;
+	}
+}
+
 struct trace_input *trace_open(const char *const *paths, size_t npaths, const struct trace_options *opt)
 {
 	char **files;
@@ -244,12 +285,9 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 	for (size_t i = 0; i < nfiles; i++)
 		free(files[i]);
 	free(files);
+	set_time_zero(in);
 	if (ok && opt && opt->cut.filter_path)
 		ok = load_filter(in) == 0;
-	in->trace_start = UINT64_MAX;
-	for (size_t i = 0; i < in->nprocs; i++)
-		if (in->procs[i].pub.info->start_mono_ns < in->trace_start)
-			in->trace_start = in->procs[i].pub.info->start_mono_ns;
 	if (!ok) {
 		trace_close(in);
 		return NULL;
@@ -411,7 +449,7 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 		struct lr_iter it;
 		struct lr_event ev;
 		if (in->cut)
-			cut_process(in->cut, ps->pub.log, ps->pub.info->start_mono_ns - in->trace_start);
+			cut_process(in->cut, ps->pub.log, 0); /* times are on the recording's clock already */
 		lr_iter_init(&it, ps->pub.log);
 		while (!in->failed && lr_next(&it, &ev)) {
 			uint32_t ti = ev.thread->index;
@@ -424,6 +462,7 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 					break;
 				}
 			}
+			ev.time_ns += ps->shift_ns;
 			fr_feed(in->frames, &ev);
 			if (ev.kind >= SF_EV_ALLOC && sink->alloc_event && sink->alloc_event(sink->ctx, &ps->pub, &ev))
 				in->failed = 1;

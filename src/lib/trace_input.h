@@ -32,12 +32,15 @@ struct trace_options {
 
 /* One process: one log. */
 struct trace_proc {
-	size_t index;             /* 0.. in the order the logs were given */
+	size_t index;             /* 0.. in start order (ties: the order given) */
 	struct lr_log *log;
 	const struct lr_info *info;
 	struct log_symbols *syms;
 	const char *name;         /* process name: basename of argv[0] */
 	const char *cmdline;      /* argv joined with spaces */
+	/* The recording's time 0 on CLOCK_MONOTONIC (ns), the same for every
+	 * process: frame times + this = absolute CLOCK_MONOTONIC ns. */
+	uint64_t zero_mono_ns;
 };
 
 struct trace_frame {
@@ -47,7 +50,7 @@ struct trace_frame {
 	uint32_t func_id;         /* the log's function id */
 	uint64_t func_key;        /* stable function id over the input (trace_func_key) */
 	uint32_t depth;
-	uint64_t t_begin, t_end;  /* ns since the process start; t_end only in `end` */
+	uint64_t t_begin, t_end;  /* ns since the recording's time 0; t_end only in `end` */
 	enum fr_end_kind end_kind;/* only in `end` */
 	unsigned cut;             /* CUT_START (begin moved to the window's start),
 				     CUT_END (only in `end`: end moved to its end) */
@@ -70,7 +73,10 @@ struct trace_sink {
 struct trace_input;
 
 /* paths: log files, or directories (every *.log inside that is an sftrace
- * log). NULL after printing one error line per problem. */
+ * log). NULL after printing one error line per problem.
+ * One time base for all of them: time 0 is the earliest header start time
+ * (start_mono_ns) among the logs, i.e. when the tracer started in the
+ * recording's first process; every event time is shifted onto it. */
 struct trace_input *trace_open(const char *const *paths, size_t npaths, const struct trace_options *opt);
 
 size_t trace_nprocs(const struct trace_input *in);

@@ -1,6 +1,7 @@
 #include "lib/util.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,11 @@ char *xstrdup(const char *s) { return check(strdup(s)); }
 
 size_t sf_utf8_len(const unsigned char *p)
 {
+	return sf_utf8_seq(p, SIZE_MAX); /* a NUL stops the scan: it is no continuation byte */
+}
+
+size_t sf_utf8_seq(const unsigned char *p, size_t avail)
+{
 	unsigned c = p[0], v, min;
 	size_t n;
 	if (c < 0x80)
@@ -55,6 +61,8 @@ size_t sf_utf8_len(const unsigned char *p)
 	else if (c >= 0xf0 && c <= 0xf4)
 		n = 4, min = 0x10000;
 	else
+		return 0;
+	if (n > avail)
 		return 0;
 	v = c & (0x3f >> (n - 1));
 	for (size_t i = 1; i < n; i++) {

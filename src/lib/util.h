@@ -18,5 +18,7 @@ char *xstrdup(const char *s);
 /* Length of the valid UTF-8 sequence at p (1..4 bytes; the bytes must be
  * readable up to a NUL), or 0 if it is not valid UTF-8. */
 size_t sf_utf8_len(const unsigned char *p);
+/* The same within n > 0 readable bytes (a sequence cut by the end is 0). */
+size_t sf_utf8_seq(const unsigned char *p, size_t n);
 
 #endif

@@ -72,7 +72,7 @@ static char *fragment(const struct trace_proc *p, uint32_t func_id)
 
 struct chrome {
 	struct sf_outfile *of;
-	uint64_t base;   /* current process start, CLOCK_MONOTONIC ns */
+	uint64_t base;   /* the recording's time 0, CLOCK_MONOTONIC ns */
 	uint32_t pid;
 	char **frag;     /* by func_id, current process; built on first use */
 	size_t *fraglen;
@@ -125,7 +125,7 @@ static int ch_process_begin(void *ctx, const struct trace_proc *p)
 {
 	struct chrome *c = ctx;
 	free_frags(c);
-	c->base = p->info->start_mono_ns;
+	c->base = p->zero_mono_ns;
 	c->pid = p->info->pid;
 	return metadata(c, 0, "process_name", p->name);
 }

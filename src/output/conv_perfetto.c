@@ -1,8 +1,8 @@
 /* convert --type perfetto: one process track per log, one thread track per
  * thread, one slice per frame, named and located by the symbolizer. Times
- * are CLOCK_MONOTONIC ns (process start + offset), so the processes of one
- * recording line up. A process with allocation events also gets a heap
- * size counter track. */
+ * are CLOCK_MONOTONIC ns (the recording's time 0 + offset), so the processes
+ * of one recording line up. A process with allocation events also gets a
+ * heap size counter track. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@ struct pf_sink {
 	struct pf_process *proc;
 	struct pf_thread **threads; /* by lr_thread.index, for the current process */
 	size_t nthreads;
-	uint64_t base;              /* the current process's start, CLOCK_MONOTONIC ns */
+	uint64_t base;              /* the recording's time 0, CLOCK_MONOTONIC ns */
 	int has_alloc;              /* the current process has allocation events */
 };
 
@@ -29,7 +29,7 @@ static int pf_process_begin(void *ctx, const struct trace_proc *p)
 	free(s->threads);
 	s->nthreads = lr_nthreads(p->log) + 1;
 	s->threads = xcalloc(s->nthreads, sizeof(*s->threads));
-	s->base = p->info->start_mono_ns;
+	s->base = p->zero_mono_ns;
 	s->has_alloc = 0;
 	return s->proc ? 0 : -1;
 }

@@ -1,11 +1,18 @@
-/* convert --type pola: the reference tool's Parquet schema.
+/* convert --type pola: the reference tool's Parquet schema, and a thread table.
  *   OUT          frame_id u64, parent u64, tid u32, func_id u64, time duration[ns], kind u32
  *                one row per event: 1 entry, 2 exit, 3 tail call; repaired
  *                frames get an exit row at their repaired end
  *   OUT.symtab   func_id u64, name str, path str ("file:line")
  *                one row per function that appears in OUT
+ *   OUT.threads  tid u32, pid u32, ppid u32, thread_name str, process_name str,
+ *                cmdline str, start duration[ns], end duration[ns]
+ *                one row per thread of each process that has rows in OUT;
+ *                start and end are its first and last row's time, so a tid
+ *                the OS reused (a later thread or process) is told apart by
+ *                time: OUT's rows of that tid lie in exactly one row's range
  *   OUT.alloc    allocation events, when there are any (conv_pola_alloc.h)
- * Both files are written atomically; on failure neither is left behind. */
+ * Times count from the recording's time 0 (trace_input.h), for every
+ * process. The files are written atomically; on failure none is left behind. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +33,20 @@ static const struct pq_column event_cols[] = {
 
 static const struct pq_column symtab_cols[] = {
 	{"func_id", PQ_UINT64}, {"name", PQ_STRING}, {"path", PQ_STRING},
+};
+
+static const struct pq_column thread_cols[] = {
+	{"tid", PQ_UINT32},          {"pid", PQ_UINT32},         {"ppid", PQ_UINT32},
+	{"thread_name", PQ_STRING},  {"process_name", PQ_STRING}, {"cmdline", PQ_STRING},
+	{"start", PQ_DURATION_NS},   {"end", PQ_DURATION_NS},
+};
+
+/* One thread of one process: the time span of its rows in OUT. */
+struct thread_span {
+	const struct trace_proc *proc;
+	const struct lr_thread *thread;
+	uint64_t start, end;
+	int has_rows;
 };
 
 /* Functions seen: func_key -> (process, func_id) of the first sighting. */
@@ -85,7 +106,32 @@ struct pola_sink {
 	struct seen seen;
 	struct marks *marks; /* by trace_proc.index */
 	size_t nmarks;
+	struct thread_span *spans; /* every process's threads, in trace_run order */
+	size_t nspans;
+	size_t proc_first;   /* spans index of the current process's thread 0 */
 };
+
+static int pola_process_begin(void *ctx, const struct trace_proc *p)
+{
+	struct pola_sink *s = ctx;
+	size_t n = lr_nthreads(p->log);
+	s->spans = xrealloc(s->spans, (s->nspans + n + 1) * sizeof(*s->spans));
+	memset(s->spans + s->nspans, 0, (n + 1) * sizeof(*s->spans));
+	s->proc_first = s->nspans;
+	for (size_t i = 0; i < n; i++) {
+		s->spans[s->nspans + i].proc = p;
+		s->spans[s->nspans + i].thread = lr_thread_at(p->log, i);
+	}
+	s->nspans += n;
+	return pola_alloc_process_begin(s->alloc, p);
+}
+
+/* A thread's first and last rows are those of its root frames (depth 0):
+ * every other frame nests inside one. */
+static inline struct thread_span *root_span(struct pola_sink *s, const struct trace_frame *f)
+{
+	return f->depth == 0 ? &s->spans[s->proc_first + f->thread->index] : NULL;
+}
 
 static void note_func(struct pola_sink *s, const struct trace_frame *f)
 {
@@ -140,6 +186,11 @@ static int pola_begin(void *ctx, const struct trace_frame *f)
 	struct pola_sink *s = ctx;
 	note_func(s, f);
 	pola_alloc_frame(s->alloc, f, f->id);
+	struct thread_span *sp = root_span(s, f);
+	if (sp && !sp->has_rows) {
+		sp->has_rows = 1;
+		sp->start = sp->end = f->t_begin;
+	}
 	return row(s->w, f, f->t_begin, 1);
 }
 
@@ -147,12 +198,10 @@ static int pola_end(void *ctx, const struct trace_frame *f)
 {
 	struct pola_sink *s = ctx;
 	pola_alloc_frame(s->alloc, f, f->parent);
+	struct thread_span *sp = root_span(s, f);
+	if (sp && f->t_end > sp->end)
+		sp->end = f->t_end;
 	return row(s->w, f, f->t_end, f->end_kind == FR_END_TAIL ? 3 : 2);
-}
-
-static int pola_process_begin(void *ctx, const struct trace_proc *p)
-{
-	return pola_alloc_process_begin(((struct pola_sink *)ctx)->alloc, p);
 }
 
 static int pola_alloc(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
@@ -181,6 +230,27 @@ static int write_symtab(struct pq_writer *w, const struct seen *s)
 	return 0;
 }
 
+static int put_str(struct pq_writer *w, int col, const char *str)
+{
+	return pq_write_str(w, col, str, strlen(str));
+}
+
+static int write_threads(struct pq_writer *w, const struct pola_sink *s)
+{
+	for (size_t i = 0; i < s->nspans; i++) {
+		const struct thread_span *sp = &s->spans[i];
+		if (!sp->has_rows)
+			continue;
+		const struct lr_info *info = sp->proc->info;
+		if (pq_write_u32(w, 0, sp->thread->tid) || pq_write_u32(w, 1, info->pid) ||
+		    pq_write_u32(w, 2, info->ppid) || put_str(w, 3, sp->thread->name) ||
+		    put_str(w, 4, sp->proc->name) || put_str(w, 5, sp->proc->cmdline) ||
+		    pq_write_u64(w, 6, sp->start) || pq_write_u64(w, 7, sp->end) || pq_end_row(w))
+			return -1;
+	}
+	return 0;
+}
+
 static void seen_free(struct seen *s)
 {
 	free(s->keys);
@@ -188,64 +258,83 @@ static void seen_free(struct seen *s)
 	free(s->ids);
 }
 
+enum { OUT_EVENTS, OUT_SYMTAB, OUT_THREADS, NOUT };
+
+/* Commits the files in order; if one fails, the ones already committed are
+ * removed and the rest aborted, so no partial set is left. */
+static int commit_all(struct sf_outfile **of, char paths[NOUT][4096])
+{
+	for (int i = 0; i < NOUT; i++) {
+		if (sf_outfile_commit(of[i]) == 0)
+			continue;
+		for (int j = 0; j < i; j++)
+			unlink(paths[j]);
+		for (int j = i + 1; j < NOUT; j++)
+			sf_outfile_abort(of[j]);
+		return -1;
+	}
+	return 0;
+}
+
 int conv_pola(struct trace_input *in, const struct conv_options *opt)
 {
-	char err[1024], symtab_path[4096];
-	if ((size_t)snprintf(symtab_path, sizeof(symtab_path), "%s.symtab", opt->out) >= sizeof(symtab_path)) {
-		sf_error("%s: path too long", opt->out);
-		return -1;
+	static const char *const suffix[NOUT] = {"", ".symtab", ".threads"};
+	char err[1024], paths[NOUT][4096];
+	struct sf_outfile *of[NOUT] = {0};
+	struct pq_writer *w[NOUT] = {0};
+	for (int i = 0; i < NOUT; i++) {
+		if ((size_t)snprintf(paths[i], sizeof(paths[i]), "%s%s", opt->out, suffix[i]) >= sizeof(paths[i])) {
+			sf_error("%s: path too long", opt->out);
+			goto abort;
+		}
 	}
-	struct sf_outfile *ev_out = sf_outfile_open(opt->out, 0, err, sizeof(err));
-	if (!ev_out) {
-		sf_error("%s", err);
-		return -1;
-	}
-	struct sf_outfile *sym_out = sf_outfile_open(symtab_path, 0, err, sizeof(err));
-	if (!sym_out) {
-		sf_error("%s", err);
-		sf_outfile_abort(ev_out);
-		return -1;
+	for (int i = 0; i < NOUT; i++) {
+		of[i] = sf_outfile_open(paths[i], 0, err, sizeof(err));
+		if (!of[i]) {
+			sf_error("%s", err);
+			goto abort;
+		}
 	}
 	struct pq_options po = {0};
 	po.codec = opt->uncompressed ? PQ_CODEC_NONE : PQ_CODEC_ZSTD;
 	po.zstd_level = opt->zstd_level;
+	w[OUT_EVENTS] = pq_open(event_cols, 6, &po, sf_outfile_write_cb, of[OUT_EVENTS]);
+	w[OUT_SYMTAB] = pq_open(symtab_cols, 3, &po, sf_outfile_write_cb, of[OUT_SYMTAB]);
+	w[OUT_THREADS] = pq_open(thread_cols, 8, &po, sf_outfile_write_cb, of[OUT_THREADS]);
 	struct pola_sink s = {0};
-	s.w = pq_open(event_cols, 6, &po, sf_outfile_write_cb, ev_out);
-	struct pq_writer *sw = pq_open(symtab_cols, 3, &po, sf_outfile_write_cb, sym_out);
+	s.w = w[OUT_EVENTS];
 	s.alloc = pola_alloc_open(opt->out, &po);
-	int ok = s.w && sw && s.alloc;
+	int ok = w[OUT_EVENTS] && w[OUT_SYMTAB] && w[OUT_THREADS] && s.alloc;
 	if (ok) {
-		struct trace_sink sink = {&s, pola_process_begin, NULL, pola_begin, pola_end, NULL, pola_alloc};
-		ok = trace_run(in, &sink) == 0 && pq_finish(s.w) == 0 && write_symtab(sw, &s.seen) == 0 &&
-		     pq_finish(sw) == 0;
-		if (!ok && s.w && pq_strerror(s.w)[0])
-			sf_error("%s: %s", opt->out, pq_strerror(s.w));
-		else if (!ok && sw && pq_strerror(sw)[0])
-			sf_error("%s: %s", symtab_path, pq_strerror(sw));
+		struct trace_sink sink = {.ctx = &s, .process_begin = pola_process_begin, .frame_begin = pola_begin,
+					  .frame_end = pola_end, .alloc_event = pola_alloc};
+		ok = trace_run(in, &sink) == 0 && pq_finish(w[OUT_EVENTS]) == 0 &&
+		     write_symtab(w[OUT_SYMTAB], &s.seen) == 0 && pq_finish(w[OUT_SYMTAB]) == 0 &&
+		     write_threads(w[OUT_THREADS], &s) == 0 && pq_finish(w[OUT_THREADS]) == 0;
+		for (int i = 0; i < NOUT && !ok; i++)
+			if (pq_strerror(w[i])[0]) {
+				sf_error("%s: %s", paths[i], pq_strerror(w[i]));
+				break;
+			}
 	}
-	if (s.w)
-		pq_free(s.w);
-	if (sw)
-		pq_free(sw);
+	for (int i = 0; i < NOUT; i++)
+		if (w[i])
+			pq_free(w[i]);
 	seen_free(&s.seen);
 	for (size_t i = 0; i < s.nmarks; i++)
 		free(s.marks[i].m);
 	free(s.marks);
+	free(s.spans);
 	if (s.alloc && pola_alloc_finish(s.alloc, ok) < 0)
 		ok = 0;
 	if (!ok) {
-		sf_outfile_abort(ev_out);
-		sf_outfile_abort(sym_out);
 		sf_error("%s: conversion failed; nothing written", opt->out);
-		return -1;
+		goto abort;
 	}
-	if (sf_outfile_commit(ev_out) < 0) {
-		sf_outfile_abort(sym_out);
-		return -1;
-	}
-	if (sf_outfile_commit(sym_out) < 0) {
-		unlink(opt->out);
-		return -1;
-	}
-	return 0;
+	return commit_all(of, paths);
+abort:
+	for (int i = 0; i < NOUT; i++)
+		if (of[i])
+			sf_outfile_abort(of[i]);
+	return -1;
 }

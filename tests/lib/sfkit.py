@@ -347,17 +347,32 @@ def perfetto_summary(path):
             "times": dict(times), "slices": dict(slices), "skipped": skipped, "missing_needs": missing_needs}
 
 
-def chrome_slices(log, names=None):
+def parquet_query(script, path, timeout=300):
+    """Runs tests/parquet/SCRIPT PATH (nodejs-polars and DuckDB, installed
+    from the pinned package-lock.json on first use) and returns the JSON it
+    prints. Skip without node."""
+    import json
+    d = os.path.join(ROOT, "tests", "parquet")
+    if not shutil.which("node"):
+        raise Skip("node is not installed")
+    if not os.path.isdir(os.path.join(d, "node_modules", "nodejs-polars-linux-x64-gnu")):
+        run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=d, timeout=600)
+    return json.loads(run(["node", os.path.join(d, script), path], timeout=timeout).stdout)
+
+
+def chrome_slices(log, names=None, keep=None):
     """Per tid, the sorted (begin_ns, end_ns, name) of every frame, from
     `convert --type chrome` of a log or a directory of logs (ts and dur:
-    microseconds with 3 exact decimals)."""
+    microseconds with 3 exact decimals). keep: write the JSON there and
+    leave it."""
     import decimal
     import json
-    out = log.rstrip("/") + ".chrome.json"
+    out = keep or log.rstrip("/") + ".chrome.json"
     run([SFTRACE, "convert", "--type", "chrome"] + (["--names", names] if names else []) + [log, "-o", out])
     with open(out) as f:
         doc = json.load(f, parse_float=decimal.Decimal)
-    os.unlink(out)
+    if not keep:
+        os.unlink(out)
     per_tid = collections.defaultdict(list)
     for e in doc["traceEvents"]:
         if e["ph"] == "X":

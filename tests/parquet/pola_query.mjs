@@ -5,19 +5,11 @@
 //   node pola_query.mjs OUT.pola
 import pl from "nodejs-polars";
 import { DuckDBInstance } from "@duckdb/node-api";
+import { types } from "./types.mjs";
 
 const file = process.argv[2];
 const sf = pl.scanParquet(file);
 const symtab = pl.scanParquet(file + ".symtab");
-
-// polars' printed type ("Series: 'time' [duration[ns]]" -> "duration[ns]");
-// the JS binding's dtype objects do not carry the time unit.
-function types(df) {
-  return df.columns.map((c) => {
-    const m = df.getColumn(c).head(0).toString().match(/^Series: .* \[(.*)\]$/m);
-    return [c, m ? m[1] : "?"];
-  });
-}
 
 const events = sf.collectSync();
 const syms = symtab.collectSync();

@@ -479,6 +479,8 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 {
 	struct sf_thread *t = &sf_self;
+	if (sf_suppressed) /* the runtime's own allocations, a vfork child's (suppress.c) */
+		return;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -495,6 +497,8 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 void sf_record_event(uint32_t kind, uint32_t id)
 {
 	struct sf_thread *t = &sf_self;
+	if (sf_suppressed) /* suppress.c */
+		return;
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
 	store_event(t, sf_now_raw(), id, kind, NULL);

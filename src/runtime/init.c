@@ -124,6 +124,10 @@ __attribute__((constructor(101))) static void sf_init(void)
 	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
 	sf_config.enabled = 1;
+	/* What the runtime itself does from here on (dlopen of libgcc_s, the
+	 * writer's pthread_create) allocates: none of it is the program's. */
+	struct sf_suppress_state quiet;
+	sf_suppress_begin(&quiet);
 	sf_buffer_init();
 	sf_hooks_init();
 	sf_objects_scan(0);
@@ -133,6 +137,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	    (sf_config.writer == SF_WRITER_THREAD || (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1)))
 		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
 	sf_unwind_init();
+	sf_suppress_end(&quiet);
 }
 
 __attribute__((destructor(101))) static void sf_fini(void)

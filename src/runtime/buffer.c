@@ -472,12 +472,21 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Claims the record with one xadd while the buffer has room, as the
+ * trampolines do (no signal masking); the slow path otherwise. */
 void sf_record_event(uint32_t kind, uint32_t id)
 {
 	struct sf_thread *t = &sf_self;
-	if (t->state == SF_THREAD_NEW)
-		thread_start(t);
-	store_event(t, sf_now_raw(), id, kind, NULL);
+	uint64_t time = sf_now_raw(), claimed = 0;
+	if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
+		uint64_t at = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
+		if (at + sizeof(struct sf_event) <= t->limit) {
+			store_record((struct sf_event *)at, time, id, kind);
+			return;
+		}
+		claimed = at;
+	}
+	sf_slow_event_at(time, id, kind, claimed);
 }
 
 /* Thread exit (pthread key destructor): hand off the partial batch and give

@@ -198,7 +198,7 @@ extern uint64_t sf_xsave_mask SF_HIDDEN; /* components the slow path saves (cloc
  * (time == 0 then). */
 void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind) SF_HIDDEN;
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
-/* An event without payload stamped now, from C (signals must be blocked). */
+/* An event without payload stamped now, from C (async-signal-safe). */
 void sf_record_event(uint32_t kind, uint32_t id) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_thread_flush_exit(void) SF_HIDDEN;

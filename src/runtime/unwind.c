@@ -15,7 +15,6 @@
  * the skipped exit sleds would otherwise leave too high. */
 #include <dlfcn.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <unwind.h>
 
 #include "runtime/runtime.h"
@@ -123,22 +122,20 @@ static void landing(uint64_t sp)
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled || !bt || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
 		return;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	struct walk w = {.sp = sp, .callee = -1};
 	bt(walk_frame, &w);
 	/* Not reached: the target is not on this stack (a longjmp to
 	 * another stack, as user-level thread switches do). Leave it. */
-	if (w.reached) {
-		uint64_t live_windows = t->window_depth > w.windows ? t->window_depth - w.windows : 0;
-		if (live_windows)
-			w.recorded += w.pending_gated;
-		t->window_depth = live_windows;
-		if (w.recorded)
-			sf_record_event(SF_EV_UNWIND, w.recorded < SF_FUNC_ID_LIMIT ? w.recorded : SF_FUNC_ID_LIMIT - 1);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!w.reached)
+		return;
+	/* A signal handler landing in between leaves the depth as it
+	 * found it (or lands itself, and sets it right). */
+	uint64_t live_windows = t->window_depth > w.windows ? t->window_depth - w.windows : 0;
+	if (live_windows)
+		w.recorded += w.pending_gated;
+	t->window_depth = live_windows;
+	if (w.recorded)
+		sf_record_event(SF_EV_UNWIND, w.recorded < SF_FUNC_ID_LIMIT ? w.recorded : SF_FUNC_ID_LIMIT - 1);
 }
 
 /* ---- exceptions and panics ---- */

@@ -421,9 +421,10 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 {
 	struct sf_thread *t = &sf_self;
 	if (time == 0) {
-		/* Monotonic-clock mode sends every event here. While the buffer
-		 * has room, claim a slot the way the trampoline does (one xadd,
-		 * safe against signal handlers) and skip the signal masking. */
+		/* Monotonic-clock mode sends every event here (and C callers
+		 * such as unwind.c their own). While the buffer has room,
+		 * claim a slot the way the trampoline does (one xadd, safe
+		 * against signal handlers) and skip the signal masking. */
 		time = sf_now_raw();
 		if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
 			uint64_t at = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
@@ -472,21 +473,11 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Claims the record with one xadd while the buffer has room, as the
- * trampolines do (no signal masking); the slow path otherwise. */
+/* Time 0 makes the slow path stamp it now and claim the record with one
+ * xadd while the buffer has room, as the trampolines do. */
 void sf_record_event(uint32_t kind, uint32_t id)
 {
-	struct sf_thread *t = &sf_self;
-	uint64_t time = sf_now_raw(), claimed = 0;
-	if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
-		uint64_t at = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
-		if (at + sizeof(struct sf_event) <= t->limit) {
-			store_record((struct sf_event *)at, time, id, kind);
-			return;
-		}
-		claimed = at;
-	}
-	sf_slow_event_at(time, id, kind, claimed);
+	sf_slow_event_at(0, id, kind, 0);
 }
 
 /* Thread exit (pthread key destructor): hand off the partial batch and give

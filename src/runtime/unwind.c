@@ -48,9 +48,15 @@ static void resolve_next(void)
 		R.setip = (setip_fn)dlsym(dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD), "_Unwind_SetIP");
 }
 
-void sf_unwind_init(void)
+/* Also when tracing is off: the wrappers then only forward, and must not
+ * call dlsym from a signal handler. */
+__attribute__((constructor)) static void unwind_resolve(void)
 {
 	resolve_next();
+}
+
+void sf_unwind_init(void)
+{
 	/* glibc itself loads libgcc_s for backtrace() and thread
 	 * cancellation; a C program may not have it yet. Loaded now, not at
 	 * the first longjmp, which may come from a signal handler. */

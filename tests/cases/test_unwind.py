@@ -212,6 +212,22 @@ def test_gdb_backtrace_through_trampolines():
         check("?? ()" not in t, f"no unknown frames from {where}:\n{t}")
 
 
+def test_profiling_signal_unwinds_through_trampolines():
+    # A SIGPROF handler walks the stack with _Unwind_Backtrace (what Rust
+    # backtraces, glibc backtrace() and in-process profilers use) while a
+    # traced recursive fib runs: most samples land inside a trampoline, and
+    # every walk must reach main. Without CFI few do.
+    lib = build_c("libunwind_sample.so", ["libunwind_sample.c"], shared=True)
+    exe = build_c("unwind_sample", ["unwind_sample.c"],
+                  libs=["-L" + os.path.dirname(lib), "-lunwind_sample", "-Wl,-rpath," + os.path.dirname(lib), "-lgcc_s"])
+    d = tmpdir()
+    p = run([exe, "24"], env={"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "sf.log")}, timeout=120)
+    shutil.rmtree(d, ignore_errors=True)
+    m = re.search(r"samples (\d+) reached (\d+)", p.stdout)
+    check(m, p.stdout)
+    eq(int(m.group(2)), int(m.group(1)), "walks from the profiling signal that reached main")
+
+
 def test_rust_panic_backtrace_complete():
     try:
         exe = rust_fixture("unwind_land_rs")

@@ -177,6 +177,9 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
 int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
+/* unwind.c hands over libgcc's __register_frame_info: stub pages made so
+ * far and later get unwind information. */
+void sf_patch_set_frame_registrar(void (*reg)(const void *, void *)) SF_HIDDEN;
 
 /* ---- unwind.c ---- */
 void sf_unwind_init(void) SF_HIDDEN; /* resolve the real longjmp family and libgcc_s */

@@ -70,6 +70,9 @@ void sf_unwind_init(void)
 		R.setip = R.gcc_setip;
 	R.getcfa = (getcfa_fn)dlsym(gcc, "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)dlsym(gcc, "_Unwind_GetRegionStart");
+	void (*reg)(const void *, void *) = (void (*)(const void *, void *))dlsym(gcc, "__register_frame_info");
+	if (reg)
+		sf_patch_set_frame_registrar(reg);
 	if (R.getcfa && R.regionstart)
 		__atomic_store_n(&R.backtrace, (backtrace_fn)dlsym(gcc, "_Unwind_Backtrace"), __ATOMIC_RELEASE);
 }

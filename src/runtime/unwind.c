@@ -6,7 +6,7 @@
  *   - the longjmp family: the target stack pointer is in the jmp_buf;
  *   - _Unwind_SetIP, which every personality routine (C++, Rust, C
  *     cleanups) calls to install a landing pad, catch or cleanup; the
- *     landing frame's CFA comes with it.
+ *     landing frame's stack pointer comes with it.
  * We then walk the current stack with libgcc_s's unwinder and count the
  * recorded frames below the landing point: frames whose function starts
  * with a patched entry sled that recorded its entry. One SF_EV_UNWIND
@@ -44,8 +44,9 @@ static void resolve_next(void)
 	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
 	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
 	R.setip = (setip_fn)dlsym(RTLD_NEXT, "_Unwind_SetIP");
-	if (!R.setip) /* libgcc_s loaded without RTLD_GLOBAL */
-		R.setip = (setip_fn)dlsym(dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD), "_Unwind_SetIP");
+	void *gcc = R.setip ? NULL : dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (gcc) /* libgcc_s loaded without RTLD_GLOBAL (a NULL handle would find ours) */
+		R.setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not

@@ -423,9 +423,10 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 	if (sf_suppressed) /* suppress.c */
 		return;
 	if (time == 0) {
-		/* Monotonic-clock mode sends every event here. While the buffer
-		 * has room, claim a slot the way the trampoline does (one xadd,
-		 * safe against signal handlers) and skip the signal masking. */
+		/* Monotonic-clock mode sends every event here (and C callers
+		 * such as unwind.c their own). While the buffer has room,
+		 * claim a slot the way the trampoline does (one xadd, safe
+		 * against signal handlers) and skip the signal masking. */
 		time = sf_now_raw();
 		if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
 			uint64_t at = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
@@ -494,14 +495,11 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Time 0 makes the slow path stamp it now and claim the record with one
+ * xadd while the buffer has room, as the trampolines do. */
 void sf_record_event(uint32_t kind, uint32_t id)
 {
-	struct sf_thread *t = &sf_self;
-	if (sf_suppressed) /* suppress.c */
-		return;
-	if (t->state == SF_THREAD_NEW)
-		thread_start(t);
-	store_event(t, sf_now_raw(), id, kind, NULL);
+	sf_slow_event_at(0, id, kind, 0);
 }
 
 /* Thread exit (pthread key destructor): hand off the partial batch and give

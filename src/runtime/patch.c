@@ -119,6 +119,55 @@ static void put_gated(unsigned char *s, int32_t disp, uint64_t recorder)
 	put_jump(s + 13, recorder);
 }
 
+/* Unwind information for a stub page, so in-process unwinders (libgcc:
+ * Rust backtraces, backtrace(), profilers) can walk from a signal that
+ * lands on a stub: at every stub instruction the return address is on top
+ * of the stack, as at a function's first instruction. One CIE (CFA =
+ * rsp + 8, return address at CFA - 8), one FDE over the page, a zero
+ * terminator; registered with libgcc's __register_frame_info (no malloc)
+ * once unwind.c has found libgcc_s. */
+#define STUB_EH_OFFSET 2048
+
+static void put_stub_eh_frame(unsigned char *page)
+{
+	static const unsigned char cie[24] = {
+		20, 0, 0, 0, 0, 0, 0, 0, /* length, CIE id */
+		1, 'z', 'R', 0,          /* version, augmentation */
+		1, 0x78, 16, 1, 0x00,    /* code align 1, data align -8, RA r16, aug len 1, absptr */
+		0x0c, 7, 8,              /* DW_CFA_def_cfa rsp, 8 */
+		0x90, 1,                 /* DW_CFA_offset r16, CFA - 8 */
+		0, 0,                    /* padding */
+	};
+	unsigned char *e = page + STUB_EH_OFFSET;
+	memcpy(e, cie, sizeof(cie));
+	unsigned char *f = e + sizeof(cie);
+	uint32_t len = 28, cie_ptr = (uint32_t)(f + 4 - e);
+	uint64_t begin = (uint64_t)page, range = PAGE;
+	memcpy(f, &len, 4);
+	memcpy(f + 4, &cie_ptr, 4);
+	memcpy(f + 8, &begin, 8);
+	memcpy(f + 16, &range, 8);
+	memset(f + 24, 0, 8 + 4); /* augmentation length 0, padding, the terminator */
+}
+
+static void (*register_frames)(const void *, void *);
+static _Alignas(16) unsigned char stub_objects[MAX_STUB_PAGES][128]; /* libgcc's struct object */
+static int nregistered;
+
+static void register_stub_pages(void)
+{
+	if (!register_frames)
+		return;
+	for (; nregistered < nstub_pages; nregistered++)
+		register_frames((const void *)(stub_pages[nregistered] + STUB_EH_OFFSET), stub_objects[nregistered]);
+}
+
+void sf_patch_set_frame_registrar(void (*reg)(const void *, void *))
+{
+	register_frames = reg;
+	register_stub_pages();
+}
+
 /* Maps a page of stubs within reach of [lo, hi) and fills it. */
 static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT], uint64_t stub[STUB_COUNT])
 {
@@ -155,6 +204,7 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 					put_jump(s, tramp[k]);
 				stub[k] = (uint64_t)s;
 			}
+			put_stub_eh_frame(c);
 			if (mprotect(p, PAGE, PROT_READ | PROT_EXEC) < 0) {
 				munmap(p, PAGE);
 				return -1;
@@ -162,6 +212,7 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 			if (nstub_pages < MAX_STUB_PAGES) {
 				stub_pages[nstub_pages] = (uint64_t)p;
 				__atomic_store_n(&nstub_pages, nstub_pages + 1, __ATOMIC_RELEASE);
+				register_stub_pages();
 			}
 			return 0;
 		}

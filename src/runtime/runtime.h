@@ -182,6 +182,9 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
 int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
+/* unwind.c hands over libgcc's __register_frame_info: stub pages made so
+ * far and later get unwind information. */
+void sf_patch_set_frame_registrar(void (*reg)(const void *, void *)) SF_HIDDEN;
 
 /* ---- unwind.c ---- */
 void sf_unwind_init(void) SF_HIDDEN; /* resolve the real longjmp family and libgcc_s */
@@ -203,7 +206,7 @@ extern uint64_t sf_xsave_mask SF_HIDDEN; /* components the slow path saves (cloc
  * (time == 0 then). */
 void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind) SF_HIDDEN;
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
-/* An event without payload stamped now, from C (signals must be blocked). */
+/* An event without payload stamped now, from C (async-signal-safe). */
 void sf_record_event(uint32_t kind, uint32_t id) SF_HIDDEN;
 /* An event with sf_event_payload_records(kind) payload records, stored at
  * `time` (or now, for a thread's first event) with signals blocked: the

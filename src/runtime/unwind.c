@@ -6,7 +6,7 @@
  *   - the longjmp family: the target stack pointer is in the jmp_buf;
  *   - _Unwind_SetIP, which every personality routine (C++, Rust, C
  *     cleanups) calls to install a landing pad, catch or cleanup; the
- *     landing frame's CFA comes with it.
+ *     landing frame's stack pointer comes with it.
  * We then walk the current stack with libgcc_s's unwinder and count the
  * recorded frames below the landing point: frames whose function starts
  * with a patched entry sled that recorded its entry. One SF_EV_UNWIND
@@ -15,7 +15,6 @@
  * the skipped exit sleds would otherwise leave too high. */
 #include <dlfcn.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <unwind.h>
 
 #include "runtime/runtime.h"
@@ -45,13 +44,20 @@ static void resolve_next(void)
 	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
 	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
 	R.setip = (setip_fn)dlsym(RTLD_NEXT, "_Unwind_SetIP");
-	if (!R.setip) /* libgcc_s loaded without RTLD_GLOBAL */
-		R.setip = (setip_fn)dlsym(dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD), "_Unwind_SetIP");
+	void *gcc = R.setip ? NULL : dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (gcc) /* libgcc_s loaded without RTLD_GLOBAL (a NULL handle would find ours) */
+		R.setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
+}
+
+/* Also when tracing is off: the wrappers then only forward, and must not
+ * call dlsym from a signal handler. */
+__attribute__((constructor)) static void unwind_resolve(void)
+{
+	resolve_next();
 }
 
 void sf_unwind_init(void)
 {
-	resolve_next();
 	/* glibc itself loads libgcc_s for backtrace() and thread
 	 * cancellation; a C program may not have it yet. Loaded now, not at
 	 * the first longjmp, which may come from a signal handler. */
@@ -65,6 +71,9 @@ void sf_unwind_init(void)
 		R.setip = R.gcc_setip;
 	R.getcfa = (getcfa_fn)dlsym(gcc, "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)dlsym(gcc, "_Unwind_GetRegionStart");
+	void (*reg)(const void *, void *) = (void (*)(const void *, void *))dlsym(gcc, "__register_frame_info");
+	if (reg)
+		sf_patch_set_frame_registrar(reg);
 	if (R.getcfa && R.regionstart)
 		__atomic_store_n(&R.backtrace, (backtrace_fn)dlsym(gcc, "_Unwind_Backtrace"), __ATOMIC_RELEASE);
 }
@@ -123,22 +132,20 @@ static void landing(uint64_t sp)
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled || !bt || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
 		return;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	struct walk w = {.sp = sp, .callee = -1};
 	bt(walk_frame, &w);
 	/* Not reached: the target is not on this stack (a longjmp to
 	 * another stack, as user-level thread switches do). Leave it. */
-	if (w.reached) {
-		uint64_t live_windows = t->window_depth > w.windows ? t->window_depth - w.windows : 0;
-		if (live_windows)
-			w.recorded += w.pending_gated;
-		t->window_depth = live_windows;
-		if (w.recorded)
-			sf_record_event(SF_EV_UNWIND, w.recorded < SF_FUNC_ID_LIMIT ? w.recorded : SF_FUNC_ID_LIMIT - 1);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!w.reached)
+		return;
+	/* A signal handler landing in between leaves the depth as it
+	 * found it (or lands itself, and sets it right). */
+	uint64_t live_windows = t->window_depth > w.windows ? t->window_depth - w.windows : 0;
+	if (live_windows)
+		w.recorded += w.pending_gated;
+	t->window_depth = live_windows;
+	if (w.recorded)
+		sf_record_event(SF_EV_UNWIND, w.recorded < SF_FUNC_ID_LIMIT ? w.recorded : SF_FUNC_ID_LIMIT - 1);
 }
 
 /* ---- exceptions and panics ---- */

@@ -212,6 +212,39 @@ def test_gdb_backtrace_through_trampolines():
         check("?? ()" not in t, f"no unknown frames from {where}:\n{t}")
 
 
+def test_profiling_signal_unwinds_through_trampolines():
+    # A SIGPROF handler walks the stack with _Unwind_Backtrace (what Rust
+    # backtraces, glibc backtrace() and in-process profilers use) while a
+    # traced recursive fib runs: most samples land inside a trampoline, and
+    # every walk must reach main. Without CFI few do.
+    lib = build_c("libunwind_sample.so", ["libunwind_sample.c"], shared=True)
+    exe = build_c("unwind_sample", ["unwind_sample.c"],
+                  libs=["-L" + os.path.dirname(lib), "-lunwind_sample", "-Wl,-rpath," + os.path.dirname(lib), "-lgcc_s"])
+    d = tmpdir()
+    p = run([exe, "24"], env={"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "sf.log")}, timeout=120)
+    shutil.rmtree(d, ignore_errors=True)
+    m = re.search(r"samples (\d+) reached (\d+)", p.stdout)
+    check(m, p.stdout)
+    eq(int(m.group(2)), int(m.group(1)), "walks from the profiling signal that reached main")
+
+
+def test_stub_pages_have_unwind_information():
+    # The PIE's sleds call a stub page near it; libgcc must find an FDE for
+    # it (registered by the runtime), whose range starts at the page.
+    lib = build_c("libunwind_sample.so", ["libunwind_sample.c"], shared=True)
+    exe = build_c("unwind_sample", ["unwind_sample.c"],
+                  libs=["-L" + os.path.dirname(lib), "-lunwind_sample", "-Wl,-rpath," + os.path.dirname(lib), "-lgcc_s"])
+    eq(run([exe, "stub"]).stdout.strip(), "stub fde unpatched", "untraced")
+    d = tmpdir()
+    p = run([exe, "stub"], env={"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "sf.log")})
+    eq(p.stdout.strip(), "stub fde yes", "traced")
+    p = run([exe, "24", "exe"], env={"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "sf2.log")},
+            timeout=120)
+    m = re.search(r"samples (\d+) reached (\d+)", p.stdout)
+    check(m and m.group(1) == m.group(2), f"walks through stubs reached main: {p.stdout}")
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def test_rust_panic_backtrace_complete():
     try:
         exe = rust_fixture("unwind_land_rs")

@@ -124,6 +124,39 @@ static void test_nesting(void **state)
 	free(r.text);
 }
 
+/* An UNWIND event (a longjmp or catch landed) closes the frames it counts
+ * at its time; the call after it nests under the landing frame. More than
+ * the stack holds closes what is there. */
+static void test_unwind_event(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 1, 10);
+	fr_event(f, &g_t1, EN, 2, 20);
+	fr_event(f, &g_t1, EN, 3, 30);
+	fr_event(f, &g_t1, SF_EV_UNWIND, 2, 40);
+	fr_event(f, &g_t1, EN, 4, 45);
+	fr_event(f, &g_t1, EX, 4, 46);
+	fr_event(f, &g_t1, EX, 1, 50);
+	fr_event(f, &g_t1, EN, 5, 60);
+	fr_event(f, &g_t1, SF_EV_UNWIND, 9, 70);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B100 #2 p1 f2 d1 @20\n"
+				    "B100 #3 p2 f3 d2 @30\n"
+				    "E100 #3 p2 f3 d2 30-40 unwound\n"
+				    "E100 #2 p1 f2 d1 20-40 unwound\n"
+				    "B100 #4 p1 f4 d1 @45\n"
+				    "E100 #4 p1 f4 d1 45-46 exit\n"
+				    "E100 #1 p0 f1 d0 10-50 exit\n"
+				    "B100 #5 p0 f5 d0 @60\n"
+				    "E100 #5 p0 f5 d0 60-70 unwound\n");
+	assert_int_equal(fr_stats(f)->unwound, 3);
+	assert_int_equal(fr_stats(f)->unmatched_exits, 0);
+	fr_free(f);
+	free(r.text);
+}
+
 static void test_tail_call(void **state)
 {
 	struct rec r;
@@ -293,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_times_non_decreasing),
 		cmocka_unit_test(test_format_all),
 		cmocka_unit_test(test_deep_recursion),
+		cmocka_unit_test(test_unwind_event),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

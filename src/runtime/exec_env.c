@@ -195,23 +195,34 @@ static char *const *env_for_child(char *const envp[], struct env_build *b, char 
 	return env;
 }
 
-/* After a failed exec (a successful one never returns): free the copy. */
+/* After a failed exec (a successful one never returns): free the copy,
+ * keeping the exec's errno. */
 static void env_done(struct env_build *b)
 {
-	if (b->mem)
+	if (b->mem) {
+		int e = errno;
 		munmap(b->mem, b->mem_len);
+		errno = e;
+	}
 }
 
 #define ENV_BUF 8192
 #define EXPORT __attribute__((visibility("default")))
 
+/* Evaluates `call` with `env` bound to the child's environment for envp. */
+#define WITH_CHILD_ENV(envp, env, call)                                            \
+	({                                                                           \
+		char buf_[ENV_BUF];                                                  \
+		struct env_build b_;                                                 \
+		char *const *env = env_for_child(envp, &b_, buf_, sizeof(buf_));     \
+		__typeof__(call) r_ = (call);                                        \
+		env_done(&b_);                                                       \
+		r_;                                                                  \
+	})
+
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	char buf[ENV_BUF];
-	struct env_build b;
-	char *const *env = env_for_child(envp, &b, buf, sizeof(buf));
-	long r = sf_syscall3(SYS_execve, (long)path, (long)argv, (long)env);
-	env_done(&b);
+	long r = WITH_CHILD_ENV(envp, env, sf_syscall3(SYS_execve, (long)path, (long)argv, (long)env));
 	errno = (int)-r;
 	return -1;
 }
@@ -220,39 +231,21 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
-	char buf[ENV_BUF];
-	struct env_build b;
-	int r = real_execvpe(file, argv, env_for_child(envp, &b, buf, sizeof(buf)));
-	int e = errno;
-	env_done(&b);
-	errno = e;
-	return r;
+	return WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	if (!REAL(real_fexecve, fexecve_fn, "fexecve"))
 		return errno = ENOSYS, -1;
-	char buf[ENV_BUF];
-	struct env_build b;
-	int r = real_fexecve(fd, argv, env_for_child(envp, &b, buf, sizeof(buf)));
-	int e = errno;
-	env_done(&b);
-	errno = e;
-	return r;
+	return WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	if (!REAL(real_execveat, execveat_fn, "execveat"))
 		return errno = ENOSYS, -1;
-	char buf[ENV_BUF];
-	struct env_build b;
-	int r = real_execveat(dirfd, path, argv, env_for_child(envp, &b, buf, sizeof(buf)), flags);
-	int e = errno;
-	env_done(&b);
-	errno = e;
-	return r;
+	return WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));
 }
 
 /* execle(path, arg0, ..., NULL, envp) */
@@ -279,11 +272,7 @@ static int spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_fi
 {
 	if (!fn)
 		return ENOSYS;
-	char buf[ENV_BUF];
-	struct env_build b;
-	int r = fn(pid, path, fa, attr, argv, env_for_child(envp, &b, buf, sizeof(buf)));
-	env_done(&b);
-	return r;
+	return WITH_CHILD_ENV(envp, env, fn(pid, path, fa, attr, argv, env));
 }
 
 EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

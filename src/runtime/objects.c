@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "format/xray_map.h"
+#include "runtime/arch/x86_64/syscall.h"
 #include "runtime/runtime.h"
 
 void sf_log_lock_sig(sigset_t *old) SF_HIDDEN;
@@ -319,7 +321,13 @@ static int other_namespaces(int (*cb)(struct dl_phdr_info *, size_t, void *), vo
 	for (const struct r_debug_extended *ns = first->r_next; ns; ns = ns->r_next) {
 		for (const struct link_map *l = ns->base.r_map; l; l = l->l_next) {
 			const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)l->l_addr;
-			if (!l->l_addr || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_type != ET_DYN ||
+			unsigned char resident;
+			/* An object whose first segment is not at vaddr 0 has no
+			 * mapping there: mincore says so rather than a fault. */
+			if (!l->l_addr || (l->l_addr & 4095) ||
+			    sf_syscall3(SYS_mincore, (long)l->l_addr, 4096, (long)&resident) < 0)
+				continue;
+			if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_type != ET_DYN ||
 			    eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 4096)
 				continue;
 			struct dl_phdr_info info = {0};

@@ -108,6 +108,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 {
 	sf_rt_libc_init();
 	sf_exec_env_resolve();
+	sf_unwind_resolve();
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (getauxval(AT_SECURE))
 		return;

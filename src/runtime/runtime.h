@@ -187,7 +187,8 @@ int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
 void sf_patch_set_frame_registrar(void (*reg)(const void *, void *)) SF_HIDDEN;
 
 /* ---- unwind.c ---- */
-void sf_unwind_init(void) SF_HIDDEN; /* resolve the real longjmp family and libgcc_s */
+void sf_unwind_init(void) SF_HIDDEN;
+void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */ /* resolve the real longjmp family and libgcc_s */
 
 /* ---- trampolines (arch/x86_64/trampoline.S) ---- */
 #define SF_TRAMPS(X) \

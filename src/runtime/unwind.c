@@ -50,10 +50,18 @@ static void resolve_next(void)
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not
- * call dlsym from a signal handler. */
+ * call dlsym from a signal handler. sf_init calls it first, before any event
+ * can be recorded (a failed dlsym allocates its error message); the
+ * constructor covers processes where sf_init returns early. */
+void sf_unwind_resolve(void)
+{
+	if (!__atomic_load_n(&R.longjmp, __ATOMIC_ACQUIRE))
+		resolve_next();
+}
+
 __attribute__((constructor)) static void unwind_resolve(void)
 {
-	resolve_next();
+	sf_unwind_resolve();
 }
 
 void sf_unwind_init(void)

@@ -13,6 +13,7 @@ import collections
 import csv
 import io
 import os
+import re
 import shutil
 
 from sfkit import (BUILD, DUMP_RE, ROOT, SFTRACE, Skip, build_c, calls_fixture, check, chrome_slices, eq, record, run,
@@ -20,6 +21,9 @@ from sfkit import (BUILD, DUMP_RE, ROOT, SFTRACE, Skip, build_c, calls_fixture, 
 from sfkit import _THREAD_RE as THREAD_RE  # the thread table of `sftrace dump`
 
 TP_ENV = "SFTRACE_TRACE_PROCESSOR"
+
+# `sftrace dump`'s event lines, with the UNWIND events that close frames.
+EVENT_RE = re.compile(DUMP_RE.pattern.replace("(ENTRY|EXIT|TAIL)", "(ENTRY|EXIT|TAIL|UNWIND)"))
 
 # One result set per trace: every slice with its thread and process, the
 # thread and process rows, and the stats that mean an import error or lost
@@ -85,7 +89,7 @@ def expected_from_logs(logs):
                 threads.add((int(m.group(2)), pid, m.group(3).strip() or "thread"))
         stacks = collections.defaultdict(list)
         for line in events.splitlines():
-            m = DUMP_RE.match(line)
+            m = EVENT_RE.match(line)
             if not m:
                 continue
             tid, kind, name = int(m.group(2)), m.group(3), m.group(4).strip()
@@ -93,6 +97,8 @@ def expected_from_logs(logs):
             if kind == "ENTRY":
                 slices[(name, len(st), tid)] += 1
                 st.append(name)
+            elif kind == "UNWIND":  # "N frames abandoned": they end here
+                del st[max(0, len(st) - int(name.split()[0])):]
             elif name in st:
                 while st.pop() != name:
                     pass
@@ -137,11 +143,13 @@ def check_trace_processor(path, json_depths=None, shown_threads=None, more_procs
     trace_processor()
     slices, threads, procs = expected_from_logs(logs_of(path))
     base = os.path.join(path, "all") if os.path.isdir(path) else path
-    chrome = chrome_slices(path, keep=base + ".json")
+    # Full names, as `dump` prints them (the default short slice names are
+    # checked in test_names.py).
+    chrome = chrome_slices(path, names="full", keep=base + ".json")
     json_slices = collections.Counter()
     for (name, depth, tid), n in slices.items():
         json_slices[(name, (json_depths or {}).get((name, depth), depth), tid)] += n
-    run([SFTRACE, "convert", path, "-o", base + ".pb.gz"])
+    run([SFTRACE, "convert", "--names", "full", path, "-o", base + ".pb.gz"])
     for kind, out, want in (("pb", base + ".pb.gz", slices), ("json", base + ".json", json_slices)):
         shown = (shown_threads or {}).get(kind, {})
         want_threads = {shown.get(t, t) for t in threads} - {None}

@@ -388,9 +388,12 @@ int cmd_memory(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int c, rc = 1, usage_error;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:s:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg))
+	while ((c = getopt_long(argc, argv, "n:s:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
 			continue;
+		}
 		switch (c) {
 		case 'm': o.milestone = optarg; break;
 		case 'S': o.select = optarg; break;
@@ -413,6 +416,13 @@ int cmd_memory(int argc, char **argv)
 		case 'h': usage(stdout); input_opts_free(&io); return 0;
 		default: goto out_usage;
 		}
+	}
+	if (cut_active(&io.trace.cut)) {
+		/* A heap replay needs every allocation and free: a cut would
+		 * leave frees without their allocations. */
+		sf_error("memory replays the whole heap: -c/--filter, --tid, --time, --min-duration and --max-depth "
+			 "do not apply");
+		goto out_usage;
 	}
 	struct trace_input *in = input_opts_open(&io, "memory", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {

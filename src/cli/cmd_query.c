@@ -290,9 +290,12 @@ int cmd_query(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int c, usage_error, fmt = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg))
+	while ((c = getopt_long(argc, argv, "s:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
 			continue;
+		}
 		switch (c) {
 		case 'f':
 			fmt = -1;

@@ -152,6 +152,9 @@ def test_no_alloc_events_is_an_error():
     _, log = record([calls_fixture()], args=["-q"], check_rc=None)
     p = run([SFTRACE, "memory", log], check_rc=1)
     check("no allocation events: record with --alloc" in p.stderr and not p.stdout, p.stderr)
+    for cut in (["-c", log], ["--tid", "1"], ["--time", "1ms.."], ["--max-depth", "1"]):
+        p = run([SFTRACE, "memory"] + cut + [log], check_rc=2)
+        check("memory replays the whole heap" in p.stderr and not p.stdout, p.stderr)
 
 
 def _render(path, d):

@@ -138,6 +138,13 @@ def test_thread_window_and_callers():
     want = collections.Counter(names[func[int(p)]] for f, p, _, fn, _, _ in pl["frames"] if names[int(fn)] == "leaf")
     eq({r["caller"]: r["calls"] for r in callers}, dict(want), "who calls leaf (tail calls make siblings)")
     eq(sum(want.values()), 60, "leaf frames")
+    # The cut options apply to query's frames as to every reader: -c keeps
+    # the functions a filter selects.
+    filt = os.path.join(os.path.dirname(log), "leaf.filter")
+    run([SFTRACE, "filter", "-q", "-p", calls_fixture(), "-r", "^leaf$", "-o", filt])
+    p = run([SFTRACE, "query", "--format", "json", "-c", filt, log, "select name, count(*) as n from frames "
+             "group by name"])
+    eq({r["name"]: r["n"] for r in json.loads(p.stdout)}, {"leaf": 60}, "query -c leaf.filter")
 
 
 def test_errors_are_one_line():

@@ -6,7 +6,8 @@
  * given environment on exactly, plus only what is missing of:
  *   - LD_PRELOAD: this runtime's path (put first if LD_PRELOAD is given
  *     without it);
- *   - the SFTRACE_* variables this process started with.
+ *   - the tracer's SFTRACE_* variables (tracer_vars) this process started
+ *     with; other SFTRACE_-prefixed names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
  * use `environ` (execv, execvp, execl, execlp, system, popen) need nothing.
  *
@@ -98,13 +99,34 @@ void sf_exec_env_resolve(void)
 
 #define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
 
+/* The variables the runtime reads (README's table; record sets them). */
+static const char *const tracer_vars[] = {
+	"SFTRACE_OUTPUT_FILE", "SFTRACE_FILTER",       "SFTRACE_FILTER_DIR", "SFTRACE_FILTER_REGEX",
+	"SFTRACE_FILTER_WITHIN", "SFTRACE_CLI",        "SFTRACE_CLOCK",      "SFTRACE_WRITER",
+	"SFTRACE_NOTES_DIR",   "SFTRACE_SETUP_THREAD_ONLY",
+};
+
+/* Whether "NAME=value" names one of tracer_vars. */
+static int is_tracer_var(const char *e)
+{
+	for (size_t i = 0; i < sizeof(tracer_vars) / sizeof(tracer_vars[0]); i++) {
+		const char *v = tracer_vars[i];
+		size_t k = 0;
+		while (v[k] && e[k] == v[k]) /* stops at e's NUL too: never reads past it */
+			k++;
+		if (!v[k] && e[k] == '=')
+			return 1;
+	}
+	return 0;
+}
+
 /* Start-up, when tracing (init.c): remember what children need. */
 void sf_exec_env_init(void)
 {
 	dl_iterate_phdr(self_find, (void *)(uintptr_t)sf_exec_env_init);
 	for (char **e = environ; e && *e && nsaved < MAX_VARS; e++) {
 		size_t n = slen(*e);
-		if (!memcmp(*e, "SFTRACE_", 8) && n < sizeof(saved[0]))
+		if (is_tracer_var(*e) && n < sizeof(saved[0]))
 			memcpy(saved[nsaved++], *e, n + 1);
 	}
 	ready = self_path[0] != 0;

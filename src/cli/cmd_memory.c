@@ -14,10 +14,13 @@
 #include "format/sflog.h"
 #include "lib/callpath.h"
 #include "lib/heap.h"
+#include "lib/json_out.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
 #include "output/flamegraph.h"
 #include "output/heap_plot.h"
+
+enum { FMT_TABLE, FMT_TSV, FMT_JSON };
 
 struct mem_opts {
 	const char *milestone;
@@ -25,7 +28,7 @@ struct mem_opts {
 	const char *plot;
 	int fold;
 	const char *select;  /* comma-separated stage numbers */
-	int tsv;
+	int format; /* FMT_* */
 	int interactive;
 	long top;
 };
@@ -53,8 +56,9 @@ static void usage(FILE *out)
 		"      --plot OUT.svg|OUT.html  heap size over time, stage starts and the peak\n"
 		"      --fold             plot each stage from its own start, overlaid\n"
 		"  -n N                   rows per table (default 10, 0 = all)\n"
-		"      --format table|tsv tsv: key<TAB>value summary lines, then rows\n"
-		"                         section<TAB>stage<TAB>bytes<TAB>count<TAB>stack\n"
+		"      --format table|tsv|json  tsv: key<TAB>value summary lines, then rows\n"
+		"                         section<TAB>stage<TAB>bytes<TAB>count<TAB>stack;\n"
+		"                         json: one document with the same values\n"
 		"      --interactive      then read commands on stdin: track ID, show ID,\n"
 		"                         stage-memory, exit\n"
 		"  -h, --help             this help\n");
@@ -115,9 +119,11 @@ static void human(uint64_t v, char *buf, size_t cap)
 	heap_format_bytes(buf, cap, (double)v);
 }
 
-/* One table: sites sorted by `key`, rows with a nonzero key only. */
-static void table(const struct heap_result *r, int key, const char *title, const char *section, long top, int tsv)
+/* One table: sites sorted by `key`, rows with a nonzero key only. tsv and
+ * json have every row; json's `section` names the array. */
+static void table(const struct heap_result *r, int key, const char *title, const char *section, long top, int fmt)
 {
+	int tsv = fmt != FMT_TABLE;
 	uint32_t *ix = xmalloc((r->nsites + 1) * sizeof(*ix));
 	for (size_t i = 0; i < r->nsites; i++)
 		ix[i] = (uint32_t)i;
@@ -126,7 +132,9 @@ static void table(const struct heap_result *r, int key, const char *title, const
 	qsort(ix, r->nsites, sizeof(*ix), cmp_sites);
 	char stack[8192], hb[32];
 	size_t shown = 0, rest = 0;
-	if (!tsv)
+	if (fmt == FMT_JSON)
+		printf(",\n\"%s\":[", section);
+	else if (!tsv)
 		printf("\n%s\n%12s %10s  %s\n", title, "bytes", key == BY_TEMP ? "temporary" : "blocks", "stack @ call site");
 	for (size_t i = 0; i < r->nsites; i++) {
 		const struct heap_site *s = &r->sites[ix[i]];
@@ -145,7 +153,12 @@ static void table(const struct heap_result *r, int key, const char *title, const
 				 : key == BY_LEAK			   ? s->leak_blocks
 									   : s->temporaries;
 		stack_str(r, s->node, s->addr, stack, sizeof(stack));
-		if (tsv) {
+		if (fmt == FMT_JSON) {
+			printf("%s\n{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"stack\":", shown ? "," : "", bytes,
+			       count);
+			json_put_str(stdout, stack);
+			putchar('}');
+		} else if (tsv) {
 			printf("%s\t-\t%" PRIu64 "\t%" PRIu64 "\t%s\n", section, bytes, count, stack);
 		} else {
 			human(bytes, hb, sizeof(hb));
@@ -153,6 +166,8 @@ static void table(const struct heap_result *r, int key, const char *title, const
 		}
 		shown++;
 	}
+	if (fmt == FMT_JSON)
+		printf("%s]", shown ? "\n" : "");
 	if (!tsv && !shown)
 		printf("%12s\n", "(none)");
 	if (rest)
@@ -160,10 +175,43 @@ static void table(const struct heap_result *r, int key, const char *title, const
 	free(ix);
 }
 
+/* The tsv's values as one JSON object: "summary" has the tsv's keys, the
+ * arrays its sections (every row), with the sites also by count as in the
+ * table. */
+static void report_json(const struct heap_result *r)
+{
+	const struct heap_totals *t = &r->tot;
+	printf("{\"pid\":%u,\"process\":", r->proc->info->pid);
+	json_put_str(stdout, r->proc->name);
+	printf(",\"summary\":{\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"reallocs\":%" PRIu64
+	       ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
+	       ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
+	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu},\n\"stages\":[",
+	       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
+	       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+	for (size_t s = 0; s < r->nstages; s++) {
+		const struct heap_stage *st = &r->stages[s];
+		printf("%s\n{\"stage\":%zu,\"start_ns\":%" PRIu64 ",\"allocations\":%" PRIu64
+		       ",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64 ",\"heap_at_end\":%" PRIu64 "}",
+		       s ? "," : "", s, st->t_start, st->allocs, st->leak_bytes, st->leak_blocks, st->heap_at_end);
+	}
+	printf("%s]", r->nstages ? "\n" : "");
+	table(r, BY_PEAK, "", "peak", 0, FMT_JSON);
+	table(r, BY_BYTES, "", "sites_by_bytes", 0, FMT_JSON);
+	table(r, BY_COUNT, "", "sites_by_count", 0, FMT_JSON);
+	table(r, BY_TEMP, "", "temporary", 0, FMT_JSON);
+	table(r, BY_LEAK, "", "leak", 0, FMT_JSON);
+	printf("}");
+}
+
 static void report(const struct heap_result *r, const struct mem_opts *o, int several)
 {
 	const struct heap_totals *t = &r->tot;
-	if (o->tsv) {
+	if (o->format == FMT_JSON) {
+		report_json(r);
+		return;
+	}
+	if (o->format == FMT_TSV) {
 		if (several)
 			printf("process\t%u\t%s\n", r->proc->info->pid, r->proc->name);
 		printf("allocations\t%" PRIu64 "\nfrees\t%" PRIu64 "\nreallocs\t%" PRIu64 "\nbytes_allocated\t%" PRIu64
@@ -177,10 +225,10 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 			       "\t-\n",
 			       s, r->stages[s].leak_bytes, r->stages[s].leak_blocks, s, r->stages[s].heap_at_end,
 			       r->stages[s].allocs);
-		table(r, BY_BYTES, "", "site", 0, 1);
-		table(r, BY_PEAK, "", "peak", 0, 1);
-		table(r, BY_LEAK, "", "leak", 0, 1);
-		table(r, BY_TEMP, "", "temporary", 0, 1);
+		table(r, BY_BYTES, "", "site", 0, FMT_TSV);
+		table(r, BY_PEAK, "", "peak", 0, FMT_TSV);
+		table(r, BY_LEAK, "", "leak", 0, FMT_TSV);
+		table(r, BY_TEMP, "", "temporary", 0, FMT_TSV);
 		return;
 	}
 	char a[32], b[32], c[32];
@@ -407,15 +455,23 @@ int cmd_memory(int argc, char **argv)
 			break;
 		case 'f':
 			if (!strcmp(optarg, "tsv"))
-				o.tsv = 1;
-			else if (strcmp(optarg, "table")) {
-				sf_error("--format must be 'table' or 'tsv', not '%s'", optarg);
+				o.format = FMT_TSV;
+			else if (!strcmp(optarg, "json"))
+				o.format = FMT_JSON;
+			else if (!strcmp(optarg, "table"))
+				o.format = FMT_TABLE;
+			else {
+				sf_error("--format must be 'table', 'tsv' or 'json', not '%s'", optarg);
 				goto out_usage;
 			}
 			break;
 		case 'h': usage(stdout); input_opts_free(&io); return 0;
 		default: goto out_usage;
 		}
+	}
+	if (o.interactive && o.format == FMT_JSON) {
+		sf_error("--interactive does not go with --format json: its answers would break the document");
+		goto out_usage;
 	}
 	if (cut_active(&io.trace.cut)) {
 		/* A heap replay needs every allocation and free: a cut would
@@ -478,12 +534,22 @@ int cmd_memory(int argc, char **argv)
 		struct heap_plot_options po = {.out = o.plot, .fold = o.fold, .select = sel, .nselect = sizeof(selbuf)};
 		if (o.plot && heap_plot_write(res, np, &po) < 0)
 			goto done;
+		/* json: one document; with several processes, their objects in a list */
+		int list = o.format == FMT_JSON && np > 1;
+		if (list)
+			printf("{\"processes\":[\n");
 		for (size_t i = 0; i < np; i++) {
+			if (list && i)
+				printf(",\n");
 			if (o.interactive && i == 0)
 				report(&res[i], &o, np > 1), fflush(stdout), interactive(&res[i]);
 			else
 				report(&res[i], &o, np > 1);
 		}
+		if (list)
+			printf("\n]}");
+		if (o.format == FMT_JSON)
+			printf("\n");
 		rc = 0;
 	}
 done:

@@ -100,6 +100,32 @@ def test_heap_pattern_milestones():
     check("matches no instrumented function" in p.stderr and not p.stdout, p.stderr)
 
 
+def test_heap_pattern_json_matches_tsv():
+    for extra in ([], ["--milestone", "milestone"]):
+        s, rows = memory_tsv(heap_log(), extra)
+        doc = json.loads(run([SFTRACE, "memory", "--format", "json"] + extra + [heap_log()]).stdout)
+        eq(doc["summary"], s, "summary keys and values %s" % extra)
+        eq(doc["summary"]["stages"], 4 if extra else 1, "stages")
+        eq(len(doc["stages"]), doc["summary"]["stages"], "one row per stage")
+        for sec in ("stage_leak", "stage_heap"):
+            want = [(int(st), b, c) for se, st, b, c, _ in rows if se == sec]
+            got = [(x["stage"], x["leaked_bytes"], x["leaked_blocks"]) if sec == "stage_leak"
+                   else (x["stage"], x["heap_at_end"], x["allocations"]) for x in doc["stages"]]
+            eq(got, want, sec)
+        for sec, key in (("site", "sites_by_bytes"), ("peak", "peak"), ("leak", "leak"),
+                         ("temporary", "temporary")):
+            want = [(b, c, st) for se, _, b, c, st in rows if se == sec]
+            eq([(x["bytes"], x["count"], x["stack"]) for x in doc[key]], want, key)
+        by_count = sorted(doc["sites_by_count"], key=lambda x: -x["count"])
+        eq([x["count"] for x in doc["sites_by_count"]], [x["count"] for x in by_count], "sorted by count")
+        eq(sorted(map(str, doc["sites_by_count"])), sorted(map(str, doc["sites_by_bytes"])), "same sites")
+        check(doc["pid"] > 0 and doc["process"], "pid and process")
+    eq(by_func([("site", "-", x["bytes"], x["count"], x["stack"]) for x in doc["sites_by_bytes"]], "site",
+               "setup"), (2000, 11), "setup's sites in the JSON")
+    p = run([SFTRACE, "memory", "--format", "json", "--interactive", heap_log()], check_rc=2)
+    check("--interactive" in p.stderr and not p.stdout, p.stderr)
+
+
 def test_heap_pattern_interactive():
     p = run([SFTRACE, "memory", "--interactive", "--milestone", "milestone", "-n", "1", heap_log()],
             input="stage-memory\nshow 0\ntrack 0\nexit\n")

@@ -93,3 +93,27 @@ uint64_t *hm_put(struct hashmap *m, uint64_t key, int *added)
 	m->count++;
 	return &m->slots[i].val;
 }
+
+int hm_next(const struct hashmap *m, size_t *pos, uint64_t *key, uint64_t *val)
+{
+	/* Position 0 is key 0, position i + 1 is slot i. */
+	if (*pos == 0) {
+		*pos = 1;
+		if (m->has_zero) {
+			*key = 0;
+			*val = m->zero_val;
+			return 1;
+		}
+	}
+	size_t n = m->slots ? m->mask + 1 : 0;
+	for (; *pos <= n; (*pos)++) {
+		const struct hm_slot *s = &m->slots[*pos - 1];
+		if (s->key) {
+			*key = s->key;
+			*val = s->val;
+			(*pos)++;
+			return 1;
+		}
+	}
+	return 0;
+}

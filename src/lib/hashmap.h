@@ -36,6 +36,10 @@ void hm_clear(struct hashmap *m);
  * which. The pointer is good until the next insert. */
 uint64_t *hm_put(struct hashmap *m, uint64_t key, int *added);
 
+/* Walk the entries in no particular order: start with *pos = 0; returns 0
+ * when done. No inserts during a walk. */
+int hm_next(const struct hashmap *m, size_t *pos, uint64_t *key, uint64_t *val);
+
 static inline size_t hm_home(const struct hashmap *m, uint64_t key)
 {
 	return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> m->shift);

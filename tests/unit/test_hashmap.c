@@ -119,6 +119,27 @@ static void test_many_keys(void **state)
 	hm_free(&m);
 }
 
+/* A walk visits every entry once, key 0 included. */
+static void test_walk(void **state)
+{
+	(void)state;
+	struct hashmap m = HASHMAP_INIT;
+	size_t pos = 0;
+	uint64_t k, v, sum = 0, n = 0;
+	assert_int_equal(hm_next(&m, &pos, &k, &v), 0);
+	for (uint64_t i = 0; i < 500; i++)
+		*hm_put(&m, i * 1000, NULL) = i;
+	pos = 0;
+	while (hm_next(&m, &pos, &k, &v)) {
+		assert_int_equal(k, v * 1000);
+		sum += v;
+		n++;
+	}
+	assert_int_equal(n, 500);
+	assert_int_equal(sum, 499 * 500 / 2);
+	hm_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -127,6 +148,7 @@ int main(void)
 		cmocka_unit_test(test_zero_key),
 		cmocka_unit_test(test_collisions),
 		cmocka_unit_test(test_many_keys),
+		cmocka_unit_test(test_walk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

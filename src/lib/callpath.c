@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hashmap.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
 
@@ -29,14 +30,14 @@ struct cp_tree {
 	struct cp_node *nodes;
 	struct cp_hint *hints;
 	size_t n, cap;
-	/* (parent, key) -> node, open addressing; 0 = empty slot. */
+	/* (parent, key) -> node, open addressing; 0 = empty slot. Not
+	 * lib/hashmap: the key is 96 bits, and the slots hold node indices
+	 * compared against the node array itself. */
 	uint32_t *ht;
 	size_t ht_cap;
-	/* key -> function index, open addressing; UINT32_MAX = empty. */
 	struct cp_func *funcs;
 	size_t nfuncs, funcs_cap;
-	uint32_t *fht;
-	size_t fht_cap;
+	struct hashmap func_by_key; /* key -> index in funcs */
 	struct cp_stack *stacks;
 	size_t nstacks;
 	/* Display strings (cp_collect). */
@@ -61,9 +62,7 @@ struct cp_tree *cp_new(void)
 	t->nodes[0].min_ns = UINT64_MAX;
 	t->ht_cap = 2048;
 	t->ht = xcalloc(t->ht_cap, sizeof(*t->ht));
-	t->fht_cap = 1024;
-	t->fht = xmalloc(t->fht_cap * sizeof(*t->fht));
-	memset(t->fht, 0xff, t->fht_cap * sizeof(*t->fht));
+	hm_init(&t->func_by_key, 256);
 	return t;
 }
 
@@ -83,41 +82,25 @@ void cp_free(struct cp_tree *t)
 	free(t->hints);
 	free(t->ht);
 	free(t->funcs);
-	free(t->fht);
+	hm_free(&t->func_by_key);
 	free(t);
 }
 
 /* ---- the function table ---- */
 
-static void fht_insert(struct cp_tree *t, uint32_t fi)
-{
-	size_t mask = t->fht_cap - 1, h = mix(t->funcs[fi].key, 0) & mask;
-	while (t->fht[h] != UINT32_MAX)
-		h = (h + 1) & mask;
-	t->fht[h] = fi;
-}
-
 static uint32_t func_index(struct cp_tree *t, uint64_t key, const void *owner, uint32_t id)
 {
-	size_t mask = t->fht_cap - 1, h = mix(key, 0) & mask;
-	for (; t->fht[h] != UINT32_MAX; h = (h + 1) & mask)
-		if (t->funcs[t->fht[h]].key == key)
-			return t->fht[h];
+	int added;
+	uint64_t *at = hm_put(&t->func_by_key, key, &added);
+	if (!added)
+		return (uint32_t)*at;
 	if (t->nfuncs == t->funcs_cap) {
 		t->funcs_cap = t->funcs_cap ? t->funcs_cap * 2 : 256;
 		t->funcs = xrealloc(t->funcs, t->funcs_cap * sizeof(*t->funcs));
 	}
 	uint32_t fi = (uint32_t)t->nfuncs++;
 	t->funcs[fi] = (struct cp_func){key, owner, id};
-	if (t->nfuncs * 2 > t->fht_cap) {
-		t->fht_cap *= 2;
-		t->fht = xrealloc(t->fht, t->fht_cap * sizeof(*t->fht));
-		memset(t->fht, 0xff, t->fht_cap * sizeof(*t->fht));
-		for (uint32_t i = 0; i < t->nfuncs; i++)
-			fht_insert(t, i);
-	} else {
-		t->fht[h] = fi;
-	}
+	*at = fi;
 	return fi;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "format/sflog.h"
+#include "lib/hashmap.h"
 #include "lib/log_reader.h"
 #include "lib/util.h"
 
@@ -40,19 +41,9 @@ struct frames {
 
 	struct fr_thread *threads; /* first-seen order */
 	size_t nthreads, threads_cap;
-	const struct lr_thread **tkeys; /* pointer hash: key -> slot + 1 */
-	uint32_t *tslots;
-	size_t tcap;
+	struct hashmap slot_of; /* (uintptr_t)thread key -> index in threads */
 	size_t last_slot;
 };
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
 
 struct frames *fr_new(const struct fr_callbacks *cb, void *ctx)
 {
@@ -67,38 +58,15 @@ struct frames *fr_new(const struct fr_callbacks *cb, void *ctx)
 
 /* ---- thread slots ---- */
 
-static void thash_insert(const struct lr_thread **keys, uint32_t *slots, size_t cap,
-			 const struct lr_thread *key, uint32_t slot)
-{
-	size_t j = hash64((uint64_t)(uintptr_t)key) & (cap - 1);
-	while (slots[j])
-		j = (j + 1) & (cap - 1);
-	keys[j] = key;
-	slots[j] = slot + 1;
-}
-
 static size_t thread_slot(struct frames *f, const struct lr_thread *key)
 {
 	if (f->last_slot != SIZE_MAX && f->threads[f->last_slot].key == key)
 		return f->last_slot;
-	if (f->tcap) {
-		size_t j = hash64((uint64_t)(uintptr_t)key) & (f->tcap - 1);
-		for (; f->tslots[j]; j = (j + 1) & (f->tcap - 1))
-			if (f->tkeys[j] == key)
-				return f->last_slot = f->tslots[j] - 1;
-	}
-	if ((f->nthreads + 1) * 2 > f->tcap) {
-		size_t cap = f->tcap ? f->tcap * 2 : 64;
-		const struct lr_thread **keys = xcalloc(cap, sizeof(*keys));
-		uint32_t *slots = xcalloc(cap, sizeof(*slots));
-		for (size_t i = 0; i < f->nthreads; i++)
-			thash_insert(keys, slots, cap, f->threads[i].key, (uint32_t)i);
-		free(f->tkeys);
-		free(f->tslots);
-		f->tkeys = keys;
-		f->tslots = slots;
-		f->tcap = cap;
-	}
+	int added;
+	uint64_t *at = hm_put(&f->slot_of, (uintptr_t)key, &added);
+	if (!added)
+		return f->last_slot = (size_t)*at;
+	*at = f->nthreads;
 	if (f->nthreads == f->threads_cap) {
 		f->threads_cap = f->threads_cap ? f->threads_cap * 2 : 16;
 		f->threads = xrealloc(f->threads, f->threads_cap * sizeof(*f->threads));
@@ -106,7 +74,6 @@ static size_t thread_slot(struct frames *f, const struct lr_thread *key)
 	struct fr_thread *t = &f->threads[f->nthreads];
 	memset(t, 0, sizeof(*t));
 	t->key = key;
-	thash_insert(f->tkeys, f->tslots, f->tcap, key, (uint32_t)f->nthreads);
 	return f->last_slot = f->nthreads++;
 }
 
@@ -228,13 +195,8 @@ void fr_finish(struct frames *f)
 
 size_t fr_depth(const struct frames *f, const struct lr_thread *thread)
 {
-	if (!f->tcap)
-		return 0;
-	size_t j = hash64((uint64_t)(uintptr_t)thread) & (f->tcap - 1);
-	for (; f->tslots[j]; j = (j + 1) & (f->tcap - 1))
-		if (f->tkeys[j] == thread)
-			return f->threads[f->tslots[j] - 1].depth;
-	return 0;
+	const uint64_t *at = hm_find(&f->slot_of, (uintptr_t)thread);
+	return at ? f->threads[*at].depth : 0;
 }
 
 const struct fr_stats *fr_stats(const struct frames *f) { return &f->stats; }
@@ -273,7 +235,6 @@ void fr_free(struct frames *f)
 	for (size_t i = 0; i < f->nthreads; i++)
 		free(f->threads[i].stack);
 	free(f->threads);
-	free(f->tkeys);
-	free(f->tslots);
+	hm_free(&f->slot_of);
 	free(f);
 }

@@ -4,33 +4,8 @@
 #include <string.h>
 
 #include "lib/callpath.h"
+#include "lib/hashmap.h"
 #include "lib/util.h"
-
-/* (scope, func) -> row index + 1 (0 empty), open addressing. */
-struct row_map {
-	uint32_t *slot;
-	size_t cap;
-};
-
-static size_t row_hash(uint32_t scope, uint32_t func)
-{
-	uint64_t h = (((uint64_t)scope << 32) | func) * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 17);
-}
-
-static void rehash(struct row_map *m, const struct fs_row *rows, size_t n)
-{
-	size_t cap = m->cap ? m->cap * 2 : 1024;
-	free(m->slot);
-	m->slot = xcalloc(cap, sizeof(*m->slot));
-	m->cap = cap;
-	for (size_t i = 0; i < n; i++) {
-		size_t h = row_hash(rows[i].scope, rows[i].id) & (cap - 1);
-		while (m->slot[h])
-			h = (h + 1) & (cap - 1);
-		m->slot[h] = (uint32_t)i + 1;
-	}
-}
 
 /* A node is nested when a node of the same name rank is on the path above
  * it (in its scope): one flag per node. */
@@ -76,7 +51,7 @@ static uint32_t *name_ranks(const struct cp_tree *t)
 
 struct fs_row *fs_aggregate(const struct cp_tree *t, int by_name, size_t *nout)
 {
-	struct row_map m = {0};
+	struct hashmap m = HASHMAP_INIT; /* scope << 32 | id -> row index */
 	uint32_t *rank = by_name ? name_ranks(t) : NULL;
 	uint8_t *nested = rank ? nested_by_name(t, rank, cp_nfuncs(t)) : NULL;
 	struct fs_row *rows = NULL;
@@ -85,32 +60,24 @@ struct fs_row *fs_aggregate(const struct cp_tree *t, int by_name, size_t *nout)
 		const struct cp_node *nd = cp_node(t, i);
 		if (nd->key & CP_SYNTHETIC)
 			continue;
-		if ((n + 1) * 2 > m.cap)
-			rehash(&m, rows, n);
 		uint32_t id = rank ? rank[nd->func] : nd->func;
-		size_t h = row_hash(nd->scope, id) & (m.cap - 1);
-		struct fs_row *w = NULL;
-		for (; m.slot[h]; h = (h + 1) & (m.cap - 1)) {
-			struct fs_row *x = &rows[m.slot[h] - 1];
-			if (x->scope == nd->scope && x->id == id) {
-				w = x;
-				break;
-			}
-		}
-		if (!w) {
+		int added;
+		uint64_t *at = hm_put(&m, (uint64_t)nd->scope << 32 | id, &added);
+		if (added) {
 			if (n == cap) {
 				cap = cap ? cap * 2 : 256;
 				rows = xrealloc(rows, cap * sizeof(*rows));
 			}
-			w = &rows[n++];
-			memset(w, 0, sizeof(*w));
-			w->scope = nd->scope;
-			w->func = nd->func;
-			w->id = id;
-			w->min = UINT64_MAX;
-			w->name = cp_func_name(t, nd->func, NULL);
-			m.slot[h] = (uint32_t)n;
+			*at = n;
+			struct fs_row *x = &rows[n++];
+			memset(x, 0, sizeof(*x));
+			x->scope = nd->scope;
+			x->func = nd->func;
+			x->id = id;
+			x->min = UINT64_MAX;
+			x->name = cp_func_name(t, nd->func, NULL);
 		}
+		struct fs_row *w = &rows[*at];
 		w->calls += nd->calls;
 		w->self += nd->self_ns;
 		w->sum += nd->total_ns;
@@ -123,7 +90,7 @@ struct fs_row *fs_aggregate(const struct cp_tree *t, int by_name, size_t *nout)
 	}
 	free(rank);
 	free(nested);
-	free(m.slot);
+	hm_free(&m);
 	*nout = n;
 	return rows;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "format/sflog.h"
+#include "lib/hashmap.h"
 #include "lib/util.h"
 
 /* Warnings beyond this many are only counted (a badly damaged file must not
@@ -52,9 +53,7 @@ struct lr_log {
 
 	struct lr_thread *threads;
 	size_t nthreads, threads_cap;
-	uint64_t *hash_serial; /* open addressing: serial -> thread index + 1 */
-	uint32_t *hash_index;
-	size_t hash_cap;
+	struct hashmap by_serial; /* serial -> thread index, while indexing */
 
 	struct lr_batch *batches;
 	size_t nbatches, batches_cap;
@@ -211,38 +210,16 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 
 static uint32_t thread_for_serial(struct lr_log *log, uint64_t serial)
 {
-	if (log->nthreads * 2 >= log->hash_cap) {
-		size_t cap = log->hash_cap ? log->hash_cap * 2 : 64;
-		uint64_t *keys = xcalloc(cap, sizeof(*keys));
-		uint32_t *vals = xcalloc(cap, sizeof(*vals));
-		for (size_t i = 0; i < log->hash_cap; i++) {
-			if (!log->hash_index[i])
-				continue;
-			size_t j = (log->hash_serial[i] * 0x9E3779B97F4A7C15ULL) & (cap - 1);
-			while (vals[j])
-				j = (j + 1) & (cap - 1);
-			keys[j] = log->hash_serial[i];
-			vals[j] = log->hash_index[i];
-		}
-		free(log->hash_serial);
-		free(log->hash_index);
-		log->hash_serial = keys;
-		log->hash_index = vals;
-		log->hash_cap = cap;
-	}
-	size_t j = (serial * 0x9E3779B97F4A7C15ULL) & (log->hash_cap - 1);
-	while (log->hash_index[j]) {
-		if (log->hash_serial[j] == serial)
-			return log->hash_index[j] - 1;
-		j = (j + 1) & (log->hash_cap - 1);
-	}
+	int added;
+	uint64_t *index = hm_put(&log->by_serial, serial, &added);
+	if (!added)
+		return (uint32_t)*index;
+	*index = log->nthreads;
 	log->threads = grow(log->threads, &log->threads_cap, log->nthreads + 1, sizeof(*log->threads));
 	struct lr_thread *t = &log->threads[log->nthreads];
 	memset(t, 0, sizeof(*t));
 	t->serial = serial;
-	log->hash_serial[j] = serial;
-	log->hash_index[j] = (uint32_t)++log->nthreads;
-	return (uint32_t)(log->nthreads - 1);
+	return (uint32_t)log->nthreads++;
 }
 
 static void add_pair(struct lr_log *log, uint64_t tsc, uint64_t mono)
@@ -511,11 +488,7 @@ static void sort_threads(struct lr_log *log)
 	for (size_t i = 0; i < log->nbatches; i++)
 		log->batches[i].thread = remap[log->batches[i].thread];
 	free(remap);
-	free(log->hash_serial);
-	free(log->hash_index);
-	log->hash_serial = NULL;
-	log->hash_index = NULL;
-	log->hash_cap = 0;
+	hm_free(&log->by_serial);
 }
 
 /* seq, then DATA before SLOT, then file order. */
@@ -931,8 +904,7 @@ void lr_close(struct lr_log *log)
 	for (size_t i = 0; i < log->nthreads; i++)
 		free(log->threads[i].batch);
 	free(log->threads);
-	free(log->hash_serial);
-	free(log->hash_index);
+	hm_free(&log->by_serial);
 	free(log->batches);
 	free(log->order);
 	free(log->pairs);

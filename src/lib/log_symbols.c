@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/elf_buildid.h"
+#include "lib/hashmap.h"
 #include "lib/log_reader.h"
 #include "lib/util.h"
 
@@ -37,10 +38,7 @@ struct log_symbols {
 	struct ls_override *overrides;
 	size_t noverrides;
 	struct ls_placeholder *placeholders;
-	/* func#<id> names for ids no object owns: open addressing, key id + 1 */
-	uint64_t *ukeys;
-	const struct sym_info **uvals;
-	size_t ucap, ucount;
+	struct hashmap unknown; /* id -> its func#<id> sym_info, for ids no object owns */
 	char **warnings;
 	size_t nwarnings;
 };
@@ -164,35 +162,12 @@ struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *o
 
 static const struct sym_info *unknown_id(struct log_symbols *ls, uint32_t id)
 {
-	if ((ls->ucount + 1) * 2 > ls->ucap) {
-		size_t cap = ls->ucap ? ls->ucap * 2 : 64;
-		uint64_t *keys = xcalloc(cap, sizeof(*keys));
-		const struct sym_info **vals = xcalloc(cap, sizeof(*vals));
-		for (size_t i = 0; i < ls->ucap; i++) {
-			if (!ls->ukeys[i])
-				continue;
-			size_t j = (ls->ukeys[i] * 0x9E3779B97F4A7C15ULL) >> 40 & (cap - 1);
-			while (keys[j])
-				j = (j + 1) & (cap - 1);
-			keys[j] = ls->ukeys[i];
-			vals[j] = ls->uvals[i];
-		}
-		free(ls->ukeys);
-		free(ls->uvals);
-		ls->ukeys = keys;
-		ls->uvals = vals;
-		ls->ucap = cap;
+	uint64_t v = hm_get(&ls->unknown, id, 0);
+	if (!v) {
+		v = (uintptr_t)placeholder(ls, NULL, id, 1);
+		*hm_put(&ls->unknown, id, NULL) = v;
 	}
-	uint64_t key = (uint64_t)id + 1;
-	size_t j = (key * 0x9E3779B97F4A7C15ULL) >> 40 & (ls->ucap - 1);
-	while (ls->ukeys[j] && ls->ukeys[j] != key)
-		j = (j + 1) & (ls->ucap - 1);
-	if (!ls->ukeys[j]) {
-		ls->ukeys[j] = key;
-		ls->uvals[j] = placeholder(ls, NULL, id, 1);
-		ls->ucount++;
-	}
-	return ls->uvals[j];
+	return (const struct sym_info *)(uintptr_t)v;
 }
 
 const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id)
@@ -261,8 +236,7 @@ void ls_close(struct log_symbols *ls)
 		ls->placeholders = p->next;
 		free(p);
 	}
-	free(ls->ukeys);
-	free(ls->uvals);
+	hm_free(&ls->unknown);
 	for (size_t i = 0; i < ls->nwarnings; i++)
 		free(ls->warnings[i]);
 	free(ls->warnings);

@@ -11,6 +11,7 @@
 
 #include "lib/demangle.h"
 #include "lib/elf_buildid.h"
+#include "lib/hashmap.h"
 #include "lib/util.h"
 
 #include <dwarf.h>
@@ -20,65 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- a small open-addressing map from uint64_t to a pointer ---- */
-
-struct u64map {
-	uint64_t *keys;
-	void **vals; /* NULL marks an empty slot */
-	size_t cap;  /* power of two, or 0 */
-	size_t len;
-};
-
-static size_t u64map_slot(const struct u64map *m, uint64_t key)
-{
-	/* Fibonacci hashing spreads aligned addresses over the table. */
-	size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 17) & (m->cap - 1);
-
-	while (m->vals[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static void *u64map_get(const struct u64map *m, uint64_t key)
-{
-	return m->cap ? m->vals[u64map_slot(m, key)] : NULL;
-}
-
-static void u64map_put(struct u64map *m, uint64_t key, void *val)
-{
-	size_t i;
-
-	if (2 * (m->len + 1) > m->cap) {
-		struct u64map old = *m;
-		m->cap = old.cap ? 2 * old.cap : 64;
-		m->keys = xcalloc(m->cap, sizeof(*m->keys));
-		m->vals = xcalloc(m->cap, sizeof(*m->vals));
-		for (i = 0; i < old.cap; i++) {
-			if (old.vals[i]) {
-				size_t j = u64map_slot(m, old.keys[i]);
-				m->keys[j] = old.keys[i];
-				m->vals[j] = old.vals[i];
-			}
-		}
-		free(old.keys);
-		free(old.vals);
-	}
-	i = u64map_slot(m, key);
-	if (!m->vals[i])
-		m->len++;
-	m->keys[i] = key;
-	m->vals[i] = val;
-}
-
-static void u64map_free(struct u64map *m, void (*free_val)(void *))
-{
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->vals[i])
-			free_val(m->vals[i]);
-	free(m->keys);
-	free(m->vals);
-}
 
 /* ---- the object ---- */
 
@@ -124,7 +66,7 @@ struct sym_object {
 	Dwfl_Callbacks callbacks;
 	struct fsym *syms;
 	size_t nsyms;
-	struct u64map cache; /* vaddr -> struct sym_entry */
+	struct hashmap cache; /* vaddr -> struct sym_entry * */
 	bool dwarf_loaded;   /* the fields below are set */
 	Dwarf *dw;           /* NULL when there is no DWARF */
 	Dwarf_Addr dw_bias;  /* module address = DWARF address + dw_bias */
@@ -614,7 +556,7 @@ static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 
 const struct sym_info *sym_lookup(struct sym_object *o, uint64_t vaddr)
 {
-	struct sym_entry *e = u64map_get(&o->cache, vaddr);
+	struct sym_entry *e = (struct sym_entry *)(uintptr_t)hm_get(&o->cache, vaddr, 0);
 	const struct fsym *s;
 
 	if (e)
@@ -631,7 +573,7 @@ const struct sym_info *sym_lookup(struct sym_object *o, uint64_t vaddr)
 		e->info.name = e->owned_name;
 	}
 	dwarf_source(o, vaddr, e);
-	u64map_put(&o->cache, vaddr, e);
+	*hm_put(&o->cache, vaddr, NULL) = (uintptr_t)e;
 	return &e->info;
 }
 
@@ -651,10 +593,8 @@ int sym_foreach_function(struct sym_object *o,
 	return 0;
 }
 
-static void free_entry(void *p)
+static void free_entry(struct sym_entry *e)
 {
-	struct sym_entry *e = p;
-
 	free(e->owned_name);
 	free(e->owned_file);
 	free(e);
@@ -664,7 +604,11 @@ void sym_close(struct sym_object *o)
 {
 	if (!o)
 		return;
-	u64map_free(&o->cache, free_entry);
+	size_t pos = 0;
+	uint64_t vaddr, e;
+	while (hm_next(&o->cache, &pos, &vaddr, &e))
+		free_entry((struct sym_entry *)(uintptr_t)e);
+	hm_free(&o->cache);
 	for (size_t i = 0; i < o->ncus; i++)
 		free(o->cus[i].v);
 	free(o->cus);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/hashmap.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
 #include "output/conv_pola_alloc.h"
@@ -49,46 +50,32 @@ struct thread_span {
 	int has_rows;
 };
 
-/* Functions seen: func_key -> (process, func_id) of the first sighting. */
-struct seen {
-	uint64_t *keys;
-	const struct trace_proc **procs;
-	uint32_t *ids;
-	size_t n, cap; /* cap is a power of two */
+/* Functions seen, in order of first sighting: func_key and the (process,
+ * func_id) that names it; `index` finds a key's entry. */
+struct seen_func {
+	uint64_t key;
+	const struct trace_proc *proc;
+	uint32_t id;
 };
 
-static void seen_add(struct seen *s, uint64_t key, const struct trace_proc *p, uint32_t id);
-
-static void seen_grow(struct seen *s)
-{
-	struct seen old = *s;
-	s->cap = old.cap ? old.cap * 2 : 1024;
-	s->n = 0;
-	s->keys = xcalloc(s->cap, sizeof(*s->keys));
-	s->procs = xcalloc(s->cap, sizeof(*s->procs));
-	s->ids = xcalloc(s->cap, sizeof(*s->ids));
-	for (size_t i = 0; i < old.cap; i++)
-		if (old.procs[i])
-			seen_add(s, old.keys[i], old.procs[i], old.ids[i]);
-	free(old.keys);
-	free(old.procs);
-	free(old.ids);
-}
+struct seen {
+	struct hashmap index; /* func_key -> position in funcs */
+	struct seen_func *funcs;
+	size_t n, cap;
+};
 
 static void seen_add(struct seen *s, uint64_t key, const struct trace_proc *p, uint32_t id)
 {
-	if ((s->n + 1) * 2 > s->cap)
-		seen_grow(s);
-	size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (s->cap - 1);
-	while (s->procs[h]) {
-		if (s->keys[h] == key)
-			return;
-		h = (h + 1) & (s->cap - 1);
+	int added;
+	uint64_t *at = hm_put(&s->index, key, &added);
+	if (!added)
+		return;
+	*at = s->n;
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 256;
+		s->funcs = xrealloc(s->funcs, s->cap * sizeof(*s->funcs));
 	}
-	s->keys[h] = key;
-	s->procs[h] = p;
-	s->ids[h] = id;
-	s->n++;
+	s->funcs[s->n++] = (struct seen_func){.key = key, .proc = p, .id = id};
 }
 
 /* Function ids of one process already in `seen`, one byte per id: a hash
@@ -211,10 +198,9 @@ static int pola_alloc(void *ctx, const struct trace_proc *p, const struct lr_eve
 
 static int write_symtab(struct pq_writer *w, const struct seen *s)
 {
-	for (size_t i = 0; i < s->cap; i++) {
-		if (!s->procs[i])
-			continue;
-		const struct sym_info *si = trace_symbol(s->procs[i], s->ids[i]);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct seen_func *sf = &s->funcs[i];
+		const struct sym_info *si = trace_symbol(sf->proc, sf->id);
 		char path[4096];
 		int n = 0;
 		if (si->file && si->line)
@@ -223,7 +209,7 @@ static int write_symtab(struct pq_writer *w, const struct seen *s)
 			n = snprintf(path, sizeof(path), "%s", si->file);
 		if (n < 0 || (size_t)n >= sizeof(path))
 			n = (int)strlen(path);
-		if (pq_write_u64(w, 0, s->keys[i]) || pq_write_str(w, 1, si->name, strlen(si->name)) ||
+		if (pq_write_u64(w, 0, sf->key) || pq_write_str(w, 1, si->name, strlen(si->name)) ||
 		    pq_write_str(w, 2, path, (size_t)n) || pq_end_row(w))
 			return -1;
 	}
@@ -253,9 +239,8 @@ static int write_threads(struct pq_writer *w, const struct pola_sink *s)
 
 static void seen_free(struct seen *s)
 {
-	free(s->keys);
-	free(s->procs);
-	free(s->ids);
+	hm_free(&s->index);
+	free(s->funcs);
 }
 
 enum { OUT_EVENTS, OUT_SYMTAB, OUT_THREADS, NOUT };

@@ -1,6 +1,7 @@
 /* The dictionary of a column chunk: entries in order of first appearance,
- * their PLAIN page built as they come, and an open-addressing table (with a
- * small direct-mapped cache in front) from value to entry. */
+ * their PLAIN page built as they come, and a lib/hashmap (with a direct
+ * array for small integers and a direct-mapped cache in front) from value to
+ * entry. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,12 +12,6 @@
 #define DICT_CACHE_BITS 9
 #define DICT_CACHE (1u << DICT_CACHE_BITS)
 
-/* Slot of a key: Fibonacci hashing, the top bits of key * 2^64/phi. */
-static size_t dict_home(const struct dict *d, uint64_t key)
-{
-	return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> d->shift);
-}
-
 static uint64_t hash_bytes(const uint8_t *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
@@ -25,48 +20,21 @@ static uint64_t hash_bytes(const uint8_t *p, size_t n)
 	return h;
 }
 
-static void dict_resize(struct dict *d, size_t slots)
-{
-	struct dict_slot *old = d->table;
-	size_t old_n = old ? d->mask + 1 : 0;
-	d->table = xcalloc(slots, sizeof(*d->table));
-	d->mask = slots - 1;
-	d->shift = 64 - bits_needed(d->mask);
-	for (size_t i = 0; i < old_n; i++) {
-		if (!old[i].e1)
-			continue;
-		size_t s = dict_home(d, old[i].key);
-		while (d->table[s].e1)
-			s = (s + 1) & d->mask;
-		d->table[s] = old[i];
-	}
-	free(old);
-}
-
 void pq_dict_reset(struct dict *d)
 {
-	if (!d->table) {
-		dict_resize(d, 1024);
+	if (!d->ready) {
+		d->ready = 1;
+		hm_init(&d->map, 512);
 		d->small = xcalloc(SMALL_KEYS, sizeof(*d->small));
 		d->cache = xcalloc(DICT_CACHE, sizeof(*d->cache));
 	} else if (d->n) {
-		memset(d->table, 0, (d->mask + 1) * sizeof(*d->table));
+		hm_clear(&d->map);
 		memset(d->small, 0, SMALL_KEYS * sizeof(*d->small));
 		memset(d->cache, 0, DICT_CACHE * sizeof(*d->cache));
 	}
 	d->n = 0;
 	d->page.len = 0;
 	d->too_wide = 0;
-}
-
-static uint32_t dict_insert(struct dict *d, size_t s, uint64_t key)
-{
-	uint32_t e = d->n++;
-	d->table[s].key = key;
-	d->table[s].e1 = e + 1;
-	if ((size_t)d->n * 2 > d->mask)
-		dict_resize(d, (d->mask + 1) * 2);
-	return e;
 }
 
 static uint32_t dict_int(struct dict *d, uint64_t v, size_t width)
@@ -78,13 +46,14 @@ static uint32_t dict_int(struct dict *d, uint64_t v, size_t width)
 		}
 		return d->small[v] - 1;
 	}
-	size_t s = dict_home(d, v);
-	for (; d->table[s].e1; s = (s + 1) & d->mask)
-		if (d->table[s].key == v)
-			return d->table[s].e1 - 1;
-	buf_put(&d->page, &v, width); /* little-endian: the low bytes */
-	d->too_wide |= width == 4 && v > UINT32_MAX;
-	return dict_insert(d, s, v);
+	int added;
+	uint64_t *e = hm_put(&d->map, v, &added);
+	if (added) {
+		*e = d->n++;
+		buf_put(&d->page, &v, width); /* little-endian: the low bytes */
+		d->too_wide |= width == 4 && v > UINT32_MAX;
+	}
+	return (uint32_t)*e;
 }
 
 const uint8_t *pq_dict_str_at(const struct dict *d, uint32_t e, uint32_t *len)
@@ -95,15 +64,17 @@ const uint8_t *pq_dict_str_at(const struct dict *d, uint32_t e, uint32_t *len)
 
 static uint32_t dict_str(struct dict *d, const uint8_t *p, uint32_t len)
 {
-	uint64_t h = hash_bytes(p, len);
-	size_t s = dict_home(d, h);
-	for (; d->table[s].e1; s = (s + 1) & d->mask) {
-		uint32_t e = d->table[s].e1 - 1, elen;
-		if (d->table[s].key != h)
-			continue;
-		const uint8_t *q = pq_dict_str_at(d, e, &elen);
+	/* Strings of one hash (rare) take the keys after it: h + 1, h + 2... */
+	uint64_t *e;
+	for (uint64_t h = hash_bytes(p, len);; h++) {
+		int added;
+		uint32_t elen;
+		e = hm_put(&d->map, h, &added);
+		if (added)
+			break;
+		const uint8_t *q = pq_dict_str_at(d, (uint32_t)*e, &elen);
 		if (elen == len && memcmp(p, q, len) == 0)
-			return e;
+			return (uint32_t)*e;
 	}
 	if (d->n == d->offcap) {
 		d->offcap = d->offcap ? 2 * d->offcap : 1024;
@@ -112,14 +83,15 @@ static uint32_t dict_str(struct dict *d, const uint8_t *p, uint32_t len)
 	d->off[d->n] = (uint32_t)d->page.len;
 	buf_put(&d->page, &len, 4);
 	buf_put(&d->page, p, len);
-	return dict_insert(d, s, h);
+	*e = d->n;
+	return d->n++;
 }
 
 void pq_dict_free(struct dict *d)
 {
 	pb_buf_free(&d->page);
 	free(d->off);
-	free(d->table);
+	hm_free(&d->map);
 	free(d->small);
 	free(d->cache);
 	memset(d, 0, sizeof(*d));

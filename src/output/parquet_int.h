@@ -17,6 +17,7 @@
 
 #include <zstd.h>
 
+#include "lib/hashmap.h"
 #include "output/parquet.h"
 #include "output/protobuf.h"
 #include "output/thrift_compact.h"
@@ -139,7 +140,7 @@ struct range {
 /* ---- dictionary ---- */
 
 struct dict_slot {
-	uint64_t key;  /* the value (integers) or its hash (strings) */
+	uint64_t key;  /* the value */
 	uint32_t e1;   /* entry + 1; 0 = empty */
 };
 
@@ -150,9 +151,8 @@ struct dict {
 	struct pb_buf page;
 	uint32_t *off;          /* strings: entry e starts at page.data + off[e] */
 	uint32_t n, offcap;
-	struct dict_slot *table;
-	size_t mask;            /* slots - 1 */
-	int shift;              /* 64 - log2(slots) */
+	struct hashmap map;     /* value (integers) or hash (strings) -> entry */
+	int ready;              /* map, small and cache allocated */
 	uint32_t *small;        /* entry + 1 of integer keys below SMALL_KEYS
 				 * (kind, small enums): no hashing */
 	struct dict_slot *cache;/* DICT_CACHE slots, direct-mapped: the table

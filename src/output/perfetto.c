@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hashmap.h"
 #include "lib/util.h"
 #include "output/protobuf.h"
 
@@ -125,15 +126,6 @@ enum { CLOCK_BOOTTIME = 6, CLOCK_INCREMENTAL = 64 };
  * location (ids themselves stay far below it). */
 #define IID_HAS_LOC 0x80000000u
 
-/* func_key -> interned id, open addressing with linear probing. A value of 0
- * marks an empty slot (ids start at 1). */
-struct intern_map {
-	uint64_t *keys;
-	uint32_t *vals;
-	uint32_t mask;
-	uint32_t count;
-};
-
 struct pf_process {
 	struct pf_process *next;
 	uint64_t uuid;
@@ -146,7 +138,7 @@ struct pf_thread {
 	uint64_t last_ts;   /* clock 64's running value on this sequence */
 	uint32_t seq_id;
 	int clock_ready;    /* the ClockSnapshot has been written */
-	struct intern_map interned;
+	struct hashmap interned; /* func_key -> interned id (0: none yet) */
 	uint32_t next_iid;
 	uint32_t tid;
 	uint64_t uuid;
@@ -171,63 +163,6 @@ struct pf_writer {
 	struct pf_process *procs;
 	struct pf_thread *threads;
 };
-
-/* ---- interning map ---- */
-
-static void map_init(struct intern_map *m, uint32_t cap)
-{
-	m->keys = xcalloc(cap, sizeof(*m->keys));
-	m->vals = xcalloc(cap, sizeof(*m->vals));
-	m->mask = cap - 1;
-	m->count = 0;
-}
-
-static void map_free(struct intern_map *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
-
-static inline uint32_t map_slot(const struct intern_map *m, uint64_t key)
-{
-	/* Fibonacci hashing: function ids are small consecutive integers and
-	 * addresses share low bits; the multiply spreads both. */
-	return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & m->mask;
-}
-
-/* Returns the value for key, or 0 when absent. */
-static inline uint32_t map_get(const struct intern_map *m, uint64_t key)
-{
-	for (uint32_t i = map_slot(m, key);; i = (i + 1) & m->mask) {
-		uint32_t v = m->vals[i];
-		if (v == 0 || m->keys[i] == key)
-			return v;
-	}
-}
-
-static void map_put(struct intern_map *m, uint64_t key, uint32_t val);
-
-static void map_grow(struct intern_map *m)
-{
-	struct intern_map old = *m;
-	map_init(m, (old.mask + 1) * 2);
-	for (uint32_t i = 0; i <= old.mask; i++)
-		if (old.vals[i])
-			map_put(m, old.keys[i], old.vals[i]);
-	map_free(&old);
-}
-
-static void map_put(struct intern_map *m, uint64_t key, uint32_t val)
-{
-	if ((m->count + 1) * 2 > m->mask + 1)
-		map_grow(m);
-	uint32_t i = map_slot(m, key);
-	while (m->vals[i] != 0)
-		i = (i + 1) & m->mask;
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->count++;
-}
 
 /* ---- output buffer ---- */
 
@@ -274,7 +209,7 @@ int pf_finish(struct pf_writer *w)
 	int ret = w->failed ? -1 : 0;
 	for (struct pf_thread *t = w->threads, *n; t; t = n) {
 		n = t->next;
-		map_free(&t->interned);
+		hm_free(&t->interned);
 		free(t);
 	}
 	for (struct pf_process *p = w->procs, *n; p; p = n) {
@@ -346,7 +281,7 @@ struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 	t->seq_id = w->next_seq_id++;
 	t->tid = tid;
 	t->next_iid = 1;
-	map_init(&t->interned, 64);
+	hm_init(&t->interned, 32);
 	t->next = w->threads;
 	w->threads = t;
 
@@ -520,7 +455,7 @@ static uint32_t put_general_event(struct pf_writer *w, struct pf_thread *t, uint
 				  uint64_t key, const char *name, const struct pf_slice_extra *x, const char *file,
 				  uint32_t line)
 {
-	uint32_t val = type == TYPE_SLICE_END ? 0 : map_get(&t->interned, key);
+	uint32_t val = type == TYPE_SLICE_END ? 0 : (uint32_t)hm_get(&t->interned, key, 0);
 	int intern = type != TYPE_SLICE_END && !val;
 	const char *function = x ? x->function : NULL;
 	char fallback[32];
@@ -554,7 +489,7 @@ static uint32_t put_general_event(struct pf_writer *w, struct pf_thread *t, uint
 			pb_nest_end(b, sl);
 		}
 		pb_nest_end(b, id);
-		map_put(&t->interned, key, val);
+		*hm_put(&t->interned, key, NULL) = val;
 	}
 	size_t te = pb_nest_begin(b, F_PKT_TRACK_EVENT);
 	pb_put_uint(b, F_TE_TYPE, type);
@@ -596,7 +531,7 @@ static inline int known_event(struct pf_writer *w, struct pf_thread *t, uint64_t
 {
 	if (__builtin_expect(w->failed, 0))
 		return -1;
-	uint32_t val = map_get(&t->interned, key);
+	uint32_t val = (uint32_t)hm_get(&t->interned, key, 0);
 	if (__builtin_expect(val == 0, 0))
 		return 0;
 	need_clock(w, t, ts);

@@ -46,10 +46,7 @@ static FILE *open_stream(struct sf_outfile *of)
 
 /* ---- text ---- */
 
-/* XML character data / attribute value: at most `maxchars` characters
- * (SIZE_MAX: all). Invalid UTF-8 becomes U+FFFD, control characters '?'
- * (XML 1.0 forbids them). */
-static void xml_text(FILE *f, const char *s, size_t maxchars)
+void fg_xml_text(FILE *f, const char *s, size_t maxchars)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	for (size_t k = 0; *p && k < maxchars; k++) {
@@ -87,10 +84,10 @@ static void label(FILE *f, const char *name, double px)
 	if (fit < 3)
 		return;
 	if (nchars(name) <= (size_t)fit) {
-		xml_text(f, name, SIZE_MAX);
+		fg_xml_text(f, name, SIZE_MAX);
 		return;
 	}
-	xml_text(f, name, (size_t)fit - 2);
+	fg_xml_text(f, name, (size_t)fit - 2);
 	fputs("..", f);
 }
 
@@ -183,10 +180,10 @@ static void tooltip(struct fg *fg, const char *name, const char *module, uint64_
 	FILE *f = fg->f;
 	double pct = fg->total ? 100.0 * (double)v / (double)fg->total : 0;
 	fputs("<title>", f);
-	xml_text(f, name, SIZE_MAX);
+	fg_xml_text(f, name, SIZE_MAX);
 	if (module && *module) {
 		fputs(" [", f);
-		xml_text(f, module, SIZE_MAX);
+		fg_xml_text(f, module, SIZE_MAX);
 		fputc(']', f);
 	}
 	if (fg->calls) {
@@ -302,14 +299,14 @@ static void header(struct fg *fg, const struct fg_options *opt, unsigned width, 
 	fputs(style, f);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f6f6f0\"/>\n");
 	fprintf(f, "<text x=\"%u\" y=\"22\" text-anchor=\"middle\" style=\"font-size:17px\">", width / 2);
-	xml_text(f, opt->title ? opt->title : "Flame Graph", SIZE_MAX);
+	fg_xml_text(f, opt->title ? opt->title : "Flame Graph", SIZE_MAX);
 	fputs("</text>\n", f);
 	/* The subtitle: what the widths mean, and what was left out. */
 	char total[32];
 	cp_format_ns(total, sizeof(total), fg->total);
 	fprintf(f, "<text x=\"%u\" y=\"40\" text-anchor=\"middle\" class=\"sub\">", width / 2);
 	if (trace_nprocs(in) == 1)
-		xml_text(f, trace_proc_at(in, 0)->cmdline, 120);
+		fg_xml_text(f, trace_proc_at(in, 0)->cmdline, 120);
 	else
 		fprintf(f, "%zu processes", trace_nprocs(in));
 	if (fg->calls)

@@ -4,6 +4,9 @@
 #ifndef SFTRACE_OUTPUT_FLAMEGRAPH_H
 #define SFTRACE_OUTPUT_FLAMEGRAPH_H
 
+#include <stdint.h>
+#include <stdio.h>
+
 #include "lib/trace_input.h"
 
 struct fg_options {
@@ -13,6 +16,11 @@ struct fg_options {
 	const char *title;   /* NULL: "Flame Graph" */
 	unsigned width;      /* image width in px; 0: 1200 */
 };
+
+/* XML character data / attribute value, escaped, at most `maxchars`
+ * characters (SIZE_MAX: all). Invalid UTF-8 becomes U+FFFD, control
+ * characters '?' (XML 1.0 forbids them). Shared by the SVG writers. */
+void fg_xml_text(FILE *f, const char *s, size_t maxchars);
 
 /* One trace_run pass over `in`, then writes the SVG. Returns 0, or -1
  * after printing an error (nothing is left at opt->out then). */

@@ -10,6 +10,7 @@
 
 #include "lib/outfile.h"
 #include "lib/util.h"
+#include "output/flamegraph.h"
 #include "output/heap_plot.h"
 
 enum { W = 1000, PH = 320, ML = 90, MR = 30, MT = 50, MB = 50 };
@@ -27,20 +28,6 @@ static void time_label(char *buf, size_t cap, double ns)
 		snprintf(buf, cap, "%.1f ms", ns / 1e6);
 	else
 		snprintf(buf, cap, "%.2f s", ns / 1e9);
-}
-
-static void xml_text(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '<')
-			fputs("&lt;", f);
-		else if (*s == '&')
-			fputs("&amp;", f);
-		else if (*s == '>')
-			fputs("&gt;", f);
-		else if ((unsigned char)*s >= 0x20 || *s == '\t')
-			fputc(*s, f);
-	}
 }
 
 static int selected(const struct heap_plot_options *o, size_t s)
@@ -69,7 +56,7 @@ static void series(FILE *f, const struct heap_result *r, uint64_t from, uint64_t
 	}
 	if (open) {
 		fputs("\"><title>", f);
-		xml_text(f, name);
+		fg_xml_text(f, name, SIZE_MAX);
 		fputs("</title></path>\n", f);
 	}
 }
@@ -91,7 +78,7 @@ static void panel(FILE *f, const struct heap_result *r, const struct heap_plot_o
 	char lab[64];
 	/* title and axes */
 	fprintf(f, "<text x=\"%u\" y=\"%u\" class=\"t\">", ML, top + 30);
-	xml_text(f, r->proc->cmdline);
+	fg_xml_text(f, r->proc->cmdline, SIZE_MAX);
 	heap_format_bytes(lab, sizeof(lab), (double)r->tot.peak_bytes);
 	fprintf(f, " \xe2\x80\x94 heap over time%s, peak %s</text>\n", o->fold ? " (stages folded)" : "", lab);
 	fprintf(f, "<rect x=\"%u\" y=\"%u\" width=\"%u\" height=\"%u\" fill=\"#fff\" stroke=\"#999\"/>\n", ML,

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "format/filter_file.h"
+#include "lib/filter_merge.h"
 #include "lib/log_reader.h"
 #include "lib/util.h"
 
@@ -67,24 +68,15 @@ static int cmp_u64(const void *a, const void *b)
 
 struct cut_filter *cut_filter_load(const char *path)
 {
-	FILE *fp = fopen(path, "r");
-	struct stat st;
-	if (!fp || fstat(fileno(fp), &st) < 0 || !S_ISREG(st.st_mode)) {
-		sf_error("filter %s: %s", path, !fp ? strerror(errno) : "not a regular file");
-		if (fp)
-			fclose(fp);
+	size_t len;
+	char *text = ff_read_text(path, &len);
+	if (!text)
 		return NULL;
-	}
-	char *text = xmalloc((size_t)st.st_size + 1);
-	size_t len = fread(text, 1, (size_t)st.st_size, fp);
-	int bad = ferror(fp);
-	fclose(fp);
-	text[len] = 0;
 	struct cut_filter *f = xcalloc(1, sizeof(*f));
 	struct ff_handler h = {on_setting, on_object, on_func};
 	char err[256];
-	if (bad || ff_parse(text, len, &h, f, err, sizeof(err)) < 0) {
-		sf_error("filter %s: %s", path, bad ? "read error" : err);
+	if (ff_parse(text, len, &h, f, err, sizeof(err)) < 0) {
+		sf_error("filter %s: %s", path, err);
 		free(text);
 		cut_filter_free(f);
 		return NULL;

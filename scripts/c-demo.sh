@@ -24,4 +24,5 @@ Trace files are in $OUT:
   sf.log                  the raw log   (sftrace dump $OUT/sf.log | less)
   sf.pb.gz                Perfetto      (open in https://ui.perfetto.dev, or vizviewer --use_external_processor)
   sf.pola, sf.pola.symtab Parquet       (polars: pl.scan_parquet("$OUT/sf.pola"); DuckDB: SELECT * FROM '$OUT/sf.pola')
+  sf.pola.threads         Parquet       (one row per thread: tid, pid, names, command line, first and last row time)
 MSG

@@ -4,8 +4,9 @@
  * take the child's environment from the caller. When it lacks the tracer's
  * variables the child would run untraced, silently. These wrappers pass the
  * given environment on exactly, plus only what is missing of:
- *   - LD_PRELOAD: this runtime's path (put first if LD_PRELOAD is given
- *     without it);
+ *   - LD_PRELOAD: this runtime's path, and libsftrace-alloc.so's when this
+ *     process has it (record --alloc), put first if LD_PRELOAD is given
+ *     without them;
  *   - the tracer's SFTRACE_* variables (tracer_vars) this process started
  *     with; other SFTRACE_-prefixed names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
@@ -30,6 +31,7 @@
 #define MAX_VARS 16
 
 static char self_path[4096];        /* this library, as the loader named it */
+static char alloc_path[4096];       /* libsftrace-alloc.so, if loaded (record --alloc) */
 static char saved[MAX_VARS][8192];  /* "SFTRACE_X=value" at start */
 static int nsaved;
 static int ready;
@@ -65,6 +67,26 @@ static int same_name(const char *a, const char *b)
 {
 	size_t n = name_len(a);
 	return n == name_len(b) && !memcmp(a, b, n);
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = slen(s), k = slen(tail);
+	return n >= k && !memcmp(s + n - k, tail, k);
+}
+
+/* The allocator interposer, as the loader named it (it always sits beside
+ * this library: record preloads both). */
+static int alloc_find(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	const char *name = info->dlpi_name;
+	if (name && ends_with(name, "/libsftrace-alloc.so") && slen(name) < sizeof(alloc_path)) {
+		memcpy(alloc_path, name, slen(name) + 1);
+		return 1;
+	}
+	return 0;
 }
 
 static int self_find(struct dl_phdr_info *info, size_t size, void *arg)
@@ -124,6 +146,7 @@ static int is_tracer_var(const char *e)
 void sf_exec_env_init(void)
 {
 	dl_iterate_phdr(self_find, (void *)(uintptr_t)sf_exec_env_init);
+	dl_iterate_phdr(alloc_find, NULL);
 	for (char **e = environ; e && *e && nsaved < MAX_VARS; e++) {
 		size_t n = slen(*e);
 		if (is_tracer_var(*e) && n < sizeof(saved[0]))
@@ -132,15 +155,15 @@ void sf_exec_env_init(void)
 	ready = self_path[0] != 0;
 }
 
-/* Whether the colon- or space-separated list holds self_path. */
-static int list_has_self(const char *list)
+/* Whether the colon- or space-separated list holds path. */
+static int list_has(const char *list, const char *path)
 {
-	size_t n = slen(self_path);
+	size_t n = slen(path);
 	for (const char *p = list; *p;) {
 		size_t k = 0;
 		while (p[k] && p[k] != ':' && p[k] != ' ')
 			k++;
-		if (k == n && !memcmp(p, self_path, n))
+		if (k == n && !memcmp(p, path, n))
 			return 1;
 		p += k;
 		if (*p)
@@ -174,12 +197,15 @@ static char *const *env_for_child(char *const envp[], struct env_build *b, char 
 	}
 	for (int i = 0; i < nsaved; i++)
 		missing += !have[i];
-	int preload_ok = preload_at != (size_t)-1 && list_has_self(envp[preload_at] + 11);
+	const char *old = preload_at != (size_t)-1 ? envp[preload_at] + 11 : "";
+	int add_self = !list_has(old, self_path);
+	int add_alloc = alloc_path[0] && !list_has(old, alloc_path);
+	int preload_ok = !add_self && !add_alloc;
 	if (!missing && preload_ok)
 		return envp;
-	size_t old_preload = preload_at != (size_t)-1 ? slen(envp[preload_at] + 11) : 0;
+	size_t old_preload = slen(old);
 	size_t ptrs = (n + (size_t)missing + 2) * sizeof(char *);
-	size_t need = ptrs + 11 + slen(self_path) + 1 + old_preload + 1;
+	size_t need = ptrs + 11 + slen(self_path) + 1 + slen(alloc_path) + 1 + old_preload + 1;
 	char *m = buf;
 	if (need > cap) {
 		m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -195,17 +221,21 @@ static char *const *env_for_child(char *const envp[], struct env_build *b, char 
 		if (i != preload_at || preload_ok)
 			env[k++] = envp[i];
 	if (!preload_ok) {
-		/* LD_PRELOAD=<self>[:<theirs>] */
+		/* LD_PRELOAD=[<self>][:<alloc>][:<theirs>]: what is missing, first */
 		env[k++] = s;
 		memcpy(s, "LD_PRELOAD=", 11);
 		s += 11;
-		size_t sl = slen(self_path);
-		memcpy(s, self_path, sl);
-		s += sl;
-		if (old_preload) {
-			*s++ = ':';
-			memcpy(s, envp[preload_at] + 11, old_preload);
-			s += old_preload;
+		const char *parts[3] = {add_self ? self_path : "", add_alloc ? alloc_path : "", old};
+		int first = 1;
+		for (int i = 0; i < 3; i++) {
+			size_t pl = slen(parts[i]);
+			if (!pl)
+				continue;
+			if (!first)
+				*s++ = ':';
+			memcpy(s, parts[i], pl);
+			s += pl;
+			first = 0;
 		}
 		*s = 0;
 	}

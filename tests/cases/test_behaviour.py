@@ -86,6 +86,26 @@ def test_children_with_their_own_environment_are_traced():
     eq(counts, [2, 3, 3], "child_work per process")
 
 
+def test_children_with_their_own_environment_keep_alloc_tracing():
+    """record --alloc: a child given its own envp gets both preloads back,
+    so its malloc(12345) is recorded with its calls."""
+    exe = build_c("beh_spawn", ["beh_spawn.c"])
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    p = run([SFTRACE, "record", "--alloc", "-o", log, "--", exe, "parent"])
+    libdir = os.path.realpath(os.path.dirname(SFTRACE))
+    want = "LD_PRELOAD=%s:%s" % (os.path.join(libdir, "libsftrace.so"), os.path.join(libdir, "libsftrace-alloc.so"))
+    eq([line for line in p.stdout.splitlines() if line.startswith("LD_PRELOAD=")], [want] * 2, "each child's preload")
+    logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
+    eq(len(logs), 3, f"the parent's log and one per child: {logs}")
+    per_log = []
+    for f in logs:
+        text = run([SFTRACE, "dump", os.path.join(d, f)]).stdout
+        per_log.append((count_calls(dump_events(os.path.join(d, f))).get("child_work"),
+                        len(re.findall(r"MALLOC +size=12345 ", text))))
+    eq(sorted(per_log), [(2, 0), (3, 1), (3, 1)], "child_work calls and malloc(12345) per process")
+
+
 def test_raw_fork_and_vfork_children_keep_out_of_the_parents_slots():
     exe = build_c("beh_forks", ["beh_forks.c"])
     for mode, want in (("raw", [3, 3]), ("vfork", [3])):

@@ -290,6 +290,34 @@ static int use_writer(struct sf_thread *t)
 	return t->spare != NULL;
 }
 
+static void start_dropping(struct sf_thread *t);
+
+/* Gives a slot back, free in the file (readers ignore it) and cleared. */
+static void slot_release(struct sf_slot *s)
+{
+	__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+	sf_zero_events(slot_events(s), SF_SLOT_EVENTS);
+	sf_log_slot_put(s);
+}
+
+/* record --max-size was reached: this thread stops recording. The n
+ * records in its slot are dropped and counted, its slots go back, and its
+ * later events are counted as dropped (start_dropping). */
+static void stop_recording(struct sf_thread *t, size_t n)
+{
+	if (t->spare) {
+		sf_writer_wait_ready(t->spare);
+		slot_release(t->spare);
+		t->spare = NULL;
+	}
+	flush_retired(t, 1); /* refused too, and counted */
+	sf_log_drop(n);
+	slot_release(t->slot);
+	t->slot = NULL;
+	__atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+	start_dropping(t);
+}
+
 /* The batch of n records ends (the buffer is full, or the next event is
  * too far in time from its base): to the writer thread when there is one,
  * else ourselves;
@@ -301,6 +329,10 @@ static int use_writer(struct sf_thread *t)
  * counts, the new event rather than write out a slot with a hole. */
 static int handoff_full(struct sf_thread *t, size_t n)
 {
+	if (sf_log_capped()) {
+		stop_recording(t, n);
+		return 0;
+	}
 	flush_retired(t, 0);
 	int owed = has_unfilled(t->events, n);
 	if ((nretired() || owed) && retire_current(t, n))
@@ -317,6 +349,8 @@ static int handoff_full(struct sf_thread *t, size_t n)
 			sf_writer_wait_ready(t->spare); /* its batch goes first */
 		slot_handoff(t, n);
 	}
+	if (sf_log_capped()) /* this batch was refused: nothing more is written */
+		stop_recording(t, 0);
 	return 0;
 }
 

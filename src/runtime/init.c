@@ -116,6 +116,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	if (!read_config())
 		return;
 	sf_exec_env_init();
+	sf_budget_init();
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	sf_start_realtime = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;

@@ -195,6 +195,10 @@ static int log_create_locked(void)
 		return 0;
 	if (L.failed || !sf_config.enabled)
 		return -1;
+	if (sf_budget_take(SF_HEADER_SIZE) < 0) {
+		L.failed = 1; /* record --max-size reached: this process writes no log */
+		return -1;
+	}
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
 	L.fd = open_log();
@@ -253,6 +257,13 @@ void sf_log_drop(uint64_t events)
 {
 	if (L.hdr && events)
 		__atomic_add_fetch(&L.hdr->dropped_events, events, __ATOMIC_RELAXED);
+	else
+		sf_budget_drop_nolog(events);
+}
+
+int sf_log_capped(void)
+{
+	return sf_budget_capped();
 }
 
 static void write_failed(int err, uint64_t events)
@@ -271,6 +282,10 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 	c->size = (uint32_t)total;
 	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
 	c->mono_ns = sf_mono_ns();
+	if (sf_budget_take(total) < 0) {
+		sf_log_drop(events); /* over --max-size: not a write error */
+		return;
+	}
 	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
 	if (off + total > L.fsize_limit) {
 		write_failed(EFBIG, events);
@@ -333,13 +348,15 @@ struct sf_slot *sf_log_slot_get(void)
 	sigset_t old;
 	struct sf_slot *s = NULL;
 	sf_log_lock_sig(&old);
-	if (log_create_locked() < 0)
+	if (log_create_locked() < 0 || sf_budget_capped())
 		goto out;
 	if (L.free_slots) {
 		s = L.free_slots;
 		L.free_slots = s->next_free;
 		goto out;
 	}
+	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
+		goto out;
 	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
 	off = (off + 4095) & ~(uint64_t)4095;
 	if (reserve(off, SF_SLOT_SIZE) < 0) {
@@ -412,9 +429,9 @@ void sf_buffer_process_exit(void) SF_HIDDEN;
 
 void sf_log_finish(void)
 {
+	sf_buffer_process_exit(); /* counts what a slotless thread dropped, log or not */
 	if (!L.hdr)
 		return;
-	sf_buffer_process_exit();
 	sf_log_calibrate();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 }

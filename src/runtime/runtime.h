@@ -97,6 +97,7 @@ void sf_log_write_chunk(struct sf_chunk *hdr, const void *payload, size_t payloa
 struct sf_slot *sf_log_slot_get(void) SF_HIDDEN;
 void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
 void sf_log_drop(uint64_t events) SF_HIDDEN;
+int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
 void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair in the header */
 void sf_log_thread_started(void) SF_HIDDEN;
 void sf_log_finish(void) SF_HIDDEN;            /* process exit */
@@ -243,6 +244,12 @@ void sf_exec_env_init(void) SF_HIDDEN;
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
 void sf_loader_event(void) SF_HIDDEN;
+
+/* ---- budget.c (record --max-size: one byte budget for the whole run) ---- */
+void sf_budget_init(void) SF_HIDDEN;
+int sf_budget_take(uint64_t bytes) SF_HIDDEN;   /* 0: claimed; -1: over the cap (now or before) */
+int sf_budget_capped(void) SF_HIDDEN;
+void sf_budget_drop_nolog(uint64_t events) SF_HIDDEN;
 
 /* ---- notes.c (why no log was written, for sftrace record) ---- */
 void sf_notes_init(void) SF_HIDDEN;

@@ -1,0 +1,110 @@
+#include "cli/record_limits.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format/run_budget.h"
+#include "lib/util.h"
+
+int rl_parse_size(const char *opt, const char *s, uint64_t *bytes)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
+		{"G", 1073741824.0}, {"GiB", 1073741824.0},
+	};
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !(v > 0)) {
+		sf_error("%s: '%s' is not a size (a positive number, optionally K, M or G)", opt, s);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit) && v * units[i].mul < 9.2e18) {
+			*bytes = (uint64_t)(v * units[i].mul + 0.5);
+			return 0;
+		}
+	sf_error("%s: '%s': unknown unit '%s' (use K, M or G, powers of 1024)", opt, s, end);
+	return -1;
+}
+
+int rl_budget_create(const char *dir, uint64_t cap, char *path, size_t cap_len)
+{
+	snprintf(path, cap_len, "%s/.budget", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		sf_error("%s: %s (needed by --max-size)", path, strerror(errno));
+		path[0] = 0;
+		return -1;
+	}
+	struct sf_budget b = {.magic = SF_BUDGET_MAGIC, .cap = cap};
+	static char page[SF_BUDGET_SIZE];
+	memcpy(page, &b, sizeof(b));
+	ssize_t w = write(fd, page, sizeof(page));
+	int err = errno;
+	close(fd);
+	if (w != (ssize_t)sizeof(page)) {
+		sf_error("%s: %s (needed by --max-size)", path, w < 0 ? strerror(err) : "short write");
+		unlink(path);
+		path[0] = 0;
+		return -1;
+	}
+	setenv("SFTRACE_BUDGET_FILE", path, 1);
+	return 0;
+}
+
+int rl_budget_report(const char *path, uint64_t cap, uint64_t start_mono_ns, uint64_t dropped_in_logs)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		sf_warn("%s: %s: cannot tell whether --max-size was reached", path, strerror(errno));
+		return 0;
+	}
+	struct sf_budget b;
+	ssize_t r = read(fd, &b, sizeof(b));
+	close(fd);
+	if (r != (ssize_t)sizeof(b) || b.magic != SF_BUDGET_MAGIC) {
+		sf_warn("%s: damaged: cannot tell whether --max-size was reached", path);
+		return 0;
+	}
+	if (!b.capped)
+		return 0;
+	double after = b.capped_mono_ns > start_mono_ns ? (double)(b.capped_mono_ns - start_mono_ns) / 1e9 : 0;
+	uint64_t lost = dropped_in_logs + b.dropped_nolog;
+	fprintf(stderr,
+		"sftrace: --max-size %" PRIu64 " bytes reached %.3f s into the run (pid %u): recording stopped there; "
+		"%" PRIu64 " event%s not recorded",
+		cap, after, b.capped_pid, lost, lost == 1 ? "" : "s");
+	if (b.dropped_nolog)
+		fprintf(stderr, " (%" PRIu64 " in processes that got no log)", b.dropped_nolog);
+	fputc('\n', stderr);
+	return 1;
+}
+
+int rl_parse_signal(const char *opt, const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+	if (end != s && !*end) {
+		if (n >= 1 && n < NSIG && n != SIGKILL && n != SIGSTOP)
+			return (int)n;
+	} else {
+		const char *name = strncasecmp(s, "SIG", 3) ? s : s + 3;
+		for (int sig = 1; sig < NSIG; sig++) {
+			const char *abbrev = sigabbrev_np(sig);
+			if (abbrev && !strcasecmp(abbrev, name) && sig != SIGKILL && sig != SIGSTOP)
+				return sig;
+		}
+	}
+	sf_error("%s: '%s' is not a signal a handler can catch (e.g. USR2, SIGUSR1, 10)", opt, s);
+	return -1;
+}

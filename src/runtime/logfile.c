@@ -96,10 +96,8 @@ static void put_str(char *buf, size_t cap, size_t *pos, const char *s, size_t n)
 /* Log names: the requested path for the first process, then
  * <stem>.<pid><ext> (and <stem>.<pid>.<n><ext> if that exists too), where
  * <ext> is the requested name's extension. docs/FORMAT.md documents it. */
-static int open_log(void)
+static size_t ext_start(const char *req, size_t len)
 {
-	const char *req = sf_config.output;
-	size_t len = str_len(req);
 	size_t slash = 0, dot = len;
 	for (size_t i = 0; i < len; i++)
 		if (req[i] == '/')
@@ -109,8 +107,26 @@ static int open_log(void)
 			dot = i - 1;
 			break;
 		}
-	if (dot == slash)
-		dot = len; /* ".log" alone is a stem, not an extension */
+	return dot == slash ? len : dot; /* ".log" alone is a stem, not an extension */
+}
+
+void sf_log_snapshot_path(char *out, size_t cap, uint32_t n)
+{
+	const char *req = sf_config.output;
+	size_t len = str_len(req), dot = ext_start(req, len), pos = 0;
+	put_str(out, cap, &pos, req, dot);
+	put_str(out, cap, &pos, ".snap.", 6);
+	put_num(out, cap, &pos, (uint64_t)getpid());
+	put_str(out, cap, &pos, ".", 1);
+	put_num(out, cap, &pos, n);
+	put_str(out, cap, &pos, req + dot, len - dot);
+}
+
+static int open_log(void)
+{
+	const char *req = sf_config.output;
+	size_t len = str_len(req);
+	size_t dot = ext_start(req, len);
 
 	for (int attempt = 0; attempt < 100; attempt++) {
 		size_t pos = 0;
@@ -231,6 +247,7 @@ static int log_create_locked(void)
 	h->start_realtime_ns = sf_start_realtime;
 	h->start_tsc = sf_start_tsc;
 	h->start_mono_ns = sf_start_mono;
+	h->ring_bytes = (uint64_t)sf_config.ring_slots * SF_SLOT_SIZE;
 	fill_cmdline(h);
 	L.end = SF_HEADER_SIZE;
 	/* Magic last: a reader never sees a half-filled header as valid. */
@@ -353,6 +370,8 @@ struct sf_slot *sf_log_slot_get(void)
 	if (L.free_slots) {
 		s = L.free_slots;
 		L.free_slots = s->next_free;
+		if (s->hdr->thread_serial) /* ring mode: an exited thread's batch, kept until now */
+			sf_log_slot_invalidate(s);
 		goto out;
 	}
 	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
@@ -383,6 +402,27 @@ struct sf_slot *sf_log_slot_get(void)
 out:
 	sf_log_unlock_sig(&old);
 	return s;
+}
+
+void sf_log_slot_invalidate(struct sf_slot *s)
+{
+	__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+	sf_zero_events((struct sf_event *)(s->hdr + 1), SF_SLOT_EVENTS);
+}
+
+int sf_log_fd(void)
+{
+	return L.fd;
+}
+
+uint64_t sf_log_end(void)
+{
+	return __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
+}
+
+const struct sf_header *sf_log_header(void)
+{
+	return __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
 }
 
 void sf_log_slot_put(struct sf_slot *s)

@@ -41,6 +41,15 @@ struct sf_thread {
 	uint32_t seq;
 	uint32_t state; /* enum sf_thread_state */
 	uint32_t in_slow;
+	struct sf_ring *ring;    /* record --ring: the thread's slots, NULL otherwise */
+};
+
+/* record --ring: a thread's slots, used round robin (buffer.c). */
+struct sf_ring {
+	uint32_t n;   /* slots taken so far (up to cap) */
+	uint32_t cap; /* sf_config.ring_slots */
+	uint32_t cur; /* index of the slot being filled */
+	struct sf_slot *slots[];
 };
 
 /* arch/x86_64/trampoline.S addresses these fields by offset. */
@@ -70,6 +79,9 @@ struct sf_config {
 	int ncpus;           /* CPUs this process may run on, at start */
 	cpu_set_t cpus;      /* which: the writer thread gets the same */
 	int verbose;
+	uint32_t ring_slots;  /* SFTRACE_RING / SF_SLOT_SIZE; 0: not a ring */
+	int ring_signal;      /* SFTRACE_RING_SIGNAL */
+	uint32_t max_snapshots;
 };
 extern struct sf_config sf_config SF_HIDDEN;
 
@@ -95,6 +107,14 @@ int sf_log_ready(void) SF_HIDDEN;
 void sf_log_write_chunk(struct sf_chunk *hdr, const void *payload, size_t payload_len,
 			uint64_t events_for_drop) SF_HIDDEN;
 struct sf_slot *sf_log_slot_get(void) SF_HIDDEN;
+/* Ring mode: makes a slot that still holds an old batch free in the file
+ * and clears it, so a reader never sees a half-overwritten batch. */
+void sf_log_slot_invalidate(struct sf_slot *s) SF_HIDDEN;
+/* DIR/STEM.snap.<pid>.<n>EXT for the configured output DIR/STEM.EXT. */
+void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
+int sf_log_fd(void) SF_HIDDEN;
+uint64_t sf_log_end(void) SF_HIDDEN;
+const struct sf_header *sf_log_header(void) SF_HIDDEN;
 void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
 void sf_log_drop(uint64_t events) SF_HIDDEN;
 int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
@@ -244,6 +264,12 @@ void sf_exec_env_init(void) SF_HIDDEN;
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
 void sf_loader_event(void) SF_HIDDEN;
+
+/* ---- snapshot.c (record --ring: snapshots written by the writer thread) ---- */
+void sf_snapshot_init(void) SF_HIDDEN;          /* installs the ring signal's handler */
+void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* async-signal-safe */
+void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
+void sf_writer_kick(void) SF_HIDDEN;            /* wakes the writer thread; async-signal-safe */
 
 /* ---- budget.c (record --max-size: one byte budget for the whole run) ---- */
 void sf_budget_init(void) SF_HIDDEN;

@@ -86,6 +86,7 @@ static void *writer_main(void *arg)
 		}
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 		futex_wake_all(&busy);
+		sf_snapshot_service(); /* record --ring: snapshots asked for since */
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
 			futex_wait(&wake, seen);
 	}
@@ -135,6 +136,12 @@ void sf_writer_submit(struct sf_slot *s)
 	do
 		s->next_queued = head;
 	while (!__atomic_compare_exchange_n(&queue, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	__atomic_add_fetch(&wake, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&wake);
+}
+
+void sf_writer_kick(void)
+{
 	__atomic_add_fetch(&wake, 1, __ATOMIC_RELEASE);
 	futex_wake_all(&wake);
 }

@@ -82,3 +82,118 @@ def test_max_size_across_processes():
         m = CAP_RE.search(p.stderr)
         check(m, p.stderr)
         eq(sum(counts) + int(m.group(2)), 2 * 400004, f"{cap}: recorded + not recorded: {counts}")
+
+
+# ---- record --ring ----
+# A thread's ring of R slots keeps its last R batches: the newest (partly
+# filled) and the R - 1 full ones before it.
+
+def ring_window(total, slots):
+    batches = -(-total // BATCH)
+    return total - max(0, batches - slots) * BATCH
+
+
+def ring_run(args, ring="256K", extra=(), check_rc=0):
+    d = tmpdir()
+    p, log = record([pattern()] + args, out=os.path.join(d, "sf.log"), args=["--ring", ring] + list(extra),
+                    check_rc=check_rc)
+    return d, p, log
+
+
+def test_ring_keeps_the_newest_batches_at_exit():
+    # 400004 events, rings of 4 slots: the last 3 full batches + the partial one.
+    d, p, log = ring_run(["loop", "100000"])
+    eq(p.stdout, "ring_pattern loop ok\n")
+    eq(ring_window(400004, 4), 31814, "the formula")
+    eq(n_events(log), 31814, "events kept")
+    check(os.path.getsize(log) <= 2 * 4096 + 4 * (65536 + 4096), f"size {os.path.getsize(log)}")
+    # tock's entry (and main's) fell out of the ring: repaired, counted.
+    r = run([SFTRACE, "report", log])
+    check("repaired: 2 frames began before the ring's window" in r.stdout, r.stdout)
+    check("not in sequence order" not in r.stderr, r.stderr)
+    c = run([SFTRACE, "convert", log, "-o", os.path.join(d, "t.json"), "--type", "chrome"])
+    check("2 frames began before the ring's window" in c.stderr, c.stderr)
+    info = run([SFTRACE, "dump", log]).stdout
+    check("ring: 262144 bytes per thread; 2 frames began before the window" in info, info)
+
+
+def test_ring_survives_a_crash():
+    # main, 100000 x (tick, tock), mark, crash_here's entry: 400004 events.
+    d, p, log = ring_run(["crash", "100000"], check_rc=139)
+    eq(n_events(log), ring_window(400004, 4), "events kept at the crash")
+    check("killed by signal 11" in p.stderr, p.stderr)
+
+
+def test_ring_snapshot_on_signal():
+    # The program raises SIGUSR2 after 400003 events and waits for the
+    # snapshot before it records 17 more (4 ticks, main's exit).
+    d = tmpdir()
+    p, log = record([pattern(), "signal", "100000", "12", d], out=os.path.join(d, "sf.log"), args=["--ring", "256K"])
+    eq(p.stdout, "ring_pattern signal ok\n")
+    snaps = [f for f in os.listdir(d) if ".snap." in f]
+    eq(len(snaps), 1, f"snapshots: {snaps}")
+    snap = os.path.join(d, snaps[0])
+    check(re.fullmatch(r"sf\.snap\.\d+\.1\.log", snaps[0]), snaps[0])
+    eq(n_events(snap), ring_window(400003, 4), "events in the snapshot")
+    eq(n_events(log), ring_window(400020, 4), "events in the log at exit")
+    info = run([SFTRACE, "dump", snap]).stdout
+    check("snapshot 1, taken on the ring signal while the process ran" in info, info)
+    # A directory means the processes' logs: the snapshot is read when named.
+    r = run([SFTRACE, "report", d])
+    check(f"{ring_window(400020, 4)} events" in r.stdout, r.stdout)
+
+
+def test_ring_signal_option():
+    d = tmpdir()
+    p, log = record([pattern(), "signal", "1000", "10", d], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "128K", "--ring-signal", "SIGUSR1"])
+    snaps = [f for f in os.listdir(d) if ".snap." in f]
+    eq(len(snaps), 1, f"snapshots: {snaps}")
+    eq(n_events(os.path.join(d, snaps[0])), 4003, "the whole run fits the ring")
+    bad = run([SFTRACE, "record", "--ring-signal", "USR1", "--", "true"], check_rc=2)
+    check("--ring-signal needs --ring" in bad.stderr, bad.stderr)
+    bad = run([SFTRACE, "record", "--ring", "64K", "--", "true"], check_rc=2)
+    check("too small" in bad.stderr, bad.stderr)
+
+
+def test_snapshot_command():
+    import subprocess
+    d = tmpdir()
+    proc = subprocess.Popen([SFTRACE, "record", "--ring", "256K", "-o", os.path.join(d, "sf.log"), "--",
+                             pattern(), "wait", "100000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        eq(proc.stdout.readline(), "ready\n")
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        eq(len(kids), 1, kids)
+        paths = []
+        for n in (1, 2):
+            s = run([SFTRACE, "snapshot", kids[0]])
+            paths.append(s.stdout.strip())
+            eq(paths[-1], os.path.join(d, f"sf.snap.{kids[0]}.{n}.log"), "printed path")
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    eq(out, "ring_pattern wait ok\n", "the rest of the output")
+    eq(proc.returncode, 0)
+    for path in paths:
+        eq(n_events(path), ring_window(400003, 4), f"{path}: events while the program waited")
+    # Not a ring process: a one-line error.
+    s = run([SFTRACE, "snapshot", str(os.getpid())], check_rc=1)
+    check("is not recorded with 'sftrace record --ring'" in s.stderr, s.stderr)
+    s = run([SFTRACE, "snapshot", "x"], check_rc=2)
+    check("not a process id" in s.stderr, s.stderr)
+
+
+def test_ring_thread_churn_stays_bounded():
+    # 20 threads one after another, 120002 events each (15 batches): each
+    # new thread takes over the slots of the one that exited, so the file
+    # holds main's slot and one ring, not 20.
+    d, p, log = ring_run(["threads", "20", "30000"])
+    check(os.path.getsize(log) <= 2 * 4096 + 5 * (65536 + 4096), f"size {os.path.getsize(log)}")
+    info = dump_info(log)
+    counts = sorted(t["events"] for t in info["threads"])
+    eq(counts, [2, ring_window(120002, 4)], "main, and the last worker's window")

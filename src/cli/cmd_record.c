@@ -70,6 +70,11 @@ static void usage(FILE *out)
 		"                            a snapshot file is written on the ring signal\n"
 		"                            (sftrace snapshot PID)\n"
 		"      --ring-signal SIG     the signal that asks for a snapshot (default USR2)\n"
+		"      --trigger FUNC        with --ring: a snapshot when a function matching\n"
+		"                            FUNC (a regex, as sftrace filter -r) is entered;\n"
+		"                            'FUNC>DUR' (e.g. 'parse>20ms'): when a call of it\n"
+		"                            lasts longer than DUR; repeatable\n"
+		"      --max-snapshots N     with --ring: write at most N snapshots (default 100)\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -91,6 +96,9 @@ struct record_opts {
 	uint64_t max_size; /* --max-size, 0: none */
 	uint64_t ring;     /* --ring bytes per thread, 0: none */
 	int ring_signal;
+	char **triggers;   /* --trigger, in order */
+	size_t ntriggers;
+	const char *max_snapshots;
 };
 
 /* "dir/stem.ext" -> dir, stem and ext parts, as the runtime names logs. */
@@ -427,6 +435,7 @@ struct run_files {
 	char notes[PATH_MAX];      /* the runtime's notes, deleted after the run */
 	char shown[PATH_MAX];      /* the filter as the user named it, for messages */
 	char budget[PATH_MAX];     /* --max-size: the shared budget, in notes/ */
+	char triggers[PATH_MAX];   /* --trigger: the trigger functions, in notes/ */
 };
 
 static void cleanup_run_files(struct run_files *rf)
@@ -435,6 +444,8 @@ static void cleanup_run_files(struct run_files *rf)
 		unlink(rf->merged);
 	if (rf->budget[0])
 		unlink(rf->budget);
+	if (rf->triggers[0])
+		unlink(rf->triggers);
 	if (rf->notes[0])
 		record_notes_remove(rf->notes);
 }
@@ -547,7 +558,7 @@ static int prepare_filter_regex(const struct record_opts *o, const char *abs, st
 	return 0;
 }
 
-static int prepare_filters(struct record_opts *o, const char *abs, struct run_files *rf)
+static int prepare_filters(struct record_opts *o, const char *abs, struct run_files *rf, const char *cmd0)
 {
 	unsetenv("SFTRACE_FILTER");
 	unsetenv("SFTRACE_FILTER_REGEX");
@@ -578,6 +589,16 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	unsetenv("SFTRACE_BUDGET_FILE");
 	if (o->max_size && rl_budget_create(rf->notes, o->max_size, rf->budget, sizeof(rf->budget)) < 0)
 		return 1;
+	unsetenv("SFTRACE_TRIGGERS");
+	if (o->ntriggers) {
+		char exe[PATH_MAX];
+		if (record_resolve_command(cmd0, exe, sizeof(exe)) < 0) {
+			sf_error("%s: not found or not executable (needed to resolve --trigger)", cmd0);
+			return 1;
+		}
+		if (rl_triggers_write(rf->notes, exe, o->triggers, o->ntriggers, rf->triggers, sizeof(rf->triggers)) < 0)
+			return 1;
+	}
 	return 0;
 }
 
@@ -669,6 +690,9 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		setenv("SFTRACE_WRITER", o->writer, 1);
 	unsetenv("SFTRACE_RING");
 	unsetenv("SFTRACE_RING_SIGNAL");
+	unsetenv("SFTRACE_MAX_SNAPSHOTS");
+	if (o->max_snapshots)
+		setenv("SFTRACE_MAX_SNAPSHOTS", o->max_snapshots, 1);
 	if (o->ring) {
 		char v[32];
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)o->ring);
@@ -739,6 +763,8 @@ int cmd_record(int argc, char **argv)
 		{"max-size", required_argument, 0, 'M'},
 		{"ring", required_argument, 0, 'G'},
 		{"ring-signal", required_argument, 0, 'S'},
+		{"trigger", required_argument, 0, 'T'},
+		{"max-snapshots", required_argument, 0, 'X'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
 		{"help", no_argument, 0, 'h'},
@@ -797,6 +823,20 @@ int cmd_record(int argc, char **argv)
 				return 2;
 			ring_signal_set = 1;
 			break;
+		case 'T':
+			o.triggers = xrealloc(o.triggers, (o.ntriggers + 1) * sizeof(*o.triggers));
+			o.triggers[o.ntriggers++] = optarg;
+			break;
+		case 'X': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (end == optarg || *end || optarg[0] == '-' || v > 0xffffffffUL) {
+				sf_error("--max-snapshots must be a number of snapshots, not '%s'", optarg);
+				return 2;
+			}
+			o.max_snapshots = optarg;
+			break;
+		}
 		case 'P': {
 			char lib[PATH_MAX], err[PATH_MAX * 2];
 			if (sf_find_solib(lib, sizeof(lib), err, sizeof(err)) < 0) {
@@ -821,8 +861,8 @@ int cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (ring_signal_set && !o.ring) {
-		sf_error("--ring-signal needs --ring");
+	if (!o.ring && (ring_signal_set || o.ntriggers || o.max_snapshots)) {
+		sf_error("%s needs --ring", ring_signal_set ? "--ring-signal" : o.ntriggers ? "--trigger" : "--max-snapshots");
 		return 2;
 	}
 	if (o.ring && o.max_size) {
@@ -847,10 +887,11 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	int cmd_at = optind;
 	struct run_files rf = {0};
-	int rc = prepare_filters(&o, abs, &rf);
+	int rc = prepare_filters(&o, abs, &rf, argv[cmd_at]);
 	if (rc == 0)
 		rc = record_run(&o, lib, abs, &rf, argv + cmd_at);
 	cleanup_run_files(&rf);
 	free(o.filters);
+	free(o.triggers);
 	return rc;
 }

@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/commands.h"
+#include "cli/input_opts.h"
+#include "format/filter_file.h"
 #include "format/run_budget.h"
 #include "lib/util.h"
 
@@ -107,4 +112,136 @@ int rl_parse_signal(const char *opt, const char *s)
 	}
 	sf_error("%s: '%s' is not a signal a handler can catch (e.g. USR2, SIGUSR1, 10)", opt, s);
 	return -1;
+}
+
+/* ---- --trigger ---- */
+
+/* "FUNC" or "FUNC>DUR": the duration is what follows the last '>' when it
+ * reads as one (a regex may hold '>' too, as in generic arguments). */
+static int split_trigger(const char *spec, char **regex, uint64_t *dur_ns)
+{
+	const char *gt = strrchr(spec, '>');
+	*dur_ns = 0;
+	if (gt && gt[1]) {
+		const char *p = gt + 1;
+		while ((*p >= '0' && *p <= '9') || *p == '.')
+			p++;
+		if (p > gt + 1 && (!strcmp(p, "ns") || !strcmp(p, "us") || !strcmp(p, "ms") || !strcmp(p, "s"))) {
+			if (io_parse_duration("--trigger", gt + 1, dur_ns) < 0)
+				return -1;
+			if (!*dur_ns) {
+				sf_error("--trigger '%s': the duration must be above 0 (give FUNC alone to trigger on entry)",
+					 spec);
+				return -1;
+			}
+			*regex = strndup(spec, (size_t)(gt - spec));
+			return 0;
+		}
+	}
+	*regex = xstrdup(spec);
+	return 0;
+}
+
+struct trig_copy {
+	FILE *out;
+	uint64_t dur_ns;
+	size_t funcs;
+};
+
+static int copy_object(void *ctx, const char *bid, const char *path)
+{
+	struct trig_copy *c = ctx;
+	fprintf(c->out, "object %s %s\n", bid, path);
+	return 0;
+}
+
+static int copy_func(void *ctx, uint64_t vaddr, const char *name)
+{
+	struct trig_copy *c = ctx;
+	fprintf(c->out, "0x%" PRIx64 " %" PRIu64 " %s\n", vaddr, c->dur_ns, name);
+	c->funcs++;
+	return 0;
+}
+
+/* Appends the functions of exe a filter file selects to the trigger file. */
+static int append_trigger(const char *filter_path, uint64_t dur_ns, FILE *out, size_t *funcs)
+{
+	FILE *f = fopen(filter_path, "re");
+	if (!f) {
+		sf_error("%s: %s", filter_path, strerror(errno));
+		return -1;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		text = xrealloc(text, len + n + 1);
+		memcpy(text + len, buf, n);
+		len += n;
+	}
+	fclose(f);
+	struct trig_copy c = {out, dur_ns, 0};
+	struct ff_handler h = {NULL, copy_object, copy_func};
+	char err[256];
+	int r = ff_parse(text ? text : (char *)"", len, &h, &c, err, sizeof(err));
+	free(text);
+	if (r < 0) {
+		sf_error("%s: %s", filter_path, err);
+		return -1;
+	}
+	*funcs = c.funcs;
+	return 0;
+}
+
+int rl_triggers_write(const char *dir, const char *exe, char *const *specs, size_t n, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/.triggers", dir);
+	FILE *out = fopen(path, "wxe");
+	if (!out) {
+		sf_error("%s: %s (needed by --trigger)", path, strerror(errno));
+		path[0] = 0;
+		return -1;
+	}
+	fprintf(out, "sftrace-filter 1\n");
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		char *regex;
+		uint64_t dur;
+		if (split_trigger(specs[i], &regex, &dur) < 0) {
+			rc = -1;
+			break;
+		}
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof(tmp), "%s/.trigger-%zu", dir, i);
+		/* The same selection as sftrace filter -r makes. */
+		char *argv[] = {"filter", "-q", "--allow-empty", "-p", (char *)exe, "-r", regex, "-o", tmp, NULL};
+		int saved_optind = optind;
+		int fr = cmd_filter(9, argv);
+		optind = saved_optind;
+		size_t funcs = 0;
+		if (fr != 0 || append_trigger(tmp, dur, out, &funcs) < 0) {
+			if (fr != 0)
+				sf_error("--trigger '%s': cannot read the functions of %s", specs[i], exe);
+			rc = -1;
+		} else if (!funcs) {
+			sf_error("--trigger '%s': no instrumented function of %s matches '%s' "
+				 "(sftrace filter -p %s -r REGEX shows what does)",
+				 specs[i], exe, regex, exe);
+			rc = -1;
+		}
+		unlink(tmp);
+		free(regex);
+	}
+	if (fclose(out) != 0 && !rc) {
+		sf_error("%s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	if (rc < 0) {
+		unlink(path);
+		path[0] = 0;
+		return -1;
+	}
+	setenv("SFTRACE_TRIGGERS", path, 1);
+	return 0;
 }

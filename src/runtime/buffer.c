@@ -547,6 +547,8 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 			uint64_t at = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
 			if (at + sizeof(struct sf_event) <= t->limit) {
 				store_record((struct sf_event *)at, time, func_id, kind);
+				if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+					sf_trigger_event(func_id, kind, time);
 				return;
 			}
 			claimed = at;
@@ -572,6 +574,8 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 		time = sf_now_raw();
 	}
 	store_event(t, time, func_id, kind, NULL);
+	if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+		sf_trigger_event(func_id, kind, time);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 

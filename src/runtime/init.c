@@ -167,6 +167,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_start_tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
 	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
+	sf_trigger_init();
 	sf_config.enabled = 1;
 	/* What the runtime itself does from here on (dlopen of libgcc_s, the
 	 * writer's pthread_create) allocates: none of it is the program's. */

@@ -190,6 +190,7 @@ enum sf_variant {
 	SF_VARIANT_PLAIN = 0,  /* always record */
 	SF_VARIANT_GATED = 1,  /* within mode, outside the selection: record inside a window only */
 	SF_VARIANT_WINDOW = 2, /* within mode, selected: opens/closes a window */
+	SF_VARIANT_SLOW = 3,   /* record --trigger: the *_mono trampolines (every event to the slow path) */
 };
 struct sf_patch_result {
 	uint32_t patched;
@@ -269,7 +270,15 @@ void sf_loader_event(void) SF_HIDDEN;
 void sf_snapshot_init(void) SF_HIDDEN;          /* installs the ring signal's handler */
 void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* async-signal-safe */
 void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
+int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
 void sf_writer_kick(void) SF_HIDDEN;            /* wakes the writer thread; async-signal-safe */
+
+/* ---- trigger.c (record --trigger: snapshots on a function's entry or slow call) ---- */
+void sf_trigger_init(void) SF_HIDDEN;
+/* At patch time: a trigger function's sleds get SF_VARIANT_SLOW. */
+void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
+void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time) SF_HIDDEN;
+extern uint32_t sf_trigger_count SF_HIDDEN;
 
 /* ---- budget.c (record --max-size: one byte budget for the whole run) ---- */
 void sf_budget_init(void) SF_HIDDEN;

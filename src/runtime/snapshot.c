@@ -22,6 +22,7 @@ static uint32_t requested;      /* requests so far (any thread, any handler) */
 static uint32_t request_reason; /* enum sf_snapshot_reason of the latest */
 static uint32_t served;         /* writer thread: requests handled */
 static uint32_t written;        /* writer thread: snapshots written, their numbers */
+static uint32_t writing;        /* the writer thread is in sf_snapshot_service */
 static struct sigaction prev;   /* the disposition the program had before ours */
 
 static void on_ring_signal(int sig, siginfo_t *si, void *uc)
@@ -112,6 +113,8 @@ static int copy_chunks(int fd, const unsigned char *m, uint64_t size)
 	return 0;
 }
 
+static void serve(uint32_t req);
+
 static void write_snapshot(uint32_t reason)
 {
 	const struct sf_header *h = sf_log_header();
@@ -156,12 +159,24 @@ static void write_snapshot(uint32_t reason)
 }
 
 /* The writer thread, after each round: a snapshot if one was asked for. */
+int sf_snapshot_pending(void)
+{
+	return __atomic_load_n(&writing, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&requested, __ATOMIC_ACQUIRE) != __atomic_load_n(&served, __ATOMIC_ACQUIRE);
+}
+
 void sf_snapshot_service(void)
 {
+	__atomic_store_n(&writing, 1, __ATOMIC_RELEASE);
 	uint32_t req = __atomic_load_n(&requested, __ATOMIC_ACQUIRE);
-	if (req == served)
-		return;
-	served = req;
+	if (req != served)
+		serve(req);
+	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+}
+
+static void serve(uint32_t req)
+{
+	__atomic_store_n(&served, req, __ATOMIC_RELEASE);
 	if (written >= sf_config.max_snapshots) {
 		if (written == sf_config.max_snapshots) {
 			written++; /* say it once */

@@ -160,7 +160,8 @@ void sf_writer_drain(void)
 	if (!sf_writer_active())
 		return;
 	for (int i = 0; i < 10000; i++) {
-		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && !__atomic_load_n(&busy, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && !__atomic_load_n(&busy, __ATOMIC_ACQUIRE) &&
+		    !sf_snapshot_pending())
 			return;
 		uint32_t b = __atomic_load_n(&busy, __ATOMIC_ACQUIRE);
 		if (b) {

@@ -197,3 +197,61 @@ def test_ring_thread_churn_stays_bounded():
     info = dump_info(log)
     counts = sorted(t["events"] for t in info["threads"])
     eq(counts, [2, ring_window(120002, 4)], "main, and the last worker's window")
+
+
+def test_trigger_on_entry():
+    # wait_snapshot is entered after main and 100000 tick/tock calls: 400002
+    # events; it waits for the snapshot, so nothing later can be in it.
+    d = tmpdir()
+    p, log = record([pattern(), "entry", "100000", d], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "256K", "--trigger", "wait_snap"])
+    eq(p.stdout, "ring_pattern entry ok\n")
+    snaps = [f for f in os.listdir(d) if ".snap." in f]
+    eq(len(snaps), 1, f"snapshots: {snaps}")
+    snap = os.path.join(d, snaps[0])
+    eq(n_events(snap), ring_window(400002, 4), "events up to the trigger")
+    info = run([SFTRACE, "dump", snap]).stdout
+    check("taken on a trigger's entry" in info, info)
+    last = [l.split() for l in info.splitlines() if re.match(r"^\s*\d+\s+\d+\s+(ENTRY|EXIT|TAIL)\s", l)][-1]
+    eq(last[2:], ["ENTRY", "wait_snapshot"], "the last event is the trigger")
+
+
+def test_trigger_on_a_slow_call():
+    # 20000 fast calls of work, one of 30 ms, then the program waits for the
+    # snapshot: it holds main's entry, the fast calls the ring kept and the
+    # whole slow call (1 + 40000 + 2 events, the window of the last 4
+    # batches).
+    d = tmpdir()
+    p, log = record([pattern(), "slow", "20000", "30", d], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "256K", "--trigger", "work>20ms"])
+    eq(p.stdout, "ring_pattern slow ok\n")
+    snaps = [f for f in os.listdir(d) if ".snap." in f]
+    eq(len(snaps), 1, f"snapshots: {snaps}")
+    snap = os.path.join(d, snaps[0])
+    eq(n_events(snap), ring_window(40003, 4), "events up to the slow call's exit")
+    ev = [l.split() for l in run([SFTRACE, "dump", snap]).stdout.splitlines()
+          if re.match(r"^\s*\d+\s+\d+\s+(ENTRY|EXIT)\s+work$", l)]
+    eq([e[2] for e in ev[-2:]], ["ENTRY", "EXIT"], "the slow call closes the snapshot")
+    check(int(ev[-1][0]) - int(ev[-2][0]) >= 30_000_000, f"its duration: {ev[-2:]}")
+    check("taken on a slow trigger call" in run([SFTRACE, "dump", snap]).stdout)
+    # The fast calls alone never trigger.
+    d2 = tmpdir()
+    p, _ = record([pattern(), "loop", "1000"], out=os.path.join(d2, "sf.log"),
+                  args=["--ring", "256K", "--trigger", "tick>20ms"])
+    eq([f for f in os.listdir(d2) if ".snap." in f], [], "no snapshot")
+
+
+def test_trigger_max_snapshots_and_errors():
+    # tock is entered 100000 times; one snapshot at most.
+    d = tmpdir()
+    p, log = record([pattern(), "loop", "100000"], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "256K", "--trigger", "^tock$", "--max-snapshots", "1"])
+    eq(p.stdout, "ring_pattern loop ok\n")
+    eq(len([f for f in os.listdir(d) if ".snap." in f]), 1, "snapshots")
+    eq(n_events(log), 31814, "the log is the same as without the trigger")
+    bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "no_such_fn", "--", pattern()], check_rc=1)
+    check("no instrumented function of" in bad.stderr and "no_such_fn" in bad.stderr, bad.stderr)
+    bad = run([SFTRACE, "record", "--trigger", "tock", "--", pattern()], check_rc=2)
+    check("--trigger needs --ring" in bad.stderr, bad.stderr)
+    bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "tock>0ms", "--", pattern()], check_rc=1)
+    check("above 0" in bad.stderr, bad.stderr)

@@ -255,3 +255,12 @@ def test_trigger_max_snapshots_and_errors():
     check("--trigger needs --ring" in bad.stderr, bad.stderr)
     bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "tock>0ms", "--", pattern()], check_rc=1)
     check("above 0" in bad.stderr, bad.stderr)
+
+
+def test_program_handler_for_the_ring_signal_wins():
+    # A handler the program installs after start replaces the runtime's: it
+    # runs, and no snapshot is taken (documented).
+    d, p, log = ring_run(["ownsig", "1000"])
+    eq(p.stdout, "own handler 12\nring_pattern ownsig ok\n")
+    eq([f for f in os.listdir(d) if ".snap." in f], [], "no snapshot")
+    eq(n_events(log), 4006, "the log: 4004 and own_handler's entry and exit")

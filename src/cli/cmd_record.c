@@ -748,7 +748,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	return rc;
 }
 
-int cmd_record(int argc, char **argv)
+static int record_main(struct record_opts *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output", required_argument, 0, 'o'},
@@ -770,62 +770,61 @@ int cmd_record(int argc, char **argv)
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
-	struct record_opts o = {.output = "sf.log", .ring_signal = SIGUSR2};
 	int ring_signal_set = 0;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:f:qh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o': o.output = optarg; break;
+		case 'o': o->output = optarg; break;
 		case 'f':
-			o.filters = xrealloc(o.filters, (o.nfilters + 1) * sizeof(*o.filters));
-			o.filters[o.nfilters++] = optarg;
+			o->filters = xrealloc(o->filters, (o->nfilters + 1) * sizeof(*o->filters));
+			o->filters[o->nfilters++] = optarg;
 			break;
-		case 'F': o.force = 1; break;
+		case 'F': o->force = 1; break;
 		case 'c':
 			if (strcmp(optarg, "tsc") && strcmp(optarg, "monotonic")) {
 				sf_error("--clock must be tsc or monotonic, not '%s'", optarg);
 				return 2;
 			}
-			o.clock = optarg;
+			o->clock = optarg;
 			break;
 		case 'W':
 			if (strcmp(optarg, "auto") && strcmp(optarg, "sync") && strcmp(optarg, "thread")) {
 				sf_error("--writer must be auto, sync or thread, not '%s'", optarg);
 				return 2;
 			}
-			o.writer = optarg;
+			o->writer = optarg;
 			break;
-		case 'R': o.filter_regex = optarg; break;
-		case 'I': o.within = 1; break;
-		case 'A': o.alloc = 1; break;
-		case 'q': o.quiet = 1; break;
+		case 'R': o->filter_regex = optarg; break;
+		case 'I': o->within = 1; break;
+		case 'A': o->alloc = 1; break;
+		case 'q': o->quiet = 1; break;
 		case 'M':
-			if (rl_parse_size("--max-size", optarg, &o.max_size) < 0)
+			if (rl_parse_size("--max-size", optarg, &o->max_size) < 0)
 				return 2;
-			if (o.max_size < 2 * SF_HEADER_SIZE) {
+			if (o->max_size < 2 * SF_HEADER_SIZE) {
 				sf_error("--max-size %s is too small: a log needs %u bytes of header alone", optarg,
 					 SF_HEADER_SIZE);
 				return 2;
 			}
 			break;
 		case 'G':
-			if (rl_parse_size("--ring", optarg, &o.ring) < 0)
+			if (rl_parse_size("--ring", optarg, &o->ring) < 0)
 				return 2;
-			if (o.ring < 2 * SF_SLOT_SIZE) {
+			if (o->ring < 2 * SF_SLOT_SIZE) {
 				sf_error("--ring %s is too small: a ring holds at least two %u-byte slots (128K)", optarg,
 					 SF_SLOT_SIZE);
 				return 2;
 			}
 			break;
 		case 'S':
-			if ((o.ring_signal = rl_parse_signal("--ring-signal", optarg)) < 0)
+			if ((o->ring_signal = rl_parse_signal("--ring-signal", optarg)) < 0)
 				return 2;
 			ring_signal_set = 1;
 			break;
 		case 'T':
-			o.triggers = xrealloc(o.triggers, (o.ntriggers + 1) * sizeof(*o.triggers));
-			o.triggers[o.ntriggers++] = optarg;
+			o->triggers = xrealloc(o->triggers, (o->ntriggers + 1) * sizeof(*o->triggers));
+			o->triggers[o->ntriggers++] = optarg;
 			break;
 		case 'X': {
 			char *end;
@@ -834,7 +833,7 @@ int cmd_record(int argc, char **argv)
 				sf_error("--max-snapshots must be a number of snapshots, not '%s'", optarg);
 				return 2;
 			}
-			o.max_snapshots = optarg;
+			o->max_snapshots = optarg;
 			break;
 		}
 		case 'P': {
@@ -861,11 +860,11 @@ int cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.ring && (ring_signal_set || o.ntriggers || o.max_snapshots)) {
-		sf_error("%s needs --ring", ring_signal_set ? "--ring-signal" : o.ntriggers ? "--trigger" : "--max-snapshots");
+	if (!o->ring && (ring_signal_set || o->ntriggers || o->max_snapshots)) {
+		sf_error("%s needs --ring", ring_signal_set ? "--ring-signal" : o->ntriggers ? "--trigger" : "--max-snapshots");
 		return 2;
 	}
-	if (o.ring && o.max_size) {
+	if (o->ring && o->max_size) {
 		sf_error("--ring and --max-size do not combine: a ring's logs are already bounded (--ring SIZE x threads)");
 		return 2;
 	}
@@ -875,22 +874,29 @@ int cmd_record(int argc, char **argv)
 	}
 	if (preflight_static(argv[optind]) < 0)
 		return 1;
-	if (!o.quiet)
-		note_slow_clock(o.clock);
+	if (!o->quiet)
+		note_slow_clock(o->clock);
 	char lib[PATH_MAX], err[PATH_MAX * 2];
 	if (sf_find_solib(lib, sizeof(lib), err, sizeof(err)) < 0) {
 		sf_error("%s", err);
 		return 1;
 	}
 	char abs[PATH_MAX];
-	if (prepare_output(&o, abs, sizeof(abs)) < 0)
+	if (prepare_output(o, abs, sizeof(abs)) < 0)
 		return 1;
 	int cmd_at = optind;
 	struct run_files rf = {0};
-	int rc = prepare_filters(&o, abs, &rf, argv[cmd_at]);
+	int rc = prepare_filters(o, abs, &rf, argv[cmd_at]);
 	if (rc == 0)
-		rc = record_run(&o, lib, abs, &rf, argv + cmd_at);
+		rc = record_run(o, lib, abs, &rf, argv + cmd_at);
 	cleanup_run_files(&rf);
+	return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o = {.output = "sf.log", .ring_signal = SIGUSR2};
+	int rc = record_main(&o, argc, argv);
 	free(o.filters);
 	free(o.triggers);
 	return rc;

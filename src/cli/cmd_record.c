@@ -709,6 +709,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	signal(SIGQUIT, SIG_IGN);
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	time_t started = time(NULL) - 1; /* snapshot mtimes: whole seconds */
 	pid_t pid;
 	if (run_child(cmd, &pid) < 0) {
 		list_free(&before);
@@ -733,6 +734,8 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	}
 	uint64_t dropped = 0;
 	int logs = summarise(abs, &before, o->quiet, &dropped);
+	if (o->ring && !o->quiet)
+		rl_list_snapshots(n.dir, n.stem, n.ext, started);
 	if (rf->budget[0] && !o->quiet)
 		rl_budget_report(rf->budget, o->max_size, (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec,
 				 dropped);

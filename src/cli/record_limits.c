@@ -1,6 +1,7 @@
 #include "cli/record_limits.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -244,4 +246,43 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *specs, size
 	}
 	setenv("SFTRACE_TRIGGERS", path, 1);
 	return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_t since)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	char prefix[NAME_MAX + 8];
+	snprintf(prefix, sizeof(prefix), "%s.snap.", stem);
+	size_t lp = strlen(prefix), le = strlen(ext), n = 0;
+	char **names = NULL;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t ln = strlen(e->d_name);
+		if (ln <= lp + le || strncmp(e->d_name, prefix, lp) || strcmp(e->d_name + ln - le, ext))
+			continue;
+		char path[PATH_MAX * 2];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since) {
+			names = xrealloc(names, (n + 1) * sizeof(*names));
+			names[n++] = xstrdup(e->d_name);
+		}
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_name);
+	for (size_t i = 0; i < n; i++) {
+		if (i < 10)
+			fprintf(stderr, "sftrace: snapshot %s/%s\n", dir, names[i]);
+		free(names[i]);
+	}
+	if (n > 10)
+		fprintf(stderr, "sftrace: ... %zu snapshots in all (%s/%s*%s)\n", n, dir, prefix, ext);
+	free(names);
 }

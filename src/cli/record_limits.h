@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* "4096", "64K", "1.5M", "2G" (or KiB, MiB, GiB; powers of 1024) -> bytes.
  * -1 after a one-line error naming opt. */
@@ -30,5 +31,8 @@ int rl_parse_signal(const char *opt, const char *s);
  * `0xADDR DUR_NS NAME` line per function; DUR_NS 0: on entry). Sets
  * SFTRACE_TRIGGERS. -1 after a message (a FUNC that matches nothing too). */
 int rl_triggers_write(const char *dir, const char *exe, char *const *specs, size_t n, char *path, size_t cap);
+
+/* Lists DIR/STEM.snap.*EXT written since `since` (the run's snapshots). */
+void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_t since);
 
 #endif

@@ -177,12 +177,7 @@ void sf_snapshot_service(void)
 static void serve(uint32_t req)
 {
 	__atomic_store_n(&served, req, __ATOMIC_RELEASE);
-	if (written >= sf_config.max_snapshots) {
-		if (written == sf_config.max_snapshots) {
-			written++; /* say it once */
-			sf_rt_message("--max-snapshots reached: no more snapshots", "", NULL);
-		}
-		return;
-	}
+	if (written >= sf_config.max_snapshots)
+		return; /* --max-snapshots: later requests are ignored (silently: the program's stderr is its own) */
 	write_snapshot(__atomic_load_n(&request_reason, __ATOMIC_RELAXED));
 }

@@ -135,6 +135,7 @@ def test_ring_snapshot_on_signal():
     snap = os.path.join(d, snaps[0])
     check(re.fullmatch(r"sf\.snap\.\d+\.1\.log", snaps[0]), snaps[0])
     eq(n_events(snap), ring_window(400003, 4), "events in the snapshot")
+    check(f"sftrace: snapshot {snap}\n" in p.stderr, f"record lists it: {p.stderr}")
     eq(n_events(log), ring_window(400020, 4), "events in the log at exit")
     info = run([SFTRACE, "dump", snap]).stdout
     check("snapshot 1, taken on the ring signal while the process ran" in info, info)

@@ -802,23 +802,13 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		case 'I': o->within = 1; break;
 		case 'A': o->alloc = 1; break;
 		case 'q': o->quiet = 1; break;
-		case 'M':
-			if (rl_parse_size("--max-size", optarg, &o->max_size) < 0)
+		case 'M': /* a log header and a slot's worth at least */
+			if (rl_parse_size("--max-size", optarg, 2 * SF_HEADER_SIZE, &o->max_size) < 0)
 				return 2;
-			if (o->max_size < 2 * SF_HEADER_SIZE) {
-				sf_error("--max-size %s is too small: a log needs %u bytes of header alone", optarg,
-					 SF_HEADER_SIZE);
-				return 2;
-			}
 			break;
-		case 'G':
-			if (rl_parse_size("--ring", optarg, &o->ring) < 0)
+		case 'G': /* two slots */
+			if (rl_parse_size("--ring", optarg, 2 * SF_SLOT_SIZE, &o->ring) < 0)
 				return 2;
-			if (o->ring < 2 * SF_SLOT_SIZE) {
-				sf_error("--ring %s is too small: a ring holds at least two %u-byte slots (128K)", optarg,
-					 SF_SLOT_SIZE);
-				return 2;
-			}
 			break;
 		case 'S':
 			if ((o->ring_signal = rl_parse_signal("--ring-signal", optarg)) < 0)

@@ -20,9 +20,10 @@
 #include "cli/input_opts.h"
 #include "format/filter_file.h"
 #include "format/run_budget.h"
+#include "lib/filter_merge.h"
 #include "lib/util.h"
 
-int rl_parse_size(const char *opt, const char *s, uint64_t *bytes)
+int rl_parse_size(const char *opt, const char *s, uint64_t min, uint64_t *bytes)
 {
 	static const struct { const char *unit; double mul; } units[] = {
 		{"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
@@ -38,7 +39,10 @@ int rl_parse_size(const char *opt, const char *s, uint64_t *bytes)
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 		if (!strcmp(end, units[i].unit) && v * units[i].mul < 9.2e18) {
 			*bytes = (uint64_t)(v * units[i].mul + 0.5);
-			return 0;
+			if (*bytes >= min)
+				return 0;
+			sf_error("%s %s is too small: at least %" PRIu64 "K", opt, s, min >> 10);
+			return -1;
 		}
 	sf_error("%s: '%s': unknown unit '%s' (use K, M or G, powers of 1024)", opt, s, end);
 	return -1;
@@ -168,25 +172,14 @@ static int copy_func(void *ctx, uint64_t vaddr, const char *name)
 /* Appends the functions of exe a filter file selects to the trigger file. */
 static int append_trigger(const char *filter_path, uint64_t dur_ns, FILE *out, size_t *funcs)
 {
-	FILE *f = fopen(filter_path, "re");
-	if (!f) {
-		sf_error("%s: %s", filter_path, strerror(errno));
+	size_t len;
+	char *text = ff_read_text(filter_path, &len);
+	if (!text)
 		return -1;
-	}
-	char *text = NULL;
-	size_t len = 0;
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-		text = xrealloc(text, len + n + 1);
-		memcpy(text + len, buf, n);
-		len += n;
-	}
-	fclose(f);
 	struct trig_copy c = {out, dur_ns, 0};
 	struct ff_handler h = {NULL, copy_object, copy_func};
 	char err[256];
-	int r = ff_parse(text ? text : (char *)"", len, &h, &c, err, sizeof(err));
+	int r = ff_parse(text, len, &h, &c, err, sizeof(err));
 	free(text);
 	if (r < 0) {
 		sf_error("%s: %s", filter_path, err);

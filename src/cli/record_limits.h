@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <time.h>
 
-/* "4096", "64K", "1.5M", "2G" (or KiB, MiB, GiB; powers of 1024) -> bytes.
- * -1 after a one-line error naming opt. */
-int rl_parse_size(const char *opt, const char *s, uint64_t *bytes);
+/* "4096", "64K", "1.5M", "2G" (or KiB, MiB, GiB; powers of 1024) -> bytes,
+ * at least min. -1 after a one-line error naming opt. */
+int rl_parse_size(const char *opt, const char *s, uint64_t min, uint64_t *bytes);
 
 /* Creates DIR/.budget for cap bytes and sets SFTRACE_BUDGET_FILE (path
  * receives its name, for rl_budget_report and removal). -1 after a message. */

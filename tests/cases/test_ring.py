@@ -93,6 +93,17 @@ def ring_window(total, slots):
     return total - max(0, batches - slots) * BATCH
 
 
+def snapshots(d):
+    return sorted(f for f in os.listdir(d) if ".snap." in f)
+
+
+def the_snapshot(d):
+    """The one snapshot in d."""
+    snaps = snapshots(d)
+    eq(len(snaps), 1, f"snapshots: {snaps}")
+    return os.path.join(d, snaps[0])
+
+
 def ring_run(args, ring="256K", extra=(), check_rc=0):
     d = tmpdir()
     p, log = record([pattern()] + args, out=os.path.join(d, "sf.log"), args=["--ring", ring] + list(extra),
@@ -130,10 +141,8 @@ def test_ring_snapshot_on_signal():
     d = tmpdir()
     p, log = record([pattern(), "signal", "100000", "12", d], out=os.path.join(d, "sf.log"), args=["--ring", "256K"])
     eq(p.stdout, "ring_pattern signal ok\n")
-    snaps = [f for f in os.listdir(d) if ".snap." in f]
-    eq(len(snaps), 1, f"snapshots: {snaps}")
-    snap = os.path.join(d, snaps[0])
-    check(re.fullmatch(r"sf\.snap\.\d+\.1\.log", snaps[0]), snaps[0])
+    snap = the_snapshot(d)
+    check(re.fullmatch(r"sf\.snap\.\d+\.1\.log", os.path.basename(snap)), snap)
     eq(n_events(snap), ring_window(400003, 4), "events in the snapshot")
     check(f"sftrace: snapshot {snap}\n" in p.stderr, f"record lists it: {p.stderr}")
     eq(n_events(log), ring_window(400020, 4), "events in the log at exit")
@@ -148,9 +157,7 @@ def test_ring_signal_option():
     d = tmpdir()
     p, log = record([pattern(), "signal", "1000", "10", d], out=os.path.join(d, "sf.log"),
                     args=["--ring", "128K", "--ring-signal", "SIGUSR1"])
-    snaps = [f for f in os.listdir(d) if ".snap." in f]
-    eq(len(snaps), 1, f"snapshots: {snaps}")
-    eq(n_events(os.path.join(d, snaps[0])), 4003, "the whole run fits the ring")
+    eq(n_events(the_snapshot(d)), 4003, "the whole run fits the ring")
     bad = run([SFTRACE, "record", "--ring-signal", "USR1", "--", "true"], check_rc=2)
     check("--ring-signal needs --ring" in bad.stderr, bad.stderr)
     bad = run([SFTRACE, "record", "--ring", "64K", "--", "true"], check_rc=2)
@@ -207,9 +214,7 @@ def test_trigger_on_entry():
     p, log = record([pattern(), "entry", "100000", d], out=os.path.join(d, "sf.log"),
                     args=["--ring", "256K", "--trigger", "wait_snap"])
     eq(p.stdout, "ring_pattern entry ok\n")
-    snaps = [f for f in os.listdir(d) if ".snap." in f]
-    eq(len(snaps), 1, f"snapshots: {snaps}")
-    snap = os.path.join(d, snaps[0])
+    snap = the_snapshot(d)
     eq(n_events(snap), ring_window(400002, 4), "events up to the trigger")
     info = run([SFTRACE, "dump", snap]).stdout
     check("taken on a trigger's entry" in info, info)
@@ -226,9 +231,7 @@ def test_trigger_on_a_slow_call():
     p, log = record([pattern(), "slow", "20000", "30", d], out=os.path.join(d, "sf.log"),
                     args=["--ring", "256K", "--trigger", "work>20ms"])
     eq(p.stdout, "ring_pattern slow ok\n")
-    snaps = [f for f in os.listdir(d) if ".snap." in f]
-    eq(len(snaps), 1, f"snapshots: {snaps}")
-    snap = os.path.join(d, snaps[0])
+    snap = the_snapshot(d)
     eq(n_events(snap), ring_window(40003, 4), "events up to the slow call's exit")
     ev = [l.split() for l in run([SFTRACE, "dump", snap]).stdout.splitlines()
           if re.match(r"^\s*\d+\s+\d+\s+(ENTRY|EXIT)\s+work$", l)]
@@ -239,7 +242,7 @@ def test_trigger_on_a_slow_call():
     d2 = tmpdir()
     p, _ = record([pattern(), "loop", "1000"], out=os.path.join(d2, "sf.log"),
                   args=["--ring", "256K", "--trigger", "tick>20ms"])
-    eq([f for f in os.listdir(d2) if ".snap." in f], [], "no snapshot")
+    eq(snapshots(d2), [], "no snapshot")
 
 
 def test_trigger_max_snapshots_and_errors():
@@ -248,7 +251,7 @@ def test_trigger_max_snapshots_and_errors():
     p, log = record([pattern(), "loop", "100000"], out=os.path.join(d, "sf.log"),
                     args=["--ring", "256K", "--trigger", "^tock$", "--max-snapshots", "1"])
     eq(p.stdout, "ring_pattern loop ok\n")
-    eq(len([f for f in os.listdir(d) if ".snap." in f]), 1, "snapshots")
+    eq(len(snapshots(d)), 1, "snapshots")
     eq(n_events(log), 31814, "the log is the same as without the trigger")
     bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "no_such_fn", "--", pattern()], check_rc=1)
     check("no instrumented function of" in bad.stderr and "no_such_fn" in bad.stderr, bad.stderr)
@@ -263,5 +266,5 @@ def test_program_handler_for_the_ring_signal_wins():
     # runs, and no snapshot is taken (documented).
     d, p, log = ring_run(["ownsig", "1000"])
     eq(p.stdout, "own handler 12\nring_pattern ownsig ok\n")
-    eq([f for f in os.listdir(d) if ".snap." in f], [], "no snapshot")
+    eq(snapshots(d), [], "no snapshot")
     eq(n_events(log), 4006, "the log: 4004 and own_handler's entry and exit")

@@ -1079,7 +1079,7 @@ static int next_batch(struct lr_iter *it)
 int lr_next(struct lr_iter *it, struct lr_event *ev)
 {
 	for (;;) {
-		if (it->pre_left && it->rec < it->end) {
+		if (it->pre_left && it->pre_thread == it->thread && it->rec < it->end) {
 			/* Ring: the entries that fell out, outermost first, at the
 			 * time of the thread's first recorded event. */
 			if (!it->pre_raw_valid) {

@@ -269,7 +269,8 @@ void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_
 		}
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_name);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_name);
 	for (size_t i = 0; i < n; i++) {
 		if (i < 10)
 			fprintf(stderr, "sftrace: snapshot %s/%s\n", dir, names[i]);

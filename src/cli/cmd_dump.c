@@ -176,6 +176,14 @@ static void print_header(struct out *o, const struct lr_log *log)
 	if (in->write_errors || in->last_errno)
 		out_fmt(o, " (last errno %u: %s)", in->last_errno, strerror((int)in->last_errno));
 	out_fmt(o, ", threads %u, objects %u (as written by the runtime)\n", in->header_threads, in->header_objects);
+	if (in->ring_bytes) {
+		static const char *const why[] = {"", "on the ring signal", "on a trigger's entry", "on a slow trigger call"};
+		out_fmt(o, "ring: %" PRIu64 " bytes per thread; %" PRIu64 " frame%s began before the window\n",
+			in->ring_bytes, in->before_window, in->before_window == 1 ? "" : "s");
+		if (in->snapshot)
+			out_fmt(o, "snapshot %u, taken %s while the process ran\n", in->snapshot,
+				in->snapshot_reason < 4 ? why[in->snapshot_reason] : "for an unknown reason");
+	}
 }
 
 static void print_objects(struct out *o, const struct lr_log *log, const struct log_symbols *ls)
@@ -242,6 +250,8 @@ static int print_event(void *ctx, const struct lr_event *ev)
 {
 	struct dump_ctx *d = ctx;
 	struct out *o = d->o;
+	if (ev->before_window)
+		return 0; /* placed by the reader, not recorded (the header counts them) */
 	uint64_t *depth = &d->depth[ev->thread->index];
 	out_u64(o, ev->time_ns, 14);
 	out_mem(o, " ", 1);

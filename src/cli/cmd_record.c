@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/record_limits.h"
 #include "cli/record_why.h"
 #include "cli/solib.h"
 #include "format/filter_file.h"
@@ -59,6 +60,21 @@ static void usage(FILE *out)
 		"                            else the traced thread itself (auto, default);\n"
 		"                            always the traced thread (sync); always the\n"
 		"                            writer thread (thread)\n"
+		"      --max-size SIZE       stop recording when the run's logs reach SIZE\n"
+		"                            bytes together (K, M, G suffixes; all processes\n"
+		"                            share it); the program runs on, later events are\n"
+		"                            counted as dropped\n"
+		"      --ring SIZE           flight recorder: keep only each thread's newest\n"
+		"                            SIZE of events (at least 128K), overwriting the\n"
+		"                            oldest; the log holds them at exit or crash, and\n"
+		"                            a snapshot file is written on the ring signal\n"
+		"                            (sftrace snapshot PID)\n"
+		"      --ring-signal SIG     the signal that asks for a snapshot (default USR2)\n"
+		"      --trigger FUNC        with --ring: a snapshot when a function matching\n"
+		"                            FUNC (a regex, as sftrace filter -r) is entered;\n"
+		"                            'FUNC>DUR' (e.g. 'parse>20ms'): when a call of it\n"
+		"                            lasts longer than DUR; repeatable\n"
+		"      --max-snapshots N     with --ring: write at most N snapshots (default 100)\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -77,6 +93,12 @@ struct record_opts {
 	const char *writer;
 	const char *filter_regex;
 	int force, quiet, within;
+	uint64_t max_size; /* --max-size, 0: none */
+	uint64_t ring;     /* --ring bytes per thread, 0: none */
+	int ring_signal;
+	char **triggers;   /* --trigger, in order */
+	size_t ntriggers;
+	const char *max_snapshots;
 };
 
 /* "dir/stem.ext" -> dir, stem and ext parts, as the runtime names logs. */
@@ -346,7 +368,9 @@ static void print_unfinished(const struct lr_log *log, uint32_t pid)
 		threads == 1 ? "" : "s");
 }
 
-static void print_summary(const char *path, const char *shown)
+static int quiet_summary; /* -q: summaries only count what was dropped */
+
+static void print_summary(const char *path, const char *shown, uint64_t *dropped)
 {
 	char err[512];
 	struct lr_log *log = lr_open(path, err, sizeof(err));
@@ -356,6 +380,11 @@ static void print_summary(const char *path, const char *shown)
 	}
 	struct lr_summary s;
 	lr_summary(log, &s);
+	*dropped += s.dropped;
+	if (quiet_summary) {
+		lr_close(log);
+		return;
+	}
 	fprintf(stderr, "sftrace: wrote %s (pid %u): %llu events, %llu thread%s, %llu object%s", shown, s.pid,
 		(unsigned long long)s.events, (unsigned long long)s.threads, s.threads == 1 ? "" : "s",
 		(unsigned long long)s.objects, s.objects == 1 ? "" : "s");
@@ -372,16 +401,16 @@ static void print_summary(const char *path, const char *shown)
 }
 
 /* Lists and summarises every log this run wrote. Returns how many. */
-static int summarise(const char *abs, const struct name_list *before, int quiet)
+static int summarise(const char *abs, const struct name_list *before, int quiet, uint64_t *dropped)
 {
+	quiet_summary = quiet;
 	struct log_name n;
 	split_name(abs, &n);
 	int count = 0;
 	struct stat st;
 	if (stat(abs, &st) == 0) {
 		count++;
-		if (!quiet)
-			print_summary(abs, abs);
+		print_summary(abs, abs, dropped);
 	}
 	struct name_list after = {0};
 	sibling_logs(&n, &after);
@@ -391,8 +420,7 @@ static int summarise(const char *abs, const struct name_list *before, int quiet)
 		char p[PATH_MAX * 2];
 		snprintf(p, sizeof(p), "%s/%s", n.dir, after.v[i]);
 		count++;
-		if (!quiet)
-			print_summary(p, p);
+		print_summary(p, p, dropped);
 	}
 	list_free(&after);
 	return count;
@@ -406,12 +434,18 @@ struct run_files {
 	char filter_dir[PATH_MAX]; /* --filter-regex: the per-object filters, kept */
 	char notes[PATH_MAX];      /* the runtime's notes, deleted after the run */
 	char shown[PATH_MAX];      /* the filter as the user named it, for messages */
+	char budget[PATH_MAX];     /* --max-size: the shared budget, in notes/ */
+	char triggers[PATH_MAX];   /* --trigger: the trigger functions, in notes/ */
 };
 
 static void cleanup_run_files(struct run_files *rf)
 {
 	if (rf->merged[0])
 		unlink(rf->merged);
+	if (rf->budget[0])
+		unlink(rf->budget);
+	if (rf->triggers[0])
+		unlink(rf->triggers);
 	if (rf->notes[0])
 		record_notes_remove(rf->notes);
 }
@@ -524,7 +558,7 @@ static int prepare_filter_regex(const struct record_opts *o, const char *abs, st
 	return 0;
 }
 
-static int prepare_filters(struct record_opts *o, const char *abs, struct run_files *rf)
+static int prepare_filters(struct record_opts *o, const char *abs, struct run_files *rf, const char *cmd0)
 {
 	unsetenv("SFTRACE_FILTER");
 	unsetenv("SFTRACE_FILTER_REGEX");
@@ -552,6 +586,19 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 		return 1;
 	}
 	setenv("SFTRACE_NOTES_DIR", rf->notes, 1);
+	unsetenv("SFTRACE_BUDGET_FILE");
+	if (o->max_size && rl_budget_create(rf->notes, o->max_size, rf->budget, sizeof(rf->budget)) < 0)
+		return 1;
+	unsetenv("SFTRACE_TRIGGERS");
+	if (o->ntriggers) {
+		char exe[PATH_MAX];
+		if (record_resolve_command(cmd0, exe, sizeof(exe)) < 0) {
+			sf_error("%s: not found or not executable (needed to resolve --trigger)", cmd0);
+			return 1;
+		}
+		if (rl_triggers_write(rf->notes, exe, o->triggers, o->ntriggers, rf->triggers, sizeof(rf->triggers)) < 0)
+			return 1;
+	}
 	return 0;
 }
 
@@ -641,6 +688,18 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		setenv("SFTRACE_CLOCK", o->clock, 1);
 	if (o->writer)
 		setenv("SFTRACE_WRITER", o->writer, 1);
+	unsetenv("SFTRACE_RING");
+	unsetenv("SFTRACE_RING_SIGNAL");
+	unsetenv("SFTRACE_MAX_SNAPSHOTS");
+	if (o->max_snapshots)
+		setenv("SFTRACE_MAX_SNAPSHOTS", o->max_snapshots, 1);
+	if (o->ring) {
+		char v[32];
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)o->ring);
+		setenv("SFTRACE_RING", v, 1);
+		snprintf(v, sizeof(v), "%d", o->ring_signal);
+		setenv("SFTRACE_RING_SIGNAL", v, 1);
+	}
 	free(preload);
 	free(ldpath);
 
@@ -648,6 +707,9 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	 * for it to finish and still report what it wrote. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	time_t started = time(NULL) - 1; /* snapshot mtimes: whole seconds */
 	pid_t pid;
 	if (run_child(cmd, &pid) < 0) {
 		list_free(&before);
@@ -670,7 +732,13 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	} else {
 		rc = WEXITSTATUS(status);
 	}
-	int logs = summarise(abs, &before, o->quiet);
+	uint64_t dropped = 0;
+	int logs = summarise(abs, &before, o->quiet, &dropped);
+	if (o->ring && !o->quiet)
+		rl_list_snapshots(n.dir, n.stem, n.ext, started);
+	if (rf->budget[0] && !o->quiet)
+		rl_budget_report(rf->budget, o->max_size, (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec,
+				 dropped);
 	if (o->filter_regex && !o->quiet)
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
 	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
@@ -683,7 +751,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	return rc;
 }
 
-int cmd_record(int argc, char **argv)
+static int record_main(struct record_opts *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output", required_argument, 0, 'o'},
@@ -695,40 +763,72 @@ int cmd_record(int argc, char **argv)
 		{"within", no_argument, 0, 'I'},
 		{"alloc", no_argument, 0, 'A'},
 		{"quiet", no_argument, 0, 'q'},
+		{"max-size", required_argument, 0, 'M'},
+		{"ring", required_argument, 0, 'G'},
+		{"ring-signal", required_argument, 0, 'S'},
+		{"trigger", required_argument, 0, 'T'},
+		{"max-snapshots", required_argument, 0, 'X'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
-	struct record_opts o = {.output = "sf.log"};
+	int ring_signal_set = 0;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:f:qh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o': o.output = optarg; break;
+		case 'o': o->output = optarg; break;
 		case 'f':
-			o.filters = xrealloc(o.filters, (o.nfilters + 1) * sizeof(*o.filters));
-			o.filters[o.nfilters++] = optarg;
+			o->filters = xrealloc(o->filters, (o->nfilters + 1) * sizeof(*o->filters));
+			o->filters[o->nfilters++] = optarg;
 			break;
-		case 'F': o.force = 1; break;
+		case 'F': o->force = 1; break;
 		case 'c':
 			if (strcmp(optarg, "tsc") && strcmp(optarg, "monotonic")) {
 				sf_error("--clock must be tsc or monotonic, not '%s'", optarg);
 				return 2;
 			}
-			o.clock = optarg;
+			o->clock = optarg;
 			break;
 		case 'W':
 			if (strcmp(optarg, "auto") && strcmp(optarg, "sync") && strcmp(optarg, "thread")) {
 				sf_error("--writer must be auto, sync or thread, not '%s'", optarg);
 				return 2;
 			}
-			o.writer = optarg;
+			o->writer = optarg;
 			break;
-		case 'R': o.filter_regex = optarg; break;
-		case 'I': o.within = 1; break;
-		case 'A': o.alloc = 1; break;
-		case 'q': o.quiet = 1; break;
+		case 'R': o->filter_regex = optarg; break;
+		case 'I': o->within = 1; break;
+		case 'A': o->alloc = 1; break;
+		case 'q': o->quiet = 1; break;
+		case 'M': /* a log header and a slot's worth at least */
+			if (rl_parse_size("--max-size", optarg, 2 * SF_HEADER_SIZE, &o->max_size) < 0)
+				return 2;
+			break;
+		case 'G': /* two slots */
+			if (rl_parse_size("--ring", optarg, 2 * SF_SLOT_SIZE, &o->ring) < 0)
+				return 2;
+			break;
+		case 'S':
+			if ((o->ring_signal = rl_parse_signal("--ring-signal", optarg)) < 0)
+				return 2;
+			ring_signal_set = 1;
+			break;
+		case 'T':
+			o->triggers = xrealloc(o->triggers, (o->ntriggers + 1) * sizeof(*o->triggers));
+			o->triggers[o->ntriggers++] = optarg;
+			break;
+		case 'X': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (end == optarg || *end || optarg[0] == '-' || v > 0xffffffffUL) {
+				sf_error("--max-snapshots must be a number of snapshots, not '%s'", optarg);
+				return 2;
+			}
+			o->max_snapshots = optarg;
+			break;
+		}
 		case 'P': {
 			char lib[PATH_MAX], err[PATH_MAX * 2];
 			if (sf_find_solib(lib, sizeof(lib), err, sizeof(err)) < 0) {
@@ -753,28 +853,44 @@ int cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (!o->ring && (ring_signal_set || o->ntriggers || o->max_snapshots)) {
+		sf_error("%s needs --ring", ring_signal_set ? "--ring-signal" : o->ntriggers ? "--trigger" : "--max-snapshots");
+		return 2;
+	}
+	if (o->ring && o->max_size) {
+		sf_error("--ring and --max-size do not combine: a ring's logs are already bounded (--ring SIZE x threads)");
+		return 2;
+	}
 	if (optind >= argc) {
 		sf_error("no command given (usage: sftrace record [OPTIONS] -- COMMAND [ARGS...])");
 		return 2;
 	}
 	if (preflight_static(argv[optind]) < 0)
 		return 1;
-	if (!o.quiet)
-		note_slow_clock(o.clock);
+	if (!o->quiet)
+		note_slow_clock(o->clock);
 	char lib[PATH_MAX], err[PATH_MAX * 2];
 	if (sf_find_solib(lib, sizeof(lib), err, sizeof(err)) < 0) {
 		sf_error("%s", err);
 		return 1;
 	}
 	char abs[PATH_MAX];
-	if (prepare_output(&o, abs, sizeof(abs)) < 0)
+	if (prepare_output(o, abs, sizeof(abs)) < 0)
 		return 1;
 	int cmd_at = optind;
 	struct run_files rf = {0};
-	int rc = prepare_filters(&o, abs, &rf);
+	int rc = prepare_filters(o, abs, &rf, argv[cmd_at]);
 	if (rc == 0)
-		rc = record_run(&o, lib, abs, &rf, argv + cmd_at);
+		rc = record_run(o, lib, abs, &rf, argv + cmd_at);
 	cleanup_run_files(&rf);
+	return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o = {.output = "sf.log", .ring_signal = SIGUSR2};
+	int rc = record_main(&o, argc, argv);
 	free(o.filters);
+	free(o.triggers);
 	return rc;
 }

@@ -17,5 +17,6 @@ int cmd_flamegraph(int argc, char **argv);
 int cmd_filter(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 #endif

@@ -13,8 +13,7 @@ void input_opts_init(struct input_opts *o, int symbol_char)
 	o->names = -1;
 }
 
-/* "250us", "1.5ms", "2s", "0": ns. -1 after an error message. */
-static int parse_duration(const char *opt, const char *s, uint64_t *ns)
+int io_parse_duration(const char *opt, const char *s, uint64_t *ns)
 {
 	static const struct { const char *unit; double mul; } units[] = {
 		{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9},
@@ -57,8 +56,8 @@ static int parse_window(struct trace_cut_options *c, const char *s)
 	strcpy(end, dots + 2);
 	c->win_start = 0;
 	c->win_end = UINT64_MAX;
-	if ((*start && parse_duration("--time", start, &c->win_start) < 0) ||
-	    (*end && parse_duration("--time", end, &c->win_end) < 0))
+	if ((*start && io_parse_duration("--time", start, &c->win_start) < 0) ||
+	    (*end && io_parse_duration("--time", end, &c->win_end) < 0))
 		return -1;
 	if (c->win_end <= c->win_start) {
 		sf_error("--time: the end (%s) must come after the start (%s)", end, start);
@@ -95,7 +94,7 @@ static int handle_cut(struct input_opts *o, int c, const char *arg)
 	case 'c': cut->filter_path = arg; break;
 	case IO_TID: o->failed |= parse_tids(o, arg) < 0; break;
 	case IO_TIME: o->failed |= parse_window(cut, arg) < 0; break;
-	case IO_MIN_DURATION: o->failed |= parse_duration("--min-duration", arg, &cut->min_duration) < 0; break;
+	case IO_MIN_DURATION: o->failed |= io_parse_duration("--min-duration", arg, &cut->min_duration) < 0; break;
 	case IO_MAX_DEPTH:
 		o->failed |= parse_number("--max-depth", arg, 1, 1L << 30, &v) < 0;
 		cut->max_depth = (uint32_t)v;

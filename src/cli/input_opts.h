@@ -37,6 +37,9 @@ struct input_opts {
 };
 
 void input_opts_init(struct input_opts *o, int symbol_char);
+/* "250us", "1.5ms", "2s", "0" -> ns; opt names the option in messages.
+ * -1 after an error message. */
+int io_parse_duration(const char *opt, const char *s, uint64_t *ns);
 
 /* Handles option c if it is one of the shared ones: 1 if it was (check
  * o->failed: a bad value is a usage error). */

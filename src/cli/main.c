@@ -19,6 +19,7 @@ static const struct sf_command commands[] = {
 	{"flamegraph", "interactive SVG flame graph", cmd_flamegraph},
 	{"memory", "heap analysis: peak, allocation sites, temporaries, leaks per stage", cmd_memory},
 	{"dump", "print a log's header and events as text", cmd_dump},
+	{"snapshot", "ask a process recorded with --ring for a snapshot of its rings", cmd_snapshot},
 };
 
 static void usage(FILE *out)

@@ -172,9 +172,24 @@ struct sf_header {
 	uint32_t reserved0;
 	uint64_t patch_ns;         /* time spent patching sleds so far (all objects) */
 	uint64_t sleds_patched;    /* sleds patched so far */
-	uint64_t reserved[14];
+	/* reserved[0..5]: branch ring. ring_bytes: record --ring's per-thread
+	 * ring size (0: not a ring log); the log then holds each thread's
+	 * newest batches only, in SLOT chunks reused oldest first. snapshot: 0
+	 * for a process's own log, else the number of this snapshot (from 1),
+	 * a copy of the ring taken while the process ran (docs/FORMAT.md). */
+	uint64_t ring_bytes;
+	uint32_t snapshot;
+	uint32_t snapshot_reason;  /* enum sf_snapshot_reason */
+	uint64_t reserved[12];
 	/* argv, each argument NUL-terminated. */
 	char cmdline[SF_CMDLINE_MAX];
+};
+
+/* Why a snapshot was taken (sf_header.snapshot_reason). */
+enum sf_snapshot_reason {
+	SF_SNAP_SIGNAL = 1,  /* the ring signal (sftrace snapshot, kill -USR2) */
+	SF_SNAP_ENTRY = 2,   /* record --trigger FUNC: FUNC was entered */
+	SF_SNAP_SLOW = 3,    /* record --trigger 'FUNC>DUR': a call of FUNC lasted longer */
 };
 
 enum sf_chunk_type {

@@ -170,6 +170,7 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 
 void fr_feed(struct frames *f, const struct lr_event *ev)
 {
+	f->stats.before_window += ev->before_window != 0;
 	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns);
 }
 
@@ -225,6 +226,8 @@ int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len)
 	append(buf, len, &pos, &parts, s->open_at_end, "open frame closed at thread end",
 	       "open frames closed at thread end");
 	append(buf, len, &pos, &parts, s->clamped, "backward timestamp raised", "backward timestamps raised");
+	append(buf, len, &pos, &parts, s->before_window, "frame began before the ring's window",
+	       "frames began before the ring's window");
 	return parts > 0;
 }
 

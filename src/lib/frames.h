@@ -19,6 +19,8 @@
  *   - an exit for a function deeper in the stack (unwinding the runtime did
  *     not see, e.g. in a log of version 2) closes the frames above it
  *     at this exit's time (end kind FR_END_UNWOUND), then closes it;
+ *   - in a ring log, frames whose entry fell out of the ring begin at the
+ *     thread's first kept event (the reader places their entries there);
  *   - frames still open when the thread ends (exit(), crash) are closed at
  *     the thread's last timestamp (FR_END_THREAD_END).
  * Times within a thread are made non-decreasing (a time earlier than the
@@ -62,6 +64,8 @@ struct fr_stats {
 	uint64_t open_at_end;     /* frames closed at their thread's end */
 	uint64_t clamped;         /* event times raised to keep a thread non-decreasing */
 	uint32_t max_depth;       /* deepest stack seen (frames) */
+	uint64_t before_window;   /* ring logs: frames whose entry fell out of the ring, begun at
+				   * the window's start (the reader's before_window entries) */
 };
 
 struct frames;

@@ -197,6 +197,9 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->last_errno = h.last_errno;
 	in->header_threads = h.threads;
 	in->header_objects = h.objects;
+	in->ring_bytes = h.ring_bytes;
+	in->snapshot = h.snapshot;
+	in->snapshot_reason = h.snapshot_reason;
 	parse_cmdline(log, &h);
 	if (h.header_size != SF_HEADER_SIZE)
 		warn(log, "header_size is %u, expected %u; chunks read from offset %u",
@@ -526,6 +529,7 @@ static void thread_identity(struct lr_log *log, struct lr_thread *t, const uint3
 }
 
 static int batch_complete_events(const struct lr_log *log, const struct lr_batch *b);
+static void find_before_window(struct lr_log *log);
 
 /* Per thread: batches sorted by seq, duplicates dropped, identity taken. */
 static void build_thread_batches(struct lr_log *log)
@@ -613,7 +617,7 @@ static void build_order(struct lr_log *log)
 		log->order[k] = want;
 	}
 	free(cursor);
-	if (reordered)
+	if (reordered && !log->info.ring_bytes) /* a ring reuses its slots round robin */
 		warn(log, "batches are not in sequence order in the file; delivered in sequence order");
 }
 
@@ -881,6 +885,8 @@ struct lr_log *lr_open(const char *path, char *err, size_t errlen)
 	build_order(log);
 	count_events(log);
 	fit_clock(log);
+	if (log->info.ring_bytes)
+		find_before_window(log);
 	if (log->warnings_lost) {
 		/* The spare slot warn() reserved. */
 		char buf[96];
@@ -902,7 +908,7 @@ void lr_close(struct lr_log *log)
 	free(log->by_first_id);
 	free(log->unloads);
 	for (size_t i = 0; i < log->nthreads; i++)
-		free(log->threads[i].batch);
+		free(log->threads[i].batch), free(log->threads[i].before);
 	free(log->threads);
 	hm_free(&log->by_serial);
 	free(log->batches);
@@ -981,6 +987,55 @@ void lr_summary(const struct lr_log *log, struct lr_summary *s)
 
 /* ---- iteration ---- */
 
+/* Ring logs: per thread, the frames open at the start of what the ring
+ * kept. Their exits come with nothing of theirs open below (everything
+ * entered later is nested inside and closed first); an exit with a
+ * non-empty stack that does not match is left to frames.c's repairs. */
+static void find_before_window(struct lr_log *log)
+{
+	size_t cap = 64;
+	uint32_t *stack = xmalloc(cap * sizeof(uint32_t));
+	for (size_t ti = 0; ti < log->nthreads; ti++) {
+		struct lr_thread *t = &log->threads[ti];
+		size_t depth = 0, nmiss = 0, miss_cap = 0;
+		uint32_t *miss = NULL;
+		struct lr_iter it;
+		struct lr_event ev;
+		lr_iter_init_thread(&it, log, t);
+		while (lr_next(&it, &ev)) {
+			if (ev.kind == SF_EV_ENTRY) {
+				if (depth == cap)
+					stack = xrealloc(stack, (cap *= 2) * sizeof(uint32_t));
+				stack[depth++] = ev.func_id;
+			} else if (ev.kind == SF_EV_EXIT || ev.kind == SF_EV_TAIL) {
+				size_t d = depth;
+				while (d && stack[d - 1] != ev.func_id)
+					d--;
+				if (d) {
+					depth = d - 1;
+				} else if (!depth) {
+					if (nmiss == miss_cap)
+						miss = xrealloc(miss, (miss_cap = miss_cap ? 2 * miss_cap : 8) * sizeof(uint32_t));
+					miss[nmiss++] = ev.func_id;
+				}
+			} else if (ev.kind == SF_EV_UNWIND) {
+				size_t n = ev.func_id;
+				depth = n < depth ? depth - n : 0;
+			}
+		}
+		/* Found innermost first; delivered outermost first. */
+		for (size_t i = 0; i < nmiss / 2; i++) {
+			uint32_t x = miss[i];
+			miss[i] = miss[nmiss - 1 - i];
+			miss[nmiss - 1 - i] = x;
+		}
+		t->before = miss;
+		t->nbefore = (uint32_t)nmiss;
+		log->info.before_window += nmiss;
+	}
+	free(stack);
+}
+
 void lr_iter_init(struct lr_iter *it, const struct lr_log *log)
 {
 	memset(it, 0, sizeof(*it));
@@ -1010,6 +1065,11 @@ static int next_batch(struct lr_iter *it)
 	drop_behind(log, &it->released, b->off);
 	batch_range(log, b, &it->rec, &it->end);
 	it->thread = &log->threads[b->thread];
+	if (it->thread->nbefore && it->thread->batch[0] == bi) {
+		it->pre_thread = it->thread;
+		it->pre_left = it->thread->nbefore;
+		it->pre_raw_valid = 0;
+	}
 	it->seq = b->seq;
 	it->slot = b->slot;
 	it->base = b->base;
@@ -1019,6 +1079,30 @@ static int next_batch(struct lr_iter *it)
 int lr_next(struct lr_iter *it, struct lr_event *ev)
 {
 	for (;;) {
+		if (it->pre_left && it->pre_thread == it->thread && it->rec < it->end) {
+			/* Ring: the entries that fell out, outermost first, at the
+			 * time of the thread's first recorded event. */
+			if (!it->pre_raw_valid) {
+				struct lr_event first;
+				size_t used;
+				const unsigned char *p = it->rec;
+				while (p < it->end && decode(p, it->end, it->slot, it->base, &first, &used) != REC_EVENT)
+					p += used * sizeof(struct sf_event);
+				it->pre_raw = p < it->end ? first.raw_time : it->base;
+				it->pre_raw_valid = 1;
+			}
+			const struct lr_thread *t = it->pre_thread;
+			memset(ev, 0, sizeof(*ev));
+			ev->thread = t;
+			ev->kind = SF_EV_ENTRY;
+			ev->func_id = t->before[t->nbefore - it->pre_left--];
+			ev->raw_time = it->pre_raw;
+			ev->time_ns = lr_time_ns(it->log, ev->raw_time);
+			ev->seq = it->seq;
+			ev->in_slot = it->slot;
+			ev->before_window = 1;
+			return 1;
+		}
 		while (it->rec < it->end) {
 			size_t used;
 			const unsigned char *p = it->rec;
@@ -1035,6 +1119,7 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			ev->offset = (uint64_t)(p - it->log->map);
 			ev->seq = it->seq;
 			ev->in_slot = it->slot;
+			ev->before_window = 0;
 			return 1;
 		}
 		if (!next_batch(it))

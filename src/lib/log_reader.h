@@ -59,6 +59,11 @@ struct lr_info {
 	double tsc_offset_ns;
 	uint32_t calib_pairs;    /* calibration pairs the fit used */
 	int calib_degenerate;    /* no usable pair span: 1 tick taken as 1 ns */
+	/* record --ring: bytes per thread ring (0: not a ring log); for a
+	 * snapshot, its number (from 1) and enum sf_snapshot_reason. */
+	uint64_t ring_bytes;
+	uint32_t snapshot, snapshot_reason;
+	uint64_t before_window;  /* ring: frames open at their thread's window start, all threads */
 };
 
 struct lr_object {
@@ -89,6 +94,12 @@ struct lr_thread {
 	/* Internal: this thread's batches in seq order (indices into the log). */
 	uint32_t nbatch;
 	uint32_t *batch;
+	/* Ring logs: functions whose frames were open when the thread's oldest
+	 * kept event was recorded (their entries fell out of the ring),
+	 * outermost first. The iterator delivers an ENTRY for each, flagged
+	 * before_window, at the time of the thread's first event. */
+	uint32_t nbefore;
+	uint32_t *before;
 };
 
 struct lr_event {
@@ -108,6 +119,7 @@ struct lr_event {
 	uint64_t offset;         /* file offset of the event record */
 	uint32_t seq;            /* batch sequence number */
 	int in_slot;             /* from a live SLOT chunk */
+	int before_window;       /* ring: an ENTRY the reader placed at the window's start (not recorded) */
 };
 
 /* Opens and indexes a log. NULL on failure with one line in err naming the
@@ -166,6 +178,10 @@ struct lr_iter {
 	int slot;
 	uint64_t base;                /* the batch's time base */
 	uint64_t released;            /* pages before this offset were dropped */
+	uint32_t pre_left;            /* ring: before-window entries still to deliver */
+	uint32_t pre_raw_valid;
+	uint64_t pre_raw;             /* their time (the thread's first event) */
+	const struct lr_thread *pre_thread;
 };
 
 void lr_iter_init(struct lr_iter *it, const struct lr_log *log);

@@ -44,17 +44,19 @@ struct trace_input {
 	int progress_shown;
 };
 
-static int has_log_magic(const char *path)
+/* A process's own log (not a ring snapshot: a copy of one, read only when
+ * named). */
+static int is_process_log(const char *path)
 {
 	/* Regular files only: a FIFO named *.log must not block the scan. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return 0;
 	struct stat st;
-	uint64_t m = 0;
-	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, &m, sizeof(m)) : 0;
+	struct sf_header h = {0};
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, &h, sizeof(h)) : 0;
 	close(fd);
-	return n == (ssize_t)sizeof(m) && m == SF_MAGIC;
+	return n >= (ssize_t)sizeof(h.magic) && h.magic == SF_MAGIC && !(n == (ssize_t)sizeof(h) && h.snapshot);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -84,7 +86,7 @@ static int expand_paths(const char *const *paths, size_t n, char ***out, size_t 
 				size_t plen = strlen(paths[i]) + len + 2;
 				char *p = xmalloc(plen);
 				snprintf(p, plen, "%s/%s", paths[i], e->d_name);
-				if (!has_log_magic(p)) {
+				if (!is_process_log(p)) {
 					free(p);
 					continue;
 				}
@@ -466,7 +468,7 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 			fr_feed(in->frames, &ev);
 			if (ev.kind >= SF_EV_ALLOC && sink->alloc_event && sink->alloc_event(sink->ctx, &ps->pub, &ev))
 				in->failed = 1;
-			if ((++in->events & 0xfffff) == 0)
+			if (!ev.before_window && (++in->events & 0xfffff) == 0)
 				progress(in, &ev);
 		}
 		for (size_t t = 0; t < lr_nthreads(ps->pub.log) && !in->failed; t++)

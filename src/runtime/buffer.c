@@ -279,7 +279,7 @@ static int store_in_retired(uint64_t at, uint64_t time, uint32_t id, uint32_t ki
  * taken on first use. */
 static int use_writer(struct sf_thread *t)
 {
-	if (!sf_writer_active())
+	if (!sf_writer_active() || sf_config.ring_slots)
 		return 0;
 	if (sf_config.writer == SF_WRITER_AUTO) {
 		if ((int)__atomic_load_n(&live_threads, __ATOMIC_RELAXED) >= sf_config.ncpus)
@@ -288,6 +288,105 @@ static int use_writer(struct sf_thread *t)
 			t->spare = sf_log_slot_get();
 	}
 	return t->spare != NULL;
+}
+
+static void start_dropping(struct sf_thread *t);
+
+/* ---- record --ring ---- */
+
+/* Fills a slot's header for the thread's batch t->seq; the serial last,
+ * which makes the slot count for readers again. */
+static void slot_claim(struct sf_thread *t, struct sf_slot *s)
+{
+	struct sf_chunk *h = s->hdr;
+	h->tid = t->tid;
+	__atomic_store_n(&h->seq, t->seq, __ATOMIC_RELEASE);
+	prctl(PR_GET_NAME, h->name, 0, 0, 0);
+	__atomic_store_n(&h->thread_serial, t->serial, __ATOMIC_RELEASE);
+}
+
+static void ring_start(struct sf_thread *t)
+{
+	uint32_t cap = sf_config.ring_slots;
+	t->ring = sf_map_anon(sizeof(struct sf_ring) + cap * sizeof(struct sf_slot *));
+	if (!t->ring)
+		return; /* then the one slot is the ring (ring_advance) */
+	t->ring->cap = cap;
+	t->ring->n = 1;
+	t->ring->cur = 0;
+	t->ring->slots[0] = t->slot;
+}
+
+/* The batch in the current slot is complete: the next one goes into a new
+ * slot while the ring may still grow, else into the oldest, which is made
+ * free in the file and cleared first (a reader sees the old batch, no
+ * batch, or the new one; never a mix). No write, no copy: the batch stays
+ * where it is until the ring comes round to it. */
+static void ring_advance(struct sf_thread *t)
+{
+	struct sf_ring *r = t->ring;
+	struct sf_slot *next = r && r->n < r->cap ? sf_log_slot_get() : NULL;
+	if (next) {
+		r->slots[r->n] = next;
+		r->cur = r->n++;
+	} else {
+		if (r) {
+			r->cur = (r->cur + 1) % r->n;
+			next = r->slots[r->cur];
+		} else {
+			next = t->slot;
+		}
+		sf_log_slot_invalidate(next);
+	}
+	t->seq++;
+	slot_claim(t, next);
+	t->slot = next;
+	t->events = slot_events(next);
+	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
+	batch_begin(t);
+	sf_log_calibrate();
+}
+
+/* Thread exit in ring mode: its batches stay readable where they are; the
+ * slots go back for new threads, which clear them when they take them. */
+static void ring_release(struct sf_thread *t)
+{
+	struct sf_ring *r = t->ring;
+	if (r) {
+		for (uint32_t i = 0; i < r->n; i++)
+			sf_log_slot_put(r->slots[i]);
+		munmap(r, sizeof(struct sf_ring) + r->cap * sizeof(struct sf_slot *));
+		t->ring = NULL;
+	} else {
+		sf_log_slot_put(t->slot);
+	}
+	t->slot = NULL;
+}
+
+/* Gives a slot back, free in the file (readers ignore it) and cleared. */
+static void slot_release(struct sf_slot *s)
+{
+	__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+	sf_zero_events(slot_events(s), SF_SLOT_EVENTS);
+	sf_log_slot_put(s);
+}
+
+/* record --max-size was reached: this thread stops recording. The n
+ * records in its slot are dropped and counted, its slots go back, and its
+ * later events are counted as dropped (start_dropping). */
+static void stop_recording(struct sf_thread *t, size_t n)
+{
+	if (t->spare) {
+		sf_writer_wait_ready(t->spare);
+		slot_release(t->spare);
+		t->spare = NULL;
+	}
+	flush_retired(t, 1); /* refused too, and counted */
+	sf_log_drop(n);
+	slot_release(t->slot);
+	t->slot = NULL;
+	__atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+	start_dropping(t);
 }
 
 /* The batch of n records ends (the buffer is full, or the next event is
@@ -301,6 +400,16 @@ static int use_writer(struct sf_thread *t)
  * counts, the new event rather than write out a slot with a hole. */
 static int handoff_full(struct sf_thread *t, size_t n)
 {
+	if (sf_log_capped()) {
+		stop_recording(t, n);
+		return 0;
+	}
+	if (sf_config.ring_slots) {
+		/* A record an interrupted context still owes stays in its slot,
+		 * which is not reused before the ring comes round. */
+		ring_advance(t);
+		return 0;
+	}
 	flush_retired(t, 0);
 	int owed = has_unfilled(t->events, n);
 	if ((nretired() || owed) && retire_current(t, n))
@@ -317,6 +426,8 @@ static int handoff_full(struct sf_thread *t, size_t n)
 			sf_writer_wait_ready(t->spare); /* its batch goes first */
 		slot_handoff(t, n);
 	}
+	if (sf_log_capped()) /* this batch was refused: nothing more is written */
+		stop_recording(t, 0);
 	return 0;
 }
 
@@ -362,7 +473,11 @@ static void thread_start(struct sf_thread *t)
 	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
 	batch_begin(t);
 	t->state = SF_THREAD_ACTIVE;
-	t->spare = sf_writer_active() && sf_config.writer == SF_WRITER_THREAD ? sf_log_slot_get() : NULL;
+	if (sf_config.ring_slots)
+		ring_start(t);
+	t->spare = sf_writer_active() && sf_config.writer == SF_WRITER_THREAD && !sf_config.ring_slots
+			   ? sf_log_slot_get()
+			   : NULL;
 	__atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
 	/* The spare holds no batch until slot_swap switches to it: it stays
 	 * free in the file (serial 0), or readers would see two slots holding
@@ -432,6 +547,8 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 			uint64_t at = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
 			if (at + sizeof(struct sf_event) <= t->limit) {
 				store_record((struct sf_event *)at, time, func_id, kind);
+				if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+					sf_trigger_event(func_id, kind, time);
 				return;
 			}
 			claimed = at;
@@ -457,6 +574,8 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 		time = sf_now_raw();
 	}
 	store_event(t, time, func_id, kind, NULL);
+	if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+		sf_trigger_event(func_id, kind, time);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -510,7 +629,12 @@ void sf_thread_flush_exit(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (t->state == SF_THREAD_ACTIVE) {
+	if (t->state == SF_THREAD_ACTIVE && sf_config.ring_slots) {
+		ring_release(t);
+		t->cursor = t->limit = 0;
+		t->state = SF_THREAD_NEW;
+		__atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+	} else if (t->state == SF_THREAD_ACTIVE) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 		size_t n = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
 		if (t->spare)
@@ -569,6 +693,7 @@ void sf_buffer_after_fork_child(void)
 	t->events = NULL;
 	t->slot = NULL;
 	t->spare = NULL;
+	t->ring = NULL; /* its mapping is the parent's (a page of address space) */
 	t->state = SF_THREAD_NEW;
 	if (retired)
 		retired->n = 0; /* the parent's slots */

@@ -2,6 +2,7 @@
  * find and patch the objects loaded at start, mark the log at exit. */
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -33,6 +34,45 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 	ssize_t r = write(2, buf, n);
 	(void)r;
 	sf_note_write(buf, n); /* record repeats it if no log was written */
+}
+
+/* A decimal number in [lo, hi] from variable `name` (unset: dflt). -1
+ * after a message. */
+static int env_number(const char *name, uint64_t lo, uint64_t hi, uint64_t dflt, uint64_t *v)
+{
+	const char *s = getenv(name);
+	*v = dflt;
+	if (!s || !s[0])
+		return 0;
+	uint64_t n = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9' || n > UINT64_MAX / 10) {
+			sf_rt_message(name, " is not a number: ", s);
+			return -1;
+		}
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	if (n < lo || n > hi) {
+		sf_rt_message(name, " is out of range: ", s);
+		return -1;
+	}
+	*v = n;
+	return 0;
+}
+
+/* record --ring: SFTRACE_RING (bytes per thread), SFTRACE_RING_SIGNAL,
+ * SFTRACE_MAX_SNAPSHOTS. */
+static int read_ring_config(void)
+{
+	uint64_t bytes, sig, maxs;
+	if (env_number("SFTRACE_RING", 2 * SF_SLOT_SIZE, (uint64_t)SF_SLOT_SIZE << 20, 0, &bytes) < 0 ||
+	    env_number("SFTRACE_RING_SIGNAL", 1, 64, SIGUSR2, &sig) < 0 ||
+	    env_number("SFTRACE_MAX_SNAPSHOTS", 0, UINT32_MAX, 100, &maxs) < 0)
+		return -1;
+	sf_config.ring_slots = (uint32_t)(bytes / SF_SLOT_SIZE);
+	sf_config.ring_signal = (int)sig;
+	sf_config.max_snapshots = (uint32_t)maxs;
+	return 0;
 }
 
 /* Every variable is validated: a bad value is reported and tracing stays
@@ -93,6 +133,8 @@ static int read_config(void)
 		sf_config.ncpus = 1;
 		CPU_ZERO(&sf_config.cpus);
 	}
+	if (read_ring_config() < 0)
+		return 0;
 	const char *filter = getenv("SFTRACE_FILTER");
 	if (filter && filter[0]) {
 		if (slen(filter) >= sizeof(sf_config.filter)) {
@@ -116,6 +158,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	if (!read_config())
 		return;
 	sf_exec_env_init();
+	sf_budget_init();
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	sf_start_realtime = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
@@ -124,6 +167,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_start_tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
 	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
+	sf_trigger_init();
 	sf_config.enabled = 1;
 	/* What the runtime itself does from here on (dlopen of libgcc_s, the
 	 * writer's pthread_create) allocates: none of it is the program's. */
@@ -134,9 +178,13 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_objects_scan(0);
 	sf_loader_hook_install();
 	/* The writer thread is made here or never (writer.c says why). */
+	/* A ring always has one: it writes the snapshots. */
 	if (sf_objects_patched_total() &&
-	    (sf_config.writer == SF_WRITER_THREAD || (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1)))
+	    (sf_config.ring_slots || sf_config.writer == SF_WRITER_THREAD ||
+	     (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1)))
 		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
+	if (sf_config.ring_slots && sf_objects_patched_total())
+		sf_snapshot_init();
 	sf_unwind_init();
 	sf_suppress_end(&quiet);
 }

@@ -96,10 +96,8 @@ static void put_str(char *buf, size_t cap, size_t *pos, const char *s, size_t n)
 /* Log names: the requested path for the first process, then
  * <stem>.<pid><ext> (and <stem>.<pid>.<n><ext> if that exists too), where
  * <ext> is the requested name's extension. docs/FORMAT.md documents it. */
-static int open_log(void)
+static size_t ext_start(const char *req, size_t len)
 {
-	const char *req = sf_config.output;
-	size_t len = str_len(req);
 	size_t slash = 0, dot = len;
 	for (size_t i = 0; i < len; i++)
 		if (req[i] == '/')
@@ -109,8 +107,26 @@ static int open_log(void)
 			dot = i - 1;
 			break;
 		}
-	if (dot == slash)
-		dot = len; /* ".log" alone is a stem, not an extension */
+	return dot == slash ? len : dot; /* ".log" alone is a stem, not an extension */
+}
+
+void sf_log_snapshot_path(char *out, size_t cap, uint32_t n)
+{
+	const char *req = sf_config.output;
+	size_t len = str_len(req), dot = ext_start(req, len), pos = 0;
+	put_str(out, cap, &pos, req, dot);
+	put_str(out, cap, &pos, ".snap.", 6);
+	put_num(out, cap, &pos, (uint64_t)getpid());
+	put_str(out, cap, &pos, ".", 1);
+	put_num(out, cap, &pos, n);
+	put_str(out, cap, &pos, req + dot, len - dot);
+}
+
+static int open_log(void)
+{
+	const char *req = sf_config.output;
+	size_t len = str_len(req);
+	size_t dot = ext_start(req, len);
 
 	for (int attempt = 0; attempt < 100; attempt++) {
 		size_t pos = 0;
@@ -195,6 +211,10 @@ static int log_create_locked(void)
 		return 0;
 	if (L.failed || !sf_config.enabled)
 		return -1;
+	if (sf_budget_take(SF_HEADER_SIZE) < 0) {
+		L.failed = 1; /* record --max-size reached: this process writes no log */
+		return -1;
+	}
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
 	L.fd = open_log();
@@ -227,6 +247,7 @@ static int log_create_locked(void)
 	h->start_realtime_ns = sf_start_realtime;
 	h->start_tsc = sf_start_tsc;
 	h->start_mono_ns = sf_start_mono;
+	h->ring_bytes = (uint64_t)sf_config.ring_slots * SF_SLOT_SIZE;
 	fill_cmdline(h);
 	L.end = SF_HEADER_SIZE;
 	/* Magic last: a reader never sees a half-filled header as valid. */
@@ -253,6 +274,13 @@ void sf_log_drop(uint64_t events)
 {
 	if (L.hdr && events)
 		__atomic_add_fetch(&L.hdr->dropped_events, events, __ATOMIC_RELAXED);
+	else
+		sf_budget_drop_nolog(events);
+}
+
+int sf_log_capped(void)
+{
+	return sf_budget_capped();
 }
 
 static void write_failed(int err, uint64_t events)
@@ -271,6 +299,10 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 	c->size = (uint32_t)total;
 	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
 	c->mono_ns = sf_mono_ns();
+	if (sf_budget_take(total) < 0) {
+		sf_log_drop(events); /* over --max-size: not a write error */
+		return;
+	}
 	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
 	if (off + total > L.fsize_limit) {
 		write_failed(EFBIG, events);
@@ -333,13 +365,17 @@ struct sf_slot *sf_log_slot_get(void)
 	sigset_t old;
 	struct sf_slot *s = NULL;
 	sf_log_lock_sig(&old);
-	if (log_create_locked() < 0)
+	if (log_create_locked() < 0 || sf_budget_capped())
 		goto out;
 	if (L.free_slots) {
 		s = L.free_slots;
 		L.free_slots = s->next_free;
+		if (s->hdr->thread_serial) /* ring mode: an exited thread's batch, kept until now */
+			sf_log_slot_invalidate(s);
 		goto out;
 	}
+	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
+		goto out;
 	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
 	off = (off + 4095) & ~(uint64_t)4095;
 	if (reserve(off, SF_SLOT_SIZE) < 0) {
@@ -366,6 +402,27 @@ struct sf_slot *sf_log_slot_get(void)
 out:
 	sf_log_unlock_sig(&old);
 	return s;
+}
+
+void sf_log_slot_invalidate(struct sf_slot *s)
+{
+	__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+	sf_zero_events((struct sf_event *)(s->hdr + 1), SF_SLOT_EVENTS);
+}
+
+int sf_log_fd(void)
+{
+	return L.fd;
+}
+
+uint64_t sf_log_end(void)
+{
+	return __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
+}
+
+const struct sf_header *sf_log_header(void)
+{
+	return __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
 }
 
 void sf_log_slot_put(struct sf_slot *s)
@@ -412,9 +469,9 @@ void sf_buffer_process_exit(void) SF_HIDDEN;
 
 void sf_log_finish(void)
 {
+	sf_buffer_process_exit(); /* counts what a slotless thread dropped, log or not */
 	if (!L.hdr)
 		return;
-	sf_buffer_process_exit();
 	sf_log_calibrate();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 }

@@ -33,9 +33,9 @@
 #define PAGE 4096ull
 #define REACH ((1ull << 31) - 2 * PAGE)
 
-/* Stub slots: 3 kinds x 3 variants. */
+/* Stub slots: 3 kinds x 4 variants (enum sf_variant). */
 enum { STUB_ENTRY, STUB_EXIT, STUB_TAIL, STUB_KINDS };
-#define STUB_COUNT (STUB_KINDS * 3)
+#define STUB_COUNT (STUB_KINDS * 4)
 
 static void trampolines(uint64_t out[STUB_COUNT])
 {
@@ -43,11 +43,13 @@ static void trampolines(uint64_t out[STUB_COUNT])
 		sf_tramp_entry, sf_tramp_exit, sf_tramp_tail,
 		sf_tramp_entry_gated, sf_tramp_exit_gated, sf_tramp_tail_gated,
 		sf_tramp_entry_window, sf_tramp_exit_window, sf_tramp_tail_window,
+		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono, /* SLOW: the C slow path */
 	};
 	static void (*const mono[STUB_COUNT])(void) = {
 		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono,
 		sf_tramp_entry_mono_gated, sf_tramp_exit_mono_gated, sf_tramp_tail_mono_gated,
 		sf_tramp_entry_mono_window, sf_tramp_exit_mono_window, sf_tramp_tail_mono_window,
+		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono,
 	};
 	for (int i = 0; i < STUB_COUNT; i++)
 		out[i] = (uint64_t)(sf_config.clock == SF_CLOCK_MONOTONIC ? mono[i] : tsc[i]);
@@ -238,8 +240,10 @@ int sf_patch_entry_variant(uint64_t fn)
 	uint64_t to = (uint64_t)p + 11 + (uint64_t)(int64_t)rel;
 	int n = __atomic_load_n(&nstub_pages, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++)
-		if (to >= stub_pages[i] && to < stub_pages[i] + STUB_COUNT * STUB_SLOT)
-			return (int)((to - stub_pages[i]) / STUB_SLOT / STUB_KINDS);
+		if (to >= stub_pages[i] && to < stub_pages[i] + STUB_COUNT * STUB_SLOT) {
+			int v = (int)((to - stub_pages[i]) / STUB_SLOT / STUB_KINDS);
+			return v == SF_VARIANT_SLOW ? SF_VARIANT_PLAIN : v; /* records like a plain one */
+		}
 	static void (*const gated[])(void) = {sf_tramp_entry_gated, sf_tramp_entry_mono_gated};
 	static void (*const window[])(void) = {sf_tramp_entry_window, sf_tramp_entry_mono_window};
 	for (int i = 0; i < 2; i++) {

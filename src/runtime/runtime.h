@@ -41,6 +41,15 @@ struct sf_thread {
 	uint32_t seq;
 	uint32_t state; /* enum sf_thread_state */
 	uint32_t in_slow;
+	struct sf_ring *ring;    /* record --ring: the thread's slots, NULL otherwise */
+};
+
+/* record --ring: a thread's slots, used round robin (buffer.c). */
+struct sf_ring {
+	uint32_t n;   /* slots taken so far (up to cap) */
+	uint32_t cap; /* sf_config.ring_slots */
+	uint32_t cur; /* index of the slot being filled */
+	struct sf_slot *slots[];
 };
 
 /* arch/x86_64/trampoline.S addresses these fields by offset. */
@@ -70,6 +79,9 @@ struct sf_config {
 	int ncpus;           /* CPUs this process may run on, at start */
 	cpu_set_t cpus;      /* which: the writer thread gets the same */
 	int verbose;
+	uint32_t ring_slots;  /* SFTRACE_RING / SF_SLOT_SIZE; 0: not a ring */
+	int ring_signal;      /* SFTRACE_RING_SIGNAL */
+	uint32_t max_snapshots;
 };
 extern struct sf_config sf_config SF_HIDDEN;
 
@@ -95,8 +107,17 @@ int sf_log_ready(void) SF_HIDDEN;
 void sf_log_write_chunk(struct sf_chunk *hdr, const void *payload, size_t payload_len,
 			uint64_t events_for_drop) SF_HIDDEN;
 struct sf_slot *sf_log_slot_get(void) SF_HIDDEN;
+/* Ring mode: makes a slot that still holds an old batch free in the file
+ * and clears it, so a reader never sees a half-overwritten batch. */
+void sf_log_slot_invalidate(struct sf_slot *s) SF_HIDDEN;
+/* DIR/STEM.snap.<pid>.<n>EXT for the configured output DIR/STEM.EXT. */
+void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
+int sf_log_fd(void) SF_HIDDEN;
+uint64_t sf_log_end(void) SF_HIDDEN;
+const struct sf_header *sf_log_header(void) SF_HIDDEN;
 void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
 void sf_log_drop(uint64_t events) SF_HIDDEN;
+int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
 void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair in the header */
 void sf_log_thread_started(void) SF_HIDDEN;
 void sf_log_finish(void) SF_HIDDEN;            /* process exit */
@@ -169,6 +190,7 @@ enum sf_variant {
 	SF_VARIANT_PLAIN = 0,  /* always record */
 	SF_VARIANT_GATED = 1,  /* within mode, outside the selection: record inside a window only */
 	SF_VARIANT_WINDOW = 2, /* within mode, selected: opens/closes a window */
+	SF_VARIANT_SLOW = 3,   /* record --trigger: the *_mono trampolines (every event to the slow path) */
 };
 struct sf_patch_result {
 	uint32_t patched;
@@ -243,6 +265,26 @@ void sf_exec_env_init(void) SF_HIDDEN;
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
 void sf_loader_event(void) SF_HIDDEN;
+
+/* ---- snapshot.c (record --ring: snapshots written by the writer thread) ---- */
+void sf_snapshot_init(void) SF_HIDDEN;          /* installs the ring signal's handler */
+void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* async-signal-safe */
+void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
+int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
+void sf_writer_kick(void) SF_HIDDEN;            /* wakes the writer thread; async-signal-safe */
+
+/* ---- trigger.c (record --trigger: snapshots on a function's entry or slow call) ---- */
+void sf_trigger_init(void) SF_HIDDEN;
+/* At patch time: a trigger function's sleds get SF_VARIANT_SLOW. */
+void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
+void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time) SF_HIDDEN;
+extern uint32_t sf_trigger_count SF_HIDDEN;
+
+/* ---- budget.c (record --max-size: one byte budget for the whole run) ---- */
+void sf_budget_init(void) SF_HIDDEN;
+int sf_budget_take(uint64_t bytes) SF_HIDDEN;   /* 0: claimed; -1: over the cap (now or before) */
+int sf_budget_capped(void) SF_HIDDEN;
+void sf_budget_drop_nolog(uint64_t events) SF_HIDDEN;
 
 /* ---- notes.c (why no log was written, for sftrace record) ---- */
 void sf_notes_init(void) SF_HIDDEN;

@@ -86,6 +86,7 @@ static void *writer_main(void *arg)
 		}
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 		futex_wake_all(&busy);
+		sf_snapshot_service(); /* record --ring: snapshots asked for since */
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
 			futex_wait(&wake, seen);
 	}
@@ -139,6 +140,12 @@ void sf_writer_submit(struct sf_slot *s)
 	futex_wake_all(&wake);
 }
 
+void sf_writer_kick(void)
+{
+	__atomic_add_fetch(&wake, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&wake);
+}
+
 void sf_writer_wait_ready(struct sf_slot *s)
 {
 	uint32_t st;
@@ -153,7 +160,8 @@ void sf_writer_drain(void)
 	if (!sf_writer_active())
 		return;
 	for (int i = 0; i < 10000; i++) {
-		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && !__atomic_load_n(&busy, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && !__atomic_load_n(&busy, __ATOMIC_ACQUIRE) &&
+		    !sf_snapshot_pending())
 			return;
 		uint32_t b = __atomic_load_n(&busy, __ATOMIC_ACQUIRE);
 		if (b) {

@@ -1,0 +1,198 @@
+/* sftrace snapshot PID: ask a process recorded with `record --ring` for a
+ * snapshot of its rings. The process's runtime writes it (its writer
+ * thread, on the ring signal); this command sends the signal, waits for the
+ * file and prints its path. Where the file goes and which signal to send
+ * come from the process's own environment (/proc/PID/environ), as record
+ * set it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "lib/util.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sftrace snapshot [OPTIONS] PID\n"
+		"\n"
+		"Asks process PID, recorded with 'sftrace record --ring', for a snapshot of its\n"
+		"rings: sends it the ring signal (record --ring-signal, default SIGUSR2), waits\n"
+		"until the runtime has written the snapshot, a log of its own named\n"
+		"DIR/STEM.snap.PID.N.EXT next to the recording's DIR/STEM.EXT, and prints its\n"
+		"path. Every command reads it like any log.\n"
+		"\n"
+		"options:\n"
+		"  -t, --timeout SECONDS     how long to wait for the file (default 10)\n"
+		"  -h, --help                this help\n"
+		"\n"
+		"Exit status: 0 when the snapshot was written, 1 otherwise.\n");
+}
+
+/* The ring's variables in /proc/PID/environ. */
+struct ring_env {
+	char output[PATH_MAX];
+	int ring;
+	int signal;
+};
+
+static int read_environ(pid_t pid, struct ring_env *re)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			sf_error("pid %d: no such process", (int)pid);
+		else
+			sf_error("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	re->signal = SIGUSR2;
+	while ((n = getdelim(&line, &cap, 0, f)) > 0) {
+		if (!strncmp(line, "SFTRACE_OUTPUT_FILE=", 20))
+			snprintf(re->output, sizeof(re->output), "%s", line + 20);
+		else if (!strncmp(line, "SFTRACE_RING=", 13))
+			re->ring = line[13] != 0;
+		else if (!strncmp(line, "SFTRACE_RING_SIGNAL=", 20))
+			re->signal = atoi(line + 20);
+	}
+	free(line);
+	fclose(f);
+	if (!re->ring || !re->output[0]) {
+		sf_error("pid %d is not recorded with 'sftrace record --ring' (no SFTRACE_RING in its environment)",
+			 (int)pid);
+		return -1;
+	}
+	if (re->output[0] != '/') {
+		/* The runtime made it absolute against the cwd it started in. */
+		char cwd[PATH_MAX], link[64], abs[PATH_MAX * 2];
+		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+		ssize_t k = readlink(link, cwd, sizeof(cwd) - 1);
+		if (k <= 0) {
+			sf_error("%s: %s", link, strerror(errno));
+			return -1;
+		}
+		cwd[k] = 0;
+		if ((size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, re->output) >= sizeof(re->output)) {
+			sf_error("pid %d: its log path is too long", (int)pid);
+			return -1;
+		}
+		memcpy(re->output, abs, strlen(abs) + 1);
+	}
+	return 0;
+}
+
+/* The highest N of DIR/STEM.snap.PID.N.EXT present (0 if none). */
+static long newest_snapshot(const char *dir, const char *prefix, const char *ext)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	long best = 0;
+	size_t lp = strlen(prefix), le = strlen(ext);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t ln = strlen(e->d_name);
+		if (ln <= lp + le || strncmp(e->d_name, prefix, lp) || strcmp(e->d_name + ln - le, ext))
+			continue;
+		char *end;
+		long v = strtol(e->d_name + lp, &end, 10);
+		if (end == e->d_name + ln - le && v > best)
+			best = v;
+	}
+	closedir(d);
+	return best;
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"timeout", required_argument, 0, 't'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	double timeout = 10;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't': {
+			char *end;
+			timeout = strtod(optarg, &end);
+			if (end == optarg || *end || !(timeout > 0)) {
+				sf_error("--timeout must be a positive number of seconds, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'h': usage(stdout); return 0;
+		default:
+			fprintf(stderr, "(sftrace snapshot --help describes the options)\n");
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		sf_error("give one PID (usage: sftrace snapshot [OPTIONS] PID)");
+		return 2;
+	}
+	char *end;
+	long pid = strtol(argv[optind], &end, 10);
+	if (end == argv[optind] || *end || pid <= 0 || pid > INT_MAX) {
+		sf_error("'%s' is not a process id", argv[optind]);
+		return 2;
+	}
+	struct ring_env re = {0};
+	if (read_environ((pid_t)pid, &re) < 0)
+		return 1;
+
+	/* DIR/STEM.EXT -> DIR, "STEM.snap.PID.", EXT (the runtime's naming). */
+	char dir[PATH_MAX], prefix[NAME_MAX + 64], ext[NAME_MAX + 1];
+	const char *slash = strrchr(re.output, '/');
+	const char *base = slash + 1;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash == re.output ? 1 : slash - re.output), re.output);
+	const char *dot = strrchr(base, '.');
+	if (!dot || dot == base)
+		dot = base + strlen(base);
+	snprintf(prefix, sizeof(prefix), "%.*s.snap.%ld.", (int)(dot - base), base, pid);
+	snprintf(ext, sizeof(ext), "%s", dot);
+
+	long before = newest_snapshot(dir, prefix, ext);
+	if (kill((pid_t)pid, re.signal) < 0) {
+		sf_error("pid %ld: cannot send signal %d: %s", pid, re.signal, strerror(errno));
+		return 1;
+	}
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		long n = newest_snapshot(dir, prefix, ext);
+		if (n > before) {
+			printf("%s/%s%ld%s\n", dir, prefix, n, ext);
+			return 0;
+		}
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			sf_error("pid %ld exited before writing a snapshot (its log %s holds its rings)", pid, re.output);
+			return 1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 > timeout) {
+			sf_error("pid %ld wrote no snapshot in %s/ within %g s (it may have reached --max-snapshots, run "
+				 "no instrumented code yet, or installed its own handler for signal %d)",
+				 pid, dir, timeout, re.signal);
+			return 1;
+		}
+		usleep(10000);
+	}
+}

@@ -1,0 +1,282 @@
+#include "cli/record_limits.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/input_opts.h"
+#include "format/filter_file.h"
+#include "format/run_budget.h"
+#include "lib/filter_merge.h"
+#include "lib/util.h"
+
+int rl_parse_size(const char *opt, const char *s, uint64_t min, uint64_t *bytes)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
+		{"G", 1073741824.0}, {"GiB", 1073741824.0},
+	};
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !(v > 0)) {
+		sf_error("%s: '%s' is not a size (a positive number, optionally K, M or G)", opt, s);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit) && v * units[i].mul < 9.2e18) {
+			*bytes = (uint64_t)(v * units[i].mul + 0.5);
+			if (*bytes >= min)
+				return 0;
+			sf_error("%s %s is too small: at least %" PRIu64 "K", opt, s, min >> 10);
+			return -1;
+		}
+	sf_error("%s: '%s': unknown unit '%s' (use K, M or G, powers of 1024)", opt, s, end);
+	return -1;
+}
+
+int rl_budget_create(const char *dir, uint64_t cap, char *path, size_t cap_len)
+{
+	snprintf(path, cap_len, "%s/.budget", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		sf_error("%s: %s (needed by --max-size)", path, strerror(errno));
+		path[0] = 0;
+		return -1;
+	}
+	struct sf_budget b = {.magic = SF_BUDGET_MAGIC, .cap = cap};
+	static char page[SF_BUDGET_SIZE];
+	memcpy(page, &b, sizeof(b));
+	ssize_t w = write(fd, page, sizeof(page));
+	int err = errno;
+	close(fd);
+	if (w != (ssize_t)sizeof(page)) {
+		sf_error("%s: %s (needed by --max-size)", path, w < 0 ? strerror(err) : "short write");
+		unlink(path);
+		path[0] = 0;
+		return -1;
+	}
+	setenv("SFTRACE_BUDGET_FILE", path, 1);
+	return 0;
+}
+
+int rl_budget_report(const char *path, uint64_t cap, uint64_t start_mono_ns, uint64_t dropped_in_logs)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		sf_warn("%s: %s: cannot tell whether --max-size was reached", path, strerror(errno));
+		return 0;
+	}
+	struct sf_budget b;
+	ssize_t r = read(fd, &b, sizeof(b));
+	close(fd);
+	if (r != (ssize_t)sizeof(b) || b.magic != SF_BUDGET_MAGIC) {
+		sf_warn("%s: damaged: cannot tell whether --max-size was reached", path);
+		return 0;
+	}
+	if (!b.capped)
+		return 0;
+	double after = b.capped_mono_ns > start_mono_ns ? (double)(b.capped_mono_ns - start_mono_ns) / 1e9 : 0;
+	uint64_t lost = dropped_in_logs + b.dropped_nolog;
+	fprintf(stderr,
+		"sftrace: --max-size %" PRIu64 " bytes reached %.3f s into the run (pid %u): recording stopped there; "
+		"%" PRIu64 " event%s not recorded",
+		cap, after, b.capped_pid, lost, lost == 1 ? "" : "s");
+	if (b.dropped_nolog)
+		fprintf(stderr, " (%" PRIu64 " in processes that got no log)", b.dropped_nolog);
+	fputc('\n', stderr);
+	return 1;
+}
+
+int rl_parse_signal(const char *opt, const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+	if (end != s && !*end) {
+		if (n >= 1 && n < NSIG && n != SIGKILL && n != SIGSTOP)
+			return (int)n;
+	} else {
+		const char *name = strncasecmp(s, "SIG", 3) ? s : s + 3;
+		for (int sig = 1; sig < NSIG; sig++) {
+			const char *abbrev = sigabbrev_np(sig);
+			if (abbrev && !strcasecmp(abbrev, name) && sig != SIGKILL && sig != SIGSTOP)
+				return sig;
+		}
+	}
+	sf_error("%s: '%s' is not a signal a handler can catch (e.g. USR2, SIGUSR1, 10)", opt, s);
+	return -1;
+}
+
+/* ---- --trigger ---- */
+
+/* "FUNC" or "FUNC>DUR": the duration is what follows the last '>' when it
+ * reads as one (a regex may hold '>' too, as in generic arguments). */
+static int split_trigger(const char *spec, char **regex, uint64_t *dur_ns)
+{
+	const char *gt = strrchr(spec, '>');
+	*dur_ns = 0;
+	if (gt && gt[1]) {
+		const char *p = gt + 1;
+		while ((*p >= '0' && *p <= '9') || *p == '.')
+			p++;
+		if (p > gt + 1 && (!strcmp(p, "ns") || !strcmp(p, "us") || !strcmp(p, "ms") || !strcmp(p, "s"))) {
+			if (io_parse_duration("--trigger", gt + 1, dur_ns) < 0)
+				return -1;
+			if (!*dur_ns) {
+				sf_error("--trigger '%s': the duration must be above 0 (give FUNC alone to trigger on entry)",
+					 spec);
+				return -1;
+			}
+			*regex = strndup(spec, (size_t)(gt - spec));
+			return 0;
+		}
+	}
+	*regex = xstrdup(spec);
+	return 0;
+}
+
+struct trig_copy {
+	FILE *out;
+	uint64_t dur_ns;
+	size_t funcs;
+};
+
+static int copy_object(void *ctx, const char *bid, const char *path)
+{
+	struct trig_copy *c = ctx;
+	fprintf(c->out, "object %s %s\n", bid, path);
+	return 0;
+}
+
+static int copy_func(void *ctx, uint64_t vaddr, const char *name)
+{
+	struct trig_copy *c = ctx;
+	fprintf(c->out, "0x%" PRIx64 " %" PRIu64 " %s\n", vaddr, c->dur_ns, name);
+	c->funcs++;
+	return 0;
+}
+
+/* Appends the functions of exe a filter file selects to the trigger file. */
+static int append_trigger(const char *filter_path, uint64_t dur_ns, FILE *out, size_t *funcs)
+{
+	size_t len;
+	char *text = ff_read_text(filter_path, &len);
+	if (!text)
+		return -1;
+	struct trig_copy c = {out, dur_ns, 0};
+	struct ff_handler h = {NULL, copy_object, copy_func};
+	char err[256];
+	int r = ff_parse(text, len, &h, &c, err, sizeof(err));
+	free(text);
+	if (r < 0) {
+		sf_error("%s: %s", filter_path, err);
+		return -1;
+	}
+	*funcs = c.funcs;
+	return 0;
+}
+
+int rl_triggers_write(const char *dir, const char *exe, char *const *specs, size_t n, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/.triggers", dir);
+	FILE *out = fopen(path, "wxe");
+	if (!out) {
+		sf_error("%s: %s (needed by --trigger)", path, strerror(errno));
+		path[0] = 0;
+		return -1;
+	}
+	fprintf(out, "sftrace-filter 1\n");
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		char *regex;
+		uint64_t dur;
+		if (split_trigger(specs[i], &regex, &dur) < 0) {
+			rc = -1;
+			break;
+		}
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof(tmp), "%s/.trigger-%zu", dir, i);
+		/* The same selection as sftrace filter -r makes. */
+		char *argv[] = {"filter", "-q", "--allow-empty", "-p", (char *)exe, "-r", regex, "-o", tmp, NULL};
+		int saved_optind = optind;
+		int fr = cmd_filter(9, argv);
+		optind = saved_optind;
+		size_t funcs = 0;
+		if (fr != 0 || append_trigger(tmp, dur, out, &funcs) < 0) {
+			if (fr != 0)
+				sf_error("--trigger '%s': cannot read the functions of %s", specs[i], exe);
+			rc = -1;
+		} else if (!funcs) {
+			sf_error("--trigger '%s': no instrumented function of %s matches '%s' "
+				 "(sftrace filter -p %s -r REGEX shows what does)",
+				 specs[i], exe, regex, exe);
+			rc = -1;
+		}
+		unlink(tmp);
+		free(regex);
+	}
+	if (fclose(out) != 0 && !rc) {
+		sf_error("%s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	if (rc < 0) {
+		unlink(path);
+		path[0] = 0;
+		return -1;
+	}
+	setenv("SFTRACE_TRIGGERS", path, 1);
+	return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_t since)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	char prefix[NAME_MAX + 8];
+	snprintf(prefix, sizeof(prefix), "%s.snap.", stem);
+	size_t lp = strlen(prefix), le = strlen(ext), n = 0;
+	char **names = NULL;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t ln = strlen(e->d_name);
+		if (ln <= lp + le || strncmp(e->d_name, prefix, lp) || strcmp(e->d_name + ln - le, ext))
+			continue;
+		char path[PATH_MAX * 2];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since) {
+			names = xrealloc(names, (n + 1) * sizeof(*names));
+			names[n++] = xstrdup(e->d_name);
+		}
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_name);
+	for (size_t i = 0; i < n; i++) {
+		if (i < 10)
+			fprintf(stderr, "sftrace: snapshot %s/%s\n", dir, names[i]);
+		free(names[i]);
+	}
+	if (n > 10)
+		fprintf(stderr, "sftrace: ... %zu snapshots in all (%s/%s*%s)\n", n, dir, prefix, ext);
+	free(names);
+}

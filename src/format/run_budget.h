@@ -1,0 +1,30 @@
+/* record --max-size: one byte budget for every log a recording writes.
+ *
+ * `sftrace record` creates this 4096-byte file in the run's private
+ * directory and names it in SFTRACE_BUDGET_FILE; every traced process
+ * (forked or exec'd) maps it MAP_SHARED and claims the bytes of each log
+ * header, slot and chunk with one atomic add on `used` before writing them.
+ * The first claim that does not fit sets `capped`: from then on every claim
+ * fails, threads stop recording and count what they drop (in their log's
+ * dropped_events, or in `dropped_nolog` for a process refused a log). */
+#ifndef SFTRACE_FORMAT_RUN_BUDGET_H
+#define SFTRACE_FORMAT_RUN_BUDGET_H
+
+#include <stdint.h>
+
+#define SF_BUDGET_MAGIC 0x5447444255534653ULL /* "SFSUBDGT" */
+#define SF_BUDGET_SIZE  4096u
+
+struct sf_budget {
+	uint64_t magic;
+	uint64_t cap;           /* bytes all logs may take together */
+	uint64_t used;          /* bytes claimed so far (may pass cap by the refused claim) */
+	uint32_t capped;        /* 1 once a claim was refused */
+	uint32_t capped_pid;    /* the process whose claim was refused first */
+	uint64_t capped_mono_ns;/* CLOCK_MONOTONIC when that happened */
+	uint64_t dropped_nolog; /* events of processes that got no log because of the cap */
+};
+
+_Static_assert(sizeof(struct sf_budget) <= SF_BUDGET_SIZE, "budget size");
+
+#endif

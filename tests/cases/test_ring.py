@@ -1,0 +1,270 @@
+"""Bounded recordings: record --max-size (one byte budget for the whole run,
+across processes) and record --ring (per-thread flight-recorder rings and
+their snapshots). Exact event counts from tests/fixtures/ring_pattern.c."""
+import os
+import re
+
+from sfkit import SFTRACE, build_c, check, dump_info, eq, record, run, tmpdir
+
+BATCH = 8182  # records of one 64 KiB slot (docs/FORMAT.md)
+CAP_RE = re.compile(r"--max-size (\d+) bytes reached [\d.]+ s into the run \(pid \d+\): recording stopped there; "
+                    r"(\d+) events? not recorded")
+
+
+def pattern():
+    return build_c("ring_pattern", ["ring_pattern.c"], libs=["-lpthread"])
+
+
+def logs_in(d):
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log"))
+
+
+def n_events(log):
+    p = run([SFTRACE, "dump", log])
+    return sum(1 for line in p.stdout.splitlines() if re.match(r"^\s*\d+\s+\d+\s+(ENTRY|EXIT|TAIL)\s", line))
+
+
+def capped_run(args, cap, writer):
+    d = tmpdir()
+    p, _ = record([pattern()] + args, out=os.path.join(d, "sf.log"),
+                  args=["--max-size", str(cap), "--writer", writer])
+    return d, p
+
+
+def test_max_size_single_process_exact():
+    # 4 * 100000 + 4 events. sync: header 4096 + slot 69632 + three 65536-byte
+    # batches fit in 300K, a fourth does not; with a writer thread the spare
+    # slot (69632) leaves room for two.
+    for writer, batches in (("sync", 3), ("thread", 2)):
+        d, p = capped_run(["loop", "100000"], 300 << 10, writer)
+        eq(p.returncode, 0, "exit code")
+        eq(p.stdout, "ring_pattern loop ok\n", "the program's output")
+        logs = logs_in(d)
+        eq(len(logs), 1, f"{writer}: logs {logs}")
+        check(sum(os.path.getsize(x) for x in logs) <= 300 << 10, f"{writer}: size over the cap")
+        got = n_events(logs[0])
+        eq(got, batches * BATCH, f"{writer}: events recorded")
+        m = CAP_RE.search(p.stderr)
+        check(m, p.stderr)
+        eq(int(m.group(1)), 300 << 10, "cap reported")
+        eq(int(m.group(2)), 400004 - got, f"{writer}: events not recorded")
+        check(f"{400004 - got} DROPPED" in p.stderr, p.stderr)
+
+
+def test_max_size_not_reached_says_nothing():
+    d, p = capped_run(["loop", "1000"], 10 << 20, "auto")
+    check("--max-size" not in p.stderr, p.stderr)
+    eq(n_events(logs_in(d)[0]), 4004, "every event")
+
+
+def test_max_size_smaller_than_a_slot():
+    # The header fits, the first slot does not: a log with no events, all
+    # of them counted.
+    d, p = capped_run(["loop", "1000"], 8 << 10, "sync")
+    eq(p.stdout, "ring_pattern loop ok\n")
+    eq(n_events(logs_in(d)[0]), 0, "no events")
+    eq(int(CAP_RE.search(p.stderr).group(2)), 4004, "all counted")
+
+
+def test_max_size_across_processes():
+    # A parent and its fork+exec'd child share one budget: the logs together
+    # stay under it, each keeps whole batches, and every event of both is
+    # either in a log or counted.
+    for cap in (300 << 10, 600 << 10):
+        d, p = capped_run(["fork", "100000"], cap, "sync")
+        eq(p.returncode, 0)
+        eq(p.stdout, "ring_pattern loop ok\nring_pattern fork ok\n", "outputs of both processes")
+        logs = logs_in(d)
+        check(sum(os.path.getsize(x) for x in logs) <= cap, f"{cap}: logs over the cap")
+        counts = [n_events(x) for x in logs]
+        for c in counts:
+            eq(c % BATCH, 0, f"{cap}: whole batches only: {counts}")
+        m = CAP_RE.search(p.stderr)
+        check(m, p.stderr)
+        eq(sum(counts) + int(m.group(2)), 2 * 400004, f"{cap}: recorded + not recorded: {counts}")
+
+
+# ---- record --ring ----
+# A thread's ring of R slots keeps its last R batches: the newest (partly
+# filled) and the R - 1 full ones before it.
+
+def ring_window(total, slots):
+    batches = -(-total // BATCH)
+    return total - max(0, batches - slots) * BATCH
+
+
+def snapshots(d):
+    return sorted(f for f in os.listdir(d) if ".snap." in f)
+
+
+def the_snapshot(d):
+    """The one snapshot in d."""
+    snaps = snapshots(d)
+    eq(len(snaps), 1, f"snapshots: {snaps}")
+    return os.path.join(d, snaps[0])
+
+
+def ring_run(args, ring="256K", extra=(), check_rc=0):
+    d = tmpdir()
+    p, log = record([pattern()] + args, out=os.path.join(d, "sf.log"), args=["--ring", ring] + list(extra),
+                    check_rc=check_rc)
+    return d, p, log
+
+
+def test_ring_keeps_the_newest_batches_at_exit():
+    # 400004 events, rings of 4 slots: the last 3 full batches + the partial one.
+    d, p, log = ring_run(["loop", "100000"])
+    eq(p.stdout, "ring_pattern loop ok\n")
+    eq(ring_window(400004, 4), 31814, "the formula")
+    eq(n_events(log), 31814, "events kept")
+    check(os.path.getsize(log) <= 2 * 4096 + 4 * (65536 + 4096), f"size {os.path.getsize(log)}")
+    # tock's entry (and main's) fell out of the ring: repaired, counted.
+    r = run([SFTRACE, "report", log])
+    check("repaired: 2 frames began before the ring's window" in r.stdout, r.stdout)
+    check("not in sequence order" not in r.stderr, r.stderr)
+    c = run([SFTRACE, "convert", log, "-o", os.path.join(d, "t.json"), "--type", "chrome"])
+    check("2 frames began before the ring's window" in c.stderr, c.stderr)
+    info = run([SFTRACE, "dump", log]).stdout
+    check("ring: 262144 bytes per thread; 2 frames began before the window" in info, info)
+
+
+def test_ring_survives_a_crash():
+    # main, 100000 x (tick, tock), mark, crash_here's entry: 400004 events.
+    d, p, log = ring_run(["crash", "100000"], check_rc=139)
+    eq(n_events(log), ring_window(400004, 4), "events kept at the crash")
+    check("killed by signal 11" in p.stderr, p.stderr)
+
+
+def test_ring_snapshot_on_signal():
+    # The program raises SIGUSR2 after 400003 events and waits for the
+    # snapshot before it records 17 more (4 ticks, main's exit).
+    d = tmpdir()
+    p, log = record([pattern(), "signal", "100000", "12", d], out=os.path.join(d, "sf.log"), args=["--ring", "256K"])
+    eq(p.stdout, "ring_pattern signal ok\n")
+    snap = the_snapshot(d)
+    check(re.fullmatch(r"sf\.snap\.\d+\.1\.log", os.path.basename(snap)), snap)
+    eq(n_events(snap), ring_window(400003, 4), "events in the snapshot")
+    check(f"sftrace: snapshot {snap}\n" in p.stderr, f"record lists it: {p.stderr}")
+    eq(n_events(log), ring_window(400020, 4), "events in the log at exit")
+    info = run([SFTRACE, "dump", snap]).stdout
+    check("snapshot 1, taken on the ring signal while the process ran" in info, info)
+    # A directory means the processes' logs: the snapshot is read when named.
+    r = run([SFTRACE, "report", d])
+    check(f"{ring_window(400020, 4)} events" in r.stdout, r.stdout)
+
+
+def test_ring_signal_option():
+    d = tmpdir()
+    p, log = record([pattern(), "signal", "1000", "10", d], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "128K", "--ring-signal", "SIGUSR1"])
+    eq(n_events(the_snapshot(d)), 4003, "the whole run fits the ring")
+    bad = run([SFTRACE, "record", "--ring-signal", "USR1", "--", "true"], check_rc=2)
+    check("--ring-signal needs --ring" in bad.stderr, bad.stderr)
+    bad = run([SFTRACE, "record", "--ring", "64K", "--", "true"], check_rc=2)
+    check("too small" in bad.stderr, bad.stderr)
+
+
+def test_snapshot_command():
+    import subprocess
+    d = tmpdir()
+    proc = subprocess.Popen([SFTRACE, "record", "--ring", "256K", "-o", os.path.join(d, "sf.log"), "--",
+                             pattern(), "wait", "100000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        eq(proc.stdout.readline(), "ready\n")
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        eq(len(kids), 1, kids)
+        paths = []
+        for n in (1, 2):
+            s = run([SFTRACE, "snapshot", kids[0]])
+            paths.append(s.stdout.strip())
+            eq(paths[-1], os.path.join(d, f"sf.snap.{kids[0]}.{n}.log"), "printed path")
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    eq(out, "ring_pattern wait ok\n", "the rest of the output")
+    eq(proc.returncode, 0)
+    for path in paths:
+        eq(n_events(path), ring_window(400003, 4), f"{path}: events while the program waited")
+    # Not a ring process: a one-line error.
+    s = run([SFTRACE, "snapshot", str(os.getpid())], check_rc=1)
+    check("is not recorded with 'sftrace record --ring'" in s.stderr, s.stderr)
+    s = run([SFTRACE, "snapshot", "x"], check_rc=2)
+    check("not a process id" in s.stderr, s.stderr)
+
+
+def test_ring_thread_churn_stays_bounded():
+    # 20 threads one after another, 120002 events each (15 batches): each
+    # new thread takes over the slots of the one that exited, so the file
+    # holds main's slot and one ring, not 20.
+    d, p, log = ring_run(["threads", "20", "30000"])
+    check(os.path.getsize(log) <= 2 * 4096 + 5 * (65536 + 4096), f"size {os.path.getsize(log)}")
+    info = dump_info(log)
+    counts = sorted(t["events"] for t in info["threads"])
+    eq(counts, [2, ring_window(120002, 4)], "main, and the last worker's window")
+
+
+def test_trigger_on_entry():
+    # wait_snapshot is entered after main and 100000 tick/tock calls: 400002
+    # events; it waits for the snapshot, so nothing later can be in it.
+    d = tmpdir()
+    p, log = record([pattern(), "entry", "100000", d], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "256K", "--trigger", "wait_snap"])
+    eq(p.stdout, "ring_pattern entry ok\n")
+    snap = the_snapshot(d)
+    eq(n_events(snap), ring_window(400002, 4), "events up to the trigger")
+    info = run([SFTRACE, "dump", snap]).stdout
+    check("taken on a trigger's entry" in info, info)
+    last = [l.split() for l in info.splitlines() if re.match(r"^\s*\d+\s+\d+\s+(ENTRY|EXIT|TAIL)\s", l)][-1]
+    eq(last[2:], ["ENTRY", "wait_snapshot"], "the last event is the trigger")
+
+
+def test_trigger_on_a_slow_call():
+    # 20000 fast calls of work, one of 30 ms, then the program waits for the
+    # snapshot: it holds main's entry, the fast calls the ring kept and the
+    # whole slow call (1 + 40000 + 2 events, the window of the last 4
+    # batches).
+    d = tmpdir()
+    p, log = record([pattern(), "slow", "20000", "30", d], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "256K", "--trigger", "work>20ms"])
+    eq(p.stdout, "ring_pattern slow ok\n")
+    snap = the_snapshot(d)
+    eq(n_events(snap), ring_window(40003, 4), "events up to the slow call's exit")
+    ev = [l.split() for l in run([SFTRACE, "dump", snap]).stdout.splitlines()
+          if re.match(r"^\s*\d+\s+\d+\s+(ENTRY|EXIT)\s+work$", l)]
+    eq([e[2] for e in ev[-2:]], ["ENTRY", "EXIT"], "the slow call closes the snapshot")
+    check(int(ev[-1][0]) - int(ev[-2][0]) >= 30_000_000, f"its duration: {ev[-2:]}")
+    check("taken on a slow trigger call" in run([SFTRACE, "dump", snap]).stdout)
+    # The fast calls alone never trigger.
+    d2 = tmpdir()
+    p, _ = record([pattern(), "loop", "1000"], out=os.path.join(d2, "sf.log"),
+                  args=["--ring", "256K", "--trigger", "tick>20ms"])
+    eq(snapshots(d2), [], "no snapshot")
+
+
+def test_trigger_max_snapshots_and_errors():
+    # tock is entered 100000 times; one snapshot at most.
+    d = tmpdir()
+    p, log = record([pattern(), "loop", "100000"], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "256K", "--trigger", "^tock$", "--max-snapshots", "1"])
+    eq(p.stdout, "ring_pattern loop ok\n")
+    eq(len(snapshots(d)), 1, "snapshots")
+    eq(n_events(log), 31814, "the log is the same as without the trigger")
+    bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "no_such_fn", "--", pattern()], check_rc=1)
+    check("no instrumented function of" in bad.stderr and "no_such_fn" in bad.stderr, bad.stderr)
+    bad = run([SFTRACE, "record", "--trigger", "tock", "--", pattern()], check_rc=2)
+    check("--trigger needs --ring" in bad.stderr, bad.stderr)
+    bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "tock>0ms", "--", pattern()], check_rc=1)
+    check("above 0" in bad.stderr, bad.stderr)
+
+
+def test_program_handler_for_the_ring_signal_wins():
+    # A handler the program installs after start replaces the runtime's: it
+    # runs, and no snapshot is taken (documented).
+    d, p, log = ring_run(["ownsig", "1000"])
+    eq(p.stdout, "own handler 12\nring_pattern ownsig ok\n")
+    eq(snapshots(d), [], "no snapshot")
+    eq(n_events(log), 4006, "the log: 4004 and own_handler's entry and exit")

@@ -19,7 +19,7 @@
 
 #include <sys/syscall.h>
 
-#include "runtime/arch/x86_64/syscall.h"
+#include "sf_arch.h"
 #include "runtime/runtime.h"
 
 static struct {

@@ -20,6 +20,10 @@ else
 ifeq ($(origin CC),default)
 CC      := clang --target=$(ARCH)-linux-gnu
 endif
+# clang turns memcmp() == 0 into libc's bcmp: keep the runtime on its own.
+RT_XFLAGS := -fno-builtin-bcmp
+# Debian's libisal-dev is not multi-arch: gzip output uses zlib instead.
+ISAL    ?= 0
 BUILD   ?= build-$(ARCH)
 endif
 PREFIX  ?= /usr/local
@@ -34,8 +38,14 @@ CFLAGS_CLI := $(CSTD) $(OPT) $(WARN) $(SAN) $(CFLAGS)
 # (trampolines then need not save them on the fast path), no stack protector
 # surprises, hidden symbols except the exported ABI.
 CFLAGS_RT := $(CSTD) -O2 -g $(WARN) -fPIC -fvisibility=hidden -mgeneral-regs-only \
-             -fno-stack-protector -ftls-model=initial-exec $(CFLAGS)
-LIBS_CLI := -lelf -ldw -liberty -lisal -lz -lzstd -lpcre2-8 -lsqlite3 -lpthread -lm
+             -fno-stack-protector -ftls-model=initial-exec $(RT_XFLAGS) $(CFLAGS)
+ISAL    ?= 1
+ifeq ($(ISAL),1)
+LIB_ISAL := -lisal
+else
+CPPFLAGS_ALL += -DSF_NO_ISAL
+endif
+LIBS_CLI := -lelf -ldw -liberty $(LIB_ISAL) -lz -lzstd -lpcre2-8 -lsqlite3 -lpthread -lm
 
 ifeq ($(wildcard $(RT_ARCH)/sf_arch.h),)
 $(error no runtime for ARCH=$(ARCH): $(RT_ARCH) does not exist)

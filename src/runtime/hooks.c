@@ -95,8 +95,10 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a)
 /* Forks that copy the address space and return on the same stack. */
 static int fork_like(long nr, const long *a)
 {
+#ifdef SYS_fork /* aarch64 has only clone */
 	if (nr == SYS_fork)
 		return 1;
+#endif
 	if (nr == SYS_clone)
 		return !(a[0] & CLONE_VM) && !(a[0] & CLONE_VFORK) && a[1] == 0;
 	if (nr == SYS_clone3 && a[0]) {

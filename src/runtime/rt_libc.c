@@ -33,7 +33,11 @@
 
 #define HIDDEN __attribute__((visibility("hidden")))
 /* The compiler must not turn these loops back into calls to themselves. */
+#ifdef __clang__
+#define NO_LIBCALL __attribute__((no_builtin))
+#else
 #define NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 
 static long ret_errno(long r)
 {

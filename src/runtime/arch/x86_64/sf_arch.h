@@ -80,4 +80,10 @@ static inline uint64_t sf_arch_jmpbuf_sp(const void *env)
 	return ((v >> 17) | (v << 47)) ^ guard;
 }
 
+/* A spin-wait loop's pause. */
+static inline void sf_arch_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
 #endif

@@ -207,3 +207,25 @@ def test_aarch64_cli_under_qemu_reads_both_architectures():
     check(re.search(r" 8000 .* tleaf$", rep, re.M), rep)
     d2 = run(cli + ["dump", xlog]).stdout
     check("machine: x86-64" in d2, d2[:600])
+
+
+def folded_calls(log):
+    out = log + ".folded"
+    p = run([SFTRACE, "convert", "-t", "folded", "--weight", "calls", log, "-o", out])
+    with open(out) as f:
+        return dict((s, int(n)) for s, n in (line.rstrip("\n").rsplit(" ", 1) for line in f)), p.stderr
+
+
+def test_aarch64_longjmp_lands():
+    # The longjmp hook on aarch64 (sf_arch_jmpbuf_sp: glibc's stack pointer
+    # mangled with __pointer_chk_guard): frames that longjmp abandons end
+    # where control lands (as in tests/cases/test_unwind.py). C++ exceptions
+    # are not tried: no aarch64 libstdc++ is installed.
+    toolchain()
+    exe = cross("unwind_land", ["unwind_land.c"])
+    log = os.path.join(tmpdir(), "sf.log")
+    p = qemu([exe, "longjmp"], log)
+    check("landed ok" in p.stdout, p.stdout)
+    stacks, err = folded_calls(log)
+    eq(stacks, {"main": 1, "main;foo": 1, "main;foo;baz": 1, "main;foo;baz;qux": 1, "main;bar": 1}, "longjmp tree")
+    check("3 frames closed by unwinding" in err, err)

@@ -32,6 +32,19 @@ static void trampolines(uint64_t out[SF_STUB_COUNT])
 		out[i] = (uint64_t)(sf_config.clock == SF_CLOCK_MONOTONIC ? mono[i] : counter[i]);
 }
 
+int sf_patch_variant_of(uint64_t to)
+{
+	static void (*const gated[])(void) = {sf_tramp_entry_gated, sf_tramp_entry_mono_gated};
+	static void (*const window[])(void) = {sf_tramp_entry_window, sf_tramp_entry_mono_window};
+	for (int i = 0; i < 2; i++) {
+		if (to == (uint64_t)gated[i])
+			return SF_VARIANT_GATED;
+		if (to == (uint64_t)window[i])
+			return SF_VARIANT_WINDOW;
+	}
+	return SF_VARIANT_PLAIN; /* our plain trampolines, or a setup-ABI slot */
+}
+
 static int prot_of(uint32_t pflags)
 {
 	return ((pflags & PF_R) ? PROT_READ : 0) | ((pflags & PF_W) ? PROT_WRITE : 0) |

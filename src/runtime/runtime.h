@@ -194,6 +194,8 @@ struct sf_text_writer {
 	int mem_fd;
 	int failed;
 };
+/* The variant of an entry sled whose call goes to trampoline `to`. */
+int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
 /* Writes n bytes at `at`; n == 2 or 4 is one atomic store (a sled's last write). */
 void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
 

@@ -11,8 +11,8 @@ import re
 import shutil
 import subprocess
 
-from sfkit import (FIXTURES, ROOT, SFTRACE, XRAY_CFLAGS, Skip, check, check_nesting, count_calls, dump_events, eq,
-                   run, tmpdir)
+from sfkit import (ROOT, SFTRACE, Skip, build_c, check, check_nesting, count_calls, dump_events, eq, run,
+                   tmpdir)
 
 TARGET = "aarch64-linux-gnu"
 # qemu's -L prefix. With Debian's multiarch libc6:arm64 installed (the
@@ -47,15 +47,8 @@ def toolchain():
 def cross(name, sources, libs=(), shared=False):
     """A fixture from tests/fixtures built for aarch64 (cached until a
     source changes)."""
-    os.makedirs(AFIX, exist_ok=True)
-    out = os.path.join(AFIX, name)
-    srcs = [os.path.join(FIXTURES, s) for s in sources]
-    if not os.path.exists(out) or any(os.path.getmtime(s) > os.path.getmtime(out) for s in srcs):
-        cmd = ["clang", "--target=" + TARGET] + XRAY_CFLAGS + ["-fnoxray-link-deps"]
-        cmd += (["-fPIC", "-shared"] if shared else []) + ["-o", out + ".tmp"] + srcs + list(libs)
-        run(cmd)
-        os.replace(out + ".tmp", out)
-    return out
+    return build_c(name, sources, flags=["--target=" + TARGET, "-fnoxray-link-deps"], libs=libs, shared=shared,
+                   outdir=AFIX)
 
 
 def calls_fixture():

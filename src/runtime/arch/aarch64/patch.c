@@ -78,15 +78,7 @@ int sf_patch_entry_variant(uint64_t fn)
 		return -1;
 	uint64_t to;
 	memcpy(&to, p + 20, 8);
-	static void (*const gated[])(void) = {sf_tramp_entry_gated, sf_tramp_entry_mono_gated};
-	static void (*const window[])(void) = {sf_tramp_entry_window, sf_tramp_entry_mono_window};
-	for (int i = 0; i < 2; i++) {
-		if (to == (uint64_t)gated[i])
-			return SF_VARIANT_GATED;
-		if (to == (uint64_t)window[i])
-			return SF_VARIANT_WINDOW;
-	}
-	return SF_VARIANT_PLAIN;
+	return sf_patch_variant_of(to);
 }
 
 /* No stub pages here, so nothing to register with libgcc. */

@@ -218,15 +218,7 @@ int sf_patch_entry_variant(uint64_t fn)
 	for (int i = 0; i < n; i++)
 		if (to >= stub_pages[i] && to < stub_pages[i] + STUB_COUNT * STUB_SLOT)
 			return (int)((to - stub_pages[i]) / STUB_SLOT / STUB_KINDS);
-	static void (*const gated[])(void) = {sf_tramp_entry_gated, sf_tramp_entry_mono_gated};
-	static void (*const window[])(void) = {sf_tramp_entry_window, sf_tramp_entry_mono_window};
-	for (int i = 0; i < 2; i++) {
-		if (to == (uint64_t)gated[i])
-			return SF_VARIANT_GATED;
-		if (to == (uint64_t)window[i])
-			return SF_VARIANT_WINDOW;
-	}
-	return SF_VARIANT_PLAIN; /* our plain trampolines, or a setup-ABI slot */
+	return sf_patch_variant_of(to);
 }
 
 void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[STUB_COUNT], struct sf_text_writer *w,

@@ -222,3 +222,21 @@ def test_aarch64_longjmp_lands():
     stacks, err = folded_calls(log)
     eq(stacks, {"main": 1, "main;foo": 1, "main;foo;baz": 1, "main;foo;baz;qux": 1, "main;bar": 1}, "longjmp tree")
     check("3 frames closed by unwinding" in err, err)
+
+
+def test_aarch64_setup_abi():
+    # sftrace_setup and sftrace_alloc_event from a program linked with the
+    # aarch64 libsftrace.so (the slots themselves are x86-64 code in the
+    # reference tool and are left alone here).
+    toolchain()
+    exe = cross("setup_abi", ["setup_abi.c"], libs=["-L" + ABUILD, "-lsftrace", "-Wl,-rpath," + ABUILD, "-lpthread"])
+    d = tmpdir()
+    for only, t_work in (("", 3), ("1", 0)):
+        log = os.path.join(d, f"sf{only}.log")
+        p = qemu([exe], log, env=["SFTRACE_SETUP_THREAD_ONLY=" + only])
+        check("setup abi ok" in p.stdout, p.stdout)
+        c = counts(log)
+        eq((c["s_work"], c["t_work"]), (4, t_work), f"calls, SFTRACE_SETUP_THREAD_ONLY={only!r}")
+        dump = run([SFTRACE, "dump", log]).stdout
+        eq(len(re.findall(r"\bALLOC\s+size=64 ", dump)), 2, "setup-ABI allocs")
+        eq(len(re.findall(r"DEALLOC\s+size=64 ", dump)), 2, "setup-ABI deallocs")

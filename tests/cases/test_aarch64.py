@@ -240,3 +240,26 @@ def test_aarch64_setup_abi():
         dump = run([SFTRACE, "dump", log]).stdout
         eq(len(re.findall(r"\bALLOC\s+size=64 ", dump)), 2, "setup-ABI allocs")
         eq(len(re.findall(r"DEALLOC\s+size=64 ", dump)), 2, "setup-ABI deallocs")
+
+
+def test_aarch64_alloc_heap_pattern():
+    # --alloc by hand: libsftrace-alloc.so preloaded after the runtime. The
+    # same totals per site as tests/cases/test_memory.py on x86-64.
+    toolchain()
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "test_memory", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_memory.py"))
+    mem = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mem)
+    exe = build_c("heap_pattern", ["heap_pattern.c"], flags=["--target=" + TARGET, "-fnoxray-link-deps",
+                                                             "-fno-builtin", "-O1"], libs=["-lpthread"], outdir=AFIX)
+    log = os.path.join(tmpdir(), "sf.log")
+    run(["qemu-aarch64", "-L", SYSROOT, "-E", "LD_PRELOAD=" + RUNTIME + ":" + os.path.join(ABUILD, "libsftrace-alloc.so"),
+         "-E", "SFTRACE_OUTPUT_FILE=" + log, exe], timeout=120)
+    s, rows = mem.memory_tsv(log)
+    for func, want in (("setup", (2000, 11)), ("work_a", (1280, 5)), ("grow", (240, 4)), ("producer", (1536, 3)),
+                       ("make_temps", (960, 20)), ("leaf_leak", (168, 7)), ("peak", (1048576, 1))):
+        eq(mem.by_func(rows, "site", func), want, f"allocations at {func}")
+    eq(s["reallocs"], 3, "reallocs")
+    eq(s["unmatched_frees"], 0, "every free matched")
+    eq(mem.by_func(rows, "leak", "producer"), (0, 0), "freed on another thread")

@@ -263,3 +263,19 @@ def test_aarch64_alloc_heap_pattern():
     eq(s["reallocs"], 3, "reallocs")
     eq(s["unmatched_frees"], 0, "every free matched")
     eq(mem.by_func(rows, "leak", "producer"), (0, 0), "freed on another thread")
+
+
+def test_aarch64_raw_fork_and_vfork():
+    # syscall(SYS_clone, SIGCHLD) (aarch64 has no SYS_fork) gets the fork
+    # handlers; vfork goes through arch/aarch64/vfork.S (qemu-user runs a
+    # vfork as a fork, so this checks the wrapper's paths, not shared memory).
+    toolchain()
+    exe = cross("beh_forks", ["beh_forks.c"])
+    for mode, want in (("raw", [3, 3]), ("vfork", [3])):
+        d = tmpdir()
+        log = os.path.join(d, "sf.log")
+        p = qemu([exe, mode], log)
+        eq(p.stdout.strip(), f"{mode} ok", mode)
+        logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
+        eq(sorted(counts(os.path.join(d, f)).get("work") for f in logs), want, f"{mode}: work per log {logs}")
+        eq(counts(log).get("work"), 3, f"{mode}: the parent's log holds its own calls only")

@@ -1,28 +1,57 @@
 # sftrace build. `make` builds build/sftrace and build/libsftrace.so.
+# `make ARCH=aarch64` cross-builds both into build-aarch64/ with clang and the
+# Debian arm64 cross packages (scripts/install-deps.sh installs them).
 # Sources are found by directory, so adding a file needs no Makefile edit:
-#   src/runtime/*.c, src/runtime/arch/x86_64/*.S  -> libsftrace.so (libc + pthread only)
+#   src/runtime/*.c, src/runtime/arch/$(ARCH)/*.[cS] -> libsftrace.so (libc + pthread only)
 #   src/format/*.c src/lib/*.c src/output/*.c     -> libsfcore.a (shared by CLI and unit tests)
 #   src/cli/*.c                                   -> sftrace
 #   tests/unit/test_*.c                           -> build/tests/test_* (cmocka)
 
+ARCH    ?= $(shell uname -m)
+ifeq ($(ARCH),arm64)
+override ARCH := aarch64
+endif
+ifeq ($(ARCH),$(shell uname -m))
 CC      ?= cc
-PREFIX  ?= /usr/local
 BUILD   ?= build
+else
+# Cross build: clang targets the architecture; libraries come from Debian's
+# multiarch :arm64 packages, the linker from binutils-aarch64-linux-gnu.
+ifeq ($(origin CC),default)
+CC      := clang --target=$(ARCH)-linux-gnu
+endif
+# clang turns memcmp() == 0 into libc's bcmp: keep the runtime on its own.
+RT_XFLAGS := -fno-builtin-bcmp
+# Debian's libisal-dev is not multi-arch: gzip output uses zlib instead.
+ISAL    ?= 0
+BUILD   ?= build-$(ARCH)
+endif
+PREFIX  ?= /usr/local
 SAN     ?=
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes
 CSTD    := -std=gnu11
 OPT     ?= -O2 -g
 CPPFLAGS_ALL := -D_GNU_SOURCE -Isrc $(CPPFLAGS)
+RT_ARCH  := src/runtime/arch/$(ARCH)
 CFLAGS_CLI := $(CSTD) $(OPT) $(WARN) $(SAN) $(CFLAGS)
 # The runtime runs inside traced programs: no vector registers in our C code
 # (trampolines then need not save them on the fast path), no stack protector
 # surprises, hidden symbols except the exported ABI.
 CFLAGS_RT := $(CSTD) -O2 -g $(WARN) -fPIC -fvisibility=hidden -mgeneral-regs-only \
-             -fno-stack-protector -ftls-model=initial-exec $(CFLAGS)
-LIBS_CLI := -lelf -ldw -liberty -lisal -lz -lzstd -lpcre2-8 -lsqlite3 -lpthread -lm
+             -fno-stack-protector -ftls-model=initial-exec $(RT_XFLAGS) $(CFLAGS)
+ISAL    ?= 1
+ifeq ($(ISAL),1)
+LIB_ISAL := -lisal
+else
+CPPFLAGS_ALL += -DSF_NO_ISAL
+endif
+LIBS_CLI := -lelf -ldw -liberty $(LIB_ISAL) -lz -lzstd -lpcre2-8 -lsqlite3 -lpthread -lm
 
-RT_SRC   := $(wildcard src/runtime/*.c) src/format/xray_map.c src/format/filter_file.c
-RT_ASM   := $(wildcard src/runtime/arch/x86_64/*.S)
+ifeq ($(wildcard $(RT_ARCH)/sf_arch.h),)
+$(error no runtime for ARCH=$(ARCH): $(RT_ARCH) does not exist)
+endif
+RT_SRC   := $(wildcard src/runtime/*.c $(RT_ARCH)/*.c) src/format/xray_map.c src/format/filter_file.c
+RT_ASM   := $(wildcard $(RT_ARCH)/*.S)
 CORE_SRC := $(wildcard src/format/*.c src/lib/*.c src/output/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -41,10 +70,10 @@ $(BUILD)/libsftrace.so: $(RT_OBJ)
 $(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o
 	$(CC) -shared -o $@ $^ -Wl,-z,now -ldl
 
-$(BUILD)/rt/%.o: %.c $(wildcard src/runtime/*.h src/format/*.h)
+$(BUILD)/rt/%.o: %.c $(wildcard src/runtime/*.h src/format/*.h $(RT_ARCH)/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC [rt] $<"
-	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_RT) -c -o $@ $<
+	@$(CC) $(CPPFLAGS_ALL) -I$(RT_ARCH) $(CFLAGS_RT) -c -o $@ $<
 
 # The batch scan runs only after the slow path saved the extended state: it
 # may use vector registers (src/runtime/batch_scan.c).
@@ -53,7 +82,7 @@ $(BUILD)/rt/src/runtime/batch_scan.o: CFLAGS_RT := $(filter-out -mgeneral-regs-o
 $(BUILD)/rt/%.o: %.S
 	@mkdir -p $(dir $@)
 	@echo "  AS [rt] $<"
-	@$(CC) $(CPPFLAGS_ALL) -fPIC -c -o $@ $<
+	@$(CC) $(CPPFLAGS_ALL) -I$(RT_ARCH) -fPIC -c -o $@ $<
 
 $(BUILD)/libsfcore.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^

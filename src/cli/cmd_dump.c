@@ -2,6 +2,7 @@
  * A debugging view of exactly what the reader sees, in delivery order
  * (batches in file order, live slots last). Used on multi-million-event
  * logs, so event lines are formatted by hand into a large buffer. */
+#include <elf.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -161,7 +162,11 @@ static void print_header(struct out *o, const struct lr_log *log)
 	if (gmtime_r(&sec, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	out_fmt(o, "started: %s.%09" PRIu64 " UTC\n", when, (uint64_t)(in->start_realtime_ns % 1000000000u));
-	if (in->clock == SF_CLOCK_TSC) {
+	out_fmt(o, "machine: %s\n", in->machine == EM_X86_64 ? "x86-64" : in->machine == EM_AARCH64 ? "aarch64" : "unknown");
+	if (in->clock == SF_CLOCK_TSC && in->counter_hz) {
+		out_fmt(o, "clock: %s, %.9f ns/tick, counter frequency %" PRIu64 " Hz\n",
+			in->machine == EM_AARCH64 ? "cntvct_el0" : "counter", in->tsc_ns_per_tick, in->counter_hz);
+	} else if (in->clock == SF_CLOCK_TSC) {
 		if (in->calib_degenerate)
 			out_str(o, "clock: tsc, no usable calibration (1 tick taken as 1 ns)\n");
 		else

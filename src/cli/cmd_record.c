@@ -1,6 +1,8 @@
 /* sftrace record: run a command with the runtime preloaded, pass its exit
  * status through, and summarise the log(s) it wrote. */
+#if defined(__x86_64__)
 #include <cpuid.h>
+#endif
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
@@ -282,14 +284,19 @@ static int preflight_static(const char *cmd)
 }
 
 /* Whether the CPU says its TSC runs at a constant rate in every P/C-state
- * (CPUID 0x80000007 EDX bit 8); the runtime makes the same check. */
+ * (CPUID 0x80000007 EDX bit 8); the runtime makes the same check. Arm's
+ * generic timer always does. */
 static int tsc_invariant(void)
 {
+#if defined(__x86_64__)
 	unsigned a, b, c, d;
-	if (__get_cpuid_max(0x80000000, 0) < 0x80000007u)
+	if ((unsigned)__get_cpuid_max(0x80000000, 0) < 0x80000007u)
 		return 0;
 	__cpuid(0x80000007, a, b, c, d);
 	return (d >> 8) & 1;
+#else
+	return 1;
+#endif
 }
 
 /* Nanoseconds per CLOCK_MONOTONIC read, measured now (about 1 ms). */

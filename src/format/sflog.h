@@ -42,7 +42,9 @@
 #define SF_CMDLINE_MAX  3072u
 
 enum sf_clock {
-	SF_CLOCK_TSC = 1,       /* event times are rdtsc values; fit with calibration pairs */
+	SF_CLOCK_TSC = 1,       /* event times are a hardware counter's raw values (x86-64: rdtsc;
+				 * aarch64: cntvct_el0, see sf_header.machine and counter_hz);
+				 * fit with calibration pairs */
 	SF_CLOCK_MONOTONIC = 2, /* event times are CLOCK_MONOTONIC ns */
 };
 
@@ -169,7 +171,7 @@ struct sf_header {
 	uint32_t objects;          /* OBJECT chunks written */
 	uint32_t cmdline_len;      /* bytes used in cmdline */
 	uint32_t cmdline_truncated;
-	uint32_t reserved0;
+	uint32_t machine;          /* ELF e_machine of the writer (EM_X86_64 62, EM_AARCH64 183); 0: x86-64 */
 	uint64_t patch_ns;         /* time spent patching sleds so far (all objects) */
 	uint64_t sleds_patched;    /* sleds patched so far */
 	/* reserved[0..5]: branch ring. ring_bytes: record --ring's per-thread
@@ -180,7 +182,9 @@ struct sf_header {
 	uint64_t ring_bytes;
 	uint32_t snapshot;
 	uint32_t snapshot_reason;  /* enum sf_snapshot_reason */
-	uint64_t reserved[12];
+	uint64_t reserved[11];
+	uint64_t counter_hz;       /* SF_CLOCK_TSC: the counter's exact frequency (aarch64 cntfrq_el0);
+				    * 0: not known (x86-64), readers fit the calibration pairs */
 	/* argv, each argument NUL-terminated. */
 	char cmdline[SF_CMDLINE_MAX];
 };

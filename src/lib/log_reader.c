@@ -1,6 +1,7 @@
 /* sftrace log reader: see log_reader.h for the rules it implements. */
 #include "lib/log_reader.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -186,6 +187,8 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->pid = h.pid;
 	in->ppid = h.ppid;
 	in->clock = h.clock;
+	in->machine = h.machine ? h.machine : EM_X86_64;
+	in->counter_hz = h.counter_hz;
 	in->state = h.state;
 	in->start_realtime_ns = h.start_realtime_ns;
 	in->start_tsc = h.start_tsc;
@@ -769,7 +772,11 @@ static void fit_clock(struct lr_log *log)
 	log->anchor_tsc = a_tsc == UINT64_MAX ? 0 : a_tsc;
 	/* Time 0 is the program start (start_mono_ns), which the anchor may not be. */
 	log->intercept = a_mono > in->start_mono_ns && in->start_mono_ns ? (double)(a_mono - in->start_mono_ns) : 0;
-	if (used && sxx > 0 && sxy > 0) {
+	if (in->counter_hz) {
+		/* The writer knew the counter's frequency (aarch64): exact. */
+		log->slope = 1e9 / (double)in->counter_hz;
+		in->calib_pairs = used + 1;
+	} else if (used && sxx > 0 && sxy > 0) {
 		log->slope = (double)(sxy / sxx);
 		in->calib_pairs = used + 1;
 	} else {

@@ -41,6 +41,8 @@ struct lr_info {
 	uint32_t header_size;
 	uint32_t pid, ppid;
 	uint32_t clock;          /* enum sf_clock */
+	uint32_t machine;        /* ELF e_machine of the writer (old logs: 0, read as EM_X86_64) */
+	uint64_t counter_hz;     /* TSC clock: the counter's frequency when the writer knew it, else 0 */
 	uint32_t state;          /* enum sf_state */
 	uint64_t start_realtime_ns;
 	uint64_t start_tsc, start_mono_ns;

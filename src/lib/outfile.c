@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifndef SF_NO_ISAL
 #include <isa-l/crc.h>
 #include <isa-l/igzip_lib.h>
+#endif
 #include <zlib.h>
 
 #include "lib/util.h"
@@ -26,7 +28,9 @@
  * 140 MB/s and 17.9% for zlib level 1 (`igzip -1 -T 1` vs `gzip -1`). Level
  * 2 gains under 0.1% for 5% more time; level 3 is three times slower. */
 #define GZ_LEVEL 1
+#ifndef SF_NO_ISAL
 #define GZ_LEVEL_BUF ISAL_DEF_LVL1_DEFAULT
+#endif
 /* Each block is compressed with the previous block's last 32 KiB (deflate's
  * whole window) as a preset dictionary, so cutting blocks costs almost no
  * compression ratio. */
@@ -120,6 +124,7 @@ static int write_all(struct sf_outfile *of, const uint8_t *p, size_t len)
 
 /* ---- gzip: compression of one block (any thread) ---- */
 
+#ifndef SF_NO_ISAL
 /* One compressor: ISA-L's stream state plus the working memory its level
  * needs. */
 struct gz_stream {
@@ -169,6 +174,52 @@ static void compress_slot(struct gz_slot *s, struct gz_stream *gs)
 			return;
 	}
 }
+#else
+/* Built without ISA-L (SF_NO_ISAL: cross builds, where Debian's libisal-dev
+ * cannot be installed for two architectures at once): zlib's deflate, the
+ * same raw stream, slower. */
+struct gz_stream {
+	z_stream zs;
+};
+
+static struct gz_stream *gz_stream_new(void)
+{
+	return xcalloc(1, sizeof(struct gz_stream));
+}
+
+static void compress_slot(struct gz_slot *s, struct gz_stream *gs)
+{
+	z_stream *zs = &gs->zs;
+	memset(zs, 0, sizeof(*zs));
+	s->out_len = 0;
+	s->crc = (uint32_t)crc32(0, s->in, (uInt)s->in_len);
+	if (deflateInit2(zs, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		s->error = 1;
+		return;
+	}
+	if (s->dict_len && deflateSetDictionary(zs, s->dict, (uInt)s->dict_len) != Z_OK)
+		s->error = 1;
+	zs->next_in = s->in;
+	zs->avail_in = (uInt)s->in_len;
+	while (!s->error) {
+		if (s->out_cap - s->out_len < 4096) {
+			s->out_cap = s->out_cap * 2 + (s->in_len >> 2) + 4096;
+			s->out = xrealloc(s->out, s->out_cap);
+		}
+		zs->next_out = s->out + s->out_len;
+		zs->avail_out = (uInt)(s->out_cap - s->out_len);
+		int r = deflate(zs, s->final ? Z_FINISH : Z_SYNC_FLUSH);
+		if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR) {
+			s->error = 1;
+			break;
+		}
+		s->out_len = s->out_cap - zs->avail_out;
+		if (s->final ? r == Z_STREAM_END : zs->avail_in == 0 && zs->avail_out > 0)
+			break;
+	}
+	deflateEnd(zs);
+}
+#endif
 
 static void *gz_worker(void *arg)
 {

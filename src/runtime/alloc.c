@@ -52,27 +52,20 @@ static int heap_enabled(void)
 
 static inline uint64_t heap_now(void)
 {
-	if (sf_config.clock == SF_CLOCK_TSC) {
-		uint32_t lo, hi;
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-		return (uint64_t)hi << 32 | lo;
-	}
+	if (sf_config.clock == SF_CLOCK_TSC)
+		return sf_arch_counter();
 	return sf_mono_ns();
 }
 
 /* Claims n records if they fit the slot and time fits the batch's span.
- * One cmpxchg without lock: a signal handler runs before or after it. */
+ * One local compare-and-swap: a signal handler runs before or after it. */
 static inline struct sf_event *heap_claim(struct sf_thread *t, uint64_t time, size_t n)
 {
 	uint64_t c = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED);
 	for (;;) {
 		if (c + n * sizeof(struct sf_event) > t->limit || time - t->base >= SF_TIME_SPAN)
 			return NULL;
-		uint64_t seen = c;
-		__asm__ volatile("cmpxchgq %2, %1"
-				 : "+a"(seen), "+m"(t->cursor)
-				 : "r"(c + n * sizeof(struct sf_event))
-				 : "cc", "memory");
+		uint64_t seen = sf_arch_cas_local(&t->cursor, c, c + n * sizeof(struct sf_event));
 		if (seen == c)
 			return (struct sf_event *)c;
 		c = seen; /* a handler stored events in between: try again */

@@ -55,14 +55,12 @@ void sf_zero_events(struct sf_event *ev, size_t n)
 {
 	/* The first record first: a reader of a crashed process stops at the
 	 * first zero word, so from then on the slot reads as empty, whatever
-	 * order the rest is cleared in (rep stos: a few times faster than a
-	 * loop of 8-byte stores, with vector registers off limits here). */
+	 * order the rest is cleared in (sf_arch.h: vector registers are off
+	 * limits here). */
 	if (!n)
 		return;
 	__atomic_store_n(&ev[0].word, 0, __ATOMIC_RELEASE);
-	void *p = ev;
-	size_t words = n;
-	__asm__ volatile("rep stosq" : "+D"(p), "+c"(words) : "a"(0ull) : "memory");
+	sf_arch_zero_words(ev, n);
 }
 
 /* Records an event of `kind` occupies: allocation events carry a payload. */

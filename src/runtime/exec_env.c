@@ -25,7 +25,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime/arch/x86_64/syscall.h"
+#include "sf_arch.h"
 #include "runtime/runtime.h"
 
 #define MAX_VARS 16

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "format/filter_file.h"
-#include "runtime/arch/x86_64/syscall.h"
+#include "sf_arch.h"
 #include "runtime/runtime.h"
 
 #define MAX_FILTER_OBJECTS 1024

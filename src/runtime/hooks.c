@@ -1,7 +1,7 @@
 /* Process hooks: a forked child drops the parent's log and buffers and
  * starts its own, whether it was made by fork (pthread_atfork), _Fork or a
  * raw fork through syscall() (both skip the atfork handlers, so they are
- * wrapped here); a vfork child records nothing (arch/x86_64/vfork.S).
+ * wrapped here); a vfork child records nothing (arch/<arch>/vfork.S).
  * (Objects loaded later: loader_hook.c; exec: exec_env.c.) */
 #include <dlfcn.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime/arch/x86_64/syscall.h"
+#include "sf_arch.h"
 
 #include "runtime/runtime.h"
 
@@ -46,7 +46,7 @@ void sf_hooks_init(void)
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
-/* ---- vfork (arch/x86_64/vfork.S) ---- */
+/* ---- vfork (arch/<arch>/vfork.S) ---- */
 
 /* Nested vforks (a vfork child that vforks) share this thread's storage:
  * only the outermost saves and restores. */
@@ -95,8 +95,10 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a)
 /* Forks that copy the address space and return on the same stack. */
 static int fork_like(long nr, const long *a)
 {
+#ifdef SYS_fork /* aarch64 has only clone */
 	if (nr == SYS_fork)
 		return 1;
+#endif
 	if (nr == SYS_clone)
 		return !(a[0] & CLONE_VM) && !(a[0] & CLONE_VFORK) && a[1] == 0;
 	if (nr == SYS_clone3 && a[0]) {

@@ -19,7 +19,7 @@
 
 #include <sys/syscall.h>
 
-#include "runtime/arch/x86_64/syscall.h"
+#include "sf_arch.h"
 #include "runtime/runtime.h"
 
 static struct {
@@ -50,7 +50,7 @@ void sf_log_lock_sig(sigset_t *old)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
 	while (__atomic_test_and_set(&L.lock, __ATOMIC_ACQUIRE))
-		__builtin_ia32_pause();
+		sf_arch_cpu_relax();
 }
 
 void sf_log_unlock_sig(const sigset_t *old)
@@ -243,6 +243,8 @@ static int log_create_locked(void)
 	h->pid = (uint32_t)getpid();
 	h->ppid = (uint32_t)getppid();
 	h->clock = (uint32_t)sf_config.clock;
+	h->machine = SF_ARCH_MACHINE;
+	h->counter_hz = sf_arch_counter_hz();
 	h->state = SF_STATE_RUNNING;
 	h->start_realtime_ns = sf_start_realtime;
 	h->start_tsc = sf_start_tsc;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "format/xray_map.h"
-#include "runtime/arch/x86_64/syscall.h"
+#include "sf_arch.h"
 #include "runtime/runtime.h"
 
 void sf_log_lock_sig(sigset_t *old) SF_HIDDEN;

@@ -28,12 +28,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/arch/x86_64/syscall.h"
+#include "sf_arch.h"
 #include "runtime/runtime.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 /* The compiler must not turn these loops back into calls to themselves. */
+#ifdef __clang__
+#define NO_LIBCALL __attribute__((no_builtin))
+#else
 #define NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 
 static long ret_errno(long r)
 {
@@ -244,9 +248,8 @@ HIDDEN int clock_gettime(clockid_t id, struct timespec *ts)
 
 HIDDEN NO_LIBCALL void *memcpy(void *d, const void *s, size_t n)
 {
-	void *r = d;
-	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
-	return r;
+	sf_arch_copy_bytes(d, s, n);
+	return d;
 }
 
 HIDDEN NO_LIBCALL void *memmove(void *d, const void *s, size_t n)
@@ -262,9 +265,8 @@ HIDDEN NO_LIBCALL void *memmove(void *d, const void *s, size_t n)
 
 HIDDEN NO_LIBCALL void *memset(void *d, int c, size_t n)
 {
-	void *r = d;
-	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
-	return r;
+	sf_arch_fill_bytes(d, c, n);
+	return d;
 }
 
 HIDDEN NO_LIBCALL int memcmp(const void *a, const void *b, size_t n)

@@ -2,7 +2,8 @@
  * processes. The data path, in order:
  *   objects.c  finds loaded ELF objects with XRay sleds and numbers their functions
  *   patch.c    rewrites their sleds to call the trampolines (through stub pages)
- *   arch/x86_64/trampoline.S  the per-event fast path: rdtsc + one slot claim
+ *   arch/<arch>/  instruction-set code: sled bytes, trampolines (the per-event
+ *              fast path: a counter read + one slot claim), the counter, syscalls
  *   buffer.c   per-thread slots and the slow path (first event, slot full, thread exit)
  *   logfile.c  the log file: header page, chunk appends, slot allocation
  *   clock.c    timestamps and calibration
@@ -22,6 +23,7 @@
 #include <stdint.h>
 
 #include "format/sflog.h"
+#include "sf_arch.h" /* src/runtime/arch/$(ARCH)/ */
 
 #define SF_HIDDEN __attribute__((visibility("hidden")))
 
@@ -52,7 +54,7 @@ struct sf_ring {
 	struct sf_slot *slots[];
 };
 
-/* arch/x86_64/trampoline.S addresses these fields by offset. */
+/* arch/<arch>/trampoline.S addresses these fields by offset. */
 _Static_assert(__builtin_offsetof(struct sf_thread, cursor) == 0, "tls layout");
 _Static_assert(__builtin_offsetof(struct sf_thread, limit) == 8, "tls layout");
 _Static_assert(__builtin_offsetof(struct sf_thread, window_depth) == 16, "tls layout");
@@ -98,8 +100,12 @@ void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
 /* ---- clock.c ---- */
 void sf_clock_init(void) SF_HIDDEN;
 uint64_t sf_mono_ns(void) SF_HIDDEN;
-uint64_t sf_now_raw(void) SF_HIDDEN; /* rdtsc or monotonic ns, per sf_config.clock */
-int sf_tsc_invariant(void) SF_HIDDEN;
+uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_config.clock */
+
+/* ---- arch/<arch>/clock.c ---- */
+void sf_arch_clock_init(void) SF_HIDDEN;     /* probes what the slow path must save */
+int sf_arch_counter_stable(void) SF_HIDDEN;  /* the counter may be the event clock */
+uint64_t sf_arch_counter_hz(void) SF_HIDDEN; /* its frequency; 0: not known (fit the pairs) */
 
 /* ---- logfile.c ---- */
 int sf_log_ensure(void) SF_HIDDEN;            /* create the log on first use; 0 ok */
@@ -200,6 +206,33 @@ struct sf_patch_result {
 int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds,
 		    struct sf_patch_result *res) SF_HIDDEN;
 
+/* Where a sled of (variant, kind) goes: index variant * SF_STUB_KINDS + kind. */
+enum { SF_STUB_ENTRY, SF_STUB_EXIT, SF_STUB_TAIL, SF_STUB_KINDS };
+#define SF_STUB_COUNT (SF_STUB_KINDS * 4) /* 4 variants: enum sf_variant */
+#define SF_PAGE 4096ull
+/* How sled bytes reach the text: stores while it is writable and
+ * executable, or writes through /proc/self/mem (mem_fd >= 0). */
+struct sf_text_writer {
+	int mem_fd;
+	int failed;
+};
+/* The variant of an entry sled whose call goes to trampoline `to`. */
+int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
+/* Writes n bytes at `at`; n == 2 or 4 is one atomic store (a sled's last write). */
+void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
+
+/* ---- arch/<arch>/patch.c ---- */
+/* Fills target[] with what sleds of obj call for each (variant, kind),
+ * given the trampolines' addresses (stubs within reach, on x86-64). -1: none. */
+int sf_arch_patch_targets(const struct sf_object_rt *obj, const uint64_t tramp[SF_STUB_COUNT],
+			  uint64_t target[SF_STUB_COUNT]) SF_HIDDEN;
+/* Patches one unpatched sled (counts it in res: patched or skipped). */
+void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_STUB_COUNT],
+			struct sf_text_writer *w, struct sf_patch_result *res) SF_HIDDEN;
+/* Points a setup-ABI slot (setup_abi.c) at a trampoline, if this
+ * architecture knows the slot's form. */
+void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;
+
 
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
@@ -212,16 +245,13 @@ void sf_patch_set_frame_registrar(void (*reg)(const void *, void *)) SF_HIDDEN;
 void sf_unwind_init(void) SF_HIDDEN;
 void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */ /* resolve the real longjmp family and libgcc_s */
 
-/* ---- trampolines (arch/x86_64/trampoline.S) ---- */
+/* ---- trampolines (arch/<arch>/trampoline.S) ---- */
 #define SF_TRAMPS(X) \
 	X(entry) X(exit) X(tail) X(entry_mono) X(exit_mono) X(tail_mono) \
 	X(entry_gated) X(exit_gated) X(tail_gated) X(entry_mono_gated) X(exit_mono_gated) X(tail_mono_gated) \
 	X(entry_window) X(exit_window) X(tail_window) X(entry_mono_window) X(exit_mono_window) X(tail_mono_window)
 #define SF_DECLARE_TRAMP(n) void sf_tramp_##n(void) SF_HIDDEN;
 SF_TRAMPS(SF_DECLARE_TRAMP)
-extern uint64_t sf_xsave_size SF_HIDDEN;
-extern uint8_t sf_have_xsave SF_HIDDEN;
-extern uint64_t sf_xsave_mask SF_HIDDEN; /* components the slow path saves (clock.c) */
 
 /* ---- buffer.c ---- */
 /* Called by the trampolines (all registers saved) when the fast path cannot
@@ -265,6 +295,9 @@ void sf_exec_env_init(void) SF_HIDDEN;
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
 void sf_loader_event(void) SF_HIDDEN;
+/* arch/<arch>/loader_hook.c: makes the loader's hook function (hook)
+ * reach entry (sf_loader_entry). NULL on success, else why not. */
+const char *sf_arch_hook_loader(void *hook, uint64_t entry) SF_HIDDEN;
 
 /* ---- snapshot.c (record --ring: snapshots written by the writer thread) ---- */
 void sf_snapshot_init(void) SF_HIDDEN;          /* installs the ring signal's handler */

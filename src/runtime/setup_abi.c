@@ -19,26 +19,6 @@
 
 uint32_t sf_setup_only_tid SF_HIDDEN;
 
-/* A slot is `ret` + 15 nops. It becomes `jmp *0(%rip); <target>`: bytes
- * 1..13 first (unreachable behind the ret), then byte 0. */
-static void point_slot(void (*slot)(void), void (*target)(void))
-{
-	unsigned char *p = (unsigned char *)slot;
-	if (!p || p[0] != 0xc3)
-		return; /* not a fresh slot (already pointed, or not a slot): leave it */
-	uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
-	size_t len = ((uintptr_t)p + 16 - page + 4095) & ~(size_t)4095;
-	if (mprotect((void *)page, len, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
-		return;
-	uint64_t to = (uint64_t)target;
-	p[1] = 0x25;
-	memset(p + 2, 0, 4);
-	memcpy(p + 6, &to, 8);
-	__atomic_store_n(p, (unsigned char)0xff, __ATOMIC_RELEASE);
-	if (mprotect((void *)page, len, PROT_READ | PROT_EXEC) < 0)
-		sf_rt_message("cannot restore the protection of a setup slot", "", strerror(errno));
-}
-
 __attribute__((visibility("default"))) void sftrace_setup(void (*entry_slot)(void), void (*exit_slot)(void),
 							  void (*tailcall_slot)(void))
 {
@@ -48,9 +28,9 @@ __attribute__((visibility("default"))) void sftrace_setup(void (*entry_slot)(voi
 	if (only && only[0])
 		__atomic_store_n(&sf_setup_only_tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	int mono = sf_config.clock == SF_CLOCK_MONOTONIC;
-	point_slot(entry_slot, mono ? sf_tramp_entry_mono : sf_tramp_entry);
-	point_slot(exit_slot, mono ? sf_tramp_exit_mono : sf_tramp_exit);
-	point_slot(tailcall_slot, mono ? sf_tramp_tail_mono : sf_tramp_tail);
+	sf_arch_point_slot(entry_slot, mono ? sf_tramp_entry_mono : sf_tramp_entry);
+	sf_arch_point_slot(exit_slot, mono ? sf_tramp_exit_mono : sf_tramp_exit);
+	sf_arch_point_slot(tailcall_slot, mono ? sf_tramp_tail_mono : sf_tramp_tail);
 	/* Objects loaded since start (none usually) are patched now too. */
 	sf_objects_scan(0);
 }

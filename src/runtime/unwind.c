@@ -171,16 +171,7 @@ __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context
 }
 
 /* ---- longjmp ----
- * glibc keeps the target's stack pointer in __jmpbuf[6], mangled with the
- * thread's pointer guard (%fs:0x30): rotated left by 17 after an xor. */
-#define JB_RSP 6
-
-static uint64_t jmpbuf_sp(const void *env)
-{
-	uint64_t v = ((const uint64_t *)env)[JB_RSP], guard;
-	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
-	return ((v >> 17) | (v << 47)) ^ guard;
-}
+ * sf_arch_jmpbuf_sp (sf_arch.h) unmangles the target's stack pointer. */
 
 /* The frame that called setjmp is live (its CFA is above the saved stack
  * pointer); a frame it called since has its CFA at or below it, even with
@@ -190,7 +181,7 @@ static uint64_t jmpbuf_sp(const void *env)
 	{                                                                                        \
 		if (!R.real)                                                                     \
 			resolve_next();                                                          \
-		landing(jmpbuf_sp(env));                                                         \
+		landing(sf_arch_jmpbuf_sp(env));                                                         \
 		R.real((void *)env, val);                                                        \
 	}
 

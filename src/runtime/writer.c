@@ -27,7 +27,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 
-#include "runtime/arch/x86_64/syscall.h"
+#include "sf_arch.h"
 #include "runtime/runtime.h"
 
 static struct sf_slot *queue;   /* pushed by owners, taken whole by the writer */

@@ -1,0 +1,290 @@
+/* XRay sled trampolines for aarch64.
+ *
+ * A patched sled (patch.c) pushes x17 and x30, loads the trampoline's
+ * address into x17 and calls it with blr: we are entered with x30 = sled +
+ * 12, the function id at [x30, #16], the sled's x17/x30 pair on top of the
+ * stack (16-byte aligned), and x17 free. Everything else is live: x0-x7,
+ * x8 (indirect result) and q0-q7 at entry and tail-call sleds, x0-x1 and
+ * q0-q3 at exit sleds, x16 at a tail call's indirect branch. The fast path
+ * uses x0, x1, x2 and x16, saved, and x17; it changes no flags (cbz and
+ * tbz instead of cmp).
+ *
+ * Fast path: read cntvct_el0; check that it lies within SF_TIME_SPAN (2^31)
+ * after the batch's time base, so that its low 32 bits identify it (see
+ * sf_event_time in src/format/sflog.h); claim an 8-byte record in this
+ * thread's buffer by advancing the thread-local cursor with an exclusive
+ * pair (ldxr/stxr: a signal handler that lands in between clears the
+ * exclusive monitor when it returns, the store fails and we claim again,
+ * so claims never overlap); store the record, time low half and word
+ * (function id << 4 | kind), with one 64-bit store.
+ *
+ * Slow path: saves every general register the C code may change, q0-q31,
+ * nzcv, fpsr and fpcr, and calls sf_slow_event_at() in C: when the time is
+ * outside the span (first event of the thread, a thread idle for a while:
+ * nothing claimed yet), or when the claimed record is past the buffer's
+ * limit (buffer full), and for every event in monotonic-clock mode.
+ *
+ * CFI: every instruction here has unwind information. The caller frame it
+ * describes is the traced function's caller: the return address is the
+ * x30 the sled saved, the CFA the stack pointer before the sled's push. At
+ * every sled the traced function has no frame of its own (entry: not yet;
+ * exit and tail call: not any more), so a backtrace from inside a
+ * trampoline goes on from the traced function's caller.
+ */
+
+	.text
+
+.macro PUSH2 a, b, size=16
+	stp	\a, \b, [sp, #-\size]!
+	.cfi_adjust_cfa_offset \size
+.endm
+.macro POP2 a, b, size=16
+	ldp	\a, \b, [sp], #\size
+	.cfi_adjust_cfa_offset -\size
+.endm
+
+/* A hidden function symbol, with its FDE starting as the sled left things. */
+.macro FUNC name
+	.globl	\name
+	.hidden	\name
+	.type	\name, %function
+	.p2align 4
+\name:
+	.cfi_startproc
+	.cfi_def_cfa sp, 16
+	.cfi_offset x30, -8
+	.cfi_offset x17, -16
+.endm
+.macro ENDFUNC name
+	.cfi_endproc
+	.size	\name, .-\name
+.endm
+
+/* \reg = &sf_self (initial-exec TLS); \tmp is clobbered. */
+.macro SELF reg, tmp
+	adrp	\reg, :gottprel:sf_self
+	ldr	\reg, [\reg, #:gottprel_lo12:sf_self]
+	mrs	\tmp, tpidr_el0
+	add	\reg, \reg, \tmp
+.endm
+
+/* struct sf_thread: cursor at 0, limit at 8, window_depth at 16, base at 24
+ * (runtime.h checks these). */
+.macro FAST_PATH name, kind
+	FUNC	\name
+	PUSH2	x0, x1, 32
+	stp	x2, x16, [sp, #16]
+	.cfi_rel_offset x2, 16
+	.cfi_rel_offset x16, 24
+	mrs	x0, cntvct_el0
+	SELF	x1, x2
+	ldr	x2, [x1, #24]
+	sub	x2, x0, x2
+	lsr	x2, x2, #31		/* zero iff base <= time < base + 2^31 */
+	cbnz	x2, 2f
+1:	ldxr	x2, [x1]
+	add	x16, x2, #8
+	stxr	w17, x16, [x1]
+	cbnz	w17, 1b
+	ldr	x16, [x1, #8]
+	sub	x16, x2, x16
+	tbz	x16, #63, 3f		/* claimed >= limit: buffer full */
+	ldr	w16, [x30, #16]		/* function id, from the sled */
+	lsl	x16, x16, #36		/* (id << SF_KIND_BITS) in the high word */
+	orr	x16, x16, #(\kind << 32)
+	bfxil	x16, x0, #0, #32	/* time's low half in the low word */
+	str	x16, [x2]
+	ldp	x2, x16, [sp, #16]
+	POP2	x0, x1, 32
+	ret
+	.cfi_adjust_cfa_offset 32
+2:	mov	x2, #0			/* nothing claimed */
+3:	mov	x16, #\kind		/* x2: the claimed record, for sf_slow_event_at */
+	b	sf_slow_common
+	ENDFUNC	\name
+.endm
+
+/* Monotonic-clock mode: every event takes the slow path, which reads
+ * CLOCK_MONOTONIC in C. time = 0 tells it so. */
+.macro MONO_PATH name, kind
+	FUNC	\name
+	PUSH2	x0, x1, 32
+	stp	x2, x16, [sp, #16]
+	.cfi_rel_offset x2, 16
+	.cfi_rel_offset x16, 24
+	mov	x0, #0
+	mov	x2, #0
+	mov	x16, #\kind
+	b	sf_slow_common
+	ENDFUNC	\name
+.endm
+
+	FAST_PATH sf_tramp_entry, 1
+	FAST_PATH sf_tramp_exit, 2
+	FAST_PATH sf_tramp_tail, 3
+	MONO_PATH sf_tramp_entry_mono, 1
+	MONO_PATH sf_tramp_exit_mono, 2
+	MONO_PATH sf_tramp_tail_mono, 3
+
+/* Within mode (sftrace filter --within): functions outside the selection
+ * record only while a selected ("window") function is on this thread's
+ * stack. struct sf_thread.window_depth (offset 16) counts open window
+ * frames. Gated trampolines test it and return at once when it is zero;
+ * window trampolines count their frame in or out, then record. x16 is
+ * kept (a tail call's branch may use it), x17 is ours. A signal handler
+ * landing inside the count's load and store changes it by as much up as
+ * down, so the store stays right. */
+.macro GATED name, target
+	FUNC	\name
+	str	x16, [sp, #-16]!
+	.cfi_adjust_cfa_offset 16
+	.cfi_rel_offset x16, 0
+	SELF	x16, x17
+	ldr	x16, [x16, #16]
+	cbnz	x16, 1f
+	ldr	x16, [sp], #16
+	.cfi_adjust_cfa_offset -16
+	ret
+	.cfi_adjust_cfa_offset 16
+1:	ldr	x16, [sp], #16
+	.cfi_adjust_cfa_offset -16
+	b	\target
+	ENDFUNC	\name
+.endm
+
+.macro WINDOW_IN name, target
+	FUNC	\name
+	str	x16, [sp, #-16]!
+	.cfi_adjust_cfa_offset 16
+	.cfi_rel_offset x16, 0
+	SELF	x16, x17
+	ldr	x17, [x16, #16]
+	add	x17, x17, #1
+	str	x17, [x16, #16]
+	ldr	x16, [sp], #16
+	.cfi_adjust_cfa_offset -16
+	b	\target
+	ENDFUNC	\name
+.endm
+
+.macro WINDOW_OUT name, target
+	FUNC	\name
+	str	x16, [sp, #-16]!
+	.cfi_adjust_cfa_offset 16
+	.cfi_rel_offset x16, 0
+	SELF	x16, x17
+	ldr	x17, [x16, #16]
+	cbz	x17, 1f
+	sub	x17, x17, #1
+	str	x17, [x16, #16]
+1:	ldr	x16, [sp], #16
+	.cfi_adjust_cfa_offset -16
+	b	\target
+	ENDFUNC	\name
+.endm
+
+	GATED	sf_tramp_entry_gated, sf_tramp_entry
+	GATED	sf_tramp_exit_gated, sf_tramp_exit
+	GATED	sf_tramp_tail_gated, sf_tramp_tail
+	GATED	sf_tramp_entry_mono_gated, sf_tramp_entry_mono
+	GATED	sf_tramp_exit_mono_gated, sf_tramp_exit_mono
+	GATED	sf_tramp_tail_mono_gated, sf_tramp_tail_mono
+	WINDOW_IN  sf_tramp_entry_window, sf_tramp_entry
+	WINDOW_OUT sf_tramp_exit_window, sf_tramp_exit
+	WINDOW_OUT sf_tramp_tail_window, sf_tramp_tail
+	WINDOW_IN  sf_tramp_entry_mono_window, sf_tramp_entry_mono
+	WINDOW_OUT sf_tramp_exit_mono_window, sf_tramp_exit_mono
+	WINDOW_OUT sf_tramp_tail_mono_window, sf_tramp_tail_mono
+
+/* Slow path. On entry: the fast path's frame is on the stack (x0 x1 at 0,
+ * x2 x16 at 16, above it the sled's x17 x30), x0 = time (0: monotonic
+ * mode), x2 = the claimed record (0: none), x16 = kind, x30 = sled + 12.
+ * Calls sf_slow_event_at(time, id, kind, claimed), restores everything
+ * and returns to the sled. */
+	.p2align 4
+	.type	sf_slow_common, %function
+sf_slow_common:
+	.cfi_startproc
+	.cfi_def_cfa sp, 48
+	.cfi_offset x30, -8
+	.cfi_offset x17, -16
+	.cfi_offset x16, -24
+	.cfi_offset x2, -32
+	.cfi_offset x1, -40
+	.cfi_offset x0, -48
+	PUSH2	x29, x30
+	.cfi_rel_offset x29, 0
+	mov	x29, sp
+	PUSH2	x3, x4
+	PUSH2	x5, x6
+	PUSH2	x7, x8
+	PUSH2	x9, x10
+	PUSH2	x11, x12
+	PUSH2	x13, x14
+	PUSH2	x15, x18
+	mrs	x3, nzcv
+	mrs	x4, fpsr
+	mrs	x5, fpcr
+	PUSH2	x3, x4
+	PUSH2	x5, xzr
+	sub	sp, sp, #512
+	.cfi_adjust_cfa_offset 512
+	stp	q0, q1, [sp, #0]
+	stp	q2, q3, [sp, #32]
+	stp	q4, q5, [sp, #64]
+	stp	q6, q7, [sp, #96]
+	stp	q8, q9, [sp, #128]
+	stp	q10, q11, [sp, #160]
+	stp	q12, q13, [sp, #192]
+	stp	q14, q15, [sp, #224]
+	stp	q16, q17, [sp, #256]
+	stp	q18, q19, [sp, #288]
+	stp	q20, q21, [sp, #320]
+	stp	q22, q23, [sp, #352]
+	stp	q24, q25, [sp, #384]
+	stp	q26, q27, [sp, #416]
+	stp	q28, q29, [sp, #448]
+	stp	q30, q31, [sp, #480]
+	ldr	w1, [x30, #16]		/* arg 1: function id; arg 0 (time) is in x0 */
+	mov	x3, x2			/* arg 3: claimed */
+	mov	w2, w16			/* arg 2: kind */
+	bl	sf_slow_event_at
+	ldp	q0, q1, [sp, #0]
+	ldp	q2, q3, [sp, #32]
+	ldp	q4, q5, [sp, #64]
+	ldp	q6, q7, [sp, #96]
+	ldp	q8, q9, [sp, #128]
+	ldp	q10, q11, [sp, #160]
+	ldp	q12, q13, [sp, #192]
+	ldp	q14, q15, [sp, #224]
+	ldp	q16, q17, [sp, #256]
+	ldp	q18, q19, [sp, #288]
+	ldp	q20, q21, [sp, #320]
+	ldp	q22, q23, [sp, #352]
+	ldp	q24, q25, [sp, #384]
+	ldp	q26, q27, [sp, #416]
+	ldp	q28, q29, [sp, #448]
+	ldp	q30, q31, [sp, #480]
+	add	sp, sp, #512
+	.cfi_adjust_cfa_offset -512
+	POP2	x5, xzr
+	POP2	x3, x4
+	msr	fpcr, x5
+	msr	fpsr, x4
+	msr	nzcv, x3
+	POP2	x15, x18
+	POP2	x13, x14
+	POP2	x11, x12
+	POP2	x9, x10
+	POP2	x7, x8
+	POP2	x5, x6
+	POP2	x3, x4
+	POP2	x29, x30
+	.cfi_restore x29
+	ldp	x2, x16, [sp, #16]
+	POP2	x0, x1, 32
+	ret
+	.cfi_endproc
+	.size	sf_slow_common, .-sf_slow_common
+
+	.section .note.GNU-stack, "", %progbits

@@ -1,0 +1,89 @@
+/* x86-64 pieces of the runtime that C code inlines: raw system calls, the
+ * cycle counter, block stores, the longjmp buffer. Every architecture's
+ * folder has an sf_arch.h with the same names (the Makefile puts
+ * src/runtime/arch/$(ARCH) on the include path).
+ *
+ * Raw system calls are for code that must not go through interposable libc
+ * functions (a program may replace and instrument them) or touch errno.
+ * Return values are the kernel's: -errno on failure. */
+#ifndef SFTRACE_RUNTIME_SF_ARCH_H
+#define SFTRACE_RUNTIME_SF_ARCH_H
+
+#include <elf.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SF_ARCH_MACHINE EM_X86_64
+#define SF_ARCH_SLED_SIZE 11 /* bytes of an XRay sled */
+
+static inline long sf_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+	return ret;
+}
+
+static inline long sf_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* The event clock's raw counter (SF_CLOCK_TSC). */
+static inline uint64_t sf_arch_counter(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* *p = want if *p == expect, in one instruction without a lock prefix:
+ * only a signal handler on this thread can race with it. Returns what *p
+ * held. */
+static inline uint64_t sf_arch_cas_local(uint64_t *p, uint64_t expect, uint64_t want)
+{
+	__asm__ volatile("cmpxchgq %2, %1" : "+a"(expect), "+m"(*p) : "r"(want) : "cc", "memory");
+	return expect;
+}
+
+/* Block stores without vector registers (rep stos/movs: a few times faster
+ * than a loop of 8-byte stores). */
+static inline void sf_arch_zero_words(void *p, size_t words)
+{
+	__asm__ volatile("rep stosq" : "+D"(p), "+c"(words) : "a"(0ull) : "memory");
+}
+
+static inline void sf_arch_copy_bytes(void *d, const void *s, size_t n)
+{
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+
+static inline void sf_arch_fill_bytes(void *d, int c, size_t n)
+{
+	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+}
+
+/* The stack pointer saved by setjmp: glibc keeps it in __jmpbuf[6],
+ * mangled with the thread's pointer guard (%fs:0x30): rotated left by 17
+ * after an xor. */
+static inline uint64_t sf_arch_jmpbuf_sp(const void *env)
+{
+	uint64_t v = ((const uint64_t *)env)[6], guard;
+	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
+	return ((v >> 17) | (v << 47)) ^ guard;
+}
+
+/* A spin-wait loop's pause. */
+static inline void sf_arch_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
+#endif

@@ -21,7 +21,7 @@ CFLAGS_RT := $(CSTD) -O2 -g $(WARN) -fPIC -fvisibility=hidden -mgeneral-regs-onl
              -fno-stack-protector -ftls-model=initial-exec $(CFLAGS)
 LIBS_CLI := -lelf -ldw -liberty -lisal -lz -lzstd -lpcre2-8 -lsqlite3 -lpthread -lm
 
-RT_SRC   := $(wildcard src/runtime/*.c) src/format/xray_map.c src/format/filter_file.c
+RT_SRC   := $(wildcard src/runtime/*.c) src/format/xray_map.c src/format/filter_file.c src/format/packed.c
 RT_ASM   := $(wildcard src/runtime/arch/x86_64/*.S)
 CORE_SRC := $(wildcard src/format/*.c src/lib/*.c src/output/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)

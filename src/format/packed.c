@@ -218,3 +218,18 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 	rec->word = word;
 	return 1;
 }
+
+uint32_t sf_unpack_prefix(uint64_t base, const uint8_t *p, size_t len, uint32_t n, size_t *used)
+{
+	struct sf_unpack u;
+	struct sf_event rec;
+	const uint8_t *at;
+	uint32_t k = 0;
+	sf_unpack_init(&u, base, p, p + len);
+	*used = 0;
+	while (k < n && sf_unpack_next(&u, &rec, &at) == 1) {
+		k++;
+		*used = (size_t)(u.p - p);
+	}
+	return k;
+}

@@ -33,7 +33,7 @@ enum sf_pack_op {
 };
 
 #define SF_PK_MRU   9u
-#define SF_PK_STACK 256u  /* open entries remembered (a ring: deeper ones are forgotten) */
+#define SF_PK_STACK 64u   /* open entries remembered (a ring: deeper ones are forgotten) */
 #define SF_PK_MAX_GROUP 48u /* most bytes one event and its payload take */
 
 /* Prediction state, reset at the start of every batch (each chunk decodes
@@ -62,5 +62,9 @@ void sf_unpack_init(struct sf_unpack *u, uint64_t base, const uint8_t *p, const 
 /* The next record into *rec and its byte position into *at: 1; 0 at the end
  * of the bytes; -1 on a malformed op or operand (the rest is unreadable). */
 int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at);
+
+/* Of the first `len` bytes of a packed payload of n records (base: the
+ * batch's time base): how many records decode whole; *used = their bytes. */
+uint32_t sf_unpack_prefix(uint64_t base, const uint8_t *p, size_t len, uint32_t n, size_t *used);
 
 #endif

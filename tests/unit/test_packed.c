@@ -67,6 +67,16 @@ static void test_nested_calls_one_byte(void **state)
 	assert_int_equal(round_trip(g_ev, n, 0), n + 3);
 }
 
+/* The example of docs/FORMAT.md, byte for byte. */
+static void test_format_doc_example(void **state)
+{
+	const struct sf_event ev[] = {rec(1003, 7, SF_EV_ENTRY), rec(1006, 7, SF_EV_ENTRY), rec(1009, 7, SF_EV_EXIT),
+				      rec(1012, 7, SF_EV_EXIT)};
+	static const uint8_t want[] = {0x46, 0x07, 0x76, 0x06, 0x06};
+	assert_int_equal(round_trip(ev, 4, 1000), sizeof(want));
+	assert_memory_equal(g_out, want, sizeof(want));
+}
+
 static void test_time_wrap_and_gaps(void **state)
 {
 	uint64_t base = 0x1fffffff0ULL;
@@ -314,6 +324,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nested_calls_one_byte),
+		cmocka_unit_test(test_format_doc_example),
 		cmocka_unit_test(test_time_wrap_and_gaps),
 		cmocka_unit_test(test_largest_ids),
 		cmocka_unit_test(test_payload_kinds),

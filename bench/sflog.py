@@ -87,8 +87,8 @@ def _events(payload, n, L, fmt, stop_at_zero):
 
 
 # Packed chunks (docs/FORMAT.md, "Packed DATA chunks"): op -> kind.
-PK_RAW, PK_ENTRY_ID, PK_UNWIND, PK_MRU_FIRST, PK_MRU = 6, 4, 5, 7, 9
-PK_KIND = {0: 2, 1: 2, 2: 3, 3: 3, 4: 1, 5: 8}
+PK_RAW, PK_ENTRY_ID, PK_UNWIND, PK_MRU_FIRST, PK_MRU = 7, 5, 6, 8, 8
+PK_KIND = {1: 2, 2: 2, 3: 3, 4: 3, 5: 1, 6: 8}
 PAYLOAD_RECORDS = {4: 2, 5: 2, 6: 2, 7: 2, 10: 3, 11: 2, 12: 4}
 
 
@@ -108,7 +108,9 @@ def _packed(payload, n):
             p += 1
         op = tag >> 4
         operand = 0
-        if op in (1, 3, 4, 5):
+        if op == 0:
+            break  # bytes never written
+        if op in (2, 4, 5, 6):
             shift = 0
             while True:
                 b = payload[p]

@@ -206,6 +206,8 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 		u->p += 4;
 		u->payload_left = word ? sf_event_payload_records(word & SF_KIND_MASK) : 0;
 		break;
+	case 0:
+		return -1;
 	default: {
 		uint32_t r = op - SF_PK_ENTRY_MRU;
 		id = st->mru[r];

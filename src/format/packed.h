@@ -9,7 +9,7 @@
  *         rest as a LEB128 varint when `more` is set (previous: the batch
  *         base's low half for the first event);
  *   ops:  see enum sf_pack_op; exits and tail calls of the innermost open
- *         entry of the batch need no id; entries of one of the 9 most
+ *         entry of the batch need no id; entries of one of the 8 most
  *         recently entered functions give its rank in the op.
  * Records that are not function or unwind events (allocation and heap
  * events, zero words) are copied whole, with their payload records. */
@@ -22,17 +22,19 @@
 #include "format/sflog.h"
 
 enum sf_pack_op {
-	SF_PK_EXIT = 0,      /* exit of the innermost open entry */
-	SF_PK_EXIT_ID = 1,   /* exit, varint id */
-	SF_PK_TAIL = 2,      /* tail call of the innermost open entry */
-	SF_PK_TAIL_ID = 3,   /* tail call, varint id */
-	SF_PK_ENTRY_ID = 4,  /* entry, varint id */
-	SF_PK_UNWIND = 5,    /* unwind, varint frame count */
-	SF_PK_RAW = 6,       /* u32 word, then its payload records (8 bytes each) */
-	SF_PK_ENTRY_MRU = 7, /* 7..15: entry of the function of recent rank op - 7 */
+	/* 0 is no op: a zero tag is a byte never written (a hand-off cut
+	 * short by a crash leaves zeros), so decoding stops there. */
+	SF_PK_EXIT = 1,      /* exit of the innermost open entry */
+	SF_PK_EXIT_ID = 2,   /* exit, varint id */
+	SF_PK_TAIL = 3,      /* tail call of the innermost open entry */
+	SF_PK_TAIL_ID = 4,   /* tail call, varint id */
+	SF_PK_ENTRY_ID = 5,  /* entry, varint id */
+	SF_PK_UNWIND = 6,    /* unwind, varint frame count */
+	SF_PK_RAW = 7,       /* u32 word, then its payload records (8 bytes each) */
+	SF_PK_ENTRY_MRU = 8, /* 8..15: entry of the function of recent rank op - 8 */
 };
 
-#define SF_PK_MRU   9u
+#define SF_PK_MRU   8u
 #define SF_PK_STACK 64u   /* open entries remembered (a ring: deeper ones are forgotten) */
 #define SF_PK_MAX_GROUP 48u /* most bytes one event and its payload take */
 

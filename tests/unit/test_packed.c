@@ -72,7 +72,7 @@ static void test_format_doc_example(void **state)
 {
 	const struct sf_event ev[] = {rec(1003, 7, SF_EV_ENTRY), rec(1006, 7, SF_EV_ENTRY), rec(1009, 7, SF_EV_EXIT),
 				      rec(1012, 7, SF_EV_EXIT)};
-	static const uint8_t want[] = {0x46, 0x07, 0x76, 0x06, 0x06};
+	static const uint8_t want[] = {0x56, 0x07, 0x86, 0x16, 0x16};
 	assert_int_equal(round_trip(ev, 4, 1000), sizeof(want));
 	assert_memory_equal(g_out, want, sizeof(want));
 }
@@ -190,6 +190,10 @@ static void test_malformed_streams(void **state)
 	struct sf_unpack u;
 	struct sf_event e;
 	const uint8_t *at;
+	/* a zero tag (bytes never written) */
+	static const uint8_t zero[] = {0, 0};
+	sf_unpack_init(&u, 0, zero, zero + 2);
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
 	/* a predicted exit with nothing open */
 	static const uint8_t exit0[] = {SF_PK_EXIT << 4};
 	sf_unpack_init(&u, 0, exit0, exit0 + 1);

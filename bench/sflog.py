@@ -94,8 +94,8 @@ PAYLOAD_RECORDS = {4: 2, 5: 2, 6: 2, 7: 2, 10: 3, 11: 2, 12: 4}
 
 def _packed(payload, n):
     """Words and kinds of the events among the n records of a packed
-    payload. Only what counting needs is tracked: entries' ids (the
-    recent-entry table); exits are counted by kind without their ids."""
+    payload. Only what counting needs is tracked: entries' ids (the table
+    of entered ids); exits are counted by kind without their ids."""
     words, ks = array.array("I"), bytearray()
     mru = [0] * PK_MRU
     p, rec, end = 0, 0, len(payload)
@@ -132,13 +132,9 @@ def _packed(payload, n):
             ks.append(kind if word and np == PAYLOAD_RECORDS.get(kind, 0) else 0)
             continue
         if op >= PK_MRU_FIRST:
-            r = op - PK_MRU_FIRST
-            operand = mru[r]
-            del mru[r]
-            mru.insert(0, operand)
+            operand = mru[op - PK_MRU_FIRST]
         elif op == PK_ENTRY_ID:
-            mru.pop()
-            mru.insert(0, operand)
+            mru[((operand * 0x9E3779B1) & 0xFFFFFFFF) >> 29] = operand
         kind = PK_KIND.get(op, 1)
         words.append(operand << 4 | kind)
         ks.append(kind)

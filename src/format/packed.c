@@ -47,77 +47,74 @@ static void stack_push(struct sf_pack_state *st, uint32_t id)
 	st->sp++;
 }
 
-/* Moves rank r of the recent-entry table to the front, id there. */
-static void mru_front(struct sf_pack_state *st, uint32_t r, uint32_t id)
+static uint8_t *put_time(uint8_t *o, uint32_t op, uint32_t z)
 {
-	for (; r > 0; r--)
-		st->mru[r] = st->mru[r - 1];
-	st->mru[0] = id;
+	if (z < 8) {
+		*o++ = (uint8_t)(op << 4 | z);
+		return o;
+	}
+	*o++ = (uint8_t)(op << 4 | 8 | (z & 7));
+	z >>= 3;
+	if (z < 0x80) { /* the usual case, without the loop */
+		*o++ = (uint8_t)z;
+		return o;
+	}
+	return put_varint(o, z);
 }
 
-static uint32_t mru_rank(const struct sf_pack_state *st, uint32_t id)
+/* Records other than entries, exits and tail calls. */
+static uint8_t *pack_other(struct sf_pack_state *st, uint8_t *o, const struct sf_event *ev, size_t *i, size_t n,
+			   uint32_t z)
 {
-	for (uint32_t r = 0; r < SF_PK_MRU; r++)
-		if (st->mru[r] == id)
-			return r;
-	return SF_PK_MRU;
+	uint32_t word = ev[*i].word;
+	if (word && (word & SF_KIND_MASK) == SF_EV_UNWIND) {
+		stack_pop(st, word >> SF_KIND_BITS);
+		o = put_time(o, SF_PK_UNWIND, z);
+		return put_varint(o, word >> SF_KIND_BITS);
+	}
+	o = put_time(o, SF_PK_RAW, z);
+	memcpy(o, &word, 4);
+	o += 4;
+	size_t np = word ? sf_event_payload_records(word & SF_KIND_MASK) : 0;
+	for (; np && *i + 1 < n; np--) {
+		++*i;
+		memcpy(o, &ev[*i], 8);
+		o += 8;
+	}
+	return o;
 }
 
-/* The op of one event record, with its stack and table updates; *operand
- * is set for the ops that carry one. */
-static unsigned choose_op(struct sf_pack_state *st, uint32_t word, uint32_t *operand)
-{
-	uint32_t kind = word & SF_KIND_MASK, id = word >> SF_KIND_BITS;
-	*operand = id;
-	switch (word ? kind : 0) {
-	case SF_EV_ENTRY: {
-		uint32_t r = mru_rank(st, id);
-		mru_front(st, r < SF_PK_MRU ? r : SF_PK_MRU - 1, id);
-		stack_push(st, id);
-		return r < SF_PK_MRU ? SF_PK_ENTRY_MRU + r : SF_PK_ENTRY_ID;
-	}
-	case SF_EV_EXIT:
-	case SF_EV_TAIL: {
-		int predicted = st->sp && stack_top(st) == id;
-		stack_pop(st, 1);
-		unsigned op = kind == SF_EV_EXIT ? SF_PK_EXIT : SF_PK_TAIL;
-		return predicted ? op : op + 1;
-	}
-	case SF_EV_UNWIND:
-		stack_pop(st, id);
-		return SF_PK_UNWIND;
-	default:
-		*operand = word;
-		return SF_PK_RAW;
-	}
-}
-
-size_t sf_pack_batch(struct sf_pack_state *st, const struct sf_event *ev, size_t n, uint8_t *out, size_t cap)
+size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *restrict ev, size_t n,
+		     uint8_t *restrict out, size_t cap)
 {
 	uint8_t *o = out, *end = out + cap;
+	uint32_t prev = st->prev;
 	for (size_t i = 0; i < n; i++) {
 		if ((size_t)(end - o) < SF_PK_MAX_GROUP)
 			return 0;
-		uint32_t word = ev[i].word, operand;
-		uint32_t z = zigzag(ev[i].time_lo - st->prev);
-		st->prev = ev[i].time_lo;
-		unsigned op = choose_op(st, word, &operand);
-		*o++ = (uint8_t)(op << 4 | (z > 7) << 3 | (z & 7));
-		if (z > 7)
-			o = put_varint(o, z >> 3);
-		if (op == SF_PK_RAW) {
-			memcpy(o, &word, 4);
-			o += 4;
-			size_t np = word ? sf_event_payload_records(word & SF_KIND_MASK) : 0;
-			for (; np && i + 1 < n; np--) {
-				i++;
-				memcpy(o, &ev[i], 8);
-				o += 8;
-			}
-		} else if (op == SF_PK_EXIT_ID || op == SF_PK_TAIL_ID || op == SF_PK_ENTRY_ID || op == SF_PK_UNWIND) {
-			o = put_varint(o, operand);
+		uint32_t word = ev[i].word, kind = word & SF_KIND_MASK, id = word >> SF_KIND_BITS;
+		uint32_t z = zigzag(ev[i].time_lo - prev);
+		prev = ev[i].time_lo;
+		if (kind == SF_EV_ENTRY) {
+			uint32_t slot = sf_pk_slot(id);
+			int hit = st->mru[slot] == id;
+			st->mru[slot] = id;
+			stack_push(st, id);
+			o = put_time(o, hit ? SF_PK_ENTRY_MRU + slot : SF_PK_ENTRY_ID, z);
+			if (!hit)
+				o = put_varint(o, id);
+		} else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL) {
+			int predicted = st->sp && stack_top(st) == id;
+			stack_pop(st, 1);
+			uint32_t op = kind == SF_EV_EXIT ? SF_PK_EXIT : SF_PK_TAIL;
+			o = put_time(o, op + !predicted, z);
+			if (!predicted)
+				o = put_varint(o, id);
+		} else {
+			o = pack_other(st, o, ev, &i, n, z);
 		}
 	}
+	st->prev = prev;
 	return (size_t)(o - out);
 }
 
@@ -188,7 +185,7 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 		if (get_varint(u, &id) < 0 || id >= SF_FUNC_ID_LIMIT)
 			return -1;
 		if (op == SF_PK_ENTRY_ID) {
-			mru_front(st, SF_PK_MRU - 1, id);
+			st->mru[sf_pk_slot(id)] = id;
 			stack_push(st, id);
 			word = sf_event_word(id, SF_EV_ENTRY);
 		} else if (op == SF_PK_UNWIND) {
@@ -209,9 +206,7 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 	case 0:
 		return -1;
 	default: {
-		uint32_t r = op - SF_PK_ENTRY_MRU;
-		id = st->mru[r];
-		mru_front(st, r, id);
+		id = st->mru[op - SF_PK_ENTRY_MRU];
 		stack_push(st, id);
 		word = sf_event_word(id, SF_EV_ENTRY);
 		break;

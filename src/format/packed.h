@@ -9,8 +9,9 @@
  *         rest as a LEB128 varint when `more` is set (previous: the batch
  *         base's low half for the first event);
  *   ops:  see enum sf_pack_op; exits and tail calls of the innermost open
- *         entry of the batch need no id; entries of one of the 8 most
- *         recently entered functions give its rank in the op.
+ *         entry of the batch need no id; an entry of a function
+ *         that is still in its slot of an 8-way table of entered ids
+ *         (slot = a hash of the id) names the slot in the op.
  * Records that are not function or unwind events (allocation and heap
  * events, zero words) are copied whole, with their payload records. */
 #ifndef SFTRACE_FORMAT_PACKED_H
@@ -31,7 +32,7 @@ enum sf_pack_op {
 	SF_PK_ENTRY_ID = 5,  /* entry, varint id */
 	SF_PK_UNWIND = 6,    /* unwind, varint frame count */
 	SF_PK_RAW = 7,       /* u32 word, then its payload records (8 bytes each) */
-	SF_PK_ENTRY_MRU = 8, /* 8..15: entry of the function of recent rank op - 8 */
+	SF_PK_ENTRY_MRU = 8, /* 8..15: entry of the function in table slot op - 8 */
 };
 
 #define SF_PK_MRU   8u
@@ -44,14 +45,21 @@ struct sf_pack_state {
 	uint32_t prev;               /* previous event's time_lo */
 	uint32_t sp;                 /* open entries pushed minus popped (>= 0) */
 	uint32_t stack[SF_PK_STACK]; /* function ids, index sp % SF_PK_STACK */
-	uint32_t mru[SF_PK_MRU];     /* function ids, most recent first */
+	uint32_t mru[SF_PK_MRU];     /* ids of entered functions, at slot sf_pk_slot(id) */
 };
+
+/* The table slot of a function id: the top 3 bits of id * 0x9e3779b1. */
+static inline uint32_t sf_pk_slot(uint32_t id)
+{
+	return (id * 0x9e3779b1u) >> 29;
+}
 
 void sf_pack_reset(struct sf_pack_state *st, uint64_t base);
 
 /* Encodes n records into out (cap bytes). Returns the bytes written, or 0
  * if they do not fit in cap (the caller then writes the records raw). */
-size_t sf_pack_batch(struct sf_pack_state *st, const struct sf_event *ev, size_t n, uint8_t *out, size_t cap);
+size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *restrict ev, size_t n,
+		     uint8_t *restrict out, size_t cap);
 
 /* Streaming decoder: one record per call. */
 struct sf_unpack {

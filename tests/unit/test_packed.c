@@ -72,7 +72,7 @@ static void test_format_doc_example(void **state)
 {
 	const struct sf_event ev[] = {rec(1003, 7, SF_EV_ENTRY), rec(1006, 7, SF_EV_ENTRY), rec(1009, 7, SF_EV_EXIT),
 				      rec(1012, 7, SF_EV_EXIT)};
-	static const uint8_t want[] = {0x56, 0x07, 0x86, 0x16, 0x16};
+	static const uint8_t want[] = {0x56, 0x07, 0xa6, 0x16, 0x16};
 	assert_int_equal(round_trip(ev, 4, 1000), sizeof(want));
 	assert_memory_equal(g_out, want, sizeof(want));
 }

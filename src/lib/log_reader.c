@@ -721,6 +721,29 @@ static void packed_start(struct lr_packed *pk, const struct lr_log *log, const s
 static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t base, struct lr_event *ev,
 				     const uint8_t **at)
 {
+	if (!pk->nwin && pk->left) {
+		/* Most records are function events without payload: straight
+		 * into *ev, without the window. */
+		int r = sf_unpack_next(&pk->un, &pk->win[0], &pk->at[0]);
+		if (r <= 0) {
+			if (!cut)
+				pk->lost += pk->left;
+			pk->left = 0;
+			return REC_END;
+		}
+		pk->left--;
+		uint32_t w = pk->win[0].word, kind = w & SF_KIND_MASK;
+		if (w && sf_event_kind_valid(kind) && !sf_event_payload_records(kind)) {
+			ev->kind = kind;
+			ev->func_id = w >> SF_KIND_BITS;
+			ev->raw_time = sf_event_time(base, pk->win[0].time_lo);
+			ev->has_ext = 0;
+			ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
+			*at = pk->at[0];
+			return REC_EVENT;
+		}
+		pk->nwin = 1;
+	}
 	while (pk->nwin < 5 && pk->left) {
 		int r = sf_unpack_next(&pk->un, &pk->win[pk->nwin], &pk->at[pk->nwin]);
 		if (r <= 0) {

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "format/packed.h"
 #include "format/sflog.h"
@@ -339,6 +340,23 @@ static inline void lb_chunk_pair(struct lb *b, size_t off, uint64_t tsc, uint64_
 {
 	lb_chunk(b, off)->tsc = tsc;
 	lb_chunk(b, off)->mono_ns = mono;
+}
+
+/* A fresh directory made from tmpl ("/tmp/NAME-XXXXXX", at most 63 bytes)
+ * into dir[64], and the path of a log in it into path[128]. 0 or -1. */
+static inline int lb_tmpdir(char *dir, char *path, const char *tmpl)
+{
+	snprintf(dir, 64, "%s", tmpl);
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, 128, "%s/sf.log", dir);
+	return 0;
+}
+
+static inline void lb_tmpdir_remove(const char *dir, const char *path)
+{
+	unlink(path);
+	rmdir(dir);
 }
 
 /* Writes the first len bytes (len 0: everything). Returns 0 or -1. */

@@ -25,17 +25,12 @@ static char g_path[128];
 
 static int setup(void **state)
 {
-	strcpy(g_dir, "/tmp/sftrace-lr-XXXXXX");
-	if (!mkdtemp(g_dir))
-		return -1;
-	snprintf(g_path, sizeof(g_path), "%s/sf.log", g_dir);
-	return 0;
+	return lb_tmpdir(g_dir, g_path, "/tmp/sftrace-lr-XXXXXX");
 }
 
 static int teardown(void **state)
 {
-	unlink(g_path);
-	rmdir(g_dir);
+	lb_tmpdir_remove(g_dir, g_path);
 	return 0;
 }
 

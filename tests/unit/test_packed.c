@@ -236,17 +236,15 @@ static const uint64_t g_funcs[3] = {0x1100, 0x1200, 0x1300};
 
 static void events_of(struct lb *b, char *out, size_t len, uint64_t *lost)
 {
-	char err[256] = "";
 	assert_int_equal(lb_write(b, g_path), 0);
+	char err[256] = "";
 	struct lr_log *log = lr_open(g_path, err, sizeof(err));
-	if (!log)
-		fail_msg("lr_open: %s", err);
+	assert_string_equal(err, "");
+	assert_non_null(log);
 	struct lr_iter it;
 	struct lr_event ev;
 	size_t pos = 0;
-	out[0] = 0;
-	lr_iter_init(&it, log);
-	while (lr_next(&it, &ev))
+	for (lr_iter_init(&it, log), out[0] = 0; lr_next(&it, &ev);)
 		pos += (size_t)snprintf(out + pos, len - pos, "%s%s:%u@%llu/%llu", pos ? " " : "", lr_kind_name(ev.kind),
 					ev.func_id, (unsigned long long)ev.raw_time, (unsigned long long)ev.size);
 	struct lr_summary s;
@@ -310,17 +308,12 @@ static void test_reader_same_as_raw(void **state)
 
 static int setup(void **state)
 {
-	strcpy(g_dir, "/tmp/sftrace-pk-XXXXXX");
-	if (!mkdtemp(g_dir))
-		return -1;
-	snprintf(g_path, sizeof(g_path), "%s/sf.log", g_dir);
-	return 0;
+	return lb_tmpdir(g_dir, g_path, "/tmp/sftrace-pk-XXXXXX");
 }
 
 static int teardown(void **state)
 {
-	unlink(g_path);
-	rmdir(g_dir);
+	lb_tmpdir_remove(g_dir, g_path);
 	return 0;
 }
 

@@ -50,7 +50,7 @@ LIBS_CLI := -lelf -ldw -liberty $(LIB_ISAL) -lz -lzstd -lpcre2-8 -lsqlite3 -lpth
 ifeq ($(wildcard $(RT_ARCH)/sf_arch.h),)
 $(error no runtime for ARCH=$(ARCH): $(RT_ARCH) does not exist)
 endif
-RT_SRC   := $(wildcard src/runtime/*.c $(RT_ARCH)/*.c) src/format/xray_map.c src/format/filter_file.c
+RT_SRC   := $(wildcard src/runtime/*.c $(RT_ARCH)/*.c) src/format/xray_map.c src/format/filter_file.c src/format/packed.c
 RT_ASM   := $(wildcard $(RT_ARCH)/*.S)
 CORE_SRC := $(wildcard src/format/*.c src/lib/*.c src/output/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)

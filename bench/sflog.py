@@ -2,8 +2,9 @@
 
 It counts events (by kind and by function id) and reads the object table and
 the header's patch counters, for the format version sflog_layout was built
-with (version 2: 8-byte events whose word is the function id shifted left by
-the kind bits, or'ed with the kind), refusing logs of any other version.
+with (8-byte events whose word is the function id shifted left by the kind
+bits, or'ed with the kind; since version 4 also packed DATA chunks, decoded
+here from docs/FORMAT.md alone), refusing logs of any other version.
 It exists so the benchmarks can check event
 counts without depending on the CLI, and cross-check the CLI when it is
 there. Offsets come from bench/build/sflog_layout (compiled from
@@ -85,6 +86,61 @@ def _events(payload, n, L, fmt, stop_at_zero):
     return out_words, bytes(out_kinds)
 
 
+# Packed chunks (docs/FORMAT.md, "Packed DATA chunks"): op -> kind.
+PK_RAW, PK_ENTRY_ID, PK_UNWIND, PK_MRU_FIRST, PK_MRU = 7, 5, 6, 8, 8
+PK_KIND = {1: 2, 2: 2, 3: 3, 4: 3, 5: 1, 6: 8}
+PAYLOAD_RECORDS = {4: 2, 5: 2, 6: 2, 7: 2, 10: 3, 11: 2, 12: 4}
+
+
+def _packed(payload, n):
+    """Words and kinds of the events among the n records of a packed
+    payload. Only what counting needs is tracked: entries' ids (the table
+    of entered ids); exits are counted by kind without their ids."""
+    words, ks = array.array("I"), bytearray()
+    mru = [0] * PK_MRU
+    p, rec, end = 0, 0, len(payload)
+    while rec < n and p < end:
+        tag = payload[p]
+        p += 1
+        if tag & 8:  # the rest of the time delta: a LEB128 varint
+            while payload[p] & 0x80:
+                p += 1
+            p += 1
+        op = tag >> 4
+        operand = 0
+        if op == 0:
+            break  # bytes never written
+        if op in (2, 4, 5, 6):
+            shift = 0
+            while True:
+                b = payload[p]
+                p += 1
+                operand |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    break
+        rec += 1
+        if op == PK_RAW:
+            word = struct.unpack_from("<I", payload, p)[0]
+            p += 4
+            kind = word & 0xF
+            np = PAYLOAD_RECORDS.get(kind, 0) if word else 0
+            np = min(np, n - rec)
+            p += 8 * np
+            rec += np
+            words.append(word)
+            ks.append(kind if word and np == PAYLOAD_RECORDS.get(kind, 0) else 0)
+            continue
+        if op >= PK_MRU_FIRST:
+            operand = mru[op - PK_MRU_FIRST]
+        elif op == PK_ENTRY_ID:
+            mru[((operand * 0x9E3779B1) & 0xFFFFFFFF) >> 29] = operand
+        kind = PK_KIND.get(op, 1)
+        words.append(operand << 4 | kind)
+        ks.append(kind)
+    return words, bytes(ks)
+
+
 def scan(path, L, per_function=False):
     """Walks the chunks of one log. Returns a dict:
     kinds: Counter kind -> events; entries: Counter func_id -> ENTRY events
@@ -122,6 +178,11 @@ def scan(path, L, per_function=False):
             data_batches.add((serial, seq))
             # count: 8-byte records, allocation payloads included
             words, ks = _events(payload, count, L, fmt, stop_at_zero=False)
+            _count(words, ks, L, kinds, entries, per_function)
+        elif ctype == L.get("type.packed"):
+            data_batches.add((serial, seq))
+            nbytes = struct.unpack_from("<Q", data, off + L["chunk.reserved"])[0]
+            words, ks = _packed(payload[:nbytes], count)
             _count(words, ks, L, kinds, entries, per_function)
         elif ctype == L["type.slot"]:
             slots.append((serial, seq, payload))

@@ -39,5 +39,7 @@ int main(void)
 	P("type.object", SF_CHUNK_OBJECT);
 	P("type.data", SF_CHUNK_DATA);
 	P("type.slot", SF_CHUNK_SLOT);
+	P("type.packed", SF_CHUNK_PACKED);
+	P("chunk.reserved", offsetof(struct sf_chunk, reserved));
 	return 0;
 }

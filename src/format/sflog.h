@@ -17,6 +17,7 @@
  *   UNLOAD  an object was dlclose'd (its function ids are never reused).
  *   DATA    a batch of events of one thread, written with pwrite when the
  *           thread's slot filled up (or when the thread exited).
+ *   PACKED  a DATA batch in fewer bytes (format/packed.h), written the same way.
  *   SLOT    a thread's live buffer, mapped MAP_SHARED by the runtime and
  *           reused across batches. Its events are the thread's newest batch
  *           (sequence number `seq`) unless a DATA chunk with the same thread
@@ -34,8 +35,8 @@
 #include <stdint.h>
 
 #define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
-#define SF_VERSION      3                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events */
-#define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 3) */
+#define SF_VERSION      4                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks */
+#define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 4) */
 #define SF_HEADER_SIZE  4096u
 #define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */
 #define SF_SLOT_SIZE    65536u                /* whole slot chunk, header included */
@@ -201,6 +202,9 @@ enum sf_chunk_type {
 	SF_CHUNK_UNLOAD = 2,
 	SF_CHUNK_DATA = 3,
 	SF_CHUNK_SLOT = 4,
+	/* A DATA batch re-coded by format/packed.h (version 4): `count`
+	 * records as in DATA, `reserved` = the payload's length in bytes. */
+	SF_CHUNK_PACKED = 5,
 };
 
 /* Every chunk starts with this 80-byte header. */

@@ -34,6 +34,9 @@ struct lr_batch {
 	uint32_t thread; /* index into lr_log.threads */
 	uint8_t slot;
 	uint8_t live;    /* delivered (not a duplicate) */
+	uint8_t packed;  /* a PACKED chunk: nrec records coded in `bytes` bytes */
+	uint8_t cut;     /* the end of the file cuts the chunk */
+	uint32_t bytes;
 };
 
 struct lr_pair {
@@ -287,17 +290,36 @@ static void add_unload(struct lr_log *log, uint64_t off, const struct sf_chunk *
 	log->unloads[log->nunloads++] = u.index;
 }
 
+static const char *batch_type_name(uint16_t type)
+{
+	return type == SF_CHUNK_DATA ? "data" : type == SF_CHUNK_PACKED ? "packed" : "slot";
+}
+
 /* avail: bytes of the chunk present in the file. */
 static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c, uint64_t avail)
 {
 	uint64_t cap = (c->size - sizeof(*c)) / sizeof(struct sf_event);
 	uint64_t in_file = (avail - sizeof(*c)) / sizeof(struct sf_event);
-	uint64_t n = c->count;
+	uint64_t n = c->count, bytes = 0;
+	if (c->type == SF_CHUNK_PACKED) {
+		/* Records take a byte at least: count can never exceed the bytes. */
+		uint64_t room = c->size - sizeof(*c);
+		bytes = c->reserved;
+		if (bytes > room) {
+			warn(log, "packed chunk at offset %" PRIu64 ": %" PRIu64 " bytes exceed its %" PRIu64 "; using %" PRIu64,
+			     off, bytes, room, room);
+			bytes = room;
+		}
+		cap = bytes;
+		in_file = n;
+		if (bytes > avail - sizeof(*c))
+			bytes = avail - sizeof(*c);
+	}
 	if (c->type == SF_CHUNK_SLOT && n == 0)
 		n = cap;
 	if (n > cap) {
 		warn(log, "%s chunk at offset %" PRIu64 ": count %u exceeds its %" PRIu64 " records; using %" PRIu64,
-		     c->type == SF_CHUNK_DATA ? "data" : "slot", off, c->count, cap, cap);
+		     batch_type_name(c->type), off, c->count, cap, cap);
 		n = cap;
 	}
 	if (n > in_file)
@@ -306,6 +328,9 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 	struct lr_batch *b = &log->batches[log->nbatches++];
 	b->off = off;
 	b->nrec = (uint32_t)n;
+	b->packed = c->type == SF_CHUNK_PACKED;
+	b->cut = avail < c->size;
+	b->bytes = (uint32_t)bytes;
 	b->base = c->base;
 	b->seq = c->seq;
 	b->thread = thread_for_serial(log, c->thread_serial);
@@ -315,7 +340,7 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 
 static int header_valid(const struct sf_chunk *c)
 {
-	return c->magic == SF_CHUNK_MAGIC && c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_SLOT &&
+	return c->magic == SF_CHUNK_MAGIC && c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_PACKED &&
 	       c->size >= sizeof(*c) && c->size % 16 == 0;
 }
 
@@ -406,7 +431,7 @@ static void index_chunks(struct lr_log *log)
 			 * events were handed off and zeroed before that. */
 			if (avail >= sizeof(c) + 16 && !is_zero16(q + sizeof(c)))
 				warn(log, "free slot at offset %" PRIu64 " holds data; ignored", p);
-		} else if (c.type == SF_CHUNK_DATA || c.type == SF_CHUNK_SLOT) {
+		} else if (c.type == SF_CHUNK_DATA || c.type == SF_CHUNK_SLOT || c.type == SF_CHUNK_PACKED) {
 			if (log->truncated)
 				log->truncated_batch = (int64_t)log->nbatches;
 			add_batch(log, p, &c, avail);
@@ -684,9 +709,95 @@ static void batch_range(const struct lr_log *log, const struct lr_batch *b, cons
 	*end = *rec + (size_t)b->nrec * sizeof(struct sf_event);
 }
 
+/* ---- packed batches (format/packed.h) ---- */
+
+static void packed_start(struct lr_packed *pk, const struct lr_log *log, const struct lr_batch *b)
+{
+	const uint8_t *p = log->map + b->off + sizeof(struct sf_chunk);
+	sf_unpack_init(&pk->un, b->base, p, p + b->bytes);
+	pk->left = b->nrec;
+	pk->nwin = 0;
+	pk->lost = 0;
+}
+
+/* The next record of a packed batch, read as decode() reads raw ones: the
+ * window holds the event and as many records after it as its payload can
+ * take. A malformed stream loses the batch's remaining records, unless the
+ * end of the file cut the chunk (a cut raw chunk keeps its complete records
+ * and counts no loss either). */
+static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t base, struct lr_event *ev,
+				     const uint8_t **at)
+{
+	if (!pk->nwin && pk->left) {
+		/* Most records are function events without payload: straight
+		 * into *ev, without the window. */
+		int r = sf_unpack_next(&pk->un, &pk->win[0], &pk->at[0]);
+		if (r <= 0) {
+			if (!cut)
+				pk->lost += pk->left;
+			pk->left = 0;
+			return REC_END;
+		}
+		pk->left--;
+		uint32_t w = pk->win[0].word, kind = w & SF_KIND_MASK;
+		if (w && sf_event_kind_valid(kind) && !sf_event_payload_records(kind)) {
+			ev->kind = kind;
+			ev->func_id = w >> SF_KIND_BITS;
+			ev->raw_time = sf_event_time(base, pk->win[0].time_lo);
+			ev->has_ext = 0;
+			ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
+			*at = pk->at[0];
+			return REC_EVENT;
+		}
+		pk->nwin = 1;
+	}
+	while (pk->nwin < 5 && pk->left) {
+		int r = sf_unpack_next(&pk->un, &pk->win[pk->nwin], &pk->at[pk->nwin]);
+		if (r <= 0) {
+			if (!cut) /* a cut chunk ends where the file does */
+				pk->lost += pk->left;
+			pk->left = 0;
+			break;
+		}
+		pk->nwin++;
+		pk->left--;
+	}
+	if (!pk->nwin)
+		return REC_END;
+	size_t used;
+	const unsigned char *w = (const unsigned char *)pk->win;
+	enum rec_result r = decode(w, w + pk->nwin * sizeof(struct sf_event), 0, base, ev, &used);
+	*at = pk->at[0];
+	pk->nwin -= (uint32_t)used;
+	memmove(pk->win, pk->win + used, pk->nwin * sizeof(pk->win[0]));
+	memmove(pk->at, pk->at + used, pk->nwin * sizeof(pk->at[0]));
+	return r;
+}
+
+static uint64_t packed_count(const struct lr_log *log, const struct lr_batch *b, uint64_t *lost)
+{
+	struct lr_packed pk;
+	packed_start(&pk, log, b);
+	uint64_t n = 0, bad = 0;
+	enum rec_result r;
+	struct lr_event ev;
+	const uint8_t *at;
+	while ((r = packed_decode(&pk, b->cut, b->base, &ev, &at)) != REC_END) {
+		if (r == REC_EVENT)
+			n++;
+		else
+			bad++;
+	}
+	if (lost)
+		*lost = bad + pk.lost;
+	return n;
+}
+
 /* Events a batch delivers, and records it skips (holes, corrupt ones). */
 static uint64_t batch_count(const struct lr_log *log, const struct lr_batch *b, uint64_t *lost)
 {
+	if (b->packed)
+		return packed_count(log, b, lost);
 	const unsigned char *p, *end;
 	batch_range(log, b, &p, &end);
 	uint64_t n = 0, bad = 0;
@@ -1071,6 +1182,12 @@ static int next_batch(struct lr_iter *it)
 	const struct lr_batch *b = &log->batches[bi];
 	drop_behind(log, &it->released, b->off);
 	batch_range(log, b, &it->rec, &it->end);
+	it->packed = b->packed;
+	it->cut = b->cut;
+	if (b->packed) {
+		it->rec = it->end; /* read through pk instead */
+		packed_start(&it->pk, log, b);
+	}
 	it->thread = &log->threads[b->thread];
 	if (it->thread->nbefore && it->thread->batch[0] == bi) {
 		it->pre_thread = it->thread;
@@ -1083,12 +1200,23 @@ static int next_batch(struct lr_iter *it)
 	return 1;
 }
 
+static void fill_event(struct lr_iter *it, struct lr_event *ev, const unsigned char *p)
+{
+	ev->thread = it->thread;
+	ev->time_ns = lr_time_ns(it->log, ev->raw_time);
+	ev->offset = (uint64_t)(p - it->log->map);
+	ev->seq = it->seq;
+	ev->in_slot = it->slot;
+	ev->before_window = 0;
+}
+
 int lr_next(struct lr_iter *it, struct lr_event *ev)
 {
 	for (;;) {
 		if (it->pre_left && it->pre_thread == it->thread && it->rec < it->end) {
 			/* Ring: the entries that fell out, outermost first, at the
-			 * time of the thread's first recorded event. */
+			 * time of the thread's first recorded event. A ring log's
+			 * batches are all SLOT chunks (raw records), never packed. */
 			if (!it->pre_raw_valid) {
 				struct lr_event first;
 				size_t used;
@@ -1110,6 +1238,17 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			ev->before_window = 1;
 			return 1;
 		}
+		if (it->packed) {
+			const uint8_t *at;
+			enum rec_result r;
+			while ((r = packed_decode(&it->pk, it->cut, it->base, ev, &at)) != REC_END) {
+				if (r == REC_EVENT) {
+					fill_event(it, ev, at);
+					return 1;
+				}
+			}
+			it->packed = 0;
+		}
 		while (it->rec < it->end) {
 			size_t used;
 			const unsigned char *p = it->rec;
@@ -1121,12 +1260,7 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			it->rec += used * sizeof(struct sf_event);
 			if (r != REC_EVENT)
 				continue;
-			ev->thread = it->thread;
-			ev->time_ns = lr_time_ns(it->log, ev->raw_time);
-			ev->offset = (uint64_t)(p - it->log->map);
-			ev->seq = it->seq;
-			ev->in_slot = it->slot;
-			ev->before_window = 0;
+			fill_event(it, ev, p);
 			return 1;
 		}
 		if (!next_batch(it))

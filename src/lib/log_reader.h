@@ -13,7 +13,9 @@
  *
  * Batch rules (see sflog.h): a thread is identified by its thread_serial, not
  * its tid. DATA chunk `count` is taken as the number of 8-byte records in
- * the payload, allocation payloads (sf_event_ext) included. A SLOT chunk's
+ * the payload, allocation payloads (sf_event_ext) included. A PACKED chunk
+ * (version 4) holds the same records re-coded: it is decoded record by record
+ * as it is read, in constant memory, and is otherwise a DATA chunk. A SLOT chunk's
  * events end at the first event whose word is zero; they are delivered unless a DATA
  * chunk with the same (serial, seq) exists. A SLOT with thread_serial 0 is a
  * free slot (the runtime's serials start at 1) and is ignored. A duplicated
@@ -30,6 +32,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "format/packed.h"
 
 struct lr_log;
 
@@ -168,6 +172,17 @@ struct lr_summary {
 };
 void lr_summary(const struct lr_log *log, struct lr_summary *s);
 
+/* Internal: decoding state of a packed batch (format/packed.h), a window
+ * of the records of one event and its payload, decoded as they are read. */
+struct lr_packed {
+	struct sf_unpack un;
+	uint32_t left;               /* records of the batch not decoded yet */
+	uint32_t nwin;               /* records in win */
+	struct sf_event win[5];      /* an event and up to 4 payload records */
+	const uint8_t *at[5];        /* where each one's bytes start */
+	uint64_t lost;               /* records lost to a malformed stream */
+};
+
 /* Event iteration. Order: every DATA batch in file order, then the live SLOT
  * batches; a thread's events always come in recording (seq) order. */
 struct lr_iter {
@@ -179,6 +194,9 @@ struct lr_iter {
 	uint32_t seq;
 	int slot;
 	uint64_t base;                /* the batch's time base */
+	int packed;                   /* the batch is a packed chunk: read through pk */
+	int cut;                      /* ... cut by the end of the file */
+	struct lr_packed pk;
 	uint64_t released;            /* pages before this offset were dropped */
 	uint32_t pre_left;            /* ring: before-window entries still to deliver */
 	uint32_t pre_raw_valid;

@@ -101,19 +101,17 @@ static struct sf_event *slot_events(const struct sf_slot *s)
 }
 
 /* Writes the n records of slot s as the thread's DATA batch number seq. */
-static void write_batch(struct sf_thread *t, const struct sf_slot *s, size_t n, uint32_t seq)
+static void write_batch(struct sf_thread *t, struct sf_slot *s, size_t n, uint32_t seq)
 {
 	if (!n)
 		return;
 	struct sf_chunk c = {0};
-	c.type = SF_CHUNK_DATA;
-	c.count = (uint32_t)n;
 	c.thread_serial = t->serial;
 	c.tid = t->tid;
 	c.seq = seq;
 	c.base = s->hdr->base;
 	prctl(PR_GET_NAME, c.name, 0, 0, 0);
-	sf_log_write_chunk(&c, slot_events(s), n * sizeof(struct sf_event), n);
+	sf_write_batch_chunk(&c, s, n);
 }
 
 /* Hands events [0, n) of the slot to the file and clears the slot. */

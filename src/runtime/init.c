@@ -127,6 +127,18 @@ static int read_config(void)
 			return 0;
 		}
 	}
+	/* packed by default (format version 4); raw keeps the 8-byte records
+	 * of version 3 in DATA chunks, for comparison (bench/encoding.py). */
+	const char *enc = getenv("SFTRACE_ENCODING");
+	sf_config.encoding = SF_ENCODING_PACKED;
+	if (enc && enc[0]) {
+		if (!strcmp(enc, "raw"))
+			sf_config.encoding = SF_ENCODING_RAW;
+		else if (strcmp(enc, "packed")) {
+			sf_rt_message("SFTRACE_ENCODING must be 'packed' or 'raw', not ", enc, NULL);
+			return 0;
+		}
+	}
 	if (sched_getaffinity(0, sizeof(sf_config.cpus), &sf_config.cpus) == 0) {
 		sf_config.ncpus = CPU_COUNT(&sf_config.cpus);
 	} else {

@@ -340,7 +340,9 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 			/* Complete events written before the failure stay readable
 			 * (readers keep the complete events of a cut chunk): only
 			 * the others are dropped. */
-			uint64_t kept = done > sizeof(*c) ? (done - sizeof(*c)) / sizeof(struct sf_event) : 0;
+			uint64_t kept = done >= sizeof(*c) ? sf_chunk_kept(c, payload, done - sizeof(*c)) : 0;
+			if (done >= sizeof(*c) && c->type == SF_CHUNK_PACKED) /* its count now says what is whole */
+				sf_syscall6(SYS_pwrite64, L.fd, (long)c, sizeof(*c), (long)off, 0, 0);
 			write_failed(n < 0 ? (int)-n : ENOSPC, events > kept ? events - kept : 0);
 			return;
 		}

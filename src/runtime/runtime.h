@@ -78,6 +78,7 @@ struct sf_config {
 	int enabled;
 	int setup_thread_only;
 	int writer;          /* enum sf_writer_mode (SFTRACE_WRITER) */
+	int encoding;        /* enum sf_encoding (SFTRACE_ENCODING) */
 	int ncpus;           /* CPUs this process may run on, at start */
 	cpu_set_t cpus;      /* which: the writer thread gets the same */
 	int verbose;
@@ -86,6 +87,12 @@ struct sf_config {
 	uint32_t max_snapshots;
 };
 extern struct sf_config sf_config SF_HIDDEN;
+
+/* What a full batch becomes in the file (encode.c). */
+enum sf_encoding {
+	SF_ENCODING_PACKED = 0, /* SF_CHUNK_PACKED (format/packed.h) */
+	SF_ENCODING_RAW = 1,    /* SF_CHUNK_DATA: the slot's 8-byte records as they are */
+};
 
 /* Who copies full slots into the log file. */
 enum sf_writer_mode {
@@ -140,6 +147,7 @@ struct sf_slot {
 	struct sf_slot *next_queued; /* writer queue link */
 	uint32_t state;              /* enum sf_slot_state (futex word) */
 	uint32_t nevents;            /* queued: events to write */
+	struct sf_pack_area *pack;   /* encode.c's workspace, mapped on first use */
 };
 
 enum sf_slot_state {
@@ -160,6 +168,18 @@ int sf_batch_suspect(const struct sf_event *ev, size_t n) SF_HIDDEN;
 /* Clears n events front to back (see buffer.c for why the order matters). */
 void sf_zero_events(struct sf_event *ev, size_t n) SF_HIDDEN;
 #define SF_SLOT_EVENTS ((SF_SLOT_SIZE - sizeof(struct sf_chunk)) / sizeof(struct sf_event))
+
+/* ---- encode.c ---- */
+/* Writes records [0, n) of slot s as one batch chunk (packed, or raw per
+ * sf_config.encoding or when packing does not pay); c holds the batch's
+ * identity (serial, tid, seq, base, name). Called by whoever owns the
+ * slot's batch: the writer thread, or the thread itself with signals
+ * blocked. */
+void sf_write_batch_chunk(struct sf_chunk *c, struct sf_slot *s, size_t n) SF_HIDDEN;
+/* A batch chunk whose write stopped after `written` payload bytes: how many
+ * of its records are whole in the file. A packed chunk's header is updated
+ * to say so (count, byte length); the caller writes it again. */
+uint64_t sf_chunk_kept(struct sf_chunk *c, const void *payload, size_t written) SF_HIDDEN;
 
 /* ---- objects.c ---- */
 struct sf_object_rt {

@@ -49,17 +49,13 @@ static void write_slot(struct sf_slot *s)
 {
 	struct sf_chunk c = {0};
 	const struct sf_chunk *h = s->hdr;
-	c.type = SF_CHUNK_DATA;
-	c.count = s->nevents;
 	c.thread_serial = h->thread_serial;
 	c.tid = h->tid;
 	c.seq = h->seq;
 	c.base = h->base;
 	__builtin_memcpy(c.name, h->name, sizeof(c.name));
-	struct sf_event *ev = (struct sf_event *)(s->hdr + 1);
-	if (s->nevents)
-		sf_log_write_chunk(&c, ev, (size_t)s->nevents * sizeof(struct sf_event), s->nevents);
-	sf_zero_events(ev, s->nevents);
+	sf_write_batch_chunk(&c, s, s->nevents);
+	sf_zero_events((struct sf_event *)(s->hdr + 1), s->nevents);
 	__atomic_store_n(&s->state, SF_SLOT_READY, __ATOMIC_RELEASE);
 	futex_wake_all(&s->state);
 }

@@ -77,8 +77,8 @@ def _bad_log_files(d):
     files[put("magic-only.log", data[:8])] = "header truncated (8 of 4096 bytes)"
     files[put("header-cut.log", data[:2000])] = "header truncated (2000 of 4096 bytes)"
     newer = bytearray(data)
-    struct.pack_into("<I", newer, 8, 4)
-    files[put("newer.log", bytes(newer))] = "log format version 4 is newer than this sftrace supports (3)"
+    struct.pack_into("<I", newer, 8, 5)
+    files[put("newer.log", bytes(newer))] = "log format version 5 is newer than this sftrace supports (4)"
     struct.pack_into("<I", newer, 8, 1)
     files[put("older.log", bytes(newer))] = "log format version 1 was written by an older sftrace"
     struct.pack_into("<I", newer, 8, 0xffffffff)
@@ -135,7 +135,9 @@ def test_badinput_truncated_log_keeps_complete_events():
     log = os.path.join(d, "sf.log")
     # Synchronous hand-offs: the DATA chunks of the eight threads are
     # written by the threads themselves, the last one at the end of the file.
-    record([calls_fixture()], out=log, env={"SFTRACE_WRITER": "sync"})
+    # Raw records, whose offsets dump --raw gives (packed chunks cut by the
+    # end of the file: tests/unit/test_packed.c).
+    record([calls_fixture()], out=log, env={"SFTRACE_WRITER": "sync", "SFTRACE_ENCODING": "raw"})
     data = open(log, "rb").read()
     offsets = _raw_offsets(log)
     eq(len(offsets), 16392, "events in the whole log")
@@ -392,23 +394,40 @@ def _slot_copy(data, off, fields):
                       base, reserved) + payload
 
 
+def _worker_batch(exe, log, encoding):
+    record([exe, "short", "1", "1"], out=log, env={"SFTRACE_WRITER": "sync", "SFTRACE_ENCODING": encoding})
+    data = open(log, "rb").read()
+    typ = {"raw": 3, "packed": 5}[encoding]
+    (off, fields), = [(o, f) for o, f in _chunks(data) if f[1] == typ]  # the worker's batch
+    eq(fields[4], 22, f"{encoding}: events in the worker's batch")
+    return data, off, fields
+
+
 def test_reader_prefers_intact_slot_over_cut_hand_off():
+    exe = build_c("stress_threads", ["stress_threads.c"], libs=["-lpthread"])
+    for encoding in ("raw", "packed"):
+        _intact_slot_wins(exe, encoding)
+
+
+def _intact_slot_wins(exe, encoding):
     d = tmpdir()
     log = os.path.join(d, "sf.log")
-    exe = build_c("stress_threads", ["stress_threads.c"], libs=["-lpthread"])
-    record([exe, "short", "1", "1"], out=log, env={"SFTRACE_WRITER": "sync"})
-    data = open(log, "rb").read()
-    (off, fields), = [(o, f) for o, f in _chunks(data) if f[1] == 3]  # the worker's DATA chunk
+    data, off, fields = _worker_batch(exe, log, encoding)
     size, serial = fields[3], fields[5]
-    eq(fields[4], 22, "events in the worker's batch")
     base = data[:off] + data[off + size:]
-    slot = _slot_copy(data, off, fields)
+    # The slot held the batch's raw records: those of a raw recording of
+    # the same batch (same thread serial and batch number).
+    rdata, roff, rfields = _worker_batch(exe, os.path.join(d, "raw.log"), "raw") if encoding != "raw" \
+        else (data, off, fields)
+    eq((rfields[5], rfields[7]), (serial, fields[7]), "the raw copy is the same thread's same batch")
+    slot = _slot_copy(rdata, roff, rfields)
+    half = CHUNK.size + (size - CHUNK.size) // 2  # in the middle of the payload
     cases = {
         # The process died while the DATA copy was being written: its tail
         # is zero (later chunks were written after it) or cut by the end of
         # the file. The slot still holds the whole batch.
-        "holes": (base + slot + data[off:off + size - 160] + bytes(160), 22),
-        "cut": (base + slot + data[off:off + size - 170], 22),
+        "holes": (base + slot + data[off:off + half] + bytes(size - half), 22),
+        "cut": (base + slot + data[off:off + half - 3], 22),
         # Died while the slot was being cleared after a complete write:
         # the DATA copy is delivered.
         "cleared": (base + slot[:CHUNK.size] + bytes(EVENT * 5) + slot[CHUNK.size + EVENT * 5:] + data[off:off + size],
@@ -420,10 +439,10 @@ def test_reader_prefers_intact_slot_over_cut_hand_off():
             f.write(content)
         info = dump_info(path, events=True)
         t = next(x for x in info["threads"] if x["serial"] == serial)
-        eq((t["events"], t["lost"]), (want, 0), f"{name}: worker events and losses")
-        eq(info["summary"]["events"], want + 2, f"{name}: all events")
+        eq((t["events"], t["lost"]), (want, 0), f"{encoding} {name}: worker events and losses")
+        eq(info["summary"]["events"], want + 2, f"{encoding} {name}: all events")
         calls, _ = sfkit.report_calls(path)
-        eq(calls[(t["tid"], "sleaf")], 10, f"{name}: sleaf calls")
+        eq(calls[(t["tid"], "sleaf")], 10, f"{encoding} {name}: sleaf calls")
     shutil.rmtree(d)
 
 
@@ -443,7 +462,7 @@ def _replay_binary(name, sources):
 def test_fuzz_corpus_and_regressions_replay():
     harnesses = {
         "log_reader": ["tests/fuzz/fuzz_log_reader.c", "src/lib/log_reader.c", "src/lib/frames.c", "src/lib/util.c",
-                       "src/lib/hashmap.c"],
+                       "src/lib/hashmap.c", "src/format/packed.c"],
         "filter_file": ["tests/fuzz/fuzz_filter_file.c", "src/format/filter_file.c"],
     }
     for name, sources in harnesses.items():

@@ -104,10 +104,13 @@ def main():
     threads = sfkit.build_c("stress_threads", ["stress_threads.c"], libs=["-lpthread"])
     ext = sfkit.build_c("stress_exit_thread", ["stress_exit_thread.c"], libs=["-lpthread"])
     lj = sfkit.build_c("unwind_longjmp", ["unwind_longjmp.c"])
-    base = record_seed("threads.sflog", [threads, "short", "3", "2"])
-    record_seed("threads-monotonic.sflog", [threads, "short", "2", "1"], env={"SFTRACE_CLOCK": "monotonic"})
-    record_seed("exit-thread.sflog", [ext, "3"])
-    record_seed("longjmp.sflog", [lj, "2", "3"])
+    raw = {"SFTRACE_ENCODING": "raw"}  # version-3 style DATA chunks
+    base = record_seed("threads.sflog", [threads, "short", "3", "2"], env=raw)
+    record_seed("threads-monotonic.sflog", [threads, "short", "2", "1"], env={"SFTRACE_CLOCK": "monotonic", **raw})
+    record_seed("exit-thread.sflog", [ext, "3"], env=raw)
+    record_seed("longjmp.sflog", [lj, "2", "3"], env=raw)
+    # packed DATA chunks (format version 4), the default
+    record_seed("packed-threads.sflog", [threads, "short", "3", "2"])
     with open(os.path.join(CORPUS, "log_reader", "alloc-unload.sflog"), "wb") as f:
         f.write(with_alloc_and_unload(base))
     with open(os.path.join(CORPUS, "log_reader", "cut-mid-event.sflog"), "wb") as f:

@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "format/packed.h"
 #include "format/sflog.h"
 
 /* Header defaults used by lb_init. */
@@ -276,6 +278,39 @@ static inline size_t lb_data(struct lb *b, uint64_t serial, uint32_t tid, uint32
 	return lb_data_base(b, serial, tid, seq, name, lb_first_time(recs, n), recs, n);
 }
 
+/* The same batch as lb_data_base, as a PACKED chunk (format/packed.h). */
+static inline size_t lb_packed_base(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
+				    uint64_t base, const struct lb_rec *recs, uint32_t n)
+{
+	uint32_t nrec = lb_nrec(recs, n);
+	struct lb raw = {0};
+	lb_put_recs(&raw, base, recs, n);
+	size_t cap = (size_t)nrec * 10 + SF_PK_MAX_GROUP;
+	uint8_t *out = malloc(cap);
+	struct sf_pack_state *st = malloc(sizeof(*st));
+	if (!out || !st)
+		abort();
+	sf_pack_reset(st, base);
+	size_t len = sf_pack_batch(st, (const struct sf_event *)(const void *)raw.buf, nrec, out, cap);
+	size_t size = (sizeof(struct sf_chunk) + len + 15) & ~(size_t)15;
+	size_t off = lb_chunk_begin(b, SF_CHUNK_PACKED, (uint32_t)size, nrec);
+	lb_thread_fields(b, off, serial, tid, seq, name);
+	lb_chunk(b, off)->base = base;
+	lb_chunk(b, off)->reserved = len;
+	lb_bytes(b, out, len);
+	lb_zeros(b, off + size - b->len);
+	free(out);
+	free(st);
+	free(raw.buf);
+	return off;
+}
+
+static inline size_t lb_packed(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
+			       const struct lb_rec *recs, uint32_t n)
+{
+	return lb_packed_base(b, serial, tid, seq, name, lb_first_time(recs, n), recs, n);
+}
+
 /* A SLOT chunk of SF_SLOT_SIZE at a page-aligned offset holding recs with
  * time base `base`, zero after them. */
 static inline size_t lb_slot_base(struct lb *b, uint64_t serial, uint32_t tid, uint32_t seq, const char *name,
@@ -305,6 +340,23 @@ static inline void lb_chunk_pair(struct lb *b, size_t off, uint64_t tsc, uint64_
 {
 	lb_chunk(b, off)->tsc = tsc;
 	lb_chunk(b, off)->mono_ns = mono;
+}
+
+/* A fresh directory made from tmpl ("/tmp/NAME-XXXXXX", at most 63 bytes)
+ * into dir[64], and the path of a log in it into path[128]. 0 or -1. */
+static inline int lb_tmpdir(char *dir, char *path, const char *tmpl)
+{
+	snprintf(dir, 64, "%s", tmpl);
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, 128, "%s/sf.log", dir);
+	return 0;
+}
+
+static inline void lb_tmpdir_remove(const char *dir, const char *path)
+{
+	unlink(path);
+	rmdir(dir);
 }
 
 /* Writes the first len bytes (len 0: everything). Returns 0 or -1. */

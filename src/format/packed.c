@@ -1,0 +1,232 @@
+/* The packed DATA chunk's codec (packed.h). Both directions walk the same
+ * prediction state, so a chunk decodes without anything outside it. */
+#include <string.h>
+
+#include "format/packed.h"
+
+void sf_pack_reset(struct sf_pack_state *st, uint64_t base)
+{
+	memset(st, 0, sizeof(*st));
+	st->prev = (uint32_t)base;
+}
+
+static uint32_t zigzag(uint32_t delta)
+{
+	int32_t d = (int32_t)delta;
+	return (uint32_t)(d << 1) ^ (uint32_t)(d >> 31);
+}
+
+static uint32_t unzigzag(uint32_t z)
+{
+	return (z >> 1) ^ (0u - (z & 1));
+}
+
+static uint8_t *put_varint(uint8_t *o, uint32_t v)
+{
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	return o;
+}
+
+static uint32_t stack_top(const struct sf_pack_state *st)
+{
+	return st->stack[(st->sp - 1) % SF_PK_STACK];
+}
+
+static void stack_pop(struct sf_pack_state *st, uint32_t n)
+{
+	st->sp -= n < st->sp ? n : st->sp;
+}
+
+static void stack_push(struct sf_pack_state *st, uint32_t id)
+{
+	st->stack[st->sp % SF_PK_STACK] = id;
+	st->sp++;
+}
+
+static uint8_t *put_time(uint8_t *o, uint32_t op, uint32_t z)
+{
+	if (z < 8) {
+		*o++ = (uint8_t)(op << 4 | z);
+		return o;
+	}
+	*o++ = (uint8_t)(op << 4 | 8 | (z & 7));
+	z >>= 3;
+	if (z < 0x80) { /* the usual case, without the loop */
+		*o++ = (uint8_t)z;
+		return o;
+	}
+	return put_varint(o, z);
+}
+
+/* Records other than entries, exits and tail calls. */
+static uint8_t *pack_other(struct sf_pack_state *st, uint8_t *o, const struct sf_event *ev, size_t *i, size_t n,
+			   uint32_t z)
+{
+	uint32_t word = ev[*i].word;
+	if (word && (word & SF_KIND_MASK) == SF_EV_UNWIND) {
+		stack_pop(st, word >> SF_KIND_BITS);
+		o = put_time(o, SF_PK_UNWIND, z);
+		return put_varint(o, word >> SF_KIND_BITS);
+	}
+	o = put_time(o, SF_PK_RAW, z);
+	memcpy(o, &word, 4);
+	o += 4;
+	size_t np = word ? sf_event_payload_records(word & SF_KIND_MASK) : 0;
+	for (; np && *i + 1 < n; np--) {
+		++*i;
+		memcpy(o, &ev[*i], 8);
+		o += 8;
+	}
+	return o;
+}
+
+size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *restrict ev, size_t n,
+		     uint8_t *restrict out, size_t cap)
+{
+	uint8_t *o = out, *end = out + cap;
+	uint32_t prev = st->prev;
+	for (size_t i = 0; i < n; i++) {
+		if ((size_t)(end - o) < SF_PK_MAX_GROUP)
+			return 0;
+		uint32_t word = ev[i].word, kind = word & SF_KIND_MASK, id = word >> SF_KIND_BITS;
+		uint32_t z = zigzag(ev[i].time_lo - prev);
+		prev = ev[i].time_lo;
+		if (kind == SF_EV_ENTRY) {
+			uint32_t slot = sf_pk_slot(id);
+			int hit = st->mru[slot] == id;
+			st->mru[slot] = id;
+			stack_push(st, id);
+			o = put_time(o, hit ? SF_PK_ENTRY_MRU + slot : SF_PK_ENTRY_ID, z);
+			if (!hit)
+				o = put_varint(o, id);
+		} else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL) {
+			int predicted = st->sp && stack_top(st) == id;
+			stack_pop(st, 1);
+			uint32_t op = kind == SF_EV_EXIT ? SF_PK_EXIT : SF_PK_TAIL;
+			o = put_time(o, op + !predicted, z);
+			if (!predicted)
+				o = put_varint(o, id);
+		} else {
+			o = pack_other(st, o, ev, &i, n, z);
+		}
+	}
+	st->prev = prev;
+	return (size_t)(o - out);
+}
+
+void sf_unpack_init(struct sf_unpack *u, uint64_t base, const uint8_t *p, const uint8_t *end)
+{
+	sf_pack_reset(&u->st, base);
+	u->p = p;
+	u->end = end;
+	u->payload_left = 0;
+}
+
+/* A varint of at most 32 bits; -1 if cut or too long. */
+static int get_varint(struct sf_unpack *u, uint32_t *v)
+{
+	uint32_t x = 0;
+	for (unsigned shift = 0; shift < 35; shift += 7) {
+		if (u->p >= u->end)
+			return -1;
+		uint8_t b = *u->p++;
+		if (shift == 28 && b > 0x0f)
+			return -1;
+		x |= (uint32_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at)
+{
+	*at = u->p;
+	if (u->p >= u->end)
+		return 0;
+	if (u->payload_left) {
+		if ((size_t)(u->end - u->p) < 8)
+			return -1;
+		memcpy(rec, u->p, 8);
+		u->p += 8;
+		u->payload_left--;
+		return 1;
+	}
+	uint8_t tag = *u->p++;
+	uint32_t z = tag & 7, hi, id = 0, word;
+	if (tag & 8) {
+		if (get_varint(u, &hi) < 0 || hi > 0x1fffffff)
+			return -1;
+		z |= hi << 3;
+	}
+	struct sf_pack_state *st = &u->st;
+	rec->time_lo = st->prev + unzigzag(z);
+	st->prev = rec->time_lo;
+	unsigned op = tag >> 4;
+	switch (op) {
+	case SF_PK_EXIT:
+	case SF_PK_TAIL:
+		if (!st->sp)
+			return -1;
+		id = stack_top(st);
+		stack_pop(st, 1);
+		word = sf_event_word(id, op == SF_PK_EXIT ? SF_EV_EXIT : SF_EV_TAIL);
+		break;
+	case SF_PK_EXIT_ID:
+	case SF_PK_TAIL_ID:
+	case SF_PK_ENTRY_ID:
+	case SF_PK_UNWIND:
+		if (get_varint(u, &id) < 0 || id >= SF_FUNC_ID_LIMIT)
+			return -1;
+		if (op == SF_PK_ENTRY_ID) {
+			st->mru[sf_pk_slot(id)] = id;
+			stack_push(st, id);
+			word = sf_event_word(id, SF_EV_ENTRY);
+		} else if (op == SF_PK_UNWIND) {
+			stack_pop(st, id);
+			word = sf_event_word(id, SF_EV_UNWIND);
+		} else {
+			stack_pop(st, 1);
+			word = sf_event_word(id, op == SF_PK_EXIT_ID ? SF_EV_EXIT : SF_EV_TAIL);
+		}
+		break;
+	case SF_PK_RAW:
+		if ((size_t)(u->end - u->p) < 4)
+			return -1;
+		memcpy(&word, u->p, 4);
+		u->p += 4;
+		u->payload_left = word ? sf_event_payload_records(word & SF_KIND_MASK) : 0;
+		break;
+	case 0:
+		return -1;
+	default: {
+		id = st->mru[op - SF_PK_ENTRY_MRU];
+		stack_push(st, id);
+		word = sf_event_word(id, SF_EV_ENTRY);
+		break;
+	}
+	}
+	rec->word = word;
+	return 1;
+}
+
+uint32_t sf_unpack_prefix(uint64_t base, const uint8_t *p, size_t len, uint32_t n, size_t *used)
+{
+	struct sf_unpack u;
+	struct sf_event rec;
+	const uint8_t *at;
+	uint32_t k = 0;
+	sf_unpack_init(&u, base, p, p + len);
+	*used = 0;
+	while (k < n && sf_unpack_next(&u, &rec, &at) == 1) {
+		k++;
+		*used = (size_t)(u.p - p);
+	}
+	return k;
+}

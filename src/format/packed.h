@@ -1,0 +1,80 @@
+/* The packed DATA chunk (type SF_CHUNK_PACKED, format version 4): a
+ * lossless re-coding of a batch's 8-byte records, done when a full slot is
+ * handed off (docs/FORMAT.md describes it byte by byte). Shared by the
+ * runtime (encoder) and the reader (streaming decoder): no allocation, no
+ * libc beyond memcpy, so both sides can use it.
+ *
+ * Each event is a tag byte `op << 4 | more << 3 | t` then operands:
+ *   time: zigzag(int32(time_lo - previous time_lo)), low 3 bits in t, the
+ *         rest as a LEB128 varint when `more` is set (previous: the batch
+ *         base's low half for the first event);
+ *   ops:  see enum sf_pack_op; exits and tail calls of the innermost open
+ *         entry of the batch need no id; an entry of a function
+ *         that is still in its slot of an 8-way table of entered ids
+ *         (slot = a hash of the id) names the slot in the op.
+ * Records that are not function or unwind events (allocation and heap
+ * events, zero words) are copied whole, with their payload records. */
+#ifndef SFTRACE_FORMAT_PACKED_H
+#define SFTRACE_FORMAT_PACKED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/sflog.h"
+
+enum sf_pack_op {
+	/* 0 is no op: a zero tag is a byte never written (a hand-off cut
+	 * short by a crash leaves zeros), so decoding stops there. */
+	SF_PK_EXIT = 1,      /* exit of the innermost open entry */
+	SF_PK_EXIT_ID = 2,   /* exit, varint id */
+	SF_PK_TAIL = 3,      /* tail call of the innermost open entry */
+	SF_PK_TAIL_ID = 4,   /* tail call, varint id */
+	SF_PK_ENTRY_ID = 5,  /* entry, varint id */
+	SF_PK_UNWIND = 6,    /* unwind, varint frame count */
+	SF_PK_RAW = 7,       /* u32 word, then its payload records (8 bytes each) */
+	SF_PK_ENTRY_MRU = 8, /* 8..15: entry of the function in table slot op - 8 */
+};
+
+#define SF_PK_MRU   8u
+#define SF_PK_STACK 64u   /* open entries remembered (a ring: deeper ones are forgotten) */
+#define SF_PK_MAX_GROUP 48u /* most bytes one event and its payload take */
+
+/* Prediction state, reset at the start of every batch (each chunk decodes
+ * on its own). Encoder and decoder update it identically. */
+struct sf_pack_state {
+	uint32_t prev;               /* previous event's time_lo */
+	uint32_t sp;                 /* open entries pushed minus popped (>= 0) */
+	uint32_t stack[SF_PK_STACK]; /* function ids, index sp % SF_PK_STACK */
+	uint32_t mru[SF_PK_MRU];     /* ids of entered functions, at slot sf_pk_slot(id) */
+};
+
+/* The table slot of a function id: the top 3 bits of id * 0x9e3779b1. */
+static inline uint32_t sf_pk_slot(uint32_t id)
+{
+	return (id * 0x9e3779b1u) >> 29;
+}
+
+void sf_pack_reset(struct sf_pack_state *st, uint64_t base);
+
+/* Encodes n records into out (cap bytes). Returns the bytes written, or 0
+ * if they do not fit in cap (the caller then writes the records raw). */
+size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *restrict ev, size_t n,
+		     uint8_t *restrict out, size_t cap);
+
+/* Streaming decoder: one record per call. */
+struct sf_unpack {
+	struct sf_pack_state st;
+	const uint8_t *p, *end;
+	uint32_t payload_left; /* payload records of the last raw event still to come */
+};
+
+void sf_unpack_init(struct sf_unpack *u, uint64_t base, const uint8_t *p, const uint8_t *end);
+/* The next record into *rec and its byte position into *at: 1; 0 at the end
+ * of the bytes; -1 on a malformed op or operand (the rest is unreadable). */
+int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at);
+
+/* Of the first `len` bytes of a packed payload of n records (base: the
+ * batch's time base): how many records decode whole; *used = their bytes. */
+uint32_t sf_unpack_prefix(uint64_t base, const uint8_t *p, size_t len, uint32_t n, size_t *used);
+
+#endif

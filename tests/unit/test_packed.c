@@ -1,0 +1,336 @@
+/* The packed DATA chunk (format/packed.h): encode -> decode round trips of
+ * the codec, its sizes on known patterns, malformed streams, and the reader
+ * delivering a packed chunk exactly as the same batch written raw. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "format/packed.h"
+#include "format/sflog.h"
+#include "lib/log_reader.h"
+#include "logbuild.h"
+
+#define MAXREC 20000
+
+static struct sf_event g_ev[MAXREC], g_back[MAXREC];
+static uint8_t g_out[MAXREC * 10 + SF_PK_MAX_GROUP];
+static struct sf_pack_state g_st;
+
+static struct sf_event rec(uint32_t time_lo, uint32_t id, uint32_t kind)
+{
+	return (struct sf_event){time_lo, sf_event_word(id, kind)};
+}
+
+/* Packs n records with base, decodes them back and checks every byte.
+ * Returns the packed length. */
+static size_t round_trip(const struct sf_event *ev, size_t n, uint64_t base)
+{
+	sf_pack_reset(&g_st, base);
+	size_t len = sf_pack_batch(&g_st, ev, n, g_out, sizeof(g_out));
+	assert_true(len > 0 || n == 0);
+	struct sf_unpack *u = malloc(sizeof(*u));
+	assert_non_null(u);
+	sf_unpack_init(u, base, g_out, g_out + len);
+	const uint8_t *at;
+	for (size_t i = 0; i < n; i++) {
+		int r = sf_unpack_next(u, &g_back[i], &at);
+		if (r != 1)
+			fail_msg("record %zu of %zu: decoder returned %d", i, n, r);
+		if (memcmp(&g_back[i], &ev[i], sizeof(ev[i])))
+			fail_msg("record %zu: %08x %08x decoded as %08x %08x", i, ev[i].time_lo, ev[i].word,
+				 g_back[i].time_lo, g_back[i].word);
+	}
+	assert_int_equal(sf_unpack_next(u, &g_back[0], &at), 0);
+	assert_ptr_equal(at, g_out + len);
+	free(u);
+	return len;
+}
+
+/* fib-like: entry/exit of one function 3 ticks apart is one byte each. */
+static void test_nested_calls_one_byte(void **state)
+{
+	size_t n = 0;
+	uint32_t t = 1000;
+	for (int d = 0; d < 40; d++)
+		g_ev[n++] = rec(t += 3, 7, SF_EV_ENTRY);
+	for (int d = 0; d < 40; d++)
+		g_ev[n++] = rec(t += 3, 7, SF_EV_EXIT);
+	/* the first entry's delta from the base (1003 ticks) takes 2 more
+	 * bytes, its id one */
+	assert_int_equal(round_trip(g_ev, n, 0), n + 3);
+}
+
+/* The example of docs/FORMAT.md, byte for byte. */
+static void test_format_doc_example(void **state)
+{
+	const struct sf_event ev[] = {rec(1003, 7, SF_EV_ENTRY), rec(1006, 7, SF_EV_ENTRY), rec(1009, 7, SF_EV_EXIT),
+				      rec(1012, 7, SF_EV_EXIT)};
+	static const uint8_t want[] = {0x56, 0x07, 0xa6, 0x16, 0x16};
+	assert_int_equal(round_trip(ev, 4, 1000), sizeof(want));
+	assert_memory_equal(g_out, want, sizeof(want));
+}
+
+static void test_time_wrap_and_gaps(void **state)
+{
+	uint64_t base = 0x1fffffff0ULL;
+	size_t n = 0;
+	g_ev[n++] = rec(0xfffffff8u, 1, SF_EV_ENTRY);      /* before the base */
+	g_ev[n++] = rec(0x00000005u, 2, SF_EV_ENTRY);      /* after the wrap */
+	g_ev[n++] = rec(0x7ffffff0u, 2, SF_EV_EXIT);       /* a gap near 2^31 */
+	g_ev[n++] = rec(0x00000006u, 1, SF_EV_EXIT);       /* and back */
+	g_ev[n++] = rec(0x80000005u, 3, SF_EV_ENTRY);      /* exactly -2^31 .. */
+	g_ev[n++] = rec(0x00000005u, 3, SF_EV_EXIT);
+	g_ev[n++] = rec(0x00000005u, 3, SF_EV_ENTRY);      /* a zero delta */
+	g_ev[n++] = rec(0x00000004u, 3, SF_EV_EXIT);       /* a negative one */
+	round_trip(g_ev, n, base);
+	round_trip(g_ev, n, 0);
+	round_trip(g_ev, n, UINT64_MAX);
+}
+
+static void test_largest_ids(void **state)
+{
+	uint32_t big = SF_FUNC_ID_LIMIT - 1;
+	size_t n = 0;
+	g_ev[n++] = rec(10, big, SF_EV_ENTRY);
+	g_ev[n++] = rec(11, 0, SF_EV_ENTRY);
+	g_ev[n++] = rec(12, 0, SF_EV_EXIT);
+	g_ev[n++] = rec(13, big, SF_EV_TAIL);
+	g_ev[n++] = rec(14, big, SF_EV_EXIT);  /* without entry: explicit id */
+	g_ev[n++] = rec(15, big - 1, SF_EV_TAIL);
+	g_ev[n++] = rec(16, big, SF_EV_UNWIND);
+	round_trip(g_ev, n, 10);
+}
+
+/* Allocation and heap events keep their payload records byte for byte,
+ * whatever those hold (high halves that look like words, zeros). */
+static void test_payload_kinds(void **state)
+{
+	size_t n = 0;
+	uint32_t t = 50;
+	g_ev[n++] = rec(t++, 3, SF_EV_ENTRY);
+	for (uint32_t kind = SF_EV_ALLOC; kind <= SF_EV_HEAP_REALLOC; kind++) {
+		if (kind == SF_EV_UNWIND || kind == 9)
+			continue;
+		g_ev[n++] = rec(t++, 0, kind);
+		for (unsigned p = 0; p < sf_event_payload_records(kind); p++)
+			g_ev[n++] = (struct sf_event){0xdeadbeefu * (p + 1), p & 1 ? 0 : sf_event_word(3, SF_EV_EXIT)};
+	}
+	g_ev[n++] = rec(t++, 3, SF_EV_EXIT);
+	size_t len = round_trip(g_ev, n, 50);
+	/* and the exit after them is still predicted: one byte */
+	sf_pack_reset(&g_st, 50);
+	assert_int_equal(sf_pack_batch(&g_st, g_ev, n - 1, g_out, sizeof(g_out)) + 1, len);
+	/* a payload cut by the end of the batch */
+	g_ev[0] = rec(1, 0, SF_EV_HEAP_REALLOC);
+	g_ev[1] = (struct sf_event){1, 2};
+	round_trip(g_ev, 2, 0);
+}
+
+/* Holes, unknown kinds, a kind-0 word with an id: kept as they are. */
+static void test_odd_records(void **state)
+{
+	size_t n = 0;
+	g_ev[n++] = rec(5, 1, SF_EV_ENTRY);
+	g_ev[n++] = (struct sf_event){0, 0};
+	g_ev[n++] = rec(7, 99, 9);
+	g_ev[n++] = rec(8, 99, 15);
+	g_ev[n++] = rec(9, 99, 0);
+	g_ev[n++] = rec(10, 1, SF_EV_EXIT);
+	round_trip(g_ev, n, 0);
+}
+
+/* Unwinding pops frames: the exits after it are predicted from what is
+ * left; frames deeper than the stack ring still decode (by explicit id). */
+static void test_unwind_and_deep_stacks(void **state)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < 10; i++)
+		g_ev[n++] = rec(i, 100 + i, SF_EV_ENTRY);
+	g_ev[n++] = rec(20, 7, SF_EV_UNWIND);
+	g_ev[n++] = rec(21, 102, SF_EV_EXIT);
+	g_ev[n++] = rec(22, 101, SF_EV_EXIT);
+	g_ev[n++] = rec(23, 100, SF_EV_EXIT);
+	size_t len = round_trip(g_ev, n, 0);
+	assert_true(len <= n + 3 + 10); /* the ten entries name their ids */
+	n = 0;
+	for (uint32_t i = 0; i < 3 * SF_PK_STACK; i++)
+		g_ev[n++] = rec(i, i % 11, SF_EV_ENTRY);
+	for (uint32_t i = 3 * SF_PK_STACK; i-- > 0;)
+		g_ev[n++] = rec(4 * SF_PK_STACK - i, i % 11, SF_EV_EXIT);
+	round_trip(g_ev, n, 0);
+}
+
+/* Random batches, biased to what programs do, round trip exactly. */
+static void test_random_batches(void **state)
+{
+	srand(17);
+	for (int round = 0; round < 50; round++) {
+		size_t n = (size_t)(rand() % MAXREC);
+		uint32_t t = (uint32_t)rand();
+		for (size_t i = 0; i < n; i++) {
+			int r = rand() % 100;
+			t += r < 80 ? (uint32_t)(rand() % 300) : (uint32_t)rand();
+			uint32_t kind = r < 45 ? SF_EV_ENTRY : r < 90 ? SF_EV_EXIT : (uint32_t)(rand() % 16);
+			uint32_t id = r % 3 ? (uint32_t)(rand() % 12) : (uint32_t)rand() % SF_FUNC_ID_LIMIT;
+			g_ev[i] = r == 99 ? (struct sf_event){(uint32_t)rand(), (uint32_t)rand()} : rec(t, id, kind);
+		}
+		round_trip(g_ev, n, (uint64_t)rand() << 20);
+	}
+}
+
+static void test_malformed_streams(void **state)
+{
+	struct sf_unpack u;
+	struct sf_event e;
+	const uint8_t *at;
+	/* a zero tag (bytes never written) */
+	static const uint8_t zero[] = {0, 0};
+	sf_unpack_init(&u, 0, zero, zero + 2);
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
+	/* a predicted exit with nothing open */
+	static const uint8_t exit0[] = {SF_PK_EXIT << 4};
+	sf_unpack_init(&u, 0, exit0, exit0 + 1);
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
+	/* a time varint cut short, and one longer than 32 bits */
+	static const uint8_t cut[] = {SF_PK_ENTRY_MRU << 4 | 8, 0x80};
+	sf_unpack_init(&u, 0, cut, cut + 2);
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
+	static const uint8_t longv[] = {SF_PK_ENTRY_ID << 4, 0xff, 0xff, 0xff, 0xff, 0x7f};
+	sf_unpack_init(&u, 0, longv, longv + sizeof(longv));
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
+	/* an id of 2^28 */
+	static const uint8_t big[] = {SF_PK_ENTRY_ID << 4, 0x80, 0x80, 0x80, 0x80, 0x01};
+	sf_unpack_init(&u, 0, big, big + sizeof(big));
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
+	/* a raw word cut short, and a payload record cut short */
+	static const uint8_t raw[] = {SF_PK_RAW << 4, 4, 0, 0, 0, 1, 2, 3};
+	sf_unpack_init(&u, 0, raw, raw + 3);
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
+	sf_unpack_init(&u, 0, raw, raw + sizeof(raw));
+	assert_int_equal(sf_unpack_next(&u, &e, &at), 1);
+	assert_int_equal(e.word, SF_EV_ALLOC);
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
+}
+
+/* A batch that does not shrink is refused (the runtime then writes it raw). */
+static void test_refuses_growth(void **state)
+{
+	for (size_t i = 0; i < 100; i++)
+		g_ev[i] = (struct sf_event){(uint32_t)(i * 0x9e3779b9u), sf_event_word((uint32_t)(i * 2654435761u) % SF_FUNC_ID_LIMIT, SF_EV_ENTRY)};
+	sf_pack_reset(&g_st, 0);
+	assert_int_equal(sf_pack_batch(&g_st, g_ev, 100, g_out, 100 * 8), 0);
+}
+
+/* ---- the reader ---- */
+
+static char g_dir[64], g_path[128];
+
+static const uint64_t g_funcs[3] = {0x1100, 0x1200, 0x1300};
+
+static void events_of(struct lb *b, char *out, size_t len, uint64_t *lost)
+{
+	assert_int_equal(lb_write(b, g_path), 0);
+	char err[256] = "";
+	struct lr_log *log = lr_open(g_path, err, sizeof(err));
+	assert_string_equal(err, "");
+	assert_non_null(log);
+	struct lr_iter it;
+	struct lr_event ev;
+	size_t pos = 0;
+	for (lr_iter_init(&it, log), out[0] = 0; lr_next(&it, &ev);)
+		pos += (size_t)snprintf(out + pos, len - pos, "%s%s:%u@%llu/%llu", pos ? " " : "", lr_kind_name(ev.kind),
+					ev.func_id, (unsigned long long)ev.raw_time, (unsigned long long)ev.size);
+	struct lr_summary s;
+	lr_summary(log, &s);
+	*lost = s.lost;
+	lr_close(log);
+}
+
+static void test_reader_same_as_raw(void **state)
+{
+	struct lb_rec recs[] = {
+		LB_EV(1000, 10, SF_EV_ENTRY), LB_EV(1010, 11, SF_EV_ENTRY),
+		LB_EV(1020, 0, SF_EV_HEAP_ALLOC),
+		{.type = LB_REC_RAW, .time_lo = 64, .word = 0},
+		{.type = LB_REC_RAW, .time_lo = 0x1000, .word = 0},
+		{.type = LB_REC_RAW, .time_lo = 0x401000, .word = 0},
+		LB_HOLE, LB_EV(1030, 11, SF_EV_EXIT), LB_EV(1040, 12, 13),
+		LB_EV(1050, 12, SF_EV_ENTRY), LB_EV(1060, 1, SF_EV_UNWIND), LB_EV(1070, 10, SF_EV_EXIT),
+		LB_EV(1080, 0, SF_EV_HEAP_FREE), /* its payload cut by the end of the batch */
+	};
+	uint32_t n = sizeof(recs) / sizeof(recs[0]);
+	char raw[2048], packed[2048];
+	uint64_t lost_raw, lost_packed;
+	struct lb b;
+	lb_init(&b, SF_CLOCK_MONOTONIC);
+	lb_object(&b, 0, 10, "/usr/bin/prog", g_funcs, 3, NULL, 0);
+	lb_data(&b, 1, 100, 0, "main", recs, n);
+	events_of(&b, raw, sizeof(raw), &lost_raw);
+	lb_free(&b);
+	lb_init(&b, SF_CLOCK_MONOTONIC);
+	lb_object(&b, 0, 10, "/usr/bin/prog", g_funcs, 3, NULL, 0);
+	size_t off = lb_packed(&b, 1, 100, 0, "main", recs, n);
+	assert_int_equal(lb_chunk(&b, off)->type, SF_CHUNK_PACKED);
+	events_of(&b, packed, sizeof(packed), &lost_packed);
+	assert_string_equal(packed, raw);
+	assert_string_equal(raw, "ENTRY:10@1000/0 ENTRY:11@1010/0 MALLOC:0@1020/64 EXIT:11@1030/0 "
+				 "ENTRY:12@1050/0 UNWIND:1@1060/0 EXIT:10@1070/0");
+	assert_int_equal(lost_packed, lost_raw);
+	assert_int_equal(lost_raw, 3); /* the hole, kind 13, the cut payload */
+
+	/* Cut by the end of the file 6 bytes into the payload: the two entries
+	 * coded in its first 5 bytes stay, and nothing counts as lost. */
+	assert_int_equal(lb_write_len(&b, g_path, off + sizeof(struct sf_chunk) + 6), 0);
+	char err[256] = "";
+	struct lr_log *log = lr_open(g_path, err, sizeof(err));
+	assert_non_null(log);
+	struct lr_summary s;
+	lr_summary(log, &s);
+	assert_int_equal(s.events, 2);
+	assert_int_equal(s.lost, 0);
+	lr_close(log);
+
+	/* Whole in the file but malformed (its bytes end inside the second
+	 * entry): the first entry is kept, the rest of the records are lost. */
+	lb_chunk(&b, off)->reserved = 4;
+	events_of(&b, packed, sizeof(packed), &lost_packed);
+	assert_string_equal(packed, "ENTRY:10@1000/0");
+	assert_int_equal(lost_packed, 3); /* count is cut to the 4 bytes, one decoded */
+	lb_free(&b);
+}
+
+static int setup(void **state)
+{
+	return lb_tmpdir(g_dir, g_path, "/tmp/sftrace-pk-XXXXXX");
+}
+
+static int teardown(void **state)
+{
+	lb_tmpdir_remove(g_dir, g_path);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nested_calls_one_byte),
+		cmocka_unit_test(test_format_doc_example),
+		cmocka_unit_test(test_time_wrap_and_gaps),
+		cmocka_unit_test(test_largest_ids),
+		cmocka_unit_test(test_payload_kinds),
+		cmocka_unit_test(test_odd_records),
+		cmocka_unit_test(test_unwind_and_deep_stacks),
+		cmocka_unit_test(test_random_batches),
+		cmocka_unit_test(test_malformed_streams),
+		cmocka_unit_test(test_refuses_growth),
+		cmocka_unit_test(test_reader_same_as_raw),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -24,10 +24,12 @@ def n_events(log):
     return sum(1 for line in p.stdout.splitlines() if re.match(r"^\s*\d+\s+\d+\s+(ENTRY|EXIT|TAIL)\s", line))
 
 
-def capped_run(args, cap, writer):
+def capped_run(args, cap, writer, encoding="raw"):
+    """Raw chunks by default: each batch then costs exactly 64 KiB of the
+    budget, so the number of batches that fit is known."""
     d = tmpdir()
     p, _ = record([pattern()] + args, out=os.path.join(d, "sf.log"),
-                  args=["--max-size", str(cap), "--writer", writer])
+                  args=["--max-size", str(cap), "--writer", writer], env={"SFTRACE_ENCODING": encoding})
     return d, p
 
 
@@ -49,6 +51,22 @@ def test_max_size_single_process_exact():
         eq(int(m.group(1)), 300 << 10, "cap reported")
         eq(int(m.group(2)), 400004 - got, f"{writer}: events not recorded")
         check(f"{400004 - got} DROPPED" in p.stderr, p.stderr)
+
+
+def test_max_size_packed_keeps_more_whole_batches():
+    """Packed chunks (the default) cost less of the budget: more whole
+    batches fit under the same cap, and every event is still either in the
+    log or counted."""
+    for writer, raw_batches in (("sync", 3), ("thread", 2)):
+        d, p = capped_run(["loop", "100000"], 300 << 10, writer, encoding="packed")
+        eq(p.stdout, "ring_pattern loop ok\n", "the program's output")
+        logs = logs_in(d)
+        check(sum(os.path.getsize(x) for x in logs) <= 300 << 10, f"{writer}: size over the cap")
+        got = n_events(logs[0])
+        check(got % BATCH == 0 and got > raw_batches * BATCH, f"{writer}: {got} events, whole batches, more than raw")
+        m = CAP_RE.search(p.stderr)
+        check(m, p.stderr)
+        eq(int(m.group(2)), 400004 - got, f"{writer}: events not recorded")
 
 
 def test_max_size_not_reached_says_nothing():

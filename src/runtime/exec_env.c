@@ -28,7 +28,7 @@
 #include "sf_arch.h"
 #include "runtime/runtime.h"
 
-#define MAX_VARS 16
+#define MAX_VARS 24
 
 static char self_path[4096];        /* this library, as the loader named it */
 static char alloc_path[4096];       /* libsftrace-alloc.so, if loaded (record --alloc) */
@@ -126,8 +126,9 @@ static const char *const tracer_vars[] = {
 	"SFTRACE_OUTPUT_FILE", "SFTRACE_FILTER",       "SFTRACE_FILTER_DIR", "SFTRACE_FILTER_REGEX",
 	"SFTRACE_FILTER_WITHIN", "SFTRACE_CLI",        "SFTRACE_CLOCK",      "SFTRACE_WRITER",
 	"SFTRACE_NOTES_DIR",   "SFTRACE_SETUP_THREAD_ONLY", "SFTRACE_BUDGET_FILE", "SFTRACE_RING",
-	"SFTRACE_RING_SIGNAL", "SFTRACE_TRIGGERS",  "SFTRACE_MAX_SNAPSHOTS",
+	"SFTRACE_RING_SIGNAL", "SFTRACE_TRIGGERS",  "SFTRACE_MAX_SNAPSHOTS", "SFTRACE_ENCODING",
 };
+_Static_assert(sizeof(tracer_vars) / sizeof(tracer_vars[0]) <= MAX_VARS, "room for every tracer variable");
 
 /* Whether "NAME=value" names one of tracer_vars. */
 static int is_tracer_var(const char *e)

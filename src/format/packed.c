@@ -10,10 +10,11 @@ void sf_pack_reset(struct sf_pack_state *st, uint64_t base)
 	st->prev = (uint32_t)base;
 }
 
+/* (d << 1) ^ (d >> 31) for the signed d, in unsigned arithmetic: shifting
+ * a negative or large int left is undefined. */
 static uint32_t zigzag(uint32_t delta)
 {
-	int32_t d = (int32_t)delta;
-	return (uint32_t)(d << 1) ^ (uint32_t)(d >> 31);
+	return (delta << 1) ^ (0u - (delta >> 31));
 }
 
 static uint32_t unzigzag(uint32_t z)

@@ -1213,10 +1213,12 @@ static void fill_event(struct lr_iter *it, struct lr_event *ev, const unsigned c
 int lr_next(struct lr_iter *it, struct lr_event *ev)
 {
 	for (;;) {
-		if (it->pre_left && it->pre_thread == it->thread && it->rec < it->end) {
-			/* Ring: the entries that fell out, outermost first, at the
-			 * time of the thread's first recorded event. A ring log's
-			 * batches are all SLOT chunks (raw records), never packed. */
+		if (it->pre_left && it->pre_thread == it->thread) {
+			/* Ring: the entries that fell out, outermost first, before
+			 * anything of the thread's first batch, at the time of its
+			 * first recorded event (the batch's base if it has none). A
+			 * ring log's batches are SLOT chunks (raw records), never
+			 * packed. */
 			if (!it->pre_raw_valid) {
 				struct lr_event first;
 				size_t used;

@@ -176,6 +176,10 @@ static void print_header(struct out *o, const struct lr_log *log)
 	if (in->write_errors || in->last_errno)
 		out_fmt(o, " (last errno %u: %s)", in->last_errno, strerror((int)in->last_errno));
 	out_fmt(o, ", threads %u, objects %u (as written by the runtime)\n", in->header_threads, in->header_objects);
+	if (in->trim_min_ns || in->trim_max_depth)
+		out_fmt(o, "trimming: min duration %" PRIu64 " ns, max depth %u (0: off); %" PRIu64
+			" records left out by the runtime; the events below are the log's, untrimmed by the reader\n",
+			in->trim_min_ns, in->trim_max_depth, in->trimmed_records);
 }
 
 static void print_objects(struct out *o, const struct lr_log *log, const struct log_symbols *ls)

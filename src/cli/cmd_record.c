@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/input_opts.h"
 #include "cli/record_why.h"
 #include "cli/solib.h"
 #include "format/filter_file.h"
@@ -59,6 +60,10 @@ static void usage(FILE *out)
 		"                            else the traced thread itself (auto, default);\n"
 		"                            always the traced thread (sync); always the\n"
 		"                            writer thread (thread)\n"
+		"      --min-duration DUR    leave out calls shorter than DUR (e.g. 10us); their\n"
+		"                            callers stay, so traces stay balanced\n"
+		"      --max-depth N         leave out calls deeper than N (1: the outermost\n"
+		"                            recorded frame of each thread)\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -77,6 +82,8 @@ struct record_opts {
 	const char *writer;
 	const char *filter_regex;
 	int force, quiet, within;
+	uint64_t min_duration; /* --min-duration, ns; 0: keep all */
+	long max_depth;        /* --max-depth; 0: unlimited */
 };
 
 /* "dir/stem.ext" -> dir, stem and ext parts, as the runtime names logs. */
@@ -365,6 +372,9 @@ static void print_summary(const char *path, const char *shown)
 			lr_info(log)->last_errno ? strerror((int)lr_info(log)->last_errno) : "-");
 	if (s.lost)
 		fprintf(stderr, ", %llu lost", (unsigned long long)s.lost);
+	if (lr_info(log)->trimmed_records)
+		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",
+			(unsigned long long)lr_info(log)->trimmed_records);
 	fputc('\n', stderr);
 	if (s.state != SF_STATE_EXITED)
 		print_unfinished(log, s.pid);
@@ -641,6 +651,17 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		setenv("SFTRACE_CLOCK", o->clock, 1);
 	if (o->writer)
 		setenv("SFTRACE_WRITER", o->writer, 1);
+	char num[32];
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)o->min_duration);
+	if (o->min_duration)
+		setenv("SFTRACE_MIN_DURATION", num, 1);
+	else
+		unsetenv("SFTRACE_MIN_DURATION");
+	snprintf(num, sizeof(num), "%ld", o->max_depth);
+	if (o->max_depth)
+		setenv("SFTRACE_MAX_DEPTH", num, 1);
+	else
+		unsetenv("SFTRACE_MAX_DEPTH");
 	free(preload);
 	free(ldpath);
 
@@ -694,6 +715,8 @@ int cmd_record(int argc, char **argv)
 		{"filter-regex", required_argument, 0, 'R'},
 		{"within", no_argument, 0, 'I'},
 		{"alloc", no_argument, 0, 'A'},
+		{"min-duration", required_argument, 0, 'M'},
+		{"max-depth", required_argument, 0, 'X'},
 		{"quiet", no_argument, 0, 'q'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
@@ -728,6 +751,14 @@ int cmd_record(int argc, char **argv)
 		case 'R': o.filter_regex = optarg; break;
 		case 'I': o.within = 1; break;
 		case 'A': o.alloc = 1; break;
+		case 'M':
+			if (parse_duration("--min-duration", optarg, &o.min_duration) < 0)
+				return 2;
+			break;
+		case 'X':
+			if (parse_number("--max-depth", optarg, 1, 1L << 30, &o.max_depth) < 0)
+				return 2;
+			break;
 		case 'q': o.quiet = 1; break;
 		case 'P': {
 			char lib[PATH_MAX], err[PATH_MAX * 2];

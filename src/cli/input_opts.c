@@ -14,7 +14,7 @@ void input_opts_init(struct input_opts *o, int symbol_char)
 }
 
 /* "250us", "1.5ms", "2s", "0": ns. -1 after an error message. */
-static int parse_duration(const char *opt, const char *s, uint64_t *ns)
+int parse_duration(const char *opt, const char *s, uint64_t *ns)
 {
 	static const struct { const char *unit; double mul; } units[] = {
 		{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9},

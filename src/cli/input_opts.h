@@ -65,4 +65,8 @@ int parse_weight(const char *arg, int *calls);
 /* A whole number within [lo, hi] for option `name`: 0, or -1 after an error message. */
 int parse_number(const char *name, const char *arg, long lo, long hi, long *out);
 
+/* "250us", "1.5ms", "2s", "0": ns (opt names the option in errors). -1
+ * after an error message. */
+int parse_duration(const char *opt, const char *s, uint64_t *ns);
+
 #endif

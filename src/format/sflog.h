@@ -173,10 +173,18 @@ struct sf_header {
 	uint32_t reserved0;
 	uint64_t patch_ns;         /* time spent patching sleds so far (all objects) */
 	uint64_t sleds_patched;    /* sleds patched so far */
-	uint64_t reserved[14];
+	uint64_t reserved[14];      /* zero, but for the trimming words below */
 	/* argv, each argument NUL-terminated. */
 	char cmdline[SF_CMDLINE_MAX];
 };
+
+/* Record-time trimming (record --min-duration / --max-depth), in
+ * sf_header.reserved[]: zero is off. Readers apply the same trimming
+ * exactly to everything they deliver (the runtime trims only what it can
+ * prove, docs/DESIGN.md "Record-time trimming"). */
+#define SF_HDR_TRIM_MIN_NS    6 /* calls shorter than this many ns are not wanted */
+#define SF_HDR_TRIM_MAX_DEPTH 7 /* frames deeper than this are not wanted (1: outermost) */
+#define SF_HDR_TRIMMED        8 /* records the runtime left out (atomic counter) */
 
 enum sf_chunk_type {
 	SF_CHUNK_OBJECT = 1,

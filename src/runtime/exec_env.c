@@ -27,7 +27,7 @@
 #include "runtime/arch/x86_64/syscall.h"
 #include "runtime/runtime.h"
 
-#define MAX_VARS 16
+#define MAX_VARS 24
 
 static char self_path[4096];        /* this library, as the loader named it */
 static char saved[MAX_VARS][8192];  /* "SFTRACE_X=value" at start */
@@ -103,7 +103,7 @@ void sf_exec_env_resolve(void)
 static const char *const tracer_vars[] = {
 	"SFTRACE_OUTPUT_FILE", "SFTRACE_FILTER",       "SFTRACE_FILTER_DIR", "SFTRACE_FILTER_REGEX",
 	"SFTRACE_FILTER_WITHIN", "SFTRACE_CLI",        "SFTRACE_CLOCK",      "SFTRACE_WRITER",
-	"SFTRACE_NOTES_DIR",   "SFTRACE_SETUP_THREAD_ONLY",
+	"SFTRACE_NOTES_DIR",   "SFTRACE_SETUP_THREAD_ONLY", "SFTRACE_MIN_DURATION", "SFTRACE_MAX_DEPTH",
 };
 
 /* Whether "NAME=value" names one of tracer_vars. */

@@ -35,6 +35,24 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 	sf_note_write(buf, n); /* record repeats it if no log was written */
 }
 
+/* A decimal number in variable `name` (unset or empty: 0). -1 after a
+ * message if it is not one, or above max. */
+static int read_number(const char *name, uint64_t max, uint64_t *out)
+{
+	const char *v = getenv(name);
+	*out = 0;
+	if (!v || !v[0])
+		return 0;
+	for (const char *p = v; *p; p++) {
+		if (*p < '0' || *p > '9' || *out > (max - (uint64_t)(*p - '0')) / 10) {
+			sf_rt_message(name, " must be a decimal number in range, not ", v);
+			return -1;
+		}
+		*out = *out * 10 + (uint64_t)(*p - '0');
+	}
+	return 0;
+}
+
 /* Every variable is validated: a bad value is reported and tracing stays
  * off rather than guessing. */
 static int read_config(void)
@@ -99,6 +117,12 @@ static int read_config(void)
 			return 0;
 		}
 	}
+	if (read_number("SFTRACE_MIN_DURATION", UINT64_MAX / 2, &sf_config.trim_min_ns) < 0)
+		return 0;
+	uint64_t depth = 0;
+	if (read_number("SFTRACE_MAX_DEPTH", 1u << 30, &depth) < 0)
+		return 0;
+	sf_config.trim_max_depth = (uint32_t)depth;
 	if (sched_getaffinity(0, sizeof(sf_config.cpus), &sf_config.cpus) == 0) {
 		sf_config.ncpus = CPU_COUNT(&sf_config.cpus);
 	} else {

@@ -228,6 +228,8 @@ static int log_create_locked(void)
 	h->start_tsc = sf_start_tsc;
 	h->start_mono_ns = sf_start_mono;
 	fill_cmdline(h);
+	h->reserved[SF_HDR_TRIM_MIN_NS] = sf_config.trim_min_ns;
+	h->reserved[SF_HDR_TRIM_MAX_DEPTH] = sf_config.trim_max_depth;
 	L.end = SF_HEADER_SIZE;
 	/* Magic last: a reader never sees a half-filled header as valid. */
 	__atomic_store_n(&h->magic, SF_MAGIC, __ATOMIC_RELEASE);
@@ -247,6 +249,11 @@ int sf_log_ensure(void)
 	int r = log_create_locked();
 	sf_log_unlock_sig(&old);
 	return r;
+}
+
+struct sf_header *sf_log_header(void)
+{
+	return __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
 }
 
 void sf_log_drop(uint64_t events)

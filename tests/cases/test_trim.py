@@ -15,7 +15,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (SFTRACE, build_c, check, chrome_slices, dump_events, dump_info, eq, perfetto_summary,  # noqa: E402
+from sfkit import (SFTRACE, build_c, check, chrome_slices, dump_events, dump_info, eq, parquet_query, perfetto_summary,  # noqa: E402
                    record, report_calls, run, tmpdir)
 
 SLOW = {"worker", "slow_outer", "slow_inner"}   # 3 ms or more: always kept by --min-duration 1ms
@@ -132,6 +132,23 @@ def test_trim_slot_tail_at_abort():
     check_balanced(log, sum(got.values()))
 
 
+def test_trim_parquet_balanced():
+    """Parquet (read back with polars): one begin and one end row per kept
+    frame, the same counts as report."""
+    _, log = recorded("depth", ["--max-depth", "3"])
+    out = os.path.join(tmpdir(), "t.pola")
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", out])
+    rows = parquet_query("threads_query.mjs", out)["rows"]
+    kinds = collections.defaultdict(list)
+    for frame_id, kind, _, _, _, _ in rows:
+        kinds[frame_id].append(kind)
+    check(all(sorted(k) == [1, 2] for k in kinds.values()), "every frame has one begin and one end")
+    begins = collections.Counter(r[4] for r in rows if r[1] == 1)
+    want = {k: PER_WORKER[k] * THREADS for k, d in DEPTH.items() if d <= 3}
+    want["main"] = 1
+    eq(dict(begins), want, "Parquet frames")
+
+
 def test_trim_and_cut_compose():
     """A convert-time cut applies on top of the recorded trimming."""
     _, log = recorded("depth", ["--max-depth", "3"])
@@ -140,6 +157,21 @@ def test_trim_and_cut_compose():
     calls, _ = report_calls(log, ["--min-duration", "1ms"])
     eq({k: v for k, v in by_name(calls).items() if k in SLOW or k == "main"},
        {"main": 1, "worker": 3, "slow_outer": 9, "slow_inner": 9}, "recorded depth 3, cut 1ms")
+
+
+def test_trim_child_processes():
+    """An exec'd child inherits the trimming: both logs say so and both
+    are trimmed (forker exec: main -> p_work; child main -> c_work x4)."""
+    exe = build_c("forker", ["forker.c"])
+    d = tmpdir()
+    p, _ = record([exe, "exec"], out=os.path.join(d, "sf.log"), args=["--max-depth", "1"])
+    check("forker exec ok 0" in p.stdout, p.stdout)
+    logs = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log"))
+    eq(len(logs), 2, "logs")
+    for log in logs:
+        check("trimming: min duration 0 ns, max depth 1 " in run([SFTRACE, "dump", log]).stdout, log)
+    calls, _ = report_calls(d)
+    eq(by_name(calls), {"main": 2}, "each process's outermost frame only")
 
 
 def test_trim_bad_values():

@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from encoding import build_fib, build_sftrace  # noqa: E402
+from encoding import add_common_args, build_fib, build_sftrace  # noqa: E402
 
 SETTINGS = [("none", []), ("--min-duration 10us", ["--min-duration", "10us"]), ("--max-depth 4", ["--max-depth", "4"])]
 
@@ -77,12 +77,7 @@ def bench(name, sftrace, argv, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--fib-n", type=int, default=32)
-    ap.add_argument("--sftrace-build", help="an existing build directory (else bench/build/sf is built)")
-    ap.add_argument("--make", action="append", default=[], help="extra make argument for the build")
-    ap.add_argument("--tmp", default="/tmp", help="where the logs go")
-    ap.add_argument("cmd", nargs="*", help="after --: another command to measure")
+    add_common_args(ap)
     args = ap.parse_args()
     sftrace = build_sftrace(args)
     rows = bench(f"fib {args.fib_n}", sftrace, [build_fib(), str(args.fib_n)], args)

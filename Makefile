@@ -100,6 +100,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsfcore.a
 	@echo "  LD $@"
 	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_CLI) -o $@ $< $(BUILD)/libsfcore.a -lcmocka $(LIBS_CLI)
 
+$(BUILD)/tests/test_trim: src/runtime/trim.c src/runtime/runtime.h
+
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 

@@ -154,15 +154,20 @@ def bench(name, sftrace, argv, args, env_extra=None, sync=False):
     return rows, samples
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_common_args(ap):
+    """The options bench/trim_cost.py shares."""
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", default="fib,sqlite,rust", help="comma-separated subset of fib,sqlite,rust")
     ap.add_argument("--fib-n", type=int, default=32)
     ap.add_argument("--sftrace-build", help="an existing build directory (else bench/build/sf is built)")
     ap.add_argument("--make", action="append", default=[], help="extra make argument for the build")
     ap.add_argument("--tmp", default="/tmp", help="where the logs go")
     ap.add_argument("cmd", nargs="*", help="after --: another command to measure")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="fib,sqlite,rust", help="comma-separated subset of fib,sqlite,rust")
+    add_common_args(ap)
     args = ap.parse_args()
     only = set(args.only.split(","))
     sftrace = build_sftrace(args)

@@ -189,6 +189,10 @@ static void print_header(struct out *o, const struct lr_log *log)
 			out_fmt(o, "snapshot %u, taken %s while the process ran\n", in->snapshot,
 				in->snapshot_reason < 4 ? why[in->snapshot_reason] : "for an unknown reason");
 	}
+	if (in->trim_min_ns || in->trim_max_depth)
+		out_fmt(o, "trimming: min duration %" PRIu64 " ns, max depth %u (0: off); %" PRIu64
+			" records left out by the runtime; the events below are the log's, untrimmed by the reader\n",
+			in->trim_min_ns, in->trim_max_depth, in->trimmed_records);
 }
 
 static void print_objects(struct out *o, const struct lr_log *log, const struct log_symbols *ls)

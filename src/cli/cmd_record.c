@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/input_opts.h"
 #include "cli/record_limits.h"
 #include "cli/record_why.h"
 #include "cli/solib.h"
@@ -62,6 +63,10 @@ static void usage(FILE *out)
 		"                            else the traced thread itself (auto, default);\n"
 		"                            always the traced thread (sync); always the\n"
 		"                            writer thread (thread)\n"
+		"      --min-duration DUR    leave out calls shorter than DUR (e.g. 10us); their\n"
+		"                            callers stay, so traces stay balanced\n"
+		"      --max-depth N         leave out calls deeper than N (1: the outermost\n"
+		"                            recorded frame of each thread)\n"
 		"      --max-size SIZE       stop recording when the run's logs reach SIZE\n"
 		"                            bytes together (K, M, G suffixes; all processes\n"
 		"                            share it); the program runs on, later events are\n"
@@ -101,6 +106,8 @@ struct record_opts {
 	char **triggers;   /* --trigger, in order */
 	size_t ntriggers;
 	const char *max_snapshots;
+	uint64_t min_duration; /* --min-duration, ns; 0: keep all */
+	long max_depth;        /* --max-depth; 0: unlimited */
 };
 
 /* "dir/stem.ext" -> dir, stem and ext parts, as the runtime names logs. */
@@ -401,6 +408,9 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 			lr_info(log)->last_errno ? strerror((int)lr_info(log)->last_errno) : "-");
 	if (s.lost)
 		fprintf(stderr, ", %llu lost", (unsigned long long)s.lost);
+	if (lr_info(log)->trimmed_records)
+		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",
+			(unsigned long long)lr_info(log)->trimmed_records);
 	fputc('\n', stderr);
 	if (s.state != SF_STATE_EXITED)
 		print_unfinished(log, s.pid);
@@ -707,6 +717,17 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		snprintf(v, sizeof(v), "%d", o->ring_signal);
 		setenv("SFTRACE_RING_SIGNAL", v, 1);
 	}
+	char num[32];
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)o->min_duration);
+	if (o->min_duration)
+		setenv("SFTRACE_MIN_DURATION", num, 1);
+	else
+		unsetenv("SFTRACE_MIN_DURATION");
+	snprintf(num, sizeof(num), "%ld", o->max_depth);
+	if (o->max_depth)
+		setenv("SFTRACE_MAX_DEPTH", num, 1);
+	else
+		unsetenv("SFTRACE_MAX_DEPTH");
 	free(preload);
 	free(ldpath);
 
@@ -769,6 +790,8 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		{"filter-regex", required_argument, 0, 'R'},
 		{"within", no_argument, 0, 'I'},
 		{"alloc", no_argument, 0, 'A'},
+		{"min-duration", required_argument, 0, 'm'},
+		{"max-depth", required_argument, 0, 'd'},
 		{"quiet", no_argument, 0, 'q'},
 		{"max-size", required_argument, 0, 'M'},
 		{"ring", required_argument, 0, 'G'},
@@ -836,6 +859,14 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 			o->max_snapshots = optarg;
 			break;
 		}
+		case 'm':
+			if (io_parse_duration("--min-duration", optarg, &o->min_duration) < 0)
+				return 2;
+			break;
+		case 'd':
+			if (parse_number("--max-depth", optarg, 1, 1L << 30, &o->max_depth) < 0)
+				return 2;
+			break;
 		case 'P': {
 			char lib[PATH_MAX], err[PATH_MAX * 2];
 			if (sf_find_solib(lib, sizeof(lib), err, sizeof(err)) < 0) {

@@ -175,7 +175,7 @@ struct sf_header {
 	uint32_t machine;          /* ELF e_machine of the writer (EM_X86_64 62, EM_AARCH64 183); 0: x86-64 */
 	uint64_t patch_ns;         /* time spent patching sleds so far (all objects) */
 	uint64_t sleds_patched;    /* sleds patched so far */
-	/* reserved[0..5]: branch ring. ring_bytes: record --ring's per-thread
+	/* ring_bytes: record --ring's per-thread
 	 * ring size (0: not a ring log); the log then holds each thread's
 	 * newest batches only, in SLOT chunks reused oldest first. snapshot: 0
 	 * for a process's own log, else the number of this snapshot (from 1),
@@ -183,7 +183,7 @@ struct sf_header {
 	uint64_t ring_bytes;
 	uint32_t snapshot;
 	uint32_t snapshot_reason;  /* enum sf_snapshot_reason */
-	uint64_t reserved[11];
+	uint64_t reserved[11];     /* zero, but for the trimming words (SF_HDR_TRIM_*) */
 	uint64_t counter_hz;       /* SF_CLOCK_TSC: the counter's exact frequency (aarch64 cntfrq_el0);
 				    * 0: not known (x86-64), readers fit the calibration pairs */
 	/* argv, each argument NUL-terminated. */
@@ -196,6 +196,14 @@ enum sf_snapshot_reason {
 	SF_SNAP_ENTRY = 2,   /* record --trigger FUNC: FUNC was entered */
 	SF_SNAP_SLOW = 3,    /* record --trigger 'FUNC>DUR': a call of FUNC lasted longer */
 };
+
+/* Record-time trimming (record --min-duration / --max-depth), in
+ * sf_header.reserved[]: zero is off. Readers apply the same trimming
+ * exactly to everything they deliver (the runtime trims only what it can
+ * prove, docs/DESIGN.md "Record-time trimming"). */
+#define SF_HDR_TRIM_MIN_NS    4 /* offset 176: calls shorter than this many ns are not wanted */
+#define SF_HDR_TRIM_MAX_DEPTH 5 /* offset 184: frames deeper than this are not wanted (1: outermost) */
+#define SF_HDR_TRIMMED        6 /* offset 192: records the runtime left out (atomic counter) */
 
 enum sf_chunk_type {
 	SF_CHUNK_OBJECT = 1,
@@ -253,6 +261,11 @@ _Static_assert(sizeof(struct sf_event) == 8, "event size");
 _Static_assert(sizeof(struct sf_event_ext) == 2 * sizeof(struct sf_event), "event ext size");
 _Static_assert(sizeof(struct sf_chunk) == 80, "chunk header size");
 _Static_assert(sizeof(struct sf_header) <= SF_HEADER_SIZE, "header size");
+_Static_assert(__builtin_offsetof(struct sf_header, machine) == 108, "docs/FORMAT.md: machine");
+_Static_assert(__builtin_offsetof(struct sf_header, ring_bytes) == 128, "docs/FORMAT.md: ring words");
+_Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_TRIM_MIN_NS == 176,
+	       "docs/FORMAT.md: trimming words");
+_Static_assert(__builtin_offsetof(struct sf_header, counter_hz) == 232, "docs/FORMAT.md: counter_hz");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 
 #endif

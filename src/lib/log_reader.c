@@ -206,6 +206,12 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->ring_bytes = h.ring_bytes;
 	in->snapshot = h.snapshot;
 	in->snapshot_reason = h.snapshot_reason;
+	if (h.version >= 4) {
+		in->trim_min_ns = h.reserved[SF_HDR_TRIM_MIN_NS];
+		in->trim_max_depth = h.reserved[SF_HDR_TRIM_MAX_DEPTH] > UINT32_MAX ? UINT32_MAX
+					: (uint32_t)h.reserved[SF_HDR_TRIM_MAX_DEPTH];
+		in->trimmed_records = h.reserved[SF_HDR_TRIMMED];
+	}
 	parse_cmdline(log, &h);
 	if (h.header_size != SF_HEADER_SIZE)
 		warn(log, "header_size is %u, expected %u; chunks read from offset %u",

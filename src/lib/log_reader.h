@@ -57,6 +57,12 @@ struct lr_info {
 	uint32_t header_threads; /* sf_header.threads as written */
 	uint32_t header_objects; /* sf_header.objects as written */
 	int cmdline_truncated;
+	/* Record-time trimming (record --min-duration / --max-depth; 0: off),
+	 * which trace_input applies exactly, and the records the runtime left
+	 * out for it. */
+	uint64_t trim_min_ns;
+	uint32_t trim_max_depth;
+	uint64_t trimmed_records;
 	int argc;
 	char **argv;             /* argc strings, then NULL */
 	/* The time fit used by lr_time_ns, for display: ns since start =

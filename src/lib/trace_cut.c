@@ -230,6 +230,12 @@ void cut_process(struct trace_cut *c, const struct lr_log *log, uint64_t offset_
 	}
 }
 
+void cut_set_limits(struct trace_cut *c, uint64_t min_duration, uint32_t max_depth)
+{
+	c->opt.min_duration = min_duration;
+	c->opt.max_depth = max_depth;
+}
+
 int cut_tid_wanted(const struct trace_cut *c, uint32_t tid)
 {
 	if (!c->opt.ntids)

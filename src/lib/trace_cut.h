@@ -84,6 +84,10 @@ struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_
  * offset from the trace start (ns), which places the window. */
 void cut_process(struct trace_cut *c, const struct lr_log *log, uint64_t offset_ns);
 
+/* Replaces the options' min_duration and max_depth (before cut_process):
+ * the per-log limits of record-time trimming (trace_input). */
+void cut_set_limits(struct trace_cut *c, uint64_t min_duration, uint32_t max_depth);
+
 /* Whether events of this tid are wanted at all (--tid). */
 int cut_tid_wanted(const struct trace_cut *c, uint32_t tid);
 

@@ -35,6 +35,9 @@ struct trace_input {
 	struct frames *frames;
 	struct cut_filter *filter;  /* -c FILE */
 	struct trace_cut *cut;     /* NULL: nothing cut */
+	/* Record-time trimming (a log's header asks for it): a first cut with
+	 * each log's own limits, feeding the user's cut. NULL: none asked. */
+	struct trace_cut *trim;
 	/* During trace_run: */
 	const struct trace_sink *sink;
 	struct proc_state *cur;
@@ -422,20 +425,56 @@ static void progress(struct trace_input *in, const struct lr_event *ev)
 	in->progress_shown = 1;
 }
 
-int trace_run(struct trace_input *in, const struct trace_sink *sink)
+/* The trim's kept frames go on to the user's cut (the trim never clips, so
+ * its cut flags are always 0). */
+static void trim_to_cut_begin(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id,
+			      uint32_t depth, uint64_t t_ns, unsigned cut)
+{
+	(void)cut;
+	cut_begin(ctx, t, id, parent, func_id, depth, t_ns);
+}
+
+static void trim_to_cut_end(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id,
+			    uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind, unsigned cut)
+{
+	(void)cut;
+	cut_end(ctx, t, id, parent, func_id, depth, t_begin, t_end, kind);
+}
+
+static int any_trim(const struct trace_input *in)
+{
+	for (size_t i = 0; i < in->nprocs; i++)
+		if (in->procs[i].pub.info->trim_min_ns || in->procs[i].pub.info->trim_max_depth)
+			return 1;
+	return 0;
+}
+
+/* frames -> [trim] -> [cut] -> the sink's callbacks. */
+static void build_stages(struct trace_input *in)
 {
 	struct fr_callbacks cb = {on_begin, on_end}, cut_cb = {cut_begin, cut_end};
 	static const struct cut_out cut_emit = {emit_begin, emit_end};
+	static const struct cut_out trim_to_cut = {trim_to_cut_begin, trim_to_cut_end};
+	static const struct trace_cut_options no_cut;
 	if (in->frames)
 		fr_free(in->frames);
 	cut_free(in->cut);
-	in->cut = NULL;
-	if (cut_active(&in->opt.cut)) {
+	cut_free(in->trim);
+	in->cut = in->trim = NULL;
+	if (cut_active(&in->opt.cut))
 		in->cut = cut_new(&in->opt.cut, in->filter, &cut_emit, in);
-		in->frames = fr_new(&cut_cb, in->cut);
-	} else {
+	if (any_trim(in))
+		in->trim = cut_new(&no_cut, NULL, in->cut ? &trim_to_cut : &cut_emit,
+				   in->cut ? (void *)in->cut : (void *)in);
+	if (in->trim || in->cut)
+		in->frames = fr_new(&cut_cb, in->trim ? in->trim : in->cut);
+	else
 		in->frames = fr_new(&cb, in);
-	}
+}
+
+int trace_run(struct trace_input *in, const struct trace_sink *sink)
+{
+	build_stages(in);
 	in->sink = sink;
 	in->failed = 0;
 	in->events = 0;
@@ -452,6 +491,10 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 		struct lr_event ev;
 		if (in->cut)
 			cut_process(in->cut, ps->pub.log, 0); /* times are on the recording's clock already */
+		if (in->trim) {
+			cut_set_limits(in->trim, ps->pub.info->trim_min_ns, ps->pub.info->trim_max_depth);
+			cut_process(in->trim, ps->pub.log, 0);
+		}
 		lr_iter_init(&it, ps->pub.log);
 		while (!in->failed && lr_next(&it, &ev)) {
 			uint32_t ti = ev.thread->index;
@@ -459,7 +502,7 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 				if (in->cut && !cut_tid_wanted(in->cut, ev.thread->tid))
 					continue;
 				ps->thread_seen[ti] = 1;
-				if (!in->cut && announce(in, ev.thread)) {
+				if (!in->cut && !in->trim && announce(in, ev.thread)) {
 					in->failed = 1;
 					break;
 				}
@@ -499,7 +542,45 @@ size_t trace_threads(const struct trace_input *in)
 	return n;
 }
 
-const struct cut_stats *trace_cut_stats(const struct trace_input *in) { return in->cut ? cut_stats(in->cut) : NULL; }
+const struct cut_stats *trace_cut_stats(const struct trace_input *in)
+{
+	return in->cut ? cut_stats(in->cut) : in->trim ? cut_stats(in->trim) : NULL;
+}
+
+/* "10us", "1.5ms": a duration as the options take it. */
+static void format_duration(char *buf, size_t len, uint64_t ns)
+{
+	static const struct { const char *unit; uint64_t mul; } units[] = {{"s", 1000000000}, {"ms", 1000000},
+									   {"us", 1000}};
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (ns >= units[i].mul) {
+			snprintf(buf, len, "%g%s", (double)ns / (double)units[i].mul, units[i].unit);
+			return;
+		}
+	snprintf(buf, len, "%lluns", (unsigned long long)ns);
+}
+
+/* " (recorded with --min-duration 10us --max-depth 4; the runtime left
+ * out 1234 records)": the first log's limits (a recording's processes
+ * share them), and the records left out over all logs. */
+static int format_trim(const struct trace_input *in, char *buf, size_t len)
+{
+	uint64_t min = 0, left = 0;
+	uint32_t depth = 0;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		const struct lr_info *info = in->procs[i].pub.info;
+		if (!min && !depth) {
+			min = info->trim_min_ns;
+			depth = info->trim_max_depth;
+		}
+		left += info->trimmed_records;
+	}
+	char dur[32];
+	format_duration(dur, sizeof(dur), min);
+	return snprintf(buf, len, " (recorded with%s%s%s%.0u; the runtime left out %llu records)",
+			min ? " --min-duration " : "", min ? dur : "", depth ? " --max-depth " : "", depth,
+			(unsigned long long)left);
+}
 
 int trace_format_cut(const struct trace_input *in, char *buf, size_t len)
 {
@@ -513,8 +594,10 @@ int trace_format_cut(const struct trace_input *in, char *buf, size_t len)
 			 (unsigned long long)trace_stats(in)->frames);
 	uint64_t edge = c->cut_start + c->cut_end;
 	if (edge && n >= 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, ", %llu cut at the window's start, %llu at its end",
-			 (unsigned long long)c->cut_start, (unsigned long long)c->cut_end);
+		n += snprintf(buf + n, len - (size_t)n, ", %llu cut at the window's start, %llu at its end",
+			      (unsigned long long)c->cut_start, (unsigned long long)c->cut_end);
+	if (in->trim && n >= 0 && (size_t)n < len)
+		format_trim(in, buf + n, len - (size_t)n);
 	return 1;
 }
 
@@ -559,6 +642,7 @@ void trace_close(struct trace_input *in)
 		free(ps->short_names);
 	}
 	cut_free(in->cut);
+	cut_free(in->trim);
 	cut_filter_free(in->filter);
 	for (size_t i = 0; i < in->nobject_ids; i++)
 		free(in->object_ids[i]);

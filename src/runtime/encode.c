@@ -16,6 +16,10 @@
 struct sf_pack_area {
 	struct sf_pack_state st;
 	uint8_t out[RAW_BYTES + SF_PK_MAX_GROUP];
+	/* Record-time trimming (trim.c): the batch without the calls it
+	 * drops. Pages untouched unless trimming is on. */
+	struct sf_event trimmed[SF_SLOT_EVENTS];
+	uint32_t stack[SF_SLOT_EVENTS];
 };
 
 static const struct sf_event *slot_records(const struct sf_slot *s)
@@ -28,10 +32,19 @@ void sf_write_batch_chunk(struct sf_chunk *c, struct sf_slot *s, size_t n)
 	if (!n)
 		return;
 	const struct sf_event *ev = slot_records(s);
+	if ((sf_config.encoding == SF_ENCODING_PACKED || sf_trim_enabled()) && !s->pack)
+		s->pack = sf_map_anon(sizeof(struct sf_pack_area));
+	if (sf_trim_enabled() && s->pack) {
+		struct sf_pack_area *a = s->pack;
+		size_t kept = sf_trim_batch(ev, n, c->base, a->trimmed, a->stack);
+		struct sf_header *h = sf_log_header();
+		if (kept < n && h)
+			__atomic_add_fetch(&h->reserved[SF_HDR_TRIMMED], n - kept, __ATOMIC_RELAXED);
+		ev = a->trimmed;
+		n = kept;
+	}
 	size_t raw = n * sizeof(struct sf_event);
 	c->count = (uint32_t)n;
-	if (sf_config.encoding == SF_ENCODING_PACKED && !s->pack)
-		s->pack = sf_map_anon(sizeof(struct sf_pack_area));
 	if (sf_config.encoding == SF_ENCODING_PACKED && s->pack) {
 		struct sf_pack_area *a = s->pack;
 		sf_pack_reset(&a->st, c->base);

@@ -127,6 +127,7 @@ static const char *const tracer_vars[] = {
 	"SFTRACE_FILTER_WITHIN", "SFTRACE_CLI",        "SFTRACE_CLOCK",      "SFTRACE_WRITER",
 	"SFTRACE_NOTES_DIR",   "SFTRACE_SETUP_THREAD_ONLY", "SFTRACE_BUDGET_FILE", "SFTRACE_RING",
 	"SFTRACE_RING_SIGNAL", "SFTRACE_TRIGGERS",  "SFTRACE_MAX_SNAPSHOTS", "SFTRACE_ENCODING",
+	"SFTRACE_MIN_DURATION", "SFTRACE_MAX_DEPTH",
 };
 _Static_assert(sizeof(tracer_vars) / sizeof(tracer_vars[0]) <= MAX_VARS, "room for every tracer variable");
 

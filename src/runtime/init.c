@@ -139,6 +139,12 @@ static int read_config(void)
 			return 0;
 		}
 	}
+	if (env_number("SFTRACE_MIN_DURATION", 0, UINT64_MAX / 2, 0, &sf_config.trim_min_ns) < 0)
+		return 0;
+	uint64_t depth = 0;
+	if (env_number("SFTRACE_MAX_DEPTH", 0, 1u << 30, 0, &depth) < 0)
+		return 0;
+	sf_config.trim_max_depth = (uint32_t)depth;
 	if (sched_getaffinity(0, sizeof(sf_config.cpus), &sf_config.cpus) == 0) {
 		sf_config.ncpus = CPU_COUNT(&sf_config.cpus);
 	} else {

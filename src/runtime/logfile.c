@@ -251,6 +251,8 @@ static int log_create_locked(void)
 	h->start_mono_ns = sf_start_mono;
 	h->ring_bytes = (uint64_t)sf_config.ring_slots * SF_SLOT_SIZE;
 	fill_cmdline(h);
+	h->reserved[SF_HDR_TRIM_MIN_NS] = sf_config.trim_min_ns;
+	h->reserved[SF_HDR_TRIM_MAX_DEPTH] = sf_config.trim_max_depth;
 	L.end = SF_HEADER_SIZE;
 	/* Magic last: a reader never sees a half-filled header as valid. */
 	__atomic_store_n(&h->magic, SF_MAGIC, __ATOMIC_RELEASE);
@@ -270,6 +272,11 @@ int sf_log_ensure(void)
 	int r = log_create_locked();
 	sf_log_unlock_sig(&old);
 	return r;
+}
+
+struct sf_header *sf_log_header(void)
+{
+	return __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
 }
 
 void sf_log_drop(uint64_t events)
@@ -422,11 +429,6 @@ int sf_log_fd(void)
 uint64_t sf_log_end(void)
 {
 	return __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
-}
-
-const struct sf_header *sf_log_header(void)
-{
-	return __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
 }
 
 void sf_log_slot_put(struct sf_slot *s)

@@ -79,6 +79,8 @@ struct sf_config {
 	int setup_thread_only;
 	int writer;          /* enum sf_writer_mode (SFTRACE_WRITER) */
 	int encoding;        /* enum sf_encoding (SFTRACE_ENCODING) */
+	uint64_t trim_min_ns;   /* SFTRACE_MIN_DURATION (ns); 0: off */
+	uint32_t trim_max_depth;/* SFTRACE_MAX_DEPTH; 0: off */
 	int ncpus;           /* CPUs this process may run on, at start */
 	cpu_set_t cpus;      /* which: the writer thread gets the same */
 	int verbose;
@@ -127,7 +129,6 @@ void sf_log_slot_invalidate(struct sf_slot *s) SF_HIDDEN;
 void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
 int sf_log_fd(void) SF_HIDDEN;
 uint64_t sf_log_end(void) SF_HIDDEN;
-const struct sf_header *sf_log_header(void) SF_HIDDEN;
 void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
 void sf_log_drop(uint64_t events) SF_HIDDEN;
 int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
@@ -137,6 +138,7 @@ void sf_log_finish(void) SF_HIDDEN;            /* process exit */
 void sf_log_update_patch_stats(void) SF_HIDDEN; /* copy patch time/count into the header */
 void sf_log_after_fork_child(void) SF_HIDDEN;
 void *sf_map_anon(size_t len) SF_HIDDEN;       /* runtime allocation: mmap, never malloc */
+struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
 
 /* A slot: a page-aligned region of the log file mapped MAP_SHARED, reused by
  * one thread at a time. */
@@ -180,6 +182,15 @@ void sf_write_batch_chunk(struct sf_chunk *c, struct sf_slot *s, size_t n) SF_HI
  * of its records are whole in the file. A packed chunk's header is updated
  * to say so (count, byte length); the caller writes it again. */
 uint64_t sf_chunk_kept(struct sf_chunk *c, const void *payload, size_t written) SF_HIDDEN;
+
+/* ---- trim.c ---- */
+/* Record-time trimming at hand-off: copies records [0, n) of ev to out
+ * without the entry/exit pairs the reader's exact trimming would drop for
+ * certain (docs/DESIGN.md "Record-time trimming"); returns the records
+ * kept. stack: n words of workspace. */
+size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct sf_event *out,
+		     uint32_t *stack) SF_HIDDEN;
+static inline int sf_trim_enabled(void) { return sf_config.trim_min_ns || sf_config.trim_max_depth; }
 
 /* ---- objects.c ---- */
 struct sf_object_rt {

@@ -98,9 +98,10 @@ $(BUILD)/sftrace: $(CLI_OBJ) $(BUILD)/libsfcore.a
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsfcore.a
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"
-	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_CLI) -o $@ $< $(BUILD)/libsfcore.a -lcmocka $(LIBS_CLI)
+	@$(CC) $(CPPFLAGS_ALL) -I$(RT_ARCH) $(CFLAGS_CLI) -o $@ $< $(BUILD)/libsfcore.a -lcmocka $(LIBS_CLI)
 
-$(BUILD)/tests/test_trim: src/runtime/trim.c src/runtime/runtime.h
+# test_trim compiles the runtime's trim.c (runtime.h needs the arch's sf_arch.h)
+$(BUILD)/tests/test_trim: src/runtime/trim.c src/runtime/runtime.h $(RT_ARCH)/sf_arch.h
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

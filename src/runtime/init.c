@@ -47,13 +47,13 @@ static int env_number(const char *name, uint64_t lo, uint64_t hi, uint64_t dflt,
 	uint64_t n = 0;
 	for (const char *p = s; *p; p++) {
 		if (*p < '0' || *p > '9' || n > UINT64_MAX / 10) {
-			sf_rt_message(name, " is not a number: ", s);
+			sf_rt_message(name, " is not a decimal number", s);
 			return -1;
 		}
 		n = n * 10 + (uint64_t)(*p - '0');
 	}
 	if (n < lo || n > hi) {
-		sf_rt_message(name, " is out of range: ", s);
+		sf_rt_message(name, " is out of range", s);
 		return -1;
 	}
 	*v = n;

@@ -191,7 +191,7 @@ def test_trim_bad_values():
     # The runtime refuses a bad variable and stays off, saying why.
     p = run([exe], env={"LD_PRELOAD": os.path.join(os.path.dirname(SFTRACE), "libsftrace.so"),
                         "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "x.log"), "SFTRACE_MAX_DEPTH": "3x"})
-    check("SFTRACE_MAX_DEPTH must be a decimal number" in p.stderr, p.stderr)
+    check("sftrace: SFTRACE_MAX_DEPTH is not a decimal number: 3x\n" in p.stderr, p.stderr)
 
 
 if __name__ == "__main__":

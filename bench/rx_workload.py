@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Issue 17's regex-crate target: log size and wall time of an unfiltered
+recording of bench/rx_workload (a `cargo test`-shaped run of the regex
+crate: hundreds of short test threads, should_panic tests, a panicking
+helper thread), with raw 8-byte records (SFTRACE_ENCODING=raw, the format
+of version 3) against the default packed encoding (version 4).
+
+    python3 bench/rx_workload.py                        # 3 runs, 300 tests x 4 lines
+    nice python3 bench/rx_workload.py --runs 5 --sftrace-build build
+    python3 bench/rx_workload.py --tests 600 --size 8   # a larger run
+
+Each round runs the program untraced, under `sftrace record` with
+SFTRACE_ENCODING=raw and with the default encoding, in an order that
+rotates from round to round. It prints, per mode: events, log bytes,
+bytes/event, wall time and the wall-time ratio traced/untraced (each
+round's traced run over the same round's untraced run), as medians and
+ranges over the rounds, and the size ratio raw/packed. The wall time of a
+traced run is the whole `sftrace record` command, including its summary.
+
+Checks (exit status 1 if one fails): the program prints the same line in
+every run, traced or not; and `sftrace report` gives every function the
+same call count in the raw and the packed log of each round, and in every
+round (the workload calls the same functions the same number of times on
+every run). Logs go to --tmp (default /tmp) and are deleted after each
+round; the build goes to bench/build/rx_workload.
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from encoding import BUILD, ROOT, build_sftrace, log  # noqa: E402
+
+SRC = os.path.join(HERE, "rx_workload")
+MODES = ("untraced", "raw", "packed")
+
+
+def fail(msg):
+    print("rx_workload: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def build_workload():
+    """cargo build of bench/rx_workload with XRay sleds in every crate,
+    offline against Debian's crates; returns the binary."""
+    if not os.path.isdir("/usr/share/cargo/registry") or not any(
+            d.startswith("regex-1.") for d in os.listdir("/usr/share/cargo/registry")):
+        fail("no regex crate in /usr/share/cargo/registry (run sh scripts/install-rust-deps.sh)")
+    target = os.path.join(BUILD, "rx_workload")
+    env = dict(os.environ, RUSTC_BOOTSTRAP="1", RUSTFLAGS="-Zinstrument-xray=always", CARGO_TARGET_DIR=target)
+    env["PATH"] = os.path.expanduser("~/.cargo/bin") + ":" + env["PATH"]
+    log("build: bench/rx_workload (cargo, offline; about a minute the first time)")
+    try:
+        r = subprocess.run(["cargo", "+stable", "build", "--profile", "profiling", "-q"], cwd=SRC, env=env,
+                           capture_output=True, text=True)
+    except FileNotFoundError:
+        fail("cargo not found (a Rust toolchain from rustup is needed)")
+    if r.returncode:
+        fail("bench/rx_workload does not build:\n" + r.stderr[-1500:])
+    return os.path.join(target, "profiling", "rx_workload")
+
+
+def call_counts(sftrace, logfile):
+    """{function name: calls} from `sftrace report --format tsv` (rows that
+    share a name are summed)."""
+    r = subprocess.run([sftrace, "report", "--format", "tsv", "-n", "0", "-q", logfile],
+                       capture_output=True, text=True)
+    if r.returncode:
+        fail(f"sftrace report {logfile}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
+    counts = collections.Counter()
+    lines = r.stdout.splitlines()
+    head = lines[0].split("\t")
+    name, calls = head.index("name"), head.index("calls")
+    for line in lines[1:]:
+        f = line.split("\t")
+        counts[f[name]] += int(f[calls])
+    return counts
+
+
+def run_mode(sftrace, argv, mode, tmp):
+    """One run: {wall, out, events, bytes, counts}."""
+    env = dict(os.environ)
+    for k in ("SFTRACE_ENCODING", "SFTRACE_WRITER"):
+        env.pop(k, None)
+    d = tempfile.mkdtemp(prefix="sftrace-rx-", dir=tmp)
+    try:
+        cmd = argv
+        if mode != "untraced":
+            if mode == "raw":
+                env["SFTRACE_ENCODING"] = "raw"
+            cmd = [sftrace, "record", "-o", os.path.join(d, "sf.log"), "--"] + argv
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        if p.returncode:
+            fail(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-800:]}")
+        res = {"wall": wall, "out": p.stdout}
+        if mode == "untraced":
+            return res
+        if "DROPPED" in p.stderr:
+            log(f"warning: {mode}: events were dropped: " + p.stderr.strip().splitlines()[-1])
+        logs = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log")]
+        res["events"] = sum(int(m) for m in re.findall(r"^sftrace: wrote .*?: (\d+) events", p.stderr, re.M))
+        res["bytes"] = sum(os.path.getsize(f) for f in logs)
+        if len(logs) != 1 or not res["events"]:
+            fail(f"{mode}: expected one log with events in {d}, found {len(logs)}: {p.stderr.strip()[-300:]}")
+        res["counts"] = call_counts(sftrace, logs[0])
+        return res
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def med_range(xs, fmt):
+    return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}–{fmt.format(max(xs))})"
+
+
+def count_diff(a, b):
+    """A few functions whose counts differ, for the message."""
+    names = sorted(n for n in set(a) | set(b) if a.get(n, 0) != b.get(n, 0))
+    return ", ".join(f"{n}: {a.get(n, 0)} vs {b.get(n, 0)}" for n in names[:5]) + \
+        (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=3, help="rounds (each runs every mode once)")
+    ap.add_argument("--tests", type=int, default=300, help="test threads (default 300)")
+    ap.add_argument("--size", type=int, default=4, help="lines each test matches (default 4)")
+    ap.add_argument("--sftrace-build", help="an existing build directory (else bench/build/sf is built)")
+    ap.add_argument("--make", action="append", default=[], help="extra make argument for the build")
+    ap.add_argument("--tmp", default="/tmp", help="where the logs go")
+    args = ap.parse_args()
+    if args.runs < 1:
+        fail("--runs must be at least 1")
+    sftrace = build_sftrace(args)
+    argv = [build_workload(), str(args.tests), str(args.size)]
+    runs = {m: [] for m in MODES}
+    ok = True
+    for i in range(args.runs):
+        order = MODES[i % 3:] + MODES[:i % 3]
+        log(f"round {i + 1}/{args.runs}: " + ", ".join(order))
+        got = {m: run_mode(sftrace, argv, m, args.tmp) for m in order}
+        for m in MODES:
+            runs[m].append(got[m])
+        if got["raw"]["counts"] != got["packed"]["counts"]:
+            ok = False
+            log(f"round {i + 1}: call counts MISMATCH raw vs packed: "
+                + count_diff(got["raw"]["counts"], got["packed"]["counts"]))
+
+    outs = {r["out"] for m in MODES for r in runs[m]}
+    same_out = len(outs) == 1
+    first = runs["raw"][0]["counts"]
+    same_counts = ok and all(r["counts"] == first for m in ("raw", "packed") for r in runs[m])
+    if ok and not same_counts:
+        log("call counts differ between rounds (the workload is not deterministic here): "
+            + count_diff(first, next(r["counts"] for m in ("raw", "packed") for r in runs[m] if r["counts"] != first)))
+
+    print(f"bench/rx_workload {args.tests} tests x {args.size} lines, {args.runs} rounds "
+          f"(modes interleaved); median (min–max)")
+    print(f"program output: {next(iter(outs)).strip() if same_out else 'differs'}")
+    print()
+    print("| mode | events | log bytes | bytes/event | wall s | wall ratio traced/untraced |")
+    print("|---|---:|---:|---:|---:|---:|")
+    base = [r["wall"] for r in runs["untraced"]]
+    print(f"| untraced | – | – | – | {med_range(base, '{:.3f}')} | – |")
+    for m in ("raw", "packed"):
+        rs = runs[m]
+        events = statistics.median(r["events"] for r in rs)
+        size = statistics.median(r["bytes"] for r in rs)
+        ratio = [r["wall"] / b for r, b in zip(rs, base)]
+        print(f"| {m} | {events:,.0f} | {size:,.0f} | {size / events:.2f} | "
+              f"{med_range([r['wall'] for r in rs], '{:.3f}')} | {med_range(ratio, '{:.2f}×')} |")
+    print()
+    sizes = [r["bytes"] / p["bytes"] for r, p in zip(runs["raw"], runs["packed"])]
+    walls = [p["wall"] / r["wall"] for r, p in zip(runs["raw"], runs["packed"])]
+    print(f"size raw/packed: {med_range(sizes, '{:.2f}×')}; "
+          f"wall packed/raw: {med_range(walls, '{:.2f}×')}")
+    nfunc = len(first)
+    ncalls = sum(first.values())
+    print(f"program output identical traced and untraced: {'OK' if same_out else 'MISMATCH'}")
+    print(f"sftrace report call counts raw vs packed ({nfunc} functions, {ncalls:,} calls): "
+          f"{'OK' if ok else 'MISMATCH'}; the same in every round: {'OK' if same_counts else 'MISMATCH'}")
+    if not same_out:
+        for o in sorted(outs):
+            log("output: " + o.strip())
+    sys.exit(0 if same_out and same_counts else 1)
+
+
+if __name__ == "__main__":
+    main()

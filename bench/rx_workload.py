@@ -15,7 +15,9 @@ rotates from round to round. It prints, per mode: events, log bytes,
 bytes/event, wall time and the wall-time ratio traced/untraced (each
 round's traced run over the same round's untraced run), as medians and
 ranges over the rounds, and the size ratio raw/packed. The wall time of a
-traced run is the whole `sftrace record` command, including its summary.
+traced run is the whole `sftrace record` command, including its summary;
+CPU s is user + sys time of the command and all its processes, which
+other load on the machine disturbs less than wall time.
 
 Checks (exit status 1 if one fails): the program prints the same line in
 every run, traced or not; and `sftrace report` gives every function the
@@ -28,6 +30,7 @@ import argparse
 import collections
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -86,7 +89,8 @@ def call_counts(sftrace, logfile):
 
 
 def run_mode(sftrace, argv, mode, tmp):
-    """One run: {wall, out, events, bytes, counts}."""
+    """One run: {wall, cpu, out, events, bytes, counts}; cpu is user + sys
+    seconds of the command and every process it waited for."""
     env = dict(os.environ)
     for k in ("SFTRACE_ENCODING", "SFTRACE_WRITER"):
         env.pop(k, None)
@@ -97,12 +101,15 @@ def run_mode(sftrace, argv, mode, tmp):
             if mode == "raw":
                 env["SFTRACE_ENCODING"] = "raw"
             cmd = [sftrace, "record", "-o", os.path.join(d, "sf.log"), "--"] + argv
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         wall = time.monotonic() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
         if p.returncode:
             fail(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-800:]}")
-        res = {"wall": wall, "out": p.stdout}
+        res = {"wall": wall, "cpu": cpu, "out": p.stdout}
         if mode == "untraced":
             return res
         if "DROPPED" in p.stderr:
@@ -167,17 +174,18 @@ def main():
           f"(modes interleaved); median (min–max)")
     print(f"program output: {next(iter(outs)).strip() if same_out else 'differs'}")
     print()
-    print("| mode | events | log bytes | bytes/event | wall s | wall ratio traced/untraced |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| mode | events | log bytes | bytes/event | wall s | wall ratio traced/untraced | CPU s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     base = [r["wall"] for r in runs["untraced"]]
-    print(f"| untraced | – | – | – | {med_range(base, '{:.3f}')} | – |")
+    cpu = {m: med_range([r["cpu"] for r in runs[m]], '{:.2f}') for m in MODES}
+    print(f"| untraced | – | – | – | {med_range(base, '{:.3f}')} | – | {cpu['untraced']} |")
     for m in ("raw", "packed"):
         rs = runs[m]
         events = statistics.median(r["events"] for r in rs)
         size = statistics.median(r["bytes"] for r in rs)
         ratio = [r["wall"] / b for r, b in zip(rs, base)]
         print(f"| {m} | {events:,.0f} | {size:,.0f} | {size / events:.2f} | "
-              f"{med_range([r['wall'] for r in rs], '{:.3f}')} | {med_range(ratio, '{:.2f}×')} |")
+              f"{med_range([r['wall'] for r in rs], '{:.3f}')} | {med_range(ratio, '{:.2f}×')} | {cpu[m]} |")
     print()
     sizes = [r["bytes"] / p["bytes"] for r, p in zip(runs["raw"], runs["packed"])]
     walls = [p["wall"] / r["wall"] for r, p in zip(runs["raw"], runs["packed"])]

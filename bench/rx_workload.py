@@ -11,7 +11,9 @@ of version 3) against the default packed encoding (version 4).
 
 Each round runs the program untraced, under `sftrace record` with
 SFTRACE_ENCODING=raw and with the default encoding, in an order that
-rotates from round to round. It prints, per mode: events, log bytes,
+rotates from round to round, and the two traced runs again with
+`record -q` (no summary: the summary reads the whole log back, which the
+others include). It prints, per mode: events, log bytes,
 bytes/event, wall time and the wall-time ratio traced/untraced (each
 round's traced run over the same round's untraced run), as medians and
 ranges over the rounds, and the size ratio raw/packed. The wall time of a
@@ -43,7 +45,7 @@ sys.path.insert(0, HERE)
 from encoding import BUILD, ROOT, build_sftrace, log  # noqa: E402
 
 SRC = os.path.join(HERE, "rx_workload")
-MODES = ("untraced", "raw", "packed")
+MODES = ("untraced", "raw", "packed", "raw -q", "packed -q")
 
 
 def fail(msg):
@@ -97,10 +99,11 @@ def run_mode(sftrace, argv, mode, tmp):
     d = tempfile.mkdtemp(prefix="sftrace-rx-", dir=tmp)
     try:
         cmd = argv
+        quiet = mode.endswith(" -q")
         if mode != "untraced":
-            if mode == "raw":
+            if mode.startswith("raw"):
                 env["SFTRACE_ENCODING"] = "raw"
-            cmd = [sftrace, "record", "-o", os.path.join(d, "sf.log"), "--"] + argv
+            cmd = [sftrace, "record"] + (["-q"] if quiet else []) + ["-o", os.path.join(d, "sf.log"), "--"] + argv
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -112,11 +115,13 @@ def run_mode(sftrace, argv, mode, tmp):
         res = {"wall": wall, "cpu": cpu, "out": p.stdout}
         if mode == "untraced":
             return res
+        logs = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log")]
+        res["bytes"] = sum(os.path.getsize(f) for f in logs)
+        if quiet:
+            return res
         if "DROPPED" in p.stderr:
             log(f"warning: {mode}: events were dropped: " + p.stderr.strip().splitlines()[-1])
-        logs = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log")]
         res["events"] = sum(int(m) for m in re.findall(r"^sftrace: wrote .*?: (\d+) events", p.stderr, re.M))
-        res["bytes"] = sum(os.path.getsize(f) for f in logs)
         if len(logs) != 1 or not res["events"]:
             fail(f"{mode}: expected one log with events in {d}, found {len(logs)}: {p.stderr.strip()[-300:]}")
         res["counts"] = call_counts(sftrace, logs[0])
@@ -152,7 +157,7 @@ def main():
     runs = {m: [] for m in MODES}
     ok = True
     for i in range(args.runs):
-        order = MODES[i % 3:] + MODES[:i % 3]
+        order = MODES[i % len(MODES):] + MODES[:i % len(MODES)]
         log(f"round {i + 1}/{args.runs}: " + ", ".join(order))
         got = {m: run_mode(sftrace, argv, m, args.tmp) for m in order}
         for m in MODES:
@@ -179,18 +184,19 @@ def main():
     base = [r["wall"] for r in runs["untraced"]]
     cpu = {m: med_range([r["cpu"] for r in runs[m]], '{:.2f}') for m in MODES}
     print(f"| untraced | – | – | – | {med_range(base, '{:.3f}')} | – | {cpu['untraced']} |")
-    for m in ("raw", "packed"):
+    for m in MODES[1:]:
         rs = runs[m]
-        events = statistics.median(r["events"] for r in rs)
+        events = statistics.median(r["events"] for r in runs[m.split()[0]])
         size = statistics.median(r["bytes"] for r in rs)
         ratio = [r["wall"] / b for r, b in zip(rs, base)]
-        print(f"| {m} | {events:,.0f} | {size:,.0f} | {size / events:.2f} | "
+        print(f"| {m.replace(' -q', ', record -q')} | {events:,.0f} | {size:,.0f} | {size / events:.2f} | "
               f"{med_range([r['wall'] for r in rs], '{:.3f}')} | {med_range(ratio, '{:.2f}×')} | {cpu[m]} |")
     print()
     sizes = [r["bytes"] / p["bytes"] for r, p in zip(runs["raw"], runs["packed"])]
     walls = [p["wall"] / r["wall"] for r, p in zip(runs["raw"], runs["packed"])]
-    print(f"size raw/packed: {med_range(sizes, '{:.2f}×')}; "
-          f"wall packed/raw: {med_range(walls, '{:.2f}×')}")
+    quiet = [p["wall"] / r["wall"] for r, p in zip(runs["raw -q"], runs["packed -q"])]
+    print(f"size raw/packed: {med_range(sizes, '{:.2f}×')}; wall packed/raw: {med_range(walls, '{:.2f}×')}, "
+          f"with record -q: {med_range(quiet, '{:.2f}×')}")
     nfunc = len(first)
     ncalls = sum(first.values())
     print(f"program output identical traced and untraced: {'OK' if same_out else 'MISMATCH'}")

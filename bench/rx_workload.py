@@ -21,10 +21,15 @@ traced run is the whole `sftrace record` command, including its summary;
 CPU s is user + sys time of the command and all its processes, which
 other load on the machine disturbs less than wall time.
 
+--before DIR adds an older build's recording (for example main before the
+packed encoding: `git archive main | tar -x -C bench/build/main-src` and
+`make -C bench/build/main-src -j2 all`, then --before
+bench/build/main-src/build), with and without -q.
+
 Checks (exit status 1 if one fails): the program prints the same line in
 every run, traced or not; and `sftrace report` gives every function the
-same call count in the raw and the packed log of each round, and in every
-round (the workload calls the same functions the same number of times on
+same call count in the raw, the packed (and the before) log of each round,
+and in every round (the workload calls the same functions the same number of times on
 every run). Logs go to --tmp (default /tmp) and are deleted after each
 round; the build goes to bench/build/rx_workload.
 """
@@ -90,9 +95,10 @@ def call_counts(sftrace, logfile):
     return counts
 
 
-def run_mode(sftrace, argv, mode, tmp):
+def run_mode(sftrace, recorder, argv, mode, tmp):
     """One run: {wall, cpu, out, events, bytes, counts}; cpu is user + sys
-    seconds of the command and every process it waited for."""
+    seconds of the command and every process it waited for. recorder is
+    the sftrace that records; sftrace reads the log."""
     env = dict(os.environ)
     for k in ("SFTRACE_ENCODING", "SFTRACE_WRITER"):
         env.pop(k, None)
@@ -103,7 +109,7 @@ def run_mode(sftrace, argv, mode, tmp):
         if mode != "untraced":
             if mode.startswith("raw"):
                 env["SFTRACE_ENCODING"] = "raw"
-            cmd = [sftrace, "record"] + (["-q"] if quiet else []) + ["-o", os.path.join(d, "sf.log"), "--"] + argv
+            cmd = [recorder, "record"] + (["-q"] if quiet else []) + ["-o", os.path.join(d, "sf.log"), "--"] + argv
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -149,31 +155,43 @@ def main():
     ap.add_argument("--sftrace-build", help="an existing build directory (else bench/build/sf is built)")
     ap.add_argument("--make", action="append", default=[], help="extra make argument for the build")
     ap.add_argument("--tmp", default="/tmp", help="where the logs go")
+    ap.add_argument("--before", metavar="DIR",
+                    help="also record with DIR/sftrace, an older build (rows 'before'; its logs are read by "
+                         "this build's report)")
     args = ap.parse_args()
     if args.runs < 1:
         fail("--runs must be at least 1")
+    before = None
+    if args.before:
+        before = os.path.join(os.path.abspath(args.before), "sftrace")
+        if not os.access(before, os.X_OK):
+            fail(f"--before {args.before}: no executable sftrace there")
     sftrace = build_sftrace(args)
     argv = [build_workload(), str(args.tests), str(args.size)]
-    runs = {m: [] for m in MODES}
+    modes = MODES + (("before", "before -q") if before else ())
+    counted = [m for m in modes if m != "untraced" and not m.endswith(" -q")]
+    runs = {m: [] for m in modes}
     ok = True
     for i in range(args.runs):
-        order = MODES[i % len(MODES):] + MODES[:i % len(MODES)]
+        order = modes[i % len(modes):] + modes[:i % len(modes)]
         log(f"round {i + 1}/{args.runs}: " + ", ".join(order))
-        got = {m: run_mode(sftrace, argv, m, args.tmp) for m in order}
-        for m in MODES:
+        got = {m: run_mode(sftrace, before if m.startswith("before") else sftrace, argv, m, args.tmp)
+               for m in order}
+        for m in modes:
             runs[m].append(got[m])
-        if got["raw"]["counts"] != got["packed"]["counts"]:
-            ok = False
-            log(f"round {i + 1}: call counts MISMATCH raw vs packed: "
-                + count_diff(got["raw"]["counts"], got["packed"]["counts"]))
+        for m in counted[1:]:
+            if got[m]["counts"] != got["raw"]["counts"]:
+                ok = False
+                log(f"round {i + 1}: call counts MISMATCH raw vs {m}: "
+                    + count_diff(got["raw"]["counts"], got[m]["counts"]))
 
-    outs = {r["out"] for m in MODES for r in runs[m]}
+    outs = {r["out"] for m in modes for r in runs[m]}
     same_out = len(outs) == 1
     first = runs["raw"][0]["counts"]
-    same_counts = ok and all(r["counts"] == first for m in ("raw", "packed") for r in runs[m])
+    same_counts = ok and all(r["counts"] == first for m in counted for r in runs[m])
     if ok and not same_counts:
         log("call counts differ between rounds (the workload is not deterministic here): "
-            + count_diff(first, next(r["counts"] for m in ("raw", "packed") for r in runs[m] if r["counts"] != first)))
+            + count_diff(first, next(r["counts"] for m in counted for r in runs[m] if r["counts"] != first)))
 
     print(f"bench/rx_workload {args.tests} tests x {args.size} lines, {args.runs} rounds "
           f"(modes interleaved); median (min–max)")
@@ -182,9 +200,9 @@ def main():
     print("| mode | events | log bytes | bytes/event | wall s | wall ratio traced/untraced | CPU s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     base = [r["wall"] for r in runs["untraced"]]
-    cpu = {m: med_range([r["cpu"] for r in runs[m]], '{:.2f}') for m in MODES}
+    cpu = {m: med_range([r["cpu"] for r in runs[m]], '{:.2f}') for m in modes}
     print(f"| untraced | – | – | – | {med_range(base, '{:.3f}')} | – | {cpu['untraced']} |")
-    for m in MODES[1:]:
+    for m in modes[1:]:
         rs = runs[m]
         events = statistics.median(r["events"] for r in runs[m.split()[0]])
         size = statistics.median(r["bytes"] for r in rs)
@@ -197,10 +215,16 @@ def main():
     quiet = [p["wall"] / r["wall"] for r, p in zip(runs["raw -q"], runs["packed -q"])]
     print(f"size raw/packed: {med_range(sizes, '{:.2f}×')}; wall packed/raw: {med_range(walls, '{:.2f}×')}, "
           f"with record -q: {med_range(quiet, '{:.2f}×')}")
+    if before:
+        sizes = [b["bytes"] / p["bytes"] for b, p in zip(runs["before"], runs["packed"])]
+        walls = [p["wall"] / b["wall"] for b, p in zip(runs["before"], runs["packed"])]
+        quiet = [p["wall"] / b["wall"] for b, p in zip(runs["before -q"], runs["packed -q"])]
+        print(f"size before/packed: {med_range(sizes, '{:.2f}×')}; wall packed/before: "
+              f"{med_range(walls, '{:.2f}×')}, with record -q: {med_range(quiet, '{:.2f}×')}")
     nfunc = len(first)
     ncalls = sum(first.values())
     print(f"program output identical traced and untraced: {'OK' if same_out else 'MISMATCH'}")
-    print(f"sftrace report call counts raw vs packed ({nfunc} functions, {ncalls:,} calls): "
+    print(f"sftrace report call counts {' vs '.join(counted)} ({nfunc} functions, {ncalls:,} calls): "
           f"{'OK' if ok else 'MISMATCH'}; the same in every round: {'OK' if same_counts else 'MISMATCH'}")
     if not same_out:
         for o in sorted(outs):

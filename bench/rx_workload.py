@@ -95,13 +95,15 @@ def call_counts(sftrace, logfile):
     return counts
 
 
-def run_mode(sftrace, recorder, argv, mode, tmp):
+def run_mode(sftrace, recorder, argv, mode, tmp, writer=None):
     """One run: {wall, cpu, out, events, bytes, counts}; cpu is user + sys
     seconds of the command and every process it waited for. recorder is
     the sftrace that records; sftrace reads the log."""
     env = dict(os.environ)
     for k in ("SFTRACE_ENCODING", "SFTRACE_WRITER"):
         env.pop(k, None)
+    if writer:
+        env["SFTRACE_WRITER"] = writer
     d = tempfile.mkdtemp(prefix="sftrace-rx-", dir=tmp)
     try:
         cmd = argv
@@ -155,6 +157,8 @@ def main():
     ap.add_argument("--sftrace-build", help="an existing build directory (else bench/build/sf is built)")
     ap.add_argument("--make", action="append", default=[], help="extra make argument for the build")
     ap.add_argument("--tmp", default="/tmp", help="where the logs go")
+    ap.add_argument("--writer", choices=("auto", "sync", "thread"),
+                    help="SFTRACE_WRITER for every traced run (default: record's own, auto)")
     ap.add_argument("--before", metavar="DIR",
                     help="also record with DIR/sftrace, an older build (rows 'before'; its logs are read by "
                          "this build's report)")
@@ -175,7 +179,7 @@ def main():
     for i in range(args.runs):
         order = modes[i % len(modes):] + modes[:i % len(modes)]
         log(f"round {i + 1}/{args.runs}: " + ", ".join(order))
-        got = {m: run_mode(sftrace, before if m.startswith("before") else sftrace, argv, m, args.tmp)
+        got = {m: run_mode(sftrace, before if m.startswith("before") else sftrace, argv, m, args.tmp, args.writer)
                for m in order}
         for m in modes:
             runs[m].append(got[m])
@@ -194,7 +198,7 @@ def main():
             + count_diff(first, next(r["counts"] for m in counted for r in runs[m] if r["counts"] != first)))
 
     print(f"bench/rx_workload {args.tests} tests x {args.size} lines, {args.runs} rounds "
-          f"(modes interleaved); median (min–max)")
+          f"(modes interleaved){', writer ' + args.writer if args.writer else ''}; median (min–max)")
     print(f"program output: {next(iter(outs)).strip() if same_out else 'differs'}")
     print()
     print("| mode | events | log bytes | bytes/event | wall s | wall ratio traced/untraced | CPU s |")

@@ -440,13 +440,37 @@ void sf_log_slot_put(struct sf_slot *s)
 	sf_log_unlock_sig(&old);
 }
 
+/* A (counter, CLOCK_MONOTONIC) pair for the reader's fit. The counter is
+ * read on both sides of the clock and the pair kept only when the two
+ * reads are close: a thread preempted in between would otherwise give a
+ * pair off by the time it was off CPU, and the fit of a short run (a ring
+ * snapshot has few pairs) would scale every duration by that error. The
+ * tightest of four tries is kept. */
 void sf_log_calibrate(void)
 {
 	struct sf_header *h = L.hdr;
 	if (!h)
 		return;
-	uint64_t tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
-	uint64_t mono = sf_mono_ns();
+	uint64_t tsc = 0, mono = 0;
+	if (sf_config.clock != SF_CLOCK_TSC) {
+		mono = sf_mono_ns();
+	} else {
+		uint64_t best = UINT64_MAX;
+		for (int i = 0; i < 4 && best > 2000; i++) {
+			uint64_t t0 = sf_now_raw();
+			uint64_t m = sf_mono_ns();
+			uint64_t t1 = sf_now_raw();
+			if (t1 >= t0 && t1 - t0 < best) {
+				best = t1 - t0;
+				tsc = t0 + (t1 - t0) / 2;
+				mono = m;
+			}
+		}
+		if (best == UINT64_MAX) { /* a counter that went backwards: take one read */
+			tsc = sf_now_raw();
+			mono = sf_mono_ns();
+		}
+	}
 	__atomic_store_n(&h->last_tsc, tsc, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->last_mono_ns, mono, __ATOMIC_RELAXED);
 }

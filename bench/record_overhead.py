@@ -69,8 +69,13 @@ class Build:
         self.args = args
         self.sftrace = None  # the CLI, if it builds
         self.libsftrace = None
+        self.before = None  # --before: an older build's CLI, measured alongside
 
     def runtime(self):
+        if self.args.before:
+            self.before = os.path.join(os.path.abspath(self.args.before), "sftrace")
+            if not os.access(self.before, os.X_OK):
+                raise SystemExit(f"--before {self.args.before}: no executable sftrace there")
         if self.args.sftrace_build:
             d = os.path.abspath(self.args.sftrace_build)
             self.libsftrace = os.path.join(d, "libsftrace.so")
@@ -180,6 +185,8 @@ class Tool:
             env["SFTRACE_OUTPUT_FILE"] = log_path
             env["LD_PRELOAD"] = self.b.libsftrace
             return argv, env
+        if self.name == "sftrace-before":
+            return [self.b.before, "record", "-q", "-o", os.path.join(out, "sf.log"), "--", *argv], env
         if self.name == "uftrace":
             return ["uftrace", "record", "--force", "--no-libcall", "-P", ".", "-d", os.path.join(out, "uftrace.data"), *argv], env
         if self.name == "xray-basic":
@@ -349,7 +356,8 @@ def floor_summary(v):
 def bench_fib(args, build, L, floor):
     n = args.fib_n
     events = 2 * fib_calls(n) + 2  # fib's calls, plus main's entry and exit
-    names = ["untraced", "sftrace", "uftrace", "xray-fdr"] + ([] if args.no_xray_basic else ["xray-basic"])
+    names = ["untraced", "sftrace"] + (["sftrace-before"] if build.before else []) + ["uftrace", "xray-fdr"] + \
+        ([] if args.no_xray_basic else ["xray-basic"])
     tools = [Tool(t, build) for t in names]
     samples = measure(tools, [bpath("fib"), str(n)], args.runs, "fib", floor)
     s = summarize(samples, events)
@@ -365,13 +373,14 @@ def bench_sqlite(args, build, L):
     d = bpath("sqlite")
     res = {}
     # Build with tail-call sleds (clang's default): uftrace 0.13 cannot trace it.
-    tail_tools = [Tool(t, build) for t in ("untraced", "sftrace")]
+    before = ("sftrace-before",) if build.before else ()
+    tail_tools = [Tool(t, build) for t in ("untraced", "sftrace") + before]
     samples = measure(tail_tools, [os.path.join(d, "drv_tail")], args.runs, "sqlite-tail")
     total, _, notes, _ = log_counts(build, L, bpath("out", "sqlite-tail", "sftrace", "sf.log"))
     res["tail"] = {"events": total, "tools": summarize(samples, total), "notes": notes}
     cleanup("sqlite-tail")
     # -fno-optimize-sibling-calls: every peer can trace it.
-    nosib = [Tool(t, build) for t in ("untraced", "sftrace", "uftrace", "xray-fdr")]
+    nosib = [Tool(t, build) for t in ("untraced", "sftrace") + before + ("uftrace", "xray-fdr")]
     samples = measure(nosib, [os.path.join(d, "drv_nosib")], args.runs, "sqlite-nosib",
                       keep=("sftrace", "uftrace"))
     total, sf_calls, notes, source = log_counts(build, L, bpath("out", "sqlite-nosib", "sftrace", "sf.log"), True)
@@ -434,7 +443,7 @@ def tool_table(title, r, floor, L):
             print(f"- sftrace / floor, {label}: {v:.2f} on medians, {sf['ns_ev_wall_min'] / floor['ns_min']:.2f} on mins"
                   if key == "ns_ev_wall" else f"- sftrace / floor, {label}: {v:.2f} on medians", end="")
             print(verdict(v, TARGETS["floor_ratio"]))
-    for peer in ("uftrace", "xray-basic", "xray-fdr"):
+    for peer in ("sftrace-before", "uftrace", "xray-basic", "xray-fdr"):
         if peer in s:
             tgt = TARGETS["uftrace_ratio"] if peer == "uftrace" else None
             w = sf["ns_ev_wall"] / s[peer]["ns_ev_wall"]
@@ -442,11 +451,13 @@ def tool_table(title, r, floor, L):
             ip = sf["ns_ev_work"] / s[peer]["ns_ev_work"]
             print(f"- sftrace / {peer} overhead: wall {w:.2f} on medians ({wm:.2f} on mins), in-program {ip:.2f}"
                   + verdict(w, tgt))
-    rec, chdr = L["sizeof.event"], L["sizeof.chunk"]
-    extra = sf["bytes"] - rec * ev
-    print(f"- sftrace bytes/event: {sf['b_ev']:.3f} = {rec} (the event record) + {extra / ev:.3f} ({chdr}-byte chunk "
-          f"header per {(L['slot_size'] - chdr) // rec}-record batch, file header, object table, live slot: "
-          f"{extra / 1024:.0f} KiB in all)"
+            if peer != "sftrace-before" and "sftrace-before" in s:
+                sb = s["sftrace-before"]
+                print(f"  - sftrace-before / {peer}: wall {sb['ns_ev_wall'] / s[peer]['ns_ev_wall']:.2f} on medians "
+                      f"({sb['ns_ev_wall_min'] / s[peer]['ns_ev_wall_min']:.2f} on mins), in-program "
+                      f"{sb['ns_ev_work'] / s[peer]['ns_ev_work']:.2f}")
+    print(f"- sftrace bytes/event: {sf['b_ev']:.3f} on disk (packed DATA chunks of {L['sizeof.event']}-byte "
+          f"records, {L['sizeof.chunk']}-byte chunk headers, file header, object table, live slot)"
           + verdict(sf["b_ev"], TARGETS["bytes_per_event"]))
     for note in r["notes"]:
         print(f"- {note}")
@@ -471,6 +482,9 @@ def main():
     ap.add_argument("--only", default="floor,fib,sqlite,patch", help="comma-separated subset")
     ap.add_argument("--no-xray-basic", action="store_true", help="skip XRay basic mode (the slowest peer)")
     ap.add_argument("--sftrace-build", help="use this build dir's libsftrace.so and sftrace instead of building")
+    ap.add_argument("--before", metavar="DIR",
+                    help="also measure an older build's `DIR/sftrace record` (e.g. main before a change), "
+                         "interleaved with the others; its row is 'sftrace-before'")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--keep-logs", action="store_true", help="keep bench/build/out (hundreds of MB)")
     args = ap.parse_args()

@@ -48,7 +48,7 @@ static void stack_push(struct sf_pack_state *st, uint32_t id)
 	st->sp++;
 }
 
-static uint8_t *put_time(uint8_t *o, uint32_t op, uint32_t z)
+static inline __attribute__((always_inline)) uint8_t *put_time(uint8_t *o, uint32_t op, uint32_t z)
 {
 	if (z < 8) {
 		*o++ = (uint8_t)(op << 4 | z);
@@ -85,37 +85,84 @@ static uint8_t *pack_other(struct sf_pack_state *st, uint8_t *o, const struct sf
 	return o;
 }
 
+/* The per-event work, for a function event; 0 for any other record. The
+ * prediction state is in the caller's locals: kept in *st, the stack depth
+ * would go through memory on every event (stores into st->stack may alias
+ * it, as far as the compiler knows), chaining each event to the one before. */
+static inline __attribute__((always_inline)) uint8_t *pack_call(uint8_t *o, uint32_t *stack, uint32_t *mru,
+								 uint32_t *sp, uint32_t kind, uint32_t id, uint32_t z)
+{
+	uint32_t op, spell;
+	if (kind == SF_EV_ENTRY) {
+		uint32_t slot = sf_pk_slot(id);
+		spell = mru[slot] != id;
+		mru[slot] = id;
+		stack[*sp % SF_PK_STACK] = id;
+		++*sp;
+		op = spell ? SF_PK_ENTRY_ID : SF_PK_ENTRY_MRU + slot;
+	} else {
+		uint32_t top = stack[(*sp - 1) % SF_PK_STACK];
+		spell = (top != id) | (*sp == 0);
+		*sp -= *sp != 0;
+		op = (kind - SF_EV_EXIT) * 2 + SF_PK_EXIT + spell;
+	}
+	if (__builtin_expect(z - 8 < 0x400 - 8, 1)) {
+		/* the usual time delta: the tag and one more byte */
+		o[0] = (uint8_t)(op << 4 | 8 | (z & 7));
+		o[1] = (uint8_t)(z >> 3);
+		o += 2;
+	} else {
+		o = put_time(o, op, z);
+	}
+	if (__builtin_expect(spell, 0))
+		o = put_varint(o, id);
+	return o;
+}
+
 size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *restrict ev, size_t n,
 		     uint8_t *restrict out, size_t cap)
 {
 	uint8_t *o = out, *end = out + cap;
-	uint32_t prev = st->prev;
+	uint32_t prev = st->prev, sp = st->sp;
+	uint32_t stack[SF_PK_STACK], mru[SF_PK_MRU];
+	memcpy(stack, st->stack, sizeof(stack));
+	memcpy(mru, st->mru, sizeof(mru));
 	for (size_t i = 0; i < n; i++) {
-		if ((size_t)(end - o) < SF_PK_MAX_GROUP)
-			return 0;
-		uint32_t word = ev[i].word, kind = word & SF_KIND_MASK, id = word >> SF_KIND_BITS;
+		/* Room for the rest at the most bytes a record can take: the
+		 * loop below then checks nothing per event. */
+		if ((size_t)(end - o) < (n - i) * SF_PK_MAX_RECORD + SF_PK_MAX_GROUP) {
+			if ((size_t)(end - o) < SF_PK_MAX_GROUP)
+				return 0;
+		} else {
+			for (; i < n; i++) {
+				uint32_t word = ev[i].word, kind = word & SF_KIND_MASK;
+				if (__builtin_expect(kind - SF_EV_ENTRY > SF_EV_TAIL - SF_EV_ENTRY, 0))
+					break;
+				uint32_t z = zigzag(ev[i].time_lo - prev);
+				prev = ev[i].time_lo;
+				o = pack_call(o, stack, mru, &sp, kind, word >> SF_KIND_BITS, z);
+			}
+			if (i == n)
+				break;
+		}
+		uint32_t word = ev[i].word, kind = word & SF_KIND_MASK;
 		uint32_t z = zigzag(ev[i].time_lo - prev);
 		prev = ev[i].time_lo;
-		if (kind == SF_EV_ENTRY) {
-			uint32_t slot = sf_pk_slot(id);
-			int hit = st->mru[slot] == id;
-			st->mru[slot] = id;
-			stack_push(st, id);
-			o = put_time(o, hit ? SF_PK_ENTRY_MRU + slot : SF_PK_ENTRY_ID, z);
-			if (!hit)
-				o = put_varint(o, id);
-		} else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL) {
-			int predicted = st->sp && stack_top(st) == id;
-			stack_pop(st, 1);
-			uint32_t op = kind == SF_EV_EXIT ? SF_PK_EXIT : SF_PK_TAIL;
-			o = put_time(o, op + !predicted, z);
-			if (!predicted)
-				o = put_varint(o, id);
-		} else {
-			o = pack_other(st, o, ev, &i, n, z);
+		if (kind - SF_EV_ENTRY <= SF_EV_TAIL - SF_EV_ENTRY) {
+			o = pack_call(o, stack, mru, &sp, kind, word >> SF_KIND_BITS, z);
+			continue;
 		}
+		memcpy(st->stack, stack, sizeof(stack));
+		memcpy(st->mru, mru, sizeof(mru));
+		st->sp = sp;
+		o = pack_other(st, o, ev, &i, n, z);
+		sp = st->sp;
+		memcpy(stack, st->stack, sizeof(stack));
 	}
 	st->prev = prev;
+	st->sp = sp;
+	memcpy(st->stack, stack, sizeof(stack));
+	memcpy(st->mru, mru, sizeof(mru));
 	return (size_t)(o - out);
 }
 

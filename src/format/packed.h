@@ -38,6 +38,7 @@ enum sf_pack_op {
 #define SF_PK_MRU   8u
 #define SF_PK_STACK 64u   /* open entries remembered (a ring: deeper ones are forgotten) */
 #define SF_PK_MAX_GROUP 48u /* most bytes one event and its payload take */
+#define SF_PK_MAX_RECORD 11u /* most bytes per 8-byte record, over a whole batch */
 
 /* Prediction state, reset at the start of every batch (each chunk decodes
  * on its own). Encoder and decoder update it identically. */

@@ -15,7 +15,9 @@
 
 struct sf_pack_area {
 	struct sf_pack_state st;
-	uint8_t out[RAW_BYTES + SF_PK_MAX_GROUP];
+	/* Room for the worst case, so the coder checks nothing per event;
+	 * pages past what a batch uses are never touched. */
+	uint8_t out[SF_SLOT_EVENTS * SF_PK_MAX_RECORD + SF_PK_MAX_GROUP];
 	/* Record-time trimming (trim.c): the batch without the calls it
 	 * drops. Pages untouched unless trimming is on. */
 	struct sf_event trimmed[SF_SLOT_EVENTS];

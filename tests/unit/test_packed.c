@@ -20,7 +20,7 @@
 #define MAXREC 20000
 
 static struct sf_event g_ev[MAXREC], g_back[MAXREC];
-static uint8_t g_out[MAXREC * 10 + SF_PK_MAX_GROUP];
+static uint8_t g_out[MAXREC * SF_PK_MAX_RECORD + SF_PK_MAX_GROUP], g_out2[MAXREC * SF_PK_MAX_RECORD + SF_PK_MAX_GROUP];
 static struct sf_pack_state g_st;
 
 static struct sf_event rec(uint32_t time_lo, uint32_t id, uint32_t kind)
@@ -167,20 +167,27 @@ static void test_unwind_and_deep_stacks(void **state)
 	round_trip(g_ev, n, 0);
 }
 
+/* Fills n records biased to what programs do, with every odd case mixed
+ * in: holes, payload kinds, unknown kinds, huge time steps, large ids. */
+static void random_records(size_t n)
+{
+	uint32_t t = (uint32_t)rand();
+	for (size_t i = 0; i < n; i++) {
+		int r = rand() % 100;
+		t += r < 80 ? (uint32_t)(rand() % 300) : (uint32_t)rand();
+		uint32_t kind = r < 45 ? SF_EV_ENTRY : r < 90 ? SF_EV_EXIT : (uint32_t)(rand() % 16);
+		uint32_t id = r % 3 ? (uint32_t)(rand() % 12) : (uint32_t)rand() % SF_FUNC_ID_LIMIT;
+		g_ev[i] = r == 99 ? (struct sf_event){(uint32_t)rand(), (uint32_t)rand()} : rec(t, id, kind);
+	}
+}
+
 /* Random batches, biased to what programs do, round trip exactly. */
 static void test_random_batches(void **state)
 {
 	srand(17);
 	for (int round = 0; round < 50; round++) {
 		size_t n = (size_t)(rand() % MAXREC);
-		uint32_t t = (uint32_t)rand();
-		for (size_t i = 0; i < n; i++) {
-			int r = rand() % 100;
-			t += r < 80 ? (uint32_t)(rand() % 300) : (uint32_t)rand();
-			uint32_t kind = r < 45 ? SF_EV_ENTRY : r < 90 ? SF_EV_EXIT : (uint32_t)(rand() % 16);
-			uint32_t id = r % 3 ? (uint32_t)(rand() % 12) : (uint32_t)rand() % SF_FUNC_ID_LIMIT;
-			g_ev[i] = r == 99 ? (struct sf_event){(uint32_t)rand(), (uint32_t)rand()} : rec(t, id, kind);
-		}
+		random_records(n);
 		round_trip(g_ev, n, (uint64_t)rand() << 20);
 	}
 }
@@ -226,6 +233,55 @@ static void test_refuses_growth(void **state)
 		g_ev[i] = (struct sf_event){(uint32_t)(i * 0x9e3779b9u), sf_event_word((uint32_t)(i * 2654435761u) % SF_FUNC_ID_LIMIT, SF_EV_ENTRY)};
 	sf_pack_reset(&g_st, 0);
 	assert_int_equal(sf_pack_batch(&g_st, g_ev, 100, g_out, 100 * 8), 0);
+}
+
+/* The coder skips its per-event room check while the rest of the batch
+ * fits at SF_PK_MAX_RECORD bytes a record: whatever the room (all of it,
+ * just enough, or so little that it checks every event), the bytes are the
+ * same, and too little room is refused rather than overrun. */
+static void test_same_bytes_whatever_the_room(void **state)
+{
+	srand(5);
+	for (int round = 0; round < 40; round++) {
+		size_t n = 1 + (size_t)(rand() % 3000);
+		random_records(n);
+		uint64_t base = (uint64_t)rand() << 12;
+		sf_pack_reset(&g_st, base);
+		size_t len = sf_pack_batch(&g_st, g_ev, n, g_out, sizeof(g_out));
+		assert_true(len > 0);
+		const size_t rooms[] = {len + SF_PK_MAX_GROUP, len + SF_PK_MAX_GROUP + 7, len + n * 5,
+					n * SF_PK_MAX_RECORD + SF_PK_MAX_GROUP - 1, n * SF_PK_MAX_RECORD + SF_PK_MAX_GROUP};
+		for (size_t k = 0; k < sizeof(rooms) / sizeof(rooms[0]); k++) {
+			size_t room = rooms[k] < sizeof(g_out2) ? rooms[k] : sizeof(g_out2);
+			memset(g_out2, 0xa5, sizeof(g_out2));
+			sf_pack_reset(&g_st, base);
+			size_t len2 = sf_pack_batch(&g_st, g_ev, n, g_out2, room);
+			if (len2 != len || memcmp(g_out, g_out2, len))
+				fail_msg("round %d, %zu records, room %zu: %zu bytes, %zu with all the room", round, n, room,
+					 len2, len);
+			if (room < sizeof(g_out2)) /* nothing written past the room */
+				assert_int_equal(g_out2[room], 0xa5);
+		}
+		/* room for the output but not for SF_PK_MAX_GROUP more after
+		 * its last event starts: refused */
+		sf_pack_reset(&g_st, base);
+		assert_int_equal(sf_pack_batch(&g_st, g_ev, n, g_out2, len), 0);
+	}
+}
+
+/* The worst records for size (every id spelt out near the id limit, every
+ * time step a full 32 bits) stay within SF_PK_MAX_RECORD bytes each. */
+static void test_worst_case_size(void **state)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < 4000; i++) {
+		uint32_t kind = i % 4 == 0 ? SF_EV_ENTRY : i % 4 == 1 ? SF_EV_TAIL : i % 4 == 2 ? SF_EV_EXIT : SF_EV_UNWIND;
+		uint32_t t = i & 1 ? 0x80000000u + i : i * 3;
+		g_ev[n++] = rec(t, SF_FUNC_ID_LIMIT - 1 - (i * 7919u) % 1000, kind);
+	}
+	size_t len = round_trip(g_ev, n, 0);
+	assert_true(len <= n * SF_PK_MAX_RECORD);
+	assert_true(len > n * 8); /* it is a worst case: larger than raw */
 }
 
 /* ---- the reader ---- */
@@ -330,6 +386,8 @@ int main(void)
 		cmocka_unit_test(test_random_batches),
 		cmocka_unit_test(test_malformed_streams),
 		cmocka_unit_test(test_refuses_growth),
+		cmocka_unit_test(test_same_bytes_whatever_the_room),
+		cmocka_unit_test(test_worst_case_size),
 		cmocka_unit_test(test_reader_same_as_raw),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

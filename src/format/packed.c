@@ -63,15 +63,16 @@ static inline __attribute__((always_inline)) uint8_t *put_time(uint8_t *o, uint3
 	return put_varint(o, z);
 }
 
-/* Records other than entries, exits and tail calls. */
-static uint8_t *pack_other(struct sf_pack_state *st, uint8_t *o, const struct sf_event *ev, size_t *i, size_t n,
-			   uint32_t z)
+/* Records other than entries, exits and tail calls. Of the prediction
+ * state only the depth changes (an unwind pops frames). */
+static uint8_t *pack_other(uint32_t *sp, uint8_t *o, const struct sf_event *ev, size_t *i, size_t n, uint32_t z)
 {
 	uint32_t word = ev[*i].word;
 	if (word && (word & SF_KIND_MASK) == SF_EV_UNWIND) {
-		stack_pop(st, word >> SF_KIND_BITS);
+		uint32_t frames = word >> SF_KIND_BITS;
+		*sp -= frames < *sp ? frames : *sp;
 		o = put_time(o, SF_PK_UNWIND, z);
-		return put_varint(o, word >> SF_KIND_BITS);
+		return put_varint(o, frames);
 	}
 	o = put_time(o, SF_PK_RAW, z);
 	memcpy(o, &word, 4);
@@ -85,10 +86,14 @@ static uint8_t *pack_other(struct sf_pack_state *st, uint8_t *o, const struct sf
 	return o;
 }
 
-/* The per-event work, for a function event; 0 for any other record. The
- * prediction state is in the caller's locals: kept in *st, the stack depth
- * would go through memory on every event (stores into st->stack may alias
- * it, as far as the compiler knows), chaining each event to the one before. */
+_Static_assert(SF_EV_EXIT + 1 == SF_EV_TAIL && SF_PK_EXIT + 2 == SF_PK_TAIL && SF_PK_EXIT + 1 == SF_PK_EXIT_ID &&
+		       SF_PK_TAIL + 1 == SF_PK_TAIL_ID,
+	       "pack_call computes the exit and tail-call ops from the kind");
+
+/* One entry, exit or tail call. The prediction state is in the caller's
+ * locals: kept in *st, the stack depth would go through memory on every
+ * event (stores into st->stack may alias it, as far as the compiler knows),
+ * chaining each event to the one before. */
 static inline __attribute__((always_inline)) uint8_t *pack_call(uint8_t *o, uint32_t *stack, uint32_t *mru,
 								 uint32_t *sp, uint32_t kind, uint32_t id, uint32_t z)
 {
@@ -152,12 +157,7 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 			o = pack_call(o, stack, mru, &sp, kind, word >> SF_KIND_BITS, z);
 			continue;
 		}
-		memcpy(st->stack, stack, sizeof(stack));
-		memcpy(st->mru, mru, sizeof(mru));
-		st->sp = sp;
-		o = pack_other(st, o, ev, &i, n, z);
-		sp = st->sp;
-		memcpy(stack, st->stack, sizeof(stack));
+		o = pack_other(&sp, o, ev, &i, n, z);
 	}
 	st->prev = prev;
 	st->sp = sp;

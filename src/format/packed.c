@@ -174,14 +174,14 @@ void sf_unpack_init(struct sf_unpack *u, uint64_t base, const uint8_t *p, const 
 	u->payload_left = 0;
 }
 
-/* A varint of at most 32 bits; -1 if cut or too long. */
-static int get_varint(struct sf_unpack *u, uint32_t *v)
+/* A varint of at most 32 bits at *p, before end; -1 if cut or too long. */
+static inline int varint_at(const uint8_t **p, const uint8_t *end, uint32_t *v)
 {
 	uint32_t x = 0;
 	for (unsigned shift = 0; shift < 35; shift += 7) {
-		if (u->p >= u->end)
+		if (*p >= end)
 			return -1;
-		uint8_t b = *u->p++;
+		uint8_t b = *(*p)++;
 		if (shift == 28 && b > 0x0f)
 			return -1;
 		x |= (uint32_t)(b & 0x7f) << shift;
@@ -191,6 +191,11 @@ static int get_varint(struct sf_unpack *u, uint32_t *v)
 		}
 	}
 	return -1;
+}
+
+static int get_varint(struct sf_unpack *u, uint32_t *v)
+{
+	return varint_at(&u->p, u->end, v);
 }
 
 int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at)
@@ -277,4 +282,56 @@ uint32_t sf_unpack_prefix(uint64_t base, const uint8_t *p, size_t len, uint32_t 
 		*used = (size_t)(u.p - p);
 	}
 	return k;
+}
+
+int sf_unpack_count(struct sf_unpack *u, uint32_t max, uint32_t *n)
+{
+	/* Locals, not u's fields: stores through u would be reloaded each op. */
+	const uint8_t *p = u->p, *end = u->end;
+	uint32_t k = 0, sp = u->st.sp, hi, id;
+	enum sf_count_stop r = SF_COUNT_MAX;
+	if (u->payload_left)
+		max = 0, r = SF_COUNT_RAW; /* sf_unpack_next is mid-group */
+	for (; k < max; k++) {
+		if (p >= end) {
+			r = SF_COUNT_END;
+			break;
+		}
+		unsigned op = *p >> 4;
+		if (op == SF_PK_RAW) { /* left whole for sf_unpack_next */
+			r = SF_COUNT_RAW;
+			break;
+		}
+		/* Times are not kept, but a bad one ends the stream. Most take
+		 * one byte after the tag. */
+		if (!(*p++ & 8))
+			;
+		else if (p < end && *p < 0x80)
+			p++;
+		else if (varint_at(&p, end, &hi) < 0 || hi > 0x1fffffff) {
+			r = SF_COUNT_BAD;
+			break;
+		}
+		if (op >= SF_PK_ENTRY_MRU) {
+			sp++;
+		} else if (op == SF_PK_EXIT || op == SF_PK_TAIL) {
+			if (!sp) {
+				r = SF_COUNT_BAD;
+				break;
+			}
+			sp--;
+		} else if (op == 0 || varint_at(&p, end, &id) < 0 || id >= SF_FUNC_ID_LIMIT) {
+			r = SF_COUNT_BAD;
+			break;
+		} else if (op == SF_PK_ENTRY_ID) {
+			sp++;
+		} else {
+			uint32_t pop = op == SF_PK_UNWIND ? id : 1;
+			sp -= pop < sp ? pop : sp;
+		}
+	}
+	u->p = p;
+	u->st.sp = sp;
+	*n = k;
+	return r;
 }

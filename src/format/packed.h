@@ -78,4 +78,19 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
  * batch's time base): how many records decode whole; *used = their bytes. */
 uint32_t sf_unpack_prefix(uint64_t base, const uint8_t *p, size_t len, uint32_t n, size_t *used);
 
+/* Counting without decoding (opening a log counts every batch): walks up to
+ * max records of function ops (entries, exits, tail calls, unwinds: one
+ * event each) under the same rules as sf_unpack_next, keeping only the
+ * open-entry count. *n = records passed. Stops before a RAW op (or inside
+ * one's payload) for sf_unpack_next to read; from then on that decodes
+ * which records are whole and the RAW words and payloads right, but not
+ * the times or ids of function events (not kept). */
+enum sf_count_stop {
+	SF_COUNT_MAX = 1,  /* max records passed */
+	SF_COUNT_RAW = 2,  /* a RAW record next: read it with sf_unpack_next */
+	SF_COUNT_END = 0,  /* the bytes ended (as sf_unpack_next's 0) */
+	SF_COUNT_BAD = -1, /* a malformed op or operand (as sf_unpack_next's -1) */
+};
+int sf_unpack_count(struct sf_unpack *u, uint32_t max, uint32_t *n);
+
 #endif

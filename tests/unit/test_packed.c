@@ -284,6 +284,159 @@ static void test_worst_case_size(void **state)
 	assert_true(len > n * 8); /* it is a worst case: larger than raw */
 }
 
+/* ---- counting without decoding (sf_unpack_count) ---- */
+
+static uint32_t g_words[MAXREC + 8], g_words2[MAXREC + 8];
+static uint8_t g_from_next[MAXREC + 8];
+
+/* sf_unpack_next over up to max records: how many it returns before the
+ * bytes end or turn malformed (*stop 0 or -1) or max is reached (1), and
+ * their words. */
+static uint32_t next_walk(const uint8_t *p, size_t len, uint32_t max, int *stop)
+{
+	struct sf_unpack u;
+	struct sf_event e;
+	const uint8_t *at;
+	uint32_t k = 0;
+	sf_unpack_init(&u, 0, p, p + len);
+	*stop = 1;
+	while (k < max) {
+		int r = sf_unpack_next(&u, &e, &at);
+		if (r <= 0) {
+			*stop = r;
+			break;
+		}
+		g_words[k++] = e.word;
+	}
+	return k;
+}
+
+/* The reader's walk: function ops counted, RAW records (and their payload)
+ * read with sf_unpack_next. */
+static uint32_t count_walk(const uint8_t *p, size_t len, uint32_t max, int *stop)
+{
+	struct sf_unpack u;
+	struct sf_event e;
+	const uint8_t *at;
+	uint32_t k = 0, c;
+	sf_unpack_init(&u, 0, p, p + len);
+	*stop = 1;
+	while (k < max) {
+		int r = sf_unpack_count(&u, max - k, &c);
+		assert_true(c <= max - k);
+		memset(g_from_next + k, 0, c);
+		k += c;
+		if (r == SF_COUNT_MAX) {
+			assert_int_equal(k, max);
+			break;
+		}
+		if (r != SF_COUNT_RAW) {
+			*stop = r;
+			break;
+		}
+		r = sf_unpack_next(&u, &e, &at);
+		if (r <= 0) {
+			*stop = r;
+			break;
+		}
+		g_from_next[k] = 1;
+		g_words2[k++] = e.word;
+	}
+	return k;
+}
+
+/* Both walks stop at the same record for the same reason; what was counted
+ * is function events, what was read is the same records. */
+static void check_count(const uint8_t *p, size_t len, uint32_t max)
+{
+	int stop_next, stop_count;
+	uint32_t k = next_walk(p, len, max, &stop_next);
+	uint32_t c = count_walk(p, len, max, &stop_count);
+	if (k != c || stop_next != stop_count)
+		fail_msg("%zu bytes, max %u: sf_unpack_next gives %u records (stop %d), counting %u (stop %d)", len, max,
+			 k, stop_next, c, stop_count);
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t kind = g_words[i] & SF_KIND_MASK;
+		if (g_from_next[i])
+			assert_int_equal(g_words2[i], g_words[i]);
+		else if (!g_words[i] || !sf_event_kind_valid(kind) || sf_event_payload_records(kind))
+			fail_msg("record %u (word %08x) counted as a function event", i, g_words[i]);
+	}
+}
+
+/* Every stream of one or two bytes, and three-byte ones after an entry
+ * (so that exits are valid): every tag with operand bytes at the varint
+ * edges. */
+static void test_count_short_streams(void **state)
+{
+	static const uint8_t edge[] = {0x00, 0x01, 0x0f, 0x10, 0x7f, 0x80, 0x81, 0xff};
+	uint8_t b[8];
+	for (unsigned x = 0; x < 0x10000; x++) {
+		b[0] = (uint8_t)x;
+		b[1] = (uint8_t)(x >> 8);
+		check_count(b, 1, 4);
+		check_count(b, 2, 4);
+		check_count(b, 2, 1);
+	}
+	b[0] = SF_PK_ENTRY_MRU << 4;
+	for (unsigned tag = 0; tag < 256; tag++)
+		for (unsigned i = 0; i < sizeof(edge); i++)
+			for (unsigned j = 0; j < sizeof(edge); j++) {
+				b[1] = (uint8_t)tag;
+				b[2] = edge[i];
+				b[3] = edge[j];
+				check_count(b, 4, 4);
+				check_count(b, 3, 4);
+			}
+}
+
+/* Each malformation sf_unpack_next refuses, after a good prefix. */
+static void test_count_malformed(void **state)
+{
+	static const uint8_t cases[][10] = {
+		{SF_PK_ENTRY_MRU << 4, 0},                                    /* zero tag */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_EXIT << 4, SF_PK_TAIL << 4},    /* exit with nothing open */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_EXIT << 4, SF_PK_EXIT << 4},
+		{SF_PK_ENTRY_MRU << 4, SF_PK_UNWIND << 4, 5, SF_PK_EXIT << 4}, /* unwound past the bottom */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_EXIT_ID << 4, 3, SF_PK_EXIT << 4},
+		{SF_PK_ENTRY_MRU << 4, SF_PK_ENTRY_ID << 4 | 8, 0x80, 0x80, 0x80, 0x80, 0x10}, /* time > 32 bits */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_ENTRY_ID << 4 | 8, 0x80, 0x80, 0x80, 0x80, 0x02, 1}, /* time high > 0x1fffffff */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_ENTRY_ID << 4 | 8, 0xff, 0xff, 0xff, 0xff, 0x01, 1}, /* 0x1fffffff: good */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_ENTRY_ID << 4, 0x80, 0x80, 0x80, 0x80, 0x01},  /* id 2^28 */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_TAIL_ID << 4, 0xff, 0xff, 0xff, 0x7f, SF_PK_EXIT << 4}, /* id 2^28 - 1 */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_RAW << 4, 1, 0, 0},             /* raw word cut */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_RAW << 4, 4, 0, 0, 0, 1, 2, 3},  /* payload cut */
+		{SF_PK_ENTRY_MRU << 4, SF_PK_RAW << 4 | 8, 0x80},            /* raw's time cut */
+		{SF_PK_RAW << 4, 0x21, 0, 0, 0, SF_PK_EXIT << 4},            /* raw entry: nothing pushed */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (size_t len = 1; len <= sizeof(cases[i]); len++)
+			for (uint32_t max = 0; max <= 12; max += 3)
+				check_count(cases[i], len, max);
+}
+
+/* Encoded random batches (payload kinds, holes and garbage included), whole,
+ * cut anywhere, and with bytes overwritten. */
+static void test_count_random_streams(void **state)
+{
+	srand(29);
+	for (int round = 0; round < 300; round++) {
+		size_t n = (size_t)(rand() % (round < 250 ? 60 : 3000));
+		random_records(n);
+		sf_pack_reset(&g_st, 0);
+		size_t len = sf_pack_batch(&g_st, g_ev, n, g_out, sizeof(g_out));
+		check_count(g_out, len, (uint32_t)n);
+		check_count(g_out, len, (uint32_t)n + 5);
+		check_count(g_out, len, (uint32_t)n / 2);
+		for (int cut = 0; cut < 10 && len; cut++)
+			check_count(g_out, (size_t)rand() % len, (uint32_t)n);
+		for (int hit = 0; hit < 10 && len; hit++) {
+			g_out[(size_t)rand() % len] = (uint8_t)rand();
+			check_count(g_out, len, (uint32_t)n);
+		}
+	}
+}
+
 /* ---- the reader ---- */
 
 static char g_dir[64], g_path[128];
@@ -388,6 +541,9 @@ int main(void)
 		cmocka_unit_test(test_refuses_growth),
 		cmocka_unit_test(test_same_bytes_whatever_the_room),
 		cmocka_unit_test(test_worst_case_size),
+		cmocka_unit_test(test_count_short_streams),
+		cmocka_unit_test(test_count_malformed),
+		cmocka_unit_test(test_count_random_streams),
 		cmocka_unit_test(test_reader_same_as_raw),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -83,6 +83,8 @@ struct lr_log {
 	uint64_t truncated_off;
 	int64_t truncated_batch; /* its batch, or -1 */
 	uint16_t truncated_type; /* its chunk type, 0 if even its header is cut */
+
+	int fd; /* open while lr_open counts events (count_events reads with it) */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -119,6 +121,33 @@ static int is_zero16(const unsigned char *p)
 	memcpy(&a, p, 8);
 	memcpy(&b, p + 8, 8);
 	return (a | b) == 0;
+}
+
+/* Reads len bytes at off into dst; -1 if the read falls short. lr_open
+ * reads what it scans (chunk headers, batches to count) this way, not
+ * through the mapping: on a VM the first touch of a mapped page can cost
+ * microseconds (on our shared 2-core VM 2.8 us per 4 KiB, 24 us for a fault
+ * that maps the 64 KiB around it: 5-6 ns per raw event), where pread costs
+ * about 3 us a call and copies gigabytes a second (bench/open_cost.c). */
+static int read_at(const struct lr_log *log, uint64_t off, void *dst, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t r = pread(log->fd, (char *)dst + done, len - done, (off_t)(off + done));
+		if (r <= 0)
+			return -1;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+/* The chunk header at off; bytes past the end of the file are zeros. */
+static void chunk_header_at(const struct lr_log *log, uint64_t off, struct sf_chunk *c)
+{
+	uint64_t left = log->info.file_size - off;
+	size_t len = left < sizeof(*c) ? (size_t)left : sizeof(*c);
+	memset(c, 0, sizeof(*c));
+	if (read_at(log, off, c, len) < 0)
+		memcpy(c, log->map + off, len);
 }
 
 /* ---- header ---- */
@@ -398,20 +427,21 @@ static void index_chunks(struct lr_log *log)
 	while (p + 16 <= size) {
 		drop_behind(log, &released, p);
 		const unsigned char *q = log->map + p;
-		if (is_zero16(q)) {
-			p += 16;
+		struct sf_chunk c;
+		chunk_header_at(log, p, &c);
+		if (is_zero16((const unsigned char *)&c)) {
+			/* Space claimed but never written: scanned in the mapping */
+			for (p += 16; p + 16 <= size && is_zero16(log->map + p);)
+				p += 16;
 			continue;
 		}
-		if (p + sizeof(struct sf_chunk) > size && read_u32(q) == SF_CHUNK_MAGIC) {
+		if (p + sizeof(struct sf_chunk) > size && c.magic == SF_CHUNK_MAGIC) {
 			log->truncated = 1;
 			log->truncated_off = p;
 			log->truncated_batch = -1;
 			p = size;
 			break;
 		}
-		struct sf_chunk c = {0};
-		if (p + sizeof(c) <= size)
-			memcpy(&c, q, sizeof(c));
 		if (p + sizeof(c) > size || !header_valid(&c)) {
 			uint64_t next = resync(log, p);
 			if (next < size)
@@ -541,24 +571,19 @@ static int cmp_batch(const void *a, const void *b, void *arg)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static const struct sf_chunk *chunk_at(const struct lr_log *log, uint64_t off)
-{
-	return (const struct sf_chunk *)(const void *)(log->map + off);
-}
-
 /* tid and name from the thread's newest batch (highest seq). */
 static void thread_identity(struct lr_log *log, struct lr_thread *t, const uint32_t *all, size_t n)
 {
 	if (!n)
 		return;
-	t->tid = chunk_at(log, log->batches[all[n - 1]].off)->tid;
-	for (size_t i = n; i-- > 0;) {
-		const struct sf_chunk *c = chunk_at(log, log->batches[all[i]].off);
-		if (c->name[0]) {
-			memcpy(t->name, c->name, sizeof(c->name));
-			t->name[16] = 0;
-			break;
-		}
+	struct sf_chunk c;
+	chunk_header_at(log, log->batches[all[n - 1]].off, &c);
+	t->tid = c.tid;
+	for (size_t i = n - 1; !c.name[0] && i-- > 0;)
+		chunk_header_at(log, log->batches[all[i]].off, &c);
+	if (c.name[0]) {
+		memcpy(t->name, c.name, sizeof(c.name));
+		t->name[16] = 0;
 	}
 }
 
@@ -780,7 +805,11 @@ static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t bas
 	return r;
 }
 
-static uint64_t packed_count(const struct lr_log *log, const struct lr_batch *b, uint64_t *lost)
+/* ---- counting ---- */
+
+/* The reference count: every record decoded, as lr_next reads them
+ * (lr_count_decoded, for tests). */
+static uint64_t packed_count_decoded(const struct lr_log *log, const struct lr_batch *b, uint64_t *lost)
 {
 	struct lr_packed pk;
 	packed_start(&pk, log, b);
@@ -794,16 +823,14 @@ static uint64_t packed_count(const struct lr_log *log, const struct lr_batch *b,
 		else
 			bad++;
 	}
-	if (lost)
-		*lost = bad + pk.lost;
+	*lost = bad + pk.lost;
 	return n;
 }
 
-/* Events a batch delivers, and records it skips (holes, corrupt ones). */
-static uint64_t batch_count(const struct lr_log *log, const struct lr_batch *b, uint64_t *lost)
+static uint64_t batch_count_decoded(const struct lr_log *log, const struct lr_batch *b, uint64_t *lost)
 {
 	if (b->packed)
-		return packed_count(log, b, lost);
+		return packed_count_decoded(log, b, lost);
 	const unsigned char *p, *end;
 	batch_range(log, b, &p, &end);
 	uint64_t n = 0, bad = 0;
@@ -819,31 +846,164 @@ static uint64_t batch_count(const struct lr_log *log, const struct lr_batch *b, 
 			bad++;
 		p += used * sizeof(struct sf_event);
 	}
-	if (lost)
-		*lost = bad;
+	*lost = bad;
 	return n;
+}
+
+void lr_count_decoded(const struct lr_log *log, const struct lr_thread *t, uint64_t *events, uint64_t *lost)
+{
+	*events = *lost = 0;
+	for (uint32_t i = 0; i < t->nbatch; i++) {
+		uint64_t l;
+		*events += batch_count_decoded(log, &log->batches[t->batch[i]], &l);
+		*lost += l;
+	}
+}
+
+/* Kinds that decode() finds a whole event in one record (valid, no
+ * payload), a bit each. tests/unit/test_log_count.c checks every kind. */
+#define ONE_RECORD_KINDS (1u << SF_EV_ENTRY | 1u << SF_EV_EXIT | 1u << SF_EV_TAIL | 1u << SF_EV_UNWIND)
+
+/* decode()'s count of raw records, *bad += the ones skipped. Opening a log
+ * counts every record, so the usual one (a function event) costs a test;
+ * anything else (zero words, unknown kinds, payloads) goes to decode(). */
+static uint64_t raw_count(const unsigned char *p, const unsigned char *end, int slot, uint64_t *bad)
+{
+	uint64_t n = 0;
+	while (p < end) {
+		uint32_t word;
+		memcpy(&word, p + offsetof(struct sf_event, word), sizeof(word));
+		if (ONE_RECORD_KINDS >> (word & SF_KIND_MASK) & 1) {
+			n++;
+			p += sizeof(struct sf_event);
+			continue;
+		}
+		struct lr_event ev;
+		size_t used;
+		enum rec_result r = decode(p, end, slot, 0, &ev, &used);
+		if (r == REC_END)
+			break;
+		if (r == REC_EVENT)
+			n++;
+		else
+			(*bad)++;
+		p += used * sizeof(struct sf_event);
+	}
+	return n;
+}
+
+/* packed_count_decoded's counts without decoding function events. The
+ * records of a packed batch decode as raw ones would, in groups that
+ * decode() reads whole: one record per function op, a RAW word with its
+ * payload (or what is left of it where the records end). So function ops
+ * are counted by sf_unpack_count, each RAW group by raw_count. */
+static uint64_t packed_count(const struct lr_batch *b, const uint8_t *p, uint64_t *lost)
+{
+	struct sf_unpack u;
+	sf_unpack_init(&u, b->base, p, p + b->bytes);
+	uint32_t left = b->nrec;
+	uint64_t n = 0, bad = 0;
+	while (left) {
+		uint32_t k;
+		int r = sf_unpack_count(&u, left, &k);
+		n += k;
+		left -= k;
+		if (r == SF_COUNT_RAW) {
+			struct sf_event g[5]; /* a word and up to 4 payload records */
+			uint32_t ng = 0;
+			const uint8_t *at;
+			while (left && (r = sf_unpack_next(&u, &g[ng], &at)) > 0) {
+				ng++;
+				left--;
+				if (!u.payload_left)
+					break;
+			}
+			const unsigned char *gp = (const unsigned char *)g;
+			n += raw_count(gp, gp + ng * sizeof(g[0]), 0, &bad);
+		}
+		if (r <= 0) {
+			/* Malformed or short: the rest is lost, unless the end of
+			 * the file cut the chunk. */
+			if (!b->cut)
+				bad += left;
+			break;
+		}
+	}
+	*lost = bad;
+	return n;
+}
+
+/* Bytes of a batch's payload (packed bytes or raw records). */
+static size_t batch_len(const struct lr_batch *b)
+{
+	return b->packed ? b->bytes : (size_t)b->nrec * sizeof(struct sf_event);
+}
+
+/* Events a batch delivers, and records it skips (holes, corrupt ones), from
+ * its payload at p. */
+static uint64_t batch_count(const struct lr_batch *b, const unsigned char *p, uint64_t *lost)
+{
+	*lost = 0;
+	if (b->packed)
+		return packed_count(b, p, lost);
+	return raw_count(p, p + batch_len(b), b->slot, lost);
+}
+
+static uint64_t batch_count_mapped(const struct lr_log *log, const struct lr_batch *b, uint64_t *lost)
+{
+	return batch_count(b, log->map + b->off + sizeof(struct sf_chunk), lost);
+}
+
+/* Batches up to this size are read into a buffer to be counted. */
+#define LR_COUNT_READ_MAX (1u << 20)
+
+/* A batch's payload read into *buf (grown as needed; see read_at for why),
+ * or NULL (too big, or the read fell short: the caller counts from the
+ * mapping). */
+static const unsigned char *batch_read(const struct lr_log *log, const struct lr_batch *b, unsigned char **buf,
+				       size_t *cap)
+{
+	size_t len = batch_len(b);
+	if (len > LR_COUNT_READ_MAX)
+		return NULL;
+	if (len > *cap) {
+		*cap = len > 65536 ? len : 65536;
+		free(*buf);
+		*buf = xmalloc(*cap);
+	}
+	return read_at(log, b->off + sizeof(struct sf_chunk), *buf, len) < 0 ? NULL : *buf;
 }
 
 static int batch_complete_events(const struct lr_log *log, const struct lr_batch *b)
 {
-	return (int)batch_count(log, b, NULL);
+	uint64_t lost;
+	return (int)batch_count_mapped(log, b, &lost);
 }
 
 /* Events and losses per thread; also the truncated chunk's warning. */
 static void count_events(struct lr_log *log)
 {
 	uint64_t released = 0;
+	unsigned char *buf = NULL;
+	size_t cap = 0;
 	for (size_t k = 0; k < log->norder; k++) {
 		const struct lr_batch *b = &log->batches[log->order[k]];
-		drop_behind(log, &released, b->off);
 		struct lr_thread *t = &log->threads[b->thread];
-		uint64_t lost, events = batch_count(log, b, &lost);
+		const unsigned char *p = batch_read(log, b, &buf, &cap);
+		uint64_t lost, events;
+		if (p) {
+			events = batch_count(b, p, &lost);
+		} else {
+			drop_behind(log, &released, b->off);
+			events = batch_count_mapped(log, b, &lost);
+		}
 		t->lost += lost;
 		t->events += events;
 		if (log->truncated && log->truncated_batch == (int64_t)log->order[k])
 			warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 "; %" PRIu64 " complete events kept",
 			     log->truncated_off, events);
 	}
+	free(buf);
 	if (log->truncated && log->truncated_batch < 0 && log->truncated_type)
 		warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 "; the %s chunk there is dropped",
 		     log->truncated_off, log->truncated_type == SF_CHUNK_OBJECT ? "object" : "unload");
@@ -981,11 +1141,12 @@ static int map_file(struct lr_log *log, char *err, size_t errlen)
 	}
 	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	int e = errno;
-	if (m != MAP_FAILED)
-		map_holes_as_zero(fd, m, (uint64_t)st.st_size);
-	close(fd);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		close(fd);
 		return fail(err, errlen, path, "cannot map: %s", strerror(e));
+	}
+	map_holes_as_zero(fd, m, (uint64_t)st.st_size);
+	log->fd = fd;
 	madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
 	log->map = m;
 	log->map_len = (size_t)st.st_size;
@@ -996,6 +1157,7 @@ static int map_file(struct lr_log *log, char *err, size_t errlen)
 struct lr_log *lr_open(const char *path, char *err, size_t errlen)
 {
 	struct lr_log *log = xcalloc(1, sizeof(*log));
+	log->fd = -1;
 	log->info.path = xstrdup(path);
 	if (map_file(log, err, errlen) < 0 || read_header(log, err, errlen) < 0) {
 		lr_close(log);
@@ -1008,6 +1170,8 @@ struct lr_log *lr_open(const char *path, char *err, size_t errlen)
 	build_thread_batches(log);
 	build_order(log);
 	count_events(log);
+	close(log->fd);
+	log->fd = -1;
 	fit_clock(log);
 	if (log->info.ring_bytes)
 		find_before_window(log);
@@ -1026,6 +1190,8 @@ void lr_close(struct lr_log *log)
 		return;
 	if (log->map)
 		munmap((void *)log->map, log->map_len);
+	if (log->fd >= 0)
+		close(log->fd);
 	for (size_t i = 0; i < log->nobjects; i++)
 		free((void *)log->objects[i].path);
 	free(log->objects);

@@ -178,6 +178,11 @@ struct lr_summary {
 };
 void lr_summary(const struct lr_log *log, struct lr_summary *s);
 
+/* For tests: a thread's events and lost records counted by decoding every
+ * record, as lr_next reads them. lr_open counts without decoding; its
+ * lr_thread.events and .lost must equal these. */
+void lr_count_decoded(const struct lr_log *log, const struct lr_thread *t, uint64_t *events, uint64_t *lost);
+
 /* Internal: decoding state of a packed batch (format/packed.h), a window
  * of the records of one event and its payload, decoded as they are read. */
 struct lr_packed {

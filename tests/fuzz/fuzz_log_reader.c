@@ -95,11 +95,15 @@ static void iterate(const struct lr_log *log)
 	fr_free(f);
 
 	/* Each thread alone must deliver exactly its count (plus, in a ring
-	 * log, the entries placed before its window), in total the same. */
+	 * log, the entries placed before its window), in total the same; and
+	 * lr_open's counts, taken without decoding, must be decoding's. */
 	uint64_t m = 0;
 	for (size_t t = 0; t < lr_nthreads(log); t++) {
 		const struct lr_thread *th = lr_thread_at(log, t);
-		uint64_t k = 0;
+		uint64_t k = 0, events, lost;
+		lr_count_decoded(log, th, &events, &lost);
+		if (events != th->events || lost != th->lost)
+			__builtin_trap();
 		lr_iter_init_thread(&it, log, th);
 		while (lr_next(&it, &ev))
 			k++;

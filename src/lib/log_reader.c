@@ -430,9 +430,10 @@ static void index_chunks(struct lr_log *log)
 		struct sf_chunk c;
 		chunk_header_at(log, p, &c);
 		if (is_zero16((const unsigned char *)&c)) {
-			/* Space claimed but never written: scanned in the mapping */
-			for (p += 16; p + 16 <= size && is_zero16(log->map + p);)
-				p += 16;
+			/* Space claimed but never written: scanned in the mapping
+			 * (a read per 16 bytes would cost more) */
+			for (p += 16; p + 16 <= size && is_zero16(log->map + p); p += 16)
+				drop_behind(log, &released, p);
 			continue;
 		}
 		if (p + sizeof(struct sf_chunk) > size && c.magic == SF_CHUNK_MAGIC) {

@@ -90,6 +90,18 @@ _Static_assert(SF_EV_EXIT + 1 == SF_EV_TAIL && SF_PK_EXIT + 2 == SF_PK_TAIL && S
 		       SF_PK_TAIL + 1 == SF_PK_TAIL_ID,
 	       "pack_call computes the exit and tail-call ops from the kind");
 
+/* The tag and the time, the usual delta (8 to 1023) without put_time's
+ * tests. */
+static inline __attribute__((always_inline)) uint8_t *put_tag(uint8_t *o, uint32_t op, uint32_t z)
+{
+	if (__builtin_expect(z - 8 < 0x400 - 8, 1)) {
+		o[0] = (uint8_t)(op << 4 | 8 | (z & 7));
+		o[1] = (uint8_t)(z >> 3);
+		return o + 2;
+	}
+	return put_time(o, op, z);
+}
+
 /* One entry, exit or tail call. The prediction state is in the caller's
  * locals: kept in *st, the stack depth would go through memory on every
  * event (stores into st->stack may alias it, as far as the compiler knows),
@@ -111,17 +123,26 @@ static inline __attribute__((always_inline)) uint8_t *pack_call(uint8_t *o, uint
 		*sp -= *sp != 0;
 		op = (kind - SF_EV_EXIT) * 2 + SF_PK_EXIT + spell;
 	}
-	if (__builtin_expect(z - 8 < 0x400 - 8, 1)) {
-		/* the usual time delta: the tag and one more byte */
-		o[0] = (uint8_t)(op << 4 | 8 | (z & 7));
-		o[1] = (uint8_t)(z >> 3);
-		o += 2;
-	} else {
-		o = put_time(o, op, z);
-	}
+	o = put_tag(o, op, z);
 	if (__builtin_expect(spell, 0))
 		o = put_varint(o, id);
 	return o;
+}
+
+/* An entry whose exit comes next (a leaf call, the commonest pair of events
+ * in a trace): the exit is the innermost open entry's, so it is coded
+ * without the stack, and the depth is as before the pair. The entry is
+ * still pushed, because the decoder pushes it. */
+static inline __attribute__((always_inline)) uint8_t *pack_leaf(uint8_t *o, uint32_t *stack, uint32_t *mru,
+								 uint32_t sp, uint32_t id, uint32_t z, uint32_t z_exit)
+{
+	uint32_t slot = sf_pk_slot(id), spell = mru[slot] != id;
+	mru[slot] = id;
+	stack[sp % SF_PK_STACK] = id;
+	o = put_tag(o, spell ? SF_PK_ENTRY_ID : SF_PK_ENTRY_MRU + slot, z);
+	if (__builtin_expect(spell, 0))
+		o = put_varint(o, id);
+	return put_tag(o, SF_PK_EXIT, z_exit);
 }
 
 size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *restrict ev, size_t n,
@@ -145,6 +166,13 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 					break;
 				uint32_t z = zigzag(ev[i].time_lo - prev);
 				prev = ev[i].time_lo;
+				if (kind == SF_EV_ENTRY && i + 1 < n &&
+				    ev[i + 1].word == word - SF_EV_ENTRY + SF_EV_EXIT) {
+					uint32_t z_exit = zigzag(ev[i + 1].time_lo - prev);
+					prev = ev[++i].time_lo;
+					o = pack_leaf(o, stack, mru, sp, word >> SF_KIND_BITS, z, z_exit);
+					continue;
+				}
 				o = pack_call(o, stack, mru, &sp, kind, word >> SF_KIND_BITS, z);
 			}
 			if (i == n)

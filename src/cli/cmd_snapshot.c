@@ -29,7 +29,10 @@ static void usage(FILE *out)
 		"rings: sends it the ring signal (record --ring-signal, default SIGUSR2), waits\n"
 		"until the runtime has written the snapshot, a log of its own named\n"
 		"DIR/STEM.snap.PID.N.EXT next to the recording's DIR/STEM.EXT, and prints its\n"
-		"path. Every command reads it like any log.\n"
+		"path. Every command reads it like any log. A process that does not catch the\n"
+		"signal (one that loaded no instrumented code when it started, such as node\n"
+		"with an instrumented .node addon) is refused rather than sent a signal that\n"
+		"would kill it.\n"
 		"\n"
 		"options:\n"
 		"  -t, --timeout SECONDS     how long to wait for the file (default 10)\n"
@@ -44,6 +47,31 @@ struct ring_env {
 	int ring;
 	int signal;
 };
+
+/* Whether process pid catches signal sig (/proc/PID/status SigCgt): 1, 0,
+ * or -1 if unknown. A process of a ring recording that loaded no
+ * instrumented code at start (a shell, node running an instrumented addon) has no
+ * handler from the runtime, and the ring signal's default action would
+ * kill it. */
+static int catches_signal(pid_t pid, int sig)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	char line[256];
+	int r = -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long mask;
+		if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
+			r = sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
 
 static int read_environ(pid_t pid, struct ring_env *re)
 {
@@ -169,6 +197,12 @@ int cmd_snapshot(int argc, char **argv)
 	snprintf(prefix, sizeof(prefix), "%.*s.snap.%ld.", (int)(dot - base), base, pid);
 	snprintf(ext, sizeof(ext), "%s", dot);
 
+	if (catches_signal((pid_t)pid, re.signal) == 0) {
+		sf_error("pid %ld does not catch signal %d, which would kill it: its runtime installed no ring handler "
+			 "(no instrumented code was loaded when the process started); nothing sent",
+			 pid, re.signal);
+		return 1;
+	}
 	long before = newest_snapshot(dir, prefix, ext);
 	if (kill((pid_t)pid, re.signal) < 0) {
 		sf_error("pid %ld: cannot send signal %d: %s", pid, re.signal, strerror(errno));

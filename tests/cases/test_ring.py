@@ -214,6 +214,34 @@ def test_snapshot_command():
     check("not a process id" in s.stderr, s.stderr)
 
 
+def test_snapshot_refuses_a_process_the_signal_would_kill():
+    """A process of a ring recording that loaded no instrumented code at
+    start (here sh; node with an instrumented addon is the same) has no
+    handler for the ring signal, whose default action would kill it:
+    sftrace snapshot sends nothing, fails at once, and the process runs on."""
+    import subprocess
+    d = tmpdir()
+    proc = subprocess.Popen([SFTRACE, "record", "--ring", "256K", "-o", os.path.join(d, "sf.log"), "--",
+                             "sh", "-c", "echo ready; read x; echo still here"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        eq(proc.stdout.readline(), "ready\n")
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        eq(len(kids), 1, kids)
+        s = run([SFTRACE, "snapshot", "--timeout", "30", kids[0]], check_rc=1)
+        check(f"pid {kids[0]} does not catch signal 12, which would kill it" in s.stderr, s.stderr)
+        check("nothing sent" in s.stderr, s.stderr)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    eq(out, "still here\n", "the shell ran on")
+    eq(proc.returncode, 0, err)
+    eq(snapshots(d), [], "no snapshot")
+
+
 def test_ring_thread_churn_stays_bounded():
     # 20 threads one after another, 120002 events each (15 batches): each
     # new thread takes over the slots of the one that exited, so the file

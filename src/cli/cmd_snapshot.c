@@ -30,9 +30,9 @@ static void usage(FILE *out)
 		"until the runtime has written the snapshot, a log of its own named\n"
 		"DIR/STEM.snap.PID.N.EXT next to the recording's DIR/STEM.EXT, and prints its\n"
 		"path. Every command reads it like any log. A process that does not catch the\n"
-		"signal (one that loaded no instrumented code when it started, such as node\n"
-		"with an instrumented .node addon) is refused rather than sent a signal that\n"
-		"would kill it.\n"
+		"signal (one that has loaded no instrumented code, such as a shell between\n"
+		"record and the program) is refused rather than sent a signal that would\n"
+		"kill it.\n"
 		"\n"
 		"options:\n"
 		"  -t, --timeout SECONDS     how long to wait for the file (default 10)\n"
@@ -50,7 +50,7 @@ struct ring_env {
 
 /* Whether process pid catches signal sig (/proc/PID/status SigCgt): 1, 0,
  * or -1 if unknown. A process of a ring recording that loaded no
- * instrumented code at start (a shell, node running an instrumented addon) has no
+ * instrumented code (a shell between record and the program) has no
  * handler from the runtime, and the ring signal's default action would
  * kill it. */
 static int catches_signal(pid_t pid, int sig)
@@ -199,7 +199,7 @@ int cmd_snapshot(int argc, char **argv)
 
 	if (catches_signal((pid_t)pid, re.signal) == 0) {
 		sf_error("pid %ld does not catch signal %d, which would kill it: its runtime installed no ring handler "
-			 "(no instrumented code was loaded when the process started); nothing sent",
+			 "(it has loaded no instrumented code); nothing sent",
 			 pid, re.signal);
 		return 1;
 	}

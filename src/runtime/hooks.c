@@ -35,6 +35,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	sf_writer_after_fork_child();
+	sf_services_after_fork_child();
 	sf_log_after_fork_child();
 	sf_objects_after_fork_child();
 	sf_buffer_after_fork_child();

@@ -195,16 +195,37 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_hooks_init();
 	sf_objects_scan(0);
 	sf_loader_hook_install();
-	/* The writer thread is made here or never (writer.c says why). */
-	/* A ring always has one: it writes the snapshots. */
-	if (sf_objects_patched_total() &&
-	    (sf_config.ring_slots || sf_config.writer == SF_WRITER_THREAD ||
-	     (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1)))
-		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
-	if (sf_config.ring_slots && sf_objects_patched_total())
-		sf_snapshot_init();
+	sf_services_start();
 	sf_unwind_init();
 	sf_suppress_end(&quiet);
+}
+
+static int services_tried;
+
+/* The writer thread and, with a ring, the ring signal's handler, in a
+ * process with sleds: from the constructor, or from the loader hook when
+ * the first instrumented object is loaded later (node loading an
+ * instrumented addon). Never from the event path: pthread_create allocates
+ * with the program's malloc (writer.c). The loader hook runs before the new
+ * object's constructors, where those constructors may create threads too.
+ * A ring always has a writer: it writes the snapshots. */
+void sf_services_start(void)
+{
+	if (services_tried || !sf_config.enabled || !sf_objects_patched_total())
+		return;
+	services_tried = 1;
+	if (sf_config.ring_slots || sf_config.writer == SF_WRITER_THREAD ||
+	    (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1))
+		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
+	if (sf_config.ring_slots)
+		sf_snapshot_init();
+}
+
+/* fork: the child keeps the parent's answer (a child that did not exec has
+ * no writer thread, and takes no snapshots). */
+void sf_services_after_fork_child(void)
+{
+	services_tried = 1;
 }
 
 __attribute__((destructor(101))) static void sf_fini(void)

@@ -325,6 +325,8 @@ void sf_exec_env_init(void) SF_HIDDEN;
 
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
+void sf_services_start(void) SF_HIDDEN;          /* init.c: writer thread, ring handler, once sleds exist */
+void sf_services_after_fork_child(void) SF_HIDDEN;
 void sf_loader_event(void) SF_HIDDEN;
 /* arch/<arch>/loader_hook.c: makes the loader's hook function (hook)
  * reach entry (sf_loader_entry). NULL on success, else why not. */

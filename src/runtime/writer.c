@@ -11,14 +11,18 @@
  *
  * The thread is an ordinary pthread, so glibc knows it: setuid, setgid and
  * setgroups reach it like every other thread (a bare clone kept the old
- * credentials after a program dropped root). It is created once, at
- * start-up, from the runtime's constructor in a process that has sleds,
- * never from the event path: pthread_create allocates its thread-local
- * storage with the program's malloc, and the constructor is the one place
- * where that malloc is not in the middle of anything and its sleds record
- * nothing (sf_suppress). Its attributes are explicit rather than those of
- * whichever thread ran the constructor: SCHED_OTHER, the CPUs the process
- * had at start, every signal blocked but the two glibc reserves for itself.
+ * credentials after a program dropped root). It is created once, never
+ * from the event path: pthread_create allocates its thread-local storage
+ * with the program's malloc, which must not be in the middle of anything,
+ * and its sleds must record nothing (sf_suppress). So it is made by the
+ * runtime's constructor in a process that has sleds, or, in one that has
+ * none at start (node loading an instrumented addon), by the loader hook
+ * when the first instrumented object loads: dlopen is running there, under
+ * its load lock, just before the object's constructors, which may create
+ * threads themselves (init.c, sf_services_start). Its attributes are
+ * explicit rather than those of whichever thread made it: SCHED_OTHER,
+ * the CPUs the process had at start, every signal blocked but the two
+ * glibc reserves for itself.
  * Seccomp filters are inherited by every thread and cannot be shed.
  * A forked child has no writer: its hand-offs are synchronous. */
 #include <linux/futex.h>

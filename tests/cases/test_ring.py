@@ -242,6 +242,37 @@ def test_snapshot_refuses_a_process_the_signal_would_kill():
     eq(snapshots(d), [], "no snapshot")
 
 
+def test_snapshot_of_a_process_whose_sleds_came_with_dlopen():
+    """A program with no sleds that dlopens an instrumented library (node
+    and an instrumented addon): the runtime starts its writer thread and
+    ring handler when that first instrumented object loads, so the process
+    takes snapshots like any other."""
+    import subprocess
+    lib = build_c("libplugin.so", ["plugin.c"], shared=True)
+    exe = build_c("late_sleds", ["late_sleds.c"], libs=["-ldl"], xray=False)
+    d = tmpdir()
+    proc = subprocess.Popen([SFTRACE, "record", "--ring", "256K", "-o", os.path.join(d, "sf.log"), "--", exe, lib],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        eq(proc.stdout.readline(), "ready\n")
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        eq(len(kids), 1, kids)
+        names = [open(f"/proc/{kids[0]}/task/{t}/comm").read().strip() for t in os.listdir(f"/proc/{kids[0]}/task")]
+        check("sftrace-writer" in names, f"threads: {names}")
+        snap = run([SFTRACE, "snapshot", kids[0]]).stdout.strip()
+        eq(snap, os.path.join(d, f"sf.snap.{kids[0]}.1.log"), "printed path")
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    eq(out, "late_sleds ok 17\n", "the rest of the output")
+    eq(proc.returncode, 0, err)
+    eq(n_events(snap), 12, "the snapshot: plugin_fn and plugin_inner, 3 calls each")
+    eq(n_events(os.path.join(d, "sf.log")), 20, "the log: 5 calls each")
+
+
 def test_ring_thread_churn_stays_bounded():
     # 20 threads one after another, 120002 events each (15 batches): each
     # new thread takes over the slots of the one that exited, so the file

@@ -81,6 +81,10 @@ static void usage(FILE *out)
 		"                            FUNC (a regex, as sftrace filter -r) is entered;\n"
 		"                            'FUNC>DUR' (e.g. 'parse>20ms'): when a call of it\n"
 		"                            lasts longer than DUR; repeatable\n"
+		"      --trigger-object OBJECT\n"
+		"                            with --trigger: look FUNC up in OBJECT too (a\n"
+		"                            shared library, a dlopen'd module such as a .node\n"
+		"                            addon); repeatable\n"
 		"      --max-snapshots N     with --ring: write at most N snapshots (default 100)\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
@@ -105,6 +109,8 @@ struct record_opts {
 	int ring_signal;
 	char **triggers;   /* --trigger, in order */
 	size_t ntriggers;
+	char **trigger_objs; /* the executable, then --trigger-object files */
+	size_t ntrigger_objs;
 	const char *max_snapshots;
 	uint64_t min_duration; /* --min-duration, ns; 0: keep all */
 	long max_depth;        /* --max-depth; 0: unlimited */
@@ -631,7 +637,13 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 			sf_error("%s: not found or not executable (needed to resolve --trigger)", cmd0);
 			return 1;
 		}
-		if (rl_triggers_write(rf->notes, exe, o->triggers, o->ntriggers, rf->triggers, sizeof(rf->triggers)) < 0)
+		char *only_exe[1] = {exe};
+		char **objs = o->ntrigger_objs ? o->trigger_objs : only_exe;
+		objs[0] = exe;
+		int r = rl_triggers_write(rf->notes, objs, o->ntrigger_objs ? o->ntrigger_objs : 1, o->triggers,
+					  o->ntriggers, rf->triggers, sizeof(rf->triggers));
+		objs[0] = NULL;
+		if (r < 0)
 			return 1;
 	}
 	return 0;
@@ -815,6 +827,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		{"ring", required_argument, 0, 'G'},
 		{"ring-signal", required_argument, 0, 'S'},
 		{"trigger", required_argument, 0, 'T'},
+		{"trigger-object", required_argument, 0, 'O'},
 		{"max-snapshots", required_argument, 0, 'X'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
@@ -867,6 +880,12 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 			o->triggers = xrealloc(o->triggers, (o->ntriggers + 1) * sizeof(*o->triggers));
 			o->triggers[o->ntriggers++] = optarg;
 			break;
+		case 'O':
+			o->trigger_objs = xrealloc(o->trigger_objs, (o->ntrigger_objs + 2) * sizeof(*o->trigger_objs));
+			if (!o->ntrigger_objs)
+				o->trigger_objs[o->ntrigger_objs++] = NULL; /* the executable's place */
+			o->trigger_objs[o->ntrigger_objs++] = optarg;
+			break;
 		case 'X': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -909,6 +928,10 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o->ntrigger_objs && !o->ntriggers) {
+		sf_error("--trigger-object goes with --trigger");
+		return 2;
+	}
 	if (!o->ring && (ring_signal_set || o->ntriggers || o->max_snapshots)) {
 		sf_error("%s needs --ring", ring_signal_set ? "--ring-signal" : o->ntriggers ? "--trigger" : "--max-snapshots");
 		return 2;
@@ -948,5 +971,6 @@ int cmd_record(int argc, char **argv)
 	int rc = record_main(&o, argc, argv);
 	free(o.filters);
 	free(o.triggers);
+	free(o.trigger_objs);
 	return rc;
 }

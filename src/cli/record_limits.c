@@ -20,6 +20,7 @@
 #include "cli/input_opts.h"
 #include "format/filter_file.h"
 #include "format/run_budget.h"
+#include "format/xray_map.h"
 #include "lib/filter_merge.h"
 #include "lib/util.h"
 
@@ -189,7 +190,46 @@ static int append_trigger(const char *filter_path, uint64_t dur_ns, FILE *out, s
 	return 0;
 }
 
-int rl_triggers_write(const char *dir, const char *exe, char *const *specs, size_t n, char *path, size_t cap)
+/* Whether the ELF file has an XRay instrumentation map: 1, 0, or -1 if it
+ * cannot be read as ELF (sftrace filter then says why). */
+static int has_sleds(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct xray_section sec;
+	int r = xray_find_section(fd, &sec);
+	close(fd);
+	return r;
+}
+
+/* Appends the functions of obj that regex selects; *funcs += their number.
+ * -1 after a message. */
+static int resolve_in(const char *dir, size_t i, const char *spec, const char *obj, const char *regex, uint64_t dur,
+		      FILE *out, size_t *funcs)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/.trigger-%zu", dir, i);
+	/* The same selection as sftrace filter -r makes. */
+	char *argv[] = {"filter", "-q", "--allow-empty", "-p", (char *)obj, "-r", (char *)regex, "-o", tmp, NULL};
+	int saved_optind = optind;
+	int fr = cmd_filter(9, argv);
+	optind = saved_optind;
+	size_t found = 0;
+	int rc = 0;
+	if (fr != 0) {
+		sf_error("--trigger '%s': cannot read the functions of %s", spec, obj);
+		rc = -1;
+	} else if (append_trigger(tmp, dur, out, &found) < 0) {
+		rc = -1;
+	}
+	unlink(tmp);
+	*funcs += found;
+	return rc;
+}
+
+int rl_triggers_write(const char *dir, char *const *objs, size_t nobjs, char *const *specs, size_t n, char *path,
+		      size_t cap)
 {
 	snprintf(path, cap, "%s/.triggers", dir);
 	FILE *out = fopen(path, "wxe");
@@ -207,25 +247,24 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *specs, size
 			rc = -1;
 			break;
 		}
-		char tmp[PATH_MAX];
-		snprintf(tmp, sizeof(tmp), "%s/.trigger-%zu", dir, i);
-		/* The same selection as sftrace filter -r makes. */
-		char *argv[] = {"filter", "-q", "--allow-empty", "-p", (char *)exe, "-r", regex, "-o", tmp, NULL};
-		int saved_optind = optind;
-		int fr = cmd_filter(9, argv);
-		optind = saved_optind;
 		size_t funcs = 0;
-		if (fr != 0 || append_trigger(tmp, dur, out, &funcs) < 0) {
-			if (fr != 0)
-				sf_error("--trigger '%s': cannot read the functions of %s", specs[i], exe);
-			rc = -1;
-		} else if (!funcs) {
-			sf_error("--trigger '%s': no instrumented function of %s matches '%s' "
-				 "(sftrace filter -p %s -r REGEX shows what does)",
-				 specs[i], exe, regex, exe);
+		for (size_t k = 0; k < nobjs && !rc; k++) {
+			if (k == 0 && nobjs > 1 && has_sleds(objs[0]) == 0)
+				continue; /* node: the sleds are in the addon */
+			rc = resolve_in(dir, i, specs[i], objs[k], regex, dur, out, &funcs);
+		}
+		if (!rc && !funcs) {
+			if (nobjs > 1)
+				sf_error("--trigger '%s': no instrumented function of %s or of the %zu --trigger-object "
+					 "file%s matches '%s'",
+					 specs[i], objs[0], nobjs - 1, nobjs == 2 ? "" : "s", regex);
+			else
+				sf_error("--trigger '%s': no instrumented function of %s matches '%s' "
+					 "(sftrace filter -p %s -r REGEX shows what does; --trigger-object OBJECT looks in "
+					 "a library or a dlopen'd module too)",
+					 specs[i], objs[0], regex, objs[0]);
 			rc = -1;
 		}
-		unlink(tmp);
 		free(regex);
 	}
 	if (fclose(out) != 0 && !rc) {

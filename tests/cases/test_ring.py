@@ -338,6 +338,32 @@ def test_trigger_max_snapshots_and_errors():
     check("above 0" in bad.stderr, bad.stderr)
 
 
+def test_trigger_in_a_dlopened_object():
+    """--trigger-object: FUNC looked up in a library the program dlopens,
+    here by a program with no sleds of its own (node and an addon); the
+    executable is passed over, and the trigger fires in the library."""
+    lib = build_c("libplugin.so", ["plugin.c"], shared=True)
+    exe = build_c("late_sleds", ["late_sleds.c"], libs=["-ldl"], xray=False)
+    d = tmpdir()
+    p = run([SFTRACE, "record", "--ring", "256K", "--trigger", "^plugin_inner$", "--trigger-object", lib,
+             "--max-snapshots", "1", "-o", os.path.join(d, "sf.log"), "--", exe, lib], input="go\n")
+    eq(p.stdout, "ready\nlate_sleds ok 17\n")
+    snap = the_snapshot(d)
+    info = run([SFTRACE, "dump", snap]).stdout
+    check("taken on a trigger's entry" in info, info)
+    check(re.search(r"ENTRY\s+plugin_inner$", info, re.M), info)
+    eq(n_events(os.path.join(d, "sf.log")), 20, "the log: 5 calls each")
+    bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "no_such_fn", "--trigger-object", lib, "--",
+               exe, lib], check_rc=1)
+    check("no instrumented function of " + exe + " or of the 1 --trigger-object file matches 'no_such_fn'"
+          in bad.stderr, bad.stderr)
+    bad = run([SFTRACE, "record", "--ring", "256K", "--trigger-object", lib, "--", exe, lib], check_rc=2)
+    check("--trigger-object goes with --trigger" in bad.stderr, bad.stderr)
+    # Without --trigger-object the executable is all there is, and it has no sleds.
+    bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "plugin_inner", "--", exe, lib], check_rc=1)
+    check("cannot read the functions of " + exe in bad.stderr, bad.stderr)
+
+
 def test_program_handler_for_the_ring_signal_wins():
     # A handler the program installs after start replaces the runtime's: it
     # runs, and no snapshot is taken (documented).

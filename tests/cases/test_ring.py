@@ -182,29 +182,40 @@ def test_ring_signal_option():
     check("too small" in bad.stderr, bad.stderr)
 
 
-def test_snapshot_command():
+def while_it_waits(d, argv, act):
+    """Records argv with --ring 256K into d/sf.log; when the program prints
+    "ready" (then waits for a line on stdin), calls act(pid of the recorded
+    process), then sends the line. Returns (the rest of stdout, exit status,
+    stderr)."""
     import subprocess
-    d = tmpdir()
-    proc = subprocess.Popen([SFTRACE, "record", "--ring", "256K", "-o", os.path.join(d, "sf.log"), "--",
-                             pattern(), "wait", "100000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([SFTRACE, "record", "--ring", "256K", "-o", os.path.join(d, "sf.log"), "--"] + argv,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         eq(proc.stdout.readline(), "ready\n")
         kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
         eq(len(kids), 1, kids)
-        paths = []
-        for n in (1, 2):
-            s = run([SFTRACE, "snapshot", kids[0]])
-            paths.append(s.stdout.strip())
-            eq(paths[-1], os.path.join(d, f"sf.snap.{kids[0]}.{n}.log"), "printed path")
+        act(kids[0])
         proc.stdin.write("go\n")
         proc.stdin.flush()
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
+    return out, proc.returncode, err
+
+
+def test_snapshot_command():
+    d = tmpdir()
+    paths = []
+
+    def two_snapshots(pid):
+        for n in (1, 2):
+            paths.append(run([SFTRACE, "snapshot", pid]).stdout.strip())
+            eq(paths[-1], os.path.join(d, f"sf.snap.{pid}.{n}.log"), "printed path")
+
+    out, rc, err = while_it_waits(d, [pattern(), "wait", "100000"], two_snapshots)
     eq(out, "ring_pattern wait ok\n", "the rest of the output")
-    eq(proc.returncode, 0)
+    eq(rc, 0, err)
     for path in paths:
         eq(n_events(path), ring_window(400003, 4), f"{path}: events while the program waited")
     # Not a ring process: a one-line error.
@@ -215,30 +226,20 @@ def test_snapshot_command():
 
 
 def test_snapshot_refuses_a_process_the_signal_would_kill():
-    """A process of a ring recording that loaded no instrumented code at
-    start (here sh; node with an instrumented addon is the same) has no
-    handler for the ring signal, whose default action would kill it:
-    sftrace snapshot sends nothing, fails at once, and the process runs on."""
-    import subprocess
+    """A process of a ring recording that has loaded no instrumented code
+    (here sh) has no handler for the ring signal, whose default action
+    would kill it: sftrace snapshot sends nothing, fails at once, and the
+    process runs on."""
     d = tmpdir()
-    proc = subprocess.Popen([SFTRACE, "record", "--ring", "256K", "-o", os.path.join(d, "sf.log"), "--",
-                             "sh", "-c", "echo ready; read x; echo still here"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        eq(proc.stdout.readline(), "ready\n")
-        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-        eq(len(kids), 1, kids)
-        s = run([SFTRACE, "snapshot", "--timeout", "30", kids[0]], check_rc=1)
-        check(f"pid {kids[0]} does not catch signal 12, which would kill it" in s.stderr, s.stderr)
+
+    def refused(pid):
+        s = run([SFTRACE, "snapshot", "--timeout", "30", pid], check_rc=1)
+        check(f"pid {pid} does not catch signal 12, which would kill it" in s.stderr, s.stderr)
         check("nothing sent" in s.stderr, s.stderr)
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    out, rc, err = while_it_waits(d, ["sh", "-c", "echo ready; read x; echo still here"], refused)
     eq(out, "still here\n", "the shell ran on")
-    eq(proc.returncode, 0, err)
+    eq(rc, 0, err)
     eq(snapshots(d), [], "no snapshot")
 
 
@@ -247,28 +248,21 @@ def test_snapshot_of_a_process_whose_sleds_came_with_dlopen():
     and an instrumented addon): the runtime starts its writer thread and
     ring handler when that first instrumented object loads, so the process
     takes snapshots like any other."""
-    import subprocess
     lib = build_c("libplugin.so", ["plugin.c"], shared=True)
     exe = build_c("late_sleds", ["late_sleds.c"], libs=["-ldl"], xray=False)
     d = tmpdir()
-    proc = subprocess.Popen([SFTRACE, "record", "--ring", "256K", "-o", os.path.join(d, "sf.log"), "--", exe, lib],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        eq(proc.stdout.readline(), "ready\n")
-        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-        eq(len(kids), 1, kids)
-        names = [open(f"/proc/{kids[0]}/task/{t}/comm").read().strip() for t in os.listdir(f"/proc/{kids[0]}/task")]
+    snap = os.path.join(d, "none")
+
+    def snapshot(pid):
+        nonlocal snap
+        names = [open(f"/proc/{pid}/task/{t}/comm").read().strip() for t in os.listdir(f"/proc/{pid}/task")]
         check("sftrace-writer" in names, f"threads: {names}")
-        snap = run([SFTRACE, "snapshot", kids[0]]).stdout.strip()
-        eq(snap, os.path.join(d, f"sf.snap.{kids[0]}.1.log"), "printed path")
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        snap = run([SFTRACE, "snapshot", pid]).stdout.strip()
+        eq(snap, os.path.join(d, f"sf.snap.{pid}.1.log"), "printed path")
+
+    out, rc, err = while_it_waits(d, [exe, lib], snapshot)
     eq(out, "late_sleds ok 17\n", "the rest of the output")
-    eq(proc.returncode, 0, err)
+    eq(rc, 0, err)
     eq(n_events(snap), 12, "the snapshot: plugin_fn and plugin_inner, 3 calls each")
     eq(n_events(os.path.join(d, "sf.log")), 20, "the log: 5 calls each")
 

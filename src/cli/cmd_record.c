@@ -109,7 +109,7 @@ struct record_opts {
 	int ring_signal;
 	char **triggers;   /* --trigger, in order */
 	size_t ntriggers;
-	char **trigger_objs; /* the executable, then --trigger-object files */
+	char **trigger_objs; /* --trigger-object, in order */
 	size_t ntrigger_objs;
 	const char *max_snapshots;
 	uint64_t min_duration; /* --min-duration, ns; 0: keep all */
@@ -637,13 +637,8 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 			sf_error("%s: not found or not executable (needed to resolve --trigger)", cmd0);
 			return 1;
 		}
-		char *only_exe[1] = {exe};
-		char **objs = o->ntrigger_objs ? o->trigger_objs : only_exe;
-		objs[0] = exe;
-		int r = rl_triggers_write(rf->notes, objs, o->ntrigger_objs ? o->ntrigger_objs : 1, o->triggers,
-					  o->ntriggers, rf->triggers, sizeof(rf->triggers));
-		objs[0] = NULL;
-		if (r < 0)
+		if (rl_triggers_write(rf->notes, exe, o->trigger_objs, o->ntrigger_objs, o->triggers, o->ntriggers,
+				      rf->triggers, sizeof(rf->triggers)) < 0)
 			return 1;
 	}
 	return 0;
@@ -881,9 +876,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 			o->triggers[o->ntriggers++] = optarg;
 			break;
 		case 'O':
-			o->trigger_objs = xrealloc(o->trigger_objs, (o->ntrigger_objs + 2) * sizeof(*o->trigger_objs));
-			if (!o->ntrigger_objs)
-				o->trigger_objs[o->ntrigger_objs++] = NULL; /* the executable's place */
+			o->trigger_objs = xrealloc(o->trigger_objs, (o->ntrigger_objs + 1) * sizeof(*o->trigger_objs));
 			o->trigger_objs[o->ntrigger_objs++] = optarg;
 			break;
 		case 'X': {

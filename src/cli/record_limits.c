@@ -228,8 +228,8 @@ static int resolve_in(const char *dir, size_t i, const char *spec, const char *o
 	return rc;
 }
 
-int rl_triggers_write(const char *dir, char *const *objs, size_t nobjs, char *const *specs, size_t n, char *path,
-		      size_t cap)
+int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_t nobjs, char *const *specs,
+		      size_t n, char *path, size_t cap)
 {
 	snprintf(path, cap, "%s/.triggers", dir);
 	FILE *out = fopen(path, "wxe");
@@ -248,21 +248,21 @@ int rl_triggers_write(const char *dir, char *const *objs, size_t nobjs, char *co
 			break;
 		}
 		size_t funcs = 0;
-		for (size_t k = 0; k < nobjs && !rc; k++) {
-			if (k == 0 && nobjs > 1 && has_sleds(objs[0]) == 0)
-				continue; /* node: the sleds are in the addon */
+		/* node: the sleds are in the addon, not in the executable */
+		if (!nobjs || has_sleds(exe) != 0)
+			rc = resolve_in(dir, i, specs[i], exe, regex, dur, out, &funcs);
+		for (size_t k = 0; k < nobjs && !rc; k++)
 			rc = resolve_in(dir, i, specs[i], objs[k], regex, dur, out, &funcs);
-		}
 		if (!rc && !funcs) {
-			if (nobjs > 1)
+			if (nobjs)
 				sf_error("--trigger '%s': no instrumented function of %s or of the %zu --trigger-object "
 					 "file%s matches '%s'",
-					 specs[i], objs[0], nobjs - 1, nobjs == 2 ? "" : "s", regex);
+					 specs[i], exe, nobjs, nobjs == 1 ? "" : "s", regex);
 			else
 				sf_error("--trigger '%s': no instrumented function of %s matches '%s' "
 					 "(sftrace filter -p %s -r REGEX shows what does; --trigger-object OBJECT looks in "
 					 "a library or a dlopen'd module too)",
-					 specs[i], objs[0], regex, objs[0]);
+					 specs[i], exe, regex, exe);
 			rc = -1;
 		}
 		free(regex);

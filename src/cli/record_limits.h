@@ -27,14 +27,14 @@ int rl_budget_report(const char *path, uint64_t cap, uint64_t start_mono_ns, uin
 int rl_parse_signal(const char *opt, const char *s);
 
 /* --trigger FUNC or 'FUNC>DUR', each resolved the way sftrace filter -r
- * FUNC selects, in objs[0] (the command's executable) and in the
- * --trigger-object files objs[1..], into DIR/.triggers (filter-file
+ * FUNC selects, in exe (the command's executable) and in the
+ * --trigger-object files objs[0..nobjs), into DIR/.triggers (filter-file
  * format: an object line, then one `0xADDR DUR_NS NAME` line per function;
  * DUR_NS 0: on entry). An executable without sleds is passed over when
  * other objects are given (node and an addon). Sets SFTRACE_TRIGGERS. -1
  * after a message (a FUNC that matches nothing anywhere too). */
-int rl_triggers_write(const char *dir, char *const *objs, size_t nobjs, char *const *specs, size_t n, char *path,
-		      size_t cap);
+int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_t nobjs, char *const *specs,
+		      size_t n, char *path, size_t cap);
 
 /* Lists DIR/STEM.snap.*EXT written since `since` (the run's snapshots). */
 void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_t since);

@@ -34,12 +34,7 @@ void sf_loader_event(void)
 		return;
 	sf_objects_check_unloaded();
 	sf_objects_scan(SF_OBJ_DLOPEN);
-	if (!sf_writer_active()) { /* the first instrumented object of a process that had none */
-		struct sf_suppress_state quiet;
-		sf_suppress_begin(&quiet);
-		sf_services_start();
-		sf_suppress_end(&quiet);
-	}
+	sf_services_start(); /* once: the first instrumented object of a process that had none */
 }
 
 /* Installs the hook; 0 on success. A failure is reported once: objects

@@ -134,51 +134,52 @@
  * kept (a tail call's branch may use it), x17 is ours. A signal handler
  * landing inside the count's load and store changes it by as much up as
  * down, so the store stays right. */
-.macro GATED name, target
-	FUNC	\name
+/* The prologue and epilogue all three share: x16 saved (with its CFI) and
+ * x16 = this thread's struct sf_thread. */
+.macro SAVE_X16_SELF
 	str	x16, [sp, #-16]!
 	.cfi_adjust_cfa_offset 16
 	.cfi_rel_offset x16, 0
 	SELF	x16, x17
-	ldr	x16, [x16, #16]
-	cbnz	x16, 1f
+.endm
+
+.macro RESTORE_X16
 	ldr	x16, [sp], #16
 	.cfi_adjust_cfa_offset -16
+.endm
+
+.macro GATED name, target
+	FUNC	\name
+	SAVE_X16_SELF
+	ldr	x16, [x16, #16]
+	cbnz	x16, 1f
+	RESTORE_X16
 	ret
 	.cfi_adjust_cfa_offset 16
-1:	ldr	x16, [sp], #16
-	.cfi_adjust_cfa_offset -16
+1:	RESTORE_X16
 	b	\target
 	ENDFUNC	\name
 .endm
 
 .macro WINDOW_IN name, target
 	FUNC	\name
-	str	x16, [sp, #-16]!
-	.cfi_adjust_cfa_offset 16
-	.cfi_rel_offset x16, 0
-	SELF	x16, x17
+	SAVE_X16_SELF
 	ldr	x17, [x16, #16]
 	add	x17, x17, #1
 	str	x17, [x16, #16]
-	ldr	x16, [sp], #16
-	.cfi_adjust_cfa_offset -16
+	RESTORE_X16
 	b	\target
 	ENDFUNC	\name
 .endm
 
 .macro WINDOW_OUT name, target
 	FUNC	\name
-	str	x16, [sp, #-16]!
-	.cfi_adjust_cfa_offset 16
-	.cfi_rel_offset x16, 0
-	SELF	x16, x17
+	SAVE_X16_SELF
 	ldr	x17, [x16, #16]
 	cbz	x17, 1f
 	sub	x17, x17, #1
 	str	x17, [x16, #16]
-1:	ldr	x16, [sp], #16
-	.cfi_adjust_cfa_offset -16
+1:	RESTORE_X16
 	b	\target
 	ENDFUNC	\name
 .endm

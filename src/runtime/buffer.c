@@ -40,27 +40,17 @@ static int exit_key_ok;
  * threads may share it; its contents do not matter. */
 static struct sf_event scratch[1024];
 
+static void thread_flush_exit(void); /* below, with the slot hand-offs */
+
 static void thread_exit_hook(void *arg)
 {
 	(void)arg;
-	sf_thread_flush_exit();
+	thread_flush_exit();
 }
 
 void sf_buffer_init(void)
 {
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit_hook) == 0;
-}
-
-void sf_zero_events(struct sf_event *ev, size_t n)
-{
-	/* The first record first: a reader of a crashed process stops at the
-	 * first zero word, so from then on the slot reads as empty, whatever
-	 * order the rest is cleared in (sf_arch.h: vector registers are off
-	 * limits here). */
-	if (!n)
-		return;
-	__atomic_store_n(&ev[0].word, 0, __ATOMIC_RELEASE);
-	sf_arch_zero_words(ev, n);
 }
 
 /* Records an event of `kind` occupies: allocation events carry a payload. */
@@ -436,11 +426,9 @@ static void start_dropping(struct sf_thread *t)
 	t->base = sf_now_raw(); /* keeps the fast path fast, though nothing is kept */
 }
 
-extern uint32_t sf_setup_only_tid SF_HIDDEN;
-
 static void thread_start(struct sf_thread *t)
 {
-	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->tid = sf_gettid();
 	uint32_t only = __atomic_load_n(&sf_setup_only_tid, __ATOMIC_ACQUIRE);
 	if (only && only != t->tid) {
 		/* SFTRACE_SETUP_THREAD_ONLY: other threads are not recorded
@@ -519,12 +507,6 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 	store_record(e, time, id, kind);
 }
 
-void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed) SF_HIDDEN;
-
-void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind)
-{
-	sf_slow_event_at(time, func_id, kind, 0);
-}
 
 /* The trampolines' slow path; claimed is the record address their xadd
  * returned (0 in monotonic mode). */
@@ -619,7 +601,7 @@ void sf_record_event(uint32_t kind, uint32_t id)
 
 /* Thread exit (pthread key destructor): hand off the partial batch and give
  * the slot back. Events after this (other destructors) start a new slot. */
-void sf_thread_flush_exit(void)
+static void thread_flush_exit(void)
 {
 	struct sf_thread *t = &sf_self;
 	sigset_t all, old;

@@ -16,9 +16,6 @@
 
 #include "runtime/runtime.h"
 
-void sf_log_lock_sig(sigset_t *old) SF_HIDDEN;
-void sf_log_unlock_sig(const sigset_t *old) SF_HIDDEN;
-
 static sigset_t fork_mask;
 
 static void before_fork(void)
@@ -53,10 +50,6 @@ void sf_hooks_init(void)
  * only the outermost saves and restores. */
 static __thread uint32_t vfork_depth __attribute__((tls_model("initial-exec")));
 static __thread struct sf_suppress_state vfork_saved __attribute__((tls_model("initial-exec")));
-
-void sf_vfork_prepare(void) SF_HIDDEN;
-void sf_vfork_parent(void) SF_HIDDEN;
-long sf_set_errno(int e) SF_HIDDEN;
 
 void sf_vfork_prepare(void)
 {

@@ -22,20 +22,6 @@ static size_t slen(const char *s)
 	return n;
 }
 
-void sf_rt_message(const char *a, const char *b, const char *c)
-{
-	char buf[1024];
-	size_t n = 0;
-	const char *parts[] = {"sftrace: ", a, b, c ? ": " : "", c};
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
-			buf[n++] = *p;
-	buf[n++] = '\n';
-	ssize_t r = write(2, buf, n);
-	(void)r;
-	sf_note_write(buf, n); /* record repeats it if no log was written */
-}
-
 /* A decimal number in [lo, hi] from variable `name` (unset: dflt). -1
  * after a message. */
 static int env_number(const char *name, uint64_t lo, uint64_t hi, uint64_t dflt, uint64_t *v)
@@ -164,6 +150,14 @@ static int read_config(void)
 	return 1;
 }
 
+/* A new log (the first, or a fork child's) starts with the objects patched
+ * so far and what patching them cost. */
+static void log_created(void)
+{
+	sf_objects_log_all();
+	sf_log_update_patch_stats(sf_patch_ns, sf_objects_patched_total());
+}
+
 __attribute__((constructor(101))) static void sf_init(void)
 {
 	sf_rt_libc_init();
@@ -186,6 +180,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
 	sf_trigger_init();
+	sf_log_on_create(log_created);
 	sf_config.enabled = 1;
 	/* What the runtime itself does from here on (dlopen of libgcc_s, the
 	 * writer's pthread_create) allocates: none of it is the program's. */
@@ -232,6 +227,7 @@ __attribute__((destructor(101))) static void sf_fini(void)
 {
 	if (sf_config.enabled) {
 		sf_writer_drain();
+		sf_buffer_process_exit(); /* counts what a slotless thread dropped, log or not */
 		sf_log_finish();
 	}
 }

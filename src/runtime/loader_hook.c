@@ -19,8 +19,6 @@
 
 #include "runtime/runtime.h"
 
-void sf_loader_entry(void) SF_HIDDEN; /* arch/<arch>/loader_entry.S */
-
 static int hooked;
 
 /* Called from the loader (loader_entry.S) with its load lock held, so no

@@ -33,13 +33,8 @@ static struct {
 	size_t slot_pool_left;
 	int lock;
 	char path[PATH_MAX];
+	void (*on_create)(void); /* sf_log_on_create */
 } L = {.fd = -1};
-
-void *sf_map_anon(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
 
 /* The lock guards log creation, slot allocation and the object table.
  * Signals are blocked while it is held, so an instrumented signal handler
@@ -202,8 +197,6 @@ static void fill_cmdline(struct sf_header *h)
 	close(fd);
 }
 
-extern uint64_t sf_start_tsc SF_HIDDEN, sf_start_mono SF_HIDDEN, sf_start_realtime SF_HIDDEN;
-
 /* Creates the log if it does not exist yet. Called with the lock held. */
 static int log_create_locked(void)
 {
@@ -258,20 +251,9 @@ static int log_create_locked(void)
 	__atomic_store_n(&h->magic, SF_MAGIC, __ATOMIC_RELEASE);
 	__atomic_store_n(&L.hdr, h, __ATOMIC_RELEASE);
 	sf_log_calibrate();
-	sf_objects_log_all();
-	sf_log_update_patch_stats();
+	if (L.on_create) /* init.c: OBJECT chunks and patch statistics */
+		L.on_create();
 	return 0;
-}
-
-int sf_log_ensure(void)
-{
-	if (sf_log_ready())
-		return 0;
-	sigset_t old;
-	sf_log_lock_sig(&old);
-	int r = log_create_locked();
-	sf_log_unlock_sig(&old);
-	return r;
 }
 
 struct sf_header *sf_log_header(void)
@@ -487,19 +469,23 @@ void sf_log_object_logged(void)
 		__atomic_add_fetch(&L.hdr->objects, 1, __ATOMIC_RELAXED);
 }
 
-void sf_log_update_patch_stats(void)
+void sf_log_update_patch_stats(uint64_t patch_ns, uint32_t sleds_patched)
 {
 	if (!L.hdr)
 		return;
-	__atomic_store_n(&L.hdr->patch_ns, sf_patch_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&L.hdr->sleds_patched, sf_objects_patched_total(), __ATOMIC_RELAXED);
+	__atomic_store_n(&L.hdr->patch_ns, patch_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&L.hdr->sleds_patched, sleds_patched, __ATOMIC_RELAXED);
 }
 
-void sf_buffer_process_exit(void) SF_HIDDEN;
+/* The log layer knows nothing of objects: whoever does (init.c) says what
+ * a new log must hold before its first batch. */
+void sf_log_on_create(void (*fn)(void))
+{
+	L.on_create = fn;
+}
 
 void sf_log_finish(void)
 {
-	sf_buffer_process_exit(); /* counts what a slotless thread dropped, log or not */
 	if (!L.hdr)
 		return;
 	sf_log_calibrate();
@@ -527,3 +513,15 @@ void sf_log_after_fork_child(void)
 /* Only the forking thread survives in the child; the parent's other threads'
  * slots stay mapped in the child's memory but are never touched. Unmapping
  * them would need the list of live slots; the cost is address space only. */
+
+void sf_zero_events(struct sf_event *ev, size_t n)
+{
+	/* The first record first: a reader of a crashed process stops at the
+	 * first zero word, so from then on the slot reads as empty, whatever
+	 * order the rest is cleared in (sf_arch.h: vector registers are off
+	 * limits here). */
+	if (!n)
+		return;
+	__atomic_store_n(&ev[0].word, 0, __ATOMIC_RELEASE);
+	sf_arch_zero_words(ev, n);
+}

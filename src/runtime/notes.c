@@ -94,3 +94,18 @@ __attribute__((destructor(102))) static void notes_at_exit(void)
 	if (notes_dir_len && sf_config.enabled && !sf_log_ready())
 		sf_objects_foreach_instrumented(note_object);
 }
+
+/* One line on stderr, and in the notes for record (sf_note_write). */
+void sf_rt_message(const char *a, const char *b, const char *c)
+{
+	char buf[1024];
+	size_t n = 0;
+	const char *parts[] = {"sftrace: ", a, b, c ? ": " : "", c};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
+			buf[n++] = *p;
+	buf[n++] = '\n';
+	ssize_t r = write(2, buf, n);
+	(void)r;
+	sf_note_write(buf, n); /* record repeats it if no log was written */
+}

@@ -17,10 +17,6 @@
 #include "sf_arch.h"
 #include "runtime/runtime.h"
 
-void sf_log_lock_sig(sigset_t *old) SF_HIDDEN;
-void sf_log_unlock_sig(const sigset_t *old) SF_HIDDEN;
-void sf_log_object_logged(void) SF_HIDDEN;
-
 #define MAX_OBJECTS 8192
 
 static struct sf_object_rt *objects[MAX_OBJECTS];
@@ -394,7 +390,7 @@ void sf_objects_scan(int flags)
 	uint64_t t0 = sf_mono_ns();
 	iterate_objects(scan_one, &flags);
 	sf_patch_ns += sf_mono_ns() - t0;
-	sf_log_update_patch_stats();
+	sf_log_update_patch_stats(sf_patch_ns, sf_objects_patched_total());
 	sf_log_unlock_sig(&old);
 }
 

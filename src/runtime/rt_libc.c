@@ -339,3 +339,18 @@ HIDDEN char *strerror(int e)
 	buf[n] = 0;
 	return buf;
 }
+
+/* Runtime memory: anonymous mappings, never malloc (the program may have
+ * an instrumented allocator). NULL on failure. */
+void *sf_map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The calling thread's id, by the raw system call: the exported syscall()
+ * is hooks.c's wrapper, and a program may interpose gettid. */
+uint32_t sf_gettid(void)
+{
+	return (uint32_t)sf_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
+}

@@ -1,15 +1,47 @@
-/* Internal interfaces of libsftrace.so, the runtime that lives inside traced
- * processes. The data path, in order:
- *   objects.c  finds loaded ELF objects with XRay sleds and numbers their functions
- *   patch.c    rewrites their sleds to call the trampolines (through stub pages)
- *   arch/<arch>/  instruction-set code: sled bytes, trampolines (the per-event
- *              fast path: a counter read + one slot claim), the counter, syscalls
- *   buffer.c   per-thread slots and the slow path (first event, slot full, thread exit)
- *   logfile.c  the log file: header page, chunk appends, slot allocation
- *   clock.c    timestamps and calibration
- *   loader_hook.c  objects loaded and unloaded later (the loader's debugger hook)
- *   hooks.c    fork, vfork, exec
- *   init.c     configuration and process start/exit
+/* libsftrace.so's internal interfaces: the map of the runtime that lives
+ * inside traced processes. Each section below is one file and holds every
+ * declaration that file defines, in the order an event meets them.
+ *
+ * Start-up and process life
+ *   init.c        reads the configuration (SFTRACE_* variables), starts and
+ *                 ends the process's tracing in order; wires the layers
+ *   rt_libc.c     the libc the runtime calls, hidden (never interposable);
+ *                 anonymous mappings, the raw thread id
+ *   notes.c       messages on stderr, and notes for record when no log is written
+ *   exec_env.c    children exec'd with an environment of their own stay traced
+ *   hooks.c       fork, _Fork, raw clone/fork via syscall(), vfork bookkeeping
+ *   setup_abi.c   the reference tool's sftrace_setup ABI
+ * Finding and patching code
+ *   objects.c     loaded ELF objects with sleds: function ids, OBJECT chunks
+ *   filter.c      which functions to patch (filter files, per-object regex filters)
+ *   trigger.c     record --trigger: functions whose calls ask for a snapshot
+ *   patch.c       sled patching common to every architecture (text writes)
+ *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook)
+ * One event, from sled to file
+ *   arch/<arch>/trampoline.S  the fast path: a counter read + one slot claim
+ *   clock.c       timestamps and calibration pairs
+ *   buffer.c      per-thread slots and the slow path (first event, slot full,
+ *                 thread exit, events with payloads)
+ *   suppress.c    stretches whose calls are the runtime's, not the program's
+ *   unwind.c      frames abandoned by longjmp and caught exceptions
+ *   alloc.c       heap events of the interposed allocator (record --alloc)
+ *   writer.c      the writer thread: full slots handed off the traced threads
+ *   trim.c        record --min-duration/--max-depth at hand-off
+ *   batch_scan.c  the one vectorised scan of a full batch
+ *   encode.c      what a full batch becomes in the file (packed or raw)
+ *   logfile.c     the log file: header page, chunk appends, slot allocation
+ *   budget.c      record --max-size: the byte budget shared by all processes
+ *   snapshot.c    record --ring: snapshots written by the writer thread
+ * Per architecture (arch/<arch>/, the Makefile's ARCH)
+ *   sf_arch.h     inline pieces: raw system calls, the counter, block stores, jmp_buf
+ *   clock.c       whether the counter may be the event clock; slow-path state size
+ *   patch.c       sled bytes and how a sled reaches its trampoline
+ *   loader_hook.c, loader_entry.S  the loader's hook function redirected to us
+ *   vfork.S       vfork in place of glibc's
+ * exports.map lists the only symbols the library exports.
+ *
+ * Layers call down only: logfile.c calls nothing above it (init.c registers
+ * what a new log must hold), and the hot path never leaves trampoline.S.
  *
  * Rules: libc and pthread only; never malloc (the traced program may have an
  * instrumented allocator); no locks or syscalls on the fast path; everything
@@ -19,6 +51,7 @@
 #define SFTRACE_RUNTIME_H
 
 #include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,7 +103,7 @@ enum sf_thread_state {
 
 extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 
-/* ---- configuration (init.c) ---- */
+/* ---- init.c ---- */
 struct sf_config {
 	char output[4096];   /* SFTRACE_OUTPUT_FILE; empty: no tracing */
 	char filter[4096];   /* SFTRACE_FILTER */
@@ -83,12 +116,17 @@ struct sf_config {
 	uint32_t trim_max_depth;/* SFTRACE_MAX_DEPTH; 0: off */
 	int ncpus;           /* CPUs this process may run on, at start */
 	cpu_set_t cpus;      /* which: the writer thread gets the same */
-	int verbose;
 	uint32_t ring_slots;  /* SFTRACE_RING / SF_SLOT_SIZE; 0: not a ring */
 	int ring_signal;      /* SFTRACE_RING_SIGNAL */
 	uint32_t max_snapshots;
 };
 extern struct sf_config sf_config SF_HIDDEN;
+/* The tracer's start in this process: counter, CLOCK_MONOTONIC and
+ * CLOCK_REALTIME (the log header's start fields; trim and trigger scale
+ * counter ticks with the first two). */
+extern uint64_t sf_start_tsc SF_HIDDEN, sf_start_mono SF_HIDDEN, sf_start_realtime SF_HIDDEN;
+void sf_services_start(void) SF_HIDDEN;          /* writer thread, ring handler, once sleds exist */
+void sf_services_after_fork_child(void) SF_HIDDEN;
 
 /* What a full batch becomes in the file (encode.c). */
 enum sf_encoding {
@@ -103,94 +141,31 @@ enum sf_writer_mode {
 	SF_WRITER_THREAD = 2, /* always the writer thread */
 };
 
-/* One line on stderr, "sftrace: ...". Async-signal-safe (write(2)). */
+/* ---- rt_libc.c: the libc the runtime uses, hidden (no interposition) ---- */
+void sf_rt_libc_init(void) SF_HIDDEN;
+void *sf_map_anon(size_t len) SF_HIDDEN;       /* runtime allocation: mmap, never malloc */
+uint32_t sf_gettid(void) SF_HIDDEN;            /* by the raw system call */
+
+/* ---- notes.c (why no log was written, for sftrace record) ---- */
+void sf_notes_init(void) SF_HIDDEN;
+void sf_note_write(const char *line, size_t len) SF_HIDDEN;
+/* One line on stderr, "sftrace: ABC" (": " before c when given), also kept
+ * in the notes. Async-signal-safe (write(2)). */
 void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
 
-/* ---- clock.c ---- */
-void sf_clock_init(void) SF_HIDDEN;
-uint64_t sf_mono_ns(void) SF_HIDDEN;
-uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_config.clock */
+/* ---- exec_env.c ---- */
+void sf_exec_env_resolve(void) SF_HIDDEN;
+void sf_exec_env_init(void) SF_HIDDEN;
 
-/* ---- arch/<arch>/clock.c ---- */
-void sf_arch_clock_init(void) SF_HIDDEN;     /* probes what the slow path must save */
-int sf_arch_counter_stable(void) SF_HIDDEN;  /* the counter may be the event clock */
-uint64_t sf_arch_counter_hz(void) SF_HIDDEN; /* its frequency; 0: not known (fit the pairs) */
+/* ---- hooks.c ---- */
+void sf_hooks_init(void) SF_HIDDEN;
+/* Called by arch/<arch>/vfork.S around the real vfork. */
+void sf_vfork_prepare(void) SF_HIDDEN;
+void sf_vfork_parent(void) SF_HIDDEN;
+long sf_set_errno(int e) SF_HIDDEN;
 
-/* ---- logfile.c ---- */
-int sf_log_ensure(void) SF_HIDDEN;            /* create the log on first use; 0 ok */
-int sf_log_ready(void) SF_HIDDEN;
-void sf_log_write_chunk(struct sf_chunk *hdr, const void *payload, size_t payload_len,
-			uint64_t events_for_drop) SF_HIDDEN;
-struct sf_slot *sf_log_slot_get(void) SF_HIDDEN;
-/* Ring mode: makes a slot that still holds an old batch free in the file
- * and clears it, so a reader never sees a half-overwritten batch. */
-void sf_log_slot_invalidate(struct sf_slot *s) SF_HIDDEN;
-/* DIR/STEM.snap.<pid>.<n>EXT for the configured output DIR/STEM.EXT. */
-void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
-int sf_log_fd(void) SF_HIDDEN;
-uint64_t sf_log_end(void) SF_HIDDEN;
-void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
-void sf_log_drop(uint64_t events) SF_HIDDEN;
-int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
-void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair in the header */
-void sf_log_thread_started(void) SF_HIDDEN;
-void sf_log_finish(void) SF_HIDDEN;            /* process exit */
-void sf_log_update_patch_stats(void) SF_HIDDEN; /* copy patch time/count into the header */
-void sf_log_after_fork_child(void) SF_HIDDEN;
-void *sf_map_anon(size_t len) SF_HIDDEN;       /* runtime allocation: mmap, never malloc */
-struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
-
-/* A slot: a page-aligned region of the log file mapped MAP_SHARED, reused by
- * one thread at a time. */
-struct sf_slot {
-	struct sf_chunk *hdr; /* mapping of the whole slot chunk */
-	uint64_t file_offset;
-	struct sf_slot *next_free;
-	struct sf_slot *next_queued; /* writer queue link */
-	uint32_t state;              /* enum sf_slot_state (futex word) */
-	uint32_t nevents;            /* queued: events to write */
-	struct sf_pack_area *pack;   /* encode.c's workspace, mapped on first use */
-};
-
-enum sf_slot_state {
-	SF_SLOT_READY = 0,  /* empty, cleared, owned by its thread */
-	SF_SLOT_QUEUED = 1, /* full, waiting for the writer thread */
-};
-
-/* ---- writer.c ---- */
-int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
-int sf_writer_active(void) SF_HIDDEN;
-void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
-void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
-void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */
-void sf_writer_after_fork_child(void) SF_HIDDEN;
-/* 0 if the n records hold only function events, none unfilled; 1 if they
- * must be walked (batch_scan.c: the one file built with vector registers). */
-int sf_batch_suspect(const struct sf_event *ev, size_t n) SF_HIDDEN;
-/* Clears n events front to back (see buffer.c for why the order matters). */
-void sf_zero_events(struct sf_event *ev, size_t n) SF_HIDDEN;
-#define SF_SLOT_EVENTS ((SF_SLOT_SIZE - sizeof(struct sf_chunk)) / sizeof(struct sf_event))
-
-/* ---- encode.c ---- */
-/* Writes records [0, n) of slot s as one batch chunk (packed, or raw per
- * sf_config.encoding or when packing does not pay); c holds the batch's
- * identity (serial, tid, seq, base, name). Called by whoever owns the
- * slot's batch: the writer thread, or the thread itself with signals
- * blocked. */
-void sf_write_batch_chunk(struct sf_chunk *c, struct sf_slot *s, size_t n) SF_HIDDEN;
-/* A batch chunk whose write stopped after `written` payload bytes: how many
- * of its records are whole in the file. A packed chunk's header is updated
- * to say so (count, byte length); the caller writes it again. */
-uint64_t sf_chunk_kept(struct sf_chunk *c, const void *payload, size_t written) SF_HIDDEN;
-
-/* ---- trim.c ---- */
-/* Record-time trimming at hand-off: copies records [0, n) of ev to out
- * without the entry/exit pairs the reader's exact trimming would drop for
- * certain (docs/DESIGN.md "Record-time trimming"); returns the records
- * kept. stack: n words of workspace. */
-size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct sf_event *out,
-		     uint32_t *stack) SF_HIDDEN;
-static inline int sf_trim_enabled(void) { return sf_config.trim_min_ns || sf_config.trim_max_depth; }
+/* ---- setup_abi.c ---- */
+extern uint32_t sf_setup_only_tid SF_HIDDEN; /* SFTRACE_SETUP_THREAD_ONLY: the one thread traced */
 
 /* ---- objects.c ---- */
 struct sf_object_rt {
@@ -213,6 +188,28 @@ void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
 void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;
 extern uint64_t sf_patch_ns SF_HIDDEN; /* time spent in sf_objects_scan */
+
+/* ---- filter.c ---- */
+/* At start: loads SFTRACE_FILTER, or sets up per-object filters for
+ * SFTRACE_FILTER_REGEX. -1 (after a message): do not trace. */
+int sf_filter_init(void) SF_HIDDEN;
+/* Per-object mode: makes sure the object's filter file exists (runs
+ * `sftrace filter` for it). Called without the log lock held. */
+void sf_filter_prepare_object(const char *path, const uint8_t *build_id, size_t len) SF_HIDDEN;
+int sf_filter_per_object(void) SF_HIDDEN;
+/* How to patch the function at vaddr of obj: sets *variant, returns 0 to
+ * leave it unpatched. */
+int sf_filter_selects(const struct sf_object_rt *obj, uint64_t func_vaddr, uint8_t *variant) SF_HIDDEN;
+/* Called once per object before sf_filter_selects: 0 if the object may be
+ * patched (reports a build-id mismatch and returns -1). */
+int sf_filter_check_object(const struct sf_object_rt *obj) SF_HIDDEN;
+
+/* ---- trigger.c (record --trigger: snapshots on a function's entry or slow call) ---- */
+void sf_trigger_init(void) SF_HIDDEN;
+/* At patch time: a trigger function's sleds get SF_VARIANT_SLOW. */
+void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
+void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time) SF_HIDDEN;
+extern uint32_t sf_trigger_count SF_HIDDEN;
 
 /* ---- patch.c ---- */
 struct xray_sled_rt {
@@ -252,6 +249,159 @@ int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
 /* Writes n bytes at `at`; n == 2 or 4 is one atomic store (a sled's last write). */
 void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
 
+/* ---- loader_hook.c ---- */
+int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
+void sf_loader_event(void) SF_HIDDEN;       /* called by arch/<arch>/loader_entry.S */
+
+/* ---- clock.c ---- */
+void sf_clock_init(void) SF_HIDDEN;
+uint64_t sf_mono_ns(void) SF_HIDDEN;
+uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_config.clock */
+
+/* ---- buffer.c ---- */
+/* Called by the trampolines (all registers saved) when the fast path cannot
+ * store: first event of a thread, buffer full, or monotonic-clock mode
+ * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
+void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed) SF_HIDDEN;
+void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
+/* An event without payload stamped now, from C (async-signal-safe). */
+void sf_record_event(uint32_t kind, uint32_t id) SF_HIDDEN;
+/* An event with sf_event_payload_records(kind) payload records, stored at
+ * `time` (or now, for a thread's first event) with signals blocked: the
+ * slow path of alloc.c. */
+void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+void sf_buffer_init(void) SF_HIDDEN;
+void sf_buffer_after_fork_child(void) SF_HIDDEN;
+void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */
+
+/* ---- suppress.c: this thread's events are dropped in between ---- */
+struct sf_suppress_state {
+	uint64_t cursor, limit, window_depth, base;
+	uint32_t was;
+};
+extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
+void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
+
+/* ---- unwind.c ---- */
+void sf_unwind_init(void) SF_HIDDEN;
+void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */
+
+/* ---- alloc.c ---- */
+/* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */
+int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
+
+/* ---- writer.c ---- */
+int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
+int sf_writer_active(void) SF_HIDDEN;
+void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
+void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
+void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */
+void sf_writer_after_fork_child(void) SF_HIDDEN;
+void sf_writer_kick(void) SF_HIDDEN;           /* wakes the writer thread; async-signal-safe */
+
+/* ---- trim.c ---- */
+/* Record-time trimming at hand-off: copies records [0, n) of ev to out
+ * without the entry/exit pairs the reader's exact trimming would drop for
+ * certain (docs/DESIGN.md "Record-time trimming"); returns the records
+ * kept. stack: n words of workspace. */
+size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct sf_event *out,
+		     uint32_t *stack) SF_HIDDEN;
+static inline int sf_trim_enabled(void) { return sf_config.trim_min_ns || sf_config.trim_max_depth; }
+
+/* ---- batch_scan.c (the one file built with vector registers) ---- */
+/* 0 if the n records hold only function events, none unfilled; 1 if they
+ * must be walked. */
+int sf_batch_suspect(const struct sf_event *ev, size_t n) SF_HIDDEN;
+
+/* ---- encode.c ---- */
+/* Writes records [0, n) of slot s as one batch chunk (packed, or raw per
+ * sf_config.encoding or when packing does not pay); c holds the batch's
+ * identity (serial, tid, seq, base, name). Called by whoever owns the
+ * slot's batch: the writer thread, or the thread itself with signals
+ * blocked. */
+void sf_write_batch_chunk(struct sf_chunk *c, struct sf_slot *s, size_t n) SF_HIDDEN;
+/* A batch chunk whose write stopped after `written` payload bytes: how many
+ * of its records are whole in the file. A packed chunk's header is updated
+ * to say so (count, byte length); the caller writes it again. */
+uint64_t sf_chunk_kept(struct sf_chunk *c, const void *payload, size_t written) SF_HIDDEN;
+
+/* ---- logfile.c ---- */
+/* A slot: a page-aligned region of the log file mapped MAP_SHARED, reused by
+ * one thread at a time. */
+struct sf_slot {
+	struct sf_chunk *hdr; /* mapping of the whole slot chunk */
+	uint64_t file_offset;
+	struct sf_slot *next_free;
+	struct sf_slot *next_queued; /* writer queue link */
+	uint32_t state;              /* enum sf_slot_state (futex word) */
+	uint32_t nevents;            /* queued: events to write */
+	struct sf_pack_area *pack;   /* encode.c's workspace, mapped on first use */
+};
+
+enum sf_slot_state {
+	SF_SLOT_READY = 0,  /* empty, cleared, owned by its thread */
+	SF_SLOT_QUEUED = 1, /* full, waiting for the writer thread */
+};
+#define SF_SLOT_EVENTS ((SF_SLOT_SIZE - sizeof(struct sf_chunk)) / sizeof(struct sf_event))
+
+/* The lock guards log creation, slot allocation and the object table; all
+ * signals are blocked while it is held. */
+void sf_log_lock_sig(sigset_t *old) SF_HIDDEN;
+void sf_log_unlock_sig(const sigset_t *old) SF_HIDDEN;
+/* What a new log must hold before its first batch (init.c: the OBJECT
+ * chunks and patch statistics); called with the lock held. */
+void sf_log_on_create(void (*fn)(void)) SF_HIDDEN;
+int sf_log_ready(void) SF_HIDDEN;
+void sf_log_write_chunk(struct sf_chunk *hdr, const void *payload, size_t payload_len,
+			uint64_t events_for_drop) SF_HIDDEN;
+struct sf_slot *sf_log_slot_get(void) SF_HIDDEN;
+/* Ring mode: makes a slot that still holds an old batch free in the file
+ * and clears it, so a reader never sees a half-overwritten batch. */
+void sf_log_slot_invalidate(struct sf_slot *s) SF_HIDDEN;
+/* DIR/STEM.snap.<pid>.<n>EXT for the configured output DIR/STEM.EXT. */
+void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
+int sf_log_fd(void) SF_HIDDEN;
+uint64_t sf_log_end(void) SF_HIDDEN;
+void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
+void sf_log_drop(uint64_t events) SF_HIDDEN;
+int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
+void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair in the header */
+void sf_log_thread_started(void) SF_HIDDEN;
+void sf_log_object_logged(void) SF_HIDDEN;     /* counts an OBJECT chunk in the header */
+void sf_log_finish(void) SF_HIDDEN;            /* process exit */
+void sf_log_update_patch_stats(uint64_t patch_ns, uint32_t sleds_patched) SF_HIDDEN;
+void sf_log_after_fork_child(void) SF_HIDDEN;
+struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
+/* Clears n slot records front to back: a crashed process's reader stops at
+ * the first zero word, so the slot reads as empty from the first store on. */
+void sf_zero_events(struct sf_event *ev, size_t n) SF_HIDDEN;
+
+/* ---- budget.c (record --max-size: one byte budget for the whole run) ---- */
+void sf_budget_init(void) SF_HIDDEN;
+int sf_budget_take(uint64_t bytes) SF_HIDDEN;   /* 0: claimed; -1: over the cap (now or before) */
+int sf_budget_capped(void) SF_HIDDEN;
+void sf_budget_drop_nolog(uint64_t events) SF_HIDDEN;
+
+/* ---- snapshot.c (record --ring: snapshots written by the writer thread) ---- */
+void sf_snapshot_init(void) SF_HIDDEN;          /* installs the ring signal's handler */
+void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* async-signal-safe */
+void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
+int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
+
+/* ---- arch/<arch>/trampoline.S ---- */
+#define SF_TRAMPS(X) \
+	X(entry) X(exit) X(tail) X(entry_mono) X(exit_mono) X(tail_mono) \
+	X(entry_gated) X(exit_gated) X(tail_gated) X(entry_mono_gated) X(exit_mono_gated) X(tail_mono_gated) \
+	X(entry_window) X(exit_window) X(tail_window) X(entry_mono_window) X(exit_mono_window) X(tail_mono_window)
+#define SF_DECLARE_TRAMP(n) void sf_tramp_##n(void) SF_HIDDEN;
+SF_TRAMPS(SF_DECLARE_TRAMP)
+
+/* ---- arch/<arch>/clock.c ---- */
+void sf_arch_clock_init(void) SF_HIDDEN;     /* probes what the slow path must save */
+int sf_arch_counter_stable(void) SF_HIDDEN;  /* the counter may be the event clock */
+uint64_t sf_arch_counter_hz(void) SF_HIDDEN; /* its frequency; 0: not known (fit the pairs) */
+
 /* ---- arch/<arch>/patch.c ---- */
 /* Fills target[] with what sleds of obj call for each (variant, kind),
  * given the trampolines' addresses (stubs within reach, on x86-64). -1: none. */
@@ -263,8 +413,6 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_S
 /* Points a setup-ABI slot (setup_abi.c) at a trampoline, if this
  * architecture knows the slot's form. */
 void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;
-
-
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
 int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
@@ -272,103 +420,10 @@ int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
  * far and later get unwind information. */
 void sf_patch_set_frame_registrar(void (*reg)(const void *, void *)) SF_HIDDEN;
 
-/* ---- unwind.c ---- */
-void sf_unwind_init(void) SF_HIDDEN;
-void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */ /* resolve the real longjmp family and libgcc_s */
-
-/* ---- trampolines (arch/<arch>/trampoline.S) ---- */
-#define SF_TRAMPS(X) \
-	X(entry) X(exit) X(tail) X(entry_mono) X(exit_mono) X(tail_mono) \
-	X(entry_gated) X(exit_gated) X(tail_gated) X(entry_mono_gated) X(exit_mono_gated) X(tail_mono_gated) \
-	X(entry_window) X(exit_window) X(tail_window) X(entry_mono_window) X(exit_mono_window) X(tail_mono_window)
-#define SF_DECLARE_TRAMP(n) void sf_tramp_##n(void) SF_HIDDEN;
-SF_TRAMPS(SF_DECLARE_TRAMP)
-
-/* ---- buffer.c ---- */
-/* Called by the trampolines (all registers saved) when the fast path cannot
- * store: first event of a thread, buffer full, or monotonic-clock mode
- * (time == 0 then). */
-void sf_slow_event(uint64_t time, uint32_t func_id, uint32_t kind) SF_HIDDEN;
-void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
-/* An event without payload stamped now, from C (async-signal-safe). */
-void sf_record_event(uint32_t kind, uint32_t id) SF_HIDDEN;
-/* An event with sf_event_payload_records(kind) payload records, stored at
- * `time` (or now, for a thread's first event) with signals blocked: the
- * slow path of alloc.c. */
-void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
-void sf_buffer_init(void) SF_HIDDEN;
-void sf_thread_flush_exit(void) SF_HIDDEN;
-void sf_buffer_after_fork_child(void) SF_HIDDEN;
-
-/* ---- alloc.c ---- */
-/* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */
-int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
-
-/* ---- hooks.c ---- */
-void sf_hooks_init(void) SF_HIDDEN;
-
-/* ---- suppress.c: this thread's events are dropped in between ---- */
-struct sf_suppress_state {
-	uint64_t cursor, limit, window_depth, base;
-	uint32_t was;
-};
-extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
-void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
-void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
-
-/* ---- rt_libc.c: the libc the runtime uses, hidden (no interposition) ---- */
-void sf_rt_libc_init(void) SF_HIDDEN;
-
-/* ---- exec_env.c ---- */
-void sf_exec_env_resolve(void) SF_HIDDEN;
-void sf_exec_env_init(void) SF_HIDDEN;
-
-/* ---- loader_hook.c ---- */
-int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
-void sf_services_start(void) SF_HIDDEN;          /* init.c: writer thread, ring handler, once sleds exist */
-void sf_services_after_fork_child(void) SF_HIDDEN;
-void sf_loader_event(void) SF_HIDDEN;
-/* arch/<arch>/loader_hook.c: makes the loader's hook function (hook)
- * reach entry (sf_loader_entry). NULL on success, else why not. */
+/* ---- arch/<arch>/loader_hook.c, loader_entry.S ---- */
+/* Makes the loader's hook function (hook) reach entry (sf_loader_entry).
+ * NULL on success, else why not. */
 const char *sf_arch_hook_loader(void *hook, uint64_t entry) SF_HIDDEN;
-
-/* ---- snapshot.c (record --ring: snapshots written by the writer thread) ---- */
-void sf_snapshot_init(void) SF_HIDDEN;          /* installs the ring signal's handler */
-void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* async-signal-safe */
-void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
-int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
-void sf_writer_kick(void) SF_HIDDEN;            /* wakes the writer thread; async-signal-safe */
-
-/* ---- trigger.c (record --trigger: snapshots on a function's entry or slow call) ---- */
-void sf_trigger_init(void) SF_HIDDEN;
-/* At patch time: a trigger function's sleds get SF_VARIANT_SLOW. */
-void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
-void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time) SF_HIDDEN;
-extern uint32_t sf_trigger_count SF_HIDDEN;
-
-/* ---- budget.c (record --max-size: one byte budget for the whole run) ---- */
-void sf_budget_init(void) SF_HIDDEN;
-int sf_budget_take(uint64_t bytes) SF_HIDDEN;   /* 0: claimed; -1: over the cap (now or before) */
-int sf_budget_capped(void) SF_HIDDEN;
-void sf_budget_drop_nolog(uint64_t events) SF_HIDDEN;
-
-/* ---- notes.c (why no log was written, for sftrace record) ---- */
-void sf_notes_init(void) SF_HIDDEN;
-void sf_note_write(const char *line, size_t len) SF_HIDDEN;
-
-/* ---- filter.c ---- */
-/* At start: loads SFTRACE_FILTER, or sets up per-object filters for
- * SFTRACE_FILTER_REGEX. -1 (after a message): do not trace. */
-int sf_filter_init(void) SF_HIDDEN;
-/* Per-object mode: makes sure the object's filter file exists (runs
- * `sftrace filter` for it). Called without the log lock held. */
-void sf_filter_prepare_object(const char *path, const uint8_t *build_id, size_t len) SF_HIDDEN;
-int sf_filter_per_object(void) SF_HIDDEN;
-/* How to patch the function at vaddr of obj: sets *variant, returns 0 to
- * leave it unpatched. */
-int sf_filter_selects(const struct sf_object_rt *obj, uint64_t func_vaddr, uint8_t *variant) SF_HIDDEN;
-/* Called once per object before sf_filter_selects: 0 if the object may be
- * patched (reports a build-id mismatch and returns -1). */
-int sf_filter_check_object(const struct sf_object_rt *obj) SF_HIDDEN;
+void sf_loader_entry(void) SF_HIDDEN;
 
 #endif

@@ -26,7 +26,7 @@ __attribute__((visibility("default"))) void sftrace_setup(void (*entry_slot)(voi
 		return; /* no SFTRACE_OUTPUT_FILE: no tracing, as in the reference tool */
 	const char *only = getenv("SFTRACE_SETUP_THREAD_ONLY");
 	if (only && only[0])
-		__atomic_store_n(&sf_setup_only_tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+		__atomic_store_n(&sf_setup_only_tid, sf_gettid(), __ATOMIC_RELEASE);
 	int mono = sf_config.clock == SF_CLOCK_MONOTONIC;
 	sf_arch_point_slot(entry_slot, mono ? sf_tramp_entry_mono : sf_tramp_entry);
 	sf_arch_point_slot(exit_slot, mono ? sf_tramp_exit_mono : sf_tramp_exit);

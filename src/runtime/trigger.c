@@ -135,7 +135,6 @@ static uint64_t ticks_to_ns(uint64_t ticks)
 {
 	if (sf_config.clock != SF_CLOCK_TSC)
 		return ticks;
-	extern uint64_t sf_start_tsc SF_HIDDEN, sf_start_mono SF_HIDDEN;
 	uint64_t dt = sf_now_raw() - sf_start_tsc, dn = sf_mono_ns() - sf_start_mono;
 	return dt ? (uint64_t)((unsigned __int128)ticks * dn / dt) : ticks;
 }

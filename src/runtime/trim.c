@@ -18,8 +18,6 @@
  * closes frames still open at its end). */
 #include "runtime/runtime.h"
 
-extern uint64_t sf_start_tsc SF_HIDDEN, sf_start_mono SF_HIDDEN;
-
 /* Ticks below which a call is certainly shorter than trim_min_ns for the
  * reader: 5% under this process's own tick rate so far. 0 (drop nothing)
  * until a millisecond has passed, when the rate is not known well yet. */

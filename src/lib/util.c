@@ -1,16 +1,20 @@
 #include "lib/util.h"
 
+#include "lib/text_esc.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Messages name paths and functions taken from logs: escaped (text_esc.h),
+ * so that a hostile log cannot drive the terminal through stderr. */
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
 	char buf[4096];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "sftrace: %s%s\n", prefix, buf);
+	fprintf(stderr, "sftrace: %s%s\n", prefix, sf_esc(buf));
 }
 
 void sf_error(const char *fmt, ...)

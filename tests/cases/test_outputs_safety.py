@@ -110,12 +110,12 @@ def test_outputs_mode_keeps_the_umask():
     d = tmpdir()
     log = os.path.join(d, "sf.log")
     shutil.copy(src, log)
-    os.chmod(log, 0o644)
+    os.chmod(log, 0o662)
     out = os.path.join(d, "out")
     os.makedirs(out)
-    with umask(0o027):
+    with umask(0o020):
         paths = outputs_of(log, out)
-    eq(set(modes(paths).values()), {oct(0o640)}, f"a 0644 log under umask 027 gives 0640: {modes(paths)}")
+    eq(set(modes(paths).values()), {oct(0o642)}, f"a 0662 log under umask 020 gives 0642: {modes(paths)}")
 
 
 def test_outputs_of_several_logs_get_the_common_mode():

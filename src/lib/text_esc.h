@@ -31,7 +31,8 @@ size_t sf_esc_unsafe(const unsigned char *p);
  * else an escaped copy held in one of SF_ESC_SLOTS buffers that are reused
  * in turn: valid until SF_ESC_SLOTS more calls. For printf arguments:
  *   printf("%-16s %s\n", sf_esc(thread_name), sf_esc(func_name));
- * NULL gives NULL. Not thread-safe (the CLI prints from one thread). */
+ * NULL gives NULL. The buffers are shared: call it from the thread that
+ * prints the output (sf_esc_put keeps no state, for any thread). */
 #define SF_ESC_SLOTS 16
 const char *sf_esc(const char *s);
 

@@ -228,10 +228,9 @@ static void guard_install(sqlite3 *db, struct query_guard *g)
 	sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 }
 
-static struct query_guard *guard; /* NULL with --writable */
-
-/* One line for a failed statement: the guard's refusal, or SQLite's message. */
-static void sql_error(sqlite3 *db)
+/* One line for a failed statement: the guard's refusal, or SQLite's
+ * message. guard: NULL with --writable. */
+static void sql_error(sqlite3 *db, const struct query_guard *guard)
 {
 	if (guard && guard->refused)
 		sf_error("query: refused to write %s%s%s: sftrace query is read-only (ATTACH and VACUUM INTO need "
@@ -244,15 +243,17 @@ static void sql_error(sqlite3 *db)
 /* ---- running the statements ---- */
 
 /* Runs every statement of sql; the last one with columns writes to *out (a
- * fresh temporary file each time) or into *tab. 0, or -1 after an error. */
-static int run_sql(sqlite3 *db, const char *sql, enum qformat f, FILE **out, struct table *tab)
+ * fresh temporary file each time) or into *tab. 0, or -1 after an error.
+ * guard: the installed query_guard, NULL with --writable. */
+static int run_sql(sqlite3 *db, const struct query_guard *guard, const char *sql, enum qformat f, FILE **out,
+		   struct table *tab)
 {
 	const char *tail = sql;
 	int statements = 0;
 	while (tail && *tail) {
 		sqlite3_stmt *st = NULL;
 		if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
-			sql_error(db);
+			sql_error(db, guard);
 			return -1;
 		}
 		if (!st)
@@ -287,7 +288,7 @@ static int run_sql(sqlite3 *db, const char *sql, enum qformat f, FILE **out, str
 			rows++;
 		}
 		if (rc != SQLITE_DONE) {
-			sql_error(db);
+			sql_error(db, guard);
 			sqlite3_finalize(st);
 			return -1;
 		}
@@ -390,8 +391,7 @@ int cmd_query(int argc, char **argv)
 	struct sql_tables *tabs = NULL;
 	FILE *out = NULL;
 	struct table tab = {0};
-	struct query_guard g = {0};
-	guard = writable ? NULL : &g;
+	struct query_guard guard = {0};
 	char err[1024];
 	if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
 		sf_error("query: cannot open an SQLite database: %s", db ? sqlite3_errmsg(db) : "out of memory");
@@ -399,9 +399,9 @@ int cmd_query(int argc, char **argv)
 					&io.trace, err, sizeof(err)))) {
 		sf_error("query: %s", err);
 	} else {
-		if (guard)
-			guard_install(db, guard);
-		if (run_sql(db, sql, f, &out, &tab) == 0) {
+		if (!writable)
+			guard_install(db, &guard);
+		if (run_sql(db, writable ? NULL : &guard, sql, f, &out, &tab) == 0) {
 			if (f == Q_TABLE)
 				table_print(&tab, stdout);
 			else if (out && copy_out(out) < 0)

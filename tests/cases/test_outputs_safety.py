@@ -200,7 +200,8 @@ def test_query_formats_escape_text_from_the_log():
     p = run([SFTRACE, "query", "--format", "json", log, sql])
     no_raw_controls(p, "query json")
     eq(json.loads(p.stdout), [{"name": FUNC, "n": 4}], "json")
-    p = run([SFTRACE, "query", "--format", "tsv", log, f"select thread_name from threads where thread_name = '{THREAD}'"])
+    p = run([SFTRACE, "query", "--format", "tsv", log,
+             f"select thread_name from threads where thread_name = '{THREAD}'"])
     eq(p.stdout.splitlines(), ["thread_name", esc(THREAD)], "thread name")
 
 
@@ -231,7 +232,8 @@ def test_filter_listing_and_messages_escape():
 
 # ---- query is read-only ----
 
-REFUSED = "sftrace: error: query: refused to write '{}': sftrace query is read-only (ATTACH and VACUUM INTO need --writable)\n"
+REFUSED = ("sftrace: error: query: refused to write '{}': sftrace query is read-only "
+           "(ATTACH and VACUUM INTO need --writable)\n")
 
 
 def test_query_is_read_only():

@@ -73,8 +73,18 @@ static void out_mem(struct out *o, const char *s, size_t n)
 static void out_str(struct out *o, const char *s) { out_mem(o, s, strlen(s)); }
 
 /* Text taken from the log (paths, names, the command line): escaped, so a
- * hostile log cannot drive the terminal (text_esc.h). */
-static void out_esc(struct out *o, const char *s) { out_str(o, sf_esc(s)); }
+ * hostile log cannot drive the terminal (text_esc.h). A name per event: the
+ * usual all-printable-ASCII name is measured and checked in one scan. */
+static void out_esc(struct out *o, const char *s)
+{
+	size_t n = 0;
+	while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f)
+		n++;
+	if (!s[n])
+		out_mem(o, s, n);
+	else
+		out_str(o, sf_esc(s));
+}
 
 static void out_fmt(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void out_fmt(struct out *o, const char *fmt, ...)

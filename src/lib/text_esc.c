@@ -41,6 +41,11 @@ const char *sf_esc(const char *s)
 		return NULL;
 	const unsigned char *p = (const unsigned char *)s;
 	size_t len = 0, extra = 0, bad;
+	/* Fast path, dump's per-event case: printable ASCII needs no check. */
+	while (p[len] >= 0x20 && p[len] < 0x7f)
+		len++;
+	if (!p[len])
+		return s;
 	while (p[len]) {
 		size_t n = step(p + len, &bad);
 		extra += 3 * bad;

@@ -17,6 +17,7 @@
 #include "format/sflog.h"
 #include "lib/log_reader.h"
 #include "lib/log_symbols.h"
+#include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
 
@@ -70,6 +71,20 @@ static void out_mem(struct out *o, const char *s, size_t n)
 }
 
 static void out_str(struct out *o, const char *s) { out_mem(o, s, strlen(s)); }
+
+/* Text taken from the log (paths, names, the command line): escaped, so a
+ * hostile log cannot drive the terminal (text_esc.h). A name per event: the
+ * usual all-printable-ASCII name is measured and checked in one scan. */
+static void out_esc(struct out *o, const char *s)
+{
+	size_t n = 0;
+	while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f)
+		n++;
+	if (!s[n])
+		out_mem(o, s, n);
+	else
+		out_str(o, sf_esc(s));
+}
 
 static void out_fmt(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void out_fmt(struct out *o, const char *fmt, ...)
@@ -130,6 +145,7 @@ static const char *state_name(uint32_t s)
 /* An argument as a shell would need it. */
 static void out_arg(struct out *o, const char *a)
 {
+	a = sf_esc(a);
 	if (*a && !a[strcspn(a, " \t\n'\"\\$`*?[]{}()<>|&;!#~")]) {
 		out_str(o, a);
 		return;
@@ -147,7 +163,7 @@ static void out_arg(struct out *o, const char *a)
 static void print_header(struct out *o, const struct lr_log *log)
 {
 	const struct lr_info *in = lr_info(log);
-	out_fmt(o, "log: %s (%" PRIu64 " bytes)\n", in->path, in->file_size);
+	out_fmt(o, "log: %s (%" PRIu64 " bytes)\n", sf_esc(in->path), in->file_size);
 	out_fmt(o, "format version: %u\n", in->version);
 	out_fmt(o, "pid: %u  ppid: %u  state: %s\n", in->pid, in->ppid, state_name(in->state));
 	out_str(o, "command line:");
@@ -201,7 +217,7 @@ static void print_objects(struct out *o, const struct lr_log *log, const struct 
 	out_fmt(o, "\nobjects (%zu):\n", n);
 	for (size_t i = 0; i < n; i++) {
 		const struct lr_object *obj = lr_object_at(log, i);
-		out_fmt(o, "  [%u] %s", obj->index, obj->path);
+		out_fmt(o, "  [%u] %s", obj->index, sf_esc(obj->path));
 		if (obj->flags & SF_OBJ_MAIN)
 			out_str(o, " (main)");
 		if (obj->flags & SF_OBJ_DLOPEN)
@@ -221,7 +237,7 @@ static void print_objects(struct out *o, const struct lr_log *log, const struct 
 		out_str(o, "\n");
 		const char *file = ls ? ls_object_file(ls, i) : NULL;
 		if (file && strcmp(file, obj->path))
-			out_fmt(o, "      symbols from %s\n", file);
+			out_fmt(o, "      symbols from %s\n", sf_esc(file));
 	}
 }
 
@@ -233,7 +249,7 @@ static void print_threads(struct out *o, const struct lr_log *log)
 	for (size_t i = 0; i < n; i++) {
 		const struct lr_thread *t = lr_thread_at(log, i);
 		out_fmt(o, "  %6" PRIu64 " %8u  %-16s %8" PRIu64 " %11" PRIu64 "  %u data", t->serial, t->tid,
-			t->name[0] ? t->name : "-", t->events, t->lost, t->data_batches);
+			t->name[0] ? sf_esc(t->name) : "-", t->events, t->lost, t->data_batches);
 		if (t->slots)
 			out_fmt(o, " + %u slot%s (%u live)", t->slots, t->slots == 1 ? "" : "s", t->live_slots);
 		out_str(o, "\n");
@@ -301,7 +317,7 @@ static int print_event(void *ctx, const struct lr_event *ev)
 			out_hex(o, ev->site);
 		}
 	} else {
-		out_str(o, func_name(d, ev->func_id));
+		out_esc(o, func_name(d, ev->func_id));
 	}
 	if (d->raw) {
 		out_mem(o, "  [raw ", 7);
@@ -326,9 +342,9 @@ static void print_footer(struct out *o, const struct lr_log *log, const struct l
 	if (nw + nls) {
 		out_fmt(o, "\nwarnings (%zu):\n", nw + nls);
 		for (size_t i = 0; i < nw; i++)
-			out_fmt(o, "  %s\n", lr_warning(log, i));
+			out_fmt(o, "  %s\n", sf_esc(lr_warning(log, i)));
 		for (size_t i = 0; i < nls; i++)
-			out_fmt(o, "  %s\n", ls_warning(ls, i));
+			out_fmt(o, "  %s\n", sf_esc(ls_warning(ls, i)));
 	}
 	struct lr_summary s;
 	lr_summary(log, &s);
@@ -358,7 +374,7 @@ static void cut_line(struct out *o, const struct trace_frame *f, uint64_t t, con
 		out_u64(o, f->depth, 0);
 		out_mem(o, "] ", 2);
 	}
-	out_str(o, trace_name(f->proc, f->func_id));
+	out_esc(o, trace_name(f->proc, f->func_id));
 	if (note)
 		out_str(o, note);
 	out_mem(o, "\n", 1);
@@ -394,7 +410,7 @@ static int print_cut_events(struct out *o, const char *path, struct input_opts *
 	int r = trace_run(in, &sink);
 	char buf[512];
 	if (r == 0 && trace_format_cut(in, buf, sizeof(buf)))
-		out_fmt(o, "\ncut: %s\n", buf);
+		out_fmt(o, "\ncut: %s\n", sf_esc(buf));
 	if (r == 0 && fr_format_repairs(trace_stats(in), buf, sizeof(buf)))
 		out_fmt(o, "%s\n", buf);
 	trace_close(in);

@@ -29,6 +29,7 @@
 #include "lib/name_match.h"
 #include "lib/outfile.h"
 #include "lib/symbols.h"
+#include "lib/text_esc.h"
 #include "lib/util.h"
 
 #define MAX_SHOWN 12      /* selected names printed per object */
@@ -305,9 +306,11 @@ static int is_selected(const struct func *f)
 	return f->hit && !f->excluded;
 }
 
-/* A name on one line: long generic names are cut with "…". */
+/* A name on one line: long generic names are cut with "…"; escaped, as it
+ * comes from the object (text_esc.h). */
 static void print_name(FILE *out, const char *indent, const char *name)
 {
+	name = sf_esc(name);
 	size_t len = strlen(name), n = len;
 	if (n > MAX_NAME_SHOWN) {
 		n = MAX_NAME_SHOWN;
@@ -319,7 +322,7 @@ static void print_name(FILE *out, const char *indent, const char *name)
 
 static void print_object_summary(struct object *o)
 {
-	printf("%s: %zu of %zu instrumented function%s selected\n", o->path, o->nselected, o->nfuncs,
+	printf("%s: %zu of %zu instrumented function%s selected\n", sf_esc(o->path), o->nselected, o->nfuncs,
 	       o->nfuncs == 1 ? "" : "s");
 	size_t shown = 0;
 	for (size_t i = 0; i < o->nfuncs && shown < MAX_SHOWN; i++) {
@@ -590,7 +593,7 @@ static int run(struct filter_args *a, struct object *objs, size_t *nobjs, int ar
 	if (write_filter(&a->fo, objs, *nobjs, argc, argv) < 0)
 		return 1;
 	if (!a->quiet)
-		printf("wrote %s: %zu function%s in %zu object%s (mode %s, unlisted %s)\n", a->fo.output, total,
+		printf("wrote %s: %zu function%s in %zu object%s (mode %s, unlisted %s)\n", sf_esc(a->fo.output), total,
 		       total == 1 ? "" : "s", *nobjs, *nobjs == 1 ? "" : "s", a->fo.within ? "within" : "select",
 		       a->fo.unlisted_trace ? "trace" : "skip");
 	return 0;

@@ -16,6 +16,7 @@
 #include "lib/heap.h"
 #include "lib/json_out.h"
 #include "lib/outfile.h"
+#include "lib/text_esc.h"
 #include "lib/util.h"
 #include "output/flamegraph.h"
 #include "output/heap_plot.h"
@@ -159,10 +160,10 @@ static void table(const struct heap_result *r, int key, const char *title, const
 			json_put_str(stdout, stack);
 			putchar('}');
 		} else if (tsv) {
-			printf("%s\t-\t%" PRIu64 "\t%" PRIu64 "\t%s\n", section, bytes, count, stack);
+			printf("%s\t-\t%" PRIu64 "\t%" PRIu64 "\t%s\n", section, bytes, count, sf_esc(stack));
 		} else {
 			human(bytes, hb, sizeof(hb));
-			printf("%12s %10" PRIu64 "  %s\n", key == BY_TEMP ? "" : hb, count, stack);
+			printf("%12s %10" PRIu64 "  %s\n", key == BY_TEMP ? "" : hb, count, sf_esc(stack));
 		}
 		shown++;
 	}
@@ -213,7 +214,7 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 	}
 	if (o->format == FMT_TSV) {
 		if (several)
-			printf("process\t%u\t%s\n", r->proc->info->pid, r->proc->name);
+			printf("process\t%u\t%s\n", r->proc->info->pid, sf_esc(r->proc->name));
 		printf("allocations\t%" PRIu64 "\nfrees\t%" PRIu64 "\nreallocs\t%" PRIu64 "\nbytes_allocated\t%" PRIu64
 		       "\ntemporary\t%" PRIu64 "\npeak_bytes\t%" PRIu64 "\npeak_blocks\t%" PRIu64
 		       "\npeak_time_ns\t%" PRIu64 "\nleaked_bytes\t%" PRIu64 "\nleaked_blocks\t%" PRIu64
@@ -233,7 +234,7 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 	}
 	char a[32], b[32], c[32];
 	if (several)
-		printf("\n== process %u (%s)\n", r->proc->info->pid, r->proc->cmdline);
+		printf("\n== process %u (%s)\n", r->proc->info->pid, sf_esc(r->proc->cmdline));
 	human(t->bytes, a, sizeof(a));
 	human(t->peak_bytes, b, sizeof(b));
 	human(t->leak_bytes, c, sizeof(c));
@@ -334,7 +335,7 @@ static int find_cb(void *ctx, const struct heap_event *e, const struct heap_node
 		if (e->ptr == f->ptr || (e->kind == SF_EV_HEAP_REALLOC && e->old_ptr == f->ptr)) {
 			stack_str(&tmp, e->node, e->site_addr, stack, sizeof(stack));
 			printf("%" PRIu64 " %s\ttid:%u\tsize:%" PRIu64 "\t%s\n", e->id, kind_str(e->kind), e->tid, e->size,
-			       stack);
+			       sf_esc(stack));
 			f->found = 1;
 		}
 		return 0;
@@ -346,7 +347,7 @@ static int find_cb(void *ctx, const struct heap_event *e, const struct heap_node
 	       e->ptr);
 	if (e->kind == SF_EV_HEAP_REALLOC)
 		printf("old ptr: 0x%" PRIx64 "\n", e->old_ptr);
-	printf("size: %" PRIu64 "\nalign: %" PRIu64 "\nstack: %s\n", e->size, e->align, stack);
+	printf("size: %" PRIu64 "\nalign: %" PRIu64 "\nstack: %s\n", e->size, e->align, sf_esc(stack));
 	f->found = 1;
 	return 1;
 }

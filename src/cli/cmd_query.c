@@ -4,7 +4,11 @@
  * Statements run in order; the rows of the last one that returns columns
  * are printed, as a table on a terminal, else as TSV (--format picks csv,
  * tsv, json or table). Output is held back until every statement has run,
- * so a failing query prints its one-line error and nothing else. */
+ * so a failing query prints its one-line error and nothing else.
+ *
+ * Read-only unless --writable: SQL that would create or write a file is
+ * refused (query_guard below). Text from the logs is escaped in every
+ * format (text_esc.h, json_out.h). */
 #include <getopt.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -17,6 +21,7 @@
 #include "cli/input_opts.h"
 #include "lib/json_out.h"
 #include "lib/sql_tables.h"
+#include "lib/text_esc.h"
 #include "lib/util.h"
 
 enum qformat { Q_TABLE, Q_TSV, Q_CSV, Q_JSON };
@@ -44,16 +49,19 @@ static char *cell_text(sqlite3_stmt *st, int i, int *num)
 
 /* ---- tsv, csv, json: streamed to a temporary file ---- */
 
+/* Tabs and newlines would break the row: spaces. */
 static void put_tsv(FILE *out, const char *s)
 {
-	for (; s && *s; s++)
-		fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, out);
+	if (s)
+		sf_esc_put(out, s, "\t\n\r");
 }
 
+/* Escaped first, so only commas and quotes still need quoting. */
 static void put_csv(FILE *out, const char *s)
 {
 	if (!s)
 		return;
+	s = sf_esc(s);
 	if (!strpbrk(s, ",\"\r\n")) {
 		fputs(s, out);
 		return;
@@ -137,7 +145,8 @@ static void table_row(struct table *t, sqlite3_stmt *st, int header)
 			t->cells = xrealloc(t->cells, t->cap * sizeof(*t->cells));
 			t->num = xrealloc(t->num, t->cap);
 		}
-		t->cells[k] = s ? s : xstrdup("NULL");
+		t->cells[k] = xstrdup(s ? sf_esc(s) : "NULL");
+		free(s);
 		t->num[k] = (char)num;
 	}
 	t->nrows++;
@@ -185,18 +194,66 @@ static void table_free(struct table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* ---- read-only ----
+ *
+ * The database is in memory, so SQL writes to it (a temporary table) touch
+ * no file. Files are written only through another database: ATTACH opens
+ * (creating) the file it names, and VACUUM INTO runs an ATTACH of its
+ * target inside. SQLite asks the authorizer about both, VACUUM's inner
+ * ATTACH included, as SQLITE_ATTACH with the file name; the guard refuses
+ * every one and remembers the name for the message. No attached database
+ * is allowed either (SQLITE_LIMIT_ATTACHED 0), should an ATTACH ever get
+ * past the authorizer. Extensions stay unloadable (SQLite's default). */
+
+struct query_guard {
+	int refused;
+	char name[256]; /* the file an ATTACH named ("" if not a literal) */
+};
+
+static int guard_authorize(void *ctx, int action, const char *a1, const char *a2, const char *db, const char *view)
+{
+	(void)a2, (void)db, (void)view;
+	if (action != SQLITE_ATTACH)
+		return SQLITE_OK;
+	struct query_guard *g = ctx;
+	g->refused = 1;
+	snprintf(g->name, sizeof(g->name), "%s", a1 ? a1 : "");
+	return SQLITE_DENY;
+}
+
+static void guard_install(sqlite3 *db, struct query_guard *g)
+{
+	sqlite3_set_authorizer(db, guard_authorize, g);
+	sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+	sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+}
+
+/* One line for a failed statement: the guard's refusal, or SQLite's
+ * message. guard: NULL with --writable. */
+static void sql_error(sqlite3 *db, const struct query_guard *guard)
+{
+	if (guard && guard->refused)
+		sf_error("query: refused to write %s%s%s: sftrace query is read-only (ATTACH and VACUUM INTO need "
+			 "--writable)",
+			 *guard->name ? "'" : "a file", guard->name, *guard->name ? "'" : "");
+	else
+		sf_error("query: %s", sqlite3_errmsg(db));
+}
+
 /* ---- running the statements ---- */
 
 /* Runs every statement of sql; the last one with columns writes to *out (a
- * fresh temporary file each time) or into *tab. 0, or -1 after an error. */
-static int run_sql(sqlite3 *db, const char *sql, enum qformat f, FILE **out, struct table *tab)
+ * fresh temporary file each time) or into *tab. 0, or -1 after an error.
+ * guard: the installed query_guard, NULL with --writable. */
+static int run_sql(sqlite3 *db, const struct query_guard *guard, const char *sql, enum qformat f, FILE **out,
+		   struct table *tab)
 {
 	const char *tail = sql;
 	int statements = 0;
 	while (tail && *tail) {
 		sqlite3_stmt *st = NULL;
 		if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
-			sf_error("query: %s", sqlite3_errmsg(db));
+			sql_error(db, guard);
 			return -1;
 		}
 		if (!st)
@@ -231,7 +288,7 @@ static int run_sql(sqlite3 *db, const char *sql, enum qformat f, FILE **out, str
 			rows++;
 		}
 		if (rc != SQLITE_DONE) {
-			sf_error("query: %s", sqlite3_errmsg(db));
+			sql_error(db, guard);
 			sqlite3_finalize(st);
 			return -1;
 		}
@@ -274,6 +331,8 @@ static void usage(FILE *out)
 		"options:\n"
 		"      --format FMT       table (default on a terminal), tsv (default otherwise),\n"
 		"                         csv or json (an array of objects, one per row)\n"
+		"      --writable         allow SQL that writes files (ATTACH, VACUUM INTO);\n"
+		"                         without it, query is read-only\n"
 		"  -h, --help             this help\n");
 	input_opts_usage(out, 's');
 }
@@ -282,13 +341,14 @@ int cmd_query(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, 0, 'f'},
+		{"writable", no_argument, 0, 'W'},
 		{"help", no_argument, 0, 'h'},
 		INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
 	struct input_opts io;
 	input_opts_init(&io, 's');
-	int c, usage_error, fmt = -1;
+	int c, usage_error, fmt = -1, writable = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:c:qh", longopts, NULL)) != -1) {
 		if (input_opts_handle(&io, c, optarg)) {
@@ -307,6 +367,7 @@ int cmd_query(int argc, char **argv)
 				goto out_usage;
 			}
 			break;
+		case 'W': writable = 1; break;
 		case 'h': usage(stdout); input_opts_free(&io); return 0;
 		default: goto out_usage;
 		}
@@ -330,20 +391,25 @@ int cmd_query(int argc, char **argv)
 	struct sql_tables *tabs = NULL;
 	FILE *out = NULL;
 	struct table tab = {0};
+	struct query_guard guard = {0};
 	char err[1024];
 	if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
 		sf_error("query: cannot open an SQLite database: %s", db ? sqlite3_errmsg(db) : "out of memory");
 	} else if (!(tabs = sqlt_attach(db, in, (const char *const *)argv + optind, (size_t)(argc - 1 - optind),
 					&io.trace, err, sizeof(err)))) {
 		sf_error("query: %s", err);
-	} else if (run_sql(db, sql, f, &out, &tab) == 0) {
-		if (f == Q_TABLE)
-			table_print(&tab, stdout);
-		else if (out && copy_out(out) < 0)
-			sf_error("query: cannot read back the output");
-		rc = fflush(stdout) == 0 && !ferror(stdout) && !(out && ferror(out)) ? 0 : 1;
-		if (rc)
-			sf_error("query: cannot write to stdout");
+	} else {
+		if (!writable)
+			guard_install(db, &guard);
+		if (run_sql(db, writable ? NULL : &guard, sql, f, &out, &tab) == 0) {
+			if (f == Q_TABLE)
+				table_print(&tab, stdout);
+			else if (out && copy_out(out) < 0)
+				sf_error("query: cannot read back the output");
+			rc = fflush(stdout) == 0 && !ferror(stdout) && !(out && ferror(out)) ? 0 : 1;
+			if (rc)
+				sf_error("query: cannot write to stdout");
+		}
 	}
 	if (out)
 		fclose(out);

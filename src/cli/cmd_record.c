@@ -29,6 +29,7 @@
 #include "lib/frames.h"
 #include "lib/log_reader.h"
 #include "lib/name_match.h"
+#include "lib/text_esc.h"
 #include "lib/util.h"
 
 static void usage(FILE *out)
@@ -413,7 +414,7 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 	char err[512];
 	struct lr_log *log = lr_open(path, err, sizeof(err));
 	if (!log) {
-		fprintf(stderr, "sftrace: %s: unreadable: %s\n", shown, err);
+		fprintf(stderr, "sftrace: %s: unreadable: %s\n", shown, sf_esc(err));
 		return;
 	}
 	struct lr_summary s;
@@ -689,7 +690,7 @@ static void summarise_filter_dir(const char *dir, const char *regex)
 			for (size_t j = 0; j < info.nobjs; j++)
 				fprintf(stderr, "  %zu of %zu instrumented functions selected in %s\n",
 					info.objs[j].nfuncs, instrumented_count(files[i], info.objs[j].nfuncs),
-					info.objs[j].path);
+					sf_esc(info.objs[j].path));
 			ff_info_free(&info);
 		}
 		free(files[i]);

@@ -25,6 +25,7 @@
 #include "lib/callpath.h"
 #include "lib/func_stats.h"
 #include "lib/json_out.h"
+#include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
 
@@ -91,9 +92,11 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
 #define C_DIM "\033[2m"
 #define C_OFF "\033[0m"
 
-/* Prints `name` cut to `cols` columns (UTF-8 aware); cols < 0: whole. */
+/* Prints `name` cut to `cols` columns (UTF-8 aware); cols < 0: whole.
+ * Escaped first (text_esc.h): names come from the logs and their objects. */
 void report_put_name(const char *name, int cols)
 {
+	name = sf_esc(name);
 	if (cols < 0) {
 		fputs(name, stdout);
 		return;
@@ -193,18 +196,18 @@ static void print_section_head(const struct report *r, uint32_t scope)
 	cp_format_ns(t, sizeof(t), n->total_ns);
 	printf("%s", r->color ? C_BOLD : "");
 	if (r->scoped == 2)
-		printf("== thread %s in %s", cp_func_name(r->t, n->func, NULL),
-		       cp_func_name(r->t, cp_node(r->t, n->parent)->func, NULL));
+		printf("== thread %s in %s", sf_esc(cp_func_name(r->t, n->func, NULL)),
+		       sf_esc(cp_func_name(r->t, cp_node(r->t, n->parent)->func, NULL)));
 	else
-		printf("== process %s", cp_func_name(r->t, n->func, NULL));
+		printf("== process %s", sf_esc(cp_func_name(r->t, n->func, NULL)));
 	printf(": %s in %llu calls%s\n", t, (unsigned long long)n->sub_calls, r->color ? C_OFF : "");
 }
 
-/* Tabs and newlines would break a TSV row. */
+/* Tabs and newlines would break a TSV row: spaces; other control
+ * characters escaped (text_esc.h). */
 void report_put_tsv_name(const char *s)
 {
-	for (; *s; s++)
-		putchar(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s);
+	sf_esc_put(stdout, s, "\t\n\r");
 }
 
 static void print_tsv(const struct report *r, const struct fs_row *rows, size_t n)

@@ -12,6 +12,7 @@
 
 #include "format/xray_map.h"
 #include "lib/filter_merge.h"
+#include "lib/text_esc.h"
 #include "lib/util.h"
 
 struct noted_object {
@@ -205,12 +206,12 @@ static int explain_filter(const struct record_why *w, const struct notes *n)
 				"program loaded\n",
 			w->filter_shown);
 		for (size_t i = 0; i < info.nobjs; i++)
-			fprintf(stderr, "  the filter names:     %s (build-id %s)\n", info.objs[i].path,
-				info.objs[i].build_id);
+			fprintf(stderr, "  the filter names:     %s (build-id %s)\n", sf_esc(info.objs[i].path),
+				sf_esc(info.objs[i].build_id));
 		for (size_t j = 0; j < n->nobjs; j++)
-			fprintf(stderr, "  the program loaded:   %s (build-id %s)\n", n->objs[j].path,
-				n->objs[j].build_id);
-		fprintf(stderr, "  make a filter for them: sftrace filter -p %s -r REGEX -o FILTER\n", n->objs[0].path);
+			fprintf(stderr, "  the program loaded:   %s (build-id %s)\n", sf_esc(n->objs[j].path),
+				sf_esc(n->objs[j].build_id));
+		fprintf(stderr, "  make a filter for them: sftrace filter -p %s -r REGEX -o FILTER\n", sf_esc(n->objs[0].path));
 	}
 	ff_info_free(&info);
 	return !named;
@@ -223,7 +224,7 @@ void record_explain_no_log(const struct record_why *w)
 	if (n.nmessages) {
 		fprintf(stderr, "sftrace: no log written; the runtime said:\n");
 		for (size_t i = 0; i < n.nmessages; i++)
-			fprintf(stderr, "  %s\n", n.messages[i]);
+			fprintf(stderr, "  %s\n", sf_esc(n.messages[i]));
 	} else if (n.nobjs && explain_filter(w, &n)) {
 		/* said */
 	} else if (n.nobjs) {
@@ -240,7 +241,7 @@ void record_explain_no_log(const struct record_why *w)
 			fprintf(stderr, "sftrace: no log written: sleds were patched, but none of the selected "
 					"functions ran:\n");
 		for (size_t i = 0; i < n.nobjs; i++)
-			fprintf(stderr, "  %s: %lu of %lu sleds patched\n", n.objs[i].path, n.objs[i].patched,
+			fprintf(stderr, "  %s: %lu of %lu sleds patched\n", sf_esc(n.objs[i].path), n.objs[i].patched,
 				n.objs[i].sleds);
 	} else {
 		explain_from_command(w->cmd);

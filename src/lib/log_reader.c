@@ -1152,6 +1152,7 @@ static int map_file(struct lr_log *log, char *err, size_t errlen)
 	log->map = m;
 	log->map_len = (size_t)st.st_size;
 	log->info.file_size = (uint64_t)st.st_size;
+	log->info.mode = (unsigned)(st.st_mode & 07777);
 	return 0;
 }
 

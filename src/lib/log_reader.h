@@ -41,6 +41,7 @@ struct lr_log;
 struct lr_info {
 	const char *path;        /* the path given to lr_open */
 	uint64_t file_size;
+	unsigned mode;               /* the file's permission bits (st_mode & 07777) */
 	uint32_t version;
 	uint32_t header_size;
 	uint32_t pid, ppid;

@@ -413,6 +413,19 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* The creation mode of outputs (sf_outfile_limit_mode). The CLI runs one
+ * command per process, and every output of that command is made from the
+ * same logs, so one process-wide value is the whole state. */
+static unsigned out_mode = 0644;
+static int out_mode_limited;
+
+void sf_outfile_limit_mode(unsigned mode)
+{
+	mode &= 0666;
+	out_mode = out_mode_limited ? out_mode & mode : mode;
+	out_mode_limited = 1;
+}
+
 /* Creates "<dir>/.<base>.<random>.tmp" with O_EXCL. Returns the fd and sets
  * *tmp_out (malloc'd), or -1 with errno set. */
 static int create_temp(const char *path, char **tmp_out)
@@ -436,7 +449,7 @@ static int create_temp(const char *path, char **tmp_out)
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull + counter++;
 		snprintf(tmp, cap, "%.*s.%.*s.%08x.tmp", (int)dirlen, path, baselen, base,
 			 (unsigned)(seed >> 32));
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)out_mode);
 		if (fd >= 0) {
 			*tmp_out = tmp;
 			return fd;

@@ -15,6 +15,16 @@
 
 struct sf_outfile;
 
+/* Outputs made from logs are no more readable than the logs: a converted
+ * trace carries the same data (command lines, paths, timings), so a 0600
+ * log gives 0600 outputs. trace_open calls this with each log's mode; the
+ * files created afterwards get the permission bits every one of them has
+ * (their intersection, without execute, setuid, setgid and sticky bits),
+ * less the umask, as cp(1) does. Before any call: 0644 less the umask.
+ * The temporary file is created with that mode, so no one else can open
+ * it while it fills. */
+void sf_outfile_limit_mode(unsigned mode);
+
 /* gzip: 1 compress, 0 do not, -1 compress when path ends in ".gz".
  * Returns NULL with a one-line message in err ("cannot create PATH: ...")
  * when the temporary file cannot be created. */

@@ -12,6 +12,7 @@
 
 #include "format/sflog.h"
 #include "lib/demangle.h"
+#include "lib/outfile.h"
 #include "lib/util.h"
 
 struct proc_state {
@@ -278,6 +279,8 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 		}
 		ps->pub.index = in->nprocs;
 		ps->pub.info = lr_info(ps->pub.log);
+		/* What is written from these logs is no more readable than they are. */
+		sf_outfile_limit_mode(ps->pub.info->mode);
 		ps->name = process_name(ps->pub.info, ps->pub.log);
 		ps->cmdline = join_argv(ps->pub.info);
 		ps->pub.name = ps->name;

@@ -1,16 +1,27 @@
 #include "lib/util.h"
 
+#include "lib/text_esc.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Messages name paths and functions taken from logs: escaped (text_esc.h),
+ * so that a hostile log cannot drive the terminal through stderr. Through
+ * sf_esc_put, which keeps no state: a reader thread (query's frames) may
+ * warn while the main thread formats its output. Under stderr's lock, so two
+ * threads' messages do not interleave. */
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
 	char buf[4096];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "sftrace: %s%s\n", prefix, buf);
+	flockfile(stderr);
+	fprintf(stderr, "sftrace: %s", prefix);
+	sf_esc_put(stderr, buf, NULL);
+	fputc('\n', stderr);
+	funlockfile(stderr);
 }
 
 void sf_error(const char *fmt, ...)

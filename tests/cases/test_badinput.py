@@ -462,7 +462,7 @@ def _replay_binary(name, sources):
 def test_fuzz_corpus_and_regressions_replay():
     harnesses = {
         "log_reader": ["tests/fuzz/fuzz_log_reader.c", "src/lib/log_reader.c", "src/lib/frames.c", "src/lib/util.c",
-                       "src/lib/hashmap.c", "src/format/packed.c"],
+                       "src/lib/text_esc.c", "src/lib/hashmap.c", "src/format/packed.c"],
         "filter_file": ["tests/fuzz/fuzz_filter_file.c", "src/format/filter_file.c"],
     }
     for name, sources in harnesses.items():

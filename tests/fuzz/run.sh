@@ -23,7 +23,7 @@ CFLAGS="-std=gnu11 -D_GNU_SOURCE -I$ROOT/src -g -O1 -fsanitize=fuzzer,address,un
 mkdir -p "$OUT"
 cd "$ROOT"
 $CC $CFLAGS -o "$OUT/fuzz_log_reader" tests/fuzz/fuzz_log_reader.c \
-	src/lib/log_reader.c src/lib/frames.c src/lib/util.c src/lib/hashmap.c src/format/packed.c
+	src/lib/log_reader.c src/lib/frames.c src/lib/util.c src/lib/text_esc.c src/lib/hashmap.c src/format/packed.c
 $CC $CFLAGS -o "$OUT/fuzz_filter_file" tests/fuzz/fuzz_filter_file.c src/format/filter_file.c
 
 # With -jobs, libFuzzer writes fuzz-N.log files into the current directory.

@@ -24,6 +24,6 @@ ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -I"$root/src" -O2 -g \
 	-Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes ${CFLAGS:-} \
 	-o "$out/gen" "$here/gen.c" \
 	"$root"/src/output/parquet*.c "$root/src/output/arrow_schema.c" \
-	"$root/src/output/thrift_compact.c" "$root/src/output/protobuf.c" "$root/src/lib/util.c" -lzstd
+	"$root/src/output/thrift_compact.c" "$root/src/output/protobuf.c" "$root/src/lib/util.c" "$root/src/lib/text_esc.c" -lzstd
 "$out/gen" "$out"
 node "$here/check.mjs" "$out"

@@ -425,6 +425,44 @@ static void test_write_error(void **state)
 	check_write_error("big.bin.gz", -1);
 }
 
+/* Outputs get the bits every input log has, less the umask; the temporary
+ * file has them already (no window in which others may open it). Runs last:
+ * the limit lasts for the process, as in the CLI. */
+static void test_mode_follows_the_logs(void **state)
+{
+	(void)state;
+	char err[512];
+	const char *path = in_dir("private.pb");
+	sf_outfile_limit_mode(0640 | S_IXUSR);
+	sf_outfile_limit_mode(0604);
+	mode_t old = umask(0);
+	struct sf_outfile *of = sf_outfile_open(path, -1, err, sizeof(err));
+	umask(old);
+	assert_non_null(of);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+	while ((e = readdir(d)))
+		if (e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			assert_int_equal(fstatat(dirfd(d), e->d_name, &st, 0), 0);
+			assert_int_equal(st.st_mode & 07777, 0600); /* the temporary file */
+		}
+	closedir(d);
+	assert_int_equal(sf_outfile_write(of, "x", 1), 0);
+	assert_int_equal(sf_outfile_commit(of), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* A later, wider log widens nothing; the umask still applies. */
+	sf_outfile_limit_mode(0666);
+	old = umask(0200);
+	of = sf_outfile_open(in_dir("umask.pb"), 0, err, sizeof(err));
+	umask(old);
+	assert_non_null(of);
+	assert_int_equal(sf_outfile_commit(of), 0);
+	assert_int_equal(stat(in_dir("umask.pb"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0400);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +476,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unwritable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mode_follows_the_logs, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

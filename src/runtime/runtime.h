@@ -127,8 +127,8 @@ struct sf_slot *sf_log_slot_get(void) SF_HIDDEN;
 void sf_log_slot_invalidate(struct sf_slot *s) SF_HIDDEN;
 /* DIR/STEM.snap.<pid>.<n>EXT for the configured output DIR/STEM.EXT. */
 void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
-int sf_log_fd(void) SF_HIDDEN;
-uint64_t sf_log_end(void) SF_HIDDEN;
+/* The whole log mapped read-only (snapshot.c); NULL if there is none. */
+void *sf_log_map_readonly(uint64_t *size) SF_HIDDEN;
 void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
 void sf_log_drop(uint64_t events) SF_HIDDEN;
 int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
@@ -136,7 +136,8 @@ void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair 
 void sf_log_thread_started(void) SF_HIDDEN;
 void sf_log_finish(void) SF_HIDDEN;            /* process exit */
 void sf_log_update_patch_stats(void) SF_HIDDEN; /* copy patch time/count into the header */
-void sf_log_after_fork_child(void) SF_HIDDEN;
+/* files_shared: the child shares the descriptor table (CLONE_FILES). */
+void sf_log_after_fork_child(int files_shared) SF_HIDDEN;
 void *sf_map_anon(size_t len) SF_HIDDEN;       /* runtime allocation: mmap, never malloc */
 struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
 
@@ -146,6 +147,7 @@ struct sf_slot {
 	struct sf_chunk *hdr; /* mapping of the whole slot chunk */
 	uint64_t file_offset;
 	struct sf_slot *next_free;
+	struct sf_slot *next_all;    /* every slot of the log (fork child: unmap them) */
 	struct sf_slot *next_queued; /* writer queue link */
 	uint32_t state;              /* enum sf_slot_state (futex word) */
 	uint32_t nevents;            /* queued: events to write */
@@ -318,6 +320,13 @@ void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
 
 /* ---- rt_libc.c: the libc the runtime uses, hidden (no interposition) ---- */
 void sf_rt_libc_init(void) SF_HIDDEN;
+/* A descriptor the runtime keeps: moved near the top of the table (never
+ * 0-2), close-on-exec; returns its new number, or -1 (fd closed, errno
+ * set) when it could only stay in 0-2. */
+int sf_fd_keep(int fd) SF_HIDDEN;
+/* A descriptor used briefly: moved only if it took 0, 1 or 2 (a closed
+ * stdin, stdout or stderr), which the program's own writes would reach. */
+int sf_fd_brief(int fd) SF_HIDDEN;
 
 /* ---- exec_env.c ---- */
 void sf_exec_env_resolve(void) SF_HIDDEN;

@@ -1,0 +1,119 @@
+"""Safe to leave on in production (issue 24): the runtime's descriptors and
+mappings are its own. A program that closes or takes over every
+descriptor, or starts with stdio closed, finds its files holding exactly
+what it wrote; every child, however it was made, writes its own log and
+keeps nothing of its parent's. Exact file contents and call counts."""
+import os
+import re
+
+from sfkit import SFTRACE, Skip, build_c, check, count_calls, dump_events, eq, run, tmpdir
+
+CALLS = 10000  # per thread, after the program took the descriptors: several chunk writes each
+OWN = "first line\nsecond line\n"
+
+
+def _fds_fixture():
+    return build_c("prod_fds", ["prod_fds.c"], libs=["-lpthread"])
+
+
+def _record(d, cmd, args=(), check_rc=0):
+    log = os.path.join(d, "sf.log")
+    p = run([SFTRACE, "record", "-o", log] + list(args) + ["--"] + cmd, check_rc=check_rc, timeout=120)
+    return p, log
+
+
+def _summary(stderr, log):
+    m = re.search(r"wrote " + re.escape(log) + r" \(pid \d+\): (\d+) events.*?(?:, (\d+) DROPPED \((\d+) failed "
+                  r"writes, last: ([^)]*)\))?$", stderr, re.M)
+    check(m, stderr)
+    return int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 0), m.group(4)
+
+
+def test_program_that_closes_or_dup2s_over_every_descriptor_keeps_its_files_and_its_trace():
+    exe = _fds_fixture()
+    for mode in ("loop", "range", "from", "dup2"):
+        for writer in ("sync", "thread"):
+            what = f"{mode}, --writer {writer}"
+            d = tmpdir()
+            own = os.path.join(d, "own.txt")
+            p, log = _record(d, [exe, mode, own, str(CALLS)], ["--writer", writer])
+            eq(p.stdout, "fds ok\n", what)
+            with open(own) as f:
+                eq(f.read(), OWN, f"{what}: the program's file holds what it wrote, nothing else")
+            events, dropped, errors, _ = _summary(p.stderr, log)
+            eq((dropped, errors), (0, 0), f"{what}: nothing dropped")
+            eq(count_calls(dump_events(log)).get("work"), 3 + 2 * CALLS, f"{what}: every call recorded")
+
+
+def test_program_that_drops_root_then_closes_descriptors_stops_recording_with_counted_errors():
+    if os.geteuid() != 0:
+        raise Skip("needs root (the program becomes nobody)")
+    exe = _fds_fixture()
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    p, log = _record(d, [exe, "loop", os.path.join(d, "own.txt"), str(CALLS)])
+    total, _, _, _ = _summary(p.stderr, log)
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    own = os.path.join(d, "own.txt")
+    p, log = _record(d, [exe, "drop", own, str(CALLS)])
+    eq(p.stdout, "fds ok\n", "drop")
+    with open(own) as f:
+        eq(f.read(), OWN, "the program's file holds what it wrote, nothing else")
+    # As nobody it can open the root-owned 0600 log neither by its mapping
+    # nor by its path: what it recorded before stays, the rest is counted.
+    events, dropped, errors, last = _summary(p.stderr, log)
+    check(errors > 0 and last == "Bad file descriptor", p.stderr)
+    eq(events + dropped, total, "events kept + dropped: every event accounted for")
+    check(count_calls(dump_events(log)).get("work", 0) >= 3, "the calls made before stay")
+
+
+def test_stdout_or_stderr_closed_at_start_stays_the_programs():
+    exe = build_c("prod_stdio", ["prod_stdio.c"])
+    for fd in (1, 2):
+        d = tmpdir()
+        own = os.path.join(d, "own.txt")
+        p, log = _record(d, ["sh", "-c", f'exec "$@" {fd}>&-', "sh", exe, str(fd), own])
+        with open(own) as f:
+            eq(f.read(), f"to {fd}\n", f"fd {fd} closed: the program's first file took it and got its write")
+        eq(count_calls(dump_events(log)).get("work"), 5, f"fd {fd} closed: the log is whole")
+
+
+def _logs(d):
+    """{log file name: calls per function} for every log in d."""
+    return {f: count_calls(dump_events(os.path.join(d, f))) for f in sorted(os.listdir(d)) if f.endswith(".log")}
+
+
+def _child_log(logs):
+    kids = [f for f in logs if f != "sf.log"]
+    eq(len(kids), 1, f"one child log: {sorted(logs)}")
+    return logs[kids[0]]
+
+
+def test_fork_child_keeps_no_mapping_or_descriptor_of_its_parents_log():
+    exe = build_c("prod_forkmaps", ["prod_forkmaps.c"], libs=["-lpthread"])
+    d = tmpdir()
+    p, log = _record(d, [exe, os.path.join(d, "sf.log")])
+    # The parent's two threads had live slots (rw-s mappings of its log).
+    eq(p.stdout, "child maps 0\nchild fds 0\n", "what the child kept of its parent's log")
+    logs = _logs(d)
+    eq(logs["sf.log"].get("work"), 5, "the parent's calls (two threads)")
+    eq(_child_log(logs).get("work"), 3, "the child's calls, in its own log")
+
+
+def test_clone_children_get_their_own_log_and_leave_the_parents_intact():
+    exe = build_c("prod_clone", ["prod_clone.c"])
+    for mode, child in (("stack", {"work": 3, "stack_child": 1}), ("death", {"work": 4, "death_child_main": 1}),
+                        ("files", {"work": 3, "stack_child": 1}), ("vfork", None)):
+        d = tmpdir()
+        p, log = _record(d, [exe, mode])
+        eq(p.stdout, f"{mode} ok\n", mode)
+        logs = _logs(d)
+        parent = logs["sf.log"]
+        eq({k: n for k, n in parent.items() if k != "main"}, {"work": 3}, f"{mode}: the parent's log, its calls only")
+        if child is None:
+            # CLONE_VM | CLONE_VFORK: the child runs on its parent's memory
+            # and thread storage, and records nothing (as a vfork child).
+            eq(sorted(logs), ["sf.log"], f"{mode}: no child log")
+        else:
+            eq(dict(_child_log(logs)), child, f"{mode}: the child's log")

@@ -90,7 +90,7 @@ long sf_set_errno(int e)
 
 /* ---- forks that run no atfork handlers ---- */
 
-static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a)
+static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, int files_shared)
 {
 	int on = sf_config.enabled;
 	if (on)
@@ -98,7 +98,7 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a)
 	long r = do_fork(a);
 	if (on) {
 		if (r == 0)
-			after_fork_child();
+			after_fork_child_files(files_shared);
 		else
 			after_fork_parent();
 	}
@@ -118,6 +118,15 @@ static int fork_like(long nr, const long *a)
 		const struct clone_args *ca = (const struct clone_args *)a[0];
 		return !(ca->flags & (CLONE_VM | CLONE_VFORK)) && ca->stack == 0;
 	}
+	return 0;
+}
+
+static uint64_t clone_flags(long nr, const long *a)
+{
+	if (nr == SYS_clone)
+		return (uint64_t)a[0];
+	if (nr == SYS_clone3 && a[0])
+		return ((const struct clone_args *)a[0])->flags;
 	return 0;
 }
 
@@ -146,7 +155,7 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
 	long r;
 	if (fork_like(nr, a)) {
 		nr_of_call = nr; /* under the runtime's lock from here to the fork */
-		r = fork_with_handlers(do_raw_fork, a);
+		r = fork_with_handlers(do_raw_fork, a, clone_flags(nr, a) & CLONE_FILES);
 	} else {
 		r = raw_syscall(nr, a);
 	}
@@ -176,7 +185,7 @@ __attribute__((visibility("default"))) pid_t _Fork(void)
 		return -1;
 	}
 	static const long none[6];
-	return fork_with_handlers(do__Fork, none);
+	return fork_with_handlers(do__Fork, none, 0);
 }
 
 /* ---- clone(3) ---- */

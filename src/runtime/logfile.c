@@ -293,12 +293,15 @@ static int log_fd(void)
 	return log_reopen();
 }
 
-/* An absolute L.path, so that the log can be found again after a chdir. */
+/* An absolute L.path, so that the log can be found again after a chdir.
+ * Called with the lock held, so its buffer is static: a thread's first
+ * event may come on a small stack (gtest's death-test children get two
+ * pages). */
 static void make_path_absolute(void)
 {
 	if (L.path[0] == '/')
 		return;
-	char cwd[PATH_MAX];
+	static char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		return;
 	size_t nc = str_len(cwd), np = str_len(L.path);

@@ -108,16 +108,21 @@ def test_fork_child_keeps_no_mapping_or_descriptor_of_its_parents_log():
 def test_clone_children_get_their_own_log_and_leave_the_parents_intact():
     exe = build_c("prod_clone", ["prod_clone.c"])
     for mode, child in (("stack", {"work": 3, "stack_child": 1}), ("death", {"work": 4, "death_child_main": 1}),
-                        ("files", {"work": 3, "stack_child": 1}), ("vfork", None)):
+                        ("files", {"work": 3, "stack_child": 1}), ("vfork", None), ("vm", None)):
         d = tmpdir()
         p, log = _record(d, [exe, mode])
         eq(p.stdout, f"{mode} ok\n", mode)
         logs = _logs(d)
         parent = logs["sf.log"]
-        eq({k: n for k, n in parent.items() if k != "main"}, {"work": 3}, f"{mode}: the parent's log, its calls only")
+        # CLONE_VM without CLONE_VFORK: the child runs at once on the calling
+        # thread's storage, so that thread stops recording when it clones.
+        eq({k: n for k, n in parent.items() if k != "main"}, {"work": 2 if mode == "vm" else 3},
+           f"{mode}: the parent's log, its calls only")
+        notes = [line for line in p.stderr.splitlines() if "CLONE_VM" in line]
+        eq(len(notes), 1 if mode == "vm" else 0, f"{mode}: said once: {notes}")
         if child is None:
-            # CLONE_VM | CLONE_VFORK: the child runs on its parent's memory
-            # and thread storage, and records nothing (as a vfork child).
+            # CLONE_VM: the child runs on its parent's memory and thread
+            # storage, and records nothing (as a vfork child).
             eq(sorted(logs), ["sf.log"], f"{mode}: no child log")
         else:
             eq(dict(_child_log(logs)), child, f"{mode}: the child's log")

@@ -288,7 +288,7 @@ static int log_fd(void)
 	int fd = __atomic_load_n(&L.fd, __ATOMIC_ACQUIRE);
 	if (fd >= 0 && is_log(fd))
 		return fd;
-	if (!L.hdr)
+	if (!L.hdr || __atomic_load_n(&L.lost, __ATOMIC_RELAXED))
 		return -EBADF;
 	return log_reopen();
 }

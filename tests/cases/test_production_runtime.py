@@ -5,8 +5,9 @@ what it wrote; every child, however it was made, writes its own log and
 keeps nothing of its parent's. Exact file contents and call counts."""
 import os
 import re
+import shutil
 
-from sfkit import SFTRACE, Skip, build_c, check, count_calls, dump_events, eq, run, tmpdir
+from sfkit import SFTRACE, Skip, build_c, check, count_calls, dump_events, dump_info, eq, run, tmpdir
 
 CALLS = 10000  # per thread, after the program took the descriptors: several chunk writes each
 OWN = b"first line\nsecond line\n"
@@ -23,9 +24,9 @@ def _read(path):
     return data if len(data) <= 64 else (data[:64], len(data))
 
 
-def _record(d, cmd, args=(), check_rc=0):
+def _record(d, cmd, args=(), check_rc=0, wrap=()):
     log = os.path.join(d, "sf.log")
-    p = run([SFTRACE, "record", "-o", log] + list(args) + ["--"] + cmd, check_rc=check_rc, timeout=120)
+    p = run(list(wrap) + [SFTRACE, "record", "-o", log] + list(args) + ["--"] + cmd, check_rc=check_rc, timeout=120)
     return p, log
 
 
@@ -71,6 +72,41 @@ def test_program_that_drops_root_then_closes_descriptors_stops_recording_with_co
     check(errors > 0 and last == "Bad file descriptor", p.stderr)
     eq(events + dropped, total, "events kept + dropped: every event accounted for")
     check(count_calls(dump_events(log)).get("work", 0) >= 3, "the calls made before stay")
+
+
+def _as_nobody():
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        raise Skip("needs root and setpriv to run as nobody")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_program_without_privileges_gets_its_log_back_by_path_and_only_that_file():
+    # Without CAP_SYS_ADMIN the log cannot be opened through its mapping
+    # (/proc/self/map_files): it is opened again by its path, and only if
+    # that path still is the log.
+    nobody = _as_nobody()
+    exe = _fds_fixture()
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    own = os.path.join(d, "own.txt")
+    p, log = _record(d, [exe, "loop", own, str(CALLS)], wrap=nobody)
+    eq(_read(own), OWN, "loop: the program's file")
+    total, dropped, _, _ = _summary(p.stderr, log)
+    eq(dropped, 0, "loop: nothing dropped")
+    eq(count_calls(dump_events(log)).get("work"), 3 + 2 * CALLS, "loop: every call recorded")
+    # The program moved the log away and put a file of its own at its name.
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    own = os.path.join(d, "own.txt")
+    log = os.path.join(d, "sf.log")
+    p = run(nobody + [SFTRACE, "record", "-q", "-o", log, "--", exe, "swap", own, str(CALLS), log], check_rc=None,
+            timeout=120)
+    eq(p.stdout, "fds ok\n", "swap")
+    eq(_read(log), b"decoy\n", "swap: the file now at the log's name is left alone")
+    eq(_read(own), OWN, "swap: the program's file")
+    info = dump_info(log + ".moved", events=True)
+    check(info["write_errors"] > 0, f"swap: counted write errors: {info}")
+    eq(info["summary"]["events"] + info["summary"]["dropped"], total, "swap: every event kept or counted")
 
 
 def test_stdout_or_stderr_closed_at_start_stays_the_programs():

@@ -181,13 +181,13 @@ static int fd_floor(void)
 static int fd_move(int fd, int floor)
 {
 	long r = sf_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
-	if (r < 0 && floor > 3) /* the top of the table is full: anywhere above stdio */
+	if (r < 0 && fd > 2) { /* the top of the table is full: keep the number it has */
+		sf_syscall3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	if (r < 0 && floor > 3) /* anywhere above stdio then */
 		r = sf_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
 	if (r < 0) {
-		if (fd > 2) { /* keep the number it has */
-			sf_syscall3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
-			return fd;
-		}
 		sf_syscall3(SYS_close, fd, 0, 0);
 		return (int)ret_errno(r);
 	}

@@ -1,11 +1,13 @@
 /* Process start and exit: read the configuration from the environment,
  * find and patch the objects loaded at start, mark the log at exit. */
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +24,11 @@ static size_t slen(const char *s)
 	return n;
 }
 
+/* Whether descriptor 2 was closed when the process started: then the
+ * first file the program opens gets that number, and the runtime's
+ * messages must not go into it. */
+static int stderr_closed_at_start;
+
 void sf_rt_message(const char *a, const char *b, const char *c)
 {
 	char buf[1024];
@@ -31,8 +38,10 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
 			buf[n++] = *p;
 	buf[n++] = '\n';
-	ssize_t r = write(2, buf, n);
-	(void)r;
+	if (!stderr_closed_at_start) {
+		ssize_t r = write(2, buf, n);
+		(void)r;
+	}
 	sf_note_write(buf, n); /* record repeats it if no log was written */
 }
 
@@ -167,6 +176,7 @@ static int read_config(void)
 __attribute__((constructor(101))) static void sf_init(void)
 {
 	sf_rt_libc_init();
+	stderr_closed_at_start = sf_syscall3(SYS_fcntl, 2, F_GETFD, 0) < 0;
 	sf_exec_env_resolve();
 	sf_unwind_resolve();
 	/* Inert in setuid/setgid programs: never act on their environment. */

@@ -53,10 +53,15 @@ static void after_fork_child(void)
 	after_fork_child_files(0);
 }
 
+/* At start-up, traced or not: glibc's clone, for the wrapper below. */
+void sf_hooks_resolve(void)
+{
+	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
+}
+
 void sf_hooks_init(void)
 {
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 }
 
 /* ---- vfork (arch/<arch>/vfork.S) ---- */

@@ -178,6 +178,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_rt_libc_init();
 	stderr_closed_at_start = sf_syscall3(SYS_fcntl, 2, F_GETFD, 0) < 0;
 	sf_exec_env_resolve();
+	sf_hooks_resolve();
 	sf_unwind_resolve();
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (getauxval(AT_SECURE))

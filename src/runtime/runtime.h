@@ -307,6 +307,7 @@ void sf_buffer_after_fork_child(void) SF_HIDDEN;
 int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 
 /* ---- hooks.c ---- */
+void sf_hooks_resolve(void) SF_HIDDEN; /* the real clone, at start-up */
 void sf_hooks_init(void) SF_HIDDEN;
 
 /* ---- suppress.c: this thread's events are dropped in between ---- */

@@ -63,8 +63,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/sftrace $(BUILD)/libsftrace.so $(BUILD)/libsftrace-alloc.so
 
-$(BUILD)/libsftrace.so: $(RT_OBJ)
-	$(CC) -shared -o $@ $^ -Wl,-z,now -Wl,--version-script=src/runtime/exports.map -lpthread -ldl
+$(BUILD)/libsftrace.so: $(RT_OBJ) src/runtime/exports.map
+	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,--version-script=src/runtime/exports.map -lpthread -ldl
 
 # record --alloc preloads this one too: the interposed allocator family.
 $(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o

@@ -1,7 +1,10 @@
 /* Process hooks: a forked child drops the parent's log and buffers and
- * starts its own, whether it was made by fork (pthread_atfork), _Fork or a
- * raw fork through syscall() (both skip the atfork handlers, so they are
- * wrapped here); a vfork child records nothing (arch/<arch>/vfork.S).
+ * starts its own, whether it was made by fork (pthread_atfork), _Fork, a
+ * raw fork through syscall() or glibc's clone() with a stack of its own
+ * (gtest's death tests): the last three skip the atfork handlers, so they
+ * are wrapped here. A vfork child records nothing (arch/<arch>/vfork.S),
+ * nor does a clone() child that shares the memory (CLONE_VM) without being
+ * a thread. posix_spawn's child runs only libc code before its exec.
  * (Objects loaded later: loader_hook.c; exec: exec_env.c.) */
 #include <dlfcn.h>
 #include <errno.h>
@@ -18,6 +21,9 @@
 
 static sigset_t fork_mask;
 
+typedef int (*clone_fn)(int (*fn)(void *), void *stack, int flags, void *arg, ...);
+static clone_fn real_clone; /* glibc's clone(3) */
+
 static void before_fork(void)
 {
 	/* Hold the lock across fork so the child never inherits it taken. */
@@ -29,14 +35,25 @@ static void after_fork_parent(void)
 	sf_log_unlock_sig(&fork_mask);
 }
 
-static void after_fork_child(void)
+static void after_fork_child_files(int files_shared)
 {
 	sf_writer_after_fork_child();
 	sf_services_after_fork_child();
-	sf_log_after_fork_child();
+	sf_log_after_fork_child(files_shared);
 	sf_objects_after_fork_child();
 	sf_buffer_after_fork_child();
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
+}
+
+static void after_fork_child(void)
+{
+	after_fork_child_files(0);
+}
+
+/* At start-up, traced or not: glibc's clone, for the wrapper below. */
+void sf_hooks_resolve(void)
+{
+	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 }
 
 void sf_hooks_init(void)
@@ -71,7 +88,7 @@ long sf_set_errno(int e)
 
 /* ---- forks that run no atfork handlers ---- */
 
-static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a)
+static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, int files_shared)
 {
 	int on = sf_config.enabled;
 	if (on)
@@ -79,7 +96,7 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a)
 	long r = do_fork(a);
 	if (on) {
 		if (r == 0)
-			after_fork_child();
+			after_fork_child_files(files_shared);
 		else
 			after_fork_parent();
 	}
@@ -99,6 +116,15 @@ static int fork_like(long nr, const long *a)
 		const struct clone_args *ca = (const struct clone_args *)a[0];
 		return !(ca->flags & (CLONE_VM | CLONE_VFORK)) && ca->stack == 0;
 	}
+	return 0;
+}
+
+static uint64_t clone_flags(long nr, const long *a)
+{
+	if (nr == SYS_clone)
+		return (uint64_t)a[0];
+	if (nr == SYS_clone3 && a[0])
+		return ((const struct clone_args *)a[0])->flags;
 	return 0;
 }
 
@@ -127,7 +153,7 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
 	long r;
 	if (fork_like(nr, a)) {
 		nr_of_call = nr; /* under the runtime's lock from here to the fork */
-		r = fork_with_handlers(do_raw_fork, a);
+		r = fork_with_handlers(do_raw_fork, a, clone_flags(nr, a) & CLONE_FILES);
 	} else {
 		r = raw_syscall(nr, a);
 	}
@@ -157,5 +183,87 @@ __attribute__((visibility("default"))) pid_t _Fork(void)
 		return -1;
 	}
 	static const long none[6];
-	return fork_with_handlers(do__Fork, none);
+	return fork_with_handlers(do__Fork, none, 0);
+}
+
+/* ---- clone(3) ---- */
+
+/* What the child of a wrapped clone runs first. It lives in the parent's
+ * frame, which the child has a copy of (no CLONE_VM). */
+struct clone_call {
+	int (*fn)(void *);
+	void *arg;
+	int flags;
+};
+
+static int clone_child(void *p)
+{
+	const struct clone_call *c = p;
+	after_fork_child_files(c->flags & CLONE_FILES);
+	return c->fn(c->arg);
+}
+
+/* A child that shares the calling thread's memory and its thread-local
+ * storage without being a thread: its instrumented calls would store into
+ * this thread's slot. With CLONE_VFORK this thread waits for it, so it
+ * stops recording until then, as for vfork. Without, the two run at once
+ * on the same storage: this thread stops recording for good, and says so.
+ * With its own storage (CLONE_SETTLS), the child would take the runtime's
+ * per-thread state from a block the runtime knows nothing of: refused. */
+static int clone_shared_vm(int (*fn)(void *), void *stack, int flags, void *arg, pid_t *ptid, void *tls,
+			   pid_t *ctid)
+{
+	if (flags & CLONE_SETTLS) {
+		sf_rt_message("clone(CLONE_VM | CLONE_SETTLS) without CLONE_THREAD cannot be traced: refused", "",
+			      NULL);
+		errno = EINVAL;
+		return -1;
+	}
+	struct sf_suppress_state st;
+	sf_suppress_begin(&st);
+	int r = real_clone(fn, stack, flags, arg, ptid, tls, ctid);
+	if (flags & CLONE_VFORK) {
+		int err = errno;
+		sf_suppress_end(&st);
+		errno = err;
+	} else if (r > 0) {
+		sf_rt_message("clone(CLONE_VM) without CLONE_THREAD: the calling thread's calls are no longer "
+			      "recorded (its child shares its thread storage)", "", NULL);
+	} else {
+		sf_suppress_end(&st); /* no child */
+	}
+	return r;
+}
+
+/* glibc's clone runs no atfork handlers: a child with a stack of its own
+ * and a copy of the memory would go on in its parent's log, through the
+ * parent thread's storage and shared mappings. Its function is wrapped so
+ * that it first does what a fork child does. Threads (CLONE_THREAD) pass
+ * through. The three optional arguments are passed on as glibc's clone
+ * does, whatever the flags. */
+__attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	pid_t *ptid = va_arg(ap, pid_t *);
+	void *tls = va_arg(ap, void *);
+	pid_t *ctid = va_arg(ap, pid_t *);
+	va_end(ap);
+	if (!real_clone)
+		real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
+	if (!real_clone) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!sf_config.enabled || (flags & CLONE_THREAD) || !fn)
+		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
+	if (flags & CLONE_VM)
+		return clone_shared_vm(fn, stack, flags, arg, ptid, tls, ctid);
+	struct clone_call c = {fn, arg, flags};
+	before_fork();
+	int r = real_clone(clone_child, stack, flags, &c, ptid, tls, ctid);
+	int err = errno;
+	after_fork_parent();
+	errno = err;
+	return r;
 }

@@ -1,11 +1,13 @@
 /* Process start and exit: read the configuration from the environment,
  * find and patch the objects loaded at start, mark the log at exit. */
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -161,7 +163,9 @@ static void log_created(void)
 __attribute__((constructor(101))) static void sf_init(void)
 {
 	sf_rt_libc_init();
+	sf_messages_init();
 	sf_exec_env_resolve();
+	sf_hooks_resolve();
 	sf_unwind_resolve();
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (getauxval(AT_SECURE))

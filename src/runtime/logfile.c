@@ -4,7 +4,18 @@
  * atomic add (no lock on the flush path), and per-thread slots: page-aligned
  * regions of the file mapped MAP_SHARED, so the events a thread has not yet
  * handed off are in the page cache the moment they are stored and survive
- * SIGSEGV, abort, _exit and kill -9. */
+ * SIGSEGV, abort, _exit and kill -9.
+ *
+ * The log's descriptor is the runtime's, not the program's: it sits near
+ * the top of the table, close-on-exec (rt_libc.c, sf_fd_keep), and every
+ * use (a chunk write, file space for a slot, a slot's mapping, a snapshot)
+ * first checks with fstat that it still is the log: a program that closes
+ * every descriptor (a close loop, close_range, closefrom) or dup2s its own
+ * file over that number must find its files holding what it wrote. When
+ * the check fails the log is opened again, as the very same file (device
+ * and inode; the header stays mapped, so the inode cannot be reused), and
+ * recording goes on; when it cannot be, recording stops and every chunk
+ * after is a counted write error (EBADF) that record reports. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,12 +34,16 @@
 #include "runtime/runtime.h"
 
 static struct {
-	int fd;
+	int fd;                    /* checked before each use: log_fd() */
+	uint64_t dev, ino;         /* what fd must be */
+	int reopen_lock;
+	int lost;                  /* fd gone and the log could not be opened again */
 	int failed;                /* creation failed: stay off, say it once */
 	struct sf_header *hdr;
 	uint64_t end;              /* next free file offset (atomic) */
 	uint64_t fsize_limit;      /* RLIMIT_FSIZE: writing past it would raise SIGXFSZ */
 	struct sf_slot *free_slots;
+	struct sf_slot *all_slots; /* every slot mapped, for a fork child to unmap */
 	struct sf_slot *slot_pool; /* records for slots, carved from mmap'd pages */
 	size_t slot_pool_left;
 	int lock;
@@ -156,7 +171,7 @@ static int open_log(void)
 
 /* Reserves file space so that stores through a shared mapping can never
  * hit SIGBUS on a full disk. */
-static int reserve(uint64_t off, uint64_t len)
+static int reserve(int fd, uint64_t off, uint64_t len)
 {
 	if (off + len > L.fsize_limit) {
 		errno = EFBIG;
@@ -164,7 +179,7 @@ static int reserve(uint64_t off, uint64_t len)
 	}
 	int r;
 	do
-		r = fallocate(L.fd, 0, (off_t)off, (off_t)len);
+		r = fallocate(fd, 0, (off_t)off, (off_t)len);
 	while (r < 0 && errno == EINTR);
 	if (r == 0)
 		return 0;
@@ -174,7 +189,7 @@ static int reserve(uint64_t off, uint64_t len)
 	static const char zeros[4096];
 	for (uint64_t done = 0; done < len;) {
 		size_t n = len - done < sizeof(zeros) ? (size_t)(len - done) : sizeof(zeros);
-		ssize_t w = pwrite(L.fd, zeros, n, (off_t)(off + done));
+		ssize_t w = pwrite(fd, zeros, n, (off_t)(off + done));
 		if (w <= 0)
 			return -1;
 		done += (uint64_t)w;
@@ -182,9 +197,119 @@ static int reserve(uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* Whether fd is the log (raw system call: no errno on the write path). */
+static int is_log(int fd)
+{
+	struct stat st;
+	return sf_syscall3(SYS_fstat, fd, (long)&st, 0) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_dev == L.dev &&
+	       (uint64_t)st.st_ino == L.ino;
+}
+
+static void put_hex(char *buf, size_t cap, size_t *pos, uint64_t n)
+{
+	char tmp[16];
+	int k = 0;
+	do {
+		tmp[k++] = "0123456789abcdef"[n & 15];
+		n >>= 4;
+	} while (n);
+	while (k && *pos + 1 < cap)
+		buf[(*pos)++] = tmp[--k];
+	buf[*pos] = 0;
+}
+
+/* A new descriptor of the log itself, or -1. First through the header's
+ * mapping (/proc/self/map_files: the file itself, wherever its name went;
+ * needs CAP_SYS_ADMIN), then by its path. Either way it must have the
+ * log's device and inode: a name can have been replaced by anything, so
+ * it is opened without following a last symbolic link, without waiting on
+ * a FIFO and without becoming a controlling terminal, and then checked. */
+static int open_same_log(void)
+{
+	char mf[64];
+	size_t pos = 0;
+	put_str(mf, sizeof(mf), &pos, "/proc/self/map_files/", 21);
+	put_hex(mf, sizeof(mf), &pos, (uint64_t)L.hdr);
+	put_str(mf, sizeof(mf), &pos, "-", 1);
+	put_hex(mf, sizeof(mf), &pos, (uint64_t)L.hdr + SF_HEADER_SIZE);
+	const int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+	const char *paths[2] = {mf, L.path};
+	for (int i = 0; i < 2; i++) {
+		int fd = open(paths[i], flags | (i ? O_NOFOLLOW : 0));
+		if (fd < 0)
+			continue;
+		if (is_log(fd)) {
+			sf_syscall3(SYS_fcntl, fd, F_SETFL, 0); /* O_NONBLOCK off again */
+			return sf_fd_keep(fd);
+		}
+		close(fd);
+	}
+	return -1;
+}
+
+/* The program closed the log's descriptor or put another file at its
+ * number: open the log again, once for all threads. Returns the new
+ * descriptor, or -EBADF from then on if the log cannot be had. */
+static int log_reopen(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (__atomic_test_and_set(&L.reopen_lock, __ATOMIC_ACQUIRE))
+		sf_arch_cpu_relax();
+	int fd = __atomic_load_n(&L.fd, __ATOMIC_ACQUIRE);
+	if (L.lost) {
+		fd = -EBADF;
+	} else if (fd < 0 || !is_log(fd)) { /* not done by another thread meanwhile */
+		/* The old number is not closed: it is the program's now. */
+		fd = open_same_log();
+		if (fd < 0) {
+			L.lost = 1;
+			fd = -EBADF;
+		}
+		__atomic_store_n(&L.fd, fd < 0 ? -1 : fd, __ATOMIC_RELEASE);
+	}
+	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return fd;
+}
+
+/* The log's descriptor, checked (one fstat: what it costs is in
+ * docs/DESIGN.md); -errno if there is none. The check and the use are two
+ * system calls: a descriptor the program replaces in between goes
+ * unnoticed, which takes a dup2 onto that very number at that moment. */
+static int log_fd(void)
+{
+	int fd = __atomic_load_n(&L.fd, __ATOMIC_ACQUIRE);
+	if (fd >= 0 && is_log(fd))
+		return fd;
+	if (!L.hdr || __atomic_load_n(&L.lost, __ATOMIC_RELAXED))
+		return -EBADF;
+	return log_reopen();
+}
+
+/* An absolute L.path, so that the log can be found again after a chdir.
+ * Called with the lock held, so its buffer is static: a thread's first
+ * event may come on a small stack (gtest's death-test children get two
+ * pages). */
+static void make_path_absolute(void)
+{
+	if (L.path[0] == '/')
+		return;
+	static char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return;
+	size_t nc = str_len(cwd), np = str_len(L.path);
+	if (nc + 1 + np >= sizeof(L.path))
+		return;
+	memmove(L.path + nc + 1, L.path, np + 1);
+	memcpy(L.path, cwd, nc);
+	L.path[nc] = '/';
+}
+
 static void fill_cmdline(struct sf_header *h)
 {
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	int fd = sf_fd_brief(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
 	if (fd < 0)
 		return;
 	ssize_t n = read(fd, h->cmdline, sizeof(h->cmdline));
@@ -210,13 +335,21 @@ static int log_create_locked(void)
 	}
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
-	L.fd = open_log();
-	if (L.fd < 0) {
+	L.fd = sf_fd_keep(open_log());
+	struct stat st;
+	if (L.fd < 0 || fstat(L.fd, &st) < 0) {
 		L.failed = 1;
 		sf_rt_message("cannot create log ", sf_config.output, strerror(errno));
+		if (L.fd >= 0)
+			close(L.fd);
+		L.fd = -1;
 		return -1;
 	}
-	if (reserve(0, SF_HEADER_SIZE) < 0) {
+	L.dev = (uint64_t)st.st_dev;
+	L.ino = (uint64_t)st.st_ino;
+	L.lost = 0;
+	make_path_absolute();
+	if (reserve(L.fd, 0, SF_HEADER_SIZE) < 0) {
 		L.failed = 1;
 		sf_rt_message("cannot write log ", L.path, strerror(errno));
 		close(L.fd);
@@ -299,6 +432,11 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 		write_failed(EFBIG, events);
 		return;
 	}
+	int fd = log_fd();
+	if (fd < 0) {
+		write_failed(-fd, events);
+		return;
+	}
 	static const char pad[16];
 	struct iovec iov[3] = {
 		{c, sizeof(*c)},
@@ -322,7 +460,7 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 			nv++;
 		}
 		/* Raw system call: the writer thread has no errno of its own. */
-		long n = sf_syscall6(SYS_pwritev, L.fd, (long)v, nv, (long)(off + done), 0, 0);
+		long n = sf_syscall6(SYS_pwritev, fd, (long)v, nv, (long)(off + done), 0, 0);
 		if (n == -EINTR)
 			continue;
 		if (n <= 0) {
@@ -331,7 +469,7 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 			 * the others are dropped. */
 			uint64_t kept = done >= sizeof(*c) ? sf_chunk_kept(c, payload, done - sizeof(*c)) : 0;
 			if (done >= sizeof(*c) && c->type == SF_CHUNK_PACKED) /* its count now says what is whole */
-				sf_syscall6(SYS_pwrite64, L.fd, (long)c, sizeof(*c), (long)off, 0, 0);
+				sf_syscall6(SYS_pwrite64, fd, (long)c, sizeof(*c), (long)off, 0, 0);
 			write_failed(n < 0 ? (int)-n : ENOSPC, events > kept ? events - kept : 0);
 			return;
 		}
@@ -369,14 +507,19 @@ struct sf_slot *sf_log_slot_get(void)
 	}
 	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
 		goto out;
+	int fd = log_fd();
+	if (fd < 0) {
+		write_failed(-fd, 0);
+		goto out;
+	}
 	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
 	off = (off + 4095) & ~(uint64_t)4095;
-	if (reserve(off, SF_SLOT_SIZE) < 0) {
+	if (reserve(fd, off, SF_SLOT_SIZE) < 0) {
 		write_failed(errno, 0);
 		goto out;
 	}
 	/* MAP_POPULATE: fault the pages in now, not on the event path. */
-	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, L.fd, (off_t)off);
+	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
 	if (m == MAP_FAILED) {
 		write_failed(errno, 0);
 		goto out;
@@ -388,6 +531,8 @@ struct sf_slot *sf_log_slot_get(void)
 	}
 	s->hdr = m;
 	s->file_offset = off;
+	s->next_all = L.all_slots;
+	L.all_slots = s;
 	s->hdr->type = SF_CHUNK_SLOT;
 	s->hdr->size = SF_SLOT_SIZE;
 	s->hdr->count = (uint32_t)SF_SLOT_EVENTS;
@@ -403,14 +548,32 @@ void sf_log_slot_invalidate(struct sf_slot *s)
 	sf_zero_events((struct sf_event *)(s->hdr + 1), SF_SLOT_EVENTS);
 }
 
-int sf_log_fd(void)
+/* The log as it stands, mapped read-only for a snapshot (writer thread);
+ * NULL if there is none. Mapped under the lock and never inherited: a fork
+ * (which takes the lock) cannot come between the mmap and the madvise, and
+ * a child must not be able to read its parent's trace. */
+void *sf_log_map_readonly(uint64_t *size)
 {
-	return L.fd;
-}
-
-uint64_t sf_log_end(void)
-{
-	return __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
+	sigset_t old;
+	void *m = NULL;
+	sf_log_lock_sig(&old);
+	int fd = L.hdr ? log_fd() : -1;
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		uint64_t n = __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
+		if (n > (uint64_t)st.st_size)
+			n = (uint64_t)st.st_size; /* a slot claimed but not reserved yet */
+		m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED) {
+			m = NULL;
+		} else if (madvise(m, n, MADV_DONTFORK) < 0) {
+			munmap(m, n);
+			m = NULL;
+		}
+		*size = n;
+	}
+	sf_log_unlock_sig(&old);
+	return m;
 }
 
 void sf_log_slot_put(struct sf_slot *s)
@@ -492,27 +655,30 @@ void sf_log_finish(void)
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 }
 
-/* fork: the child shares the parent's file and mappings of it. It drops
- * its view of them (the parent's slots stay the parent's) and will create
- * its own log at its first event. */
-void sf_log_after_fork_child(void)
+/* fork: the child inherits the parent's descriptor and shared mappings of
+ * its log. It unmaps all of them, every thread's slots included: a child
+ * that drops its privileges (a worker running as nobody) must not keep a
+ * way to read or rewrite its parent's trace. It closes the descriptor
+ * unless the table is shared with the parent (clone with CLONE_FILES), and
+ * only if it still is the log (the program may have put a file of its own
+ * at that number). It creates its own log at its first event. */
+void sf_log_after_fork_child(int files_shared)
 {
 	__atomic_clear(&L.lock, __ATOMIC_RELAXED);
+	__atomic_clear(&L.reopen_lock, __ATOMIC_RELAXED);
 	if (L.hdr)
 		munmap(L.hdr, SF_HEADER_SIZE);
-	for (struct sf_slot *s = L.free_slots; s; s = s->next_free)
+	for (struct sf_slot *s = L.all_slots; s; s = s->next_all)
 		munmap(s->hdr, SF_SLOT_SIZE);
-	if (L.fd >= 0)
+	if (L.fd >= 0 && !files_shared && is_log(L.fd))
 		close(L.fd);
 	L.hdr = NULL;
 	L.fd = -1;
+	L.lost = 0;
 	L.free_slots = NULL;
+	L.all_slots = NULL;
 	L.failed = 0;
 }
-
-/* Only the forking thread survives in the child; the parent's other threads'
- * slots stay mapped in the child's memory but are never touched. Unmapping
- * them would need the list of live slots; the cost is address space only. */
 
 void sf_zero_events(struct sf_event *ev, size_t n)
 {

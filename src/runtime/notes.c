@@ -5,6 +5,7 @@
  * ("object SLEDS PATCHED BUILD-ID PATH"). Nothing is written on the hot
  * path or by processes that wrote a log. */
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -95,6 +96,16 @@ __attribute__((destructor(102))) static void notes_at_exit(void)
 		sf_objects_foreach_instrumented(note_object);
 }
 
+/* Whether descriptor 2 was closed when the process started: then the
+ * first file the program opens gets that number, and the runtime's
+ * messages must not go into it. */
+static int stderr_closed_at_start;
+
+void sf_messages_init(void)
+{
+	stderr_closed_at_start = sf_syscall3(SYS_fcntl, 2, F_GETFD, 0) < 0;
+}
+
 /* One line on stderr, and in the notes for record (sf_note_write). */
 void sf_rt_message(const char *a, const char *b, const char *c)
 {
@@ -105,7 +116,9 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
 			buf[n++] = *p;
 	buf[n++] = '\n';
-	ssize_t r = write(2, buf, n);
-	(void)r;
+	if (!stderr_closed_at_start) {
+		ssize_t r = write(2, buf, n);
+		(void)r;
+	}
 	sf_note_write(buf, n); /* record repeats it if no log was written */
 }

@@ -276,7 +276,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	if (object_path(info, o->path, sizeof(o->path)) < 0)
 		return 0;
-	int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	int fd = sf_fd_brief(open(o->path, O_RDONLY | O_CLOEXEC));
 	if (fd < 0)
 		return 0;
 	struct xray_section sec;
@@ -354,7 +354,7 @@ static int prepare_one(struct dl_phdr_info *info, size_t size, void *arg)
 	char path[PATH_MAX];
 	if (object_path(info, path, sizeof(path)) < 0)
 		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sf_fd_brief(open(path, O_RDONLY | O_CLOEXEC));
 	if (fd < 0)
 		return 0;
 	struct xray_section sec;

@@ -75,7 +75,7 @@ void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n)
  * program code. Raw getdents64: no allocation here. */
 static int other_threads(void)
 {
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = sf_fd_brief(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (fd < 0)
 		return 1;
 	char buf[4096];
@@ -117,7 +117,7 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 				      obj->path, strerror(err));
 			return;
 		}
-		w.mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		w.mem_fd = sf_fd_brief(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
 		if (w.mem_fd < 0) {
 			sf_rt_message("writable executable text refused and /proc/self/mem unusable: left untraced: ",
 				      obj->path, strerror(errno));

@@ -116,6 +116,11 @@ HIDDEN int mprotect(void *addr, size_t len, int prot)
 	return (int)ret_errno(sf_syscall3(SYS_mprotect, (long)addr, (long)len, prot));
 }
 
+HIDDEN int madvise(void *addr, size_t len, int advice)
+{
+	return (int)ret_errno(sf_syscall3(SYS_madvise, (long)addr, (long)len, advice));
+}
+
 HIDDEN int fallocate(int fd, int mode, off_t off, off_t len)
 {
 	return (int)ret_errno(sf_syscall6(SYS_fallocate, fd, mode, off, len, 0, 0));
@@ -154,6 +159,57 @@ HIDDEN int prctl(int op, ...)
 	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long), d = va_arg(ap, long);
 	va_end(ap);
 	return (int)ret_errno(sf_syscall6(SYS_prctl, op, a, b, c, d, 0));
+}
+
+/* ---- the runtime's own descriptors ----
+ * The program owns the low numbers: the kernel hands out the lowest free
+ * one, so a descriptor the runtime opens while 0, 1 or 2 is closed would
+ * become the program's stdin, stdout or stderr, and one kept near the
+ * program's own would be in the way of its dup2s. Descriptors the runtime
+ * keeps are moved near the top of the table, close-on-exec. The table is
+ * as large as its highest descriptor, so the top is taken below 1024 even
+ * when RLIMIT_NOFILE allows more. */
+static int fd_floor(void)
+{
+	struct rlimit rl;
+	uint64_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+	if (lim > 1024)
+		lim = 1024;
+	return lim >= 128 ? (int)lim - 64 : 3;
+}
+
+static int fd_move(int fd, int floor)
+{
+	long r = sf_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
+	if (r < 0 && fd > 2) { /* the top of the table is full: keep the number it has */
+		sf_syscall3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	if (r < 0 && floor > 3) /* anywhere above stdio then */
+		r = sf_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
+	if (r < 0) {
+		sf_syscall3(SYS_close, fd, 0, 0);
+		return (int)ret_errno(r);
+	}
+	sf_syscall3(SYS_close, fd, 0, 0);
+	return (int)r;
+}
+
+int sf_fd_keep(int fd)
+{
+	if (fd < 0)
+		return fd;
+	int floor = fd_floor();
+	if (fd >= floor) {
+		sf_syscall3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	return fd_move(fd, floor);
+}
+
+int sf_fd_brief(int fd)
+{
+	return fd < 0 || fd > 2 ? fd : fd_move(fd, 3);
 }
 
 /* ---- signal masks: like glibc's, never blocking the two signals glibc

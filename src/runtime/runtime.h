@@ -9,7 +9,7 @@
  *                 anonymous mappings, the raw thread id
  *   notes.c       messages on stderr, and notes for record when no log is written
  *   exec_env.c    children exec'd with an environment of their own stay traced
- *   hooks.c       fork, _Fork, raw clone/fork via syscall(), vfork bookkeeping
+ *   hooks.c       fork, _Fork, clone(), raw clone/fork via syscall(), vfork bookkeeping
  *   setup_abi.c   the reference tool's sftrace_setup ABI
  * Finding and patching code
  *   objects.c     loaded ELF objects with sleds: function ids, OBJECT chunks
@@ -145,10 +145,18 @@ enum sf_writer_mode {
 void sf_rt_libc_init(void) SF_HIDDEN;
 void *sf_map_anon(size_t len) SF_HIDDEN;       /* runtime allocation: mmap, never malloc */
 uint32_t sf_gettid(void) SF_HIDDEN;            /* by the raw system call */
+/* A descriptor the runtime keeps: moved near the top of the table (never
+ * 0-2), close-on-exec; returns its new number, or -1 (fd closed, errno
+ * set) when it could only stay in 0-2. */
+int sf_fd_keep(int fd) SF_HIDDEN;
+/* A descriptor used briefly: moved only if it took 0, 1 or 2 (a closed
+ * stdin, stdout or stderr), which the program's own writes would reach. */
+int sf_fd_brief(int fd) SF_HIDDEN;
 
 /* ---- notes.c (why no log was written, for sftrace record) ---- */
 void sf_notes_init(void) SF_HIDDEN;
 void sf_note_write(const char *line, size_t len) SF_HIDDEN;
+void sf_messages_init(void) SF_HIDDEN; /* at start: is stderr open? */
 /* One line on stderr, "sftrace: ABC" (": " before c when given), also kept
  * in the notes. Async-signal-safe (write(2)). */
 void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
@@ -158,6 +166,7 @@ void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;
 
 /* ---- hooks.c ---- */
+void sf_hooks_resolve(void) SF_HIDDEN; /* the real clone, at start-up */
 void sf_hooks_init(void) SF_HIDDEN;
 /* Called by arch/<arch>/vfork.S around the real vfork. */
 void sf_vfork_prepare(void) SF_HIDDEN;
@@ -333,6 +342,7 @@ struct sf_slot {
 	struct sf_chunk *hdr; /* mapping of the whole slot chunk */
 	uint64_t file_offset;
 	struct sf_slot *next_free;
+	struct sf_slot *next_all;    /* every slot of the log (fork child: unmap them) */
 	struct sf_slot *next_queued; /* writer queue link */
 	uint32_t state;              /* enum sf_slot_state (futex word) */
 	uint32_t nevents;            /* queued: events to write */
@@ -361,8 +371,8 @@ struct sf_slot *sf_log_slot_get(void) SF_HIDDEN;
 void sf_log_slot_invalidate(struct sf_slot *s) SF_HIDDEN;
 /* DIR/STEM.snap.<pid>.<n>EXT for the configured output DIR/STEM.EXT. */
 void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
-int sf_log_fd(void) SF_HIDDEN;
-uint64_t sf_log_end(void) SF_HIDDEN;
+/* The whole log mapped read-only (snapshot.c); NULL if there is none. */
+void *sf_log_map_readonly(uint64_t *size) SF_HIDDEN;
 void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
 void sf_log_drop(uint64_t events) SF_HIDDEN;
 int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
@@ -371,7 +381,8 @@ void sf_log_thread_started(void) SF_HIDDEN;
 void sf_log_object_logged(void) SF_HIDDEN;     /* counts an OBJECT chunk in the header */
 void sf_log_finish(void) SF_HIDDEN;            /* process exit */
 void sf_log_update_patch_stats(uint64_t patch_ns, uint32_t sleds_patched) SF_HIDDEN;
-void sf_log_after_fork_child(void) SF_HIDDEN;
+/* files_shared: the child shares the descriptor table (CLONE_FILES). */
+void sf_log_after_fork_child(int files_shared) SF_HIDDEN;
 struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
 /* Clears n slot records front to back: a crashed process's reader stops at
  * the first zero word, so the slot reads as empty from the first store on. */

@@ -117,22 +117,15 @@ static void serve(uint32_t req);
 
 static void write_snapshot(uint32_t reason)
 {
-	const struct sf_header *h = sf_log_header();
-	int lfd = sf_log_fd();
-	if (!h || lfd < 0)
+	if (!sf_log_header())
 		return; /* no event recorded yet: nothing to copy */
 	/* A fresh calibration pair: a ring hands nothing off, so the header's
 	 * last pair may be old, and the reader's fit of the snapshot would
 	 * stretch a short span over the whole window (a 30 ms call read as 29). */
 	sf_log_calibrate();
-	struct stat st;
-	if (fstat(lfd, &st) < 0)
-		return;
-	uint64_t size = sf_log_end();
-	if (size > (uint64_t)st.st_size)
-		size = (uint64_t)st.st_size; /* a slot claimed but not reserved yet */
-	void *m = mmap(NULL, size, PROT_READ, MAP_SHARED, lfd, 0);
-	if (m == MAP_FAILED)
+	uint64_t size = 0;
+	void *m = sf_log_map_readonly(&size);
+	if (!m)
 		return;
 	char path[4200], tmp[4300];
 	uint32_t n = ++written;
@@ -140,7 +133,7 @@ static void write_snapshot(uint32_t reason)
 	size_t len = strlen(path);
 	memcpy(tmp, path, len);
 	memcpy(tmp + len, ".tmp", 5);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = sf_fd_brief(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
 	if (fd < 0) {
 		sf_rt_message("cannot write snapshot ", tmp, strerror(errno));
 		munmap(m, size);

@@ -1,0 +1,164 @@
+"""Safe to leave on in production (issue 24): the runtime's descriptors and
+mappings are its own. A program that closes or takes over every
+descriptor, or starts with stdio closed, finds its files holding exactly
+what it wrote; every child, however it was made, writes its own log and
+keeps nothing of its parent's. Exact file contents and call counts."""
+import os
+import re
+import shutil
+
+from sfkit import SFTRACE, Skip, build_c, check, count_calls, dump_events, dump_info, eq, run, tmpdir
+
+CALLS = 10000  # per thread, after the program took the descriptors: several chunk writes each
+OWN = b"first line\nsecond line\n"
+
+
+def _fds_fixture():
+    return build_c("prod_fds", ["prod_fds.c"], libs=["-lpthread"])
+
+
+def _read(path):
+    """The first 64 bytes and the size (a file the tracer wrote into is megabytes of chunks)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return data if len(data) <= 64 else (data[:64], len(data))
+
+
+def _record(d, cmd, args=(), check_rc=0, wrap=()):
+    log = os.path.join(d, "sf.log")
+    p = run(list(wrap) + [SFTRACE, "record", "-o", log] + list(args) + ["--"] + cmd, check_rc=check_rc, timeout=120)
+    return p, log
+
+
+def _summary(stderr, log):
+    m = re.search(r"wrote " + re.escape(log) + r" \(pid \d+\): (\d+) events.*?(?:, (\d+) DROPPED \((\d+) failed "
+                  r"writes, last: ([^)]*)\))?$", stderr, re.M)
+    check(m, stderr)
+    return int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 0), m.group(4)
+
+
+def test_program_that_closes_or_dup2s_over_every_descriptor_keeps_its_files_and_its_trace():
+    exe = _fds_fixture()
+    for mode in ("loop", "range", "from", "dup2"):
+        for writer in ("sync", "thread"):
+            what = f"{mode}, --writer {writer}"
+            d = tmpdir()
+            own = os.path.join(d, "own.txt")
+            p, log = _record(d, [exe, mode, own, str(CALLS)], ["--writer", writer])
+            eq(p.stdout, "fds ok\n", what)
+            eq(_read(own), OWN, f"{what}: the program's file holds what it wrote, nothing else")
+            events, dropped, errors, _ = _summary(p.stderr, log)
+            eq((dropped, errors), (0, 0), f"{what}: nothing dropped")
+            eq(count_calls(dump_events(log)).get("work"), 3 + 2 * CALLS, f"{what}: every call recorded")
+
+
+def test_program_that_drops_root_then_closes_descriptors_stops_recording_with_counted_errors():
+    if os.geteuid() != 0:
+        raise Skip("needs root (the program becomes nobody)")
+    exe = _fds_fixture()
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    p, log = _record(d, [exe, "loop", os.path.join(d, "own.txt"), str(CALLS)])
+    total, _, _, _ = _summary(p.stderr, log)
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    own = os.path.join(d, "own.txt")
+    p, log = _record(d, [exe, "drop", own, str(CALLS)])
+    eq(p.stdout, "fds ok\n", "drop")
+    eq(_read(own), OWN, "the program's file holds what it wrote, nothing else")
+    # As nobody it can open the root-owned 0600 log neither by its mapping
+    # nor by its path: what it recorded before stays, the rest is counted.
+    events, dropped, errors, last = _summary(p.stderr, log)
+    check(errors > 0 and last == "Bad file descriptor", p.stderr)
+    eq(events + dropped, total, "events kept + dropped: every event accounted for")
+    check(count_calls(dump_events(log)).get("work", 0) >= 3, "the calls made before stay")
+
+
+def _as_nobody():
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        raise Skip("needs root and setpriv to run as nobody")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_program_without_privileges_gets_its_log_back_by_path_and_only_that_file():
+    # Without CAP_SYS_ADMIN the log cannot be opened through its mapping
+    # (/proc/self/map_files): it is opened again by its path, and only if
+    # that path still is the log.
+    nobody = _as_nobody()
+    exe = _fds_fixture()
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    own = os.path.join(d, "own.txt")
+    p, log = _record(d, [exe, "loop", own, str(CALLS)], wrap=nobody)
+    eq(_read(own), OWN, "loop: the program's file")
+    total, dropped, _, _ = _summary(p.stderr, log)
+    eq(dropped, 0, "loop: nothing dropped")
+    eq(count_calls(dump_events(log)).get("work"), 3 + 2 * CALLS, "loop: every call recorded")
+    # The program moved the log away and put a file of its own at its name.
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    own = os.path.join(d, "own.txt")
+    log = os.path.join(d, "sf.log")
+    p = run(nobody + [SFTRACE, "record", "-q", "-o", log, "--", exe, "swap", own, str(CALLS), log], check_rc=None,
+            timeout=120)
+    eq(p.stdout, "fds ok\n", "swap")
+    eq(_read(log), b"decoy\n", "swap: the file now at the log's name is left alone")
+    eq(_read(own), OWN, "swap: the program's file")
+    info = dump_info(log + ".moved", events=True)
+    check(info["write_errors"] > 0, f"swap: counted write errors: {info}")
+    eq(info["summary"]["events"] + info["summary"]["dropped"], total, "swap: every event kept or counted")
+
+
+def test_stdout_or_stderr_closed_at_start_stays_the_programs():
+    exe = build_c("prod_stdio", ["prod_stdio.c"])
+    for fd in (1, 2):
+        d = tmpdir()
+        own = os.path.join(d, "own.txt")
+        p, log = _record(d, ["sh", "-c", f'exec "$@" {fd}>&-', "sh", exe, str(fd), own])
+        eq(_read(own), f"to {fd}\n".encode(), f"fd {fd} closed: the program's first file took it and got its write")
+        eq(count_calls(dump_events(log)).get("work"), 5, f"fd {fd} closed: the log is whole")
+
+
+def _logs(d):
+    """{log file name: calls per function} for every log in d."""
+    return {f: count_calls(dump_events(os.path.join(d, f))) for f in sorted(os.listdir(d)) if f.endswith(".log")}
+
+
+def _child_log(logs):
+    kids = [f for f in logs if f != "sf.log"]
+    eq(len(kids), 1, f"one child log: {sorted(logs)}")
+    return logs[kids[0]]
+
+
+def test_fork_child_keeps_no_mapping_or_descriptor_of_its_parents_log():
+    exe = build_c("prod_forkmaps", ["prod_forkmaps.c"], libs=["-lpthread"])
+    d = tmpdir()
+    p, log = _record(d, [exe, os.path.join(d, "sf.log")])
+    # The parent's two threads had live slots (rw-s mappings of its log).
+    eq(p.stdout, "child maps 0\nchild fds 0\n", "what the child kept of its parent's log")
+    logs = _logs(d)
+    eq(logs["sf.log"].get("work"), 5, "the parent's calls (two threads)")
+    eq(_child_log(logs).get("work"), 3, "the child's calls, in its own log")
+
+
+def test_clone_children_get_their_own_log_and_leave_the_parents_intact():
+    exe = build_c("prod_clone", ["prod_clone.c"])
+    for mode, child in (("stack", {"work": 3, "stack_child": 1}), ("death", {"work": 4, "death_child_main": 1}),
+                        ("files", {"work": 3, "stack_child": 1}), ("vfork", None), ("vm", None)):
+        d = tmpdir()
+        p, log = _record(d, [exe, mode])
+        eq(p.stdout, f"{mode} ok\n", mode)
+        logs = _logs(d)
+        parent = logs["sf.log"]
+        # CLONE_VM without CLONE_VFORK: the child runs at once on the calling
+        # thread's storage, so that thread stops recording when it clones.
+        eq({k: n for k, n in parent.items() if k != "main"}, {"work": 2 if mode == "vm" else 3},
+           f"{mode}: the parent's log, its calls only")
+        notes = [line for line in p.stderr.splitlines() if "CLONE_VM" in line]
+        eq(len(notes), 1 if mode == "vm" else 0, f"{mode}: said once: {notes}")
+        if child is None:
+            # CLONE_VM: the child runs on its parent's memory and thread
+            # storage, and records nothing (as a vfork child).
+            eq(sorted(logs), ["sf.log"], f"{mode}: no child log")
+        else:
+            eq(dict(_child_log(logs)), child, f"{mode}: the child's log")

@@ -284,7 +284,7 @@ static int preflight_static(const char *cmd)
 	char path[PATH_MAX];
 	if (record_resolve_command(cmd, path, sizeof(path)) < 0)
 		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sf_open_regular(path);
 	if (fd < 0)
 		return 0;
 	int is_static = record_is_static_elf(fd);
@@ -395,7 +395,7 @@ static int quiet_summary; /* -q: summaries only count what was dropped */
 static int header_dropped(const char *path, uint64_t *dropped)
 {
 	struct sf_header h;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sf_open_regular(path); /* a FIFO named like a log: never block */
 	if (fd < 0)
 		return -1;
 	ssize_t n = pread(fd, &h, sizeof(h), 0);
@@ -648,7 +648,7 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
  * above a one-object filter: N, or fallback when it is missing. */
 static size_t instrumented_count(const char *file, size_t fallback)
 {
-	FILE *f = fopen(file, "r");
+	FILE *f = sf_fopen_regular(file);
 	char line[256];
 	size_t k, n = fallback;
 	while (f && fgets(line, sizeof(line), f))

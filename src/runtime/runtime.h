@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "format/sflog.h"
 #include "sf_arch.h" /* src/runtime/arch/$(ARCH)/ */
@@ -351,6 +352,22 @@ void sf_budget_init(void) SF_HIDDEN;
 int sf_budget_take(uint64_t bytes) SF_HIDDEN;   /* 0: claimed; -1: over the cap (now or before) */
 int sf_budget_capped(void) SF_HIDDEN;
 void sf_budget_drop_nolog(uint64_t events) SF_HIDDEN;
+
+/* ---- trust.c (paths from the environment: checked, never followed) ---- */
+/* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by
+ * no one else; -1 with *why. */
+int sf_trust_dir(const char *path, const char **why) SF_HIDDEN;
+/* openat with O_NOFOLLOW|O_NONBLOCK: a regular file, ours or root's,
+ * writable by no one else, one link; -1 with *why. */
+int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const char **why) SF_HIDDEN;
+/* A file the user named (SFTRACE_FILTER): O_NOFOLLOW|O_NONBLOCK, regular. */
+int sf_trust_open_regular(const char *path, const char **why) SF_HIDDEN;
+/* The file's bytes in private memory (munmap(p, *map_len)), NUL-ended. */
+char *sf_trust_read(int fd, size_t *len, size_t *map_len, const char **why) SF_HIDDEN;
+/* The root directory at start-up, and whether the program has chrooted
+ * since (stat("/") dev and inode differ). */
+void sf_root_init(void) SF_HIDDEN;
+int sf_root_changed(void) SF_HIDDEN;
 
 /* ---- notes.c (why no log was written, for sftrace record) ---- */
 void sf_notes_init(void) SF_HIDDEN;

@@ -336,3 +336,31 @@ def test_filter_child_not_run_after_chroot():
     check("sftrace: not running sftrace filter for /plugin.so: the program changed its root directory (chroot); "
           "the object stays untraced" in p.stderr, p.stderr)
     check(not os.path.exists(os.path.join(root, "pwned")), "the chroot's binary never ran")
+
+
+def test_filter_child_starts_clean():
+    """The filter child gets the environment the program started with (not
+    what it set later), no descriptor but 0-2, every signal at its default
+    and unblocked. SFTRACE_CLI is a script here that records what it got."""
+    prog, lib = trust_prog(), plugin()
+    d = tmpdir()
+    seen = os.path.join(d, "seen")
+    cli = os.path.join(d, "cli.sh")
+    with open(cli, "w") as f:
+        f.write(f"#!/bin/sh\nexec 3>{seen}\nenv | sort >&3\nls /proc/self/fd >&3\n"
+                f"grep -E '^Sig(Ign|Blk)' /proc/self/status >&3\nexit 1\n")
+    os.chmod(cli, 0o755)
+    filters = os.path.join(d, "filters")
+    os.mkdir(filters)
+    env = {"PATH": os.environ["PATH"], "LD_LIBRARY_PATH": "/start", "LD_PRELOAD": RUNTIME,
+           "SFTRACE_OUTPUT_FILE": os.path.join(d, "sf.log"), "SFTRACE_FILTER_REGEX": "^plugin_fn$",
+           "SFTRACE_FILTER_DIR": filters, "SFTRACE_CLI": cli}
+    p = subprocess.run([prog, "latestate", lib], env=env, capture_output=True, text=True, timeout=HANG)
+    eq(p.stdout, "sum 11\n", "program output")
+    lines = open(seen).read().splitlines()
+    env_lines = [l for l in lines if "=" in l and not l.startswith(("PWD=", "SHLVL=", "_="))]
+    eq(env_lines, ["LD_LIBRARY_PATH=/start", f"PATH={os.environ['PATH']}"], "environment")
+    fds = [l for l in lines if l.isdigit()]
+    eq(fds, ["0", "1", "2", "3", "4"], "descriptors (3: the script's output, 4: ls's own directory; no 9)")
+    eq([l for l in lines if l.startswith("Sig")], ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"],
+       "signals")

@@ -155,6 +155,23 @@ def test_empty_budget_file_does_not_kill_the_program():
         eq(os.path.getsize(budget), 0, "budget file untouched")
 
 
+def test_triggers_file_of_another_user_is_refused():
+    exe = calls_fixture()
+    d = shared_tmp()
+    trig = os.path.join(d, "triggers")
+
+    def make():
+        with open(trig, "w") as f:
+            f.write(f"sftrace-filter 1\nobject - {exe}\n0x1000 0 outer\n")
+
+    as_nobody(make)
+    log = os.path.join(d, "sf.log")
+    p = run([exe], env=runtime_env(SFTRACE_OUTPUT_FILE=log, SFTRACE_RING=str(1 << 20), SFTRACE_TRIGGERS=trig))
+    check("calls ok 21" in p.stdout, p.stdout)
+    eq(p.stderr, f"sftrace: cannot read triggers {trig}: not a private file of this user (owner, mode or links)\n",
+       "stderr")
+
+
 # ---- lifetime of record's private directory ----
 
 def notes_dirs(d):
@@ -364,3 +381,29 @@ def test_filter_child_starts_clean():
     eq(fds, ["0", "1", "2", "3", "4"], "descriptors (3: the script's output, 4: ls's own directory; no 9)")
     eq([l for l in lines if l.startswith("Sig")], ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"],
        "signals")
+
+
+def test_exec_after_chroot_preloads_nothing_from_the_new_root():
+    """A program chroots and execs a child with an environment of its own:
+    the runtime's path inside the new root is someone else's file, so no
+    LD_PRELOAD is added (here the file there would create /pwned)."""
+    prog = trust_prog()
+    d = tmpdir()
+    root = os.path.join(d, "root")
+    os.mkdir(root)
+    fake, bare = os.path.join(d, "fake.c"), os.path.join(d, "bare.c")
+    with open(fake, "w") as f:
+        f.write('#include <fcntl.h>\n__attribute__((constructor)) static void pwn(void) '
+                '{ open("/pwned", O_CREAT | O_WRONLY, 0644); }\n')
+    with open(bare, "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    lib = os.path.realpath(RUNTIME)
+    os.makedirs(os.path.dirname(root + lib))
+    run(["gcc", "-shared", "-fPIC", "-O1", "-o", root + lib, fake])
+    run(["gcc", "-O1", "-o", os.path.join(root, "prog"), bare])
+    for dep in ("/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6"):
+        os.makedirs(os.path.dirname(root + dep), exist_ok=True)
+        shutil.copy(dep, root + dep)
+    p, _ = record([prog, "chrootexec", root])
+    check(not os.path.exists(os.path.join(root, "pwned")), "nothing preloaded from the new root")
+    eq(p.returncode, 0, "exit status")

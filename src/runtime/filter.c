@@ -8,8 +8,10 @@
  * object, when an object with sleds loads: its file in the recording's
  * filter directory (SFTRACE_FILTER_DIR, one file per build-id) is loaded,
  * and if it does not exist yet the runtime runs `sftrace filter` for that
- * object (SFTRACE_CLI) to write it. The child gets the environment without
- * LD_PRELOAD and SFTRACE_*; it runs under an intermediate child with exit
+ * object (SFTRACE_CLI) to write it. The child gets the environment the
+ * program started with (less LD_PRELOAD, LD_AUDIT and SFTRACE_*), default
+ * signals and no descriptor but 0-2, and is never run after a chroot; it
+ * runs under an intermediate child with exit
  * signal 0 (the program sees no SIGCHLD and its wait() cannot reap it),
  * which is waited for. Processes
  * share the directory; sftrace filter writes a temporary file and renames

@@ -198,6 +198,7 @@ def test_descendant_outliving_the_command_keeps_the_merged_filter():
     eq(len(logs), 1, f"one log (the grandchild's; trust_prog's own calls are filtered out): {logs}")
     eq(counts(os.path.join(out, logs[0])), {"outer": 10, "lib_inner": 7}, "the grandchild's calls, filtered")
     check("calls ok 21" in p.stdout, p.stdout)
+    check(os.path.join(out, logs[0]) in p.stderr, f"record lists the grandchild's log: {p.stderr}")
     check("cannot read filter" not in p.stderr, p.stderr)
     eq(notes_dirs(d), [], "private directory removed")
 

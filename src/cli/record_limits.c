@@ -243,8 +243,13 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 		      size_t n, char *path, size_t cap)
 {
 	snprintf(path, cap, "%s/.triggers", dir);
-	FILE *out = fopen(path, "wxe");
+	/* 0600 whatever the umask: the runtime refuses a file others may
+	 * write (src/runtime/trust.c). */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!out) {
+		if (fd >= 0)
+			close(fd);
 		sf_error("%s: %s (needed by --trigger)", path, strerror(errno));
 		path[0] = 0;
 		return -1;

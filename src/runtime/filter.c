@@ -163,10 +163,19 @@ static int load_file(const char *path, int private_dir)
 
 static void save_start_env(void);
 
+/* A filter record made (a merge of several -f) lies in its private
+ * directory and is checked as such; the user's own file only for type. */
+static int in_private_dir(const char *path)
+{
+	const char *dir = getenv("SFTRACE_NOTES_DIR");
+	size_t n = dir ? slen(dir) : 0;
+	return n && !strncmp(path, dir, n) && path[n] == '/';
+}
+
 int sf_filter_init(void)
 {
 	if (sf_config.filter[0]) {
-		if (load_file(sf_config.filter, 0) < 0)
+		if (load_file(sf_config.filter, in_private_dir(sf_config.filter)) < 0)
 			return -1;
 		F.loaded = 1;
 		return 0;

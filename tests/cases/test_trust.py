@@ -172,6 +172,32 @@ def test_triggers_file_of_another_user_is_refused():
        "stderr")
 
 
+def test_merged_filter_of_another_user_is_refused():
+    """record's merged filter lives in its private directory; one that
+    another user put at that name is not loaded (no tracing without it)."""
+    exe = calls_fixture()
+    d = shared_tmp()
+    notes = os.path.join(d, "sftrace-notes-m3rg3d")
+    filt = os.path.join(notes, "merged.filter")
+    good = os.path.join(d, "good.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^outer$", "-o", good])
+    text = open(good).read()
+
+    def make():
+        os.mkdir(notes, 0o755)
+        with open(filt, "w") as f:
+            f.write(text)
+
+    as_nobody(make)
+    log = os.path.join(d, "sf.log")
+    p = run([exe], env=runtime_env(SFTRACE_OUTPUT_FILE=log, SFTRACE_NOTES_DIR=notes, SFTRACE_FILTER=filt))
+    check("calls ok 21" in p.stdout, p.stdout)
+    eq(p.stderr.splitlines(), [
+        f"sftrace: notes directory not used: {notes}: not a private directory of this user (owner or mode)",
+        f"sftrace: cannot read filter {filt}: not a private file of this user (owner, mode or links)"], "stderr")
+    check(not os.path.exists(log), "not traced")
+
+
 # ---- lifetime of record's private directory ----
 
 def notes_dirs(d):

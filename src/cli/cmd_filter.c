@@ -115,7 +115,7 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off)
 /* Opens the file and explains why it cannot be used. */
 static int open_object(const char *arg, int *fd_out)
 {
-	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+	int fd = open(arg, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: refused below, not waited on */
 	struct stat st;
 	unsigned char ident[EI_DATA + 1];
 	if (fd < 0) {

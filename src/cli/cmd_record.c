@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/input_opts.h"
+#include "cli/record_keeper.h"
 #include "cli/record_limits.h"
 #include "cli/record_why.h"
 #include "cli/solib.h"
@@ -285,7 +286,7 @@ static int preflight_static(const char *cmd)
 	char path[PATH_MAX];
 	if (record_resolve_command(cmd, path, sizeof(path)) < 0)
 		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sf_open_regular(path);
 	if (fd < 0)
 		return 0;
 	int is_static = record_is_static_elf(fd);
@@ -346,23 +347,6 @@ static void note_slow_clock(const char *opt_clock)
 		why, clock_read_ns());
 }
 
-static int run_child(char **argv, pid_t *pid_out)
-{
-	pid_t pid = fork();
-	if (pid < 0) {
-		sf_error("fork: %s", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		execvp(argv[0], argv);
-		int err = errno;
-		fprintf(stderr, "sftrace: error: cannot run %s: %s\n", argv[0], strerror(err));
-		_exit(err == ENOENT ? 127 : 126);
-	}
-	*pid_out = pid;
-	return 0;
-}
-
 static int feed_frames(void *ctx, const struct lr_event *ev)
 {
 	fr_feed(ctx, ev);
@@ -396,7 +380,7 @@ static int quiet_summary; /* -q: summaries only count what was dropped */
 static int header_dropped(const char *path, uint64_t *dropped)
 {
 	struct sf_header h;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sf_open_regular(path); /* a FIFO named like a log: never block */
 	if (fd < 0)
 		return -1;
 	ssize_t n = pread(fd, &h, sizeof(h), 0);
@@ -472,24 +456,34 @@ static int summarise(const char *abs, const struct name_list *before, int quiet,
 /* What a run creates besides the logs. */
 struct run_files {
 	char filter[PATH_MAX];     /* the filter the runtime reads ("" for none) */
-	char merged[PATH_MAX];     /* a merge of several -f inputs, deleted after the run */
+	char merged[PATH_MAX];     /* a merge of several -f inputs, in notes/ */
 	char filter_dir[PATH_MAX]; /* --filter-regex: the per-object filters, kept */
-	char notes[PATH_MAX];      /* the runtime's notes, deleted after the run */
+	char notes[PATH_MAX];      /* the run's private directory (0700): notes and the files below */
 	char shown[PATH_MAX];      /* the filter as the user named it, for messages */
 	char budget[PATH_MAX];     /* --max-size: the shared budget, in notes/ */
 	char triggers[PATH_MAX];   /* --trigger: the trigger functions, in notes/ */
 };
 
+/* Removes the private directory and all it holds (the keeper does, after
+ * the last process of the command; record again if the keeper could not).
+ * Only record's user can write there (0700): nothing in it is followed. */
 static void cleanup_run_files(struct run_files *rf)
 {
-	if (rf->merged[0])
-		unlink(rf->merged);
-	if (rf->budget[0])
-		unlink(rf->budget);
-	if (rf->triggers[0])
-		unlink(rf->triggers);
-	if (rf->notes[0])
-		record_notes_remove(rf->notes);
+	if (!rf->notes[0])
+		return;
+	DIR *d = opendir(rf->notes);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(rf->notes);
+}
+
+static void cleanup_cb(void *rf)
+{
+	cleanup_run_files(rf);
 }
 
 /* $TMPDIR, or /tmp, for the run's temporary files. */
@@ -512,10 +506,10 @@ static int prepare_filter_files(const struct record_opts *o, struct run_files *r
 		rc = sf_filter_check_file(files[i]); /* messages name the user's files */
 	const char *use = rc == 0 ? files[0] : NULL;
 	if (rc == 0 && (nfiles > 1 || strcmp(files[0], o->filters[0]))) {
-		snprintf(rf->merged, sizeof(rf->merged), "%s/sftrace-filter-XXXXXX", tmp_dir());
-		int fd = mkstemp(rf->merged);
+		snprintf(rf->merged, sizeof(rf->merged), "%.*s/merged.filter", PATH_MAX / 2 + 32, rf->notes);
+		int fd = open(rf->merged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
-			sf_error("cannot create a temporary file: %s", strerror(errno));
+			sf_error("cannot create %s: %s", rf->merged, strerror(errno));
 			rf->merged[0] = 0;
 			rc = -1;
 		} else {
@@ -615,12 +609,8 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 		sf_error("--within goes with --filter-regex (or make the filter with sftrace filter --within)");
 		return 2;
 	}
-	if (o->nfilters && prepare_filter_files(o, rf) < 0)
-		return 1;
-	if (rf->filter[0])
-		setenv("SFTRACE_FILTER", rf->filter, 1);
-	if (o->filter_regex && prepare_filter_regex(o, abs, rf) < 0)
-		return 1;
+	/* The run's private directory first: every file record makes for the
+	 * runtime goes in it (the keeper removes it, record_keeper.h). */
 	snprintf(rf->notes, sizeof(rf->notes), "%s/sftrace-notes-XXXXXX", tmp_dir());
 	if (!mkdtemp(rf->notes)) {
 		sf_error("cannot create a temporary directory: %s", strerror(errno));
@@ -628,6 +618,12 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 		return 1;
 	}
 	setenv("SFTRACE_NOTES_DIR", rf->notes, 1);
+	if (o->nfilters && prepare_filter_files(o, rf) < 0)
+		return 1;
+	if (rf->filter[0])
+		setenv("SFTRACE_FILTER", rf->filter, 1);
+	if (o->filter_regex && prepare_filter_regex(o, abs, rf) < 0)
+		return 1;
 	unsetenv("SFTRACE_BUDGET_FILE");
 	if (o->max_size && rl_budget_create(rf->notes, o->max_size, rf->budget, sizeof(rf->budget)) < 0)
 		return 1;
@@ -649,7 +645,7 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
  * above a one-object filter: N, or fallback when it is missing. */
 static size_t instrumented_count(const char *file, size_t fallback)
 {
-	FILE *f = fopen(file, "r");
+	FILE *f = sf_fopen_regular(file);
 	char line[256];
 	size_t k, n = fallback;
 	while (f && fgets(line, sizeof(line), f))
@@ -759,23 +755,24 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 
 	/* The terminal's ^C goes to the command (same process group); we wait
 	 * for it to finish and still report what it wrote. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	time_t started = time(NULL) - 1; /* snapshot mtimes: whole seconds */
-	pid_t pid;
-	if (run_child(cmd, &pid) < 0) {
+	/* The command runs under the keeper, which returns its status once
+	 * every process of it has exited (record_keeper.h). */
+	struct keeper k;
+	if (keeper_start(cmd, &old_int, &old_quit, cleanup_cb, (void *)rf, &k) < 0) {
 		list_free(&before);
 		return 1;
 	}
 	int status = 0;
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			sf_error("waitpid: %s", strerror(errno));
-			list_free(&before);
-			return 1;
-		}
+	if (keeper_wait(&k, &status) < 0) {
+		keeper_finish(&k);
+		list_free(&before);
+		return 1;
 	}
 	int rc;
 	if (WIFSIGNALED(status)) {
@@ -801,6 +798,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 				       cmd[0]};
 		record_explain_no_log(&w);
 	}
+	keeper_finish(&k);
 	list_free(&before);
 	return rc;
 }

@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/input_opts.h"
 #include "format/filter_file.h"
+#include "format/ring_signal.h"
 #include "format/run_budget.h"
 #include "format/xray_map.h"
 #include "lib/filter_merge.h"
@@ -106,17 +107,27 @@ int rl_parse_signal(const char *opt, const char *s)
 {
 	char *end;
 	long n = strtol(s, &end, 10);
+	int sig = -1;
 	if (end != s && !*end) {
-		if (n >= 1 && n < NSIG && n != SIGKILL && n != SIGSTOP)
-			return (int)n;
+		if (n >= 1 && n < NSIG)
+			sig = (int)n;
 	} else {
 		const char *name = strncasecmp(s, "SIG", 3) ? s : s + 3;
-		for (int sig = 1; sig < NSIG; sig++) {
-			const char *abbrev = sigabbrev_np(sig);
-			if (abbrev && !strcasecmp(abbrev, name) && sig != SIGKILL && sig != SIGSTOP)
-				return sig;
+		for (int i = 1; i < NSIG && sig < 0; i++) {
+			const char *abbrev = sigabbrev_np(i);
+			if (abbrev && !strcasecmp(abbrev, name))
+				sig = i;
 		}
 	}
+	if (sig > 0 && sf_ring_signal_refused(sig)) {
+		/* format/ring_signal.h says why */
+		sf_error("%s: SIG%s cannot ask for snapshots (a fault signal would loop on a crash; KILL and STOP "
+			 "cannot be caught); use USR1, USR2 or another signal",
+			 opt, sigabbrev_np(sig));
+		return -1;
+	}
+	if (sig > 0)
+		return sig;
 	sf_error("%s: '%s' is not a signal a handler can catch (e.g. USR2, SIGUSR1, 10)", opt, s);
 	return -1;
 }
@@ -232,8 +243,13 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 		      size_t n, char *path, size_t cap)
 {
 	snprintf(path, cap, "%s/.triggers", dir);
-	FILE *out = fopen(path, "wxe");
+	/* 0600 whatever the umask: the runtime refuses a file others may
+	 * write (src/runtime/trust.c). */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!out) {
+		if (fd >= 0)
+			close(fd);
 		sf_error("%s: %s (needed by --trigger)", path, strerror(errno));
 		path[0] = 0;
 		return -1;

@@ -104,18 +104,6 @@ static void free_notes(struct notes *n)
 	free(n->objs);
 }
 
-static void unlink_file(const char *path, void *ctx)
-{
-	(void)ctx;
-	unlink(path);
-}
-
-void record_notes_remove(const char *notes_dir)
-{
-	foreach_note_file(notes_dir, unlink_file, NULL);
-	rmdir(notes_dir);
-}
-
 int record_resolve_command(const char *cmd, char *path, size_t cap)
 {
 	if (strchr(cmd, '/')) {

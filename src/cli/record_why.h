@@ -16,9 +16,6 @@ struct record_why {
 /* Prints "sftrace: no log written: <reason>" and what to do about it. */
 void record_explain_no_log(const struct record_why *w);
 
-/* Deletes the notes directory and its files. */
-void record_notes_remove(const char *notes_dir);
-
 /* The file execvp would run for cmd, in path. 0, or -1 if there is none. */
 int record_resolve_command(const char *cmd, char *path, size_t cap);
 

@@ -1,4 +1,5 @@
 #include "lib/elf_buildid.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,21 +11,16 @@
 
 Elf *sf_elf_open(const char *path, int *fd, char *err, size_t errlen)
 {
-	struct stat st;
 	Elf *elf;
 
 	/* libelf refuses to work until a version is set; the call is cheap
 	 * and idempotent. */
 	elf_version(EV_CURRENT);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Regular files only, checked before anything can block: a FIFO
+	 * named as an object must not hang the tool. */
+	*fd = sf_open_regular(path);
 	if (*fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: %s", path,
-			 S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
-		close(*fd);
+		snprintf(err, errlen, "%s: %s", path, errno == EISDIR ? "is a directory" : sf_open_error(errno));
 		return NULL;
 	}
 	elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);

@@ -61,10 +61,10 @@ static int on_func(void *ctx, uint64_t vaddr, const char *name)
 
 char *ff_read_text(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = sf_fopen_regular(path); /* a FIFO is refused, never waited on */
 	struct stat st;
-	if (!f || fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		sf_error("filter %s: %s", path, !f ? strerror(errno) : "not a regular file");
+	if (!f || fstat(fileno(f), &st) < 0) {
+		sf_error("filter %s: %s", path, sf_open_error(errno));
 		if (f)
 			fclose(f);
 		return NULL;

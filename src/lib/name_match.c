@@ -49,9 +49,9 @@ static char *trim(char *s)
 
 int nm_read_list(struct nm_patterns *ps, const char *path)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = sf_fopen_regular(path);
 	if (!f) {
-		sf_error("%s: %s", path, strerror(errno));
+		sf_error("%s: %s", path, sf_open_error(errno));
 		return -1;
 	}
 	char *line = NULL;

@@ -2,11 +2,15 @@
 
 #include "lib/text_esc.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Messages name paths and functions taken from logs: escaped (text_esc.h),
  * so that a hostile log cannot drive the terminal through stderr. Through
@@ -84,4 +88,36 @@ size_t sf_utf8_seq(const unsigned char *p, size_t avail)
 	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
 		return 0;
 	return n;
+}
+
+int sf_open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
+FILE *sf_fopen_regular(const char *path)
+{
+	int fd = sf_open_regular(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
+	return f;
+}
+
+const char *sf_open_error(int err)
+{
+	return err == EINVAL ? "not a regular file" : strerror(err);
 }

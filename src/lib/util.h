@@ -4,10 +4,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* "sftrace: <message>" on stderr, one line. */
 void sf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sf_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Opens a file to read that must be regular: O_NONBLOCK for the open, so
+ * a FIFO (or a device) is refused at once instead of hanging, then back to
+ * blocking reads. -1 with errno set (EINVAL: not a regular file, EISDIR). */
+int sf_open_regular(const char *path);
+/* The same as a stdio stream ("r"). */
+FILE *sf_fopen_regular(const char *path);
+/* strerror(errno) after those: "not a regular file" for EINVAL. */
+const char *sf_open_error(int err);
 
 /* Allocation that exits with a message when memory runs out. */
 void *xmalloc(size_t n);

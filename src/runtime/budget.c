@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/run_budget.h"
@@ -18,9 +19,18 @@ void sf_budget_init(void)
 	const char *path = getenv("SFTRACE_BUDGET_FILE");
 	if (!path || path[0] != '/')
 		return;
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	/* Checked like every path from the environment (trust.c), and sized
+	 * before it is mapped: a short file would SIGBUS the program. */
+	const char *why;
+	int fd = sf_trust_open(AT_FDCWD, path, O_RDWR, 0, &why);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_size < (off_t)SF_BUDGET_SIZE)) {
+		why = "too short";
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0) {
-		sf_rt_message("cannot open the size budget ", path, "the --max-size cap does not apply");
+		sf_rt_message("cannot use the size budget ", path, why);
 		return;
 	}
 	void *m = mmap(NULL, SF_BUDGET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -187,7 +187,9 @@ static char *const *env_for_child(char *const envp[], struct env_build *b, char 
 {
 	b->env = NULL;
 	b->mem = NULL;
-	if (!ready || !envp)
+	/* After a chroot self_path names whatever sits there in the new
+	 * root: it is never preloaded into a child (trust.c). */
+	if (!ready || !envp || sf_root_changed())
 		return envp;
 	size_t n = 0, preload_at = (size_t)-1;
 	int have[MAX_VARS] = {0}, missing = 0;

@@ -8,8 +8,10 @@
  * object, when an object with sleds loads: its file in the recording's
  * filter directory (SFTRACE_FILTER_DIR, one file per build-id) is loaded,
  * and if it does not exist yet the runtime runs `sftrace filter` for that
- * object (SFTRACE_CLI) to write it. The child gets the environment without
- * LD_PRELOAD and SFTRACE_*; it runs under an intermediate child with exit
+ * object (SFTRACE_CLI) to write it. The child gets the environment the
+ * program started with (less LD_PRELOAD, LD_AUDIT and SFTRACE_*), default
+ * signals and no descriptor but 0-2, and is never run after a chroot; it
+ * runs under an intermediate child with exit
  * signal 0 (the program sees no SIGCHLD and its wait() cannot reap it),
  * which is waited for. Processes
  * share the directory; sftrace filter writes a temporary file and renames
@@ -123,21 +125,19 @@ static void sort_u64(uint64_t *v, size_t n)
 
 /* Adds the objects of one filter file to the tables. The text stays
  * mapped: object paths point into it. */
-static int load_file(const char *path)
+static int load_file(const char *path, int private_dir)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		sf_rt_message("cannot read filter ", path, fd < 0 ? strerror(errno) : "not a regular file");
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	size_t len = (size_t)st.st_size;
-	char *text = len ? mmap(NULL, len + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0) : NULL;
-	close(fd);
-	if (len && text == MAP_FAILED) {
-		sf_rt_message("cannot map filter ", path, strerror(errno));
+	/* A file record wrote (--filter-regex's per-object filters) is
+	 * checked for owner and mode as well; the user's own -f file only for
+	 * type. Never a symlink, never a FIFO (trust.c). */
+	const char *why = NULL;
+	size_t len = 0, map_len = 0;
+	int fd = private_dir ? sf_trust_open(AT_FDCWD, path, O_RDONLY, 0, &why) : sf_trust_open_regular(path, &why);
+	char *text = fd >= 0 ? sf_trust_read(fd, &len, &map_len, &why) : NULL;
+	if (fd >= 0)
+		close(fd);
+	if (!text) {
+		sf_rt_message("cannot read filter ", path, why);
 		return -1;
 	}
 	size_t lines = 1;
@@ -161,10 +161,21 @@ static int load_file(const char *path)
 	return 0;
 }
 
+static void save_start_env(void);
+
+/* A filter record made (a merge of several -f) lies in its private
+ * directory and is checked as such; the user's own file only for type. */
+static int in_private_dir(const char *path)
+{
+	const char *dir = getenv("SFTRACE_NOTES_DIR");
+	size_t n = dir ? slen(dir) : 0;
+	return n && !strncmp(path, dir, n) && path[n] == '/';
+}
+
 int sf_filter_init(void)
 {
 	if (sf_config.filter[0]) {
-		if (load_file(sf_config.filter) < 0)
+		if (load_file(sf_config.filter, in_private_dir(sf_config.filter)) < 0)
 			return -1;
 		F.loaded = 1;
 		return 0;
@@ -184,6 +195,7 @@ int sf_filter_init(void)
 	F.unlisted = FF_UNLISTED_SKIP; /* an object whose filter could not be made */
 	F.per_object = 1;
 	F.loaded = 1;
+	save_start_env();
 	return 0;
 }
 
@@ -232,12 +244,43 @@ struct spawn_args {
 	char *exec_stack; /* top of the second half of the stack mapping */
 };
 
+/* A disposition set with the raw system call (the kernel's layout: no
+ * restorer is needed for SIG_DFL): only this child's signal table
+ * changes, the program's stays as it is (no CLONE_SIGHAND). */
+struct k_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+static void set_default(int sig)
+{
+	struct k_sigaction sa = {0};
+	sf_syscall6(SYS_rt_sigaction, sig, (long)&sa, 0, sizeof(sa.mask), 0, 0);
+}
+
+/* What sftrace filter starts with, whatever the program did: every
+ * signal at its default and unblocked, no descriptor but 0, 1 and 2. */
+static void reset_for_exec(void)
+{
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			set_default(sig);
+	if (sf_syscall3(SYS_close_range, 3, ~0u, 0) < 0)
+		for (int fd = 3; fd < 65536; fd++)
+			sf_syscall3(SYS_close, fd, 0, 0);
+	uint64_t none = 0;
+	sf_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof(none), 0, 0);
+}
+
 /* The children run on their own stacks but in our memory (CLONE_VM, the
  * parent suspended meanwhile): raw system calls only, nothing that touches
  * TLS. */
 static int exec_child(void *arg)
 {
 	const struct spawn_args *a = arg;
+	reset_for_exec();
 	sf_syscall3(SYS_execve, (long)a->file, (long)a->argv, (long)a->envp);
 	sf_syscall3(SYS_exit, 127, 0, 0);
 	return 127;
@@ -246,10 +289,13 @@ static int exec_child(void *arg)
 /* exec resets a process's exit signal to SIGCHLD, so the program would
  * see the exec'd child end. This intermediate child, never exec'd, keeps
  * exit signal 0: it runs sftrace filter as its own child, waits for it and
- * exits with its status. */
+ * exits with its status. Its SIGCHLD is set to the default first: one
+ * the program ignores (SIG_IGN, SA_NOCLDWAIT) would have the kernel reap
+ * the child before the wait could read its status. */
 static int waiter_child(void *arg)
 {
 	struct spawn_args *a = arg;
+	set_default(SIGCHLD);
 	int pid = clone(exec_child, a->exec_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
 	int status = 127 << 8;
 	if (pid > 0) {
@@ -262,35 +308,57 @@ static int waiter_child(void *arg)
 	return 126;
 }
 
+/* The child's environment is the one the program started with, taken at
+ * start-up: what the program sets later (LD_LIBRARY_PATH, LD_AUDIT, PATH)
+ * never reaches sftrace filter. Left out: LD_PRELOAD, LD_AUDIT and every
+ * other loader variable but LD_LIBRARY_PATH (as record set it: the CLI ran
+ * with it), and SFTRACE_*. */
 static int env_kept(const char *e)
 {
-	return strncmp(e, "LD_PRELOAD=", 11) && strncmp(e, "SFTRACE_", 8);
+	if (!strncmp(e, "SFTRACE_", 8))
+		return 0;
+	return strncmp(e, "LD_", 3) || !strncmp(e, "LD_LIBRARY_PATH=", 16);
+}
+
+static char **start_env;
+
+static void save_start_env(void)
+{
+	size_t n = 0, bytes = 0;
+	for (char **e = environ; e && *e; e++)
+		if (env_kept(*e)) {
+			n++;
+			bytes += slen(*e) + 1;
+		}
+	char **env = sf_map_anon((n + 1) * sizeof(char *) + bytes);
+	if (!env)
+		return;
+	char *s = (char *)(env + n + 1);
+	size_t k = 0;
+	for (char **e = environ; e && *e && k < n; e++)
+		if (env_kept(*e)) {
+			size_t l = slen(*e) + 1;
+			memcpy(s, *e, l);
+			env[k++] = s;
+			s += l;
+		}
+	env[k] = NULL;
+	start_env = env;
 }
 
 /* `sftrace filter -q --allow-empty -p OBJ -r RE [--within] -o OUT`; 0 when
  * it exited 0. */
 static int run_filter_cli(const char *obj_path, const char *out)
 {
-	size_t nenv = 0;
-	for (char **e = environ; e && *e; e++)
-		nenv++;
-	size_t env_sz = (nenv + 1) * sizeof(char *);
-	char **envp = sf_map_anon(env_sz);
 	char *stack = sf_map_anon(SPAWN_STACK);
 	int rc = -1;
-	if (!envp || !stack)
+	if (!stack || !start_env)
 		goto out;
-	size_t k = 0;
-	for (size_t i = 0; i < nenv && environ[i]; i++)
-		if (env_kept(environ[i]))
-			envp[k++] = environ[i];
-	envp[k] = NULL;
 	char *argv[] = {F.cli, "filter", "-q", "--allow-empty", "-p", (char *)obj_path, "-r", F.regex, "-o",
 			(char *)out, F.mode == FF_MODE_WITHIN ? "--within" : NULL, NULL};
-	struct spawn_args a = {F.cli, argv, envp, stack + SPAWN_STACK};
+	struct spawn_args a = {F.cli, argv, start_env, stack + SPAWN_STACK};
 	/* Every signal blocked until the exec: the child shares our memory,
-	 * and a program's handler must never run in it. sftrace filter
-	 * unblocks them. */
+	 * and a program's handler must never run in it. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -307,8 +375,6 @@ static int run_filter_cli(const char *obj_path, const char *out)
 	}
 	errno = saved_errno;
 out:
-	if (envp)
-		munmap(envp, env_sz);
 	if (stack)
 		munmap(stack, SPAWN_STACK);
 	return rc;
@@ -326,6 +392,13 @@ void sf_filter_prepare_object(const char *path, const uint8_t *bid, size_t bid_l
 	char file[4096];
 	if (cache_path(path, bid, bid_len, file, sizeof(file)) < 0 || access(file, F_OK) == 0)
 		return;
+	/* After a chroot SFTRACE_CLI names whatever sits at that path in the
+	 * new root: nothing is run there. */
+	if (sf_root_changed()) {
+		sf_rt_message("not running sftrace filter for ", path,
+			      "the program changed its root directory (chroot); the object stays untraced");
+		return;
+	}
 	if (run_filter_cli(path, file) < 0)
 		sf_rt_message("could not make the filter for ", path,
 			      "sftrace filter failed (its message is above); the object stays untraced");
@@ -340,7 +413,7 @@ int sf_filter_check_object(const struct sf_object_rt *obj)
 		char file[4096];
 		if (cache_path(obj->path, obj->info.build_id, obj->info.build_id_len, file, sizeof(file)) == 0 &&
 		    access(file, F_OK) == 0)
-			load_file(file);
+			load_file(file, 1);
 	}
 	if (!find(obj, &mismatch) && mismatch) {
 		sf_rt_message("filter was made for a different build of ", obj->path,

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format/ring_signal.h"
 #include "runtime/runtime.h"
 
 struct sf_config sf_config SF_HIDDEN;
@@ -57,6 +58,13 @@ static int read_ring_config(void)
 	    env_number("SFTRACE_RING_SIGNAL", 1, 64, SIGUSR2, &sig) < 0 ||
 	    env_number("SFTRACE_MAX_SNAPSHOTS", 0, UINT32_MAX, 100, &maxs) < 0)
 		return -1;
+	/* A fault signal's handler returns to the faulting instruction: a
+	 * crash would loop writing snapshots. KILL and STOP cannot be caught.
+	 * record refuses them too (record_limits.c). */
+	if (bytes && sf_ring_signal_refused((int)sig)) {
+		sf_rt_message("SFTRACE_RING_SIGNAL cannot be a fault signal or KILL/STOP", "", getenv("SFTRACE_RING_SIGNAL"));
+		return -1;
+	}
 	sf_config.ring_slots = (uint32_t)(bytes / SF_SLOT_SIZE);
 	sf_config.ring_signal = (int)sig;
 	sf_config.max_snapshots = (uint32_t)maxs;
@@ -173,6 +181,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_notes_init();
 	if (!read_config())
 		return;
+	sf_root_init();
 	sf_exec_env_init();
 	sf_budget_init();
 	struct timespec rt;

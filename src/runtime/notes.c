@@ -21,28 +21,38 @@ void sf_notes_init(void)
 	size_t n = dir ? strlen(dir) : 0;
 	if (!n || dir[0] != '/' || n + 32 >= sizeof(notes_dir))
 		return;
+	const char *why;
+	int fd = sf_trust_dir(dir, &why);
+	if (fd < 0) {
+		sf_rt_message("notes directory not used: ", dir, why);
+		return;
+	}
+	close(fd);
 	memcpy(notes_dir, dir, n + 1);
 	notes_dir_len = n;
 }
 
 /* Async-signal-safe: open, write, close. The pid is taken now: a forked
- * child writes its own file. */
+ * child writes its own file. The directory is checked again each time
+ * (trust.c): record may be gone and the name taken by someone else. */
 void sf_note_write(const char *line, size_t len)
 {
 	if (!notes_dir_len)
 		return;
-	char path[sizeof(notes_dir)];
-	size_t n = notes_dir_len;
-	memcpy(path, notes_dir, n);
-	path[n++] = '/';
-	char tmp[16];
+	char name[16], tmp[16];
 	int k = 0;
+	size_t n = 0;
 	for (unsigned pid = (unsigned)getpid(); pid || !k; pid /= 10)
 		tmp[k++] = (char)('0' + pid % 10);
 	while (k)
-		path[n++] = tmp[--k];
-	path[n] = 0;
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		name[n++] = tmp[--k];
+	name[n] = 0;
+	const char *why;
+	int dfd = sf_trust_dir(notes_dir, &why);
+	if (dfd < 0)
+		return;
+	int fd = sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
+	close(dfd);
 	if (fd < 0)
 		return;
 	ssize_t r = write(fd, line, len);

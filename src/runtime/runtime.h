@@ -8,6 +8,7 @@
  *   rt_libc.c     the libc the runtime calls, hidden (never interposable);
  *                 anonymous mappings, the raw thread id
  *   notes.c       messages on stderr, and notes for record when no log is written
+ *   trust.c       paths from the environment: owner, mode and type checked, never followed
  *   exec_env.c    children exec'd with an environment of their own stay traced
  *   hooks.c       fork, _Fork, clone(), raw clone/fork via syscall(), vfork bookkeeping
  *   setup_abi.c   the reference tool's sftrace_setup ABI
@@ -54,6 +55,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "format/sflog.h"
 #include "sf_arch.h" /* src/runtime/arch/$(ARCH)/ */
@@ -152,6 +154,22 @@ int sf_fd_keep(int fd) SF_HIDDEN;
 /* A descriptor used briefly: moved only if it took 0, 1 or 2 (a closed
  * stdin, stdout or stderr), which the program's own writes would reach. */
 int sf_fd_brief(int fd) SF_HIDDEN;
+
+/* ---- trust.c (paths from the environment: checked, never followed) ---- */
+/* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by
+ * no one else; -1 with *why. */
+int sf_trust_dir(const char *path, const char **why) SF_HIDDEN;
+/* openat with O_NOFOLLOW|O_NONBLOCK: a regular file, ours or root's,
+ * writable by no one else, one link; -1 with *why. */
+int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const char **why) SF_HIDDEN;
+/* A file the user named (SFTRACE_FILTER): O_NOFOLLOW|O_NONBLOCK, regular. */
+int sf_trust_open_regular(const char *path, const char **why) SF_HIDDEN;
+/* The file's bytes in private memory (munmap(p, *map_len)), NUL-ended. */
+char *sf_trust_read(int fd, size_t *len, size_t *map_len, const char **why) SF_HIDDEN;
+/* The root directory at start-up, and whether the program has chrooted
+ * since (stat("/") dev and inode differ). */
+void sf_root_init(void) SF_HIDDEN;
+int sf_root_changed(void) SF_HIDDEN;
 
 /* ---- notes.c (why no log was written, for sftrace record) ---- */
 void sf_notes_init(void) SF_HIDDEN;

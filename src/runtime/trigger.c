@@ -8,12 +8,10 @@
  * (SF_VARIANT_SLOW), which send every event of theirs through the C slow
  * path; there sf_trigger_event looks the function up. Every other function
  * keeps the fast path and pays nothing. */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/filter_file.h"
@@ -85,26 +83,29 @@ void sf_trigger_init(void)
 	const char *path = getenv("SFTRACE_TRIGGERS");
 	if (!path || !path[0] || !sf_config.ring_slots)
 		return;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_size) {
-		sf_rt_message("cannot read triggers ", path, fd < 0 ? strerror(errno) : "not a regular file");
-		if (fd >= 0)
-			close(fd);
+	/* record writes it in its private directory: checked (trust.c), and
+	 * read into private memory. */
+	const char *why = NULL;
+	size_t len = 0, map_len = 0;
+	int fd = sf_trust_open(AT_FDCWD, path, O_RDONLY, 0, &why);
+	char *text = fd >= 0 ? sf_trust_read(fd, &len, &map_len, &why) : NULL;
+	if (fd >= 0)
+		close(fd);
+	if (text && !len)
+		why = "empty";
+	if (!text || !len) {
+		sf_rt_message("cannot read triggers ", path, why);
+		if (text)
+			munmap(text, map_len);
 		return;
 	}
-	size_t len = (size_t)st.st_size;
-	char *text = mmap(NULL, len + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (text == MAP_FAILED)
-		return;
 	struct ff_handler h = {NULL, on_object, on_func};
 	char err[256];
 	if (ff_parse(text, len, &h, NULL, err, sizeof(err)) < 0) {
 		T.n = 0;
 		sf_rt_message("bad triggers ", path, err);
 	}
-	munmap(text, len + 1);
+	munmap(text, map_len);
 }
 
 static int same_object(const struct sf_object_rt *o, uint32_t i)

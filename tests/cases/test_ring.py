@@ -192,7 +192,10 @@ def while_it_waits(d, argv, act):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         eq(proc.stdout.readline(), "ready\n")
-        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        # record's child is its keeper (record_keeper.h); the program is the keeper's child.
+        keeper = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        eq(len(keeper), 1, keeper)
+        kids = subprocess.run(["pgrep", "-P", keeper[0]], capture_output=True, text=True).stdout.split()
         eq(len(kids), 1, kids)
         act(kids[0])
         proc.stdin.write("go\n")

@@ -1,0 +1,40 @@
+/* The keeper: the process between `sftrace record` and the command, that
+ * keeps the run's private directory (the runtime's notes, the size budget,
+ * the triggers, a merged filter) for as long as any process of the command
+ * lives, and removes it after the last one, even when record is killed.
+ *
+ *   record ── keeper (child subreaper) ── the command ── its descendants
+ *
+ * The keeper is a child subreaper (PR_SET_CHILD_SUBREAPER): every
+ * descendant orphaned on the way (a daemon's double fork) is reparented to
+ * it, so when its wait() says ECHILD no process of the command is left. It
+ * then hands record the command's wait status, waits until record has read
+ * the directory (or died), removes it and exits. docs/DESIGN.md has why. */
+#ifndef SFTRACE_CLI_RECORD_KEEPER_H
+#define SFTRACE_CLI_RECORD_KEEPER_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+struct keeper {
+	pid_t pid;      /* the keeper */
+	int status_fd;  /* record reads the command's wait status here */
+	int done_fd;    /* record closes it when done with the directory */
+};
+
+/* Starts the keeper, which runs argv (execvp) with the signal dispositions
+ * of SIGINT and SIGQUIT given in saved (record ignores them meanwhile).
+ * cleanup(arg) is what the keeper runs after the last process exited and
+ * record let go. 0, or -1 after a message. */
+int keeper_start(char **argv, const struct sigaction *saved_int, const struct sigaction *saved_quit,
+		 void (*cleanup)(void *), void *arg, struct keeper *k);
+
+/* Blocks until every process of the command has exited; the command's
+ * wait status in *status. -1 if the keeper died first (after a message). */
+int keeper_wait(struct keeper *k, int *status);
+
+/* record is done with the directory: the keeper removes it and exits;
+ * returns once it has. */
+void keeper_finish(struct keeper *k);
+
+#endif

@@ -200,7 +200,8 @@ static void report_json(const struct heap_result *r)
 		const struct heap_stage *st = &r->stages[s];
 		printf("%s\n{\"stage\":%zu,\"start_ns\":%" PRIu64 ",\"allocations\":%" PRIu64
 		       ",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64 ",\"heap_at_end\":%" PRIu64 "}",
-		       s ? "," : "", s, since_start(r, st->t_start), st->allocs, st->leak_bytes, st->leak_blocks, st->heap_at_end);
+		       s ? "," : "", s, since_start(r, st->t_start), st->allocs, st->leak_bytes, st->leak_blocks,
+		       st->heap_at_end);
 	}
 	printf("%s]", r->nstages ? "\n" : "");
 	table(r, BY_PEAK, "", "peak", 0, FMT_JSON);
@@ -265,8 +266,8 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 			const struct heap_stage *st = &r->stages[s];
 			human(st->leak_bytes, a, sizeof(a));
 			human(st->heap_at_end, b, sizeof(b));
-			printf("%5zu %9.3f ms %10" PRIu64 " %12s %10" PRIu64 " %12s\n", s, (double)since_start(r, st->t_start) / 1e6,
-			       st->allocs, a, st->leak_blocks, b);
+			printf("%5zu %9.3f ms %10" PRIu64 " %12s %10" PRIu64 " %12s\n", s,
+			       (double)since_start(r, st->t_start) / 1e6, st->allocs, a, st->leak_blocks, b);
 		}
 	}
 }

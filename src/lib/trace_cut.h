@@ -92,8 +92,8 @@ int cut_tid_wanted(const struct trace_cut *c, uint32_t tid);
 
 /* The stage's input: struct fr_callbacks with the cut as ctx, in frames.c's
  * order (so `{cut_begin, cut_end}` takes frames.c's or another cut's output).
- * Only thread, id, func_id and the times are read: parent and depth are the
- * cut's own. */
+ * It reads proc, thread, id, func_id, the times and the end kind: parent
+ * and depth are the cut's own, among the frames it keeps. */
 void cut_begin(void *cut, const struct fr_frame *f);
 void cut_end(void *cut, const struct fr_frame *f);
 

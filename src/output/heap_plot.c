@@ -118,7 +118,8 @@ static void panel(FILE *f, const struct heap_result *r, const struct heap_plot_o
 			   "<title>stage %zu starts</title></line><text x=\"%.1f\" y=\"%u\" class=\"stage\">%zu</text>\n",
 			x, x, top + MT, y0, s, x + 3, top + MT + 14, s);
 	}
-	double px = ML + (double)(r->tot.peak_bytes ? r->tot.peak_time - t0 : 0) * xs, py = y0 - (double)r->tot.peak_bytes * ys;
+	uint64_t pt = r->tot.peak_bytes ? r->tot.peak_time - t0 : 0;
+	double px = ML + (double)pt * xs, py = y0 - (double)r->tot.peak_bytes * ys;
 	heap_format_bytes(lab, sizeof(lab), (double)r->tot.peak_bytes);
 	fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#c01c28\" class=\"peak\"><title>peak %s</title>"
 		   "</circle>\n",

@@ -574,7 +574,6 @@ int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *
 {
 	struct pass ps;
 	pass_init(&ps, in, sink, 1);
-	ps.in = in;
 	struct proc_state *p = &in->procs[i];
 	if (proc_begin(&ps, p) < 0) {
 		pass_free(&ps);

@@ -360,7 +360,7 @@ struct cut_dump {
 	struct out *o;
 };
 
-static void cut_line(struct out *o, const struct trace_frame *f, uint64_t t, const char *kind, const char *note)
+static void cut_line(struct out *o, const struct fr_frame *f, uint64_t t, const char *kind, const char *note)
 {
 	out_u64(o, t, 14);
 	out_mem(o, " ", 1);
@@ -380,14 +380,14 @@ static void cut_line(struct out *o, const struct trace_frame *f, uint64_t t, con
 	out_mem(o, "\n", 1);
 }
 
-static int dump_cut_begin(void *ctx, const struct trace_frame *f)
+static int dump_cut_begin(void *ctx, const struct fr_frame *f)
 {
 	struct cut_dump *d = ctx;
 	cut_line(d->o, f, f->t_begin, "ENTRY", f->cut & CUT_START ? "  (cut at the window's start)" : NULL);
 	return d->o->failed;
 }
 
-static int dump_cut_end(void *ctx, const struct trace_frame *f)
+static int dump_cut_end(void *ctx, const struct fr_frame *f)
 {
 	struct cut_dump *d = ctx;
 	const char *note = f->cut & CUT_END ? "  (cut at the window's end)"

@@ -72,7 +72,7 @@ static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site,
 {
 	uint32_t path[256];
 	size_t n = 0;
-	for (uint32_t x = node; x && n < 256; x = r->nodes[x].parent)
+	for (uint32_t x = node; x && n < 256; x = heap_node_parent(r, x))
 		path[n++] = x;
 	size_t len = 0;
 	buf[0] = 0;
@@ -80,7 +80,7 @@ static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site,
 		len += (size_t)snprintf(buf, cap, "[no traced frame]");
 	while (n-- > 0 && len < cap)
 		len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ";" : "",
-					trace_symbol(r->proc, r->nodes[path[n]].func_id)->name);
+					trace_symbol(r->proc, heap_node_func(r, path[n]))->name);
 	if (len >= cap)
 		return;
 	uint64_t vaddr = 0;
@@ -179,6 +179,13 @@ static void table(const struct heap_result *r, int key, const char *title, const
 /* The tsv's values as one JSON object: "summary" has the tsv's keys, the
  * arrays its sections (every row), with the sites also by count as in the
  * table. */
+/* Tables show times since the process's start (results are on the
+ * recording's time base). */
+static uint64_t since_start(const struct heap_result *r, uint64_t t)
+{
+	return t > r->proc->start_ns ? t - r->proc->start_ns : 0;
+}
+
 static void report_json(const struct heap_result *r)
 {
 	const struct heap_totals *t = &r->tot;
@@ -189,12 +196,13 @@ static void report_json(const struct heap_result *r)
 	       ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
 	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu},\n\"stages\":[",
 	       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-	       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+	       since_start(r, t->peak_time), t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
 	for (size_t s = 0; s < r->nstages; s++) {
 		const struct heap_stage *st = &r->stages[s];
 		printf("%s\n{\"stage\":%zu,\"start_ns\":%" PRIu64 ",\"allocations\":%" PRIu64
 		       ",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64 ",\"heap_at_end\":%" PRIu64 "}",
-		       s ? "," : "", s, st->t_start, st->allocs, st->leak_bytes, st->leak_blocks, st->heap_at_end);
+		       s ? "," : "", s, since_start(r, st->t_start), st->allocs, st->leak_bytes, st->leak_blocks,
+		       st->heap_at_end);
 	}
 	printf("%s]", r->nstages ? "\n" : "");
 	table(r, BY_PEAK, "", "peak", 0, FMT_JSON);
@@ -220,7 +228,7 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 		       "\npeak_time_ns\t%" PRIu64 "\nleaked_bytes\t%" PRIu64 "\nleaked_blocks\t%" PRIu64
 		       "\nunmatched_frees\t%" PRIu64 "\nstages\t%zu\n",
 		       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-		       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+		       since_start(r, t->peak_time), t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
 		for (size_t s = 0; s < r->nstages; s++)
 			printf("stage_leak\t%zu\t%" PRIu64 "\t%" PRIu64 "\t-\nstage_heap\t%zu\t%" PRIu64 "\t%" PRIu64
 			       "\t-\n",
@@ -241,7 +249,7 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 	printf("%" PRIu64 " allocations (%s), %" PRIu64 " frees, %" PRIu64 " reallocs, %" PRIu64 " temporary\n",
 	       t->allocs, a, t->frees, t->reallocs, t->temporaries);
 	printf("peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64 " blocks live at the end%s\n", b,
-	       t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
+	       t->peak_blocks, (double)since_start(r, t->peak_time) / 1e6, c, t->leak_blocks,
 	       r->proc->info->state == SF_STATE_EXITED ? "" : " (the process did not exit normally)");
 	if (t->unmatched_frees)
 		printf("%" PRIu64 " frees of blocks allocated before recording began were ignored\n",
@@ -259,8 +267,8 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 			const struct heap_stage *st = &r->stages[s];
 			human(st->leak_bytes, a, sizeof(a));
 			human(st->heap_at_end, b, sizeof(b));
-			printf("%5zu %9.3f ms %10" PRIu64 " %12s %10" PRIu64 " %12s\n", s, (double)st->t_start / 1e6,
-			       st->allocs, a, st->leak_blocks, b);
+			printf("%5zu %9.3f ms %10" PRIu64 " %12s %10" PRIu64 " %12s\n", s,
+			       (double)since_start(r, st->t_start) / 1e6, st->allocs, a, st->leak_blocks, b);
 		}
 	}
 }
@@ -317,12 +325,12 @@ static const char *kind_str(uint32_t k)
 	}
 }
 
-static int find_cb(void *ctx, const struct heap_event *e, const struct heap_node *nodes)
+static int find_cb(void *ctx, const struct heap_event *e, const struct cp_tree *tree)
 {
 	struct find_ctx *f = ctx;
 	char stack[8192];
 	struct heap_result tmp = *f->r;
-	tmp.nodes = (struct heap_node *)nodes;
+	tmp.tree = (struct cp_tree *)tree;
 	if (f->mode == 2) {
 		if (e->id == f->id) {
 			f->ptr = e->ptr;
@@ -352,7 +360,7 @@ static int find_cb(void *ctx, const struct heap_event *e, const struct heap_node
 	return 1;
 }
 
-static void interactive(const struct heap_result *r)
+static void interactive(struct trace_input *in, size_t pi, const struct heap_result *r)
 {
 	char line[256];
 	while (fgets(line, sizeof(line), stdin)) {
@@ -368,13 +376,13 @@ static void interactive(const struct heap_result *r)
 				printf("%zu:\t%" PRIu64 "\n", s, r->stages[s].heap_at_end);
 		} else if ((!strcmp(cmd, "show") || !strcmp(cmd, "track")) && n == 2) {
 			struct find_ctx f = {.id = id, .r = r, .mode = 2};
-			heap_foreach_event(r->proc, find_cb, &f);
+			heap_foreach_event(in, pi, find_cb, &f);
 			if (!f.found) {
 				printf("no allocation event %llu\n", id);
 			} else {
 				f.found = 0;
 				f.mode = cmd[0] == 's' ? 0 : 1;
-				heap_foreach_event(r->proc, find_cb, &f);
+				heap_foreach_event(in, pi, find_cb, &f);
 			}
 		} else {
 			printf("commands: track ID, show ID, stage-memory, exit\n");
@@ -400,12 +408,12 @@ static int leak_flamegraph(struct trace_input *in, const struct heap_result *res
 			if (!b)
 				continue;
 			size_t n = 0;
-			for (uint32_t x = r->sites[s].node; x && n < 4096; x = r->nodes[x].parent)
+			for (uint32_t x = r->sites[s].node; x && n < 4096; x = heap_node_parent(r, x))
 				path[n++] = x;
 			if (!n)
 				continue; /* no traced frame to draw it under (the tables list it) */
 			for (size_t d = 0; d < n; d++) {
-				uint32_t f = r->nodes[path[n - 1 - d]].func_id;
+				uint32_t f = heap_node_func(r, path[n - 1 - d]);
 				cp_begin(t, 0, base, (uint32_t)d, trace_func_key(r->proc, f), r->proc, f);
 			}
 			for (size_t d = n; d-- > 0;)
@@ -521,7 +529,7 @@ int cmd_memory(int argc, char **argv)
 			maps[i] = milestone_map(trace_proc_at(in, i), o.milestone, re, &ho.nmilestone, &hits);
 			ho.milestone = maps[i];
 		}
-		heap_replay(trace_proc_at(in, i), &ho, &res[i]);
+		heap_replay(in, i, &ho, &res[i]);
 		events += res[i].tot.events;
 	}
 	if (o.milestone && !hits) {
@@ -543,7 +551,7 @@ int cmd_memory(int argc, char **argv)
 			if (list && i)
 				printf(",\n");
 			if (o.interactive && i == 0)
-				report(&res[i], &o, np > 1), fflush(stdout), interactive(&res[i]);
+				report(&res[i], &o, np > 1), fflush(stdout), interactive(in, i, &res[i]);
 			else
 				report(&res[i], &o, np > 1);
 		}

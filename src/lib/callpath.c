@@ -298,7 +298,7 @@ static int col_process_begin(void *ctx, const struct trace_proc *p)
 	return 0;
 }
 
-static uint32_t base_node(struct collect *c, const struct trace_frame *f)
+static uint32_t base_node(struct collect *c, const struct fr_frame *f)
 {
 	if (c->levels < CP_BY_THREAD)
 		return c->proc_node;
@@ -308,17 +308,18 @@ static uint32_t base_node(struct collect *c, const struct trace_frame *f)
 	return c->thread_node[ti];
 }
 
-static int col_frame_begin(void *ctx, const struct trace_frame *f)
+static int col_frame_begin(void *ctx, const struct fr_frame *f)
 {
 	struct collect *c = ctx;
 	/* Ids no object owns have func_key 0: keep them apart by id. */
-	uint64_t key = f->func_key ? f->func_key : (1ull << 62) | f->func_id;
+	uint64_t key = trace_func_key(f->proc, f->func_id);
+	key = key ? key : (1ull << 62) | f->func_id;
 	uint32_t base = f->depth ? 0 : base_node(c, f);
 	cp_begin(c->t, f->thread->index, base, f->depth, key, f->proc, f->func_id);
 	return 0;
 }
 
-static int col_frame_end(void *ctx, const struct trace_frame *f)
+static int col_frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct collect *c = ctx;
 	cp_end(c->t, f->thread->index, f->depth, f->t_begin, f->t_end);

@@ -16,7 +16,9 @@
  *   cp_free(t);
  *
  * Or, without a trace_input (tests, other producers): cp_begin/cp_end per
- * frame in per-stack nesting order, then cp_finish.
+ * frame in per-stack nesting order, then cp_finish. The heap replay
+ * (heap.h) walks the tree with cp_child alone: its stacks are nodes, and
+ * only the tree's shape is used.
  */
 #ifndef SFTRACE_LIB_CALLPATH_H
 #define SFTRACE_LIB_CALLPATH_H

@@ -11,7 +11,8 @@
 #include "lib/log_reader.h"
 #include "lib/util.h"
 
-struct fr_frame {
+/* An open frame. */
+struct fr_open {
 	uint64_t id;
 	uint64_t t_begin;
 	uint32_t func;
@@ -21,7 +22,8 @@ struct fr_frame {
 
 struct fr_thread {
 	const struct lr_thread *key;
-	struct fr_frame *stack;
+	const struct trace_proc *proc;
+	struct fr_open *stack;
 	size_t depth, cap;
 	uint64_t last_t;
 	int seen_time;
@@ -36,6 +38,7 @@ struct fr_thread {
 struct frames {
 	struct fr_callbacks cb;
 	void *ctx;
+	const struct trace_proc *proc; /* for threads seen from now on */
 	struct fr_stats stats;
 	uint64_t next_id;
 
@@ -74,8 +77,11 @@ static size_t thread_slot(struct frames *f, const struct lr_thread *key)
 	struct fr_thread *t = &f->threads[f->nthreads];
 	memset(t, 0, sizeof(*t));
 	t->key = key;
+	t->proc = f->proc;
 	return f->last_slot = f->nthreads++;
 }
+
+void fr_set_proc(struct frames *f, const struct trace_proc *proc) { f->proc = proc; }
 
 /* ---- stack ---- */
 
@@ -87,7 +93,7 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 		th->stack = xrealloc(th->stack, th->cap * sizeof(*th->stack));
 	}
 	uint64_t parent = th->depth ? th->stack[th->depth - 1].id : 0;
-	struct fr_frame *fr = &th->stack[th->depth++];
+	struct fr_open *fr = &th->stack[th->depth++];
 	fr->id = f->next_id++;
 	fr->t_begin = t;
 	fr->func = func;
@@ -95,18 +101,25 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	f->stats.frames++;
 	if (th->depth > f->stats.max_depth)
 		f->stats.max_depth = th->depth > UINT32_MAX ? UINT32_MAX : (uint32_t)th->depth;
-	if (f->cb.begin)
-		f->cb.begin(f->ctx, th->key, fr->id, parent, func, (uint32_t)(th->depth - 1), t);
+	if (f->cb.begin) {
+		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr->id, .parent = parent,
+				       .func_id = func, .depth = (uint32_t)(th->depth - 1), .t_begin = t};
+		f->cb.begin(f->ctx, &out);
+	}
 }
 
 static void pop(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind)
 {
 	struct fr_thread *th = &f->threads[slot];
-	struct fr_frame fr = th->stack[--th->depth];
-	uint64_t parent = th->depth ? th->stack[th->depth - 1].id : 0;
+	struct fr_open fr = th->stack[--th->depth];
 	th->open[fr.func % FR_BUCKETS]--;
-	if (f->cb.end)
-		f->cb.end(f->ctx, th->key, fr.id, parent, fr.func, (uint32_t)th->depth, fr.t_begin, t, kind);
+	if (f->cb.end) {
+		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr.id,
+				       .parent = th->depth ? th->stack[th->depth - 1].id : 0, .func_id = fr.func,
+				       .depth = (uint32_t)th->depth, .t_begin = fr.t_begin, .t_end = t,
+				       .end_kind = kind};
+		f->cb.end(f->ctx, &out);
+	}
 }
 
 /* Whether func has a frame open on the thread. */

@@ -39,6 +39,7 @@
 
 struct lr_thread;
 struct lr_event;
+struct trace_proc;
 
 enum fr_end_kind {
 	FR_END_EXIT = 1,       /* its exit event */
@@ -49,12 +50,24 @@ enum fr_end_kind {
 
 static inline int fr_end_is_repaired(enum fr_end_kind k) { return k >= FR_END_UNWOUND; }
 
+/* One frame, as every stage passes it on. A stage that changes a frame
+ * (the cut rewrites parent, depth and clipped times) passes its own copy. */
+struct fr_frame {
+	const struct trace_proc *proc;  /* set by fr_set_proc (trace_input's process); NULL if never set */
+	const struct lr_thread *thread;
+	uint64_t id, parent;            /* parent 0: a root frame */
+	uint32_t func_id;               /* the log's function id */
+	uint32_t depth;                 /* 0 for root frames */
+	uint64_t t_begin;
+	uint64_t t_end;                 /* only in `end` (0 in `begin`) */
+	enum fr_end_kind end_kind;      /* only in `end` (0 in `begin`) */
+	unsigned cut;                   /* trace_cut.h's CUT_START / CUT_END; 0 from frames.c */
+};
+
+/* The frame is valid only during the call. */
 struct fr_callbacks {
-	void (*begin)(void *ctx, const struct lr_thread *thread, uint64_t frame_id,
-		      uint64_t parent_frame_id, uint32_t func_id, uint32_t depth, uint64_t t_ns);
-	void (*end)(void *ctx, const struct lr_thread *thread, uint64_t frame_id,
-		    uint64_t parent_frame_id, uint32_t func_id, uint32_t depth,
-		    uint64_t t_begin_ns, uint64_t t_end_ns, enum fr_end_kind end_kind);
+	void (*begin)(void *ctx, const struct fr_frame *f);
+	void (*end)(void *ctx, const struct fr_frame *f);
 };
 
 struct fr_stats {
@@ -70,8 +83,12 @@ struct fr_stats {
 
 struct frames;
 
-/* Either callback may be NULL. */
+/* cb and either callback may be NULL. */
 struct frames *fr_new(const struct fr_callbacks *cb, void *ctx);
+
+/* The process that threads seen from now on belong to (fr_frame.proc of
+ * their frames). Threads already seen keep theirs. */
+void fr_set_proc(struct frames *f, const struct trace_proc *proc);
 
 /* One event of `thread`. Kinds other than entry/exit/tail open or close
  * nothing but count as the thread's latest time. */

@@ -1,5 +1,6 @@
 #include "lib/hashmap.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,38 @@ uint64_t *hm_put(struct hashmap *m, uint64_t key, int *added)
 	m->slots[i].val = 0;
 	m->count++;
 	return &m->slots[i].val;
+}
+
+void hm_remove_at(struct hashmap *m, uint64_t *val)
+{
+	m->count--;
+	if (val == &m->zero_val) {
+		m->has_zero = 0;
+		m->zero_val = 0;
+		return;
+	}
+	struct hm_slot *at = (struct hm_slot *)(void *)((char *)val - offsetof(struct hm_slot, val));
+	size_t i = (size_t)(at - m->slots);
+	/* Close the gap: a later entry of the run moves back into it unless its
+	 * home lies between the gap and itself (then the gap would hide it). */
+	for (size_t j = (i + 1) & m->mask; m->slots[j].key; j = (j + 1) & m->mask) {
+		size_t home = hm_home(m, m->slots[j].key);
+		if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
+			m->slots[i] = m->slots[j];
+			i = j;
+		}
+	}
+	m->slots[i].key = 0;
+	m->slots[i].val = 0;
+}
+
+int hm_remove(struct hashmap *m, uint64_t key)
+{
+	uint64_t *v = hm_find(m, key);
+	if (!v)
+		return 0;
+	hm_remove_at(m, v);
+	return 1;
 }
 
 int hm_next(const struct hashmap *m, size_t *pos, uint64_t *key, uint64_t *val)

@@ -3,7 +3,9 @@
  * Linear probing, Fibonacci hashing (the top bits of key * 2^64/phi, which
  * spread both consecutive ids and addresses sharing low bits), at most half
  * full. Key 0 marks an empty slot, so key 0 itself is kept beside the table.
- * Entries are never removed one by one: hm_clear empties the whole map. */
+ * hm_remove takes one entry out (backward-shift deletion: no tombstones, so
+ * a map with as many removals as inserts, a live set, stays fast); hm_clear
+ * empties the whole map. */
 #ifndef SFTRACE_HASHMAP_H
 #define SFTRACE_HASHMAP_H
 
@@ -35,6 +37,11 @@ void hm_clear(struct hashmap *m);
 /* The value slot of key, inserting it with value 0 when absent; *added says
  * which. The pointer is good until the next insert. */
 uint64_t *hm_put(struct hashmap *m, uint64_t key, int *added);
+
+/* Removes key; returns 1 if it was there, else 0. */
+int hm_remove(struct hashmap *m, uint64_t key);
+/* Removes the entry whose value slot hm_find or hm_put returned. */
+void hm_remove_at(struct hashmap *m, uint64_t *val);
 
 /* Walk the entries in no particular order: start with *pos = 0; returns 0
  * when done. No inserts during a walk. */

@@ -1,12 +1,16 @@
-/* Heap replay for `sftrace memory`: the allocation events of one process,
- * in time order over all its threads, matched against the live set (a hash
- * map pointer -> block) and attributed to the traced call stack open on the
- * allocating thread plus the exact call site.
+/* Heap replay for `sftrace memory` and the Perfetto heap counter: the
+ * allocation events of one process, in time order over all its threads,
+ * matched against the live set (lib/hashmap: pointer -> block) and
+ * attributed to the traced call stack open on the allocating thread plus
+ * the exact call site.
  *
- * Threads are merged by event time (a free on another thread, a realloc
- * chain, a pointer reused after free all match exactly); each thread's
- * frames come from the shared frame-repair module. Memory: the live set,
- * the distinct stacks and sites, threads x depth; never the events.
+ * It is a sink of the reader pipeline (trace_input.h's trace_run_merged):
+ * threads merged by event time (a free on another thread, a realloc chain,
+ * a pointer reused after free all match exactly), frames from frames.c,
+ * times on the recording's time base like every other output. Stacks are
+ * nodes of a callpath.c tree. One pass: each site's share of the peak is
+ * kept as the replay goes. Memory: the live set, the distinct stacks and
+ * sites, threads x depth; never the events.
  *
  * Definitions:
  *   temporary  an allocation freed by the thread that made it with no other
@@ -21,17 +25,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/callpath.h"
 #include "lib/trace_input.h"
-
-/* A node of the stack trie: node 0 is the root (no traced frame). */
-struct heap_node {
-	uint32_t parent;
-	uint32_t func_id;
-};
 
 /* An allocation site: a traced stack and the call site's address. */
 struct heap_site {
-	uint32_t node;
+	uint32_t node;                /* in heap_result.tree; CP_ROOT: no traced frame */
 	uint64_t addr;
 	uint64_t allocs, bytes;       /* allocations made here (realloc results included) */
 	uint64_t temporaries;
@@ -41,7 +40,7 @@ struct heap_site {
 };
 
 struct heap_stage {
-	uint64_t t_start;             /* ns since the process start */
+	uint64_t t_start;             /* recording's time base (the first: the process's start) */
 	uint64_t allocs, bytes;       /* allocated during the stage */
 	uint64_t frees;
 	uint64_t leak_bytes, leak_blocks; /* allocated during the stage, live at the end */
@@ -53,7 +52,7 @@ struct heap_totals {
 	uint64_t temporaries;
 	uint64_t unmatched_frees;     /* pointer not live (allocated before recording began) */
 	uint64_t replaced;            /* allocation of a pointer still live (its free was lost) */
-	uint64_t peak_bytes, peak_blocks, peak_time;
+	uint64_t peak_bytes, peak_blocks, peak_time; /* peak_time: recording's time base */
 	uint64_t leak_bytes, leak_blocks;
 	uint64_t events;              /* heap events replayed */
 };
@@ -61,13 +60,15 @@ struct heap_totals {
 struct heap_result {
 	const struct trace_proc *proc;
 	struct heap_totals tot;
-	struct heap_node *nodes;
-	size_t nnodes;
+	/* The stacks: one node per distinct traced call path (keys are
+	 * trace_func_keys, cp_func's owner the trace_proc and id the log's
+	 * function id). Only the tree's shape is used: no durations. */
+	struct cp_tree *tree;
 	struct heap_site *sites;
 	size_t nsites;
 	struct heap_stage *stages;
 	size_t nstages;
-	uint64_t end_time;
+	uint64_t end_time;            /* the process's last event (recording's time base) */
 	/* heap size over time (--plot), at most 8192 points: from curve_t[i]
 	 * on, the highest size was curve_v[i] and the last curve_end[i].
 	 * NULL unless heap_options.curve. */
@@ -83,23 +84,34 @@ struct heap_options {
 	int curve;                    /* keep the heap-size curve */
 };
 
-/* Replays the process's log. 0, or -1 (out of memory is fatal anyway). */
-int heap_replay(const struct trace_proc *p, const struct heap_options *opt, struct heap_result *r);
+/* Replays the log of process i of the input. 0, or -1 (out of memory is
+ * fatal anyway). May run inside a trace_run's callback. */
+int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt, struct heap_result *r);
 
-/* Calls cb for each allocation event of the process in time order, with
- * its index (the IDs `memory --interactive` shows), until cb returns
- * nonzero. stack is the site's node. */
+/* The function id and the parent of a node of r->tree. */
+static inline uint32_t heap_node_func(const struct heap_result *r, uint32_t node)
+{
+	return cp_func(r->tree, cp_node(r->tree, node)->func)->id;
+}
+static inline uint32_t heap_node_parent(const struct heap_result *r, uint32_t node)
+{
+	return cp_node(r->tree, node)->parent;
+}
+
+/* Calls cb for each allocation event of process i in time order, with its
+ * index (the IDs `memory --interactive` shows), until cb returns nonzero
+ * (then returns that value). node is the allocating thread's innermost
+ * traced frame in `tree` (a tree of its own, shaped as heap_result.tree). */
 struct heap_event {
 	uint64_t id;
 	uint32_t kind;                /* SF_EV_* */
 	uint32_t tid;
-	uint64_t time;
+	uint64_t time;                /* recording's time base */
 	uint64_t ptr, old_ptr, size, align, site_addr;
 	uint32_t node;
 };
-int heap_foreach_event(const struct trace_proc *p, int (*cb)(void *ctx, const struct heap_event *e,
-							     const struct heap_node *nodes),
-		       void *ctx);
+int heap_foreach_event(struct trace_input *in, size_t i,
+		       int (*cb)(void *ctx, const struct heap_event *e, const struct cp_tree *tree), void *ctx);
 
 void heap_result_free(struct heap_result *r);
 

@@ -107,7 +107,7 @@ static int on_process(void *ctx, const struct trace_proc *tp)
 	return 0;
 }
 
-static const char *frame_name(struct producer *p, const struct trace_frame *f)
+static const char *frame_name(struct producer *p, const struct fr_frame *f)
 {
 	if (f->func_id >= p->nnames)
 		return trace_symbol(f->proc, f->func_id)->name;
@@ -118,7 +118,7 @@ static const char *frame_name(struct producer *p, const struct trace_frame *f)
 
 /* Children end before their parent: when a frame at depth d ends, acc[d + 1]
  * holds its children's durations. */
-static uint64_t self_time(struct producer *p, const struct trace_frame *f, uint64_t dur)
+static uint64_t self_time(struct producer *p, const struct fr_frame *f, uint64_t dur)
 {
 	struct child_sums *s = &p->sums[f->thread->index];
 	size_t need = (size_t)f->depth + 2;
@@ -136,7 +136,7 @@ static uint64_t self_time(struct producer *p, const struct trace_frame *f, uint6
 	return children <= dur ? dur - children : 0;
 }
 
-static int on_frame_end(void *ctx, const struct trace_frame *f)
+static int on_frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct producer *p = ctx;
 	if (p->cur < 0 && (p->cur = take_free(p)) < 0)
@@ -146,7 +146,7 @@ static int on_frame_end(void *ctx, const struct trace_frame *f)
 	r->parent = f->parent;
 	r->pid = f->proc->info->pid;
 	r->tid = f->thread->tid;
-	r->func_id = f->func_key;
+	r->func_id = trace_func_key(f->proc, f->func_id);
 	r->name = frame_name(p, f);
 	r->start = f->t_begin;
 	r->dur = f->t_end - f->t_begin;

@@ -167,7 +167,7 @@ struct cut_thread {
 struct trace_cut {
 	struct trace_cut_options opt;
 	const struct cut_filter *filter;
-	struct cut_out out;
+	struct fr_callbacks out;
 	void *ctx;
 	struct cut_stats stats;
 	/* The current process: */
@@ -179,7 +179,7 @@ struct trace_cut {
 };
 
 struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_filter *filter,
-			 const struct cut_out *out, void *ctx)
+			 const struct fr_callbacks *out, void *ctx)
 {
 	struct trace_cut *c = xcalloc(1, sizeof(*c));
 	c->opt = *opt;
@@ -251,28 +251,40 @@ static struct cut_thread *thread_of(struct trace_cut *c, const struct lr_thread 
 	return &c->threads[t->index];
 }
 
-static void emit_begin(struct trace_cut *c, const struct lr_thread *t, struct cut_thread *th, size_t i)
+/* The frame to pass on for held/kept frame i of the thread `in` is on:
+ * parent and depth among the kept frames. */
+static struct fr_frame out_frame(const struct fr_frame *in, const struct cut_thread *th, size_t i)
 {
-	struct cut_frame *f = &th->st[i];
-	f->state = ST_KEPT;
-	uint64_t parent = f->cand_up >= 0 ? th->st[f->cand_up].id : 0;
-	unsigned cut = f->t_begin < c->s ? CUT_START : 0;
+	const struct cut_frame *f = &th->st[i];
+	return (struct fr_frame){.proc = in->proc, .thread = in->thread, .id = f->id,
+				 .parent = f->cand_up >= 0 ? th->st[f->cand_up].id : 0, .func_id = f->func,
+				 .depth = f->depth, .t_begin = f->t_begin};
+}
+
+static void emit_begin(struct trace_cut *c, const struct fr_frame *in, struct cut_thread *th, size_t i)
+{
+	struct fr_frame o = out_frame(in, th, i);
+	th->st[i].state = ST_KEPT;
+	if (o.t_begin < c->s) {
+		o.cut = CUT_START;
+		o.t_begin = c->s;
+		c->stats.cut_start++;
+	}
 	c->stats.kept++;
-	c->stats.cut_start += cut != 0;
-	c->out.begin(c->ctx, t, f->id, parent, f->func, f->depth, cut ? c->s : f->t_begin, cut);
+	c->out.begin(c->ctx, &o);
 }
 
 /* Held frames that qualify by `now` (an event inside them) are emitted,
  * outermost first. Ancestors qualify before their descendants (they are
  * older and begin earlier), so the scan stops at the first that does not. */
-static void release(struct trace_cut *c, const struct lr_thread *t, struct cut_thread *th, uint64_t now)
+static void release(struct trace_cut *c, const struct fr_frame *in, struct cut_thread *th, uint64_t now)
 {
 	while (th->held < th->n) {
 		struct cut_frame *f = &th->st[th->held];
 		if (f->state == ST_HELD) {
 			if (now - f->t_begin < c->opt.min_duration || now < c->s || f->t_begin >= c->e)
 				return;
-			emit_begin(c, t, th, th->held);
+			emit_begin(c, in, th, th->held);
 		}
 		th->held++;
 	}
@@ -294,65 +306,61 @@ static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_f
 	return !c->opt.max_depth || f->depth < c->opt.max_depth;
 }
 
-void cut_begin(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth,
-	      uint64_t t_ns)
+void cut_begin(void *ctx, const struct fr_frame *in)
 {
 	struct trace_cut *c = ctx;
-	struct cut_thread *th = thread_of(c, t);
-	(void)parent;
-	(void)depth;
-	release(c, t, th, t_ns);
+	struct cut_thread *th = thread_of(c, in->thread);
+	uint64_t t_ns = in->t_begin;
+	release(c, in, th, t_ns);
 	if (th->n == th->cap) {
 		th->cap = th->cap ? th->cap * 2 : 64;
 		th->st = xrealloc(th->st, th->cap * sizeof(*th->st));
 	}
 	struct cut_frame *f = &th->st[th->n];
-	f->id = id;
+	f->id = in->id;
 	f->t_begin = t_ns;
-	f->func = func_id;
+	f->func = in->func_id;
 	f->state = ST_DROP;
-	if (is_candidate(c, th, f, func_id) && t_ns < c->e)
+	if (is_candidate(c, th, f, in->func_id) && t_ns < c->e)
 		f->state = ST_HELD;
 	int now = f->state == ST_HELD && !c->opt.min_duration && t_ns >= c->s;
 	th->n++;
 	if (f->state == ST_HELD && th->held == th->n - 1 && now) {
-		emit_begin(c, t, th, th->n - 1);
+		emit_begin(c, in, th, th->n - 1);
 		th->held = th->n;
 	} else if (th->held == th->n - 1 && f->state != ST_HELD) {
 		th->held = th->n; /* nothing held up to here */
 	}
 }
 
-void cut_end(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth,
-	    uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind)
+void cut_end(void *ctx, const struct fr_frame *in)
 {
 	struct trace_cut *c = ctx;
-	struct cut_thread *th = thread_of(c, t);
-	(void)id;
-	(void)parent;
-	(void)func_id;
-	(void)depth;
-	(void)t_begin;
+	struct cut_thread *th = thread_of(c, in->thread);
+	uint64_t t_end = in->t_end;
 	size_t i = th->n - 1;
 	struct cut_frame *f = &th->st[i];
 	if (f->state == ST_HELD && t_end - f->t_begin >= c->opt.min_duration && f->t_begin < c->e &&
 	    (f->t_begin >= c->s || t_end > c->s)) {
 		/* It qualifies, so do its held ancestors (older, begun earlier). */
-		release(c, t, th, t_end);
+		release(c, in, th, t_end);
 		if (th->held == i)
-			emit_begin(c, t, th, i);
+			emit_begin(c, in, th, i);
 	}
 	if (f->state == ST_KEPT) {
-		uint64_t parent_id = f->cand_up >= 0 ? th->st[f->cand_up].id : 0;
-		unsigned cut = f->t_begin < c->s ? CUT_START : 0;
-		uint64_t end = t_end;
-		if (end > c->e) {
-			end = c->e;
-			cut |= CUT_END;
+		struct fr_frame o = out_frame(in, th, i);
+		o.end_kind = in->end_kind;
+		o.t_end = t_end;
+		if (o.t_begin < c->s) {
+			o.cut = CUT_START;
+			o.t_begin = c->s;
+		}
+		if (o.t_end > c->e) {
+			o.t_end = c->e;
+			o.cut |= CUT_END;
 			c->stats.cut_end++;
 		}
-		c->out.end(c->ctx, t, f->id, parent_id, f->func, f->depth, cut & CUT_START ? c->s : f->t_begin,
-			   end, kind, cut);
+		c->out.end(c->ctx, &o);
 	}
 	th->n--;
 	if (th->held > th->n)

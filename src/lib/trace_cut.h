@@ -15,6 +15,11 @@
  * an ancestor is held is shorter than that ancestor's age, so it is dropped
  * anyway: memory is the open frames, never events.
  *
+ * Input and output are the pipeline's one frame shape (struct fr_frame,
+ * frames.h), so a cut's output can be another cut's input: trace_input
+ * chains the record-time trim (a cut with a log's own limits) straight into
+ * the user's cut.
+ *
  * Kept calls keep their exact times, except those the window clips: a call
  * begun before the window starts at its start (CUT_START), one still open
  * at its end ends there (CUT_END). Durations tested against min_duration
@@ -56,14 +61,6 @@ struct cut_stats {
 	uint64_t cut_end;    /* kept frames still open at its end */
 };
 
-/* The stage's output: frames.c's callbacks plus the cut flags. */
-struct cut_out {
-	void (*begin)(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id,
-		      uint32_t depth, uint64_t t_begin, unsigned cut);
-	void (*end)(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id,
-		    uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind, unsigned cut);
-};
-
 /* A parsed filter file. NULL after an error line naming the file. */
 struct cut_filter;
 struct cut_filter *cut_filter_load(const char *path);
@@ -76,9 +73,11 @@ void cut_filter_free(struct cut_filter *f);
 
 struct trace_cut;
 
-/* filter may be NULL. The cut does not own it. */
+/* filter may be NULL. The cut does not own it. Kept frames go to `out`
+ * (another cut, or trace_input's sink) with out_ctx, as struct fr_frame with
+ * parent and depth rewritten and `cut` set where the window clipped them. */
 struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_filter *filter,
-			 const struct cut_out *out, void *ctx);
+			 const struct fr_callbacks *out, void *out_ctx);
 
 /* Before a process's frames: its log (for the filter), and its start's
  * offset from the trace start (ns), which places the window. */
@@ -91,11 +90,12 @@ void cut_set_limits(struct trace_cut *c, uint64_t min_duration, uint32_t max_dep
 /* Whether events of this tid are wanted at all (--tid). */
 int cut_tid_wanted(const struct trace_cut *c, uint32_t tid);
 
-/* frames.c's callbacks, in its order. */
-void cut_begin(void *c, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth,
-	      uint64_t t_ns);
-void cut_end(void *c, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth,
-	    uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind);
+/* The stage's input: struct fr_callbacks with the cut as ctx, in frames.c's
+ * order (so `{cut_begin, cut_end}` takes frames.c's or another cut's output).
+ * It reads proc, thread, id, func_id, the times and the end kind: parent
+ * and depth are the cut's own, among the frames it keeps. */
+void cut_begin(void *cut, const struct fr_frame *f);
+void cut_end(void *cut, const struct fr_frame *f);
 
 const struct cut_stats *cut_stats(const struct trace_cut *c);
 

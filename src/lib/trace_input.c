@@ -18,13 +18,29 @@
 struct proc_state {
 	struct trace_proc pub;
 	char *name, *cmdline;
-	uint64_t *keys;       /* func_key by function id */
-	uint32_t nkeys;
-	uint8_t *thread_seen; /* by lr_thread.index: 1 fed to frames, 2 also announced */
-	uint64_t shift_ns;    /* added to the log's times: its start - the recording's time 0 */
+	uint64_t *keys;       /* func_key by function id (pub.func_keys) */
+	size_t threads_read;  /* threads the latest trace_run read (--tid leaves some out) */
 	int short_style;
 	char **short_names;   /* by function id, built on first use */
 	size_t nshort;
+};
+
+/* One replay: the pipeline's stages and where it is. */
+struct pass {
+	struct trace_input *in;
+	const struct trace_sink *sink;
+	struct frames *frames;
+	struct trace_cut *cut;     /* the user's cut; NULL: nothing cut */
+	/* Record-time trimming (a log's header asks for it): a first cut with
+	 * each log's own limits, feeding the user's cut. NULL: none asked. */
+	struct trace_cut *trim;
+	struct proc_state *cur;
+	uint8_t *seen;             /* by lr_thread.index of cur: 1 fed to frames, 2 also announced */
+	size_t nseen;
+	int failed;
+	uint64_t events;
+	struct timespec start;
+	int progress_shown;
 };
 
 struct trace_input {
@@ -33,19 +49,8 @@ struct trace_input {
 	struct trace_options opt;
 	char **object_ids;    /* distinct non-main objects (build-id hex or path) */
 	size_t nobject_ids;
-	struct frames *frames;
 	struct cut_filter *filter;  /* -c FILE */
-	struct trace_cut *cut;     /* NULL: nothing cut */
-	/* Record-time trimming (a log's header asks for it): a first cut with
-	 * each log's own limits, feeding the user's cut. NULL: none asked. */
-	struct trace_cut *trim;
-	/* During trace_run: */
-	const struct trace_sink *sink;
-	struct proc_state *cur;
-	int failed;
-	uint64_t events;
-	struct timespec start;
-	int progress_shown;
+	struct pass run;      /* the latest trace_run (its stages hold the totals) */
 };
 
 /* A process's own log (not a ring snapshot: a copy of one, read only when
@@ -174,8 +179,9 @@ static void compute_keys(struct trace_input *in, struct proc_state *ps)
 		if (o->first_id + o->count > max)
 			max = o->first_id + o->count;
 	}
-	ps->nkeys = max + 1;
-	ps->keys = xcalloc(ps->nkeys, sizeof(uint64_t));
+	ps->pub.nfunc_keys = max + 1;
+	ps->keys = xcalloc(ps->pub.nfunc_keys, sizeof(uint64_t));
+	ps->pub.func_keys = ps->keys;
 	for (size_t i = 0; i < lr_nobjects(log); i++) {
 		const struct lr_object *o = lr_object_at(log, i);
 		uint64_t k = object_key(in, o);
@@ -243,7 +249,7 @@ static void set_time_zero(struct trace_input *in)
 	for (size_t i = 0; i < in->nprocs; i++) {
 		struct proc_state *ps = &in->procs[i];
 		uint64_t s = ps->pub.info->start_mono_ns;
-		ps->shift_ns = s ? s - zero : 0;
+		ps->pub.start_ns = s ? s - zero : 0;
 		ps->pub.zero_mono_ns = s ? zero : 0;
 	}
 }
@@ -285,7 +291,6 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 		ps->cmdline = join_argv(ps->pub.info);
 		ps->pub.name = ps->name;
 		ps->pub.cmdline = ps->cmdline;
-		ps->thread_seen = xcalloc(lr_nthreads(ps->pub.log) + 1, 1);
 		ps->short_style = opt && opt->short_names;
 		compute_keys(in, ps);
 		in->nprocs++;
@@ -328,84 +333,37 @@ const char *trace_name(const struct trace_proc *p, uint32_t func_id)
 	return ps->short_names[func_id];
 }
 
-uint64_t trace_func_key(const struct trace_proc *p, uint32_t func_id)
-{
-	const struct proc_state *ps = (const struct proc_state *)p;
-	return func_id < ps->nkeys ? ps->keys[func_id] : 0;
-}
-
-static void fill_frame(struct trace_input *in, struct trace_frame *f, const struct lr_thread *thread,
-		       uint64_t id, uint64_t parent, uint32_t func_id, uint32_t depth)
-{
-	f->proc = &in->cur->pub;
-	f->thread = thread;
-	f->id = id;
-	f->parent = parent;
-	f->func_id = func_id;
-	f->func_key = trace_func_key(&in->cur->pub, func_id);
-	f->depth = depth;
-}
+/* ---- the pipeline's last stage: frames into the sink ---- */
 
 /* With a cut, a thread is announced with its first kept frame, so threads
  * with nothing kept get no empty track. */
-static int announce(struct trace_input *in, const struct lr_thread *thread)
+static int announce(struct pass *ps, const struct lr_thread *thread)
 {
-	uint8_t *seen = &in->cur->thread_seen[thread->index];
+	uint8_t *seen = &ps->seen[thread->index];
 	if (*seen == 2)
 		return 0;
 	*seen = 2;
-	return in->sink->thread_begin ? in->sink->thread_begin(in->sink->ctx, &in->cur->pub, thread) : 0;
+	return ps->sink->thread_begin ? ps->sink->thread_begin(ps->sink->ctx, &ps->cur->pub, thread) : 0;
 }
 
-static void emit_begin(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
-		       uint32_t depth, uint64_t t, unsigned cut)
+static void to_sink_begin(void *ctx, const struct fr_frame *f)
 {
-	struct trace_input *in = ctx;
-	if (in->failed)
+	struct pass *ps = ctx;
+	if (ps->failed)
 		return;
-	if (announce(in, thread)) {
-		in->failed = 1;
-		return;
-	}
-	if (!in->sink->frame_begin)
-		return;
-	struct trace_frame f;
-	fill_frame(in, &f, thread, id, parent, func_id, depth);
-	f.t_begin = t;
-	f.t_end = 0;
-	f.end_kind = 0;
-	f.cut = cut;
-	if (in->sink->frame_begin(in->sink->ctx, &f))
-		in->failed = 1;
+	if (announce(ps, f->thread) || (ps->sink->frame_begin && ps->sink->frame_begin(ps->sink->ctx, f)))
+		ps->failed = 1;
 }
 
-static void emit_end(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
-		     uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind, unsigned cut)
+static void to_sink_end(void *ctx, const struct fr_frame *f)
 {
-	struct trace_input *in = ctx;
-	if (in->failed || !in->sink->frame_end)
-		return;
-	struct trace_frame f;
-	fill_frame(in, &f, thread, id, parent, func_id, depth);
-	f.t_begin = t_begin;
-	f.t_end = t_end;
-	f.end_kind = kind;
-	f.cut = cut;
-	if (in->sink->frame_end(in->sink->ctx, &f))
-		in->failed = 1;
+	struct pass *ps = ctx;
+	if (!ps->failed && ps->sink->frame_end && ps->sink->frame_end(ps->sink->ctx, f))
+		ps->failed = 1;
 }
 
-static void on_begin(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
-		     uint32_t depth, uint64_t t)
-{
-	emit_begin(ctx, thread, id, parent, func_id, depth, t, 0);
-}
-
-static void on_end(void *ctx, const struct lr_thread *thread, uint64_t id, uint64_t parent, uint32_t func_id,
-		   uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind)
-{
-	emit_end(ctx, thread, id, parent, func_id, depth, t_begin, t_end, kind, 0);
-}
+static const struct fr_callbacks to_sink = {to_sink_begin, to_sink_end};
+static const struct fr_callbacks to_cut = {cut_begin, cut_end};
 
 static double elapsed(const struct timespec *a)
 {
@@ -415,33 +373,17 @@ static double elapsed(const struct timespec *a)
 }
 
 /* Progress on stderr for long jobs, only when a person is watching. */
-static void progress(struct trace_input *in, const struct lr_event *ev)
+static void progress(struct pass *ps, const struct lr_event *ev)
 {
-	if (in->opt.quiet || !isatty(2))
+	if (ps->in->opt.quiet || !isatty(2))
 		return;
-	if (elapsed(&in->start) < 1.0)
+	if (elapsed(&ps->start) < 1.0)
 		return;
-	const struct lr_info *info = in->cur->pub.info;
+	const struct lr_info *info = ps->cur->pub.info;
 	double pct = info->file_size ? 100.0 * (double)ev->offset / (double)info->file_size : 0;
-	fprintf(stderr, "\rsftrace: log %zu/%zu, %llu events (%.0f%%)   ", in->cur->pub.index + 1, in->nprocs,
-		(unsigned long long)in->events, pct);
-	in->progress_shown = 1;
-}
-
-/* The trim's kept frames go on to the user's cut (the trim never clips, so
- * its cut flags are always 0). */
-static void trim_to_cut_begin(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id,
-			      uint32_t depth, uint64_t t_ns, unsigned cut)
-{
-	(void)cut;
-	cut_begin(ctx, t, id, parent, func_id, depth, t_ns);
-}
-
-static void trim_to_cut_end(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func_id,
-			    uint32_t depth, uint64_t t_begin, uint64_t t_end, enum fr_end_kind kind, unsigned cut)
-{
-	(void)cut;
-	cut_end(ctx, t, id, parent, func_id, depth, t_begin, t_end, kind);
+	fprintf(stderr, "\rsftrace: log %zu/%zu, %llu events (%.0f%%)   ", ps->cur->pub.index + 1, ps->in->nprocs,
+		(unsigned long long)ps->events, pct);
+	ps->progress_shown = 1;
 }
 
 static int any_trim(const struct trace_input *in)
@@ -452,102 +394,229 @@ static int any_trim(const struct trace_input *in)
 	return 0;
 }
 
-/* frames -> [trim] -> [cut] -> the sink's callbacks. */
-static void build_stages(struct trace_input *in)
+static void pass_free(struct pass *ps)
 {
-	struct fr_callbacks cb = {on_begin, on_end}, cut_cb = {cut_begin, cut_end};
-	static const struct cut_out cut_emit = {emit_begin, emit_end};
-	static const struct cut_out trim_to_cut = {trim_to_cut_begin, trim_to_cut_end};
+	if (ps->frames)
+		fr_free(ps->frames);
+	cut_free(ps->cut);
+	cut_free(ps->trim);
+	free(ps->seen);
+	memset(ps, 0, sizeof(*ps));
+}
+
+/* frames -> [trim] -> [cut] -> the sink, each stage the next one's input.
+ * whole: every frame as recorded (no trim, no cut). */
+static void pass_init(struct pass *ps, struct trace_input *in, const struct trace_sink *sink, int whole)
+{
 	static const struct trace_cut_options no_cut;
-	if (in->frames)
-		fr_free(in->frames);
-	cut_free(in->cut);
-	cut_free(in->trim);
-	in->cut = in->trim = NULL;
-	if (cut_active(&in->opt.cut))
-		in->cut = cut_new(&in->opt.cut, in->filter, &cut_emit, in);
-	if (any_trim(in))
-		in->trim = cut_new(&no_cut, NULL, in->cut ? &trim_to_cut : &cut_emit,
-				   in->cut ? (void *)in->cut : (void *)in);
-	if (in->trim || in->cut)
-		in->frames = fr_new(&cut_cb, in->trim ? in->trim : in->cut);
+	memset(ps, 0, sizeof(*ps));
+	ps->in = in;
+	ps->sink = sink;
+	if (!whole && cut_active(&in->opt.cut))
+		ps->cut = cut_new(&in->opt.cut, in->filter, &to_sink, ps);
+	if (!whole && any_trim(in))
+		ps->trim = ps->cut ? cut_new(&no_cut, NULL, &to_cut, ps->cut) : cut_new(&no_cut, NULL, &to_sink, ps);
+	if (ps->trim)
+		ps->frames = fr_new(&to_cut, ps->trim);
+	else if (ps->cut)
+		ps->frames = fr_new(&to_cut, ps->cut);
 	else
-		in->frames = fr_new(&cb, in);
+		ps->frames = fr_new(&to_sink, ps);
+	clock_gettime(CLOCK_MONOTONIC, &ps->start);
+}
+
+/* Before a process's events. 0, or -1 if the sink failed. */
+static int proc_begin(struct pass *ps, struct proc_state *p)
+{
+	ps->cur = p;
+	ps->nseen = lr_nthreads(p->pub.log) + 1;
+	free(ps->seen);
+	ps->seen = xcalloc(ps->nseen, 1);
+	p->pub.last_ns = 0;
+	fr_set_proc(ps->frames, &p->pub);
+	if (ps->sink->process_begin && ps->sink->process_begin(ps->sink->ctx, &p->pub))
+		return -1;
+	if (ps->cut)
+		cut_process(ps->cut, p->pub.log, 0); /* times are on the recording's clock already */
+	if (ps->trim) {
+		cut_set_limits(ps->trim, p->pub.info->trim_min_ns, p->pub.info->trim_max_depth);
+		cut_process(ps->trim, p->pub.log, 0);
+	}
+	return 0;
+}
+
+/* One event through the pipeline. */
+static void feed(struct pass *ps, struct lr_event *ev)
+{
+	struct proc_state *p = ps->cur;
+	uint32_t ti = ev->thread->index;
+	if (!ps->seen[ti]) {
+		if (ps->cut && !cut_tid_wanted(ps->cut, ev->thread->tid))
+			return;
+		ps->seen[ti] = 1;
+		if (!ps->cut && !ps->trim && announce(ps, ev->thread)) {
+			ps->failed = 1;
+			return;
+		}
+	}
+	ev->time_ns += p->pub.start_ns;
+	if (ev->time_ns > p->pub.last_ns)
+		p->pub.last_ns = ev->time_ns;
+	fr_feed(ps->frames, ev);
+	if (ev->kind >= SF_EV_ALLOC && ps->sink->alloc_event &&
+	    ps->sink->alloc_event(ps->sink->ctx, &p->pub, ev))
+		ps->failed = 1;
+	if (!ev->before_window && (++ps->events & 0xfffff) == 0)
+		progress(ps, ev);
+}
+
+/* After a process's events: its open frames close, the sink hears of its end. */
+static void proc_end(struct pass *ps)
+{
+	struct proc_state *p = ps->cur;
+	for (size_t t = 0; t < lr_nthreads(p->pub.log) && !ps->failed; t++)
+		if (ps->seen[t])
+			fr_end_thread(ps->frames, lr_thread_at(p->pub.log, t));
+	if (!ps->failed && ps->sink->process_end && ps->sink->process_end(ps->sink->ctx, &p->pub))
+		ps->failed = 1;
 }
 
 int trace_run(struct trace_input *in, const struct trace_sink *sink)
 {
-	build_stages(in);
-	in->sink = sink;
-	in->failed = 0;
-	in->events = 0;
-	clock_gettime(CLOCK_MONOTONIC, &in->start);
-	for (size_t i = 0; i < in->nprocs && !in->failed; i++) {
-		struct proc_state *ps = &in->procs[i];
-		in->cur = ps;
-		memset(ps->thread_seen, 0, lr_nthreads(ps->pub.log) + 1);
-		if (sink->process_begin && sink->process_begin(sink->ctx, &ps->pub)) {
-			in->failed = 1;
+	struct pass *ps = &in->run;
+	pass_free(ps);
+	pass_init(ps, in, sink, 0);
+	for (size_t i = 0; i < in->nprocs && !ps->failed; i++) {
+		struct proc_state *p = &in->procs[i];
+		if (proc_begin(ps, p) < 0) {
+			ps->failed = 1;
 			break;
 		}
 		struct lr_iter it;
 		struct lr_event ev;
-		if (in->cut)
-			cut_process(in->cut, ps->pub.log, 0); /* times are on the recording's clock already */
-		if (in->trim) {
-			cut_set_limits(in->trim, ps->pub.info->trim_min_ns, ps->pub.info->trim_max_depth);
-			cut_process(in->trim, ps->pub.log, 0);
-		}
-		lr_iter_init(&it, ps->pub.log);
-		while (!in->failed && lr_next(&it, &ev)) {
-			uint32_t ti = ev.thread->index;
-			if (!ps->thread_seen[ti]) {
-				if (in->cut && !cut_tid_wanted(in->cut, ev.thread->tid))
-					continue;
-				ps->thread_seen[ti] = 1;
-				if (!in->cut && !in->trim && announce(in, ev.thread)) {
-					in->failed = 1;
-					break;
-				}
-			}
-			ev.time_ns += ps->shift_ns;
-			fr_feed(in->frames, &ev);
-			if (ev.kind >= SF_EV_ALLOC && sink->alloc_event && sink->alloc_event(sink->ctx, &ps->pub, &ev))
-				in->failed = 1;
-			if (!ev.before_window && (++in->events & 0xfffff) == 0)
-				progress(in, &ev);
-		}
-		for (size_t t = 0; t < lr_nthreads(ps->pub.log) && !in->failed; t++)
-			if (ps->thread_seen[t])
-				fr_end_thread(in->frames, lr_thread_at(ps->pub.log, t));
-		if (!in->failed && sink->process_end && sink->process_end(sink->ctx, &ps->pub))
-			in->failed = 1;
+		lr_iter_init(&it, p->pub.log);
+		while (!ps->failed && lr_next(&it, &ev))
+			feed(ps, &ev);
+		proc_end(ps);
+		p->threads_read = 0;
+		for (size_t t = 0; t < lr_nthreads(p->pub.log); t++)
+			p->threads_read += ps->seen[t] != 0;
 	}
-	if (in->progress_shown)
+	if (ps->progress_shown)
 		fprintf(stderr, "\r%60s\r", "");
-	return in->failed ? -1 : 0;
+	return ps->failed ? -1 : 0;
 }
+
+/* ---- one process, threads merged in time order ---- */
+
+struct merge {
+	struct lr_iter *it;   /* by thread index */
+	struct lr_event *ev;  /* each thread's next event */
+	size_t *heap;         /* binary min-heap of thread indices by next event time */
+	size_t n;
+};
+
+static uint64_t merge_time(const struct merge *m, size_t i) { return m->ev[m->heap[i]].time_ns; }
+
+static void merge_sift(struct merge *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, k = i;
+		if (l < m->n && merge_time(m, l) < merge_time(m, k))
+			k = l;
+		if (l + 1 < m->n && merge_time(m, l + 1) < merge_time(m, k))
+			k = l + 1;
+		if (k == i)
+			return;
+		size_t x = m->heap[i];
+		m->heap[i] = m->heap[k];
+		m->heap[k] = x;
+		i = k;
+	}
+}
+
+static void merge_init(struct merge *m, const struct lr_log *log)
+{
+	size_t nt = lr_nthreads(log);
+	m->it = xcalloc(nt + 1, sizeof(*m->it));
+	m->ev = xcalloc(nt + 1, sizeof(*m->ev));
+	m->heap = xcalloc(nt + 1, sizeof(*m->heap));
+	m->n = 0;
+	for (size_t i = 0; i < nt; i++) {
+		lr_iter_init_thread(&m->it[i], log, lr_thread_at(log, i));
+		if (lr_next(&m->it[i], &m->ev[i]))
+			m->heap[m->n++] = i;
+	}
+	for (size_t i = m->n; i-- > 0;)
+		merge_sift(m, i);
+}
+
+/* The earliest next event into *ev; 0 at the end. Ties keep the heap's
+ * order, and a thread's own events always come in its order. */
+static int merge_next(struct merge *m, struct lr_event *ev)
+{
+	if (!m->n)
+		return 0;
+	size_t ti = m->heap[0];
+	*ev = m->ev[ti];
+	if (!lr_next(&m->it[ti], &m->ev[ti]))
+		m->heap[0] = m->heap[--m->n];
+	if (m->n)
+		merge_sift(m, 0);
+	return 1;
+}
+
+static void merge_free(struct merge *m)
+{
+	free(m->it);
+	free(m->ev);
+	free(m->heap);
+}
+
+int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *sink)
+{
+	struct pass ps;
+	pass_init(&ps, in, sink, 1);
+	struct proc_state *p = &in->procs[i];
+	if (proc_begin(&ps, p) < 0) {
+		pass_free(&ps);
+		return -1;
+	}
+	struct merge m;
+	struct lr_event ev;
+	merge_init(&m, p->pub.log);
+	while (!ps.failed && merge_next(&m, &ev))
+		feed(&ps, &ev);
+	merge_free(&m);
+	proc_end(&ps);
+	if (ps.progress_shown)
+		fprintf(stderr, "\r%60s\r", "");
+	int rc = ps.failed ? -1 : 0;
+	pass_free(&ps);
+	return rc;
+}
+
+/* ---- totals ---- */
 
 const struct fr_stats *trace_stats(const struct trace_input *in)
 {
 	static const struct fr_stats none;
-	return in->frames ? fr_stats(in->frames) : &none;
+	return in->run.frames ? fr_stats(in->run.frames) : &none;
 }
 
-uint64_t trace_events(const struct trace_input *in) { return in->events; }
+uint64_t trace_events(const struct trace_input *in) { return in->run.events; }
 
 size_t trace_threads(const struct trace_input *in)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < in->nprocs; i++)
-		for (size_t t = 0; t < lr_nthreads(in->procs[i].pub.log); t++)
-			n += in->procs[i].thread_seen[t] != 0;
+		n += in->procs[i].threads_read;
 	return n;
 }
 
 const struct cut_stats *trace_cut_stats(const struct trace_input *in)
 {
-	return in->cut ? cut_stats(in->cut) : in->trim ? cut_stats(in->trim) : NULL;
+	return in->run.cut ? cut_stats(in->run.cut) : in->run.trim ? cut_stats(in->run.trim) : NULL;
 }
 
 /* "10us", "1.5ms": a duration as the options take it. */
@@ -599,7 +668,7 @@ int trace_format_cut(const struct trace_input *in, char *buf, size_t len)
 	if (edge && n >= 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, ", %llu cut at the window's start, %llu at its end",
 			      (unsigned long long)c->cut_start, (unsigned long long)c->cut_end);
-	if (in->trim && n >= 0 && (size_t)n < len)
+	if (in->run.trim && n >= 0 && (size_t)n < len)
 		format_trim(in, buf + n, len - (size_t)n);
 	return 1;
 }
@@ -623,7 +692,7 @@ void trace_report_repairs(const struct trace_input *in)
 		fprintf(stderr, "sftrace: %s\n", buf);
 	if (trace_format_cut(in, buf, sizeof(buf)))
 		fprintf(stderr, "sftrace: cut: %s\n", buf);
-	if (in->cut && !cut_stats(in->cut)->kept)
+	if (in->run.cut && !cut_stats(in->run.cut)->kept)
 		sf_warn("the cut kept no call: %s", !trace_threads(in) ? "--tid names no thread of the logs"
 					: "see --time (from the trace start), --min-duration, --max-depth, -c");
 }
@@ -639,19 +708,15 @@ void trace_close(struct trace_input *in)
 		free(ps->name);
 		free(ps->cmdline);
 		free(ps->keys);
-		free(ps->thread_seen);
 		for (size_t k = 0; k < ps->nshort; k++)
 			free(ps->short_names[k]);
 		free(ps->short_names);
 	}
-	cut_free(in->cut);
-	cut_free(in->trim);
+	pass_free(&in->run);
 	cut_filter_free(in->filter);
 	for (size_t i = 0; i < in->nobject_ids; i++)
 		free(in->object_ids[i]);
 	free(in->object_ids);
 	free(in->procs);
-	if (in->frames)
-		fr_free(in->frames);
 	free(in);
 }

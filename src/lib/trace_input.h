@@ -1,13 +1,26 @@
 /* The input side of every analysis command (convert, report, flamegraph,
- * dump with a cut): opens the logs of one recording (files, or a directory
- * holding them), symbolizes them, and replays their frames through one
- * frame-repair pass and the cut (trace_cut.h) into a sink. Memory: threads x
- * depth + symbols, never events.
+ * memory, dump with a cut): opens the logs of one recording (files, or a
+ * directory holding them), symbolizes them, puts every log on one time base,
+ * and replays their frames into a sink. Memory: threads x depth + symbols,
+ * never events.
+ *
+ * The pipeline, one struct fr_frame passed by pointer from stage to stage:
+ *
+ *   events (lr_next, + the process's time shift)
+ *     -> frames.c (frame repair)
+ *     -> [trim: a cut with the log's record-time limits, if it has any]
+ *     -> [the user's cut (trace_cut.h), if any]
+ *     -> the sink's frame_begin / frame_end
+ *   allocation events go to the sink's alloc_event after the frames before
+ *   them on their thread.
  *
  *   struct trace_input *in = trace_open(paths, n, &opts);   // prints errors
  *   trace_run(in, &sink);      // begin/end callbacks per frame, per process
  *   trace_report_repairs(in);  // one summary line on stderr if anything was repaired
  *   trace_close(in);
+ *
+ * trace_run_merged replays one process with its threads merged in time
+ * order and nothing cut: the heap analysis (heap.h) runs on it.
  */
 #ifndef SFTRACE_LIB_TRACE_INPUT_H
 #define SFTRACE_LIB_TRACE_INPUT_H
@@ -41,32 +54,32 @@ struct trace_proc {
 	/* The recording's time 0 on CLOCK_MONOTONIC (ns), the same for every
 	 * process: frame times + this = absolute CLOCK_MONOTONIC ns. */
 	uint64_t zero_mono_ns;
-};
-
-struct trace_frame {
-	const struct trace_proc *proc;
-	const struct lr_thread *thread;
-	uint64_t id, parent;      /* unique over the whole input; parent 0: root */
-	uint32_t func_id;         /* the log's function id */
-	uint64_t func_key;        /* stable function id over the input (trace_func_key) */
-	uint32_t depth;
-	uint64_t t_begin, t_end;  /* ns since the recording's time 0; t_end only in `end` */
-	enum fr_end_kind end_kind;/* only in `end` */
-	unsigned cut;             /* CUT_START (begin moved to the window's start),
-				     CUT_END (only in `end`: end moved to its end) */
+	/* This process's start on the recording's time base: the shift added
+	 * to its log's times (0 for the first process). */
+	uint64_t start_ns;
+	/* After a run over it: its latest event time (recording's time base). */
+	uint64_t last_ns;
+	/* trace_func_key by function id (internal; use trace_func_key). */
+	const uint64_t *func_keys;
+	uint32_t nfunc_keys;
 };
 
 /* Callbacks get the sink's ctx. Any of them may be NULL. A non-zero return
- * stops the run (trace_run then returns -1). */
+ * stops the run (trace_run then returns -1).
+ *
+ * Frames (frames.h's struct fr_frame, valid only during the call): ids are
+ * unique over the whole input, parent 0 is a root; times are ns since the
+ * recording's time 0; proc is set; `cut` has CUT_START (begin moved to the
+ * window's start) and, in frame_end, CUT_END (end moved to its end). */
 struct trace_sink {
 	void *ctx;
 	int (*process_begin)(void *ctx, const struct trace_proc *p);
 	int (*thread_begin)(void *ctx, const struct trace_proc *p, const struct lr_thread *t);
-	int (*frame_begin)(void *ctx, const struct trace_frame *f);
-	int (*frame_end)(void *ctx, const struct trace_frame *f);
+	int (*frame_begin)(void *ctx, const struct fr_frame *f);
+	int (*frame_end)(void *ctx, const struct fr_frame *f);
 	int (*process_end)(void *ctx, const struct trace_proc *p);
 	/* Allocation events (kinds >= SF_EV_ALLOC), after the frames before
-	 * them on their thread. */
+	 * them on their thread; time_ns on the recording's time base. */
 	int (*alloc_event)(void *ctx, const struct trace_proc *p, const struct lr_event *ev);
 };
 
@@ -93,10 +106,21 @@ const char *trace_name(const struct trace_proc *p, uint32_t func_id);
  * main executable (so it matches `nm`), and (k << 48) | address for the
  * k-th distinct other object (k >= 1, objects told apart by build-id, else
  * by path). 0 for ids no object owns. */
-uint64_t trace_func_key(const struct trace_proc *p, uint32_t func_id);
+static inline uint64_t trace_func_key(const struct trace_proc *p, uint32_t func_id)
+{
+	return func_id < p->nfunc_keys ? p->func_keys[func_id] : 0;
+}
 
-/* Replays every log in order. Returns 0, or -1 if a sink callback failed. */
+/* Replays every log in order (each log's events in lr_iter order) through
+ * the whole pipeline. Returns 0, or -1 if a sink callback failed. The
+ * totals below describe the latest trace_run. */
 int trace_run(struct trace_input *in, const struct trace_sink *sink);
+
+/* Replays process i alone: its threads merged in time order (a thread's own
+ * order always kept), every frame as recorded (no trim, no cut), on the
+ * same time base as trace_run. May run inside a trace_run's callback; it
+ * leaves the totals alone. Returns 0, or -1 if a sink callback failed. */
+int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *sink);
 
 /* Totals after trace_run. */
 const struct fr_stats *trace_stats(const struct trace_input *in);

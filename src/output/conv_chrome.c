@@ -173,7 +173,7 @@ static const char *event_tail(char *buf, size_t len, const char *frag, size_t fl
 	return buf;
 }
 
-static int ch_frame_end(void *ctx, const struct trace_frame *f)
+static int ch_frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct chrome *c = ctx;
 	size_t flen;

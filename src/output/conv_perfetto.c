@@ -14,6 +14,7 @@
 #include "output/perfetto.h"
 
 struct pf_sink {
+	struct trace_input *in;
 	struct pf_writer *w;
 	struct pf_process *proc;
 	struct pf_thread **threads; /* by lr_thread.index, for the current process */
@@ -41,8 +42,9 @@ static int pf_alloc_event(void *ctx, const struct trace_proc *p, const struct lr
 }
 
 /* A process with allocation events gets a "heap size" counter track: the
- * live bytes over time (heap.h: every thread merged by time), at most
- * 8192 buckets, each written as its highest value then its last. */
+ * live bytes over time (heap.h: every thread merged by time, on the
+ * recording's time base like the slices), at most 8192 buckets, each
+ * written as its highest value then its last. */
 static int pf_process_end(void *ctx, const struct trace_proc *p)
 {
 	struct pf_sink *s = ctx;
@@ -50,7 +52,7 @@ static int pf_process_end(void *ctx, const struct trace_proc *p)
 		return 0;
 	struct heap_options ho = {.curve = 1};
 	struct heap_result r;
-	heap_replay(p, &ho, &r);
+	heap_replay(s->in, p->index, &ho, &r);
 	struct pf_counter *c = pf_add_counter(s->w, s->proc, "heap size");
 	int rc = pf_counter_value(s->w, c, s->base, 0);
 	for (size_t i = 0; i < r.ncurve && !rc; i++) {
@@ -73,11 +75,12 @@ static int pf_thread_begin(void *ctx, const struct trace_proc *p, const struct l
 	return s->threads[t->index] ? 0 : -1;
 }
 
-static int pf_frame_begin(void *ctx, const struct trace_frame *f)
+static int pf_frame_begin(void *ctx, const struct fr_frame *f)
 {
 	struct pf_sink *s = ctx;
 	struct pf_thread *t = s->threads[f->thread->index];
-	uint64_t ts = s->base + f->t_begin, key = f->func_key ? f->func_key : f->func_id;
+	uint64_t ts = s->base + f->t_begin, key = trace_func_key(f->proc, f->func_id);
+	key = key ? key : f->func_id;
 	if (!f->cut) {
 		int known = pf_slice_begin_known(s->w, t, ts, key);
 		if (known)
@@ -95,7 +98,7 @@ static int pf_frame_begin(void *ctx, const struct trace_frame *f)
 	return pf_slice_begin_ex(s->w, t, ts, key, name, si->file, si->line, &x);
 }
 
-static int pf_frame_end(void *ctx, const struct trace_frame *f)
+static int pf_frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct pf_sink *s = ctx;
 	if (f->cut & CUT_END)
@@ -112,7 +115,7 @@ int conv_perfetto(struct trace_input *in, const struct conv_options *opt)
 		sf_error("%s", err);
 		return -1;
 	}
-	struct pf_sink s = {0};
+	struct pf_sink s = {.in = in};
 	s.w = pf_open(sf_outfile_write_cb, of);
 	struct trace_sink sink = {&s, pf_process_begin, pf_thread_begin, pf_frame_begin, pf_frame_end, pf_process_end,
 				  pf_alloc_event};

@@ -115,18 +115,18 @@ static int pola_process_begin(void *ctx, const struct trace_proc *p)
 
 /* A thread's first and last rows are those of its root frames (depth 0):
  * every other frame nests inside one. */
-static inline struct thread_span *root_span(struct pola_sink *s, const struct trace_frame *f)
+static inline struct thread_span *root_span(struct pola_sink *s, const struct fr_frame *f)
 {
 	return f->depth == 0 ? &s->spans[s->proc_first + f->thread->index] : NULL;
 }
 
-static void note_func(struct pola_sink *s, const struct trace_frame *f)
+static void note_func(struct pola_sink *s, const struct fr_frame *f)
 {
 	size_t p = f->proc->index;
 	uint32_t id = f->func_id;
 	if (p < s->nmarks && id < s->marks[p].n && s->marks[p].m[id])
 		return;
-	seen_add(&s->seen, f->func_key, f->proc, id);
+	seen_add(&s->seen, trace_func_key(f->proc, id), f->proc, id);
 	if (id >= MARK_MAX_ID)
 		return;
 	if (p >= s->nmarks) {
@@ -156,19 +156,19 @@ static inline uint64_t scalar(uint64_t v)
 	return v;
 }
 
-static int row(struct pq_writer *w, const struct trace_frame *f, uint64_t t, uint32_t kind)
+static int row(struct pq_writer *w, const struct fr_frame *f, uint64_t t, uint32_t kind)
 {
 	uint64_t v[6];
 	v[COL_FRAME] = scalar(f->id);
 	v[COL_PARENT] = scalar(f->parent);
 	v[COL_TID] = f->thread->tid;
-	v[COL_FUNC] = f->func_key;
+	v[COL_FUNC] = trace_func_key(f->proc, f->func_id);
 	v[COL_TIME] = t;
 	v[COL_KIND] = kind;
 	return pq_write_row_u64s(w, v);
 }
 
-static int pola_begin(void *ctx, const struct trace_frame *f)
+static int pola_begin(void *ctx, const struct fr_frame *f)
 {
 	struct pola_sink *s = ctx;
 	note_func(s, f);
@@ -181,7 +181,7 @@ static int pola_begin(void *ctx, const struct trace_frame *f)
 	return row(s->w, f, f->t_begin, 1);
 }
 
-static int pola_end(void *ctx, const struct trace_frame *f)
+static int pola_end(void *ctx, const struct fr_frame *f)
 {
 	struct pola_sink *s = ctx;
 	pola_alloc_frame(s->alloc, f, f->parent);

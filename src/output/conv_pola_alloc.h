@@ -21,7 +21,7 @@ struct pola_alloc;
 struct pola_alloc *pola_alloc_open(const char *out, const struct pq_options *po);
 /* The thread's innermost open frame is now frame_id (at each begin: its id,
  * at each end: its parent). */
-static inline void pola_alloc_frame(struct pola_alloc *a, const struct trace_frame *f, uint64_t frame_id);
+static inline void pola_alloc_frame(struct pola_alloc *a, const struct fr_frame *f, uint64_t frame_id);
 /* trace_sink callbacks. */
 int pola_alloc_process_begin(struct pola_alloc *a, const struct trace_proc *p);
 int pola_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_event *ev);
@@ -34,7 +34,7 @@ struct pola_alloc_frames {
 	size_t n;
 };
 
-static inline void pola_alloc_frame(struct pola_alloc *a, const struct trace_frame *f, uint64_t frame_id)
+static inline void pola_alloc_frame(struct pola_alloc *a, const struct fr_frame *f, uint64_t frame_id)
 {
 	struct pola_alloc_frames *fr = (struct pola_alloc_frames *)a; /* first member */
 	if (f->thread->index < fr->n)

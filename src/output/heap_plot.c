@@ -64,7 +64,10 @@ static void series(FILE *f, const struct heap_result *r, uint64_t from, uint64_t
 static void panel(FILE *f, const struct heap_result *r, const struct heap_plot_options *o, unsigned top)
 {
 	unsigned iw = W - ML - MR, ih = PH - MT - MB, y0 = top + MT + ih;
-	uint64_t span = r->end_time ? r->end_time : 1;
+	/* The x axis runs from the process's start (results are on the
+	 * recording's time base). */
+	uint64_t t0 = r->proc->start_ns;
+	uint64_t span = r->end_time > t0 ? r->end_time - t0 : 1;
 	if (o->fold) {
 		span = 1;
 		for (size_t s = 0; s < r->nstages; s++) {
@@ -108,14 +111,15 @@ static void panel(FILE *f, const struct heap_result *r, const struct heap_plot_o
 		}
 		return;
 	}
-	series(f, r, 0, UINT64_MAX, 0, xs, ys, y0, colours[0], "heap size");
+	series(f, r, 0, UINT64_MAX, t0, xs, ys, y0, colours[0], "heap size");
 	for (size_t s = 1; s < r->nstages; s++) {
-		double x = ML + (double)r->stages[s].t_start * xs;
+		double x = ML + (double)(r->stages[s].t_start - t0) * xs;
 		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%u\" y2=\"%u\" stroke=\"#888\" stroke-dasharray=\"4 3\">"
 			   "<title>stage %zu starts</title></line><text x=\"%.1f\" y=\"%u\" class=\"stage\">%zu</text>\n",
 			x, x, top + MT, y0, s, x + 3, top + MT + 14, s);
 	}
-	double px = ML + (double)r->tot.peak_time * xs, py = y0 - (double)r->tot.peak_bytes * ys;
+	uint64_t pt = r->tot.peak_bytes ? r->tot.peak_time - t0 : 0;
+	double px = ML + (double)pt * xs, py = y0 - (double)r->tot.peak_bytes * ys;
 	heap_format_bytes(lab, sizeof(lab), (double)r->tot.peak_bytes);
 	fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#c01c28\" class=\"peak\"><title>peak %s</title>"
 		   "</circle>\n",

@@ -264,6 +264,39 @@ def test_perfetto_heap_counter():
     eq(int(last), s["leaked_bytes"], "last value = leaked bytes")
 
 
+def test_perfetto_heap_counter_of_an_exec_child_on_the_recording_clock():
+    """The parent sleeps 200 ms, then fork+execs a child whose
+    alloc_in_child() holds 1 MiB: in trace_processor, the child's heap
+    counter reaches 1 MiB inside that slice (the counter sits on the
+    recording's time base, as slices do; it used to sit 200 ms early)."""
+    tp = os.environ.get("SFTRACE_TRACE_PROCESSOR") or "/work/shared/tools/trace_processor_shell"
+    if not os.access(tp, os.X_OK):
+        from sfkit import Skip
+        raise Skip("trace_processor_shell not available")
+    exe = build_c("heap_pattern", ["heap_pattern.c"], flags=["-fno-builtin", "-O1"], libs=["-lpthread"])
+    d = tmpdir()
+    record([exe, "spawn"], out=os.path.join(d, "sf.log"), args=["--alloc", "-q"])
+    pb = os.path.join(d, "all.pb")
+    run([SFTRACE, "convert", d, "-o", pb])
+    q = os.path.join(d, "q.sql")
+    with open(q, "w") as fh:
+        fh.write("select 'slice' as k, p.pid as pid, s.ts as ts, s.dur as dur from slice s "
+                 "join thread_track tt on s.track_id = tt.id join thread using (utid) join process p using (upid) "
+                 "where s.name = 'alloc_in_child' "
+                 "union all select 'counter', p.pid, min(c.ts), null from counter c "
+                 "join process_counter_track t on c.track_id = t.id join process p using (upid) "
+                 "where t.name = 'heap size' and c.value >= 1048576 group by p.pid;")
+    out = run([tp, "-q", q, pb]).stdout
+    rows = [line.replace('"', '').split(",") for line in out.splitlines()[1:] if line.strip()]
+    slices = [r for r in rows if r[0] == "slice"]
+    counters = [r for r in rows if r[0] == "counter"]
+    eq(len(slices), 1, f"one alloc_in_child slice: {out}")
+    eq(len(counters), 1, f"one process's heap counter reaches 1 MiB: {out}")
+    eq(counters[0][1], slices[0][1], "the counter is the child's")
+    ts, dur, reach = int(slices[0][2]), int(slices[0][3]), int(counters[0][2])
+    check(ts <= reach < ts + dur, f"counter reaches 1 MiB at {reach}, alloc_in_child runs {ts}..{ts + dur}")
+
+
 def test_large_live_set_freed_out_of_order():
     s, rows = memory_tsv(heap_log(["churn"]))
     n = 20000

@@ -57,10 +57,12 @@ static const char *kind_str(enum fr_end_kind k)
 
 static int g_quiet; /* deep tests: check properties, skip the text */
 
-static void on_begin(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func,
-		     uint32_t depth, uint64_t ts)
+static void on_begin(void *ctx, const struct fr_frame *f)
 {
 	struct rec *r = ctx;
+	const struct lr_thread *t = f->thread;
+	uint64_t id = f->id, parent = f->parent, ts = f->t_begin;
+	uint32_t func = f->func_id, depth = f->depth;
 	if (ts < r->last_t[t->index])
 		r->times_ok = 0;
 	r->last_t[t->index] = ts;
@@ -69,10 +71,13 @@ static void on_begin(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t
 		    func, depth, (unsigned long long)ts);
 }
 
-static void on_end(void *ctx, const struct lr_thread *t, uint64_t id, uint64_t parent, uint32_t func,
-		   uint32_t depth, uint64_t tb, uint64_t te, enum fr_end_kind kind)
+static void on_end(void *ctx, const struct fr_frame *f)
 {
 	struct rec *r = ctx;
+	const struct lr_thread *t = f->thread;
+	uint64_t id = f->id, parent = f->parent, tb = f->t_begin, te = f->t_end;
+	uint32_t func = f->func_id, depth = f->depth;
+	enum fr_end_kind kind = f->end_kind;
 	if (te < r->last_t[t->index] || te < tb)
 		r->times_ok = 0;
 	r->last_t[t->index] = te;

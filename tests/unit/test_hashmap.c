@@ -140,6 +140,54 @@ static void test_walk(void **state)
 	hm_free(&m);
 }
 
+/* Removal against a plain array: a live set of pointers (16-byte aligned,
+ * long probe runs) allocated and freed in a scrambled order, key 0 too. */
+static void test_remove(void **state)
+{
+	(void)state;
+	enum { N = 20000 };
+	static uint8_t live[N];
+	struct hashmap m = HASHMAP_INIT;
+	uint64_t x = 12345;
+	size_t n = 0;
+	for (int step = 0; step < 200000; step++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		size_t i = (size_t)(x >> 33) % N;
+		uint64_t key = (uint64_t)i * 16;
+		if (live[i]) {
+			assert_int_equal(hm_remove(&m, key), 1);
+			assert_int_equal(hm_remove(&m, key), 0);
+			live[i] = 0;
+			n--;
+		} else {
+			int added;
+			*hm_put(&m, key, &added) = i + 1;
+			assert_int_equal(added, 1);
+			live[i] = 1;
+			n++;
+		}
+		assert_int_equal(m.count, n);
+	}
+	for (size_t i = 0; i < N; i++) {
+		const uint64_t *v = hm_find(&m, (uint64_t)i * 16);
+		if (live[i]) {
+			assert_non_null(v);
+			assert_int_equal(*v, i + 1);
+		} else {
+			assert_null(v);
+		}
+	}
+	/* hm_remove_at with the slot hm_find gave, and an emptied map. */
+	for (size_t i = 0; i < N; i++)
+		if (live[i])
+			hm_remove_at(&m, hm_find(&m, (uint64_t)i * 16));
+	assert_int_equal(m.count, 0);
+	size_t pos = 0;
+	uint64_t k, v;
+	assert_int_equal(hm_next(&m, &pos, &k, &v), 0);
+	hm_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -149,6 +197,7 @@ int main(void)
 		cmocka_unit_test(test_collisions),
 		cmocka_unit_test(test_many_keys),
 		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_remove),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 #include "cli/input_opts.h"
 #include "format/filter_file.h"
 #include "format/run_budget.h"
+#include "format/sf_env.h"
 #include "format/xray_map.h"
 #include "lib/filter_merge.h"
 #include "lib/util.h"
@@ -70,7 +71,7 @@ int rl_budget_create(const char *dir, uint64_t cap, char *path, size_t cap_len)
 		path[0] = 0;
 		return -1;
 	}
-	setenv("SFTRACE_BUDGET_FILE", path, 1);
+	setenv(SF_ENV(BUDGET_FILE), path, 1);
 	return 0;
 }
 
@@ -276,7 +277,7 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 		path[0] = 0;
 		return -1;
 	}
-	setenv("SFTRACE_TRIGGERS", path, 1);
+	setenv(SF_ENV(TRIGGERS), path, 1);
 	return 0;
 }
 

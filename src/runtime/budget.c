@@ -15,7 +15,7 @@ static struct sf_budget *B;
 
 void sf_budget_init(void)
 {
-	const char *path = getenv("SFTRACE_BUDGET_FILE");
+	const char *path = getenv(SF_ENV(BUDGET_FILE));
 	if (!path || path[0] != '/')
 		return;
 	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);

@@ -169,17 +169,17 @@ int sf_filter_init(void)
 		F.loaded = 1;
 		return 0;
 	}
-	const char *re = getenv("SFTRACE_FILTER_REGEX");
+	const char *re = getenv(SF_ENV(FILTER_REGEX));
 	if (!re || !re[0])
 		return 0;
-	if (copy_env("SFTRACE_FILTER_REGEX", F.regex, sizeof(F.regex)) < 0 ||
-	    copy_env("SFTRACE_FILTER_DIR", F.dir, sizeof(F.dir) - 256) < 0 ||
-	    copy_env("SFTRACE_CLI", F.cli, sizeof(F.cli)) < 0 || F.dir[0] != '/' || F.cli[0] != '/') {
-		sf_rt_message("SFTRACE_FILTER_REGEX needs absolute SFTRACE_FILTER_DIR and SFTRACE_CLI paths", "",
+	if (copy_env(SF_ENV(FILTER_REGEX), F.regex, sizeof(F.regex)) < 0 ||
+	    copy_env(SF_ENV(FILTER_DIR), F.dir, sizeof(F.dir) - 256) < 0 ||
+	    copy_env(SF_ENV(CLI), F.cli, sizeof(F.cli)) < 0 || F.dir[0] != '/' || F.cli[0] != '/') {
+		sf_rt_message(SF_ENV(FILTER_REGEX) " needs absolute " SF_ENV(FILTER_DIR) " and " SF_ENV(CLI) " paths", "",
 			      NULL);
 		return -1;
 	}
-	const char *within = getenv("SFTRACE_FILTER_WITHIN");
+	const char *within = getenv(SF_ENV(FILTER_WITHIN));
 	F.mode = within && within[0] == '1' ? FF_MODE_WITHIN : FF_MODE_SELECT;
 	F.unlisted = FF_UNLISTED_SKIP; /* an object whose filter could not be made */
 	F.per_object = 1;
@@ -264,7 +264,7 @@ static int waiter_child(void *arg)
 
 static int env_kept(const char *e)
 {
-	return strncmp(e, "LD_PRELOAD=", 11) && strncmp(e, "SFTRACE_", 8);
+	return strncmp(e, "LD_PRELOAD=", 11) && strncmp(e, SF_ENV_PREFIX, 8);
 }
 
 /* `sftrace filter -q --allow-empty -p OBJ -r RE [--within] -o OUT`; 0 when

@@ -26,6 +26,7 @@
 #include "format/filter_file.h"
 #include "format/sf_env.h"
 #include "format/sflog.h"
+#include "lib/filter_check.h"
 #include "lib/filter_merge.h"
 #include "lib/frames.h"
 #include "lib/log_reader.h"

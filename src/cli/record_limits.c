@@ -148,7 +148,7 @@ static int split_trigger(const char *spec, char **regex, uint64_t *dur_ns)
 }
 
 /* Whether the ELF file has an XRay instrumentation map: 1, 0, or -1 if it
- * cannot be read as ELF (sftrace filter then says why). */
+ * cannot be read as ELF (sel_load then says why). */
 static int has_sleds(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -70,38 +70,43 @@ $(BUILD)/libsftrace.so: $(RT_OBJ) src/runtime/exports.map
 $(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o
 	$(CC) -shared -o $@ $^ -Wl,-z,now -ldl
 
-$(BUILD)/rt/%.o: %.c $(wildcard src/runtime/*.h src/format/*.h $(RT_ARCH)/*.h)
+$(BUILD)/rt/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	@echo "  CC [rt] $<"
-	@$(CC) $(CPPFLAGS_ALL) -I$(RT_ARCH) $(CFLAGS_RT) -c -o $@ $<
+	@$(CC) $(CPPFLAGS_ALL) $(DEPFLAGS) -I$(RT_ARCH) $(CFLAGS_RT) -c -o $@ $<
 
 # The batch scan runs only after the slow path saved the extended state: it
 # may use vector registers (src/runtime/batch_scan.c).
 $(BUILD)/rt/src/runtime/batch_scan.o: CFLAGS_RT := $(filter-out -mgeneral-regs-only,$(CFLAGS_RT)) -O3
 
-$(BUILD)/rt/%.o: %.S
+$(BUILD)/rt/%.o: %.S Makefile
 	@mkdir -p $(dir $@)
 	@echo "  AS [rt] $<"
-	@$(CC) $(CPPFLAGS_ALL) -I$(RT_ARCH) -fPIC -c -o $@ $<
+	@$(CC) $(CPPFLAGS_ALL) $(DEPFLAGS) -I$(RT_ARCH) -fPIC -c -o $@ $<
 
 $(BUILD)/libsfcore.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/*/*.h)
+$(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
-	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_CLI) -c -o $@ $<
+	@$(CC) $(CPPFLAGS_ALL) $(DEPFLAGS) $(CFLAGS_CLI) -c -o $@ $<
 
 $(BUILD)/sftrace: $(CLI_OBJ) $(BUILD)/libsfcore.a
 	$(CC) $(SAN) -o $@ $(CLI_OBJ) $(BUILD)/libsfcore.a $(LIBS_CLI)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsfcore.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsfcore.a Makefile
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"
-	@$(CC) $(CPPFLAGS_ALL) -I$(RT_ARCH) $(CFLAGS_CLI) -o $@ $< $(BUILD)/libsfcore.a -lcmocka $(LIBS_CLI)
+	@$(CC) $(CPPFLAGS_ALL) -MMD -MP -MF $@.d -I$(RT_ARCH) $(CFLAGS_CLI) -o $@ $< $(BUILD)/libsfcore.a -lcmocka $(LIBS_CLI)
 
-# test_trim compiles the runtime's trim.c (runtime.h needs the arch's sf_arch.h)
-$(BUILD)/tests/test_trim: src/runtime/trim.c src/runtime/runtime.h $(RT_ARCH)/sf_arch.h
+# Each object depends on the headers it includes (and only those): the
+# compiler writes them to a .d file beside it (-MMD), with an empty rule per
+# header (-MP) so that deleting a header does not break the build. Objects
+# also depend on this Makefile, so a change of flags rebuilds them (and an
+# object built before dependency tracking gets its .d).
+DEPFLAGS := -MMD -MP
+-include $(wildcard $(BUILD)/rt/src/*/*.d $(BUILD)/rt/src/*/*/*/*.d $(BUILD)/obj/src/*/*.d $(BUILD)/tests/*.d)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

@@ -25,7 +25,9 @@
 #include "cli/record_why.h"
 #include "cli/solib.h"
 #include "format/filter_file.h"
+#include "format/sf_env.h"
 #include "format/sflog.h"
+#include "lib/filter_check.h"
 #include "lib/filter_merge.h"
 #include "lib/frames.h"
 #include "lib/log_reader.h"
@@ -330,11 +332,11 @@ static double clock_read_ns(void)
  * path for its timestamp, and what that costs here. */
 static void note_slow_clock(const char *opt_clock)
 {
-	const char *env = getenv("SFTRACE_CLOCK");
+	const char *env = getenv(SF_ENV(CLOCK));
 	const char *clock = opt_clock ? opt_clock : (env && env[0] ? env : NULL);
 	const char *why;
 	if (clock && !strcmp(clock, "monotonic"))
-		why = "--clock monotonic (SFTRACE_CLOCK) was asked for";
+		why = "--clock monotonic (" SF_ENV(CLOCK) ") was asked for";
 	else if (!clock && !tsc_invariant())
 		why = "this CPU's TSC is not invariant (common in virtual machines)";
 	else
@@ -587,20 +589,20 @@ static int prepare_filter_regex(const struct record_opts *o, const char *abs, st
 		sf_error("cannot find the sftrace binary: %s", strerror(errno));
 		return -1;
 	}
-	setenv("SFTRACE_FILTER_REGEX", o->filter_regex, 1);
-	setenv("SFTRACE_FILTER_DIR", rf->filter_dir, 1);
-	setenv("SFTRACE_FILTER_WITHIN", o->within ? "1" : "0", 1);
-	setenv("SFTRACE_CLI", cli, 1);
+	setenv(SF_ENV(FILTER_REGEX), o->filter_regex, 1);
+	setenv(SF_ENV(FILTER_DIR), rf->filter_dir, 1);
+	setenv(SF_ENV(FILTER_WITHIN), o->within ? "1" : "0", 1);
+	setenv(SF_ENV(CLI), cli, 1);
 	return 0;
 }
 
 static int prepare_filters(struct record_opts *o, const char *abs, struct run_files *rf, const char *cmd0)
 {
-	unsetenv("SFTRACE_FILTER");
-	unsetenv("SFTRACE_FILTER_REGEX");
-	unsetenv("SFTRACE_FILTER_DIR");
-	unsetenv("SFTRACE_FILTER_WITHIN");
-	unsetenv("SFTRACE_CLI");
+	unsetenv(SF_ENV(FILTER));
+	unsetenv(SF_ENV(FILTER_REGEX));
+	unsetenv(SF_ENV(FILTER_DIR));
+	unsetenv(SF_ENV(FILTER_WITHIN));
+	unsetenv(SF_ENV(CLI));
 	if (o->filter_regex && o->nfilters) {
 		sf_error("give either -f FILTER or --filter-regex, not both");
 		return 2;
@@ -617,17 +619,17 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 		rf->notes[0] = 0;
 		return 1;
 	}
-	setenv("SFTRACE_NOTES_DIR", rf->notes, 1);
+	setenv(SF_ENV(NOTES_DIR), rf->notes, 1);
 	if (o->nfilters && prepare_filter_files(o, rf) < 0)
 		return 1;
 	if (rf->filter[0])
-		setenv("SFTRACE_FILTER", rf->filter, 1);
+		setenv(SF_ENV(FILTER), rf->filter, 1);
 	if (o->filter_regex && prepare_filter_regex(o, abs, rf) < 0)
 		return 1;
-	unsetenv("SFTRACE_BUDGET_FILE");
+	unsetenv(SF_ENV(BUDGET_FILE));
 	if (o->max_size && rl_budget_create(rf->notes, o->max_size, rf->budget, sizeof(rf->budget)) < 0)
 		return 1;
-	unsetenv("SFTRACE_TRIGGERS");
+	unsetenv(SF_ENV(TRIGGERS));
 	if (o->ntriggers) {
 		char exe[PATH_MAX];
 		if (record_resolve_command(cmd0, exe, sizeof(exe)) < 0) {
@@ -722,34 +724,34 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	char *ldpath = join_env("LD_LIBRARY_PATH", libdir);
 	setenv("LD_PRELOAD", preload, 1);
 	setenv("LD_LIBRARY_PATH", ldpath, 1);
-	setenv("SFTRACE_OUTPUT_FILE", abs, 1);
+	setenv(SF_ENV(OUTPUT_FILE), abs, 1);
 	if (o->clock)
-		setenv("SFTRACE_CLOCK", o->clock, 1);
+		setenv(SF_ENV(CLOCK), o->clock, 1);
 	if (o->writer)
-		setenv("SFTRACE_WRITER", o->writer, 1);
-	unsetenv("SFTRACE_RING");
-	unsetenv("SFTRACE_RING_SIGNAL");
-	unsetenv("SFTRACE_MAX_SNAPSHOTS");
+		setenv(SF_ENV(WRITER), o->writer, 1);
+	unsetenv(SF_ENV(RING));
+	unsetenv(SF_ENV(RING_SIGNAL));
+	unsetenv(SF_ENV(MAX_SNAPSHOTS));
 	if (o->max_snapshots)
-		setenv("SFTRACE_MAX_SNAPSHOTS", o->max_snapshots, 1);
+		setenv(SF_ENV(MAX_SNAPSHOTS), o->max_snapshots, 1);
 	if (o->ring) {
 		char v[32];
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)o->ring);
-		setenv("SFTRACE_RING", v, 1);
+		setenv(SF_ENV(RING), v, 1);
 		snprintf(v, sizeof(v), "%d", o->ring_signal);
-		setenv("SFTRACE_RING_SIGNAL", v, 1);
+		setenv(SF_ENV(RING_SIGNAL), v, 1);
 	}
 	char num[32];
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)o->min_duration);
 	if (o->min_duration)
-		setenv("SFTRACE_MIN_DURATION", num, 1);
+		setenv(SF_ENV(MIN_DURATION), num, 1);
 	else
-		unsetenv("SFTRACE_MIN_DURATION");
+		unsetenv(SF_ENV(MIN_DURATION));
 	snprintf(num, sizeof(num), "%ld", o->max_depth);
 	if (o->max_depth)
-		setenv("SFTRACE_MAX_DEPTH", num, 1);
+		setenv(SF_ENV(MAX_DEPTH), num, 1);
 	else
-		unsetenv("SFTRACE_MAX_DEPTH");
+		unsetenv(SF_ENV(MAX_DEPTH));
 	free(preload);
 	free(ldpath);
 

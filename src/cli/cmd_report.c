@@ -16,12 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/input_opts.h"
-#include "cli/report.h"
+#include "cli/report_diff.h"
+#include "cli/report_table.h"
 #include "lib/callpath.h"
 #include "lib/func_stats.h"
 #include "lib/json_out.h"
@@ -92,67 +92,22 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
 #define C_DIM "\033[2m"
 #define C_OFF "\033[0m"
 
-/* Prints `name` cut to `cols` columns (UTF-8 aware); cols < 0: whole.
- * Escaped first (text_esc.h): names come from the logs and their objects. */
-void report_put_name(const char *name, int cols)
-{
-	name = sf_esc(name);
-	if (cols < 0) {
-		fputs(name, stdout);
-		return;
-	}
-	int n = 0;
-	const char *p = name;
-	for (; *p; p++)
-		if (((unsigned char)*p & 0xc0) != 0x80)
-			n++;
-	if (n <= cols) {
-		fputs(name, stdout);
-		return;
-	}
-	int keep = cols > 3 ? cols - 3 : 0, seen = 0;
-	for (p = name; *p; p++) {
-		if (((unsigned char)*p & 0xc0) != 0x80 && seen++ == keep)
-			break;
-		putchar(*p);
-	}
-	fputs("...", stdout);
-}
-
 #define NCOL 6
 static const char *const col_names[NCOL] = {"Total", "Self", "Calls", "Avg", "Min", "Max"};
 
 static void row_cells(const struct fs_row *w, char cells[NCOL][32])
 {
-	cp_format_ns(cells[0], 32, w->total);
-	cp_format_ns(cells[1], 32, w->self);
+	sf_format_duration(cells[0], 32, w->total, SF_DURATION_SIG3);
+	sf_format_duration(cells[1], 32, w->self, SF_DURATION_SIG3);
 	snprintf(cells[2], 32, "%llu", (unsigned long long)w->calls);
-	cp_format_ns(cells[3], 32, fs_avg(w));
-	cp_format_ns(cells[4], 32, w->calls ? w->min : 0);
-	cp_format_ns(cells[5], 32, w->max);
+	sf_format_duration(cells[3], 32, fs_avg(w), SF_DURATION_SIG3);
+	sf_format_duration(cells[4], 32, w->calls ? w->min : 0, SF_DURATION_SIG3);
+	sf_format_duration(cells[5], 32, w->max, SF_DURATION_SIG3);
 }
 
 static void nth_row_cells(const void *rows, size_t i, char (*out)[32])
 {
 	row_cells((const struct fs_row *)rows + i, out);
-}
-
-int report_fit_columns(int ncol, const char *const *names, const void *rows, size_t n,
-		       void (*cells)(const void *rows, size_t i, char (*out)[32]), int width, int *wid)
-{
-	char c[ncol][32];
-	for (int k = 0; k < ncol; k++)
-		wid[k] = (int)strlen(names[k]);
-	for (size_t i = 0; i < n; i++) {
-		cells(rows, i, c);
-		for (int k = 0; k < ncol; k++)
-			if ((int)strlen(c[k]) > wid[k])
-				wid[k] = (int)strlen(c[k]);
-	}
-	int used = 0;
-	for (int k = 0; k < ncol; k++)
-		used += wid[k] + 2;
-	return width ? (width - used > 10 ? width - used : 10) : -1;
 }
 
 /* One section: rows [0, n) of one scope, already sorted. `whole` is the
@@ -193,7 +148,7 @@ static void print_section_head(const struct report *r, uint32_t scope)
 {
 	const struct cp_node *n = cp_node(r->t, scope);
 	char t[32];
-	cp_format_ns(t, sizeof(t), n->total_ns);
+	sf_format_duration(t, sizeof(t), n->total_ns, SF_DURATION_SIG3);
 	printf("%s", r->color ? C_BOLD : "");
 	if (r->scoped == 2)
 		printf("== thread %s in %s", sf_esc(cp_func_name(r->t, n->func, NULL)),
@@ -201,13 +156,6 @@ static void print_section_head(const struct report *r, uint32_t scope)
 	else
 		printf("== process %s", sf_esc(cp_func_name(r->t, n->func, NULL)));
 	printf(": %s in %llu calls%s\n", t, (unsigned long long)n->sub_calls, r->color ? C_OFF : "");
-}
-
-/* Tabs and newlines would break a TSV row: spaces; other control
- * characters escaped (text_esc.h). */
-void report_put_tsv_name(const char *s)
-{
-	sf_esc_put(stdout, s, "\t\n\r");
 }
 
 static void print_tsv(const struct report *r, const struct fs_row *rows, size_t n)
@@ -239,7 +187,7 @@ static void print_footer(const struct report *r, struct trace_input *in)
 	if (!fr_format_repairs(st, rep, sizeof(rep)))
 		snprintf(rep, sizeof(rep), "no repairs");
 	char total[32], cut[256];
-	cp_format_ns(total, sizeof(total), cp_node(r->t, CP_ROOT)->total_ns);
+	sf_format_duration(total, sizeof(total), cp_node(r->t, CP_ROOT)->total_ns, SF_DURATION_SIG3);
 	int have_cut = trace_format_cut(in, cut, sizeof(cut));
 	printf("\n%s%llu events, %llu frames, %zu thread%s, %zu process%s, %s traced; %s%s%s%s\n", r->color ? C_DIM : "",
 	       (unsigned long long)trace_events(in), (unsigned long long)st->frames, threads, threads == 1 ? "" : "s",
@@ -358,15 +306,6 @@ static int parse_sort(const char *s, enum sort_key *k)
 		}
 	sf_error("--sort must be self, total, calls, avg, min, max or name, not '%s'", s);
 	return -1;
-}
-
-int report_terminal_width(void)
-{
-	struct winsize ws;
-	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		return ws.ws_col;
-	const char *c = getenv("COLUMNS");
-	return c && atoi(c) > 0 ? atoi(c) : 80;
 }
 
 int cmd_report(int argc, char **argv)

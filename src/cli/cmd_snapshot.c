@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "format/sf_env.h"
 #include "lib/util.h"
 
 static void usage(FILE *out)
@@ -73,6 +74,10 @@ static int catches_signal(pid_t pid, int sig)
 	return r;
 }
 
+/* The value of "NAME=value" when line sets the variable, else NULL. */
+#define ENV_VALUE(line, name) \
+	(strncmp(line, SF_ENV(name) "=", sizeof(SF_ENV(name))) ? NULL : (line) + sizeof(SF_ENV(name)))
+
 static int read_environ(pid_t pid, struct ring_env *re)
 {
 	char path[64];
@@ -90,17 +95,18 @@ static int read_environ(pid_t pid, struct ring_env *re)
 	ssize_t n;
 	re->signal = SIGUSR2;
 	while ((n = getdelim(&line, &cap, 0, f)) > 0) {
-		if (!strncmp(line, "SFTRACE_OUTPUT_FILE=", 20))
-			snprintf(re->output, sizeof(re->output), "%s", line + 20);
-		else if (!strncmp(line, "SFTRACE_RING=", 13))
-			re->ring = line[13] != 0;
-		else if (!strncmp(line, "SFTRACE_RING_SIGNAL=", 20))
-			re->signal = atoi(line + 20);
+		const char *v;
+		if ((v = ENV_VALUE(line, OUTPUT_FILE)))
+			snprintf(re->output, sizeof(re->output), "%s", v);
+		else if ((v = ENV_VALUE(line, RING)))
+			re->ring = v[0] != 0;
+		else if ((v = ENV_VALUE(line, RING_SIGNAL)))
+			re->signal = atoi(v);
 	}
 	free(line);
 	fclose(f);
 	if (!re->ring || !re->output[0]) {
-		sf_error("pid %d is not recorded with 'sftrace record --ring' (no SFTRACE_RING in its environment)",
+		sf_error("pid %d is not recorded with 'sftrace record --ring' (no " SF_ENV(RING) " in its environment)",
 			 (int)pid);
 		return -1;
 	}

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -16,13 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
 #include "cli/input_opts.h"
-#include "format/filter_file.h"
 #include "format/ring_signal.h"
 #include "format/run_budget.h"
+#include "format/sf_env.h"
 #include "format/xray_map.h"
-#include "lib/filter_merge.h"
+#include "lib/select.h"
 #include "lib/util.h"
 
 int rl_parse_size(const char *opt, const char *s, uint64_t min, uint64_t *bytes)
@@ -71,7 +69,7 @@ int rl_budget_create(const char *dir, uint64_t cap, char *path, size_t cap_len)
 		path[0] = 0;
 		return -1;
 	}
-	setenv("SFTRACE_BUDGET_FILE", path, 1);
+	setenv(SF_ENV(BUDGET_FILE), path, 1);
 	return 0;
 }
 
@@ -160,49 +158,8 @@ static int split_trigger(const char *spec, char **regex, uint64_t *dur_ns)
 	return 0;
 }
 
-struct trig_copy {
-	FILE *out;
-	uint64_t dur_ns;
-	size_t funcs;
-};
-
-static int copy_object(void *ctx, const char *bid, const char *path)
-{
-	struct trig_copy *c = ctx;
-	fprintf(c->out, "object %s %s\n", bid, path);
-	return 0;
-}
-
-static int copy_func(void *ctx, uint64_t vaddr, const char *name)
-{
-	struct trig_copy *c = ctx;
-	fprintf(c->out, "0x%" PRIx64 " %" PRIu64 " %s\n", vaddr, c->dur_ns, name);
-	c->funcs++;
-	return 0;
-}
-
-/* Appends the functions of exe a filter file selects to the trigger file. */
-static int append_trigger(const char *filter_path, uint64_t dur_ns, FILE *out, size_t *funcs)
-{
-	size_t len;
-	char *text = ff_read_text(filter_path, &len);
-	if (!text)
-		return -1;
-	struct trig_copy c = {out, dur_ns, 0};
-	struct ff_handler h = {NULL, copy_object, copy_func};
-	char err[256];
-	int r = ff_parse(text, len, &h, &c, err, sizeof(err));
-	free(text);
-	if (r < 0) {
-		sf_error("%s: %s", filter_path, err);
-		return -1;
-	}
-	*funcs = c.funcs;
-	return 0;
-}
-
 /* Whether the ELF file has an XRay instrumentation map: 1, 0, or -1 if it
- * cannot be read as ELF (sftrace filter then says why). */
+ * cannot be read as ELF (sel_load then says why). */
 static int has_sleds(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -214,28 +171,32 @@ static int has_sleds(const char *path)
 	return r;
 }
 
-/* Appends the functions of obj that regex selects; *funcs += their number.
- * -1 after a message. */
-static int resolve_in(const char *dir, size_t i, const char *spec, const char *obj, const char *regex, uint64_t dur,
-		      FILE *out, size_t *funcs)
+/* Appends the functions of obj that regex selects (as sftrace filter -r
+ * selects them) to the trigger file; *funcs += their number. -1 after a
+ * message. */
+static int resolve_in(const char *spec, const char *obj, const char *regex, uint64_t dur, FILE *out, size_t *funcs)
 {
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/.trigger-%zu", dir, i);
-	/* The same selection as sftrace filter -r makes. */
-	char *argv[] = {"filter", "-q", "--allow-empty", "-p", (char *)obj, "-r", (char *)regex, "-o", tmp, NULL};
-	int saved_optind = optind;
-	int fr = cmd_filter(9, argv);
-	optind = saved_optind;
-	size_t found = 0;
+	struct nm_patterns inc = {0};
+	nm_add(&inc, regex, "-r");
+	struct sel_query q = {&inc, NULL, NM_DEMANGLED, 0};
+	struct sel_object o = {0};
 	int rc = 0;
-	if (fr != 0) {
+	if (nm_compile(&inc) < 0 || sel_load(&o, obj) < 0 || sel_select(&o, &q) < 0) {
 		sf_error("--trigger '%s': cannot read the functions of %s", spec, obj);
 		rc = -1;
-	} else if (append_trigger(tmp, dur, out, &found) < 0) {
-		rc = -1;
+	} else {
+		fprintf(out, "object %s %s\n", o.build_id, o.path);
+		for (size_t i = 0; i < o.nfuncs; i++) {
+			if (!sel_is_selected(&o.funcs[i]))
+				continue;
+			fprintf(out, "0x%" PRIx64 " %" PRIu64 " ", o.funcs[i].vaddr, dur);
+			sel_write_name(out, sel_func_name(&o, &o.funcs[i]));
+			fputc('\n', out);
+		}
+		*funcs += o.nselected;
 	}
-	unlink(tmp);
-	*funcs += found;
+	sel_free(&o);
+	nm_free(&inc);
 	return rc;
 }
 
@@ -266,9 +227,9 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 		size_t funcs = 0;
 		/* node: the sleds are in the addon, not in the executable */
 		if (!nobjs || has_sleds(exe) != 0)
-			rc = resolve_in(dir, i, specs[i], exe, regex, dur, out, &funcs);
+			rc = resolve_in(specs[i], exe, regex, dur, out, &funcs);
 		for (size_t k = 0; k < nobjs && !rc; k++)
-			rc = resolve_in(dir, i, specs[i], objs[k], regex, dur, out, &funcs);
+			rc = resolve_in(specs[i], objs[k], regex, dur, out, &funcs);
 		if (!rc && !funcs) {
 			if (nobjs)
 				sf_error("--trigger '%s': no instrumented function of %s or of the %zu --trigger-object "
@@ -292,7 +253,7 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 		path[0] = 0;
 		return -1;
 	}
-	setenv("SFTRACE_TRIGGERS", path, 1);
+	setenv(SF_ENV(TRIGGERS), path, 1);
 	return 0;
 }
 

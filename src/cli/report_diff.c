@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report.h"
+#include "cli/report_diff.h"
+#include "cli/report_table.h"
 #include "lib/callpath.h"
 #include "lib/func_stats.h"
 #include "lib/json_out.h"
@@ -109,14 +110,14 @@ static const char *const col_names[NCOL] = {"Old self", "New self", "Diff self",
 static void signed_ns(char buf[32], int64_t d)
 {
 	char t[32];
-	cp_format_ns(t, sizeof(t), magnitude(d));
+	sf_format_duration(t, sizeof(t), magnitude(d), SF_DURATION_SIG3);
 	snprintf(buf, 32, "%s%.30s", d < 0 ? "-" : d > 0 ? "+" : "", t);
 }
 
 static void side_ns(char *buf, const struct diff_row *d, int k, uint64_t v)
 {
 	if (d->sides & (1 << k))
-		cp_format_ns(buf, 32, v);
+		sf_format_duration(buf, 32, v, SF_DURATION_SIG3);
 	else
 		strcpy(buf, "-");
 }
@@ -150,7 +151,7 @@ static void side_summary(const char *label, struct side *s)
 {
 	const struct fr_stats *st = trace_stats(s->in);
 	char t[32];
-	cp_format_ns(t, sizeof(t), cp_node(s->t, CP_ROOT)->total_ns);
+	sf_format_duration(t, sizeof(t), cp_node(s->t, CP_ROOT)->total_ns, SF_DURATION_SIG3);
 	printf("%s: %llu events, %llu frames, %s traced", label, (unsigned long long)trace_events(s->in),
 	       (unsigned long long)st->frames, t);
 }

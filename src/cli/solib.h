@@ -13,7 +13,4 @@ int sf_solib_install_dir(char *out, size_t cap);
  * the per-user directory. On failure err lists where it looked. */
 int sf_find_solib(char *out, size_t cap, char *err, size_t errlen);
 
-/* Checks a filter file before recording (exists, parses, objects match). */
-int sf_filter_check_file(const char *path);
-
 #endif

@@ -384,28 +384,6 @@ const char *cp_func_name(const struct cp_tree *t, uint32_t i, const char **modul
 	return t->names ? t->names[i] : "?";
 }
 
-void cp_format_ns(char *buf, size_t len, uint64_t ns)
-{
-	static const char *const units[] = {"ns", "us", "ms", "s"};
-	if (ns < 1000) {
-		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
-		return;
-	}
-	double v = (double)ns;
-	int u = 0;
-	while (u < 3 && v >= 999.5) {
-		v /= 1000;
-		u++;
-	}
-	/* v < 999.5 now, except for seconds, which do not go further. */
-	if (v >= 99.95)
-		snprintf(buf, len, "%.0f %s", v, units[u]);
-	else if (v >= 9.995)
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-	else
-		snprintf(buf, len, "%.2f %s", v, units[u]);
-}
-
 /* ---- merged walk ---- */
 
 struct level {

@@ -114,10 +114,6 @@ void cp_name_funcs(struct cp_tree *t);
  * live as long as the input. */
 const char *cp_func_name(const struct cp_tree *t, uint32_t i, const char **module);
 
-/* A duration for people: 3 significant digits and a unit, "812 ns",
- * "1.23 us", "45.6 ms", "123 s". */
-void cp_format_ns(char *buf, size_t len, uint64_t ns);
-
 /* ---- walking with equal names merged ---- */
 
 /* Depth-first, pre-order walk where siblings whose functions have the same

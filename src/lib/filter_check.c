@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/solib.h"
+#include "lib/filter_check.h"
 #include "format/filter_file.h"
 #include "lib/elf_buildid.h"
 #include "lib/filter_merge.h"

@@ -619,19 +619,6 @@ const struct cut_stats *trace_cut_stats(const struct trace_input *in)
 	return in->run.cut ? cut_stats(in->run.cut) : in->run.trim ? cut_stats(in->run.trim) : NULL;
 }
 
-/* "10us", "1.5ms": a duration as the options take it. */
-static void format_duration(char *buf, size_t len, uint64_t ns)
-{
-	static const struct { const char *unit; uint64_t mul; } units[] = {{"s", 1000000000}, {"ms", 1000000},
-									   {"us", 1000}};
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (ns >= units[i].mul) {
-			snprintf(buf, len, "%g%s", (double)ns / (double)units[i].mul, units[i].unit);
-			return;
-		}
-	snprintf(buf, len, "%lluns", (unsigned long long)ns);
-}
-
 /* " (recorded with --min-duration 10us --max-depth 4; the runtime left
  * out 1234 records)": the first log's limits (a recording's processes
  * share them), and the records left out over all logs. */
@@ -648,7 +635,7 @@ static int format_trim(const struct trace_input *in, char *buf, size_t len)
 		left += info->trimmed_records;
 	}
 	char dur[32];
-	format_duration(dur, sizeof(dur), min);
+	sf_format_duration(dur, sizeof(dur), (double)min, SF_DURATION_OPTION);
 	return snprintf(buf, len, " (recorded with%s%s%s%.0u; the runtime left out %llu records)",
 			min ? " --min-duration " : "", min ? dur : "", depth ? " --max-depth " : "", depth,
 			(unsigned long long)left);

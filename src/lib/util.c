@@ -121,3 +121,31 @@ const char *sf_open_error(int err)
 {
 	return err == EINVAL ? "not a regular file" : strerror(err);
 }
+
+void sf_format_duration(char *buf, size_t len, double ns, enum sf_duration_style style)
+{
+	static const char *const unit[] = {"ns", "us", "ms", "s"};
+	static const double scale[] = {1, 1e3, 1e6, 1e9};
+	int u = 0;
+	if (style == SF_DURATION_SIG3) {
+		if (ns < 1000) {
+			snprintf(buf, len, "%.0f ns", ns);
+			return;
+		}
+		/* Rounds up into the next unit where 3 digits would show 1000. */
+		double v = ns;
+		while (u < 3 && v >= 999.5) {
+			v /= 1000;
+			u++;
+		}
+		/* v < 999.5 now, except for seconds, which do not go further. */
+		snprintf(buf, len, v >= 99.95 ? "%.0f %s" : v >= 9.995 ? "%.1f %s" : "%.2f %s", v, unit[u]);
+		return;
+	}
+	while (u < 3 && ns >= scale[u + 1])
+		u++;
+	if (style == SF_DURATION_FIXED)
+		snprintf(buf, len, !u ? "%.0f %s" : u < 3 ? "%.1f %s" : "%.2f %s", ns / scale[u], unit[u]);
+	else
+		snprintf(buf, len, u ? "%g%s" : "%.0f%s", ns / scale[u], unit[u]);
+}

@@ -31,4 +31,14 @@ size_t sf_utf8_len(const unsigned char *p);
 /* The same within n > 0 readable bytes (a sequence cut by the end is 0). */
 size_t sf_utf8_seq(const unsigned char *p, size_t n);
 
+/* How sf_format_duration writes a duration. */
+enum sf_duration_style {
+	SF_DURATION_SIG3,   /* 3 significant digits: "999 ns", "1.23 us", "45.6 ms", "123 s" (report, flame graphs) */
+	SF_DURATION_FIXED,  /* decimals by unit: "250 ns", "1.5 us", "2.0 ms", "1.25 s" (plot axes) */
+	SF_DURATION_OPTION, /* as the options take it: "10us", "1.5ms", "2s" (%g), "500ns" */
+};
+
+/* The one duration formatter: ns nanoseconds in ns, us, ms or s. */
+void sf_format_duration(char *buf, size_t len, double ns, enum sf_duration_style style);
+
 #endif

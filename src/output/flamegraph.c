@@ -196,10 +196,10 @@ static void tooltip(struct fg *fg, const char *name, const char *module, uint64_
 		return;
 	}
 	char tt[32], ts[32];
-	cp_format_ns(tt, sizeof(tt), v);
+	sf_format_duration(tt, sizeof(tt), v, SF_DURATION_SIG3);
 	fprintf(f, "\n%s (%.2f%%)", tt, pct);
 	if (self != UINT64_MAX) {
-		cp_format_ns(ts, sizeof(ts), self);
+		sf_format_duration(ts, sizeof(ts), self, SF_DURATION_SIG3);
 		fprintf(f, ", self %s", ts);
 	}
 	fprintf(f, ", %llu call%s</title>", (unsigned long long)calls, plural(calls));
@@ -303,7 +303,7 @@ static void header(struct fg *fg, const struct fg_options *opt, unsigned width, 
 	fputs("</text>\n", f);
 	/* The subtitle: what the widths mean, and what was left out. */
 	char total[32];
-	cp_format_ns(total, sizeof(total), fg->total);
+	sf_format_duration(total, sizeof(total), fg->total, SF_DURATION_SIG3);
 	fprintf(f, "<text x=\"%u\" y=\"40\" text-anchor=\"middle\" class=\"sub\">", width / 2);
 	if (trace_nprocs(in) == 1)
 		fg_xml_text(f, trace_proc_at(in, 0)->cmdline, 120);

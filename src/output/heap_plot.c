@@ -18,18 +18,6 @@ enum { W = 1000, PH = 320, ML = 90, MR = 30, MT = 50, MB = 50 };
 static const char *const colours[] = {"#1a5fb4", "#c01c28", "#26a269", "#e66100", "#613583", "#865e3c",
 				      "#1c71d8", "#a51d2d", "#2ec27e", "#f5c211"};
 
-static void time_label(char *buf, size_t cap, double ns)
-{
-	if (ns < 1e3)
-		snprintf(buf, cap, "%.0f ns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, cap, "%.1f us", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(buf, cap, "%.1f ms", ns / 1e6);
-	else
-		snprintf(buf, cap, "%.2f s", ns / 1e9);
-}
-
 static int selected(const struct heap_plot_options *o, size_t s)
 {
 	return !o->select || (s < o->nselect && o->select[s]);
@@ -93,7 +81,7 @@ static void panel(FILE *f, const struct heap_result *r, const struct heap_plot_o
 			   "<text x=\"%u\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
 			ML, ML + iw, y, y, ML - 6, y + 4, lab);
 		double t = (double)span * k / 4, x = ML + t * xs;
-		time_label(lab, sizeof(lab), t);
+		sf_format_duration(lab, sizeof(lab), t, SF_DURATION_FIXED);
 		fprintf(f, "<text x=\"%.1f\" y=\"%u\" text-anchor=\"middle\">%s%s</text>\n", x, y0 + 18,
 			o->fold && k ? "+" : "", lab);
 	}

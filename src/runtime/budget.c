@@ -16,7 +16,7 @@ static struct sf_budget *B;
 
 void sf_budget_init(void)
 {
-	const char *path = getenv("SFTRACE_BUDGET_FILE");
+	const char *path = getenv(SF_ENV(BUDGET_FILE));
 	if (!path || path[0] != '/')
 		return;
 	/* Checked like every path from the environment (trust.c), and sized

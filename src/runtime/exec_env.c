@@ -7,8 +7,9 @@
  *   - LD_PRELOAD: this runtime's path, and libsftrace-alloc.so's when this
  *     process has it (record --alloc), put first if LD_PRELOAD is given
  *     without them;
- *   - the tracer's SFTRACE_* variables (tracer_vars) this process started
- *     with; other SFTRACE_-prefixed names are the caller's business.
+ *   - the tracer's SFTRACE_* variables (tracer_vars: every one of
+ *     format/sf_env.h) this process started with; other SFTRACE_-prefixed
+ *     names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
  * use `environ` (execv, execvp, execl, execlp, system, popen) need nothing.
  *
@@ -32,7 +33,7 @@
 
 static char self_path[4096];        /* this library, as the loader named it */
 static char alloc_path[4096];       /* libsftrace-alloc.so, if loaded (record --alloc) */
-static char saved[MAX_VARS][8192];  /* "SFTRACE_X=value" at start */
+static char saved[MAX_VARS][8192];  /* SF_ENV(X) "=value" at start */
 static int nsaved;
 static int ready;
 
@@ -121,14 +122,11 @@ void sf_exec_env_resolve(void)
 
 #define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
 
-/* The variables the runtime reads (README's table; record sets them). */
-static const char *const tracer_vars[] = {
-	"SFTRACE_OUTPUT_FILE", "SFTRACE_FILTER",       "SFTRACE_FILTER_DIR", "SFTRACE_FILTER_REGEX",
-	"SFTRACE_FILTER_WITHIN", "SFTRACE_CLI",        "SFTRACE_CLOCK",      "SFTRACE_WRITER",
-	"SFTRACE_NOTES_DIR",   "SFTRACE_SETUP_THREAD_ONLY", "SFTRACE_BUDGET_FILE", "SFTRACE_RING",
-	"SFTRACE_RING_SIGNAL", "SFTRACE_TRIGGERS",  "SFTRACE_MAX_SNAPSHOTS", "SFTRACE_ENCODING",
-	"SFTRACE_MIN_DURATION", "SFTRACE_MAX_DEPTH",
-};
+/* Every variable of the contract (format/sf_env.h): a variable added there
+ * reaches such children without a change here. */
+#define TRACER_VAR(name, meaning) SF_ENV(name),
+static const char *const tracer_vars[] = {SF_ENV_LIST(TRACER_VAR)};
+#undef TRACER_VAR
 _Static_assert(sizeof(tracer_vars) / sizeof(tracer_vars[0]) <= MAX_VARS, "room for every tracer variable");
 
 /* Whether "NAME=value" names one of tracer_vars. */

@@ -167,7 +167,7 @@ static void save_start_env(void);
  * directory and is checked as such; the user's own file only for type. */
 static int in_private_dir(const char *path)
 {
-	const char *dir = getenv("SFTRACE_NOTES_DIR");
+	const char *dir = getenv(SF_ENV(NOTES_DIR));
 	size_t n = dir ? slen(dir) : 0;
 	return n && !strncmp(path, dir, n) && path[n] == '/';
 }
@@ -180,17 +180,17 @@ int sf_filter_init(void)
 		F.loaded = 1;
 		return 0;
 	}
-	const char *re = getenv("SFTRACE_FILTER_REGEX");
+	const char *re = getenv(SF_ENV(FILTER_REGEX));
 	if (!re || !re[0])
 		return 0;
-	if (copy_env("SFTRACE_FILTER_REGEX", F.regex, sizeof(F.regex)) < 0 ||
-	    copy_env("SFTRACE_FILTER_DIR", F.dir, sizeof(F.dir) - 256) < 0 ||
-	    copy_env("SFTRACE_CLI", F.cli, sizeof(F.cli)) < 0 || F.dir[0] != '/' || F.cli[0] != '/') {
-		sf_rt_message("SFTRACE_FILTER_REGEX needs absolute SFTRACE_FILTER_DIR and SFTRACE_CLI paths", "",
+	if (copy_env(SF_ENV(FILTER_REGEX), F.regex, sizeof(F.regex)) < 0 ||
+	    copy_env(SF_ENV(FILTER_DIR), F.dir, sizeof(F.dir) - 256) < 0 ||
+	    copy_env(SF_ENV(CLI), F.cli, sizeof(F.cli)) < 0 || F.dir[0] != '/' || F.cli[0] != '/') {
+		sf_rt_message(SF_ENV(FILTER_REGEX) " needs absolute " SF_ENV(FILTER_DIR) " and " SF_ENV(CLI) " paths", "",
 			      NULL);
 		return -1;
 	}
-	const char *within = getenv("SFTRACE_FILTER_WITHIN");
+	const char *within = getenv(SF_ENV(FILTER_WITHIN));
 	F.mode = within && within[0] == '1' ? FF_MODE_WITHIN : FF_MODE_SELECT;
 	F.unlisted = FF_UNLISTED_SKIP; /* an object whose filter could not be made */
 	F.per_object = 1;
@@ -315,7 +315,7 @@ static int waiter_child(void *arg)
  * with it), and SFTRACE_*. */
 static int env_kept(const char *e)
 {
-	if (!strncmp(e, "SFTRACE_", 8))
+	if (!strncmp(e, SF_ENV_PREFIX, sizeof(SF_ENV_PREFIX) - 1))
 		return 0;
 	return strncmp(e, "LD_", 3) || !strncmp(e, "LD_LIBRARY_PATH=", 16);
 }

@@ -54,15 +54,15 @@ static int env_number(const char *name, uint64_t lo, uint64_t hi, uint64_t dflt,
 static int read_ring_config(void)
 {
 	uint64_t bytes, sig, maxs;
-	if (env_number("SFTRACE_RING", 2 * SF_SLOT_SIZE, (uint64_t)SF_SLOT_SIZE << 20, 0, &bytes) < 0 ||
-	    env_number("SFTRACE_RING_SIGNAL", 1, 64, SIGUSR2, &sig) < 0 ||
-	    env_number("SFTRACE_MAX_SNAPSHOTS", 0, UINT32_MAX, 100, &maxs) < 0)
+	if (env_number(SF_ENV(RING), 2 * SF_SLOT_SIZE, (uint64_t)SF_SLOT_SIZE << 20, 0, &bytes) < 0 ||
+	    env_number(SF_ENV(RING_SIGNAL), 1, 64, SIGUSR2, &sig) < 0 ||
+	    env_number(SF_ENV(MAX_SNAPSHOTS), 0, UINT32_MAX, 100, &maxs) < 0)
 		return -1;
 	/* A fault signal's handler returns to the faulting instruction: a
 	 * crash would loop writing snapshots. KILL and STOP cannot be caught.
 	 * record refuses them too (record_limits.c). */
 	if (bytes && sf_ring_signal_refused((int)sig)) {
-		sf_rt_message("SFTRACE_RING_SIGNAL cannot be a fault signal or KILL/STOP", "", getenv("SFTRACE_RING_SIGNAL"));
+		sf_rt_message(SF_ENV(RING_SIGNAL) " cannot be a fault signal or KILL/STOP", "", getenv(SF_ENV(RING_SIGNAL)));
 		return -1;
 	}
 	sf_config.ring_slots = (uint32_t)(bytes / SF_SLOT_SIZE);
@@ -75,18 +75,18 @@ static int read_ring_config(void)
  * off rather than guessing. */
 static int read_config(void)
 {
-	const char *out = getenv("SFTRACE_OUTPUT_FILE");
+	const char *out = getenv(SF_ENV(OUTPUT_FILE));
 	if (!out || !out[0])
 		return 0; /* no output file: no tracing (the reference tool's rule) */
 	size_t len = slen(out);
 	if (len >= sizeof(sf_config.output) - 64) {
-		sf_rt_message("SFTRACE_OUTPUT_FILE is too long", "", NULL);
+		sf_rt_message(SF_ENV(OUTPUT_FILE) " is too long", "", NULL);
 		return 0;
 	}
 	if (out[0] != '/') {
 		/* Children may chdir before their first event: fix the path now. */
 		if (!getcwd(sf_config.output, sizeof(sf_config.output) - len - 2)) {
-			sf_rt_message("SFTRACE_OUTPUT_FILE is relative and the cwd is unknown", "", NULL);
+			sf_rt_message(SF_ENV(OUTPUT_FILE) " is relative and the cwd is unknown", "", NULL);
 			return 0;
 		}
 		size_t c = slen(sf_config.output);
@@ -96,14 +96,14 @@ static int read_config(void)
 		memcpy(sf_config.output, out, len + 1);
 	}
 
-	const char *clock = getenv("SFTRACE_CLOCK");
+	const char *clock = getenv(SF_ENV(CLOCK));
 	if (clock && clock[0]) {
 		if (!strcmp(clock, "tsc"))
 			sf_config.clock = SF_CLOCK_TSC;
 		else if (!strcmp(clock, "monotonic"))
 			sf_config.clock = SF_CLOCK_MONOTONIC;
 		else {
-			sf_rt_message("SFTRACE_CLOCK must be 'tsc' or 'monotonic', not ", clock, NULL);
+			sf_rt_message(SF_ENV(CLOCK) " must be 'tsc' or 'monotonic', not ", clock, NULL);
 			return 0;
 		}
 	}
@@ -111,7 +111,7 @@ static int read_config(void)
 	 * off the traced threads while there is a CPU to spare for it
 	 * (bench/README.md: 15% less overhead for a single-threaded program
 	 * on 2 CPUs, 10% more when the program's threads already fill them). */
-	const char *writer = getenv("SFTRACE_WRITER");
+	const char *writer = getenv(SF_ENV(WRITER));
 	sf_config.writer = SF_WRITER_AUTO;
 	if (writer && writer[0]) {
 		if (!strcmp(writer, "thread"))
@@ -119,26 +119,26 @@ static int read_config(void)
 		else if (!strcmp(writer, "sync"))
 			sf_config.writer = SF_WRITER_SYNC;
 		else if (strcmp(writer, "auto")) {
-			sf_rt_message("SFTRACE_WRITER must be 'auto', 'thread' or 'sync', not ", writer, NULL);
+			sf_rt_message(SF_ENV(WRITER) " must be 'auto', 'thread' or 'sync', not ", writer, NULL);
 			return 0;
 		}
 	}
 	/* packed by default (format version 4); raw keeps the 8-byte records
 	 * of version 3 in DATA chunks, for comparison (bench/encoding.py). */
-	const char *enc = getenv("SFTRACE_ENCODING");
+	const char *enc = getenv(SF_ENV(ENCODING));
 	sf_config.encoding = SF_ENCODING_PACKED;
 	if (enc && enc[0]) {
 		if (!strcmp(enc, "raw"))
 			sf_config.encoding = SF_ENCODING_RAW;
 		else if (strcmp(enc, "packed")) {
-			sf_rt_message("SFTRACE_ENCODING must be 'packed' or 'raw', not ", enc, NULL);
+			sf_rt_message(SF_ENV(ENCODING) " must be 'packed' or 'raw', not ", enc, NULL);
 			return 0;
 		}
 	}
-	if (env_number("SFTRACE_MIN_DURATION", 0, UINT64_MAX / 2, 0, &sf_config.trim_min_ns) < 0)
+	if (env_number(SF_ENV(MIN_DURATION), 0, UINT64_MAX / 2, 0, &sf_config.trim_min_ns) < 0)
 		return 0;
 	uint64_t depth = 0;
-	if (env_number("SFTRACE_MAX_DEPTH", 0, 1u << 30, 0, &depth) < 0)
+	if (env_number(SF_ENV(MAX_DEPTH), 0, 1u << 30, 0, &depth) < 0)
 		return 0;
 	sf_config.trim_max_depth = (uint32_t)depth;
 	if (sched_getaffinity(0, sizeof(sf_config.cpus), &sf_config.cpus) == 0) {
@@ -149,10 +149,10 @@ static int read_config(void)
 	}
 	if (read_ring_config() < 0)
 		return 0;
-	const char *filter = getenv("SFTRACE_FILTER");
+	const char *filter = getenv(SF_ENV(FILTER));
 	if (filter && filter[0]) {
 		if (slen(filter) >= sizeof(sf_config.filter)) {
-			sf_rt_message("SFTRACE_FILTER is too long", "", NULL);
+			sf_rt_message(SF_ENV(FILTER) " is too long", "", NULL);
 			return 0;
 		}
 		memcpy(sf_config.filter, filter, slen(filter) + 1);

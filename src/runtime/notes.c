@@ -17,7 +17,7 @@ static size_t notes_dir_len;
 
 void sf_notes_init(void)
 {
-	const char *dir = getenv("SFTRACE_NOTES_DIR");
+	const char *dir = getenv(SF_ENV(NOTES_DIR));
 	size_t n = dir ? strlen(dir) : 0;
 	if (!n || dir[0] != '/' || n + 32 >= sizeof(notes_dir))
 		return;

@@ -57,6 +57,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "format/sf_env.h"
 #include "format/sflog.h"
 #include "sf_arch.h" /* src/runtime/arch/$(ARCH)/ */
 

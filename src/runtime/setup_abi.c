@@ -24,7 +24,7 @@ __attribute__((visibility("default"))) void sftrace_setup(void (*entry_slot)(voi
 {
 	if (!sf_config.enabled)
 		return; /* no SFTRACE_OUTPUT_FILE: no tracing, as in the reference tool */
-	const char *only = getenv("SFTRACE_SETUP_THREAD_ONLY");
+	const char *only = getenv(SF_ENV(SETUP_THREAD_ONLY));
 	if (only && only[0])
 		__atomic_store_n(&sf_setup_only_tid, sf_gettid(), __ATOMIC_RELEASE);
 	int mono = sf_config.clock == SF_CLOCK_MONOTONIC;

@@ -80,7 +80,7 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 
 void sf_trigger_init(void)
 {
-	const char *path = getenv("SFTRACE_TRIGGERS");
+	const char *path = getenv(SF_ENV(TRIGGERS));
 	if (!path || !path[0] || !sf_config.ring_slots)
 		return;
 	/* record writes it in its private directory: checked (trust.c), and

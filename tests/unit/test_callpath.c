@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "lib/callpath.h"
+#include "lib/util.h"
 
 enum { MAIN = 0x1000, A = 0x2000, B = 0x3000, R = 0x4000 };
 
@@ -279,7 +280,7 @@ static void test_format_ns(void **state)
 	};
 	char buf[32];
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cp_format_ns(buf, sizeof(buf), cases[i].ns);
+		sf_format_duration(buf, sizeof(buf), cases[i].ns, SF_DURATION_SIG3);
 		assert_string_equal(buf, cases[i].want);
 	}
 }

@@ -1,10 +1,10 @@
-/* What `report` (cmd_report.c) and `report --diff` (report_diff.c) share. */
-#ifndef SFTRACE_CLI_REPORT_H
-#define SFTRACE_CLI_REPORT_H
+/* The tables of `report` (cmd_report.c) and `report --diff`
+ * (report_diff.c): names cut to the terminal, TSV cells, column widths. */
+#ifndef SFTRACE_CLI_REPORT_TABLE_H
+#define SFTRACE_CLI_REPORT_TABLE_H
 
+#include <stddef.h>
 #include <stdio.h>
-
-#include "cli/input_opts.h"
 
 enum report_format { REPORT_TABLE, REPORT_TSV, REPORT_JSON };
 
@@ -19,18 +19,5 @@ int report_fit_columns(int ncol, const char *const *names, const void *rows, siz
 		       void (*cells)(const void *rows, size_t i, char (*out)[32]), int width, int *wid);
 /* Columns of the terminal on stdout (COLUMNS, else 80). */
 int report_terminal_width(void);
-
-struct report_diff_opts {
-	const char *sort;      /* self (default), total, calls or name; NULL: self */
-	long limit;            /* rows; <0: all */
-	enum report_format format;
-	int color;
-	int width;             /* terminal columns, 0: do not truncate */
-	int by_name;           /* rows keyed by (short) name, as report's */
-};
-
-/* report --diff: argv[first] is OLD, argv[first + 1] NEW (argc - first must
- * be 2). Returns the exit status; errors are printed. */
-int report_diff(struct input_opts *io, int argc, char **argv, int first, const struct report_diff_opts *o);
 
 #endif

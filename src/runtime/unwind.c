@@ -80,8 +80,9 @@ void sf_unwind_init(void)
 	R.getcfa = (getcfa_fn)dlsym(gcc, "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)dlsym(gcc, "_Unwind_GetRegionStart");
 	void (*reg)(const void *, void *) = (void (*)(const void *, void *))dlsym(gcc, "__register_frame_info");
+	const void *(*find)(void *, void *) = (const void *(*)(void *, void *))dlsym(gcc, "_Unwind_Find_FDE");
 	if (reg)
-		sf_patch_set_frame_registrar(reg);
+		sf_patch_set_frame_registrar(reg, find);
 	if (R.getcfa && R.regionstart)
 		__atomic_store_n(&R.backtrace, (backtrace_fn)dlsym(gcc, "_Unwind_Backtrace"), __ATOMIC_RELEASE);
 }
@@ -133,27 +134,88 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 	return _URC_NO_REASON;
 }
 
-/* Control lands with stack pointer sp: closes the recorded frames below. */
-static void landing(uint64_t sp)
+/* The walk (libgcc's unwinder): for architectures without a shadow stack,
+ * and when the shadow stack cannot tell (see landing). The unwinder's
+ * first lookups allocate (libgcc sorts the tables registered for our stub
+ * pages, see register_stub_pages in arch/<arch>/patch.c); the program's
+ * instrumented malloc then records nothing, and --alloc counts nothing
+ * (suppress.c). 0 if the target is not on this stack. */
+static int walk_abandoned(uint64_t sp, struct walk *w)
 {
 	backtrace_fn bt = __atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE);
-	struct sf_thread *t = &sf_self;
-	if (!sf_config.enabled || !bt || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
-		return;
-	struct walk w = {.sp = sp, .callee = -1};
-	bt(walk_frame, &w);
+	if (!bt)
+		return 0;
+	struct sf_suppress_state quiet;
+	sf_suppress_begin(&quiet);
+	*w = (struct walk){.sp = sp, .callee = -1};
+	bt(walk_frame, w);
+	sf_suppress_end(&quiet);
 	/* Not reached: the target is not on this stack (a longjmp to
 	 * another stack, as user-level thread switches do). Leave it. */
-	if (!w.reached)
-		return;
+	return w->reached;
+}
+
+/* Closes the frames of the walk: the window depth, the shadow stack. */
+static uint32_t close_walked(struct sf_thread *t, struct walk *w)
+{
 	/* A signal handler landing in between leaves the depth as it
 	 * found it (or lands itself, and sets it right). */
-	uint64_t live_windows = t->window_depth > w.windows ? t->window_depth - w.windows : 0;
+	uint64_t live_windows = t->window_depth > w->windows ? t->window_depth - w->windows : 0;
 	if (live_windows)
-		w.recorded += w.pending_gated;
+		w->recorded += w->pending_gated;
 	t->window_depth = live_windows;
-	if (w.recorded)
-		sf_record_event(SF_EV_UNWIND, w.recorded < SF_FUNC_ID_LIMIT ? w.recorded : SF_FUNC_ID_LIMIT - 1);
+#ifdef SF_ARCH_SHADOW
+	t->shadow_depth = t->shadow_depth > w->recorded ? t->shadow_depth - w->recorded : 0;
+#endif
+	return w->recorded;
+}
+
+#ifdef SF_ARCH_SHADOW
+/* The shadow stack's answer: pops the entries of frames whose return
+ * address lies below sp, the stack pointer control lands with (the frame
+ * that called setjmp, or holds the landing pad, has its own above it).
+ * O(frames popped). Returns -1 when it cannot tell: every entry it holds
+ * is below sp, so the target may be on another stack, or frames beyond
+ * its capacity may be abandoned too. */
+static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
+{
+	uint64_t depth = t->shadow_depth, known = depth < SF_SHADOW_CAP ? depth : SF_SHADOW_CAP;
+	uint64_t popped = 0, windows = 0;
+	for (; popped < known; popped++) {
+		uint64_t e = t->shadow[(depth - 1 - popped) & (SF_SHADOW_CAP - 1)];
+		if ((e & ~(uint64_t)7) >= sp)
+			break;
+		windows += e & 1;
+	}
+	if (popped == known && popped)
+		return -1;
+	t->shadow_depth = depth - popped;
+	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;
+	return (int64_t)popped;
+}
+#endif
+
+/* Control lands with stack pointer sp: closes the recorded frames below,
+ * at the time the landing began (read first: what follows is the
+ * tracer's, not the abandoned frames'). */
+static void landing(uint64_t sp)
+{
+	struct sf_thread *t = &sf_self;
+	if (!sf_config.enabled || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
+		return;
+	uint64_t now = sf_now_raw();
+	int64_t closed = -1;
+#ifdef SF_ARCH_SHADOW
+	closed = shadow_pop(t, sp);
+#endif
+	if (closed < 0) {
+		struct walk w;
+		if (!walk_abandoned(sp, &w))
+			return;
+		closed = close_walked(t, &w);
+	}
+	if (closed)
+		sf_record_event_at(SF_EV_UNWIND, closed < SF_FUNC_ID_LIMIT ? (uint32_t)closed : SF_FUNC_ID_LIMIT - 1, now);
 }
 
 /* ---- exceptions and panics ---- */

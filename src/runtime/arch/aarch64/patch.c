@@ -82,8 +82,10 @@ int sf_patch_entry_variant(uint64_t fn)
 }
 
 /* No stub pages here, so nothing to register with libgcc. */
-void sf_patch_set_frame_registrar(void (*reg)(const void *, void *))
+void sf_patch_set_frame_registrar(void (*reg)(const void *, void *), const void *(*find)(void *, void *))
 {
+	(void)reg;
+	(void)find;
 }
 
 /* The reference tool's setup slots are x86-64 code (its setup crate is

@@ -129,19 +129,34 @@ static void put_stub_eh_frame(unsigned char *page)
 }
 
 static void (*register_frames)(const void *, void *);
+static const void *(*find_fde)(void *, void *);
 static _Alignas(16) unsigned char stub_objects[MAX_STUB_PAGES][128]; /* libgcc's struct object */
 static int nregistered;
 
+/* libgcc sorts a registered table's FDEs into an array it mallocs, at the
+ * first FDE lookup after the registration, whoever makes it: a throw of
+ * the program's, a backtrace(). The program's heap would then show the
+ * tracer's tables (and --alloc count them). So we make that lookup
+ * ourselves at once, with this thread's events suppressed: a pc in no
+ * table makes libgcc classify every table registered so far. */
 static void register_stub_pages(void)
 {
-	if (!register_frames)
+	if (!register_frames || nregistered >= nstub_pages)
 		return;
+	struct sf_suppress_state quiet;
+	sf_suppress_begin(&quiet);
 	for (; nregistered < nstub_pages; nregistered++)
 		register_frames((const void *)(stub_pages[nregistered] + STUB_EH_OFFSET), stub_objects[nregistered]);
+	if (find_fde) {
+		uint64_t bases[3]; /* struct dwarf_eh_bases: tbase, dbase, func */
+		find_fde((void *)1, bases);
+	}
+	sf_suppress_end(&quiet);
 }
 
-void sf_patch_set_frame_registrar(void (*reg)(const void *, void *))
+void sf_patch_set_frame_registrar(void (*reg)(const void *, void *), const void *(*find)(void *, void *))
 {
+	find_fde = find;
 	register_frames = reg;
 	register_stub_pages();
 }

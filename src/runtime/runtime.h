@@ -282,10 +282,10 @@ void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
 int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
-/* unwind.c hands over libgcc's __register_frame_info: stub pages made so
- * far and later get unwind information; and _Unwind_Find_FDE, with which
- * libgcc's tables for them are built at once, under suppression. */
-void sf_patch_set_frame_registrar(void (*reg)(const void *, void *), const void *(*find)(void *, void *)) SF_HIDDEN;
+/* The FDE covering pc if it lies in one of our stub pages (filling
+ * libgcc's struct dwarf_eh_bases), else NULL: unwind.c's _Unwind_Find_FDE.
+ * Async-signal-safe. */
+const void *sf_patch_stub_fde(uint64_t pc, void *bases) SF_HIDDEN;
 
 /* ---- unwind.c ---- */
 void sf_unwind_init(void) SF_HIDDEN;

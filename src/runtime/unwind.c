@@ -24,6 +24,7 @@ typedef _Unwind_Word (*getcfa_fn)(struct _Unwind_Context *);
 typedef _Unwind_Ptr (*regionstart_fn)(struct _Unwind_Context *);
 typedef void (*setip_fn)(struct _Unwind_Context *, _Unwind_Ptr);
 typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
+typedef const void *(*findfde_fn)(void *, void *);
 
 /* libgcc_s's unwinder (walks), and the functions we stand in front of. */
 static struct {
@@ -32,6 +33,7 @@ static struct {
 	regionstart_fn regionstart;
 	setip_fn gcc_setip;
 	setip_fn setip; /* the definition we hide: the next one after ours */
+	findfde_fn find_fde; /* the same for _Unwind_Find_FDE */
 	longjmp_fn longjmp, _longjmp, siglongjmp, longjmp_chk;
 } R;
 
@@ -44,9 +46,16 @@ static void resolve_next(void)
 	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
 	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
 	R.setip = (setip_fn)dlsym(RTLD_NEXT, "_Unwind_SetIP");
-	void *gcc = R.setip ? NULL : dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	if (gcc) /* libgcc_s loaded without RTLD_GLOBAL (a NULL handle would find ours) */
-		R.setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
+	findfde_fn find = (findfde_fn)dlsym(RTLD_NEXT, "_Unwind_Find_FDE");
+	void *gcc = R.setip && find ? NULL : dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (gcc) { /* libgcc_s loaded without RTLD_GLOBAL (a NULL handle would find ours) */
+		if (!R.setip)
+			R.setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
+		if (!find)
+			find = (findfde_fn)dlsym(gcc, "_Unwind_Find_FDE");
+	}
+	if (find)
+		__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not
@@ -79,10 +88,8 @@ void sf_unwind_init(void)
 		R.setip = R.gcc_setip;
 	R.getcfa = (getcfa_fn)dlsym(gcc, "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)dlsym(gcc, "_Unwind_GetRegionStart");
-	void (*reg)(const void *, void *) = (void (*)(const void *, void *))dlsym(gcc, "__register_frame_info");
-	const void *(*find)(void *, void *) = (const void *(*)(void *, void *))dlsym(gcc, "_Unwind_Find_FDE");
-	if (reg)
-		sf_patch_set_frame_registrar(reg, find);
+	if (!R.find_fde)
+		__atomic_store_n(&R.find_fde, (findfde_fn)dlsym(gcc, "_Unwind_Find_FDE"), __ATOMIC_RELEASE);
 	if (R.getcfa && R.regionstart)
 		__atomic_store_n(&R.backtrace, (backtrace_fn)dlsym(gcc, "_Unwind_Backtrace"), __ATOMIC_RELEASE);
 }
@@ -135,11 +142,10 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 }
 
 /* The walk (libgcc's unwinder): for architectures without a shadow stack,
- * and when the shadow stack cannot tell (see landing). The unwinder's
- * first lookups allocate (libgcc sorts the tables registered for our stub
- * pages, see register_stub_pages in arch/<arch>/patch.c); the program's
- * instrumented malloc then records nothing, and --alloc counts nothing
- * (suppress.c). 0 if the target is not on this stack. */
+ * and when the shadow stack cannot tell (see landing). Suppressed: libgcc
+ * may allocate on its way (tables a JIT registered, say), which is then
+ * neither recorded as the program's calls nor counted by --alloc. 0 if the
+ * target is not on this stack. */
 static int walk_abandoned(uint64_t sp, struct walk *w)
 {
 	backtrace_fn bt = __atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE);
@@ -219,6 +225,23 @@ static void landing(uint64_t sp)
 }
 
 /* ---- exceptions and panics ---- */
+
+/* Where libgcc's unwinder looks up the unwind information of a pc (its
+ * own calls go through its PLT, so ours is the one they reach): our stub
+ * pages' FDEs (arch/<arch>/patch.c), else the next definition, unchanged.
+ * Async-signal-safe once resolved. */
+__attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, void *bases)
+{
+	const void *fde = sf_patch_stub_fde((uint64_t)pc, bases);
+	if (fde)
+		return fde;
+	findfde_fn find = __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE);
+	if (!find) {
+		resolve_next();
+		find = R.find_fde;
+	}
+	return find ? find(pc, bases) : NULL;
+}
 
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {

@@ -7,12 +7,19 @@
  *   - _Unwind_SetIP, which every personality routine (C++, Rust, C
  *     cleanups) calls to install a landing pad, catch or cleanup; the
  *     landing frame's stack pointer comes with it.
- * We then walk the current stack with libgcc_s's unwinder and count the
- * recorded frames below the landing point: frames whose function starts
- * with a patched entry sled that recorded its entry. One SF_EV_UNWIND
- * event carries that count; the reader closes that many frames at its
- * time. In within mode the same walk recomputes the window depth, which
- * the skipped exit sleds would otherwise leave too high. */
+ * The landing's time is read first. The trampolines keep a shadow stack
+ * of the open frames' stack pointers (struct sf_thread, x86-64): the
+ * entries below the landing point are the recorded frames it abandons,
+ * popped in O(frames). When it cannot tell (more abandoned frames than it
+ * holds, another stack, no shadow stack on this architecture) we walk the
+ * current stack with libgcc_s's unwinder and count the recorded frames
+ * below the landing point: frames whose function starts with a patched
+ * entry sled. One SF_EV_UNWIND event carries the count; the reader closes
+ * that many frames at its time. In within mode the window depth is fixed
+ * too, which the skipped exit sleds would otherwise leave too high.
+ *
+ * We also stand in front of libgcc's _Unwind_Find_FDE, to give it the
+ * unwind information of our stub pages (arch/<arch>/patch.c). */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <unwind.h>

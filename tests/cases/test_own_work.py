@@ -40,7 +40,7 @@ def test_cxx_throws_show_only_the_exception_objects():
        "one allocation per exception object, each freed")
 
 
-UNWIND_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+UNWIND\s+(\d+) frames? abandoned")
+UNWIND_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+UNWIND\s+(?:\[depth \d+\] )?(\d+) frames? abandoned")
 EVENT_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(ENTRY|EXIT|TAIL)\s+(.*?)\s*$")
 
 
@@ -130,3 +130,21 @@ def test_constructor_folded_by_the_compiler_is_not_a_call():
     eq(count_calls(dump_events(log)).get("plug_init"), None, "no call, as untraced")
     dump = run([SFTRACE, "dump", log]).stdout
     check(re.search(r"libctor_folded\.so \(dlopen\)\n.*sleds 2, patched 2", dump), dump)
+
+
+def test_landing_beyond_the_shadow_stack_falls_back_to_the_walk():
+    # 10 landings, each abandoning 601 recorded frames: more than the 512
+    # the trampolines' ring holds, so each is counted by the walk instead.
+    # Exact either way: every dive frame closed, after_jump under jumper.
+    exe = build_c("unwind_longjmp", ["unwind_longjmp.c"])
+    p, log = record([exe, "10", "600"], args=["-q"])
+    eq(p.stdout.strip(), "longjmp ok 10", "the program's output")
+    out = run([SFTRACE, "dump", log]).stdout
+    closed = [int(m.group(1)) for m in re.finditer(r"UNWIND\s+(?:\[depth \d+\] )?(\d+) frames? abandoned", out)]
+    eq(closed, [601] * 10, "frames each landing closed")
+    eq(count_calls(dump_events(log)).get("after_jump"), 10, "after_jump calls")
+    folded = os.path.join(os.path.dirname(log), "out.folded")
+    run([SFTRACE, "convert", "-t", "folded", "--weight", "calls", log, "-o", folded])
+    with open(folded) as f:
+        stacks = dict(line.rstrip("\n").rsplit(" ", 1) for line in f)
+    eq(stacks.get("main;jumper;after_jump"), "10", "after_jump nested right under jumper")

@@ -599,6 +599,27 @@ void sf_record_event(uint32_t kind, uint32_t id)
 	sf_slow_event_at(0, id, kind, 0);
 }
 
+/* What the trampolines do with a time they read: one xadd while the
+ * buffer has room and the time is in the batch's span, else the slow path
+ * with the record claimed (or none). */
+void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time)
+{
+	struct sf_thread *t = &sf_self;
+	uint64_t claimed = 0;
+	if (sf_suppressed)
+		return;
+	if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
+		claimed = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
+		if (claimed + sizeof(struct sf_event) <= t->limit) {
+			store_record((struct sf_event *)claimed, time, id, kind);
+			if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+				sf_trigger_event(id, kind, time);
+			return;
+		}
+	}
+	sf_slow_event_at(time ? time : 1, id, kind, claimed);
+}
+
 /* Thread exit (pthread key destructor): hand off the partial batch and give
  * the slot back. Events after this (other destructors) start a new slot. */
 static void thread_flush_exit(void)

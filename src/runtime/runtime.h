@@ -80,6 +80,15 @@ struct sf_thread {
 	uint32_t state; /* enum sf_thread_state */
 	uint32_t in_slow;
 	struct sf_ring *ring;    /* record --ring: the thread's slots, NULL otherwise */
+#ifdef SF_ARCH_SHADOW
+	/* The shadow stack (arch/<arch>/trampoline.S, which defines
+	 * SF_ARCH_SHADOW): for each open frame whose entry the trampolines
+	 * saw, the address of its return address (| 1 for a window frame),
+	 * so a landing knows the frames it abandons without walking the
+	 * stack (unwind.c). Entry i is at shadow[i % SF_SHADOW_CAP]. */
+	uint64_t shadow_depth; /* pushes minus pops, never below 0 */
+	uint64_t shadow[SF_SHADOW_CAP];
+#endif
 };
 
 /* record --ring: a thread's slots, used round robin (buffer.c). */
@@ -96,6 +105,11 @@ _Static_assert(__builtin_offsetof(struct sf_thread, limit) == 8, "tls layout");
 _Static_assert(__builtin_offsetof(struct sf_thread, window_depth) == 16, "tls layout");
 _Static_assert(__builtin_offsetof(struct sf_thread, base) == 24, "tls layout");
 _Static_assert(sizeof(struct sf_event) == 8, "the trampolines store 8-byte events");
+#ifdef SF_ARCH_SHADOW
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow_depth) == SF_SHADOW_DEPTH_OFF, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow) == SF_SHADOW_OFF, "tls layout");
+_Static_assert((SF_SHADOW_CAP & (SF_SHADOW_CAP - 1)) == 0, "a power of two");
+#endif
 
 enum sf_thread_state {
 	SF_THREAD_NEW = 0,      /* no event yet */
@@ -294,6 +308,8 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
 /* An event without payload stamped now, from C (async-signal-safe). */
 void sf_record_event(uint32_t kind, uint32_t id) SF_HIDDEN;
+/* The same, stamped with a time read before (sf_now_raw). */
+void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
 /* An event with sf_event_payload_records(kind) payload records, stored at
  * `time` (or now, for a thread's first event) with signals blocked: the
  * slow path of alloc.c. */
@@ -304,7 +320,7 @@ void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dro
 
 /* ---- suppress.c: this thread's events are dropped in between ---- */
 struct sf_suppress_state {
-	uint64_t cursor, limit, window_depth, base;
+	uint64_t cursor, limit, window_depth, base, shadow_depth;
 	uint32_t was;
 };
 extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
@@ -446,9 +462,10 @@ void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
 int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
-/* unwind.c hands over libgcc's __register_frame_info: stub pages made so
- * far and later get unwind information. */
-void sf_patch_set_frame_registrar(void (*reg)(const void *, void *)) SF_HIDDEN;
+/* The FDE covering pc if it lies in one of our stub pages (filling
+ * libgcc's struct dwarf_eh_bases), else NULL: unwind.c's _Unwind_Find_FDE.
+ * Async-signal-safe. */
+const void *sf_patch_stub_fde(uint64_t pc, void *bases) SF_HIDDEN;
 
 /* ---- arch/<arch>/loader_hook.c, loader_entry.S ---- */
 /* Makes the loader's hook function (hook) reach entry (sf_loader_entry).

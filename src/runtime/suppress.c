@@ -19,6 +19,11 @@ void sf_suppress_begin(struct sf_suppress_state *st)
 	st->limit = t->limit;
 	st->window_depth = t->window_depth;
 	st->base = t->base;
+#ifdef SF_ARCH_SHADOW
+	st->shadow_depth = t->shadow_depth;
+#else
+	st->shadow_depth = 0;
+#endif
 	st->was = sf_suppressed;
 	__atomic_store_n(&sf_suppressed, 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -34,6 +39,9 @@ void sf_suppress_end(const struct sf_suppress_state *st)
 	t->window_depth = st->window_depth;
 	t->limit = st->limit;
 	t->cursor = st->cursor;
+#ifdef SF_ARCH_SHADOW
+	t->shadow_depth = st->shadow_depth; /* a vfork child's frames were pushed on it */
+#endif
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&sf_suppressed, st->was, __ATOMIC_RELAXED);
 }

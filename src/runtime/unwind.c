@@ -7,12 +7,19 @@
  *   - _Unwind_SetIP, which every personality routine (C++, Rust, C
  *     cleanups) calls to install a landing pad, catch or cleanup; the
  *     landing frame's stack pointer comes with it.
- * We then walk the current stack with libgcc_s's unwinder and count the
- * recorded frames below the landing point: frames whose function starts
- * with a patched entry sled that recorded its entry. One SF_EV_UNWIND
- * event carries that count; the reader closes that many frames at its
- * time. In within mode the same walk recomputes the window depth, which
- * the skipped exit sleds would otherwise leave too high. */
+ * The landing's time is read first. The trampolines keep a shadow stack
+ * of the open frames' stack pointers (struct sf_thread, x86-64): the
+ * entries below the landing point are the recorded frames it abandons,
+ * popped in O(frames). When it cannot tell (more abandoned frames than it
+ * holds, another stack, no shadow stack on this architecture) we walk the
+ * current stack with libgcc_s's unwinder and count the recorded frames
+ * below the landing point: frames whose function starts with a patched
+ * entry sled. One SF_EV_UNWIND event carries the count; the reader closes
+ * that many frames at its time. In within mode the window depth is fixed
+ * too, which the skipped exit sleds would otherwise leave too high.
+ *
+ * We also stand in front of libgcc's _Unwind_Find_FDE, to give it the
+ * unwind information of our stub pages (arch/<arch>/patch.c). */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <unwind.h>
@@ -24,6 +31,7 @@ typedef _Unwind_Word (*getcfa_fn)(struct _Unwind_Context *);
 typedef _Unwind_Ptr (*regionstart_fn)(struct _Unwind_Context *);
 typedef void (*setip_fn)(struct _Unwind_Context *, _Unwind_Ptr);
 typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
+typedef const void *(*findfde_fn)(void *, void *);
 
 /* libgcc_s's unwinder (walks), and the functions we stand in front of. */
 static struct {
@@ -32,6 +40,7 @@ static struct {
 	regionstart_fn regionstart;
 	setip_fn gcc_setip;
 	setip_fn setip; /* the definition we hide: the next one after ours */
+	findfde_fn find_fde; /* the same for _Unwind_Find_FDE */
 	longjmp_fn longjmp, _longjmp, siglongjmp, longjmp_chk;
 } R;
 
@@ -44,9 +53,16 @@ static void resolve_next(void)
 	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
 	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
 	R.setip = (setip_fn)dlsym(RTLD_NEXT, "_Unwind_SetIP");
-	void *gcc = R.setip ? NULL : dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	if (gcc) /* libgcc_s loaded without RTLD_GLOBAL (a NULL handle would find ours) */
-		R.setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
+	findfde_fn find = (findfde_fn)dlsym(RTLD_NEXT, "_Unwind_Find_FDE");
+	void *gcc = R.setip && find ? NULL : dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (gcc) { /* libgcc_s loaded without RTLD_GLOBAL (a NULL handle would find ours) */
+		if (!R.setip)
+			R.setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
+		if (!find)
+			find = (findfde_fn)dlsym(gcc, "_Unwind_Find_FDE");
+	}
+	if (find)
+		__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not
@@ -79,9 +95,8 @@ void sf_unwind_init(void)
 		R.setip = R.gcc_setip;
 	R.getcfa = (getcfa_fn)dlsym(gcc, "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)dlsym(gcc, "_Unwind_GetRegionStart");
-	void (*reg)(const void *, void *) = (void (*)(const void *, void *))dlsym(gcc, "__register_frame_info");
-	if (reg)
-		sf_patch_set_frame_registrar(reg);
+	if (!R.find_fde)
+		__atomic_store_n(&R.find_fde, (findfde_fn)dlsym(gcc, "_Unwind_Find_FDE"), __ATOMIC_RELEASE);
 	if (R.getcfa && R.regionstart)
 		__atomic_store_n(&R.backtrace, (backtrace_fn)dlsym(gcc, "_Unwind_Backtrace"), __ATOMIC_RELEASE);
 }
@@ -133,30 +148,107 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 	return _URC_NO_REASON;
 }
 
-/* Control lands with stack pointer sp: closes the recorded frames below. */
-static void landing(uint64_t sp)
+/* The walk (libgcc's unwinder): for architectures without a shadow stack,
+ * and when the shadow stack cannot tell (see landing). Suppressed: libgcc
+ * may allocate on its way (tables a JIT registered, say), which is then
+ * neither recorded as the program's calls nor counted by --alloc. 0 if the
+ * target is not on this stack. */
+static int walk_abandoned(uint64_t sp, struct walk *w)
 {
 	backtrace_fn bt = __atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE);
-	struct sf_thread *t = &sf_self;
-	if (!sf_config.enabled || !bt || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
-		return;
-	struct walk w = {.sp = sp, .callee = -1};
-	bt(walk_frame, &w);
+	if (!bt)
+		return 0;
+	struct sf_suppress_state quiet;
+	sf_suppress_begin(&quiet);
+	*w = (struct walk){.sp = sp, .callee = -1};
+	bt(walk_frame, w);
+	sf_suppress_end(&quiet);
 	/* Not reached: the target is not on this stack (a longjmp to
 	 * another stack, as user-level thread switches do). Leave it. */
-	if (!w.reached)
-		return;
+	return w->reached;
+}
+
+/* Closes the frames of the walk: the window depth, the shadow stack. */
+static uint32_t close_walked(struct sf_thread *t, struct walk *w)
+{
 	/* A signal handler landing in between leaves the depth as it
 	 * found it (or lands itself, and sets it right). */
-	uint64_t live_windows = t->window_depth > w.windows ? t->window_depth - w.windows : 0;
+	uint64_t live_windows = t->window_depth > w->windows ? t->window_depth - w->windows : 0;
 	if (live_windows)
-		w.recorded += w.pending_gated;
+		w->recorded += w->pending_gated;
 	t->window_depth = live_windows;
-	if (w.recorded)
-		sf_record_event(SF_EV_UNWIND, w.recorded < SF_FUNC_ID_LIMIT ? w.recorded : SF_FUNC_ID_LIMIT - 1);
+#ifdef SF_ARCH_SHADOW
+	t->shadow_depth = t->shadow_depth > w->recorded ? t->shadow_depth - w->recorded : 0;
+#endif
+	return w->recorded;
+}
+
+#ifdef SF_ARCH_SHADOW
+/* The shadow stack's answer: pops the entries of frames whose return
+ * address lies below sp, the stack pointer control lands with (the frame
+ * that called setjmp, or holds the landing pad, has its own above it).
+ * O(frames popped). Returns -1 when it cannot tell: every entry it holds
+ * is below sp, so the target may be on another stack, or frames beyond
+ * its capacity may be abandoned too. */
+static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
+{
+	uint64_t depth = t->shadow_depth, known = depth < SF_SHADOW_CAP ? depth : SF_SHADOW_CAP;
+	uint64_t popped = 0, windows = 0;
+	for (; popped < known; popped++) {
+		uint64_t e = t->shadow[(depth - 1 - popped) & (SF_SHADOW_CAP - 1)];
+		if ((e & ~(uint64_t)7) >= sp)
+			break;
+		windows += e & 1;
+	}
+	if (popped == known && popped)
+		return -1;
+	t->shadow_depth = depth - popped;
+	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;
+	return (int64_t)popped;
+}
+#endif
+
+/* Control lands with stack pointer sp: closes the recorded frames below,
+ * at the time the landing began (read first: what follows is the
+ * tracer's, not the abandoned frames'). */
+static void landing(uint64_t sp)
+{
+	struct sf_thread *t = &sf_self;
+	if (!sf_config.enabled || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
+		return;
+	uint64_t now = sf_now_raw();
+	int64_t closed = -1;
+#ifdef SF_ARCH_SHADOW
+	closed = shadow_pop(t, sp);
+#endif
+	if (closed < 0) {
+		struct walk w;
+		if (!walk_abandoned(sp, &w))
+			return;
+		closed = close_walked(t, &w);
+	}
+	if (closed)
+		sf_record_event_at(SF_EV_UNWIND, closed < SF_FUNC_ID_LIMIT ? (uint32_t)closed : SF_FUNC_ID_LIMIT - 1, now);
 }
 
 /* ---- exceptions and panics ---- */
+
+/* Where libgcc's unwinder looks up the unwind information of a pc (its
+ * own calls go through its PLT, so ours is the one they reach): our stub
+ * pages' FDEs (arch/<arch>/patch.c), else the next definition, unchanged.
+ * Async-signal-safe once resolved. */
+__attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, void *bases)
+{
+	const void *fde = sf_patch_stub_fde((uint64_t)pc, bases);
+	if (fde)
+		return fde;
+	findfde_fn find = __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE);
+	if (!find) {
+		resolve_next();
+		find = R.find_fde;
+	}
+	return find ? find(pc, bases) : NULL;
+}
 
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {

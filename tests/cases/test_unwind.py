@@ -182,11 +182,11 @@ break sf_slow_event_at
 run
 bt
 delete
-break *(sf_tramp_entry+12)
+break *(sf_tramp_entry+10)
 continue
 bt
 delete
-break *(sf_tramp_exit+12)
+break *(sf_tramp_exit+10)
 continue
 bt
 kill

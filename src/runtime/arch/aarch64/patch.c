@@ -81,9 +81,10 @@ int sf_patch_entry_variant(uint64_t fn)
 	return sf_patch_variant_of(to);
 }
 
-/* No stub pages here, so nothing to register with libgcc. */
-void sf_patch_set_frame_registrar(void (*reg)(const void *, void *))
+/* No stub pages here, so no unwind information of ours. */
+const void *sf_patch_stub_fde(uint64_t pc, void *bases)
 {
+	return NULL;
 }
 
 /* The reference tool's setup slots are x86-64 code (its setup crate is

@@ -102,13 +102,17 @@ static void put_gated(unsigned char *s, int32_t disp, uint64_t recorder)
  * lands on a stub: at every stub instruction the return address is on top
  * of the stack, as at a function's first instruction. One CIE (CFA =
  * rsp + 8, return address at CFA - 8), one FDE over the page, a zero
- * terminator; registered with libgcc's __register_frame_info (no malloc)
- * once unwind.c has found libgcc_s. */
+ * terminator. libgcc finds it through our _Unwind_Find_FDE (unwind.c,
+ * sf_patch_stub_fde), not by registration: __register_frame_info would
+ * make libgcc take a global mutex and search its registry at every frame
+ * of every throw in the process (+150 ns a C++ throw here), and malloc
+ * the sorted table at the first lookup after each registration. */
 #define STUB_EH_OFFSET 2048
+#define STUB_CIE_SIZE 24
 
 static void put_stub_eh_frame(unsigned char *page)
 {
-	static const unsigned char cie[24] = {
+	static const unsigned char cie[STUB_CIE_SIZE] = {
 		20, 0, 0, 0, 0, 0, 0, 0, /* length, CIE id */
 		1, 'z', 'R', 0,          /* version, augmentation */
 		1, 0x78, 16, 1, 0x00,    /* code align 1, data align -8, RA r16, aug len 1, absptr */
@@ -128,22 +132,22 @@ static void put_stub_eh_frame(unsigned char *page)
 	memset(f + 24, 0, 8 + 4); /* augmentation length 0, padding, the terminator */
 }
 
-static void (*register_frames)(const void *, void *);
-static _Alignas(16) unsigned char stub_objects[MAX_STUB_PAGES][128]; /* libgcc's struct object */
-static int nregistered;
+/* libgcc's struct dwarf_eh_bases. */
+struct eh_bases {
+	void *tbase, *dbase, *func;
+};
 
-static void register_stub_pages(void)
+const void *sf_patch_stub_fde(uint64_t pc, void *bases)
 {
-	if (!register_frames)
-		return;
-	for (; nregistered < nstub_pages; nregistered++)
-		register_frames((const void *)(stub_pages[nregistered] + STUB_EH_OFFSET), stub_objects[nregistered]);
-}
-
-void sf_patch_set_frame_registrar(void (*reg)(const void *, void *))
-{
-	register_frames = reg;
-	register_stub_pages();
+	int n = __atomic_load_n(&nstub_pages, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (pc >= stub_pages[i] && pc < stub_pages[i] + PAGE) {
+			struct eh_bases *b = bases;
+			b->tbase = b->dbase = NULL;
+			b->func = (void *)stub_pages[i];
+			return (const void *)(stub_pages[i] + STUB_EH_OFFSET + STUB_CIE_SIZE);
+		}
+	return NULL;
 }
 
 /* Maps a page of stubs within reach of [lo, hi) and fills it. */
@@ -190,7 +194,6 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 			if (nstub_pages < MAX_STUB_PAGES) {
 				stub_pages[nstub_pages] = (uint64_t)p;
 				__atomic_store_n(&nstub_pages, nstub_pages + 1, __ATOMIC_RELEASE);
-				register_stub_pages();
 			}
 			return 0;
 		}

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sf_shadow.h"
+
 #define SF_ARCH_MACHINE EM_X86_64
 #define SF_ARCH_SLED_SIZE 11 /* bytes of an XRay sled */
 

@@ -27,6 +27,8 @@
  * when the claimed record is past the buffer's limit (buffer full).
  */
 
+#include "sf_shadow.h"
+
 	.text
 
 /* CFI. Every instruction here has unwind information, so debuggers,
@@ -45,16 +47,50 @@
 	.cfi_adjust_cfa_offset -8
 .endm
 
+/* The shadow stack of open frames (struct sf_thread in runtime.h: depth at
+ * SF_SHADOW_DEPTH_OFF, SF_SHADOW_CAP entries at SF_SHADOW_OFF). An entry
+ * pushes the address of the traced function's return address (rsp + 32
+ * here: our three pushes and the sled's call), plus 1 for a window frame;
+ * an exit or tail call pops it. unwind.c closes the frames a longjmp or an
+ * exception abandons by popping those below the landing's stack pointer,
+ * with no unwinder. The depth is claimed before the slot is written, so a
+ * signal handler that traces its own calls in between uses the slots
+ * above; the index wraps (older entries are overwritten in deep recursion:
+ * unwind.c falls back to a walk when it runs out of entries); a pop at
+ * depth 0 (an exit whose entry came before patching) leaves it at 0.
+ * rcx holds sf_self's TLS offset; rax and rdx are free. */
+.macro SHADOW_PUSH window
+	mov	%fs:SF_SHADOW_DEPTH_OFF(%rcx), %rax
+	lea	1(%rax), %rdx
+	mov	%rdx, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
+	and	$(SF_SHADOW_CAP - 1), %eax
+	lea	32+\window(%rsp), %rdx
+	mov	%rdx, %fs:SF_SHADOW_OFF(%rcx,%rax,8)
+.endm
+.macro SHADOW_POP
+	subq	$1, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
+	adcq	$0, %fs:SF_SHADOW_DEPTH_OFF(%rcx)	/* it was 0: back to 0 */
+.endm
+/* kind 1 (entry) pushes, with window = 1 for a window frame; 2 and 3 pop. */
+.macro SHADOW kind, window
+	.if \kind == 1
+	SHADOW_PUSH \window
+	.else
+	SHADOW_POP
+	.endif
+.endm
+
 /* struct sf_thread: cursor at 0, limit at 8, window_depth at 16, base at 24
  * (runtime.h checks these). */
-.macro FAST_PATH kind, slowlabel, spanlabel
+.macro FAST_PATH kind, slowlabel, spanlabel, window=0
 	PUSHQ	%rax
 	PUSHQ	%rdx
 	PUSHQ	%rcx
+	movq	sf_self@gottpoff(%rip), %rcx
+	SHADOW	\kind, \window
 	rdtsc
 	shl	$32, %rdx
 	or	%rdx, %rax
-	movq	sf_self@gottpoff(%rip), %rcx
 	mov	%rax, %rdx
 	sub	%fs:24(%rcx), %rdx
 	shr	$31, %rdx		/* zero iff base <= time < base + 2^31 */
@@ -85,10 +121,12 @@
 
 /* Monotonic-clock mode (no invariant TSC): every event takes the slow path,
  * which reads CLOCK_MONOTONIC in C. time = 0 tells it so. */
-.macro MONO_PATH kind
+.macro MONO_PATH kind, window=0
 	PUSHQ	%rax
 	PUSHQ	%rdx
 	PUSHQ	%rcx
+	movq	sf_self@gottpoff(%rip), %rcx
+	SHADOW	\kind, \window
 	xor	%eax, %eax
 	xor	%ecx, %ecx
 	mov	$\kind, %edx
@@ -154,6 +192,26 @@ sf_tramp_tail_mono:
 	MONO_PATH 3
 	.cfi_endproc
 	.size	sf_tramp_tail_mono, .-sf_tramp_tail_mono
+
+/* The entries of window frames (WINDOW_IN below jumps here): the same
+ * recorders, whose shadow entry says "window". */
+	.hidden	sf_tramp_entry_wrec
+	.type	sf_tramp_entry_wrec, @function
+	.p2align 4
+sf_tramp_entry_wrec:
+	.cfi_startproc
+	FAST_PATH 1, .Lentry_wslow, .Lentry_wspan, 1
+	.cfi_endproc
+	.size	sf_tramp_entry_wrec, .-sf_tramp_entry_wrec
+
+	.hidden	sf_tramp_entry_mono_wrec
+	.type	sf_tramp_entry_mono_wrec, @function
+	.p2align 4
+sf_tramp_entry_mono_wrec:
+	.cfi_startproc
+	MONO_PATH 1, 1
+	.cfi_endproc
+	.size	sf_tramp_entry_mono_wrec, .-sf_tramp_entry_mono_wrec
 
 /* Within mode (sftrace filter --within): functions outside the selection
  * record only while a selected ("window") function is on this thread's
@@ -226,10 +284,10 @@ sf_tramp_tail_mono:
 	GATED_R11 sf_tramp_entry_mono_gated, sf_tramp_entry_mono
 	GATED_R11 sf_tramp_exit_mono_gated, sf_tramp_exit_mono
 	GATED	sf_tramp_tail_mono_gated, sf_tramp_tail_mono
-	WINDOW_IN  sf_tramp_entry_window, sf_tramp_entry
+	WINDOW_IN  sf_tramp_entry_window, sf_tramp_entry_wrec
 	WINDOW_OUT sf_tramp_exit_window, sf_tramp_exit
 	WINDOW_OUT sf_tramp_tail_window, sf_tramp_tail
-	WINDOW_IN  sf_tramp_entry_mono_window, sf_tramp_entry_mono
+	WINDOW_IN  sf_tramp_entry_mono_window, sf_tramp_entry_mono_wrec
 	WINDOW_OUT sf_tramp_exit_mono_window, sf_tramp_exit_mono
 	WINDOW_OUT sf_tramp_tail_mono_window, sf_tramp_tail_mono
 

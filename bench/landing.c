@@ -1,0 +1,54 @@
+/* What a longjmp landing costs (bench/landing_cost.sh): jumper() calls
+ * mid(), which calls leaf(), which longjmps back to jumper(): two
+ * instrumented frames abandoned per landing. Prints the program thread's
+ * CPU ns per landing over ITER landings (after a warm-up).
+ *
+ *   landing ITER */
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static jmp_buf env;
+static volatile int sink;
+
+__attribute__((noinline)) void leaf(void)
+{
+	sink++;
+	longjmp(env, 1);
+}
+
+__attribute__((noinline)) void mid(void)
+{
+	leaf();
+	sink++; /* not a tail call */
+}
+
+__attribute__((noinline)) int jumper(void)
+{
+	if (setjmp(env) == 0) {
+		mid();
+		return 0;
+	}
+	return 1;
+}
+
+static double thread_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	long iter = argc > 1 ? atol(argv[1]) : 1000000, jumps = 0;
+	for (int i = 0; i < 1000; i++)
+		jumps += jumper();
+	double t0 = thread_ns();
+	for (long i = 0; i < iter; i++)
+		jumps += jumper();
+	double t1 = thread_ns();
+	printf("%.1f\n", (t1 - t0) / (double)iter);
+	return jumps == iter + 1000 ? 0 : 1;
+}

@@ -62,14 +62,3 @@ void sf_write_batch_chunk(struct sf_chunk *c, struct sf_slot *s, size_t n)
 	c->type = SF_CHUNK_DATA;
 	sf_log_write_chunk(c, ev, raw, n);
 }
-
-uint64_t sf_chunk_kept(struct sf_chunk *c, const void *payload, size_t written)
-{
-	if (c->type != SF_CHUNK_PACKED)
-		return written / sizeof(struct sf_event);
-	size_t used;
-	size_t len = written < c->reserved ? written : c->reserved;
-	c->count = sf_unpack_prefix(c->base, payload, len, c->count, &used);
-	c->reserved = used;
-	return c->count;
-}

@@ -31,6 +31,7 @@
 #include <sys/syscall.h>
 
 #include "sf_arch.h"
+#include "format/packed.h"
 #include "runtime/runtime.h"
 
 static struct {
@@ -414,6 +415,20 @@ static void write_failed(int err, uint64_t events)
 	sf_log_drop(events);
 }
 
+/* A batch chunk whose write stopped after `written` payload bytes: how many
+ * of its records are whole in the file. A packed chunk's header is updated
+ * to say so (count, byte length); the caller writes it again. */
+static uint64_t chunk_kept(struct sf_chunk *c, const void *payload, size_t written)
+{
+	if (c->type != SF_CHUNK_PACKED)
+		return written / sizeof(struct sf_event);
+	size_t used;
+	size_t len = written < c->reserved ? written : c->reserved;
+	c->count = sf_unpack_prefix(c->base, payload, len, c->count, &used);
+	c->reserved = used;
+	return c->count;
+}
+
 void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
 {
 	if (!L.hdr)
@@ -467,7 +482,7 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 			/* Complete events written before the failure stay readable
 			 * (readers keep the complete events of a cut chunk): only
 			 * the others are dropped. */
-			uint64_t kept = done >= sizeof(*c) ? sf_chunk_kept(c, payload, done - sizeof(*c)) : 0;
+			uint64_t kept = done >= sizeof(*c) ? chunk_kept(c, payload, done - sizeof(*c)) : 0;
 			if (done >= sizeof(*c) && c->type == SF_CHUNK_PACKED) /* its count now says what is whole */
 				sf_syscall6(SYS_pwrite64, fd, (long)c, sizeof(*c), (long)off, 0, 0);
 			write_failed(n < 0 ? (int)-n : ENOSPC, events > kept ? events - kept : 0);

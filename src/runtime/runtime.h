@@ -365,10 +365,6 @@ int sf_batch_suspect(const struct sf_event *ev, size_t n) SF_HIDDEN;
  * slot's batch: the writer thread, or the thread itself with signals
  * blocked. */
 void sf_write_batch_chunk(struct sf_chunk *c, struct sf_slot *s, size_t n) SF_HIDDEN;
-/* A batch chunk whose write stopped after `written` payload bytes: how many
- * of its records are whole in the file. A packed chunk's header is updated
- * to say so (count, byte length); the caller writes it again. */
-uint64_t sf_chunk_kept(struct sf_chunk *c, const void *payload, size_t written) SF_HIDDEN;
 
 /* ---- logfile.c ---- */
 /* A slot: a page-aligned region of the log file mapped MAP_SHARED, reused by

@@ -22,10 +22,10 @@
  * wrapping System) report the same allocation twice when --alloc is on: once
  * from the interposed malloc and once from their hook. The first report
  * wins: a report from the other source for the same pointer and direction
- * that follows it directly on the same thread is dropped (sf_heap_dup). */
+ * that follows it directly on the same thread is dropped (sf_heap_setup_dup). */
 #include "runtime/runtime.h"
 
-/* The last heap event recorded on this thread, for sf_heap_dup. */
+/* The last heap event recorded on this thread, for sf_heap_setup_dup. */
 struct heap_last {
 	uint64_t ptr;  /* pointer allocated (or freed) */
 	uint64_t old;  /* realloc: the pointer freed; 0 otherwise */

@@ -592,13 +592,6 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Time 0 makes the slow path stamp it now and claim the record with one
- * xadd while the buffer has room, as the trampolines do. */
-void sf_record_event(uint32_t kind, uint32_t id)
-{
-	sf_slow_event_at(0, id, kind, 0);
-}
-
 /* What the trampolines do with a time they read: one xadd while the
  * buffer has room and the time is in the batch's span, else the slow path
  * with the record claimed (or none). */

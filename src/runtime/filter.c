@@ -296,7 +296,7 @@ static int waiter_child(void *arg)
 {
 	struct spawn_args *a = arg;
 	set_default(SIGCHLD);
-	int pid = clone(exec_child, a->exec_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+	int pid = sf_clone_real(exec_child, a->exec_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
 	int status = 127 << 8;
 	if (pid > 0) {
 		long r;
@@ -363,7 +363,7 @@ static int run_filter_cli(const char *obj_path, const char *out)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int saved_errno = errno;
-	int pid = clone(waiter_child, stack + SPAWN_STACK / 2, CLONE_VM | CLONE_VFORK, &a);
+	int pid = sf_clone_real(waiter_child, stack + SPAWN_STACK / 2, CLONE_VM | CLONE_VFORK, &a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid > 0) {
 		int status = 0;

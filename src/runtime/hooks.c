@@ -56,6 +56,17 @@ void sf_hooks_resolve(void)
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 }
 
+int sf_clone_real(int (*fn)(void *), void *stack, int flags, void *arg)
+{
+	if (!real_clone)
+		real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
+	if (!real_clone) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_clone(fn, stack, flags, arg);
+}
+
 void sf_hooks_init(void)
 {
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);

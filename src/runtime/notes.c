@@ -1,4 +1,6 @@
-/* Notes for `sftrace record` (SFTRACE_NOTES_DIR, set by record only): so
+/* The runtime's messages (sf_rt_message: one line on stderr, unless
+ * stderr was closed at start) and notes for `sftrace record`
+ * (SFTRACE_NOTES_DIR, set by record only): so
  * that a run that wrote no log can say why. Each process appends to
  * NOTES/<pid>: every message the runtime prints ("message ..."), and at
  * exit, when it created no log, one line per instrumented object it saw
@@ -35,7 +37,7 @@ void sf_notes_init(void)
 /* Async-signal-safe: open, write, close. The pid is taken now: a forked
  * child writes its own file. The directory is checked again each time
  * (trust.c): record may be gone and the name taken by someone else. */
-void sf_note_write(const char *line, size_t len)
+static void note_write(const char *line, size_t len)
 {
 	if (!notes_dir_len)
 		return;
@@ -96,7 +98,7 @@ static void note_object(const struct sf_object_rt *o)
 	put(line, sizeof(line), &pos, " ");
 	put(line, sizeof(line), &pos, o->path);
 	line[pos++] = '\n';
-	sf_note_write(line, pos);
+	note_write(line, pos);
 }
 
 /* Runs before the runtime's own destructor (priority 101). */
@@ -116,7 +118,7 @@ void sf_messages_init(void)
 	stderr_closed_at_start = sf_syscall3(SYS_fcntl, 2, F_GETFD, 0) < 0;
 }
 
-/* One line on stderr, and in the notes for record (sf_note_write). */
+/* One line on stderr, and in the notes for record (note_write). */
 void sf_rt_message(const char *a, const char *b, const char *c)
 {
 	char buf[1024];
@@ -130,5 +132,5 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 		ssize_t r = write(2, buf, n);
 		(void)r;
 	}
-	sf_note_write(buf, n); /* record repeats it if no log was written */
+	note_write(buf, n); /* record repeats it if no log was written */
 }

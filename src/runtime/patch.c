@@ -80,7 +80,7 @@ static int other_threads(void)
 		return 1;
 	char buf[4096];
 	long n, tasks = 0;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+	while ((n = sf_syscall3(SYS_getdents64, fd, (long)buf, sizeof(buf))) > 0)
 		for (long off = 0; off < n;) {
 			const char *name = buf + off + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
 			tasks += name[0] != '.';

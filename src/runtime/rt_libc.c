@@ -12,7 +12,12 @@
  * vector registers: the runtime is built with -mgeneral-regs-only).
  *
  * What remains: dl_iterate_phdr (the loader's list, only the loader has
- * it), and, at start-up only, getenv, dlsym and pthread_create. */
+ * it); sigaction (installing the ring and landing handlers) and clone
+ * (hooks.c's sf_clone_real: glibc's, resolved once); and, at start-up only,
+ * getenv, dlsym, dlopen, pthread_create and its attributes, pthread_key_create
+ * and pthread_setspecific, pthread_setname_np, sched_getaffinity,
+ * getauxval, and snprintf in the filter-file parser (format/filter_file.c,
+ * shared with the CLI). */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +98,43 @@ HIDDEN ssize_t readlink(const char *path, char *buf, size_t n)
 HIDDEN int lstat(const char *path, struct stat *st)
 {
 	return (int)ret_errno(sf_syscall6(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0));
+}
+
+HIDDEN int stat(const char *path, struct stat *st)
+{
+	return (int)ret_errno(sf_syscall6(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, 0, 0, 0));
+}
+
+HIDDEN int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	if (flags & (O_CREAT | __O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return (int)ret_errno(sf_syscall6(SYS_openat, dirfd, (long)path, flags, mode, 0, 0));
+}
+
+HIDDEN int access(const char *path, int mode)
+{
+	return (int)ret_errno(sf_syscall6(SYS_faccessat, AT_FDCWD, (long)path, mode, 0, 0, 0));
+}
+
+HIDDEN int rename(const char *from, const char *to)
+{
+	return (int)ret_errno(sf_syscall6(SYS_renameat, AT_FDCWD, (long)from, AT_FDCWD, (long)to, 0, 0));
+}
+
+HIDDEN int unlink(const char *path)
+{
+	return (int)ret_errno(sf_syscall6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0));
+}
+
+HIDDEN uid_t geteuid(void)
+{
+	return (uid_t)sf_syscall6(SYS_geteuid, 0, 0, 0, 0, 0, 0);
 }
 
 HIDDEN int fstat(int fd, struct stat *st)
@@ -222,6 +264,12 @@ HIDDEN int sigfillset(sigset_t *s)
 	return 0;
 }
 
+HIDDEN int sigemptyset(sigset_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	return 0;
+}
+
 HIDDEN int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	uint64_t want, *wp = NULL;
@@ -340,6 +388,36 @@ HIDDEN NO_LIBCALL size_t strlen(const char *s)
 	while (s[n])
 		n++;
 	return n;
+}
+
+HIDDEN NO_LIBCALL void *memchr(const void *p, int c, size_t n)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == (unsigned char)c)
+			return (void *)(s + i);
+	return NULL;
+}
+
+HIDDEN NO_LIBCALL char *strchr(const char *s, int c)
+{
+	for (;; s++) {
+		if (*s == (char)c)
+			return (char *)s;
+		if (!*s)
+			return NULL;
+	}
+}
+
+HIDDEN NO_LIBCALL char *strrchr(const char *s, int c)
+{
+	const char *last = NULL;
+	for (;; s++) {
+		if (*s == (char)c)
+			last = s;
+		if (!*s)
+			return (char *)last;
+	}
 }
 
 HIDDEN NO_LIBCALL int strcmp(const char *a, const char *b)

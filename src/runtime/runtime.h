@@ -18,8 +18,7 @@
  *   trigger.c     record --trigger: functions whose calls ask for a snapshot
  *   patch.c       sled patching common to every architecture (text writes)
  *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook)
- * One event, from sled to file
- *   arch/<arch>/trampoline.S  the fast path: a counter read + one slot claim
+ * One event, from sled to file (arch/<arch>/trampoline.S first)
  *   clock.c       timestamps and calibration pairs
  *   buffer.c      per-thread slots and the slow path (first event, slot full,
  *                 thread exit, events with payloads)
@@ -34,7 +33,10 @@
  *   budget.c      record --max-size: the byte budget shared by all processes
  *   snapshot.c    record --ring: snapshots written by the writer thread
  * Per architecture (arch/<arch>/, the Makefile's ARCH)
+ *   trampoline.S  the fast path: a counter read + one slot claim (and the
+ *                 shadow stack's push/pop on x86-64)
  *   sf_arch.h     inline pieces: raw system calls, the counter, block stores, jmp_buf
+ *   sf_shadow.h   (x86-64) the shadow stack's layout, shared with trampoline.S
  *   clock.c       whether the counter may be the event clock; slow-path state size
  *   patch.c       sled bytes and how a sled reaches its trampoline
  *   loader_hook.c, loader_entry.S  the loader's hook function redirected to us
@@ -118,15 +120,12 @@ enum sf_thread_state {
 	SF_THREAD_IGNORED = 3,  /* SFTRACE_SETUP_THREAD_ONLY and not the setup thread */
 };
 
-extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
-
 /* ---- init.c ---- */
 struct sf_config {
 	char output[4096];   /* SFTRACE_OUTPUT_FILE; empty: no tracing */
 	char filter[4096];   /* SFTRACE_FILTER */
 	int clock;           /* enum sf_clock */
 	int enabled;
-	int setup_thread_only;
 	int writer;          /* enum sf_writer_mode (SFTRACE_WRITER) */
 	int encoding;        /* enum sf_encoding (SFTRACE_ENCODING) */
 	uint64_t trim_min_ns;   /* SFTRACE_MIN_DURATION (ns); 0: off */
@@ -170,6 +169,13 @@ int sf_fd_keep(int fd) SF_HIDDEN;
  * stdin, stdout or stderr), which the program's own writes would reach. */
 int sf_fd_brief(int fd) SF_HIDDEN;
 
+/* ---- notes.c (why no log was written, for sftrace record) ---- */
+void sf_notes_init(void) SF_HIDDEN;
+void sf_messages_init(void) SF_HIDDEN; /* at start: is stderr open? */
+/* One line on stderr, "sftrace: ABC" (": " before c when given), also kept
+ * in the notes. Async-signal-safe (write(2)). */
+void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
+
 /* ---- trust.c (paths from the environment: checked, never followed) ---- */
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by
  * no one else; -1 with *why. */
@@ -186,14 +192,6 @@ char *sf_trust_read(int fd, size_t *len, size_t *map_len, const char **why) SF_H
 void sf_root_init(void) SF_HIDDEN;
 int sf_root_changed(void) SF_HIDDEN;
 
-/* ---- notes.c (why no log was written, for sftrace record) ---- */
-void sf_notes_init(void) SF_HIDDEN;
-void sf_note_write(const char *line, size_t len) SF_HIDDEN;
-void sf_messages_init(void) SF_HIDDEN; /* at start: is stderr open? */
-/* One line on stderr, "sftrace: ABC" (": " before c when given), also kept
- * in the notes. Async-signal-safe (write(2)). */
-void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
-
 /* ---- exec_env.c ---- */
 void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;
@@ -201,6 +199,8 @@ void sf_exec_env_init(void) SF_HIDDEN;
 /* ---- hooks.c ---- */
 void sf_hooks_resolve(void) SF_HIDDEN; /* the real clone, at start-up */
 void sf_hooks_init(void) SF_HIDDEN;
+/* glibc's clone(3), past our wrapper: the runtime's own children. */
+int sf_clone_real(int (*fn)(void *), void *stack, int flags, void *arg) SF_HIDDEN;
 /* Called by arch/<arch>/vfork.S around the real vfork. */
 void sf_vfork_prepare(void) SF_HIDDEN;
 void sf_vfork_parent(void) SF_HIDDEN;
@@ -301,14 +301,15 @@ uint64_t sf_mono_ns(void) SF_HIDDEN;
 uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_config.clock */
 
 /* ---- buffer.c ---- */
+/* The calling thread's state (struct sf_thread above). */
+extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 /* Called by the trampolines (all registers saved) when the fast path cannot
  * store: first event of a thread, buffer full, or monotonic-clock mode
  * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
 void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed) SF_HIDDEN;
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
-/* An event without payload stamped now, from C (async-signal-safe). */
-void sf_record_event(uint32_t kind, uint32_t id) SF_HIDDEN;
-/* The same, stamped with a time read before (sf_now_raw). */
+/* An event without payload, stamped with a time read before (sf_now_raw),
+ * from C (async-signal-safe). */
 void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
 /* An event with sf_event_payload_records(kind) payload records, stored at
  * `time` (or now, for a thread's first event) with signals blocked: the

@@ -14,7 +14,7 @@
  * credentials after a program dropped root). It is created once, never
  * from the event path: pthread_create allocates its thread-local storage
  * with the program's malloc, which must not be in the middle of anything,
- * and its sleds must record nothing (sf_suppress). So it is made by the
+ * and its sleds must record nothing (sf_suppress_begin). So it is made by the
  * runtime's constructor in a process that has sleds, or, in one that has
  * none at start (node loading an instrumented addon), by the loader hook
  * when the first instrumented object loads: dlopen is running there, under

@@ -35,8 +35,8 @@ static void test_fixed(void **state)
 	check(c, sizeof(c) / sizeof(c[0]), SF_DURATION_FIXED);
 }
 
-/* The "recorded with --min-duration 10us" note (what trace_input.c's
- * format_duration prints). */
+/* The "recorded with --min-duration 10us" note (trace_input.c's
+ * format_trim, which took over the old format_duration's outputs). */
 static void test_option(void **state)
 {
 	(void)state;

@@ -202,17 +202,19 @@ static void test_trim_chains_into_cut(void **state)
 	cut_free(trim);
 	cut_free(cut);
 
-	/* trim min 50 then depth 1: only 1 is left */
+	/* Each stage drops what only it would: the trim (min 15) the short 2,
+	 * the cut (depth 2) the long but deep 4. Either alone keeps one more. */
+	static const struct ev deep[] = {{E, 1, 0},  {E, 2, 10}, {X, 2, 20}, {E, 3, 30},
+					 {E, 4, 40}, {X, 4, 80}, {X, 3, 90}, {X, 1, 100}};
 	memset(&r, 0, sizeof(r));
-	static const struct trace_cut_options top = {.max_depth = 1};
-	cut = cut_new(&top, NULL, &g_rec, &r);
+	cut = cut_new(&user, NULL, &g_rec, &r);
 	trim = cut_new(&none, NULL, &g_to_cut, cut);
-	cut_set_limits(trim, 50, 0);
+	cut_set_limits(trim, 15, 0);
 	cut_process(cut, g_log, 0);
 	cut_process(trim, g_log, 0);
 	f = fr_new(&g_to_cut, trim);
-	feed(f, g_tree, 8);
-	assert_string_equal(r.text, "B1^0.0@0 E1@0-100 ");
+	feed(f, deep, 8);
+	assert_string_equal(r.text, "B1^0.0@0 B3^1.1@30 E3@30-90 E1@0-100 ");
 	fr_free(f);
 	cut_free(trim);
 	cut_free(cut);

@@ -62,7 +62,7 @@ HIDDEN int open(const char *path, int flags, ...)
 		mode = va_arg(ap, mode_t);
 		va_end(ap);
 	}
-	return (int)ret_errno(sf_syscall6(SYS_openat, AT_FDCWD, (long)path, flags, mode, 0, 0));
+	return openat(AT_FDCWD, path, flags, mode); /* the hidden one below */
 }
 
 HIDDEN int close(int fd)

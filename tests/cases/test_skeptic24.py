@@ -24,3 +24,42 @@ def test_skep_dup2_race_never_writes_into_program_file():
     os.unlink(log)  # hundreds of MB
     eq(data, b"program data 19 b\n!", "the program's own file")
     eq(p.returncode, 0, "exit status")
+
+
+def _daemon(d, mode=None):
+    exe = build_c("skep24_daemon", ["skep24_daemon.c"])
+    os.chmod(d, 0o755)
+    args = [exe, os.path.join(d, "pid"), os.path.join(d, "data"), "0.02"] + ([mode] if mode else [])
+    p, log = record(args, out=os.path.join(d, "sf.log"))
+    pid = int(open(os.path.join(d, "pid")).read())
+    check(open(os.path.join(d, "data")).read().startswith("iters "), "the daemon finished its work")
+    return p, pid
+
+
+def test_skep_daemon_dropping_root_first_is_not_silently_lost():
+    # FAILS ON MAIN: a double-forked daemon that closes its descriptors and
+    # drops to nobody before its first instrumented call cannot create its
+    # log (the directory is root's 0755) nor write a note: its millions of
+    # d_work calls vanish and `record` names only the parent's log, exit 0,
+    # no warning. README: "record lists every log written ... and any
+    # events the runtime had to drop"; the issue: "recording stops with a
+    # counted error that record reports".
+    d = tmpdir()
+    p, pid = _daemon(d)
+    logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
+    if f"sf.{pid}.log" in logs:
+        c = count_calls(dump_events(os.path.join(d, f"sf.{pid}.log")))
+        check(c["d_work"] > 1000, f"daemon's calls: {c}")
+    else:
+        check(str(pid) in p.stderr, f"record says what became of daemon pid {pid}: {p.stderr}")
+
+
+def test_skep_daemon_dropping_root_after_work_keeps_its_log():
+    # Holds on main: the log was reopened (as root) after the close loop.
+    d = tmpdir()
+    p, pid = _daemon(d, "late")
+    c = count_calls(dump_events(os.path.join(d, f"sf.{pid}.log")))
+    iters = int(open(os.path.join(d, "data")).read().split()[1])
+    eq(c["d_work"], iters * 1000 + 1000, "daemon d_work")
+    eq(c["p_work"], 0, "no parent calls in the daemon's log")
+    eq(count_calls(dump_events(os.path.join(d, "sf.log")))["p_work"], 100000, "parent p_work")

@@ -63,3 +63,40 @@ def test_skep_daemon_dropping_root_after_work_keeps_its_log():
     eq(c["d_work"], iters * 1000 + 1000, "daemon d_work")
     eq(c["p_work"], 0, "no parent calls in the daemon's log")
     eq(count_calls(dump_events(os.path.join(d, "sf.log")))["p_work"], 100000, "parent p_work")
+
+
+def _nofile_1024():
+    import resource
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+
+def _run_limited(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, preexec_fn=_nofile_1024)
+    return p
+
+
+def _clones():
+    return build_c("skep24_clones", ["skep24_clones.c"], flags=["-pthread"])
+
+
+def test_skep_clone_files_children_leave_no_descriptors_in_parent():
+    # FAILS ON MAIN: a clone(CLONE_FILES) child opens its own log in the
+    # descriptor table it shares with its parent and never closes it. After
+    # 100 such workers (RLIMIT_NOFILE 1024, the usual default) the parent
+    # holds 100 extra log descriptors: 960..1023, then 3..40 (its own low
+    # numbers), and its next open() returns 41 instead of 3; a long-lived
+    # pool runs out of descriptors (EMFILE). Claims: "never touches the
+    # program's descriptors", "a child keeps no descriptor of its parent's
+    # log", descriptors "sit high".
+    exe = _clones()
+    plain = _run_limited([exe, "files100"])
+    import re
+    m = re.fullmatch(r"files100 child status 7, extra fds (\d+), next fd 3\n", plain.stdout)
+    check(m, f"untraced: {plain.stdout!r}")
+    base = int(m.group(1))
+    d = tmpdir()
+    p = _run_limited([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", exe, "files100"])
+    eq(p.returncode, 0, "exit status")
+    # one extra descriptor: the parent's own log
+    eq(p.stdout, f"files100 child status 7, extra fds {base + 1}, next fd 3\n", "traced")
+    eq(len([f for f in os.listdir(d) if f.endswith(".log")]), 101, "one log per process")

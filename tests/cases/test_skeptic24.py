@@ -100,3 +100,40 @@ def test_skep_clone_files_children_leave_no_descriptors_in_parent():
     # one extra descriptor: the parent's own log
     eq(p.stdout, f"files100 child status 7, extra fds {base + 1}, next fd 3\n", "traced")
     eq(len([f for f in os.listdir(d) if f.endswith(".log")]), 101, "one log per process")
+
+
+def _fdnum(mode, nofile):
+    import resource
+    exe = build_c("skep24_fdnum", ["skep24_fdnum.c"])
+
+    def lim():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    plain = subprocess.run([exe, mode], capture_output=True, text=True, timeout=60, preexec_fn=lim)
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    p = subprocess.run([SFTRACE, "record", "-o", log, "--", exe, mode], capture_output=True, text=True,
+                       timeout=300, preexec_fn=lim)
+    return plain, p, log
+
+
+def test_skep_lowered_nofile_keeps_program_fd_numbers():
+    # FAILS ON MAIN: a program that lowers RLIMIT_NOFILE to 16 and closes
+    # 3..1023 (a sandbox's habit) gets "fds 3 5" traced, "fds 3 4" untraced:
+    # the log is reopened below the limit, at the lowest free number (4),
+    # between the program's two opens. Claim: descriptors "sit high"; the
+    # first rule: the program behaves exactly as without the tracer.
+    plain, p, log = _fdnum("lower", 1024)
+    eq(plain.stdout, "fds 3 4\n", "untraced")
+    eq(p.returncode, 0, "exit status")
+    eq(p.stdout, "fds 3 4\n", "traced: the program's descriptor numbers")
+    eq(count_calls(dump_events(log))["work"], 102000, "work")
+
+
+def test_skep_small_nofile_limit_keeps_program_fd_numbers():
+    # FAILS ON MAIN: with `ulimit -n 100` (anything under 128) the log takes
+    # fd 3 at start (fd_floor returns 3), so the program's first open()
+    # returns 4: "fds 4 5" traced, "fds 3 4" untraced.
+    plain, p, log = _fdnum("plain", 100)
+    eq(plain.stdout, "fds 3 4\n", "untraced")
+    eq(p.stdout, "fds 3 4\n", "traced: the program's descriptor numbers")
+    eq(count_calls(dump_events(log))["work"], 102000, "work")

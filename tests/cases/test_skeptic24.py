@@ -137,3 +137,38 @@ def test_skep_small_nofile_limit_keeps_program_fd_numbers():
     eq(plain.stdout, "fds 3 4\n", "untraced")
     eq(p.stdout, "fds 3 4\n", "traced: the program's descriptor numbers")
     eq(count_calls(dump_events(log))["work"], 102000, "work")
+
+
+def test_skep_ring_signal_pipe_keeps_sigpipe_fatal():
+    # FAILS ON MAIN: `--ring-signal PIPE` is accepted, and the runtime's
+    # handler swallows the SIGPIPE a write into a closed pipe raises: the
+    # program that dies of it untraced (128+13) goes on with EPIPE, exit 0,
+    # and a snapshot is written. A producer that relies on SIGPIPE (`yes`,
+    # `cat`-style loops ignoring write errors) never stops. The claim: "a
+    # handler the runtime installs never turns a crash into a loop"; PIPE
+    # (like SEGV) should be refused or the program should still die of it.
+    exe = build_c("skep24_ringsig", ["skep24_ringsig.c"])
+    plain = run([exe, "pipe"], check_rc=None)
+    eq(plain.returncode, -13, "untraced: killed by SIGPIPE")
+    d = tmpdir()
+    p = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--ring", "128K", "--ring-signal", "PIPE", "--",
+             exe, "pipe"], check_rc=None)
+    if p.returncode == 2:
+        eq(p.stdout, "", "refused before the program runs")
+        eq(len(p.stderr.strip().splitlines()), 1, "one line")
+    else:
+        eq((p.returncode, p.stdout), (141, ""), "traced: still killed by SIGPIPE")
+
+
+def test_skep_ring_signal_term_keeps_sigterm_fatal():
+    # FAILS ON MAIN: with `--ring-signal TERM` a program that has no SIGTERM
+    # handler of its own survives raise(SIGTERM) (exit 0 instead of 143):
+    # `kill PID` no longer stops a traced server, it only takes snapshots.
+    exe = build_c("skep24_ringsig", ["skep24_ringsig.c"])
+    d = tmpdir()
+    p = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--ring", "128K", "--ring-signal", "TERM", "--",
+             exe, "term"], check_rc=None)
+    if p.returncode == 2:
+        eq(p.stdout, "", "refused before the program runs")
+    else:
+        eq((p.returncode, p.stdout), (143, ""), "traced: still killed by SIGTERM")

@@ -58,10 +58,10 @@ def test_skep_daemon_dropping_root_after_work_keeps_its_log():
     # Holds on main: the log was reopened (as root) after the close loop.
     d = tmpdir()
     p, pid = _daemon(d, "late")
-    c = count_calls(dump_events(os.path.join(d, f"sf.{pid}.log")))
+    c = report_counts(os.path.join(d, f"sf.{pid}.log"))
     iters = int(open(os.path.join(d, "data")).read().split()[1])
     eq(c["d_work"], iters * 1000 + 1000, "daemon d_work")
-    eq(c["p_work"], 0, "no parent calls in the daemon's log")
+    eq(c.get("p_work", 0), 0, "no parent calls in the daemon's log")
     eq(count_calls(dump_events(os.path.join(d, "sf.log")))["p_work"], 100000, "parent p_work")
 
 
@@ -174,20 +174,31 @@ def test_skep_ring_signal_term_keeps_sigterm_fatal():
         eq((p.returncode, p.stdout), (143, ""), "traced: still killed by SIGTERM")
 
 
+def report_counts(log):
+    """Calls per function from `sftrace report --format tsv` (much faster
+    than parsing dump for millions of events)."""
+    p = run([SFTRACE, "report", "--format", "tsv", log])
+    out = {}
+    for line in p.stdout.splitlines()[1:]:
+        f = line.split("\t")
+        out[f[1]] = int(f[2])
+    return out
+
+
 def _closerace(args):
     exe = build_c("skep24_closerace", ["skep24_closerace.c"], flags=["-pthread"])
     d = tmpdir()
     p, log = record([exe] + args, out=os.path.join(d, "sf.log"))
-    c = count_calls(dump_events(log))
+    c = report_counts(log)
     os.unlink(log)
     return p, c
 
 
 def test_skep_close_range_once_while_threads_record():
-    # Holds on main: five close_range(3, ~0U) calls 20 ms apart while two
+    # Holds on main: five close_range(3, ~0U) calls 2 ms apart while two
     # threads record; every call is in the log.
     p, c = _closerace(["once"])
-    eq((c["mid"], c["leaf"]), (4000000, 8000000), "mid, leaf")
+    eq((c["mid"], c["leaf"]), (1000000, 2000000), "mid, leaf")
     check("DROPPED" not in p.stderr, p.stderr)
 
 
@@ -200,4 +211,4 @@ def test_skep_close_range_loop_while_threads_record():
     # 3 of 3 runs: 28,638 / 488,194 / 2,897,792 of 4,000,000 mid calls
     # recorded, "N DROPPED (M failed writes, last: Bad file descriptor)".
     p, c = _closerace([])
-    eq((c["mid"], c["leaf"]), (4000000, 8000000), "mid, leaf")
+    eq((c["mid"], c["leaf"]), (1000000, 2000000), "mid, leaf")

@@ -212,3 +212,30 @@ def test_skep_close_range_loop_while_threads_record():
     # recorded, "N DROPPED (M failed writes, last: Bad file descriptor)".
     p, c = _closerace([])
     eq((c["mid"], c["leaf"]), (1000000, 2000000), "mid, leaf")
+
+
+def test_skep_keeper_killed_private_dir_outlives_descendants():
+    # FAILS ON MAIN: a command that signals its parent (`kill -9 $PPID`; a
+    # script notifying "its parent" hits record's keeper) ends the keeper.
+    # record then exits 1 at once and removes its private directory while a
+    # descendant still runs; that descendant's runtime finds its notes
+    # directory gone and writes "sftrace: notes directory not used:
+    # /tmp/sftrace-notes-XXXXXX: cannot open" into the program's own stderr
+    # (twice). Claims: the private dir "stays valid for all descendants and
+    # is removed when the last one exits"; record "waits until every process
+    # the command started has exited".
+    exe = build_c("skep24_fdnum", ["skep24_fdnum.c"])
+    d = tmpdir()
+    err = os.path.join(d, "worker.err")
+    script = (f"( sleep 1; exec {exe} plain >{d}/worker.out 2>{err} ) &\n"
+              "kill -9 $PPID\n")
+    p, log = record(["/bin/sh", "-c", script], out=os.path.join(d, "sf.log"), check_rc=None)
+    import time
+    for _ in range(100):  # record may return before the worker is done
+        if os.path.exists(os.path.join(d, "worker.out")) and open(os.path.join(d, "worker.out")).read():
+            break
+        time.sleep(0.1)
+    time.sleep(0.3)
+    eq(open(os.path.join(d, "worker.out")).read(), "fds 3 4\n", "the worker ran")
+    eq(open(err).read(), "", "nothing written into the worker's stderr")
+    eq(report_counts(os.path.join(d, "sf.log")).get("work"), 102000, "worker's work")

@@ -239,3 +239,18 @@ def test_skep_keeper_killed_private_dir_outlives_descendants():
     eq(open(os.path.join(d, "worker.out")).read(), "fds 3 4\n", "the worker ran")
     eq(open(err).read(), "", "nothing written into the worker's stderr")
     eq(report_counts(os.path.join(d, "sf.log")).get("work"), 102000, "worker's work")
+
+
+def test_skep_runtime_message_never_lands_in_program_file_at_fd2():
+    # FAILS ON MAIN: a program that closes stderr after start and opens its
+    # own data file (which becomes fd 2), then calls clone(CLONE_VM) without
+    # CLONE_THREAD: the runtime's one-line warning is written into that data
+    # file, which then holds "data\nsftrace: clone(CLONE_VM) without
+    # CLONE_THREAD: ..." instead of "data\n". The check for fd 2 is made only
+    # at start. Claims: "never a write into another file"; runtime messages
+    # never go to a program's file.
+    exe = _clones()
+    d = tmpdir()
+    data = os.path.join(d, "data.txt")
+    p, log = record([exe, "vm2", data], out=os.path.join(d, "sf.log"))
+    eq(open(data).read(), "data\n", "the program's data file (its fd 2)")

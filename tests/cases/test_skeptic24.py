@@ -254,3 +254,47 @@ def test_skep_runtime_message_never_lands_in_program_file_at_fd2():
     data = os.path.join(d, "data.txt")
     p, log = record([exe, "vm2", data], out=os.path.join(d, "sf.log"))
     eq(open(data).read(), "data\n", "the program's data file (its fd 2)")
+
+
+def _as_nobody(script):
+    return subprocess.run(["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_skep_private_dir_swapped_for_symlink_cleanup_deletes_nothing():
+    # FAILS ON MAIN (data loss as root): record makes its private dir under
+    # $TMPDIR and at the end cleans it by path: opendir(path) follows a
+    # symlink, then unlinkat() of every entry, then rmdir. When $TMPDIR is a
+    # directory another user can write without the sticky bit (sudo -E or su
+    # keeping TMPDIR=/run/user/1000 or a shared dir), that user renames the
+    # root-owned 0700 sftrace-notes-XXXXXX away and puts a symlink to any
+    # directory in its place: root's `record` then deletes every file in
+    # that directory. The runtime itself refuses the symlink (O_NOFOLLOW);
+    # record's cleanup does not. Claim: "Nothing in /tmp is trusted".
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        from sfkit import Skip
+        raise Skip("needs root and setpriv")
+    import pwd
+    import time
+    d = tmpdir()
+    os.chmod(d, 0o755)
+    shared = os.path.join(d, "alice-tmp")
+    victim = os.path.join(d, "victim")
+    os.mkdir(shared)
+    os.mkdir(victim)
+    nobody = pwd.getpwnam("nobody")
+    os.chown(shared, nobody.pw_uid, nobody.pw_gid)
+    for f in ("important.conf", "keys.db", "notes"):
+        with open(os.path.join(victim, f), "w") as fh:
+            fh.write("precious\n")
+    env = dict(os.environ, TMPDIR=shared)
+    rec = subprocess.Popen([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", "/bin/sleep", "2"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(100):
+        if any(n.startswith("sftrace-notes-") for n in os.listdir(shared)):
+            break
+        time.sleep(0.02)
+    swap = _as_nobody(f"cd {shared} && for n in sftrace-notes-*; do mv \"$n\" moved && ln -s {victim} \"$n\"; done")
+    eq(swap.returncode, 0, f"the other user's swap: {swap.stderr}")
+    rec.communicate(timeout=60)
+    eq(sorted(os.listdir(victim)), ["important.conf", "keys.db", "notes"], "files in the victim directory")

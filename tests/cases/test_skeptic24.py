@@ -4,7 +4,6 @@ written by a skeptical QA pass with programs of its own. Cases marked
 FAILS ON MAIN reproduce a break found at fc60acf."""
 import os
 import shutil
-import stat
 import subprocess
 
 from sfkit import (FIXBUILD, SFTRACE, build_c, check, count_calls, dump_events, eq, record, run, tmpdir)

@@ -464,6 +464,8 @@ struct run_files {
 	char shown[PATH_MAX];      /* the filter as the user named it, for messages */
 	char budget[PATH_MAX];     /* --max-size: the shared budget, in notes/ */
 	char triggers[PATH_MAX];   /* --trigger: the trigger functions, in notes/ */
+	dev_t notes_dev;           /* the private directory as made: a name swapped */
+	ino_t notes_ino;           /* for another (a symlink) is never cleaned */
 };
 
 /* Removes the private directory and all it holds (the keeper does, after
@@ -473,14 +475,31 @@ static void cleanup_run_files(struct run_files *rf)
 {
 	if (!rf->notes[0])
 		return;
-	DIR *d = opendir(rf->notes);
+	/* By a descriptor of the directory we made, never by following the
+	 * name: where $TMPDIR is writable by others (no sticky bit), the
+	 * name may now be a symlink to someone's files. */
+	int fd = open(rf->notes, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != rf->notes_dev || st.st_ino != rf->notes_ino) {
+		if (fd >= 0)
+			close(fd);
+		sf_warn("%s: no longer the directory record made; left alone", rf->notes);
+		return;
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
 	struct dirent *e;
-	while (d && (e = readdir(d)))
+	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlinkat(dirfd(d), e->d_name, 0);
-	if (d)
-		closedir(d);
-	rmdir(rf->notes);
+			unlinkat(fd, e->d_name, 0);
+	closedir(d);
+	/* The name again: rmdir refuses a symlink and a non-empty directory. */
+	struct stat now;
+	if (lstat(rf->notes, &now) == 0 && now.st_dev == rf->notes_dev && now.st_ino == rf->notes_ino)
+		rmdir(rf->notes);
 }
 
 static void cleanup_cb(void *rf)
@@ -614,11 +633,14 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	/* The run's private directory first: every file record makes for the
 	 * runtime goes in it (the keeper removes it, record_keeper.h). */
 	snprintf(rf->notes, sizeof(rf->notes), "%s/sftrace-notes-XXXXXX", tmp_dir());
-	if (!mkdtemp(rf->notes)) {
+	struct stat made;
+	if (!mkdtemp(rf->notes) || lstat(rf->notes, &made) < 0) {
 		sf_error("cannot create a temporary directory: %s", strerror(errno));
 		rf->notes[0] = 0;
 		return 1;
 	}
+	rf->notes_dev = made.st_dev;
+	rf->notes_ino = made.st_ino;
 	setenv(SF_ENV(NOTES_DIR), rf->notes, 1);
 	if (o->nfilters && prepare_filter_files(o, rf) < 0)
 		return 1;

@@ -119,9 +119,9 @@ int rl_parse_signal(const char *opt, const char *s)
 	}
 	if (sig > 0 && sf_ring_signal_refused(sig)) {
 		/* format/ring_signal.h says why */
-		sf_error("%s: SIG%s cannot ask for snapshots (a fault signal would loop on a crash; KILL and STOP "
-			 "cannot be caught); use USR1, USR2 or another signal",
-			 opt, sigabbrev_np(sig));
+		sf_error("%s: SIG%s cannot ask for snapshots (its default action is the program's: a fault would "
+			 "loop, PIPE or TERM would no longer end it); use USR1, USR2 or a real-time signal by number (e.g. 40)",
+			 opt, sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 		return -1;
 	}
 	if (sig > 0)

@@ -58,11 +58,10 @@ static int read_ring_config(void)
 	    env_number(SF_ENV(RING_SIGNAL), 1, 64, SIGUSR2, &sig) < 0 ||
 	    env_number(SF_ENV(MAX_SNAPSHOTS), 0, UINT32_MAX, 100, &maxs) < 0)
 		return -1;
-	/* A fault signal's handler returns to the faulting instruction: a
-	 * crash would loop writing snapshots. KILL and STOP cannot be caught.
-	 * record refuses them too (record_limits.c). */
+	/* Only signals without a meaning of their own to the program
+	 * (format/ring_signal.h says why); record refuses the others too. */
 	if (bytes && sf_ring_signal_refused((int)sig)) {
-		sf_rt_message(SF_ENV(RING_SIGNAL) " cannot be a fault signal or KILL/STOP", "", getenv(SF_ENV(RING_SIGNAL)));
+		sf_rt_message(SF_ENV(RING_SIGNAL) " must be USR1, USR2 or a real-time signal", "", getenv(SF_ENV(RING_SIGNAL)));
 		return -1;
 	}
 	sf_config.ring_slots = (uint32_t)(bytes / SF_SLOT_SIZE);

@@ -7,6 +7,7 @@
  * ("object SLEDS PATCHED BUILD-ID PATH"). Nothing is written on the hot
  * path or by processes that wrote a log. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,14 +109,31 @@ __attribute__((destructor(102))) static void notes_at_exit(void)
 		sf_objects_foreach_instrumented(note_object);
 }
 
-/* Whether descriptor 2 was closed when the process started: then the
- * first file the program opens gets that number, and the runtime's
- * messages must not go into it. */
-static int stderr_closed_at_start;
+/* What descriptor 2 was when the process started (closed: st_nlink 0
+ * kept as "none"). Messages go to it only while it is still that file: a
+ * program that closed stderr and opened a file of its own, which took
+ * number 2, must find that file holding exactly what it wrote. */
+static struct {
+	int open;
+	dev_t dev;
+	ino_t ino;
+} err_at_start;
 
 void sf_messages_init(void)
 {
-	stderr_closed_at_start = sf_syscall3(SYS_fcntl, 2, F_GETFD, 0) < 0;
+	struct stat st;
+	if (sf_syscall3(SYS_fstat, 2, (long)&st, 0) == 0) {
+		err_at_start.open = 1;
+		err_at_start.dev = st.st_dev;
+		err_at_start.ino = st.st_ino;
+	}
+}
+
+static int stderr_is_ours_to_write(void)
+{
+	struct stat st;
+	return err_at_start.open && sf_syscall3(SYS_fstat, 2, (long)&st, 0) == 0 && st.st_dev == err_at_start.dev &&
+	       st.st_ino == err_at_start.ino;
 }
 
 /* One line on stderr, and in the notes for record (note_write). */
@@ -128,7 +146,7 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
 			buf[n++] = *p;
 	buf[n++] = '\n';
-	if (!stderr_closed_at_start) {
+	if (stderr_is_ours_to_write()) {
 		ssize_t r = write(2, buf, n);
 		(void)r;
 	}

@@ -211,23 +211,34 @@ HIDDEN int prctl(int op, ...)
  * keeps are moved near the top of the table, close-on-exec. The table is
  * as large as its highest descriptor, so the top is taken below 1024 even
  * when RLIMIT_NOFILE allows more. */
-static int fd_floor(void)
+static int fd_top(void)
 {
 	struct rlimit rl;
 	uint64_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-	if (lim > 1024)
-		lim = 1024;
-	return lim >= 128 ? (int)lim - 64 : 3;
+	return lim > 1024 ? 1024 : lim < 4 ? 4 : (int)lim;
 }
 
-static int fd_move(int fd, int floor)
+/* Where kept descriptors live: the top 64 numbers, or the top half of a
+ * small table (ulimit -n 100, a sandbox's 16), never 0-2. */
+static int fd_floor(int top)
 {
-	long r = sf_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
+	int f = top - 64 > top / 2 ? top - 64 : top / 2;
+	return f < 3 ? 3 : f;
+}
+
+static int fd_move(int fd, int top)
+{
+	/* The highest free number: the kernel gives the lowest free one at or
+	 * above the argument, so try from the top down (one call, unless the
+	 * program holds the very top). */
+	long r = -1;
+	for (int t = top - 1; r < 0 && t >= fd_floor(top); t--)
+		r = sf_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, t);
 	if (r < 0 && fd > 2) { /* the top of the table is full: keep the number it has */
 		sf_syscall3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
 		return fd;
 	}
-	if (r < 0 && floor > 3) /* anywhere above stdio then */
+	if (r < 0) /* anywhere above stdio then */
 		r = sf_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
 	if (r < 0) {
 		sf_syscall3(SYS_close, fd, 0, 0);
@@ -241,17 +252,17 @@ int sf_fd_keep(int fd)
 {
 	if (fd < 0)
 		return fd;
-	int floor = fd_floor();
-	if (fd >= floor) {
+	int top = fd_top();
+	if (fd >= fd_floor(top)) {
 		sf_syscall3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
 		return fd;
 	}
-	return fd_move(fd, floor);
+	return fd_move(fd, top);
 }
 
 int sf_fd_brief(int fd)
 {
-	return fd < 0 || fd > 2 ? fd : fd_move(fd, 3);
+	return fd < 0 || fd > 2 ? fd : fd_move(fd, fd_top());
 }
 
 /* ---- signal masks: like glibc's, never blocking the two signals glibc

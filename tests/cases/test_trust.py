@@ -276,13 +276,14 @@ def test_command_gets_the_shells_sigint():
 def test_ring_signal_refuses_fault_signals():
     d = tmpdir()
     ran = os.path.join(d, "ran")
-    for name in ["SEGV", "SIGBUS", "ILL", "FPE", "TRAP", "SYS", "KILL", "STOP", "11"]:
+    for name in ["SEGV", "SIGBUS", "ILL", "FPE", "TRAP", "SYS", "KILL", "STOP", "11", "PIPE", "TERM", "INT", "CHLD"]:
         p = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--ring", "1M", "--ring-signal", name, "--",
                  "sh", "-c", f"touch {ran}"], check_rc=None)
         eq(p.returncode, 2, f"{name}: exit status")
         sig = "SEGV" if name == "11" else name.replace("SIG", "")
-        eq(p.stderr, f"sftrace: error: --ring-signal: SIG{sig} cannot ask for snapshots (a fault signal would loop "
-                     "on a crash; KILL and STOP cannot be caught); use USR1, USR2 or another signal\n", name)
+        eq(p.stderr, f"sftrace: error: --ring-signal: SIG{sig} cannot ask for snapshots (its default action is "
+                     "the program's: a fault would loop, PIPE or TERM would no longer end it); use USR1, USR2 or a "
+                     "real-time signal by number (e.g. 40)\n", name)
         check(not os.path.exists(ran), f"{name}: the program never ran")
     eq(sorted(os.listdir(d)), [], "nothing written")
 
@@ -293,7 +294,7 @@ def test_runtime_refuses_a_fault_ring_signal():
     log = os.path.join(d, "sf.log")
     p = run([exe], env=runtime_env(SFTRACE_OUTPUT_FILE=log, SFTRACE_RING=str(1 << 20), SFTRACE_RING_SIGNAL="11"))
     check("calls ok 21" in p.stdout, p.stdout)
-    eq(p.stderr, "sftrace: SFTRACE_RING_SIGNAL cannot be a fault signal or KILL/STOP: 11\n", "stderr")
+    eq(p.stderr, "sftrace: SFTRACE_RING_SIGNAL must be USR1, USR2 or a real-time signal: 11\n", "stderr")
     eq(os.listdir(d), [], "not traced")
 
 

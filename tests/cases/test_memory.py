@@ -417,3 +417,17 @@ def test_diff_of_two_runs():
     check("      +4  +25.4 KiB        0 B   +3.9 KiB  chain  heap_tail.c:" in table, table)
     p = run([SFTRACE, "memory", "--diff", old], check_rc=2)
     check("--diff takes two recordings" in p.stderr and not p.stdout, p.stderr)
+
+
+def test_pola_alloc_frame_of_a_tail_call():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_convert import PARQUET_DIR, pola_query
+    out = os.path.join(tmpdir(), "tail.pola")
+    run([SFTRACE, "convert", "--type", "pola", tail_log(), "-o", out])
+    pola_query(out)  # installs the readers if needed (or skips)
+    r = json.loads(run(["node", os.path.join(PARQUET_DIR, "alloc_query.mjs"), out], timeout=300).stdout)
+    # kind-1 rows (allocations) joined to their frame's function: grab's frames, not main's
+    eq(r["byName"].get("grab"), [11, 101000], "grab's allocations in grab's frames")
+    eq(r["byName"].get("zeroed"), [1, 77], "zeroed's calloc in zeroed's frame")
+    eq(r["byName"].get("aligned"), [1, 256], "aligned's aligned_alloc")
+    eq(r["byName"].get("main"), [1, 500], "main keeps only its direct malloc")

@@ -78,7 +78,8 @@ static int fold_func(struct ms_fold *f, const struct trace_proc *p, uint32_t id)
 		return 0;
 	if (f->proc != p) {
 		f->proc = p;
-		memset(f->memo, 0, f->nmemo);
+		if (f->memo)
+			memset(f->memo, 0, f->nmemo);
 	}
 	if (id >= f->nmemo) {
 		size_t n = (size_t)id * 2 + 64;

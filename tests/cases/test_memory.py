@@ -431,3 +431,12 @@ def test_pola_alloc_frame_of_a_tail_call():
     eq(r["byName"].get("zeroed"), [1, 77], "zeroed's calloc in zeroed's frame")
     eq(r["byName"].get("aligned"), [1, 256], "aligned's aligned_alloc")
     eq(r["byName"].get("main"), [1, 500], "main keeps only its direct malloc")
+
+
+def test_leak_flamegraph_credits_the_tail_caller():
+    svg = os.path.join(tmpdir(), "tail-leak.svg")
+    run([SFTRACE, "memory", "--flamegraph", svg, tail_log()])
+    text = open(svg, encoding="utf-8").read()
+    check(re.search(r"<title>chain \[[^]]*\]\n4000 bytes", text), "chain's leaked realloc under chain")
+    check(re.search(r"<title>zeroed \[[^]]*\]\n77 bytes", text), "zeroed's leaked calloc under zeroed")
+    check(re.search(r"<title>main \[[^]]*\]\n4077 bytes", text), "main holds both through its children")

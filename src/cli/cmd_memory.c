@@ -187,15 +187,20 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	fit_put(l, piece, 1);
 	if (row->func == UINT32_MAX)
 		return;
-	for (uint32_t x = heap_node_parent(r, row->leaf_node); x != CP_ROOT; x = heap_node_parent(r, x)) {
+	uint32_t first = heap_node_parent(r, row->leaf_node);
+	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x)) {
 		uint32_t f = heap_node_func(r, x);
-		snprintf(piece, sizeof(piece), "%s%s", x == heap_node_parent(r, row->leaf_node) ? "  ← " : " ← ",
+		snprintf(piece, sizeof(piece), "%s%s", x == first ? "  ← " : " ← ",
 			 sf_esc(o->full_names ? trace_symbol(r->proc, f)->name : trace_name(r->proc, f)));
 		/* keep room for " ← …" while more callers follow */
 		size_t more = heap_node_parent(r, x) != CP_ROOT ? 4 : 0;
-		if (l->cols + cols_of(piece) + more > l->width || !fit_put(l, piece, 0)) {
-			l->full = 0;
-			fit_put(l, x == heap_node_parent(r, row->leaf_node) ? "  ← …" : " ← …", 0);
+		if (l->cols + cols_of(piece) + more <= l->width) {
+			fit_put(l, piece, 0);
+		} else if (x == first && l->cols + 12 <= l->width) {
+			fit_put(l, piece, 1); /* the direct caller, cut rather than left out */
+			break;
+		} else {
+			fit_put(l, x == first ? "  ← …" : " ← …", 0);
 			break;
 		}
 	}

@@ -72,7 +72,9 @@ static void usage(FILE *out)
 
 /* ---- stacks ---- */
 
-static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site, char *buf, size_t cap)
+/* The interactive commands' stack: "a;b;c @ site_function [0xELF address]",
+ * then " (tail call)" when c tail-called the allocator. */
+static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site, int tail, char *buf, size_t cap)
 {
 	uint32_t path[256];
 	size_t n = 0;
@@ -90,9 +92,11 @@ static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site,
 	uint64_t vaddr = 0;
 	const struct sym_info *si = site ? ls_lookup_addr(r->proc->syms, site, &vaddr) : NULL;
 	if (si) /* the ELF address tells two call sites of one function apart (addr2line) */
-		snprintf(buf + len, cap - len, " @ %s [0x%" PRIx64 "]", si->name, vaddr);
+		len += (size_t)snprintf(buf + len, cap - len, " @ %s [0x%" PRIx64 "]", si->name, vaddr);
 	else if (site)
-		snprintf(buf + len, cap - len, " @ 0x%" PRIx64, site);
+		len += (size_t)snprintf(buf + len, cap - len, " @ 0x%" PRIx64, site);
+	if (tail && len < cap)
+		snprintf(buf + len, cap - len, " (tail call)");
 }
 
 /* ---- the tables ---- */
@@ -486,7 +490,7 @@ static int find_cb(void *ctx, const struct heap_event *e, const struct cp_tree *
 	}
 	if (f->mode == 1) {
 		if (e->ptr == f->ptr || (e->kind == SF_EV_HEAP_REALLOC && e->old_ptr == f->ptr)) {
-			stack_str(&tmp, e->node, e->site_addr, stack, sizeof(stack));
+			stack_str(&tmp, e->node, e->site_addr, e->tail, stack, sizeof(stack));
 			printf("%" PRIu64 " %s\ttid:%u\tsize:%" PRIu64 "\t%s\n", e->id, kind_str(e->kind), e->tid, e->size,
 			       sf_esc(stack));
 			f->found = 1;
@@ -495,7 +499,7 @@ static int find_cb(void *ctx, const struct heap_event *e, const struct cp_tree *
 	}
 	if (e->id != f->id)
 		return 0;
-	stack_str(&tmp, e->node, e->site_addr, stack, sizeof(stack));
+	stack_str(&tmp, e->node, e->site_addr, e->tail, stack, sizeof(stack));
 	printf("kind: %s\ntid: %u\ntime: %" PRIu64 " ns\nptr: 0x%" PRIx64 "\n", kind_str(e->kind), e->tid, e->time,
 	       e->ptr);
 	if (e->kind == SF_EV_HEAP_REALLOC)

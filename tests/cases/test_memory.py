@@ -354,6 +354,8 @@ def test_tail_called_allocators_are_their_callers():
     out = run([SFTRACE, "memory", tail_log()]).stdout
     check("  98.6 KiB       11  grab  heap_tail.c:%d (tail call)  ← main\n" % fixture_line("heap_tail.c", "*grab(")
           in out, out)
+    p = run([SFTRACE, "memory", "--interactive", "-n", "1", tail_log()], input="show 0\nexit\n")
+    check(re.search(r"^stack: main;grab @ main \[0x[0-9a-f]+\] \(tail call\)$", p.stdout, re.M), p.stdout)
     # grouped by stack, grab's 11 calls stay apart (one per return address in main), all grab's
     _, st = memory_tsv(tail_log(), ["--group-by", "stack"])
     eq(sum(r[3] for r in st if r[0] == "site" and r[4] == "grab"), 11, "by stack: grab's rows")

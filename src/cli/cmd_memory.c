@@ -8,9 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/input_opts.h"
+#include "cli/memory.h"
+#include "cli/memory_sites.h"
 #include "format/sflog.h"
 #include "lib/callpath.h"
 #include "lib/heap.h"
@@ -20,19 +24,6 @@
 #include "lib/util.h"
 #include "output/flamegraph.h"
 #include "output/heap_plot.h"
-
-enum { FMT_TABLE, FMT_TSV, FMT_JSON };
-
-struct mem_opts {
-	const char *milestone;
-	const char *flamegraph;
-	const char *plot;
-	int fold;
-	const char *select;  /* comma-separated stage numbers */
-	int format; /* FMT_* */
-	int interactive;
-	long top;
-};
 
 static void usage(FILE *out)
 {
@@ -51,14 +42,27 @@ static void usage(FILE *out)
 		"                         (a demangled name, else a PCRE2 regex); stage 0\n"
 		"                         runs until the first entry\n"
 		"      --select LIST      leaks of these stages only (e.g. 1,3), in the tables\n"
-		"                         and the flame graph; with --fold, the stages plotted\n"
+		"                         and the flame graph; with --overlay, the stages plotted\n"
 		"      --flamegraph OUT.svg  leaked bytes by traced stack, as an interactive\n"
 		"                         flame graph (what is live at the end)\n"
 		"      --plot OUT.svg|OUT.html  heap size over time, stage starts and the peak\n"
-		"      --fold             plot each stage from its own start, overlaid\n"
+		"      --overlay          plot each stage from its own start, overlaid\n"
 		"  -n N                   rows per table (default 10, 0 = all)\n"
+		"      --group-by function|line|stack  rows: one per allocating function, per\n"
+		"                         function and source line (default), or per stack\n"
+		"                         and call site\n"
+		"      --no-fold          show the allocator's own frames (alloc::, RawVec,\n"
+		"                         __rust_alloc, operator new, ...) instead of folding\n"
+		"                         them into the function they serve\n"
+		"      --fold REGEX       also fold functions whose full name matches REGEX\n"
+		"                         (PCRE2; repeatable)\n"
+		"      --width N          table rows fit N columns (default: the terminal's\n"
+		"                         width, or 100 when output is not a terminal)\n"
+		"      --diff OLD NEW     compare two recordings: sites matched by function\n"
+		"                         and line, sorted by the largest increase\n"
 		"      --format table|tsv|json  tsv: key<TAB>value summary lines, then rows\n"
-		"                         section<TAB>stage<TAB>bytes<TAB>count<TAB>stack;\n"
+		"                         section<TAB>stage<TAB>bytes<TAB>count<TAB>function\n"
+		"                         <TAB>location<TAB>tail<TAB>stack<TAB>full_stack;\n"
 		"                         json: one document with the same values\n"
 		"      --interactive      then read commands on stdin: track ID, show ID,\n"
 		"                         stage-memory, exit\n"
@@ -68,7 +72,9 @@ static void usage(FILE *out)
 
 /* ---- stacks ---- */
 
-static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site, char *buf, size_t cap)
+/* The interactive commands' stack: "a;b;c @ site_function [0xELF address]",
+ * then " (tail call)" when c tail-called the allocator. */
+static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site, int tail, char *buf, size_t cap)
 {
 	uint32_t path[256];
 	size_t n = 0;
@@ -86,16 +92,20 @@ static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site,
 	uint64_t vaddr = 0;
 	const struct sym_info *si = site ? ls_lookup_addr(r->proc->syms, site, &vaddr) : NULL;
 	if (si) /* the ELF address tells two call sites of one function apart (addr2line) */
-		snprintf(buf + len, cap - len, " @ %s [0x%" PRIx64 "]", si->name, vaddr);
+		len += (size_t)snprintf(buf + len, cap - len, " @ %s [0x%" PRIx64 "]", si->name, vaddr);
 	else if (site)
-		snprintf(buf + len, cap - len, " @ 0x%" PRIx64, site);
+		len += (size_t)snprintf(buf + len, cap - len, " @ 0x%" PRIx64, site);
+	if (tail && len < cap)
+		snprintf(buf + len, cap - len, " (tail call)");
 }
 
-static const struct heap_result *sort_r;
+/* ---- the tables ---- */
+
+static const struct ms_row *sort_rows;
 static int sort_key;
 enum { BY_BYTES, BY_COUNT, BY_PEAK, BY_LEAK, BY_TEMP };
 
-static uint64_t key_of(const struct heap_site *s)
+static uint64_t key_of(const struct ms_row *s)
 {
 	switch (sort_key) {
 	case BY_BYTES: return s->bytes;
@@ -106,12 +116,14 @@ static uint64_t key_of(const struct heap_site *s)
 	}
 }
 
-static int cmp_sites(const void *a, const void *b)
+static int cmp_rows(const void *a, const void *b)
 {
-	const struct heap_site *x = &sort_r->sites[*(const uint32_t *)a], *y = &sort_r->sites[*(const uint32_t *)b];
+	const struct ms_row *x = &sort_rows[*(const uint32_t *)a], *y = &sort_rows[*(const uint32_t *)b];
 	uint64_t kx = key_of(x), ky = key_of(y);
 	if (kx != ky)
 		return kx > ky ? -1 : 1;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
@@ -120,59 +132,196 @@ static void human(uint64_t v, char *buf, size_t cap)
 	heap_format_bytes(buf, cap, (double)v);
 }
 
-/* One table: sites sorted by `key`, rows with a nonzero key only. tsv and
+/* A line that counts display columns (one per UTF-8 code point) and stops
+ * at `width`, ending in "…" when something did not fit. */
+struct fitline {
+	char buf[4096];
+	size_t len, cols, width;
+	int full;
+};
+
+static size_t cols_of(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* Appends s whole if it fits (keeping a column for "…" unless last),
+ * else, when `cut`, as much as fits followed by "…". 0 if it did not fit. */
+static int fit_put(struct fitline *l, const char *s, int cut)
+{
+	if (l->full)
+		return 0;
+	size_t c = cols_of(s);
+	if (l->cols + c <= l->width && l->len + strlen(s) < sizeof(l->buf)) {
+		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "%s", s);
+		l->cols += c;
+		return 1;
+	}
+	l->full = 1;
+	if (cut) {
+		for (const char *q = s; *q && l->cols + 1 < l->width && l->len + 8 < sizeof(l->buf); q++) {
+			l->buf[l->len++] = *q;
+			l->cols += ((unsigned char)*q & 0xc0) != 0x80;
+			if (((unsigned char)q[1] & 0xc0) == 0x80)
+				continue;
+		}
+		while (l->len && ((unsigned char)l->buf[l->len - 1] & 0xc0) == 0xc0)
+			l->len--; /* never half a character */
+		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "…");
+	}
+	return 0;
+}
+
+/* "grab  heap.c:6 (tail call)  ← main ← run": the allocating function, its
+ * location, then its callers as far as the width allows. */
+static void row_text(const struct heap_result *r, const struct ms_row *row, const struct mem_opts *o, size_t width,
+		     struct fitline *l)
+{
+	char loc[1024], piece[2048];
+	l->len = l->cols = 0;
+	l->full = 0;
+	l->width = width;
+	l->buf[0] = 0;
+	ms_location(r, row, 1, loc, sizeof(loc));
+	snprintf(piece, sizeof(piece), "%s%s%s%s", sf_esc(ms_func_name(r, row, o->full_names)), *loc ? "  " : "",
+		 loc, row->tail ? " (tail call)" : "");
+	fit_put(l, piece, 1);
+	if (row->func == UINT32_MAX)
+		return;
+	uint32_t first = heap_node_parent(r, row->leaf_node);
+	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x)) {
+		uint32_t f = heap_node_func(r, x);
+		snprintf(piece, sizeof(piece), "%s%s", x == first ? "  ← " : " ← ",
+			 sf_esc(o->full_names ? trace_symbol(r->proc, f)->name : trace_name(r->proc, f)));
+		/* keep room for " ← …" while more callers follow */
+		size_t more = heap_node_parent(r, x) != CP_ROOT ? 4 : 0;
+		if (l->cols + cols_of(piece) + more <= l->width) {
+			fit_put(l, piece, 0);
+		} else if (x == first && l->cols + 12 <= l->width) {
+			fit_put(l, piece, 1); /* the direct caller, cut rather than left out */
+			break;
+		} else {
+			fit_put(l, x == first ? "  ← …" : " ← …", 0);
+			break;
+		}
+	}
+}
+
+/* The traced stack, root first, names joined by ';' (full or short). */
+static void stack_names(const struct heap_result *r, uint32_t node, int full, char *buf, size_t cap)
+{
+	uint32_t path[256];
+	size_t n = 0, len = 0;
+	for (uint32_t x = node; x && n < 256; x = heap_node_parent(r, x))
+		path[n++] = x;
+	buf[0] = 0;
+	while (n-- > 0 && len < cap) {
+		uint32_t f = heap_node_func(r, path[n]);
+		len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ";" : "",
+					full ? trace_symbol(r->proc, f)->name : trace_name(r->proc, f));
+	}
+}
+
+static void row_values(const struct ms_row *s, int key, uint64_t *bytes, uint64_t *count)
+{
+	*bytes = key == BY_BYTES || key == BY_COUNT ? s->bytes
+		 : key == BY_PEAK			   ? s->peak_bytes
+		 : key == BY_LEAK			   ? s->leak_bytes
+							   : 0;
+	*count = key == BY_BYTES || key == BY_COUNT ? s->allocs
+		 : key == BY_PEAK			   ? s->peak_blocks
+		 : key == BY_LEAK			   ? s->leak_blocks
+							   : s->temporaries;
+}
+
+/* One row of tsv: section - bytes count function location tail stack full_stack. */
+static void tsv_row(const struct heap_result *r, const struct ms_row *s, const char *section, uint64_t bytes,
+		    uint64_t count)
+{
+	static char stack[16384];
+	char loc[1024];
+	ms_location(r, s, 0, loc, sizeof(loc));
+	printf("%s\t-\t%" PRIu64 "\t%" PRIu64 "\t", section, bytes, count);
+	printf("%s\t", sf_esc(ms_func_name(r, s, 0)));
+	printf("%s\t%d\t", sf_esc(loc), s->tail);
+	stack_names(r, s->node, 0, stack, sizeof(stack));
+	printf("%s\t", sf_esc(stack));
+	stack_names(r, s->node, 1, stack, sizeof(stack));
+	printf("%s\n", sf_esc(stack));
+}
+
+static void json_row(const struct heap_result *r, const struct ms_row *s, uint64_t bytes, uint64_t count, int first)
+{
+	static char stack[16384];
+	char loc[1024];
+	printf("%s\n{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"function\":", first ? "" : ",", bytes, count);
+	json_put_str(stdout, ms_func_name(r, s, 0));
+	printf(",\"function_full\":");
+	json_put_str(stdout, ms_func_name(r, s, 1));
+	ms_location(r, s, 0, loc, sizeof(loc));
+	printf(",\"location\":");
+	json_put_str(stdout, loc);
+	printf(",\"tail_call\":%s,\"stack\":", s->tail ? "true" : "false");
+	stack_names(r, s->node, 0, stack, sizeof(stack));
+	json_put_str(stdout, stack);
+	printf(",\"full_stack\":");
+	stack_names(r, s->node, 1, stack, sizeof(stack));
+	json_put_str(stdout, stack);
+	putchar('}');
+}
+
+/* One table: rows sorted by `key`, rows with a nonzero key only. tsv and
  * json have every row; json's `section` names the array. */
-static void table(const struct heap_result *r, int key, const char *title, const char *section, long top, int fmt)
+static void table(const struct heap_result *r, const struct ms_table *t, const struct mem_opts *o, int key,
+		  const char *title, const char *section, int fmt)
 {
 	int tsv = fmt != FMT_TABLE;
-	uint32_t *ix = xmalloc((r->nsites + 1) * sizeof(*ix));
-	for (size_t i = 0; i < r->nsites; i++)
+	uint32_t *ix = xmalloc((t->n + 1) * sizeof(*ix));
+	for (size_t i = 0; i < t->n; i++)
 		ix[i] = (uint32_t)i;
-	sort_r = r;
+	sort_rows = t->rows;
 	sort_key = key;
-	qsort(ix, r->nsites, sizeof(*ix), cmp_sites);
-	char stack[8192], hb[32];
+	qsort(ix, t->n, sizeof(*ix), cmp_rows);
+	char hb[32];
 	size_t shown = 0, rest = 0;
+	struct fitline *l = tsv ? NULL : xmalloc(sizeof(*l));
+	size_t width = o->width > 21 ? (size_t)o->width - 21 : 20;
 	if (fmt == FMT_JSON)
 		printf(",\n\"%s\":[", section);
 	else if (!tsv)
-		printf("\n%s\n%12s %10s  %s\n", title, "bytes", key == BY_TEMP ? "temporary" : "blocks", "stack @ call site");
-	for (size_t i = 0; i < r->nsites; i++) {
-		const struct heap_site *s = &r->sites[ix[i]];
+		printf("\n%s\n%10s %8s  %s\n", title, "bytes", key == BY_TEMP ? "temp" : "blocks",
+		       "allocated in  at  ← called from");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ms_row *s = &t->rows[ix[i]];
 		if (!key_of(s))
 			break;
-		if (!tsv && top && shown == (size_t)top) {
+		if (!tsv && o->top && shown == (size_t)o->top) {
 			rest++;
 			continue;
 		}
-		uint64_t bytes = key == BY_BYTES || key == BY_COUNT ? s->bytes
-				 : key == BY_PEAK			   ? s->peak_bytes
-				 : key == BY_LEAK			   ? s->leak_bytes
-									   : 0;
-		uint64_t count = key == BY_BYTES || key == BY_COUNT ? s->allocs
-				 : key == BY_PEAK			   ? s->peak_blocks
-				 : key == BY_LEAK			   ? s->leak_blocks
-									   : s->temporaries;
-		stack_str(r, s->node, s->addr, stack, sizeof(stack));
+		uint64_t bytes, count;
+		row_values(s, key, &bytes, &count);
 		if (fmt == FMT_JSON) {
-			printf("%s\n{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"stack\":", shown ? "," : "", bytes,
-			       count);
-			json_put_str(stdout, stack);
-			putchar('}');
+			json_row(r, s, bytes, count, !shown);
 		} else if (tsv) {
-			printf("%s\t-\t%" PRIu64 "\t%" PRIu64 "\t%s\n", section, bytes, count, sf_esc(stack));
+			tsv_row(r, s, section, bytes, count);
 		} else {
 			human(bytes, hb, sizeof(hb));
-			printf("%12s %10" PRIu64 "  %s\n", key == BY_TEMP ? "" : hb, count, sf_esc(stack));
+			row_text(r, s, o, width, l);
+			printf("%10s %8" PRIu64 "  %s\n", key == BY_TEMP ? "" : hb, count, l->buf);
 		}
 		shown++;
 	}
 	if (fmt == FMT_JSON)
 		printf("%s]", shown ? "\n" : "");
 	if (!tsv && !shown)
-		printf("%12s\n", "(none)");
+		printf("%10s\n", "(none)");
 	if (rest)
 		printf("... %zu more (-n 0 shows all)\n", rest);
+	free(l);
 	free(ix);
 }
 
@@ -186,7 +335,7 @@ static uint64_t since_start(const struct heap_result *r, uint64_t t)
 	return t > r->proc->start_ns ? t - r->proc->start_ns : 0;
 }
 
-static void report_json(const struct heap_result *r)
+static void report_json(const struct heap_result *r, const struct ms_table *rows, const struct mem_opts *o)
 {
 	const struct heap_totals *t = &r->tot;
 	printf("{\"pid\":%u,\"process\":", r->proc->info->pid);
@@ -205,19 +354,19 @@ static void report_json(const struct heap_result *r)
 		       st->heap_at_end);
 	}
 	printf("%s]", r->nstages ? "\n" : "");
-	table(r, BY_PEAK, "", "peak", 0, FMT_JSON);
-	table(r, BY_BYTES, "", "sites_by_bytes", 0, FMT_JSON);
-	table(r, BY_COUNT, "", "sites_by_count", 0, FMT_JSON);
-	table(r, BY_TEMP, "", "temporary", 0, FMT_JSON);
-	table(r, BY_LEAK, "", "leak", 0, FMT_JSON);
+	table(r, rows, o, BY_PEAK, "", "peak", FMT_JSON);
+	table(r, rows, o, BY_BYTES, "", "sites_by_bytes", FMT_JSON);
+	table(r, rows, o, BY_COUNT, "", "sites_by_count", FMT_JSON);
+	table(r, rows, o, BY_TEMP, "", "temporary", FMT_JSON);
+	table(r, rows, o, BY_LEAK, "", "leak", FMT_JSON);
 	printf("}");
 }
 
-static void report(const struct heap_result *r, const struct mem_opts *o, int several)
+static void report(const struct heap_result *r, const struct ms_table *rows, const struct mem_opts *o, int several)
 {
 	const struct heap_totals *t = &r->tot;
 	if (o->format == FMT_JSON) {
-		report_json(r);
+		report_json(r, rows, o);
 		return;
 	}
 	if (o->format == FMT_TSV) {
@@ -234,10 +383,10 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 			       "\t-\n",
 			       s, r->stages[s].leak_bytes, r->stages[s].leak_blocks, s, r->stages[s].heap_at_end,
 			       r->stages[s].allocs);
-		table(r, BY_BYTES, "", "site", 0, FMT_TSV);
-		table(r, BY_PEAK, "", "peak", 0, FMT_TSV);
-		table(r, BY_LEAK, "", "leak", 0, FMT_TSV);
-		table(r, BY_TEMP, "", "temporary", 0, FMT_TSV);
+		table(r, rows, o, BY_BYTES, "", "site", FMT_TSV);
+		table(r, rows, o, BY_PEAK, "", "peak", FMT_TSV);
+		table(r, rows, o, BY_LEAK, "", "leak", FMT_TSV);
+		table(r, rows, o, BY_TEMP, "", "temporary", FMT_TSV);
 		return;
 	}
 	char a[32], b[32], c[32];
@@ -254,12 +403,12 @@ static void report(const struct heap_result *r, const struct mem_opts *o, int se
 	if (t->unmatched_frees)
 		printf("%" PRIu64 " frees of blocks allocated before recording began were ignored\n",
 		       t->unmatched_frees);
-	table(r, BY_PEAK, "Held at the peak:", "peak", o->top, 0);
-	table(r, BY_BYTES, "Top allocation sites by bytes:", "site", o->top, 0);
-	table(r, BY_COUNT, "Top allocation sites by count:", "site", o->top, 0);
-	table(r, BY_TEMP, "Temporary allocations:", "temporary", o->top, 0);
-	table(r, BY_LEAK, o->select ? "Live at the end (selected stages):" : "Live at the end (leaks):", "leak",
-	      o->top, 0);
+	table(r, rows, o, BY_PEAK, "Held at the peak:", "peak", FMT_TABLE);
+	table(r, rows, o, BY_BYTES, "Top allocation sites by bytes:", "site", FMT_TABLE);
+	table(r, rows, o, BY_COUNT, "Top allocation sites by count:", "site", FMT_TABLE);
+	table(r, rows, o, BY_TEMP, "Temporary allocations:", "temporary", FMT_TABLE);
+	table(r, rows, o, BY_LEAK, o->select ? "Live at the end (selected stages):" : "Live at the end (leaks):",
+	      "leak", FMT_TABLE);
 	if (r->nstages > 1) {
 		printf("\n%5s %12s %10s %12s %10s %12s\n", "stage", "start", "allocs", "leaked", "blocks",
 		       "heap at end");
@@ -341,7 +490,7 @@ static int find_cb(void *ctx, const struct heap_event *e, const struct cp_tree *
 	}
 	if (f->mode == 1) {
 		if (e->ptr == f->ptr || (e->kind == SF_EV_HEAP_REALLOC && e->old_ptr == f->ptr)) {
-			stack_str(&tmp, e->node, e->site_addr, stack, sizeof(stack));
+			stack_str(&tmp, e->node, e->site_addr, e->tail, stack, sizeof(stack));
 			printf("%" PRIu64 " %s\ttid:%u\tsize:%" PRIu64 "\t%s\n", e->id, kind_str(e->kind), e->tid, e->size,
 			       sf_esc(stack));
 			f->found = 1;
@@ -350,7 +499,7 @@ static int find_cb(void *ctx, const struct heap_event *e, const struct cp_tree *
 	}
 	if (e->id != f->id)
 		return 0;
-	stack_str(&tmp, e->node, e->site_addr, stack, sizeof(stack));
+	stack_str(&tmp, e->node, e->site_addr, e->tail, stack, sizeof(stack));
 	printf("kind: %s\ntid: %u\ntime: %" PRIu64 " ns\nptr: 0x%" PRIx64 "\n", kind_str(e->kind), e->tid, e->time,
 	       e->ptr);
 	if (e->kind == SF_EV_HEAP_REALLOC)
@@ -436,11 +585,13 @@ int cmd_memory(int argc, char **argv)
 		{"milestone", required_argument, 0, 'm'}, {"select", required_argument, 0, 'S'},
 		{"format", required_argument, 0, 'f'},    {"interactive", no_argument, 0, 'i'},
 		{"flamegraph", required_argument, 0, 'g'}, {"plot", required_argument, 0, 'p'},
-		{"fold", no_argument, 0, 'F' + 256},
+		{"overlay", no_argument, 0, 'O' + 256},   {"fold", required_argument, 0, 'F' + 256},
+		{"no-fold", no_argument, 0, 'N' + 256},   {"group-by", required_argument, 0, 'G' + 256},
+		{"width", required_argument, 0, 'W' + 256}, {"diff", no_argument, 0, 'D' + 256},
 		{"help", no_argument, 0, 'h'},            INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
-	struct mem_opts o = {.top = 10};
+	struct mem_opts o = {.top = 10, .group = MS_BY_LINE};
 	struct input_opts io;
 	input_opts_init(&io, 's');
 	int c, rc = 1, usage_error;
@@ -457,7 +608,32 @@ int cmd_memory(int argc, char **argv)
 		case 'i': o.interactive = 1; break;
 		case 'g': o.flamegraph = optarg; break;
 		case 'p': o.plot = optarg; break;
-		case 'F' + 256: o.fold = 1; break;
+		case 'O' + 256: o.overlay = 1; break;
+		case 'N' + 256: o.no_fold = 1; break;
+		case 'D' + 256: o.diff = 1; break;
+		case 'F' + 256:
+			if (o.nfolds == sizeof(o.folds) / sizeof(o.folds[0])) {
+				sf_error("--fold: at most %zu patterns", o.nfolds);
+				goto out_usage;
+			}
+			o.folds[o.nfolds++] = optarg;
+			break;
+		case 'G' + 256:
+			if (!strcmp(optarg, "function"))
+				o.group = MS_BY_FUNCTION;
+			else if (!strcmp(optarg, "line"))
+				o.group = MS_BY_LINE;
+			else if (!strcmp(optarg, "stack"))
+				o.group = MS_BY_STACK;
+			else {
+				sf_error("--group-by must be 'function', 'line' or 'stack', not '%s'", optarg);
+				goto out_usage;
+			}
+			break;
+		case 'W' + 256:
+			if (parse_number("--width", optarg, 40, 100000, &o.width) < 0)
+				goto out_usage;
+			break;
 		case 'n':
 			if (parse_number("-n", optarg, 0, 1000000000, &o.top) < 0)
 				goto out_usage;
@@ -489,8 +665,39 @@ int cmd_memory(int argc, char **argv)
 			 "do not apply");
 		goto out_usage;
 	}
+	o.full_names = !input_opts_short_names(&io, 1);
+	io.trace.short_names = 1; /* trace_name: short; trace_symbol: full (tsv and json have both) */
+	if (!o.width) {
+		struct winsize ws;
+		o.width = isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40 ? ws.ws_col
+														: 100;
+	}
+	struct ms_fold *fold = NULL;
+	if (!o.no_fold || o.nfolds) {
+		fold = ms_fold_new(o.no_fold, o.folds, o.nfolds);
+		if (!fold)
+			goto out_usage;
+	}
+	if (o.diff) {
+		if (o.interactive || o.milestone || o.flamegraph || o.plot) {
+			sf_error("--diff compares two recordings' sites: --interactive, --milestone, --flamegraph and "
+				 "--plot do not apply");
+			ms_fold_free(fold);
+			goto out_usage;
+		}
+		if (argc - optind != 2) {
+			sf_error("--diff takes two recordings, OLD and NEW (%d given)", argc - optind);
+			ms_fold_free(fold);
+			goto out_usage;
+		}
+		rc = memory_diff(&io, &o, fold, argv, optind);
+		ms_fold_free(fold);
+		input_opts_free(&io);
+		return rc;
+	}
 	struct trace_input *in = input_opts_open(&io, "memory", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {
+		ms_fold_free(fold);
 		if (usage_error)
 			goto out_usage;
 		goto out;
@@ -512,6 +719,7 @@ int cmd_memory(int argc, char **argv)
 				trace_close(in);
 				if (re)
 					pcre2_code_free(re);
+				ms_fold_free(fold);
 				goto out_usage;
 			}
 			selbuf[v] = 1;
@@ -540,7 +748,7 @@ int cmd_memory(int argc, char **argv)
 	} else {
 		if (o.flamegraph && leak_flamegraph(in, res, np, o.flamegraph) < 0)
 			goto done;
-		struct heap_plot_options po = {.out = o.plot, .fold = o.fold, .select = sel, .nselect = sizeof(selbuf)};
+		struct heap_plot_options po = {.out = o.plot, .fold = o.overlay, .select = sel, .nselect = sizeof(selbuf)};
 		if (o.plot && heap_plot_write(res, np, &po) < 0)
 			goto done;
 		/* json: one document; with several processes, their objects in a list */
@@ -550,10 +758,12 @@ int cmd_memory(int argc, char **argv)
 		for (size_t i = 0; i < np; i++) {
 			if (list && i)
 				printf(",\n");
+			struct ms_table rows;
+			ms_group(&res[i], fold, o.group, &rows);
+			report(&res[i], &rows, &o, np > 1);
+			ms_table_free(&rows);
 			if (o.interactive && i == 0)
-				report(&res[i], &o, np > 1), fflush(stdout), interactive(in, i, &res[i]);
-			else
-				report(&res[i], &o, np > 1);
+				fflush(stdout), interactive(in, i, &res[i]);
 		}
 		if (list)
 			printf("\n]}");
@@ -568,6 +778,7 @@ done:
 	}
 	free(res);
 	free(maps);
+	ms_fold_free(fold);
 	if (re)
 		pcre2_code_free(re);
 	trace_report_repairs(in);

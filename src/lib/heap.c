@@ -14,6 +14,7 @@
 
 struct hthread {
 	uint32_t node;               /* CP_ROOT: no traced frame open */
+	uint32_t tail_node;          /* the frame whose tail call was this thread's latest event (0: none) */
 	uint64_t last_alloc;         /* pointer of this thread's latest heap event if an allocation */
 	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
 	uint64_t site_addr;          /* ... and its call site: loops allocate from one site */
@@ -50,6 +51,7 @@ static int stacks_begin(void *ctx, const struct fr_frame *f)
 	struct stacks *s = ctx;
 	struct hthread *t = &s->th[f->thread->index];
 	t->node = cp_child(s->tree, t->node, node_key(f), f->proc, f->func_id);
+	t->tail_node = 0;
 	const struct heap_options *o = s->opt;
 	if (o && o->milestone && f->func_id < o->nmilestone && o->milestone[f->func_id] && s->on_milestone)
 		s->on_milestone(s->ctx, f->t_begin);
@@ -60,8 +62,24 @@ static int stacks_end(void *ctx, const struct fr_frame *f)
 {
 	struct stacks *s = ctx;
 	struct hthread *t = &s->th[f->thread->index];
+	t->tail_node = f->end_kind == FR_END_TAIL ? t->node : 0;
 	t->node = cp_node(s->tree, t->node)->parent;
 	return 0;
+}
+
+/* The node an allocation event of thread t belongs to. An allocation right
+ * after F's tail call (no event in between) was made by F: `grab(n) { return
+ * malloc(n); }` jumps to malloc, so the allocator returns to F's caller and
+ * F's frame is gone from the stack, but its tail-call event is the thread's
+ * latest. *tail tells which. The first half of an interposed realloc (the
+ * old block's free) keeps the claim for the second. */
+static uint32_t stacks_alloc_node(struct hthread *t, uint32_t kind, int *tail)
+{
+	uint32_t node = t->tail_node ? t->tail_node : t->node;
+	*tail = t->tail_node != 0;
+	if (kind != SF_EV_REALLOC_DEALLOC)
+		t->tail_node = 0;
+	return node;
 }
 
 /* ---- heap_replay ---- */
@@ -112,11 +130,12 @@ static void new_stage(void *ctx, uint64_t t)
 	r->stages[r->nstages++] = (struct heap_stage){.t_start = t};
 }
 
-static uint32_t site_of(struct hstate *h, uint32_t node, uint64_t addr)
+static uint32_t site_of(struct hstate *h, uint32_t node, uint64_t addr, int tail)
 {
 	struct heap_result *r = h->res;
 	int added;
-	uint64_t *ix = hm_put(&h->addr_ix, addr, &added);
+	/* a tail-called site is another site than a direct one at the same address */
+	uint64_t *ix = hm_put(&h->addr_ix, addr ^ ((uint64_t)tail << 63), &added);
 	if (added)
 		*ix = h->addr_ix.count - 1;
 	uint64_t *at = hm_put(&h->site_of, (uint64_t)node << 32 | *ix, &added);
@@ -128,7 +147,7 @@ static uint32_t site_of(struct hstate *h, uint32_t node, uint64_t addr)
 		h->peak = xrealloc(h->peak, h->capsites * sizeof(*h->peak));
 	}
 	h->peak[r->nsites] = (struct site_peak){0};
-	r->sites[r->nsites] = (struct heap_site){.node = node, .addr = addr};
+	r->sites[r->nsites] = (struct heap_site){.node = node, .addr = addr, .tail = (uint8_t)tail};
 	*at = r->nsites;
 	return (uint32_t)r->nsites++;
 }
@@ -215,13 +234,14 @@ static void block_drop(struct hstate *h, uint64_t *at)
 
 /* count: 0 for the halves of an interposed realloc (counted as one realloc) */
 static void do_alloc(struct hstate *h, struct hthread *t, const struct lr_event *ev, uint64_t ptr, uint64_t size,
-		     int count)
+		     int count, uint32_t node, int tail)
 {
 	struct heap_result *r = h->res;
-	if (!(t->site_id && t->site_node == t->node && t->site_addr == ev->site)) {
-		t->site_id = site_of(h, t->node, ev->site) + 1;
-		t->site_node = t->node;
-		t->site_addr = ev->site;
+	uint64_t site = ev->site ^ ((uint64_t)tail << 63);
+	if (!(t->site_id && t->site_node == node && t->site_addr == site)) {
+		t->site_id = site_of(h, node, ev->site, tail) + 1;
+		t->site_node = node;
+		t->site_addr = site;
 	}
 	uint32_t sid = t->site_id - 1;
 	int added;
@@ -276,13 +296,15 @@ static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 	struct hthread *t = &h->st.th[ev->thread->index];
 	uint64_t last = t->last_alloc;
 	(void)p;
+	int tail;
+	uint32_t node = stacks_alloc_node(t, ev->kind, &tail);
 	t->last_alloc = 0;
 	h->seq++;
 	switch (ev->kind) {
 	case SF_EV_ALLOC:
 	case SF_EV_REALLOC_ALLOC:
 	case SF_EV_HEAP_ALLOC:
-		do_alloc(h, t, ev, ev->ptr, ev->size, 1);
+		do_alloc(h, t, ev, ev->ptr, ev->size, 1, node, tail);
 		t->last_alloc = ev->ptr;
 		break;
 	case SF_EV_DEALLOC:
@@ -294,7 +316,7 @@ static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 		break;
 	case SF_EV_HEAP_REALLOC:
 		do_free(h, t, ev->old_ptr, 0);
-		do_alloc(h, t, ev, ev->ptr, ev->size, 0);
+		do_alloc(h, t, ev, ev->ptr, ev->size, 0, node, tail);
 		t->last_alloc = ev->ptr;
 		h->res->tot.reallocs++;
 		break;
@@ -391,10 +413,12 @@ static int each_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 {
 	struct each *x = ctx;
 	(void)p;
+	int tail;
+	uint32_t node = stacks_alloc_node(&x->st.th[ev->thread->index], ev->kind, &tail);
 	struct heap_event e = {
 		.id = x->id++, .kind = ev->kind, .tid = ev->thread->tid, .time = ev->time_ns, .ptr = ev->ptr,
 		.old_ptr = ev->old_ptr, .size = ev->size, .align = ev->align, .site_addr = ev->site,
-		.node = x->st.th[ev->thread->index].node,
+		.node = node, .tail = tail,
 	};
 	x->rc = x->cb(x->ctx, &e, x->st.tree);
 	return x->rc;

@@ -28,9 +28,13 @@
 #include "lib/callpath.h"
 #include "lib/trace_input.h"
 
-/* An allocation site: a traced stack and the call site's address. */
+/* An allocation site: a traced stack and the call site's address. When
+ * `tail`, the allocation came right after the tail-call event of node's
+ * function F (F ends in `jmp malloc`): node is F's, and addr, the
+ * allocator's return address, lies in F's caller. */
 struct heap_site {
 	uint32_t node;                /* in heap_result.tree; CP_ROOT: no traced frame */
+	uint8_t tail;                 /* reached by a tail call from node's function */
 	uint64_t addr;
 	uint64_t allocs, bytes;       /* allocations made here (realloc results included) */
 	uint64_t temporaries;
@@ -101,7 +105,8 @@ static inline uint32_t heap_node_parent(const struct heap_result *r, uint32_t no
 /* Calls cb for each allocation event of process i in time order, with its
  * index (the IDs `memory --interactive` shows), until cb returns nonzero
  * (then returns that value). node is the allocating thread's innermost
- * traced frame in `tree` (a tree of its own, shaped as heap_result.tree). */
+ * traced frame in `tree` (a tree of its own, shaped as heap_result.tree),
+ * or the tail-calling frame as for heap_site.tail. */
 struct heap_event {
 	uint64_t id;
 	uint32_t kind;                /* SF_EV_* */
@@ -109,6 +114,7 @@ struct heap_event {
 	uint64_t time;                /* recording's time base */
 	uint64_t ptr, old_ptr, size, align, site_addr;
 	uint32_t node;
+	int tail;                     /* node's function tail-called the allocator (heap_site.tail) */
 };
 int heap_foreach_event(struct trace_input *in, size_t i,
 		       int (*cb)(void *ctx, const struct heap_event *e, const struct cp_tree *tree), void *ctx);

@@ -202,6 +202,21 @@ const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uin
 	return si->mangled ? si : NULL;
 }
 
+int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint32_t *line)
+{
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < ls->nobjs; i++) {
+		uint64_t bias = lr_object_at(ls->log, i)->load_bias;
+		if (bias <= addr && ls->objs[i].sym &&
+		    (best == SIZE_MAX || bias > lr_object_at(ls->log, best)->load_bias))
+			best = i;
+	}
+	if (best == SIZE_MAX || !addr)
+		return 0;
+	/* a return address: the call is the instruction before it */
+	return sym_source_line(ls->objs[best].sym, addr - 1 - lr_object_at(ls->log, best)->load_bias, file, line);
+}
+
 const char *ls_object_file(const struct log_symbols *ls, size_t i)
 {
 	return i < ls->nobjs ? ls->objs[i].file : NULL;

@@ -40,6 +40,11 @@ const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id);
  * (another object, or no symbol there). */
 const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uint64_t *vaddr);
 
+/* The source file:line of the call that returns to runtime address `addr`
+ * (an allocation's call site): sym_source_line of the byte before it. 1, or
+ * 0 when no object's DWARF has it. */
+int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint32_t *line);
+
 /* The file that symbolizes object i (lr_object_at order), or NULL when its
  * names are placeholders. */
 const char *ls_object_file(const struct log_symbols *ls, size_t i);

@@ -67,6 +67,7 @@ struct sym_object {
 	struct fsym *syms;
 	size_t nsyms;
 	struct hashmap cache; /* vaddr -> struct sym_entry * */
+	struct hashmap abs_files; /* libdw's relative file name -> the absolute path (malloc'd) */
 	bool dwarf_loaded;   /* the fields below are set */
 	Dwarf *dw;           /* NULL when there is no DWARF */
 	Dwarf_Addr dw_bias;  /* module address = DWARF address + dw_bias */
@@ -554,6 +555,35 @@ static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 	}
 }
 
+int sym_source_line(struct sym_object *o, uint64_t vaddr, const char **file, uint32_t *line)
+{
+	Dwarf_Addr pc;
+	struct cu *c;
+	Dwarf_Line *l;
+	int n = 0;
+
+	if (!o->dwarf_loaded)
+		load_dwarf(o);
+	if (!o->dw)
+		return 0;
+	pc = vaddr + o->main_bias - o->dw_bias;
+	if (!(c = cu_at(o, pc)) || !(l = line_at(&c->die, pc)) || dwarf_lineno(l, &n) != 0 || n <= 0)
+		return 0;
+	*file = dwarf_linesrc(l, NULL, NULL);
+	*line = (uint32_t)n;
+	if (*file && (*file)[0] != '/') { /* absolute, as sym_info.file is */
+		int added;
+		uint64_t *abs = hm_put(&o->abs_files, (uint64_t)(uintptr_t)*file, &added);
+		if (added) {
+			struct sym_entry e = {0};
+			set_file(&e, c, *file);
+			*abs = (uintptr_t)(e.owned_file ? e.owned_file : xstrdup(*file));
+		}
+		*file = (const char *)(uintptr_t)*abs;
+	}
+	return *file != NULL;
+}
+
 const struct sym_info *sym_lookup(struct sym_object *o, uint64_t vaddr)
 {
 	struct sym_entry *e = (struct sym_entry *)(uintptr_t)hm_get(&o->cache, vaddr, 0);
@@ -609,6 +639,10 @@ void sym_close(struct sym_object *o)
 	while (hm_next(&o->cache, &pos, &vaddr, &e))
 		free_entry((struct sym_entry *)(uintptr_t)e);
 	hm_free(&o->cache);
+	pos = 0;
+	while (hm_next(&o->abs_files, &pos, &vaddr, &e))
+		free((char *)(uintptr_t)e);
+	hm_free(&o->abs_files);
 	for (size_t i = 0; i < o->ncus; i++)
 		free(o->cus[i].v);
 	free(o->cus);

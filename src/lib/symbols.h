@@ -40,6 +40,12 @@ struct sym_object *sym_open(const char *path, const char *symbol_path,
  * valid until sym_close. */
 const struct sym_info *sym_lookup(struct sym_object *obj, uint64_t vaddr);
 
+/* The source line of the instruction at ELF address `vaddr` (addr2line:
+ * the line table's row, of the innermost inlined function): *file as the
+ * line table names it (owned by libdw, valid until sym_close) and *line.
+ * 1, or 0 when the object has no line for it. */
+int sym_source_line(struct sym_object *obj, uint64_t vaddr, const char **file, uint32_t *line);
+
 /* The build-id of the file that was opened (0 bytes when it has none). */
 size_t sym_build_id(const struct sym_object *obj, const uint8_t **id);
 

@@ -52,9 +52,11 @@ int pola_alloc_process_begin(struct pola_alloc *a, const struct trace_proc *p)
 	size_t n = lr_nthreads(p->log) + 1;
 	if (n > a->fr.n) {
 		a->fr.cur = xrealloc(a->fr.cur, n * sizeof(*a->fr.cur));
+		a->fr.tail = xrealloc(a->fr.tail, n * sizeof(*a->fr.tail));
 		a->fr.n = n;
 	}
 	memset(a->fr.cur, 0, a->fr.n * sizeof(*a->fr.cur));
+	memset(a->fr.tail, 0, a->fr.n * sizeof(*a->fr.tail));
 	return 0;
 }
 
@@ -76,15 +78,28 @@ static int alloc_row(struct pola_alloc *a, const struct trace_proc *p, const str
 		}
 	}
 	uint64_t align = ev->kind >= SF_EV_HEAP_ALLOC && ev->align == 1 ? 0 : ev->align;
-	return pq_write_u64(w, 0, a->fr.cur[ev->thread->index]) || pq_write_u32(w, 1, ev->thread->tid) ||
+	uint32_t ti = ev->thread->index;
+	return pq_write_u64(w, 0, a->fr.tail[ti] ? a->fr.tail[ti] : a->fr.cur[ti]) || pq_write_u32(w, 1, ev->thread->tid) ||
 	       pq_write_u64(w, 2, ev->time_ns) || pq_write_u32(w, 3, kind) || pq_write_u64(w, 4, ptr) ||
 	       pq_write_u64(w, 5, size) || pq_write_u64(w, 6, kind == 1 || kind == 3 ? align : 0) ||
 	       pq_write_u64(w, 7, vaddr) || pq_write_str(w, 8, name, strlen(name)) || pq_end_row(w);
 }
 
+static int alloc_rows(struct pola_alloc *a, const struct trace_proc *p, const struct lr_event *ev);
+
 int pola_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
 {
 	struct pola_alloc *a = ctx;
+	int rc = alloc_rows(a, p, ev);
+	/* a tail call's claim lasts one allocation (an interposed realloc's
+	 * free half keeps it for the alloc half) */
+	if (ev->kind >= SF_EV_ALLOC && ev->kind != SF_EV_REALLOC_DEALLOC)
+		a->fr.tail[ev->thread->index] = 0;
+	return rc;
+}
+
+static int alloc_rows(struct pola_alloc *a, const struct trace_proc *p, const struct lr_event *ev)
+{
 	switch (ev->kind) {
 	case SF_EV_HEAP_ALLOC: return alloc_row(a, p, ev, 1, ev->ptr, ev->size);
 	case SF_EV_HEAP_FREE: return alloc_row(a, p, ev, 2, ev->ptr, 0);
@@ -116,6 +131,7 @@ int pola_alloc_finish(struct pola_alloc *a, int ok)
 	}
 	pq_free(a->w);
 	free(a->fr.cur);
+	free(a->fr.tail);
 	free(a);
 	return rc;
 }

@@ -11,7 +11,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (BUILD, SFTRACE, build_c, calls_fixture, check, eq, record, run, rust_fixture,  # noqa: E402
+from sfkit import (BUILD, FIXTURES, SFTRACE, build_c, calls_fixture, check, eq, record, run, rust_fixture,  # noqa: E402
                    tmpdir)
 
 _logs = {}
@@ -27,7 +27,8 @@ def heap_log(args=()):
 
 
 def memory_tsv(log, extra=()):
-    """(summary dict, rows [(section, stage, bytes, count, stack)])."""
+    """(summary dict, rows [(section, stage, bytes, count, function, location, tail, stack, full_stack)]);
+    stage rows have "-" for the last five."""
     out = run([SFTRACE, "memory", "--format", "tsv"] + list(extra) + [log]).stdout
     summary, rows = {}, []
     for line in out.splitlines():
@@ -35,24 +36,24 @@ def memory_tsv(log, extra=()):
         if len(f) == 2:
             summary[f[0]] = int(f[1])
         else:
-            rows.append((f[0], f[1], int(f[2]), int(f[3]), f[4]))
+            f += ["-"] * (9 - len(f))
+            rows.append((f[0], f[1], int(f[2]), int(f[3]), f[4], f[5], f[6], f[7], f[8]))
     return summary, rows
 
 
 def by_func(rows, section, func):
-    """bytes, count summed over the rows of a section whose innermost traced frame is func."""
+    """bytes, count summed over the rows of a section whose allocating function is func."""
     b = c = 0
-    for sec, _, nb, nc, stack in rows:
-        frames = stack.split(" @ ")[0].split(";")
-        if sec == section and frames[-1] == func:
-            b += nb
-            c += nc
+    for row in rows:
+        if row[0] == section and row[4] == func:
+            b += row[2]
+            c += row[3]
     return b, c
 
 
 def foreign(rows, section):
     """Bytes of rows whose call site is outside the executable (libc's own, e.g. pthread_create)."""
-    return sum(nb for sec, _, nb, _, stack in rows if sec == section and re.search(r" @ 0x[0-9a-f]+$", stack))
+    return sum(r[2] for r in rows if r[0] == section and re.match(r"0x[0-9a-f]+$", r[5]))
 
 
 def test_heap_pattern_sites_and_totals():
@@ -87,7 +88,7 @@ def test_heap_pattern_aligned_and_calloc():
 def test_heap_pattern_milestones():
     s, rows = memory_tsv(heap_log(), ["--milestone", "milestone"])
     eq(s["stages"], 4, "three milestones make four stages")
-    leak = {int(st): (b, c) for sec, st, b, c, _ in rows if sec == "stage_leak"}
+    leak = {int(r[1]): (r[2], r[3]) for r in rows if r[0] == "stage_leak"}
     eq(leak[0], (1000, 1), "stage 0 leak")
     eq(leak[1], (512, 2), "stage 1 leak")
     fb = foreign(rows, "leak")  # pthread_create's own block, made in stage 2
@@ -95,7 +96,7 @@ def test_heap_pattern_milestones():
     eq(leak[3], (168, 7), "stage 3 leak")
     eq(s["leaked_bytes"], 1000 + 512 + 4096 + 96 + 168 + fb, "leaked_bytes")
     s2, rows2 = memory_tsv(heap_log(), ["--milestone", "^mile.*ne$", "--select", "1,3"])
-    eq(sum(b for sec, _, b, _, _ in rows2 if sec == "leak"), 512 + 168, "--select 1,3 leak rows")
+    eq(sum(r[2] for r in rows2 if r[0] == "leak"), 512 + 168, "--select 1,3 leak rows")
     p = run([SFTRACE, "memory", "--milestone", "no_such_function", heap_log()], check_rc=1)
     check("matches no instrumented function" in p.stderr and not p.stdout, p.stderr)
 
@@ -108,19 +109,20 @@ def test_heap_pattern_json_matches_tsv():
         eq(doc["summary"]["stages"], 4 if extra else 1, "stages")
         eq(len(doc["stages"]), doc["summary"]["stages"], "one row per stage")
         for sec in ("stage_leak", "stage_heap"):
-            want = [(int(st), b, c) for se, st, b, c, _ in rows if se == sec]
+            want = [(int(r[1]), r[2], r[3]) for r in rows if r[0] == sec]
             got = [(x["stage"], x["leaked_bytes"], x["leaked_blocks"]) if sec == "stage_leak"
                    else (x["stage"], x["heap_at_end"], x["allocations"]) for x in doc["stages"]]
             eq(got, want, sec)
         for sec, key in (("site", "sites_by_bytes"), ("peak", "peak"), ("leak", "leak"),
                          ("temporary", "temporary")):
-            want = [(b, c, st) for se, _, b, c, st in rows if se == sec]
-            eq([(x["bytes"], x["count"], x["stack"]) for x in doc[key]], want, key)
+            want = [(r[2], r[3], r[4], r[5], r[6] == "1", r[7], r[8]) for r in rows if r[0] == sec]
+            eq([(x["bytes"], x["count"], x["function"], x["location"], x["tail_call"], x["stack"], x["full_stack"])
+                for x in doc[key]], want, key)
         by_count = sorted(doc["sites_by_count"], key=lambda x: -x["count"])
         eq([x["count"] for x in doc["sites_by_count"]], [x["count"] for x in by_count], "sorted by count")
         eq(sorted(map(str, doc["sites_by_count"])), sorted(map(str, doc["sites_by_bytes"])), "same sites")
         check(doc["pid"] > 0 and doc["process"], "pid and process")
-    eq(by_func([("site", "-", x["bytes"], x["count"], x["stack"]) for x in doc["sites_by_bytes"]], "site",
+    eq(by_func([("site", "-", x["bytes"], x["count"], x["function"]) for x in doc["sites_by_bytes"]], "site",
                "setup"), (2000, 11), "setup's sites in the JSON")
     p = run([SFTRACE, "memory", "--format", "json", "--interactive", heap_log()], check_rc=2)
     check("--interactive" in p.stderr and not p.stdout, p.stderr)
@@ -149,10 +151,10 @@ def test_rust_without_code_change():
     s, rows = memory_tsv(log)
     eq(by_func(rows, "leak", "heap_rust::make_box"), (120, 3), "Box::leak x3")
     eq(by_func(rows, "leak", "heap_rust::strings"), (60, 1), "forgotten String")
-    check(all("vec_growth" not in st and "heap_rust::map" not in st for sec, _, _, _, st in rows if sec == "leak"),
+    check(all("vec_growth" not in r[8] and "heap_rust::map" not in r[8] for r in rows if r[0] == "leak"),
           "Vec and HashMap freed")
     check(s["reallocs"] >= 5, f"Vec growth by realloc: {s['reallocs']}")
-    check(any("heap_rust::map" in st for sec, _, _, _, st in rows if sec == "site"), "HashMap allocation site")
+    check(any("heap_rust::map" in r[8] for r in rows if r[0] == "site"), "HashMap allocation site")
 
 
 def test_setup_abi_not_counted_twice():
@@ -168,7 +170,7 @@ def test_setup_abi_not_counted_twice():
     eq(len(re.findall(r"\bFREE\b", dump)), 0, "interposed frees dropped as repeats")
     s, rows = memory_tsv(log)
     eq(s["unmatched_frees"], 0, "unmatched frees")
-    check(all(b != 64 for sec, _, b, _, _ in rows if sec == "leak"), "the 64-byte blocks are freed")
+    check(all(r[2] != 64 for r in rows if r[0] == "leak"), "the 64-byte blocks are freed")
     _, log = record([exe], args=["-q"])
     s, rows = memory_tsv(log)
     eq((s["allocations"], s["frees"], s["leaked_bytes"]), (2, 2, 0), "setup ABI alone")
@@ -196,10 +198,10 @@ def test_leak_flamegraph_and_plot_render():
     d = tmpdir()
     svg, plot, fold = (os.path.join(d, n) for n in ("leak.svg", "heap.svg", "fold.html"))
     run([SFTRACE, "memory", "--milestone", "milestone", "--flamegraph", svg, "--plot", plot, heap_log()])
-    run([SFTRACE, "memory", "--milestone", "milestone", "--plot", fold, "--fold", "--select", "1,2,3", heap_log()])
+    run([SFTRACE, "memory", "--milestone", "milestone", "--plot", fold, "--overlay", "--select", "1,2,3", heap_log()])
     text = open(svg, encoding="utf-8").read()
     s, rows = memory_tsv(heap_log())
-    traced = sum(b for sec, _, b, _, st in rows if sec == "leak" and not st.startswith("[no traced frame]"))
+    traced = sum(r[2] for r in rows if r[0] == "leak" and r[4] != "[no traced frame]")
     check(f"<title>all\n{traced} bytes" in text, "the root box holds the leaked bytes under traced frames")
     check(re.search(r"<title>leaf_leak \[[^]]*\]\n168 bytes", text), "leaf_leak: 168 bytes")
     p = open(plot, encoding="utf-8").read()
@@ -305,3 +307,138 @@ def test_large_live_set_freed_out_of_order():
     eq(by_func(rows, "leak", "churn"), (want, len(range(0, n, 7))), "blocks left live")
     eq(by_func(rows, "peak", "churn"), (sum(i % 97 + 1 for i in range(n)), n), "all live at the peak")
     eq(s["unmatched_frees"], 0, "every free matched")
+
+
+# ---- tail calls, leaf-first rows, folding, --diff (issue 27) ----
+
+_tail_logs = {}
+
+
+def tail_log(args=()):
+    """tests/fixtures/heap_tail.c at -O2: grab, zeroed, chain and aligned tail-call their allocator."""
+    key = tuple(args)
+    if key not in _tail_logs:
+        exe = build_c("heap_tail", ["heap_tail.c"], flags=["-fno-builtin"])
+        _, _tail_logs[key] = record([exe] + list(args), args=["--alloc", "-q"],
+                                    out=os.path.join(tmpdir(), "tail.log"))
+    return _tail_logs[key]
+
+
+def fixture_line(name, text):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return next(i for i, ln in enumerate(f, 1) if text in ln)
+
+
+def test_tail_called_allocators_are_their_callers():
+    exe = build_c("heap_tail", ["heap_tail.c"], flags=["-fno-builtin"])
+    dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
+    for fn, alloc in (("grab", "malloc"), ("zeroed", "calloc"), ("chain", "realloc"), ("aligned", "aligned_alloc")):
+        body = re.search(r"<%s>:\n(.*?)\n\n" % fn, dis, re.S).group(1)
+        check(re.search(r"jmp\s+[0-9a-f]+ <%s@plt>" % alloc, body) and not re.search(r"\bcall\b", body),
+              f"{fn} tail-calls {alloc}:\n{body}")
+    s, rows = memory_tsv(tail_log())
+    src = os.path.join(FIXTURES, "heap_tail.c")
+    at = lambda text: "%s:%d" % (src, fixture_line("heap_tail.c", text))  # noqa: E731
+    site = [(r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows if r[0] == "site"]
+    # tail-called sites are at the function's own line; main's direct malloc at its call
+    eq(site, [(101000, 11, "grab", at("*grab("), "1", "main;grab"),
+              (10000, 4, "chain", at("*chain("), "1", "main;chain"),
+              (500, 1, "main", at("free(malloc(500))"), "0", "main"),
+              (256, 1, "aligned", at("*aligned("), "1", "main;aligned"),
+              (77, 1, "zeroed", at("*zeroed("), "1", "main;zeroed")], "one row per function and line")
+    eq([(r[2], r[3], r[4]) for r in rows if r[0] == "leak"], [(4000, 1, "chain"), (77, 1, "zeroed")],
+       "chain's last realloc (4,000 B) and zeroed's calloc are live at the end")
+    eq((s["allocations"], s["reallocs"], s["bytes_allocated"]), (15, 3, 101000 + 10000 + 500 + 256 + 77), "totals")
+    dump = run([SFTRACE, "dump", tail_log()]).stdout
+    check(re.search(r"MALLOC\s+size=77 align=1 ", dump), "calloc(7, 11) as one 77-byte block")
+    out = run([SFTRACE, "memory", tail_log()]).stdout
+    check("  98.6 KiB       11  grab  heap_tail.c:%d (tail call)  ← main\n" % fixture_line("heap_tail.c", "*grab(")
+          in out, out)
+    p = run([SFTRACE, "memory", "--interactive", "-n", "1", tail_log()], input="show 0\nexit\n")
+    check(re.search(r"^stack: main;grab @ main \[0x[0-9a-f]+\] \(tail call\)$", p.stdout, re.M), p.stdout)
+    # grouped by stack, grab's 11 calls stay apart (one per return address in main), all grab's
+    _, st = memory_tsv(tail_log(), ["--group-by", "stack"])
+    eq(sum(r[3] for r in st if r[0] == "site" and r[4] == "grab"), 11, "by stack: grab's rows")
+    check(len([r for r in st if r[0] == "site"]) > 5, "by stack: more rows than by line")
+    _, fn = memory_tsv(tail_log(), ["--group-by", "function"])
+    eq([(r[2], r[4]) for r in fn if r[0] == "site"], [(101000, "grab"), (10000, "chain"), (500, "main"),
+                                                       (256, "aligned"), (77, "zeroed")], "by function")
+
+
+def test_rows_fit_80_and_100_columns():
+    exe = rust_fixture("heap_rust")
+    _, log = record([exe], args=["--alloc", "-q"], out=os.path.join(tmpdir(), "rust.log"))
+    for width, args in ((100, []), (80, ["--width", "80"]), (40, ["--width", "40"])):
+        out = run([SFTRACE, "memory", "-n", "0"] + args + [log]).stdout  # not a terminal: 100 by default
+        rows = [ln for ln in out.splitlines() if re.match(r"^ +[0-9.]+ [KM]?i?B +\d+  ", ln)]
+        check(rows and all(len(ln) <= width for ln in rows), f"rows fit {width} columns:\n{out}")
+        first = next(ln for ln in out.split("Top allocation sites by bytes:\n")[1].splitlines()[1:])
+        want = {100: "   2.1 KiB        5  heap_rust::map  heap_rust.rs:40  ← heap_rust::main ← …",
+                80: "   2.1 KiB        5  heap_rust::map  heap_rust.rs:40  ← heap_rust::main ← …",
+                40: "   2.1 KiB        5  heap_rust::map  he…"}[width]
+        eq(first, want, f"top row at {width} columns")
+        boxes = next(ln for ln in rows if "make_b" in ln)
+        want = {100: "     120 B        3  heap_rust::make_box  heap_rust.rs:10  ← heap_rust::leak_boxes ← …",
+                80: "     120 B        3  heap_rust::make_box  heap_rust.rs:10  ← heap_rust::leak_bo…",
+                40: "     120 B        3  heap_rust::make_bo…"}[width]
+        eq(boxes, want, f"callers as far as {width} columns allow")
+
+
+def test_rust_top_sites_name_the_crate_not_the_allocator():
+    exe = rust_fixture("heap_rust")
+    _, log = record([exe], args=["--alloc", "-q"], out=os.path.join(tmpdir(), "rust.log"))
+    _, rows = memory_tsv(log)
+    site = [r for r in rows if r[0] == "site"]
+    eq([(r[2], r[3], r[4]) for r in site[:2]], [(2188, 5, "heap_rust::map"), (2016, 6, "heap_rust::vec_growth")],
+       "top sites: the crate's functions (HashMap growth, Vec growth 32..1024 B)")
+    check("finish_grow" in site[1][8] and "__rust_realloc" in site[1][8], "the full stack keeps the plumbing")
+    _, raw = memory_tsv(log, ["--no-fold"])
+    eq([r[4] for r in raw if r[0] == "site"][:2], ["__rustc::__rust_alloc", "__rustc::__rust_realloc"],
+       "--no-fold shows the allocator's frames")
+    _, more = memory_tsv(log, ["--fold", r"heap_rust::map$"])
+    eq([(r[2], r[4]) for r in more if r[0] == "site"][0], (2188, "heap_rust::main"), "--fold adds a pattern")
+    p = run([SFTRACE, "memory", "--fold", "(", log], check_rc=2)
+    check("--fold '('" in p.stderr and not p.stdout, p.stderr)
+
+
+def test_diff_of_two_runs():
+    old, new = tail_log(), tail_log(["more"])
+    out = run([SFTRACE, "memory", "--diff", "--format", "tsv", old, new]).stdout
+    eq(out.splitlines(), ["diff\t4\t26000\t0\t4000\t0\t4\t8\t10000\t36000\tchain\theap_tail.c:%d"
+                          % fixture_line("heap_tail.c", "*chain("),
+                          "diff\t1\t9000\t9000\t0\t0\t11\t12\t101000\t110000\tgrab\theap_tail.c:%d"
+                          % fixture_line("heap_tail.c", "*grab("),
+                          "diff\t-1\t-77\t0\t-77\t-1\t1\t0\t77\t0\tzeroed\theap_tail.c:%d"
+                          % fixture_line("heap_tail.c", "*zeroed(")],
+       "changed sites by largest increase; main and aligned unchanged")
+    doc = json.loads(run([SFTRACE, "memory", "--diff", "--format", "json", old, new]).stdout)
+    eq((doc["old"]["bytes"], doc["new"]["bytes"]), (111833, 111833 + 26000 + 9000 - 77), "totals")
+    eq([(x["function"], x["bytes"]) for x in doc["sites"]], [("chain", 26000), ("grab", 9000), ("zeroed", -77)],
+       "json sites")
+    table = run([SFTRACE, "memory", "--diff", old, new]).stdout
+    check("      +4  +25.4 KiB        0 B   +3.9 KiB  chain  heap_tail.c:" in table, table)
+    p = run([SFTRACE, "memory", "--diff", old], check_rc=2)
+    check("--diff takes two recordings" in p.stderr and not p.stdout, p.stderr)
+
+
+def test_pola_alloc_frame_of_a_tail_call():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_convert import PARQUET_DIR, pola_query
+    out = os.path.join(tmpdir(), "tail.pola")
+    run([SFTRACE, "convert", "--type", "pola", tail_log(), "-o", out])
+    pola_query(out)  # installs the readers if needed (or skips)
+    r = json.loads(run(["node", os.path.join(PARQUET_DIR, "alloc_query.mjs"), out], timeout=300).stdout)
+    # kind-1 rows (allocations) joined to their frame's function: grab's frames, not main's
+    eq(r["byName"].get("grab"), [11, 101000], "grab's allocations in grab's frames")
+    eq(r["byName"].get("zeroed"), [1, 77], "zeroed's calloc in zeroed's frame")
+    eq(r["byName"].get("aligned"), [1, 256], "aligned's aligned_alloc")
+    eq(r["byName"].get("main"), [1, 500], "main keeps only its direct malloc")
+
+
+def test_leak_flamegraph_credits_the_tail_caller():
+    svg = os.path.join(tmpdir(), "tail-leak.svg")
+    run([SFTRACE, "memory", "--flamegraph", svg, tail_log()])
+    text = open(svg, encoding="utf-8").read()
+    check(re.search(r"<title>chain \[[^]]*\]\n4000 bytes", text), "chain's leaked realloc under chain")
+    check(re.search(r"<title>zeroed \[[^]]*\]\n77 bytes", text), "zeroed's leaked calloc under zeroed")
+    check(re.search(r"<title>main \[[^]]*\]\n4077 bytes", text), "main holds both through its children")

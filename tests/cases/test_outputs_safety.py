@@ -210,11 +210,11 @@ def test_memory_escapes_text_from_the_log():
     p = run([SFTRACE, "memory", "--format", "tsv", log])
     no_raw_controls(p, "memory tsv")
     leaks = [ln.split("\t") for ln in p.stdout.splitlines() if ln.startswith("leak\t")]
-    eq([r[2:4] for r in leaks if r[4].startswith(f"worker;{esc(FUNC)} @ {esc(FUNC)} [0x")], [["24", "1"]],
+    eq([r[2:4] for r in leaks if r[4] == esc(FUNC) and r[7] == f"worker;{esc(FUNC)}"], [["24", "1"]],
        f"the fixture's leak:\n{p.stdout}")
     p = run([SFTRACE, "memory", log])
     no_raw_controls(p, "memory")
-    check(f"  worker;{esc(FUNC)} @ {esc(FUNC)} [0x" in p.stdout, p.stdout)
+    check(f"  {esc(FUNC)}  esc_names.c:" in p.stdout and f"  ← worker" in p.stdout, p.stdout)
 
 
 def test_filter_listing_and_messages_escape():

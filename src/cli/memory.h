@@ -1,0 +1,34 @@
+/* What `sftrace memory`'s files share: its options (cmd_memory.c parses
+ * them) and the --diff entry point (memory_diff.c). */
+#ifndef SFTRACE_CLI_MEMORY_H
+#define SFTRACE_CLI_MEMORY_H
+
+#include <stddef.h>
+
+#include "cli/input_opts.h"
+#include "cli/memory_sites.h"
+
+enum { FMT_TABLE, FMT_TSV, FMT_JSON };
+
+struct mem_opts {
+	const char *milestone;
+	const char *flamegraph;
+	const char *plot;
+	int overlay;            /* --overlay: plot each stage from its own start */
+	const char *select;     /* comma-separated stage numbers */
+	int format;             /* FMT_* */
+	int interactive;
+	long top;
+	int group;              /* MS_BY_* */
+	int no_fold;
+	const char *folds[32];  /* --fold REGEX */
+	size_t nfolds;
+	long width;             /* table rows: columns */
+	int full_names;         /* tables: full names (--names full) */
+	int diff;
+};
+
+/* `memory --diff OLD NEW`: argv[first] and argv[first + 1]. The exit status. */
+int memory_diff(struct input_opts *io, const struct mem_opts *o, struct ms_fold *fold, char **argv, int first);
+
+#endif

@@ -1,0 +1,227 @@
+/* Sites read leaf first and merged (memory_sites.h). */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <inttypes.h>
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/memory_sites.h"
+#include "lib/util.h"
+
+struct ms_fold {
+	pcre2_code *re;
+	pcre2_match_data *md;
+	/* per function id of the process last asked about: 0 unknown, 1 kept, 2 folded */
+	const struct trace_proc *proc;
+	uint8_t *memo;
+	size_t nmemo;
+};
+
+struct ms_fold *ms_fold_new(int no_default, const char *const *extra, size_t nextra)
+{
+	size_t len = no_default ? 1 : sizeof(MEMORY_FOLD_DEFAULT);
+	for (size_t i = 0; i < nextra; i++) {
+		int ec;
+		PCRE2_SIZE eo;
+		pcre2_code *one = pcre2_compile((PCRE2_SPTR)extra[i], PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+		if (!one) {
+			PCRE2_UCHAR msg[256];
+			pcre2_get_error_message(ec, msg, sizeof(msg));
+			sf_error("--fold '%s': %s at offset %zu", extra[i], (const char *)msg, (size_t)eo);
+			return NULL;
+		}
+		pcre2_code_free(one);
+		len += strlen(extra[i]) + 8;
+	}
+	if (no_default && !nextra)
+		return NULL;
+	/* one alternation: (?:default)|(?:extra1)|... */
+	char *pat = xmalloc(len + 8), *q = pat;
+	*q = 0;
+	if (!no_default)
+		q += sprintf(q, "(?:%s)", MEMORY_FOLD_DEFAULT);
+	for (size_t i = 0; i < nextra; i++)
+		q += sprintf(q, "%s(?:%s)", q == pat ? "" : "|", extra[i]);
+	int ec;
+	PCRE2_SIZE eo;
+	struct ms_fold *f = xcalloc(1, sizeof(*f));
+	f->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+	free(pat);
+	if (!f->re) { /* each part compiled alone: only a pattern that breaks the alternation gets here */
+		sf_error("--fold: the patterns do not combine into one (PCRE2 error %d at offset %zu)", ec, (size_t)eo);
+		free(f);
+		return NULL;
+	}
+	f->md = pcre2_match_data_create_from_pattern(f->re, NULL);
+	return f;
+}
+
+void ms_fold_free(struct ms_fold *f)
+{
+	if (!f)
+		return;
+	pcre2_match_data_free(f->md);
+	pcre2_code_free(f->re);
+	free(f->memo);
+	free(f);
+}
+
+static int fold_name(struct ms_fold *f, const char *name)
+{
+	return pcre2_match(f->re, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, f->md, NULL) >= 0;
+}
+
+static int fold_func(struct ms_fold *f, const struct trace_proc *p, uint32_t id)
+{
+	if (!f)
+		return 0;
+	if (f->proc != p) {
+		f->proc = p;
+		if (f->memo)
+			memset(f->memo, 0, f->nmemo);
+	}
+	if (id >= f->nmemo) {
+		size_t n = (size_t)id * 2 + 64;
+		f->memo = xrealloc(f->memo, n);
+		memset(f->memo + f->nmemo, 0, n - f->nmemo);
+		f->nmemo = n;
+	}
+	if (!f->memo[id])
+		f->memo[id] = fold_name(f, trace_symbol(p, id)->name) ? 2 : 1;
+	return f->memo[id] == 2;
+}
+
+/* A row per site, with the keys it merges by. */
+struct keyed {
+	struct ms_row row;
+	uint32_t site;
+};
+
+static int group_mode;
+
+static int cmp_file(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a ? 1 : b ? -1 : 0;
+	return a == b ? 0 : strcmp(a, b);
+}
+
+static int cmp_keyed(const void *pa, const void *pb)
+{
+	const struct keyed *a = pa, *b = pb;
+	if (group_mode == MS_BY_STACK)
+		return a->site < b->site ? -1 : a->site > b->site;
+	if (a->row.func != b->row.func)
+		return a->row.func < b->row.func ? -1 : 1;
+	int c;
+	if (group_mode == MS_BY_LINE) {
+		if (a->row.tail != b->row.tail)
+			return a->row.tail - b->row.tail;
+		if ((c = cmp_file(a->row.file, b->row.file)))
+			return c;
+		if (a->row.line != b->row.line)
+			return a->row.line < b->row.line ? -1 : 1;
+	}
+	/* without a traced frame (or a line), the call site's address tells rows apart */
+	if ((a->row.func == UINT32_MAX || (group_mode == MS_BY_LINE && !a->row.file)) && a->row.addr != b->row.addr)
+		return a->row.addr < b->row.addr ? -1 : 1;
+	return 0;
+}
+
+static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
+{
+	const struct trace_proc *p = r->proc;
+	uint32_t leaf = s->node;
+	while (leaf != CP_ROOT && fold_func(fold, p, heap_node_func(r, leaf)))
+		leaf = heap_node_parent(r, leaf);
+	if (leaf == CP_ROOT) /* nothing but plumbing: show it rather than nothing */
+		leaf = s->node;
+	uint64_t vaddr;
+	const struct sym_info *in = s->addr ? ls_lookup_addr(p->syms, s->addr, &vaddr) : NULL;
+	int plumbing = leaf != s->node || (fold && in && fold_name(fold, in->name));
+	*row = (struct ms_row){
+		.func = leaf == CP_ROOT ? UINT32_MAX : heap_node_func(r, leaf), .addr = s->addr, .node = s->node,
+		.leaf_node = leaf, .tail = s->tail && leaf == s->node, .allocs = s->allocs, .bytes = s->bytes,
+		.temporaries = s->temporaries, .peak_bytes = s->peak_bytes, .peak_blocks = s->peak_blocks,
+		.leak_bytes = s->leak_bytes, .leak_blocks = s->leak_blocks, .top_bytes = s->bytes,
+	};
+	if (leaf != CP_ROOT && (s->tail || plumbing)) {
+		const struct sym_info *si = trace_symbol(p, row->func);
+		row->file = si->file;
+		row->line = si->line;
+	} else if (!ls_site_line(p->syms, s->addr, &row->file, &row->line)) {
+		row->file = NULL;
+	}
+}
+
+static void merge(struct ms_row *into, const struct ms_row *x)
+{
+	into->allocs += x->allocs;
+	into->bytes += x->bytes;
+	into->temporaries += x->temporaries;
+	into->peak_bytes += x->peak_bytes;
+	into->peak_blocks += x->peak_blocks;
+	into->leak_bytes += x->leak_bytes;
+	into->leak_blocks += x->leak_blocks;
+	if (x->top_bytes > into->top_bytes) {
+		into->top_bytes = x->top_bytes;
+		into->node = x->node;
+		into->leaf_node = x->leaf_node;
+		into->addr = x->addr;
+		if (group_mode == MS_BY_FUNCTION) { /* the location of the largest site */
+			into->file = x->file;
+			into->line = x->line;
+			into->tail = x->tail;
+		}
+	}
+}
+
+void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t)
+{
+	struct keyed *k = xmalloc((r->nsites + 1) * sizeof(*k));
+	for (size_t i = 0; i < r->nsites; i++) {
+		site_row(r, fold, &r->sites[i], &k[i].row);
+		k[i].site = (uint32_t)i;
+	}
+	group_mode = group;
+	qsort(k, r->nsites, sizeof(*k), cmp_keyed);
+	t->rows = xmalloc((r->nsites + 1) * sizeof(*t->rows));
+	t->n = 0;
+	for (size_t i = 0; i < r->nsites; i++) {
+		if (t->n && !cmp_keyed(&k[i - 1], &k[i]))
+			merge(&t->rows[t->n - 1], &k[i].row);
+		else
+			t->rows[t->n++] = k[i].row;
+	}
+	free(k);
+}
+
+void ms_table_free(struct ms_table *t)
+{
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}
+
+void ms_location(const struct heap_result *r, const struct ms_row *row, int basename, char *buf, size_t cap)
+{
+	uint64_t vaddr;
+	const struct sym_info *in;
+	if (row->file) {
+		const char *f = row->file, *slash = strrchr(f, '/');
+		snprintf(buf, cap, "%s:%" PRIu32, basename && slash ? slash + 1 : f, row->line);
+	} else if (row->addr && (in = ls_lookup_addr(r->proc->syms, row->addr, &vaddr))) {
+		snprintf(buf, cap, "in %s", in->name);
+	} else if (row->addr) {
+		snprintf(buf, cap, "0x%" PRIx64, row->addr);
+	} else {
+		buf[0] = 0;
+	}
+}
+
+const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full)
+{
+	if (row->func == UINT32_MAX)
+		return "[no traced frame]";
+	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
+}

@@ -1,0 +1,78 @@
+/* The rows of `sftrace memory`'s tables and of `memory --diff`: the heap
+ * replay's sites (heap.h: a traced stack and a call-site address) read
+ * leaf first and merged.
+ *
+ * Each site gets its allocating function: the innermost traced frame of
+ * its stack once the allocator's own plumbing is folded away (frames whose
+ * full name matches the fold list, MEMORY_FOLD_DEFAULT plus --fold, are
+ * skipped going up the stack), and its location:
+ *   - a site reached by a tail call (heap_site.tail), or whose call site
+ *     lies in folded plumbing (Rust's `__rust_alloc` called from
+ *     `finish_grow`): the allocating function's own file:line (its
+ *     definition), since the call inside it left no address;
+ *   - else the call site's file:line from DWARF (addr2line of the
+ *     allocator's return address);
+ *   - else the function holding the call site, or its address.
+ * Rows then merge by function, by function and location (the default), or
+ * not at all (by stack: one row per site). A merged row shows the stack of
+ * its largest site (by bytes).
+ */
+#ifndef SFTRACE_CLI_MEMORY_SITES_H
+#define SFTRACE_CLI_MEMORY_SITES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/heap.h"
+
+/* The allocator's plumbing folded by default (PCRE2, on demangled full
+ * names): Rust's alloc:: crate (RawVec growth, Vec and String internals),
+ * __rust_alloc and friends (also as __rustc::__rust_alloc), __rdl_/__rg_
+ * shims, std::alloc:: and core::alloc::, hashbrown's table growth; C++'s
+ * operator new/new[] and std::allocator machinery. The man page and
+ * README list the same. */
+#define MEMORY_FOLD_DEFAULT                                                                            \
+	"^<?alloc::|^(__rustc::)?__rust_(alloc|alloc_zeroed|realloc|dealloc)$|^(__rustc::)?__r[dg]l_|"   \
+	"^<?(std|core)::alloc::|^<?hashbrown::raw::|^operator new|^std::allocator|"                       \
+	"^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits"
+
+enum { MS_BY_FUNCTION, MS_BY_LINE, MS_BY_STACK };
+
+struct ms_row {
+	uint32_t func;        /* the allocating function's id; UINT32_MAX: no traced frame */
+	const char *file;     /* location: file (as DWARF names it) and line, or NULL */
+	uint32_t line;
+	uint64_t addr;        /* a site address (the largest site's) */
+	uint32_t node;        /* the largest site's stack (heap_result.tree) */
+	uint32_t leaf_node;   /* its allocating frame's node (node, or above folded frames) */
+	int tail;             /* reached by a tail call */
+	uint64_t allocs, bytes, temporaries;
+	uint64_t peak_bytes, peak_blocks, leak_bytes, leak_blocks;
+	uint64_t top_bytes;   /* the largest site's bytes (which stack is shown) */
+};
+
+struct ms_table {
+	struct ms_row *rows;
+	size_t n;
+};
+
+struct ms_fold;
+
+/* The fold list: the default (unless no_default) plus the user's patterns.
+ * NULL after printing which pattern does not compile. */
+struct ms_fold *ms_fold_new(int no_default, const char *const *extra, size_t nextra);
+void ms_fold_free(struct ms_fold *f);
+
+/* The rows of r grouped by `group` (MS_BY_*); fold may be NULL (fold
+ * nothing). Rows in no particular order. */
+void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t);
+void ms_table_free(struct ms_table *t);
+
+/* "heap.c:14" (the file's basename), "in malloc_wrapper", "0x7f12..." (a
+ * site in an object without symbols), or "" for no site. */
+void ms_location(const struct heap_result *r, const struct ms_row *row, int basename, char *buf, size_t cap);
+
+/* The allocating function's name (short or full), or "[no traced frame]". */
+const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full);
+
+#endif

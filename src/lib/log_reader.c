@@ -240,6 +240,13 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		in->trim_max_depth = h.reserved[SF_HDR_TRIM_MAX_DEPTH] > UINT32_MAX ? UINT32_MAX
 					: (uint32_t)h.reserved[SF_HDR_TRIM_MAX_DEPTH];
 		in->trimmed_records = h.reserved[SF_HDR_TRIMMED];
+		if (h.ring_bytes) {
+			in->snap_time = h.reserved[SF_HDR_SNAP_TIME];
+			in->snap_tid = (uint32_t)h.reserved[SF_HDR_SNAP_THREAD];
+			in->snap_func = (uint32_t)h.reserved[SF_HDR_SNAP_FUNC];
+			in->snap_slow_ns = h.reserved[SF_HDR_SNAP_SLOW_NS];
+			in->snap_missed = h.reserved[SF_HDR_SNAP_MISSED];
+		}
 	}
 	parse_cmdline(log, &h);
 	if (h.header_size != SF_HEADER_SIZE)

@@ -202,10 +202,12 @@ static int copy_rings(int fd, uint32_t e, uint64_t t)
 	return 0;
 }
 
-static void write_snapshot(uint32_t e)
+/* Writes the snapshot of freeze e under path's temporary name tmp; 0 when
+ * it is there, complete (renamed into place after the freeze closes). */
+static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 {
 	if (!sf_log_header())
-		return; /* no event recorded yet: nothing to copy */
+		return -1; /* no event recorded yet: nothing to copy */
 	/* A fresh calibration pair: a ring hands nothing off, so the header's
 	 * last pair may be old, and the reader's fit of the snapshot would
 	 * stretch a short span over the whole window (a 30 ms call read as 29). */
@@ -213,10 +215,9 @@ static void write_snapshot(uint32_t e)
 	uint64_t size = 0;
 	void *m = sf_log_map_readonly(&size);
 	if (!m)
-		return;
-	char path[4200], tmp[4300];
+		return -1;
 	uint32_t n = ++written;
-	sf_log_snapshot_path(path, sizeof(path), n);
+	sf_log_snapshot_path(path, cap, n);
 	size_t len = strlen(path);
 	memcpy(tmp, path, len);
 	memcpy(tmp + len, ".tmp", 5);
@@ -224,7 +225,7 @@ static void write_snapshot(uint32_t e)
 	if (fd < 0) {
 		sf_rt_message("cannot write snapshot ", tmp, strerror(errno));
 		munmap(m, size);
-		return;
+		return -1;
 	}
 	static struct sf_header copy; /* the writer thread's only */
 	memcpy(&copy, m, sizeof(copy));
@@ -241,10 +242,12 @@ static void write_snapshot(uint32_t e)
 	int err = errno;
 	munmap(m, size);
 	close(fd);
-	if (!ok || rename(tmp, path) < 0) {
-		sf_rt_message("cannot write snapshot ", path, strerror(ok ? errno : err));
+	if (!ok) {
+		sf_rt_message("cannot write snapshot ", path, strerror(err));
 		unlink(tmp);
+		return -1;
 	}
+	return 0;
 }
 
 /* Whether a snapshot was asked for and not written yet (exit waits). */
@@ -263,9 +266,16 @@ void sf_snapshot_service(void)
 		uint32_t e = __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE);
 		if (!e)
 			break;
-		write_snapshot(e);
+		static char path[4200], tmp[4300]; /* the writer thread's only */
+		int ok = write_snapshot(e, path, sizeof(path), tmp) == 0;
 		sf_rings_thaw(e);
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+		/* Once the file is there the freeze is closed: whoever waits for
+		 * it (sftrace snapshot) may ask for the next one. */
+		if (ok && rename(tmp, path) < 0) {
+			sf_rt_message("cannot write snapshot ", path, strerror(errno));
+			unlink(tmp);
+		}
 		uint32_t one = 1;
 		if (__atomic_compare_exchange_n(&signal_waiting, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			sf_snapshot_request(SF_SNAP_SIGNAL);

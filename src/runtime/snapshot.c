@@ -111,19 +111,23 @@ static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_
 	freeze.tid = sf_self.tid ? sf_self.tid : sf_gettid();
 	uint32_t e = __atomic_add_fetch(&sf_freeze_last, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&sf_freeze_open, e, __ATOMIC_RELEASE);
-	sf_writer_kick();
 	return 1;
 }
 
 void sf_snapshot_request(uint32_t reason)
 {
-	freeze_open(reason, 0, sf_now_raw(), 0);
+	if (freeze_open(reason, 0, sf_now_raw(), 0))
+		sf_writer_kick();
 }
 
+/* The writer is woken once this thread's ring is frozen: it copies the
+ * frozen set rather than race the thread for the live one. */
 void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns)
 {
-	if (freeze_open(reason, func_id, time, slow_ns))
+	if (freeze_open(reason, func_id, time, slow_ns)) {
 		sf_buffer_freeze_self();
+		sf_writer_kick();
+	}
 }
 
 static int write_all(int fd, const void *p, size_t n)

@@ -165,7 +165,8 @@ def test_ring_snapshot_on_signal():
     snap = the_snapshot(d)
     check(re.fullmatch(r"sf\.snap\.\d+\.1\.log", os.path.basename(snap)), snap)
     eq(n_events(snap), ring_window(400003, 4), "events in the snapshot")
-    check(f"sftrace: snapshot {snap}\n" in p.stderr, f"record lists it: {p.stderr}")
+    check(re.search(rf"sftrace: snapshot {re.escape(snap)} \(on the ring signal, thread \d+, [\d.]+ s into the run\)\n",
+                    p.stderr), f"record lists it: {p.stderr}")
     eq(n_events(log), ring_window(400020, 4), "events in the log at exit")
     info = run([SFTRACE, "dump", snap]).stdout
     check("snapshot 1, taken on the ring signal while the process ran" in info, info)
@@ -553,3 +554,28 @@ def test_snapshots_of_hot_threads_are_whole():
             check(n or i >= 100, f"{s}: no complete fK call")
             total += n
     check(total >= 100 * 2, f"complete calls checked: {total}")
+
+
+def test_reader_keeps_a_ring_threads_newest_contiguous_run():
+    """Batches of a ring thread that are not contiguous with its newest
+    (an earlier lap, kept by a freeze when the process died) are left out
+    and said so, never stitched to the newer ones. Here the second oldest
+    of the 4 slots is made free: the oldest is then a lap apart."""
+    import struct
+    d, p, log = ring_run(["loop", "100000"])
+    data = bytearray(open(log, "rb").read())
+    slots = []
+    for off in range(4096, len(data) - 80, 4096):
+        magic, typ = struct.unpack_from("<IH", data, off)
+        serial, _, seq = struct.unpack_from("<QII", data, off + 16)
+        if magic == 0x4B434653 and typ == 4 and serial:
+            slots.append((seq, off))
+    eq(len(slots), 4, f"slots {slots}")
+    slots.sort()
+    struct.pack_into("<Q", data, slots[1][1] + 16, 0)
+    cut = os.path.join(d, "cut.log")
+    open(cut, "wb").write(bytes(data))
+    r = run([SFTRACE, "dump", cut])
+    eq(n_events(cut), BATCH + (31814 - 3 * BATCH), "the two newest batches")
+    said = r.stdout + r.stderr
+    check("thread 1: 1 batch of an earlier lap of the ring left out (not contiguous with its newest)" in said, said)

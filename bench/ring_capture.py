@@ -68,8 +68,10 @@ def stalls(log, t_exit):
     evs = [line.split() for line in out.partition("\nevents:\n")[2].splitlines()]
     evs = [(int(e[0]), int(e[1]), e[3]) for e in evs if len(e) == 4 and e[2] in ("ENTRY", "EXIT", "TAIL")]
     main = [e for e in evs if e[1] == pid]
-    i = next((k for k, e in enumerate(main) if e[2] == "slow" and e[0] == t_exit), None)
+    # slow's exit: its last event (the log's own time fit, not the snapshot's)
+    i = max((k for k, e in enumerate(main) if e[2] == "slow"), default=None)
     main_gap = (main[i + 1][0] - main[i][0]) / 1e3 if i is not None and i + 1 < len(main) else float("nan")
+    t_exit = main[i][0] if i is not None else t_exit
     other = [e[0] for e in evs if e[1] != pid and t_exit - 1000 <= e[0] <= t_exit + 10_000_000]
     other_gap = max((b - a for a, b in zip(other, other[1:])), default=float("nan")) / 1e3
     return main_gap, other_gap

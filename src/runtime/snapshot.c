@@ -38,7 +38,7 @@ uint32_t sf_freeze_last SF_HIDDEN; /* the last epoch opened */
 
 static uint32_t busy;           /* a freeze is open or being closed: requests are missed */
 static uint32_t opened;         /* freezes opened so far (--max-snapshots) */
-static uint32_t signal_waiting; /* a ring signal came while busy: served next */
+static uint32_t signal_waiting; /* a ring signal came while busy (the tid that took it): served next */
 static uint32_t missed;         /* requests not taken because a freeze was open */
 static uint32_t written;        /* writer thread: snapshots written, their numbers */
 static uint32_t writing;        /* the writer thread is in sf_snapshot_service */
@@ -85,7 +85,7 @@ void sf_snapshot_init(void)
 
 /* Opens a freeze at `time`; 0 if one is open already (the request is
  * counted), or --max-snapshots were taken. Async-signal-safe. */
-static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns)
+static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns, uint32_t tid)
 {
 	if (!sf_writer_active())
 		return 0; /* a forked child has no writer thread (writer.c) */
@@ -94,7 +94,7 @@ static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_
 	uint32_t idle = 0;
 	if (!__atomic_compare_exchange_n(&busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 		if (reason == SF_SNAP_SIGNAL) {
-			__atomic_store_n(&signal_waiting, 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&signal_waiting, tid, __ATOMIC_RELEASE);
 		} else {
 			__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
 			struct sf_header *h = sf_log_header();
@@ -108,15 +108,21 @@ static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_
 	freeze.slow_ns = slow_ns;
 	freeze.reason = reason;
 	freeze.func_id = func_id;
-	freeze.tid = sf_self.tid ? sf_self.tid : sf_gettid();
+	freeze.tid = tid;
 	uint32_t e = __atomic_add_fetch(&sf_freeze_last, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&sf_freeze_open, e, __ATOMIC_RELEASE);
 	return 1;
 }
 
+/* The calling thread's tid (async-signal-safe). */
+static uint32_t self_tid(void)
+{
+	return sf_self.tid ? sf_self.tid : sf_gettid();
+}
+
 void sf_snapshot_request(uint32_t reason)
 {
-	if (freeze_open(reason, 0, sf_now_raw(), 0))
+	if (freeze_open(reason, 0, sf_now_raw(), 0, self_tid()))
 		sf_writer_kick();
 }
 
@@ -124,7 +130,7 @@ void sf_snapshot_request(uint32_t reason)
  * frozen set rather than race the thread for the live one. */
 void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns)
 {
-	if (freeze_open(reason, func_id, time, slow_ns)) {
+	if (freeze_open(reason, func_id, time, slow_ns, self_tid())) {
 		sf_buffer_freeze_self();
 		sf_writer_kick();
 	}
@@ -280,9 +286,9 @@ void sf_snapshot_service(void)
 			sf_rt_message("cannot write snapshot ", path, strerror(errno));
 			unlink(tmp);
 		}
-		uint32_t one = 1;
-		if (__atomic_compare_exchange_n(&signal_waiting, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			sf_snapshot_request(SF_SNAP_SIGNAL);
+		uint32_t tid = __atomic_exchange_n(&signal_waiting, 0, __ATOMIC_ACQ_REL);
+		if (tid)
+			freeze_open(SF_SNAP_SIGNAL, 0, sf_now_raw(), 0, tid);
 	}
 	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
 }

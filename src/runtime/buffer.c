@@ -357,6 +357,11 @@ static void ring_start(struct sf_thread *t)
 	r->live[0] = t->slot;
 	r->nfrozen = 0;
 	r->frozen_kept = 0;
+	/* With triggers, the slot a first freeze goes on in, taken now: the
+	 * trigger's thread then does no file work at the trigger (without
+	 * one, or when none could be had, it takes one then). */
+	if (!r->reserve && __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+		r->reserve = sf_log_slot_get();
 	/* A freeze open now began before this thread's first event: nothing
 	 * of it belongs there (an empty frozen set for it). */
 	uint32_t last = __atomic_load_n(&sf_freeze_last, __ATOMIC_ACQUIRE);
@@ -407,14 +412,19 @@ static int ring_freeze(struct sf_thread *t)
 	uint32_t seen = __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
 	if (!e || seen == e)
 		return 0;
-	struct sf_slot *first = r->nfrozen ? NULL : sf_log_slot_get();
-	if (!r->nfrozen && !first)
-		return 0;
+	struct sf_slot *first = NULL;
+	if (!r->nfrozen) {
+		first = r->reserve ? r->reserve : sf_log_slot_get();
+		if (!first)
+			return 0;
+	}
 	if (!__atomic_compare_exchange_n(&r->epoch, &seen, e, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		if (first)
+		if (first && first != r->reserve)
 			sf_log_slot_put(first);
 		return 0;
 	}
+	if (first == r->reserve)
+		r->reserve = NULL;
 	ring_write_begin(r);
 	struct sf_slot **in = r->frozen;
 	uint32_t nin = r->nfrozen;
@@ -536,6 +546,9 @@ static void ring_release(struct sf_thread *t)
 		ring_put_set(r->live, r->n, r->cur, 0);
 		ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
 		r->nfrozen = 0;
+		if (r->reserve)
+			sf_log_slot_put(r->reserve);
+		r->reserve = NULL;
 		__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
 		ring_write_end(r);
 		r->next_free = free_rings;
@@ -643,6 +656,9 @@ void sf_rings_thaw(uint32_t e)
 		ring_put_set(r->live, r->n, r->cur, 0);
 		ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
 		r->nfrozen = 0;
+		if (r->reserve)
+			sf_log_slot_put(r->reserve);
+		r->reserve = NULL;
 		__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
 		ring_write_end(r);
 		r->next_free = free_rings;

@@ -100,6 +100,7 @@ struct sf_ring {
 	uint64_t serial;     /* its thread's */
 	struct sf_ring *next_all;  /* every ring record */
 	struct sf_ring *next_free; /* exited threads' records, for new threads */
+	struct sf_slot *reserve;   /* the first freeze's fresh slot, taken at start (no file work then) */
 	struct sf_slot **live, **frozen; /* the two halves of store[], swapped at a freeze */
 	struct sf_slot *store[];         /* 2 * cap */
 };

@@ -99,6 +99,9 @@ def main():
             p = subprocess.run([SFTRACE, "record", "-q", "--ring", a.ring, "--trigger", "^slow$>10ms", "-o",
                                 os.path.join(d, "sf.log"), "--", exe, "20", a.after], capture_output=True, text=True)
             st = program_stats(p.stdout)
+            if len(st) != 4 or len(base) != 4:
+                print(f"| {r} | failed: exit {p.returncode}: {p.stderr.strip()[-300:]} {p.stdout.strip()[-200:]} |")
+                continue
             snaps = [f for f in os.listdir(d) if ".snap." in f]
             if len(snaps) != 1:
                 print(f"| {r} | snapshots: {snaps} |")

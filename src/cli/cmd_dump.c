@@ -160,7 +160,28 @@ static void out_arg(struct out *o, const char *a)
 	out_str(o, "'");
 }
 
-static void print_header(struct out *o, const struct lr_log *log)
+/* Which trigger a snapshot was frozen for, when and on which thread (the
+ * rest of its "snapshot N" line). */
+static void print_freeze(struct out *o, const struct lr_log *log, struct log_symbols *ls)
+{
+	const struct lr_info *in = lr_info(log);
+	if (!in->snap_time) { /* written before snapshots said so */
+		out_str(o, "\n");
+		return;
+	}
+	double at = (double)lr_time_ns(log, in->snap_time) / 1e9;
+	const char *fn = in->snap_func ? ls_lookup(ls, in->snap_func)->name : NULL;
+	if (in->snapshot_reason == SF_SNAP_SLOW && fn)
+		out_fmt(o, ": %s lasted %.3f ms, until %.6f s on thread %u", sf_esc(fn), (double)in->snap_slow_ns / 1e6, at,
+			in->snap_tid);
+	else if (in->snapshot_reason == SF_SNAP_ENTRY && fn)
+		out_fmt(o, ": %s entered at %.6f s on thread %u", sf_esc(fn), at, in->snap_tid);
+	else
+		out_fmt(o, ": at %.6f s, taken by thread %u", at, in->snap_tid);
+	out_str(o, "; every thread's window ends there\n");
+}
+
+static void print_header(struct out *o, const struct lr_log *log, struct log_symbols *ls)
 {
 	const struct lr_info *in = lr_info(log);
 	out_fmt(o, "log: %s (%" PRIu64 " bytes)\n", sf_esc(in->path), in->file_size);
@@ -201,9 +222,14 @@ static void print_header(struct out *o, const struct lr_log *log)
 		static const char *const why[] = {"", "on the ring signal", "on a trigger's entry", "on a slow trigger call"};
 		out_fmt(o, "ring: %" PRIu64 " bytes per thread; %" PRIu64 " frame%s began before the window\n",
 			in->ring_bytes, in->before_window, in->before_window == 1 ? "" : "s");
-		if (in->snapshot)
-			out_fmt(o, "snapshot %u, taken %s while the process ran\n", in->snapshot,
+		if (in->snapshot) {
+			out_fmt(o, "snapshot %u, taken %s while the process ran", in->snapshot,
 				in->snapshot_reason < 4 ? why[in->snapshot_reason] : "for an unknown reason");
+			print_freeze(o, log, ls);
+		}
+		if (in->snap_missed)
+			out_fmt(o, "snapshot requests not taken: %" PRIu64 " (they came while a snapshot was being written)\n",
+				in->snap_missed);
 	}
 	if (in->trim_min_ns || in->trim_max_depth)
 		out_fmt(o, "trimming: min duration %" PRIu64 " ns, max depth %u (0: off); %" PRIu64
@@ -498,7 +524,7 @@ static int dump(struct dump_opts *opt)
 
 	struct out o = {.cap = 1 << 20, .f = stdout};
 	o.buf = xmalloc(o.cap);
-	print_header(&o, log);
+	print_header(&o, log, ls);
 	print_objects(&o, log, io->trace.no_symbols ? NULL : ls);
 	print_threads(&o, log);
 	out_str(&o, "\nevents:\n");

@@ -419,6 +419,9 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 			lr_info(log)->last_errno ? strerror((int)lr_info(log)->last_errno) : "-");
 	if (s.lost)
 		fprintf(stderr, ", %llu lost", (unsigned long long)s.lost);
+	if (lr_info(log)->snap_missed)
+		fprintf(stderr, ", %llu snapshot request%s not taken (a snapshot was being written)",
+			(unsigned long long)lr_info(log)->snap_missed, lr_info(log)->snap_missed == 1 ? "" : "s");
 	if (lr_info(log)->trimmed_records)
 		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",
 			(unsigned long long)lr_info(log)->trimmed_records);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/input_opts.h"
+#include "format/sflog.h"
 #include "format/ring_signal.h"
 #include "format/run_budget.h"
 #include "format/sf_env.h"
@@ -172,9 +173,10 @@ static int has_sleds(const char *path)
 }
 
 /* Appends the functions of obj that regex selects (as sftrace filter -r
- * selects them) to the trigger file; *funcs += their number. -1 after a
- * message. */
-static int resolve_in(const char *spec, const char *obj, const char *regex, uint64_t dur, FILE *out, size_t *funcs)
+ * selects them) to the trigger file; *funcs += their number. no_objs: obj
+ * is the executable and no --trigger-object was given. -1 after a message. */
+static int resolve_in(const char *spec, const char *obj, const char *regex, uint64_t dur, int no_objs, FILE *out,
+		      size_t *funcs)
 {
 	struct nm_patterns inc = {0};
 	nm_add(&inc, regex, "-r");
@@ -182,7 +184,12 @@ static int resolve_in(const char *spec, const char *obj, const char *regex, uint
 	struct sel_object o = {0};
 	int rc = 0;
 	if (nm_compile(&inc) < 0 || sel_load(&o, obj) < 0 || sel_select(&o, &q) < 0) {
-		sf_error("--trigger '%s': cannot read the functions of %s", spec, obj);
+		/* node and an addon: the executable has no sleds, the function is
+		 * in an object the program dlopens. */
+		sf_error("--trigger '%s': cannot read the functions of %s%s", spec, obj,
+			 no_objs ? " (if the function is in a library or module the program loads, name that file "
+				   "with --trigger-object FILE)"
+				 : "");
 		rc = -1;
 	} else {
 		fprintf(out, "object %s %s\n", o.build_id, o.path);
@@ -227,9 +234,9 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 		size_t funcs = 0;
 		/* node: the sleds are in the addon, not in the executable */
 		if (!nobjs || has_sleds(exe) != 0)
-			rc = resolve_in(specs[i], exe, regex, dur, out, &funcs);
+			rc = resolve_in(specs[i], exe, regex, dur, !nobjs, out, &funcs);
 		for (size_t k = 0; k < nobjs && !rc; k++)
-			rc = resolve_in(specs[i], objs[k], regex, dur, out, &funcs);
+			rc = resolve_in(specs[i], objs[k], regex, dur, 0, out, &funcs);
 		if (!rc && !funcs) {
 			if (nobjs)
 				sf_error("--trigger '%s': no instrumented function of %s or of the %zu --trigger-object "
@@ -262,6 +269,31 @@ static int cmp_name(const void *a, const void *b)
 	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* " (on ..., thread N, S s into the run)" from a snapshot's header: what
+ * it was frozen for; "" for one written before snapshots said so. */
+static void snapshot_why(const char *path, char *out, size_t cap)
+{
+	struct sf_header h;
+	out[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, &h, sizeof(h));
+	close(fd);
+	if (n != (ssize_t)sizeof(h) || h.magic != SF_MAGIC || !h.reserved[SF_HDR_SNAP_TIME])
+		return;
+	static const char *const why[] = {"?", "the ring signal", "a trigger's entry", "a slow trigger call"};
+	/* Event clock to seconds since start: the header's two calibration
+	 * pairs are enough for a summary line (dump fits them all). */
+	uint64_t t = h.reserved[SF_HDR_SNAP_TIME];
+	double s = (double)(int64_t)(t - h.start_mono_ns) / 1e9;
+	if (h.clock == SF_CLOCK_TSC && h.last_tsc > h.start_tsc)
+		s = (double)(int64_t)(t - h.start_tsc) * (double)(h.last_mono_ns - h.start_mono_ns) /
+		    (double)(h.last_tsc - h.start_tsc) / 1e9;
+	snprintf(out, cap, " (on %s, thread %u, %.3f s into the run)", why[h.snapshot_reason < 4 ? h.snapshot_reason : 0],
+		 (unsigned)h.reserved[SF_HDR_SNAP_THREAD], s);
+}
+
 void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_t since)
 {
 	DIR *d = opendir(dir);
@@ -288,8 +320,12 @@ void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_
 	if (n)
 		qsort(names, n, sizeof(*names), cmp_name);
 	for (size_t i = 0; i < n; i++) {
-		if (i < 10)
-			fprintf(stderr, "sftrace: snapshot %s/%s\n", dir, names[i]);
+		if (i < 10) {
+			char path[PATH_MAX * 2], why[160];
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			snapshot_why(path, why, sizeof(why));
+			fprintf(stderr, "sftrace: snapshot %s%s\n", path, why);
+		}
 		free(names[i]);
 	}
 	if (n > 10)

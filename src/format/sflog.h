@@ -183,7 +183,7 @@ struct sf_header {
 	uint64_t ring_bytes;
 	uint32_t snapshot;
 	uint32_t snapshot_reason;  /* enum sf_snapshot_reason */
-	uint64_t reserved[11];     /* zero, but for the trimming words (SF_HDR_TRIM_*) */
+	uint64_t reserved[11];     /* zero, but for the snapshot and trimming words (SF_HDR_*) */
 	uint64_t counter_hz;       /* SF_CLOCK_TSC: the counter's exact frequency (aarch64 cntfrq_el0);
 				    * 0: not known (x86-64), readers fit the calibration pairs */
 	/* argv, each argument NUL-terminated. */
@@ -201,6 +201,13 @@ enum sf_snapshot_reason {
  * sf_header.reserved[]: zero is off. Readers apply the same trimming
  * exactly to everything they deliver (the runtime trims only what it can
  * prove, docs/DESIGN.md "Record-time trimming"). */
+/* record --ring snapshots (docs/FORMAT.md): the freeze a snapshot holds,
+ * in its own header; SF_HDR_SNAP_MISSED also in the process's log. */
+#define SF_HDR_SNAP_TIME      0 /* offset 144: event-clock time of the trigger; every thread's window ends there */
+#define SF_HDR_SNAP_THREAD    1 /* offset 152: tid of the thread it fired on (the ring signal: the one that took it) */
+#define SF_HDR_SNAP_FUNC      2 /* offset 160: function id of the trigger function (0: the ring signal) */
+#define SF_HDR_SNAP_MISSED    3 /* offset 168: requests that came while a snapshot was being written, not taken */
+#define SF_HDR_SNAP_SLOW_NS   7 /* offset 200: reason 3: how long the slow call lasted (ns) */
 #define SF_HDR_TRIM_MIN_NS    4 /* offset 176: calls shorter than this many ns are not wanted */
 #define SF_HDR_TRIM_MAX_DEPTH 5 /* offset 184: frames deeper than this are not wanted (1: outermost) */
 #define SF_HDR_TRIMMED        6 /* offset 192: records the runtime left out (atomic counter) */
@@ -266,6 +273,9 @@ _Static_assert(__builtin_offsetof(struct sf_header, ring_bytes) == 128, "docs/FO
 _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_TRIM_MIN_NS == 176,
 	       "docs/FORMAT.md: trimming words");
 _Static_assert(__builtin_offsetof(struct sf_header, counter_hz) == 232, "docs/FORMAT.md: counter_hz");
+_Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_TIME == 144 &&
+		       __builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_SLOW_NS == 200,
+	       "docs/FORMAT.md: snapshot words");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 
 #endif

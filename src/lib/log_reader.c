@@ -240,6 +240,13 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		in->trim_max_depth = h.reserved[SF_HDR_TRIM_MAX_DEPTH] > UINT32_MAX ? UINT32_MAX
 					: (uint32_t)h.reserved[SF_HDR_TRIM_MAX_DEPTH];
 		in->trimmed_records = h.reserved[SF_HDR_TRIMMED];
+		if (h.ring_bytes) {
+			in->snap_time = h.reserved[SF_HDR_SNAP_TIME];
+			in->snap_tid = (uint32_t)h.reserved[SF_HDR_SNAP_THREAD];
+			in->snap_func = (uint32_t)h.reserved[SF_HDR_SNAP_FUNC];
+			in->snap_slow_ns = h.reserved[SF_HDR_SNAP_SLOW_NS];
+			in->snap_missed = h.reserved[SF_HDR_SNAP_MISSED];
+		}
 	}
 	parse_cmdline(log, &h);
 	if (h.header_size != SF_HEADER_SIZE)
@@ -591,6 +598,32 @@ static void thread_identity(struct lr_log *log, struct lr_thread *t, const uint3
 static int batch_complete_events(const struct lr_log *log, const struct lr_batch *b);
 static void find_before_window(struct lr_log *log);
 
+/* A ring thread's window is its newest run of consecutive batches. Older
+ * ones not contiguous with it are from an earlier lap (a process that died
+ * while a snapshot's freeze kept them, docs/DESIGN.md "Snapshots"):
+ * delivering them would stitch two laps together. */
+static void ring_newest_run(struct lr_log *log, struct lr_thread *t)
+{
+	uint32_t k = t->nbatch;
+	while (k > 1 && log->batches[t->batch[k - 2]].seq + 1 == log->batches[t->batch[k - 1]].seq)
+		k--;
+	if (k <= 1)
+		return;
+	uint32_t drop = k - 1;
+	for (uint32_t i = 0; i < drop; i++) {
+		struct lr_batch *b = &log->batches[t->batch[i]];
+		b->live = 0;
+		if (b->slot)
+			t->live_slots--;
+		else
+			t->data_batches--;
+	}
+	memmove(t->batch, t->batch + drop, (t->nbatch - drop) * sizeof(*t->batch));
+	t->nbatch -= drop;
+	warn(log, "thread %" PRIu64 ": %u batch%s of an earlier lap of the ring left out (not contiguous with its newest)",
+	     t->serial, drop, drop == 1 ? "" : "es");
+}
+
 /* Per thread: batches sorted by seq, duplicates dropped, identity taken. */
 static void build_thread_batches(struct lr_log *log)
 {
@@ -650,6 +683,8 @@ static void build_thread_batches(struct lr_log *log)
 			else
 				t->data_batches++;
 		}
+		if (log->info.ring_bytes)
+			ring_newest_run(log, t);
 	}
 	free(all);
 	free(start);

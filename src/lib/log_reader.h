@@ -76,6 +76,13 @@ struct lr_info {
 	 * snapshot, its number (from 1) and enum sf_snapshot_reason. */
 	uint64_t ring_bytes;
 	uint32_t snapshot, snapshot_reason;
+	/* A snapshot's freeze (SF_HDR_SNAP_*; zero in older logs): the
+	 * trigger's raw event time (lr_time_ns), thread and function id (0:
+	 * the ring signal), a slow call's duration in ns. snap_missed: requests
+	 * that came while a snapshot was being written and were not taken (in
+	 * a process's log: all of them; in a snapshot: those before it). */
+	uint64_t snap_time, snap_slow_ns, snap_missed;
+	uint32_t snap_tid, snap_func;
 	uint64_t before_window;  /* ring: frames open at their thread's window start, all threads */
 };
 

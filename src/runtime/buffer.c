@@ -291,62 +291,381 @@ static void slot_claim(struct sf_thread *t, struct sf_slot *s)
 	__atomic_store_n(&h->thread_serial, t->serial, __ATOMIC_RELEASE);
 }
 
+/* Ring records (struct sf_ring): every one made, and those of exited
+ * threads, for new ones. ring_lock guards the free list and the states of
+ * records; it is taken with signals blocked, before the log's lock. */
+static struct sf_ring *all_rings;
+static struct sf_ring *free_rings;
+static int ring_lock;
+
+static void ring_lock_take(void)
+{
+	while (__atomic_test_and_set(&ring_lock, __ATOMIC_ACQUIRE))
+		sf_arch_cpu_relax();
+}
+
+static void ring_lock_drop(void)
+{
+	__atomic_clear(&ring_lock, __ATOMIC_RELEASE);
+}
+
+struct sf_ring *sf_rings(void)
+{
+	return __atomic_load_n(&all_rings, __ATOMIC_ACQUIRE);
+}
+
+static size_t ring_size(uint32_t cap)
+{
+	return sizeof(struct sf_ring) + 2 * (size_t)cap * sizeof(struct sf_slot *);
+}
+
+/* The live set changes between these two (the writer thread copies it
+ * without a lock and checks gen afterwards: a seqlock). */
+static void ring_write_begin(struct sf_ring *r)
+{
+	__atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void ring_write_end(struct sf_ring *r)
+{
+	__atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
+}
+
 static void ring_start(struct sf_thread *t)
 {
 	uint32_t cap = sf_config.ring_slots;
-	t->ring = sf_map_anon(sizeof(struct sf_ring) + cap * sizeof(struct sf_slot *));
-	if (!t->ring)
-		return; /* then the one slot is the ring (ring_advance) */
-	t->ring->cap = cap;
-	t->ring->n = 1;
-	t->ring->cur = 0;
-	t->ring->slots[0] = t->slot;
+	ring_lock_take();
+	struct sf_ring *r = free_rings;
+	if (r)
+		free_rings = r->next_free;
+	ring_lock_drop();
+	int fresh = !r;
+	if (fresh) {
+		r = sf_map_anon(ring_size(cap));
+		if (!r)
+			return; /* then the one slot is the ring (ring_advance) */
+		r->cap = cap;
+		r->live = r->store;
+		r->frozen = r->store + cap;
+	}
+	ring_write_begin(r);
+	r->serial = t->serial;
+	r->tid = t->tid;
+	r->n = 1;
+	r->cur = 0;
+	r->live[0] = t->slot;
+	r->nfrozen = 0;
+	r->frozen_kept = 0;
+	/* With triggers, the slot a first freeze goes on in, taken now: the
+	 * trigger's thread then does no file work at the trigger (without
+	 * one, or when none could be had, it takes one then). */
+	if (!r->reserve && __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+		r->reserve = sf_log_slot_get();
+	/* A freeze open now began before this thread's first event: nothing
+	 * of it belongs there (an empty frozen set for it). */
+	uint32_t last = __atomic_load_n(&sf_freeze_last, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&r->epoch, last, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->frozen_epoch, last, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->state, SF_RING_LIVE, __ATOMIC_RELAXED);
+	ring_write_end(r);
+	if (fresh) {
+		struct sf_ring *head = __atomic_load_n(&all_rings, __ATOMIC_RELAXED);
+		do
+			r->next_all = head;
+		while (!__atomic_compare_exchange_n(&all_rings, &head, r, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	}
+	t->ring = r;
 }
 
-/* The batch in the current slot is complete: the next one goes into a new
- * slot while the ring may still grow, else into the oldest, which is made
- * free in the file and cleared first (a reader sees the old batch, no
- * batch, or the new one; never a mix). No write, no copy: the batch stays
- * where it is until the ring comes round to it. */
-static void ring_advance(struct sf_thread *t)
+/* Slot i of a set of n whose newest is cur, counted from the oldest. */
+static uint32_t ring_index(uint32_t cur, uint32_t n, uint32_t i)
 {
-	struct sf_ring *r = t->ring;
-	struct sf_slot *next = r && r->n < r->cap ? sf_log_slot_get() : NULL;
-	if (next) {
-		r->slots[r->n] = next;
-		r->cur = r->n++;
-	} else {
-		if (r) {
-			r->cur = (r->cur + 1) % r->n;
-			next = r->slots[r->cur];
-		} else {
-			next = t->slot;
-		}
-		sf_log_slot_invalidate(next);
-	}
+	return (cur + 1 + i) % n;
+}
+
+/* The thread's current slot is the batch t->seq + 1's, cleared: the
+ * cursor's buffer. */
+static void ring_enter(struct sf_thread *t, struct sf_slot *next)
+{
 	t->seq++;
 	slot_claim(t, next);
 	t->slot = next;
 	t->events = slot_events(next);
 	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
 	batch_begin(t);
+}
+
+/* A freeze is open that this ring has not been taken for: the live set
+ * (the thread's batches up to now, the current one included) becomes the
+ * frozen set, which nothing writes to until the writer thread has copied
+ * it, and the thread goes on in the other set (the frozen set of the last
+ * freeze, copied long since), or in a first slot of it. 1 if done; 0 when
+ * there is no freeze to take, or no slot to go on in (the writer then
+ * copies the live set as it stands). The freeze is claimed with a CAS on
+ * the ring's epoch, which the writer thread makes too when it copied the
+ * live set first. Signals are blocked. */
+static int ring_freeze(struct sf_thread *t)
+{
+	struct sf_ring *r = t->ring;
+	uint32_t e = __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE);
+	uint32_t seen = __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
+	if (!e || seen == e)
+		return 0;
+	struct sf_slot *first = NULL;
+	if (!r->nfrozen) {
+		first = r->reserve ? r->reserve : sf_log_slot_get();
+		if (!first)
+			return 0;
+	}
+	if (!__atomic_compare_exchange_n(&r->epoch, &seen, e, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (first && first != r->reserve)
+			sf_log_slot_put(first);
+		return 0;
+	}
+	if (first == r->reserve)
+		r->reserve = NULL;
+	ring_write_begin(r);
+	struct sf_slot **in = r->frozen;
+	uint32_t nin = r->nfrozen;
+	r->frozen = r->live;
+	r->nfrozen = r->n;
+	r->frozen_cur = r->cur;
+	r->frozen_kept = 1;
+	r->live = in;
+	if (first) {
+		in[0] = first;
+		nin = 1;
+	}
+	/* Slots of an earlier freeze the writer never took (their thread
+	 * began after it had walked the rings) still read as batches. */
+	for (uint32_t i = first ? 1 : 0; i < nin; i++)
+		__atomic_store_n(&in[i]->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+	r->n = nin;
+	r->cur = 0;
+	if (!first)
+		sf_log_slot_invalidate(in[0]);
+	ring_enter(t, in[0]);
+	ring_write_end(r);
+	__atomic_store_n(&r->frozen_epoch, e, __ATOMIC_RELEASE);
+	sf_log_calibrate();
+	return 1;
+}
+
+/* The live set laps: the frozen set's batches, the thread's oldest in the
+ * file until now, would no longer be contiguous with it. They are made
+ * free in the file, once the writer thread has copied them. */
+static void ring_drop_frozen(struct sf_ring *r)
+{
+	r->frozen_kept = 2; /* not contiguous any more */
+	if (__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE) == r->frozen_epoch)
+		return;
+	for (uint32_t i = 0; i < r->nfrozen; i++)
+		__atomic_store_n(&r->frozen[i]->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+	r->frozen_kept = 0;
+}
+
+/* The batch in the current slot is complete: the next one goes into a new
+ * slot while the ring may still grow, else into the oldest, which is made
+ * free in the file and cleared first (a reader sees the old batch, no
+ * batch, or the new one; never a mix). No write, no copy: the batch stays
+ * where it is until the ring comes round to it. A freeze open for this
+ * ring takes the whole ring instead (ring_freeze). */
+static void ring_advance(struct sf_thread *t)
+{
+	struct sf_ring *r = t->ring;
+	if (r && __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE) && ring_freeze(t))
+		return;
+	struct sf_slot *next = r && r->n < r->cap ? sf_log_slot_get() : NULL;
+	if (r)
+		ring_write_begin(r);
+	if (!next && r && r->frozen_kept)
+		ring_drop_frozen(r);
+	if (next) {
+		r->live[r->n] = next;
+		r->cur = r->n++;
+	} else {
+		if (r) {
+			r->cur = (r->cur + 1) % r->n;
+			next = r->live[r->cur];
+		} else {
+			next = t->slot;
+		}
+		sf_log_slot_invalidate(next);
+	}
+	ring_enter(t, next);
+	if (r)
+		ring_write_end(r);
 	sf_log_calibrate();
 }
 
+void sf_buffer_freeze_self(void)
+{
+	struct sf_thread *t = &sf_self;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (t->state == SF_THREAD_ACTIVE && t->ring && ring_freeze(t))
+		t->cursor = (uint64_t)t->events;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A set's slots back to the free list, newest first, so that new threads
+ * take the oldest batches first: what stays readable of an exited
+ * thread is its newest batches, contiguous. A frozen set's batches are
+ * older than the live set's, maybe by more than a lap: made free in the
+ * file. Under ring_lock. */
+static void ring_put_set(struct sf_slot **set, uint32_t n, uint32_t cur, int frozen)
+{
+	for (uint32_t i = n; i-- > 0;) {
+		struct sf_slot *s = set[ring_index(cur, n, i)];
+		if (frozen)
+			__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
+		sf_log_slot_put(s);
+	}
+}
+
 /* Thread exit in ring mode: its batches stay readable where they are; the
- * slots go back for new threads, which clear them when they take them. */
+ * slots go back for new threads, which clear them when they take them.
+ * While a freeze is open they stay as they are (nothing writes to them
+ * now) until the writer thread has copied them and frees them
+ * (sf_rings_thaw). */
 static void ring_release(struct sf_thread *t)
 {
 	struct sf_ring *r = t->ring;
-	if (r) {
-		for (uint32_t i = 0; i < r->n; i++)
-			sf_log_slot_put(r->slots[i]);
-		munmap(r, sizeof(struct sf_ring) + r->cap * sizeof(struct sf_slot *));
-		t->ring = NULL;
-	} else {
+	if (!r) {
 		sf_log_slot_put(t->slot);
+		t->slot = NULL;
+		return;
 	}
+	ring_lock_take();
+	if (__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&r->state, SF_RING_HELD, __ATOMIC_RELEASE);
+	} else {
+		ring_write_begin(r);
+		ring_put_set(r->live, r->n, r->cur, 0);
+		ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
+		r->nfrozen = 0;
+		if (r->reserve)
+			sf_log_slot_put(r->reserve);
+		r->reserve = NULL;
+		__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
+		ring_write_end(r);
+		r->next_free = free_rings;
+		free_rings = r;
+	}
+	ring_lock_drop();
+	t->ring = NULL;
 	t->slot = NULL;
+}
+
+/* ---- the writer thread's side of a freeze ---- */
+
+static void copy_slot(unsigned char *to, const struct sf_slot *s)
+{
+	__builtin_memcpy(to, s->hdr, SF_SLOT_SIZE);
+}
+
+/* The live set of a running thread, copied whole between two equal
+ * readings of gen; if the thread froze its ring meanwhile, the frozen
+ * set. 0 after too many tries (a thread descheduled mid-change). */
+static uint32_t capture_live(struct sf_ring *r, uint32_t e, unsigned char *copies)
+{
+	for (int tries = 0; tries < 100000; tries++) {
+		if (__atomic_load_n(&r->frozen_epoch, __ATOMIC_ACQUIRE) == e) {
+			uint32_t n = r->nfrozen;
+			for (uint32_t i = 0; i < n; i++)
+				copy_slot(copies + (size_t)i * SF_SLOT_SIZE, r->frozen[ring_index(r->frozen_cur, n, i)]);
+			return n;
+		}
+		uint32_t g1 = __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE);
+		uint32_t seen = __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
+		if ((g1 & 1) || seen == e) { /* changing, or freezing: wait for it */
+			sf_syscall3(SYS_sched_yield, 0, 0, 0);
+			continue;
+		}
+		uint32_t n = r->n, cur = r->cur;
+		struct sf_slot **set = r->live;
+		for (uint32_t i = 0; i < n && n <= r->cap; i++)
+			copy_slot(copies + (size_t)i * SF_SLOT_SIZE, set[ring_index(cur, n, i)]);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&r->gen, __ATOMIC_RELAXED) != g1 || n > r->cap)
+			continue;
+		/* Taken: the thread must not freeze for this epoch now. If it
+		 * claimed it first, its frozen set is the window. */
+		if (__atomic_compare_exchange_n(&r->epoch, &seen, e, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return n;
+	}
+	return 0;
+}
+
+/* An exited thread's batches, in slots on the free list that new threads
+ * may take at any moment: each copy is kept only if the slot still holds
+ * the same batch afterwards, newest first, stopping at the first taken
+ * (new threads take the oldest first: what is kept is contiguous). */
+static uint32_t capture_exited(struct sf_ring *r, unsigned char *copies)
+{
+	uint32_t g1 = __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE);
+	if (g1 & 1)
+		return 0;
+	uint32_t n = r->n, cur = r->cur, kept = 0;
+	uint64_t serial = r->serial;
+	struct sf_slot **set = r->live;
+	if (n > r->cap)
+		return 0;
+	for (uint32_t i = n; i-- > 0;) {
+		const struct sf_chunk *c = set[ring_index(cur, n, i)]->hdr;
+		uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&c->thread_serial, __ATOMIC_ACQUIRE) != serial)
+			break;
+		unsigned char *to = copies + (size_t)(n - 1 - kept) * SF_SLOT_SIZE;
+		__builtin_memcpy(to, c, SF_SLOT_SIZE);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&c->thread_serial, __ATOMIC_RELAXED) != serial ||
+		    __atomic_load_n(&c->seq, __ATOMIC_RELAXED) != seq)
+			break;
+		kept++;
+	}
+	if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != g1)
+		return 0; /* the record went to a new thread meanwhile */
+	if (kept < n) /* oldest first, from the start of copies */
+		__builtin_memmove(copies, copies + (size_t)(n - kept) * SF_SLOT_SIZE, (size_t)kept * SF_SLOT_SIZE);
+	return kept;
+}
+
+uint32_t sf_ring_capture(struct sf_ring *r, uint32_t e, unsigned char *copies)
+{
+	switch (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE)) {
+	case SF_RING_LIVE:
+	case SF_RING_HELD:
+		return capture_live(r, e, copies);
+	case SF_RING_EXITED:
+		return capture_exited(r, copies);
+	default:
+		return 0;
+	}
+}
+
+void sf_rings_thaw(uint32_t e)
+{
+	ring_lock_take();
+	for (struct sf_ring *r = sf_rings(); r; r = r->next_all) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != SF_RING_HELD)
+			continue;
+		ring_write_begin(r);
+		ring_put_set(r->live, r->n, r->cur, 0);
+		ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
+		r->nfrozen = 0;
+		if (r->reserve)
+			sf_log_slot_put(r->reserve);
+		r->reserve = NULL;
+		__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
+		ring_write_end(r);
+		r->next_free = free_rings;
+		free_rings = r;
+	}
+	__atomic_store_n(&sf_freeze_open, 0, __ATOMIC_RELEASE);
+	ring_lock_drop();
 }
 
 /* Gives a slot back, free in the file (readers ignore it) and cleared. */
@@ -691,4 +1010,9 @@ void sf_buffer_after_fork_child(void)
 		retired->n = 0; /* the parent's slots */
 	next_serial = 1;
 	live_threads = 0;
+	/* The parent's ring records (copies of them here) and its freeze: the
+	 * child has no writer thread, so no snapshots. */
+	all_rings = free_rings = NULL;
+	__atomic_clear(&ring_lock, __ATOMIC_RELAXED);
+	sf_freeze_open = 0;
 }

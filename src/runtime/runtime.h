@@ -93,12 +93,34 @@ struct sf_thread {
 #endif
 };
 
-/* record --ring: a thread's slots, used round robin (buffer.c). */
+/* record --ring: a thread's slots, used round robin (buffer.c), and a
+ * second set that holds the ring as it was at a snapshot's freeze until
+ * the writer thread has copied it (docs/DESIGN.md "Snapshots"). Records
+ * are never unmapped: the writer thread walks them all (sf_rings), and an
+ * exited thread's is reused by a new one. */
 struct sf_ring {
-	uint32_t n;   /* slots taken so far (up to cap) */
-	uint32_t cap; /* sf_config.ring_slots */
-	uint32_t cur; /* index of the slot being filled */
-	struct sf_slot *slots[];
+	uint32_t n;          /* live slots taken so far (up to cap) */
+	uint32_t cap;        /* sf_config.ring_slots */
+	uint32_t cur;        /* index of the live slot being filled */
+	uint32_t gen;        /* odd while the thread changes the live set (the writer's seqlock) */
+	uint32_t epoch;      /* the last freeze this ring was taken for (CAS: its thread or the writer) */
+	uint32_t frozen_epoch; /* the freeze the frozen set holds, set once it is in place */
+	uint32_t nfrozen, frozen_cur; /* the frozen set: slots, index of its newest */
+	uint32_t frozen_kept; /* 1: its batches still read as the thread's oldest; 2: the live set lapped, to be freed */
+	uint32_t state;      /* enum sf_ring_state */
+	uint32_t tid;
+	uint64_t serial;     /* its thread's */
+	struct sf_ring *next_all;  /* every ring record */
+	struct sf_ring *next_free; /* exited threads' records, for new threads */
+	struct sf_slot *reserve;   /* the first freeze's fresh slot, taken at start (no file work then) */
+	struct sf_slot **live, **frozen; /* the two halves of store[], swapped at a freeze */
+	struct sf_slot *store[];         /* 2 * cap */
+};
+
+enum sf_ring_state {
+	SF_RING_LIVE = 1,   /* its thread records into it */
+	SF_RING_EXITED = 2, /* its thread exited; its slots are free, their batches kept until reused */
+	SF_RING_HELD = 3,   /* its thread exited while a freeze was open: the writer frees it */
 };
 
 /* arch/<arch>/trampoline.S addresses these fields by offset. */
@@ -318,6 +340,18 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */
+/* record --ring snapshots (snapshot.c drives them). The calling thread's
+ * ring is frozen now: the trigger's thread, at its trigger. */
+void sf_buffer_freeze_self(void) SF_HIDDEN;
+/* Every ring record (acquire); walk with next_all. */
+struct sf_ring *sf_rings(void) SF_HIDDEN;
+/* Ring r's window for freeze `epoch`: its slots' images, oldest first,
+ * copied to copies (r->cap slot images); returns how many. 0 for a
+ * thread that began after the freeze. Writer thread only. */
+uint32_t sf_ring_capture(struct sf_ring *r, uint32_t epoch, unsigned char *copies) SF_HIDDEN;
+/* The freeze's snapshot is written: rings of threads that exited
+ * meanwhile are freed, and the freeze closes (sf_freeze_open = 0). */
+void sf_rings_thaw(uint32_t epoch) SF_HIDDEN;
 
 /* ---- suppress.c: this thread's events are dropped in between ---- */
 struct sf_suppress_state {
@@ -428,7 +462,14 @@ void sf_budget_drop_nolog(uint64_t events) SF_HIDDEN;
 
 /* ---- snapshot.c (record --ring: snapshots written by the writer thread) ---- */
 void sf_snapshot_init(void) SF_HIDDEN;          /* installs the ring signal's handler */
-void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* async-signal-safe */
+/* The freeze open now (its epoch number; 0: none), and the last one opened.
+ * A thread reads sf_freeze_open at each slot hand-off. */
+extern uint32_t sf_freeze_open SF_HIDDEN, sf_freeze_last SF_HIDDEN;
+void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* the ring signal; async-signal-safe */
+/* A trigger fired on this thread at `time` (its event's): freezes every
+ * ring at that time, this thread's at once. slow_ns: reason SF_SNAP_SLOW's
+ * call duration. */
+void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns) SF_HIDDEN;
 void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
 int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
 

@@ -1,12 +1,26 @@
-/* record --ring: snapshots. A request (the ring signal, or a trigger in
- * the slow path) only bumps a counter and wakes the writer thread; the
- * writer copies the log as it stands into DIR/STEM.snap.<pid>.<n>EXT: the
- * header, the OBJECT and UNLOAD chunks, and every slot that holds a batch
- * (each thread's ring and live slot). A slot that its thread recycles
- * while it is being copied is left out (its serial or batch number changed
- * under the copy). The file is written under a temporary name and renamed,
- * so it is absent or complete; requests that arrive while one is written
- * are served by the next one. */
+/* record --ring: snapshots, each frozen at the moment it was asked for.
+ *
+ * A request (a trigger in the slow path, or the ring signal) opens a
+ * freeze: it stamps the time T, the thread and the trigger, and publishes
+ * an epoch number (sf_freeze_open). The trigger's own thread then freezes
+ * its ring at once: its slots, the trigger's event last, become the
+ * ring's frozen set, which nothing writes to any more, and the thread
+ * goes on in a second set of slots (buffer.c, ring_freeze). Every other
+ * thread freezes its ring the same way at its next slot hand-off, before
+ * it could reuse a slot that holds part of the window; the writer thread
+ * copies the rings of threads that have not handed off meanwhile (idle
+ * ones) between two equal readings of their generation word. Either way a
+ * thread's window is a contiguous run of its batches, and the snapshot
+ * cuts each one at T: what the program recorded later is not in it,
+ * however much that is.
+ *
+ * The writer writes DIR/STEM.snap.<pid>.<n>EXT (the header with the
+ * freeze's words, the OBJECT and UNLOAD chunks, every thread's window),
+ * under a temporary name renamed into place, so it is absent or complete,
+ * then closes the freeze. The program never waits for it: a request that
+ * comes while a freeze is open is counted (SF_HDR_SNAP_MISSED, in the
+ * process's log and each later snapshot), not merged into it; a ring
+ * signal that comes then is served right after, frozen at that moment. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,16 +28,27 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/runtime.h"
 
-static uint32_t requested;      /* requests so far (any thread, any handler) */
-static uint32_t request_reason; /* enum sf_snapshot_reason of the latest */
-static uint32_t served;         /* writer thread: requests handled */
+uint32_t sf_freeze_open SF_HIDDEN; /* the epoch of the freeze open now, 0: none */
+uint32_t sf_freeze_last SF_HIDDEN; /* the last epoch opened */
+
+static uint32_t busy;           /* a freeze is open or being closed: requests are missed */
+static uint32_t opened;         /* freezes opened so far (--max-snapshots) */
+static uint32_t signal_waiting; /* a ring signal came while busy (the tid that took it): served next */
+static uint32_t missed;         /* requests not taken because a freeze was open */
 static uint32_t written;        /* writer thread: snapshots written, their numbers */
 static uint32_t writing;        /* the writer thread is in sf_snapshot_service */
 static struct sigaction prev;   /* the disposition the program had before ours */
+
+/* The open freeze, written before its epoch is published. */
+static struct {
+	uint64_t time, slow_ns;
+	uint32_t reason, tid, func_id;
+} freeze;
 
 static void on_ring_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -58,13 +83,57 @@ void sf_snapshot_init(void)
 	sigaction(sig, &sa, NULL);
 }
 
-void sf_snapshot_request(uint32_t reason)
+/* Opens a freeze at `time`; 0 if one is open already (the request is
+ * counted), or --max-snapshots were taken. Async-signal-safe. */
+static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns, uint32_t tid)
 {
 	if (!sf_writer_active())
-		return; /* a forked child has no writer thread (writer.c) */
-	__atomic_store_n(&request_reason, reason, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&requested, 1, __ATOMIC_RELEASE);
-	sf_writer_kick();
+		return 0; /* a forked child has no writer thread (writer.c) */
+	if (__atomic_load_n(&opened, __ATOMIC_RELAXED) >= sf_config.max_snapshots)
+		return 0; /* --max-snapshots: later requests are ignored (the program's stderr is its own) */
+	uint32_t idle = 0;
+	if (!__atomic_compare_exchange_n(&busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		if (reason == SF_SNAP_SIGNAL) {
+			__atomic_store_n(&signal_waiting, tid, __ATOMIC_RELEASE);
+		} else {
+			__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
+			struct sf_header *h = sf_log_header();
+			if (h)
+				__atomic_add_fetch(&h->reserved[SF_HDR_SNAP_MISSED], 1, __ATOMIC_RELAXED);
+		}
+		return 0;
+	}
+	__atomic_add_fetch(&opened, 1, __ATOMIC_RELAXED);
+	freeze.time = time;
+	freeze.slow_ns = slow_ns;
+	freeze.reason = reason;
+	freeze.func_id = func_id;
+	freeze.tid = tid;
+	uint32_t e = __atomic_add_fetch(&sf_freeze_last, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&sf_freeze_open, e, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* The calling thread's tid (async-signal-safe). */
+static uint32_t self_tid(void)
+{
+	return sf_self.tid ? sf_self.tid : sf_gettid();
+}
+
+void sf_snapshot_request(uint32_t reason)
+{
+	if (freeze_open(reason, 0, sf_now_raw(), 0, self_tid()))
+		sf_writer_kick();
+}
+
+/* The writer is woken once this thread's ring is frozen: it copies the
+ * frozen set rather than race the thread for the live one. */
+void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns)
+{
+	if (freeze_open(reason, func_id, time, slow_ns, self_tid())) {
+		sf_buffer_freeze_self();
+		sf_writer_kick();
+	}
 }
 
 static int write_all(int fd, const void *p, size_t n)
@@ -82,43 +151,73 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* The chunks of the log mapped at m (size bytes), as they stand, to fd. */
-static int copy_chunks(int fd, const unsigned char *m, uint64_t size)
+/* A thread's slot image ends at T: records after it (or after a hole)
+ * are cleared. Returns the events kept. */
+static size_t cut_at(struct sf_chunk *c, uint64_t t)
 {
-	static unsigned char slot[SF_SLOT_SIZE]; /* the writer thread's only */
+	struct sf_event *ev = (struct sf_event *)(c + 1);
+	size_t i = 0;
+	while (i < SF_SLOT_EVENTS) {
+		uint32_t w = ev[i].word;
+		if (!w || (int64_t)(sf_event_time(c->base, ev[i].time_lo) - t) > 0)
+			break;
+		i += 1 + sf_event_payload_records(w & SF_KIND_MASK);
+	}
+	if (i > SF_SLOT_EVENTS)
+		i = SF_SLOT_EVENTS;
+	memset(ev + i, 0, (SF_SLOT_EVENTS - i) * sizeof(*ev));
+	return i;
+}
+
+/* The OBJECT and UNLOAD chunks of the log mapped at m (size bytes), as they
+ * stand, to fd. (A ring writes no DATA chunk; its batches are in slots,
+ * which come from the rings.) */
+static int copy_objects(int fd, const unsigned char *m, uint64_t size)
+{
 	uint64_t off = SF_HEADER_SIZE;
 	while (off + sizeof(struct sf_chunk) <= size) {
 		const struct sf_chunk *c = (const struct sf_chunk *)(const void *)(m + off);
 		uint32_t csize = __atomic_load_n(&c->size, __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != SF_CHUNK_MAGIC || csize < sizeof(*c) ||
-		    csize % 16 || off + csize > size || c->type < SF_CHUNK_OBJECT || c->type > SF_CHUNK_SLOT) {
+		    csize % 16 || off + csize > size || c->type < SF_CHUNK_OBJECT || c->type > SF_CHUNK_PACKED) {
 			off += 16; /* padding before a slot, or a chunk still being written */
 			continue;
 		}
-		if (c->type != SF_CHUNK_SLOT) {
-			if (write_all(fd, c, csize) < 0)
-				return -1;
-		} else if (csize == SF_SLOT_SIZE) {
-			uint64_t serial = __atomic_load_n(&c->thread_serial, __ATOMIC_ACQUIRE);
-			uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
-			if (serial) {
-				memcpy(slot, c, SF_SLOT_SIZE);
-				if (__atomic_load_n(&c->thread_serial, __ATOMIC_ACQUIRE) == serial &&
-				    __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) == seq && write_all(fd, slot, SF_SLOT_SIZE) < 0)
-					return -1;
-			}
-		}
+		if (c->type != SF_CHUNK_SLOT && write_all(fd, c, csize) < 0)
+			return -1;
 		off += csize;
 	}
 	return 0;
 }
 
-static void serve(uint32_t req);
+/* Every thread's window, cut at T, to fd. scratch: one ring's slots. */
+static int copy_rings(int fd, uint32_t e, uint64_t t)
+{
+	static unsigned char *scratch; /* the writer thread's only */
+	size_t len = (size_t)sf_config.ring_slots * SF_SLOT_SIZE;
+	if (!scratch)
+		scratch = sf_map_anon(len);
+	if (!scratch) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (struct sf_ring *r = sf_rings(); r; r = r->next_all) {
+		uint32_t n = sf_ring_capture(r, e, scratch);
+		for (uint32_t i = 0; i < n; i++) {
+			struct sf_chunk *c = (struct sf_chunk *)(void *)(scratch + (size_t)i * SF_SLOT_SIZE);
+			if (c->thread_serial && cut_at(c, t) && write_all(fd, c, SF_SLOT_SIZE) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
 
-static void write_snapshot(uint32_t reason)
+/* Writes the snapshot of freeze e under path's temporary name tmp; 0 when
+ * it is there, complete (renamed into place after the freeze closes). */
+static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 {
 	if (!sf_log_header())
-		return; /* no event recorded yet: nothing to copy */
+		return -1; /* no event recorded yet: nothing to copy */
 	/* A fresh calibration pair: a ring hands nothing off, so the header's
 	 * last pair may be old, and the reader's fit of the snapshot would
 	 * stretch a short span over the whole window (a 30 ms call read as 29). */
@@ -126,10 +225,9 @@ static void write_snapshot(uint32_t reason)
 	uint64_t size = 0;
 	void *m = sf_log_map_readonly(&size);
 	if (!m)
-		return;
-	char path[4200], tmp[4300];
+		return -1;
 	uint32_t n = ++written;
-	sf_log_snapshot_path(path, sizeof(path), n);
+	sf_log_snapshot_path(path, cap, n);
 	size_t len = strlen(path);
 	memcpy(tmp, path, len);
 	memcpy(tmp + len, ".tmp", 5);
@@ -137,44 +235,60 @@ static void write_snapshot(uint32_t reason)
 	if (fd < 0) {
 		sf_rt_message("cannot write snapshot ", tmp, strerror(errno));
 		munmap(m, size);
-		return;
+		return -1;
 	}
 	static struct sf_header copy; /* the writer thread's only */
 	memcpy(&copy, m, sizeof(copy));
 	copy.snapshot = n;
-	copy.snapshot_reason = reason;
+	copy.snapshot_reason = freeze.reason;
+	copy.reserved[SF_HDR_SNAP_TIME] = freeze.time;
+	copy.reserved[SF_HDR_SNAP_THREAD] = freeze.tid;
+	copy.reserved[SF_HDR_SNAP_FUNC] = freeze.func_id;
+	copy.reserved[SF_HDR_SNAP_SLOW_NS] = freeze.slow_ns;
+	copy.reserved[SF_HDR_SNAP_MISSED] = __atomic_load_n(&missed, __ATOMIC_RELAXED);
 	static const char pad[SF_HEADER_SIZE - sizeof(struct sf_header)];
 	int ok = write_all(fd, &copy, sizeof(copy)) == 0 && write_all(fd, pad, sizeof(pad)) == 0 &&
-		 copy_chunks(fd, m, size) == 0;
+		 copy_objects(fd, m, size) == 0 && copy_rings(fd, e, freeze.time) == 0;
 	int err = errno;
 	munmap(m, size);
 	close(fd);
-	if (!ok || rename(tmp, path) < 0) {
-		sf_rt_message("cannot write snapshot ", path, strerror(ok ? errno : err));
+	if (!ok) {
+		sf_rt_message("cannot write snapshot ", path, strerror(err));
 		unlink(tmp);
+		return -1;
 	}
+	return 0;
 }
 
-/* The writer thread, after each round: a snapshot if one was asked for. */
+/* Whether a snapshot was asked for and not written yet (exit waits). */
 int sf_snapshot_pending(void)
 {
-	return __atomic_load_n(&writing, __ATOMIC_ACQUIRE) ||
-	       __atomic_load_n(&requested, __ATOMIC_ACQUIRE) != __atomic_load_n(&served, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&writing, __ATOMIC_ACQUIRE) || __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&signal_waiting, __ATOMIC_ACQUIRE);
 }
 
+/* The writer thread, after each round: writes the open freeze's snapshot
+ * and closes it; then a ring signal that came meanwhile gets its own. */
 void sf_snapshot_service(void)
 {
 	__atomic_store_n(&writing, 1, __ATOMIC_RELEASE);
-	uint32_t req = __atomic_load_n(&requested, __ATOMIC_ACQUIRE);
-	if (req != served)
-		serve(req);
+	for (;;) {
+		uint32_t e = __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE);
+		if (!e)
+			break;
+		static char path[4200], tmp[4300]; /* the writer thread's only */
+		int ok = write_snapshot(e, path, sizeof(path), tmp) == 0;
+		sf_rings_thaw(e);
+		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+		/* Once the file is there the freeze is closed: whoever waits for
+		 * it (sftrace snapshot) may ask for the next one. */
+		if (ok && rename(tmp, path) < 0) {
+			sf_rt_message("cannot write snapshot ", path, strerror(errno));
+			unlink(tmp);
+		}
+		uint32_t tid = __atomic_exchange_n(&signal_waiting, 0, __ATOMIC_ACQ_REL);
+		if (tid)
+			freeze_open(SF_SNAP_SIGNAL, 0, sf_now_raw(), 0, tid);
+	}
 	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
-}
-
-static void serve(uint32_t req)
-{
-	__atomic_store_n(&served, req, __ATOMIC_RELEASE);
-	if (written >= sf_config.max_snapshots)
-		return; /* --max-snapshots: later requests are ignored (silently: the program's stderr is its own) */
-	write_snapshot(__atomic_load_n(&request_reason, __ATOMIC_RELAXED));
 }

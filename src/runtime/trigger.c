@@ -140,7 +140,8 @@ static uint64_t ticks_to_ns(uint64_t ticks)
 	return dt ? (uint64_t)((unsigned __int128)ticks * dn / dt) : ticks;
 }
 
-/* An event of a trigger function, after it was stored. */
+/* An event of a trigger function, after it was stored: a snapshot frozen
+ * at its time (snapshot.c). */
 void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time)
 {
 	for (uint32_t i = 0; i < T.n; i++) {
@@ -148,7 +149,7 @@ void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time)
 			continue;
 		if (!T.t[i].dur_ns) {
 			if (kind == SF_EV_ENTRY)
-				sf_snapshot_request(SF_SNAP_ENTRY);
+				sf_snapshot_trigger(SF_SNAP_ENTRY, func_id, time, 0);
 			continue;
 		}
 		struct slow_stack *s = &slow;
@@ -171,7 +172,8 @@ void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time)
 			continue;
 		uint64_t began = s->t[d - 1];
 		s->depth = d - 1;
-		if (time > began && ticks_to_ns(time - began) > T.t[i].dur_ns)
-			sf_snapshot_request(SF_SNAP_SLOW);
+		uint64_t ns = time > began ? ticks_to_ns(time - began) : 0;
+		if (ns > T.t[i].dur_ns)
+			sf_snapshot_trigger(SF_SNAP_SLOW, func_id, time, ns);
 	}
 }

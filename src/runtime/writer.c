@@ -164,9 +164,13 @@ void sf_writer_drain(void)
 		    !sf_snapshot_pending())
 			return;
 		uint32_t b = __atomic_load_n(&busy, __ATOMIC_ACQUIRE);
+		struct timespec_raw { long s, ns; } ts = {0, 1000000};
 		if (b) {
-			struct timespec_raw { long s, ns; } ts = {0, 1000000};
 			sf_syscall6(SYS_futex, (long)&busy, FUTEX_WAIT_PRIVATE, 1, (long)&ts, 0, 0);
+		} else if (sf_snapshot_pending()) {
+			/* A snapshot of large rings takes a while to write: wait
+			 * for it in 1 ms steps (10 s at most), not in yields. */
+			sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
 		} else {
 			sf_syscall3(SYS_sched_yield, 0, 0, 0);
 		}

@@ -1,8 +1,11 @@
 """Bounded recordings: record --max-size (one byte budget for the whole run,
 across processes) and record --ring (per-thread flight-recorder rings and
 their snapshots). Exact event counts from tests/fixtures/ring_pattern.c."""
+import bisect
 import os
 import re
+import subprocess
+import time
 
 from sfkit import SFTRACE, build_c, check, dump_info, eq, record, run, tmpdir
 
@@ -162,7 +165,8 @@ def test_ring_snapshot_on_signal():
     snap = the_snapshot(d)
     check(re.fullmatch(r"sf\.snap\.\d+\.1\.log", os.path.basename(snap)), snap)
     eq(n_events(snap), ring_window(400003, 4), "events in the snapshot")
-    check(f"sftrace: snapshot {snap}\n" in p.stderr, f"record lists it: {p.stderr}")
+    check(re.search(rf"sftrace: snapshot {re.escape(snap)} \(on the ring signal, thread \d+, [\d.]+ s into the run\)\n",
+                    p.stderr), f"record lists it: {p.stderr}")
     eq(n_events(log), ring_window(400020, 4), "events in the log at exit")
     info = run([SFTRACE, "dump", snap]).stdout
     check("snapshot 1, taken on the ring signal while the process ran" in info, info)
@@ -326,7 +330,10 @@ def test_trigger_max_snapshots_and_errors():
                     args=["--ring", "256K", "--trigger", "^tock$", "--max-snapshots", "1"])
     eq(p.stdout, "ring_pattern loop ok\n")
     eq(len(snapshots(d)), 1, "snapshots")
-    eq(n_events(log), 31814, "the log is the same as without the trigger")
+    # The freeze at the first tock (main, tick, its tail call, tock: 4
+    # events) began a new batch: the log's window is the last 4 batches of
+    # the 400000 events since.
+    eq(n_events(log), ring_window(400000, 4), "the log at exit")
     bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "no_such_fn", "--", pattern()], check_rc=1)
     check("no instrumented function of" in bad.stderr and "no_such_fn" in bad.stderr, bad.stderr)
     bad = run([SFTRACE, "record", "--trigger", "tock", "--", pattern()], check_rc=2)
@@ -358,7 +365,8 @@ def test_trigger_in_a_dlopened_object():
     check("--trigger-object goes with --trigger" in bad.stderr, bad.stderr)
     # Without --trigger-object the executable is all there is, and it has no sleds.
     bad = run([SFTRACE, "record", "--ring", "256K", "--trigger", "plugin_inner", "--", exe, lib], check_rc=1)
-    check("cannot read the functions of " + exe in bad.stderr, bad.stderr)
+    check("cannot read the functions of " + exe + " (if the function is in a library or module the program "
+          "loads, name that file with --trigger-object FILE)" in bad.stderr, bad.stderr)
 
 
 def test_program_handler_for_the_ring_signal_wins():
@@ -368,3 +376,207 @@ def test_program_handler_for_the_ring_signal_wins():
     eq(p.stdout, "own handler 12\nring_pattern ownsig ok\n")
     eq(snapshots(d), [], "no snapshot")
     eq(n_events(log), 4006, "the log: 4004 and own_handler's entry and exit")
+
+
+# ---- snapshots frozen at their trigger (issue 26) ----
+
+KINDS = ("ENTRY", "EXIT", "TAIL")
+
+
+def dumped(path, out=None):
+    """(header text, [(time_ns, tid, kind, function)]) of a log (out: its
+    dump, if made already)."""
+    if out is None:
+        out = run([SFTRACE, "dump", path]).stdout
+    head, _, body = out.partition("\nevents:\n")
+    evs = []
+    for line in body.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in KINDS:
+            evs.append((int(f[0]), int(f[1]), f[2], f[3]))
+    return head, evs
+
+
+def walk(evs):
+    """One thread's events as a call stack walk: (complete calls as
+    (function, entry ns, exit ns, children by name), exits whose entry is
+    before the window, frames still open at its end). An exit that matches
+    no open frame is a tear: it fails here."""
+    stack, calls, before = [], [], 0
+    for t, _, kind, fn in evs:
+        if kind == "ENTRY":
+            stack.append((fn, t, {}))
+            continue
+        if not stack:
+            before += 1  # began before the window: its entry fell out of the ring
+            continue
+        top = stack.pop()
+        if top[0] != fn:
+            check(False, f"{kind} {fn} at {t} closes {top[0]} (entered at {top[1]}): a torn window")
+        calls.append((fn, top[1], t, top[2]))
+        if stack:
+            kids = stack[-1][2]
+            kids[fn] = kids.get(fn, 0) + 1
+    return calls, before, len(stack)
+
+
+def test_snapshot_holds_its_trigger_however_busy_after():
+    """The snapshot ends at the trigger, the exit of the slow call, however
+    many events both threads make afterwards: main makes 12M more after
+    it, the other thread runs hot throughout. Main's window is exactly the
+    ring's last 4 batches up to work's exit; the other thread's is
+    contiguous, full, and ends before that moment."""
+    n = 20000
+    d = tmpdir()
+    p, log = record([pattern(), "hot", str(n), "20", "3000000", d], out=os.path.join(d, "sf.log"),
+                    args=["--ring", "256K", "--trigger", "^work$>10ms"])
+    eq(p.stdout, "ring_pattern hot ok\n")
+    snap = the_snapshot(d)
+    head, evs = dumped(snap)
+    pid = int(re.search(r"^pid: (\d+)", head, re.M).group(1))
+    m = re.search(r"snapshot 1, taken on a slow trigger call while the process ran: work lasted ([\d.]+) ms, "
+                  rf"until ([\d.]+) s on thread {pid}; every thread's window ends there", head)
+    check(m, head)
+    check(float(m.group(1)) >= 20, f"the slow call's duration: {m.group(1)} ms")
+    check(re.search(rf"snapshot {re.escape(snap)} \(on a slow trigger call, thread {pid}, [\d.]+ s into the run\)",
+                    p.stderr), p.stderr)
+    main = [e for e in evs if e[1] == pid]
+    eq(len(main), ring_window(4 * n + 3, 4), "main's events: up to work's exit")
+    eq([(k, f) for _, _, k, f in main[-2:]], [("ENTRY", "work"), ("EXIT", "work")], "the trigger ends main's window")
+    calls, before, open_at_end = walk(main)
+    eq(calls[-1][0], "work", "the last complete call")
+    # 30911 events: work's 2, 7727 whole ticks before it and the exit of
+    # the tock before those (main's entry fell out of the ring).
+    eq((before, open_at_end), (1, 0), "frames cut by the window")
+    eq(sum(1 for c in calls if c[0] == "tick"), 7727, "the ticks before it")
+    end = main[-1][0]
+    other = [e for e in evs if e[1] != pid]
+    check(len({e[1] for e in other}) == 1, "one other thread")
+    check(len(other) >= 3 * BATCH, f"the other thread's window: {len(other)} events")
+    check(max(e[0] for e in other) <= end, "nothing after the trigger on the other thread")
+    _, before, open_at_end = walk(other)
+    check(before <= 3 and open_at_end <= 3, f"frames cut by the window: {before} before, {open_at_end} open")
+
+
+def snapshot_checked(path, text, reps, measured, start_mono):
+    """One snapshot of the measured run: every thread's window is
+    contiguous (walk() fails on a tear; only frames begun before it or
+    still open at its end are cut), ends at the snapshot's moment, and its
+    complete fK calls follow each other f0, f1, ... f7, f0, each with
+    exactly (K+1) x reps ticks and a duration between fK's own measure of
+    itself and its caller's. Returns the complete fK calls checked."""
+    head, evs = dumped(path, text)
+    at = re.search(r"snapshot \d+, taken on .* while the process ran: .*(?:until|at|entered at) ([\d.]+) s", head)
+    check(at, head)
+    end_ns = round(float(at.group(1)) * 1e9)
+    checked = 0
+    by_tid = {}
+    for e in evs:
+        by_tid.setdefault(e[1], []).append(e)
+    for tid, mine in sorted(by_tid.items()):
+        check(mine[-1][0] <= end_ns + 1000, f"{path}: thread {tid} ends at {mine[-1][0]}, after {end_ns}")
+        calls, _, _ = walk(mine)
+        fk = [c for c in calls if re.fullmatch(r"f\d", c[0])]
+        for prev, c in zip(fk, fk[1:]):
+            eq(int(c[0][1]), (int(prev[0][1]) + 1) % 8, f"{path}: thread {tid}: {prev[0]} then {c[0]} at {c[1]}")
+        for name, t0, t1, children in fk:
+            k = int(name[1])
+            eq(children.get("tick", 0), (k + 1) * reps, f"{path}: ticks in {name} at {t0}")
+            ms = measured.get((tid, k), [])
+            i = bisect.bisect_left(ms, (start_mono + t0,))
+            m = min(ms[max(0, i - 1):i + 1], key=lambda x: abs(x[1] - (start_mono + t0)), default=None)
+            check(m and abs(m[0] - (start_mono + t0)) < 200_000, f"{path}: no measure of {name} at {t0}")
+            lo, hi = m[2] - m[0], m[3] - m[1]
+            check(lo - 100 <= t1 - t0 <= hi + 100,
+                  f"{path}: thread {tid}: {name} at {t0} lasted {t1 - t0} ns; it measured {lo}..{hi}")
+            checked += 1
+    return checked
+
+
+def test_snapshots_of_hot_threads_are_whole():
+    """100 snapshots of two threads running hot, 10 asked for with sftrace
+    snapshot and 90 by a trigger (poke, entered between two fK calls):
+    each holds a contiguous window of each thread, cut at its moment, in
+    which every call lasts what the program measured. Then 50 pokes in a
+    burst: each one is either a snapshot or counted as not taken."""
+    reps = 100
+    d = tmpdir()
+    out = os.path.join(d, "measured.txt")
+    proc = subprocess.Popen([SFTRACE, "record", "--ring", "128K", "--trigger", "^poke$", "--max-snapshots", "1000",
+                             "-o", os.path.join(d, "sf.log"), "--", pattern(), "measured", str(reps), out],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        eq(proc.stdout.readline(), "ready\n")
+        keeper = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        pid = subprocess.run(["pgrep", "-P", keeper[0]], capture_output=True, text=True).stdout.split()[0]
+        for n in range(1, 11):
+            eq(run([SFTRACE, "snapshot", pid]).stdout.strip(), os.path.join(d, f"sf.snap.{pid}.{n}.log"))
+
+        def poke(k):
+            proc.stdin.write(f"poke {k}\n")
+            proc.stdin.flush()
+            eq(proc.stdout.readline(), f"poked {k}\n")
+
+        for n in range(11, 101):
+            poke(1)
+            want = os.path.join(d, f"sf.snap.{pid}.{n}.log")
+            for _ in range(500):
+                if os.path.exists(want):
+                    break
+                time.sleep(0.01)
+            check(os.path.exists(want), f"snapshot {n} after a poke")
+        poke(50)
+        proc.stdin.write("stop\n")
+        proc.stdin.flush()
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    eq(rest, "ring_pattern measured ok\n")
+    eq(proc.returncode, 0, err)
+    snaps = [os.path.join(d, s) for s in snapshots(d)]
+    burst = len(snaps) - 100
+    m = re.search(r"(\d+) snapshot requests? not taken \(a snapshot was being written\)", err)
+    eq(burst + (int(m.group(1)) if m else 0), 50, f"the burst's 50 pokes: {burst} snapshots, the rest counted: {err}")
+    measured = {}
+    for line in open(out):
+        tid, k, before, start, end, after = map(int, line.split())
+        measured.setdefault((tid, k), []).append((start, before, end, after))
+    for v in measured.values():
+        v.sort()
+    start_mono = int(re.search(r"^calibration: start tsc \d+ mono (\d+) ns", dumped(snaps[0])[0], re.M).group(1))
+    total = 0
+    # The dumps run beside the checks (two at a time).
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as pool:
+        texts = pool.map(lambda s: run([SFTRACE, "dump", s]).stdout, snaps)
+        for i, (s, text) in enumerate(zip(snaps, texts)):
+            n = snapshot_checked(s, text, reps, measured, start_mono)
+            check(n or i >= 100, f"{s}: no complete fK call")
+            total += n
+    check(total >= 100 * 2, f"complete calls checked: {total}")
+
+
+def test_reader_keeps_a_ring_threads_newest_contiguous_run():
+    """Batches of a ring thread that are not contiguous with its newest
+    (an earlier lap, kept by a freeze when the process died) are left out
+    and said so, never stitched to the newer ones. Here the second oldest
+    of the 4 slots is made free: the oldest is then a lap apart."""
+    import struct
+    d, p, log = ring_run(["loop", "100000"])
+    data = bytearray(open(log, "rb").read())
+    slots = []
+    for off in range(4096, len(data) - 80, 4096):
+        magic, typ = struct.unpack_from("<IH", data, off)
+        serial, _, seq = struct.unpack_from("<QII", data, off + 16)
+        if magic == 0x4B434653 and typ == 4 and serial:
+            slots.append((seq, off))
+    eq(len(slots), 4, f"slots {slots}")
+    slots.sort()
+    struct.pack_into("<Q", data, slots[1][1] + 16, 0)
+    cut = os.path.join(d, "cut.log")
+    open(cut, "wb").write(bytes(data))
+    r = run([SFTRACE, "dump", cut])
+    eq(n_events(cut), BATCH + (31814 - 3 * BATCH), "the two newest batches")
+    said = r.stdout + r.stderr
+    check("thread 1: 1 batch of an earlier lap of the ring left out (not contiguous with its newest)" in said, said)

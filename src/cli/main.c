@@ -14,6 +14,7 @@ static const struct sf_command commands[] = {
 	{"record", "run a command and record every instrumented function call", cmd_record},
 	{"filter", "choose which functions to record", cmd_filter},
 	{"convert", "convert a log to Perfetto, Parquet (pola), Chrome JSON or folded stacks", cmd_convert},
+	{"replay", "the calls in order, nested, with durations (uftrace's layout)", cmd_replay},
 	{"report", "per-function time table in the terminal; --diff compares two recordings", cmd_report},
 	{"query", "SQL (SQLite) over the frames, functions and threads of a recording", cmd_query},
 	{"flamegraph", "interactive SVG flame graph", cmd_flamegraph},

@@ -481,6 +481,18 @@ static void proc_end(struct pass *ps)
 		ps->failed = 1;
 }
 
+static void feed_merged(struct pass *ps, struct proc_state *p);
+
+/* A process's events in the log's batch order (lr_iter). */
+static void feed_batches(struct pass *ps, struct proc_state *p)
+{
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init(&it, p->pub.log);
+	while (!ps->failed && lr_next(&it, &ev))
+		feed(ps, &ev);
+}
+
 int trace_run(struct trace_input *in, const struct trace_sink *sink)
 {
 	struct pass *ps = &in->run;
@@ -492,11 +504,10 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 			ps->failed = 1;
 			break;
 		}
-		struct lr_iter it;
-		struct lr_event ev;
-		lr_iter_init(&it, p->pub.log);
-		while (!ps->failed && lr_next(&it, &ev))
-			feed(ps, &ev);
+		if (in->opt.time_order)
+			feed_merged(ps, p);
+		else
+			feed_batches(ps, p);
 		proc_end(ps);
 		p->threads_read = 0;
 		for (size_t t = 0; t < lr_nthreads(p->pub.log); t++)
@@ -573,6 +584,17 @@ static void merge_free(struct merge *m)
 	free(m->heap);
 }
 
+/* A process's events, its threads merged in time order. */
+static void feed_merged(struct pass *ps, struct proc_state *p)
+{
+	struct merge m;
+	struct lr_event ev;
+	merge_init(&m, p->pub.log);
+	while (!ps->failed && merge_next(&m, &ev))
+		feed(ps, &ev);
+	merge_free(&m);
+}
+
 int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *sink)
 {
 	struct pass ps;
@@ -582,12 +604,7 @@ int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *
 		pass_free(&ps);
 		return -1;
 	}
-	struct merge m;
-	struct lr_event ev;
-	merge_init(&m, p->pub.log);
-	while (!ps.failed && merge_next(&m, &ev))
-		feed(&ps, &ev);
-	merge_free(&m);
+	feed_merged(&ps, p);
 	proc_end(&ps);
 	if (ps.progress_shown)
 		fprintf(stderr, "\r%60s\r", "");

@@ -14,6 +14,8 @@ int cmd_dump(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+int cmd_info(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_filter(int argc, char **argv);
 int cmd_query(int argc, char **argv);

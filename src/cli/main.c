@@ -15,6 +15,8 @@ static const struct sf_command commands[] = {
 	{"filter", "choose which functions to record", cmd_filter},
 	{"convert", "convert a log to Perfetto, Parquet (pola), Chrome JSON or folded stacks", cmd_convert},
 	{"replay", "the calls in order, nested, with durations (uftrace's layout)", cmd_replay},
+	{"graph", "who calls a function, and the aggregated graph of what it calls", cmd_graph},
+	{"info", "what a recording holds: command, machine, options, objects, threads, counters", cmd_info},
 	{"report", "per-function time table in the terminal; --diff compares two recordings", cmd_report},
 	{"query", "SQL (SQLite) over the frames, functions and threads of a recording", cmd_query},
 	{"flamegraph", "interactive SVG flame graph", cmd_flamegraph},

@@ -143,3 +143,105 @@ if __name__ == "__main__":
         if name.startswith("test_"):
             fn()
             print("ok", name)
+
+
+# ---- graph ----
+
+GRAPH_RE = re.compile(r"^  (.{10}) : (.*)$")
+
+
+def graph(args):
+    """`sftrace graph` lines, with each graph line's time column checked and
+    cut off (blank lines between siblings: the time is blank)."""
+    p = run([SFTRACE, "graph"] + list(args))
+    out = []
+    for ln in p.stdout.splitlines():
+        m = GRAPH_RE.match(ln)
+        if m and not ln.startswith("# "):
+            t, call = m.group(1), m.group(2)
+            if call.strip(" |"):
+                check(DUR_RE.match(t), f"time {t!r} of {call!r}")
+            else:
+                eq(t.strip(), "", "blank line's time")
+            out.append("T : " + call)
+        else:
+            out.append(re.sub(r"time +\d+\.\d{3} (us|ms| s)", "time X", re.sub(r"\(0x[0-9a-f]+\)", "(ADDR)", ln)))
+    return out
+
+
+def test_graph_main():
+    exe, log = views_log()
+    pid = re.search(r"\(pid (\d+)\)", run([SFTRACE, "graph", "main", log]).stdout).group(1)
+    eq(graph(["main", log]), [
+        f"# Function Call Graph for 'main' (pid {pid})",
+        "=============== BACKTRACE ===============",
+        " backtrace #0: hit 1, time X",
+        "   [0] main (ADDR)",
+        "",
+        "========== FUNCTION CALL GRAPH ==========",
+        "# TOTAL TIME   FUNCTION",
+        "T : (1) main",
+        "T :  +-(2) foo",
+        "T :  | (6) loop",
+        "T :  | ",
+        "T :  +-(1) bar",
+        ""], "graph main")
+
+
+def test_graph_recursion_threads_and_depth():
+    _, log = views_log("more")
+    g = graph(["recurse", log])
+    eq(g[2:5], [" backtrace #0: hit 1, time X", "   [0] main (ADDR)", "   [1] recurse (ADDR)"], "backtrace")
+    eq(g[8:], ["T : (1) recurse", "T : (1) recurse", "T : (1) recurse", "T : (1) recurse", "T : (1) bottom", ""],
+       "a single path stays flat")
+    whole = graph([log])
+    eq(whole[0].split(" (pid")[0], "# Function Call Graph for 'views'", "whole process")
+    eq(whole[3:], ["T : (1) views",
+                   "T :  +-(1) main",
+                   "T :  |  +-(2) foo",
+                   "T :  |  | (6) loop",
+                   "T :  |  | ",
+                   "T :  |  +-(1) bar",
+                   "T :  |  | ",
+                   "T :  |  +-(1) recurse",
+                   "T :  |    (1) recurse",
+                   "T :  |    (1) recurse",
+                   "T :  |    (1) recurse",
+                   "T :  |    (1) bottom",
+                   "T :  | ",
+                   "T :  +-(2) worker",
+                   "T :    (4) wleaf",
+                   ""], "whole graph")
+    eq(graph(["--depth", "1", log])[3:], ["T : (1) views", "T :  +-(1) main", "T :  | ", "T :  +-(2) worker", ""],
+       "--depth 1")
+    eq(graph(["--max-depth", "1", "main", log])[7:], ["T : (1) main", ""], "a cut applies")
+    p = run([SFTRACE, "graph", "nosuchfunc", log], check_rc=1)
+    eq(p.stdout, "", "no output")
+    check("no call of 'nosuchfunc'" in p.stderr, p.stderr)
+
+
+# ---- info ----
+
+def test_info_fields():
+    exe, log = views_log("more")
+    j = __import__("json").loads(run([SFTRACE, "info", "--format", "json", log]).stdout)
+    eq(len(j["processes"]), 1, "processes")
+    p = j["processes"][0]
+    bid = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", exe]).stdout).group(1)
+    want = {"cmdline": f"{exe} more", "argv": [exe, "more"], "machine": "x86-64", "exit_state": "exited",
+            "ring_bytes": 0, "trim_min_ns": 0, "trim_max_depth": 0, "alloc_events": 0,
+            # main thread: main, foo x2, loop x6, bar, recurse x4, bottom; each worker: worker, wleaf x2
+            "events": 42, "frames": 21, "dropped": 0, "lost": 0, "write_errors": 0, "unwound": 0,
+            "open_at_end": 0, "log_bytes": os.path.getsize(log), "log_path": log}
+    eq({k: p[k] for k in want}, want, "info fields")
+    eq(p["sleds"], p["sleds_patched"], "every sled patched")
+    eq([(o["path"], o["build_id"], o["main"]) for o in p["objects"]], [(os.path.realpath(exe), bid, True)],
+       "objects")
+    eq(sorted(t["events"] for t in p["threads"]), [6, 6, 30], "events per thread")
+    text = run([SFTRACE, "info", log]).stdout
+    lines = dict(re.findall(r"^# (\w[\w ]*?) *: (.*)$", text, re.M))
+    eq({k: lines[k] for k in ("pid", "ppid", "exit state", "events", "frames", "threads", "objects")},
+       {"pid": str(p["pid"]), "ppid": str(p["ppid"]), "exit state": "exited", "events": "42", "frames": "21",
+        "threads": "3", "objects": "1"}, "text fields")
+    check(f"build-id {bid}, sleds {p['sleds']}, patched {p['sleds']}" in text, text)
+    eq(lines["log"], f"{os.path.getsize(log)} bytes ({os.path.getsize(log) / 42:.1f} bytes per event)", "log size")

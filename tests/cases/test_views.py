@@ -12,7 +12,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import DUMP_RE, SFTRACE, build_c, check, eq, record, run  # noqa: E402
+from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, eq, record, run, tmpdir  # noqa: E402
 
 # uftrace's replay line: 10-column duration (blank or "%3d.%03d UNIT"), the
 # tid as "[%7d]", " | ", then the call.
@@ -245,3 +245,55 @@ def test_info_fields():
         "threads": "3", "objects": "1"}, "text fields")
     check(f"build-id {bid}, sleds {p['sleds']}, patched {p['sleds']}" in text, text)
     eq(lines["log"], f"{os.path.getsize(log)} bytes ({os.path.getsize(log) / 42:.1f} bytes per event)", "log size")
+
+
+# ---- Perfetto at any depth ----
+
+def trace_processor():
+    path = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(os.path.dirname(ROOT), "shared", "tools",
+                                                                     "trace_processor_shell")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise Skip(f"Perfetto's trace_processor_shell not found at {path}")
+    return path
+
+
+def tp_rows(trace, sql):
+    """Rows of one query as lists of strings (trace processor's CSV output)."""
+    qf = os.path.join(tmpdir(), "q.sql")
+    with open(qf, "w") as fh:
+        fh.write(sql)
+    p = run([trace_processor(), "-q", qf, trace], timeout=120)
+    import csv
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
+    return list(csv.reader(lines))[1:]
+
+
+def test_perfetto_deep_recursion_on_child_tracks():
+    """3,000 nested rec() calls (main -> run -> rec x3000: depths 0..3001).
+    trace_processor keeps at most 512 nested slices on a track; depths past
+    it go to child tracks of the thread, 512 levels each, so every call loads,
+    each at its own depth, with one root on the thread's track and no import
+    error or data loss."""
+    exe = build_c("stress_recursion", ["stress_recursion.c"], libs=["-lpthread"])
+    _, log = record([exe, "main", "2999"])
+    out = os.path.join(tmpdir(), "t.pb")
+    run([SFTRACE, "convert", log, "-o", out])
+    rows = tp_rows(out, """
+select 'slice', s.name, s.depth, coalesce(t.name, ''), tt.utid from slice s
+  left join thread_track tt on s.track_id = tt.id left join track t on t.id = s.track_id
+union all
+select 'stat', name, idx, severity, value from stats where value > 0 and severity in ('error', 'data_loss');
+""")
+    eq([r for r in rows if r[0] == "stat"], [], "import errors or data loss")
+    slices = [r for r in rows if r[0] == "slice"]
+    eq(len(slices), 3002, "every call loaded")
+    eq({r[4] for r in slices} - {""}, {slices[0][4]}, "every slice on a track of the thread")
+    check(all(r[4] for r in slices), "no slice off the thread")
+    got = sorted((r[3], int(r[2]), r[1]) for r in slices)
+    thread = "stress_recursio"
+    want = [("", 0, "main"), ("", 1, "run")] + [("", d, "rec") for d in range(2, 512)]
+    for d in range(512, 3002):
+        k = d // 512
+        want.append((f"{thread} depth {k * 512}-{k * 512 + 511}", d % 512, "rec"))
+    eq(got, sorted(want), "slices by track and depth")
+    eq(sum(1 for r in slices if r[3] == "" and r[2] == "0"), 1, "one root on the thread's track")

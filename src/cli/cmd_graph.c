@@ -29,6 +29,7 @@
 
 #include "cli/commands.h"
 #include "cli/input_opts.h"
+#include "lib/demangle.h"
 #include "lib/hashmap.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
@@ -39,6 +40,7 @@
 
 struct gnode {
 	const char *name;     /* trace_name of its first frame */
+	size_t len;           /* shown: without a C++ parameter list */
 	uint64_t name_hash;
 	uint32_t parent, first_child, last_child, next_sibling, nchildren;
 	uint64_t calls, total_ns;
@@ -95,14 +97,14 @@ static uint64_t mix(uint32_t parent, uint64_t name_hash)
 	return (name_hash ^ ((uint64_t)parent * 0x9E3779B97F4A7C15ULL)) | 1;
 }
 
-static uint32_t new_node(struct graph *g, uint32_t parent, const char *name, uint64_t name_hash)
+static uint32_t new_node(struct graph *g, uint32_t parent, const char *name, size_t len, uint64_t name_hash)
 {
 	if (g->nnodes == g->capnodes) {
 		g->capnodes = g->capnodes ? 2 * g->capnodes : 256;
 		g->nodes = xrealloc(g->nodes, g->capnodes * sizeof(*g->nodes));
 	}
 	uint32_t i = (uint32_t)g->nnodes++;
-	g->nodes[i] = (struct gnode){.name = name, .name_hash = name_hash, .parent = parent};
+	g->nodes[i] = (struct gnode){.name = name, .len = len, .name_hash = name_hash, .parent = parent};
 	if (parent != NONE) {
 		struct gnode *p = &g->nodes[parent];
 		if (p->last_child)
@@ -119,20 +121,21 @@ static uint32_t new_node(struct graph *g, uint32_t parent, const char *name, uin
 static uint32_t child_of(struct graph *g, uint32_t parent, uint32_t func_id)
 {
 	const char *name = trace_name(g->proc, func_id);
-	uint64_t h = hash_bytes(0xcbf29ce484222325ULL, name, strlen(name));
+	size_t len = sf_name_sans_params(name, trace_symbol(g->proc, func_id)->mangled);
+	uint64_t h = hash_bytes(0xcbf29ce484222325ULL, name, len);
 	int added;
 	uint64_t *slot = hm_put(&g->children, mix(parent, h), &added);
 	if (!added) {
 		const struct gnode *n = &g->nodes[*slot];
-		if (n->parent == parent && !strcmp(n->name, name))
+		if (n->parent == parent && n->len == len && !memcmp(n->name, name, len))
 			return (uint32_t)*slot;
 		/* A hash collision (rare): find it among the siblings. */
 		for (uint32_t c = g->nodes[parent].first_child; c; c = g->nodes[c].next_sibling)
-			if (!strcmp(g->nodes[c].name, name))
+			if (g->nodes[c].len == len && !memcmp(g->nodes[c].name, name, len))
 				return c;
-		return new_node(g, parent, name, h);
+		return new_node(g, parent, name, len, h);
 	}
-	*slot = new_node(g, parent, name, h);
+	*slot = new_node(g, parent, name, len, h);
 	return (uint32_t)*slot;
 }
 
@@ -200,8 +203,11 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 		node = child_of(g, parent, f->func_id);
 	} else if (is_target(g, f->func_id)) {
 		node = ROOT;
-		if (!g->nodes[ROOT].name)
+		if (!g->nodes[ROOT].name) {
 			g->nodes[ROOT].name = trace_name(g->proc, f->func_id);
+			g->nodes[ROOT].len = sf_name_sans_params(g->nodes[ROOT].name,
+								 trace_symbol(g->proc, f->func_id)->mangled);
+		}
 		t->bt = find_backtrace(g, t, f->depth, f->func_id);
 		t->bt_depth = f->depth;
 		g->bts[t->bt].hits++;
@@ -269,13 +275,24 @@ static void put_indent(const uint8_t *mask, uint32_t indent, int line)
 	}
 }
 
+/* name[0..len) escaped. */
+static const char *esc_len(const char *name, size_t len)
+{
+	static char buf[4096];
+	if (len == strlen(name) || len >= sizeof(buf))
+		return sf_esc(name);
+	memcpy(buf, name, len);
+	buf[len] = 0;
+	return sf_esc(buf);
+}
+
 static void put_node(const struct graph *g, uint32_t n, const uint8_t *mask, uint32_t indent, int line)
 {
 	fputs("  ", stdout);
 	put_time(g->nodes[n].total_ns);
 	fputs(" : ", stdout);
 	put_indent(mask, indent, line);
-	printf("(%" PRIu64 ") %s\n", g->nodes[n].calls, sf_esc(g->nodes[n].name));
+	printf("(%" PRIu64 ") %s\n", g->nodes[n].calls, esc_len(g->nodes[n].name, g->nodes[n].len));
 }
 
 struct walk {
@@ -366,7 +383,7 @@ static void graph_reset(struct graph *g, const struct trace_proc *p)
 	g->threads = xcalloc(g->nthreads + 1, sizeof(*g->threads));
 	for (size_t i = 0; i < g->nthreads; i++)
 		g->threads[i].bt = NONE;
-	new_node(g, NONE, g->func ? NULL : p->name, 0);
+	new_node(g, NONE, g->func ? NULL : p->name, g->func ? 0 : strlen(p->name), 0);
 }
 
 static int process_begin(void *ctx, const struct trace_proc *p)
@@ -387,7 +404,7 @@ static int process_end(void *ctx, const struct trace_proc *p)
 		root->total_ns = p->last_ns - p->start_ns;
 	}
 	g->shown++;
-	printf("# Function Call Graph for '%s' (pid %u)\n", sf_esc(g->func ? root->name : p->name), p->info->pid);
+	printf("# Function Call Graph for '%s' (pid %u)\n", esc_len(root->name, root->len), p->info->pid);
 	if (g->func)
 		print_backtraces(g);
 	puts("========== FUNCTION CALL GRAPH ==========");

@@ -20,6 +20,7 @@
 #include "cli/input_opts.h"
 #include "format/sflog.h"
 #include "lib/json_out.h"
+#include "lib/log_symbols.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -107,6 +108,52 @@ static void sleds(const struct lr_log *log, uint64_t *total, uint64_t *patched)
 	}
 }
 
+/* ---- aliases (identical code folding) ---- */
+
+struct alias_out {
+	int json;
+	size_t n;
+	const char *shown; /* the name outputs use (a filter may have chosen an alias) */
+};
+
+static void put_alias(void *ctx, const char *mangled, const char *demangled)
+{
+	(void)mangled;
+	struct alias_out *a = ctx;
+	if (!strcmp(demangled, a->shown))
+		return;
+	if (a->json) {
+		fputs(a->n++ ? "," : "", stdout);
+		json_put_str(stdout, demangled);
+	} else {
+		printf("%s%s", a->n++ ? ", " : "", sf_esc(demangled));
+	}
+}
+
+/* Each function of object o with other names: the name outputs use, then
+ * the others (text: one line each; json: [{"name":..,"aliases":[..]}]). */
+static void put_aliases(const struct trace_proc *p, const struct lr_object *o, int json)
+{
+	size_t shown = 0;
+	for (uint32_t k = 0; k < o->count; k++) {
+		uint32_t id = o->first_id + k;
+		if (!ls_aliases(p->syms, id, NULL, NULL))
+			continue;
+		struct alias_out a = {json, 0, trace_symbol(p, id)->name};
+		if (json) {
+			printf("%s{\"name\":", shown++ ? "," : "");
+			json_put_str(stdout, trace_symbol(p, id)->name);
+			printf(",\"aliases\":[");
+			ls_aliases(p->syms, id, put_alias, &a);
+			printf("]}");
+		} else {
+			printf("#       alias: %s = ", sf_esc(trace_symbol(p, id)->name));
+			ls_aliases(p->syms, id, put_alias, &a);
+			putchar('\n');
+		}
+	}
+}
+
 /* ---- text ---- */
 
 #define KEY "# %-18s: "
@@ -149,6 +196,7 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		printf("#   [%u] %s%s\n#       build-id %s, sleds %u, patched %u, functions %u\n", o->index,
 		       sf_esc(o->path), o->flags & SF_OBJ_MAIN ? " (main)" : o->flags & SF_OBJ_DLOPEN ? " (dlopen)" : "",
 		       bid, o->sleds, o->patched, o->count);
+		put_aliases(p, o, 0);
 	}
 	printf(KEY "%zu\n", "threads", lr_nthreads(p->log));
 	for (size_t k = 0; k < lr_nthreads(p->log); k++) {
@@ -208,9 +256,11 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 		printf("%s{", k ? "," : "");
 		json_kv_str("path", o->path);
 		json_kv_str("build_id", o->build_id_len ? bid : "");
-		printf("\"main\":%s,\"dlopen\":%s,\"sleds\":%u,\"patched\":%u,\"functions\":%u}",
+		printf("\"main\":%s,\"dlopen\":%s,\"sleds\":%u,\"patched\":%u,\"functions\":%u,\"aliases\":[",
 		       o->flags & SF_OBJ_MAIN ? "true" : "false", o->flags & SF_OBJ_DLOPEN ? "true" : "false", o->sleds,
 		       o->patched, o->count);
+		put_aliases(p, o, 1);
+		printf("]}");
 	}
 	printf("],\"threads\":[");
 	for (size_t k = 0; k < lr_nthreads(p->log); k++) {

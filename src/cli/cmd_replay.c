@@ -35,6 +35,7 @@
 #include "cli/commands.h"
 #include "cli/input_opts.h"
 #include "cli/pager.h"
+#include "lib/demangle.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -267,7 +268,19 @@ static void indent(uint32_t depth)
 
 /* ---- lines ---- */
 
-static const char *name_of(const struct fr_frame *f) { return sf_esc(trace_name(f->proc, f->func_id)); }
+/* The call's name as uftrace writes it: without a C++ parameter list,
+ * escaped. Valid until the next call. */
+static const char *name_of(const struct fr_frame *f)
+{
+	static char buf[4096];
+	const char *name = trace_name(f->proc, f->func_id);
+	size_t n = sf_name_sans_params(name, trace_symbol(f->proc, f->func_id)->mangled);
+	if (n == strlen(name) || n >= sizeof(buf))
+		return sf_esc(name);
+	memcpy(buf, name, n);
+	buf[n] = 0;
+	return sf_esc(buf);
+}
 
 /* " /" "* text *" "/" after a line's call. */
 static void put_comment(const struct replay *r, const char *text)

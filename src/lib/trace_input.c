@@ -12,6 +12,7 @@
 
 #include "format/sflog.h"
 #include "lib/demangle.h"
+#include "lib/hashmap.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
 
@@ -190,6 +191,38 @@ static void compute_keys(struct trace_input *in, struct proc_state *ps)
 	}
 }
 
+/* A filter's names: where it names a function by one of its aliases
+ * (identical code folding), every output calls the function that. */
+struct filter_names {
+	struct log_symbols *syms;
+	const struct lr_object *obj;
+	struct hashmap ids; /* vaddr -> function id + 1 */
+};
+
+static void prefer_filter_name(void *ctx, uint64_t vaddr, const char *name)
+{
+	struct filter_names *fn = ctx;
+	uint64_t id = hm_get(&fn->ids, vaddr, 0);
+	if (id)
+		ls_prefer_name(fn->syms, (uint32_t)(id - 1), name);
+}
+
+static void apply_filter_names(struct trace_input *in)
+{
+	for (size_t i = 0; i < in->nprocs; i++) {
+		const struct lr_log *log = in->procs[i].pub.log;
+		for (size_t k = 0; k < lr_nobjects(log); k++) {
+			const struct lr_object *o = lr_object_at(log, k);
+			struct filter_names fn = {in->procs[i].pub.syms, o, HASHMAP_INIT};
+			hm_init(&fn.ids, o->count);
+			for (uint32_t j = 0; j < o->count; j++)
+				*hm_put(&fn.ids, o->funcs[j], NULL) = (uint64_t)o->first_id + j + 1;
+			cut_filter_each_name(in->filter, o, prefer_filter_name, &fn);
+			hm_free(&fn.ids);
+		}
+	}
+}
+
 /* -c FILE: parsed once, checked against every log. A filter that selects
  * nothing would give an empty output: refused, naming the file. */
 static int load_filter(struct trace_input *in)
@@ -210,6 +243,7 @@ static int load_filter(struct trace_input *in)
 			 in->nprocs == 1 ? "" : "s");
 		return -1;
 	}
+	apply_filter_names(in);
 	return 0;
 }
 

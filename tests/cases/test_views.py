@@ -297,3 +297,43 @@ select 'stat', name, idx, severity, value from stats where value > 0 and severit
         want.append((f"{thread} depth {k * 512}-{k * 512 + 511}", d % 512, "rec"))
     eq(got, sorted(want), "slices by track and depth")
     eq(sum(1 for r in slices if r[3] == "" and r[2] == "0"), 1, "one root on the thread's track")
+
+
+# ---- names of folded functions ----
+
+def icf_exe():
+    """tests/fixtures/icf_twins.cc linked by lld with --icf=all: app::twin_a and
+    app::twin_b are one function, and so are app::fold_me and std::fold_me."""
+    exe = build_c("icf_twins", ["icf_twins.cc"], compiler="clang++",
+                  flags=["-ffunction-sections", "-fuse-ld=lld", "-Wl,--icf=all"])
+    nm = run(["nm", "-C", exe]).stdout
+    addr = {ln.split(" ", 2)[2]: ln.split()[0] for ln in nm.splitlines() if "twin" in ln or "fold_me" in ln}
+    eq(addr["app::twin_a(int)"], addr["app::twin_b(int)"], "twins folded")
+    eq(addr["app::fold_me(int)"], addr["std::fold_me(int)"], "fold_me folded")
+    return exe
+
+
+def test_folded_function_named_as_the_filter_chose():
+    exe = icf_exe()
+    _, log = record([exe])
+    # Without a filter: one name each, the user's namespace over std's.
+    _, rows = replay(log)
+    eq([c for _, _, c in rows], ["main() {", "  app::twin_a();", "  app::twin_a();", "  app::fold_me();",
+                                 "  app::fold_me();", "} /* main */"], "default names")
+    d = tmpdir()
+    for want, other in (("twin_b", "twin_a"), ("twin_a", "twin_b")):
+        flt = os.path.join(d, want + ".filter")
+        run([SFTRACE, "filter", "-p", exe, "-r", "^app::" + want, "-o", flt])
+        with open(flt) as fh:
+            named = [ln.split(" ", 1)[1] for ln in fh.read().splitlines() if ln.startswith("0x")]
+        eq(named, [f"app::{want}(int)"], "the filter file names the alias its regex matched")
+        _, rows = replay(log, ["-c", flt])
+        eq([c for _, _, c in rows], [f"app::{want}();"] * 2, f"replay -c {want}")
+        rep = run([SFTRACE, "report", "--format", "tsv", "-c", flt, log]).stdout.splitlines()
+        eq([(r.split("\t")[1], r.split("\t")[2]) for r in rep[1:]], [(f"app::{want}(int)", "2")], "report -c")
+    info = __import__("json").loads(run([SFTRACE, "info", "--format", "json", log]).stdout)
+    eq(info["processes"][0]["objects"][0]["aliases"],
+       [{"name": "app::twin_a(int)", "aliases": ["app::twin_b(int)"]},
+        {"name": "app::fold_me(int)", "aliases": ["std::fold_me(int)"]}], "info's aliases")
+    text = run([SFTRACE, "info", log]).stdout
+    check("#       alias: app::fold_me(int) = std::fold_me(int)\n" in text, text)

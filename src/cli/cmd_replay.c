@@ -84,6 +84,7 @@ struct replay {
 	struct thread_state *threads; /* by lr_thread.index of the current process */
 	size_t nthreads;
 	int write_failed;
+	int srcline;     /* --srcline: each call's file:line as a comment */
 };
 
 /* ---- uftrace's units ---- */
@@ -304,6 +305,19 @@ static void flush_run(struct replay *r, const struct lr_thread *t, const struct 
 	ts->run_count = 0;
 }
 
+/* --srcline: " /" "* file:line *" "/" after a call's name (uftrace's place). */
+static void put_srcline(const struct replay *r, const struct fr_frame *f)
+{
+	if (!r->srcline)
+		return;
+	const struct sym_info *si = trace_symbol(f->proc, f->func_id);
+	if (!si->file)
+		return;
+	char text[4200];
+	snprintf(text, sizeof(text), "%s:%u", si->file, si->line);
+	put_comment(r, sf_esc(text));
+}
+
 /* "name() {", the pending frame turned out to have children. */
 static void open_pending(struct replay *r, struct thread_state *ts)
 {
@@ -312,6 +326,7 @@ static void open_pending(struct replay *r, struct thread_state *ts)
 	put_columns(r, &l);
 	indent(f->depth);
 	printf("%s() {", name_of(f));
+	put_srcline(r, f);
 	if (f->cut & CUT_START)
 		put_comment(r, "cut at window start");
 	putchar('\n');
@@ -342,6 +357,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	indent(f->depth);
 	if (leaf) {
 		printf("%s();", name_of(f));
+		put_srcline(r, f);
 		if (f->cut & CUT_START)
 			put_comment(r, "cut at window start");
 		ts->has_pending = 0;
@@ -400,6 +416,7 @@ static void usage(FILE *out)
 		"  -f, --output-fields LIST  columns: duration,tid (default), addr, time,\n"
 		"                         delta, elapsed, task, module; +LIST adds to the\n"
 		"                         default; none; all\n"
+		"      --srcline          each call's source file:line (DWARF) as a comment\n"
 		"      --no-pager         write straight to stdout\n"
 		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
 		"                         is unset), always or never\n"
@@ -412,6 +429,7 @@ int cmd_replay(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"output-fields", required_argument, 0, 'f'},
 		{"no-pager", no_argument, 0, 'P'},
+		{"srcline", no_argument, 0, 'L'},
 		{"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'},
 		{"help", no_argument, 0, 'h'},
@@ -437,6 +455,7 @@ int cmd_replay(int argc, char **argv)
 				goto out_usage;
 			break;
 		case 'P': no_pager = 1; break;
+		case 'L': r.srcline = 1; break;
 		case 'C':
 			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
 				sf_error("--color must be auto, always or never, not '%s'", optarg);

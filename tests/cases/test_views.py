@@ -337,3 +337,21 @@ def test_folded_function_named_as_the_filter_chose():
         {"name": "app::fold_me(int)", "aliases": ["std::fold_me(int)"]}], "info's aliases")
     text = run([SFTRACE, "info", log]).stdout
     check("#       alias: app::fold_me(int) = std::fold_me(int)\n" in text, text)
+
+
+def test_replay_srcline():
+    """--srcline: each call's file:line (the function's definition in views.c)."""
+    _, log = views_log()
+    src = os.path.join(ROOT, "tests", "fixtures", "views.c")
+    with open(src) as fh:
+        lines = fh.read().splitlines()
+
+    def line_of(func):
+        return next(i + 1 for i, ln in enumerate(lines) if re.match(r"^(__attribute__\(\(noinline\)\) )?\w+ \*?" +
+                                                                   func + r"\(", ln))
+    _, rows = replay(log, ["--srcline"])
+    want = []
+    for c in BASIC + ["} /* main */"]:
+        m = re.match(r"^( *)(\w+)\(\)( \{|;)$", c)
+        want.append(f"{m.group(1)}{m.group(2)}(){m.group(3)} /* {src}:{line_of(m.group(2))} */" if m else c)
+    eq([c for _, _, c in rows], want, "--srcline")

@@ -59,6 +59,12 @@ struct open_frame {
 	uint32_t func_id;
 };
 
+struct fname {
+	const char *name;
+	size_t len;
+	uint64_t hash;
+};
+
 struct gthread {
 	struct open_frame *stack;
 	size_t cap;
@@ -80,6 +86,8 @@ struct graph {
 	struct hashmap bt_index; /* backtrace hash -> index + 1 */
 	struct gthread *threads;
 	size_t nthreads;
+	struct fname *fnames; /* by function id of the current process */
+	size_t nfnames;
 	int shown;            /* processes printed */
 	int failed;
 };
@@ -117,12 +125,32 @@ static uint32_t new_node(struct graph *g, uint32_t parent, const char *name, siz
 	return i;
 }
 
+/* A function's name as the graph shows and merges it, made once per
+ * function id of the process. */
+static struct fname *fname_of(struct graph *g, uint32_t func_id)
+{
+	if (func_id >= g->nfnames) {
+		size_t n = (size_t)func_id + 256;
+		g->fnames = xrealloc(g->fnames, n * sizeof(*g->fnames));
+		memset(g->fnames + g->nfnames, 0, (n - g->nfnames) * sizeof(*g->fnames));
+		g->nfnames = n;
+	}
+	struct fname *fn = &g->fnames[func_id];
+	if (!fn->name) {
+		fn->name = trace_name(g->proc, func_id);
+		fn->len = sf_name_sans_params(fn->name, trace_symbol(g->proc, func_id)->mangled);
+		fn->hash = hash_bytes(0xcbf29ce484222325ULL, fn->name, fn->len);
+	}
+	return fn;
+}
+
 /* The child of `parent` named as func_id, created if needed. */
 static uint32_t child_of(struct graph *g, uint32_t parent, uint32_t func_id)
 {
-	const char *name = trace_name(g->proc, func_id);
-	size_t len = sf_name_sans_params(name, trace_symbol(g->proc, func_id)->mangled);
-	uint64_t h = hash_bytes(0xcbf29ce484222325ULL, name, len);
+	struct fname *fn = fname_of(g, func_id);
+	const char *name = fn->name;
+	size_t len = fn->len;
+	uint64_t h = fn->hash;
 	int added;
 	uint64_t *slot = hm_put(&g->children, mix(parent, h), &added);
 	if (!added) {
@@ -372,6 +400,9 @@ static void graph_reset(struct graph *g, const struct trace_proc *p)
 	hm_free(&g->children);
 	free(g->is_target);
 	g->is_target = NULL;
+	free(g->fnames);
+	g->fnames = NULL;
+	g->nfnames = 0;
 	g->nfuncs = 0;
 	g->nnodes = 0;
 	g->threads = NULL;

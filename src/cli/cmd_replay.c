@@ -85,7 +85,29 @@ struct replay {
 	size_t nthreads;
 	int write_failed;
 	int srcline;     /* --srcline: each call's file:line as a comment */
+	char **names;    /* name_of's, by function id of the current process */
+	size_t nnames;
 };
+
+/* ---- output (single-threaded: the unlocked stdio calls, and no printf
+ * on the per-line path: replay writes millions of lines) ---- */
+
+static inline void out(const char *p, size_t n) { fwrite_unlocked(p, 1, n, stdout); }
+static inline void outs(const char *p) { fputs_unlocked(p, stdout); }
+
+/* v right-aligned in `width` columns (zero-padded when zpad). */
+static void out_uint(uint64_t v, int width, int zpad)
+{
+	char b[24];
+	int i = sizeof(b);
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while ((int)sizeof(b) - i < width)
+		b[--i] = zpad ? '0' : ' ';
+	out(b + i, sizeof(b) - (size_t)i);
+}
 
 /* ---- uftrace's units ---- */
 
@@ -97,7 +119,7 @@ static void put_duration(const struct replay *r, uint64_t ns)
 	static const char *const colors[] = {NULL, C_GREEN, C_YELLOW, C_RED, C_RED};
 	static const unsigned limit[] = {1000, 1000, 1000, 60, 24, ~0u};
 	if (!ns) {
-		fputs("          ", stdout);
+		out("          ", 10);
 		return;
 	}
 	uint64_t v = ns, small = 0;
@@ -113,7 +135,15 @@ static void put_duration(const struct replay *r, uint64_t ns)
 		v = small = 999;
 	}
 	const char *on = r->color ? colors[i] : NULL;
-	printf("%3" PRIu64 ".%03" PRIu64 " %s%s%s", v, small, on ? on : "", units[i], on ? C_OFF : "");
+	out_uint(v, 3, 0);
+	out(".", 1);
+	out_uint(small, 3, 1);
+	out(" ", 1);
+	if (on)
+		outs(on);
+	out(units[i], 2);
+	if (on)
+		outs(C_OFF);
 }
 
 /* ---- columns ---- */
@@ -123,7 +153,9 @@ static void print_duration(struct replay *r, const struct line *l) { put_duratio
 static void print_tid(struct replay *r, const struct line *l)
 {
 	(void)r;
-	printf("[%7u]", l->thread->tid);
+	out("[", 1);
+	out_uint(l->thread->tid, 7, 0);
+	out("]", 1);
 }
 
 static void print_addr(struct replay *r, const struct line *l)
@@ -252,10 +284,10 @@ static void put_columns(struct replay *r, const struct line *l)
 	if (!r->nfields)
 		return;
 	for (size_t i = 0; i < r->nfields; i++) {
-		putchar(' ');
+		out(" ", 1);
 		r->fields[i]->print(r, l);
 	}
-	fputs(" | ", stdout);
+	out(" | ", 3);
 	struct thread_state *ts = &r->threads[l->thread->index];
 	ts->last_time = l->time;
 	ts->has_last = 1;
@@ -263,24 +295,44 @@ static void put_columns(struct replay *r, const struct line *l)
 
 static void indent(uint32_t depth)
 {
-	for (uint32_t i = 0; i < depth; i++)
-		fputs("  ", stdout);
+	static const char spaces[] = "                                                                ";
+	size_t n = (size_t)depth * 2;
+	for (; n > sizeof(spaces) - 1; n -= sizeof(spaces) - 1)
+		out(spaces, sizeof(spaces) - 1);
+	out(spaces, n);
 }
 
 /* ---- lines ---- */
 
 /* The call's name as uftrace writes it: without a C++ parameter list,
- * escaped. Valid until the next call. */
-static const char *name_of(const struct fr_frame *f)
+ * escaped; made once per function of the process. */
+static const char *name_of(struct replay *r, const struct fr_frame *f)
 {
-	static char buf[4096];
-	const char *name = trace_name(f->proc, f->func_id);
-	size_t n = sf_name_sans_params(name, trace_symbol(f->proc, f->func_id)->mangled);
-	if (n == strlen(name) || n >= sizeof(buf))
-		return sf_esc(name);
-	memcpy(buf, name, n);
-	buf[n] = 0;
-	return sf_esc(buf);
+	if (f->func_id >= r->nnames) {
+		size_t n = (size_t)f->func_id + 256;
+		r->names = xrealloc(r->names, n * sizeof(*r->names));
+		memset(r->names + r->nnames, 0, (n - r->nnames) * sizeof(*r->names));
+		r->nnames = n;
+	}
+	if (!r->names[f->func_id]) {
+		const char *name = trace_name(f->proc, f->func_id);
+		size_t n = sf_name_sans_params(name, trace_symbol(f->proc, f->func_id)->mangled);
+		char *bare = xmalloc(n + 1);
+		memcpy(bare, name, n);
+		bare[n] = 0;
+		r->names[f->func_id] = xstrdup(sf_esc(bare));
+		free(bare);
+	}
+	return r->names[f->func_id];
+}
+
+static void free_names(struct replay *r)
+{
+	for (size_t i = 0; i < r->nnames; i++)
+		free(r->names[i]);
+	free(r->names);
+	r->names = NULL;
+	r->nnames = 0;
 }
 
 /* " /" "* text *" "/" after a line's call. */
@@ -325,11 +377,12 @@ static void open_pending(struct replay *r, struct thread_state *ts)
 	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0};
 	put_columns(r, &l);
 	indent(f->depth);
-	printf("%s() {", name_of(f));
+	outs(name_of(r, f));
+	out("() {", 4);
 	put_srcline(r, f);
 	if (f->cut & CUT_START)
 		put_comment(r, "cut at window start");
-	putchar('\n');
+	out("\n", 1);
 	ts->has_pending = 0;
 }
 
@@ -342,7 +395,7 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 		open_pending(r, ts);
 	ts->pending = *f;
 	ts->has_pending = 1;
-	return r->write_failed = ferror(stdout) != 0;
+	return r->write_failed = ferror_unlocked(stdout) != 0;
 }
 
 static int frame_end(void *ctx, const struct fr_frame *f)
@@ -356,29 +409,33 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	put_columns(r, &l);
 	indent(f->depth);
 	if (leaf) {
-		printf("%s();", name_of(f));
+		outs(name_of(r, f));
+		out("();", 3);
 		put_srcline(r, f);
 		if (f->cut & CUT_START)
 			put_comment(r, "cut at window start");
 		ts->has_pending = 0;
 	} else {
-		printf("} /* %s */", name_of(f));
+		out("} /* ", 5);
+		outs(name_of(r, f));
+		out(" */", 3);
 	}
 	if (f->cut & CUT_END)
 		put_comment(r, "cut at window end");
-	putchar('\n');
+	out("\n", 1);
 	if (fr_end_is_repaired(f->end_kind)) {
 		ts->run_kind = f->end_kind;
 		ts->run_count++;
 		ts->run_depth = f->depth;
 	}
-	return r->write_failed = ferror(stdout) != 0;
+	return r->write_failed = ferror_unlocked(stdout) != 0;
 }
 
 static int process_begin(void *ctx, const struct trace_proc *p)
 {
 	struct replay *r = ctx;
 	free(r->threads);
+	free_names(r);
 	r->nthreads = lr_nthreads(p->log);
 	r->threads = xcalloc(r->nthreads + 1, sizeof(*r->threads));
 	if (r->nprocs > 1)
@@ -498,6 +555,7 @@ int cmd_replay(int argc, char **argv)
 	trace_report_repairs(in);
 	trace_close(in);
 	free(r.threads);
+	free_names(&r);
 out:
 	input_opts_free(&io);
 	return rc;

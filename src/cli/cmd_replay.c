@@ -528,14 +528,21 @@ int cmd_replay(int argc, char **argv)
 	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
 	io.trace.short_names = input_opts_short_names(&io, 1);
 	io.trace.time_order = 1;
+	if (optind >= argc) { /* before the pager: a usage error stays on the screen */
+		sf_error("no log given (usage: sftrace replay [OPTIONS] LOG...)");
+		goto out_usage;
+	}
+	/* The pager shares the terminal with stderr: no progress line over it. */
+	int paging = !no_pager && pager_start() == 0;
+	io.trace.no_progress = paging;
 	struct trace_input *in = input_opts_open(&io, "replay", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {
+		pager_end();
 		if (usage_error)
 			goto out_usage;
 		goto out;
 	}
 	r.nprocs = trace_nprocs(in);
-	int paging = !no_pager && pager_start() == 0;
 	static char buf[1 << 16];
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
 	print_header(&r);

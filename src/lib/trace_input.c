@@ -409,7 +409,7 @@ static double elapsed(const struct timespec *a)
 /* Progress on stderr for long jobs, only when a person is watching. */
 static void progress(struct pass *ps, const struct lr_event *ev)
 {
-	if (ps->in->opt.quiet || !isatty(2))
+	if (ps->in->opt.quiet || ps->in->opt.no_progress || !isatty(2))
 		return;
 	if (elapsed(&ps->start) < 1.0)
 		return;

@@ -39,6 +39,7 @@ struct trace_options {
 	int force;       /* build-id mismatches and missing objects are not errors */
 	int no_symbols;
 	int quiet;       /* no warnings, no progress */
+	int no_progress; /* no progress line (stdout goes to a pager on the same terminal) */
 	struct trace_cut_options cut; /* what to keep (trace_cut.h); zero: everything */
 	int short_names; /* trace_name gives the short style (demangle.h) */
 	int time_order;  /* trace_run gives each process's threads merged in time

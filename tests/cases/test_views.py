@@ -355,3 +355,35 @@ def test_replay_srcline():
         m = re.match(r"^( *)(\w+)\(\)( \{|;)$", c)
         want.append(f"{m.group(1)}{m.group(2)}(){m.group(3)} /* {src}:{line_of(m.group(2))} */" if m else c)
     eq([c for _, _, c in rows], want, "--srcline")
+
+
+def _on_terminal(argv, env):
+    """(output, exit status) of argv run on a pseudo-terminal."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update(env)
+        os.execv(argv[0], argv)
+    out = b""
+    while True:
+        try:
+            d = os.read(fd, 65536)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+    _, st = os.waitpid(pid, 0)
+    return out.decode().replace("\r\n", "\n"), os.waitstatus_to_exitcode(st)
+
+
+def test_replay_pages_on_a_terminal():
+    """On a terminal the output goes through $PAGER (here one that keeps two
+    lines and quits: replay stops quietly, status 0); --no-pager and a
+    pipe write it straight."""
+    _, log = views_log()
+    whole = run([SFTRACE, "replay", log]).stdout.splitlines()
+    out, rc = _on_terminal([SFTRACE, "replay", "--color", "never", log], {"PAGER": "sed -n 1,2p"})
+    eq((out.splitlines(), rc), (whole[:2], 0), "paged")
+    out, rc = _on_terminal([SFTRACE, "replay", "--color", "never", "--no-pager", log], {"PAGER": "sed -n 1,2p"})
+    eq((out.splitlines(), rc), (whole, 0), "--no-pager")

@@ -304,6 +304,9 @@ select 'stat', name, idx, severity, value from stats where value > 0 and severit
 def icf_exe():
     """tests/fixtures/icf_twins.cc linked by lld with --icf=all: app::twin_a and
     app::twin_b are one function, and so are app::fold_me and std::fold_me."""
+    import shutil
+    if not shutil.which("ld.lld"):
+        raise Skip("ld.lld not installed (identical code folding needs lld's --icf=all)")
     exe = build_c("icf_twins", ["icf_twins.cc"], compiler="clang++",
                   flags=["-ffunction-sections", "-fuse-ld=lld", "-Wl,--icf=all"])
     nm = run(["nm", "-C", exe]).stdout

@@ -1,5 +1,5 @@
-/* Options every command that reads logs shares (convert, report,
- * flamegraph, dump): symbol overrides, --force, --no-symbols, --quiet, the
+/* Options every command that reads logs shares (convert, report, replay,
+ * graph, info, flamegraph, dump): symbol overrides, --force, --no-symbols, --quiet, the
  * cut (-c, --tid, --time, --min-duration, --max-depth), --names, and the
  * final "LOG... [-o OUT]" checks. Declared once so their spelling, help
  * text and behaviour cannot drift between commands. */

@@ -264,3 +264,18 @@ char *sf_short_name(const char *name, const char *mangled)
 	}
 	return b.p;
 }
+
+size_t sf_name_sans_params(const char *name, const char *mangled)
+{
+	size_t n = strlen(name);
+	if (!mangled || strncmp(mangled, "_Z", 2) || !n || name[n - 1] != ')')
+		return n;
+	int level = 0;
+	for (size_t i = n; i-- > 0;) {
+		if (name[i] == ')')
+			level++;
+		else if (name[i] == '(' && --level == 0)
+			return i ? i : n;
+	}
+	return n;
+}

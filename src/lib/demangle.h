@@ -3,6 +3,8 @@
 #ifndef SFTRACE_LIB_DEMANGLE_H
 #define SFTRACE_LIB_DEMANGLE_H
 
+#include <stddef.h>
+
 /* Returns the demangled name (malloc'd, caller frees), or NULL when
  * `mangled` is NULL or not a mangled name. Rust names come out as a Rust
  * user writes them, without the legacy `::h<hash>` suffix or LLVM's
@@ -25,5 +27,11 @@ char *sf_demangle(const char *mangled);
  * have no parameter lists, `_Z` names are C++. Names that are neither are
  * only shortened as Rust/C++-like paths. */
 char *sf_short_name(const char *name, const char *mangled);
+
+/* The length of `name` without a C++ function's parameter list (`_Z`
+ * mangled names: "ns::f(int)" or "ns::f(…)" -> "ns::f"), for views that
+ * write the call's own parentheses (replay, graph); strlen(name) for every
+ * other name. */
+size_t sf_name_sans_params(const char *name, const char *mangled);
 
 #endif

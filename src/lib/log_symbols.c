@@ -39,6 +39,7 @@ struct log_symbols {
 	size_t noverrides;
 	struct ls_placeholder *placeholders;
 	struct hashmap unknown; /* id -> its func#<id> sym_info, for ids no object owns */
+	struct ls_renamed *renamed;
 	char **warnings;
 	size_t nwarnings;
 };
@@ -186,6 +187,62 @@ const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id)
 	return lo->cache[k];
 }
 
+/* An alias chosen over the symbol table's name (ls_prefer_name). */
+struct ls_renamed {
+	struct ls_renamed *next;
+	struct sym_info info;
+	char *name, *mangled;
+};
+
+struct alias_find {
+	const char *want;
+	char *mangled; /* the alias's symbol, when found */
+	int found;
+};
+
+static void find_alias(void *ctx, const char *mangled, const char *demangled)
+{
+	struct alias_find *a = ctx;
+	if (!a->found && (!strcmp(demangled, a->want) || !strcmp(mangled, a->want))) {
+		a->found = 1;
+		a->mangled = xstrdup(mangled);
+	}
+}
+
+size_t ls_aliases(struct log_symbols *ls, uint32_t func_id,
+		  void (*cb)(void *ctx, const char *mangled, const char *demangled), void *ctx)
+{
+	const struct lr_object *obj;
+	uint64_t vaddr;
+	if (lr_func(ls->log, func_id, &obj, &vaddr) < 0)
+		return 0;
+	struct ls_object *lo = &ls->objs[obj - lr_object_at(ls->log, 0)];
+	return lo->sym ? sym_aliases(lo->sym, vaddr, cb, ctx) : 0;
+}
+
+int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name)
+{
+	const struct sym_info *cur = ls_lookup(ls, func_id);
+	if (!strcmp(cur->name, name) || (cur->mangled && !strcmp(cur->mangled, name)))
+		return 1;
+	struct alias_find a = {name, NULL, 0};
+	ls_aliases(ls, func_id, find_alias, &a);
+	if (!a.found)
+		return 0;
+	const struct lr_object *obj;
+	lr_func(ls->log, func_id, &obj, NULL);
+	struct ls_renamed *r = xcalloc(1, sizeof(*r));
+	r->name = xstrdup(name);
+	r->mangled = a.mangled;
+	r->info = *cur;
+	r->info.name = r->name;
+	r->info.mangled = r->mangled;
+	r->next = ls->renamed;
+	ls->renamed = r;
+	ls->objs[obj - lr_object_at(ls->log, 0)].cache[func_id - obj->first_id] = &r->info;
+	return 1;
+}
+
 const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uint64_t *vaddr)
 {
 	size_t best = SIZE_MAX;
@@ -252,6 +309,13 @@ void ls_close(struct log_symbols *ls)
 		free(p);
 	}
 	hm_free(&ls->unknown);
+	while (ls->renamed) {
+		struct ls_renamed *r = ls->renamed;
+		ls->renamed = r->next;
+		free(r->name);
+		free(r->mangled);
+		free(r);
+	}
 	for (size_t i = 0; i < ls->nwarnings; i++)
 		free(ls->warnings[i]);
 	free(ls->warnings);

@@ -35,6 +35,16 @@ struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *o
 /* Never NULL; the name is never NULL. Valid until ls_close. */
 const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id);
 
+/* The function's other names (identical code folding): cb for each, as
+ * sym_aliases. Returns how many. */
+size_t ls_aliases(struct log_symbols *ls, uint32_t func_id,
+		  void (*cb)(void *ctx, const char *mangled, const char *demangled), void *ctx);
+
+/* Names the function `name` from now on in every lookup, when `name` is
+ * one of its names (demangled or raw): a filter chose that alias. Returns
+ * 1 when the function goes by `name`, 0 when it has no such name. */
+int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name);
+
 /* The function holding a runtime address (an allocation's call site) in
  * one of the log's objects, with *vaddr its ELF address there; or NULL
  * (another object, or no symbol there). */

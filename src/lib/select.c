@@ -163,6 +163,8 @@ int sel_load_all(const char *const *args, size_t n, struct sel_object *objs, siz
 void sel_free(struct sel_object *o)
 {
 	sym_close(o->sym);
+	for (size_t i = 0; i < o->nfuncs; i++)
+		free(o->funcs[i].matched_name);
 	free(o->funcs);
 	o->sym = NULL;
 	o->funcs = NULL;
@@ -223,8 +225,11 @@ static int names_match(const struct sel_query *q, const struct nm_patterns *ps, 
 static void match_names(const struct sel_query *q, struct sel_func *f, const char *mangled, const char *demangled)
 {
 	int outside = f->outside_generics;
-	if (names_match(q, q->inc, mangled, demangled, &outside))
+	if (names_match(q, q->inc, mangled, demangled, &outside)) {
 		f->hit = 1;
+		if (!f->matched_name && demangled)
+			f->matched_name = xstrdup(demangled);
+	}
 	f->outside_generics = (unsigned char)outside;
 	if (!f->excluded && q->exc && names_match(q, q->exc, mangled, demangled, NULL))
 		f->excluded = 1;
@@ -273,7 +278,7 @@ int sel_select(struct sel_object *o, const struct sel_query *q)
 
 const char *sel_func_name(const struct sel_object *o, const struct sel_func *f)
 {
-	return sym_lookup(o->sym, f->vaddr)->name;
+	return f->matched_name ? f->matched_name : sym_lookup(o->sym, f->vaddr)->name;
 }
 
 /* ---- the filter file ---- */

@@ -26,6 +26,10 @@ struct sel_func {
 	uint64_t vaddr;
 	unsigned char hit, excluded, named;
 	unsigned char outside_generics; /* a name matched outside generic arguments */
+	/* The alias the include regexes matched first, when the function has
+	 * several names (identical code folding): the name it goes by in the
+	 * filter file, and so in every output that reads the filter. */
+	char *matched_name;
 };
 
 struct sel_object {
@@ -64,6 +68,8 @@ static inline int sel_is_selected(const struct sel_func *f)
 }
 
 /* The name people read (demangled). */
+/* The function's name: the alias the regexes matched, else the symbol
+ * table's choice (symbols.h). */
 const char *sel_func_name(const struct sel_object *o, const struct sel_func *f);
 
 void sel_free(struct sel_object *o);

@@ -128,6 +128,68 @@ static int fsym_cmp(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
+/* Rust's standard crates: an instantiation whose names mention only these
+ * is the library's, not the user's. */
+static bool is_std_crate(const char *p, size_t n)
+{
+	static const char *const std_crates[] = {"std", "core", "alloc", "compiler_builtins", "__gnu_cxx"};
+	for (size_t i = 0; i < sizeof(std_crates) / sizeof(std_crates[0]); i++)
+		if (strlen(std_crates[i]) == n && !strncmp(p, std_crates[i], n))
+			return true;
+	return false;
+}
+
+/* Whether a demangled name mentions a crate or namespace of the user's: a
+ * path ("x::...") starting with another name than a standard crate's,
+ * anywhere in it (generic arguments included). */
+static bool names_user_path(const char *d)
+{
+	for (const char *p = d; *p;) {
+		bool at_start = p == d || strchr("<(,&*[ ", p[-1]);
+		size_t n = 0;
+		while ((p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9') ||
+		       p[n] == '_')
+			n++;
+		if (n && at_start && p[n] == ':' && p[n + 1] == ':' && !is_std_crate(p, n))
+			return true;
+		p += n ? n : 1;
+	}
+	return false;
+}
+
+/* Identical code folding gives one address several names (Rust's
+ * RawVec<regex::dfa::State>::grow_one and RawVec<(usize, usize)>::grow_one
+ * are one function). Among the aliases of an address, a name that mentions
+ * the user's own crate comes first, so every output names the folded
+ * function after the user's code rather than a std instantiation; the
+ * symbol-table order (binding, then length, then bytes) decides the rest.
+ * Only alias groups are demangled. */
+static void prefer_user_aliases(struct sym_object *o)
+{
+	for (size_t i = 0; i < o->nsyms;) {
+		size_t j = i + 1;
+		while (j < o->nsyms && o->syms[j].vaddr == o->syms[i].vaddr)
+			j++;
+		if (j - i > 1) {
+			size_t best = i;
+			for (size_t k = i; k < j; k++) {
+				char *d = sf_demangle(o->syms[k].name);
+				bool user = names_user_path(d ? d : o->syms[k].name);
+				free(d);
+				if (user) {
+					best = k;
+					break;
+				}
+			}
+			/* Moved to the front; the others keep their order. */
+			struct fsym b = o->syms[best];
+			memmove(&o->syms[i + 1], &o->syms[i], (best - i) * sizeof(*o->syms));
+			o->syms[i] = b;
+		}
+		i = j;
+	}
+}
+
 static void load_symbols(struct sym_object *o)
 {
 	int n = dwfl_module_getsymtab(o->mod), i;
@@ -158,6 +220,7 @@ static void load_symbols(struct sym_object *o)
 			continue;
 		o->syms[o->nsyms++] = o->syms[j];
 	}
+	prefer_user_aliases(o);
 }
 
 static const char *path_basename(const char *p)
@@ -621,6 +684,22 @@ int sym_foreach_function(struct sym_object *o,
 			return rc;
 	}
 	return 0;
+}
+
+size_t sym_aliases(struct sym_object *o, uint64_t vaddr,
+		   void (*cb)(void *ctx, const char *mangled, const char *demangled), void *ctx)
+{
+	size_t i = lower_bound(o, vaddr), n = 0;
+	if (i >= o->nsyms || o->syms[i].vaddr != vaddr)
+		return 0;
+	for (size_t j = i + 1; j < o->nsyms && o->syms[j].vaddr == vaddr; j++, n++) {
+		if (!cb)
+			continue;
+		char *d = sf_demangle(o->syms[j].name);
+		cb(ctx, o->syms[j].name, d ? d : o->syms[j].name);
+		free(d);
+	}
+	return n;
 }
 
 static void free_entry(struct sym_entry *e)

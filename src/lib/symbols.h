@@ -36,7 +36,10 @@ struct sym_object *sym_open(const char *path, const char *symbol_path,
 
 /* The function at ELF virtual address `vaddr` (as `nm` shows it, not a
  * runtime address): the symbol starting exactly there, else the function
- * symbol containing it. Never NULL. Results are cached per address and stay
+ * symbol containing it. Among aliases (several symbols at one address, as
+ * identical code folding makes), a name mentioning the user's own crate or
+ * namespace rather than only std/core/alloc, else the best bound (global,
+ * then weak, then local), then the shortest. Never NULL. Results are cached per address and stay
  * valid until sym_close. */
 const struct sym_info *sym_lookup(struct sym_object *obj, uint64_t vaddr);
 
@@ -56,6 +59,12 @@ int sym_foreach_function(struct sym_object *obj,
 			 int (*cb)(void *ctx, uint64_t vaddr, const char *mangled,
 				   const char *demangled),
 			 void *ctx);
+
+/* The other names of the function starting exactly at `vaddr` (identical
+ * code folding, aliases), not the one sym_lookup gives: cb (may be NULL)
+ * for each, in preference order. Returns how many there are. */
+size_t sym_aliases(struct sym_object *obj, uint64_t vaddr,
+		   void (*cb)(void *ctx, const char *mangled, const char *demangled), void *ctx);
 
 void sym_close(struct sym_object *obj);
 

@@ -20,6 +20,12 @@ struct cut_fobject {
 	char *path;
 	uint64_t *addrs; /* sorted */
 	size_t n;
+	/* The names the filter gives, as written (the alias its regexes matched). */
+	struct cut_fname {
+		uint64_t vaddr;
+		char *name;
+	} *names;
+	size_t nnames;
 };
 
 struct cut_filter {
@@ -53,10 +59,13 @@ static int on_object(void *ctx, const char *bid, const char *path)
 static int on_func(void *ctx, uint64_t vaddr, const char *name)
 {
 	struct cut_filter *f = ctx;
-	(void)name;
 	struct cut_fobject *o = &f->objs[f->nobjs - 1];
 	o->addrs = xrealloc(o->addrs, (o->n + 1) * sizeof(*o->addrs));
 	o->addrs[o->n++] = vaddr;
+	if (name && *name) {
+		o->names = xrealloc(o->names, (o->nnames + 1) * sizeof(*o->names));
+		o->names[o->nnames++] = (struct cut_fname){vaddr, xstrdup(name)};
+	}
 	return 0;
 }
 
@@ -94,6 +103,9 @@ void cut_filter_free(struct cut_filter *f)
 	for (size_t i = 0; i < f->nobjs; i++) {
 		free(f->objs[i].path);
 		free(f->objs[i].addrs);
+		for (size_t k = 0; k < f->objs[i].nnames; k++)
+			free(f->objs[i].names[k].name);
+		free(f->objs[i].names);
 	}
 	free(f->objs);
 	free(f);
@@ -117,6 +129,15 @@ static const struct cut_fobject *match_object(const struct cut_filter *f, const 
 		}
 	}
 	return by_path;
+}
+
+void cut_filter_each_name(const struct cut_filter *f, const struct lr_object *o,
+			  void (*cb)(void *ctx, uint64_t vaddr, const char *name), void *ctx)
+{
+	int mismatch;
+	const struct cut_fobject *fo = match_object(f, o, &mismatch);
+	for (size_t k = 0; fo && !mismatch && k < fo->nnames; k++)
+		cb(ctx, fo->names[k].vaddr, fo->names[k].name);
 }
 
 static int has_addr(const struct cut_fobject *fo, uint64_t a)

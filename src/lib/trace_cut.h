@@ -69,6 +69,11 @@ struct cut_filter *cut_filter_load(const char *path);
  * functions it selects. */
 int cut_filter_check(const struct cut_filter *f, const char *filter_path, const struct lr_log *log,
 		    uint64_t *selected);
+/* The functions the filter lists for a log object (matched as the cut
+ * matches it), with the name the filter gives each. */
+struct lr_object;
+void cut_filter_each_name(const struct cut_filter *f, const struct lr_object *o,
+			  void (*cb)(void *ctx, uint64_t vaddr, const char *name), void *ctx);
 void cut_filter_free(struct cut_filter *f);
 
 struct trace_cut;

@@ -12,6 +12,7 @@
 
 #include "format/sflog.h"
 #include "lib/demangle.h"
+#include "lib/hashmap.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
 
@@ -190,6 +191,38 @@ static void compute_keys(struct trace_input *in, struct proc_state *ps)
 	}
 }
 
+/* A filter's names: where it names a function by one of its aliases
+ * (identical code folding), every output calls the function that. */
+struct filter_names {
+	struct log_symbols *syms;
+	const struct lr_object *obj;
+	struct hashmap ids; /* vaddr -> function id + 1 */
+};
+
+static void prefer_filter_name(void *ctx, uint64_t vaddr, const char *name)
+{
+	struct filter_names *fn = ctx;
+	uint64_t id = hm_get(&fn->ids, vaddr, 0);
+	if (id)
+		ls_prefer_name(fn->syms, (uint32_t)(id - 1), name);
+}
+
+static void apply_filter_names(struct trace_input *in)
+{
+	for (size_t i = 0; i < in->nprocs; i++) {
+		const struct lr_log *log = in->procs[i].pub.log;
+		for (size_t k = 0; k < lr_nobjects(log); k++) {
+			const struct lr_object *o = lr_object_at(log, k);
+			struct filter_names fn = {in->procs[i].pub.syms, o, HASHMAP_INIT};
+			hm_init(&fn.ids, o->count);
+			for (uint32_t j = 0; j < o->count; j++)
+				*hm_put(&fn.ids, o->funcs[j], NULL) = (uint64_t)o->first_id + j + 1;
+			cut_filter_each_name(in->filter, o, prefer_filter_name, &fn);
+			hm_free(&fn.ids);
+		}
+	}
+}
+
 /* -c FILE: parsed once, checked against every log. A filter that selects
  * nothing would give an empty output: refused, naming the file. */
 static int load_filter(struct trace_input *in)
@@ -210,6 +243,7 @@ static int load_filter(struct trace_input *in)
 			 in->nprocs == 1 ? "" : "s");
 		return -1;
 	}
+	apply_filter_names(in);
 	return 0;
 }
 
@@ -375,7 +409,7 @@ static double elapsed(const struct timespec *a)
 /* Progress on stderr for long jobs, only when a person is watching. */
 static void progress(struct pass *ps, const struct lr_event *ev)
 {
-	if (ps->in->opt.quiet || !isatty(2))
+	if (ps->in->opt.quiet || ps->in->opt.no_progress || !isatty(2))
 		return;
 	if (elapsed(&ps->start) < 1.0)
 		return;
@@ -481,6 +515,18 @@ static void proc_end(struct pass *ps)
 		ps->failed = 1;
 }
 
+static void feed_merged(struct pass *ps, struct proc_state *p);
+
+/* A process's events in the log's batch order (lr_iter). */
+static void feed_batches(struct pass *ps, struct proc_state *p)
+{
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init(&it, p->pub.log);
+	while (!ps->failed && lr_next(&it, &ev))
+		feed(ps, &ev);
+}
+
 int trace_run(struct trace_input *in, const struct trace_sink *sink)
 {
 	struct pass *ps = &in->run;
@@ -492,11 +538,10 @@ int trace_run(struct trace_input *in, const struct trace_sink *sink)
 			ps->failed = 1;
 			break;
 		}
-		struct lr_iter it;
-		struct lr_event ev;
-		lr_iter_init(&it, p->pub.log);
-		while (!ps->failed && lr_next(&it, &ev))
-			feed(ps, &ev);
+		if (in->opt.time_order)
+			feed_merged(ps, p);
+		else
+			feed_batches(ps, p);
 		proc_end(ps);
 		p->threads_read = 0;
 		for (size_t t = 0; t < lr_nthreads(p->pub.log); t++)
@@ -573,6 +618,17 @@ static void merge_free(struct merge *m)
 	free(m->heap);
 }
 
+/* A process's events, its threads merged in time order. */
+static void feed_merged(struct pass *ps, struct proc_state *p)
+{
+	struct merge m;
+	struct lr_event ev;
+	merge_init(&m, p->pub.log);
+	while (!ps->failed && merge_next(&m, &ev))
+		feed(ps, &ev);
+	merge_free(&m);
+}
+
 int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *sink)
 {
 	struct pass ps;
@@ -582,12 +638,7 @@ int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *
 		pass_free(&ps);
 		return -1;
 	}
-	struct merge m;
-	struct lr_event ev;
-	merge_init(&m, p->pub.log);
-	while (!ps.failed && merge_next(&m, &ev))
-		feed(&ps, &ev);
-	merge_free(&m);
+	feed_merged(&ps, p);
 	proc_end(&ps);
 	if (ps.progress_shown)
 		fprintf(stderr, "\r%60s\r", "");

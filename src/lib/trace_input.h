@@ -39,8 +39,11 @@ struct trace_options {
 	int force;       /* build-id mismatches and missing objects are not errors */
 	int no_symbols;
 	int quiet;       /* no warnings, no progress */
+	int no_progress; /* no progress line (stdout goes to a pager on the same terminal) */
 	struct trace_cut_options cut; /* what to keep (trace_cut.h); zero: everything */
 	int short_names; /* trace_name gives the short style (demangle.h) */
+	int time_order;  /* trace_run gives each process's threads merged in time
+			  * order (replay), not in the log's batch order */
 };
 
 /* One process: one log. */
@@ -111,8 +114,9 @@ static inline uint64_t trace_func_key(const struct trace_proc *p, uint32_t func_
 	return func_id < p->nfunc_keys ? p->func_keys[func_id] : 0;
 }
 
-/* Replays every log in order (each log's events in lr_iter order) through
- * the whole pipeline. Returns 0, or -1 if a sink callback failed. The
+/* Replays every log in order (each log's events in lr_iter order, or its
+ * threads merged in time order with opt.time_order) through the whole
+ * pipeline. Returns 0, or -1 if a sink callback failed. The
  * totals below describe the latest trace_run. */
 int trace_run(struct trace_input *in, const struct trace_sink *sink);
 

@@ -13,21 +13,62 @@
 #include "output/converters.h"
 #include "output/perfetto.h"
 
+/* A thread's tracks: its own for depths 0..PF_MAX_DEPTH-1, then one child
+ * track per further PF_MAX_DEPTH levels, made when first needed. */
+struct pf_tracks {
+	struct pf_thread *thread;
+	struct pf_thread **deeper; /* [k]: depths (k+1)*PF_MAX_DEPTH .. */
+	size_t ndeeper;
+	char name[24];
+};
+
 struct pf_sink {
 	struct trace_input *in;
 	struct pf_writer *w;
 	struct pf_process *proc;
-	struct pf_thread **threads; /* by lr_thread.index, for the current process */
+	struct pf_tracks *threads; /* by lr_thread.index, for the current process */
 	size_t nthreads;
 	uint64_t base;              /* the recording's time 0, CLOCK_MONOTONIC ns */
 	int has_alloc;              /* the current process has allocation events */
 };
 
+static void free_tracks(struct pf_sink *s)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		free(s->threads[i].deeper);
+	free(s->threads);
+	s->threads = NULL;
+	s->nthreads = 0;
+}
+
+/* The track of a frame at `depth` on thread `t`. Child tracks are named
+ * "<thread> depth 512-1023" (and so on), so the UI lists them under their
+ * thread in depth order. */
+static struct pf_thread *track_at(struct pf_sink *s, uint32_t ti, uint32_t depth)
+{
+	struct pf_tracks *tr = &s->threads[ti];
+	if (depth < PF_MAX_DEPTH)
+		return tr->thread;
+	size_t k = depth / PF_MAX_DEPTH - 1;
+	if (k >= tr->ndeeper) {
+		tr->deeper = xrealloc(tr->deeper, (k + 1) * sizeof(*tr->deeper));
+		memset(tr->deeper + tr->ndeeper, 0, (k + 1 - tr->ndeeper) * sizeof(*tr->deeper));
+		tr->ndeeper = k + 1;
+	}
+	if (!tr->deeper[k]) {
+		char name[96];
+		snprintf(name, sizeof(name), "%s depth %zu-%zu", tr->name, (k + 1) * PF_MAX_DEPTH,
+			 (k + 2) * PF_MAX_DEPTH - 1);
+		tr->deeper[k] = pf_add_subtrack(s->w, tr->thread, name);
+	}
+	return tr->deeper[k];
+}
+
 static int pf_process_begin(void *ctx, const struct trace_proc *p)
 {
 	struct pf_sink *s = ctx;
 	s->proc = pf_add_process(s->w, p->info->pid, p->name, p->cmdline);
-	free(s->threads);
+	free_tracks(s);
 	s->nthreads = lr_nthreads(p->log) + 1;
 	s->threads = xcalloc(s->nthreads, sizeof(*s->threads));
 	s->base = p->zero_mono_ns;
@@ -69,16 +110,16 @@ static int pf_thread_begin(void *ctx, const struct trace_proc *p, const struct l
 {
 	struct pf_sink *s = ctx;
 	(void)p;
-	char name[64];
-	snprintf(name, sizeof(name), "%s", t->name[0] ? t->name : "thread");
-	s->threads[t->index] = pf_add_thread(s->w, s->proc, t->tid, name);
-	return s->threads[t->index] ? 0 : -1;
+	struct pf_tracks *tr = &s->threads[t->index];
+	snprintf(tr->name, sizeof(tr->name), "%s", t->name[0] ? t->name : "thread");
+	tr->thread = pf_add_thread(s->w, s->proc, t->tid, tr->name);
+	return tr->thread ? 0 : -1;
 }
 
 static int pf_frame_begin(void *ctx, const struct fr_frame *f)
 {
 	struct pf_sink *s = ctx;
-	struct pf_thread *t = s->threads[f->thread->index];
+	struct pf_thread *t = track_at(s, f->thread->index, f->depth);
 	uint64_t ts = s->base + f->t_begin, key = trace_func_key(f->proc, f->func_id);
 	key = key ? key : f->func_id;
 	if (!f->cut) {
@@ -101,10 +142,10 @@ static int pf_frame_begin(void *ctx, const struct fr_frame *f)
 static int pf_frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct pf_sink *s = ctx;
+	struct pf_thread *t = track_at(s, f->thread->index, f->depth);
 	if (f->cut & CUT_END)
-		return pf_slice_end_note(s->w, s->threads[f->thread->index], s->base + f->t_end, "cut_end",
-					 "ended after the --time window");
-	return pf_slice_end(s->w, s->threads[f->thread->index], s->base + f->t_end);
+		return pf_slice_end_note(s->w, t, s->base + f->t_end, "cut_end", "ended after the --time window");
+	return pf_slice_end(s->w, t, s->base + f->t_end);
 }
 
 int conv_perfetto(struct trace_input *in, const struct conv_options *opt)
@@ -121,7 +162,7 @@ int conv_perfetto(struct trace_input *in, const struct conv_options *opt)
 				  pf_alloc_event};
 	int r = trace_run(in, &sink);
 	int fin = pf_finish(s.w);
-	free(s.threads);
+	free_tracks(&s);
 	if (fin < 0 || r < 0)
 		return sf_outfile_fail(of, opt->out);
 	return sf_outfile_commit(of);

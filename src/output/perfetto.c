@@ -306,6 +306,33 @@ struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 	return t;
 }
 
+struct pf_thread *pf_add_subtrack(struct pf_writer *w, struct pf_thread *parent, const char *name)
+{
+	struct pf_thread *t = xcalloc(1, sizeof(*t));
+	t->uuid = w->next_uuid++;
+	t->seq_id = w->next_seq_id++;
+	t->tid = parent->tid;
+	t->next_iid = 1;
+	hm_init(&t->interned, 32);
+	t->next = w->threads;
+	w->threads = t;
+
+	struct pb_buf *b = &w->out;
+	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
+	pb_put_uint(b, F_PKT_SEQ_ID, t->seq_id);
+	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_put_uint(b, F_PKT_FIRST_ON_SEQ, 1);
+	put_thread_defaults(b, t);
+	size_t td = pb_nest_begin(b, F_PKT_TRACK_DESCRIPTOR);
+	pb_put_uint(b, F_TD_UUID, t->uuid);
+	pb_put_uint(b, F_TD_PARENT_UUID, parent->uuid);
+	pb_put_string(b, F_TD_NAME, name);
+	pb_nest_end(b, td);
+	pb_nest_end(b, pkt);
+	maybe_flush(w);
+	return t;
+}
+
 /* A counter track on a sequence of its own, without defaults or
  * incremental state: its values carry absolute BOOTTIME timestamps and
  * their track_uuid. */

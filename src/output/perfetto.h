@@ -65,6 +65,18 @@ struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
 struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 				uint32_t tid, const char *thread_name);
 
+/* A track under a thread's track, for its slices nested deeper than trace
+ * processor keeps on one track (PF_MAX_DEPTH): a named TrackDescriptor with
+ * parent_uuid = the thread's track, on a sequence of its own, used with the
+ * slice calls like a thread. Trace processor files it under the thread (the
+ * UI shows it inside the thread's track group). The handle lives until
+ * pf_finish. */
+struct pf_thread *pf_add_subtrack(struct pf_writer *w, struct pf_thread *parent, const char *name);
+
+/* trace_processor's SliceTracker::kMaxDepth: slices nested deeper on one
+ * track are dropped and the ones after them mis-nested. */
+#define PF_MAX_DEPTH 512
+
 /* A slice begins on the thread's track. func_key identifies the function
  * within the thread's process: name, file and line are read only the first
  * time the key is seen on that thread (they are interned per thread). name

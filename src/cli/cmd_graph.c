@@ -1,0 +1,541 @@
+/* sftrace graph: uftrace's graph view, per process.
+ *
+ * With FUNC: the backtraces that reach FUNC's outermost calls (each
+ * distinct chain of callers, with its hits and their total time), then the
+ * call graph under FUNC: every call made inside one of its outermost calls,
+ * merged by call path relative to FUNC (children by name, in the order
+ * first seen), each node with its calls and total time:
+ *
+ *   # TOTAL TIME   FUNCTION
+ *      4.409 ms : (1) main
+ *      0.961 us :  +-(2) foo
+ *      0.231 us :  | (6) loop
+ *               :  |
+ *      0.040 us :  +-(1) bar
+ *
+ * A node with one child keeps it on the same indent (a single path stays
+ * flat); a node with several draws them with "+-" and "|". Without FUNC,
+ * the whole process: its threads' outermost calls under the process.
+ *
+ * One streaming pass: a stack per thread (the graph node of each open
+ * frame); memory is the distinct call paths under FUNC, never events.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/input_opts.h"
+#include "lib/demangle.h"
+#include "lib/hashmap.h"
+#include "lib/text_esc.h"
+#include "lib/trace_input.h"
+#include "lib/util.h"
+
+#define NONE UINT32_MAX
+#define ROOT 0u
+
+struct gnode {
+	const char *name;     /* trace_name of its first frame */
+	size_t len;           /* shown: without a C++ parameter list */
+	uint64_t name_hash;
+	uint32_t parent, first_child, last_child, next_sibling, nchildren;
+	uint64_t calls, total_ns;
+};
+
+/* One distinct chain of callers of FUNC's outermost calls. */
+struct backtrace {
+	uint32_t *funcs;      /* outermost first; FUNC itself last */
+	uint32_t len;
+	uint64_t hash;
+	uint64_t hits, time_ns;
+};
+
+struct open_frame {
+	uint32_t node;        /* NONE: outside FUNC's graph */
+	uint32_t func_id;
+};
+
+struct fname {
+	const char *name;
+	size_t len;
+	uint64_t hash;
+};
+
+struct gthread {
+	struct open_frame *stack;
+	size_t cap;
+	uint32_t bt;          /* the backtrace of the open outermost FUNC call, or NONE */
+	uint32_t bt_depth;    /* its depth */
+};
+
+struct graph {
+	const char *func;     /* NULL: the whole process */
+	long max_depth;       /* nodes shown below the root; <0: all */
+	const struct trace_proc *proc;
+	int8_t *is_target;    /* by function id: -1 unknown, 0 no, 1 yes */
+	size_t nfuncs;
+	struct gnode *nodes;
+	size_t nnodes, capnodes;
+	struct hashmap children; /* mix(parent, name hash) -> node */
+	struct backtrace *bts;
+	size_t nbts;
+	struct hashmap bt_index; /* backtrace hash -> index + 1 */
+	struct gthread *threads;
+	size_t nthreads;
+	struct fname *fnames; /* by function id of the current process */
+	size_t nfnames;
+	int shown;            /* processes printed */
+	int failed;
+};
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static uint64_t mix(uint32_t parent, uint64_t name_hash)
+{
+	return (name_hash ^ ((uint64_t)parent * 0x9E3779B97F4A7C15ULL)) | 1;
+}
+
+static uint32_t new_node(struct graph *g, uint32_t parent, const char *name, size_t len, uint64_t name_hash)
+{
+	if (g->nnodes == g->capnodes) {
+		g->capnodes = g->capnodes ? 2 * g->capnodes : 256;
+		g->nodes = xrealloc(g->nodes, g->capnodes * sizeof(*g->nodes));
+	}
+	uint32_t i = (uint32_t)g->nnodes++;
+	g->nodes[i] = (struct gnode){.name = name, .len = len, .name_hash = name_hash, .parent = parent};
+	if (parent != NONE) {
+		struct gnode *p = &g->nodes[parent];
+		if (p->last_child)
+			g->nodes[p->last_child].next_sibling = i;
+		else
+			p->first_child = i;
+		p->last_child = i;
+		p->nchildren++;
+	}
+	return i;
+}
+
+/* A function's name as the graph shows and merges it, made once per
+ * function id of the process. */
+static struct fname *fname_of(struct graph *g, uint32_t func_id)
+{
+	if (func_id >= g->nfnames) {
+		size_t n = (size_t)func_id + 256;
+		g->fnames = xrealloc(g->fnames, n * sizeof(*g->fnames));
+		memset(g->fnames + g->nfnames, 0, (n - g->nfnames) * sizeof(*g->fnames));
+		g->nfnames = n;
+	}
+	struct fname *fn = &g->fnames[func_id];
+	if (!fn->name) {
+		fn->name = trace_name(g->proc, func_id);
+		fn->len = sf_name_sans_params(fn->name, trace_symbol(g->proc, func_id)->mangled);
+		fn->hash = hash_bytes(0xcbf29ce484222325ULL, fn->name, fn->len);
+	}
+	return fn;
+}
+
+/* The child of `parent` named as func_id, created if needed. */
+static uint32_t child_of(struct graph *g, uint32_t parent, uint32_t func_id)
+{
+	struct fname *fn = fname_of(g, func_id);
+	const char *name = fn->name;
+	size_t len = fn->len;
+	uint64_t h = fn->hash;
+	int added;
+	uint64_t *slot = hm_put(&g->children, mix(parent, h), &added);
+	if (!added) {
+		const struct gnode *n = &g->nodes[*slot];
+		if (n->parent == parent && n->len == len && !memcmp(n->name, name, len))
+			return (uint32_t)*slot;
+		/* A hash collision (rare): find it among the siblings. */
+		for (uint32_t c = g->nodes[parent].first_child; c; c = g->nodes[c].next_sibling)
+			if (g->nodes[c].len == len && !memcmp(g->nodes[c].name, name, len))
+				return c;
+		return new_node(g, parent, name, len, h);
+	}
+	*slot = new_node(g, parent, name, len, h);
+	return (uint32_t)*slot;
+}
+
+/* FUNC by the name outputs show, or by its full name. */
+static int is_target(struct graph *g, uint32_t func_id)
+{
+	if (!g->func)
+		return 0;
+	if (func_id >= g->nfuncs) {
+		size_t n = (size_t)func_id + 1024;
+		g->is_target = xrealloc(g->is_target, n);
+		memset(g->is_target + g->nfuncs, -1, n - g->nfuncs);
+		g->nfuncs = n;
+	}
+	if (g->is_target[func_id] < 0)
+		g->is_target[func_id] = !strcmp(trace_name(g->proc, func_id), g->func) ||
+					!strcmp(trace_symbol(g->proc, func_id)->name, g->func);
+	return g->is_target[func_id];
+}
+
+/* The backtrace of the stack below an outermost FUNC call at `depth`. */
+static uint32_t find_backtrace(struct graph *g, const struct gthread *t, uint32_t depth, uint32_t func_id)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (uint32_t d = 0; d < depth; d++)
+		h = hash_bytes(h, &t->stack[d].func_id, sizeof(uint32_t));
+	h = hash_bytes(h, &func_id, sizeof(func_id));
+	h |= 1;
+	for (uint64_t *v = hm_find(&g->bt_index, h); v;) {
+		struct backtrace *b = &g->bts[*v - 1];
+		int same = b->len == depth + 1 && b->funcs[depth] == func_id;
+		for (uint32_t d = 0; same && d < depth; d++)
+			same = b->funcs[d] == t->stack[d].func_id;
+		if (same)
+			return (uint32_t)(*v - 1);
+		break; /* a collision: keep it apart, unindexed */
+	}
+	g->bts = xrealloc(g->bts, (g->nbts + 1) * sizeof(*g->bts));
+	struct backtrace *b = &g->bts[g->nbts];
+	*b = (struct backtrace){.len = depth + 1, .hash = h};
+	b->funcs = xmalloc((depth + 1) * sizeof(*b->funcs));
+	for (uint32_t d = 0; d < depth; d++)
+		b->funcs[d] = t->stack[d].func_id;
+	b->funcs[depth] = func_id;
+	int added;
+	uint64_t *slot = hm_put(&g->bt_index, h, &added);
+	if (added)
+		*slot = g->nbts + 1;
+	return (uint32_t)g->nbts++;
+}
+
+static int frame_begin(void *ctx, const struct fr_frame *f)
+{
+	struct graph *g = ctx;
+	struct gthread *t = &g->threads[f->thread->index];
+	if (f->depth >= t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 64;
+		while (t->cap <= f->depth)
+			t->cap *= 2;
+		t->stack = xrealloc(t->stack, t->cap * sizeof(*t->stack));
+	}
+	uint32_t parent = f->depth ? t->stack[f->depth - 1].node : g->func ? NONE : ROOT;
+	uint32_t node = NONE;
+	if (parent != NONE) {
+		node = child_of(g, parent, f->func_id);
+	} else if (is_target(g, f->func_id)) {
+		node = ROOT;
+		if (!g->nodes[ROOT].name) {
+			g->nodes[ROOT].name = trace_name(g->proc, f->func_id);
+			g->nodes[ROOT].len = sf_name_sans_params(g->nodes[ROOT].name,
+								 trace_symbol(g->proc, f->func_id)->mangled);
+		}
+		t->bt = find_backtrace(g, t, f->depth, f->func_id);
+		t->bt_depth = f->depth;
+		g->bts[t->bt].hits++;
+	}
+	if (node != NONE)
+		g->nodes[node].calls++;
+	t->stack[f->depth] = (struct open_frame){node, f->func_id};
+	return 0;
+}
+
+static int frame_end(void *ctx, const struct fr_frame *f)
+{
+	struct graph *g = ctx;
+	struct gthread *t = &g->threads[f->thread->index];
+	uint32_t node = f->depth < t->cap ? t->stack[f->depth].node : NONE;
+	uint64_t d = f->t_end - f->t_begin;
+	if (node != NONE)
+		g->nodes[node].total_ns += d;
+	if (t->bt != NONE && f->depth == t->bt_depth) {
+		g->bts[t->bt].time_ns += d;
+		t->bt = NONE;
+	}
+	return 0;
+}
+
+/* ---- printing, in uftrace's layout ---- */
+
+/* print_time_unit: "%3u.%03u us", larger units above 999; blanks for 0. */
+static void put_time(uint64_t ns)
+{
+	static const char *const units[] = {"us", "ms", " s", " m", " h"};
+	static const unsigned limit[] = {1000, 1000, 1000, 60, 24, ~0u};
+	if (!ns) {
+		fputs("          ", stdout);
+		return;
+	}
+	uint64_t v = ns, small = 0;
+	size_t i;
+	for (i = 0; i < 5; i++) {
+		small = v % limit[i];
+		v /= limit[i];
+		if (v < limit[i + 1])
+			break;
+	}
+	if (i == 5) {
+		i = 4;
+		v = small = 999;
+	}
+	printf("%3" PRIu64 ".%03" PRIu64 " %s", v, small, units[i]);
+}
+
+/* uftrace's pr_indent: " | " where a branch continues, " +-" before a
+ * branch's own line. */
+static void put_indent(const uint8_t *mask, uint32_t indent, int line)
+{
+	int64_t last = -1;
+	for (uint32_t i = 0; i < indent; i++)
+		if (line && mask[i])
+			last = i;
+	for (uint32_t i = 0; i < indent; i++) {
+		if (!line || (int64_t)i < last)
+			fputs(mask[i] ? " | " : "   ", stdout);
+		else
+			fputs((int64_t)i == last ? " +-" : "---", stdout);
+	}
+}
+
+/* name[0..len) escaped. */
+static const char *esc_len(const char *name, size_t len)
+{
+	static char buf[4096];
+	if (len == strlen(name) || len >= sizeof(buf))
+		return sf_esc(name);
+	memcpy(buf, name, len);
+	buf[len] = 0;
+	return sf_esc(buf);
+}
+
+static void put_node(const struct graph *g, uint32_t n, const uint8_t *mask, uint32_t indent, int line)
+{
+	fputs("  ", stdout);
+	put_time(g->nodes[n].total_ns);
+	fputs(" : ", stdout);
+	put_indent(mask, indent, line);
+	printf("(%" PRIu64 ") %s\n", g->nodes[n].calls, esc_len(g->nodes[n].name, g->nodes[n].len));
+}
+
+struct walk {
+	uint32_t node, indent, orig, next, depth;
+};
+
+/* uftrace's print_graph_node, with an explicit stack (depth is unbounded). */
+static void print_tree(const struct graph *g)
+{
+	size_t cap = 64, n = 0;
+	struct walk *st = xmalloc(cap * sizeof(*st));
+	uint8_t *mask = xcalloc(g->nnodes + 2, 1);
+	put_node(g, ROOT, mask, 0, g->nodes[ROOT].nchildren > 1);
+	uint32_t indent = 0;
+	if (g->nodes[ROOT].nchildren > 1)
+		mask[indent++] = 1;
+	st[n++] = (struct walk){ROOT, indent, 0, g->nodes[ROOT].first_child, 0};
+	while (n) {
+		struct walk *w = &st[n - 1];
+		const struct gnode *p = &g->nodes[w->node];
+		if (!w->next || (g->max_depth >= 0 && w->depth >= (uint32_t)g->max_depth)) {
+			mask[w->orig] = 0;
+			n--;
+			continue;
+		}
+		uint32_t c = w->next;
+		w->next = g->nodes[c].next_sibling;
+		if (c != p->first_child) { /* a blank line between siblings */
+			printf("%12s : ", "");
+			put_indent(mask, w->indent, 0);
+			putchar('\n');
+		}
+		put_node(g, c, mask, w->indent, p->nchildren > 1);
+		uint32_t orig = w->indent, ci = w->indent, depth = w->depth + 1;
+		if (g->nodes[c].nchildren > 1)
+			mask[ci++] = 1;
+		if (p->nchildren > 1 && orig > 0 && c == p->last_child)
+			mask[orig - 1] = 0;
+		if (n == cap) {
+			cap *= 2;
+			st = xrealloc(st, cap * sizeof(*st));
+		}
+		st[n++] = (struct walk){c, ci, orig, g->nodes[c].first_child, depth};
+	}
+	free(mask);
+	free(st);
+}
+
+static void print_backtraces(const struct graph *g)
+{
+	puts("=============== BACKTRACE ===============");
+	for (size_t i = 0; i < g->nbts; i++) {
+		const struct backtrace *b = &g->bts[i];
+		printf(" backtrace #%zu: hit %" PRIu64 ", time ", i, b->hits);
+		put_time(b->time_ns);
+		putchar('\n');
+		for (uint32_t k = 0; k < b->len; k++) {
+			uint64_t vaddr = 0;
+			lr_func(g->proc->log, b->funcs[k], NULL, &vaddr);
+			printf("   [%u] %s (%#" PRIx64 ")\n", k, sf_esc(trace_name(g->proc, b->funcs[k])), vaddr);
+		}
+		putchar('\n');
+	}
+}
+
+static void graph_reset(struct graph *g, const struct trace_proc *p)
+{
+	for (size_t i = 0; i < g->nthreads; i++)
+		free(g->threads[i].stack);
+	free(g->threads);
+	for (size_t i = 0; i < g->nbts; i++)
+		free(g->bts[i].funcs);
+	free(g->bts);
+	g->bts = NULL;
+	g->nbts = 0;
+	hm_free(&g->bt_index);
+	hm_free(&g->children);
+	free(g->is_target);
+	g->is_target = NULL;
+	free(g->fnames);
+	g->fnames = NULL;
+	g->nfnames = 0;
+	g->nfuncs = 0;
+	g->nnodes = 0;
+	g->threads = NULL;
+	g->nthreads = 0;
+	if (!p)
+		return;
+	g->proc = p;
+	g->nthreads = lr_nthreads(p->log);
+	g->threads = xcalloc(g->nthreads + 1, sizeof(*g->threads));
+	for (size_t i = 0; i < g->nthreads; i++)
+		g->threads[i].bt = NONE;
+	new_node(g, NONE, g->func ? NULL : p->name, g->func ? 0 : strlen(p->name), 0);
+}
+
+static int process_begin(void *ctx, const struct trace_proc *p)
+{
+	graph_reset(ctx, p);
+	return 0;
+}
+
+static int process_end(void *ctx, const struct trace_proc *p)
+{
+	struct graph *g = ctx;
+	struct gnode *root = &g->nodes[ROOT];
+	if (g->func && !root->calls)
+		return 0;
+	if (!g->func) {
+		/* The process: one call lasting from its start to its last event. */
+		root->calls = 1;
+		root->total_ns = p->last_ns - p->start_ns;
+	}
+	g->shown++;
+	printf("# Function Call Graph for '%s' (pid %u)\n", esc_len(root->name, root->len), p->info->pid);
+	if (g->func)
+		print_backtraces(g);
+	puts("========== FUNCTION CALL GRAPH ==========");
+	puts("# TOTAL TIME   FUNCTION");
+	print_tree(g);
+	putchar('\n');
+	return ferror(stdout) != 0;
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sftrace graph [OPTIONS] [FUNC] LOG...\n"
+		"\n"
+		"uftrace's graph, per process. With FUNC (its name as report or replay\n"
+		"shows it, or its full name): the backtraces that reach FUNC's outermost\n"
+		"calls, with hits and time, then the call graph under FUNC: every call made\n"
+		"inside them, merged by call path, as TOTAL TIME : (CALLS) name; a single\n"
+		"path stays flat, branches are drawn with +- and |. Without FUNC, the whole\n"
+		"process's graph: its threads' outermost calls under the process. FUNC is\n"
+		"taken as a name when it is not a log file or a directory.\n"
+		"\n"
+		"options:\n"
+		"      --depth N          show N levels under the graph's root\n"
+		"  -h, --help             this help\n");
+	input_opts_usage(out, 's');
+}
+
+/* FUNC is the first operand when it names no file (a log or a directory). */
+static const char *take_func(int argc, char **argv, int *first)
+{
+	if (*first + 1 >= argc || access(argv[*first], F_OK) == 0)
+		return NULL;
+	return argv[(*first)++];
+}
+
+int cmd_graph(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"depth", required_argument, 0, 'D'},
+		{"help", no_argument, 0, 'h'},
+		INPUT_LONGOPTS('s'),
+		{0, 0, 0, 0},
+	};
+	struct graph g = {.max_depth = -1};
+	struct input_opts io;
+	input_opts_init(&io, 's');
+	int c, rc = 1, usage_error;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
+			continue;
+		}
+		switch (c) {
+		case 'D':
+			if (parse_number("--depth", optarg, 0, 1L << 30, &g.max_depth) < 0)
+				goto out_usage;
+			break;
+		case 'h': usage(stdout); input_opts_free(&io); return 0;
+		default: goto out_usage;
+		}
+	}
+	int first = optind;
+	g.func = take_func(argc, argv, &first);
+	io.trace.short_names = input_opts_short_names(&io, 1);
+	io.trace.time_order = 1; /* children in the order they first ran */
+	struct trace_input *in = input_opts_open(&io, "graph", argc, argv, first, NULL, 0, &usage_error);
+	if (!in) {
+		if (usage_error)
+			goto out_usage;
+		goto out;
+	}
+	struct trace_sink sink = {.ctx = &g,
+				  .process_begin = process_begin,
+				  .frame_begin = frame_begin,
+				  .frame_end = frame_end,
+				  .process_end = process_end};
+	static char buf[1 << 16];
+	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+	if (trace_run(in, &sink) == 0) {
+		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+		if (rc)
+			sf_error("cannot write the graph to stdout");
+		else if (g.func && !g.shown) {
+			sf_error("no call of '%s' in the trace (names as report shows them, or full names)",
+				 sf_esc(g.func));
+			rc = 1;
+		}
+	}
+	trace_report_repairs(in);
+	graph_reset(&g, NULL);
+	free(g.nodes);
+	trace_close(in);
+out:
+	input_opts_free(&io);
+	return rc;
+out_usage:
+	return input_opts_usage_error(&io, "graph");
+}

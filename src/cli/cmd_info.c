@@ -1,0 +1,359 @@
+/* sftrace info: what a recording holds, per process, as uftrace's info
+ * does: the command, pid and ppid, start time, machine and clock, how the
+ * process ended, the recording's options as the log keeps them (ring,
+ * record-time trims, patched sleds against the sleds there are, allocation
+ * events), each object (path, build-id, sleds), each thread, the counters
+ * (events, frames, dropped, lost, write errors, repairs) and the log's size
+ * and bytes per event. --format json gives the same fields.
+ *
+ * One pass over the events (trace_run, nothing cut) counts frames, repairs
+ * and allocation events per process; the rest is the log's header. */
+#include <elf.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/commands.h"
+#include "cli/input_opts.h"
+#include "format/sflog.h"
+#include "lib/json_out.h"
+#include "lib/log_symbols.h"
+#include "lib/text_esc.h"
+#include "lib/trace_input.h"
+#include "lib/util.h"
+
+/* Counted per process by the pass. */
+struct proc_count {
+	uint64_t frames, unwound, open_at_end, alloc_events;
+};
+
+struct info {
+	struct proc_count *count; /* by process index */
+	int json;
+};
+
+static int on_begin(void *ctx, const struct fr_frame *f)
+{
+	struct info *in = ctx;
+	in->count[f->proc->index].frames++;
+	return 0;
+}
+
+static int on_end(void *ctx, const struct fr_frame *f)
+{
+	struct info *in = ctx;
+	struct proc_count *c = &in->count[f->proc->index];
+	c->unwound += f->end_kind == FR_END_UNWOUND;
+	c->open_at_end += f->end_kind == FR_END_THREAD_END;
+	return 0;
+}
+
+static int on_alloc(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
+{
+	(void)ev;
+	struct info *in = ctx;
+	in->count[p->index].alloc_events++;
+	return 0;
+}
+
+static const char *state_name(uint32_t s)
+{
+	return s == SF_STATE_EXITED ? "exited" : s == SF_STATE_RUNNING ? "running, or died without its exit hooks"
+								       : "unknown";
+}
+
+static const char *machine_name(uint32_t m)
+{
+	return m == EM_AARCH64 ? "aarch64" : m == EM_X86_64 || m == 0 ? "x86-64" : "unknown";
+}
+
+static const char *clock_name(const struct lr_info *i)
+{
+	if (i->clock == SF_CLOCK_MONOTONIC)
+		return "CLOCK_MONOTONIC ns";
+	if (i->clock == SF_CLOCK_TSC)
+		return i->machine == EM_AARCH64 ? "cntvct_el0" : "tsc";
+	return "unknown";
+}
+
+static void format_start(const struct lr_info *i, char *buf, size_t len)
+{
+	time_t sec = (time_t)(i->start_realtime_ns / 1000000000u);
+	struct tm tm;
+	char when[64] = "?";
+	if (gmtime_r(&sec, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%09" PRIu64 " UTC", when, i->start_realtime_ns % 1000000000u);
+}
+
+static void build_id_hex(const struct lr_object *o, char *buf)
+{
+	if (!o->build_id_len) {
+		strcpy(buf, "none");
+		return;
+	}
+	for (unsigned k = 0; k < o->build_id_len; k++)
+		sprintf(buf + 2 * k, "%02x", o->build_id[k]);
+}
+
+static void sleds(const struct lr_log *log, uint64_t *total, uint64_t *patched)
+{
+	*total = *patched = 0;
+	for (size_t i = 0; i < lr_nobjects(log); i++) {
+		*total += lr_object_at(log, i)->sleds;
+		*patched += lr_object_at(log, i)->patched;
+	}
+}
+
+/* ---- aliases (identical code folding) ---- */
+
+struct alias_out {
+	int json;
+	size_t n;
+	const char *shown; /* the name outputs use (a filter may have chosen an alias) */
+};
+
+static void put_alias(void *ctx, const char *mangled, const char *demangled)
+{
+	(void)mangled;
+	struct alias_out *a = ctx;
+	if (!strcmp(demangled, a->shown))
+		return;
+	if (a->json) {
+		fputs(a->n++ ? "," : "", stdout);
+		json_put_str(stdout, demangled);
+	} else {
+		printf("%s%s", a->n++ ? ", " : "", sf_esc(demangled));
+	}
+}
+
+/* Each function of object o with other names: the name outputs use, then
+ * the others (text: one line each; json: [{"name":..,"aliases":[..]}]). */
+static void put_aliases(const struct trace_proc *p, const struct lr_object *o, int json)
+{
+	size_t shown = 0;
+	for (uint32_t k = 0; k < o->count; k++) {
+		uint32_t id = o->first_id + k;
+		if (!ls_aliases(p->syms, id, NULL, NULL))
+			continue;
+		struct alias_out a = {json, 0, trace_symbol(p, id)->name};
+		if (json) {
+			printf("%s{\"name\":", shown++ ? "," : "");
+			json_put_str(stdout, trace_symbol(p, id)->name);
+			printf(",\"aliases\":[");
+			ls_aliases(p->syms, id, put_alias, &a);
+			printf("]}");
+		} else {
+			printf("#       alias: %s = ", sf_esc(trace_symbol(p, id)->name));
+			ls_aliases(p->syms, id, put_alias, &a);
+			putchar('\n');
+		}
+	}
+}
+
+/* ---- text ---- */
+
+#define KEY "# %-18s: "
+
+static void text_proc(const struct info *inf, const struct trace_proc *p)
+{
+	const struct lr_info *i = p->info;
+	const struct proc_count *c = &inf->count[p->index];
+	struct lr_summary s;
+	lr_summary(p->log, &s);
+	char start[96];
+	format_start(i, start, sizeof(start));
+	uint64_t total_sleds, patched;
+	sleds(p->log, &total_sleds, &patched);
+	printf("%s# process %u\n# ===============\n", p->index ? "\n" : "", i->pid);
+	printf(KEY "%s%s\n", "cmdline", sf_esc(p->cmdline), i->cmdline_truncated ? " [truncated]" : "");
+	printf(KEY "%u\n" KEY "%u\n", "pid", i->pid, "ppid", i->ppid);
+	printf(KEY "%s\n", "started", start);
+	printf(KEY "%s\n", "machine", machine_name(i->machine));
+	printf(KEY "%s\n", "clock", clock_name(i));
+	printf(KEY "%s\n", "exit state", state_name(i->state));
+	printf(KEY "%" PRIu64 " of %" PRIu64 "%s\n", "sleds patched", patched, total_sleds,
+	       patched < total_sleds ? " (a filter, or objects loaded late)" : "");
+	if (i->ring_bytes)
+		printf(KEY "%" PRIu64 " bytes per thread\n", "ring", i->ring_bytes);
+	else
+		printf(KEY "off\n", "ring");
+	if (i->trim_min_ns || i->trim_max_depth)
+		printf(KEY "min duration %" PRIu64 " ns, max depth %u (0: off), %" PRIu64 " records left out\n",
+		       "trims", i->trim_min_ns, i->trim_max_depth, i->trimmed_records);
+	else
+		printf(KEY "off\n", "trims");
+	printf(KEY "%s (%" PRIu64 " events)\n", "allocations", c->alloc_events ? "recorded" : "none",
+	       c->alloc_events);
+	printf(KEY "%zu\n", "objects", lr_nobjects(p->log));
+	for (size_t k = 0; k < lr_nobjects(p->log); k++) {
+		const struct lr_object *o = lr_object_at(p->log, k);
+		char bid[132];
+		build_id_hex(o, bid);
+		printf("#   [%u] %s%s\n#       build-id %s, sleds %u, patched %u, functions %u\n", o->index,
+		       sf_esc(o->path), o->flags & SF_OBJ_MAIN ? " (main)" : o->flags & SF_OBJ_DLOPEN ? " (dlopen)" : "",
+		       bid, o->sleds, o->patched, o->count);
+		put_aliases(p, o, 0);
+	}
+	printf(KEY "%zu\n", "threads", lr_nthreads(p->log));
+	for (size_t k = 0; k < lr_nthreads(p->log); k++) {
+		const struct lr_thread *t = lr_thread_at(p->log, k);
+		printf("#   tid %u %s: %" PRIu64 " events\n", t->tid, t->name[0] ? sf_esc(t->name) : "-", t->events);
+	}
+	printf(KEY "%" PRIu64 "\n" KEY "%" PRIu64 "\n", "events", s.events, "frames", c->frames);
+	printf(KEY "%" PRIu64 " dropped, %" PRIu64 " lost, %" PRIu64 " write errors\n", "losses", s.dropped, s.lost,
+	       s.write_errors);
+	printf(KEY "%" PRIu64 " frames closed by unwinding, %" PRIu64 " open at thread end\n", "repaired", c->unwound,
+	       c->open_at_end);
+	printf(KEY "%" PRIu64 " bytes (%.1f bytes per event)\n", "log", i->file_size,
+	       s.events ? (double)i->file_size / (double)s.events : 0.0);
+	printf(KEY "%s\n", "log path", sf_esc(i->path));
+}
+
+/* ---- json ---- */
+
+static void json_kv_str(const char *k, const char *v)
+{
+	printf("\"%s\":", k);
+	json_put_str(stdout, v);
+	putchar(',');
+}
+
+static void json_proc(const struct info *inf, const struct trace_proc *p)
+{
+	const struct lr_info *i = p->info;
+	const struct proc_count *c = &inf->count[p->index];
+	struct lr_summary s;
+	lr_summary(p->log, &s);
+	char start[96];
+	format_start(i, start, sizeof(start));
+	uint64_t total_sleds, patched;
+	sleds(p->log, &total_sleds, &patched);
+	printf("%s\n{", p->index ? "," : "");
+	json_kv_str("cmdline", p->cmdline);
+	printf("\"argv\":[");
+	for (int a = 0; a < i->argc; a++) {
+		if (a)
+			putchar(',');
+		json_put_str(stdout, i->argv[a]);
+	}
+	printf("],\"pid\":%u,\"ppid\":%u,\"start_realtime_ns\":%" PRIu64 ",", i->pid, i->ppid, i->start_realtime_ns);
+	json_kv_str("started", start);
+	json_kv_str("machine", machine_name(i->machine));
+	json_kv_str("clock", clock_name(i));
+	json_kv_str("exit_state", state_name(i->state));
+	printf("\"sleds\":%" PRIu64 ",\"sleds_patched\":%" PRIu64 ",\"ring_bytes\":%" PRIu64 ",\"trim_min_ns\":%" PRIu64
+	       ",\"trim_max_depth\":%u,\"trimmed_records\":%" PRIu64 ",\"alloc_events\":%" PRIu64 ",\"objects\":[",
+	       total_sleds, patched, i->ring_bytes, i->trim_min_ns, i->trim_max_depth, i->trimmed_records,
+	       c->alloc_events);
+	for (size_t k = 0; k < lr_nobjects(p->log); k++) {
+		const struct lr_object *o = lr_object_at(p->log, k);
+		char bid[132];
+		build_id_hex(o, bid);
+		printf("%s{", k ? "," : "");
+		json_kv_str("path", o->path);
+		json_kv_str("build_id", o->build_id_len ? bid : "");
+		printf("\"main\":%s,\"dlopen\":%s,\"sleds\":%u,\"patched\":%u,\"functions\":%u,\"aliases\":[",
+		       o->flags & SF_OBJ_MAIN ? "true" : "false", o->flags & SF_OBJ_DLOPEN ? "true" : "false", o->sleds,
+		       o->patched, o->count);
+		put_aliases(p, o, 1);
+		printf("]}");
+	}
+	printf("],\"threads\":[");
+	for (size_t k = 0; k < lr_nthreads(p->log); k++) {
+		const struct lr_thread *t = lr_thread_at(p->log, k);
+		printf("%s{\"tid\":%u,\"name\":", k ? "," : "", t->tid);
+		json_put_str(stdout, t->name);
+		printf(",\"events\":%" PRIu64 "}", t->events);
+	}
+	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64
+	       ",\"write_errors\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
+	       ",\"log_bytes\":%" PRIu64 ",",
+	       s.events, c->frames, s.dropped, s.lost, s.write_errors, c->unwound, c->open_at_end, i->file_size);
+	printf("\"log_path\":");
+	json_put_str(stdout, i->path);
+	putchar('}');
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sftrace info [OPTIONS] LOG...\n"
+		"\n"
+		"What a recording holds, per process: command line, pid and ppid, start time,\n"
+		"machine and clock, exit state, the recording's options as the log keeps them\n"
+		"(ring, trims, sleds patched, allocation events), each object with its path,\n"
+		"build-id and sleds, the threads, the counters (events, frames, dropped, lost,\n"
+		"write errors, repairs) and the log's size and bytes per event.\n"
+		"\n"
+		"options:\n"
+		"      --format FMT       text (default) or json (the same fields)\n"
+		"  -h, --help             this help\n");
+	input_opts_usage(out, 's');
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, 0, 'f'},
+		{"help", no_argument, 0, 'h'},
+		INPUT_LONGOPTS('s'),
+		{0, 0, 0, 0},
+	};
+	struct info inf = {0};
+	struct input_opts io;
+	input_opts_init(&io, 's');
+	int c, rc = 1, usage_error;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
+			continue;
+		}
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				inf.json = 1;
+			else if (strcmp(optarg, "text")) {
+				sf_error("--format must be 'text' or 'json', not '%s'", optarg);
+				goto out_usage;
+			}
+			break;
+		case 'h': usage(stdout); input_opts_free(&io); return 0;
+		default: goto out_usage;
+		}
+	}
+	struct trace_input *in = input_opts_open(&io, "info", argc, argv, optind, NULL, 0, &usage_error);
+	if (!in) {
+		if (usage_error)
+			goto out_usage;
+		goto out;
+	}
+	size_t n = trace_nprocs(in);
+	inf.count = xcalloc(n + 1, sizeof(*inf.count));
+	struct trace_sink sink = {.ctx = &inf, .frame_begin = on_begin, .frame_end = on_end, .alloc_event = on_alloc};
+	if (trace_run(in, &sink) == 0) {
+		if (inf.json)
+			printf("{\"processes\":[");
+		for (size_t k = 0; k < n; k++)
+			(inf.json ? json_proc : text_proc)(&inf, trace_proc_at(in, k));
+		if (inf.json)
+			printf("\n]}\n");
+		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+		if (rc)
+			sf_error("cannot write to stdout");
+	}
+	free(inf.count);
+	trace_close(in);
+out:
+	input_opts_free(&io);
+	return rc;
+out_usage:
+	return input_opts_usage_error(&io, "info");
+}

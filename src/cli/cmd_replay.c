@@ -1,0 +1,571 @@
+/* sftrace replay: the run as nested calls, one line per call, in uftrace's
+ * layout so that its users' habits carry over:
+ *
+ *   # DURATION     TID     FUNCTION
+ *               [  12345] | main() {
+ *               [  12345] |   foo() {
+ *      0.125 us [  12345] |     loop();
+ *      1.250 us [  12345] |   }  (then the name in a C comment)
+ *
+ * A call with children opens with "name() {" and closes with "}" and its
+ * name in a C comment, with its duration; a call without children is one
+ * line, "name();", with its duration. Times in uftrace's units
+ * (print_time_unit: us with three decimals, truncated; ms, s, m, h above
+ * 999). Processes one after another; a process's threads merged in time
+ * order (trace_input's time_order), each line tagged with its tid.
+ *
+ * Streaming, memory per thread: a begun frame waits (the thread's one
+ * "pending" frame) until the thread's next frame begins (then it had
+ * children: "name() {") or it ends (a leaf: "name();"). So a leaf's line
+ * is written at its end, which may put it after another thread's lines
+ * that began later; each thread's own lines keep their order.
+ *
+ * Repairs and cuts show as comments where they happen: a run of frames
+ * closed by unwinding as "3 frames unwound" after their closing lines,
+ * frames closed at their thread's end likewise, and calls the time window
+ * clipped with "cut at window start" / "cut at window end".
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/input_opts.h"
+#include "cli/pager.h"
+#include "lib/demangle.h"
+#include "lib/text_esc.h"
+#include "lib/trace_input.h"
+#include "lib/util.h"
+
+#define C_DIM "\033[2m"
+#define C_GREEN "\033[32m"
+#define C_YELLOW "\033[33m"
+#define C_RED "\033[31m"
+#define C_OFF "\033[0m"
+
+/* One output line's facts, for the columns. */
+struct line {
+	const struct trace_proc *proc;
+	const struct lr_thread *thread;
+	uint32_t func_id;
+	uint64_t time;     /* when it happened: a call's begin, a close's end (recording's time base) */
+	uint64_t duration; /* 0: none shown */
+};
+
+struct replay;
+
+/* A column, as uftrace's replay declares them (utils/field.h). */
+struct field {
+	const char *name, *header;
+	int width;
+	void (*print)(struct replay *r, const struct line *l);
+};
+
+/* What a thread has open or owes the output. */
+struct thread_state {
+	int has_pending;
+	struct fr_frame pending;  /* begun, not yet known to have children */
+	uint64_t last_time;       /* time of its latest line (delta column) */
+	int has_last;
+	/* A run of repaired closes, written as one comment when it ends. */
+	enum fr_end_kind run_kind;
+	uint64_t run_count;
+	uint32_t run_depth;       /* the outermost closed frame's depth */
+};
+
+struct replay {
+	const struct field *fields[16];
+	size_t nfields;
+	int color;
+	size_t nprocs;
+	struct thread_state *threads; /* by lr_thread.index of the current process */
+	size_t nthreads;
+	int write_failed;
+	int srcline;     /* --srcline: each call's file:line as a comment */
+	char **names;    /* name_of's, by function id of the current process */
+	size_t nnames;
+};
+
+/* ---- output (single-threaded: the unlocked stdio calls, and no printf
+ * on the per-line path: replay writes millions of lines) ---- */
+
+static inline void out(const char *p, size_t n) { fwrite_unlocked(p, 1, n, stdout); }
+static inline void outs(const char *p) { fputs_unlocked(p, stdout); }
+
+/* v right-aligned in `width` columns (zero-padded when zpad). */
+static void out_uint(uint64_t v, int width, int zpad)
+{
+	char b[24];
+	int i = sizeof(b);
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while ((int)sizeof(b) - i < width)
+		b[--i] = zpad ? '0' : ' ';
+	out(b + i, sizeof(b) - (size_t)i);
+}
+
+/* ---- uftrace's units ---- */
+
+/* print_time_unit's layout, 10 columns: "%3u.%03u us", larger units when
+ * the integer part passes 999; nothing (blanks) for 0. */
+static void put_duration(const struct replay *r, uint64_t ns)
+{
+	static const char *const units[] = {"us", "ms", " s", " m", " h"};
+	static const char *const colors[] = {NULL, C_GREEN, C_YELLOW, C_RED, C_RED};
+	static const unsigned limit[] = {1000, 1000, 1000, 60, 24, ~0u};
+	if (!ns) {
+		out("          ", 10);
+		return;
+	}
+	uint64_t v = ns, small = 0;
+	size_t i;
+	for (i = 0; i < 5; i++) {
+		small = v % limit[i];
+		v /= limit[i];
+		if (v < limit[i + 1])
+			break;
+	}
+	if (i == 5) { /* days and more: uftrace's "error case" */
+		i = 4;
+		v = small = 999;
+	}
+	const char *on = r->color ? colors[i] : NULL;
+	out_uint(v, 3, 0);
+	out(".", 1);
+	out_uint(small, 3, 1);
+	out(" ", 1);
+	if (on)
+		outs(on);
+	out(units[i], 2);
+	if (on)
+		outs(C_OFF);
+}
+
+/* ---- columns ---- */
+
+static void print_duration(struct replay *r, const struct line *l) { put_duration(r, l->duration); }
+
+static void print_tid(struct replay *r, const struct line *l)
+{
+	(void)r;
+	out("[", 1);
+	out_uint(l->thread->tid, 7, 0);
+	out("]", 1);
+}
+
+static void print_addr(struct replay *r, const struct line *l)
+{
+	(void)r;
+	uint64_t vaddr = 0;
+	if (lr_func(l->proc->log, l->func_id, NULL, &vaddr) < 0)
+		printf("%12s", "");
+	else
+		printf("%12" PRIx64, vaddr);
+}
+
+/* Absolute CLOCK_MONOTONIC, as uftrace's print_timestamp. */
+static void print_time(struct replay *r, const struct line *l)
+{
+	(void)r;
+	uint64_t t = l->proc->zero_mono_ns + l->time;
+	printf("%8" PRIu64 ".%09" PRIu64, t / 1000000000u, t % 1000000000u);
+}
+
+static void print_delta(struct replay *r, const struct line *l)
+{
+	struct thread_state *ts = &r->threads[l->thread->index];
+	put_duration(r, ts->has_last ? l->time - ts->last_time : 0);
+}
+
+static void print_elapsed(struct replay *r, const struct line *l) { put_duration(r, l->time); }
+
+static void print_task(struct replay *r, const struct line *l)
+{
+	(void)r;
+	printf("%15.15s", sf_esc(l->thread->name[0] ? l->thread->name : l->proc->name));
+}
+
+static void print_module(struct replay *r, const struct line *l)
+{
+	(void)r;
+	const struct lr_object *o = NULL;
+	const char *name = "[unknown]";
+	if (lr_func(l->proc->log, l->func_id, &o, NULL) == 0 && o && o->path) {
+		const char *slash = strrchr(o->path, '/');
+		name = slash ? slash + 1 : o->path;
+	}
+	printf("%16.16s", sf_esc(name));
+}
+
+static const struct field field_table[] = {
+	{"duration", " DURATION ", 10, print_duration},
+	{"tid", "   TID   ", 9, print_tid},
+	{"addr", "   ADDRESS  ", 12, print_addr},
+	{"time", "     TIMESTAMP    ", 18, print_time},
+	{"delta", " TIMEDELTA", 10, print_delta},
+	{"elapsed", "  ELAPSED ", 10, print_elapsed},
+	{"task", "      TASK NAME", 15, print_task},
+	{"module", "     MODULE NAME", 16, print_module},
+};
+#define NFIELD (sizeof(field_table) / sizeof(field_table[0]))
+
+static const struct field *find_field(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NFIELD; i++)
+		if (strlen(field_table[i].name) == len && !strncmp(field_table[i].name, name, len))
+			return &field_table[i];
+	return NULL;
+}
+
+static void add_field(struct replay *r, const struct field *f)
+{
+	for (size_t i = 0; i < r->nfields; i++)
+		if (r->fields[i] == f)
+			return;
+	r->fields[r->nfields++] = f;
+}
+
+/* uftrace's -f: "a,b" replaces the default columns, "+a,b" adds to them,
+ * "none" shows none, "all" every one. The columns come in the table's
+ * order, whatever the order given. */
+static int parse_fields(struct replay *r, const char *spec)
+{
+	int chosen[NFIELD] = {0};
+	r->nfields = 0;
+	if (!strcmp(spec, "none"))
+		return 0;
+	if (*spec == '+') {
+		chosen[0] = chosen[1] = 1;
+		spec++;
+	}
+	for (const char *p = spec; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == 3 && !strncmp(p, "all", 3)) {
+			for (size_t i = 0; i < NFIELD; i++)
+				chosen[i] = 1;
+		} else {
+			const struct field *f = find_field(p, n);
+			if (!f) {
+				sf_error("-f: unknown field '%.*s' (fields: duration, tid, addr, time, delta, "
+					 "elapsed, task, module, or none, all; +LIST adds to the default)",
+					 (int)n, p);
+				return -1;
+			}
+			chosen[f - field_table] = 1;
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	for (size_t i = 0; i < NFIELD; i++)
+		if (chosen[i])
+			add_field(r, &field_table[i]);
+	return 0;
+}
+
+static void print_header(const struct replay *r)
+{
+	if (!r->nfields)
+		return;
+	fputs(r->color ? C_DIM "#" : "#", stdout);
+	for (size_t i = 0; i < r->nfields; i++)
+		printf("%s%s", i ? " " : "", r->fields[i]->header);
+	printf("   FUNCTION%s\n", r->color ? C_OFF : "");
+}
+
+/* The columns and the " | " before a call. */
+static void put_columns(struct replay *r, const struct line *l)
+{
+	if (!r->nfields)
+		return;
+	for (size_t i = 0; i < r->nfields; i++) {
+		out(" ", 1);
+		r->fields[i]->print(r, l);
+	}
+	out(" | ", 3);
+	struct thread_state *ts = &r->threads[l->thread->index];
+	ts->last_time = l->time;
+	ts->has_last = 1;
+}
+
+static void indent(uint32_t depth)
+{
+	static const char spaces[] = "                                                                ";
+	size_t n = (size_t)depth * 2;
+	for (; n > sizeof(spaces) - 1; n -= sizeof(spaces) - 1)
+		out(spaces, sizeof(spaces) - 1);
+	out(spaces, n);
+}
+
+/* ---- lines ---- */
+
+/* The call's name as uftrace writes it: without a C++ parameter list,
+ * escaped; made once per function of the process. */
+static const char *name_of(struct replay *r, const struct fr_frame *f)
+{
+	if (f->func_id >= r->nnames) {
+		size_t n = (size_t)f->func_id + 256;
+		r->names = xrealloc(r->names, n * sizeof(*r->names));
+		memset(r->names + r->nnames, 0, (n - r->nnames) * sizeof(*r->names));
+		r->nnames = n;
+	}
+	if (!r->names[f->func_id]) {
+		const char *name = trace_name(f->proc, f->func_id);
+		size_t n = sf_name_sans_params(name, trace_symbol(f->proc, f->func_id)->mangled);
+		char *bare = xmalloc(n + 1);
+		memcpy(bare, name, n);
+		bare[n] = 0;
+		r->names[f->func_id] = xstrdup(sf_esc(bare));
+		free(bare);
+	}
+	return r->names[f->func_id];
+}
+
+static void free_names(struct replay *r)
+{
+	for (size_t i = 0; i < r->nnames; i++)
+		free(r->names[i]);
+	free(r->names);
+	r->names = NULL;
+	r->nnames = 0;
+}
+
+/* " /" "* text *" "/" after a line's call. */
+static void put_comment(const struct replay *r, const char *text)
+{
+	printf(" %s/* %s */%s", r->color ? C_DIM : "", text, r->color ? C_OFF : "");
+}
+
+/* A finished run of repaired closes, as one comment line at the depth of
+ * the outermost frame it closed. */
+static void flush_run(struct replay *r, const struct lr_thread *t, const struct trace_proc *p)
+{
+	struct thread_state *ts = &r->threads[t->index];
+	if (!ts->run_count)
+		return;
+	struct line l = {p, t, 0, ts->last_time, 0};
+	put_columns(r, &l);
+	indent(ts->run_depth);
+	printf("%s/* %" PRIu64 " frame%s %s */%s\n", r->color ? C_DIM : "", ts->run_count,
+	       ts->run_count == 1 ? "" : "s", ts->run_kind == FR_END_UNWOUND ? "unwound" : "open at thread end",
+	       r->color ? C_OFF : "");
+	ts->run_count = 0;
+}
+
+/* --srcline: " /" "* file:line *" "/" after a call's name (uftrace's place). */
+static void put_srcline(const struct replay *r, const struct fr_frame *f)
+{
+	if (!r->srcline)
+		return;
+	const struct sym_info *si = trace_symbol(f->proc, f->func_id);
+	if (!si->file)
+		return;
+	char text[4200];
+	snprintf(text, sizeof(text), "%s:%u", si->file, si->line);
+	put_comment(r, sf_esc(text));
+}
+
+/* "name() {", the pending frame turned out to have children. */
+static void open_pending(struct replay *r, struct thread_state *ts)
+{
+	const struct fr_frame *f = &ts->pending;
+	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0};
+	put_columns(r, &l);
+	indent(f->depth);
+	outs(name_of(r, f));
+	out("() {", 4);
+	put_srcline(r, f);
+	if (f->cut & CUT_START)
+		put_comment(r, "cut at window start");
+	out("\n", 1);
+	ts->has_pending = 0;
+}
+
+static int frame_begin(void *ctx, const struct fr_frame *f)
+{
+	struct replay *r = ctx;
+	struct thread_state *ts = &r->threads[f->thread->index];
+	flush_run(r, f->thread, f->proc);
+	if (ts->has_pending)
+		open_pending(r, ts);
+	ts->pending = *f;
+	ts->has_pending = 1;
+	return r->write_failed = ferror_unlocked(stdout) != 0;
+}
+
+static int frame_end(void *ctx, const struct fr_frame *f)
+{
+	struct replay *r = ctx;
+	struct thread_state *ts = &r->threads[f->thread->index];
+	if (ts->run_count && ts->run_kind != f->end_kind)
+		flush_run(r, f->thread, f->proc);
+	int leaf = ts->has_pending && ts->pending.id == f->id;
+	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin};
+	put_columns(r, &l);
+	indent(f->depth);
+	if (leaf) {
+		outs(name_of(r, f));
+		out("();", 3);
+		put_srcline(r, f);
+		if (f->cut & CUT_START)
+			put_comment(r, "cut at window start");
+		ts->has_pending = 0;
+	} else {
+		out("} /* ", 5);
+		outs(name_of(r, f));
+		out(" */", 3);
+	}
+	if (f->cut & CUT_END)
+		put_comment(r, "cut at window end");
+	out("\n", 1);
+	if (fr_end_is_repaired(f->end_kind)) {
+		ts->run_kind = f->end_kind;
+		ts->run_count++;
+		ts->run_depth = f->depth;
+	}
+	return r->write_failed = ferror_unlocked(stdout) != 0;
+}
+
+static int process_begin(void *ctx, const struct trace_proc *p)
+{
+	struct replay *r = ctx;
+	free(r->threads);
+	free_names(r);
+	r->nthreads = lr_nthreads(p->log);
+	r->threads = xcalloc(r->nthreads + 1, sizeof(*r->threads));
+	if (r->nprocs > 1)
+		printf("%s# process %u: %s%s\n", r->color ? C_DIM : "", p->info->pid, sf_esc(p->cmdline),
+		       r->color ? C_OFF : "");
+	return 0;
+}
+
+static int process_end(void *ctx, const struct trace_proc *p)
+{
+	struct replay *r = ctx;
+	for (size_t i = 0; i < r->nthreads; i++)
+		flush_run(r, lr_thread_at(p->log, i), p);
+	return r->write_failed = ferror(stdout) != 0;
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sftrace replay [OPTIONS] LOG...\n"
+		"\n"
+		"Prints the recorded calls in order, nested, one line per call, in uftrace's\n"
+		"layout: DURATION [TID] | then \"name() {\" for a call with callees, closed by\n"
+		"\"} /* name */\" with its duration, or \"name();\" with its duration for a call\n"
+		"without. Times in uftrace's units (us, ms, s, m, h; three decimals). LOG is\n"
+		"a log file or a directory of logs: processes one after another, the threads\n"
+		"of each merged in time order. Repairs show as comments where they happen\n"
+		"(/* 2 frames unwound */), and so do calls the --time window cut.\n"
+		"On a terminal the output goes through a pager ($SFTRACE_PAGER, $PAGER or\n"
+		"less) as git does.\n"
+		"\n"
+		"options:\n"
+		"  -f, --output-fields LIST  columns: duration,tid (default), addr, time,\n"
+		"                         delta, elapsed, task, module; +LIST adds to the\n"
+		"                         default; none; all\n"
+		"      --srcline          each call's source file:line (DWARF) as a comment\n"
+		"      --no-pager         write straight to stdout\n"
+		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
+		"                         is unset), always or never\n"
+		"  -h, --help             this help\n");
+	input_opts_usage(out, 's');
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"output-fields", required_argument, 0, 'f'},
+		{"no-pager", no_argument, 0, 'P'},
+		{"srcline", no_argument, 0, 'L'},
+		{"color", required_argument, 0, 'C'},
+		{"colour", required_argument, 0, 'C'},
+		{"help", no_argument, 0, 'h'},
+		INPUT_LONGOPTS('s'),
+		{0, 0, 0, 0},
+	};
+	struct replay r = {0};
+	struct input_opts io;
+	input_opts_init(&io, 's');
+	const char *color = "auto";
+	int c, rc = 1, usage_error, no_pager = 0;
+	parse_fields(&r, "duration,tid");
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:s:c:qh", longopts, NULL)) != -1) {
+		if (input_opts_handle(&io, c, optarg)) {
+			if (io.failed)
+				goto out_usage;
+			continue;
+		}
+		switch (c) {
+		case 'f':
+			if (parse_fields(&r, optarg) < 0)
+				goto out_usage;
+			break;
+		case 'P': no_pager = 1; break;
+		case 'L': r.srcline = 1; break;
+		case 'C':
+			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
+				sf_error("--color must be auto, always or never, not '%s'", optarg);
+				goto out_usage;
+			}
+			color = optarg;
+			break;
+		case 'h': usage(stdout); input_opts_free(&io); return 0;
+		default: goto out_usage;
+		}
+	}
+	int tty = isatty(1);
+	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
+	io.trace.short_names = input_opts_short_names(&io, 1);
+	io.trace.time_order = 1;
+	if (optind >= argc) { /* before the pager: a usage error stays on the screen */
+		sf_error("no log given (usage: sftrace replay [OPTIONS] LOG...)");
+		goto out_usage;
+	}
+	/* The pager shares the terminal with stderr: no progress line over it. */
+	int paging = !no_pager && pager_start() == 0;
+	io.trace.no_progress = paging;
+	struct trace_input *in = input_opts_open(&io, "replay", argc, argv, optind, NULL, 0, &usage_error);
+	if (!in) {
+		pager_end();
+		if (usage_error)
+			goto out_usage;
+		goto out;
+	}
+	r.nprocs = trace_nprocs(in);
+	static char buf[1 << 16];
+	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+	print_header(&r);
+	struct trace_sink sink = {.ctx = &r,
+				  .process_begin = process_begin,
+				  .frame_begin = frame_begin,
+				  .frame_end = frame_end,
+				  .process_end = process_end};
+	int run = trace_run(in, &sink);
+	rc = run == 0 && fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+	/* A reader who quit the pager early has seen what they wanted. */
+	if (rc && paging && (r.write_failed || ferror(stdout)))
+		rc = 0;
+	else if (rc)
+		sf_error("cannot write the replay to stdout");
+	pager_end();
+	trace_report_repairs(in);
+	trace_close(in);
+	free(r.threads);
+	free_names(&r);
+out:
+	input_opts_free(&io);
+	return rc;
+out_usage:
+	return input_opts_usage_error(&io, "replay");
+}

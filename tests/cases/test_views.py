@@ -1,0 +1,392 @@
+"""The terminal views of a run: `sftrace replay` (uftrace's layout), with
+exact call columns for known call patterns (tests/fixtures/views.c: main ->
+foo x2 -> loop x3, bar; with "more": a recursion to a leaf and two threads
+one after the other), the cut options applied to it, and repairs as
+comments (own_longjmp.c).
+
+Runs under tests/run.py, or alone: python3 tests/cases/test_views.py."""
+import os
+import re
+import sys
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+
+from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, eq, record, run, tmpdir  # noqa: E402
+
+# uftrace's replay line: 10-column duration (blank or "%3d.%03d UNIT"), the
+# tid as "[%7d]", " | ", then the call.
+LINE_RE = re.compile(r"^ (.{10}) \[ *(\d+)\] \| (.*)$")
+DUR_RE = re.compile(r"^ *\d{1,3}\.\d{3} (us|ms| s| m| h)$")
+HEADER = "# DURATION     TID      FUNCTION"
+
+# uftrace's documented example: main calls foo twice, foo calls loop three
+# times, then bar.
+BASIC = ["main() {",
+         "  foo() {", "    loop();", "    loop();", "    loop();", "  } /* foo */",
+         "  foo() {", "    loop();", "    loop();", "    loop();", "  } /* foo */",
+         "  bar();"]
+MORE = ["  recurse() {", "    recurse() {", "      recurse() {", "        recurse() {", "          bottom();",
+        "        } /* recurse */", "      } /* recurse */", "    } /* recurse */", "  } /* recurse */"]
+WORKER = ["worker() {", "  wleaf();", "  wleaf();", "} /* worker */"]
+
+_logs = {}
+
+
+def views_log(arg=None):
+    """(exe, log) of views.c, recorded once per argument."""
+    if arg not in _logs:
+        exe = build_c("views", ["views.c"], flags=["-fno-optimize-sibling-calls"], libs=["-lpthread"])
+        _, log = record([exe] + ([arg] if arg else []))
+        _logs[arg] = (exe, log)
+    return _logs[arg]
+
+
+def replay(log, extra=()):
+    """(header, [(duration, tid, call)]) of `sftrace replay`; every line checked."""
+    p = run([SFTRACE, "replay"] + list(extra) + [log])
+    lines = p.stdout.splitlines()
+    eq(lines[0], HEADER, "header")
+    rows = []
+    for ln in lines[1:]:
+        m = LINE_RE.match(ln)
+        check(m, f"not a replay line: {ln!r}")
+        rows.append((m.group(1), int(m.group(2)), m.group(3)))
+    return lines[0], rows
+
+
+def check_durations(rows):
+    """Opening lines and comments have no duration; closes and leaves have one."""
+    for dur, _, call in rows:
+        if call.endswith("{") or call.lstrip().startswith("/*"):
+            eq(dur.strip(), "", f"duration of {call!r}")
+        else:
+            check(DUR_RE.match(dur), f"duration {dur!r} of {call!r}")
+
+
+def test_replay_uftrace_example():
+    _, log = views_log()
+    _, rows = replay(log)
+    eq([c for _, _, c in rows], BASIC + ["} /* main */"], "call column")
+    eq(len({t for _, t, _ in rows}), 1, "one thread")
+    check_durations(rows)
+
+
+def test_replay_recursion_and_threads():
+    """Threads merged in time order, each at its own depth; tids as recorded."""
+    _, log = views_log("more")
+    _, rows = replay(log)
+    tids = []
+    for _, t, _ in rows:
+        if t not in tids:
+            tids.append(t)
+    eq(len(tids), 3, "threads")
+    labelled = [f"T{tids.index(t)} {c}" for _, t, c in rows]
+    want = ([f"T0 {c}" for c in BASIC + MORE] + [f"T1 {c}" for c in WORKER] + [f"T2 {c}" for c in WORKER] +
+            ["T0 } /* main */"])
+    eq(labelled, want, "call column with threads")
+    check_durations(rows)
+
+
+def test_replay_cut_tid_and_depth():
+    _, log = views_log("more")
+    _, rows = replay(log)
+    main_tid = rows[0][1]
+    _, cut = replay(log, ["--tid", str(main_tid), "--max-depth", "2"])
+    eq([c for _, _, c in cut], ["main() {", "  foo();", "  foo();", "  bar();", "  recurse();", "} /* main */"],
+       "--tid --max-depth 2")
+    eq({t for _, t, _ in cut}, {main_tid}, "tids")
+
+
+def test_replay_cut_window_comments():
+    """A window starting between the first two loop() calls: main and foo are
+    cut at its start (said in a comment), the first loop() is left out."""
+    _, log = views_log()
+    evs = [e for e in (DUMP_RE.match(ln) for ln in run([SFTRACE, "dump", log]).stdout.splitlines()) if e]
+    loops = [(int(e.group(1)), e.group(3)) for e in evs if e.group(4) == "loop"]
+    exit1, entry2 = loops[1][0], loops[2][0]
+    eq([loops[1][1], loops[2][1]], ["EXIT", "ENTRY"], "loop events")
+    check(entry2 > exit1, "loop calls apart in time")
+    start = (exit1 + entry2 + 1) // 2
+    _, rows = replay(log, ["--time", f"{start}ns.."])
+    eq([c for _, _, c in rows],
+       ["main() { /* cut at window start */", "  foo() { /* cut at window start */", "    loop();", "    loop();",
+        "  } /* foo */"] + BASIC[6:] + ["} /* main */"], "--time")
+
+
+def test_replay_fields():
+    _, log = views_log()
+    p = run([SFTRACE, "replay", "-f", "none", log])
+    eq(p.stdout.splitlines(), BASIC + ["} /* main */"], "-f none")
+    p = run([SFTRACE, "replay", "-f", "all", log])
+    eq(p.stdout.splitlines()[0], "# DURATION     TID       ADDRESS        TIMESTAMP      TIMEDELTA   ELAPSED "
+       "       TASK NAME      MODULE NAME   FUNCTION", "-f all header")
+    tid = replay(log)[1][0][1]
+    p = run([SFTRACE, "replay", "-f", "tid", log])
+    eq(p.stdout.splitlines()[:2], ["#   TID      FUNCTION", f" [{tid:7}] | main() {{"], "-f tid")
+    p = run([SFTRACE, "replay", "-f", "bogus", log], check_rc=2)
+    check("unknown field 'bogus'" in p.stderr, p.stderr)
+
+
+def test_replay_unwound_comment():
+    """Frames longjmp abandoned close where it landed, then one comment."""
+    exe = build_c("own_longjmp", ["own_longjmp.c"], flags=["-fno-builtin"])
+    _, log = record([exe, "1"])
+    _, rows = replay(log)
+    eq([c for _, _, c in rows], ["main() {", "  jumper() {", "    mid() {", "      leaf();", "    } /* mid */",
+                                 "    /* 2 frames unwound */", "  } /* jumper */", "} /* main */"], "call column")
+    check_durations(rows)
+
+
+if __name__ == "__main__":
+    for name, fn in sorted(globals().items()):
+        if name.startswith("test_"):
+            fn()
+            print("ok", name)
+
+
+# ---- graph ----
+
+GRAPH_RE = re.compile(r"^  (.{10}) : (.*)$")
+
+
+def graph(args):
+    """`sftrace graph` lines, with each graph line's time column checked and
+    cut off (blank lines between siblings: the time is blank)."""
+    p = run([SFTRACE, "graph"] + list(args))
+    out = []
+    for ln in p.stdout.splitlines():
+        m = GRAPH_RE.match(ln)
+        if m and not ln.startswith("# "):
+            t, call = m.group(1), m.group(2)
+            if call.strip(" |"):
+                check(DUR_RE.match(t), f"time {t!r} of {call!r}")
+            else:
+                eq(t.strip(), "", "blank line's time")
+            out.append("T : " + call)
+        else:
+            out.append(re.sub(r"time +\d+\.\d{3} (us|ms| s)", "time X", re.sub(r"\(0x[0-9a-f]+\)", "(ADDR)", ln)))
+    return out
+
+
+def test_graph_main():
+    exe, log = views_log()
+    pid = re.search(r"\(pid (\d+)\)", run([SFTRACE, "graph", "main", log]).stdout).group(1)
+    eq(graph(["main", log]), [
+        f"# Function Call Graph for 'main' (pid {pid})",
+        "=============== BACKTRACE ===============",
+        " backtrace #0: hit 1, time X",
+        "   [0] main (ADDR)",
+        "",
+        "========== FUNCTION CALL GRAPH ==========",
+        "# TOTAL TIME   FUNCTION",
+        "T : (1) main",
+        "T :  +-(2) foo",
+        "T :  | (6) loop",
+        "T :  | ",
+        "T :  +-(1) bar",
+        ""], "graph main")
+
+
+def test_graph_recursion_threads_and_depth():
+    _, log = views_log("more")
+    g = graph(["recurse", log])
+    eq(g[2:5], [" backtrace #0: hit 1, time X", "   [0] main (ADDR)", "   [1] recurse (ADDR)"], "backtrace")
+    eq(g[8:], ["T : (1) recurse", "T : (1) recurse", "T : (1) recurse", "T : (1) recurse", "T : (1) bottom", ""],
+       "a single path stays flat")
+    whole = graph([log])
+    eq(whole[0].split(" (pid")[0], "# Function Call Graph for 'views'", "whole process")
+    eq(whole[3:], ["T : (1) views",
+                   "T :  +-(1) main",
+                   "T :  |  +-(2) foo",
+                   "T :  |  | (6) loop",
+                   "T :  |  | ",
+                   "T :  |  +-(1) bar",
+                   "T :  |  | ",
+                   "T :  |  +-(1) recurse",
+                   "T :  |    (1) recurse",
+                   "T :  |    (1) recurse",
+                   "T :  |    (1) recurse",
+                   "T :  |    (1) bottom",
+                   "T :  | ",
+                   "T :  +-(2) worker",
+                   "T :    (4) wleaf",
+                   ""], "whole graph")
+    eq(graph(["--depth", "1", log])[3:], ["T : (1) views", "T :  +-(1) main", "T :  | ", "T :  +-(2) worker", ""],
+       "--depth 1")
+    eq(graph(["--max-depth", "1", "main", log])[7:], ["T : (1) main", ""], "a cut applies")
+    p = run([SFTRACE, "graph", "nosuchfunc", log], check_rc=1)
+    eq(p.stdout, "", "no output")
+    check("no call of 'nosuchfunc'" in p.stderr, p.stderr)
+
+
+# ---- info ----
+
+def test_info_fields():
+    exe, log = views_log("more")
+    j = __import__("json").loads(run([SFTRACE, "info", "--format", "json", log]).stdout)
+    eq(len(j["processes"]), 1, "processes")
+    p = j["processes"][0]
+    bid = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", exe]).stdout).group(1)
+    want = {"cmdline": f"{exe} more", "argv": [exe, "more"], "machine": "x86-64", "exit_state": "exited",
+            "ring_bytes": 0, "trim_min_ns": 0, "trim_max_depth": 0, "alloc_events": 0,
+            # main thread: main, foo x2, loop x6, bar, recurse x4, bottom; each worker: worker, wleaf x2
+            "events": 42, "frames": 21, "dropped": 0, "lost": 0, "write_errors": 0, "unwound": 0,
+            "open_at_end": 0, "log_bytes": os.path.getsize(log), "log_path": log}
+    eq({k: p[k] for k in want}, want, "info fields")
+    eq(p["sleds"], p["sleds_patched"], "every sled patched")
+    eq([(o["path"], o["build_id"], o["main"]) for o in p["objects"]], [(os.path.realpath(exe), bid, True)],
+       "objects")
+    eq(sorted(t["events"] for t in p["threads"]), [6, 6, 30], "events per thread")
+    text = run([SFTRACE, "info", log]).stdout
+    lines = dict(re.findall(r"^# (\w[\w ]*?) *: (.*)$", text, re.M))
+    eq({k: lines[k] for k in ("pid", "ppid", "exit state", "events", "frames", "threads", "objects")},
+       {"pid": str(p["pid"]), "ppid": str(p["ppid"]), "exit state": "exited", "events": "42", "frames": "21",
+        "threads": "3", "objects": "1"}, "text fields")
+    check(f"build-id {bid}, sleds {p['sleds']}, patched {p['sleds']}" in text, text)
+    eq(lines["log"], f"{os.path.getsize(log)} bytes ({os.path.getsize(log) / 42:.1f} bytes per event)", "log size")
+
+
+# ---- Perfetto at any depth ----
+
+def trace_processor():
+    path = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(os.path.dirname(ROOT), "shared", "tools",
+                                                                     "trace_processor_shell")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise Skip(f"Perfetto's trace_processor_shell not found at {path}")
+    return path
+
+
+def tp_rows(trace, sql):
+    """Rows of one query as lists of strings (trace processor's CSV output)."""
+    qf = os.path.join(tmpdir(), "q.sql")
+    with open(qf, "w") as fh:
+        fh.write(sql)
+    p = run([trace_processor(), "-q", qf, trace], timeout=120)
+    import csv
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
+    return list(csv.reader(lines))[1:]
+
+
+def test_perfetto_deep_recursion_on_child_tracks():
+    """3,000 nested rec() calls (main -> run -> rec x3000: depths 0..3001).
+    trace_processor keeps at most 512 nested slices on a track; depths past
+    it go to child tracks of the thread, 512 levels each, so every call loads,
+    each at its own depth, with one root on the thread's track and no import
+    error or data loss."""
+    exe = build_c("stress_recursion", ["stress_recursion.c"], libs=["-lpthread"])
+    _, log = record([exe, "main", "2999"])
+    out = os.path.join(tmpdir(), "t.pb")
+    run([SFTRACE, "convert", log, "-o", out])
+    rows = tp_rows(out, """
+select 'slice', s.name, s.depth, coalesce(t.name, ''), tt.utid from slice s
+  left join thread_track tt on s.track_id = tt.id left join track t on t.id = s.track_id
+union all
+select 'stat', name, idx, severity, value from stats where value > 0 and severity in ('error', 'data_loss');
+""")
+    eq([r for r in rows if r[0] == "stat"], [], "import errors or data loss")
+    slices = [r for r in rows if r[0] == "slice"]
+    eq(len(slices), 3002, "every call loaded")
+    eq({r[4] for r in slices} - {""}, {slices[0][4]}, "every slice on a track of the thread")
+    check(all(r[4] for r in slices), "no slice off the thread")
+    got = sorted((r[3], int(r[2]), r[1]) for r in slices)
+    thread = "stress_recursio"
+    want = [("", 0, "main"), ("", 1, "run")] + [("", d, "rec") for d in range(2, 512)]
+    for d in range(512, 3002):
+        k = d // 512
+        want.append((f"{thread} depth {k * 512}-{k * 512 + 511}", d % 512, "rec"))
+    eq(got, sorted(want), "slices by track and depth")
+    eq(sum(1 for r in slices if r[3] == "" and r[2] == "0"), 1, "one root on the thread's track")
+
+
+# ---- names of folded functions ----
+
+def icf_exe():
+    """tests/fixtures/icf_twins.cc linked by lld with --icf=all: app::twin_a and
+    app::twin_b are one function, and so are app::fold_me and std::fold_me."""
+    import shutil
+    if not shutil.which("ld.lld"):
+        raise Skip("ld.lld not installed (identical code folding needs lld's --icf=all)")
+    exe = build_c("icf_twins", ["icf_twins.cc"], compiler="clang++",
+                  flags=["-ffunction-sections", "-fuse-ld=lld", "-Wl,--icf=all"])
+    nm = run(["nm", "-C", exe]).stdout
+    addr = {ln.split(" ", 2)[2]: ln.split()[0] for ln in nm.splitlines() if "twin" in ln or "fold_me" in ln}
+    eq(addr["app::twin_a(int)"], addr["app::twin_b(int)"], "twins folded")
+    eq(addr["app::fold_me(int)"], addr["std::fold_me(int)"], "fold_me folded")
+    return exe
+
+
+def test_folded_function_named_as_the_filter_chose():
+    exe = icf_exe()
+    _, log = record([exe])
+    # Without a filter: one name each, the user's namespace over std's.
+    _, rows = replay(log)
+    eq([c for _, _, c in rows], ["main() {", "  app::twin_a();", "  app::twin_a();", "  app::fold_me();",
+                                 "  app::fold_me();", "} /* main */"], "default names")
+    d = tmpdir()
+    for want, other in (("twin_b", "twin_a"), ("twin_a", "twin_b")):
+        flt = os.path.join(d, want + ".filter")
+        run([SFTRACE, "filter", "-p", exe, "-r", "^app::" + want, "-o", flt])
+        with open(flt) as fh:
+            named = [ln.split(" ", 1)[1] for ln in fh.read().splitlines() if ln.startswith("0x")]
+        eq(named, [f"app::{want}(int)"], "the filter file names the alias its regex matched")
+        _, rows = replay(log, ["-c", flt])
+        eq([c for _, _, c in rows], [f"app::{want}();"] * 2, f"replay -c {want}")
+        rep = run([SFTRACE, "report", "--format", "tsv", "-c", flt, log]).stdout.splitlines()
+        eq([(r.split("\t")[1], r.split("\t")[2]) for r in rep[1:]], [(f"app::{want}(int)", "2")], "report -c")
+    info = __import__("json").loads(run([SFTRACE, "info", "--format", "json", log]).stdout)
+    eq(info["processes"][0]["objects"][0]["aliases"],
+       [{"name": "app::twin_a(int)", "aliases": ["app::twin_b(int)"]},
+        {"name": "app::fold_me(int)", "aliases": ["std::fold_me(int)"]}], "info's aliases")
+    text = run([SFTRACE, "info", log]).stdout
+    check("#       alias: app::fold_me(int) = std::fold_me(int)\n" in text, text)
+
+
+def test_replay_srcline():
+    """--srcline: each call's file:line (the function's definition in views.c)."""
+    _, log = views_log()
+    src = os.path.join(ROOT, "tests", "fixtures", "views.c")
+    with open(src) as fh:
+        lines = fh.read().splitlines()
+
+    def line_of(func):
+        return next(i + 1 for i, ln in enumerate(lines) if re.match(r"^(__attribute__\(\(noinline\)\) )?\w+ \*?" +
+                                                                   func + r"\(", ln))
+    _, rows = replay(log, ["--srcline"])
+    want = []
+    for c in BASIC + ["} /* main */"]:
+        m = re.match(r"^( *)(\w+)\(\)( \{|;)$", c)
+        want.append(f"{m.group(1)}{m.group(2)}(){m.group(3)} /* {src}:{line_of(m.group(2))} */" if m else c)
+    eq([c for _, _, c in rows], want, "--srcline")
+
+
+def _on_terminal(argv, env):
+    """(output, exit status) of argv run on a pseudo-terminal."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update(env)
+        os.execv(argv[0], argv)
+    out = b""
+    while True:
+        try:
+            d = os.read(fd, 65536)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+    _, st = os.waitpid(pid, 0)
+    return out.decode().replace("\r\n", "\n"), os.waitstatus_to_exitcode(st)
+
+
+def test_replay_pages_on_a_terminal():
+    """On a terminal the output goes through $PAGER (here one that keeps two
+    lines and quits: replay stops quietly, status 0); --no-pager and a
+    pipe write it straight."""
+    _, log = views_log()
+    whole = run([SFTRACE, "replay", log]).stdout.splitlines()
+    out, rc = _on_terminal([SFTRACE, "replay", "--color", "never", log], {"PAGER": "sed -n 1,2p"})
+    eq((out.splitlines(), rc), (whole[:2], 0), "paged")
+    out, rc = _on_terminal([SFTRACE, "replay", "--color", "never", "--no-pager", log], {"PAGER": "sed -n 1,2p"})
+    eq((out.splitlines(), rc), (whole, 0), "--no-pager")

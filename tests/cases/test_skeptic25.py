@@ -106,3 +106,23 @@ def test_throw_cost_when_the_catcher_is_not_recorded():
     exe = build_c("skep25_throw", ["skep25_throw.cc"], compiler="clang++", libs=["-lpthread"])
     extra, u, t = _landing_overhead(exe, ["4", "20000"], "^(mid|thrower)")
     check(extra < 500, f"caught throw adds {extra:.0f} ns (untraced {u}, traced {t})")
+
+
+def test_siglongjmp_out_of_the_fallback_walk_keeps_recording():
+    """FAILS NOW. The filter leaves the setjmp caller inner() out, so every
+    longjmp from leaf takes the runtime's fallback walk, during which the
+    thread is suppressed (sf_suppress_begin). A SIGALRM handler that
+    siglongjmps out of it skips sf_suppress_end: the thread records nothing
+    again. Seen: on_alarm recorded once or twice of 50 calls, marker() 0 of
+    1000, and dump still says "0 lost ... 0 dropped by the runtime"."""
+    exe = build_c("skep25_sigwalk", ["skep25_sigwalk.c"])
+    d = tmpdir()
+    filt = os.path.join(d, "f.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^(a|b|leaf|marker|on_alarm)$", "-o", filt])
+    rounds = 50
+    p, log = record([exe, str(rounds)], out=os.path.join(d, "sf.log"), args=["-q", "-f", filt])
+    eq(p.stdout, f"{rounds}\n", "the program's output")
+    events, _ = dump_all(log)
+    entries = [x for k, x in events if k == "ENTRY"]
+    eq(entries.count("marker"), 1000, "marker() calls after the rounds")
+    check(entries.count("on_alarm") >= rounds, f"on_alarm entries: {entries.count('on_alarm')} < {rounds}")

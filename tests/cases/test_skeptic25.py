@@ -126,3 +126,19 @@ def test_siglongjmp_out_of_the_fallback_walk_keeps_recording():
     entries = [x for k, x in events if k == "ENTRY"]
     eq(entries.count("marker"), 1000, "marker() calls after the rounds")
     check(entries.count("on_alarm") >= rounds, f"on_alarm entries: {entries.count('on_alarm')} < {rounds}")
+
+
+def test_fork_child_landing_counts_only_its_own_frames():
+    """FAILS NOW (minor: the reader clamps it). The child of a fork at
+    depth 10 longjmps to rec(5) before recording anything: landing() returns
+    early for a thread with no event yet and leaves the shadow entries of
+    rec 6..10. Its second landing (deeper x4, all in the child's log) then
+    says "9 frames abandoned" instead of 4."""
+    exe = build_c("skep25_forkjmp", ["skep25_forkjmp.c"])
+    d = tmpdir()
+    record([exe], out=os.path.join(d, "sf.log"), args=["-q"])
+    child = [f for f in os.listdir(d) if f.startswith("sf.") and f != "sf.log" and f.endswith(".log")]
+    eq(len(child), 1, f"one child log: {os.listdir(d)}")
+    events, _ = dump_all(os.path.join(d, child[0]))
+    eq([x for k, x in events if k == "UNWIND"], [4], "the child's UNWIND events")
+    eq(events[:4], [("ENTRY", "deeper")] * 4, "the child's first events")

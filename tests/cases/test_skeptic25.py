@@ -142,3 +142,26 @@ def test_fork_child_landing_counts_only_its_own_frames():
     events, _ = dump_all(os.path.join(d, child[0]))
     eq([x for k, x in events if k == "UNWIND"], [4], "the child's UNWIND events")
     eq(events[:4], [("ENTRY", "deeper")] * 4, "the child's first events")
+
+
+def test_longjmp_cost_when_the_setjmp_caller_is_uninstrumented():
+    """FAILS NOW (untraced ~19 ns, traced ~5.6 us a landing measured while
+    the machine was busy). No filter at all: main's translation unit is
+    built without XRay, the abandoned a -> b -> leaf with it. Every recorded
+    frame is abandoned at each landing, so each takes the fallback walk."""
+    import sfkit
+    d = sfkit.FIXBUILD
+    os.makedirs(d, exist_ok=True)
+    lib_o, main_o, exe = (os.path.join(d, n) for n in ("skep25_ljlib.o", "skep25_plainmain.o", "skep25_plainmain"))
+    run(["clang"] + sfkit.XRAY_CFLAGS + ["-DNO_MAIN", "-c", "-o", lib_o,
+                                        os.path.join(sfkit.FIXTURES, "skep25_ljbench.c")])
+    run(["clang", "-O2", "-g", "-c", "-o", main_o, os.path.join(sfkit.FIXTURES, "skep25_plainmain.c")])
+    run(["clang", "-fxray-instrument", "-o", exe, main_o, lib_o])
+    untraced, traced = [], []
+    t = tmpdir()
+    for i in range(3):
+        untraced.append(float(run([exe, "20000"]).stdout))
+        p, _ = record([exe, "20000"], out=os.path.join(t, f"r{i}", "sf.log"), args=["-q"])
+        traced.append(float(p.stdout))
+    extra = statistics.median(traced) - statistics.median(untraced)
+    check(extra < 500, f"longjmp landing adds {extra:.0f} ns (untraced {untraced}, traced {traced})")

@@ -165,3 +165,22 @@ def test_longjmp_cost_when_the_setjmp_caller_is_uninstrumented():
         traced.append(float(p.stdout))
     extra = statistics.median(traced) - statistics.median(untraced)
     check(extra < 500, f"longjmp landing adds {extra:.0f} ns (untraced {untraced}, traced {traced})")
+
+
+def test_program_loading_libgcc_s_sees_and_pays_for_its_own_load():
+    """FAILS NOW. The runtime dlopens libgcc_s.so.1 at start-up in every
+    traced process (unwind.c sf_unwind_init), so a C program that loads it
+    itself (glibc does, for backtrace() and pthread_cancel) finds it already
+    loaded: its output changes ("preloaded 1" instead of 0), and the
+    loader's allocations for that load, the program's own untraced, vanish
+    from `sftrace memory` (1 allocation shown, 9 made untraced, as counted
+    by an LD_PRELOAD malloc counter, tests/fixtures/skep25_mcount.c)."""
+    exe = build_c("skep25_gccload", ["skep25_gccload.c"], libs=["-ldl"])
+    shim = build_c("skep25_mcount.so", ["skep25_mcount.c"], shared=True, xray=False, libs=["-ldl"])
+    untraced = run([exe], env={"LD_PRELOAD": shim})
+    m = re.search(r"mcount: (\d+) allocs", untraced.stderr)
+    check(m, f"shim output: {untraced.stderr!r}")
+    p, log = record([exe], args=["-q", "--alloc"])
+    eq(p.stdout, "preloaded 0 loaded 1\n", "the program's output")
+    out = run([SFTRACE, "memory", log]).stdout
+    eq(int(out.split()[0]), int(m.group(1)), f"allocations in `sftrace memory` vs untraced: {out.splitlines()[0]}")

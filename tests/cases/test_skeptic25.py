@@ -184,3 +184,16 @@ def test_program_loading_libgcc_s_sees_and_pays_for_its_own_load():
     eq(p.stdout, "preloaded 0 loaded 1\n", "the program's output")
     out = run([SFTRACE, "memory", log]).stdout
     eq(int(out.split()[0]), int(m.group(1)), f"allocations in `sftrace memory` vs untraced: {out.splitlines()[0]}")
+
+
+def test_runtime_start_up_never_reaches_the_programs_own_malloc():
+    """FAILS NOW. The executable defines malloc/calloc/realloc/free itself
+    (forwarding to __libc_*) and counts calls. Untraced: 0 before main.
+    Traced (with or without --alloc): 23 calls before main, the runtime's
+    start-up (loading libgcc_s, dlsym, the writer thread...) allocating
+    through the program's own allocator."""
+    exe = build_c("skep25_ownmalloc", ["skep25_ownmalloc.c"])
+    untraced = run([exe])
+    eq(untraced.stderr, "before main 0, during 0\n", "untraced")
+    p, _ = record([exe], args=["-q"])
+    eq(p.stderr, untraced.stderr, "traced: the program's malloc calls")

@@ -55,7 +55,9 @@ def test_siglongjmp_from_timer_handler_closes_exactly_the_open_frames():
     trampolines included, and the handler siglongjmps back to loop(). Seen:
     an UNWIND closing one frame more than the trace has open above loop (the
     entry trampoline pushed its shadow entry, then was interrupted before
-    recording the ENTRY), and a claimed but never written record (the
+    recording the ENTRY: loop is closed, main left on top), one closing a
+    frame too few (the exit trampoline popped, then was interrupted before
+    recording the EXIT: a fib left on top), and a claimed but never written record (the
     trampoline was interrupted between its xadd and its store) at which the
     reader stops reading the thread: every later event is gone, yet dump
     says "0 lost"; main and loop never exit."""

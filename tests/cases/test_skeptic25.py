@@ -201,3 +201,52 @@ def test_runtime_start_up_never_reaches_the_programs_own_malloc():
     eq(untraced.stderr, "before main 0, during 0\n", "untraced")
     p, _ = record([exe], args=["-q"])
     eq(p.stderr, untraced.stderr, "traced: the program's malloc calls")
+
+
+def _tops_by_thread(log):
+    """Per tid: Counter of the frame left on top after each UNWIND, and the
+    count of exits that did not match the innermost frame."""
+    import collections
+    p = run([SFTRACE, "dump", log])
+    st, tops, bad = collections.defaultdict(list), collections.Counter(), 0
+    for line in p.stdout.splitlines():
+        m = ANY_RE.match(line)
+        if not m:
+            continue
+        s, kind, rest = st[m.group(2)], m.group(3), m.group(4).strip()
+        if kind == "ENTRY":
+            s.append(rest)
+        elif kind == "UNWIND":
+            n = int(rest.split()[0])
+            bad += n > len(s)
+            del s[max(0, len(s) - n):]
+            tops[s[-1] if s else None] += 1
+        else:
+            bad += (s.pop() if s else None) != rest
+    return tops, bad, sum(len(s) for s in st.values())
+
+
+def test_hot_longjmps_in_four_threads_are_exact():
+    """Holds (guard). 4 threads x 20000 landings abandoning 1..5 frames
+    each: every UNWIND leaves loop() on top, nothing left open."""
+    exe = build_c("skep25_mtjmp", ["skep25_mtjmp.c"], libs=["-lpthread"])
+    p, log = record([exe, "20000", "4"], args=["-q"])
+    eq(p.stdout, "80000\n", "the program's output")
+    tops, bad, left = _tops_by_thread(log)
+    eq(dict(tops), {"loop": 80000}, "frames on top after the landings")
+    eq((bad, left), (0, 0), "mismatched exits, frames left open")
+
+
+def test_stack_overflow_recovered_on_sigaltstack():
+    """Holds (guard). rec recurses until SIGSEGV (stack limited to 1 MiB),
+    the handler on a malloc'd sigaltstack siglongjmps back to main: more
+    than 512 frames, so the fallback walk crosses the signal frame. One
+    UNWIND closes every rec frame and on_segv."""
+    exe = build_c("skep25_overflow", ["skep25_overflow.c"])
+    p, log = record(["sh", "-c", f"ulimit -s 1024 && exec {exe}"], args=["-q"])
+    eq(p.stdout, "ok 1\n", "the program's output")
+    events, _ = dump_all(log)
+    recs = sum(1 for k, x in events if k == "ENTRY" and x == "rec")
+    eq([x for k, x in events if k == "UNWIND"], [recs + 1], "one UNWIND: every rec and on_segv")
+    st, tops, bad = replay(events)
+    eq((tops, bad, st), (["main"], [], []), "main on top, then closed by its exit")

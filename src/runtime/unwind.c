@@ -22,6 +22,7 @@
  * unwind information of our stub pages (arch/<arch>/patch.c). */
 #include <dlfcn.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <unwind.h>
 
 #include "runtime/runtime.h"
@@ -148,21 +149,79 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 	return _URC_NO_REASON;
 }
 
+/* A walk under way on this thread: the suppression it began, the signals
+ * it blocked that were not blocked before, and its frame. Set only while
+ * it runs (walk_abandoned). */
+static __thread struct {
+	struct sf_suppress_state quiet;
+	uint64_t added; /* signal mask bits (signal n: bit n - 1) */
+	uint64_t frame;
+} walking __attribute__((tls_model("initial-exec")));
+
+/* The signals a walk holds back: all but those a fault raises, which the
+ * kernel would otherwise turn into a kill (they still reach the program's
+ * handler, and end_interrupted_walk covers one that jumps out). */
+#define SIG_BIT(n) (1ull << ((n) - 1))
+static const uint64_t walk_blocked =
+	~(SIG_BIT(SIGSEGV) | SIG_BIT(SIGBUS) | SIG_BIT(SIGILL) | SIG_BIT(SIGFPE) | SIG_BIT(SIGTRAP) | SIG_BIT(SIGSYS));
+
+static void mask_change(int how, uint64_t bits, uint64_t *old)
+{
+	sigset_t set, was;
+	sigemptyset(&set);
+	__builtin_memcpy(&set, &bits, sizeof(bits));
+	pthread_sigmask(how, &set, old ? &was : NULL);
+	if (old)
+		__builtin_memcpy(old, &was, sizeof(*old));
+}
+
+/* A landing out of a walk that a fault's handler interrupted (the handler
+ * siglongjmps, or throws, past the walk's frame): the walk will never end
+ * its suppression nor unblock the signals it held, so the landing does,
+ * before anything else (else the thread would record nothing again). A
+ * landing within the handler's own frames leaves the walk alone. */
+static void end_interrupted_walk(uint64_t sp)
+{
+	if (!walking.frame || sp <= walking.frame)
+		return;
+	walking.frame = 0;
+	sf_suppress_end(&walking.quiet);
+	if (walking.added)
+		mask_change(SIG_UNBLOCK, walking.added, NULL);
+}
+
 /* The walk (libgcc's unwinder): for architectures without a shadow stack,
  * and when the shadow stack cannot tell (see landing). Suppressed: libgcc
  * may allocate on its way (tables a JIT registered, say), which is then
- * neither recorded as the program's calls nor counted by --alloc. 0 if the
- * target is not on this stack. */
+ * neither recorded as the program's calls nor counted by --alloc. With
+ * signals held back: a handler that ran during the walk would record
+ * nothing (suppressed), and one that jumps out of it would leave the
+ * thread suppressed for good; it runs when the walk is over instead, a few
+ * microseconds later. 0 if the target is not on this stack. */
 static int walk_abandoned(uint64_t sp, struct walk *w)
 {
 	backtrace_fn bt = __atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE);
 	if (!bt)
 		return 0;
-	struct sf_suppress_state quiet;
-	sf_suppress_begin(&quiet);
 	*w = (struct walk){.sp = sp, .callee = -1};
+	if (__atomic_load_n(&walking.frame, __ATOMIC_RELAXED)) {
+		/* Within a fault handler that interrupted a walk, which is
+		 * suppressed and holds the signals back already. */
+		bt(walk_frame, w);
+		return w->reached;
+	}
+	uint64_t old;
+	mask_change(SIG_BLOCK, walk_blocked, &old);
+	walking.added = walk_blocked & ~old;
+	sf_suppress_begin(&walking.quiet);
+	__atomic_store_n(&walking.frame, (uint64_t)__builtin_frame_address(0), __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	bt(walk_frame, w);
-	sf_suppress_end(&quiet);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&walking.frame, 0, __ATOMIC_RELAXED);
+	sf_suppress_end(&walking.quiet);
+	if (walking.added)
+		mask_change(SIG_UNBLOCK, walking.added, NULL);
 	/* Not reached: the target is not on this stack (a longjmp to
 	 * another stack, as user-level thread switches do). Leave it. */
 	return w->reached;
@@ -214,9 +273,12 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 static void landing(uint64_t sp)
 {
 	struct sf_thread *t = &sf_self;
-	if (!sf_config.enabled || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
+	if (!sf_config.enabled)
 		return;
 	uint64_t now = sf_now_raw();
+	end_interrupted_walk(sp);
+	if (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING)
+		return;
 	int64_t closed = -1;
 #ifdef SF_ARCH_SHADOW
 	closed = shadow_pop(t, sp);

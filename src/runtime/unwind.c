@@ -330,13 +330,13 @@ static int learn_stack(uint64_t cur)
 	struct rlimit rl;
 	if (ok && grows && getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < hi)
 		lo = lo < hi - rl.rlim_cur ? lo : hi - rl.rlim_cur; /* where it can grow to */
+	if (ok) { /* before a handler's landing can read it */
+		stk.lo = lo;
+		stk.hi = hi;
+	}
 	mask_change(SIG_SETMASK, was, NULL);
 	errno = err;
-	if (!ok)
-		return 0;
-	stk.lo = lo;
-	stk.hi = hi;
-	return 1;
+	return ok;
 }
 
 /* 1 if sp, where a landing goes, is on the stack the thread runs on now,

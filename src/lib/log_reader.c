@@ -720,9 +720,23 @@ static void build_order(struct lr_log *log)
 
 enum rec_result { REC_EVENT, REC_HOLE, REC_CORRUPT, REC_END };
 
+/* 1 if a record after p, up to end, holds anything. */
+static int any_later_record(const unsigned char *p, const unsigned char *end)
+{
+	for (p += sizeof(struct sf_event); p + sizeof(struct sf_event) <= end; p += sizeof(struct sf_event)) {
+		uint64_t x;
+		memcpy(&x, p, sizeof(x));
+		if (x)
+			return 1;
+	}
+	return 0;
+}
+
 /* Decodes the record at p, in a batch with time base `base`; *used =
- * records consumed. In a slot a zero word ends the batch; in a DATA chunk it
- * is a hole. */
+ * records consumed. In a DATA chunk a zero word is a hole. In a slot it ends
+ * the batch, unless records follow it: then it is a record claimed and never
+ * completed (a signal handler that interrupted the trampoline between its
+ * claim and its store jumped out of it), a hole too. */
 static enum rec_result decode(const unsigned char *p, const unsigned char *end, int slot, uint64_t base,
 			      struct lr_event *ev, size_t *used)
 {
@@ -730,7 +744,7 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 	memcpy(&e, p, sizeof(e));
 	*used = 1;
 	if (!e.word)
-		return slot ? REC_END : REC_HOLE;
+		return slot && !any_later_record(p, end) ? REC_END : REC_HOLE;
 	uint32_t kind = e.word & SF_KIND_MASK;
 	if (!sf_event_kind_valid(kind))
 		return REC_CORRUPT;

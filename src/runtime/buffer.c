@@ -996,10 +996,16 @@ void sf_buffer_process_exit(void)
 }
 
 /* fork child: this thread's slot belongs to the parent's log. Forget it;
- * the next event starts a fresh thread record in the child's own log. */
+ * the next event starts a fresh thread record in the child's own log. The
+ * shadow stack's open frames are the parent's too: their entries are not
+ * in the child's log, so a landing must not count them as closing any
+ * frame of it (their exits pop nothing at depth 0). */
 void sf_buffer_after_fork_child(void)
 {
 	struct sf_thread *t = &sf_self;
+#ifdef SF_ARCH_SHADOW
+	t->shadow_depth = 0;
+#endif
 	t->cursor = t->limit = 0;
 	t->events = NULL;
 	t->slot = NULL;

@@ -21,7 +21,12 @@
  * We also stand in front of libgcc's _Unwind_Find_FDE, to give it the
  * unwind information of our stub pages (arch/<arch>/patch.c). */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <unwind.h>
 
 #include "runtime/runtime.h"
@@ -148,21 +153,79 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 	return _URC_NO_REASON;
 }
 
+/* A walk under way on this thread: the suppression it began, the signals
+ * it blocked that were not blocked before, and its frame. Set only while
+ * it runs (walk_abandoned). */
+static __thread struct {
+	struct sf_suppress_state quiet;
+	uint64_t added; /* signal mask bits (signal n: bit n - 1) */
+	uint64_t frame;
+} walking __attribute__((tls_model("initial-exec")));
+
+/* The signals a walk holds back: all but those a fault raises, which the
+ * kernel would otherwise turn into a kill (they still reach the program's
+ * handler, and end_interrupted_walk covers one that jumps out). */
+#define SIG_BIT(n) (1ull << ((n) - 1))
+static const uint64_t walk_blocked =
+	~(SIG_BIT(SIGSEGV) | SIG_BIT(SIGBUS) | SIG_BIT(SIGILL) | SIG_BIT(SIGFPE) | SIG_BIT(SIGTRAP) | SIG_BIT(SIGSYS));
+
+static void mask_change(int how, uint64_t bits, uint64_t *old)
+{
+	sigset_t set, was;
+	sigemptyset(&set);
+	__builtin_memcpy(&set, &bits, sizeof(bits));
+	pthread_sigmask(how, &set, old ? &was : NULL);
+	if (old)
+		__builtin_memcpy(old, &was, sizeof(*old));
+}
+
+/* A landing out of a walk that a fault's handler interrupted (the handler
+ * siglongjmps, or throws, past the walk's frame): the walk will never end
+ * its suppression nor unblock the signals it held, so the landing does,
+ * before anything else (else the thread would record nothing again). A
+ * landing within the handler's own frames leaves the walk alone. */
+static void end_interrupted_walk(uint64_t sp)
+{
+	if (!walking.frame || sp <= walking.frame)
+		return;
+	walking.frame = 0;
+	sf_suppress_end(&walking.quiet);
+	if (walking.added)
+		mask_change(SIG_UNBLOCK, walking.added, NULL);
+}
+
 /* The walk (libgcc's unwinder): for architectures without a shadow stack,
  * and when the shadow stack cannot tell (see landing). Suppressed: libgcc
  * may allocate on its way (tables a JIT registered, say), which is then
- * neither recorded as the program's calls nor counted by --alloc. 0 if the
- * target is not on this stack. */
+ * neither recorded as the program's calls nor counted by --alloc. With
+ * signals held back: a handler that ran during the walk would record
+ * nothing (suppressed), and one that jumps out of it would leave the
+ * thread suppressed for good; it runs when the walk is over instead, a few
+ * microseconds later. 0 if the target is not on this stack. */
 static int walk_abandoned(uint64_t sp, struct walk *w)
 {
 	backtrace_fn bt = __atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE);
 	if (!bt)
 		return 0;
-	struct sf_suppress_state quiet;
-	sf_suppress_begin(&quiet);
 	*w = (struct walk){.sp = sp, .callee = -1};
+	if (__atomic_load_n(&walking.frame, __ATOMIC_RELAXED)) {
+		/* Within a fault handler that interrupted a walk, which is
+		 * suppressed and holds the signals back already. */
+		bt(walk_frame, w);
+		return w->reached;
+	}
+	uint64_t old;
+	mask_change(SIG_BLOCK, walk_blocked, &old);
+	walking.added = walk_blocked & ~old;
+	sf_suppress_begin(&walking.quiet);
+	__atomic_store_n(&walking.frame, (uint64_t)__builtin_frame_address(0), __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	bt(walk_frame, w);
-	sf_suppress_end(&quiet);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&walking.frame, 0, __ATOMIC_RELAXED);
+	sf_suppress_end(&walking.quiet);
+	if (walking.added)
+		mask_change(SIG_UNBLOCK, walking.added, NULL);
 	/* Not reached: the target is not on this stack (a longjmp to
 	 * another stack, as user-level thread switches do). Leave it. */
 	return w->reached;
@@ -184,12 +247,114 @@ static uint32_t close_walked(struct sf_thread *t, struct walk *w)
 }
 
 #ifdef SF_ARCH_SHADOW
+/* ---- the thread's stack: is a landing on it? ----
+ * When a landing pops every entry of the shadow stack, either every
+ * recorded frame is abandoned (the setjmp caller, or the catcher, is not
+ * recorded: a filter, an uninstrumented caller) or control goes to another
+ * stack (a user-level thread switch), where nothing is abandoned. The
+ * mapping that holds the current stack pointer tells them apart: read
+ * once per thread from /proc/self/maps (the runtime's raw system calls, no
+ * malloc), cached, and read again only when the thread runs on another
+ * stack than the cached one (a few times: then it walks, as before). */
+static __thread struct {
+	uint64_t lo, hi;  /* the mapping; the main thread's [stack] reaches down to its limit */
+	uint32_t learned; /* times read */
+} stk __attribute__((tls_model("initial-exec")));
+
+enum { STACK_READS = 8 };
+
+static uint64_t hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return (uint64_t)(c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (uint64_t)(c - 'a' + 10);
+	return 16;
+}
+
+/* Scans /proc/self/maps for the mapping holding addr, byte by byte (lines
+ * are "lo-hi perms offset dev inode   name"; the buffer is small, as this
+ * may run on a signal stack). 1 if found; *grows is set for the main
+ * thread's "[stack]", which the kernel extends down as it is used. */
+static int mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[512], tail[8] = {0}; /* tail: the line's last 7 bytes */
+	uint64_t a = 0, b = 0;
+	int field = 0, found = 0; /* field 0: lo, 1: hi, 2: the rest of the line */
+	ssize_t n;
+	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !found; i++) {
+			char c = buf[i];
+			if (c == '\n') {
+				if (addr >= a && addr < b) {
+					found = 1;
+					*lo = a;
+					*hi = b;
+					*grows = __builtin_memcmp(tail, "[stack]", 7) == 0;
+				}
+				a = b = 0;
+				field = 0;
+				__builtin_memset(tail, 0, sizeof(tail));
+			} else if (field == 2) {
+				__builtin_memmove(tail, tail + 1, 6);
+				tail[6] = c;
+			} else if (hex_digit(c) < 16) {
+				if (field == 0)
+					a = a << 4 | hex_digit(c);
+				else
+					b = b << 4 | hex_digit(c);
+			} else {
+				field++;
+			}
+		}
+	}
+	close(fd);
+	return found;
+}
+
+static int learn_stack(uint64_t cur)
+{
+	if (stk.learned >= STACK_READS)
+		return 0;
+	stk.learned++;
+	int err = errno;
+	uint64_t was;
+	/* A handler that jumps out would leave the descriptor open. */
+	mask_change(SIG_BLOCK, walk_blocked, &was);
+	uint64_t lo = 0, hi = 0;
+	int grows = 0;
+	int ok = mapping_of(cur, &lo, &hi, &grows);
+	struct rlimit rl;
+	if (ok && grows && getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < hi)
+		lo = lo < hi - rl.rlim_cur ? lo : hi - rl.rlim_cur; /* where it can grow to */
+	if (ok) { /* before a handler's landing can read it */
+		stk.lo = lo;
+		stk.hi = hi;
+	}
+	mask_change(SIG_SETMASK, was, NULL);
+	errno = err;
+	return ok;
+}
+
+/* 1 if sp, where a landing goes, is on the stack the thread runs on now,
+ * above the current frame. */
+static int on_this_stack(uint64_t sp)
+{
+	uint64_t cur = (uint64_t)__builtin_frame_address(0);
+	if ((cur < stk.lo || cur >= stk.hi) && !learn_stack(cur))
+		return 0;
+	return sp >= cur && sp < stk.hi;
+}
+
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).
  * O(frames popped). Returns -1 when it cannot tell: every entry it holds
- * is below sp, so the target may be on another stack, or frames beyond
- * its capacity may be abandoned too. */
+ * is below sp, and either frames beyond its capacity may be abandoned too
+ * or the target is not on this stack. */
 static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 {
 	uint64_t depth = t->shadow_depth, known = depth < SF_SHADOW_CAP ? depth : SF_SHADOW_CAP;
@@ -200,7 +365,7 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 			break;
 		windows += e & 1;
 	}
-	if (popped == known && popped)
+	if (popped == known && popped && (depth > SF_SHADOW_CAP || !on_this_stack(sp)))
 		return -1;
 	t->shadow_depth = depth - popped;
 	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;
@@ -214,9 +379,12 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 static void landing(uint64_t sp)
 {
 	struct sf_thread *t = &sf_self;
-	if (!sf_config.enabled || (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING))
+	if (!sf_config.enabled)
 		return;
 	uint64_t now = sf_now_raw();
+	end_interrupted_walk(sp);
+	if (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING)
+		return;
 	int64_t closed = -1;
 #ifdef SF_ARCH_SHADOW
 	closed = shadow_pop(t, sp);

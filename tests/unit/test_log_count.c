@@ -108,14 +108,18 @@ static void test_every_kind(void **state)
 		}
 }
 
-/* Zero words: holes in a DATA chunk (lost), the end of a slot's events. */
+/* Zero words: holes in a DATA chunk (lost); in a slot, holes too when
+ * records follow, else the end of its events. */
 static void test_holes_and_slot_end(void **state)
 {
 	struct lb_rec recs[] = {LB_EV(1000, 10, SF_EV_ENTRY), LB_HOLE, LB_HOLE, LB_EV(1002, 10, SF_EV_EXIT),
 				LB_HOLE, LB_EV(1003, 11, SF_EV_ENTRY)};
 	counts_of(RAW_DATA, recs, 6, 3, 3);
 	counts_of(PACKED, recs, 6, 3, 3);
-	counts_of(RAW_SLOT, recs, 6, 1, 0);
+	/* In a slot, zeros with records after them are records claimed and
+	 * never completed (holes); zeros up to the end are its free space. */
+	counts_of(RAW_SLOT, recs, 6, 3, 3);
+	counts_of(RAW_SLOT, recs, 3, 1, 0);
 	counts_of(RAW_SLOT, recs, 0, 0, 0);
 }
 

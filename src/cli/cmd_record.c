@@ -483,6 +483,8 @@ static void cleanup_run_files(struct run_files *rf)
 	 * name may now be a symlink to someone's files. */
 	int fd = open(rf->notes, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
+	if (fd < 0 && errno == ENOENT)
+		return; /* the keeper removed it already */
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != rf->notes_dev || st.st_ino != rf->notes_ino) {
 		if (fd >= 0)
 			close(fd);

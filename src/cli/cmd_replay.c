@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "format/sf_env.h"
 #include "cli/input_opts.h"
 #include "cli/pager.h"
 #include "lib/demangle.h"
@@ -466,7 +467,7 @@ static void usage(FILE *out)
 		"a log file or a directory of logs: processes one after another, the threads\n"
 		"of each merged in time order. Repairs show as comments where they happen\n"
 		"(/* 2 frames unwound */), and so do calls the --time window cut.\n"
-		"On a terminal the output goes through a pager ($SFTRACE_PAGER, $PAGER or\n"
+		"On a terminal the output goes through a pager ($" SF_ENV(PAGER) ", $PAGER or\n"
 		"less) as git does.\n"
 		"\n"
 		"options:\n"

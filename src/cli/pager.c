@@ -1,4 +1,5 @@
 #include "cli/pager.h"
+#include "format/sf_env.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,7 +13,7 @@ static pid_t pager_pid = -1;
 
 static const char *pager_command(void)
 {
-	const char *p = getenv("SFTRACE_PAGER");
+	const char *p = getenv(SF_ENV(PAGER));
 	if (!p)
 		p = getenv("PAGER");
 	if (!p)

@@ -32,6 +32,11 @@
 	X(MAX_SNAPSHOTS, "with RING: the snapshot limit")                                                    \
 	X(TRIGGERS, "with RING: the trigger functions, a file in the filter format")
 
+/* Variables the user sets for the CLI's own behaviour: not part of the
+ * contract with the runtime, never passed on by exec_env.c (their man
+ * pages document them). */
+#define SF_ENV_USER_LIST(X) X(PAGER, "replay's pager (before $PAGER; empty or cat: none)")
+
 /* "SFTRACE_" NAME, as a string literal. */
 #define SF_ENV(name) "SFTRACE_" #name
 

@@ -17,10 +17,10 @@ SRC = os.path.join(ROOT, "src")
 ENV_H = os.path.join(SRC, "format", "sf_env.h")
 
 
-def contract():
-    """The names of SF_ENV_LIST, in order."""
+def contract(macro="SF_ENV_LIST"):
+    """The names of SF_ENV_LIST (or of another list in sf_env.h), in order."""
     text = open(ENV_H).read()
-    body = text[text.index("#define SF_ENV_LIST(X)"):]
+    body = text[text.index(f"#define {macro}(X)"):]
     body = body[:body.index("\n\n")]
     return re.findall(r"\bX\((\w+),", body)
 
@@ -51,7 +51,9 @@ def test_env_contract_is_one_list():
                 if re.search(r"SFTRACE_[A-Z]", lit):
                     spelled.append(f"{os.path.relpath(path, ROOT)}: {lit}")
     eq(spelled, [], "SFTRACE_ names spelled as literals outside src/format/sf_env.h")
-    eq(sorted(used - set(names)), [], "SF_ENV(NAME) names a variable of the list")
+    user = contract("SF_ENV_USER_LIST")
+    eq(sorted(used - set(names) - set(user)), [], "SF_ENV(NAME) names a variable of the lists")
+    eq(sorted(set(user) - used), [], "every user variable is read somewhere")
     eq(sorted(set(names) - used), [], "every variable of the list is set or read somewhere")
 
 

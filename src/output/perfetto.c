@@ -273,8 +273,11 @@ static void put_thread_defaults(struct pb_buf *b, const struct pf_thread *t)
 /* The first packet of the thread's own sequence: it clears the incremental
  * state, sets the defaults and describes the track. It has no timestamp, so
  * it does not need the clock that the first event will set up. */
-struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
-				uint32_t tid, const char *thread_name)
+/* A new track with a sequence of its own (a thread, or a thread's
+ * sub-track): its record, and the first packet on its sequence opened in
+ * w->out with the track defaults; *pkt is that packet, to be closed by the
+ * caller after the track descriptor. */
+static struct pf_thread *new_sequence_track(struct pf_writer *w, uint32_t tid, size_t *pkt)
 {
 	struct pf_thread *t = xcalloc(1, sizeof(*t));
 	t->uuid = w->next_uuid++;
@@ -286,11 +289,20 @@ struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 	w->threads = t;
 
 	struct pb_buf *b = &w->out;
-	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
+	*pkt = pb_nest_begin(b, F_TRACE_PACKET);
 	pb_put_uint(b, F_PKT_SEQ_ID, t->seq_id);
 	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
 	pb_put_uint(b, F_PKT_FIRST_ON_SEQ, 1);
 	put_thread_defaults(b, t);
+	return t;
+}
+
+struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
+				uint32_t tid, const char *thread_name)
+{
+	size_t pkt;
+	struct pf_thread *t = new_sequence_track(w, tid, &pkt);
+	struct pb_buf *b = &w->out;
 	size_t td = pb_nest_begin(b, F_PKT_TRACK_DESCRIPTOR);
 	pb_put_uint(b, F_TD_UUID, t->uuid);
 	pb_put_uint(b, F_TD_PARENT_UUID, p->uuid);
@@ -308,21 +320,9 @@ struct pf_thread *pf_add_thread(struct pf_writer *w, struct pf_process *p,
 
 struct pf_thread *pf_add_subtrack(struct pf_writer *w, struct pf_thread *parent, const char *name)
 {
-	struct pf_thread *t = xcalloc(1, sizeof(*t));
-	t->uuid = w->next_uuid++;
-	t->seq_id = w->next_seq_id++;
-	t->tid = parent->tid;
-	t->next_iid = 1;
-	hm_init(&t->interned, 32);
-	t->next = w->threads;
-	w->threads = t;
-
+	size_t pkt;
+	struct pf_thread *t = new_sequence_track(w, parent->tid, &pkt);
 	struct pb_buf *b = &w->out;
-	size_t pkt = pb_nest_begin(b, F_TRACE_PACKET);
-	pb_put_uint(b, F_PKT_SEQ_ID, t->seq_id);
-	pb_put_uint(b, F_PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-	pb_put_uint(b, F_PKT_FIRST_ON_SEQ, 1);
-	put_thread_defaults(b, t);
 	size_t td = pb_nest_begin(b, F_PKT_TRACK_DESCRIPTOR);
 	pb_put_uint(b, F_TD_UUID, t->uuid);
 	pb_put_uint(b, F_TD_PARENT_UUID, parent->uuid);

@@ -126,6 +126,25 @@ def test_rust_hashmap_site_names_the_users_function():
     eq(hash_rows, [(69724, 10)], "fill_hash's row")
 
 
+def test_reallocarray_counted_once():
+    """FAILS NOW. grow_array() calls reallocarray(NULL, 10, 30) then
+    reallocarray(r, 20, 30). heaptrack_print: one call at line 12, one at
+    line 14. sftrace memory: 3 allocations, 2 reallocs, 1,800 B for the
+    program's 900 B: the interposer records reallocarray and then the realloc
+    glibc's reallocarray makes through the PLT (a second row, 900 B in 2
+    blocks at libc's address)."""
+    raise Skip("known break, issue 27 open: reallocarray is recorded twice (itself and glibc's inner realloc)")
+    exe = build_c("skep2627_reallocarray", ["skep2627_reallocarray.c"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok\n", "the program's output")
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
+    summary = dict(line.split("\t") for line in out.splitlines() if line.count("\t") == 1)
+    eq(summary["reallocs"], "1", "reallocs")
+    rows = [r[:5] for r in site_rows(log) if r[2] == "grow_array"]
+    eq(sorted(rows), [(300, 1, "grow_array", "skep2627_reallocarray.c:12", "0"),
+                      (600, 1, "grow_array", "skep2627_reallocarray.c:14", "0")], "grow_array's sites")
+
+
 def _ring_end_run(exe, mode):
     d = tmpdir()
     p = run([SFTRACE, "record", "--ring", "1M", "--trigger", "slow>10ms", "-o", os.path.join(d, "sf.log"),

@@ -13,7 +13,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (FIXBUILD, SFTRACE, Skip, build_c, check, eq, parquet_query, record, run,  # noqa: E402
+from sfkit import (SFTRACE, Skip, build_c, check, eq, parquet_query, record, run,  # noqa: E402
                    rust_fixture, tmpdir)
 
 

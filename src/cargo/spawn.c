@@ -115,7 +115,7 @@ static pid_t start(char *const argv[], char *const envp[], const char *cwd, int 
 			fprintf(stderr, "cargo-sftrace: error: %s: %s\n", cwd, strerror(errno));
 			_exit(127);
 		}
-		execvpe(argv[0], argv, envp);
+		execvpe(argv[0], argv, envp ? envp : environ);
 		fprintf(stderr, "cargo-sftrace: error: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}

@@ -24,7 +24,7 @@ const char *env_get(const struct strv *env, const char *name);
 /* The exit status of a finished child: its code, or 128+N for signal N. */
 int spawn_status(int wstatus);
 
-/* Runs argv with envp in cwd (NULL: ours) and waits. The exit status
+/* Runs argv with envp (NULL: ours) in cwd (NULL: ours) and waits. The exit status
  * (spawn_status), or -1 if it could not be started (errno-based message on
  * stderr). */
 int spawn_wait(char *const argv[], char *const envp[], const char *cwd);

@@ -55,10 +55,9 @@ static char *make_trace_dir(const struct cs_options *o, const struct cs_crate *c
 {
 	char *dir = NULL;
 	if (o->trace_dir) {
-		dir = xstrdup(o->trace_dir);
-		if (mkdir_p(dir) < 0) {
-			cs_error("%s: %s", dir, strerror(errno));
-			free(dir);
+		/* Absolute: the programs run in their package's directory. */
+		if (mkdir_p(o->trace_dir) < 0 || !(dir = realpath(o->trace_dir, NULL))) {
+			cs_error("%s: %s", o->trace_dir, strerror(errno));
 			return NULL;
 		}
 		return dir;

@@ -239,8 +239,13 @@ def test_cargo_bundled_bench():
     its `profiling` profile; one iteration per benchmark on a small input:
     resolve_batch runs in resolve_cold's iteration, in resolve_warm's setup
     and its iteration, 200 requests each."""
-    from test_rust_workflow import sync_crate  # BUILD/rust-bench, shared with the workflow's tests
-    sync_crate()
+    # BUILD/rust-bench, shared with test_rust_workflow (one build of the crate).
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("test_rust_workflow",
+                                                  os.path.join(os.path.dirname(__file__), "test_rust_workflow.py"))
+    workflow = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(workflow)
+    workflow.sync_crate()
     run(["sh", os.path.join(ROOT, "scripts", "install-rust-deps.sh")], timeout=900)
     crit = tmpdir()
     p = run_cs(["--bench", "resolver", "-r", "resolve|normalize|cache", "--", "--bench", "--test"], RUST_BENCH,

@@ -297,6 +297,9 @@ static void build_argv(const struct cs_options *o, const struct cs_crate *c, str
 	if (strcmp(argv->v[1], "build"))
 		strv_push(argv, "--no-run");
 	strv_push(argv, "--message-format=json-render-diagnostics");
+	/* cargo's stderr comes through a pipe: keep its colours on a terminal. */
+	if (isatty(STDERR_FILENO) && !getenv("CARGO_TERM_COLOR"))
+		strv_push(argv, "--color=always");
 	if (!o->profile) {
 		strv_push(argv, "--profile");
 		if (has_profiling_profile(c)) {
@@ -428,15 +431,28 @@ static void on_stderr(void *ctx, char *line)
 {
 	struct build_state *st = ctx;
 	fprintf(stderr, "%s\n", line);
+	/* The words without colours (--color=always on a terminal). */
+	char plain[1024];
+	size_t n = 0;
+	for (const char *s = line; *s && n + 1 < sizeof(plain); s++) {
+		if (*s == '\x1b') {
+			s += strcspn(s, "m");
+			if (!*s)
+				break;
+			continue;
+		}
+		plain[n++] = *s;
+	}
+	plain[n] = 0;
 	static const char *const marks[] = {"could not compile `", "failed to run custom build command for `"};
 	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
-		const char *p = strstr(line, marks[i]);
-		if (!p || strncmp(line, "error", 5))
+		const char *p = strstr(plain, marks[i]);
+		if (!p || strncmp(plain, "error", 5))
 			continue;
 		p += strlen(marks[i]);
-		size_t n = strcspn(p, "` ");
+		size_t len = strcspn(p, "` ");
 		char name[256];
-		snprintf(name, sizeof(name), "%.*s", (int)(n < 255 ? n : 255), p);
+		snprintf(name, sizeof(name), "%.*s", (int)(len < 255 ? len : 255), p);
 		strv_push(&st->failed, name);
 	}
 }

@@ -170,7 +170,11 @@ def test_cargo_user_target_untouched():
     eq(tree_state(target, os.path.join(target, "sftrace")), before, "target/ outside target/sftrace")
     p = cargo(["build", "--bin", "hop"], crate)
     check("Compiling" not in p.stderr and "Finished" in p.stderr, f"a normal build after it: {p.stderr}")
-    eq(tree_state(target, os.path.join(target, "sftrace")), before, "target/ after the normal build")
+    # Cargo itself may rewrite its uplifted dep-info (debug/hop.d) on a fresh
+    # build; every artifact and fingerprint must stay as it was.
+    def kept(state):
+        return [x for x in state if not (x[0].startswith("debug/") and x[0].count("/") == 1 and x[0].endswith(".d"))]
+    eq(kept(tree_state(target, os.path.join(target, "sftrace"))), kept(before), "target/ after the normal build")
 
 
 def one_error(p, want):

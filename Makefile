@@ -5,6 +5,7 @@
 #   src/runtime/*.c, src/runtime/arch/$(ARCH)/*.[cS] -> libsftrace.so (libc + pthread only)
 #   src/format/*.c src/lib/*.c src/output/*.c     -> libsfcore.a (shared by CLI and unit tests)
 #   src/cli/*.c                                   -> sftrace
+#   src/cargo/*.c                                 -> cargo-sftrace (`cargo sftrace`)
 #   tests/unit/test_*.c                           -> build/tests/test_* (cmocka)
 
 ARCH    ?= $(shell uname -m)
@@ -54,14 +55,16 @@ RT_SRC   := $(wildcard src/runtime/*.c $(RT_ARCH)/*.c) src/format/xray_map.c src
 RT_ASM   := $(wildcard $(RT_ARCH)/*.S)
 CORE_SRC := $(wildcard src/format/*.c src/lib/*.c src/output/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)
+CARGO_SRC := $(wildcard src/cargo/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/rt/%.o) $(RT_ASM:%.S=$(BUILD)/rt/%.o)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+CARGO_OBJ := $(CARGO_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/sftrace $(BUILD)/libsftrace.so $(BUILD)/libsftrace-alloc.so
+all: $(BUILD)/sftrace $(BUILD)/cargo-sftrace $(BUILD)/libsftrace.so $(BUILD)/libsftrace-alloc.so
 
 $(BUILD)/libsftrace.so: $(RT_OBJ) src/runtime/exports.map
 	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,--version-script=src/runtime/exports.map -lpthread -ldl
@@ -95,6 +98,10 @@ $(BUILD)/obj/%.o: %.c Makefile
 $(BUILD)/sftrace: $(CLI_OBJ) $(BUILD)/libsfcore.a
 	$(CC) $(SAN) -o $@ $(CLI_OBJ) $(BUILD)/libsfcore.a $(LIBS_CLI)
 
+# `cargo sftrace`: cargo runs cargo-sftrace from PATH (src/cargo).
+$(BUILD)/cargo-sftrace: $(CARGO_OBJ) $(BUILD)/libsfcore.a
+	$(CC) $(SAN) -o $@ $(CARGO_OBJ) $(BUILD)/libsfcore.a
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsfcore.a Makefile
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"
@@ -119,6 +126,7 @@ check: all unit
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sftrace
 	install -m 755 $(BUILD)/sftrace $(DESTDIR)$(PREFIX)/bin/sftrace
+	install -m 755 $(BUILD)/cargo-sftrace $(DESTDIR)$(PREFIX)/bin/cargo-sftrace
 	install -m 755 $(BUILD)/libsftrace.so $(DESTDIR)$(PREFIX)/lib/sftrace/libsftrace.so
 	install -m 755 $(BUILD)/libsftrace-alloc.so $(DESTDIR)$(PREFIX)/lib/sftrace/libsftrace-alloc.so
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1

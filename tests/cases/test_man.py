@@ -10,7 +10,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import ROOT, SFTRACE, Skip, check, eq, run, tmpdir  # noqa: E402
+from sfkit import BUILD, ROOT, SFTRACE, Skip, check, eq, run, tmpdir  # noqa: E402
 
 MAN = os.path.join(ROOT, "docs", "man")
 COMMANDS = ["record", "filter", "convert", "replay", "graph", "info", "report", "flamegraph", "dump", "query", "memory", "snapshot"]
@@ -26,8 +26,10 @@ def render(page):
 
 
 def help_options(cmd):
-    """Every option spelled in `sftrace CMD --help`: --long and -x."""
-    text = run([SFTRACE] + ([cmd] if cmd else []) + ["--help"]).stdout
+    """Every option spelled in `sftrace CMD --help` (or `cargo-sftrace
+    --help` for "cargo"): --long and -x."""
+    argv = [os.path.join(BUILD, "cargo-sftrace")] if cmd == "cargo" else [SFTRACE] + ([cmd] if cmd else [])
+    text = run(argv + ["--help"]).stdout
     longs = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text))
     shorts = set(re.findall(r"(?m)^\s+(-[a-zA-Z]),", text))
     return longs | shorts
@@ -35,7 +37,8 @@ def help_options(cmd):
 
 def test_man_pages_render_cleanly():
     pages = sorted(f for f in os.listdir(MAN) if f.endswith(".1"))
-    eq(pages, sorted(["sftrace.1"] + [f"sftrace-{c}.1" for c in COMMANDS]), "one page per command")
+    eq(pages, sorted(["sftrace.1", "cargo-sftrace.1"] + [f"sftrace-{c}.1" for c in COMMANDS]),
+       "one page per command, and cargo sftrace's")
     for page in pages:
         text, warnings = render(page)
         eq(warnings, "", f"{page}: groff warnings")
@@ -49,8 +52,8 @@ def test_man_pages_render_cleanly():
 
 
 def test_man_pages_list_every_help_option():
-    for cmd in COMMANDS + [None]:
-        page = f"sftrace-{cmd}.1" if cmd else "sftrace.1"
+    for cmd in COMMANDS + [None, "cargo"]:
+        page = "cargo-sftrace.1" if cmd == "cargo" else f"sftrace-{cmd}.1" if cmd else "sftrace.1"
         text, _ = render(page)
         words = set(re.findall(r"(?<![\w-])--?[a-zA-Z][a-z0-9-]*", text))
         missing = sorted(help_options(cmd) - words)
@@ -60,6 +63,8 @@ def test_man_pages_list_every_help_option():
 def test_make_install_puts_pages_in_man1():
     d = tmpdir()
     run(["make", "-s", "install", f"PREFIX={d}"], cwd=ROOT, timeout=600)
+    for exe in ("sftrace", "cargo-sftrace"):  # cargo finds `cargo sftrace` next to sftrace
+        check(os.access(os.path.join(d, "bin", exe), os.X_OK), f"bin/{exe} installed")
     got = sorted(os.listdir(os.path.join(d, "share", "man", "man1")))
     eq(got, sorted(f for f in os.listdir(MAN) if f.endswith(".1")), "installed pages")
     if shutil.which("man"):

@@ -41,10 +41,23 @@ _symbols = {}    # exe -> {address: [raw symbols]}
 
 
 def cargo_env():
+    """cargo from rustup, cargo-sftrace and sftrace from BUILD; no Rust
+    variables of the caller's (cargo sftrace sets what the build needs, and
+    a different RUSTFLAGS would rebuild the crate)."""
     home_bin = os.path.expanduser("~/.cargo/bin")
-    return {"RUSTC_BOOTSTRAP": "1", "RUSTFLAGS": "-Zinstrument-xray=always",
-            "CARGO_TARGET_DIR": os.path.join(CRATE, "target"),
+    return {"RUSTC_BOOTSTRAP": None, "RUSTFLAGS": None, "CARGO_ENCODED_RUSTFLAGS": None, "CARGO_TARGET_DIR": None,
             "PATH": f"{os.path.dirname(SFTRACE)}:{home_bin}:{os.environ.get('PATH', '')}"}
+
+
+def env_of(extra):
+    """The whole environment: ours with extra applied (None removes)."""
+    e = dict(os.environ)
+    for k, v in extra.items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
+    return e
 
 
 def sync_crate():
@@ -72,8 +85,8 @@ def sync_crate():
 
 
 def bench_bin():
-    """Builds the bench with sleds (cached) and returns its path, as the
-    workflow finds it: the newest target/profiling/deps/resolver-*."""
+    """Builds the bench with sleds (cached) and returns its path, as
+    cargo sftrace finds it (cargo's JSON messages)."""
     if "bin" in _built:
         return _built["bin"]
     if not (shutil.which("cargo") or os.path.exists(os.path.expanduser("~/.cargo/bin/cargo"))):
@@ -83,11 +96,12 @@ def bench_bin():
     for old in os.listdir(CRATE):  # traces left by failed runs: hundreds of MB each
         if old.startswith("sftrace-"):
             shutil.rmtree(os.path.join(CRATE, old))
-    run(["cargo", "+stable", "bench", "--profile", "profiling", "--no-run"], cwd=CRATE, env=cargo_env(),
-        timeout=1800)
-    deps = os.path.join(CRATE, "target", "profiling", "deps")
-    bins = [os.path.join(deps, f) for f in os.listdir(deps) if f.startswith("resolver-") and not f.endswith(".d")]
-    _built["bin"] = max(bins, key=os.path.getmtime)
+    # What `cargo sftrace --bench resolver` builds and runs (target/sftrace/).
+    cs = os.path.join(os.path.dirname(SFTRACE), "cargo-sftrace")
+    out = run([cs, "build", "--bench", "resolver"], cwd=CRATE, env=env_of(cargo_env()), timeout=3600).stdout
+    bins = out.split()
+    eq(len(bins), 1, f"cargo sftrace build printed one path: {out}")
+    _built["bin"] = bins[0]
     return _built["bin"]
 
 
@@ -242,7 +256,7 @@ def check_workflow_trace(trace_dir, stderr, exe):
 def test_example_script():
     """The README's main command: scripts/rust-example.sh."""
     exe = bench_bin()
-    env = dict(cargo_env(), SFTRACE=SFTRACE, CRATE_DIR=CRATE)
+    env = env_of(dict(cargo_env(), SFTRACE=SFTRACE, CRATE_DIR=CRATE))
     p = run(["sh", os.path.join(ROOT, "scripts", "rust-example.sh")], env=env, timeout=1800)
     m = re.search(r"^Trace files are in (\S+):$", p.stdout, re.M)
     check(m, f"closing note: {p.stdout[-2000:]}")
@@ -388,7 +402,7 @@ def test_skill_blocks_run():
     blocks = skill_blocks()
     check(len(blocks) >= 8, f"{len(blocks)} sh blocks in {SKILL}")
     script = "set -eu\n" + "\n".join(blocks) + '\necho "TRACE_DIR=$PWD/$TRACE_DIR"\n'
-    p = run(["sh", "-c", script], env=cargo_env(), cwd=CRATE, timeout=1800)
+    p = run(["sh", "-c", script], env=env_of(cargo_env()), cwd=CRATE, timeout=1800)
     m = re.search(r"^TRACE_DIR=(\S+)$", p.stdout, re.M)
     check(m, p.stdout[-2000:])
     trace_dir = m.group(1)

@@ -562,3 +562,28 @@ def report_calls(logs, extra=(), check_rc=0):
             if len(f) == len(cols):
                 calls[(int(f[ti]), f[ni])] += int(f[ci])
     return calls, p
+
+
+def sync_tree(src, dst, keep=("target", "Cargo.lock")):
+    """Copies the crate or tree at src into dst, leaving unchanged files (and
+    the names in keep at its top) alone, so cargo's fingerprints (mtimes)
+    stay valid and dst's target/ keeps its builds; removes files src no
+    longer has. Returns dst."""
+    import filecmp
+    wanted = set()
+    for d, dirs, files in os.walk(src):
+        rel = os.path.relpath(d, src)
+        dirs[:] = [x for x in dirs if not (rel == "." and x in keep)]
+        for f in files:
+            s, t = os.path.join(d, f), os.path.normpath(os.path.join(dst, rel, f))
+            wanted.add(t)
+            if not os.path.exists(t) or not filecmp.cmp(s, t, shallow=False):
+                os.makedirs(os.path.dirname(t), exist_ok=True)
+                shutil.copy2(s, t)
+    for d, dirs, files in os.walk(dst):
+        rel = os.path.relpath(d, dst)
+        dirs[:] = [x for x in dirs if not (rel == "." and x in keep)]
+        for f in files:
+            if os.path.join(d, f) not in wanted and not (rel == "." and f in keep):
+                os.remove(os.path.join(d, f))
+    return dst

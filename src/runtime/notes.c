@@ -30,7 +30,7 @@ void sf_notes_init(void)
 		sf_rt_message("notes directory not used: ", dir, why);
 		return;
 	}
-	close(fd);
+	sf_close(fd);
 	memcpy(notes_dir, dir, n + 1);
 	notes_dir_len = n;
 }
@@ -55,12 +55,12 @@ static void note_write(const char *line, size_t len)
 	if (dfd < 0)
 		return;
 	int fd = sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
-	close(dfd);
+	sf_close(dfd);
 	if (fd < 0)
 		return;
 	ssize_t r = write(fd, line, len);
 	(void)r;
-	close(fd);
+	sf_close(fd);
 }
 
 static void put(char *buf, size_t cap, size_t *pos, const char *s)

@@ -251,7 +251,7 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 		 copy_objects(fd, m, size) == 0 && copy_rings(fd, e, freeze.time) == 0;
 	int err = errno;
 	munmap(m, size);
-	close(fd);
+	sf_close(fd);
 	if (!ok) {
 		sf_rt_message("cannot write snapshot ", path, strerror(err));
 		unlink(tmp);

@@ -37,7 +37,7 @@ int sf_trust_dir(const char *path, const char **why)
 	}
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || !owner_ok(&st)) {
 		*why = "not a private directory of this user (owner or mode)";
-		close(fd);
+		sf_close(fd);
 		return -1;
 	}
 	return fd;
@@ -65,7 +65,7 @@ int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const cha
 		return -1;
 	}
 	if (check_file(fd, why) < 0) {
-		close(fd);
+		sf_close(fd);
 		return -1;
 	}
 	return fd;
@@ -81,7 +81,7 @@ int sf_trust_open_regular(const char *path, const char **why)
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		*why = "not a regular file";
-		close(fd);
+		sf_close(fd);
 		return -1;
 	}
 	return fd;

@@ -240,7 +240,6 @@ def test_skep_keeper_killed_private_dir_outlives_descendants():
     # (twice). Claims: the private dir "stays valid for all descendants and
     # is removed when the last one exits"; record "waits until every process
     # the command started has exited".
-    raise Skip("known break, issue 24 open: when the keeper itself is SIGKILLed, record removes the private directory while descendants run")
     exe = build_c("skep24_fdnum", ["skep24_fdnum.c"])
     d = tmpdir()
     err = os.path.join(d, "worker.err")

@@ -646,6 +646,14 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	}
 	rf->notes_dev = made.st_dev;
 	rf->notes_ino = made.st_ino;
+	/* 0711: a process that became another user (a daemon's worker, a
+	 * program started by start-stop-daemon --chuid) can still open the
+	 * note file handed to it (the runtime's notes.c); nobody else can list
+	 * or create anything here, and every file in it is 0600. */
+	if (chmod(rf->notes, 0711) < 0) {
+		sf_error("%s: cannot set its mode: %s", rf->notes, strerror(errno));
+		return 1;
+	}
 	setenv(SF_ENV(NOTES_DIR), rf->notes, 1);
 	if (o->nfilters && prepare_filter_files(o, rf) < 0)
 		return 1;
@@ -822,7 +830,8 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	if (o->filter_regex && !o->quiet)
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
 	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
-	if (logs == 0 && !exec_failed) {
+	int lost = record_report_lost(rf->notes);
+	if (logs == 0 && !exec_failed && !lost) {
 		struct record_why w = {rf->notes, rf->filter[0] ? rf->filter : NULL, rf->shown, o->filter_regex,
 				       cmd[0]};
 		record_explain_no_log(&w);

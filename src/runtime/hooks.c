@@ -296,7 +296,11 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
  * sf_log_create_early), which the runtime keeps open after the change, as
  * any descriptor is. Not in a vfork child or a clone(CLONE_VM) child: they
  * run on their parent's memory, and record nothing. */
-#define SF_CRED_WRAP(ret, name, params, args)                                        \
+/* A process that cannot have a log, and a program it execs as another user
+ * (start-stop-daemon --chuid), keep a note file they can write
+ * (notes.c, sf_notes_hand_over): record then says which pid lost its
+ * trace and why. to_uid: the effective uid the call asks for, -1 for none. */
+#define SF_CRED_WRAP(ret, name, params, args, to_uid)                                \
 	__attribute__((visibility("default"))) ret name params                       \
 	{                                                                            \
 		static ret(*real) params;                                            \
@@ -306,17 +310,19 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 			errno = ENOSYS;                                              \
 			return -1;                                                   \
 		}                                                                    \
-		if (!vfork_depth && !sf_suppressed)                                  \
+		if (sf_config.enabled && !vfork_depth && !sf_suppressed) {           \
 			sf_log_create_early();                                       \
+			sf_notes_hand_over(to_uid);                                  \
+		}                                                                    \
 		return real args;                                                    \
 	}
-SF_CRED_WRAP(int, setuid, (uid_t u), (u))
-SF_CRED_WRAP(int, seteuid, (uid_t u), (u))
-SF_CRED_WRAP(int, setreuid, (uid_t r, uid_t e), (r, e))
-SF_CRED_WRAP(int, setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
-SF_CRED_WRAP(int, setgid, (gid_t g), (g))
-SF_CRED_WRAP(int, setegid, (gid_t g), (g))
-SF_CRED_WRAP(int, setregid, (gid_t r, gid_t e), (r, e))
-SF_CRED_WRAP(int, setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
-SF_CRED_WRAP(int, setgroups, (size_t n, const gid_t *l), (n, l))
-SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g))
+SF_CRED_WRAP(int, setuid, (uid_t u), (u), u)
+SF_CRED_WRAP(int, seteuid, (uid_t u), (u), u)
+SF_CRED_WRAP(int, setreuid, (uid_t r, uid_t e), (r, e), e)
+SF_CRED_WRAP(int, setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s), e)
+SF_CRED_WRAP(int, setgid, (gid_t g), (g), (uid_t)-1)
+SF_CRED_WRAP(int, setegid, (gid_t g), (g), (uid_t)-1)
+SF_CRED_WRAP(int, setregid, (gid_t r, gid_t e), (r, e), (uid_t)-1)
+SF_CRED_WRAP(int, setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s), (uid_t)-1)
+SF_CRED_WRAP(int, setgroups, (size_t n, const gid_t *l), (n, l), (uid_t)-1)
+SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)

@@ -224,6 +224,9 @@ void sf_messages_init(void) SF_HIDDEN; /* at start: is stderr open? */
 /* One line on stderr, "sftrace: ABC" (": " before c when given), also kept
  * in the notes. Async-signal-safe (write(2)). */
 void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
+/* Before the effective uid changes to `to` (hooks.c): the note file is
+ * handed to that uid while root can still make it. */
+void sf_notes_hand_over(uid_t to) SF_HIDDEN;
 
 /* ---- trust.c (paths from the environment: checked, never followed) ---- */
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by

@@ -27,9 +27,11 @@ static int owner_ok(const struct stat *st)
 	return (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
+/* O_PATH: the directory is only ever a base for openat, and a process
+ * that changed its uid may search record's 0711 directory, not read it. */
 int sf_trust_dir(const char *path, const char **why)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0) {
 		*why = errno == ELOOP || errno == ENOTDIR ? "not a directory (or a symlink)" : "cannot open";

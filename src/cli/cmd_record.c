@@ -463,7 +463,7 @@ struct run_files {
 	char filter[PATH_MAX];     /* the filter the runtime reads ("" for none) */
 	char merged[PATH_MAX];     /* a merge of several -f inputs, in notes/ */
 	char filter_dir[PATH_MAX]; /* --filter-regex: the per-object filters, kept */
-	char notes[PATH_MAX];      /* the run's private directory (0700): notes and the files below */
+	char notes[PATH_MAX];      /* the run's private directory (0711, files 0600): notes and the files below */
 	char shown[PATH_MAX];      /* the filter as the user named it, for messages */
 	char budget[PATH_MAX];     /* --max-size: the shared budget, in notes/ */
 	char triggers[PATH_MAX];   /* --trigger: the trigger functions, in notes/ */
@@ -473,7 +473,7 @@ struct run_files {
 
 /* Removes the private directory and all it holds (the keeper does, after
  * the last process of the command; record again if the keeper could not).
- * Only record's user can write there (0700): nothing in it is followed. */
+ * Only record's user can write there (0711): nothing in it is followed. */
 static void cleanup_run_files(struct run_files *rf)
 {
 	if (!rf->notes[0])

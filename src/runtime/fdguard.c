@@ -280,7 +280,10 @@ int sf_fd_syscall(long nr, const long *a, long *r)
 		leave();
 		return 1;
 	}
-	int over = guard_of(a[1]) != NULL;
+	/* A vfork child's table is its own copy, about to be replaced by an
+	 * exec, and the guard it sees is its parent's memory: it must not move
+	 * the parent's descriptor, and what it puts at that number is its own. */
+	int over = guard_of(a[1]) != NULL && !sf_in_vfork_child();
 	if (!over)
 		*r = sf_syscall3(nr, a[0], a[1], a[2]);
 	leave();

@@ -96,6 +96,13 @@ void sf_vfork_parent(void)
 		sf_suppress_end(&vfork_saved);
 }
 
+/* The parent is suspended while its vfork child runs: a nonzero depth on
+ * this thread means we are that child. */
+int sf_in_vfork_child(void)
+{
+	return vfork_depth != 0;
+}
+
 long sf_set_errno(int e)
 {
 	errno = e;

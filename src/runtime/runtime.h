@@ -256,6 +256,7 @@ int sf_clone_real(int (*fn)(void *), void *stack, int flags, void *arg) SF_HIDDE
 /* Called by arch/<arch>/vfork.S around the real vfork. */
 void sf_vfork_prepare(void) SF_HIDDEN;
 void sf_vfork_parent(void) SF_HIDDEN;
+int sf_in_vfork_child(void) SF_HIDDEN;
 long sf_set_errno(int e) SF_HIDDEN;
 
 /* ---- setup_abi.c ---- */

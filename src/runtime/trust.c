@@ -2,8 +2,8 @@
  * SFTRACE_BUDGET_FILE, SFTRACE_TRIGGERS, SFTRACE_FILTER, per-object
  * filters): nothing at such a path is trusted because of its name.
  *
- * record makes its files in a private directory (mkdtemp: 0700, a random
- * name) under $TMPDIR or /tmp. A name there can be taken over by another
+ * record makes its files in a private directory (mkdtemp, then 0711: only
+ * searchable by others; a random name) under $TMPDIR or /tmp. A name there can be taken over by another
  * user once the directory is gone, so every use checks what it opened:
  *   - no symlink is followed (O_NOFOLLOW) and nothing blocks (O_NONBLOCK:
  *     a FIFO does not hang the program in open);

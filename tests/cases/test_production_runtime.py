@@ -202,3 +202,23 @@ def test_close_and_dup2_loops_see_what_they_would_see_untraced():
     events, dropped, errors, _ = _summary(p.stderr, log)
     eq((dropped, errors), (0, 0), "nothing dropped")
     eq(count_calls(dump_events(log)).get("work"), 1003, "every call recorded")
+
+
+def test_program_execd_as_another_user_that_cannot_write_the_log_is_named():
+    # setpriv (not instrumented) changes its uid as root, then execs the
+    # program as nobody, which may not create a file in the 0755 root-owned
+    # output directory. Its log cannot exist; record must say so, naming
+    # the pid (before: "no log written: setpriv ran no XRay-instrumented
+    # code", which was false). The runtime in setpriv hands its note file
+    # to nobody before the change (notes.c), in record's 0711 directory.
+    nobody = _as_nobody()
+    exe = build_c("prod_pid", ["prod_pid.c"])
+    d = tmpdir()
+    os.chmod(d, 0o755)
+    p, log = _record(d, nobody + [exe])
+    m = re.fullmatch(r"pid (\d+)\n", p.stdout)
+    check(m, p.stdout)
+    # the runtime's own line on the program's stderr, then record's
+    eq(p.stderr, f"sftrace: cannot create log {log}: Permission denied\n"
+       f"sftrace: pid {m.group(1)} wrote no log: cannot create log {log}: Permission denied\n", "stderr")
+    eq(os.listdir(d), [], "no log")

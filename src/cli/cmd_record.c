@@ -806,13 +806,13 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		return 1;
 	}
 	int status = 0;
-	if (keeper_wait(&k, &status) < 0) {
-		keeper_finish(&k);
-		list_free(&before);
-		return 1;
-	}
+	/* A keeper that died first has said so; its orphans were record's to
+	 * wait for, and the logs they wrote are still listed. */
+	int keeper_lost = keeper_wait(&k, &status) < 0;
 	int rc;
-	if (WIFSIGNALED(status)) {
+	if (keeper_lost) {
+		rc = 1;
+	} else if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 		fprintf(stderr, "sftrace: %s was killed by signal %d (%s)%s\n", cmd[0], sig, strsignal(sig),
 			WCOREDUMP(status) ? ", core dumped" : "");
@@ -829,7 +829,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 				 dropped);
 	if (o->filter_regex && !o->quiet)
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
-	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
+	int exec_failed = !keeper_lost && !WIFSIGNALED(status) && (rc == 126 || rc == 127);
 	int lost = record_report_lost(rf->notes);
 	if (logs == 0 && !exec_failed && !lost) {
 		struct record_why w = {rf->notes, rf->filter[0] ? rf->filter : NULL, rf->shown, o->filter_regex,

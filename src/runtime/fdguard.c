@@ -8,7 +8,8 @@
  * functions that take a number away from whoever holds it are wrapped
  * here, as valgrind does for its own descriptors:
  *   - close(N) of the runtime's number fails with EBADF, as it would
- *     untraced (the program never opened N), and closes nothing;
+ *     untraced (the program never opened N), and closes nothing; so does
+ *     a dup2 or dup3 from it;
  *   - close_range and closefrom close everything in their range but it;
  *   - dup2 and dup3 onto it first move the runtime's descriptor to another
  *     free number near the top, wait until no runtime write still uses the
@@ -284,6 +285,11 @@ int sf_fd_syscall(long nr, const long *a, long *r)
 	 * exec, and the guard it sees is its parent's memory: it must not move
 	 * the parent's descriptor, and what it puts at that number is its own. */
 	int over = guard_of(a[1]) != NULL && !sf_in_vfork_child();
+	if (guard_of(a[0])) { /* the program never had it open: as untraced */
+		leave();
+		*r = -EBADF;
+		return 1;
+	}
 	if (!over)
 		*r = sf_syscall3(nr, a[0], a[1], a[2]);
 	leave();

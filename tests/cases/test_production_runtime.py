@@ -222,3 +222,18 @@ def test_program_execd_as_another_user_that_cannot_write_the_log_is_named():
     eq(p.stderr, f"sftrace: cannot create log {log}: Permission denied\n"
        f"sftrace: pid {m.group(1)} wrote no log: cannot create log {log}: Permission denied\n", "stderr")
     eq(os.listdir(d), [], "no log")
+
+
+def test_snapshots_never_land_in_a_file_the_program_reopens_after_a_close_loop():
+    # The snapshot file's descriptor is kept high and guarded like the
+    # log's (snapshot.c, fdguard.c). Before, it took the lowest free number
+    # and a thread's close loop + open put the program's own file under it:
+    # the rest of the snapshot was written into the program's file.
+    exe = build_c("prod_snapfd", ["prod_snapfd.c"], libs=["-lpthread"])
+    d = tmpdir()
+    own = os.path.join(d, "own.txt")
+    p, log = _record(d, [exe, own, "10"], ["--ring", "4M"])
+    eq(p.stdout, "done\n", "the program finished")
+    eq(_read(own), b"own\n", "the program's file holds what it wrote, nothing else")
+    snaps = [f for f in os.listdir(d) if ".snap." in f and not f.endswith(".tmp")]
+    check(len(snaps) >= 1, f"snapshots written: {sorted(os.listdir(d))} {p.stderr}")

@@ -463,7 +463,7 @@ struct run_files {
 	char filter[PATH_MAX];     /* the filter the runtime reads ("" for none) */
 	char merged[PATH_MAX];     /* a merge of several -f inputs, in notes/ */
 	char filter_dir[PATH_MAX]; /* --filter-regex: the per-object filters, kept */
-	char notes[PATH_MAX];      /* the run's private directory (0700): notes and the files below */
+	char notes[PATH_MAX];      /* the run's private directory (0711, files 0600): notes and the files below */
 	char shown[PATH_MAX];      /* the filter as the user named it, for messages */
 	char budget[PATH_MAX];     /* --max-size: the shared budget, in notes/ */
 	char triggers[PATH_MAX];   /* --trigger: the trigger functions, in notes/ */
@@ -473,7 +473,7 @@ struct run_files {
 
 /* Removes the private directory and all it holds (the keeper does, after
  * the last process of the command; record again if the keeper could not).
- * Only record's user can write there (0700): nothing in it is followed. */
+ * Only record's user can write there (0711): nothing in it is followed. */
 static void cleanup_run_files(struct run_files *rf)
 {
 	if (!rf->notes[0])
@@ -646,6 +646,14 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	}
 	rf->notes_dev = made.st_dev;
 	rf->notes_ino = made.st_ino;
+	/* 0711: a process that became another user (a daemon's worker, a
+	 * program started by start-stop-daemon --chuid) can still open the
+	 * note file handed to it (the runtime's notes.c); nobody else can list
+	 * or create anything here, and every file in it is 0600. */
+	if (chmod(rf->notes, 0711) < 0) {
+		sf_error("%s: cannot set its mode: %s", rf->notes, strerror(errno));
+		return 1;
+	}
 	setenv(SF_ENV(NOTES_DIR), rf->notes, 1);
 	if (o->nfilters && prepare_filter_files(o, rf) < 0)
 		return 1;
@@ -798,13 +806,13 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		return 1;
 	}
 	int status = 0;
-	if (keeper_wait(&k, &status) < 0) {
-		keeper_finish(&k);
-		list_free(&before);
-		return 1;
-	}
+	/* A keeper that died first has said so; its orphans were record's to
+	 * wait for, and the logs they wrote are still listed. */
+	int keeper_lost = keeper_wait(&k, &status) < 0;
 	int rc;
-	if (WIFSIGNALED(status)) {
+	if (keeper_lost) {
+		rc = 1;
+	} else if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 		fprintf(stderr, "sftrace: %s was killed by signal %d (%s)%s\n", cmd[0], sig, strsignal(sig),
 			WCOREDUMP(status) ? ", core dumped" : "");
@@ -821,8 +829,9 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 				 dropped);
 	if (o->filter_regex && !o->quiet)
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
-	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
-	if (logs == 0 && !exec_failed) {
+	int exec_failed = !keeper_lost && !WIFSIGNALED(status) && (rc == 126 || rc == 127);
+	int lost = record_report_lost(rf->notes);
+	if (logs == 0 && !exec_failed && !lost) {
 		struct record_why w = {rf->notes, rf->filter[0] ? rf->filter : NULL, rf->shown, o->filter_regex,
 				       cmd[0]};
 		record_explain_no_log(&w);

@@ -88,6 +88,11 @@ int keeper_start(char **argv, const struct sigaction *saved_int, const struct si
 		close(st[1]);
 		return -1;
 	}
+	/* record is a subreaper too: if the keeper dies (a command that
+	 * signals its parent), the processes it kept are reparented to record,
+	 * which then waits for them before removing the directory
+	 * (keeper_wait). */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -132,6 +137,10 @@ int keeper_wait(struct keeper *k, int *status)
 	k->pid = -1;
 	sf_error("the keeper process (the command's parent) ended early (%s %d); the command's status is unknown",
 		 WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	/* Its orphans are record's now (the subreaper above it): the private
+	 * directory stays until the last of them has exited. */
+	while (waitpid(-1, &st, __WALL) != -1 || errno == EINTR)
+		;
 	return -1;
 }
 

@@ -9,7 +9,10 @@
  * descendant orphaned on the way (a daemon's double fork) is reparented to
  * it, so when its wait() says ECHILD no process of the command is left. It
  * then hands record the command's wait status, waits until record has read
- * the directory (or died), removes it and exits. docs/DESIGN.md has why. */
+ * the directory (or died), removes it and exits. record is a child
+ * subreaper as well: when the keeper itself is killed (a command that
+ * signals its parent), its orphans go to record, which waits for all of
+ * them before it removes the directory. docs/DESIGN.md has why. */
 #ifndef SFTRACE_CLI_RECORD_KEEPER_H
 #define SFTRACE_CLI_RECORD_KEEPER_H
 
@@ -30,7 +33,8 @@ int keeper_start(char **argv, const struct sigaction *saved_int, const struct si
 		 void (*cleanup)(void *), void *arg, struct keeper *k);
 
 /* Blocks until every process of the command has exited; the command's
- * wait status in *status. -1 if the keeper died first (after a message). */
+ * wait status in *status. -1 if the keeper died first (after a message,
+ * and once every process of the command has exited). */
 int keeper_wait(struct keeper *k, int *status);
 
 /* record is done with the directory: the keeper removes it and exits;

@@ -92,6 +92,36 @@ static void read_note_file(const char *path, void *ctx)
 	fclose(f);
 }
 
+static void report_lost_file(const char *path, void *ctx)
+{
+	int *count = ctx;
+	const char *pid = strrchr(path, '/') + 1;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = 0;
+		if (!strncmp(line, "sftrace: cannot create log ", 27)) {
+			fprintf(stderr, "sftrace: pid %s wrote no log: %s\n", sf_esc(pid), sf_esc(line + 9));
+			++*count;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+int record_report_lost(const char *notes_dir)
+{
+	int count = 0;
+	foreach_note_file(notes_dir, report_lost_file, &count);
+	return count;
+}
+
 static void free_notes(struct notes *n)
 {
 	for (size_t i = 0; i < n->nmessages; i++)

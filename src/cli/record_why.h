@@ -13,6 +13,11 @@ struct record_why {
 	const char *cmd;          /* argv[0] of the command */
 };
 
+/* Prints "sftrace: pid N wrote no log: <the runtime's reason>" for every
+ * process whose note says its log could not be created (a program run as
+ * another user that may not write the output directory); how many. */
+int record_report_lost(const char *notes_dir);
+
 /* Prints "sftrace: no log written: <reason>" and what to do about it. */
 void record_explain_no_log(const struct record_why *w);
 

@@ -26,7 +26,7 @@ void sf_budget_init(void)
 	struct stat st;
 	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_size < (off_t)SF_BUDGET_SIZE)) {
 		why = "too short";
-		close(fd);
+		sf_close(fd);
 		fd = -1;
 	}
 	if (fd < 0) {
@@ -34,7 +34,7 @@ void sf_budget_init(void)
 		return;
 	}
 	void *m = mmap(NULL, SF_BUDGET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	sf_close(fd);
 	if (m == MAP_FAILED || ((struct sf_budget *)m)->magic != SF_BUDGET_MAGIC) {
 		if (m != MAP_FAILED)
 			munmap(m, SF_BUDGET_SIZE);

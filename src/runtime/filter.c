@@ -135,7 +135,7 @@ static int load_file(const char *path, int private_dir)
 	int fd = private_dir ? sf_trust_open(AT_FDCWD, path, O_RDONLY, 0, &why) : sf_trust_open_regular(path, &why);
 	char *text = fd >= 0 ? sf_trust_read(fd, &len, &map_len, &why) : NULL;
 	if (fd >= 0)
-		close(fd);
+		sf_close(fd);
 	if (!text) {
 		sf_rt_message("cannot read filter ", path, why);
 		return -1;

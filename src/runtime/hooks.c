@@ -5,9 +5,12 @@
  * are wrapped here. A vfork child records nothing (arch/<arch>/vfork.S),
  * nor does a clone() child that shares the memory (CLONE_VM) without being
  * a thread. posix_spawn's child runs only libc code before its exec.
+ * A process about to change its credentials (setuid and its family)
+ * creates its log first, while it still can.
  * (Objects loaded later: loader_hook.c; exec: exec_env.c.) */
 #include <dlfcn.h>
 #include <errno.h>
+#include <grp.h>
 #include <linux/sched.h>
 #include <pthread.h>
 #include <signal.h>
@@ -37,6 +40,7 @@ static void after_fork_parent(void)
 
 static void after_fork_child_files(int files_shared)
 {
+	sf_fd_guard_after_fork_child();
 	sf_writer_after_fork_child();
 	sf_services_after_fork_child();
 	sf_log_after_fork_child(files_shared);
@@ -54,6 +58,7 @@ static void after_fork_child(void)
 void sf_hooks_resolve(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
+	sf_fd_guard_resolve();
 }
 
 int sf_clone_real(int (*fn)(void *), void *stack, int flags, void *arg)
@@ -89,6 +94,13 @@ void sf_vfork_parent(void)
 {
 	if (--vfork_depth == 0)
 		sf_suppress_end(&vfork_saved);
+}
+
+/* The parent is suspended while its vfork child runs: a nonzero depth on
+ * this thread means we are that child. */
+int sf_in_vfork_child(void)
+{
+	return vfork_depth != 0;
 }
 
 long sf_set_errno(int e)
@@ -162,7 +174,9 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	long r;
-	if (fork_like(nr, a)) {
+	if (sf_fd_syscall(nr, a, &r)) {
+		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
+	} else if (fork_like(nr, a)) {
 		nr_of_call = nr; /* under the runtime's lock from here to the fork */
 		r = fork_with_handlers(do_raw_fork, a, clone_flags(nr, a) & CLONE_FILES);
 	} else {
@@ -211,7 +225,9 @@ static int clone_child(void *p)
 {
 	const struct clone_call *c = p;
 	after_fork_child_files(c->flags & CLONE_FILES);
-	return c->fn(c->arg);
+	int r = c->fn(c->arg);
+	sf_log_child_return(); /* CLONE_FILES: its log's descriptor is not left in its parent's table */
+	return r;
 }
 
 /* A child that shares the calling thread's memory and its thread-local
@@ -278,3 +294,42 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 	errno = err;
 	return r;
 }
+
+/* ---- credentials ----
+ * A process that drops root before its first event (a daemon: fork,
+ * close everything, setuid nobody, then work) could no longer create its
+ * log in record's directory, nor a note saying why. So each call that
+ * changes credentials first creates the log (logfile.c,
+ * sf_log_create_early), which the runtime keeps open after the change, as
+ * any descriptor is. Not in a vfork child or a clone(CLONE_VM) child: they
+ * run on their parent's memory, and record nothing. */
+/* A process that cannot have a log, and a program it execs as another user
+ * (start-stop-daemon --chuid), keep a note file they can write
+ * (notes.c, sf_notes_hand_over): record then says which pid lost its
+ * trace and why. to_uid: the effective uid the call asks for, -1 for none. */
+#define SF_CRED_WRAP(ret, name, params, args, to_uid)                                \
+	__attribute__((visibility("default"))) ret name params                       \
+	{                                                                            \
+		static ret(*real) params;                                            \
+		if (!real)                                                           \
+			real = (ret(*) params)dlsym(RTLD_NEXT, #name);              \
+		if (!real) {                                                         \
+			errno = ENOSYS;                                              \
+			return -1;                                                   \
+		}                                                                    \
+		if (sf_config.enabled && !vfork_depth && !sf_suppressed) {           \
+			sf_log_create_early();                                       \
+			sf_notes_hand_over(to_uid);                                  \
+		}                                                                    \
+		return real args;                                                    \
+	}
+SF_CRED_WRAP(int, setuid, (uid_t u), (u), u)
+SF_CRED_WRAP(int, seteuid, (uid_t u), (u), u)
+SF_CRED_WRAP(int, setreuid, (uid_t r, uid_t e), (r, e), e)
+SF_CRED_WRAP(int, setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s), e)
+SF_CRED_WRAP(int, setgid, (gid_t g), (g), (uid_t)-1)
+SF_CRED_WRAP(int, setegid, (gid_t g), (g), (uid_t)-1)
+SF_CRED_WRAP(int, setregid, (gid_t r, gid_t e), (r, e), (uid_t)-1)
+SF_CRED_WRAP(int, setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s), (uid_t)-1)
+SF_CRED_WRAP(int, setgroups, (size_t n, const gid_t *l), (n, l), (uid_t)-1)
+SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)

@@ -7,11 +7,14 @@
  * SIGSEGV, abort, _exit and kill -9.
  *
  * The log's descriptor is the runtime's, not the program's: it sits near
- * the top of the table, close-on-exec (rt_libc.c, sf_fd_keep), and every
- * use (a chunk write, file space for a slot, a slot's mapping, a snapshot)
- * first checks with fstat that it still is the log: a program that closes
- * every descriptor (a close loop, close_range, closefrom) or dup2s its own
- * file over that number must find its files holding what it wrote. When
+ * the top of the table, close-on-exec (rt_libc.c, sf_fd_keep), and the
+ * program's close, close_range, closefrom, dup2 and dup3 leave it alone
+ * (fdguard.c): a program that closes every descriptor or dup2s its own
+ * file over that number finds its files holding what it wrote, and its
+ * calls are still recorded. Every use (a chunk write, file space for a
+ * slot, a slot's mapping, a snapshot) holds the number (sf_fd_use) and
+ * checks with fstat that it still is the log, for what those wrappers
+ * cannot see (a system call instruction in the program's own code). When
  * the check fails the log is opened again, as the very same file (device
  * and inode; the header stays mapped, so the inode cannot be reused), and
  * recording goes on; when it cannot be, recording stops and every chunk
@@ -35,7 +38,7 @@
 #include "runtime/runtime.h"
 
 static struct {
-	int fd;                    /* checked before each use: log_fd() */
+	struct sf_fd_guard g;      /* the descriptor; checked before each use: log_fd_use() */
 	uint64_t dev, ino;         /* what fd must be */
 	int reopen_lock;
 	int lost;                  /* fd gone and the log could not be opened again */
@@ -50,7 +53,8 @@ static struct {
 	int lock;
 	char path[PATH_MAX];
 	void (*on_create)(void); /* sf_log_on_create */
-} L = {.fd = -1};
+	int files_shared;          /* a clone(CLONE_FILES) child: the table is its parent's too */
+} L = {.g.fd = -1};
 
 /* The lock guards log creation, slot allocation and the object table.
  * Signals are blocked while it is held, so an instrumented signal handler
@@ -243,7 +247,7 @@ static int open_same_log(void)
 			sf_syscall3(SYS_fcntl, fd, F_SETFL, 0); /* O_NONBLOCK off again */
 			return sf_fd_keep(fd);
 		}
-		close(fd);
+		sf_close(fd);
 	}
 	return -1;
 }
@@ -258,35 +262,53 @@ static int log_reopen(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	while (__atomic_test_and_set(&L.reopen_lock, __ATOMIC_ACQUIRE))
 		sf_arch_cpu_relax();
-	int fd = __atomic_load_n(&L.fd, __ATOMIC_ACQUIRE);
+	int fd = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
 	if (L.lost) {
 		fd = -EBADF;
 	} else if (fd < 0 || !is_log(fd)) { /* not done by another thread meanwhile */
 		/* The old number is not closed: it is the program's now. */
+		sigset_t gold;
+		sf_fd_gate_lock(&gold);
 		fd = open_same_log();
 		if (fd < 0) {
 			L.lost = 1;
 			fd = -EBADF;
 		}
-		__atomic_store_n(&L.fd, fd < 0 ? -1 : fd, __ATOMIC_RELEASE);
+		sf_fd_publish(&L.g, fd < 0 ? -1 : fd);
+		sf_fd_gate_unlock(&gold);
 	}
 	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return fd;
 }
 
-/* The log's descriptor, checked (one fstat: what it costs is in
- * docs/DESIGN.md); -errno if there is none. The check and the use are two
- * system calls: a descriptor the program replaces in between goes
- * unnoticed, which takes a dup2 onto that very number at that moment. */
-static int log_fd(void)
+/* The log's descriptor, held until log_fd_done(*ticket) and checked (one
+ * fstat: what it costs is in docs/DESIGN.md); -errno if there is none
+ * (nothing to give back then). While it is held, the program's dup2 onto
+ * that number waits (fdguard.c); only a system call the wrappers cannot
+ * see could replace it between the check and the use. */
+#define NO_TICKET 2u
+static int log_fd_use(uint32_t *ticket)
 {
-	int fd = __atomic_load_n(&L.fd, __ATOMIC_ACQUIRE);
-	if (fd >= 0 && is_log(fd))
-		return fd;
-	if (!L.hdr || __atomic_load_n(&L.lost, __ATOMIC_RELAXED))
-		return -EBADF;
-	return log_reopen();
+	for (int tries = 0; tries < 2; tries++) {
+		int fd = sf_fd_use(&L.g, ticket);
+		if (fd >= 0 && is_log(fd))
+			return fd;
+		sf_fd_unuse(&L.g, *ticket);
+		*ticket = NO_TICKET;
+		if (!L.hdr || __atomic_load_n(&L.lost, __ATOMIC_RELAXED))
+			return -EBADF;
+		int r = log_reopen();
+		if (r < 0)
+			return r;
+	}
+	return -EBADF;
+}
+
+static void log_fd_done(uint32_t ticket)
+{
+	if (ticket != NO_TICKET)
+		sf_fd_unuse(&L.g, ticket);
 }
 
 /* An absolute L.path, so that the log can be found again after a chdir.
@@ -320,7 +342,20 @@ static void fill_cmdline(struct sf_header *h)
 		if ((size_t)n == sizeof(h->cmdline) && read(fd, &extra, 1) == 1)
 			h->cmdline_truncated = 1;
 	}
-	close(fd);
+	sf_close(fd);
+}
+
+/* The runtime gives its descriptor up: unguarded first, then closed once
+ * no write holds it, and only if it still is the log. */
+static void log_fd_forget(void)
+{
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	int fd = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
+	sf_fd_publish(&L.g, -1);
+	if (fd >= 0 && is_log(fd))
+		sf_close(fd);
+	sf_fd_gate_unlock(&gold);
 }
 
 /* Creates the log if it does not exist yet. Called with the lock held. */
@@ -336,33 +371,42 @@ static int log_create_locked(void)
 	}
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
-	L.fd = sf_fd_keep(open_log());
+	/* Behind the gate: no program close or dup2 can reach the number the
+	 * kernel gives open_log before it is moved and guarded. */
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&L.g);
+	int fd = sf_fd_keep(open_log());
 	struct stat st;
-	if (L.fd < 0 || fstat(L.fd, &st) < 0) {
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int err = errno;
+		if (fd >= 0)
+			sf_close(fd);
+		sf_fd_gate_unlock(&gold);
 		L.failed = 1;
-		sf_rt_message("cannot create log ", sf_config.output, strerror(errno));
-		if (L.fd >= 0)
-			close(L.fd);
-		L.fd = -1;
+		sf_rt_message("cannot create log ", sf_config.output, strerror(err));
 		return -1;
 	}
 	L.dev = (uint64_t)st.st_dev;
 	L.ino = (uint64_t)st.st_ino;
 	L.lost = 0;
+	sf_fd_publish(&L.g, fd);
+	sf_fd_gate_unlock(&gold);
 	make_path_absolute();
-	if (reserve(L.fd, 0, SF_HEADER_SIZE) < 0) {
-		L.failed = 1;
-		sf_rt_message("cannot write log ", L.path, strerror(errno));
-		close(L.fd);
-		L.fd = -1;
-		return -1;
+	uint32_t t;
+	fd = sf_fd_use(&L.g, &t);
+	struct sf_header *h = MAP_FAILED;
+	const char *failed = "cannot write log ";
+	if (fd >= 0 && reserve(fd, 0, SF_HEADER_SIZE) == 0) {
+		failed = "cannot map log ";
+		h = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	}
-	struct sf_header *h = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, L.fd, 0);
+	int err = errno;
+	sf_fd_unuse(&L.g, t);
 	if (h == MAP_FAILED) {
 		L.failed = 1;
-		sf_rt_message("cannot map log ", L.path, strerror(errno));
-		close(L.fd);
-		L.fd = -1;
+		sf_rt_message(failed, L.path, strerror(err));
+		log_fd_forget();
 		return -1;
 	}
 	h->version = SF_VERSION;
@@ -447,7 +491,8 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 		write_failed(EFBIG, events);
 		return;
 	}
-	int fd = log_fd();
+	uint32_t ticket;
+	int fd = log_fd_use(&ticket);
 	if (fd < 0) {
 		write_failed(-fd, events);
 		return;
@@ -486,10 +531,11 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 			if (done >= sizeof(*c) && c->type == SF_CHUNK_PACKED) /* its count now says what is whole */
 				sf_syscall6(SYS_pwrite64, fd, (long)c, sizeof(*c), (long)off, 0, 0);
 			write_failed(n < 0 ? (int)-n : ENOSPC, events > kept ? events - kept : 0);
-			return;
+			break;
 		}
 		done += (size_t)n;
 	}
+	log_fd_done(ticket);
 }
 
 static struct sf_slot *slot_record(void)
@@ -522,21 +568,22 @@ struct sf_slot *sf_log_slot_get(void)
 	}
 	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
 		goto out;
-	int fd = log_fd();
+	uint32_t ticket;
+	int fd = log_fd_use(&ticket);
 	if (fd < 0) {
 		write_failed(-fd, 0);
 		goto out;
 	}
 	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
 	off = (off + 4095) & ~(uint64_t)4095;
-	if (reserve(fd, off, SF_SLOT_SIZE) < 0) {
-		write_failed(errno, 0);
-		goto out;
-	}
 	/* MAP_POPULATE: fault the pages in now, not on the event path. */
-	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
+	void *m = reserve(fd, off, SF_SLOT_SIZE) < 0
+			  ? MAP_FAILED
+			  : mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
+	int err = errno;
+	log_fd_done(ticket);
 	if (m == MAP_FAILED) {
-		write_failed(errno, 0);
+		write_failed(err, 0);
 		goto out;
 	}
 	s = slot_record();
@@ -572,7 +619,8 @@ void *sf_log_map_readonly(uint64_t *size)
 	sigset_t old;
 	void *m = NULL;
 	sf_log_lock_sig(&old);
-	int fd = L.hdr ? log_fd() : -1;
+	uint32_t ticket = NO_TICKET;
+	int fd = L.hdr ? log_fd_use(&ticket) : -1;
 	struct stat st;
 	if (fd >= 0 && fstat(fd, &st) == 0) {
 		uint64_t n = __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
@@ -587,6 +635,8 @@ void *sf_log_map_readonly(uint64_t *size)
 		}
 		*size = n;
 	}
+	if (fd >= 0)
+		log_fd_done(ticket);
 	sf_log_unlock_sig(&old);
 	return m;
 }
@@ -668,6 +718,38 @@ void sf_log_finish(void)
 		return;
 	sf_log_calibrate();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
+	if (L.files_shared)
+		log_fd_forget();
+}
+
+/* Creates the log now if this process has instrumented code and no log
+ * yet: before the program changes its credentials (hooks.c), while it can
+ * still create a file where its parent could. A process that drops root
+ * before its first event would otherwise find record's directory closed
+ * to it, and its notes too: its trace would be lost without a word. */
+void sf_log_create_early(void)
+{
+	if (!sf_config.enabled || !sf_objects_patched_total() || sf_log_ready())
+		return;
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	log_create_locked();
+	sf_log_unlock_sig(&old);
+}
+
+/* A clone(CLONE_FILES) child's own descriptor lives in the table it shares
+ * with its parent, which outlives it: it is closed when the child's
+ * function returns (hooks.c) or the child calls exit (sf_log_finish), so
+ * a pool of such workers leaves no descriptor behind. One that ends with
+ * _exit or a signal keeps it in the table: no code of the child's runs
+ * then. Its slots stay mapped: the events in them are in the file. */
+void sf_log_child_return(void)
+{
+	if (L.files_shared && L.hdr) {
+		sf_log_calibrate();
+		__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
+		log_fd_forget();
+	}
 }
 
 /* fork: the child inherits the parent's descriptor and shared mappings of
@@ -676,7 +758,8 @@ void sf_log_finish(void)
  * way to read or rewrite its parent's trace. It closes the descriptor
  * unless the table is shared with the parent (clone with CLONE_FILES), and
  * only if it still is the log (the program may have put a file of its own
- * at that number). It creates its own log at its first event. */
+ * at that number). It creates its own log at its first event, or before
+ * it changes its credentials (sf_log_create_early). */
 void sf_log_after_fork_child(int files_shared)
 {
 	__atomic_clear(&L.lock, __ATOMIC_RELAXED);
@@ -685,10 +768,19 @@ void sf_log_after_fork_child(int files_shared)
 		munmap(L.hdr, SF_HEADER_SIZE);
 	for (struct sf_slot *s = L.all_slots; s; s = s->next_all)
 		munmap(s->hdr, SF_SLOT_SIZE);
-	if (L.fd >= 0 && !files_shared && is_log(L.fd))
-		close(L.fd);
+	int fd = L.g.fd;
+	if (fd >= 0 && !files_shared && is_log(fd))
+		sf_close(fd);
+	/* Shared: the number is still the parent's log, and this child's
+	 * close loops must leave it alone as the parent's would. */
+	static struct sf_fd_guard parent_log = {.fd = -1};
+	parent_log.fd = files_shared ? fd : -1;
+	if (files_shared && fd >= 0)
+		sf_fd_guard_add(&parent_log);
+	L.files_shared = files_shared;
 	L.hdr = NULL;
-	L.fd = -1;
+	L.g.fd = -1;
+	L.g.epoch = 0;
 	L.lost = 0;
 	L.free_slots = NULL;
 	L.all_slots = NULL;

@@ -30,7 +30,7 @@ void sf_notes_init(void)
 		sf_rt_message("notes directory not used: ", dir, why);
 		return;
 	}
-	close(fd);
+	sf_close(fd);
 	memcpy(notes_dir, dir, n + 1);
 	notes_dir_len = n;
 }
@@ -55,12 +55,43 @@ static void note_write(const char *line, size_t len)
 	if (dfd < 0)
 		return;
 	int fd = sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
-	close(dfd);
+	sf_close(dfd);
 	if (fd < 0)
 		return;
 	ssize_t r = write(fd, line, len);
 	(void)r;
-	close(fd);
+	sf_close(fd);
+}
+
+/* Before the process takes another effective uid (hooks.c), as root: its
+ * note file is made now and given to that uid, so that it, or a program
+ * it execs as that user (start-stop-daemon --chuid, su), can still say
+ * why it wrote no log. record's directory is 0711 for that: a file in it
+ * can be opened by its name, but nobody else can list the directory or
+ * create anything in it. */
+void sf_notes_hand_over(uid_t to)
+{
+	uid_t me = geteuid();
+	if (!notes_dir_len || me != 0 || to == (uid_t)-1 || to == me)
+		return;
+	char name[16], tmp[16];
+	int k = 0;
+	size_t n = 0;
+	for (unsigned pid = (unsigned)getpid(); pid || !k; pid /= 10)
+		tmp[k++] = (char)('0' + pid % 10);
+	while (k)
+		name[n++] = tmp[--k];
+	name[n] = 0;
+	const char *why;
+	int dfd = sf_trust_dir(notes_dir, &why);
+	if (dfd < 0)
+		return;
+	int fd = sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
+	sf_close(dfd);
+	if (fd < 0)
+		return;
+	sf_syscall3(SYS_fchown, fd, (long)to, -1);
+	sf_close(fd);
 }
 
 static void put(char *buf, size_t cap, size_t *pos, const char *s)

@@ -286,7 +286,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	 * since the object was loaded would point us at the wrong bytes. */
 	int same = found == 1 ? xray_file_matches(fd, info->dlpi_phdr, info->dlpi_phnum, o->info.build_id,
 						  o->info.build_id_len) : 0;
-	close(fd);
+	sf_close(fd);
 	if (found != 1)
 		return 0;
 	if (same != 1) {
@@ -359,7 +359,7 @@ static int prepare_one(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	struct xray_section sec;
 	int found = xray_find_section(fd, &sec);
-	close(fd);
+	sf_close(fd);
 	struct sf_object bid = {0};
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];

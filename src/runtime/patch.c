@@ -86,7 +86,7 @@ static int other_threads(void)
 			tasks += name[0] != '.';
 			off += *(const unsigned short *)(buf + off + 16);
 		}
-	close(fd);
+	sf_close(fd);
 	return n < 0 || tasks - (sf_writer_active() ? 1 : 0) > 1;
 }
 
@@ -128,7 +128,7 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 		if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi)
 			sf_arch_patch_sled(&sleds[k], target, &w, res);
 	if (w.mem_fd >= 0) {
-		close(w.mem_fd);
+		sf_close(w.mem_fd);
 		if (w.failed)
 			sf_rt_message("patching through /proc/self/mem failed in ", obj->path, strerror(w.failed));
 	} else if (mprotect((void *)page_lo, len, prot) < 0) {

@@ -7,10 +7,13 @@
  *                 ends the process's tracing in order; wires the layers
  *   rt_libc.c     the libc the runtime calls, hidden (never interposable);
  *                 anonymous mappings, the raw thread id
+ *   fdguard.c     the runtime's descriptors out of the program's reach:
+ *                 close, close_range, closefrom, dup2, dup3 wrapped
  *   notes.c       messages on stderr, and notes for record when no log is written
  *   trust.c       paths from the environment: owner, mode and type checked, never followed
  *   exec_env.c    children exec'd with an environment of their own stay traced
- *   hooks.c       fork, _Fork, clone(), raw clone/fork via syscall(), vfork bookkeeping
+ *   hooks.c       fork, _Fork, clone(), raw clone/fork via syscall(), vfork bookkeeping;
+ *                 the log made before the program changes its credentials
  *   setup_abi.c   the reference tool's sftrace_setup ABI
  * Finding and patching code
  *   objects.c     loaded ELF objects with sleds: function ids, OBJECT chunks
@@ -190,6 +193,30 @@ int sf_fd_keep(int fd) SF_HIDDEN;
 /* A descriptor used briefly: moved only if it took 0, 1 or 2 (a closed
  * stdin, stdout or stderr), which the program's own writes would reach. */
 int sf_fd_brief(int fd) SF_HIDDEN;
+int sf_close(int fd) SF_HIDDEN;                /* the bare system call (close is the program's) */
+
+/* ---- fdguard.c (the runtime's descriptors out of the program's reach) ---- */
+/* A descriptor the runtime writes through, by number: fd changes only
+ * behind the gate (sf_fd_publish), and a writer holds it between
+ * sf_fd_use and sf_fd_unuse (with signals blocked). */
+struct sf_fd_guard {
+	int fd;
+	uint32_t epoch;
+	uint32_t users[2];
+};
+void sf_fd_guard_resolve(void) SF_HIDDEN;     /* glibc's close, at start-up */
+void sf_fd_guard_add(struct sf_fd_guard *g) SF_HIDDEN; /* the program's calls leave g->fd alone */
+int sf_fd_use(struct sf_fd_guard *g, uint32_t *ticket) SF_HIDDEN; /* g->fd, held until sf_fd_unuse */
+void sf_fd_unuse(struct sf_fd_guard *g, uint32_t ticket) SF_HIDDEN;
+/* The runtime takes a new number (open, dup) only between these: no
+ * program close or dup2 is in flight meanwhile. Blocks signals. */
+void sf_fd_gate_lock(sigset_t *old) SF_HIDDEN;
+void sf_fd_gate_unlock(const sigset_t *old) SF_HIDDEN;
+/* Under the gate: g->fd = fd, once no writer holds the old number. */
+void sf_fd_publish(struct sf_fd_guard *g, int fd) SF_HIDDEN;
+void sf_fd_guard_after_fork_child(void) SF_HIDDEN;
+/* syscall(2) of close, close_range, dup2, dup3 (hooks.c): 1, *r = result or -errno. */
+int sf_fd_syscall(long nr, const long *a, long *r) SF_HIDDEN;
 
 /* ---- notes.c (why no log was written, for sftrace record) ---- */
 void sf_notes_init(void) SF_HIDDEN;
@@ -197,6 +224,9 @@ void sf_messages_init(void) SF_HIDDEN; /* at start: is stderr open? */
 /* One line on stderr, "sftrace: ABC" (": " before c when given), also kept
  * in the notes. Async-signal-safe (write(2)). */
 void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
+/* Before the effective uid changes to `to` (hooks.c): the note file is
+ * handed to that uid while root can still make it. */
+void sf_notes_hand_over(uid_t to) SF_HIDDEN;
 
 /* ---- trust.c (paths from the environment: checked, never followed) ---- */
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by
@@ -226,6 +256,7 @@ int sf_clone_real(int (*fn)(void *), void *stack, int flags, void *arg) SF_HIDDE
 /* Called by arch/<arch>/vfork.S around the real vfork. */
 void sf_vfork_prepare(void) SF_HIDDEN;
 void sf_vfork_parent(void) SF_HIDDEN;
+int sf_in_vfork_child(void) SF_HIDDEN;
 long sf_set_errno(int e) SF_HIDDEN;
 
 /* ---- setup_abi.c ---- */
@@ -449,6 +480,12 @@ void sf_log_finish(void) SF_HIDDEN;            /* process exit */
 void sf_log_update_patch_stats(uint64_t patch_ns, uint32_t sleds_patched) SF_HIDDEN;
 /* files_shared: the child shares the descriptor table (CLONE_FILES). */
 void sf_log_after_fork_child(int files_shared) SF_HIDDEN;
+/* The log now, if this process has sleds and none yet (before a
+ * credential change: hooks.c). */
+void sf_log_create_early(void) SF_HIDDEN;
+/* A clone(CLONE_FILES) child's function returned: its descriptor leaves
+ * the shared table. */
+void sf_log_child_return(void) SF_HIDDEN;
 struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
 /* Clears n slot records front to back: a crashed process's reader stops at
  * the first zero word, so the slot reads as empty from the first store on. */

@@ -136,11 +136,26 @@ void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint6
 	}
 }
 
-static int write_all(int fd, const void *p, size_t n)
+/* The snapshot file being written, guarded like the log's descriptor
+ * (fdguard.c): a program's close loop or dup2 in another thread leaves it
+ * alone, and each write checks it still is the file opened (for a system
+ * call the wrappers cannot see). The writer thread blocks every signal, as
+ * a holder of a guarded number must. */
+static struct sf_fd_guard snap = {.fd = -1};
+static uint64_t snap_dev, snap_ino;
+
+static int write_all(const void *p, size_t n)
 {
 	const char *c = p;
 	while (n) {
-		ssize_t w = write(fd, c, n);
+		uint32_t t;
+		int fd = sf_fd_use(&snap, &t);
+		struct stat st;
+		ssize_t w = -1;
+		errno = EBADF;
+		if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == snap_dev && (uint64_t)st.st_ino == snap_ino)
+			w = write(fd, c, n);
+		sf_fd_unuse(&snap, t);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -172,7 +187,7 @@ static size_t cut_at(struct sf_chunk *c, uint64_t t)
 /* The OBJECT and UNLOAD chunks of the log mapped at m (size bytes), as they
  * stand, to fd. (A ring writes no DATA chunk; its batches are in slots,
  * which come from the rings.) */
-static int copy_objects(int fd, const unsigned char *m, uint64_t size)
+static int copy_objects(const unsigned char *m, uint64_t size)
 {
 	uint64_t off = SF_HEADER_SIZE;
 	while (off + sizeof(struct sf_chunk) <= size) {
@@ -183,7 +198,7 @@ static int copy_objects(int fd, const unsigned char *m, uint64_t size)
 			off += 16; /* padding before a slot, or a chunk still being written */
 			continue;
 		}
-		if (c->type != SF_CHUNK_SLOT && write_all(fd, c, csize) < 0)
+		if (c->type != SF_CHUNK_SLOT && write_all(c, csize) < 0)
 			return -1;
 		off += csize;
 	}
@@ -191,7 +206,7 @@ static int copy_objects(int fd, const unsigned char *m, uint64_t size)
 }
 
 /* Every thread's window, cut at T, to fd. scratch: one ring's slots. */
-static int copy_rings(int fd, uint32_t e, uint64_t t)
+static int copy_rings(uint32_t e, uint64_t t)
 {
 	static unsigned char *scratch; /* the writer thread's only */
 	size_t len = (size_t)sf_config.ring_slots * SF_SLOT_SIZE;
@@ -205,7 +220,7 @@ static int copy_rings(int fd, uint32_t e, uint64_t t)
 		uint32_t n = sf_ring_capture(r, e, scratch);
 		for (uint32_t i = 0; i < n; i++) {
 			struct sf_chunk *c = (struct sf_chunk *)(void *)(scratch + (size_t)i * SF_SLOT_SIZE);
-			if (c->thread_serial && cut_at(c, t) && write_all(fd, c, SF_SLOT_SIZE) < 0)
+			if (c->thread_serial && cut_at(c, t) && write_all(c, SF_SLOT_SIZE) < 0)
 				return -1;
 		}
 	}
@@ -231,9 +246,27 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	size_t len = strlen(path);
 	memcpy(tmp, path, len);
 	memcpy(tmp + len, ".tmp", 5);
-	int fd = sf_fd_brief(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+	/* Behind the gate: no program close or dup2 reaches the number before
+	 * it is moved high and guarded. */
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&snap);
+	int fd = sf_fd_keep(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+	int err = errno;
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) < 0) {
+		err = errno;
+		sf_close(fd);
+		fd = -1;
+	}
+	if (fd >= 0) {
+		snap_dev = (uint64_t)st.st_dev;
+		snap_ino = (uint64_t)st.st_ino;
+		sf_fd_publish(&snap, fd);
+	}
+	sf_fd_gate_unlock(&gold);
 	if (fd < 0) {
-		sf_rt_message("cannot write snapshot ", tmp, strerror(errno));
+		sf_rt_message("cannot write snapshot ", tmp, strerror(err));
 		munmap(m, size);
 		return -1;
 	}
@@ -247,11 +280,16 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	copy.reserved[SF_HDR_SNAP_SLOW_NS] = freeze.slow_ns;
 	copy.reserved[SF_HDR_SNAP_MISSED] = __atomic_load_n(&missed, __ATOMIC_RELAXED);
 	static const char pad[SF_HEADER_SIZE - sizeof(struct sf_header)];
-	int ok = write_all(fd, &copy, sizeof(copy)) == 0 && write_all(fd, pad, sizeof(pad)) == 0 &&
-		 copy_objects(fd, m, size) == 0 && copy_rings(fd, e, freeze.time) == 0;
-	int err = errno;
+	int ok = write_all(&copy, sizeof(copy)) == 0 && write_all(pad, sizeof(pad)) == 0 &&
+		 copy_objects(m, size) == 0 && copy_rings(e, freeze.time) == 0;
+	err = errno;
 	munmap(m, size);
-	close(fd);
+	sf_fd_gate_lock(&gold);
+	fd = snap.fd; /* moved, perhaps, by a program's dup2 */
+	sf_fd_publish(&snap, -1);
+	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == snap_dev && (uint64_t)st.st_ino == snap_ino)
+		sf_close(fd);
+	sf_fd_gate_unlock(&gold);
 	if (!ok) {
 		sf_rt_message("cannot write snapshot ", path, strerror(err));
 		unlink(tmp);

@@ -2,8 +2,8 @@
  * SFTRACE_BUDGET_FILE, SFTRACE_TRIGGERS, SFTRACE_FILTER, per-object
  * filters): nothing at such a path is trusted because of its name.
  *
- * record makes its files in a private directory (mkdtemp: 0700, a random
- * name) under $TMPDIR or /tmp. A name there can be taken over by another
+ * record makes its files in a private directory (mkdtemp, then 0711: only
+ * searchable by others; a random name) under $TMPDIR or /tmp. A name there can be taken over by another
  * user once the directory is gone, so every use checks what it opened:
  *   - no symlink is followed (O_NOFOLLOW) and nothing blocks (O_NONBLOCK:
  *     a FIFO does not hang the program in open);
@@ -27,9 +27,11 @@ static int owner_ok(const struct stat *st)
 	return (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
+/* O_PATH: the directory is only ever a base for openat, and a process
+ * that changed its uid may search record's 0711 directory, not read it. */
 int sf_trust_dir(const char *path, const char **why)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0) {
 		*why = errno == ELOOP || errno == ENOTDIR ? "not a directory (or a symlink)" : "cannot open";
@@ -37,7 +39,7 @@ int sf_trust_dir(const char *path, const char **why)
 	}
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || !owner_ok(&st)) {
 		*why = "not a private directory of this user (owner or mode)";
-		close(fd);
+		sf_close(fd);
 		return -1;
 	}
 	return fd;
@@ -65,7 +67,7 @@ int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const cha
 		return -1;
 	}
 	if (check_file(fd, why) < 0) {
-		close(fd);
+		sf_close(fd);
 		return -1;
 	}
 	return fd;
@@ -81,7 +83,7 @@ int sf_trust_open_regular(const char *path, const char **why)
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		*why = "not a regular file";
-		close(fd);
+		sf_close(fd);
 		return -1;
 	}
 	return fd;

@@ -311,7 +311,7 @@ static int mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 			}
 		}
 	}
-	close(fd);
+	sf_close(fd);
 	return found;
 }
 

@@ -52,7 +52,24 @@ def test_program_that_closes_or_dup2s_over_every_descriptor_keeps_its_files_and_
             eq(count_calls(dump_events(log)).get("work"), 3 + 2 * CALLS, f"{what}: every call recorded")
 
 
-def test_program_that_drops_root_then_closes_descriptors_stops_recording_with_counted_errors():
+def test_program_that_drops_root_then_closes_descriptors_keeps_recording():
+    # close_range through libc never reaches the runtime's descriptor
+    # (fdguard.c), so after dropping root nothing needs reopening.
+    if os.geteuid() != 0:
+        raise Skip("needs root (the program becomes nobody)")
+    exe = _fds_fixture()
+    d = tmpdir()
+    os.chmod(d, 0o777)
+    own = os.path.join(d, "own.txt")
+    p, log = _record(d, [exe, "droplibc", own, str(CALLS)])
+    eq(p.stdout, "fds ok\n", "droplibc")
+    eq(_read(own), OWN, "the program's file holds what it wrote, nothing else")
+    events, dropped, errors, _ = _summary(p.stderr, log)
+    eq((dropped, errors), (0, 0), "nothing dropped")
+    eq(count_calls(dump_events(log)).get("work"), 3 + 2 * CALLS, "every call recorded")
+
+
+def test_program_that_drops_root_then_closes_descriptors_bare_stops_recording_with_counted_errors():
     if os.geteuid() != 0:
         raise Skip("needs root (the program becomes nobody)")
     exe = _fds_fixture()
@@ -66,8 +83,10 @@ def test_program_that_drops_root_then_closes_descriptors_stops_recording_with_co
     p, log = _record(d, [exe, "drop", own, str(CALLS)])
     eq(p.stdout, "fds ok\n", "drop")
     eq(_read(own), OWN, "the program's file holds what it wrote, nothing else")
-    # As nobody it can open the root-owned 0600 log neither by its mapping
-    # nor by its path: what it recorded before stays, the rest is counted.
+    # A bare system call instruction (no libc wrapper sees it) closed the
+    # log's descriptor. As nobody it can open the root-owned 0600 log
+    # neither by its mapping nor by its path: what it recorded before
+    # stays, the rest is counted.
     events, dropped, errors, last = _summary(p.stderr, log)
     check(errors > 0 and last == "Bad file descriptor", p.stderr)
     eq(events + dropped, total, "events kept + dropped: every event accounted for")
@@ -89,11 +108,12 @@ def test_program_without_privileges_gets_its_log_back_by_path_and_only_that_file
     d = tmpdir()
     os.chmod(d, 0o777)
     own = os.path.join(d, "own.txt")
-    p, log = _record(d, [exe, "loop", own, str(CALLS)], wrap=nobody)
-    eq(_read(own), OWN, "loop: the program's file")
+    # A bare close_range instruction: no libc wrapper keeps the descriptor.
+    p, log = _record(d, [exe, "bare", own, str(CALLS)], wrap=nobody)
+    eq(_read(own), OWN, "bare: the program's file")
     total, dropped, _, _ = _summary(p.stderr, log)
-    eq(dropped, 0, "loop: nothing dropped")
-    eq(count_calls(dump_events(log)).get("work"), 3 + 2 * CALLS, "loop: every call recorded")
+    eq(dropped, 0, "bare: nothing dropped")
+    eq(count_calls(dump_events(log)).get("work"), 3 + 2 * CALLS, "bare: every call recorded")
     # The program moved the log away and put a file of its own at its name.
     d = tmpdir()
     os.chmod(d, 0o777)
@@ -162,3 +182,58 @@ def test_clone_children_get_their_own_log_and_leave_the_parents_intact():
             eq(sorted(logs), ["sf.log"], f"{mode}: no child log")
         else:
             eq(dict(_child_log(logs)), child, f"{mode}: the child's log")
+
+
+def test_close_and_dup2_loops_see_what_they_would_see_untraced():
+    # close() of the log's number fails with EBADF and closes nothing, as
+    # it would untraced (the program never opened it); dup2 onto it
+    # succeeds after the runtime moved its descriptor (fdguard.c). The
+    # program's numbers, results and file are as untraced, and its calls
+    # after the loops are still recorded. (Before: close() returned 0 for
+    # the log's number, and the log was reopened at another number.)
+    exe = build_c("prod_closeret", ["prod_closeret.c"])
+    d = tmpdir()
+    plain = run([exe, os.path.join(d, "plain.txt")])
+    eq(plain.stdout, "closed 0 ebadf 1021 other 0; file at 3, dup2 124 of 124, next open 4\n", "untraced")
+    own = os.path.join(d, "own.txt")
+    p, log = _record(d, [exe, own])
+    eq(p.stdout, plain.stdout, "traced: what the program saw")
+    eq(_read(own), b"own\n", "the program's file")
+    events, dropped, errors, _ = _summary(p.stderr, log)
+    eq((dropped, errors), (0, 0), "nothing dropped")
+    eq(count_calls(dump_events(log)).get("work"), 1003, "every call recorded")
+
+
+def test_program_execd_as_another_user_that_cannot_write_the_log_is_named():
+    # setpriv (not instrumented) changes its uid as root, then execs the
+    # program as nobody, which may not create a file in the 0755 root-owned
+    # output directory. Its log cannot exist; record must say so, naming
+    # the pid (before: "no log written: setpriv ran no XRay-instrumented
+    # code", which was false). The runtime in setpriv hands its note file
+    # to nobody before the change (notes.c), in record's 0711 directory.
+    nobody = _as_nobody()
+    exe = build_c("prod_pid", ["prod_pid.c"])
+    d = tmpdir()
+    os.chmod(d, 0o755)
+    p, log = _record(d, nobody + [exe])
+    m = re.fullmatch(r"pid (\d+)\n", p.stdout)
+    check(m, p.stdout)
+    # the runtime's own line on the program's stderr, then record's
+    eq(p.stderr, f"sftrace: cannot create log {log}: Permission denied\n"
+       f"sftrace: pid {m.group(1)} wrote no log: cannot create log {log}: Permission denied\n", "stderr")
+    eq(os.listdir(d), [], "no log")
+
+
+def test_snapshots_never_land_in_a_file_the_program_reopens_after_a_close_loop():
+    # The snapshot file's descriptor is kept high and guarded like the
+    # log's (snapshot.c, fdguard.c). Before, it took the lowest free number
+    # and a thread's close loop + open put the program's own file under it:
+    # the rest of the snapshot was written into the program's file.
+    exe = build_c("prod_snapfd", ["prod_snapfd.c"], libs=["-lpthread"])
+    d = tmpdir()
+    own = os.path.join(d, "own.txt")
+    p, log = _record(d, [exe, own, "10"], ["--ring", "4M"])
+    eq(p.stdout, "done\n", "the program finished")
+    eq(_read(own), b"own\n", "the program's file holds what it wrote, nothing else")
+    snaps = [f for f in os.listdir(d) if ".snap." in f and not f.endswith(".tmp")]
+    check(len(snaps) >= 1, f"snapshots written: {sorted(os.listdir(d))} {p.stderr}")

@@ -19,7 +19,6 @@ def test_skep_dup2_race_never_writes_into_program_file():
     # (it loses when the close step makes the runtime give up the log
     # first), so the case tries up to 8 runs. Claim: "never a write into
     # another file".
-    raise Skip("known break, issue 24 open: the fstat check and the write are two system calls; a dup2 over the log's number in between is written into")
     exe = build_c("skep24_dup2race", ["skep24_dup2race.c"], flags=["-pthread"])
     for attempt in range(8):
         d = tmpdir()
@@ -51,7 +50,6 @@ def test_skep_daemon_dropping_root_first_is_not_silently_lost():
     # no warning. README: "record lists every log written ... and any
     # events the runtime had to drop"; the issue: "recording stops with a
     # counted error that record reports".
-    raise Skip("known break, issue 24 open: a process that drops root before its first event cannot create its log or write a note; record does not know it ran")
     d = tmpdir()
     p, pid = _daemon(d)
     logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
@@ -96,7 +94,6 @@ def test_skep_clone_files_children_leave_no_descriptors_in_parent():
     # pool runs out of descriptors (EMFILE). Claims: "never touches the
     # program's descriptors", "a child keeps no descriptor of its parent's
     # log", descriptors "sit high".
-    raise Skip("known break, issue 24 open: a clone(CLONE_FILES) child's own log descriptor stays in the shared table after it exits")
     exe = _clones()
     plain = _run_limited([exe, "files100"])
     import re
@@ -243,7 +240,6 @@ def test_skep_keeper_killed_private_dir_outlives_descendants():
     # (twice). Claims: the private dir "stays valid for all descendants and
     # is removed when the last one exits"; record "waits until every process
     # the command started has exited".
-    raise Skip("known break, issue 24 open: when the keeper itself is SIGKILLed, record removes the private directory while descendants run")
     exe = build_c("skep24_fdnum", ["skep24_fdnum.c"])
     d = tmpdir()
     err = os.path.join(d, "worker.err")

@@ -246,7 +246,7 @@ def test_record_killed_leaves_nothing_behind():
             time.sleep(0.01)
         dirs = notes_dirs(d)
         eq(len(dirs), 1, "the private directory while the program runs")
-        eq(stat.S_IMODE(os.stat(dirs[0]).st_mode), 0o700, "its mode")
+        eq(stat.S_IMODE(os.stat(dirs[0]).st_mode), 0o711, "its mode (others may only open a file handed to them by name)")
         rec.kill()
         rec.wait()
         time.sleep(0.2)

@@ -1,0 +1,366 @@
+/* The runtime's descriptors are out of the program's reach.
+ *
+ * The log's descriptor lives in the program's table, where a close loop, a
+ * close_range, a closefrom or a dup2 over its number would otherwise take
+ * it away, or worse, put the program's own file under the number the
+ * runtime writes to. An fstat check before each write narrows that to the
+ * time between the check and the write, but cannot close it. So the
+ * functions that take a number away from whoever holds it are wrapped
+ * here, as valgrind does for its own descriptors:
+ *   - close(N) of the runtime's number fails with EBADF, as it would
+ *     untraced (the program never opened N), and closes nothing; so does
+ *     a dup2 or dup3 from it;
+ *   - close_range and closefrom close everything in their range but it;
+ *   - dup2 and dup3 onto it first move the runtime's descriptor to another
+ *     free number near the top, wait until no runtime write still uses the
+ *     old number (sf_fd_use), and only then let the program's call put its
+ *     file there.
+ * The raw system calls made through syscall() take the same path
+ * (hooks.c). What stays out of reach of these wrappers is a system call
+ * instruction in the program's own code, or an io_uring close: for those,
+ * logfile.c's fstat check remains (docs/DESIGN.md "The runtime's
+ * descriptors").
+ *
+ * The runtime itself takes a new number (the kernel gives the lowest free
+ * one) only behind the gate: it waits until no program call of this file
+ * is in flight, and those calls wait while it holds the gate, so a number
+ * the program closes or dup2s "blindly" (a close loop over numbers it does
+ * not own) can never be one the runtime has just taken.
+ *
+ * Costs: one atomic add and one load per program close/dup2 (no system
+ * call); one atomic add and subtract per runtime write. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sf_arch.h"
+#include "runtime/runtime.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define SF_FD_GUARDS 4
+static struct sf_fd_guard *guards[SF_FD_GUARDS];
+static uint32_t gate;      /* 1 while the runtime takes or moves a descriptor */
+static uint32_t crossing;  /* program calls of this file in flight */
+
+typedef int (*close_fn)(int);
+static close_fn real_close; /* glibc's: a cancellation point, unlike the bare system call */
+
+void sf_fd_guard_resolve(void)
+{
+	real_close = (close_fn)dlsym(RTLD_NEXT, "close");
+}
+
+void sf_fd_guard_add(struct sf_fd_guard *g)
+{
+	for (int i = 0; i < SF_FD_GUARDS; i++) {
+		if (guards[i] == g)
+			return;
+		if (!guards[i]) {
+			__atomic_store_n(&guards[i], g, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+static void pause_briefly(void)
+{
+	struct { long s, ns; } ts = {0, 20000};
+	sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+}
+
+/* ---- the runtime's side ---- */
+
+int sf_fd_use(struct sf_fd_guard *g, uint32_t *ticket)
+{
+	uint32_t e = __atomic_load_n(&g->epoch, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&g->users[e & 1], 1, __ATOMIC_SEQ_CST);
+	*ticket = e & 1;
+	return __atomic_load_n(&g->fd, __ATOMIC_SEQ_CST);
+}
+
+void sf_fd_unuse(struct sf_fd_guard *g, uint32_t ticket)
+{
+	__atomic_sub_fetch(&g->users[ticket], 1, __ATOMIC_SEQ_CST);
+}
+
+/* Every user that may still hold the number it read before g->fd changed
+ * has left: two flips of the epoch, each waiting for the users of the
+ * other half (a user that read the epoch before the first flip but
+ * counted itself after it is caught by the second). Users never block
+ * (a chunk write at most), and run with signals blocked, so no signal
+ * handler on this thread can be one. */
+static void wait_users(struct sf_fd_guard *g)
+{
+	for (int flip = 0; flip < 2; flip++) {
+		uint32_t old = __atomic_fetch_add(&g->epoch, 1, __ATOMIC_SEQ_CST) & 1;
+		while (__atomic_load_n(&g->users[old], __ATOMIC_SEQ_CST))
+			pause_briefly();
+	}
+}
+
+void sf_fd_gate_lock(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+	while (__atomic_test_and_set(&gate, __ATOMIC_ACQUIRE))
+		pause_briefly();
+	/* A program call already past the gate finishes first. Bounded: a
+	 * signal handler that interrupted the program's own call on this
+	 * thread cannot be waited for (1 s, then the fstat check is what is
+	 * left). */
+	for (int i = 0; i < 50000 && __atomic_load_n(&crossing, __ATOMIC_SEQ_CST); i++)
+		pause_briefly();
+}
+
+void sf_fd_gate_unlock(const sigset_t *old)
+{
+	__atomic_clear(&gate, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+void sf_fd_publish(struct sf_fd_guard *g, int fd)
+{
+	__atomic_store_n(&g->fd, fd, __ATOMIC_SEQ_CST);
+	wait_users(g);
+}
+
+void sf_fd_guard_after_fork_child(void)
+{
+	__atomic_clear(&gate, __ATOMIC_RELAXED);
+	crossing = 0;
+	for (int i = 0; i < SF_FD_GUARDS && guards[i]; i++) {
+		guards[i]->users[0] = guards[i]->users[1] = 0;
+	}
+}
+
+/* ---- the program's side ---- */
+
+static void enter(void)
+{
+	for (;;) {
+		__atomic_add_fetch(&crossing, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&gate, __ATOMIC_SEQ_CST))
+			return;
+		__atomic_sub_fetch(&crossing, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&gate, __ATOMIC_ACQUIRE))
+			pause_briefly();
+	}
+}
+
+static void leave(void)
+{
+	__atomic_sub_fetch(&crossing, 1, __ATOMIC_SEQ_CST);
+}
+
+static struct sf_fd_guard *guard_of(long fd)
+{
+	if (fd < 0)
+		return NULL;
+	for (int i = 0; i < SF_FD_GUARDS; i++) {
+		struct sf_fd_guard *g = __atomic_load_n(&guards[i], __ATOMIC_ACQUIRE);
+		if (!g)
+			break;
+		if (__atomic_load_n(&g->fd, __ATOMIC_SEQ_CST) == fd)
+			return g;
+	}
+	return NULL;
+}
+
+/* The lowest runtime number in [lo, hi], or -1. */
+static long lowest_guarded(unsigned long lo, unsigned long hi)
+{
+	long best = -1;
+	for (int i = 0; i < SF_FD_GUARDS; i++) {
+		struct sf_fd_guard *g = __atomic_load_n(&guards[i], __ATOMIC_ACQUIRE);
+		if (!g)
+			break;
+		long fd = __atomic_load_n(&g->fd, __ATOMIC_SEQ_CST);
+		if (fd >= 0 && (unsigned long)fd >= lo && (unsigned long)fd <= hi && (best < 0 || fd < best))
+			best = fd;
+	}
+	return best;
+}
+
+static long ret_errno(long r)
+{
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* A free number for the runtime's descriptor at old: the highest one
+ * below the top of the table (rt_libc.c keeps the low ones the program's),
+ * or -1. */
+static long move_away(long old)
+{
+	struct rlimit rl;
+	long top = sf_syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl, 0, 0) == 0 ? (long)rl.rlim_cur : 1024;
+	if (top > 1024)
+		top = 1024;
+	for (long t = top - 1; t >= 3; t--) {
+		long r = sf_syscall3(SYS_fcntl, old, F_DUPFD_CLOEXEC, t);
+		if (r >= 0)
+			return r;
+		if (r != -EMFILE && r != -EINVAL)
+			return -1;
+	}
+	return -1;
+}
+
+/* dup2/dup3 onto the runtime's number: the runtime moves first, behind the
+ * gate (so no other program call sees the number half-moved), waits for
+ * its writes through the old number, then the program's call runs. No
+ * free number left: the runtime gives that descriptor up (its writes then
+ * fail, counted). */
+static long dup_over(long nr, long from, long to, long flags)
+{
+	sigset_t old;
+	sf_fd_gate_lock(&old);
+	struct sf_fd_guard *g = guard_of(to);
+	if (g && from != to) {
+		long moved = move_away(to);
+		sf_fd_publish(g, (int)moved);
+	}
+	long r = nr == SYS_dup3 ? sf_syscall3(SYS_dup3, from, to, flags)
+#ifdef SYS_dup2
+				: sf_syscall3(SYS_dup2, from, to, 0);
+#else
+				: (from == to ? to : sf_syscall3(SYS_dup3, from, to, 0));
+#endif
+	sf_fd_gate_unlock(&old);
+	return r;
+}
+
+/* The bare system calls, with the runtime's numbers left alone; -errno. */
+static long guarded_close_range(unsigned long lo, unsigned long hi, unsigned long flags)
+{
+	if (flags & CLOSE_RANGE_CLOEXEC) /* the runtime's are close-on-exec already */
+		return sf_syscall3(SYS_close_range, lo, hi, flags);
+	long r = 0;
+	while (lo <= hi) {
+		long g = lowest_guarded(lo, hi);
+		unsigned long end = g < 0 ? hi : (unsigned long)g - 1;
+		if (g < 0 || (unsigned long)g > lo)
+			r = sf_syscall3(SYS_close_range, lo, end, flags);
+		if (r < 0 || g < 0 || (unsigned long)g == ~0ul)
+			break;
+		lo = (unsigned long)g + 1;
+	}
+	return r;
+}
+
+/* syscall(2) with one of these numbers (hooks.c): 1 and *r set if handled. */
+int sf_fd_syscall(long nr, const long *a, long *r)
+{
+	if (nr != SYS_close && nr != SYS_close_range && nr != SYS_dup3
+#ifdef SYS_dup2
+	    && nr != SYS_dup2
+#endif
+	)
+		return 0;
+	enter();
+	if (nr == SYS_close) {
+		*r = guard_of(a[0]) ? -EBADF : sf_syscall3(SYS_close, a[0], 0, 0);
+		leave();
+		return 1;
+	}
+	if (nr == SYS_close_range) {
+		*r = (unsigned long)a[0] > (unsigned long)a[1] ? -EINVAL
+							      : guarded_close_range((unsigned)a[0], (unsigned)a[1], (unsigned)a[2]);
+		leave();
+		return 1;
+	}
+	/* A vfork child's table is its own copy, about to be replaced by an
+	 * exec, and the guard it sees is its parent's memory: it must not move
+	 * the parent's descriptor, and what it puts at that number is its own. */
+	int over = guard_of(a[1]) != NULL && !sf_in_vfork_child();
+	if (guard_of(a[0])) { /* the program never had it open: as untraced */
+		leave();
+		*r = -EBADF;
+		return 1;
+	}
+	if (!over)
+		*r = sf_syscall3(nr, a[0], a[1], a[2]);
+	leave();
+	if (over)
+		*r = dup_over(nr, a[0], a[1], a[2]);
+	return 1;
+}
+
+__attribute__((visibility("default"))) int close(int fd)
+{
+	enter();
+	if (guard_of(fd)) {
+		leave();
+		errno = EBADF;
+		return -1;
+	}
+	int r;
+	if (real_close) {
+		r = real_close(fd);
+	} else {
+		r = (int)ret_errno(sf_syscall3(SYS_close, fd, 0, 0)); /* before the runtime's constructor */
+	}
+	int err = errno;
+	leave();
+	errno = err;
+	return r;
+}
+
+__attribute__((visibility("default"))) int close_range(unsigned int lo, unsigned int hi, int flags)
+{
+	long a[6] = {lo, hi, flags};
+	long r;
+	sf_fd_syscall(SYS_close_range, a, &r);
+	return (int)ret_errno(r);
+}
+
+/* glibc's closefrom calls close_range inside libc, past any wrapper. */
+__attribute__((visibility("default"))) void closefrom(int lo)
+{
+	if (lo < 0)
+		lo = 0;
+	enter();
+	long r = guarded_close_range((unsigned)lo, ~0u, 0);
+	leave();
+	if (r < 0) /* no close_range (Linux < 5.9): one by one, as glibc falls back to */
+		for (long fd = lo, top = sysconf(_SC_OPEN_MAX); fd < top; fd++)
+			close((int)fd);
+}
+
+__attribute__((visibility("default"))) int dup2(int from, int to)
+{
+#ifdef SYS_dup2
+	long a[6] = {from, to};
+	long r;
+	sf_fd_syscall(SYS_dup2, a, &r);
+	return (int)ret_errno(r);
+#else
+	/* dup2(fd, fd) checks fd and returns it; dup3 refuses it. */
+	if (from == to)
+		return (int)ret_errno(sf_syscall3(SYS_fcntl, from, F_GETFD, 0) < 0 ? -EBADF : to);
+	long a[6] = {from, to, 0};
+	long r;
+	sf_fd_syscall(SYS_dup3, a, &r);
+	return (int)ret_errno(r);
+#endif
+}
+
+__attribute__((visibility("default"))) int dup3(int from, int to, int flags)
+{
+	long a[6] = {from, to, flags};
+	long r;
+	sf_fd_syscall(SYS_dup3, a, &r);
+	return (int)ret_errno(r);
+}

@@ -350,7 +350,7 @@ int cmd_query(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int c, usage_error, fmt = -1, writable = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:c:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
 		if (input_opts_handle(&io, c, optarg)) {
 			if (io.failed)
 				goto out_usage;

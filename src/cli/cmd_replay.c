@@ -20,6 +20,9 @@
  * is written at its end, which may put it after another thread's lines
  * that began later; each thread's own lines keep their order.
  *
+ * A thread whose name the kernel cut (15 bytes) gets a line "# thread TID:
+ * name (first function)" before its first call (trace_thread_label).
+ *
  * Repairs and cuts show as comments where they happen: a run of frames
  * closed by unwinding as "3 frames unwound" after their closing lines,
  * frames closed at their thread's end likewise, and calls the time window
@@ -70,6 +73,7 @@ struct thread_state {
 	int has_pending;
 	struct fr_frame pending;  /* begun, not yet known to have children */
 	uint64_t last_time;       /* time of its latest line (delta column) */
+	int labelled;             /* its label line, if it needs one, is out */
 	int has_last;
 	/* A run of repaired closes, written as one comment when it ends. */
 	enum fr_end_kind run_kind;
@@ -391,6 +395,14 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 {
 	struct replay *r = ctx;
 	struct thread_state *ts = &r->threads[f->thread->index];
+	if (!ts->labelled) {
+		/* Where the kernel cut the thread's name, the thread's first
+		 * function tells which one it is (libtest: the test). */
+		ts->labelled = 1;
+		if (trace_thread_name_cut(f->proc, f->thread))
+			printf("%s# thread %u: %s%s\n", r->color ? C_DIM : "", f->thread->tid,
+			       sf_esc(trace_thread_label(f->proc, f->thread)), r->color ? C_OFF : "");
+	}
 	flush_run(r, f->thread, f->proc);
 	if (ts->has_pending)
 		open_pending(r, ts);
@@ -501,7 +513,7 @@ int cmd_replay(int argc, char **argv)
 	int c, rc = 1, usage_error, no_pager = 0;
 	parse_fields(&r, "duration,tid");
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:s:c:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:s:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
 		if (input_opts_handle(&io, c, optarg)) {
 			if (io.failed)
 				goto out_usage;

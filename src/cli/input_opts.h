@@ -1,6 +1,7 @@
 /* Options every command that reads logs shares (convert, report, replay,
- * graph, info, flamegraph, dump): symbol overrides, --force, --no-symbols, --quiet, the
- * cut (-c, --tid, --time, --min-duration, --max-depth), --names, and the
+ * graph, info, flamegraph, dump, query, memory): symbol overrides, --force,
+ * --no-symbols, --quiet, the cut (-c, -F, -N, --tid, --time, --min-duration,
+ * --max-depth), --names, and the
  * final "LOG... [-o OUT]" checks. Declared once so their spelling, help
  * text and behaviour cannot drift between commands. */
 #ifndef SFTRACE_CLI_INPUT_OPTS_H
@@ -13,13 +14,18 @@
 #include "lib/trace_input.h"
 
 /* Option codes of the long-only shared options. */
-enum { IO_TID = 0x300, IO_TIME, IO_MIN_DURATION, IO_MAX_DEPTH, IO_NAMES };
+enum { IO_TID = 0x300, IO_TIME, IO_MIN_DURATION, IO_MAX_DEPTH, IO_NAMES, IO_FORCE, IO_NO_SYMBOLS };
+
+/* The short options of the shared ones, for each command's optstring
+ * ("o:" INPUT_SHORTOPTS "h"): -c FILE, -F REGEX, -N REGEX, -q. */
+#define INPUT_SHORTOPTS "c:F:N:q"
 
 /* getopt_long entries; SYM is the short option letter of --symbol. The
  * short options of the cut ("c:") go into each command's optstring. */
 #define INPUT_LONGOPTS(SYM)                                                                  \
-	{"symbol", required_argument, 0, SYM}, {"force", no_argument, 0, 'F'},               \
-		{"no-symbols", no_argument, 0, 'N'}, {"quiet", no_argument, 0, 'q'},         \
+	{"symbol", required_argument, 0, SYM}, {"force", no_argument, 0, IO_FORCE},          \
+		{"no-symbols", no_argument, 0, IO_NO_SYMBOLS}, {"quiet", no_argument, 0, 'q'}, \
+		{"filter-func", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'}, \
 		{"filter", required_argument, 0, 'c'}, {"tid", required_argument, 0, IO_TID}, \
 		{"time", required_argument, 0, IO_TIME},                                     \
 		{"min-duration", required_argument, 0, IO_MIN_DURATION},                     \
@@ -32,6 +38,7 @@ struct input_opts {
 	size_t nsymbols;
 	int symbol_char;
 	uint32_t *tids;
+	const char **only_funcs, **notrace_funcs; /* -F, -N regexes, in order */
 	int names;       /* -1: the command's default, 0 full, 1 short */
 	int failed;      /* a shared option had a bad value (message printed) */
 };

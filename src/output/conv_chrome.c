@@ -133,8 +133,8 @@ static int ch_process_begin(void *ctx, const struct trace_proc *p)
 static int ch_thread_begin(void *ctx, const struct trace_proc *p, const struct lr_thread *t)
 {
 	struct chrome *c = ctx;
-	(void)p;
-	return metadata(c, t->tid, "thread_name", t->name[0] ? t->name : "thread");
+	const char *label = trace_thread_label(p, t); /* a cut name with the thread's first function */
+	return metadata(c, t->tid, "thread_name", label[0] ? label : "thread");
 }
 
 static const char *frag_for(struct chrome *c, const struct trace_proc *p, uint32_t func_id, size_t *len)

@@ -855,6 +855,8 @@ void trace_report_repairs(const struct trace_input *in)
 
 void trace_repairs_shown(struct trace_input *in) { in->repairs_shown = 1; }
 
+int trace_quiet(const struct trace_input *in) { return in->opt.quiet; }
+
 void trace_close(struct trace_input *in)
 {
 	if (!in)

@@ -163,6 +163,9 @@ void trace_report_repairs(const struct trace_input *in);
  * is printed once per command. */
 void trace_repairs_shown(struct trace_input *in);
 
+/* Whether -q asked for no warnings. */
+int trace_quiet(const struct trace_input *in);
+
 void trace_close(struct trace_input *in);
 
 #endif

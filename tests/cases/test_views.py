@@ -575,3 +575,26 @@ def test_repairs_notice_once():
     for cmd in (["replay"], ["graph"]):
         p = run([SFTRACE] + cmd + [log])
         eq(p.stderr.count("repaired:"), 1, f"{cmd[0]}'s stderr")
+
+
+# ---- Chrome JSON past trace_processor's nesting limit ----
+
+def test_chrome_json_deep_recursion_warns_with_the_count():
+    """3,000 nested rec() calls: the JSON keeps every call; convert says how
+    many lie 512 or more levels deep, which is what trace_processor (so
+    Perfetto's UI) drops from a JSON trace."""
+    exe = build_c("stress_recursion", ["stress_recursion.c"], libs=["-lpthread"])
+    _, log = record([exe, "main", "2999"])
+    out = os.path.join(tmpdir(), "t.json")
+    p = run([SFTRACE, "convert", "--type", "chrome", log, "-o", out])
+    eq(p.stderr, "sftrace: warning: 2490 calls are nested 512 or more levels deep: Perfetto's UI and "
+       "trace_processor drop them from a JSON trace; --type perfetto keeps every call\n", "warning")
+    with open(out, encoding="utf-8") as fh:
+        xs = [e for e in __import__("json").load(fh)["traceEvents"] if e["ph"] == "X"]
+    eq(len(xs), 3002, "every call in the JSON")
+    eq(run([SFTRACE, "convert", "-q", "--type", "chrome", log, "-o", out]).stderr, "", "-q")
+    small = os.path.join(tmpdir(), "s.json")
+    eq(run([SFTRACE, "convert", "--type", "chrome", views_log()[1], "-o", small]).stderr, "", "no warning")
+    rows = tp_rows(out, "select 'n', count(*) from slice union all "
+                        "select name, value from stats where name = 'slice_max_depth_exceeded'")
+    eq(sorted(rows), [["n", "512"], ["slice_max_depth_exceeded", "2490"]], "trace_processor drops that many")

@@ -494,6 +494,31 @@ static void usage(FILE *out)
 	input_opts_usage(out, 's');
 }
 
+/* The command line's own options. */
+struct replay_opts {
+	struct replay *r;
+	const char *color;
+	int no_pager;
+};
+
+static int replay_option(void *ctx, int c, const char *arg)
+{
+	struct replay_opts *o = ctx;
+	switch (c) {
+	case 'f': return parse_fields(o->r, arg);
+	case 'P': o->no_pager = 1; return 0;
+	case 'L': o->r->srcline = 1; return 0;
+	case 'C':
+		if (strcmp(arg, "auto") && strcmp(arg, "always") && strcmp(arg, "never")) {
+			sf_error("--color must be auto, always or never, not '%s'", arg);
+			return -1;
+		}
+		o->color = arg;
+		return 0;
+	}
+	return -1;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -502,41 +527,21 @@ int cmd_replay(int argc, char **argv)
 		{"srcline", no_argument, 0, 'L'},
 		{"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'},
-		{"help", no_argument, 0, 'h'},
-		INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
 	struct replay r = {0};
 	struct input_opts io;
 	input_opts_init(&io, 's');
-	const char *color = "auto";
-	int c, rc = 1, usage_error, no_pager = 0;
+	int rc = 1, usage_error;
 	parse_fields(&r, "duration,tid");
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:s:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg)) {
-			if (io.failed)
-				goto out_usage;
-			continue;
-		}
-		switch (c) {
-		case 'f':
-			if (parse_fields(&r, optarg) < 0)
-				goto out_usage;
-			break;
-		case 'P': no_pager = 1; break;
-		case 'L': r.srcline = 1; break;
-		case 'C':
-			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
-				sf_error("--color must be auto, always or never, not '%s'", optarg);
-				goto out_usage;
-			}
-			color = optarg;
-			break;
-		case 'h': usage(stdout); input_opts_free(&io); return 0;
-		default: goto out_usage;
-		}
+	struct replay_opts ro = {&r, "auto", 0};
+	const struct cmd_opts own = {longopts, "f:", replay_option, &ro, usage};
+	switch (input_opts_parse(&io, &own, argc, argv)) {
+	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
+	case IO_USAGE_ERROR: goto out_usage;
 	}
+	const char *color = ro.color;
+	int no_pager = ro.no_pager;
 	int tty = isatty(1);
 	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
 	io.trace.short_names = input_opts_short_names(&io, 1);

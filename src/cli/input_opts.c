@@ -213,6 +213,36 @@ void input_opts_free(struct input_opts *o)
 	o->nsymbols = 0;
 }
 
+int input_opts_parse(struct input_opts *o, const struct cmd_opts *c, int argc, char **argv)
+{
+	const struct option shared[] = {INPUT_LONGOPTS(o->symbol_char), {"help", no_argument, 0, 'h'}};
+	size_t nown = 0, nshared = sizeof(shared) / sizeof(shared[0]);
+	while (c->longopts && c->longopts[nown].name)
+		nown++;
+	struct option *all = xcalloc(nown + nshared + 1, sizeof(*all));
+	memcpy(all, c->longopts, nown * sizeof(*all));
+	memcpy(all + nown, shared, sizeof(shared));
+	char shorts[64];
+	int sym = o->symbol_char > ' ' && o->symbol_char < 127;
+	snprintf(shorts, sizeof(shorts), "%s%s%s" INPUT_SHORTOPTS "h", c->shortopts ? c->shortopts : "",
+		 sym ? (char[]){(char)o->symbol_char, 0} : "", sym ? ":" : "");
+	int rc = IO_PARSED, opt;
+	optind = 1;
+	while (rc == IO_PARSED && (opt = getopt_long(argc, argv, shorts, all, NULL)) != -1) {
+		if (input_opts_handle(o, opt, optarg)) {
+			if (o->failed)
+				rc = IO_USAGE_ERROR;
+		} else if (opt == 'h') {
+			c->usage(stdout);
+			rc = IO_HELP_SHOWN;
+		} else if (opt == '?' || opt == ':' || !c->handle || c->handle(c->ctx, opt, optarg) < 0) {
+			rc = IO_USAGE_ERROR;
+		}
+	}
+	free(all);
+	return rc;
+}
+
 int input_opts_usage_error(struct input_opts *o, const char *cmd)
 {
 	input_opts_free(o);

@@ -66,6 +66,24 @@ struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int a
 
 void input_opts_free(struct input_opts *o);
 
+/* A command's own options, beside the shared ones: getopt_long's entries
+ * (ending with a zeroed one) and short letters ("D:"), and what takes them:
+ * 0, or -1 after an error message (a usage error). */
+struct cmd_opts {
+	const struct option *longopts;
+	const char *shortopts;
+	int (*handle)(void *ctx, int c, const char *arg);
+	void *ctx;
+	void (*usage)(FILE *out); /* --help: the command's help (it ends with input_opts_usage) */
+};
+
+enum { IO_PARSED = 0, IO_HELP_SHOWN = 1, IO_USAGE_ERROR = 2 };
+
+/* The whole option loop of a reading command: the shared options, the
+ * command's own (c) and -h/--help, then optind at the first operand.
+ * IO_HELP_SHOWN after printing the help, IO_USAGE_ERROR after a message. */
+int input_opts_parse(struct input_opts *o, const struct cmd_opts *c, int argc, char **argv);
+
 /* A command-line fault: frees o, points at --help, returns exit status 2. */
 int input_opts_usage_error(struct input_opts *o, const char *cmd);
 

@@ -465,7 +465,7 @@ static int parse_args(int argc, char **argv, struct dump_opts *opt)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+c:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
 		if (c != '?' && c != ':' && input_opts_handle(&opt->io, c, optarg)) {
 			if (opt->io.failed)
 				return 1;

@@ -45,7 +45,7 @@ int cmd_flamegraph(int argc, char **argv)
 	int c, rc = 1, usage_error;
 	long width;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:c:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:s:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
 		if (input_opts_handle(&io, c, optarg)) {
 			if (io.failed)
 				goto out_usage;

@@ -474,33 +474,26 @@ static const char *take_func(int argc, char **argv, int *first)
 	return argv[(*first)++];
 }
 
+static int graph_option(void *ctx, int c, const char *arg)
+{
+	struct graph *g = ctx;
+	return c == 'D' ? parse_number("--depth", arg, 0, 1L << 30, &g->max_depth) : -1;
+}
+
 int cmd_graph(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"depth", required_argument, 0, 'D'},
-		{"help", no_argument, 0, 'h'},
-		INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
 	struct graph g = {.max_depth = -1};
 	struct input_opts io;
 	input_opts_init(&io, 's');
-	int c, rc = 1, usage_error;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:c:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg)) {
-			if (io.failed)
-				goto out_usage;
-			continue;
-		}
-		switch (c) {
-		case 'D':
-			if (parse_number("--depth", optarg, 0, 1L << 30, &g.max_depth) < 0)
-				goto out_usage;
-			break;
-		case 'h': usage(stdout); input_opts_free(&io); return 0;
-		default: goto out_usage;
-		}
+	int rc = 1, usage_error;
+	const struct cmd_opts own = {longopts, NULL, graph_option, &g, usage};
+	switch (input_opts_parse(&io, &own, argc, argv)) {
+	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
+	case IO_USAGE_ERROR: goto out_usage;
 	}
 	int first = optind;
 	g.func = take_func(argc, argv, &first);

@@ -297,37 +297,34 @@ static void usage(FILE *out)
 	input_opts_usage(out, 's');
 }
 
+static int info_option(void *ctx, int c, const char *arg)
+{
+	struct info *inf = ctx;
+	if (c != 'f')
+		return -1;
+	if (!strcmp(arg, "json"))
+		inf->json = 1;
+	else if (strcmp(arg, "text")) {
+		sf_error("--format must be 'text' or 'json', not '%s'", arg);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_info(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, 0, 'f'},
-		{"help", no_argument, 0, 'h'},
-		INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
 	struct info inf = {0};
 	struct input_opts io;
 	input_opts_init(&io, 's');
-	int c, rc = 1, usage_error;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:c:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg)) {
-			if (io.failed)
-				goto out_usage;
-			continue;
-		}
-		switch (c) {
-		case 'f':
-			if (!strcmp(optarg, "json"))
-				inf.json = 1;
-			else if (strcmp(optarg, "text")) {
-				sf_error("--format must be 'text' or 'json', not '%s'", optarg);
-				goto out_usage;
-			}
-			break;
-		case 'h': usage(stdout); input_opts_free(&io); return 0;
-		default: goto out_usage;
-		}
+	int rc = 1, usage_error;
+	const struct cmd_opts own = {longopts, NULL, info_option, &inf, usage};
+	switch (input_opts_parse(&io, &own, argc, argv)) {
+	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
+	case IO_USAGE_ERROR: goto out_usage;
 	}
 	struct trace_input *in = input_opts_open(&io, "info", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {

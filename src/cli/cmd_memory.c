@@ -438,9 +438,12 @@ static uint8_t *milestone_map(const struct trace_proc *p, const char *spec, pcre
 		const struct lr_object *ob = lr_object_at(p->log, i);
 		for (uint32_t id = ob->first_id; id < ob->first_id + ob->count; id++) {
 			const struct sym_info *si = trace_symbol(p, id);
-			int hit = !strcmp(si->name, spec) || (si->mangled && !strcmp(si->mangled, spec));
+			/* By its name in full, raw, or as report prints it. */
+			const char *sn = trace_short_name(p, id);
+			int hit = !strcmp(si->name, spec) || (si->mangled && !strcmp(si->mangled, spec)) || !strcmp(sn, spec);
 			if (!hit && re)
-				hit = pcre2_match(re, (PCRE2_SPTR)si->name, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+				hit = pcre2_match(re, (PCRE2_SPTR)si->name, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0 ||
+				      pcre2_match(re, (PCRE2_SPTR)sn, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
 			if (hit) {
 				m[id] = 1;
 				(*hits)++;
@@ -596,7 +599,7 @@ int cmd_memory(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int c, rc = 1, usage_error;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:s:c:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
 		if (input_opts_handle(&io, c, optarg)) {
 			if (io.failed)
 				goto out_usage;
@@ -661,7 +664,7 @@ int cmd_memory(int argc, char **argv)
 	if (cut_active(&io.trace.cut)) {
 		/* A heap replay needs every allocation and free: a cut would
 		 * leave frees without their allocations. */
-		sf_error("memory replays the whole heap: -c/--filter, --tid, --time, --min-duration and --max-depth "
+		sf_error("memory replays the whole heap: -c/--filter, -F, -N, --tid, --time, --min-duration and --max-depth "
 			 "do not apply");
 		goto out_usage;
 	}

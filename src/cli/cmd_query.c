@@ -320,11 +320,15 @@ static void usage(FILE *out)
 		"usage: sftrace query [OPTIONS] LOG|DIR... SQL\n"
 		"\n"
 		"Runs SQL (SQLite) over a recording. Tables (docs/QUERY.md has the details):\n"
-		"  frames(frame_id, parent, pid, tid, func_id, name, start_ns, dur_ns, self_ns, depth)\n"
+		"  frames(frame_id, parent, pid, tid, func_id, name, start_ns, dur_ns, self_ns, depth,\n"
+		"         short_name)\n"
 		"         one row per call, repaired as in every output; streamed from the logs\n"
 		"         (every scan reads them again)\n"
-		"  functions(func_id, name, file, line, object)   every instrumented function\n"
-		"  threads(pid, tid, thread_name, process_name)   every thread with events\n"
+		"  functions(func_id, name, file, line, object, short_name)   every instrumented\n"
+		"         function\n"
+		"  threads(pid, tid, thread_name, process_name, label)   every thread with events\n"
+		"short_name: the name as report prints it; label: the thread name, with the\n"
+		"thread's first function where the kernel cut the name.\n"
 		"Times are ns since the process start. Statements run in order; the rows of\n"
 		"the last one that returns rows are printed.\n"
 		"\n"
@@ -337,41 +341,48 @@ static void usage(FILE *out)
 	input_opts_usage(out, 's');
 }
 
+struct query_opts {
+	int fmt; /* format_names index, -1: by stdout */
+	int writable;
+};
+
+static int query_option(void *ctx, int c, const char *arg)
+{
+	struct query_opts *q = ctx;
+	if (c == 'W') {
+		q->writable = 1;
+		return 0;
+	}
+	if (c != 'f')
+		return -1;
+	q->fmt = -1;
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(arg, format_names[i]))
+			q->fmt = i;
+	if (q->fmt < 0) {
+		sf_error("--format must be table, tsv, csv or json, not '%s'", arg);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_query(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, 0, 'f'},
 		{"writable", no_argument, 0, 'W'},
-		{"help", no_argument, 0, 'h'},
-		INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
 	struct input_opts io;
 	input_opts_init(&io, 's');
-	int c, usage_error, fmt = -1, writable = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:c:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg)) {
-			if (io.failed)
-				goto out_usage;
-			continue;
-		}
-		switch (c) {
-		case 'f':
-			fmt = -1;
-			for (int i = 0; i < 4; i++)
-				if (!strcmp(optarg, format_names[i]))
-					fmt = i;
-			if (fmt < 0) {
-				sf_error("--format must be table, tsv, csv or json, not '%s'", optarg);
-				goto out_usage;
-			}
-			break;
-		case 'W': writable = 1; break;
-		case 'h': usage(stdout); input_opts_free(&io); return 0;
-		default: goto out_usage;
-		}
+	int usage_error;
+	struct query_opts qo = {-1, 0};
+	const struct cmd_opts own = {longopts, NULL, query_option, &qo, usage};
+	switch (input_opts_parse(&io, &own, argc, argv)) {
+	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
+	case IO_USAGE_ERROR: goto out_usage;
 	}
+	int fmt = qo.fmt, writable = qo.writable;
 	if (argc - optind < 2) {
 		sf_error("query needs a log (or directory) and an SQL statement (usage: sftrace query [OPTIONS] "
 			 "LOG|DIR... SQL)");

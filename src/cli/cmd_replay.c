@@ -20,6 +20,9 @@
  * is written at its end, which may put it after another thread's lines
  * that began later; each thread's own lines keep their order.
  *
+ * A thread whose name the kernel cut (15 bytes) gets a line "# thread TID:
+ * name (first function)" before its first call (trace_thread_label).
+ *
  * Repairs and cuts show as comments where they happen: a run of frames
  * closed by unwinding as "3 frames unwound" after their closing lines,
  * frames closed at their thread's end likewise, and calls the time window
@@ -70,6 +73,7 @@ struct thread_state {
 	int has_pending;
 	struct fr_frame pending;  /* begun, not yet known to have children */
 	uint64_t last_time;       /* time of its latest line (delta column) */
+	int labelled;             /* its label line, if it needs one, is out */
 	int has_last;
 	/* A run of repaired closes, written as one comment when it ends. */
 	enum fr_end_kind run_kind;
@@ -391,6 +395,14 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 {
 	struct replay *r = ctx;
 	struct thread_state *ts = &r->threads[f->thread->index];
+	if (!ts->labelled) {
+		/* Where the kernel cut the thread's name, the thread's first
+		 * function tells which one it is (libtest: the test). */
+		ts->labelled = 1;
+		if (trace_thread_name_cut(f->proc, f->thread))
+			printf("%s# thread %u: %s%s\n", r->color ? C_DIM : "", f->thread->tid,
+			       sf_esc(trace_thread_label(f->proc, f->thread)), r->color ? C_OFF : "");
+	}
 	flush_run(r, f->thread, f->proc);
 	if (ts->has_pending)
 		open_pending(r, ts);
@@ -482,6 +494,31 @@ static void usage(FILE *out)
 	input_opts_usage(out, 's');
 }
 
+/* The command line's own options. */
+struct replay_opts {
+	struct replay *r;
+	const char *color;
+	int no_pager;
+};
+
+static int replay_option(void *ctx, int c, const char *arg)
+{
+	struct replay_opts *o = ctx;
+	switch (c) {
+	case 'f': return parse_fields(o->r, arg);
+	case 'P': o->no_pager = 1; return 0;
+	case 'L': o->r->srcline = 1; return 0;
+	case 'C':
+		if (strcmp(arg, "auto") && strcmp(arg, "always") && strcmp(arg, "never")) {
+			sf_error("--color must be auto, always or never, not '%s'", arg);
+			return -1;
+		}
+		o->color = arg;
+		return 0;
+	}
+	return -1;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -490,41 +527,21 @@ int cmd_replay(int argc, char **argv)
 		{"srcline", no_argument, 0, 'L'},
 		{"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'},
-		{"help", no_argument, 0, 'h'},
-		INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
 	struct replay r = {0};
 	struct input_opts io;
 	input_opts_init(&io, 's');
-	const char *color = "auto";
-	int c, rc = 1, usage_error, no_pager = 0;
+	int rc = 1, usage_error;
 	parse_fields(&r, "duration,tid");
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:s:c:qh", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg)) {
-			if (io.failed)
-				goto out_usage;
-			continue;
-		}
-		switch (c) {
-		case 'f':
-			if (parse_fields(&r, optarg) < 0)
-				goto out_usage;
-			break;
-		case 'P': no_pager = 1; break;
-		case 'L': r.srcline = 1; break;
-		case 'C':
-			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
-				sf_error("--color must be auto, always or never, not '%s'", optarg);
-				goto out_usage;
-			}
-			color = optarg;
-			break;
-		case 'h': usage(stdout); input_opts_free(&io); return 0;
-		default: goto out_usage;
-		}
+	struct replay_opts ro = {&r, "auto", 0};
+	const struct cmd_opts own = {longopts, "f:", replay_option, &ro, usage};
+	switch (input_opts_parse(&io, &own, argc, argv)) {
+	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
+	case IO_USAGE_ERROR: goto out_usage;
 	}
+	const char *color = ro.color;
+	int no_pager = ro.no_pager;
 	int tty = isatty(1);
 	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
 	io.trace.short_names = input_opts_short_names(&io, 1);

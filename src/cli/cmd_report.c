@@ -192,6 +192,7 @@ static void print_footer(const struct report *r, struct trace_input *in)
 	printf("\n%s%llu events, %llu frames, %zu thread%s, %zu process%s, %s traced; %s%s%s%s\n", r->color ? C_DIM : "",
 	       (unsigned long long)trace_events(in), (unsigned long long)st->frames, threads, threads == 1 ? "" : "s",
 	       nprocs, nprocs == 1 ? "" : "es", total, rep, have_cut ? "; cut: " : "", cut, r->color ? C_OFF : "");
+	trace_repairs_shown(in); /* not again on stderr */
 }
 
 /* The TSV's fields, as one JSON document with the footer's totals. */
@@ -324,7 +325,7 @@ int cmd_report(int argc, char **argv)
 	const char *color = "auto", *sort_arg = NULL;
 	int c, rc = 1, usage_error, diff = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:n:S:c:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:n:S:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
 		if (input_opts_handle(&io, c, optarg)) {
 			if (io.failed)
 				goto out_usage;

@@ -85,6 +85,13 @@ static int parse_tids(struct input_opts *o, const char *s)
 	return 0;
 }
 
+/* -F/-N REGEX: one more pattern on the list. */
+static void add_regex(const char ***v, size_t *n, const char *arg)
+{
+	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[(*n)++] = arg;
+}
+
 /* The cut and name options; 1 if c was one. */
 static int handle_cut(struct input_opts *o, int c, const char *arg)
 {
@@ -92,6 +99,14 @@ static int handle_cut(struct input_opts *o, int c, const char *arg)
 	long v = 0;
 	switch (c) {
 	case 'c': cut->filter_path = arg; break;
+	case 'F':
+		add_regex(&o->only_funcs, &cut->nonly_funcs, arg);
+		cut->only_funcs = o->only_funcs;
+		break;
+	case 'N':
+		add_regex(&o->notrace_funcs, &cut->nnotrace_funcs, arg);
+		cut->notrace_funcs = o->notrace_funcs;
+		break;
 	case IO_TID: o->failed |= parse_tids(o, arg) < 0; break;
 	case IO_TIME: o->failed |= parse_window(cut, arg) < 0; break;
 	case IO_MIN_DURATION: o->failed |= io_parse_duration("--min-duration", arg, &cut->min_duration) < 0; break;
@@ -119,9 +134,9 @@ int input_opts_handle(struct input_opts *o, int c, const char *arg)
 	if (c == o->symbol_char) {
 		o->symbols = xrealloc(o->symbols, (o->nsymbols + 1) * sizeof(*o->symbols));
 		o->symbols[o->nsymbols++] = arg;
-	} else if (c == 'F') {
+	} else if (c == IO_FORCE) {
 		o->trace.force = 1;
-	} else if (c == 'N') {
+	} else if (c == IO_NO_SYMBOLS) {
 		o->trace.no_symbols = 1;
 	} else if (c == 'q') {
 		o->trace.quiet = 1;
@@ -148,6 +163,11 @@ void input_opts_usage(FILE *out, int symbol_char)
 		"cutting the trace (kept calls keep exact times; outputs stay balanced):\n"
 		"  -c, --filter FILE      keep calls of the functions a filter file selects\n"
 		"                         (sftrace filter; within mode: and everything under them)\n"
+		"  -F, --filter-func REGEX  keep only calls of functions whose name REGEX finds\n"
+		"                         (demangled, full or short as report prints it), and\n"
+		"                         everything they call (repeatable)\n"
+		"  -N, --notrace REGEX    drop calls of functions whose name REGEX finds, and\n"
+		"                         everything they call (repeatable)\n"
 		"      --tid LIST         keep these threads (comma-separated tids)\n"
 		"      --time START..END  keep this window, from the trace start (units ns, us,\n"
 		"                         ms, s; either side may be empty): calls open at an\n"
@@ -185,9 +205,42 @@ void input_opts_free(struct input_opts *o)
 {
 	free(o->tids);
 	o->tids = NULL;
+	free(o->only_funcs);
+	free(o->notrace_funcs);
+	o->only_funcs = o->notrace_funcs = NULL;
 	free(o->symbols);
 	o->symbols = NULL;
 	o->nsymbols = 0;
+}
+
+int input_opts_parse(struct input_opts *o, const struct cmd_opts *c, int argc, char **argv)
+{
+	const struct option shared[] = {INPUT_LONGOPTS(o->symbol_char), {"help", no_argument, 0, 'h'}};
+	size_t nown = 0, nshared = sizeof(shared) / sizeof(shared[0]);
+	while (c->longopts && c->longopts[nown].name)
+		nown++;
+	struct option *all = xcalloc(nown + nshared + 1, sizeof(*all));
+	memcpy(all, c->longopts, nown * sizeof(*all));
+	memcpy(all + nown, shared, sizeof(shared));
+	char shorts[64];
+	int sym = o->symbol_char > ' ' && o->symbol_char < 127;
+	snprintf(shorts, sizeof(shorts), "%s%s%s" INPUT_SHORTOPTS "h", c->shortopts ? c->shortopts : "",
+		 sym ? (char[]){(char)o->symbol_char, 0} : "", sym ? ":" : "");
+	int rc = IO_PARSED, opt;
+	optind = 1;
+	while (rc == IO_PARSED && (opt = getopt_long(argc, argv, shorts, all, NULL)) != -1) {
+		if (input_opts_handle(o, opt, optarg)) {
+			if (o->failed)
+				rc = IO_USAGE_ERROR;
+		} else if (opt == 'h') {
+			c->usage(stdout);
+			rc = IO_HELP_SHOWN;
+		} else if (opt == '?' || opt == ':' || !c->handle || c->handle(c->ctx, opt, optarg) < 0) {
+			rc = IO_USAGE_ERROR;
+		}
+	}
+	free(all);
+	return rc;
 }
 
 int input_opts_usage_error(struct input_opts *o, const char *cmd)

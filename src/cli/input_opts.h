@@ -1,6 +1,7 @@
 /* Options every command that reads logs shares (convert, report, replay,
- * graph, info, flamegraph, dump): symbol overrides, --force, --no-symbols, --quiet, the
- * cut (-c, --tid, --time, --min-duration, --max-depth), --names, and the
+ * graph, info, flamegraph, dump, query, memory): symbol overrides, --force,
+ * --no-symbols, --quiet, the cut (-c, -F, -N, --tid, --time, --min-duration,
+ * --max-depth), --names, and the
  * final "LOG... [-o OUT]" checks. Declared once so their spelling, help
  * text and behaviour cannot drift between commands. */
 #ifndef SFTRACE_CLI_INPUT_OPTS_H
@@ -13,13 +14,18 @@
 #include "lib/trace_input.h"
 
 /* Option codes of the long-only shared options. */
-enum { IO_TID = 0x300, IO_TIME, IO_MIN_DURATION, IO_MAX_DEPTH, IO_NAMES };
+enum { IO_TID = 0x300, IO_TIME, IO_MIN_DURATION, IO_MAX_DEPTH, IO_NAMES, IO_FORCE, IO_NO_SYMBOLS };
+
+/* The short options of the shared ones, for each command's optstring
+ * ("o:" INPUT_SHORTOPTS "h"): -c FILE, -F REGEX, -N REGEX, -q. */
+#define INPUT_SHORTOPTS "c:F:N:q"
 
 /* getopt_long entries; SYM is the short option letter of --symbol. The
  * short options of the cut ("c:") go into each command's optstring. */
 #define INPUT_LONGOPTS(SYM)                                                                  \
-	{"symbol", required_argument, 0, SYM}, {"force", no_argument, 0, 'F'},               \
-		{"no-symbols", no_argument, 0, 'N'}, {"quiet", no_argument, 0, 'q'},         \
+	{"symbol", required_argument, 0, SYM}, {"force", no_argument, 0, IO_FORCE},          \
+		{"no-symbols", no_argument, 0, IO_NO_SYMBOLS}, {"quiet", no_argument, 0, 'q'}, \
+		{"filter-func", required_argument, 0, 'F'}, {"notrace", required_argument, 0, 'N'}, \
 		{"filter", required_argument, 0, 'c'}, {"tid", required_argument, 0, IO_TID}, \
 		{"time", required_argument, 0, IO_TIME},                                     \
 		{"min-duration", required_argument, 0, IO_MIN_DURATION},                     \
@@ -32,6 +38,7 @@ struct input_opts {
 	size_t nsymbols;
 	int symbol_char;
 	uint32_t *tids;
+	const char **only_funcs, **notrace_funcs; /* -F, -N regexes, in order */
 	int names;       /* -1: the command's default, 0 full, 1 short */
 	int failed;      /* a shared option had a bad value (message printed) */
 };
@@ -58,6 +65,24 @@ struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int a
 				    const char *out, int out_required, int *usage_error);
 
 void input_opts_free(struct input_opts *o);
+
+/* A command's own options, beside the shared ones: getopt_long's entries
+ * (ending with a zeroed one) and short letters ("D:"), and what takes them:
+ * 0, or -1 after an error message (a usage error). */
+struct cmd_opts {
+	const struct option *longopts;
+	const char *shortopts;
+	int (*handle)(void *ctx, int c, const char *arg);
+	void *ctx;
+	void (*usage)(FILE *out); /* --help: the command's help (it ends with input_opts_usage) */
+};
+
+enum { IO_PARSED = 0, IO_HELP_SHOWN = 1, IO_USAGE_ERROR = 2 };
+
+/* The whole option loop of a reading command: the shared options, the
+ * command's own (c) and -h/--help, then optind at the first operand.
+ * IO_HELP_SHOWN after printing the help, IO_USAGE_ERROR after a message. */
+int input_opts_parse(struct input_opts *o, const struct cmd_opts *c, int argc, char **argv);
 
 /* A command-line fault: frees o, points at --help, returns exit status 2. */
 int input_opts_usage_error(struct input_opts *o, const char *cmd);

@@ -354,7 +354,8 @@ void cp_name_funcs(struct cp_tree *t)
 			t->names[i] = s ? own(t, s) : "?";
 		} else if (fn->key & CP_SYNTHETIC) {
 			const struct lr_thread *th = lr_thread_at(p->log, fn->id);
-			if (asprintf(&s, "%s (tid %u)", th->name[0] ? th->name : "thread", th->tid) < 0)
+			const char *label = trace_thread_label(p, th);
+			if (asprintf(&s, "%s (tid %u)", label[0] ? label : "thread", th->tid) < 0)
 				s = NULL;
 			t->names[i] = s ? own(t, s) : "?";
 		} else {

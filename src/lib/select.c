@@ -13,6 +13,7 @@
 
 #include "format/filter_file.h"
 #include "format/xray_map.h"
+#include "lib/demangle.h"
 #include "lib/outfile.h"
 #include "lib/symbols.h"
 #include "lib/util.h"
@@ -191,7 +192,16 @@ struct match_ctx {
 	const struct sel_query *q;
 };
 
-/* Whether the patterns find the function under the names q->which allows.
+static int short_match(const struct nm_patterns *ps, const char *mangled, const char *demangled)
+{
+	char *s = sf_short_name(demangled, mangled);
+	int hit = nm_match(ps, s);
+	free(s);
+	return hit;
+}
+
+/* Whether the patterns find the function under the names q->which allows
+ * (the demangled name in full or in report's short style).
  * *outside_generics tells whether they also find it with generic arguments
  * elided (a mangled match counts as outside: it is what the user asked). */
 static int names_match(const struct sel_query *q, const struct nm_patterns *ps, const char *mangled,
@@ -213,6 +223,12 @@ static int names_match(const struct sel_query *q, const struct nm_patterns *ps, 
 			*outside_generics = nm_match(ps, elided);
 			free(elided);
 		}
+	}
+	if (!hit && q->which != NM_MANGLED && demangled && short_match(ps, mangled, demangled)) {
+		/* As report prints it (`Regex::is_match` for `<Regex>::is_match`). */
+		hit = 1;
+		if (outside_generics)
+			*outside_generics = 1;
 	}
 	if (q->which != NM_DEMANGLED && nm_match(ps, mangled)) {
 		hit = 1;

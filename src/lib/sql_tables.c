@@ -11,12 +11,15 @@
 
 /* ---- frames: rows produced by a trace_run on a thread of its own ---- */
 
-enum { COL_FRAME_ID, COL_PARENT, COL_PID, COL_TID, COL_FUNC_ID, COL_NAME, COL_START, COL_DUR, COL_SELF, COL_DEPTH };
+enum {
+	COL_FRAME_ID, COL_PARENT, COL_PID, COL_TID, COL_FUNC_ID, COL_NAME, COL_START, COL_DUR, COL_SELF, COL_DEPTH,
+	COL_SHORT_NAME
+};
 
 struct frow {
 	uint64_t frame_id, parent, func_id, start, dur, self;
 	uint32_t pid, tid, depth;
-	const char *name;
+	const char *name, *short_name;
 };
 
 /* Rows move in chunks so the lock is taken once per CHUNK_ROWS rows; NCHUNKS
@@ -64,6 +67,7 @@ struct producer {
 	struct child_sums *sums; /* by lr_thread.index of the current process */
 	size_t nsums;
 	const char **names;      /* by function id of the current process */
+	const char **short_names; /* likewise, report's short style */
 	size_t nnames;
 };
 
@@ -102,8 +106,10 @@ static int on_process(void *ctx, const struct trace_proc *tp)
 			max = o->first_id + o->count;
 	}
 	free(p->names);
+	free(p->short_names);
 	p->nnames = max;
 	p->names = xcalloc(max + 1, sizeof(*p->names));
+	p->short_names = xcalloc(max + 1, sizeof(*p->short_names));
 	return 0;
 }
 
@@ -114,6 +120,16 @@ static const char *frame_name(struct producer *p, const struct fr_frame *f)
 	if (!p->names[f->func_id])
 		p->names[f->func_id] = trace_symbol(f->proc, f->func_id)->name;
 	return p->names[f->func_id];
+}
+
+/* Names live as long as the input, which outlives the statement. */
+static const char *frame_short_name(struct producer *p, const struct fr_frame *f)
+{
+	if (f->func_id >= p->nnames)
+		return trace_short_name(f->proc, f->func_id);
+	if (!p->short_names[f->func_id])
+		p->short_names[f->func_id] = trace_short_name(f->proc, f->func_id);
+	return p->short_names[f->func_id];
 }
 
 /* Children end before their parent: when a frame at depth d ends, acc[d + 1]
@@ -148,6 +164,7 @@ static int on_frame_end(void *ctx, const struct fr_frame *f)
 	r->tid = f->thread->tid;
 	r->func_id = trace_func_key(f->proc, f->func_id);
 	r->name = frame_name(p, f);
+	r->short_name = frame_short_name(p, f);
 	r->start = f->t_begin;
 	r->dur = f->t_end - f->t_begin;
 	r->self = self_time(p, f, r->dur);
@@ -231,6 +248,7 @@ static void producer_stop(struct producer *p)
 		free(p->sums[i].acc);
 	free(p->sums);
 	free(p->names);
+	free(p->short_names);
 	if (p->own_in) {
 		trace_close(p->in);
 	} else {
@@ -285,7 +303,7 @@ static int frames_connect(sqlite3 *db, void *aux, int argc, const char *const *a
 {
 	int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(frame_id INTEGER, parent INTEGER, pid INTEGER, "
 					  "tid INTEGER, func_id INTEGER, name TEXT, start_ns INTEGER, "
-					  "dur_ns INTEGER, self_ns INTEGER, depth INTEGER)");
+					  "dur_ns INTEGER, self_ns INTEGER, depth INTEGER, short_name TEXT)");
 	if (rc != SQLITE_OK)
 		return rc;
 	struct frames_vtab *v = sqlite3_malloc(sizeof(*v));
@@ -380,6 +398,7 @@ static int frames_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col
 	case COL_DUR: sqlite3_result_int64(ctx, (sqlite3_int64)r->dur); break;
 	case COL_SELF: sqlite3_result_int64(ctx, (sqlite3_int64)r->self); break;
 	case COL_DEPTH: sqlite3_result_int64(ctx, r->depth); break;
+	case COL_SHORT_NAME: sqlite3_result_text(ctx, r->short_name, -1, SQLITE_STATIC); break;
 	}
 	return SQLITE_OK;
 }
@@ -438,7 +457,7 @@ static int insert_row(sqlite3_stmt *st)
 static int load_functions(sqlite3 *db, struct trace_input *in, char *err, size_t errlen)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO functions VALUES (?, ?, ?, ?, ?)", -1, &st, NULL)) {
+	if (sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO functions VALUES (?, ?, ?, ?, ?, ?)", -1, &st, NULL)) {
 		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
 		return -1;
 	}
@@ -458,6 +477,7 @@ static int load_functions(sqlite3 *db, struct trace_input *in, char *err, size_t
 				else
 					sqlite3_bind_null(st, 4);
 				sqlite3_bind_text(st, 5, o->path, -1, SQLITE_STATIC);
+				sqlite3_bind_text(st, 6, trace_short_name(p, id), -1, SQLITE_STATIC);
 				rc = insert_row(st);
 			}
 		}
@@ -472,7 +492,7 @@ static int load_functions(sqlite3 *db, struct trace_input *in, char *err, size_t
 static int load_threads(sqlite3 *db, struct sql_tables *t, char *err, size_t errlen)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "INSERT INTO threads VALUES (?, ?, ?, ?)", -1, &st, NULL)) {
+	if (sqlite3_prepare_v2(db, "INSERT INTO threads VALUES (?, ?, ?, ?, ?)", -1, &st, NULL)) {
 		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
 		return -1;
 	}
@@ -488,6 +508,8 @@ static int load_threads(sqlite3 *db, struct sql_tables *t, char *err, size_t err
 			sqlite3_bind_int64(st, 2, th->tid);
 			bind_text_or_null(st, 3, th->name[0] ? th->name : NULL);
 			sqlite3_bind_text(st, 4, p->name, -1, SQLITE_STATIC);
+			const char *label = trace_thread_label(p, th);
+			bind_text_or_null(st, 5, label[0] ? label : NULL);
 			rc = insert_row(st);
 		}
 	}
@@ -515,9 +537,9 @@ struct sql_tables *sqlt_attach(sqlite3 *db, struct trace_input *in, const char *
 	if (exec(db,
 		 "CREATE VIRTUAL TABLE frames USING sftrace_frames;"
 		 "CREATE TABLE functions(func_id INTEGER PRIMARY KEY, name TEXT NOT NULL, file TEXT, line INTEGER,"
-		 " object TEXT NOT NULL);"
+		 " object TEXT NOT NULL, short_name TEXT NOT NULL);"
 		 "CREATE TABLE threads(pid INTEGER NOT NULL, tid INTEGER NOT NULL, thread_name TEXT,"
-		 " process_name TEXT NOT NULL);"
+		 " process_name TEXT NOT NULL, label TEXT);"
 		 "BEGIN",
 		 err, errlen) < 0 ||
 	    load_functions(db, in, err, errlen) < 0 || load_threads(db, t, err, errlen) < 0 ||

@@ -1,11 +1,13 @@
 /* A recording as SQLite tables (sftrace query; columns in docs/QUERY.md):
  *
  *   frames(frame_id, parent, pid, tid, func_id, name, start_ns, dur_ns,
- *          self_ns, depth)      a virtual table that streams from the logs:
+ *          self_ns, depth, short_name)
+ *                               a virtual table that streams from the logs:
  *                               one row per repaired frame, ids as in the
  *                               Parquet output; each scan replays the logs
- *   functions(func_id, name, file, line, object)   loaded at attach
- *   threads(pid, tid, thread_name, process_name)   loaded at attach
+ *   functions(func_id, name, file, line, object, short_name)   at attach
+ *   threads(pid, tid, thread_name, process_name, label)   at attach
+ * short_name: report's short style of name; label: trace_thread_label.
  *
  * A frames scan runs the shared input pipeline (trace_run) on a thread of
  * its own and hands rows over in fixed-size chunks, so memory stays bounded

@@ -175,6 +175,7 @@ struct cut_frame {
 	uint32_t func;
 	uint8_t state;
 	uint8_t within;   /* a selected function is open here (within mode) */
+	uint8_t marks;    /* CUT_MARK_* of the frames open here, itself included (-F, -N) */
 	uint32_t depth;   /* among candidates: the output depth */
 	int32_t cand_up;  /* stack index of the nearest candidate ancestor, -1: none */
 };
@@ -194,6 +195,11 @@ struct trace_cut {
 	/* The current process: */
 	uint8_t *sel;     /* by function id */
 	size_t nsel;
+	/* -F/-N: CUT_MARK_* by function id, MARK_KNOWN once asked. */
+	cut_mark_fn marker;
+	void *marker_ctx;
+	uint8_t *marks;
+	size_t nmarks;
 	struct cut_thread *threads; /* by lr_thread.index */
 	size_t nthreads;
 	uint64_t s, e;    /* the window in this process's ns */
@@ -234,13 +240,22 @@ void cut_process(struct trace_cut *c, const struct lr_log *log, uint64_t offset_
 	free(c->sel);
 	c->sel = NULL;
 	c->nsel = 0;
-	if (!c->filter)
-		return;
+	free(c->marks);
+	c->marks = NULL;
+	c->nmarks = 0;
+	size_t nids = 0;
 	for (size_t i = 0; i < lr_nobjects(log); i++) {
 		const struct lr_object *o = lr_object_at(log, i);
-		if ((size_t)o->first_id + o->count > c->nsel)
-			c->nsel = (size_t)o->first_id + o->count;
+		if ((size_t)o->first_id + o->count > nids)
+			nids = (size_t)o->first_id + o->count;
 	}
+	if (c->marker) {
+		c->nmarks = nids;
+		c->marks = xcalloc(nids + 1, 1);
+	}
+	if (!c->filter)
+		return;
+	c->nsel = nids;
 	c->sel = xcalloc(c->nsel + 1, 1);
 	for (size_t i = 0; i < lr_nobjects(log); i++) {
 		const struct lr_object *o = lr_object_at(log, i);
@@ -249,6 +264,23 @@ void cut_process(struct trace_cut *c, const struct lr_log *log, uint64_t offset_
 		for (uint32_t j = 0; j < o->count; j++)
 			c->sel[o->first_id + j] = !fo ? SEL_UNLISTED : has_addr(fo, o->funcs[j]) ? SEL_YES : SEL_NO;
 	}
+}
+
+void cut_set_marker(struct trace_cut *c, cut_mark_fn fn, void *ctx)
+{
+	c->marker = fn;
+	c->marker_ctx = ctx;
+}
+
+enum { MARK_KNOWN = 0x80 };
+
+static uint8_t marks_of(struct trace_cut *c, uint32_t func_id)
+{
+	if (func_id >= c->nmarks)
+		return 0;
+	if (!(c->marks[func_id] & MARK_KNOWN))
+		c->marks[func_id] = (uint8_t)(MARK_KNOWN | c->marker(c->marker_ctx, func_id));
+	return c->marks[func_id] & (CUT_MARK_ONLY | CUT_MARK_NOTRACE);
 }
 
 void cut_set_limits(struct trace_cut *c, uint64_t min_duration, uint32_t max_depth)
@@ -317,6 +349,12 @@ static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_f
 	f->cand_up = !up ? -1 : up->state != ST_DROP ? (int32_t)(th->n - 1) : up->cand_up;
 	f->depth = f->cand_up >= 0 ? th->st[f->cand_up].depth + 1 : 0;
 	f->within = up ? up->within : 0;
+	f->marks = up ? up->marks : 0;
+	if (c->marks) {
+		f->marks |= marks_of(c, func_id);
+		if ((c->opt.nonly_funcs && !(f->marks & CUT_MARK_ONLY)) || (f->marks & CUT_MARK_NOTRACE))
+			return 0;
+	}
 	if (c->filter) {
 		int sel = func_id < c->nsel ? c->sel[func_id] : SEL_UNLISTED;
 		f->within |= sel == SEL_YES;
@@ -396,5 +434,6 @@ void cut_free(struct trace_cut *c)
 		return;
 	free_threads(c);
 	free(c->sel);
+	free(c->marks);
 	free(c);
 }

@@ -4,7 +4,9 @@
  * A frame is a candidate when its function passes the filter file (select:
  * the function is listed; within: a listed function is open on the thread,
  * itself included; objects the filter does not name follow its `unlisted`
- * setting) and fewer than max_depth candidate frames enclose it. A candidate
+ * setting), when an -F function is open on the thread (itself included) if
+ * -F was given, when no -N function is (uftrace's -F and -N), and when
+ * fewer than max_depth candidate frames enclose it. A candidate
  * is kept when it also lasts at least min_duration and overlaps the time
  * window. Kept frames hang under their nearest kept ancestor (parent id and
  * depth are rewritten), so every output stays balanced.
@@ -41,6 +43,10 @@ enum { CUT_START = 1, CUT_END = 2 };
 /* What the user asked for (input_opts fills it). Zero values cut nothing. */
 struct trace_cut_options {
 	const char *filter_path;  /* -c/--filter FILE */
+	const char *const *only_funcs;    /* -F/--filter-func REGEX... */
+	size_t nonly_funcs;
+	const char *const *notrace_funcs; /* -N/--notrace REGEX... */
+	size_t nnotrace_funcs;
 	const uint32_t *tids;     /* --tid LIST */
 	size_t ntids;
 	int has_window;           /* --time START..END */
@@ -51,7 +57,8 @@ struct trace_cut_options {
 
 static inline int cut_active(const struct trace_cut_options *o)
 {
-	return o->filter_path || o->ntids || o->has_window || o->min_duration || o->max_depth;
+	return o->filter_path || o->nonly_funcs || o->nnotrace_funcs || o->ntids || o->has_window ||
+	       o->min_duration || o->max_depth;
 }
 
 /* Counted over a whole run. */
@@ -87,6 +94,15 @@ struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_
 /* Before a process's frames: its log (for the filter), and its start's
  * offset from the trace start (ns), which places the window. */
 void cut_process(struct trace_cut *c, const struct lr_log *log, uint64_t offset_ns);
+
+/* -F/-N: which of a function's names the regexes find, CUT_MARK_ONLY (an
+ * -F regex) and CUT_MARK_NOTRACE (an -N regex). The cut asks once per
+ * function of a process, when it first meets the function, so a process's
+ * unused functions cost nothing. */
+enum { CUT_MARK_ONLY = 1, CUT_MARK_NOTRACE = 2 };
+typedef unsigned (*cut_mark_fn)(void *ctx, uint32_t func_id);
+/* Before cut_process; needed when the options have -F or -N. */
+void cut_set_marker(struct trace_cut *c, cut_mark_fn fn, void *ctx);
 
 /* Replaces the options' min_duration and max_depth (before cut_process):
  * the per-log limits of record-time trimming (trace_input). */

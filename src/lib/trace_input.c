@@ -13,6 +13,7 @@
 #include "format/sflog.h"
 #include "lib/demangle.h"
 #include "lib/hashmap.h"
+#include "lib/name_match.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
 
@@ -24,6 +25,8 @@ struct proc_state {
 	int short_style;
 	char **short_names;   /* by function id, built on first use */
 	size_t nshort;
+	char **labels;        /* trace_thread_label by thread index, built on first use */
+	size_t nlabels;
 };
 
 /* One replay: the pipeline's stages and where it is. */
@@ -51,7 +54,9 @@ struct trace_input {
 	char **object_ids;    /* distinct non-main objects (build-id hex or path) */
 	size_t nobject_ids;
 	struct cut_filter *filter;  /* -c FILE */
+	struct nm_patterns only, notrace; /* -F, -N (compiled) */
 	struct pass run;      /* the latest trace_run (its stages hold the totals) */
+	int repairs_shown;    /* the command's output states the repairs and the cut */
 };
 
 /* A process's own log (not a ring snapshot: a copy of one, read only when
@@ -247,6 +252,17 @@ static int load_filter(struct trace_input *in)
 	return 0;
 }
 
+/* -F/-N REGEX: compiled once; a bad one is named. */
+static int compile_func_regexes(struct trace_input *in)
+{
+	const struct trace_cut_options *c = &in->opt.cut;
+	for (size_t i = 0; i < c->nonly_funcs; i++)
+		nm_add(&in->only, c->only_funcs[i], "-F");
+	for (size_t i = 0; i < c->nnotrace_funcs; i++)
+		nm_add(&in->notrace, c->notrace_funcs[i], "-N");
+	return nm_compile(&in->only) < 0 || nm_compile(&in->notrace) < 0 ? -1 : 0;
+}
+
 /* Start order. A forked child's log keeps its parent's start: the parent
  * goes first. */
 static int cmp_start(const void *a, const void *b)
@@ -335,6 +351,8 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 	set_time_zero(in);
 	if (ok && opt && opt->cut.filter_path)
 		ok = load_filter(in) == 0;
+	if (ok)
+		ok = compile_func_regexes(in) == 0;
 	if (!ok) {
 		trace_close(in);
 		return NULL;
@@ -350,12 +368,10 @@ const struct sym_info *trace_symbol(const struct trace_proc *p, uint32_t func_id
 	return ls_lookup(p->syms, func_id);
 }
 
-const char *trace_name(const struct trace_proc *p, uint32_t func_id)
+const char *trace_short_name(const struct trace_proc *p, uint32_t func_id)
 {
 	struct proc_state *ps = (struct proc_state *)p;
 	const struct sym_info *si = ls_lookup(p->syms, func_id);
-	if (!ps->short_style)
-		return si->name;
 	if (func_id >= ps->nshort) {
 		size_t n = (size_t)func_id + 256;
 		ps->short_names = xrealloc(ps->short_names, n * sizeof(char *));
@@ -365,6 +381,56 @@ const char *trace_name(const struct trace_proc *p, uint32_t func_id)
 	if (!ps->short_names[func_id])
 		ps->short_names[func_id] = sf_short_name(si->name, si->mangled);
 	return ps->short_names[func_id];
+}
+
+const char *trace_name(const struct trace_proc *p, uint32_t func_id)
+{
+	const struct proc_state *ps = (const struct proc_state *)p;
+	return ps->short_style ? trace_short_name(p, func_id) : ls_lookup(p->syms, func_id)->name;
+}
+
+int trace_thread_name_cut(const struct trace_proc *p, const struct lr_thread *t)
+{
+	return strlen(t->name) >= SF_THREAD_NAME_CUT && strncmp(t->name, p->name, SF_THREAD_NAME_CUT) != 0;
+}
+
+/* The function of the thread's first entry: its outermost call then. The
+ * first events suffice; a thread whose first ones are all else has none. */
+static int first_entry(const struct lr_log *log, const struct lr_thread *t, uint32_t *func_id)
+{
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init_thread(&it, log, t);
+	for (int i = 0; i < 256 && lr_next(&it, &ev); i++)
+		if (ev.kind == SF_EV_ENTRY) {
+			*func_id = ev.func_id;
+			return 1;
+		}
+	return 0;
+}
+
+const char *trace_thread_label(const struct trace_proc *p, const struct lr_thread *t)
+{
+	struct proc_state *ps = (struct proc_state *)p;
+	if (!trace_thread_name_cut(p, t))
+		return t->name;
+	if (!ps->labels) {
+		ps->nlabels = lr_nthreads(p->log) + 1;
+		ps->labels = xcalloc(ps->nlabels, sizeof(*ps->labels));
+	}
+	char **l = &ps->labels[t->index];
+	if (!*l) {
+		uint32_t fn;
+		if (first_entry(p->log, t, &fn)) {
+			const char *f = trace_short_name(p, fn);
+			size_t n = strlen(t->name) + strlen(f) + 4;
+			*l = xmalloc(n);
+			snprintf(*l, n, "%s (%s)", t->name, f);
+		} else {
+			*l = xstrdup(t->name);
+		}
+	}
+	return *l;
 }
 
 /* ---- the pipeline's last stage: frames into the sink ---- */
@@ -397,6 +463,55 @@ static void to_sink_end(void *ctx, const struct fr_frame *f)
 }
 
 static const struct fr_callbacks to_sink = {to_sink_begin, to_sink_end};
+
+/* ---- -F/-N: which functions the regexes find ---- */
+
+struct alias_hit {
+	const struct nm_patterns *ps;
+	char *copy; /* the first alias the patterns find (demangled, else raw) */
+};
+
+static void alias_found(void *ctx, const char *mangled, const char *demangled)
+{
+	struct alias_hit *a = ctx;
+	const char *name = demangled ? demangled : mangled;
+	if (!a->copy && name && nm_match(a->ps, name))
+		a->copy = xstrdup(name);
+}
+
+/* Whether the patterns find the function by its name, full or short (as
+ * report prints it), or by one of its aliases (identical code folding):
+ * then that alias is the name every output uses, as for a filter file. */
+static int func_found(const struct nm_patterns *ps, struct proc_state *p, uint32_t id)
+{
+	const struct sym_info *si = ls_lookup(p->pub.syms, id);
+	if (nm_match(ps, si->name))
+		return 1;
+	char *s = sf_short_name(si->name, si->mangled);
+	int hit = nm_match(ps, s);
+	free(s);
+	if (hit)
+		return 1;
+	struct alias_hit a = {ps, NULL};
+	ls_aliases(p->pub.syms, id, alias_found, &a);
+	if (!a.copy)
+		return 0;
+	if (id >= p->nshort || !p->short_names[id])
+		ls_prefer_name(p->pub.syms, id, a.copy);
+	free(a.copy);
+	return 1;
+}
+
+static unsigned mark_func(void *ctx, uint32_t id)
+{
+	struct pass *ps = ctx;
+	unsigned m = 0;
+	if (ps->in->only.n && func_found(&ps->in->only, ps->cur, id))
+		m |= CUT_MARK_ONLY;
+	if (ps->in->notrace.n && func_found(&ps->in->notrace, ps->cur, id))
+		m |= CUT_MARK_NOTRACE;
+	return m;
+}
 static const struct fr_callbacks to_cut = {cut_begin, cut_end};
 
 static double elapsed(const struct timespec *a)
@@ -446,8 +561,11 @@ static void pass_init(struct pass *ps, struct trace_input *in, const struct trac
 	memset(ps, 0, sizeof(*ps));
 	ps->in = in;
 	ps->sink = sink;
-	if (!whole && cut_active(&in->opt.cut))
+	if (!whole && cut_active(&in->opt.cut)) {
 		ps->cut = cut_new(&in->opt.cut, in->filter, &to_sink, ps);
+		if (in->only.n || in->notrace.n)
+			cut_set_marker(ps->cut, mark_func, ps);
+	}
 	if (!whole && any_trim(in))
 		ps->trim = ps->cut ? cut_new(&no_cut, NULL, &to_cut, ps->cut) : cut_new(&no_cut, NULL, &to_sink, ps);
 	if (ps->trim)
@@ -726,14 +844,18 @@ void trace_report_repairs(const struct trace_input *in)
 				(unsigned long long)p->info->dropped_events, (unsigned long long)p->info->write_errors);
 	}
 	char buf[512];
-	if (fr_format_repairs(trace_stats(in), buf, sizeof(buf)))
+	if (!in->repairs_shown && fr_format_repairs(trace_stats(in), buf, sizeof(buf)))
 		fprintf(stderr, "sftrace: %s\n", buf);
-	if (trace_format_cut(in, buf, sizeof(buf)))
+	if (!in->repairs_shown && trace_format_cut(in, buf, sizeof(buf)))
 		fprintf(stderr, "sftrace: cut: %s\n", buf);
 	if (in->run.cut && !cut_stats(in->run.cut)->kept)
 		sf_warn("the cut kept no call: %s", !trace_threads(in) ? "--tid names no thread of the logs"
-					: "see --time (from the trace start), --min-duration, --max-depth, -c");
+					: "see -F, -N, --time (from the trace start), --min-duration, --max-depth, -c");
 }
+
+void trace_repairs_shown(struct trace_input *in) { in->repairs_shown = 1; }
+
+int trace_quiet(const struct trace_input *in) { return in->opt.quiet; }
 
 void trace_close(struct trace_input *in)
 {
@@ -749,9 +871,14 @@ void trace_close(struct trace_input *in)
 		for (size_t k = 0; k < ps->nshort; k++)
 			free(ps->short_names[k]);
 		free(ps->short_names);
+		for (size_t k = 0; k < ps->nlabels; k++)
+			free(ps->labels[k]);
+		free(ps->labels);
 	}
 	pass_free(&in->run);
 	cut_filter_free(in->filter);
+	nm_free(&in->only);
+	nm_free(&in->notrace);
 	for (size_t i = 0; i < in->nobject_ids; i++)
 		free(in->object_ids[i]);
 	free(in->object_ids);

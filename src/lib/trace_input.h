@@ -104,6 +104,26 @@ const struct sym_info *trace_symbol(const struct trace_proc *p, uint32_t func_id
 /* The name outputs show: the full name, or the short style when the
  * options asked for it (cached; never NULL; lives as long as the input). */
 const char *trace_name(const struct trace_proc *p, uint32_t func_id);
+/* The short style whatever the options (report's names): cached like
+ * trace_name's, so a process's short names are built once. Not safe from
+ * two threads on one input. */
+const char *trace_short_name(const struct trace_proc *p, uint32_t func_id);
+
+/* Linux keeps 15 bytes of a thread's name: a name that long was probably
+ * cut (libtest's threads all read "ast::parse::tes"). */
+#define SF_THREAD_NAME_CUT 15
+
+/* Whether the kernel cut the thread's name (15 bytes long), and it is not
+ * the process's own name (the main thread, and threads that kept it: the
+ * process already tells them). */
+int trace_thread_name_cut(const struct trace_proc *p, const struct lr_thread *t);
+
+/* The thread's name as outputs show it: its name, and when the kernel cut
+ * the name (trace_thread_name_cut), the thread's first outermost function (short style) beside it:
+ * "ast::parse::tes (ast::parse::tests::nested::{closure})". "" for a thread
+ * with no name. Cached; lives as long as the input. Reads the thread's
+ * first events once (any time, also inside a trace_run callback). */
+const char *trace_thread_label(const struct trace_proc *p, const struct lr_thread *t);
 
 /* A function id stable across the whole input: the ELF address for the
  * main executable (so it matches `nm`), and (k << 48) | address for the
@@ -138,6 +158,13 @@ int trace_format_cut(const struct trace_input *in, char *buf, size_t len);
 
 /* Prints the repairs (if any), the cut and the reader's warnings to stderr. */
 void trace_report_repairs(const struct trace_input *in);
+/* The command's own output states the repairs and the cut (report's
+ * footer): trace_report_repairs leaves those two lines out, so each notice
+ * is printed once per command. */
+void trace_repairs_shown(struct trace_input *in);
+
+/* Whether -q asked for no warnings. */
+int trace_quiet(const struct trace_input *in);
 
 void trace_close(struct trace_input *in);
 

@@ -16,7 +16,10 @@
  * frames get args.end ("unwound", "thread end"), frames the --time window
  * clipped args.cut ("start", "end", "both"). Streamed: memory holds one escaped
  * name per function, never events. Strings are escaped for JSON and invalid
- * UTF-8 becomes U+FFFD, so the output always parses. */
+ * UTF-8 becomes U+FFFD, so the output always parses. Calls nested
+ * PF_MAX_DEPTH levels deep or more are written like the others, and counted
+ * in a warning: trace_processor (Perfetto's UI) drops them from JSON, where
+ * the Perfetto output moves them to child tracks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,7 @@
 #include "lib/outfile.h"
 #include "lib/util.h"
 #include "output/converters.h"
+#include "output/perfetto.h"
 
 /* `"name":"...","cat":"...","args":{"src":"file:line"` for one function:
  * everything of an X event that depends only on the function. */
@@ -78,6 +82,7 @@ struct chrome {
 	size_t *fraglen;
 	size_t nfrag;
 	int first;
+	uint64_t too_deep; /* frames at depth PF_MAX_DEPTH or more */
 };
 
 static void free_frags(struct chrome *c)
@@ -133,8 +138,8 @@ static int ch_process_begin(void *ctx, const struct trace_proc *p)
 static int ch_thread_begin(void *ctx, const struct trace_proc *p, const struct lr_thread *t)
 {
 	struct chrome *c = ctx;
-	(void)p;
-	return metadata(c, t->tid, "thread_name", t->name[0] ? t->name : "thread");
+	const char *label = trace_thread_label(p, t); /* a cut name with the thread's first function */
+	return metadata(c, t->tid, "thread_name", label[0] ? label : "thread");
 }
 
 static const char *frag_for(struct chrome *c, const struct trace_proc *p, uint32_t func_id, size_t *len)
@@ -178,6 +183,7 @@ static int ch_frame_end(void *ctx, const struct fr_frame *f)
 	struct chrome *c = ctx;
 	size_t flen;
 	const char *frag = frag_for(c, f->proc, f->func_id, &flen);
+	c->too_deep += f->depth >= PF_MAX_DEPTH;
 	uint64_t ts = c->base + f->t_begin, dur = f->t_end - f->t_begin;
 	char head[160];
 	int n = snprintf(head, sizeof(head), "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03u,\"dur\":%llu.%03u,",
@@ -212,5 +218,11 @@ int conv_chrome(struct trace_input *in, const struct conv_options *opt)
 	free_frags(&c);
 	if (r < 0)
 		return sf_outfile_fail(of, opt->out);
+	/* The JSON stays as recorded (the format has no depth limit), but
+	 * trace_processor, so Perfetto's UI, drops every slice past its nesting
+	 * limit, with an import error only its stats show. */
+	if (c.too_deep && !trace_quiet(in))
+		sf_warn("%llu calls are nested %d or more levels deep: Perfetto's UI and trace_processor drop them "
+			"from a JSON trace; --type perfetto keeps every call", (unsigned long long)c.too_deep, PF_MAX_DEPTH);
 	return sf_outfile_commit(of);
 }

@@ -19,7 +19,7 @@ struct pf_tracks {
 	struct pf_thread *thread;
 	struct pf_thread **deeper; /* [k]: depths (k+1)*PF_MAX_DEPTH .. */
 	size_t ndeeper;
-	char name[24];
+	char name[160]; /* the thread label (trace_thread_label), maybe cut */
 };
 
 struct pf_sink {
@@ -56,7 +56,7 @@ static struct pf_thread *track_at(struct pf_sink *s, uint32_t ti, uint32_t depth
 		tr->ndeeper = k + 1;
 	}
 	if (!tr->deeper[k]) {
-		char name[96];
+		char name[224];
 		snprintf(name, sizeof(name), "%s depth %zu-%zu", tr->name, (k + 1) * PF_MAX_DEPTH,
 			 (k + 2) * PF_MAX_DEPTH - 1);
 		tr->deeper[k] = pf_add_subtrack(s->w, tr->thread, name);
@@ -109,9 +109,9 @@ static int pf_process_end(void *ctx, const struct trace_proc *p)
 static int pf_thread_begin(void *ctx, const struct trace_proc *p, const struct lr_thread *t)
 {
 	struct pf_sink *s = ctx;
-	(void)p;
 	struct pf_tracks *tr = &s->threads[t->index];
-	snprintf(tr->name, sizeof(tr->name), "%s", t->name[0] ? t->name : "thread");
+	const char *label = trace_thread_label(p, t); /* a cut name with the thread's first function */
+	snprintf(tr->name, sizeof(tr->name), "%s", label[0] ? label : "thread");
 	tr->thread = pf_add_thread(s->w, s->proc, t->tid, tr->name);
 	return tr->thread ? 0 : -1;
 }

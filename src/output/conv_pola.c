@@ -2,14 +2,18 @@
  *   OUT          frame_id u64, parent u64, tid u32, func_id u64, time duration[ns], kind u32
  *                one row per event: 1 entry, 2 exit, 3 tail call; repaired
  *                frames get an exit row at their repaired end
- *   OUT.symtab   func_id u64, name str, path str ("file:line")
- *                one row per function that appears in OUT
+ *   OUT.symtab   func_id u64, name str, path str ("file:line"), aliases str
+ *                one row per function that appears in OUT; aliases: the
+ *                function's other names (identical code folding gives one
+ *                address several), one per line, "" when it has none
  *   OUT.threads  tid u32, pid u32, ppid u32, thread_name str, process_name str,
- *                cmdline str, start duration[ns], end duration[ns]
+ *                cmdline str, start duration[ns], end duration[ns], label str
  *                one row per thread of each process that has rows in OUT;
  *                start and end are its first and last row's time, so a tid
  *                the OS reused (a later thread or process) is told apart by
- *                time: OUT's rows of that tid lie in exactly one row's range
+ *                time: OUT's rows of that tid lie in exactly one row's range;
+ *                label: thread_name, and when the kernel cut it at 15 bytes,
+ *                the thread's first outermost function beside it
  *   OUT.alloc    allocation events, when there are any (conv_pola_alloc.h)
  * Times count from the recording's time 0 (trace_input.h), for every
  * process. The files are written atomically; on failure none is left behind. */
@@ -33,13 +37,13 @@ static const struct pq_column event_cols[] = {
 };
 
 static const struct pq_column symtab_cols[] = {
-	{"func_id", PQ_UINT64}, {"name", PQ_STRING}, {"path", PQ_STRING},
+	{"func_id", PQ_UINT64}, {"name", PQ_STRING}, {"path", PQ_STRING}, {"aliases", PQ_STRING},
 };
 
 static const struct pq_column thread_cols[] = {
 	{"tid", PQ_UINT32},          {"pid", PQ_UINT32},         {"ppid", PQ_UINT32},
 	{"thread_name", PQ_STRING},  {"process_name", PQ_STRING}, {"cmdline", PQ_STRING},
-	{"start", PQ_DURATION_NS},   {"end", PQ_DURATION_NS},
+	{"start", PQ_DURATION_NS},   {"end", PQ_DURATION_NS},    {"label", PQ_STRING},
 };
 
 /* One thread of one process: the time span of its rows in OUT. */
@@ -196,6 +200,27 @@ static int pola_alloc(void *ctx, const struct trace_proc *p, const struct lr_eve
 	return pola_alloc_event(((struct pola_sink *)ctx)->alloc, p, ev);
 }
 
+/* The other names of a function, one per line. */
+struct alias_buf {
+	const char *shown;
+	char *text;
+	size_t len;
+};
+
+static void add_alias(void *ctx, const char *mangled, const char *demangled)
+{
+	struct alias_buf *a = ctx;
+	const char *name = demangled ? demangled : mangled;
+	if (!name || !strcmp(name, a->shown))
+		return;
+	size_t n = strlen(name);
+	a->text = xrealloc(a->text, a->len + n + 2);
+	if (a->len)
+		a->text[a->len++] = '\n';
+	memcpy(a->text + a->len, name, n + 1);
+	a->len += n;
+}
+
 static int write_symtab(struct pq_writer *w, const struct seen *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
@@ -209,8 +234,13 @@ static int write_symtab(struct pq_writer *w, const struct seen *s)
 			n = snprintf(path, sizeof(path), "%s", si->file);
 		if (n < 0 || (size_t)n >= sizeof(path))
 			n = (int)strlen(path);
-		if (pq_write_u64(w, 0, sf->key) || pq_write_str(w, 1, si->name, strlen(si->name)) ||
-		    pq_write_str(w, 2, path, (size_t)n) || pq_end_row(w))
+		struct alias_buf a = {si->name, NULL, 0};
+		ls_aliases(sf->proc->syms, sf->id, add_alias, &a);
+		int bad = pq_write_u64(w, 0, sf->key) || pq_write_str(w, 1, si->name, strlen(si->name)) ||
+			  pq_write_str(w, 2, path, (size_t)n) || pq_write_str(w, 3, a.text ? a.text : "", a.len) ||
+			  pq_end_row(w);
+		free(a.text);
+		if (bad)
 			return -1;
 	}
 	return 0;
@@ -231,7 +261,8 @@ static int write_threads(struct pq_writer *w, const struct pola_sink *s)
 		if (pq_write_u32(w, 0, sp->thread->tid) || pq_write_u32(w, 1, info->pid) ||
 		    pq_write_u32(w, 2, info->ppid) || put_str(w, 3, sp->thread->name) ||
 		    put_str(w, 4, sp->proc->name) || put_str(w, 5, sp->proc->cmdline) ||
-		    pq_write_u64(w, 6, sp->start) || pq_write_u64(w, 7, sp->end) || pq_end_row(w))
+		    pq_write_u64(w, 6, sp->start) || pq_write_u64(w, 7, sp->end) ||
+		    put_str(w, 8, trace_thread_label(sp->proc, sp->thread)) || pq_end_row(w))
 			return -1;
 	}
 	return 0;
@@ -284,8 +315,8 @@ int conv_pola(struct trace_input *in, const struct conv_options *opt)
 	po.codec = opt->uncompressed ? PQ_CODEC_NONE : PQ_CODEC_ZSTD;
 	po.zstd_level = opt->zstd_level;
 	w[OUT_EVENTS] = pq_open(event_cols, 6, &po, sf_outfile_write_cb, of[OUT_EVENTS]);
-	w[OUT_SYMTAB] = pq_open(symtab_cols, 3, &po, sf_outfile_write_cb, of[OUT_SYMTAB]);
-	w[OUT_THREADS] = pq_open(thread_cols, 8, &po, sf_outfile_write_cb, of[OUT_THREADS]);
+	w[OUT_SYMTAB] = pq_open(symtab_cols, 4, &po, sf_outfile_write_cb, of[OUT_SYMTAB]);
+	w[OUT_THREADS] = pq_open(thread_cols, 9, &po, sf_outfile_write_cb, of[OUT_THREADS]);
 	struct pola_sink s = {0};
 	s.w = w[OUT_EVENTS];
 	s.alloc = pola_alloc_open(opt->out, &po);

@@ -117,7 +117,8 @@ def test_pola_schema_and_reference_queries():
     r = pola_query(out)
     eq(r["types"], [["frame_id", "u64"], ["parent", "u64"], ["tid", "u32"], ["func_id", "u64"],
                     ["time", "duration[ns]"], ["kind", "u32"]], "polars event schema")
-    eq(r["symtab_types"], [["func_id", "u64"], ["name", "str"], ["path", "str"]], "polars symtab schema")
+    eq(r["symtab_types"], [["func_id", "u64"], ["name", "str"], ["path", "str"], ["aliases", "str"]],
+       "polars symtab schema")
     eq(r["calls"], CALLS, "query 1: calls per function")
     eq(r["rows"], 2 * sum(CALLS.values()), "one row per event")
     eq(r["symtab_rows"], len(CALLS), "one symtab row per function")
@@ -128,7 +129,7 @@ def test_pola_schema_and_reference_queries():
     eq(r["duck_rows"], r["rows"], "DuckDB row count")
     eq(r["duck_types"], [["frame_id", "UBIGINT"], ["parent", "UBIGINT"], ["tid", "UINTEGER"],
                          ["func_id", "UBIGINT"], ["time", "BIGINT"], ["kind", "UINTEGER"]], "DuckDB types")
-    eq(r["duck_symtab_types"], [["func_id", "UBIGINT"], ["name", "VARCHAR"], ["path", "VARCHAR"]],
+    eq(r["duck_symtab_types"], [["func_id", "UBIGINT"], ["name", "VARCHAR"], ["path", "VARCHAR"], ["aliases", "VARCHAR"]],
        "DuckDB symtab types")
 
 

@@ -47,7 +47,7 @@ def test_frames_match_parquet():
     log, pl = recorded()
     rows = query(log, "select * from frames")
     eq(list(rows[0]), ["frame_id", "parent", "pid", "tid", "func_id", "name", "start_ns", "dur_ns", "self_ns",
-                       "depth"], "columns")
+                       "depth", "short_name"], "columns")
     names = {int(f): n for f, n, _ in pl["symtab"]}
     want = {int(f): (int(p), tid, int(fn), int(s), int(e) - int(s)) for f, p, tid, fn, s, e in pl["frames"]}
     got = {r["frame_id"]: (r["parent"], r["tid"], r["func_id"], r["start_ns"], r["dur_ns"]) for r in rows}

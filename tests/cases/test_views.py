@@ -390,3 +390,211 @@ def test_replay_pages_on_a_terminal():
     eq((out.splitlines(), rc), (whole[:2], 0), "paged")
     out, rc = _on_terminal([SFTRACE, "replay", "--color", "never", "--no-pager", log], {"PAGER": "sed -n 1,2p"})
     eq((out.splitlines(), rc), (whole, 0), "--no-pager")
+
+
+# ---- -F/--filter-func and -N/--notrace (uftrace's), in every reading command ----
+
+def test_filter_func_and_notrace_in_every_reader():
+    """-F keeps the matching functions and what they call; -N drops them and
+    what they call; both repeatable, on demangled names."""
+    _, log = views_log("more")
+    _, rows = replay(log, ["-F", "^foo$"])
+    eq([c for _, _, c in rows], ["foo() {", "  loop();", "  loop();", "  loop();", "} /* foo */"] * 2, "replay -F foo")
+    _, rows = replay(log, ["-N", "foo|worker", "-N", "^recurse"])
+    eq([c for _, _, c in rows], ["main() {", "  bar();", "} /* main */"], "replay -N foo|worker -N recurse")
+    _, rows = replay(log, ["-F", "recurse", "-N", "bottom", "--max-depth", "2"])
+    eq([c for _, _, c in rows], ["recurse() {", "  recurse();", "} /* recurse */"], "-F with -N and --max-depth")
+    rep = run([SFTRACE, "report", "--format", "tsv", "-F", "^recurse", log]).stdout.splitlines()
+    eq(sorted((r.split("\t")[1], r.split("\t")[2]) for r in rep[1:]), [("bottom", "1"), ("recurse", "4")],
+       "report -F")
+    g = run([SFTRACE, "graph", "-N", "^loop$", "main", log]).stdout
+    check("(2) foo" in g and "(1) bar" in g and "loop" not in g, g)
+    js = os.path.join(tmpdir(), "f.json")
+    run([SFTRACE, "convert", "--type", "chrome", "--filter-func", "wleaf", log, "-o", js])
+    with open(js, encoding="utf-8") as fh:
+        xs = [e["name"] for e in __import__("json").load(fh)["traceEvents"] if e["ph"] == "X"]
+    eq(sorted(xs), ["wleaf"] * 4, "convert --filter-func")
+    q = run([SFTRACE, "query", "--format", "tsv", "--notrace", "^(foo|recurse|worker)$", log,
+             "select name, count(*) from frames group by 1 order by 1"]).stdout.splitlines()
+    eq(q[1:], ["bar\t1", "main\t1"], "query --notrace")
+    d = run([SFTRACE, "dump", "-F", "^bar$", log]).stdout
+    eq(re.findall(r" (ENTRY|EXIT) +(\w+)$", d, re.M), [("ENTRY", "bar"), ("EXIT", "bar")], "dump -F")
+    p = run([SFTRACE, "replay", "-F", "(", log], check_rc=1)
+    check("invalid regex '(' (-F)" in p.stderr and not p.stdout, p.stderr)
+    p = run([SFTRACE, "memory", "-F", "foo", log], check_rc=2)
+    check("-F, -N" in p.stderr, p.stderr)
+
+
+def test_filter_func_picks_the_folded_alias():
+    """-F names a folded function by an alias: every output uses that name."""
+    _, log = record([icf_exe()])
+    _, rows = replay(log, ["-F", "^app::twin_b"])
+    eq([c for _, _, c in rows], ["app::twin_b();"] * 2, "the alias -F matched")
+    _, rows = replay(log, ["-N", "^std::fold_me"])
+    eq([c for _, _, c in rows], ["main() {", "  app::twin_a();", "  app::twin_a();", "} /* main */"],
+       "-N by an alias drops the folded function")
+
+
+# ---- short names accepted wherever a name is taken ----
+
+# rust_prog's Vec<Box<dyn Shape>> drop (tests/cases/test_names.py).
+DROP_FULL = "<alloc::vec::Vec<alloc::boxed::Box<dyn rust_prog::Shape>> as core::ops::drop::Drop>::drop"
+DROP_SHORT = "<alloc::vec::Vec<…> as core::ops::drop::Drop>::drop"
+
+
+def test_short_names_in_query_filters_and_cuts():
+    """A name as report prints it finds the function: query's short_name
+    columns, -F/-N, and sftrace filter -r (which --trigger shares)."""
+    from sfkit import rust_fixture
+    exe = rust_fixture()
+    _, log = record([exe])
+    tsv = run([SFTRACE, "report", "--format", "tsv", "--names", "full", log]).stdout.splitlines()
+    full = {r.split("\t")[1]: int(r.split("\t")[2]) for r in tsv[1:]}
+    check(full.get(DROP_FULL), f"{DROP_FULL} called: {sorted(full)}")
+    q = run([SFTRACE, "query", "--format", "tsv", log,
+             f"select name, count(*) from frames where short_name = '{DROP_SHORT}' group by 1"]).stdout
+    eq(q.splitlines()[1:], [f"{DROP_FULL}\t{full[DROP_FULL]}"], "frames.short_name")
+    q = run([SFTRACE, "query", "--format", "tsv", log,
+             f"select name from functions where short_name = '{DROP_SHORT}'"]).stdout
+    eq(q.splitlines()[1:], [DROP_FULL], "functions.short_name")
+    short_re = re.escape(DROP_SHORT)  # finds the short name only: "Vec<…>" is not in the full one
+    check(not re.search(short_re, DROP_FULL), "the regex misses the full name")
+    rep = run([SFTRACE, "report", "--format", "tsv", "--names", "full", "-F", short_re, "-N", ".", log])
+    eq(rep.stdout.splitlines()[1:], [], "-N . drops everything")
+    p = run([SFTRACE, "replay", "-f", "none", "--max-depth", "1", "-F", short_re, log])
+    eq(p.stdout.splitlines(), [f"{DROP_SHORT}();"] * full[DROP_FULL], "replay -F by the short name")
+    flt = os.path.join(tmpdir(), "drop.filter")
+    run([SFTRACE, "filter", "-p", exe, "-r", "^" + short_re + "$", "-o", flt])
+    with open(flt, encoding="utf-8") as fh:
+        named = [ln.split(" ", 1)[1] for ln in fh.read().splitlines() if ln.startswith("0x")]
+    eq(named, [DROP_FULL], "filter -r by the short name")
+
+
+def _node_records(path, cols):
+    """Rows of a Parquet file read back with polars (node)."""
+    import json
+    import shutil
+    if not shutil.which("node"):
+        raise Skip("node is not installed")
+    pq = os.path.join(ROOT, "tests", "parquet")
+    if not os.path.isdir(os.path.join(pq, "node_modules", "nodejs-polars-linux-x64-gnu")):
+        run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=pq, timeout=600)
+    script = ("import pl from 'nodejs-polars';"
+              f"const df = pl.scanParquet({json.dumps(path)}).collectSync();"
+              f"console.log(JSON.stringify(df.toRecords().map(r => {json.dumps(cols)}.map(c => String(r[c])))));")
+    return json.loads(run(["node", "--input-type=module", "-e", script], cwd=pq).stdout)
+
+
+def test_parquet_symtab_lists_aliases():
+    _, log = record([icf_exe()])
+    out = os.path.join(tmpdir(), "icf.pola")
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", out])
+    rows = _node_records(out + ".symtab", ["name", "aliases"])
+    eq(sorted(map(tuple, rows)), [("app::fold_me(int)", "std::fold_me(int)"), ("app::twin_a(int)", "app::twin_b(int)"),
+                                  ("main", "")], "symtab names and aliases")
+
+
+# ---- thread labels: a name the kernel cut, with the thread's first function ----
+
+def threads_log():
+    exe = build_c("views_threads", ["views_threads.c"], flags=["-fno-optimize-sibling-calls"], libs=["-lpthread"])
+    _, log = record([exe])
+    return log
+
+
+def test_thread_labels_where_names_are_cut():
+    log = threads_log()
+    p = run([SFTRACE, "replay", "-f", "tid", log])
+    tids = []
+    for t in re.findall(r"\[ *(\d+)\]|# thread (\d+)", p.stdout):
+        t = t[0] or t[1]
+        if t not in tids:
+            tids.append(t)
+    eq(len(tids), 4, "threads")
+    text = re.sub(r"\[ *(\d+)\]|(?<=# thread )(\d+)",
+                  lambda m: f"[T{tids.index(m.group(1))}]" if m.group(1) else f"T{tids.index(m.group(2))}", p.stdout)
+    eq(text.splitlines(), [
+        "#   TID      FUNCTION",
+        " [T0] | main() {",
+        " [T0] |   main_work();",
+        "# thread T1: ast::parse::tes (test_alpha)",
+        " [T1] | test_alpha() {",
+        " [T1] |   leaf();",
+        " [T1] | } /* test_alpha */",
+        "# thread T2: ast::parse::tes (test_beta)",
+        " [T2] | test_beta() {",
+        " [T2] |   leaf();",
+        " [T2] |   leaf();",
+        " [T2] | } /* test_beta */",
+        " [T3] | other() {",
+        " [T3] |   leaf();",
+        " [T3] | } /* other */",
+        " [T0] | } /* main */"], "replay: a label line before a cut-named thread's first call")
+    heads = re.findall(r"^== thread (.*) \(tid (\d+)\) in ", run([SFTRACE, "report", "--threads", log]).stdout, re.M)
+    eq(sorted((n, tids.index(t)) for n, t in heads),
+       [("ast::parse::tes (test_alpha)", 1), ("ast::parse::tes (test_beta)", 2), ("short", 3),
+        ("views_threads", 0)], "report --threads")
+    q = run([SFTRACE, "query", "--format", "tsv", log, "select tid, thread_name, label from threads"]).stdout
+    eq(sorted((tids.index(r.split("\t")[0]), r.split("\t")[1], r.split("\t")[2]) for r in q.splitlines()[1:]),
+       [(0, "views_threads", "views_threads"), (1, "ast::parse::tes", "ast::parse::tes (test_alpha)"),
+        (2, "ast::parse::tes", "ast::parse::tes (test_beta)"), (3, "short", "short")], "query threads")
+    js = os.path.join(tmpdir(), "t.json")
+    run([SFTRACE, "convert", "--type", "chrome", log, "-o", js])
+    with open(js, encoding="utf-8") as fh:
+        names = {str(e["tid"]): e["args"]["name"] for e in __import__("json").load(fh)["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+    eq([names[t] for t in tids], ["views_threads", "ast::parse::tes (test_alpha)", "ast::parse::tes (test_beta)",
+                                  "short"], "Chrome thread names")
+    pb = os.path.join(tmpdir(), "t.pb")
+    run([SFTRACE, "convert", log, "-o", pb])
+    try:
+        rows = tp_rows(pb, "select 't' || tid, name from thread where tid != 0")
+        eq(sorted((tids.index(t[1:]), n) for t, n in rows),
+           [(0, "views_threads"), (1, "ast::parse::tes (test_alpha)"), (2, "ast::parse::tes (test_beta)"),
+            (3, "short")], "Perfetto thread names")
+    except Skip:
+        pass
+    out = os.path.join(tmpdir(), "t.pola")
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", out])
+    rows = _node_records(out + ".threads", ["tid", "label"])
+    eq(sorted((tids.index(t), n) for t, n in rows),
+       [(0, "views_threads"), (1, "ast::parse::tes (test_alpha)"), (2, "ast::parse::tes (test_beta)"),
+        (3, "short")], "Parquet threads.label")
+
+
+# ---- the repairs notice, once per command ----
+
+def test_repairs_notice_once():
+    exe = build_c("own_longjmp", ["own_longjmp.c"], flags=["-fno-builtin"])
+    _, log = record([exe, "1"])
+    p = run([SFTRACE, "report", log])
+    eq((p.stdout + p.stderr).count("repaired: 2 frames closed by unwinding"), 1, "report: stdout footer only")
+    eq(p.stderr, "", "report's stderr")
+    p = run([SFTRACE, "report", "--format", "tsv", log])
+    eq(p.stderr, "sftrace: repaired: 2 frames closed by unwinding\n", "tsv has no footer: stderr says it")
+    for cmd in (["replay"], ["graph"]):
+        p = run([SFTRACE] + cmd + [log])
+        eq(p.stderr.count("repaired:"), 1, f"{cmd[0]}'s stderr")
+
+
+# ---- Chrome JSON past trace_processor's nesting limit ----
+
+def test_chrome_json_deep_recursion_warns_with_the_count():
+    """3,000 nested rec() calls: the JSON keeps every call; convert says how
+    many lie 512 or more levels deep, which is what trace_processor (so
+    Perfetto's UI) drops from a JSON trace."""
+    exe = build_c("stress_recursion", ["stress_recursion.c"], libs=["-lpthread"])
+    _, log = record([exe, "main", "2999"])
+    out = os.path.join(tmpdir(), "t.json")
+    p = run([SFTRACE, "convert", "--type", "chrome", log, "-o", out])
+    eq(p.stderr, "sftrace: warning: 2490 calls are nested 512 or more levels deep: Perfetto's UI and "
+       "trace_processor drop them from a JSON trace; --type perfetto keeps every call\n", "warning")
+    with open(out, encoding="utf-8") as fh:
+        xs = [e for e in __import__("json").load(fh)["traceEvents"] if e["ph"] == "X"]
+    eq(len(xs), 3002, "every call in the JSON")
+    eq(run([SFTRACE, "convert", "-q", "--type", "chrome", log, "-o", out]).stderr, "", "-q")
+    small = os.path.join(tmpdir(), "s.json")
+    eq(run([SFTRACE, "convert", "--type", "chrome", views_log()[1], "-o", small]).stderr, "", "no warning")
+    rows = tp_rows(out, "select 'n', count(*) from slice union all "
+                        "select name, value from stats where name = 'slice_max_depth_exceeded'")
+    eq(sorted(rows), [["n", "512"], ["slice_max_depth_exceeded", "2490"]], "trace_processor drops that many")

@@ -356,6 +356,11 @@ uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_conf
 /* ---- buffer.c ---- */
 /* The calling thread's state (struct sf_thread above). */
 extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+/* Payload records with a zero upper half stored in the thread's current
+ * batch by complete events (low 32 bits; may fall short, never over), and
+ * the batch's number in this thread (high 32 bits): alloc.c counts, the
+ * hand-off compares (has_unfilled). */
+extern __thread uint64_t sf_heap_zero __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 /* Called by the trampolines (all registers saved) when the fast path cannot
  * store: first event of a thread, buffer full, or monotonic-clock mode
  * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
@@ -365,8 +370,8 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
  * from C (async-signal-safe). */
 void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
 /* An event with sf_event_payload_records(kind) payload records, stored at
- * `time` (or now, for a thread's first event) with signals blocked: the
- * slow path of alloc.c. */
+ * `time` (or now, for a thread's first event): the slow path of alloc.c,
+ * which blocks signals around it. */
 void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
@@ -420,9 +425,9 @@ size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct 
 static inline int sf_trim_enabled(void) { return sf_config.trim_min_ns || sf_config.trim_max_depth; }
 
 /* ---- batch_scan.c (the one file built with vector registers) ---- */
-/* 0 if the n records hold only function events, none unfilled; 1 if they
- * must be walked. */
-int sf_batch_suspect(const struct sf_event *ev, size_t n) SF_HIDDEN;
+/* How many of the n records have a zero word (an unfilled record, or a
+ * payload record with a zero upper half). */
+size_t sf_batch_zero_words(const struct sf_event *ev, size_t n) SF_HIDDEN;
 
 /* ---- encode.c ---- */
 /* Writes records [0, n) of slot s as one batch chunk (packed, or raw per

@@ -101,7 +101,7 @@ static int other_threads(void)
  * warning. */
 static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint64_t seg_hi, int prot,
 			  const struct xray_sled_rt *sleds, uint32_t nsleds, const uint64_t target[SF_STUB_COUNT],
-			  struct sf_patch_result *res)
+			  int on, struct sf_patch_result *res)
 {
 	uint64_t page_lo = seg_lo & ~(SF_PAGE - 1);
 	size_t len = (size_t)(((seg_hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - page_lo);
@@ -126,7 +126,7 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 	}
 	for (uint32_t k = 0; k < nsleds && !w.failed; k++)
 		if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi)
-			sf_arch_patch_sled(&sleds[k], target, &w, res);
+			(on ? sf_arch_patch_sled : sf_arch_unpatch_sled)(&sleds[k], target, &w, res);
 	if (w.mem_fd >= 0) {
 		close(w.mem_fd);
 		if (w.failed)
@@ -136,7 +136,7 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 	}
 }
 
-int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds,
+int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds, int on,
 		    struct sf_patch_result *res)
 {
 	uint64_t tramp[SF_STUB_COUNT], target[SF_STUB_COUNT];
@@ -158,7 +158,7 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 			any = sleds[k].selected && sleds[k].address >= seg_lo &&
 			      sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi;
 		if (any)
-			patch_segment(obj, seg_lo, seg_hi, prot_of(ph[i].p_flags), sleds, nsleds, target, res);
+			patch_segment(obj, seg_lo, seg_hi, prot_of(ph[i].p_flags), sleds, nsleds, target, on, res);
 	}
 	return 0;
 }

@@ -181,6 +181,9 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		printf(KEY "%" PRIu64 " bytes per thread\n", "ring", i->ring_bytes);
 	else
 		printf(KEY "off\n", "ring");
+	if (i->resumes || i->pauses)
+		printf(KEY "%u resume%s, %u pause%s (record --paused: frames in flight at a pause end there)\n",
+		       "switched", i->resumes, i->resumes == 1 ? "" : "s", i->pauses, i->pauses == 1 ? "" : "s");
 	if (i->trim_min_ns || i->trim_max_depth)
 		printf(KEY "min duration %" PRIu64 " ns, max depth %u (0: off), %" PRIu64 " records left out\n",
 		       "trims", i->trim_min_ns, i->trim_max_depth, i->trimmed_records);

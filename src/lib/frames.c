@@ -212,6 +212,12 @@ static void end_slot(struct frames *f, size_t slot)
 	struct fr_thread *th = &f->threads[slot];
 	if (th->key && th->key->npauses && th->depth)
 		pass_pauses(f, slot, UINT64_MAX); /* a pause after the thread's last event */
+	/* Events after the last pause come from sleds a thread was inside
+	 * when they were unpatched: in flight at the pause too. */
+	while (th->key && th->key->ends_paused && th->depth) {
+		pop(f, slot, th->last_t, FR_END_PAUSED);
+		f->stats.open_at_pause++;
+	}
 	while (th->depth) {
 		pop(f, slot, th->last_t, FR_END_THREAD_END);
 		f->stats.open_at_end++;

@@ -57,6 +57,7 @@ struct lr_log {
 	struct sf_switch *switches; /* SWITCH chunks, file order */
 	size_t nswitches, switches_cap;
 	uint64_t *pause_ns;    /* the pauses' times (lr_time_ns), ascending: every thread's */
+	uint64_t *switch_ns;   /* every switch's time (lr_time_ns), ascending */
 
 	struct lr_thread *threads;
 	size_t nthreads, threads_cap;
@@ -362,6 +363,17 @@ static void apply_switches(struct lr_log *log)
 		else
 			log->info.pauses++;
 	}
+	if (!log->nswitches)
+		return;
+	log->switch_ns = xmalloc(log->nswitches * sizeof(*log->switch_ns));
+	for (size_t i = 0; i < log->nswitches; i++)
+		log->switch_ns[i] = lr_time_ns(log, log->switches[i].time);
+	qsort(log->switch_ns, log->nswitches, sizeof(*log->switch_ns), cmp_u64);
+	/* Tracing ended off: frames left open at a thread's end were in
+	 * flight at the last pause (frames.c). */
+	int ends_off = !log->switches[log->nswitches - 1].on;
+	for (size_t i = 0; i < log->nthreads; i++)
+		log->threads[i].ends_paused = ends_off;
 	if (!log->info.pauses)
 		return;
 	log->pause_ns = xmalloc(log->info.pauses * sizeof(*log->pause_ns));
@@ -1297,6 +1309,7 @@ void lr_close(struct lr_log *log)
 	free(log->unloads);
 	free(log->switches);
 	free(log->pause_ns);
+	free(log->switch_ns);
 	for (size_t i = 0; i < log->nthreads; i++)
 		free(log->threads[i].batch), free(log->threads[i].before);
 	free(log->threads);
@@ -1391,8 +1404,24 @@ static void find_before_window(struct lr_log *log)
 		uint32_t *miss = NULL;
 		struct lr_iter it;
 		struct lr_event ev;
+		/* With switches (sftrace resume / pause): a thread that lost no
+		 * batch has no frame before its window, and an exit after a
+		 * switch is one in flight there, which frames.c repairs; only
+		 * exits before the first switch in the window are candidates. */
+		if (log->nswitches && (!t->nbatch || log->batches[t->batch[0]].seq == 0))
+			continue;
+		uint64_t until = UINT64_MAX;
+		int first = 1;
 		lr_iter_init_thread(&it, log, t);
 		while (lr_next(&it, &ev)) {
+			if (first) {
+				for (size_t k = 0; k < log->nswitches && until == UINT64_MAX; k++)
+					if (log->switch_ns[k] > ev.time_ns)
+						until = log->switch_ns[k];
+				first = 0;
+			}
+			if (ev.time_ns > until)
+				break;
 			if (ev.kind == SF_EV_ENTRY) {
 				if (depth == cap)
 					stack = xrealloc(stack, (cap *= 2) * sizeof(uint32_t));

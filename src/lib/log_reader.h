@@ -129,6 +129,7 @@ struct lr_thread {
 	 * at each. */
 	const uint64_t *pause_ns;
 	uint32_t npauses;
+	int ends_paused;         /* the log's last switch is a pause */
 };
 
 struct lr_event {

@@ -165,6 +165,7 @@ static void log_created(void)
 {
 	sf_objects_log_all();
 	sf_log_update_patch_stats(sf_patch_ns, sf_objects_patched_total());
+	sf_switch_log_created();
 }
 
 __attribute__((constructor(101))) static void sf_init(void)

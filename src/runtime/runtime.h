@@ -331,6 +331,7 @@ void sf_switch_start(void) SF_HIDDEN;       /* with the writer thread: the handl
  * format/switch_ctl.h): stored for the writer, 1. Async-signal-safe. */
 int sf_switch_signal(const siginfo_t *si) SF_HIDDEN;
 void sf_switch_service(void) SF_HIDDEN;     /* writer thread: switches, logs, answers */
+void sf_switch_log_created(void) SF_HIDDEN; /* a new log (lock held): the last switch, if any */
 void sf_switch_after_fork_child(void) SF_HIDDEN;
 
 /* ---- loader_hook.c ---- */

@@ -139,18 +139,33 @@ static void reply(uint32_t pid, uint64_t v, const struct sf_switch_reply *r)
 	close(fd);
 }
 
-/* Logs where tracing switched (a log exists once any event was stored;
- * before that there is nothing for a reader to close). */
-static void log_switch(uint64_t time, uint32_t on, uint32_t sleds, uint64_t took)
+/* The last switch, for a log created after it (the first resume of a
+ * process started paused comes before its first event, hence its log). */
+static struct sf_switch last_switch;
+
+static void write_switch(const struct sf_switch *s)
 {
-	struct sf_switch s = {time, on, sleds, took, 0};
 	struct sf_chunk c = {0};
 	c.type = SF_CHUNK_SWITCH;
+	sf_log_write_chunk(&c, s, sizeof(*s), 0);
+}
+
+/* Logs where tracing switched; a log that does not exist yet gets it when
+ * it is made (sf_switch_log_created). */
+static void log_switch(uint64_t time, uint32_t on, uint32_t sleds, uint64_t took)
+{
 	sigset_t old;
 	sf_log_lock_sig(&old);
+	last_switch = (struct sf_switch){time, on, sleds, took, 0};
 	if (sf_log_ready())
-		sf_log_write_chunk(&c, &s, sizeof(s), 0);
+		write_switch(&last_switch);
 	sf_log_unlock_sig(&old);
+}
+
+void sf_switch_log_created(void)
+{
+	if (enabled && last_switch.time)
+		write_switch(&last_switch);
 }
 
 /* The writer thread, after each round: serves the last request. */

@@ -972,7 +972,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		return 2;
 	}
 	if (!o->ring && ((ring_signal_set && !o->paused) || o->ntriggers || o->max_snapshots)) {
-		sf_error("%s needs --ring", ring_signal_set ? "--ring-signal (or --paused)" : o->ntriggers ? "--trigger" : "--max-snapshots");
+		sf_error("%s needs --ring%s", ring_signal_set ? "--ring-signal" : o->ntriggers ? "--trigger" : "--max-snapshots", ring_signal_set ? " (or --paused)" : "");
 		return 2;
 	}
 	if (o->ring && o->max_size) {

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from sfkit import SFTRACE, Skip, build_c, check, eq, iter_dump_events, run, tmpdir
+from sfkit import FIXTURES, SFTRACE, Skip, build_c, check, eq, iter_dump_events, run, tmpdir
 
 PAUSED_RE = re.compile(r"sftrace: pid (\d+) started paused \(tracing off\); switch it on with: sftrace resume (\d+)\n")
 SWITCH_RE = re.compile(r"pid (\d+): tracing (on|off): (\d+) sleds (un)?patched in [\d.]+ ms\n")
@@ -24,12 +24,13 @@ def plug():
 
 
 class Server:
-    """The fixture under `sftrace record --paused ARGS`."""
+    """The fixture (or cmd) under `sftrace record --paused ARGS`."""
 
-    def __init__(self, args=(), out=None):
+    def __init__(self, args=(), out=None, cmd=None):
         self.dir = tmpdir()
         self.log = out or os.path.join(self.dir, "sf.log")
-        self.p = subprocess.Popen([SFTRACE, "record", "--paused", "-o", self.log] + list(args) + ["--", server()],
+        self.p = subprocess.Popen([SFTRACE, "record", "--paused", "-o", self.log] + list(args) + ["--"] +
+                                  (cmd or [server()]),
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.pid = int(self.p.stdout.readline().split()[1])
         # The runtime says how to resume before main runs: the first line on stderr.
@@ -215,6 +216,32 @@ def test_resume_and_pause_with_8_hot_threads():
     want = (f"{total_unmatched} unmatched exit{'s' if total_unmatched != 1 else ''} dropped, {total_open} frame"
             f"{'s' if total_open != 1 else ''} in flight closed at a pause")
     eq(repairs, want, "repairs")
+
+
+def test_node_addon_server_switched_on_and_off_twice():
+    """node runs a server of the instrumented addon: the runtime comes with
+    the addon (node has no sleds), prints node's PID then, and resume/pause
+    switch it twice; only the two traced bursts of work are in the log."""
+    import shutil
+    if not shutil.which("node") or not os.path.exists("/usr/include/node/node_api.h"):
+        raise Skip("node or its Node-API headers are not installed")
+    addon = build_c("addon.node", ["addon.c"], shared=True, flags=["-I/usr/include/node"])
+    s = Server(cmd=["node", os.path.join(FIXTURES, "switch_server.js"), addon])
+    s.cmd("work 10")
+    s.switch("resume")
+    s.cmd("work 3")
+    s.switch("pause")
+    s.cmd("work 10")
+    s.switch("resume")
+    s.cmd("work 4")
+    s.switch("pause")
+    s.cmd("work 10")
+    s.finish()
+    calls, repairs = report(s.log)
+    eq(calls, {"work": 2, "addon_outer": 7, "addon_inner": 14}, "calls")
+    eq(repairs, "", "repairs")
+    info = run([SFTRACE, "info", s.log]).stdout
+    check(re.search(r"# switched +: 2 resumes, 2 pauses ", info), info)
 
 
 def test_bad_pids():

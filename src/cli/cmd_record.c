@@ -838,7 +838,11 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	if (o->filter_regex && !o->quiet)
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
 	int exec_failed = !WIFSIGNALED(status) && (rc == 126 || rc == 127);
-	if (logs == 0 && !exec_failed) {
+	if (logs == 0 && !exec_failed && o->paused) {
+		/* The runtime's notes would only repeat its "started paused" lines. */
+		fprintf(stderr, "sftrace: no log written: tracing was never switched on (--paused; 'sftrace resume PID' "
+				"switches it on)\n");
+	} else if (logs == 0 && !exec_failed) {
 		struct record_why w = {rf->notes, rf->filter[0] ? rf->filter : NULL, rf->shown, o->filter_regex,
 				       cmd[0]};
 		record_explain_no_log(&w);

@@ -188,8 +188,9 @@ void sf_switch_service(void)
 		r.took_ns = sf_mono_ns() - t0;
 		log_switch(at, 1, r.sleds, r.took_ns);
 	} else {
-		r.sleds = sf_objects_switch(0);
+		/* Off first: an object a dlopen scans meanwhile stays unpatched. */
 		__atomic_store_n(&sf_tracing_off, 1, __ATOMIC_RELEASE);
+		r.sleds = sf_objects_switch(0);
 		r.took_ns = sf_mono_ns() - t0;
 		/* After the last sled: a frame open then was in flight at the pause. */
 		log_switch(sf_now_raw(), 0, r.sleds, r.took_ns);

@@ -105,6 +105,15 @@ def test_paused_start_resume_pause_keeps_only_phase_b():
     check(REPAIRS in c.stderr, c.stderr)
 
 
+def test_never_resumed_writes_no_log_and_says_why():
+    s = Server()
+    s.cmd("A")
+    err = s.finish()
+    eq(err, "sftrace: no log written: tracing was never switched on (--paused; 'sftrace resume PID' switches it "
+            "on)\n", "record's last words")
+    eq(os.listdir(s.dir), [], "no log")
+
+
 def test_switch_with_a_ring():
     s = phases(["--ring", "1M"])
     calls, repairs = report(s.log)

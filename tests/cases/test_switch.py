@@ -99,6 +99,10 @@ def test_paused_start_resume_pause_keeps_only_phase_b():
     eq(repairs, REPAIRS, "repairs")
     info = run([SFTRACE, "info", s.log]).stdout
     check(re.search(r"# switched +: 1 resume, 1 pause ", info), info)
+    check(re.search(r"# repaired +: 0 frames closed by unwinding, 0 open at thread end, 1 in flight at a pause\n",
+                    info), info)
+    replay = run([SFTRACE, "replay", s.log]).stdout
+    eq(replay.count("/* 1 frame in flight at a pause */"), 1, "replay's note")
     # Every output repairs the same way: the Chrome trace balances too.
     out = os.path.join(s.dir, "t.json")
     c = run([SFTRACE, "convert", "-t", "chrome", "-o", out, s.log])

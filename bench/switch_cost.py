@@ -139,7 +139,8 @@ def switch_cost(work, args):
         f.write(HOT % {"funcs": n, "defs": defs, "table": table})
     exe = os.path.join(work, "hot")
     t0 = time.monotonic()
-    subprocess.run(["clang"] + XRAY + ["-o", exe, src, "-lpthread"], check=True)
+    # No -g: debug information for that many functions only slows the build.
+    subprocess.run(["clang"] + [f for f in XRAY if f != "-g"] + ["-o", exe, src, "-lpthread"], check=True)
     print(f"\nSwitching: {n} functions ({2 * n} sleds + main's), 8 busy threads "
           f"(built in {time.monotonic() - t0:.0f} s); CPUs: {os.cpu_count()}")
     p = subprocess.Popen([SFT, "record", "-q", "--paused", "-o", os.path.join(work, "s", "sf.log"), "--", exe],
@@ -154,17 +155,20 @@ def switch_cost(work, args):
     def switch(what):
         cmd("r")
         t0 = time.monotonic()
-        out = subprocess.run([SFT, what, pid], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([SFT, what, "-v", pid], capture_output=True, text=True, check=True).stdout
         wall = (time.monotonic() - t0) * 1e3
         m = re.search(r"(\d+) sleds (?:un)?patched in ([\d.]+) ms", out)
-        return wall, float(m.group(2)), int(m.group(1)), int(cmd("g")) / 1e6
+        v = re.search(r"([\d.]+) ms reading the sled maps, ([\d.]+) ms writing the text; ([\d.]+) ms from the signal",
+                      out)
+        return wall, float(m.group(2)), int(m.group(1)), int(cmd("g")) / 1e6, float(v.group(1)), \
+            float(v.group(2)), float(v.group(3))
 
     time.sleep(0.5)
     rows = {"quiet": [], "resume": [], "pause": []}
     for _ in range(args.switch_rounds):
         cmd("r")
         time.sleep(0.05)
-        rows["quiet"].append((0, 0, 0, int(cmd("g")) / 1e6))
+        rows["quiet"].append((0, 0, 0, int(cmd("g")) / 1e6, 0, 0, 0))
         rows["resume"].append(switch("resume"))
         time.sleep(0.05)
         rows["pause"].append(switch("pause"))
@@ -178,7 +182,10 @@ def switch_cost(work, args):
             print(f"  {k:7s} window of 50 ms, no switch:         longest gap {spread([x[3] for x in r])}")
             continue
         print(f"  {k:7s} sleds {r[0][2]}: wall {spread([x[0] for x in r])}")
-        print(f"  {'':7s} patching                 {spread([x[1] for x in r])}")
+        print(f"  {'':7s} signal to answer         {spread([x[6] for x in r])}")
+        print(f"  {'':7s} runtime's switch         {spread([x[1] for x in r])}")
+        print(f"  {'':7s}   reading sled maps      {spread([x[4] for x in r])}")
+        print(f"  {'':7s}   writing the text       {spread([x[5] for x in r])}")
         print(f"  {'':7s} longest gap              {spread([x[3] for x in r])}")
 
 

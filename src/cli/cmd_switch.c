@@ -44,6 +44,8 @@ static void usage(FILE *out, const char *name)
 		"options:\n"
 		"  -t, --timeout SECONDS     how long to wait for the process (default 10)\n"
 		"  -q, --quiet               print nothing on success\n"
+		"  -v, --verbose             also say where the time went (reading the sled\n"
+		"                            maps, writing the text) and the command's wall time\n"
 		"  -h, --help                this help\n"
 		"\n"
 		"Exit status: 0 when the process switched (or was %s already), 1 when\n"
@@ -198,17 +200,18 @@ static int receive(int fd, pid_t pid, double timeout, struct sf_switch_reply *r,
 	}
 }
 
-static int parse_args(int argc, char **argv, double *timeout, int *quiet, pid_t *pid)
+static int parse_args(int argc, char **argv, double *timeout, int *quiet, int *verbose, pid_t *pid)
 {
 	static const struct option longopts[] = {
 		{"timeout", required_argument, 0, 't'},
 		{"quiet", no_argument, 0, 'q'},
+		{"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': {
 			char *end;
@@ -220,6 +223,7 @@ static int parse_args(int argc, char **argv, double *timeout, int *quiet, pid_t 
 			break;
 		}
 		case 'q': *quiet = 1; break;
+		case 'v': *verbose = 1; break;
 		case 'h': usage(stdout, argv[0]); return 0;
 		default:
 			fprintf(stderr, "(sftrace %s --help describes the options)\n", argv[0]);
@@ -267,9 +271,9 @@ static int check_target(pid_t pid, int *sig)
 static int run_switch(int argc, char **argv, uint32_t op)
 {
 	double timeout = 10;
-	int quiet = 0;
+	int quiet = 0, verbose = 0;
 	pid_t pid = 0;
-	int rc = parse_args(argc, argv, &timeout, &quiet, &pid);
+	int rc = parse_args(argc, argv, &timeout, &quiet, &verbose, &pid);
 	if (rc >= 0)
 		return rc;
 	int sig;
@@ -281,6 +285,8 @@ static int run_switch(int argc, char **argv, uint32_t op)
 	int fd = bind_reply_socket(nonce);
 	if (fd < 0)
 		return 1;
+	struct timespec sent;
+	clock_gettime(CLOCK_MONOTONIC, &sent);
 	union sigval v;
 	v.sival_ptr = (void *)(uintptr_t)sf_switch_ctl_value(op, nonce);
 	if (sigqueue(pid, sig, v) < 0) {
@@ -320,6 +326,11 @@ static int run_switch(int argc, char **argv, uint32_t op)
 			printf("pid %d: tracing %s: %u sleds %spatched in %.3f ms\n", (int)pid,
 			       op == SF_SWITCH_RESUME ? "on" : "off", r.sleds, op == SF_SWITCH_RESUME ? "" : "un",
 			       (double)r.took_ns / 1e6);
+		if (verbose && r.result != SF_SWITCH_ALREADY)
+			printf("pid %d: %.3f ms reading the sled maps, %.3f ms writing the text; %.3f ms from the "
+			       "signal to the answer; %u sleds patched now\n",
+			       (int)pid, (double)r.read_us / 1e3,
+			       (double)r.took_ns / 1e6 - (double)r.read_us / 1e3, since(&sent) * 1e3, r.patched_now);
 	}
 	return 0;
 }

@@ -36,7 +36,7 @@ struct sf_switch_reply {
 	uint32_t result;      /* enum sf_switch_result */
 	uint32_t sleds;       /* sleds patched (resume) or unpatched (pause) */
 	uint32_t patched_now; /* sleds patched after the switch */
-	uint32_t reserved;
+	uint32_t read_us;     /* of took_ns: reading the sled maps and the filter's choice (us) */
 	uint64_t took_ns;     /* patching or unpatching time */
 };
 

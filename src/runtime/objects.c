@@ -252,17 +252,23 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	write_object_chunk(o);
 }
 
-uint32_t sf_objects_switch(int on)
+uint32_t sf_objects_switch(int on, uint64_t *read_ns)
 {
 	sigset_t old;
 	sf_log_lock_sig(&old);
 	uint64_t t0 = sf_mono_ns();
 	uint32_t changed = 0;
+	*read_ns = 0;
 	for (uint32_t i = 0; i < nobjects; i++) {
 		struct sf_object_rt *o = objects[i];
 		struct xray_sled_rt *sleds;
 		int64_t ns;
-		if (!o->info.sleds || (ns = read_sleds(o, 0, &sleds)) < 0)
+		if (!o->info.sleds)
+			continue;
+		uint64_t r0 = sf_mono_ns();
+		ns = read_sleds(o, 0, &sleds);
+		*read_ns += sf_mono_ns() - r0;
+		if (ns < 0)
 			continue;
 		struct sf_patch_result res = {0};
 		sf_patch_object(o, sleds, (uint32_t)ns, on, &res);

@@ -255,8 +255,9 @@ void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
 void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;
 /* switch.c: patches (on) or unpatches every instrumented object's sleds
- * the filter selects, under the log lock; returns the sleds changed. */
-uint32_t sf_objects_switch(int on) SF_HIDDEN;
+ * the filter selects, under the log lock; returns the sleds changed, and
+ * in *read_ns the time spent reading the sled maps (the rest is text). */
+uint32_t sf_objects_switch(int on, uint64_t *read_ns) SF_HIDDEN;
 int sf_objects_any_instrumented(void) SF_HIDDEN; /* an object with sleds, patched or not */
 extern uint64_t sf_patch_ns SF_HIDDEN; /* time spent in sf_objects_scan */
 

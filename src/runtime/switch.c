@@ -177,25 +177,26 @@ void sf_switch_service(void)
 	uint32_t pid = __atomic_load_n(&request_pid, __ATOMIC_RELAXED);
 	uint32_t want_on = sf_switch_ctl_op(v) == SF_SWITCH_RESUME;
 	struct sf_switch_reply r = {.magic = SF_SWITCH_REPLY_MAGIC, .pid = (uint32_t)getpid(), .op = sf_switch_ctl_op(v)};
-	uint64_t t0 = sf_mono_ns();
+	uint64_t t0 = sf_mono_ns(), read_ns = 0;
 	uint32_t off = __atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED);
 	if (want_on == !off) {
 		r.result = SF_SWITCH_ALREADY;
 	} else if (want_on) {
 		uint64_t at = sf_now_raw(); /* before the first sled: every resumed event is later */
 		__atomic_store_n(&sf_tracing_off, 0, __ATOMIC_RELEASE);
-		r.sleds = sf_objects_switch(1);
+		r.sleds = sf_objects_switch(1, &read_ns);
 		r.took_ns = sf_mono_ns() - t0;
 		log_switch(at, 1, r.sleds, r.took_ns);
 	} else {
 		/* Off first: an object a dlopen scans meanwhile stays unpatched. */
 		__atomic_store_n(&sf_tracing_off, 1, __ATOMIC_RELEASE);
-		r.sleds = sf_objects_switch(0);
+		r.sleds = sf_objects_switch(0, &read_ns);
 		r.took_ns = sf_mono_ns() - t0;
 		/* After the last sled: a frame open then was in flight at the pause. */
 		log_switch(sf_now_raw(), 0, r.sleds, r.took_ns);
 	}
 	r.patched_now = sf_objects_patched_total();
+	r.read_us = (uint32_t)(read_ns / 1000);
 	reply(pid, v, &r);
 }
 

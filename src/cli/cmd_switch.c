@@ -327,10 +327,10 @@ static int run_switch(int argc, char **argv, uint32_t op)
 			       op == SF_SWITCH_RESUME ? "on" : "off", r.sleds, op == SF_SWITCH_RESUME ? "" : "un",
 			       (double)r.took_ns / 1e6);
 		if (verbose && r.result != SF_SWITCH_ALREADY)
-			printf("pid %d: %.3f ms reading the sled maps, %.3f ms writing the text; %.3f ms from the "
-			       "signal to the answer; %u sleds patched now\n",
-			       (int)pid, (double)r.read_us / 1e3,
-			       (double)r.took_ns / 1e6 - (double)r.read_us / 1e3, since(&sent) * 1e3, r.patched_now);
+			printf("pid %d: %.3f ms reading the sled maps, %.3f ms writing the text, %.3f ms of CPU; "
+			       "%.3f ms from the signal to the answer; %u sleds patched now\n",
+			       (int)pid, (double)r.read_us / 1e3, (double)r.took_ns / 1e6 - (double)r.read_us / 1e3,
+			       (double)r.cpu_us / 1e3, since(&sent) * 1e3, r.patched_now);
 	}
 	return 0;
 }

@@ -38,6 +38,8 @@ struct sf_switch_reply {
 	uint32_t patched_now; /* sleds patched after the switch */
 	uint32_t read_us;     /* of took_ns: reading the sled maps and the filter's choice (us) */
 	uint64_t took_ns;     /* patching or unpatching time */
+	uint32_t cpu_us;      /* of took_ns: the writer thread's CPU time (the rest: waiting for a CPU, the lock) */
+	uint32_t reserved;
 };
 
 static inline uint64_t sf_switch_ctl_value(uint32_t op, uint32_t nonce)

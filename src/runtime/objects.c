@@ -35,24 +35,33 @@ static size_t page_round(size_t n)
 /* Working memory for one object at a time (under the lock), kept mapped:
  * an munmap costs a TLB shootdown on every CPU the process runs on, which
  * made dlopen/dlclose churn several times slower. */
-static char *scratch;
-static size_t scratch_cap;
+struct scratch_area {
+	char *p;
+	size_t cap;
+};
+static struct scratch_area scratch;        /* object discovery, under the lock */
+static struct scratch_area switch_scratch; /* sf_objects_switch's sleds: the writer thread's */
 
-static void *scratch_get(size_t len)
+static void *area_get(struct scratch_area *a, size_t len)
 {
-	if (len > scratch_cap) {
-		size_t cap = scratch_cap ? scratch_cap : 65536;
+	if (len > a->cap) {
+		size_t cap = a->cap ? a->cap : 65536;
 		while (cap < len)
 			cap *= 2;
 		char *p = sf_map_anon(cap);
 		if (!p)
 			return NULL;
-		if (scratch)
-			munmap(scratch, scratch_cap);
-		scratch = p;
-		scratch_cap = cap;
+		if (a->p)
+			munmap(a->p, a->cap);
+		a->p = p;
+		a->cap = cap;
 	}
-	return scratch;
+	return a->p;
+}
+
+static void *scratch_get(size_t len)
+{
+	return area_get(&scratch, len);
 }
 
 /* Records of unloaded objects, kept for the next object (same reason). */
@@ -162,7 +171,7 @@ void sf_objects_log_all(void)
  * and the triggers' choice; its functions numbered from o->info.first_id
  * in the order the map names them (into o->func_addr when `number`: the
  * same ids every time). Returns how many, or -1 without memory. */
-static int64_t read_sleds(struct sf_object_rt *o, int number, struct xray_sled_rt **out)
+static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_area *area, struct xray_sled_rt **out)
 {
 	uint64_t bias = o->info.load_bias;
 	uint32_t nsleds = (uint32_t)(o->xray_size / XRAY_ENTRY_SIZE);
@@ -175,7 +184,7 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct xray_sled_r
 	size_t sled_sz = (size_t)nsleds * sizeof(struct xray_sled_rt);
 	/* Renumbering for a switch needs the addresses, but not o->func_addr:
 	 * a second array after the sleds. */
-	char *work = scratch_get(keys_sz + vals_sz + sled_sz + (number ? 0 : addr_sz));
+	char *work = area_get(area, keys_sz + vals_sz + sled_sz + (number ? 0 : addr_sz));
 	if (!work)
 		return -1;
 	memset(work, 0, keys_sz);
@@ -235,7 +244,7 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	o->xray_size = sec->size;
 	o->info.first_id = next_func_id;
 	struct xray_sled_rt *sleds;
-	int64_t ns = read_sleds(o, 1, &sleds);
+	int64_t ns = read_sleds(o, 1, &scratch, &sleds);
 	if (ns < 0)
 		return;
 	o->info.sleds = nsleds;
@@ -252,30 +261,60 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	write_object_chunk(o);
 }
 
+/* Whether o is still the loaded object numbered `index` (under the lock:
+ * a record freed by an unload may hold another object since; object
+ * numbers are never reused). */
+static int still_listed(const struct sf_object_rt *o, uint32_t index)
+{
+	for (uint32_t i = 0; i < nobjects; i++)
+		if (objects[i] == o)
+			return o->info.index == index && o->info.sleds;
+	return 0;
+}
+
+/* Sleds patched per hold of the lock: a thread that needs the lock meanwhile
+ * (its first slot after a resume) waits for one chunk, not the whole switch. */
+#define SWITCH_CHUNK 4096
+
 uint32_t sf_objects_switch(int on, uint64_t *read_ns)
 {
+	static struct sf_object_rt *list[MAX_OBJECTS]; /* the writer thread's */
+	static uint32_t index[MAX_OBJECTS];
 	sigset_t old;
-	sf_log_lock_sig(&old);
 	uint64_t t0 = sf_mono_ns();
-	uint32_t changed = 0;
+	uint32_t changed = 0, n = 0;
 	*read_ns = 0;
-	for (uint32_t i = 0; i < nobjects; i++) {
-		struct sf_object_rt *o = objects[i];
+	sf_log_lock_sig(&old);
+	for (uint32_t i = 0; i < nobjects; i++)
+		if (objects[i]->info.sleds) {
+			list[n] = objects[i];
+			index[n++] = objects[i]->info.index;
+		}
+	sf_log_unlock_sig(&old);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sf_object_rt *o = list[i];
 		struct xray_sled_rt *sleds;
-		int64_t ns;
-		if (!o->info.sleds)
-			continue;
 		uint64_t r0 = sf_mono_ns();
-		ns = read_sleds(o, 0, &sleds);
+		sf_log_lock_sig(&old);
+		int64_t ns = still_listed(o, index[i]) ? read_sleds(o, 0, &switch_scratch, &sleds) : -1;
+		sf_log_unlock_sig(&old);
 		*read_ns += sf_mono_ns() - r0;
-		if (ns < 0)
-			continue;
-		struct sf_patch_result res = {0};
-		sf_patch_object(o, sleds, (uint32_t)ns, on, &res);
-		changed += res.patched;
-		o->info.patched = on ? o->info.patched + res.patched
-				     : (o->info.patched > res.patched ? o->info.patched - res.patched : 0);
+		/* An object unloaded meanwhile is skipped; one loaded meanwhile
+		 * was patched (or not) by its scan, as sf_tracing_off said. */
+		for (int64_t k = 0; k < ns; k += SWITCH_CHUNK) {
+			uint32_t len = (uint32_t)(ns - k < SWITCH_CHUNK ? ns - k : SWITCH_CHUNK);
+			struct sf_patch_result res = {0};
+			sf_log_lock_sig(&old);
+			if (still_listed(o, index[i])) {
+				sf_patch_object(o, sleds + k, len, on, &res);
+				changed += res.patched;
+				o->info.patched = on ? o->info.patched + res.patched
+						     : (o->info.patched > res.patched ? o->info.patched - res.patched : 0);
+			}
+			sf_log_unlock_sig(&old);
+		}
 	}
+	sf_log_lock_sig(&old);
 	sf_patch_ns += sf_mono_ns() - t0;
 	sf_log_update_patch_stats(sf_patch_ns, sf_objects_patched_total());
 	sf_log_unlock_sig(&old);

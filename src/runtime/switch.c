@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "format/switch_ctl.h"
@@ -168,6 +169,14 @@ void sf_switch_log_created(void)
 		write_switch(&last_switch);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* The writer thread, after each round: serves the last request. */
 void sf_switch_service(void)
 {
@@ -177,7 +186,7 @@ void sf_switch_service(void)
 	uint32_t pid = __atomic_load_n(&request_pid, __ATOMIC_RELAXED);
 	uint32_t want_on = sf_switch_ctl_op(v) == SF_SWITCH_RESUME;
 	struct sf_switch_reply r = {.magic = SF_SWITCH_REPLY_MAGIC, .pid = (uint32_t)getpid(), .op = sf_switch_ctl_op(v)};
-	uint64_t t0 = sf_mono_ns(), read_ns = 0;
+	uint64_t t0 = sf_mono_ns(), read_ns = 0, cpu0 = thread_cpu_ns();
 	uint32_t off = __atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED);
 	if (want_on == !off) {
 		r.result = SF_SWITCH_ALREADY;
@@ -197,6 +206,7 @@ void sf_switch_service(void)
 	}
 	r.patched_now = sf_objects_patched_total();
 	r.read_us = (uint32_t)(read_ns / 1000);
+	r.cpu_us = (uint32_t)((thread_cpu_ns() - cpu0) / 1000);
 	reply(pid, v, &r);
 }
 

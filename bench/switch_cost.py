@@ -110,22 +110,32 @@ def paused_cost(work, args):
             "paused": ([fib, str(args.fib)], paused_env),
             "record": ([SFT, "record", "-q", "--paused", "-o", os.path.join(work, "p", "sf.log"), "--", fib,
                         str(args.fib)], None)}
-    got = {k: ([], []) for k in runs}
+    got = {k: ([], [], []) for k in runs}
     for r in range(args.rounds):
         order = list(runs) if r % 2 == 0 else list(reversed(runs))
         for k in order:
             t0 = time.monotonic()
-            p = subprocess.run(runs[k][0], capture_output=True, text=True, check=True, env=runs[k][1])
+            p = subprocess.Popen(runs[k][0], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                 env=runs[k][1])
+            out = p.stdout.read()
+            _, status, ru = os.wait4(p.pid, 0)
             wall = (time.monotonic() - t0) * 1e3
-            work_ns = int(re.search(r"work_ns (\d+)", p.stdout).group(1))
+            p.returncode = os.waitstatus_to_exitcode(status)
+            if p.returncode:
+                sys.exit(f"{runs[k][0]} exited {p.returncode}")
+            work_ns = int(re.search(r"work_ns (\d+)", out).group(1))
             got[k][0].append(work_ns / 1e6)
             got[k][1].append(wall)
+            # CPU time (user + sys) of the process and those it waited for:
+            # less at the mercy of a loaded machine than wall time.
+            got[k][2].append((ru.ru_utime + ru.ru_stime) * 1e3)
     print(f"While paused: fib({args.fib}), {args.rounds} interleaved rounds (ms)")
     for k in runs:
         print(f"  {k:9s} in-program {spread(got[k][0])}")
         print(f"  {k:9s} wall       {spread(got[k][1])}")
+        print(f"  {k:9s} CPU        {spread(got[k][2])}")
     for k in ("paused", "record"):
-        for i, what in ((0, "in-program"), (1, "wall")):
+        for i, what in ((0, "in-program"), (1, "wall"), (2, "CPU")):
             ratio = statistics.median(got[k][i]) / statistics.median(got["untraced"][i])
             print(f"  {k}/untraced {what}: {ratio:.4f} ({(ratio - 1) * 100:+.2f}%)")
 

@@ -261,6 +261,8 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	write_object_chunk(o);
 }
 
+static int iterate_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg);
+
 /* Whether o is still the loaded object numbered `index` (under the lock:
  * a record freed by an unload may hold another object since; object
  * numbers are never reused). */
@@ -272,14 +274,41 @@ static int still_listed(const struct sf_object_rt *o, uint32_t index)
 	return 0;
 }
 
-/* Sleds patched per hold of the lock: a thread that needs the lock meanwhile
- * (its first slot after a resume) waits for one chunk, not the whole switch. */
+/* Sleds patched per pass: each pass holds the loader's lock (below) while
+ * it writes, so a thread's dlopen, dlclose or exception lookup waits for
+ * one pass at most, not the whole switch. */
 #define SWITCH_CHUNK 4096
+
+/* One pass of a switch: a copy of the object as it was listed (its record
+ * may be reused once it is unloaded), and the sleds to write. */
+struct switch_pass {
+	const struct sf_object_rt *obj;
+	const struct xray_sled_rt *sleds;
+	uint32_t n;
+	int on, found;
+	struct sf_patch_result res;
+};
+
+/* Writes the pass's sleds from inside dl_iterate_phdr, which holds the
+ * loader's lock: an object it lists cannot be unmapped meanwhile (dlclose
+ * takes that lock to unlist it first). Not the log lock: threads that
+ * take a slot as tracing comes on do not wait for the text. */
+static int switch_in_place(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct switch_pass *p = arg;
+	(void)size;
+	if (info->dlpi_addr != p->obj->dl_addr || info->dlpi_phdr != p->obj->phdr)
+		return 0;
+	sf_patch_object(p->obj, p->sleds, p->n, p->on, &p->res);
+	p->found = 1;
+	return 1;
+}
 
 uint32_t sf_objects_switch(int on, uint64_t *read_ns)
 {
 	static struct sf_object_rt *list[MAX_OBJECTS]; /* the writer thread's */
 	static uint32_t index[MAX_OBJECTS];
+	static struct sf_object_rt copy;
 	sigset_t old;
 	uint64_t t0 = sf_mono_ns();
 	uint32_t changed = 0, n = 0;
@@ -296,23 +325,29 @@ uint32_t sf_objects_switch(int on, uint64_t *read_ns)
 		struct xray_sled_rt *sleds;
 		uint64_t r0 = sf_mono_ns();
 		sf_log_lock_sig(&old);
-		int64_t ns = still_listed(o, index[i]) ? read_sleds(o, 0, &switch_scratch, &sleds) : -1;
+		int64_t ns = -1;
+		if (still_listed(o, index[i])) {
+			ns = read_sleds(o, 0, &switch_scratch, &sleds);
+			memcpy(&copy, o, sizeof(copy));
+		}
 		sf_log_unlock_sig(&old);
 		*read_ns += sf_mono_ns() - r0;
-		/* An object unloaded meanwhile is skipped; one loaded meanwhile
-		 * was patched (or not) by its scan, as sf_tracing_off said. */
+		/* An object unloaded meanwhile is skipped (not found); one loaded
+		 * meanwhile was patched or not by its scan, as sf_tracing_off said. */
+		uint32_t done = 0;
 		for (int64_t k = 0; k < ns; k += SWITCH_CHUNK) {
-			uint32_t len = (uint32_t)(ns - k < SWITCH_CHUNK ? ns - k : SWITCH_CHUNK);
-			struct sf_patch_result res = {0};
-			sf_log_lock_sig(&old);
-			if (still_listed(o, index[i])) {
-				sf_patch_object(o, sleds + k, len, on, &res);
-				changed += res.patched;
-				o->info.patched = on ? o->info.patched + res.patched
-						     : (o->info.patched > res.patched ? o->info.patched - res.patched : 0);
-			}
-			sf_log_unlock_sig(&old);
+			struct switch_pass p = {&copy, sleds + k, (uint32_t)(ns - k < SWITCH_CHUNK ? ns - k : SWITCH_CHUNK), on,
+						0, {0, 0}};
+			iterate_objects(switch_in_place, &p);
+			if (!p.found)
+				break;
+			done += p.res.patched;
 		}
+		changed += done;
+		sf_log_lock_sig(&old);
+		if (still_listed(o, index[i]))
+			o->info.patched = on ? o->info.patched + done : (o->info.patched > done ? o->info.patched - done : 0);
+		sf_log_unlock_sig(&old);
 	}
 	sf_log_lock_sig(&old);
 	sf_patch_ns += sf_mono_ns() - t0;

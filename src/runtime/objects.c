@@ -274,10 +274,12 @@ static int still_listed(const struct sf_object_rt *o, uint32_t index)
 	return 0;
 }
 
-/* Sleds patched per pass: each pass holds the loader's lock (below) while
+/* Sleds patched per pass (a few ms of CPU): each pass holds the loader's lock while
  * it writes, so a thread's dlopen, dlclose or exception lookup waits for
  * one pass at most, not the whole switch. */
-#define SWITCH_CHUNK 4096
+#ifndef SWITCH_CHUNK
+#define SWITCH_CHUNK 32768
+#endif
 
 /* One pass of a switch: a copy of the object as it was listed (its record
  * may be reused once it is unloaded), and the sleds to write. */

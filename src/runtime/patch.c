@@ -90,7 +90,7 @@ static int other_threads(void)
 	return n < 0 || tasks - (sf_writer_active() ? 1 : 0) > 1;
 }
 
-/* Patches the selected sleds in [seg_lo, seg_hi). The text is made
+/* Patches the selected sleds in [seg_lo, seg_hi). Their pages are made
  * writable while staying executable, then given its protection back. A
  * kernel or policy that refuses writable executable memory (SELinux
  * execmem/execmod, PaX MPROTECT) gets no fallback that drops PROT_EXEC:
@@ -103,8 +103,19 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 			  const struct xray_sled_rt *sleds, uint32_t nsleds, const uint64_t target[SF_STUB_COUNT],
 			  int on, struct sf_patch_result *res)
 {
-	uint64_t page_lo = seg_lo & ~(SF_PAGE - 1);
-	size_t len = (size_t)(((seg_hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - page_lo);
+	/* Only the pages the selected sleds are on: a switch patches in passes
+	 * (objects.c), and each pass's mprotect pair would otherwise walk the
+	 * whole segment's page tables (a tenth of a switch's CPU per pass). */
+	uint64_t lo = seg_hi, hi = seg_lo;
+	for (uint32_t k = 0; k < nsleds; k++)
+		if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi) {
+			lo = sleds[k].address < lo ? sleds[k].address : lo;
+			hi = sleds[k].address + SF_ARCH_SLED_SIZE > hi ? sleds[k].address + SF_ARCH_SLED_SIZE : hi;
+		}
+	if (lo >= hi)
+		return;
+	uint64_t page_lo = lo & ~(SF_PAGE - 1);
+	size_t len = (size_t)(((hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - page_lo);
 	struct sf_text_writer w = {-1, 0};
 	if (mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0) {
 		int err = errno;

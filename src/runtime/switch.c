@@ -84,6 +84,35 @@ void sf_switch_config(void)
 	}
 }
 
+/* Appends s to line (at most cap - 1 bytes in all, NUL-ended). */
+static void put(char *line, size_t cap, size_t *at, const char *s)
+{
+	for (; *s && *at + 1 < cap; s++)
+		line[(*at)++] = *s;
+	line[*at] = 0;
+}
+
+/* "sftrace: pid N started paused (tracing off); switch it on with:
+ * sftrace resume N" on stderr (no stdio: this runs in the loader hook). */
+static void say_paused(void)
+{
+	char num[16], rev[16], line[160];
+	int n = 0;
+	uint32_t pid = (uint32_t)getpid();
+	do
+		rev[n++] = (char)('0' + pid % 10);
+	while ((pid /= 10));
+	for (int i = 0; i < n; i++)
+		num[i] = rev[n - 1 - i];
+	num[n] = 0;
+	size_t at = 0;
+	put(line, sizeof(line), &at, "pid ");
+	put(line, sizeof(line), &at, num);
+	put(line, sizeof(line), &at, " started paused (tracing off); switch it on with: sftrace resume ");
+	put(line, sizeof(line), &at, num);
+	sf_rt_message(line, "", NULL);
+}
+
 /* With sleds in the process and its writer thread running: the handler
  * (a ring's handler serves it too), and the line that says how to resume. */
 void sf_switch_start(void)
@@ -102,28 +131,8 @@ void sf_switch_start(void)
 		sigemptyset(&sa.sa_mask);
 		sigaction(sf_config.ring_signal, &sa, &prev);
 	}
-	if (__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED)) {
-		char num[16];
-		int n = 0;
-		uint32_t pid = (uint32_t)getpid();
-		char rev[16];
-		do
-			rev[n++] = (char)('0' + pid % 10);
-		while ((pid /= 10));
-		for (int i = 0; i < n; i++)
-			num[i] = rev[n - 1 - i];
-		num[n] = 0;
-		/* sf_rt_message joins three parts: "sftrace: pid N started paused; ..." */
-		char line[128];
-		size_t at = 0;
-		const char *parts[] = {"pid ", num, " started paused (tracing off); switch it on with: sftrace resume ",
-				       num};
-		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-			for (const char *c = parts[i]; *c && at + 1 < sizeof(line); c++)
-				line[at++] = *c;
-		line[at] = 0;
-		sf_rt_message(line, "", NULL);
-	}
+	if (__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED))
+		say_paused();
 }
 
 /* The answer to the sender's socket, "\0sftrace-switch.<pid>.<nonce>". */

@@ -153,6 +153,24 @@ static int bind_reply_socket(uint32_t nonce)
 	return fd;
 }
 
+/* Whether pid has exited: no such process, or a zombie its parent has
+ * not reaped yet. */
+static int process_gone(pid_t pid)
+{
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 static double since(const struct timespec *t0)
 {
 	struct timespec now;
@@ -178,7 +196,7 @@ static int receive(int fd, pid_t pid, double timeout, struct sf_switch_reply *r,
 		if (n < 0 && errno != EINTR)
 			return -1;
 		if (n <= 0) {
-			if (kill(pid, 0) < 0 && errno == ESRCH) {
+			if (process_gone(pid)) {
 				*gone = 1;
 				return 0;
 			}

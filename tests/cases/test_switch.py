@@ -291,9 +291,19 @@ def test_bad_pids():
     time.sleep(0.3)
     r = run([SFTRACE, "resume", str(s.pid)])
     eq(r.stdout, f"pid {s.pid}: tracing was on already\n", "the late request was served")
-    # Exited while the command waited.
     s.p.stdin.write("q\n")
     s.p.stdin.flush()
+    s.p.communicate(timeout=60)
+    # Gone while the command waited: stopped, then killed.
+    s = Server()
+    os.kill(s.pid, signal.SIGSTOP)
+    w = subprocess.Popen([SFTRACE, "pause", "--timeout", "30", str(s.pid)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    os.kill(s.pid, signal.SIGKILL)
+    out, err = w.communicate(timeout=60)
+    eq((w.returncode, out, err), (1, "", f"sftrace: error: pid {s.pid} exited before it answered the pause\n"),
+       "gone while waiting")
     s.p.communicate(timeout=60)
     # Not ours: the traced process runs as root, the command as nobody.
     if os.geteuid() != 0:

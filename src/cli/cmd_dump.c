@@ -231,6 +231,9 @@ static void print_header(struct out *o, const struct lr_log *log, struct log_sym
 			out_fmt(o, "snapshot requests not taken: %" PRIu64 " (they came while a snapshot was being written)\n",
 				in->snap_missed);
 	}
+	if (in->resumes || in->pauses)
+		out_fmt(o, "switches: %u resume%s, %u pause%s (sftrace resume / pause)\n", in->resumes,
+			in->resumes == 1 ? "" : "s", in->pauses, in->pauses == 1 ? "" : "s");
 	if (in->trim_min_ns || in->trim_max_depth)
 		out_fmt(o, "trimming: min duration %" PRIu64 " ns, max depth %u (0: off); %" PRIu64
 			" records left out by the runtime; the events below are the log's, untrimmed by the reader\n",
@@ -418,7 +421,8 @@ static int dump_cut_end(void *ctx, const struct fr_frame *f)
 	struct cut_dump *d = ctx;
 	const char *note = f->cut & CUT_END ? "  (cut at the window's end)"
 			   : f->end_kind == FR_END_UNWOUND ? "  (repaired: unwound)"
-			   : f->end_kind == FR_END_THREAD_END ? "  (repaired: open at thread end)" : NULL;
+			   : f->end_kind == FR_END_THREAD_END ? "  (repaired: open at thread end)"
+			   : f->end_kind == FR_END_PAUSED ? "  (repaired: in flight at a pause)" : NULL;
 	cut_line(d->o, f, f->t_end, f->end_kind == FR_END_TAIL ? "TAIL" : "EXIT", note);
 	return d->o->failed;
 }

@@ -220,6 +220,24 @@ enum sf_chunk_type {
 	/* A DATA batch re-coded by format/packed.h (version 4): `count`
 	 * records as in DATA, `reserved` = the payload's length in bytes. */
 	SF_CHUNK_PACKED = 5,
+	/* Tracing switched on or off in the running process (record --paused,
+	 * sftrace resume / pause): payload struct sf_switch. Numbered apart
+	 * from the others so new chunk kinds can take 6 and up. Readers that
+	 * predate it skip it as garbage; logs without it read as before. */
+	SF_CHUNK_SWITCH = 16,
+};
+
+/* Payload of a SWITCH chunk. A pause's `time` is taken after every sled
+ * was unpatched: each thread's frames still open then were in flight at
+ * the pause, and readers close them there (frames.h, FR_END_PAUSED). A
+ * resume's `time` is taken before the first sled is patched: no event of
+ * the resumed stretch is older. */
+struct sf_switch {
+	uint64_t time;     /* event clock (sf_header.clock), like an event's full time */
+	uint32_t on;       /* 1: resume (tracing on from here), 0: pause (off from here) */
+	uint32_t sleds;    /* sleds patched (resume) or unpatched (pause) */
+	uint64_t took_ns;  /* how long patching or unpatching took */
+	uint64_t reserved;
 };
 
 /* Every chunk starts with this 80-byte header. */
@@ -277,5 +295,6 @@ _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_
 		       __builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_SLOW_NS == 200,
 	       "docs/FORMAT.md: snapshot words");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
+_Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 
 #endif

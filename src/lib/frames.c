@@ -27,6 +27,7 @@ struct fr_thread {
 	size_t depth, cap;
 	uint64_t last_t;
 	int seen_time;
+	uint32_t next_pause; /* index into the thread's pause_ns of the next pause not passed */
 	/* Open frames per bucket of function ids (func % FR_BUCKETS): an exit
 	 * that does not close the innermost frame scans the stack only when
 	 * its bucket says the function may be open, so the usual unmatched
@@ -162,10 +163,29 @@ static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t)
 	}
 }
 
+/* Closes the thread's open frames at each pause before t (all of them
+ * when t is UINT64_MAX): they were in flight when tracing went off. */
+static void pass_pauses(struct frames *f, size_t slot, uint64_t t)
+{
+	struct fr_thread *th = &f->threads[slot];
+	const struct lr_thread *lt = th->key;
+	while (lt && th->next_pause < lt->npauses && lt->pause_ns[th->next_pause] < t) {
+		uint64_t at = lt->pause_ns[th->next_pause++];
+		if (th->seen_time && at < th->last_t)
+			at = th->last_t;
+		while (th->depth) {
+			pop(f, slot, at, FR_END_PAUSED);
+			f->stats.open_at_pause++;
+		}
+	}
+}
+
 void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, uint32_t func_id, uint64_t t_ns)
 {
 	size_t slot = thread_slot(f, thread);
 	struct fr_thread *th = &f->threads[slot];
+	if (thread && thread->npauses)
+		pass_pauses(f, slot, t_ns);
 	if (th->seen_time && t_ns < th->last_t) {
 		t_ns = th->last_t;
 		f->stats.clamped++;
@@ -190,6 +210,14 @@ void fr_feed(struct frames *f, const struct lr_event *ev)
 static void end_slot(struct frames *f, size_t slot)
 {
 	struct fr_thread *th = &f->threads[slot];
+	if (th->key && th->key->npauses && th->depth)
+		pass_pauses(f, slot, UINT64_MAX); /* a pause after the thread's last event */
+	/* Events after the last pause come from sleds a thread was inside
+	 * when they were unpatched: in flight at the pause too. */
+	while (th->key && th->key->ends_paused && th->depth) {
+		pop(f, slot, th->last_t, FR_END_PAUSED);
+		f->stats.open_at_pause++;
+	}
 	while (th->depth) {
 		pop(f, slot, th->last_t, FR_END_THREAD_END);
 		f->stats.open_at_end++;
@@ -238,6 +266,8 @@ int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len)
 	append(buf, len, &pos, &parts, s->unwound, "frame closed by unwinding", "frames closed by unwinding");
 	append(buf, len, &pos, &parts, s->open_at_end, "open frame closed at thread end",
 	       "open frames closed at thread end");
+	append(buf, len, &pos, &parts, s->open_at_pause, "frame in flight closed at a pause",
+	       "frames in flight closed at a pause");
 	append(buf, len, &pos, &parts, s->clamped, "backward timestamp raised", "backward timestamps raised");
 	append(buf, len, &pos, &parts, s->before_window, "frame began before the ring's window",
 	       "frames began before the ring's window");

@@ -22,7 +22,11 @@
  *   - in a ring log, frames whose entry fell out of the ring begin at the
  *     thread's first kept event (the reader places their entries there);
  *   - frames still open when the thread ends (exit(), crash) are closed at
- *     the thread's last timestamp (FR_END_THREAD_END).
+ *     the thread's last timestamp (FR_END_THREAD_END);
+ *   - frames open when tracing was paused (sftrace pause: the thread's
+ *     lr_thread.pause_ns) are closed at the pause (FR_END_PAUSED), before
+ *     the thread's first later event; their exits after a resume are then
+ *     unmatched exits, dropped as above.
  * Times within a thread are made non-decreasing (a time earlier than the
  * thread's previous one is raised to it, and counted).
  *
@@ -46,6 +50,7 @@ enum fr_end_kind {
 	FR_END_TAIL = 2,       /* its tail-call event */
 	FR_END_UNWOUND = 3,    /* repaired: abandoned by unwinding (UNWIND event or an outer exit) */
 	FR_END_THREAD_END = 4, /* repaired: still open when the thread ended */
+	FR_END_PAUSED = 5,     /* repaired: in flight when tracing was paused (sftrace pause) */
 };
 
 static inline int fr_end_is_repaired(enum fr_end_kind k) { return k >= FR_END_UNWOUND; }
@@ -79,6 +84,7 @@ struct fr_stats {
 	uint32_t max_depth;       /* deepest stack seen (frames) */
 	uint64_t before_window;   /* ring logs: frames whose entry fell out of the ring, begun at
 				   * the window's start (the reader's before_window entries) */
+	uint64_t open_at_pause;   /* frames closed at a pause (in flight when tracing went off) */
 };
 
 struct frames;

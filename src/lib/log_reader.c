@@ -54,6 +54,10 @@ struct lr_log {
 	uint32_t *by_first_id; /* object indices sorted by first_id */
 	uint32_t *unloads;     /* sf_unload.index values, applied after indexing */
 	size_t nunloads, unloads_cap;
+	struct sf_switch *switches; /* SWITCH chunks, file order */
+	size_t nswitches, switches_cap;
+	uint64_t *pause_ns;    /* the pauses' times (lr_time_ns), ascending: every thread's */
+	uint64_t *switch_ns;   /* every switch's time (lr_time_ns), ascending */
 
 	struct lr_thread *threads;
 	size_t nthreads, threads_cap;
@@ -332,6 +336,57 @@ static void add_unload(struct lr_log *log, uint64_t off, const struct sf_chunk *
 	log->unloads[log->nunloads++] = u.index;
 }
 
+static void add_switch(struct lr_log *log, uint64_t off, const struct sf_chunk *c)
+{
+	if (c->size < sizeof(*c) + sizeof(struct sf_switch)) {
+		warn(log, "switch chunk at offset %" PRIu64 " is too small; skipped", off);
+		return;
+	}
+	log->switches = grow(log->switches, &log->switches_cap, log->nswitches + 1, sizeof(*log->switches));
+	memcpy(&log->switches[log->nswitches++], log->map + off + sizeof(*c), sizeof(struct sf_switch));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* After the clock fit: the pauses' times in ns, ascending, given to every
+ * thread (frames.c closes what is open there). */
+static void apply_switches(struct lr_log *log)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < log->nswitches; i++) {
+		if (log->switches[i].on)
+			log->info.resumes++;
+		else
+			log->info.pauses++;
+	}
+	if (!log->nswitches)
+		return;
+	log->switch_ns = xmalloc(log->nswitches * sizeof(*log->switch_ns));
+	for (size_t i = 0; i < log->nswitches; i++)
+		log->switch_ns[i] = lr_time_ns(log, log->switches[i].time);
+	qsort(log->switch_ns, log->nswitches, sizeof(*log->switch_ns), cmp_u64);
+	/* Tracing ended off: frames left open at a thread's end were in
+	 * flight at the last pause (frames.c). */
+	int ends_off = !log->switches[log->nswitches - 1].on;
+	for (size_t i = 0; i < log->nthreads; i++)
+		log->threads[i].ends_paused = ends_off;
+	if (!log->info.pauses)
+		return;
+	log->pause_ns = xmalloc(log->info.pauses * sizeof(*log->pause_ns));
+	for (size_t i = 0; i < log->nswitches; i++)
+		if (!log->switches[i].on)
+			log->pause_ns[n++] = lr_time_ns(log, log->switches[i].time);
+	qsort(log->pause_ns, n, sizeof(*log->pause_ns), cmp_u64);
+	for (size_t i = 0; i < log->nthreads; i++) {
+		log->threads[i].pause_ns = log->pause_ns;
+		log->threads[i].npauses = (uint32_t)n;
+	}
+}
+
 static const char *batch_type_name(uint16_t type)
 {
 	return type == SF_CHUNK_DATA ? "data" : type == SF_CHUNK_PACKED ? "packed" : "slot";
@@ -382,7 +437,8 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 
 static int header_valid(const struct sf_chunk *c)
 {
-	return c->magic == SF_CHUNK_MAGIC && c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_PACKED &&
+	return c->magic == SF_CHUNK_MAGIC &&
+	       ((c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_PACKED) || c->type == SF_CHUNK_SWITCH) &&
 	       c->size >= sizeof(*c) && c->size % 16 == 0;
 }
 
@@ -482,6 +538,8 @@ static void index_chunks(struct lr_log *log)
 		} else if (!log->truncated) {
 			if (c.type == SF_CHUNK_OBJECT)
 				add_object(log, p, &c);
+			else if (c.type == SF_CHUNK_SWITCH)
+				add_switch(log, p, &c);
 			else
 				add_unload(log, p, &c);
 		}
@@ -1224,6 +1282,7 @@ struct lr_log *lr_open(const char *path, char *err, size_t errlen)
 	close(log->fd);
 	log->fd = -1;
 	fit_clock(log);
+	apply_switches(log);
 	if (log->info.ring_bytes)
 		find_before_window(log);
 	if (log->warnings_lost) {
@@ -1248,6 +1307,9 @@ void lr_close(struct lr_log *log)
 	free(log->objects);
 	free(log->by_first_id);
 	free(log->unloads);
+	free(log->switches);
+	free(log->pause_ns);
+	free(log->switch_ns);
 	for (size_t i = 0; i < log->nthreads; i++)
 		free(log->threads[i].batch), free(log->threads[i].before);
 	free(log->threads);
@@ -1342,8 +1404,24 @@ static void find_before_window(struct lr_log *log)
 		uint32_t *miss = NULL;
 		struct lr_iter it;
 		struct lr_event ev;
+		/* With switches (sftrace resume / pause): a thread that lost no
+		 * batch has no frame before its window, and an exit after a
+		 * switch is one in flight there, which frames.c repairs; only
+		 * exits before the first switch in the window are candidates. */
+		if (log->nswitches && (!t->nbatch || log->batches[t->batch[0]].seq == 0))
+			continue;
+		uint64_t until = UINT64_MAX;
+		int first = 1;
 		lr_iter_init_thread(&it, log, t);
 		while (lr_next(&it, &ev)) {
+			if (first) {
+				for (size_t k = 0; k < log->nswitches && until == UINT64_MAX; k++)
+					if (log->switch_ns[k] > ev.time_ns)
+						until = log->switch_ns[k];
+				first = 0;
+			}
+			if (ev.time_ns > until)
+				break;
 			if (ev.kind == SF_EV_ENTRY) {
 				if (depth == cap)
 					stack = xrealloc(stack, (cap *= 2) * sizeof(uint32_t));

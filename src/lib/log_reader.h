@@ -84,6 +84,10 @@ struct lr_info {
 	uint64_t snap_time, snap_slow_ns, snap_missed;
 	uint32_t snap_tid, snap_func;
 	uint64_t before_window;  /* ring: frames open at their thread's window start, all threads */
+	/* record --paused, sftrace resume / pause: SWITCH chunks in the log
+	 * (tracing switched on, off). Frames open at a pause are closed
+	 * there (frames.h). */
+	uint32_t resumes, pauses;
 };
 
 struct lr_object {
@@ -120,6 +124,12 @@ struct lr_thread {
 	 * before_window, at the time of the thread's first event. */
 	uint32_t nbefore;
 	uint32_t *before;
+	/* The process's pauses (sftrace pause), ns since start, ascending:
+	 * shared by every thread of the log; frames.c closes the frames open
+	 * at each. */
+	const uint64_t *pause_ns;
+	uint32_t npauses;
+	int ends_paused;         /* the log's last switch is a pause */
 };
 
 struct lr_event {

@@ -64,8 +64,9 @@ static int heap_on;
 
 static int heap_enabled(void)
 {
+	/* record --paused: no heap event while tracing is off (switch.c). */
 	if (__builtin_expect(heap_on, 1))
-		return 1;
+		return !__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED);
 	if (!sf_config.enabled || !sf_objects_patched_total())
 		return 0;
 	heap_on = 1;

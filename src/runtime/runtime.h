@@ -21,6 +21,8 @@
  *   trigger.c     record --trigger: functions whose calls ask for a snapshot
  *   patch.c       sled patching common to every architecture (text writes)
  *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook)
+ *   switch.c      record --paused, sftrace resume/pause: sleds patched and
+ *                 unpatched in a running process by the writer thread
  * One event, from sled to file (arch/<arch>/trampoline.S first)
  *   clock.c       timestamps and calibration pairs
  *   buffer.c      per-thread slots and the slow path (first event, slot full,
@@ -275,6 +277,7 @@ struct sf_object_rt {
 	const void *phdr;     /* dlpi_phdr: program headers, for segment protections */
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
+	uint64_t xray_vaddr, xray_size; /* its xray_instr_map (ELF vaddr, bytes): read again at a switch */
 };
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
 void sf_objects_check_unloaded(void) SF_HIDDEN;
@@ -282,6 +285,11 @@ void sf_objects_log_all(void) SF_HIDDEN;        /* write OBJECT chunks not yet i
 void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
 void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;
+/* switch.c: patches (on) or unpatches every instrumented object's sleds
+ * the filter selects, under the log lock; returns the sleds changed, and
+ * in *read_ns the time spent reading the sled maps (the rest is text). */
+uint32_t sf_objects_switch(int on, uint64_t *read_ns) SF_HIDDEN;
+int sf_objects_any_instrumented(void) SF_HIDDEN; /* an object with sleds, patched or not */
 extern uint64_t sf_patch_ns SF_HIDDEN; /* time spent in sf_objects_scan */
 
 /* ---- filter.c ---- */
@@ -325,8 +333,9 @@ struct sf_patch_result {
 	uint32_t patched;
 	uint32_t skipped; /* sleds whose bytes were not the expected unpatched form */
 };
-/* Patch the selected sleds of one object (entry, exit, tail call). */
-int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds,
+/* Patch (on) or unpatch (!on: sf_arch_unpatch_sled) the selected sleds
+ * of one object (entry, exit, tail call). */
+int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds, int on,
 		    struct sf_patch_result *res) SF_HIDDEN;
 
 /* Where a sled of (variant, kind) goes: index variant * SF_STUB_KINDS + kind. */
@@ -343,6 +352,19 @@ struct sf_text_writer {
 int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
 /* Writes n bytes at `at`; n == 2 or 4 is one atomic store (a sled's last write). */
 void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
+
+/* ---- switch.c (record --paused, sftrace resume / pause) ---- */
+/* 1 while tracing is off: no sled patched, no heap event recorded. */
+extern uint32_t sf_tracing_off SF_HIDDEN;
+void sf_switch_config(void) SF_HIDDEN;      /* SFTRACE_PAUSED: start paused, serve requests */
+int sf_switch_enabled(void) SF_HIDDEN;
+void sf_switch_start(void) SF_HIDDEN;       /* with the writer thread: the handler, "started paused" line */
+/* The ring signal carried a resume/pause request (SI_QUEUE value of
+ * format/switch_ctl.h): stored for the writer, 1. Async-signal-safe. */
+int sf_switch_signal(const siginfo_t *si) SF_HIDDEN;
+void sf_switch_service(void) SF_HIDDEN;     /* writer thread: switches, logs, answers */
+void sf_switch_log_created(void) SF_HIDDEN; /* a new log (lock held): the last switch, if any */
+void sf_switch_after_fork_child(void) SF_HIDDEN;
 
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
@@ -536,6 +558,10 @@ int sf_arch_patch_targets(const struct sf_object_rt *obj, const uint64_t tramp[S
 /* Patches one unpatched sled (counts it in res: patched or skipped). */
 void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_STUB_COUNT],
 			struct sf_text_writer *w, struct sf_patch_result *res) SF_HIDDEN;
+/* Unpatches one sled we patched (a pause): its first instruction only,
+ * atomically; counts it in res->patched (else skipped). */
+void sf_arch_unpatch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_STUB_COUNT],
+			  struct sf_text_writer *w, struct sf_patch_result *res) SF_HIDDEN;
 /* Points a setup-ABI slot (setup_abi.c) at a trampoline, if this
  * architecture knows the slot's form. */
 void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;

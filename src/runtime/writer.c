@@ -87,6 +87,7 @@ static void *writer_main(void *arg)
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
+		sf_switch_service();   /* sftrace resume / pause asked for since */
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
 			futex_wait(&wake, seen);
 	}

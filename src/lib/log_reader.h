@@ -120,6 +120,10 @@ struct lr_thread {
 	 * before_window, at the time of the thread's first event. */
 	uint32_t nbefore;
 	uint32_t *before;
+	/* Ring logs: frames open at that point that are neither delivered
+	 * nor placed (their exits are outside the window too), from the
+	 * window's first batch's start depth; 0 when not known. */
+	uint64_t outer;
 };
 
 struct lr_event {

@@ -14,8 +14,9 @@
  * holds, another stack, no shadow stack on this architecture) we walk the
  * current stack with libgcc_s's unwinder and count the recorded frames
  * below the landing point: frames whose function starts with a patched
- * entry sled. One SF_EV_UNWIND event carries the count; the reader closes
- * that many frames at its time. In within mode the window depth is fixed
+ * entry sled. One SF_EV_UNWIND_TO event carries the thread's depth left
+ * open (SF_EV_UNWIND and the count where there is no shadow stack); the
+ * reader closes the frames above it at its time. In within mode the window depth is fixed
  * too, which the skipped exit sleds would otherwise leave too high.
  *
  * We also stand in front of libgcc's _Unwind_Find_FDE, to give it the
@@ -395,8 +396,17 @@ static void landing(uint64_t sp)
 			return;
 		closed = close_walked(t, &w);
 	}
+#ifdef SF_ARCH_SHADOW
+	/* The depth left open, not the count popped (trampoline.S, the
+	 * shadow stack): right also when this landing interrupted a
+	 * trampoline between its shadow push or pop and its event store.
+	 * Recorded even when nothing was popped, for that half-exited frame. */
+	uint64_t left = t->shadow_depth;
+	sf_record_event_at(SF_EV_UNWIND_TO, left < SF_FUNC_ID_LIMIT ? (uint32_t)left : SF_FUNC_ID_LIMIT - 1, now);
+#else
 	if (closed)
 		sf_record_event_at(SF_EV_UNWIND, closed < SF_FUNC_ID_LIMIT ? (uint32_t)closed : SF_FUNC_ID_LIMIT - 1, now);
+#endif
 }
 
 /* ---- exceptions and panics ---- */

@@ -61,7 +61,6 @@ def test_siglongjmp_from_timer_handler_closes_exactly_the_open_frames():
     trampoline was interrupted between its xadd and its store) at which the
     reader stops reading the thread: every later event is gone, yet dump
     says "0 lost"; main and loop never exit."""
-    raise Skip("known break, issue 25 open: a signal landing between a trampoline's shadow push/pop and its event store miscounts the frames a siglongjmp abandons")
     exe = build_c("skep25_sigjmp", ["skep25_sigjmp.c"])
     rounds = 60
     p, log = record([exe, str(rounds)], args=["-q"])
@@ -247,8 +246,6 @@ def test_stack_overflow_recovered_on_sigaltstack():
     the handler on a malloc'd sigaltstack siglongjmps back to main: more
     than 512 frames, so the fallback walk crosses the signal frame. One
     UNWIND closes every rec frame and on_segv."""
-    raise Skip("known break, issue 25 open: the overflow's SIGSEGV can land inside an entry trampoline (between the "
-               "shadow push and the event store), and the landing then closes one frame too many")
     exe = build_c("skep25_overflow", ["skep25_overflow.c"])
     p, log = record(["sh", "-c", f"ulimit -s 1024 && exec {exe}"], args=["-q"])
     eq(p.stdout, "ok 1\n", "the program's output")

@@ -21,9 +21,10 @@
  * One event, from sled to file (arch/<arch>/trampoline.S first)
  *   clock.c       timestamps and calibration pairs
  *   buffer.c      per-thread slots and the slow path (first event, slot full,
- *                 thread exit, events with payloads)
+ *                 thread exit, events with payloads); a batch's start depth
  *   suppress.c    stretches whose calls are the runtime's, not the program's
- *   unwind.c      frames abandoned by longjmp and caught exceptions
+ *   unwind.c      frames abandoned by longjmp and caught exceptions: the
+ *                 depth a landing leaves open (SF_EV_UNWIND_TO)
  *   alloc.c       heap events of the interposed allocator (record --alloc)
  *   writer.c      the writer thread: full slots handed off the traced threads
  *   trim.c        record --min-duration/--max-depth at hand-off
@@ -88,7 +89,9 @@ struct sf_thread {
 	 * saw, the address of its return address (| 1 for a window frame),
 	 * so a landing knows the frames it abandons without walking the
 	 * stack (unwind.c). Entry i is at shadow[i % SF_SHADOW_CAP]. */
-	uint64_t shadow_depth; /* pushes minus pops, never below 0 */
+	uint64_t shadow_depth; /* pushes minus pops, never below 0: the depth a
+				* landing records (SF_EV_UNWIND_TO) and a batch
+				* starts at (sf_chunk.reserved of its slot) */
 	uint64_t shadow[SF_SHADOW_CAP];
 #endif
 };

@@ -353,24 +353,28 @@ static int on_this_stack(uint64_t sp)
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).
- * O(frames popped). Returns -1 when it cannot tell: every entry it holds
- * is below sp, and either frames beyond its capacity may be abandoned too
- * or the target is not on this stack. */
+ * Frames deeper than SF_SHADOW_CAP have no entry (trampoline.S); they are
+ * deeper than the last stored one, so abandoned with it. O(frames
+ * popped). Returns -1 when it cannot tell: the target is deeper than the
+ * array (or window frames may be among the unstored ones), or every entry
+ * is below sp and the target is not on this stack. */
 static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 {
 	uint64_t depth = t->shadow_depth, known = depth < SF_SHADOW_CAP ? depth : SF_SHADOW_CAP;
-	uint64_t popped = 0, windows = 0;
-	for (; popped < known; popped++) {
-		uint64_t e = t->shadow[(depth - 1 - popped) & (SF_SHADOW_CAP - 1)];
+	uint64_t left = known, windows = 0;
+	for (; left > 0; left--) {
+		uint64_t e = t->shadow[left - 1];
 		if ((e & ~(uint64_t)7) >= sp)
 			break;
 		windows += e & 1;
 	}
-	if (popped == known && popped && (depth > SF_SHADOW_CAP || !on_this_stack(sp)))
+	if (depth > known && (left == known || t->window_depth))
 		return -1;
-	t->shadow_depth = depth - popped;
+	if (!left && known && !on_this_stack(sp))
+		return -1;
+	t->shadow_depth = left;
 	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;
-	return (int64_t)popped;
+	return (int64_t)(depth - left);
 }
 #endif
 
@@ -403,10 +407,11 @@ static void landing(uint64_t sp)
 	 * When nothing was popped, a half-exited frame can still be
 	 * abandoned: its entry is then the slot just above the top, below
 	 * sp (a handler's later pushes there are below sp too, but on a
-	 * sigaltstack placed above the stack). Without one (the slot is
-	 * empty, or an older frame's above sp), the landing abandons
-	 * nothing recorded and records nothing: 12 ns a landing. */
-	uint64_t left = t->shadow_depth, above = t->shadow[left & (SF_SHADOW_CAP - 1)];
+	 * sigaltstack placed above the stack; past the array, always).
+	 * Without one (the slot is empty, or an older frame's above sp),
+	 * the landing abandons nothing recorded and records nothing: 12 ns
+	 * a landing. */
+	uint64_t left = t->shadow_depth, above = left < SF_SHADOW_CAP ? t->shadow[left] : 1;
 	if (closed || (above && (above & ~(uint64_t)7) < sp))
 		sf_record_event_at(SF_EV_UNWIND_TO, left < SF_FUNC_ID_LIMIT ? (uint32_t)left : SF_FUNC_ID_LIMIT - 1,
 				   now);

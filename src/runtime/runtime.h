@@ -25,6 +25,7 @@
  *   suppress.c    stretches whose calls are the runtime's, not the program's
  *   unwind.c      frames abandoned by longjmp and caught exceptions: the
  *                 depth a landing leaves open (SF_EV_UNWIND_TO)
+ *   elf_sym.c     symbols read from loaded objects' tables (no dlsym, no malloc)
  *   alloc.c       heap events of the interposed allocator (record --alloc)
  *   writer.c      the writer thread: full slots handed off the traced threads
  *   trim.c        record --min-duration/--max-depth at hand-off
@@ -366,8 +367,20 @@ void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
 
 /* ---- unwind.c ---- */
+/* libgcc_s's unwinder for the fallback walk, if the program has it loaded:
+ * at start and at each loader event (never loads it). */
 void sf_unwind_init(void) SF_HIDDEN;
 void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */
+
+/* ---- elf_sym.c: dlsym without dlsym (no allocation: a miss allocates) ---- */
+/* name's default-version definition in the object at base (dlpi_addr,
+ * dlpi_phdr, dlpi_phnum), from its dynamic symbol table; NULL if none. */
+void *sf_sym_in(uintptr_t base, const void *phdr, int phnum, const char *name) SF_HIDDEN;
+/* The first definition in an object loaded after the one holding self
+ * (RTLD_NEXT's order, whatever the object's scope). */
+void *sf_sym_next(const char *name, const void *self) SF_HIDDEN;
+/* The definition in the first loaded object whose file name starts with lib. */
+void *sf_sym_lib(const char *lib, const char *name) SF_HIDDEN;
 
 /* ---- alloc.c ---- */
 /* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */

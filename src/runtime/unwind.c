@@ -51,30 +51,31 @@ static struct {
 } R;
 
 /* The real functions, also when tracing is off or our constructor has not
- * run yet (another constructor may longjmp first). */
+ * run yet (another constructor may longjmp first). The longjmp family is
+ * libc's, always there (a dlsym that finds its symbol allocates nothing);
+ * the unwinder's next definitions are looked up in the objects' tables
+ * (elf_sym.c), since a dlsym that misses allocates its error message
+ * through the program's malloc: a C program has no libgcc_s. Found in any
+ * object after ours, also one loaded RTLD_LOCAL (glibc loads libgcc_s so). */
 static void resolve_next(void)
 {
 	R.longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "longjmp");
 	R._longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "_longjmp");
 	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
 	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
-	R.setip = (setip_fn)dlsym(RTLD_NEXT, "_Unwind_SetIP");
-	findfde_fn find = (findfde_fn)dlsym(RTLD_NEXT, "_Unwind_Find_FDE");
-	void *gcc = R.setip && find ? NULL : dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	if (gcc) { /* libgcc_s loaded without RTLD_GLOBAL (a NULL handle would find ours) */
-		if (!R.setip)
-			R.setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
-		if (!find)
-			find = (findfde_fn)dlsym(gcc, "_Unwind_Find_FDE");
+	if (!R.setip)
+		R.setip = (setip_fn)sf_sym_next("_Unwind_SetIP", (const void *)resolve_next);
+	if (!R.find_fde) {
+		findfde_fn find = (findfde_fn)sf_sym_next("_Unwind_Find_FDE", (const void *)resolve_next);
+		if (find)
+			__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
 	}
-	if (find)
-		__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not
  * call dlsym from a signal handler. sf_init calls it first, before any event
- * can be recorded (a failed dlsym allocates its error message); the
- * constructor covers processes where sf_init returns early. */
+ * can be recorded; the constructor covers processes where sf_init returns
+ * early. */
 void sf_unwind_resolve(void)
 {
 	if (!__atomic_load_n(&R.longjmp, __ATOMIC_ACQUIRE))
@@ -86,25 +87,30 @@ __attribute__((constructor)) static void unwind_resolve(void)
 	sf_unwind_resolve();
 }
 
+/* libgcc_s's unwinder, for the fallback walk, once the program has it:
+ * the runtime loads nothing the program did not (a program may check
+ * dlopen(..., RTLD_NOLOAD), and the loader's allocations for it are the
+ * program's when it loads it). At start (C++ and Rust programs link it,
+ * glibc loads it for backtrace() and thread cancellation) and at every
+ * loader event (loader_hook.c: mapped, before it is relocated; the
+ * pointers are only called later). Until then a landing the shadow stack
+ * cannot tell is left to the reader's repair. */
 void sf_unwind_init(void)
 {
-	/* glibc itself loads libgcc_s for backtrace() and thread
-	 * cancellation; a C program may not have it yet. Loaded now, not at
-	 * the first longjmp, which may come from a signal handler. */
-	void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	if (!gcc)
-		gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!gcc)
+	if (__atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE))
 		return;
-	R.gcc_setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
+	void *bt = sf_sym_lib("libgcc_s.so", "_Unwind_Backtrace");
+	if (!bt)
+		return;
+	R.gcc_setip = (setip_fn)sf_sym_lib("libgcc_s.so", "_Unwind_SetIP");
 	if (!R.setip)
 		R.setip = R.gcc_setip;
-	R.getcfa = (getcfa_fn)dlsym(gcc, "_Unwind_GetCFA");
-	R.regionstart = (regionstart_fn)dlsym(gcc, "_Unwind_GetRegionStart");
+	R.getcfa = (getcfa_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetCFA");
+	R.regionstart = (regionstart_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetRegionStart");
 	if (!R.find_fde)
-		__atomic_store_n(&R.find_fde, (findfde_fn)dlsym(gcc, "_Unwind_Find_FDE"), __ATOMIC_RELEASE);
+		__atomic_store_n(&R.find_fde, (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE"), __ATOMIC_RELEASE);
 	if (R.getcfa && R.regionstart)
-		__atomic_store_n(&R.backtrace, (backtrace_fn)dlsym(gcc, "_Unwind_Backtrace"), __ATOMIC_RELEASE);
+		__atomic_store_n(&R.backtrace, (backtrace_fn)bt, __ATOMIC_RELEASE);
 }
 
 /* The recorded frames abandoned by a landing: those whose CFA is at or

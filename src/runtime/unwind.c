@@ -100,6 +100,13 @@ void sf_unwind_init(void)
 	if (__atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE))
 		return;
 	void *bt = sf_sym_lib("libgcc_s.so", "_Unwind_Backtrace");
+#ifndef SF_ARCH_SHADOW
+	/* Without a shadow stack (aarch64 for now) the walk is the only
+	 * answer: the runtime still loads it at start, not at the first
+	 * longjmp, which may come from a signal handler. */
+	if (!bt && dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL))
+		bt = sf_sym_lib("libgcc_s.so", "_Unwind_Backtrace");
+#endif
 	if (!bt)
 		return;
 	R.gcc_setip = (setip_fn)sf_sym_lib("libgcc_s.so", "_Unwind_SetIP");

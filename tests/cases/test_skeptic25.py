@@ -255,3 +255,18 @@ def test_stack_overflow_recovered_on_sigaltstack():
     eq([x for k, x in events if k == "UNWIND"], [recs + 1], "one UNWIND: every rec and on_segv")
     st, tops, bad = replay(events)
     eq((tops, bad, st), (["main"], [], []), "main on top, then closed by its exit")
+
+
+def test_landings_are_not_allocations():
+    """FAILS on 2d83acc: the reader passed unwind events (kinds 8 and 9,
+    numbered between the allocation kinds) to the allocation consumers, so
+    `info` said "allocations: recorded (N events)" for a program that only
+    longjmps, N its landings. 4 threads x 500 landings, no --alloc."""
+    exe = build_c("skep25_mtjmp", ["skep25_mtjmp.c"], libs=["-lpthread"])
+    p, log = record([exe, "500", "4"], args=["-q"])
+    eq(p.stdout, "2000\n", "the program's output")
+    info = run([SFTRACE, "info", log]).stdout
+    alloc = [l for l in info.splitlines() if l.startswith("# allocations")]
+    eq(alloc, ["# allocations       : none (0 events)"], "info's allocation line")
+    tops, bad, left = _tops_by_thread(log)
+    eq(dict(tops), {"loop": 2000}, "frames on top after the landings")

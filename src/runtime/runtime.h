@@ -17,7 +17,8 @@
  *   filter.c      which functions to patch (filter files, per-object regex filters)
  *   trigger.c     record --trigger: functions whose calls ask for a snapshot
  *   patch.c       sled patching common to every architecture (text writes)
- *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook)
+ *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook),
+ *                 libgcc_s's unwinder once the program loads it
  * One event, from sled to file (arch/<arch>/trampoline.S first)
  *   clock.c       timestamps and calibration pairs
  *   buffer.c      per-thread slots and the slow path (first event, slot full,
@@ -28,6 +29,7 @@
  *   elf_sym.c     symbols read from loaded objects' tables (no dlsym, no malloc)
  *   alloc.c       heap events of the interposed allocator (record --alloc)
  *   writer.c      the writer thread: full slots handed off the traced threads
+ *                 (it sets its own CPUs: the attribute would allocate)
  *   trim.c        record --min-duration/--max-depth at hand-off
  *   batch_scan.c  the one vectorised scan of a full batch
  *   encode.c      what a full batch becomes in the file (packed or raw)

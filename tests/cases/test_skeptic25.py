@@ -79,7 +79,8 @@ def test_siglongjmp_from_timer_handler_closes_exactly_the_open_frames():
 def _landing_overhead(exe, args, regex):
     """Median over 3 alternating runs of (traced - untraced) ns per landing,
     the traced runs recording only the functions `regex` selects. The
-    program prints its own median ns per iteration."""
+    program prints its own median ns per iteration, of its thread's CPU
+    time (wall time on this shared machine varied 3x between runs)."""
     d = tmpdir()
     filt = os.path.join(d, "f.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", regex, "-o", filt])

@@ -70,6 +70,14 @@ enum sf_event_kind {
 	 * longjmp target): the thread's `word >> SF_KIND_BITS` innermost
 	 * recorded frames were abandoned and end at this event's time. */
 	SF_EV_UNWIND = 8,
+	/* Unwinding landed (as kind 8), said another way: `word >>
+	 * SF_KIND_BITS` is the number of the thread's recorded frames still
+	 * open after the landing, counted from the thread's first event (its
+	 * depth). A reader closes innermost frames until its depth is that;
+	 * the frames a reader never saw begin (frames open before a ring's
+	 * window) come from the batch's start depth (sf_chunk.reserved of a
+	 * SLOT chunk). Written by runtimes that keep a shadow stack (x86-64). */
+	SF_EV_UNWIND_TO = 9,
 	/* Allocation events of the interposed libc allocator (record --alloc,
 	 * libsftrace-alloc.so), each followed by payload records (u64 each,
 	 * sf_event_payload_records): HEAP_ALLOC size_align, ptr, call site;
@@ -101,7 +109,7 @@ static inline unsigned sf_event_payload_records(uint32_t kind)
 /* Whether a reader knows this kind (others are corrupt records). */
 static inline int sf_event_kind_valid(uint32_t kind)
 {
-	return (kind >= SF_EV_ENTRY && kind <= SF_EV_UNWIND) ||
+	return (kind >= SF_EV_ENTRY && kind <= SF_EV_UNWIND_TO) ||
 	       (kind >= SF_EV_HEAP_ALLOC && kind <= SF_EV_HEAP_REALLOC);
 }
 
@@ -254,7 +262,8 @@ struct sf_chunk {
 	uint64_t mono_ns;
 	char name[16];          /* DATA/SLOT: thread name (prctl PR_GET_NAME) */
 	uint64_t base;          /* DATA/SLOT: time base of the batch's events (sf_event_time) */
-	uint64_t reserved;
+	uint64_t reserved;      /* PACKED: payload bytes; SLOT: the thread's depth before the
+				 * batch's first event + 1 (0: not known), see SF_EV_UNWIND_TO */
 };
 
 /* Payload of an OBJECT chunk: this struct, then `path_len` bytes of path

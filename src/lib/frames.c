@@ -28,6 +28,9 @@ struct fr_thread {
 	uint64_t last_t;
 	int seen_time;
 	uint32_t next_pause; /* index into the thread's pause_ns of the next pause not passed */
+	/* Recorded frames open outside `stack` (begun before what the reader
+	 * delivers): the thread's depth is depth + outer (SF_EV_UNWIND_TO). */
+	int64_t outer;
 	/* Open frames per bucket of function ids (func % FR_BUCKETS): an exit
 	 * that does not close the innermost frame scans the stack only when
 	 * its bucket says the function may be open, so the usual unmatched
@@ -79,6 +82,7 @@ static size_t thread_slot(struct frames *f, const struct lr_thread *key)
 	memset(t, 0, sizeof(*t));
 	t->key = key;
 	t->proc = f->proc;
+	t->outer = key ? (int64_t)key->outer : 0;
 	return f->last_slot = f->nthreads++;
 }
 
@@ -143,6 +147,8 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 	}
 	if (!is_open(th, func)) {
 		f->stats.unmatched_exits++;
+		if (th->outer > 0 && !th->depth)
+			th->outer--; /* one of the frames begun before */
 		return;
 	}
 	while (th->stack[th->depth - 1].func != func) {
@@ -173,9 +179,14 @@ static void pass_pauses(struct frames *f, size_t slot, uint64_t t)
 		uint64_t at = lt->pause_ns[th->next_pause++];
 		if (th->seen_time && at < th->last_t)
 			at = th->last_t;
+		/* Closed here, yet still open in the program (and on the x86-64
+		 * runtime's shadow stack, which a pause leaves alone): outside
+		 * what the reader holds from now on, as frames begun before a
+		 * window are, so an UNWIND_TO after the resume counts them. */
 		while (th->depth) {
 			pop(f, slot, at, FR_END_PAUSED);
 			f->stats.open_at_pause++;
+			th->outer++;
 		}
 	}
 }
@@ -199,6 +210,8 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 		close_frame(f, slot, func_id, t_ns, kind == SF_EV_EXIT ? FR_END_EXIT : FR_END_TAIL);
 	else if (kind == SF_EV_UNWIND)
 		close_landed(f, slot, func_id, t_ns);
+	else if (kind == SF_EV_UNWIND_TO)
+		close_landed(f, slot, (uint32_t)fr_unwind_to(th->depth, &th->outer, func_id), t_ns);
 }
 
 void fr_feed(struct frames *f, const struct lr_event *ev)
@@ -218,6 +231,7 @@ static void end_slot(struct frames *f, size_t slot)
 		pop(f, slot, th->last_t, FR_END_PAUSED);
 		f->stats.open_at_pause++;
 	}
+	th->outer = 0;
 	while (th->depth) {
 		pop(f, slot, th->last_t, FR_END_THREAD_END);
 		f->stats.open_at_end++;

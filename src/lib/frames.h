@@ -16,6 +16,8 @@
  *   - an UNWIND event (the runtime saw a longjmp, a catch, a catch_unwind or
  *     a cleanup pad land) closes the number of innermost frames it carries
  *     at its time (end kind FR_END_UNWOUND): the frames unwinding abandoned;
+ *     an UNWIND_TO event (kind 9) closes innermost frames until the
+ *     thread's depth is the one it carries (fr_unwind_to);
  *   - an exit for a function deeper in the stack (unwinding the runtime did
  *     not see, e.g. in a log of version 2) closes the frames above it
  *     at this exit's time (end kind FR_END_UNWOUND), then closes it;
@@ -88,6 +90,21 @@ struct fr_stats {
 };
 
 struct frames;
+
+/* SF_EV_UNWIND_TO `to`: the thread has `to` recorded frames open after the
+ * landing. A reader that sees `depth` of them, with *outer more open that
+ * it never saw begin (lr_thread.outer), closes the returned number of its
+ * innermost frames; *outer is updated (it grows when the runtime says more
+ * are open than the reader knows of). */
+static inline size_t fr_unwind_to(size_t depth, int64_t *outer, uint64_t to)
+{
+	int64_t have = (int64_t)depth + *outer, want = (int64_t)to;
+	size_t n = 0;
+	if (have > want)
+		n = (uint64_t)(have - want) < depth ? (size_t)(have - want) : depth;
+	*outer = want - (int64_t)(depth - n);
+	return n;
+}
 
 /* cb and either callback may be NULL. */
 struct frames *fr_new(const struct fr_callbacks *cb, void *ctx);

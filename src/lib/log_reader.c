@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "format/sflog.h"
+#include "lib/frames.h"
 #include "lib/hashmap.h"
 #include "lib/util.h"
 
@@ -37,6 +38,7 @@ struct lr_batch {
 	uint8_t packed;  /* a PACKED chunk: nrec records coded in `bytes` bytes */
 	uint8_t cut;     /* the end of the file cuts the chunk */
 	uint32_t bytes;
+	uint64_t depth0; /* SLOT: the thread's depth before its first record + 1; 0: not known */
 };
 
 struct lr_pair {
@@ -432,6 +434,7 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 	b->seq = c->seq;
 	b->thread = thread_for_serial(log, c->thread_serial);
 	b->slot = c->type == SF_CHUNK_SLOT;
+	b->depth0 = b->slot ? c->reserved : 0;
 	b->live = 1;
 }
 
@@ -970,7 +973,8 @@ void lr_count_decoded(const struct lr_log *log, const struct lr_thread *t, uint6
 
 /* Kinds that decode() finds a whole event in one record (valid, no
  * payload), a bit each. tests/unit/test_log_count.c checks every kind. */
-#define ONE_RECORD_KINDS (1u << SF_EV_ENTRY | 1u << SF_EV_EXIT | 1u << SF_EV_TAIL | 1u << SF_EV_UNWIND)
+#define ONE_RECORD_KINDS \
+	(1u << SF_EV_ENTRY | 1u << SF_EV_EXIT | 1u << SF_EV_TAIL | 1u << SF_EV_UNWIND | 1u << SF_EV_UNWIND_TO)
 
 /* decode()'s count of raw records, *bad += the ones skipped. Opening a log
  * counts every record, so the usual one (a function event) costs a test;
@@ -1412,6 +1416,11 @@ static void find_before_window(struct lr_log *log)
 			continue;
 		uint64_t until = UINT64_MAX;
 		int first = 1;
+		/* Frames open outside stack[0, depth): at first every one open
+		 * at the window's start (its first batch's depth, when the
+		 * runtime wrote it), less each found here as it exits. */
+		uint64_t d0 = t->nbatch ? log->batches[t->batch[0]].depth0 : 0;
+		int64_t start = d0 ? (int64_t)(d0 - 1) : 0, outer = start;
 		lr_iter_init_thread(&it, log, t);
 		while (lr_next(&it, &ev)) {
 			if (first) {
@@ -1433,6 +1442,7 @@ static void find_before_window(struct lr_log *log)
 				if (d) {
 					depth = d - 1;
 				} else if (!depth) {
+					outer--;
 					if (nmiss == miss_cap)
 						miss = xrealloc(miss, (miss_cap = miss_cap ? 2 * miss_cap : 8) * sizeof(uint32_t));
 					miss[nmiss++] = ev.func_id;
@@ -1440,8 +1450,11 @@ static void find_before_window(struct lr_log *log)
 			} else if (ev.kind == SF_EV_UNWIND) {
 				size_t n = ev.func_id;
 				depth = n < depth ? depth - n : 0;
+			} else if (ev.kind == SF_EV_UNWIND_TO) {
+				depth -= fr_unwind_to(depth, &outer, ev.func_id);
 			}
 		}
+		t->outer = start > (int64_t)nmiss ? (uint64_t)(start - (int64_t)nmiss) : 0;
 		/* Found innermost first; delivered outermost first. */
 		for (size_t i = 0; i < nmiss / 2; i++) {
 			uint32_t x = miss[i];
@@ -1587,6 +1600,6 @@ int lr_foreach_event(const struct lr_log *log, int (*cb)(void *ctx, const struct
 const char *lr_kind_name(uint32_t kind)
 {
 	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC",
-					    "RDEALLOC", "UNWIND", "?", "MALLOC", "FREE", "REALLOC"};
+					    "RDEALLOC", "UNWIND", "UNWIND", "MALLOC", "FREE", "REALLOC"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

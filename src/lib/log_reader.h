@@ -130,6 +130,10 @@ struct lr_thread {
 	const uint64_t *pause_ns;
 	uint32_t npauses;
 	int ends_paused;         /* the log's last switch is a pause */
+	/* Ring logs: frames open at that point that are neither delivered
+	 * nor placed (their exits are outside the window too), from the
+	 * window's first batch's start depth; 0 when not known. */
+	uint64_t outer;
 };
 
 struct lr_event {

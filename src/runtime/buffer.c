@@ -800,6 +800,26 @@ static void thread_start(struct sf_thread *t)
 		pthread_setspecific(exit_key, (void *)1);
 }
 
+/* A batch begins with this event: its slot's header gets the thread's
+ * depth before it, + 1 (sf_chunk.reserved, SF_EV_UNWIND_TO), so a reader
+ * that starts there (a ring's window) knows how many frames were open.
+ * The trampoline already pushed (entry) or popped (exit, tail call) this
+ * event's own frame. */
+static void batch_depth(struct sf_thread *t, uint32_t kind)
+{
+#ifdef SF_ARCH_SHADOW
+	uint64_t d = t->shadow_depth;
+	if (kind == SF_EV_ENTRY)
+		d -= d > 0;
+	else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL)
+		d++;
+	__atomic_store_n(&t->slot->hdr->reserved, d + 1, __ATOMIC_RELAXED);
+#else
+	(void)t;
+	(void)kind;
+#endif
+}
+
 /* Stores one event (with its payload records for allocation events),
  * making room first if needed. Signals are blocked. */
 static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind,
@@ -830,6 +850,8 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 	if (!in_span(time, t->base) && (t->cursor == (uint64_t)t->events || t->state != SF_THREAD_ACTIVE))
 		set_base(t, time);
 	struct sf_event *e = (struct sf_event *)t->cursor;
+	if (e == t->events && t->slot)
+		batch_depth(t, kind);
 	t->cursor += nrec * sizeof(struct sf_event);
 	uint32_t zero = 0;
 	for (size_t i = 1; payload && i < nrec; i++) { /* before the word that validates them */

@@ -196,8 +196,8 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_switch_config();
 	sf_log_on_create(log_created);
 	sf_config.enabled = 1;
-	/* What the runtime itself does from here on (dlopen of libgcc_s, the
-	 * writer's pthread_create) allocates: none of it is the program's. */
+	/* What the runtime itself does from here on (the writer's
+	 * pthread_create) allocates: none of it is the program's. */
 	struct sf_suppress_state quiet;
 	sf_suppress_begin(&quiet);
 	sf_buffer_init();

@@ -20,17 +20,21 @@
  *   filter.c      which functions to patch (filter files, per-object regex filters)
  *   trigger.c     record --trigger: functions whose calls ask for a snapshot
  *   patch.c       sled patching common to every architecture (text writes)
- *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook)
+ *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook),
+ *                 libgcc_s's unwinder once the program loads it
  *   switch.c      record --paused, sftrace resume/pause: sleds patched and
  *                 unpatched in a running process by the writer thread
  * One event, from sled to file (arch/<arch>/trampoline.S first)
  *   clock.c       timestamps and calibration pairs
  *   buffer.c      per-thread slots and the slow path (first event, slot full,
- *                 thread exit, events with payloads)
+ *                 thread exit, events with payloads); a batch's start depth
  *   suppress.c    stretches whose calls are the runtime's, not the program's
- *   unwind.c      frames abandoned by longjmp and caught exceptions
+ *   unwind.c      frames abandoned by longjmp and caught exceptions: the
+ *                 depth a landing leaves open (SF_EV_UNWIND_TO)
+ *   elf_sym.c     symbols read from loaded objects' tables (no dlsym, no malloc)
  *   alloc.c       heap events of the interposed allocator (record --alloc)
  *   writer.c      the writer thread: full slots handed off the traced threads
+ *                 (it sets its own CPUs: the attribute would allocate)
  *   trim.c        record --min-duration/--max-depth at hand-off
  *   batch_scan.c  the one vectorised scan of a full batch
  *   encode.c      what a full batch becomes in the file (packed or raw)
@@ -93,7 +97,9 @@ struct sf_thread {
 	 * saw, the address of its return address (| 1 for a window frame),
 	 * so a landing knows the frames it abandons without walking the
 	 * stack (unwind.c). Entry i is at shadow[i % SF_SHADOW_CAP]. */
-	uint64_t shadow_depth; /* pushes minus pops, never below 0 */
+	uint64_t shadow_depth; /* pushes minus pops, never below 0: the depth a
+				* landing records (SF_EV_UNWIND_TO) and a batch
+				* starts at (sf_chunk.reserved of its slot) */
 	uint64_t shadow[SF_SHADOW_CAP];
 #endif
 };
@@ -421,8 +427,20 @@ void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
 
 /* ---- unwind.c ---- */
+/* libgcc_s's unwinder for the fallback walk, if the program has it loaded:
+ * at start and at each loader event (never loads it). */
 void sf_unwind_init(void) SF_HIDDEN;
 void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */
+
+/* ---- elf_sym.c: dlsym without dlsym (no allocation: a miss allocates) ---- */
+/* name's default-version definition in the object at base (dlpi_addr,
+ * dlpi_phdr, dlpi_phnum), from its dynamic symbol table; NULL if none. */
+void *sf_sym_in(uintptr_t base, const void *phdr, int phnum, const char *name) SF_HIDDEN;
+/* The first definition in an object loaded after the one holding self
+ * (RTLD_NEXT's order, whatever the object's scope). */
+void *sf_sym_next(const char *name, const void *self) SF_HIDDEN;
+/* The definition in the first loaded object whose file name starts with lib. */
+void *sf_sym_lib(const char *lib, const char *name) SF_HIDDEN;
 
 /* ---- alloc.c ---- */
 /* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */

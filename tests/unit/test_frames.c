@@ -201,6 +201,36 @@ static void test_unwind_event(void **state)
 	free(r.text);
 }
 
+/* An UNWIND_TO event says the depth left open: the frames above it end
+ * at its time, whatever the count. A depth above what the reader sees
+ * (frames begun before what it read) closes nothing and is remembered: a
+ * later landing to depth 1 then closes only the reader's frames above it. */
+static void test_unwind_to_event(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 1, 10);
+	fr_event(f, &g_t1, EN, 2, 20);
+	fr_event(f, &g_t1, EN, 3, 30);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 1, 40);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 3, 41); /* two frames the reader never saw */
+	fr_event(f, &g_t1, EN, 4, 45);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 3, 50);
+	fr_event(f, &g_t1, EX, 1, 60);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B100 #2 p1 f2 d1 @20\n"
+				    "B100 #3 p2 f3 d2 @30\n"
+				    "E100 #3 p2 f3 d2 30-40 unwound\n"
+				    "E100 #2 p1 f2 d1 20-40 unwound\n"
+				    "B100 #4 p1 f4 d1 @45\n"
+				    "E100 #4 p1 f4 d1 45-50 unwound\n"
+				    "E100 #1 p0 f1 d0 10-60 exit\n");
+	assert_int_equal(fr_stats(f)->unwound, 3);
+	fr_free(f);
+	free(r.text);
+}
+
 static void test_tail_call(void **state)
 {
 	struct rec r;
@@ -364,6 +394,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nesting),
 		cmocka_unit_test(test_pauses),
+		cmocka_unit_test(test_unwind_to_event),
 		cmocka_unit_test(test_tail_call),
 		cmocka_unit_test(test_unmatched_exit),
 		cmocka_unit_test(test_unwinding),

@@ -15,6 +15,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "format/sf_args.h"
 #include "format/sflog.h"
 #include "lib/hashmap.h"
 #include "lib/util.h"
@@ -737,6 +738,30 @@ static int any_later_record(const unsigned char *p, const unsigned char *end)
  * the batch, unless records follow it: then it is a record claimed and never
  * completed (a signal handler that interrupted the trampoline between its
  * claim and its store jumped out of it), a hole too. */
+/* An ARGS event (format/sf_args.h): the function id is in its payload's
+ * header; ev->args points at the payload (valid until the next read). */
+static enum rec_result decode_args(const unsigned char *p, const unsigned char *end, const struct sf_event *e,
+				   struct lr_event *ev, size_t *used)
+{
+	size_t np = e->word >> SF_KIND_BITS;
+	if (np > SF_ARGS_MAX_RECORDS)
+		return REC_CORRUPT;
+	if ((size_t)(end - p) < sizeof(*e) * (1 + np))
+		return REC_CORRUPT; /* payload cut off */
+	*used = 1 + np;
+	ev->func_id = 0;
+	if (np) {
+		struct sf_args_head h;
+		memcpy(&h, p + sizeof(*e), sizeof(h));
+		if (h.nbytes > (np - 1) * 8)
+			return REC_CORRUPT;
+		ev->func_id = h.func_id;
+		ev->args = p + sizeof(*e);
+		ev->args_len = (uint32_t)(np * 8);
+	}
+	return REC_EVENT;
+}
+
 static enum rec_result decode(const unsigned char *p, const unsigned char *end, int slot, uint64_t base,
 			      struct lr_event *ev, size_t *used)
 {
@@ -753,6 +778,10 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 	ev->raw_time = sf_event_time(base, e.time_lo);
 	ev->has_ext = 0;
 	ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
+	ev->args = NULL;
+	ev->args_len = 0;
+	if (kind == SF_EV_ARGS)
+		return decode_args(p, end, &e, ev, used);
 	size_t np = sf_event_payload_records(kind);
 	if (np) {
 		uint64_t x[4] = {0};
@@ -821,18 +850,20 @@ static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t bas
 		}
 		pk->left--;
 		uint32_t w = pk->win[0].word, kind = w & SF_KIND_MASK;
-		if (w && sf_event_kind_valid(kind) && !sf_event_payload_records(kind)) {
+		if (w && sf_event_kind_valid(kind) && !sf_event_payload_count(w)) {
 			ev->kind = kind;
 			ev->func_id = w >> SF_KIND_BITS;
 			ev->raw_time = sf_event_time(base, pk->win[0].time_lo);
 			ev->has_ext = 0;
 			ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
+			ev->args = NULL;
+			ev->args_len = 0;
 			*at = pk->at[0];
 			return REC_EVENT;
 		}
 		pk->nwin = 1;
 	}
-	while (pk->nwin < 5 && pk->left) {
+	while (pk->nwin < LR_PACKED_WINDOW && pk->left) {
 		int r = sf_unpack_next(&pk->un, &pk->win[pk->nwin], &pk->at[pk->nwin]);
 		if (r <= 0) {
 			if (!cut) /* a cut chunk ends where the file does */
@@ -959,7 +990,7 @@ static uint64_t packed_count(const struct lr_batch *b, const uint8_t *p, uint64_
 		n += k;
 		left -= k;
 		if (r == SF_COUNT_RAW) {
-			struct sf_event g[5]; /* a word and up to 4 payload records */
+			struct sf_event g[LR_PACKED_WINDOW]; /* a word and its payload records */
 			uint32_t ng = 0;
 			const uint8_t *at;
 			while (left && (r = sf_unpack_next(&u, &g[ng], &at)) > 0) {

@@ -177,7 +177,7 @@ static int has_unfilled(const struct sf_event *ev, size_t n)
 		uint32_t w = __atomic_load_n(&ev[i].word, __ATOMIC_ACQUIRE);
 		if (!w)
 			return 1;
-		i += event_records(w & SF_KIND_MASK);
+		i += 1 + sf_event_payload_count(w);
 	}
 	return 0;
 }
@@ -795,7 +795,7 @@ static void thread_start(struct sf_thread *t)
 static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind,
 			const uint64_t *payload)
 {
-	size_t nrec = event_records(kind);
+	size_t nrec = kind == SF_EV_ARGS ? 1 + id : event_records(kind); /* ARGS: id is the payload count */
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
 	uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
@@ -908,6 +908,53 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
 	store_event(t, time, 0, kind, payload);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A claim cut by the end of the slot: records [at, limit) become one
+ * ARGS event with an empty header (nitems 0, which readers skip), so the
+ * slot holds no hole. */
+static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time)
+{
+	size_t n = (size_t)(limit - at) / sizeof(struct sf_event);
+	uint64_t *r = (uint64_t *)at;
+	for (size_t i = 1; i < n; i++)
+		r[i] = 0;
+	store_record((struct sf_event *)at, time, (uint32_t)(n - 1), SF_EV_ARGS);
+}
+
+void sf_record_args(const uint64_t *payload, uint32_t n)
+{
+	struct sf_thread *t = &sf_self;
+	if (sf_suppressed)
+		return;
+	uint64_t time = sf_now_raw();
+	size_t bytes = (1 + (size_t)n) * sizeof(struct sf_event);
+	if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
+		/* One xadd claims the event and its payload, as the trampolines
+		 * claim one record: a signal handler's records go before or
+		 * after, never in between. */
+		uint64_t at = __atomic_fetch_add(&t->cursor, bytes, __ATOMIC_RELAXED);
+		if (at + bytes <= t->limit) {
+			uint64_t *r = (uint64_t *)at;
+			for (uint32_t i = 0; i < n; i++) /* before the word that validates them */
+				r[1 + i] = payload[i];
+			store_record((struct sf_event *)at, time, n, SF_EV_ARGS);
+			return;
+		}
+		if (at < t->limit)
+			fill_cut_claim(at, t->limit, time);
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (t->state == SF_THREAD_NEW) {
+		thread_start(t);
+		time = sf_now_raw();
+	} else if (t->cursor > t->limit) {
+		t->cursor = t->limit; /* see sf_slow_event_at */
+	}
+	store_event(t, time, n, SF_EV_ARGS, payload);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 

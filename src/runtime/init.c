@@ -192,6 +192,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
 	sf_trigger_init();
+	sf_args_init();
 	sf_log_on_create(log_created);
 	sf_config.enabled = 1;
 	/* What the runtime itself does from here on (dlopen of libgcc_s, the

@@ -208,8 +208,10 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 		sleds[ns].func_id = next_func_id + local;
 		sleds[ns].kind = s.kind;
 		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
-		if (sleds[ns].selected)
+		if (sleds[ns].selected) {
 			sf_trigger_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
+			sf_args_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
+		}
 		ns++;
 	}
 	o->nfuncs = nf;

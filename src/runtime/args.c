@@ -83,6 +83,14 @@ static int hex_byte(const char *p)
 	return b < 0 ? -1 : a << 4 | b;
 }
 
+static int objs_equal(uint32_t a, uint32_t b)
+{
+	if (A.objs[a].build_id_len > 0 || A.objs[b].build_id_len > 0)
+		return A.objs[a].build_id_len == A.objs[b].build_id_len &&
+		       !memcmp(A.objs[a].build_id, A.objs[b].build_id, (size_t)A.objs[a].build_id_len);
+	return !strcmp(A.objs[a].path, A.objs[b].path);
+}
+
 /* SPEC: items `eSSFF` / `xSSFF` separated by commas, up to a space. */
 static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 {
@@ -105,6 +113,17 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 	}
 	f->obj = A.nobjs - 1;
 	f->vaddr = vaddr;
+	/* -A and -R name the same function in lines of their own: one entry. */
+	for (uint32_t i = 0; i < A.n; i++) {
+		struct arg_func *g = &A.f[i];
+		if (g->vaddr != vaddr || !objs_equal(g->obj, f->obj))
+			continue;
+		for (unsigned k = 0; k < f->nin && g->nin < SF_ARG_MAX_ITEMS; k++)
+			g->in[g->nin++] = f->in[k];
+		for (unsigned k = 0; k < f->nout && g->nout < SF_ARG_MAX_ITEMS; k++)
+			g->out[g->nout++] = f->out[k];
+		return 0;
+	}
 	A.n++;
 	return 0;
 }

@@ -1540,6 +1540,6 @@ int lr_foreach_event(const struct lr_log *log, int (*cb)(void *ctx, const struct
 const char *lr_kind_name(uint32_t kind)
 {
 	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC",
-					    "RDEALLOC", "UNWIND", "?", "MALLOC", "FREE", "REALLOC"};
+					    "RDEALLOC", "UNWIND", "?", "MALLOC", "FREE", "REALLOC", "ARGS"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

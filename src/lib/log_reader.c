@@ -948,6 +948,9 @@ void lr_count_decoded(const struct lr_log *log, const struct lr_thread *t, uint6
 /* decode()'s count of raw records, *bad += the ones skipped. Opening a log
  * counts every record, so the usual one (a function event) costs a test;
  * anything else (zero words, unknown kinds, payloads) goes to decode(). */
+/* ARGS events raw_count has seen (count_events moves them to the thread). */
+static _Thread_local uint64_t counted_args;
+
 static uint64_t raw_count(const unsigned char *p, const unsigned char *end, int slot, uint64_t *bad)
 {
 	uint64_t n = 0;
@@ -968,6 +971,7 @@ static uint64_t raw_count(const unsigned char *p, const unsigned char *end, int 
 			n++;
 		else
 			(*bad)++;
+		counted_args += r == REC_EVENT && ev.kind == SF_EV_ARGS;
 		p += used * sizeof(struct sf_event);
 	}
 	return n;
@@ -1072,6 +1076,7 @@ static void count_events(struct lr_log *log)
 		struct lr_thread *t = &log->threads[b->thread];
 		const unsigned char *p = batch_read(log, b, &buf, &cap);
 		uint64_t lost, events;
+		counted_args = 0;
 		if (p) {
 			events = batch_count(b, p, &lost);
 		} else {
@@ -1080,6 +1085,7 @@ static void count_events(struct lr_log *log)
 		}
 		t->lost += lost;
 		t->events += events;
+		t->args_events += counted_args;
 		if (log->truncated && log->truncated_batch == (int64_t)log->order[k])
 			warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 "; %" PRIu64 " complete events kept",
 			     log->truncated_off, events);

@@ -111,6 +111,7 @@ struct lr_thread {
 	char name[17];           /* latest non-empty name seen, NUL-terminated */
 	uint64_t events;         /* events the iterator delivers (payloads not counted) */
 	uint64_t lost;           /* zero holes and corrupt records skipped */
+	uint64_t args_events;    /* SF_EV_ARGS events among them (record -A/-R) */
 	uint32_t data_batches;   /* DATA chunks delivered */
 	uint32_t slots;          /* SLOT chunks seen */
 	uint32_t live_slots;     /* SLOT batches delivered (not duplicates of DATA) */

@@ -143,7 +143,11 @@ int ra_parse(struct ra_spec *s, const char *opt, const char *text)
 	memset(s, 0, sizeof(*s));
 	s->text = text;
 	const char *at = strrchr(text, '@');
-	if (!at || at == text) {
+	if (at == text) {
+		sf_error("%s '%s': no FUNC before '@'", opt, text);
+		return -1;
+	}
+	if (!at) {
 		sf_error("%s '%s': expected FUNC@%s", opt, text, strcmp(opt, "-R") ? "arg1,arg2/s,..." : "retval[/FMT]");
 		return -1;
 	}

@@ -118,8 +118,8 @@ static inline int sf_event_kind_valid(uint32_t kind)
 static inline unsigned sf_event_payload_count(uint32_t word)
 {
 	uint32_t kind = word & 15u;
-	if (kind == SF_EV_ARGS)
-		return word >> 4;
+	if (kind == SF_EV_ARGS) /* a larger count is a corrupt word: nothing follows it */
+		return word >> 4 <= SF_ARGS_MAX_RECORDS ? word >> 4 : 0;
 	return sf_event_payload_records(kind);
 }
 

@@ -751,10 +751,10 @@ static enum rec_result decode_args(const unsigned char *p, const unsigned char *
 	*used = 1 + np;
 	ev->func_id = 0;
 	if (np) {
+		/* Skipped by its count, never by its contents (lib/arg_values.c
+		 * checks those when it shows them). */
 		struct sf_args_head h;
 		memcpy(&h, p + sizeof(*e), sizeof(h));
-		if (h.nbytes > (np - 1) * 8)
-			return REC_CORRUPT;
 		ev->func_id = h.func_id;
 		ev->args = p + sizeof(*e);
 		ev->args_len = (uint32_t)(np * 8);
@@ -850,7 +850,7 @@ static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t bas
 		}
 		pk->left--;
 		uint32_t w = pk->win[0].word, kind = w & SF_KIND_MASK;
-		if (w && sf_event_kind_valid(kind) && !sf_event_payload_count(w)) {
+		if (w && sf_event_kind_valid(kind) && kind != SF_EV_ARGS && !sf_event_payload_records(kind)) {
 			ev->kind = kind;
 			ev->func_id = w >> SF_KIND_BITS;
 			ev->raw_time = sf_event_time(base, pk->win[0].time_lo);
@@ -1000,7 +1000,7 @@ static uint64_t packed_count(const struct lr_batch *b, const uint8_t *p, uint64_
 			while (left && (r = sf_unpack_next(&u, &g[ng], &at)) > 0) {
 				ng++;
 				left--;
-				if (!u.payload_left)
+				if (!u.payload_left || ng == LR_PACKED_WINDOW)
 					break;
 			}
 			const unsigned char *gp = (const unsigned char *)g;

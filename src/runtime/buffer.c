@@ -923,18 +923,31 @@ static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time)
 	store_record((struct sf_event *)at, time, (uint32_t)(n - 1), SF_EV_ARGS);
 }
 
+/* The trampolines' claim, from C: one xadd without a lock prefix (only a
+ * signal handler on this thread can race with it, and it lands before or
+ * after the one instruction). */
+static inline uint64_t claim_local(uint64_t *cursor, uint64_t bytes)
+{
+#ifdef __x86_64__
+	__asm__ volatile("xaddq %0, %1" : "+r"(bytes), "+m"(*cursor) : : "cc", "memory");
+	return bytes;
+#else
+	return __atomic_fetch_add(cursor, bytes, __ATOMIC_RELAXED);
+#endif
+}
+
 void sf_record_args(const uint64_t *payload, uint32_t n)
 {
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed)
 		return;
-	uint64_t time = sf_now_raw();
+	uint64_t time = sf_config.clock == SF_CLOCK_TSC ? sf_arch_counter() : sf_mono_ns();
 	size_t bytes = (1 + (size_t)n) * sizeof(struct sf_event);
 	if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
 		/* One xadd claims the event and its payload, as the trampolines
 		 * claim one record: a signal handler's records go before or
 		 * after, never in between. */
-		uint64_t at = __atomic_fetch_add(&t->cursor, bytes, __ATOMIC_RELAXED);
+		uint64_t at = claim_local(&t->cursor, bytes);
 		if (at + bytes <= t->limit) {
 			uint64_t *r = (uint64_t *)at;
 			for (uint32_t i = 0; i < n; i++) /* before the word that validates them */

@@ -100,6 +100,10 @@ static void usage(FILE *out)
 		"  -R, --retval FUNC@retval[/FMT]\n"
 		"                            record FUNC's return value (FMT as above, or f,\n"
 		"                            f32 for a floating-point one); repeatable\n"
+		"  -a, --auto-args           record the arguments and return values of every\n"
+		"                            function of COMMAND whose DWARF prototype fits\n"
+		"                            the formats above (build with -g); 16 bytes of\n"
+		"                            each string; -A/-R override it per function\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -129,6 +133,7 @@ struct record_opts {
 	struct ra_spec *args;  /* -A, -R, in order */
 	const char **args_opt; /* "-A" or "-R", for each */
 	size_t nargs;
+	int auto_args;         /* --auto-args */
 	uint64_t min_duration; /* --min-duration, ns; 0: keep all */
 	long max_depth;        /* --max-depth; 0: unlimited */
 };
@@ -671,13 +676,13 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	if (o->max_size && rl_budget_create(rf->notes, o->max_size, rf->budget, sizeof(rf->budget)) < 0)
 		return 1;
 	unsetenv(SF_ENV(ARGS));
-	if (o->nargs) {
+	if (o->nargs || o->auto_args) {
 		char exe[PATH_MAX];
 		if (record_resolve_command(cmd0, exe, sizeof(exe)) < 0) {
 			sf_error("%s: not found or not executable (needed to resolve -A/-R)", cmd0);
 			return 1;
 		}
-		if (ra_write(rf->notes, exe, o->args, o->args_opt, o->nargs, rf->args, sizeof(rf->args)) < 0)
+		if (ra_write(rf->notes, exe, o->args, o->args_opt, o->nargs, o->auto_args, rf->args, sizeof(rf->args)) < 0)
 			return 1;
 	}
 	unsetenv(SF_ENV(TRIGGERS));
@@ -869,6 +874,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		{"filter-regex", required_argument, 0, OPT_FILTER_REGEX},
 		{"argument", required_argument, 0, 'A'},
 		{"retval", required_argument, 0, 'R'},
+		{"auto-args", no_argument, 0, 'a'},
 		{"within", no_argument, 0, 'I'},
 		{"alloc", no_argument, 0, OPT_ALLOC},
 		{"min-duration", required_argument, 0, 'm'},
@@ -888,7 +894,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 	int ring_signal_set = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:f:A:R:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:f:A:R:aqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->output = optarg; break;
 		case 'f':
@@ -911,6 +917,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 			o->writer = optarg;
 			break;
 		case OPT_FILTER_REGEX: o->filter_regex = optarg; break;
+		case 'a': o->auto_args = 1; break;
 		case 'A':
 		case 'R':
 			o->args = xrealloc(o->args, (o->nargs + 1) * sizeof(*o->args));

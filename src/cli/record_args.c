@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 
 #include "format/sf_args.h"
 #include "format/sf_env.h"
+#include "lib/dwarf_args.h"
+#include "lib/hashmap.h"
 #include "lib/name_match.h"
 #include "lib/select.h"
 #include "lib/util.h"
@@ -206,16 +209,48 @@ static char *func_regex(const char *func)
 	return r;
 }
 
-static void put_items(FILE *out, const struct ra_spec *s)
+/* One function's line of the file: every item the specs give it. */
+struct ra_func {
+	uint64_t vaddr;
+	char *name;
+	struct ra_item items[2 * SF_ARG_MAX_ITEMS];
+	unsigned n;
+};
+
+struct ra_funcs {
+	struct ra_func *v;
+	size_t n, cap;
+	struct hashmap at; /* vaddr -> index + 1 */
+};
+
+static struct ra_func *func_at(struct ra_funcs *fs, uint64_t vaddr, const char *name)
 {
-	for (unsigned i = 0; i < s->n; i++)
-		fprintf(out, "%s%c%02x%02x", i ? "," : "", s->items[i].on_exit ? 'x' : 'e', s->items[i].slot,
-			s->items[i].fmt);
+	int added;
+	uint64_t *slot = hm_put(&fs->at, vaddr, &added);
+	if (!added)
+		return &fs->v[*slot - 1];
+	if (fs->n == fs->cap) {
+		fs->cap = fs->cap ? 2 * fs->cap : 64;
+		fs->v = xrealloc(fs->v, fs->cap * sizeof(*fs->v));
+	}
+	struct ra_func *f = &fs->v[fs->n++];
+	memset(f, 0, sizeof(*f));
+	f->vaddr = vaddr;
+	f->name = xstrdup(name);
+	*slot = fs->n;
+	return f;
 }
 
-/* The functions of exe that spec s names, as `0xADDR SPEC NAME` lines;
- * *funcs += their number. -1 after a message. */
-static int resolve(const struct ra_spec *s, const char *opt, const char *exe, FILE *out, size_t *funcs)
+static void add_items(struct ra_func *f, const struct ra_item *items, unsigned n)
+{
+	for (unsigned i = 0; i < n && f->n < sizeof(f->items) / sizeof(f->items[0]); i++)
+		f->items[f->n++] = items[i];
+}
+
+/* The functions of o that spec s names get its items; *funcs += their
+ * number. -1 after a message. */
+static int resolve(const struct ra_spec *s, const char *opt, const char *exe, struct ra_funcs *fs, size_t *funcs,
+		   char *build_id, size_t bid_cap)
 {
 	char *regex = func_regex(s->func);
 	struct nm_patterns inc = {0};
@@ -227,16 +262,10 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *exe, FI
 		sf_error("%s '%s': cannot read the functions of %s", opt, s->text, exe);
 		rc = -1;
 	} else {
-		fprintf(out, "object %s %s\n", o.build_id, o.path);
-		for (size_t i = 0; i < o.nfuncs; i++) {
-			if (!sel_is_selected(&o.funcs[i]))
-				continue;
-			fprintf(out, "0x%" PRIx64 " ", o.funcs[i].vaddr);
-			put_items(out, s);
-			fputc(' ', out);
-			sel_write_name(out, sel_func_name(&o, &o.funcs[i]));
-			fputc('\n', out);
-		}
+		snprintf(build_id, bid_cap, "%s", o.build_id);
+		for (size_t i = 0; i < o.nfuncs; i++)
+			if (sel_is_selected(&o.funcs[i]))
+				add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), s->items, s->n);
 		*funcs += o.nselected;
 	}
 	sel_free(&o);
@@ -245,8 +274,67 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *exe, FI
 	return rc;
 }
 
-int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, const char *const *opts, size_t n,
-	     char *path, size_t cap)
+/* --auto-args: every instrumented function of exe that no spec named,
+ * with what its DWARF prototype says. -1 after a message. */
+static int resolve_auto(const char *exe, struct ra_funcs *fs, char *build_id, size_t bid_cap)
+{
+	struct nm_patterns inc = {0};
+	nm_add(&inc, "", "--auto-args");
+	struct sel_query q = {&inc, NULL, NM_DEMANGLED, 0};
+	struct sel_object o = {0};
+	int rc = 0;
+	if (nm_compile(&inc) < 0 || sel_load(&o, exe) < 0 || sel_select(&o, &q) < 0) {
+		sf_error("--auto-args: cannot read the functions of %s", exe);
+		rc = -1;
+	} else {
+		snprintf(build_id, bid_cap, "%s", o.build_id);
+		struct da_file *d = da_open(exe);
+		if (!d)
+			sf_warn("--auto-args: %s has no DWARF (build with -g): no values recorded", exe);
+		for (size_t i = 0; d && i < o.nfuncs; i++) {
+			if (hm_find(&fs->at, o.funcs[i].vaddr))
+				continue; /* a spec names it: the spec's values only */
+			struct da_item di[SF_ARG_MAX_ITEMS];
+			unsigned n = da_items(d, o.funcs[i].vaddr, di, SF_ARG_MAX_ITEMS);
+			if (!n)
+				continue;
+			struct ra_item items[SF_ARG_MAX_ITEMS];
+			for (unsigned k = 0; k < n; k++)
+				items[k] = (struct ra_item){di[k].slot, di[k].fmt, di[k].on_exit};
+			add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), items, n);
+		}
+		da_close(d);
+	}
+	sel_free(&o);
+	nm_free(&inc);
+	return rc;
+}
+
+static void put_func(FILE *out, const struct ra_func *f)
+{
+	fprintf(out, "0x%" PRIx64 " ", f->vaddr);
+	unsigned in = 0, ex = 0, written = 0;
+	for (unsigned i = 0; i < f->n; i++) {
+		/* the runtime takes SF_ARG_MAX_ITEMS of each */
+		if (f->items[i].on_exit ? ex++ >= SF_ARG_MAX_ITEMS : in++ >= SF_ARG_MAX_ITEMS)
+			continue;
+		fprintf(out, "%s%c%02x%02x", written++ ? "," : "", f->items[i].on_exit ? 'x' : 'e', f->items[i].slot,
+			f->items[i].fmt);
+	}
+	fputc(' ', out);
+	sel_write_name(out, f->name);
+	fputc('\n', out);
+}
+
+static int cmp_vaddr(const void *a, const void *b)
+{
+	const struct ra_func *x = a, *y = b;
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* DIR/.args: the object, then one line per function. Sets SFTRACE_ARGS. */
+static int write_file(const char *dir, const char *exe, const char *build_id, struct ra_funcs *fs, char *path,
+		      size_t cap)
 {
 	snprintf(path, cap, "%s/.args", dir);
 	/* 0600 whatever the umask: the runtime refuses a file others may
@@ -260,11 +348,29 @@ int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, cons
 		path[0] = 0;
 		return -1;
 	}
-	fprintf(out, "sftrace-filter 1\n");
+	qsort(fs->v, fs->n, sizeof(*fs->v), cmp_vaddr);
+	fprintf(out, "sftrace-filter 1\nobject %s %s\n", build_id, exe);
+	for (size_t i = 0; i < fs->n; i++)
+		put_func(out, &fs->v[i]);
+	if (fclose(out) != 0) {
+		sf_error("%s: %s", path, strerror(errno));
+		unlink(path);
+		path[0] = 0;
+		return -1;
+	}
+	setenv(SF_ENV(ARGS), path, 1);
+	return 0;
+}
+
+int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, const char *const *opts, size_t n,
+	     int auto_args, char *path, size_t cap)
+{
+	struct ra_funcs fs = {0};
+	char build_id[2 * 64 + 2] = "-";
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t funcs = 0;
-		rc = resolve(&specs[i], opts[i], exe, out, &funcs);
+		rc = resolve(&specs[i], opts[i], exe, &fs, &funcs, build_id, sizeof(build_id));
 		if (!rc && !funcs) {
 			sf_error("%s '%s': no instrumented function of %s is named '%s' (sftrace filter -p %s -r REGEX "
 				 "shows which are)",
@@ -272,15 +378,18 @@ int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, cons
 			rc = -1;
 		}
 	}
-	if (fclose(out) != 0 && !rc) {
-		sf_error("%s: %s", path, strerror(errno));
-		rc = -1;
+	if (!rc && auto_args)
+		rc = resolve_auto(exe, &fs, build_id, sizeof(build_id));
+	path[0] = 0;
+	if (!rc && fs.n) {
+		char abs[PATH_MAX];
+		if (!realpath(exe, abs))
+			snprintf(abs, sizeof(abs), "%s", exe);
+		rc = write_file(dir, abs, build_id, &fs, path, cap);
 	}
-	if (rc < 0) {
-		unlink(path);
-		path[0] = 0;
-		return -1;
-	}
-	setenv(SF_ENV(ARGS), path, 1);
-	return 0;
+	for (size_t i = 0; i < fs.n; i++)
+		free(fs.v[i].name);
+	free(fs.v);
+	hm_free(&fs.at);
+	return rc;
 }

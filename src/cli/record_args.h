@@ -27,11 +27,13 @@ struct ra_spec {
 int ra_parse(struct ra_spec *s, const char *opt, const char *text);
 void ra_free(struct ra_spec *s);
 
-/* Resolves specs[0..n) (opts[i]: the option of each) in exe into
- * DIR/.args (filter-file format: `object` lines, then `0xADDR SPEC NAME`)
- * and sets SFTRACE_ARGS. A FUNC that names no instrumented function is an
- * error. -1 after a message. */
+/* Resolves specs[0..n) (opts[i]: the option of each) in exe, and with
+ * auto_args (--auto-args) the DWARF prototype of every other instrumented
+ * function of exe, into DIR/.args (filter-file format: the `object` line,
+ * then one `0xADDR SPEC NAME` line per function) and sets SFTRACE_ARGS
+ * (path "" when nothing is to be recorded). A FUNC that names no
+ * instrumented function is an error. -1 after a message. */
 int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, const char *const *opts, size_t n,
-	     char *path, size_t cap);
+	     int auto_args, char *path, size_t cap);
 
 #endif

@@ -61,6 +61,9 @@ static inline uint8_t sf_arg_fmt(unsigned type, unsigned size)
 	unsigned code = size == 4 ? 1 : size == 2 ? 2 : size == 1 ? 3 : 0;
 	return (uint8_t)(type | code << 4);
 }
+/* STR and RSTR: the size code is the string budget instead, in bytes:
+ * 64 (record -A's /s), 16 (--auto-args), 4, 1. */
+static inline unsigned sf_arg_str_cap(uint8_t fmt) { return SF_ARG_STR_CAP >> (2 * (fmt >> 4 & 3u)); }
 static inline int sf_arg_type_signed(unsigned type) { return type == SF_AT_SINT || type == SF_AT_AUTO; }
 
 /* LEB128 of v at p (at most 10 bytes); returns the end. */

@@ -233,7 +233,8 @@ static void keep_args(struct frames *f, const struct lr_event *ev)
 	memcpy(&h, ev->args, sizeof(h));
 	if (!h.nitems)
 		return;
-	struct fr_thread *th = &f->threads[thread_slot(f, ev->thread)];
+	size_t slot = thread_slot(f, ev->thread); /* may move f->threads */
+	struct fr_thread *th = &f->threads[slot];
 	if (th->npend == FR_PENDING) { /* the oldest was never claimed */
 		free(th->pend[0].bytes);
 		memmove(th->pend, th->pend + 1, (FR_PENDING - 1) * sizeof(th->pend[0]));

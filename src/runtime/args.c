@@ -25,9 +25,9 @@
 #include "format/sf_args.h"
 #include "runtime/runtime.h"
 
-#define MAX_ARG_FUNCS 4096
+#define MAX_ARG_FUNCS 16384
 #define MAX_ARG_OBJECTS 16
-#define HASH_SIZE 8192 /* power of two, twice MAX_ARG_FUNCS */
+#define HASH_SIZE 32768 /* power of two, twice MAX_ARG_FUNCS */
 
 struct arg_item {
 	uint8_t slot, fmt;
@@ -50,6 +50,7 @@ static struct {
 		char path[1024];
 	} objs[MAX_ARG_OBJECTS];
 	uint32_t nobjs;
+	uint32_t left_out; /* functions past MAX_ARG_FUNCS */
 	/* func_id -> index + 1 into f; written at patch time (under the log
 	 * lock) before the sled that looks it up is patched. */
 	uint32_t key[HASH_SIZE];
@@ -83,20 +84,16 @@ static int hex_byte(const char *p)
 	return b < 0 ? -1 : a << 4 | b;
 }
 
-static int objs_equal(uint32_t a, uint32_t b)
-{
-	if (A.objs[a].build_id_len > 0 || A.objs[b].build_id_len > 0)
-		return A.objs[a].build_id_len == A.objs[b].build_id_len &&
-		       !memcmp(A.objs[a].build_id, A.objs[b].build_id, (size_t)A.objs[a].build_id_len);
-	return !strcmp(A.objs[a].path, A.objs[b].path);
-}
-
 /* SPEC: items `eSSFF` / `xSSFF` separated by commas, up to a space. */
 static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 {
 	(void)ctx;
-	if (A.n == MAX_ARG_FUNCS || !A.nobjs)
+	if (!A.nobjs)
 		return 1;
+	if (A.n == MAX_ARG_FUNCS) { /* --auto-args on a huge program: the first ones */
+		A.left_out++;
+		return 0;
+	}
 	struct arg_func *f = &A.f[A.n];
 	memset(f, 0, sizeof(*f));
 	for (const char *p = rest;; p += 6) {
@@ -113,18 +110,7 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 	}
 	f->obj = A.nobjs - 1;
 	f->vaddr = vaddr;
-	/* -A and -R name the same function in lines of their own: one entry. */
-	for (uint32_t i = 0; i < A.n; i++) {
-		struct arg_func *g = &A.f[i];
-		if (g->vaddr != vaddr || !objs_equal(g->obj, f->obj))
-			continue;
-		for (unsigned k = 0; k < f->nin && g->nin < SF_ARG_MAX_ITEMS; k++)
-			g->in[g->nin++] = f->in[k];
-		for (unsigned k = 0; k < f->nout && g->nout < SF_ARG_MAX_ITEMS; k++)
-			g->out[g->nout++] = f->out[k];
-		return 0;
-	}
-	A.n++;
+	A.n++; /* record writes one line per function (the first wins) */
 	return 0;
 }
 
@@ -154,6 +140,9 @@ void sf_args_init(void)
 	if (ff_parse(text, len, &h, NULL, err, sizeof(err)) < 0) {
 		A.n = 0;
 		sf_rt_message("bad argument specs ", path, err);
+	} else if (A.left_out) {
+		sf_rt_message("argument specs: only the first 16384 functions are recorded with values, in ", path,
+			      "the others without");
 	}
 	munmap(text, map_len);
 }
@@ -258,15 +247,15 @@ static int read_bytes(uint64_t addr, uint64_t len, uint8_t *out, unsigned cap)
 }
 
 /* The length byte and the bytes of a string value. */
-static uint8_t *put_str(uint8_t *p, const uint8_t *end, uint64_t addr, uint64_t len, int rust)
+static uint8_t *put_str(uint8_t *p, const uint8_t *end, uint64_t addr, uint64_t len, int rust, unsigned budget)
 {
 	if (!addr) {
 		*p++ = SF_ARG_STR_NULL;
 		return p;
 	}
 	unsigned cap = (unsigned)(end - p) - 1;
-	if (cap > SF_ARG_STR_CAP)
-		cap = SF_ARG_STR_CAP;
+	if (cap > budget)
+		cap = budget;
 	int whole = 1;
 	int n = rust ? read_bytes(addr, len, p + 1, cap) : read_cstr(addr, p + 1, cap, &whole);
 	if (rust && n >= 0)
@@ -329,10 +318,10 @@ static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_ar
 			p += 4;
 			break;
 		case SF_AT_STR:
-			p = put_str(p, end, v, 0, 0);
+			p = put_str(p, end, v, 0, 0, sf_arg_str_cap(fmt));
 			break;
 		case SF_AT_RSTR:
-			p = put_str(p, end, v, reg_of(r, it[k].slot, 1), 1);
+			p = put_str(p, end, v, reg_of(r, it[k].slot, 1), 1, sf_arg_str_cap(fmt));
 			break;
 		default:
 			v = truncate_int(v, fmt);

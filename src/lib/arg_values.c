@@ -95,17 +95,16 @@ static int decode_value(const unsigned char **p, const unsigned char *end, uint8
 	case SF_AT_HEX: snprintf(out, cap, "%#" PRIx64, v); break;
 	case SF_AT_PTR: snprintf(out, cap, "%#" PRIx64, v); break;
 	case SF_AT_BOOL: snprintf(out, cap, "%s", v ? "true" : "false"); break;
-	case SF_AT_CHAR: {
-		unsigned char c = (unsigned char)v;
-		if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\')
-			snprintf(out, cap, "'%c'", c);
+	case SF_AT_CHAR: /* a C char, or a Rust char's code point (size 4) */
+		if (v >= 0x20 && v < 0x7f && v != '\'' && v != '\\')
+			snprintf(out, cap, "'%c'", (char)v);
+		else if (size == 1)
+			snprintf(out, cap, "'\\x%02x'", (unsigned)(v & 0xff));
 		else
-			snprintf(out, cap, "'\\x%02x'", c);
+			snprintf(out, cap, "'\\u{%" PRIx64 "}'", v);
 		break;
-	}
 	default: put_auto((int64_t)v, out, cap); break;
 	}
-	(void)size;
 	return 0;
 }
 

@@ -109,8 +109,10 @@ static enum cls classify(Dwarf_Die *t, uint8_t *fmt)
 			*fmt = sf_arg_fmt(SF_AT_SINT, (unsigned)size);
 			return CLS_GP;
 		case DW_ATE_unsigned:
-		case DW_ATE_UTF: /* Rust char: its code point */
 			*fmt = sf_arg_fmt(SF_AT_UINT, (unsigned)size);
+			return CLS_GP;
+		case DW_ATE_UTF: /* Rust char: its code point */
+			*fmt = sf_arg_fmt(SF_AT_CHAR, (unsigned)size);
 			return CLS_GP;
 		default:
 			return CLS_NONE;

@@ -164,3 +164,45 @@ def test_bad_specs():
     eq(p.stderr, f"sftrace: error: -A 'nosuch@arg1': no instrumented function of {exe} is named 'nosuch' "
                  f"(sftrace filter -p {exe} -r REGEX shows which are)\n", "a FUNC that names nothing")
     eq(p.stdout, "", "the program did not run")
+
+
+def test_auto_args_c():
+    # Types from DWARF: every function of the fixture; main's argv is a
+    # pointer (its value varies), its return value 0 (uftrace's "} = 0;").
+    p, log = record([fixture()], args=["-q", "--auto-args"])
+    eq(p.stdout, PROGRAM_OUT, "the program's output is unchanged")
+    calls = replay_calls(log)
+    check(re.fullmatch(r"main\(1, 0x[0-9a-f]+\) \{", calls[0]), calls[0])
+    eq(calls[1:], [
+        "  add(3, 4) = 7;",
+        "  greet(\"world\") = \"world\";",
+        "  scale(1.500000, 4) = 6.000000;",
+        "  probe(<unreadable>) = 1;",
+        "  probe(\"abc\"...) = 1;",
+        "  probe((null)) = 0;",
+        "  mix('A', 42, -5, 2.500000) = 104;",
+        "} = 0; /* main */",
+    ], "replay --auto-args")
+
+
+def test_auto_args_spec_wins_and_string_budget():
+    # -A/-R name add: its values are the spec's alone; --auto-args gives
+    # greet 16 bytes of each string.
+    p, log = record([fixture()], args=["-q", "--auto-args", "-A", "add@arg2/x"])
+    calls = replay_calls(log)
+    eq(calls[1:3], ["  add(0x4);", "  greet(\"world\") = \"world\";"], "replay")
+
+
+def test_auto_args_rust():
+    from sfkit import rust_fixture
+    exe = rust_fixture("args_rust")
+    p, log = record([exe], args=["-q", "--auto-args"])
+    eq(p.stdout, "6 first\n", "the program's output is unchanged")
+    calls = [c.strip() for c in replay_calls(log) if "args_rust::" in c]
+    eq(calls, ["args_rust::main() {", "args_rust::count_vowels(\"hello\", 3) = 6;",
+               "args_rust::pick(true, 'x') = \"first\";", "} /* args_rust::main */"], "replay")
+    # The same by spec: /S reads a &str's pointer and length.
+    p, log = record([exe], args=["-q", "-A", "args_rust::count_vowels@arg1/S,arg3/u",
+                                 "-R", "args_rust::count_vowels@retval/u"])
+    calls = [c.strip() for c in replay_calls(log) if "count_vowels" in c]
+    eq(calls, ["args_rust::count_vowels(\"hello\", 3) = 6;"], "replay by spec")

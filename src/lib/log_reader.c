@@ -879,6 +879,10 @@ static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t bas
 	size_t used;
 	const unsigned char *w = (const unsigned char *)pk->win;
 	enum rec_result r = decode(w, w + pk->nwin * sizeof(struct sf_event), 0, base, ev, &used);
+	if (r == REC_EVENT && ev->args) { /* out of the window, which moves below */
+		memcpy(pk->args, ev->args, ev->args_len);
+		ev->args = pk->args;
+	}
 	*at = pk->at[0];
 	pk->nwin -= (uint32_t)used;
 	memmove(pk->win, pk->win + used, pk->nwin * sizeof(pk->win[0]));

@@ -208,6 +208,7 @@ struct lr_packed {
 	uint32_t nwin;               /* records in win */
 	struct sf_event win[LR_PACKED_WINDOW]; /* an event and its payload records */
 	const uint8_t *at[LR_PACKED_WINDOW]; /* where each one's bytes start */
+	unsigned char args[8 * SF_ARGS_MAX_RECORDS]; /* the last ARGS event's payload (lr_event.args) */
 	uint64_t lost;               /* records lost to a malformed stream */
 };
 

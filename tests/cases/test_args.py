@@ -206,3 +206,23 @@ def test_auto_args_rust():
                                  "-R", "args_rust::count_vowels@retval/u"])
     calls = [c.strip() for c in replay_calls(log) if "count_vowels" in c]
     eq(calls, ["args_rust::count_vowels(\"hello\", 3) = 6;"], "replay by spec")
+
+
+def test_values_across_packed_batches():
+    # 30000 calls fill several 64 KiB slots: the batches handed off are
+    # packed (the ARGS events as raw records) and the last stays in its
+    # slot; every call's values come back, in order.
+    n = 30000
+    p, log = record([fixture(), str(n)], args=["-q", "-A", "add@arg1,arg2", "-R", "add@retval"])
+    eq(p.stdout, f"{n * (n + 1) // 2}\n", "the program's output")
+    rows = run([SFTRACE, "query", "--format", "csv", log,
+                "select a.frame_id, a.value from args a join frames f using (frame_id) where f.name = 'add' "
+                "order by a.frame_id, a.\"index\""]).stdout.splitlines()[1:]
+    calls = {}
+    for r in rows:
+        fid, v = r.split(",", 1)
+        calls.setdefault(int(fid), []).append(v)
+    out = [" ".join(calls[k]) for k in sorted(calls)]
+    eq(len(out), n, "calls with values")
+    bad = [(i, v) for i, v in enumerate(out) if v != f"{i} 1 {i + 1}"]
+    eq(bad[:3], [], "values of every call")

@@ -114,6 +114,21 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 	return 0;
 }
 
+/* Our pid, for process_vm_readv: cached, and set again in a fork child
+ * (a vfork child records nothing: it never reads). */
+static long cached_pid;
+
+void sf_args_after_fork_child(void)
+{
+	cached_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+}
+
+static long self_pid(void)
+{
+	long pid = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+	return pid ? pid : sf_syscall3(SYS_getpid, 0, 0, 0);
+}
+
 void sf_args_init(void)
 {
 	const char *path = getenv(SF_ENV(ARGS));
@@ -135,6 +150,7 @@ void sf_args_init(void)
 			munmap(text, map_len);
 		return;
 	}
+	cached_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	struct ff_handler h = {NULL, on_object, on_func};
 	char err[256];
 	if (ff_parse(text, len, &h, NULL, err, sizeof(err)) < 0) {
@@ -211,7 +227,7 @@ static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
 	/* One page at a time: process_vm_readv stops at the first unreadable
 	 * page, and the string may end before it. */
 	unsigned got = 0;
-	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	long pid = self_pid();
 	while (got < cap) {
 		uint64_t at = addr + got;
 		unsigned want = cap - got, to_page = (unsigned)(SF_PAGE - (at & (SF_PAGE - 1)));
@@ -241,7 +257,7 @@ static int read_bytes(uint64_t addr, uint64_t len, uint8_t *out, unsigned cap)
 	if (!want)
 		return 0;
 	struct iovec local = {out, want}, remote = {(void *)addr, want};
-	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	long pid = self_pid();
 	long r = sf_syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
 	return r <= 0 ? -1 : (int)r;
 }

@@ -277,6 +277,7 @@ extern uint32_t sf_trigger_count SF_HIDDEN;
 
 /* ---- args.c (record -A/-R: arguments and return values of chosen functions) ---- */
 void sf_args_init(void) SF_HIDDEN;
+void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from */
 /* At patch time: a chosen function's sleds get SF_VARIANT_ARGS. */
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
 /* The registers the args trampolines save (arch/x86_64/trampoline.S

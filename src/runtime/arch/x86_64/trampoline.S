@@ -372,8 +372,10 @@ sf_slow_common:
  * it, so that one records the event and keeps the shadow stack as usual.
  * The C code is built -mgeneral-regs-only: the vector registers are only
  * read here (their low 64 bits, for fparg and float return values), never
- * changed, so they need no restore. r10 is the sled's id; r11 is saved
- * because a tail-call sled may come here in a later change. */
+ * changed, so they need no restore. r10 is the sled's id; r11 holds
+ * nothing at an entry or exit sled but is put back all the same (one
+ * store, and no assumption about the sled). Tail-call sleds never come
+ * here: their return value would be their callee's. */
 .macro ARGS_PATH name, kind, next
 	FUNC	\name
 	PUSHQ	%rbp

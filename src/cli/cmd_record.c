@@ -96,7 +96,7 @@ static void usage(FILE *out)
 		"                            N 1-6) and fpargN[/f32] (vector registers, N 1-8),\n"
 		"                            comma-separated; FMT i, u, x (with 8/16/32/64), p,\n"
 		"                            c, b, s (C string), S (pointer and length: Rust\n"
-		"                            &str); repeatable (x86-64)\n"
+		"                            &str); repeatable\n"
 		"  -R, --retval FUNC@retval[/FMT]\n"
 		"                            record FUNC's return value (FMT as above, or f,\n"
 		"                            f32 for a floating-point one); repeatable\n"

@@ -369,3 +369,7 @@ void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t ki
 	memcpy(rec, &h, sizeof(h));
 	sf_record_args(rec, (uint32_t)(1 + (p - start) / 8));
 }
+
+_Static_assert(__builtin_offsetof(struct sf_args_regs, ret) == 48 && __builtin_offsetof(struct sf_args_regs, fp) == 80 &&
+		       sizeof(struct sf_args_regs) == 144,
+	       "arch/<arch>/trampoline.S stores the registers at these offsets");

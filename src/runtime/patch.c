@@ -15,16 +15,10 @@
 #include "format/xray_map.h"
 #include "runtime/runtime.h"
 
-/* The args trampolines (record -A/-R, args.c) exist on x86-64 only so
- * far; elsewhere those functions record like plain ones. A tail call's
- * return value is its callee's: its sled records as usual. */
-#ifdef __x86_64__
+/* The args trampolines (record -A/-R, args.c). A tail call's return
+ * value is its callee's: its sled records as usual. */
 #define ARGS_COUNTER sf_tramp_entry_args, sf_tramp_exit_args, sf_tramp_tail
 #define ARGS_MONO sf_tramp_entry_mono_args, sf_tramp_exit_mono_args, sf_tramp_tail_mono
-#else
-#define ARGS_COUNTER sf_tramp_entry, sf_tramp_exit, sf_tramp_tail
-#define ARGS_MONO sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono
-#endif
 
 /* The trampoline of each (variant, kind), indexed variant * SF_STUB_KINDS + kind. */
 static void trampolines(uint64_t out[SF_STUB_COUNT])

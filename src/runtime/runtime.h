@@ -280,11 +280,15 @@ void sf_args_init(void) SF_HIDDEN;
 void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from */
 /* At patch time: a chosen function's sleds get SF_VARIANT_ARGS. */
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
-/* The registers the args trampolines save (arch/x86_64/trampoline.S
+/* The registers the args trampolines save (arch/<arch>/trampoline.S
  * lays them out): the integer argument registers in order, the return
  * value register, and the low 64 bits of the vector argument registers. */
-#define SF_ARGS_GP 6   /* rdi rsi rdx rcx r8 r9 */
+#define SF_ARGS_GP 6   /* x86-64: rdi rsi rdx rcx r8 r9; aarch64: x0-x5 */
+#ifdef __aarch64__
+#define SF_ARGS_RET2 1 /* the second return value register is gp[1] (x1) */
+#else
 #define SF_ARGS_RET2 2 /* the second return value register is gp[2] (rdx) */
+#endif
 struct sf_args_regs {
 	uint64_t gp[SF_ARGS_GP];
 	uint64_t ret; /* rax */

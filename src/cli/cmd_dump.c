@@ -16,6 +16,7 @@
 #include "cli/input_opts.h"
 #include "format/sflog.h"
 #include "lib/frames.h"
+#include "lib/arg_values.h"
 #include "lib/log_reader.h"
 #include "lib/log_symbols.h"
 #include "lib/text_esc.h"
@@ -302,6 +303,30 @@ static const char *func_name(struct dump_ctx *d, uint32_t id)
 	return ls_lookup(d->ls, id)->name;
 }
 
+/* An ARGS event: "add arg1=3 arg2=4" (entry values) or "add retval=7";
+ * "(filler)" for the record that pads a claim cut by a slot's end. */
+static void put_arg_values(struct dump_ctx *d, const struct lr_event *ev)
+{
+	struct out *o = d->o;
+	struct av_item items[SF_ARG_MAX_ITEMS];
+	int n = ev->args ? av_decode(ev->args, ev->args_len, items, SF_ARG_MAX_ITEMS) : 0;
+	if (!ev->args) {
+		out_mem(o, "(filler)", 8);
+		return;
+	}
+	out_esc(o, func_name(d, ev->func_id));
+	if (n < 0) {
+		out_mem(o, " (malformed values)", 19);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		out_mem(o, " ", 1);
+		out_esc(o, items[i].name);
+		out_mem(o, "=", 1);
+		out_esc(o, items[i].value);
+	}
+}
+
 static int print_event(void *ctx, const struct lr_event *ev)
 {
 	struct dump_ctx *d = ctx;
@@ -347,6 +372,8 @@ static int print_event(void *ctx, const struct lr_event *ev)
 		out_mem(o, " frames abandoned, depth ", 25);
 		out_u64(o, ev->func_id, 0);
 		out_mem(o, " left", 5);
+	} else if (ev->kind == SF_EV_ARGS) {
+		put_arg_values(d, ev);
 	} else if (ev->has_ext) {
 		out_mem(o, "size=", 5);
 		out_u64(o, ev->size, 0);

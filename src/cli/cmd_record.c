@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/input_opts.h"
+#include "cli/record_args.h"
 #include "cli/record_keeper.h"
 #include "cli/record_limits.h"
 #include "cli/record_why.h"
@@ -96,6 +97,19 @@ static void usage(FILE *out)
 		"                            instrumented code prints its PID, and\n"
 		"                            'sftrace resume PID' / 'sftrace pause PID' switch\n"
 		"                            tracing on and off while it runs\n"
+		"  -A, --argument FUNC@ARGS  record arguments of FUNC (a name, or a regex as in\n"
+		"                            filters): ARGS is argN[/FMT] (integer registers,\n"
+		"                            N 1-6) and fpargN[/f32] (vector registers, N 1-8),\n"
+		"                            comma-separated; FMT i, u, x (with 8/16/32/64), p,\n"
+		"                            c, b, s (C string), S (pointer and length: Rust\n"
+		"                            &str); repeatable\n"
+		"  -R, --retval FUNC@retval[/FMT]\n"
+		"                            record FUNC's return value (FMT as above, or f,\n"
+		"                            f32 for a floating-point one); repeatable\n"
+		"  -a, --auto-args           record the arguments and return values of every\n"
+		"                            function of COMMAND whose DWARF prototype fits\n"
+		"                            the formats above (build with -g); 16 bytes of\n"
+		"                            each string; -A/-R override it per function\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -123,6 +137,10 @@ struct record_opts {
 	char **trigger_objs; /* --trigger-object, in order */
 	size_t ntrigger_objs;
 	const char *max_snapshots;
+	struct ra_spec *args;  /* -A, -R, in order */
+	const char **args_opt; /* "-A" or "-R", for each */
+	size_t nargs;
+	int auto_args;         /* --auto-args */
 	uint64_t min_duration; /* --min-duration, ns; 0: keep all */
 	long max_depth;        /* --max-depth; 0: unlimited */
 };
@@ -474,6 +492,7 @@ struct run_files {
 	char shown[PATH_MAX];      /* the filter as the user named it, for messages */
 	char budget[PATH_MAX];     /* --max-size: the shared budget, in notes/ */
 	char triggers[PATH_MAX];   /* --trigger: the trigger functions, in notes/ */
+	char args[PATH_MAX];       /* -A/-R: the argument specs, in notes/ */
 	dev_t notes_dev;           /* the private directory as made: a name swapped */
 	ino_t notes_ino;           /* for another (a symlink) is never cleaned */
 };
@@ -671,6 +690,16 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	unsetenv(SF_ENV(BUDGET_FILE));
 	if (o->max_size && rl_budget_create(rf->notes, o->max_size, rf->budget, sizeof(rf->budget)) < 0)
 		return 1;
+	unsetenv(SF_ENV(ARGS));
+	if (o->nargs || o->auto_args) {
+		char exe[PATH_MAX];
+		if (record_resolve_command(cmd0, exe, sizeof(exe)) < 0) {
+			sf_error("%s: not found or not executable (needed to resolve -A/-R)", cmd0);
+			return 1;
+		}
+		if (ra_write(rf->notes, exe, o->args, o->args_opt, o->nargs, o->auto_args, rf->args, sizeof(rf->args)) < 0)
+			return 1;
+	}
 	unsetenv(SF_ENV(TRIGGERS));
 	if (o->ntriggers) {
 		char exe[PATH_MAX];
@@ -861,6 +890,8 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	return rc;
 }
 
+enum { OPT_ALLOC = 0x100, OPT_FILTER_REGEX }; /* long options without a short form */
+
 static int record_main(struct record_opts *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -869,9 +900,12 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		{"force", no_argument, 0, 'F'},
 		{"clock", required_argument, 0, 'c'},
 		{"writer", required_argument, 0, 'W'},
-		{"filter-regex", required_argument, 0, 'R'},
+		{"filter-regex", required_argument, 0, OPT_FILTER_REGEX},
+		{"argument", required_argument, 0, 'A'},
+		{"retval", required_argument, 0, 'R'},
+		{"auto-args", no_argument, 0, 'a'},
 		{"within", no_argument, 0, 'I'},
-		{"alloc", no_argument, 0, 'A'},
+		{"alloc", no_argument, 0, OPT_ALLOC},
 		{"min-duration", required_argument, 0, 'm'},
 		{"max-depth", required_argument, 0, 'd'},
 		{"quiet", no_argument, 0, 'q'},
@@ -890,7 +924,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 	int ring_signal_set = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:f:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:f:A:R:aqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->output = optarg; break;
 		case 'f':
@@ -912,9 +946,19 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 			}
 			o->writer = optarg;
 			break;
-		case 'R': o->filter_regex = optarg; break;
+		case OPT_FILTER_REGEX: o->filter_regex = optarg; break;
+		case 'a': o->auto_args = 1; break;
+		case 'A':
+		case 'R':
+			o->args = xrealloc(o->args, (o->nargs + 1) * sizeof(*o->args));
+			o->args_opt = xrealloc(o->args_opt, (o->nargs + 1) * sizeof(*o->args_opt));
+			o->args_opt[o->nargs] = c == 'A' ? "-A" : "-R";
+			if (ra_parse(&o->args[o->nargs], o->args_opt[o->nargs], optarg) < 0)
+				return 2;
+			o->nargs++;
+			break;
 		case 'I': o->within = 1; break;
-		case 'A': o->alloc = 1; break;
+		case OPT_ALLOC: o->alloc = 1; break;
 		case 'U': o->paused = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'M': /* a log header and a slot's worth at least */
@@ -1023,6 +1067,10 @@ int cmd_record(int argc, char **argv)
 	int rc = record_main(&o, argc, argv);
 	free(o.filters);
 	free(o.triggers);
+	for (size_t i = 0; i < o.nargs; i++)
+		ra_free(&o.args[i]);
+	free(o.args);
+	free(o.args_opt);
 	free(o.trigger_objs);
 	return rc;
 }

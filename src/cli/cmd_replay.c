@@ -39,6 +39,7 @@
 #include "format/sf_env.h"
 #include "cli/input_opts.h"
 #include "cli/pager.h"
+#include "lib/arg_values.h"
 #include "lib/demangle.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
@@ -376,6 +377,29 @@ static void put_srcline(const struct replay *r, const struct fr_frame *f)
 	put_comment(r, sf_esc(text));
 }
 
+/* "(3, \"world\")": the call's recorded arguments (record -A), else "()". */
+static void put_args(const struct fr_frame *f)
+{
+	out("(", 1);
+	if (f->args) {
+		char text[4096];
+		av_join(f->args, f->args_len, text, sizeof(text));
+		outs(sf_esc(text));
+	}
+	out(")", 1);
+}
+
+/* " = 7" after a call with a recorded return value (record -R). */
+static void put_ret(const struct fr_frame *f)
+{
+	if (!f->ret)
+		return;
+	char text[4096];
+	av_join(f->ret, f->ret_len, text, sizeof(text));
+	out(" = ", 3);
+	outs(sf_esc(text));
+}
+
 /* "name() {", the pending frame turned out to have children. */
 static void open_pending(struct replay *r, struct thread_state *ts)
 {
@@ -384,7 +408,8 @@ static void open_pending(struct replay *r, struct thread_state *ts)
 	put_columns(r, &l);
 	indent(f->depth);
 	outs(name_of(r, f));
-	out("() {", 4);
+	put_args(f);
+	out(" {", 2);
 	put_srcline(r, f);
 	if (f->cut & CUT_START)
 		put_comment(r, "cut at window start");
@@ -424,13 +449,17 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	indent(f->depth);
 	if (leaf) {
 		outs(name_of(r, f));
-		out("();", 3);
+		put_args(f);
+		put_ret(f);
+		out(";", 1);
 		put_srcline(r, f);
 		if (f->cut & CUT_START)
 			put_comment(r, "cut at window start");
 		ts->has_pending = 0;
 	} else {
-		out("} /* ", 5);
+		out("}", 1);
+		put_ret(f);
+		out(f->ret ? "; /* " : " /* ", f->ret ? 5 : 4);
 		outs(name_of(r, f));
 		out(" */", 3);
 	}

@@ -77,7 +77,7 @@ static uint8_t *pack_other(uint32_t *sp, uint8_t *o, const struct sf_event *ev, 
 	o = put_time(o, SF_PK_RAW, z);
 	memcpy(o, &word, 4);
 	o += 4;
-	size_t np = word ? sf_event_payload_records(word & SF_KIND_MASK) : 0;
+	size_t np = word ? sf_event_payload_count(word) : 0;
 	for (; np && *i + 1 < n; np--) {
 		++*i;
 		memcpy(o, &ev[*i], 8);
@@ -282,7 +282,7 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 			return -1;
 		memcpy(&word, u->p, 4);
 		u->p += 4;
-		u->payload_left = word ? sf_event_payload_records(word & SF_KIND_MASK) : 0;
+		u->payload_left = word ? sf_event_payload_count(word) : 0;
 		break;
 	case 0:
 		return -1;

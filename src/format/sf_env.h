@@ -31,7 +31,8 @@
 	X(RING_SIGNAL, "with RING: the snapshot signal's number")                                            \
 	X(MAX_SNAPSHOTS, "with RING: the snapshot limit")                                                    \
 	X(TRIGGERS, "with RING: the trigger functions, a file in the filter format")                        \
-	X(PAUSED, "record --paused: 1: start with no sled patched; sftrace resume/pause switch tracing")
+	X(PAUSED, "record --paused: 1: start with no sled patched; sftrace resume/pause switch tracing")  \
+	X(ARGS, "record -A/-R: the functions whose arguments or return values are recorded, a filter-format file")
 
 /* Variables the user sets for the CLI's own behaviour: not part of the
  * contract with the runtime, never passed on by exec_env.c (their man

@@ -87,7 +87,14 @@ enum sf_event_kind {
 	SF_EV_HEAP_ALLOC = 10,
 	SF_EV_HEAP_FREE = 11,
 	SF_EV_HEAP_REALLOC = 12,
+	/* Arguments or return values of the next entry (or exit, tail call)
+	 * of one function on this thread (record -A/-R, --auto-args). Unlike
+	 * the kinds above, `word >> SF_KIND_BITS` is not a function id but the
+	 * number of payload records that follow (1..SF_ARGS_MAX_RECORDS):
+	 * struct sf_args_head, then the values' bytes (format/sf_args.h). */
+	SF_EV_ARGS = 13,
 };
+#define SF_ARGS_MAX_RECORDS 32u /* payload records of one ARGS event, header included */
 
 /* 8-byte payload records that follow an event of this kind. */
 static inline unsigned sf_event_payload_records(uint32_t kind)
@@ -110,7 +117,18 @@ static inline unsigned sf_event_payload_records(uint32_t kind)
 static inline int sf_event_kind_valid(uint32_t kind)
 {
 	return (kind >= SF_EV_ENTRY && kind <= SF_EV_UNWIND_TO) ||
-	       (kind >= SF_EV_HEAP_ALLOC && kind <= SF_EV_HEAP_REALLOC);
+	       (kind >= SF_EV_HEAP_ALLOC && kind <= SF_EV_ARGS);
+}
+
+/* Payload records that follow the event whose word this is: the kind's
+ * fixed count, or an ARGS event's own (its word carries it). Every
+ * walker of records skips by this. */
+static inline unsigned sf_event_payload_count(uint32_t word)
+{
+	uint32_t kind = word & 15u;
+	if (kind == SF_EV_ARGS) /* a larger count is a corrupt word: nothing follows it */
+		return word >> 4 <= SF_ARGS_MAX_RECORDS ? word >> 4 : 0;
+	return sf_event_payload_records(kind);
 }
 
 /* One event: 8 bytes.

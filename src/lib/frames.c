@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/sf_args.h"
 #include "format/sflog.h"
 #include "lib/hashmap.h"
 #include "lib/log_reader.h"
@@ -16,6 +17,19 @@ struct fr_open {
 	uint64_t id;
 	uint64_t t_begin;
 	uint32_t func;
+	uint32_t args_len;
+	unsigned char *args; /* the entry's ARGS payload (malloc'd), NULL if none */
+};
+
+/* ARGS events wait for the event they describe: the function's next entry
+ * (or exit, tail call) on the thread, usually the very next event. A few
+ * are kept in case a signal handler's calls come in between. */
+#define FR_PENDING 4
+struct fr_pending {
+	uint32_t func;
+	uint32_t ret; /* SF_ARGS_RET */
+	uint32_t len;
+	unsigned char *bytes;
 };
 
 #define FR_BUCKETS 64
@@ -37,6 +51,8 @@ struct fr_thread {
 	 * exit costs O(1). An array increment per frame: an exact per-function
 	 * count in a hash table cost 6% of a whole conversion. */
 	uint32_t open[FR_BUCKETS];
+	struct fr_pending pend[FR_PENDING];
+	unsigned npend;
 };
 
 struct frames {
@@ -90,6 +106,23 @@ void fr_set_proc(struct frames *f, const struct trace_proc *proc) { f->proc = pr
 
 /* ---- stack ---- */
 
+/* The waiting ARGS payload of func (entry values, or return values if
+ * ret), handed over (the caller frees it); NULL if none. */
+static unsigned char *take_pending(struct fr_thread *th, uint32_t func, uint32_t ret, uint32_t *len)
+{
+	for (unsigned i = th->npend; i-- > 0;) {
+		struct fr_pending *p = &th->pend[i];
+		if (p->func != func || p->ret != ret)
+			continue;
+		unsigned char *b = p->bytes;
+		*len = p->len;
+		memmove(p, p + 1, (th->npend - i - 1) * sizeof(*p));
+		th->npend--;
+		return b;
+	}
+	return NULL;
+}
+
 static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 {
 	struct fr_thread *th = &f->threads[slot];
@@ -102,13 +135,15 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	fr->id = f->next_id++;
 	fr->t_begin = t;
 	fr->func = func;
+	fr->args = th->npend ? take_pending(th, func, 0, &fr->args_len) : NULL;
 	th->open[func % FR_BUCKETS]++;
 	f->stats.frames++;
 	if (th->depth > f->stats.max_depth)
 		f->stats.max_depth = th->depth > UINT32_MAX ? UINT32_MAX : (uint32_t)th->depth;
 	if (f->cb.begin) {
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr->id, .parent = parent,
-				       .func_id = func, .depth = (uint32_t)(th->depth - 1), .t_begin = t};
+				       .func_id = func, .depth = (uint32_t)(th->depth - 1), .t_begin = t,
+				       .args = fr->args, .args_len = fr->args ? fr->args_len : 0};
 		f->cb.begin(f->ctx, &out);
 	}
 }
@@ -118,13 +153,20 @@ static void pop(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind
 	struct fr_thread *th = &f->threads[slot];
 	struct fr_open fr = th->stack[--th->depth];
 	th->open[fr.func % FR_BUCKETS]--;
+	uint32_t ret_len = 0;
+	unsigned char *ret = NULL;
+	if (th->npend && (kind == FR_END_EXIT || kind == FR_END_TAIL))
+		ret = take_pending(th, fr.func, SF_ARGS_RET, &ret_len);
 	if (f->cb.end) {
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr.id,
 				       .parent = th->depth ? th->stack[th->depth - 1].id : 0, .func_id = fr.func,
 				       .depth = (uint32_t)th->depth, .t_begin = fr.t_begin, .t_end = t,
-				       .end_kind = kind};
+				       .end_kind = kind, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
+				       .ret = ret, .ret_len = ret_len};
 		f->cb.end(f->ctx, &out);
 	}
+	free(fr.args);
+	free(ret);
 }
 
 /* Whether func has a frame open on the thread. */
@@ -214,8 +256,35 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 		close_landed(f, slot, (uint32_t)fr_unwind_to(th->depth, &th->outer, func_id), t_ns);
 }
 
+/* An ARGS event: kept until the event it describes. Fillers (no
+ * payload, or no items) are skipped. */
+static void keep_args(struct frames *f, const struct lr_event *ev)
+{
+	struct sf_args_head h;
+	if (!ev->args || ev->args_len < sizeof(h))
+		return;
+	memcpy(&h, ev->args, sizeof(h));
+	if (!h.nitems)
+		return;
+	size_t slot = thread_slot(f, ev->thread); /* may move f->threads */
+	struct fr_thread *th = &f->threads[slot];
+	if (th->npend == FR_PENDING) { /* the oldest was never claimed */
+		free(th->pend[0].bytes);
+		memmove(th->pend, th->pend + 1, (FR_PENDING - 1) * sizeof(th->pend[0]));
+		th->npend--;
+	}
+	struct fr_pending *p = &th->pend[th->npend++];
+	p->func = ev->func_id;
+	p->ret = h.flags & SF_ARGS_RET;
+	p->len = ev->args_len;
+	p->bytes = xmalloc(ev->args_len);
+	memcpy(p->bytes, ev->args, ev->args_len);
+}
+
 void fr_feed(struct frames *f, const struct lr_event *ev)
 {
+	if (ev->kind == SF_EV_ARGS)
+		keep_args(f, ev);
 	f->stats.before_window += ev->before_window != 0;
 	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns);
 }
@@ -292,8 +361,13 @@ void fr_free(struct frames *f)
 {
 	if (!f)
 		return;
-	for (size_t i = 0; i < f->nthreads; i++)
+	for (size_t i = 0; i < f->nthreads; i++) {
+		for (size_t k = 0; k < f->threads[i].depth; k++)
+			free(f->threads[i].stack[k].args);
+		for (unsigned k = 0; k < f->threads[i].npend; k++)
+			free(f->threads[i].pend[k].bytes);
 		free(f->threads[i].stack);
+	}
 	free(f->threads);
 	hm_free(&f->slot_of);
 	free(f);

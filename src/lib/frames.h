@@ -69,6 +69,12 @@ struct fr_frame {
 	uint64_t t_end;                 /* only in `end` (0 in `begin`) */
 	enum fr_end_kind end_kind;      /* only in `end` (0 in `begin`) */
 	unsigned cut;                   /* trace_cut.h's CUT_START / CUT_END; 0 from frames.c */
+	/* record -A/-R: the ARGS payloads (format/sf_args.h; lib/arg_values.h
+	 * reads them) of its entry (begin and end) and of its exit (end only);
+	 * NULL when none was recorded. Valid during the callback (the frame
+	 * owns them until it ends). */
+	const unsigned char *args, *ret;
+	uint32_t args_len, ret_len;
 };
 
 /* The frame is valid only during the call. */

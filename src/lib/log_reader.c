@@ -15,6 +15,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "format/sf_args.h"
 #include "format/sflog.h"
 #include "lib/frames.h"
 #include "lib/hashmap.h"
@@ -798,6 +799,30 @@ static int any_later_record(const unsigned char *p, const unsigned char *end)
  * the batch, unless records follow it: then it is a record claimed and never
  * completed (a signal handler that interrupted the trampoline between its
  * claim and its store jumped out of it), a hole too. */
+/* An ARGS event (format/sf_args.h): the function id is in its payload's
+ * header; ev->args points at the payload (valid until the next read). */
+static enum rec_result decode_args(const unsigned char *p, const unsigned char *end, const struct sf_event *e,
+				   struct lr_event *ev, size_t *used)
+{
+	size_t np = e->word >> SF_KIND_BITS;
+	if (np > SF_ARGS_MAX_RECORDS)
+		return REC_CORRUPT;
+	if ((size_t)(end - p) < sizeof(*e) * (1 + np))
+		return REC_CORRUPT; /* payload cut off */
+	*used = 1 + np;
+	ev->func_id = 0;
+	if (np) {
+		/* Skipped by its count, never by its contents (lib/arg_values.c
+		 * checks those when it shows them). */
+		struct sf_args_head h;
+		memcpy(&h, p + sizeof(*e), sizeof(h));
+		ev->func_id = h.func_id;
+		ev->args = p + sizeof(*e);
+		ev->args_len = (uint32_t)(np * 8);
+	}
+	return REC_EVENT;
+}
+
 static enum rec_result decode(const unsigned char *p, const unsigned char *end, int slot, uint64_t base,
 			      struct lr_event *ev, size_t *used)
 {
@@ -814,6 +839,10 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 	ev->raw_time = sf_event_time(base, e.time_lo);
 	ev->has_ext = 0;
 	ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
+	ev->args = NULL;
+	ev->args_len = 0;
+	if (kind == SF_EV_ARGS)
+		return decode_args(p, end, &e, ev, used);
 	size_t np = sf_event_payload_records(kind);
 	if (np) {
 		uint64_t x[4] = {0};
@@ -882,18 +911,20 @@ static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t bas
 		}
 		pk->left--;
 		uint32_t w = pk->win[0].word, kind = w & SF_KIND_MASK;
-		if (w && sf_event_kind_valid(kind) && !sf_event_payload_records(kind)) {
+		if (w && sf_event_kind_valid(kind) && kind != SF_EV_ARGS && !sf_event_payload_records(kind)) {
 			ev->kind = kind;
 			ev->func_id = w >> SF_KIND_BITS;
 			ev->raw_time = sf_event_time(base, pk->win[0].time_lo);
 			ev->has_ext = 0;
 			ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
+			ev->args = NULL;
+			ev->args_len = 0;
 			*at = pk->at[0];
 			return REC_EVENT;
 		}
 		pk->nwin = 1;
 	}
-	while (pk->nwin < 5 && pk->left) {
+	while (pk->nwin < LR_PACKED_WINDOW && pk->left) {
 		int r = sf_unpack_next(&pk->un, &pk->win[pk->nwin], &pk->at[pk->nwin]);
 		if (r <= 0) {
 			if (!cut) /* a cut chunk ends where the file does */
@@ -909,6 +940,10 @@ static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t bas
 	size_t used;
 	const unsigned char *w = (const unsigned char *)pk->win;
 	enum rec_result r = decode(w, w + pk->nwin * sizeof(struct sf_event), 0, base, ev, &used);
+	if (r == REC_EVENT && ev->args) { /* out of the window, which moves below */
+		memcpy(pk->args, ev->args, ev->args_len);
+		ev->args = pk->args;
+	}
 	*at = pk->at[0];
 	pk->nwin -= (uint32_t)used;
 	memmove(pk->win, pk->win + used, pk->nwin * sizeof(pk->win[0]));
@@ -979,6 +1014,9 @@ void lr_count_decoded(const struct lr_log *log, const struct lr_thread *t, uint6
 /* decode()'s count of raw records, *bad += the ones skipped. Opening a log
  * counts every record, so the usual one (a function event) costs a test;
  * anything else (zero words, unknown kinds, payloads) goes to decode(). */
+/* ARGS events raw_count has seen (count_events moves them to the thread). */
+static _Thread_local uint64_t counted_args;
+
 static uint64_t raw_count(const unsigned char *p, const unsigned char *end, int slot, uint64_t *bad)
 {
 	uint64_t n = 0;
@@ -999,6 +1037,7 @@ static uint64_t raw_count(const unsigned char *p, const unsigned char *end, int 
 			n++;
 		else
 			(*bad)++;
+		counted_args += r == REC_EVENT && ev.kind == SF_EV_ARGS;
 		p += used * sizeof(struct sf_event);
 	}
 	return n;
@@ -1021,13 +1060,13 @@ static uint64_t packed_count(const struct lr_batch *b, const uint8_t *p, uint64_
 		n += k;
 		left -= k;
 		if (r == SF_COUNT_RAW) {
-			struct sf_event g[5]; /* a word and up to 4 payload records */
+			struct sf_event g[LR_PACKED_WINDOW]; /* a word and its payload records */
 			uint32_t ng = 0;
 			const uint8_t *at;
 			while (left && (r = sf_unpack_next(&u, &g[ng], &at)) > 0) {
 				ng++;
 				left--;
-				if (!u.payload_left)
+				if (!u.payload_left || ng == LR_PACKED_WINDOW)
 					break;
 			}
 			const unsigned char *gp = (const unsigned char *)g;
@@ -1103,6 +1142,7 @@ static void count_events(struct lr_log *log)
 		struct lr_thread *t = &log->threads[b->thread];
 		const unsigned char *p = batch_read(log, b, &buf, &cap);
 		uint64_t lost, events;
+		counted_args = 0;
 		if (p) {
 			events = batch_count(b, p, &lost);
 		} else {
@@ -1111,6 +1151,7 @@ static void count_events(struct lr_log *log)
 		}
 		t->lost += lost;
 		t->events += events;
+		t->args_events += counted_args;
 		if (log->truncated && log->truncated_batch == (int64_t)log->order[k])
 			warn(log, "truncated: log ends mid-chunk at offset %" PRIu64 "; %" PRIu64 " complete events kept",
 			     log->truncated_off, events);
@@ -1600,6 +1641,6 @@ int lr_foreach_event(const struct lr_log *log, int (*cb)(void *ctx, const struct
 const char *lr_kind_name(uint32_t kind)
 {
 	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC",
-					    "RDEALLOC", "UNWIND", "UNWIND", "MALLOC", "FREE", "REALLOC"};
+					    "RDEALLOC", "UNWIND", "UNWIND", "MALLOC", "FREE", "REALLOC", "ARGS"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

@@ -34,6 +34,9 @@
 #include <stdint.h>
 
 #include "format/packed.h"
+#include "format/sflog.h"
+
+#define LR_PACKED_WINDOW (1 + SF_ARGS_MAX_RECORDS) /* an event and its longest payload */
 
 struct lr_log;
 
@@ -112,6 +115,7 @@ struct lr_thread {
 	char name[17];           /* latest non-empty name seen, NUL-terminated */
 	uint64_t events;         /* events the iterator delivers (payloads not counted) */
 	uint64_t lost;           /* zero holes and corrupt records skipped */
+	uint64_t args_events;    /* SF_EV_ARGS events among them (record -A/-R) */
 	uint32_t data_batches;   /* DATA chunks delivered */
 	uint32_t slots;          /* SLOT chunks seen */
 	uint32_t live_slots;     /* SLOT batches delivered (not duplicates of DATA) */
@@ -149,6 +153,11 @@ struct lr_event {
 	uint64_t ptr;            /* allocated (or freed, for frees) */
 	uint64_t old_ptr;        /* SF_EV_HEAP_REALLOC: the block it replaced */
 	uint64_t site;           /* SF_EV_HEAP_*: return address of the allocator call */
+	/* SF_EV_ARGS only (func_id is the payload header's): the payload,
+	 * struct sf_args_head then the items (format/sf_args.h), valid until
+	 * the next event is read; NULL for a filler record. */
+	const unsigned char *args;
+	uint32_t args_len;
 	/* Where it came from. */
 	uint64_t offset;         /* file offset of the event record */
 	uint32_t seq;            /* batch sequence number */
@@ -211,8 +220,9 @@ struct lr_packed {
 	struct sf_unpack un;
 	uint32_t left;               /* records of the batch not decoded yet */
 	uint32_t nwin;               /* records in win */
-	struct sf_event win[5];      /* an event and up to 4 payload records */
-	const uint8_t *at[5];        /* where each one's bytes start */
+	struct sf_event win[LR_PACKED_WINDOW]; /* an event and its payload records */
+	const uint8_t *at[LR_PACKED_WINDOW]; /* where each one's bytes start */
+	unsigned char args[8 * SF_ARGS_MAX_RECORDS]; /* the last ARGS event's payload (lr_event.args) */
 	uint64_t lost;               /* records lost to a malformed stream */
 };
 

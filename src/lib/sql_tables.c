@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/arg_values.h"
 #include "lib/util.h"
 
 /* ---- frames: rows produced by a trace_run on a thread of its own ---- */
@@ -519,6 +520,77 @@ static int load_threads(sqlite3 *db, struct sql_tables *t, char *err, size_t err
 	return rc;
 }
 
+/* ---- args: the values record -A/-R recorded, loaded at attach when the
+ * logs hold any (one replay of the logs, on a quiet copy of the input) ---- */
+
+struct args_load {
+	sqlite3_stmt *st;
+	int failed;
+};
+
+static int args_rows(struct args_load *a, uint64_t frame_id, const unsigned char *payload, uint32_t len,
+		     int *index)
+{
+	struct av_item items[SF_ARG_MAX_ITEMS];
+	int n = av_decode(payload, len, items, SF_ARG_MAX_ITEMS);
+	for (int i = 0; i < n; i++) {
+		sqlite3_bind_int64(a->st, 1, (sqlite3_int64)frame_id);
+		sqlite3_bind_int64(a->st, 2, (*index)++);
+		sqlite3_bind_text(a->st, 3, items[i].name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(a->st, 4, items[i].value, -1, SQLITE_TRANSIENT);
+		if (insert_row(a->st) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int args_frame_end(void *ctx, const struct fr_frame *f)
+{
+	struct args_load *a = ctx;
+	int index = 0;
+	if ((f->args && args_rows(a, f->id, f->args, f->args_len, &index) < 0) ||
+	    (f->ret && args_rows(a, f->id, f->ret, f->ret_len, &index) < 0)) {
+		a->failed = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int any_args(struct trace_input *in)
+{
+	for (size_t pi = 0; pi < trace_nprocs(in); pi++) {
+		const struct trace_proc *p = trace_proc_at(in, pi);
+		for (size_t ti = 0; ti < lr_nthreads(p->log); ti++)
+			if (lr_thread_at(p->log, ti)->args_events)
+				return 1;
+	}
+	return 0;
+}
+
+static int load_args(sqlite3 *db, struct sql_tables *t, char *err, size_t errlen)
+{
+	if (!any_args(t->in))
+		return 0;
+	struct args_load a = {0};
+	if (sqlite3_prepare_v2(db, "INSERT INTO args VALUES (?, ?, ?, ?)", -1, &a.st, NULL)) {
+		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+		return -1;
+	}
+	struct trace_input *in = trace_open(t->paths, t->npaths, &t->opt);
+	int rc = -1;
+	if (!in) {
+		snprintf(err, errlen, "cannot read the logs again for the args table");
+	} else {
+		struct trace_sink sink = {.ctx = &a, .frame_end = args_frame_end};
+		rc = trace_run(in, &sink) < 0 || a.failed ? -1 : 0;
+		if (rc)
+			snprintf(err, errlen, "args: %s", sqlite3_errmsg(db));
+		trace_close(in);
+	}
+	sqlite3_finalize(a.st);
+	return rc;
+}
+
 struct sql_tables *sqlt_attach(sqlite3 *db, struct trace_input *in, const char *const *paths, size_t npaths,
 			       const struct trace_options *opt, char *err, size_t errlen)
 {
@@ -540,9 +612,12 @@ struct sql_tables *sqlt_attach(sqlite3 *db, struct trace_input *in, const char *
 		 " object TEXT NOT NULL, short_name TEXT NOT NULL);"
 		 "CREATE TABLE threads(pid INTEGER NOT NULL, tid INTEGER NOT NULL, thread_name TEXT,"
 		 " process_name TEXT NOT NULL, label TEXT);"
+		 "CREATE TABLE args(frame_id INTEGER NOT NULL, \"index\" INTEGER NOT NULL, name TEXT NOT NULL,"
+		 " value TEXT NOT NULL);"
 		 "BEGIN",
 		 err, errlen) < 0 ||
 	    load_functions(db, in, err, errlen) < 0 || load_threads(db, t, err, errlen) < 0 ||
+	    load_args(db, t, err, errlen) < 0 ||
 	    exec(db, "COMMIT", err, errlen) < 0) {
 		sqlt_free(t);
 		return NULL;

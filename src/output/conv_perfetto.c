@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/arg_values.h"
 #include "lib/heap.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
@@ -116,13 +117,31 @@ static int pf_thread_begin(void *ctx, const struct trace_proc *p, const struct l
 	return tr->thread ? 0 : -1;
 }
 
+/* A payload's values as annotations of x: "arg1" = "3" (record -A/-R). */
+struct pf_values {
+	struct av_item items[SF_ARG_MAX_ITEMS];
+	const char *names[SF_ARG_MAX_ITEMS], *values[SF_ARG_MAX_ITEMS];
+};
+
+static void add_values(struct pf_values *v, const unsigned char *payload, uint32_t len, struct pf_slice_extra *x)
+{
+	int n = av_decode(payload, len, v->items, SF_ARG_MAX_ITEMS);
+	for (int i = 0; i < n; i++) {
+		v->names[i] = v->items[i].name;
+		v->values[i] = v->items[i].value;
+	}
+	x->nvals = n > 0 ? (unsigned)n : 0;
+	x->val_names = v->names;
+	x->val_values = v->values;
+}
+
 static int pf_frame_begin(void *ctx, const struct fr_frame *f)
 {
 	struct pf_sink *s = ctx;
 	struct pf_thread *t = track_at(s, f->thread->index, f->depth);
 	uint64_t ts = s->base + f->t_begin, key = trace_func_key(f->proc, f->func_id);
 	key = key ? key : f->func_id;
-	if (!f->cut) {
+	if (!f->cut && !f->args) {
 		int known = pf_slice_begin_known(s->w, t, ts, key);
 		if (known)
 			return known < 0 ? -1 : 0;
@@ -131,7 +150,10 @@ static int pf_frame_begin(void *ctx, const struct fr_frame *f)
 	 * location's function name whenever the two differ. */
 	const struct sym_info *si = trace_symbol(f->proc, f->func_id);
 	const char *name = trace_name(f->proc, f->func_id);
-	struct pf_slice_extra x = {strcmp(name, si->name) ? si->name : NULL, NULL, NULL};
+	struct pf_slice_extra x = {strcmp(name, si->name) ? si->name : NULL, NULL, NULL, 0, NULL, NULL};
+	struct pf_values v;
+	if (f->args)
+		add_values(&v, f->args, f->args_len, &x);
 	if (f->cut & CUT_START) {
 		x.note_name = "cut";
 		x.note_value = "began before the --time window";
@@ -143,6 +165,16 @@ static int pf_frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct pf_sink *s = ctx;
 	struct pf_thread *t = track_at(s, f->thread->index, f->depth);
+	if (f->ret) {
+		struct pf_slice_extra x = {0};
+		struct pf_values v;
+		add_values(&v, f->ret, f->ret_len, &x);
+		if (f->cut & CUT_END) {
+			x.note_name = "cut_end";
+			x.note_value = "ended after the --time window";
+		}
+		return pf_slice_end_ex(s->w, t, s->base + f->t_end, &x);
+	}
 	if (f->cut & CUT_END)
 		return pf_slice_end_note(s->w, t, s->base + f->t_end, "cut_end", "ended after the --time window");
 	return pf_slice_end(s->w, t, s->base + f->t_end);

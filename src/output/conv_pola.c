@@ -15,6 +15,7 @@
  *                label: thread_name, and when the kernel cut it at 15 bytes,
  *                the thread's first outermost function beside it
  *   OUT.alloc    allocation events, when there are any (conv_pola_alloc.h)
+ *   OUT.args     arguments and return values, when there are any (conv_pola_args.h)
  * Times count from the recording's time 0 (trace_input.h), for every
  * process. The files are written atomically; on failure none is left behind. */
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "lib/outfile.h"
 #include "lib/util.h"
 #include "output/conv_pola_alloc.h"
+#include "output/conv_pola_args.h"
 #include "output/converters.h"
 #include "output/parquet.h"
 
@@ -94,6 +96,7 @@ struct marks {
 struct pola_sink {
 	struct pq_writer *w;
 	struct pola_alloc *alloc;
+	struct pola_args *args;
 	struct seen seen;
 	struct marks *marks; /* by trace_proc.index */
 	size_t nmarks;
@@ -189,6 +192,8 @@ static int pola_end(void *ctx, const struct fr_frame *f)
 {
 	struct pola_sink *s = ctx;
 	pola_alloc_frame(s->alloc, f, f->parent);
+	if ((f->args || f->ret) && pola_args_frame(s->args, f) < 0)
+		return -1;
 	struct thread_span *sp = root_span(s, f);
 	if (sp && f->t_end > sp->end)
 		sp->end = f->t_end;
@@ -320,7 +325,8 @@ int conv_pola(struct trace_input *in, const struct conv_options *opt)
 	struct pola_sink s = {0};
 	s.w = w[OUT_EVENTS];
 	s.alloc = pola_alloc_open(opt->out, &po);
-	int ok = w[OUT_EVENTS] && w[OUT_SYMTAB] && w[OUT_THREADS] && s.alloc;
+	s.args = s.alloc ? pola_args_open(opt->out, &po) : NULL;
+	int ok = w[OUT_EVENTS] && w[OUT_SYMTAB] && w[OUT_THREADS] && s.alloc && s.args;
 	if (ok) {
 		struct trace_sink sink = {.ctx = &s, .process_begin = pola_process_begin, .frame_begin = pola_begin,
 					  .frame_end = pola_end, .alloc_event = pola_alloc};
@@ -342,6 +348,8 @@ int conv_pola(struct trace_input *in, const struct conv_options *opt)
 	free(s.marks);
 	free(s.spans);
 	if (s.alloc && pola_alloc_finish(s.alloc, ok) < 0)
+		ok = 0;
+	if (s.args && pola_args_finish(s.args, ok) < 0)
 		ok = 0;
 	if (!ok) {
 		sf_error("%s: conversion failed; nothing written", opt->out);

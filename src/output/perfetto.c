@@ -531,6 +531,12 @@ static uint32_t put_general_event(struct pf_writer *w, struct pf_thread *t, uint
 		pb_put_string(b, F_DA_STRING_VALUE, x->note_value);
 		pb_nest_end(b, da);
 	}
+	for (unsigned i = 0; x && i < x->nvals; i++) {
+		size_t da = pb_nest_begin(b, F_TE_DEBUG_ANNOTATIONS);
+		pb_put_string(b, F_DA_NAME, x->val_names[i]);
+		pb_put_string(b, F_DA_STRING_VALUE, x->val_values[i]);
+		pb_nest_end(b, da);
+	}
 	pb_nest_end(b, te);
 	pb_nest_end(b, pkt);
 	return val;
@@ -590,7 +596,7 @@ int pf_slice_begin(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns,
 int pf_slice_begin_ex(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key,
 		      const char *name, const char *file, uint32_t line, const struct pf_slice_extra *x)
 {
-	if (!x->note_name) {
+	if (!x->note_name && !x->nvals) {
 		int known = known_event(w, t, ts_ns, TYPE_SLICE_BEGIN, func_key);
 		if (known)
 			return known < 0 ? -1 : 0;
@@ -609,8 +615,18 @@ int pf_slice_end_note(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, 
 	if (w->failed)
 		return -1;
 	need_clock(w, t, ts_ns);
-	struct pf_slice_extra x = {NULL, note_name, note_value};
+	struct pf_slice_extra x = {NULL, note_name, note_value, 0, NULL, NULL};
 	put_general_event(w, t, ts_ns, TYPE_SLICE_END, 0, NULL, &x, NULL, 0);
+	maybe_flush(w);
+	return w->failed ? -1 : 0;
+}
+
+int pf_slice_end_ex(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, const struct pf_slice_extra *x)
+{
+	if (w->failed)
+		return -1;
+	need_clock(w, t, ts_ns);
+	put_general_event(w, t, ts_ns, TYPE_SLICE_END, 0, NULL, x, NULL, 0);
 	maybe_flush(w);
 	return w->failed ? -1 : 0;
 }

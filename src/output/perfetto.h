@@ -99,6 +99,9 @@ int pf_slice_begin_known(struct pf_writer *w, struct pf_thread *t, uint64_t ts_n
 struct pf_slice_extra {
 	const char *function;
 	const char *note_name, *note_value;
+	/* More string annotations (record -A/-R: "arg1" = "3"), nvals of them. */
+	unsigned nvals;
+	const char *const *val_names, *const *val_values;
 };
 int pf_slice_begin_ex(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, uint64_t func_key,
 		      const char *name, const char *file, uint32_t line, const struct pf_slice_extra *x);
@@ -106,6 +109,9 @@ int pf_slice_begin_ex(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, 
 /* pf_slice_end with a debug annotation (added to the slice's arguments). */
 int pf_slice_end_note(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, const char *note_name,
 		      const char *note_value);
+
+/* pf_slice_end with x's annotations (note and values; function unused). */
+int pf_slice_end_ex(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns, const struct pf_slice_extra *x);
 
 /* Ends the innermost open slice on the thread's track. */
 int pf_slice_end(struct pf_writer *w, struct pf_thread *t, uint64_t ts_ns);

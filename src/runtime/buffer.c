@@ -185,7 +185,7 @@ static int has_unfilled(const struct sf_event *ev, size_t n, uint32_t zero_paylo
 		uint32_t w = __atomic_load_n(&ev[i].word, __ATOMIC_ACQUIRE);
 		if (!w)
 			return 1;
-		i += event_records(w & SF_KIND_MASK);
+		i += 1 + sf_event_payload_count(w);
 	}
 	return 0;
 }
@@ -825,7 +825,7 @@ static void batch_depth(struct sf_thread *t, uint32_t kind)
 static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind,
 			const uint64_t *payload)
 {
-	size_t nrec = event_records(kind);
+	size_t nrec = kind == SF_EV_ARGS ? 1 + id : event_records(kind); /* ARGS: id is the payload count */
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
 	uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
@@ -942,6 +942,66 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
 	store_event(t, time, 0, kind, payload);
+}
+
+/* A claim cut by the end of the slot: records [at, limit) become one
+ * ARGS event with an empty header (nitems 0, which readers skip), so the
+ * slot holds no hole. */
+static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time)
+{
+	size_t n = (size_t)(limit - at) / sizeof(struct sf_event);
+	uint64_t *r = (uint64_t *)at;
+	for (size_t i = 1; i < n; i++)
+		r[i] = 0;
+	store_record((struct sf_event *)at, time, (uint32_t)(n - 1), SF_EV_ARGS);
+}
+
+/* The trampolines' claim, from C: one xadd without a lock prefix (only a
+ * signal handler on this thread can race with it, and it lands before or
+ * after the one instruction). */
+static inline uint64_t claim_local(uint64_t *cursor, uint64_t bytes)
+{
+#ifdef __x86_64__
+	__asm__ volatile("xaddq %0, %1" : "+r"(bytes), "+m"(*cursor) : : "cc", "memory");
+	return bytes;
+#else
+	return __atomic_fetch_add(cursor, bytes, __ATOMIC_RELAXED);
+#endif
+}
+
+void sf_record_args(const uint64_t *payload, uint32_t n)
+{
+	struct sf_thread *t = &sf_self;
+	if (sf_suppressed)
+		return;
+	uint64_t time = sf_config.clock == SF_CLOCK_TSC ? sf_arch_counter() : sf_mono_ns();
+	size_t bytes = (1 + (size_t)n) * sizeof(struct sf_event);
+	if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
+		/* One xadd claims the event and its payload, as the trampolines
+		 * claim one record: a signal handler's records go before or
+		 * after, never in between. */
+		uint64_t at = claim_local(&t->cursor, bytes);
+		if (at + bytes <= t->limit) {
+			uint64_t *r = (uint64_t *)at;
+			for (uint32_t i = 0; i < n; i++) /* before the word that validates them */
+				r[1 + i] = payload[i];
+			store_record((struct sf_event *)at, time, n, SF_EV_ARGS);
+			return;
+		}
+		if (at < t->limit)
+			fill_cut_claim(at, t->limit, time);
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (t->state == SF_THREAD_NEW) {
+		thread_start(t);
+		time = sf_now_raw();
+	} else if (t->cursor > t->limit) {
+		t->cursor = t->limit; /* see sf_slow_event_at */
+	}
+	store_event(t, time, n, SF_EV_ARGS, payload);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* What the trampolines do with a time they read: one xadd while the

@@ -46,6 +46,7 @@ static void after_fork_child_files(int files_shared)
 	sf_log_after_fork_child(files_shared);
 	sf_objects_after_fork_child();
 	sf_buffer_after_fork_child();
+	sf_args_after_fork_child();
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 

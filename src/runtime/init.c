@@ -194,6 +194,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 		return; /* the filter said why; never trace silently without it */
 	sf_trigger_init();
 	sf_switch_config();
+	sf_args_init();
 	sf_log_on_create(log_created);
 	sf_config.enabled = 1;
 	/* What the runtime itself does from here on (the writer's

@@ -216,8 +216,10 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_are
 		sleds[ns].func_id = o->info.first_id + local;
 		sleds[ns].kind = s.kind;
 		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
-		if (sleds[ns].selected)
+		if (sleds[ns].selected) {
 			sf_trigger_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
+			sf_args_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
+		}
 		ns++;
 	}
 	if (number)

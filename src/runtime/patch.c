@@ -15,6 +15,11 @@
 #include "format/xray_map.h"
 #include "runtime/runtime.h"
 
+/* The args trampolines (record -A/-R, args.c). A tail call's return
+ * value is its callee's: its sled records as usual. */
+#define ARGS_COUNTER sf_tramp_entry_args, sf_tramp_exit_args, sf_tramp_tail
+#define ARGS_MONO sf_tramp_entry_mono_args, sf_tramp_exit_mono_args, sf_tramp_tail_mono
+
 /* The trampoline of each (variant, kind), indexed variant * SF_STUB_KINDS + kind. */
 static void trampolines(uint64_t out[SF_STUB_COUNT])
 {
@@ -23,12 +28,14 @@ static void trampolines(uint64_t out[SF_STUB_COUNT])
 		sf_tramp_entry_gated, sf_tramp_exit_gated, sf_tramp_tail_gated,
 		sf_tramp_entry_window, sf_tramp_exit_window, sf_tramp_tail_window,
 		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono, /* SLOW: the C slow path */
+		ARGS_COUNTER,
 	};
 	static void (*const mono[SF_STUB_COUNT])(void) = {
 		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono,
 		sf_tramp_entry_mono_gated, sf_tramp_exit_mono_gated, sf_tramp_tail_mono_gated,
 		sf_tramp_entry_mono_window, sf_tramp_exit_mono_window, sf_tramp_tail_mono_window,
 		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono,
+		ARGS_MONO,
 	};
 	for (int i = 0; i < SF_STUB_COUNT; i++)
 		out[i] = (uint64_t)(sf_config.clock == SF_CLOCK_MONOTONIC ? mono[i] : counter[i]);

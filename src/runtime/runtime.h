@@ -320,6 +320,30 @@ void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t fu
 void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time) SF_HIDDEN;
 extern uint32_t sf_trigger_count SF_HIDDEN;
 
+/* ---- args.c (record -A/-R: arguments and return values of chosen functions) ---- */
+void sf_args_init(void) SF_HIDDEN;
+void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from */
+/* At patch time: a chosen function's sleds get SF_VARIANT_ARGS. */
+void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
+/* The registers the args trampolines save (arch/<arch>/trampoline.S
+ * lays them out): the integer argument registers in order, the return
+ * value register, and the low 64 bits of the vector argument registers. */
+#define SF_ARGS_GP 6   /* x86-64: rdi rsi rdx rcx r8 r9; aarch64: x0-x5 */
+#ifdef __aarch64__
+#define SF_ARGS_RET2 1 /* the second return value register is gp[1] (x1) */
+#else
+#define SF_ARGS_RET2 2 /* the second return value register is gp[2] (rdx) */
+#endif
+struct sf_args_regs {
+	uint64_t gp[SF_ARGS_GP];
+	uint64_t ret; /* rax */
+	uint64_t saved[3];
+	uint64_t fp[8]; /* xmm0-7 */
+};
+/* Called by the args trampolines at a chosen function's entry or exit,
+ * before its event is recorded: records an ARGS event if the spec asks. */
+void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind) SF_HIDDEN;
+
 /* ---- patch.c ---- */
 struct xray_sled_rt {
 	uint64_t address;
@@ -334,6 +358,7 @@ enum sf_variant {
 	SF_VARIANT_GATED = 1,  /* within mode, outside the selection: record inside a window only */
 	SF_VARIANT_WINDOW = 2, /* within mode, selected: opens/closes a window */
 	SF_VARIANT_SLOW = 3,   /* record --trigger: the *_mono trampolines (every event to the slow path) */
+	SF_VARIANT_ARGS = 4,   /* record -A/-R: the args trampolines, then the plain ones */
 };
 struct sf_patch_result {
 	uint32_t patched;
@@ -346,7 +371,7 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 
 /* Where a sled of (variant, kind) goes: index variant * SF_STUB_KINDS + kind. */
 enum { SF_STUB_ENTRY, SF_STUB_EXIT, SF_STUB_TAIL, SF_STUB_KINDS };
-#define SF_STUB_COUNT (SF_STUB_KINDS * 4) /* 4 variants: enum sf_variant */
+#define SF_STUB_COUNT (SF_STUB_KINDS * 5) /* 5 variants: enum sf_variant */
 #define SF_PAGE 4096ull
 /* How sled bytes reach the text: stores while it is writable and
  * executable, or writes through /proc/self/mem (mem_fd >= 0). */
@@ -401,6 +426,9 @@ void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
  * `time` (or now, for a thread's first event): the slow path of alloc.c,
  * which blocks signals around it. */
 void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+/* An ARGS event (args.c) with its n payload records, stamped now: one
+ * claim while the slot has room, else with signals blocked. */
+void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */
@@ -559,7 +587,8 @@ int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet
 #define SF_TRAMPS(X) \
 	X(entry) X(exit) X(tail) X(entry_mono) X(exit_mono) X(tail_mono) \
 	X(entry_gated) X(exit_gated) X(tail_gated) X(entry_mono_gated) X(exit_mono_gated) X(tail_mono_gated) \
-	X(entry_window) X(exit_window) X(tail_window) X(entry_mono_window) X(exit_mono_window) X(tail_mono_window)
+	X(entry_window) X(exit_window) X(tail_window) X(entry_mono_window) X(exit_mono_window) X(tail_mono_window) \
+	X(entry_args) X(exit_args) X(entry_mono_args) X(exit_mono_args)
 #define SF_DECLARE_TRAMP(n) void sf_tramp_##n(void) SF_HIDDEN;
 SF_TRAMPS(SF_DECLARE_TRAMP)
 

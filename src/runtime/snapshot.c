@@ -181,7 +181,7 @@ static size_t cut_at(struct sf_chunk *c, uint64_t t)
 		uint32_t w = ev[i].word;
 		if (!w || (int64_t)(sf_event_time(c->base, ev[i].time_lo) - t) > 0)
 			break;
-		i += 1 + sf_event_payload_records(w & SF_KIND_MASK);
+		i += 1 + sf_event_payload_count(w);
 	}
 	if (i > SF_SLOT_EVENTS)
 		i = SF_SLOT_EVENTS;

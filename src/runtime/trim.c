@@ -66,7 +66,7 @@ size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct 
 			out[k++] = ev[i++];
 			continue;
 		}
-		size_t extra = w && sf_event_kind_valid(kind) ? sf_event_payload_records(kind) : 0;
+		size_t extra = w && sf_event_kind_valid(kind) ? sf_event_payload_count(w) : 0;
 		if (extra)
 			pinned = h; /* allocation records stay, and so do the calls around them */
 		else

@@ -279,3 +279,35 @@ def test_aarch64_raw_fork_and_vfork():
         logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
         eq(sorted(counts(os.path.join(d, f)).get("work") for f in logs), want, f"{mode}: work per log {logs}")
         eq(counts(log).get("work"), 3, f"{mode}: the parent's log holds its own calls only")
+
+
+def test_aarch64_argument_values():
+    """record -A/-R's trampolines on aarch64: x0-x5 and d0-d7 at entry, x0
+    and d0 at exit. The spec file is written here as record writes it
+    (record resolves names in the executable it runs, here qemu); slot and
+    format bytes as in format/sf_args.h. Strings: qemu-user hands
+    process_vm_readv the guest's addresses unchanged, so under qemu they
+    read as unreadable; a real aarch64 machine reads them."""
+    toolchain()
+    exe = cross("args_prog", ["args_prog.c"])
+    syms = {}
+    for line in run(["nm", exe]).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "T":
+            syms[parts[2]] = int(parts[0], 16)
+    d = tmpdir()
+    spec = os.path.join(d, "args")
+    with open(spec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n")
+        for name, items in (("add", "e0100,e0200,x0000"), ("greet", "e0106"), ("scale", "e4108,e0100,x4008"),
+                            ("probe", "e0106,x0000"), ("mix", "e0135,e0202,e0311,e4119,x0001")):
+            f.write(f"{syms[name]:#x} {items} {name}\n")
+    os.chmod(spec, 0o600)
+    log = os.path.join(d, "sf.log")
+    p = qemu([exe], log, env=["SFTRACE_ARGS=" + spec])
+    eq(p.stdout, "7 world 6.000000 1 1 0 104\n", "the program's output")
+    calls = [line.split("| ", 1)[1] for line in run([SFTRACE, "replay", "--no-pager", log]).stdout.splitlines()[1:]]
+    check(calls[2] in ('  greet("world");', "  greet(<unreadable>);"), calls[2])
+    eq([calls[i] for i in (0, 1, 3, 6, 7, 8)], [
+        "main() {", "  add(3, 4) = 7;", "  scale(1.500000, 4) = 6.000000;", "  probe((null)) = 0;",
+        "  mix('A', 42, -5, 2.500000) = 104;", "} /* main */"], "replay")

@@ -288,4 +288,52 @@ sf_slow_common:
 	.cfi_endproc
 	.size	sf_slow_common, .-sf_slow_common
 
+/* ---- record -A/-R: the args trampolines (src/runtime/args.c) ----
+ * Only the sleds of functions whose arguments or return values are asked
+ * for come here; every other sled keeps the trampolines above. This path
+ * stores x0-x8 and d0-d7 into a struct sf_args_regs (runtime.h: x0-x5 as
+ * the argument registers, x0 as the return value, x6-x8 kept, the low 64
+ * bits of v0-v7), calls sf_args_capture(regs, id, kind), which records an
+ * ARGS event, puts x0-x8 and x30 back and branches to the ordinary
+ * trampoline of its kind with the stack and x30 as the sled left them.
+ * x9-x18 hold nothing at an entry or exit sled; the C code is built
+ * -mgeneral-regs-only, so the vector registers are only read. x30 (the
+ * sled's return) is kept in the frame without CFI: the caller frame the
+ * unwinder sees stays the traced function's caller, as everywhere here. */
+.macro ARGS_PATH name, kind, next
+	FUNC	\name
+	sub	sp, sp, #160
+	.cfi_adjust_cfa_offset 160
+	stp	x0, x1, [sp, #0]
+	stp	x2, x3, [sp, #16]
+	stp	x4, x5, [sp, #32]
+	str	x0, [sp, #48]
+	stp	x6, x7, [sp, #56]
+	str	x8, [sp, #72]
+	stp	d0, d1, [sp, #80]
+	stp	d2, d3, [sp, #96]
+	stp	d4, d5, [sp, #112]
+	stp	d6, d7, [sp, #128]
+	str	x30, [sp, #144]
+	mov	x0, sp
+	ldr	w1, [x30, #16]		/* function id, from the sled */
+	mov	w2, #\kind
+	bl	sf_args_capture
+	ldp	x0, x1, [sp, #0]
+	ldp	x2, x3, [sp, #16]
+	ldp	x4, x5, [sp, #32]
+	ldp	x6, x7, [sp, #56]
+	ldr	x8, [sp, #72]
+	ldr	x30, [sp, #144]
+	add	sp, sp, #160
+	.cfi_adjust_cfa_offset -160
+	b	\next
+	ENDFUNC	\name
+.endm
+
+	ARGS_PATH sf_tramp_entry_args, 1, sf_tramp_entry
+	ARGS_PATH sf_tramp_exit_args, 2, sf_tramp_exit
+	ARGS_PATH sf_tramp_entry_mono_args, 1, sf_tramp_entry_mono
+	ARGS_PATH sf_tramp_exit_mono_args, 2, sf_tramp_exit_mono
+
 	.section .note.GNU-stack, "", %progbits

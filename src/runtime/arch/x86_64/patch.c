@@ -221,7 +221,7 @@ int sf_patch_entry_variant(uint64_t fn)
 	for (int i = 0; i < n; i++)
 		if (to >= stub_pages[i] && to < stub_pages[i] + STUB_COUNT * STUB_SLOT) {
 			int v = (int)((to - stub_pages[i]) / STUB_SLOT / STUB_KINDS);
-			return v == SF_VARIANT_SLOW ? SF_VARIANT_PLAIN : v; /* records like a plain one */
+			return v == SF_VARIANT_SLOW || v == SF_VARIANT_ARGS ? SF_VARIANT_PLAIN : v; /* records like a plain one */
 		}
 	return sf_patch_variant_of(to);
 }

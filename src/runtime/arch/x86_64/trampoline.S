@@ -376,4 +376,69 @@ sf_slow_common:
 	.cfi_endproc
 	.size	sf_slow_common, .-sf_slow_common
 
+/* ---- record -A/-R: the args trampolines (src/runtime/args.c) ----
+ * Only the sleds of functions whose arguments or return values are asked
+ * for come here; every other sled keeps the trampolines above. Kept apart
+ * from them on purpose: this path saves the argument registers into a
+ * struct sf_args_regs (runtime.h), calls sf_args_capture(regs, id, kind),
+ * which records an ARGS event, puts the general registers back and jumps
+ * to the ordinary trampoline of its kind with the stack as the sled left
+ * it, so that one records the event and keeps the shadow stack as usual.
+ * The C code is built -mgeneral-regs-only: the vector registers are only
+ * read here (their low 64 bits, for fparg and float return values), never
+ * changed, so they need no restore. r10 is the sled's id; r11 holds
+ * nothing at an entry or exit sled but is put back all the same (one
+ * store, and no assumption about the sled). Tail-call sleds never come
+ * here: their return value would be their callee's. */
+.macro ARGS_PATH name, kind, next
+	FUNC	\name
+	PUSHQ	%rbp
+	.cfi_rel_offset %rbp, 0
+	mov	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	and	$-16, %rsp
+	sub	$144, %rsp		/* sizeof(struct sf_args_regs) */
+	mov	%rdi, 0(%rsp)
+	mov	%rsi, 8(%rsp)
+	mov	%rdx, 16(%rsp)
+	mov	%rcx, 24(%rsp)
+	mov	%r8, 32(%rsp)
+	mov	%r9, 40(%rsp)
+	mov	%rax, 48(%rsp)
+	mov	%r10, 56(%rsp)
+	mov	%r11, 64(%rsp)
+	movq	%xmm0, 80(%rsp)
+	movq	%xmm1, 88(%rsp)
+	movq	%xmm2, 96(%rsp)
+	movq	%xmm3, 104(%rsp)
+	movq	%xmm4, 112(%rsp)
+	movq	%xmm5, 120(%rsp)
+	movq	%xmm6, 128(%rsp)
+	movq	%xmm7, 136(%rsp)
+	mov	%rsp, %rdi		/* regs */
+	mov	%r10d, %esi		/* function id */
+	mov	$\kind, %edx
+	call	sf_args_capture
+	mov	0(%rsp), %rdi
+	mov	8(%rsp), %rsi
+	mov	16(%rsp), %rdx
+	mov	24(%rsp), %rcx
+	mov	32(%rsp), %r8
+	mov	40(%rsp), %r9
+	mov	48(%rsp), %rax
+	mov	56(%rsp), %r10
+	mov	64(%rsp), %r11
+	mov	%rbp, %rsp
+	.cfi_def_cfa_register %rsp
+	POPQ	%rbp
+	.cfi_restore %rbp
+	jmp	\next
+	ENDFUNC	\name
+.endm
+
+	ARGS_PATH sf_tramp_entry_args, 1, sf_tramp_entry
+	ARGS_PATH sf_tramp_exit_args, 2, sf_tramp_exit
+	ARGS_PATH sf_tramp_entry_mono_args, 1, sf_tramp_entry_mono
+	ARGS_PATH sf_tramp_exit_mono_args, 2, sf_tramp_exit_mono
+
 	.section .note.GNU-stack, "", @progbits

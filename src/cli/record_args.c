@@ -1,0 +1,395 @@
+/* record -A/-R: argument and return-value specs in uftrace's syntax,
+ * checked before the program runs and resolved to addresses for the
+ * runtime (src/runtime/args.c reads the file this writes). */
+#include "cli/record_args.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format/sf_args.h"
+#include "format/sf_env.h"
+#include "lib/dwarf_args.h"
+#include "lib/hashmap.h"
+#include "lib/name_match.h"
+#include "lib/select.h"
+#include "lib/util.h"
+
+/* "i32" and the like: the type letter's size suffix (0: none given). */
+static int parse_size(const char *s, unsigned *size)
+{
+	if (!*s) {
+		*size = 0;
+		return 0;
+	}
+	static const struct { const char *text; unsigned size; } sizes[] = {
+		{"8", 1}, {"16", 2}, {"32", 4}, {"64", 8},
+	};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (!strcmp(s, sizes[i].text)) {
+			*size = sizes[i].size;
+			return 0;
+		}
+	return -1;
+}
+
+/* "/FMT" of an integer-register value -> fmt byte; NULL or an error text. */
+static const char *int_format(const char *f, int ret, uint8_t *fmt)
+{
+	static const struct { char letter; unsigned type; int sized; } letters[] = {
+		{'d', SF_AT_SINT, 1}, {'i', SF_AT_SINT, 1}, {'u', SF_AT_UINT, 1}, {'x', SF_AT_HEX, 1},
+		{'p', SF_AT_PTR, 0},  {'c', SF_AT_CHAR, 0}, {'s', SF_AT_STR, 0},  {'S', SF_AT_RSTR, 0},
+		{'b', SF_AT_BOOL, 0},
+	};
+	if (!f) {
+		*fmt = sf_arg_fmt(SF_AT_AUTO, 8);
+		return NULL;
+	}
+	if (f[0] == 'f')
+		return ret ? NULL : "a floating-point argument is fpargN, not argN/f";
+	for (size_t i = 0; i < sizeof(letters) / sizeof(letters[0]); i++) {
+		if (f[0] != letters[i].letter)
+			continue;
+		unsigned size = 8;
+		if (f[1] && (!letters[i].sized || parse_size(f + 1, &size) < 0))
+			return "unknown format (i, u, x with 8/16/32/64; p, c, s, S, b; f for a float return value)";
+		if (letters[i].type == SF_AT_CHAR)
+			size = 1;
+		if (letters[i].type == SF_AT_BOOL)
+			size = 1;
+		*fmt = sf_arg_fmt(letters[i].type, size ? size : 8);
+		return NULL;
+	}
+	return "unknown format (i, u, x with 8/16/32/64; p, c, s, S, b; f for a float return value)";
+}
+
+/* "/f", "/f32", "/f64" or none -> DOUBLE or FLOAT. */
+static const char *fp_format(const char *f, uint8_t *fmt)
+{
+	if (!f || !strcmp(f, "f") || !strcmp(f, "f64")) {
+		*fmt = sf_arg_fmt(SF_AT_DOUBLE, 8);
+		return NULL;
+	}
+	if (!strcmp(f, "f32")) {
+		*fmt = sf_arg_fmt(SF_AT_FLOAT, 4);
+		return NULL;
+	}
+	return "a floating-point value's format is f, f32 or f64";
+}
+
+/* N of "argN"/"fpargN" in [1, max]; -1 if not a number. */
+static int index_of(const char *s, unsigned max)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -1;
+	unsigned long n = strtoul(s, &end, 10);
+	if (*end || n < 1 || n > max)
+		return -1;
+	return (int)n;
+}
+
+/* One item of a spec: "arg2/s", "fparg1", "retval/x32". */
+static const char *parse_item(char *item, int ret_opt, struct ra_item *out)
+{
+	char *slash = strchr(item, '/');
+	const char *f = NULL;
+	if (slash) {
+		*slash = 0;
+		f = slash + 1;
+		if (!*f)
+			return "empty format after '/'";
+	}
+	if (strchr(item, '%'))
+		return "register and stack locations (%REG, %stack+N) are not supported";
+	if (!strcmp(item, "retval")) {
+		if (!ret_opt)
+			return "retval goes in -R (--retval)";
+		out->on_exit = 1;
+		if (f && f[0] == 'f') {
+			out->slot = SF_ARG_SLOT_FP;
+			return fp_format(f, &out->fmt);
+		}
+		out->slot = 0;
+		return int_format(f, 1, &out->fmt);
+	}
+	if (ret_opt)
+		return "-R (--retval) takes retval[/FMT]; arguments go in -A";
+	out->on_exit = 0;
+	if (!strncmp(item, "fparg", 5)) {
+		int n = index_of(item + 5, 8);
+		if (n < 0)
+			return "floating-point arguments are fparg1-fparg8 (the vector registers)";
+		out->slot = (uint8_t)(SF_ARG_SLOT_FP | (unsigned)n);
+		return fp_format(f, &out->fmt);
+	}
+	if (!strncmp(item, "arg", 3)) {
+		int n = index_of(item + 3, 6);
+		if (n < 0)
+			return "integer arguments are arg1-arg6 (the registers; the stack is not read)";
+		out->slot = (uint8_t)n;
+		const char *why = int_format(f, 0, &out->fmt);
+		if (!why && sf_arg_type(out->fmt) == SF_AT_RSTR && n == 6)
+			return "/S takes two registers (pointer, length): arg6 has no next one";
+		return why;
+	}
+	return "unknown item (argN, fpargN or retval, each with an optional /FMT)";
+}
+
+int ra_parse(struct ra_spec *s, const char *opt, const char *text)
+{
+	memset(s, 0, sizeof(*s));
+	s->text = text;
+	const char *at = strrchr(text, '@');
+	if (at == text) {
+		sf_error("%s '%s': no FUNC before '@'", opt, text);
+		return -1;
+	}
+	if (!at) {
+		sf_error("%s '%s': expected FUNC@%s", opt, text, strcmp(opt, "-R") ? "arg1,arg2/s,..." : "retval[/FMT]");
+		return -1;
+	}
+	if (!at[1]) {
+		sf_error("%s '%s': nothing after '@'", opt, text);
+		return -1;
+	}
+	s->func = strndup(text, (size_t)(at - text));
+	char *items = xstrdup(at + 1), *save = NULL;
+	int ret_opt = !strcmp(opt, "-R");
+	for (char *it = strtok_r(items, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+		char shown[64];
+		snprintf(shown, sizeof(shown), "%s", it);
+		if (s->n == SF_ARG_MAX_ITEMS) {
+			sf_error("%s '%s': more than %u values", opt, text, SF_ARG_MAX_ITEMS);
+			goto bad;
+		}
+		const char *why = parse_item(it, ret_opt, &s->items[s->n]);
+		if (why) {
+			sf_error("%s '%s': %s: %s", opt, text, shown, why);
+			goto bad;
+		}
+		s->n++;
+	}
+	if (!s->n) {
+		sf_error("%s '%s': nothing after '@'", opt, text);
+		goto bad;
+	}
+	free(items);
+	return 0;
+bad:
+	free(items);
+	free(s->func);
+	s->func = NULL;
+	return -1;
+}
+
+void ra_free(struct ra_spec *s)
+{
+	free(s->func);
+	s->func = NULL;
+}
+
+/* FUNC as a regex: a plain name (letters, digits, _, :) matches that
+ * demangled name exactly (a C++ name with its parameter list too), as
+ * uftrace matches plain names; anything else is a regex, as in filters. */
+static char *func_regex(const char *func)
+{
+	for (const char *p = func; *p; p++)
+		if (!(*p == '_' || *p == ':' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z')))
+			return xstrdup(func);
+	size_t n = strlen(func) + 16;
+	char *r = xmalloc(n);
+	snprintf(r, n, "^%s(\\(.*)?$", func);
+	return r;
+}
+
+/* One function's line of the file: every item the specs give it. */
+struct ra_func {
+	uint64_t vaddr;
+	char *name;
+	struct ra_item items[2 * SF_ARG_MAX_ITEMS];
+	unsigned n;
+};
+
+struct ra_funcs {
+	struct ra_func *v;
+	size_t n, cap;
+	struct hashmap at; /* vaddr -> index + 1 */
+};
+
+static struct ra_func *func_at(struct ra_funcs *fs, uint64_t vaddr, const char *name)
+{
+	int added;
+	uint64_t *slot = hm_put(&fs->at, vaddr, &added);
+	if (!added)
+		return &fs->v[*slot - 1];
+	if (fs->n == fs->cap) {
+		fs->cap = fs->cap ? 2 * fs->cap : 64;
+		fs->v = xrealloc(fs->v, fs->cap * sizeof(*fs->v));
+	}
+	struct ra_func *f = &fs->v[fs->n++];
+	memset(f, 0, sizeof(*f));
+	f->vaddr = vaddr;
+	f->name = xstrdup(name);
+	*slot = fs->n;
+	return f;
+}
+
+static void add_items(struct ra_func *f, const struct ra_item *items, unsigned n)
+{
+	for (unsigned i = 0; i < n && f->n < sizeof(f->items) / sizeof(f->items[0]); i++)
+		f->items[f->n++] = items[i];
+}
+
+/* The functions of o that spec s names get its items; *funcs += their
+ * number. -1 after a message. */
+static int resolve(const struct ra_spec *s, const char *opt, const char *exe, struct ra_funcs *fs, size_t *funcs,
+		   char *build_id, size_t bid_cap)
+{
+	char *regex = func_regex(s->func);
+	struct nm_patterns inc = {0};
+	nm_add(&inc, regex, opt);
+	struct sel_query q = {&inc, NULL, NM_DEMANGLED, 0};
+	struct sel_object o = {0};
+	int rc = 0;
+	if (nm_compile(&inc) < 0 || sel_load(&o, exe) < 0 || sel_select(&o, &q) < 0) {
+		sf_error("%s '%s': cannot read the functions of %s", opt, s->text, exe);
+		rc = -1;
+	} else {
+		snprintf(build_id, bid_cap, "%s", o.build_id);
+		for (size_t i = 0; i < o.nfuncs; i++)
+			if (sel_is_selected(&o.funcs[i]))
+				add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), s->items, s->n);
+		*funcs += o.nselected;
+	}
+	sel_free(&o);
+	nm_free(&inc);
+	free(regex);
+	return rc;
+}
+
+/* --auto-args: every instrumented function of exe that no spec named,
+ * with what its DWARF prototype says. -1 after a message. */
+static int resolve_auto(const char *exe, struct ra_funcs *fs, char *build_id, size_t bid_cap)
+{
+	struct nm_patterns inc = {0};
+	nm_add(&inc, "", "--auto-args");
+	struct sel_query q = {&inc, NULL, NM_DEMANGLED, 0};
+	struct sel_object o = {0};
+	int rc = 0;
+	if (nm_compile(&inc) < 0 || sel_load(&o, exe) < 0 || sel_select(&o, &q) < 0) {
+		sf_error("--auto-args: cannot read the functions of %s", exe);
+		rc = -1;
+	} else {
+		snprintf(build_id, bid_cap, "%s", o.build_id);
+		struct da_file *d = da_open(exe);
+		if (!d)
+			sf_warn("--auto-args: %s has no DWARF (build with -g): no values recorded", exe);
+		for (size_t i = 0; d && i < o.nfuncs; i++) {
+			if (hm_find(&fs->at, o.funcs[i].vaddr))
+				continue; /* a spec names it: the spec's values only */
+			struct da_item di[SF_ARG_MAX_ITEMS];
+			unsigned n = da_items(d, o.funcs[i].vaddr, di, SF_ARG_MAX_ITEMS);
+			if (!n)
+				continue;
+			struct ra_item items[SF_ARG_MAX_ITEMS];
+			for (unsigned k = 0; k < n; k++)
+				items[k] = (struct ra_item){di[k].slot, di[k].fmt, di[k].on_exit};
+			add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), items, n);
+		}
+		da_close(d);
+	}
+	sel_free(&o);
+	nm_free(&inc);
+	return rc;
+}
+
+static void put_func(FILE *out, const struct ra_func *f)
+{
+	fprintf(out, "0x%" PRIx64 " ", f->vaddr);
+	unsigned in = 0, ex = 0, written = 0;
+	for (unsigned i = 0; i < f->n; i++) {
+		/* the runtime takes SF_ARG_MAX_ITEMS of each */
+		if (f->items[i].on_exit ? ex++ >= SF_ARG_MAX_ITEMS : in++ >= SF_ARG_MAX_ITEMS)
+			continue;
+		fprintf(out, "%s%c%02x%02x", written++ ? "," : "", f->items[i].on_exit ? 'x' : 'e', f->items[i].slot,
+			f->items[i].fmt);
+	}
+	fputc(' ', out);
+	sel_write_name(out, f->name);
+	fputc('\n', out);
+}
+
+static int cmp_vaddr(const void *a, const void *b)
+{
+	const struct ra_func *x = a, *y = b;
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* DIR/.args: the object, then one line per function. Sets SFTRACE_ARGS. */
+static int write_file(const char *dir, const char *exe, const char *build_id, struct ra_funcs *fs, char *path,
+		      size_t cap)
+{
+	snprintf(path, cap, "%s/.args", dir);
+	/* 0600 whatever the umask: the runtime refuses a file others may
+	 * write (src/runtime/trust.c). */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!out) {
+		if (fd >= 0)
+			close(fd);
+		sf_error("%s: %s (needed by -A/-R)", path, strerror(errno));
+		path[0] = 0;
+		return -1;
+	}
+	qsort(fs->v, fs->n, sizeof(*fs->v), cmp_vaddr);
+	fprintf(out, "sftrace-filter 1\nobject %s %s\n", build_id, exe);
+	for (size_t i = 0; i < fs->n; i++)
+		put_func(out, &fs->v[i]);
+	if (fclose(out) != 0) {
+		sf_error("%s: %s", path, strerror(errno));
+		unlink(path);
+		path[0] = 0;
+		return -1;
+	}
+	setenv(SF_ENV(ARGS), path, 1);
+	return 0;
+}
+
+int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, const char *const *opts, size_t n,
+	     int auto_args, char *path, size_t cap)
+{
+	struct ra_funcs fs = {0};
+	char build_id[2 * 64 + 2] = "-";
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t funcs = 0;
+		rc = resolve(&specs[i], opts[i], exe, &fs, &funcs, build_id, sizeof(build_id));
+		if (!rc && !funcs) {
+			sf_error("%s '%s': no instrumented function of %s is named '%s' (sftrace filter -p %s -r REGEX "
+				 "shows which are)",
+				 opts[i], specs[i].text, exe, specs[i].func, exe);
+			rc = -1;
+		}
+	}
+	if (!rc && auto_args)
+		rc = resolve_auto(exe, &fs, build_id, sizeof(build_id));
+	path[0] = 0;
+	if (!rc && fs.n) {
+		char abs[PATH_MAX];
+		if (!realpath(exe, abs))
+			snprintf(abs, sizeof(abs), "%s", exe);
+		rc = write_file(dir, abs, build_id, &fs, path, cap);
+	}
+	for (size_t i = 0; i < fs.n; i++)
+		free(fs.v[i].name);
+	free(fs.v);
+	hm_free(&fs.at);
+	return rc;
+}

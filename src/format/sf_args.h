@@ -1,0 +1,100 @@
+/* Arguments and return values in the log (record -A/-R): the payload of
+ * an SF_EV_ARGS event (sflog.h), and the spec lines record passes to the
+ * runtime. docs/FORMAT.md describes both in prose.
+ *
+ * Payload: struct sf_args_head (8 bytes), then `nitems` items, `nbytes`
+ * bytes in all, padded with zeros to whole records. An item is
+ *   u8 slot  SF_ARG_SLOT_*: where the value was (argument N, fp argument N,
+ *            the return value)
+ *   u8 fmt   type (low 4 bits, enum sf_arg_type) | size code << 4
+ *            (0: 8 bytes, 1: 4, 2: 2, 3: 1)
+ *   value    integers: LEB128, signed ones zigzag-coded first; DOUBLE: 8
+ *            raw bytes; FLOAT: 4; STR, RSTR: a length byte (0-127: that
+ *            many bytes follow, the whole string; 0x80 | n: the first n
+ *            bytes of a longer one; SF_ARG_STR_NULL, SF_ARG_STR_UNREADABLE:
+ *            nothing follows), then the bytes.
+ * An ARGS event describes the next entry (flags 0) or the next exit or
+ * tail call (SF_ARGS_RET) of `func_id` on its thread, recorded after it.
+ * An item with nitems 0 is filler (a claim cut by the end of a slot). */
+#ifndef SFTRACE_FORMAT_SF_ARGS_H
+#define SFTRACE_FORMAT_SF_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sf_args_head {
+	uint32_t func_id;
+	uint8_t flags;   /* SF_ARGS_RET */
+	uint8_t nitems;
+	uint16_t nbytes; /* item bytes after this header */
+};
+
+#define SF_ARGS_RET 1u /* return values: the function's next exit or tail call */
+
+enum sf_arg_type {
+	SF_AT_AUTO = 0,   /* integer: decimal when small, else hex (uftrace's default) */
+	SF_AT_SINT = 1,   /* /i */
+	SF_AT_UINT = 2,   /* /u */
+	SF_AT_HEX = 3,    /* /x */
+	SF_AT_PTR = 4,    /* /p */
+	SF_AT_CHAR = 5,   /* /c */
+	SF_AT_STR = 6,    /* /s: a C string */
+	SF_AT_RSTR = 7,   /* /S: pointer and length in two registers (Rust &str, &[u8]) */
+	SF_AT_DOUBLE = 8, /* fparg, /f */
+	SF_AT_FLOAT = 9,  /* /f32 */
+	SF_AT_BOOL = 10,  /* /b */
+	SF_AT_LIMIT
+};
+
+#define SF_ARG_SLOT_FP 0x40u   /* a vector register (fparg N, a float return value) */
+#define SF_ARG_SLOT_INDEX 0x3fu /* N of argN/fpargN; 0: the return value */
+#define SF_ARG_STR_NULL 0xfeu
+#define SF_ARG_STR_UNREADABLE 0xffu
+#define SF_ARG_STR_CAP 64u     /* string bytes recorded per value (spec) */
+#define SF_ARG_MAX_ITEMS 12u   /* items per entry or exit of one function */
+#define SF_ARG_MAX_INDEX 8u    /* argument registers on every architecture: x86-64 has 6 integer ones */
+
+static inline unsigned sf_arg_type(uint8_t fmt) { return fmt & 15u; }
+static inline unsigned sf_arg_size(uint8_t fmt) { return 8u >> (fmt >> 4 & 3u); }
+static inline uint8_t sf_arg_fmt(unsigned type, unsigned size)
+{
+	unsigned code = size == 4 ? 1 : size == 2 ? 2 : size == 1 ? 3 : 0;
+	return (uint8_t)(type | code << 4);
+}
+/* STR and RSTR: the size code is the string budget instead, in bytes:
+ * 64 (record -A's /s), 16 (--auto-args), 4, 1. */
+static inline unsigned sf_arg_str_cap(uint8_t fmt) { return SF_ARG_STR_CAP >> (2 * (fmt >> 4 & 3u)); }
+static inline int sf_arg_type_signed(unsigned type) { return type == SF_AT_SINT || type == SF_AT_AUTO; }
+
+/* LEB128 of v at p (at most 10 bytes); returns the end. */
+static inline uint8_t *sf_arg_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* A LEB128 from [*p, end): 0 and *p advanced, -1 if it runs past end. */
+static inline int sf_arg_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (unsigned shift = 0; *p < end && shift < 70; shift += 7) {
+		uint8_t b = *(*p)++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Spec lines (SFTRACE_ARGS, a file in the filter format written by
+ * record): `0xADDR SPEC NAME`, SPEC a comma-separated list of items
+ * `eSSFF` (on entry) or `xSSFF` (on exit), SS the slot byte and FF the fmt
+ * byte in hex. */
+
+#endif

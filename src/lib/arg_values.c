@@ -1,0 +1,153 @@
+/* Argument and return values as text (arg_values.h). */
+#include "lib/arg_values.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* uftrace's default: decimal for small magnitudes, hex past 100000. */
+static void put_auto(int64_t v, char *out, size_t cap)
+{
+	if (v > -100000 && v < 100000)
+		snprintf(out, cap, "%" PRId64, v);
+	else
+		snprintf(out, cap, "%#" PRIx64, (uint64_t)v);
+}
+
+/* A string's bytes, quoted, with what is not printable ASCII escaped. */
+static size_t put_quoted(const unsigned char *s, unsigned n, int more, char *out, size_t cap)
+{
+	size_t o = 0;
+	out[o++] = '"';
+	for (unsigned i = 0; i < n && o + 8 < cap; i++) {
+		unsigned char c = s[i];
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else if (c == '\t') {
+			out[o++] = '\\';
+			out[o++] = 't';
+		} else if (c < 0x20 || c >= 0x7f) {
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o++] = '"';
+	if (more && o + 4 < cap) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = 0;
+	return o;
+}
+
+/* One item's value from *p; -1 if it runs past end. */
+static int decode_value(const unsigned char **p, const unsigned char *end, uint8_t fmt, char *out, size_t cap)
+{
+	unsigned type = sf_arg_type(fmt), size = sf_arg_size(fmt);
+	if (type == SF_AT_DOUBLE || type == SF_AT_FLOAT) {
+		unsigned n = type == SF_AT_DOUBLE ? 8 : 4;
+		if ((size_t)(end - *p) < n)
+			return -1;
+		double d;
+		if (n == 8) {
+			memcpy(&d, *p, 8);
+		} else {
+			float f;
+			memcpy(&f, *p, 4);
+			d = f;
+		}
+		*p += n;
+		snprintf(out, cap, "%f", d);
+		return 0;
+	}
+	if (type == SF_AT_STR || type == SF_AT_RSTR) {
+		if (*p >= end)
+			return -1;
+		unsigned lb = *(*p)++;
+		if (lb == SF_ARG_STR_NULL) {
+			snprintf(out, cap, "(null)");
+			return 0;
+		}
+		if (lb == SF_ARG_STR_UNREADABLE) {
+			snprintf(out, cap, "<unreadable>");
+			return 0;
+		}
+		unsigned n = lb & 0x7f;
+		if ((size_t)(end - *p) < n)
+			return -1;
+		put_quoted(*p, n, lb & 0x80, out, cap);
+		*p += n;
+		return 0;
+	}
+	uint64_t v;
+	if (sf_arg_get_varint(p, end, &v) < 0)
+		return -1;
+	if (sf_arg_type_signed(type))
+		v = v >> 1 ^ (uint64_t)-(int64_t)(v & 1);
+	switch (type) {
+	case SF_AT_SINT: snprintf(out, cap, "%" PRId64, (int64_t)v); break;
+	case SF_AT_UINT: snprintf(out, cap, "%" PRIu64, v); break;
+	case SF_AT_HEX: snprintf(out, cap, "%#" PRIx64, v); break;
+	case SF_AT_PTR: snprintf(out, cap, "%#" PRIx64, v); break;
+	case SF_AT_BOOL: snprintf(out, cap, "%s", v ? "true" : "false"); break;
+	case SF_AT_CHAR: /* a C char, or a Rust char's code point (size 4) */
+		if (v >= 0x20 && v < 0x7f && v != '\'' && v != '\\')
+			snprintf(out, cap, "'%c'", (char)v);
+		else if (size == 1)
+			snprintf(out, cap, "'\\x%02x'", (unsigned)(v & 0xff));
+		else
+			snprintf(out, cap, "'\\u{%" PRIx64 "}'", v);
+		break;
+	default: put_auto((int64_t)v, out, cap); break;
+	}
+	return 0;
+}
+
+int av_decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap)
+{
+	struct sf_args_head h;
+	if (!payload || len < sizeof(h))
+		return -1;
+	memcpy(&h, payload, sizeof(h));
+	if (sizeof(h) + h.nbytes > len)
+		return -1;
+	const unsigned char *p = payload + sizeof(h), *end = p + h.nbytes;
+	unsigned n = 0;
+	for (unsigned i = 0; i < h.nitems; i++) {
+		if (end - p < 2)
+			return -1;
+		struct av_item it = {.slot = p[0], .fmt = p[1]};
+		p += 2;
+		if (sf_arg_type(it.fmt) >= SF_AT_LIMIT)
+			return -1;
+		unsigned idx = it.slot & SF_ARG_SLOT_INDEX;
+		if (!idx)
+			snprintf(it.name, sizeof(it.name), "retval");
+		else
+			snprintf(it.name, sizeof(it.name), "%s%u", it.slot & SF_ARG_SLOT_FP ? "fparg" : "arg", idx);
+		if (decode_value(&p, end, it.fmt, it.value, sizeof(it.value)) < 0)
+			return -1;
+		if (n < cap)
+			items[n++] = it;
+	}
+	return (int)n;
+}
+
+void av_join(const unsigned char *payload, size_t len, char *out, size_t cap)
+{
+	struct av_item items[SF_ARG_MAX_ITEMS];
+	int n = av_decode(payload, len, items, SF_ARG_MAX_ITEMS);
+	size_t o = 0;
+	out[0] = 0;
+	if (n < 0) {
+		snprintf(out, cap, "<bad values>");
+		return;
+	}
+	for (int i = 0; i < n && o + 1 < cap; i++)
+		o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? ", " : "", items[i].value);
+}

@@ -1,0 +1,29 @@
+/* record --auto-args: what a function's DWARF prototype says its arguments
+ * and return value are, as the items of format/sf_args.h (x86-64 System V:
+ * integer-class values in rdi rsi rdx rcx r8 r9, float and double ones in
+ * xmm0-7, the return value in rax or xmm0, a Rust &str or &[u8] in two
+ * integer registers). Parameters are taken in order up to the first one
+ * whose class is not one of these (a struct passed by value, a long
+ * double): the registers of those after it are unknown. */
+#ifndef SFTRACE_LIB_DWARF_ARGS_H
+#define SFTRACE_LIB_DWARF_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct da_file;
+
+/* The DWARF of an ELF file; NULL if it has none (no message). */
+struct da_file *da_open(const char *path);
+void da_close(struct da_file *d);
+
+struct da_item {
+	uint8_t slot, fmt, on_exit;
+};
+
+/* The items of the function at ELF address vaddr (at most cap; strings
+ * capped at sf_arg_str_cap's 16 bytes, the per-call budget). Returns how
+ * many: 0 if the function has no DWARF, or nothing that fits. */
+unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap);
+
+#endif

@@ -1,0 +1,228 @@
+"""record -A/-R (issue 29): arguments and return values of chosen
+functions, by spec in uftrace's syntax, with exact values in replay, dump,
+Perfetto (trace_processor's args table), Parquet (OUT.args) and query.
+tests/fixtures/args_prog.c calls add(3, 4), greet("world"), scale(1.5, 4),
+probe() with an unmapped pointer, a string cut by an unmapped page and NULL,
+and mix('A', 42, -5, 2.5f)."""
+import csv
+import io
+import os
+import re
+
+from sfkit import ROOT, SFTRACE, Skip, build_c, check, eq, parquet_query, record, run, tmpdir
+
+SPECS = ["-A", "add@arg1,arg2", "-R", "add@retval", "-A", "greet@arg1/s", "-A", "scale@fparg1,arg1",
+         "-R", "scale@retval/f", "-A", "probe@arg1/s",
+         "-A", "mix@arg1/c,arg2/u,arg3/i32,fparg1/f32,arg2/x", "-R", "mix@retval/i"]
+PROGRAM_OUT = "7 world 6.000000 1 1 0 104\n"
+
+
+def fixture():
+    return build_c("args_prog", ["args_prog.c"])
+
+
+def recorded(specs=SPECS):
+    p, log = record([fixture()], args=["-q"] + specs)
+    eq(p.stdout, PROGRAM_OUT, "the program's output is unchanged")
+    return log
+
+
+def replay_calls(log):
+    """replay's FUNCTION column, without the durations and tids."""
+    out = run([SFTRACE, "replay", "--no-pager", log]).stdout
+    return [line.split("| ", 1)[1] for line in out.splitlines()[1:]]
+
+
+def test_replay_by_spec():
+    eq(replay_calls(recorded()), [
+        "main() {",
+        "  add(3, 4) = 7;",
+        "  greet(\"world\");",
+        "  scale(1.500000, 4) = 6.000000;",
+        "  probe(<unreadable>);",
+        "  probe(\"abc\"...);",
+        "  probe((null));",
+        "  mix('A', 42, -5, 2.500000, 0x2a) = 104;",
+        "} /* main */",
+    ], "replay")
+
+
+def test_string_return_value():
+    log = recorded(["-A", "greet@arg1/s", "-R", "greet@retval/s"])
+    eq(replay_calls(log), ["main() {", "  add();", "  greet(\"world\") = \"world\";", "  scale();", "  probe();",
+                           "  probe();", "  probe();", "  mix();", "} /* main */"], "replay")
+
+
+def test_unnamed_functions_record_as_before():
+    # Only add is named: every other function's events are the plain ones,
+    # and add's entry and exit are each preceded by one ARGS event.
+    log = recorded(["-A", "add@arg1,arg2", "-R", "add@retval"])
+    kinds = [line.split()[2:4] for line in run([SFTRACE, "dump", log]).stdout.split("\nevents:\n", 1)[1]
+             .splitlines()[1:] if re.match(r"^\s*\d+\s+\d+\s+[A-Z]+", line)]
+    eq(kinds, [["ENTRY", "main"], ["ARGS", "add"], ["ENTRY", "add"], ["ARGS", "add"], ["EXIT", "add"],
+               ["ENTRY", "greet"], ["EXIT", "greet"], ["ENTRY", "scale"], ["EXIT", "scale"],
+               ["ENTRY", "probe"], ["EXIT", "probe"], ["ENTRY", "probe"], ["EXIT", "probe"],
+               ["ENTRY", "probe"], ["EXIT", "probe"], ["ENTRY", "mix"], ["EXIT", "mix"], ["EXIT", "main"]],
+       "events")
+
+
+def test_dump_shows_values():
+    out = run([SFTRACE, "dump", recorded()]).stdout
+    got = [re.sub(r"^\s*\d+\s+\d+\s+ARGS\s+", "", line) for line in out.splitlines() if " ARGS " in line]
+    eq(got, ["add arg1=3 arg2=4", "add retval=7", "greet arg1=\"world\"", "scale fparg1=1.500000 arg1=4",
+             "scale retval=6.000000", "probe arg1=<unreadable>", "probe arg1=\"abc\"...", "probe arg1=(null)",
+             "mix arg1='A' arg2=42 arg3=-5 fparg1=2.500000 arg2=0x2a", "mix retval=104"], "dump")
+
+
+EXPECTED_ROWS = [
+    ("add", 0, "arg1", "3"), ("add", 1, "arg2", "4"), ("add", 2, "retval", "7"),
+    ("greet", 0, "arg1", "\"world\""),
+    ("scale", 0, "fparg1", "1.500000"), ("scale", 1, "arg1", "4"), ("scale", 2, "retval", "6.000000"),
+    ("probe", 0, "arg1", "<unreadable>"), ("probe", 0, "arg1", "\"abc\"..."), ("probe", 0, "arg1", "(null)"),
+    ("mix", 0, "arg1", "'A'"), ("mix", 1, "arg2", "42"), ("mix", 2, "arg3", "-5"), ("mix", 3, "fparg1", "2.500000"),
+    ("mix", 4, "arg2", "0x2a"), ("mix", 5, "retval", "104"),
+]
+
+
+def test_query_args_table():
+    log = recorded()
+    out = run([SFTRACE, "query", "--format", "csv", log,
+               "select f.name, a.\"index\", a.name, a.value from args a join frames f using (frame_id) "
+               "order by f.start_ns, a.\"index\""]).stdout
+    rows = [(r[0], int(r[1]), r[2], r[3]) for r in list(csv.reader(io.StringIO(out)))[1:]]
+    eq(rows, EXPECTED_ROWS, "query's args")
+    # A recording without values has an empty args table.
+    p, plain = record([fixture()], args=["-q"])
+    eq(run([SFTRACE, "query", plain, "select count(*) from args"]).stdout, "count(*)\n0\n", "no values")
+
+
+def test_parquet_args():
+    log = recorded()
+    out = os.path.join(tmpdir(), "sf.pola")
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", out])
+    got = parquet_query("args_query.mjs", out)
+    eq(got["types"], {"frame_id": "DataType(UInt64)", "index": "DataType(UInt32)", "name": "DataType(String)",
+                      "value": "DataType(String)"}, "types")
+    eq(got["rows"], [f"{f} {i} {n} {v}" for f, i, n, v in EXPECTED_ROWS], "OUT.args rows")
+    eq(got["duckdb"], len(EXPECTED_ROWS), "DuckDB's count")
+    # Without values, no OUT.args file.
+    p, plain = record([fixture()], args=["-q"])
+    out2 = os.path.join(tmpdir(), "sf.pola")
+    run([SFTRACE, "convert", "--type", "pola", plain, "-o", out2])
+    check(not os.path.exists(out2 + ".args"), "OUT.args without values")
+
+
+def test_perfetto_args():
+    tp = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(os.path.dirname(ROOT), "shared", "tools",
+                                                                    "trace_processor_shell")
+    if not os.access(tp, os.X_OK):
+        raise Skip(f"Perfetto's trace_processor_shell not found at {tp}")
+    log = recorded()
+    pb = os.path.join(tmpdir(), "sf.pb")
+    run([SFTRACE, "convert", log, "-o", pb])
+    q = pb + ".sql"
+    with open(q, "w") as f:
+        f.write("select s.name as fn, substr(a.key, 7) as k, replace(a.display_value, '\"', '#') as v from slice s "
+                "join args a using (arg_set_id) where a.key like 'debug.%' order by s.ts, a.id;\n")
+    # (trace_processor's CSV does not double the quotes inside a value.)
+    rows = [(r["fn"], r["k"], r["v"].replace("#", '"'))
+            for r in csv.DictReader(io.StringIO(run([tp, "-q", q, pb]).stdout))]
+    # Perfetto keeps one value per key and slice: of mix's arg2 twice (/u,
+    # then /x), the last.
+    want = [(f, n, v) for f, _, n, v in EXPECTED_ROWS if (f, n, v) != ("mix", "arg2", "42")]
+    eq(sorted(rows), sorted(want), "trace_processor's args")
+
+
+BAD = [
+    (["-A", "add"], "-A 'add': expected FUNC@arg1,arg2/s,..."),
+    (["-A", "@arg1"], "-A '@arg1': no FUNC before '@'"),
+    (["-A", "add@"], "-A 'add@': nothing after '@'"),
+    (["-A", "add@arg7"], "-A 'add@arg7': arg7: integer arguments are arg1-arg6 (the registers; the stack is not read)"),
+    (["-A", "add@arg1/z"], "-A 'add@arg1/z': arg1/z: unknown format (i, u, x with 8/16/32/64; p, c, s, S, b; "
+                           "f for a float return value)"),
+    (["-A", "add@retval"], "-A 'add@retval': retval: retval goes in -R (--retval)"),
+    (["-R", "add@arg1"], "-R 'add@arg1': arg1: -R (--retval) takes retval[/FMT]; arguments go in -A"),
+    (["-A", "add@fparg9"], "-A 'add@fparg9': fparg9: floating-point arguments are fparg1-fparg8 (the vector registers)"),
+    (["-A", "add@arg1/f"], "-A 'add@arg1/f': arg1/f: a floating-point argument is fpargN, not argN/f"),
+    (["-A", "add@arg1%rdi"], "-A 'add@arg1%rdi': arg1%rdi: register and stack locations (%REG, %stack+N) are not "
+                             "supported"),
+    (["-A", "add@arg6/S"], "-A 'add@arg6/S': arg6/S: /S takes two registers (pointer, length): arg6 has no next one"),
+    (["-R", "add@retval/f16"], "-R 'add@retval/f16': retval/f16: a floating-point value's format is f, f32 or f64"),
+]
+
+
+def test_bad_specs():
+    exe = fixture()
+    for args, msg in BAD:
+        d = tmpdir()
+        p = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log")] + args + ["--", exe], check_rc=2)
+        eq(p.stderr, f"sftrace: error: {msg}\n", f"{args}")
+        eq(p.stdout, "", f"{args}: the program did not run")
+        eq(os.listdir(d), [], f"{args}: no log")
+    d = tmpdir()
+    p = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "-A", "nosuch@arg1", "--", exe], check_rc=1)
+    eq(p.stderr, f"sftrace: error: -A 'nosuch@arg1': no instrumented function of {exe} is named 'nosuch' "
+                 f"(sftrace filter -p {exe} -r REGEX shows which are)\n", "a FUNC that names nothing")
+    eq(p.stdout, "", "the program did not run")
+
+
+def test_auto_args_c():
+    # Types from DWARF: every function of the fixture; main's argv is a
+    # pointer (its value varies), its return value 0 (uftrace's "} = 0;").
+    p, log = record([fixture()], args=["-q", "--auto-args"])
+    eq(p.stdout, PROGRAM_OUT, "the program's output is unchanged")
+    calls = replay_calls(log)
+    check(re.fullmatch(r"main\(1, 0x[0-9a-f]+\) \{", calls[0]), calls[0])
+    eq(calls[1:], [
+        "  add(3, 4) = 7;",
+        "  greet(\"world\") = \"world\";",
+        "  scale(1.500000, 4) = 6.000000;",
+        "  probe(<unreadable>) = 1;",
+        "  probe(\"abc\"...) = 1;",
+        "  probe((null)) = 0;",
+        "  mix('A', 42, -5, 2.500000) = 104;",
+        "} = 0; /* main */",
+    ], "replay --auto-args")
+
+
+def test_auto_args_spec_wins_and_string_budget():
+    # -A/-R name add: its values are the spec's alone; --auto-args gives
+    # greet 16 bytes of each string.
+    p, log = record([fixture()], args=["-q", "--auto-args", "-A", "add@arg2/x"])
+    calls = replay_calls(log)
+    eq(calls[1:3], ["  add(0x4);", "  greet(\"world\") = \"world\";"], "replay")
+
+
+def test_auto_args_rust():
+    from sfkit import rust_fixture
+    exe = rust_fixture("args_rust")
+    p, log = record([exe], args=["-q", "--auto-args"])
+    eq(p.stdout, "6 first\n", "the program's output is unchanged")
+    calls = [c.strip() for c in replay_calls(log) if "args_rust::" in c]
+    eq(calls, ["args_rust::main() {", "args_rust::count_vowels(\"hello\", 3) = 6;",
+               "args_rust::pick(true, 'x') = \"first\";", "} /* args_rust::main */"], "replay")
+    # The same by spec: /S reads a &str's pointer and length.
+    p, log = record([exe], args=["-q", "-A", "args_rust::count_vowels@arg1/S,arg3/u",
+                                 "-R", "args_rust::count_vowels@retval/u"])
+    calls = [c.strip() for c in replay_calls(log) if "count_vowels" in c]
+    eq(calls, ["args_rust::count_vowels(\"hello\", 3) = 6;"], "replay by spec")
+
+
+def test_values_across_packed_batches():
+    # 30000 calls fill several 64 KiB slots: the batches handed off are
+    # packed (the ARGS events as raw records) and the last stays in its
+    # slot; every call's values come back, in order.
+    n = 30000
+    p, log = record([fixture(), str(n)], args=["-q", "-A", "add@arg1,arg2", "-R", "add@retval"])
+    eq(p.stdout, f"{n * (n + 1) // 2}\n", "the program's output")
+    rows = run([SFTRACE, "query", "--format", "csv", log,
+                "select a.frame_id, a.value from args a join frames f using (frame_id) where f.name = 'add' "
+                "order by a.frame_id, a.\"index\""]).stdout.splitlines()[1:]
+    calls = {}
+    for r in rows:
+        fid, v = r.split(",", 1)
+        calls.setdefault(int(fid), []).append(v)
+    out = [" ".join(calls[k]) for k in sorted(calls)]
+    eq(len(out), n, "calls with values")
+    bad = [(i, v) for i, v in enumerate(out) if v != f"{i} 1 {i + 1}"]
+    eq(bad[:3], [], "values of every call")

@@ -28,13 +28,18 @@
 /* The allocator's plumbing folded by default (PCRE2, on demangled full
  * names): Rust's alloc:: crate (RawVec growth, Vec and String internals),
  * __rust_alloc and friends (also as __rustc::__rust_alloc), __rdl_/__rg_
- * shims, std::alloc:: and core::alloc::, hashbrown's table growth; C++'s
- * operator new/new[] and std::allocator machinery. The man page and
+ * shims, std::alloc:: and core::alloc::, hashbrown (std's HashMap and
+ * HashSet: table growth and the map methods that grow it) and
+ * std::collections::hash::; C++'s operator new/new[], std::allocator
+ * machinery, and the node and bucket allocation of std::map/set
+ * (_Rb_tree) and std::unordered_map/set (_Hashtable). The man page and
  * README list the same. */
 #define MEMORY_FOLD_DEFAULT                                                                            \
 	"^<?alloc::|^(__rustc::)?__rust_(alloc|alloc_zeroed|realloc|dealloc)$|^(__rustc::)?__r[dg]l_|"   \
-	"^<?(std|core)::alloc::|^<?hashbrown::raw::|^operator new|^std::allocator|"                       \
-	"^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits"
+	"^<?(std|core)::alloc::|^<?hashbrown::|^<?std::collections::hash::|^operator new|"              \
+	"^std::allocator|^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits|"        \
+	"^std::_Rb_tree<.*>::_M_(emplace|insert|create_node|get_node|copy|clone_node)|"                  \
+	"^std::_Hashtable<.*>::_M_(rehash|emplace|insert|allocate)|^std::__detail::_(Hashtable_alloc|Map_base|Insert)"
 
 enum { MS_BY_FUNCTION, MS_BY_LINE, MS_BY_STACK };
 

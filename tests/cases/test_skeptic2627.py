@@ -48,7 +48,6 @@ def test_tail_call_to_a_non_allocator_does_not_take_the_callers_malloc():
     allocation after a tail call without checking that the allocator was
     reached through it (its return address is not the one after the call
     to who)."""
-    raise Skip("known break, issue 27 open: the allocation after a tail call into a non-allocator is credited to the tail-calling function")
     log = tailmiss_log(leak=False)
     eq(own_rows(site_rows(log), "skep2627_tailmiss.c"),
        [(4242, 1, "after_who", "skep2627_tailmiss.c:16", "0")], "sites in the program")
@@ -58,7 +57,6 @@ def test_tail_call_to_a_non_allocator_flame_graph_and_parquet():
     """FAILS NOW. The same misattribution in the leak flame graph (a frame
     `who` under after_who holds the 4242 leaked bytes) and in OUT.alloc
     (frame_id is who's frame)."""
-    raise Skip("known break, issue 27 open: the allocation after a tail call into a non-allocator is credited to the tail-calling function")
     log = tailmiss_log(leak=True)
     d = tmpdir()
     svg = os.path.join(d, "leak.svg")
@@ -80,7 +78,6 @@ def test_signal_handler_between_tail_call_and_allocation():
     5555 B. The handler's balanced entry and exit end via_tail's tail call:
     the 5555 B go to main (at the untraced file's line), not to via_tail by
     a tail call."""
-    raise Skip("known break, issue 27 open: a signal handler's events between a tail call and its allocation lose the tail call")
     obj = build_c("skep2627_sigtail_u.o", ["skep2627_sigtail_u.c"], flags=["-c"], xray=False)
     exe = build_c("skep2627_sigtail", ["skep2627_sigtail.c", obj])
     p, log = record([exe], args=["--alloc", "-q"])
@@ -97,7 +94,6 @@ def test_cxx_operator_new_sites_have_their_lines():
     20,120 B in 10 blocks at libstdc++'s address inside operator new
     (0x7f...958c): the call site is malloc's return address, and operator
     new is not folded into the user's line."""
-    raise Skip("known break, issue 27 open: operator new's call site is an address in libstdc++, not the user's file:line")
     exe = build_c("skep2627_new", ["skep2627_new.cc"], compiler="clang++")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok\n", "the program's output")
@@ -112,7 +108,6 @@ def test_rust_hashmap_site_names_the_users_function():
     `hashbrown::map::HashMap<…>::insert  map.rs:1841` (69,724 B, 10 blocks):
     only hashbrown::raw:: is folded, so std's HashMap plumbing hides the
     user's function, which the claim says a Rust program's top sites name."""
-    raise Skip("known break, issue 27 open: std HashMap::insert (hashbrown::map::) is not folded into the user's function")
     exe = rust_fixture("skep2627_rustsites")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "14805\n", "the program's output")
@@ -133,7 +128,6 @@ def test_reallocarray_counted_once():
     program's 900 B: the interposer records reallocarray and then the realloc
     glibc's reallocarray makes through the PLT (a second row, 900 B in 2
     blocks at libc's address)."""
-    raise Skip("known break, issue 27 open: reallocarray is recorded twice (itself and glibc's inner realloc)")
     exe = build_c("skep2627_reallocarray", ["skep2627_reallocarray.c"])
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok\n", "the program's output")
@@ -152,7 +146,6 @@ def test_every_allocation_of_a_tail_callee_goes_to_the_tail_caller():
     (`main  skep2627_tailmany_u.c:6`: a row naming main at a line of
     another file's function). No traced event came between: via's tail
     call is still the frame that reached them."""
-    raise Skip("known break, issue 27 open: only the first allocation after a tail call is credited to the tail-calling function")
     obj = build_c("skep2627_tailmany_u.o", ["skep2627_tailmany_u.c"], flags=["-c"], xray=False)
     exe = build_c("skep2627_tailmany", ["skep2627_tailmany.c", obj])
     p, log = record([exe], args=["--alloc", "-q"])

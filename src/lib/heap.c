@@ -51,7 +51,9 @@ static int stacks_begin(void *ctx, const struct fr_frame *f)
 {
 	struct stacks *s = ctx;
 	struct hthread *t = &s->th[f->thread->index];
+	uint32_t parent = t->node;
 	t->node = cp_child(s->tree, t->node, node_key(f), f->proc, f->func_id);
+	tc_frame_begin(&t->claim, f->proc, f, t->node, parent);
 	const struct heap_options *o = s->opt;
 	if (o && o->milestone && f->func_id < o->nmilestone && o->milestone[f->func_id] && s->on_milestone)
 		s->on_milestone(s->ctx, f->t_begin);

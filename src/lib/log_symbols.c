@@ -323,6 +323,23 @@ static int in_callee(struct log_symbols *ls, size_t oi, const char *site_fn, uin
 	return 0;
 }
 
+int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func)
+{
+	const struct lr_object *obj;
+	uint64_t vaddr;
+	const struct ls_targets *x = tail_targets(ls, tailer);
+	if (!x->n || lr_func(ls->log, func, &obj, &vaddr) < 0)
+		return 0;
+	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
+	const char *mangled = ls->objs[oi].sym ? sym_lookup(ls->objs[oi].sym, vaddr)->mangled : NULL;
+	for (size_t i = 0; i < x->n; i++) {
+		if (x->t[i].name ? mangled && strcmp(mangled, x->t[i].name) == 0
+				 : oi == x->obj && x->t[i].vaddr == vaddr)
+			return 1;
+	}
+	return 0;
+}
+
 static int tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_t tailer)
 {
 	const struct lr_object *cobj = NULL, *tobj;

@@ -79,6 +79,10 @@ enum {
 };
 int ls_tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_t tailer);
 
+/* 1 when function `func` is one that `tailer`'s code jumps to in a tail
+ * call (decoded as for LS_SITE_IN_CALLEE): a traced tail callee. */
+int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func);
+
 /* The file that symbolizes object i (lr_object_at order), or NULL when its
  * names are placeholders. */
 const char *ls_object_file(const struct log_symbols *ls, size_t i);

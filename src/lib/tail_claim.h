@@ -8,7 +8,9 @@
  * traced frame is P's) that the callee makes; it lasts
  *   - across frames opened and closed above P (a traced function the
  *     untraced callee calls, a signal handler): their own allocations are
- *     theirs, and the claim stands after them;
+ *     theirs, and the claim stands after them; but when the frame opened
+ *     is F's traced tail callee itself (a function F's code jumps to), its
+ *     end returns to P and ends the claim;
  *   - across allocations whose call site lies in the function F jumps to
  *     (decoded from F's code: the jmp after its tail-call sled; make_pair
  *     allocating three blocks), or, when F jumps to another object's
@@ -45,8 +47,18 @@ struct tail_claim {
 	uint64_t tail;         /* F's frame (node or frame id); 0: no claim */
 	uint64_t caller;       /* P's frame, where F's tail call returned */
 	uint32_t tail_func, caller_func;
+	uint64_t callee;       /* the traced tail callee's frame, once open (0: none) */
 	int seen;              /* an allocation was claimed */
 };
+
+/* Frame f (id `id`) began in `parent`. */
+static inline void tc_frame_begin(struct tail_claim *c, const struct trace_proc *p, const struct fr_frame *f,
+				  uint64_t id, uint64_t parent)
+{
+	if (c->tail && !c->callee && parent == c->caller && p && p->syms &&
+	    ls_is_tail_target(p->syms, c->tail_func, f->func_id))
+		c->callee = id;
+}
 
 /* Frame f (id `id`) ended; the thread is back in `parent` (function
  * parent_func, UINT32_MAX for none). */
@@ -55,7 +67,7 @@ static inline void tc_frame_end(struct tail_claim *c, const struct fr_frame *f, 
 {
 	if (f->end_kind == FR_END_TAIL)
 		*c = (struct tail_claim){.tail = id, .caller = parent, .tail_func = f->func_id, .caller_func = parent_func};
-	else if (c->tail && id == c->caller)
+	else if (c->tail && (id == c->caller || id == c->callee))
 		c->tail = 0;
 }
 
@@ -70,7 +82,7 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 	if (!c->tail || cur != c->caller || !(alloc || free_))
 		return 0;
 	uint64_t f = c->tail;
-	switch (ls_tail_site(p->syms, ev->site, c->caller_func, c->tail_func)) {
+	switch (p->syms ? ls_tail_site(p->syms, ev->site, c->caller_func, c->tail_func) : LS_SITE_UNKNOWN) {
 	case LS_SITE_CALLER_OWN:
 		f = 0;
 		/* fallthrough */

@@ -87,6 +87,7 @@ void pola_alloc_frame(struct pola_alloc *a, const struct fr_frame *f, int begin)
 			t->nfuncs = n;
 		}
 		t->funcs[f->depth] = f->func_id;
+		tc_frame_begin(&t->claim, f->proc, f, f->id, f->parent);
 		return;
 	}
 	t->cur = f->parent;

@@ -155,6 +155,21 @@ def test_every_allocation_of_a_tail_callee_goes_to_the_tail_caller():
     eq(got, [(6, 1, "dup", "1"), (349, 3, "via", "1")], "via's and dup's allocations, none to main")
 
 
+def test_memory_help_lists_no_option_it_refuses():
+    """Failed before: `memory --help` listed the trace-cutting options
+    (-c, --tid, --time, --min-duration, --max-depth) that memory refuses
+    with a usage error. The help names them only as refused."""
+    out = run([SFTRACE, "memory", "--help"]).stdout
+    listed = sorted(o for o in ["--filter FILE", "--tid LIST", "--time START..END", "--min-duration DUR",
+                                "--max-depth N"] if o in out)
+    eq(listed, [], "cut options listed with their arguments")
+    check("are refused" in out, "the help says memory refuses them")
+    exe = build_c("skep2627_reallocarray", ["skep2627_reallocarray.c"])
+    _, log = record([exe], args=["--alloc", "-q"])
+    p = run([SFTRACE, "memory", "--tid", "1", log], check_rc=None)
+    eq(p.returncode, 2, "memory --tid: a usage error")
+
+
 def _ring_end_run(exe, mode):
     d = tmpdir()
     p = run([SFTRACE, "record", "--ring", "1M", "--trigger", "slow>10ms", "-o", os.path.join(d, "sf.log"),

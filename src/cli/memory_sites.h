@@ -6,10 +6,12 @@
  * its stack once the allocator's own plumbing is folded away (frames whose
  * full name matches the fold list, MEMORY_FOLD_DEFAULT plus --fold, are
  * skipped going up the stack), and its location:
- *   - a site reached by a tail call (heap_site.tail), or whose call site
- *     lies in folded plumbing (Rust's `__rust_alloc` called from
- *     `finish_grow`): the allocating function's own file:line (its
- *     definition), since the call inside it left no address;
+ *   - a site reached by a tail call (heap_site.tail): the line of the
+ *     function's tail calls (its `jmp` after the tail-call sled) when they
+ *     are all on one line, else its own file:line (its definition);
+ *   - a site whose call site lies in folded plumbing (Rust's `__rust_alloc`
+ *     called from `finish_grow`): the allocating function's own file:line
+ *     (its definition), since the call inside it left no address;
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
  *   - else the function holding the call site, or its address.

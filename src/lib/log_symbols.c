@@ -323,6 +323,26 @@ static int in_callee(struct log_symbols *ls, size_t oi, const char *site_fn, uin
 	return 0;
 }
 
+int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint32_t *line)
+{
+	const struct ls_targets *x = tail_targets(ls, func);
+	const char *f0 = NULL, *f;
+	uint32_t l0 = 0, l;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!sym_source_line(ls->objs[x->obj].sym, x->t[i].at, &f, &l))
+			return 0;
+		if (i && (l != l0 || strcmp(f, f0) != 0))
+			return 0; /* tail calls on several lines: which one is unknown */
+		f0 = f;
+		l0 = l;
+	}
+	if (!f0)
+		return 0;
+	*file = f0;
+	*line = l0;
+	return 1;
+}
+
 int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func)
 {
 	const struct lr_object *obj;

@@ -79,6 +79,11 @@ enum {
 };
 int ls_tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_t tailer);
 
+/* The source line of function func's tail calls (the jmp after each
+ * tail-call sled): 1 with *file and *line (as ls_site_line) when they all
+ * lie on one line, else 0. */
+int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint32_t *line);
+
 /* 1 when function `func` is one that `tailer`'s code jumps to in a tail
  * call (decoded as for LS_SITE_IN_CALLEE): a traced tail callee. */
 int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func);

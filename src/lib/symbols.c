@@ -847,7 +847,7 @@ size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target
 	for (size_t i = 0; i + 11 + 5 <= size && n < max; i++) {
 		if (code[i] != 0xeb || code[i + 1] != 0x09)
 			continue;
-		struct sym_target t = {0};
+		struct sym_target t = {.at = fvaddr + i + 11};
 		int kind = branch_target(elf, fvaddr + i + 11, &t.vaddr, &t.name);
 		if (kind && code[i + 11 + (code[i + 11] == 0xf2)] != 0xe8 &&
 		    !(code[i + 11] == 0xff && code[i + 12] == 0x15)) { /* a jmp, not a call */

@@ -83,6 +83,7 @@ int sym_call_target(struct sym_object *obj, uint64_t ret, uint64_t *target, cons
 struct sym_target {
 	uint64_t vaddr;
 	const char *name;
+	uint64_t at;       /* the jmp's own ELF address */
 };
 size_t sym_tail_targets(struct sym_object *obj, uint64_t fvaddr, struct sym_target *out, size_t max);
 

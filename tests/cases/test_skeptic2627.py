@@ -155,6 +155,17 @@ def test_every_allocation_of_a_tail_callee_goes_to_the_tail_caller():
     eq(got, [(6, 1, "dup", "1"), (349, 3, "via", "1")], "via's and dup's allocations, none to main")
 
 
+def test_tail_call_row_at_the_tail_calls_line():
+    """Failed before: a tail-call row was placed at the function's
+    declaration line (h27fix_tailline.c:11, `make_buf(size_t n)`), not at
+    the line of the tail call (`return malloc(n + 1);`, line 15)."""
+    exe = build_c("h27fix_tailline", ["h27fix_tailline.c"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok\n", "the program's output")
+    eq(own_rows(site_rows(log), "h27fix_tailline.c"),
+       [(153, 3, "make_buf", "h27fix_tailline.c:15", "1")], "make_buf's row")
+
+
 def test_memory_help_lists_no_option_it_refuses():
     """Failed before: `memory --help` listed the trace-cutting options
     (-c, --tid, --time, --min-duration, --max-depth) that memory refuses

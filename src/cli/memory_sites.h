@@ -34,14 +34,16 @@
  * HashSet: table growth and the map methods that grow it) and
  * std::collections::hash::; C++'s operator new/new[], std::allocator
  * machinery, and the node and bucket allocation of std::map/set
- * (_Rb_tree) and std::unordered_map/set (_Hashtable). The man page and
- * README list the same. */
+ * (_Rb_tree) and std::unordered_map/set (_Hashtable; `(.* )?`: a template
+ * function's demangled name starts with its return type). The man page
+ * and README list the same. */
 #define MEMORY_FOLD_DEFAULT                                                                            \
 	"^<?alloc::|^(__rustc::)?__rust_(alloc|alloc_zeroed|realloc|dealloc)$|^(__rustc::)?__r[dg]l_|"   \
 	"^<?(std|core)::alloc::|^<?hashbrown::|^<?std::collections::hash::|^operator new|"              \
 	"^std::allocator|^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits|"        \
-	"^std::_Rb_tree<.*>::_M_(emplace|insert|create_node|get_node|copy|clone_node)|"                  \
-	"^std::_Hashtable<.*>::_M_(rehash|emplace|insert|allocate)|^std::__detail::_(Hashtable_alloc|Map_base|Insert)"
+	"^(.* )?std::_Rb_tree<.*>::_M_(emplace|insert|create_node|get_node|copy|clone_node)|"            \
+	"^(.* )?std::_Hashtable<.*>::_M_(rehash|emplace|insert|allocate)|"                              \
+	"^(.* )?std::__detail::_(Hashtable_alloc|Map_base|Insert)"
 
 enum { MS_BY_FUNCTION, MS_BY_LINE, MS_BY_STACK };
 

@@ -166,6 +166,21 @@ def test_tail_call_row_at_the_tail_calls_line():
        [(153, 3, "make_buf", "h27fix_tailline.c:15", "1")], "make_buf's row")
 
 
+def test_cxx_container_plumbing_folded_into_the_users_function():
+    """Failed before: std::map's node allocations were a row of
+    `std::_Rb_tree<…>::_M_emplace_hint_unique<…>(…)` and std::unordered_map's
+    bucket arrays one of `std::_Hashtable<…>::_M_rehash_aux(…)`: templates
+    instantiated in the program, so traced, and not folded (their demangled
+    names start with the return type). Per function: fill_map 100 nodes of
+    40 B; fill_hash 100 nodes of 16 B and 4 bucket arrays (1,824 B)."""
+    exe = build_c("h27fix_containers", ["h27fix_containers.cc"], compiler="clang++")
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "200\n", "the program's output")
+    got = sorted((b, c, fn) for b, c, fn, loc, tail, full in site_rows(log, ["--group-by", "function"])
+                 if fn != "main")
+    eq(got, [(3424, 104, "fill_hash(…)"), (4000, 100, "fill_map(…)")], "rows by function")
+
+
 def test_memory_help_lists_no_option_it_refuses():
     """Failed before: `memory --help` listed the trace-cutting options
     (-c, --tid, --time, --min-duration, --max-depth) that memory refuses

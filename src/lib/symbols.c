@@ -735,6 +735,13 @@ void sym_close(struct sym_object *o)
 
 /* ---- call targets (sym_call_target) ---- */
 
+/* The decoders below read x86-64 code only. */
+static int is_x86_64(Elf *elf)
+{
+	GElf_Ehdr eh;
+	return elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64;
+}
+
 /* n bytes of the object's file image at ELF address vaddr, from an
  * allocated PROGBITS section (a separate debug file has none: 0). */
 static int read_image(Elf *elf, uint64_t vaddr, uint8_t *buf, size_t n, int *plt)
@@ -834,7 +841,7 @@ size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target
 	GElf_Addr bias;
 	Elf *elf = dwfl_module_getelf(o->mod, &bias);
 	size_t k = lower_bound(o, fvaddr), n = 0;
-	if (!elf || k >= o->nsyms || o->syms[k].vaddr != fvaddr || !o->syms[k].size || o->syms[k].size > (1u << 20))
+	if (!is_x86_64(elf) || k >= o->nsyms || o->syms[k].vaddr != fvaddr || !o->syms[k].size || o->syms[k].size > (1u << 20))
 		return 0;
 	size_t size = o->syms[k].size;
 	uint8_t *code = xmalloc(size);
@@ -870,7 +877,7 @@ int sym_call_target(struct sym_object *o, uint64_t ret, uint64_t *target, const 
 	uint8_t b[6];
 	int plt = 0;
 	uint64_t got;
-	if (!elf || ret < 6 || !read_image(elf, ret - 6, b, sizeof(b), NULL))
+	if (!is_x86_64(elf) || ret < 6 || !read_image(elf, ret - 6, b, sizeof(b), NULL))
 		return 0;
 	if (b[1] == 0xe8) { /* call rel32 */
 		*target = ret + (uint64_t)(int64_t)rel32(b + 2);

@@ -71,15 +71,15 @@ size_t sym_aliases(struct sym_object *obj, uint64_t vaddr,
  * address in this object; 2 with *name the symbol the GOT slot binds (a
  * call through the PLT or the GOT: another object's function, or an
  * interposable one; owned by libelf, valid until sym_close); 0 when the
- * instruction is none of these (an indirect call) or the code cannot be
- * read. */
+ * instruction is none of these (an indirect call), the code cannot be
+ * read, or the object is not x86-64 code. */
 int sym_call_target(struct sym_object *obj, uint64_t ret, uint64_t *target, const char **name);
 
 /* The targets of the function's tail calls (the `jmp` right after each of
  * its XRay tail-call sleds) in the function starting at ELF address
  * fvaddr: up to max, each either vaddr (in this object) or name (through
- * the PLT or the GOT, as sym_call_target). Indirect jumps are left out.
- * Returns how many. */
+ * the PLT or the GOT, as sym_call_target). Indirect jumps are left out;
+ * none on other machines than x86-64. Returns how many. */
 struct sym_target {
 	uint64_t vaddr;
 	const char *name;

@@ -70,7 +70,7 @@ $(BUILD)/libsftrace.so: $(RT_OBJ) src/runtime/exports.map
 	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,--version-script=src/runtime/exports.map -lpthread -ldl
 
 # record --alloc preloads this one too: the interposed allocator family.
-$(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o
+$(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o $(BUILD)/rt/src/alloc/opnew.o
 	$(CC) -shared -o $@ $^ -Wl,-z,now -ldl
 
 $(BUILD)/rt/%.o: %.c Makefile

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "alloc/outer_site.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 /* In libsftrace.so (preloaded with us); weak so that this library alone is
@@ -148,7 +150,9 @@ static void report_realloc(void *p, void *old, size_t size, void *site)
 		report_free(old, site); /* realloc(p, 0) freed p */
 }
 
-#define SITE __builtin_return_address(0)
+/* the caller's return address, or the program's site an outer interposed
+ * function left (outer_site.h) */
+#define SITE sf_alloc_site(__builtin_return_address(0))
 
 EXPORT void *malloc(size_t size)
 {
@@ -209,6 +213,9 @@ EXPORT void *realloc(void *old, size_t size)
 	return p;
 }
 
+/* glibc's reallocarray calls realloc through the PLT: our realloc records
+ * it, at the site left here (outer_site.h); recorded here only when the
+ * real one did not come through us. */
 EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
 	size_t total;
@@ -216,12 +223,18 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
+	void *site = SITE;
+	sf_alloc_outer_site = site;
 	if ((old && in_arena(old)) || !ready() || !real.reallocarray) {
 		void *p = realloc(old, total);
+		sf_alloc_outer_site = NULL;
 		return p;
 	}
 	void *p = real.reallocarray(old, n, size);
-	report_realloc(p, old, total, SITE);
+	if (sf_alloc_outer_site == site) {
+		sf_alloc_outer_site = NULL;
+		report_realloc(p, old, total, site);
+	}
 	return p;
 }
 

@@ -47,7 +47,8 @@ static void usage(FILE *out)
 		"                         flame graph (what is live at the end)\n"
 		"      --plot OUT.svg|OUT.html  heap size over time, stage starts and the peak\n"
 		"      --overlay          plot each stage from its own start, overlaid\n"
-		"  -n N                   rows per table (default 10, 0 = all)\n"
+		"  -n N                   rows per table (default 10, 0 = all); tsv and json\n"
+		"                         always have every row\n"
 		"      --group-by function|line|stack  rows: one per allocating function, per\n"
 		"                         function and source line (default), or per stack\n"
 		"                         and call site\n"
@@ -67,7 +68,9 @@ static void usage(FILE *out)
 		"      --interactive      then read commands on stdin: track ID, show ID,\n"
 		"                         stage-memory, exit\n"
 		"  -h, --help             this help\n");
-	input_opts_usage(out, 's');
+	input_opts_usage_symbols(out, 's');
+	fprintf(out, "The trace-cutting options of other commands (-c, --tid, --time, --min-duration,\n"
+		     "--max-depth) are refused: the replay needs every allocation and free.\n");
 }
 
 /* ---- stacks ---- */

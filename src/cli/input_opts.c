@@ -146,7 +146,7 @@ int input_opts_handle(struct input_opts *o, int c, const char *arg)
 	return 1;
 }
 
-void input_opts_usage(FILE *out, int symbol_char)
+void input_opts_usage_symbols(FILE *out, int symbol_char)
 {
 	if (symbol_char > ' ' && symbol_char < 127)
 		fprintf(out, "  -%c, --symbol PATH      ", symbol_char);
@@ -159,7 +159,13 @@ void input_opts_usage(FILE *out, int symbol_char)
 		"      --no-symbols       do not read ELF files; name functions by address\n"
 		"  -q, --quiet            no warnings or progress\n"
 		"      --names full|short  function names in full, or short: generic arguments\n"
-		"                         as <…>, closures as {closure}, no crate hashes\n"
+		"                         as <…>, closures as {closure}, no crate hashes\n");
+}
+
+void input_opts_usage(FILE *out, int symbol_char)
+{
+	input_opts_usage_symbols(out, symbol_char);
+	fprintf(out,
 		"cutting the trace (kept calls keep exact times; outputs stay balanced):\n"
 		"  -c, --filter FILE      keep calls of the functions a filter file selects\n"
 		"                         (sftrace filter; within mode: and everything under them)\n"

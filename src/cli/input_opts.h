@@ -54,6 +54,8 @@ int input_opts_handle(struct input_opts *o, int c, const char *arg);
 
 /* The help lines of the shared options (symbols, then the cut and names). */
 void input_opts_usage(FILE *out, int symbol_char);
+/* The same without the trace-cutting options (for commands that refuse them). */
+void input_opts_usage_symbols(FILE *out, int symbol_char);
 
 /* The style --names chose, or `dflt` (1 short, 0 full) when not given. */
 int input_opts_short_names(const struct input_opts *o, int dflt);

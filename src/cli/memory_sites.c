@@ -150,6 +150,9 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		const struct sym_info *si = trace_symbol(p, row->func);
 		row->file = si->file;
 		row->line = si->line;
+		/* a tail call's own line, when the function has one */
+		if (row->tail && p->syms)
+			ls_tail_line(p->syms, row->func, &row->file, &row->line);
 	} else if (!ls_site_line(p->syms, s->addr, &row->file, &row->line)) {
 		row->file = NULL;
 	}

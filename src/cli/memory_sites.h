@@ -6,10 +6,12 @@
  * its stack once the allocator's own plumbing is folded away (frames whose
  * full name matches the fold list, MEMORY_FOLD_DEFAULT plus --fold, are
  * skipped going up the stack), and its location:
- *   - a site reached by a tail call (heap_site.tail), or whose call site
- *     lies in folded plumbing (Rust's `__rust_alloc` called from
- *     `finish_grow`): the allocating function's own file:line (its
- *     definition), since the call inside it left no address;
+ *   - a site reached by a tail call (heap_site.tail): the line of the
+ *     function's tail calls (its `jmp` after the tail-call sled) when they
+ *     are all on one line, else its own file:line (its definition);
+ *   - a site whose call site lies in folded plumbing (Rust's `__rust_alloc`
+ *     called from `finish_grow`): the allocating function's own file:line
+ *     (its definition), since the call inside it left no address;
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
  *   - else the function holding the call site, or its address.
@@ -28,13 +30,20 @@
 /* The allocator's plumbing folded by default (PCRE2, on demangled full
  * names): Rust's alloc:: crate (RawVec growth, Vec and String internals),
  * __rust_alloc and friends (also as __rustc::__rust_alloc), __rdl_/__rg_
- * shims, std::alloc:: and core::alloc::, hashbrown's table growth; C++'s
- * operator new/new[] and std::allocator machinery. The man page and
- * README list the same. */
+ * shims, std::alloc:: and core::alloc::, hashbrown (std's HashMap and
+ * HashSet: table growth and the map methods that grow it) and
+ * std::collections::hash::; C++'s operator new/new[], std::allocator
+ * machinery, and the node and bucket allocation of std::map/set
+ * (_Rb_tree) and std::unordered_map/set (_Hashtable; `(.* )?`: a template
+ * function's demangled name starts with its return type). The man page
+ * and README list the same. */
 #define MEMORY_FOLD_DEFAULT                                                                            \
 	"^<?alloc::|^(__rustc::)?__rust_(alloc|alloc_zeroed|realloc|dealloc)$|^(__rustc::)?__r[dg]l_|"   \
-	"^<?(std|core)::alloc::|^<?hashbrown::raw::|^operator new|^std::allocator|"                       \
-	"^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits"
+	"^<?(std|core)::alloc::|^<?hashbrown::|^<?std::collections::hash::|^operator new|"              \
+	"^std::allocator|^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits|"        \
+	"^(.* )?std::_Rb_tree<.*>::_M_(emplace|insert|create_node|get_node|copy|clone_node)|"            \
+	"^(.* )?std::_Hashtable<.*>::_M_(rehash|emplace|insert|allocate)|"                              \
+	"^(.* )?std::__detail::_(Hashtable_alloc|Map_base|Insert)"
 
 enum { MS_BY_FUNCTION, MS_BY_LINE, MS_BY_STACK };
 

@@ -8,13 +8,14 @@
 #include "format/sflog.h"
 #include "lib/hashmap.h"
 #include "lib/heap.h"
+#include "lib/tail_claim.h"
 #include "lib/util.h"
 
 /* ---- the stacks: each thread's innermost traced frame in the tree ---- */
 
 struct hthread {
 	uint32_t node;               /* CP_ROOT: no traced frame open */
-	uint32_t tail_node;          /* the frame whose tail call was this thread's latest event (0: none) */
+	struct tail_claim claim;     /* a tail call's claim on the next allocations (tail_claim.h) */
 	uint64_t last_alloc;         /* pointer of this thread's latest heap event if an allocation */
 	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
 	uint64_t site_addr;          /* ... and its call site: loops allocate from one site */
@@ -50,8 +51,9 @@ static int stacks_begin(void *ctx, const struct fr_frame *f)
 {
 	struct stacks *s = ctx;
 	struct hthread *t = &s->th[f->thread->index];
+	uint32_t parent = t->node;
 	t->node = cp_child(s->tree, t->node, node_key(f), f->proc, f->func_id);
-	t->tail_node = 0;
+	tc_frame_begin(&t->claim, f->proc, f, t->node, parent);
 	const struct heap_options *o = s->opt;
 	if (o && o->milestone && f->func_id < o->nmilestone && o->milestone[f->func_id] && s->on_milestone)
 		s->on_milestone(s->ctx, f->t_begin);
@@ -62,24 +64,22 @@ static int stacks_end(void *ctx, const struct fr_frame *f)
 {
 	struct stacks *s = ctx;
 	struct hthread *t = &s->th[f->thread->index];
-	t->tail_node = f->end_kind == FR_END_TAIL ? t->node : 0;
+	uint32_t ended = t->node;
 	t->node = cp_node(s->tree, t->node)->parent;
+	uint32_t parent_func = t->node == CP_ROOT ? UINT32_MAX : cp_func(s->tree, cp_node(s->tree, t->node)->func)->id;
+	tc_frame_end(&t->claim, f, ended, t->node, parent_func);
 	return 0;
 }
 
-/* The node an allocation event of thread t belongs to. An allocation right
- * after F's tail call (no event in between) was made by F: `grab(n) { return
- * malloc(n); }` jumps to malloc, so the allocator returns to F's caller and
- * F's frame is gone from the stack, but its tail-call event is the thread's
- * latest. *tail tells which. The first half of an interposed realloc (the
- * old block's free) keeps the claim for the second. */
-static uint32_t stacks_alloc_node(struct hthread *t, uint32_t kind, int *tail)
+/* The node an allocation event of thread t belongs to: the innermost
+ * frame's, or F's when F's tail call claims it (`grab(n) { return
+ * malloc(n); }` jumps to malloc, so the allocator returns to F's caller
+ * and F's frame is gone from the stack; tail_claim.h). *tail tells which. */
+static uint32_t stacks_alloc_node(struct hthread *t, const struct trace_proc *p, const struct lr_event *ev, int *tail)
 {
-	uint32_t node = t->tail_node ? t->tail_node : t->node;
-	*tail = t->tail_node != 0;
-	if (kind != SF_EV_REALLOC_DEALLOC)
-		t->tail_node = 0;
-	return node;
+	uint32_t claim = (uint32_t)tc_claim(&t->claim, t->node, p, ev);
+	*tail = claim != 0;
+	return claim ? claim : t->node;
 }
 
 /* ---- heap_replay ---- */
@@ -295,9 +295,8 @@ static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 	struct hstate *h = ctx;
 	struct hthread *t = &h->st.th[ev->thread->index];
 	uint64_t last = t->last_alloc;
-	(void)p;
 	int tail;
-	uint32_t node = stacks_alloc_node(t, ev->kind, &tail);
+	uint32_t node = stacks_alloc_node(t, p, ev, &tail);
 	t->last_alloc = 0;
 	h->seq++;
 	switch (ev->kind) {
@@ -412,9 +411,8 @@ struct each {
 static int each_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
 {
 	struct each *x = ctx;
-	(void)p;
 	int tail;
-	uint32_t node = stacks_alloc_node(&x->st.th[ev->thread->index], ev->kind, &tail);
+	uint32_t node = stacks_alloc_node(&x->st.th[ev->thread->index], p, ev, &tail);
 	struct heap_event e = {
 		.id = x->id++, .kind = ev->kind, .tid = ev->thread->tid, .time = ev->time_ns, .ptr = ev->ptr,
 		.old_ptr = ev->old_ptr, .size = ev->size, .align = ev->align, .site_addr = ev->site,

@@ -17,6 +17,14 @@ struct ls_object {
 	const struct sym_info **cache;  /* per function index, allocated on first lookup */
 };
 
+/* F's tail-call targets (sym_tail_targets), memoized per function id. */
+#define LS_MAX_TARGETS 8
+struct ls_targets {
+	size_t n;
+	struct sym_target t[LS_MAX_TARGETS];
+	size_t obj;                    /* F's object */
+};
+
 /* A name we made up; freed at close. */
 struct ls_placeholder {
 	struct ls_placeholder *next;
@@ -39,6 +47,10 @@ struct log_symbols {
 	size_t noverrides;
 	struct ls_placeholder *placeholders;
 	struct hashmap unknown; /* id -> its func#<id> sym_info, for ids no object owns */
+	struct hashmap tail_memo; /* site -> tailer << 32 | caller << 3 | LS_SITE_* (ls_tail_site) */
+	struct hashmap targets_ix; /* function id -> index in targets */
+	struct ls_targets *targets;
+	size_t ntargets;
 	struct ls_renamed *renamed;
 	char **warnings;
 	size_t nwarnings;
@@ -259,6 +271,132 @@ const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uin
 	return si->mangled ? si : NULL;
 }
 
+/* The recorded object (with symbols) whose load bias is the highest at or
+ * below addr, or SIZE_MAX. */
+static size_t addr_object(const struct log_symbols *ls, uint64_t addr)
+{
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < ls->nobjs; i++) {
+		uint64_t bias = lr_object_at(ls->log, i)->load_bias;
+		if (bias <= addr && ls->objs[i].sym &&
+		    (best == SIZE_MAX || bias > lr_object_at(ls->log, best)->load_bias))
+			best = i;
+	}
+	return best;
+}
+
+static const struct ls_targets *tail_targets(struct log_symbols *ls, uint32_t tailer)
+{
+	uint64_t *at = hm_find(&ls->targets_ix, tailer);
+	if (at)
+		return &ls->targets[*at];
+	const struct lr_object *tobj;
+	uint64_t tvaddr;
+	ls->targets = xrealloc(ls->targets, (ls->ntargets + 1) * sizeof(*ls->targets));
+	struct ls_targets *x = &ls->targets[ls->ntargets];
+	memset(x, 0, sizeof(*x));
+	x->obj = SIZE_MAX;
+	if (lr_func(ls->log, tailer, &tobj, &tvaddr) == 0) {
+		x->obj = (size_t)(tobj - lr_object_at(ls->log, 0));
+		if (ls->objs[x->obj].sym)
+			x->n = sym_tail_targets(ls->objs[x->obj].sym, tvaddr, x->t, LS_MAX_TARGETS);
+	}
+	int added;
+	*hm_put(&ls->targets_ix, tailer, &added) = ls->ntargets;
+	return &ls->targets[ls->ntargets++];
+}
+
+/* A site outside the caller's code: in the function F jumps to, or (F
+ * jumps through the PLT or GOT to another object's function) in code of an
+ * object the log did not record (libc's strdup)? */
+static int in_callee(struct log_symbols *ls, size_t oi, const char *site_fn, uint32_t tailer)
+{
+	const struct ls_targets *x = tail_targets(ls, tailer);
+	for (size_t i = 0; i < x->n; i++) {
+		if (x->t[i].name) {
+			if (!site_fn)
+				return 1;
+		} else if (site_fn && oi == x->obj && sym_lookup(ls->objs[oi].sym, x->t[i].vaddr)->mangled == site_fn) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint32_t *line)
+{
+	const struct ls_targets *x = tail_targets(ls, func);
+	const char *f0 = NULL, *f;
+	uint32_t l0 = 0, l;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!sym_source_line(ls->objs[x->obj].sym, x->t[i].at, &f, &l))
+			return 0;
+		if (i && (l != l0 || strcmp(f, f0) != 0))
+			return 0; /* tail calls on several lines: which one is unknown */
+		f0 = f;
+		l0 = l;
+	}
+	if (!f0)
+		return 0;
+	*file = f0;
+	*line = l0;
+	return 1;
+}
+
+int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func)
+{
+	const struct lr_object *obj;
+	uint64_t vaddr;
+	const struct ls_targets *x = tail_targets(ls, tailer);
+	if (!x->n || lr_func(ls->log, func, &obj, &vaddr) < 0)
+		return 0;
+	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
+	const char *mangled = ls->objs[oi].sym ? sym_lookup(ls->objs[oi].sym, vaddr)->mangled : NULL;
+	for (size_t i = 0; i < x->n; i++) {
+		if (x->t[i].name ? mangled && strcmp(mangled, x->t[i].name) == 0
+				 : oi == x->obj && x->t[i].vaddr == vaddr)
+			return 1;
+	}
+	return 0;
+}
+
+static int tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_t tailer)
+{
+	const struct lr_object *cobj = NULL, *tobj;
+	uint64_t cvaddr = 0, tvaddr, target = 0;
+	size_t oi = site ? addr_object(ls, site) : SIZE_MAX;
+	if (oi == SIZE_MAX)
+		return site ? LS_SITE_UNKNOWN : LS_SITE_CALLS_TAILER;
+	struct sym_object *so = ls->objs[oi].sym;
+	const struct lr_object *sobj = lr_object_at(ls->log, oi);
+	uint64_t sv = site - sobj->load_bias;
+	const char *in = sym_lookup(so, sv - 1)->mangled; /* the call instruction's function; NULL: no recorded object's */
+	if (lr_func(ls->log, caller, &cobj, &cvaddr) < 0 || cobj != sobj || !in || in != sym_lookup(so, cvaddr)->mangled)
+		return in_callee(ls, oi, in, tailer) ? LS_SITE_IN_CALLEE : LS_SITE_ELSEWHERE;
+	const char *name = NULL;
+	int k = sym_call_target(so, sv, &target, &name);
+	if (!k || lr_func(ls->log, tailer, &tobj, &tvaddr) < 0)
+		return LS_SITE_CALLS_TAILER; /* an indirect call: keep the tail call's claim */
+	if (k == 1)
+		return tobj == cobj && target == tvaddr ? LS_SITE_CALLS_TAILER : LS_SITE_CALLER_OWN;
+	size_t ti = (size_t)(tobj - lr_object_at(ls->log, 0));
+	const char *tname = ls->objs[ti].sym ? sym_lookup(ls->objs[ti].sym, tvaddr)->mangled : NULL;
+	return tname && strcmp(tname, name) == 0 ? LS_SITE_CALLS_TAILER : LS_SITE_CALLER_OWN;
+}
+
+int ls_tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_t tailer)
+{
+	/* memo by site: loops allocate from one site after one tail call */
+	uint64_t key = (uint64_t)tailer << 32 | (uint64_t)(caller & 0x1fffffff) << 3;
+	uint64_t *m = hm_find(&ls->tail_memo, site);
+	if (m && (*m & ~(uint64_t)7) == key)
+		return (int)(*m & 7);
+	int r = tail_site(ls, site, caller, tailer);
+	int added;
+	*hm_put(&ls->tail_memo, site, &added) = key | (uint64_t)r;
+	return r;
+}
+
 int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint32_t *line)
 {
 	size_t best = SIZE_MAX;
@@ -309,6 +447,9 @@ void ls_close(struct log_symbols *ls)
 		free(p);
 	}
 	hm_free(&ls->unknown);
+	hm_free(&ls->tail_memo);
+	hm_free(&ls->targets_ix);
+	free(ls->targets);
 	while (ls->renamed) {
 		struct ls_renamed *r = ls->renamed;
 		ls->renamed = r->next;

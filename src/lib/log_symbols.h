@@ -55,6 +55,39 @@ const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uin
  * 0 when no object's DWARF has it. */
 int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint32_t *line);
 
+/* Where an allocation's call site (runtime address `site`) lies, for a
+ * thread whose innermost frame is a frame of function `caller` that made
+ * a tail call of function `tailer` (lib/tail_claim.h's rule):
+ *   LS_SITE_CALLS_TAILER  in caller's code, and the call that returns there
+ *                         is a call of tailer (tailer ended in `jmp malloc`:
+ *                         the allocator returns to caller), or an indirect
+ *                         call (unknown callee);
+ *   LS_SITE_CALLER_OWN    in caller's code, at a call of another function
+ *                         (caller called the allocator itself);
+ *   LS_SITE_IN_CALLEE     in the function tailer jumps to (decoded from
+ *                         tailer's code: the jmp after its tail-call sled),
+ *                         or, when tailer jumps through the PLT or GOT to
+ *                         another object, in code of an object the log did
+ *                         not record (libc's strdup);
+ *   LS_SITE_ELSEWHERE     elsewhere;
+ *   LS_SITE_UNKNOWN       no object with symbols to tell.
+ * A site of 0 (the setup ABI's events have none) is LS_SITE_CALLS_TAILER.
+ * Memoized per site. */
+enum {
+	LS_SITE_ELSEWHERE = 0, LS_SITE_CALLS_TAILER = 1, LS_SITE_CALLER_OWN = 2, LS_SITE_UNKNOWN = 3,
+	LS_SITE_IN_CALLEE = 4,
+};
+int ls_tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_t tailer);
+
+/* The source line of function func's tail calls (the jmp after each
+ * tail-call sled): 1 with *file and *line (as ls_site_line) when they all
+ * lie on one line, else 0. */
+int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint32_t *line);
+
+/* 1 when function `func` is one that `tailer`'s code jumps to in a tail
+ * call (decoded as for LS_SITE_IN_CALLEE): a traced tail callee. */
+int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func);
+
 /* The file that symbolizes object i (lr_object_at order), or NULL when its
  * names are placeholders. */
 const char *ls_object_file(const struct log_symbols *ls, size_t i);

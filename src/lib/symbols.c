@@ -732,3 +732,164 @@ void sym_close(struct sym_object *o)
 	free(o->basename);
 	free(o);
 }
+
+/* ---- call targets (sym_call_target) ---- */
+
+/* The decoders below read x86-64 code only. */
+static int is_x86_64(Elf *elf)
+{
+	GElf_Ehdr eh;
+	return elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64;
+}
+
+/* n bytes of the object's file image at ELF address vaddr, from an
+ * allocated PROGBITS section (a separate debug file has none: 0). */
+static int read_image(Elf *elf, uint64_t vaddr, uint8_t *buf, size_t n, int *plt)
+{
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+		    vaddr < sh.sh_addr || vaddr - sh.sh_addr + n > sh.sh_size)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < vaddr - sh.sh_addr + n)
+			return 0;
+		memcpy(buf, (const uint8_t *)d->d_buf + (vaddr - sh.sh_addr), n);
+		if (plt) {
+			const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+			*plt = name && strncmp(name, ".plt", 4) == 0;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* The symbol a dynamic relocation of the GOT slot at `got` binds, or NULL. */
+static const char *got_symbol(Elf *elf, uint64_t got)
+{
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh, symsh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
+		Elf_Data *d = elf_getdata(scn, NULL), *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+		if (!d || !syms || !gelf_getshdr(symscn, &symsh))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+			GElf_Sym s;
+			if (!gelf_getrela(d, (int)i, &r) || r.r_offset != got)
+				continue;
+			if (!GELF_R_SYM(r.r_info) || !gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &s))
+				return NULL;
+			return elf_strptr(elf, symsh.sh_link, s.st_name);
+		}
+	}
+	return NULL;
+}
+
+static int32_t rel32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+/* `jmp *GOT(%rip)` of a PLT stub at vaddr (after endbr64 and bnd): the GOT slot. */
+static int plt_stub_got(Elf *elf, uint64_t vaddr, uint64_t *got)
+{
+	uint8_t b[16];
+	if (!read_image(elf, vaddr, b, sizeof(b), NULL))
+		return 0;
+	size_t i = 0;
+	if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+		i = 4;
+	if (b[i] == 0xf2)
+		i++;
+	if (b[i] != 0xff || b[i + 1] != 0x25)
+		return 0;
+	*got = vaddr + i + 6 + (uint64_t)(int64_t)rel32(b + i + 2);
+	return 1;
+}
+
+/* The branch at vaddr, if a direct or GOT `jmp`/`call`: as sym_call_target. */
+static int branch_target(Elf *elf, uint64_t vaddr, uint64_t *target, const char **name)
+{
+	uint8_t b[7];
+	int plt = 0;
+	uint64_t got;
+	if (!read_image(elf, vaddr, b, sizeof(b), NULL))
+		return 0;
+	size_t i = b[0] == 0xf2 ? 1 : 0; /* bnd */
+	if (b[i] == 0xe8 || b[i] == 0xe9) {
+		*target = vaddr + i + 5 + (uint64_t)(int64_t)rel32(b + i + 1);
+		uint8_t probe;
+		if (read_image(elf, *target, &probe, 1, &plt) && plt)
+			return plt_stub_got(elf, *target, &got) && (*name = got_symbol(elf, got)) ? 2 : 0;
+		return 1;
+	}
+	if (b[i] == 0xff && (b[i + 1] == 0x25 || b[i + 1] == 0x15)) {
+		got = vaddr + i + 6 + (uint64_t)(int64_t)rel32(b + i + 2);
+		return (*name = got_symbol(elf, got)) ? 2 : 0;
+	}
+	return 0;
+}
+
+size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target *out, size_t max)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(o->mod, &bias);
+	size_t k = lower_bound(o, fvaddr), n = 0;
+	if (!is_x86_64(elf) || k >= o->nsyms || o->syms[k].vaddr != fvaddr || !o->syms[k].size || o->syms[k].size > (1u << 20))
+		return 0;
+	size_t size = o->syms[k].size;
+	uint8_t *code = xmalloc(size);
+	if (!read_image(elf, fvaddr, code, size, NULL)) {
+		free(code);
+		return 0;
+	}
+	/* an XRay sled as the file has it (`jmp +9`, then 9 bytes of nop);
+	 * the tail-call sled sits right before the tail call's jmp */
+	for (size_t i = 0; i + 11 + 5 <= size && n < max; i++) {
+		if (code[i] != 0xeb || code[i + 1] != 0x09)
+			continue;
+		struct sym_target t = {.at = fvaddr + i + 11};
+		int kind = branch_target(elf, fvaddr + i + 11, &t.vaddr, &t.name);
+		if (kind && code[i + 11 + (code[i + 11] == 0xf2)] != 0xe8 &&
+		    !(code[i + 11] == 0xff && code[i + 12] == 0x15)) { /* a jmp, not a call */
+			if (kind == 2)
+				t.vaddr = 0;
+			else
+				t.name = NULL;
+			out[n++] = t;
+		}
+		i += 10;
+	}
+	free(code);
+	return n;
+}
+
+int sym_call_target(struct sym_object *o, uint64_t ret, uint64_t *target, const char **name)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(o->mod, &bias);
+	uint8_t b[6];
+	int plt = 0;
+	uint64_t got;
+	if (!is_x86_64(elf) || ret < 6 || !read_image(elf, ret - 6, b, sizeof(b), NULL))
+		return 0;
+	if (b[1] == 0xe8) { /* call rel32 */
+		*target = ret + (uint64_t)(int64_t)rel32(b + 2);
+		uint8_t probe;
+		if (read_image(elf, *target, &probe, 1, &plt) && plt && plt_stub_got(elf, *target, &got) &&
+		    (*name = got_symbol(elf, got)))
+			return 2;
+		return plt ? 0 : 1;
+	}
+	if (b[0] == 0xff && b[1] == 0x15) { /* call *GOT(%rip): -fno-plt, Rust */
+		got = ret + (uint64_t)(int64_t)rel32(b + 2);
+		return (*name = got_symbol(elf, got)) ? 2 : 0;
+	}
+	return 0;
+}

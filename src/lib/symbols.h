@@ -66,6 +66,27 @@ int sym_foreach_function(struct sym_object *obj,
 size_t sym_aliases(struct sym_object *obj, uint64_t vaddr,
 		   void (*cb)(void *ctx, const char *mangled, const char *demangled), void *ctx);
 
+/* The function called by the call instruction that returns to ELF address
+ * `ret` (x86-64: `call rel32` or `call *GOT(%rip)`): 1 with *target its ELF
+ * address in this object; 2 with *name the symbol the GOT slot binds (a
+ * call through the PLT or the GOT: another object's function, or an
+ * interposable one; owned by libelf, valid until sym_close); 0 when the
+ * instruction is none of these (an indirect call), the code cannot be
+ * read, or the object is not x86-64 code. */
+int sym_call_target(struct sym_object *obj, uint64_t ret, uint64_t *target, const char **name);
+
+/* The targets of the function's tail calls (the `jmp` right after each of
+ * its XRay tail-call sleds) in the function starting at ELF address
+ * fvaddr: up to max, each either vaddr (in this object) or name (through
+ * the PLT or the GOT, as sym_call_target). Indirect jumps are left out;
+ * none on other machines than x86-64. Returns how many. */
+struct sym_target {
+	uint64_t vaddr;
+	const char *name;
+	uint64_t at;       /* the jmp's own ELF address */
+};
+size_t sym_tail_targets(struct sym_object *obj, uint64_t fvaddr, struct sym_target *out, size_t max);
+
 void sym_close(struct sym_object *obj);
 
 #endif

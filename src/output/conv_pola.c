@@ -179,7 +179,7 @@ static int pola_begin(void *ctx, const struct fr_frame *f)
 {
 	struct pola_sink *s = ctx;
 	note_func(s, f);
-	pola_alloc_frame(s->alloc, f, f->id);
+	pola_alloc_frame(s->alloc, f, 1);
 	struct thread_span *sp = root_span(s, f);
 	if (sp && !sp->has_rows) {
 		sp->has_rows = 1;
@@ -191,7 +191,7 @@ static int pola_begin(void *ctx, const struct fr_frame *f)
 static int pola_end(void *ctx, const struct fr_frame *f)
 {
 	struct pola_sink *s = ctx;
-	pola_alloc_frame(s->alloc, f, f->parent);
+	pola_alloc_frame(s->alloc, f, 0);
 	if ((f->args || f->ret) && pola_args_frame(s->args, f) < 0)
 		return -1;
 	struct thread_span *sp = root_span(s, f);

@@ -6,6 +6,7 @@
 
 #include "format/sflog.h"
 #include "lib/outfile.h"
+#include "lib/tail_claim.h"
 #include "lib/util.h"
 #include "output/conv_pola_alloc.h"
 
@@ -15,8 +16,17 @@ static const struct pq_column alloc_cols[] = {
 	{"site_name", PQ_STRING},
 };
 
+/* Per thread of the current process. */
+struct pola_thread {
+	uint64_t cur;              /* innermost open frame's id (0: none) */
+	struct tail_claim claim;
+	uint32_t *funcs;           /* function ids of the open frames, by depth */
+	size_t nfuncs;
+};
+
 struct pola_alloc {
-	struct pola_alloc_frames fr; /* first: pola_alloc_frame casts */
+	struct pola_thread *th;    /* by lr_thread.index */
+	size_t nth;
 	struct sf_outfile *of;
 	struct pq_writer *w;
 	char path[4096];
@@ -47,21 +57,46 @@ struct pola_alloc *pola_alloc_open(const char *out, const struct pq_options *po)
 	return a;
 }
 
+static void free_threads(struct pola_alloc *a)
+{
+	for (size_t i = 0; i < a->nth; i++)
+		free(a->th[i].funcs);
+	free(a->th);
+	a->th = NULL;
+	a->nth = 0;
+}
+
 int pola_alloc_process_begin(struct pola_alloc *a, const struct trace_proc *p)
 {
-	size_t n = lr_nthreads(p->log) + 1;
-	if (n > a->fr.n) {
-		a->fr.cur = xrealloc(a->fr.cur, n * sizeof(*a->fr.cur));
-		a->fr.tail = xrealloc(a->fr.tail, n * sizeof(*a->fr.tail));
-		a->fr.n = n;
-	}
-	memset(a->fr.cur, 0, a->fr.n * sizeof(*a->fr.cur));
-	memset(a->fr.tail, 0, a->fr.n * sizeof(*a->fr.tail));
+	free_threads(a);
+	a->nth = lr_nthreads(p->log) + 1;
+	a->th = xcalloc(a->nth, sizeof(*a->th));
 	return 0;
 }
 
+void pola_alloc_frame(struct pola_alloc *a, const struct fr_frame *f, int begin)
+{
+	if (f->thread->index >= a->nth)
+		return;
+	struct pola_thread *t = &a->th[f->thread->index];
+	if (begin) {
+		t->cur = f->id;
+		if (f->depth >= t->nfuncs) {
+			size_t n = (size_t)f->depth * 2 + 16;
+			t->funcs = xrealloc(t->funcs, n * sizeof(*t->funcs));
+			t->nfuncs = n;
+		}
+		t->funcs[f->depth] = f->func_id;
+		tc_frame_begin(&t->claim, f->proc, f, f->id, f->parent);
+		return;
+	}
+	t->cur = f->parent;
+	uint32_t parent_func = f->depth && f->depth - 1 < t->nfuncs ? t->funcs[f->depth - 1] : UINT32_MAX;
+	tc_frame_end(&t->claim, f, f->id, f->parent, parent_func);
+}
+
 static int alloc_row(struct pola_alloc *a, const struct trace_proc *p, const struct lr_event *ev, uint32_t kind,
-		     uint64_t ptr, uint64_t size)
+		     uint64_t ptr, uint64_t size, uint64_t frame)
 {
 	struct pq_writer *w = a->w;
 	uint64_t vaddr = 0;
@@ -78,38 +113,31 @@ static int alloc_row(struct pola_alloc *a, const struct trace_proc *p, const str
 		}
 	}
 	uint64_t align = ev->kind >= SF_EV_HEAP_ALLOC && ev->align == 1 ? 0 : ev->align;
-	uint32_t ti = ev->thread->index;
-	return pq_write_u64(w, 0, a->fr.tail[ti] ? a->fr.tail[ti] : a->fr.cur[ti]) || pq_write_u32(w, 1, ev->thread->tid) ||
+	return pq_write_u64(w, 0, frame) || pq_write_u32(w, 1, ev->thread->tid) ||
 	       pq_write_u64(w, 2, ev->time_ns) || pq_write_u32(w, 3, kind) || pq_write_u64(w, 4, ptr) ||
 	       pq_write_u64(w, 5, size) || pq_write_u64(w, 6, kind == 1 || kind == 3 ? align : 0) ||
 	       pq_write_u64(w, 7, vaddr) || pq_write_str(w, 8, name, strlen(name)) || pq_end_row(w);
 }
 
-static int alloc_rows(struct pola_alloc *a, const struct trace_proc *p, const struct lr_event *ev);
-
 int pola_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
 {
 	struct pola_alloc *a = ctx;
-	int rc = alloc_rows(a, p, ev);
-	/* a tail call's claim lasts one allocation (an interposed realloc's
-	 * free half keeps it for the alloc half) */
-	if (ev->kind >= SF_EV_ALLOC && ev->kind != SF_EV_REALLOC_DEALLOC)
-		a->fr.tail[ev->thread->index] = 0;
-	return rc;
-}
-
-static int alloc_rows(struct pola_alloc *a, const struct trace_proc *p, const struct lr_event *ev)
-{
+	uint64_t frame = 0;
+	if (ev->thread->index < a->nth) {
+		struct pola_thread *t = &a->th[ev->thread->index];
+		uint64_t claim = tc_claim(&t->claim, t->cur, p, ev);
+		frame = claim ? claim : t->cur;
+	}
 	switch (ev->kind) {
-	case SF_EV_HEAP_ALLOC: return alloc_row(a, p, ev, 1, ev->ptr, ev->size);
-	case SF_EV_HEAP_FREE: return alloc_row(a, p, ev, 2, ev->ptr, 0);
+	case SF_EV_HEAP_ALLOC: return alloc_row(a, p, ev, 1, ev->ptr, ev->size, frame);
+	case SF_EV_HEAP_FREE: return alloc_row(a, p, ev, 2, ev->ptr, 0, frame);
 	case SF_EV_HEAP_REALLOC:
-		return alloc_row(a, p, ev, 4, ev->old_ptr, 0) || alloc_row(a, p, ev, 3, ev->ptr, ev->size);
+		return alloc_row(a, p, ev, 4, ev->old_ptr, 0, frame) || alloc_row(a, p, ev, 3, ev->ptr, ev->size, frame);
 	case SF_EV_ALLOC:
 	case SF_EV_DEALLOC:
 	case SF_EV_REALLOC_ALLOC:
 	case SF_EV_REALLOC_DEALLOC:
-		return alloc_row(a, p, ev, ev->kind - SF_EV_ALLOC + 1, ev->ptr, ev->size);
+		return alloc_row(a, p, ev, ev->kind - SF_EV_ALLOC + 1, ev->ptr, ev->size, frame);
 	default:
 		return 0;
 	}
@@ -130,8 +158,7 @@ int pola_alloc_finish(struct pola_alloc *a, int ok)
 		sf_outfile_abort(a->of); /* failed, or no allocation events: no file */
 	}
 	pq_free(a->w);
-	free(a->fr.cur);
-	free(a->fr.tail);
+	free_threads(a);
 	free(a);
 	return rc;
 }

@@ -48,7 +48,6 @@ def test_tail_call_to_a_non_allocator_does_not_take_the_callers_malloc():
     allocation after a tail call without checking that the allocator was
     reached through it (its return address is not the one after the call
     to who)."""
-    raise Skip("known break, issue 27 open: the allocation after a tail call into a non-allocator is credited to the tail-calling function")
     log = tailmiss_log(leak=False)
     eq(own_rows(site_rows(log), "skep2627_tailmiss.c"),
        [(4242, 1, "after_who", "skep2627_tailmiss.c:16", "0")], "sites in the program")
@@ -58,7 +57,6 @@ def test_tail_call_to_a_non_allocator_flame_graph_and_parquet():
     """FAILS NOW. The same misattribution in the leak flame graph (a frame
     `who` under after_who holds the 4242 leaked bytes) and in OUT.alloc
     (frame_id is who's frame)."""
-    raise Skip("known break, issue 27 open: the allocation after a tail call into a non-allocator is credited to the tail-calling function")
     log = tailmiss_log(leak=True)
     d = tmpdir()
     svg = os.path.join(d, "leak.svg")
@@ -80,7 +78,6 @@ def test_signal_handler_between_tail_call_and_allocation():
     5555 B. The handler's balanced entry and exit end via_tail's tail call:
     the 5555 B go to main (at the untraced file's line), not to via_tail by
     a tail call."""
-    raise Skip("known break, issue 27 open: a signal handler's events between a tail call and its allocation lose the tail call")
     obj = build_c("skep2627_sigtail_u.o", ["skep2627_sigtail_u.c"], flags=["-c"], xray=False)
     exe = build_c("skep2627_sigtail", ["skep2627_sigtail.c", obj])
     p, log = record([exe], args=["--alloc", "-q"])
@@ -97,7 +94,6 @@ def test_cxx_operator_new_sites_have_their_lines():
     20,120 B in 10 blocks at libstdc++'s address inside operator new
     (0x7f...958c): the call site is malloc's return address, and operator
     new is not folded into the user's line."""
-    raise Skip("known break, issue 27 open: operator new's call site is an address in libstdc++, not the user's file:line")
     exe = build_c("skep2627_new", ["skep2627_new.cc"], compiler="clang++")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok\n", "the program's output")
@@ -112,7 +108,6 @@ def test_rust_hashmap_site_names_the_users_function():
     `hashbrown::map::HashMap<…>::insert  map.rs:1841` (69,724 B, 10 blocks):
     only hashbrown::raw:: is folded, so std's HashMap plumbing hides the
     user's function, which the claim says a Rust program's top sites name."""
-    raise Skip("known break, issue 27 open: std HashMap::insert (hashbrown::map::) is not folded into the user's function")
     exe = rust_fixture("skep2627_rustsites")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "14805\n", "the program's output")
@@ -133,7 +128,6 @@ def test_reallocarray_counted_once():
     program's 900 B: the interposer records reallocarray and then the realloc
     glibc's reallocarray makes through the PLT (a second row, 900 B in 2
     blocks at libc's address)."""
-    raise Skip("known break, issue 27 open: reallocarray is recorded twice (itself and glibc's inner realloc)")
     exe = build_c("skep2627_reallocarray", ["skep2627_reallocarray.c"])
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok\n", "the program's output")
@@ -152,7 +146,6 @@ def test_every_allocation_of_a_tail_callee_goes_to_the_tail_caller():
     (`main  skep2627_tailmany_u.c:6`: a row naming main at a line of
     another file's function). No traced event came between: via's tail
     call is still the frame that reached them."""
-    raise Skip("known break, issue 27 open: only the first allocation after a tail call is credited to the tail-calling function")
     obj = build_c("skep2627_tailmany_u.o", ["skep2627_tailmany_u.c"], flags=["-c"], xray=False)
     exe = build_c("skep2627_tailmany", ["skep2627_tailmany.c", obj])
     p, log = record([exe], args=["--alloc", "-q"])
@@ -160,6 +153,47 @@ def test_every_allocation_of_a_tail_callee_goes_to_the_tail_caller():
     got = sorted((b, c, fn, tail) for b, c, fn, loc, tail, _ in site_rows(log, ["--group-by", "function"])
                  if fn in ("via", "dup", "main") and not re.match(r"0x[0-9a-f]+$", loc))
     eq(got, [(6, 1, "dup", "1"), (349, 3, "via", "1")], "via's and dup's allocations, none to main")
+
+
+def test_tail_call_row_at_the_tail_calls_line():
+    """Failed before: a tail-call row was placed at the function's
+    declaration line (h27fix_tailline.c:11, `make_buf(size_t n)`), not at
+    the line of the tail call (`return malloc(n + 1);`, line 15)."""
+    exe = build_c("h27fix_tailline", ["h27fix_tailline.c"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok\n", "the program's output")
+    eq(own_rows(site_rows(log), "h27fix_tailline.c"),
+       [(153, 3, "make_buf", "h27fix_tailline.c:15", "1")], "make_buf's row")
+
+
+def test_cxx_container_plumbing_folded_into_the_users_function():
+    """Failed before: std::map's node allocations were a row of
+    `std::_Rb_tree<…>::_M_emplace_hint_unique<…>(…)` and std::unordered_map's
+    bucket arrays one of `std::_Hashtable<…>::_M_rehash_aux(…)`: templates
+    instantiated in the program, so traced, and not folded (their demangled
+    names start with the return type). Per function: fill_map 100 nodes of
+    40 B; fill_hash 100 nodes of 16 B and 4 bucket arrays (1,824 B)."""
+    exe = build_c("h27fix_containers", ["h27fix_containers.cc"], compiler="clang++")
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "200\n", "the program's output")
+    got = sorted((b, c, fn) for b, c, fn, loc, tail, full in site_rows(log, ["--group-by", "function"])
+                 if fn != "main")
+    eq(got, [(3424, 104, "fill_hash(…)"), (4000, 100, "fill_map(…)")], "rows by function")
+
+
+def test_memory_help_lists_no_option_it_refuses():
+    """Failed before: `memory --help` listed the trace-cutting options
+    (-c, --tid, --time, --min-duration, --max-depth) that memory refuses
+    with a usage error. The help names them only as refused."""
+    out = run([SFTRACE, "memory", "--help"]).stdout
+    listed = sorted(o for o in ["--filter FILE", "--tid LIST", "--time START..END", "--min-duration DUR",
+                                "--max-depth N"] if o in out)
+    eq(listed, [], "cut options listed with their arguments")
+    check("are refused" in out, "the help says memory refuses them")
+    exe = build_c("skep2627_reallocarray", ["skep2627_reallocarray.c"])
+    _, log = record([exe], args=["--alloc", "-q"])
+    p = run([SFTRACE, "memory", "--tid", "1", log], check_rc=None)
+    eq(p.returncode, 2, "memory --tid: a usage error")
 
 
 def _ring_end_run(exe, mode):

@@ -1,0 +1,61 @@
+/* C++ operator new (all eight forms), interposed in libsftrace-alloc.so so
+ * that an allocation by `new` is recorded at the program's line, not at
+ * the address inside libstdc++'s operator new that calls malloc
+ * (outer_site.h). Each calls the next definition (libstdc++'s, or a
+ * replacement in a library loaded after us; a replacement in the
+ * executable comes first in the lookup order and is never interposed), so
+ * new_handler loops and std::bad_alloc behave as without us: the
+ * exception passes through these frames (x86-64 always has unwind
+ * tables). Nothing is recorded here: the malloc (or aligned_alloc) that
+ * operator new calls records, with the site left here. */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "alloc/outer_site.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+__thread void *sf_alloc_outer_site __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* The next definition of `name`: after us in the global scope, else in a
+ * libstdc++ that a plugin loaded locally (RTLD_NEXT cannot see it). */
+static void *next_def(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f) {
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		if (h)
+			f = dlsym(h, name);
+	}
+	if (!f)
+		abort(); /* a caller of operator new without a libstdc++: cannot happen */
+	return f;
+}
+
+/* One form: leave the caller's site unless an outer form already did
+ * (operator new[] calls operator new through the PLT), call the next. */
+#define NEW_FORM(sym, params, args)                                                        \
+	EXPORT void *sym params                                                            \
+	{                                                                                  \
+		static void *(*next) params;                                               \
+		if (!next)                                                                 \
+			next = (void *(*) params)next_def(#sym);                           \
+		int mine = sf_alloc_outer_site == NULL;                                    \
+		if (mine)                                                                  \
+			sf_alloc_outer_site = __builtin_return_address(0);                 \
+		void *p = next args;                                                       \
+		if (mine)                                                                  \
+			sf_alloc_outer_site = NULL;                                        \
+		return p;                                                                  \
+	}
+
+NEW_FORM(_Znwm, (size_t n), (n))
+NEW_FORM(_Znam, (size_t n), (n))
+NEW_FORM(_ZnwmRKSt9nothrow_t, (size_t n, const void *nt), (n, nt))
+NEW_FORM(_ZnamRKSt9nothrow_t, (size_t n, const void *nt), (n, nt))
+NEW_FORM(_ZnwmSt11align_val_t, (size_t n, size_t al), (n, al))
+NEW_FORM(_ZnamSt11align_val_t, (size_t n, size_t al), (n, al))
+NEW_FORM(_ZnwmSt11align_val_tRKSt9nothrow_t, (size_t n, size_t al, const void *nt), (n, al, nt))
+NEW_FORM(_ZnamSt11align_val_tRKSt9nothrow_t, (size_t n, size_t al, const void *nt), (n, al, nt))

@@ -1,0 +1,108 @@
+/* Which allocations a tail call claims (docs/DESIGN.md, "Tail calls"),
+ * shared by the heap replay (heap.c: stack nodes) and OUT.alloc
+ * (conv_pola_alloc.c: frame ids).
+ *
+ * F's tail-call event closes F's frame; the thread is back in F's caller P
+ * while F's tail callee runs, and nothing in the trace marks its return.
+ * F's claim covers the heap events at P's level (the thread's innermost
+ * traced frame is P's) that the callee makes; it lasts
+ *   - across frames opened and closed above P (a traced function the
+ *     untraced callee calls, a signal handler): their own allocations are
+ *     theirs, and the claim stands after them; but when the frame opened
+ *     is F's traced tail callee itself (a function F's code jumps to), its
+ *     end returns to P and ends the claim;
+ *   - across allocations whose call site lies in the function F jumps to
+ *     (decoded from F's code: the jmp after its tail-call sled; make_pair
+ *     allocating three blocks), or, when F jumps to another object's
+ *     function through the PLT or GOT, in code of objects the log did not
+ *     record (libc's strdup);
+ *   - across the first allocation, wherever its call site (the callee may
+ *     reach the allocator through deeper untraced code);
+ *   - until a heap event whose call site lies in P's code (the allocator
+ *     returns into P): if the call there is the call of F, F jumped to the
+ *     allocator and the event is F's; if it calls another function, P
+ *     called the allocator itself and the event is P's (after_who's own
+ *     malloc after who's `jmp getpid`). Either way the callee has returned:
+ *     the claim ends. An event without a site (the setup ABI's) or without
+ *     symbols to tell is F's and ends it, except the free half of a
+ *     setup-ABI realloc, which passes the claim on to its allocation half;
+ *   - until a later allocation elsewhere (P called other untraced code that
+ *     allocates, e.g. puts' buffer): P's, and the claim ends;
+ *   - until P's frame ends, or another tail call replaces the claim.
+ * Per thread: two ids, two function ids and a flag; the call-site test
+ * runs only for heap events at P's level during a claim, memoized per
+ * site. */
+#ifndef SFTRACE_LIB_TAIL_CLAIM_H
+#define SFTRACE_LIB_TAIL_CLAIM_H
+
+#include <stdint.h>
+
+#include "format/sflog.h"
+#include "lib/frames.h"
+#include "lib/log_reader.h"
+#include "lib/log_symbols.h"
+#include "lib/trace_input.h"
+
+struct tail_claim {
+	uint64_t tail;         /* F's frame (node or frame id); 0: no claim */
+	uint64_t caller;       /* P's frame, where F's tail call returned */
+	uint32_t tail_func, caller_func;
+	uint64_t callee;       /* the traced tail callee's frame, once open (0: none) */
+	int seen;              /* an allocation was claimed */
+};
+
+/* Frame f (id `id`) began in `parent`. */
+static inline void tc_frame_begin(struct tail_claim *c, const struct trace_proc *p, const struct fr_frame *f,
+				  uint64_t id, uint64_t parent)
+{
+	if (c->tail && !c->callee && parent == c->caller && p && p->syms &&
+	    ls_is_tail_target(p->syms, c->tail_func, f->func_id))
+		c->callee = id;
+}
+
+/* Frame f (id `id`) ended; the thread is back in `parent` (function
+ * parent_func, UINT32_MAX for none). */
+static inline void tc_frame_end(struct tail_claim *c, const struct fr_frame *f, uint64_t id, uint64_t parent,
+				uint32_t parent_func)
+{
+	if (f->end_kind == FR_END_TAIL)
+		*c = (struct tail_claim){.tail = id, .caller = parent, .tail_func = f->func_id, .caller_func = parent_func};
+	else if (c->tail && (id == c->caller || id == c->callee))
+		c->tail = 0;
+}
+
+/* The tail-calling frame that claims heap event ev of a thread whose
+ * innermost frame is `cur`, or 0 (the event is cur's). */
+static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct trace_proc *p,
+				const struct lr_event *ev)
+{
+	uint32_t k = ev->kind;
+	int alloc = k == SF_EV_ALLOC || k == SF_EV_REALLOC_ALLOC || k == SF_EV_HEAP_ALLOC || k == SF_EV_HEAP_REALLOC;
+	int free_ = k == SF_EV_DEALLOC || k == SF_EV_REALLOC_DEALLOC || k == SF_EV_HEAP_FREE;
+	if (!c->tail || cur != c->caller || !(alloc || free_))
+		return 0;
+	uint64_t f = c->tail;
+	switch (p->syms ? ls_tail_site(p->syms, ev->site, c->caller_func, c->tail_func) : LS_SITE_UNKNOWN) {
+	case LS_SITE_CALLER_OWN:
+		f = 0;
+		/* fallthrough */
+	case LS_SITE_CALLS_TAILER:
+	case LS_SITE_UNKNOWN: /* the allocator returns into P: the tail callee is done */
+		if (k != SF_EV_REALLOC_DEALLOC)
+			c->tail = 0;
+		return f;
+	case LS_SITE_IN_CALLEE:
+		c->seen |= alloc;
+		return f;
+	default: /* elsewhere */
+		if (!c->seen) {
+			c->seen = alloc;
+			return f;
+		}
+		if (alloc)
+			c->tail = 0;
+		return 0;
+	}
+}
+
+#endif

@@ -488,6 +488,8 @@ static void usage(FILE *out)
 		"                         default; none; all\n"
 		"      --srcline          each call's source file:line (DWARF) as a comment\n"
 		"      --no-pager         write straight to stdout\n"
+		"      --raw-times        times as recorded: the tracer's own cost per call,\n"
+		"                         measured at start, is not taken off (the default does)\n"
 		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
 		"                         is unset), always or never\n"
 		"  -h, --help             this help\n");
@@ -499,6 +501,7 @@ struct replay_opts {
 	struct replay *r;
 	const char *color;
 	int no_pager;
+	int raw_times;
 };
 
 static int replay_option(void *ctx, int c, const char *arg)
@@ -508,6 +511,7 @@ static int replay_option(void *ctx, int c, const char *arg)
 	case 'f': return parse_fields(o->r, arg);
 	case 'P': o->no_pager = 1; return 0;
 	case 'L': o->r->srcline = 1; return 0;
+	case 'R': o->raw_times = 1; return 0;
 	case 'C':
 		if (strcmp(arg, "auto") && strcmp(arg, "always") && strcmp(arg, "never")) {
 			sf_error("--color must be auto, always or never, not '%s'", arg);
@@ -527,6 +531,7 @@ int cmd_replay(int argc, char **argv)
 		{"srcline", no_argument, 0, 'L'},
 		{"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'},
+		{"raw-times", no_argument, 0, 'R'},
 		{0, 0, 0, 0},
 	};
 	struct replay r = {0};
@@ -534,7 +539,7 @@ int cmd_replay(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
 	parse_fields(&r, "duration,tid");
-	struct replay_opts ro = {&r, "auto", 0};
+	struct replay_opts ro = {&r, "auto", 0, 0};
 	const struct cmd_opts own = {longopts, "f:", replay_option, &ro, usage};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
@@ -546,6 +551,7 @@ int cmd_replay(int argc, char **argv)
 	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
 	io.trace.short_names = input_opts_short_names(&io, 1);
 	io.trace.time_order = 1;
+	io.trace.net_times = !ro.raw_times;
 	if (optind >= argc) { /* before the pager: a usage error stays on the screen */
 		sf_error("no log given (usage: sftrace replay [OPTIONS] LOG...)");
 		goto out_usage;
@@ -563,6 +569,9 @@ int cmd_replay(int argc, char **argv)
 	r.nprocs = trace_nprocs(in);
 	static char buf[1 << 16];
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+	char net[256];
+	if (trace_format_net(in, net, sizeof(net)))
+		printf("%s# %s%s\n", r.color ? C_DIM : "", net, r.color ? C_OFF : "");
 	print_header(&r);
 	struct trace_sink sink = {.ctx = &r,
 				  .process_begin = process_begin,

@@ -56,7 +56,9 @@ struct line {
 	const struct lr_thread *thread;
 	uint32_t func_id;
 	uint64_t time;     /* when it happened: a call's begin, a close's end (recording's time base) */
-	uint64_t duration; /* 0: none shown */
+	uint64_t duration; /* 0: none shown, unless closed */
+	int closed;        /* a close or a leaf: its duration is shown even when 0
+			    * (an empty function, net of the tracer) */
 };
 
 struct replay;
@@ -153,7 +155,13 @@ static void put_duration(const struct replay *r, uint64_t ns)
 
 /* ---- columns ---- */
 
-static void print_duration(struct replay *r, const struct line *l) { put_duration(r, l->duration); }
+static void print_duration(struct replay *r, const struct line *l)
+{
+	if (l->closed && !l->duration)
+		out("  0.000 us", 10);
+	else
+		put_duration(r, l->duration);
+}
 
 static void print_tid(struct replay *r, const struct line *l)
 {
@@ -353,7 +361,7 @@ static void flush_run(struct replay *r, const struct lr_thread *t, const struct 
 	struct thread_state *ts = &r->threads[t->index];
 	if (!ts->run_count)
 		return;
-	struct line l = {p, t, 0, ts->last_time, 0};
+	struct line l = {p, t, 0, ts->last_time, 0, 0};
 	put_columns(r, &l);
 	indent(ts->run_depth);
 	printf("%s/* %" PRIu64 " frame%s %s */%s\n", r->color ? C_DIM : "", ts->run_count,
@@ -379,7 +387,7 @@ static void put_srcline(const struct replay *r, const struct fr_frame *f)
 static void open_pending(struct replay *r, struct thread_state *ts)
 {
 	const struct fr_frame *f = &ts->pending;
-	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0};
+	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0, 0};
 	put_columns(r, &l);
 	indent(f->depth);
 	outs(name_of(r, f));
@@ -418,7 +426,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (ts->run_count && ts->run_kind != f->end_kind)
 		flush_run(r, f->thread, f->proc);
 	int leaf = ts->has_pending && ts->pending.id == f->id;
-	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin};
+	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin, 1};
 	put_columns(r, &l);
 	indent(f->depth);
 	if (leaf) {

@@ -69,6 +69,14 @@ def test_headers_say_so():
     check(re.fullmatch(net_re, rep[1]), f"graph's second line: {rep[1]!r}")
     rep = run([SFTRACE, "graph", "--raw-times", "parent", log]).stdout.splitlines()
     check(re.fullmatch(raw_re, rep[1]), f"graph --raw-times's second line: {rep[1]!r}")
+    # info gives the figures, the same as report's.
+    cost = report_json(log)["tracer_cost_ns"]
+    info = run([SFTRACE, "info", log]).stdout
+    want = (f"# tracer cost       : {cost['caller']:.1f} ns per call in the caller, {cost['call']:.1f} ns in the "
+            "call (measured at start; report, replay and graph take it off)\n")
+    check(want in info, info)
+    eq(json.loads(run([SFTRACE, "info", "--format", "json", log]).stdout)["processes"][0]["tracer_cost_ns"], cost,
+       "info json")
     # The TSV stays as it was (scripts): the header row first.
     tsv = run([SFTRACE, "report", "--format", "tsv", log]).stdout.splitlines()
     eq(tsv[0], "func_id\tname\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns", "tsv header")
@@ -84,6 +92,8 @@ def test_a_log_without_the_figure_reads_as_recorded():
     eq(out, run([SFTRACE, "report", "--raw-times", log]).stdout, "the same with --raw-times")
     doc = report_json(log)
     check("net_times" not in doc, "no cost in the json")
+    check("# tracer cost       : not measured (times are read as recorded)\n" in run([SFTRACE, "info", log]).stdout,
+          "info says so")
 
 
 def test_perfetto_and_parquet_keep_raw_times_and_carry_the_cost():

@@ -120,7 +120,7 @@ def test_replay_cut_window_comments():
     eq([loops[1][1], loops[2][1]], ["EXIT", "ENTRY"], "loop events")
     check(entry2 > exit1, "loop calls apart in time")
     start = (exit1 + entry2 + 1) // 2
-    _, rows = replay(log, ["--time", f"{start}ns.."])
+    _, rows = replay(log, ["--raw-times", "--time", f"{start}ns.."])  # the window is on dump's raw times
     eq([c for _, _, c in rows],
        ["main() { /* cut at window start */", "  foo() { /* cut at window start */", "    loop();", "    loop();",
         "  } /* foo */"] + BASIC[6:] + ["} /* main */"], "--time")

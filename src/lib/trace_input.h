@@ -6,7 +6,7 @@
  *
  * The pipeline, one struct fr_frame passed by pointer from stage to stage:
  *
- *   events (lr_next, + the process's time shift)
+ *   events (lr_next, [net of the tracer's cost: net_times], + the process's time shift)
  *     -> frames.c (frame repair)
  *     -> [trim: a cut with the log's record-time limits, if it has any]
  *     -> [the user's cut (trace_cut.h), if any]

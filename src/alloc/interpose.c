@@ -13,7 +13,9 @@
  * realloc copies them out) and are not reported (the runtime is not
  * recording yet at that point).
  *
- * libc + libdl only, no allocation of our own, errno preserved. */
+ * libc + libdl only, no allocation of our own, errno preserved (the
+ * runtime's hooks preserve it themselves: their fast path sets nothing,
+ * their slow path saves and restores it; src/runtime/alloc.c). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
@@ -22,10 +24,17 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* In libsftrace.so (preloaded with us); weak so that this library alone is inert. */
-void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site) __attribute__((weak));
-void sftrace_heap_free(void *ptr, void *site) __attribute__((weak));
-void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site) __attribute__((weak));
+/* In libsftrace.so (preloaded with us); weak so that this library alone is
+ * inert. Called through their GOT entries, which the weak test loads
+ * anyway, rather than through a PLT stub (noplt, where the compiler has it). */
+#if defined(__has_attribute) && __has_attribute(noplt)
+#define HOOK __attribute__((weak, noplt))
+#else
+#define HOOK __attribute__((weak))
+#endif
+HOOK void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site);
+HOOK void sftrace_heap_free(void *ptr, void *site);
+HOOK void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site);
 
 static struct {
 	void *(*malloc)(size_t);
@@ -118,20 +127,14 @@ __attribute__((constructor(101))) static void interpose_init(void)
 
 static inline void report_alloc(void *p, size_t size, size_t align, void *site)
 {
-	if (p && sftrace_heap_alloc) {
-		int e = errno;
+	if (p && sftrace_heap_alloc)
 		sftrace_heap_alloc(p, size, align, site);
-		errno = e;
-	}
 }
 
 static inline void report_free(void *p, void *site)
 {
-	if (p && sftrace_heap_free) {
-		int e = errno;
+	if (p && sftrace_heap_free)
 		sftrace_heap_free(p, site);
-		errno = e;
-	}
 }
 
 /* realloc-like: old -> p (either may be NULL). */
@@ -139,11 +142,9 @@ static void report_realloc(void *p, void *old, size_t size, void *site)
 {
 	if (!old)
 		report_alloc(p, size, 0, site);
-	else if (p && sftrace_heap_realloc) {
-		int e = errno;
+	else if (p && sftrace_heap_realloc)
 		sftrace_heap_realloc(p, old, size, site);
-		errno = e;
-	} else if (!p && !size)
+	else if (!p && !size)
 		report_free(old, site); /* realloc(p, 0) freed p */
 }
 

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/input_opts.h"
 #include "format/sflog.h"
+#include "lib/frames.h"
 #include "lib/log_reader.h"
 #include "lib/log_symbols.h"
 #include "lib/text_esc.h"
@@ -231,6 +232,9 @@ static void print_header(struct out *o, const struct lr_log *log, struct log_sym
 			out_fmt(o, "snapshot requests not taken: %" PRIu64 " (they came while a snapshot was being written)\n",
 				in->snap_missed);
 	}
+	if (in->resumes || in->pauses)
+		out_fmt(o, "switches: %u resume%s, %u pause%s (sftrace resume / pause)\n", in->resumes,
+			in->resumes == 1 ? "" : "s", in->pauses, in->pauses == 1 ? "" : "s");
 	if (in->trim_min_ns || in->trim_max_depth)
 		out_fmt(o, "trimming: min duration %" PRIu64 " ns, max depth %u (0: off); %" PRIu64
 			" records left out by the runtime; the events below are the log's, untrimmed by the reader\n",
@@ -290,6 +294,7 @@ struct dump_ctx {
 	const struct lr_log *log;
 	int raw;
 	uint64_t *depth; /* per thread index */
+	int64_t *outer;  /* per thread index + 1: frames open outside depth (fr_unwind_to), 0: not set */
 };
 
 static const char *func_name(struct dump_ctx *d, uint32_t id)
@@ -312,8 +317,13 @@ static int print_event(void *ctx, const struct lr_event *ev)
 	size_t klen = strlen(kind);
 	out_mem(o, kind, klen);
 	out_chars(o, ' ', klen < 9 ? 9 - klen : 1);
+	int64_t *outer = &d->outer[ev->thread->index];
+	if (!*outer) /* frames the reader placed or never saw begin: outside the indentation */
+		*outer = 1 + (int64_t)ev->thread->outer + ev->thread->nbefore;
 	if ((ev->kind == SF_EV_EXIT || ev->kind == SF_EV_TAIL) && *depth)
 		(*depth)--;
+	else if (ev->kind == SF_EV_EXIT || ev->kind == SF_EV_TAIL)
+		*outer -= *outer > 1;
 	uint64_t dp = *depth;
 	out_chars(o, ' ', 2 * (size_t)(dp < DUMP_MAX_INDENT ? dp : DUMP_MAX_INDENT));
 	if (dp > DUMP_MAX_INDENT) {
@@ -327,6 +337,16 @@ static int print_event(void *ctx, const struct lr_event *ev)
 		out_u64(o, ev->func_id, 0);
 		out_mem(o, " frames abandoned", 17);
 		*depth = *depth > ev->func_id ? *depth - ev->func_id : 0;
+	} else if (ev->kind == SF_EV_UNWIND_TO) {
+		/* The count the frame builder closes, then what it says. */
+		int64_t out = *outer - 1;
+		size_t n = fr_unwind_to((size_t)*depth, &out, ev->func_id);
+		*outer = out + 1 > 1 ? out + 1 : 1;
+		*depth -= n;
+		out_u64(o, n, 0);
+		out_mem(o, " frames abandoned, depth ", 25);
+		out_u64(o, ev->func_id, 0);
+		out_mem(o, " left", 5);
 	} else if (ev->has_ext) {
 		out_mem(o, "size=", 5);
 		out_u64(o, ev->size, 0);
@@ -418,7 +438,8 @@ static int dump_cut_end(void *ctx, const struct fr_frame *f)
 	struct cut_dump *d = ctx;
 	const char *note = f->cut & CUT_END ? "  (cut at the window's end)"
 			   : f->end_kind == FR_END_UNWOUND ? "  (repaired: unwound)"
-			   : f->end_kind == FR_END_THREAD_END ? "  (repaired: open at thread end)" : NULL;
+			   : f->end_kind == FR_END_THREAD_END ? "  (repaired: open at thread end)"
+			   : f->end_kind == FR_END_PAUSED ? "  (repaired: in flight at a pause)" : NULL;
 	cut_line(d->o, f, f->t_end, f->end_kind == FR_END_TAIL ? "TAIL" : "EXIT", note);
 	return d->o->failed;
 }
@@ -531,6 +552,7 @@ static int dump(struct dump_opts *opt)
 	out_str(&o, "       time_ns     tid kind     function\n");
 	struct dump_ctx d = {.o = &o, .ls = ls, .log = log, .raw = opt->raw};
 	d.depth = xcalloc(lr_nthreads(log) + 1, sizeof(uint64_t));
+	d.outer = xcalloc(lr_nthreads(log) + 1, sizeof(int64_t));
 	int bad = 0;
 	if (cut)
 		bad = print_cut_events(&o, opt->path, io);
@@ -543,6 +565,7 @@ static int dump(struct dump_opts *opt)
 	if (failed)
 		sf_error("dump: writing the output failed: %s", strerror(errno));
 	free(d.depth);
+	free(d.outer);
 	free(o.buf);
 	ls_close(ls);
 	lr_close(log);

@@ -28,6 +28,7 @@
 /* Counted per process by the pass. */
 struct proc_count {
 	uint64_t frames, unwound, open_at_end, alloc_events;
+	uint64_t paused; /* frames in flight at a pause (record --paused) */
 };
 
 struct info {
@@ -48,6 +49,7 @@ static int on_end(void *ctx, const struct fr_frame *f)
 	struct proc_count *c = &in->count[f->proc->index];
 	c->unwound += f->end_kind == FR_END_UNWOUND;
 	c->open_at_end += f->end_kind == FR_END_THREAD_END;
+	c->paused += f->end_kind == FR_END_PAUSED;
 	return 0;
 }
 
@@ -186,6 +188,9 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		printf(KEY "%" PRIu64 " bytes per thread\n", "ring", i->ring_bytes);
 	else
 		printf(KEY "off\n", "ring");
+	if (i->resumes || i->pauses)
+		printf(KEY "%u resume%s, %u pause%s (record --paused: frames in flight at a pause end there)\n",
+		       "switched", i->resumes, i->resumes == 1 ? "" : "s", i->pauses, i->pauses == 1 ? "" : "s");
 	if (i->trim_min_ns || i->trim_max_depth)
 		printf(KEY "min duration %" PRIu64 " ns, max depth %u (0: off), %" PRIu64 " records left out\n",
 		       "trims", i->trim_min_ns, i->trim_max_depth, i->trimmed_records);
@@ -211,8 +216,11 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	printf(KEY "%" PRIu64 "\n" KEY "%" PRIu64 "\n", "events", s.events, "frames", c->frames);
 	printf(KEY "%" PRIu64 " dropped, %" PRIu64 " lost, %" PRIu64 " write errors\n", "losses", s.dropped, s.lost,
 	       s.write_errors);
-	printf(KEY "%" PRIu64 " frames closed by unwinding, %" PRIu64 " open at thread end\n", "repaired", c->unwound,
+	printf(KEY "%" PRIu64 " frames closed by unwinding, %" PRIu64 " open at thread end", "repaired", c->unwound,
 	       c->open_at_end);
+	if (c->paused)
+		printf(", %" PRIu64 " in flight at a pause", c->paused);
+	printf("\n");
 	printf(KEY "%" PRIu64 " bytes (%.1f bytes per event)\n", "log", i->file_size,
 	       s.events ? (double)i->file_size / (double)s.events : 0.0);
 	printf(KEY "%s\n", "log path", sf_esc(i->path));

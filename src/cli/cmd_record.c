@@ -80,7 +80,8 @@ static void usage(FILE *out)
 		"                            oldest; the log holds them at exit or crash, and\n"
 		"                            a snapshot file is written on the ring signal\n"
 		"                            (sftrace snapshot PID)\n"
-		"      --ring-signal SIG     the signal that asks for a snapshot (default USR2)\n"
+		"      --ring-signal SIG     the signal that asks for a snapshot (default USR2);\n"
+		"                            with --paused, also the one resume/pause send\n"
 		"      --trigger FUNC        with --ring: a snapshot when a function matching\n"
 		"                            FUNC (a regex, as sftrace filter -r) is entered;\n"
 		"                            'FUNC>DUR' (e.g. 'parse>20ms'): when a call of it\n"
@@ -90,6 +91,11 @@ static void usage(FILE *out)
 		"                            shared library, a dlopen'd module such as a .node\n"
 		"                            addon); repeatable\n"
 		"      --max-snapshots N     with --ring: write at most N snapshots (default 100)\n"
+		"      --paused              start with tracing off (no sled patched: the program\n"
+		"                            runs at untraced speed); each process that loads\n"
+		"                            instrumented code prints its PID, and\n"
+		"                            'sftrace resume PID' / 'sftrace pause PID' switch\n"
+		"                            tracing on and off while it runs\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -108,6 +114,7 @@ struct record_opts {
 	const char *writer;
 	const char *filter_regex;
 	int force, quiet, within;
+	int paused;        /* --paused: SFTRACE_PAUSED=1 */
 	uint64_t max_size; /* --max-size, 0: none */
 	uint64_t ring;     /* --ring bytes per thread, 0: none */
 	int ring_signal;
@@ -767,6 +774,15 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	unsetenv(SF_ENV(RING));
 	unsetenv(SF_ENV(RING_SIGNAL));
 	unsetenv(SF_ENV(MAX_SNAPSHOTS));
+	unsetenv(SF_ENV(PAUSED));
+	if (o->paused) {
+		setenv(SF_ENV(PAUSED), "1", 1);
+		if (!o->ring) { /* resume and pause are sent on the ring signal */
+			char v[32];
+			snprintf(v, sizeof(v), "%d", o->ring_signal);
+			setenv(SF_ENV(RING_SIGNAL), v, 1);
+		}
+	}
 	if (o->max_snapshots)
 		setenv(SF_ENV(MAX_SNAPSHOTS), o->max_snapshots, 1);
 	if (o->ring) {
@@ -831,7 +847,11 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
 	int exec_failed = !keeper_lost && !WIFSIGNALED(status) && (rc == 126 || rc == 127);
 	int lost = record_report_lost(rf->notes);
-	if (logs == 0 && !exec_failed && !lost) {
+	if (logs == 0 && !exec_failed && !lost && o->paused) {
+		/* The runtime's notes would only repeat its "started paused" lines. */
+		fprintf(stderr, "sftrace: no log written: tracing was never switched on (--paused; 'sftrace resume PID' "
+				"switches it on)\n");
+	} else if (logs == 0 && !exec_failed && !lost) {
 		struct record_why w = {rf->notes, rf->filter[0] ? rf->filter : NULL, rf->shown, o->filter_regex,
 				       cmd[0]};
 		record_explain_no_log(&w);
@@ -861,6 +881,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		{"trigger", required_argument, 0, 'T'},
 		{"trigger-object", required_argument, 0, 'O'},
 		{"max-snapshots", required_argument, 0, 'X'},
+		{"paused", no_argument, 0, 'U'},
 		{"print-solib", no_argument, 0, 'P'},
 		{"print-solib-install-dir", no_argument, 0, 'D'},
 		{"help", no_argument, 0, 'h'},
@@ -894,6 +915,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		case 'R': o->filter_regex = optarg; break;
 		case 'I': o->within = 1; break;
 		case 'A': o->alloc = 1; break;
+		case 'U': o->paused = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'M': /* a log header and a slot's worth at least */
 			if (rl_parse_size("--max-size", optarg, 2 * SF_HEADER_SIZE, &o->max_size) < 0)
@@ -962,8 +984,8 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		sf_error("--trigger-object goes with --trigger");
 		return 2;
 	}
-	if (!o->ring && (ring_signal_set || o->ntriggers || o->max_snapshots)) {
-		sf_error("%s needs --ring", ring_signal_set ? "--ring-signal" : o->ntriggers ? "--trigger" : "--max-snapshots");
+	if (!o->ring && ((ring_signal_set && !o->paused) || o->ntriggers || o->max_snapshots)) {
+		sf_error("%s needs --ring%s", ring_signal_set ? "--ring-signal" : o->ntriggers ? "--trigger" : "--max-snapshots", ring_signal_set ? " (or --paused)" : "");
 		return 2;
 	}
 	if (o->ring && o->max_size) {

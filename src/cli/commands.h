@@ -21,5 +21,7 @@ int cmd_filter(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_resume(int argc, char **argv); /* cmd_switch.c */
+int cmd_pause(int argc, char **argv);  /* cmd_switch.c */
 
 #endif

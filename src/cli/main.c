@@ -23,6 +23,8 @@ static const struct sf_command commands[] = {
 	{"memory", "heap analysis: peak, allocation sites, temporaries, leaks per stage", cmd_memory},
 	{"dump", "print a log's header and events as text", cmd_dump},
 	{"snapshot", "ask a process recorded with --ring for a snapshot of its rings", cmd_snapshot},
+	{"resume", "switch tracing on in a process recorded with --paused", cmd_resume},
+	{"pause", "switch tracing off in a process recorded with --paused", cmd_pause},
 };
 
 static void usage(FILE *out)

@@ -30,7 +30,8 @@
 	X(RING, "record --ring: bytes per thread")                                                           \
 	X(RING_SIGNAL, "with RING: the snapshot signal's number")                                            \
 	X(MAX_SNAPSHOTS, "with RING: the snapshot limit")                                                    \
-	X(TRIGGERS, "with RING: the trigger functions, a file in the filter format")
+	X(TRIGGERS, "with RING: the trigger functions, a file in the filter format")                        \
+	X(PAUSED, "record --paused: 1: start with no sled patched; sftrace resume/pause switch tracing")
 
 /* Variables the user sets for the CLI's own behaviour: not part of the
  * contract with the runtime, never passed on by exec_env.c (their man

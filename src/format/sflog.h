@@ -70,6 +70,14 @@ enum sf_event_kind {
 	 * longjmp target): the thread's `word >> SF_KIND_BITS` innermost
 	 * recorded frames were abandoned and end at this event's time. */
 	SF_EV_UNWIND = 8,
+	/* Unwinding landed (as kind 8), said another way: `word >>
+	 * SF_KIND_BITS` is the number of the thread's recorded frames still
+	 * open after the landing, counted from the thread's first event (its
+	 * depth). A reader closes innermost frames until its depth is that;
+	 * the frames a reader never saw begin (frames open before a ring's
+	 * window) come from the batch's start depth (sf_chunk.reserved of a
+	 * SLOT chunk). Written by runtimes that keep a shadow stack (x86-64). */
+	SF_EV_UNWIND_TO = 9,
 	/* Allocation events of the interposed libc allocator (record --alloc,
 	 * libsftrace-alloc.so), each followed by payload records (u64 each,
 	 * sf_event_payload_records): HEAP_ALLOC size_align, ptr, call site;
@@ -101,7 +109,7 @@ static inline unsigned sf_event_payload_records(uint32_t kind)
 /* Whether a reader knows this kind (others are corrupt records). */
 static inline int sf_event_kind_valid(uint32_t kind)
 {
-	return (kind >= SF_EV_ENTRY && kind <= SF_EV_UNWIND) ||
+	return (kind >= SF_EV_ENTRY && kind <= SF_EV_UNWIND_TO) ||
 	       (kind >= SF_EV_HEAP_ALLOC && kind <= SF_EV_HEAP_REALLOC);
 }
 
@@ -227,6 +235,24 @@ enum sf_chunk_type {
 	/* A DATA batch re-coded by format/packed.h (version 4): `count`
 	 * records as in DATA, `reserved` = the payload's length in bytes. */
 	SF_CHUNK_PACKED = 5,
+	/* Tracing switched on or off in the running process (record --paused,
+	 * sftrace resume / pause): payload struct sf_switch. Numbered apart
+	 * from the others so new chunk kinds can take 6 and up. Readers that
+	 * predate it skip it as garbage; logs without it read as before. */
+	SF_CHUNK_SWITCH = 16,
+};
+
+/* Payload of a SWITCH chunk. A pause's `time` is taken after every sled
+ * was unpatched: each thread's frames still open then were in flight at
+ * the pause, and readers close them there (frames.h, FR_END_PAUSED). A
+ * resume's `time` is taken before the first sled is patched: no event of
+ * the resumed stretch is older. */
+struct sf_switch {
+	uint64_t time;     /* event clock (sf_header.clock), like an event's full time */
+	uint32_t on;       /* 1: resume (tracing on from here), 0: pause (off from here) */
+	uint32_t sleds;    /* sleds patched (resume) or unpatched (pause) */
+	uint64_t took_ns;  /* how long patching or unpatching took */
+	uint64_t reserved;
 };
 
 /* Every chunk starts with this 80-byte header. */
@@ -243,7 +269,8 @@ struct sf_chunk {
 	uint64_t mono_ns;
 	char name[16];          /* DATA/SLOT: thread name (prctl PR_GET_NAME) */
 	uint64_t base;          /* DATA/SLOT: time base of the batch's events (sf_event_time) */
-	uint64_t reserved;
+	uint64_t reserved;      /* PACKED: payload bytes; SLOT: the thread's depth before the
+				 * batch's first event + 1 (0: not known), see SF_EV_UNWIND_TO */
 };
 
 /* Payload of an OBJECT chunk: this struct, then `path_len` bytes of path
@@ -284,5 +311,6 @@ _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_
 		       __builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_SLOW_NS == 200,
 	       "docs/FORMAT.md: snapshot words");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
+_Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 
 #endif

@@ -27,6 +27,10 @@ struct fr_thread {
 	size_t depth, cap;
 	uint64_t last_t;
 	int seen_time;
+	uint32_t next_pause; /* index into the thread's pause_ns of the next pause not passed */
+	/* Recorded frames open outside `stack` (begun before what the reader
+	 * delivers): the thread's depth is depth + outer (SF_EV_UNWIND_TO). */
+	int64_t outer;
 	/* Open frames per bucket of function ids (func % FR_BUCKETS): an exit
 	 * that does not close the innermost frame scans the stack only when
 	 * its bucket says the function may be open, so the usual unmatched
@@ -78,6 +82,7 @@ static size_t thread_slot(struct frames *f, const struct lr_thread *key)
 	memset(t, 0, sizeof(*t));
 	t->key = key;
 	t->proc = f->proc;
+	t->outer = key ? (int64_t)key->outer : 0;
 	return f->last_slot = f->nthreads++;
 }
 
@@ -142,6 +147,8 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 	}
 	if (!is_open(th, func)) {
 		f->stats.unmatched_exits++;
+		if (th->outer > 0 && !th->depth)
+			th->outer--; /* one of the frames begun before */
 		return;
 	}
 	while (th->stack[th->depth - 1].func != func) {
@@ -162,10 +169,34 @@ static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t)
 	}
 }
 
+/* Closes the thread's open frames at each pause before t (all of them
+ * when t is UINT64_MAX): they were in flight when tracing went off. */
+static void pass_pauses(struct frames *f, size_t slot, uint64_t t)
+{
+	struct fr_thread *th = &f->threads[slot];
+	const struct lr_thread *lt = th->key;
+	while (lt && th->next_pause < lt->npauses && lt->pause_ns[th->next_pause] < t) {
+		uint64_t at = lt->pause_ns[th->next_pause++];
+		if (th->seen_time && at < th->last_t)
+			at = th->last_t;
+		/* Closed here, yet still open in the program (and on the x86-64
+		 * runtime's shadow stack, which a pause leaves alone): outside
+		 * what the reader holds from now on, as frames begun before a
+		 * window are, so an UNWIND_TO after the resume counts them. */
+		while (th->depth) {
+			pop(f, slot, at, FR_END_PAUSED);
+			f->stats.open_at_pause++;
+			th->outer++;
+		}
+	}
+}
+
 void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, uint32_t func_id, uint64_t t_ns)
 {
 	size_t slot = thread_slot(f, thread);
 	struct fr_thread *th = &f->threads[slot];
+	if (thread && thread->npauses)
+		pass_pauses(f, slot, t_ns);
 	if (th->seen_time && t_ns < th->last_t) {
 		t_ns = th->last_t;
 		f->stats.clamped++;
@@ -179,6 +210,8 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 		close_frame(f, slot, func_id, t_ns, kind == SF_EV_EXIT ? FR_END_EXIT : FR_END_TAIL);
 	else if (kind == SF_EV_UNWIND)
 		close_landed(f, slot, func_id, t_ns);
+	else if (kind == SF_EV_UNWIND_TO)
+		close_landed(f, slot, (uint32_t)fr_unwind_to(th->depth, &th->outer, func_id), t_ns);
 }
 
 void fr_feed(struct frames *f, const struct lr_event *ev)
@@ -190,6 +223,15 @@ void fr_feed(struct frames *f, const struct lr_event *ev)
 static void end_slot(struct frames *f, size_t slot)
 {
 	struct fr_thread *th = &f->threads[slot];
+	if (th->key && th->key->npauses && th->depth)
+		pass_pauses(f, slot, UINT64_MAX); /* a pause after the thread's last event */
+	/* Events after the last pause come from sleds a thread was inside
+	 * when they were unpatched: in flight at the pause too. */
+	while (th->key && th->key->ends_paused && th->depth) {
+		pop(f, slot, th->last_t, FR_END_PAUSED);
+		f->stats.open_at_pause++;
+	}
+	th->outer = 0;
 	while (th->depth) {
 		pop(f, slot, th->last_t, FR_END_THREAD_END);
 		f->stats.open_at_end++;
@@ -238,6 +280,8 @@ int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len)
 	append(buf, len, &pos, &parts, s->unwound, "frame closed by unwinding", "frames closed by unwinding");
 	append(buf, len, &pos, &parts, s->open_at_end, "open frame closed at thread end",
 	       "open frames closed at thread end");
+	append(buf, len, &pos, &parts, s->open_at_pause, "frame in flight closed at a pause",
+	       "frames in flight closed at a pause");
 	append(buf, len, &pos, &parts, s->clamped, "backward timestamp raised", "backward timestamps raised");
 	append(buf, len, &pos, &parts, s->before_window, "frame began before the ring's window",
 	       "frames began before the ring's window");

@@ -16,13 +16,19 @@
  *   - an UNWIND event (the runtime saw a longjmp, a catch, a catch_unwind or
  *     a cleanup pad land) closes the number of innermost frames it carries
  *     at its time (end kind FR_END_UNWOUND): the frames unwinding abandoned;
+ *     an UNWIND_TO event (kind 9) closes innermost frames until the
+ *     thread's depth is the one it carries (fr_unwind_to);
  *   - an exit for a function deeper in the stack (unwinding the runtime did
  *     not see, e.g. in a log of version 2) closes the frames above it
  *     at this exit's time (end kind FR_END_UNWOUND), then closes it;
  *   - in a ring log, frames whose entry fell out of the ring begin at the
  *     thread's first kept event (the reader places their entries there);
  *   - frames still open when the thread ends (exit(), crash) are closed at
- *     the thread's last timestamp (FR_END_THREAD_END).
+ *     the thread's last timestamp (FR_END_THREAD_END);
+ *   - frames open when tracing was paused (sftrace pause: the thread's
+ *     lr_thread.pause_ns) are closed at the pause (FR_END_PAUSED), before
+ *     the thread's first later event; their exits after a resume are then
+ *     unmatched exits, dropped as above.
  * Times within a thread are made non-decreasing (a time earlier than the
  * thread's previous one is raised to it, and counted).
  *
@@ -46,6 +52,7 @@ enum fr_end_kind {
 	FR_END_TAIL = 2,       /* its tail-call event */
 	FR_END_UNWOUND = 3,    /* repaired: abandoned by unwinding (UNWIND event or an outer exit) */
 	FR_END_THREAD_END = 4, /* repaired: still open when the thread ended */
+	FR_END_PAUSED = 5,     /* repaired: in flight when tracing was paused (sftrace pause) */
 };
 
 static inline int fr_end_is_repaired(enum fr_end_kind k) { return k >= FR_END_UNWOUND; }
@@ -79,9 +86,25 @@ struct fr_stats {
 	uint32_t max_depth;       /* deepest stack seen (frames) */
 	uint64_t before_window;   /* ring logs: frames whose entry fell out of the ring, begun at
 				   * the window's start (the reader's before_window entries) */
+	uint64_t open_at_pause;   /* frames closed at a pause (in flight when tracing went off) */
 };
 
 struct frames;
+
+/* SF_EV_UNWIND_TO `to`: the thread has `to` recorded frames open after the
+ * landing. A reader that sees `depth` of them, with *outer more open that
+ * it never saw begin (lr_thread.outer), closes the returned number of its
+ * innermost frames; *outer is updated (it grows when the runtime says more
+ * are open than the reader knows of). */
+static inline size_t fr_unwind_to(size_t depth, int64_t *outer, uint64_t to)
+{
+	int64_t have = (int64_t)depth + *outer, want = (int64_t)to;
+	size_t n = 0;
+	if (have > want)
+		n = (uint64_t)(have - want) < depth ? (size_t)(have - want) : depth;
+	*outer = want - (int64_t)(depth - n);
+	return n;
+}
 
 /* cb and either callback may be NULL. */
 struct frames *fr_new(const struct fr_callbacks *cb, void *ctx);

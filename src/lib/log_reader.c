@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "format/sflog.h"
+#include "lib/frames.h"
 #include "lib/hashmap.h"
 #include "lib/util.h"
 
@@ -37,6 +38,7 @@ struct lr_batch {
 	uint8_t packed;  /* a PACKED chunk: nrec records coded in `bytes` bytes */
 	uint8_t cut;     /* the end of the file cuts the chunk */
 	uint32_t bytes;
+	uint64_t depth0; /* SLOT: the thread's depth before its first record + 1; 0: not known */
 };
 
 struct lr_pair {
@@ -54,6 +56,10 @@ struct lr_log {
 	uint32_t *by_first_id; /* object indices sorted by first_id */
 	uint32_t *unloads;     /* sf_unload.index values, applied after indexing */
 	size_t nunloads, unloads_cap;
+	struct sf_switch *switches; /* SWITCH chunks, file order */
+	size_t nswitches, switches_cap;
+	uint64_t *pause_ns;    /* the pauses' times (lr_time_ns), ascending: every thread's */
+	uint64_t *switch_ns;   /* every switch's time (lr_time_ns), ascending */
 
 	struct lr_thread *threads;
 	size_t nthreads, threads_cap;
@@ -334,6 +340,57 @@ static void add_unload(struct lr_log *log, uint64_t off, const struct sf_chunk *
 	log->unloads[log->nunloads++] = u.index;
 }
 
+static void add_switch(struct lr_log *log, uint64_t off, const struct sf_chunk *c)
+{
+	if (c->size < sizeof(*c) + sizeof(struct sf_switch)) {
+		warn(log, "switch chunk at offset %" PRIu64 " is too small; skipped", off);
+		return;
+	}
+	log->switches = grow(log->switches, &log->switches_cap, log->nswitches + 1, sizeof(*log->switches));
+	memcpy(&log->switches[log->nswitches++], log->map + off + sizeof(*c), sizeof(struct sf_switch));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* After the clock fit: the pauses' times in ns, ascending, given to every
+ * thread (frames.c closes what is open there). */
+static void apply_switches(struct lr_log *log)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < log->nswitches; i++) {
+		if (log->switches[i].on)
+			log->info.resumes++;
+		else
+			log->info.pauses++;
+	}
+	if (!log->nswitches)
+		return;
+	log->switch_ns = xmalloc(log->nswitches * sizeof(*log->switch_ns));
+	for (size_t i = 0; i < log->nswitches; i++)
+		log->switch_ns[i] = lr_time_ns(log, log->switches[i].time);
+	qsort(log->switch_ns, log->nswitches, sizeof(*log->switch_ns), cmp_u64);
+	/* Tracing ended off: frames left open at a thread's end were in
+	 * flight at the last pause (frames.c). */
+	int ends_off = !log->switches[log->nswitches - 1].on;
+	for (size_t i = 0; i < log->nthreads; i++)
+		log->threads[i].ends_paused = ends_off;
+	if (!log->info.pauses)
+		return;
+	log->pause_ns = xmalloc(log->info.pauses * sizeof(*log->pause_ns));
+	for (size_t i = 0; i < log->nswitches; i++)
+		if (!log->switches[i].on)
+			log->pause_ns[n++] = lr_time_ns(log, log->switches[i].time);
+	qsort(log->pause_ns, n, sizeof(*log->pause_ns), cmp_u64);
+	for (size_t i = 0; i < log->nthreads; i++) {
+		log->threads[i].pause_ns = log->pause_ns;
+		log->threads[i].npauses = (uint32_t)n;
+	}
+}
+
 static const char *batch_type_name(uint16_t type)
 {
 	return type == SF_CHUNK_DATA ? "data" : type == SF_CHUNK_PACKED ? "packed" : "slot";
@@ -379,12 +436,14 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 	b->seq = c->seq;
 	b->thread = thread_for_serial(log, c->thread_serial);
 	b->slot = c->type == SF_CHUNK_SLOT;
+	b->depth0 = b->slot ? c->reserved : 0;
 	b->live = 1;
 }
 
 static int header_valid(const struct sf_chunk *c)
 {
-	return c->magic == SF_CHUNK_MAGIC && c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_PACKED &&
+	return c->magic == SF_CHUNK_MAGIC &&
+	       ((c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_PACKED) || c->type == SF_CHUNK_SWITCH) &&
 	       c->size >= sizeof(*c) && c->size % 16 == 0;
 }
 
@@ -484,6 +543,8 @@ static void index_chunks(struct lr_log *log)
 		} else if (!log->truncated) {
 			if (c.type == SF_CHUNK_OBJECT)
 				add_object(log, p, &c);
+			else if (c.type == SF_CHUNK_SWITCH)
+				add_switch(log, p, &c);
 			else
 				add_unload(log, p, &c);
 		}
@@ -914,7 +975,8 @@ void lr_count_decoded(const struct lr_log *log, const struct lr_thread *t, uint6
 
 /* Kinds that decode() finds a whole event in one record (valid, no
  * payload), a bit each. tests/unit/test_log_count.c checks every kind. */
-#define ONE_RECORD_KINDS (1u << SF_EV_ENTRY | 1u << SF_EV_EXIT | 1u << SF_EV_TAIL | 1u << SF_EV_UNWIND)
+#define ONE_RECORD_KINDS \
+	(1u << SF_EV_ENTRY | 1u << SF_EV_EXIT | 1u << SF_EV_TAIL | 1u << SF_EV_UNWIND | 1u << SF_EV_UNWIND_TO)
 
 /* decode()'s count of raw records, *bad += the ones skipped. Opening a log
  * counts every record, so the usual one (a function event) costs a test;
@@ -1231,6 +1293,7 @@ struct lr_log *lr_open(const char *path, char *err, size_t errlen)
 	close(log->fd);
 	log->fd = -1;
 	fit_clock(log);
+	apply_switches(log);
 	if (log->info.ring_bytes)
 		find_before_window(log);
 	if (log->warnings_lost) {
@@ -1255,6 +1318,9 @@ void lr_close(struct lr_log *log)
 	free(log->objects);
 	free(log->by_first_id);
 	free(log->unloads);
+	free(log->switches);
+	free(log->pause_ns);
+	free(log->switch_ns);
 	for (size_t i = 0; i < log->nthreads; i++)
 		free(log->threads[i].batch), free(log->threads[i].before);
 	free(log->threads);
@@ -1349,8 +1415,29 @@ static void find_before_window(struct lr_log *log)
 		uint32_t *miss = NULL;
 		struct lr_iter it;
 		struct lr_event ev;
+		/* With switches (sftrace resume / pause): a thread that lost no
+		 * batch has no frame before its window, and an exit after a
+		 * switch is one in flight there, which frames.c repairs; only
+		 * exits before the first switch in the window are candidates. */
+		if (log->nswitches && (!t->nbatch || log->batches[t->batch[0]].seq == 0))
+			continue;
+		uint64_t until = UINT64_MAX;
+		int first = 1;
+		/* Frames open outside stack[0, depth): at first every one open
+		 * at the window's start (its first batch's depth, when the
+		 * runtime wrote it), less each found here as it exits. */
+		uint64_t d0 = t->nbatch ? log->batches[t->batch[0]].depth0 : 0;
+		int64_t start = d0 ? (int64_t)(d0 - 1) : 0, outer = start;
 		lr_iter_init_thread(&it, log, t);
 		while (lr_next(&it, &ev)) {
+			if (first) {
+				for (size_t k = 0; k < log->nswitches && until == UINT64_MAX; k++)
+					if (log->switch_ns[k] > ev.time_ns)
+						until = log->switch_ns[k];
+				first = 0;
+			}
+			if (ev.time_ns > until)
+				break;
 			if (ev.kind == SF_EV_ENTRY) {
 				if (depth == cap)
 					stack = xrealloc(stack, (cap *= 2) * sizeof(uint32_t));
@@ -1362,6 +1449,7 @@ static void find_before_window(struct lr_log *log)
 				if (d) {
 					depth = d - 1;
 				} else if (!depth) {
+					outer--;
 					if (nmiss == miss_cap)
 						miss = xrealloc(miss, (miss_cap = miss_cap ? 2 * miss_cap : 8) * sizeof(uint32_t));
 					miss[nmiss++] = ev.func_id;
@@ -1369,8 +1457,11 @@ static void find_before_window(struct lr_log *log)
 			} else if (ev.kind == SF_EV_UNWIND) {
 				size_t n = ev.func_id;
 				depth = n < depth ? depth - n : 0;
+			} else if (ev.kind == SF_EV_UNWIND_TO) {
+				depth -= fr_unwind_to(depth, &outer, ev.func_id);
 			}
 		}
+		t->outer = start > (int64_t)nmiss ? (uint64_t)(start - (int64_t)nmiss) : 0;
 		/* Found innermost first; delivered outermost first. */
 		for (size_t i = 0; i < nmiss / 2; i++) {
 			uint32_t x = miss[i];
@@ -1516,6 +1607,6 @@ int lr_foreach_event(const struct lr_log *log, int (*cb)(void *ctx, const struct
 const char *lr_kind_name(uint32_t kind)
 {
 	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC",
-					    "RDEALLOC", "UNWIND", "?", "MALLOC", "FREE", "REALLOC"};
+					    "RDEALLOC", "UNWIND", "UNWIND", "MALLOC", "FREE", "REALLOC"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

@@ -92,6 +92,10 @@ struct lr_info {
 	uint64_t cost_parent_raw256, cost_child_raw256;
 	double cost_parent_ns, cost_child_ns;
 	int cost_known;
+	/* record --paused, sftrace resume / pause: SWITCH chunks in the log
+	 * (tracing switched on, off). Frames open at a pause are closed
+	 * there (frames.h). */
+	uint32_t resumes, pauses;
 };
 
 struct lr_object {
@@ -128,6 +132,16 @@ struct lr_thread {
 	 * before_window, at the time of the thread's first event. */
 	uint32_t nbefore;
 	uint32_t *before;
+	/* The process's pauses (sftrace pause), ns since start, ascending:
+	 * shared by every thread of the log; frames.c closes the frames open
+	 * at each. */
+	const uint64_t *pause_ns;
+	uint32_t npauses;
+	int ends_paused;         /* the log's last switch is a pause */
+	/* Ring logs: frames open at that point that are neither delivered
+	 * nor placed (their exits are outside the window too), from the
+	 * window's first batch's start depth; 0 when not known. */
+	uint64_t outer;
 };
 
 struct lr_event {

@@ -654,7 +654,9 @@ static void feed(struct pass *ps, struct lr_event *ev)
 	if (ev->time_ns > p->pub.last_ns)
 		p->pub.last_ns = ev->time_ns;
 	fr_feed(ps->frames, ev);
-	if (ev->kind >= SF_EV_ALLOC && ps->sink->alloc_event &&
+	/* Allocation kinds are the ones with payloads (not the unwind kinds
+	 * between them). */
+	if (sf_event_payload_records(ev->kind) && ps->sink->alloc_event &&
 	    ps->sink->alloc_event(ps->sink->ctx, &p->pub, ev))
 		ps->failed = 1;
 	if (!ev->before_window && (++ps->events & 0xfffff) == 0)

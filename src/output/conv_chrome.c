@@ -165,7 +165,8 @@ static const char *event_tail(char *buf, size_t len, const char *frag, size_t fl
 			      unsigned cut)
 {
 	static const char *const cuts[] = {"", "start", "end", "both"};
-	const char *end = kind == FR_END_UNWOUND ? "unwound" : kind == FR_END_THREAD_END ? "thread end" : NULL;
+	const char *end = kind == FR_END_UNWOUND ? "unwound" : kind == FR_END_THREAD_END ? "thread end"
+			  : kind == FR_END_PAUSED ? "paused" : NULL;
 	const char *sep = frag[flen - 1] == '{' ? "" : ",";
 	int n = 0;
 	if (end) {

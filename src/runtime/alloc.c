@@ -5,14 +5,28 @@
  * the real allocator returned. This file owns the per-thread fast path for
  * those events: one clock read, a claim of 3-5 records in the thread's slot
  * with a single (unlocked, so signal-atomic) cmpxchg on the TLS cursor, the
- * payload stores, then the event word that validates them. Anything else
- * (first event of the thread, slot full, time out of the batch's span)
- * goes to sf_record_payload, the slow path with signals blocked.
+ * payload stores, then one 8-byte store of time and event word that
+ * validates them. Anything else (first event of the thread, slot full,
+ * time out of the batch's span, a suppressed stretch) goes to
+ * sf_record_payload, the slow path with signals blocked.
  *
  * Why cmpxchg and not xadd as in the trampolines: a multi-record claim
  * must never straddle the slot's limit (records claimed inside the slot
  * but never filled would read as holes), so the claim is made only if the
  * cursor still holds the value checked against the limit.
+ *
+ * Payload records whose upper half is zero (a size below 4 GiB, an address
+ * below 4 GiB) look like unfilled records to the hand-off's check for
+ * records an interrupted context still owes (buffer.c, has_unfilled). The
+ * fast path counts them in sf_heap_zero once the event is complete, so
+ * that check can compare counts instead of walking the batch event by
+ * event. The count is added with one local compare-and-swap against the
+ * value read before the claim: if anything changed it in between (a
+ * handler's events, a new batch), the event goes uncounted and the check
+ * walks that batch, which is only slower.
+ *
+ * The hooks preserve errno: the fast path makes no call that may set it,
+ * and the slow path saves and restores it (interpose.c relies on this).
  *
  * Events are recorded once the runtime is initialised in a process with
  * patched sleds (or a setup-ABI program): processes without instrumented
@@ -23,27 +37,36 @@
  * from the interposed malloc and once from their hook. The first report
  * wins: a report from the other source for the same pointer and direction
  * that follows it directly on the same thread is dropped (sf_heap_setup_dup). */
-#include "runtime/runtime.h"
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 
-/* The last heap event recorded on this thread, for sf_heap_setup_dup. */
-struct heap_last {
-	uint64_t ptr;  /* pointer allocated (or freed) */
-	uint64_t old;  /* realloc: the pointer freed; 0 otherwise */
-	uint8_t src;   /* 1 interposed, 2 setup ABI */
-	uint8_t dir;   /* 1 allocation, 2 free, 3 realloc (both) */
-	uint8_t left;  /* realloc: setup-ABI halves still to match (bit 0 alloc, bit 1 free) */
-};
-static __thread struct heap_last heap_last __attribute__((tls_model("initial-exec")));
-static __thread int heap_busy __attribute__((tls_model("initial-exec")));
-static int heap_on;
+#include "runtime/runtime.h"
 
 enum { SRC_INTERPOSED = 1, SRC_SETUP = 2 };
 enum { DIR_ALLOC = 1, DIR_FREE = 2, DIR_REALLOC = 3 };
+#define TAG(src, dir, left) ((uint32_t)(src) | (uint32_t)(dir) << 8 | (uint32_t)(left) << 16)
+#define TAG_SRC(tag) ((tag) & 0xff)
+#define TAG_DIR(tag) ((tag) >> 8 & 0xff)
+#define TAG_LEFT(tag) ((tag) >> 16 & 0xff)
+
+/* The thread's heap state, one TLS block: the last heap event recorded on
+ * this thread (for sf_heap_setup_dup), and whether its slow path runs. */
+struct heap_tls {
+	uint64_t ptr; /* pointer allocated (or freed) */
+	uint64_t old; /* realloc: the pointer freed (read only when the direction is realloc) */
+	uint32_t tag; /* TAG(source, direction, realloc's setup-ABI halves still to match:
+		       * bit 0 alloc, bit 1 free); source 0: nothing to match */
+	uint32_t busy;
+};
+static __thread struct heap_tls heap_tls __attribute__((tls_model("initial-exec")));
+static int heap_on;
 
 static int heap_enabled(void)
 {
+	/* record --paused: no heap event while tracing is off (switch.c). */
 	if (__builtin_expect(heap_on, 1))
-		return 1;
+		return !__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED);
 	if (!sf_config.enabled || !sf_objects_patched_total())
 		return 0;
 	heap_on = 1;
@@ -58,7 +81,8 @@ static inline uint64_t heap_now(void)
 }
 
 /* Claims n records if they fit the slot and time fits the batch's span.
- * One local compare-and-swap: a signal handler runs before or after it. */
+ * One local compare-and-swap: a signal handler runs before or after it.
+ * A thread without a slot has cursor = limit = 0 (or a scratch buffer). */
 static inline struct sf_event *heap_claim(struct sf_thread *t, uint64_t time, size_t n)
 {
 	uint64_t c = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED);
@@ -72,59 +96,108 @@ static inline struct sf_event *heap_claim(struct sf_thread *t, uint64_t time, si
 	}
 }
 
-static void heap_record(uint32_t kind, const uint64_t *payload)
+/* 1 if x's upper half is zero: a payload record a hand-off would take for an unfilled one. */
+static inline unsigned zero_word(uint64_t x)
 {
-	if (heap_busy) { /* the runtime's own slow path allocated: never recurse */
-		sf_log_drop(1);
-		return;
-	}
-	size_t np = sf_event_payload_records(kind);
-	uint64_t time = heap_now();
-	struct sf_thread *t = &sf_self;
-	struct sf_event *e = t->state == SF_THREAD_ACTIVE || t->state == SF_THREAD_DROPPING
-				     ? heap_claim(t, time, 1 + np)
-				     : NULL;
-	if (__builtin_expect(e != NULL, 1)) {
-		uint64_t *p = (uint64_t *)(e + 1);
-		for (size_t i = 0; i < np; i++)
-			p[i] = payload[i];
-		e->time_lo = (uint32_t)time;
-		__atomic_store_n(&e->word, sf_event_word(0, kind), __ATOMIC_RELEASE);
-		return;
-	}
-	if (t->state == SF_THREAD_IGNORED)
-		return;
-	heap_busy = 1;
-	sf_record_payload(kind, time, payload);
-	heap_busy = 0;
+	return (x >> 32) == 0;
 }
 
-/* 1 if this report repeats the thread's last one from the other source. */
+/* Everything but the fast path: the thread's first event, a full slot,
+ * a suppressed stretch, an ignored thread. busy is set only while signals
+ * are blocked, so a handler never finds it set: it marks the runtime's own
+ * slow path calling malloc (dropped, never recursed into), not a signal
+ * that arrived when the slow path unblocked them. */
+static __attribute__((noinline, cold)) void heap_slow(uint32_t kind, uint64_t time, uint64_t a, uint64_t b,
+							     uint64_t c, uint64_t d)
+{
+	const uint64_t payload[4] = {a, b, c, d};
+	struct heap_tls *h = &heap_tls;
+	if (sf_self.state == SF_THREAD_IGNORED)
+		return;
+	int saved = errno;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (h->busy) {
+		sf_log_drop(1);
+	} else {
+		h->busy = 1;
+		sf_record_payload(kind, time, payload);
+		h->busy = 0;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+}
+
+/* Stores event `kind` with its np payload records (a, b, c, d: the first
+ * np of them). Inlined into each hook with constant kind and np, so the
+ * payload stays in registers. */
+static inline __attribute__((always_inline)) void heap_record(uint32_t kind, unsigned np, uint64_t a, uint64_t b,
+							      uint64_t c, uint64_t d)
+{
+	struct sf_thread *t = &sf_self;
+	uint64_t time = heap_now();
+	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	struct sf_event *e = heap_tls.busy ? NULL : heap_claim(t, time, 1 + np);
+	if (__builtin_expect(e == NULL, 0)) {
+		heap_slow(kind, time, a, b, c, d);
+		return;
+	}
+	uint64_t *p = (uint64_t *)(e + 1);
+	unsigned z = zero_word(a) + zero_word(b); /* every kind has two or more */
+	p[0] = a;
+	p[1] = b;
+	if (np > 2) {
+		p[2] = c;
+		z += zero_word(c);
+	}
+	if (np > 3) {
+		p[3] = d;
+		z += zero_word(d);
+	}
+	/* time_lo and word in one store (little-endian: time_lo first), after the payload */
+	__atomic_store_n((uint64_t *)e, (uint64_t)sf_event_word(0, kind) << 32 | (uint32_t)time, __ATOMIC_RELEASE);
+	if (z)
+		sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
+}
+
+/* 1 if this report repeats the thread's last one from the other source;
+ * else it becomes the last one. */
 static int heap_dup(uint8_t src, uint8_t dir, uint64_t ptr)
 {
-	struct heap_last *l = &heap_last;
+	struct heap_tls *l = &heap_tls;
+	uint32_t tag = l->tag;
 	int dup = 0;
-	if (l->src && l->src != src && ptr) {
-		if (l->dir == DIR_REALLOC && src == SRC_SETUP) {
+	if (TAG_SRC(tag) && TAG_SRC(tag) != src && ptr) {
+		if (TAG_DIR(tag) == DIR_REALLOC && src == SRC_SETUP) {
 			/* one interposed realloc, two setup-ABI halves */
-			uint8_t bit = dir == DIR_ALLOC ? 1 : 2;
-			if ((l->left & bit) && ptr == (dir == DIR_ALLOC ? l->ptr : l->old)) {
-				l->left &= (uint8_t)~bit;
+			uint32_t bit = dir == DIR_ALLOC ? 1 : 2;
+			if ((TAG_LEFT(tag) & bit) && ptr == (dir == DIR_ALLOC ? l->ptr : l->old)) {
+				l->tag = tag & ~(bit << 16);
 				return 1;
 			}
-		} else if (l->dir == dir && l->ptr == ptr) {
+		} else if (TAG_DIR(tag) == dir && l->ptr == ptr) {
 			dup = 1;
 		}
 	}
 	if (dup) {
-		l->src = 0;
+		l->tag = 0;
 		return 1;
 	}
-	l->src = src;
-	l->dir = dir;
 	l->ptr = ptr;
-	l->old = 0;
-	l->left = 0;
+	l->tag = TAG(src, dir, 0);
+	return 0;
+}
+
+/* heap_dup for an interposed allocation or free: only a setup-ABI report
+ * before it can make it a repeat; else two stores. */
+static inline int heap_dup_interposed(uint8_t dir, uint64_t ptr)
+{
+	struct heap_tls *l = &heap_tls;
+	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0))
+		return heap_dup(SRC_INTERPOSED, dir, ptr);
+	l->ptr = ptr;
+	l->tag = TAG(SRC_INTERPOSED, dir, 0);
 	return 0;
 }
 
@@ -138,18 +211,16 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr)
 
 __attribute__((visibility("default"))) void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site)
 {
-	if (!heap_enabled() || !ptr || heap_dup(SRC_INTERPOSED, DIR_ALLOC, (uint64_t)ptr))
+	if (!ptr || !heap_enabled() || heap_dup_interposed(DIR_ALLOC, (uint64_t)ptr))
 		return;
-	uint64_t p[3] = {sf_size_align(size, align), (uint64_t)ptr, (uint64_t)site};
-	heap_record(SF_EV_HEAP_ALLOC, p);
+	heap_record(SF_EV_HEAP_ALLOC, 3, sf_size_align(size, align), (uint64_t)ptr, (uint64_t)site, 0);
 }
 
 __attribute__((visibility("default"))) void sftrace_heap_free(void *ptr, void *site)
 {
-	if (!ptr || !heap_enabled() || heap_dup(SRC_INTERPOSED, DIR_FREE, (uint64_t)ptr))
+	if (!ptr || !heap_enabled() || heap_dup_interposed(DIR_FREE, (uint64_t)ptr))
 		return;
-	uint64_t p[2] = {(uint64_t)ptr, (uint64_t)site};
-	heap_record(SF_EV_HEAP_FREE, p);
+	heap_record(SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0);
 }
 
 /* realloc(old, size) returned ptr (old != NULL, ptr != NULL). */
@@ -157,12 +228,9 @@ __attribute__((visibility("default"))) void sftrace_heap_realloc(void *ptr, void
 {
 	if (!heap_enabled())
 		return;
-	struct heap_last *l = &heap_last;
-	l->src = SRC_INTERPOSED;
-	l->dir = DIR_REALLOC;
+	struct heap_tls *l = &heap_tls;
 	l->ptr = (uint64_t)ptr;
 	l->old = (uint64_t)old;
-	l->left = 3;
-	uint64_t p[4] = {sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)old, (uint64_t)site};
-	heap_record(SF_EV_HEAP_REALLOC, p);
+	l->tag = TAG(SRC_INTERPOSED, DIR_REALLOC, 3);
+	heap_record(SF_EV_HEAP_REALLOC, 4, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)old, (uint64_t)site);
 }

@@ -29,6 +29,7 @@
 #include "runtime/runtime.h"
 
 __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec")));
+__thread uint64_t sf_heap_zero __attribute__((tls_model("initial-exec")));
 
 static uint64_t next_serial = 1;
 static uint32_t live_threads; /* threads with a slot */
@@ -83,6 +84,9 @@ static void set_base(struct sf_thread *t, uint64_t base)
 static void batch_begin(struct sf_thread *t)
 {
 	set_base(t, sf_now_raw());
+	/* The next batch number, no zero-word payload counted yet: a count
+	 * alloc.c adds for the batch that ended fails its compare-and-swap. */
+	sf_heap_zero = ((sf_heap_zero >> 32) + 1) << 32;
 }
 
 static struct sf_event *slot_events(const struct sf_slot *s)
@@ -152,6 +156,7 @@ struct retired_list {
 	uint32_t n;
 	uint32_t seq[MAX_RETIRED];
 	uint32_t nrec[MAX_RETIRED]; /* records claimed in it */
+	uint32_t zero[MAX_RETIRED]; /* zero-word payload records counted in it (sf_heap_zero) */
 	struct sf_slot *slot[MAX_RETIRED];
 };
 static __thread struct retired_list *retired __attribute__((tls_model("initial-exec")));
@@ -165,13 +170,16 @@ static uint32_t nretired(void)
 /* Whether one of n records was claimed and not filled yet. Only an
  * interrupted context of this thread can still be filling it: the slow
  * path runs with signals blocked. Allocation payloads are skipped: they are
- * stored before their event's word, and may be zero. */
-static int has_unfilled(const struct sf_event *ev, size_t n)
+ * stored before their event's word, and may be zero. zero_payload: payload
+ * records with a zero word known to be stored among the n (sf_heap_zero;
+ * it may fall short of the true number, never exceed it). */
+static int has_unfilled(const struct sf_event *ev, size_t n, uint32_t zero_payload)
 {
-	/* The usual batch, all function events and no hole, passes a first
-	 * loop whose iterations do not depend on each other (the walk below
-	 * must follow the records: 7 times slower). */
-	if (!sf_batch_suspect(ev, n))
+	/* An unfilled record has a zero word. When every zero word is a
+	 * counted payload record, none is unfilled; that count is one loop
+	 * whose iterations do not depend on each other (the walk below must
+	 * follow the records: 7 times slower). */
+	if (sf_batch_zero_words(ev, n) == zero_payload)
 		return 0;
 	for (size_t i = 0; i < n;) {
 		uint32_t w = __atomic_load_n(&ev[i].word, __ATOMIC_ACQUIRE);
@@ -195,7 +203,7 @@ static void flush_retired(struct sf_thread *t, int force)
 	for (; done < n; done++) {
 		struct sf_slot *s = retired->slot[done];
 		struct sf_event *ev = slot_events(s);
-		int holes = has_unfilled(ev, retired->nrec[done]);
+		int holes = has_unfilled(ev, retired->nrec[done], retired->zero[done]);
 		if (holes && !force)
 			break;
 		write_batch(t, s, retired->nrec[done], retired->seq[done]);
@@ -210,6 +218,7 @@ static void flush_retired(struct sf_thread *t, int force)
 		retired->slot[i - done] = retired->slot[i];
 		retired->seq[i - done] = retired->seq[i];
 		retired->nrec[i - done] = retired->nrec[i];
+		retired->zero[i - done] = retired->zero[i];
 	}
 	retired->n = n - done;
 }
@@ -226,6 +235,7 @@ static int retire_current(struct sf_thread *t, size_t n)
 	retired->slot[retired->n] = t->slot;
 	retired->seq[retired->n] = t->seq;
 	retired->nrec[retired->n] = (uint32_t)n;
+	retired->zero[retired->n] = (uint32_t)sf_heap_zero;
 	retired->n++;
 	t->seq++;
 	struct sf_chunk *h = fresh->hdr;
@@ -716,7 +726,7 @@ static int handoff_full(struct sf_thread *t, size_t n)
 		return 0;
 	}
 	flush_retired(t, 0);
-	int owed = has_unfilled(t->events, n);
+	int owed = has_unfilled(t->events, n, (uint32_t)sf_heap_zero);
 	if ((nretired() || owed) && retire_current(t, n))
 		return 0;
 	/* No room to retire more. Retired slots that are complete went out
@@ -790,6 +800,26 @@ static void thread_start(struct sf_thread *t)
 		pthread_setspecific(exit_key, (void *)1);
 }
 
+/* A batch begins with this event: its slot's header gets the thread's
+ * depth before it, + 1 (sf_chunk.reserved, SF_EV_UNWIND_TO), so a reader
+ * that starts there (a ring's window) knows how many frames were open.
+ * The trampoline already pushed (entry) or popped (exit, tail call) this
+ * event's own frame. */
+static void batch_depth(struct sf_thread *t, uint32_t kind)
+{
+#ifdef SF_ARCH_SHADOW
+	uint64_t d = t->shadow_depth;
+	if (kind == SF_EV_ENTRY)
+		d -= d > 0;
+	else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL)
+		d++;
+	__atomic_store_n(&t->slot->hdr->reserved, d + 1, __ATOMIC_RELAXED);
+#else
+	(void)t;
+	(void)kind;
+#endif
+}
+
 /* Stores one event (with its payload records for allocation events),
  * making room first if needed. Signals are blocked. */
 static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind,
@@ -820,10 +850,17 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 	if (!in_span(time, t->base) && (t->cursor == (uint64_t)t->events || t->state != SF_THREAD_ACTIVE))
 		set_base(t, time);
 	struct sf_event *e = (struct sf_event *)t->cursor;
+	if (e == t->events && t->slot)
+		batch_depth(t, kind);
 	t->cursor += nrec * sizeof(struct sf_event);
-	for (size_t i = 1; payload && i < nrec; i++) /* before the word that validates them */
+	uint32_t zero = 0;
+	for (size_t i = 1; payload && i < nrec; i++) { /* before the word that validates them */
 		((uint64_t *)e)[i] = payload[i - 1];
+		zero += (uint32_t)(payload[i - 1] >> 32) == 0;
+	}
 	store_record(e, time, id, kind);
+	if (t->state == SF_THREAD_ACTIVE)
+		sf_heap_zero += zero; /* see has_unfilled; signals are blocked */
 }
 
 
@@ -898,9 +935,6 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed) /* the runtime's own allocations, a vfork child's (suppress.c) */
 		return;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (t->state == SF_THREAD_NEW) {
 		thread_start(t);
 		time = sf_now_raw();
@@ -908,7 +942,6 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
 	store_event(t, time, 0, kind, payload);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* What the trampolines do with a time they read: one xadd while the

@@ -170,6 +170,7 @@ static void log_created(void)
 		h->reserved[SF_HDR_COST_PARENT] = sf_cost_parent;
 		h->reserved[SF_HDR_COST_CHILD] = sf_cost_child;
 	}
+	sf_switch_log_created();
 }
 
 __attribute__((constructor(101))) static void sf_init(void)
@@ -198,10 +199,11 @@ __attribute__((constructor(101))) static void sf_init(void)
 	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
 	sf_trigger_init();
+	sf_switch_config();
 	sf_log_on_create(log_created);
 	sf_config.enabled = 1;
-	/* What the runtime itself does from here on (dlopen of libgcc_s, the
-	 * writer's pthread_create) allocates: none of it is the program's. */
+	/* What the runtime itself does from here on (the writer's
+	 * pthread_create) allocates: none of it is the program's. */
 	struct sf_suppress_state quiet;
 	sf_suppress_begin(&quiet);
 	sf_buffer_init();
@@ -224,14 +226,19 @@ static int services_tried;
  * A ring always has a writer: it writes the snapshots. */
 void sf_services_start(void)
 {
-	if (services_tried || !sf_config.enabled || !sf_objects_patched_total())
+	/* record --paused: nothing is patched yet, but the sleds are there. */
+	int sleds = sf_switch_enabled() ? sf_objects_any_instrumented() : sf_objects_patched_total() != 0;
+	if (services_tried || !sf_config.enabled || !sleds)
 		return;
 	services_tried = 1;
-	if (sf_config.ring_slots || sf_config.writer == SF_WRITER_THREAD ||
+	/* A paused process needs its writer thread: it is the one that
+	 * patches at a resume (switch.c). */
+	if (sf_config.ring_slots || sf_switch_enabled() || sf_config.writer == SF_WRITER_THREAD ||
 	    (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1))
 		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
 	if (sf_config.ring_slots)
 		sf_snapshot_init();
+	sf_switch_start();
 }
 
 /* fork: the child keeps the parent's answer (a child that did not exec has
@@ -239,6 +246,7 @@ void sf_services_start(void)
 void sf_services_after_fork_child(void)
 {
 	services_tried = 1;
+	sf_switch_after_fork_child();
 }
 
 __attribute__((destructor(101))) static void sf_fini(void)

@@ -35,24 +35,33 @@ static size_t page_round(size_t n)
 /* Working memory for one object at a time (under the lock), kept mapped:
  * an munmap costs a TLB shootdown on every CPU the process runs on, which
  * made dlopen/dlclose churn several times slower. */
-static char *scratch;
-static size_t scratch_cap;
+struct scratch_area {
+	char *p;
+	size_t cap;
+};
+static struct scratch_area scratch;        /* object discovery, under the lock */
+static struct scratch_area switch_scratch; /* sf_objects_switch's sleds: the writer thread's */
 
-static void *scratch_get(size_t len)
+static void *area_get(struct scratch_area *a, size_t len)
 {
-	if (len > scratch_cap) {
-		size_t cap = scratch_cap ? scratch_cap : 65536;
+	if (len > a->cap) {
+		size_t cap = a->cap ? a->cap : 65536;
 		while (cap < len)
 			cap *= 2;
 		char *p = sf_map_anon(cap);
 		if (!p)
 			return NULL;
-		if (scratch)
-			munmap(scratch, scratch_cap);
-		scratch = p;
-		scratch_cap = cap;
+		if (a->p)
+			munmap(a->p, a->cap);
+		a->p = p;
+		a->cap = cap;
 	}
-	return scratch;
+	return a->p;
+}
+
+static void *scratch_get(size_t len)
+{
+	return area_get(&scratch, len);
 }
 
 /* Records of unloaded objects, kept for the next object (same reason). */
@@ -158,7 +167,67 @@ void sf_objects_log_all(void)
 			write_object_chunk(objects[i]);
 }
 
-/* Reads the object's sled map, numbers its functions, logs it, patches it. */
+/* The object's sleds in sleds[] (the scratch area), with the filter's
+ * and the triggers' choice; its functions numbered from o->info.first_id
+ * in the order the map names them (into o->func_addr when `number`: the
+ * same ids every time). Returns how many, or -1 without memory. */
+static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_area *area, struct xray_sled_rt **out)
+{
+	uint64_t bias = o->info.load_bias;
+	uint32_t nsleds = (uint32_t)(o->xray_size / XRAY_ENTRY_SIZE);
+	const unsigned char *map = (const unsigned char *)(bias + o->xray_vaddr);
+	uint32_t cap = 16;
+	while (cap < nsleds * 2)
+		cap <<= 1;
+	size_t keys_sz = (size_t)cap * 8, vals_sz = (size_t)cap * 4;
+	size_t addr_sz = page_round((size_t)nsleds * 8);
+	size_t sled_sz = (size_t)nsleds * sizeof(struct xray_sled_rt);
+	/* Renumbering for a switch needs the addresses, but not o->func_addr:
+	 * a second array after the sleds. */
+	char *work = area_get(area, keys_sz + vals_sz + sled_sz + (number ? 0 : addr_sz));
+	if (!work)
+		return -1;
+	memset(work, 0, keys_sz);
+	struct func_map fm = {(uint64_t *)work, (uint32_t *)(work + keys_sz), cap - 1};
+	struct xray_sled_rt *sleds = (struct xray_sled_rt *)(work + keys_sz + vals_sz);
+	uint64_t *addrs = (uint64_t *)(work + keys_sz + vals_sz + sled_sz);
+	if (number) {
+		addrs = o->func_addr;
+		if (o->func_cap < addr_sz) {
+			if (addrs)
+				munmap(addrs, o->func_cap);
+			o->func_cap = 0;
+			o->func_addr = addrs = sf_map_anon(addr_sz);
+			if (!addrs)
+				return -1;
+			o->func_cap = addr_sz;
+		}
+	}
+	uint32_t nf = 0, ns = 0;
+	int allowed = sf_filter_check_object(o) == 0;
+	for (uint32_t i = 0; i < nsleds; i++) {
+		struct xray_sled s;
+		uint64_t at = (uint64_t)(map + (size_t)i * XRAY_ENTRY_SIZE);
+		xray_decode(map + (size_t)i * XRAY_ENTRY_SIZE, at, &s);
+		if (!xray_kind_traced(s.kind) || s.address < o->lo || s.address + 11 > o->hi)
+			continue;
+		uint32_t local = func_index(&fm, s.function - bias, addrs, &nf);
+		sleds[ns].address = s.address;
+		sleds[ns].func_id = o->info.first_id + local;
+		sleds[ns].kind = s.kind;
+		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
+		if (sleds[ns].selected)
+			sf_trigger_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
+		ns++;
+	}
+	if (number)
+		o->nfuncs = nf;
+	*out = sleds;
+	return ns;
+}
+
+/* Reads the object's sled map, numbers its functions, logs it, patches it
+ * (unless tracing is off: record --paused, switch.c; a resume patches it). */
 static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 {
 	uint64_t bias = o->info.load_bias;
@@ -171,60 +240,130 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	 * unpatched. */
 	if ((uint64_t)next_func_id + nsleds >= SF_FUNC_ID_LIMIT)
 		return;
-
-	uint32_t cap = 16;
-	while (cap < nsleds * 2)
-		cap <<= 1;
-	size_t keys_sz = (size_t)cap * 8, vals_sz = (size_t)cap * 4;
-	size_t addr_sz = page_round((size_t)nsleds * 8);
-	size_t sled_sz = (size_t)nsleds * sizeof(struct xray_sled_rt);
-	char *work = scratch_get(keys_sz + vals_sz + sled_sz);
-	if (!work)
-		return;
-	memset(work, 0, keys_sz);
-	struct func_map fm = {(uint64_t *)work, (uint32_t *)(work + keys_sz), cap - 1};
-	struct xray_sled_rt *sleds = (struct xray_sled_rt *)(work + keys_sz + vals_sz);
-	uint64_t *addrs = o->func_addr;
-	if (o->func_cap < addr_sz) {
-		if (addrs)
-			munmap(addrs, o->func_cap);
-		o->func_cap = 0;
-		o->func_addr = addrs = sf_map_anon(addr_sz);
-		if (!addrs)
-			return;
-		o->func_cap = addr_sz;
-	}
-
-	uint32_t nf = 0, ns = 0;
-	int allowed = sf_filter_check_object(o) == 0;
-	for (uint32_t i = 0; i < nsleds; i++) {
-		struct xray_sled s;
-		uint64_t at = (uint64_t)(map + (size_t)i * XRAY_ENTRY_SIZE);
-		xray_decode(map + (size_t)i * XRAY_ENTRY_SIZE, at, &s);
-		if (!xray_kind_traced(s.kind) || s.address < o->lo || s.address + 11 > o->hi)
-			continue;
-		uint32_t local = func_index(&fm, s.function - bias, addrs, &nf);
-		sleds[ns].address = s.address;
-		sleds[ns].func_id = next_func_id + local;
-		sleds[ns].kind = s.kind;
-		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
-		if (sleds[ns].selected)
-			sf_trigger_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
-		ns++;
-	}
-	o->nfuncs = nf;
+	o->xray_vaddr = sec->vaddr;
+	o->xray_size = sec->size;
 	o->info.first_id = next_func_id;
+	struct xray_sled_rt *sleds;
+	int64_t ns = read_sleds(o, 1, &scratch, &sleds);
+	if (ns < 0)
+		return;
 	o->info.sleds = nsleds;
-	next_func_id += nf;
+	next_func_id += o->nfuncs;
 
 	struct sf_patch_result res = {0};
-	sf_patch_object(o, sleds, ns, &res);
+	if (!__atomic_load_n(&sf_tracing_off, __ATOMIC_ACQUIRE))
+		sf_patch_object(o, sleds, (uint32_t)ns, 1, &res);
 	o->info.patched = res.patched;
 	/* Written after patching so it carries the patched count. Events of the
 	 * object may already be stored by other threads, but the log cannot
 	 * be created and no slot can be taken while we hold the lock, and the
 	 * reader does not need objects to come first in the file. */
 	write_object_chunk(o);
+}
+
+static int iterate_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg);
+
+/* Whether o is still the loaded object numbered `index` (under the lock:
+ * a record freed by an unload may hold another object since; object
+ * numbers are never reused). */
+static int still_listed(const struct sf_object_rt *o, uint32_t index)
+{
+	for (uint32_t i = 0; i < nobjects; i++)
+		if (objects[i] == o)
+			return o->info.index == index && o->info.sleds;
+	return 0;
+}
+
+/* Sleds patched per pass (a few ms of CPU): each pass holds the loader's lock while
+ * it writes, so a thread's dlopen, dlclose or exception lookup waits for
+ * one pass at most, not the whole switch. */
+#ifndef SWITCH_CHUNK
+#define SWITCH_CHUNK 32768
+#endif
+
+/* One pass of a switch: a copy of the object as it was listed (its record
+ * may be reused once it is unloaded), and the sleds to write. */
+struct switch_pass {
+	const struct sf_object_rt *obj;
+	const struct xray_sled_rt *sleds;
+	uint32_t n;
+	int on, found;
+	struct sf_patch_result res;
+};
+
+/* Writes the pass's sleds from inside dl_iterate_phdr, which holds the
+ * loader's lock: an object it lists cannot be unmapped meanwhile (dlclose
+ * takes that lock to unlist it first). Not the log lock: threads that
+ * take a slot as tracing comes on do not wait for the text. */
+static int switch_in_place(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct switch_pass *p = arg;
+	(void)size;
+	if (info->dlpi_addr != p->obj->dl_addr || info->dlpi_phdr != p->obj->phdr)
+		return 0;
+	sf_patch_object(p->obj, p->sleds, p->n, p->on, &p->res);
+	p->found = 1;
+	return 1;
+}
+
+uint32_t sf_objects_switch(int on, uint64_t *read_ns)
+{
+	static struct sf_object_rt *list[MAX_OBJECTS]; /* the writer thread's */
+	static uint32_t index[MAX_OBJECTS];
+	static struct sf_object_rt copy;
+	sigset_t old;
+	uint64_t t0 = sf_mono_ns();
+	uint32_t changed = 0, n = 0;
+	*read_ns = 0;
+	sf_log_lock_sig(&old);
+	for (uint32_t i = 0; i < nobjects; i++)
+		if (objects[i]->info.sleds) {
+			list[n] = objects[i];
+			index[n++] = objects[i]->info.index;
+		}
+	sf_log_unlock_sig(&old);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sf_object_rt *o = list[i];
+		struct xray_sled_rt *sleds;
+		uint64_t r0 = sf_mono_ns();
+		sf_log_lock_sig(&old);
+		int64_t ns = -1;
+		if (still_listed(o, index[i])) {
+			ns = read_sleds(o, 0, &switch_scratch, &sleds);
+			memcpy(&copy, o, sizeof(copy));
+		}
+		sf_log_unlock_sig(&old);
+		*read_ns += sf_mono_ns() - r0;
+		/* An object unloaded meanwhile is skipped (not found); one loaded
+		 * meanwhile was patched or not by its scan, as sf_tracing_off said. */
+		uint32_t done = 0;
+		for (int64_t k = 0; k < ns; k += SWITCH_CHUNK) {
+			struct switch_pass p = {&copy, sleds + k, (uint32_t)(ns - k < SWITCH_CHUNK ? ns - k : SWITCH_CHUNK), on,
+						0, {0, 0}};
+			iterate_objects(switch_in_place, &p);
+			if (!p.found)
+				break;
+			done += p.res.patched;
+		}
+		changed += done;
+		sf_log_lock_sig(&old);
+		if (still_listed(o, index[i]))
+			o->info.patched = on ? o->info.patched + done : (o->info.patched > done ? o->info.patched - done : 0);
+		sf_log_unlock_sig(&old);
+	}
+	sf_log_lock_sig(&old);
+	sf_patch_ns += sf_mono_ns() - t0;
+	sf_log_update_patch_stats(sf_patch_ns, sf_objects_patched_total());
+	sf_log_unlock_sig(&old);
+	return changed;
+}
+
+int sf_objects_any_instrumented(void)
+{
+	for (uint32_t i = 0; i < nobjects; i++)
+		if (objects[i]->info.sleds)
+			return 1;
+	return 0;
 }
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)

@@ -90,7 +90,7 @@ static int other_threads(void)
 	return n < 0 || tasks - (sf_writer_active() ? 1 : 0) > 1;
 }
 
-/* Patches the selected sleds in [seg_lo, seg_hi). The text is made
+/* Patches the selected sleds in [seg_lo, seg_hi). Their pages are made
  * writable while staying executable, then given its protection back. A
  * kernel or policy that refuses writable executable memory (SELinux
  * execmem/execmod, PaX MPROTECT) gets no fallback that drops PROT_EXEC:
@@ -101,10 +101,21 @@ static int other_threads(void)
  * warning. */
 static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint64_t seg_hi, int prot,
 			  const struct xray_sled_rt *sleds, uint32_t nsleds, const uint64_t target[SF_STUB_COUNT],
-			  struct sf_patch_result *res)
+			  int on, struct sf_patch_result *res)
 {
-	uint64_t page_lo = seg_lo & ~(SF_PAGE - 1);
-	size_t len = (size_t)(((seg_hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - page_lo);
+	/* Only the pages the selected sleds are on: a switch patches in passes
+	 * (objects.c), and each pass's mprotect pair would otherwise walk the
+	 * whole segment's page tables (a tenth of a switch's CPU per pass). */
+	uint64_t lo = seg_hi, hi = seg_lo;
+	for (uint32_t k = 0; k < nsleds; k++)
+		if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi) {
+			lo = sleds[k].address < lo ? sleds[k].address : lo;
+			hi = sleds[k].address + SF_ARCH_SLED_SIZE > hi ? sleds[k].address + SF_ARCH_SLED_SIZE : hi;
+		}
+	if (lo >= hi)
+		return;
+	uint64_t page_lo = lo & ~(SF_PAGE - 1);
+	size_t len = (size_t)(((hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - page_lo);
 	struct sf_text_writer w = {-1, 0};
 	if (mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0) {
 		int err = errno;
@@ -126,7 +137,7 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 	}
 	for (uint32_t k = 0; k < nsleds && !w.failed; k++)
 		if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi)
-			sf_arch_patch_sled(&sleds[k], target, &w, res);
+			(on ? sf_arch_patch_sled : sf_arch_unpatch_sled)(&sleds[k], target, &w, res);
 	if (w.mem_fd >= 0) {
 		sf_close(w.mem_fd);
 		if (w.failed)
@@ -136,7 +147,7 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 	}
 }
 
-int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds,
+int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds, int on,
 		    struct sf_patch_result *res)
 {
 	uint64_t tramp[SF_STUB_COUNT], target[SF_STUB_COUNT];
@@ -158,7 +169,7 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 			any = sleds[k].selected && sleds[k].address >= seg_lo &&
 			      sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi;
 		if (any)
-			patch_segment(obj, seg_lo, seg_hi, prot_of(ph[i].p_flags), sleds, nsleds, target, res);
+			patch_segment(obj, seg_lo, seg_hi, prot_of(ph[i].p_flags), sleds, nsleds, target, on, res);
 	}
 	return 0;
 }

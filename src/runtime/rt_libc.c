@@ -14,7 +14,8 @@
  * What remains: dl_iterate_phdr (the loader's list, only the loader has
  * it); sigaction (installing the ring and landing handlers) and clone
  * (hooks.c's sf_clone_real: glibc's, resolved once); and, at start-up only,
- * getenv, dlsym, dlopen, pthread_create and its attributes, pthread_key_create
+ * getenv, dlsym (for names that exist: a miss allocates; elf_sym.c reads the
+ * others from the objects' tables), pthread_create and its attributes, pthread_key_create
  * and pthread_setspecific, pthread_setname_np, sched_getaffinity,
  * getauxval, and snprintf in the filter-file parser (format/filter_file.c,
  * shared with the CLI). */
@@ -187,6 +188,12 @@ HIDDEN int getrlimit(__rlimit_resource_t res, struct rlimit *rl)
 HIDDEN int sched_yield(void)
 {
 	return (int)sf_syscall3(SYS_sched_yield, 0, 0, 0);
+}
+
+/* The writer thread's own CPUs (writer.c). */
+HIDDEN int sched_setaffinity(pid_t pid, size_t len, const cpu_set_t *set)
+{
+	return (int)ret_errno(sf_syscall3(SYS_sched_setaffinity, pid, (long)len, (long)set));
 }
 
 HIDDEN char *getcwd(char *buf, size_t n)

@@ -20,16 +20,22 @@
  *   filter.c      which functions to patch (filter files, per-object regex filters)
  *   trigger.c     record --trigger: functions whose calls ask for a snapshot
  *   patch.c       sled patching common to every architecture (text writes)
- *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook)
+ *   loader_hook.c objects loaded and unloaded later (the loader's debugger hook),
+ *                 libgcc_s's unwinder once the program loads it
+ *   switch.c      record --paused, sftrace resume/pause: sleds patched and
+ *                 unpatched in a running process by the writer thread
  * One event, from sled to file (arch/<arch>/trampoline.S first)
  *   clock.c       timestamps and calibration pairs
  *   calib.c       the tracer's own cost per call, measured once at start
  *   buffer.c      per-thread slots and the slow path (first event, slot full,
- *                 thread exit, events with payloads)
+ *                 thread exit, events with payloads); a batch's start depth
  *   suppress.c    stretches whose calls are the runtime's, not the program's
- *   unwind.c      frames abandoned by longjmp and caught exceptions
+ *   unwind.c      frames abandoned by longjmp and caught exceptions: the
+ *                 depth a landing leaves open (SF_EV_UNWIND_TO)
+ *   elf_sym.c     symbols read from loaded objects' tables (no dlsym, no malloc)
  *   alloc.c       heap events of the interposed allocator (record --alloc)
  *   writer.c      the writer thread: full slots handed off the traced threads
+ *                 (it sets its own CPUs: the attribute would allocate)
  *   trim.c        record --min-duration/--max-depth at hand-off
  *   batch_scan.c  the one vectorised scan of a full batch
  *   encode.c      what a full batch becomes in the file (packed or raw)
@@ -93,7 +99,9 @@ struct sf_thread {
 	 * saw, the address of its return address (| 1 for a window frame),
 	 * so a landing knows the frames it abandons without walking the
 	 * stack (unwind.c). Entry i is at shadow[i % SF_SHADOW_CAP]. */
-	uint64_t shadow_depth; /* pushes minus pops, never below 0 */
+	uint64_t shadow_depth; /* pushes minus pops, never below 0: the depth a
+				* landing records (SF_EV_UNWIND_TO) and a batch
+				* starts at (sf_chunk.reserved of its slot) */
 	uint64_t shadow[SF_SHADOW_CAP];
 #endif
 };
@@ -277,6 +285,7 @@ struct sf_object_rt {
 	const void *phdr;     /* dlpi_phdr: program headers, for segment protections */
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
+	uint64_t xray_vaddr, xray_size; /* its xray_instr_map (ELF vaddr, bytes): read again at a switch */
 };
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
 void sf_objects_check_unloaded(void) SF_HIDDEN;
@@ -284,6 +293,11 @@ void sf_objects_log_all(void) SF_HIDDEN;        /* write OBJECT chunks not yet i
 void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
 void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;
+/* switch.c: patches (on) or unpatches every instrumented object's sleds
+ * the filter selects, under the log lock; returns the sleds changed, and
+ * in *read_ns the time spent reading the sled maps (the rest is text). */
+uint32_t sf_objects_switch(int on, uint64_t *read_ns) SF_HIDDEN;
+int sf_objects_any_instrumented(void) SF_HIDDEN; /* an object with sleds, patched or not */
 extern uint64_t sf_patch_ns SF_HIDDEN; /* time spent in sf_objects_scan */
 
 /* ---- filter.c ---- */
@@ -327,8 +341,9 @@ struct sf_patch_result {
 	uint32_t patched;
 	uint32_t skipped; /* sleds whose bytes were not the expected unpatched form */
 };
-/* Patch the selected sleds of one object (entry, exit, tail call). */
-int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds,
+/* Patch (on) or unpatch (!on: sf_arch_unpatch_sled) the selected sleds
+ * of one object (entry, exit, tail call). */
+int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds, int on,
 		    struct sf_patch_result *res) SF_HIDDEN;
 
 /* Where a sled of (variant, kind) goes: index variant * SF_STUB_KINDS + kind. */
@@ -345,6 +360,19 @@ struct sf_text_writer {
 int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
 /* Writes n bytes at `at`; n == 2 or 4 is one atomic store (a sled's last write). */
 void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
+
+/* ---- switch.c (record --paused, sftrace resume / pause) ---- */
+/* 1 while tracing is off: no sled patched, no heap event recorded. */
+extern uint32_t sf_tracing_off SF_HIDDEN;
+void sf_switch_config(void) SF_HIDDEN;      /* SFTRACE_PAUSED: start paused, serve requests */
+int sf_switch_enabled(void) SF_HIDDEN;
+void sf_switch_start(void) SF_HIDDEN;       /* with the writer thread: the handler, "started paused" line */
+/* The ring signal carried a resume/pause request (SI_QUEUE value of
+ * format/switch_ctl.h): stored for the writer, 1. Async-signal-safe. */
+int sf_switch_signal(const siginfo_t *si) SF_HIDDEN;
+void sf_switch_service(void) SF_HIDDEN;     /* writer thread: switches, logs, answers */
+void sf_switch_log_created(void) SF_HIDDEN; /* a new log (lock held): the last switch, if any */
+void sf_switch_after_fork_child(void) SF_HIDDEN;
 
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
@@ -364,6 +392,11 @@ uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_conf
 /* ---- buffer.c ---- */
 /* The calling thread's state (struct sf_thread above). */
 extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+/* Payload records with a zero upper half stored in the thread's current
+ * batch by complete events (low 32 bits; may fall short, never over), and
+ * the batch's number in this thread (high 32 bits): alloc.c counts, the
+ * hand-off compares (has_unfilled). */
+extern __thread uint64_t sf_heap_zero __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 /* Called by the trampolines (all registers saved) when the fast path cannot
  * store: first event of a thread, buffer full, or monotonic-clock mode
  * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
@@ -373,8 +406,8 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
  * from C (async-signal-safe). */
 void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
 /* An event with sf_event_payload_records(kind) payload records, stored at
- * `time` (or now, for a thread's first event) with signals blocked: the
- * slow path of alloc.c. */
+ * `time` (or now, for a thread's first event): the slow path of alloc.c,
+ * which blocks signals around it. */
 void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
@@ -402,8 +435,20 @@ void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
 
 /* ---- unwind.c ---- */
+/* libgcc_s's unwinder for the fallback walk, if the program has it loaded:
+ * at start and at each loader event (never loads it). */
 void sf_unwind_init(void) SF_HIDDEN;
 void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */
+
+/* ---- elf_sym.c: dlsym without dlsym (no allocation: a miss allocates) ---- */
+/* name's default-version definition in the object at base (dlpi_addr,
+ * dlpi_phdr, dlpi_phnum), from its dynamic symbol table; NULL if none. */
+void *sf_sym_in(uintptr_t base, const void *phdr, int phnum, const char *name) SF_HIDDEN;
+/* The first definition in an object loaded after the one holding self
+ * (RTLD_NEXT's order, whatever the object's scope). */
+void *sf_sym_next(const char *name, const void *self) SF_HIDDEN;
+/* The definition in the first loaded object whose file name starts with lib. */
+void *sf_sym_lib(const char *lib, const char *name) SF_HIDDEN;
 
 /* ---- alloc.c ---- */
 /* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */
@@ -428,9 +473,9 @@ size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct 
 static inline int sf_trim_enabled(void) { return sf_config.trim_min_ns || sf_config.trim_max_depth; }
 
 /* ---- batch_scan.c (the one file built with vector registers) ---- */
-/* 0 if the n records hold only function events, none unfilled; 1 if they
- * must be walked. */
-int sf_batch_suspect(const struct sf_event *ev, size_t n) SF_HIDDEN;
+/* How many of the n records have a zero word (an unfilled record, or a
+ * payload record with a zero upper half). */
+size_t sf_batch_zero_words(const struct sf_event *ev, size_t n) SF_HIDDEN;
 
 /* ---- encode.c ---- */
 /* Writes records [0, n) of slot s as one batch chunk (packed, or raw per
@@ -539,6 +584,10 @@ int sf_arch_patch_targets(const struct sf_object_rt *obj, const uint64_t tramp[S
 /* Patches one unpatched sled (counts it in res: patched or skipped). */
 void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_STUB_COUNT],
 			struct sf_text_writer *w, struct sf_patch_result *res) SF_HIDDEN;
+/* Unpatches one sled we patched (a pause): its first instruction only,
+ * atomically; counts it in res->patched (else skipped). */
+void sf_arch_unpatch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_STUB_COUNT],
+			  struct sf_text_writer *w, struct sf_patch_result *res) SF_HIDDEN;
 /* Points a setup-ABI slot (setup_abi.c) at a trampoline, if this
  * architecture knows the slot's form. */
 void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;

@@ -53,6 +53,11 @@ static struct {
 static void on_ring_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
+	/* sftrace resume / pause send the same signal with a value (switch.c). */
+	if (sf_switch_signal(si)) {
+		errno = saved;
+		return;
+	}
 	sf_snapshot_request(SF_SNAP_SIGNAL);
 	errno = saved;
 	/* A handler the program installed before the runtime still runs. */
@@ -184,7 +189,7 @@ static size_t cut_at(struct sf_chunk *c, uint64_t t)
 	return i;
 }
 
-/* The OBJECT and UNLOAD chunks of the log mapped at m (size bytes), as they
+/* The OBJECT, UNLOAD and SWITCH chunks of the log mapped at m (size bytes), as they
  * stand, to fd. (A ring writes no DATA chunk; its batches are in slots,
  * which come from the rings.) */
 static int copy_objects(const unsigned char *m, uint64_t size)
@@ -194,7 +199,8 @@ static int copy_objects(const unsigned char *m, uint64_t size)
 		const struct sf_chunk *c = (const struct sf_chunk *)(const void *)(m + off);
 		uint32_t csize = __atomic_load_n(&c->size, __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != SF_CHUNK_MAGIC || csize < sizeof(*c) ||
-		    csize % 16 || off + csize > size || c->type < SF_CHUNK_OBJECT || c->type > SF_CHUNK_PACKED) {
+		    csize % 16 || off + csize > size ||
+		    ((c->type < SF_CHUNK_OBJECT || c->type > SF_CHUNK_PACKED) && c->type != SF_CHUNK_SWITCH)) {
 			off += 16; /* padding before a slot, or a chunk still being written */
 			continue;
 		}

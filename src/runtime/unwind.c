@@ -14,8 +14,9 @@
  * holds, another stack, no shadow stack on this architecture) we walk the
  * current stack with libgcc_s's unwinder and count the recorded frames
  * below the landing point: frames whose function starts with a patched
- * entry sled. One SF_EV_UNWIND event carries the count; the reader closes
- * that many frames at its time. In within mode the window depth is fixed
+ * entry sled. One SF_EV_UNWIND_TO event carries the thread's depth left
+ * open (SF_EV_UNWIND and the count where there is no shadow stack); the
+ * reader closes the frames above it at its time. In within mode the window depth is fixed
  * too, which the skipped exit sleds would otherwise leave too high.
  *
  * We also stand in front of libgcc's _Unwind_Find_FDE, to give it the
@@ -50,30 +51,31 @@ static struct {
 } R;
 
 /* The real functions, also when tracing is off or our constructor has not
- * run yet (another constructor may longjmp first). */
+ * run yet (another constructor may longjmp first). The longjmp family is
+ * libc's, always there (a dlsym that finds its symbol allocates nothing);
+ * the unwinder's next definitions are looked up in the objects' tables
+ * (elf_sym.c), since a dlsym that misses allocates its error message
+ * through the program's malloc: a C program has no libgcc_s. Found in any
+ * object after ours, also one loaded RTLD_LOCAL (glibc loads libgcc_s so). */
 static void resolve_next(void)
 {
 	R.longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "longjmp");
 	R._longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "_longjmp");
 	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
 	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
-	R.setip = (setip_fn)dlsym(RTLD_NEXT, "_Unwind_SetIP");
-	findfde_fn find = (findfde_fn)dlsym(RTLD_NEXT, "_Unwind_Find_FDE");
-	void *gcc = R.setip && find ? NULL : dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	if (gcc) { /* libgcc_s loaded without RTLD_GLOBAL (a NULL handle would find ours) */
-		if (!R.setip)
-			R.setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
-		if (!find)
-			find = (findfde_fn)dlsym(gcc, "_Unwind_Find_FDE");
+	if (!R.setip)
+		R.setip = (setip_fn)sf_sym_next("_Unwind_SetIP", (const void *)resolve_next);
+	if (!R.find_fde) {
+		findfde_fn find = (findfde_fn)sf_sym_next("_Unwind_Find_FDE", (const void *)resolve_next);
+		if (find)
+			__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
 	}
-	if (find)
-		__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not
  * call dlsym from a signal handler. sf_init calls it first, before any event
- * can be recorded (a failed dlsym allocates its error message); the
- * constructor covers processes where sf_init returns early. */
+ * can be recorded; the constructor covers processes where sf_init returns
+ * early. */
 void sf_unwind_resolve(void)
 {
 	if (!__atomic_load_n(&R.longjmp, __ATOMIC_ACQUIRE))
@@ -85,25 +87,37 @@ __attribute__((constructor)) static void unwind_resolve(void)
 	sf_unwind_resolve();
 }
 
+/* libgcc_s's unwinder, for the fallback walk, once the program has it:
+ * the runtime loads nothing the program did not (a program may check
+ * dlopen(..., RTLD_NOLOAD), and the loader's allocations for it are the
+ * program's when it loads it). At start (C++ and Rust programs link it,
+ * glibc loads it for backtrace() and thread cancellation) and at every
+ * loader event (loader_hook.c: mapped, before it is relocated; the
+ * pointers are only called later). Until then a landing the shadow stack
+ * cannot tell is left to the reader's repair. */
 void sf_unwind_init(void)
 {
-	/* glibc itself loads libgcc_s for backtrace() and thread
-	 * cancellation; a C program may not have it yet. Loaded now, not at
-	 * the first longjmp, which may come from a signal handler. */
-	void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	if (!gcc)
-		gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!gcc)
+	if (__atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE))
 		return;
-	R.gcc_setip = (setip_fn)dlsym(gcc, "_Unwind_SetIP");
+	void *bt = sf_sym_lib("libgcc_s.so", "_Unwind_Backtrace");
+#ifndef SF_ARCH_SHADOW
+	/* Without a shadow stack (aarch64 for now) the walk is the only
+	 * answer: the runtime still loads it at start, not at the first
+	 * longjmp, which may come from a signal handler. */
+	if (!bt && dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL))
+		bt = sf_sym_lib("libgcc_s.so", "_Unwind_Backtrace");
+#endif
+	if (!bt)
+		return;
+	R.gcc_setip = (setip_fn)sf_sym_lib("libgcc_s.so", "_Unwind_SetIP");
 	if (!R.setip)
 		R.setip = R.gcc_setip;
-	R.getcfa = (getcfa_fn)dlsym(gcc, "_Unwind_GetCFA");
-	R.regionstart = (regionstart_fn)dlsym(gcc, "_Unwind_GetRegionStart");
+	R.getcfa = (getcfa_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetCFA");
+	R.regionstart = (regionstart_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetRegionStart");
 	if (!R.find_fde)
-		__atomic_store_n(&R.find_fde, (findfde_fn)dlsym(gcc, "_Unwind_Find_FDE"), __ATOMIC_RELEASE);
+		__atomic_store_n(&R.find_fde, (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE"), __ATOMIC_RELEASE);
 	if (R.getcfa && R.regionstart)
-		__atomic_store_n(&R.backtrace, (backtrace_fn)dlsym(gcc, "_Unwind_Backtrace"), __ATOMIC_RELEASE);
+		__atomic_store_n(&R.backtrace, (backtrace_fn)bt, __ATOMIC_RELEASE);
 }
 
 /* The recorded frames abandoned by a landing: those whose CFA is at or
@@ -352,24 +366,28 @@ static int on_this_stack(uint64_t sp)
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).
- * O(frames popped). Returns -1 when it cannot tell: every entry it holds
- * is below sp, and either frames beyond its capacity may be abandoned too
- * or the target is not on this stack. */
+ * Frames deeper than SF_SHADOW_CAP have no entry (trampoline.S); they are
+ * deeper than the last stored one, so abandoned with it. O(frames
+ * popped). Returns -1 when it cannot tell: the target is deeper than the
+ * array (or window frames may be among the unstored ones), or every entry
+ * is below sp and the target is not on this stack. */
 static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 {
 	uint64_t depth = t->shadow_depth, known = depth < SF_SHADOW_CAP ? depth : SF_SHADOW_CAP;
-	uint64_t popped = 0, windows = 0;
-	for (; popped < known; popped++) {
-		uint64_t e = t->shadow[(depth - 1 - popped) & (SF_SHADOW_CAP - 1)];
+	uint64_t left = known, windows = 0;
+	for (; left > 0; left--) {
+		uint64_t e = t->shadow[left - 1];
 		if ((e & ~(uint64_t)7) >= sp)
 			break;
 		windows += e & 1;
 	}
-	if (popped == known && popped && (depth > SF_SHADOW_CAP || !on_this_stack(sp)))
+	if (depth > known && (left == known || t->window_depth))
 		return -1;
-	t->shadow_depth = depth - popped;
+	if (!left && known && !on_this_stack(sp))
+		return -1;
+	t->shadow_depth = left;
 	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;
-	return (int64_t)popped;
+	return (int64_t)(depth - left);
 }
 #endif
 
@@ -395,8 +413,25 @@ static void landing(uint64_t sp)
 			return;
 		closed = close_walked(t, &w);
 	}
+#ifdef SF_ARCH_SHADOW
+	/* The depth left open, not the count popped (trampoline.S, the
+	 * shadow stack): right also when this landing interrupted a
+	 * trampoline between its shadow push or pop and its event store.
+	 * When nothing was popped, a half-exited frame can still be
+	 * abandoned: its entry is then the slot just above the top, below
+	 * sp (a handler's later pushes there are below sp too, but on a
+	 * sigaltstack placed above the stack; past the array, always).
+	 * Without one (the slot is empty, or an older frame's above sp),
+	 * the landing abandons nothing recorded and records nothing: 12 ns
+	 * a landing. */
+	uint64_t left = t->shadow_depth, above = left < SF_SHADOW_CAP ? t->shadow[left] : 1;
+	if (closed || (above && (above & ~(uint64_t)7) < sp))
+		sf_record_event_at(SF_EV_UNWIND_TO, left < SF_FUNC_ID_LIMIT ? (uint32_t)left : SF_FUNC_ID_LIMIT - 1,
+				   now);
+#else
 	if (closed)
 		sf_record_event_at(SF_EV_UNWIND, closed < SF_FUNC_ID_LIMIT ? (uint32_t)closed : SF_FUNC_ID_LIMIT - 1, now);
+#endif
 }
 
 /* ---- exceptions and panics ---- */

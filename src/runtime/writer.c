@@ -66,7 +66,8 @@ static void write_slot(struct sf_slot *s)
 
 static void *writer_main(void *arg)
 {
-	(void)arg;
+	if (arg) /* the program's CPUs: set here, as an attribute it would allocate */
+		sched_setaffinity(0, sizeof(cpu_set_t), arg);
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
 		__atomic_store_n(&busy, 1, __ATOMIC_RELEASE);
@@ -87,6 +88,7 @@ static void *writer_main(void *arg)
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
+		sf_switch_service();   /* sftrace resume / pause asked for since */
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
 			futex_wait(&wake, seen);
 	}
@@ -104,8 +106,6 @@ int sf_writer_start(const cpu_set_t *cpus)
 	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&a, SCHED_OTHER);
 	pthread_attr_setschedparam(&a, &sp);
-	if (cpus)
-		pthread_attr_setaffinity_np(&a, sizeof(*cpus), cpus);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	sigset_t all, old;
 	sigfillset(&all);
@@ -113,7 +113,7 @@ int sf_writer_start(const cpu_set_t *cpus)
 	struct sf_suppress_state st;
 	sf_suppress_begin(&st);
 	pthread_t th;
-	int r = pthread_create(&th, &a, writer_main, NULL);
+	int r = pthread_create(&th, &a, writer_main, (void *)cpus);
 	sf_suppress_end(&st);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);

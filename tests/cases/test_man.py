@@ -13,7 +13,7 @@ if __name__ == "__main__":
 from sfkit import BUILD, ROOT, SFTRACE, Skip, check, eq, run, tmpdir  # noqa: E402
 
 MAN = os.path.join(ROOT, "docs", "man")
-COMMANDS = ["record", "filter", "convert", "replay", "graph", "info", "report", "flamegraph", "dump", "query", "memory", "snapshot"]
+COMMANDS = ["record", "filter", "convert", "replay", "graph", "info", "report", "flamegraph", "dump", "query", "memory", "snapshot", "resume", "pause"]
 
 
 def render(page):

@@ -11,8 +11,8 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (BUILD, FIXTURES, SFTRACE, build_c, calls_fixture, check, eq, record, run, rust_fixture,  # noqa: E402
-                   tmpdir)
+from sfkit import (BUILD, FIXTURES, SFTRACE, build_c, calls_fixture, check, dump_info, eq, record, run,  # noqa: E402
+                   rust_fixture, tmpdir)
 
 _logs = {}
 
@@ -307,6 +307,29 @@ def test_large_live_set_freed_out_of_order():
     eq(by_func(rows, "leak", "churn"), (want, len(range(0, n, 7))), "blocks left live")
     eq(by_func(rows, "peak", "churn"), (sum(i % 97 + 1 for i in range(n)), n), "all live at the peak")
     eq(s["unmatched_frees"], 0, "every free matched")
+
+
+def test_signal_handlers_that_allocate_lose_no_heap_event():
+    """A SIGALRM handler makes 1500 malloc(200)/free pairs (more records
+    than a slot holds) every ms, interrupting a loop of malloc(24)/free,
+    sometimes between the claim of a heap event's records and their stores.
+    The hand-off must then keep that slot until the records are filled (the
+    runtime counts the zero-word payload records of complete heap events so
+    it can skip walking a batch: a wrong count would write a hole). Every
+    allocation is in the trace, by function, with its free."""
+    exe = build_c("sig_heap", ["sig_heap.c"], flags=["-fno-builtin"])
+    p, log = record([exe, "400", "1500", "1000"], args=["--alloc", "-q"], timeout=240)
+    m = re.search(r"pairs (\d+) handled (\d+)", p.stdout)
+    check(m, p.stdout)
+    pairs, handled = int(m.group(1)), int(m.group(2))
+    check(handled >= 400 and pairs > 0, p.stdout)
+    s, rows = memory_tsv(log)
+    eq(by_func(rows, "site", "work"), (24 * pairs, pairs), "the loop's allocations")
+    eq(by_func(rows, "site", "on_signal"), (200 * 1500 * handled, 1500 * handled), "the handlers' allocations")
+    eq(by_func(rows, "leak", "work") + by_func(rows, "leak", "on_signal"), (0, 0, 0, 0), "every block freed")
+    eq(s["unmatched_frees"], 0, "every free matched")
+    info = dump_info(log)
+    eq((sum(t["lost"] for t in info["threads"]), info["dropped"]), (0, 0), "records lost, events dropped")
 
 
 # ---- tail calls, leaf-first rows, folding, --diff (issue 27) ----

@@ -51,6 +51,7 @@ static const char *kind_str(enum fr_end_kind k)
 	case FR_END_TAIL: return "tail";
 	case FR_END_UNWOUND: return "unwound";
 	case FR_END_THREAD_END: return "threadend";
+	case FR_END_PAUSED: return "paused";
 	}
 	return "?";
 }
@@ -129,6 +130,44 @@ static void test_nesting(void **state)
 	free(r.text);
 }
 
+/* sftrace pause at 50 and 90: frames open at a pause close there, before
+ * the thread's next event; an exit after the resume whose entry came
+ * before is dropped; a frame open at the end after the last pause (a
+ * thread inside a sled as it was unpatched) closes as paused too. */
+static void test_pauses(void **state)
+{
+	static const uint64_t pauses[] = {50, 90};
+	struct lr_thread t = {.index = 0, .serial = 1, .tid = 100, .pause_ns = pauses, .npauses = 2, .ends_paused = 1};
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &t, EN, 1, 10);
+	fr_event(f, &t, EN, 2, 20);
+	fr_event(f, &t, EX, 1, 60); /* after the resume: its entry was before the pause */
+	fr_event(f, &t, EN, 3, 70);
+	fr_event(f, &t, EX, 3, 80);
+	fr_event(f, &t, EN, 4, 85);
+	fr_event(f, &t, EN, 5, 95); /* a straggler after the last pause */
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B100 #2 p1 f2 d1 @20\n"
+				    "E100 #2 p1 f2 d1 20-50 paused\n"
+				    "E100 #1 p0 f1 d0 10-50 paused\n"
+				    "B100 #3 p0 f3 d0 @70\n"
+				    "E100 #3 p0 f3 d0 70-80 exit\n"
+				    "B100 #4 p0 f4 d0 @85\n"
+				    "E100 #4 p0 f4 d0 85-90 paused\n"
+				    "B100 #5 p0 f5 d0 @95\n"
+				    "E100 #5 p0 f5 d0 95-95 paused\n");
+	const struct fr_stats *s = fr_stats(f);
+	assert_int_equal(s->open_at_pause, 4);
+	assert_int_equal(s->unmatched_exits, 1);
+	char buf[200];
+	assert_int_equal(fr_format_repairs(s, buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "repaired: 1 unmatched exit dropped, 4 frames in flight closed at a pause");
+	fr_free(f);
+	free(r.text);
+}
+
 /* An UNWIND event (a longjmp or catch landed) closes the frames it counts
  * at its time; the call after it nests under the landing frame. More than
  * the stack holds closes what is there. */
@@ -158,6 +197,36 @@ static void test_unwind_event(void **state)
 				    "E100 #5 p0 f5 d0 60-70 unwound\n");
 	assert_int_equal(fr_stats(f)->unwound, 3);
 	assert_int_equal(fr_stats(f)->unmatched_exits, 0);
+	fr_free(f);
+	free(r.text);
+}
+
+/* An UNWIND_TO event says the depth left open: the frames above it end
+ * at its time, whatever the count. A depth above what the reader sees
+ * (frames begun before what it read) closes nothing and is remembered: a
+ * later landing to depth 1 then closes only the reader's frames above it. */
+static void test_unwind_to_event(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 1, 10);
+	fr_event(f, &g_t1, EN, 2, 20);
+	fr_event(f, &g_t1, EN, 3, 30);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 1, 40);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 3, 41); /* two frames the reader never saw */
+	fr_event(f, &g_t1, EN, 4, 45);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 3, 50);
+	fr_event(f, &g_t1, EX, 1, 60);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B100 #2 p1 f2 d1 @20\n"
+				    "B100 #3 p2 f3 d2 @30\n"
+				    "E100 #3 p2 f3 d2 30-40 unwound\n"
+				    "E100 #2 p1 f2 d1 20-40 unwound\n"
+				    "B100 #4 p1 f4 d1 @45\n"
+				    "E100 #4 p1 f4 d1 45-50 unwound\n"
+				    "E100 #1 p0 f1 d0 10-60 exit\n");
+	assert_int_equal(fr_stats(f)->unwound, 3);
 	fr_free(f);
 	free(r.text);
 }
@@ -324,6 +393,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nesting),
+		cmocka_unit_test(test_pauses),
+		cmocka_unit_test(test_unwind_to_event),
 		cmocka_unit_test(test_tail_call),
 		cmocka_unit_test(test_unmatched_exit),
 		cmocka_unit_test(test_unwinding),

@@ -198,7 +198,7 @@ static void test_zero_holes(void **state)
 	struct lb b;
 	base_log(&b, SF_CLOCK_MONOTONIC);
 	struct lb_rec d[] = {LB_EV(M(1), 10, SF_EV_ENTRY), LB_HOLE, LB_HOLE, LB_EV(M(4), 10, SF_EV_EXIT),
-			     LB_EV(M(5), 10, 9) /* unknown kind */, LB_EV(M(6), 10, 0) /* kind 0, word not 0 */};
+			     LB_EV(M(5), 10, 13) /* unknown kind */, LB_EV(M(6), 10, 0) /* kind 0, word not 0 */};
 	lb_data(&b, 1, 100, 0, "t", d, 6);
 	/* Zero padding between chunks is not a hole. */
 	lb_zeros(&b, 256);

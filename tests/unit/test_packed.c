@@ -116,7 +116,7 @@ static void test_payload_kinds(void **state)
 	uint32_t t = 50;
 	g_ev[n++] = rec(t++, 3, SF_EV_ENTRY);
 	for (uint32_t kind = SF_EV_ALLOC; kind <= SF_EV_HEAP_REALLOC; kind++) {
-		if (kind == SF_EV_UNWIND || kind == 9)
+		if (kind == SF_EV_UNWIND || kind == SF_EV_UNWIND_TO)
 			continue;
 		g_ev[n++] = rec(t++, 0, kind);
 		for (unsigned p = 0; p < sf_event_payload_records(kind); p++)

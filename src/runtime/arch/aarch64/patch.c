@@ -51,7 +51,9 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_S
 		res->skipped++; /* patched already, or not a sled we know */
 		return;
 	}
-	for (int i = 1; i < 8; i++)
+	/* Nops, or the tail of our own patch left by a pause (sf_arch_unpatch_sled). */
+	int ours = word_at(p, 1) == OP_LDR_LIT && word_at(p, 2) == OP_BLR && word_at(p, 3) == OP_LDP;
+	for (int i = 1; i < 8 && !ours; i++)
 		if (word_at(p, i) != OP_NOP) {
 			res->skipped++;
 			return;
@@ -64,6 +66,25 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_S
 	sf_text_put(w, p + 4, &b[1], 28);
 	__builtin___clear_cache(p + 4, p + 32);
 	sf_text_put(w, p, &b[0], 4);
+	__builtin___clear_cache(p, p + 4);
+	if (!w->failed)
+		res->patched++;
+}
+
+/* Back to the unpatched form: the first word only (`b #32`, one atomic
+ * store); the rest keeps our patch, so a thread stopped inside the sled
+ * still reaches the trampoline and returns past it. */
+void sf_arch_unpatch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_STUB_COUNT],
+			  struct sf_text_writer *w, struct sf_patch_result *res)
+{
+	(void)target;
+	char *p = (char *)s->address;
+	if (word_at(p, 0) != OP_STP || word_at(p, 1) != OP_LDR_LIT) {
+		res->skipped++;
+		return;
+	}
+	uint32_t b = OP_B32;
+	sf_text_put(w, p, &b, 4);
 	__builtin___clear_cache(p, p + 4);
 	if (!w->failed)
 		res->patched++;

@@ -253,6 +253,32 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[STUB
 }
 
 
+/* Back to the unpatched form: only bytes 0..1, with one atomic store
+ * (`eb 09`, jump over the sled; `c3`, return). Bytes 2..10 keep the
+ * patched call: a thread stopped between the mov and the call still
+ * reaches the trampoline (one event after the pause, which readers
+ * repair), where new bytes there could send an exit sled's thread past
+ * its ret. A later patch finds the head it expects and rewrites the same
+ * bytes. Counts the sleds switched back in res->patched. */
+void sf_arch_unpatch_sled(const struct xray_sled_rt *s, const uint64_t target[STUB_COUNT], struct sf_text_writer *w,
+			  struct sf_patch_result *res)
+{
+	(void)target;
+	unsigned char *p = (unsigned char *)s->address;
+	if (p[0] != 0x41 || p[1] != 0xba) {
+		res->skipped++; /* not patched */
+		return;
+	}
+	unsigned char head[2] = {0xeb, 0x09};
+	if (s->kind == XRAY_SLED_EXIT) {
+		head[0] = 0xc3;
+		head[1] = p[1];
+	}
+	sf_text_put(w, p, head, 2);
+	if (!w->failed)
+		res->patched++;
+}
+
 int sf_arch_patch_targets(const struct sf_object_rt *obj, const uint64_t tramp[STUB_COUNT], uint64_t target[STUB_COUNT])
 {
 	int direct = 1;

@@ -55,21 +55,35 @@
  * exception abandons by popping those below the landing's stack pointer,
  * with no unwinder. The depth is claimed before the slot is written, so a
  * signal handler that traces its own calls in between uses the slots
- * above; the index wraps (older entries are overwritten in deep recursion:
- * unwind.c falls back to a walk when it runs out of entries); a pop at
- * depth 0 (an exit whose entry came before patching) leaves it at 0.
+ * above; frames deeper than SF_SHADOW_CAP are counted, not stored (the
+ * array keeps the outermost ones: a landing below them abandons every
+ * deeper frame too; unwind.c walks only for a target deeper than the
+ * array); a pop at depth 0 (an exit whose entry came before patching)
+ * leaves it at 0: one load and one store, no read-modify-write of memory.
+ * The push comes before the entry's event store and the pop before the
+ * exit's: a signal handler that lands (siglongjmp) in between abandons
+ * a half-entered frame (pushed, no ENTRY: it is below the landing) or a
+ * half-exited one (popped, EXIT never stored). Either way it is the
+ * innermost frame, so the landing's event says the depth left open
+ * (SF_EV_UNWIND_TO), not how many frames it popped: the reader then
+ * closes exactly the frames it has above that depth.
  * rcx holds sf_self's TLS offset; rax and rdx are free. */
 .macro SHADOW_PUSH window
 	mov	%fs:SF_SHADOW_DEPTH_OFF(%rcx), %rax
 	lea	1(%rax), %rdx
 	mov	%rdx, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
-	and	$(SF_SHADOW_CAP - 1), %eax
+	cmp	$SF_SHADOW_CAP, %rax
+	jae	.Lshadow_full\@	/* deeper than the array: counted only */
 	lea	32+\window(%rsp), %rdx
 	mov	%rdx, %fs:SF_SHADOW_OFF(%rcx,%rax,8)
+.Lshadow_full\@:
 .endm
 .macro SHADOW_POP
-	subq	$1, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
-	adcq	$0, %fs:SF_SHADOW_DEPTH_OFF(%rcx)	/* it was 0: back to 0 */
+	mov	%fs:SF_SHADOW_DEPTH_OFF(%rcx), %rax
+	xor	%edx, %edx
+	sub	$1, %rax
+	cmovc	%rdx, %rax		/* it was 0: stays 0 */
+	mov	%rax, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
 .endm
 /* kind 1 (entry) pushes, with window = 1 for a window frame; 2 and 3 pop. */
 .macro SHADOW kind, window

@@ -1,0 +1,364 @@
+/* sftrace resume PID / sftrace pause PID: switch tracing on or off in a
+ * process recorded with `sftrace record --paused`.
+ *
+ * The request is the process's ring signal sent with sigqueue, its value
+ * naming the operation and a nonce; the process's writer thread patches
+ * or unpatches its sleds and answers on an abstract unix socket this
+ * command bound first (format/switch_ctl.h, src/runtime/switch.c). The
+ * command returns once the answer came, or fails with one line: not a
+ * process recorded with --paused, not ours, gone, or timed out. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "format/sf_env.h"
+#include "format/switch_ctl.h"
+#include "lib/util.h"
+
+static void usage(FILE *out, const char *name)
+{
+	int on = !strcmp(name, "resume");
+	fprintf(out,
+		"usage: sftrace %s [OPTIONS] PID\n"
+		"\n"
+		"%s"
+		"Process PID must have been started by 'sftrace record --paused' (the line\n"
+		"it printed names the PID). The command returns once the process has\n"
+		"switched, and prints how many sleds changed and how long that took.\n"
+		"Calls in flight at a switch are repaired in every output, as at the edge\n"
+		"of a window: an exit whose entry was not recorded is dropped, a call\n"
+		"still open at a pause ends there; both are counted.\n"
+		"\n"
+		"options:\n"
+		"  -t, --timeout SECONDS     how long to wait for the process (default 10)\n"
+		"  -q, --quiet               print nothing on success\n"
+		"  -v, --verbose             also say where the time went (reading the sled\n"
+		"                            maps, writing the text) and the command's wall time\n"
+		"  -h, --help                this help\n"
+		"\n"
+		"Exit status: 0 when the process switched (or was %s already), 1 when\n"
+		"it is not a process recorded with --paused, not yours, gone, or did not\n"
+		"answer in time; 2 for a usage error.\n",
+		name,
+		on ? "Switches tracing on in a running process: patches the sleds its filter selects\n"
+		     "(record -f, --filter-regex), in every instrumented object, dlopen'd ones\n"
+		     "included. Events go to the same log (or ring) as before.\n\n"
+		   : "Switches tracing off in a running process: unpatches every sled, so the\n"
+		     "program runs at untraced speed; 'sftrace resume' switches it on again.\n\n",
+		on ? "tracing" : "paused");
+}
+
+/* The process's real uid (/proc/PID/status), -1 if it is gone. */
+static long process_uid(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	long uid = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %ld", &uid) == 1)
+			break;
+	fclose(f);
+	return uid;
+}
+
+/* Whether pid was recorded with --paused, and its control signal. 0, or -1
+ * after a message. */
+static int read_environ(pid_t pid, int *sig)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			sf_error("pid %d: no such process", (int)pid);
+		else
+			sf_error("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	int paused = 0, traced = 0;
+	*sig = SIGUSR2;
+	while (getdelim(&line, &cap, 0, f) > 0) {
+		if (!strncmp(line, SF_ENV(PAUSED) "=", sizeof(SF_ENV(PAUSED))))
+			paused = !strcmp(line + sizeof(SF_ENV(PAUSED)), "1");
+		else if (!strncmp(line, SF_ENV(OUTPUT_FILE) "=", sizeof(SF_ENV(OUTPUT_FILE))))
+			traced = line[sizeof(SF_ENV(OUTPUT_FILE))] != 0;
+		else if (!strncmp(line, SF_ENV(RING_SIGNAL) "=", sizeof(SF_ENV(RING_SIGNAL))))
+			*sig = atoi(line + sizeof(SF_ENV(RING_SIGNAL)));
+	}
+	free(line);
+	fclose(f);
+	if (!traced || !paused) {
+		sf_error("pid %d is not a traced process started with 'sftrace record --paused' (no %s=1 in its "
+			 "environment)",
+			 (int)pid, SF_ENV(PAUSED));
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether pid catches sig (/proc/PID/status SigCgt): 1, 0, -1 unknown. */
+static int catches_signal(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	int r = -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long mask;
+		if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
+			r = sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+/* The socket the answer comes to, bound before the request is sent. */
+static int bind_reply_socket(uint32_t nonce)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		sf_error("socket: %s", strerror(errno));
+		return -1;
+	}
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	struct sockaddr_un a;
+	socklen_t len = sf_switch_ctl_address(&a, (uint32_t)getpid(), nonce);
+	if (bind(fd, (struct sockaddr *)&a, len) < 0) {
+		sf_error("cannot bind the answer socket: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether pid has exited: no such process, or a zombie its parent has
+ * not reaped yet. */
+static int process_gone(pid_t pid)
+{
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+static double since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* One datagram from pid (its credentials say so), within the time left.
+ * 1 received, 0 timed out or pid gone (*gone), -1 error. */
+static int receive(int fd, pid_t pid, double timeout, struct sf_switch_reply *r, int *gone)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	*gone = 0;
+	for (;;) {
+		double left = timeout - since(&t0);
+		if (left <= 0)
+			return 0;
+		/* Wake up every 100 ms to see whether the process is still there. */
+		int ms = left > 0.1 ? 100 : (int)(left * 1000) + 1;
+		struct pollfd p = {fd, POLLIN, 0};
+		int n = poll(&p, 1, ms);
+		if (n < 0 && errno != EINTR)
+			return -1;
+		if (n <= 0) {
+			if (process_gone(pid)) {
+				*gone = 1;
+				return 0;
+			}
+			continue;
+		}
+		char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+		struct iovec iov = {r, sizeof(*r)};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+		ssize_t got = recvmsg(fd, &m, 0);
+		if (got != (ssize_t)sizeof(*r) || r->magic != SF_SWITCH_REPLY_MAGIC)
+			continue;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		if (!c || c->cmsg_type != SCM_CREDENTIALS)
+			continue;
+		struct ucred cred;
+		memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+		if (cred.pid == pid)
+			return 1;
+	}
+}
+
+static int parse_args(int argc, char **argv, double *timeout, int *quiet, int *verbose, pid_t *pid)
+{
+	static const struct option longopts[] = {
+		{"timeout", required_argument, 0, 't'},
+		{"quiet", no_argument, 0, 'q'},
+		{"verbose", no_argument, 0, 'v'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't': {
+			char *end;
+			*timeout = strtod(optarg, &end);
+			if (end == optarg || *end || !(*timeout > 0)) {
+				sf_error("--timeout must be a positive number of seconds, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'q': *quiet = 1; break;
+		case 'v': *verbose = 1; break;
+		case 'h': usage(stdout, argv[0]); return 0;
+		default:
+			fprintf(stderr, "(sftrace %s --help describes the options)\n", argv[0]);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		sf_error("give one PID (usage: sftrace %s [OPTIONS] PID)", argv[0]);
+		return 2;
+	}
+	char *end;
+	long v = strtol(argv[optind], &end, 10);
+	if (end == argv[optind] || *end || v <= 0 || v > INT_MAX) {
+		sf_error("'%s' is not a process id", argv[optind]);
+		return 2;
+	}
+	*pid = (pid_t)v;
+	return -1;
+}
+
+/* Checks that pid is ours and recorded with --paused, and that it has its
+ * handler (it loaded instrumented code). 0, or 1 after a message. */
+static int check_target(pid_t pid, int *sig)
+{
+	long uid = process_uid(pid);
+	if (uid < 0) {
+		sf_error("pid %d: no such process", (int)pid);
+		return 1;
+	}
+	if (uid != (long)getuid() && geteuid() != 0) {
+		sf_error("pid %d is not yours (it runs as uid %ld, you are uid %ld)", (int)pid, uid, (long)getuid());
+		return 1;
+	}
+	if (read_environ(pid, sig) < 0)
+		return 1;
+	if (catches_signal(pid, *sig) == 0) {
+		sf_error("pid %d does not catch signal %d: it has loaded no instrumented code yet (or it is a shell "
+			 "between record and the program); nothing sent",
+			 (int)pid, *sig);
+		return 1;
+	}
+	return 0;
+}
+
+static int run_switch(int argc, char **argv, uint32_t op)
+{
+	double timeout = 10;
+	int quiet = 0, verbose = 0;
+	pid_t pid = 0;
+	int rc = parse_args(argc, argv, &timeout, &quiet, &verbose, &pid);
+	if (rc >= 0)
+		return rc;
+	int sig;
+	if (check_target(pid, &sig))
+		return 1;
+	uint32_t nonce = 0;
+	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+		nonce = (uint32_t)time(NULL) ^ (uint32_t)getpid() << 16;
+	int fd = bind_reply_socket(nonce);
+	if (fd < 0)
+		return 1;
+	struct timespec sent;
+	clock_gettime(CLOCK_MONOTONIC, &sent);
+	union sigval v;
+	v.sival_ptr = (void *)(uintptr_t)sf_switch_ctl_value(op, nonce);
+	if (sigqueue(pid, sig, v) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == ESRCH)
+			sf_error("pid %d: no such process", (int)pid);
+		else if (e == EPERM)
+			sf_error("pid %d is not yours: cannot send it signal %d", (int)pid, sig);
+		else
+			sf_error("pid %d: cannot send signal %d: %s", (int)pid, sig, strerror(e));
+		return 1;
+	}
+	struct sf_switch_reply r;
+	int gone = 0;
+	int got = receive(fd, pid, timeout, &r, &gone);
+	close(fd);
+	const char *what = op == SF_SWITCH_RESUME ? "resume" : "pause";
+	if (got < 0) {
+		sf_error("pid %d: waiting for its answer: %s", (int)pid, strerror(errno));
+		return 1;
+	}
+	if (!got && gone) {
+		sf_error("pid %d exited before it answered the %s", (int)pid, what);
+		return 1;
+	}
+	if (!got) {
+		sf_error("pid %d did not answer the %s within %g s (stopped, a forked child without its writer "
+			 "thread, or it installed its own handler for signal %d)",
+			 (int)pid, what, timeout, sig);
+		return 1;
+	}
+	if (!quiet) {
+		if (r.result == SF_SWITCH_ALREADY)
+			printf("pid %d: tracing was %s already\n", (int)pid, op == SF_SWITCH_RESUME ? "on" : "off");
+		else
+			printf("pid %d: tracing %s: %u sleds %spatched in %.3f ms\n", (int)pid,
+			       op == SF_SWITCH_RESUME ? "on" : "off", r.sleds, op == SF_SWITCH_RESUME ? "" : "un",
+			       (double)r.took_ns / 1e6);
+		if (verbose && r.result != SF_SWITCH_ALREADY)
+			printf("pid %d: %.3f ms reading the sled maps, %.3f ms writing the text, %.3f ms of CPU; "
+			       "%.3f ms from the signal to the answer; %u sleds patched now\n",
+			       (int)pid, (double)r.read_us / 1e3, (double)r.took_ns / 1e6 - (double)r.read_us / 1e3,
+			       (double)r.cpu_us / 1e3, since(&sent) * 1e3, r.patched_now);
+	}
+	return 0;
+}
+
+int cmd_resume(int argc, char **argv)
+{
+	return run_switch(argc, argv, SF_SWITCH_RESUME);
+}
+
+int cmd_pause(int argc, char **argv)
+{
+	return run_switch(argc, argv, SF_SWITCH_PAUSE);
+}

@@ -1,0 +1,140 @@
+/* Symbols of loaded objects, read from their dynamic symbol tables in
+ * memory: what dlsym would answer, without dlsym. A dlsym that misses
+ * allocates its error message, and dlopen allocates, through the
+ * program's malloc (an executable may define its own): the runtime's
+ * start-up must not (unwind.c finds libgcc_s's unwinder this way, only
+ * once the program has it loaded). Reads only mapped memory; no
+ * allocation, no lock but dl_iterate_phdr's. */
+#include <link.h>
+
+#include "runtime/runtime.h"
+
+static int same_name(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (unsigned char)*s;
+	return h;
+}
+
+/* A dynamic-section address: relocated in place by the loader for most
+ * objects (absolute), but not for all (the vDSO's): below base means not. */
+static uintptr_t dyn_addr(uintptr_t base, uintptr_t v)
+{
+	return v < base ? v + base : v;
+}
+
+void *sf_sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name)
+{
+	const ElfW(Phdr) *phdr = phdr_v;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < phnum; i++)
+		if (phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + phdr[i].p_vaddr);
+	if (!dyn)
+		return NULL;
+	const ElfW(Sym) *sym = NULL;
+	const char *str = NULL;
+	const uint32_t *gh = NULL;
+	const uint16_t *versym = NULL;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t v = dyn_addr(base, dyn->d_un.d_ptr);
+		if (dyn->d_tag == DT_SYMTAB)
+			sym = (const ElfW(Sym) *)v;
+		else if (dyn->d_tag == DT_STRTAB)
+			str = (const char *)v;
+		else if (dyn->d_tag == DT_GNU_HASH)
+			gh = (const uint32_t *)v;
+		else if (dyn->d_tag == DT_VERSYM)
+			versym = (const uint16_t *)v;
+	}
+	if (!sym || !str || !gh) /* every object glibc's toolchain links has DT_GNU_HASH */
+		return NULL;
+	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
+	if (!nbuckets)
+		return NULL;
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_size);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t h = gnu_hash(name);
+	uint32_t i = buckets[h % nbuckets];
+	if (i < symoffset)
+		return NULL;
+	for (;; i++) {
+		uint32_t c = chain[i - symoffset];
+		const ElfW(Sym) *s = &sym[i];
+		int type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
+		if ((c | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && (bind == STB_GLOBAL || bind == STB_WEAK) &&
+		    (type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_OBJECT) &&
+		    !(versym && (versym[i] & 0x8000)) && same_name(str + s->st_name, name)) {
+			void *at = (void *)(base + s->st_value);
+			return type == STT_GNU_IFUNC ? ((void *(*)(void))at)() : at;
+		}
+		if (c & 1)
+			return NULL;
+	}
+}
+
+struct next_find {
+	const char *name;
+	const char *lib;   /* basename prefix the object must have; NULL: any */
+	uintptr_t self;    /* an address in the runtime: objects after it (RTLD_NEXT) */
+	int past_self;
+	void *found;
+};
+
+static int in_object(const struct dl_phdr_info *info, uintptr_t a)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		if (p->p_type == PT_LOAD && a >= info->dlpi_addr + p->p_vaddr &&
+		    a < info->dlpi_addr + p->p_vaddr + p->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+static int has_prefix(const char *path, const char *prefix)
+{
+	const char *b = path;
+	for (const char *p = path; *p; p++)
+		if (*p == '/')
+			b = p + 1;
+	while (*prefix && *b == *prefix)
+		b++, prefix++;
+	return !*prefix;
+}
+
+static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct next_find *f = arg;
+	if (f->self && !f->past_self) {
+		f->past_self = in_object(info, f->self);
+		return 0;
+	}
+	if (f->lib && !(info->dlpi_name && has_prefix(info->dlpi_name, f->lib)))
+		return 0;
+	f->found = sf_sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name);
+	return f->found != NULL;
+}
+
+void *sf_sym_next(const char *name, const void *self)
+{
+	struct next_find f = {.name = name, .self = (uintptr_t)self};
+	dl_iterate_phdr(find_cb, &f);
+	return f.found;
+}
+
+void *sf_sym_lib(const char *lib, const char *name)
+{
+	struct next_find f = {.name = name, .lib = lib};
+	dl_iterate_phdr(find_cb, &f);
+	return f.found;
+}

@@ -1,0 +1,315 @@
+"""record --paused, sftrace resume / pause: tracing switched on and off in a
+running process (tests/fixtures/switch_server.c, driven line by line on
+stdin). Exact counts: only what ran while tracing was on is in the log, and
+calls in flight at a switch are repaired and counted."""
+import collections
+import os
+import re
+import signal
+import subprocess
+import time
+
+from sfkit import FIXTURES, SFTRACE, Skip, build_c, check, eq, iter_dump_events, run, tmpdir
+
+PAUSED_RE = re.compile(r"sftrace: pid (\d+) started paused \(tracing off\); switch it on with: sftrace resume (\d+)\n")
+SWITCH_RE = re.compile(r"pid (\d+): tracing (on|off): (\d+) sleds (un)?patched in [\d.]+ ms\n")
+
+
+def server():
+    return build_c("switch_server", ["switch_server.c"], libs=["-lpthread", "-ldl"])
+
+
+def plug():
+    return build_c("libswitch_plug.so", ["switch_plug.c"], shared=True)
+
+
+class Server:
+    """The fixture (or cmd) under `sftrace record --paused ARGS`."""
+
+    def __init__(self, args=(), out=None, cmd=None):
+        self.dir = tmpdir()
+        self.log = out or os.path.join(self.dir, "sf.log")
+        self.p = subprocess.Popen([SFTRACE, "record", "--paused", "-o", self.log] + list(args) + ["--"] +
+                                  (cmd or [server()]),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pid = int(self.p.stdout.readline().split()[1])
+        # The runtime says how to resume before main runs: the first line on stderr.
+        line = self.p.stderr.readline()
+        m = PAUSED_RE.fullmatch(line)
+        check(m and int(m.group(1)) == self.pid and int(m.group(2)) == self.pid, f"the paused line: {line!r}")
+
+    def cmd(self, c):
+        self.p.stdin.write(c + "\n")
+        self.p.stdin.flush()
+        lines = []
+        while True:
+            line = self.p.stdout.readline()
+            check(line, f"the server ended during {c!r}")
+            if line == f"ok {c}\n":
+                return lines
+            lines.append(line)
+
+    def switch(self, what, want_sleds=None):
+        s = run([SFTRACE, what, str(self.pid)])
+        m = SWITCH_RE.fullmatch(s.stdout)
+        check(m and int(m.group(1)) == self.pid and m.group(2) == ("on" if what == "resume" else "off"), s.stdout)
+        if want_sleds is not None:
+            eq(int(m.group(3)), want_sleds, f"sleds switched by {what}")
+        return int(m.group(3))
+
+    def finish(self):
+        self.cmd("q")
+        out, err = self.p.communicate(timeout=120)
+        eq(self.p.returncode, 0, f"record's exit status ({err})")
+        return err
+
+
+def report(log, extra=()):
+    """{name: calls} and the repair line of `sftrace report`."""
+    p = run([SFTRACE, "report", "--format", "tsv", "-n", "0"] + list(extra) + [log])
+    lines = p.stdout.splitlines()
+    cols = lines[0].split("\t")
+    ni, ci = cols.index("name"), cols.index("calls")
+    calls = {ln.split("\t")[ni]: int(ln.split("\t")[ci]) for ln in lines[1:] if ln}
+    m = re.search(r"sftrace: repaired: (.*)\n", p.stderr)
+    return calls, m.group(1) if m else ""
+
+
+PHASE_B = {"read_cmd": 1, "phase_b": 1, "leaf_b": 1000}
+# The read_cmd the resume found waiting for "B" returns after it: an exit
+# without its entry. The one that waits for "C" is open at the pause.
+REPAIRS = "1 unmatched exit dropped, 1 frame in flight closed at a pause"
+
+
+def phases(args=()):
+    s = Server(args)
+    s.cmd("A")
+    s.switch("resume")
+    s.cmd("B")
+    s.switch("pause")
+    s.cmd("C")
+    s.finish()
+    return s
+
+
+def test_paused_start_resume_pause_keeps_only_phase_b():
+    s = phases()
+    calls, repairs = report(s.log)
+    eq(calls, PHASE_B, "calls")
+    eq(repairs, REPAIRS, "repairs")
+    info = run([SFTRACE, "info", s.log]).stdout
+    check(re.search(r"# switched +: 1 resume, 1 pause ", info), info)
+    check(re.search(r"# repaired +: 0 frames closed by unwinding, 0 open at thread end, 1 in flight at a pause\n",
+                    info), info)
+    replay = run([SFTRACE, "replay", s.log]).stdout
+    eq(replay.count("/* 1 frame in flight at a pause */"), 1, "replay's note")
+    # Every output repairs the same way: the Chrome trace balances too.
+    out = os.path.join(s.dir, "t.json")
+    c = run([SFTRACE, "convert", "-t", "chrome", "-o", out, s.log])
+    check(REPAIRS in c.stderr, c.stderr)
+
+
+def test_never_resumed_writes_no_log_and_says_why():
+    s = Server()
+    s.cmd("A")
+    err = s.finish()
+    eq(err, "sftrace: no log written: tracing was never switched on (--paused; 'sftrace resume PID' switches it "
+            "on)\n", "record's last words")
+    eq(os.listdir(s.dir), [], "no log")
+
+
+def test_switch_with_a_ring():
+    s = phases(["--ring", "1M"])
+    calls, repairs = report(s.log)
+    eq(calls, PHASE_B, "calls")
+    eq(repairs, REPAIRS, "repairs")
+
+
+def test_switch_with_alloc_records_heap_events_only_while_on():
+    s = phases(["--alloc"])
+    calls, _ = report(s.log)
+    eq(calls, PHASE_B, "calls")
+    sizes = collections.Counter()
+    for line in run([SFTRACE, "dump", s.log]).stdout.splitlines():
+        m = re.search(r"\sMALLOC\s+size=(\d+) ", line)
+        if m and 4241 <= int(m.group(1)) <= 4243:
+            sizes[int(m.group(1))] += 1
+    eq(dict(sizes), {4242: 1}, "phase blocks allocated while tracing was on")
+
+
+def test_switch_with_filter_regex_patches_what_the_filter_chooses():
+    s = Server(["--filter-regex", "^(phase_|leaf_b)"])
+    s.cmd("A")
+    # phase_a, phase_b, phase_c and leaf_b: one entry and one exit sled each.
+    s.switch("resume", want_sleds=8)
+    s.cmd("B")
+    s.switch("pause", want_sleds=8)
+    s.cmd("C")
+    s.finish()
+    calls, repairs = report(s.log)
+    eq(calls, {"phase_b": 1, "leaf_b": 1000}, "calls")
+    eq(repairs, "", "nothing in flight: read_cmd is not selected")
+
+
+def test_switch_twice_and_idempotent_requests():
+    s = Server()
+    s.switch("resume")
+    r = run([SFTRACE, "resume", str(s.pid)])
+    eq(r.stdout, f"pid {s.pid}: tracing was on already\n", "a second resume")
+    s.cmd("B")
+    s.switch("pause")
+    s.cmd("A")
+    r = run([SFTRACE, "pause", str(s.pid)])
+    eq(r.stdout, f"pid {s.pid}: tracing was off already\n", "a second pause")
+    s.switch("resume")
+    s.cmd("C")
+    s.switch("pause")
+    s.finish()
+    calls, repairs = report(s.log)
+    eq(calls, {"read_cmd": 2, "phase_b": 1, "leaf_b": 1000, "phase_c": 1, "leaf_c": 1000}, "calls")
+    eq(repairs, "2 unmatched exits dropped, 2 frames in flight closed at a pause", "repairs")
+
+
+def test_dlopen_while_paused_is_patched_at_resume():
+    s = Server()
+    s.cmd("dlopen " + plug())
+    s.cmd("plug")  # paused: not recorded
+    s.switch("resume")
+    s.cmd("plug")
+    s.switch("pause")
+    s.cmd("plug")
+    s.finish()
+    calls, _ = report(s.log)
+    eq(calls.get("plug_work"), 1, "plug_work calls")
+    eq(calls.get("plug_leaf"), 100, "plug_leaf calls")
+
+
+def test_resume_and_pause_with_8_hot_threads():
+    """8 threads call hot_outer (1000 hot_leaf calls each) nonstop through a
+    resume and a pause. Per thread: every hot_outer whose entry and exit
+    were both recorded has exactly 1000 hot_leaf children; at most the one
+    hot_outer and hot_leaf in flight at each switch are repaired, and the
+    report counts exactly the repairs the events call for."""
+    s = Server()
+    s.cmd("hot 8")
+    time.sleep(0.2)
+    s.switch("resume")
+    time.sleep(0.3)
+    s.switch("pause")
+    counts = s.cmd("stop")
+    eq(len(counts), 8, "threads that ran")
+    s.finish()
+    stacks = collections.defaultdict(list)
+    unmatched = collections.Counter()
+    complete = collections.Counter()
+    children = {}
+    for e in iter_dump_events(s.log):
+        st = stacks[e.tid]
+        if e.kind == "ENTRY":
+            st.append([e.name, 0])
+            continue
+        if not st or st[-1][0] != e.name:
+            check(not st, f"thread {e.tid}: {e.name} exits over {st}")
+            unmatched[e.tid] += 1
+            continue
+        name, kids = st.pop()
+        if name == "hot_outer":
+            eq(kids, 1000, f"thread {e.tid}: hot_leaf calls of a whole hot_outer")
+            complete[e.tid] += 1
+        if st:
+            st[-1][1] += 1
+    hot = [t for t in stacks if complete[t]]
+    eq(len(hot), 8, "threads with whole hot_outer calls")
+    total_unmatched = sum(unmatched.values())
+    total_open = sum(len(st) for st in stacks.values())
+    for t in hot:
+        check(unmatched[t] <= 2 and len(stacks[t]) <= 2, f"thread {t}: {unmatched[t]} {stacks[t]}")
+    check(total_unmatched >= 8 and total_open >= 8, f"{total_unmatched} unmatched exits, {total_open} open")
+    _, repairs = report(s.log)
+    want = (f"{total_unmatched} unmatched exit{'s' if total_unmatched != 1 else ''} dropped, {total_open} frame"
+            f"{'s' if total_open != 1 else ''} in flight closed at a pause")
+    eq(repairs, want, "repairs")
+
+
+def test_node_addon_server_switched_on_and_off_twice():
+    """node runs a server of the instrumented addon: the runtime comes with
+    the addon (node has no sleds), prints node's PID then, and resume/pause
+    switch it twice; only the two traced bursts of work are in the log."""
+    import shutil
+    if not shutil.which("node") or not os.path.exists("/usr/include/node/node_api.h"):
+        raise Skip("node or its Node-API headers are not installed")
+    addon = build_c("addon.node", ["addon.c"], shared=True, flags=["-I/usr/include/node"])
+    s = Server(cmd=["node", os.path.join(FIXTURES, "switch_server.js"), addon])
+    s.cmd("work 10")
+    s.switch("resume")
+    s.cmd("work 3")
+    s.switch("pause")
+    s.cmd("work 10")
+    s.switch("resume")
+    s.cmd("work 4")
+    s.switch("pause")
+    s.cmd("work 10")
+    s.finish()
+    calls, repairs = report(s.log)
+    eq(calls, {"work": 2, "addon_outer": 7, "addon_inner": 14}, "calls")
+    eq(repairs, "", "repairs")
+    info = run([SFTRACE, "info", s.log]).stdout
+    check(re.search(r"# switched +: 2 resumes, 2 pauses ", info), info)
+
+
+def test_bad_pids():
+    # Not traced: this test's own process.
+    r = run([SFTRACE, "resume", str(os.getpid())], check_rc=1)
+    eq(r.stderr, f"sftrace: error: pid {os.getpid()} is not a traced process started with 'sftrace record --paused' "
+                 f"(no SFTRACE_PAUSED=1 in its environment)\n", "not traced")
+    # Traced, but not with --paused.
+    d = tmpdir()
+    p = subprocess.Popen([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", server()],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = int(p.stdout.readline().split()[1])
+    r = run([SFTRACE, "pause", str(pid)], check_rc=1)
+    check("is not a traced process started with 'sftrace record --paused'" in r.stderr, r.stderr)
+    p.communicate("q\n", timeout=60)
+    # Gone.
+    g = subprocess.Popen(["true"])
+    g.wait()
+    r = run([SFTRACE, "resume", str(g.pid)], check_rc=1)
+    eq(r.stderr, f"sftrace: error: pid {g.pid}: no such process\n", "gone")
+    # Not a pid.
+    r = run([SFTRACE, "resume", "x"], check_rc=2)
+    eq(r.stderr, "sftrace: error: 'x' is not a process id\n", "not a pid")
+    # Timed out: a stopped process cannot answer.
+    s = Server()
+    os.kill(s.pid, signal.SIGSTOP)
+    try:
+        r = run([SFTRACE, "resume", "--timeout", "0.5", str(s.pid)], check_rc=1)
+        eq(r.stderr, f"sftrace: error: pid {s.pid} did not answer the resume within 0.5 s (stopped, a forked child "
+                     "without its writer thread, or it installed its own handler for signal 12)\n", "timed out")
+    finally:
+        os.kill(s.pid, signal.SIGCONT)
+    # The request it took when it went on is served then: tracing is on.
+    time.sleep(0.3)
+    r = run([SFTRACE, "resume", str(s.pid)])
+    eq(r.stdout, f"pid {s.pid}: tracing was on already\n", "the late request was served")
+    s.p.stdin.write("q\n")
+    s.p.stdin.flush()
+    s.p.communicate(timeout=60)
+    # Gone while the command waited: stopped, then killed.
+    s = Server()
+    os.kill(s.pid, signal.SIGSTOP)
+    w = subprocess.Popen([SFTRACE, "pause", "--timeout", "30", str(s.pid)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    os.kill(s.pid, signal.SIGKILL)
+    out, err = w.communicate(timeout=60)
+    eq((w.returncode, out, err), (1, "", f"sftrace: error: pid {s.pid} exited before it answered the pause\n"),
+       "gone while waiting")
+    s.p.communicate(timeout=60)
+    # Not ours: the traced process runs as root, the command as nobody.
+    if os.geteuid() != 0:
+        raise Skip("not root: cannot run the command as another uid")
+    s = Server()
+    r = run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", SFTRACE, "resume", str(s.pid)],
+            check_rc=1)
+    eq(r.stderr, f"sftrace: error: pid {s.pid} is not yours (it runs as uid 0, you are uid 65534)\n", "not ours")
+    s.finish()

@@ -69,6 +69,9 @@ def test_headers_say_so():
     check(re.fullmatch(net_re, rep[1]), f"graph's second line: {rep[1]!r}")
     rep = run([SFTRACE, "graph", "--raw-times", "parent", log]).stdout.splitlines()
     check(re.fullmatch(raw_re, rep[1]), f"graph --raw-times's second line: {rep[1]!r}")
+    rep = run([SFTRACE, "report", "--diff", log, log]).stdout.splitlines()
+    check(re.fullmatch("# old: " + net_re[2:], rep[0]) and re.fullmatch("# new: " + net_re[2:], rep[1]),
+          f"report --diff's first lines: {rep[:2]!r}")
     # info gives the figures, the same as report's.
     cost = report_json(log)["tracer_cost_ns"]
     info = run([SFTRACE, "info", log]).stdout

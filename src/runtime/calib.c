@@ -8,7 +8,7 @@
  * reaches the log but the two figures (sf_header.reserved[SF_HDR_COST_*],
  * in 1/256 of the event clock's unit per call).
  *
- * Cost: CALIB_ROUNDS x CALIB_PAIRS pairs, about 60 us at 25 ns a pair; the
+ * Cost: (CALIB_ROUNDS + 1) x CALIB_PAIRS pairs, about 0.1 ms (docs/DESIGN.md); the
  * round with the least total wins, so an interrupt or a preemption spoils
  * one round, not the figure. Only with the TSC clock on x86-64: in
  * monotonic mode every event takes the slow path and the figures stay 0

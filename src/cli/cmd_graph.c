@@ -74,6 +74,7 @@ struct gthread {
 
 struct graph {
 	const char *func;     /* NULL: the whole process */
+	int raw_times;        /* --raw-times */
 	long max_depth;       /* nodes shown below the root; <0: all */
 	const struct trace_proc *proc;
 	int8_t *is_target;    /* by function id: -1 unknown, 0 no, 1 yes */
@@ -436,6 +437,10 @@ static int process_end(void *ctx, const struct trace_proc *p)
 	}
 	g->shown++;
 	printf("# Function Call Graph for '%s' (pid %u)\n", esc_len(root->name, root->len), p->info->pid);
+	if (p->info->cost_known)
+		printf("# %s: %.1f ns per call in the caller, %.1f ns in the call%s\n",
+		       g->raw_times ? "times as recorded (--raw-times); the tracer's cost" : "times net of the tracer's cost",
+		       p->info->cost_parent_ns, p->info->cost_child_ns, g->raw_times ? "" : "; --raw-times for times as recorded");
 	if (g->func)
 		print_backtraces(g);
 	puts("========== FUNCTION CALL GRAPH ==========");
@@ -462,6 +467,8 @@ static void usage(FILE *out)
 		"\n"
 		"options:\n"
 		"      --depth N          show N levels under the graph's root\n"
+		"      --raw-times        times as recorded: the tracer's own cost per call,\n"
+		"                         measured at start, is not taken off (the default does)\n"
 		"  -h, --help             this help\n");
 	input_opts_usage(out, 's');
 }
@@ -477,6 +484,10 @@ static const char *take_func(int argc, char **argv, int *first)
 static int graph_option(void *ctx, int c, const char *arg)
 {
 	struct graph *g = ctx;
+	if (c == 'R') {
+		g->raw_times = 1;
+		return 0;
+	}
 	return c == 'D' ? parse_number("--depth", arg, 0, 1L << 30, &g->max_depth) : -1;
 }
 
@@ -484,6 +495,7 @@ int cmd_graph(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"depth", required_argument, 0, 'D'},
+		{"raw-times", no_argument, 0, 'R'},
 		{0, 0, 0, 0},
 	};
 	struct graph g = {.max_depth = -1};
@@ -499,6 +511,7 @@ int cmd_graph(int argc, char **argv)
 	g.func = take_func(argc, argv, &first);
 	io.trace.short_names = input_opts_short_names(&io, 1);
 	io.trace.time_order = 1; /* children in the order they first ran */
+	io.trace.net_times = !g.raw_times;
 	struct trace_input *in = input_opts_open(&io, "graph", argc, argv, first, NULL, 0, &usage_error);
 	if (!in) {
 		if (usage_error)

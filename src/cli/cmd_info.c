@@ -176,6 +176,11 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	printf(KEY "%s\n", "started", start);
 	printf(KEY "%s\n", "machine", machine_name(i->machine));
 	printf(KEY "%s\n", "clock", clock_name(i));
+	if (i->cost_known)
+		printf(KEY "%.1f ns per call in the caller, %.1f ns in the call (measured at start; "
+		       "report, replay and graph take it off)\n", "tracer cost", i->cost_parent_ns, i->cost_child_ns);
+	else
+		printf(KEY "not measured (times are read as recorded)\n", "tracer cost");
 	printf(KEY "%s\n", "exit state", state_name(i->state));
 	printf(KEY "%" PRIu64 " of %" PRIu64 "%s\n", "sleds patched", patched, total_sleds,
 	       patched < total_sleds ? " (a filter, or objects loaded late)" : "");
@@ -253,6 +258,10 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	json_kv_str("machine", machine_name(i->machine));
 	json_kv_str("clock", clock_name(i));
 	json_kv_str("exit_state", state_name(i->state));
+	if (i->cost_known)
+		printf("\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f},", i->cost_parent_ns, i->cost_child_ns);
+	else
+		printf("\"tracer_cost_ns\":null,");
 	printf("\"sleds\":%" PRIu64 ",\"sleds_patched\":%" PRIu64 ",\"ring_bytes\":%" PRIu64 ",\"trim_min_ns\":%" PRIu64
 	       ",\"trim_max_depth\":%u,\"trimmed_records\":%" PRIu64 ",\"alloc_events\":%" PRIu64 ",\"objects\":[",
 	       total_sleds, patched, i->ring_bytes, i->trim_min_ns, i->trim_max_depth, i->trimmed_records,

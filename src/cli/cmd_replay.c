@@ -57,7 +57,9 @@ struct line {
 	const struct lr_thread *thread;
 	uint32_t func_id;
 	uint64_t time;     /* when it happened: a call's begin, a close's end (recording's time base) */
-	uint64_t duration; /* 0: none shown */
+	uint64_t duration; /* 0: none shown, unless closed */
+	int closed;        /* a close or a leaf: its duration is shown even when 0
+			    * (an empty function, net of the tracer) */
 };
 
 struct replay;
@@ -154,7 +156,13 @@ static void put_duration(const struct replay *r, uint64_t ns)
 
 /* ---- columns ---- */
 
-static void print_duration(struct replay *r, const struct line *l) { put_duration(r, l->duration); }
+static void print_duration(struct replay *r, const struct line *l)
+{
+	if (l->closed && !l->duration)
+		out("  0.000 us", 10);
+	else
+		put_duration(r, l->duration);
+}
 
 static void print_tid(struct replay *r, const struct line *l)
 {
@@ -354,7 +362,7 @@ static void flush_run(struct replay *r, const struct lr_thread *t, const struct 
 	struct thread_state *ts = &r->threads[t->index];
 	if (!ts->run_count)
 		return;
-	struct line l = {p, t, 0, ts->last_time, 0};
+	struct line l = {p, t, 0, ts->last_time, 0, 0};
 	put_columns(r, &l);
 	indent(ts->run_depth);
 	printf("%s/* %" PRIu64 " frame%s %s */%s\n", r->color ? C_DIM : "", ts->run_count,
@@ -404,7 +412,7 @@ static void put_ret(const struct fr_frame *f)
 static void open_pending(struct replay *r, struct thread_state *ts)
 {
 	const struct fr_frame *f = &ts->pending;
-	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0};
+	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0, 0};
 	put_columns(r, &l);
 	indent(f->depth);
 	outs(name_of(r, f));
@@ -444,7 +452,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (ts->run_count && ts->run_kind != f->end_kind)
 		flush_run(r, f->thread, f->proc);
 	int leaf = ts->has_pending && ts->pending.id == f->id;
-	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin};
+	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin, 1};
 	put_columns(r, &l);
 	indent(f->depth);
 	if (leaf) {
@@ -518,6 +526,8 @@ static void usage(FILE *out)
 		"                         default; none; all\n"
 		"      --srcline          each call's source file:line (DWARF) as a comment\n"
 		"      --no-pager         write straight to stdout\n"
+		"      --raw-times        times as recorded: the tracer's own cost per call,\n"
+		"                         measured at start, is not taken off (the default does)\n"
 		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
 		"                         is unset), always or never\n"
 		"  -h, --help             this help\n");
@@ -529,6 +539,7 @@ struct replay_opts {
 	struct replay *r;
 	const char *color;
 	int no_pager;
+	int raw_times;
 };
 
 static int replay_option(void *ctx, int c, const char *arg)
@@ -538,6 +549,7 @@ static int replay_option(void *ctx, int c, const char *arg)
 	case 'f': return parse_fields(o->r, arg);
 	case 'P': o->no_pager = 1; return 0;
 	case 'L': o->r->srcline = 1; return 0;
+	case 'R': o->raw_times = 1; return 0;
 	case 'C':
 		if (strcmp(arg, "auto") && strcmp(arg, "always") && strcmp(arg, "never")) {
 			sf_error("--color must be auto, always or never, not '%s'", arg);
@@ -557,6 +569,7 @@ int cmd_replay(int argc, char **argv)
 		{"srcline", no_argument, 0, 'L'},
 		{"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'},
+		{"raw-times", no_argument, 0, 'R'},
 		{0, 0, 0, 0},
 	};
 	struct replay r = {0};
@@ -564,7 +577,7 @@ int cmd_replay(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
 	parse_fields(&r, "duration,tid");
-	struct replay_opts ro = {&r, "auto", 0};
+	struct replay_opts ro = {&r, "auto", 0, 0};
 	const struct cmd_opts own = {longopts, "f:", replay_option, &ro, usage};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
@@ -576,6 +589,7 @@ int cmd_replay(int argc, char **argv)
 	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
 	io.trace.short_names = input_opts_short_names(&io, 1);
 	io.trace.time_order = 1;
+	io.trace.net_times = !ro.raw_times;
 	if (optind >= argc) { /* before the pager: a usage error stays on the screen */
 		sf_error("no log given (usage: sftrace replay [OPTIONS] LOG...)");
 		goto out_usage;
@@ -593,6 +607,9 @@ int cmd_replay(int argc, char **argv)
 	r.nprocs = trace_nprocs(in);
 	static char buf[1 << 16];
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+	char net[256];
+	if (trace_format_net(in, net, sizeof(net)))
+		printf("%s# %s%s\n", r.color ? C_DIM : "", net, r.color ? C_OFF : "");
 	print_header(&r);
 	struct trace_sink sink = {.ctx = &r,
 				  .process_begin = process_begin,

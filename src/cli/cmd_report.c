@@ -195,6 +195,20 @@ static void print_footer(const struct report *r, struct trace_input *in)
 	trace_repairs_shown(in); /* not again on stderr */
 }
 
+/* Net times (trace_format_net): whether the tracer's cost was taken off,
+ * and the first figure; nothing when no log has one. */
+static void print_json_cost(const struct trace_input *in)
+{
+	for (size_t i = 0; i < trace_nprocs(in); i++) {
+		const struct lr_info *f = trace_proc_at(in, i)->info;
+		if (f->cost_known) {
+			printf(",\"net_times\":%s,\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f}",
+			       trace_net_times(in) ? "true" : "false", f->cost_parent_ns, f->cost_child_ns);
+			return;
+		}
+	}
+}
+
 /* The TSV's fields, as one JSON document with the footer's totals. */
 static void print_json(const struct report *r, struct trace_input *in)
 {
@@ -227,7 +241,9 @@ static void print_json(const struct report *r, struct trace_input *in)
 		       (unsigned long long)fs_avg(w), (unsigned long long)(w->calls ? w->min : 0),
 		       (unsigned long long)w->max);
 	}
-	printf("\n]}\n");
+	printf("\n]");
+	print_json_cost(in);
+	printf("}\n");
 }
 
 static void print_report(struct report *r, struct trace_input *in)
@@ -238,6 +254,9 @@ static void print_report(struct report *r, struct trace_input *in)
 		print_json(r, in);
 		return;
 	}
+	char net[256];
+	if (!r->tsv && trace_format_net(in, net, sizeof(net)))
+		printf("%s# %s%s\n", r->color ? C_DIM : "", net, r->color ? C_OFF : "");
 	if (r->tsv) {
 		printf("%s%sfunc_id\tname\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\n", r->scoped ? "pid\t" : "",
 		       r->scoped == 2 ? "tid\t" : "");
@@ -267,6 +286,8 @@ static void print_report(struct report *r, struct trace_input *in)
 
 /* ---- command line ---- */
 
+enum { RAW_TIMES = 0x500 }; /* --raw-times (long only) */
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -288,6 +309,8 @@ static void usage(FILE *out)
 		"      --format FMT       table (default), tsv or json: raw ns, every row, for\n"
 		"                         scripts (fields: [pid] [tid] func_id name calls\n"
 		"                         total_ns self_ns avg_ns min_ns max_ns)\n"
+		"      --raw-times        times as recorded: the tracer's own cost per call,\n"
+		"                         measured at start, is not taken off (the default does)\n"
 		"      --diff             compare two recordings OLD and NEW (logs or directories):\n"
 		"                         calls, total and self per function name, old, new and\n"
 		"                         change; sorted by the change in self time (-s self,\n"
@@ -316,14 +339,14 @@ int cmd_report(int argc, char **argv)
 		{"threads", no_argument, 0, 'T'},     {"processes", no_argument, 0, 'P'},
 		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
-		{"diff", no_argument, 0, 'D'},
+		{"diff", no_argument, 0, 'D'},         {"raw-times", no_argument, 0, RAW_TIMES},
 		INPUT_LONGOPTS('S'),                  {0, 0, 0, 0},
 	};
 	struct report r = {.sort = SORT_SELF, .limit = -2};
 	struct input_opts io;
 	input_opts_init(&io, 'S');
 	const char *color = "auto", *sort_arg = NULL;
-	int c, rc = 1, usage_error, diff = 0;
+	int c, rc = 1, usage_error, diff = 0, raw_times = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:n:S:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
 		if (input_opts_handle(&io, c, optarg)) {
@@ -365,6 +388,7 @@ int cmd_report(int argc, char **argv)
 			color = optarg;
 			break;
 		case 'D': diff = 1; break;
+		case RAW_TIMES: raw_times = 1; break;
 		case 'h': usage(stdout); input_opts_free(&io); return 0;
 		default: goto out_usage;
 		}
@@ -376,6 +400,7 @@ int cmd_report(int argc, char **argv)
 	r.width = tty && !r.tsv ? report_terminal_width() : 0;
 	io.trace.short_names = input_opts_short_names(&io, !r.tsv);
 	r.by_name = io.trace.short_names;
+	io.trace.net_times = !raw_times;
 	if (diff) {
 		if (r.scoped) {
 			sf_error("--diff compares whole recordings: --threads and --processes do not apply");

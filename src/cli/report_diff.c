@@ -163,6 +163,11 @@ static void print_table(const struct report_diff_opts *o, const struct diff_row 
 	int wid[NCOL];
 	char cells[NCOL][32];
 	int name_cols = report_fit_columns(NCOL, col_names, rows, shown, nth_row_cells, o->width, wid);
+	char net[256];
+	for (int k = OLD; k <= NEW; k++) /* net times, as report says them */
+		if (trace_format_net(s[k].in, net, sizeof(net)))
+			printf("%s# %s: %s%s\n", o->color ? "\033[2m" : "", k == OLD ? "old" : "new", net,
+			       o->color ? "\033[0m" : "");
 	printf("%s", o->color ? "\033[1m" : "");
 	for (int c = 0; c < NCOL; c++)
 		printf("%*s  ", wid[c], col_names[c]);

@@ -237,6 +237,13 @@ enum sf_snapshot_reason {
 #define SF_HDR_TRIM_MIN_NS    4 /* offset 176: calls shorter than this many ns are not wanted */
 #define SF_HDR_TRIM_MAX_DEPTH 5 /* offset 184: frames deeper than this are not wanted (1: outermost) */
 #define SF_HDR_TRIMMED        6 /* offset 192: records the runtime left out (atomic counter) */
+/* The tracer's own cost per traced call, measured at start (runtime/calib.c),
+ * in 1/256 of the event clock's unit (TSC ticks or ns): the part its caller's
+ * self time gains (the trampolines' work before the ENTRY's timestamp and
+ * after the EXIT's), and the part its own duration gains (between them).
+ * 0 and 0: not measured (older logs, monotonic clock): readers show raw times. */
+#define SF_HDR_COST_PARENT    8 /* offset 208 */
+#define SF_HDR_COST_CHILD     9 /* offset 216 */
 
 enum sf_chunk_type {
 	SF_CHUNK_OBJECT = 1,

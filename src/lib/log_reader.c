@@ -247,6 +247,8 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		in->trim_max_depth = h.reserved[SF_HDR_TRIM_MAX_DEPTH] > UINT32_MAX ? UINT32_MAX
 					: (uint32_t)h.reserved[SF_HDR_TRIM_MAX_DEPTH];
 		in->trimmed_records = h.reserved[SF_HDR_TRIMMED];
+		in->cost_parent_raw256 = h.reserved[SF_HDR_COST_PARENT];
+		in->cost_child_raw256 = h.reserved[SF_HDR_COST_CHILD];
 		if (h.ring_bytes) {
 			in->snap_time = h.reserved[SF_HDR_SNAP_TIME];
 			in->snap_tid = (uint32_t)h.reserved[SF_HDR_SNAP_THREAD];
@@ -1216,6 +1218,11 @@ static void fit_clock(struct lr_log *log)
 			warn(log, "clock calibration unusable (no two pairs span any time): 1 TSC tick taken as 1 ns");
 	}
 	in->tsc_ns_per_tick = log->slope;
+	/* Net times: the runtime's cost figures in ns (lr_info). */
+	double unit = in->clock == SF_CLOCK_TSC ? log->slope : 1.0;
+	in->cost_known = in->cost_parent_raw256 || in->cost_child_raw256;
+	in->cost_parent_ns = (double)in->cost_parent_raw256 * unit / 256.0;
+	in->cost_child_ns = (double)in->cost_child_raw256 * unit / 256.0;
 	in->tsc_offset_ns = log->intercept - log->slope * (double)(int64_t)(log->anchor_tsc - in->start_tsc);
 	log->slope_q48 = log->slope < 32768.0 ? (uint64_t)(log->slope * 0x1p48 + 0.5) : 0;
 	log->intercept_q48 = (i128)(uint64_t)log->intercept << 48;

@@ -87,6 +87,14 @@ struct lr_info {
 	uint64_t snap_time, snap_slow_ns, snap_missed;
 	uint32_t snap_tid, snap_func;
 	uint64_t before_window;  /* ring: frames open at their thread's window start, all threads */
+	/* The tracer's own cost per traced call, measured by the runtime at
+	 * start (SF_HDR_COST_*; docs/DESIGN.md "Times net of the tracer"): what
+	 * a call adds to its caller's self time and to its own duration, in
+	 * 1/256 of the event clock's unit as recorded, and in ns. cost_known
+	 * is 0 for logs that carry no figure (older logs, monotonic clock). */
+	uint64_t cost_parent_raw256, cost_child_raw256;
+	double cost_parent_ns, cost_child_ns;
+	int cost_known;
 	/* record --paused, sftrace resume / pause: SWITCH chunks in the log
 	 * (tracing switched on, off). Frames open at a pause are closed
 	 * there (frames.h). */

@@ -41,6 +41,7 @@ struct pass {
 	struct proc_state *cur;
 	uint8_t *seen;             /* by lr_thread.index of cur: 1 fed to frames, 2 also announced */
 	size_t nseen;
+	struct net_clock *net;     /* by lr_thread.index of cur: net times (NULL: raw) */
 	int failed;
 	uint64_t events;
 	struct timespec start;
@@ -550,7 +551,41 @@ static void pass_free(struct pass *ps)
 	cut_free(ps->cut);
 	cut_free(ps->trim);
 	free(ps->seen);
+	free(ps->net);
 	memset(ps, 0, sizeof(*ps));
+}
+
+/* Times net of the tracer (docs/DESIGN.md): each thread runs on a clock
+ * that stops while the tracer works. A traced call's whole cost is charged
+ * at its ENTRY, the parent part before the ENTRY's time and the child part
+ * after it, so a call's duration loses the child part, and its caller's
+ * self time the parent part of each call it made. Which side of its
+ * timestamp each event's own work falls on is not measured, only the sums:
+ * charging it all at the ENTRY gives the same durations, as every call
+ * has one ENTRY and one EXIT (or TAIL). Entries the reader made up (ring
+ * windows) cost nothing. A thread's net clock never runs backwards. */
+struct net_clock {
+	double spent;   /* ns of tracer work so far on this thread */
+	uint64_t last;  /* the latest net time given */
+};
+
+static int in_net_times(const struct trace_input *in, const struct proc_state *p)
+{
+	return in->opt.net_times && p->pub.info->cost_known;
+}
+
+static void net_time(struct net_clock *c, const struct lr_info *info, struct lr_event *ev)
+{
+	int charged = ev->kind == SF_EV_ENTRY && !ev->before_window;
+	if (charged)
+		c->spent += info->cost_parent_ns;
+	uint64_t spent = (uint64_t)c->spent;
+	uint64_t t = ev->time_ns > spent ? ev->time_ns - spent : 0;
+	if (t < c->last)
+		t = c->last;
+	ev->time_ns = c->last = t;
+	if (charged)
+		c->spent += info->cost_child_ns;
 }
 
 /* frames -> [trim] -> [cut] -> the sink, each stage the next one's input.
@@ -584,6 +619,8 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	ps->nseen = lr_nthreads(p->pub.log) + 1;
 	free(ps->seen);
 	ps->seen = xcalloc(ps->nseen, 1);
+	free(ps->net);
+	ps->net = in_net_times(ps->in, p) ? xcalloc(ps->nseen, sizeof(*ps->net)) : NULL;
 	p->pub.last_ns = 0;
 	fr_set_proc(ps->frames, &p->pub);
 	if (ps->sink->process_begin && ps->sink->process_begin(ps->sink->ctx, &p->pub))
@@ -611,6 +648,8 @@ static void feed(struct pass *ps, struct lr_event *ev)
 			return;
 		}
 	}
+	if (ps->net)
+		net_time(&ps->net[ti], p->pub.info, ev);
 	ev->time_ns += p->pub.start_ns;
 	if (ev->time_ns > p->pub.last_ns)
 		p->pub.last_ns = ev->time_ns;
@@ -810,6 +849,29 @@ static int format_trim(const struct trace_input *in, char *buf, size_t len)
 	return snprintf(buf, len, " (recorded with%s%s%s%.0u; the runtime left out %llu records)",
 			min ? " --min-duration " : "", min ? dur : "", depth ? " --max-depth " : "", depth,
 			(unsigned long long)left);
+}
+
+int trace_net_times(const struct trace_input *in)
+{
+	return in->opt.net_times;
+}
+
+int trace_format_net(const struct trace_input *in, char *buf, size_t len)
+{
+	for (size_t i = 0; i < in->nprocs; i++) {
+		const struct lr_info *f = in->procs[i].pub.info;
+		if (!f->cost_known)
+			continue;
+		char per[160];
+		snprintf(per, sizeof(per), "%.1f ns per call in the caller, %.1f ns in the call%s", f->cost_parent_ns,
+			 f->cost_child_ns, in->nprocs > 1 ? " (first process; each process's own figure applies)" : "");
+		if (in->opt.net_times)
+			snprintf(buf, len, "times net of the tracer's cost: %s; --raw-times for times as recorded", per);
+		else
+			snprintf(buf, len, "times as recorded (--raw-times); the tracer's cost: %s", per);
+		return 1;
+	}
+	return 0;
 }
 
 int trace_format_cut(const struct trace_input *in, char *buf, size_t len)

@@ -6,7 +6,7 @@
  *
  * The pipeline, one struct fr_frame passed by pointer from stage to stage:
  *
- *   events (lr_next, + the process's time shift)
+ *   events (lr_next, [net of the tracer's cost: net_times], + the process's time shift)
  *     -> frames.c (frame repair)
  *     -> [trim: a cut with the log's record-time limits, if it has any]
  *     -> [the user's cut (trace_cut.h), if any]
@@ -42,6 +42,8 @@ struct trace_options {
 	int no_progress; /* no progress line (stdout goes to a pager on the same terminal) */
 	struct trace_cut_options cut; /* what to keep (trace_cut.h); zero: everything */
 	int short_names; /* trace_name gives the short style (demangle.h) */
+	int net_times;   /* trace_run gives times net of the tracer's measured cost
+			  * (lr_info.cost_*; logs without the figure: raw) */
 	int time_order;  /* trace_run gives each process's threads merged in time
 			  * order (replay), not in the log's batch order */
 };
@@ -155,6 +157,11 @@ size_t trace_threads(const struct trace_input *in);
 const struct cut_stats *trace_cut_stats(const struct trace_input *in);
 /* "kept 120 of 8196 calls, 3 cut at the window's edges" (NULL: no cut). */
 int trace_format_cut(const struct trace_input *in, char *buf, size_t len);
+/* One line on net times (trace_options.net_times) for a command's header:
+ * the tracer's measured cost per call and whether it was taken off. 0 and
+ * nothing written when no log carries the figure (times are as recorded). */
+int trace_format_net(const struct trace_input *in, char *buf, size_t len);
+int trace_net_times(const struct trace_input *in); /* the net_times option */
 
 /* Prints the repairs (if any), the cut and the reader's warnings to stderr. */
 void trace_report_repairs(const struct trace_input *in);

@@ -68,7 +68,13 @@ static struct pf_thread *track_at(struct pf_sink *s, uint32_t ti, uint32_t depth
 static int pf_process_begin(void *ctx, const struct trace_proc *p)
 {
 	struct pf_sink *s = ctx;
-	s->proc = pf_add_process(s->w, p->info->pid, p->name, p->cmdline);
+	/* Times stay as recorded; the tracer's cost per call rides along as a
+	 * process label for whoever wants net figures (docs/OUTPUTS.md). */
+	char cost[96];
+	if (p->info->cost_known)
+		snprintf(cost, sizeof(cost), "sftrace.tracer_cost_ns caller=%.1f call=%.1f", p->info->cost_parent_ns,
+			 p->info->cost_child_ns);
+	s->proc = pf_add_process_labeled(s->w, p->info->pid, p->name, p->cmdline, p->info->cost_known ? cost : NULL);
 	free_tracks(s);
 	s->nthreads = lr_nthreads(p->log) + 1;
 	s->threads = xcalloc(s->nthreads, sizeof(*s->threads));

@@ -13,7 +13,12 @@
  *                the OS reused (a later thread or process) is told apart by
  *                time: OUT's rows of that tid lie in exactly one row's range;
  *                label: thread_name, and when the kernel cut it at 15 bytes,
- *                the thread's first outermost function beside it
+ *                the thread's first outermost function beside it;
+ *                tracer_cost_caller_ps u64, tracer_cost_call_ps u64: the
+ *                tracer's own cost per traced call its process measured at
+ *                start, in ps (0: not measured), the part in the caller's
+ *                self time and the part in the call's duration; OUT's times
+ *                are as recorded (report's net times take these off)
  *   OUT.alloc    allocation events, when there are any (conv_pola_alloc.h)
  *   OUT.args     arguments and return values, when there are any (conv_pola_args.h)
  * Times count from the recording's time 0 (trace_input.h), for every
@@ -46,6 +51,7 @@ static const struct pq_column thread_cols[] = {
 	{"tid", PQ_UINT32},          {"pid", PQ_UINT32},         {"ppid", PQ_UINT32},
 	{"thread_name", PQ_STRING},  {"process_name", PQ_STRING}, {"cmdline", PQ_STRING},
 	{"start", PQ_DURATION_NS},   {"end", PQ_DURATION_NS},    {"label", PQ_STRING},
+	{"tracer_cost_caller_ps", PQ_UINT64}, {"tracer_cost_call_ps", PQ_UINT64},
 };
 
 /* One thread of one process: the time span of its rows in OUT. */
@@ -267,7 +273,9 @@ static int write_threads(struct pq_writer *w, const struct pola_sink *s)
 		    pq_write_u32(w, 2, info->ppid) || put_str(w, 3, sp->thread->name) ||
 		    put_str(w, 4, sp->proc->name) || put_str(w, 5, sp->proc->cmdline) ||
 		    pq_write_u64(w, 6, sp->start) || pq_write_u64(w, 7, sp->end) ||
-		    put_str(w, 8, trace_thread_label(sp->proc, sp->thread)) || pq_end_row(w))
+		    put_str(w, 8, trace_thread_label(sp->proc, sp->thread)) ||
+		    pq_write_u64(w, 9, (uint64_t)(info->cost_parent_ns * 1000 + 0.5)) ||
+		    pq_write_u64(w, 10, (uint64_t)(info->cost_child_ns * 1000 + 0.5)) || pq_end_row(w))
 			return -1;
 	}
 	return 0;
@@ -321,7 +329,7 @@ int conv_pola(struct trace_input *in, const struct conv_options *opt)
 	po.zstd_level = opt->zstd_level;
 	w[OUT_EVENTS] = pq_open(event_cols, 6, &po, sf_outfile_write_cb, of[OUT_EVENTS]);
 	w[OUT_SYMTAB] = pq_open(symtab_cols, 4, &po, sf_outfile_write_cb, of[OUT_SYMTAB]);
-	w[OUT_THREADS] = pq_open(thread_cols, 9, &po, sf_outfile_write_cb, of[OUT_THREADS]);
+	w[OUT_THREADS] = pq_open(thread_cols, sizeof(thread_cols) / sizeof(thread_cols[0]), &po, sf_outfile_write_cb, of[OUT_THREADS]);
 	struct pola_sink s = {0};
 	s.w = w[OUT_EVENTS];
 	s.alloc = pola_alloc_open(opt->out, &po);

@@ -85,6 +85,7 @@ enum {
 	F_PD_PID = 1,
 	F_PD_CMDLINE = 2,
 	F_PD_PROCESS_NAME = 6,
+	F_PD_PROCESS_LABELS = 8,
 
 	F_THD_PID = 1,
 	F_THD_TID = 2,
@@ -232,6 +233,12 @@ int pf_finish(struct pf_writer *w)
 struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
 				  const char *process_name, const char *cmdline)
 {
+	return pf_add_process_labeled(w, pid, process_name, cmdline, NULL);
+}
+
+struct pf_process *pf_add_process_labeled(struct pf_writer *w, uint32_t pid, const char *process_name,
+					  const char *cmdline, const char *label)
+{
 	struct pf_process *p = xcalloc(1, sizeof(*p));
 	p->uuid = w->next_uuid++;
 	p->pid = pid;
@@ -251,6 +258,8 @@ struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
 		pb_put_string(b, F_PD_CMDLINE, cmdline);
 	if (process_name)
 		pb_put_string(b, F_PD_PROCESS_NAME, process_name);
+	if (label)
+		pb_put_string(b, F_PD_PROCESS_LABELS, label);
 	pb_nest_end(b, pd);
 	pb_nest_end(b, td);
 	pb_nest_end(b, pkt);

@@ -165,6 +165,11 @@ static void log_created(void)
 {
 	sf_objects_log_all();
 	sf_log_update_patch_stats(sf_patch_ns, sf_objects_patched_total());
+	struct sf_header *h = sf_log_header();
+	if (h) {
+		h->reserved[SF_HDR_COST_PARENT] = sf_cost_parent;
+		h->reserved[SF_HDR_COST_CHILD] = sf_cost_child;
+	}
 	sf_switch_log_created();
 }
 
@@ -190,6 +195,7 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_clock_init();
 	sf_start_mono = sf_mono_ns();
 	sf_start_tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+	sf_calib_measure(); /* before any sled is patched: it borrows this thread's buffer */
 	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
 	sf_trigger_init();

@@ -26,6 +26,7 @@
  *                 unpatched in a running process by the writer thread
  * One event, from sled to file (arch/<arch>/trampoline.S first)
  *   clock.c       timestamps and calibration pairs
+ *   calib.c       the tracer's own cost per call, measured once at start
  *   buffer.c      per-thread slots and the slow path (first event, slot full,
  *                 thread exit, events with payloads); a batch's start depth
  *   suppress.c    stretches whose calls are the runtime's, not the program's
@@ -50,6 +51,7 @@
  *   patch.c       sled bytes and how a sled reaches its trampoline
  *   loader_hook.c, loader_entry.S  the loader's hook function redirected to us
  *   vfork.S       vfork in place of glibc's
+ *   calib.S       (x86-64) calib.c's loop of trampoline calls, as sleds make them
  * exports.map lists the only symbols the library exports.
  *
  * Layers call down only: logfile.c calls nothing above it (init.c registers
@@ -400,6 +402,12 @@ void sf_switch_after_fork_child(void) SF_HIDDEN;
 /* ---- loader_hook.c ---- */
 int sf_loader_hook_install(void) SF_HIDDEN; /* 0 ok; reports why not */
 void sf_loader_event(void) SF_HIDDEN;       /* called by arch/<arch>/loader_entry.S */
+
+/* ---- calib.c (the tracer's own cost per call, for net times) ---- */
+/* Per traced call, in 1/256 of the event clock's unit; 0: not measured.
+ * Written into every log's header (SF_HDR_COST_*). */
+extern uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
+void sf_calib_measure(void) SF_HIDDEN; /* once, at start, before patching */
 
 /* ---- clock.c ---- */
 void sf_clock_init(void) SF_HIDDEN;

@@ -140,8 +140,11 @@ def test_report_table_sort_and_limit():
     rows = table_rows(p.stdout)
     eq(len(rows), len(CALLS), "13 functions fit in the default 20 rows")
     eq({n: c for c, n in rows}, CALLS, "table calls")
-    # Aligned: every row has its Function column where the header has it.
+    # Aligned: every row has its Function column where the header has it
+    # (after the first line, on net times).
     lines = p.stdout.splitlines()
+    check(lines[0].startswith("# times net of the tracer's cost: "), lines[0])
+    lines = lines[1:]
     col = lines[0].index("Function")
     for line in lines[1:1 + len(rows)]:
         check(line[col - 2:col] == "  " and line[col] != " ", f"aligned: {line!r}")
@@ -246,8 +249,10 @@ def test_chrome_json_complete():
     eq({e["cat"] for e in xs if e["name"].startswith("lib_")}, {"libcalls.so"}, "cat is the object")
     check(all(e["args"]["src"].endswith(".c:%s" % e["args"]["src"].rsplit(":", 1)[1]) for e in xs),
           "args.src is file:line")
-    # ns precision: the durations are the report's, exactly.
-    f = by_name(report_tsv([log])[1])
+    # ns precision: the durations are the report's as recorded, exactly
+    # (convert keeps raw times; report takes the tracer's cost off unless
+    # --raw-times).
+    f = by_name(report_tsv([log], ["--raw-times"])[1])
     main = next(e for e in xs if e["name"] == "main")
     eq(round(main["dur"] * 1000), f["main"]["total_ns"], "main duration in ns")
     eq(sum(round(e["dur"] * 1000) for e in xs if e["name"] == "tleaf"), f["tleaf"]["total_ns"], "tleaf sum")
@@ -297,7 +302,7 @@ def test_folded_sums():
         eq(dict(per_func), CALLS, f"{variant}: calls per leaf function")
         eq(c["thread_work;tleaf"], 8000, f"{variant}: thread_work;tleaf")
         t = read_folded(time)
-        f = by_name(report_tsv([log])[1])
+        f = by_name(report_tsv([log], ["--raw-times"])[1])
         eq(sum(t.values()), f["main"]["total_ns"] + f["thread_work"]["total_ns"],
            f"{variant}: time weights sum to the root frames")
         check(all(w > 0 for w in t.values()), "no zero lines")
@@ -361,7 +366,7 @@ def check_layout(frames, total, what):
 def test_flamegraph_structure():
     log = calls_log("nosib")
     d = tmpdir()
-    f = by_name(report_tsv([log])[1])
+    f = by_name(report_tsv([log], ["--raw-times"])[1])
     svg = os.path.join(d, "calls.svg")
     run([SFTRACE, "flamegraph", log, "-o", svg, "--weight", "calls", "--title", "calls <&> \"test\""])
     root, frames = svg_frames(svg)
@@ -513,7 +518,7 @@ def test_report_matches_polars():
         fh.write(POLARS_JS)
     p = run(["node", js, pdir, pola], timeout=300)
     want = json.loads(p.stdout)
-    _, rows = report_tsv([log])
+    _, rows = report_tsv([log], ["--raw-times"])  # Parquet keeps raw times
     got = {str(r["func_id"]): {"calls": r["calls"], "total": r["total_ns"], "self": r["self_ns"]} for r in rows}
     eq(got, want, "report vs polars (calls, total ns, self ns per func_id)")
 

@@ -177,7 +177,7 @@ def test_cut_time_window_balanced():
     line = f"kept {len(want)} of 8196 calls, {n_start} cut at the window's start, {n_end} at its end"
     check(line in err, err)
     # report says so in its footer.
-    out = run([SFTRACE, "report", "--time", f"{s}ns..{e}ns", log]).stdout
+    out = run([SFTRACE, "report", "--raw-times", "--time", f"{s}ns..{e}ns", log]).stdout  # the window is on raw times
     check(line in out, out[-400:])
     # Perfetto: balanced on every track, same slices.
     pb = os.path.join(tmpdir(), "w.pb")

@@ -88,9 +88,11 @@ def test_fork_exec_parquet_one_clock_and_threads_table():
     r = threads_query(out)
     eq(r["types"], [["tid", "u32"], ["pid", "u32"], ["ppid", "u32"], ["thread_name", "str"],
                     ["process_name", "str"], ["cmdline", "str"], ["start", "duration[ns]"],
-                    ["end", "duration[ns]"], ["label", "str"]], "polars OUT.threads schema")
+                    ["end", "duration[ns]"], ["label", "str"],
+                    ["tracer_cost_caller_ps", "u64"], ["tracer_cost_call_ps", "u64"]], "polars OUT.threads schema")
     eq([t for _, t in r["duck_types"]], ["UINTEGER", "UINTEGER", "UINTEGER", "VARCHAR", "VARCHAR", "VARCHAR",
-                                         "BIGINT", "BIGINT", "VARCHAR"], "DuckDB OUT.threads types")
+                                         "BIGINT", "BIGINT", "VARCHAR", "UBIGINT", "UBIGINT"],
+       "DuckDB OUT.threads types")
     th = r["threads"]
     eq(len(th), 2, f"one thread per process: {th}")
     par, kid = th  # start order: the parent first

@@ -36,6 +36,7 @@ console.log(JSON.stringify({
   threads: threads.toRecords().map((r) => ({
     tid: r.tid, pid: r.pid, ppid: r.ppid, thread_name: r.thread_name, process_name: r.process_name,
     cmdline: r.cmdline, start: Number(r.start), end: Number(r.end),
+    tracer_cost_caller_ps: Number(r.tracer_cost_caller_ps), tracer_cost_call_ps: Number(r.tracer_cost_call_ps),
   })),
   events: Number(ev.select(pl.len()).collectSync().getColumn("len")[0]),
   rows: rows.toRecords().map((r) => [Number(r.frame_id), r.kind, Number(r.t), r.pid, r.name, r.tid]),

@@ -79,3 +79,28 @@ def test_skep24b_signal_handler_dup2_is_not_held_for_seconds():
     eq(want, "handlers: 5, slowest over 1 s: no\n", "untraced output")
     eq(p.stdout, want, "traced output")
     eq(count_calls(dump_events(log))["work"], 1000, "work calls")
+
+
+def test_skep24b_sigterm_to_record_reaches_the_program():
+    # FAILS ON MAIN: `kill -TERM` of record (what a supervisor or a script
+    # holding $! does to stop "the program") kills record at once (exit
+    # 143) while the program never sees the signal: it keeps running,
+    # reparented to the keeper, and finishes its work ("done"). Untraced the
+    # program gets SIGTERM, runs its handler and exits 5. README: "The exit
+    # status is the command's"; first rule: signals.
+    raise Skip("known break, issue 24 open: SIGTERM to record is not passed to the program, record exits 143")
+    import signal
+    import subprocess
+    import time
+    from sfkit import SFTRACE
+    d = tmpdir()
+    mark = os.path.join(d, "mark")
+    prog = f'trap "echo got TERM > {mark}; exit 5" TERM; sleep 2 & wait; echo done > {mark}'
+    p = subprocess.Popen([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", "bash", "-c", prog],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=60)
+    time.sleep(2.5)  # the program's sleep, if it was left running
+    eq(open(mark).read(), "got TERM\n", "what the program did")
+    eq(rc, 5, "record's exit status (the program's)")

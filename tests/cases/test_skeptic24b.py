@@ -104,3 +104,23 @@ def test_skep24b_sigterm_to_record_reaches_the_program():
     time.sleep(2.5)  # the program's sleep, if it was left running
     eq(open(mark).read(), "got TERM\n", "what the program did")
     eq(rc, 5, "record's exit status (the program's)")
+
+
+def test_skep24b_snapshot_does_not_hold_other_threads_close_for_seconds():
+    # FAILS ON MAIN (record --ring): one thread is in a close() that blocks
+    # (a TCP socket with SO_LINGER {1, 3} and unsent data: 3 s), another
+    # keeps calling close(-1); the process gets the ring signal. The
+    # snapshot takes the runtime's gate, which waits for the lingering
+    # close() to leave, and while the gate is held every other close/dup2
+    # of the program waits in the wrapper: close(-1) took 2.96 s traced,
+    # 0.05 s at worst untraced. Claim: "the runtime opens new descriptors
+    # only behind a gate that waits for in-flight program close/dup calls"
+    # (so the program's calls wait for the runtime); first rule.
+    raise Skip("known break, issue 24 open: a snapshot holds the program's close() calls while another close() blocks")
+    exe = build_c("skep24b_lingerclose", ["skep24b_lingerclose.c"], flags=["-pthread"])
+    want = run([exe]).stdout
+    eq(want, "close(-1) over 1 s: no\n", "untraced output")
+    d = tmpdir()
+    p, log = record([exe], out=os.path.join(d, "sf.log"), args=["--ring", "1M"])
+    eq(sorted(f for f in os.listdir(d) if f.startswith("sf.snap.")) != [], True, "a snapshot was written")
+    eq(p.stdout, want, "traced output")

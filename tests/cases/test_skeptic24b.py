@@ -124,3 +124,35 @@ def test_skep24b_snapshot_does_not_hold_other_threads_close_for_seconds():
     p, log = record([exe], out=os.path.join(d, "sf.log"), args=["--ring", "1M"])
     eq(sorted(f for f in os.listdir(d) if f.startswith("sf.snap.")) != [], True, "a snapshot was written")
     eq(p.stdout, want, "traced output")
+
+
+def test_skep24b_record_with_two_of_stdio_closed_does_not_hang():
+    # FAILS ON MAIN: `sftrace record ... >&- 2>&-` (also `<&- >&-`,
+    # `<&- 2>&-`: any two of 0-2 closed, as a daemon or a supervisor may
+    # start it) runs the program, which exits, and then never returns.
+    # record_keeper.c: the status pipe takes the two closed numbers, so the
+    # keeper's status descriptor is 1 or 2, which it then replaces with
+    # /dev/null (dup2(null, 0..2)); record reads EOF, waits for the keeper,
+    # and the keeper waits for record to close the "done" pipe: deadlock.
+    # Untraced the program exits 7 at once. Claim (issue 24): "stdout/stderr
+    # closed at start" handled; README: the exit status is the command's.
+    raise Skip("known break, issue 24 open: record with two of stdin/stdout/stderr closed hangs forever after the program exits")
+    import subprocess
+    from sfkit import SFTRACE
+    exe = build_c("skep24b_closedstdio", ["skep24b_closedstdio.c"])
+    for redir in (">&- 2>&-", "<&- >&-", "<&- 2>&-"):
+        d = tmpdir()
+        a, b = os.path.join(d, "a"), os.path.join(d, "b")
+        u = subprocess.run(["bash", "-c", f'"$0" "$1" "$2" {redir}', exe, a + ".u", b + ".u"], timeout=60)
+        eq(u.returncode, 7, f"untraced exit status ({redir})")
+        p = subprocess.Popen(["bash", "-c", f'exec "$0" record -o "$1" -- "$2" "$3" "$4" {redir}', SFTRACE,
+                              os.path.join(d, "sf.log"), exe, a, b], start_new_session=True)
+        try:
+            rc = p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)  # record and its keeper (same session)
+            p.wait()
+            rc = "hung 60 s"
+        eq(open(a).read(), open(a + ".u").read(), f"the program's own file ({redir})")
+        eq(rc, 7, f"record's exit status ({redir})")
+        eq(count_calls(dump_events(os.path.join(d, "sf.log")))["work"], 2000, f"work calls ({redir})")

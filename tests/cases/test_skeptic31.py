@@ -14,6 +14,21 @@ import re
 import subprocess
 import sys
 
+def test_skep31_profiling_profile_inline():
+    """The crate's own `profiling` profile written as `[profile]` with an
+    inline table `profiling = {...}` (valid TOML, cargo takes it): cargo
+    sftrace looks for a `[profile.profiling]` line only, misses it and
+    builds with its own `sftrace` profile. (The same happens for a
+    [profile.profiling] in .cargo/config.toml, which cargo also takes.)"""
+    raise Skip("known break, issue 31 open: a profiling profile written as an inline table is not found (sftrace profile used)")
+    d = crate("profile")
+    p = run_cs(["test", "--no-convert"], d)
+    traced_test_t(p, "skep31_profile")
+    m = re.search(r"^cargo-sftrace: building: .*$", p.stderr, re.M)
+    check(m and " --profile profiling" in m.group(0), f"build command: {said(p)}")
+    check(re.search(r"^The test t executable is \S+/target/sftrace/profiling/deps/t-", p.stdout, re.M), said(p))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

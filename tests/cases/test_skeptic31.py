@@ -29,6 +29,21 @@ def test_skep31_profiling_profile_inline():
     check(re.search(r"^The test t executable is \S+/target/sftrace/profiling/deps/t-", p.stdout, re.M), said(p))
 
 
+def test_skep31_libtest_bench_args():
+    """`cargo sftrace --bench NAME` on a bench with libtest's harness (no
+    `harness = false`): the default program arguments --bench
+    --profile-time 1 are criterion's; libtest says "Unrecognized option:
+    'profile-time'" and exits 101 where `cargo bench --bench lb` exits 0."""
+    raise Skip("known break, issue 31 open: the default bench arguments --profile-time 1 break libtest-harness benches")
+    d = crate("libbench")
+    plain = subprocess.run(["cargo", "bench", "--bench", "lb"], capture_output=True, text=True, cwd=d, env=env(),
+                           timeout=900)
+    eq(plain.returncode, 0, f"plain cargo bench: {plain.stderr[-2000:]}")
+    p = run_cs(["--bench", "lb", "--no-convert"], d)
+    eq(p.returncode, 0, f"cargo sftrace --bench lb: {said(p)}")
+    check("Unrecognized option" not in p.stderr, said(p))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

@@ -44,6 +44,19 @@ def test_skep31_libtest_bench_args():
     check("Unrecognized option" not in p.stderr, said(p))
 
 
+def test_skep31_cargo_run_time_env():
+    """`cargo test` runs each test with cargo's run-time variables
+    (CARGO_PKG_VERSION_MAJOR/MINOR/PATCH/PRE, CARGO_PKG_AUTHORS,
+    CARGO_PKG_DESCRIPTION, CARGO_MANIFEST_PATH, ...); cargo sftrace sets
+    only CARGO_MANIFEST_DIR, CARGO_PKG_NAME, CARGO_PKG_VERSION (and
+    CARGO_CRATE_NAME, which cargo does not set at run time), so a test
+    reading one fails."""
+    raise Skip("known break, issue 31 open: traced tests miss cargo's run-time CARGO_PKG_* / CARGO_MANIFEST_PATH variables")
+    d = crate("pkgenv")
+    eq(cargo_test_rc(d), 0, "plain cargo test passes")
+    traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_pkgenv")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

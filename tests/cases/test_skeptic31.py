@@ -57,6 +57,29 @@ def test_skep31_cargo_run_time_env():
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_pkgenv")
 
 
+def test_skep31_space_in_path_commands():
+    """A crate under a directory with a space: the build and the run work,
+    but the closing note's commands (sftrace report DIR, vizviewer ...
+    DIR/sf.pb.gz) print DIR unquoted, so pasting one into a shell hands
+    sftrace two arguments."""
+    raise Skip("known break, issue 31 open: the closing note's commands do not quote a path with spaces")
+    import shlex
+    d = sync_tree(os.path.join(ROOT, "tests", "fixtures", "skep31_plain"),
+                  os.path.join(BUILD, "cargo", "skep31 space", "plain"))
+    p = run_cs(["--test", "t"], d)
+    eq(p.returncode, 0, said(p))
+    m = re.search(r"^Trace files are in (.+):$", p.stdout, re.M)
+    check(m and " space/" in m.group(1), said(p))
+    tdir = m.group(1)
+    m = re.search(r"the raw logs: (.*) / (sftrace replay .*)$", p.stdout, re.M)
+    check(m, said(p))
+    eq(shlex.split(m.group(1)), ["sftrace", "report", tdir], "the report command, as a shell reads it")
+    eq(shlex.split(m.group(2)), ["sftrace", "replay", tdir], "the replay command, as a shell reads it")
+    m = re.search(r"^\s+(vizviewer .*)$", p.stdout, re.M)
+    check(m, said(p))
+    eq(shlex.split(m.group(1)), ["vizviewer", "--use_external_processor", tdir + "/sf.pb.gz"], "the vizviewer command")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

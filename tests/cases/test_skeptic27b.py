@@ -8,6 +8,25 @@ Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic27b.py."""
 import os
 import sys
 
+def test_diff_of_two_identical_runs_shows_no_changed_site():
+    """FAILS NOW. main calls fopen, whose 472 B FILE is allocated inside
+    libc. `memory` places the row at the runtime address of libc's malloc
+    call (`main  0x7fcb57fb41fb`), which address-space randomization moves
+    on every run, so `memory --diff RUN1 RUN2` of two identical runs lists
+    the site twice, +1 / +472 B and -1 / -472 B (issue 27 "What to build"
+    5: sites matched by function and line). heaptrack_print names the site
+    __fopen_internal at iofopen.c:65, from main at skep27b_libsite.c:7."""
+    raise Skip("known break, issue 27 open: a site inside a shared library is a runtime address; --diff of identical runs shows it as changed")
+    exe = build_c("skep27b_libsite", ["skep27b_libsite.c"])
+    logs = []
+    for _ in range(2):
+        p, log = record([exe], args=["--alloc", "-q"])
+        eq(p.stdout, "ok\n", "the program's output")
+        logs.append(log)
+    out = run([SFTRACE, "memory", "--diff", "--format", "tsv", logs[0], logs[1]]).stdout
+    eq([line for line in out.splitlines() if line.startswith("diff\t")], [], "changed sites")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
@@ -59,6 +78,25 @@ def test_plt_tail_call_to_libc_does_not_keep_claiming_libc_allocations():
     raise Skip("known break, issue 27 open: after a PLT tail call into libc every later libc-internal allocation of the caller is the tail caller's")
     rows = by_function(chain_log())
     eq(rows.get("dupit"), (8, 1, "1"), "dupit's allocation (strdup, by a tail call)")
+
+
+def test_diff_of_two_identical_runs_shows_no_changed_site():
+    """FAILS NOW. main calls fopen, whose 472 B FILE is allocated inside
+    libc. `memory` places the row at the runtime address of libc's malloc
+    call (`main  0x7fcb57fb41fb`), which address-space randomization moves
+    on every run, so `memory --diff RUN1 RUN2` of two identical runs lists
+    the site twice, +1 / +472 B and -1 / -472 B (issue 27 "What to build"
+    5: sites matched by function and line). heaptrack_print names the site
+    __fopen_internal at iofopen.c:65, from main at skep27b_libsite.c:7."""
+    raise Skip("known break, issue 27 open: a site inside a shared library is a runtime address; --diff of identical runs shows it as changed")
+    exe = build_c("skep27b_libsite", ["skep27b_libsite.c"])
+    logs = []
+    for _ in range(2):
+        p, log = record([exe], args=["--alloc", "-q"])
+        eq(p.stdout, "ok\n", "the program's output")
+        logs.append(log)
+    out = run([SFTRACE, "memory", "--diff", "--format", "tsv", logs[0], logs[1]]).stdout
+    eq([line for line in out.splitlines() if line.startswith("diff\t")], [], "changed sites")
 
 
 if __name__ == "__main__":

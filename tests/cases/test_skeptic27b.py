@@ -27,6 +27,27 @@ def test_diff_of_two_identical_runs_shows_no_changed_site():
     eq([line for line in out.splitlines() if line.startswith("diff\t")], [], "changed sites")
 
 
+def test_temporaries_through_realloc_match_heaptrack():
+    """FAILS NOW. round_trip() mallocs n bytes (line 10), reallocs the
+    block to 4n (line 12) and frees it, five times, with no other
+    allocation in between. heaptrack_print: 10 temporary allocations, 5 at
+    line 10 (the block realloc replaced at once) and 5 at line 12. sftrace
+    memory: `temporary 5`, only line 12's; the malloc a realloc replaces
+    before anything else was allocated is never a temporary (Lua's
+    luaL_Buffer box, lauxlib.c resizebox: heaptrack 22 temporaries on
+    testes/strings.lua, sftrace 14)."""
+    raise Skip("known break, issue 27 open: a block replaced by realloc before any other allocation is not counted temporary (heaptrack counts it)")
+    exe = build_c("skep27b_temp", ["skep27b_temp.c"], flags=["-fno-builtin"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok\n", "the program's output")
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
+    summary = dict(line.split("\t") for line in out.splitlines() if line.count("\t") == 1)
+    eq(summary["temporary"], "10", "temporary allocations")
+    temp = sorted((int(f[3]), f[4], os.path.basename(f[5])) for f in (line.split("\t") for line in out.splitlines())
+                  if f[0] == "temporary" and len(f) > 5)
+    eq(temp, [(5, "round_trip", "skep27b_temp.c:10"), (5, "round_trip", "skep27b_temp.c:12")], "temporary rows")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
@@ -97,6 +118,27 @@ def test_diff_of_two_identical_runs_shows_no_changed_site():
         logs.append(log)
     out = run([SFTRACE, "memory", "--diff", "--format", "tsv", logs[0], logs[1]]).stdout
     eq([line for line in out.splitlines() if line.startswith("diff\t")], [], "changed sites")
+
+
+def test_temporaries_through_realloc_match_heaptrack():
+    """FAILS NOW. round_trip() mallocs n bytes (line 10), reallocs the
+    block to 4n (line 12) and frees it, five times, with no other
+    allocation in between. heaptrack_print: 10 temporary allocations, 5 at
+    line 10 (the block realloc replaced at once) and 5 at line 12. sftrace
+    memory: `temporary 5`, only line 12's; the malloc a realloc replaces
+    before anything else was allocated is never a temporary (Lua's
+    luaL_Buffer box, lauxlib.c resizebox: heaptrack 22 temporaries on
+    testes/strings.lua, sftrace 14)."""
+    raise Skip("known break, issue 27 open: a block replaced by realloc before any other allocation is not counted temporary (heaptrack counts it)")
+    exe = build_c("skep27b_temp", ["skep27b_temp.c"], flags=["-fno-builtin"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok\n", "the program's output")
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
+    summary = dict(line.split("\t") for line in out.splitlines() if line.count("\t") == 1)
+    eq(summary["temporary"], "10", "temporary allocations")
+    temp = sorted((int(f[3]), f[4], os.path.basename(f[5])) for f in (line.split("\t") for line in out.splitlines())
+                  if f[0] == "temporary" and len(f) > 5)
+    eq(temp, [(5, "round_trip", "skep27b_temp.c:10"), (5, "round_trip", "skep27b_temp.c:12")], "temporary rows")
 
 
 if __name__ == "__main__":

@@ -48,10 +48,61 @@ def test_temporaries_through_realloc_match_heaptrack():
     eq(temp, [(5, "round_trip", "skep27b_temp.c:10"), (5, "round_trip", "skep27b_temp.c:12")], "temporary rows")
 
 
+def summary_and_sites(log, extra=()):
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0"] + list(extra) + [log]).stdout
+    lines = [line.split("\t") for line in out.splitlines()]
+    summary = {f[0]: f[1] for f in lines if len(f) == 2}
+    sites = sorted((int(f[2]), int(f[3]), f[4], os.path.basename(f[5]), f[6]) for f in lines if f[0] == "site")
+    return summary, sites
+
+
+def test_library_constructor_allocation_is_seen():
+    """FAILS NOW. libskep27b_ctorlib.so's constructor mallocs a 5,000 B
+    table that the program reads and never frees; main mallocs 300 B.
+    heaptrack_print: 3 calls of the program (5,000 B at
+    skep27b_ctorlib.c:10, 300 B, stdout's 4,096 B), 9.10K leaked. sftrace
+    memory: 2 allocations, 4,396 B, 4,096 B leaked: the library's table is
+    not in any table, nor in the leaks (sftrace-memory(1) says only libc's
+    own blocks before main are unseen). libstdc++'s 72,704 B emergency pool
+    is missed the same way in every C++ program."""
+    raise Skip("known break, issue 27 open: allocations in a shared library's constructor (before the runtime started) are not recorded")
+    build_c("libskep27b_ctorlib.so", ["skep27b_ctorlib.c"], shared=True)
+    exe = build_c("skep27b_ctormain", ["skep27b_ctormain.c"], flags=["-fno-builtin"],
+                  libs=["-L" + FIXBUILD, "-lskep27b_ctorlib", "-Wl,-rpath," + FIXBUILD])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 7\n", "the program's output")
+    summary, sites = summary_and_sites(log)
+    eq((summary["allocations"], summary["leaked_bytes"]), ("3", "9096"), "allocations, leaked bytes")
+    eq([r for r in sites if r[3].startswith("skep27b_ctorlib.c")],
+       [(5000, 1, "make_table", "skep27b_ctorlib.c:10", "0")], "the constructor's row")
+
+
+def test_cxx_library_allocations_at_the_users_line():
+    """FAILS NOW. shared() returns std::make_shared<long>(v) (line 10);
+    text() builds a 300-char std::string (line 15). sftrace memory:
+    `shared(…)  new_allocator.h:137` (std::__new_allocator, which the fold
+    list names, inlined) and `text(…)  0x7f…f95c` (basic_string::_M_construct
+    in libstdc++, which calls operator new: the interposed new leaves the
+    return address in libstdc++ as the site, a runtime address that changes
+    with every run). Issue 27: allocator plumbing folded into the function
+    it serves, at its line. heaptrack_print: from shared(long) at
+    skep27b_cxxlines.cc:10 and from text at skep27b_cxxlines.cc:15."""
+    raise Skip("known break, issue 27 open: make_shared's row is at new_allocator.h, std::string's at a libstdc++ address, not the user's line")
+    exe = build_c("skep27b_cxxlines", ["skep27b_cxxlines.cc"], compiler="clang++")
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 7 300\n", "the program's output")
+    _, sites = summary_and_sites(log)
+    # the line itself may be the call's or the function's (its definition,
+    # as for folded plumbing): the file must be the program's
+    eq([(b, c, fn, loc.split(":")[0]) for b, c, fn, loc, _ in sites if fn in ("shared(…)", "text(…)")],
+       [(24, 1, "shared(…)", "skep27b_cxxlines.cc"), (301, 1, "text(…)", "skep27b_cxxlines.cc")],
+       "shared's and text's rows (file of the location)")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import SFTRACE, Skip, build_c, eq, record, run  # noqa: E402
+from sfkit import FIXBUILD, SFTRACE, Skip, build_c, eq, record, run  # noqa: E402
 
 
 def by_function(log):
@@ -139,6 +190,57 @@ def test_temporaries_through_realloc_match_heaptrack():
     temp = sorted((int(f[3]), f[4], os.path.basename(f[5])) for f in (line.split("\t") for line in out.splitlines())
                   if f[0] == "temporary" and len(f) > 5)
     eq(temp, [(5, "round_trip", "skep27b_temp.c:10"), (5, "round_trip", "skep27b_temp.c:12")], "temporary rows")
+
+
+def summary_and_sites(log, extra=()):
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0"] + list(extra) + [log]).stdout
+    lines = [line.split("\t") for line in out.splitlines()]
+    summary = {f[0]: f[1] for f in lines if len(f) == 2}
+    sites = sorted((int(f[2]), int(f[3]), f[4], os.path.basename(f[5]), f[6]) for f in lines if f[0] == "site")
+    return summary, sites
+
+
+def test_library_constructor_allocation_is_seen():
+    """FAILS NOW. libskep27b_ctorlib.so's constructor mallocs a 5,000 B
+    table that the program reads and never frees; main mallocs 300 B.
+    heaptrack_print: 3 calls of the program (5,000 B at
+    skep27b_ctorlib.c:10, 300 B, stdout's 4,096 B), 9.10K leaked. sftrace
+    memory: 2 allocations, 4,396 B, 4,096 B leaked: the library's table is
+    not in any table, nor in the leaks (sftrace-memory(1) says only libc's
+    own blocks before main are unseen). libstdc++'s 72,704 B emergency pool
+    is missed the same way in every C++ program."""
+    raise Skip("known break, issue 27 open: allocations in a shared library's constructor (before the runtime started) are not recorded")
+    build_c("libskep27b_ctorlib.so", ["skep27b_ctorlib.c"], shared=True)
+    exe = build_c("skep27b_ctormain", ["skep27b_ctormain.c"], flags=["-fno-builtin"],
+                  libs=["-L" + FIXBUILD, "-lskep27b_ctorlib", "-Wl,-rpath," + FIXBUILD])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 7\n", "the program's output")
+    summary, sites = summary_and_sites(log)
+    eq((summary["allocations"], summary["leaked_bytes"]), ("3", "9096"), "allocations, leaked bytes")
+    eq([r for r in sites if r[3].startswith("skep27b_ctorlib.c")],
+       [(5000, 1, "make_table", "skep27b_ctorlib.c:10", "0")], "the constructor's row")
+
+
+def test_cxx_library_allocations_at_the_users_line():
+    """FAILS NOW. shared() returns std::make_shared<long>(v) (line 10);
+    text() builds a 300-char std::string (line 15). sftrace memory:
+    `shared(…)  new_allocator.h:137` (std::__new_allocator, which the fold
+    list names, inlined) and `text(…)  0x7f…f95c` (basic_string::_M_construct
+    in libstdc++, which calls operator new: the interposed new leaves the
+    return address in libstdc++ as the site, a runtime address that changes
+    with every run). Issue 27: allocator plumbing folded into the function
+    it serves, at its line. heaptrack_print: from shared(long) at
+    skep27b_cxxlines.cc:10 and from text at skep27b_cxxlines.cc:15."""
+    raise Skip("known break, issue 27 open: make_shared's row is at new_allocator.h, std::string's at a libstdc++ address, not the user's line")
+    exe = build_c("skep27b_cxxlines", ["skep27b_cxxlines.cc"], compiler="clang++")
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 7 300\n", "the program's output")
+    _, sites = summary_and_sites(log)
+    # the line itself may be the call's or the function's (its definition,
+    # as for folded plumbing): the file must be the program's
+    eq([(b, c, fn, loc.split(":")[0]) for b, c, fn, loc, _ in sites if fn in ("shared(…)", "text(…)")],
+       [(24, 1, "shared(…)", "skep27b_cxxlines.cc"), (301, 1, "text(…)", "skep27b_cxxlines.cc")],
+       "shared's and text's rows (file of the location)")
 
 
 if __name__ == "__main__":

@@ -117,6 +117,23 @@ def test_callers_own_call_of_the_tail_callee_is_the_callers():
     eq((rows.get("via"), rows.get("main")), ((37, 3, "1"), (4313, 4, "0")), "via's and main's allocations")
 
 
+def test_tsv_lists_zero_byte_sites():
+    """FAILS NOW. zeros() calls malloc(0) three times (line 9; each returns
+    a block to free). `memory --format json` lists the site (0 B, 3
+    blocks) in sites_by_count, and the summary counts the 3 allocations,
+    but `--format tsv` has no `site` row for it: its site rows add up to
+    fewer allocations than its own summary. heaptrack_print: "3 calls to
+    allocation functions with 0B peak consumption from zeros at
+    skep27b_zero.c:9"."""
+    raise Skip("known break, issue 27 open: --format tsv drops sites whose bytes are 0 (malloc(0)); json keeps them")
+    exe = build_c("skep27b_zero", ["skep27b_zero.c"], flags=["-fno-builtin"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 1\n", "the program's output")
+    summary, sites = summary_and_sites(log)
+    eq(summary["allocations"], str(sum(r[1] for r in sites)), "allocations in the summary = in the site rows")
+    eq([r for r in sites if r[2] == "zeros"], [(0, 3, "zeros", "skep27b_zero.c:9", "0")], "zeros' row")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
@@ -277,6 +294,23 @@ def test_callers_own_call_of_the_tail_callee_is_the_callers():
     eq(p.stdout, "ok 1\n", "the program's output")
     rows = by_function(log)
     eq((rows.get("via"), rows.get("main")), ((37, 3, "1"), (4313, 4, "0")), "via's and main's allocations")
+
+
+def test_tsv_lists_zero_byte_sites():
+    """FAILS NOW. zeros() calls malloc(0) three times (line 9; each returns
+    a block to free). `memory --format json` lists the site (0 B, 3
+    blocks) in sites_by_count, and the summary counts the 3 allocations,
+    but `--format tsv` has no `site` row for it: its site rows add up to
+    fewer allocations than its own summary. heaptrack_print: "3 calls to
+    allocation functions with 0B peak consumption from zeros at
+    skep27b_zero.c:9"."""
+    raise Skip("known break, issue 27 open: --format tsv drops sites whose bytes are 0 (malloc(0)); json keeps them")
+    exe = build_c("skep27b_zero", ["skep27b_zero.c"], flags=["-fno-builtin"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 1\n", "the program's output")
+    summary, sites = summary_and_sites(log)
+    eq(summary["allocations"], str(sum(r[1] for r in sites)), "allocations in the summary = in the site rows")
+    eq([r for r in sites if r[2] == "zeros"], [(0, 3, "zeros", "skep27b_zero.c:9", "0")], "zeros' row")
 
 
 if __name__ == "__main__":

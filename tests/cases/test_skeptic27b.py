@@ -134,6 +134,26 @@ def test_tsv_lists_zero_byte_sites():
     eq([r for r in sites if r[2] == "zeros"], [(0, 3, "zeros", "skep27b_zero.c:9", "0")], "zeros' row")
 
 
+def test_cxx_containers_folded_at_O0():
+    """FAILS NOW. fill_map() and fill_umap() insert 100 ints into a
+    std::map and a std::unordered_map, built at -O0 (a debug build: every
+    container member is a traced frame). sftrace memory --group-by
+    function: 4,000 B in 100 blocks to `std::_Rb_tree<…>::_Auto_node::
+    _Auto_node<…>(…)` at stl_tree.h:1634, 1,600 B to `std::_Hashtable<…>::
+    _Scoped_node::_Scoped_node<…>(…)`, 1,824 B in 4 to `std::unordered_map<…>::
+    operator[](…)`; fill_map and fill_umap have no row. At -O2 the same
+    program gives fill_map 4,000/100 and fill_umap 3,424/104 (README: the
+    node and bucket allocation of std::map/set and std::unordered_map/set
+    are folded into the function they serve)."""
+    raise Skip("known break, issue 27 open: at -O0 std::map/unordered_map node allocations name _Auto_node/_Scoped_node/operator[], not the user's function")
+    exe = build_c("skep27b_cont0", ["skep27b_cont0.cc"], flags=["-O0"], compiler="clang++")
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 100 100\n", "the program's output")
+    rows = by_function(log)
+    eq((rows.get("fill_map(…)"), rows.get("fill_umap(…)")), ((4000, 100, "0"), (3424, 104, "0")),
+       "fill_map's and fill_umap's allocations")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
@@ -311,6 +331,26 @@ def test_tsv_lists_zero_byte_sites():
     summary, sites = summary_and_sites(log)
     eq(summary["allocations"], str(sum(r[1] for r in sites)), "allocations in the summary = in the site rows")
     eq([r for r in sites if r[2] == "zeros"], [(0, 3, "zeros", "skep27b_zero.c:9", "0")], "zeros' row")
+
+
+def test_cxx_containers_folded_at_O0():
+    """FAILS NOW. fill_map() and fill_umap() insert 100 ints into a
+    std::map and a std::unordered_map, built at -O0 (a debug build: every
+    container member is a traced frame). sftrace memory --group-by
+    function: 4,000 B in 100 blocks to `std::_Rb_tree<…>::_Auto_node::
+    _Auto_node<…>(…)` at stl_tree.h:1634, 1,600 B to `std::_Hashtable<…>::
+    _Scoped_node::_Scoped_node<…>(…)`, 1,824 B in 4 to `std::unordered_map<…>::
+    operator[](…)`; fill_map and fill_umap have no row. At -O2 the same
+    program gives fill_map 4,000/100 and fill_umap 3,424/104 (README: the
+    node and bucket allocation of std::map/set and std::unordered_map/set
+    are folded into the function they serve)."""
+    raise Skip("known break, issue 27 open: at -O0 std::map/unordered_map node allocations name _Auto_node/_Scoped_node/operator[], not the user's function")
+    exe = build_c("skep27b_cont0", ["skep27b_cont0.cc"], flags=["-O0"], compiler="clang++")
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 100 100\n", "the program's output")
+    rows = by_function(log)
+    eq((rows.get("fill_map(…)"), rows.get("fill_umap(…)")), ((4000, 100, "0"), (3424, 104, "0")),
+       "fill_map's and fill_umap's allocations")
 
 
 if __name__ == "__main__":

@@ -208,6 +208,11 @@ enum sf_snapshot_reason {
 #define SF_HDR_SNAP_FUNC      2 /* offset 160: function id of the trigger function (0: the ring signal) */
 #define SF_HDR_SNAP_MISSED    3 /* offset 168: requests that came while a snapshot was being written, not taken */
 #define SF_HDR_SNAP_SLOW_NS   7 /* offset 200: reason 3: how long the slow call lasted (ns) */
+/* In the process's log only (atomic counters): requests taken (a freeze
+ * opened), and snapshots written. Taken but not written: the process
+ * ended (a crash, a kill) or the write failed before the file was there. */
+#define SF_HDR_SNAP_TAKEN     8 /* offset 208 */
+#define SF_HDR_SNAP_WRITTEN   9 /* offset 216 */
 #define SF_HDR_TRIM_MIN_NS    4 /* offset 176: calls shorter than this many ns are not wanted */
 #define SF_HDR_TRIM_MAX_DEPTH 5 /* offset 184: frames deeper than this are not wanted (1: outermost) */
 #define SF_HDR_TRIMMED        6 /* offset 192: records the runtime left out (atomic counter) */

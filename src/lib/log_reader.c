@@ -250,6 +250,8 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 			in->snap_func = (uint32_t)h.reserved[SF_HDR_SNAP_FUNC];
 			in->snap_slow_ns = h.reserved[SF_HDR_SNAP_SLOW_NS];
 			in->snap_missed = h.reserved[SF_HDR_SNAP_MISSED];
+			in->snap_taken = h.reserved[SF_HDR_SNAP_TAKEN];
+			in->snap_written = h.reserved[SF_HDR_SNAP_WRITTEN];
 		}
 	}
 	parse_cmdline(log, &h);

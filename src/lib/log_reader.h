@@ -82,6 +82,10 @@ struct lr_info {
 	 * that came while a snapshot was being written and were not taken (in
 	 * a process's log: all of them; in a snapshot: those before it). */
 	uint64_t snap_time, snap_slow_ns, snap_missed;
+	/* A process's log: freezes opened, and snapshots written of them
+	 * (the difference was lost: the process ended first, or a write
+	 * failed). */
+	uint64_t snap_taken, snap_written;
 	uint32_t snap_tid, snap_func;
 	uint64_t before_window;  /* ring: frames open at their thread's window start, all threads */
 	/* record --paused, sftrace resume / pause: SWITCH chunks in the log

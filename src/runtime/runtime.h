@@ -536,6 +536,9 @@ void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* the ring signal; async-s
 void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns) SF_HIDDEN;
 void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
 int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
+/* The process image goes away now (exec, _exit, abort: exec_env.c,
+ * hooks.c): waits for a snapshot asked for and not written yet. */
+void sf_snapshot_settle(void) SF_HIDDEN;
 
 /* ---- arch/<arch>/trampoline.S ---- */
 #define SF_TRAMPS(X) \

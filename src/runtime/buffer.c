@@ -43,6 +43,61 @@ static struct sf_event scratch[1024];
 
 static void thread_flush_exit(void); /* below, with the slot hand-offs */
 
+/* Threads whose exit hook is set (their state can be reached from the
+ * writer thread: sf_buffer_windows_close). A thread leaves the list in
+ * its exit hook, under the lock, so the writer never touches a thread's
+ * storage after it is gone. Taken with signals blocked. */
+static struct sf_thread *threads;
+static int threads_lock;
+
+static void threads_lock_take(void)
+{
+	while (__atomic_test_and_set(&threads_lock, __ATOMIC_ACQUIRE))
+		sf_arch_cpu_relax();
+}
+
+static void threads_lock_drop(void)
+{
+	__atomic_clear(&threads_lock, __ATOMIC_RELEASE);
+}
+
+static void thread_list(struct sf_thread *t)
+{
+	if (t->listed)
+		return;
+	threads_lock_take();
+	t->prev_thread = NULL;
+	t->next_thread = threads;
+	if (threads)
+		threads->prev_thread = t;
+	threads = t;
+	t->listed = 1;
+	threads_lock_drop();
+}
+
+static void thread_unlist(struct sf_thread *t)
+{
+	if (!t->listed)
+		return;
+	threads_lock_take();
+	if (t->prev_thread)
+		t->prev_thread->next_thread = t->next_thread;
+	else
+		threads = t->next_thread;
+	if (t->next_thread)
+		t->next_thread->prev_thread = t->prev_thread;
+	t->listed = 0;
+	threads_lock_drop();
+}
+
+void sf_buffer_windows_close(void)
+{
+	threads_lock_take();
+	for (struct sf_thread *t = threads; t; t = t->next_thread)
+		__atomic_store_n(&t->window_depth, 0, __ATOMIC_RELAXED);
+	threads_lock_drop();
+}
+
 static void thread_exit_hook(void *arg)
 {
 	(void)arg;
@@ -772,8 +827,10 @@ static void thread_start(struct sf_thread *t)
 	if (!t->slot) {
 		start_dropping(t);
 		/* Its exit counts the events still in the scratch buffer. */
-		if (exit_key_ok)
+		if (exit_key_ok) {
 			pthread_setspecific(exit_key, (void *)1);
+			thread_list(t);
+		}
 		return;
 	}
 	struct sf_chunk *h = t->slot->hdr;
@@ -796,8 +853,10 @@ static void thread_start(struct sf_thread *t)
 	 * free in the file (serial 0), or readers would see two slots holding
 	 * batch 0. */
 	sf_log_thread_started();
-	if (exit_key_ok)
+	if (exit_key_ok) {
 		pthread_setspecific(exit_key, (void *)1);
+		thread_list(t);
+	}
 }
 
 /* Stores one event (with its payload records for allocation events),
@@ -951,6 +1010,7 @@ static void thread_flush_exit(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	thread_unlist(t);
 	if (t->state == SF_THREAD_ACTIVE && sf_config.ring_slots) {
 		ring_release(t);
 		t->cursor = t->limit = 0;
@@ -1031,5 +1091,9 @@ void sf_buffer_after_fork_child(void)
 	 * child has no writer thread, so no snapshots. */
 	all_rings = free_rings = NULL;
 	__atomic_clear(&ring_lock, __ATOMIC_RELAXED);
+	/* Only this thread is left: it joins the list again at its next start. */
+	threads = NULL;
+	t->listed = 0;
+	__atomic_clear(&threads_lock, __ATOMIC_RELAXED);
 	sf_freeze_open = 0;
 }

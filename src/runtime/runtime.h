@@ -96,6 +96,10 @@ struct sf_thread {
 	uint64_t shadow_depth; /* pushes minus pops, never below 0 */
 	uint64_t shadow[SF_SHADOW_CAP];
 #endif
+	/* Every thread with a state to clear from outside (buffer.c: its
+	 * window depth at a resume), linked under a lock; listed: 1 while in. */
+	struct sf_thread *next_thread, *prev_thread;
+	uint32_t listed;
 };
 
 /* record --ring: a thread's slots, used round robin (buffer.c), and a
@@ -398,6 +402,11 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */
+/* A resume (switch.c, before any sled is patched): every thread's window
+ * depth back to 0. Windows open at the pause were closed there (readers
+ * close frames in flight at a pause); those that returned while paused
+ * never counted out. */
+void sf_buffer_windows_close(void) SF_HIDDEN;
 /* record --ring snapshots (snapshot.c drives them). The calling thread's
  * ring is frozen now: the trigger's thread, at its trigger. */
 void sf_buffer_freeze_self(void) SF_HIDDEN;

@@ -170,6 +170,27 @@ def test_switch_twice_and_idempotent_requests():
     eq(repairs, "2 unmatched exits dropped, 2 frames in flight closed at a pause", "repairs")
 
 
+def test_within_window_open_at_a_pause_is_closed_by_the_next_resume():
+    """--within, in_window() the only window: it is entered while on, the
+    process is paused inside it, and it returns while paused (its exit is
+    never seen). After the next resume no window is open, so phase A
+    (phase_a, 1000 leaf_a) and the serve loop's read_cmd record nothing.
+    Before the fix the thread's window depth stayed 1 after the resume and
+    all of them were recorded as if inside a window."""
+    s = Server(["--filter-regex", "^in_window$", "--within"])
+    s.switch("resume")
+    s.cmd("W")  # the answer comes from inside in_window: the window is open
+    s.switch("pause")
+    s.cmd("X")  # in_window returns while paused
+    s.switch("resume")
+    s.cmd("A")
+    s.switch("pause")
+    s.finish()
+    calls, repairs = report(s.log)
+    eq(calls, {"in_window": 1}, "calls")
+    eq(repairs, "1 frame in flight closed at a pause", "repairs")
+
+
 def test_dlopen_while_paused_is_patched_at_resume():
     s = Server()
     s.cmd("dlopen " + plug())

@@ -11,9 +11,11 @@
  *                 close, close_range, closefrom, dup2, dup3 wrapped
  *   notes.c       messages on stderr, and notes for record when no log is written
  *   trust.c       paths from the environment: owner, mode and type checked, never followed
- *   exec_env.c    children exec'd with an environment of their own stay traced
+ *   exec_env.c    children exec'd with an environment of their own stay traced;
+ *                 every exec waits for a snapshot being written
  *   hooks.c       fork, _Fork, clone(), raw clone/fork via syscall(), vfork bookkeeping;
- *                 the log made before the program changes its credentials
+ *                 the log made before the program changes its credentials;
+ *                 _exit, _Exit, abort wait for a snapshot being written
  *   setup_abi.c   the reference tool's sftrace_setup ABI
  * Finding and patching code
  *   objects.c     loaded ELF objects with sleds: function ids, OBJECT chunks
@@ -36,7 +38,8 @@
  *   encode.c      what a full batch becomes in the file (packed or raw)
  *   logfile.c     the log file: header page, chunk appends, slot allocation
  *   budget.c      record --max-size: the byte budget shared by all processes
- *   snapshot.c    record --ring: snapshots written by the writer thread
+ *   snapshot.c    record --ring: snapshots written by the writer thread (unnamed
+ *                 files linked in when complete; taken/written counted in the log)
  * Per architecture (arch/<arch>/, the Makefile's ARCH)
  *   trampoline.S  the fast path: a counter read + one slot claim (and the
  *                 shadow stack's push/pop on x86-64)

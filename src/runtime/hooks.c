@@ -180,6 +180,8 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	long r;
+	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat)
+		sf_snapshot_settle(); /* the image ends: as _exit and exec do */
 	if (sf_fd_syscall(nr, a, &r)) {
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {

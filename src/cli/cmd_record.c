@@ -447,6 +447,14 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 	if (lr_info(log)->snap_missed)
 		fprintf(stderr, ", %llu snapshot request%s not taken (a snapshot was being written)",
 			(unsigned long long)lr_info(log)->snap_missed, lr_info(log)->snap_missed == 1 ? "" : "s");
+	if (lr_info(log)->snap_taken > lr_info(log)->snap_written) {
+		/* Asked for, frozen, never written: the process was killed or
+		 * crashed first (exec, _exit and abort wait for it), or a write
+		 * failed (the runtime said why). */
+		uint64_t lost = lr_info(log)->snap_taken - lr_info(log)->snap_written;
+		fprintf(stderr, ", %llu snapshot request%s not taken (the process ended, or a write failed, before %s written)",
+			(unsigned long long)lost, lost == 1 ? "" : "s", lost == 1 ? "it was" : "they were");
+	}
 	if (lr_info(log)->trimmed_records)
 		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",
 			(unsigned long long)lr_info(log)->trimmed_records);

@@ -7,6 +7,7 @@
  * command bound first (format/switch_ctl.h, src/runtime/switch.c). The
  * command returns once the answer came, or fails with one line: not a
  * process recorded with --paused, not ours, gone, or timed out. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -262,8 +263,36 @@ static int parse_args(int argc, char **argv, double *timeout, int *quiet, int *v
 	return -1;
 }
 
+/* Whether one of pid's threads is the runtime's writer thread (it names
+ * itself "sftrace-writer"): 1, 0, or -1 when the task list is unreadable. */
+static int has_writer_thread(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int found = 0;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char comm_path[400], comm[32] = "";
+		snprintf(comm_path, sizeof(comm_path), "%s/%s/comm", path, e->d_name);
+		FILE *f = fopen(comm_path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f))
+			found = !strcmp(comm, "sftrace-writer\n");
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
 /* Checks that pid is ours and recorded with --paused, and that it has its
- * handler (it loaded instrumented code). 0, or 1 after a message. */
+ * handler (it loaded instrumented code) and the writer thread that serves
+ * the request. 0, or 1 after a message. */
 static int check_target(pid_t pid, int *sig)
 {
 	long uid = process_uid(pid);
@@ -281,6 +310,14 @@ static int check_target(pid_t pid, int *sig)
 		sf_error("pid %d does not catch signal %d: it has loaded no instrumented code yet (or it is a shell "
 			 "between record and the program); nothing sent",
 			 (int)pid, *sig);
+		return 1;
+	}
+	/* The handler is inherited by a fork, the thread is not: such a
+	 * child would store the request and never serve it. */
+	if (has_writer_thread(pid) == 0) {
+		sf_error("pid %d has no sftrace-writer thread, which serves resume and pause: it is a forked child "
+			 "that did not exec (a fork copies only the thread that called it); nothing sent",
+			 (int)pid);
 		return 1;
 	}
 	return 0;
@@ -332,8 +369,8 @@ static int run_switch(int argc, char **argv, uint32_t op)
 		return 1;
 	}
 	if (!got) {
-		sf_error("pid %d did not answer the %s within %g s (stopped, a forked child without its writer "
-			 "thread, or it installed its own handler for signal %d)",
+		sf_error("pid %d did not answer the %s within %g s (stopped, or it installed its own handler for "
+			 "signal %d)",
 			 (int)pid, what, timeout, sig);
 		return 1;
 	}

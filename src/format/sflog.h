@@ -234,6 +234,11 @@ enum sf_snapshot_reason {
 #define SF_HDR_SNAP_FUNC      2 /* offset 160: function id of the trigger function (0: the ring signal) */
 #define SF_HDR_SNAP_MISSED    3 /* offset 168: requests that came while a snapshot was being written, not taken */
 #define SF_HDR_SNAP_SLOW_NS   7 /* offset 200: reason 3: how long the slow call lasted (ns) */
+/* In the process's log only (atomic counters): requests taken (a freeze
+ * opened), and snapshots written. Taken but not written: the process
+ * ended (a crash, a kill) or the write failed before the file was there. */
+#define SF_HDR_SNAP_TAKEN     8 /* offset 208 */
+#define SF_HDR_SNAP_WRITTEN   9 /* offset 216 */
 #define SF_HDR_TRIM_MIN_NS    4 /* offset 176: calls shorter than this many ns are not wanted */
 #define SF_HDR_TRIM_MAX_DEPTH 5 /* offset 184: frames deeper than this are not wanted (1: outermost) */
 #define SF_HDR_TRIMMED        6 /* offset 192: records the runtime left out (atomic counter) */
@@ -242,8 +247,11 @@ enum sf_snapshot_reason {
  * self time gains (the trampolines' work before the ENTRY's timestamp and
  * after the EXIT's), and the part its own duration gains (between them).
  * 0 and 0: not measured (older logs, monotonic clock): readers show raw times. */
-#define SF_HDR_COST_PARENT    8 /* offset 208 */
-#define SF_HDR_COST_CHILD     9 /* offset 216 */
+#define SF_HDR_COST           10 /* offset 224: the caller's part in the low 32 bits, the call's in the high */
+static inline uint64_t sf_hdr_cost_pack(uint64_t parent, uint64_t child)
+{
+	return (parent > UINT32_MAX ? UINT32_MAX : parent) | (child > UINT32_MAX ? UINT32_MAX : child) << 32;
+}
 
 enum sf_chunk_type {
 	SF_CHUNK_OBJECT = 1,
@@ -325,6 +333,7 @@ _Static_assert(__builtin_offsetof(struct sf_header, ring_bytes) == 128, "docs/FO
 _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_TRIM_MIN_NS == 176,
 	       "docs/FORMAT.md: trimming words");
 _Static_assert(__builtin_offsetof(struct sf_header, counter_hz) == 232, "docs/FORMAT.md: counter_hz");
+_Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_COST == 224, "sf_header's cost word");
 _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_TIME == 144 &&
 		       __builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_SLOW_NS == 200,
 	       "docs/FORMAT.md: snapshot words");

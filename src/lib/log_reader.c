@@ -247,14 +247,16 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		in->trim_max_depth = h.reserved[SF_HDR_TRIM_MAX_DEPTH] > UINT32_MAX ? UINT32_MAX
 					: (uint32_t)h.reserved[SF_HDR_TRIM_MAX_DEPTH];
 		in->trimmed_records = h.reserved[SF_HDR_TRIMMED];
-		in->cost_parent_raw256 = h.reserved[SF_HDR_COST_PARENT];
-		in->cost_child_raw256 = h.reserved[SF_HDR_COST_CHILD];
+		in->cost_parent_raw256 = h.reserved[SF_HDR_COST] & UINT32_MAX;
+		in->cost_child_raw256 = h.reserved[SF_HDR_COST] >> 32;
 		if (h.ring_bytes) {
 			in->snap_time = h.reserved[SF_HDR_SNAP_TIME];
 			in->snap_tid = (uint32_t)h.reserved[SF_HDR_SNAP_THREAD];
 			in->snap_func = (uint32_t)h.reserved[SF_HDR_SNAP_FUNC];
 			in->snap_slow_ns = h.reserved[SF_HDR_SNAP_SLOW_NS];
 			in->snap_missed = h.reserved[SF_HDR_SNAP_MISSED];
+			in->snap_taken = h.reserved[SF_HDR_SNAP_TAKEN];
+			in->snap_written = h.reserved[SF_HDR_SNAP_WRITTEN];
 		}
 	}
 	parse_cmdline(log, &h);

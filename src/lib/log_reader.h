@@ -85,10 +85,14 @@ struct lr_info {
 	 * that came while a snapshot was being written and were not taken (in
 	 * a process's log: all of them; in a snapshot: those before it). */
 	uint64_t snap_time, snap_slow_ns, snap_missed;
+	/* A process's log: freezes opened, and snapshots written of them
+	 * (the difference was lost: the process ended first, or a write
+	 * failed). */
+	uint64_t snap_taken, snap_written;
 	uint32_t snap_tid, snap_func;
 	uint64_t before_window;  /* ring: frames open at their thread's window start, all threads */
 	/* The tracer's own cost per traced call, measured by the runtime at
-	 * start (SF_HDR_COST_*; docs/DESIGN.md "Times net of the tracer"): what
+	 * start (SF_HDR_COST; docs/DESIGN.md "Times net of the tracer"): what
 	 * a call adds to its caller's self time and to its own duration, in
 	 * 1/256 of the event clock's unit as recorded, and in ns. cost_known
 	 * is 0 for logs that carry no figure (older logs, monotonic clock). */

@@ -43,6 +43,61 @@ static struct sf_event scratch[1024];
 
 static void thread_flush_exit(void); /* below, with the slot hand-offs */
 
+/* Threads whose exit hook is set (their state can be reached from the
+ * writer thread: sf_buffer_windows_close). A thread leaves the list in
+ * its exit hook, under the lock, so the writer never touches a thread's
+ * storage after it is gone. Taken with signals blocked. */
+static struct sf_thread *threads;
+static int threads_lock;
+
+static void threads_lock_take(void)
+{
+	while (__atomic_test_and_set(&threads_lock, __ATOMIC_ACQUIRE))
+		sf_arch_cpu_relax();
+}
+
+static void threads_lock_drop(void)
+{
+	__atomic_clear(&threads_lock, __ATOMIC_RELEASE);
+}
+
+static void thread_list(struct sf_thread *t)
+{
+	if (t->listed)
+		return;
+	threads_lock_take();
+	t->prev_thread = NULL;
+	t->next_thread = threads;
+	if (threads)
+		threads->prev_thread = t;
+	threads = t;
+	t->listed = 1;
+	threads_lock_drop();
+}
+
+static void thread_unlist(struct sf_thread *t)
+{
+	if (!t->listed)
+		return;
+	threads_lock_take();
+	if (t->prev_thread)
+		t->prev_thread->next_thread = t->next_thread;
+	else
+		threads = t->next_thread;
+	if (t->next_thread)
+		t->next_thread->prev_thread = t->prev_thread;
+	t->listed = 0;
+	threads_lock_drop();
+}
+
+void sf_buffer_windows_close(void)
+{
+	threads_lock_take();
+	for (struct sf_thread *t = threads; t; t = t->next_thread)
+		__atomic_store_n(&t->window_depth, 0, __ATOMIC_RELAXED);
+	threads_lock_drop();
+}
+
 static void thread_exit_hook(void *arg)
 {
 	(void)arg;
@@ -342,6 +397,19 @@ static void ring_write_end(struct sf_ring *r)
 	__atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
 }
 
+/* Takes the write faults of n bytes at p now (one store per page, of the
+ * value there): a MAP_SHARED slot is populated read-only, so its first
+ * store per page would fault (page_mkwrite, tens of us on a busy file
+ * system), and a fresh anonymous page faults too. The first freeze's
+ * memory is faulted in at the thread's start, not at its trigger. */
+static void prefault_write(void *p, size_t n)
+{
+	for (size_t off = 0; off < n; off += SF_PAGE) {
+		uint64_t *w = (uint64_t *)(void *)((char *)p + off);
+		__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	}
+}
+
 static void ring_start(struct sf_thread *t)
 {
 	uint32_t cap = sf_config.ring_slots;
@@ -358,6 +426,7 @@ static void ring_start(struct sf_thread *t)
 		r->cap = cap;
 		r->live = r->store;
 		r->frozen = r->store + cap;
+		prefault_write(r->store, 2 * (size_t)cap * sizeof(r->store[0]));
 	}
 	ring_write_begin(r);
 	r->serial = t->serial;
@@ -370,8 +439,11 @@ static void ring_start(struct sf_thread *t)
 	/* With triggers, the slot a first freeze goes on in, taken now: the
 	 * trigger's thread then does no file work at the trigger (without
 	 * one, or when none could be had, it takes one then). */
-	if (!r->reserve && __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+	if (!r->reserve && __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED)) {
 		r->reserve = sf_log_slot_get();
+		if (r->reserve)
+			prefault_write(r->reserve->hdr, SF_SLOT_SIZE);
+	}
 	/* A freeze open now began before this thread's first event: nothing
 	 * of it belongs there (an empty frozen set for it). */
 	uint32_t last = __atomic_load_n(&sf_freeze_last, __ATOMIC_ACQUIRE);
@@ -772,8 +844,10 @@ static void thread_start(struct sf_thread *t)
 	if (!t->slot) {
 		start_dropping(t);
 		/* Its exit counts the events still in the scratch buffer. */
-		if (exit_key_ok)
+		if (exit_key_ok) {
 			pthread_setspecific(exit_key, (void *)1);
+			thread_list(t);
+		}
 		return;
 	}
 	struct sf_chunk *h = t->slot->hdr;
@@ -796,8 +870,10 @@ static void thread_start(struct sf_thread *t)
 	 * free in the file (serial 0), or readers would see two slots holding
 	 * batch 0. */
 	sf_log_thread_started();
-	if (exit_key_ok)
+	if (exit_key_ok) {
 		pthread_setspecific(exit_key, (void *)1);
+		thread_list(t);
+	}
 }
 
 /* A batch begins with this event: its slot's header gets the thread's
@@ -1033,6 +1109,7 @@ static void thread_flush_exit(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	thread_unlist(t);
 	if (t->state == SF_THREAD_ACTIVE && sf_config.ring_slots) {
 		ring_release(t);
 		t->cursor = t->limit = 0;
@@ -1113,5 +1190,9 @@ void sf_buffer_after_fork_child(void)
 	 * child has no writer thread, so no snapshots. */
 	all_rings = free_rings = NULL;
 	__atomic_clear(&ring_lock, __ATOMIC_RELAXED);
+	/* Only this thread is left: it joins the list again at its next start. */
+	threads = NULL;
+	t->listed = 0;
+	__atomic_clear(&threads_lock, __ATOMIC_RELAXED);
 	sf_freeze_open = 0;
 }

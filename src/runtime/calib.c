@@ -5,7 +5,7 @@
  * the work after the ENTRY's timestamp and before the EXIT's (the child
  * part). Both are read off the timestamps of the real trampolines called
  * in a tight loop (arch/x86_64/calib.S) into a scratch buffer: nothing
- * reaches the log but the two figures (sf_header.reserved[SF_HDR_COST_*],
+ * reaches the log but the two figures (sf_header.reserved[SF_HDR_COST],
  * in 1/256 of the event clock's unit per call).
  *
  * Cost: (CALIB_ROUNDS + 1) x CALIB_PAIRS pairs, about 0.1 ms (docs/DESIGN.md); the

@@ -11,7 +11,8 @@
  *     format/sf_env.h) this process started with; other SFTRACE_-prefixed
  *     names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
- * use `environ` (execv, execvp, execl, execlp, system, popen) need nothing.
+ * use `environ` (execv, execvp, execl, execlp, system, popen) need nothing
+ * of this; every exec waits for a snapshot being written (below).
  *
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
@@ -40,12 +41,14 @@ static int ready;
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
 			char *const[], char *const[]);
 static execvpe_fn real_execvpe;
 static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
+static execv_fn real_execv, real_execvp;
 
 static size_t slen(const char *s)
 {
@@ -118,6 +121,8 @@ void sf_exec_env_resolve(void)
 	real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
 	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
+	real_execv = (execv_fn)dlsym(RTLD_NEXT, "execv");
+	real_execvp = (execv_fn)dlsym(RTLD_NEXT, "execvp");
 }
 
 #define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
@@ -275,8 +280,11 @@ static void env_done(struct env_build *b)
 		r_;                                                                  \
 	})
 
+/* Every exec first lets a snapshot asked for finish (snapshot.c): the
+ * writer thread ends with the old image. */
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
+	sf_snapshot_settle();
 	long r = WITH_CHILD_ENV(envp, env, sf_syscall3(SYS_execve, (long)path, (long)argv, (long)env));
 	errno = (int)-r;
 	return -1;
@@ -284,6 +292,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
+	sf_snapshot_settle();
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
@@ -291,6 +300,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
+	sf_snapshot_settle();
 	if (!REAL(real_fexecve, fexecve_fn, "fexecve"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
@@ -298,6 +308,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
+	sf_snapshot_settle();
 	if (!REAL(real_execveat, execveat_fn, "execveat"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));
@@ -320,6 +331,63 @@ EXPORT int execle(const char *path, const char *arg, ...)
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
 	return execve(path, argv, envp);
+}
+
+/* The functions that use `environ` need no environment of their own, but
+ * they end the image too: wrapped for sf_snapshot_settle alone. execl and
+ * execlp are execv and execvp with the arguments gathered (as glibc does). */
+EXPORT int execv(const char *path, char *const argv[])
+{
+	sf_snapshot_settle();
+	if (!REAL(real_execv, execv_fn, "execv"))
+		return errno = ENOSYS, -1;
+	return real_execv(path, argv);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	sf_snapshot_settle();
+	if (!REAL(real_execvp, execv_fn, "execvp"))
+		return errno = ENOSYS, -1;
+	return real_execvp(file, argv);
+}
+
+/* The NULL-ended argument list after arg, counted (without the NULL). */
+#define COUNT_ARGS(arg, n)                                   \
+	do {                                                 \
+		va_list ap_;                                 \
+		va_start(ap_, arg);                          \
+		for (n = 1; va_arg(ap_, const char *); n++) \
+			;                                    \
+		va_end(ap_);                                 \
+	} while (0)
+
+#define GATHER_ARGS(arg, argv, n)                  \
+	do {                                       \
+		va_list ap_;                       \
+		va_start(ap_, arg);                \
+		argv[0] = (char *)arg;             \
+		for (size_t i_ = 1; i_ <= n; i_++) \
+			argv[i_] = va_arg(ap_, char *); \
+		va_end(ap_);                       \
+	} while (0)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	size_t n;
+	COUNT_ARGS(arg, n);
+	char *argv[n + 1];
+	GATHER_ARGS(arg, argv, n);
+	return execv(path, argv);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	size_t n;
+	COUNT_ARGS(arg, n);
+	char *argv[n + 1];
+	GATHER_ARGS(arg, argv, n);
+	return execvp(file, argv);
 }
 
 static int spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

@@ -6,7 +6,9 @@
  * nor does a clone() child that shares the memory (CLONE_VM) without being
  * a thread. posix_spawn's child runs only libc code before its exec.
  * A process about to change its credentials (setuid and its family)
- * creates its log first, while it still can.
+ * creates its log first, while it still can. _exit, _Exit and abort let
+ * a snapshot being written finish first (snapshot.c): the writer thread
+ * ends with the process.
  * (Objects loaded later: loader_hook.c; exec: exec_env.c.) */
 #include <dlfcn.h>
 #include <errno.h>
@@ -56,9 +58,13 @@ static void after_fork_child(void)
 }
 
 /* At start-up, traced or not: glibc's clone, for the wrapper below. */
+typedef void (*abort_fn)(void);
+static abort_fn real_abort;
+
 void sf_hooks_resolve(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
+	real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
 	sf_fd_guard_resolve();
 }
 
@@ -175,6 +181,8 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	long r;
+	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat)
+		sf_snapshot_settle(); /* the image ends: as _exit and exec do */
 	if (sf_fd_syscall(nr, a, &r)) {
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
@@ -334,3 +342,27 @@ SF_CRED_WRAP(int, setregid, (gid_t r, gid_t e), (r, e), (uid_t)-1)
 SF_CRED_WRAP(int, setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s), (uid_t)-1)
 SF_CRED_WRAP(int, setgroups, (size_t n, const gid_t *l), (n, l), (uid_t)-1)
 SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)
+
+/* ---- the image ends: a snapshot being written is waited for ---- */
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+	sf_snapshot_settle();
+	for (;;) /* glibc's _exit, which a wrapper cannot reach past itself */
+		sf_syscall3(SYS_exit_group, status, 0, 0);
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status)
+{
+	_exit(status);
+}
+
+__attribute__((visibility("default"), noreturn)) void abort(void)
+{
+	sf_snapshot_settle();
+	if (!real_abort)
+		real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
+	if (real_abort)
+		real_abort();
+	__builtin_trap(); /* no libc abort found (never on glibc) */
+}

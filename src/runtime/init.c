@@ -167,8 +167,7 @@ static void log_created(void)
 	sf_log_update_patch_stats(sf_patch_ns, sf_objects_patched_total());
 	struct sf_header *h = sf_log_header();
 	if (h) {
-		h->reserved[SF_HDR_COST_PARENT] = sf_cost_parent;
-		h->reserved[SF_HDR_COST_CHILD] = sf_cost_child;
+		h->reserved[SF_HDR_COST] = sf_hdr_cost_pack(sf_cost_parent, sf_cost_child);
 	}
 	sf_switch_log_created();
 }

@@ -11,9 +11,11 @@
  *                 close, close_range, closefrom, dup2, dup3 wrapped
  *   notes.c       messages on stderr, and notes for record when no log is written
  *   trust.c       paths from the environment: owner, mode and type checked, never followed
- *   exec_env.c    children exec'd with an environment of their own stay traced
+ *   exec_env.c    children exec'd with an environment of their own stay traced;
+ *                 every exec waits for a snapshot being written
  *   hooks.c       fork, _Fork, clone(), raw clone/fork via syscall(), vfork bookkeeping;
- *                 the log made before the program changes its credentials
+ *                 the log made before the program changes its credentials;
+ *                 _exit, _Exit, abort wait for a snapshot being written
  *   setup_abi.c   the reference tool's sftrace_setup ABI
  * Finding and patching code
  *   objects.c     loaded ELF objects with sleds: function ids, OBJECT chunks
@@ -41,7 +43,8 @@
  *   encode.c      what a full batch becomes in the file (packed or raw)
  *   logfile.c     the log file: header page, chunk appends, slot allocation
  *   budget.c      record --max-size: the byte budget shared by all processes
- *   snapshot.c    record --ring: snapshots written by the writer thread
+ *   snapshot.c    record --ring: snapshots written by the writer thread (unnamed
+ *                 files linked in when complete; taken/written counted in the log)
  * Per architecture (arch/<arch>/, the Makefile's ARCH)
  *   trampoline.S  the fast path: a counter read + one slot claim (and the
  *                 shadow stack's push/pop on x86-64)
@@ -104,6 +107,10 @@ struct sf_thread {
 				* starts at (sf_chunk.reserved of its slot) */
 	uint64_t shadow[SF_SHADOW_CAP];
 #endif
+	/* Every thread with a state to clear from outside (buffer.c: its
+	 * window depth at a resume), linked under a lock; listed: 1 while in. */
+	struct sf_thread *next_thread, *prev_thread;
+	uint32_t listed;
 };
 
 /* record --ring: a thread's slots, used round robin (buffer.c), and a
@@ -405,7 +412,7 @@ void sf_loader_event(void) SF_HIDDEN;       /* called by arch/<arch>/loader_entr
 
 /* ---- calib.c (the tracer's own cost per call, for net times) ---- */
 /* Per traced call, in 1/256 of the event clock's unit; 0: not measured.
- * Written into every log's header (SF_HDR_COST_*). */
+ * Written into every log's header (SF_HDR_COST). */
 extern uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
 void sf_calib_measure(void) SF_HIDDEN; /* once, at start, before patching */
 
@@ -440,6 +447,11 @@ void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */
+/* A resume (switch.c, before any sled is patched): every thread's window
+ * depth back to 0. Windows open at the pause were closed there (readers
+ * close frames in flight at a pause); those that returned while paused
+ * never counted out. */
+void sf_buffer_windows_close(void) SF_HIDDEN;
 /* record --ring snapshots (snapshot.c drives them). The calling thread's
  * ring is frozen now: the trigger's thread, at its trigger. */
 void sf_buffer_freeze_self(void) SF_HIDDEN;
@@ -590,6 +602,9 @@ void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* the ring signal; async-s
 void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns) SF_HIDDEN;
 void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
 int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
+/* The process image goes away now (exec, _exit, abort: exec_env.c,
+ * hooks.c): waits for a snapshot asked for and not written yet. */
+void sf_snapshot_settle(void) SF_HIDDEN;
 
 /* ---- arch/<arch>/trampoline.S ---- */
 #define SF_TRAMPS(X) \

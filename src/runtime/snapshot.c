@@ -15,9 +15,13 @@
  * however much that is.
  *
  * The writer writes DIR/STEM.snap.<pid>.<n>EXT (the header with the
- * freeze's words, the OBJECT and UNLOAD chunks, every thread's window),
- * under a temporary name renamed into place, so it is absent or complete,
- * then closes the freeze. The program never waits for it: a request that
+ * freeze's words, the OBJECT and UNLOAD chunks, every thread's window)
+ * into a file without a name (O_TMPFILE; where there is none, a temporary
+ * name), closes the freeze, then links it in: it is absent or complete,
+ * and a process that ends while it is written leaves nothing behind. An
+ * exec, _exit or abort waits for it first (sf_snapshot_settle), as exit
+ * does; the process's log counts the requests taken and the snapshots
+ * written, so record reports one that a crash or a kill lost. The program never waits for it: a request that
  * comes while a freeze is open is counted (SF_HDR_SNAP_MISSED, in the
  * process's log and each later snapshot), not merged into it; a ring
  * signal that comes then is served right after, frozen at that moment. */
@@ -88,6 +92,15 @@ void sf_snapshot_init(void)
 	sigaction(sig, &sa, NULL);
 }
 
+/* One more in the process's log header word w (SF_HDR_SNAP_*): record
+ * reports requests missed, and taken but never written. */
+static void count_in_log(unsigned w)
+{
+	struct sf_header *h = sf_log_header();
+	if (h)
+		__atomic_add_fetch(&h->reserved[w], 1, __ATOMIC_RELAXED);
+}
+
 /* Opens a freeze at `time`; 0 if one is open already (the request is
  * counted), or --max-snapshots were taken. Async-signal-safe. */
 static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns, uint32_t tid)
@@ -102,13 +115,12 @@ static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_
 			__atomic_store_n(&signal_waiting, tid, __ATOMIC_RELEASE);
 		} else {
 			__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
-			struct sf_header *h = sf_log_header();
-			if (h)
-				__atomic_add_fetch(&h->reserved[SF_HDR_SNAP_MISSED], 1, __ATOMIC_RELAXED);
+			count_in_log(SF_HDR_SNAP_MISSED);
 		}
 		return 0;
 	}
 	__atomic_add_fetch(&opened, 1, __ATOMIC_RELAXED);
+	count_in_log(SF_HDR_SNAP_TAKEN);
 	freeze.time = time;
 	freeze.slow_ns = slow_ns;
 	freeze.reason = reason;
@@ -233,8 +245,75 @@ static int copy_rings(uint32_t e, uint64_t t)
 	return 0;
 }
 
-/* Writes the snapshot of freeze e under path's temporary name tmp; 0 when
- * it is there, complete (renamed into place after the freeze closes). */
+/* A file with no name yet in path's directory (O_TMPFILE): if the
+ * process ends while it is written (an exec, _exit, a crash on another
+ * thread), nothing is left behind. -1 where the file system has none. */
+static int open_unnamed(const char *path)
+{
+	static char dir[4200]; /* the writer thread's only */
+	size_t n = strlen(path);
+	while (n && path[n - 1] != '/')
+		n--;
+	if (!n || n >= sizeof(dir))
+		return -1;
+	memcpy(dir, path, n);
+	dir[n] = 0;
+	return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+}
+
+/* The snapshot's descriptor closed (if it still is the file opened). */
+static void snapshot_close(void)
+{
+	sigset_t gold;
+	struct stat st;
+	sf_fd_gate_lock(&gold);
+	int fd = snap.fd; /* moved, perhaps, by a program's dup2 */
+	sf_fd_publish(&snap, -1);
+	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == snap_dev && (uint64_t)st.st_ino == snap_ino)
+		sf_close(fd);
+	sf_fd_gate_unlock(&gold);
+}
+
+/* The complete snapshot gets its name: an unnamed file is linked in
+ * (through /proc/self/fd, which needs no capability; a name already there
+ * is replaced, as rename would), a temporary one renamed. 0 when done. */
+static int snapshot_publish(const char *path, char *tmp)
+{
+	int r = 0;
+	if (tmp[0]) {
+		r = rename(tmp, path);
+	} else {
+		char proc[64];
+		uint32_t t;
+		int fd = sf_fd_use(&snap, &t);
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		r = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+		if (r < 0 && errno == EEXIST) {
+			size_t len = strlen(path);
+			memcpy(tmp, path, len);
+			memcpy(tmp + len, ".tmp", 5);
+			r = linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
+			if (r == 0 && (r = rename(tmp, path)) < 0)
+				unlink(tmp);
+		}
+		sf_fd_unuse(&snap, t);
+	}
+	int err = errno;
+	snapshot_close();
+	if (r < 0) {
+		sf_rt_message("cannot write snapshot ", path, strerror(err));
+		if (tmp[0])
+			unlink(tmp);
+		return -1;
+	}
+	count_in_log(SF_HDR_SNAP_WRITTEN);
+	return 0;
+}
+
+/* Writes the snapshot of freeze e to a file without a name (or, where
+ * there are none, under path's temporary name tmp; else tmp is ""); 0
+ * when it is complete, its descriptor still open (snapshot_publish names
+ * it after the freeze closes). */
 static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 {
 	if (!sf_log_header())
@@ -257,7 +336,12 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&snap);
-	int fd = sf_fd_keep(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+	int fd = open_unnamed(path);
+	if (fd < 0) /* no O_TMPFILE here: a named temporary (left behind if the process dies) */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	else
+		tmp[0] = 0;
+	fd = sf_fd_keep(fd);
 	int err = errno;
 	struct stat st;
 	if (fd >= 0 && fstat(fd, &st) < 0) {
@@ -272,7 +356,7 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	}
 	sf_fd_gate_unlock(&gold);
 	if (fd < 0) {
-		sf_rt_message("cannot write snapshot ", tmp, strerror(err));
+		sf_rt_message("cannot write snapshot ", tmp[0] ? tmp : path, strerror(err));
 		munmap(m, size);
 		return -1;
 	}
@@ -290,18 +374,25 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 		 copy_objects(m, size) == 0 && copy_rings(e, freeze.time) == 0;
 	err = errno;
 	munmap(m, size);
-	sf_fd_gate_lock(&gold);
-	fd = snap.fd; /* moved, perhaps, by a program's dup2 */
-	sf_fd_publish(&snap, -1);
-	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == snap_dev && (uint64_t)st.st_ino == snap_ino)
-		sf_close(fd);
-	sf_fd_gate_unlock(&gold);
 	if (!ok) {
+		snapshot_close();
 		sf_rt_message("cannot write snapshot ", path, strerror(err));
-		unlink(tmp);
+		if (tmp[0])
+			unlink(tmp);
 		return -1;
 	}
 	return 0;
+}
+
+/* The process image goes away now (exec, _exit, abort): a snapshot
+ * asked for and not written yet would go with the writer thread, so it is
+ * waited for, as exit waits (10 s at most). Not in a vfork child (its
+ * exec or _exit ends the child only) nor a forked one (no writer). */
+void sf_snapshot_settle(void)
+{
+	if (!sf_config.enabled || !sf_config.ring_slots || sf_in_vfork_child() || !sf_snapshot_pending())
+		return;
+	sf_writer_drain();
 }
 
 /* Whether a snapshot was asked for and not written yet (exit waits). */
@@ -326,10 +417,8 @@ void sf_snapshot_service(void)
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 		/* Once the file is there the freeze is closed: whoever waits for
 		 * it (sftrace snapshot) may ask for the next one. */
-		if (ok && rename(tmp, path) < 0) {
-			sf_rt_message("cannot write snapshot ", path, strerror(errno));
-			unlink(tmp);
-		}
+		if (ok)
+			snapshot_publish(path, tmp);
 		uint32_t tid = __atomic_exchange_n(&signal_waiting, 0, __ATOMIC_ACQ_REL);
 		if (tid)
 			freeze_open(SF_SNAP_SIGNAL, 0, sf_now_raw(), 0, tid);

@@ -68,6 +68,15 @@ static void *writer_main(void *arg)
 {
 	if (arg) /* the program's CPUs: set here, as an attribute it would allocate */
 		sched_setaffinity(0, sizeof(cpu_set_t), arg);
+	/* A ring's writer only writes snapshots (and serves switches): as
+	 * SCHED_BATCH its wake-up at a trigger does not preempt the traced
+	 * thread that woke it, on that thread's CPU, for a time slice. (Slot
+	 * hand-offs keep SCHED_OTHER: traced threads may wait for them.
+	 * glibc's attributes know no SCHED_BATCH: set here, for this thread.) */
+	if (sf_config.ring_slots) {
+		struct sched_param sp = {0};
+		sf_syscall3(SYS_sched_setscheduler, 0, SCHED_BATCH, (long)&sp);
+	}
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
 		__atomic_store_n(&busy, 1, __ATOMIC_RELEASE);

@@ -170,6 +170,27 @@ def test_switch_twice_and_idempotent_requests():
     eq(repairs, "2 unmatched exits dropped, 2 frames in flight closed at a pause", "repairs")
 
 
+def test_within_window_open_at_a_pause_is_closed_by_the_next_resume():
+    """--within, in_window() the only window: it is entered while on, the
+    process is paused inside it, and it returns while paused (its exit is
+    never seen). After the next resume no window is open, so phase A
+    (phase_a, 1000 leaf_a) and the serve loop's read_cmd record nothing.
+    Before the fix the thread's window depth stayed 1 after the resume and
+    all of them were recorded as if inside a window."""
+    s = Server(["--filter-regex", "^in_window$", "--within"])
+    s.switch("resume")
+    s.cmd("W")  # the answer comes from inside in_window: the window is open
+    s.switch("pause")
+    s.cmd("X")  # in_window returns while paused
+    s.switch("resume")
+    s.cmd("A")
+    s.switch("pause")
+    s.finish()
+    calls, repairs = report(s.log)
+    eq(calls, {"in_window": 1}, "calls")
+    eq(repairs, "1 frame in flight closed at a pause", "repairs")
+
+
 def test_dlopen_while_paused_is_patched_at_resume():
     s = Server()
     s.cmd("dlopen " + plug())
@@ -283,8 +304,8 @@ def test_bad_pids():
     os.kill(s.pid, signal.SIGSTOP)
     try:
         r = run([SFTRACE, "resume", "--timeout", "0.5", str(s.pid)], check_rc=1)
-        eq(r.stderr, f"sftrace: error: pid {s.pid} did not answer the resume within 0.5 s (stopped, a forked child "
-                     "without its writer thread, or it installed its own handler for signal 12)\n", "timed out")
+        eq(r.stderr, f"sftrace: error: pid {s.pid} did not answer the resume within 0.5 s (stopped, or it "
+                     "installed its own handler for signal 12)\n", "timed out")
     finally:
         os.kill(s.pid, signal.SIGCONT)
     # The request it took when it went on is served then: tracing is on.
@@ -294,6 +315,19 @@ def test_bad_pids():
     s.p.stdin.write("q\n")
     s.p.stdin.flush()
     s.p.communicate(timeout=60)
+    # A forked child that did not exec: the handler came with the fork, the
+    # writer thread did not. Refused at once, nothing sent (was: a timeout).
+    s = Server()
+    child = int(s.cmd("fork")[0].split()[1])
+    try:
+        r = run([SFTRACE, "resume", "--timeout", "0.5", str(child)], check_rc=1)
+        eq(r.stderr, f"sftrace: error: pid {child} has no sftrace-writer thread, which serves resume and pause: "
+                     "it is a forked child that did not exec (a fork copies only the thread that called it); "
+                     "nothing sent\n", "a forked child")
+        s.switch("resume")  # the parent still switches
+    finally:
+        os.kill(child, signal.SIGKILL)
+    s.finish()
     # Gone while the command waited: stopped, then killed.
     s = Server()
     os.kill(s.pid, signal.SIGSTOP)

@@ -11,6 +11,24 @@ import re
 import shutil
 import sys
 
+def test_tail_call_shown_as_the_callers_callee():
+    """FAILS NOW. a() calls c() then tail-calls b() (-O2: `jmp b`). uftrace
+    replay of the -pg twin prints main { a { c(); b(); } }, as the source
+    reads. sftrace replay prints b() as main's own call after a closed, with
+    nothing on the line to say it was reached from a by a tail call, and
+    graph counts b under main: a reader concludes main calls b. The log
+    knows (dump shows `TAIL a` just before `ENTRY b`)."""
+    raise Skip("known break, issue 28 open: replay shows a tail callee as the caller's sibling, unmarked")
+    exe = build_c("skep28_tail", ["skep28_tail.c"])
+    _, log = record([exe], args=["-q"])
+    dump = run([SFTRACE, "dump", log]).stdout
+    check(re.search(r"TAIL\s+a\s*\n.*ENTRY\s+b", dump), "the log records a's tail call into b")
+    lines = run([SFTRACE, "replay", "--no-pager", "-q", "-f", "none", log]).stdout.splitlines()
+    uftrace_like = ["main() {", "  a() {", "    c();", "    b();", "  } /* a */", "} /* main */"]
+    marked = any(re.match(r"\s*b\(\);.*tail", l) for l in lines)
+    check(lines == uftrace_like or marked, "b nested under a, or its line marks the tail call: %r" % lines)
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

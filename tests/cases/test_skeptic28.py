@@ -50,6 +50,27 @@ def test_plain_name_in_F_and_N_is_an_exact_name_as_in_uftrace():
     eq(calls("-N", "parse"), ["main() {", "  parse_all();", "} /* main */"], "-N parse")
 
 
+def test_uftrace_corpus_depth_with_filters():
+    """FAILS NOW. The same depth rule in uftrace's own corpus (fixture shaped
+    like its s-allocfree.c; library calls aside): t020_filter_depth
+    (`-D1 -F "alloc[135]"`) expects alloc1 { alloc3 { alloc5(); } }, and
+    t023_replay_filter (`-F alloc3 -D2 -F "free[15]"`) expects
+    alloc3 { alloc4(); } then free1 { free2 { free5(); } }. sftrace prints
+    `alloc1();` and free1 { free2(); }: the corpus comparison
+    (bench/uftrace_corpus.py) leaves these cases out (they set options)."""
+    raise Skip("known break, issue 28 open: uftrace corpus t020/t023 (-D with -F) differ")
+    exe = build_c("skep28_chain", ["skep28_chain.c"], flags=["-O0"])
+    _, log = record([exe], args=["-q"])
+
+    def calls(*opts):
+        return run([SFTRACE, "replay", "--no-pager", "-q", "-f", "none"] + list(opts) + [log]).stdout.splitlines()
+    eq(calls("--max-depth", "1", "-F", "alloc[135]"),
+       ["alloc1() {", "  alloc3() {", "    alloc5();", "  } /* alloc3 */", "} /* alloc1 */"], "t020")
+    eq(calls("-F", "alloc3", "--max-depth", "2", "-F", "free[15]"),
+       ["alloc3() {", "  alloc4();", "} /* alloc3 */", "free1() {", "  free2() {", "    free5();", "  } /* free2 */",
+        "} /* free1 */"], "t023")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

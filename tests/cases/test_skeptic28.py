@@ -71,6 +71,26 @@ def test_uftrace_corpus_depth_with_filters():
         "} /* free1 */"], "t023")
 
 
+def test_uftrace_corpus_filter_cases():
+    """FAILS NOW. uftrace's corpus, filter cases (fixtures shaped like its
+    s-abc.c and s-namespace.cpp; library calls aside). t004_filter_F
+    (`-F a`) expects a { b { c(); } }: sftrace's -F a also matches `main`
+    and prints the whole run. t034_filter_demangle4 (`-F "ns1::.*" -N
+    "bar2$"`) expects bar { bar1(); }: uftrace applies the later option to
+    a function both select, so bar2 is dropped; sftrace keeps bar2 and bar3
+    under bar1."""
+    raise Skip("known break, issue 28 open: uftrace corpus t004/t034 (-F/-N) differ")
+    abc = build_c("skep28_abc", ["skep28_abc.c"], flags=["-O0"])
+    _, log = record([abc], args=["-q"])
+    got = run([SFTRACE, "replay", "--no-pager", "-q", "-f", "none", "-F", "a", log]).stdout.splitlines()
+    eq(got, ["a() {", "  b() {", "    c();", "  } /* b */", "} /* a */"], "t004 -F a")
+    ns = build_c("skep28_ns", ["skep28_ns.cc"], flags=["-O0"], compiler="clang++")
+    _, log = record([ns], args=["-q"])
+    got = run([SFTRACE, "replay", "--no-pager", "-q", "-f", "none", "-F", "ns1::.*", "-N", "bar2$", log]
+              ).stdout.splitlines()
+    eq(got, ["ns::ns1::foo::bar() {", "  ns::ns1::foo::bar1();", "} /* ns::ns1::foo::bar */"], "t034")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

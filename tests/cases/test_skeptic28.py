@@ -91,6 +91,41 @@ def test_uftrace_corpus_filter_cases():
     eq(got, ["ns::ns1::foo::bar() {", "  ns::ns1::foo::bar1();", "} /* ns::ns1::foo::bar */"], "t034")
 
 
+def test_graph_func_named_like_a_file_in_the_cwd():
+    """FAILS NOW. `sftrace graph FUNC LOG` takes FUNC as a log when a file
+    or directory of that name exists. Run where the program was built (its
+    binary, or a source directory, has the function's name): `sftrace graph
+    a sf.log` beside a file `a` fails with `a: not an sftrace log (bad
+    magic)`, and beside a directory `a` with `a: directory holds no sftrace
+    logs`. A FUNC that is not a log should be taken as the name."""
+    raise Skip("known break, issue 28 open: graph FUNC fails when a non-log file or directory is named FUNC")
+    abc = build_c("skep28_abc", ["skep28_abc.c"], flags=["-O0"])
+    d = tmpdir()
+    _, log = record([abc], out=os.path.join(d, "sf.log"), args=["-q"])
+    want = run([SFTRACE, "graph", "a", log]).stdout
+    check("(1) a" in want and "(1) c" in want, "graph a in a clean directory")
+    shutil.copy(abc, os.path.join(d, "a"))
+    got = run([SFTRACE, "graph", "a", "sf.log"], cwd=d, check_rc=None)
+    eq((got.returncode, got.stdout), (0, want), "graph a beside a binary named a")
+    os.remove(os.path.join(d, "a"))
+    os.mkdir(os.path.join(d, "a"))
+    got = run([SFTRACE, "graph", "a", "sf.log"], cwd=d, check_rc=None)
+    eq((got.returncode, got.stdout), (0, want), "graph a beside a directory named a")
+
+
+def test_graph_unknown_func_error_is_one_line():
+    """FAILS NOW. `sftrace graph nosuch LOG` on a log with repairs: stderr is
+    the error line, then `sftrace: repaired: ...` after it (COMMON: an error
+    is one clear line, no partial output on failure)."""
+    raise Skip("known break, issue 28 open: graph's unknown-FUNC error is followed by the repaired notice")
+    exe = build_c("skep28_exit", ["skep28_exit.c"])
+    _, log = record([exe, "term"], args=["-q"], check_rc=None)
+    p = run([SFTRACE, "graph", "nosuch", log], check_rc=1)
+    eq(p.stdout, "", "stdout")
+    eq(p.stderr.splitlines(), ["sftrace: error: no call of 'nosuch' in the trace "
+                               "(names as report shows them, or full names)"], "stderr")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

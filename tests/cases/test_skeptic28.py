@@ -145,6 +145,29 @@ def test_graph_func_takes_a_folded_alias_as_F_does():
     check("(2) app::twin_b" in p.stdout, "graph counts the two calls under the alias: %r" % p.stdout)
 
 
+def test_snapshot_end_is_not_called_thread_end():
+    """FAILS NOW. A flight-recorder snapshot (--ring, --trigger '^leaf$')
+    taken at main's first leaf call: replay prints `/* 3 frames open at
+    thread end */` and info says `3 open at thread end`, `running, or died
+    without its exit hooks`, though the thread and the process went on
+    (the full log holds the whole run, exited). The frames were open at the
+    snapshot's end: a window edge, as `--time` says `cut at window end`."""
+    raise Skip("known break, issue 28 open: a snapshot's open frames are reported as open at thread end")
+    exe = build_c("skep28_mutual", ["skep28_mutual.c"], flags=["-O0"])
+    d = tmpdir()
+    record([exe, "50"], out=os.path.join(d, "sf.log"),
+           args=["-q", "--ring", "128K", "--trigger", "^leaf$", "--max-snapshots", "1"])
+    snaps = sorted(f for f in os.listdir(d) if ".snap." in f)
+    eq(len(snaps), 1, "one snapshot")
+    snap = os.path.join(d, snaps[0])
+    lines = run([SFTRACE, "replay", "--no-pager", "-q", "-f", "none", snap]).stdout.splitlines()
+    eq(lines[:3], ["main() {", "  foo() {", "    leaf();"], "the snapshot's calls")
+    check(not any("thread end" in ln for ln in lines), "replay says the thread ended: %r" % lines)
+    text = run([SFTRACE, "info", "-q", snap]).stdout
+    check("open at thread end" not in text.replace("0 open at thread end", ""),
+          "info says frames were open at thread end")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

@@ -9,6 +9,27 @@ import os
 import re
 import sys
 
+def test_cxx_program_start_up_allocation_is_in_memory():
+    """FAILS NOW. A C++ program that throws and catches 5 ints makes 7
+    allocations untraced (LD_PRELOAD malloc counter, skep25_mcount.c): 72 KiB
+    for libstdc++'s emergency exception pool at libstdc++'s start-up, stdout's
+    4 KiB buffer, 5 exceptions. `record --alloc` then `sftrace memory` shows 6
+    allocations (4.6 KiB): the pool, the program's largest block and live to
+    the end, is missing, so 'peak heap' and 'live at the end' are 4 KiB where
+    the program holds 76 KiB."""
+    raise Skip("known break, issue 25 open: --alloc misses the allocation libstdc++ makes at its own start-up "
+               "(the 72 KiB emergency exception pool): memory shows 6 allocations where the program makes 7")
+    exe = build_c("skep25b_throw", ["skep25b_throw.cc"], compiler="clang++")
+    shim = build_c("skep25_mcount.so", ["skep25_mcount.c"], shared=True, xray=False, libs=["-ldl"])
+    untraced = run([exe], env={"LD_PRELOAD": shim})
+    m = re.search(r"mcount: (\d+) allocs", untraced.stderr)
+    eq(bool(m), True, f"shim output: {untraced.stderr!r}")
+    p, log = record([exe], args=["-q", "--alloc"])
+    eq(p.stdout, "5\n", "the program's output")
+    out = run([SFTRACE, "memory", log]).stdout
+    eq(int(out.split()[0]), int(m.group(1)), f"allocations in `sftrace memory` vs untraced: {out.splitlines()[0]}")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

@@ -1,0 +1,97 @@
+"""Skeptic 25b: programs written to break the new claims of issue 25's
+second session (UNWIND_TO, the 512-entry shadow array keeping the outermost
+frames, the fallback walk for landings deeper than 512, pause/resume).
+Each case reproduces a break on the main it was written against (6f046d1).
+
+Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic25b.py."""
+import collections
+import os
+import re
+import sys
+
+def test_cxx_program_start_up_allocation_is_in_memory():
+    """FAILS NOW. A C++ program that throws and catches 5 ints makes 7
+    allocations untraced (LD_PRELOAD malloc counter, skep25_mcount.c): 72 KiB
+    for libstdc++'s emergency exception pool at libstdc++'s start-up, stdout's
+    4 KiB buffer, 5 exceptions. `record --alloc` then `sftrace memory` shows 6
+    allocations (4.6 KiB): the pool, the program's largest block and live to
+    the end, is missing, so 'peak heap' and 'live at the end' are 4 KiB where
+    the program holds 76 KiB."""
+    raise Skip("known break, issue 25 open: --alloc misses the allocation libstdc++ makes at its own start-up "
+               "(the 72 KiB emergency exception pool): memory shows 6 allocations where the program makes 7")
+    exe = build_c("skep25b_throw", ["skep25b_throw.cc"], compiler="clang++")
+    shim = build_c("skep25_mcount.so", ["skep25_mcount.c"], shared=True, xray=False, libs=["-ldl"])
+    untraced = run([exe], env={"LD_PRELOAD": shim})
+    m = re.search(r"mcount: (\d+) allocs", untraced.stderr)
+    eq(bool(m), True, f"shim output: {untraced.stderr!r}")
+    p, log = record([exe], args=["-q", "--alloc"])
+    eq(p.stdout, "5\n", "the program's output")
+    out = run([SFTRACE, "memory", log]).stdout
+    eq(int(out.split()[0]), int(m.group(1)), f"allocations in `sftrace memory` vs untraced: {out.splitlines()[0]}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+
+from sfkit import SFTRACE, Skip, build_c, eq, record, run  # noqa: E402
+
+ANY_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(ENTRY|EXIT|TAIL|UNWIND)\s+(?:\[depth \d+\] )?(.*?)\s*$")
+
+
+def replay(log):
+    """Replays `sftrace dump` per thread. Returns (Counter of (depth, frame)
+    left after each UNWIND, exits that did not match the innermost frame,
+    frames left open)."""
+    p = run([SFTRACE, "dump", log])
+    st, tops, bad = collections.defaultdict(list), collections.Counter(), []
+    for line in p.stdout.splitlines():
+        m = ANY_RE.match(line)
+        if not m:
+            continue
+        s, kind, rest = st[m.group(2)], m.group(3), m.group(4).strip()
+        if kind == "ENTRY":
+            s.append(rest)
+        elif kind == "UNWIND":
+            n = int(rest.split()[0])
+            del s[max(0, len(s) - n):]
+            tops[(len(s), s[-1] if s else None)] += 1
+        else:
+            top = s.pop() if s else None
+            if top != rest:
+                bad.append((kind, rest, top))
+    return tops, bad, sum(len(s) for s in st.values())
+
+
+def test_signal_landings_deeper_than_512_with_libgcc_walk():
+    """FAILS NOW. loop() sits 520 pre() frames deep (523 open frames with
+    main and loop); a 200 us SIGALRM's handler siglongjmps back to it (from
+    work(), or from loop() itself between two work() calls); the program
+    links libgcc_s, so each landing takes the fallback walk. Expected: every
+    UNWIND leaves depth 523 with loop() innermost. Seen (fixture's -O2
+    build): the first landing is right ("[depth 525] 2 frames abandoned,
+    depth 523 left"), later ones record too small a depth, e.g. on_alarm
+    entered at depth 523 over loop() then "[depth 524] 2 frames abandoned,
+    depth 522 left" (loop closed, pre innermost; depths 511..522 seen), then
+    loop's and pre's exits do not match ("unmatched exits dropped" in
+    report). Built at -O1 (work() truly recursive) the later landings leave
+    depth 302, 221 frames too few. Same program with a synchronous raise()
+    at the same depths, plain longjmps at the same depths, C++ throws
+    through 600+ frames, and this program at base 400: all right."""
+    raise Skip("known break, issue 25 open: a siglongjmp out of a signal handler to a target deeper than 512 "
+               "frames, through libgcc's walk, closes frames the program still has open (after the first landing)")
+    exe = build_c("skep25b_sigdeep", ["skep25b_sigdeep.c"], libs=["-Wl,--no-as-needed", "-lgcc_s"])
+    p, log = record([exe, "520", "100"], args=["-q"])
+    eq(p.stdout, "100\n", "the program's output")
+    tops, bad, left = replay(log)
+    eq(set(tops), {(523, "loop")}, "depth and innermost frame after every landing")
+    eq((bad[:5], left), ([], 0), "exits match their frames, nothing left open")
+
+
+if __name__ == "__main__":
+    for name, fn in list(globals().items()):
+        if name.startswith("test_"):
+            try:
+                fn()
+                print("ok", name)
+            except Skip as e:
+                print("skip", name, e)

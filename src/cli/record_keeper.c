@@ -74,15 +74,46 @@ static void keep(char **argv, const struct sigaction *saved_int, const struct si
 	_exit(0);
 }
 
+/* A pipe end numbered 0-2 (record started with some of stdin, stdout or
+ * stderr closed) moves to 3 or above: the keeper puts /dev/null on 0-2, and
+ * the command's stdio must not be record's pipes. */
+static int above_stdio(int fd)
+{
+	if (fd > 2)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int err = errno;
+	close(fd);
+	errno = err;
+	return high;
+}
+
+static int high_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	p[0] = above_stdio(p[0]);
+	p[1] = above_stdio(p[1]);
+	if (p[0] >= 0 && p[1] >= 0)
+		return 0;
+	int err = errno;
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	errno = err;
+	return -1;
+}
+
 int keeper_start(char **argv, const struct sigaction *saved_int, const struct sigaction *saved_quit,
 		 void (*cleanup)(void *), void *arg, struct keeper *k)
 {
 	int st[2], done[2];
-	if (pipe2(st, O_CLOEXEC) < 0) {
+	if (high_pipe(st) < 0) {
 		sf_error("pipe: %s", strerror(errno));
 		return -1;
 	}
-	if (pipe2(done, O_CLOEXEC) < 0) {
+	if (high_pipe(done) < 0) {
 		sf_error("pipe: %s", strerror(errno));
 		close(st[0]);
 		close(st[1]);

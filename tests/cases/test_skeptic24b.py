@@ -136,7 +136,6 @@ def test_skep24b_record_with_two_of_stdio_closed_does_not_hang():
     # and the keeper waits for record to close the "done" pipe: deadlock.
     # Untraced the program exits 7 at once. Claim (issue 24): "stdout/stderr
     # closed at start" handled; README: the exit status is the command's.
-    raise Skip("known break, issue 24 open: record with two of stdin/stdout/stderr closed hangs forever after the program exits")
     import subprocess
     from sfkit import SFTRACE
     exe = build_c("skep24b_closedstdio", ["skep24b_closedstdio.c"])

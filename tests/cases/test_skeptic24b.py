@@ -88,7 +88,6 @@ def test_skep24b_sigterm_to_record_reaches_the_program():
     # reparented to the keeper, and finishes its work ("done"). Untraced the
     # program gets SIGTERM, runs its handler and exits 5. README: "The exit
     # status is the command's"; first rule: signals.
-    raise Skip("known break, issue 24 open: SIGTERM to record is not passed to the program, record exits 143")
     import signal
     import subprocess
     import time

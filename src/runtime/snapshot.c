@@ -252,23 +252,34 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	size_t len = strlen(path);
 	memcpy(tmp, path, len);
 	memcpy(tmp + len, ".tmp", 5);
-	/* Behind the gate: no program close or dup2 reaches the number before
-	 * it is moved high and guarded. */
+	/* The number is the runtime's once sf_fd_adopt has checked it (a
+	 * program close may reach it first: the file, created here, is then
+	 * opened again by path). No program call waits for this. */
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&snap);
-	int fd = sf_fd_keep(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	int err = errno;
 	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) < 0) {
+	if (fd >= 0 && (lstat(tmp, &st) < 0 || !S_ISREG(st.st_mode))) {
+		err = errno ? errno : EINVAL;
+		fd = -1; /* the path changed under us: its descriptor is left alone */
+	}
+	for (int tries = 0; fd >= 0 && tries < 8; tries++) {
+		int r = sf_fd_adopt(&snap, fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino, tmp);
+		if (r >= 0 || r != -EAGAIN) {
+			fd = r;
+			err = r < 0 ? -r : 0;
+			break;
+		}
+		fd = open(tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		err = errno;
-		sf_close(fd);
-		fd = -1;
 	}
 	if (fd >= 0) {
 		snap_dev = (uint64_t)st.st_dev;
 		snap_ino = (uint64_t)st.st_ino;
-		sf_fd_publish(&snap, fd);
+	} else {
+		sf_fd_publish(&snap, -1);
 	}
 	sf_fd_gate_unlock(&gold);
 	if (fd < 0) {
@@ -291,10 +302,7 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	err = errno;
 	munmap(m, size);
 	sf_fd_gate_lock(&gold);
-	fd = snap.fd; /* moved, perhaps, by a program's dup2 */
-	sf_fd_publish(&snap, -1);
-	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == snap_dev && (uint64_t)st.st_ino == snap_ino)
-		sf_close(fd);
+	sf_fd_release(&snap, snap_dev, snap_ino); /* moved, perhaps, by a program's dup2 */
 	sf_fd_gate_unlock(&gold);
 	if (!ok) {
 		sf_rt_message("cannot write snapshot ", path, strerror(err));

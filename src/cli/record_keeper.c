@@ -236,6 +236,7 @@ int keeper_wait(struct keeper *k, int *status)
 	k->status_fd = -1;
 	if (got == sizeof(*status))
 		return 0;
+	fwd_to = 0; /* the keeper is about to be reaped: its pid is no target */
 	int st = 0;
 	while (waitpid(k->pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -254,6 +255,7 @@ void keeper_finish(struct keeper *k)
 	if (k->done_fd >= 0)
 		close(k->done_fd);
 	k->done_fd = -1;
+	fwd_to = 0; /* the keeper is about to be reaped: its pid is no target */
 	if (k->pid > 0)
 		while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR)
 			;

@@ -844,17 +844,15 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	free(ldpath);
 
 	/* The terminal's ^C goes to the command (same process group); we wait
-	 * for it to finish and still report what it wrote. */
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
+	 * for it to finish and still report what it wrote. The keeper
+	 * forwards what is sent to record alone (record_keeper.h). */
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	time_t started = time(NULL) - 1; /* snapshot mtimes: whole seconds */
 	/* The command runs under the keeper, which returns its status once
 	 * every process of it has exited (record_keeper.h). */
 	struct keeper k;
-	if (keeper_start(cmd, &old_int, &old_quit, cleanup_cb, (void *)rf, &k) < 0) {
+	if (keeper_start(cmd, cleanup_cb, (void *)rf, &k) < 0) {
 		list_free(&before);
 		return 1;
 	}

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,14 +25,69 @@ static void write_all(int fd, const void *p, size_t n)
 	}
 }
 
-/* The command: record's dispositions for SIGINT and SIGQUIT as they were
- * before record ignored them (the program gets what the shell gave). */
-static void run_command(char **argv, const struct sigaction *saved_int, const struct sigaction *saved_quit)
+/* The signals record hands on to the command (docs/man/sftrace-record.1):
+ * a script's `kill $!`, a supervisor's stop or reload, meant for the
+ * program. Only those sent by a process are handed on: the terminal's
+ * (^C, ^\, a hang-up) reach the command directly, in record's process
+ * group. */
+static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+enum { NFWD = sizeof(forwarded) / sizeof(forwarded[0]) };
+static struct sigaction saved[NFWD]; /* record's dispositions before it forwarded */
+
+/* In record: the keeper's pid (record's child, not reaped before record is
+ * done, so the number is never another process's). In the keeper: the
+ * command's pid until it has been seen to exit, 0 after. */
+static volatile sig_atomic_t fwd_to;
+static volatile sig_atomic_t parent_pid; /* in the keeper: record */
+
+static int sent_by_a_process(const siginfo_t *si)
 {
-	sigaction(SIGINT, saved_int, NULL);
-	sigaction(SIGQUIT, saved_quit, NULL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	return si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL;
+}
+
+/* record: sent by a process, to record; the keeper takes it on. */
+static void record_forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int err = errno;
+	if (fwd_to > 0 && sent_by_a_process(si) && si->si_pid != fwd_to)
+		kill(fwd_to, sig);
+	errno = err;
+}
+
+/* The keeper: only what record handed on goes to the command (a signal
+ * sent to the whole group reached it already). */
+static void keeper_forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int err = errno;
+	if (fwd_to > 0 && sent_by_a_process(si) && si->si_pid == parent_pid)
+		kill(fwd_to, sig);
+	errno = err;
+}
+
+static void set_forwarding(void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
+{
+	struct sigaction sa = {.sa_sigaction = fn, .sa_flags = SA_SIGINFO | SA_RESTART};
+	sigfillset(&sa.sa_mask);
+	for (int i = 0; i < NFWD; i++) {
+		struct sigaction was;
+		sigaction(forwarded[i], NULL, &was);
+		if (old)
+			old[i] = was;
+		/* Ignored when record started (nohup): the command ignores it
+		 * too, and record stays as it was. */
+		if (was.sa_handler != SIG_IGN || !old)
+			sigaction(forwarded[i], &sa, NULL);
+	}
+}
+
+/* The command: record's dispositions as they were before record forwarded
+ * (the program gets what the shell gave). */
+static void run_command(char **argv)
+{
+	for (int i = 0; i < NFWD; i++)
+		sigaction(forwarded[i], &saved[i], NULL);
 	signal(SIGPIPE, SIG_DFL);
 	execvp(argv[0], argv);
 	int err = errno;
@@ -40,13 +96,14 @@ static void run_command(char **argv, const struct sigaction *saved_int, const st
 }
 
 /* The keeper itself; never returns. */
-static void keep(char **argv, const struct sigaction *saved_int, const struct sigaction *saved_quit,
-		 void (*cleanup)(void *), void *arg, int status_fd, int done_fd)
+static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd, int done_fd)
 {
-	/* It outlives a record killed by a signal (a hang-up, a TERM sent to
-	 * record alone, SIGKILL): its job is to clean up after the command. */
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
+	/* It outlives a record killed by a signal (SIGKILL, a signal record
+	 * does not forward): its job is to clean up after the command. The
+	 * forwarded signals it takes from record only, and hands on. */
+	fwd_to = 0;
+	parent_pid = getppid();
+	set_forwarding(keeper_forward, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	pid_t cmd = fork();
@@ -55,16 +112,31 @@ static void keep(char **argv, const struct sigaction *saved_int, const struct si
 		_exit(1);
 	}
 	if (cmd == 0)
-		run_command(argv, saved_int, saved_quit);
+		run_command(argv);
+	fwd_to = cmd;
 	/* The caller's terminal or pipes belong to the command now: holding
 	 * them would keep a reader of record's output waiting for us. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < 3 && null >= 0; fd++)
 		dup2(null, fd);
-	int status = 0, w, st;
-	while ((w = waitpid(-1, &st, __WALL)) != -1 || errno == EINTR)
-		if (w == cmd)
+	int status = 0, st;
+	siginfo_t si;
+	for (;;) {
+		/* The command's pid stops being a target before it is reaped
+		 * (and could be reused). */
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT | __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (si.si_pid == cmd)
+			fwd_to = 0;
+		while (waitpid(si.si_pid, &st, __WALL) < 0 && errno == EINTR)
+			;
+		if (si.si_pid == cmd)
 			status = st;
+	}
 	write_all(status_fd, &status, sizeof(status));
 	close(status_fd);
 	char c;
@@ -74,15 +146,45 @@ static void keep(char **argv, const struct sigaction *saved_int, const struct si
 	_exit(0);
 }
 
-int keeper_start(char **argv, const struct sigaction *saved_int, const struct sigaction *saved_quit,
-		 void (*cleanup)(void *), void *arg, struct keeper *k)
+/* A pipe end numbered 0-2 (record started with some of stdin, stdout or
+ * stderr closed) moves to 3 or above: the keeper puts /dev/null on 0-2, and
+ * the command's stdio must not be record's pipes. */
+static int above_stdio(int fd)
+{
+	if (fd > 2)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int err = errno;
+	close(fd);
+	errno = err;
+	return high;
+}
+
+static int high_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	p[0] = above_stdio(p[0]);
+	p[1] = above_stdio(p[1]);
+	if (p[0] >= 0 && p[1] >= 0)
+		return 0;
+	int err = errno;
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	errno = err;
+	return -1;
+}
+
+int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper *k)
 {
 	int st[2], done[2];
-	if (pipe2(st, O_CLOEXEC) < 0) {
+	if (high_pipe(st) < 0) {
 		sf_error("pipe: %s", strerror(errno));
 		return -1;
 	}
-	if (pipe2(done, O_CLOEXEC) < 0) {
+	if (high_pipe(done) < 0) {
 		sf_error("pipe: %s", strerror(errno));
 		close(st[0]);
 		close(st[1]);
@@ -93,6 +195,8 @@ int keeper_start(char **argv, const struct sigaction *saved_int, const struct si
 	 * which then waits for them before removing the directory
 	 * (keeper_wait). */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	fwd_to = 0;
+	set_forwarding(record_forward, saved);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -106,11 +210,12 @@ int keeper_start(char **argv, const struct sigaction *saved_int, const struct si
 	if (pid == 0) {
 		close(st[0]);
 		close(done[1]);
-		keep(argv, saved_int, saved_quit, cleanup, arg, st[1], done[0]);
+		keep(argv, cleanup, arg, st[1], done[0]);
 	}
 	close(st[1]);
 	close(done[0]);
 	k->pid = pid;
+	fwd_to = pid;
 	k->status_fd = st[0];
 	k->done_fd = done[1];
 	return 0;
@@ -131,6 +236,7 @@ int keeper_wait(struct keeper *k, int *status)
 	k->status_fd = -1;
 	if (got == sizeof(*status))
 		return 0;
+	fwd_to = 0; /* the keeper is about to be reaped: its pid is no target */
 	int st = 0;
 	while (waitpid(k->pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -149,6 +255,7 @@ void keeper_finish(struct keeper *k)
 	if (k->done_fd >= 0)
 		close(k->done_fd);
 	k->done_fd = -1;
+	fwd_to = 0; /* the keeper is about to be reaped: its pid is no target */
 	if (k->pid > 0)
 		while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR)
 			;

@@ -25,12 +25,14 @@ struct keeper {
 	int done_fd;    /* record closes it when done with the directory */
 };
 
-/* Starts the keeper, which runs argv (execvp) with the signal dispositions
- * of SIGINT and SIGQUIT given in saved (record ignores them meanwhile).
- * cleanup(arg) is what the keeper runs after the last process exited and
- * record let go. 0, or -1 after a message. */
-int keeper_start(char **argv, const struct sigaction *saved_int, const struct sigaction *saved_quit,
-		 void (*cleanup)(void *), void *arg, struct keeper *k);
+/* Starts the keeper, which runs argv (execvp) with record's signal
+ * dispositions as they were. From then on record hands HUP, INT, QUIT,
+ * TERM, USR1 and USR2 sent to it by a process on to the command (through
+ * the keeper, which knows when the command's pid stops being its own);
+ * those the terminal sends reach the command directly and record does not
+ * die of them. cleanup(arg) is what the keeper runs after the last process
+ * exited and record let go. 0, or -1 after a message. */
+int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper *k);
 
 /* Blocks until every process of the command has exited; the command's
  * wait status in *status. -1 if the keeper died first (after a message,

@@ -15,25 +15,37 @@
  *     free number near the top, wait until no runtime write still uses the
  *     old number (sf_fd_use), and only then let the program's call put its
  *     file there.
+ *   - fcntl (and fcntl64) and dup of it fail with EBADF, as untraced (so
+ *     F_SETFD cannot take close-on-exec off the log);
+ *   - dup3 with bad flags or oldfd == newfd, and close_range with bad
+ *     flags, fail with EINVAL first, as the kernel checks them first.
  * The raw system calls made through syscall() take the same path
  * (hooks.c). What stays out of reach of these wrappers is a system call
  * instruction in the program's own code, or an io_uring close: for those,
  * logfile.c's fstat check remains (docs/DESIGN.md "The runtime's
  * descriptors").
  *
- * The runtime itself takes a new number (the kernel gives the lowest free
- * one) only behind the gate: it waits until no program call of this file
- * is in flight, and those calls wait while it holds the gate, so a number
- * the program closes or dup2s "blindly" (a close loop over numbers it does
- * not own) can never be one the runtime has just taken.
+ * The runtime takes a new number (the kernel gives the lowest free one)
+ * optimistically, never waiting for the program: it opens, claims the new
+ * number (from then on the program's close of it fails with EBADF, as
+ * untraced, and a dup2 onto it waits for the claim, a few system calls of
+ * the runtime's with signals blocked), checks with fstat that the number
+ * still holds the file it opened (a program close or dup2 that reached it
+ * before the claim changes that: the runtime then leaves the number alone
+ * and opens again), moves it high, guards the new number and checks again
+ * (sf_fd_adopt). No program call ever waits for another program call, nor
+ * for a runtime open; a signal handler that interrupts the program's own
+ * close or dup2 on its thread waits for nothing.
  *
- * Costs: one atomic add and one load per program close/dup2 (no system
- * call); one atomic add and subtract per runtime write. */
+ * Costs: none on a program close (two loads); one fstat per runtime open
+ * and two per move; one atomic add and subtract per runtime write. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,18 +56,25 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
 
 #define SF_FD_GUARDS 4
 static struct sf_fd_guard *guards[SF_FD_GUARDS];
-static uint32_t gate;      /* 1 while the runtime takes or moves a descriptor */
-static uint32_t crossing;  /* program calls of this file in flight */
+static uint32_t gate; /* 1 while the runtime or a dup2 over a runtime number moves one (signals blocked) */
+static int claimed = -1; /* a number the runtime has opened and is moving high (under the gate) */
 
 typedef int (*close_fn)(int);
 static close_fn real_close; /* glibc's: a cancellation point, unlike the bare system call */
+typedef int (*fcntl_fn)(int, int, ...);
+static fcntl_fn real_fcntl, real_fcntl64; /* glibc's (F_SETLKW is a cancellation point) */
 
 void sf_fd_guard_resolve(void)
 {
 	real_close = (close_fn)dlsym(RTLD_NEXT, "close");
+	real_fcntl = (fcntl_fn)dlsym(RTLD_NEXT, "fcntl");
+	real_fcntl64 = (fcntl_fn)dlsym(RTLD_NEXT, "fcntl64");
 }
 
 void sf_fd_guard_add(struct sf_fd_guard *g)
@@ -111,13 +130,10 @@ void sf_fd_gate_lock(sigset_t *old)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
+	/* Held only for a few system calls by a holder with signals blocked:
+	 * never by a program call that could block, never by this thread
+	 * underneath a signal handler. */
 	while (__atomic_test_and_set(&gate, __ATOMIC_ACQUIRE))
-		pause_briefly();
-	/* A program call already past the gate finishes first. Bounded: a
-	 * signal handler that interrupted the program's own call on this
-	 * thread cannot be waited for (1 s, then the fstat check is what is
-	 * left). */
-	for (int i = 0; i < 50000 && __atomic_load_n(&crossing, __ATOMIC_SEQ_CST); i++)
 		pause_briefly();
 }
 
@@ -133,10 +149,62 @@ void sf_fd_publish(struct sf_fd_guard *g, int fd)
 	wait_users(g);
 }
 
+static int same_file(int fd, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	return fd >= 0 && sf_syscall3(SYS_fstat, fd, (long)&st, 0) == 0 && (uint64_t)st.st_dev == dev &&
+	       (uint64_t)st.st_ino == ino;
+}
+
+static int path_file(int fd, const char *path)
+{
+	struct stat st;
+	return path && sf_syscall6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0) == 0 &&
+	       same_file(fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+}
+
+int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const char *path)
+{
+	__atomic_store_n(&claimed, fd, __ATOMIC_SEQ_CST);
+	if (!same_file(fd, dev, ino)) {
+		/* The file at path, opened by the runtime, is not the one
+		 * wanted: closed. Anything else at fd is the program's, put
+		 * there before the claim: left alone. */
+		int ours = path_file(fd, path);
+		if (ours)
+			sf_syscall3(SYS_close, fd, 0, 0);
+		__atomic_store_n(&claimed, -1, __ATOMIC_SEQ_CST);
+		return ours ? -ESTALE : -EAGAIN;
+	}
+	int high = sf_fd_keep(fd); /* closes fd if moved: still claimed */
+	if (high >= 0)
+		sf_fd_publish(g, high);
+	__atomic_store_n(&claimed, -1, __ATOMIC_SEQ_CST);
+	if (high < 0)
+		return -EBADF;
+	/* A close loop may have reached the new number between the move and
+	 * the guard: the number is the program's then. */
+	if (!same_file(high, dev, ino)) {
+		sf_fd_publish(g, -1);
+		return -EAGAIN;
+	}
+	return high;
+}
+
+void sf_fd_release(struct sf_fd_guard *g, uint64_t dev, uint64_t ino)
+{
+	int fd = __atomic_load_n(&g->fd, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&claimed, fd, __ATOMIC_SEQ_CST); /* a dup2 onto it waits until it is closed */
+	sf_fd_publish(g, -1);
+	if (same_file(fd, dev, ino))
+		sf_syscall3(SYS_close, fd, 0, 0);
+	__atomic_store_n(&claimed, -1, __ATOMIC_SEQ_CST);
+}
+
 void sf_fd_guard_after_fork_child(void)
 {
 	__atomic_clear(&gate, __ATOMIC_RELAXED);
-	crossing = 0;
+	claimed = -1;
 	for (int i = 0; i < SF_FD_GUARDS && guards[i]; i++) {
 		guards[i]->users[0] = guards[i]->users[1] = 0;
 	}
@@ -144,21 +212,18 @@ void sf_fd_guard_after_fork_child(void)
 
 /* ---- the program's side ---- */
 
-static void enter(void)
+/* A dup2 onto the number the runtime is moving waits for the move (a few
+ * system calls; the runtime does it with signals blocked, so never
+ * underneath this thread). */
+static void wait_claim(long to)
 {
-	for (;;) {
-		__atomic_add_fetch(&crossing, 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&gate, __ATOMIC_SEQ_CST))
-			return;
-		__atomic_sub_fetch(&crossing, 1, __ATOMIC_SEQ_CST);
-		while (__atomic_load_n(&gate, __ATOMIC_ACQUIRE))
-			pause_briefly();
-	}
+	while (to >= 0 && __atomic_load_n(&claimed, __ATOMIC_SEQ_CST) == to)
+		pause_briefly();
 }
 
-static void leave(void)
+static int is_claimed(long fd)
 {
-	__atomic_sub_fetch(&crossing, 1, __ATOMIC_SEQ_CST);
+	return fd >= 0 && __atomic_load_n(&claimed, __ATOMIC_SEQ_CST) == fd;
 }
 
 static struct sf_fd_guard *guard_of(long fd)
@@ -175,10 +240,17 @@ static struct sf_fd_guard *guard_of(long fd)
 	return NULL;
 }
 
+static int runtime_number(long fd)
+{
+	return guard_of(fd) != NULL || is_claimed(fd);
+}
+
 /* The lowest runtime number in [lo, hi], or -1. */
 static long lowest_guarded(unsigned long lo, unsigned long hi)
 {
-	long best = -1;
+	long best = -1, c = __atomic_load_n(&claimed, __ATOMIC_SEQ_CST);
+	if (c >= 0 && (unsigned long)c >= lo && (unsigned long)c <= hi)
+		best = c;
 	for (int i = 0; i < SF_FD_GUARDS; i++) {
 		struct sf_fd_guard *g = __atomic_load_n(&guards[i], __ATOMIC_ACQUIRE);
 		if (!g)
@@ -263,59 +335,59 @@ static long guarded_close_range(unsigned long lo, unsigned long hi, unsigned lon
 /* syscall(2) with one of these numbers (hooks.c): 1 and *r set if handled. */
 int sf_fd_syscall(long nr, const long *a, long *r)
 {
+	if ((nr == SYS_fcntl || nr == SYS_dup) && runtime_number(a[0])) {
+		*r = -EBADF; /* not open, as untraced (fcntl_any) */
+		return 1;
+	}
 	if (nr != SYS_close && nr != SYS_close_range && nr != SYS_dup3
 #ifdef SYS_dup2
 	    && nr != SYS_dup2
 #endif
 	)
 		return 0;
-	enter();
 	if (nr == SYS_close) {
-		*r = guard_of(a[0]) ? -EBADF : sf_syscall3(SYS_close, a[0], 0, 0);
-		leave();
+		*r = runtime_number(a[0]) ? -EBADF : sf_syscall3(SYS_close, a[0], 0, 0);
 		return 1;
 	}
 	if (nr == SYS_close_range) {
-		*r = (unsigned long)a[0] > (unsigned long)a[1] ? -EINVAL
-							      : guarded_close_range((unsigned)a[0], (unsigned)a[1], (unsigned)a[2]);
-		leave();
+		/* The kernel's checks first, in its order: the answer is the
+		 * one untraced, whatever the range holds. */
+		if ((unsigned long)a[2] & ~(unsigned long)(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC))
+			*r = -EINVAL;
+		else
+			*r = (unsigned long)a[0] > (unsigned long)a[1] ? -EINVAL
+								      : guarded_close_range((unsigned)a[0], (unsigned)a[1], (unsigned)a[2]);
+		return 1;
+	}
+	if (nr == SYS_dup3 && (((unsigned long)a[2] & ~(unsigned long)O_CLOEXEC) || a[0] == a[1])) {
+		*r = -EINVAL; /* bad flags, or oldfd == newfd: before any descriptor is looked at */
+		return 1;
+	}
+	if (runtime_number(a[0])) { /* the program never had it open: as untraced */
+		*r = -EBADF;
 		return 1;
 	}
 	/* A vfork child's table is its own copy, about to be replaced by an
 	 * exec, and the guard it sees is its parent's memory: it must not move
 	 * the parent's descriptor, and what it puts at that number is its own. */
-	int over = guard_of(a[1]) != NULL && !sf_in_vfork_child();
-	if (guard_of(a[0])) { /* the program never had it open: as untraced */
-		leave();
-		*r = -EBADF;
-		return 1;
-	}
-	if (!over)
-		*r = sf_syscall3(nr, a[0], a[1], a[2]);
-	leave();
-	if (over)
+	if (!sf_in_vfork_child())
+		wait_claim(a[1]);
+	if (guard_of(a[1]) != NULL && !sf_in_vfork_child())
 		*r = dup_over(nr, a[0], a[1], a[2]);
+	else
+		*r = sf_syscall3(nr, a[0], a[1], a[2]);
 	return 1;
 }
 
 __attribute__((visibility("default"))) int close(int fd)
 {
-	enter();
-	if (guard_of(fd)) {
-		leave();
+	if (runtime_number(fd)) {
 		errno = EBADF;
 		return -1;
 	}
-	int r;
-	if (real_close) {
-		r = real_close(fd);
-	} else {
-		r = (int)ret_errno(sf_syscall3(SYS_close, fd, 0, 0)); /* before the runtime's constructor */
-	}
-	int err = errno;
-	leave();
-	errno = err;
-	return r;
+	if (real_close)
+		return real_close(fd);
+	return (int)ret_errno(sf_syscall3(SYS_close, fd, 0, 0)); /* before the runtime's constructor */
 }
 
 __attribute__((visibility("default"))) int close_range(unsigned int lo, unsigned int hi, int flags)
@@ -331,9 +403,7 @@ __attribute__((visibility("default"))) void closefrom(int lo)
 {
 	if (lo < 0)
 		lo = 0;
-	enter();
 	long r = guarded_close_range((unsigned)lo, ~0u, 0);
-	leave();
 	if (r < 0) /* no close_range (Linux < 5.9): one by one, as glibc falls back to */
 		for (long fd = lo, top = sysconf(_SC_OPEN_MAX); fd < top; fd++)
 			close((int)fd);
@@ -363,4 +433,47 @@ __attribute__((visibility("default"))) int dup3(int from, int to, int flags)
 	long r;
 	sf_fd_syscall(SYS_dup3, a, &r);
 	return (int)ret_errno(r);
+}
+
+/* fcntl and dup of a runtime number fail with EBADF, as untraced (the
+ * program never opened it): F_SETFD 0 would otherwise take close-on-exec
+ * off the log, F_GETFL/F_GETFD would show it, dup would hand the program a
+ * descriptor of it. The argument is passed on as glibc takes it (one
+ * pointer-sized word, an int or a pointer). */
+static int fcntl_any(fcntl_fn real, int fd, int cmd, void *arg)
+{
+	if (runtime_number(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (real)
+		return real(fd, cmd, arg);
+	return (int)ret_errno(sf_syscall3(SYS_fcntl, fd, cmd, (long)arg)); /* before the runtime's constructor */
+}
+
+__attribute__((visibility("default"))) int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_any(real_fcntl, fd, cmd, arg);
+}
+
+__attribute__((visibility("default"))) int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_any(real_fcntl64 ? real_fcntl64 : real_fcntl, fd, cmd, arg);
+}
+
+__attribute__((visibility("default"))) int dup(int fd)
+{
+	if (runtime_number(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	return (int)ret_errno(sf_syscall3(SYS_dup, fd, 0, 0));
 }

@@ -240,14 +240,17 @@ static int open_same_log(void)
 	const int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 	const char *paths[2] = {mf, L.path};
 	for (int i = 0; i < 2; i++) {
-		int fd = open(paths[i], flags | (i ? O_NOFOLLOW : 0));
-		if (fd < 0)
-			continue;
-		if (is_log(fd)) {
-			sf_syscall3(SYS_fcntl, fd, F_SETFL, 0); /* O_NONBLOCK off again */
-			return sf_fd_keep(fd);
+		for (int tries = 0; tries < 8; tries++) {
+			int fd = open(paths[i], flags | (i ? O_NOFOLLOW : 0));
+			if (fd < 0)
+				break;
+			sf_syscall3(SYS_fcntl, fd, F_SETFL, 0); /* O_NONBLOCK off again (harmless if not ours) */
+			int r = sf_fd_adopt(&L.g, fd, L.dev, L.ino, paths[i]);
+			if (r >= 0)
+				return r;
+			if (r != -EAGAIN) /* not the log, or no number for it */
+				break;
 		}
-		sf_close(fd);
 	}
 	return -1;
 }
@@ -269,12 +272,12 @@ static int log_reopen(void)
 		/* The old number is not closed: it is the program's now. */
 		sigset_t gold;
 		sf_fd_gate_lock(&gold);
-		fd = open_same_log();
+		fd = open_same_log(); /* published in L.g */
 		if (fd < 0) {
 			L.lost = 1;
 			fd = -EBADF;
+			sf_fd_publish(&L.g, -1);
 		}
-		sf_fd_publish(&L.g, fd < 0 ? -1 : fd);
 		sf_fd_gate_unlock(&gold);
 	}
 	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
@@ -351,10 +354,7 @@ static void log_fd_forget(void)
 {
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
-	int fd = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
-	sf_fd_publish(&L.g, -1);
-	if (fd >= 0 && is_log(fd))
-		sf_close(fd);
+	sf_fd_release(&L.g, L.dev, L.ino);
 	sf_fd_gate_unlock(&gold);
 }
 
@@ -371,26 +371,42 @@ static int log_create_locked(void)
 	}
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
-	/* Behind the gate: no program close or dup2 can reach the number the
-	 * kernel gives open_log before it is moved and guarded. */
+	/* The number the kernel gives open_log is the runtime's once
+	 * sf_fd_adopt has checked it (a program close loop may reach it
+	 * first: the file, created here, is then opened again by path). */
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
-	int fd = sf_fd_keep(open_log());
+	int fd = open_log(), err = errno;
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		int err = errno;
+	if (fd >= 0 && (lstat(L.path, &st) < 0 || !S_ISREG(st.st_mode))) {
+		err = errno ? errno : EINVAL;
+		fd = -1; /* the path changed under us: its descriptor is left alone */
+	}
+	for (int tries = 0; fd >= 0 && tries < 8; tries++) {
+		int r = sf_fd_adopt(&L.g, fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino, L.path);
+		if (r >= 0 || r != -EAGAIN) {
+			fd = r;
+			err = r < 0 ? -r : 0;
+			break;
+		}
+		fd = open(L.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		err = errno;
 		if (fd >= 0)
-			sf_close(fd);
+			sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
+		else
+			break;
+	}
+	if (fd < 0) {
+		sf_fd_publish(&L.g, -1);
 		sf_fd_gate_unlock(&gold);
 		L.failed = 1;
-		sf_rt_message("cannot create log ", sf_config.output, strerror(err));
+		sf_rt_message("cannot create log ", sf_config.output, strerror(err ? err : EBADF));
 		return -1;
 	}
 	L.dev = (uint64_t)st.st_dev;
 	L.ino = (uint64_t)st.st_ino;
 	L.lost = 0;
-	sf_fd_publish(&L.g, fd);
 	sf_fd_gate_unlock(&gold);
 	make_path_absolute();
 	uint32_t t;
@@ -401,7 +417,7 @@ static int log_create_locked(void)
 		failed = "cannot map log ";
 		h = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	}
-	int err = errno;
+	err = errno;
 	sf_fd_unuse(&L.g, t);
 	if (h == MAP_FAILED) {
 		L.failed = 1;

@@ -8,7 +8,8 @@
  *   rt_libc.c     the libc the runtime calls, hidden (never interposable);
  *                 anonymous mappings, the raw thread id
  *   fdguard.c     the runtime's descriptors out of the program's reach:
- *                 close, close_range, closefrom, dup2, dup3 wrapped
+ *                 close, close_range, closefrom, dup, dup2, dup3, fcntl wrapped;
+ *                 runtime opens optimistic (claim, fstat check), never waiting
  *   notes.c       messages on stderr, and notes for record when no log is written
  *   trust.c       paths from the environment: owner, mode and type checked, never followed
  *   exec_env.c    children exec'd with an environment of their own stay traced;
@@ -225,12 +226,24 @@ void sf_fd_guard_resolve(void) SF_HIDDEN;     /* glibc's close, at start-up */
 void sf_fd_guard_add(struct sf_fd_guard *g) SF_HIDDEN; /* the program's calls leave g->fd alone */
 int sf_fd_use(struct sf_fd_guard *g, uint32_t *ticket) SF_HIDDEN; /* g->fd, held until sf_fd_unuse */
 void sf_fd_unuse(struct sf_fd_guard *g, uint32_t ticket) SF_HIDDEN;
-/* The runtime takes a new number (open, dup) only between these: no
- * program close or dup2 is in flight meanwhile. Blocks signals. */
+/* The runtime changes a guard's number only between these (so does a
+ * program dup2 onto a guarded number): a spin among holders that make a
+ * few system calls with signals blocked. No program close or dup waits
+ * for it, and the runtime never waits for a program call. */
 void sf_fd_gate_lock(sigset_t *old) SF_HIDDEN;
 void sf_fd_gate_unlock(const sigset_t *old) SF_HIDDEN;
 /* Under the gate: g->fd = fd, once no writer holds the old number. */
 void sf_fd_publish(struct sf_fd_guard *g, int fd) SF_HIDDEN;
+/* Under the gate, fd just opened by the runtime and meant to be the file
+ * (dev, ino): claims fd, checks it still holds that file (a program close
+ * or dup2 may have reached the number first), moves it high, publishes it
+ * in g and checks again. The new number; -EAGAIN if the program took the
+ * number meanwhile (left alone: open again); -ESTALE if fd is the file at
+ * path but not (dev, ino) (closed); -EBADF if it could not be moved. */
+int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const char *path) SF_HIDDEN;
+/* Under the gate: g->fd = -1, and the descriptor closed if it still is
+ * (dev, ino); a program dup2 onto it meanwhile waits for the close. */
+void sf_fd_release(struct sf_fd_guard *g, uint64_t dev, uint64_t ino) SF_HIDDEN;
 void sf_fd_guard_after_fork_child(void) SF_HIDDEN;
 /* syscall(2) of close, close_range, dup2, dup3 (hooks.c): 1, *r = result or -errno. */
 int sf_fd_syscall(long nr, const long *a, long *r) SF_HIDDEN;

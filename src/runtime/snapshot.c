@@ -265,13 +265,25 @@ static int open_unnamed(const char *path)
 static void snapshot_close(void)
 {
 	sigset_t gold;
-	struct stat st;
 	sf_fd_gate_lock(&gold);
-	int fd = snap.fd; /* moved, perhaps, by a program's dup2 */
-	sf_fd_publish(&snap, -1);
-	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == snap_dev && (uint64_t)st.st_ino == snap_ino)
-		sf_close(fd);
+	sf_fd_release(&snap, snap_dev, snap_ino); /* moved, perhaps, by a program's dup2 */
 	sf_fd_gate_unlock(&gold);
+}
+
+/* An unnamed file in the snapshot's directory, adopted as the snapshot's
+ * descriptor (sf_fd_adopt); -1 if there is none. It has no path to check
+ * the number by: a regular file linked nowhere and still empty, seen
+ * through the number, is the one just made (a program's own file put at
+ * that number meanwhile is linked somewhere or not empty: left alone). */
+static int adopt_unnamed(const char *path, struct stat *st)
+{
+	int fd = open_unnamed(path);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink || st->st_size)
+		return -1;
+	int r = sf_fd_adopt(&snap, fd, (uint64_t)st->st_dev, (uint64_t)st->st_ino, NULL);
+	return r >= 0 ? r : -1;
 }
 
 /* The complete snapshot gets its name: an unnamed file is linked in
@@ -331,28 +343,42 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	size_t len = strlen(path);
 	memcpy(tmp, path, len);
 	memcpy(tmp + len, ".tmp", 5);
-	/* Behind the gate: no program close or dup2 reaches the number before
-	 * it is moved high and guarded. */
+	/* The number is the runtime's once sf_fd_adopt has checked it (a
+	 * program close may reach it first: the file, created here, is then
+	 * opened again by path). No program call waits for this. */
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&snap);
-	int fd = open_unnamed(path);
-	if (fd < 0) /* no O_TMPFILE here: a named temporary (left behind if the process dies) */
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	else
-		tmp[0] = 0;
-	fd = sf_fd_keep(fd);
-	int err = errno;
 	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) < 0) {
+	int err = 0;
+	int fd = adopt_unnamed(path, &st);
+	if (fd >= 0) {
+		tmp[0] = 0;
+	} else {
+		/* No O_TMPFILE here: a named temporary (left behind if the
+		 * process dies). */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 		err = errno;
-		sf_close(fd);
-		fd = -1;
+		if (fd >= 0 && (lstat(tmp, &st) < 0 || !S_ISREG(st.st_mode))) {
+			err = errno ? errno : EINVAL;
+			fd = -1; /* the path changed under us: its descriptor is left alone */
+		}
+		for (int tries = 0; fd >= 0 && tries < 8; tries++) {
+			int r = sf_fd_adopt(&snap, fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino, tmp);
+			if (r >= 0 || r != -EAGAIN) {
+				fd = r;
+				err = r < 0 ? -r : 0;
+				break;
+			}
+			fd = open(tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+			err = errno;
+		}
 	}
 	if (fd >= 0) {
 		snap_dev = (uint64_t)st.st_dev;
 		snap_ino = (uint64_t)st.st_ino;
-		sf_fd_publish(&snap, fd);
+	} else {
+		sf_fd_publish(&snap, -1);
 	}
 	sf_fd_gate_unlock(&gold);
 	if (fd < 0) {

@@ -109,6 +109,58 @@ static void list_targets(const struct jv *pkgs, const struct cs_options *o, char
 	}
 }
 
+static void run_env_add(struct cs_package *cp, const char *name, const char *value)
+{
+	strv_push(&cp->run_env, name);
+	strv_push(&cp->run_env, value ? value : "");
+}
+
+/* The variables cargo sets for a test or bench it runs (cargo's documented
+ * run-time environment): the package's metadata, empty when absent. */
+static void package_run_env(const struct jv *p, struct cs_package *cp)
+{
+	static const char *const fields[][2] = {
+		{"CARGO_PKG_DESCRIPTION", "description"}, {"CARGO_PKG_HOMEPAGE", "homepage"},
+		{"CARGO_PKG_REPOSITORY", "repository"},   {"CARGO_PKG_LICENSE", "license"},
+		{"CARGO_PKG_LICENSE_FILE", "license_file"}, {"CARGO_PKG_RUST_VERSION", "rust_version"},
+		{"CARGO_PKG_README", "readme"},
+	};
+	char *dir = xstrdup(cp->manifest_path), *slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = 0;
+	run_env_add(cp, "CARGO_MANIFEST_DIR", dir);
+	run_env_add(cp, "CARGO_MANIFEST_PATH", cp->manifest_path);
+	run_env_add(cp, "CARGO_PKG_NAME", cp->name);
+	run_env_add(cp, "CARGO_PKG_VERSION", cp->version);
+	/* MAJOR.MINOR.PATCH[-PRE][+BUILD] */
+	char *v = xstrdup(cp->version), *pre = strchr(v, '-'), *plus = strchr(v, '+');
+	if (plus)
+		*plus = 0;
+	if (pre)
+		*pre++ = 0;
+	char *minor = strchr(v, '.'), *patch = minor ? strchr(minor + 1, '.') : NULL;
+	if (minor)
+		*minor++ = 0;
+	if (patch)
+		*patch++ = 0;
+	run_env_add(cp, "CARGO_PKG_VERSION_MAJOR", v);
+	run_env_add(cp, "CARGO_PKG_VERSION_MINOR", minor);
+	run_env_add(cp, "CARGO_PKG_VERSION_PATCH", patch);
+	run_env_add(cp, "CARGO_PKG_VERSION_PRE", pre);
+	free(v);
+	char authors[2048] = "";
+	const struct jv *a = jv_get(p, "authors");
+	for (size_t i = 0, used = 0; i < jv_len(a) && used < sizeof(authors); i++) {
+		const char *s = jv_str(jv_at(a, i));
+		int n = snprintf(authors + used, sizeof(authors) - used, "%s%s", i ? ":" : "", s ? s : "");
+		used += n > 0 ? (size_t)n : 0;
+	}
+	run_env_add(cp, "CARGO_PKG_AUTHORS", authors);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		run_env_add(cp, fields[i][0], jv_str(jv_get(p, fields[i][1])));
+	free(dir);
+}
+
 /* The workspace members of a metadata document (the -p one only, if given). */
 static int keep_members(const struct cs_options *o, const struct jv *meta, struct cs_crate *c, struct jv *members)
 {
@@ -126,6 +178,7 @@ static int keep_members(const struct cs_options *o, const struct jv *meta, struc
 		cp->id = xstrdup(id);
 		cp->version = xstrdup(jv_str(jv_get(p, "version")) ? jv_str(jv_get(p, "version")) : "");
 		cp->manifest_path = xstrdup(jv_str(jv_get(p, "manifest_path")) ? jv_str(jv_get(p, "manifest_path")) : "");
+		package_run_env(p, cp);
 		const struct jv *ts = jv_get(p, "targets");
 		for (size_t j = 0; j < jv_len(ts); j++)
 			if (jv_has_str(jv_get(jv_at(ts, j), "kind"), "lib") && jv_true(jv_get(jv_at(ts, j), "doctest")))
@@ -408,6 +461,21 @@ static void add_artifact(struct build_state *st, const struct jv *msg)
 		}
 }
 
+/* A build script's rustc-link-search directories inside the target
+ * directory: cargo puts them on LD_LIBRARY_PATH when it runs the tests, so
+ * a .so a -sys crate built into OUT_DIR loads. */
+static void add_native_dirs(struct cs_crate *c, const struct jv *msg)
+{
+	const struct jv *paths = jv_get(msg, "linked_paths");
+	size_t tlen = strlen(c->sftrace_dir);
+	for (size_t i = 0; i < jv_len(paths); i++) {
+		const char *p = jv_str(jv_at(paths, i)), *eq = p ? strchr(p, '=') : NULL;
+		const char *dir = eq && strncmp(p, "/", 1) ? eq + 1 : p;
+		if (dir && !strncmp(dir, c->sftrace_dir, tlen) && dir[tlen] == '/')
+			strv_push(&c->native_dirs, dir);
+	}
+}
+
 static void on_json(void *ctx, char *line)
 {
 	struct build_state *st = ctx;
@@ -421,6 +489,8 @@ static void on_json(void *ctx, char *line)
 	const char *reason = jv_str(jv_get(msg, "reason"));
 	if (reason && !strcmp(reason, "compiler-artifact"))
 		add_artifact(st, msg);
+	else if (reason && !strcmp(reason, "build-script-executed"))
+		add_native_dirs(st->c, msg);
 	jv_free(msg);
 }
 
@@ -527,7 +597,9 @@ void cs_crate_free(struct cs_crate *c)
 		free(c->pkgs[i].version);
 		free(c->pkgs[i].manifest_path);
 		free(c->pkgs[i].id);
+		strv_free(&c->pkgs[i].run_env);
 	}
+	strv_free(&c->native_dirs);
 	for (size_t i = 0; i < c->narts; i++) {
 		free(c->arts[i].path);
 		free(c->arts[i].target_name);

@@ -45,6 +45,7 @@ struct cs_options {
 /* One package of the workspace (cargo metadata). */
 struct cs_package {
 	char *name, *version, *manifest_path, *id;
+	struct strv run_env; /* NAME, VALUE, ...: what cargo sets when it runs a test or bench */
 };
 
 /* One executable (or cdylib) cargo built. */
@@ -66,6 +67,7 @@ struct cs_crate {
 	int has_lib_doctests; /* a member's lib has doctests (they are not traced) */
 	struct cs_artifact *arts;
 	size_t narts;
+	struct strv native_dirs; /* build scripts' rustc-link-search dirs inside the target dir */
 };
 
 /* "cargo-sftrace: error: ..." on stderr, one line. */

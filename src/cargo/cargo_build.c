@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/json_in.h"
@@ -249,7 +250,18 @@ int cs_load_crate(const struct cs_options *o, struct cs_crate *c)
 		return -1;
 	}
 	const char *td = jv_str(jv_get(meta, "target_directory")), *root = jv_str(jv_get(meta, "workspace_root"));
-	c->target_dir = xstrdup(td ? td : "target");
+	if (o->target_dir) {
+		/* Absolute: the traced programs run in their package's directory. */
+		if (mkdir(o->target_dir, 0777) < 0 && errno != EEXIST) {
+			cs_error("--target-dir %s: %s", o->target_dir, strerror(errno));
+			jv_free(meta);
+			free(manifest);
+			return -1;
+		}
+		c->target_dir = realpath(o->target_dir, NULL);
+	}
+	if (!c->target_dir)
+		c->target_dir = xstrdup(td ? td : "target");
 	c->workspace_root = xstrdup(root ? root : ".");
 	if (asprintf(&c->sftrace_dir, "%s/sftrace", c->target_dir) < 0)
 		c->sftrace_dir = NULL;
@@ -315,23 +327,67 @@ static int check_toolchain(struct strv *env)
 	return rc == 0 ? 0 : -1;
 }
 
-/* The crate's own `profiling` profile: a [profile.profiling] table in the
- * workspace's root Cargo.toml (where cargo reads profiles). */
-static int has_profiling_profile(const struct cs_crate *c)
+/* Does this TOML file define a `profiling` profile, however it is
+ * written: a [profile.profiling] table (or a sub-table of it), a
+ * `profiling = {...}` or `profiling.KEY = ...` under [profile], or a
+ * dotted `profile.profiling.KEY` at the top level? */
+static int toml_has_profiling(const char *path)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/Cargo.toml", c->workspace_root);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return 0;
-	char line[1024];
+	char line[1024], table[256] = "";
 	int found = 0;
 	while (!found && fgets(line, sizeof(line), f)) {
 		char *s = line + strspn(line, " \t");
-		found = !strncmp(s, "[profile.profiling]", 19);
+		if (s[0] == '[') {
+			/* The table's name without blanks or quotes: [ profile . "profiling" ] */
+			size_t n = 0;
+			for (char *p = s + 1; *p && *p != ']' && n + 1 < sizeof(table); p++)
+				if (!strchr(" \t\"'", *p))
+					table[n++] = *p;
+			table[n] = 0;
+			found = !strcmp(table, "profile.profiling") || !strncmp(table, "profile.profiling.", 18);
+			continue;
+		}
+		const char *key = !strcmp(table, "profile") ? "profiling" : !table[0] ? "profile.profiling" : NULL;
+		size_t kl = key ? strlen(key) : 0;
+		found = key && !strncmp(s, key, kl) && strchr(" \t=.", s[kl]);
 	}
 	fclose(f);
 	return found;
+}
+
+/* The crate's own `profiling` profile: in the workspace's root Cargo.toml
+ * (where cargo reads profiles) or in a .cargo/config.toml cargo reads
+ * (the working directory and its parents, then CARGO_HOME). */
+static int has_profiling_profile(const struct cs_crate *c)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/Cargo.toml", c->workspace_root);
+	if (toml_has_profiling(path))
+		return 1;
+	char dir[PATH_MAX];
+	if (getcwd(dir, sizeof(dir))) {
+		for (;;) {
+			static const char *const names[] = {"config.toml", "config"};
+			for (size_t i = 0; i < 2; i++) {
+				snprintf(path, sizeof(path), "%s/.cargo/%s", dir, names[i]);
+				if (toml_has_profiling(path))
+					return 1;
+			}
+			char *slash = strrchr(dir, '/');
+			if (!slash || slash == dir)
+				break;
+			*slash = 0;
+		}
+	}
+	const char *home = getenv("CARGO_HOME"), *h = getenv("HOME");
+	if (home && *home)
+		snprintf(path, sizeof(path), "%s/config.toml", home);
+	else
+		snprintf(path, sizeof(path), "%s/.cargo/config.toml", h ? h : "");
+	return toml_has_profiling(path);
 }
 
 /* --- the build -------------------------------------------------------- */

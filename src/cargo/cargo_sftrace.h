@@ -35,6 +35,8 @@ struct cs_options {
 	const char *package;       /* -p (the user's choice) */
 	const char *trace_dir;     /* --trace-dir */
 	const char *out;           /* build --cdylib --out FILE */
+	const char *target_dir;    /* --target-dir (builds go to DIR/sftrace) */
+	int no_fail_fast;          /* test: run every binary after a failure */
 	int no_convert;
 	int have_prog_args;        /* "--" was given */
 	struct strv cargo_args;    /* passed to cargo build/test/bench */

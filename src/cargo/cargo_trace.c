@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -119,9 +120,31 @@ static void program_env(const struct cs_crate *c, const struct cs_artifact *a, s
 		env_set(env, a->pkg->run_env.v[i], a->pkg->run_env.v[i + 1]);
 }
 
-/* The program's arguments: the user's after --; a bench's profiling run;
- * `test`'s filter. */
-static void program_args(const struct cs_options *o, struct strv *argv)
+/* Does the bench executable take criterion's --profile-time? Cargo's
+ * metadata does not say whether a bench has libtest's harness, which
+ * refuses the option ("Unrecognized option"); criterion's argument parser
+ * holds the option's name in the executable. */
+static int takes_profile_time(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int found = 0;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			found = memmem(m, (size_t)st.st_size, "profile-time", 12) != NULL;
+			munmap(m, (size_t)st.st_size);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+/* The program's arguments: the user's after --; a bench's profiling run
+ * (criterion's --bench --profile-time 1, libtest's --bench); `test`'s
+ * filter. */
+static void program_args(const struct cs_options *o, const struct cs_artifact *a, struct strv *argv)
 {
 	if (o->mode == CS_TEST && o->test_filter)
 		strv_push(argv, o->test_filter);
@@ -130,8 +153,10 @@ static void program_args(const struct cs_options *o, struct strv *argv)
 			strv_push(argv, o->prog_args.v[i]);
 	} else if (o->kind == CK_BENCH) {
 		strv_push(argv, "--bench");
-		strv_push(argv, "--profile-time");
-		strv_push(argv, "1");
+		if (takes_profile_time(a->path)) {
+			strv_push(argv, "--profile-time");
+			strv_push(argv, "1");
+		}
 	}
 }
 
@@ -148,7 +173,7 @@ static int record_one(const struct cs_options *o, const struct cs_crate *c, cons
 	strv_push(&argv, "--");
 	strv_push(&argv, a->path);
 	size_t first_arg = argv.n;
-	program_args(o, &argv);
+	program_args(o, a, &argv);
 	program_env(c, a, &env);
 	fprintf(stderr, "cargo-sftrace: tracing %s %s:", a->kind, a->target_name);
 	for (size_t i = first_arg - 1; i < argv.n; i++)
@@ -303,7 +328,7 @@ int cs_trace(const struct cs_options *o, const struct cs_crate *c)
 	if (!dir)
 		return 1;
 	char *sftrace = sftrace_cmd();
-	int status = 0;
+	int status = 0, failed = 0;
 	for (size_t i = 0; i < c->narts; i++) {
 		char log[PATH_MAX];
 		snprintf(log, sizeof(log), o->mode == CS_TEST ? "%s/%s.log" : "%s/sf.log", dir, c->arts[i].label);
@@ -314,6 +339,10 @@ int cs_trace(const struct cs_options *o, const struct cs_crate *c)
 			cs_note("%s %s exited %d", c->arts[i].kind, c->arts[i].target_name, rc);
 			if (!status)
 				status = rc;
+			failed = 1;
+			/* cargo test stops at the first failing binary, and exits 101. */
+			if (o->mode == CS_TEST && !o->no_fail_fast)
+				break;
 		}
 	}
 	if (!has_logs(dir)) {
@@ -327,5 +356,5 @@ int cs_trace(const struct cs_options *o, const struct cs_crate *c)
 	free(sftrace);
 	free(dir);
 	/* cargo test exits 101 when a test binary fails, however it ended. */
-	return o->mode == CS_TEST && status ? 101 : status;
+	return o->mode == CS_TEST && failed ? 101 : status;
 }

@@ -20,7 +20,6 @@ def test_skep31_profiling_profile_inline():
     sftrace looks for a `[profile.profiling]` line only, misses it and
     builds with its own `sftrace` profile. (The same happens for a
     [profile.profiling] in .cargo/config.toml, which cargo also takes.)"""
-    raise Skip("known break, issue 31 open: a profiling profile written as an inline table is not found (sftrace profile used)")
     d = crate("profile")
     p = run_cs(["test", "--no-convert"], d)
     traced_test_t(p, "skep31_profile")
@@ -34,7 +33,6 @@ def test_skep31_libtest_bench_args():
     `harness = false`): the default program arguments --bench
     --profile-time 1 are criterion's; libtest says "Unrecognized option:
     'profile-time'" and exits 101 where `cargo bench --bench lb` exits 0."""
-    raise Skip("known break, issue 31 open: the default bench arguments --profile-time 1 break libtest-harness benches")
     d = crate("libbench")
     plain = subprocess.run(["cargo", "bench", "--bench", "lb"], capture_output=True, text=True, cwd=d, env=env(),
                            timeout=900)
@@ -202,7 +200,6 @@ def test_skep31_release_and_target_dir():
     both; the usage says [cargo build options]) are refused as unknown
     options. Expected: accepted, the test traced, and --target-dir DIR
     used the way CARGO_TARGET_DIR=DIR is (traces under DIR/sftrace/)."""
-    raise Skip("known break, issue 31 open: --release and --target-dir are refused (unknown option)")
     d = crate("plain")
     traced_test_t(run_cs(["test", "--release", "--no-convert"], d), "skep31_plain")
     t = tmpdir()

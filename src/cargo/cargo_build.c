@@ -392,6 +392,112 @@ static int has_profiling_profile(const struct cs_crate *c)
 
 /* --- the build -------------------------------------------------------- */
 
+/* The triple cargo builds for: --target's, else rustc's host. malloc'd. */
+static char *build_triple(const struct cs_options *o)
+{
+	for (size_t i = 0; i + 1 < o->cargo_args.n; i++)
+		if (!strcmp(o->cargo_args.v[i], "--target"))
+			return xstrdup(o->cargo_args.v[i + 1]);
+	char *const argv[] = {(char *)rustc_cmd(), "-vV", NULL};
+	char *out = NULL, *host = NULL;
+	if (spawn_capture(argv, NULL, 0, &out) == 0 && (host = strstr(out, "\nhost: "))) {
+		host += strlen("\nhost: ");
+		host[strcspn(host, "\r\n")] = 0;
+		host = xstrdup(host);
+	}
+	free(out);
+	return host;
+}
+
+/* A config value as cargo resolves it (files, CARGO_* variables, the
+ * user's --config), through `cargo config get` (unstable: the build sets
+ * RUSTC_BOOTSTRAP=1 anyway). Parsed JSON, or NULL when unset. */
+static struct jv *config_get(const struct cs_options *o, const struct strv *env, const char *key)
+{
+	struct strv argv = {0};
+	strv_push(&argv, cargo_cmd());
+	strv_push(&argv, "-Zunstable-options");
+	strv_push(&argv, "config");
+	strv_push(&argv, "get");
+	strv_push(&argv, "--format");
+	strv_push(&argv, "json-value");
+	for (size_t i = 0; i + 1 < o->cargo_args.n; i++)
+		if (!strcmp(o->cargo_args.v[i], "--config")) {
+			strv_push(&argv, "--config");
+			strv_push(&argv, o->cargo_args.v[i + 1]);
+		}
+	strv_push(&argv, key);
+	char *out = NULL, err[128];
+	struct strv e;
+	env_init(&e);
+	for (size_t i = 0; i < env->n; i++) {
+		char *eq = strchr(env->v[i], '=');
+		if (eq) {
+			*eq = 0;
+			env_set(&e, env->v[i], eq + 1);
+			*eq = '=';
+		}
+	}
+	env_set(&e, "RUSTC_BOOTSTRAP", "1");
+	/* stderr captured too: "not set" is an answer, not the user's concern.
+	 * The value is the last line (after any warning of cargo's). */
+	int rc = spawn_capture(argv.v, e.v, 1, &out);
+	char *last = NULL;
+	if (rc == 0 && out) {
+		size_t n = strlen(out);
+		while (n && out[n - 1] == '\n')
+			out[--n] = 0;
+		last = strrchr(out, '\n');
+		last = last ? last + 1 : out;
+	}
+	struct jv *v = last ? jv_parse(last, err, sizeof(err)) : NULL;
+	free(out);
+	strv_free(&argv);
+	strv_free(&e);
+	return v;
+}
+
+/* The user's config rustflags (target.TRIPLE.rustflags, which cargo takes
+ * over build.rustflags, or build.rustflags; a string or an array) plus the
+ * XRay flag, as CARGO_ENCODED_RUSTFLAGS: a --config array would be dropped
+ * under a per-target value and cannot merge into a string. 1 when set. */
+static int config_rustflags(const struct cs_options *o, struct strv *env)
+{
+	char *triple = build_triple(o), *key = NULL;
+	struct jv *v = NULL;
+	if (triple && asprintf(&key, "target.%s.rustflags", triple) >= 0)
+		v = config_get(o, env, key);
+	if (!v)
+		v = config_get(o, env, "build.rustflags");
+	free(key);
+	free(triple);
+	if (!v)
+		return 0;
+	struct strv flags = {0};
+	if (v->type == JV_ARRAY) {
+		for (size_t i = 0; i < jv_len(v); i++)
+			if (jv_str(jv_at(v, i)))
+				strv_push(&flags, jv_str(jv_at(v, i)));
+	} else if (jv_str(v)) {
+		char *copy = xstrdup(jv_str(v)), *save = NULL;
+		for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
+			strv_push(&flags, t);
+		free(copy);
+	}
+	jv_free(v);
+	strv_push(&flags, XRAY_FLAG);
+	size_t len = 1;
+	for (size_t i = 0; i < flags.n; i++)
+		len += strlen(flags.v[i]) + 1;
+	char *enc = xcalloc(len, 1);
+	for (size_t i = 0; i < flags.n; i++)
+		strcat(strcat(enc, i ? "\x1f" : ""), flags.v[i]);
+	env_set(env, "CARGO_ENCODED_RUSTFLAGS", enc);
+	free(enc);
+	strv_free(&flags);
+	return 1;
+}
+
 /* The cargo command: `bench --no-run`, `test --no-run` or `build`, with the
  * profile, the XRay flag and the selector. */
 static void build_argv(const struct cs_options *o, const struct cs_crate *c, struct strv *env, struct strv *argv)
@@ -433,7 +539,8 @@ static void build_argv(const struct cs_options *o, const struct cs_crate *c, str
 		char *v;
 		if (asprintf(&v, "%s %s", rf, XRAY_FLAG) >= 0)
 			env_set(env, "RUSTFLAGS", v), free(v);
-	} else {
+	} else if (!config_rustflags(o, env)) {
+		/* No rustflags in the config: --config adds the flag. */
 		strv_push(argv, "--config");
 		strv_push(argv, "build.rustflags=[\"" XRAY_FLAG "\"]");
 	}
@@ -613,11 +720,19 @@ static void print_command(const struct strv *env, const struct strv *argv)
 	fprintf(stderr, "cargo-sftrace: building:");
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
 		const char *v = env_get(env, shown[i]);
-		if (v && (getenv(shown[i]) == NULL || strcmp(getenv(shown[i]), v)))
-			fprintf(stderr, " %s='%s'", shown[i], v);
+		if (v && (getenv(shown[i]) == NULL || strcmp(getenv(shown[i]), v))) {
+			/* CARGO_ENCODED_RUSTFLAGS's separator shown as bash reads it. */
+			int us = strchr(v, '\x1f') != NULL;
+			fprintf(stderr, " %s=%s'", shown[i], us ? "$" : "");
+			for (const char *p = v; *p; p++)
+				fputs(*p == '\x1f' ? "\\x1f" : *p == '\'' ? (us ? "\\'" : "'\\''") : (char[2]){*p, 0}, stderr);
+			fputc('\'', stderr);
+		}
 	}
-	for (size_t i = 0; i < argv->n; i++)
-		fprintf(stderr, i == 1 || !strchr(argv->v[i], '"') ? " %s" : " '%s'", i ? argv->v[i] : "cargo");
+	for (size_t i = 0; i < argv->n; i++) {
+		char q[PATH_MAX * 4 + 8];
+		fprintf(stderr, " %s", i ? cs_shq(argv->v[i], q, sizeof(q)) : "cargo");
+	}
 	fputc('\n', stderr);
 }
 

@@ -76,6 +76,9 @@ struct cs_crate {
 void cs_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cs_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* s as a POSIX shell reads it back (bare, or in single quotes), in buf. */
+const char *cs_shq(const char *s, char *buf, size_t len);
+
 /* cargo_build.c. Each returns 0, or prints one line and returns -1. */
 int cs_load_crate(const struct cs_options *o, struct cs_crate *c);
 int cs_build(const struct cs_options *o, struct cs_crate *c);

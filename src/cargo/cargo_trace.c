@@ -176,8 +176,10 @@ static int record_one(const struct cs_options *o, const struct cs_crate *c, cons
 	program_args(o, a, &argv);
 	program_env(c, a, &env);
 	fprintf(stderr, "cargo-sftrace: tracing %s %s:", a->kind, a->target_name);
-	for (size_t i = first_arg - 1; i < argv.n; i++)
-		fprintf(stderr, " %s", argv.v[i]);
+	for (size_t i = first_arg - 1; i < argv.n; i++) {
+		char q[PATH_MAX * 4 + 8];
+		fprintf(stderr, " %s", cs_shq(argv.v[i], q, sizeof(q)));
+	}
 	fputc('\n', stderr);
 	/* Tests and benches run where cargo runs them: the package's directory. */
 	int runs_in_pkg = a->pkg && strcmp(a->kind, "bin") && strcmp(a->kind, "example");
@@ -233,7 +235,7 @@ static int convert_and_report(const char *sftrace, const char *dir)
 
 /* s as a POSIX shell reads it back: bare when it has only safe
  * characters, else in single quotes (a ' as '\''). Into buf. */
-static const char *shq(const char *s, char *buf, size_t len)
+const char *cs_shq(const char *s, char *buf, size_t len)
 {
 	if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == strlen(s)) {
 		snprintf(buf, len, "%s", s);
@@ -258,8 +260,8 @@ static void closing_note(const struct cs_options *o, const struct cs_crate *c, c
 {
 	char q[PATH_MAX * 4 + 8], qpb[PATH_MAX * 4 + 16], pb[PATH_MAX + 16];
 	snprintf(pb, sizeof(pb), "%s/sf.pb.gz", dir);
-	shq(dir, q, sizeof(q));
-	shq(pb, qpb, sizeof(qpb));
+	cs_shq(dir, q, sizeof(q));
+	cs_shq(pb, qpb, sizeof(qpb));
 	printf("\nTrace files are in %s:\n", dir);
 	if (!o->no_convert)
 		printf("  *.log                    the raw logs: sftrace report %s / sftrace replay %s\n"

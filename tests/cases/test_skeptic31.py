@@ -161,7 +161,6 @@ def test_skep31_target_rustflags():
     over build.rustflags, so the --config build.rustflags carrying
     -Zinstrument-xray is dropped; the tests run without sleds and cargo
     sftrace ends with "no log was written" (exit 1), not naming the cause."""
-    raise Skip("known break, issue 31 open: target.<triple>.rustflags in .cargo/config.toml silently drops the XRay flag")
     d = crate("tflags")
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_tflags")
 
@@ -170,7 +169,6 @@ def test_skep31_string_rustflags():
     """build.rustflags written as one string (cargo accepts a string or an
     array): cargo refuses to merge cargo sftrace's --config array into it
     ("failed to merge key `build`"), so the build fails."""
-    raise Skip("known break, issue 31 open: build.rustflags as a string in .cargo/config.toml fails the build (merge error)")
     d = crate("sflags")
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_sflags")
 

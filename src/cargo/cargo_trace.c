@@ -120,11 +120,11 @@ static void program_env(const struct cs_crate *c, const struct cs_artifact *a, s
 		env_set(env, a->pkg->run_env.v[i], a->pkg->run_env.v[i + 1]);
 }
 
-/* Does the bench executable take criterion's --profile-time? Cargo's
- * metadata does not say whether a bench has libtest's harness, which
- * refuses the option ("Unrecognized option"); criterion's argument parser
- * holds the option's name in the executable. */
-static int takes_profile_time(const char *path)
+/* Does the bench executable run libtest's harness? Cargo's metadata does
+ * not say (no `harness` field), and libtest refuses criterion's
+ * --profile-time ("Unrecognized option"); libtest's option table holds
+ * "ensure-time" in the executable's data, stripped or not. */
+static int libtest_harness(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -132,7 +132,7 @@ static int takes_profile_time(const char *path)
 	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
 		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m != MAP_FAILED) {
-			found = memmem(m, (size_t)st.st_size, "profile-time", 12) != NULL;
+			found = memmem(m, (size_t)st.st_size, "ensure-time", 11) != NULL;
 			munmap(m, (size_t)st.st_size);
 		}
 	}
@@ -142,7 +142,8 @@ static int takes_profile_time(const char *path)
 }
 
 /* The program's arguments: the user's after --; a bench's profiling run
- * (criterion's --bench --profile-time 1, libtest's --bench); `test`'s
+ * (--bench --profile-time 1 for a harness = false bench such as
+ * criterion's, --bench alone for libtest's harness); `test`'s
  * filter. */
 static void program_args(const struct cs_options *o, const struct cs_artifact *a, struct strv *argv)
 {
@@ -153,7 +154,7 @@ static void program_args(const struct cs_options *o, const struct cs_artifact *a
 			strv_push(argv, o->prog_args.v[i]);
 	} else if (o->kind == CK_BENCH) {
 		strv_push(argv, "--bench");
-		if (takes_profile_time(a->path)) {
+		if (!libtest_harness(a->path)) {
 			strv_push(argv, "--profile-time");
 			strv_push(argv, "1");
 		}

@@ -392,6 +392,67 @@ static int has_profiling_profile(const struct cs_crate *c)
 
 /* --- the build -------------------------------------------------------- */
 
+static struct jv *config_get(const struct cs_options *o, const struct strv *env, const char *key);
+
+/* The directory of the config file that set env.NAME.value (a relative
+ * value is relative to it: the directory holding .cargo/), from
+ * `--show-origin`'s "KEY = VALUE # FILE". malloc'd, NULL if unknown. */
+static char *env_origin_dir(const char *name)
+{
+	char *key = NULL, *out = NULL, *dir = NULL;
+	if (asprintf(&key, "env.%s.value", name) < 0)
+		return NULL;
+	char *const args[] = {(char *)cargo_cmd(), "-Zunstable-options", "config", "get", "--format", "toml",
+			      "--show-origin", key, NULL};
+	struct strv e;
+	env_init(&e);
+	env_set(&e, "RUSTC_BOOTSTRAP", "1");
+	const char *hash = NULL;
+	if (spawn_capture(args, e.v, 0, &out) == 0 && out && (hash = strstr(out, " # "))) {
+		dir = xstrdup(hash + 3);
+		dir[strcspn(dir, "\n")] = 0;
+		for (int up = 0; up < 2; up++) { /* DIR/.cargo/config.toml -> DIR */
+			char *slash = strrchr(dir, '/');
+			if (slash && slash != dir)
+				*slash = 0;
+		}
+	}
+	free(out);
+	free(key);
+	strv_free(&e);
+	return dir;
+}
+
+/* The config's [env] table (cargo sets it for the programs it runs):
+ * NAME = "v", or NAME = { value = "v", force = true, relative = true }. */
+static void load_config_env(const struct cs_options *o, struct cs_crate *c, const struct strv *env)
+{
+	struct jv *t = config_get(o, env, "env");
+	if (!t || t->type != JV_OBJECT) {
+		jv_free(t);
+		return;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		const char *name = t->keys[i];
+		const struct jv *v = &t->items[i];
+		const char *value = jv_str(v) ? jv_str(v) : jv_str(jv_get(v, "value"));
+		if (!name || !value)
+			continue;
+		char *path = NULL;
+		if (jv_true(jv_get(v, "relative")) && value[0] != '/') {
+			char *dir = env_origin_dir(name);
+			if (dir && asprintf(&path, "%s/%s", dir, value) < 0)
+				path = NULL;
+			free(dir);
+		}
+		strv_push(&c->config_env, name);
+		strv_push(&c->config_env, path ? path : value);
+		strv_push(&c->config_env, jv_true(jv_get(v, "force")) ? "1" : "0");
+		free(path);
+	}
+	jv_free(t);
+}
+
 /* The triple cargo builds for: --target's, else rustc's host. malloc'd. */
 static char *build_triple(const struct cs_options *o)
 {
@@ -745,6 +806,7 @@ int cs_build(const struct cs_options *o, struct cs_crate *c)
 		return -1;
 	}
 	env_set(&env, "CARGO_TARGET_DIR", c->sftrace_dir);
+	load_config_env(o, c, &env);
 	build_argv(o, c, &env, &argv);
 	print_command(&env, &argv);
 	struct build_state st = {.o = o, .c = c};
@@ -771,6 +833,7 @@ void cs_crate_free(struct cs_crate *c)
 		strv_free(&c->pkgs[i].run_env);
 	}
 	strv_free(&c->native_dirs);
+	strv_free(&c->config_env);
 	for (size_t i = 0; i < c->narts; i++) {
 		free(c->arts[i].path);
 		free(c->arts[i].target_name);

@@ -70,6 +70,7 @@ struct cs_crate {
 	struct cs_artifact *arts;
 	size_t narts;
 	struct strv native_dirs; /* build scripts' rustc-link-search dirs inside the target dir */
+	struct strv config_env;  /* NAME, VALUE, "1" if forced, ...: the config's [env] */
 };
 
 /* "cargo-sftrace: error: ..." on stderr, one line. */

@@ -114,6 +114,10 @@ static void program_env(const struct cs_crate *c, const struct cs_artifact *a, s
 		env_set(env, "LD_LIBRARY_PATH", v);
 		free(v);
 	}
+	/* The config's [env]: kept from the environment unless forced. */
+	for (size_t i = 0; i + 2 < c->config_env.n; i += 3)
+		if (!strcmp(c->config_env.v[i + 2], "1") || !env_get(env, c->config_env.v[i]))
+			env_set(env, c->config_env.v[i], c->config_env.v[i + 1]);
 	if (!a->pkg)
 		return;
 	for (size_t i = 0; i + 1 < a->pkg->run_env.n; i += 2)

@@ -150,7 +150,6 @@ def test_skep31_config_env():
     """`cargo test` sets .cargo/config.toml's [env] variables for the tests
     it runs; cargo sftrace test runs the binaries itself without them, so a
     test reading one fails (exit 101) where `cargo test` passes."""
-    raise Skip("known break, issue 31 open: .cargo/config.toml [env] variables are not set for the traced tests")
     d = crate("env")
     eq(cargo_test_rc(d), 0, "plain cargo test passes")
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_env")

@@ -327,8 +327,30 @@ static int print_built(const struct cs_options *o, const struct cs_crate *c)
 	return 0;
 }
 
+static int kind_rank(const char *k)
+{
+	static const char *const order[] = {"lib", "bin", "test", "bench", "example"};
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(k, order[i]))
+			return i;
+	return 5;
+}
+
+/* cargo test's order: by package, then the lib, bins, tests, benches, each
+ * by name (cargo's JSON messages come in the order the builds end). */
+static int cargo_order(const void *pa, const void *pb)
+{
+	const struct cs_artifact *a = pa, *b = pb;
+	int d = strcmp(a->pkg ? a->pkg->name : "", b->pkg ? b->pkg->name : "");
+	if (!d)
+		d = kind_rank(a->kind) - kind_rank(b->kind);
+	return d ? d : strcmp(a->target_name, b->target_name);
+}
+
 int cs_trace(const struct cs_options *o, const struct cs_crate *c)
 {
+	if (o->mode == CS_TEST && c->narts > 1)
+		qsort(c->arts, c->narts, sizeof(*c->arts), cargo_order);
 	if (o->mode == CS_BUILD)
 		return print_built(o, c);
 	char *dir = make_trace_dir(o, c);

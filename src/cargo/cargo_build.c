@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/json_in.h"
@@ -109,6 +110,58 @@ static void list_targets(const struct jv *pkgs, const struct cs_options *o, char
 	}
 }
 
+static void run_env_add(struct cs_package *cp, const char *name, const char *value)
+{
+	strv_push(&cp->run_env, name);
+	strv_push(&cp->run_env, value ? value : "");
+}
+
+/* The variables cargo sets for a test or bench it runs (cargo's documented
+ * run-time environment): the package's metadata, empty when absent. */
+static void package_run_env(const struct jv *p, struct cs_package *cp)
+{
+	static const char *const fields[][2] = {
+		{"CARGO_PKG_DESCRIPTION", "description"}, {"CARGO_PKG_HOMEPAGE", "homepage"},
+		{"CARGO_PKG_REPOSITORY", "repository"},   {"CARGO_PKG_LICENSE", "license"},
+		{"CARGO_PKG_LICENSE_FILE", "license_file"}, {"CARGO_PKG_RUST_VERSION", "rust_version"},
+		{"CARGO_PKG_README", "readme"},
+	};
+	char *dir = xstrdup(cp->manifest_path), *slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = 0;
+	run_env_add(cp, "CARGO_MANIFEST_DIR", dir);
+	run_env_add(cp, "CARGO_MANIFEST_PATH", cp->manifest_path);
+	run_env_add(cp, "CARGO_PKG_NAME", cp->name);
+	run_env_add(cp, "CARGO_PKG_VERSION", cp->version);
+	/* MAJOR.MINOR.PATCH[-PRE][+BUILD] */
+	char *v = xstrdup(cp->version), *pre = strchr(v, '-'), *plus = strchr(v, '+');
+	if (plus)
+		*plus = 0;
+	if (pre)
+		*pre++ = 0;
+	char *minor = strchr(v, '.'), *patch = minor ? strchr(minor + 1, '.') : NULL;
+	if (minor)
+		*minor++ = 0;
+	if (patch)
+		*patch++ = 0;
+	run_env_add(cp, "CARGO_PKG_VERSION_MAJOR", v);
+	run_env_add(cp, "CARGO_PKG_VERSION_MINOR", minor);
+	run_env_add(cp, "CARGO_PKG_VERSION_PATCH", patch);
+	run_env_add(cp, "CARGO_PKG_VERSION_PRE", pre);
+	free(v);
+	char authors[2048] = "";
+	const struct jv *a = jv_get(p, "authors");
+	for (size_t i = 0, used = 0; i < jv_len(a) && used < sizeof(authors); i++) {
+		const char *s = jv_str(jv_at(a, i));
+		int n = snprintf(authors + used, sizeof(authors) - used, "%s%s", i ? ":" : "", s ? s : "");
+		used += n > 0 ? (size_t)n : 0;
+	}
+	run_env_add(cp, "CARGO_PKG_AUTHORS", authors);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		run_env_add(cp, fields[i][0], jv_str(jv_get(p, fields[i][1])));
+	free(dir);
+}
+
 /* The workspace members of a metadata document (the -p one only, if given). */
 static int keep_members(const struct cs_options *o, const struct jv *meta, struct cs_crate *c, struct jv *members)
 {
@@ -126,6 +179,7 @@ static int keep_members(const struct cs_options *o, const struct jv *meta, struc
 		cp->id = xstrdup(id);
 		cp->version = xstrdup(jv_str(jv_get(p, "version")) ? jv_str(jv_get(p, "version")) : "");
 		cp->manifest_path = xstrdup(jv_str(jv_get(p, "manifest_path")) ? jv_str(jv_get(p, "manifest_path")) : "");
+		package_run_env(p, cp);
 		const struct jv *ts = jv_get(p, "targets");
 		for (size_t j = 0; j < jv_len(ts); j++)
 			if (jv_has_str(jv_get(jv_at(ts, j), "kind"), "lib") && jv_true(jv_get(jv_at(ts, j), "doctest")))
@@ -196,7 +250,18 @@ int cs_load_crate(const struct cs_options *o, struct cs_crate *c)
 		return -1;
 	}
 	const char *td = jv_str(jv_get(meta, "target_directory")), *root = jv_str(jv_get(meta, "workspace_root"));
-	c->target_dir = xstrdup(td ? td : "target");
+	if (o->target_dir) {
+		/* Absolute: the traced programs run in their package's directory. */
+		if (mkdir(o->target_dir, 0777) < 0 && errno != EEXIST) {
+			cs_error("--target-dir %s: %s", o->target_dir, strerror(errno));
+			jv_free(meta);
+			free(manifest);
+			return -1;
+		}
+		c->target_dir = realpath(o->target_dir, NULL);
+	}
+	if (!c->target_dir)
+		c->target_dir = xstrdup(td ? td : "target");
 	c->workspace_root = xstrdup(root ? root : ".");
 	if (asprintf(&c->sftrace_dir, "%s/sftrace", c->target_dir) < 0)
 		c->sftrace_dir = NULL;
@@ -262,26 +327,237 @@ static int check_toolchain(struct strv *env)
 	return rc == 0 ? 0 : -1;
 }
 
-/* The crate's own `profiling` profile: a [profile.profiling] table in the
- * workspace's root Cargo.toml (where cargo reads profiles). */
-static int has_profiling_profile(const struct cs_crate *c)
+/* Does this TOML file define a `profiling` profile, however it is
+ * written: a [profile.profiling] table (or a sub-table of it), a
+ * `profiling = {...}` or `profiling.KEY = ...` under [profile], or a
+ * dotted `profile.profiling.KEY` at the top level? */
+static int toml_has_profiling(const char *path)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/Cargo.toml", c->workspace_root);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return 0;
-	char line[1024];
+	char line[1024], table[256] = "";
 	int found = 0;
 	while (!found && fgets(line, sizeof(line), f)) {
 		char *s = line + strspn(line, " \t");
-		found = !strncmp(s, "[profile.profiling]", 19);
+		if (s[0] == '[') {
+			/* The table's name without blanks or quotes: [ profile . "profiling" ] */
+			size_t n = 0;
+			for (char *p = s + 1; *p && *p != ']' && n + 1 < sizeof(table); p++)
+				if (!strchr(" \t\"'", *p))
+					table[n++] = *p;
+			table[n] = 0;
+			found = !strcmp(table, "profile.profiling") || !strncmp(table, "profile.profiling.", 18);
+			continue;
+		}
+		const char *key = !strcmp(table, "profile") ? "profiling" : !table[0] ? "profile.profiling" : NULL;
+		size_t kl = key ? strlen(key) : 0;
+		found = key && !strncmp(s, key, kl) && strchr(" \t=.", s[kl]);
 	}
 	fclose(f);
 	return found;
 }
 
+/* The crate's own `profiling` profile: in the workspace's root Cargo.toml
+ * (where cargo reads profiles) or in a .cargo/config.toml cargo reads
+ * (the working directory and its parents, then CARGO_HOME). */
+static int has_profiling_profile(const struct cs_crate *c)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/Cargo.toml", c->workspace_root);
+	if (toml_has_profiling(path))
+		return 1;
+	char dir[PATH_MAX];
+	if (getcwd(dir, sizeof(dir))) {
+		for (;;) {
+			static const char *const names[] = {"config.toml", "config"};
+			for (size_t i = 0; i < 2; i++) {
+				snprintf(path, sizeof(path), "%s/.cargo/%s", dir, names[i]);
+				if (toml_has_profiling(path))
+					return 1;
+			}
+			char *slash = strrchr(dir, '/');
+			if (!slash || slash == dir)
+				break;
+			*slash = 0;
+		}
+	}
+	const char *home = getenv("CARGO_HOME"), *h = getenv("HOME");
+	if (home && *home)
+		snprintf(path, sizeof(path), "%s/config.toml", home);
+	else
+		snprintf(path, sizeof(path), "%s/.cargo/config.toml", h ? h : "");
+	return toml_has_profiling(path);
+}
+
 /* --- the build -------------------------------------------------------- */
+
+static struct jv *config_get(const struct cs_options *o, const struct strv *env, const char *key);
+
+/* The directory of the config file that set env.NAME.value (a relative
+ * value is relative to it: the directory holding .cargo/), from
+ * `--show-origin`'s "KEY = VALUE # FILE". malloc'd, NULL if unknown. */
+static char *env_origin_dir(const char *name)
+{
+	char *key = NULL, *out = NULL, *dir = NULL;
+	if (asprintf(&key, "env.%s.value", name) < 0)
+		return NULL;
+	char *const args[] = {(char *)cargo_cmd(), "-Zunstable-options", "config", "get", "--format", "toml",
+			      "--show-origin", key, NULL};
+	struct strv e;
+	env_init(&e);
+	env_set(&e, "RUSTC_BOOTSTRAP", "1");
+	const char *hash = NULL;
+	if (spawn_capture(args, e.v, 0, &out) == 0 && out && (hash = strstr(out, " # "))) {
+		dir = xstrdup(hash + 3);
+		dir[strcspn(dir, "\n")] = 0;
+		for (int up = 0; up < 2; up++) { /* DIR/.cargo/config.toml -> DIR */
+			char *slash = strrchr(dir, '/');
+			if (slash && slash != dir)
+				*slash = 0;
+		}
+	}
+	free(out);
+	free(key);
+	strv_free(&e);
+	return dir;
+}
+
+/* The config's [env] table (cargo sets it for the programs it runs):
+ * NAME = "v", or NAME = { value = "v", force = true, relative = true }. */
+static void load_config_env(const struct cs_options *o, struct cs_crate *c, const struct strv *env)
+{
+	struct jv *t = config_get(o, env, "env");
+	if (!t || t->type != JV_OBJECT) {
+		jv_free(t);
+		return;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		const char *name = t->keys[i];
+		const struct jv *v = &t->items[i];
+		const char *value = jv_str(v) ? jv_str(v) : jv_str(jv_get(v, "value"));
+		if (!name || !value)
+			continue;
+		char *path = NULL;
+		if (jv_true(jv_get(v, "relative")) && value[0] != '/') {
+			char *dir = env_origin_dir(name);
+			if (dir && asprintf(&path, "%s/%s", dir, value) < 0)
+				path = NULL;
+			free(dir);
+		}
+		strv_push(&c->config_env, name);
+		strv_push(&c->config_env, path ? path : value);
+		strv_push(&c->config_env, jv_true(jv_get(v, "force")) ? "1" : "0");
+		free(path);
+	}
+	jv_free(t);
+}
+
+/* The triple cargo builds for: --target's, else rustc's host. malloc'd. */
+static char *build_triple(const struct cs_options *o)
+{
+	for (size_t i = 0; i + 1 < o->cargo_args.n; i++)
+		if (!strcmp(o->cargo_args.v[i], "--target"))
+			return xstrdup(o->cargo_args.v[i + 1]);
+	char *const argv[] = {(char *)rustc_cmd(), "-vV", NULL};
+	char *out = NULL, *host = NULL;
+	if (spawn_capture(argv, NULL, 0, &out) == 0 && (host = strstr(out, "\nhost: "))) {
+		host += strlen("\nhost: ");
+		host[strcspn(host, "\r\n")] = 0;
+		host = xstrdup(host);
+	}
+	free(out);
+	return host;
+}
+
+/* A config value as cargo resolves it (files, CARGO_* variables, the
+ * user's --config), through `cargo config get` (unstable: the build sets
+ * RUSTC_BOOTSTRAP=1 anyway). Parsed JSON, or NULL when unset. */
+static struct jv *config_get(const struct cs_options *o, const struct strv *env, const char *key)
+{
+	struct strv argv = {0};
+	strv_push(&argv, cargo_cmd());
+	strv_push(&argv, "-Zunstable-options");
+	strv_push(&argv, "config");
+	strv_push(&argv, "get");
+	strv_push(&argv, "--format");
+	strv_push(&argv, "json-value");
+	for (size_t i = 0; i + 1 < o->cargo_args.n; i++)
+		if (!strcmp(o->cargo_args.v[i], "--config")) {
+			strv_push(&argv, "--config");
+			strv_push(&argv, o->cargo_args.v[i + 1]);
+		}
+	strv_push(&argv, key);
+	char *out = NULL, err[128];
+	struct strv e;
+	env_init(&e);
+	for (size_t i = 0; i < env->n; i++) {
+		char *eq = strchr(env->v[i], '=');
+		if (eq) {
+			*eq = 0;
+			env_set(&e, env->v[i], eq + 1);
+			*eq = '=';
+		}
+	}
+	env_set(&e, "RUSTC_BOOTSTRAP", "1");
+	/* stderr captured too: "not set" is an answer, not the user's concern.
+	 * The value is the last line (after any warning of cargo's). */
+	int rc = spawn_capture(argv.v, e.v, 1, &out);
+	char *last = NULL;
+	if (rc == 0 && out) {
+		size_t n = strlen(out);
+		while (n && out[n - 1] == '\n')
+			out[--n] = 0;
+		last = strrchr(out, '\n');
+		last = last ? last + 1 : out;
+	}
+	struct jv *v = last ? jv_parse(last, err, sizeof(err)) : NULL;
+	free(out);
+	strv_free(&argv);
+	strv_free(&e);
+	return v;
+}
+
+/* The user's config rustflags (target.TRIPLE.rustflags, which cargo takes
+ * over build.rustflags, or build.rustflags; a string or an array) plus the
+ * XRay flag, as CARGO_ENCODED_RUSTFLAGS: a --config array would be dropped
+ * under a per-target value and cannot merge into a string. 1 when set. */
+static int config_rustflags(const struct cs_options *o, struct strv *env)
+{
+	char *triple = build_triple(o), *key = NULL;
+	struct jv *v = NULL;
+	if (triple && asprintf(&key, "target.%s.rustflags", triple) >= 0)
+		v = config_get(o, env, key);
+	if (!v)
+		v = config_get(o, env, "build.rustflags");
+	free(key);
+	free(triple);
+	if (!v)
+		return 0;
+	struct strv flags = {0};
+	if (v->type == JV_ARRAY) {
+		for (size_t i = 0; i < jv_len(v); i++)
+			if (jv_str(jv_at(v, i)))
+				strv_push(&flags, jv_str(jv_at(v, i)));
+	} else if (jv_str(v)) {
+		char *copy = xstrdup(jv_str(v)), *save = NULL;
+		for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
+			strv_push(&flags, t);
+		free(copy);
+	}
+	jv_free(v);
+	strv_push(&flags, XRAY_FLAG);
+	size_t len = 1;
+	for (size_t i = 0; i < flags.n; i++)
+		len += strlen(flags.v[i]) + 1;
+	char *enc = xcalloc(len, 1);
+	for (size_t i = 0; i < flags.n; i++)
+		strcat(strcat(enc, i ? "\x1f" : ""), flags.v[i]);
+	env_set(env, "CARGO_ENCODED_RUSTFLAGS", enc);
+	free(enc);
+	strv_free(&flags);
+	return 1;
+}
 
 /* The cargo command: `bench --no-run`, `test --no-run` or `build`, with the
  * profile, the XRay flag and the selector. */
@@ -324,7 +600,8 @@ static void build_argv(const struct cs_options *o, const struct cs_crate *c, str
 		char *v;
 		if (asprintf(&v, "%s %s", rf, XRAY_FLAG) >= 0)
 			env_set(env, "RUSTFLAGS", v), free(v);
-	} else {
+	} else if (!config_rustflags(o, env)) {
+		/* No rustflags in the config: --config adds the flag. */
 		strv_push(argv, "--config");
 		strv_push(argv, "build.rustflags=[\"" XRAY_FLAG "\"]");
 	}
@@ -408,6 +685,21 @@ static void add_artifact(struct build_state *st, const struct jv *msg)
 		}
 }
 
+/* A build script's rustc-link-search directories inside the target
+ * directory: cargo puts them on LD_LIBRARY_PATH when it runs the tests, so
+ * a .so a -sys crate built into OUT_DIR loads. */
+static void add_native_dirs(struct cs_crate *c, const struct jv *msg)
+{
+	const struct jv *paths = jv_get(msg, "linked_paths");
+	size_t tlen = strlen(c->sftrace_dir);
+	for (size_t i = 0; i < jv_len(paths); i++) {
+		const char *p = jv_str(jv_at(paths, i)), *eq = p ? strchr(p, '=') : NULL;
+		const char *dir = eq && strncmp(p, "/", 1) ? eq + 1 : p;
+		if (dir && !strncmp(dir, c->sftrace_dir, tlen) && dir[tlen] == '/')
+			strv_push(&c->native_dirs, dir);
+	}
+}
+
 static void on_json(void *ctx, char *line)
 {
 	struct build_state *st = ctx;
@@ -421,6 +713,8 @@ static void on_json(void *ctx, char *line)
 	const char *reason = jv_str(jv_get(msg, "reason"));
 	if (reason && !strcmp(reason, "compiler-artifact"))
 		add_artifact(st, msg);
+	else if (reason && !strcmp(reason, "build-script-executed"))
+		add_native_dirs(st->c, msg);
 	jv_free(msg);
 }
 
@@ -487,11 +781,19 @@ static void print_command(const struct strv *env, const struct strv *argv)
 	fprintf(stderr, "cargo-sftrace: building:");
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
 		const char *v = env_get(env, shown[i]);
-		if (v && (getenv(shown[i]) == NULL || strcmp(getenv(shown[i]), v)))
-			fprintf(stderr, " %s='%s'", shown[i], v);
+		if (v && (getenv(shown[i]) == NULL || strcmp(getenv(shown[i]), v))) {
+			/* CARGO_ENCODED_RUSTFLAGS's separator shown as bash reads it. */
+			int us = strchr(v, '\x1f') != NULL;
+			fprintf(stderr, " %s=%s'", shown[i], us ? "$" : "");
+			for (const char *p = v; *p; p++)
+				fputs(*p == '\x1f' ? "\\x1f" : *p == '\'' ? (us ? "\\'" : "'\\''") : (char[2]){*p, 0}, stderr);
+			fputc('\'', stderr);
+		}
 	}
-	for (size_t i = 0; i < argv->n; i++)
-		fprintf(stderr, i == 1 || !strchr(argv->v[i], '"') ? " %s" : " '%s'", i ? argv->v[i] : "cargo");
+	for (size_t i = 0; i < argv->n; i++) {
+		char q[PATH_MAX * 4 + 8];
+		fprintf(stderr, " %s", i ? cs_shq(argv->v[i], q, sizeof(q)) : "cargo");
+	}
 	fputc('\n', stderr);
 }
 
@@ -504,6 +806,7 @@ int cs_build(const struct cs_options *o, struct cs_crate *c)
 		return -1;
 	}
 	env_set(&env, "CARGO_TARGET_DIR", c->sftrace_dir);
+	load_config_env(o, c, &env);
 	build_argv(o, c, &env, &argv);
 	print_command(&env, &argv);
 	struct build_state st = {.o = o, .c = c};
@@ -527,7 +830,10 @@ void cs_crate_free(struct cs_crate *c)
 		free(c->pkgs[i].version);
 		free(c->pkgs[i].manifest_path);
 		free(c->pkgs[i].id);
+		strv_free(&c->pkgs[i].run_env);
 	}
+	strv_free(&c->native_dirs);
+	strv_free(&c->config_env);
 	for (size_t i = 0; i < c->narts; i++) {
 		free(c->arts[i].path);
 		free(c->arts[i].target_name);

@@ -46,7 +46,7 @@ struct opt {
 };
 
 static const struct opt opts[] = {
-	{"--bench", 0, 1, TO_SELF, NULL, "trace a bench target (program arguments default to --bench --profile-time 1)"},
+	{"--bench", 0, 1, TO_SELF, NULL, "trace a bench target (program arguments default to --bench --profile-time 1, or --bench for libtest's harness)"},
 	{"--test", 0, 1, TO_SELF, NULL, "trace an integration test target"},
 	{"--bin", 0, 1, TO_SELF, NULL, "trace a binary target"},
 	{"--example", 0, 1, TO_SELF, NULL, "trace an example target"},
@@ -62,6 +62,13 @@ static const struct opt opts[] = {
 	{"--no-default-features", 0, 0, TO_CARGO, NULL, "cargo"},
 	{"--manifest-path", 0, 1, TO_CARGO, NULL, "cargo: the crate's Cargo.toml"},
 	{"--profile", 0, 1, TO_CARGO, NULL, "cargo: build with this profile (default: profiling if the crate has one)"},
+	{"--release", 0, 0, TO_CARGO, NULL, "cargo: build with the release profile (no line tables unless it has them)"},
+	{"--target-dir", 0, 1, TO_SELF, NULL, "cargo: the target directory (cargo-sftrace builds into DIR/sftrace)"},
+	{"--workspace", 0, 0, TO_CARGO, NULL, "cargo: every workspace member"},
+	{"--exclude", 0, 1, TO_CARGO, NULL, "cargo: with --workspace, leave out a package"},
+	{"--lib", 0, 0, TO_CARGO, NULL, "cargo (test): only the library's unit tests"},
+	{"--tests", 0, 0, TO_CARGO, NULL, "cargo (test): every test target"},
+	{"--no-fail-fast", 0, 0, TO_CARGO, NULL, "cargo (test): run every test binary after a failure"},
 	{"--target", 0, 1, TO_CARGO, NULL, "cargo: the target triple"},
 	{"--jobs", 'j', 1, TO_CARGO, NULL, "cargo"},
 	{"--config", 0, 1, TO_CARGO, NULL, "cargo: KEY=VALUE or a file"},
@@ -106,7 +113,8 @@ static void usage(FILE *out)
 			 opts[i].shrt ? ", " : "  ", opts[i].lng, opts[i].has_arg ? " ARG" : "");
 		fprintf(out, "  %-28s %s\n", left, opts[i].help);
 	}
-	fprintf(out, "\nThe exit status is the traced program's (the first non-zero one of `test`), or 1 on\n"
+	fprintf(out, "\nThe exit status is the traced program's (101 when a test binary of `test` fails, as\n"
+		     "cargo test; it stops at the first unless --no-fail-fast), or 1 on\n"
 		     "an error of cargo-sftrace's own (no Cargo.toml, no such target, a build failure).\n");
 }
 
@@ -161,6 +169,8 @@ static int take_self(struct cs_options *o, const struct opt *op, const char *v)
 		return set_kind(o, CK_CDYLIB, NULL, n);
 	if (!strcmp(n, "--out"))
 		o->out = v;
+	else if (!strcmp(n, "--target-dir"))
+		o->target_dir = v;
 	else if (!strcmp(n, "--trace-dir"))
 		o->trace_dir = v;
 	else if (!strcmp(n, "--no-convert"))
@@ -184,6 +194,10 @@ static void take_passed(struct cs_options *o, const struct opt *op, const char *
 		o->manifest_path = v;
 	else if (!strcmp(op->lng, "--profile"))
 		o->profile = v;
+	else if (!strcmp(op->lng, "--release"))
+		o->profile = "release";
+	else if (!strcmp(op->lng, "--no-fail-fast"))
+		o->no_fail_fast = 1;
 	else if (!strcmp(op->lng, "--package"))
 		o->package = v;
 }

@@ -35,6 +35,8 @@ struct cs_options {
 	const char *package;       /* -p (the user's choice) */
 	const char *trace_dir;     /* --trace-dir */
 	const char *out;           /* build --cdylib --out FILE */
+	const char *target_dir;    /* --target-dir (builds go to DIR/sftrace) */
+	int no_fail_fast;          /* test: run every binary after a failure */
 	int no_convert;
 	int have_prog_args;        /* "--" was given */
 	struct strv cargo_args;    /* passed to cargo build/test/bench */
@@ -45,6 +47,7 @@ struct cs_options {
 /* One package of the workspace (cargo metadata). */
 struct cs_package {
 	char *name, *version, *manifest_path, *id;
+	struct strv run_env; /* NAME, VALUE, ...: what cargo sets when it runs a test or bench */
 };
 
 /* One executable (or cdylib) cargo built. */
@@ -66,11 +69,16 @@ struct cs_crate {
 	int has_lib_doctests; /* a member's lib has doctests (they are not traced) */
 	struct cs_artifact *arts;
 	size_t narts;
+	struct strv native_dirs; /* build scripts' rustc-link-search dirs inside the target dir */
+	struct strv config_env;  /* NAME, VALUE, "1" if forced, ...: the config's [env] */
 };
 
 /* "cargo-sftrace: error: ..." on stderr, one line. */
 void cs_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cs_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* s as a POSIX shell reads it back (bare, or in single quotes), in buf. */
+const char *cs_shq(const char *s, char *buf, size_t len);
 
 /* cargo_build.c. Each returns 0, or prints one line and returns -1. */
 int cs_load_crate(const struct cs_options *o, struct cs_crate *c);

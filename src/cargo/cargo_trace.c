@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,28 +96,60 @@ static char *dir_of(const char *path)
 }
 
 /* What cargo gives a test or a bench it runs: the package's directory as
- * the working directory, and the package's variables. */
-static void program_env(const struct cs_artifact *a, struct strv *env)
+ * the working directory, the package's variables, and the build scripts'
+ * native library directories on LD_LIBRARY_PATH. */
+static void program_env(const struct cs_crate *c, const struct cs_artifact *a, struct strv *env)
 {
 	env_init(env);
+	if (c->native_dirs.n) {
+		const char *old = env_get(env, "LD_LIBRARY_PATH");
+		size_t len = old ? strlen(old) + 1 : 1;
+		for (size_t i = 0; i < c->native_dirs.n; i++)
+			len += strlen(c->native_dirs.v[i]) + 1;
+		char *v = xcalloc(len, 1);
+		for (size_t i = 0; i < c->native_dirs.n; i++)
+			strcat(strcat(v, i ? ":" : ""), c->native_dirs.v[i]);
+		if (old && *old)
+			strcat(strcat(v, ":"), old);
+		env_set(env, "LD_LIBRARY_PATH", v);
+		free(v);
+	}
+	/* The config's [env]: kept from the environment unless forced. */
+	for (size_t i = 0; i + 2 < c->config_env.n; i += 3)
+		if (!strcmp(c->config_env.v[i + 2], "1") || !env_get(env, c->config_env.v[i]))
+			env_set(env, c->config_env.v[i], c->config_env.v[i + 1]);
 	if (!a->pkg)
 		return;
-	char *dir = dir_of(a->pkg->manifest_path);
-	env_set(env, "CARGO_MANIFEST_DIR", dir);
-	env_set(env, "CARGO_PKG_NAME", a->pkg->name);
-	env_set(env, "CARGO_PKG_VERSION", a->pkg->version);
-	char *crate = xstrdup(a->target_name);
-	for (char *p = crate; *p; p++)
-		if (*p == '-')
-			*p = '_';
-	env_set(env, "CARGO_CRATE_NAME", crate);
-	free(crate);
-	free(dir);
+	for (size_t i = 0; i + 1 < a->pkg->run_env.n; i += 2)
+		env_set(env, a->pkg->run_env.v[i], a->pkg->run_env.v[i + 1]);
 }
 
-/* The program's arguments: the user's after --; a bench's profiling run;
- * `test`'s filter. */
-static void program_args(const struct cs_options *o, struct strv *argv)
+/* Does the bench executable run libtest's harness? Cargo's metadata does
+ * not say (no `harness` field), and libtest refuses criterion's
+ * --profile-time ("Unrecognized option"); libtest's option table holds
+ * "ensure-time" in the executable's data, stripped or not. */
+static int libtest_harness(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int found = 0;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			found = memmem(m, (size_t)st.st_size, "ensure-time", 11) != NULL;
+			munmap(m, (size_t)st.st_size);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+/* The program's arguments: the user's after --; a bench's profiling run
+ * (--bench --profile-time 1 for a harness = false bench such as
+ * criterion's, --bench alone for libtest's harness); `test`'s
+ * filter. */
+static void program_args(const struct cs_options *o, const struct cs_artifact *a, struct strv *argv)
 {
 	if (o->mode == CS_TEST && o->test_filter)
 		strv_push(argv, o->test_filter);
@@ -125,13 +158,15 @@ static void program_args(const struct cs_options *o, struct strv *argv)
 			strv_push(argv, o->prog_args.v[i]);
 	} else if (o->kind == CK_BENCH) {
 		strv_push(argv, "--bench");
-		strv_push(argv, "--profile-time");
-		strv_push(argv, "1");
+		if (!libtest_harness(a->path)) {
+			strv_push(argv, "--profile-time");
+			strv_push(argv, "1");
+		}
 	}
 }
 
 /* sftrace record of one artifact; its exit status. */
-static int record_one(const struct cs_options *o, const char *sftrace, const struct cs_artifact *a, const char *log)
+static int record_one(const struct cs_options *o, const struct cs_crate *c, const char *sftrace, const struct cs_artifact *a, const char *log)
 {
 	struct strv argv = {0}, env;
 	strv_push(&argv, sftrace);
@@ -143,11 +178,13 @@ static int record_one(const struct cs_options *o, const char *sftrace, const str
 	strv_push(&argv, "--");
 	strv_push(&argv, a->path);
 	size_t first_arg = argv.n;
-	program_args(o, &argv);
-	program_env(a, &env);
+	program_args(o, a, &argv);
+	program_env(c, a, &env);
 	fprintf(stderr, "cargo-sftrace: tracing %s %s:", a->kind, a->target_name);
-	for (size_t i = first_arg - 1; i < argv.n; i++)
-		fprintf(stderr, " %s", argv.v[i]);
+	for (size_t i = first_arg - 1; i < argv.n; i++) {
+		char q[PATH_MAX * 4 + 8];
+		fprintf(stderr, " %s", cs_shq(argv.v[i], q, sizeof(q)));
+	}
 	fputc('\n', stderr);
 	/* Tests and benches run where cargo runs them: the package's directory. */
 	int runs_in_pkg = a->pkg && strcmp(a->kind, "bin") && strcmp(a->kind, "example");
@@ -201,19 +238,46 @@ static int convert_and_report(const char *sftrace, const char *dir)
 	return 0;
 }
 
+/* s as a POSIX shell reads it back: bare when it has only safe
+ * characters, else in single quotes (a ' as '\''). Into buf. */
+const char *cs_shq(const char *s, char *buf, size_t len)
+{
+	if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == strlen(s)) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	size_t n = 0;
+	buf[n++] = '\'';
+	for (; *s && n + 6 < len; s++) {
+		if (*s == '\'') {
+			memcpy(buf + n, "'\\''", 4);
+			n += 4;
+		} else {
+			buf[n++] = *s;
+		}
+	}
+	buf[n++] = '\'';
+	buf[n] = 0;
+	return buf;
+}
+
 static void closing_note(const struct cs_options *o, const struct cs_crate *c, const char *dir)
 {
+	char q[PATH_MAX * 4 + 8], qpb[PATH_MAX * 4 + 16], pb[PATH_MAX + 16];
+	snprintf(pb, sizeof(pb), "%s/sf.pb.gz", dir);
+	cs_shq(dir, q, sizeof(q));
+	cs_shq(pb, qpb, sizeof(qpb));
 	printf("\nTrace files are in %s:\n", dir);
 	if (!o->no_convert)
 		printf("  *.log                    the raw logs: sftrace report %s / sftrace replay %s\n"
 		       "  sf.pb.gz                 Perfetto: open it in https://ui.perfetto.dev, or for large traces\n"
-		       "                           vizviewer --use_external_processor %s/sf.pb.gz\n"
+		       "                           vizviewer --use_external_processor %s\n"
 		       "  sf.pola, sf.pola.symtab  Parquet: polars  pl.scan_parquet(\"%s/sf.pola\").join(\n"
 		       "                             pl.scan_parquet(\"%s/sf.pola.symtab\"), on=\"func_id\")\n"
 		       "                           DuckDB  SELECT count(*) FROM '%s/sf.pola'\n",
-		       dir, dir, dir, dir, dir, dir);
+		       q, q, qpb, dir, dir, dir);
 	else
-		printf("  *.log  the raw logs: sftrace report %s; sftrace convert %s -o %s/sf.pb.gz\n", dir, dir, dir);
+		printf("  *.log  the raw logs: sftrace report %s; sftrace convert %s -o %s\n", q, q, qpb);
 	for (size_t i = 0; i < c->narts; i++)
 		printf("The %s %s executable is %s\n", c->arts[i].kind, c->arts[i].target_name, c->arts[i].path);
 	if (o->mode == CS_TEST && c->has_lib_doctests)
@@ -263,25 +327,51 @@ static int print_built(const struct cs_options *o, const struct cs_crate *c)
 	return 0;
 }
 
+static int kind_rank(const char *k)
+{
+	static const char *const order[] = {"lib", "bin", "test", "bench", "example"};
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(k, order[i]))
+			return i;
+	return 5;
+}
+
+/* cargo test's order: by package, then the lib, bins, tests, benches, each
+ * by name (cargo's JSON messages come in the order the builds end). */
+static int cargo_order(const void *pa, const void *pb)
+{
+	const struct cs_artifact *a = pa, *b = pb;
+	int d = strcmp(a->pkg ? a->pkg->name : "", b->pkg ? b->pkg->name : "");
+	if (!d)
+		d = kind_rank(a->kind) - kind_rank(b->kind);
+	return d ? d : strcmp(a->target_name, b->target_name);
+}
+
 int cs_trace(const struct cs_options *o, const struct cs_crate *c)
 {
+	if (o->mode == CS_TEST && c->narts > 1)
+		qsort(c->arts, c->narts, sizeof(*c->arts), cargo_order);
 	if (o->mode == CS_BUILD)
 		return print_built(o, c);
 	char *dir = make_trace_dir(o, c);
 	if (!dir)
 		return 1;
 	char *sftrace = sftrace_cmd();
-	int status = 0;
+	int status = 0, failed = 0;
 	for (size_t i = 0; i < c->narts; i++) {
 		char log[PATH_MAX];
 		snprintf(log, sizeof(log), o->mode == CS_TEST ? "%s/%s.log" : "%s/sf.log", dir, c->arts[i].label);
 		if (o->mode != CS_TEST)
 			snprintf(log, sizeof(log), "%s/sf.log", dir);
-		int rc = record_one(o, sftrace, &c->arts[i], log);
+		int rc = record_one(o, c, sftrace, &c->arts[i], log);
 		if (rc != 0) {
 			cs_note("%s %s exited %d", c->arts[i].kind, c->arts[i].target_name, rc);
 			if (!status)
 				status = rc;
+			failed = 1;
+			/* cargo test stops at the first failing binary, and exits 101. */
+			if (o->mode == CS_TEST && !o->no_fail_fast)
+				break;
 		}
 	}
 	if (!has_logs(dir)) {
@@ -294,5 +384,6 @@ int cs_trace(const struct cs_options *o, const struct cs_crate *c)
 	}
 	free(sftrace);
 	free(dir);
-	return status;
+	/* cargo test exits 101 when a test binary fails, however it ended. */
+	return o->mode == CS_TEST && failed ? 101 : status;
 }

@@ -183,6 +183,26 @@ def one_error(p, want):
     eq(p.stderr.rstrip("\n").splitlines()[-1], want, "the cause")
 
 
+def test_cargo_test_env_and_fail_fast():
+    """`cargo sftrace test` as `cargo test`: the config's [env] (a plain
+    value kept from the caller, a forced one replaced, a relative one
+    resolved), binaries in cargo's order (a_env, b_fail, c_after), exit 101
+    at the first failing binary (c_after not run), every binary run with
+    --no-fail-fast."""
+    crate = fixture("envfail")
+    caller = {"PLAIN": "caller", "FORCED": "caller"}
+    p = run_cs(["test", "-r", "^envfail::", "--no-convert"], crate, check_rc=101, extra_env=caller)
+    d = trace_dir(p)
+    eq(logs(d), ["lib-envfail.log", "test-a_env.log", "test-b_fail.log"], "stops after b_fail")
+    eq(calls(os.path.join(d, "test-a_env.log")), {"envfail::walk": 1, "envfail::step": 3}, "a_env ran and passed")
+    eq(calls(os.path.join(d, "test-b_fail.log")), {"envfail::walk": 1, "envfail::step": 2}, "b_fail")
+    check("test a_env exited" not in p.stderr, p.stderr[-2000:])
+    p = run_cs(["test", "-r", "^envfail::", "--no-convert", "--no-fail-fast"], crate, check_rc=101, extra_env=caller)
+    d = trace_dir(p)
+    eq(logs(d), ["lib-envfail.log", "test-a_env.log", "test-b_fail.log", "test-c_after.log"], "--no-fail-fast: every binary")
+    eq(calls(os.path.join(d, "test-c_after.log")), {"envfail::walk": 1, "envfail::step": 1}, "c_after")
+
+
 def test_cargo_errors():
     crate = fixture("twobin")
     empty = tmpdir()

@@ -20,7 +20,6 @@ def test_skep31_profiling_profile_inline():
     sftrace looks for a `[profile.profiling]` line only, misses it and
     builds with its own `sftrace` profile. (The same happens for a
     [profile.profiling] in .cargo/config.toml, which cargo also takes.)"""
-    raise Skip("known break, issue 31 open: a profiling profile written as an inline table is not found (sftrace profile used)")
     d = crate("profile")
     p = run_cs(["test", "--no-convert"], d)
     traced_test_t(p, "skep31_profile")
@@ -34,7 +33,6 @@ def test_skep31_libtest_bench_args():
     `harness = false`): the default program arguments --bench
     --profile-time 1 are criterion's; libtest says "Unrecognized option:
     'profile-time'" and exits 101 where `cargo bench --bench lb` exits 0."""
-    raise Skip("known break, issue 31 open: the default bench arguments --profile-time 1 break libtest-harness benches")
     d = crate("libbench")
     plain = subprocess.run(["cargo", "bench", "--bench", "lb"], capture_output=True, text=True, cwd=d, env=env(),
                            timeout=900)
@@ -51,7 +49,6 @@ def test_skep31_cargo_run_time_env():
     only CARGO_MANIFEST_DIR, CARGO_PKG_NAME, CARGO_PKG_VERSION (and
     CARGO_CRATE_NAME, which cargo does not set at run time), so a test
     reading one fails."""
-    raise Skip("known break, issue 31 open: traced tests miss cargo's run-time CARGO_PKG_* / CARGO_MANIFEST_PATH variables")
     d = crate("pkgenv")
     eq(cargo_test_rc(d), 0, "plain cargo test passes")
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_pkgenv")
@@ -62,7 +59,6 @@ def test_skep31_space_in_path_commands():
     but the closing note's commands (sftrace report DIR, vizviewer ...
     DIR/sf.pb.gz) print DIR unquoted, so pasting one into a shell hands
     sftrace two arguments."""
-    raise Skip("known break, issue 31 open: the closing note's commands do not quote a path with spaces")
     import shlex
     d = sync_tree(os.path.join(ROOT, "tests", "fixtures", "skep31_plain"),
                   os.path.join(BUILD, "cargo", "skep31 space", "plain"))
@@ -154,7 +150,6 @@ def test_skep31_config_env():
     """`cargo test` sets .cargo/config.toml's [env] variables for the tests
     it runs; cargo sftrace test runs the binaries itself without them, so a
     test reading one fails (exit 101) where `cargo test` passes."""
-    raise Skip("known break, issue 31 open: .cargo/config.toml [env] variables are not set for the traced tests")
     d = crate("env")
     eq(cargo_test_rc(d), 0, "plain cargo test passes")
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_env")
@@ -165,7 +160,6 @@ def test_skep31_target_rustflags():
     over build.rustflags, so the --config build.rustflags carrying
     -Zinstrument-xray is dropped; the tests run without sleds and cargo
     sftrace ends with "no log was written" (exit 1), not naming the cause."""
-    raise Skip("known break, issue 31 open: target.<triple>.rustflags in .cargo/config.toml silently drops the XRay flag")
     d = crate("tflags")
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_tflags")
 
@@ -174,7 +168,6 @@ def test_skep31_string_rustflags():
     """build.rustflags written as one string (cargo accepts a string or an
     array): cargo refuses to merge cargo sftrace's --config array into it
     ("failed to merge key `build`"), so the build fails."""
-    raise Skip("known break, issue 31 open: build.rustflags as a string in .cargo/config.toml fails the build (merge error)")
     d = crate("sflags")
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_sflags")
 
@@ -184,7 +177,6 @@ def test_skep31_build_script_dylib():
     it (rustc-link-search=native=OUT_DIR): `cargo test` puts OUT_DIR on
     LD_LIBRARY_PATH; cargo sftrace does not, so the test binary cannot load
     it (exit 127)."""
-    raise Skip("known break, issue 31 open: build scripts' native search paths are not on LD_LIBRARY_PATH for traced tests")
     d = crate("dylib")
     eq(cargo_test_rc(d), 0, "plain cargo test passes")
     traced_test_t(run_cs(["test", "--no-convert"], d), "skep31_dylib")
@@ -193,7 +185,6 @@ def test_skep31_build_script_dylib():
 def test_skep31_abort_exit_status():
     """A test binary killed by a signal (a test calls abort): `cargo test`
     exits 101; cargo sftrace test exits 134, the shell's code for the signal."""
-    raise Skip("known break, issue 31 open: a test binary killed by a signal gives 128+N, not cargo test's 101")
     d = crate("abort")
     want = cargo_test_rc(d)
     eq(want, 101, "plain cargo test")
@@ -206,7 +197,6 @@ def test_skep31_release_and_target_dir():
     both; the usage says [cargo build options]) are refused as unknown
     options. Expected: accepted, the test traced, and --target-dir DIR
     used the way CARGO_TARGET_DIR=DIR is (traces under DIR/sftrace/)."""
-    raise Skip("known break, issue 31 open: --release and --target-dir are refused (unknown option)")
     d = crate("plain")
     traced_test_t(run_cs(["test", "--release", "--no-convert"], d), "skep31_plain")
     t = tmpdir()

@@ -171,14 +171,13 @@ def test_callers_own_call_of_the_tail_callee_is_the_callers():
 
 
 def test_tsv_lists_zero_byte_sites():
-    """FAILS NOW. zeros() calls malloc(0) three times (line 9; each returns
+    """Failed before the fix. zeros() calls malloc(0) three times (line 9; each returns
     a block to free). `memory --format json` lists the site (0 B, 3
     blocks) in sites_by_count, and the summary counts the 3 allocations,
     but `--format tsv` has no `site` row for it: its site rows add up to
     fewer allocations than its own summary. heaptrack_print: "3 calls to
     allocation functions with 0B peak consumption from zeros at
     skep27b_zero.c:9"."""
-    raise Skip("known break, issue 27 open: --format tsv drops sites whose bytes are 0 (malloc(0)); json keeps them")
     exe = build_c("skep27b_zero", ["skep27b_zero.c"], flags=["-fno-builtin"])
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok 1\n", "the program's output")

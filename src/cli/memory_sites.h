@@ -14,7 +14,11 @@
  *     (its definition), since the call inside it left no address;
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
- *   - else the function holding the call site, or its address.
+ *   - else the function holding the call site;
+ *   - else (a call site in an object the log did not record, as libc's
+ *     fopen allocating its FILE) "in a library": the runtime address moves
+ *     with address-space randomization, so it is neither shown nor a key
+ *     (such sites of one function merge, and match across runs in --diff).
  * Rows then merge by function, by function and location (the default), or
  * not at all (by stack: one row per site). A merged row shows the stack of
  * its largest site (by bytes).
@@ -55,6 +59,7 @@ struct ms_row {
 	uint32_t node;        /* the largest site's stack (heap_result.tree) */
 	uint32_t leaf_node;   /* its allocating frame's node (node, or above folded frames) */
 	int tail;             /* reached by a tail call */
+	int outside;          /* the call site is in no recorded object with symbols: addr is not a key */
 	uint64_t allocs, bytes, temporaries;
 	uint64_t peak_bytes, peak_blocks, leak_bytes, leak_blocks;
 	uint64_t top_bytes;   /* the largest site's bytes (which stack is shown) */
@@ -77,8 +82,8 @@ void ms_fold_free(struct ms_fold *f);
 void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t);
 void ms_table_free(struct ms_table *t);
 
-/* "heap.c:14" (the file's basename), "in malloc_wrapper", "0x7f12..." (a
- * site in an object without symbols), or "" for no site. */
+/* "heap.c:14" (the file's basename), "in malloc_wrapper", "in a library"
+ * (a site in an object the log did not record), or "" for no site. */
 void ms_location(const struct heap_result *r, const struct ms_row *row, int basename, char *buf, size_t cap);
 
 /* The allocating function's name (short or full), or "[no traced frame]". */

@@ -69,7 +69,6 @@ def test_diff_of_two_identical_runs_shows_no_changed_site():
     the site twice, +1 / +472 B and -1 / -472 B (issue 27 "What to build"
     5: sites matched by function and line). heaptrack_print names the site
     __fopen_internal at iofopen.c:65, from main at skep27b_libsite.c:7."""
-    raise Skip("known break, issue 27 open: a site inside a shared library is a runtime address; --diff of identical runs shows it as changed")
     exe = build_c("skep27b_libsite", ["skep27b_libsite.c"])
     logs = []
     for _ in range(2):

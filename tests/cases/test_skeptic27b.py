@@ -196,13 +196,29 @@ def test_cxx_containers_folded_at_O0():
     program gives fill_map 4,000/100 and fill_umap 3,424/104 (README: the
     node and bucket allocation of std::map/set and std::unordered_map/set
     are folded into the function they serve)."""
-    raise Skip("known break, issue 27 open: at -O0 std::map/unordered_map node allocations name _Auto_node/_Scoped_node/operator[], not the user's function")
     exe = build_c("skep27b_cont0", ["skep27b_cont0.cc"], flags=["-O0"], compiler="clang++")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok 100 100\n", "the program's output")
     rows = by_function(log)
     eq((rows.get("fill_map(…)"), rows.get("fill_umap(…)")), ((4000, 100, "0"), (3424, 104, "0")),
        "fill_map's and fill_umap's allocations")
+
+
+
+def test_cxx_sequence_containers_folded_at_O0():
+    """Failed before the fix (vector, deque and list members were not in
+    the fold list). fill_vec(), fill_deque() and fill_list() push 100 longs
+    each, built at -O0: every _Vector_base::_M_allocate, _M_realloc_insert,
+    _Deque_base::_M_create_nodes and _List_base::_M_get_node is a traced
+    frame. Rows by function: fill_vec 8 blocks of 8..1,024 B (2,040 B),
+    fill_deque its 64 B map and two 512 B nodes, fill_list 100 nodes of
+    24 B."""
+    exe = build_c("skep27b_seq0", ["skep27b_seq0.cc"], flags=["-O0"], compiler="clang++")
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 100 100 100\n", "the program's output")
+    rows = by_function(log)
+    eq([rows.get(f) for f in ("fill_vec(…)", "fill_deque(…)", "fill_list(…)")],
+       [(2040, 8, "0"), (1088, 3, "0"), (2400, 100, "0")], "the three functions' allocations")
 
 
 if __name__ == "__main__":

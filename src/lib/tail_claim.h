@@ -13,9 +13,14 @@
  *     end returns to P and ends the claim;
  *   - across allocations whose call site lies in the function F jumps to
  *     (decoded from F's code: the jmp after its tail-call sled; make_pair
- *     allocating three blocks), or, when F jumps to another object's
- *     function through the PLT or GOT, in code of objects the log did not
- *     record (libc's strdup);
+ *     allocating three blocks);
+ *   - when F jumps to another object's function through the PLT or GOT
+ *     (dupit's `jmp strdup@plt`), across frees in code of objects the log
+ *     did not record, up to and including the first allocation there only:
+ *     P's own later calls into the same library (asprintf, printf's stdout
+ *     buffer) allocate there too, and nothing in the trace tells them
+ *     apart from the callee's, so the claim takes the one block a libc
+ *     tail callee usually makes and ends;
  *   - across the first allocation, wherever its call site (the callee may
  *     reach the allocator through deeper untraced code);
  *   - until a heap event whose call site lies in P's code (the allocator
@@ -94,15 +99,22 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 	case LS_SITE_IN_CALLEE:
 		c->seen |= alloc;
 		return f;
-	default: /* elsewhere */
-		if (!c->seen) {
-			c->seen = alloc;
-			return f;
-		}
+	case LS_SITE_IN_LIBRARY: /* the first allocation in the library ends the claim */
+		if (c->seen)
+			break;
 		if (alloc)
 			c->tail = 0;
-		return 0;
+		return f;
+	default: /* elsewhere */
+		break;
 	}
+	if (!c->seen) { /* the first allocation, wherever its site */
+		c->seen = alloc;
+		return f;
+	}
+	if (alloc)
+		c->tail = 0;
+	return 0;
 }
 
 #endif

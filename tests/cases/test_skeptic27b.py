@@ -56,7 +56,6 @@ def test_plt_tail_call_to_libc_does_not_keep_claiming_libc_allocations():
     the claim keeps every later allocation whose call site is in libc (an
     object the log did not record) until main ends. heaptrack_print credits
     strdup's 8 B to main:19 via __GI___strdup and asprintf's to main:21."""
-    raise Skip("known break, issue 27 open: after a PLT tail call into libc every later libc-internal allocation of the caller is the tail caller's")
     rows = by_function(chain_log())
     eq(rows.get("dupit"), (8, 1, "1"), "dupit's allocation (strdup, by a tail call)")
 

@@ -42,7 +42,6 @@ def test_tail_call_chain_credits_the_last_tail_caller():
     leaf's, the allocator returns into main after `call mid`, and the rule
     "the call before the site calls F" compares with leaf, not with the
     first function of the chain, so the event is main's."""
-    raise Skip("known break, issue 27 open: a tail-call chain mid->leaf->malloc credits the allocations to the caller, not leaf")
     rows = by_function(chain_log())
     eq(rows.get("leaf"), (804, 4, "1"), "leaf's allocations (by a tail call)")
     eq(rows.get("main", (0, 0, "0"))[:2], (4209, 3), "main's own (asprintf, stdout's buffer)")

@@ -137,7 +137,7 @@ def test_cxx_library_allocations_at_the_users_line():
     with every run). Issue 27: allocator plumbing folded into the function
     it serves, at its line. heaptrack_print: from shared(long) at
     skep27b_cxxlines.cc:10 and from text at skep27b_cxxlines.cc:15."""
-    raise Skip("known break, issue 27 open: make_shared's row is at new_allocator.h, std::string's at a libstdc++ address, not the user's line")
+    raise Skip("known break, issue 27 open: make_shared's row is at new_allocator.h (the inlined plumbing's line), std::string's reads 'in a library' (its site is in libstdc++), not the user's line")
     exe = build_c("skep27b_cxxlines", ["skep27b_cxxlines.cc"], compiler="clang++")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok 7 300\n", "the program's output")

@@ -276,8 +276,16 @@ static void json_row(const struct heap_result *r, const struct ms_row *s, uint64
 	putchar('}');
 }
 
-/* One table: rows sorted by `key`, rows with a nonzero key only. tsv and
- * json have every row; json's `section` names the array. */
+/* Whether a row belongs in a table sorted by `key`: a nonzero key, and
+ * in tsv and json also a site of zero-byte blocks (malloc(0)) in the
+ * by-bytes table, so that its rows add up to the summary's allocations. */
+static int row_listed(const struct ms_row *s, int key, int fmt)
+{
+	return key_of(s) || (key == BY_BYTES && fmt != FMT_TABLE && s->allocs);
+}
+
+/* One table: rows sorted by `key`, rows row_listed() only. tsv and json
+ * have every such row; json's `section` names the array. */
 static void table(const struct heap_result *r, const struct ms_table *t, const struct mem_opts *o, int key,
 		  const char *title, const char *section, int fmt)
 {
@@ -299,8 +307,8 @@ static void table(const struct heap_result *r, const struct ms_table *t, const s
 		       "allocated in  at  ← called from");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct ms_row *s = &t->rows[ix[i]];
-		if (!key_of(s))
-			break;
+		if (!row_listed(s, key, fmt))
+			continue;
 		if (!tsv && o->top && shown == (size_t)o->top) {
 			rest++;
 			continue;

@@ -123,8 +123,12 @@ static int cmp_keyed(const void *pa, const void *pb)
 		if (a->row.line != b->row.line)
 			return a->row.line < b->row.line ? -1 : 1;
 	}
-	/* without a traced frame (or a line), the call site's address tells rows apart */
-	if ((a->row.func == UINT32_MAX || (group_mode == MS_BY_LINE && !a->row.file)) && a->row.addr != b->row.addr)
+	/* without a traced frame (or a line), the call site's address tells rows
+	 * apart, unless it is in an unrecorded object (a runtime address that
+	 * changes from run to run) and a traced function allocated there */
+	if (a->row.outside != b->row.outside)
+		return a->row.outside - b->row.outside;
+	if ((!a->row.outside || a->row.func == UINT32_MAX) && (a->row.func == UINT32_MAX || (group_mode == MS_BY_LINE && !a->row.file)) && a->row.addr != b->row.addr)
 		return a->row.addr < b->row.addr ? -1 : 1;
 	return 0;
 }
@@ -155,6 +159,7 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 			ls_tail_line(p->syms, row->func, &row->file, &row->line);
 	} else if (!ls_site_line(p->syms, s->addr, &row->file, &row->line)) {
 		row->file = NULL;
+		row->outside = s->addr && !in;
 	}
 }
 
@@ -215,6 +220,8 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 		snprintf(buf, cap, "%s:%" PRIu32, basename && slash ? slash + 1 : f, row->line);
 	} else if (row->addr && (in = ls_lookup_addr(r->proc->syms, row->addr, &vaddr))) {
 		snprintf(buf, cap, "in %s", in->name);
+	} else if (row->addr && row->outside) {
+		snprintf(buf, cap, "in a library");
 	} else if (row->addr) {
 		snprintf(buf, cap, "0x%" PRIx64, row->addr);
 	} else {

@@ -14,7 +14,11 @@
  *     (its definition), since the call inside it left no address;
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
- *   - else the function holding the call site, or its address.
+ *   - else the function holding the call site;
+ *   - else (a call site in an object the log did not record, as libc's
+ *     fopen allocating its FILE) "in a library": the runtime address moves
+ *     with address-space randomization, so it is neither shown nor a key
+ *     (such sites of one function merge, and match across runs in --diff).
  * Rows then merge by function, by function and location (the default), or
  * not at all (by stack: one row per site). A merged row shows the stack of
  * its largest site (by bytes).
@@ -33,17 +37,27 @@
  * shims, std::alloc:: and core::alloc::, hashbrown (std's HashMap and
  * HashSet: table growth and the map methods that grow it) and
  * std::collections::hash::; C++'s operator new/new[], std::allocator
- * machinery, and the node and bucket allocation of std::map/set
- * (_Rb_tree) and std::unordered_map/set (_Hashtable; `(.* )?`: a template
- * function's demangled name starts with its return type). The man page
- * and README list the same. */
+ * machinery, libstdc++'s container internals whole (_Rb_tree, _Hashtable,
+ * std::__detail::, _Vector_base, _Deque_base, _List_base, _Fwd_list_base;
+ * at -O0 every member is a traced frame, as _Rb_tree's _Auto_node), the
+ * growing members of the standard containers and strings (_M_*,
+ * operator[], push_back, emplace*, insert, try_emplace, reserve, resize,
+ * assign, append, operator= and the constructors),
+ * and shared_ptr's (__shared_count, __shared_ptr, _Sp_*, __allocated_ptr,
+ * make_shared, allocate_shared). `(.* )?`: a template function's
+ * demangled name starts with its return type. The man page and README
+ * list the same. */
 #define MEMORY_FOLD_DEFAULT                                                                            \
 	"^<?alloc::|^(__rustc::)?__rust_(alloc|alloc_zeroed|realloc|dealloc)$|^(__rustc::)?__r[dg]l_|"   \
 	"^<?(std|core)::alloc::|^<?hashbrown::|^<?std::collections::hash::|^operator new|"              \
 	"^std::allocator|^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits|"        \
-	"^(.* )?std::_Rb_tree<.*>::_M_(emplace|insert|create_node|get_node|copy|clone_node)|"            \
-	"^(.* )?std::_Hashtable<.*>::_M_(rehash|emplace|insert|allocate)|"                              \
-	"^(.* )?std::__detail::_(Hashtable_alloc|Map_base|Insert)"
+	"^(.* )?std::(__cxx11::)?(_Rb_tree|_Hashtable|_Vector_base|_Deque_base|_List_base|"             \
+	"_Fwd_list_base|__shared_count|__shared_ptr|_Sp_\\w+|__allocated_ptr)<|"                       \
+	"^(.* )?std::__detail::|^(.* )?std::(__make_shared|make_shared|allocate_shared|__allocate_shared)<|" \
+	"^(.* )?std::(__cxx11::)?(vector|deque|list|forward_list|(unordered_)?(multi)?(map|set)|"        \
+	"basic_string)<.*>::(_M_\\w+|operator\\[\\]|push_back|push_front|emplace(_back|_front|_hint)?|" \
+	"insert|try_emplace|reserve|resize|assign|append|operator=|"                                     \
+	"vector|deque|list|forward_list|(unordered_)?(multi)?(map|set)|basic_string)[<(]"
 
 enum { MS_BY_FUNCTION, MS_BY_LINE, MS_BY_STACK };
 
@@ -55,6 +69,7 @@ struct ms_row {
 	uint32_t node;        /* the largest site's stack (heap_result.tree) */
 	uint32_t leaf_node;   /* its allocating frame's node (node, or above folded frames) */
 	int tail;             /* reached by a tail call */
+	int outside;          /* the call site is in no recorded object with symbols: addr is not a key */
 	uint64_t allocs, bytes, temporaries;
 	uint64_t peak_bytes, peak_blocks, leak_bytes, leak_blocks;
 	uint64_t top_bytes;   /* the largest site's bytes (which stack is shown) */
@@ -77,8 +92,8 @@ void ms_fold_free(struct ms_fold *f);
 void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t);
 void ms_table_free(struct ms_table *t);
 
-/* "heap.c:14" (the file's basename), "in malloc_wrapper", "0x7f12..." (a
- * site in an object without symbols), or "" for no site. */
+/* "heap.c:14" (the file's basename), "in malloc_wrapper", "in a library"
+ * (a site in an object the log did not record), or "" for no site. */
 void ms_location(const struct heap_result *r, const struct ms_row *row, int basename, char *buf, size_t cap);
 
 /* The allocating function's name (short or full), or "[no traced frame]". */

@@ -306,16 +306,16 @@ static const struct ls_targets *tail_targets(struct log_symbols *ls, uint32_t ta
 	return &ls->targets[ls->ntargets++];
 }
 
-/* A site outside the caller's code: in the function F jumps to, or (F
- * jumps through the PLT or GOT to another object's function) in code of an
- * object the log did not record (libc's strdup)? */
+/* A site outside the caller's code: in the function F jumps to (1), or
+ * (F jumps through the PLT or GOT to another object's function) in code of
+ * an object the log did not record (2: libc's strdup)? 0: neither. */
 static int in_callee(struct log_symbols *ls, size_t oi, const char *site_fn, uint32_t tailer)
 {
 	const struct ls_targets *x = tail_targets(ls, tailer);
 	for (size_t i = 0; i < x->n; i++) {
 		if (x->t[i].name) {
 			if (!site_fn)
-				return 1;
+				return 2;
 		} else if (site_fn && oi == x->obj && sym_lookup(ls->objs[oi].sym, x->t[i].vaddr)->mangled == site_fn) {
 			return 1;
 		}
@@ -372,7 +372,11 @@ static int tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uin
 	uint64_t sv = site - sobj->load_bias;
 	const char *in = sym_lookup(so, sv - 1)->mangled; /* the call instruction's function; NULL: no recorded object's */
 	if (lr_func(ls->log, caller, &cobj, &cvaddr) < 0 || cobj != sobj || !in || in != sym_lookup(so, cvaddr)->mangled)
-		return in_callee(ls, oi, in, tailer) ? LS_SITE_IN_CALLEE : LS_SITE_ELSEWHERE;
+		switch (in_callee(ls, oi, in, tailer)) {
+		case 1: return LS_SITE_IN_CALLEE;
+		case 2: return LS_SITE_IN_LIBRARY;
+		default: return LS_SITE_ELSEWHERE;
+		}
 	const char *name = NULL;
 	int k = sym_call_target(so, sv, &target, &name);
 	if (!k || lr_func(ls->log, tailer, &tobj, &tvaddr) < 0)

@@ -65,17 +65,17 @@ int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint3
  *   LS_SITE_CALLER_OWN    in caller's code, at a call of another function
  *                         (caller called the allocator itself);
  *   LS_SITE_IN_CALLEE     in the function tailer jumps to (decoded from
- *                         tailer's code: the jmp after its tail-call sled),
- *                         or, when tailer jumps through the PLT or GOT to
- *                         another object, in code of an object the log did
- *                         not record (libc's strdup);
+ *                         tailer's code: the jmp after its tail-call sled);
+ *   LS_SITE_IN_LIBRARY    tailer jumps through the PLT or GOT to another
+ *                         object, and the site is in code of an object the
+ *                         log did not record (libc's strdup);
  *   LS_SITE_ELSEWHERE     elsewhere;
  *   LS_SITE_UNKNOWN       no object with symbols to tell.
  * A site of 0 (the setup ABI's events have none) is LS_SITE_CALLS_TAILER.
  * Memoized per site. */
 enum {
 	LS_SITE_ELSEWHERE = 0, LS_SITE_CALLS_TAILER = 1, LS_SITE_CALLER_OWN = 2, LS_SITE_UNKNOWN = 3,
-	LS_SITE_IN_CALLEE = 4,
+	LS_SITE_IN_CALLEE = 4, LS_SITE_IN_LIBRARY = 5,
 };
 int ls_tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_t tailer);
 

@@ -13,9 +13,14 @@
  *     end returns to P and ends the claim;
  *   - across allocations whose call site lies in the function F jumps to
  *     (decoded from F's code: the jmp after its tail-call sled; make_pair
- *     allocating three blocks), or, when F jumps to another object's
- *     function through the PLT or GOT, in code of objects the log did not
- *     record (libc's strdup);
+ *     allocating three blocks);
+ *   - when F jumps to another object's function through the PLT or GOT
+ *     (dupit's `jmp strdup@plt`), across frees in code of objects the log
+ *     did not record, up to and including the first allocation there only:
+ *     P's own later calls into the same library (asprintf, printf's stdout
+ *     buffer) allocate there too, and nothing in the trace tells them
+ *     apart from the callee's, so the claim takes the one block a libc
+ *     tail callee usually makes and ends;
  *   - across the first allocation, wherever its call site (the callee may
  *     reach the allocator through deeper untraced code);
  *   - until a heap event whose call site lies in P's code (the allocator
@@ -28,7 +33,10 @@
  *     setup-ABI realloc, which passes the claim on to its allocation half;
  *   - until a later allocation elsewhere (P called other untraced code that
  *     allocates, e.g. puts' buffer): P's, and the claim ends;
- *   - until P's frame ends, or another tail call replaces the claim.
+ *   - until P's frame ends, or another tail call replaces the claim. A tail
+ *     call by F's traced tail callee G (mid -> leaf -> malloc) replaces it
+ *     with G's and keeps the chain's head F: an allocation returning to P
+ *     at P's call of F is then G's, the last tail caller's.
  * Per thread: two ids, two function ids and a flag; the call-site test
  * runs only for heap events at P's level during a claim, memoized per
  * site. */
@@ -47,6 +55,7 @@ struct tail_claim {
 	uint64_t tail;         /* F's frame (node or frame id); 0: no claim */
 	uint64_t caller;       /* P's frame, where F's tail call returned */
 	uint32_t tail_func, caller_func;
+	uint32_t head_func;    /* the chain's first tail caller (mid in mid -> leaf -> malloc), else tail_func */
 	uint64_t callee;       /* the traced tail callee's frame, once open (0: none) */
 	int seen;              /* an allocation was claimed */
 };
@@ -65,9 +74,13 @@ static inline void tc_frame_begin(struct tail_claim *c, const struct trace_proc 
 static inline void tc_frame_end(struct tail_claim *c, const struct fr_frame *f, uint64_t id, uint64_t parent,
 				uint32_t parent_func)
 {
-	if (f->end_kind == FR_END_TAIL)
-		*c = (struct tail_claim){.tail = id, .caller = parent, .tail_func = f->func_id, .caller_func = parent_func};
-	else if (c->tail && (id == c->caller || id == c->callee))
+	if (f->end_kind == FR_END_TAIL) {
+		/* F is the traced tail callee of the claim's tail caller: a chain,
+		 * whose allocator still returns to P after P's call of its head */
+		uint32_t head = c->tail && c->callee == id ? c->head_func : f->func_id;
+		*c = (struct tail_claim){.tail = id, .caller = parent, .tail_func = f->func_id, .caller_func = parent_func,
+					 .head_func = head};
+	} else if (c->tail && (id == c->caller || id == c->callee))
 		c->tail = 0;
 }
 
@@ -82,7 +95,11 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 	if (!c->tail || cur != c->caller || !(alloc || free_))
 		return 0;
 	uint64_t f = c->tail;
-	switch (p->syms ? ls_tail_site(p->syms, ev->site, c->caller_func, c->tail_func) : LS_SITE_UNKNOWN) {
+	int where = p->syms ? ls_tail_site(p->syms, ev->site, c->caller_func, c->tail_func) : LS_SITE_UNKNOWN;
+	if (where == LS_SITE_CALLER_OWN && c->head_func != c->tail_func &&
+	    ls_tail_site(p->syms, ev->site, c->caller_func, c->head_func) == LS_SITE_CALLS_TAILER)
+		where = LS_SITE_CALLS_TAILER; /* P's call of the chain's head: the last tail caller's */
+	switch (where) {
 	case LS_SITE_CALLER_OWN:
 		f = 0;
 		/* fallthrough */
@@ -94,15 +111,22 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 	case LS_SITE_IN_CALLEE:
 		c->seen |= alloc;
 		return f;
-	default: /* elsewhere */
-		if (!c->seen) {
-			c->seen = alloc;
-			return f;
-		}
+	case LS_SITE_IN_LIBRARY: /* the first allocation in the library ends the claim */
+		if (c->seen)
+			break;
 		if (alloc)
 			c->tail = 0;
-		return 0;
+		return f;
+	default: /* elsewhere */
+		break;
 	}
+	if (!c->seen) { /* the first allocation, wherever its site */
+		c->seen = alloc;
+		return f;
+	}
+	if (alloc)
+		c->tail = 0;
+	return 0;
 }
 
 #endif

@@ -53,7 +53,7 @@ def by_func(rows, section, func):
 
 def foreign(rows, section):
     """Bytes of rows whose call site is outside the executable (libc's own, e.g. pthread_create)."""
-    return sum(r[2] for r in rows if r[0] == section and re.match(r"0x[0-9a-f]+$", r[5]))
+    return sum(r[2] for r in rows if r[0] == section and (r[5] == "in a library" or re.match(r"0x[0-9a-f]+$", r[5])))
 
 
 def test_heap_pattern_sites_and_totals():

@@ -174,6 +174,8 @@ void input_opts_usage(FILE *out, int symbol_char)
 		"                         everything they call (repeatable)\n"
 		"  -N, --notrace REGEX    drop calls of functions whose name REGEX finds, and\n"
 		"                         everything they call (repeatable)\n"
+		"                         (-F/-N NAME with no regex metacharacter: that name,\n"
+		"                         whole, as uftrace; '^NAME' for every name starting so)\n"
 		"      --tid LIST         keep these threads (comma-separated tids)\n"
 		"      --time START..END  keep this window, from the trace start (units ns, us,\n"
 		"                         ms, s; either side may be empty): calls open at an\n"

@@ -253,14 +253,30 @@ static int load_filter(struct trace_input *in)
 	return 0;
 }
 
+/* A pattern with no regex metacharacter is a name, taken whole as uftrace
+ * takes it: `-F parse` is parse, not parse_all. The name may leave out its
+ * parameter list (C++'s "ns::f(int)", short style "ns::f(…)"). */
+static void add_func_pattern(struct nm_patterns *ps, const char *text, const char *origin)
+{
+	if (text[strcspn(text, "\\^$.|?*+()[]{}")]) {
+		nm_add(ps, text, origin);
+		return;
+	}
+	size_t n = strlen(text) + sizeof("^\\Q\\E(\\(.*\\))?$");
+	char *exact = xmalloc(n);
+	snprintf(exact, n, "^\\Q%s\\E(\\(.*\\))?$", text);
+	nm_add(ps, exact, origin);
+	free(exact);
+}
+
 /* -F/-N REGEX: compiled once; a bad one is named. */
 static int compile_func_regexes(struct trace_input *in)
 {
 	const struct trace_cut_options *c = &in->opt.cut;
 	for (size_t i = 0; i < c->nonly_funcs; i++)
-		nm_add(&in->only, c->only_funcs[i], "-F");
+		add_func_pattern(&in->only, c->only_funcs[i], "-F");
 	for (size_t i = 0; i < c->nnotrace_funcs; i++)
-		nm_add(&in->notrace, c->notrace_funcs[i], "-N");
+		add_func_pattern(&in->notrace, c->notrace_funcs[i], "-N");
 	return nm_compile(&in->only) < 0 || nm_compile(&in->notrace) < 0 ? -1 : 0;
 }
 

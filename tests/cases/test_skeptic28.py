@@ -80,7 +80,6 @@ def test_uftrace_corpus_filter_cases():
     "bar2$"`) expects bar { bar1(); }: uftrace applies the later option to
     a function both select, so bar2 is dropped; sftrace keeps bar2 and bar3
     under bar1."""
-    raise Skip("known break, issue 28 open: uftrace corpus t004/t034 (-F/-N) differ")
     abc = build_c("skep28_abc", ["skep28_abc.c"], flags=["-O0"])
     _, log = record([abc], args=["-q"])
     got = run([SFTRACE, "replay", "--no-pager", "-q", "-f", "none", "-F", "a", log]).stdout.splitlines()

@@ -188,7 +188,8 @@ void input_opts_usage(FILE *out, int symbol_char)
 		"                         edge are cut there and counted\n"
 		"      --min-duration DUR drop calls shorter than DUR (e.g. 50us)\n"
 		"      --max-depth N      keep calls with fewer than N kept callers (1: each\n"
-		"                         thread's outermost calls)\n");
+		"                         thread's outermost calls; with -F, counted from each\n"
+		"                         call -F finds, nested ones included, as uftrace)\n");
 }
 
 struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int argc, char **argv, int first,

@@ -181,7 +181,9 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		       "report, replay and graph take it off)\n", "tracer cost", i->cost_parent_ns, i->cost_child_ns);
 	else
 		printf(KEY "not measured (times are read as recorded)\n", "tracer cost");
-	printf(KEY "%s\n", "exit state", state_name(i->state));
+	/* A cut log's header still says how the run began, not how it ended. */
+	printf(KEY "%s%s\n", "exit state", state_name(i->state),
+	       lr_truncated(p->log) ? " (log truncated: the file ends inside a chunk)" : "");
 	printf(KEY "%" PRIu64 " of %" PRIu64 "%s\n", "sleds patched", patched, total_sleds,
 	       patched < total_sleds ? " (a filter, or objects loaded late)" : "");
 	if (i->ring_bytes)
@@ -258,6 +260,7 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	json_kv_str("machine", machine_name(i->machine));
 	json_kv_str("clock", clock_name(i));
 	json_kv_str("exit_state", state_name(i->state));
+	printf("\"truncated\":%s,", lr_truncated(p->log) ? "true" : "false");
 	if (i->cost_known)
 		printf("\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f},", i->cost_parent_ns, i->cost_child_ns);
 	else

@@ -289,7 +289,6 @@ def test_info_pre_exec_image_is_not_running():
     """FAILS NOW. A child that forks, calls child_work and then execs: the
     log of its pre-exec image says exit state `running, or died without its
     exit hooks`, though the same pid's next log shows it went on (exec)."""
-    raise Skip("known break, issue 28 open: info says a process that exec'd is 'running, or died'")
     exe = build_c("skep28_forkexec", ["skep28_forkexec.c"])
     d = tmpdir()
     record([exe], out=os.path.join(d, "sf.log"), args=["-q"])

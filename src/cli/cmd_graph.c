@@ -20,14 +20,17 @@
  * One streaming pass: a stack per thread (the graph node of each open
  * frame); memory is the distinct call paths under FUNC, never events.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "format/sflog.h"
 #include "cli/input_opts.h"
 #include "lib/demangle.h"
 #include "lib/hashmap.h"
@@ -168,7 +171,52 @@ static uint32_t child_of(struct graph *g, uint32_t parent, uint32_t func_id)
 	return (uint32_t)*slot;
 }
 
-/* FUNC by the name outputs show, or by its full name. */
+/* `name` is FUNC: the same text, or FUNC followed by the name's parameter
+ * list (C++'s "app::f(int)", short style "app::f(…)"), which a person
+ * leaves out as -F's regexes let them. */
+static int name_is(const char *name, const char *func)
+{
+	size_t n = strlen(func);
+	return name && !strncmp(name, func, n) && (!name[n] || (name[n] == '(' && name[strlen(name) - 1] == ')'));
+}
+
+struct alias_match {
+	const char *func;
+	char *hit; /* the alias's full name (demangled, else raw) */
+};
+
+/* One of the function's other names (identical code folding), full, raw or
+ * in report's short style. */
+static void alias_matches(void *ctx, const char *mangled, const char *demangled)
+{
+	struct alias_match *a = ctx;
+	const char *name = demangled ? demangled : mangled;
+	if (a->hit || !name)
+		return;
+	char *s = sf_short_name(name, mangled);
+	if (name_is(name, a->func) || name_is(mangled, a->func) || name_is(s, a->func))
+		a->hit = xstrdup(name);
+	free(s);
+}
+
+/* FUNC by the name outputs show, by its full name, or by one of its aliases
+ * as -F takes them: then the alias names the function in the graph. The
+ * alias is tried first, so that the name is chosen before any output
+ * builds it. */
+static int func_matches(struct graph *g, uint32_t func_id)
+{
+	/* The lookup loads the object's symbols, which ls_aliases reads. */
+	const struct sym_info *si = trace_symbol(g->proc, func_id);
+	struct alias_match a = {g->func, NULL};
+	ls_aliases(g->proc->syms, func_id, alias_matches, &a);
+	if (a.hit) {
+		ls_prefer_name(g->proc->syms, func_id, a.hit);
+		free(a.hit);
+		return 1;
+	}
+	return name_is(trace_name(g->proc, func_id), g->func) || name_is(si->name, g->func);
+}
+
 static int is_target(struct graph *g, uint32_t func_id)
 {
 	if (!g->func)
@@ -180,8 +228,7 @@ static int is_target(struct graph *g, uint32_t func_id)
 		g->nfuncs = n;
 	}
 	if (g->is_target[func_id] < 0)
-		g->is_target[func_id] = !strcmp(trace_name(g->proc, func_id), g->func) ||
-					!strcmp(trace_symbol(g->proc, func_id)->name, g->func);
+		g->is_target[func_id] = (int8_t)func_matches(g, func_id);
 	return g->is_target[func_id];
 }
 
@@ -462,8 +509,9 @@ static void usage(FILE *out)
 		"calls, with hits and time, then the call graph under FUNC: every call made\n"
 		"inside them, merged by call path, as TOTAL TIME : (CALLS) name; a single\n"
 		"path stays flat, branches are drawn with +- and |. Without FUNC, the whole\n"
-		"process's graph: its threads' outermost calls under the process. FUNC is\n"
-		"taken as a name when it is not a log file or a directory.\n"
+		"process's graph: its threads' outermost calls under the process. Of\n"
+		"several operands the first is FUNC unless it is an sftrace log file\n"
+		"(a directory of logs is named alone, or after FUNC).\n"
 		"\n"
 		"options:\n"
 		"      --depth N          show N levels under the graph's root\n"
@@ -473,10 +521,26 @@ static void usage(FILE *out)
 	input_opts_usage(out, 's');
 }
 
-/* FUNC is the first operand when it names no file (a log or a directory). */
+/* A regular file that starts with an sftrace log's magic (a FIFO is not
+ * opened for reading: it would block). */
+static int is_sftrace_log(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	uint64_t magic = 0;
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, &magic, sizeof(magic)) : 0;
+	close(fd);
+	return n == (ssize_t)sizeof(magic) && magic == SF_MAGIC;
+}
+
+/* A lone operand is the log (or directory). Of several, the first is FUNC
+ * unless it is an sftrace log file: a binary or a source directory named
+ * like the function, beside the log, is not taken for a log. */
 static const char *take_func(int argc, char **argv, int *first)
 {
-	if (*first + 1 >= argc || access(argv[*first], F_OK) == 0)
+	if (*first + 1 >= argc || is_sftrace_log(argv[*first]))
 		return NULL;
 	return argv[(*first)++];
 }
@@ -535,7 +599,9 @@ int cmd_graph(int argc, char **argv)
 			rc = 1;
 		}
 	}
-	trace_report_repairs(in);
+	/* An error is its one line: no repairs notice after it. */
+	if (rc == 0)
+		trace_report_repairs(in);
 	graph_reset(&g, NULL);
 	free(g.nodes);
 	trace_close(in);

@@ -34,6 +34,7 @@ struct proc_count {
 struct info {
 	struct proc_count *count; /* by process index */
 	int json;
+	const struct trace_input *in;
 };
 
 static int on_begin(void *ctx, const struct fr_frame *f)
@@ -65,6 +66,19 @@ static const char *state_name(uint32_t s)
 {
 	return s == SF_STATE_EXITED ? "exited" : s == SF_STATE_RUNNING ? "running, or died without its exit hooks"
 								       : "unknown";
+}
+
+/* An image whose exit hooks never ran, with a later log of the same pid
+ * among those read, went on as that log's image: it exec'd. */
+static const char *exit_state(const struct info *inf, const struct trace_proc *p)
+{
+	if (p->info->state == SF_STATE_RUNNING)
+		for (size_t k = 0; k < trace_nprocs(inf->in); k++) {
+			const struct trace_proc *q = trace_proc_at(inf->in, k);
+			if (q->index > p->index && q->info->pid == p->info->pid)
+				return "exec'd (the same pid's next log is its new image)";
+		}
+	return state_name(p->info->state);
 }
 
 static const char *machine_name(uint32_t m)
@@ -181,7 +195,9 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		       "report, replay and graph take it off)\n", "tracer cost", i->cost_parent_ns, i->cost_child_ns);
 	else
 		printf(KEY "not measured (times are read as recorded)\n", "tracer cost");
-	printf(KEY "%s\n", "exit state", state_name(i->state));
+	/* A cut log's header still says how the run began, not how it ended. */
+	printf(KEY "%s%s\n", "exit state", exit_state(inf, p),
+	       lr_truncated(p->log) ? " (log truncated: the file ends inside a chunk)" : "");
 	printf(KEY "%" PRIu64 " of %" PRIu64 "%s\n", "sleds patched", patched, total_sleds,
 	       patched < total_sleds ? " (a filter, or objects loaded late)" : "");
 	if (i->ring_bytes)
@@ -257,7 +273,8 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	json_kv_str("started", start);
 	json_kv_str("machine", machine_name(i->machine));
 	json_kv_str("clock", clock_name(i));
-	json_kv_str("exit_state", state_name(i->state));
+	json_kv_str("exit_state", exit_state(inf, p));
+	printf("\"truncated\":%s,", lr_truncated(p->log) ? "true" : "false");
 	if (i->cost_known)
 		printf("\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f},", i->cost_parent_ns, i->cost_child_ns);
 	else
@@ -351,6 +368,7 @@ int cmd_info(int argc, char **argv)
 	}
 	size_t n = trace_nprocs(in);
 	inf.count = xcalloc(n + 1, sizeof(*inf.count));
+	inf.in = in;
 	struct trace_sink sink = {.ctx = &inf, .frame_begin = on_begin, .frame_end = on_end, .alloc_event = on_alloc};
 	if (trace_run(in, &sink) == 0) {
 		if (inf.json)

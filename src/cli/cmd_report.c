@@ -45,6 +45,7 @@ struct report {
 	int scoped;       /* 0 merged, 1 per process, 2 per thread */
 	int width;        /* terminal columns, 0: do not truncate */
 	int by_name;      /* functions that share a (short) name share a row */
+	int srcline;      /* --srcline: each function's file:line after its name */
 };
 
 /* ---- sorting ---- */
@@ -110,6 +111,18 @@ static void nth_row_cells(const void *rows, size_t i, char (*out)[32])
 	row_cells((const struct fs_row *)rows + i, out);
 }
 
+/* --srcline: "  file:line" from the DWARF of the row's function (its first
+ * one when functions share a row by name); nothing when DWARF has none. */
+static void put_srcline(const struct report *r, const struct fs_row *w)
+{
+	const struct cp_func *fn = cp_func(r->t, w->func);
+	if (!r->srcline || (fn->key & CP_SYNTHETIC))
+		return;
+	const struct sym_info *si = trace_symbol(fn->owner, fn->id);
+	if (si->file)
+		printf("  %s:%u", sf_esc(si->file), si->line);
+}
+
 /* One section: rows [0, n) of one scope, already sorted. `whole` is the
  * section's time (for the self-time colours). */
 static void print_table(const struct report *r, const struct fs_row *rows, size_t n, uint64_t whole)
@@ -136,6 +149,7 @@ static void print_table(const struct report *r, const struct fs_row *rows, size_
 			printf("%s%*s%s  ", on ? on : "", wid[c], cells[c], on ? C_OFF : "");
 		}
 		report_put_name(w->name, name_cols);
+		put_srcline(r, w);
 		putchar('\n');
 	}
 	if (shown < n)
@@ -286,7 +300,7 @@ static void print_report(struct report *r, struct trace_input *in)
 
 /* ---- command line ---- */
 
-enum { RAW_TIMES = 0x500 }; /* --raw-times (long only) */
+enum { RAW_TIMES = 0x500, SRCLINE }; /* --raw-times, --srcline (long only) */
 
 static void usage(FILE *out)
 {
@@ -311,6 +325,8 @@ static void usage(FILE *out)
 		"                         total_ns self_ns avg_ns min_ns max_ns)\n"
 		"      --raw-times        times as recorded: the tracer's own cost per call,\n"
 		"                         measured at start, is not taken off (the default does)\n"
+		"      --srcline          each function's source file:line (DWARF) after its\n"
+		"                         name in the table\n"
 		"      --diff             compare two recordings OLD and NEW (logs or directories):\n"
 		"                         calls, total and self per function name, old, new and\n"
 		"                         change; sorted by the change in self time (-s self,\n"
@@ -340,7 +356,7 @@ int cmd_report(int argc, char **argv)
 		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
 		{"diff", no_argument, 0, 'D'},         {"raw-times", no_argument, 0, RAW_TIMES},
-		INPUT_LONGOPTS('S'),                  {0, 0, 0, 0},
+		{"srcline", no_argument, 0, SRCLINE}, INPUT_LONGOPTS('S'),                  {0, 0, 0, 0},
 	};
 	struct report r = {.sort = SORT_SELF, .limit = -2};
 	struct input_opts io;
@@ -389,6 +405,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'D': diff = 1; break;
 		case RAW_TIMES: raw_times = 1; break;
+		case SRCLINE: r.srcline = 1; break;
 		case 'h': usage(stdout); input_opts_free(&io); return 0;
 		default: goto out_usage;
 		}

@@ -85,10 +85,13 @@ static int parse_tids(struct input_opts *o, const char *s)
 	return 0;
 }
 
-/* -F/-N REGEX: one more pattern on the list. */
-static void add_regex(const char ***v, size_t *n, const char *arg)
+/* -F/-N REGEX: one more pattern on the list, with its place among all -F
+ * and -N (the later option wins for a function both find, as uftrace). */
+static void add_regex(struct input_opts *o, const char ***v, unsigned **seq, size_t *n, const char *arg)
 {
 	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+	*seq = xrealloc(*seq, (*n + 1) * sizeof(**seq));
+	(*seq)[*n] = o->nfunc_opts++;
 	(*v)[(*n)++] = arg;
 }
 
@@ -100,12 +103,14 @@ static int handle_cut(struct input_opts *o, int c, const char *arg)
 	switch (c) {
 	case 'c': cut->filter_path = arg; break;
 	case 'F':
-		add_regex(&o->only_funcs, &cut->nonly_funcs, arg);
+		add_regex(o, &o->only_funcs, &o->only_seq, &cut->nonly_funcs, arg);
 		cut->only_funcs = o->only_funcs;
+		cut->only_seq = o->only_seq;
 		break;
 	case 'N':
-		add_regex(&o->notrace_funcs, &cut->nnotrace_funcs, arg);
+		add_regex(o, &o->notrace_funcs, &o->notrace_seq, &cut->nnotrace_funcs, arg);
 		cut->notrace_funcs = o->notrace_funcs;
+		cut->notrace_seq = o->notrace_seq;
 		break;
 	case IO_TID: o->failed |= parse_tids(o, arg) < 0; break;
 	case IO_TIME: o->failed |= parse_window(cut, arg) < 0; break;
@@ -174,13 +179,17 @@ void input_opts_usage(FILE *out, int symbol_char)
 		"                         everything they call (repeatable)\n"
 		"  -N, --notrace REGEX    drop calls of functions whose name REGEX finds, and\n"
 		"                         everything they call (repeatable)\n"
+		"                         (-F/-N NAME with no regex metacharacter: that name,\n"
+		"                         whole, as uftrace; '^NAME' for every name starting so;\n"
+		"                         for a function both find, the later option wins)\n"
 		"      --tid LIST         keep these threads (comma-separated tids)\n"
 		"      --time START..END  keep this window, from the trace start (units ns, us,\n"
 		"                         ms, s; either side may be empty): calls open at an\n"
 		"                         edge are cut there and counted\n"
 		"      --min-duration DUR drop calls shorter than DUR (e.g. 50us)\n"
 		"      --max-depth N      keep calls with fewer than N kept callers (1: each\n"
-		"                         thread's outermost calls)\n");
+		"                         thread's outermost calls; with -F, counted from each\n"
+		"                         call -F finds, nested ones included, as uftrace)\n");
 }
 
 struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int argc, char **argv, int first,
@@ -214,6 +223,9 @@ void input_opts_free(struct input_opts *o)
 	free(o->only_funcs);
 	free(o->notrace_funcs);
 	o->only_funcs = o->notrace_funcs = NULL;
+	free(o->only_seq);
+	free(o->notrace_seq);
+	o->only_seq = o->notrace_seq = NULL;
 	free(o->symbols);
 	o->symbols = NULL;
 	o->nsymbols = 0;

@@ -39,6 +39,8 @@ struct input_opts {
 	int symbol_char;
 	uint32_t *tids;
 	const char **only_funcs, **notrace_funcs; /* -F, -N regexes, in order */
+	unsigned *only_seq, *notrace_seq; /* each one's place among all -F and -N */
+	unsigned nfunc_opts;
 	int names;       /* -1: the command's default, 0 full, 1 short */
 	int failed;      /* a shared option had a bad value (message printed) */
 };

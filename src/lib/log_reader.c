@@ -1385,6 +1385,7 @@ void lr_close(struct lr_log *log)
 const struct lr_info *lr_info(const struct lr_log *log) { return &log->info; }
 size_t lr_nobjects(const struct lr_log *log) { return log->nobjects; }
 size_t lr_nthreads(const struct lr_log *log) { return log->nthreads; }
+int lr_truncated(const struct lr_log *log) { return log->truncated; }
 
 const struct lr_object *lr_object_at(const struct lr_log *log, size_t i)
 {

@@ -194,6 +194,9 @@ int lr_func(const struct lr_log *log, uint32_t func_id,
 	    const struct lr_object **object, uint64_t *vaddr);
 
 size_t lr_nthreads(const struct lr_log *log);
+/* Whether the file ends inside its last chunk (a copy taken mid-run, a
+ * full disk): what the header says about the run's end does not hold. */
+int lr_truncated(const struct lr_log *log);
 const struct lr_thread *lr_thread_at(const struct lr_log *log, size_t i);
 
 /* Warnings found while indexing, one line each (no file name prefix). */

@@ -118,6 +118,16 @@ int nm_match(const struct nm_patterns *ps, const char *s)
 	return 0;
 }
 
+int nm_match_last(const struct nm_patterns *ps, const char *s)
+{
+	if (!s)
+		return -1;
+	for (size_t i = ps->n; i-- > 0;)
+		if (pcre2_match(ps->v[i].re, (PCRE2_SPTR)s, strlen(s), 0, 0, ps->md, NULL) >= 0)
+			return (int)i;
+	return -1;
+}
+
 const char *nm_text(const struct nm_patterns *ps, size_t i)
 {
 	return ps->v[i].text;

@@ -31,6 +31,8 @@ int nm_read_list(struct nm_patterns *ps, const char *path);
 int nm_compile(struct nm_patterns *ps);
 /* Whether any pattern finds s (NULL never matches). */
 int nm_match(const struct nm_patterns *ps, const char *s);
+/* The index of the last pattern that finds s, or -1. */
+int nm_match_last(const struct nm_patterns *ps, const char *s);
 const char *nm_text(const struct nm_patterns *ps, size_t i);
 void nm_free(struct nm_patterns *ps);
 

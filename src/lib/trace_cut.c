@@ -177,6 +177,7 @@ struct cut_frame {
 	uint8_t within;   /* a selected function is open here (within mode) */
 	uint8_t marks;    /* CUT_MARK_* of the frames open here, itself included (-F, -N) */
 	uint32_t depth;   /* among candidates: the output depth */
+	uint32_t fdepth;  /* frames since the nearest -F match (itself: 0) */
 	int32_t cand_up;  /* stack index of the nearest candidate ancestor, -1: none */
 };
 
@@ -350,8 +351,12 @@ static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_f
 	f->depth = f->cand_up >= 0 ? th->st[f->cand_up].depth + 1 : 0;
 	f->within = up ? up->within : 0;
 	f->marks = up ? up->marks : 0;
+	f->fdepth = up ? up->fdepth + 1 : 0;
 	if (c->marks) {
-		f->marks |= marks_of(c, func_id);
+		unsigned own = marks_of(c, func_id);
+		f->marks |= own;
+		if (own & CUT_MARK_ONLY)
+			f->fdepth = 0;
 		if ((c->opt.nonly_funcs && !(f->marks & CUT_MARK_ONLY)) || (f->marks & CUT_MARK_NOTRACE))
 			return 0;
 	}
@@ -362,7 +367,10 @@ static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_f
 		if (!ok && !(sel == SEL_UNLISTED && c->filter->unlisted_trace))
 			return 0;
 	}
-	return !c->opt.max_depth || f->depth < c->opt.max_depth;
+	/* With -F, --max-depth counts from the nearest match, and restarts at
+	 * each nested one, as uftrace (its corpus t020, t023). */
+	uint32_t depth = c->opt.nonly_funcs ? f->fdepth : f->depth;
+	return !c->opt.max_depth || depth < c->opt.max_depth;
 }
 
 void cut_begin(void *ctx, const struct fr_frame *in)

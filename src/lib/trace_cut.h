@@ -47,6 +47,9 @@ struct trace_cut_options {
 	size_t nonly_funcs;
 	const char *const *notrace_funcs; /* -N/--notrace REGEX... */
 	size_t nnotrace_funcs;
+	/* Each -F and -N's place on the command line (NULL: every -N after
+	 * every -F): for a function both find, the later one wins. */
+	const unsigned *only_seq, *notrace_seq;
 	const uint32_t *tids;     /* --tid LIST */
 	size_t ntids;
 	int has_window;           /* --time START..END */

@@ -253,14 +253,30 @@ static int load_filter(struct trace_input *in)
 	return 0;
 }
 
+/* A pattern with no regex metacharacter is a name, taken whole as uftrace
+ * takes it: `-F parse` is parse, not parse_all. The name may leave out its
+ * parameter list (C++'s "ns::f(int)", short style "ns::f(…)"). */
+static void add_func_pattern(struct nm_patterns *ps, const char *text, const char *origin)
+{
+	if (text[strcspn(text, "\\^$.|?*+()[]{}")]) {
+		nm_add(ps, text, origin);
+		return;
+	}
+	size_t n = strlen(text) + sizeof("^\\Q\\E(\\(.*\\))?$");
+	char *exact = xmalloc(n);
+	snprintf(exact, n, "^\\Q%s\\E(\\(.*\\))?$", text);
+	nm_add(ps, exact, origin);
+	free(exact);
+}
+
 /* -F/-N REGEX: compiled once; a bad one is named. */
 static int compile_func_regexes(struct trace_input *in)
 {
 	const struct trace_cut_options *c = &in->opt.cut;
 	for (size_t i = 0; i < c->nonly_funcs; i++)
-		nm_add(&in->only, c->only_funcs[i], "-F");
+		add_func_pattern(&in->only, c->only_funcs[i], "-F");
 	for (size_t i = 0; i < c->nnotrace_funcs; i++)
-		nm_add(&in->notrace, c->notrace_funcs[i], "-N");
+		add_func_pattern(&in->notrace, c->notrace_funcs[i], "-N");
 	return nm_compile(&in->only) < 0 || nm_compile(&in->notrace) < 0 ? -1 : 0;
 }
 
@@ -480,38 +496,65 @@ static void alias_found(void *ctx, const char *mangled, const char *demangled)
 		a->copy = xstrdup(name);
 }
 
-/* Whether the patterns find the function by its name, full or short (as
- * report prints it), or by one of its aliases (identical code folding):
- * then that alias is the name every output uses, as for a filter file. */
+/* `name` without its trailing parameter list ("ns::f(int)" -> "ns::f"), as
+ * uftrace names a function, so that `-N 'f$'` finds it; NULL when it has
+ * none. malloc'd. */
+static char *without_params(const char *name)
+{
+	size_t n = strlen(name);
+	if (!n || name[n - 1] != ')')
+		return NULL;
+	int depth = 0;
+	for (size_t i = n; i-- > 0;) {
+		depth += name[i] == ')' ? 1 : name[i] == '(' ? -1 : 0;
+		if (!depth)
+			return i ? strndup(name, i) : NULL;
+	}
+	return NULL;
+}
+
+/* Which pattern (the last one) finds the function by its name, full or
+ * short (as report prints it), or by one of its aliases (identical code
+ * folding): then that alias is the name every output uses, as for a filter
+ * file. -1: none does. */
 static int func_found(const struct nm_patterns *ps, struct proc_state *p, uint32_t id)
 {
 	const struct sym_info *si = ls_lookup(p->pub.syms, id);
-	if (nm_match(ps, si->name))
-		return 1;
+	int hit = nm_match_last(ps, si->name);
 	char *s = sf_short_name(si->name, si->mangled);
-	int hit = nm_match(ps, s);
+	int hit_short = nm_match_last(ps, s);
 	free(s);
-	if (hit)
-		return 1;
+	if (hit_short > hit)
+		hit = hit_short;
+	char *bare = without_params(si->name);
+	int hit_bare = bare ? nm_match_last(ps, bare) : -1;
+	free(bare);
+	if (hit_bare > hit)
+		hit = hit_bare;
+	if (hit >= 0)
+		return hit;
 	struct alias_hit a = {ps, NULL};
 	ls_aliases(p->pub.syms, id, alias_found, &a);
 	if (!a.copy)
-		return 0;
+		return -1;
+	hit = nm_match_last(ps, a.copy);
 	if (id >= p->nshort || !p->short_names[id])
 		ls_prefer_name(p->pub.syms, id, a.copy);
 	free(a.copy);
-	return 1;
+	return hit;
 }
 
+/* A function both -F and -N find follows the later of the two options, as
+ * uftrace (`-F 'ns1::.*' -N 'bar2$'` drops bar2). */
 static unsigned mark_func(void *ctx, uint32_t id)
 {
 	struct pass *ps = ctx;
-	unsigned m = 0;
-	if (ps->in->only.n && func_found(&ps->in->only, ps->cur, id))
-		m |= CUT_MARK_ONLY;
-	if (ps->in->notrace.n && func_found(&ps->in->notrace, ps->cur, id))
-		m |= CUT_MARK_NOTRACE;
-	return m;
+	const struct trace_cut_options *c = &ps->in->opt.cut;
+	int only = ps->in->only.n ? func_found(&ps->in->only, ps->cur, id) : -1;
+	int notrace = ps->in->notrace.n ? func_found(&ps->in->notrace, ps->cur, id) : -1;
+	if (only >= 0 && notrace >= 0 && c->only_seq && c->notrace_seq)
+		return c->only_seq[only] > c->notrace_seq[notrace] ? CUT_MARK_ONLY : CUT_MARK_NOTRACE;
+	return (only >= 0 ? CUT_MARK_ONLY : 0) | (notrace >= 0 ? CUT_MARK_NOTRACE : 0);
 }
 static const struct fr_callbacks to_cut = {cut_begin, cut_end};
 

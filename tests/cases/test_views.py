@@ -416,7 +416,11 @@ def test_filter_func_and_notrace_in_every_reader():
     _, rows = replay(log, ["-N", "foo|worker", "-N", "^recurse"])
     eq([c for _, _, c in rows], ["main() {", "  bar();", "} /* main */"], "replay -N foo|worker -N recurse")
     _, rows = replay(log, ["-F", "recurse", "-N", "bottom", "--max-depth", "2"])
-    eq([c for _, _, c in rows], ["recurse() {", "  recurse();", "} /* recurse */"], "-F with -N and --max-depth")
+    # Each nested -F match restarts the depth count, as uftrace: every level
+    # of the recursion is a match, so all four show; bottom is dropped by -N.
+    eq([c for _, _, c in rows], ["recurse() {", "  recurse() {", "    recurse() {", "      recurse();",
+                                 "    } /* recurse */", "  } /* recurse */", "} /* recurse */"],
+       "-F with -N and --max-depth")
     rep = run([SFTRACE, "report", "--format", "tsv", "-F", "^recurse", log]).stdout.splitlines()
     eq(sorted((r.split("\t")[1], r.split("\t")[2]) for r in rep[1:]), [("bottom", "1"), ("recurse", "4")],
        "report -F")

@@ -141,7 +141,7 @@ void sf_args_init(void)
 	int fd = sf_trust_open(AT_FDCWD, path, O_RDONLY, 0, &why);
 	char *text = fd >= 0 ? sf_trust_read(fd, &len, &map_len, &why) : NULL;
 	if (fd >= 0)
-		close(fd);
+		sf_close(fd);
 	if (text && !len)
 		why = "empty";
 	if (!text || !len) {

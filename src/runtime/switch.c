@@ -146,7 +146,7 @@ static void reply(uint32_t pid, uint64_t v, const struct sf_switch_reply *r)
 	/* The sender may have given up (timed out): nothing listens then. */
 	while (sendto(fd, r, sizeof(*r), MSG_DONTWAIT, (const struct sockaddr *)&a, len) < 0 && errno == EINTR)
 		;
-	close(fd);
+	sf_close(fd);
 }
 
 /* The last switch, for a log created after it (the first resume of a

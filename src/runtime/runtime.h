@@ -651,6 +651,8 @@ void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
 int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
+/* A stub page [lo, hi) made (unwind.c: the span _Unwind_Find_FDE tests first). */
+void sf_unwind_note_stubs(uint64_t lo, uint64_t hi) SF_HIDDEN;
 /* The FDE covering pc if it lies in one of our stub pages (filling
  * libgcc's struct dwarf_eh_bases), else NULL: unwind.c's _Unwind_Find_FDE.
  * Async-signal-safe. */

@@ -436,11 +436,21 @@ static void landing(uint64_t sp)
 
 /* ---- exceptions and panics ---- */
 
-/* Where libgcc's unwinder looks up the unwind information of a pc (its
- * own calls go through its PLT, so ours is the one they reach): our stub
- * pages' FDEs (arch/<arch>/patch.c), else the next definition, unchanged.
- * Async-signal-safe once resolved. */
-__attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, void *bases)
+/* The span of our stub pages, [lo, hi): a pc outside it (every frame of
+ * every throw but one interrupted on a stub) goes straight to the next
+ * definition, without the page-by-page search. Only widened, before any
+ * sled jumps to a new page (arch/<arch>/patch.c). */
+static uint64_t stub_lo = UINT64_MAX, stub_hi;
+
+void sf_unwind_note_stubs(uint64_t lo, uint64_t hi)
+{
+	if (lo < __atomic_load_n(&stub_lo, __ATOMIC_RELAXED))
+		__atomic_store_n(&stub_lo, lo, __ATOMIC_RELEASE);
+	if (hi > __atomic_load_n(&stub_hi, __ATOMIC_RELAXED))
+		__atomic_store_n(&stub_hi, hi, __ATOMIC_RELEASE);
+}
+
+static __attribute__((noinline)) const void *find_fde_slow(void *pc, void *bases)
 {
 	const void *fde = sf_patch_stub_fde((uint64_t)pc, bases);
 	if (fde)
@@ -451,6 +461,23 @@ __attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, vo
 		find = R.find_fde;
 	}
 	return find ? find(pc, bases) : NULL;
+}
+
+/* Where libgcc's unwinder looks up the unwind information of a pc (its
+ * own calls go through its PLT, so ours is the one they reach): our stub
+ * pages' FDEs (arch/<arch>/patch.c), else the next definition, unchanged.
+ * It runs for every frame, in both phases, of every throw: the common
+ * case is a range test and a tail call (libgcc's own lookup, with its
+ * _dl_find_object fast path, is what runs next either way).
+ * Async-signal-safe once resolved. */
+__attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, void *bases)
+{
+	findfde_fn find = __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE);
+	uint64_t at = (uint64_t)pc;
+	if (__builtin_expect(find != NULL, 1) &&
+	    (at < __atomic_load_n(&stub_lo, __ATOMIC_ACQUIRE) || at >= __atomic_load_n(&stub_hi, __ATOMIC_ACQUIRE)))
+		return find(pc, bases);
+	return find_fde_slow(pc, bases);
 }
 
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)

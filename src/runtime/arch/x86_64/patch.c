@@ -192,6 +192,7 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 				return -1;
 			}
 			if (nstub_pages < MAX_STUB_PAGES) {
+				sf_unwind_note_stubs((uint64_t)p, (uint64_t)p + PAGE);
 				stub_pages[nstub_pages] = (uint64_t)p;
 				__atomic_store_n(&nstub_pages, nstub_pages + 1, __ATOMIC_RELEASE);
 			}

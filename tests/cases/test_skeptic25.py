@@ -7,13 +7,14 @@ written against (602fa27).
 Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic25.py."""
 import os
 import re
+import shutil
 import statistics
 import sys
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import SFTRACE, Skip, build_c, check, eq, record, run, tmpdir  # noqa: E402
+from sfkit import RUNTIME, SFTRACE, Skip, build_c, check, eq, record, run, tmpdir  # noqa: E402
 
 ANY_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(ENTRY|EXIT|TAIL|UNWIND)\s+(?:\[depth \d+\] )?(.*?)\s*$")
 
@@ -104,15 +105,58 @@ def test_longjmp_cost_when_the_setjmp_caller_is_not_recorded():
     check(extra < 500, f"longjmp landing adds {extra:.0f} ns (untraced {u}, traced {t})")
 
 
+def _callgrind_per_throw(exe, env):
+    """Instructions this thread runs per throw inside catcher() (callgrind,
+    deterministic: the writer thread and start-up are not counted), from
+    two runs of 1,000 and 3,000 throws (their difference)."""
+    ir = []
+    for n in (1000, 3000):
+        p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=catcher*",
+                 "--callgrind-out-file=/dev/null", exe, "4", str(n)], env=env, timeout=600)
+        m = re.search(r"Collected : (\d+)", p.stderr)
+        check(m, f"callgrind output: {p.stderr[-1000:]}")
+        ir.append(int(m.group(1)))
+    return (ir[1] - ir[0]) / 2000
+
+
 def test_throw_cost_when_the_catcher_is_not_recorded():
-    """FAILS NOW (+1.6 us a throw measured: untraced ~1.05 us, traced
-    ~2.65 us; with catcher() recorded too, +0.1 us). Same as above for a
-    C++ throw from thrower() through mid() caught in catcher()."""
-    raise Skip("known break, issue 25 open: a caught throw whose catcher is not recorded adds ~660 ns of the "
-               "thread's CPU time (CI: untraced 1,066 ns, traced 1,736 ns), over the issue's 100 ns")
+    """FAILED ONCE (+664 ns of thread CPU time a throw in a CI run:
+    untraced 1,066 ns, traced 1,736 ns; the first measure, +1.6 us, was
+    the fallback walk at every landing). A C++ throw from thrower() through
+    mid(), caught in catcher(), which the filter leaves out, like main:
+    every recorded frame is abandoned at each landing. The issue's target
+    is 100 ns a landing. Medians of whole runs cannot judge it on a shared
+    2-core machine: the same untraced run takes 1.1 or 1.8 us a throw from
+    one run to the next. So, two measures that noise cannot make pass:
+      - instructions (callgrind) of the program's thread per throw, traced
+        minus untraced, at most 1,000 (the throw itself runs 14,300, about
+        14 a ns: 1,000 is 70 ns; one libgcc walk a landing is 4,000+);
+      - the least thread CPU time per throw over 100 batches, per run, the
+        best of 3 runs each: noise only makes a batch slower, so traced
+        minus untraced is the landing's cost plus the two entry events.
+        A round over 100 ns is measured again, up to 3 rounds: a real cost
+        fails them all."""
     exe = build_c("skep25_throw", ["skep25_throw.cc"], compiler="clang++", libs=["-lpthread"])
-    extra, u, t = _landing_overhead(exe, ["4", "20000"], "^(mid|thrower)")
-    check(extra < 500, f"caught throw adds {extra:.0f} ns (untraced {u}, traced {t})")
+    d = tmpdir()
+    filt = os.path.join(d, "f.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^(mid|thrower)", "-o", filt])
+    if shutil.which("valgrind"):
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_FILTER": filt, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log")}
+        base, traced = _callgrind_per_throw(exe, None), _callgrind_per_throw(exe, env)
+        check(traced - base <= 1000, f"a throw runs {traced - base:.0f} more instructions traced "
+              f"({base:.0f} untraced, {traced:.0f} traced)")
+    seen = []
+    for _ in range(3):
+        untraced, traced = [], []
+        for i in range(3):
+            untraced.append(float(run([exe, "4", "20000"]).stdout))
+            p, _ = record([exe, "4", "20000"], out=os.path.join(d, f"r{len(seen)}{i}", "sf.log"),
+                          args=["-q", "-f", filt])
+            traced.append(float(p.stdout))
+        seen.append((min(traced) - min(untraced), untraced, traced))
+        if seen[-1][0] < 100:
+            return
+    check(False, "caught throw adds " + "; ".join(f"{x:.0f} ns (untraced {u}, traced {t})" for x, u, t in seen))
 
 
 def test_siglongjmp_out_of_the_fallback_walk_keeps_recording():

@@ -35,6 +35,7 @@
 typedef _Unwind_Reason_Code (*backtrace_fn)(_Unwind_Trace_Fn, void *);
 typedef _Unwind_Word (*getcfa_fn)(struct _Unwind_Context *);
 typedef _Unwind_Ptr (*regionstart_fn)(struct _Unwind_Context *);
+typedef _Unwind_Ptr (*getipinfo_fn)(struct _Unwind_Context *, int *);
 typedef void (*setip_fn)(struct _Unwind_Context *, _Unwind_Ptr);
 typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
 typedef const void *(*findfde_fn)(void *, void *);
@@ -44,6 +45,7 @@ static struct {
 	backtrace_fn backtrace;
 	getcfa_fn getcfa;
 	regionstart_fn regionstart;
+	getipinfo_fn getipinfo;
 	setip_fn gcc_setip;
 	setip_fn setip; /* the definition we hide: the next one after ours */
 	findfde_fn find_fde; /* the same for _Unwind_Find_FDE */
@@ -114,6 +116,7 @@ void sf_unwind_init(void)
 		R.setip = R.gcc_setip;
 	R.getcfa = (getcfa_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetRegionStart");
+	R.getipinfo = (getipinfo_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetIPInfo");
 	if (!R.find_fde)
 		__atomic_store_n(&R.find_fde, (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE"), __ATOMIC_RELEASE);
 	if (R.getcfa && R.regionstart)
@@ -121,14 +124,20 @@ void sf_unwind_init(void)
 }
 
 /* The recorded frames abandoned by a landing: those whose CFA is at or
- * below `sp`, the stack pointer control lands with. */
+ * below `sp`, the stack pointer control lands with. With `mark` (x86-64, a
+ * target deeper than the shadow array): also the recorded frames still
+ * live between the target and the frame whose return address is at mark,
+ * the array's last entry. */
 struct walk {
 	uint64_t sp;
+	uint64_t mark;          /* 0: count the abandoned frames only */
 	int reached;            /* a live frame was seen */
+	int found;              /* the frame at mark was reached: live is exact */
 	int callee;             /* variant of the frame visited before, -1 for none */
 	uint32_t recorded;      /* abandoned frames that recorded their entry */
 	uint32_t windows;       /* abandoned window frames (within mode) */
 	uint32_t pending_gated; /* abandoned gated frames with no window seen outside them yet */
+	uint32_t live;          /* live plain frames inside the frame at mark */
 };
 
 /* Counts one abandoned frame of the given variant. A gated frame recorded
@@ -153,14 +162,42 @@ static void count_abandoned(struct walk *w, int variant)
 	}
 }
 
+/* A live frame, the one visited before ctx's (its CFA is cfa): counted
+ * if it recorded its entry, until the frame at w->mark. Live frames stand
+ * at calls, so their unwind information is exact, where an abandoned
+ * frame a signal interrupted may be in a trampoline, before its shadow
+ * push or pop: counting the live ones gives the depth itself, not a
+ * difference that such a frame would make wrong from then on. Any doubt
+ * (a window or gated frame, a signal frame among the live ones, or a frame
+ * with no unwind information before the mark) leaves found at 0, and the
+ * landing to the count of abandoned frames. */
+static _Unwind_Reason_Code walk_live(struct walk *w, struct _Unwind_Context *ctx, uint64_t cfa)
+{
+	if (cfa - 8 == w->mark) {
+		w->found = 1;
+		return _URC_END_OF_STACK;
+	}
+	int signal_frame = 0;
+	if (w->callee == SF_VARIANT_PLAIN)
+		w->live++;
+	else if (w->callee != -1)
+		return _URC_END_OF_STACK;
+	R.getipinfo(ctx, &signal_frame);
+	if (signal_frame)
+		return _URC_END_OF_STACK;
+	w->callee = sf_patch_entry_variant(R.regionstart(ctx));
+	return _URC_NO_REASON;
+}
+
 static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 {
 	struct walk *w = arg;
 	/* libgcc reports, with each frame, the CFA of the frame visited
 	 * before it (the one it called): that frame's fate is known now. */
-	if (R.getcfa(ctx) > w->sp) {
+	uint64_t cfa = R.getcfa(ctx);
+	if (w->reached || cfa > w->sp) {
 		w->reached = 1;
-		return _URC_END_OF_STACK;
+		return w->mark ? walk_live(w, ctx, cfa) : _URC_END_OF_STACK;
 	}
 	count_abandoned(w, w->callee);
 	w->callee = sf_patch_entry_variant(R.regionstart(ctx));
@@ -216,12 +253,12 @@ static void end_interrupted_walk(uint64_t sp)
  * nothing (suppressed), and one that jumps out of it would leave the
  * thread suppressed for good; it runs when the walk is over instead, a few
  * microseconds later. 0 if the target is not on this stack. */
-static int walk_abandoned(uint64_t sp, struct walk *w)
+static int walk_abandoned(uint64_t sp, uint64_t mark, struct walk *w)
 {
 	backtrace_fn bt = __atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE);
 	if (!bt)
 		return 0;
-	*w = (struct walk){.sp = sp, .callee = -1};
+	*w = (struct walk){.sp = sp, .mark = R.getipinfo ? mark : 0, .callee = -1};
 	if (__atomic_load_n(&walking.frame, __ATOMIC_RELAXED)) {
 		/* Within a fault handler that interrupted a walk, which is
 		 * suppressed and holds the signals back already. */
@@ -255,6 +292,11 @@ static uint32_t close_walked(struct sf_thread *t, struct walk *w)
 		w->recorded += w->pending_gated;
 	t->window_depth = live_windows;
 #ifdef SF_ARCH_SHADOW
+	if (w->found) { /* the array's frames and the live ones inside them */
+		uint64_t was = t->shadow_depth;
+		t->shadow_depth = SF_SHADOW_CAP + w->live;
+		return w->recorded || was != t->shadow_depth ? w->recorded | 1 : 0; /* only tested for 0 */
+	}
 	t->shadow_depth = t->shadow_depth > w->recorded ? t->shadow_depth - w->recorded : 0;
 #endif
 	return w->recorded;
@@ -404,12 +446,18 @@ static void landing(uint64_t sp)
 	if (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING)
 		return;
 	int64_t closed = -1;
+	uint64_t mark = 0;
 #ifdef SF_ARCH_SHADOW
 	closed = shadow_pop(t, sp);
+	/* Deeper than the array, every stored frame is live (shadow_pop):
+	 * the walk counts the live frames inside the last one. */
+	if (closed < 0 && t->shadow_depth > SF_SHADOW_CAP && !t->window_depth &&
+	    (t->shadow[SF_SHADOW_CAP - 1] & ~(uint64_t)7) >= sp)
+		mark = t->shadow[SF_SHADOW_CAP - 1] & ~(uint64_t)7;
 #endif
 	if (closed < 0) {
 		struct walk w;
-		if (!walk_abandoned(sp, &w))
+		if (!walk_abandoned(sp, mark, &w))
 			return;
 		closed = close_walked(t, &w);
 	}

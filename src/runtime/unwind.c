@@ -133,6 +133,7 @@ struct walk {
 	uint64_t mark;          /* 0: count the abandoned frames only */
 	int reached;            /* a live frame was seen */
 	int found;              /* the frame at mark was reached: live is exact */
+	int signal;             /* a signal frame among the abandoned ones */
 	int callee;             /* variant of the frame visited before, -1 for none */
 	uint32_t recorded;      /* abandoned frames that recorded their entry */
 	uint32_t windows;       /* abandoned window frames (within mode) */
@@ -170,7 +171,8 @@ static void count_abandoned(struct walk *w, int variant)
  * difference that such a frame would make wrong from then on. Any doubt
  * (a window or gated frame, a signal frame among the live ones, or a frame
  * with no unwind information before the mark) leaves found at 0, and the
- * landing to the count of abandoned frames. */
+ * landing to the count of abandoned frames. Only for landings out of a
+ * signal handler (walk_frame). */
 static _Unwind_Reason_Code walk_live(struct walk *w, struct _Unwind_Context *ctx, uint64_t cfa)
 {
 	if (cfa - 8 == w->mark) {
@@ -195,9 +197,14 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 	/* libgcc reports, with each frame, the CFA of the frame visited
 	 * before it (the one it called): that frame's fate is known now. */
 	uint64_t cfa = R.getcfa(ctx);
+	if (w->mark && !w->reached && !w->signal)
+		R.getipinfo(ctx, &w->signal);
 	if (w->reached || cfa > w->sp) {
 		w->reached = 1;
-		return w->mark ? walk_live(w, ctx, cfa) : _URC_END_OF_STACK;
+		/* Only a signal can catch an abandoned frame in a trampoline:
+		 * otherwise the abandoned frames' count is exact, and cheaper
+		 * than walking the live frames down to the mark. */
+		return w->mark && w->signal ? walk_live(w, ctx, cfa) : _URC_END_OF_STACK;
 	}
 	count_abandoned(w, w->callee);
 	w->callee = sf_patch_entry_variant(R.regionstart(ctx));

@@ -10,10 +10,11 @@
 # two frames up (bench/landing.cc), and, given the path of a Lua interpreter
 # built with XRay, Lua's pcall(error, {}) (bench/landing_pcall.lua).
 #
-# Time (default): ns per landing, each program printing its least CPU time
-# per landing over batches (thread CPU; Lua: process CPU), the least of RUNS
-# interleaved runs per configuration. Noise on a shared machine only makes a
-# batch slower, so the differences are the tracer's.
+# Time (default): ns per landing, each program printing the 10th
+# percentile of its CPU time per landing over batches (thread CPU; Lua:
+# process CPU), the least of RUNS interleaved runs per configuration. On a
+# shared VM a batch or a whole run is slower at times (1.4-1.8x), and a rare
+# batch reads low: medians of runs swing by more than the target.
 # --callgrind: instructions per landing of the program's thread (valgrind
 # callgrind, collecting inside the landing loop's function only, the
 # difference of two run lengths): deterministic, any load.

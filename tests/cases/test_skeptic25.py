@@ -131,8 +131,9 @@ def test_throw_cost_when_the_catcher_is_not_recorded():
       - instructions (callgrind) of the program's thread per throw, traced
         minus untraced, at most 1,000 (the throw itself runs 14,300, about
         14 a ns: 1,000 is 70 ns; one libgcc walk a landing is 4,000+);
-      - the least thread CPU time per throw over 100 batches, per run, the
-        best of 3 runs each: noise only makes a batch slower, so traced
+      - thread CPU time per throw in 100 batches, the 10th percentile of
+        a run's batches (a batch or a whole run is slower at times, and a
+        rare batch reads low on this VM), the least of 3 runs each: traced
         minus untraced is the landing's cost plus the two entry events.
         A round over 100 ns is measured again, up to 3 rounds: a real cost
         fails them all."""

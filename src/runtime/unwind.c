@@ -139,7 +139,13 @@ struct walk {
 	uint32_t windows;       /* abandoned window frames (within mode) */
 	uint32_t pending_gated; /* abandoned gated frames with no window seen outside them yet */
 	uint32_t live;          /* live plain frames inside the frame at mark */
+	uint32_t visited;       /* live frames walked */
 };
+
+/* At most this many live frames are walked to the mark: a landing out of a
+ * handler at depth 100,000 would otherwise walk them all (about 0.1 ms a
+ * thousand frames), with signals held back. Past it, the subtraction. */
+enum { LIVE_WALK_MAX = 4096 };
 
 /* Counts one abandoned frame of the given variant. A gated frame recorded
  * its entry iff a window frame was open outside it then, and window frames
@@ -171,8 +177,9 @@ static void count_abandoned(struct walk *w, int variant)
  * difference that such a frame would make wrong from then on. Any doubt
  * (a window or gated frame, a signal frame among the live ones, or a frame
  * with no unwind information before the mark) leaves found at 0, and the
- * landing to the count of abandoned frames. Only for landings out of a
- * signal handler (walk_frame). */
+ * landing to the count of abandoned frames, as does a mark more than
+ * LIVE_WALK_MAX frames out. Only for landings out of a signal handler
+ * (walk_frame). */
 static _Unwind_Reason_Code walk_live(struct walk *w, struct _Unwind_Context *ctx, uint64_t cfa)
 {
 	if (cfa - 8 == w->mark) {
@@ -180,6 +187,8 @@ static _Unwind_Reason_Code walk_live(struct walk *w, struct _Unwind_Context *ctx
 		return _URC_END_OF_STACK;
 	}
 	int signal_frame = 0;
+	if (++w->visited > LIVE_WALK_MAX)
+		return _URC_END_OF_STACK;
 	if (w->callee == SF_VARIANT_PLAIN)
 		w->live++;
 	else if (w->callee != -1)

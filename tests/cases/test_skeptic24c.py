@@ -1,0 +1,180 @@
+"""Skeptic's cases for issue 24 (third pass, "Round-3 claims": the
+optimistic open of src/runtime/fdguard.c, the fork/clone/spawn claims),
+written with programs of their own against main 95c141e. Each compares
+what a program sees traced with what it sees untraced (the first rule).
+Cases marked FAILS ON MAIN are known breaks kept behind a Skip; the others
+show a claim holding under an attack and must pass."""
+import glob
+import os
+import resource
+
+from sfkit import SFTRACE, Skip, build_c, count_calls, dump_events, eq, record, run, tmpdir
+
+
+def _vfork():
+    return build_c("skep24c_vfork", ["skep24c_vfork.c"])
+
+
+def _logs(log):
+    """Every log record wrote next to log (sf.log, sf.PID.log, ...), sorted."""
+    return sorted(glob.glob(os.path.join(os.path.dirname(log), "sf*.log")))
+
+
+def _vfork_case(mode):
+    exe = _vfork()
+    eq(run([exe, str(mode)]).stdout, "child status 0\n", "untraced output")
+    p, log = record([exe, str(mode)])
+    eq(p.stdout, "child status 0\n", "traced output")
+    return p, log
+
+
+def test_skep24c_glibc_vfork_and_clone_vm_vfork_child_stay_out_of_parent_log():
+    # HOLDS: a vfork child (glibc vfork(), or clone() with CLONE_VM|CLONE_VFORK
+    # on its own stack) that runs instrumented code before _exit leaves the
+    # parent's trace exact (main 1, parent_work 100, no child_* call). Its
+    # own calls are not recorded (the claim: the caller is suppressed).
+    for mode in (0, 3):
+        p, log = _vfork_case(mode)
+        eq(_logs(log), [log], f"mode {mode}: logs")
+        eq(dict(count_calls(dump_events(log))), {"main": 1, "parent_work": 100}, f"mode {mode}: parent's calls")
+
+
+def test_skep24c_syscall_vfork_child_writes_into_parent_log():
+    # FAILS ON MAIN: a vfork made through glibc's syscall(): mode 1
+    # syscall(SYS_clone, CLONE_VM|CLONE_VFORK|SIGCHLD, 0, ...), mode 2
+    # syscall(SYS_vfork). The child runs child_setup (7 child_work calls)
+    # and _exits. Untraced and traced print "child status 0".
+    #   build/sftrace record -o D/sf.log -- build/fixtures/skep24c_vfork 1
+    # Observed: one log; the parent's holds child_setup 2 calls, child_work
+    # 14 (the child's, twice), parent_work 50 of 100 (the parent's calls
+    # after the child are gone), main's exit missing; record says the
+    # parent "did not exit normally ... 2 calls left open" and info says
+    # "0 lost". Expected: the parent's trace exact (main 1, parent_work
+    # 100, nothing of the child's), as with glibc's vfork. Claims: "clone()
+    # with CLONE_VM|CLONE_VFORK: caller suppressed until it resumes",
+    # "syscall(SYS_clone/...) children each get their own log", issue 24
+    # "never merged into another process's log". hooks.c's syscall() only
+    # treats clone without CLONE_VM/CLONE_VFORK as a fork; SYS_vfork and
+    # CLONE_VM|CLONE_VFORK go through as raw calls with no suppression.
+    raise Skip("known break, issue 24 open: syscall(SYS_vfork) / syscall(SYS_clone, CLONE_VM|CLONE_VFORK) "
+               "child's calls land in the parent's log and the parent loses its own")
+    for mode in (1, 2):
+        p, log = _vfork_case(mode)
+        eq(dict(count_calls(dump_events(log))), {"main": 1, "parent_work": 100}, f"mode {mode}: parent's calls")
+        check_no_abnormal(p, mode)
+
+
+def check_no_abnormal(p, mode):
+    eq("did not exit normally" in p.stderr, False, f"mode {mode}: record's summary calls the parent abnormal")
+
+
+def test_skep24c_syscall_clone_vfork_without_vm_child_gets_no_log():
+    # FAILS ON MAIN: syscall(SYS_clone, CLONE_VFORK|SIGCHLD, 0, ...) (mode 4)
+    # and syscall(SYS_clone3, {.flags = CLONE_VFORK, .exit_signal =
+    # SIGCHLD}) (mode 5): a child with its own copy of memory (no CLONE_VM),
+    # which calls child_setup (1) and child_work (7) then _exits.
+    #   build/sftrace record -o D/sf.log -- build/fixtures/skep24c_vfork 4
+    # Observed: one log (the parent's, exact); the child's 8 calls are in
+    # no log and nothing says so. Expected (claim "syscall(SYS_clone/
+    # SYS_fork/clone3) children each get their own log", issue 24 "every
+    # new process gets its own log, however it was made"): a second log
+    # with child_setup 1, child_work 7. fork_like() in hooks.c refuses any
+    # flags with CLONE_VFORK, though without CLONE_VM the child is a fork.
+    raise Skip("known break, issue 24 open: a syscall(SYS_clone/clone3) CLONE_VFORK child without CLONE_VM "
+               "gets no log")
+    for mode in (4, 5):
+        p, log = _vfork_case(mode)
+        logs = _logs(log)
+        eq(len(logs), 2, f"mode {mode}: logs")
+        eq(dict(count_calls(dump_events(log))), {"main": 1, "parent_work": 100}, f"mode {mode}: parent's calls")
+        child = [l for l in logs if l != log][0]
+        eq(dict(count_calls(dump_events(child))), {"child_setup": 1, "child_work": 7}, f"mode {mode}: child's calls")
+
+
+def _nofile(n):
+    def apply():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    return apply
+
+
+def test_skep24c_raw_close_leaves_program_fd_unclosable():
+    # FAILS ON MAIN: with RLIMIT_NOFILE 64, a program makes 100 calls (the
+    # log is created at 63), closes everything with its own system call
+    # instruction (close_range(3, ~0U, 0), as an io_uring close or a static
+    # helper would), opens /dev/null until EMFILE (61 files, 3..63), then
+    # fcntl(F_GETFD)s and closes each.
+    #   prlimit --nofile=64 build/sftrace record -o D/sf.log -- build/fixtures/skep24c_rawclose
+    # Untraced: "opened 61 last 63, fcntl failed 0, close failed 0".
+    # Traced: "close(63): Bad file descriptor" and "fcntl failed 1, close
+    # failed 1": the guard still names 63 as the runtime's (stale until the
+    # next chunk write), so the program's own file at 63 cannot be closed
+    # (it stays open for good; a pipe's write end there would never give
+    # its reader EOF) and fcntl calls it not open. The documented limit is
+    # only the fstat->pwritev window, not the program losing its own fd.
+    exe = build_c("skep24c_rawclose", ["skep24c_rawclose.c"])
+    import subprocess
+    want = subprocess.run([exe], capture_output=True, text=True, preexec_fn=_nofile(64)).stdout
+    eq(want, "opened 61 last 63, fcntl failed 0, close failed 0\n", "untraced output")
+    raise Skip("known break, issue 24 open: after a raw close_range the program's own fd at the log's old "
+               "number fails close/fcntl with EBADF")
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    p = subprocess.run([SFTRACE, "record", "-o", log, "--", exe], capture_output=True, text=True,
+                       preexec_fn=_nofile(64))
+    eq(p.returncode, 0, "record's exit status")
+    eq(p.stdout, want, "traced output")
+    eq(count_calls(dump_events(log))["work"], 200, "work calls")
+
+
+def test_skep24c_clone_files_child_dup2_loop_never_hits_parent_log():
+    # HOLDS: a clone(CLONE_FILES|SIGCHLD) child (own memory, shared table)
+    # dup2s its victim file over every number 900..1023 in a loop while the
+    # parent makes 300,000 calls; the victim stays empty and every call is
+    # recorded (the parent finds its log replaced and opens it again).
+    exe = build_c("skep24c_clonefiles", ["skep24c_clonefiles.c"])
+    d = tmpdir()
+    victim = os.path.join(d, "victim")
+    p, log = record([exe, victim], out=os.path.join(d, "out", "sf.log"))
+    eq(p.stdout, "victim bytes 0\n", "traced output")
+    eq(os.path.getsize(victim), 0, "victim size")
+    eq(count_calls(dump_events(log))["work"], 300000, "parent's work calls")
+
+
+def test_skep24c_dup2_loop_over_low_numbers_during_snapshots():
+    # HOLDS: one thread dup2s a pipe's write end over 3..12 again and again
+    # (checking each number holds it right after), while the main thread asks
+    # for 200 ring snapshots: every dup2 lands, no number holds another
+    # file, no runtime copy of the pipe is left (the read end sees EOF once
+    # the program closes its copies), 5 descriptors open at the end as
+    # untraced (what the harness passed in), and snapshots are written.
+    exe = build_c("skep24c_snapdup", ["skep24c_snapdup.c"], libs=["-lpthread"])
+    want = run([exe, "3"]).stdout
+    eq(want.splitlines()[0], "lost 0 wrong 0 eof yes", "untraced output")
+    p, log = record([exe, "3"], args=["--ring", "1M"])
+    eq(p.stdout, want, "traced output")
+    snaps = glob.glob(os.path.join(os.path.dirname(log), "sf.snap.*.log"))
+    eq(len(snaps) > 0, True, "snapshots written")
+
+
+def test_skep24c_daemon_double_fork_close_all_drop_to_nobody():
+    # HOLDS: daemon(3) by hand: fork, setsid, fork, chdir /, close 0..1023,
+    # open /dev/null as 0 and dup(0) as 1 and 2 (relying on lowest-free),
+    # setuid nobody, write its own file, fork a worker. record waits for the
+    # grandchild; the daemon's file is exactly what it wrote; three logs
+    # with exact calls (the middle child makes no instrumented call after
+    # the fork and writes none).
+    exe = build_c("skep24c_daemon", ["skep24c_daemon.c"])
+    d = tmpdir()
+    os.chmod(d, 0o1777)
+    out = os.path.join(d, "out")
+    logdir = os.path.join(d, "logs")
+    os.mkdir(logdir)
+    os.chmod(logdir, 0o777)
+    p, log = record([exe, out], out=os.path.join(logdir, "sf.log"))
+    with open(out) as f:
+        eq(f.read(), "daemon ok fds 012 fd 3 uid 65534\nworker 0\n", "daemon's file")
+    logs = _logs(log)
+    eq(len(logs), 3, "logs")
+    got = sorted(tuple(sorted(count_calls(dump_events(l)).items())) for l in logs)
+    eq(got, sorted([(("main", 1), ("work", 1)), (("redirect", 1), ("work", 1000)), (("work", 500), ("worker", 1))]),
+       "calls per process")

@@ -179,3 +179,44 @@ def test_skep24c_daemon_double_fork_close_all_drop_to_nobody():
     got = sorted(tuple(sorted(count_calls(dump_events(l)).items())) for l in logs)
     eq(got, sorted([(("main", 1), ("work", 1)), (("redirect", 1), ("work", 1000)), (("work", 500), ("worker", 1))]),
        "calls per process")
+
+
+def test_skep24c_exec_chain_with_fork_children_leaks_no_descriptor():
+    # HOLDS: a program that execs itself 20 times; each generation counts
+    # its descriptors before its first instrumented call (main is
+    # xray_never_instrument), makes 10 calls and forks a child making 3.
+    # Output identical untraced/traced (no runtime descriptor survives an
+    # exec); 42 logs, each with its exact calls.
+    exe = build_c("skep24c_execchain", ["skep24c_execchain.c"])
+    want = run([exe]).stdout
+    eq(len(want.splitlines()), 21, "generations untraced")
+    p, log = record([exe])
+    eq(p.stdout, want, "traced output")
+    logs = _logs(log)
+    eq(len(logs), 42, "logs")
+    got = sorted(count_calls(dump_events(l))["work"] for l in logs)
+    eq(got, [3] * 21 + [10] * 21, "work calls per log")
+
+
+def test_skep24c_close_range_thread_makes_snapshot_fail():
+    # FAILS ON MAIN (rarely: about 1 snapshot in 500 here): a thread runs
+    # close_range(3, 12, 0) + open/close of /dev/null in a loop while the
+    # main thread asks for ring snapshots (raise SIGUSR2, 600 times).
+    #   build/sftrace record --ring 1M --max-snapshots 1000 -o D/sf.log -- build/fixtures/skep24c_snapclose 600
+    # Observed once in 4 runs of 400: "sftrace: cannot write snapshot
+    # D/sf.snap.PID.87.log: error 9" and that snapshot missing. The
+    # close_range computed its ranges before the runtime claimed its fresh
+    # number, then closed it between sf_fd_adopt's check and its move high
+    # (F_DUPFD_CLOEXEC on a closed number): sf_fd_adopt returns -EBADF, which
+    # the callers (snapshot.c, and logfile.c's log creation and reopen) do
+    # not retry, unlike -EAGAIN. Claim (round 3): "open, claim the number,
+    # check by dev+inode, move high, check again, retry up to 8x". Expected:
+    # every snapshot written, no message. (Also: "error 9" where other
+    # messages say "Bad file descriptor".)
+    raise Skip("known break, issue 24 open: a close_range racing sf_fd_adopt's move gives -EBADF, not retried: "
+               "a snapshot (or the log) is lost")
+    exe = build_c("skep24c_snapclose", ["skep24c_snapclose.c"], libs=["-lpthread"])
+    for _ in range(3):
+        p, log = record([exe, "600"], args=["--ring", "1M", "--max-snapshots", "1000"])
+        eq(p.stdout, "close failed 0\n", "traced output")
+        eq([l for l in p.stderr.splitlines() if "cannot write snapshot" in l], [], "snapshot failures")

@@ -205,7 +205,8 @@ def test_skep24c_program_close_of_its_own_fd_fails_while_runtime_claims_it():
     # or 1000 times; each one makes the writer thread open a file).
     #   build/sftrace record --ring 1M --max-snapshots 1000 -o D/sf.log -- build/fixtures/skep24c_snapclose 1000
     # Untraced: "close failed 0". Traced, 5 runs of 1000: "close failed"
-    # 11, 9, 19, 2, 16 (6 runs of 600: 0, 0, 2, 8, 1, 4). The runtime opens N (lowest free), the program's
+    # 11, 9, 19, 2, 16 (6 runs of 600: 0, 0, 2, 8, 1, 4). The runtime
+    # opens N (lowest free), the program's
     # close_range closes N before the runtime claims it, the program's
     # open gets N, the runtime claims N (sf_fd_adopt): the program's
     # close(N) of its own descriptor then fails with EBADF and closes

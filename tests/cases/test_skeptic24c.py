@@ -224,3 +224,43 @@ def test_skep24c_program_close_of_its_own_fd_fails_while_runtime_claims_it():
         p, log = record([exe, "1000"], args=["--ring", "1M", "--max-snapshots", "1000"])
         eq(p.stdout, "close failed 0\n", "traced output")
         eq([l for l in p.stderr.splitlines() if "cannot write snapshot" in l], [], "snapshot failures")
+
+
+def _setuid_case(name):
+    exe = build_c(name, [name + ".c"])
+    eq(run([exe]).stdout, "child 0\n", "untraced output")
+    p, log = record([exe])
+    eq(p.stdout, "child 0\n", "traced output")
+    return p, log
+
+
+def test_skep24c_glibc_setresuid_child_creates_its_log_first():
+    # HOLDS: a fork child that drops to nobody with glibc's setresgid/
+    # setresuid and then makes 5 calls gets its log (root's, created before
+    # the change) with child_work 5; the parent's has work 3.
+    p, log = _setuid_case("skep24c_glibcsetuid")
+    logs = _logs(log)
+    eq(len(logs), 2, "logs")
+    got = sorted(tuple(sorted(count_calls(dump_events(l)).items())) for l in logs)
+    eq(got, [(("child_work", 5),), (("main", 1), ("work", 3))], "calls per process")
+
+
+def test_skep24c_syscall_setresuid_child_loses_its_log():
+    # FAILS ON MAIN: the same child dropping through syscall(SYS_setresgid)
+    # and syscall(SYS_setresuid) (per-thread credentials, as Samba does to
+    # avoid glibc's broadcast), log dir root's 0755:
+    #   build/sftrace record -o D/sf.log -- build/fixtures/skep24c_rawsetuid
+    # Observed: one log (the parent's); the child's 5 calls are lost; the
+    # child says "sftrace: cannot create log D/sf.log: Permission denied"
+    # (the parent's name, not sf.PID.log), and record prints no "pid N
+    # wrote no log" line. Expected (claim: "setuid/setgid/setreuid/
+    # setresuid ... are wrapped: a process with instrumented code creates
+    # its log before the credential change"; hooks.c's syscall() wraps
+    # fork-like and descriptor calls only): a second log with child_work 5.
+    raise Skip("known break, issue 24 open: syscall(SYS_setresuid) is not wrapped; the child's log is "
+               "created after the drop and fails")
+    p, log = _setuid_case("skep24c_rawsetuid")
+    logs = _logs(log)
+    eq(len(logs), 2, "logs")
+    got = sorted(tuple(sorted(count_calls(dump_events(l)).items())) for l in logs)
+    eq(got, [(("child_work", 5),), (("main", 1), ("work", 3))], "calls per process")

@@ -293,3 +293,16 @@ def test_skep24c_raw_close_then_dup2_keeps_a_pipe_open():
     eq(p.stdout, want, "traced output")
     eq(p.returncode, 0, "record's exit status")
     eq(count_calls(dump_events(log))["work"], 200, "work calls")
+
+
+def test_skep24c_fork_during_dup2_loop_leaves_no_log_fd_in_children():
+    # HOLDS: one thread dup2s /dev/null over every number 900..1023 in a
+    # loop (the runtime moves the log each time it is hit) while another
+    # forks 300 children; no child (none runs instrumented code) holds a
+    # descriptor of the parent's log after fork returns.
+    exe = build_c("skep24c_forkdup", ["skep24c_forkdup.c"], libs=["-lpthread"])
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    p, _ = record([exe, log], out=log)
+    eq(p.stdout, "children holding the parent's log: 0\n", "traced output")
+    eq(_logs(log), [log], "logs")

@@ -401,7 +401,8 @@ static int log_create_locked(void)
 		sf_fd_publish(&L.g, -1);
 		sf_fd_gate_unlock(&gold);
 		L.failed = 1;
-		sf_rt_message("cannot create log ", sf_config.output, strerror(err ? err : EBADF));
+		/* The name tried last (sf.PID.log when sf.log was taken). */
+		sf_rt_message("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(err ? err : EBADF));
 		return -1;
 	}
 	L.dev = (uint64_t)st.st_dev;

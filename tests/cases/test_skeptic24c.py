@@ -57,8 +57,6 @@ def test_skep24c_syscall_vfork_child_writes_into_parent_log():
     # "never merged into another process's log". hooks.c's syscall() only
     # treats clone without CLONE_VM/CLONE_VFORK as a fork; SYS_vfork and
     # CLONE_VM|CLONE_VFORK go through as raw calls with no suppression.
-    raise Skip("known break, issue 24 open: syscall(SYS_vfork) / syscall(SYS_clone, CLONE_VM|CLONE_VFORK) "
-               "child's calls land in the parent's log")
     for mode in (1, 2):
         p, log = _vfork_case(mode)
         eq(dict(count_calls(dump_events(log))), {"main": 1, "parent_work": 100}, f"mode {mode}: parent's calls")
@@ -81,8 +79,6 @@ def test_skep24c_syscall_clone_vfork_without_vm_child_gets_no_log():
     # new process gets its own log, however it was made"): a second log
     # with child_setup 1, child_work 7. fork_like() in hooks.c refuses any
     # flags with CLONE_VFORK, though without CLONE_VM the child is a fork.
-    raise Skip("known break, issue 24 open: a syscall(SYS_clone/clone3) CLONE_VFORK child without CLONE_VM "
-               "gets no log")
     for mode in (4, 5):
         p, log = _vfork_case(mode)
         logs = _logs(log)
@@ -257,8 +253,6 @@ def test_skep24c_syscall_setresuid_child_loses_its_log():
     # setresuid ... are wrapped: a process with instrumented code creates
     # its log before the credential change"; hooks.c's syscall() wraps
     # fork-like and descriptor calls only): a second log with child_work 5.
-    raise Skip("known break, issue 24 open: syscall(SYS_setresuid) is not wrapped; the child's log is "
-               "created after the drop and fails")
     p, log = _setuid_case("skep24c_rawsetuid")
     logs = _logs(log)
     eq(len(logs), 2, "logs")

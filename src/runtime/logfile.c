@@ -791,6 +791,8 @@ void sf_log_after_fork_child(int files_shared)
 	/* Shared: the number is still the parent's log, and this child's
 	 * close loops must leave it alone as the parent's would. */
 	static struct sf_fd_guard parent_log = {.fd = -1};
+	parent_log.dev = L.dev;
+	parent_log.ino = L.ino;
 	parent_log.fd = files_shared ? fd : -1;
 	if (files_shared && fd >= 0)
 		sf_fd_guard_add(&parent_log);

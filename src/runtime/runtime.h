@@ -221,6 +221,7 @@ struct sf_fd_guard {
 	int fd;
 	uint32_t epoch;
 	uint32_t users[2];
+	uint64_t dev, ino; /* the file fd holds: the program's calls check it before leaving fd alone */
 };
 void sf_fd_guard_resolve(void) SF_HIDDEN;     /* glibc's close, at start-up */
 void sf_fd_guard_add(struct sf_fd_guard *g) SF_HIDDEN; /* the program's calls leave g->fd alone */

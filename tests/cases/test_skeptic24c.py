@@ -112,8 +112,6 @@ def test_skep24c_raw_close_leaves_program_fd_unclosable():
     import subprocess
     want = subprocess.run([exe], capture_output=True, text=True, preexec_fn=_nofile(64)).stdout
     eq(want, "opened 61 last 63, fcntl failed 0, close failed 0\n", "untraced output")
-    raise Skip("known break, issue 24 open: after a raw close_range the program's own fd at the log's old "
-               "number fails close/fcntl with EBADF")
     d = tmpdir()
     log = os.path.join(d, "sf.log")
     p = subprocess.run([SFTRACE, "record", "-o", log, "--", exe], capture_output=True, text=True,
@@ -214,8 +212,6 @@ def test_skep24c_program_close_of_its_own_fd_fails_while_runtime_claims_it():
     # where other messages say "Bad file descriptor").
     exe = build_c("skep24c_snapclose", ["skep24c_snapclose.c"], libs=["-lpthread"])
     eq(run([exe, "1000"]).stdout, "close failed 0\n", "untraced output")
-    raise Skip("known break, issue 24 open: the program's close of its own fd fails with EBADF while "
-               "sf_fd_adopt has claimed that number")
     for _ in range(3):
         p, log = record([exe, "1000"], args=["--ring", "1M", "--max-snapshots", "1000"])
         eq(p.stdout, "close failed 0\n", "traced output")
@@ -278,8 +274,6 @@ def test_skep24c_raw_close_then_dup2_keeps_a_pipe_open():
     import subprocess
     want = subprocess.run([exe], capture_output=True, text=True, preexec_fn=_nofile(64)).stdout
     eq(want, "F_DUPFD 63, dup2 63, read 0 (EOF)\n", "untraced output")
-    raise Skip("known break, issue 24 open: after a raw close_range a dup2 over the log's old number "
-               "duplicates the program's file and keeps it (a pipe never gets EOF)")
     d = tmpdir()
     log = os.path.join(d, "sf.log")
     p = subprocess.run([SFTRACE, "record", "-o", log, "--", exe], capture_output=True, text=True,

@@ -42,6 +42,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/resource.h>
@@ -199,6 +200,11 @@ static uint32_t prog_enter(void)
 static void prog_leave(uint32_t e)
 {
 	__atomic_sub_fetch(&prog_calls[e], 1, __ATOMIC_SEQ_CST);
+}
+
+static void prog_leave_cb(void *e)
+{
+	prog_leave(*(uint32_t *)e);
 }
 
 static void wait_program_calls(void)
@@ -437,18 +443,18 @@ static long guarded_close_range(unsigned long lo, unsigned long hi, unsigned lon
 	return r;
 }
 
-static int fd_syscall(long nr, const long *a, long *r);
+static int fd_syscall(long nr, const long *a, long *r, uint32_t *e);
 
 /* syscall(2) with one of these numbers (hooks.c): 1 and *r set if handled. */
 int sf_fd_syscall(long nr, const long *a, long *r)
 {
 	uint32_t e = prog_enter();
-	int handled = fd_syscall(nr, a, r);
+	int handled = fd_syscall(nr, a, r, &e);
 	prog_leave(e);
 	return handled;
 }
 
-static int fd_syscall(long nr, const long *a, long *r)
+static int fd_syscall(long nr, const long *a, long *r, uint32_t *e)
 {
 	if ((nr == SYS_fcntl || nr == SYS_dup) && runtime_number(a[0])) {
 		*r = -EBADF; /* not open, as untraced (fcntl_any) */
@@ -487,8 +493,13 @@ static int fd_syscall(long nr, const long *a, long *r)
 	 * the parent's descriptor, and what it puts at that number is its own. */
 	if (!sf_in_vfork_child())
 		wait_claim(a[1]);
-	if (!sf_in_vfork_child() && guard_holding(a[1]) != NULL)
+	if (!sf_in_vfork_child() && guard_holding(a[1]) != NULL) {
+		/* Under the gate no claim is being made: not in flight there
+		 * (a claim holds the gate while it waits for calls in flight). */
+		prog_leave(*e);
 		*r = dup_over(nr, a[0], a[1], a[2]);
+		*e = prog_enter();
+	}
 	else
 		*r = sf_syscall3(nr, a[0], a[1], a[2]);
 	return 1;
@@ -502,7 +513,11 @@ __attribute__((visibility("default"))) int close(int fd)
 		errno = EBADF;
 		r = -1;
 	} else if (real_close) {
+		/* glibc's close is a cancellation point: a thread cancelled in
+		 * it leaves the count too. */
+		pthread_cleanup_push(prog_leave_cb, &e);
 		r = real_close(fd);
+		pthread_cleanup_pop(0);
 	} else {
 		r = (int)ret_errno(sf_syscall3(SYS_close, fd, 0, 0)); /* before the runtime's constructor */
 	}

@@ -144,7 +144,7 @@ static int fork_like(long nr, const long *a)
 	 * its own copy of the memory: a fork child in every other way. */
 	if (nr == SYS_clone)
 		return !(a[0] & CLONE_VM) && a[1] == 0;
-	if (nr == SYS_clone3 && a[0]) {
+	if (nr == SYS_clone3 && a[0] && (unsigned long)a[1] >= CLONE_ARGS_SIZE_VER0) {
 		const struct clone_args *ca = (const struct clone_args *)a[0];
 		return !(ca->flags & CLONE_VM) && ca->stack == 0;
 	}
@@ -153,7 +153,7 @@ static int fork_like(long nr, const long *a)
 
 /* A vfork made through syscall(): the assembly entry (arch/<arch>/vfork.S)
  * takes vfork()'s path for it. */
-int sf_syscall_vforks(long nr, long a0)
+int sf_syscall_vforks(long nr, long a0, long a1)
 {
 	const uint64_t both = CLONE_VM | CLONE_VFORK;
 #ifdef SYS_vfork /* aarch64 has only clone */
@@ -162,7 +162,7 @@ int sf_syscall_vforks(long nr, long a0)
 #endif
 	if (nr == SYS_clone)
 		return ((uint64_t)a0 & both) == both;
-	if (nr == SYS_clone3 && a0)
+	if (nr == SYS_clone3 && a0 && (unsigned long)a1 >= CLONE_ARGS_SIZE_VER0) /* else the kernel refuses it */
 		return (((const struct clone_args *)a0)->flags & both) == both;
 	return 0;
 }
@@ -195,7 +195,7 @@ static uint64_t clone_flags(long nr, const long *a)
 {
 	if (nr == SYS_clone)
 		return (uint64_t)a[0];
-	if (nr == SYS_clone3 && a[0])
+	if (nr == SYS_clone3 && a[0] && (unsigned long)a[1] >= CLONE_ARGS_SIZE_VER0)
 		return ((const struct clone_args *)a[0])->flags;
 	return 0;
 }

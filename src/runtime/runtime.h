@@ -289,7 +289,7 @@ void sf_vfork_prepare(void) SF_HIDDEN;
 void sf_vfork_parent(void) SF_HIDDEN;
 int sf_in_vfork_child(void) SF_HIDDEN;
 long sf_set_errno(int e) SF_HIDDEN;
-int sf_syscall_vforks(long nr, long a0) SF_HIDDEN; /* arch/<arch>/vfork.S: syscall() */
+int sf_syscall_vforks(long nr, long a0, long a1) SF_HIDDEN; /* arch/<arch>/vfork.S: syscall() */
 long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5) SF_HIDDEN;
 
 /* ---- setup_abi.c ---- */

@@ -55,7 +55,7 @@ syscall:
 	stp	x2, x3, [sp, #32]
 	stp	x4, x5, [sp, #48]
 	stp	x6, x7, [sp, #64]
-	bl	sf_syscall_vforks	/* (nr, a0) */
+	bl	sf_syscall_vforks	/* (nr, a0, a1) */
 	mov	w9, w0
 	ldp	x6, x7, [sp, #64]
 	ldp	x4, x5, [sp, #48]

@@ -57,7 +57,7 @@ syscall:
 	push	%r8
 	push	%r9
 	sub	$8, %rsp
-	call	sf_syscall_vforks	/* (nr, a0) */
+	call	sf_syscall_vforks	/* (nr, a0, a1) */
 	add	$8, %rsp
 	pop	%r9
 	pop	%r8

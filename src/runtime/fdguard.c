@@ -7,8 +7,9 @@
  * time between the check and the write, but cannot close it. So the
  * functions that take a number away from whoever holds it are wrapped
  * here, as valgrind does for its own descriptors:
- *   - close(N) of the runtime's number fails with EBADF, as it would
- *     untraced (the program never opened N), and closes nothing; so does
+ *   - close(N) of the runtime's number (holding the runtime's file)
+ *     fails with EBADF, as it would untraced (the program never opened
+ *     N), and closes nothing; so does
  *     a dup2 or dup3 from it;
  *   - close_range and closefrom close everything in their range but it;
  *   - dup2 and dup3 onto it first move the runtime's descriptor to another
@@ -25,20 +26,33 @@
  * logfile.c's fstat check remains (docs/DESIGN.md "The runtime's
  * descriptors").
  *
+ * A number is the runtime's only while it holds the runtime's file: each
+ * guard keeps the device and inode of its file, and a wrapper checks them
+ * (one fstat) before refusing, skipping or moving anything. A number that
+ * holds another file lost the runtime's descriptor to a call the wrappers
+ * did not see (a raw close_range instruction): the guard forgets it (the
+ * log is opened again at its next use) and the program's call does what
+ * it asked (guard_holding).
+ *
  * The runtime takes a new number (the kernel gives the lowest free one)
- * optimistically, never waiting for the program: it opens, claims the new
- * number (from then on the program's close of it fails with EBADF, as
- * untraced, and a dup2 onto it waits for the claim, a few system calls of
- * the runtime's with signals blocked), checks with fstat that the number
- * still holds the file it opened (a program close or dup2 that reached it
- * before the claim changes that: the runtime then leaves the number alone
- * and opens again), moves it high, guards the new number and checks again
- * (sf_fd_adopt). No program call ever waits for another program call, nor
- * for a runtime open; a signal handler that interrupts the program's own
+ * optimistically, never making a program call wait for a runtime system
+ * call: it opens, claims the number with the file it opened (pending: a
+ * program call on that number checks the file itself, claimed_ours: the
+ * program's own file that took the number is closed as untraced, the
+ * runtime's is refused with EBADF; only a dup2 onto the runtime's file
+ * waits for its move, a few system calls made with signals blocked),
+ * waits for the program's number-taking calls already in flight (they
+ * could not see the claim; bounded, wait_program_calls), checks with
+ * fstat that the number still holds its file (a program close or dup2
+ * that reached it first changes that: the runtime then leaves the number
+ * alone and opens again), moves it high, guards the new number and checks
+ * again (sf_fd_adopt). A signal handler that interrupts the program's own
  * close or dup2 on its thread waits for nothing.
  *
- * Costs: none on a program close (two loads); one fstat per runtime open
- * and two per move; one atomic add and subtract per runtime write. */
+ * Costs: on a program close of an ordinary number, an atomic add and
+ * subtract (in flight) and two loads; one fstat more on a runtime number.
+ * Two fstats per runtime open and one more per move; one atomic add and
+ * subtract per runtime write. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -7,8 +7,9 @@
  * time between the check and the write, but cannot close it. So the
  * functions that take a number away from whoever holds it are wrapped
  * here, as valgrind does for its own descriptors:
- *   - close(N) of the runtime's number fails with EBADF, as it would
- *     untraced (the program never opened N), and closes nothing; so does
+ *   - close(N) of the runtime's number (holding the runtime's file)
+ *     fails with EBADF, as it would untraced (the program never opened
+ *     N), and closes nothing; so does
  *     a dup2 or dup3 from it;
  *   - close_range and closefrom close everything in their range but it;
  *   - dup2 and dup3 onto it first move the runtime's descriptor to another
@@ -25,23 +26,37 @@
  * logfile.c's fstat check remains (docs/DESIGN.md "The runtime's
  * descriptors").
  *
+ * A number is the runtime's only while it holds the runtime's file: each
+ * guard keeps the device and inode of its file, and a wrapper checks them
+ * (one fstat) before refusing, skipping or moving anything. A number that
+ * holds another file lost the runtime's descriptor to a call the wrappers
+ * did not see (a raw close_range instruction): the guard forgets it (the
+ * log is opened again at its next use) and the program's call does what
+ * it asked (guard_holding).
+ *
  * The runtime takes a new number (the kernel gives the lowest free one)
- * optimistically, never waiting for the program: it opens, claims the new
- * number (from then on the program's close of it fails with EBADF, as
- * untraced, and a dup2 onto it waits for the claim, a few system calls of
- * the runtime's with signals blocked), checks with fstat that the number
- * still holds the file it opened (a program close or dup2 that reached it
- * before the claim changes that: the runtime then leaves the number alone
- * and opens again), moves it high, guards the new number and checks again
- * (sf_fd_adopt). No program call ever waits for another program call, nor
- * for a runtime open; a signal handler that interrupts the program's own
+ * optimistically, never making a program call wait for a runtime system
+ * call: it opens, claims the number with the file it opened (pending: a
+ * program call on that number checks the file itself, claimed_ours: the
+ * program's own file that took the number is closed as untraced, the
+ * runtime's is refused with EBADF; only a dup2 onto the runtime's file
+ * waits for its move, a few system calls made with signals blocked),
+ * waits for the program's number-taking calls already in flight (they
+ * could not see the claim; bounded, wait_program_calls), checks with
+ * fstat that the number still holds its file (a program close or dup2
+ * that reached it first changes that: the runtime then leaves the number
+ * alone and opens again), moves it high, guards the new number and checks
+ * again (sf_fd_adopt). A signal handler that interrupts the program's own
  * close or dup2 on its thread waits for nothing.
  *
- * Costs: none on a program close (two loads); one fstat per runtime open
- * and two per move; one atomic add and subtract per runtime write. */
+ * Costs: on a program close of an ordinary number, an atomic add and
+ * subtract (in flight) and two loads; one fstat more on a runtime number.
+ * Two fstats per runtime open and one more per move; one atomic add and
+ * subtract per runtime write. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/resource.h>
@@ -63,7 +78,16 @@
 #define SF_FD_GUARDS 4
 static struct sf_fd_guard *guards[SF_FD_GUARDS];
 static uint32_t gate; /* 1 while the runtime or a dup2 over a runtime number moves one (signals blocked) */
-static int claimed = -1; /* a number the runtime has opened and is moving high (under the gate) */
+/* A number the runtime has opened and is checking and moving high (under
+ * the gate), and the file it opened there. Pending until checked: the
+ * program may have closed the runtime's file at that number and opened
+ * one of its own there before the claim, so the program's calls compare
+ * the file at the number with (claim_dev, claim_ino) themselves
+ * (claimed_ours). Written by one holder of the gate at a time, signals
+ * blocked, as a sequence lock (claim_seq odd while the three change). */
+static int claimed = -1;
+static uint64_t claim_dev, claim_ino;
+static uint32_t claim_seq;
 
 typedef int (*close_fn)(int);
 static close_fn real_close; /* glibc's: a cancellation point, unlike the bare system call */
@@ -149,11 +173,62 @@ void sf_fd_publish(struct sf_fd_guard *g, int fd)
 	wait_users(g);
 }
 
-static int same_file(int fd, uint64_t dev, uint64_t ino)
+static int same_file(long fd, uint64_t dev, uint64_t ino)
 {
 	struct stat st;
 	return fd >= 0 && sf_syscall3(SYS_fstat, fd, (long)&st, 0) == 0 && (uint64_t)st.st_dev == dev &&
 	       (uint64_t)st.st_ino == ino;
+}
+
+static void claim_set(int fd, uint64_t dev, uint64_t ino)
+{
+	__atomic_add_fetch(&claim_seq, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&claim_dev, dev, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&claim_ino, ino, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&claimed, fd, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&claim_seq, 1, __ATOMIC_SEQ_CST);
+}
+
+static void claim_clear(void)
+{
+	claim_set(-1, 0, 0);
+}
+
+/* The program's calls that take numbers away (close, close_range,
+ * closefrom, dup2, dup3) count themselves in flight, in two halves by
+ * epoch, as the runtime's writers do (sf_fd_use): they never wait. A
+ * claim waits for those that began before it (they could not see it,
+ * and may be about to close the number it checks), for at most about
+ * 20 ms: a close that blocks (a socket lingering, a thread cancelled
+ * inside glibc's close, a handler that interrupted this very thread's
+ * close) only costs that claim its protection from wrapped calls. */
+static uint32_t prog_epoch, prog_calls[2];
+
+static uint32_t prog_enter(void)
+{
+	uint32_t e = __atomic_load_n(&prog_epoch, __ATOMIC_SEQ_CST) & 1;
+	__atomic_add_fetch(&prog_calls[e], 1, __ATOMIC_SEQ_CST);
+	return e;
+}
+
+static void prog_leave(uint32_t e)
+{
+	__atomic_sub_fetch(&prog_calls[e], 1, __ATOMIC_SEQ_CST);
+}
+
+static void prog_leave_cb(void *e)
+{
+	prog_leave(*(uint32_t *)e);
+}
+
+static void wait_program_calls(void)
+{
+	int budget = 1000; /* pauses of 20 us */
+	for (int flip = 0; flip < 2; flip++) {
+		uint32_t old = __atomic_fetch_add(&prog_epoch, 1, __ATOMIC_SEQ_CST) & 1;
+		while (__atomic_load_n(&prog_calls[old], __ATOMIC_SEQ_CST) && budget-- > 0)
+			pause_briefly();
+	}
 }
 
 static int path_file(int fd, const char *path)
@@ -165,7 +240,8 @@ static int path_file(int fd, const char *path)
 
 int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const char *path)
 {
-	__atomic_store_n(&claimed, fd, __ATOMIC_SEQ_CST);
+	claim_set(fd, dev, ino);
+	wait_program_calls(); /* from here on every wrapped call sees the claim */
 	if (!same_file(fd, dev, ino)) {
 		/* The file at path, opened by the runtime, is not the one
 		 * wanted: closed. Anything else at fd is the program's, put
@@ -173,13 +249,16 @@ int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const
 		int ours = path_file(fd, path);
 		if (ours)
 			sf_syscall3(SYS_close, fd, 0, 0);
-		__atomic_store_n(&claimed, -1, __ATOMIC_SEQ_CST);
+		claim_clear();
 		return ours ? -ESTALE : -EAGAIN;
 	}
 	int high = sf_fd_keep(fd); /* closes fd if moved: still claimed */
-	if (high >= 0)
+	if (high >= 0) {
+		__atomic_store_n(&g->dev, dev, __ATOMIC_SEQ_CST); /* before the number: see guard_holding */
+		__atomic_store_n(&g->ino, ino, __ATOMIC_SEQ_CST);
 		sf_fd_publish(g, high);
-	__atomic_store_n(&claimed, -1, __ATOMIC_SEQ_CST);
+	}
+	claim_clear();
 	if (high < 0)
 		return -EBADF;
 	/* A close loop may have reached the new number between the move and
@@ -194,17 +273,19 @@ int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const
 void sf_fd_release(struct sf_fd_guard *g, uint64_t dev, uint64_t ino)
 {
 	int fd = __atomic_load_n(&g->fd, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&claimed, fd, __ATOMIC_SEQ_CST); /* a dup2 onto it waits until it is closed */
+	claim_set(fd, dev, ino); /* a dup2 onto it waits until it is closed */
 	sf_fd_publish(g, -1);
 	if (same_file(fd, dev, ino))
 		sf_syscall3(SYS_close, fd, 0, 0);
-	__atomic_store_n(&claimed, -1, __ATOMIC_SEQ_CST);
+	claim_clear();
 }
 
 void sf_fd_guard_after_fork_child(void)
 {
 	__atomic_clear(&gate, __ATOMIC_RELAXED);
 	claimed = -1;
+	claim_seq = 0;
+	prog_calls[0] = prog_calls[1] = 0; /* calls in flight in the parent's other threads */
 	for (int i = 0; i < SF_FD_GUARDS && guards[i]; i++) {
 		guards[i]->users[0] = guards[i]->users[1] = 0;
 	}
@@ -212,18 +293,37 @@ void sf_fd_guard_after_fork_child(void)
 
 /* ---- the program's side ---- */
 
-/* A dup2 onto the number the runtime is moving waits for the move (a few
- * system calls; the runtime does it with signals blocked, so never
- * underneath this thread). */
-static void wait_claim(long to)
+/* Whether the runtime's claim is on fd and fd holds the file the runtime
+ * opened: a load when the claim is elsewhere (every ordinary close), an
+ * fstat when it is on fd. The holder changes the claim with a few stores
+ * and signals blocked, never underneath this thread: the spin is short. */
+static int claimed_ours(long fd)
 {
-	while (to >= 0 && __atomic_load_n(&claimed, __ATOMIC_SEQ_CST) == to)
-		pause_briefly();
+	if (fd < 0 || __atomic_load_n(&claimed, __ATOMIC_SEQ_CST) != fd)
+		return 0;
+	for (;;) {
+		uint32_t seq = __atomic_load_n(&claim_seq, __ATOMIC_SEQ_CST);
+		if (seq & 1) {
+			sf_arch_cpu_relax();
+			continue;
+		}
+		long c = __atomic_load_n(&claimed, __ATOMIC_SEQ_CST);
+		uint64_t dev = __atomic_load_n(&claim_dev, __ATOMIC_SEQ_CST);
+		uint64_t ino = __atomic_load_n(&claim_ino, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&claim_seq, __ATOMIC_SEQ_CST) != seq)
+			continue;
+		return c == fd && same_file(fd, dev, ino);
+	}
 }
 
-static int is_claimed(long fd)
+/* A dup2 onto the number the runtime is moving waits for the move (a few
+ * system calls; the runtime does it with signals blocked, so never
+ * underneath this thread), but only while the number holds the runtime's
+ * file: a number the program has taken back is its own at once. */
+static void wait_claim(long to)
 {
-	return fd >= 0 && __atomic_load_n(&claimed, __ATOMIC_SEQ_CST) == fd;
+	while (claimed_ours(to))
+		pause_briefly();
 }
 
 static struct sf_fd_guard *guard_of(long fd)
@@ -240,23 +340,48 @@ static struct sf_fd_guard *guard_of(long fd)
 	return NULL;
 }
 
-static int runtime_number(long fd)
+/* The guard of fd if fd still holds the guard's file. A number that holds
+ * another file lost the runtime's descriptor to a system call the
+ * wrappers could not see (a raw close_range, an io_uring close) and is the
+ * program's again: the guard forgets it (the runtime opens its file again
+ * at its next use, logfile.c), and the program's call goes through as
+ * untraced. One fstat, on the guarded number only. */
+static struct sf_fd_guard *guard_holding(long fd)
 {
-	return guard_of(fd) != NULL || is_claimed(fd);
+	struct sf_fd_guard *g = guard_of(fd);
+	if (!g)
+		return NULL;
+	uint64_t dev = __atomic_load_n(&g->dev, __ATOMIC_SEQ_CST), ino = __atomic_load_n(&g->ino, __ATOMIC_SEQ_CST);
+	if (same_file(fd, dev, ino))
+		return g;
+	int expect = (int)fd;
+	__atomic_compare_exchange_n(&g->fd, &expect, -1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return NULL;
 }
 
-/* The lowest runtime number in [lo, hi], or -1. */
+/* fd is one of the runtime's descriptors: guarded or claimed, and holding
+ * the runtime's file. */
+static int runtime_number(long fd)
+{
+	if (fd < 0)
+		return 0;
+	return guard_holding(fd) != NULL || claimed_ours(fd);
+}
+
+/* The lowest runtime number in [lo, hi], or -1 (each candidate checked,
+ * runtime_number). */
 static long lowest_guarded(unsigned long lo, unsigned long hi)
 {
 	long best = -1, c = __atomic_load_n(&claimed, __ATOMIC_SEQ_CST);
-	if (c >= 0 && (unsigned long)c >= lo && (unsigned long)c <= hi)
+	if (c >= 0 && (unsigned long)c >= lo && (unsigned long)c <= hi && claimed_ours(c))
 		best = c;
 	for (int i = 0; i < SF_FD_GUARDS; i++) {
 		struct sf_fd_guard *g = __atomic_load_n(&guards[i], __ATOMIC_ACQUIRE);
 		if (!g)
 			break;
 		long fd = __atomic_load_n(&g->fd, __ATOMIC_SEQ_CST);
-		if (fd >= 0 && (unsigned long)fd >= lo && (unsigned long)fd <= hi && (best < 0 || fd < best))
+		if (fd >= 0 && (unsigned long)fd >= lo && (unsigned long)fd <= hi && (best < 0 || fd < best) &&
+		    guard_holding(fd))
 			best = fd;
 	}
 	return best;
@@ -332,8 +457,18 @@ static long guarded_close_range(unsigned long lo, unsigned long hi, unsigned lon
 	return r;
 }
 
+static int fd_syscall(long nr, const long *a, long *r, uint32_t *e);
+
 /* syscall(2) with one of these numbers (hooks.c): 1 and *r set if handled. */
 int sf_fd_syscall(long nr, const long *a, long *r)
+{
+	uint32_t e = prog_enter();
+	int handled = fd_syscall(nr, a, r, &e);
+	prog_leave(e);
+	return handled;
+}
+
+static int fd_syscall(long nr, const long *a, long *r, uint32_t *e)
 {
 	if ((nr == SYS_fcntl || nr == SYS_dup) && runtime_number(a[0])) {
 		*r = -EBADF; /* not open, as untraced (fcntl_any) */
@@ -372,8 +507,13 @@ int sf_fd_syscall(long nr, const long *a, long *r)
 	 * the parent's descriptor, and what it puts at that number is its own. */
 	if (!sf_in_vfork_child())
 		wait_claim(a[1]);
-	if (guard_of(a[1]) != NULL && !sf_in_vfork_child())
+	if (!sf_in_vfork_child() && guard_holding(a[1]) != NULL) {
+		/* Under the gate no claim is being made: not in flight there
+		 * (a claim holds the gate while it waits for calls in flight). */
+		prog_leave(*e);
 		*r = dup_over(nr, a[0], a[1], a[2]);
+		*e = prog_enter();
+	}
 	else
 		*r = sf_syscall3(nr, a[0], a[1], a[2]);
 	return 1;
@@ -381,13 +521,24 @@ int sf_fd_syscall(long nr, const long *a, long *r)
 
 __attribute__((visibility("default"))) int close(int fd)
 {
+	uint32_t e = prog_enter();
+	int r;
 	if (runtime_number(fd)) {
 		errno = EBADF;
-		return -1;
+		r = -1;
+	} else if (real_close) {
+		/* glibc's close is a cancellation point: a thread cancelled in
+		 * it leaves the count too. */
+		pthread_cleanup_push(prog_leave_cb, &e);
+		r = real_close(fd);
+		pthread_cleanup_pop(0);
+	} else {
+		r = (int)ret_errno(sf_syscall3(SYS_close, fd, 0, 0)); /* before the runtime's constructor */
 	}
-	if (real_close)
-		return real_close(fd);
-	return (int)ret_errno(sf_syscall3(SYS_close, fd, 0, 0)); /* before the runtime's constructor */
+	int err = errno;
+	prog_leave(e);
+	errno = err;
+	return r;
 }
 
 __attribute__((visibility("default"))) int close_range(unsigned int lo, unsigned int hi, int flags)
@@ -403,7 +554,9 @@ __attribute__((visibility("default"))) void closefrom(int lo)
 {
 	if (lo < 0)
 		lo = 0;
+	uint32_t e = prog_enter();
 	long r = guarded_close_range((unsigned)lo, ~0u, 0);
+	prog_leave(e);
 	if (r < 0) /* no close_range (Linux < 5.9): one by one, as glibc falls back to */
 		for (long fd = lo, top = sysconf(_SC_OPEN_MAX); fd < top; fd++)
 			close((int)fd);

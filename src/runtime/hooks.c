@@ -140,11 +140,53 @@ static int fork_like(long nr, const long *a)
 	if (nr == SYS_fork)
 		return 1;
 #endif
+	/* CLONE_VFORK without CLONE_VM: the parent waits, but the child has
+	 * its own copy of the memory: a fork child in every other way. */
 	if (nr == SYS_clone)
-		return !(a[0] & CLONE_VM) && !(a[0] & CLONE_VFORK) && a[1] == 0;
-	if (nr == SYS_clone3 && a[0]) {
+		return !(a[0] & CLONE_VM) && a[1] == 0;
+	if (nr == SYS_clone3 && a[0] && (unsigned long)a[1] >= CLONE_ARGS_SIZE_VER0) {
 		const struct clone_args *ca = (const struct clone_args *)a[0];
-		return !(ca->flags & (CLONE_VM | CLONE_VFORK)) && ca->stack == 0;
+		return !(ca->flags & CLONE_VM) && ca->stack == 0;
+	}
+	return 0;
+}
+
+/* A vfork made through syscall(): the assembly entry (arch/<arch>/vfork.S)
+ * takes vfork()'s path for it. */
+int sf_syscall_vforks(long nr, long a0, long a1)
+{
+	const uint64_t both = CLONE_VM | CLONE_VFORK;
+#ifdef SYS_vfork /* aarch64 has only clone */
+	if (nr == SYS_vfork)
+		return 1;
+#endif
+	if (nr == SYS_clone)
+		return ((uint64_t)a0 & both) == both;
+	if (nr == SYS_clone3 && a0 && (unsigned long)a1 >= CLONE_ARGS_SIZE_VER0) /* else the kernel refuses it */
+		return (((const struct clone_args *)a0)->flags & both) == both;
+	return 0;
+}
+
+/* The credential changes of the set*id family, by system call number, and
+ * the effective (or file-system) uid asked for, -1 for none. */
+static int cred_change(long nr, const long *a, uid_t *to)
+{
+	*to = (uid_t)-1;
+	switch (nr) {
+	case SYS_setuid:
+	case SYS_setfsuid:
+		*to = (uid_t)a[0];
+		return 1;
+	case SYS_setreuid:
+	case SYS_setresuid:
+		*to = (uid_t)a[1];
+		return 1;
+	case SYS_setgid:
+	case SYS_setfsgid:
+	case SYS_setregid:
+	case SYS_setresgid:
+	case SYS_setgroups:
+		return 1;
 	}
 	return 0;
 }
@@ -153,7 +195,7 @@ static uint64_t clone_flags(long nr, const long *a)
 {
 	if (nr == SYS_clone)
 		return (uint64_t)a[0];
-	if (nr == SYS_clone3 && a[0])
+	if (nr == SYS_clone3 && a[0] && (unsigned long)a[1] >= CLONE_ARGS_SIZE_VER0)
 		return ((const struct clone_args *)a[0])->flags;
 	return 0;
 }
@@ -169,20 +211,24 @@ static long do_raw_fork(const long *a)
 	return raw_syscall(nr_of_call, a);
 }
 
-/* syscall(2): glibc's is the bare instruction plus errno, and so is this,
- * except that fork-like calls run the runtime's fork handlers around it
- * (a raw fork child would otherwise write into its parent's slots). */
-__attribute__((visibility("default"))) long syscall(long nr, ...)
+static void before_cred_change(uid_t to);
+
+/* syscall(2) (entered through arch/<arch>/vfork.S, which keeps vforks for
+ * itself, with the caller's arguments: the seven words a variadic call
+ * passes are where seven long parameters are): glibc's is the bare
+ * instruction plus errno, and so is this, except that fork-like calls run
+ * the runtime's fork handlers around it (a raw fork child would otherwise
+ * write into its parent's slots), and a credential change creates the log
+ * first, as the set*id wrappers below do. */
+long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 {
-	long a[6];
-	va_list ap;
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
+	long a[6] = {a0, a1, a2, a3, a4, a5};
 	long r;
+	uid_t to;
 	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat)
 		sf_snapshot_settle(); /* the image ends: as _exit and exec do */
+	if (cred_change(nr, a, &to))
+		before_cred_change(to);
 	if (sf_fd_syscall(nr, a, &r)) {
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
@@ -316,6 +362,14 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
  * (start-stop-daemon --chuid), keep a note file they can write
  * (notes.c, sf_notes_hand_over): record then says which pid lost its
  * trace and why. to_uid: the effective uid the call asks for, -1 for none. */
+static void before_cred_change(uid_t to)
+{
+	if (sf_config.enabled && !vfork_depth && !sf_suppressed) {
+		sf_log_create_early();
+		sf_notes_hand_over(to);
+	}
+}
+
 #define SF_CRED_WRAP(ret, name, params, args, to_uid)                                \
 	__attribute__((visibility("default"))) ret name params                       \
 	{                                                                            \
@@ -326,10 +380,7 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 			errno = ENOSYS;                                              \
 			return -1;                                                   \
 		}                                                                    \
-		if (sf_config.enabled && !vfork_depth && !sf_suppressed) {           \
-			sf_log_create_early();                                       \
-			sf_notes_hand_over(to_uid);                                  \
-		}                                                                    \
+		before_cred_change(to_uid);                                          \
 		return real args;                                                    \
 	}
 SF_CRED_WRAP(int, setuid, (uid_t u), (u), u)

@@ -401,7 +401,8 @@ static int log_create_locked(void)
 		sf_fd_publish(&L.g, -1);
 		sf_fd_gate_unlock(&gold);
 		L.failed = 1;
-		sf_rt_message("cannot create log ", sf_config.output, strerror(err ? err : EBADF));
+		/* The name tried last (sf.PID.log when sf.log was taken). */
+		sf_rt_message("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(err ? err : EBADF));
 		return -1;
 	}
 	L.dev = (uint64_t)st.st_dev;
@@ -790,6 +791,8 @@ void sf_log_after_fork_child(int files_shared)
 	/* Shared: the number is still the parent's log, and this child's
 	 * close loops must leave it alone as the parent's would. */
 	static struct sf_fd_guard parent_log = {.fd = -1};
+	parent_log.dev = L.dev;
+	parent_log.ino = L.ino;
 	parent_log.fd = files_shared ? fd : -1;
 	if (files_shared && fd >= 0)
 		sf_fd_guard_add(&parent_log);

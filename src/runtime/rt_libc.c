@@ -457,9 +457,11 @@ HIDDEN NO_LIBCALL int strncmp(const char *a, const char *b, size_t n)
 	return 0;
 }
 
-/* The messages the runtime can print; others by number. Not thread-safe
- * for unknown numbers (one static buffer), which only costs a garbled
- * number if two threads report different unknown errors at once. */
+/* The messages the runtime can print, as glibc words them; other numbers
+ * by their name ("error 75 (EOVERFLOW)"), or by number alone. Tables of
+ * constants, no locale: async-signal-safe, except that an unknown number
+ * is formatted in one static buffer (two threads reporting different
+ * unknown errors at once may garble a number). */
 HIDDEN char *strerror(int e)
 {
 	static const struct {
@@ -472,12 +474,29 @@ HIDDEN char *strerror(int e)
 		{ENOSPC, "No space left on device"}, {EROFS, "Read-only file system"},
 		{EFBIG, "File too large"}, {ENOMEM, "Cannot allocate memory"}, {EDQUOT, "Disk quota exceeded"},
 		{ENAMETOOLONG, "File name too long"}, {EIO, "Input/output error"}, {ELOOP, "Too many levels of symbolic links"},
-		{EOPNOTSUPP, "Operation not supported"},
+		{EOPNOTSUPP, "Operation not supported"}, {EBADF, "Bad file descriptor"},
+		{EAGAIN, "Resource temporarily unavailable"}, {EINTR, "Interrupted system call"},
+		{ESTALE, "Stale file handle"}, {ENFILE, "Too many open files in system"}, {ENXIO, "No such device or address"},
+		{ENODEV, "No such device"}, {EBUSY, "Device or resource busy"}, {EXDEV, "Invalid cross-device link"},
+		{ETXTBSY, "Text file busy"}, {EPIPE, "Broken pipe"}, {ESPIPE, "Illegal seek"}, {ENOSYS, "Function not implemented"},
+		{EFAULT, "Bad address"}, {ESRCH, "No such process"}, {ECHILD, "No child processes"},
+	};
+	static const struct {
+		int e;
+		const char *name;
+	} names[] = {
+		{E2BIG, "E2BIG"}, {ENOEXEC, "ENOEXEC"}, {EDEADLK, "EDEADLK"}, {EMLINK, "EMLINK"}, {ERANGE, "ERANGE"},
+		{ENOTEMPTY, "ENOTEMPTY"}, {ENOLCK, "ENOLCK"}, {EOVERFLOW, "EOVERFLOW"}, {EILSEQ, "EILSEQ"},
+		{ENOTTY, "ENOTTY"}, {ENOTSOCK, "ENOTSOCK"}, {ECONNRESET, "ECONNRESET"}, {ETIMEDOUT, "ETIMEDOUT"},
+		{ECANCELED, "ECANCELED"}, {EOWNERDEAD, "EOWNERDEAD"}, {ENOTRECOVERABLE, "ENOTRECOVERABLE"},
+		{ENODATA, "ENODATA"}, {ENOLINK, "ENOLINK"}, {EPROTO, "EPROTO"}, {EBADMSG, "EBADMSG"},
+		{ENOTBLK, "ENOTBLK"}, {EDOM, "EDOM"}, {ENOMEDIUM, "ENOMEDIUM"}, {EREMOTEIO, "EREMOTEIO"},
+		{EKEYEXPIRED, "EKEYEXPIRED"}, {EUCLEAN, "EUCLEAN"}, {EHWPOISON, "EHWPOISON"},
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (known[i].e == e)
 			return (char *)known[i].s;
-	static char buf[32];
+	static char buf[48];
 	char tmp[12];
 	int k = 0;
 	unsigned u = (unsigned)e;
@@ -489,6 +508,16 @@ HIDDEN char *strerror(int e)
 		buf[n++] = *p;
 	while (k)
 		buf[n++] = tmp[--k];
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (names[i].e != e)
+			continue;
+		buf[n++] = ' ';
+		buf[n++] = '(';
+		for (const char *p = names[i].name; *p && n < sizeof(buf) - 2; p++)
+			buf[n++] = *p;
+		buf[n++] = ')';
+		break;
+	}
 	buf[n] = 0;
 	return buf;
 }

@@ -221,6 +221,7 @@ struct sf_fd_guard {
 	int fd;
 	uint32_t epoch;
 	uint32_t users[2];
+	uint64_t dev, ino; /* the file fd holds: the program's calls check it before leaving fd alone */
 };
 void sf_fd_guard_resolve(void) SF_HIDDEN;     /* glibc's close, at start-up */
 void sf_fd_guard_add(struct sf_fd_guard *g) SF_HIDDEN; /* the program's calls leave g->fd alone */
@@ -288,6 +289,8 @@ void sf_vfork_prepare(void) SF_HIDDEN;
 void sf_vfork_parent(void) SF_HIDDEN;
 int sf_in_vfork_child(void) SF_HIDDEN;
 long sf_set_errno(int e) SF_HIDDEN;
+int sf_syscall_vforks(long nr, long a0, long a1) SF_HIDDEN; /* arch/<arch>/vfork.S: syscall() */
+long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5) SF_HIDDEN;
 
 /* ---- setup_abi.c ---- */
 extern uint32_t sf_setup_only_tid SF_HIDDEN; /* SFTRACE_SETUP_THREAD_ONLY: the one thread traced */

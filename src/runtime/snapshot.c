@@ -248,7 +248,7 @@ static int copy_rings(uint32_t e, uint64_t t)
 /* A file with no name yet in path's directory (O_TMPFILE): if the
  * process ends while it is written (an exec, _exit, a crash on another
  * thread), nothing is left behind. -1 where the file system has none. */
-static int open_unnamed(const char *path)
+static int open_unnamed(const char *path, uint64_t *dir_dev)
 {
 	static char dir[4200]; /* the writer thread's only */
 	size_t n = strlen(path);
@@ -258,6 +258,10 @@ static int open_unnamed(const char *path)
 		return -1;
 	memcpy(dir, path, n);
 	dir[n] = 0;
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return -1;
+	*dir_dev = (uint64_t)st.st_dev;
 	return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 }
 
@@ -272,15 +276,19 @@ static void snapshot_close(void)
 
 /* An unnamed file in the snapshot's directory, adopted as the snapshot's
  * descriptor (sf_fd_adopt); -1 if there is none. It has no path to check
- * the number by: a regular file linked nowhere and still empty, seen
- * through the number, is the one just made (a program's own file put at
- * that number meanwhile is linked somewhere or not empty: left alone). */
+ * the number by: a regular file linked nowhere, still empty, on the
+ * directory's file system (the reference the number is checked against),
+ * seen through the number, is the one just made (a program's own file put
+ * at that number meanwhile is linked somewhere, not empty or elsewhere:
+ * left alone). */
 static int adopt_unnamed(const char *path, struct stat *st)
 {
-	int fd = open_unnamed(path);
+	uint64_t dir_dev = 0;
+	int fd = open_unnamed(path, &dir_dev);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink || st->st_size)
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink || st->st_size ||
+	    (uint64_t)st->st_dev != dir_dev)
 		return -1;
 	int r = sf_fd_adopt(&snap, fd, (uint64_t)st->st_dev, (uint64_t)st->st_ino, NULL);
 	return r >= 0 ? r : -1;

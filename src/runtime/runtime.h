@@ -107,6 +107,10 @@ struct sf_thread {
 				* landing records (SF_EV_UNWIND_TO) and a batch
 				* starts at (sf_chunk.reserved of its slot) */
 	uint64_t shadow[SF_SHADOW_CAP];
+	/* The last resume whose stale entries this thread dropped
+	 * (sf_shadow_resync): entries pushed before a pause belong to frames
+	 * the readers closed there, and many returned while paused. */
+	uint32_t shadow_epoch;
 #endif
 	/* Every thread with a state to clear from outside (buffer.c: its
 	 * window depth at a resume), linked under a lock; listed: 1 while in. */
@@ -463,8 +467,14 @@ void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dro
 /* A resume (switch.c, before any sled is patched): every thread's window
  * depth back to 0. Windows open at the pause were closed there (readers
  * close frames in flight at a pause); those that returned while paused
- * never counted out. */
-void sf_buffer_windows_close(void) SF_HIDDEN;
+ * never counted out. With a shadow stack, every listed thread's next
+ * event also takes the slow path, where it drops the entries pushed
+ * before the pause (sf_shadow_resync). */
+void sf_buffer_resumed(void) SF_HIDDEN;
+/* The calling thread, at its first slow-path event or landing after a
+ * resume: drops every shadow-stack entry from before it, but the one its
+ * own entry event (kind SF_EV_ENTRY) just pushed. One compare otherwise. */
+void sf_shadow_resync(struct sf_thread *t, uint32_t kind) SF_HIDDEN;
 /* record --ring snapshots (snapshot.c drives them). The calling thread's
  * ring is frozen now: the trigger's thread, at its trigger. */
 void sf_buffer_freeze_self(void) SF_HIDDEN;

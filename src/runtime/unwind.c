@@ -403,8 +403,14 @@ static void landing(uint64_t sp)
 	end_interrupted_walk(sp);
 	if (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING)
 		return;
+	/* Paused (switch.c): the readers closed every frame at the pause, and
+	 * a resume starts the thread's depth afresh (sf_shadow_resync), so
+	 * there is nothing to close or record. */
+	if (__atomic_load_n(&sf_tracing_off, __ATOMIC_ACQUIRE))
+		return;
 	int64_t closed = -1;
 #ifdef SF_ARCH_SHADOW
+	sf_shadow_resync(t, 0);
 	closed = shadow_pop(t, sp);
 #endif
 	if (closed < 0) {

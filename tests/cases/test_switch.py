@@ -347,3 +347,34 @@ def test_bad_pids():
             check_rc=1)
     eq(r.stderr, f"sftrace: error: pid {s.pid} is not yours (it runs as uid 0, you are uid 65534)\n", "not ours")
     s.finish()
+
+
+def test_frames_that_returned_while_paused_leave_no_trace_in_later_depths():
+    """wait_outer -> wait_mid -> wait_inner are open at a pause and return
+    while paused. After the resume, jump_catch -> jump_mid -> jump_leaf
+    longjmps back into jump_catch: the landing leaves 1 recorded frame
+    open, and the log says so (UNWIND_TO 1). Before the fix the x86-64
+    runtime kept the three stale shadow-stack entries (less the one
+    read_cmd's unmatched exit popped) and recorded depth 3, and the reader
+    made up for it by counting frames closed at a pause as still open."""
+    s = Server()
+    s.switch("resume")
+    s.cmd("D")  # answered from inside wait_inner
+    s.switch("pause")
+    s.cmd("X")  # the three return while paused
+    s.switch("resume")
+    s.cmd("J")
+    s.switch("pause")
+    s.finish()
+    dump = run([SFTRACE, "dump", s.log]).stdout.split("\nevents:\n")[1].split("\n\nsummary")[0]
+    rows = [ln.split(None, 2)[2] for ln in dump.splitlines()[1:]]
+    # dump indents as the frames are built: from 0 again after each pause.
+    eq(rows, ["EXIT     read_cmd", "ENTRY    wait_outer", "ENTRY      wait_mid", "ENTRY        wait_inner",
+              "EXIT     read_cmd", "ENTRY    jump_catch", "ENTRY      jump_mid", "ENTRY        jump_leaf",
+              "UNWIND         2 frames abandoned, depth 1 left", "EXIT     jump_catch", "ENTRY    read_cmd"],
+       "the main thread's events")
+    calls, repairs = report(s.log)
+    eq(calls, {"read_cmd": 1, "wait_outer": 1, "wait_mid": 1, "wait_inner": 1, "jump_catch": 1, "jump_mid": 1,
+               "jump_leaf": 1}, "calls")
+    eq(repairs, "2 unmatched exits dropped, 2 frames closed by unwinding, 4 frames in flight closed at a pause",
+       "repairs")

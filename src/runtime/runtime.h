@@ -299,17 +299,20 @@ extern uint32_t sf_setup_only_tid SF_HIDDEN; /* SFTRACE_SETUP_THREAD_ONLY: the o
 /* ---- objects.c ---- */
 struct sf_object_rt {
 	struct sf_object info;
-	char path[4096];
 	uint64_t *func_addr;  /* ELF vaddr of each function, index = id - first_id */
 	size_t func_cap;      /* bytes mapped at func_addr */
 	struct sf_object_rt *next_free; /* record kept for reuse after an unload */
 	uint32_t nfuncs;
+	int numbered;         /* func_addr and nfuncs are set (a paused scan leaves that to the resume) */
 	uint64_t lo, hi;      /* runtime address range of the object's PT_LOADs */
 	uintptr_t dl_addr;    /* dlpi_addr, to recognise it again */
 	const void *phdr;     /* dlpi_phdr: program headers, for segment protections */
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
 	uint64_t xray_vaddr, xray_size; /* its xray_instr_map (ELF vaddr, bytes): read again at a switch */
+	/* Last: a record's first page holds everything a scan touches (each
+	 * first touch of a page is a fault, some 45 us on a virtual machine). */
+	char path[4096];
 };
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
 void sf_objects_check_unloaded(void) SF_HIDDEN;
@@ -431,7 +434,7 @@ void sf_loader_event(void) SF_HIDDEN;       /* called by arch/<arch>/loader_entr
 /* Per traced call, in 1/256 of the event clock's unit; 0: not measured.
  * Written into every log's header (SF_HDR_COST). */
 extern uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
-void sf_calib_measure(void) SF_HIDDEN; /* once, at start, before patching */
+void sf_calib_measure(void) SF_HIDDEN; /* once, before the first patch (at start; --paused: the first resume) */
 
 /* ---- clock.c ---- */
 void sf_clock_init(void) SF_HIDDEN;

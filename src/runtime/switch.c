@@ -200,6 +200,14 @@ void sf_switch_service(void)
 	if (want_on == !off) {
 		r.result = SF_SWITCH_ALREADY;
 	} else if (want_on) {
+		/* Started paused: the calibration waited for the first resume
+		 * (a process never resumed never pays for it), before any sled
+		 * is patched and before the log that carries its figures. */
+		static int calibrated;
+		if (!calibrated) {
+			sf_calib_measure();
+			calibrated = 1;
+		}
 		uint64_t at = sf_now_raw(); /* before the first sled: every resumed event is later */
 		/* --within: a window open at the pause was closed there, and one
 		 * that returned while paused never counted out: no window is

@@ -68,6 +68,44 @@ static void *scratch_get(size_t len)
 /* Records of unloaded objects, kept for the next object (same reason). */
 static struct sf_object_rt *free_records;
 
+/* Object records and their paths, carved from 64 KiB mappings and never
+ * given back (records are reused, paths too when they fit): a process's
+ * first objects share a page or two. Under the lock. */
+static char *arena;
+static size_t arena_left;
+
+static void *arena_take(size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (n > arena_left) {
+		size_t cap = n > 65536 ? page_round(n) : 65536;
+		char *p = sf_map_anon(cap);
+		if (!p)
+			return NULL;
+		arena = p;
+		arena_left = cap;
+	}
+	void *r = arena;
+	arena += n;
+	arena_left -= n;
+	return r;
+}
+
+/* o's path: its own bytes again when they fit. -1 without memory. */
+static int set_path(struct sf_object_rt *o, const char *path)
+{
+	size_t len = strlen(path);
+	if (len + 1 > o->path_cap) {
+		char *p = arena_take(len + 1);
+		if (!p)
+			return -1;
+		o->path = p;
+		o->path_cap = (uint32_t)((len + 16) & ~(size_t)15);
+	}
+	memcpy(o->path, path, len + 1);
+	return 0;
+}
+
 static void build_id_from_memory(const struct dl_phdr_info *info, struct sf_object *o)
 {
 	for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -415,12 +453,20 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 		free_records = o->next_free;
 		uint64_t *keep = o->func_addr;
 		size_t keep_cap = o->func_cap;
+		char *keep_path = o->path;
+		uint32_t keep_path_cap = o->path_cap;
 		memset(o, 0, sizeof(*o));
 		o->func_addr = keep;
 		o->func_cap = keep_cap;
-	} else if (!(o = sf_map_anon(page_round(sizeof(*o))))) {
+		o->path = keep_path;
+		o->path_cap = keep_path_cap;
+	} else if (!(o = arena_take(sizeof(*o)))) {
 		return 1;
 	}
+	static char no_path[1];
+	if (!o->path_cap)
+		o->path = no_path;
+	o->path[0] = 0;
 	o->dl_addr = info->dlpi_addr;
 	o->lo = lo;
 	o->hi = hi;
@@ -434,7 +480,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	uint64_t self = (uint64_t)&self_marker, vdso = getauxval(AT_SYSINFO_EHDR);
 	if ((self >= lo && self < hi) || (vdso >= lo && vdso < hi))
 		return 0;
-	if (object_path(info, o->path, sizeof(o->path)) < 0)
+	char path[PATH_MAX];
+	if (object_path(info, path, sizeof(path)) < 0 || set_path(o, path) < 0)
 		return 0;
 	int fd = sf_fd_brief(open(o->path, O_RDONLY | O_CLOEXEC));
 	if (fd < 0)

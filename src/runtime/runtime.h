@@ -310,9 +310,11 @@ struct sf_object_rt {
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
 	uint64_t xray_vaddr, xray_size; /* its xray_instr_map (ELF vaddr, bytes): read again at a switch */
-	/* Last: a record's first page holds everything a scan touches (each
-	 * first touch of a page is a fault, some 45 us on a virtual machine). */
-	char path[4096];
+	/* Its file ("" until known), in the records' arena (objects.c): many
+	 * records share a page, and each first touch of a page at start is a
+	 * fault (some 45 us on a virtual machine). */
+	char *path;
+	uint32_t path_cap;    /* bytes at path, kept when the record is reused */
 };
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
 void sf_objects_check_unloaded(void) SF_HIDDEN;

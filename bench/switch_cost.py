@@ -144,6 +144,8 @@ def paused_cost_of(work, args, title, cmd):
     runs = {"untraced": (cmd, None),
             "paused": (cmd, paused_env),
             "record": ([SFT, "record", "-q", "--paused", "-o", os.path.join(work, "p", "sf.log"), "--"] + cmd, None)}
+    if args.before_lib:  # another build's runtime, paused the same way, in the same rounds
+        runs["before"] = (cmd, dict(paused_env, LD_PRELOAD=os.path.abspath(args.before_lib)))
     got = {k: ([], [], []) for k in runs}
     for r in range(args.rounds):
         order = list(runs) if r % 2 == 0 else list(reversed(runs))
@@ -168,7 +170,7 @@ def paused_cost_of(work, args, title, cmd):
         print(f"  {k:9s} in-program {spread(got[k][0])}")
         print(f"  {k:9s} wall       {spread(got[k][1])}")
         print(f"  {k:9s} CPU        {spread(got[k][2])}")
-    for k in ("paused", "record"):
+    for k in [k for k in runs if k != "untraced"]:
         for i, what in ((0, "in-program"), (1, "wall"), (2, "CPU")):
             ratio = statistics.median(got[k][i]) / statistics.median(got["untraced"][i])
             print(f"  {k}/untraced {what}: {ratio:.4f} ({(ratio - 1) * 100:+.2f}%)")
@@ -244,6 +246,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--fib", type=int, default=32)
     ap.add_argument("--sqlite-rows", type=int, default=100000, help="0: no SQLite workload")
+    ap.add_argument("--before-lib", help="another build's libsftrace.so, measured paused alongside")
     ap.add_argument("--funcs", type=int, default=50000)
     ap.add_argument("--switch-rounds", type=int, default=5)
     ap.add_argument("--only", choices=["paused", "switch"])

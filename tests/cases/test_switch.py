@@ -101,6 +101,8 @@ def test_paused_start_resume_pause_keeps_only_phase_b():
     check(re.search(r"# switched +: 1 resume, 1 pause ", info), info)
     check(re.search(r"# repaired +: 0 frames closed by unwinding, 0 open at thread end, 1 in flight at a pause\n",
                     info), info)
+    # Calibrated at the first resume (a process never resumed skips it).
+    check(re.search(r"# tracer cost +: [1-9][\d.]* ns per call in the caller", info), info)
     replay = run([SFTRACE, "replay", s.log]).stdout
     eq(replay.count("/* 1 frame in flight at a pause */"), 1, "replay's note")
     # Every output repairs the same way: the Chrome trace balances too.
@@ -203,6 +205,27 @@ def test_dlopen_while_paused_is_patched_at_resume():
     calls, _ = report(s.log)
     eq(calls.get("plug_work"), 1, "plug_work calls")
     eq(calls.get("plug_leaf"), 100, "plug_leaf calls")
+
+
+def test_dlopen_while_paused_after_a_log_exists():
+    """The object is found while paused, after the first resume made the
+    log: its sled map is read, its functions numbered and its OBJECT chunk
+    written at the next resume (named in the report, ids of its own)."""
+    s = Server()
+    s.switch("resume")
+    s.cmd("B")
+    s.switch("pause")
+    s.cmd("dlopen " + plug())
+    s.cmd("plug")  # paused: not recorded
+    s.switch("resume")
+    s.cmd("plug")
+    s.switch("pause")
+    s.finish()
+    calls, _ = report(s.log)
+    eq({k: v for k, v in calls.items() if k.startswith(("plug_", "leaf_", "phase_"))},
+       {"phase_b": 1, "leaf_b": 1000, "plug_work": 1, "plug_leaf": 100}, "calls")
+    info = run([SFTRACE, "info", s.log]).stdout
+    check(re.search(r"libswitch_plug\.so", info), info)
 
 
 def test_resume_and_pause_with_8_hot_threads():

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What record --paused and sftrace resume / pause cost (issue 26).
 
-1. While paused: fib(N) (bench/fib.c) untraced against `sftrace record
+1. While paused: fib(N) (bench/fib.c) and the SQLite workload
+   (bench/sqlite_driver.c, ROWS rows) untraced against `sftrace record
    --paused` never resumed, interleaved round by round. Prints the median
    and the spread (min-max) of the in-program time and of the wall time,
    and the paused/untraced ratio of the medians (target: within 3%).
@@ -16,7 +17,7 @@
    shows (on a machine with fewer CPUs than threads, the scheduler's time
    slices are in both).
 
-    python3 bench/switch_cost.py [--rounds 11] [--fib 32] [--funcs 50000] [--switch-rounds 5]
+    python3 bench/switch_cost.py [--rounds 11] [--fib 32] [--sqlite-rows 100000] [--funcs 50000] [--switch-rounds 5]
 """
 import argparse
 import os
@@ -97,19 +98,54 @@ def spread(xs):
     return f"median {statistics.median(xs):9.1f}  min {min(xs):9.1f}  max {max(xs):9.1f}"
 
 
+def sqlite_driver(work):
+    """bench/sqlite_driver.c over the SQLite amalgamation with sleds (about
+    3,800), built once into bench/build/sqlite/ (shared with
+    record_overhead.py, which fetches it the same way)."""
+    d = os.path.join(ROOT, "bench", "build", "sqlite")
+    os.makedirs(d, exist_ok=True)
+    c = os.path.join(d, "package", "deps", "sqlite3", "sqlite3.c")
+    if not os.path.exists(c):
+        print("build: fetching the SQLite amalgamation (npm pack better-sqlite3@12)", file=sys.stderr)
+        subprocess.run(["npm", "pack", "better-sqlite3@12", "--pack-destination", d], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        tgz = [n for n in os.listdir(d) if n.endswith(".tgz")][0]
+        subprocess.run(["tar", "xzf", os.path.join(d, tgz), "-C", d, "package/deps/sqlite3/sqlite3.c",
+                        "package/deps/sqlite3/sqlite3.h"], check=True)
+    obj = os.path.join(d, "sqlite3_tail.o")
+    if not os.path.exists(obj) or os.path.getmtime(obj) < os.path.getmtime(c):
+        print("build: sqlite3_tail.o (a few minutes)", file=sys.stderr)
+        subprocess.run(["clang", "-O2", "-fxray-instrument", "-fxray-instruction-threshold=1", "-c", "-o", obj, c],
+                       check=True)
+    exe = os.path.join(work, "sqlite_driver")
+    subprocess.run(["clang"] + XRAY + ["-I", os.path.join(ROOT, "bench"), "-I", os.path.dirname(c), "-o", exe,
+                                       os.path.join(ROOT, "bench", "sqlite_driver.c"), obj, "-lpthread", "-ldl",
+                                       "-lm"], check=True)
+    return exe
+
+
 def paused_cost(work, args):
     fib = os.path.join(work, "fib")
     subprocess.run(["clang"] + XRAY + ["-fno-optimize-sibling-calls", "-I", os.path.join(ROOT, "bench"), "-o", fib,
                                        os.path.join(ROOT, "bench", "fib.c")], check=True)
+    workloads = [(f"fib({args.fib})", [fib, str(args.fib)])]
+    if args.sqlite_rows:
+        workloads.append((f"SQLite {args.sqlite_rows} rows", [sqlite_driver(work), str(args.sqlite_rows)]))
+    for title, cmd in workloads:
+        paused_cost_of(work, args, title, cmd)
+
+
+def paused_cost_of(work, args, title, cmd):
     # "paused": the program alone under the runtime, as record --paused
     # starts it (its wall time is the process's); "record": the whole
     # `sftrace record --paused` command, its own start-up included.
     paused_env = dict(os.environ, LD_PRELOAD=os.path.join(BUILD, "libsftrace.so"), SFTRACE_PAUSED="1",
                       SFTRACE_OUTPUT_FILE=os.path.join(work, "pre.log"))
-    runs = {"untraced": ([fib, str(args.fib)], None),
-            "paused": ([fib, str(args.fib)], paused_env),
-            "record": ([SFT, "record", "-q", "--paused", "-o", os.path.join(work, "p", "sf.log"), "--", fib,
-                        str(args.fib)], None)}
+    runs = {"untraced": (cmd, None),
+            "paused": (cmd, paused_env),
+            "record": ([SFT, "record", "-q", "--paused", "-o", os.path.join(work, "p", "sf.log"), "--"] + cmd, None)}
+    if args.before_lib:  # another build's runtime, paused the same way, in the same rounds
+        runs["before"] = (cmd, dict(paused_env, LD_PRELOAD=os.path.abspath(args.before_lib)))
     got = {k: ([], [], []) for k in runs}
     for r in range(args.rounds):
         order = list(runs) if r % 2 == 0 else list(reversed(runs))
@@ -129,12 +165,12 @@ def paused_cost(work, args):
             # CPU time (user + sys) of the process and those it waited for:
             # less at the mercy of a loaded machine than wall time.
             got[k][2].append((ru.ru_utime + ru.ru_stime) * 1e3)
-    print(f"While paused: fib({args.fib}), {args.rounds} interleaved rounds (ms)")
+    print(f"While paused: {title}, {args.rounds} interleaved rounds (ms)")
     for k in runs:
         print(f"  {k:9s} in-program {spread(got[k][0])}")
         print(f"  {k:9s} wall       {spread(got[k][1])}")
         print(f"  {k:9s} CPU        {spread(got[k][2])}")
-    for k in ("paused", "record"):
+    for k in [k for k in runs if k != "untraced"]:
         for i, what in ((0, "in-program"), (1, "wall"), (2, "CPU")):
             ratio = statistics.median(got[k][i]) / statistics.median(got["untraced"][i])
             print(f"  {k}/untraced {what}: {ratio:.4f} ({(ratio - 1) * 100:+.2f}%)")
@@ -209,6 +245,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--fib", type=int, default=32)
+    ap.add_argument("--sqlite-rows", type=int, default=100000, help="0: no SQLite workload")
+    ap.add_argument("--before-lib", help="another build's libsftrace.so, measured paused alongside")
     ap.add_argument("--funcs", type=int, default=50000)
     ap.add_argument("--switch-rounds", type=int, default=5)
     ap.add_argument("--only", choices=["paused", "switch"])

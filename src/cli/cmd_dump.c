@@ -296,7 +296,22 @@ struct dump_ctx {
 	int raw;
 	uint64_t *depth; /* per thread index */
 	int64_t *outer;  /* per thread index + 1: frames open outside depth (fr_unwind_to), 0: not set */
+	uint32_t *next_pause; /* per thread index: the first of its pauses not passed yet */
 };
+
+/* Frames open at a pause are closed there (lib/frames.h, FR_END_PAUSED),
+ * and the runtime counts a thread's depth afresh after the resume: so does
+ * the indentation. */
+static void pass_pauses(struct dump_ctx *d, const struct lr_event *ev)
+{
+	const struct lr_thread *t = ev->thread;
+	uint32_t *next = &d->next_pause[t->index];
+	while (*next < t->npauses && t->pause_ns[*next] < ev->time_ns) {
+		(*next)++;
+		d->depth[t->index] = 0;
+		d->outer[t->index] = 1; /* set, none outside */
+	}
+}
 
 static const char *func_name(struct dump_ctx *d, uint32_t id)
 {
@@ -333,6 +348,8 @@ static int print_event(void *ctx, const struct lr_event *ev)
 	struct out *o = d->o;
 	if (ev->before_window)
 		return 0; /* placed by the reader, not recorded (the header counts them) */
+	if (ev->thread->npauses)
+		pass_pauses(d, ev);
 	uint64_t *depth = &d->depth[ev->thread->index];
 	out_u64(o, ev->time_ns, 14);
 	out_mem(o, " ", 1);
@@ -580,6 +597,7 @@ static int dump(struct dump_opts *opt)
 	struct dump_ctx d = {.o = &o, .ls = ls, .log = log, .raw = opt->raw};
 	d.depth = xcalloc(lr_nthreads(log) + 1, sizeof(uint64_t));
 	d.outer = xcalloc(lr_nthreads(log) + 1, sizeof(int64_t));
+	d.next_pause = xcalloc(lr_nthreads(log) + 1, sizeof(uint32_t));
 	int bad = 0;
 	if (cut)
 		bad = print_cut_events(&o, opt->path, io);
@@ -593,6 +611,7 @@ static int dump(struct dump_opts *opt)
 		sf_error("dump: writing the output failed: %s", strerror(errno));
 	free(d.depth);
 	free(d.outer);
+	free(d.next_pause);
 	free(o.buf);
 	ls_close(ls);
 	lr_close(log);

@@ -16,6 +16,28 @@ static int read_full(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* Section headers and names are read in blocks on the stack, not one
+ * pread each: the runtime scans every object of a process at start (libc
+ * alone has about 70 sections), and each pread is a system call. */
+#define SH_BLOCK 32        /* section headers per read (2 KiB) */
+#define NAMES_BLOCK 2048   /* bytes of the section-name table per read */
+
+static const char xray_wanted[] = "xray_instr_map";
+
+/* Whether the section name at `off` in the name table is xray_instr_map:
+ * from the table's first nlen bytes (names) when it lies there, else read
+ * alone. */
+static int name_is_xray(int fd, const Elf64_Shdr *strtab, uint32_t off, const char *names, size_t nlen)
+{
+	if (off + sizeof(xray_wanted) > strtab->sh_size)
+		return 0;
+	if (off + sizeof(xray_wanted) <= nlen)
+		return !memcmp(names + off, xray_wanted, sizeof(xray_wanted));
+	char name[sizeof(xray_wanted)];
+	return read_full(fd, name, sizeof(name), strtab->sh_offset + off) == 0 &&
+	       !memcmp(name, xray_wanted, sizeof(xray_wanted));
+}
+
 int xray_find_section(int fd, struct xray_section *out)
 {
 	Elf64_Ehdr eh;
@@ -30,23 +52,26 @@ int xray_find_section(int fd, struct xray_section *out)
 	Elf64_Shdr strtab;
 	if (read_full(fd, &strtab, sizeof(strtab), eh.e_shoff + (uint64_t)eh.e_shstrndx * sizeof(Elf64_Shdr)) < 0)
 		return -1;
+	/* The table's start: where linkers put the names of the sections
+	 * (all of them, in a small file). */
+	char names[NAMES_BLOCK];
+	size_t nlen = strtab.sh_size < sizeof(names) ? (size_t)strtab.sh_size : sizeof(names);
+	if (read_full(fd, names, nlen, strtab.sh_offset) < 0)
+		nlen = 0;
 
-	static const char wanted[] = "xray_instr_map";
-	for (unsigned i = 0; i < eh.e_shnum; i++) {
-		Elf64_Shdr sh;
-		char name[sizeof(wanted)];
-		if (read_full(fd, &sh, sizeof(sh), eh.e_shoff + (uint64_t)i * sizeof(Elf64_Shdr)) < 0)
+	Elf64_Shdr sh[SH_BLOCK];
+	for (unsigned i = 0; i < eh.e_shnum; i += SH_BLOCK) {
+		unsigned n = eh.e_shnum - i < SH_BLOCK ? eh.e_shnum - i : SH_BLOCK;
+		if (read_full(fd, sh, n * sizeof(Elf64_Shdr), eh.e_shoff + (uint64_t)i * sizeof(Elf64_Shdr)) < 0)
 			return -1;
-		if (sh.sh_name + sizeof(wanted) > strtab.sh_size)
-			continue;
-		if (read_full(fd, name, sizeof(name), strtab.sh_offset + sh.sh_name) < 0)
-			continue;
-		if (memcmp(name, wanted, sizeof(wanted)) != 0)
-			continue;
-		out->vaddr = sh.sh_addr;
-		out->size = sh.sh_size;
-		out->file_offset = sh.sh_offset;
-		return 1;
+		for (unsigned k = 0; k < n; k++) {
+			if (!name_is_xray(fd, &strtab, sh[k].sh_name, names, nlen))
+				continue;
+			out->vaddr = sh[k].sh_addr;
+			out->size = sh[k].sh_size;
+			out->file_offset = sh[k].sh_offset;
+			return 1;
+		}
 	}
 	return 0;
 }
@@ -83,10 +108,14 @@ int xray_file_matches(int fd, const void *phdr, int phnum, const uint8_t *build_
 	if (eh.e_phnum != phnum)
 		return 0;
 	int build_id_seen = 0;
+	Elf64_Phdr block[16]; /* read 16 at a time: one pread for most objects */
 	for (int i = 0; i < phnum; i++) {
-		Elf64_Phdr ph;
-		if (read_full(fd, &ph, sizeof(ph), eh.e_phoff + (uint64_t)i * sizeof(ph)) < 0)
-			return -1;
+		if (i % 16 == 0) {
+			int n = phnum - i < 16 ? phnum - i : 16;
+			if (read_full(fd, block, (size_t)n * sizeof(Elf64_Phdr), eh.e_phoff + (uint64_t)i * sizeof(Elf64_Phdr)) < 0)
+				return -1;
+		}
+		Elf64_Phdr ph = block[i % 16];
 		if (ph.p_type != mem[i].p_type)
 			return 0;
 		if (ph.p_type == PT_LOAD && (ph.p_vaddr != mem[i].p_vaddr || ph.p_memsz != mem[i].p_memsz ||

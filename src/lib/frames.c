@@ -221,15 +221,15 @@ static void pass_pauses(struct frames *f, size_t slot, uint64_t t)
 		uint64_t at = lt->pause_ns[th->next_pause++];
 		if (th->seen_time && at < th->last_t)
 			at = th->last_t;
-		/* Closed here, yet still open in the program (and on the x86-64
-		 * runtime's shadow stack, which a pause leaves alone): outside
-		 * what the reader holds from now on, as frames begun before a
-		 * window are, so an UNWIND_TO after the resume counts them. */
+		/* The runtime forgets them too: after a resume each thread
+		 * counts its depth (SF_EV_UNWIND_TO) from the frames it entered
+		 * since (runtime/buffer.c, sf_shadow_resync), and records no
+		 * landing while paused. Their exits after it are unmatched. */
 		while (th->depth) {
 			pop(f, slot, at, FR_END_PAUSED);
 			f->stats.open_at_pause++;
-			th->outer++;
 		}
+		th->outer = 0;
 	}
 }
 

@@ -90,12 +90,55 @@ static void thread_unlist(struct sf_thread *t)
 	threads_lock_drop();
 }
 
-void sf_buffer_windows_close(void)
+/* Resumes so far: a thread whose shadow_epoch differs has not dropped
+ * the shadow-stack entries it pushed before the last pause. */
+static uint32_t resume_epoch;
+
+/* A time base no event time lies in the span of (trampoline.S's check and
+ * in_span both fail): the thread's next event takes the slow path, which
+ * ends the batch there and re-bases. The batch's own base stays in its
+ * slot's header (set_base). */
+#define BASE_FORCE_SLOW (1ull << 63)
+
+void sf_buffer_resumed(void)
 {
 	threads_lock_take();
-	for (struct sf_thread *t = threads; t; t = t->next_thread)
+	/* Before any base changes: a thread sent to the slow path sees the
+	 * new epoch there. */
+	__atomic_add_fetch(&resume_epoch, 1, __ATOMIC_RELEASE);
+	for (struct sf_thread *t = threads; t; t = t->next_thread) {
 		__atomic_store_n(&t->window_depth, 0, __ATOMIC_RELAXED);
+#ifdef SF_ARCH_SHADOW
+		/* Nothing is patched yet and a landing records nothing while
+		 * paused (unwind.c), so no thread changes its base now. A
+		 * thread never listed takes the slow path first anyway. */
+		__atomic_store_n(&t->base, BASE_FORCE_SLOW, __ATOMIC_RELAXED);
+#endif
+	}
 	threads_lock_drop();
+}
+
+void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
+{
+#ifdef SF_ARCH_SHADOW
+	uint32_t e = __atomic_load_n(&resume_epoch, __ATOMIC_ACQUIRE);
+	if (t->shadow_epoch == e)
+		return;
+	t->shadow_epoch = e;
+	uint64_t d = t->shadow_depth;
+	if (kind == SF_EV_ENTRY && d) {
+		/* The trampoline pushed this entry's frame on top. Past the
+		 * array it was counted, not stored: 0 stands for it (any
+		 * landing pops it, as the reader then closes it). */
+		t->shadow[0] = d - 1 < SF_SHADOW_CAP ? t->shadow[d - 1] : 0;
+		t->shadow_depth = 1;
+	} else {
+		t->shadow_depth = 0;
+	}
+#else
+	(void)t;
+	(void)kind;
+#endif
 }
 
 static void thread_exit_hook(void *arg)
@@ -902,6 +945,7 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 			const uint64_t *payload)
 {
 	size_t nrec = kind == SF_EV_ARGS ? 1 + id : event_records(kind); /* ARGS: id is the payload count */
+	sf_shadow_resync(t, kind); /* before batch_depth reads the depth */
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
 	uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;

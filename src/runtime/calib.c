@@ -1,4 +1,5 @@
-/* The tracer's own cost per call, measured once at start on this machine,
+/* The tracer's own cost per call, measured once before the first patch (at
+ * start, or at the first resume of a process started paused, switch.c),
  * so that readers can show times net of it (docs/DESIGN.md, "Times net of
  * the tracer"). A traced call costs its caller the trampoline work before
  * the ENTRY's timestamp and after the EXIT's (the parent part), and itself

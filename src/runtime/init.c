@@ -194,11 +194,12 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_clock_init();
 	sf_start_mono = sf_mono_ns();
 	sf_start_tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
-	sf_calib_measure(); /* before any sled is patched: it borrows this thread's buffer */
+	sf_switch_config();
+	if (!sf_switch_enabled())
+		sf_calib_measure(); /* before any sled is patched: it borrows this thread's buffer */
 	if (sf_filter_init() < 0)
 		return; /* the filter said why; never trace silently without it */
 	sf_trigger_init();
-	sf_switch_config();
 	sf_args_init();
 	sf_log_on_create(log_created);
 	sf_config.enabled = 1;

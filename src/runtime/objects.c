@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,6 +67,44 @@ static void *scratch_get(size_t len)
 
 /* Records of unloaded objects, kept for the next object (same reason). */
 static struct sf_object_rt *free_records;
+
+/* Object records and their paths, carved from 64 KiB mappings and never
+ * given back (records are reused, paths too when they fit): a process's
+ * first objects share a page or two. Under the lock. */
+static char *arena;
+static size_t arena_left;
+
+static void *arena_take(size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (n > arena_left) {
+		size_t cap = n > 65536 ? page_round(n) : 65536;
+		char *p = sf_map_anon(cap);
+		if (!p)
+			return NULL;
+		arena = p;
+		arena_left = cap;
+	}
+	void *r = arena;
+	arena += n;
+	arena_left -= n;
+	return r;
+}
+
+/* o's path: its own bytes again when they fit. -1 without memory. */
+static int set_path(struct sf_object_rt *o, const char *path)
+{
+	size_t len = strlen(path);
+	if (len + 1 > o->path_cap) {
+		char *p = arena_take(len + 1);
+		if (!p)
+			return -1;
+		o->path = p;
+		o->path_cap = (uint32_t)((len + 16) & ~(size_t)15);
+	}
+	memcpy(o->path, path, len + 1);
+	return 0;
+}
 
 static void build_id_from_memory(const struct dl_phdr_info *info, struct sf_object *o)
 {
@@ -142,7 +181,7 @@ static uint32_t func_index(struct func_map *m, uint64_t key, uint64_t *addrs, ui
 
 static void write_object_chunk(struct sf_object_rt *o)
 {
-	if (!sf_log_ready() || o->logged)
+	if (!sf_log_ready() || o->logged || !o->numbered)
 		return;
 	size_t path_pad = (o->info.path_len + 7) & ~(size_t)7;
 	size_t len = sizeof(struct sf_object) + path_pad + (size_t)o->nfuncs * 8;
@@ -222,14 +261,18 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_are
 		}
 		ns++;
 	}
-	if (number)
+	if (number) {
 		o->nfuncs = nf;
+		o->numbered = 1;
+	}
 	*out = sleds;
 	return ns;
 }
 
-/* Reads the object's sled map, numbers its functions, logs it, patches it
- * (unless tracing is off: record --paused, switch.c; a resume patches it). */
+/* Reads the object's sled map, numbers its functions, logs it, patches it.
+ * While tracing is off (record --paused, switch.c) all of that waits for
+ * the next resume (sf_objects_switch): a paused process pays for finding
+ * its objects only, not for reading their sled maps. */
 static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 {
 	uint64_t bias = o->info.load_bias;
@@ -245,6 +288,13 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	o->xray_vaddr = sec->vaddr;
 	o->xray_size = sec->size;
 	o->info.first_id = next_func_id;
+	if (__atomic_load_n(&sf_tracing_off, __ATOMIC_ACQUIRE)) {
+		/* A function has at least one sled: its ids are reserved
+		 * (readers take gaps between objects' ids). */
+		o->info.sleds = nsleds;
+		next_func_id += nsleds;
+		return;
+	}
 	struct xray_sled_rt *sleds;
 	int64_t ns = read_sleds(o, 1, &scratch, &sleds);
 	if (ns < 0)
@@ -330,8 +380,11 @@ uint32_t sf_objects_switch(int on, uint64_t *read_ns)
 		uint64_t r0 = sf_mono_ns();
 		sf_log_lock_sig(&old);
 		int64_t ns = -1;
+		int numbering = 0;
 		if (still_listed(o, index[i])) {
-			ns = read_sleds(o, 0, &switch_scratch, &sleds);
+			/* Found while paused: numbered now (instrument). */
+			numbering = !o->numbered;
+			ns = read_sleds(o, numbering, &switch_scratch, &sleds);
 			memcpy(&copy, o, sizeof(copy));
 		}
 		sf_log_unlock_sig(&old);
@@ -349,8 +402,11 @@ uint32_t sf_objects_switch(int on, uint64_t *read_ns)
 		}
 		changed += done;
 		sf_log_lock_sig(&old);
-		if (still_listed(o, index[i]))
+		if (still_listed(o, index[i])) {
 			o->info.patched = on ? o->info.patched + done : (o->info.patched > done ? o->info.patched - done : 0);
+			if (numbering)
+				write_object_chunk(o); /* a log made before it (else at the log's creation) */
+		}
 		sf_log_unlock_sig(&old);
 	}
 	sf_log_lock_sig(&old);
@@ -397,12 +453,20 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 		free_records = o->next_free;
 		uint64_t *keep = o->func_addr;
 		size_t keep_cap = o->func_cap;
+		char *keep_path = o->path;
+		uint32_t keep_path_cap = o->path_cap;
 		memset(o, 0, sizeof(*o));
 		o->func_addr = keep;
 		o->func_cap = keep_cap;
-	} else if (!(o = sf_map_anon(page_round(sizeof(*o))))) {
+		o->path = keep_path;
+		o->path_cap = keep_path_cap;
+	} else if (!(o = arena_take(sizeof(*o)))) {
 		return 1;
 	}
+	static char no_path[1];
+	if (!o->path_cap)
+		o->path = no_path;
+	o->path[0] = 0;
 	o->dl_addr = info->dlpi_addr;
 	o->lo = lo;
 	o->hi = hi;
@@ -411,11 +475,13 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	o->phnum = info->dlpi_phnum;
 	objects[nobjects++] = o;
 
-	/* Ourselves and the vDSO have nothing to patch. */
-	uint64_t self = (uint64_t)&self_marker;
-	if (self >= lo && self < hi)
+	/* Ourselves and the vDSO have nothing to patch (the vDSO has no file:
+	 * not even looked for). */
+	uint64_t self = (uint64_t)&self_marker, vdso = getauxval(AT_SYSINFO_EHDR);
+	if ((self >= lo && self < hi) || (vdso >= lo && vdso < hi))
 		return 0;
-	if (object_path(info, o->path, sizeof(o->path)) < 0)
+	char path[PATH_MAX];
+	if (object_path(info, path, sizeof(path)) < 0 || set_path(o, path) < 0)
 		return 0;
 	int fd = sf_fd_brief(open(o->path, O_RDONLY | O_CLOEXEC));
 	if (fd < 0)

@@ -107,6 +107,10 @@ struct sf_thread {
 				* landing records (SF_EV_UNWIND_TO) and a batch
 				* starts at (sf_chunk.reserved of its slot) */
 	uint64_t shadow[SF_SHADOW_CAP];
+	/* The last resume whose stale entries this thread dropped
+	 * (sf_shadow_resync): entries pushed before a pause belong to frames
+	 * the readers closed there, and many returned while paused. */
+	uint32_t shadow_epoch;
 #endif
 	/* Every thread with a state to clear from outside (buffer.c: its
 	 * window depth at a resume), linked under a lock; listed: 1 while in. */
@@ -298,17 +302,22 @@ extern uint32_t sf_setup_only_tid SF_HIDDEN; /* SFTRACE_SETUP_THREAD_ONLY: the o
 /* ---- objects.c ---- */
 struct sf_object_rt {
 	struct sf_object info;
-	char path[4096];
 	uint64_t *func_addr;  /* ELF vaddr of each function, index = id - first_id */
 	size_t func_cap;      /* bytes mapped at func_addr */
 	struct sf_object_rt *next_free; /* record kept for reuse after an unload */
 	uint32_t nfuncs;
+	int numbered;         /* func_addr and nfuncs are set (a paused scan leaves that to the resume) */
 	uint64_t lo, hi;      /* runtime address range of the object's PT_LOADs */
 	uintptr_t dl_addr;    /* dlpi_addr, to recognise it again */
 	const void *phdr;     /* dlpi_phdr: program headers, for segment protections */
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
 	uint64_t xray_vaddr, xray_size; /* its xray_instr_map (ELF vaddr, bytes): read again at a switch */
+	/* Its file ("" until known), in the records' arena (objects.c): many
+	 * records share a page, and each first touch of a page at start is a
+	 * fault (some 45 us on a virtual machine). */
+	char *path;
+	uint32_t path_cap;    /* bytes at path, kept when the record is reused */
 };
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
 void sf_objects_check_unloaded(void) SF_HIDDEN;
@@ -430,7 +439,7 @@ void sf_loader_event(void) SF_HIDDEN;       /* called by arch/<arch>/loader_entr
 /* Per traced call, in 1/256 of the event clock's unit; 0: not measured.
  * Written into every log's header (SF_HDR_COST). */
 extern uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
-void sf_calib_measure(void) SF_HIDDEN; /* once, at start, before patching */
+void sf_calib_measure(void) SF_HIDDEN; /* once, before the first patch (at start; --paused: the first resume) */
 
 /* ---- clock.c ---- */
 void sf_clock_init(void) SF_HIDDEN;
@@ -466,8 +475,14 @@ void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dro
 /* A resume (switch.c, before any sled is patched): every thread's window
  * depth back to 0. Windows open at the pause were closed there (readers
  * close frames in flight at a pause); those that returned while paused
- * never counted out. */
-void sf_buffer_windows_close(void) SF_HIDDEN;
+ * never counted out. With a shadow stack, every listed thread's next
+ * event also takes the slow path, where it drops the entries pushed
+ * before the pause (sf_shadow_resync). */
+void sf_buffer_resumed(void) SF_HIDDEN;
+/* The calling thread, at its first slow-path event or landing after a
+ * resume: drops every shadow-stack entry from before it, but the one its
+ * own entry event (kind SF_EV_ENTRY) just pushed. One compare otherwise. */
+void sf_shadow_resync(struct sf_thread *t, uint32_t kind) SF_HIDDEN;
 /* record --ring snapshots (snapshot.c drives them). The calling thread's
  * ring is frozen now: the trigger's thread, at its trigger. */
 void sf_buffer_freeze_self(void) SF_HIDDEN;

@@ -200,11 +200,20 @@ void sf_switch_service(void)
 	if (want_on == !off) {
 		r.result = SF_SWITCH_ALREADY;
 	} else if (want_on) {
+		/* Started paused: the calibration waited for the first resume
+		 * (a process never resumed never pays for it), before any sled
+		 * is patched and before the log that carries its figures. */
+		static int calibrated;
+		if (!calibrated) {
+			sf_calib_measure();
+			calibrated = 1;
+		}
 		uint64_t at = sf_now_raw(); /* before the first sled: every resumed event is later */
 		/* --within: a window open at the pause was closed there, and one
 		 * that returned while paused never counted out: no window is
-		 * open at a resume (nothing patched changes a depth now). */
-		sf_buffer_windows_close();
+		 * open at a resume (nothing patched changes a depth now). Each
+		 * thread drops its stale shadow-stack entries at its next event. */
+		sf_buffer_resumed();
 		__atomic_store_n(&sf_tracing_off, 0, __ATOMIC_RELEASE);
 		r.sleds = sf_objects_switch(1, &read_ns);
 		r.took_ns = sf_mono_ns() - t0;

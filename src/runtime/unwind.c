@@ -461,9 +461,15 @@ static void landing(uint64_t sp)
 	end_interrupted_walk(sp);
 	if (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING)
 		return;
+	/* Paused (switch.c): the readers closed every frame at the pause, and
+	 * a resume starts the thread's depth afresh (sf_shadow_resync), so
+	 * there is nothing to close or record. */
+	if (__atomic_load_n(&sf_tracing_off, __ATOMIC_ACQUIRE))
+		return;
 	int64_t closed = -1;
 	uint64_t mark = 0;
 #ifdef SF_ARCH_SHADOW
+	sf_shadow_resync(t, 0);
 	closed = shadow_pop(t, sp);
 	/* Deeper than the array, every stored frame is live (shadow_pop):
 	 * the walk counts the live frames inside the last one. */

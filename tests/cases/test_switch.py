@@ -101,6 +101,8 @@ def test_paused_start_resume_pause_keeps_only_phase_b():
     check(re.search(r"# switched +: 1 resume, 1 pause ", info), info)
     check(re.search(r"# repaired +: 0 frames closed by unwinding, 0 open at thread end, 1 in flight at a pause\n",
                     info), info)
+    # Calibrated at the first resume (a process never resumed skips it).
+    check(re.search(r"# tracer cost +: [1-9][\d.]* ns per call in the caller", info), info)
     replay = run([SFTRACE, "replay", s.log]).stdout
     eq(replay.count("/* 1 frame in flight at a pause */"), 1, "replay's note")
     # Every output repairs the same way: the Chrome trace balances too.
@@ -203,6 +205,27 @@ def test_dlopen_while_paused_is_patched_at_resume():
     calls, _ = report(s.log)
     eq(calls.get("plug_work"), 1, "plug_work calls")
     eq(calls.get("plug_leaf"), 100, "plug_leaf calls")
+
+
+def test_dlopen_while_paused_after_a_log_exists():
+    """The object is found while paused, after the first resume made the
+    log: its sled map is read, its functions numbered and its OBJECT chunk
+    written at the next resume (named in the report, ids of its own)."""
+    s = Server()
+    s.switch("resume")
+    s.cmd("B")
+    s.switch("pause")
+    s.cmd("dlopen " + plug())
+    s.cmd("plug")  # paused: not recorded
+    s.switch("resume")
+    s.cmd("plug")
+    s.switch("pause")
+    s.finish()
+    calls, _ = report(s.log)
+    eq({k: v for k, v in calls.items() if k.startswith(("plug_", "leaf_", "phase_"))},
+       {"phase_b": 1, "leaf_b": 1000, "plug_work": 1, "plug_leaf": 100}, "calls")
+    info = run([SFTRACE, "info", s.log]).stdout
+    check(re.search(r"libswitch_plug\.so", info), info)
 
 
 def test_resume_and_pause_with_8_hot_threads():
@@ -347,3 +370,34 @@ def test_bad_pids():
             check_rc=1)
     eq(r.stderr, f"sftrace: error: pid {s.pid} is not yours (it runs as uid 0, you are uid 65534)\n", "not ours")
     s.finish()
+
+
+def test_frames_that_returned_while_paused_leave_no_trace_in_later_depths():
+    """wait_outer -> wait_mid -> wait_inner are open at a pause and return
+    while paused. After the resume, jump_catch -> jump_mid -> jump_leaf
+    longjmps back into jump_catch: the landing leaves 1 recorded frame
+    open, and the log says so (UNWIND_TO 1). Before the fix the x86-64
+    runtime kept the three stale shadow-stack entries (less the one
+    read_cmd's unmatched exit popped) and recorded depth 3, and the reader
+    made up for it by counting frames closed at a pause as still open."""
+    s = Server()
+    s.switch("resume")
+    s.cmd("D")  # answered from inside wait_inner
+    s.switch("pause")
+    s.cmd("X")  # the three return while paused
+    s.switch("resume")
+    s.cmd("J")
+    s.switch("pause")
+    s.finish()
+    dump = run([SFTRACE, "dump", s.log]).stdout.split("\nevents:\n")[1].split("\n\nsummary")[0]
+    rows = [ln.split(None, 2)[2] for ln in dump.splitlines()[1:]]
+    # dump indents as the frames are built: from 0 again after each pause.
+    eq(rows, ["EXIT     read_cmd", "ENTRY    wait_outer", "ENTRY      wait_mid", "ENTRY        wait_inner",
+              "EXIT     read_cmd", "ENTRY    jump_catch", "ENTRY      jump_mid", "ENTRY        jump_leaf",
+              "UNWIND         2 frames abandoned, depth 1 left", "EXIT     jump_catch", "ENTRY    read_cmd"],
+       "the main thread's events")
+    calls, repairs = report(s.log)
+    eq(calls, {"read_cmd": 1, "wait_outer": 1, "wait_mid": 1, "wait_inner": 1, "jump_catch": 1, "jump_mid": 1,
+               "jump_leaf": 1}, "calls")
+    eq(repairs, "2 unmatched exits dropped, 2 frames closed by unwinding, 4 frames in flight closed at a pause",
+       "repairs")

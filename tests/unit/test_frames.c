@@ -130,6 +130,39 @@ static void test_nesting(void **state)
 	free(r.text);
 }
 
+/* A landing after a resume: the runtime counts the depth it records from
+ * the frames entered since the resume (sf_shadow_resync), as the reader
+ * does once it closed every frame at the pause. UNWIND_TO 1 closes f5 and
+ * f4, not f3 (before the fix the reader counted f1 and f2 as still open
+ * outside its view, and closed f3 too). */
+static void test_unwind_after_a_resume(void **state)
+{
+	static const uint64_t pauses[] = {50};
+	struct lr_thread t = {.index = 0, .serial = 1, .tid = 100, .pause_ns = pauses, .npauses = 1};
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &t, EN, 1, 10);
+	fr_event(f, &t, EN, 2, 20);
+	fr_event(f, &t, EN, 3, 60);
+	fr_event(f, &t, EN, 4, 61);
+	fr_event(f, &t, EN, 5, 62);
+	fr_event(f, &t, SF_EV_UNWIND_TO, 1, 63);
+	fr_event(f, &t, EX, 3, 70);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B100 #2 p1 f2 d1 @20\n"
+				    "E100 #2 p1 f2 d1 20-50 paused\n"
+				    "E100 #1 p0 f1 d0 10-50 paused\n"
+				    "B100 #3 p0 f3 d0 @60\n"
+				    "B100 #4 p3 f4 d1 @61\n"
+				    "B100 #5 p4 f5 d2 @62\n"
+				    "E100 #5 p4 f5 d2 62-63 unwound\n"
+				    "E100 #4 p3 f4 d1 61-63 unwound\n"
+				    "E100 #3 p0 f3 d0 60-70 exit\n");
+	fr_free(f);
+	free(r.text);
+}
+
 /* sftrace pause at 50 and 90: frames open at a pause close there, before
  * the thread's next event; an exit after the resume whose entry came
  * before is dropped; a frame open at the end after the last pause (a
@@ -394,6 +427,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nesting),
 		cmocka_unit_test(test_pauses),
+		cmocka_unit_test(test_unwind_after_a_resume),
 		cmocka_unit_test(test_unwind_to_event),
 		cmocka_unit_test(test_tail_call),
 		cmocka_unit_test(test_unmatched_exit),

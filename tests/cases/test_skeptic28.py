@@ -236,7 +236,6 @@ def test_libtest_thread_label_is_the_test_not_the_allocator():
     is labelled `parser_tests_mo (__rustc::__rust_dealloc)` in report
     --threads, replay and Perfetto; the test (lt's closure
     parses_a_long_expression_name) is not named anywhere in the label."""
-    raise Skip("known break, issue 28 open: libtest thread label is __rustc::__rust_dealloc, not the test")
     exe = libtest_fixture()
     _, log = record([exe, "--test-threads=1"], args=["-q"])
     out = run([SFTRACE, "report", "--threads", log]).stdout

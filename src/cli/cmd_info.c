@@ -30,6 +30,7 @@
 struct proc_count {
 	uint64_t frames, unwound, open_at_end, alloc_events;
 	uint64_t paused; /* frames in flight at a pause (record --paused) */
+	uint64_t open_at_snapshot; /* a snapshot's frames open when it was taken */
 };
 
 struct info {
@@ -52,6 +53,7 @@ static int on_end(void *ctx, const struct fr_frame *f)
 	c->unwound += f->end_kind == FR_END_UNWOUND;
 	c->open_at_end += f->end_kind == FR_END_THREAD_END;
 	c->paused += f->end_kind == FR_END_PAUSED;
+	c->open_at_snapshot += f->end_kind == FR_END_SNAPSHOT;
 	return 0;
 }
 
@@ -265,6 +267,8 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	       c->open_at_end);
 	if (c->paused)
 		printf(", %" PRIu64 " in flight at a pause", c->paused);
+	if (i->snapshot) /* the threads went on: their window ended */
+		printf(", %" PRIu64 " open at the snapshot's end", c->open_at_snapshot);
 	printf("\n");
 	printf(KEY "%" PRIu64 " bytes (%.1f bytes per event)\n", "log", i->file_size,
 	       s.events ? (double)i->file_size / (double)s.events : 0.0);
@@ -353,8 +357,9 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	}
 	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64
 	       ",\"write_errors\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
-	       ",\"log_bytes\":%" PRIu64 ",",
-	       s.events, c->frames, s.dropped, s.lost, s.write_errors, c->unwound, c->open_at_end, i->file_size);
+	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"log_bytes\":%" PRIu64 ",",
+	       s.events, c->frames, s.dropped, s.lost, s.write_errors, c->unwound, c->open_at_end, c->open_at_snapshot,
+	       i->file_size);
 	printf("\"log_path\":");
 	json_put_str(stdout, i->path);
 	putchar('}');

@@ -367,7 +367,8 @@ static void flush_run(struct replay *r, const struct lr_thread *t, const struct 
 	indent(ts->run_depth);
 	printf("%s/* %" PRIu64 " frame%s %s */%s\n", r->color ? C_DIM : "", ts->run_count,
 	       ts->run_count == 1 ? "" : "s", ts->run_kind == FR_END_UNWOUND ? "unwound"
-	       : ts->run_kind == FR_END_PAUSED ? "in flight at a pause" : "open at thread end",
+	       : ts->run_kind == FR_END_PAUSED ? "in flight at a pause"
+	       : ts->run_kind == FR_END_SNAPSHOT ? "open at the snapshot's end" : "open at thread end",
 	       r->color ? C_OFF : "");
 	ts->run_count = 0;
 }

@@ -1362,6 +1362,8 @@ struct lr_log *lr_open(const char *path, char *err, size_t errlen)
 	apply_switches(log);
 	if (log->info.ring_bytes)
 		find_before_window(log);
+	for (size_t i = 0; i < log->nthreads; i++)
+		log->threads[i].ends_at_snapshot = log->info.snapshot != 0;
 	if (log->warnings_lost) {
 		/* The spare slot warn() reserved. */
 		char buf[96];

@@ -154,6 +154,7 @@ struct lr_thread {
 	const uint64_t *pause_ns;
 	uint32_t npauses;
 	int ends_paused;         /* the log's last switch is a pause */
+	int ends_at_snapshot;    /* the log is a snapshot: the thread went on past its window's end */
 	/* Ring logs: frames open at that point that are neither delivered
 	 * nor placed (their exits are outside the window too), from the
 	 * window's first batch's start depth; 0 when not known. */

@@ -34,6 +34,7 @@
 #include "cli/input_opts.h"
 #include "lib/demangle.h"
 #include "lib/hashmap.h"
+#include "lib/log_symbols.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -44,7 +45,9 @@
 struct gnode {
 	const char *name;     /* trace_name of its first frame */
 	size_t len;           /* shown: without a C++ parameter list */
-	uint64_t name_hash;
+	uint64_t name_hash;   /* of the name, and of tail_from's */
+	const char *tail_name; /* reached by this function's tail call (its jmp), else NULL */
+	size_t tail_len;
 	uint32_t parent, first_child, last_child, next_sibling, nchildren;
 	uint64_t calls, total_ns;
 };
@@ -71,6 +74,10 @@ struct fname {
 struct gthread {
 	struct open_frame *stack;
 	size_t cap;
+	/* A frame that ended with a tail call: its callee, if traced, begins
+	 * next at its depth (replay's rule, cmd_replay.c). */
+	int tail_open;
+	uint32_t tail_from, tail_depth;
 	uint32_t bt;          /* the backtrace of the open outermost FUNC call, or NONE */
 	uint32_t bt_depth;    /* its depth */
 };
@@ -148,26 +155,53 @@ static struct fname *fname_of(struct graph *g, uint32_t func_id)
 	return fn;
 }
 
-/* The child of `parent` named as func_id, created if needed. */
-static uint32_t child_of(struct graph *g, uint32_t parent, uint32_t func_id)
+static int same_node(const struct gnode *n, const char *name, size_t len, const struct fname *tail)
 {
-	struct fname *fn = fname_of(g, func_id);
+	if (n->len != len || memcmp(n->name, name, len) || !n->tail_name != !tail)
+		return 0;
+	return !tail || (n->tail_len == tail->len && !memcmp(n->tail_name, tail->name, tail->len));
+}
+
+static uint32_t new_child(struct graph *g, uint32_t parent, const struct fname *fn, uint64_t h,
+			  const struct fname *tail)
+{
+	uint32_t n = new_node(g, parent, fn->name, fn->len, h);
+	if (tail) {
+		g->nodes[n].tail_name = tail->name;
+		g->nodes[n].tail_len = tail->len;
+	}
+	return n;
+}
+
+/* The child of `parent` named as func_id, reached by a tail call of
+ * tail_from (NONE: a call), created if needed. A tail callee is a node of
+ * its own: the caller's frame closed first, so it hangs under the
+ * caller's caller, marked with the caller. */
+static uint32_t child_of(struct graph *g, uint32_t parent, uint32_t func_id, uint32_t tail_from)
+{
+	struct fname tail_fn, *fn;
+	const struct fname *tail = NULL;
+	if (tail_from != NONE) { /* a copy: fname_of may move the table */
+		tail_fn = *fname_of(g, tail_from);
+		tail = &tail_fn;
+	}
+	fn = fname_of(g, func_id);
 	const char *name = fn->name;
 	size_t len = fn->len;
-	uint64_t h = fn->hash;
+	uint64_t h = tail ? hash_bytes(fn->hash ^ 0x7461696cULL, tail->name, tail->len) : fn->hash;
 	int added;
 	uint64_t *slot = hm_put(&g->children, mix(parent, h), &added);
 	if (!added) {
 		const struct gnode *n = &g->nodes[*slot];
-		if (n->parent == parent && n->len == len && !memcmp(n->name, name, len))
+		if (n->parent == parent && same_node(n, name, len, tail))
 			return (uint32_t)*slot;
 		/* A hash collision (rare): find it among the siblings. */
 		for (uint32_t c = g->nodes[parent].first_child; c; c = g->nodes[c].next_sibling)
-			if (g->nodes[c].len == len && !memcmp(g->nodes[c].name, name, len))
+			if (same_node(&g->nodes[c], name, len, tail))
 				return c;
-		return new_node(g, parent, name, len, h);
+		return new_child(g, parent, fn, h, tail);
 	}
-	*slot = new_node(g, parent, name, len, h);
+	*slot = new_child(g, parent, fn, h, tail);
 	return (uint32_t)*slot;
 }
 
@@ -275,8 +309,11 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 	}
 	uint32_t parent = f->depth ? t->stack[f->depth - 1].node : g->func ? NONE : ROOT;
 	uint32_t node = NONE;
+	int tail = t->tail_open && f->depth == t->tail_depth &&
+		   ls_is_tail_target(g->proc->syms, t->tail_from, f->func_id);
+	t->tail_open = 0;
 	if (parent != NONE) {
-		node = child_of(g, parent, f->func_id);
+		node = child_of(g, parent, f->func_id, tail ? t->tail_from : NONE);
 	} else if (is_target(g, f->func_id)) {
 		node = ROOT;
 		if (!g->nodes[ROOT].name) {
@@ -306,6 +343,9 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 		g->bts[t->bt].time_ns += d;
 		t->bt = NONE;
 	}
+	t->tail_open = f->end_kind == FR_END_TAIL;
+	t->tail_from = f->func_id;
+	t->tail_depth = f->depth;
 	return 0;
 }
 
@@ -368,7 +408,10 @@ static void put_node(const struct graph *g, uint32_t n, const uint8_t *mask, uin
 	put_time(g->nodes[n].total_ns);
 	fputs(" : ", stdout);
 	put_indent(mask, indent, line);
-	printf("(%" PRIu64 ") %s\n", g->nodes[n].calls, esc_len(g->nodes[n].name, g->nodes[n].len));
+	printf("(%" PRIu64 ") %s", g->nodes[n].calls, esc_len(g->nodes[n].name, g->nodes[n].len));
+	if (g->nodes[n].tail_name) /* esc_len's buffer is free again */
+		printf(" /* tail call from %s */", esc_len(g->nodes[n].tail_name, g->nodes[n].tail_len));
+	putchar('\n');
 }
 
 struct walk {

@@ -18,7 +18,6 @@ def test_tail_call_shown_as_the_callers_callee():
     nothing on the line to say it was reached from a by a tail call, and
     graph counts b under main: a reader concludes main calls b. The log
     knows (dump shows `TAIL a` just before `ENTRY b`)."""
-    raise Skip("known break, issue 28 open: replay shows a tail callee as the caller's sibling, unmarked")
     exe = build_c("skep28_tail", ["skep28_tail.c"])
     _, log = record([exe], args=["-q"])
     dump = run([SFTRACE, "dump", log]).stdout

@@ -52,9 +52,12 @@ struct gnode {
 	uint64_t calls, total_ns;
 };
 
-/* One distinct chain of callers of FUNC's outermost calls. */
+/* One distinct chain of callers of FUNC's outermost calls, by the names
+ * the graph shows (as the call graph merges them): two instantiations of
+ * one generic function (apply::<…> for two closures) are one caller. */
 struct backtrace {
-	uint32_t *funcs;      /* outermost first; FUNC itself last */
+	uint32_t *funcs;      /* outermost first; FUNC itself last: the first chain seen */
+	uint8_t *others;      /* per frame: another function of the same name was there too */
 	uint32_t len;
 	uint64_t hash;
 	uint64_t hits, time_ns;
@@ -266,27 +269,43 @@ static int is_target(struct graph *g, uint32_t func_id)
 	return g->is_target[func_id];
 }
 
+/* Two functions a backtrace shows under one name (its whole name: C++
+ * overloads stay apart). */
+static int same_name(const struct graph *g, uint32_t x, uint32_t y)
+{
+	return x == y || !strcmp(trace_name(g->proc, x), trace_name(g->proc, y));
+}
+
+static uint64_t hash_name(const struct graph *g, uint64_t h, uint32_t func_id)
+{
+	const char *name = trace_name(g->proc, func_id);
+	return hash_bytes(h, name, strlen(name) + 1);
+}
+
 /* The backtrace of the stack below an outermost FUNC call at `depth`. */
 static uint32_t find_backtrace(struct graph *g, const struct gthread *t, uint32_t depth, uint32_t func_id)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (uint32_t d = 0; d < depth; d++)
-		h = hash_bytes(h, &t->stack[d].func_id, sizeof(uint32_t));
-	h = hash_bytes(h, &func_id, sizeof(func_id));
-	h |= 1;
+		h = hash_name(g, h, t->stack[d].func_id);
+	h = hash_name(g, h, func_id) | 1;
 	for (uint64_t *v = hm_find(&g->bt_index, h); v;) {
 		struct backtrace *b = &g->bts[*v - 1];
-		int same = b->len == depth + 1 && b->funcs[depth] == func_id;
+		int same = b->len == depth + 1 && same_name(g, b->funcs[depth], func_id);
 		for (uint32_t d = 0; same && d < depth; d++)
-			same = b->funcs[d] == t->stack[d].func_id;
-		if (same)
-			return (uint32_t)(*v - 1);
-		break; /* a collision: keep it apart, unindexed */
+			same = same_name(g, b->funcs[d], t->stack[d].func_id);
+		if (!same)
+			break; /* a collision: keep it apart, unindexed */
+		for (uint32_t d = 0; d < depth; d++)
+			b->others[d] |= b->funcs[d] != t->stack[d].func_id;
+		b->others[depth] |= b->funcs[depth] != func_id;
+		return (uint32_t)(*v - 1);
 	}
 	g->bts = xrealloc(g->bts, (g->nbts + 1) * sizeof(*g->bts));
 	struct backtrace *b = &g->bts[g->nbts];
 	*b = (struct backtrace){.len = depth + 1, .hash = h};
 	b->funcs = xmalloc((depth + 1) * sizeof(*b->funcs));
+	b->others = xcalloc(depth + 1, 1);
 	for (uint32_t d = 0; d < depth; d++)
 		b->funcs[d] = t->stack[d].func_id;
 	b->funcs[depth] = func_id;
@@ -471,7 +490,8 @@ static void print_backtraces(const struct graph *g)
 		for (uint32_t k = 0; k < b->len; k++) {
 			uint64_t vaddr = 0;
 			lr_func(g->proc->log, b->funcs[k], NULL, &vaddr);
-			printf("   [%u] %s (%#" PRIx64 ")\n", k, sf_esc(trace_name(g->proc, b->funcs[k])), vaddr);
+			printf("   [%u] %s (%#" PRIx64 "%s)\n", k, sf_esc(trace_name(g->proc, b->funcs[k])), vaddr,
+			       b->others[k] ? " and other instantiations" : "");
 		}
 		putchar('\n');
 	}
@@ -482,8 +502,10 @@ static void graph_reset(struct graph *g, const struct trace_proc *p)
 	for (size_t i = 0; i < g->nthreads; i++)
 		free(g->threads[i].stack);
 	free(g->threads);
-	for (size_t i = 0; i < g->nbts; i++)
+	for (size_t i = 0; i < g->nbts; i++) {
 		free(g->bts[i].funcs);
+		free(g->bts[i].others);
+	}
 	free(g->bts);
 	g->bts = NULL;
 	g->nbts = 0;

@@ -4,7 +4,10 @@
 For every case of uftrace's tests/ (tests/tNNN_*.py) whose expected output
 is a plain call graph of one thread (`name() {`, `} /* name */`, `name();`
 only, no arguments, return values or events) and which runs the default way
-(no setup, runcmd, prepare or build of its own; C), this builds its
+(no runcmd, prepare or build of its own, and a setup that only sets
+uftrace options sftrace replay has: -F, -N, -D, -t (--min-duration), given to
+replay; C), this
+builds its
 s-NAME.c with XRay sleds (clang -O0, uftrace's default flags), records it
 with sftrace, and compares `sftrace replay -f none` with the expected call
 column, library calls aside: lines of functions the source does not define
@@ -15,8 +18,10 @@ leaf.
 
 Prints one line per case (match, MISMATCH, or why it was left out) and the
 counts."""
+import ast
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -29,17 +34,58 @@ CFLAGS = ["-O0", "-g", "-fxray-instrument", "-fxray-instruction-threshold=1", "-
           "-fno-omit-frame-pointer", "-D_FORTIFY_SOURCE=0"]
 
 
+def setup_options(text):
+    """The uftrace options a case's setup() sets, as sftrace replay options:
+    ([options], None), or (None, why) when setup does anything else or sets
+    an option with no sftrace counterpart. A case without setup: ([], None)."""
+    tree = ast.parse(text)
+    setup = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name == "setup"]
+    if not setup:
+        return [], None
+    opts = ""
+    for st in setup[0].body:
+        if isinstance(st, ast.Pass) or (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)):
+            continue
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Attribute)
+                and st.targets[0].attr == "option" and isinstance(st.value, ast.Constant)
+                and isinstance(st.value.value, str)):
+            opts = st.value.value
+            continue
+        return None, "setup"
+    out, toks = [], shlex.split(opts)
+    while toks:
+        t = toks.pop(0)
+        m = re.fullmatch(r"(-F|-N|--filter|--notrace|-D|--depth|-t|--time-filter)(?:=?(.+))?", t)
+        if t in ("--no-libcall", "-f") and (t != "-f" or (toks and toks.pop(0) == "none")):
+            continue  # library calls are dropped on both sides; -f none is what the script runs
+        if not m:
+            return None, "option " + t
+        flag, val = m.group(1), m.group(2)
+        if val is None:
+            if not toks:
+                return None, "option " + t
+            val = toks.pop(0)
+        if "@" in val:
+            return None, "option " + t + " with a trigger"
+        out += [{"-F": "-F", "--filter": "-F", "-N": "-N", "--notrace": "-N", "-t": "--min-duration",
+                 "--time-filter": "--min-duration"}.get(flag, "--max-depth"), val]
+    return out, None
+
+
 def plain_case(text):
-    """(source name, expected call lines) or (None, why)."""
-    for hook in ("def setup", "def runcmd", "def prepare", "def build", "def fixup", "def sort"):
+    """(source name, expected call lines, sftrace replay options) or (None, why, None)."""
+    for hook in ("def runcmd", "def prepare", "def build", "def fixup", "def sort"):
         if hook in text:
-            return None, hook.split()[1]
-    m = re.search(r"TestBase\.__init__\(self,\s*'([\w-]+)',\s*(?:r?\"\"\")(.*?)\"\"\"(.*?)\)", text, re.S)
+            return None, hook.split()[1], None
+    opts, why = setup_options(text)
+    if why:
+        return None, why, None
+    m = re.search(r"TestBase\.__init__\(self,\s*'([\w-]+)',\s*(?:result\s*=\s*)?(?:r?\"\"\")(.*?)\"\"\"(.*?)\)", text, re.S)
     if not m:
-        return None, "not a plain TestBase"
+        return None, "not a plain TestBase", None
     name, body, rest = m.groups()
     if re.search(r"lang\s*=\s*'(?!C')", rest) or "cflags" in rest or "ldflags" in rest:
-        return None, "language or flags"
+        return None, "language or flags", None
     calls, tids = [], set()
     for ln in body.splitlines():
         if "|" not in ln or ln.startswith("#"):
@@ -48,13 +94,13 @@ def plain_case(text):
         tids.update(re.findall(r"\[\s*(\d+)\]", head))
         call = call[1:] if call.startswith(" ") else call
         if not (CALL.match(call) or CLOSE.match(call)):
-            return None, "not a plain call graph"
+            return None, "not a plain call graph", None
         calls.append(call)
     if len(tids) > 1:
-        return None, "several threads"
+        return None, "several threads", None
     if not calls:
-        return None, "no call lines"
-    return name, calls
+        return None, "no call lines", None
+    return name, calls, opts
 
 
 def own_functions(src):
@@ -93,7 +139,7 @@ def normalize(calls, own):
     return out
 
 
-def run_case(tests, name, expected, verbose):
+def run_case(tests, name, expected, opts, verbose):
     src = next((os.path.join(tests, f"s-{name}{e}") for e in (".c",) if os.path.exists(
         os.path.join(tests, f"s-{name}{e}"))), None)
     if not src:
@@ -109,8 +155,9 @@ def run_case(tests, name, expected, verbose):
                        timeout=60)
     if not os.path.exists(log):
         return f"left out: record failed ({r.stderr.strip()[:80]})"
-    p = subprocess.run([SF, "replay", "-q", "--no-pager", "-f", "none", d], capture_output=True, text=True)
-    got = normalize(p.stdout.splitlines(), own)
+    p = subprocess.run([SF, "replay", "-q", "--no-pager", "-f", "none"] + opts + [d], capture_output=True, text=True)
+    # the header lines (times net of the tracer's cost) are not calls
+    got = normalize([ln for ln in p.stdout.splitlines() if not ln.startswith("# ")], own)
     want = normalize(expected, own)
     if got == want:
         return "match"
@@ -128,9 +175,11 @@ def main():
         if not re.match(r"t\d+_.*\.py$", fn):
             continue
         with open(os.path.join(tests, fn)) as fh:
-            name, calls = plain_case(fh.read())
-        res = run_case(tests, name, calls, verbose) if name else f"left out: {calls}"
-        kind = res if not res.startswith("left out") else "left out"
+            name, calls, opts = plain_case(fh.read())
+        res = run_case(tests, name, calls, opts, verbose) if name else f"left out: {calls}"
+        if name and opts:
+            res += " (replay " + " ".join(shlex.quote(o) for o in opts) + ")"
+        kind = res.split(" (")[0] if not res.startswith("left out") else "left out"
         counts[kind] = counts.get(kind, 0) + 1
         if verbose or kind != "left out":
             print(f"{fn}: {res}")

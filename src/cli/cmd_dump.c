@@ -483,6 +483,7 @@ static int dump_cut_end(void *ctx, const struct fr_frame *f)
 	const char *note = f->cut & CUT_END ? "  (cut at the window's end)"
 			   : f->end_kind == FR_END_UNWOUND ? "  (repaired: unwound)"
 			   : f->end_kind == FR_END_THREAD_END ? "  (repaired: open at thread end)"
+			   : f->end_kind == FR_END_SNAPSHOT ? "  (repaired: open at the snapshot's end)"
 			   : f->end_kind == FR_END_PAUSED ? "  (repaired: in flight at a pause)" : NULL;
 	cut_line(d->o, f, f->t_end, f->end_kind == FR_END_TAIL ? "TAIL" : "EXIT", note);
 	return d->o->failed;

@@ -34,6 +34,7 @@
 #include "cli/input_opts.h"
 #include "lib/demangle.h"
 #include "lib/hashmap.h"
+#include "lib/log_symbols.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -44,14 +45,19 @@
 struct gnode {
 	const char *name;     /* trace_name of its first frame */
 	size_t len;           /* shown: without a C++ parameter list */
-	uint64_t name_hash;
+	uint64_t name_hash;   /* of the name, and of tail_from's */
+	const char *tail_name; /* reached by this function's tail call (its jmp), else NULL */
+	size_t tail_len;
 	uint32_t parent, first_child, last_child, next_sibling, nchildren;
 	uint64_t calls, total_ns;
 };
 
-/* One distinct chain of callers of FUNC's outermost calls. */
+/* One distinct chain of callers of FUNC's outermost calls, by the names
+ * the graph shows (as the call graph merges them): two instantiations of
+ * one generic function (apply::<…> for two closures) are one caller. */
 struct backtrace {
-	uint32_t *funcs;      /* outermost first; FUNC itself last */
+	uint32_t *funcs;      /* outermost first; FUNC itself last: the first chain seen */
+	uint8_t *others;      /* per frame: another function of the same name was there too */
 	uint32_t len;
 	uint64_t hash;
 	uint64_t hits, time_ns;
@@ -71,6 +77,10 @@ struct fname {
 struct gthread {
 	struct open_frame *stack;
 	size_t cap;
+	/* A frame that ended with a tail call: its callee, if traced, begins
+	 * next at its depth (replay's rule, cmd_replay.c). */
+	int tail_open;
+	uint32_t tail_from, tail_depth;
 	uint32_t bt;          /* the backtrace of the open outermost FUNC call, or NONE */
 	uint32_t bt_depth;    /* its depth */
 };
@@ -148,26 +158,53 @@ static struct fname *fname_of(struct graph *g, uint32_t func_id)
 	return fn;
 }
 
-/* The child of `parent` named as func_id, created if needed. */
-static uint32_t child_of(struct graph *g, uint32_t parent, uint32_t func_id)
+static int same_node(const struct gnode *n, const char *name, size_t len, const struct fname *tail)
 {
-	struct fname *fn = fname_of(g, func_id);
+	if (n->len != len || memcmp(n->name, name, len) || !n->tail_name != !tail)
+		return 0;
+	return !tail || (n->tail_len == tail->len && !memcmp(n->tail_name, tail->name, tail->len));
+}
+
+static uint32_t new_child(struct graph *g, uint32_t parent, const struct fname *fn, uint64_t h,
+			  const struct fname *tail)
+{
+	uint32_t n = new_node(g, parent, fn->name, fn->len, h);
+	if (tail) {
+		g->nodes[n].tail_name = tail->name;
+		g->nodes[n].tail_len = tail->len;
+	}
+	return n;
+}
+
+/* The child of `parent` named as func_id, reached by a tail call of
+ * tail_from (NONE: a call), created if needed. A tail callee is a node of
+ * its own: the caller's frame closed first, so it hangs under the
+ * caller's caller, marked with the caller. */
+static uint32_t child_of(struct graph *g, uint32_t parent, uint32_t func_id, uint32_t tail_from)
+{
+	struct fname tail_fn, *fn;
+	const struct fname *tail = NULL;
+	if (tail_from != NONE) { /* a copy: fname_of may move the table */
+		tail_fn = *fname_of(g, tail_from);
+		tail = &tail_fn;
+	}
+	fn = fname_of(g, func_id);
 	const char *name = fn->name;
 	size_t len = fn->len;
-	uint64_t h = fn->hash;
+	uint64_t h = tail ? hash_bytes(fn->hash ^ 0x7461696cULL, tail->name, tail->len) : fn->hash;
 	int added;
 	uint64_t *slot = hm_put(&g->children, mix(parent, h), &added);
 	if (!added) {
 		const struct gnode *n = &g->nodes[*slot];
-		if (n->parent == parent && n->len == len && !memcmp(n->name, name, len))
+		if (n->parent == parent && same_node(n, name, len, tail))
 			return (uint32_t)*slot;
 		/* A hash collision (rare): find it among the siblings. */
 		for (uint32_t c = g->nodes[parent].first_child; c; c = g->nodes[c].next_sibling)
-			if (g->nodes[c].len == len && !memcmp(g->nodes[c].name, name, len))
+			if (same_node(&g->nodes[c], name, len, tail))
 				return c;
-		return new_node(g, parent, name, len, h);
+		return new_child(g, parent, fn, h, tail);
 	}
-	*slot = new_node(g, parent, name, len, h);
+	*slot = new_child(g, parent, fn, h, tail);
 	return (uint32_t)*slot;
 }
 
@@ -232,27 +269,43 @@ static int is_target(struct graph *g, uint32_t func_id)
 	return g->is_target[func_id];
 }
 
+/* Two functions a backtrace shows under one name (its whole name: C++
+ * overloads stay apart). */
+static int same_name(const struct graph *g, uint32_t x, uint32_t y)
+{
+	return x == y || !strcmp(trace_name(g->proc, x), trace_name(g->proc, y));
+}
+
+static uint64_t hash_name(const struct graph *g, uint64_t h, uint32_t func_id)
+{
+	const char *name = trace_name(g->proc, func_id);
+	return hash_bytes(h, name, strlen(name) + 1);
+}
+
 /* The backtrace of the stack below an outermost FUNC call at `depth`. */
 static uint32_t find_backtrace(struct graph *g, const struct gthread *t, uint32_t depth, uint32_t func_id)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (uint32_t d = 0; d < depth; d++)
-		h = hash_bytes(h, &t->stack[d].func_id, sizeof(uint32_t));
-	h = hash_bytes(h, &func_id, sizeof(func_id));
-	h |= 1;
+		h = hash_name(g, h, t->stack[d].func_id);
+	h = hash_name(g, h, func_id) | 1;
 	for (uint64_t *v = hm_find(&g->bt_index, h); v;) {
 		struct backtrace *b = &g->bts[*v - 1];
-		int same = b->len == depth + 1 && b->funcs[depth] == func_id;
+		int same = b->len == depth + 1 && same_name(g, b->funcs[depth], func_id);
 		for (uint32_t d = 0; same && d < depth; d++)
-			same = b->funcs[d] == t->stack[d].func_id;
-		if (same)
-			return (uint32_t)(*v - 1);
-		break; /* a collision: keep it apart, unindexed */
+			same = same_name(g, b->funcs[d], t->stack[d].func_id);
+		if (!same)
+			break; /* a collision: keep it apart, unindexed */
+		for (uint32_t d = 0; d < depth; d++)
+			b->others[d] |= b->funcs[d] != t->stack[d].func_id;
+		b->others[depth] |= b->funcs[depth] != func_id;
+		return (uint32_t)(*v - 1);
 	}
 	g->bts = xrealloc(g->bts, (g->nbts + 1) * sizeof(*g->bts));
 	struct backtrace *b = &g->bts[g->nbts];
 	*b = (struct backtrace){.len = depth + 1, .hash = h};
 	b->funcs = xmalloc((depth + 1) * sizeof(*b->funcs));
+	b->others = xcalloc(depth + 1, 1);
 	for (uint32_t d = 0; d < depth; d++)
 		b->funcs[d] = t->stack[d].func_id;
 	b->funcs[depth] = func_id;
@@ -275,8 +328,11 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 	}
 	uint32_t parent = f->depth ? t->stack[f->depth - 1].node : g->func ? NONE : ROOT;
 	uint32_t node = NONE;
+	int tail = t->tail_open && f->depth == t->tail_depth &&
+		   ls_is_tail_target(g->proc->syms, t->tail_from, f->func_id);
+	t->tail_open = 0;
 	if (parent != NONE) {
-		node = child_of(g, parent, f->func_id);
+		node = child_of(g, parent, f->func_id, tail ? t->tail_from : NONE);
 	} else if (is_target(g, f->func_id)) {
 		node = ROOT;
 		if (!g->nodes[ROOT].name) {
@@ -306,6 +362,9 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 		g->bts[t->bt].time_ns += d;
 		t->bt = NONE;
 	}
+	t->tail_open = f->end_kind == FR_END_TAIL;
+	t->tail_from = f->func_id;
+	t->tail_depth = f->depth;
 	return 0;
 }
 
@@ -368,7 +427,10 @@ static void put_node(const struct graph *g, uint32_t n, const uint8_t *mask, uin
 	put_time(g->nodes[n].total_ns);
 	fputs(" : ", stdout);
 	put_indent(mask, indent, line);
-	printf("(%" PRIu64 ") %s\n", g->nodes[n].calls, esc_len(g->nodes[n].name, g->nodes[n].len));
+	printf("(%" PRIu64 ") %s", g->nodes[n].calls, esc_len(g->nodes[n].name, g->nodes[n].len));
+	if (g->nodes[n].tail_name) /* esc_len's buffer is free again */
+		printf(" /* tail call from %s */", esc_len(g->nodes[n].tail_name, g->nodes[n].tail_len));
+	putchar('\n');
 }
 
 struct walk {
@@ -428,7 +490,8 @@ static void print_backtraces(const struct graph *g)
 		for (uint32_t k = 0; k < b->len; k++) {
 			uint64_t vaddr = 0;
 			lr_func(g->proc->log, b->funcs[k], NULL, &vaddr);
-			printf("   [%u] %s (%#" PRIx64 ")\n", k, sf_esc(trace_name(g->proc, b->funcs[k])), vaddr);
+			printf("   [%u] %s (%#" PRIx64 "%s)\n", k, sf_esc(trace_name(g->proc, b->funcs[k])), vaddr,
+			       b->others[k] ? " and other instantiations" : "");
 		}
 		putchar('\n');
 	}
@@ -439,8 +502,10 @@ static void graph_reset(struct graph *g, const struct trace_proc *p)
 	for (size_t i = 0; i < g->nthreads; i++)
 		free(g->threads[i].stack);
 	free(g->threads);
-	for (size_t i = 0; i < g->nbts; i++)
+	for (size_t i = 0; i < g->nbts; i++) {
 		free(g->bts[i].funcs);
+		free(g->bts[i].others);
+	}
 	free(g->bts);
 	g->bts = NULL;
 	g->nbts = 0;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "cli/commands.h"
@@ -29,6 +30,7 @@
 struct proc_count {
 	uint64_t frames, unwound, open_at_end, alloc_events;
 	uint64_t paused; /* frames in flight at a pause (record --paused) */
+	uint64_t open_at_snapshot; /* a snapshot's frames open when it was taken */
 };
 
 struct info {
@@ -51,6 +53,7 @@ static int on_end(void *ctx, const struct fr_frame *f)
 	c->unwound += f->end_kind == FR_END_UNWOUND;
 	c->open_at_end += f->end_kind == FR_END_THREAD_END;
 	c->paused += f->end_kind == FR_END_PAUSED;
+	c->open_at_snapshot += f->end_kind == FR_END_SNAPSHOT;
 	return 0;
 }
 
@@ -62,23 +65,41 @@ static int on_alloc(void *ctx, const struct trace_proc *p, const struct lr_event
 	return 0;
 }
 
-static const char *state_name(uint32_t s)
+/* How the process ended, as truthfully as the log knows
+ * (docs/FORMAT.md "Exit state"): the kernel's wait status when record
+ * reaped it, the code it gave _exit, else the header's state. */
+static void exit_state(const struct info *inf, const struct trace_proc *p, char *buf, size_t len)
 {
-	return s == SF_STATE_EXITED ? "exited" : s == SF_STATE_RUNNING ? "running, or died without its exit hooks"
-								       : "unknown";
-}
-
-/* An image whose exit hooks never ran, with a later log of the same pid
- * among those read, went on as that log's image: it exec'd. */
-static const char *exit_state(const struct info *inf, const struct trace_proc *p)
-{
-	if (p->info->state == SF_STATE_RUNNING)
+	const struct lr_info *i = p->info;
+	uint32_t src = (uint32_t)(i->exit_state >> 32), st = (uint32_t)i->exit_state;
+	if (i->snapshot) {
+		snprintf(buf, len, "running (a snapshot, taken while it ran)");
+	} else if (src == SF_EXIT_REAPED && WIFEXITED(st)) {
+		snprintf(buf, len, "exited %d", WEXITSTATUS(st));
+	} else if (src == SF_EXIT_REAPED && WIFSIGNALED(st)) {
+		const char *abbrev = sigabbrev_np(WTERMSIG(st));
+		snprintf(buf, len, "killed by %s%s (signal %d)%s", abbrev ? "SIG" : "", abbrev ? abbrev : "a signal",
+			 WTERMSIG(st), WCOREDUMP(st) ? ", core dumped" : "");
+	} else if (src == SF_EXIT_CALLED) {
+		snprintf(buf, len, "exited %d (_exit)", WEXITSTATUS(st));
+	} else if (src) {
+		snprintf(buf, len, "unknown (exit record %#" PRIx64 " not understood)", i->exit_state);
+	} else if (i->state == SF_STATE_EXITED) {
+		/* exit() or a return from main ran the runtime's destructor;
+		 * the code is known only to the process's parent. */
+		snprintf(buf, len, "exited (code not recorded: its parent was not sftrace record)");
+	} else {
+		/* An image whose exit hooks never ran, with a later log of the
+		 * same pid among those read, went on as that log's image. */
 		for (size_t k = 0; k < trace_nprocs(inf->in); k++) {
 			const struct trace_proc *q = trace_proc_at(inf->in, k);
-			if (q->index > p->index && q->info->pid == p->info->pid)
-				return "exec'd (the same pid's next log is its new image)";
+			if (q->index > p->index && q->info->pid == p->info->pid) {
+				snprintf(buf, len, "exec'd (the same pid's next log is its new image)");
+				return;
+			}
 		}
-	return state_name(p->info->state);
+		snprintf(buf, len, "unknown (no exit record: running, or it died and sftrace record did not reap it)");
+	}
 }
 
 static const char *machine_name(uint32_t m)
@@ -170,6 +191,15 @@ static void put_aliases(const struct trace_proc *p, const struct lr_object *o, i
 	}
 }
 
+static const char *truncation(const struct lr_log *log)
+{
+	switch (lr_truncated(log)) {
+	case 1: return " (log truncated: the file ends inside a chunk)";
+	case 2: return " (log truncated: the file ends before chunks the runtime wrote)";
+	default: return "";
+	}
+}
+
 /* ---- text ---- */
 
 #define KEY "# %-18s: "
@@ -195,9 +225,10 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		       "report, replay and graph take it off)\n", "tracer cost", i->cost_parent_ns, i->cost_child_ns);
 	else
 		printf(KEY "not measured (times are read as recorded)\n", "tracer cost");
-	/* A cut log's header still says how the run began, not how it ended. */
-	printf(KEY "%s%s\n", "exit state", exit_state(inf, p),
-	       lr_truncated(p->log) ? " (log truncated: the file ends inside a chunk)" : "");
+	/* A cut log's header still says how the run ended, not where the events stop. */
+	char how[160];
+	exit_state(inf, p, how, sizeof(how));
+	printf(KEY "%s%s\n", "exit state", how, truncation(p->log));
 	printf(KEY "%" PRIu64 " of %" PRIu64 "%s\n", "sleds patched", patched, total_sleds,
 	       patched < total_sleds ? " (a filter, or objects loaded late)" : "");
 	if (i->ring_bytes)
@@ -236,6 +267,8 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	       c->open_at_end);
 	if (c->paused)
 		printf(", %" PRIu64 " in flight at a pause", c->paused);
+	if (i->snapshot) /* the threads went on: their window ended */
+		printf(", %" PRIu64 " open at the snapshot's end", c->open_at_snapshot);
 	printf("\n");
 	printf(KEY "%" PRIu64 " bytes (%.1f bytes per event)\n", "log", i->file_size,
 	       s.events ? (double)i->file_size / (double)s.events : 0.0);
@@ -249,6 +282,22 @@ static void json_kv_str(const char *k, const char *v)
 	printf("\"%s\":", k);
 	json_put_str(stdout, v);
 	putchar(',');
+}
+
+/* "exit_code": N or null, "exit_signal": "SIGTERM" or null, "exit_seen_by":
+ * "record" (its wait status), "runtime" (_exit's code) or null. */
+static void json_exit_fields(const struct lr_info *i)
+{
+	uint32_t src = (uint32_t)(i->exit_state >> 32), st = (uint32_t)i->exit_state;
+	int known = !i->snapshot && (src == SF_EXIT_REAPED || src == SF_EXIT_CALLED);
+	if (known && WIFEXITED(st))
+		printf("\"exit_code\":%d,\"exit_signal\":null,", WEXITSTATUS(st));
+	else if (known && src == SF_EXIT_REAPED && WIFSIGNALED(st))
+		printf("\"exit_code\":null,\"exit_signal\":\"SIG%s\",",
+		       sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+	else
+		printf("\"exit_code\":null,\"exit_signal\":null,");
+	printf("\"exit_seen_by\":%s,", !known ? "null" : src == SF_EXIT_REAPED ? "\"record\"" : "\"runtime\"");
 }
 
 static void json_proc(const struct info *inf, const struct trace_proc *p)
@@ -273,7 +322,10 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	json_kv_str("started", start);
 	json_kv_str("machine", machine_name(i->machine));
 	json_kv_str("clock", clock_name(i));
-	json_kv_str("exit_state", exit_state(inf, p));
+	char how[160];
+	exit_state(inf, p, how, sizeof(how));
+	json_kv_str("exit_state", how);
+	json_exit_fields(p->info);
 	printf("\"truncated\":%s,", lr_truncated(p->log) ? "true" : "false");
 	if (i->cost_known)
 		printf("\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f},", i->cost_parent_ns, i->cost_child_ns);
@@ -305,8 +357,9 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	}
 	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64
 	       ",\"write_errors\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
-	       ",\"log_bytes\":%" PRIu64 ",",
-	       s.events, c->frames, s.dropped, s.lost, s.write_errors, c->unwound, c->open_at_end, i->file_size);
+	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"log_bytes\":%" PRIu64 ",",
+	       s.events, c->frames, s.dropped, s.lost, s.write_errors, c->unwound, c->open_at_end, c->open_at_snapshot,
+	       i->file_size);
 	printf("\"log_path\":");
 	json_put_str(stdout, i->path);
 	putchar('}');
@@ -380,6 +433,10 @@ int cmd_info(int argc, char **argv)
 		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
 		if (rc)
 			sf_error("cannot write to stdout");
+		/* The logs' warnings (a cut file), as every reading command
+		 * gives them; the repairs are in the output already. */
+		trace_repairs_shown(in);
+		trace_report_repairs(in);
 	}
 	free(inf.count);
 	trace_close(in);

@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/input_opts.h"
 #include "cli/record_args.h"
+#include "cli/record_exits.h"
 #include "cli/record_keeper.h"
 #include "cli/record_limits.h"
 #include "cli/record_why.h"
@@ -464,18 +465,14 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 	lr_close(log);
 }
 
-/* Lists and summarises every log this run wrote. Returns how many. */
-static int summarise(const char *abs, const struct name_list *before, int quiet, uint64_t *dropped)
+/* The logs this run wrote: abs, and the siblings that were not there before. */
+static void run_logs(const char *abs, const struct name_list *before, struct name_list *out)
 {
-	quiet_summary = quiet;
 	struct log_name n;
 	split_name(abs, &n);
-	int count = 0;
 	struct stat st;
-	if (stat(abs, &st) == 0) {
-		count++;
-		print_summary(abs, abs, dropped);
-	}
+	if (stat(abs, &st) == 0)
+		list_add(out, abs);
 	struct name_list after = {0};
 	sibling_logs(&n, &after);
 	for (size_t i = 0; i < after.n; i++) {
@@ -483,13 +480,19 @@ static int summarise(const char *abs, const struct name_list *before, int quiet,
 			continue;
 		char p[PATH_MAX * 2];
 		snprintf(p, sizeof(p), "%s/%s", n.dir, after.v[i]);
-		count++;
-		print_summary(p, p, dropped);
+		list_add(out, p);
 	}
 	list_free(&after);
-	return count;
 }
 
+/* Summarises every log this run wrote. Returns how many. */
+static int summarise(const struct name_list *logs, int quiet, uint64_t *dropped)
+{
+	quiet_summary = quiet;
+	for (size_t i = 0; i < logs->n; i++)
+		print_summary(logs->v[i], logs->v[i], dropped);
+	return (int)logs->n;
+}
 
 /* What a run creates besides the logs. */
 struct run_files {
@@ -871,8 +874,13 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	} else {
 		rc = WEXITSTATUS(status);
 	}
+	/* How each process it reaped ended, into its log (record_exits.c). */
+	struct name_list written = {0};
+	run_logs(abs, &before, &written);
+	record_write_exits(written.v, written.n, k.exits, k.nexits);
 	uint64_t dropped = 0;
-	int logs = summarise(abs, &before, o->quiet, &dropped);
+	int logs = summarise(&written, o->quiet, &dropped);
+	list_free(&written);
 	if (o->ring && !o->quiet)
 		rl_list_snapshots(n.dir, n.stem, n.ext, started);
 	if (rf->budget[0] && !o->quiet)

@@ -41,6 +41,7 @@
 #include "cli/pager.h"
 #include "lib/arg_values.h"
 #include "lib/demangle.h"
+#include "lib/log_symbols.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -78,6 +79,13 @@ struct thread_state {
 	uint64_t last_time;       /* time of its latest line (delta column) */
 	int labelled;             /* its label line, if it needs one, is out */
 	int has_last;
+	/* A tail call: the frame that ended with it (by its jmp), whose
+	 * callee begins next at the same depth; and the pending frame's mark,
+	 * when it is that callee. */
+	int tail_open;
+	uint32_t tail_from, tail_depth;
+	int pending_tail;
+	uint32_t pending_tail_from;
 	/* A run of repaired closes, written as one comment when it ends. */
 	enum fr_end_kind run_kind;
 	uint64_t run_count;
@@ -367,7 +375,8 @@ static void flush_run(struct replay *r, const struct lr_thread *t, const struct 
 	indent(ts->run_depth);
 	printf("%s/* %" PRIu64 " frame%s %s */%s\n", r->color ? C_DIM : "", ts->run_count,
 	       ts->run_count == 1 ? "" : "s", ts->run_kind == FR_END_UNWOUND ? "unwound"
-	       : ts->run_kind == FR_END_PAUSED ? "in flight at a pause" : "open at thread end",
+	       : ts->run_kind == FR_END_PAUSED ? "in flight at a pause"
+	       : ts->run_kind == FR_END_SNAPSHOT ? "open at the snapshot's end" : "open at thread end",
 	       r->color ? C_OFF : "");
 	ts->run_count = 0;
 }
@@ -408,6 +417,20 @@ static void put_ret(const struct fr_frame *f)
 	outs(sf_esc(text));
 }
 
+/* " /" "* tail call from a *" "/": the pending frame was reached by its
+ * caller's jmp (the caller's frame closed first, so it is drawn as its
+ * caller's sibling, where it returns to). */
+static void put_tail_mark(struct replay *r, const struct thread_state *ts, const struct fr_frame *f)
+{
+	if (!ts->pending_tail)
+		return;
+	struct fr_frame from = *f;
+	from.func_id = ts->pending_tail_from;
+	char text[4200];
+	snprintf(text, sizeof(text), "tail call from %s", name_of(r, &from)); /* escaped already */
+	put_comment(r, text);
+}
+
 /* "name() {", the pending frame turned out to have children. */
 static void open_pending(struct replay *r, struct thread_state *ts)
 {
@@ -419,6 +442,7 @@ static void open_pending(struct replay *r, struct thread_state *ts)
 	put_args(f);
 	out(" {", 2);
 	put_srcline(r, f);
+	put_tail_mark(r, ts, f);
 	if (f->cut & CUT_START)
 		put_comment(r, "cut at window start");
 	out("\n", 1);
@@ -442,6 +466,13 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 		open_pending(r, ts);
 	ts->pending = *f;
 	ts->has_pending = 1;
+	/* The frame after a tail call at its depth is the callee only if the
+	 * caller's code jumps to it: an untraced callee leaves the caller's
+	 * caller's next call there. */
+	ts->pending_tail = ts->tail_open && f->depth == ts->tail_depth &&
+			   ls_is_tail_target(f->proc->syms, ts->tail_from, f->func_id);
+	ts->pending_tail_from = ts->tail_from;
+	ts->tail_open = 0;
 	return r->write_failed = ferror_unlocked(stdout) != 0;
 }
 
@@ -461,6 +492,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 		put_ret(f);
 		out(";", 1);
 		put_srcline(r, f);
+		put_tail_mark(r, ts, f);
 		if (f->cut & CUT_START)
 			put_comment(r, "cut at window start");
 		ts->has_pending = 0;
@@ -474,6 +506,11 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (f->cut & CUT_END)
 		put_comment(r, "cut at window end");
 	out("\n", 1);
+	/* Its callee, if traced, begins next at its depth; any other end
+	 * first means the callee was not traced. */
+	ts->tail_open = f->end_kind == FR_END_TAIL;
+	ts->tail_from = f->func_id;
+	ts->tail_depth = f->depth;
 	if (fr_end_is_repaired(f->end_kind)) {
 		ts->run_kind = f->end_kind;
 		ts->run_count++;

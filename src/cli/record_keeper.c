@@ -8,9 +8,17 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/util.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void write_all(int fd, const void *p, size_t n)
 {
@@ -119,6 +127,11 @@ static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd,
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < 3 && null >= 0; fd++)
 		dup2(null, fd);
+	/* Each process reaped goes to record as it is reaped (a pipe record
+	 * of 16 bytes is written whole); record reads them while it waits.
+	 * Not blocking: a record that stopped reading costs its exit states,
+	 * never the reaping. */
+	fcntl(status_fd, F_SETFL, fcntl(status_fd, F_GETFL) | O_NONBLOCK);
 	int status = 0, st;
 	siginfo_t si;
 	for (;;) {
@@ -136,8 +149,14 @@ static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd,
 			;
 		if (si.si_pid == cmd)
 			status = st;
+		struct keeper_exit e = {si.si_pid, st, mono_ns()};
+		if (write(status_fd, &e, sizeof(e)) < 0) {
+			/* pipe full or record gone: this exit state is not told */
+		}
 	}
-	write_all(status_fd, &status, sizeof(status));
+	fcntl(status_fd, F_SETFL, fcntl(status_fd, F_GETFL) & ~O_NONBLOCK);
+	struct keeper_exit last = {0, status, 0}; /* pid 0: the command's status, and the end */
+	write_all(status_fd, &last, sizeof(last));
 	close(status_fd);
 	char c;
 	while (read(done_fd, &c, 1) < 0 && errno == EINTR)
@@ -214,6 +233,8 @@ int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper 
 	}
 	close(st[1]);
 	close(done[0]);
+	k->exits = NULL;
+	k->nexits = 0;
 	k->pid = pid;
 	fwd_to = pid;
 	k->status_fd = st[0];
@@ -221,20 +242,42 @@ int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper 
 	return 0;
 }
 
+static void add_exit(struct keeper *k, pid_t pid, int st)
+{
+	k->exits = xrealloc(k->exits, (k->nexits + 1) * sizeof(*k->exits));
+	k->exits[k->nexits++] = (struct keeper_exit){pid, st, mono_ns()};
+}
+
+/* The keeper's records: one per process reaped, then pid 0 with the
+ * command's status. 0 when that last one came. */
+static int read_exits(struct keeper *k, int *status)
+{
+	struct keeper_exit e;
+	for (;;) {
+		size_t got = 0;
+		while (got < sizeof(e)) {
+			ssize_t r = read(k->status_fd, (char *)&e + got, sizeof(e) - got);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return -1;
+			got += (size_t)r;
+		}
+		if (!e.pid) {
+			*status = e.status;
+			return 0;
+		}
+		k->exits = xrealloc(k->exits, (k->nexits + 1) * sizeof(*k->exits));
+		k->exits[k->nexits++] = e;
+	}
+}
+
 int keeper_wait(struct keeper *k, int *status)
 {
-	size_t got = 0;
-	while (got < sizeof(*status)) {
-		ssize_t r = read(k->status_fd, (char *)status + got, sizeof(*status) - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
+	int ok = read_exits(k, status);
 	close(k->status_fd);
 	k->status_fd = -1;
-	if (got == sizeof(*status))
+	if (ok == 0)
 		return 0;
 	fwd_to = 0; /* the keeper is about to be reaped: its pid is no target */
 	int st = 0;
@@ -245,8 +288,10 @@ int keeper_wait(struct keeper *k, int *status)
 		 WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 	/* Its orphans are record's now (the subreaper above it): the private
 	 * directory stays until the last of them has exited. */
-	while (waitpid(-1, &st, __WALL) != -1 || errno == EINTR)
-		;
+	pid_t pid;
+	while ((pid = waitpid(-1, &st, __WALL)) > 0 || (pid < 0 && errno == EINTR))
+		if (pid > 0)
+			add_exit(k, pid, st);
 	return -1;
 }
 
@@ -260,4 +305,7 @@ void keeper_finish(struct keeper *k)
 		while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	k->pid = -1;
+	free(k->exits);
+	k->exits = NULL;
+	k->nexits = 0;
 }

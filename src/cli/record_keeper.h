@@ -17,9 +17,22 @@
 #define SFTRACE_CLI_RECORD_KEEPER_H
 
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
+/* A process of the command that the keeper (or record) reaped: its wait
+ * status, and CLOCK_MONOTONIC ns just after (which log it was: the
+ * newest of its pid begun before). */
+struct keeper_exit {
+	int32_t pid;
+	int32_t status;
+	uint64_t mono_ns;
+};
+
 struct keeper {
+	struct keeper_exit *exits; /* in the order they were reaped (keeper_wait) */
+	size_t nexits;
 	pid_t pid;      /* the keeper */
 	int status_fd;  /* record reads the command's wait status here */
 	int done_fd;    /* record closes it when done with the directory */
@@ -35,7 +48,8 @@ struct keeper {
 int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper *k);
 
 /* Blocks until every process of the command has exited; the command's
- * wait status in *status. -1 if the keeper died first (after a message,
+ * wait status in *status, and every process reaped (the command, and
+ * the orphans the keeper or record reaped as subreaper) in k->exits. -1 if the keeper died first (after a message,
  * and once every process of the command has exited). */
 int keeper_wait(struct keeper *k, int *status);
 

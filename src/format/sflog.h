@@ -214,7 +214,31 @@ struct sf_header {
 				    * 0: not known (x86-64), readers fit the calibration pairs */
 	/* argv, each argument NUL-terminated. */
 	char cmdline[SF_CMDLINE_MAX];
+	/* Since issue 28 (zero in older logs, which readers then read as
+	 * before). How the process ended: sf_exit_pack(); 0 not known. The
+	 * runtime stores it at _exit/_Exit, `sftrace record` when it reaps the
+	 * process (docs/FORMAT.md "Exit state"). */
+	uint64_t exit_state;
+	/* Chunks whole in the file (atomic counter): each chunk counted after
+	 * its write completed, each SLOT when its space was reserved. A
+	 * reader that finds fewer reads a cut file. 0: not counted (older
+	 * logs); not meaningful in a snapshot (a copy of some chunks). */
+	uint64_t chunks;
 };
+
+/* sf_header.exit_state: a wait(2) status in the low 32 bits (WIFEXITED,
+ * WEXITSTATUS, WIFSIGNALED, WTERMSIG and WCOREDUMP read it), and in bits
+ * 32-39 who saw it. */
+enum sf_exit_source {
+	SF_EXIT_NONE = 0,
+	SF_EXIT_CALLED = 1, /* the runtime: the process called _exit/_Exit(code) (status: code << 8) */
+	SF_EXIT_REAPED = 2, /* sftrace record reaped it (its parent, or the subreaper of its orphans): the
+			     * kernel's wait status, signals included */
+};
+static inline uint64_t sf_exit_pack(enum sf_exit_source src, uint32_t wait_status)
+{
+	return (uint64_t)src << 32 | wait_status;
+}
 
 /* Why a snapshot was taken (sf_header.snapshot_reason). */
 enum sf_snapshot_reason {
@@ -337,6 +361,9 @@ _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_COST 
 _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_TIME == 144 &&
 		       __builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_SLOW_NS == 200,
 	       "docs/FORMAT.md: snapshot words");
+_Static_assert(__builtin_offsetof(struct sf_header, exit_state) == 3312 &&
+		       __builtin_offsetof(struct sf_header, chunks) == 3320,
+	       "docs/FORMAT.md: exit state and chunk count");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

@@ -301,9 +301,13 @@ static void end_slot(struct frames *f, size_t slot)
 		f->stats.open_at_pause++;
 	}
 	th->outer = 0;
+	int snapshot = th->key && th->key->ends_at_snapshot;
 	while (th->depth) {
-		pop(f, slot, th->last_t, FR_END_THREAD_END);
-		f->stats.open_at_end++;
+		pop(f, slot, th->last_t, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);
+		if (snapshot)
+			f->stats.open_at_snapshot++;
+		else
+			f->stats.open_at_end++;
 	}
 }
 
@@ -349,6 +353,8 @@ int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len)
 	append(buf, len, &pos, &parts, s->unwound, "frame closed by unwinding", "frames closed by unwinding");
 	append(buf, len, &pos, &parts, s->open_at_end, "open frame closed at thread end",
 	       "open frames closed at thread end");
+	append(buf, len, &pos, &parts, s->open_at_snapshot, "open frame closed at the snapshot's end",
+	       "open frames closed at the snapshot's end");
 	append(buf, len, &pos, &parts, s->open_at_pause, "frame in flight closed at a pause",
 	       "frames in flight closed at a pause");
 	append(buf, len, &pos, &parts, s->clamped, "backward timestamp raised", "backward timestamps raised");

@@ -24,7 +24,9 @@
  *   - in a ring log, frames whose entry fell out of the ring begin at the
  *     thread's first kept event (the reader places their entries there);
  *   - frames still open when the thread ends (exit(), crash) are closed at
- *     the thread's last timestamp (FR_END_THREAD_END);
+ *     the thread's last timestamp (FR_END_THREAD_END); in a snapshot the
+ *     thread went on: they were open at the snapshot's end, where they
+ *     are closed (FR_END_SNAPSHOT);
  *   - frames open when tracing was paused (sftrace pause: the thread's
  *     lr_thread.pause_ns) are closed at the pause (FR_END_PAUSED), before
  *     the thread's first later event; their exits after a resume are then
@@ -53,6 +55,7 @@ enum fr_end_kind {
 	FR_END_UNWOUND = 3,    /* repaired: abandoned by unwinding (UNWIND event or an outer exit) */
 	FR_END_THREAD_END = 4, /* repaired: still open when the thread ended */
 	FR_END_PAUSED = 5,     /* repaired: in flight when tracing was paused (sftrace pause) */
+	FR_END_SNAPSHOT = 6,   /* repaired: open at a snapshot's end (the thread went on) */
 };
 
 static inline int fr_end_is_repaired(enum fr_end_kind k) { return k >= FR_END_UNWOUND; }
@@ -93,6 +96,7 @@ struct fr_stats {
 	uint64_t before_window;   /* ring logs: frames whose entry fell out of the ring, begun at
 				   * the window's start (the reader's before_window entries) */
 	uint64_t open_at_pause;   /* frames closed at a pause (in flight when tracing went off) */
+	uint64_t open_at_snapshot; /* frames closed at a snapshot's end (open when it was taken) */
 };
 
 struct frames;

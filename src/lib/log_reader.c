@@ -87,6 +87,7 @@ struct lr_log {
 	uint64_t warnings_lost;
 
 	int truncated;          /* the last chunk is cut by the end of the file */
+	int chunks_missing;     /* fewer whole chunks than the header counts (check_chunk_count) */
 	uint64_t truncated_off;
 	int64_t truncated_batch; /* its batch, or -1 */
 	uint16_t truncated_type; /* its chunk type, 0 if even its header is cut */
@@ -239,6 +240,8 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->last_errno = h.last_errno;
 	in->header_threads = h.threads;
 	in->header_objects = h.objects;
+	in->header_chunks = h.chunks;
+	in->exit_state = h.exit_state;
 	in->ring_bytes = h.ring_bytes;
 	in->snapshot = h.snapshot;
 	in->snapshot_reason = h.snapshot_reason;
@@ -533,6 +536,7 @@ static void index_chunks(struct lr_log *log)
 			log->truncated_type = c.type;
 		}
 		add_pair(log, c.tsc, c.mono_ns);
+		log->info.chunks_found += avail == c.size;
 		if (c.type == SF_CHUNK_SLOT && c.thread_serial == 0) {
 			/* A free slot (serials start at 1; the runtime clears the
 			 * serial when a thread exits and gives its slot back). Its
@@ -565,6 +569,24 @@ static void index_chunks(struct lr_log *log)
 				break;
 			}
 	}
+}
+
+/* A file cut at a chunk boundary reads as a whole one: every chunk in it
+ * is whole. The runtime counts the chunks it wrote whole in the header
+ * (sf_header.chunks), which a reader compares once the process has ended
+ * (its exit hooks ran, or an exit state was recorded): before, chunks may
+ * still be on their way. A snapshot copies its process's count but only
+ * some of its chunks: not compared. */
+static void check_chunk_count(struct lr_log *log)
+{
+	const struct lr_info *in = &log->info;
+	int ended = in->state == SF_STATE_EXITED || in->exit_state;
+	if (log->truncated || in->snapshot || !ended || in->chunks_found >= in->header_chunks)
+		return;
+	log->chunks_missing = 1;
+	warn(log, "truncated: the file holds %" PRIu64 " of the %" PRIu64 " chunks the runtime wrote (cut at a chunk "
+		  "boundary: a copy taken mid-run, a full disk, a partial download); what follows is missing",
+	     in->chunks_found, in->header_chunks);
 }
 
 /* ---- post-processing ---- */
@@ -1327,6 +1349,7 @@ struct lr_log *lr_open(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	index_chunks(log);
+	check_chunk_count(log);
 	apply_unloads(log);
 	sort_objects(log);
 	sort_threads(log);
@@ -1339,6 +1362,8 @@ struct lr_log *lr_open(const char *path, char *err, size_t errlen)
 	apply_switches(log);
 	if (log->info.ring_bytes)
 		find_before_window(log);
+	for (size_t i = 0; i < log->nthreads; i++)
+		log->threads[i].ends_at_snapshot = log->info.snapshot != 0;
 	if (log->warnings_lost) {
 		/* The spare slot warn() reserved. */
 		char buf[96];
@@ -1385,7 +1410,7 @@ void lr_close(struct lr_log *log)
 const struct lr_info *lr_info(const struct lr_log *log) { return &log->info; }
 size_t lr_nobjects(const struct lr_log *log) { return log->nobjects; }
 size_t lr_nthreads(const struct lr_log *log) { return log->nthreads; }
-int lr_truncated(const struct lr_log *log) { return log->truncated; }
+int lr_truncated(const struct lr_log *log) { return log->truncated ? 1 : log->chunks_missing ? 2 : 0; }
 
 const struct lr_object *lr_object_at(const struct lr_log *log, size_t i)
 {

@@ -60,6 +60,14 @@ struct lr_info {
 	uint32_t last_errno;
 	uint32_t header_threads; /* sf_header.threads as written */
 	uint32_t header_objects; /* sf_header.objects as written */
+	/* Chunks whole in the file as the runtime counted them (sf_header.chunks;
+	 * 0: not counted, an older log) and as this reader found them. Fewer
+	 * found in the log of a process that ended: the file was cut
+	 * (lr_truncated). */
+	uint64_t header_chunks, chunks_found;
+	/* How the process ended (sf_header.exit_state): enum sf_exit_source in
+	 * bits 32-39, a wait(2) status in the low 32 bits; 0: not known. */
+	uint64_t exit_state;
 	int cmdline_truncated;
 	/* Record-time trimming (record --min-duration / --max-depth; 0: off),
 	 * which trace_input applies exactly, and the records the runtime left
@@ -146,6 +154,7 @@ struct lr_thread {
 	const uint64_t *pause_ns;
 	uint32_t npauses;
 	int ends_paused;         /* the log's last switch is a pause */
+	int ends_at_snapshot;    /* the log is a snapshot: the thread went on past its window's end */
 	/* Ring logs: frames open at that point that are neither delivered
 	 * nor placed (their exits are outside the window too), from the
 	 * window's first batch's start depth; 0 when not known. */
@@ -194,8 +203,11 @@ int lr_func(const struct lr_log *log, uint32_t func_id,
 	    const struct lr_object **object, uint64_t *vaddr);
 
 size_t lr_nthreads(const struct lr_log *log);
-/* Whether the file ends inside its last chunk (a copy taken mid-run, a
- * full disk): what the header says about the run's end does not hold. */
+/* Whether the file was cut (a copy taken mid-run, a full disk, a partial
+ * download): 1 when it ends inside its last chunk, 2 when it holds fewer
+ * whole chunks than the header counts (cut at a chunk boundary; only known
+ * for the log of a process that ended). Either way what the header says
+ * about the run's end does not hold for the events read. */
 int lr_truncated(const struct lr_log *log);
 const struct lr_thread *lr_thread_at(const struct lr_log *log, size_t i);
 

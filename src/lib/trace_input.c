@@ -15,6 +15,7 @@
 #include "lib/hashmap.h"
 #include "lib/name_match.h"
 #include "lib/outfile.h"
+#include "lib/thread_label.h"
 #include "lib/util.h"
 
 struct proc_state {
@@ -411,21 +412,6 @@ int trace_thread_name_cut(const struct trace_proc *p, const struct lr_thread *t)
 	return strlen(t->name) >= SF_THREAD_NAME_CUT && strncmp(t->name, p->name, SF_THREAD_NAME_CUT) != 0;
 }
 
-/* The function of the thread's first entry: its outermost call then. The
- * first events suffice; a thread whose first ones are all else has none. */
-static int first_entry(const struct lr_log *log, const struct lr_thread *t, uint32_t *func_id)
-{
-	struct lr_iter it;
-	struct lr_event ev;
-	lr_iter_init_thread(&it, log, t);
-	for (int i = 0; i < 256 && lr_next(&it, &ev); i++)
-		if (ev.kind == SF_EV_ENTRY) {
-			*func_id = ev.func_id;
-			return 1;
-		}
-	return 0;
-}
-
 const char *trace_thread_label(const struct trace_proc *p, const struct lr_thread *t)
 {
 	struct proc_state *ps = (struct proc_state *)p;
@@ -438,7 +424,7 @@ const char *trace_thread_label(const struct trace_proc *p, const struct lr_threa
 	char **l = &ps->labels[t->index];
 	if (!*l) {
 		uint32_t fn;
-		if (first_entry(p->log, t, &fn)) {
+		if (tl_pick(p, t, &fn) == 0) {
 			const char *f = trace_short_name(p, fn);
 			size_t n = strlen(t->name) + strlen(f) + 4;
 			*l = xmalloc(n);

@@ -166,6 +166,7 @@ static const char *event_tail(char *buf, size_t len, const char *frag, size_t fl
 {
 	static const char *const cuts[] = {"", "start", "end", "both"};
 	const char *end = kind == FR_END_UNWOUND ? "unwound" : kind == FR_END_THREAD_END ? "thread end"
+			  : kind == FR_END_SNAPSHOT ? "snapshot end"
 			  : kind == FR_END_PAUSED ? "paused" : NULL;
 	const char *sep = frag[flen - 1] == '{' ? "" : ",";
 	int n = 0;

@@ -399,6 +399,7 @@ SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
 	sf_snapshot_settle();
+	sf_log_exit_called(status);
 	for (;;) /* glibc's _exit, which a wrapper cannot reach past itself */
 		sf_syscall3(SYS_exit_group, status, 0, 0);
 }

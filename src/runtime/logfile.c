@@ -552,6 +552,8 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 		}
 		done += (size_t)n;
 	}
+	if (done == total) /* whole in the file: a reader that finds fewer reads a cut file */
+		__atomic_add_fetch(&L.hdr->chunks, 1, __ATOMIC_RELAXED);
 	log_fd_done(ticket);
 }
 
@@ -616,6 +618,7 @@ struct sf_slot *sf_log_slot_get(void)
 	s->hdr->size = SF_SLOT_SIZE;
 	s->hdr->count = (uint32_t)SF_SLOT_EVENTS;
 	__atomic_store_n(&s->hdr->magic, SF_CHUNK_MAGIC, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&L.hdr->chunks, 1, __ATOMIC_RELAXED);
 out:
 	sf_log_unlock_sig(&old);
 	return s;
@@ -737,6 +740,18 @@ void sf_log_finish(void)
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 	if (L.files_shared)
 		log_fd_forget();
+}
+
+/* _exit/_Exit(status): the exit code, in the header, for readers (the
+ * kernel's status, signals included, is record's to add when it reaps the
+ * process). Not from a vfork or CLONE_VM child: the header mapped is its
+ * parent's. */
+void sf_log_exit_called(int status)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	if (h && h->pid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0))
+		__atomic_store_n(&h->exit_state, sf_exit_pack(SF_EXIT_CALLED, (uint32_t)(status & 0xff) << 8),
+				 __ATOMIC_RELEASE);
 }
 
 /* Creates the log now if this process has instrumented code and no log

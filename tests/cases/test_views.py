@@ -241,7 +241,7 @@ def test_info_fields():
     eq(len(j["processes"]), 1, "processes")
     p = j["processes"][0]
     bid = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", exe]).stdout).group(1)
-    want = {"cmdline": f"{exe} more", "argv": [exe, "more"], "machine": "x86-64", "exit_state": "exited",
+    want = {"cmdline": f"{exe} more", "argv": [exe, "more"], "machine": "x86-64", "exit_state": "exited 0",
             "ring_bytes": 0, "trim_min_ns": 0, "trim_max_depth": 0, "alloc_events": 0,
             # main thread: main, foo x2, loop x6, bar, recurse x4, bottom; each worker: worker, wleaf x2
             "events": 42, "frames": 21, "dropped": 0, "lost": 0, "write_errors": 0, "unwound": 0,
@@ -254,7 +254,7 @@ def test_info_fields():
     text = run([SFTRACE, "info", log]).stdout
     lines = dict(re.findall(r"^# (\w[\w ]*?) *: (.*)$", text, re.M))
     eq({k: lines[k] for k in ("pid", "ppid", "exit state", "events", "frames", "threads", "objects")},
-       {"pid": str(p["pid"]), "ppid": str(p["ppid"]), "exit state": "exited", "events": "42", "frames": "21",
+       {"pid": str(p["pid"]), "ppid": str(p["ppid"]), "exit state": "exited 0", "events": "42", "frames": "21",
         "threads": "3", "objects": "1"}, "text fields")
     check(f"build-id {bid}, sleds {p['sleds']}, patched {p['sleds']}" in text, text)
     eq(lines["log"], f"{os.path.getsize(log)} bytes ({os.path.getsize(log) / 42:.1f} bytes per event)", "log size")

@@ -52,6 +52,7 @@ static const char *kind_str(enum fr_end_kind k)
 	case FR_END_UNWOUND: return "unwound";
 	case FR_END_THREAD_END: return "threadend";
 	case FR_END_PAUSED: return "paused";
+	case FR_END_SNAPSHOT: return "snapshot";
 	}
 	return "?";
 }

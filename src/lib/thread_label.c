@@ -1,0 +1,94 @@
+/* A thread's label function (thread_label.h).
+ *
+ * The thread's outermost calls, in order, skipping those whose full name is
+ * plumbing: the allocator's (lib/plumbing.h: a libtest thread first frees
+ * and allocates through __rust_dealloc and __rust_alloc, every thread
+ * alike) and Rust's allocator shim check. The first other one is the
+ * thread's own work. Where that is only a wrapper around a closure (a
+ * closure's FnOnce::call_once shim, the closure itself, std's
+ * __rust_begin_short_backtrace), its first callee names the thread better:
+ * libtest's <test::{closure} as FnOnce>::call_once calls test::{closure},
+ * which calls the test. When every outermost call is plumbing, the first
+ * of them, as before. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "lib/thread_label.h"
+
+#include <pcre2.h>
+#include <string.h>
+
+#include "format/sflog.h"
+#include "lib/log_reader.h"
+#include "lib/plumbing.h"
+#include "lib/trace_input.h"
+
+#define LABEL_PLUMBING_RE SF_ALLOC_PLUMBING_RE "|^(__rustc::)?__rust_no_alloc_shim_is_unstable"
+#define LABEL_WRAPPER_RE                                                                       \
+	" as core::ops::function::Fn(Once|Mut)?<.*>>::call(_once|_mut)?$|"                     \
+	"^core::ops::function::Fn(Once|Mut)?::call(_once|_mut)?|\\{closure(#\\d+)?\\}$|"      \
+	"::\\{\\{closure\\}\\}$|__rust_begin_short_backtrace"
+
+enum { LABEL_EVENTS = 4096 }; /* the first events of a thread suffice */
+
+struct label_re {
+	pcre2_code *plumbing, *wrapper;
+	pcre2_match_data *md;
+};
+
+static int matches(const struct label_re *re, pcre2_code *code, const char *name)
+{
+	return code && name &&
+	       pcre2_match(code, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, re->md, NULL) >= 0;
+}
+
+static pcre2_code *compile(const char *pattern)
+{
+	int ec;
+	PCRE2_SIZE eo;
+	return pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+}
+
+static int pick(const struct trace_proc *p, const struct lr_thread *t, const struct label_re *re, uint32_t *func_id)
+{
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init_thread(&it, p->log, t);
+	uint32_t depth = 0, first = 0, chosen_depth = 0;
+	int have_first = 0, chosen = 0;
+	for (int i = 0; i < LABEL_EVENTS && lr_next(&it, &ev); i++) {
+		if (ev.kind == SF_EV_EXIT || ev.kind == SF_EV_TAIL) {
+			depth -= depth > 0;
+			if (chosen && depth <= chosen_depth)
+				break; /* the chosen call returned before calling anything */
+			continue;
+		}
+		if (ev.kind != SF_EV_ENTRY)
+			continue;
+		const char *name = trace_symbol(p, ev.func_id)->name;
+		if (!chosen && depth == 0) {
+			if (!have_first)
+				first = ev.func_id, have_first = 1;
+			if (!matches(re, re->plumbing, name))
+				*func_id = ev.func_id, chosen = 1, chosen_depth = 0;
+		} else if (chosen && depth == chosen_depth + 1) {
+			if (!matches(re, re->wrapper, trace_symbol(p, *func_id)->name))
+				break;
+			*func_id = ev.func_id; /* the wrapper's first callee */
+			chosen_depth = depth;
+		}
+		depth++;
+	}
+	if (!chosen && have_first)
+		*func_id = first;
+	return chosen || have_first ? 0 : -1;
+}
+
+int tl_pick(const struct trace_proc *p, const struct lr_thread *t, uint32_t *func_id)
+{
+	struct label_re re = {compile(LABEL_PLUMBING_RE), compile(LABEL_WRAPPER_RE), NULL};
+	re.md = pcre2_match_data_create(1, NULL); /* whether they match, not where */
+	int rc = pick(p, t, &re, func_id);
+	pcre2_match_data_free(re.md);
+	pcre2_code_free(re.plumbing);
+	pcre2_code_free(re.wrapper);
+	return rc;
+}

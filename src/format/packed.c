@@ -162,8 +162,22 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 		} else {
 			for (; i < n; i++) {
 				uint32_t word = ev[i].word, kind = word & SF_KIND_MASK;
-				if (__builtin_expect(kind - SF_EV_ENTRY > SF_EV_TAIL - SF_EV_ENTRY, 0))
-					break;
+				if (__builtin_expect(kind - SF_EV_ENTRY > SF_EV_TAIL - SF_EV_ENTRY, 0)) {
+					/* record -A/-R puts an ARGS event before nearly every
+					 * call of its functions: op 7 here, as pack_other
+					 * codes it, without leaving the loop. The room check
+					 * above covers it (SF_PK_MAX_RECORD per record). */
+					uint32_t np = word >> SF_KIND_BITS;
+					if (kind != SF_EV_ARGS || np > SF_ARGS_MAX_RECORDS || i + np >= n)
+						break;
+					o = put_time(o, SF_PK_RAW, zigzag(ev[i].time_lo - prev));
+					prev = ev[i].time_lo;
+					memcpy(o, &word, 4);
+					memcpy(o + 4, &ev[i + 1], (size_t)np * 8);
+					o += 4 + (size_t)np * 8;
+					i += np;
+					continue;
+				}
 				uint32_t z = zigzag(ev[i].time_lo - prev);
 				prev = ev[i].time_lo;
 				if (kind == SF_EV_ENTRY && i + 1 < n &&

@@ -13,10 +13,13 @@
  * the vector registers it reads from the save area stay live). Strings are
  * read with process_vm_readv on our own pid: an unmapped or unreadable
  * pointer makes the call fail instead of faulting, and is recorded so. */
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -257,6 +260,47 @@ static inline __attribute__((always_inline)) const struct arg_func *hash_get(uin
 	}
 }
 
+/* Memory strings are read from directly, without a system call: the
+ * main program's read-only PT_LOAD segments (its code and constant data,
+ * where string literals are). The main program is never unloaded, and
+ * nothing a program does removes read access to its own constants, so
+ * these pages are readable for the whole run. Anything else is read
+ * with process_vm_readv (a pointer into the heap, the stack, a library:
+ * it may be unmapped by now, or another thread may unmap it). */
+#define MAX_RO 8
+static struct {
+	uint64_t lo[MAX_RO], hi[MAX_RO];
+	uint32_t n; /* set once, before the first args sled is patched */
+	int done;
+} ro;
+
+static void note_readonly(const struct sf_object_rt *o)
+{
+	if (ro.done || !o->phdr || (uint64_t)o->phdr != getauxval(AT_PHDR))
+		return; /* not the main program */
+	ro.done = 1;
+	const ElfW(Phdr) *ph = o->phdr;
+	for (int i = 0; i < o->phnum && ro.n < MAX_RO; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_R) || (ph[i].p_flags & PF_W))
+			continue;
+		/* Whole pages of the file's bytes: a mapping covers the pages
+		 * its bytes touch. */
+		uint64_t a = o->dl_addr + ph[i].p_vaddr;
+		ro.lo[ro.n] = a & ~(uint64_t)(SF_PAGE - 1);
+		ro.hi[ro.n] = (a + ph[i].p_filesz + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1);
+		ro.n++;
+	}
+}
+
+/* The end of the known-readable range that holds addr; 0 if none. */
+static uint64_t readable_until(uint64_t addr)
+{
+	for (uint32_t i = 0; i < ro.n; i++)
+		if (addr >= ro.lo[i] && addr < ro.hi[i])
+			return ro.hi[i];
+	return 0;
+}
+
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant)
 {
 	/* Within-mode windows and triggers keep their own trampolines; id 0
@@ -267,6 +311,7 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		if (A.f[i].vaddr != vaddr || !same_object(o, A.f[i].obj))
 			continue;
 		*variant = SF_VARIANT_ARGS;
+		note_readonly(o);
 		if (!A.f[i].func_id) {
 			A.f[i].func_id = func_id;
 			hash_put(func_id, i);
@@ -283,6 +328,16 @@ static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
 	/* One page at a time: process_vm_readv stops at the first unreadable
 	 * page, and the string may end before it. */
 	unsigned got = 0;
+	uint64_t until = readable_until(addr);
+	if (until) {
+		const volatile uint8_t *src = (const volatile uint8_t *)addr;
+		unsigned m = until - addr < cap ? (unsigned)(until - addr) : cap;
+		for (; got < m; got++)
+			if (!(out[got] = src[got])) {
+				*whole = 1;
+				return (int)got;
+			}
+	}
 	long pid = self_pid();
 	while (got < cap) {
 		uint64_t at = addr + got;
@@ -312,6 +367,13 @@ static int read_bytes(uint64_t addr, uint64_t len, uint8_t *out, unsigned cap)
 	unsigned want = len < cap ? (unsigned)len : cap;
 	if (!want)
 		return 0;
+	uint64_t until = readable_until(addr);
+	if (until && until - addr >= want) {
+		const volatile uint8_t *src = (const volatile uint8_t *)addr;
+		for (unsigned i = 0; i < want; i++)
+			out[i] = src[i];
+		return (int)want;
+	}
 	struct iovec local = {out, want}, remote = {(void *)addr, want};
 	long pid = self_pid();
 	long r = sf_syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
@@ -328,6 +390,10 @@ static uint8_t *put_str(uint8_t *p, const uint8_t *end, uint64_t addr, uint64_t 
 	unsigned cap = (unsigned)(end - p) - 1;
 	if (cap > budget)
 		cap = budget;
+	if (!cap) { /* the call's string budget is spent: cut, nothing read */
+		*p++ = 0x80;
+		return p;
+	}
 	int whole = 1;
 	int n = rust ? read_bytes(addr, len, p + 1, cap) : read_cstr(addr, p + 1, cap, &whole);
 	if (rust && n >= 0)
@@ -366,11 +432,16 @@ static uint64_t reg_of(const struct sf_args_regs *r, uint8_t slot, int second)
 	return i < SF_ARGS_GP ? r->gp[i] : 0;
 }
 
+/* String bytes one entry's (or exit's) values take in all, whatever their
+ * number: past it, strings are recorded cut, with no read at all. */
+#define CALL_STR_BUDGET 64u
+
 /* Items coded after the header (*done of them, those that fit); returns
  * the end. */
 static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_args_regs *r, uint8_t *p,
 		       const uint8_t *end, unsigned *done)
 {
+	unsigned left = CALL_STR_BUDGET;
 	*done = 0;
 	for (unsigned k = 0; k < n; k++, ++*done) {
 		if (end - p < 2 + 10)
@@ -390,11 +461,15 @@ static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_ar
 			p += 4;
 			break;
 		case SF_AT_STR:
-			p = put_str(p, end, v, 0, 0, sf_arg_str_cap(fmt));
+		case SF_AT_RSTR: {
+			unsigned cap = sf_arg_str_cap(fmt) < left ? sf_arg_str_cap(fmt) : left;
+			uint64_t len = type == SF_AT_RSTR ? reg_of(r, it[k].slot, 1) : 0;
+			uint8_t *at = p;
+			p = put_str(p, end, v, len, type == SF_AT_RSTR, cap);
+			if (*at < SF_ARG_STR_NULL)
+				left -= *at & 0x7fu;
 			break;
-		case SF_AT_RSTR:
-			p = put_str(p, end, v, reg_of(r, it[k].slot, 1), 1, sf_arg_str_cap(fmt));
-			break;
+		}
 		default:
 			v = truncate_int(v, fmt);
 			if (sf_arg_type_signed(type))

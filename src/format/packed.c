@@ -63,6 +63,73 @@ static inline __attribute__((always_inline)) uint8_t *put_time(uint8_t *o, uint3
 	return put_varint(o, z);
 }
 
+/* An ARGS event's payload (np records, np >= 1) against the history of
+ * its header's slot: a byte with the slot (| 0x80: the header follows, 8
+ * bytes, as it differs from the slot's), then for each further record a
+ * byte with a bit for each nonzero byte of its XOR with the slot's record
+ * of the same index, and those bytes, low first. At most 9 bytes a record. */
+static uint8_t *pack_args(struct sf_pack_state *st, uint8_t *o, const struct sf_event *pl, uint32_t np)
+{
+	uint64_t r[SF_PK_AREC];
+	memcpy(r, pl, (size_t)np * 8);
+	uint32_t s = sf_pk_args_slot(r[0]);
+	uint64_t *h = st->ahist[s];
+	if (h[0] == r[0]) {
+		*o++ = (uint8_t)s;
+	} else {
+		*o++ = (uint8_t)(0x80 | s);
+		memcpy(o, &r[0], 8);
+		o += 8;
+		h[0] = r[0];
+	}
+	for (uint32_t j = 1; j < np; j++) {
+		uint64_t x = r[j] ^ h[j];
+		uint8_t *m = o++;
+		*m = 0;
+		h[j] = r[j];
+		for (unsigned b = 0; x; b++, x >>= 8)
+			if (x & 0xff) {
+				*m |= (uint8_t)(1u << b);
+				*o++ = (uint8_t)x;
+			}
+	}
+	return o;
+}
+
+static int unpack_args(struct sf_unpack *u, uint32_t np)
+{
+	const uint8_t *p = u->p, *end = u->end;
+	if (p >= end || (*p & 0x78))
+		return -1;
+	uint8_t first = *p++;
+	uint64_t *h = u->st.ahist[first & 7];
+	if (first & 0x80) {
+		if (end - p < 8)
+			return -1;
+		memcpy(&h[0], p, 8);
+		p += 8;
+	}
+	for (uint32_t j = 1; j < np; j++) {
+		if (p >= end)
+			return -1;
+		uint8_t m = *p++;
+		uint64_t x = 0;
+		for (unsigned b = 0; b < 8; b++)
+			if (m >> b & 1) {
+				if (p >= end)
+					return -1;
+				x |= (uint64_t)*p++ << (8 * b);
+			}
+		h[j] ^= x;
+	}
+	memcpy(u->coded_rec, h, (size_t)np * 8);
+	u->p = p;
+	u->coded = 1;
+	u->coded_next = 0;
+	u->payload_left = np;
+	return 0;
+}
+
 /* Records other than entries, exits and tail calls. Of the prediction
  * state only the depth changes (an unwind pops frames). */
 static uint8_t *pack_other(uint32_t *sp, uint8_t *o, const struct sf_event *ev, size_t *i, size_t n, uint32_t z)
@@ -162,8 +229,27 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 		} else {
 			for (; i < n; i++) {
 				uint32_t word = ev[i].word, kind = word & SF_KIND_MASK;
-				if (__builtin_expect(kind - SF_EV_ENTRY > SF_EV_TAIL - SF_EV_ENTRY, 0))
-					break;
+				if (__builtin_expect(kind - SF_EV_ENTRY > SF_EV_TAIL - SF_EV_ENTRY, 0)) {
+					/* record -A/-R puts an ARGS event before nearly every
+					 * call of its functions: op 7 here, as pack_other
+					 * codes it, without leaving the loop. The room check
+					 * above covers it (SF_PK_MAX_RECORD per record). */
+					uint32_t np = word >> SF_KIND_BITS;
+					if (kind != SF_EV_ARGS || np > SF_ARGS_MAX_RECORDS || i + np >= n)
+						break;
+					o = put_time(o, SF_PK_RAW, zigzag(ev[i].time_lo - prev));
+					prev = ev[i].time_lo;
+					if (!np) {
+						memcpy(o, &word, 4);
+						o += 4;
+						continue;
+					}
+					uint32_t coded = word | SF_PK_ARGS_CODED;
+					memcpy(o, &coded, 4);
+					o = pack_args(st, o + 4, &ev[i + 1], np);
+					i += np;
+					continue;
+				}
 				uint32_t z = zigzag(ev[i].time_lo - prev);
 				prev = ev[i].time_lo;
 				if (kind == SF_EV_ENTRY && i + 1 < n &&
@@ -185,6 +271,21 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 			o = pack_call(o, stack, mru, &sp, kind, word >> SF_KIND_BITS, z);
 			continue;
 		}
+		uint32_t np = word >> SF_KIND_BITS;
+		if (sf_pk_args_coded(word))
+			return 0; /* a corrupt ARGS word that would read as coded: the batch goes raw */
+		if (kind == SF_EV_ARGS && np && np <= SF_ARGS_MAX_RECORDS && i + np < n) {
+			/* Coded as in the loop above, so the bytes do not depend
+			 * on the room; at most 10 + 9 bytes a payload record. */
+			if ((size_t)(end - o) < SF_PK_MAX_GROUP + 10 + 9 * (size_t)np)
+				return 0;
+			o = put_time(o, SF_PK_RAW, z);
+			uint32_t coded = word | SF_PK_ARGS_CODED;
+			memcpy(o, &coded, 4);
+			o = pack_args(st, o + 4, &ev[i + 1], np);
+			i += np;
+			continue;
+		}
 		o = pack_other(&sp, o, ev, &i, n, z);
 	}
 	st->prev = prev;
@@ -200,6 +301,8 @@ void sf_unpack_init(struct sf_unpack *u, uint64_t base, const uint8_t *p, const 
 	u->p = p;
 	u->end = end;
 	u->payload_left = 0;
+	u->coded = 0;
+	u->coded_next = 0;
 }
 
 /* A varint of at most 32 bits at *p, before end; -1 if cut or too long. */
@@ -232,6 +335,11 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 	if (u->p >= u->end)
 		return 0;
 	if (u->payload_left) {
+		if (u->coded) {
+			memcpy(rec, &u->coded_rec[u->coded_next++], 8);
+			u->coded = --u->payload_left != 0;
+			return 1;
+		}
 		if ((size_t)(u->end - u->p) < 8)
 			return -1;
 		memcpy(rec, u->p, 8);
@@ -282,6 +390,12 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 			return -1;
 		memcpy(&word, u->p, 4);
 		u->p += 4;
+		if (sf_pk_args_coded(word)) {
+			word &= ~SF_PK_ARGS_CODED;
+			if (unpack_args(u, word >> SF_KIND_BITS) < 0)
+				return -1;
+			break;
+		}
 		u->payload_left = word ? sf_event_payload_count(word) : 0;
 		break;
 	case 0:
@@ -363,3 +477,5 @@ int sf_unpack_count(struct sf_unpack *u, uint32_t max, uint32_t *n)
 	*n = k;
 	return r;
 }
+
+_Static_assert(SF_PK_AREC == SF_ARGS_MAX_RECORDS, "a coded ARGS payload fits the history");

@@ -42,17 +42,39 @@ enum sf_pack_op {
 
 /* Prediction state, reset at the start of every batch (each chunk decodes
  * on its own). Encoder and decoder update it identically. */
+#define SF_PK_ARGS_CODED 0x80000000u /* op 7's word: an ARGS event with its payload coded */
+#define SF_PK_AHIST 8u               /* ARGS payloads remembered, by header (sf_pk_args_slot) */
+#define SF_PK_AREC 32u               /* payload records of one ARGS event at most (SF_ARGS_MAX_RECORDS) */
+
 struct sf_pack_state {
 	uint32_t prev;               /* previous event's time_lo */
 	uint32_t sp;                 /* open entries pushed minus popped (>= 0) */
 	uint32_t stack[SF_PK_STACK]; /* function ids, index sp % SF_PK_STACK */
 	uint32_t mru[SF_PK_MRU];     /* ids of entered functions, at slot sf_pk_slot(id) */
+	/* The last coded ARGS payload of each slot: its header and values. */
+	uint64_t ahist[SF_PK_AHIST][SF_PK_AREC];
 };
 
 /* The table slot of a function id: the top 3 bits of id * 0x9e3779b1. */
 static inline uint32_t sf_pk_slot(uint32_t id)
 {
 	return (id * 0x9e3779b1u) >> 29;
+}
+
+/* Whether op 7's word is a coded ARGS event: the flag, kind ARGS and 1 to
+ * SF_PK_AREC payload records. (Other words with the top bit set, function
+ * ids of 2^27 and up, are copied as they are; an ARGS record word that
+ * would read as this makes its batch go raw.) */
+static inline int sf_pk_args_coded(uint32_t word)
+{
+	uint32_t np = (word & ~SF_PK_ARGS_CODED) >> SF_KIND_BITS;
+	return (word & SF_PK_ARGS_CODED) && (word & SF_KIND_MASK) == SF_EV_ARGS && np - 1 < SF_PK_AREC;
+}
+
+/* The ARGS history slot of a payload header. */
+static inline uint32_t sf_pk_args_slot(uint64_t head)
+{
+	return sf_pk_slot((uint32_t)head ^ (uint32_t)(head >> 32));
 }
 
 void sf_pack_reset(struct sf_pack_state *st, uint64_t base);
@@ -67,6 +89,9 @@ struct sf_unpack {
 	struct sf_pack_state st;
 	const uint8_t *p, *end;
 	uint32_t payload_left; /* payload records of the last raw event still to come */
+	uint32_t coded_next;   /* a coded ARGS payload: the next of coded[] (payload_left > 0) */
+	int coded;             /* payload_left counts coded[] records, not bytes */
+	uint64_t coded_rec[SF_PK_AREC];
 };
 
 void sf_unpack_init(struct sf_unpack *u, uint64_t base, const uint8_t *p, const uint8_t *end);

@@ -15,7 +15,15 @@
  *            nothing follows), then the bytes.
  * An ARGS event describes the next entry (flags 0) or the next exit or
  * tail call (SF_ARGS_RET) of `func_id` on its thread, recorded after it.
- * An item with nitems 0 is filler (a claim cut by the end of a slot). */
+ * An item with nitems 0 is filler (a claim cut by the end of a slot).
+ *
+ * SF_ARGS_FIXED (values without strings, the runtime's usual case): the
+ * `nitems` slot/fmt byte pairs come first, then each value in turn as its
+ * low sf_arg_fixed_size(fmt) bytes, raw, at the next offset (from the end
+ * of the header) that is a multiple of that size: sf_arg_fixed_next()
+ * gives both sides the same layout. Signed and auto integers are sign-
+ * extended from their size when read. The runtime copies these at fixed
+ * offsets worked out once per function, with no per-value coding. */
 #ifndef SFTRACE_FORMAT_SF_ARGS_H
 #define SFTRACE_FORMAT_SF_ARGS_H
 
@@ -29,7 +37,8 @@ struct sf_args_head {
 	uint16_t nbytes; /* item bytes after this header */
 };
 
-#define SF_ARGS_RET 1u /* return values: the function's next exit or tail call */
+#define SF_ARGS_RET 1u   /* return values: the function's next exit or tail call */
+#define SF_ARGS_FIXED 2u /* pairs first, then raw values at aligned offsets (above) */
 
 enum sf_arg_type {
 	SF_AT_AUTO = 0,   /* integer: decimal when small, else hex (uftrace's default) */
@@ -65,6 +74,29 @@ static inline uint8_t sf_arg_fmt(unsigned type, unsigned size)
  * 64 (record -A's /s), 16 (--auto-args), 4, 1. */
 static inline unsigned sf_arg_str_cap(uint8_t fmt) { return SF_ARG_STR_CAP >> (2 * (fmt >> 4 & 3u)); }
 static inline int sf_arg_type_signed(unsigned type) { return type == SF_AT_SINT || type == SF_AT_AUTO; }
+
+/* The bytes a value takes in the FIXED layout; 0 for strings (not
+ * allowed there). */
+static inline unsigned sf_arg_fixed_size(uint8_t fmt)
+{
+	unsigned type = sf_arg_type(fmt);
+	if (type == SF_AT_STR || type == SF_AT_RSTR)
+		return 0;
+	if (type == SF_AT_DOUBLE)
+		return 8;
+	if (type == SF_AT_FLOAT)
+		return 4;
+	return sf_arg_size(fmt);
+}
+
+/* FIXED layout: the offset of a value of `size` bytes (1, 2, 4, 8) after
+ * the bytes up to *end; *end moves past it. */
+static inline unsigned sf_arg_fixed_next(unsigned *end, unsigned size)
+{
+	unsigned off = (*end + size - 1) & ~(size - 1);
+	*end = off + size;
+	return off;
+}
 
 /* LEB128 of v at p (at most 10 bytes); returns the end. */
 static inline uint8_t *sf_arg_put_varint(uint8_t *p, uint64_t v)

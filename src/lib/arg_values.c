@@ -45,10 +45,37 @@ static size_t put_quoted(const unsigned char *s, unsigned n, int more, char *out
 	return o;
 }
 
+/* An integer-class value (sign-extended already for signed types). */
+static void put_int(uint64_t v, uint8_t fmt, char *out, size_t cap)
+{
+	unsigned type = sf_arg_type(fmt), size = sf_arg_size(fmt);
+	switch (type) {
+	case SF_AT_SINT: snprintf(out, cap, "%" PRId64, (int64_t)v); break;
+	case SF_AT_UINT: snprintf(out, cap, "%" PRIu64, v); break;
+	case SF_AT_HEX: snprintf(out, cap, "%#" PRIx64, v); break;
+	case SF_AT_PTR: snprintf(out, cap, "%#" PRIx64, v); break;
+	case SF_AT_BOOL: snprintf(out, cap, "%s", v ? "true" : "false"); break;
+	case SF_AT_CHAR: /* a C char, or a Rust char's code point (size 4) */
+		if (v >= 0x20 && v < 0x7f && v != '\'' && v != '\\')
+			snprintf(out, cap, "'%c'", (char)v);
+		else if (size == 1)
+			snprintf(out, cap, "'\\x%02x'", (unsigned)(v & 0xff));
+		else
+			snprintf(out, cap, "'\\u{%" PRIx64 "}'", v);
+		break;
+	default: put_auto((int64_t)v, out, cap); break;
+	}
+}
+
+static void put_double(double d, char *out, size_t cap)
+{
+	snprintf(out, cap, "%f", d);
+}
+
 /* One item's value from *p; -1 if it runs past end. */
 static int decode_value(const unsigned char **p, const unsigned char *end, uint8_t fmt, char *out, size_t cap)
 {
-	unsigned type = sf_arg_type(fmt), size = sf_arg_size(fmt);
+	unsigned type = sf_arg_type(fmt);
 	if (type == SF_AT_DOUBLE || type == SF_AT_FLOAT) {
 		unsigned n = type == SF_AT_DOUBLE ? 8 : 4;
 		if ((size_t)(end - *p) < n)
@@ -62,7 +89,7 @@ static int decode_value(const unsigned char **p, const unsigned char *end, uint8
 			d = f;
 		}
 		*p += n;
-		snprintf(out, cap, "%f", d);
+		put_double(d, out, cap);
 		return 0;
 	}
 	if (type == SF_AT_STR || type == SF_AT_RSTR) {
@@ -89,23 +116,63 @@ static int decode_value(const unsigned char **p, const unsigned char *end, uint8
 		return -1;
 	if (sf_arg_type_signed(type))
 		v = v >> 1 ^ (uint64_t)-(int64_t)(v & 1);
-	switch (type) {
-	case SF_AT_SINT: snprintf(out, cap, "%" PRId64, (int64_t)v); break;
-	case SF_AT_UINT: snprintf(out, cap, "%" PRIu64, v); break;
-	case SF_AT_HEX: snprintf(out, cap, "%#" PRIx64, v); break;
-	case SF_AT_PTR: snprintf(out, cap, "%#" PRIx64, v); break;
-	case SF_AT_BOOL: snprintf(out, cap, "%s", v ? "true" : "false"); break;
-	case SF_AT_CHAR: /* a C char, or a Rust char's code point (size 4) */
-		if (v >= 0x20 && v < 0x7f && v != '\'' && v != '\\')
-			snprintf(out, cap, "'%c'", (char)v);
-		else if (size == 1)
-			snprintf(out, cap, "'\\x%02x'", (unsigned)(v & 0xff));
-		else
-			snprintf(out, cap, "'\\u{%" PRIx64 "}'", v);
-		break;
-	default: put_auto((int64_t)v, out, cap); break;
-	}
+	put_int(v, fmt, out, cap);
 	return 0;
+}
+
+static void name_item(struct av_item *it)
+{
+	unsigned idx = it->slot & SF_ARG_SLOT_INDEX;
+	if (!idx)
+		snprintf(it->name, sizeof(it->name), "retval");
+	else
+		snprintf(it->name, sizeof(it->name), "%s%u", it->slot & SF_ARG_SLOT_FP ? "fparg" : "arg", idx);
+}
+
+/* A FIXED value (sf_args.h): its `size` raw bytes at v. */
+static void fixed_value(const unsigned char *v, unsigned size, uint8_t fmt, char *out, size_t cap)
+{
+	unsigned type = sf_arg_type(fmt);
+	uint64_t x = 0;
+	memcpy(&x, v, size); /* little-endian, as the writer */
+	if (type == SF_AT_DOUBLE) {
+		double d;
+		memcpy(&d, &x, 8);
+		put_double(d, out, cap);
+		return;
+	}
+	if (type == SF_AT_FLOAT) {
+		float f;
+		uint32_t w = (uint32_t)x;
+		memcpy(&f, &w, 4);
+		put_double(f, out, cap);
+		return;
+	}
+	if (size < 8 && sf_arg_type_signed(type) && (x >> (size * 8 - 1) & 1))
+		x |= ~0ull << (size * 8);
+	put_int(x, fmt, out, cap);
+}
+
+/* The FIXED layout: pairs, then values at aligned offsets. */
+static int decode_fixed(const struct sf_args_head *h, const unsigned char *p, struct av_item *items, unsigned cap)
+{
+	unsigned end = 2u * h->nitems, n = 0;
+	if (end > h->nbytes)
+		return -1;
+	for (unsigned i = 0; i < h->nitems; i++) {
+		struct av_item it = {.slot = p[2 * i], .fmt = p[2 * i + 1]};
+		unsigned size = sf_arg_fixed_size(it.fmt);
+		if (sf_arg_type(it.fmt) >= SF_AT_LIMIT || !size)
+			return -1;
+		unsigned off = sf_arg_fixed_next(&end, size);
+		if (end > h->nbytes)
+			return -1;
+		name_item(&it);
+		fixed_value(p + off, size, it.fmt, it.value, sizeof(it.value));
+		if (n < cap)
+			items[n++] = it;
+	}
+	return (int)n;
 }
 
 int av_decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap)
@@ -117,6 +184,8 @@ int av_decode(const unsigned char *payload, size_t len, struct av_item *items, u
 	if (sizeof(h) + h.nbytes > len)
 		return -1;
 	const unsigned char *p = payload + sizeof(h), *end = p + h.nbytes;
+	if (h.flags & SF_ARGS_FIXED)
+		return decode_fixed(&h, p, items, cap);
 	unsigned n = 0;
 	for (unsigned i = 0; i < h.nitems; i++) {
 		if (end - p < 2)
@@ -125,11 +194,7 @@ int av_decode(const unsigned char *payload, size_t len, struct av_item *items, u
 		p += 2;
 		if (sf_arg_type(it.fmt) >= SF_AT_LIMIT)
 			return -1;
-		unsigned idx = it.slot & SF_ARG_SLOT_INDEX;
-		if (!idx)
-			snprintf(it.name, sizeof(it.name), "retval");
-		else
-			snprintf(it.name, sizeof(it.name), "%s%u", it.slot & SF_ARG_SLOT_FP ? "fparg" : "arg", idx);
+		name_item(&it);
 		if (decode_value(&p, end, it.fmt, it.value, sizeof(it.value)) < 0)
 			return -1;
 		if (n < cap)

@@ -125,10 +125,15 @@ static enum cls classify(Dwarf_Die *t, uint8_t *fmt)
 	case DW_TAG_pointer_type: {
 		Dwarf_Die p;
 		*fmt = sf_arg_fmt(SF_AT_PTR, 8);
-		/* char * and const char *: a C string. */
+		/* char * and const char *: a C string. Not unsigned char * or
+		 * signed char * (uint8_t *, u8 *: bytes, such as SQLite's page
+		 * buffers, which read as strings would cost a read each and
+		 * show binary), as uftrace. */
+		const char *pn;
 		if (type_of(t, &p) && dwarf_tag(&p) == DW_TAG_base_type && dwarf_bytesize(&p) == 1 &&
 		    dwarf_attr(&p, DW_AT_encoding, &a) && dwarf_formudata(&a, &enc) == 0 &&
-		    (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char))
+		    (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char) && (pn = dwarf_diename(&p)) &&
+		    !strcmp(pn, "char"))
 			*fmt = sf_arg_fmt(SF_AT_STR, 4);
 		return CLS_GP;
 	}

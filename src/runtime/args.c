@@ -13,9 +13,13 @@
  * the vector registers it reads from the save area stay live). Strings are
  * read with process_vm_readv on our own pid: an unmapped or unreadable
  * pointer makes the call fail instead of faulting, and is recorded so. */
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -33,12 +37,29 @@ struct arg_item {
 	uint8_t slot, fmt;
 };
 
+#define PLAN_TMPL 4 /* the header and up to 12 slot/fmt pairs, in records */
+
+/* One direction (entry or exit) of one function, worked out once so that
+ * the hot path copies registers to fixed offsets (SF_ARGS_FIXED): nrec
+ * nonzero when every item has a fixed size (no strings). */
+struct arg_plan {
+	uint8_t n;     /* items */
+	uint8_t flags; /* SF_ARGS_RET for the exit's */
+	uint8_t nrec; /* FIXED: payload records, the header included; 0: coded (strings) */
+	/* FIXED, one word per value: bits 0-7 the register (an index into
+	 * struct sf_args_regs's words), 8-15 the payload record it goes in,
+	 * 16-21 and 24-29 the left and right shifts that keep its low bytes
+	 * and move them to their offset in that record. */
+	uint32_t put[SF_ARG_MAX_ITEMS];
+	struct arg_item it[SF_ARG_MAX_ITEMS];
+	uint64_t tmpl[PLAN_TMPL]; /* FIXED: header (function id 0) and pairs, zeros where values go */
+};
+
 struct arg_func {
 	uint32_t obj;      /* index into A.objs */
 	uint32_t func_id;  /* 0 until the object is patched */
 	uint64_t vaddr;
-	uint8_t nin, nout;
-	struct arg_item in[SF_ARG_MAX_ITEMS], out[SF_ARG_MAX_ITEMS];
+	struct arg_plan plan[2]; /* entry, exit */
 };
 
 static struct {
@@ -51,10 +72,10 @@ static struct {
 	} objs[MAX_ARG_OBJECTS];
 	uint32_t nobjs;
 	uint32_t left_out; /* functions past MAX_ARG_FUNCS */
-	/* func_id -> index + 1 into f; written at patch time (under the log
-	 * lock) before the sled that looks it up is patched. */
-	uint32_t key[HASH_SIZE];
-	uint32_t val[HASH_SIZE];
+	/* func_id | (index + 1) << 32, by hash of func_id: one load finds a
+	 * function. Written at patch time (under the log lock) before the
+	 * sled that looks it up is patched. */
+	uint64_t slot[HASH_SIZE];
 } A;
 
 static int on_object(void *ctx, const char *bid, const char *path)
@@ -84,6 +105,44 @@ static int hex_byte(const char *p)
 	return b < 0 ? -1 : a << 4 | b;
 }
 
+/* The word of struct sf_args_regs an item's value is in (reg_of below
+ * for the fixed-size ones); -1 if none (a stack argument: coded as 0). */
+static int reg_index(uint8_t slot)
+{
+	unsigned i = slot & SF_ARG_SLOT_INDEX;
+	size_t gp = offsetof(struct sf_args_regs, gp) / 8, fp = offsetof(struct sf_args_regs, fp) / 8;
+	if (slot & SF_ARG_SLOT_FP)
+		return (int)(fp + (i && i <= 8 ? i - 1 : 0));
+	if (!i)
+		return (int)(offsetof(struct sf_args_regs, ret) / 8);
+	return i <= SF_ARGS_GP ? (int)(gp + i - 1) : -1;
+}
+
+/* The FIXED layout of a plan's items (format/sf_args.h), if they all
+ * have a fixed size and a register. */
+static void make_plan(struct arg_plan *pl, uint8_t flags)
+{
+	unsigned end = 2u * pl->n;
+	pl->nrec = 0;
+	pl->flags = flags;
+	if (!pl->n)
+		return;
+	for (unsigned k = 0; k < pl->n; k++) {
+		unsigned size = sf_arg_fixed_size(pl->it[k].fmt);
+		int src = reg_index(pl->it[k].slot);
+		if (!size || src < 0)
+			return;
+		unsigned off = 8 + sf_arg_fixed_next(&end, size), bits = 64 - 8 * size; /* off: from the header's start */
+		pl->put[k] = (uint32_t)src | off / 8 << 8 | bits << 16 | (bits - 8 * (off % 8)) << 24;
+	}
+	struct sf_args_head h = {0, (uint8_t)(flags | SF_ARGS_FIXED), pl->n, (uint16_t)end};
+	memset(pl->tmpl, 0, sizeof(pl->tmpl));
+	memcpy(pl->tmpl, &h, sizeof(h));
+	for (unsigned k = 0; k < pl->n; k++)
+		memcpy((uint8_t *)(pl->tmpl + 1) + 2 * k, &pl->it[k], 2);
+	pl->nrec = (uint8_t)(1 + (end + 7) / 8);
+}
+
 /* SPEC: items `eSSFF` / `xSSFF` separated by commas, up to a space. */
 static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 {
@@ -100,14 +159,15 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 		int slot = hex_byte(p + 1), fmt = slot < 0 ? -1 : hex_byte(p + 3);
 		if ((p[0] != 'e' && p[0] != 'x') || fmt < 0 || sf_arg_type((uint8_t)fmt) >= SF_AT_LIMIT)
 			return 1;
-		uint8_t *n = p[0] == 'e' ? &f->nin : &f->nout;
-		struct arg_item *it = p[0] == 'e' ? f->in : f->out;
-		if (*n == SF_ARG_MAX_ITEMS)
+		struct arg_plan *pl = &f->plan[p[0] == 'x'];
+		if (pl->n == SF_ARG_MAX_ITEMS)
 			return 1;
-		it[(*n)++] = (struct arg_item){(uint8_t)slot, (uint8_t)fmt};
+		pl->it[pl->n++] = (struct arg_item){(uint8_t)slot, (uint8_t)fmt};
 		if (p[5] != ',')
 			break;
 	}
+	make_plan(&f->plan[0], 0);
+	make_plan(&f->plan[1], SF_ARGS_RET);
 	f->obj = A.nobjs - 1;
 	f->vaddr = vaddr;
 	A.n++; /* record writes one line per function (the first wins) */
@@ -179,26 +239,66 @@ static uint32_t hash_of(uint32_t id)
 static void hash_put(uint32_t id, uint32_t index)
 {
 	for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
-		uint32_t k = __atomic_load_n(&A.key[h], __ATOMIC_RELAXED);
-		if (k == id)
+		uint64_t e = __atomic_load_n(&A.slot[h], __ATOMIC_RELAXED);
+		if ((uint32_t)e == id)
 			return;
-		if (!k) {
-			A.val[h] = index + 1;
-			__atomic_store_n(&A.key[h], id, __ATOMIC_RELEASE);
+		if (!e) {
+			__atomic_store_n(&A.slot[h], (uint64_t)(index + 1) << 32 | id, __ATOMIC_RELEASE);
 			return;
 		}
 	}
 }
 
-static const struct arg_func *hash_get(uint32_t id)
+static inline __attribute__((always_inline)) const struct arg_func *hash_get(uint32_t id)
 {
 	for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
-		uint32_t k = __atomic_load_n(&A.key[h], __ATOMIC_ACQUIRE);
-		if (k == id)
-			return &A.f[A.val[h] - 1];
-		if (!k)
+		uint64_t e = __atomic_load_n(&A.slot[h], __ATOMIC_ACQUIRE);
+		if ((uint32_t)e == id)
+			return &A.f[(e >> 32) - 1];
+		if (!e)
 			return NULL;
 	}
+}
+
+/* Memory strings are read from directly, without a system call: the
+ * main program's read-only PT_LOAD segments (its code and constant data,
+ * where string literals are). The main program is never unloaded, and
+ * nothing a program does removes read access to its own constants, so
+ * these pages are readable for the whole run. Anything else is read
+ * with process_vm_readv (a pointer into the heap, the stack, a library:
+ * it may be unmapped by now, or another thread may unmap it). */
+#define MAX_RO 8
+static struct {
+	uint64_t lo[MAX_RO], hi[MAX_RO];
+	uint32_t n; /* set once, before the first args sled is patched */
+	int done;
+} ro;
+
+static void note_readonly(const struct sf_object_rt *o)
+{
+	if (ro.done || !o->phdr || (uint64_t)o->phdr != getauxval(AT_PHDR))
+		return; /* not the main program */
+	ro.done = 1;
+	const ElfW(Phdr) *ph = o->phdr;
+	for (int i = 0; i < o->phnum && ro.n < MAX_RO; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_R) || (ph[i].p_flags & PF_W))
+			continue;
+		/* Whole pages of the file's bytes: a mapping covers the pages
+		 * its bytes touch. */
+		uint64_t a = o->dl_addr + ph[i].p_vaddr;
+		ro.lo[ro.n] = a & ~(uint64_t)(SF_PAGE - 1);
+		ro.hi[ro.n] = (a + ph[i].p_filesz + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1);
+		ro.n++;
+	}
+}
+
+/* The end of the known-readable range that holds addr; 0 if none. */
+static uint64_t readable_until(uint64_t addr)
+{
+	for (uint32_t i = 0; i < ro.n; i++)
+		if (addr >= ro.lo[i] && addr < ro.hi[i])
+			return ro.hi[i];
+	return 0;
 }
 
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant)
@@ -211,6 +311,7 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		if (A.f[i].vaddr != vaddr || !same_object(o, A.f[i].obj))
 			continue;
 		*variant = SF_VARIANT_ARGS;
+		note_readonly(o);
 		if (!A.f[i].func_id) {
 			A.f[i].func_id = func_id;
 			hash_put(func_id, i);
@@ -227,6 +328,16 @@ static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
 	/* One page at a time: process_vm_readv stops at the first unreadable
 	 * page, and the string may end before it. */
 	unsigned got = 0;
+	uint64_t until = readable_until(addr);
+	if (until) {
+		const volatile uint8_t *src = (const volatile uint8_t *)addr;
+		unsigned m = until - addr < cap ? (unsigned)(until - addr) : cap;
+		for (; got < m; got++)
+			if (!(out[got] = src[got])) {
+				*whole = 1;
+				return (int)got;
+			}
+	}
 	long pid = self_pid();
 	while (got < cap) {
 		uint64_t at = addr + got;
@@ -256,6 +367,13 @@ static int read_bytes(uint64_t addr, uint64_t len, uint8_t *out, unsigned cap)
 	unsigned want = len < cap ? (unsigned)len : cap;
 	if (!want)
 		return 0;
+	uint64_t until = readable_until(addr);
+	if (until && until - addr >= want) {
+		const volatile uint8_t *src = (const volatile uint8_t *)addr;
+		for (unsigned i = 0; i < want; i++)
+			out[i] = src[i];
+		return (int)want;
+	}
 	struct iovec local = {out, want}, remote = {(void *)addr, want};
 	long pid = self_pid();
 	long r = sf_syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
@@ -272,6 +390,10 @@ static uint8_t *put_str(uint8_t *p, const uint8_t *end, uint64_t addr, uint64_t 
 	unsigned cap = (unsigned)(end - p) - 1;
 	if (cap > budget)
 		cap = budget;
+	if (!cap) { /* the call's string budget is spent: cut, nothing read */
+		*p++ = 0x80;
+		return p;
+	}
 	int whole = 1;
 	int n = rust ? read_bytes(addr, len, p + 1, cap) : read_cstr(addr, p + 1, cap, &whole);
 	if (rust && n >= 0)
@@ -310,11 +432,16 @@ static uint64_t reg_of(const struct sf_args_regs *r, uint8_t slot, int second)
 	return i < SF_ARGS_GP ? r->gp[i] : 0;
 }
 
+/* String bytes one entry's (or exit's) values take in all, whatever their
+ * number: past it, strings are recorded cut, with no read at all. */
+#define CALL_STR_BUDGET 64u
+
 /* Items coded after the header (*done of them, those that fit); returns
  * the end. */
 static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_args_regs *r, uint8_t *p,
 		       const uint8_t *end, unsigned *done)
 {
+	unsigned left = CALL_STR_BUDGET;
 	*done = 0;
 	for (unsigned k = 0; k < n; k++, ++*done) {
 		if (end - p < 2 + 10)
@@ -334,11 +461,15 @@ static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_ar
 			p += 4;
 			break;
 		case SF_AT_STR:
-			p = put_str(p, end, v, 0, 0, sf_arg_str_cap(fmt));
+		case SF_AT_RSTR: {
+			unsigned cap = sf_arg_str_cap(fmt) < left ? sf_arg_str_cap(fmt) : left;
+			uint64_t len = type == SF_AT_RSTR ? reg_of(r, it[k].slot, 1) : 0;
+			uint8_t *at = p;
+			p = put_str(p, end, v, len, type == SF_AT_RSTR, cap);
+			if (*at < SF_ARG_STR_NULL)
+				left -= *at & 0x7fu;
 			break;
-		case SF_AT_RSTR:
-			p = put_str(p, end, v, reg_of(r, it[k].slot, 1), 1, sf_arg_str_cap(fmt));
-			break;
+		}
 		default:
 			v = truncate_int(v, fmt);
 			if (sf_arg_type_signed(type))
@@ -350,24 +481,163 @@ static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_ar
 	return p;
 }
 
-void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+/* A FIXED plan's payload into w (pl->nrec records): the template, then
+ * each register's low bytes at its offset (a value never straddles a
+ * record: its offset is a multiple of its size). Returns how many records
+ * have a zero upper half (see has_unfilled in buffer.c). */
+static inline __attribute__((always_inline)) unsigned fill_fixed(const struct arg_plan *pl,
+								 const struct sf_args_regs *r, uint32_t func_id,
+								 uint64_t *w)
+{
+	const uint64_t *regs = (const uint64_t *)r;
+	unsigned n = pl->n, nrec = pl->nrec;
+	uint64_t v[1 + SF_ARG_MAX_ITEMS + PLAN_TMPL]; /* built on the stack, stored once */
+	_Static_assert(PLAN_TMPL == 4, "the copy below");
+	v[0] = pl->tmpl[0] | func_id; /* the header's first field */
+	v[1] = pl->tmpl[1];
+	v[2] = pl->tmpl[2];
+	v[3] = pl->tmpl[3];
+	for (unsigned i = PLAN_TMPL; i < nrec; i++)
+		v[i] = 0;
+	for (unsigned k = 0; k < n; k++) {
+		uint32_t put = pl->put[k];
+		v[put >> 8 & 0xff] |= regs[put & 0xff] << (put >> 16 & 63) >> (put >> 24);
+	}
+	unsigned z = 0;
+	for (unsigned i = 0; i < nrec; i++) {
+		w[i] = v[i];
+		z += (uint32_t)(v[i] >> 32) == 0;
+	}
+	return z;
+}
+
+/* The plan for this event of func_id; NULL if nothing is asked for. */
+static inline __attribute__((always_inline)) const struct arg_plan *plan_of(uint32_t func_id, uint32_t kind)
 {
 	const struct arg_func *f = hash_get(func_id);
-	if (!f || sf_suppressed)
-		return;
 	int ret = kind != SF_EV_ENTRY;
-	unsigned n = ret ? f->nout : f->nin;
-	if (!n || (ret && kind == SF_EV_TAIL)) /* a tail call's return value is its callee's */
-		return;
-	uint64_t rec[SF_ARGS_MAX_RECORDS];
+	if (!f || (ret && kind == SF_EV_TAIL)) /* a tail call's return value is its callee's */
+		return NULL;
+	const struct arg_plan *pl = &f->plan[ret];
+	return pl->n ? pl : NULL;
+}
+
+/* The ARGS payload of a plan into rec (SF_ARGS_MAX_RECORDS records): the
+ * records. */
+static uint32_t payload_of(const struct arg_plan *pl, const struct sf_args_regs *r, uint32_t func_id, uint64_t *rec)
+{
+	if (pl->nrec) {
+		fill_fixed(pl, r, func_id, rec);
+		return pl->nrec;
+	}
+	unsigned n;
 	uint8_t *start = (uint8_t *)(rec + 1), *end = (uint8_t *)(rec + SF_ARGS_MAX_RECORDS);
-	uint8_t *p = encode(ret ? f->out : f->in, n, r, start, end, &n);
+	uint8_t *p = encode(pl->it, pl->n, r, start, end, &n);
 	size_t nbytes = (size_t)(p - start);
 	while ((p - start) & 7)
 		*p++ = 0;
-	struct sf_args_head h = {func_id, (uint8_t)(ret ? SF_ARGS_RET : 0), (uint8_t)n, (uint16_t)nbytes};
+	struct sf_args_head h = {func_id, pl->flags, (uint8_t)n, (uint16_t)nbytes};
 	memcpy(rec, &h, sizeof(h));
-	sf_record_args(rec, (uint32_t)(1 + (p - start) / 8));
+	return (uint32_t)(1 + (p - start) / 8);
+}
+
+void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+{
+	uint64_t rec[SF_ARGS_MAX_RECORDS];
+	const struct arg_plan *pl = sf_suppressed ? NULL : plan_of(func_id, kind);
+	if (pl)
+		sf_record_args(rec, payload_of(pl, r, func_id, rec));
+}
+
+/* time_lo and word in one store, after what the word validates. */
+static inline void put_record(struct sf_event *e, uint64_t time, uint32_t word)
+{
+	__atomic_store_n((uint64_t *)e, (uint64_t)word << 32 | (uint32_t)time, __ATOMIC_RELEASE);
+}
+
+/* n records at *time, claimed the way the trampolines claim one (one
+ * xadd: a signal handler's records go before or after, never in between):
+ * NULL if the time is outside the batch's span or the slot has no room
+ * (nothing claimed, or a cut claim made a filler). */
+static inline __attribute__((always_inline)) struct sf_event *claim(uint32_t n, uint64_t *time, uint64_t zero)
+{
+	struct sf_thread *t = &sf_self;
+	uint64_t now = sf_config.clock == SF_CLOCK_TSC ? sf_arch_counter() : sf_mono_ns();
+	*time = now;
+	if (t->state != SF_THREAD_ACTIVE || now - t->base >= SF_TIME_SPAN)
+		return NULL;
+	uint64_t bytes = (uint64_t)n * sizeof(struct sf_event), at;
+#ifdef __x86_64__
+	at = bytes;
+	__asm__ volatile("xaddq %0, %1" : "+r"(at), "+m"(t->cursor) : : "cc", "memory");
+#else
+	at = __atomic_fetch_add(&t->cursor, bytes, __ATOMIC_RELAXED);
+#endif
+	if (__builtin_expect(at + bytes <= t->limit, 1))
+		return (struct sf_event *)at;
+	sf_args_cut_claim(at, now, zero);
+	return NULL;
+}
+
+/* A coded payload (strings) and the function event. */
+static int event_coded(const struct arg_plan *pl, const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+{
+	uint64_t rec[SF_ARGS_MAX_RECORDS], time;
+	uint32_t n = payload_of(pl, r, func_id, rec);
+	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	struct sf_event *e = claim(n + 2, &time, zero);
+	if (!e) {
+		sf_record_args(rec, n);
+		return 1;
+	}
+	uint64_t *w = (uint64_t *)(e + 1);
+	unsigned z = 0;
+	for (uint32_t i = 0; i < n; i++) { /* before the word that validates them */
+		w[i] = rec[i];
+		z += (uint32_t)(rec[i] >> 32) == 0;
+	}
+	put_record(e, time, sf_event_word(n, SF_EV_ARGS));
+	put_record(e + 1 + n, time, sf_event_word(func_id, kind));
+	if (z) /* see has_unfilled (buffer.c) and alloc.c */
+		sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
+	return 0;
+}
+
+/* The slow case of a FIXED plan: the ARGS event with signals blocked. */
+static __attribute__((noinline)) void fixed_slow(const struct arg_plan *pl, const struct sf_args_regs *r,
+						 uint32_t func_id)
+{
+	uint64_t rec[SF_ARGS_MAX_RECORDS];
+	fill_fixed(pl, r, func_id, rec);
+	sf_record_args(rec, pl->nrec);
+}
+
+int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+{
+	uint64_t time;
+	if (sf_suppressed) /* the slow path drops the event too */
+		return 1;
+	const struct arg_plan *pl = plan_of(func_id, kind);
+	if (pl && !pl->nrec)
+		return event_coded(pl, r, func_id, kind);
+	uint32_t n = pl ? pl->nrec : 0;
+	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	struct sf_event *e = claim(n ? n + 2 : 1, &time, zero);
+	if (__builtin_expect(!e, 0)) {
+		if (n)
+			fixed_slow(pl, r, func_id);
+		return 1;
+	}
+	if (n) {
+		/* Straight into the claimed records, before the words that validate them. */
+		unsigned z = fill_fixed(pl, r, func_id, (uint64_t *)(e + 1));
+		put_record(e, time, sf_event_word(n, SF_EV_ARGS));
+		e += 1 + n;
+		if (z) /* see has_unfilled (buffer.c) and alloc.c */
+			sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
+	}
+	put_record(e, time, sf_event_word(func_id, kind));
+	return 0;
 }
 
 _Static_assert(__builtin_offsetof(struct sf_args_regs, ret) == 48 && __builtin_offsetof(struct sf_args_regs, fp) == 80 &&

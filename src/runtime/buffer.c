@@ -1066,14 +1066,17 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 
 /* A claim cut by the end of the slot: records [at, limit) become one
  * ARGS event with an empty header (nitems 0, which readers skip), so the
- * slot holds no hole. */
-static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time)
+ * slot holds no hole. Its zero records are counted for has_unfilled as
+ * alloc.c counts its own (zero: sf_heap_zero read before the claim). */
+static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time, uint64_t zero)
 {
 	size_t n = (size_t)(limit - at) / sizeof(struct sf_event);
 	uint64_t *r = (uint64_t *)at;
 	for (size_t i = 1; i < n; i++)
 		r[i] = 0;
 	store_record((struct sf_event *)at, time, (uint32_t)(n - 1), SF_EV_ARGS);
+	if (n > 1)
+		sf_arch_cas_local(&sf_heap_zero, zero, zero + n - 1);
 }
 
 /* The trampolines' claim, from C: one xadd without a lock prefix (only a
@@ -1100,16 +1103,22 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 		/* One xadd claims the event and its payload, as the trampolines
 		 * claim one record: a signal handler's records go before or
 		 * after, never in between. */
+		uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 		uint64_t at = claim_local(&t->cursor, bytes);
 		if (at + bytes <= t->limit) {
 			uint64_t *r = (uint64_t *)at;
-			for (uint32_t i = 0; i < n; i++) /* before the word that validates them */
+			unsigned z = 0;
+			for (uint32_t i = 0; i < n; i++) { /* before the word that validates them */
 				r[1 + i] = payload[i];
+				z += (uint32_t)(payload[i] >> 32) == 0;
+			}
 			store_record((struct sf_event *)at, time, n, SF_EV_ARGS);
+			if (z) /* see has_unfilled */
+				sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
 			return;
 		}
 		if (at < t->limit)
-			fill_cut_claim(at, t->limit, time);
+			fill_cut_claim(at, t->limit, time, zero);
 	}
 	sigset_t all, old;
 	sigfillset(&all);
@@ -1122,6 +1131,14 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 	}
 	store_event(t, time, n, SF_EV_ARGS, payload);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A claim of args.c's fast path that the end of the slot cut. */
+void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero)
+{
+	struct sf_thread *t = &sf_self;
+	if (at < t->limit)
+		fill_cut_claim(at, t->limit, time, zero);
 }
 
 /* What the trampolines do with a time they read: one xadd while the

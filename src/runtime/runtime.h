@@ -375,8 +375,14 @@ struct sf_args_regs {
 	uint64_t fp[8]; /* xmm0-7 */
 };
 /* Called by the args trampolines at a chosen function's entry or exit,
- * before its event is recorded: records an ARGS event if the spec asks. */
+ * before its event is recorded: records an ARGS event if the spec asks
+ * (aarch64: the ordinary trampoline records the event after it). */
 void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind) SF_HIDDEN;
+/* The same, then the function event itself, with one time read and one
+ * claim for both (x86-64, after the trampoline's shadow-stack step).
+ * Returns 0 if both are recorded, 1 if the caller is to record the
+ * function event on its slow path (ARGS recorded or not asked for). */
+int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind) SF_HIDDEN;
 
 /* ---- patch.c ---- */
 struct xray_sled_rt {
@@ -469,6 +475,9 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF
 /* An ARGS event (args.c) with its n payload records, stamped now: one
  * claim while the slot has room, else with signals blocked. */
 void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
+/* args.c's fast path claimed [at, ...) past the slot's limit: the part
+ * inside the slot becomes a filler (zero: sf_heap_zero before the claim). */
+void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */

@@ -227,3 +227,60 @@ def test_values_across_packed_batches():
     eq(len(out), n, "calls with values")
     bad = [(i, v) for i, v in enumerate(out) if v != f"{i} 1 {i + 1}"]
     eq(bad[:3], [], "values of every call")
+
+
+def more_fixture():
+    return build_c("args_more", ["args_more.c"])
+
+
+MORE_OUT = "147 -5000070101\n"
+
+
+def test_auto_args_bytes_and_sizes():
+    # unsigned char * is bytes (a pointer), not a C string; one value of
+    # each integer size and a double come back sign- and zero-extended
+    # from the fixed layout. say's exit is a tail call to strlen: no
+    # return value.
+    p, log = record([more_fixture()], args=["-q", "--auto-args"])
+    eq(p.stdout, MORE_OUT, "the program's output is unchanged")
+    calls = replay_calls(log)
+    check(re.fullmatch(r"  bytes\(0x[0-9a-f]+, 4\) = 9;", calls[1]), calls[1])
+    eq(calls[2:], [
+        "  three(\"aaaaaaaaaaaaaaaa\"..., \"bbbbbbbbbbbbbbbb\"..., \"cccccccccccccccc\"...) = 120;",
+        "  say(\"literal\");",
+        "  say(\"on the heap\");",
+        "  sizes('\\xfd', -300, -70000, -5000000000, '\\xc8', 2.500000) = -5000070101;",
+        "} = 0; /* main */",
+    ], "replay --auto-args")
+
+
+def test_call_string_budget():
+    # The strings of one call share 64 bytes: the first of three 40-byte
+    # strings whole, the second cut at the 24 left, the third empty and cut.
+    p, log = record([more_fixture()], args=["-q", "-A", "three@arg1/s,arg2/s,arg3/s", "-A", "say@arg1/s"])
+    eq(p.stdout, MORE_OUT, "the program's output is unchanged")
+    eq(replay_calls(log)[1:6], [
+        "  bytes();",
+        "  three(\"" + "a" * 40 + "\", \"" + "b" * 24 + "\"..., \"\"...);",
+        "  say(\"literal\");",
+        "  say(\"on the heap\");",
+        "  sizes();",
+    ], "replay")
+
+
+def test_literals_read_without_a_system_call():
+    # A string in the program's read-only segments is copied directly; the
+    # heap string still goes through process_vm_readv: one call in all.
+    import shutil
+    if not shutil.which("strace"):
+        raise Skip("strace is not installed")
+    d = tmpdir()
+    trace = os.path.join(d, "strace.txt")
+    p = run(["strace", "-f", "-e", "trace=process_vm_readv", "-o", trace, SFTRACE, "record", "-q",
+             "-A", "say@arg1/s", "-o", os.path.join(d, "t", "sf.log"), "--", more_fixture()],
+            env={"ASAN_OPTIONS": "detect_leaks=0"})  # LeakSanitizer cannot run under ptrace (a sanitizer build)
+    eq(p.stdout, MORE_OUT, "the program's output is unchanged")
+    with open(trace) as f:
+        reads = [line for line in f if "process_vm_readv(" in line]
+    eq(len(reads), 1, f"process_vm_readv calls: {reads}")
+    eq(replay_calls(os.path.join(d, "t", "sf.log"))[3:5], ["  say(\"literal\");", "  say(\"on the heap\");"], "replay")

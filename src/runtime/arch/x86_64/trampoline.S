@@ -379,19 +379,28 @@ sf_slow_common:
 /* ---- record -A/-R: the args trampolines (src/runtime/args.c) ----
  * Only the sleds of functions whose arguments or return values are asked
  * for come here; every other sled keeps the trampolines above. Kept apart
- * from them on purpose: this path saves the argument registers into a
- * struct sf_args_regs (runtime.h), calls sf_args_capture(regs, id, kind),
- * which records an ARGS event, puts the general registers back and jumps
- * to the ordinary trampoline of its kind with the stack as the sled left
- * it, so that one records the event and keeps the shadow stack as usual.
- * The C code is built -mgeneral-regs-only: the vector registers are only
- * read here (their low 64 bits, for fparg and float return values), never
- * changed, so they need no restore. r10 is the sled's id; r11 holds
- * nothing at an entry or exit sled but is put back all the same (one
- * store, and no assumption about the sled). Tail-call sleds never come
- * here: their return value would be their callee's. */
-.macro ARGS_PATH name, kind, next
+ * from them on purpose. The shadow-stack step comes first, as in
+ * FAST_PATH (same pushes, so the same offsets), then this path saves the
+ * argument registers into a struct sf_args_regs (runtime.h) and calls
+ * sf_args_event(regs, id, kind), which records the ARGS event and the
+ * function's own event with one clock read and one claim. When it returns
+ * nonzero (a slot to start, the buffer full, nothing asked for in this
+ * direction on a cold path), the function event goes through
+ * sf_slow_common with time 0 (read there) and nothing claimed, as the
+ * monotonic path does. The C code is built -mgeneral-regs-only: the
+ * vector registers are only read here (their low 64 bits, for fparg and
+ * float return values), never changed, so they need no restore. r10 is
+ * the sled's id; r11 holds nothing at an entry or exit sled but is put
+ * back all the same. Tail-call sleds never come here: their return value
+ * would be their callee's. The monotonic variants are the same code: C
+ * reads the clock of the mode. */
+.macro ARGS_PATH name, kind
 	FUNC	\name
+	PUSHQ	%rax
+	PUSHQ	%rdx
+	PUSHQ	%rcx
+	movq	sf_self@gottpoff(%rip), %rcx
+	SHADOW	\kind, 0
 	PUSHQ	%rbp
 	.cfi_rel_offset %rbp, 0
 	mov	%rsp, %rbp
@@ -400,10 +409,13 @@ sf_slow_common:
 	sub	$144, %rsp		/* sizeof(struct sf_args_regs) */
 	mov	%rdi, 0(%rsp)
 	mov	%rsi, 8(%rsp)
-	mov	%rdx, 16(%rsp)
-	mov	%rcx, 24(%rsp)
+	mov	16(%rbp), %rax		/* the caller's rdx, rcx, rax, pushed above */
+	mov	%rax, 16(%rsp)
+	mov	8(%rbp), %rax
+	mov	%rax, 24(%rsp)
 	mov	%r8, 32(%rsp)
 	mov	%r9, 40(%rsp)
+	mov	24(%rbp), %rax
 	mov	%rax, 48(%rsp)
 	mov	%r10, 56(%rsp)
 	mov	%r11, 64(%rsp)
@@ -418,27 +430,35 @@ sf_slow_common:
 	mov	%rsp, %rdi		/* regs */
 	mov	%r10d, %esi		/* function id */
 	mov	$\kind, %edx
-	call	sf_args_capture
+	call	sf_args_event
 	mov	0(%rsp), %rdi
 	mov	8(%rsp), %rsi
-	mov	16(%rsp), %rdx
-	mov	24(%rsp), %rcx
 	mov	32(%rsp), %r8
 	mov	40(%rsp), %r9
-	mov	48(%rsp), %rax
 	mov	56(%rsp), %r10
 	mov	64(%rsp), %r11
 	mov	%rbp, %rsp
 	.cfi_def_cfa_register %rsp
 	POPQ	%rbp
 	.cfi_restore %rbp
-	jmp	\next
+	test	%eax, %eax
+	jnz	1f
+	.cfi_remember_state
+	POPQ	%rcx
+	POPQ	%rdx
+	POPQ	%rax
+	ret
+	.cfi_restore_state
+1:	xor	%eax, %eax		/* time: read on the slow path */
+	xor	%ecx, %ecx		/* nothing claimed */
+	mov	$\kind, %edx
+	jmp	sf_slow_common
 	ENDFUNC	\name
 .endm
 
-	ARGS_PATH sf_tramp_entry_args, 1, sf_tramp_entry
-	ARGS_PATH sf_tramp_exit_args, 2, sf_tramp_exit
-	ARGS_PATH sf_tramp_entry_mono_args, 1, sf_tramp_entry_mono
-	ARGS_PATH sf_tramp_exit_mono_args, 2, sf_tramp_exit_mono
+	ARGS_PATH sf_tramp_entry_args, 1
+	ARGS_PATH sf_tramp_exit_args, 2
+	ARGS_PATH sf_tramp_entry_mono_args, 1
+	ARGS_PATH sf_tramp_exit_mono_args, 2
 
 	.section .note.GNU-stack, "", @progbits

@@ -265,10 +265,13 @@ int sf_trust_dir(const char *path, const char **why) SF_HIDDEN;
 /* openat with O_NOFOLLOW|O_NONBLOCK: a regular file, ours or root's,
  * writable by no one else, one link; -1 with *why. */
 int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const char **why) SF_HIDDEN;
-/* A file the user named (SFTRACE_FILTER): O_NOFOLLOW|O_NONBLOCK, regular. */
-int sf_trust_open_regular(const char *path, const char **why) SF_HIDDEN;
-/* The file's bytes in private memory (munmap(p, *map_len)), NUL-ended. */
-char *sf_trust_read(int fd, size_t *len, size_t *map_len, const char **why) SF_HIDDEN;
+/* A filter-format file (filters, triggers, argument specs) whole, in
+ * private memory (munmap(p, *map_len)), NUL-ended after *len: one record
+ * wrote (private_file) opened with sf_trust_open, one the user named
+ * (SFTRACE_FILTER) checked for type only. NULL with *why when it cannot be
+ * read, or is empty and empty_ok is 0. */
+char *sf_trust_load(const char *path, int private_file, int empty_ok, size_t *len, size_t *map_len,
+		    const char **why) SF_HIDDEN;
 /* The root directory at start-up, and whether the program has chrooted
  * since (stat("/") dev and inode differ). */
 void sf_root_init(void) SF_HIDDEN;

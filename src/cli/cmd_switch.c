@@ -62,22 +62,6 @@ static void usage(FILE *out, const char *name)
 		on ? "tracing" : "paused");
 }
 
-/* The process's real uid (/proc/PID/status), -1 if it is gone. */
-static long process_uid(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	long uid = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Uid: %ld", &uid) == 1)
-			break;
-	fclose(f);
-	return uid;
-}
-
 /* Whether pid was recorded with --paused, and its control signal. 0, or -1
  * after a message. */
 static int paused_target(pid_t pid, int *sig)
@@ -256,7 +240,7 @@ static int has_writer_thread(pid_t pid)
  * the request. 0, or 1 after a message. */
 static int check_target(pid_t pid, int *sig)
 {
-	long uid = process_uid(pid);
+	long uid = target_pid_uid(pid);
 	if (uid < 0) {
 		sf_error("pid %d: no such process", (int)pid);
 		return 1;

@@ -45,21 +45,38 @@ int target_pid_env(pid_t pid, struct target_env *te)
 	return 0;
 }
 
-int target_pid_catches(pid_t pid, int sig)
+/* The line of /proc/PID/status that starts with key (its value after the
+ * key), into line; 0, or -1 if the process or the key is missing. */
+static int status_line(pid_t pid, const char *key, char *line, size_t size)
 {
-	char path[64], line[256];
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -1;
+	size_t n = strlen(key);
 	int r = -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long mask;
-		if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
-			r = sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
-			break;
+	while (r < 0 && fgets(line, (int)size, f))
+		if (!strncmp(line, key, n)) {
+			memmove(line, line + n, strlen(line + n) + 1);
+			r = 0;
 		}
-	}
 	fclose(f);
 	return r;
+}
+
+long target_pid_uid(pid_t pid)
+{
+	char line[256];
+	long uid;
+	return status_line(pid, "Uid:", line, sizeof(line)) == 0 && sscanf(line, "%ld", &uid) == 1 ? uid : -1;
+}
+
+int target_pid_catches(pid_t pid, int sig)
+{
+	char line[256];
+	unsigned long long mask;
+	if (status_line(pid, "SigCgt:", line, sizeof(line)) < 0 || sscanf(line, "%llx", &mask) != 1)
+		return -1;
+	return sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
 }

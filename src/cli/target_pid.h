@@ -1,6 +1,7 @@
 /* A running process that sftrace record started, as snapshot, resume and
  * pause find it: the variables record set in its environment
- * (/proc/PID/environ) and whether it catches a signal (/proc/PID/status).
+ * (/proc/PID/environ), its uid and whether it catches a signal
+ * (/proc/PID/status).
  * One reader, so that the commands that signal a process agree on what
  * "recorded", "gone" and "no handler" mean. */
 #ifndef SFTRACE_CLI_TARGET_PID_H
@@ -20,6 +21,9 @@ struct target_env {
 /* Reads pid's environment into *te. 0, or -1 after one message: no such
  * process, or why /proc/PID/environ cannot be read (another user's). */
 int target_pid_env(pid_t pid, struct target_env *te);
+
+/* The process's real uid (/proc/PID/status), -1 if it is gone. */
+long target_pid_uid(pid_t pid);
 
 /* Whether pid catches sig (/proc/PID/status SigCgt): 1, 0, or -1 if
  * unknown. A recorded process that loaded no instrumented code (a shell

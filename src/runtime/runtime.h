@@ -241,6 +241,14 @@ void sf_fd_publish(struct sf_fd_guard *g, int fd) SF_HIDDEN;
  * number meanwhile (left alone: open again); -ESTALE if fd is the file at
  * path but not (dev, ino) (closed); -EBADF if it could not be moved. */
 int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const char *path) SF_HIDDEN;
+/* Under the gate: a file the runtime makes, opened by open_fn(path, 0),
+ * checked (named: the regular file at path; else an unnamed file, linked
+ * nowhere and empty) and adopted in g; while the program takes the number
+ * first (-EAGAIN), opened again by open_fn(path, 1), up to 8 times. The
+ * number and *st; -1 with *err. */
+struct stat;
+int sf_fd_open_adopt(struct sf_fd_guard *g, int (*open_fn)(const char *path, int again), const char *path,
+		     int named, struct stat *st, int *err) SF_HIDDEN;
 /* Under the gate: g->fd = -1, and the descriptor closed if it still is
  * (dev, ino); a program dup2 onto it meanwhile waits for the close. */
 void sf_fd_release(struct sf_fd_guard *g, uint64_t dev, uint64_t ino) SF_HIDDEN;

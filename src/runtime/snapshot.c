@@ -248,17 +248,25 @@ static int copy_rings(uint32_t e, uint64_t t)
 /* A file with no name yet in path's directory (O_TMPFILE): if the
  * process ends while it is written (an exec, _exit, a crash on another
  * thread), nothing is left behind. -1 where the file system has none. */
-static int open_unnamed(const char *path)
+static int open_unnamed(const char *path, int again)
 {
 	static char dir[4200]; /* the writer thread's only */
 	size_t n = strlen(path);
 	while (n && path[n - 1] != '/')
 		n--;
-	if (!n || n >= sizeof(dir))
-		return -1;
+	if (again || !n || n >= sizeof(dir))
+		return -1; /* taken by the program: the named route instead */
 	memcpy(dir, path, n);
 	dir[n] = 0;
 	return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+}
+
+/* The temporary name: made the first time, opened again after that (left
+ * behind if the process dies). */
+static int open_named(const char *tmp, int again)
+{
+	return again ? open(tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+		     : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
 /* The snapshot's descriptor closed (if it still is the file opened). */
@@ -268,22 +276,6 @@ static void snapshot_close(void)
 	sf_fd_gate_lock(&gold);
 	sf_fd_release(&snap, snap_dev, snap_ino); /* moved, perhaps, by a program's dup2 */
 	sf_fd_gate_unlock(&gold);
-}
-
-/* An unnamed file in the snapshot's directory, adopted as the snapshot's
- * descriptor (sf_fd_adopt); -1 if there is none. It has no path to check
- * the number by: a regular file linked nowhere and still empty, seen
- * through the number, is the one just made (a program's own file put at
- * that number meanwhile is linked somewhere or not empty: left alone). */
-static int adopt_unnamed(const char *path, struct stat *st)
-{
-	int fd = open_unnamed(path);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink || st->st_size)
-		return -1;
-	int r = sf_fd_adopt(&snap, fd, (uint64_t)st->st_dev, (uint64_t)st->st_ino, NULL);
-	return r >= 0 ? r : -1;
 }
 
 /* The complete snapshot gets its name: an unnamed file is linked in
@@ -351,29 +343,13 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	sf_fd_guard_add(&snap);
 	struct stat st;
 	int err = 0;
-	int fd = adopt_unnamed(path, &st);
-	if (fd >= 0) {
+	/* An unnamed file in the snapshot's directory; where there is none
+	 * (no O_TMPFILE), a named temporary. */
+	int fd = sf_fd_open_adopt(&snap, open_unnamed, path, 0, &st, &err);
+	if (fd >= 0)
 		tmp[0] = 0;
-	} else {
-		/* No O_TMPFILE here: a named temporary (left behind if the
-		 * process dies). */
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		err = errno;
-		if (fd >= 0 && (lstat(tmp, &st) < 0 || !S_ISREG(st.st_mode))) {
-			err = errno ? errno : EINVAL;
-			fd = -1; /* the path changed under us: its descriptor is left alone */
-		}
-		for (int tries = 0; fd >= 0 && tries < 8; tries++) {
-			int r = sf_fd_adopt(&snap, fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino, tmp);
-			if (r >= 0 || r != -EAGAIN) {
-				fd = r;
-				err = r < 0 ? -r : 0;
-				break;
-			}
-			fd = open(tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-			err = errno;
-		}
-	}
+	else
+		fd = sf_fd_open_adopt(&snap, open_named, tmp, 1, &st, &err);
 	if (fd >= 0) {
 		snap_dev = (uint64_t)st.st_dev;
 		snap_ino = (uint64_t)st.st_ino;

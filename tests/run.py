@@ -8,6 +8,7 @@ case and ends with 'N passed, N failed'.
     python3 tests/run.py                 # everything
     python3 tests/run.py -k filter       # cases whose name contains 'filter'
     python3 tests/run.py -x              # stop at the first failure
+    python3 tests/run.py --durations 15  # then the 15 slowest cases
 """
 import argparse
 import importlib.util
@@ -44,15 +45,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", action="append", help="run cases whose name contains this")
     ap.add_argument("-x", action="store_true", help="stop at the first failure")
+    ap.add_argument("--durations", type=int, default=0, metavar="N",
+                    help="at the end, list the N slowest cases (the suite must stay well under 20 minutes on CI)")
     args = ap.parse_args()
     cases = load_cases(args.k)
     passed = failed = skipped = 0
     failures = []
+    durations = []
     t0 = time.time()
     for name, fn in cases:
         start = time.time()
         try:
-            fn()
+            try:
+                fn()
+            finally:
+                durations.append((time.time() - start, name))
         except sfkit.Skip as e:
             skipped += 1
             print(f"SKIP {name}: {e}", flush=True)
@@ -68,6 +75,10 @@ def main():
         passed += 1
         print(f"PASS {name} ({time.time() - start:.1f}s)", flush=True)
     print(f"\n{len(cases)} cases in {time.time() - t0:.0f}s")
+    if args.durations > 0:
+        print(f"slowest {min(args.durations, len(durations))}:")
+        for secs, name in sorted(durations, reverse=True)[:args.durations]:
+            print(f"  {secs:7.1f}s  {name}")
     for name, _ in failures:
         print(f"  failed: {name}")
     line = f"{passed} passed, {failed} failed"

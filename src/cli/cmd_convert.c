@@ -36,47 +36,51 @@ static void usage(FILE *out)
 		"  -h, --help             this help\n");
 }
 
+/* convert's own options: the converter's, and the output type. */
+struct convert_args {
+	struct conv_options co;
+	const char *type;
+};
+
+static int convert_option(void *ctx, int c, const char *arg)
+{
+	struct convert_args *a = ctx;
+	long level;
+	switch (c) {
+	case 'o': a->co.out = arg; return 0;
+	case 't': a->type = arg; return 0;
+	case 'g': a->co.gzip = 1; return 0;
+	case 'G': a->co.gzip = 0; return 0;
+	case 'w': return parse_weight(arg, &a->co.weight_calls);
+	case 'z':
+		if (parse_number("--zstd-level", arg, 1, 22, &level) < 0)
+			return -1;
+		a->co.zstd_level = (int)level;
+		return 0;
+	case 'u': a->co.uncompressed = 1; return 0;
+	default: return -1;
+	}
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output", required_argument, 0, 'o'}, {"type", required_argument, 0, 't'},
 		{"gzip", no_argument, 0, 'g'},         {"no-gzip", no_argument, 0, 'G'},
 		{"weight", required_argument, 0, 'w'}, {"zstd-level", required_argument, 0, 'z'},
-		{"uncompressed", no_argument, 0, 'u'}, {"help", no_argument, 0, 'h'},
-		INPUT_LONGOPTS('s'),                   {0, 0, 0, 0},
+		{"uncompressed", no_argument, 0, 'u'}, {0, 0, 0, 0},
 	};
-	struct conv_options co = {.gzip = -1};
+	struct convert_args args = {.co = {.gzip = -1}, .type = "perfetto"};
 	struct input_opts io;
 	input_opts_init(&io, 's');
-	const char *type = "perfetto";
-	int c, rc = 1, usage_error;
-	long level;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:t:s:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg)) {
-			if (io.failed)
-				goto out_usage;
-			continue;
-		}
-		switch (c) {
-		case 'o': co.out = optarg; break;
-		case 't': type = optarg; break;
-		case 'g': co.gzip = 1; break;
-		case 'G': co.gzip = 0; break;
-		case 'w':
-			if (parse_weight(optarg, &co.weight_calls) < 0)
-				goto out_usage;
-			break;
-		case 'z':
-			if (parse_number("--zstd-level", optarg, 1, 22, &level) < 0)
-				goto out_usage;
-			co.zstd_level = (int)level;
-			break;
-		case 'u': co.uncompressed = 1; break;
-		case 'h': usage(stdout); input_opts_free(&io); return 0;
-		default: goto out_usage;
-		}
+	int rc = 1, usage_error;
+	const struct cmd_opts own = {longopts, "o:t:", convert_option, &args, usage};
+	switch (input_opts_parse(&io, &own, argc, argv)) {
+	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
+	case IO_USAGE_ERROR: goto out_usage;
 	}
+	const struct conv_options *co = &args.co;
+	const char *type = args.type;
 	const struct converter *conv = NULL;
 	for (const struct converter *k = sf_converters; k->type; k++)
 		if (!strcmp(k->type, type) && k->run)
@@ -87,13 +91,13 @@ int cmd_convert(int argc, char **argv)
 	}
 	/* Views read short names (the full one rides along), data keeps full. */
 	io.trace.short_names = input_opts_short_names(&io, !strcmp(type, "perfetto") || !strcmp(type, "chrome"));
-	struct trace_input *in = input_opts_open(&io, "convert", argc, argv, optind, co.out, 1, &usage_error);
+	struct trace_input *in = input_opts_open(&io, "convert", argc, argv, optind, co->out, 1, &usage_error);
 	if (!in) {
 		if (usage_error)
 			goto out_usage;
 		goto out;
 	}
-	rc = conv->run(in, &co) == 0 ? 0 : 1;
+	rc = conv->run(in, co) == 0 ? 0 : 1;
 	trace_report_repairs(in);
 	trace_close(in);
 out:

@@ -1,5 +1,4 @@
 /* sftrace flamegraph: logs -> a self-contained interactive SVG. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,41 +30,38 @@ static void usage(FILE *out)
 	input_opts_usage(out, 's');
 }
 
+static int fg_option(void *ctx, int c, const char *arg)
+{
+	struct fg_options *fo = ctx;
+	long width;
+	switch (c) {
+	case 'o': fo->out = arg; return 0;
+	case 'w': return parse_weight(arg, &fo->weight_calls);
+	case 't': fo->title = arg; return 0;
+	case 'W':
+		if (parse_number("--width", arg, 100, 1000000, &width) < 0)
+			return -1;
+		fo->width = (unsigned)width;
+		return 0;
+	default: return -1;
+	}
+}
+
 int cmd_flamegraph(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output", required_argument, 0, 'o'}, {"weight", required_argument, 0, 'w'},
 		{"title", required_argument, 0, 't'},  {"width", required_argument, 0, 'W'},
-		{"help", no_argument, 0, 'h'},         INPUT_LONGOPTS('s'),
 		{0, 0, 0, 0},
 	};
 	struct fg_options fo = {0};
 	struct input_opts io;
 	input_opts_init(&io, 's');
-	int c, rc = 1, usage_error;
-	long width;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg)) {
-			if (io.failed)
-				goto out_usage;
-			continue;
-		}
-		switch (c) {
-		case 'o': fo.out = optarg; break;
-		case 'w':
-			if (parse_weight(optarg, &fo.weight_calls) < 0)
-				goto out_usage;
-			break;
-		case 't': fo.title = optarg; break;
-		case 'W':
-			if (parse_number("--width", optarg, 100, 1000000, &width) < 0)
-				goto out_usage;
-			fo.width = (unsigned)width;
-			break;
-		case 'h': usage(stdout); input_opts_free(&io); return 0;
-		default: goto out_usage;
-		}
+	int rc = 1, usage_error;
+	const struct cmd_opts own = {longopts, "o:", fg_option, &fo, usage};
+	switch (input_opts_parse(&io, &own, argc, argv)) {
+	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
+	case IO_USAGE_ERROR: goto out_usage;
 	}
 	io.trace.short_names = input_opts_short_names(&io, 1);
 	struct trace_input *in = input_opts_open(&io, "flamegraph", argc, argv, optind, fo.out, 1, &usage_error);

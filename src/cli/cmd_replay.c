@@ -587,13 +587,7 @@ static int replay_option(void *ctx, int c, const char *arg)
 	case 'P': o->no_pager = 1; return 0;
 	case 'L': o->r->srcline = 1; return 0;
 	case 'R': o->raw_times = 1; return 0;
-	case 'C':
-		if (strcmp(arg, "auto") && strcmp(arg, "always") && strcmp(arg, "never")) {
-			sf_error("--color must be auto, always or never, not '%s'", arg);
-			return -1;
-		}
-		o->color = arg;
-		return 0;
+	case 'C': return parse_color(arg, &o->color);
 	}
 	return -1;
 }

@@ -348,68 +348,71 @@ static int parse_sort(const char *s, enum sort_key *k)
 	return -1;
 }
 
+/* report's own options: the report's settings and what decides the rest
+ * after parsing. */
+struct report_args {
+	struct report r;
+	const char *color, *sort_arg;
+	int diff, raw_times;
+};
+
+static int report_option(void *ctx, int c, const char *arg)
+{
+	struct report_args *a = ctx;
+	struct report *r = &a->r;
+	switch (c) {
+	case 's': a->sort_arg = arg; return parse_sort(arg, &r->sort);
+	case 'n': {
+		long v;
+		if (parse_number("-n (rows; 0: all)", arg, 0, 1L << 40, &v) < 0)
+			return -1;
+		r->limit = v ? v : -1;
+		return 0;
+	}
+	case 'T': r->scoped = 2; return 0;
+	case 'P': if (r->scoped < 1) r->scoped = 1; return 0;
+	case 'f':
+		r->tsv = r->json = 0;
+		if (!strcmp(arg, "tsv"))
+			r->tsv = 1;
+		else if (!strcmp(arg, "json"))
+			r->tsv = r->json = 1;
+		else if (strcmp(arg, "table")) {
+			sf_error("--format must be 'table', 'tsv' or 'json', not '%s'", arg);
+			return -1;
+		}
+		return 0;
+	case 'C': return parse_color(arg, &a->color);
+	case 'D': a->diff = 1; return 0;
+	case RAW_TIMES: a->raw_times = 1; return 0;
+	case SRCLINE: r->srcline = 1; return 0;
+	default: return -1;
+	}
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"sort", required_argument, 0, 's'},  {"limit", required_argument, 0, 'n'},
 		{"threads", no_argument, 0, 'T'},     {"processes", no_argument, 0, 'P'},
 		{"format", required_argument, 0, 'f'}, {"color", required_argument, 0, 'C'},
-		{"colour", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
-		{"diff", no_argument, 0, 'D'},         {"raw-times", no_argument, 0, RAW_TIMES},
-		{"srcline", no_argument, 0, SRCLINE}, INPUT_LONGOPTS('S'),                  {0, 0, 0, 0},
+		{"colour", required_argument, 0, 'C'}, {"diff", no_argument, 0, 'D'},
+		{"raw-times", no_argument, 0, RAW_TIMES}, {"srcline", no_argument, 0, SRCLINE},
+		{0, 0, 0, 0},
 	};
-	struct report r = {.sort = SORT_SELF, .limit = -2};
+	struct report_args args = {.r = {.sort = SORT_SELF, .limit = -2}, .color = "auto"};
+	struct report r;
 	struct input_opts io;
 	input_opts_init(&io, 'S');
-	const char *color = "auto", *sort_arg = NULL;
-	int c, rc = 1, usage_error, diff = 0, raw_times = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:n:S:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
-		if (input_opts_handle(&io, c, optarg)) {
-			if (io.failed)
-				goto out_usage;
-			continue;
-		}
-		switch (c) {
-		case 's':
-			sort_arg = optarg;
-			if (parse_sort(optarg, &r.sort) < 0)
-				goto out_usage;
-			break;
-		case 'n': {
-			long v;
-			if (parse_number("-n (rows; 0: all)", optarg, 0, 1L << 40, &v) < 0)
-				goto out_usage;
-			r.limit = v ? v : -1;
-			break;
-		}
-		case 'T': r.scoped = 2; break;
-		case 'P': if (r.scoped < 1) r.scoped = 1; break;
-		case 'f':
-			r.tsv = r.json = 0;
-			if (!strcmp(optarg, "tsv"))
-				r.tsv = 1;
-			else if (!strcmp(optarg, "json"))
-				r.tsv = r.json = 1;
-			else if (strcmp(optarg, "table")) {
-				sf_error("--format must be 'table', 'tsv' or 'json', not '%s'", optarg);
-				goto out_usage;
-			}
-			break;
-		case 'C':
-			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never")) {
-				sf_error("--color must be auto, always or never, not '%s'", optarg);
-				goto out_usage;
-			}
-			color = optarg;
-			break;
-		case 'D': diff = 1; break;
-		case RAW_TIMES: raw_times = 1; break;
-		case SRCLINE: r.srcline = 1; break;
-		case 'h': usage(stdout); input_opts_free(&io); return 0;
-		default: goto out_usage;
-		}
+	int rc = 1, usage_error;
+	const struct cmd_opts own = {longopts, "s:n:", report_option, &args, usage};
+	switch (input_opts_parse(&io, &own, argc, argv)) {
+	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
+	case IO_USAGE_ERROR: goto out_usage;
 	}
+	r = args.r;
+	const char *color = args.color, *sort_arg = args.sort_arg;
+	int diff = args.diff, raw_times = args.raw_times;
 	if (r.limit == -2)
 		r.limit = r.tsv ? -1 : 20;
 	int tty = isatty(1);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/target_pid.h"
 #include "format/sf_env.h"
 #include "lib/util.h"
 
@@ -42,69 +43,12 @@ static void usage(FILE *out)
 		"Exit status: 0 when the snapshot was written, 1 otherwise.\n");
 }
 
-/* The ring's variables in /proc/PID/environ. */
-struct ring_env {
-	char output[PATH_MAX];
-	int ring;
-	int signal;
-};
-
-/* Whether process pid catches signal sig (/proc/PID/status SigCgt): 1, 0,
- * or -1 if unknown. A process of a ring recording that loaded no
- * instrumented code (a shell between record and the program) has no
- * handler from the runtime, and the ring signal's default action would
- * kill it. */
-static int catches_signal(pid_t pid, int sig)
+/* Whether pid was recorded with --ring, with its log path made absolute
+ * (the snapshots lie next to it). 0, or -1 after a message. */
+static int ring_target(pid_t pid, struct target_env *re)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	if (target_pid_env(pid, re) < 0)
 		return -1;
-	char line[256];
-	int r = -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long mask;
-		if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
-			r = sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
-			break;
-		}
-	}
-	fclose(f);
-	return r;
-}
-
-/* The value of "NAME=value" when line sets the variable, else NULL. */
-#define ENV_VALUE(line, name) \
-	(strncmp(line, SF_ENV(name) "=", sizeof(SF_ENV(name))) ? NULL : (line) + sizeof(SF_ENV(name)))
-
-static int read_environ(pid_t pid, struct ring_env *re)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT)
-			sf_error("pid %d: no such process", (int)pid);
-		else
-			sf_error("%s: %s", path, strerror(errno));
-		return -1;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	re->signal = SIGUSR2;
-	while ((n = getdelim(&line, &cap, 0, f)) > 0) {
-		const char *v;
-		if ((v = ENV_VALUE(line, OUTPUT_FILE)))
-			snprintf(re->output, sizeof(re->output), "%s", v);
-		else if ((v = ENV_VALUE(line, RING)))
-			re->ring = v[0] != 0;
-		else if ((v = ENV_VALUE(line, RING_SIGNAL)))
-			re->signal = atoi(v);
-	}
-	free(line);
-	fclose(f);
 	if (!re->ring || !re->output[0]) {
 		sf_error("pid %d is not recorded with 'sftrace record --ring' (no " SF_ENV(RING) " in its environment)",
 			 (int)pid);
@@ -188,8 +132,8 @@ int cmd_snapshot(int argc, char **argv)
 		sf_error("'%s' is not a process id", argv[optind]);
 		return 2;
 	}
-	struct ring_env re = {0};
-	if (read_environ((pid_t)pid, &re) < 0)
+	struct target_env re;
+	if (ring_target((pid_t)pid, &re) < 0)
 		return 1;
 
 	/* DIR/STEM.EXT -> DIR, "STEM.snap.PID.", EXT (the runtime's naming). */
@@ -203,7 +147,7 @@ int cmd_snapshot(int argc, char **argv)
 	snprintf(prefix, sizeof(prefix), "%.*s.snap.%ld.", (int)(dot - base), base, pid);
 	snprintf(ext, sizeof(ext), "%s", dot);
 
-	if (catches_signal((pid_t)pid, re.signal) == 0) {
+	if (target_pid_catches((pid_t)pid, re.signal) == 0) {
 		sf_error("pid %ld does not catch signal %d, which would kill it: its runtime installed no ring handler "
 			 "(it has loaded no instrumented code); nothing sent",
 			 pid, re.signal);

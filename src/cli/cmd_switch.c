@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/target_pid.h"
 #include "format/sf_env.h"
 #include "format/switch_ctl.h"
 #include "lib/util.h"
@@ -61,77 +62,21 @@ static void usage(FILE *out, const char *name)
 		on ? "tracing" : "paused");
 }
 
-/* The process's real uid (/proc/PID/status), -1 if it is gone. */
-static long process_uid(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	long uid = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Uid: %ld", &uid) == 1)
-			break;
-	fclose(f);
-	return uid;
-}
-
 /* Whether pid was recorded with --paused, and its control signal. 0, or -1
  * after a message. */
-static int read_environ(pid_t pid, int *sig)
+static int paused_target(pid_t pid, int *sig)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT)
-			sf_error("pid %d: no such process", (int)pid);
-		else
-			sf_error("%s: %s", path, strerror(errno));
+	struct target_env te;
+	if (target_pid_env(pid, &te) < 0)
 		return -1;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	int paused = 0, traced = 0;
-	*sig = SIGUSR2;
-	while (getdelim(&line, &cap, 0, f) > 0) {
-		if (!strncmp(line, SF_ENV(PAUSED) "=", sizeof(SF_ENV(PAUSED))))
-			paused = !strcmp(line + sizeof(SF_ENV(PAUSED)), "1");
-		else if (!strncmp(line, SF_ENV(OUTPUT_FILE) "=", sizeof(SF_ENV(OUTPUT_FILE))))
-			traced = line[sizeof(SF_ENV(OUTPUT_FILE))] != 0;
-		else if (!strncmp(line, SF_ENV(RING_SIGNAL) "=", sizeof(SF_ENV(RING_SIGNAL))))
-			*sig = atoi(line + sizeof(SF_ENV(RING_SIGNAL)));
-	}
-	free(line);
-	fclose(f);
-	if (!traced || !paused) {
+	if (!te.output[0] || !te.paused) {
 		sf_error("pid %d is not a traced process started with 'sftrace record --paused' (no %s=1 in its "
 			 "environment)",
 			 (int)pid, SF_ENV(PAUSED));
 		return -1;
 	}
+	*sig = te.signal;
 	return 0;
-}
-
-/* Whether pid catches sig (/proc/PID/status SigCgt): 1, 0, -1 unknown. */
-static int catches_signal(pid_t pid, int sig)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	int r = -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long mask;
-		if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
-			r = sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
-			break;
-		}
-	}
-	fclose(f);
-	return r;
 }
 
 /* The socket the answer comes to, bound before the request is sent. */
@@ -295,7 +240,7 @@ static int has_writer_thread(pid_t pid)
  * the request. 0, or 1 after a message. */
 static int check_target(pid_t pid, int *sig)
 {
-	long uid = process_uid(pid);
+	long uid = target_pid_uid(pid);
 	if (uid < 0) {
 		sf_error("pid %d: no such process", (int)pid);
 		return 1;
@@ -304,9 +249,9 @@ static int check_target(pid_t pid, int *sig)
 		sf_error("pid %d is not yours (it runs as uid %ld, you are uid %ld)", (int)pid, uid, (long)getuid());
 		return 1;
 	}
-	if (read_environ(pid, sig) < 0)
+	if (paused_target(pid, sig) < 0)
 		return 1;
-	if (catches_signal(pid, *sig) == 0) {
+	if (target_pid_catches(pid, *sig) == 0) {
 		sf_error("pid %d does not catch signal %d: it has loaded no instrumented code yet (or it is a shell "
 			 "between record and the program); nothing sent",
 			 (int)pid, *sig);

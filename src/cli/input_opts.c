@@ -268,6 +268,16 @@ int input_opts_usage_error(struct input_opts *o, const char *cmd)
 	return 2;
 }
 
+int parse_color(const char *arg, const char **color)
+{
+	if (strcmp(arg, "auto") && strcmp(arg, "always") && strcmp(arg, "never")) {
+		sf_error("--color must be auto, always or never, not '%s'", arg);
+		return -1;
+	}
+	*color = arg;
+	return 0;
+}
+
 int parse_weight(const char *arg, int *calls)
 {
 	if (!strcmp(arg, "calls"))

@@ -94,6 +94,9 @@ int input_opts_usage_error(struct input_opts *o, const char *cmd);
 /* "--weight calls|time": 0 and *calls set, or -1 after an error message. */
 int parse_weight(const char *arg, int *calls);
 
+/* "--color auto|always|never": 0 and *color set, or -1 after an error message. */
+int parse_color(const char *arg, const char **color);
+
 /* A whole number within [lo, hi] for option `name`: 0, or -1 after an error message. */
 int parse_number(const char *name, const char *arg, long lo, long hi, long *out);
 

@@ -31,6 +31,7 @@
 #include "lib/hashmap.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
+#include "output/conv_pola.h"
 #include "output/conv_pola_alloc.h"
 #include "output/conv_pola_args.h"
 #include "output/converters.h"
@@ -303,6 +304,46 @@ static int commit_all(struct sf_outfile **of, char paths[NOUT][4096])
 		return -1;
 	}
 	return 0;
+}
+
+int pola_side_open(struct pola_side *s, const char *out, const char *suffix, const struct pq_column *cols,
+		   int ncols, const struct pq_options *po)
+{
+	char err[1024];
+	if ((size_t)snprintf(s->path, sizeof(s->path), "%s.%s", out, suffix) >= sizeof(s->path)) {
+		sf_error("%s: path too long", out);
+		return -1;
+	}
+	s->of = sf_outfile_open(s->path, 0, err, sizeof(err));
+	if (!s->of) {
+		sf_error("%s", err);
+		return -1;
+	}
+	s->w = pq_open(cols, ncols, po, sf_outfile_write_cb, s->of);
+	if (!s->w) {
+		sf_error("%s: cannot start the Parquet file", s->path);
+		sf_outfile_abort(s->of);
+		return -1;
+	}
+	return 0;
+}
+
+int pola_side_finish(struct pola_side *s, int ok)
+{
+	int rc = 0;
+	if (ok && pq_rows(s->w) > 0) {
+		if (pq_finish(s->w) != 0) {
+			sf_error("%s: %s", s->path, pq_strerror(s->w));
+			sf_outfile_abort(s->of);
+			rc = -1;
+		} else {
+			rc = sf_outfile_commit(s->of);
+		}
+	} else {
+		sf_outfile_abort(s->of); /* failed, or no rows: no file */
+	}
+	pq_free(s->w);
+	return rc;
 }
 
 int conv_pola(struct trace_input *in, const struct conv_options *opt)

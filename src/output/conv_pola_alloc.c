@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "format/sflog.h"
-#include "lib/outfile.h"
 #include "lib/tail_claim.h"
 #include "lib/util.h"
+#include "output/conv_pola.h"
 #include "output/conv_pola_alloc.h"
 
 static const struct pq_column alloc_cols[] = {
@@ -27,30 +27,14 @@ struct pola_thread {
 struct pola_alloc {
 	struct pola_thread *th;    /* by lr_thread.index */
 	size_t nth;
-	struct sf_outfile *of;
-	struct pq_writer *w;
-	char path[4096];
+	struct pola_side side;     /* OUT.alloc */
 };
 
 struct pola_alloc *pola_alloc_open(const char *out, const struct pq_options *po)
 {
 	struct pola_alloc *a = xcalloc(1, sizeof(*a));
-	char err[1024];
-	if ((size_t)snprintf(a->path, sizeof(a->path), "%s.alloc", out) >= sizeof(a->path)) {
-		sf_error("%s: path too long", out);
-		free(a);
-		return NULL;
-	}
-	a->of = sf_outfile_open(a->path, 0, err, sizeof(err));
-	if (!a->of) {
-		sf_error("%s", err);
-		free(a);
-		return NULL;
-	}
-	a->w = pq_open(alloc_cols, (int)(sizeof(alloc_cols) / sizeof(alloc_cols[0])), po, sf_outfile_write_cb, a->of);
-	if (!a->w) {
-		sf_error("%s: cannot start the Parquet file", a->path);
-		sf_outfile_abort(a->of);
+	int ncols = (int)(sizeof(alloc_cols) / sizeof(alloc_cols[0]));
+	if (pola_side_open(&a->side, out, "alloc", alloc_cols, ncols, po) < 0) {
 		free(a);
 		return NULL;
 	}
@@ -98,7 +82,7 @@ void pola_alloc_frame(struct pola_alloc *a, const struct fr_frame *f, int begin)
 static int alloc_row(struct pola_alloc *a, const struct trace_proc *p, const struct lr_event *ev, uint32_t kind,
 		     uint64_t ptr, uint64_t size, uint64_t frame)
 {
-	struct pq_writer *w = a->w;
+	struct pq_writer *w = a->side.w;
 	uint64_t vaddr = 0;
 	char hex[32];
 	const char *name = "";
@@ -145,19 +129,7 @@ int pola_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_even
 
 int pola_alloc_finish(struct pola_alloc *a, int ok)
 {
-	int rc = 0;
-	if (ok && pq_rows(a->w) > 0) {
-		if (pq_finish(a->w) != 0) {
-			sf_error("%s: %s", a->path, pq_strerror(a->w));
-			sf_outfile_abort(a->of);
-			rc = -1;
-		} else {
-			rc = sf_outfile_commit(a->of);
-		}
-	} else {
-		sf_outfile_abort(a->of); /* failed, or no allocation events: no file */
-	}
-	pq_free(a->w);
+	int rc = pola_side_finish(&a->side, ok); /* no allocation events: no file */
 	free_threads(a);
 	free(a);
 	return rc;

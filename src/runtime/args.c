@@ -198,16 +198,9 @@ void sf_args_init(void)
 	 * read into private memory. */
 	const char *why = NULL;
 	size_t len = 0, map_len = 0;
-	int fd = sf_trust_open(AT_FDCWD, path, O_RDONLY, 0, &why);
-	char *text = fd >= 0 ? sf_trust_read(fd, &len, &map_len, &why) : NULL;
-	if (fd >= 0)
-		sf_close(fd);
-	if (text && !len)
-		why = "empty";
-	if (!text || !len) {
+	char *text = sf_trust_load(path, 1, 0, &len, &map_len, &why);
+	if (!text) {
 		sf_rt_message("cannot read argument specs ", path, why);
-		if (text)
-			munmap(text, map_len);
 		return;
 	}
 	cached_pid = sf_syscall3(SYS_getpid, 0, 0, 0);

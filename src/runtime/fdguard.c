@@ -270,6 +270,33 @@ int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const
 	return high;
 }
 
+int sf_fd_open_adopt(struct sf_fd_guard *g, int (*open_fn)(const char *path, int again), const char *path,
+		     int named, struct stat *st, int *err)
+{
+	int fd = open_fn(path, 0);
+	*err = errno;
+	/* The file just made: at path, a regular file (no symlink or other
+	 * file put there meanwhile); unnamed, seen through the number, a
+	 * regular file linked nowhere and still empty (a program's own file
+	 * put at that number is linked somewhere or not empty). Else its
+	 * descriptor is left alone. */
+	if (fd >= 0 && (named ? lstat(path, st) < 0 || !S_ISREG(st->st_mode)
+			      : fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink || st->st_size)) {
+		*err = errno ? errno : EINVAL;
+		return -1;
+	}
+	for (int tries = 0; fd >= 0 && tries < 8; tries++) {
+		int r = sf_fd_adopt(g, fd, (uint64_t)st->st_dev, (uint64_t)st->st_ino, named ? path : NULL);
+		if (r != -EAGAIN) {
+			*err = r < 0 ? -r : 0;
+			return r >= 0 ? r : -1;
+		}
+		fd = open_fn(path, 1);
+		*err = fd < 0 ? errno : EAGAIN; /* EAGAIN: taken at every try */
+	}
+	return -1;
+}
+
 void sf_fd_release(struct sf_fd_guard *g, uint64_t dev, uint64_t ino)
 {
 	int fd = __atomic_load_n(&g->fd, __ATOMIC_SEQ_CST);

@@ -132,10 +132,7 @@ static int load_file(const char *path, int private_dir)
 	 * type. Never a symlink, never a FIFO (trust.c). */
 	const char *why = NULL;
 	size_t len = 0, map_len = 0;
-	int fd = private_dir ? sf_trust_open(AT_FDCWD, path, O_RDONLY, 0, &why) : sf_trust_open_regular(path, &why);
-	char *text = fd >= 0 ? sf_trust_read(fd, &len, &map_len, &why) : NULL;
-	if (fd >= 0)
-		sf_close(fd);
+	char *text = sf_trust_load(path, private_dir, 1, &len, &map_len, &why);
 	if (!text) {
 		sf_rt_message("cannot read filter ", path, why);
 		return -1;

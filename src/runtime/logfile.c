@@ -358,6 +358,18 @@ static void log_fd_forget(void)
 	sf_fd_gate_unlock(&gold);
 }
 
+/* sf_fd_open_adopt's open: the log made (open_log names it in L.path),
+ * or opened again at that name without blocking on a FIFO put there. */
+static int open_log_file(const char *path, int again)
+{
+	if (!again)
+		return open_log();
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0)
+		sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
+	return fd;
+}
+
 /* Creates the log if it does not exist yet. Called with the lock held. */
 static int log_create_locked(void)
 {
@@ -377,26 +389,9 @@ static int log_create_locked(void)
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
-	int fd = open_log(), err = errno;
 	struct stat st;
-	if (fd >= 0 && (lstat(L.path, &st) < 0 || !S_ISREG(st.st_mode))) {
-		err = errno ? errno : EINVAL;
-		fd = -1; /* the path changed under us: its descriptor is left alone */
-	}
-	for (int tries = 0; fd >= 0 && tries < 8; tries++) {
-		int r = sf_fd_adopt(&L.g, fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino, L.path);
-		if (r >= 0 || r != -EAGAIN) {
-			fd = r;
-			err = r < 0 ? -r : 0;
-			break;
-		}
-		fd = open(L.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-		err = errno;
-		if (fd >= 0)
-			sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
-		else
-			break;
-	}
+	int err;
+	int fd = sf_fd_open_adopt(&L.g, open_log_file, L.path, 1, &st, &err);
 	if (fd < 0) {
 		sf_fd_publish(&L.g, -1);
 		sf_fd_gate_unlock(&gold);

@@ -246,6 +246,14 @@ void sf_fd_publish(struct sf_fd_guard *g, int fd) SF_HIDDEN;
  * number meanwhile (left alone: open again); -ESTALE if fd is the file at
  * path but not (dev, ino) (closed); -EBADF if it could not be moved. */
 int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const char *path) SF_HIDDEN;
+/* Under the gate: a file the runtime makes, opened by open_fn(path, 0),
+ * checked (named: the regular file at path; else an unnamed file, linked
+ * nowhere and empty) and adopted in g; while the program takes the number
+ * first (-EAGAIN), opened again by open_fn(path, 1), up to 8 times. The
+ * number and *st; -1 with *err. */
+struct stat;
+int sf_fd_open_adopt(struct sf_fd_guard *g, int (*open_fn)(const char *path, int again), const char *path,
+		     int named, struct stat *st, int *err) SF_HIDDEN;
 /* Under the gate: g->fd = -1, and the descriptor closed if it still is
  * (dev, ino); a program dup2 onto it meanwhile waits for the close. */
 void sf_fd_release(struct sf_fd_guard *g, uint64_t dev, uint64_t ino) SF_HIDDEN;
@@ -270,10 +278,13 @@ int sf_trust_dir(const char *path, const char **why) SF_HIDDEN;
 /* openat with O_NOFOLLOW|O_NONBLOCK: a regular file, ours or root's,
  * writable by no one else, one link; -1 with *why. */
 int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const char **why) SF_HIDDEN;
-/* A file the user named (SFTRACE_FILTER): O_NOFOLLOW|O_NONBLOCK, regular. */
-int sf_trust_open_regular(const char *path, const char **why) SF_HIDDEN;
-/* The file's bytes in private memory (munmap(p, *map_len)), NUL-ended. */
-char *sf_trust_read(int fd, size_t *len, size_t *map_len, const char **why) SF_HIDDEN;
+/* A filter-format file (filters, triggers, argument specs) whole, in
+ * private memory (munmap(p, *map_len)), NUL-ended after *len: one record
+ * wrote (private_file) opened with sf_trust_open, one the user named
+ * (SFTRACE_FILTER) checked for type only. NULL with *why when it cannot be
+ * read, or is empty and empty_ok is 0. */
+char *sf_trust_load(const char *path, int private_file, int empty_ok, size_t *len, size_t *map_len,
+		    const char **why) SF_HIDDEN;
 /* The root directory at start-up, and whether the program has chrooted
  * since (stat("/") dev and inode differ). */
 void sf_root_init(void) SF_HIDDEN;

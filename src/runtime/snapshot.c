@@ -248,21 +248,36 @@ static int copy_rings(uint32_t e, uint64_t t)
 /* A file with no name yet in path's directory (O_TMPFILE): if the
  * process ends while it is written (an exec, _exit, a crash on another
  * thread), nothing is left behind. -1 where the file system has none. */
-static int open_unnamed(const char *path, uint64_t *dir_dev)
+static int open_unnamed(const char *path, int again)
 {
 	static char dir[4200]; /* the writer thread's only */
 	size_t n = strlen(path);
 	while (n && path[n - 1] != '/')
 		n--;
-	if (!n || n >= sizeof(dir))
-		return -1;
+	if (again || !n || n >= sizeof(dir))
+		return -1; /* taken by the program: the named route instead */
 	memcpy(dir, path, n);
 	dir[n] = 0;
-	struct stat st;
-	if (stat(dir, &st) < 0)
+	/* The directory's file system is the reference the number is checked
+	 * against (sf_fd_open_adopt checks the rest): a program's own file
+	 * put at the number meanwhile, elsewhere, is left alone. */
+	struct stat ds, fs;
+	if (stat(dir, &ds) < 0)
 		return -1;
-	*dir_dev = (uint64_t)st.st_dev;
-	return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd >= 0 && (fstat(fd, &fs) < 0 || fs.st_dev != ds.st_dev)) {
+		errno = ESTALE;
+		return -1;
+	}
+	return fd;
+}
+
+/* The temporary name: made the first time, opened again after that (left
+ * behind if the process dies). */
+static int open_named(const char *tmp, int again)
+{
+	return again ? open(tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+		     : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
 /* The snapshot's descriptor closed (if it still is the file opened). */
@@ -272,26 +287,6 @@ static void snapshot_close(void)
 	sf_fd_gate_lock(&gold);
 	sf_fd_release(&snap, snap_dev, snap_ino); /* moved, perhaps, by a program's dup2 */
 	sf_fd_gate_unlock(&gold);
-}
-
-/* An unnamed file in the snapshot's directory, adopted as the snapshot's
- * descriptor (sf_fd_adopt); -1 if there is none. It has no path to check
- * the number by: a regular file linked nowhere, still empty, on the
- * directory's file system (the reference the number is checked against),
- * seen through the number, is the one just made (a program's own file put
- * at that number meanwhile is linked somewhere, not empty or elsewhere:
- * left alone). */
-static int adopt_unnamed(const char *path, struct stat *st)
-{
-	uint64_t dir_dev = 0;
-	int fd = open_unnamed(path, &dir_dev);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink || st->st_size ||
-	    (uint64_t)st->st_dev != dir_dev)
-		return -1;
-	int r = sf_fd_adopt(&snap, fd, (uint64_t)st->st_dev, (uint64_t)st->st_ino, NULL);
-	return r >= 0 ? r : -1;
 }
 
 /* The complete snapshot gets its name: an unnamed file is linked in
@@ -359,29 +354,13 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	sf_fd_guard_add(&snap);
 	struct stat st;
 	int err = 0;
-	int fd = adopt_unnamed(path, &st);
-	if (fd >= 0) {
+	/* An unnamed file in the snapshot's directory; where there is none
+	 * (no O_TMPFILE), a named temporary. */
+	int fd = sf_fd_open_adopt(&snap, open_unnamed, path, 0, &st, &err);
+	if (fd >= 0)
 		tmp[0] = 0;
-	} else {
-		/* No O_TMPFILE here: a named temporary (left behind if the
-		 * process dies). */
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		err = errno;
-		if (fd >= 0 && (lstat(tmp, &st) < 0 || !S_ISREG(st.st_mode))) {
-			err = errno ? errno : EINVAL;
-			fd = -1; /* the path changed under us: its descriptor is left alone */
-		}
-		for (int tries = 0; fd >= 0 && tries < 8; tries++) {
-			int r = sf_fd_adopt(&snap, fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino, tmp);
-			if (r >= 0 || r != -EAGAIN) {
-				fd = r;
-				err = r < 0 ? -r : 0;
-				break;
-			}
-			fd = open(tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-			err = errno;
-		}
-	}
+	else
+		fd = sf_fd_open_adopt(&snap, open_named, tmp, 1, &st, &err);
 	if (fd >= 0) {
 		snap_dev = (uint64_t)st.st_dev;
 		snap_ino = (uint64_t)st.st_ino;

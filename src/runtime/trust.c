@@ -73,7 +73,8 @@ int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const cha
 	return fd;
 }
 
-int sf_trust_open_regular(const char *path, const char **why)
+/* A file the user named (SFTRACE_FILTER): O_NOFOLLOW|O_NONBLOCK, regular. */
+static int trust_open_regular(const char *path, const char **why)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
@@ -92,7 +93,7 @@ int sf_trust_open_regular(const char *path, const char **why)
 /* Reads the whole of fd (a regular file) into a fresh anonymous mapping of
  * *map_len bytes, NUL-terminated after *len: a file truncated or rewritten
  * meanwhile cannot fault the reader. */
-char *sf_trust_read(int fd, size_t *len, size_t *map_len, const char **why)
+static char *trust_read(int fd, size_t *len, size_t *map_len, const char **why)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size > (64u << 20)) {
@@ -118,6 +119,21 @@ char *sf_trust_read(int fd, size_t *len, size_t *map_len, const char **why)
 	*len = n;
 	*map_len = cap + 1;
 	return buf;
+}
+
+char *sf_trust_load(const char *path, int private_file, int empty_ok, size_t *len, size_t *map_len, const char **why)
+{
+	int fd = private_file ? sf_trust_open(AT_FDCWD, path, O_RDONLY, 0, why) : trust_open_regular(path, why);
+	if (fd < 0)
+		return NULL;
+	char *text = trust_read(fd, len, map_len, why);
+	sf_close(fd);
+	if (text && !*len && !empty_ok) {
+		munmap(text, *map_len);
+		*why = "empty";
+		return NULL;
+	}
+	return text;
 }
 
 /* The root directory's identity at start-up: a program that chroots gets

@@ -78,7 +78,7 @@ def test_diff_of_two_identical_runs_shows_no_changed_site():
 
 
 def test_temporaries_through_realloc_match_heaptrack():
-    """FAILS NOW. round_trip() mallocs n bytes (line 10), reallocs the
+    """Failed before the fix. round_trip() mallocs n bytes (line 10), reallocs the
     block to 4n (line 12) and frees it, five times, with no other
     allocation in between. heaptrack_print: 10 temporary allocations, 5 at
     line 10 (the block realloc replaced at once) and 5 at line 12. sftrace
@@ -86,7 +86,6 @@ def test_temporaries_through_realloc_match_heaptrack():
     before anything else was allocated is never a temporary (Lua's
     luaL_Buffer box, lauxlib.c resizebox: heaptrack 22 temporaries on
     testes/strings.lua, sftrace 14)."""
-    raise Skip("known break, issue 27 open: a block replaced by realloc before any other allocation is not counted temporary (heaptrack counts it)")
     exe = build_c("skep27b_temp", ["skep27b_temp.c"], flags=["-fno-builtin"])
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok\n", "the program's output")

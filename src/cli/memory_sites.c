@@ -72,6 +72,12 @@ static int fold_name(struct ms_fold *f, const char *name)
 	return pcre2_match(f->re, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, f->md, NULL) >= 0;
 }
 
+/* fold_name for the symbol readers' callbacks (ctx: the ms_fold) */
+static int skip_name(void *ctx, const char *name)
+{
+	return fold_name(ctx, name);
+}
+
 static int fold_func(struct ms_fold *f, const struct trace_proc *p, uint32_t id)
 {
 	if (!f)
@@ -157,9 +163,23 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* a tail call's own line, when the function has one */
 		if (row->tail && p->syms)
 			ls_tail_line(p->syms, row->func, &row->file, &row->line);
-	} else if (!ls_site_line(p->syms, s->addr, &row->file, &row->line)) {
+	} else if (!ls_site_line_folded(p->syms, s->addr, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
 		row->file = NULL;
 		row->outside = s->addr && !in;
+		/* a site in another object's plumbing that the function called
+		 * (std::string's buffer, made in libstdc++): the line of that call */
+		if (row->outside && fold && leaf != CP_ROOT && !row->tail && p->syms) {
+			int at = ls_plumbing_call_line(p->syms, row->func, skip_name, fold, &row->file, &row->line);
+			if (at == 0) { /* calls on several lines: the function's own */
+				const struct sym_info *si = trace_symbol(p, row->func);
+				row->file = si->file;
+				row->line = si->line;
+			} else if (at < 0) {
+				row->file = NULL;
+			}
+			if (row->file)
+				row->outside = 0;
+		}
 	}
 }
 

@@ -127,7 +127,7 @@ def test_library_constructor_allocation_is_seen():
 
 
 def test_cxx_library_allocations_at_the_users_line():
-    """FAILS NOW. shared() returns std::make_shared<long>(v) (line 10);
+    """Failed before the fix. shared() returns std::make_shared<long>(v) (line 10);
     text() builds a 300-char std::string (line 15). sftrace memory:
     `shared(…)  new_allocator.h:137` (std::__new_allocator, which the fold
     list names, inlined) and `text(…)  0x7f…f95c` (basic_string::_M_construct
@@ -136,7 +136,6 @@ def test_cxx_library_allocations_at_the_users_line():
     with every run). Issue 27: allocator plumbing folded into the function
     it serves, at its line. heaptrack_print: from shared(long) at
     skep27b_cxxlines.cc:10 and from text at skep27b_cxxlines.cc:15."""
-    raise Skip("known break, issue 27 open: make_shared's row is at new_allocator.h (the inlined plumbing's line), std::string's reads 'in a library' (its site is in libstdc++), not the user's line")
     exe = build_c("skep27b_cxxlines", ["skep27b_cxxlines.cc"], compiler="clang++")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok 7 300\n", "the program's output")

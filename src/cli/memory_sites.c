@@ -132,6 +132,8 @@ static int cmp_keyed(const void *pa, const void *pb)
 	/* without a traced frame (or a line), the call site's address tells rows
 	 * apart, unless it is in an unrecorded object (a runtime address that
 	 * changes from run to run) and a traced function allocated there */
+	if (group_mode == MS_BY_FUNCTION && a->row.func != UINT32_MAX)
+		return 0; /* one row per function, wherever its sites */
 	if (a->row.outside != b->row.outside)
 		return a->row.outside - b->row.outside;
 	if ((!a->row.outside || a->row.func == UINT32_MAX) && (a->row.func == UINT32_MAX || (group_mode == MS_BY_LINE && !a->row.file)) && a->row.addr != b->row.addr)

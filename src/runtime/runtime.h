@@ -450,10 +450,16 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
 /* An event without payload, stamped with a time read before (sf_now_raw),
  * from C (async-signal-safe). */
 void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
-/* An event with sf_event_payload_records(kind) payload records, stored at
- * `time` (or now, for a thread's first event): the slow path of alloc.c,
- * which blocks signals around it. */
-void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+/* An event with sf_event_payload_records(kind) payload records and the
+ * word's id field `id`, stored at `time` (or now, for a thread's first
+ * event): the slow path of alloc.c, which blocks signals around it. */
+void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+#ifdef SF_ARCH_SHADOW
+/* 1 if addr lies on the stack the thread runs on now, at or above the
+ * caller's frame: mapped (unwind.c; the mapping is learned from
+ * /proc/self/maps at most a few times per thread). */
+int sf_on_this_stack(uint64_t addr) SF_HIDDEN;
+#endif
 /* An ARGS event (args.c) with its n payload records, stamped now: one
  * claim while the slot has room, else with signals blocked. */
 void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;

@@ -363,6 +363,11 @@ static int on_this_stack(uint64_t sp)
 	return sp >= cur && sp < stk.hi;
 }
 
+int sf_on_this_stack(uint64_t addr)
+{
+	return on_this_stack(addr);
+}
+
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).

@@ -148,7 +148,7 @@ def test_cxx_library_allocations_at_the_users_line():
 
 
 def test_callers_own_call_of_the_tail_callee_is_the_callers():
-    """FAILS NOW. via() tail-calls make2 (built without sleds; it mallocs
+    """Failed before the fix. via() tail-calls make2 (built without sleds; it mallocs
     16, n and n+1 B). main calls via(10), then make2(100) itself. sftrace
     memory credits all six blocks, 254 B, to via "(tail call)": a site in
     the function via jumps to is via's "every time", and nothing ends the
@@ -156,7 +156,6 @@ def test_callers_own_call_of_the_tail_callee_is_the_callers():
     heap event had its site in main's code). Expected: via 37 B in 3
     blocks, main 217 B (+ stdout's 4,096 B) in 4. heaptrack_print credits
     make2's lines, from main at skep27b_again.c:13 and :14."""
-    raise Skip("known break, issue 27 open: after F tail-calls G, the caller's own later calls of G are credited to F")
     obj = build_c("skep27b_again_u.o", ["skep27b_again_u.c"], flags=["-c"], xray=False)
     exe = build_c("skep27b_again", ["skep27b_again.c", obj])
     p, log = record([exe], args=["--alloc", "-q"])

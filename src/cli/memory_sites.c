@@ -158,6 +158,21 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		.temporaries = s->temporaries, .peak_bytes = s->peak_bytes, .peak_blocks = s->peak_blocks,
 		.leak_bytes = s->leak_bytes, .leak_blocks = s->leak_blocks, .top_bytes = s->bytes,
 	};
+	/* folded plumbing that tail-called the allocator (Lua's luaL_alloc
+	 * ending in `jmp realloc`) returns into its caller, the allocating
+	 * function: the call site is then that function's own line, when the
+	 * line table puts it in the function's own file (Rust's inlined
+	 * alloc:: code can have lines of library files without inline
+	 * records to fold: the rule for folded plumbing below applies) */
+	if (s->tail && leaf != s->node && leaf != CP_ROOT && leaf == heap_node_parent(r, s->node) && in) {
+		const struct sym_info *li = trace_symbol(p, heap_node_func(r, leaf));
+		if (li->file && strcmp(in->name, li->name) == 0 &&
+		    ls_site_line_folded(p->syms, s->addr, skip_name, fold, &row->file, &row->line) &&
+		    strcmp(row->file, li->file) == 0)
+			return;
+		row->file = NULL;
+		row->line = 0;
+	}
 	if (leaf != CP_ROOT && (s->tail || plumbing)) {
 		const struct sym_info *si = trace_symbol(p, row->func);
 		row->file = si->file;

@@ -8,6 +8,23 @@ Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic27b.py."""
 import os
 import sys
 
+def test_folded_tail_caller_rows_at_the_callers_lines():
+    """Failed before the fix. my_alloc() tail-calls malloc (`jmp malloc`);
+    make_pair calls it on line 11 (16 B) and line 12 (n B), twice. With
+    `--fold '^my_alloc$'` (as Lua's luaL_alloc for a comparison with
+    heaptrack_print, whose unwinder never sees my_alloc's frame) the rows
+    were one, at make_pair's definition (line 9); they are now at the
+    allocator's return address in make_pair, lines 11 and 12, as
+    heaptrack_print gives them."""
+    exe = build_c("mem27_foldtail", ["mem27_foldtail.c"], flags=["-fno-builtin"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 1\n", "the program's output")
+    _, sites = summary_and_sites(log, ["--fold", "^my_alloc$"])
+    eq([r for r in sites if r[2] == "make_pair"],
+       [(32, 2, "make_pair", "mem27_foldtail.c:11", "0"), (300, 2, "make_pair", "mem27_foldtail.c:12", "0")],
+       "make_pair's rows")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

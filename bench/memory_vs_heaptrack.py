@@ -6,7 +6,9 @@ scripts (issue 27, "Real software"), top sites side by side per source line.
         [--lua BINARY] [--top N]
 
 Builds Lua (the .c files of LUA_SOURCE_DIR, as bench/switch_lua.py does,
-with -g) unless --lua gives a build, then runs each test script of
+with -g and a fixed hash seed, -D'luai_makeseed()=0') unless --lua gives
+a build, then runs, without address-space randomization (setarch -R),
+each test script of
 LUA_SOURCE_DIR/testes (default: strings.lua sort.lua tpack.lua utf8.lua)
 once under heaptrack and once under `sftrace record --alloc`.
 
@@ -33,13 +35,18 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SF = os.path.join(ROOT, "build", "sftrace")
 LIB = "(libc)"
+# Without address-space randomization: tables keyed by pointers (and the
+# allocator's own layout) then behave the same in both runs.
+NOASLR = ["setarch", os.uname().machine, "-R"]
 
 
 def build(src, out):
     cs = [os.path.join(src, f) for f in sorted(os.listdir(src))
           if f.endswith(".c") and f not in ("luac.c", "onelua.c", "ltests.c")]
+    # a fixed hash seed (Lua's default mixes in addresses and the time), so
+    # that both runs make the same allocations
     subprocess.run(["clang", "-O2", "-g", "-fxray-instrument", "-fxray-instruction-threshold=1", "-DLUA_USE_LINUX",
-                    "-w", "-o", out] + cs + ["-lm", "-ldl"], check=True)
+                    "-Dluai_makeseed()=0", "-w", "-o", out] + cs + ["-lm", "-ldl"], check=True)
 
 
 def fmt_bytes(b):
@@ -62,7 +69,7 @@ def heaptrack_sites(lua, test, cwd, out, program_files):
     (leaked and peak as heaptrack prints them), and its summary."""
     for f in os.listdir(out):
         os.unlink(os.path.join(out, f))
-    subprocess.run(["heaptrack", "-o", os.path.join(out, "ht"), lua, test], cwd=cwd,
+    subprocess.run(NOASLR + ["heaptrack", "-o", os.path.join(out, "ht"), lua, test], cwd=cwd,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     data = [os.path.join(out, f) for f in os.listdir(out) if f.startswith("ht")][0]
     text = subprocess.run(["heaptrack_print", "-a", "-l", "-p", "-T", "-n", "100000", "-s", "0", data],
@@ -105,7 +112,7 @@ def heaptrack_sites(lua, test, cwd, out, program_files):
 
 def sftrace_sites(lua, test, cwd, out, program_files):
     log = os.path.join(out, "sf.log")
-    subprocess.run([SF, "record", "-q", "--force", "--alloc", "-o", log, "--", lua, test], cwd=cwd,
+    subprocess.run(NOASLR + [SF, "record", "-q", "--force", "--alloc", "-o", log, "--", lua, test], cwd=cwd,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     text = subprocess.run([SF, "memory", "--format", "tsv", "-n", "0", "--fold", "^luaL_alloc$", log],
                           capture_output=True, text=True, check=True).stdout

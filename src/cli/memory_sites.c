@@ -72,6 +72,12 @@ static int fold_name(struct ms_fold *f, const char *name)
 	return pcre2_match(f->re, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, f->md, NULL) >= 0;
 }
 
+/* fold_name for the symbol readers' callbacks (ctx: the ms_fold) */
+static int skip_name(void *ctx, const char *name)
+{
+	return fold_name(ctx, name);
+}
+
 static int fold_func(struct ms_fold *f, const struct trace_proc *p, uint32_t id)
 {
 	if (!f)
@@ -126,6 +132,8 @@ static int cmp_keyed(const void *pa, const void *pb)
 	/* without a traced frame (or a line), the call site's address tells rows
 	 * apart, unless it is in an unrecorded object (a runtime address that
 	 * changes from run to run) and a traced function allocated there */
+	if (group_mode == MS_BY_FUNCTION && a->row.func != UINT32_MAX)
+		return 0; /* one row per function, wherever its sites */
 	if (a->row.outside != b->row.outside)
 		return a->row.outside - b->row.outside;
 	if ((!a->row.outside || a->row.func == UINT32_MAX) && (a->row.func == UINT32_MAX || (group_mode == MS_BY_LINE && !a->row.file)) && a->row.addr != b->row.addr)
@@ -150,6 +158,21 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		.temporaries = s->temporaries, .peak_bytes = s->peak_bytes, .peak_blocks = s->peak_blocks,
 		.leak_bytes = s->leak_bytes, .leak_blocks = s->leak_blocks, .top_bytes = s->bytes,
 	};
+	/* folded plumbing that tail-called the allocator (Lua's luaL_alloc
+	 * ending in `jmp realloc`) returns into its caller, the allocating
+	 * function: the call site is then that function's own line, when the
+	 * line table puts it in the function's own file (Rust's inlined
+	 * alloc:: code can have lines of library files without inline
+	 * records to fold: the rule for folded plumbing below applies) */
+	if (s->tail && leaf != s->node && leaf != CP_ROOT && leaf == heap_node_parent(r, s->node) && in) {
+		const struct sym_info *li = trace_symbol(p, heap_node_func(r, leaf));
+		if (li->file && strcmp(in->name, li->name) == 0 &&
+		    ls_site_line_folded(p->syms, s->addr, skip_name, fold, &row->file, &row->line) &&
+		    strcmp(row->file, li->file) == 0)
+			return;
+		row->file = NULL;
+		row->line = 0;
+	}
 	if (leaf != CP_ROOT && (s->tail || plumbing)) {
 		const struct sym_info *si = trace_symbol(p, row->func);
 		row->file = si->file;
@@ -157,9 +180,23 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* a tail call's own line, when the function has one */
 		if (row->tail && p->syms)
 			ls_tail_line(p->syms, row->func, &row->file, &row->line);
-	} else if (!ls_site_line(p->syms, s->addr, &row->file, &row->line)) {
+	} else if (!ls_site_line_folded(p->syms, s->addr, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
 		row->file = NULL;
 		row->outside = s->addr && !in;
+		/* a site in another object's plumbing that the function called
+		 * (std::string's buffer, made in libstdc++): the line of that call */
+		if (row->outside && fold && leaf != CP_ROOT && !row->tail && p->syms) {
+			int at = ls_plumbing_call_line(p->syms, row->func, skip_name, fold, &row->file, &row->line);
+			if (at == 0) { /* calls on several lines: the function's own */
+				const struct sym_info *si = trace_symbol(p, row->func);
+				row->file = si->file;
+				row->line = si->line;
+			} else if (at < 0) {
+				row->file = NULL;
+			}
+			if (row->file)
+				row->outside = 0;
+		}
 	}
 }
 

@@ -6,6 +6,10 @@
  * its stack once the allocator's own plumbing is folded away (frames whose
  * full name matches the fold list, MEMORY_FOLD_DEFAULT plus --fold, are
  * skipped going up the stack), and its location:
+ *   - a site reached by a tail call from a folded function (luaL_alloc's
+ *     `jmp realloc` with --fold '^luaL_alloc$') whose caller is the
+ *     allocating function: the call site's line there (the allocator
+ *     returned into it), as heaptrack's unwinder sees it;
  *   - a site reached by a tail call (heap_site.tail): the line of the
  *     function's tail calls (its `jmp` after the tail-call sled) when they
  *     are all on one line, else its own file:line (its definition);

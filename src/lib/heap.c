@@ -16,7 +16,6 @@
 struct hthread {
 	uint32_t node;               /* CP_ROOT: no traced frame open */
 	struct tail_claim claim;     /* a tail call's claim on the next allocations (tail_claim.h) */
-	uint64_t last_alloc;         /* pointer of this thread's latest heap event if an allocation */
 	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
 	uint64_t site_addr;          /* ... and its call site: loops allocate from one site */
 };
@@ -115,6 +114,11 @@ struct hstate {
 	uint64_t cur_bytes;
 	uint64_t seq;                /* heap events so far */
 	uint64_t peak_seq;           /* the event that reached the peak */
+	/* The latest heap event of the process, if an allocation: its site + 1
+	 * (0: none) and size. A free of a block of that site and size is a
+	 * temporary, heaptrack's rule (heap.h). */
+	uint32_t last_site;
+	uint64_t last_size;
 };
 
 static void new_stage(void *ctx, uint64_t t)
@@ -272,51 +276,57 @@ static void do_alloc(struct hstate *h, struct hthread *t, const struct lr_event 
 	}
 }
 
-static void do_free(struct hstate *h, struct hthread *t, uint64_t ptr, int count)
+static void do_free(struct hstate *h, uint64_t ptr, int count)
 {
 	struct heap_result *r = h->res;
 	uint64_t *at = hm_find(&h->live, ptr);
 	if (!at) {
-		r->tot.unmatched_frees++;
+		r->tot.unmatched_frees++; /* heaptrack drops these: no effect on temporaries */
 		return;
 	}
 	uint32_t sid = h->blocks[*at].site;
+	int temporary = h->last_site == sid + 1 && h->last_size == h->blocks[*at].size;
 	block_drop(h, at);
 	r->tot.frees += (uint64_t)count;
 	r->stages[r->nstages - 1].frees++;
-	if (t->last_alloc == ptr) {
+	if (temporary) {
 		r->sites[sid].temporaries++;
 		r->tot.temporaries++;
 	}
+	h->last_site = 0;
+}
+
+/* The allocation just made (do_alloc: its thread's site) is the latest. */
+static void note_alloc(struct hstate *h, const struct hthread *t, uint64_t size)
+{
+	h->last_site = t->site_id;
+	h->last_size = size;
 }
 
 static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
 {
 	struct hstate *h = ctx;
 	struct hthread *t = &h->st.th[ev->thread->index];
-	uint64_t last = t->last_alloc;
 	int tail;
 	uint32_t node = stacks_alloc_node(t, p, ev, &tail);
-	t->last_alloc = 0;
 	h->seq++;
 	switch (ev->kind) {
 	case SF_EV_ALLOC:
 	case SF_EV_REALLOC_ALLOC:
 	case SF_EV_HEAP_ALLOC:
 		do_alloc(h, t, ev, ev->ptr, ev->size, 1, node, tail);
-		t->last_alloc = ev->ptr;
+		note_alloc(h, t, ev->size);
 		break;
 	case SF_EV_DEALLOC:
 	case SF_EV_REALLOC_DEALLOC:
 	case SF_EV_HEAP_FREE:
-		t->last_alloc = last;
-		do_free(h, t, ev->ptr, 1);
-		t->last_alloc = 0;
+		do_free(h, ev->ptr, 1);
 		break;
 	case SF_EV_HEAP_REALLOC:
-		do_free(h, t, ev->old_ptr, 0);
+		/* heaptrack's realloc: a free of the old block, then an allocation */
+		do_free(h, ev->old_ptr, 0);
 		do_alloc(h, t, ev, ev->ptr, ev->size, 0, node, tail);
-		t->last_alloc = ev->ptr;
+		note_alloc(h, t, ev->size);
 		h->res->tot.reallocs++;
 		break;
 	default:

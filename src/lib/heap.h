@@ -13,8 +13,10 @@
  * sites, threads x depth; never the events.
  *
  * Definitions:
- *   temporary  an allocation freed by the thread that made it with no other
- *              allocation event of that thread in between;
+ *   temporary  heaptrack's rule: a free (a realloc frees its old block
+ *              first) of a block whose site and size are those of the
+ *              process's latest heap event, which was an allocation (no
+ *              free in between, on any thread: events in time order);
  *   stage      with milestones, stage 0 runs until the first entry of a
  *              milestone function, stage k from the k-th entry on;
  *   leaked     still live when the log ends (exit or crash).

@@ -865,6 +865,7 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 	ev->raw_time = sf_event_time(base, e.time_lo);
 	ev->has_ext = 0;
 	ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
+	ev->ret_tag = 0;
 	ev->args = NULL;
 	ev->args_len = 0;
 	if (kind == SF_EV_ARGS)
@@ -891,6 +892,10 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 		case SF_EV_HEAP_FREE: ev->ptr = x[0]; ev->site = x[1]; break;
 		case SF_EV_HEAP_REALLOC: sa = x[0]; ev->ptr = x[1]; ev->old_ptr = x[2]; ev->site = x[3]; break;
 		default: sa = x[0]; ev->ptr = x[1]; break;
+		}
+		if (kind >= SF_EV_HEAP_ALLOC && kind <= SF_EV_HEAP_REALLOC) { /* the word's id field is the tag */
+			ev->ret_tag = ev->func_id;
+			ev->func_id = 0;
 		}
 		ev->size = sa & ((1ULL << 48) - 1);
 		unsigned lg = (unsigned)(sa >> 48);

@@ -174,6 +174,7 @@ struct lr_event {
 	uint64_t ptr;            /* allocated (or freed, for frees) */
 	uint64_t old_ptr;        /* SF_EV_HEAP_REALLOC: the block it replaced */
 	uint64_t site;           /* SF_EV_HEAP_*: return address of the allocator call */
+	uint32_t ret_tag;        /* SF_EV_HEAP_*: the return-address tag (FORMAT.md; 0: unknown); func_id is 0 */
 	/* SF_EV_ARGS only (func_id is the payload header's): the payload,
 	 * struct sf_args_head then the items (format/sf_args.h), valid until
 	 * the next event is read; NULL for a filler record. */

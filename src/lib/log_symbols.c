@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/demangle.h"
 #include "lib/elf_buildid.h"
 #include "lib/hashmap.h"
 #include "lib/log_reader.h"
@@ -403,6 +404,12 @@ int ls_tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_
 
 int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint32_t *line)
 {
+	return ls_site_line_folded(ls, addr, NULL, NULL, file, line);
+}
+
+int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void *ctx, const char *name), void *ctx,
+			const char **file, uint32_t *line)
+{
 	size_t best = SIZE_MAX;
 	for (size_t i = 0; i < ls->nobjs; i++) {
 		uint64_t bias = lr_object_at(ls->log, i)->load_bias;
@@ -413,7 +420,54 @@ int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint3
 	if (best == SIZE_MAX || !addr)
 		return 0;
 	/* a return address: the call is the instruction before it */
-	return sym_source_line(ls->objs[best].sym, addr - 1 - lr_object_at(ls->log, best)->load_bias, file, line);
+	return sym_source_line_folded(ls->objs[best].sym, addr - 1 - lr_object_at(ls->log, best)->load_bias, skip, ctx,
+				      file, line);
+}
+
+struct plumbing_calls {
+	struct sym_object *sym;
+	int (*skip)(void *ctx, const char *name);
+	void *ctx;
+	const char *file;
+	uint32_t line;
+	int n;               /* distinct lines seen, up to 2 */
+};
+
+static void plumbing_call(void *ctx, uint64_t ret, const char *name)
+{
+	struct plumbing_calls *pc = ctx;
+	char *d = sf_demangle(name);
+	int folded = pc->skip(pc->ctx, d ? d : name);
+	free(d);
+	const char *f;
+	uint32_t l;
+	if (!folded || pc->n > 1 || !sym_source_line_folded(pc->sym, ret - 1, pc->skip, pc->ctx, &f, &l))
+		return;
+	if (pc->n && l == pc->line && strcmp(f, pc->file) == 0)
+		return;
+	pc->file = f;
+	pc->line = l;
+	pc->n++;
+}
+
+int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(void *ctx, const char *name), void *ctx,
+			  const char **file, uint32_t *line)
+{
+	const struct lr_object *obj;
+	uint64_t vaddr;
+	if (lr_func(ls->log, func, &obj, &vaddr) < 0)
+		return -1;
+	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
+	if (!ls->objs[oi].sym)
+		return -1;
+	struct plumbing_calls pc = {.sym = ls->objs[oi].sym, .skip = skip, .ctx = ctx};
+	sym_plt_calls(pc.sym, vaddr, plumbing_call, &pc);
+	if (pc.n == 1) {
+		*file = pc.file;
+		*line = pc.line;
+		return 1;
+	}
+	return pc.n ? 0 : -1;
 }
 
 const char *ls_object_file(const struct log_symbols *ls, size_t i)

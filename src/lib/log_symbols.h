@@ -55,6 +55,20 @@ const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uin
  * 0 when no object's DWARF has it. */
 int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint32_t *line);
 
+/* ls_site_line with inlined frames that skip() names folded into the line
+ * of their call (sym_source_line_folded). */
+int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void *ctx, const char *name), void *ctx,
+			const char **file, uint32_t *line);
+
+/* Where function func calls plumbing in another object: its calls through
+ * the PLT or the GOT (sym_plt_calls) of functions skip() names (demangled,
+ * as libstdc++'s basic_string::_M_construct), at the line of each call
+ * with inlined plumbing folded. 1 with *file and *line when they all lie
+ * on one line; 0 when on several; -1 when there is none (or no code to
+ * read). */
+int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(void *ctx, const char *name), void *ctx,
+			  const char **file, uint32_t *line);
+
 /* Where an allocation's call site (runtime address `site`) lies, for a
  * thread whose innermost frame is a frame of function `caller` that made
  * a tail call of function `tailer` (lib/tail_claim.h's rule):

@@ -18,10 +18,13 @@
  * operator[], push_back, emplace*, insert, try_emplace, reserve, resize,
  * assign, append, operator= and the constructors),
  * and shared_ptr's (__shared_count, __shared_ptr, _Sp_*, __allocated_ptr,
- * make_shared, allocate_shared). `(.* )?`: a template function's
- * demangled name starts with its return type. The man page and README
+ * make_shared, allocate_shared, shared_ptr's constructors and operator=).
+ * The list applies to traced frames and to inlined ones (DWARF's inline
+ * chain at the call site: make_shared inlined into the user's function).
+ * `(.* )?`: a template function's demangled name starts with its return
+ * type. The man page and README
  * list the same. */
-#define SF_ALLOC_PLUMBING_RE                                                                            \
+#define SF_ALLOC_PLUMBING_RE                                                                           \
 	"^<?alloc::|^(__rustc::)?__rust_(alloc|alloc_zeroed|realloc|dealloc)$|^(__rustc::)?__r[dg]l_|"   \
 	"^<?(std|core)::alloc::|^<?hashbrown::|^<?std::collections::hash::|^operator new|"              \
 	"^std::allocator|^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits|"        \
@@ -29,8 +32,8 @@
 	"_Fwd_list_base|__shared_count|__shared_ptr|_Sp_\\w+|__allocated_ptr)<|"                       \
 	"^(.* )?std::__detail::|^(.* )?std::(__make_shared|make_shared|allocate_shared|__allocate_shared)<|" \
 	"^(.* )?std::(__cxx11::)?(vector|deque|list|forward_list|(unordered_)?(multi)?(map|set)|"        \
-	"basic_string)<.*>::(_M_\\w+|operator\\[\\]|push_back|push_front|emplace(_back|_front|_hint)?|" \
+	"basic_string|shared_ptr)<.*>::(_M_\\w+|operator\\[\\]|push_back|push_front|emplace(_back|_front|_hint)?|" \
 	"insert|try_emplace|reserve|resize|assign|append|operator=|"                                     \
-	"vector|deque|list|forward_list|(unordered_)?(multi)?(map|set)|basic_string)[<(]"
+	"vector|deque|list|forward_list|(unordered_)?(multi)?(map|set)|basic_string|shared_ptr)[<(]"
 
 #endif

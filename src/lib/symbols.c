@@ -618,7 +618,66 @@ static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 	}
 }
 
+/* file as an absolute path (libdw's relative names, made absolute once and kept). */
+static const char *abs_file(struct sym_object *o, struct cu *c, const char *file)
+{
+	if (file && file[0] != '/') {
+		int added;
+		uint64_t *abs = hm_put(&o->abs_files, (uint64_t)(uintptr_t)file, &added);
+		if (added) {
+			struct sym_entry e = {0};
+			set_file(&e, c, file);
+			*abs = (uintptr_t)(e.owned_file ? e.owned_file : xstrdup(file));
+		}
+		file = (const char *)(uintptr_t)*abs;
+	}
+	return file;
+}
+
+/* The function an inlined-subroutine DIE stands for, demangled (malloc'd),
+ * or NULL: its linkage name, through DW_AT_abstract_origin and
+ * DW_AT_specification, else its plain name. */
+static char *inlined_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *m = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!m)
+		m = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!m)
+		m = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+	if (!m)
+		return NULL;
+	char *d = sf_demangle(m);
+	return d ? d : xstrdup(m);
+}
+
+/* The call site of an inlined subroutine in its caller (DW_AT_call_file and
+ * DW_AT_call_line): 1 with *file and *line. */
+static int inlined_call_site(struct sym_object *o, struct cu *c, Dwarf_Die *die, const char **file, uint32_t *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word idx, ln;
+	Dwarf_Files *files;
+	size_t nf;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &idx) != 0 ||
+	    dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &ln) != 0 || !ln ||
+	    dwarf_getsrcfiles(&c->die, &files, &nf) != 0 || idx >= nf)
+		return 0;
+	const char *f = dwarf_filesrc(files, idx, NULL, NULL);
+	if (!f || strcmp(f, "???") == 0)
+		return 0;
+	*file = abs_file(o, c, f);
+	*line = (uint32_t)ln;
+	return *file != NULL;
+}
+
 int sym_source_line(struct sym_object *o, uint64_t vaddr, const char **file, uint32_t *line)
+{
+	return sym_source_line_folded(o, vaddr, NULL, NULL, file, line);
+}
+
+int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(void *ctx, const char *name), void *ctx,
+			   const char **file, uint32_t *line)
 {
 	Dwarf_Addr pc;
 	struct cu *c;
@@ -632,19 +691,39 @@ int sym_source_line(struct sym_object *o, uint64_t vaddr, const char **file, uin
 	pc = vaddr + o->main_bias - o->dw_bias;
 	if (!(c = cu_at(o, pc)) || !(l = line_at(&c->die, pc)) || dwarf_lineno(l, &n) != 0 || n <= 0)
 		return 0;
-	*file = dwarf_linesrc(l, NULL, NULL);
+	*file = abs_file(o, c, dwarf_linesrc(l, NULL, NULL));
 	*line = (uint32_t)n;
-	if (*file && (*file)[0] != '/') { /* absolute, as sym_info.file is */
-		int added;
-		uint64_t *abs = hm_put(&o->abs_files, (uint64_t)(uintptr_t)*file, &added);
-		if (added) {
-			struct sym_entry e = {0};
-			set_file(&e, c, *file);
-			*abs = (uintptr_t)(e.owned_file ? e.owned_file : xstrdup(*file));
-		}
-		*file = (const char *)(uintptr_t)*abs;
+	if (!*file)
+		return 0;
+	if (!skip)
+		return 1;
+	/* inlined frames, innermost first: while the one holding the line is
+	 * folded, the line is its call site in the frame around it */
+	Dwarf_Die *scopes = NULL, inner;
+	int ns = dwarf_getscopes(&c->die, pc, &scopes);
+	/* dwarf_getscopes follows an inlined instance with its abstract
+	 * definition's scopes; the chain of instances around it comes from
+	 * dwarf_getscopes_die (as eu-addr2line -i) */
+	if (ns > 0) {
+		inner = scopes[0];
+		free(scopes);
+		scopes = NULL;
+		ns = dwarf_getscopes_die(&inner, &scopes);
 	}
-	return *file != NULL;
+	for (int i = 0; i < ns; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag == DW_TAG_subprogram)
+			break;
+		if (tag != DW_TAG_inlined_subroutine)
+			continue;
+		char *name = inlined_name(&scopes[i]);
+		int folded = name && skip(ctx, name);
+		free(name);
+		if (!folded || !inlined_call_site(o, c, &scopes[i], file, line))
+			break;
+	}
+	free(scopes);
+	return 1;
 }
 
 const struct sym_info *sym_lookup(struct sym_object *o, uint64_t vaddr)
@@ -892,4 +971,34 @@ int sym_call_target(struct sym_object *o, uint64_t ret, uint64_t *target, const 
 		return (*name = got_symbol(elf, got)) ? 2 : 0;
 	}
 	return 0;
+}
+
+size_t sym_plt_calls(struct sym_object *o, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, const char *name),
+		     void *ctx)
+{
+	const struct fsym *f = find_symbol(o, fvaddr);
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(o->mod, &bias);
+	if (!f || f->vaddr != fvaddr || !f->size || f->size > (1u << 20) || !is_x86_64(elf))
+		return 0;
+	uint8_t *b = xmalloc(f->size);
+	size_t n = 0;
+	if (read_image(elf, fvaddr, b, f->size, NULL)) {
+		for (size_t i = 0; i + 5 <= f->size; i++) {
+			uint64_t ret, target;
+			const char *name;
+			if (b[i] == 0xe8)
+				ret = fvaddr + i + 5; /* call rel32 */
+			else if (b[i] == 0xff && i + 6 <= f->size && b[i + 1] == 0x15)
+				ret = fvaddr + i + 6; /* call *GOT(%rip) */
+			else
+				continue;
+			if (sym_call_target(o, ret, &target, &name) == 2) {
+				cb(ctx, ret, name);
+				n++;
+			}
+		}
+	}
+	free(b);
+	return n;
 }

@@ -49,6 +49,13 @@ const struct sym_info *sym_lookup(struct sym_object *obj, uint64_t vaddr);
  * 1, or 0 when the object has no line for it. */
 int sym_source_line(struct sym_object *obj, uint64_t vaddr, const char **file, uint32_t *line);
 
+/* sym_source_line, with inlined frames folded: while the innermost inlined
+ * function at vaddr (DWARF's inline chain) is one skip() names (its
+ * demangled full name), the line is that function's call site in the
+ * frame around it, up to the concrete function. skip NULL: folds none. */
+int sym_source_line_folded(struct sym_object *obj, uint64_t vaddr, int (*skip)(void *ctx, const char *name),
+			   void *ctx, const char **file, uint32_t *line);
+
 /* The build-id of the file that was opened (0 bytes when it has none). */
 size_t sym_build_id(const struct sym_object *obj, const uint8_t **id);
 
@@ -74,6 +81,15 @@ size_t sym_aliases(struct sym_object *obj, uint64_t vaddr,
  * instruction is none of these (an indirect call), the code cannot be
  * read, or the object is not x86-64 code. */
 int sym_call_target(struct sym_object *obj, uint64_t ret, uint64_t *target, const char **name);
+
+/* The calls through the PLT or the GOT in the function starting at ELF
+ * address fvaddr (its symbol's size), each decoded as sym_call_target:
+ * cb(ctx, return address, the symbol bound). The function's bytes are
+ * scanned for the two call opcodes, not disassembled: a match must also
+ * land on a PLT stub or a GOT slot with a dynamic relocation. x86-64 only.
+ * Returns how many. */
+size_t sym_plt_calls(struct sym_object *obj, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, const char *name),
+		     void *ctx);
 
 /* The targets of the function's tail calls (the `jmp` right after each of
  * its XRay tail-call sleds) in the function starting at ELF address

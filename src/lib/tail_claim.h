@@ -33,6 +33,16 @@
  *     setup-ABI realloc, which passes the claim on to its allocation half;
  *   - until a later allocation elsewhere (P called other untraced code that
  *     allocates, e.g. puts' buffer): P's, and the claim ends;
+ *   - until a heap event's return-address tag (FORMAT.md: the low bits of
+ *     the return address in the slot of the thread's last popped frame,
+ *     which after F's tail call is the slot the callee returns through)
+ *     differs from the claim's first: the callee returned and P called
+ *     something else from another call site (via's `jmp make2`, then
+ *     main's own make2()); the event is P's. Tags count only while no frame
+ *     other than F's traced tail callee opened at P's level since F's tail
+ *     call (that frame's entry took the shadow-stack entry); a tag of 0
+ *     (unknown: aarch64, older logs, the slot off the current stack) is
+ *     ignored;
  *   - until P's frame ends, or another tail call replaces the claim. A tail
  *     call by F's traced tail callee G (mid -> leaf -> malloc) replaces it
  *     with G's and keeps the chain's head F: an allocation returning to P
@@ -58,15 +68,22 @@ struct tail_claim {
 	uint32_t head_func;    /* the chain's first tail caller (mid in mid -> leaf -> malloc), else tail_func */
 	uint64_t callee;       /* the traced tail callee's frame, once open (0: none) */
 	int seen;              /* an allocation was claimed */
+	int tags;              /* the heap events' return-address tags still tell the callee's extent */
+	uint32_t tag0;         /* the claim's first tag: P's call that entered the callee (0: none yet) */
 };
 
 /* Frame f (id `id`) began in `parent`. */
 static inline void tc_frame_begin(struct tail_claim *c, const struct trace_proc *p, const struct fr_frame *f,
 				  uint64_t id, uint64_t parent)
 {
-	if (c->tail && !c->callee && parent == c->caller && p && p->syms &&
-	    ls_is_tail_target(p->syms, c->tail_func, f->func_id))
-		c->callee = id;
+	if (c->tail && parent == c->caller) {
+		/* its entry takes the shadow-stack entry the tags read: a tail
+		 * callee's holds the same slot; any other's does not */
+		if (!c->callee && p && p->syms && ls_is_tail_target(p->syms, c->tail_func, f->func_id))
+			c->callee = id;
+		else
+			c->tags = 0;
+	}
 }
 
 /* Frame f (id `id`) ended; the thread is back in `parent` (function
@@ -79,7 +96,7 @@ static inline void tc_frame_end(struct tail_claim *c, const struct fr_frame *f, 
 		 * whose allocator still returns to P after P's call of its head */
 		uint32_t head = c->tail && c->callee == id ? c->head_func : f->func_id;
 		*c = (struct tail_claim){.tail = id, .caller = parent, .tail_func = f->func_id, .caller_func = parent_func,
-					 .head_func = head};
+					 .head_func = head, .tags = 1};
 	} else if (c->tail && (id == c->caller || id == c->callee))
 		c->tail = 0;
 }
@@ -94,6 +111,14 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 	int free_ = k == SF_EV_DEALLOC || k == SF_EV_REALLOC_DEALLOC || k == SF_EV_HEAP_FREE;
 	if (!c->tail || cur != c->caller || !(alloc || free_))
 		return 0;
+	if (c->tags && ev->ret_tag) {
+		if (!c->tag0) {
+			c->tag0 = ev->ret_tag;
+		} else if (ev->ret_tag != c->tag0) { /* the callee returned; P called again */
+			c->tail = 0;
+			return 0;
+		}
+	}
 	uint64_t f = c->tail;
 	int where = p->syms ? ls_tail_site(p->syms, ev->site, c->caller_func, c->tail_func) : LS_SITE_UNKNOWN;
 	if (where == LS_SITE_CALLER_OWN && c->head_func != c->tail_func &&

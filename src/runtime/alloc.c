@@ -107,8 +107,8 @@ static inline unsigned zero_word(uint64_t x)
  * are blocked, so a handler never finds it set: it marks the runtime's own
  * slow path calling malloc (dropped, never recursed into), not a signal
  * that arrived when the slow path unblocked them. */
-static __attribute__((noinline, cold)) void heap_slow(uint32_t kind, uint64_t time, uint64_t a, uint64_t b,
-							     uint64_t c, uint64_t d)
+static __attribute__((noinline, cold)) void heap_slow(uint32_t tag, uint32_t kind, uint64_t time, uint64_t a,
+							     uint64_t b, uint64_t c, uint64_t d)
 {
 	const uint64_t payload[4] = {a, b, c, d};
 	struct heap_tls *h = &heap_tls;
@@ -122,11 +122,37 @@ static __attribute__((noinline, cold)) void heap_slow(uint32_t kind, uint64_t ti
 		sf_log_drop(1);
 	} else {
 		h->busy = 1;
-		sf_record_payload(kind, time, payload);
+		sf_record_payload(tag, kind, time, payload);
 		h->busy = 0;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = saved;
+}
+
+/* The return-address tag of a heap event (FORMAT.md, "Heap events"): the
+ * low 28 bits of the word in the return-address slot of the thread's most
+ * recently popped frame (the shadow stack's entry just above its depth),
+ * 0 when unknown. After F's tail call (F's entry popped, nothing pushed
+ * since), that slot holds the return address of the call that entered F's
+ * tail callee: the caller's `call F` while the callee runs, another once
+ * it returned and the caller called something else from there. The reader
+ * (lib/tail_claim.h) compares it across a tail call's claim. The slot is
+ * read only when it lies on the thread's current stack above this frame,
+ * which is mapped (unwind.c's sf_on_this_stack). */
+static inline uint32_t heap_ret_tag(const struct sf_thread *t)
+{
+#ifdef SF_ARCH_SHADOW
+	uint64_t d = t->shadow_depth;
+	if (d >= SF_SHADOW_CAP)
+		return 0;
+	uint64_t slot = t->shadow[d] & ~(uint64_t)7; /* bit 0: a window frame */
+	if (!slot || !sf_on_this_stack(slot))
+		return 0;
+	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
+#else
+	(void)t;
+	return 0;
+#endif
 }
 
 /* Stores event `kind` with its np payload records (a, b, c, d: the first
@@ -137,10 +163,11 @@ static inline __attribute__((always_inline)) void heap_record(uint32_t kind, uns
 {
 	struct sf_thread *t = &sf_self;
 	uint64_t time = heap_now();
+	uint32_t tag = heap_ret_tag(t);
 	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	struct sf_event *e = heap_tls.busy ? NULL : heap_claim(t, time, 1 + np);
 	if (__builtin_expect(e == NULL, 0)) {
-		heap_slow(kind, time, a, b, c, d);
+		heap_slow(tag, kind, time, a, b, c, d);
 		return;
 	}
 	uint64_t *p = (uint64_t *)(e + 1);
@@ -156,7 +183,7 @@ static inline __attribute__((always_inline)) void heap_record(uint32_t kind, uns
 		z += zero_word(d);
 	}
 	/* time_lo and word in one store (little-endian: time_lo first), after the payload */
-	__atomic_store_n((uint64_t *)e, (uint64_t)sf_event_word(0, kind) << 32 | (uint32_t)time, __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)e, (uint64_t)sf_event_word(tag, kind) << 32 | (uint32_t)time, __ATOMIC_RELEASE);
 	if (z)
 		sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
 }

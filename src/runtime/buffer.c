@@ -1050,7 +1050,7 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
+void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload)
 {
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed) /* the runtime's own allocations, a vfork child's (suppress.c) */
@@ -1061,7 +1061,7 @@ void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload)
 	} else if (t->cursor > t->limit) {
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
-	store_event(t, time, 0, kind, payload);
+	store_event(t, time, id, kind, payload);
 }
 
 /* A claim cut by the end of the slot: records [at, limit) become one

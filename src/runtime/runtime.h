@@ -479,10 +479,30 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
 /* An event without payload, stamped with a time read before (sf_now_raw),
  * from C (async-signal-safe). */
 void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
-/* An event with sf_event_payload_records(kind) payload records, stored at
- * `time` (or now, for a thread's first event): the slow path of alloc.c,
- * which blocks signals around it. */
-void sf_record_payload(uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+/* An event with sf_event_payload_records(kind) payload records and the
+ * word's id field `id`, stored at `time` (or now, for a thread's first
+ * event): the slow path of alloc.c, which blocks signals around it. */
+void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+#ifdef SF_ARCH_SHADOW
+/* The mapping that holds the thread's stack (unwind.c: learned from
+ * /proc/self/maps when needed, at most a few times per thread). */
+struct sf_stack_range {
+	uint64_t lo, hi;  /* the mapping; the main thread's [stack] reaches down to its limit */
+	uint32_t learned; /* times read */
+};
+extern __thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+int sf_on_this_stack_slow(uint64_t addr, uint64_t cur) SF_HIDDEN;
+
+/* 1 if addr lies on the stack the thread runs on now, at or above the
+ * caller's frame: mapped. */
+static inline __attribute__((always_inline)) int sf_on_this_stack(uint64_t addr)
+{
+	uint64_t cur = (uint64_t)__builtin_frame_address(0);
+	if (__builtin_expect(cur >= sf_stack.lo && cur < sf_stack.hi, 1))
+		return addr >= cur && addr < sf_stack.hi;
+	return sf_on_this_stack_slow(addr, cur);
+}
+#endif
 /* An ARGS event (args.c) with its n payload records, stamped now: one
  * claim while the slot has room, else with signals blocked. */
 void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;

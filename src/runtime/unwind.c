@@ -328,10 +328,8 @@ static uint32_t close_walked(struct sf_thread *t, struct walk *w)
  * once per thread from /proc/self/maps (the runtime's raw system calls, no
  * malloc), cached, and read again only when the thread runs on another
  * stack than the cached one (a few times: then it walks, as before). */
-static __thread struct {
-	uint64_t lo, hi;  /* the mapping; the main thread's [stack] reaches down to its limit */
-	uint32_t learned; /* times read */
-} stk __attribute__((tls_model("initial-exec")));
+__thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec")));
+#define stk sf_stack
 
 enum { STACK_READS = 8 };
 
@@ -419,6 +417,11 @@ static int on_this_stack(uint64_t sp)
 	if ((cur < stk.lo || cur >= stk.hi) && !learn_stack(cur))
 		return 0;
 	return sp >= cur && sp < stk.hi;
+}
+
+int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
+{
+	return learn_stack(cur) && addr >= cur && addr < stk.hi;
 }
 
 /* The shadow stack's answer: pops the entries of frames whose return

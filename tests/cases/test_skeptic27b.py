@@ -8,6 +8,23 @@ Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic27b.py."""
 import os
 import sys
 
+def test_folded_tail_caller_rows_at_the_callers_lines():
+    """Failed before the fix. my_alloc() tail-calls malloc (`jmp malloc`);
+    make_pair calls it on line 11 (16 B) and line 12 (n B), twice. With
+    `--fold '^my_alloc$'` (as Lua's luaL_alloc for a comparison with
+    heaptrack_print, whose unwinder never sees my_alloc's frame) the rows
+    were one, at make_pair's definition (line 9); they are now at the
+    allocator's return address in make_pair, lines 11 and 12, as
+    heaptrack_print gives them."""
+    exe = build_c("mem27_foldtail", ["mem27_foldtail.c"], flags=["-fno-builtin"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok 1\n", "the program's output")
+    _, sites = summary_and_sites(log, ["--fold", "^my_alloc$"])
+    eq([r for r in sites if r[2] == "make_pair"],
+       [(32, 2, "make_pair", "mem27_foldtail.c:11", "0"), (300, 2, "make_pair", "mem27_foldtail.c:12", "0")],
+       "make_pair's rows")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
@@ -78,7 +95,7 @@ def test_diff_of_two_identical_runs_shows_no_changed_site():
 
 
 def test_temporaries_through_realloc_match_heaptrack():
-    """FAILS NOW. round_trip() mallocs n bytes (line 10), reallocs the
+    """Failed before the fix. round_trip() mallocs n bytes (line 10), reallocs the
     block to 4n (line 12) and frees it, five times, with no other
     allocation in between. heaptrack_print: 10 temporary allocations, 5 at
     line 10 (the block realloc replaced at once) and 5 at line 12. sftrace
@@ -86,7 +103,6 @@ def test_temporaries_through_realloc_match_heaptrack():
     before anything else was allocated is never a temporary (Lua's
     luaL_Buffer box, lauxlib.c resizebox: heaptrack 22 temporaries on
     testes/strings.lua, sftrace 14)."""
-    raise Skip("known break, issue 27 open: a block replaced by realloc before any other allocation is not counted temporary (heaptrack counts it)")
     exe = build_c("skep27b_temp", ["skep27b_temp.c"], flags=["-fno-builtin"])
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok\n", "the program's output")
@@ -128,7 +144,7 @@ def test_library_constructor_allocation_is_seen():
 
 
 def test_cxx_library_allocations_at_the_users_line():
-    """FAILS NOW. shared() returns std::make_shared<long>(v) (line 10);
+    """Failed before the fix. shared() returns std::make_shared<long>(v) (line 10);
     text() builds a 300-char std::string (line 15). sftrace memory:
     `shared(…)  new_allocator.h:137` (std::__new_allocator, which the fold
     list names, inlined) and `text(…)  0x7f…f95c` (basic_string::_M_construct
@@ -137,7 +153,6 @@ def test_cxx_library_allocations_at_the_users_line():
     with every run). Issue 27: allocator plumbing folded into the function
     it serves, at its line. heaptrack_print: from shared(long) at
     skep27b_cxxlines.cc:10 and from text at skep27b_cxxlines.cc:15."""
-    raise Skip("known break, issue 27 open: make_shared's row is at new_allocator.h (the inlined plumbing's line), std::string's reads 'in a library' (its site is in libstdc++), not the user's line")
     exe = build_c("skep27b_cxxlines", ["skep27b_cxxlines.cc"], compiler="clang++")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok 7 300\n", "the program's output")
@@ -150,7 +165,7 @@ def test_cxx_library_allocations_at_the_users_line():
 
 
 def test_callers_own_call_of_the_tail_callee_is_the_callers():
-    """FAILS NOW. via() tail-calls make2 (built without sleds; it mallocs
+    """Failed before the fix. via() tail-calls make2 (built without sleds; it mallocs
     16, n and n+1 B). main calls via(10), then make2(100) itself. sftrace
     memory credits all six blocks, 254 B, to via "(tail call)": a site in
     the function via jumps to is via's "every time", and nothing ends the
@@ -158,7 +173,6 @@ def test_callers_own_call_of_the_tail_callee_is_the_callers():
     heap event had its site in main's code). Expected: via 37 B in 3
     blocks, main 217 B (+ stdout's 4,096 B) in 4. heaptrack_print credits
     make2's lines, from main at skep27b_again.c:13 and :14."""
-    raise Skip("known break, issue 27 open: after F tail-calls G, the caller's own later calls of G are credited to F")
     obj = build_c("skep27b_again_u.o", ["skep27b_again_u.c"], flags=["-c"], xray=False)
     exe = build_c("skep27b_again", ["skep27b_again.c", obj])
     p, log = record([exe], args=["--alloc", "-q"])

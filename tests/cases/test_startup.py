@@ -40,6 +40,22 @@ def test_constructors_of_linked_libraries_are_traced():
         eq(bool(re.search(re.escape(lib) + r".*\n.*sleds 2, patched 2", dump)), True, f"{lib} patched at start")
 
 
+def test_dlopen_from_a_linked_librarys_constructor_is_hooked():
+    # opener_init, a linked library's constructor, dlopens a library whose
+    # only function is its constructor. The loader hook is installed by the
+    # runtime's constructor, the first: plug_init runs patched. Before: the
+    # dlopen came before the hook, and plug_init was missing.
+    plugin = build_c("libctor_volatile.so", ["ctor_only.c"], flags=["-DCTOR_VOLATILE=volatile"], shared=True)
+    build_c("libneeded_opener.so", ["needed_opener.c"], shared=True, libs=["-ldl"])
+    exe = build_c("needed_opener_main", ["needed_opener_main.c"],
+                  libs=["-L" + FIXBUILD, "-lneeded_opener", "-Wl,-rpath," + FIXBUILD, "-ldl"])
+    p, log = record([exe], args=["-q"], env={"NEEDED_PLUGIN": plugin})
+    eq(p.stdout, "r=41\n", "the plugin's constructor ran")
+    calls = count_calls(dump_events(log))
+    eq({f: calls.get(f) for f in ("opener_init", "plug_init", "main")}, {"opener_init": 1, "plug_init": 1, "main": 1},
+       "calls")
+
+
 def memory_tsv(log):
     out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
     lines = [line.split("\t") for line in out.splitlines()]

@@ -56,6 +56,25 @@ def test_dlopen_from_a_linked_librarys_constructor_is_hooked():
        "calls")
 
 
+def test_allocator_library_is_not_called_before_its_constructor():
+    # The executable links an allocator (malloc, calloc, realloc, free)
+    # that aborts if called before its own constructor. The runtime's
+    # constructor runs before that one and must not reach it: the writer
+    # thread (pthread_create callocs its DTV through the program's calloc)
+    # is created only at __libc_start_main, after every library's
+    # constructor. A writer created in the first step makes this abort.
+    build_c("libneeded_allocator.so", ["needed_allocator.c"], shared=True, xray=False)
+    exe = build_c("needed_allocator_main", ["needed_allocator_main.c"], flags=["-fno-builtin"],
+                  libs=["-Wl,--no-as-needed", "-L" + FIXBUILD, "-lneeded_allocator", "-Wl,-rpath," + FIXBUILD])
+    eq(run([exe]).stdout, "bump 4\n", "untraced output")
+    for extra in ([], ["--writer", "thread"], ["--alloc"]):
+        p, log = record([exe], args=["-q"] + extra)
+        eq((p.stdout, p.stderr), ("bump 4\n", ""), f"traced output {extra}")
+        eq(count_calls(dump_events(log)).get("copy"), 1, f"copy's call {extra}")
+    summary, sites = memory_tsv(log)
+    eq((summary.get("allocations"), summary.get("frees")), ("2", "1"), "copy's 5 B and stdout's buffer; one free")
+
+
 def memory_tsv(log):
     out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
     lines = [line.split("\t") for line in out.splitlines()]

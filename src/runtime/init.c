@@ -1,6 +1,7 @@
 /* Process start and exit: read the configuration from the environment,
  * find and patch the objects loaded at start, mark the log at exit. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
@@ -255,6 +256,7 @@ __attribute__((constructor(101))) static void sf_init(int argc, char **argv, cha
 	 * are still to come; set, it says this constructor was not the first
 	 * (another initfirst object, or libsftrace.so dlopen'd) and step 2 may
 	 * follow at once, as it always did. */
+	int saved_errno = errno; /* what start-up's failed calls set is not the program's */
 	char **had = environ;
 	if (!had)
 		environ = envp;
@@ -270,6 +272,7 @@ __attribute__((constructor(101))) static void sf_init(int argc, char **argv, cha
 	environ = had;
 	if (libraries_ready)
 		after_libraries();
+	errno = saved_errno;
 }
 
 /* Step 2, for an executable started by glibc's _start: it calls
@@ -284,8 +287,10 @@ __attribute__((visibility("default"))) int __libc_start_main(main_fn main, int a
 							     void (*rtld_fini)(void), void *stack_end)
 {
 	if (!libraries_ready) {
+		int saved_errno = errno;
 		libraries_ready = 1;
 		after_libraries();
+		errno = saved_errno;
 	}
 	return real_start_main(main, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -75,6 +75,18 @@ def test_allocator_library_is_not_called_before_its_constructor():
     eq((summary.get("allocations"), summary.get("frees")), ("2", "1"), "copy's 5 B and stdout's buffer; one free")
 
 
+def test_errno_at_start_is_the_programs():
+    # The runtime's start-up makes calls that fail (a file it looks for and
+    # does not find). Before: the executable's constructor and main found
+    # errno 2 (ENOENT) where untraced they find 0.
+    exe = build_c("startup_errno", ["startup_errno.c"])
+    want = "errno ctor 0 main 0\n"
+    eq(run([exe]).stdout, want, "untraced")
+    for extra in ([], ["--alloc"], ["--writer", "thread"], ["--ring", "1M"]):
+        p, _ = record([exe], args=["-q"] + extra)
+        eq(p.stdout, want, f"traced {extra}")
+
+
 def memory_tsv(log):
     out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
     lines = [line.split("\t") for line in out.splitlines()]

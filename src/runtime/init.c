@@ -240,6 +240,15 @@ static void after_libraries(void)
 	sf_suppress_end(&quiet);
 }
 
+/* Step 2 at __libc_start_main (below). */
+static __attribute__((noinline)) void start_main_step(void)
+{
+	int saved_errno = errno;
+	libraries_ready = 1;
+	after_libraries();
+	errno = saved_errno;
+}
+
 typedef int (*main_fn)(int, char **, char **);
 typedef int (*start_main_fn)(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
 			     void (*rtld_fini)(void), void *stack_end);
@@ -286,12 +295,8 @@ __attribute__((visibility("default"))) int __libc_start_main(main_fn main, int a
 							     void (*init)(void), void (*fini)(void),
 							     void (*rtld_fini)(void), void *stack_end)
 {
-	if (!libraries_ready) {
-		int saved_errno = errno;
-		libraries_ready = 1;
-		after_libraries();
-		errno = saved_errno;
-	}
+	if (!libraries_ready)
+		start_main_step(); /* its own frame: no local of this one escapes, so clang also makes a tail call */
 	return real_start_main(main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 

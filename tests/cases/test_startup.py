@@ -87,6 +87,18 @@ def test_errno_at_start_is_the_programs():
         eq(p.stdout, want, f"traced {extra}")
 
 
+def test_frames_below_main_are_the_untraced_ones():
+    # The runtime's __libc_start_main runs start-up's second step and
+    # leaves by a tail call: backtrace() from main finds the same frames
+    # below it as untraced, none of libsftrace.so's.
+    exe = build_c("startup_backtrace", ["startup_backtrace.c"], libs=["-ldl"])
+    want = run([exe]).stdout
+    eq(bool(want) and "libsftrace" not in want, True, f"untraced frames: {want!r}")
+    for extra in ([], ["--alloc"]):
+        p, _ = record([exe], args=["-q"] + extra)
+        eq(p.stdout, want, f"frames below main {extra}")
+
+
 def memory_tsv(log):
     out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
     lines = [line.split("\t") for line in out.splitlines()]

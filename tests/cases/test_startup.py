@@ -25,7 +25,7 @@ def test_constructors_of_linked_libraries_are_traced():
     # were missing from the trace (0 calls). Each is called once, in the
     # loader's order, before the executable's constructor and main.
     exe = needed_fixture()
-    want = "pre 1 leaf 7 mid 12 exe 2\n"
+    want = "pre 1 leaf 7 mid 12 exe 2 environ at preinit 0\n"
     eq(run([exe]).stdout, want, "untraced output")
     p, log = record([exe], args=["-q"])
     eq(p.stdout, want, "traced output")

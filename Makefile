@@ -66,8 +66,10 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/sftrace $(BUILD)/cargo-sftrace $(BUILD)/libsftrace.so $(BUILD)/libsftrace-alloc.so
 
+# -z initfirst: the runtime's constructor runs before every other one
+# (init.c, docs/DESIGN.md "Start-up").
 $(BUILD)/libsftrace.so: $(RT_OBJ) src/runtime/exports.map
-	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,--version-script=src/runtime/exports.map -lpthread -ldl
+	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,-z,initfirst -Wl,--version-script=src/runtime/exports.map -lpthread -ldl
 
 # record --alloc preloads this one too: the interposed allocator family.
 $(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o $(BUILD)/rt/src/alloc/opnew.o

@@ -10,8 +10,10 @@
  * Bootstrap: dlsym itself may call calloc or malloc before the next
  * definitions are known. Those calls are served from a static arena,
  * whose blocks are never passed to the real free (free ignores them,
- * realloc copies them out) and are not reported (the runtime is not
- * recording yet at that point).
+ * realloc copies them out) and are not reported: they are dlsym's, not
+ * the program's. The runtime records from before every constructor but
+ * its own (init.c), so a library constructor's allocations, the first
+ * to reach this file, are reported like any other.
  *
  * libc + libdl only, no allocation of our own, errno preserved (the
  * runtime's hooks preserve it themselves: their fast path sets nothing,

@@ -370,17 +370,17 @@ static int store_in_retired(uint64_t at, uint64_t time, uint32_t id, uint32_t ki
 /* Whether this hand-off goes to the writer thread. In auto mode only while
  * the traced threads leave a CPU for it: when they fill every CPU, the
  * writer would take its time from them and add wake-ups. The spare slot is
- * taken on first use. */
+ * taken on first use (also by a thread that started before the writer did:
+ * the main thread in a library's constructor, init.c). */
 static int use_writer(struct sf_thread *t)
 {
 	if (!sf_writer_active() || sf_config.ring_slots)
 		return 0;
-	if (sf_config.writer == SF_WRITER_AUTO) {
-		if ((int)__atomic_load_n(&live_threads, __ATOMIC_RELAXED) >= sf_config.ncpus)
-			return 0;
-		if (!t->spare)
-			t->spare = sf_log_slot_get();
-	}
+	if (sf_config.writer == SF_WRITER_AUTO &&
+	    (int)__atomic_load_n(&live_threads, __ATOMIC_RELAXED) >= sf_config.ncpus)
+		return 0;
+	if (!t->spare)
+		t->spare = sf_log_slot_get();
 	return t->spare != NULL;
 }
 

@@ -1,5 +1,7 @@
 /* Process start and exit: read the configuration from the environment,
  * find and patch the objects loaded at start, mark the log at exit. */
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
@@ -172,16 +174,26 @@ static void log_created(void)
 	sf_switch_log_created();
 }
 
-__attribute__((constructor(101))) static void sf_init(void)
+/* Start-up comes in two steps, because the runtime's constructor is the
+ * first of the process (libsftrace.so is linked -z initfirst: DF_1_INITFIRST
+ * makes glibc's _dl_init call it before the executable's preinit array and
+ * before every other object's constructors, libc's own included;
+ * docs/DESIGN.md "Start-up" says what holds at that point and why):
+ *   1. sf_init, in that constructor: configuration, clock, patching, the
+ *      loader hook. Nothing in it calls code of the program's (its malloc
+ *      above all: an allocator library's constructor has not run yet), so
+ *      every constructor after it, of any object, runs patched, and with
+ *      --alloc every allocation they make is recorded.
+ *   2. sf_services_start (the writer thread, the ring and switch signals):
+ *      once every library's constructor has run, where the whole start-up
+ *      ran before. pthread_create calls the program's malloc and makes the
+ *      process multi-threaded (__libc_single_threaded), which the
+ *      libraries' constructors must not see. Until then a full slot is
+ *      written by its own thread, as in a forked child. */
+static int libraries_ready;
+
+static void start_tracing(void)
 {
-	sf_rt_libc_init();
-	sf_messages_init();
-	sf_exec_env_resolve();
-	sf_hooks_resolve();
-	sf_unwind_resolve();
-	/* Inert in setuid/setgid programs: never act on their environment. */
-	if (getauxval(AT_SECURE))
-		return;
 	sf_notes_init();
 	if (!read_config())
 		return;
@@ -203,33 +215,106 @@ __attribute__((constructor(101))) static void sf_init(void)
 	sf_args_init();
 	sf_log_on_create(log_created);
 	sf_config.enabled = 1;
-	/* What the runtime itself does from here on (the writer's
-	 * pthread_create) allocates: none of it is the program's. */
 	struct sf_suppress_state quiet;
 	sf_suppress_begin(&quiet);
 	sf_buffer_init();
 	sf_hooks_init();
 	sf_objects_scan(0);
 	sf_loader_hook_install();
-	sf_services_start();
-	sf_unwind_init();
+#ifdef SF_ARCH_SHADOW
+	sf_unwind_init(); /* finds libgcc_s if loaded; without a shadow stack it loads it: step 2 */
+#endif
 	sf_suppress_end(&quiet);
+}
+
+/* Step 2. What it does allocates, and none of that is the program's. */
+static void after_libraries(void)
+{
+	if (!sf_config.enabled)
+		return;
+	struct sf_suppress_state quiet;
+	sf_suppress_begin(&quiet);
+	sf_services_start();
+#ifndef SF_ARCH_SHADOW
+	sf_unwind_init(); /* may load libgcc_s (unwind.c) */
+#endif
+	sf_suppress_end(&quiet);
+}
+
+/* Step 2 at __libc_start_main (below). */
+static __attribute__((noinline)) void start_main_step(void)
+{
+	int saved_errno = errno;
+	libraries_ready = 1;
+	after_libraries();
+	errno = saved_errno;
+}
+
+typedef int (*main_fn)(int, char **, char **);
+typedef int (*start_main_fn)(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+			     void (*rtld_fini)(void), void *stack_end);
+static start_main_fn real_start_main;
+
+__attribute__((constructor(101))) static void sf_init(int argc, char **argv, char **envp)
+{
+	sf_rt_libc_init();
+	sf_messages_init();
+	/* libc's constructor sets environ (glibc's _init_first), and ours runs
+	 * before it: getenv reads the envp every constructor is given until
+	 * then, and environ is put back as it was, for the executable's
+	 * preinit array. A NULL environ also says the libraries' constructors
+	 * are still to come; set, it says this constructor was not the first
+	 * (another initfirst object, or libsftrace.so dlopen'd) and step 2 may
+	 * follow at once, as it always did. */
+	int saved_errno = errno; /* what start-up's failed calls set is not the program's */
+	char **had = environ;
+	if (!had)
+		environ = envp;
+	else
+		libraries_ready = 1;
+	real_start_main = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+	sf_exec_env_resolve();
+	sf_hooks_resolve();
+	sf_unwind_resolve();
+	/* Inert in setuid/setgid programs: never act on their environment. */
+	if (!getauxval(AT_SECURE))
+		start_tracing();
+	environ = had;
+	if (libraries_ready)
+		after_libraries();
+	errno = saved_errno;
+}
+
+/* Step 2, for an executable started by glibc's _start: it calls
+ * __libc_start_main once _dl_init has run every library's constructor,
+ * and __libc_start_main runs the executable's own constructors, then main
+ * (glibc's csu/libc-start.c, call_init). Interposed here (LD_PRELOAD comes
+ * before libc in the lookup order) and left by a tail call, so the stack
+ * main and the executable's constructors see is the one they see
+ * untraced. */
+__attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
+							     void (*init)(void), void (*fini)(void),
+							     void (*rtld_fini)(void), void *stack_end)
+{
+	if (!libraries_ready)
+		start_main_step(); /* its own frame: no local of this one escapes, so clang also makes a tail call */
+	return real_start_main(main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 static int services_tried;
 
 /* The writer thread and, with a ring, the ring signal's handler, in a
- * process with sleds: from the constructor, or from the loader hook when
- * the first instrumented object is loaded later (node loading an
- * instrumented addon). Never from the event path: pthread_create allocates
- * with the program's malloc (writer.c). The loader hook runs before the new
+ * process with sleds: at step 2 above, or from the loader hook when the
+ * first instrumented object is loaded later (node loading an instrumented
+ * addon). Never from the event path: pthread_create allocates with the
+ * program's malloc (writer.c). The loader hook runs before the new
  * object's constructors, where those constructors may create threads too.
  * A ring always has a writer: it writes the snapshots. */
 void sf_services_start(void)
 {
 	/* record --paused: nothing is patched yet, but the sleds are there. */
 	int sleds = sf_switch_enabled() ? sf_objects_any_instrumented() : sf_objects_patched_total() != 0;
-	if (services_tried || !sf_config.enabled || !sleds)
+	if (services_tried || !libraries_ready || !sf_config.enabled || !sleds)
 		return;
 	services_tried = 1;
 	/* A paused process needs its writer thread: it is the one that

@@ -3,7 +3,8 @@
  * declaration that file defines, in the order an event meets them.
  *
  * Start-up and process life
- *   init.c        reads the configuration (SFTRACE_* variables), starts and
+ *   init.c        reads the configuration (SFTRACE_* variables), starts (in the
+ *                 process's first constructor, then at __libc_start_main) and
  *                 ends the process's tracing in order; wires the layers
  *   rt_libc.c     the libc the runtime calls, hidden (never interposable);
  *                 anonymous mappings, the raw thread id

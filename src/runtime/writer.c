@@ -14,8 +14,10 @@
  * credentials after a program dropped root). It is created once, never
  * from the event path: pthread_create allocates its thread-local storage
  * with the program's malloc, which must not be in the middle of anything,
- * and its sleds must record nothing (sf_suppress_begin). So it is made by the
- * runtime's constructor in a process that has sleds, or, in one that has
+ * and its sleds must record nothing (sf_suppress_begin). So it is made at
+ * __libc_start_main, once every library's constructor has run (init.c:
+ * the runtime's own constructor runs before them, when the program's
+ * malloc may not be ready), in a process that has sleds, or, in one that has
  * none at start (node loading an instrumented addon), by the loader hook
  * when the first instrumented object loads: dlopen is running there, under
  * its load lock, just before the object's constructors, which may create

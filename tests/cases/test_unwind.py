@@ -289,7 +289,8 @@ def test_object_replaced_on_disk_is_left_unpatched():
     # libcalls.so is mapped, then replaced on disk by another build (the same
     # code and layout: only the build-id tells them apart) before
     # the runtime reads its section headers (a constructor preloaded after
-    # the runtime runs first). The runtime must see that the file is not the
+    # the runtime and linked -z initfirst runs first: the last initfirst
+    # object mapped wins). The runtime must see that the file is not the
     # object in memory, say so and leave it alone.
     from sfkit import calls_fixture
     exe = calls_fixture()
@@ -298,7 +299,8 @@ def test_object_replaced_on_disk_is_left_unpatched():
     os.makedirs(libdir)
     shutil.copy(os.path.join(os.path.dirname(exe), "libcalls.so"), os.path.join(libdir, "libcalls.so"))
     build_c("libcalls_other.so", ["libcalls.c"], flags=["-Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567"], shared=True, outdir=libdir)
-    replacer = build_c("libreplace_on_load.so", ["replace_on_load.c"], shared=True, xray=False)
+    replacer = build_c("libreplace_on_load.so", ["replace_on_load.c"], flags=["-Wl,-z,initfirst"], shared=True,
+                       xray=False)
     out = os.path.join(d, "sf.log")
     env = {"LD_LIBRARY_PATH": libdir, "LD_PRELOAD": f"{RUNTIME}:{replacer}", "SFTRACE_OUTPUT_FILE": out,
            "SF_REPLACE_TARGET": os.path.join(libdir, "libcalls.so"),

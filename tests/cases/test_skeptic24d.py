@@ -1,0 +1,102 @@
+"""Skeptic round 4d for issue 24 (safe to leave on in production): glibc's
+syscall() replaced by the runtime's, vforks made through it, the program's
+closes counted in flight while the runtime claims a number."""
+import os
+import re
+
+import sfkit
+from sfkit import build_c, check, count_calls, dump_events, eq, record, run, tmpdir
+
+
+def fixture(name, libs=("-lpthread",)):
+    return build_c("skep24d_" + name, ["skep24d_%s.c" % name], libs=list(libs))
+
+
+def test_syscall_results_and_errno_match_untraced():
+    """Bad numbers (-1, 1000, 1e8), EBADF/EINVAL of close/dup2/dup3/close_range,
+    errno untouched on success, six arguments (preadv2 flags), a futex wait
+    that times out after 200 ms, syscall() from a signal handler: the same
+    output traced and untraced."""
+    prog = fixture("sys")
+    want = run([prog]).stdout
+    p, log = record([prog])
+    eq(p.stdout, want, "traced output")
+    check("nr-1 r=-1 errno=38" in want and "close-ok r=0 errno=78" in want and "futex-ms-ok 1" in want, want)
+    calls = count_calls(dump_events(log))
+    eq(calls["show"], 17, "show calls")
+    eq(calls["main"], 1, "main calls")
+
+
+def _vfork_case(mode):
+    prog = fixture("vfork", libs=())
+    hello = fixture("hello", libs=())
+    d = tmpdir()
+    p, log = record([prog, mode, hello], out=os.path.join(d, "sf.log"))
+    eq(sorted(l for l in p.stdout.splitlines()), ["depth 3000 status 0", "hello 20"], "output")
+    calls = count_calls(dump_events(log))
+    eq(calls["recurse"], 3001, "parent recurse")
+    eq(calls["spawn"], 1, "parent spawn")
+    eq(calls["child_only"], 0, "vfork child's call in the parent's log")
+    others = [f for f in os.listdir(d) if f != "sf.log"]
+    eq(len(others), 1, "child logs")
+    ccalls = count_calls(dump_events(os.path.join(d, others[0])))
+    eq(ccalls["hello_leaf"], 5, "exec'd program's calls")
+    eq(ccalls["child_only"], 0, "pre-exec vfork child calls (not recorded)")
+
+
+def test_syscall_vfork_after_deep_recursion_then_exec_traced():
+    _vfork_case("vfork")
+
+
+def test_syscall_clone_vm_vfork_after_deep_recursion():
+    _vfork_case("clone")
+
+
+def test_syscall_vfork_from_signal_handler_tail_called():
+    _vfork_case("sig")
+
+
+def test_concurrent_syscall_forks_get_what_they_asked_for():
+    """hooks.c sf_syscall_c stores the system call number in a static
+    (nr_of_call) BEFORE fork_with_handlers takes the runtime's lock; a second
+    thread's fork-like syscall() overwrites it, so one thread's
+    syscall(SYS_fork) runs as the other's SYS_clone (with its own args) and
+    vice versa. Untraced: 0 and 0 mismatches."""
+    raise sfkit.Skip("known break, issue 24 open: concurrent syscall(SYS_fork)/syscall(SYS_clone) swap "
+                     "numbers (static nr_of_call in hooks.c): 3-26 of 100-200 forks wrong")
+    prog = fixture("forkrace")
+    eq(run([prog, "100"]).stdout, "bad fork 0 bad clone 0\n", "untraced")
+    d = tmpdir()
+    p, log = record([prog, "100"], out=os.path.join(d, "sf.log"))
+    eq(p.stdout, "bad fork 0 bad clone 0\n", "traced")
+    eq(len(os.listdir(d)), 201, "logs: the parent's and one per child")
+
+
+def test_blocking_close_stalls_first_call_of_fork_child_at_most_20ms():
+    """A thread of a fork child sits in a close() that lingers 2 s (SO_LINGER,
+    peer never reads); the child's first instrumented call creates its log,
+    and sf_fd_adopt waits for the close in flight: claims-24 says "at most
+    ~20 ms". Measured 192-274 ms (1000 nanosleeps of 20 us, each far longer
+    on a loaded machine); untraced 0 ms."""
+    raise sfkit.Skip("known break, issue 24 open: first call of a fork child stalls ~200-270 ms behind "
+                     "another thread's lingering close (claim: at most ~20 ms)")
+    prog = fixture("linger")
+    p, _ = record([prog, "2"])
+    m = re.search(r"first-call-ms (\d+) close-ms (\d+)", p.stdout)
+    check(m, p.stdout)
+    check(int(m.group(2)) >= 1900, "the close lingered: " + p.stdout)
+    check(int(m.group(1)) <= 40, "first call stalled: " + p.stdout)
+
+
+def test_parallel_closes_cost_within_noise():
+    """8 threads closing numbers that hold nothing: the in-flight counters
+    are shared atomics. Traced within 1.5x of untraced (measured here:
+    3.6-4.3 us/close both, a loaded 2-core machine)."""
+    prog = fixture("closes")
+    def ns(cmd):
+        out = run(cmd).stdout
+        return float(re.search(r"ns-per-close ([\d.]+)", out).group(1))
+    u = min(ns([prog, "8", "50000"]) for _ in range(2))
+    t = min(ns([sfkit.SFTRACE, "record", "-q", "-o", os.path.join(tmpdir(), "sf.log"), "--", prog, "8", "50000"])
+            for _ in range(2))
+    check(t <= 1.5 * u + 200, f"traced {t} ns vs untraced {u} ns per close")

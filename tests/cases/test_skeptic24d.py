@@ -100,3 +100,22 @@ def test_parallel_closes_cost_within_noise():
     t = min(ns([sfkit.SFTRACE, "record", "-q", "-o", os.path.join(tmpdir(), "sf.log"), "--", prog, "8", "50000"])
             for _ in range(2))
     check(t <= 1.5 * u + 200, f"traced {t} ns vs untraced {u} ns per close")
+
+
+def test_rust_command_children_each_get_own_log():
+    """Rust std's Command: three output() spawns (posix_spawn, glibc's
+    internal CLONE_VM|CLONE_VFORK) and one status() with pre_exec (fork):
+    each exec'd traced child has its own log with its 5 calls, the pre_exec
+    closure's calls are in the fork child's log, none in the parent's."""
+    prog = sfkit.rust_fixture("skep24d_spawn")
+    hello = fixture("hello", libs=())
+    d = tmpdir()
+    p, log = record([prog, hello], out=os.path.join(d, "sf.log"))
+    eq(p.stdout, "hello 20\nok 4\n", "output")
+    calls = count_calls(dump_events(log))
+    eq(calls["skep24d_spawn::run_all"], 1, "parent run_all")
+    eq(calls["skep24d_spawn::in_pre_exec"], 0, "pre_exec call in the parent's log")
+    per_log = sorted((count_calls(dump_events(os.path.join(d, f)))["hello_leaf"],
+                      count_calls(dump_events(os.path.join(d, f)))["skep24d_spawn::in_pre_exec"])
+                     for f in os.listdir(d) if f != "sf.log")
+    eq(per_log, [(0, 1), (5, 0), (5, 0), (5, 0), (5, 0)], "child logs (hello_leaf, in_pre_exec)")

@@ -119,3 +119,34 @@ def test_rust_command_children_each_get_own_log():
                       count_calls(dump_events(os.path.join(d, f)))["skep24d_spawn::in_pre_exec"])
                      for f in os.listdir(d) if f != "sf.log")
     eq(per_log, [(0, 1), (5, 0), (5, 0), (5, 0), (5, 0)], "child logs (hello_leaf, in_pre_exec)")
+
+
+def _snapshots(mode):
+    prog = fixture("leave")
+    d = tmpdir()
+    p, log = record([prog, mode], out=os.path.join(d, "sf.log"), args=["--ring", "1M"])
+    eq(p.stdout, "done %s\n" % mode, "output")
+    snaps = sorted(f for f in os.listdir(d) if ".snap." in f)
+    return p, snaps
+
+
+def test_thread_cancelled_inside_close_leaves_no_count_behind():
+    """pthread_cancel of a thread blocked in a lingering close (the close()
+    wrapper's cleanup handler leaves the in-flight count): five ring
+    snapshots 60 ms apart afterwards are all taken, as with no such close."""
+    eq(len(_snapshots("none")[1]), 5, "snapshots, no lingering close")
+    eq(len(_snapshots("cancel")[1]), 5, "snapshots after a cancelled close")
+
+
+def test_siglongjmp_out_of_close_leaves_no_count_behind():
+    """A SIGALRM handler siglongjmps out of a close that lingers (the classic
+    alarm timeout): the close() wrapper's prog_enter is never matched
+    (fdguard.c counts calls in flight; only pthread cancellation is
+    handled). From then on every runtime open waits its full budget in
+    wait_program_calls: here 2 snapshots of 5 (the others silently not
+    taken: record prints no "not taken" count), and the run takes 3.6 s
+    instead of 0.7 s (the exit waits for the slow snapshots)."""
+    raise sfkit.Skip("known break, issue 24 open: siglongjmp out of close() leaks the in-flight count; "
+                     "every later runtime open stalls (2 of 5 snapshots, run 3.6 s vs 0.7 s)")
+    p, snaps = _snapshots("jmp")
+    eq(len(snaps), 5, "snapshots after a close left by siglongjmp")

@@ -150,3 +150,22 @@ def test_siglongjmp_out_of_close_leaves_no_count_behind():
                      "every later runtime open stalls (2 of 5 snapshots, run 3.6 s vs 0.7 s)")
     p, snaps = _snapshots("jmp")
     eq(len(snaps), 5, "snapshots after a close left by siglongjmp")
+
+
+def test_dup2_onto_a_fresh_runtime_number_does_not_stall():
+    """A fork child's thread cycles close(n); dup2(src, n) on n = 3..6 while
+    the main thread's first call creates the child's log. The dup2 counts
+    itself in flight, then waits while the claim on n holds the runtime's
+    file (wait_claim); the claim waits for calls in flight
+    (wait_program_calls): each waits for the other until the budget runs
+    out. Measured: in 5 of 8 runs the dup2 took 121-151 ms and the first
+    call as long; untraced at most 4 ms. Claim: "a program's close/dup2/
+    fcntl calls never wait on a runtime system call"."""
+    raise sfkit.Skip("known break, issue 24 open: dup2 onto a number being claimed and the claim wait for "
+                     "each other (121-151 ms, 5 of 8 runs)")
+    prog = fixture("dupclaim")
+    for _ in range(4):
+        p, _ = record([prog], args=["-q"])
+        m = re.search(r"worst-dup2-ms (\d+) first-call-ms (\d+)", p.stdout)
+        check(m, p.stdout)
+        check(int(m.group(1)) <= 40 and int(m.group(2)) <= 40, p.stdout)

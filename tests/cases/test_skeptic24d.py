@@ -193,3 +193,27 @@ def test_chrooted_child_cannot_create_log_message_names_its_own_log():
             raise sfkit.Skip("known break, issue 24 open: a chrooted fork child's 'cannot create log' names "
                              "the parent's sf.log, not its own sf.PID.log")
         check(re.search(r"/sf\.\d+\.log: No such file or directory", msgs[0]), msgs[0])
+
+
+def test_tail_called_syscall_vfork_twenty_times():
+    """-O2: my_vfork_sys() is "jmp syscall@plt" after its tail sled, so the
+    vfork child and the parent both return from syscall() straight into
+    spawn(); the child calls child_only() and execs a traced program. 20
+    rounds: all children exec (bad 0), 20 children's logs with 5 calls each,
+    the parent's log has 20 spawn/TAIL my_vfork_sys and no child_only.
+    (The same through vfork() is undefined behaviour: clang cannot tail-call
+    a returns_twice function, and untraced it already runs the child's
+    path in the parent, exit 127; traced the same.)"""
+    prog = build_c("skep24d_tailvfork", ["skep24d_tailvfork.c"])
+    hello = fixture("hello", libs=())
+    eq(run([prog, "sys", hello]).stdout.splitlines()[-1], "bad 0", "untraced")
+    d = tmpdir()
+    p, log = record([prog, "sys", hello], out=os.path.join(d, "sf.log"))
+    eq(p.stdout.splitlines(), ["hello 20"] * 20 + ["bad 0"], "output")
+    ev = dump_events(log)
+    calls = count_calls(ev)
+    eq((calls["spawn"], calls["my_vfork_sys"], calls["child_only"]), (20, 20, 0), "parent's calls")
+    eq(sum(1 for e in ev if e.kind == "TAIL" and e.name == "my_vfork_sys"), 20, "tail events")
+    kids = [f for f in os.listdir(d) if f != "sf.log"]
+    eq(len(kids), 20, "children's logs")
+    eq(sorted(count_calls(dump_events(os.path.join(d, f)))["hello_leaf"] for f in kids), [5] * 20, "child calls")

@@ -220,3 +220,21 @@ def test_tail_called_syscall_vfork_twenty_times():
     kids = [f for f in os.listdir(d) if f != "sf.log"]
     eq(len(kids), 20, "children's logs")
     eq(sorted(count_calls(dump_events(os.path.join(d, f)))["hello_leaf"] for f in kids), [5] * 20, "child calls")
+
+
+def test_futex_token_ring_with_parallel_closes():
+    """8 threads pass a token with syscall(SYS_futex) waits (no timeout) and
+    wakes; each round opens and syscall(SYS_close)s /dev/null, dups and
+    closes its file, and writes one line. Each file holds exactly its 300
+    lines; exact call counts; 0 lost."""
+    prog = fixture("futex")
+    files = tmpdir()
+    p, log = record([prog, files])
+    eq(p.stdout, "token 2400 bad 0\n", "output")
+    for t in range(8):
+        with open(os.path.join(files, "t%d" % t)) as f:
+            eq(f.read(), "".join("%d %d\n" % (t, r) for r in range(300)), "file t%d" % t)
+    calls = count_calls(dump_events(log))
+    eq((calls["worker"], calls["wait_turn"], calls["pass"], calls["step"], calls["main"]), (8, 2400, 2400, 2400, 1),
+       "calls")
+    check(" 0 lost" in run([sfkit.SFTRACE, "dump", log]).stdout.splitlines()[-1], "lost events")

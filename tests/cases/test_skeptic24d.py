@@ -238,3 +238,25 @@ def test_futex_token_ring_with_parallel_closes():
     eq((calls["worker"], calls["wait_turn"], calls["pass"], calls["step"], calls["main"]), (8, 2400, 2400, 2400, 1),
        "calls")
     check(" 0 lost" in run([sfkit.SFTRACE, "dump", log]).stdout.splitlines()[-1], "lost events")
+
+
+def test_clone_vfork_without_vm_does_not_hold_other_threads():
+    """syscall(SYS_clone, CLONE_VFORK | SIGCHLD, 0, ...) is treated as a fork
+    (claim), but fork_with_handlers holds the runtime's log lock
+    (before_fork) until the call returns, i.e. until the child exits or
+    execs. Meanwhile every other thread of the parent that needs the lock
+    (a new thread's first event) spins: a new thread's start-to-join took
+    1012 ms (the child's lifetime) instead of 6 ms; and a child that waits
+    for a byte a new parent thread writes never gets it (untraced: yes, in
+    0.2 s; traced: no after its 3 s timeout, 2 s of CPU spinning; without the
+    timeout, a deadlock)."""
+    raise sfkit.Skip("known break, issue 24 open: CLONE_VFORK without CLONE_VM through syscall() holds the "
+                     "runtime's lock while the child runs: other threads' first events stall (1012 ms), "
+                     "a child waiting on a parent thread deadlocks")
+    prog = fixture("vforkcopy")
+    eq(run([prog, "pipe"]).stdout, "child got the byte: yes\n", "untraced")
+    p, _ = record([prog, "pipe"], timeout=60)
+    eq(p.stdout, "child got the byte: yes\n", "traced")
+    p, _ = record([prog], timeout=60)
+    m = re.search(r"worst-thread-ms (\d+)", p.stdout)
+    check(m and int(m.group(1)) < 200, p.stdout)

@@ -261,3 +261,18 @@ def test_clone_vfork_without_vm_does_not_hold_other_threads():
     p, _ = record([prog], timeout=60)
     m = re.search(r"worst-thread-ms (\d+)", p.stdout)
     check(m and int(m.group(1)) < 200, p.stdout)
+
+
+def test_syscall_setid_child_creates_its_log_first():
+    """A fork child drops to nobody with syscall(SYS_setgroups / setresgid /
+    setresuid) before its first call; record's directory is root's 0700.
+    Its log is created before the drop: 7 work calls in sf.PID.log."""
+    prog = build_c("skep24d_setid", ["skep24d_setid.c"])
+    d = tmpdir()
+    os.chmod(d, 0o700)
+    p, log = record([prog], out=os.path.join(d, "sf.log"))
+    eq(p.stdout, "child 0\n", "output")
+    kids = [f for f in os.listdir(d) if f != "sf.log"]
+    eq(len(kids), 1, "child logs")
+    eq(count_calls(dump_events(os.path.join(d, kids[0])))["work"], 7, "child's calls")
+    eq(count_calls(dump_events(log))["work"], 1, "parent's calls")

@@ -205,10 +205,11 @@ static long raw_syscall(long nr, const long *a)
 	return sf_syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
-static long nr_of_call;
+/* a[0..5]: the arguments, a[6]: the number. Per call, on the caller's
+ * stack: two threads forking at once each run their own request. */
 static long do_raw_fork(const long *a)
 {
-	return raw_syscall(nr_of_call, a);
+	return raw_syscall(a[6], a);
 }
 
 static void before_cred_change(uid_t to);
@@ -222,7 +223,7 @@ static void before_cred_change(uid_t to);
  * first, as the set*id wrappers below do. */
 long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 {
-	long a[6] = {a0, a1, a2, a3, a4, a5};
+	long a[7] = {a0, a1, a2, a3, a4, a5, nr}; /* a[6]: for do_raw_fork */
 	long r;
 	uid_t to;
 	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat)
@@ -232,7 +233,6 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	if (sf_fd_syscall(nr, a, &r)) {
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
-		nr_of_call = nr; /* under the runtime's lock from here to the fork */
 		r = fork_with_handlers(do_raw_fork, a, clone_flags(nr, a) & CLONE_FILES);
 	} else {
 		r = raw_syscall(nr, a);

@@ -62,8 +62,6 @@ def test_concurrent_syscall_forks_get_what_they_asked_for():
     thread's fork-like syscall() overwrites it, so one thread's
     syscall(SYS_fork) runs as the other's SYS_clone (with its own args) and
     vice versa. Untraced: 0 and 0 mismatches."""
-    raise sfkit.Skip("known break, issue 24 open: concurrent syscall(SYS_fork)/syscall(SYS_clone) swap "
-                     "numbers (static nr_of_call in hooks.c): 3-26 of 100-200 forks wrong")
     prog = fixture("forkrace")
     eq(run([prog, "100"]).stdout, "bad fork 0 bad clone 0\n", "untraced")
     d = tmpdir()

@@ -137,13 +137,20 @@ void sf_log_snapshot_path(char *out, size_t cap, uint32_t n)
 	put_str(out, cap, &pos, req + dot, len - dot);
 }
 
+/* A fork child whose parent had created its log: the requested name is
+ * taken (the parent's, or its parent's), so the child's own name is
+ * sf.PID.log from the first try. Were the requested name tried first, a
+ * child that cannot create files there (after a chroot) would be told it
+ * cannot create its parent's log. */
+static int parent_had_log;
+
 static int open_log(void)
 {
 	const char *req = sf_config.output;
 	size_t len = str_len(req);
 	size_t dot = ext_start(req, len);
 
-	for (int attempt = 0; attempt < 100; attempt++) {
+	for (int attempt = parent_had_log ? 1 : 0; attempt < 100; attempt++) {
 		size_t pos = 0;
 		if (attempt == 0) {
 			put_str(L.path, sizeof(L.path), &pos, req, len);
@@ -791,6 +798,7 @@ void sf_log_after_fork_child(int files_shared)
 {
 	__atomic_clear(&L.lock, __ATOMIC_RELAXED);
 	__atomic_clear(&L.reopen_lock, __ATOMIC_RELAXED);
+	parent_had_log = L.hdr != NULL;
 	if (L.hdr)
 		munmap(L.hdr, SF_HEADER_SIZE);
 	for (struct sf_slot *s = L.all_slots; s; s = s->next_all)

@@ -187,9 +187,6 @@ def test_chrooted_child_cannot_create_log_message_names_its_own_log():
         eq(count_calls(dump_events(log))["work"], 1, "parent's calls")
         msgs = [l for l in p.stderr.splitlines() if "cannot create log" in l]
         eq(len(msgs), 1, "messages: " + p.stderr)
-        if "/sf.log:" in msgs[0]:
-            raise sfkit.Skip("known break, issue 24 open: a chrooted fork child's 'cannot create log' names "
-                             "the parent's sf.log, not its own sf.PID.log")
         check(re.search(r"/sf\.\d+\.log: No such file or directory", msgs[0]), msgs[0])
 
 

@@ -221,12 +221,24 @@ static void prog_leave_cb(void *e)
 	prog_leave(*(uint32_t *)e);
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The budget is elapsed time, not a number of pauses: on a loaded machine
+ * each 20 us pause can take a millisecond. */
+#define PROG_WAIT_NS (20 * 1000000LL)
+
 static void wait_program_calls(void)
 {
-	int budget = 1000; /* pauses of 20 us */
+	int64_t end = now_ns() + PROG_WAIT_NS;
 	for (int flip = 0; flip < 2; flip++) {
 		uint32_t old = __atomic_fetch_add(&prog_epoch, 1, __ATOMIC_SEQ_CST) & 1;
-		while (__atomic_load_n(&prog_calls[old], __ATOMIC_SEQ_CST) && budget-- > 0)
+		while (__atomic_load_n(&prog_calls[old], __ATOMIC_SEQ_CST) && now_ns() < end)
 			pause_briefly();
 	}
 }
@@ -532,8 +544,15 @@ static int fd_syscall(long nr, const long *a, long *r, uint32_t *e)
 	/* A vfork child's table is its own copy, about to be replaced by an
 	 * exec, and the guard it sees is its parent's memory: it must not move
 	 * the parent's descriptor, and what it puts at that number is its own. */
-	if (!sf_in_vfork_child())
+	/* A dup2 that waits for a claim leaves the count first: the claim
+	 * waits for calls in flight, and would wait for this one. It counts
+	 * itself again before looking once more, so a claim made after that
+	 * waits for it. */
+	while (!sf_in_vfork_child() && claimed_ours(a[1])) {
+		prog_leave(*e);
 		wait_claim(a[1]);
+		*e = prog_enter();
+	}
 	if (!sf_in_vfork_child() && guard_holding(a[1]) != NULL) {
 		/* Under the gate no claim is being made: not in flight there
 		 * (a claim holds the gate while it waits for calls in flight). */

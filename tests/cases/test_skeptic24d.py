@@ -76,8 +76,6 @@ def test_blocking_close_stalls_first_call_of_fork_child_at_most_20ms():
     and sf_fd_adopt waits for the close in flight: claims-24 says "at most
     ~20 ms". Measured 192-274 ms (1000 nanosleeps of 20 us, each far longer
     on a loaded machine); untraced 0 ms."""
-    raise sfkit.Skip("known break, issue 24 open: first call of a fork child stalls ~200-270 ms behind "
-                     "another thread's lingering close (claim: at most ~20 ms)")
     prog = fixture("linger")
     p, _ = record([prog, "2"])
     m = re.search(r"first-call-ms (\d+) close-ms (\d+)", p.stdout)
@@ -159,8 +157,6 @@ def test_dup2_onto_a_fresh_runtime_number_does_not_stall():
     out. Measured: in 5 of 8 runs the dup2 took 121-151 ms and the first
     call as long; untraced at most 4 ms. Claim: "a program's close/dup2/
     fcntl calls never wait on a runtime system call"."""
-    raise sfkit.Skip("known break, issue 24 open: dup2 onto a number being claimed and the claim wait for "
-                     "each other (121-151 ms, 5 of 8 runs)")
     prog = fixture("dupclaim")
     for _ in range(4):
         p, _ = record([prog], args=["-q"])

@@ -12,11 +12,13 @@
  * (Objects loaded later: loader_hook.c; exec: exec_env.c.) */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -133,6 +135,72 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
 	return (pid_t)r;
 }
 
+/* ---- CLONE_VFORK without CLONE_VM ----
+ * The child has its own copy of the memory: a fork child for the runtime,
+ * which holds its lock across the system call (before_fork). With
+ * CLONE_VFORK the call returns in the parent only when the child execs or
+ * exits, so the lock would stay held all that time: every other thread's
+ * first event would wait, and a child waiting for one of them would never
+ * be answered. So the clone is made without CLONE_VFORK, the lock is let
+ * go, and then the parent waits as vfork's parent does, until the child
+ * execs or exits: on a close-on-exec pipe whose write end only the child
+ * holds (read gives end of file when that goes), with signals blocked
+ * (the kernel holds a vfork parent's signals too). With CLONE_FILES the
+ * table is shared and the write end cannot be the child's alone: the
+ * call keeps CLONE_VFORK. A child that closes the write end itself
+ * (close_range before exec) lets its parent go on early: its memory is its
+ * own, so only the order of the two changes. */
+struct vfork_wait {
+	int rfd, wfd;
+};
+
+static int vfork_wait_open(struct vfork_wait *w)
+{
+	int p[2];
+	w->rfd = w->wfd = -1;
+	if (sf_syscall3(SYS_pipe2, (long)p, O_CLOEXEC, 0) < 0)
+		return -1;
+	w->rfd = sf_fd_keep(p[0]); /* high, out of the way of the child's dup2s */
+	w->wfd = sf_fd_keep(p[1]);
+	if (w->rfd < 0 || w->wfd < 0) {
+		if (w->rfd >= 0)
+			sf_syscall3(SYS_close, w->rfd, 0, 0);
+		if (w->wfd >= 0)
+			sf_syscall3(SYS_close, w->wfd, 0, 0);
+		w->rfd = w->wfd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+static void vfork_wait_close(struct vfork_wait *w)
+{
+	if (w->rfd >= 0)
+		sf_syscall3(SYS_close, w->rfd, 0, 0);
+	if (w->wfd >= 0)
+		sf_syscall3(SYS_close, w->wfd, 0, 0);
+	w->rfd = w->wfd = -1;
+}
+
+/* In the parent after the clone (r: its result), the lock let go. */
+static void vfork_wait_parent(struct vfork_wait *w, long r)
+{
+	if (w->rfd < 0)
+		return;
+	sf_syscall3(SYS_close, w->wfd, 0, 0);
+	w->wfd = -1;
+	if (r > 0) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		char c;
+		while (sf_syscall3(SYS_read, w->rfd, (long)&c, 1) == -EINTR)
+			;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	vfork_wait_close(w);
+}
+
 /* Forks that copy the address space and return on the same stack. */
 static int fork_like(long nr, const long *a)
 {
@@ -214,6 +282,35 @@ static long do_raw_fork(const long *a)
 
 static void before_cred_change(uid_t to);
 
+/* A fork-like syscall(), a[6] its number; CLONE_VFORK is waited for
+ * outside the runtime's lock (vfork_wait). */
+static long fork_syscall(long *a)
+{
+	long nr = a[6];
+	uint64_t fl = clone_flags(nr, a);
+	struct vfork_wait w = {-1, -1};
+	struct clone_args ca;
+	if (sf_config.enabled && (fl & CLONE_VFORK) && !(fl & CLONE_FILES) &&
+	    (nr == SYS_clone || (unsigned long)a[1] <= sizeof(ca)) && vfork_wait_open(&w) == 0) {
+		if (nr == SYS_clone) {
+			a[0] &= ~(long)CLONE_VFORK;
+		} else { /* clone3: a copy of the caller's arguments, the flag off */
+			memset(&ca, 0, sizeof(ca));
+			memcpy(&ca, (const void *)a[0], (size_t)a[1]);
+			ca.flags &= ~(uint64_t)CLONE_VFORK;
+			a[0] = (long)&ca;
+		}
+	}
+	long r = fork_with_handlers(do_raw_fork, a, fl & CLONE_FILES);
+	if (r == 0) {
+		if (w.rfd >= 0)
+			sf_syscall3(SYS_close, w.rfd, 0, 0); /* the write end stays: closed by exec or exit */
+	} else {
+		vfork_wait_parent(&w, r);
+	}
+	return r;
+}
+
 /* syscall(2) (entered through arch/<arch>/vfork.S, which keeps vforks for
  * itself, with the caller's arguments: the seven words a variadic call
  * passes are where seven long parameters are): glibc's is the bare
@@ -233,7 +330,7 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	if (sf_fd_syscall(nr, a, &r)) {
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
-		r = fork_with_handlers(do_raw_fork, a, clone_flags(nr, a) & CLONE_FILES);
+		r = fork_syscall(a);
 	} else {
 		r = raw_syscall(nr, a);
 	}
@@ -274,12 +371,15 @@ struct clone_call {
 	int (*fn)(void *);
 	void *arg;
 	int flags;
+	int wait_rfd; /* vfork_wait's read end, closed in the child; -1 */
 };
 
 static int clone_child(void *p)
 {
 	const struct clone_call *c = p;
 	after_fork_child_files(c->flags & CLONE_FILES);
+	if (c->wait_rfd >= 0)
+		sf_syscall3(SYS_close, c->wait_rfd, 0, 0);
 	int r = c->fn(c->arg);
 	sf_log_child_return(); /* CLONE_FILES: its log's descriptor is not left in its parent's table */
 	return r;
@@ -341,11 +441,18 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 	if (flags & CLONE_VM)
 		return clone_shared_vm(fn, stack, flags, arg, ptid, tls, ctid);
-	struct clone_call c = {fn, arg, flags};
+	struct clone_call c = {fn, arg, flags, -1};
+	struct vfork_wait w = {-1, -1};
+	int f = flags;
+	if ((flags & CLONE_VFORK) && !(flags & CLONE_FILES) && vfork_wait_open(&w) == 0) {
+		f &= ~CLONE_VFORK; /* waited for outside the lock (vfork_wait) */
+		c.wait_rfd = w.rfd;
+	}
 	before_fork();
-	int r = real_clone(clone_child, stack, flags, &c, ptid, tls, ctid);
+	int r = real_clone(clone_child, stack, f, &c, ptid, tls, ctid);
 	int err = errno;
 	after_fork_parent();
+	vfork_wait_parent(&w, r);
 	errno = err;
 	return r;
 }

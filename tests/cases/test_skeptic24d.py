@@ -241,9 +241,6 @@ def test_clone_vfork_without_vm_does_not_hold_other_threads():
     for a byte a new parent thread writes never gets it (untraced: yes, in
     0.2 s; traced: no after its 3 s timeout, 2 s of CPU spinning; without the
     timeout, a deadlock)."""
-    raise sfkit.Skip("known break, issue 24 open: CLONE_VFORK without CLONE_VM through syscall() holds the "
-                     "runtime's lock while the child runs: other threads' first events stall (1012 ms), "
-                     "a child waiting on a parent thread deadlocks")
     prog = fixture("vforkcopy")
     eq(run([prog, "pipe"]).stdout, "child got the byte: yes\n", "untraced")
     for mode in ("pipe", "clone"):  # clone: glibc's clone() with a stack, same result

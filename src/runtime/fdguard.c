@@ -49,8 +49,8 @@
  * again (sf_fd_adopt). A signal handler that interrupts the program's own
  * close or dup2 on its thread waits for nothing.
  *
- * Costs: on a program close of an ordinary number, an atomic add and
- * subtract (in flight) and two loads; one fstat more on a runtime number.
+ * Costs: on a program close of an ordinary number, two compare-and-swaps
+ * (its slot in flight, prog_enter) and two loads; one fstat more on a runtime number.
  * Two fstats per runtime open and one more per move; one atomic add and
  * subtract per runtime write. */
 #include <dlfcn.h>
@@ -195,25 +195,97 @@ static void claim_clear(void)
 }
 
 /* The program's calls that take numbers away (close, close_range,
- * closefrom, dup2, dup3) count themselves in flight, in two halves by
- * epoch, as the runtime's writers do (sf_fd_use): they never wait. A
+ * closefrom, dup2, dup3) mark themselves in flight: they never wait. A
  * claim waits for those that began before it (they could not see it,
  * and may be about to close the number it checks), for at most about
  * 20 ms: a close that blocks (a socket lingering, a thread cancelled
  * inside glibc's close, a handler that interrupted this very thread's
  * close) only costs that claim its protection from wrapped calls. */
-static uint32_t prog_epoch, prog_calls[2];
+/* Each call in flight holds a slot: one word, the thread's id above a
+ * sequence number, so that a slot is only ever cleared by an exact
+ * compare (never another call's). A call left without returning (a
+ * handler's siglongjmp out of a blocked close) leaves its slot taken: the
+ * same thread frees it at its next wrapped call (its frame is gone: the
+ * slot's stack address is at or below the new call's), and a claim never
+ * waits for a slot whose thread is gone or blocked in a system call the
+ * wrappers do not make (/proc/self/task/TID/syscall, in_closing_call), nor for its own thread's (a handler
+ * that interrupted its own close). No free slot: a plain count, as
+ * before. */
+#define PROG_SLOTS 128
+#define PROG_HELD 8
+static uint64_t prog_slots[PROG_SLOTS];
+static uint32_t prog_seq, prog_overflow;
+static __thread int self_tid_cache __attribute__((tls_model("initial-exec")));
+static __thread struct held_slot {
+	uint64_t word;
+	uintptr_t sp;
+	uint32_t slot;
+} held[PROG_HELD] __attribute__((tls_model("initial-exec")));
 
-static uint32_t prog_enter(void)
+static int self_tid(void)
 {
-	uint32_t e = __atomic_load_n(&prog_epoch, __ATOMIC_SEQ_CST) & 1;
-	__atomic_add_fetch(&prog_calls[e], 1, __ATOMIC_SEQ_CST);
-	return e;
+	if (!self_tid_cache)
+		self_tid_cache = (int)sf_syscall3(SYS_gettid, 0, 0, 0);
+	return self_tid_cache;
 }
 
-static void prog_leave(uint32_t e)
+/* Slots of this thread's calls whose frames are gone (left by a jump). */
+static void free_left_slots(uintptr_t sp)
 {
-	__atomic_sub_fetch(&prog_calls[e], 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < PROG_HELD; i++) {
+		uint64_t w = held[i].word;
+		if (w && held[i].sp <= sp) {
+			__atomic_compare_exchange_n(&prog_slots[held[i].slot], &w, 0, 0, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+			held[i].word = 0;
+		}
+	}
+}
+
+static __attribute__((noinline)) uint32_t prog_enter(void)
+{
+	volatile char here;
+	uintptr_t sp = (uintptr_t)&here;
+	free_left_slots(sp);
+	uint64_t tid = (uint64_t)(uint32_t)self_tid();
+	uint32_t seq = __atomic_add_fetch(&prog_seq, 1, __ATOMIC_RELAXED) | 1; /* never a zero word */
+	uint64_t word = tid << 32 | seq;
+	for (uint32_t i = 0, k = (uint32_t)tid % PROG_SLOTS; i < PROG_SLOTS; i++, k = (k + 1) % PROG_SLOTS) {
+		uint64_t z = 0;
+		if (__atomic_load_n(&prog_slots[k], __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&prog_slots[k], &z, word, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			for (int h = 0; h < PROG_HELD; h++) {
+				if (!held[h].word) {
+					held[h].sp = sp;
+					held[h].slot = k;
+					held[h].word = word;
+					break;
+				}
+			}
+			return k + 1;
+		}
+	}
+	__atomic_add_fetch(&prog_overflow, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void prog_leave(uint32_t t)
+{
+	if (!t) {
+		__atomic_sub_fetch(&prog_overflow, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
+	uint64_t w = __atomic_load_n(&prog_slots[t - 1], __ATOMIC_SEQ_CST);
+	for (int h = 0; h < PROG_HELD; h++) {
+		if (held[h].word && held[h].slot == t - 1 && held[h].word == w) {
+			held[h].word = 0;
+			__atomic_compare_exchange_n(&prog_slots[t - 1], &w, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+			return;
+		}
+	}
+	/* Not recorded (more than PROG_HELD nested): this thread's own. */
+	if ((w >> 32) == (uint64_t)(uint32_t)self_tid())
+		__atomic_compare_exchange_n(&prog_slots[t - 1], &w, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 static void prog_leave_cb(void *e)
@@ -229,18 +301,75 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Whether thread tid may still be inside a wrapped call: running (or
+ * preempted), or in one of the system calls the wrappers make before
+ * they leave (the closing call itself, fstat, gettid). A thread gone, or
+ * blocked in any other system call (a nanosleep after its siglongjmp),
+ * has left its slot behind. */
+static int in_closing_call(uint32_t tid)
+{
+	char path[48] = "/proc/self/task/", buf[24];
+	size_t n = 16;
+	char digits[12];
+	int nd = 0;
+	do
+		digits[nd++] = (char)('0' + tid % 10);
+	while ((tid /= 10) && nd < 11);
+	while (nd)
+		path[n++] = digits[--nd];
+	const char tail[] = "/syscall";
+	for (size_t i = 0; i < sizeof(tail); i++)
+		path[n + i] = tail[i];
+	long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return fd != -ENOENT && fd != -ESRCH; /* cannot tell: wait */
+	long r = sf_syscall3(SYS_read, fd, (long)buf, sizeof(buf) - 1);
+	sf_syscall3(SYS_close, fd, 0, 0);
+	if (r <= 0)
+		return 1;
+	buf[r] = 0;
+	if (buf[0] < '0' || buf[0] > '9')
+		return 1; /* "running", "-1": not in a system call */
+	long nr = 0;
+	for (char *c = buf; *c >= '0' && *c <= '9'; c++)
+		nr = nr * 10 + (*c - '0');
+	return nr == SYS_close || nr == SYS_close_range || nr == SYS_dup3 || nr == SYS_fstat || nr == SYS_newfstatat ||
+	       nr == SYS_gettid || nr == SYS_fcntl
+#ifdef SYS_dup2
+	       || nr == SYS_dup2
+#endif
+		;
+}
+
 /* The budget is elapsed time, not a number of pauses: on a loaded machine
- * each 20 us pause can take a millisecond. */
+ * each 20 us pause can take a millisecond. A slot unchanged for 1 ms whose
+ * thread is not in a closing call is left behind: not waited for. */
 #define PROG_WAIT_NS (20 * 1000000LL)
+#define PROG_STALE_NS (1000000LL)
 
 static void wait_program_calls(void)
 {
-	int64_t end = now_ns() + PROG_WAIT_NS;
-	for (int flip = 0; flip < 2; flip++) {
-		uint32_t old = __atomic_fetch_add(&prog_epoch, 1, __ATOMIC_SEQ_CST) & 1;
-		while (__atomic_load_n(&prog_calls[old], __ATOMIC_SEQ_CST) && now_ns() < end)
+	int64_t start = now_ns(), end = start + PROG_WAIT_NS;
+	uint64_t self = (uint64_t)(uint32_t)self_tid();
+	for (int k = 0; k < PROG_SLOTS; k++) {
+		uint64_t w = __atomic_load_n(&prog_slots[k], __ATOMIC_SEQ_CST);
+		if (!w || (w >> 32) == self)
+			continue;
+		int checked = 0;
+		while (__atomic_load_n(&prog_slots[k], __ATOMIC_SEQ_CST) == w) {
+			int64_t t = now_ns();
+			if (t >= end)
+				return;
+			if (!checked && t - start >= PROG_STALE_NS) {
+				checked = 1;
+				if (!in_closing_call((uint32_t)(w >> 32)))
+					break;
+			}
 			pause_briefly();
+		}
 	}
+	while (__atomic_load_n(&prog_overflow, __ATOMIC_SEQ_CST) && now_ns() < end)
+		pause_briefly();
 }
 
 static int path_file(int fd, const char *path)
@@ -324,7 +453,13 @@ void sf_fd_guard_after_fork_child(void)
 	__atomic_clear(&gate, __ATOMIC_RELAXED);
 	claimed = -1;
 	claim_seq = 0;
-	prog_calls[0] = prog_calls[1] = 0; /* calls in flight in the parent's other threads */
+	/* calls in flight in the parent's other threads; this thread's id */
+	for (int k = 0; k < PROG_SLOTS; k++)
+		prog_slots[k] = 0;
+	prog_overflow = 0;
+	self_tid_cache = 0;
+	for (int h = 0; h < PROG_HELD; h++)
+		held[h].word = 0;
 	for (int i = 0; i < SF_FD_GUARDS && guards[i]; i++) {
 		guards[i]->users[0] = guards[i]->users[1] = 0;
 	}

@@ -142,8 +142,6 @@ def test_siglongjmp_out_of_close_leaves_no_count_behind():
     wait_program_calls: here 2 snapshots of 5 (the others silently not
     taken: record prints no "not taken" count), and the run takes 3.6 s
     instead of 0.7 s (the exit waits for the slow snapshots)."""
-    raise sfkit.Skip("known break, issue 24 open: siglongjmp out of close() leaks the in-flight count; "
-                     "every later runtime open stalls (2 of 5 snapshots, run 3.6 s vs 0.7 s)")
     p, snaps = _snapshots("jmp")
     eq(len(snaps), 5, "snapshots after a close left by siglongjmp")
 

@@ -304,9 +304,14 @@ def test_aarch64_shadow_deeper_than_the_array():
         if not walks:
             eq(masks, 0, "rt_sigprocmask calls around the landing (a walk makes 2)")
         eq(lands, [(maxd - tgt + 1, tgt + 1)], f"deep {maxd} {tgt}: frames abandoned, depth left")
-        events = dump_events(log)
-        eq(dict(count_calls(events)), {"main": 1, "rec": maxd, "leaf": 1, "landed": 1}, "calls")
-        eq(check_nesting(events), {}, "frames left open")
+        eq(dict(counts(log)), {"main": 1, "rec": maxd, "leaf": 1, "landed": 1}, "calls")
+        # Every call on its own path: landed() under main, after the
+        # landing closed the 599 (151) frames below its target.
+        stacks, err = folded_calls(log)
+        want = {"main" + ";rec" * k: 1 for k in range(maxd + 1)}
+        want.update({"main" + ";rec" * maxd + ";leaf": 1, "main;landed": 1})
+        eq(stacks, want, "call tree")
+        check(f"{maxd - tgt + 1} frames closed by unwinding" in err, err)
         dump = run([SFTRACE, "dump", log]).stdout
         check(re.search(rf"UNWIND\s+\[depth {maxd + 2}\] {maxd - tgt + 1} frames abandoned", dump), dump[-2000:])
 

@@ -316,6 +316,23 @@ def test_aarch64_shadow_deeper_than_the_array():
         check(re.search(rf"UNWIND\s+\[depth {maxd + 2}\] {maxd - tgt + 1} frames abandoned", dump), dump[-2000:])
 
 
+def test_aarch64_shadow_siglongjmp_out_of_a_handler():
+    # A SIGUSR1 handler running inside qux siglongjmps to main: its own
+    # frame (pushed on the same stack, below qux's) and the three below
+    # the target close at one landing, leaving main open.
+    toolchain()
+    exe = cross("unwind_land", ["unwind_land.c"])
+    log = os.path.join(tmpdir(), "sf.log")
+    p = qemu([exe, "siglongjmp"], log)
+    check("landed ok" in p.stdout, p.stdout)
+    dump = run([SFTRACE, "dump", log]).stdout
+    eq([(int(m.group(2)), int(m.group(3))) for m in LANDING_RE.finditer(dump)], [(4, 1)], "the landing")
+    stacks, err = folded_calls(log)
+    eq(stacks, {"main": 1, "main;foo": 1, "main;foo;baz": 1, "main;foo;baz;qux": 1,
+                "main;foo;baz;qux;on_signal": 1, "main;bar": 1}, "call tree")
+    check("4 frames closed by unwinding" in err, err)
+
+
 def test_aarch64_shadow_within_window_closed_by_longjmp():
     # --within: the window's shadow entry carries its mark (the window
     # trampoline's own recorder, sf_tramp_entry_wrec), so the landing

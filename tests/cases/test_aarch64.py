@@ -333,6 +333,26 @@ def test_aarch64_shadow_siglongjmp_out_of_a_handler():
     check("4 frames closed by unwinding" in err, err)
 
 
+def test_aarch64_signal_landings_deeper_than_the_array():
+    """tests/fixtures/skep25b_sigdeep.c at base 520 (test_skeptic25b.py's
+    x86-64 case): SIGALRM landings deeper than the 512 stored frames take
+    the walk (walk_live to the array's last entry, found by CFA - 8). Under
+    qemu-aarch64 every landing left loop() innermost at depth 523, but the
+    process died by SIGSEGV after about 1,700 landings (24 s), with the
+    runtime of before the shadow stack too (which also left the depth at 0
+    after most landings). At base 100 (no walk) it ends and is right."""
+    raise Skip("known break, issue 25 open: skep25b_sigdeep 520 dies by SIGSEGV under qemu-aarch64, "
+               "before and after the shadow stack")
+    toolchain()
+    exe = build_c("skep25b_sigdeep", ["skep25b_sigdeep.c"], flags=["--target=" + TARGET, "-fnoxray-link-deps"],
+                  libs=["-Wl,--no-as-needed", "-lgcc_s"], outdir=AFIX)
+    log = os.path.join(tmpdir(), "sf.log")
+    p = qemu([exe, "520", "30"], log)
+    eq(p.stdout, "30\n", "the program's output")
+    dump = run([SFTRACE, "dump", log]).stdout
+    check(all(int(m.group(3)) == 523 for m in LANDING_RE.finditer(dump)), "every landing leaves depth 523")
+
+
 def test_aarch64_shadow_within_window_closed_by_longjmp():
     # --within: the window's shadow entry carries its mark (the window
     # trampoline's own recorder, sf_tramp_entry_wrec), so the landing

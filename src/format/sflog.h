@@ -76,7 +76,7 @@ enum sf_event_kind {
 	 * depth). A reader closes innermost frames until its depth is that;
 	 * the frames a reader never saw begin (frames open before a ring's
 	 * window) come from the batch's start depth (sf_chunk.reserved of a
-	 * SLOT chunk). Written by runtimes that keep a shadow stack (x86-64). */
+	 * SLOT chunk). Written by runtimes that keep a shadow stack (x86-64, aarch64). */
 	SF_EV_UNWIND_TO = 9,
 	/* Allocation events of the interposed libc allocator (record --alloc,
 	 * libsftrace-alloc.so), each followed by payload records (u64 each,

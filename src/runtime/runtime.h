@@ -48,10 +48,10 @@
  *   snapshot.c    record --ring: snapshots written by the writer thread (unnamed
  *                 files linked in when complete; taken/written counted in the log)
  * Per architecture (arch/<arch>/, the Makefile's ARCH)
- *   trampoline.S  the fast path: a counter read + one slot claim (and the
- *                 shadow stack's push/pop on x86-64)
+ *   trampoline.S  the fast path: a counter read + one slot claim, and the
+ *                 shadow stack's push/pop
  *   sf_arch.h     inline pieces: raw system calls, the counter, block stores, jmp_buf
- *   sf_shadow.h   (x86-64) the shadow stack's layout, shared with trampoline.S
+ *   sf_shadow.h   the shadow stack's layout, shared with trampoline.S
  *   clock.c       whether the counter may be the event clock; slow-path state size
  *   patch.c       sled bytes and how a sled reaches its trampoline
  *   loader_hook.c, loader_entry.S  the loader's hook function redirected to us

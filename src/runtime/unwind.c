@@ -8,7 +8,8 @@
  *     cleanups) calls to install a landing pad, catch or cleanup; the
  *     landing frame's stack pointer comes with it.
  * The landing's time is read first. The trampolines keep a shadow stack
- * of the open frames' stack pointers (struct sf_thread, x86-64): the
+ * of the open frames' stack pointers (struct sf_thread, x86-64 and
+ * aarch64: each frame's CFA - 8, trampoline.S): the
  * entries below the landing point are the recorded frames it abandons,
  * popped in O(frames). When it cannot tell (more abandoned frames than it
  * holds, another stack, no shadow stack on this architecture) we walk the
@@ -103,7 +104,8 @@ void sf_unwind_init(void)
 		return;
 	void *bt = sf_sym_lib("libgcc_s.so", "_Unwind_Backtrace");
 #ifndef SF_ARCH_SHADOW
-	/* Without a shadow stack (aarch64 for now) the walk is the only
+	/* Without a shadow stack (an architecture whose trampolines keep
+	 * none; x86-64 and aarch64 keep one) the walk is the only
 	 * answer: the runtime still loads it at start, not at the first
 	 * longjmp, which may come from a signal handler. */
 	if (!bt && dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL))

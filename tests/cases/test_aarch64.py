@@ -213,7 +213,8 @@ def test_aarch64_longjmp_lands():
     # The longjmp hook on aarch64 (sf_arch_jmpbuf_sp: glibc's stack pointer
     # mangled with __pointer_chk_guard): frames that longjmp abandons end
     # where control lands (as in tests/cases/test_unwind.py). C++ exceptions
-    # are not tried: no aarch64 libstdc++ is installed.
+    # are not tried: no aarch64 libstdc++ is installed (the _Unwind_SetIP
+    # path is: test_aarch64_shadow_forced_unwind_cleanup_and_catch).
     toolchain()
     exe = cross("unwind_land", ["unwind_land.c"])
     log = os.path.join(tmpdir(), "sf.log")
@@ -222,6 +223,156 @@ def test_aarch64_longjmp_lands():
     stacks, err = folded_calls(log)
     eq(stacks, {"main": 1, "main;foo": 1, "main;foo;baz": 1, "main;foo;baz;qux": 1, "main;bar": 1}, "longjmp tree")
     check("3 frames closed by unwinding" in err, err)
+
+
+def shadow_fixture():
+    # -fexceptions: mid's cleanup gets a landing pad (the forced unwind's
+    # _Unwind_SetIP); libgcc_s linked, so a walk would be possible: the
+    # strace shows whether one ran.
+    return build_c("a64_shadow", ["a64_shadow.c"], flags=["--target=" + TARGET, "-fnoxray-link-deps", "-fexceptions"],
+                   libs=["-lgcc_s"], outdir=AFIX)
+
+
+LANDING_RE = re.compile(r"\bUNWIND\s+(?:\[depth (\d+)\] )?(\d+) frames? abandoned, depth (\d+) left")
+
+
+def shadow_run(args, log):
+    """Runs tests/fixtures/a64_shadow.c under qemu -strace with the runtime.
+    Returns (stdout, the rt_sigprocmask calls between the fixture's two
+    getppid markers, [(frames abandoned, depth left)] of the dump's
+    landings). A walk (unwind.c, walk_abandoned) holds signals back with
+    rt_sigprocmask SIG_BLOCK then SIG_UNBLOCK; the shadow stack needs
+    none, nor does the fixture (sigsetjmp(env, 0)). The runtime's other
+    masks (the writer thread's log locks, whose lines qemu prints with the
+    same pid, the slow path) use SIG_SETMASK and are not counted."""
+    exe = shadow_fixture()
+    q = ["qemu-aarch64", "-L", SYSROOT, "-strace", "-E", "LD_PRELOAD=" + RUNTIME, "-E", "SFTRACE_OUTPUT_FILE=" + log]
+    p = run(q + [exe] + list(args), timeout=120)
+    marks = [i for i, line in enumerate(p.stderr.splitlines()) if re.search(r"\bgetppid\(", line)]
+    check(len(marks) >= 2, f"the fixture's markers in the strace: {p.stderr[-2000:]}")
+    between = p.stderr.splitlines()[marks[-2]:marks[-1]]
+    masks = sum(1 for line in between if re.search(r"\brt_sigprocmask\(SIG_(?:UN)?BLOCK,", line))
+    dump = run([SFTRACE, "dump", log]).stdout
+    lands = [(int(m.group(2)), int(m.group(3))) for m in LANDING_RE.finditer(dump)]
+    check(len(lands) == len(re.findall(r"\bUNWIND\b", dump)), f"every landing says its depth left:\n{dump[-3000:]}")
+    return p.stdout, masks, lands
+
+
+def test_aarch64_shadow_longjmp_over_two_frames():
+    # issue 25: the aarch64 trampolines keep the shadow stack (arch/aarch64/
+    # trampoline.S), so a longjmp pops the frames it abandons, no walk.
+    # Before: every landing walked with libgcc (2 rt_sigprocmask calls
+    # each) and its event carried a count (kind 8), not the depth left.
+    toolchain()
+    log = os.path.join(tmpdir(), "sf.log")
+    out, masks, lands = shadow_run(["jmp", "5"], log)
+    eq(out, "jmp ok 5\n", "the program's output")
+    eq(masks, 0, "rt_sigprocmask calls around the landings (a walk makes 2 each)")
+    eq(lands, [(2, 1)] * 5, "each landing: two and one abandoned, main left open")
+    stacks, err = folded_calls(log)
+    eq(stacks, {"main": 1, "main;two": 5, "main;two;one": 5, "main;landed": 5}, "call tree")
+    check("10 frames closed by unwinding" in err, err)
+
+
+def test_aarch64_shadow_forced_unwind_cleanup_and_catch():
+    # The _Unwind_SetIP path (what C++ catches and cleanups take; no aarch64
+    # libstdc++ here): a forced unwind from C lands in mid's cleanup, whose
+    # release() nests under mid, then its stop function siglongjmps to
+    # catcher. _Unwind_GetCFA of the landing frame is its sp at the call,
+    # the same test as a jmp_buf's sp.
+    toolchain()
+    log = os.path.join(tmpdir(), "sf.log")
+    out, masks, lands = shadow_run(["cleanup", "3"], log)
+    eq(out, "cleanup ok 6\n", "the program's output")
+    eq(masks, 0, "rt_sigprocmask calls around the landings (a walk makes 2 each)")
+    eq(lands, [(1, 3), (1, 2)] * 3, "thrower at the cleanup, mid at the catch")
+    stacks, err = folded_calls(log)
+    eq(stacks, {"main": 1, "main;catcher": 3, "main;catcher;mid": 3, "main;catcher;mid;thrower": 3,
+                "main;catcher;mid;release": 3, "main;catcher;landed": 3}, "call tree")
+    check("6 frames closed by unwinding" in err, err)
+
+
+def test_aarch64_shadow_deeper_than_the_array():
+    # 600 nested rec frames, more than the 512 the array stores: a longjmp
+    # to rec(2) (depth 3) is above the deepest stored entry, so it pops
+    # with no walk, and the 599 frames below it close. A target below the
+    # array (rec(550)) takes the walk, with the same exact counts.
+    toolchain()
+    d = tmpdir()
+    for maxd, tgt, walks in ((600, 2, False), (700, 550, True)):
+        log = os.path.join(d, f"deep{tgt}.log")
+        out, masks, lands = shadow_run(["deep", str(maxd), str(tgt)], log)
+        eq(out, f"deep ok {tgt + 1}\n", "the program's output")
+        if not walks:
+            eq(masks, 0, "rt_sigprocmask calls around the landing (a walk makes 2)")
+        eq(lands, [(maxd - tgt + 1, tgt + 1)], f"deep {maxd} {tgt}: frames abandoned, depth left")
+        eq(dict(counts(log)), {"main": 1, "rec": maxd, "leaf": 1, "landed": 1}, "calls")
+        # Every call on its own path: landed() under main, after the
+        # landing closed the 599 (151) frames below its target.
+        stacks, err = folded_calls(log)
+        want = {"main" + ";rec" * k: 1 for k in range(maxd + 1)}
+        want.update({"main" + ";rec" * maxd + ";leaf": 1, "main;landed": 1})
+        eq(stacks, want, "call tree")
+        check(f"{maxd - tgt + 1} frames closed by unwinding" in err, err)
+        dump = run([SFTRACE, "dump", log]).stdout
+        check(re.search(rf"UNWIND\s+\[depth {maxd + 2}\] {maxd - tgt + 1} frames abandoned", dump), dump[-2000:])
+
+
+def test_aarch64_shadow_siglongjmp_out_of_a_handler():
+    # A SIGUSR1 handler running inside qux siglongjmps to main: its own
+    # frame (pushed on the same stack, below qux's) and the three below
+    # the target close at one landing, leaving main open.
+    toolchain()
+    exe = cross("unwind_land", ["unwind_land.c"])
+    log = os.path.join(tmpdir(), "sf.log")
+    p = qemu([exe, "siglongjmp"], log)
+    check("landed ok" in p.stdout, p.stdout)
+    dump = run([SFTRACE, "dump", log]).stdout
+    eq([(int(m.group(2)), int(m.group(3))) for m in LANDING_RE.finditer(dump)], [(4, 1)], "the landing")
+    stacks, err = folded_calls(log)
+    eq(stacks, {"main": 1, "main;foo": 1, "main;foo;baz": 1, "main;foo;baz;qux": 1,
+                "main;foo;baz;qux;on_signal": 1, "main;bar": 1}, "call tree")
+    check("4 frames closed by unwinding" in err, err)
+
+
+def test_aarch64_signal_landings_deeper_than_the_array():
+    """tests/fixtures/skep25b_sigdeep.c at base 520 (test_skeptic25b.py's
+    x86-64 case): SIGALRM landings deeper than the 512 stored frames take
+    the walk (walk_live to the array's last entry, found by CFA - 8). Under
+    qemu-aarch64 every landing left loop() innermost at depth 523, but the
+    process died by SIGSEGV after about 1,700 landings (24 s), with the
+    runtime of before the shadow stack too (which also left the depth at 0
+    after most landings). At base 100 (no walk) it ends and is right."""
+    raise Skip("known break, issue 25 open: skep25b_sigdeep 520 dies by SIGSEGV under qemu-aarch64, "
+               "before and after the shadow stack")
+    toolchain()
+    exe = build_c("skep25b_sigdeep", ["skep25b_sigdeep.c"], flags=["--target=" + TARGET, "-fnoxray-link-deps"],
+                  libs=["-Wl,--no-as-needed", "-lgcc_s"], outdir=AFIX)
+    log = os.path.join(tmpdir(), "sf.log")
+    p = qemu([exe, "520", "30"], log)
+    eq(p.stdout, "30\n", "the program's output")
+    dump = run([SFTRACE, "dump", log]).stdout
+    check(all(int(m.group(3)) == 523 for m in LANDING_RE.finditer(dump)), "every landing leaves depth 523")
+
+
+def test_aarch64_shadow_within_window_closed_by_longjmp():
+    # --within: the window's shadow entry carries its mark (the window
+    # trampoline's own recorder, sf_tramp_entry_wrec), so the landing
+    # closes the window too and outside() records nothing. Each landing
+    # leaves depth 0 (main is outside the selection: not recorded).
+    toolchain()
+    exe = cross("unwind_land", ["unwind_land.c"])
+    d = tmpdir()
+    filt = os.path.join(d, "w.filter")
+    run([SFTRACE, "filter", "-p", exe, "-r", "^window$", "--within", "-o", filt])
+    log = os.path.join(d, "sf.log")
+    p = qemu([exe, "window", "3"], log, env=["SFTRACE_FILTER=" + filt])
+    check("landed ok" in p.stdout, p.stdout)
+    dump = run([SFTRACE, "dump", log]).stdout
+    eq([(int(m.group(2)), int(m.group(3))) for m in LANDING_RE.finditer(dump)], [(3, 0)] * 3, "landings")
+    stacks, err = folded_calls(log)
+    eq(stacks, {"window": 3, "window;inner": 3, "window;inner;qux": 3}, "only the window subtrees")
+    check("9 frames closed by unwinding" in err, err)
 
 
 def test_aarch64_setup_abi():

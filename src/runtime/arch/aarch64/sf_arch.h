@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sf_shadow.h"
+
 #define SF_ARCH_MACHINE EM_AARCH64
 #define SF_ARCH_SLED_SIZE 32 /* bytes of an XRay sled: `b #32` + 7 nops */
 
@@ -119,7 +121,9 @@ static inline void sf_arch_fill_bytes(void *d, int c, size_t n)
 
 /* The stack pointer saved by setjmp: glibc keeps it in __jmpbuf[13],
  * xored with the process's pointer guard (__pointer_chk_guard, found by
- * sf_arch_clock_init). */
+ * sf_arch_clock_init). It is the setjmp caller's sp (bl pushes nothing):
+ * the frames it called since have their CFA, their sp at entry, at or
+ * below it, and their shadow entry (CFA - 8, trampoline.S) below it. */
 extern uint64_t sf_arch_pointer_guard __attribute__((visibility("hidden")));
 
 static inline uint64_t sf_arch_jmpbuf_sp(const void *env)

@@ -9,7 +9,8 @@
  * uses x0, x1, x2 and x16, saved, and x17; it changes no flags (cbz and
  * tbz instead of cmp).
  *
- * Fast path: read cntvct_el0; check that it lies within SF_TIME_SPAN (2^31)
+ * Fast path: push or pop the frame on the shadow stack (below); read
+ * cntvct_el0; check that it lies within SF_TIME_SPAN (2^31)
  * after the batch's time base, so that its low 32 bits identify it (see
  * sf_event_time in src/format/sflog.h); claim an 8-byte record in this
  * thread's buffer by advancing the thread-local cursor with an exclusive
@@ -31,6 +32,8 @@
  * exit and tail call: not any more), so a backtrace from inside a
  * trampoline goes on from the traced function's caller.
  */
+
+#include "sf_shadow.h"
 
 	.text
 
@@ -68,16 +71,60 @@
 	add	\reg, \reg, \tmp
 .endm
 
+/* The shadow stack of open frames, as on x86-64 (struct sf_thread: depth
+ * at SF_SHADOW_DEPTH_OFF, SF_SHADOW_CAP entries at SF_SHADOW_OFF; the
+ * rules on signals, the array's outermost entries and pops at depth 0 are
+ * x86_64/trampoline.S's). An entry pushes the traced function's CFA - 8,
+ * plus 1 for a window frame: its CFA is its stack pointer at entry (bl
+ * pushes nothing), sp + 48 here (the sled's 16 bytes and our 32). The
+ * same value as x86-64's "address of the return address", so unwind.c
+ * compares alike on both: a landing's stack pointer (the jmp_buf's sp,
+ * the setjmp caller's own; _Unwind_GetCFA of the catching frame's
+ * context, its sp at the call) is at or above the CFA of every frame it
+ * abandons, so their entries are below it; the live frame there has its
+ * CFA 16 or more above it (sp stays 16-byte aligned, and a frame that
+ * calls saves x30 on the stack), so its entry is not; and unwind.c's
+ * walk finds the frame of the array's last entry by CFA - 8. Exit and
+ * tail-call trampolines pop. No flags change (lsr + cbnz, cbz).
+ * x1 holds this thread's struct sf_thread; x2, x16 and x17 are free. */
+.macro SHADOW_PUSH window
+	ldr	x2, [x1, #SF_SHADOW_DEPTH_OFF]
+	add	x16, x2, #1
+	str	x16, [x1, #SF_SHADOW_DEPTH_OFF]
+	lsr	x16, x2, #SF_SHADOW_CAP_LOG2
+	cbnz	x16, 9f			/* deeper than the array: counted only */
+	add	x16, x1, x2, lsl #3
+	add	x17, sp, #(40 + \window)
+	str	x17, [x16, #SF_SHADOW_OFF]
+9:
+.endm
+.macro SHADOW_POP
+	ldr	x2, [x1, #SF_SHADOW_DEPTH_OFF]
+	cbz	x2, 9f			/* it was 0: stays 0 */
+	sub	x2, x2, #1
+	str	x2, [x1, #SF_SHADOW_DEPTH_OFF]
+9:
+.endm
+/* kind 1 (entry) pushes, with window = 1 for a window frame; 2 and 3 pop. */
+.macro SHADOW kind, window
+	.if \kind == 1
+	SHADOW_PUSH \window
+	.else
+	SHADOW_POP
+	.endif
+.endm
+
 /* struct sf_thread: cursor at 0, limit at 8, window_depth at 16, base at 24
  * (runtime.h checks these). */
-.macro FAST_PATH name, kind
+.macro FAST_PATH name, kind, window=0
 	FUNC	\name
 	PUSH2	x0, x1, 32
 	stp	x2, x16, [sp, #16]
 	.cfi_rel_offset x2, 16
 	.cfi_rel_offset x16, 24
-	mrs	x0, cntvct_el0
 	SELF	x1, x2
+	SHADOW	\kind, \window
+	mrs	x0, cntvct_el0
 	ldr	x2, [x1, #24]
 	sub	x2, x0, x2
 	lsr	x2, x2, #31		/* zero iff base <= time < base + 2^31 */
@@ -106,12 +153,14 @@
 
 /* Monotonic-clock mode: every event takes the slow path, which reads
  * CLOCK_MONOTONIC in C. time = 0 tells it so. */
-.macro MONO_PATH name, kind
+.macro MONO_PATH name, kind, window=0
 	FUNC	\name
 	PUSH2	x0, x1, 32
 	stp	x2, x16, [sp, #16]
 	.cfi_rel_offset x2, 16
 	.cfi_rel_offset x16, 24
+	SELF	x1, x2
+	SHADOW	\kind, \window
 	mov	x0, #0
 	mov	x2, #0
 	mov	x16, #\kind
@@ -125,6 +174,10 @@
 	MONO_PATH sf_tramp_entry_mono, 1
 	MONO_PATH sf_tramp_exit_mono, 2
 	MONO_PATH sf_tramp_tail_mono, 3
+/* The entries of window frames (WINDOW_IN below branches here): the same
+ * recorders, whose shadow entry says "window". */
+	FAST_PATH sf_tramp_entry_wrec, 1, 1
+	MONO_PATH sf_tramp_entry_mono_wrec, 1, 1
 
 /* Within mode (sftrace filter --within): functions outside the selection
  * record only while a selected ("window") function is on this thread's
@@ -190,10 +243,10 @@
 	GATED	sf_tramp_entry_mono_gated, sf_tramp_entry_mono
 	GATED	sf_tramp_exit_mono_gated, sf_tramp_exit_mono
 	GATED	sf_tramp_tail_mono_gated, sf_tramp_tail_mono
-	WINDOW_IN  sf_tramp_entry_window, sf_tramp_entry
+	WINDOW_IN  sf_tramp_entry_window, sf_tramp_entry_wrec
 	WINDOW_OUT sf_tramp_exit_window, sf_tramp_exit
 	WINDOW_OUT sf_tramp_tail_window, sf_tramp_tail
-	WINDOW_IN  sf_tramp_entry_mono_window, sf_tramp_entry_mono
+	WINDOW_IN  sf_tramp_entry_mono_window, sf_tramp_entry_mono_wrec
 	WINDOW_OUT sf_tramp_exit_mono_window, sf_tramp_exit_mono
 	WINDOW_OUT sf_tramp_tail_mono_window, sf_tramp_tail_mono
 

@@ -94,6 +94,41 @@ def test_signal_handler_grab_inside_twice():
     eq(rows.get(("grab", "skep27c_fp.c:7", "1", "main;twice;grab")), (70, 1), "twice's")
 
 
+def cxx_rows(opt):
+    exe = build_c("skep27c_cxx" + opt, ["skep27c_cxx.cc"], flags=["-" + opt], compiler="clang++")
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "86\n", "the program's output")
+    return {(k[0], k[1]): v for k, v in sites(log).items() if k[1].startswith("skep27c_cxx.cc:")
+            or k[1].startswith("basic_string.h")}
+
+
+CXX_WANT = {("vec()", "skep27c_cxx.cc:9"): (84, 5), ("mp()", "skep27c_cxx.cc:10"): (168, 4),
+            ("shp()", "skep27c_cxx.cc:11"): (24, 1), ("str(…)", "skep27c_cxx.cc:12"): (217, 4),
+            ("uniq()", "skep27c_cxx.cc:13"): (72, 1)}
+
+
+def test_cxx_containers_at_O2_at_the_users_lines():
+    """HOLDS. At -O2 every container's allocations sit at the user's line:
+    vector growth 24+4+8+16+32 B, map 24+3x48 B, make_shared 24 B, the
+    string concatenation 217 B in 4 blocks, make_unique<double[]>(9) 72 B
+    (heaptrack_print agrees per function: 4 growth calls from vec, 3 nodes
+    from mp, 2 _M_mutate calls from str's line)."""
+    eq(cxx_rows("O2"), CXX_WANT, "sites at -O2")
+
+
+def test_cxx_string_concatenation_at_O0_at_the_users_line():
+    """FAILS NOW. Same program at -O0: std::operator+ is an instrumented
+    template instance in the binary, and it is not folded: 158 B in 2 blocks
+    go to "std::operator+<…>(…) basic_string.h:3555" and str() keeps only
+    59 B in 2 blocks. At -O2 the same 217 B in 4 blocks are str's, at
+    skep27c_cxx.cc:12. The claim folds C++ container internals and puts
+    libstdc++'s string plumbing at the line where the function calls it;
+    the optimisation level should not move a site."""
+    raise Skip("known break, issue 27 open: -O0 std::operator+ (string concatenation) is not "
+               "folded into the user's line")
+    eq(cxx_rows("O0"), CXX_WANT, "sites at -O0")
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_"):

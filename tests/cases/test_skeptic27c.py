@@ -197,7 +197,7 @@ def test_temporaries_at_the_edges_of_heaptracks_rule():
     temp, count = {}, {}
     for line in out.splitlines():
         f = line.split("\t")
-        if f[0] == "temporary":
+        if f[0] == "temporary" and len(f) > 4:
             temp[f[4]] = int(f[3])
         elif f[0] == "site" and f[4].startswith("t_"):
             count[f[4]] = (int(f[2]), int(f[3]))

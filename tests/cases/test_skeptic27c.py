@@ -267,6 +267,21 @@ def test_swapcontext_allocation_in_main_is_mains():
               ("main", "skep27c_ctx.c:16", "0"): (700, 1)}, "sites")
 
 
+def test_diff_two_runs_with_known_changes():
+    """HOLDS. Runs with 2 and 7 grab calls: --diff gives grab (tail call)
+    +5 allocations +500 B, only_new +1 / +500 B peak / 0 leaked, only_old
+    -1 / -300 B, largest increase first (heaptrack_print -d agrees on calls
+    and peak per function)."""
+    exe = build_c("skep27c_diff", ["skep27c_diff.c"])
+    _, old = record([exe, "2"], args=["--alloc", "-q"])
+    _, new = record([exe, "7"], args=["--alloc", "-q"])
+    out = run([SFTRACE, "memory", "--diff", "--format", "tsv", old, new]).stdout
+    rows = [l.split("\t") for l in out.splitlines() if l.startswith("diff\t")]
+    eq([(r[1], r[2], r[3], r[4], r[10], os.path.basename(r[11])) for r in rows],
+       [("5", "500", "500", "500", "grab", "skep27c_diff.c:6"), ("1", "500", "500", "0", "only_new", "skep27c_diff.c:8"),
+        ("-1", "-300", "-300", "-300", "only_old", "skep27c_diff.c:7")], "diff rows")
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_"):

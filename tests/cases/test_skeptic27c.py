@@ -282,6 +282,22 @@ def test_diff_two_runs_with_known_changes():
         ("-1", "-300", "-300", "-300", "only_old", "skep27c_diff.c:7")], "diff rows")
 
 
+def test_allocations_before_main_from_every_initializer():
+    """HOLDS. A user LD_PRELOAD library's constructor (222 B), a DT_NEEDED
+    library's constructor (111 B), the executable's .preinit_array (333 B,
+    runs before any library constructor but the initfirst one) and its
+    constructor (444 B) are all recorded, with main's 555 B."""
+    build_c("libskep27c_ctl.so", ["skep27c_ctl.c"], shared=True, xray=False)
+    pre = build_c("libskep27c_ctp.so", ["skep27c_ctp.c"], shared=True, xray=False)
+    exe = build_c("skep27c_ctm", ["skep27c_ctm.c"],
+                  libs=["-L" + FIXBUILD, "-lskep27c_ctl", "-Wl,-rpath," + FIXBUILD])
+    p, log = record([exe], args=["--alloc", "-q"], env={"LD_PRELOAD": pre})
+    eq(p.stdout, "1\n", "the program's output")
+    rows = sorted((v[0], k[0]) for k, v in sites(log).items() if v[0] != 4096)
+    eq(rows, [(111, "[no traced frame]"), (222, "[no traced frame]"), (333, "pre"), (444, "exe_ctor"),
+              (555, "main")], "allocations by size and function")
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_"):

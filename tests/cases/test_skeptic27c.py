@@ -293,7 +293,9 @@ def test_allocations_before_main_from_every_initializer():
                   libs=["-L" + FIXBUILD, "-lskep27c_ctl", "-Wl,-rpath," + FIXBUILD])
     p, log = record([exe], args=["--alloc", "-q"], env={"LD_PRELOAD": pre})
     eq(p.stdout, "1\n", "the program's output")
-    rows = sorted((v[0], k[0]) for k, v in sites(log).items() if v[0] != 4096)
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
+    rows = sorted((int(f[2]), f[4]) for f in (l.split("\t") for l in out.splitlines())
+                  if f[0] == "site" and f[2] != "4096")
     eq(rows, [(111, "[no traced frame]"), (222, "[no traced frame]"), (333, "pre"), (444, "exe_ctor"),
               (555, "main")], "allocations by size and function")
 

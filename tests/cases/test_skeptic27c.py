@@ -300,6 +300,24 @@ def test_allocations_before_main_from_every_initializer():
               (555, "main")], "allocations by size and function")
 
 
+def test_wrappers_chains_and_temporaries_through_tail_calls():
+    """HOLDS. grab from three lines plus once through grab_outer (chain:
+    the last tail caller, grab) is 4 blocks / 130 B at grab's line; more()
+    (realloc(NULL, 50) then to 60) 2 / 110 B; dup (strdup inside libc) 12 B.
+    Temporaries: grab(40) freed by xfree (tail-calls free) and more's 50 B
+    block reallocated at once (heaptrack's realloc-frees-first rule)."""
+    exe = build_c("skep27c_wrappers", ["skep27c_wrappers.c"], flags=["-fno-builtin"])
+    _, log = record([exe], args=["--alloc", "-q"])
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
+    site, temp = [], []
+    for f in (l.split("\t") for l in out.splitlines()):
+        if f[0] in ("site", "temporary") and len(f) > 6:
+            (site if f[0] == "site" else temp).append((f[4], os.path.basename(f[5]), f[6], int(f[2]), int(f[3])))
+    eq(sorted(site), [("dup", "skep27c_wrappers.c:12", "1", 12, 1), ("grab", "skep27c_wrappers.c:8", "1", 130, 4),
+                      ("more", "skep27c_wrappers.c:11", "1", 110, 2)], "sites")
+    eq(sorted((t[0], t[4]) for t in temp), [("grab", 1), ("more", 1)], "temporaries")
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_"):

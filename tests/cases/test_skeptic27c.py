@@ -318,6 +318,25 @@ def test_wrappers_chains_and_temporaries_through_tail_calls():
     eq(sorted((t[0], t[4]) for t in temp), [("grab", 1), ("more", 1)], "temporaries")
 
 
+def test_forked_child_inherits_the_parents_heap():
+    """FAILS NOW. After fork() the child's heap is a copy of the parent's
+    (1000 + 3000 B). The child frees the 1000 B block and allocates 200 B:
+    3200 B in 2 blocks are live when it _exits. sftrace memory starts the
+    child from an empty heap: the free is "unmatched" (unmatched_frees 1),
+    the leaks are 200 B in 1 block, and the Perfetto heap counter of the
+    child reads 0 then 200. Expected for the child: leaked 3200 B in 2
+    blocks, no unmatched free (the parent: 4000 B in 2 blocks, as now)."""
+    raise Skip("known break, issue 27 open: a forked child's heap starts empty, not with the "
+               "parent's blocks")
+    exe = build_c("skep27c_fork", ["skep27c_fork.c"])
+    _, log = record([exe], args=["--alloc", "-q"])
+    out = run([SFTRACE, "memory", "--format", "tsv", os.path.dirname(log)]).stdout
+    got = [(f[0], f[1]) for f in (l.split("\t") for l in out.splitlines())
+           if f[0] in ("leaked_bytes", "leaked_blocks", "unmatched_frees")]
+    eq(got, [("leaked_bytes", "4000"), ("leaked_blocks", "2"), ("unmatched_frees", "0"),
+             ("leaked_bytes", "3200"), ("leaked_blocks", "2"), ("unmatched_frees", "0")], "parent then child")
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_"):

@@ -340,6 +340,20 @@ def test_forked_child_inherits_the_parents_heap():
              ("leaked_bytes", "3200"), ("leaked_blocks", "2"), ("unmatched_frees", "0")], "parent then child")
 
 
+def test_thread_start_routine_tail_calling_malloc():
+    """HOLDS. A pthread start routine that is `jmp malloc` (it returns into
+    libc's start_thread): 3 blocks, 384 B credited to tstart (tail call) on
+    the threads' own stacks; main frees them: no unmatched free."""
+    exe = build_c("skep27c_tstart", ["skep27c_tstart.c"], libs=["-lpthread"])
+    p, log = record([exe], args=["--alloc", "-q"])
+    eq(p.stdout, "ok\n", "the program's output")
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
+    rows = [f[2:8] for f in (l.split("\t") for l in out.splitlines()) if f[0] == "site" and f[4] == "tstart"]
+    eq([(r[0], r[1], os.path.basename(r[3]), r[4], r[5]) for r in rows],
+       [("384", "3", "skep27c_tstart.c:6", "1", "tstart")], "tstart's row")
+    check("unmatched_frees\t0" in out, "no unmatched free")
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_"):

@@ -76,6 +76,18 @@ def test_exit_states_in_info():
         sfkit.record([prog, mode], out=os.path.join(d, "sf.log"), args=["-q"], check_rc=rc)
         sfkit.eq(_exit_state(d), want, "exit state, mode " + mode)
         shutil.rmtree(d)
+    # A child reaped by its traced parent, not by record: _exit's code is kept; exit()
+    # and a raw exit_group syscall leave it unknown, and info says so.
+    kids = {"y": "exited 7 (_exit)", "c": "exited (code not recorded: its parent was not sftrace record)",
+            "z": "unknown (no exit record: running, or it died and sftrace record did not reap it)"}
+    for mode, want in kids.items():
+        d = sfkit.tmpdir()
+        sfkit.record([prog, mode], out=os.path.join(d, "sf.log"), args=["-q"])
+        child = [f for f in os.listdir(d) if f != "sf.log"]
+        sfkit.eq(len(child), 1, "child logs " + repr(child))
+        sfkit.eq(_exit_state(os.path.join(d, child[0])), [want], "child exit state, mode " + mode)
+        sfkit.eq(_exit_state(os.path.join(d, "sf.log")), ["exited 0"], "parent exit state, mode " + mode)
+        shutil.rmtree(d)
     # exec of itself: the first image exec'd, the second exited 4 (read as a directory).
     d = sfkit.tmpdir()
     sfkit.record([prog, "e"], out=os.path.join(d, "sf.log"), args=["-q"], check_rc=4)
@@ -128,6 +140,11 @@ def test_snapshot_end_frames_named_as_such():
     sfkit.eq(_exit_state(snap), ["running (a snapshot, taken while it ran)"], "snapshot exit state")
     info = sfkit.run([sfkit.SFTRACE, "info", snap]).stdout
     sfkit.check("0 open at thread end, 6 open at the snapshot's end" in info, info)
+    dump = sfkit.run([sfkit.SFTRACE, "dump", "--names", "short", snap]).stdout
+    sfkit.eq(dump.count("(repaired: open at the snapshot's end)"), 6, "dump's repaired frames")
+    js = os.path.join(d, "x.json")
+    sfkit.run([sfkit.SFTRACE, "convert", "-t", "chrome", "-o", js, snap])
+    sfkit.eq(open(js).read().count('"end":"snapshot end"'), 6, "Chrome JSON frames ended by the snapshot")
     shutil.rmtree(d)
 
 

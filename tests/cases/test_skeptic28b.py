@@ -6,6 +6,7 @@ it is fixed; the others show a claim held under that attack.
 
 Runs under tests/run.py."""
 import os
+import re
 import shutil
 import struct
 import sys
@@ -173,3 +174,35 @@ def test_graph_backtrace_marks_a_tail_call_on_the_path():
     bt = [ln.strip() for ln in g.split("BACKTRACE", 1)[1].split("CALL GRAPH", 1)[0].splitlines() if "] " in ln]
     sfkit.eq(len(bt), 2, "backtrace frames " + repr(bt))
     sfkit.check(bt[1].startswith("[1] leaf (") and bt[1].endswith("/* tail call from c3 */"), repr(bt))
+
+
+def _rust_test_fixture(name):
+    """A single-file libtest binary (rustc --test) with XRay sleds; cached."""
+    src = os.path.join(sfkit.FIXTURES, name + ".rs")
+    out = os.path.join(sfkit.FIXBUILD, name)
+    os.makedirs(sfkit.FIXBUILD, exist_ok=True)
+    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
+        rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+        sfkit.run([rustc, "--test", "-O", "-g", "-Zinstrument-xray=always", "-o", out, src],
+                  env={"RUSTC_BOOTSTRAP": "1"})
+    return out
+
+
+def test_libtest_thread_label_is_its_test():
+    # Two tests whose names Linux cuts to `tests::parses_f` / `tests::parses_n`; each thread's
+    # first own function is `<lt::tests::NAME::{closure} as FnOnce<…>>::call_once` (the test),
+    # which calls lt::parse. The label should name the test, not the function the test calls.
+    raise sfkit.Skip("known break, issue 28 open: a libtest thread is labelled with the function its test "
+                     "calls (`tests::parses_f (lt::parse)`), the test's closure being skipped as a wrapper")
+    prog = _rust_test_fixture("skep28b_libtest")
+    _, log = sfkit.record([prog, "--test-threads=2"], args=["-q"])
+    q = sfkit.run([sfkit.SFTRACE, "query", log, "select label from threads order by label"]).stdout.split()
+    labels = [ln for ln in sfkit.run([sfkit.SFTRACE, "replay", "--no-pager", log]).stdout.splitlines()
+              if ln.startswith("# thread ")]
+    got = sorted(ln.split(": ", 1)[1] for ln in labels)
+    sfkit.eq(len(got), 2, "labels " + repr(got))
+    for lab, test in zip(got, ["parses_flat_parentheses", "parses_nested_parentheses"]):
+        # the test itself, or its closure (the issue: "for libtest, the test's closure")
+        sfkit.check(re.fullmatch(r"tests::parses_[fn] \(skep28b_libtest::tests::%s(::\{closure\})?\)" % test, lab),
+                    "label " + repr(lab))
+    sfkit.check(any("parses_flat_parentheses" in x for x in q), q)

@@ -206,3 +206,28 @@ def test_libtest_thread_label_is_its_test():
         sfkit.check(re.fullmatch(r"tests::parses_[fn] \(skep28b_libtest::tests::%s(::\{closure\})?\)" % test, lab),
                     "label " + repr(lab))
     sfkit.check(any("parses_flat_parentheses" in x for x in q), q)
+
+
+def test_exit_state_of_a_process_killed_by_another():
+    import signal
+    import subprocess
+    import time
+    prog = sfkit.build_c("skep28b_exits", ["skep28b_exits.c"], libs=["-lpthread"])
+    d = sfkit.tmpdir()
+    log = os.path.join(d, "sf.log")
+    rec = subprocess.Popen([sfkit.SFTRACE, "record", "-q", "-o", log, "--", prog, "k"])
+    pid = None
+    for _ in range(200):  # the log appears with main's first event; then the program waits in pause()
+        if os.path.exists(log):
+            out = sfkit.run([sfkit.SFTRACE, "info", log], check_rc=None).stdout
+            pids = [ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("# pid ")]
+            if pids:
+                pid = int(pids[0])
+                break
+        time.sleep(0.05)
+    sfkit.check(pid is not None, "no log")
+    time.sleep(0.2)
+    os.kill(pid, signal.SIGTERM)
+    sfkit.eq(rec.wait(timeout=60), 128 + 15, "record's exit status")
+    sfkit.eq(_exit_state(log), ["killed by SIGTERM (signal 15)"], "exit state")
+    shutil.rmtree(d)

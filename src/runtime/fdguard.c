@@ -426,12 +426,17 @@ int sf_fd_open_adopt(struct sf_fd_guard *g, int (*open_fn)(const char *path, int
 		*err = errno ? errno : EINVAL;
 		return -1;
 	}
-	for (int tries = 0; fd >= 0 && tries < 8; tries++) {
+	/* A program closing a range of low numbers in a loop takes the fresh
+	 * number (the lowest free, inside its range) before the claim most
+	 * times: past 8 tries, each waits for the scheduler to run others. */
+	for (int tries = 0; fd >= 0 && tries < 64; tries++) {
 		int r = sf_fd_adopt(g, fd, (uint64_t)st->st_dev, (uint64_t)st->st_ino, named ? path : NULL);
 		if (r != -EAGAIN) {
 			*err = r < 0 ? -r : 0;
 			return r >= 0 ? r : -1;
 		}
+		if (tries >= 8)
+			sf_syscall3(SYS_sched_yield, 0, 0, 0);
 		fd = open_fn(path, 1);
 		*err = fd < 0 ? errno : EAGAIN; /* EAGAIN: taken at every try */
 	}

@@ -58,6 +58,7 @@ struct gnode {
 struct backtrace {
 	uint32_t *funcs;      /* outermost first; FUNC itself last: the first chain seen */
 	uint8_t *others;      /* per frame: another function of the same name was there too */
+	uint32_t *tails;      /* per frame: the function whose tail call reached it, else NONE */
 	uint32_t len;
 	uint64_t hash;
 	uint64_t hits, time_ns;
@@ -66,6 +67,7 @@ struct backtrace {
 struct open_frame {
 	uint32_t node;        /* NONE: outside FUNC's graph */
 	uint32_t func_id;
+	uint32_t tail_from;   /* reached by this function's tail call, else NONE */
 };
 
 struct fname {
@@ -282,18 +284,36 @@ static uint64_t hash_name(const struct graph *g, uint64_t h, uint32_t func_id)
 	return hash_bytes(h, name, strlen(name) + 1);
 }
 
+/* A frame of a backtrace: its function and how it was reached. A tail
+ * callee shows under its tail caller's caller (the tail caller's frame
+ * closed first), so the edge is marked, as in the call graph; a chain
+ * through a tail call is apart from one through a plain call. */
+static uint64_t hash_frame(const struct graph *g, uint64_t h, uint32_t func_id, uint32_t tail_from)
+{
+	h = hash_name(g, h, func_id);
+	return tail_from == NONE ? h : hash_name(g, h ^ 0x7461696cULL, tail_from);
+}
+
+static int same_tail(const struct graph *g, uint32_t x, uint32_t y)
+{
+	return x == y || (x != NONE && y != NONE && same_name(g, x, y));
+}
+
 /* The backtrace of the stack below an outermost FUNC call at `depth`. */
-static uint32_t find_backtrace(struct graph *g, const struct gthread *t, uint32_t depth, uint32_t func_id)
+static uint32_t find_backtrace(struct graph *g, const struct gthread *t, uint32_t depth, uint32_t func_id,
+			       uint32_t tail_from)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (uint32_t d = 0; d < depth; d++)
-		h = hash_name(g, h, t->stack[d].func_id);
-	h = hash_name(g, h, func_id) | 1;
+		h = hash_frame(g, h, t->stack[d].func_id, t->stack[d].tail_from);
+	h = hash_frame(g, h, func_id, tail_from) | 1;
 	for (uint64_t *v = hm_find(&g->bt_index, h); v;) {
 		struct backtrace *b = &g->bts[*v - 1];
-		int same = b->len == depth + 1 && same_name(g, b->funcs[depth], func_id);
+		int same = b->len == depth + 1 && same_name(g, b->funcs[depth], func_id) &&
+			   same_tail(g, b->tails[depth], tail_from);
 		for (uint32_t d = 0; same && d < depth; d++)
-			same = same_name(g, b->funcs[d], t->stack[d].func_id);
+			same = same_name(g, b->funcs[d], t->stack[d].func_id) &&
+			       same_tail(g, b->tails[d], t->stack[d].tail_from);
 		if (!same)
 			break; /* a collision: keep it apart, unindexed */
 		for (uint32_t d = 0; d < depth; d++)
@@ -306,9 +326,11 @@ static uint32_t find_backtrace(struct graph *g, const struct gthread *t, uint32_
 	*b = (struct backtrace){.len = depth + 1, .hash = h};
 	b->funcs = xmalloc((depth + 1) * sizeof(*b->funcs));
 	b->others = xcalloc(depth + 1, 1);
+	b->tails = xmalloc((depth + 1) * sizeof(*b->tails));
 	for (uint32_t d = 0; d < depth; d++)
-		b->funcs[d] = t->stack[d].func_id;
+		b->funcs[d] = t->stack[d].func_id, b->tails[d] = t->stack[d].tail_from;
 	b->funcs[depth] = func_id;
+	b->tails[depth] = tail_from;
 	int added;
 	uint64_t *slot = hm_put(&g->bt_index, h, &added);
 	if (added)
@@ -340,13 +362,13 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 			g->nodes[ROOT].len = sf_name_sans_params(g->nodes[ROOT].name,
 								 trace_symbol(g->proc, f->func_id)->mangled);
 		}
-		t->bt = find_backtrace(g, t, f->depth, f->func_id);
+		t->bt = find_backtrace(g, t, f->depth, f->func_id, tail ? t->tail_from : NONE);
 		t->bt_depth = f->depth;
 		g->bts[t->bt].hits++;
 	}
 	if (node != NONE)
 		g->nodes[node].calls++;
-	t->stack[f->depth] = (struct open_frame){node, f->func_id};
+	t->stack[f->depth] = (struct open_frame){node, f->func_id, tail ? t->tail_from : NONE};
 	return 0;
 }
 
@@ -479,7 +501,7 @@ static void print_tree(const struct graph *g)
 	free(st);
 }
 
-static void print_backtraces(const struct graph *g)
+static void print_backtraces(struct graph *g)
 {
 	puts("=============== BACKTRACE ===============");
 	for (size_t i = 0; i < g->nbts; i++) {
@@ -490,8 +512,13 @@ static void print_backtraces(const struct graph *g)
 		for (uint32_t k = 0; k < b->len; k++) {
 			uint64_t vaddr = 0;
 			lr_func(g->proc->log, b->funcs[k], NULL, &vaddr);
-			printf("   [%u] %s (%#" PRIx64 "%s)\n", k, sf_esc(trace_name(g->proc, b->funcs[k])), vaddr,
+			printf("   [%u] %s (%#" PRIx64 "%s)", k, sf_esc(trace_name(g->proc, b->funcs[k])), vaddr,
 			       b->others[k] ? " and other instantiations" : "");
+			if (b->tails[k] != NONE) { /* named as the call graph names it */
+				const struct fname *tf = fname_of(g, b->tails[k]);
+				printf(" /* tail call from %s */", esc_len(tf->name, tf->len));
+			}
+			putchar('\n');
 		}
 		putchar('\n');
 	}
@@ -505,6 +532,7 @@ static void graph_reset(struct graph *g, const struct trace_proc *p)
 	for (size_t i = 0; i < g->nbts; i++) {
 		free(g->bts[i].funcs);
 		free(g->bts[i].others);
+		free(g->bts[i].tails);
 	}
 	free(g->bts);
 	g->bts = NULL;

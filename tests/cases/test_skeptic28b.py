@@ -166,8 +166,6 @@ def test_rust_thread_label_is_the_threads_own_function():
 def test_graph_backtrace_marks_a_tail_call_on_the_path():
     # leaf is reached by c1 -> c2 -> c3 -> leaf, all tail calls: replay and the call
     # graph mark `leaf` as a tail call from c3, the backtrace shows `main -> leaf` bare.
-    raise sfkit.Skip("known break, issue 28 open: graph's backtrace of a tail-called function reads "
-                     "`[0] main [1] leaf` with no tail-call mark, though replay marks it from c3")
     prog = sfkit.build_c("skep28b_tailchain", ["skep28b_tailchain.c"])
     _, log = sfkit.record([prog], args=["-q"])
     g = sfkit.run([sfkit.SFTRACE, "graph", "leaf", log]).stdout

@@ -8,8 +8,12 @@
  * closure's FnOnce::call_once shim, the closure itself, std's
  * __rust_begin_short_backtrace), its first callee names the thread better:
  * libtest's <test::{closure} as FnOnce>::call_once calls test::{closure},
- * which calls the test. When every outermost call is plumbing, the first
- * of them, as before. */
+ * which calls the test; std's spawn shim (<spawn_unchecked<…>::{closure}
+ * as FnOnce<…>>::call_once::{shim:vtable}) calls
+ * __rust_begin_short_backtrace twice, the first time calling nothing
+ * traced: a wrapper that returns having called nothing gives way to its
+ * next sibling. When every outermost call is plumbing, the first of them,
+ * as before. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "lib/thread_label.h"
 
@@ -23,7 +27,7 @@
 
 #define LABEL_PLUMBING_RE SF_ALLOC_PLUMBING_RE "|^(__rustc::)?__rust_no_alloc_shim_is_unstable"
 #define LABEL_WRAPPER_RE                                                                       \
-	" as core::ops::function::Fn(Once|Mut)?<.*>>::call(_once|_mut)?$|"                     \
+	" as core::ops::function::Fn(Once|Mut)?<.*>>::call(_once|_mut)?(::\\{shim:vtable(#\\d+)?\\})?$|" \
 	"^core::ops::function::Fn(Once|Mut)?::call(_once|_mut)?|\\{closure(#\\d+)?\\}$|"      \
 	"::\\{\\{closure\\}\\}$|__rust_begin_short_backtrace"
 
@@ -47,18 +51,27 @@ static pcre2_code *compile(const char *pattern)
 	return pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
 }
 
+/* Whether the thread's chosen call is only a wrapper to look through. */
+static int is_wrapper(const struct trace_proc *p, const struct label_re *re, uint32_t func_id)
+{
+	const char *name = trace_symbol(p, func_id)->name;
+	return matches(re, re->wrapper, name);
+}
+
 static int pick(const struct trace_proc *p, const struct lr_thread *t, const struct label_re *re, uint32_t *func_id)
 {
 	struct lr_iter it;
 	struct lr_event ev;
 	lr_iter_init_thread(&it, p->log, t);
 	uint32_t depth = 0, first = 0, chosen_depth = 0;
-	int have_first = 0, chosen = 0;
+	int have_first = 0, chosen = 0, returned = 0;
 	for (int i = 0; i < LABEL_EVENTS && lr_next(&it, &ev); i++) {
 		if (ev.kind == SF_EV_EXIT || ev.kind == SF_EV_TAIL) {
 			depth -= depth > 0;
-			if (chosen && depth <= chosen_depth)
-				break; /* the chosen call returned before calling anything */
+			if (chosen && (depth < chosen_depth || (depth == chosen_depth && (chosen_depth == 0 ||
+			    !is_wrapper(p, re, *func_id)))))
+				break; /* the chosen call, or its wrapper, returned */
+			returned |= chosen && depth == chosen_depth;
 			continue;
 		}
 		if (ev.kind != SF_EV_ENTRY)
@@ -69,8 +82,14 @@ static int pick(const struct trace_proc *p, const struct lr_thread *t, const str
 				first = ev.func_id, have_first = 1;
 			if (!matches(re, re->plumbing, name))
 				*func_id = ev.func_id, chosen = 1, chosen_depth = 0;
+		} else if (chosen && returned && depth == chosen_depth) {
+			/* The wrapper it chose returned having called nothing
+			 * (std calls __rust_begin_short_backtrace once empty):
+			 * its next sibling does the work. */
+			*func_id = ev.func_id;
+			returned = 0;
 		} else if (chosen && depth == chosen_depth + 1) {
-			if (!matches(re, re->wrapper, trace_symbol(p, *func_id)->name))
+			if (!is_wrapper(p, re, *func_id))
 				break;
 			*func_id = ev.func_id; /* the wrapper's first callee */
 			chosen_depth = depth;

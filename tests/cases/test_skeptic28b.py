@@ -152,14 +152,12 @@ def test_snapshot_end_frames_named_as_such():
 def test_rust_thread_label_is_the_threads_own_function():
     # Threads named past 15 characters, spawned on a closure that calls a user function:
     # the label should be that function, not std's closure shim.
-    raise sfkit.Skip("known break, issue 28 open: a std::thread::spawn thread is labelled "
-                     "`<spawn_unchecked<…>::{closure} as FnOnce<…>>::call_once::{shim:vtable}`, not its function")
     prog = sfkit.rust_fixture("skep28b_threads")
     _, log = sfkit.record([prog], args=["-q"])
     out = _replay(log)
     labels = sorted(ln for ln in out.splitlines() if ln.startswith("# thread "))
-    sfkit.eq([ln.split(": ", 1)[1] for ln in labels].count("ast::parse::tes (thr::parse_numbers_worker)")
-             + [ln.split(": ", 1)[1] for ln in labels].count("ast::parse::tes (thr::tokenize_identifiers_worker)"),
+    sfkit.eq([ln.split(": ", 1)[1] for ln in labels].count("ast::parse::tes (skep28b_threads::parse_numbers_worker)")
+             + [ln.split(": ", 1)[1] for ln in labels].count("ast::parse::tes (skep28b_threads::tokenize_identifiers_worker)"),
              2, "labels " + repr(labels))
 
 

@@ -30,11 +30,17 @@
 	" as core::ops::function::Fn(Once|Mut)?<.*>>::call(_once|_mut)?(::\\{shim:vtable(#\\d+)?\\})?$|" \
 	"^core::ops::function::Fn(Once|Mut)?::call(_once|_mut)?|\\{closure(#\\d+)?\\}$|"      \
 	"::\\{\\{closure\\}\\}$|__rust_begin_short_backtrace"
+/* A closure's call_once whose closure belongs to a function of the program
+ * (not std's, core's, alloc's or libtest's machinery): that function names
+ * the thread. libtest runs a test as <crate::tests::NAME::{closure} as
+ * FnOnce<…>>::call_once, the test's body inlined into it. */
+#define LABEL_OWNER_RE                                                                         \
+	"^<(?!(?:std|core|alloc|test)::)(.*?)(::\\{closure(#\\d+)?\\})+ as core::ops::function::Fn(Once|Mut)?<"
 
 enum { LABEL_EVENTS = 4096 }; /* the first events of a thread suffice */
 
 struct label_re {
-	pcre2_code *plumbing, *wrapper;
+	pcre2_code *plumbing, *wrapper, *owner;
 	pcre2_match_data *md;
 };
 
@@ -55,7 +61,7 @@ static pcre2_code *compile(const char *pattern)
 static int is_wrapper(const struct trace_proc *p, const struct label_re *re, uint32_t func_id)
 {
 	const char *name = trace_symbol(p, func_id)->name;
-	return matches(re, re->wrapper, name);
+	return matches(re, re->wrapper, name) && !matches(re, re->owner, name);
 }
 
 static int pick(const struct trace_proc *p, const struct lr_thread *t, const struct label_re *re, uint32_t *func_id)
@@ -103,11 +109,24 @@ static int pick(const struct trace_proc *p, const struct lr_thread *t, const str
 
 int tl_pick(const struct trace_proc *p, const struct lr_thread *t, uint32_t *func_id)
 {
-	struct label_re re = {compile(LABEL_PLUMBING_RE), compile(LABEL_WRAPPER_RE), NULL};
+	struct label_re re = {compile(LABEL_PLUMBING_RE), compile(LABEL_WRAPPER_RE), compile(LABEL_OWNER_RE), NULL};
 	re.md = pcre2_match_data_create(1, NULL); /* whether they match, not where */
 	int rc = pick(p, t, &re, func_id);
 	pcre2_match_data_free(re.md);
 	pcre2_code_free(re.plumbing);
 	pcre2_code_free(re.wrapper);
+	pcre2_code_free(re.owner);
 	return rc;
+}
+
+size_t tl_owner(const char *name)
+{
+	pcre2_code *owner = compile(LABEL_OWNER_RE);
+	pcre2_match_data *md = pcre2_match_data_create_from_pattern(owner, NULL);
+	size_t len = 0;
+	if (owner && md && pcre2_match(owner, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0)
+		len = pcre2_get_ovector_pointer(md)[3] - 1; /* group 1 ends there; it starts after '<' */
+	pcre2_match_data_free(md);
+	pcre2_code_free(owner);
+	return len;
 }

@@ -4,6 +4,7 @@
 #ifndef SFTRACE_LIB_THREAD_LABEL_H
 #define SFTRACE_LIB_THREAD_LABEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct trace_proc;
@@ -12,5 +13,10 @@ struct lr_thread;
 /* The function that tells the thread apart, from its first events: 0 and
  * *func_id, or -1 if they hold no entry. */
 int tl_pick(const struct trace_proc *p, const struct lr_thread *t, uint32_t *func_id);
+
+/* For a closure's call_once whose closure belongs to a function of the
+ * program (libtest's <crate::tests::NAME::{closure} as FnOnce<…>>::call_once),
+ * the length of that function's name, which starts at name + 1; else 0. */
+size_t tl_owner(const char *name);
 
 #endif

@@ -426,9 +426,12 @@ const char *trace_thread_label(const struct trace_proc *p, const struct lr_threa
 		uint32_t fn;
 		if (tl_pick(p, t, &fn) == 0) {
 			const char *f = trace_short_name(p, fn);
-			size_t n = strlen(t->name) + strlen(f) + 4;
+			size_t flen = tl_owner(f); /* a test: the test's name, not its closure's shim */
+			f += flen != 0;
+			flen = flen ? flen : strlen(f);
+			size_t n = strlen(t->name) + flen + 4;
 			*l = xmalloc(n);
-			snprintf(*l, n, "%s (%s)", t->name, f);
+			snprintf(*l, n, "%s (%.*s)", t->name, (int)flen, f);
 		} else {
 			*l = xstrdup(t->name);
 		}

@@ -188,8 +188,6 @@ def test_libtest_thread_label_is_its_test():
     # Two tests whose names Linux cuts to `tests::parses_f` / `tests::parses_n`; each thread's
     # first own function is `<lt::tests::NAME::{closure} as FnOnce<…>>::call_once` (the test),
     # which calls lt::parse. The label should name the test, not the function the test calls.
-    raise sfkit.Skip("known break, issue 28 open: a libtest thread is labelled with the function its test "
-                     "calls (`tests::parses_f (lt::parse)`), the test's closure being skipped as a wrapper")
     prog = _rust_test_fixture("skep28b_libtest")
     _, log = sfkit.record([prog, "--test-threads=2"], args=["-q"])
     q = sfkit.run([sfkit.SFTRACE, "query", log, "select label from threads order by label"]).stdout.split()

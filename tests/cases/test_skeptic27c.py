@@ -124,8 +124,6 @@ def test_cxx_string_concatenation_at_O0_at_the_users_line():
     skep27c_cxx.cc:12. The claim folds C++ container internals and puts
     libstdc++'s string plumbing at the line where the function calls it;
     the optimisation level should not move a site."""
-    raise Skip("known break, issue 27 open: -O0 std::operator+ (string concatenation) is not "
-               "folded into the user's line")
     eq(cxx_rows("O0"), CXX_WANT, "sites at -O0")
 
 

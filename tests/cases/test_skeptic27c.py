@@ -245,8 +245,6 @@ def test_rust_alloc_before_main_is_folded():
     The same in smallvec 1.9.0's own tests (cargo test --lib, debug, offline
     from /usr/share/cargo/registry): "2.7 KiB 57 __rustc::__rust_alloc in
     test::run_test::{closure#0} (tail call)" is a top-by-count row."""
-    raise Skip("known break, issue 27 open: __rustc::__rust_alloc is the allocating function of "
-               "std's pre-main allocations (not folded)")
     rows = rust_rows()
     check(not any("__rust_alloc" in k[0] for k in rows), "no __rust_alloc row: %r" % rows)
 

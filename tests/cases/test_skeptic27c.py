@@ -170,7 +170,6 @@ def test_heap_counter_drops_at_exec():
     then steps straight to 2097152: for the ~50 ms the new image runs before
     e_alloc the counter shows 1000 B it does not hold, and the step reads as
     +2096152 B. Expected a 0 sample at the new image's start."""
-    raise Skip("known break, issue 27 open: the heap counter keeps the old image's bytes across exec")
     rows = tp_rows("select c.ts, c.value from counter c join process_counter_track t on c.track_id = t.id "
                    "join process p using (upid) where t.name = 'heap size' and p.pid = (select pid from "
                    "process p2 join thread using (upid) join thread_track tt using (utid) join slice s "

@@ -147,8 +147,9 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	uint32_t leaf = s->node;
 	while (leaf != CP_ROOT && fold_func(fold, p, heap_node_func(r, leaf)))
 		leaf = heap_node_parent(r, leaf);
-	if (leaf == CP_ROOT) /* nothing but plumbing: show it rather than nothing */
-		leaf = s->node;
+	/* nothing but plumbing (std's pre-main allocations through the traced
+	 * __rust_alloc shim, called from untraced std): no traced frame
+	 * allocated, as for any untraced caller; the call site names it */
 	uint64_t vaddr;
 	const struct sym_info *in = s->addr ? ls_lookup_addr(p->syms, s->addr, &vaddr) : NULL;
 	int plumbing = leaf != s->node || (fold && in && fold_name(fold, in->name));

@@ -5,7 +5,9 @@
  * Each site gets its allocating function: the innermost traced frame of
  * its stack once the allocator's own plumbing is folded away (frames whose
  * full name matches the fold list, MEMORY_FOLD_DEFAULT plus --fold, are
- * skipped going up the stack), and its location:
+ * skipped going up the stack; none, "[no traced frame]", when every traced
+ * frame is plumbing, as Rust std's pre-main allocations through the traced
+ * __rust_alloc shim), and its location:
  *   - a site reached by a tail call from a folded function (luaL_alloc's
  *     `jmp realloc` with --fold '^luaL_alloc$') whose caller is the
  *     allocating function: the call site's line there (the allocator

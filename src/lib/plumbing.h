@@ -17,6 +17,8 @@
  * growing members of the standard containers and strings (_M_*,
  * operator[], push_back, emplace*, insert, try_emplace, reserve, resize,
  * assign, append, operator= and the constructors),
+ * string concatenation (std::operator+ and std::__str_concat returning a
+ * basic_string: at -O0 a traced template instance that calls _M_append),
  * and shared_ptr's (__shared_count, __shared_ptr, _Sp_*, __allocated_ptr,
  * make_shared, allocate_shared, shared_ptr's constructors and operator=).
  * The list applies to traced frames and to inlined ones (DWARF's inline
@@ -30,7 +32,8 @@
 	"^std::allocator|^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits|"        \
 	"^(.* )?std::(__cxx11::)?(_Rb_tree|_Hashtable|_Vector_base|_Deque_base|_List_base|"             \
 	"_Fwd_list_base|__shared_count|__shared_ptr|_Sp_\\w+|__allocated_ptr)<|"                       \
-	"^(.* )?std::__detail::|^(.* )?std::(__make_shared|make_shared|allocate_shared|__allocate_shared)<|" \
+	"^(.* )?std::__detail::|^std::(__cxx11::)?basic_string<.*> std::(operator\\+|__str_concat)<|" \
+	"^(.* )?std::(__make_shared|make_shared|allocate_shared|__allocate_shared)<|" \
 	"^(.* )?std::(__cxx11::)?(vector|deque|list|forward_list|(unordered_)?(multi)?(map|set)|"        \
 	"basic_string|shared_ptr)<.*>::(_M_\\w+|operator\\[\\]|push_back|push_front|emplace(_back|_front|_hint)?|" \
 	"insert|try_emplace|reserve|resize|assign|append|operator=|"                                     \

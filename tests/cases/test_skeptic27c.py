@@ -124,8 +124,6 @@ def test_cxx_string_concatenation_at_O0_at_the_users_line():
     skep27c_cxx.cc:12. The claim folds C++ container internals and puts
     libstdc++'s string plumbing at the line where the function calls it;
     the optimisation level should not move a site."""
-    raise Skip("known break, issue 27 open: -O0 std::operator+ (string concatenation) is not "
-               "folded into the user's line")
     eq(cxx_rows("O0"), CXX_WANT, "sites at -O0")
 
 
@@ -172,7 +170,6 @@ def test_heap_counter_drops_at_exec():
     then steps straight to 2097152: for the ~50 ms the new image runs before
     e_alloc the counter shows 1000 B it does not hold, and the step reads as
     +2096152 B. Expected a 0 sample at the new image's start."""
-    raise Skip("known break, issue 27 open: the heap counter keeps the old image's bytes across exec")
     rows = tp_rows("select c.ts, c.value from counter c join process_counter_track t on c.track_id = t.id "
                    "join process p using (upid) where t.name = 'heap size' and p.pid = (select pid from "
                    "process p2 join thread using (upid) join thread_track tt using (utid) join slice s "
@@ -247,8 +244,6 @@ def test_rust_alloc_before_main_is_folded():
     The same in smallvec 1.9.0's own tests (cargo test --lib, debug, offline
     from /usr/share/cargo/registry): "2.7 KiB 57 __rustc::__rust_alloc in
     test::run_test::{closure#0} (tail call)" is a top-by-count row."""
-    raise Skip("known break, issue 27 open: __rustc::__rust_alloc is the allocating function of "
-               "std's pre-main allocations (not folded)")
     rows = rust_rows()
     check(not any("__rust_alloc" in k[0] for k in rows), "no __rust_alloc row: %r" % rows)
 

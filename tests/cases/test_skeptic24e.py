@@ -140,3 +140,22 @@ def test_close_range_loop_races_snapshots_and_threads():
     sfkit.check("DROPPED" not in p.stderr and "failed" not in p.stderr, p.stderr[-1500:])
     for s in snaps:
         sfkit.run([sfkit.SFTRACE, "dump", s])
+
+
+def test_vfork_clone_files_child_forks_and_threads():
+    """clone(fn, stack, CLONE_VFORK|SIGCHLD), with and without CLONE_FILES
+    (the runtime's old locked route): the child forks and reaps a grandchild,
+    or starts and joins a thread, or execs. No deadlock, the parent sees the
+    same status as untraced, the child and grandchild each have their own
+    log, the parent's log has no child_work. Holds."""
+    prog = _prog("skep24e_vfiles")
+    for mode, nlogs, cw in ((0, 2, [1, 1]), (1, 1, [2]), (2, 1, [1])):
+        for f in ("f", "n"):
+            plain = sfkit.run([prog, str(mode), f], timeout=30)
+            p, out = sfkit.record([prog, str(mode), f], args=["-q"], timeout=30)
+            sfkit.eq(p.stdout, plain.stdout, f"mode {mode} {f}: parent's view")
+            sfkit.eq(sfkit.count_calls(sfkit.dump_events(out)).get("child_work", 0), 0, f"mode {mode} {f}: parent")
+            kids = _logs(out)
+            sfkit.eq(len(kids), nlogs, f"mode {mode} {f}: child logs")
+            sfkit.eq([sfkit.count_calls(sfkit.dump_events(k)).get("child_work", 0) for k in kids], cw,
+                     f"mode {mode} {f}: child_work per child log")

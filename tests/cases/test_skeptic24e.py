@@ -159,3 +159,21 @@ def test_vfork_clone_files_child_forks_and_threads():
             sfkit.eq(len(kids), nlogs, f"mode {mode} {f}: child logs")
             sfkit.eq([sfkit.count_calls(sfkit.dump_events(k)).get("child_work", 0) for k in kids], cw,
                      f"mode {mode} {f}: child_work per child log")
+
+
+def test_vfork_clone_races_fork_in_another_thread():
+    """Main makes 100 clone(fn, stack, CLONE_VFORK|SIGCHLD) children that
+    _exit(3) at once; another thread fork()s (glibc wrapper, or
+    syscall(SYS_fork)) a child every 10 ms that sleeps 1 s without exec.
+    Untraced the slowest clone returns in well under 0.8 s (0.07 s
+    measured). Traced, a fork child inherits the runtime's wait pipe of a
+    clone in progress, and that clone returns only when the unrelated fork
+    child exits: observed worst 1.04-1.06 s (slow=1) in 4 of 4 runs."""
+    raise sfkit.Skip("known break, issue 24 open: a fork in another thread inherits the CLONE_VFORK "
+                     "wait pipe; the vfork-clone parent waits for that unrelated child")
+    prog = _prog("skep24e_vrace")
+    for args in ([], ["raw"]):
+        plain = sfkit.run([prog] + args, timeout=60)
+        sfkit.eq(plain.stdout, "bad=0 slow=0\n", "untraced")
+        p, out = sfkit.record([prog] + args, args=["-q"], timeout=60)
+        sfkit.eq(p.stdout, "bad=0 slow=0\n", f"traced {args}: {p.stderr[-300:]}")

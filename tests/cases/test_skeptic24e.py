@@ -177,3 +177,23 @@ def test_vfork_clone_races_fork_in_another_thread():
         sfkit.eq(plain.stdout, "bad=0 slow=0\n", "untraced")
         p, out = sfkit.record([prog] + args, args=["-q"], timeout=60)
         sfkit.eq(p.stdout, "bad=0 slow=0\n", f"traced {args}: {p.stderr[-300:]}")
+
+
+def test_pthread_cancel_out_of_blocked_close():
+    """150 threads, one after another, block in close() on a lingering TCP
+    socket and are pthread_cancel'ed there (150 in-flight slots abandoned by
+    exited threads, more than the 128 slots). Then the program's own
+    dup2/close/pread are exact, a ring snapshot is written, a new thread's
+    first event and 100 dup/close pairs take well under a second, and every
+    call is recorded. Holds."""
+    prog = _prog("skep24e_cancel")
+    p, out = sfkit.record([prog, "0", "150", "s"], args=["--ring", "1M", "-q"], timeout=60)
+    sfkit.eq(p.stdout, "longjmps=150 own=hello\n", "program's view")
+    snaps = glob.glob(os.path.join(os.path.dirname(out), "sf.snap.*.log"))
+    sfkit.eq(len(snaps), 1, "snapshots")
+    m = re.search(r"first_event=([0-9.]+) 100closes=([0-9.]+)", p.stderr)
+    sfkit.check(m and float(m.group(1)) < 1.0 and float(m.group(2)) < 1.0, p.stderr[-2000:])
+    p, out = sfkit.record([prog, "0", "150"], args=["-q"], timeout=60)
+    sfkit.eq(p.stdout, "longjmps=150 own=hello\n", "program's view, no ring")
+    calls = sfkit.count_calls(sfkit.dump_events(out))
+    sfkit.eq((calls.get("work", 0), calls.get("first_in_thread", 0), calls.get("cancelled", 0)), (100, 1, 150), "calls")

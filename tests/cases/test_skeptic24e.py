@@ -197,3 +197,19 @@ def test_pthread_cancel_out_of_blocked_close():
     sfkit.eq(p.stdout, "longjmps=150 own=hello\n", "program's view, no ring")
     calls = sfkit.count_calls(sfkit.dump_events(out))
     sfkit.eq((calls.get("work", 0), calls.get("first_in_thread", 0), calls.get("cancelled", 0)), (100, 1, 150), "calls")
+
+
+def test_dup2_storm_and_close_range_race_snapshots():
+    """As above, but after each write the looping thread also dup2s its file
+    over every number 3..1023 (the log's and a snapshot's included) before
+    close_range. Its file holds exactly the bytes it wrote, every snapshot
+    file reads back, nothing is DROPPED. Holds."""
+    prog = _prog("skep24e_closerange")
+    for _ in range(2):
+        p, out = sfkit.record([prog, "20", "storm"], args=["--ring", "1M"], timeout=60)
+        sfkit.eq(p.stdout, "size_matches=1 bad=0 ticks_eq_writes=1\n", "program's view")
+        sfkit.check("DROPPED" not in p.stderr, p.stderr[-1500:])
+        snaps = glob.glob(os.path.join(os.path.dirname(out), "sf.snap.*.log"))
+        sfkit.check(1 <= len(snaps) <= 20, f"snapshots: {len(snaps)}")
+        for s in snaps:
+            sfkit.run([sfkit.SFTRACE, "dump", s])

@@ -66,8 +66,6 @@ def test_vfork_clone_child_forks_grandchild():
     soon as the child _exits (dt_ge_1s=0). Traced, the grandchild inherits the
     runtime's close-on-exec pipe, so the parent stays blocked in clone until
     the grandchild exits 2 s later (observed dt_ge_1s=1, dt=2.0 s)."""
-    raise sfkit.Skip("known break, issue 24 open: CLONE_VFORK-without-CLONE_VM parent waits for the "
-                     "child's grandchild (it inherits the runtime's wait pipe)")
     for mode in (3, 6):
         for sig in ("n", "i"):
             plain, traced, out, kids = _vclone(mode, sig)
@@ -169,8 +167,6 @@ def test_vfork_clone_races_fork_in_another_thread():
     measured). Traced, a fork child inherits the runtime's wait pipe of a
     clone in progress, and that clone returns only when the unrelated fork
     child exits: observed worst 1.04-1.06 s (slow=1) in 4 of 4 runs."""
-    raise sfkit.Skip("known break, issue 24 open: a fork in another thread inherits the CLONE_VFORK "
-                     "wait pipe; the vfork-clone parent waits for that unrelated child")
     prog = _prog("skep24e_vrace")
     for args in ([], ["raw"]):
         plain = sfkit.run([prog] + args, timeout=60)

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,8 +43,11 @@ static void after_fork_parent(void)
 	sf_log_unlock_sig(&fork_mask);
 }
 
+static void vw_after_fork_child(void);
+
 static void after_fork_child_files(int files_shared)
 {
+	vw_after_fork_child();
 	sf_fd_guard_after_fork_child();
 	sf_writer_after_fork_child();
 	sf_services_after_fork_child();
@@ -154,6 +158,65 @@ struct vfork_wait {
 	int rfd, wfd;
 };
 
+/* The write ends open in this process, each made under the runtime's lock
+ * and closed in the parent before the lock is let go, so no other
+ * thread's fork (which takes the lock) inherits one. The child a clone
+ * made for one keeps that one (own); every other fork child the runtime
+ * sees (fork, _Fork, raw fork or clone, clone()) closes those it
+ * inherited: a vfork child's grandchild would otherwise hold its
+ * grandparent's wait open. The inode tells the pipe from a program's file
+ * that took the number after the child closed it. */
+#define VW_MAX 8
+static struct {
+	int fd; /* -1: free */
+	int own;
+	unsigned long ino;
+} vw_slots[VW_MAX] = {[0 ... VW_MAX - 1] = {-1, 0, 0}};
+
+static unsigned long vw_ino(int fd)
+{
+	struct stat st;
+	if (sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0 || !S_ISFIFO(st.st_mode))
+		return 0;
+	return (unsigned long)st.st_ino;
+}
+
+static int vw_register(int fd)
+{
+	for (int i = 0; i < VW_MAX; i++)
+		if (vw_slots[i].fd < 0) {
+			vw_slots[i].ino = vw_ino(fd);
+			vw_slots[i].own = 1;
+			vw_slots[i].fd = fd;
+			return 0;
+		}
+	return -1;
+}
+
+static void vw_unregister(int fd)
+{
+	for (int i = 0; i < VW_MAX; i++)
+		if (vw_slots[i].fd == fd)
+			vw_slots[i].fd = -1;
+}
+
+static void vw_after_fork_child(void)
+{
+	for (int i = 0; i < VW_MAX; i++) {
+		int fd = vw_slots[i].fd;
+		if (fd < 0)
+			continue;
+		if (vw_slots[i].own) { /* the clone's own child: its descendants close it */
+			vw_slots[i].own = 0;
+			continue;
+		}
+		if (vw_slots[i].ino && vw_ino(fd) == vw_slots[i].ino)
+			sf_syscall3(SYS_close, fd, 0, 0);
+		vw_slots[i].fd = -1;
+	}
+}
+
+/* Under the runtime's lock (before_fork). */
 static int vfork_wait_open(struct vfork_wait *w)
 {
 	int p[2];
@@ -162,7 +225,7 @@ static int vfork_wait_open(struct vfork_wait *w)
 		return -1;
 	w->rfd = sf_fd_keep(p[0]); /* high, out of the way of the child's dup2s */
 	w->wfd = sf_fd_keep(p[1]);
-	if (w->rfd < 0 || w->wfd < 0) {
+	if (w->rfd < 0 || w->wfd < 0 || vw_register(w->wfd) < 0) {
 		if (w->rfd >= 0)
 			sf_syscall3(SYS_close, w->rfd, 0, 0);
 		if (w->wfd >= 0)
@@ -173,13 +236,15 @@ static int vfork_wait_open(struct vfork_wait *w)
 	return 0;
 }
 
-static void vfork_wait_close(struct vfork_wait *w)
+/* In the parent after the clone, still under the lock: the write end goes
+ * before another thread can fork. */
+static void vfork_wait_detach(struct vfork_wait *w)
 {
-	if (w->rfd >= 0)
-		sf_syscall3(SYS_close, w->rfd, 0, 0);
-	if (w->wfd >= 0)
-		sf_syscall3(SYS_close, w->wfd, 0, 0);
-	w->rfd = w->wfd = -1;
+	if (w->wfd < 0)
+		return;
+	vw_unregister(w->wfd);
+	sf_syscall3(SYS_close, w->wfd, 0, 0);
+	w->wfd = -1;
 }
 
 /* In the parent after the clone (r: its result), the lock let go. */
@@ -187,8 +252,6 @@ static void vfork_wait_parent(struct vfork_wait *w, long r)
 {
 	if (w->rfd < 0)
 		return;
-	sf_syscall3(SYS_close, w->wfd, 0, 0);
-	w->wfd = -1;
 	if (r > 0) {
 		sigset_t all, old;
 		sigfillset(&all);
@@ -198,7 +261,8 @@ static void vfork_wait_parent(struct vfork_wait *w, long r)
 			;
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
-	vfork_wait_close(w);
+	sf_syscall3(SYS_close, w->rfd, 0, 0);
+	w->rfd = -1;
 }
 
 /* Forks that copy the address space and return on the same stack. */
@@ -290,8 +354,11 @@ static long fork_syscall(long *a)
 	uint64_t fl = clone_flags(nr, a);
 	struct vfork_wait w = {-1, -1};
 	struct clone_args ca;
-	if (sf_config.enabled && (fl & CLONE_VFORK) && !(fl & CLONE_FILES) &&
-	    (nr == SYS_clone || (unsigned long)a[1] <= sizeof(ca)) && vfork_wait_open(&w) == 0) {
+	if (!sf_config.enabled || !(fl & CLONE_VFORK) || (fl & CLONE_FILES) ||
+	    (nr != SYS_clone && (unsigned long)a[1] > sizeof(ca)))
+		return fork_with_handlers(do_raw_fork, a, fl & CLONE_FILES);
+	before_fork();
+	if (vfork_wait_open(&w) == 0) {
 		if (nr == SYS_clone) {
 			a[0] &= ~(long)CLONE_VFORK;
 		} else { /* clone3: a copy of the caller's arguments, the flag off */
@@ -301,13 +368,16 @@ static long fork_syscall(long *a)
 			a[0] = (long)&ca;
 		}
 	}
-	long r = fork_with_handlers(do_raw_fork, a, fl & CLONE_FILES);
+	long r = do_raw_fork(a);
 	if (r == 0) {
+		after_fork_child_files(0);
 		if (w.rfd >= 0)
 			sf_syscall3(SYS_close, w.rfd, 0, 0); /* the write end stays: closed by exec or exit */
-	} else {
-		vfork_wait_parent(&w, r);
+		return 0;
 	}
+	vfork_wait_detach(&w);
+	after_fork_parent();
+	vfork_wait_parent(&w, r);
 	return r;
 }
 
@@ -444,13 +514,14 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 	struct clone_call c = {fn, arg, flags, -1};
 	struct vfork_wait w = {-1, -1};
 	int f = flags;
+	before_fork();
 	if ((flags & CLONE_VFORK) && !(flags & CLONE_FILES) && vfork_wait_open(&w) == 0) {
 		f &= ~CLONE_VFORK; /* waited for outside the lock (vfork_wait) */
 		c.wait_rfd = w.rfd;
 	}
-	before_fork();
 	int r = real_clone(clone_child, stack, f, &c, ptid, tls, ctid);
 	int err = errno;
+	vfork_wait_detach(&w);
 	after_fork_parent();
 	vfork_wait_parent(&w, r);
 	errno = err;

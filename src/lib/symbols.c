@@ -676,6 +676,35 @@ int sym_source_line(struct sym_object *o, uint64_t vaddr, const char **file, uin
 	return sym_source_line_folded(o, vaddr, NULL, NULL, file, line);
 }
 
+/* The innermost DIE whose ranges hold pc, below die: subprograms sit
+ * in namespaces and types (C++, Rust), which hold no ranges, so those
+ * are searched through. 1 if one was found. */
+static int innermost_scope(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	Dwarf_Die child;
+	int found = 0;
+	if (dwarf_child(die, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) {
+			if (dwarf_haspc(&child, pc) == 1) {
+				*out = child;
+				innermost_scope(&child, pc, out);
+				return 1;
+			}
+		} else if (tag == DW_TAG_namespace || tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+			   tag == DW_TAG_union_type || tag == DW_TAG_module) {
+			if (innermost_scope(&child, pc, out))
+				found = 1;
+			if (found)
+				return 1;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return found;
+}
+
+
 int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(void *ctx, const char *name), void *ctx,
 			   const char **file, uint32_t *line)
 {
@@ -700,16 +729,11 @@ int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(voi
 	/* inlined frames, innermost first: while the one holding the line is
 	 * folded, the line is its call site in the frame around it */
 	Dwarf_Die *scopes = NULL, inner;
-	int ns = dwarf_getscopes(&c->die, pc, &scopes);
-	/* dwarf_getscopes follows an inlined instance with its abstract
-	 * definition's scopes; the chain of instances around it comes from
-	 * dwarf_getscopes_die (as eu-addr2line -i) */
-	if (ns > 0) {
-		inner = scopes[0];
-		free(scopes);
-		scopes = NULL;
-		ns = dwarf_getscopes_die(&inner, &scopes);
-	}
+	/* The chain of inlined instances around pc comes from
+	 * dwarf_getscopes_die on the innermost one (as eu-addr2line -i).
+	 * Not through dwarf_getscopes: it leaks its array when an inlined
+	 * instance's abstract origin lies in another unit (Rust, LTO). */
+	int ns = innermost_scope(&c->die, pc, &inner) ? dwarf_getscopes_die(&inner, &scopes) : 0;
 	for (int i = 0; i < ns; i++) {
 		int tag = dwarf_tag(&scopes[i]);
 		if (tag == DW_TAG_subprogram)

@@ -401,8 +401,8 @@ def test_rows_fit_80_and_100_columns():
                 40: "   2.1 KiB        5  heap_rust::map  he…"}[width]
         eq(first, want, f"top row at {width} columns")
         boxes = next(ln for ln in rows if "make_b" in ln)
-        want = {100: "     120 B        3  heap_rust::make_box  heap_rust.rs:10  ← heap_rust::leak_boxes ← …",
-                80: "     120 B        3  heap_rust::make_box  heap_rust.rs:10  ← heap_rust::leak_bo…",
+        want = {100: "     120 B        3  heap_rust::make_box  heap_rust.rs:11  ← heap_rust::leak_boxes ← …",
+                80: "     120 B        3  heap_rust::make_box  heap_rust.rs:11  ← heap_rust::leak_bo…",
                 40: "     120 B        3  heap_rust::make_bo…"}[width]
         eq(boxes, want, f"callers as far as {width} columns allow")
 

@@ -452,7 +452,11 @@ def test_snapshot_holds_its_trigger_however_busy_after():
     end = main[-1][0]
     other = [e for e in evs if e[1] != pid]
     check(len({e[1] for e in other}) == 1, "one other thread")
-    check(len(other) >= 3 * BATCH, f"the other thread's window: {len(other)} events")
+    # At least 2 whole batches: a hand-off that falls between the trigger's
+    # clock read and the freeze's publication goes on into one more slot
+    # (docs/DESIGN.md, "Snapshots"), so the window can be one batch short
+    # of the ring's 3 older ones (CI saw 24495 = 3 x 8182 - 51).
+    check(len(other) >= 2 * BATCH, f"the other thread's window: {len(other)} events")
     check(max(e[0] for e in other) <= end, "nothing after the trigger on the other thread")
     _, before, open_at_end = walk(other)
     check(before <= 3 and open_at_end <= 3, f"frames cut by the window: {before} before, {open_at_end} open")

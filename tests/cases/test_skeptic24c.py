@@ -219,7 +219,7 @@ def test_skep24c_program_close_of_its_own_fd_fails_while_runtime_claims_it():
 
 
 def _setuid_case(name):
-    exe = build_c(name, [name + ".c"])
+    exe = build_c(name, ["skep24c_setuid.c"], flags=["-DRAW_SETID"] if "raw" in name else [])
     eq(run([exe]).stdout, "child 0\n", "untraced output")
     p, log = record([exe])
     eq(p.stdout, "child 0\n", "traced output")
@@ -241,7 +241,7 @@ def test_skep24c_syscall_setresuid_child_loses_its_log():
     # FAILS ON MAIN: the same child dropping through syscall(SYS_setresgid)
     # and syscall(SYS_setresuid) (per-thread credentials, as Samba does to
     # avoid glibc's broadcast), log dir root's 0755:
-    #   build/sftrace record -o D/sf.log -- build/fixtures/skep24c_rawsetuid
+    #   build/sftrace record -o D/sf.log -- build/fixtures/skep24c_rawsetuid (tests/fixtures/skep24c_setuid.c -DRAW_SETID)
     # Observed: one log (the parent's); the child's 5 calls are lost; the
     # child says "sftrace: cannot create log D/sf.log: Permission denied"
     # (the parent's name, not sf.PID.log), and record prints no "pid N

@@ -50,6 +50,26 @@ def run(cmd, check_rc=0, timeout=300, env=None, cwd=None, input=None):
     return p
 
 
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _with_headers(srcs):
+    """The sources and the fixture headers they include with quotes (one
+    level deep: fixture headers include none of their own)."""
+    deps = list(srcs)
+    for s in srcs:
+        try:
+            with open(s, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for h in _QUOTED_INCLUDE.findall(text):
+            path = os.path.join(os.path.dirname(s), h)
+            if os.path.exists(path) and path not in deps:
+                deps.append(path)
+    return deps
+
+
 def _stale(out, deps):
     if not os.path.exists(out):
         return True
@@ -64,7 +84,7 @@ def build_c(name, sources, flags=(), libs=(), shared=False, compiler="clang", xr
     os.makedirs(outdir, exist_ok=True)
     out = os.path.join(outdir, name)
     srcs = [s if os.path.isabs(s) else os.path.join(FIXTURES, s) for s in sources]
-    if _stale(out, srcs):
+    if _stale(out, _with_headers(srcs)):
         cmd = [compiler] + (XRAY_CFLAGS if xray else ["-O2", "-g"]) + list(flags)
         if shared:
             cmd += ["-fPIC", "-shared"]

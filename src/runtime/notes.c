@@ -35,13 +35,14 @@ void sf_notes_init(void)
 	notes_dir_len = n;
 }
 
-/* Async-signal-safe: open, write, close. The pid is taken now: a forked
- * child writes its own file. The directory is checked again each time
- * (trust.c): record may be gone and the name taken by someone else. */
-static void note_write(const char *line, size_t len)
+/* Opens (creating it 0600) this process's note file, named for its pid
+ * taken now: a forked child writes its own file. The directory is checked
+ * again each time (trust.c): record may be gone and the name taken by
+ * someone else. Async-signal-safe; -1 when there is no trusted file. */
+static int note_open(void)
 {
 	if (!notes_dir_len)
-		return;
+		return -1;
 	char name[16], tmp[16];
 	int k = 0;
 	size_t n = 0;
@@ -53,9 +54,16 @@ static void note_write(const char *line, size_t len)
 	const char *why;
 	int dfd = sf_trust_dir(notes_dir, &why);
 	if (dfd < 0)
-		return;
+		return -1;
 	int fd = sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
 	sf_close(dfd);
+	return fd;
+}
+
+/* Async-signal-safe: open, write, close. */
+static void note_write(const char *line, size_t len)
+{
+	int fd = note_open();
 	if (fd < 0)
 		return;
 	ssize_t r = write(fd, line, len);
@@ -72,22 +80,9 @@ static void note_write(const char *line, size_t len)
 void sf_notes_hand_over(uid_t to)
 {
 	uid_t me = geteuid();
-	if (!notes_dir_len || me != 0 || to == (uid_t)-1 || to == me)
+	if (me != 0 || to == (uid_t)-1 || to == me)
 		return;
-	char name[16], tmp[16];
-	int k = 0;
-	size_t n = 0;
-	for (unsigned pid = (unsigned)getpid(); pid || !k; pid /= 10)
-		tmp[k++] = (char)('0' + pid % 10);
-	while (k)
-		name[n++] = tmp[--k];
-	name[n] = 0;
-	const char *why;
-	int dfd = sf_trust_dir(notes_dir, &why);
-	if (dfd < 0)
-		return;
-	int fd = sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
-	sf_close(dfd);
+	int fd = note_open();
 	if (fd < 0)
 		return;
 	sf_syscall3(SYS_fchown, fd, (long)to, -1);

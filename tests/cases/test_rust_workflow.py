@@ -11,7 +11,8 @@ with XRay sleds, then:
 
 The crate is built once per build dir: BUILD/rust-bench is a copy of the
 example whose target/ persists across runs (the first build takes about two
-minutes on 2 cores, later ones about a second). Traces of the big runs are
+minutes on 2 cores, later ones about a second; scripts/test.sh makes it
+beside the fuzzer with tests/prebuild_rust.py). Traces of the big runs are
 deleted when their case passes."""
 import collections
 import filecmp

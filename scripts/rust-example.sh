@@ -9,6 +9,10 @@
 # top functions, and says where the files are and how to open them. The
 # steps are the ones in skills/sftrace/SKILL.md.
 #
+# Arguments are passed on to cargo sftrace: `-- --bench --test` runs each
+# benchmark once instead of a one-second profiling run (a small trace; the
+# tests use it).
+#
 # Environment (the tests use these; a fresh clone needs none):
 #   SFTRACE    an sftrace binary to use (cargo-sftrace next to it); skips
 #              installing and building
@@ -26,4 +30,4 @@ PATH="$(cd "$(dirname "$SFTRACE")" && pwd):$HOME/.cargo/bin:$PATH"
 cd "${CRATE_DIR:-$ROOT/examples/rust-bench}"
 
 echo "== cargo sftrace: build the bench with XRay sleds (the first build takes about 2 minutes), record, convert"
-cargo sftrace --bench resolver -r 'resolve|normalize|cache'
+cargo sftrace --bench resolver -r 'resolve|normalize|cache' "$@"

@@ -33,7 +33,7 @@ def recorded():
         _, log = record([calls_fixture()])
         pola = os.path.join(os.path.dirname(log), "sf.pola")
         run([SFTRACE, "convert", "--type", "pola", log, "-o", pola])
-        p = run(["node", os.path.join(PARQUET_DIR, "pola_query.mjs"), pola], timeout=300)
+        p = run(["node", os.path.join(PARQUET_DIR, "pola_query.mjs"), pola, "--frames"], timeout=300)
         _cache["log"], _cache["pl"] = log, json.loads(p.stdout)
     return _cache["log"], _cache["pl"]
 

@@ -280,7 +280,7 @@ def test_tp_rust_workflow_bench():
     takes minutes, so this reuses the one
     test_rust_workflow.py made earlier in the run, and says SKIP without it."""
     trace_processor()
-    deps = os.path.join(BUILD, "rust-bench", "target", "profiling", "deps")
+    deps = os.path.join(BUILD, "rust-bench", "target", "sftrace", "profiling", "deps")  # cargo sftrace build
     bins = [os.path.join(deps, f) for f in os.listdir(deps)
             if f.startswith("resolver-") and not f.endswith(".d")] if os.path.isdir(deps) else []
     if not bins:

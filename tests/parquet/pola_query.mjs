@@ -2,12 +2,15 @@
 // pola` output and reads the same files with DuckDB; prints one JSON object
 // for the Python cases to assert on.
 //
-//   node pola_query.mjs OUT.pola
+//   node pola_query.mjs OUT.pola            # counts, queries, types
+//   node pola_query.mjs OUT.pola --frames   # also one row per frame (test_query.py
+//                                           # compares them; millions on a big trace)
 import pl from "nodejs-polars";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { types } from "./types.mjs";
 
 const file = process.argv[2];
+const wantFrames = process.argv.includes("--frames");
 const sf = pl.scanParquet(file);
 const symtab = pl.scanParquet(file + ".symtab");
 
@@ -58,7 +61,7 @@ const orphans = sf
 
 // One row per frame, entry and end rows folded (test_query.py compares
 // `sftrace query`'s frames with these); 64-bit ids as strings.
-const frameRows = sf
+const frameRows = !wantFrames ? undefined : sf
   .groupBy("frame_id")
   .agg(
     pl.col("parent").first().alias("parent"),

@@ -108,8 +108,8 @@ def test_signal_landings_deeper_than_512_faster_than_the_walk():
     The cause (the same under qemu-aarch64 at 200 us, test_aarch64.py):
       SIGALRM -> on_alarm -> siglongjmp (ours) -> landing: the target is
       deeper than the array, so walk_abandoned blocks signals and walks
-      with libgcc (45-60 us here between the first landings) -> the next
-      SIGALRM is pending -> glibc's siglongjmp restores the jmp_buf's mask
+      with libgcc (6.5 us median here, but the first takes longer, and
+      so does one the machine's load delays) -> the next SIGALRM is pending -> glibc's siglongjmp restores the jmp_buf's mask
       before its __longjmp -> the pending SIGALRM is delivered right there,
       on the abandoned stack -> on_alarm again, whose walk went through all
       the nested frames too, so it took longer still: a spiral, where

@@ -136,6 +136,8 @@ struct walk {
 	int reached;            /* a live frame was seen */
 	int found;              /* the frame at mark was reached: live is exact */
 	int signal;             /* a signal frame among the abandoned ones */
+	int restart;            /* stopped at it: walk again from the target (walk_from) */
+	const uint64_t *from;   /* the target's pc, sp, fp (a longjmp's), or NULL */
 	int callee;             /* variant of the frame visited before, -1 for none */
 	uint32_t recorded;      /* abandoned frames that recorded their entry */
 	uint32_t windows;       /* abandoned window frames (within mode) */
@@ -217,6 +219,14 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 		 * than walking the live frames down to the mark. */
 		return w->mark && w->signal ? walk_live(w, ctx, cfa) : _URC_END_OF_STACK;
 	}
+	/* Then only the live frames count, and the abandoned ones left to
+	 * walk may be many: handlers nested by a signal that came again
+	 * while the previous landing walked, each walking all the frames
+	 * nested before it, would never land (walk_abandoned). */
+	if (w->signal && w->from) {
+		w->restart = 1;
+		return _URC_END_OF_STACK;
+	}
 	count_abandoned(w, w->callee);
 	w->callee = sf_patch_entry_variant(R.regionstart(ctx));
 	return _URC_NO_REASON;
@@ -263,6 +273,40 @@ static void end_interrupted_walk(uint64_t sp)
 		mask_change(SIG_UNBLOCK, walking.added, NULL);
 }
 
+#ifdef SF_ARCH_SHADOW
+/* bt(fn, arg) from a frame whose caller is at = {pc, sp, fp}
+ * (arch/<arch>/walk_from.S). */
+int sf_arch_walk_from(const uint64_t at[3], backtrace_fn bt, _Unwind_Trace_Fn fn, void *arg) SF_HIDDEN;
+
+/* A landing from a signal handler deeper than the array: its depth is the
+ * array's frames and the live ones inside them, counted from the target
+ * outward (the jmp_buf's state), so the cost is the live frames' only,
+ * whatever lies below the target. The walk from the landing point stopped
+ * at the first signal frame (walk_frame). When this one cannot tell
+ * either, the whole walk from here, as before. */
+static void walk_from_target(backtrace_fn bt, struct walk *w)
+{
+	struct walk r = {.sp = w->sp, .mark = w->mark, .signal = 1, .callee = -1};
+	sf_arch_walk_from(w->from, bt, walk_frame, &r);
+	if (r.found) {
+		*w = r;
+		return;
+	}
+	*w = (struct walk){.sp = w->sp, .mark = w->mark, .callee = -1};
+	bt(walk_frame, w);
+}
+#endif
+
+/* Walks the current stack; from the target when the walk says so. */
+static void walk_stack(backtrace_fn bt, struct walk *w)
+{
+	bt(walk_frame, w);
+#ifdef SF_ARCH_SHADOW
+	if (w->restart)
+		walk_from_target(bt, w);
+#endif
+}
+
 /* The walk (libgcc's unwinder): for architectures without a shadow stack,
  * and when the shadow stack cannot tell (see landing). Suppressed: libgcc
  * may allocate on its way (tables a JIT registered, say), which is then
@@ -271,16 +315,17 @@ static void end_interrupted_walk(uint64_t sp)
  * nothing (suppressed), and one that jumps out of it would leave the
  * thread suppressed for good; it runs when the walk is over instead, a few
  * microseconds later. 0 if the target is not on this stack. */
-static int walk_abandoned(uint64_t sp, uint64_t mark, struct walk *w)
+static int walk_abandoned(uint64_t sp, uint64_t mark, const uint64_t *from, struct walk *w)
 {
 	backtrace_fn bt = __atomic_load_n(&R.backtrace, __ATOMIC_ACQUIRE);
 	if (!bt)
 		return 0;
-	*w = (struct walk){.sp = sp, .mark = R.getipinfo ? mark : 0, .callee = -1};
+	mark = R.getipinfo ? mark : 0;
+	*w = (struct walk){.sp = sp, .mark = mark, .from = mark ? from : NULL, .callee = -1};
 	if (__atomic_load_n(&walking.frame, __ATOMIC_RELAXED)) {
 		/* Within a fault handler that interrupted a walk, which is
 		 * suppressed and holds the signals back already. */
-		bt(walk_frame, w);
+		walk_stack(bt, w);
 		return w->reached;
 	}
 	uint64_t old;
@@ -289,7 +334,7 @@ static int walk_abandoned(uint64_t sp, uint64_t mark, struct walk *w)
 	sf_suppress_begin(&walking.quiet);
 	__atomic_store_n(&walking.frame, (uint64_t)__builtin_frame_address(0), __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	bt(walk_frame, w);
+	walk_stack(bt, w);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&walking.frame, 0, __ATOMIC_RELAXED);
 	sf_suppress_end(&walking.quiet);
@@ -456,8 +501,9 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 
 /* Control lands with stack pointer sp: closes the recorded frames below,
  * at the time the landing began (read first: what follows is the
- * tracer's, not the abandoned frames'). */
-static void landing(uint64_t sp)
+ * tracer's, not the abandoned frames'). env: a longjmp's jmp_buf, else
+ * NULL. */
+static void landing(uint64_t sp, const void *env)
 {
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled)
@@ -484,7 +530,14 @@ static void landing(uint64_t sp)
 #endif
 	if (closed < 0) {
 		struct walk w;
-		if (!walk_abandoned(sp, mark, &w))
+		uint64_t from[3] = {0};
+#ifdef SF_ARCH_SHADOW
+		if (mark && env)
+			sf_arch_jmpbuf_state(env, from);
+#else
+		(void)env;
+#endif
+		if (!walk_abandoned(sp, mark, from[1] ? from : NULL, &w))
 			return;
 		closed = close_walked(t, &w);
 	}
@@ -563,7 +616,7 @@ __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context
 	if (!R.setip)
 		resolve_next();
 	if (R.setip == R.gcc_setip && R.getcfa)
-		landing(R.getcfa(ctx));
+		landing(R.getcfa(ctx), NULL);
 	R.setip(ctx, ip);
 }
 
@@ -578,7 +631,7 @@ __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context
 	{                                                                                        \
 		if (!R.real)                                                                     \
 			resolve_next();                                                          \
-		landing(sf_arch_jmpbuf_sp(env));                                                         \
+		landing(sf_arch_jmpbuf_sp(env), env);                                                    \
 		R.real((void *)env, val);                                                        \
 	}
 

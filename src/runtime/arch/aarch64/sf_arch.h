@@ -131,6 +131,17 @@ static inline uint64_t sf_arch_jmpbuf_sp(const void *env)
 	return ((const uint64_t *)env)[13] ^ sf_arch_pointer_guard;
 }
 
+/* The setjmp caller's state at the call, for sf_arch_walk_from: its
+ * return address x30 (__jmpbuf[11], mangled like sp), sp, and x29
+ * (__jmpbuf[10], kept as is). */
+static inline void sf_arch_jmpbuf_state(const void *env, uint64_t at[3])
+{
+	const uint64_t *jb = env;
+	at[0] = jb[11] ^ sf_arch_pointer_guard;
+	at[1] = sf_arch_jmpbuf_sp(env);
+	at[2] = jb[10];
+}
+
 /* A spin-wait loop's pause. */
 static inline void sf_arch_cpu_relax(void)
 {

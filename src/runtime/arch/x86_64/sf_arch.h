@@ -72,14 +72,28 @@ static inline void sf_arch_fill_bytes(void *d, int c, size_t n)
 	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
 }
 
-/* The stack pointer saved by setjmp: glibc keeps it in __jmpbuf[6],
- * mangled with the thread's pointer guard (%fs:0x30): rotated left by 17
- * after an xor. */
-static inline uint64_t sf_arch_jmpbuf_sp(const void *env)
+/* A pointer saved by setjmp, mangled with the thread's pointer guard
+ * (%fs:0x30): rotated left by 17 after an xor. */
+static inline uint64_t sf_arch_jmpbuf_word(const void *env, int i)
 {
-	uint64_t v = ((const uint64_t *)env)[6], guard;
+	uint64_t v = ((const uint64_t *)env)[i], guard;
 	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
 	return ((v >> 17) | (v << 47)) ^ guard;
+}
+
+/* The stack pointer saved by setjmp: glibc keeps it in __jmpbuf[6]. */
+static inline uint64_t sf_arch_jmpbuf_sp(const void *env)
+{
+	return sf_arch_jmpbuf_word(env, 6);
+}
+
+/* The setjmp caller's state at the call, for sf_arch_walk_from: pc
+ * (__jmpbuf[7]), sp and rbp (__jmpbuf[1]), all three mangled. */
+static inline void sf_arch_jmpbuf_state(const void *env, uint64_t at[3])
+{
+	at[0] = sf_arch_jmpbuf_word(env, 7);
+	at[1] = sf_arch_jmpbuf_sp(env);
+	at[2] = sf_arch_jmpbuf_word(env, 1);
 }
 
 /* A spin-wait loop's pause. */

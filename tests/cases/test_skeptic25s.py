@@ -11,10 +11,31 @@ import os
 import re
 import sys
 
+
+def test_rust_panic_through_20_frames_with_drop():
+    """FAILS ON dd7feb7. The same in Rust: a panic through 20 frames each
+    holding a value with Drop, caught by catch_unwind (rustc
+    -Zinstrument-xray=always). Callgrind, instructions per caught panic:
+    untraced 173,610; traced with only main recorded 177,127 (+3,517, about
+    170 per cleanup landing). At the program's rate (173,610 instructions in
+    20.9 us a panic) about +420 ns, with none of the abandoned frames
+    recorded. The trace itself is right: 63,000 level() calls, 72,000
+    frames closed by unwinding, nothing left open."""
+    raise Skip("known break, issue 25 open: a panic through 20 Drop frames costs +3,517 instructions with nothing recorded")
+    exe = rust_fixture("skep25s_panic")
+    d = tmpdir()
+    flt = os.path.join(d, "none.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "main$", "-o", flt])
+    untraced = callgrind_per_throw(exe, depth=20, collect="*catcher*")
+    traced = callgrind_per_throw(exe, flt, depth=20, collect="*catcher*")
+    check(traced - untraced < 800, f"instructions per panic: untraced {untraced:.0f}, traced {traced:.0f}")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import FIXBUILD, RUNTIME, SFTRACE, Skip, build_c, check, dump_events, eq, record, run, tmpdir  # noqa: E402
+from sfkit import (FIXBUILD, RUNTIME, SFTRACE, Skip, build_c, check, dump_events, eq, record, run, rust_fixture,
+                   tmpdir)  # noqa: E402
 
 RPATH = ["-L" + FIXBUILD, "-Wl,-rpath," + FIXBUILD]
 
@@ -97,9 +118,9 @@ def test_process_state_seen_by_constructors_and_main():
     value and signal disposition as untraced."""
     build_c("libskep25s_state_lib.so", ["skep25s_state_lib.c"], shared=True)
     exe = build_c("skep25s_state", ["skep25s_state.c"], libs=RPATH + ["-lskep25s_state_lib"])
-    untraced = run([exe]).stdout
+    untraced = run([exe], env={"HOME": "/tmp"}).stdout
     check("Threads:\t1 SigBlk" in untraced.splitlines()[0], f"untraced constructor line: {untraced[:200]!r}")
-    p, _ = record([exe], args=["-q"])
+    p, _ = record([exe], args=["-q"], env={"HOME": "/tmp"})
     eq(state_lines(p.stdout), state_lines(untraced), "what constructors and main see")
 
 
@@ -115,6 +136,18 @@ def test_backtrace_from_constructors_and_main():
         check("libc.so.6:__libc_start_main" in untraced, f"untraced: {untraced!r}")
         p, _ = record([exe], args=["-q"])
         eq(p.stdout, untraced, f"{name}: backtraces")
+
+
+def test_preinit_environ_setenv_and_errno():
+    """Held on dd7feb7. A preinit function sees environ NULL and errno 0
+    (libc's constructor has not run: the runtime puts environ back after
+    reading its configuration), its setenv is lost when libc sets environ,
+    and the errno 5 it leaves is what main sees: as untraced."""
+    exe = build_c("skep25s_preinit", ["skep25s_preinit.c"])
+    untraced = run([exe], env={"HOME": "/tmp"}).stdout
+    eq(untraced, "pre: environ NULL errno 0; main: SKEP_PRE=(null) HOME=set errno=5\n", "untraced")
+    p, _ = record([exe], args=["-q"], env={"HOME": "/tmp"})
+    eq(p.stdout, untraced, "traced")
 
 
 # ---- start-up: breaks ----
@@ -136,6 +169,25 @@ def test_unshare_user_namespace_in_main():
         raise Skip(f"unprivileged user namespaces unavailable here: {untraced.splitlines()[-1]!r}")
     p, _ = record([exe, "unshare"], args=["-q"])
     eq(p.stdout.splitlines()[-1], "unshare in main: ok", "traced unshare(CLONE_NEWUSER) in main")
+
+
+def test_paused_program_that_wraps_libc_start_main_by_version():
+    """FAILS ON dd7feb7. An executable that wraps __libc_start_main and
+    calls glibc's, found with dlvsym(RTLD_NEXT, "__libc_start_main",
+    "GLIBC_2.34"): dlvsym skips the runtime's unversioned definition, so
+    start-up's second step never runs. Main sees 1 thread (2 when the
+    wrapper uses dlsym); `record --paused` never prints "started paused
+    ... sftrace resume PID" (it does with dlsym), so the run cannot be
+    switched on and ends with "no log written: tracing was never switched
+    on"; with --ring, `sftrace snapshot PID` refuses with "its runtime
+    installed no ring handler (it has loaded no instrumented code)" although
+    it has. README's limits name only -nostartfiles."""
+    raise Skip("known break, issue 25 open: a __libc_start_main wrapper using dlvsym skips start-up's step 2 (--paused unresumable)")
+    exe = build_c("skep25s_wrap_start", ["skep25s_wrap_start.c"], libs=["-ldl"])
+    p, _ = record([exe], args=["--paused"], check_rc=None)
+    check("started paused" in p.stderr, f"dlsym wrapper: {p.stderr!r}")
+    p, _ = record([exe], args=["--paused"], check_rc=None, env={"SKEP_LSM_VER": "GLIBC_2.34"})
+    check("started paused" in p.stderr, f"dlvsym wrapper: record --paused said {p.stderr!r}")
 
 
 # ---- --alloc ----
@@ -256,8 +308,8 @@ def test_first_landing_cost_in_a_process_with_many_mappings():
     check(traced - untraced < 100_000, f"first landing: untraced {untraced} ns, traced {traced} ns")
 
 
-def callgrind_per_throw(exe, flt=None, n1=100, n2=300):
-    """Instructions per throw collected in catcher() and below (valgrind
+def callgrind_per_throw(exe, flt=None, n1=100, n2=300, depth=50, collect="catcher*"):
+    """Instructions per throw collected in the catcher and below (valgrind
     callgrind, the difference of two run lengths); traced with the runtime
     preloaded by hand and filter flt when given."""
     counts = []
@@ -266,8 +318,8 @@ def callgrind_per_throw(exe, flt=None, n1=100, n2=300):
         if flt:
             env = {"LD_PRELOAD": RUNTIME, "SFTRACE_FILTER": flt,
                    "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")}
-        p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=catcher*",
-                 "--callgrind-out-file=/dev/null", exe, "50", str(n), "1"], env=env)
+        p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=" + collect,
+                 "--callgrind-out-file=/dev/null", exe, str(depth), str(n), "1"], env=env)
         counts.append(int(re.search(r"Collected : (\d+)", p.stderr).group(1)))
     return (counts[1] - counts[0]) / (n2 - n1)
 
@@ -294,6 +346,26 @@ def test_cxx_throw_through_50_frames_with_destructors():
     traced = callgrind_per_throw(exe, flt)
     # 100 ns at this program's rate of about 12 instructions a ns, with margin: 1,000.
     check(traced - untraced < 1000, f"instructions per throw: untraced {untraced:.0f}, traced {traced:.0f}")
+
+
+
+def test_rust_panic_through_20_frames_with_drop():
+    """FAILS ON dd7feb7. The same in Rust: a panic through 20 frames each
+    holding a value with Drop, caught by catch_unwind (rustc
+    -Zinstrument-xray=always). Callgrind, instructions per caught panic:
+    untraced 173,610; traced with only main recorded 177,127 (+3,517, about
+    170 per cleanup landing). At the program's rate (173,610 instructions in
+    20.9 us a panic) about +420 ns, with none of the abandoned frames
+    recorded. The trace itself is right: 63,000 level() calls, 72,000
+    frames closed by unwinding, nothing left open."""
+    raise Skip("known break, issue 25 open: a panic through 20 Drop frames costs +3,517 instructions with nothing recorded")
+    exe = rust_fixture("skep25s_panic")
+    d = tmpdir()
+    flt = os.path.join(d, "none.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "main$", "-o", flt])
+    untraced = callgrind_per_throw(exe, depth=20, collect="*catcher*")
+    traced = callgrind_per_throw(exe, flt, depth=20, collect="*catcher*")
+    check(traced - untraced < 800, f"instructions per panic: untraced {untraced:.0f}, traced {traced:.0f}")
 
 
 if __name__ == "__main__":

@@ -197,6 +197,7 @@ static void start_tracing(void)
 	sf_notes_init();
 	if (!read_config())
 		return;
+	sf_stack_init(); /* the main thread's stack bounds: landings need them */
 	sf_root_init();
 	sf_exec_env_init();
 	sf_budget_init();

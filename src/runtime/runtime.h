@@ -485,13 +485,18 @@ void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
  * event): the slow path of alloc.c, which blocks signals around it. */
 void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
 #ifdef SF_ARCH_SHADOW
-/* The mapping that holds the thread's stack (unwind.c: learned from
- * /proc/self/maps when needed, at most a few times per thread). */
+/* The thread's stacks (stack.c): its own, known without reading
+ * /proc/self/maps, and another it ran on (a coroutine's, a signal
+ * stack), read from maps when needed, at most a few times per thread. */
 struct sf_stack_range {
-	uint64_t lo, hi;  /* the mapping; the main thread's [stack] reaches down to its limit */
-	uint32_t learned; /* times read */
+	uint64_t lo, hi;             /* the thread's own stack: all of it mapped from a frame up to hi */
+	uint64_t other_lo, other_hi; /* the mapping of another; the main thread's [stack] reaches down to its limit */
+	int32_t own;                 /* lo, hi: 0 not looked up yet, 1 known, -1 unknown */
+	uint32_t learned;            /* times maps was read */
 };
 extern __thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+/* 1 if addr lies on the calling thread's own stack. */
+int sf_stack_own_holds(uint64_t addr) SF_HIDDEN;
 int sf_on_this_stack_slow(uint64_t addr, uint64_t cur) SF_HIDDEN;
 
 /* 1 if addr lies on the stack the thread runs on now, at or above the
@@ -545,6 +550,9 @@ struct sf_suppress_state {
 extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
+
+/* ---- stack.c ---- */
+void sf_stack_init(void) SF_HIDDEN; /* at start-up, on the main thread: its stack's bounds */
 
 /* ---- unwind.c ---- */
 /* libgcc_s's unwinder for the fallback walk, if the program has it loaded:

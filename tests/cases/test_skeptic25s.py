@@ -327,13 +327,20 @@ def test_first_landing_cost_in_a_process_with_many_mappings():
     [stack] (the last line), with signals blocked. Each new thread pays it
     again: 63-81 us per worker thread's first landing (their stacks come
     early in the file). The claim: a landing adds at most 100 ns."""
-    raise Skip("known break, issue 25 open: first landing reads /proc/self/maps: 32 ms with 20,000 mappings")
     exe = build_c("skep25s_maps_landing", ["skep25s_maps_landing.c"], libs=["-lpthread"])
-    line = re.compile(r"main thread: first landing (\d+) ns")
-    untraced = int(line.search(run([exe, "20000", "2"]).stdout).group(1))
-    p, _ = record([exe, "20000", "2"], args=["-q", "--filter-regex", "^leaf$"])
-    traced = int(line.search(p.stdout).group(1))
-    check(traced - untraced < 100_000, f"first landing: untraced {untraced} ns, traced {traced} ns")
+    # Fixed: the thread's own stack bounds come from __libc_stack_end and
+    # RLIMIT_STACK (main) or the thread's glibc descriptor (the others),
+    # never from maps: traced minus untraced is a few us, main or thread
+    # (cold code), where it was 32 ms and 63-81 us. The least of 3 traced
+    # runs: a run on this shared machine can be descheduled.
+    line = re.compile(r"main thread: first landing (\d+) ns.*\nfirst landing max (\d+) ns", re.S)
+    untraced = [int(x) for x in line.search(run([exe, "20000", "2"]).stdout).groups()]
+    traced = [10**9, 10**9]
+    for _ in range(3):
+        p, _ = record([exe, "20000", "2"], args=["-q", "--filter-regex", "^leaf$"])
+        traced = [min(a, int(b)) for a, b in zip(traced, line.search(p.stdout).groups())]
+    check(traced[0] - untraced[0] < 20_000 and traced[1] - untraced[1] < 20_000,
+          f"first landing (main, threads' max): untraced {untraced} ns, traced {traced} ns")
 
 
 def test_siglongjmp_from_a_sigaltstack_handler_with_the_caller_unrecorded():

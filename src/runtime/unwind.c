@@ -326,10 +326,36 @@ static uint32_t close_walked(struct sf_thread *t, struct walk *w)
  * stack (a user-level thread switch), where nothing is abandoned. The
  * stacks' bounds tell them apart (stack.c). */
 
-/* 1 if sp, where a landing goes, is on the stack the thread runs on now,
- * above the current frame. */
-static int on_this_stack(uint64_t sp)
+/* 1 if every one of the n stored entries lies on the thread's own stack or
+ * on the signal stack it runs on (a handler's recorded frames). */
+static int entries_on_own_stack(const struct sf_thread *t, uint64_t n)
 {
+	stack_t alt = {.ss_flags = SS_DISABLE};
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t e = t->shadow[i] & ~(uint64_t)7;
+		if (sf_stack_own_holds(e))
+			continue;
+		if (alt.ss_flags == SS_DISABLE) {
+			int err = errno;
+			if (sigaltstack(NULL, &alt) != 0)
+				alt.ss_flags = SS_DISABLE;
+			errno = err;
+		}
+		if (!(alt.ss_flags & SS_ONSTACK) || e < (uint64_t)alt.ss_sp || e >= (uint64_t)alt.ss_sp + alt.ss_size)
+			return 0;
+	}
+	return 1;
+}
+
+/* 1 if sp, where a landing goes, is on the stack of the n stored entries it
+ * pops, all of them: the stack the thread runs on now, above the current
+ * frame; or, from another stack (a handler on a signal stack jumping
+ * back), the thread's own, where the entries are. */
+static int on_this_stack(const struct sf_thread *t, uint64_t n, uint64_t sp)
+{
+	uint64_t cur = (uint64_t)__builtin_frame_address(0);
+	if (!sf_stack_own_holds(cur) && sf_stack_own_holds(sp) && entries_on_own_stack(t, n))
+		return 1;
 	return sf_on_this_stack(sp);
 }
 
@@ -353,7 +379,7 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 	}
 	if (depth > known && (left == known || t->window_depth))
 		return -1;
-	if (!left && known && !on_this_stack(sp))
+	if (!left && known && !on_this_stack(t, known, sp))
 		return -1;
 	t->shadow_depth = left;
 	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;

@@ -582,6 +582,12 @@ void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */
 void sf_writer_after_fork_child(void) SF_HIDDEN;
 void sf_writer_kick(void) SF_HIDDEN;           /* wakes the writer thread; async-signal-safe */
+int sf_writer_stop(void) SF_HIDDEN;            /* ends it, the queue written: 1 if there was one */
+void sf_writer_restart(void) SF_HIDDEN;        /* after sf_writer_stop */
+
+/* ---- ns.c: namespace changes that need a single-threaded process ---- */
+/* unshare or setns (nr), as the system call returns it (-errno). */
+long sf_ns_syscall(long nr, long a0, long a1) SF_HIDDEN;
 
 /* ---- trim.c ---- */
 /* Record-time trimming at hand-off: copies records [0, n) of ev to out

@@ -161,7 +161,6 @@ def test_unshare_user_namespace_in_main():
     1; SigCgt gains glibc's SIGSETXID handler, bit 32, that pthread_create
     installs). `record --writer sync` gives "ok". Nothing in README or
     DESIGN says a traced program is multi-threaded at main."""
-    raise Skip("known break, issue 25 open: writer thread makes unshare(CLONE_NEWUSER) in main fail (EINVAL)")
     build_c("libskep25s_state_lib.so", ["skep25s_state_lib.c"], shared=True)
     exe = build_c("skep25s_state", ["skep25s_state.c"], libs=RPATH + ["-lskep25s_state_lib"])
     untraced = run([exe, "unshare"]).stdout

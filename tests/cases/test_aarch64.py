@@ -493,8 +493,8 @@ def test_aarch64_libc_start_main_versions():
     more than the process has without the runtime (qemu's own included).
     Before, dlvsym skipped the runtime's unversioned definition."""
     toolchain()
-    plain = build_c("wrap_start_plain", ["skep25s_wrap_start.c"], flags=["--target=" + TARGET, "-fnoxray-link-deps", "-DNO_WRAP"],
-                    outdir=AFIX)
+    plain = build_c("wrap_start_plain", ["skep25s_wrap_start.c"],
+                    flags=["--target=" + TARGET, "-fnoxray-link-deps", "-DNO_WRAP"], outdir=AFIX)
     wrap = cross("wrap_start", ["skep25s_wrap_start.c"], libs=["-ldl"])
     untraced = run(["qemu-aarch64", "-L", SYSROOT, plain]).stdout
     m = re.match(r"Threads:\s*(\d+)\n$", untraced)

@@ -530,6 +530,7 @@ void sf_buffer_resumed(void) SF_HIDDEN;
  * resume: drops every shadow-stack entry from before it, but the one its
  * own entry event (kind SF_EV_ENTRY) just pushed. One compare otherwise. */
 void sf_shadow_resync(struct sf_thread *t, uint32_t kind) SF_HIDDEN;
+extern uint32_t sf_resume_epoch SF_HIDDEN; /* bumped at each resume: a thread's shadow_epoch behind it resyncs */
 /* record --ring snapshots (snapshot.c drives them). The calling thread's
  * ring is frozen now: the trigger's thread, at its trigger. */
 void sf_buffer_freeze_self(void) SF_HIDDEN;

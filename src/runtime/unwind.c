@@ -387,6 +387,26 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 }
 #endif
 
+#ifdef SF_ARCH_SHADOW
+/* The common landing that abandons no recorded frame, told before the
+ * clock is read: the innermost stored entry is live (at or above sp), so
+ * nothing is popped, and the slot above it holds no half-exited frame's
+ * entry below sp, so nothing is recorded either (landing below says why).
+ * Every cleanup of a C++ throw or Rust panic through frames the filter
+ * leaves out is one: 51 a throw through 50 frames with destructors. Any
+ * doubt (no stored entry, past the array, a resume's resync due, a walk a
+ * fault interrupted) takes the full path. */
+static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
+{
+	uint64_t d = t->shadow_depth;
+	if (d - 1 >= SF_SHADOW_CAP - 1 || walking.frame ||
+	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE))
+		return 0;
+	uint64_t above = t->shadow[d];
+	return (t->shadow[d - 1] & ~(uint64_t)7) >= sp && (!above || (above & ~(uint64_t)7) >= sp);
+}
+#endif
+
 /* Control lands with stack pointer sp: closes the recorded frames below,
  * at the time the landing began (read first: what follows is the
  * tracer's, not the abandoned frames'). */
@@ -395,6 +415,10 @@ static void landing(uint64_t sp)
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled)
 		return;
+#ifdef SF_ARCH_SHADOW
+	if (abandons_nothing(t, sp))
+		return;
+#endif
 	uint64_t now = sf_now_raw();
 	end_interrupted_walk(sp);
 	if (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING)

@@ -68,8 +68,8 @@ all: $(BUILD)/sftrace $(BUILD)/cargo-sftrace $(BUILD)/libsftrace.so $(BUILD)/lib
 
 # -z initfirst: the runtime's constructor runs before every other one
 # (init.c, docs/DESIGN.md "Start-up").
-$(BUILD)/libsftrace.so: $(RT_OBJ) src/runtime/exports.map
-	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,-z,initfirst -Wl,--version-script=src/runtime/exports.map -lpthread -ldl
+$(BUILD)/libsftrace.so: $(RT_OBJ) $(RT_ARCH)/exports.map
+	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,-z,initfirst -Wl,--version-script=$(RT_ARCH)/exports.map -lpthread -ldl
 
 # record --alloc preloads this one too: the interposed allocator family.
 $(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o $(BUILD)/rt/src/alloc/opnew.o

@@ -92,7 +92,7 @@ static void thread_unlist(struct sf_thread *t)
 
 /* Resumes so far: a thread whose shadow_epoch differs has not dropped
  * the shadow-stack entries it pushed before the last pause. */
-static uint32_t resume_epoch;
+uint32_t sf_resume_epoch;
 
 /* A time base no event time lies in the span of (trampoline.S's check and
  * in_span both fail): the thread's next event takes the slow path, which
@@ -105,7 +105,7 @@ void sf_buffer_resumed(void)
 	threads_lock_take();
 	/* Before any base changes: a thread sent to the slow path sees the
 	 * new epoch there. */
-	__atomic_add_fetch(&resume_epoch, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&sf_resume_epoch, 1, __ATOMIC_RELEASE);
 	for (struct sf_thread *t = threads; t; t = t->next_thread) {
 		__atomic_store_n(&t->window_depth, 0, __ATOMIC_RELAXED);
 #ifdef SF_ARCH_SHADOW
@@ -121,7 +121,7 @@ void sf_buffer_resumed(void)
 void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
 {
 #ifdef SF_ARCH_SHADOW
-	uint32_t e = __atomic_load_n(&resume_epoch, __ATOMIC_ACQUIRE);
+	uint32_t e = __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE);
 	if (t->shadow_epoch == e)
 		return;
 	t->shadow_epoch = e;

@@ -197,6 +197,7 @@ static void start_tracing(void)
 	sf_notes_init();
 	if (!read_config())
 		return;
+	sf_stack_init(); /* the main thread's stack bounds: landings need them */
 	sf_root_init();
 	sf_exec_env_init();
 	sf_budget_init();
@@ -292,14 +293,20 @@ __attribute__((constructor(101))) static void sf_init(int argc, char **argv, cha
  * before libc in the lookup order) and left by a tail call, so the stack
  * main and the executable's constructors see is the one they see
  * untraced. */
-__attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
-							     void (*init)(void), void (*fini)(void),
-							     void (*rtld_fini)(void), void *stack_end)
+__attribute__((visibility("default"))) int sf_libc_start_main(main_fn main, int argc, char **argv,
+							      void (*init)(void), void (*fini)(void),
+							      void (*rtld_fini)(void), void *stack_end)
 {
 	if (!libraries_ready)
 		start_main_step(); /* its own frame: no local of this one escapes, so clang also makes a tail call */
 	return real_start_main(main, argc, argv, init, fini, rtld_fini, stack_end);
 }
+/* Exported as __libc_start_main with glibc's versions (arch/<arch>/exports.map):
+ * an executable's reference (@GLIBC_2.34 since glibc 2.34, the older one
+ * before) and dlvsym by either version find this one first, as a plain
+ * lookup does; dlvsym skips an unversioned definition. */
+__asm__(".symver sf_libc_start_main, __libc_start_main@@GLIBC_2.34, remove");
+__asm__(".symver sf_libc_start_main, __libc_start_main@" SF_GLIBC_BASE_VERSION);
 
 static int services_tried;
 

@@ -57,7 +57,8 @@
  *   loader_hook.c, loader_entry.S  the loader's hook function redirected to us
  *   vfork.S       vfork in place of glibc's
  *   calib.S       (x86-64) calib.c's loop of trampoline calls, as sleds make them
- * exports.map lists the only symbols the library exports.
+ *   exports.map   symbol versions: __libc_start_main's, glibc's on the arch
+ * The library exports only what is marked visibility("default").
  *
  * Layers call down only: logfile.c calls nothing above it (init.c registers
  * what a new log must hold), and the hot path never leaves trampoline.S.
@@ -485,13 +486,18 @@ void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
  * event): the slow path of alloc.c, which blocks signals around it. */
 void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
 #ifdef SF_ARCH_SHADOW
-/* The mapping that holds the thread's stack (unwind.c: learned from
- * /proc/self/maps when needed, at most a few times per thread). */
+/* The thread's stacks (stack.c): its own, known without reading
+ * /proc/self/maps, and another it ran on (a coroutine's, a signal
+ * stack), read from maps when needed, at most a few times per thread. */
 struct sf_stack_range {
-	uint64_t lo, hi;  /* the mapping; the main thread's [stack] reaches down to its limit */
-	uint32_t learned; /* times read */
+	uint64_t lo, hi;             /* the thread's own stack: all of it mapped from a frame up to hi */
+	uint64_t other_lo, other_hi; /* the mapping of another; the main thread's [stack] reaches down to its limit */
+	int32_t own;                 /* lo, hi: 0 not looked up yet, 1 known, -1 unknown */
+	uint32_t learned;            /* times maps was read */
 };
 extern __thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+/* 1 if addr lies on the calling thread's own stack. */
+int sf_stack_own_holds(uint64_t addr) SF_HIDDEN;
 int sf_on_this_stack_slow(uint64_t addr, uint64_t cur) SF_HIDDEN;
 
 /* 1 if addr lies on the stack the thread runs on now, at or above the
@@ -524,6 +530,7 @@ void sf_buffer_resumed(void) SF_HIDDEN;
  * resume: drops every shadow-stack entry from before it, but the one its
  * own entry event (kind SF_EV_ENTRY) just pushed. One compare otherwise. */
 void sf_shadow_resync(struct sf_thread *t, uint32_t kind) SF_HIDDEN;
+extern uint32_t sf_resume_epoch SF_HIDDEN; /* bumped at each resume: a thread's shadow_epoch behind it resyncs */
 /* record --ring snapshots (snapshot.c drives them). The calling thread's
  * ring is frozen now: the trigger's thread, at its trigger. */
 void sf_buffer_freeze_self(void) SF_HIDDEN;
@@ -545,6 +552,9 @@ struct sf_suppress_state {
 extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
+
+/* ---- stack.c ---- */
+void sf_stack_init(void) SF_HIDDEN; /* at start-up, on the main thread: its stack's bounds */
 
 /* ---- unwind.c ---- */
 /* libgcc_s's unwinder for the fallback walk, if the program has it loaded:
@@ -574,6 +584,12 @@ void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */
 void sf_writer_after_fork_child(void) SF_HIDDEN;
 void sf_writer_kick(void) SF_HIDDEN;           /* wakes the writer thread; async-signal-safe */
+int sf_writer_stop(void) SF_HIDDEN;            /* ends it, the queue written: 1 if there was one */
+void sf_writer_restart(void) SF_HIDDEN;        /* after sf_writer_stop */
+
+/* ---- ns.c: namespace changes that need a single-threaded process ---- */
+/* unshare or setns (nr), as the system call returns it (-errno). */
+long sf_ns_syscall(long nr, long a0, long a1) SF_HIDDEN;
 
 /* ---- trim.c ---- */
 /* Record-time trimming at hand-off: copies records [0, n) of ev to out

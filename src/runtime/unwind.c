@@ -24,10 +24,8 @@
  * unwind information of our stub pages (arch/<arch>/patch.c). */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <unwind.h>
 
@@ -371,104 +369,39 @@ static uint32_t close_walked(struct sf_thread *t, struct walk *w)
  * recorded frame is abandoned (the setjmp caller, or the catcher, is not
  * recorded: a filter, an uninstrumented caller) or control goes to another
  * stack (a user-level thread switch), where nothing is abandoned. The
- * mapping that holds the current stack pointer tells them apart: read
- * once per thread from /proc/self/maps (the runtime's raw system calls, no
- * malloc), cached, and read again only when the thread runs on another
- * stack than the cached one (a few times: then it walks, as before). */
-__thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec")));
-#define stk sf_stack
+ * stacks' bounds tell them apart (stack.c). */
 
-enum { STACK_READS = 8 };
-
-static uint64_t hex_digit(char c)
+/* 1 if every one of the n stored entries lies on the thread's own stack or
+ * on the signal stack it runs on (a handler's recorded frames). */
+static int entries_on_own_stack(const struct sf_thread *t, uint64_t n)
 {
-	if (c >= '0' && c <= '9')
-		return (uint64_t)(c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (uint64_t)(c - 'a' + 10);
-	return 16;
-}
-
-/* Scans /proc/self/maps for the mapping holding addr, byte by byte (lines
- * are "lo-hi perms offset dev inode   name"; the buffer is small, as this
- * may run on a signal stack). 1 if found; *grows is set for the main
- * thread's "[stack]", which the kernel extends down as it is used. */
-static int mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
-{
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	char buf[512], tail[8] = {0}; /* tail: the line's last 7 bytes */
-	uint64_t a = 0, b = 0;
-	int field = 0, found = 0; /* field 0: lo, 1: hi, 2: the rest of the line */
-	ssize_t n;
-	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n && !found; i++) {
-			char c = buf[i];
-			if (c == '\n') {
-				if (addr >= a && addr < b) {
-					found = 1;
-					*lo = a;
-					*hi = b;
-					*grows = __builtin_memcmp(tail, "[stack]", 7) == 0;
-				}
-				a = b = 0;
-				field = 0;
-				__builtin_memset(tail, 0, sizeof(tail));
-			} else if (field == 2) {
-				__builtin_memmove(tail, tail + 1, 6);
-				tail[6] = c;
-			} else if (hex_digit(c) < 16) {
-				if (field == 0)
-					a = a << 4 | hex_digit(c);
-				else
-					b = b << 4 | hex_digit(c);
-			} else {
-				field++;
-			}
+	stack_t alt = {.ss_flags = SS_DISABLE};
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t e = t->shadow[i] & ~(uint64_t)7;
+		if (sf_stack_own_holds(e))
+			continue;
+		if (alt.ss_flags == SS_DISABLE) {
+			int err = errno;
+			if (sigaltstack(NULL, &alt) != 0)
+				alt.ss_flags = SS_DISABLE;
+			errno = err;
 		}
+		if (!(alt.ss_flags & SS_ONSTACK) || e < (uint64_t)alt.ss_sp || e >= (uint64_t)alt.ss_sp + alt.ss_size)
+			return 0;
 	}
-	sf_close(fd);
-	return found;
+	return 1;
 }
 
-static int learn_stack(uint64_t cur)
-{
-	if (stk.learned >= STACK_READS)
-		return 0;
-	stk.learned++;
-	int err = errno;
-	uint64_t was;
-	/* A handler that jumps out would leave the descriptor open. */
-	mask_change(SIG_BLOCK, walk_blocked, &was);
-	uint64_t lo = 0, hi = 0;
-	int grows = 0;
-	int ok = mapping_of(cur, &lo, &hi, &grows);
-	struct rlimit rl;
-	if (ok && grows && getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < hi)
-		lo = lo < hi - rl.rlim_cur ? lo : hi - rl.rlim_cur; /* where it can grow to */
-	if (ok) { /* before a handler's landing can read it */
-		stk.lo = lo;
-		stk.hi = hi;
-	}
-	mask_change(SIG_SETMASK, was, NULL);
-	errno = err;
-	return ok;
-}
-
-/* 1 if sp, where a landing goes, is on the stack the thread runs on now,
- * above the current frame. */
-static int on_this_stack(uint64_t sp)
+/* 1 if sp, where a landing goes, is on the stack of the n stored entries it
+ * pops, all of them: the stack the thread runs on now, above the current
+ * frame; or, from another stack (a handler on a signal stack jumping
+ * back), the thread's own, where the entries are. */
+static int on_this_stack(const struct sf_thread *t, uint64_t n, uint64_t sp)
 {
 	uint64_t cur = (uint64_t)__builtin_frame_address(0);
-	if ((cur < stk.lo || cur >= stk.hi) && !learn_stack(cur))
-		return 0;
-	return sp >= cur && sp < stk.hi;
-}
-
-int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
-{
-	return learn_stack(cur) && addr >= cur && addr < stk.hi;
+	if (!sf_stack_own_holds(cur) && sf_stack_own_holds(sp) && entries_on_own_stack(t, n))
+		return 1;
+	return sf_on_this_stack(sp);
 }
 
 /* The shadow stack's answer: pops the entries of frames whose return
@@ -491,11 +424,31 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 	}
 	if (depth > known && (left == known || t->window_depth))
 		return -1;
-	if (!left && known && !on_this_stack(sp))
+	if (!left && known && !on_this_stack(t, known, sp))
 		return -1;
 	t->shadow_depth = left;
 	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;
 	return (int64_t)(depth - left);
+}
+#endif
+
+#ifdef SF_ARCH_SHADOW
+/* The common landing that abandons no recorded frame, told before the
+ * clock is read: the innermost stored entry is live (at or above sp), so
+ * nothing is popped, and the slot above it holds no half-exited frame's
+ * entry below sp, so nothing is recorded either (landing below says why).
+ * Every cleanup of a C++ throw or Rust panic through frames the filter
+ * leaves out is one: 51 a throw through 50 frames with destructors. Any
+ * doubt (no stored entry, past the array, a resume's resync due, a walk a
+ * fault interrupted) takes the full path. */
+static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
+{
+	uint64_t d = t->shadow_depth;
+	if (d - 1 >= SF_SHADOW_CAP - 1 || walking.frame ||
+	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE))
+		return 0;
+	uint64_t above = t->shadow[d];
+	return (t->shadow[d - 1] & ~(uint64_t)7) >= sp && (!above || (above & ~(uint64_t)7) >= sp);
 }
 #endif
 
@@ -508,6 +461,10 @@ static void landing(uint64_t sp, const void *env)
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled)
 		return;
+#ifdef SF_ARCH_SHADOW
+	if (abandons_nothing(t, sp))
+		return;
+#endif
 	uint64_t now = sf_now_raw();
 	end_interrupted_walk(sp);
 	if (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING)

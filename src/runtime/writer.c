@@ -40,6 +40,9 @@ static struct sf_slot *queue;   /* pushed by owners, taken whole by the writer *
 static uint32_t wake;           /* futex word: bumped on every push */
 static uint32_t busy;           /* the writer holds a batch */
 static int active;
+static int stopping;            /* sf_writer_stop: end once the queue is written */
+static pthread_t writer;
+static const cpu_set_t *writer_cpus;
 
 static void futex_wake_all(uint32_t *w)
 {
@@ -100,6 +103,8 @@ static void *writer_main(void *arg)
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
 		sf_switch_service();   /* sftrace resume / pause asked for since */
+		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && !__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
+			return 0;
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
 			futex_wait(&wake, seen);
 	}
@@ -117,7 +122,6 @@ int sf_writer_start(const cpu_set_t *cpus)
 	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&a, SCHED_OTHER);
 	pthread_attr_setschedparam(&a, &sp);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* inherited by the new thread */
@@ -131,8 +135,33 @@ int sf_writer_start(const cpu_set_t *cpus)
 	if (r != 0)
 		return -1;
 	pthread_setname_np(th, "sftrace-writer");
+	writer = th;
+	writer_cpus = cpus;
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Ends the writer thread (joinable: sf_writer_stop joins it), once it has
+ * written what is queued; hand-offs are synchronous from here on. Only
+ * with no other traced thread running (ns.c: the caller is the program's
+ * only thread, its signals blocked), so nothing is queued after it ends.
+ * 1 if there was a writer. */
+int sf_writer_stop(void)
+{
+	if (!sf_writer_active())
+		return 0;
+	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
+	sf_writer_kick();
+	pthread_join(writer, NULL);
+	__atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* A writer again, with the attributes it had (after sf_writer_stop). */
+void sf_writer_restart(void)
+{
+	sf_writer_start(writer_cpus);
 }
 
 int sf_writer_active(void)

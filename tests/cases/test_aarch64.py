@@ -503,3 +503,28 @@ def test_aarch64_argument_values():
     eq([calls[i] for i in (0, 1, 3, 6, 7, 8)], [
         "main() {", "  add(3, 4) = 7;", "  scale(1.500000, 4) = 6.000000;", "  probe((null)) = 0;",
         "  mix('A', 42, -5, 2.500000) = 104;", "} /* main */"], "replay")
+
+
+def test_aarch64_libc_start_main_versions():
+    """The runtime's __libc_start_main has glibc's aarch64 versions
+    (GLIBC_2.34, GLIBC_2.17; arch/aarch64/exports.map): an executable that
+    wraps it and finds the next one by dlvsym of either version, or by
+    dlsym, and a plain executable (its reference is @GLIBC_2.34) all start
+    through it: start-up's second step starts the writer thread, one thread
+    more than the process has without the runtime (qemu's own included).
+    Before, dlvsym skipped the runtime's unversioned definition."""
+    toolchain()
+    plain = build_c("wrap_start_plain", ["skep25s_wrap_start.c"],
+                    flags=["--target=" + TARGET, "-fnoxray-link-deps", "-DNO_WRAP"], outdir=AFIX)
+    wrap = cross("wrap_start", ["skep25s_wrap_start.c"], libs=["-ldl"])
+    untraced = run(["qemu-aarch64", "-L", SYSROOT, plain]).stdout
+    m = re.match(r"Threads:\s*(\d+)\n$", untraced)
+    check(m, f"untraced: {untraced!r}")
+    want = f"Threads:\t{int(m.group(1)) + 1}\n"
+    d = tmpdir()
+    for exe, ver in ((plain, None), (wrap, None), (wrap, "GLIBC_2.34"), (wrap, "GLIBC_2.17")):
+        env = ["SFTRACE_WRITER=thread"] + ([f"SKEP_LSM_VER={ver}"] if ver else [])
+        log = os.path.join(d, f"{os.path.basename(exe)}-{ver}.log")
+        p = qemu([exe], log, env=env)
+        eq(p.stdout, want, f"{os.path.basename(exe)} {ver or 'dlsym'}: threads at main")
+        eq(counts(log).get("tick"), 1000, f"{os.path.basename(exe)} {ver or 'dlsym'}: tick() calls")

@@ -6,7 +6,7 @@ from fixtures whose start-up is known."""
 import os
 import re
 
-from sfkit import FIXBUILD, SFTRACE, build_c, count_calls, dump_events, eq, record, run
+from sfkit import FIXBUILD, SFTRACE, Skip, build_c, count_calls, dump_events, eq, record, run
 
 
 def needed_fixture():
@@ -141,3 +141,25 @@ def test_libstdcxx_emergency_pool_is_the_programs():
        {"allocations": "2", "bytes_allocated": "72804", "frees": "1", "leaked_blocks": "1", "leaked_bytes": "72704"},
        "summary")
     eq([s[:2] for s in sites], [(100, 1), (72704, 1)], "sites: the program's 100 B, libstdc++'s pool")
+
+
+def test_namespace_calls_that_need_a_single_thread():
+    # The writer thread exists from __libc_start_main on, so the kernel saw
+    # two threads at main: unshare(CLONE_NEWUSER) and setns into a user or
+    # mount namespace failed with EINVAL (libc or syscall()), and
+    # unshare(CLONE_NEWNS) left the writer in the old mount namespace
+    # ("1" thread elsewhere). unshare and setns now stop the writer around
+    # the call when it is the only other thread (ns.c): the call's result
+    # and errno are the untraced ones, every thread ends in the caller's
+    # namespaces, the writer is back, and the trace has the 6 work() calls.
+    # With a thread of the program's own the kernel refuses it as untraced.
+    exe = build_c("ns_alone", ["ns_alone.c"], libs=["-lpthread"])
+    for mode in ("user", "user-syscall", "mnt", "setns-user", "setns-user-any", "setns-mnt-syscall", "thread-user"):
+        untraced = run([exe, mode]).stdout.splitlines()
+        if mode.startswith("user") and untraced[0] != f"{mode}: 0, errno unchanged":
+            raise Skip(f"user namespaces unavailable here: {untraced[0]!r}")
+        p, log = record([exe, mode], args=["-q", "--writer", "thread"])
+        traced = p.stdout.splitlines()
+        eq(traced[:-1], untraced[:-1], f"{mode}: result, errno, namespaces of every thread")
+        eq(traced[-1], untraced[-1].replace("other threads:", "other threads: sftrace-writer"), f"{mode}: threads")
+        eq(count_calls(dump_events(log)).get("work"), 6, f"{mode}: work() calls")

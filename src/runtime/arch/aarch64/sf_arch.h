@@ -10,6 +10,7 @@
 
 #include "sf_shadow.h"
 
+#define SF_GLIBC_BASE_VERSION "GLIBC_2.17" /* glibc's first symbol version here (exports.map) */
 #define SF_ARCH_MACHINE EM_AARCH64
 #define SF_ARCH_SLED_SIZE 32 /* bytes of an XRay sled: `b #32` + 7 nops */
 

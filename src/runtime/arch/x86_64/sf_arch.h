@@ -15,6 +15,7 @@
 
 #include "sf_shadow.h"
 
+#define SF_GLIBC_BASE_VERSION "GLIBC_2.2.5" /* glibc's first symbol version here (exports.map) */
 #define SF_ARCH_MACHINE EM_X86_64
 #define SF_ARCH_SLED_SIZE 11 /* bytes of an XRay sled */
 

@@ -1,0 +1,125 @@
+/* Namespace changes that need a single-threaded process (docs/DESIGN.md,
+ * "The writer thread"). The writer thread exists from __libc_start_main
+ * on, so a traced program is multi-threaded at main where it would not
+ * be. The kernel refuses some calls to a process with more than one
+ * thread: unshare(CLONE_NEWUSER) (and CLONE_THREAD, CLONE_SIGHAND,
+ * CLONE_VM) fails with EINVAL, setns into a user or mount namespace with
+ * EINVAL, into a time namespace with EUSERS; unshare(CLONE_FS) and
+ * CLONE_NEWNS (which implies it) succeed but leave the other threads in the
+ * old file-system context, where untraced there are none.
+ *
+ * So unshare and setns (the libc functions, and syscall() with their
+ * numbers) stop the writer (its queue written, the thread joined and gone
+ * from the process) when it is the only thread besides the caller, make
+ * the call, and start it again: in the namespaces the program is in now.
+ * When the program has threads of its own, the call is made as it is: the
+ * kernel answers as it would untraced. The result and errno are the
+ * call's. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <linux/nsfs.h>
+
+#include "sf_arch.h"
+#include "runtime/runtime.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* The flags with which unshare, or the namespace types into which setns,
+ * act on the whole process (or need it alone). */
+#define UNSHARE_ALONE (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM | CLONE_FS | CLONE_NEWNS)
+#define SETNS_ALONE (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWTIME)
+
+/* The threads of this process (entries of /proc/self/task, by raw
+ * system calls: no allocation); 0 if it cannot be read. */
+static int thread_count(void)
+{
+	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)"/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				  0, 0, 0);
+	if (fd < 0)
+		return 0;
+	char buf[1024] __attribute__((aligned(8)));
+	int n = 0;
+	long got;
+	while ((got = sf_syscall3(SYS_getdents64, fd, (long)buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < got;) {
+			const struct dirent64 *d = (const struct dirent64 *)(buf + off);
+			n += d->d_name[0] != '.';
+			off += d->d_reclen;
+		}
+	}
+	sf_close(fd);
+	return got < 0 ? 0 : n;
+}
+
+/* Whether the call needs the process to itself. setns's nstype 0 (any)
+ * asks the descriptor which namespace it is; a pidfd's flags are types. */
+static int needs_alone(long nr, long a0, long a1)
+{
+	if (nr == SYS_unshare)
+		return (a0 & UNSHARE_ALONE) != 0;
+	long type = a1;
+	if (!type) {
+		type = sf_syscall3(SYS_ioctl, a0, NS_GET_NSTYPE, 0);
+		if (type < 0)
+			return 0; /* not a namespace (a pidfd wants its flags): the kernel says no */
+	}
+	return (type & SETNS_ALONE) != 0;
+}
+
+/* The writer gone from the process: pthread_join returns when the thread
+ * has cleared its tid, a little before the kernel takes it out of the
+ * thread group; until then unshare would still fail. */
+static void wait_alone(void)
+{
+	for (int i = 0; i < 10000 && thread_count() > 1; i++)
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+}
+
+long sf_ns_syscall(long nr, long a0, long a1)
+{
+	if (!sf_writer_active() || !needs_alone(nr, a0, a1) || thread_count() != 2)
+		return sf_syscall3(nr, a0, a1, 0);
+	/* No handler of this thread may record (and queue a slot) while there
+	 * is no writer. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = errno;
+	long r;
+	if (sf_writer_stop()) {
+		wait_alone();
+		r = sf_syscall3(nr, a0, a1, 0);
+		sf_writer_restart();
+	} else {
+		r = sf_syscall3(nr, a0, a1, 0);
+	}
+	errno = err;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+static int libc_result(long r)
+{
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (int)r;
+}
+
+__attribute__((visibility("default"))) int unshare(int flags)
+{
+	return libc_result(sf_ns_syscall(SYS_unshare, flags, 0));
+}
+
+__attribute__((visibility("default"))) int setns(int fd, int nstype)
+{
+	return libc_result(sf_ns_syscall(SYS_setns, fd, nstype));
+}

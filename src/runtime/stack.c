@@ -1,0 +1,222 @@
+/* The stack a thread runs on: is an address on it? (docs/DESIGN.md,
+ * Unwinding, "The thread's stack"). A landing that pops every entry of the
+ * shadow stack asks whether its target is on the stack of the frames it
+ * abandons (unwind.c), and a heap event reads a return-address slot only
+ * where it is mapped (alloc.c).
+ *
+ * The thread's own stack is known without reading /proc/self/maps (which
+ * costs tens of microseconds with 20 mappings and milliseconds with
+ * thousands, and glibc's pthread_getattr_np reads it for the main thread,
+ * and allocates for every thread):
+ *   - the main thread's: from __libc_stack_end (the stack pointer the
+ *     process started with, all its frames below it) down to RLIMIT_STACK,
+ *     taken once at start-up (the kernel grows [stack] no further);
+ *   - another glibc thread's: its stack block, which glibc records in the
+ *     thread's descriptor (struct pthread's stackblock and stackblock_size,
+ *     the descriptor at the block's top). glibc exports no accessor that
+ *     does not allocate, so the pair's offset is found once per process by
+ *     its shape on the first thread that needs it (the only pair holding
+ *     the descriptor itself inside a block of PTHREAD_STACK_MIN or more,
+ *     followed by a guard size smaller than the block), and checked the same
+ *     way on every thread.
+ * Any other stack (a coroutine's, a signal stack, a thread whose stack is
+ * none of these, an unlimited RLIMIT_STACK) is read from /proc/self/maps as
+ * before, at most STACK_READS times a thread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+#ifdef SF_ARCH_SHADOW
+__thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec")));
+#define stk sf_stack
+
+extern void *__libc_stack_end; /* ld.so's: the stack pointer at the program's entry */
+
+/* Taken at start-up, on the main thread (sf_stack_init). */
+static struct {
+	uint64_t main_pd, main_lo, main_hi; /* main_hi 0: unknown (an unlimited RLIMIT_STACK) */
+	uint32_t pd_size;                   /* sizeof(struct pthread), libc's _thread_db_sizeof_pthread */
+	uint32_t block_off;                 /* the stack block's offset in it, 0 until found */
+} S;
+
+enum { STACK_READS = 8, STACK_MIN = 16384 /* PTHREAD_STACK_MIN */, TOP_MAX = 1 << 20 };
+
+void sf_stack_init(void)
+{
+	if (sf_gettid() != (uint32_t)getpid())
+		return; /* the runtime dlopen'd by another thread: every stack from maps */
+	S.main_pd = (uint64_t)pthread_self();
+	const uint32_t *pd_size = sf_sym_lib("libc.so", "_thread_db_sizeof_pthread");
+	S.pd_size = pd_size ? *pd_size : 0;
+	struct rlimit rl;
+	uint64_t page = (uint64_t)getpagesize(), top = ((uint64_t)__libc_stack_end + page - 1) & ~(page - 1);
+	int err = errno;
+	if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < top) {
+		S.main_lo = top - rl.rlim_cur;
+		S.main_hi = top;
+	}
+	errno = err;
+}
+
+/* The descriptor's words at w: glibc's stackblock, stackblock_size and
+ * guardsize, for the descriptor at pd? */
+static int block_pair(const uint64_t *w, uint64_t pd)
+{
+	uint64_t lo = w[0], size = w[1], guard = w[2];
+	return lo && size >= STACK_MIN && lo + STACK_MIN / 4 <= pd && lo + size > pd && lo + size - pd < TOP_MAX &&
+	       guard < size;
+}
+
+/* The offset of the stack block in glibc's descriptor: the only word pair
+ * of the right shape (see the top of the file); 0 if none or several. */
+static uint32_t find_block_off(uint64_t pd)
+{
+	const uint64_t *w = (const uint64_t *)pd;
+	uint32_t found = 0, n = S.pd_size / 8;
+	for (uint32_t i = 1; i + 3 <= n; i++) {
+		if (!block_pair(w + i, pd))
+			continue;
+		if (found)
+			return 0;
+		found = i * 8;
+	}
+	return found;
+}
+
+/* The calling thread's own stack into stk.lo, stk.hi; 0 if unknown. */
+static int own_stack(void)
+{
+	if (stk.own)
+		return stk.own > 0;
+	uint64_t pd = (uint64_t)pthread_self();
+	stk.own = -1;
+	if (pd == S.main_pd) {
+		if (!S.main_hi)
+			return 0;
+		stk.lo = S.main_lo;
+		stk.hi = S.main_hi;
+	} else {
+		uint32_t off = __atomic_load_n(&S.block_off, __ATOMIC_RELAXED);
+		if (!off && S.pd_size) {
+			off = find_block_off(pd);
+			__atomic_store_n(&S.block_off, off, __ATOMIC_RELAXED);
+		}
+		const uint64_t *w = (const uint64_t *)(pd + off);
+		if (!off || !block_pair(w, pd))
+			return 0;
+		stk.lo = w[0];
+		stk.hi = pd; /* the stack is below the descriptor, all mapped up to it */
+	}
+	stk.own = 1;
+	return 1;
+}
+
+int sf_stack_own_holds(uint64_t addr)
+{
+	return own_stack() && addr >= stk.lo && addr < stk.hi;
+}
+
+static uint64_t hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return (uint64_t)(c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (uint64_t)(c - 'a' + 10);
+	return 16;
+}
+
+/* Scans /proc/self/maps for the mapping holding addr, byte by byte (lines
+ * are "lo-hi perms offset dev inode   name"; the buffer is small, as this
+ * may run on a signal stack). 1 if found; *grows is set for the main
+ * thread's "[stack]", which the kernel extends down as it is used. */
+static int mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[512], tail[8] = {0}; /* tail: the line's last 7 bytes */
+	uint64_t a = 0, b = 0;
+	int field = 0, found = 0; /* field 0: lo, 1: hi, 2: the rest of the line */
+	ssize_t n;
+	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !found; i++) {
+			char c = buf[i];
+			if (c == '\n') {
+				if (addr >= a && addr < b) {
+					found = 1;
+					*lo = a;
+					*hi = b;
+					*grows = __builtin_memcmp(tail, "[stack]", 7) == 0;
+				}
+				a = b = 0;
+				field = 0;
+				__builtin_memset(tail, 0, sizeof(tail));
+			} else if (field == 2) {
+				__builtin_memmove(tail, tail + 1, 6);
+				tail[6] = c;
+			} else if (hex_digit(c) < 16) {
+				if (field == 0)
+					a = a << 4 | hex_digit(c);
+				else
+					b = b << 4 | hex_digit(c);
+			} else {
+				field++;
+			}
+		}
+	}
+	sf_close(fd);
+	return found;
+}
+
+/* The signals held back while maps is read: a handler that jumps out would
+ * leave the descriptor open. Not those a fault raises (the kernel would
+ * turn them into a kill). */
+#define SIG_BIT(n) (1ull << ((n) - 1))
+static const uint64_t read_blocked =
+	~(SIG_BIT(SIGSEGV) | SIG_BIT(SIGBUS) | SIG_BIT(SIGILL) | SIG_BIT(SIGFPE) | SIG_BIT(SIGTRAP) | SIG_BIT(SIGSYS));
+
+/* The mapping holding cur, another stack than the thread's own, into
+ * stk.other_lo, other_hi. */
+static int learn_other_stack(uint64_t cur)
+{
+	if (stk.learned >= STACK_READS)
+		return 0;
+	stk.learned++;
+	int err = errno;
+	sigset_t block, was;
+	sigemptyset(&block);
+	__builtin_memcpy(&block, &read_blocked, sizeof(read_blocked));
+	pthread_sigmask(SIG_BLOCK, &block, &was);
+	uint64_t lo = 0, hi = 0;
+	int grows = 0;
+	int ok = mapping_of(cur, &lo, &hi, &grows);
+	struct rlimit rl;
+	if (ok && grows && getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < hi)
+		lo = lo < hi - rl.rlim_cur ? lo : hi - rl.rlim_cur; /* where it can grow to */
+	if (ok) { /* before a handler's landing can read it */
+		stk.other_lo = lo;
+		stk.other_hi = hi;
+	}
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	errno = err;
+	return ok;
+}
+
+int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
+{
+	if (sf_stack_own_holds(cur))
+		return addr >= cur && addr < stk.hi;
+	if ((cur >= stk.other_lo && cur < stk.other_hi) || learn_other_stack(cur))
+		return addr >= cur && addr < stk.other_hi;
+	return 0;
+}
+#else
+void sf_stack_init(void)
+{
+}
+#endif

@@ -253,3 +253,27 @@ def test_vfork_files_clone_new_parent_thread_not_stalled():
     d = tmpdir()
     t = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", exe], timeout=30)
     eq(t.stdout, u.stdout, "traced")
+
+
+def test_reexec_of_deleted_binary_gets_its_log():
+    """A program deletes its own binary (as an upgrade replaces it), then
+    re-executes itself through /proc/self/exe; the new image makes 1000
+    leaf calls. Output identical ("first 1", "re-exec'd 500500"). Traced:
+    only the first image's sf.log; the new image is silently untraced (no
+    log, no message), as with a memfd: objects.c opens the executable by the
+    text of /proc/self/exe ("... (deleted)")."""
+    known_break("an image whose executable is deleted is silently untraced")
+    exe = build_c("skep24f_reexec_deleted", ["skep24f_reexec_deleted.c"])
+    d = tmpdir()
+    u_exe, t_exe = os.path.join(d, "u_prog"), os.path.join(d, "t_prog")
+    for p in (u_exe, t_exe):
+        run(["cp", exe, p])
+    u = run([u_exe])
+    eq(u.stdout, "first 1\nre-exec'd 500500\n", "untraced")
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", t_exe])
+    eq(t.stdout, u.stdout, "output")
+    logs = logs_in(d)
+    check(len(logs) == 2 or "deleted" in t.stderr, f"the re-exec'd image has no log and nothing says so: "
+                                                   f"{logs}\n{t.stderr}")
+    new = [p for p in logs if not p.endswith("/sf.log")]
+    eq(count_calls(dump_events(new[0]))["leaf"], 1000, "the re-exec'd image's leaf calls")

@@ -316,3 +316,20 @@ def test_children_after_clearenv_get_their_logs():
     eq(t.stdout, u.stdout, "output")
     images = [p for p in logs_in(d) if count_calls(dump_events(p))["leaf"] == 1000]
     eq(len(images), 2, f"a log for each child: {logs_in(d)}\n{t.stderr}")
+
+
+def test_vfork_clone_vm_grandchild_does_not_hold_the_parent():
+    """clone(CLONE_VFORK | SIGCHLD) child C (own memory) starts a helper G
+    with clone(CLONE_VM | SIGCHLD) (shares C's memory, not a thread) and
+    exits; G lives 1 s more. Untraced: "clone returned when C exited".
+    Traced: "when G exited": G got a copy of C's descriptor table with the
+    wait pipe's write end, and the round-5 fix closes inherited write ends
+    only in fork-like children (hooks.c vw_after_fork_child), not in a
+    CLONE_VM child (clone_shared_vm)."""
+    known_break("a CLONE_VM grandchild of a CLONE_VFORK clone keeps the wait pipe: the parent waits for it")
+    exe = build_c("skep24f_vfork_vm_grandchild", ["skep24f_vfork_vm_grandchild.c"])
+    u = run([exe])
+    eq(u.stdout, "clone returned when C exited\n", "untraced")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", exe], timeout=30)
+    eq(t.stdout, u.stdout, "traced")

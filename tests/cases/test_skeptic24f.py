@@ -78,7 +78,6 @@ def test_fexecve_memfd_image_gets_its_log():
     which fails, and skips the object without a word: 1000 calls lost
     silently, no log, no message. The same holds for any program whose
     executable was deleted before it started patching."""
-    known_break("an image exec'd from a memfd is silently untraced (no log, no message)")
     exe = build_c("skep24f_memfd_exec", ["skep24f_memfd_exec.c"])
     u = run([exe])
     d = tmpdir()
@@ -262,7 +261,6 @@ def test_reexec_of_deleted_binary_gets_its_log():
     only the first image's sf.log; the new image is silently untraced (no
     log, no message), as with a memfd: objects.c opens the executable by the
     text of /proc/self/exe ("... (deleted)")."""
-    known_break("an image whose executable is deleted is silently untraced")
     exe = build_c("skep24f_reexec_deleted", ["skep24f_reexec_deleted.c"])
     d = tmpdir()
     u_exe, t_exe = os.path.join(d, "u_prog"), os.path.join(d, "t_prog")

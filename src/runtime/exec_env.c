@@ -282,10 +282,21 @@ static void env_done(struct env_build *b)
 
 /* Every exec first lets a snapshot asked for finish (snapshot.c): the
  * writer thread ends with the old image. */
+/* The system calls execve and execveat (a: their arguments), with the
+ * child's environment: execve() and syscall() with either number
+ * (hooks.c) come here. Returns -errno. */
+long sf_exec_syscall(long nr, const long *a)
+{
+	int at = nr == SYS_execveat ? 3 : 2; /* where envp is */
+	long c[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+	return WITH_CHILD_ENV((char *const *)a[at], env,
+			      (c[at] = (long)env, sf_syscall6(nr, c[0], c[1], c[2], c[3], c[4], c[5])));
+}
+
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	sf_snapshot_settle();
-	long r = WITH_CHILD_ENV(envp, env, sf_syscall3(SYS_execve, (long)path, (long)argv, (long)env));
+	long r = sf_exec_syscall(SYS_execve, (const long[6]){(long)path, (long)argv, (long)envp});
 	errno = (int)-r;
 	return -1;
 }

@@ -386,8 +386,9 @@ static long fork_syscall(long *a)
  * passes are where seven long parameters are): glibc's is the bare
  * instruction plus errno, and so is this, except that fork-like calls run
  * the runtime's fork handlers around it (a raw fork child would otherwise
- * write into its parent's slots), and a credential change creates the log
- * first, as the set*id wrappers below do. */
+ * write into its parent's slots), a credential change creates the log
+ * first, as the set*id wrappers below do, and an exec gets the tracer's
+ * variables back as execve() does. */
 long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 {
 	long a[7] = {a0, a1, a2, a3, a4, a5, nr}; /* a[6]: for do_raw_fork */
@@ -401,6 +402,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
 		r = fork_syscall(a);
+	} else if (nr == SYS_execve || nr == SYS_execveat) {
+		r = sf_exec_syscall(nr, a); /* the tracer's variables, as execve() (exec_env.c) */
 	} else {
 		r = raw_syscall(nr, a);
 	}

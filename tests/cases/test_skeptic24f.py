@@ -286,7 +286,6 @@ def test_exec_through_syscall_with_clean_env_gets_its_log():
     but syscall() with the exec numbers passes the caller's environment as
     is (hooks.c only waits for a snapshot), so those images run untraced,
     without a word."""
-    known_break("exec through syscall(SYS_execve/SYS_execveat) with its own environment is silently untraced")
     exe = build_c("skep24f_syscall_exec_env", ["skep24f_syscall_exec_env.c"])
     u = run([exe])
     eq(u.stdout, "execve 500500\nsys_execve 500500\nsys_execveat 500500\n", "untraced")

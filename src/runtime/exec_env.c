@@ -20,11 +20,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sf_arch.h"
@@ -41,14 +44,14 @@ static int ready;
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
-typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*system_fn)(const char *);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
 			char *const[], char *const[]);
 static execvpe_fn real_execvpe;
 static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
-static execv_fn real_execv, real_execvp;
+static system_fn real_system;
 
 static size_t slen(const char *s)
 {
@@ -121,8 +124,7 @@ void sf_exec_env_resolve(void)
 	real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
 	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
-	real_execv = (execv_fn)dlsym(RTLD_NEXT, "execv");
-	real_execvp = (execv_fn)dlsym(RTLD_NEXT, "execvp");
+	real_system = (system_fn)dlsym(RTLD_NEXT, "system");
 }
 
 #define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
@@ -344,23 +346,21 @@ EXPORT int execle(const char *path, const char *arg, ...)
 	return execve(path, argv, envp);
 }
 
-/* The functions that use `environ` need no environment of their own, but
- * they end the image too: wrapped for sf_snapshot_settle alone. execl and
- * execlp are execv and execvp with the arguments gathered (as glibc does). */
+/* The functions that use `environ` get the same: the program may have
+ * emptied it (clearenv, a daemon sanitizing its environment) or dropped
+ * the tracer's variables from it. The child's environment is built from
+ * environ plus the runtime's copy taken at start; environ itself stays
+ * as the program left it. execv and execvp are execve and execvpe with
+ * environ, as in glibc; execl and execlp gather their arguments into
+ * them. */
 EXPORT int execv(const char *path, char *const argv[])
 {
-	sf_snapshot_settle();
-	if (!REAL(real_execv, execv_fn, "execv"))
-		return errno = ENOSYS, -1;
-	return real_execv(path, argv);
+	return execve(path, argv, environ);
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
-	sf_snapshot_settle();
-	if (!REAL(real_execvp, execv_fn, "execvp"))
-		return errno = ENOSYS, -1;
-	return real_execvp(file, argv);
+	return execvpe(file, argv, environ);
 }
 
 /* The NULL-ended argument list after arg, counted (without the NULL). */
@@ -419,4 +419,103 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return spawn(REAL(real_posix_spawnp, spawn_fn, "posix_spawnp"), pid, file, fa, attr, argv, envp);
+}
+
+/* system() with an environment that lacks the tracer's variables: glibc's
+ * (sysdeps/posix/system.c) spawns its shell with `environ` from inside
+ * libc, out of reach, so this one does the same with the child's
+ * environment: SIGINT and SIGQUIT ignored while any thread waits in
+ * system() (counted), SIGCHLD blocked, the shell spawned with the
+ * caller's mask and those two reset to default unless they were ignored,
+ * 127 as the shell's exit status when it cannot be spawned, and at a
+ * cancellation the child killed and reaped. Otherwise glibc's system()
+ * itself runs. */
+static pthread_mutex_t system_lock = PTHREAD_MUTEX_INITIALIZER;
+static int system_users;
+static struct sigaction system_intr, system_quit;
+
+struct system_wait {
+	pid_t pid;
+	sigset_t omask;
+};
+
+static void system_restore(const sigset_t *omask)
+{
+	pthread_mutex_lock(&system_lock);
+	if (--system_users == 0) {
+		sigaction(SIGINT, &system_intr, NULL);
+		sigaction(SIGQUIT, &system_quit, NULL);
+	}
+	pthread_mutex_unlock(&system_lock);
+	sigprocmask(SIG_SETMASK, omask, NULL);
+}
+
+static void system_cancelled(void *arg)
+{
+	struct system_wait *w = arg;
+	kill(w->pid, SIGKILL);
+	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	system_restore(&w->omask);
+}
+
+static int system_in(const char *line, char *const env[])
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigemptyset(&ign.sa_mask);
+	pthread_mutex_lock(&system_lock);
+	if (system_users++ == 0) {
+		sigaction(SIGINT, &ign, &system_intr);
+		sigaction(SIGQUIT, &ign, &system_quit);
+	}
+	pthread_mutex_unlock(&system_lock);
+	struct system_wait w = {.pid = -1};
+	sigset_t chld, reset;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &w.omask);
+	sigemptyset(&reset);
+	if (system_intr.sa_handler != SIG_IGN)
+		sigaddset(&reset, SIGINT);
+	if (system_quit.sa_handler != SIG_IGN)
+		sigaddset(&reset, SIGQUIT);
+	posix_spawnattr_t attr;
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &w.omask);
+	posix_spawnattr_setsigdefault(&attr, &reset);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	char *argv[] = {"sh", "-c", "--", (char *)line, NULL};
+	int status = -1;
+	spawn_fn sp = REAL(real_posix_spawn, spawn_fn, "posix_spawn");
+	int ret = sp ? sp(&w.pid, "/bin/sh", NULL, &attr, argv, env) : ENOSYS;
+	posix_spawnattr_destroy(&attr);
+	if (ret == 0) {
+		pthread_cleanup_push(system_cancelled, &w);
+		pid_t r;
+		while ((r = waitpid(w.pid, &status, 0)) < 0 && errno == EINTR)
+			;
+		if (r != w.pid)
+			status = -1;
+		pthread_cleanup_pop(0);
+	} else {
+		status = W_EXITCODE(127, 0);
+	}
+	system_restore(&w.omask);
+	if (ret != 0)
+		errno = ret;
+	return status;
+}
+
+EXPORT int system(const char *line)
+{
+	char buf[ENV_BUF];
+	struct env_build b;
+	char *const *env = env_for_child(environ, &b, buf, sizeof(buf));
+	int r;
+	if (env == environ) /* nothing to add: glibc's own */
+		r = REAL(real_system, system_fn, "system") ? real_system(line) : (errno = ENOSYS, -1);
+	else
+		r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
+	env_done(&b);
+	return r;
 }

@@ -161,8 +161,6 @@ def test_group_sigkill_of_record_leaves_notes_dir():
     /tmp for good after the daemon exits: nobody is left to remove it. The
     issue asks: nothing left behind when the last one exits, or when record
     is killed."""
-    known_break("record and its keeper SIGKILLed together (timeout -s KILL): /tmp/sftrace-notes-* stays "
-                "after the last traced process exits")
     exe = build_c("skep24f_daemon_hup", ["skep24f_daemon_hup.c"])
     d = tmpdir()
     p = run(["timeout", "-s", "KILL", "1", SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", exe, d,

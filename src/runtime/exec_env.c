@@ -11,19 +11,24 @@
  *     format/sf_env.h) this process started with; other SFTRACE_-prefixed
  *     names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
- * use `environ` (execv, execvp, execl, execlp, system, popen) need nothing
- * of this; every exec waits for a snapshot being written (below).
+ * use `environ` (execv, execvp, execl, execlp, system, popen) get the
+ * same, built from environ: the program may have emptied it (clearenv);
+ * environ itself is never changed. syscall() with the exec numbers comes
+ * here too (hooks.c, sf_exec_syscall). Every exec waits for a snapshot
+ * being written (below).
  *
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
  * is large), and the real functions were looked up at start-up. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -45,6 +50,8 @@ typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 typedef int (*system_fn)(const char *);
+typedef FILE *(*popen_fn)(const char *, const char *);
+typedef int (*pclose_fn)(FILE *);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
 			char *const[], char *const[]);
 static execvpe_fn real_execvpe;
@@ -52,6 +59,8 @@ static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
 static system_fn real_system;
+static popen_fn real_popen;
+static pclose_fn real_pclose;
 
 static size_t slen(const char *s)
 {
@@ -125,6 +134,8 @@ void sf_exec_env_resolve(void)
 	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
 	real_system = (system_fn)dlsym(RTLD_NEXT, "system");
+	real_popen = (popen_fn)dlsym(RTLD_NEXT, "popen");
+	real_pclose = (pclose_fn)dlsym(RTLD_NEXT, "pclose");
 }
 
 #define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
@@ -518,4 +529,128 @@ EXPORT int system(const char *line)
 		r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
 	env_done(&b);
 	return r;
+}
+
+/* popen() with an environment that lacks the tracer's variables, as
+ * glibc's (libio/iopopen.c) with the child's environment: a close-on-exec
+ * pipe, the child's end moved to 0 or 1 by a file action (first out of
+ * the way if it already has that number), the streams this popen opened
+ * before closed in the child, the shell spawned, the parent's end a
+ * stdio stream ("e": close-on-exec). pclose knows these streams by a
+ * table (MAX_POPEN open at once; beyond it glibc's popen runs, untraced
+ * child and all, and says so); any other stream goes to glibc's pclose. */
+#define MAX_POPEN 64
+static struct {
+	FILE *fp;
+	pid_t pid;
+} popened[MAX_POPEN];
+static pthread_mutex_t popen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static FILE *popen_spawn(const char *cmd, int rd, int cloexec, char *const env[], pid_t *pid)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return NULL;
+	int child_std = rd ? 1 : 0, parent = rd ? fds[0] : fds[1], child = rd ? fds[1] : fds[0];
+	if (child == child_std) {
+		int tmp = fcntl(child, F_DUPFD_CLOEXEC, 0);
+		if (tmp < 0)
+			goto fail;
+		close(child);
+		child = tmp;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	int err = posix_spawn_file_actions_adddup2(&fa, child, child_std);
+	for (int i = 0; !err && i < MAX_POPEN; i++)
+		if (popened[i].fp && fileno(popened[i].fp) != child_std)
+			err = posix_spawn_file_actions_addclose(&fa, fileno(popened[i].fp));
+	char *argv[] = {"sh", "-c", "--", (char *)cmd, NULL};
+	spawn_fn sp = REAL(real_posix_spawn, spawn_fn, "posix_spawn");
+	if (!err)
+		err = sp ? sp(pid, "/bin/sh", &fa, NULL, argv, env) : ENOSYS;
+	posix_spawn_file_actions_destroy(&fa);
+	if (err) {
+		errno = err;
+		goto fail;
+	}
+	close(child);
+	if (!cloexec)
+		fcntl(parent, F_SETFD, 0);
+	FILE *fp = fdopen(parent, rd ? "r" : "w");
+	if (fp)
+		return fp;
+	int e = errno;
+	close(parent);
+	while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	errno = e;
+	return NULL;
+fail:
+	err = errno;
+	close(parent);
+	close(child);
+	errno = err;
+	return NULL;
+}
+
+static FILE *popen_in(const char *cmd, const char *mode, char *const env[])
+{
+	int rd = mode[0] == 'r', cloexec = 0;
+	if (!rd && mode[0] != 'w')
+		return errno = EINVAL, NULL;
+	for (const char *m = mode + 1; *m; m++)
+		if (*m == 'e')
+			cloexec = 1;
+	pthread_mutex_lock(&popen_lock);
+	int slot = -1;
+	for (int i = 0; i < MAX_POPEN && slot < 0; i++)
+		if (!popened[i].fp)
+			slot = i;
+	FILE *fp = NULL;
+	pid_t pid;
+	if (slot >= 0 && (fp = popen_spawn(cmd, rd, cloexec, env, &pid))) {
+		popened[slot].fp = fp;
+		popened[slot].pid = pid;
+	}
+	pthread_mutex_unlock(&popen_lock);
+	if (slot < 0) {
+		sf_rt_message("popen: ", "more streams open than the runtime tracks", "this child runs untraced");
+		return REAL(real_popen, popen_fn, "popen") ? real_popen(cmd, mode) : (errno = ENOSYS, NULL);
+	}
+	return fp;
+}
+
+EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	char buf[ENV_BUF];
+	struct env_build b;
+	char *const *env = env_for_child(environ, &b, buf, sizeof(buf));
+	FILE *fp;
+	if (env == environ) /* nothing to add: glibc's own */
+		fp = REAL(real_popen, popen_fn, "popen") ? real_popen(cmd, mode) : (errno = ENOSYS, NULL);
+	else
+		fp = popen_in(cmd, mode, env);
+	env_done(&b);
+	return fp;
+}
+
+EXPORT int pclose(FILE *fp)
+{
+	pid_t pid = -1;
+	pthread_mutex_lock(&popen_lock);
+	for (int i = 0; i < MAX_POPEN && pid < 0; i++)
+		if (fp && popened[i].fp == fp) {
+			pid = popened[i].pid;
+			popened[i].fp = NULL;
+		}
+	pthread_mutex_unlock(&popen_lock);
+	if (pid < 0)
+		return REAL(real_pclose, pclose_fn, "pclose") ? real_pclose(fp) : (errno = ENOSYS, -1);
+	fclose(fp);
+	int status;
+	pid_t r;
+	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	return r == pid ? status : -1;
 }

@@ -201,6 +201,18 @@ static void put_hex_id(char *out, const struct sf_object *info)
 	*out = 0;
 }
 
+/* This process's id in decimal, NUL-terminated (at most 11 bytes). */
+static void put_pid(char *out)
+{
+	char num[16];
+	int k = 0;
+	for (unsigned pid = (unsigned)getpid(); pid || !k; pid /= 10)
+		num[k++] = (char)('0' + pid % 10);
+	while (k)
+		*out++ = num[--k];
+	*out = 0;
+}
+
 /* Copies fd's whole file to path through a temporary name: a reader
  * never finds half a copy, and processes of the same image (named by its
  * build-id) replace it with the same bytes. */
@@ -211,13 +223,8 @@ static int copy_file(int fd, const char *path)
 	if (n + 24 > sizeof(tmp))
 		return ENAMETOOLONG;
 	memcpy(tmp, path, n);
-	memcpy(tmp + n, ".tmp.", 6);
-	char num[16];
-	int k = 0;
-	for (unsigned pid = (unsigned)getpid(); pid || !k; pid /= 10)
-		num[k++] = (char)('0' + pid % 10);
-	for (size_t at = n + 5; k;)
-		tmp[at++] = num[--k], tmp[at] = 0;
+	memcpy(tmp + n, ".tmp.", 5);
+	put_pid(tmp + n + 5);
 	int out = sf_fd_brief(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (out < 0)
 		return errno;
@@ -250,14 +257,7 @@ static void save_image(struct sf_object_rt *o)
 	if (o->info.build_id_len) {
 		put_hex_id(tail + 1, &o->info);
 	} else {
-		int k = 0;
-		char num[16];
-		for (unsigned pid = (unsigned)getpid(); pid || !k; pid /= 10)
-			num[k++] = (char)('0' + pid % 10);
-		size_t at = 1;
-		while (k)
-			tail[at++] = num[--k];
-		tail[at] = 0;
+		put_pid(tail + 1);
 	}
 	memcpy(tail + strlen(tail), ".exe", 5);
 	char path[PATH_MAX];

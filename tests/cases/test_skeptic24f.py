@@ -77,7 +77,9 @@ def test_fexecve_memfd_image_gets_its_log():
     executable by /proc/self/exe's link text ("/memfd:prog (deleted)"),
     which fails, and skips the object without a word: 1000 calls lost
     silently, no log, no message. The same holds for any program whose
-    executable was deleted before it started patching."""
+    executable was deleted before it started patching. Fixed: objects.c
+    opens /proc/self/exe itself and saves the image beside the log
+    (STEM.<build-id>.exe), which the log names."""
     exe = build_c("skep24f_memfd_exec", ["skep24f_memfd_exec.c"])
     u = run([exe])
     d = tmpdir()
@@ -160,7 +162,9 @@ def test_group_sigkill_of_record_leaves_notes_dir():
     its SFTRACE_NOTES_DIR (/tmp/sftrace-notes-XXXXXX, 0711 root) stays in
     /tmp for good after the daemon exits: nobody is left to remove it. The
     issue asks: nothing left behind when the last one exits, or when record
-    is killed."""
+    is killed. Fixed: the keeper moves to a process group of its own
+    (same session) once the command is forked, so it survives the group
+    kill and removes the directory after the daemon."""
     exe = build_c("skep24f_daemon_hup", ["skep24f_daemon_hup.c"])
     d = tmpdir()
     p = run(["timeout", "-s", "KILL", "1", SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", exe, d,
@@ -258,7 +262,7 @@ def test_reexec_of_deleted_binary_gets_its_log():
     leaf calls. Output identical ("first 1", "re-exec'd 500500"). Traced:
     only the first image's sf.log; the new image is silently untraced (no
     log, no message), as with a memfd: objects.c opens the executable by the
-    text of /proc/self/exe ("... (deleted)")."""
+    text of /proc/self/exe ("... (deleted)"). Fixed as the memfd case."""
     exe = build_c("skep24f_reexec_deleted", ["skep24f_reexec_deleted.c"])
     d = tmpdir()
     u_exe, t_exe = os.path.join(d, "u_prog"), os.path.join(d, "t_prog")
@@ -283,7 +287,8 @@ def test_exec_through_syscall_with_clean_env_gets_its_log():
     one. exec_env.c adds the tracer's variables for the libc exec functions,
     but syscall() with the exec numbers passes the caller's environment as
     is (hooks.c only waits for a snapshot), so those images run untraced,
-    without a word."""
+    without a word. Fixed: hooks.c hands those numbers to exec_env.c's
+    sf_exec_syscall, as execve() does."""
     exe = build_c("skep24f_syscall_exec_env", ["skep24f_syscall_exec_env.c"])
     u = run([exe])
     eq(u.stdout, "execve 500500\nsys_execve 500500\nsys_execveat 500500\n", "untraced")
@@ -301,7 +306,9 @@ def test_children_after_clearenv_get_their_logs():
     sf.log; both children run untraced, without a word. exec_env.c keeps
     children traced when the caller passes its own environment (execve,
     posix_spawn, ...), but assumes that the functions using `environ`
-    (execl, execv, system, popen) still find the tracer's variables there."""
+    (execl, execv, system, popen) still find the tracer's variables there.
+    Fixed: those build the child's environment from environ plus the
+    runtime's start-up copy (test_exec_env_children has popen too)."""
     exe = build_c("skep24f_clearenv_children", ["skep24f_clearenv_children.c"])
     u = run([exe])
     eq(u.stdout, "system 500500\nexecl 500500\n", "untraced")

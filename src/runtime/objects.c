@@ -13,6 +13,7 @@
 #include <sys/auxv.h>
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -229,7 +230,13 @@ static int copy_file(int fd, const char *path)
 	if (out < 0)
 		return errno;
 	struct stat st;
+	struct rlimit rl;
 	int err = fstat(fd, &st) < 0 ? errno : 0;
+	/* Never past RLIMIT_FSIZE: that write would raise SIGXFSZ in the
+	 * program (as the log's writes never do). */
+	if (!err && getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (uint64_t)st.st_size > rl.rlim_cur)
+		err = EFBIG;
 	for (off_t off = 0; !err && off < st.st_size;) {
 		ssize_t r = sendfile(out, fd, &off, (size_t)(st.st_size - off));
 		if (r < 0 && errno != EINTR)

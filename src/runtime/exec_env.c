@@ -306,7 +306,10 @@ long sf_exec_syscall(long nr, const long *a)
 			      (c[at] = (long)env, sf_syscall6(nr, c[0], c[1], c[2], c[3], c[4], c[5])));
 }
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+/* The wrappers call each other through these, never through the
+ * exported names: a program with an execve of its own would get those
+ * calls (there is no -Bsymbolic). */
+static int exec_ve(const char *path, char *const argv[], char *const envp[])
 {
 	sf_snapshot_settle();
 	long r = sf_exec_syscall(SYS_execve, (const long[6]){(long)path, (long)argv, (long)envp});
@@ -314,12 +317,22 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	return -1;
 }
 
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+static int exec_vpe(const char *file, char *const argv[], char *const envp[])
 {
 	sf_snapshot_settle();
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_ve(path, argv, envp);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	return exec_vpe(file, argv, envp);
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
@@ -354,7 +367,7 @@ EXPORT int execle(const char *path, const char *arg, ...)
 		argv[i] = va_arg(ap, char *);
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
-	return execve(path, argv, envp);
+	return exec_ve(path, argv, envp);
 }
 
 /* The functions that use `environ` get the same: the program may have
@@ -366,12 +379,12 @@ EXPORT int execle(const char *path, const char *arg, ...)
  * them. */
 EXPORT int execv(const char *path, char *const argv[])
 {
-	return execve(path, argv, environ);
+	return exec_ve(path, argv, environ);
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
-	return execvpe(file, argv, environ);
+	return exec_vpe(file, argv, environ);
 }
 
 /* The NULL-ended argument list after arg, counted (without the NULL). */
@@ -400,7 +413,7 @@ EXPORT int execl(const char *path, const char *arg, ...)
 	COUNT_ARGS(arg, n);
 	char *argv[n + 1];
 	GATHER_ARGS(arg, argv, n);
-	return execv(path, argv);
+	return exec_ve(path, argv, environ);
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...)
@@ -409,7 +422,7 @@ EXPORT int execlp(const char *file, const char *arg, ...)
 	COUNT_ARGS(arg, n);
 	char *argv[n + 1];
 	GATHER_ARGS(arg, argv, n);
-	return execvp(file, argv);
+	return exec_vpe(file, argv, environ);
 }
 
 static int spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

@@ -219,7 +219,7 @@ static void put_pid(char *out)
  * build-id) replace it with the same bytes. */
 static int copy_file(int fd, const char *path)
 {
-	char tmp[PATH_MAX];
+	static char tmp[PATH_MAX]; /* under the lock: see save_image */
 	size_t n = strlen(path);
 	if (n + 24 > sizeof(tmp))
 		return ENAMETOOLONG;
@@ -267,7 +267,9 @@ static void save_image(struct sf_object_rt *o)
 		put_pid(tail + 1);
 	}
 	memcpy(tail + strlen(tail), ".exe", 5);
-	char path[PATH_MAX];
+	/* Static: this runs under the log's lock, at a thread's first event,
+	 * which may come on a small stack (logfile.c, make_path_absolute). */
+	static char path[PATH_MAX];
 	int err = ENAMETOOLONG;
 	int fd = open_object_file(&(struct dl_phdr_info){0}, "/proc/self/exe");
 	if (fd < 0)

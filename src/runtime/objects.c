@@ -220,6 +220,19 @@ static void put_pid(char *out)
 static int copy_file(int fd, const char *path)
 {
 	static char tmp[PATH_MAX]; /* under the lock: see save_image */
+	struct stat st, have;
+	struct rlimit rl;
+	if (fstat(fd, &st) < 0)
+		return errno;
+	/* Another process of this image (same build-id, same size) saved it
+	 * already: every copy is whole (renamed into place). */
+	if (lstat(path, &have) == 0 && S_ISREG(have.st_mode) && have.st_uid == geteuid() &&
+	    have.st_size == st.st_size)
+		return 0;
+	/* Never past RLIMIT_FSIZE: that write would raise SIGXFSZ in the
+	 * program (as the log's writes never do). */
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)st.st_size > rl.rlim_cur)
+		return EFBIG;
 	size_t n = strlen(path);
 	if (n + 24 > sizeof(tmp))
 		return ENAMETOOLONG;
@@ -229,14 +242,7 @@ static int copy_file(int fd, const char *path)
 	int out = sf_fd_brief(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (out < 0)
 		return errno;
-	struct stat st;
-	struct rlimit rl;
-	int err = fstat(fd, &st) < 0 ? errno : 0;
-	/* Never past RLIMIT_FSIZE: that write would raise SIGXFSZ in the
-	 * program (as the log's writes never do). */
-	if (!err && getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    (uint64_t)st.st_size > rl.rlim_cur)
-		err = EFBIG;
+	int err = 0;
 	for (off_t off = 0; !err && off < st.st_size;) {
 		ssize_t r = sendfile(out, fd, &off, (size_t)(st.st_size - off));
 		if (r < 0 && errno != EINTR)

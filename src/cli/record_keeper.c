@@ -122,6 +122,13 @@ static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd,
 	if (cmd == 0)
 		run_command(argv);
 	fwd_to = cmd;
+	/* Out of record's process group (the command stays in it, forked
+	 * before this): a signal to the whole group (`timeout -s KILL`,
+	 * killpg, a shell killing a job) ends record and the command but not
+	 * the keeper, which goes on reaping whatever escaped (a setsid daemon)
+	 * and removes the private directory after the last of them. Same
+	 * session: the command's terminal and job control are untouched. */
+	setpgid(0, 0);
 	/* The caller's terminal or pipes belong to the command now: holding
 	 * them would keep a reader of record's output waiting for us. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);

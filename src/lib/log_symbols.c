@@ -114,6 +114,16 @@ static struct ls_override *find_override(struct log_symbols *ls, const struct lr
 	return NULL;
 }
 
+/* The name the kernel gives a file that has none left (deleted since it
+ * was mapped, or a memfd). The runtime saves such an executable beside
+ * the log and names the copy instead; a log that still has this name got
+ * no copy (the runtime said why when it ran). */
+static int lost_name(const char *path)
+{
+	size_t n = strlen(path), k = strlen(" (deleted)");
+	return n >= k && !strcmp(path + n - k, " (deleted)");
+}
+
 /* Opens object i. Returns -1 with err set when that is fatal. */
 static int open_object(struct log_symbols *ls, size_t i, int force, char *err, size_t errlen)
 {
@@ -126,6 +136,9 @@ static int open_object(struct log_symbols *ls, size_t i, int force, char *err, s
 		ov->used = 1;
 	lo->sym = sym_open(obj->path, ov ? ov->path : NULL, obj->build_id, obj->build_id_len, force, why,
 			   sizeof(why));
+	if (!lo->sym && !ov && lost_name(obj->path))
+		snprintf(why, sizeof(why), "%s: the file was deleted (or was a memfd) while the program ran and no copy "
+			 "was saved beside the log; name the same build with --symbol PATH", obj->path);
 	if (!lo->sym) {
 		if (!force) {
 			if (ov)

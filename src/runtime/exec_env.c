@@ -11,20 +11,28 @@
  *     format/sf_env.h) this process started with; other SFTRACE_-prefixed
  *     names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
- * use `environ` (execv, execvp, execl, execlp, system, popen) need nothing
- * of this; every exec waits for a snapshot being written (below).
+ * use `environ` (execv, execvp, execl, execlp, system, popen) get the
+ * same, built from environ: the program may have emptied it (clearenv);
+ * environ itself is never changed. syscall() with the exec numbers comes
+ * here too (hooks.c, sf_exec_syscall). Every exec waits for a snapshot
+ * being written (below).
  *
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
  * is large), and the real functions were looked up at start-up. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sf_arch.h"
@@ -41,14 +49,18 @@ static int ready;
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
-typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*system_fn)(const char *);
+typedef FILE *(*popen_fn)(const char *, const char *);
+typedef int (*pclose_fn)(FILE *);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
 			char *const[], char *const[]);
 static execvpe_fn real_execvpe;
 static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
-static execv_fn real_execv, real_execvp;
+static system_fn real_system;
+static popen_fn real_popen;
+static pclose_fn real_pclose;
 
 static size_t slen(const char *s)
 {
@@ -121,8 +133,9 @@ void sf_exec_env_resolve(void)
 	real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
 	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
-	real_execv = (execv_fn)dlsym(RTLD_NEXT, "execv");
-	real_execvp = (execv_fn)dlsym(RTLD_NEXT, "execvp");
+	real_system = (system_fn)dlsym(RTLD_NEXT, "system");
+	real_popen = (popen_fn)dlsym(RTLD_NEXT, "popen");
+	real_pclose = (pclose_fn)dlsym(RTLD_NEXT, "pclose");
 }
 
 #define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
@@ -282,20 +295,44 @@ static void env_done(struct env_build *b)
 
 /* Every exec first lets a snapshot asked for finish (snapshot.c): the
  * writer thread ends with the old image. */
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+/* The system calls execve and execveat (a: their arguments), with the
+ * child's environment: execve() and syscall() with either number
+ * (hooks.c) come here. Returns -errno. */
+long sf_exec_syscall(long nr, const long *a)
+{
+	int at = nr == SYS_execveat ? 3 : 2; /* where envp is */
+	long c[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+	return WITH_CHILD_ENV((char *const *)a[at], env,
+			      (c[at] = (long)env, sf_syscall6(nr, c[0], c[1], c[2], c[3], c[4], c[5])));
+}
+
+/* The wrappers call each other through these, never through the
+ * exported names: a program with an execve of its own would get those
+ * calls (there is no -Bsymbolic). */
+static int exec_ve(const char *path, char *const argv[], char *const envp[])
 {
 	sf_snapshot_settle();
-	long r = WITH_CHILD_ENV(envp, env, sf_syscall3(SYS_execve, (long)path, (long)argv, (long)env));
+	long r = sf_exec_syscall(SYS_execve, (const long[6]){(long)path, (long)argv, (long)envp});
 	errno = (int)-r;
 	return -1;
 }
 
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+static int exec_vpe(const char *file, char *const argv[], char *const envp[])
 {
 	sf_snapshot_settle();
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_ve(path, argv, envp);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	return exec_vpe(file, argv, envp);
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
@@ -330,26 +367,24 @@ EXPORT int execle(const char *path, const char *arg, ...)
 		argv[i] = va_arg(ap, char *);
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
-	return execve(path, argv, envp);
+	return exec_ve(path, argv, envp);
 }
 
-/* The functions that use `environ` need no environment of their own, but
- * they end the image too: wrapped for sf_snapshot_settle alone. execl and
- * execlp are execv and execvp with the arguments gathered (as glibc does). */
+/* The functions that use `environ` get the same: the program may have
+ * emptied it (clearenv, a daemon sanitizing its environment) or dropped
+ * the tracer's variables from it. The child's environment is built from
+ * environ plus the runtime's copy taken at start; environ itself stays
+ * as the program left it. execv and execvp are execve and execvpe with
+ * environ, as in glibc; execl and execlp gather their arguments into
+ * them. */
 EXPORT int execv(const char *path, char *const argv[])
 {
-	sf_snapshot_settle();
-	if (!REAL(real_execv, execv_fn, "execv"))
-		return errno = ENOSYS, -1;
-	return real_execv(path, argv);
+	return exec_ve(path, argv, environ);
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
-	sf_snapshot_settle();
-	if (!REAL(real_execvp, execv_fn, "execvp"))
-		return errno = ENOSYS, -1;
-	return real_execvp(file, argv);
+	return exec_vpe(file, argv, environ);
 }
 
 /* The NULL-ended argument list after arg, counted (without the NULL). */
@@ -378,7 +413,7 @@ EXPORT int execl(const char *path, const char *arg, ...)
 	COUNT_ARGS(arg, n);
 	char *argv[n + 1];
 	GATHER_ARGS(arg, argv, n);
-	return execv(path, argv);
+	return exec_ve(path, argv, environ);
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...)
@@ -387,7 +422,7 @@ EXPORT int execlp(const char *file, const char *arg, ...)
 	COUNT_ARGS(arg, n);
 	char *argv[n + 1];
 	GATHER_ARGS(arg, argv, n);
-	return execvp(file, argv);
+	return exec_vpe(file, argv, environ);
 }
 
 static int spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
@@ -408,4 +443,227 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return spawn(REAL(real_posix_spawnp, spawn_fn, "posix_spawnp"), pid, file, fa, attr, argv, envp);
+}
+
+/* system() with an environment that lacks the tracer's variables: glibc's
+ * (sysdeps/posix/system.c) spawns its shell with `environ` from inside
+ * libc, out of reach, so this one does the same with the child's
+ * environment: SIGINT and SIGQUIT ignored while any thread waits in
+ * system() (counted), SIGCHLD blocked, the shell spawned with the
+ * caller's mask and those two reset to default unless they were ignored,
+ * 127 as the shell's exit status when it cannot be spawned, and at a
+ * cancellation the child killed and reaped. Otherwise glibc's system()
+ * itself runs. */
+static pthread_mutex_t system_lock = PTHREAD_MUTEX_INITIALIZER;
+static int system_users;
+static struct sigaction system_intr, system_quit;
+
+struct system_wait {
+	pid_t pid;
+	sigset_t omask;
+};
+
+static void system_restore(const sigset_t *omask)
+{
+	pthread_mutex_lock(&system_lock);
+	if (--system_users == 0) {
+		sigaction(SIGINT, &system_intr, NULL);
+		sigaction(SIGQUIT, &system_quit, NULL);
+	}
+	pthread_mutex_unlock(&system_lock);
+	sigprocmask(SIG_SETMASK, omask, NULL);
+}
+
+static void system_cancelled(void *arg)
+{
+	struct system_wait *w = arg;
+	kill(w->pid, SIGKILL);
+	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	system_restore(&w->omask);
+}
+
+static int system_in(const char *line, char *const env[])
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigemptyset(&ign.sa_mask);
+	pthread_mutex_lock(&system_lock);
+	if (system_users++ == 0) {
+		sigaction(SIGINT, &ign, &system_intr);
+		sigaction(SIGQUIT, &ign, &system_quit);
+	}
+	pthread_mutex_unlock(&system_lock);
+	struct system_wait w = {.pid = -1};
+	sigset_t chld, reset;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &w.omask);
+	sigemptyset(&reset);
+	if (system_intr.sa_handler != SIG_IGN)
+		sigaddset(&reset, SIGINT);
+	if (system_quit.sa_handler != SIG_IGN)
+		sigaddset(&reset, SIGQUIT);
+	posix_spawnattr_t attr;
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &w.omask);
+	posix_spawnattr_setsigdefault(&attr, &reset);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	char *argv[] = {"sh", "-c", "--", (char *)line, NULL};
+	int status = -1;
+	spawn_fn sp = REAL(real_posix_spawn, spawn_fn, "posix_spawn");
+	int ret = sp ? sp(&w.pid, "/bin/sh", NULL, &attr, argv, env) : ENOSYS;
+	posix_spawnattr_destroy(&attr);
+	if (ret == 0) {
+		pthread_cleanup_push(system_cancelled, &w);
+		pid_t r;
+		while ((r = waitpid(w.pid, &status, 0)) < 0 && errno == EINTR)
+			;
+		if (r != w.pid)
+			status = -1;
+		pthread_cleanup_pop(0);
+	} else {
+		status = W_EXITCODE(127, 0);
+	}
+	system_restore(&w.omask);
+	if (ret != 0)
+		errno = ret;
+	return status;
+}
+
+EXPORT int system(const char *line)
+{
+	char buf[ENV_BUF];
+	struct env_build b;
+	char *const *env = env_for_child(environ, &b, buf, sizeof(buf));
+	int r;
+	if (env == environ) /* nothing to add: glibc's own */
+		r = REAL(real_system, system_fn, "system") ? real_system(line) : (errno = ENOSYS, -1);
+	else
+		r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
+	env_done(&b);
+	return r;
+}
+
+/* popen() with an environment that lacks the tracer's variables, as
+ * glibc's (libio/iopopen.c) with the child's environment: a close-on-exec
+ * pipe, the child's end moved to 0 or 1 by a file action (first out of
+ * the way if it already has that number), the streams this popen opened
+ * before closed in the child, the shell spawned, the parent's end a
+ * stdio stream ("e": close-on-exec). pclose knows these streams by a
+ * table (MAX_POPEN open at once; beyond it glibc's popen runs, untraced
+ * child and all, and says so); any other stream goes to glibc's pclose. */
+#define MAX_POPEN 64
+static struct {
+	FILE *fp;
+	pid_t pid;
+} popened[MAX_POPEN];
+static pthread_mutex_t popen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static FILE *popen_spawn(const char *cmd, int rd, int cloexec, char *const env[], pid_t *pid)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return NULL;
+	int child_std = rd ? 1 : 0, parent = rd ? fds[0] : fds[1], child = rd ? fds[1] : fds[0];
+	if (child == child_std) {
+		int tmp = fcntl(child, F_DUPFD_CLOEXEC, 0);
+		if (tmp < 0)
+			goto fail;
+		close(child);
+		child = tmp;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	int err = posix_spawn_file_actions_adddup2(&fa, child, child_std);
+	for (int i = 0; !err && i < MAX_POPEN; i++)
+		if (popened[i].fp && fileno(popened[i].fp) != child_std)
+			err = posix_spawn_file_actions_addclose(&fa, fileno(popened[i].fp));
+	char *argv[] = {"sh", "-c", "--", (char *)cmd, NULL};
+	spawn_fn sp = REAL(real_posix_spawn, spawn_fn, "posix_spawn");
+	if (!err)
+		err = sp ? sp(pid, "/bin/sh", &fa, NULL, argv, env) : ENOSYS;
+	posix_spawn_file_actions_destroy(&fa);
+	if (err) {
+		errno = err;
+		goto fail;
+	}
+	close(child);
+	if (!cloexec)
+		fcntl(parent, F_SETFD, 0);
+	FILE *fp = fdopen(parent, rd ? "r" : "w");
+	if (fp)
+		return fp;
+	int e = errno;
+	close(parent);
+	while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	errno = e;
+	return NULL;
+fail:
+	err = errno;
+	close(parent);
+	close(child);
+	errno = err;
+	return NULL;
+}
+
+static FILE *popen_in(const char *cmd, const char *mode, char *const env[])
+{
+	int rd = mode[0] == 'r', cloexec = 0;
+	if (!rd && mode[0] != 'w')
+		return errno = EINVAL, NULL;
+	for (const char *m = mode + 1; *m; m++)
+		if (*m == 'e')
+			cloexec = 1;
+	pthread_mutex_lock(&popen_lock);
+	int slot = -1;
+	for (int i = 0; i < MAX_POPEN && slot < 0; i++)
+		if (!popened[i].fp)
+			slot = i;
+	FILE *fp = NULL;
+	pid_t pid;
+	if (slot >= 0 && (fp = popen_spawn(cmd, rd, cloexec, env, &pid))) {
+		popened[slot].fp = fp;
+		popened[slot].pid = pid;
+	}
+	pthread_mutex_unlock(&popen_lock);
+	if (slot < 0) {
+		sf_rt_message("popen: ", "more streams open than the runtime tracks", "this child runs untraced");
+		return REAL(real_popen, popen_fn, "popen") ? real_popen(cmd, mode) : (errno = ENOSYS, NULL);
+	}
+	return fp;
+}
+
+EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	char buf[ENV_BUF];
+	struct env_build b;
+	char *const *env = env_for_child(environ, &b, buf, sizeof(buf));
+	FILE *fp;
+	if (env == environ) /* nothing to add: glibc's own */
+		fp = REAL(real_popen, popen_fn, "popen") ? real_popen(cmd, mode) : (errno = ENOSYS, NULL);
+	else
+		fp = popen_in(cmd, mode, env);
+	env_done(&b);
+	return fp;
+}
+
+EXPORT int pclose(FILE *fp)
+{
+	pid_t pid = -1;
+	pthread_mutex_lock(&popen_lock);
+	for (int i = 0; i < MAX_POPEN && pid < 0; i++)
+		if (fp && popened[i].fp == fp) {
+			pid = popened[i].pid;
+			popened[i].fp = NULL;
+		}
+	pthread_mutex_unlock(&popen_lock);
+	if (pid < 0)
+		return REAL(real_pclose, pclose_fn, "pclose") ? real_pclose(fp) : (errno = ENOSYS, -1);
+	fclose(fp);
+	int status;
+	pid_t r;
+	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	return r == pid ? status : -1;
 }

@@ -386,9 +386,10 @@ static long fork_syscall(long *a)
  * passes are where seven long parameters are): glibc's is the bare
  * instruction plus errno, and so is this, except that fork-like calls run
  * the runtime's fork handlers around it (a raw fork child would otherwise
- * write into its parent's slots), and a credential change creates the log
- * first, as the set*id wrappers below do, and unshare and setns stop the
- * writer thread when the kernel wants the caller alone (ns.c). */
+ * write into its parent's slots), a credential change creates the log
+ * first, as the set*id wrappers below do, an exec gets the tracer's
+ * variables back as execve() does, and unshare and setns stop the writer
+ * thread when the kernel wants the caller alone (ns.c). */
 long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 {
 	long a[7] = {a0, a1, a2, a3, a4, a5, nr}; /* a[6]: for do_raw_fork */
@@ -404,6 +405,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		r = fork_syscall(a);
 	} else if (nr == SYS_unshare || nr == SYS_setns) {
 		r = sf_ns_syscall(nr, a0, a1); /* ns.c: the writer thread out of the way */
+	} else if (nr == SYS_execve || nr == SYS_execveat) {
+		r = sf_exec_syscall(nr, a); /* the tracer's variables, as execve() (exec_env.c) */
 	} else {
 		r = raw_syscall(nr, a);
 	}

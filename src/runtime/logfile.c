@@ -137,6 +137,25 @@ void sf_log_snapshot_path(char *out, size_t cap, uint32_t n)
 	put_str(out, cap, &pos, req + dot, len - dot);
 }
 
+/* Files that belong with the log (a deleted executable's copy, objects.c)
+ * go beside it: the log's own directory (absolute once it exists), the
+ * requested name's stem. */
+int sf_log_sibling_path(char *out, size_t cap, const char *tail)
+{
+	const char *req = sf_config.output;
+	size_t len = str_len(req), dot = ext_start(req, len), base = 0, dir = 0, pos = 0;
+	for (size_t i = 0; i < dot; i++)
+		if (req[i] == '/')
+			base = i + 1;
+	for (size_t i = 0; L.path[i]; i++)
+		if (L.path[i] == '/')
+			dir = i + 1;
+	put_str(out, cap, &pos, L.path, dir);
+	put_str(out, cap, &pos, req + base, dot - base);
+	put_str(out, cap, &pos, tail, str_len(tail));
+	return pos + 1 < cap ? 0 : -1;
+}
+
 /* A fork child whose parent had created its log: the requested name is
  * taken (the parent's, or its parent's), so the child's own name is
  * sf.PID.log from the first try. Were the requested name tried first, a

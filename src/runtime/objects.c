@@ -7,10 +7,15 @@
 #include <limits.h>
 #include <link.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -157,6 +162,137 @@ static int object_path(const struct dl_phdr_info *info, char *out, size_t cap)
 	return 0;
 }
 
+static int is_main(const struct dl_phdr_info *info)
+{
+	return !info->dlpi_name || !info->dlpi_name[0];
+}
+
+/* The main executable is opened through the /proc/self/exe link itself,
+ * not by the text it reads as: that text names nothing when the file was
+ * deleted since exec (a program re-executing itself after an upgrade
+ * removed its binary) or is a memfd (fexecve, as runc re-executes itself:
+ * "/memfd:prog (deleted)"), but the link opens the very file mapped.
+ * Without /proc: by the name. */
+static int open_object_file(const struct dl_phdr_info *info, const char *path)
+{
+	if (is_main(info)) {
+		int fd = sf_fd_brief(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+		if (fd >= 0)
+			return fd;
+	}
+	return sf_fd_brief(open(path, O_RDONLY | O_CLOEXEC));
+}
+
+/* Whether path no longer names the file open at fd (deleted, a memfd, or
+ * replaced on disk): a reader of the log could not find its symbols
+ * there. */
+static int path_lost(const char *path, int fd)
+{
+	struct stat a, b;
+	return fstat(fd, &a) < 0 || stat(path, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino;
+}
+
+static void put_hex_id(char *out, const struct sf_object *info)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (unsigned i = 0; i < info->build_id_len; i++) {
+		*out++ = hex[info->build_id[i] >> 4];
+		*out++ = hex[info->build_id[i] & 15];
+	}
+	*out = 0;
+}
+
+/* This process's id in decimal, NUL-terminated (at most 11 bytes). */
+static void put_pid(char *out)
+{
+	char num[16];
+	int k = 0;
+	for (unsigned pid = (unsigned)getpid(); pid || !k; pid /= 10)
+		num[k++] = (char)('0' + pid % 10);
+	while (k)
+		*out++ = num[--k];
+	*out = 0;
+}
+
+/* Copies fd's whole file to path through a temporary name: a reader
+ * never finds half a copy, and processes of the same image (named by its
+ * build-id) replace it with the same bytes. */
+static int copy_file(int fd, const char *path)
+{
+	static char tmp[PATH_MAX]; /* under the lock: see save_image */
+	struct stat st, have;
+	struct rlimit rl;
+	if (fstat(fd, &st) < 0)
+		return errno;
+	/* Another process of this image (same build-id, same size) saved it
+	 * already: every copy is whole (renamed into place). */
+	if (lstat(path, &have) == 0 && S_ISREG(have.st_mode) && have.st_uid == geteuid() &&
+	    have.st_size == st.st_size)
+		return 0;
+	/* Never past RLIMIT_FSIZE: that write would raise SIGXFSZ in the
+	 * program (as the log's writes never do). */
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)st.st_size > rl.rlim_cur)
+		return EFBIG;
+	size_t n = strlen(path);
+	if (n + 24 > sizeof(tmp))
+		return ENAMETOOLONG;
+	memcpy(tmp, path, n);
+	memcpy(tmp + n, ".tmp.", 5);
+	put_pid(tmp + n + 5);
+	int out = sf_fd_brief(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+	if (out < 0)
+		return errno;
+	int err = 0;
+	for (off_t off = 0; !err && off < st.st_size;) {
+		ssize_t r = sendfile(out, fd, &off, (size_t)(st.st_size - off));
+		if (r < 0 && errno != EINTR)
+			err = errno;
+		else if (r == 0)
+			err = EIO;
+	}
+	if (sf_close(out) < 0 && !err)
+		err = EIO;
+	if (!err && rename(tmp, path) < 0)
+		err = errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/* A main executable whose path was lost (path_lost): saved beside the
+ * log as STEM.<build-id>.exe (STEM.<pid>.exe without one), and that copy
+ * is the path the log names, so that the CLI finds its symbols. Called as
+ * the OBJECT chunk is written: a process that writes no log copies
+ * nothing. */
+static void save_image(struct sf_object_rt *o)
+{
+	char tail[2 * sizeof(o->info.build_id) + 16] = ".";
+	if (o->info.build_id_len) {
+		put_hex_id(tail + 1, &o->info);
+	} else {
+		put_pid(tail + 1);
+	}
+	memcpy(tail + strlen(tail), ".exe", 5);
+	/* Static: this runs under the log's lock, at a thread's first event,
+	 * which may come on a small stack (logfile.c, make_path_absolute). */
+	static char path[PATH_MAX];
+	int err = ENAMETOOLONG;
+	int fd = open_object_file(&(struct dl_phdr_info){0}, "/proc/self/exe");
+	if (fd < 0)
+		err = errno;
+	else if (sf_log_sibling_path(path, sizeof(path), tail) == 0)
+		err = copy_file(fd, path);
+	if (fd >= 0)
+		sf_close(fd);
+	o->image_gone = 0;
+	if (err) {
+		sf_rt_message("cannot save a copy of the executable ", o->path, strerror(err));
+		return;
+	}
+	if (set_path(o, path) == 0)
+		o->info.path_len = (uint16_t)strlen(o->path);
+}
+
 /* Open-addressing map from function address to local function index, used
  * only while numbering one object's functions. */
 struct func_map {
@@ -183,6 +319,8 @@ static void write_object_chunk(struct sf_object_rt *o)
 {
 	if (!sf_log_ready() || o->logged || !o->numbered)
 		return;
+	if (o->image_gone)
+		save_image(o);
 	size_t path_pad = (o->info.path_len + 7) & ~(size_t)7;
 	size_t len = sizeof(struct sf_object) + path_pad + (size_t)o->nfuncs * 8;
 	char *buf = scratch_get(len);
@@ -483,12 +621,18 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	char path[PATH_MAX];
 	if (object_path(info, path, sizeof(path)) < 0 || set_path(o, path) < 0)
 		return 0;
-	int fd = sf_fd_brief(open(o->path, O_RDONLY | O_CLOEXEC));
-	if (fd < 0)
+	int fd = open_object_file(info, o->path);
+	if (fd < 0) {
+		/* Other objects may have no sleds at all: only the
+		 * executable's loss is worth a word. */
+		if (is_main(info))
+			sf_rt_message("not patching ", o->path, strerror(errno));
 		return 0;
+	}
 	struct xray_section sec;
 	int found = xray_find_section(fd, &sec);
 	build_id_from_memory(info, &o->info);
+	o->image_gone = found == 1 && is_main(info) && path_lost(o->path, fd);
 	/* The section headers come from the file: a file replaced on disk
 	 * since the object was loaded would point us at the wrong bytes. */
 	int same = found == 1 ? xray_file_matches(fd, info->dlpi_phdr, info->dlpi_phnum, o->info.build_id,
@@ -561,7 +705,7 @@ static int prepare_one(struct dl_phdr_info *info, size_t size, void *arg)
 	char path[PATH_MAX];
 	if (object_path(info, path, sizeof(path)) < 0)
 		return 0;
-	int fd = sf_fd_brief(open(path, O_RDONLY | O_CLOEXEC));
+	int fd = open_object_file(info, path);
 	if (fd < 0)
 		return 0;
 	struct xray_section sec;

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -132,6 +133,11 @@ HIDDEN int rename(const char *from, const char *to)
 HIDDEN int unlink(const char *path)
 {
 	return (int)ret_errno(sf_syscall6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0));
+}
+
+HIDDEN ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+	return ret_errno(sf_syscall6(SYS_sendfile, out, in, (long)off, (long)n, 0, 0));
 }
 
 HIDDEN uid_t geteuid(void)

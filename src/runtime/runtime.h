@@ -295,6 +295,9 @@ int sf_root_changed(void) SF_HIDDEN;
 /* ---- exec_env.c ---- */
 void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;
+/* The execve/execveat system call (a: its six arguments)
+ * with the tracer's variables added to its environment; -errno. */
+long sf_exec_syscall(long nr, const long *a) SF_HIDDEN;
 
 /* ---- hooks.c ---- */
 void sf_hooks_resolve(void) SF_HIDDEN; /* the real clone, at start-up */
@@ -325,6 +328,7 @@ struct sf_object_rt {
 	const void *phdr;     /* dlpi_phdr: program headers, for segment protections */
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
+	int image_gone;       /* the main executable's path names another file or none: saved with the log */
 	uint64_t xray_vaddr, xray_size; /* its xray_instr_map (ELF vaddr, bytes): read again at a switch */
 	/* Its file ("" until known), in the records' arena (objects.c): many
 	 * records share a page, and each first touch of a page at start is a
@@ -332,6 +336,9 @@ struct sf_object_rt {
 	char *path;
 	uint32_t path_cap;    /* bytes at path, kept when the record is reused */
 };
+/* logfile.c: "DIR/STEM" + tail, DIR the log's directory and STEM the
+ * requested log name without its extension; 0, or -1 when too long. */
+int sf_log_sibling_path(char *out, size_t cap, const char *tail) SF_HIDDEN;
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
 void sf_objects_check_unloaded(void) SF_HIDDEN;
 void sf_objects_log_all(void) SF_HIDDEN;        /* write OBJECT chunks not yet in this log */

@@ -1,0 +1,25 @@
+"""Children of a program that emptied its environment (clearenv, then its
+own PATH) stay traced through every route that uses `environ`: popen ("r"
+and "w"), system() and execvp. exec_env.c builds each child's environment
+from environ plus the runtime's copy of the tracer's variables taken at
+start; the program's own environ stays as it set it."""
+import os
+
+from sfkit import SFTRACE, build_c, count_calls, dump_events, eq, run, tmpdir
+
+
+def test_clearenv_popen_system_execvp_children_traced():
+    """Output identical to the untraced run (what popen read, pclose's and
+    system's statuses 5, 6, 7, system(NULL) 1, execvp's 8, environ holding
+    PATH alone), and one log per child with its 1000 leaf calls."""
+    exe = build_c("clearenv_popen", ["clearenv_popen.c"])
+    u = run([exe])
+    eq(u.stdout.splitlines()[-6:], ["pclose w: exit 6", "system 500500", "system: exit 7; system(NULL) 1",
+                                    "execvp 500500", "execvp: exit 8", "environ: PATH=/usr/bin:/bin"],
+       "untraced")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", exe])
+    eq(t.stdout, u.stdout, "output")
+    logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
+    leaf = sorted(count_calls(dump_events(os.path.join(d, f))).get("leaf", 0) for f in logs)
+    eq(leaf, [0, 1000, 1000, 1000, 1000], f"leaf calls per log: {logs}\n{t.stderr}")

@@ -888,6 +888,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 				 dropped);
 	if (o->filter_regex && !o->quiet)
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
+	ra_report_unmatched(rf->notes, o->args, o->args_opt, o->nargs);
 	int exec_failed = !keeper_lost && !WIFSIGNALED(status) && (rc == 126 || rc == 127);
 	int lost = record_report_lost(rf->notes);
 	if (logs == 0 && !exec_failed && !lost && o->paused) {

@@ -12,7 +12,15 @@
  * general registers in use (the runtime is built -mgeneral-regs-only, so
  * the vector registers it reads from the save area stay live). Strings are
  * read with process_vm_readv on our own pid: an unmapped or unreadable
- * pointer makes the call fail instead of faulting, and is recorded so. */
+ * pointer makes the call fail instead of faulting, and is recorded so.
+ *
+ * record resolves the specs in the executable before it starts. Every
+ * other object with sleds (a DT_NEEDED library, one dlopen'd later, the
+ * program of an exec'd child) is resolved when it loads, before it is
+ * scanned: sf_args_prepare_object runs `sftrace filter --args SPECS -p
+ * OBJECT -o FILE` (SFTRACE_ARGS_SPECS, the specs as given) and adds the
+ * file's functions to the table. One file per build-id in record's
+ * private directory, so the processes of a run resolve each object once. */
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -30,7 +38,7 @@
 #include "runtime/runtime.h"
 
 #define MAX_ARG_FUNCS 16384
-#define MAX_ARG_OBJECTS 16
+#define MAX_ARG_OBJECTS 64
 #define HASH_SIZE 32768 /* power of two, twice MAX_ARG_FUNCS */
 
 struct arg_item {
@@ -72,6 +80,9 @@ static struct {
 	} objs[MAX_ARG_OBJECTS];
 	uint32_t nobjs;
 	uint32_t left_out; /* functions past MAX_ARG_FUNCS */
+	int objs_full;     /* said once: objects past MAX_ARG_OBJECTS */
+	char specs[4096];  /* SFTRACE_ARGS_SPECS: "" when objects are not resolved as they load */
+	char dir[4096];    /* SFTRACE_NOTES_DIR: where their files go */
 	/* func_id | (index + 1) << 32, by hash of func_id: one load finds a
 	 * function. Written at patch time (under the log lock) before the
 	 * sled that looks it up is patched. */
@@ -82,8 +93,12 @@ static int on_object(void *ctx, const char *bid, const char *path)
 {
 	(void)ctx;
 	size_t n = strlen(path);
-	if (A.nobjs == MAX_ARG_OBJECTS || n >= sizeof(A.objs[0].path))
+	if (A.nobjs == MAX_ARG_OBJECTS || n >= sizeof(A.objs[0].path)) {
+		if (A.nobjs == MAX_ARG_OBJECTS && !A.objs_full++)
+			sf_rt_message("argument specs: only the first 64 instrumented objects are resolved; not ", path,
+				      "its functions are recorded without values");
 		return 1;
+	}
 	A.objs[A.nobjs].build_id_len = ff_build_id_from_hex(bid, A.objs[A.nobjs].build_id, 64);
 	memcpy(A.objs[A.nobjs].path, path, n + 1);
 	A.nobjs++;
@@ -189,13 +204,10 @@ static long self_pid(void)
 	return pid ? pid : sf_syscall3(SYS_getpid, 0, 0, 0);
 }
 
-void sf_args_init(void)
+/* Adds the objects and functions of a file record or sftrace filter
+ * --args wrote (private directory: checked, trust.c). */
+static void load_file(const char *path)
 {
-	const char *path = getenv(SF_ENV(ARGS));
-	if (!path || !path[0])
-		return;
-	/* record writes it in its private directory: checked (trust.c), and
-	 * read into private memory. */
 	const char *why = NULL;
 	size_t len = 0, map_len = 0;
 	char *text = sf_trust_load(path, 1, 0, &len, &map_len, &why);
@@ -203,25 +215,108 @@ void sf_args_init(void)
 		sf_rt_message("cannot read argument specs ", path, why);
 		return;
 	}
-	cached_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	struct ff_handler h = {NULL, on_object, on_func};
 	char err[256];
-	if (ff_parse(text, len, &h, NULL, err, sizeof(err)) < 0) {
-		A.n = 0;
+	uint32_t n0 = A.n, objs0 = A.nobjs;
+	if (ff_parse(text, len, &h, NULL, err, sizeof(err)) < 0 && !A.objs_full) {
+		A.n = n0;
+		A.nobjs = objs0;
 		sf_rt_message("bad argument specs ", path, err);
 	} else if (A.left_out) {
 		sf_rt_message("argument specs: only the first 16384 functions are recorded with values, in ", path,
 			      "the others without");
+		A.left_out = 0;
 	}
 	munmap(text, map_len);
 }
 
+static int copy_env(const char *name, char *out, size_t cap)
+{
+	const char *v = getenv(name);
+	size_t n = v ? strlen(v) : 0;
+	if (!n || n >= cap)
+		return -1;
+	memcpy(out, v, n + 1);
+	return 0;
+}
+
+void sf_args_init(void)
+{
+	cached_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	const char *path = getenv(SF_ENV(ARGS));
+	if (path && path[0])
+		load_file(path);
+	/* The other objects' files go next to the specs, in record's private
+	 * directory, and are made by the CLI. */
+	if (copy_env(SF_ENV(ARGS_SPECS), A.specs, sizeof(A.specs)) < 0 ||
+	    copy_env(SF_ENV(NOTES_DIR), A.dir, sizeof(A.dir) - 256) < 0)
+		A.specs[0] = 0;
+	else if (sf_cli_enable() < 0) {
+		sf_rt_message("argument specs: no usable " SF_ENV(CLI), "",
+			      "the functions of objects other than the program are recorded without values");
+		A.specs[0] = 0;
+	}
+}
+
+int sf_args_per_object(void)
+{
+	return A.specs[0] != 0;
+}
+
+/* The object a file line named: by build-id when both have one, else by
+ * path. */
+static int is_object(uint32_t i, const uint8_t *bid, int bid_len, const char *path)
+{
+	if (bid_len && A.objs[i].build_id_len > 0)
+		return bid_len == A.objs[i].build_id_len && !memcmp(bid, A.objs[i].build_id, (size_t)bid_len);
+	return !strcmp(path, A.objs[i].path);
+}
+
+static int known_object(const uint8_t *bid, int bid_len, const char *path)
+{
+	for (uint32_t i = 0; i < A.nobjs; i++)
+		if (is_object(i, bid, bid_len, path))
+			return 1;
+	return 0;
+}
+
+void sf_args_prepare_object(const char *path, const uint8_t *bid, size_t bid_len)
+{
+	if (!A.specs[0] || A.objs_full || known_object(bid, (int)bid_len, path))
+		return;
+	char file[4096];
+	size_t d = strlen(A.dir);
+	memcpy(file, A.dir, d);
+	memcpy(file + d, "/args-", 7);
+	if (ff_cache_name(bid, bid_len, path, file + d + 6, sizeof(file) - d - 6) < 0)
+		return;
+	if (access(file, F_OK) != 0) {
+		/* After a chroot SFTRACE_CLI names whatever sits at that path
+		 * in the new root: nothing is run there. */
+		if (sf_root_changed()) {
+			sf_rt_message("not resolving argument specs in ", path,
+				      "the program changed its root directory (chroot); recorded without values");
+			return;
+		}
+		const char *args[] = {"filter", "-q", "--args", A.specs, "-p", path, "-o", file, NULL};
+		if (sf_cli_run(args) < 0) {
+			sf_rt_message("could not resolve argument specs in ", path,
+				      "sftrace filter --args failed (its message is above); recorded without values");
+			return;
+		}
+	}
+	/* Under the log lock: sf_args_select reads the table while another
+	 * thread's objects are scanned. */
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	if (!known_object(bid, (int)bid_len, path))
+		load_file(file);
+	sf_log_unlock_sig(&old);
+}
+
 static int same_object(const struct sf_object_rt *o, uint32_t i)
 {
-	if (o->info.build_id_len && A.objs[i].build_id_len > 0)
-		return o->info.build_id_len == A.objs[i].build_id_len &&
-		       !memcmp(o->info.build_id, A.objs[i].build_id, (size_t)o->info.build_id_len);
-	return !strcmp(o->path, A.objs[i].path);
+	return is_object(i, o->info.build_id, o->info.build_id_len, o->path);
 }
 
 static uint32_t hash_of(uint32_t id)

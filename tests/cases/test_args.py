@@ -134,6 +134,35 @@ def test_perfetto_args():
     eq(sorted(rows), sorted(want), "trace_processor's args")
 
 
+def test_chrome_args():
+    # Chrome JSON carries the same values as the Perfetto output: each
+    # slice's args, by python's json and by trace_processor's JSON importer.
+    import json
+    log = recorded()
+    out = os.path.join(tmpdir(), "sf.json")
+    run([SFTRACE, "convert", "--type", "chrome", log, "-o", out])
+    with open(out) as f:
+        xs = sorted((e for e in json.load(f)["traceEvents"] if e["ph"] == "X"), key=lambda e: e["ts"])
+    got = [(e["name"], k, v) for e in xs for k, v in e["args"].items() if k not in ("src", "function")]
+    # One value per name and slice, the last (as Perfetto): mix's arg2 is
+    # /u then /x.
+    want = [(f, n, v) for f, _, n, v in EXPECTED_ROWS if (f, n, v) != ("mix", "arg2", "42")]
+    eq(got, want, "the values in each slice's args, in order")
+    eq([e["args"]["src"].rsplit("/", 1)[1] for e in xs[:2]], ["args_prog.c:24", "args_prog.c:14"], "src kept")
+    tp = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(os.path.dirname(ROOT), "shared", "tools",
+                                                                    "trace_processor_shell")
+    if not os.access(tp, os.X_OK):
+        raise Skip(f"Perfetto's trace_processor_shell not found at {tp}")
+    q = out + ".sql"
+    with open(q, "w") as f:
+        f.write("select s.name as fn, substr(a.key, 6) as k, replace(a.display_value, '\"', '#') as v from slice s "
+                "join args a using (arg_set_id) where a.key like 'args.%' and a.key != 'args.src' "
+                "order by s.ts, a.id;\n")
+    rows = [(r["fn"], r["k"], r["v"].replace("#", '"'))
+            for r in csv.DictReader(io.StringIO(run([tp, "-q", q, out]).stdout))]
+    eq(rows, want, "trace_processor's args")
+
+
 BAD = [
     (["-A", "add"], "-A 'add': expected FUNC@arg1,arg2/s,..."),
     (["-A", "@arg1"], "-A '@arg1': no FUNC before '@'"),

@@ -367,7 +367,8 @@ static int cmp_vaddr(const void *a, const void *b)
 static void write_args(FILE *out, const char *obj, const char *build_id, struct ra_funcs *fs,
 		       const unsigned char *matched, size_t n)
 {
-	qsort(fs->v, fs->n, sizeof(*fs->v), cmp_vaddr);
+	if (fs->n) /* NULL without functions */
+		qsort(fs->v, fs->n, sizeof(*fs->v), cmp_vaddr);
 	fprintf(out, "sftrace-filter 1\n" MATCHED_LINE);
 	for (size_t i = 0; i < n; i++)
 		if (matched[i])
@@ -463,7 +464,7 @@ static int read_specs(const char *path, struct ra_spec **specs, const char ***op
 {
 	FILE *f = sf_fopen_regular(path);
 	if (!f) {
-		sf_error("%s: %s", path, strerror(errno));
+		sf_error("%s: %s", path, sf_open_error(errno));
 		return -1;
 	}
 	char *line = NULL;

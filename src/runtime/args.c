@@ -65,7 +65,6 @@ struct arg_plan {
 
 struct arg_func {
 	uint32_t obj;      /* index into A.objs */
-	uint32_t func_id;  /* 0 until the object is patched */
 	uint64_t vaddr;
 	struct arg_plan plan[2]; /* entry, exit */
 };
@@ -76,8 +75,11 @@ static struct {
 	struct {
 		uint8_t build_id[64];
 		int build_id_len;
+		uint32_t first, end; /* its functions: A.f[first, end), by vaddr */
 		char path[1024];
 	} objs[MAX_ARG_OBJECTS];
+	uint32_t ids;       /* hash entries in use */
+	int ids_full;       /* said once */
 	uint32_t nobjs;
 	uint32_t left_out; /* functions past MAX_ARG_FUNCS */
 	int objs_full;     /* said once: objects past MAX_ARG_OBJECTS */
@@ -101,6 +103,7 @@ static int on_object(void *ctx, const char *bid, const char *path)
 	}
 	A.objs[A.nobjs].build_id_len = ff_build_id_from_hex(bid, A.objs[A.nobjs].build_id, 64);
 	memcpy(A.objs[A.nobjs].path, path, n + 1);
+	A.objs[A.nobjs].first = A.objs[A.nobjs].end = A.n;
 	A.nobjs++;
 	return 0;
 }
@@ -186,6 +189,7 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 	f->obj = A.nobjs - 1;
 	f->vaddr = vaddr;
 	A.n++; /* record writes one line per function (the first wins) */
+	A.objs[f->obj].end = A.n;
 	return 0;
 }
 
@@ -202,6 +206,22 @@ static long self_pid(void)
 {
 	long pid = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
 	return pid ? pid : sf_syscall3(SYS_getpid, 0, 0, 0);
+}
+
+/* A.f[lo, hi) by vaddr, for find_func (record writes them sorted; a
+ * file written by hand may not be). Insertion sort: nearly always
+ * nothing to move, no recursion, no allocation. */
+static void sort_funcs(uint32_t lo, uint32_t hi)
+{
+	for (uint32_t i = lo + 1; i < hi; i++) {
+		if (A.f[i - 1].vaddr <= A.f[i].vaddr)
+			continue;
+		struct arg_func t = A.f[i];
+		uint32_t j = i;
+		for (; j > lo && A.f[j - 1].vaddr > t.vaddr; j--)
+			A.f[j] = A.f[j - 1];
+		A.f[j] = t;
+	}
 }
 
 /* Adds the objects and functions of a file record or sftrace filter
@@ -228,6 +248,8 @@ static void load_file(const char *path)
 		A.left_out = 0;
 	}
 	munmap(text, map_len);
+	for (uint32_t i = objs0; i < A.nobjs; i++)
+		sort_funcs(A.objs[i].first, A.objs[i].end);
 }
 
 static int copy_env(const char *name, char *out, size_t cap)
@@ -324,15 +346,20 @@ static uint32_t hash_of(uint32_t id)
 	return (id * 2654435761u) & (HASH_SIZE - 1);
 }
 
-static void hash_put(uint32_t id, uint32_t index)
+/* 0, or -1 when the table is as full as it may get (half: probes stay
+ * short, and a lookup always meets an empty entry). */
+static int hash_put(uint32_t id, uint32_t index)
 {
 	for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
 		uint64_t e = __atomic_load_n(&A.slot[h], __ATOMIC_RELAXED);
 		if ((uint32_t)e == id)
-			return;
+			return 0;
 		if (!e) {
+			if (A.ids >= HASH_SIZE / 2)
+				return -1;
+			A.ids++;
 			__atomic_store_n(&A.slot[h], (uint64_t)(index + 1) << 32 | id, __ATOMIC_RELEASE);
-			return;
+			return 0;
 		}
 	}
 }
@@ -389,23 +416,45 @@ static uint64_t readable_until(uint64_t addr)
 	return 0;
 }
 
+/* The index in A.f of the function at vaddr of o; -1 if none. */
+static int64_t find_func(const struct sf_object_rt *o, uint64_t vaddr)
+{
+	for (uint32_t k = 0; k < A.nobjs; k++) {
+		if (!same_object(o, k))
+			continue;
+		uint32_t lo = A.objs[k].first, hi = A.objs[k].end;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (A.f[mid].vaddr < vaddr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < A.objs[k].end && A.f[lo].vaddr == vaddr)
+			return lo;
+	}
+	return -1;
+}
+
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant)
 {
 	/* Within-mode windows and triggers keep their own trampolines; id 0
 	 * would read as an empty hash entry. */
 	if (*variant != SF_VARIANT_PLAIN || !func_id)
 		return;
-	for (uint32_t i = 0; i < A.n; i++) {
-		if (A.f[i].vaddr != vaddr || !same_object(o, A.f[i].obj))
-			continue;
-		*variant = SF_VARIANT_ARGS;
-		note_readonly(o);
-		if (!A.f[i].func_id) {
-			A.f[i].func_id = func_id;
-			hash_put(func_id, i);
-		}
+	int64_t i = find_func(o, vaddr);
+	if (i < 0)
+		return;
+	/* Every load of an object numbers its functions anew (a library
+	 * dlopen'd again after dlclose): each id finds the same entry. */
+	if (hash_put(func_id, (uint32_t)i) < 0) {
+		if (!A.ids_full++)
+			sf_rt_message("argument specs: too many functions loaded; from ", o->path,
+				      "on, functions are recorded without values");
 		return;
 	}
+	*variant = SF_VARIANT_ARGS;
+	note_readonly(o);
 }
 
 /* Up to cap bytes of a NUL-terminated string at addr, never faulting:

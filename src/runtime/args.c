@@ -597,6 +597,8 @@ static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_ar
 			memcpy(p, &v, 4);
 			p += 4;
 			break;
+		case SF_AT_NONE: /* the slot and format say it all */
+			break;
 		case SF_AT_STR:
 		case SF_AT_RSTR: {
 			unsigned cap = sf_arg_str_cap(fmt) < left ? sf_arg_str_cap(fmt) : left;

@@ -230,10 +230,13 @@ def test_auto_args_rust():
     from sfkit import rust_fixture
     exe = rust_fixture("args_rust")
     p, log = record([exe], args=["-q", "--auto-args"])
-    eq(p.stdout, "6 first\n", "the program's output is unchanged")
+    eq(p.stdout, "6 first z42\n", "the program's output is unchanged")
     calls = [c.strip() for c in replay_calls(log) if "args_rust::" in c]
+    # label returns a String through a hidden pointer: 42 and 'z' are in
+    # rsi and rdx (they used to be read from rdi and rsi).
     eq(calls, ["args_rust::main() {", "args_rust::count_vowels(\"hello\", 3) = 6;",
-               "args_rust::pick(true, 'x') = \"first\";", "} /* args_rust::main */"], "replay")
+               "args_rust::pick(true, 'x') = \"first\";", "args_rust::label(42, 'z') {", "} /* args_rust::label */",
+               "} /* args_rust::main */"], "replay")
     # The same by spec: /S reads a &str's pointer and length.
     p, log = record([exe], args=["-q", "-A", "args_rust::count_vowels@arg1/S,arg3/u",
                                  "-R", "args_rust::count_vowels@retval/u"])
@@ -363,3 +366,32 @@ def test_dlopened_library():
             "    greet(\"world\") = \"world\";", "  } /* load_and_call */"]
     eq(calls[1:], once + once + ["} = 0; /* main */"], "--auto-args, add by spec")
 
+
+
+def test_auto_args_struct_arguments():
+    # x86-64 System V: struct pt {int x, y} takes rdi, struct mixed {long;
+    # double} rdi and xmm0, a 32-byte struct and a packed one with an
+    # unaligned field go in memory; each shows as not recorded and the
+    # arguments after it come from the right registers. make returns a
+    # struct in memory: its argument is in rsi (rdi holds the address; it
+    # used to be read as the argument).
+    import platform
+    if platform.machine() != "x86_64":
+        raise Skip("the struct classification is x86-64's")
+    exe = build_c("args_struct", ["args_struct.c"])
+    p, log = record([exe], args=["-q", "--auto-args"])
+    eq(p.stdout, "15 10.0 19 113 6\n", "the program's output is unchanged")
+    eq(replay_calls(log), [
+        "main() {",
+        "  norm(<unrecorded>, 5) = 15;",
+        "  mixf(<unrecorded>, 2.000000, 7) = 10.000000;",
+        "  sum(<unrecorded>, 9) = 19;",
+        "  oddf(<unrecorded>, 11) = 113;",
+        "  make(6);",
+        "} = 0; /* main */",
+    ], "replay --auto-args")
+    out = run([SFTRACE, "dump", log]).stdout
+    got = [re.sub(r"^\s*\d+\s+\d+\s+ARGS\s+", "", line) for line in out.splitlines() if " ARGS " in line]
+    eq(got[:9], ["norm arg1=<unrecorded> arg2=5", "norm retval=15", "mixf arg1=<unrecorded> fparg2=2.000000 arg2=7",
+                 "mixf retval=10.000000", "sum stack=<unrecorded> arg1=9", "sum retval=19",
+                 "oddf stack=<unrecorded> arg1=11", "oddf retval=113", "make arg2=6"], "dump: the registers")

@@ -15,6 +15,7 @@
 
 #include "format/sf_args.h"
 #include "format/sf_env.h"
+#include "format/xray_map.h"
 #include "lib/dwarf_args.h"
 #include "lib/hashmap.h"
 #include "lib/name_match.h"
@@ -420,19 +421,33 @@ static int write_specs(const char *path, const struct ra_spec *specs, const char
 	return close_private(out, path);
 }
 
+/* 0 if the file at path is an ELF file without an XRay map (a launcher,
+ * sh, or a program whose instrumented code is all in its libraries),
+ * else 1 (errors are sel_load's to report). */
+static int has_xray_map(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct xray_section sec;
+	int found = fd >= 0 ? xray_find_section(fd, &sec) : -1;
+	if (fd >= 0)
+		close(fd);
+	return found != 0;
+}
+
 int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, const char *const *opts, size_t n,
 	     int auto_args, char *path, size_t cap)
 {
 	struct ra_funcs fs = {0};
 	char build_id[2 * 64 + 2] = "-", specs_path[PATH_MAX], abs[PATH_MAX], cli[PATH_MAX];
 	unsigned char *matched = xcalloc(n + 1, 1);
-	int rc = resolve_object(exe, specs, opts, n, auto_args, &fs, build_id, sizeof(build_id), matched);
+	int in_exe = has_xray_map(exe);
+	int rc = in_exe ? resolve_object(exe, specs, opts, n, auto_args, &fs, build_id, sizeof(build_id), matched) : 0;
 	path[0] = 0;
 	if (!rc && !realpath("/proc/self/exe", cli)) {
 		sf_error("cannot find the sftrace binary: %s", strerror(errno));
 		rc = -1;
 	}
-	if (!rc) {
+	if (!rc && in_exe) {
 		if (!realpath(exe, abs))
 			snprintf(abs, sizeof(abs), "%s", exe);
 		snprintf(path, cap, "%s/.args", dir);
@@ -445,7 +460,8 @@ int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, cons
 	if (!rc)
 		rc = write_specs(specs_path, specs, opts, n, auto_args);
 	if (!rc) {
-		setenv(SF_ENV(ARGS), path, 1);
+		if (path[0])
+			setenv(SF_ENV(ARGS), path, 1);
 		setenv(SF_ENV(ARGS_SPECS), specs_path, 1);
 		setenv(SF_ENV(CLI), cli, 1);
 	} else {

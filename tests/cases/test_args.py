@@ -344,6 +344,12 @@ def test_needed_library():
     eq(p.stdout, "7 world\n", "the program's output")
     eq(replay_calls(log), ["main() {", "  add(3, 4) = 7;", "  greet(\"world\") = \"world\";", "} = 0; /* main */"],
        "--auto-args")
+    # Started by a command that has no XRay map (sh): nothing to resolve
+    # at start (it used to be an error), the exec'd program and its
+    # library are resolved as they load.
+    p, log = record(["sh", "-c", needed], args=["-q"] + LIB_SPECS)
+    eq((p.stdout, p.stderr), ("7 world\n", ""), "the program's output, no warning")
+    eq(replay_calls(log), ["main() {", "  add(3, 4) = 7;", "  greet(\"world\");", "} /* main */"], "under sh")
 
 
 def test_dlopened_library():

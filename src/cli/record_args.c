@@ -421,17 +421,19 @@ static int write_specs(const char *path, const struct ra_spec *specs, const char
 	return close_private(out, path);
 }
 
-/* 0 if the file at path is an ELF file without an XRay map (a launcher,
- * sh, or a program whose instrumented code is all in its libraries),
- * else 1 (errors are sel_load's to report). */
+/* 0 if the file at path is a script (#!) or an ELF file without an XRay
+ * map (a launcher, sh, or a program whose instrumented code is all in
+ * its libraries), else 1 (errors are sel_load's to report). */
 static int has_xray_map(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char magic[2] = {0};
 	struct xray_section sec;
-	int found = fd >= 0 ? xray_find_section(fd, &sec) : -1;
+	int script = fd >= 0 && pread(fd, magic, 2, 0) == 2 && magic[0] == '#' && magic[1] == '!';
+	int found = fd >= 0 && !script ? xray_find_section(fd, &sec) : -1;
 	if (fd >= 0)
 		close(fd);
-	return found != 0;
+	return !script && found != 0;
 }
 
 int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, const char *const *opts, size_t n,

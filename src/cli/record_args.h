@@ -34,7 +34,8 @@ void ra_free(struct ra_spec *s);
  * writes the specs themselves to DIR/.args-specs (SFTRACE_ARGS_SPECS) for
  * the runtime to resolve them in every other instrumented object as it
  * loads (ra_object_file, through `sftrace filter --args`). An exe
- * without an XRay map (sh, a launcher) is not resolved in. A FUNC found
+ * without an XRay map (sh, a launcher) or a script is not resolved in.
+ * A FUNC found
  * in no object is reported at exit (ra_report_unmatched). -1 after a
  * message. */
 int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, const char *const *opts, size_t n,

@@ -350,6 +350,14 @@ def test_needed_library():
     p, log = record(["sh", "-c", needed], args=["-q"] + LIB_SPECS)
     eq((p.stdout, p.stderr), ("7 world\n", ""), "the program's output, no warning")
     eq(replay_calls(log), ["main() {", "  add(3, 4) = 7;", "  greet(\"world\");", "} /* main */"], "under sh")
+    # The same from a script (not an ELF file: it used to be an error).
+    script = os.path.join(tmpdir(), "run.sh")
+    with open(script, "w") as f:
+        f.write(f"#!/bin/sh\nexec {needed}\n")
+    os.chmod(script, 0o755)
+    p, log = record([script], args=["-q"] + LIB_SPECS)
+    eq((p.stdout, p.stderr), ("7 world\n", ""), "the script's output, no warning")
+    eq(replay_calls(log), ["main() {", "  add(3, 4) = 7;", "  greet(\"world\");", "} /* main */"], "a script")
 
 
 def test_dlopened_library():

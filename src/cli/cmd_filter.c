@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/record_args.h"
 #include "lib/name_match.h"
 #include "lib/outfile.h"
 #include "lib/select.h"
@@ -57,7 +58,10 @@ static void usage(FILE *out)
 		"  -o, --output FILE         the filter file to write\n"
 		"  -q, --quiet               print nothing but errors\n"
 		"      --allow-empty         write the filter even when nothing matches\n"
-		"  -h, --help                this help\n");
+		"  -h, --help                this help\n"
+		"\n"
+		"sftrace filter --args SPECS -p OBJECT -o OUTPUT, run by record's runtime,\n"
+		"resolves record's -A/-R/--auto-args in an object the program loads.\n");
 }
 
 /* A name on one line: long generic names are cut with "…"; escaped, as it
@@ -138,6 +142,7 @@ struct filter_args {
 	struct nm_patterns inc, exc;
 	enum nm_which which;
 	int quiet, allow_empty, ignore_generic_args;
+	const char *args_specs; /* --args: record's argument specs (record_args.h) */
 };
 
 static int parse_args(int argc, char **argv, struct filter_args *a)
@@ -154,6 +159,7 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 		{"quiet", no_argument, 0, 'q'},
 		{"allow-empty", no_argument, 0, 'E'},
 		{"ignore-generic-args", no_argument, 0, 'G'},
+		{"args", required_argument, 0, 'A'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -189,6 +195,7 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 		case 'q': a->quiet = 1; break;
 		case 'E': a->allow_empty = 1; break;
 		case 'G': a->ignore_generic_args = 1; break;
+		case 'A': a->args_specs = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "(sftrace filter --help describes the options)\n");
@@ -199,8 +206,9 @@ static int parse_args(int argc, char **argv, struct filter_args *a)
 		sf_error("unexpected argument '%s' (usage: sftrace filter -p OBJECT -r REGEX -o FILE)", argv[optind]);
 		return 2;
 	}
-	const char *missing = !a->nobjects ? "no object given (-p OBJECT)"
-			      : !a->inc.n  ? "no regex given (-r REGEX, or --list FILE with at least one regex)"
+	const char *missing = !a->nobjects                    ? "no object given (-p OBJECT)"
+			      : a->args_specs && a->nobjects > 1 ? "--args takes one object (-p OBJECT)"
+			      : !a->inc.n && !a->args_specs ? "no regex given (-r REGEX, or --list FILE with at least one regex)"
 			      : !a->output ? "no output given (-o FILE)"
 					      : NULL;
 	if (missing) {
@@ -261,7 +269,9 @@ int cmd_filter(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	struct sel_object *objs = NULL;
 	size_t nobjs = 0;
-	if (rc < 0) {
+	if (rc < 0 && a.args_specs) {
+		rc = ra_object_file(a.args_specs, a.objects[0], a.output) < 0;
+	} else if (rc < 0) {
 		objs = xcalloc(a.nobjects, sizeof(*objs));
 		rc = run(&a, objs, &nobjs, argc, argv);
 	}

@@ -108,9 +108,10 @@ static void usage(FILE *out)
 		"                            record FUNC's return value (FMT as above, or f,\n"
 		"                            f32 for a floating-point one); repeatable\n"
 		"  -a, --auto-args           record the arguments and return values of every\n"
-		"                            function of COMMAND whose DWARF prototype fits\n"
-		"                            the formats above (build with -g); 16 bytes of\n"
-		"                            each string; -A/-R override it per function\n"
+		"                            function whose DWARF prototype fits the formats\n"
+		"                            above (build with -g); 16 bytes of each string;\n"
+		"                            -A/-R override it per function. Both apply to\n"
+		"                            COMMAND and to the shared libraries it loads\n"
 		"  -q, --quiet               no summary on stderr\n"
 		"      --print-solib         print the runtime library record would use\n"
 		"      --print-solib-install-dir\n"
@@ -888,6 +889,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 				 dropped);
 	if (o->filter_regex && !o->quiet)
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
+	ra_report_unmatched(rf->notes, o->args, o->args_opt, o->nargs);
 	int exec_failed = !keeper_lost && !WIFSIGNALED(status) && (rc == 126 || rc == 127);
 	int lost = record_report_lost(rf->notes);
 	if (logs == 0 && !exec_failed && !lost && o->paused) {

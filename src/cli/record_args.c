@@ -3,6 +3,7 @@
  * runtime (src/runtime/args.c reads the file this writes). */
 #include "cli/record_args.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,9 +15,11 @@
 
 #include "format/sf_args.h"
 #include "format/sf_env.h"
+#include "format/xray_map.h"
 #include "lib/dwarf_args.h"
 #include "lib/hashmap.h"
 #include "lib/name_match.h"
+#include "lib/outfile.h"
 #include "lib/select.h"
 #include "lib/util.h"
 
@@ -247,9 +250,9 @@ static void add_items(struct ra_func *f, const struct ra_item *items, unsigned n
 		f->items[f->n++] = items[i];
 }
 
-/* The functions of o that spec s names get its items; *funcs += their
+/* The functions of obj that spec s names get its items; *funcs += their
  * number. -1 after a message. */
-static int resolve(const struct ra_spec *s, const char *opt, const char *exe, struct ra_funcs *fs, size_t *funcs,
+static int resolve(const struct ra_spec *s, const char *opt, const char *obj, struct ra_funcs *fs, size_t *funcs,
 		   char *build_id, size_t bid_cap)
 {
 	char *regex = func_regex(s->func);
@@ -258,8 +261,8 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *exe, st
 	struct sel_query q = {&inc, NULL, NM_DEMANGLED, 0};
 	struct sel_object o = {0};
 	int rc = 0;
-	if (nm_compile(&inc) < 0 || sel_load(&o, exe) < 0 || sel_select(&o, &q) < 0) {
-		sf_error("%s '%s': cannot read the functions of %s", opt, s->text, exe);
+	if (nm_compile(&inc) < 0 || sel_load(&o, obj) < 0 || sel_select(&o, &q) < 0) {
+		sf_error("%s '%s': cannot read the functions of %s", opt, s->text, obj);
 		rc = -1;
 	} else {
 		snprintf(build_id, bid_cap, "%s", o.build_id);
@@ -274,23 +277,23 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *exe, st
 	return rc;
 }
 
-/* --auto-args: every instrumented function of exe that no spec named,
+/* --auto-args: every instrumented function of obj that no spec named,
  * with what its DWARF prototype says. -1 after a message. */
-static int resolve_auto(const char *exe, struct ra_funcs *fs, char *build_id, size_t bid_cap)
+static int resolve_auto(const char *obj, struct ra_funcs *fs, char *build_id, size_t bid_cap)
 {
 	struct nm_patterns inc = {0};
 	nm_add(&inc, "", "--auto-args");
 	struct sel_query q = {&inc, NULL, NM_DEMANGLED, 0};
 	struct sel_object o = {0};
 	int rc = 0;
-	if (nm_compile(&inc) < 0 || sel_load(&o, exe) < 0 || sel_select(&o, &q) < 0) {
-		sf_error("--auto-args: cannot read the functions of %s", exe);
+	if (nm_compile(&inc) < 0 || sel_load(&o, obj) < 0 || sel_select(&o, &q) < 0) {
+		sf_error("--auto-args: cannot read the functions of %s", obj);
 		rc = -1;
 	} else {
 		snprintf(build_id, bid_cap, "%s", o.build_id);
-		struct da_file *d = da_open(exe);
+		struct da_file *d = da_open(obj);
 		if (!d)
-			sf_warn("--auto-args: %s has no DWARF (build with -g): no values recorded", exe);
+			sf_warn("--auto-args: %s has no DWARF (build with -g): no values recorded", obj);
 		for (size_t i = 0; d && i < o.nfuncs; i++) {
 			if (hm_find(&fs->at, o.funcs[i].vaddr))
 				continue; /* a spec names it: the spec's values only */
@@ -308,6 +311,29 @@ static int resolve_auto(const char *exe, struct ra_funcs *fs, char *build_id, si
 	sel_free(&o);
 	nm_free(&inc);
 	return rc;
+}
+
+/* Every spec (and --auto-args) resolved in one object: its functions in
+ * fs, its build-id, and matched[i] = 1 for each spec that names one of
+ * them. -1 after a message. */
+static int resolve_object(const char *obj, const struct ra_spec *specs, const char *const *opts, size_t n,
+			  int auto_args, struct ra_funcs *fs, char *build_id, size_t bid_cap, unsigned char *matched)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t funcs = 0;
+		if (resolve(&specs[i], opts[i], obj, fs, &funcs, build_id, bid_cap) < 0)
+			return -1;
+		matched[i] = funcs > 0;
+	}
+	return auto_args ? resolve_auto(obj, fs, build_id, bid_cap) : 0;
+}
+
+static void free_funcs(struct ra_funcs *fs)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		free(fs->v[i].name);
+	free(fs->v);
+	hm_free(&fs->at);
 }
 
 static void put_func(FILE *out, const struct ra_func *f)
@@ -332,64 +358,263 @@ static int cmp_vaddr(const void *a, const void *b)
 	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
 }
 
-/* DIR/.args: the object, then one line per function. Sets SFTRACE_ARGS. */
-static int write_file(const char *dir, const char *exe, const char *build_id, struct ra_funcs *fs, char *path,
-		      size_t cap)
+/* The comment that says which specs an object's file matched (read back
+ * by ra_report_unmatched). */
+#define MATCHED_LINE "# specs matched:"
+
+/* One object's file: which specs it matched, the object, then one line
+ * per function (an object without any still has its line: the runtime
+ * then knows it was resolved). */
+static void write_args(FILE *out, const char *obj, const char *build_id, struct ra_funcs *fs,
+		       const unsigned char *matched, size_t n)
 {
-	snprintf(path, cap, "%s/.args", dir);
-	/* 0600 whatever the umask: the runtime refuses a file others may
-	 * write (src/runtime/trust.c). */
+	if (fs->n) /* NULL without functions */
+		qsort(fs->v, fs->n, sizeof(*fs->v), cmp_vaddr);
+	fprintf(out, "sftrace-filter 1\n" MATCHED_LINE);
+	for (size_t i = 0; i < n; i++)
+		if (matched[i])
+			fprintf(out, " %zu", i);
+	fprintf(out, "\nobject %s %s\n", build_id, obj);
+	for (size_t i = 0; i < fs->n; i++)
+		put_func(out, &fs->v[i]);
+}
+
+/* A new 0600 file in record's private directory (whatever the umask: the
+ * runtime refuses a file others may write, src/runtime/trust.c). */
+static FILE *create_private(const char *path)
+{
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!out) {
 		if (fd >= 0)
 			close(fd);
-		sf_error("%s: %s (needed by -A/-R)", path, strerror(errno));
-		path[0] = 0;
-		return -1;
+		sf_error("%s: %s (needed by -A/-R/--auto-args)", path, strerror(errno));
 	}
-	qsort(fs->v, fs->n, sizeof(*fs->v), cmp_vaddr);
-	fprintf(out, "sftrace-filter 1\nobject %s %s\n", build_id, exe);
-	for (size_t i = 0; i < fs->n; i++)
-		put_func(out, &fs->v[i]);
+	return out;
+}
+
+static int close_private(FILE *out, const char *path)
+{
 	if (fclose(out) != 0) {
 		sf_error("%s: %s", path, strerror(errno));
 		unlink(path);
-		path[0] = 0;
 		return -1;
 	}
-	setenv(SF_ENV(ARGS), path, 1);
 	return 0;
+}
+
+/* DIR/.args-specs: the specs as given, for `sftrace filter --args` to
+ * resolve in the objects that load later (ra_object_file). */
+#define SPECS_MAGIC "sftrace-args-specs 1"
+
+static int write_specs(const char *path, const struct ra_spec *specs, const char *const *opts, size_t n,
+		       int auto_args)
+{
+	FILE *out = create_private(path);
+	if (!out)
+		return -1;
+	fprintf(out, SPECS_MAGIC "\n");
+	if (auto_args)
+		fprintf(out, "--auto-args\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s %s\n", opts[i], specs[i].text);
+	return close_private(out, path);
+}
+
+/* 0 if the file at path is a script (#!) or an ELF file without an XRay
+ * map (a launcher, sh, or a program whose instrumented code is all in
+ * its libraries), else 1 (errors are sel_load's to report). */
+static int has_xray_map(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char magic[2] = {0};
+	struct xray_section sec;
+	int script = fd >= 0 && pread(fd, magic, 2, 0) == 2 && magic[0] == '#' && magic[1] == '!';
+	int found = fd >= 0 && !script ? xray_find_section(fd, &sec) : -1;
+	if (fd >= 0)
+		close(fd);
+	return !script && found != 0;
 }
 
 int ra_write(const char *dir, const char *exe, const struct ra_spec *specs, const char *const *opts, size_t n,
 	     int auto_args, char *path, size_t cap)
 {
 	struct ra_funcs fs = {0};
-	char build_id[2 * 64 + 2] = "-";
-	int rc = 0;
-	for (size_t i = 0; i < n && !rc; i++) {
-		size_t funcs = 0;
-		rc = resolve(&specs[i], opts[i], exe, &fs, &funcs, build_id, sizeof(build_id));
-		if (!rc && !funcs) {
-			sf_error("%s '%s': no instrumented function of %s is named '%s' (sftrace filter -p %s -r REGEX "
-				 "shows which are)",
-				 opts[i], specs[i].text, exe, specs[i].func, exe);
-			rc = -1;
-		}
-	}
-	if (!rc && auto_args)
-		rc = resolve_auto(exe, &fs, build_id, sizeof(build_id));
+	char build_id[2 * 64 + 2] = "-", specs_path[PATH_MAX], abs[PATH_MAX], cli[PATH_MAX];
+	unsigned char *matched = xcalloc(n + 1, 1);
+	int in_exe = has_xray_map(exe);
+	int rc = in_exe ? resolve_object(exe, specs, opts, n, auto_args, &fs, build_id, sizeof(build_id), matched) : 0;
 	path[0] = 0;
-	if (!rc && fs.n) {
-		char abs[PATH_MAX];
+	if (!rc && !realpath("/proc/self/exe", cli)) {
+		sf_error("cannot find the sftrace binary: %s", strerror(errno));
+		rc = -1;
+	}
+	if (!rc && in_exe) {
 		if (!realpath(exe, abs))
 			snprintf(abs, sizeof(abs), "%s", exe);
-		rc = write_file(dir, abs, build_id, &fs, path, cap);
+		snprintf(path, cap, "%s/.args", dir);
+		FILE *out = create_private(path);
+		if (out)
+			write_args(out, abs, build_id, &fs, matched, n);
+		rc = out ? close_private(out, path) : -1;
 	}
-	for (size_t i = 0; i < fs.n; i++)
-		free(fs.v[i].name);
-	free(fs.v);
-	hm_free(&fs.at);
+	snprintf(specs_path, sizeof(specs_path), "%s/.args-specs", dir);
+	if (!rc)
+		rc = write_specs(specs_path, specs, opts, n, auto_args);
+	if (!rc) {
+		if (path[0])
+			setenv(SF_ENV(ARGS), path, 1);
+		setenv(SF_ENV(ARGS_SPECS), specs_path, 1);
+		setenv(SF_ENV(CLI), cli, 1);
+	} else {
+		path[0] = 0;
+	}
+	free(matched);
+	free_funcs(&fs);
 	return rc;
+}
+
+/* The specs of a file write_specs wrote, parsed again (texts[i] holds
+ * the text specs[i] points into; opts are static strings); *n of them
+ * parsed, to be freed whatever is returned. -1 after a message. */
+static int read_specs(const char *path, struct ra_spec **specs, const char ***opts, char ***texts, size_t *n,
+		      int *auto_args)
+{
+	FILE *f = sf_fopen_regular(path);
+	if (!f) {
+		sf_error("%s: %s", path, sf_open_error(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	int rc = 0, first = 1, bad_spec = 0;
+	*n = 0;
+	*auto_args = 0;
+	while (!rc && !bad_spec && (len = getline(&line, &lcap, f)) >= 0) {
+		if (len && line[len - 1] == '\n')
+			line[--len] = 0;
+		if (first) {
+			first = 0;
+			if (strcmp(line, SPECS_MAGIC))
+				rc = -1;
+			continue;
+		}
+		if (!strcmp(line, "--auto-args")) {
+			*auto_args = 1;
+			continue;
+		}
+		const char *opt = !strncmp(line, "-A ", 3) ? "-A" : !strncmp(line, "-R ", 3) ? "-R" : NULL;
+		if (!opt) {
+			rc = -1;
+			break;
+		}
+		*specs = xrealloc(*specs, (*n + 1) * sizeof(**specs));
+		*opts = xrealloc(*opts, (*n + 1) * sizeof(**opts));
+		*texts = xrealloc(*texts, (*n + 1) * sizeof(**texts));
+		(*texts)[*n] = xstrdup(line + 3);
+		(*opts)[*n] = opt;
+		if (ra_parse(&(*specs)[*n], opt, (*texts)[*n]) < 0) { /* after its message */
+			free((*texts)[*n]);
+			bad_spec = 1;
+			break;
+		}
+		++*n;
+	}
+	if (rc || first)
+		sf_error("%s: not a file of argument specs record wrote", path);
+	fclose(f);
+	free(line);
+	return rc || first || bad_spec ? -1 : 0;
+}
+
+int ra_object_file(const char *specs_path, const char *obj, const char *out_path)
+{
+	struct ra_spec *specs = NULL;
+	const char **opts = NULL;
+	char **texts = NULL;
+	size_t n = 0;
+	int auto_args = 0;
+	int rc = read_specs(specs_path, &specs, &opts, &texts, &n, &auto_args);
+	struct ra_funcs fs = {0};
+	char build_id[2 * 64 + 2] = "-", abs[PATH_MAX];
+	unsigned char *matched = xcalloc(n + 1, 1);
+	if (!rc)
+		rc = resolve_object(obj, specs, opts, n, auto_args, &fs, build_id, sizeof(build_id), matched);
+	if (!rc) {
+		/* Written whole or not at all: the processes of a run share the
+		 * file, and one may read it while another makes it. */
+		char *text = NULL, err[PATH_MAX + 128];
+		size_t len = 0;
+		FILE *mem = open_memstream(&text, &len);
+		if (!realpath(obj, abs))
+			snprintf(abs, sizeof(abs), "%s", obj);
+		write_args(mem, abs, build_id, &fs, matched, n);
+		fclose(mem);
+		sf_outfile_limit_mode(0600);
+		struct sf_outfile *of = sf_outfile_open(out_path, 0, err, sizeof(err));
+		if (!of) {
+			sf_error("%s", err);
+			rc = -1;
+		} else {
+			sf_outfile_write(of, text, len);
+			rc = sf_outfile_commit(of);
+		}
+		free(text);
+	}
+	for (size_t i = 0; i < n; i++) {
+		ra_free(&specs[i]);
+		free(texts[i]);
+	}
+	free(specs);
+	free(opts);
+	free(texts);
+	free(matched);
+	free_funcs(&fs);
+	return rc;
+}
+
+/* Marks in matched[] the specs the file at dirfd/name says it matched. */
+static void read_matched(int dirfd, const char *name, unsigned char *matched, size_t n)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, MATCHED_LINE, sizeof(MATCHED_LINE) - 1))
+			continue;
+		char *p = line + sizeof(MATCHED_LINE) - 1, *end;
+		for (unsigned long i; (i = strtoul(p, &end, 10)), end != p; p = end)
+			if (i < n)
+				matched[i] = 1;
+		break;
+	}
+	fclose(f);
+}
+
+void ra_report_unmatched(const char *dir, const struct ra_spec *specs, const char *const *opts, size_t n)
+{
+	int fd = n ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	unsigned char *matched = xcalloc(n, 1);
+	for (struct dirent *e; (e = readdir(d));)
+		if (!strcmp(e->d_name, ".args") || !strncmp(e->d_name, "args-", 5))
+			read_matched(dirfd(d), e->d_name, matched, n);
+	closedir(d);
+	for (size_t i = 0; i < n; i++)
+		if (!matched[i])
+			sf_warn("%s '%s': no instrumented function of the program or of the objects it loaded is named "
+				"'%s': nothing recorded for it (sftrace filter -p OBJECT -r REGEX shows which are)",
+				opts[i], specs[i].text, specs[i].func);
+	free(matched);
 }

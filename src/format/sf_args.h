@@ -52,11 +52,13 @@ enum sf_arg_type {
 	SF_AT_DOUBLE = 8, /* fparg, /f */
 	SF_AT_FLOAT = 9,  /* /f32 */
 	SF_AT_BOOL = 10,  /* /b */
+	SF_AT_NONE = 11,  /* not recorded (--auto-args: a struct argument); no value bytes, coded layout only */
 	SF_AT_LIMIT
 };
 
 #define SF_ARG_SLOT_FP 0x40u   /* a vector register (fparg N, a float return value) */
 #define SF_ARG_SLOT_INDEX 0x3fu /* N of argN/fpargN; 0: the return value */
+#define SF_ARG_SLOT_STACK 0x3fu /* with SF_AT_NONE: an argument passed in memory, in no register */
 #define SF_ARG_STR_NULL 0xfeu
 #define SF_ARG_STR_UNREADABLE 0xffu
 #define SF_ARG_STR_CAP 64u     /* string bytes recorded per value (spec) */
@@ -75,12 +77,12 @@ static inline uint8_t sf_arg_fmt(unsigned type, unsigned size)
 static inline unsigned sf_arg_str_cap(uint8_t fmt) { return SF_ARG_STR_CAP >> (2 * (fmt >> 4 & 3u)); }
 static inline int sf_arg_type_signed(unsigned type) { return type == SF_AT_SINT || type == SF_AT_AUTO; }
 
-/* The bytes a value takes in the FIXED layout; 0 for strings (not
- * allowed there). */
+/* The bytes a value takes in the FIXED layout; 0 for strings and NONE
+ * (not allowed there). */
 static inline unsigned sf_arg_fixed_size(uint8_t fmt)
 {
 	unsigned type = sf_arg_type(fmt);
-	if (type == SF_AT_STR || type == SF_AT_RSTR)
+	if (type == SF_AT_STR || type == SF_AT_RSTR || type == SF_AT_NONE)
 		return 0;
 	if (type == SF_AT_DOUBLE)
 		return 8;

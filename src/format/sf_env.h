@@ -18,7 +18,7 @@
 	X(FILTER_REGEX, "record --filter-regex: make each instrumented object's filter when it loads")      \
 	X(FILTER_DIR, "with FILTER_REGEX: the directory of the per-object filters (absolute)")              \
 	X(FILTER_WITHIN, "with FILTER_REGEX: 1 for --within")                                                \
-	X(CLI, "with FILTER_REGEX: the sftrace binary that makes the per-object filters (absolute)")        \
+	X(CLI, "with FILTER_REGEX or ARGS_SPECS: the sftrace binary that makes the per-object files (absolute)") \
 	X(CLOCK, "tsc or monotonic (default: tsc when the TSC is invariant)")                                \
 	X(WRITER, "auto, sync or thread: who writes full batches to the log")                                \
 	X(ENCODING, "packed (default) or raw: how batches are written")                                     \
@@ -32,7 +32,8 @@
 	X(MAX_SNAPSHOTS, "with RING: the snapshot limit")                                                    \
 	X(TRIGGERS, "with RING: the trigger functions, a file in the filter format")                        \
 	X(PAUSED, "record --paused: 1: start with no sled patched; sftrace resume/pause switch tracing")  \
-	X(ARGS, "record -A/-R: the functions whose arguments or return values are recorded, a filter-format file")
+	X(ARGS, "record -A/-R: the functions whose arguments or return values are recorded, a filter-format file") \
+	X(ARGS_SPECS, "record -A/-R/--auto-args: the specs, resolved in each other instrumented object as it loads")
 
 /* Variables the user sets for the CLI's own behaviour: not part of the
  * contract with the runtime, never passed on by exec_env.c (their man

@@ -92,6 +92,10 @@ static int decode_value(const unsigned char **p, const unsigned char *end, uint8
 		put_double(d, out, cap);
 		return 0;
 	}
+	if (type == SF_AT_NONE) {
+		snprintf(out, cap, "<unrecorded>");
+		return 0;
+	}
 	if (type == SF_AT_STR || type == SF_AT_RSTR) {
 		if (*p >= end)
 			return -1;
@@ -125,6 +129,8 @@ static void name_item(struct av_item *it)
 	unsigned idx = it->slot & SF_ARG_SLOT_INDEX;
 	if (!idx)
 		snprintf(it->name, sizeof(it->name), "retval");
+	else if (idx == SF_ARG_SLOT_STACK)
+		snprintf(it->name, sizeof(it->name), "stack");
 	else
 		snprintf(it->name, sizeof(it->name), "%s%u", it->slot & SF_ARG_SLOT_FP ? "fparg" : "arg", idx);
 }

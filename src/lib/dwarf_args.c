@@ -4,6 +4,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 
 struct da_file {
 	int fd;
+	int x86_64; /* struct arguments are classified (SysV) on x86-64 only */
 	Dwarf *dw;
 	struct hashmap by_pc; /* low pc -> DIE offset of its subprogram */
 };
@@ -40,6 +42,9 @@ struct da_file *da_open(const char *path)
 	struct da_file *d = xcalloc(1, sizeof(*d));
 	d->fd = fd;
 	d->dw = dw;
+	GElf_Ehdr eh;
+	Elf *elf = dwarf_getelf(dw);
+	d->x86_64 = elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64;
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -156,19 +161,236 @@ static enum cls classify(Dwarf_Die *t, uint8_t *fmt)
 	}
 }
 
+/* ---- struct arguments (x86-64 System V, 3.2.3) ---- */
+
+enum eb_class { EB_NONE, EB_INT, EB_SSE, EB_MEM };
+
+static void eb_merge(int *eb, int c)
+{
+	if (*eb == EB_MEM || c == EB_MEM)
+		*eb = EB_MEM;
+	else if (*eb == EB_INT || c == EB_INT)
+		*eb = EB_INT;
+	else
+		*eb = c;
+}
+
+static int class_of(Dwarf_Die *t, uint64_t off, int eb[2], int depth);
+
+/* A scalar of size bytes at off: its eightbyte's class. */
+static int class_scalar(int size, int cls, uint64_t off, int eb[2])
+{
+	if (size <= 0 || size > 8)
+		return -1;
+	if (off % (uint64_t)size) /* an unaligned field: MEMORY */
+		cls = EB_MEM;
+	if (off + (uint64_t)size > 16)
+		return -1;
+	eb_merge(&eb[off / 8], cls);
+	return 0;
+}
+
+/* The members of a struct or union at off. */
+static int class_members(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
+{
+	Dwarf_Die m, mt;
+	if (dwarf_child(t, &m) != 0)
+		return 0;
+	do {
+		if (dwarf_tag(&m) != DW_TAG_member)
+			continue;
+		Dwarf_Attribute a;
+		Dwarf_Word at = 0;
+		if (dwarf_attr(&m, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0)
+			return -1; /* a location expression: not a plain C layout */
+		if (dwarf_attr(&m, DW_AT_data_bit_offset, &a)) { /* a bit-field: DWARF 4+ */
+			Dwarf_Word bits;
+			if (dwarf_formudata(&a, &bits) != 0)
+				return -1;
+			at = bits / 8;
+		}
+		if (!type_of(&m, &mt))
+			return -1;
+		if (dwarf_hasattr(&m, DW_AT_bit_size)) { /* integer bits in the eightbyte they start in */
+			if (off + at >= 16)
+				return -1;
+			eb_merge(&eb[(off + at) / 8], EB_INT);
+			continue;
+		}
+		if (class_of(&mt, off + at, eb, depth + 1) < 0)
+			return -1;
+	} while (dwarf_siblingof(&m, &m) == 0);
+	return 0;
+}
+
+/* The elements of an array at off (one dimension, a known count). */
+static int class_array(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
+{
+	Dwarf_Die sub, et;
+	Dwarf_Attribute a;
+	Dwarf_Word count = 0, upper;
+	if (!type_of(t, &et) || dwarf_child(t, &sub) != 0 || dwarf_tag(&sub) != DW_TAG_subrange_type)
+		return -1;
+	if (dwarf_attr(&sub, DW_AT_count, &a) && dwarf_formudata(&a, &count) == 0)
+		;
+	else if (dwarf_attr(&sub, DW_AT_upper_bound, &a) && dwarf_formudata(&a, &upper) == 0)
+		count = upper + 1;
+	else
+		return -1;
+	int esize = dwarf_bytesize(&et);
+	if (dwarf_siblingof(&sub, &sub) == 0 || esize <= 0 || count > 16)
+		return -1;
+	for (Dwarf_Word i = 0; i < count; i++)
+		if (class_of(&et, off + i * (Dwarf_Word)esize, eb, depth + 1) < 0)
+			return -1;
+	return 0;
+}
+
+/* Merges the classes of a value of type t at byte off of an aggregate into
+ * eb; -1 when the layout is not one this knows for sure. */
+static int class_of(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word enc;
+	Dwarf_Die u;
+	int size = dwarf_bytesize(t);
+	if (depth > 8)
+		return -1;
+	switch (dwarf_tag(t)) {
+	case DW_TAG_base_type:
+		if (!dwarf_attr(t, DW_AT_encoding, &a) || dwarf_formudata(&a, &enc) != 0)
+			return -1;
+		if (enc == DW_ATE_float)
+			return size == 4 || size == 8 ? class_scalar(size, EB_SSE, off, eb) : -1; /* long double: x87 */
+		if (enc == DW_ATE_complex_float)
+			return -1;
+		return class_scalar(size, EB_INT, off, eb);
+	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
+		return class_scalar(8, EB_INT, off, eb);
+	case DW_TAG_enumeration_type:
+		return class_scalar(size, EB_INT, off, eb);
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+	case DW_TAG_class_type:
+		return class_members(t, off, eb, depth);
+	case DW_TAG_array_type:
+		return class_array(t, off, eb, depth);
+	case DW_TAG_typedef:
+	case DW_TAG_const_type:
+	case DW_TAG_volatile_type:
+		return type_of(t, &u) ? class_of(&u, off, eb, depth + 1) : -1;
+	default:
+		return -1;
+	}
+}
+
+static int is_aggregate(Dwarf_Die *t)
+{
+	int tag = dwarf_tag(t);
+	return tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_class_type;
+}
+
+/* Whether the C ABI's rules decide how t is passed: C, or a C++ type
+ * whose DWARF says so (DW_AT_calling_convention: a type that is not
+ * trivially copyable goes by invisible reference). *by_ref for those. */
+static int abi_known(Dwarf_Die *fn, Dwarf_Die *t, int *by_ref)
+{
+	Dwarf_Die cu;
+	Dwarf_Attribute a;
+	Dwarf_Word cc;
+	*by_ref = 0;
+	if (dwarf_attr(t, DW_AT_calling_convention, &a) && dwarf_formudata(&a, &cc) == 0) {
+		*by_ref = cc == DW_CC_pass_by_reference;
+		return cc == DW_CC_pass_by_reference || cc == DW_CC_pass_by_value;
+	}
+	int lang = dwarf_diecu(fn, &cu, NULL, NULL) ? dwarf_srclang(&cu) : -1;
+	return lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 || lang == DW_LANG_C11;
+}
+
+/* How an aggregate of type t goes (x86-64): in *ngp integer and *nfp
+ * vector registers, both 0 for memory (MEMORY class: larger than 16
+ * bytes, or an unaligned field). 0, or -1 if not known for sure. */
+static int aggregate_regs(Dwarf_Die *fn, Dwarf_Die *t, unsigned *ngp, unsigned *nfp)
+{
+	int by_ref, size = dwarf_bytesize(t);
+	*ngp = *nfp = 0;
+	if (!abi_known(fn, t, &by_ref) || size <= 0)
+		return -1;
+	if (by_ref) {
+		*ngp = 1; /* the address of a copy */
+		return 0;
+	}
+	if (size > 16)
+		return 0;
+	int eb[2] = {EB_NONE, EB_NONE};
+	if (class_of(t, 0, eb, 0) < 0)
+		return -1;
+	for (int i = 0; i < (size > 8 ? 2 : 1); i++) {
+		if (eb[i] == EB_MEM)
+			return *ngp = *nfp = 0, 0;
+		if (eb[i] == EB_NONE) /* padding only: not a case this knows */
+			return -1;
+		*ngp += eb[i] == EB_INT;
+		*nfp += eb[i] == EB_SSE;
+	}
+	return 0;
+}
+
+/* The integer registers a function's return value takes from its
+ * arguments: 1 when it is returned in memory (the caller passes the
+ * address in rdi), else 0; -1 if not known. */
+static int hidden_return(struct da_file *d, Dwarf_Die *fn)
+{
+	Dwarf_Die t, cu;
+	unsigned ngp, nfp;
+	uint8_t fmt;
+	if (!type_of(fn, &t) || !is_aggregate(&t) || classify(&t, &fmt) != CLS_NONE)
+		return 0; /* a scalar, or a Rust &str in rax and rdx */
+	if (!d->x86_64)
+		return -1;
+	/* rustc's own ABI returns an aggregate of more than two words
+	 * through a hidden pointer, any other in registers. */
+	if (dwarf_diecu(fn, &cu, NULL, NULL) && dwarf_srclang(&cu) == DW_LANG_Rust)
+		return dwarf_bytesize(&t) > 16;
+	if (aggregate_regs(fn, &t, &ngp, &nfp) < 0)
+		return -1;
+	int by_ref = 0;
+	abi_known(fn, &t, &by_ref);
+	return by_ref || (!ngp && !nfp);
+}
+
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
 {
 	const uint64_t *off = d ? hm_find(&d->by_pc, vaddr) : NULL;
 	Dwarf_Die fn, child, t;
 	if (!off || !dwarf_offdie(d->dw, *off, &fn))
 		return 0;
-	unsigned n = 0, gp = 0, fp = 0;
+	int hidden = hidden_return(d, &fn);
+	if (hidden < 0)
+		return 0; /* rdi may hold the return value's address: nothing is sure */
+	unsigned n = 0, gp = (unsigned)hidden, fp = 0;
 	if (dwarf_child(&fn, &child) == 0) {
 		do {
 			if (dwarf_tag(&child) != DW_TAG_formal_parameter)
 				continue;
 			uint8_t fmt = 0;
 			enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
+			unsigned ngp, nfp;
+			if (c == CLS_NONE && n < cap && d->x86_64 && is_aggregate(&t) &&
+			    aggregate_regs(&fn, &t, &ngp, &nfp) == 0) {
+				/* Its registers (or none) are known, so those of the
+				 * arguments after it are: it shows as not recorded. */
+				uint8_t slot = SF_ARG_SLOT_STACK;
+				if ((ngp || nfp) && gp + ngp <= 6 && fp + nfp <= 8) {
+					slot = (uint8_t)(ngp ? gp + 1 : SF_ARG_SLOT_FP | (fp + 1));
+					gp += ngp;
+					fp += nfp;
+				} /* else all of it in memory, no register taken */
+				items[n++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+				continue;
+			}
 			if (c == CLS_NONE || n == cap)
 				break; /* the registers of what follows are unknown */
 			if (c == CLS_FP) {
@@ -186,7 +408,7 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 	}
 	uint8_t fmt = 0;
 	enum cls c = type_of(&fn, &t) ? classify(&t, &fmt) : CLS_NONE;
-	if (c != CLS_NONE && n < cap)
+	if (c != CLS_NONE && n < cap) /* an aggregate's return value is not recorded */
 		items[n++] = (struct da_item){(uint8_t)(c == CLS_FP ? SF_ARG_SLOT_FP : 0), fmt, 1};
 	return n;
 }

@@ -2,9 +2,14 @@
  * and return value are, as the items of format/sf_args.h (x86-64 System V:
  * integer-class values in rdi rsi rdx rcx r8 r9, float and double ones in
  * xmm0-7, the return value in rax or xmm0, a Rust &str or &[u8] in two
- * integer registers). Parameters are taken in order up to the first one
- * whose class is not one of these (a struct passed by value, a long
- * double): the registers of those after it are unknown. */
+ * integer registers). On x86-64 a struct or union passed by value
+ * takes the registers the System V ABI gives it (or none: MEMORY class)
+ * and is an item of format NONE (not recorded), and an aggregate
+ * returned in memory moves the arguments one integer register on (its
+ * address is in rdi). Parameters are taken in order up to the first one
+ * whose registers are not known for sure (a long double, a Rust struct,
+ * a C++ class whose DWARF does not say how it is passed): the registers
+ * of those after it are unknown. */
 #ifndef SFTRACE_LIB_DWARF_ARGS_H
 #define SFTRACE_LIB_DWARF_ARGS_H
 

@@ -14,7 +14,10 @@
  * one recording line up. cat is the object's file name. name is in the
  * chosen style; args.function has the full name when it differs. Repaired
  * frames get args.end ("unwound", "thread end"), frames the --time window
- * clipped args.cut ("start", "end", "both"). Streamed: memory holds one escaped
+ * clipped args.cut ("start", "end", "both"). Values record -A/-R/--auto-args
+ * recorded are args too, as in the Perfetto output, as the text replay
+ * shows them: "arg1":"3","arg2":"4","retval":"7"; "arg1":"\"world\"" (of
+ * an item named twice, the last). Streamed: memory holds one escaped
  * name per function, never events. Strings are escaped for JSON and invalid
  * UTF-8 becomes U+FFFD, so the output always parses. Calls nested
  * PF_MAX_DEPTH levels deep or more are written like the others, and counted
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/arg_values.h"
 #include "lib/json_out.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
@@ -161,14 +165,13 @@ static const char *frag_for(struct chrome *c, const struct trace_proc *p, uint32
 
 /* The end of an X event: args.end for repaired frames, args.cut for frames
  * the --time window clipped, closing braces. */
-static const char *event_tail(char *buf, size_t len, const char *frag, size_t flen, enum fr_end_kind kind,
-			      unsigned cut)
+static const char *event_tail(char *buf, size_t len, int args_empty, enum fr_end_kind kind, unsigned cut)
 {
 	static const char *const cuts[] = {"", "start", "end", "both"};
 	const char *end = kind == FR_END_UNWOUND ? "unwound" : kind == FR_END_THREAD_END ? "thread end"
 			  : kind == FR_END_SNAPSHOT ? "snapshot end"
 			  : kind == FR_END_PAUSED ? "paused" : NULL;
-	const char *sep = frag[flen - 1] == '{' ? "" : ",";
+	const char *sep = args_empty ? "" : ",";
 	int n = 0;
 	if (end) {
 		n = snprintf(buf, len, "%s\"end\":\"%s\"", sep, end);
@@ -177,6 +180,49 @@ static const char *event_tail(char *buf, size_t len, const char *frag, size_t fl
 	if (cut)
 		n += snprintf(buf + n, len - (size_t)n, "%s\"cut\":\"%s\"", sep, cuts[cut & 3]);
 	snprintf(buf + n, len - (size_t)n, "}}");
+	return buf;
+}
+
+/* A payload's values as `,"arg1":"3"...` (sep before the first, then
+ * ","), each name once: its last value, as Perfetto keeps it. */
+static void put_values(FILE *m, const unsigned char *payload, uint32_t len, const char **sep)
+{
+	struct av_item items[SF_ARG_MAX_ITEMS];
+	int n = av_decode(payload, len, items, SF_ARG_MAX_ITEMS);
+	for (int i = 0; i < n; i++) {
+		int later = 0;
+		for (int j = i + 1; j < n && !later; j++)
+			later = !strcmp(items[i].name, items[j].name);
+		if (later)
+			continue;
+		fputs(*sep, m);
+		json_put_str(m, items[i].name);
+		fputc(':', m);
+		json_put_str(m, items[i].value);
+		*sep = ",";
+	}
+}
+
+/* The frame's argument and return values, "" when it has none (a
+ * malloc'd string, or NULL when out of memory). */
+static char *values_of(const struct fr_frame *f, const char *frag, size_t flen, size_t *len)
+{
+	*len = 0;
+	if (!f->args && !f->ret)
+		return NULL;
+	char *buf = NULL;
+	FILE *m = open_memstream(&buf, len);
+	if (!m)
+		return NULL;
+	const char *sep = frag[flen - 1] == '{' ? "" : ",";
+	if (f->args)
+		put_values(m, f->args, f->args_len, &sep);
+	if (f->ret)
+		put_values(m, f->ret, f->ret_len, &sep);
+	if (fclose(m) != 0) {
+		free(buf);
+		return NULL;
+	}
 	return buf;
 }
 
@@ -191,12 +237,18 @@ static int ch_frame_end(void *ctx, const struct fr_frame *f)
 	int n = snprintf(head, sizeof(head), "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03u,\"dur\":%llu.%03u,",
 			 c->pid, f->thread->tid, (unsigned long long)(ts / 1000), (unsigned)(ts % 1000),
 			 (unsigned long long)(dur / 1000), (unsigned)(dur % 1000));
-	char tailbuf[64];
-	const char *tail = event_tail(tailbuf, sizeof(tailbuf), frag, flen, f->end_kind, f->cut);
-	if (separator(c) < 0 || put(c, head, (size_t)n) < 0 || put(c, frag, flen) < 0 ||
-	    put(c, tail, strlen(tail)) < 0)
+	size_t vlen;
+	char *values = values_of(f, frag, flen, &vlen);
+	if ((f->args || f->ret) && !values)
 		return -1;
-	return 0;
+	char tailbuf[64];
+	const char *tail = event_tail(tailbuf, sizeof(tailbuf), !vlen && frag[flen - 1] == '{', f->end_kind, f->cut);
+	int r = separator(c) < 0 || put(c, head, (size_t)n) < 0 || put(c, frag, flen) < 0 ||
+			(vlen && put(c, values, vlen) < 0) || put(c, tail, strlen(tail)) < 0
+		? -1
+		: 0;
+	free(values);
+	return r;
 }
 
 int conv_chrome(struct trace_input *in, const struct conv_options *opt)

@@ -12,7 +12,15 @@
  * general registers in use (the runtime is built -mgeneral-regs-only, so
  * the vector registers it reads from the save area stay live). Strings are
  * read with process_vm_readv on our own pid: an unmapped or unreadable
- * pointer makes the call fail instead of faulting, and is recorded so. */
+ * pointer makes the call fail instead of faulting, and is recorded so.
+ *
+ * record resolves the specs in the executable before it starts. Every
+ * other object with sleds (a DT_NEEDED library, one dlopen'd later, the
+ * program of an exec'd child) is resolved when it loads, before it is
+ * scanned: sf_args_prepare_object runs `sftrace filter --args SPECS -p
+ * OBJECT -o FILE` (SFTRACE_ARGS_SPECS, the specs as given) and adds the
+ * file's functions to the table. One file per build-id in record's
+ * private directory, so the processes of a run resolve each object once. */
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -30,7 +38,7 @@
 #include "runtime/runtime.h"
 
 #define MAX_ARG_FUNCS 16384
-#define MAX_ARG_OBJECTS 16
+#define MAX_ARG_OBJECTS 64
 #define HASH_SIZE 32768 /* power of two, twice MAX_ARG_FUNCS */
 
 struct arg_item {
@@ -57,7 +65,6 @@ struct arg_plan {
 
 struct arg_func {
 	uint32_t obj;      /* index into A.objs */
-	uint32_t func_id;  /* 0 until the object is patched */
 	uint64_t vaddr;
 	struct arg_plan plan[2]; /* entry, exit */
 };
@@ -68,10 +75,16 @@ static struct {
 	struct {
 		uint8_t build_id[64];
 		int build_id_len;
+		uint32_t first, end; /* its functions: A.f[first, end), by vaddr */
 		char path[1024];
 	} objs[MAX_ARG_OBJECTS];
+	uint32_t ids;       /* hash entries in use */
+	int ids_full;       /* said once */
 	uint32_t nobjs;
 	uint32_t left_out; /* functions past MAX_ARG_FUNCS */
+	int objs_full;     /* said once: objects past MAX_ARG_OBJECTS */
+	char specs[4096];  /* SFTRACE_ARGS_SPECS: "" when objects are not resolved as they load */
+	char dir[4096];    /* SFTRACE_NOTES_DIR: where their files go */
 	/* func_id | (index + 1) << 32, by hash of func_id: one load finds a
 	 * function. Written at patch time (under the log lock) before the
 	 * sled that looks it up is patched. */
@@ -82,10 +95,15 @@ static int on_object(void *ctx, const char *bid, const char *path)
 {
 	(void)ctx;
 	size_t n = strlen(path);
-	if (A.nobjs == MAX_ARG_OBJECTS || n >= sizeof(A.objs[0].path))
+	if (A.nobjs == MAX_ARG_OBJECTS || n >= sizeof(A.objs[0].path)) {
+		if (A.nobjs == MAX_ARG_OBJECTS && !A.objs_full++)
+			sf_rt_message("argument specs: only the first 64 instrumented objects are resolved; not ", path,
+				      "its functions are recorded without values");
 		return 1;
+	}
 	A.objs[A.nobjs].build_id_len = ff_build_id_from_hex(bid, A.objs[A.nobjs].build_id, 64);
 	memcpy(A.objs[A.nobjs].path, path, n + 1);
+	A.objs[A.nobjs].first = A.objs[A.nobjs].end = A.n;
 	A.nobjs++;
 	return 0;
 }
@@ -171,6 +189,7 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 	f->obj = A.nobjs - 1;
 	f->vaddr = vaddr;
 	A.n++; /* record writes one line per function (the first wins) */
+	A.objs[f->obj].end = A.n;
 	return 0;
 }
 
@@ -189,13 +208,26 @@ static long self_pid(void)
 	return pid ? pid : sf_syscall3(SYS_getpid, 0, 0, 0);
 }
 
-void sf_args_init(void)
+/* A.f[lo, hi) by vaddr, for find_func (record writes them sorted; a
+ * file written by hand may not be). Insertion sort: nearly always
+ * nothing to move, no recursion, no allocation. */
+static void sort_funcs(uint32_t lo, uint32_t hi)
 {
-	const char *path = getenv(SF_ENV(ARGS));
-	if (!path || !path[0])
-		return;
-	/* record writes it in its private directory: checked (trust.c), and
-	 * read into private memory. */
+	for (uint32_t i = lo + 1; i < hi; i++) {
+		if (A.f[i - 1].vaddr <= A.f[i].vaddr)
+			continue;
+		struct arg_func t = A.f[i];
+		uint32_t j = i;
+		for (; j > lo && A.f[j - 1].vaddr > t.vaddr; j--)
+			A.f[j] = A.f[j - 1];
+		A.f[j] = t;
+	}
+}
+
+/* Adds the objects and functions of a file record or sftrace filter
+ * --args wrote (private directory: checked, trust.c). */
+static void load_file(const char *path)
+{
 	const char *why = NULL;
 	size_t len = 0, map_len = 0;
 	char *text = sf_trust_load(path, 1, 0, &len, &map_len, &why);
@@ -203,25 +235,110 @@ void sf_args_init(void)
 		sf_rt_message("cannot read argument specs ", path, why);
 		return;
 	}
-	cached_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	struct ff_handler h = {NULL, on_object, on_func};
 	char err[256];
-	if (ff_parse(text, len, &h, NULL, err, sizeof(err)) < 0) {
-		A.n = 0;
+	uint32_t n0 = A.n, objs0 = A.nobjs;
+	if (ff_parse(text, len, &h, NULL, err, sizeof(err)) < 0 && !A.objs_full) {
+		A.n = n0;
+		A.nobjs = objs0;
 		sf_rt_message("bad argument specs ", path, err);
 	} else if (A.left_out) {
 		sf_rt_message("argument specs: only the first 16384 functions are recorded with values, in ", path,
 			      "the others without");
+		A.left_out = 0;
 	}
 	munmap(text, map_len);
+	for (uint32_t i = objs0; i < A.nobjs; i++)
+		sort_funcs(A.objs[i].first, A.objs[i].end);
+}
+
+static int copy_env(const char *name, char *out, size_t cap)
+{
+	const char *v = getenv(name);
+	size_t n = v ? strlen(v) : 0;
+	if (!n || n >= cap)
+		return -1;
+	memcpy(out, v, n + 1);
+	return 0;
+}
+
+void sf_args_init(void)
+{
+	cached_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	const char *path = getenv(SF_ENV(ARGS));
+	if (path && path[0])
+		load_file(path);
+	/* The other objects' files go next to the specs, in record's private
+	 * directory, and are made by the CLI. */
+	if (copy_env(SF_ENV(ARGS_SPECS), A.specs, sizeof(A.specs)) < 0 ||
+	    copy_env(SF_ENV(NOTES_DIR), A.dir, sizeof(A.dir) - 256) < 0)
+		A.specs[0] = 0;
+	else if (sf_cli_enable() < 0) {
+		sf_rt_message("argument specs: no usable " SF_ENV(CLI), "",
+			      "the functions of objects other than the program are recorded without values");
+		A.specs[0] = 0;
+	}
+}
+
+int sf_args_per_object(void)
+{
+	return A.specs[0] != 0;
+}
+
+/* The object a file line named: by build-id when both have one, else by
+ * path. */
+static int is_object(uint32_t i, const uint8_t *bid, int bid_len, const char *path)
+{
+	if (bid_len && A.objs[i].build_id_len > 0)
+		return bid_len == A.objs[i].build_id_len && !memcmp(bid, A.objs[i].build_id, (size_t)bid_len);
+	return !strcmp(path, A.objs[i].path);
+}
+
+static int known_object(const uint8_t *bid, int bid_len, const char *path)
+{
+	for (uint32_t i = 0; i < A.nobjs; i++)
+		if (is_object(i, bid, bid_len, path))
+			return 1;
+	return 0;
+}
+
+void sf_args_prepare_object(const char *path, const uint8_t *bid, size_t bid_len)
+{
+	if (!A.specs[0] || A.objs_full || known_object(bid, (int)bid_len, path))
+		return;
+	char file[4096];
+	size_t d = strlen(A.dir);
+	memcpy(file, A.dir, d);
+	memcpy(file + d, "/args-", 7);
+	if (ff_cache_name(bid, bid_len, path, file + d + 6, sizeof(file) - d - 6) < 0)
+		return;
+	if (access(file, F_OK) != 0) {
+		/* After a chroot SFTRACE_CLI names whatever sits at that path
+		 * in the new root: nothing is run there. */
+		if (sf_root_changed()) {
+			sf_rt_message("not resolving argument specs in ", path,
+				      "the program changed its root directory (chroot); recorded without values");
+			return;
+		}
+		const char *args[] = {"filter", "-q", "--args", A.specs, "-p", path, "-o", file, NULL};
+		if (sf_cli_run(args) < 0) {
+			sf_rt_message("could not resolve argument specs in ", path,
+				      "sftrace filter --args failed (its message is above); recorded without values");
+			return;
+		}
+	}
+	/* Under the log lock: sf_args_select reads the table while another
+	 * thread's objects are scanned. */
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	if (!known_object(bid, (int)bid_len, path))
+		load_file(file);
+	sf_log_unlock_sig(&old);
 }
 
 static int same_object(const struct sf_object_rt *o, uint32_t i)
 {
-	if (o->info.build_id_len && A.objs[i].build_id_len > 0)
-		return o->info.build_id_len == A.objs[i].build_id_len &&
-		       !memcmp(o->info.build_id, A.objs[i].build_id, (size_t)o->info.build_id_len);
-	return !strcmp(o->path, A.objs[i].path);
+	return is_object(i, o->info.build_id, o->info.build_id_len, o->path);
 }
 
 static uint32_t hash_of(uint32_t id)
@@ -229,15 +346,20 @@ static uint32_t hash_of(uint32_t id)
 	return (id * 2654435761u) & (HASH_SIZE - 1);
 }
 
-static void hash_put(uint32_t id, uint32_t index)
+/* 0, or -1 when the table is as full as it may get (half: probes stay
+ * short, and a lookup always meets an empty entry). */
+static int hash_put(uint32_t id, uint32_t index)
 {
 	for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
 		uint64_t e = __atomic_load_n(&A.slot[h], __ATOMIC_RELAXED);
 		if ((uint32_t)e == id)
-			return;
+			return 0;
 		if (!e) {
+			if (A.ids >= HASH_SIZE / 2)
+				return -1;
+			A.ids++;
 			__atomic_store_n(&A.slot[h], (uint64_t)(index + 1) << 32 | id, __ATOMIC_RELEASE);
-			return;
+			return 0;
 		}
 	}
 }
@@ -294,23 +416,45 @@ static uint64_t readable_until(uint64_t addr)
 	return 0;
 }
 
+/* The index in A.f of the function at vaddr of o; -1 if none. */
+static int64_t find_func(const struct sf_object_rt *o, uint64_t vaddr)
+{
+	for (uint32_t k = 0; k < A.nobjs; k++) {
+		if (!same_object(o, k))
+			continue;
+		uint32_t lo = A.objs[k].first, hi = A.objs[k].end;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (A.f[mid].vaddr < vaddr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < A.objs[k].end && A.f[lo].vaddr == vaddr)
+			return lo;
+	}
+	return -1;
+}
+
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant)
 {
 	/* Within-mode windows and triggers keep their own trampolines; id 0
 	 * would read as an empty hash entry. */
 	if (*variant != SF_VARIANT_PLAIN || !func_id)
 		return;
-	for (uint32_t i = 0; i < A.n; i++) {
-		if (A.f[i].vaddr != vaddr || !same_object(o, A.f[i].obj))
-			continue;
-		*variant = SF_VARIANT_ARGS;
-		note_readonly(o);
-		if (!A.f[i].func_id) {
-			A.f[i].func_id = func_id;
-			hash_put(func_id, i);
-		}
+	int64_t i = find_func(o, vaddr);
+	if (i < 0)
+		return;
+	/* Every load of an object numbers its functions anew (a library
+	 * dlopen'd again after dlclose): each id finds the same entry. */
+	if (hash_put(func_id, (uint32_t)i) < 0) {
+		if (!A.ids_full++)
+			sf_rt_message("argument specs: too many functions loaded; from ", o->path,
+				      "on, functions are recorded without values");
 		return;
 	}
+	*variant = SF_VARIANT_ARGS;
+	note_readonly(o);
 }
 
 /* Up to cap bytes of a NUL-terminated string at addr, never faulting:
@@ -452,6 +596,8 @@ static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_ar
 		case SF_AT_FLOAT:
 			memcpy(p, &v, 4);
 			p += 4;
+			break;
+		case SF_AT_NONE: /* the slot and format say it all */
 			break;
 		case SF_AT_STR:
 		case SF_AT_RSTR: {

@@ -343,16 +343,31 @@ static void save_start_env(void)
 	start_env = env;
 }
 
-/* `sftrace filter -q --allow-empty -p OBJ -r RE [--within] -o OUT`; 0 when
- * it exited 0. */
-static int run_filter_cli(const char *obj_path, const char *out)
+#define MAX_CLI_ARGS 15
+
+int sf_cli_enable(void)
 {
+	if (!F.cli[0] && (copy_env(SF_ENV(CLI), F.cli, sizeof(F.cli)) < 0 || F.cli[0] != '/')) {
+		F.cli[0] = 0;
+		return -1;
+	}
+	if (!start_env)
+		save_start_env();
+	return 0;
+}
+
+int sf_cli_run(const char *const *args)
+{
+	char *argv[MAX_CLI_ARGS + 2] = {F.cli};
+	for (int i = 0; args[i]; i++) {
+		if (i == MAX_CLI_ARGS)
+			return -1;
+		argv[i + 1] = (char *)args[i];
+	}
 	char *stack = sf_map_anon(SPAWN_STACK);
 	int rc = -1;
-	if (!stack || !start_env)
+	if (!stack || !start_env || !F.cli[0])
 		goto out;
-	char *argv[] = {F.cli, "filter", "-q", "--allow-empty", "-p", (char *)obj_path, "-r", F.regex, "-o",
-			(char *)out, F.mode == FF_MODE_WITHIN ? "--within" : NULL, NULL};
 	struct spawn_args a = {F.cli, argv, start_env, stack + SPAWN_STACK};
 	/* Every signal blocked until the exec: the child shares our memory,
 	 * and a program's handler must never run in it. */
@@ -375,6 +390,15 @@ out:
 	if (stack)
 		munmap(stack, SPAWN_STACK);
 	return rc;
+}
+
+/* `sftrace filter -q --allow-empty -p OBJ -r RE [--within] -o OUT`; 0 when
+ * it exited 0. */
+static int run_filter_cli(const char *obj_path, const char *out)
+{
+	const char *args[] = {"filter", "-q", "--allow-empty", "-p", obj_path, "-r", F.regex, "-o", out,
+			      F.mode == FF_MODE_WITHIN ? "--within" : NULL, NULL};
+	return sf_cli_run(args);
 }
 
 int sf_filter_per_object(void)

@@ -693,7 +693,9 @@ static int other_namespaces(int (*cb)(struct dl_phdr_info *, size_t, void *), vo
 }
 
 /* Before the scan, without the lock: per-object filters that are still to
- * be made (record --filter-regex) run `sftrace filter`, which takes time. */
+ * be made (record --filter-regex) and argument specs still to be resolved
+ * in a new object (record -A/-R/--auto-args) run `sftrace filter`, which
+ * takes time. */
 static int prepare_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
@@ -721,6 +723,7 @@ static int prepare_one(struct dl_phdr_info *info, size_t size, void *arg)
 	if (found == 1) {
 		build_id_from_memory(info, &bid);
 		sf_filter_prepare_object(path, bid.build_id, bid.build_id_len);
+		sf_args_prepare_object(path, bid.build_id, (size_t)bid.build_id_len);
 	}
 	return 0;
 }
@@ -734,7 +737,7 @@ static int iterate_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), voi
 
 void sf_objects_scan(int flags)
 {
-	if (sf_filter_per_object())
+	if (sf_filter_per_object() || sf_args_per_object())
 		iterate_objects(prepare_one, NULL);
 	sigset_t old;
 	sf_log_lock_sig(&old);

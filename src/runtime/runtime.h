@@ -366,6 +366,13 @@ int sf_filter_selects(const struct sf_object_rt *obj, uint64_t func_vaddr, uint8
 /* Called once per object before sf_filter_selects: 0 if the object may be
  * patched (reports a build-id mismatch and returns -1). */
 int sf_filter_check_object(const struct sf_object_rt *obj) SF_HIDDEN;
+/* Running the sftrace CLI (SFTRACE_CLI) from the process, as the
+ * per-object filters do: sf_cli_enable, at start, takes its path and the
+ * environment the program started with (-1: no usable SFTRACE_CLI);
+ * sf_cli_run runs `sftrace ARGS...` (args NULL-terminated, at most 15)
+ * and returns 0 when it exited 0. Called without the log lock held. */
+int sf_cli_enable(void) SF_HIDDEN;
+int sf_cli_run(const char *const *args) SF_HIDDEN;
 
 /* ---- trigger.c (record --trigger: snapshots on a function's entry or slow call) ---- */
 void sf_trigger_init(void) SF_HIDDEN;
@@ -379,6 +386,12 @@ void sf_args_init(void) SF_HIDDEN;
 void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from */
 /* At patch time: a chosen function's sleds get SF_VARIANT_ARGS. */
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
+/* Before an object with sleds is scanned (without the log lock): the
+ * specs resolved in it (`sftrace filter --args`), for an object the
+ * start-up file did not cover. sf_args_per_object: whether there are
+ * specs to resolve. */
+void sf_args_prepare_object(const char *path, const uint8_t *build_id, size_t len) SF_HIDDEN;
+int sf_args_per_object(void) SF_HIDDEN;
 /* The registers the args trampolines save (arch/<arch>/trampoline.S
  * lays them out): the integer argument registers in order, the return
  * value register, and the low 64 bits of the vector argument registers. */

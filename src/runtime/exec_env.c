@@ -12,7 +12,8 @@
  *     names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
  * use `environ` (execv, execvp, execl, execlp, system, popen) need nothing
- * of this; every exec waits for a snapshot being written (below).
+ * of this; every exec waits for a snapshot being written and tells a parent waiting
+ * for it (below; hooks.c, sf_image_ends).
  *
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
@@ -281,10 +282,10 @@ static void env_done(struct env_build *b)
 	})
 
 /* Every exec first lets a snapshot asked for finish (snapshot.c): the
- * writer thread ends with the old image. */
+ * writer thread ends with the old image (sf_image_ends, hooks.c). */
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	long r = WITH_CHILD_ENV(envp, env, sf_syscall3(SYS_execve, (long)path, (long)argv, (long)env));
 	errno = (int)-r;
 	return -1;
@@ -292,7 +293,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
@@ -300,7 +301,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	if (!REAL(real_fexecve, fexecve_fn, "fexecve"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
@@ -308,7 +309,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	if (!REAL(real_execveat, execveat_fn, "execveat"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));
@@ -334,11 +335,11 @@ EXPORT int execle(const char *path, const char *arg, ...)
 }
 
 /* The functions that use `environ` need no environment of their own, but
- * they end the image too: wrapped for sf_snapshot_settle alone. execl and
+ * they end the image too: wrapped for sf_image_ends alone. execl and
  * execlp are execv and execvp with the arguments gathered (as glibc does). */
 EXPORT int execv(const char *path, char *const argv[])
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	if (!REAL(real_execv, execv_fn, "execv"))
 		return errno = ENOSYS, -1;
 	return real_execv(path, argv);
@@ -346,7 +347,7 @@ EXPORT int execv(const char *path, char *const argv[])
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	if (!REAL(real_execvp, execv_fn, "execvp"))
 		return errno = ENOSYS, -1;
 	return real_execvp(file, argv);

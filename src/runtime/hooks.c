@@ -177,6 +177,7 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
 
 static uint32_t *vw_page;	   /* this process's words; made and taken from under the lock */
 static uint32_t *vw_mine;	   /* in a waited-for child: its word, in its parent's page */
+static uint32_t vw_tid;		   /* the thread id it stored there */
 static int vw_kernel_tells;	   /* the child's robust list holds vw_mine */
 static struct robust_list_head vw_head; /* the child's, in its own memory */
 static struct robust_list vw_entry;
@@ -203,7 +204,8 @@ static uint32_t *vw_take(void)
 static void vw_child_register(uint32_t *w)
 {
 	vw_mine = w;
-	__atomic_store_n(w, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0) | FUTEX_WAITERS, __ATOMIC_RELEASE);
+	vw_tid = (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0);
+	__atomic_store_n(w, vw_tid | FUTEX_WAITERS, __ATOMIC_RELEASE);
 	vw_entry.next = &vw_head.list;
 	vw_head.list.next = &vw_entry;
 	vw_head.futex_offset = (long)((char *)w - (char *)&vw_entry);
@@ -226,16 +228,17 @@ static void vw_after_fork_child(uint32_t *waited)
 		vw_child_register(waited);
 }
 
-/* The waited-for child execs or exits, and the kernel will not say so
- * (no robust list): it tells its parent itself. */
+/* The waited-for child execs or exits, from any of its threads, and the
+ * kernel will not say so (no robust list): it tells its parent itself.
+ * Not from a vfork child of it (its memory is the child's: vfork_depth). */
 static void vw_child_leaves(void)
 {
 	uint32_t *w = vw_mine;
-	if (!w || vw_kernel_tells)
+	if (!w || vw_kernel_tells || vfork_depth)
 		return;
 	vw_mine = NULL;
-	uint32_t me = (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0) | FUTEX_WAITERS;
-	if (__atomic_compare_exchange_n(w, &me, FUTEX_WAITERS | FUTEX_OWNER_DIED, 0, __ATOMIC_ACQ_REL,
+	uint32_t mine = vw_tid | FUTEX_WAITERS;
+	if (__atomic_compare_exchange_n(w, &mine, FUTEX_WAITERS | FUTEX_OWNER_DIED, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE))
 		sf_syscall3(SYS_futex, (long)w, FUTEX_WAKE, 1);
 }

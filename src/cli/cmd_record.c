@@ -420,6 +420,35 @@ static int header_dropped(const char *path, uint64_t *dropped)
 	return 0;
 }
 
+/* ", N snapshot requests: M written, K not taken (why)..." when a
+ * request of the process's was not written; each request is counted
+ * once, so the parts add up to N. */
+static void print_snapshot_requests(const struct lr_info *in)
+{
+	/* Sent by sftrace snapshot, never seen by the runtime: merged by the
+	 * kernel into a ring signal still pending, or the process ended. */
+	uint64_t merged = in->snap_sent > in->snap_arrived ? in->snap_sent - in->snap_arrived : 0;
+	/* Asked for, frozen, never written: the process was killed or crashed
+	 * first (exec, _exit and abort wait for it), or a write failed (the
+	 * runtime said why). */
+	uint64_t unwritten = in->snap_taken > in->snap_written ? in->snap_taken - in->snap_written : 0;
+	if (!in->snap_missed && !merged && !unwritten && !in->snap_over_max)
+		return;
+	uint64_t all = in->snap_taken + in->snap_missed + merged + in->snap_over_max;
+	fprintf(stderr, ", %llu snapshot request%s: %llu written", (unsigned long long)all, all == 1 ? "" : "s",
+		(unsigned long long)in->snap_written);
+	if (in->snap_missed)
+		fprintf(stderr, ", %llu not taken (a snapshot was being written)", (unsigned long long)in->snap_missed);
+	if (merged)
+		fprintf(stderr, ", %llu not taken (sent while a ring signal was pending: the kernel merged %s)",
+			(unsigned long long)merged, merged == 1 ? "it" : "them");
+	if (in->snap_over_max)
+		fprintf(stderr, ", %llu not taken (--max-snapshots reached)", (unsigned long long)in->snap_over_max);
+	if (unwritten)
+		fprintf(stderr, ", %llu not written (the process ended, or a write failed, first)",
+			(unsigned long long)unwritten);
+}
+
 static void print_summary(const char *path, const char *shown, uint64_t *dropped)
 {
 	if (quiet_summary && header_dropped(path, dropped) == 0)
@@ -446,17 +475,7 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 			lr_info(log)->last_errno ? strerror((int)lr_info(log)->last_errno) : "-");
 	if (s.lost)
 		fprintf(stderr, ", %llu lost", (unsigned long long)s.lost);
-	if (lr_info(log)->snap_missed)
-		fprintf(stderr, ", %llu snapshot request%s not taken (a snapshot was being written)",
-			(unsigned long long)lr_info(log)->snap_missed, lr_info(log)->snap_missed == 1 ? "" : "s");
-	if (lr_info(log)->snap_taken > lr_info(log)->snap_written) {
-		/* Asked for, frozen, never written: the process was killed or
-		 * crashed first (exec, _exit and abort wait for it), or a write
-		 * failed (the runtime said why). */
-		uint64_t lost = lr_info(log)->snap_taken - lr_info(log)->snap_written;
-		fprintf(stderr, ", %llu snapshot request%s not taken (the process ended, or a write failed, before %s written)",
-			(unsigned long long)lost, lost == 1 ? "" : "s", lost == 1 ? "it was" : "they were");
-	}
+	print_snapshot_requests(lr_info(log));
 	if (lr_info(log)->trimmed_records)
 		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",
 			(unsigned long long)lr_info(log)->trimmed_records);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/target_pid.h"
 #include "format/sf_env.h"
+#include "format/sflog.h"
 #include "lib/util.h"
 
 static void usage(FILE *out)
@@ -95,6 +97,91 @@ static long newest_snapshot(const char *dir, const char *prefix, const char *ext
 	return best;
 }
 
+/* Whether name is STEM*EXT and not a snapshot's (a process's own log). */
+static int own_log_name(const char *name, const char *stem, const char *ext)
+{
+	size_t ln = strlen(name), ls = strlen(stem), le = strlen(ext);
+	return ln >= ls + le && !strncmp(name, stem, ls) && !strcmp(name + ln - le, ext) && !strstr(name, ".snap.");
+}
+
+/* pid's own log, if its descriptor fd (in /proc/PID/fd) is one: opened
+ * here to be written, its header checked (it names pid, is a ring log and
+ * no snapshot). -1 otherwise. */
+static int open_own_log(pid_t pid, const char *fdname, const char *stem, const char *ext)
+{
+	char link[64 + NAME_MAX], target[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/%d/fd/%s", (int)pid, fdname);
+	ssize_t k = readlink(link, target, sizeof(target) - 1);
+	if (k <= 0 || target[0] != '/')
+		return -1;
+	target[k] = 0;
+	const char *name = strrchr(target, '/') + 1;
+	if (!own_log_name(name, stem, ext))
+		return -1;
+	/* By its path, never following a link, and the same file the process has open. */
+	int fd = open(target, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat mine, theirs;
+	struct sf_header h;
+	if (fd >= 0 && fstat(fd, &mine) == 0 && stat(link, &theirs) == 0 && S_ISREG(mine.st_mode) &&
+	    mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino &&
+	    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == SF_MAGIC && h.pid == (uint32_t)pid &&
+	    !h.snapshot && h.ring_bytes)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* The header of pid's own log, mapped to be written (its snap_sent word):
+ * the log pid has open. NULL when there is none (no event recorded yet)
+ * or it cannot be written here. */
+static struct sf_header *map_own_log(pid_t pid, const char *stem, const char *ext)
+{
+	char dirname[64];
+	snprintf(dirname, sizeof(dirname), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(dirname);
+	if (!d)
+		return NULL;
+	struct sf_header *h = NULL;
+	struct dirent *e;
+	while (!h && (e = readdir(d))) {
+		int fd = e->d_name[0] == '.' ? -1 : open_own_log(pid, e->d_name, stem, ext);
+		if (fd < 0)
+			continue;
+		void *m = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m != MAP_FAILED)
+			h = m;
+		close(fd);
+	}
+	closedir(d);
+	return h;
+}
+
+/* Sends the ring signal with sigqueue. A standard signal is queued once:
+ * one sent while another is still pending is merged into it by the
+ * kernel, and the process never sees it. So the request is first counted
+ * in the process's log (snap_sent), and its value tells the runtime to
+ * count its arrival (snap_arrived): record reports the difference. 0, or
+ * -1 with errno. */
+static int send_request(pid_t pid, int sig, const char *stem, const char *ext)
+{
+	struct sf_header *h = map_own_log(pid, stem, ext);
+	uint64_t v = SF_SNAP_REQ_MAGIC << 48 | (h ? SF_SNAP_REQ_COUNTED : 0);
+	if (h)
+		__atomic_add_fetch(&h->snap_sent, 1, __ATOMIC_SEQ_CST);
+	union sigval val;
+	val.sival_ptr = (void *)(uintptr_t)v;
+	int r = sigqueue(pid, sig, val);
+	int err = errno;
+	if (h) {
+		if (r < 0)
+			__atomic_sub_fetch(&h->snap_sent, 1, __ATOMIC_SEQ_CST); /* never sent */
+		munmap(h, SF_HEADER_SIZE);
+	}
+	errno = err;
+	return r;
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -137,7 +224,7 @@ int cmd_snapshot(int argc, char **argv)
 		return 1;
 
 	/* DIR/STEM.EXT -> DIR, "STEM.snap.PID.", EXT (the runtime's naming). */
-	char dir[PATH_MAX], prefix[NAME_MAX + 64], ext[NAME_MAX + 1];
+	char dir[PATH_MAX], prefix[NAME_MAX + 64], ext[NAME_MAX + 1], stem[NAME_MAX + 1];
 	const char *slash = strrchr(re.output, '/');
 	const char *base = slash + 1;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash == re.output ? 1 : slash - re.output), re.output);
@@ -146,6 +233,7 @@ int cmd_snapshot(int argc, char **argv)
 		dot = base + strlen(base);
 	snprintf(prefix, sizeof(prefix), "%.*s.snap.%ld.", (int)(dot - base), base, pid);
 	snprintf(ext, sizeof(ext), "%s", dot);
+	snprintf(stem, sizeof(stem), "%.*s", (int)(dot - base), base);
 
 	if (target_pid_catches((pid_t)pid, re.signal) == 0) {
 		sf_error("pid %ld does not catch signal %d, which would kill it: its runtime installed no ring handler "
@@ -154,7 +242,7 @@ int cmd_snapshot(int argc, char **argv)
 		return 1;
 	}
 	long before = newest_snapshot(dir, prefix, ext);
-	if (kill((pid_t)pid, re.signal) < 0) {
+	if (send_request((pid_t)pid, re.signal, stem, ext) < 0) {
 		sf_error("pid %ld: cannot send signal %d: %s", pid, re.signal, strerror(errno));
 		return 1;
 	}

@@ -224,6 +224,18 @@ struct sf_header {
 	 * reader that finds fewer reads a cut file. 0: not counted (older
 	 * logs); not meaningful in a snapshot (a copy of some chunks). */
 	uint64_t chunks;
+	/* Since issue 24 (zero in older logs): record --ring's snapshot
+	 * requests, in a process's own log (atomic counters). snap_over_max:
+	 * requests that came after --max-snapshots were taken, not taken.
+	 * snap_sent: requests `sftrace snapshot` sent (it adds 1 here, through
+	 * a shared mapping, before its sigqueue); snap_arrived: those whose
+	 * signal reached the runtime's handler. A standard signal is queued
+	 * once: one sent while another is still pending is merged into it by
+	 * the kernel, and no handler ever sees it; the difference counts
+	 * those (and any the process ended before). */
+	uint64_t snap_over_max;
+	uint64_t snap_sent;
+	uint64_t snap_arrived;
 };
 
 /* sf_header.exit_state: a wait(2) status in the low 32 bits (WIFEXITED,
@@ -238,6 +250,17 @@ enum sf_exit_source {
 static inline uint64_t sf_exit_pack(enum sf_exit_source src, uint32_t wait_status)
 {
 	return (uint64_t)src << 32 | wait_status;
+}
+
+/* `sftrace snapshot`'s request: the ring signal sent with sigqueue(3),
+ * whose value has this tag in its top 16 bits, and bit 0 set when the
+ * sender counted it in the log's snap_sent (the runtime then counts its
+ * arrival in snap_arrived). A plain kill is a request too, uncounted. */
+#define SF_SNAP_REQ_MAGIC 0x534eull /* "SN" */
+#define SF_SNAP_REQ_COUNTED 1ull
+static inline int sf_snap_req_counted(uint64_t v)
+{
+	return v >> 48 == SF_SNAP_REQ_MAGIC && (v & SF_SNAP_REQ_COUNTED);
 }
 
 /* Why a snapshot was taken (sf_header.snapshot_reason). */
@@ -364,6 +387,9 @@ _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_
 _Static_assert(__builtin_offsetof(struct sf_header, exit_state) == 3312 &&
 		       __builtin_offsetof(struct sf_header, chunks) == 3320,
 	       "docs/FORMAT.md: exit state and chunk count");
+_Static_assert(__builtin_offsetof(struct sf_header, snap_over_max) == 3328 &&
+		       __builtin_offsetof(struct sf_header, snap_arrived) == 3344,
+	       "docs/FORMAT.md: snapshot request counters");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

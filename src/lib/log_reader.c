@@ -260,6 +260,9 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 			in->snap_missed = h.reserved[SF_HDR_SNAP_MISSED];
 			in->snap_taken = h.reserved[SF_HDR_SNAP_TAKEN];
 			in->snap_written = h.reserved[SF_HDR_SNAP_WRITTEN];
+			in->snap_over_max = h.snap_over_max;
+			in->snap_sent = h.snap_sent;
+			in->snap_arrived = h.snap_arrived;
 		}
 	}
 	parse_cmdline(log, &h);

@@ -97,6 +97,11 @@ struct lr_info {
 	 * (the difference was lost: the process ended first, or a write
 	 * failed). */
 	uint64_t snap_taken, snap_written;
+	/* A process's log (zero in older logs): requests after
+	 * --max-snapshots; requests sftrace snapshot sent, and those of them
+	 * that reached the runtime (the rest the kernel merged with a ring
+	 * signal still pending, or the process ended first). */
+	uint64_t snap_over_max, snap_sent, snap_arrived;
 	uint32_t snap_tid, snap_func;
 	uint64_t before_window;  /* ring: frames open at their thread's window start, all threads */
 	/* The tracer's own cost per traced call, measured by the runtime at

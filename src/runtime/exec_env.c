@@ -15,7 +15,8 @@
  * same, built from environ: the program may have emptied it (clearenv);
  * environ itself is never changed. syscall() with the exec numbers comes
  * here too (hooks.c, sf_exec_syscall). Every exec waits for a snapshot
- * being written (below).
+ * being written and tells a parent waiting for it (below; hooks.c,
+ * sf_image_ends).
  *
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
@@ -294,7 +295,7 @@ static void env_done(struct env_build *b)
 	})
 
 /* Every exec first lets a snapshot asked for finish (snapshot.c): the
- * writer thread ends with the old image. */
+ * writer thread ends with the old image (sf_image_ends, hooks.c). */
 /* The system calls execve and execveat (a: their arguments), with the
  * child's environment: execve() and syscall() with either number
  * (hooks.c) come here. Returns -errno. */
@@ -311,7 +312,7 @@ long sf_exec_syscall(long nr, const long *a)
  * calls (there is no -Bsymbolic). */
 static int exec_ve(const char *path, char *const argv[], char *const envp[])
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	long r = sf_exec_syscall(SYS_execve, (const long[6]){(long)path, (long)argv, (long)envp});
 	errno = (int)-r;
 	return -1;
@@ -319,7 +320,7 @@ static int exec_ve(const char *path, char *const argv[], char *const envp[])
 
 static int exec_vpe(const char *file, char *const argv[], char *const envp[])
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
@@ -337,7 +338,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	if (!REAL(real_fexecve, fexecve_fn, "fexecve"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
@@ -345,7 +346,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-	sf_snapshot_settle();
+	sf_image_ends();
 	if (!REAL(real_execveat, execveat_fn, "execveat"))
 		return errno = ENOSYS, -1;
 	return WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));

@@ -14,13 +14,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/futex.h>
 #include <linux/sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sf_arch.h"
@@ -43,11 +46,13 @@ static void after_fork_parent(void)
 	sf_log_unlock_sig(&fork_mask);
 }
 
-static void vw_after_fork_child(void);
+static void vw_after_fork_child(uint32_t *waited);
 
-static void after_fork_child_files(int files_shared)
+/* waited: the word a parent waits on for this child's exec or exit
+ * (CLONE_VFORK without CLONE_VM), NULL for any other child. */
+static void after_fork_child_files(int files_shared, uint32_t *waited)
 {
-	vw_after_fork_child();
+	vw_after_fork_child(waited);
 	sf_fd_guard_after_fork_child();
 	sf_writer_after_fork_child();
 	sf_services_after_fork_child();
@@ -60,7 +65,7 @@ static void after_fork_child_files(int files_shared)
 
 static void after_fork_child(void)
 {
-	after_fork_child_files(0);
+	after_fork_child_files(0, NULL);
 }
 
 /* At start-up, traced or not: glibc's clone, for the wrapper below. */
@@ -132,7 +137,7 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
 	long r = do_fork(a);
 	if (on) {
 		if (r == 0)
-			after_fork_child_files(files_shared);
+			after_fork_child_files(files_shared, NULL);
 		else
 			after_fork_parent();
 	}
@@ -147,122 +152,132 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
  * first event would wait, and a child waiting for one of them would never
  * be answered. So the clone is made without CLONE_VFORK, the lock is let
  * go, and then the parent waits as vfork's parent does, until the child
- * execs or exits: on a close-on-exec pipe whose write end only the child
- * holds (read gives end of file when that goes), with signals blocked
- * (the kernel holds a vfork parent's signals too). With CLONE_FILES the
- * table is shared and the write end cannot be the child's alone: the
- * call keeps CLONE_VFORK. A child that closes the write end itself
- * (close_range before exec) lets its parent go on early: its memory is its
- * own, so only the order of the two changes. */
-struct vfork_wait {
-	int rfd, wfd;
-};
+ * execs or exits, with signals blocked (the kernel holds a vfork parent's
+ * signals too).
+ *
+ * The wait needs no descriptor: anything in the descriptor table would be
+ * copied by a posix_spawn or fork in another thread (glibc's posix_spawn
+ * takes no lock of ours) and held until that process's exec. Instead the
+ * parent waits on a futex word of a page shared with the child
+ * (MAP_SHARED, made once per process, one word per wait). The child
+ * stores its thread id there and makes the word the only entry of its
+ * robust futex list (set_robust_list; the kernel gave it none, and glibc
+ * gives one only to the children of its fork). When the child's memory
+ * goes, at exec past the point of no return or at exit however it comes,
+ * the kernel marks the word OWNER_DIED and wakes the waiter: the moment it
+ * would release a vfork parent. Where set_robust_list is refused
+ * (qemu-user), the runtime's exec wrappers and _exit mark the word
+ * themselves (vw_child_leaves), so a failed exec there lets the parent go
+ * on early. A child killed before it registered, or that replaced the
+ * list, is found gone by a check every VW_CHECK_NS. */
+#define VW_PAGE 4096
+#define VW_WORDS (VW_PAGE / sizeof(uint32_t))
+#define VW_TAKEN FUTEX_WAITERS /* a parent waits; no child has registered yet */
+#define VW_CHECK_NS 10000000L
 
-/* The write ends open in this process, each made under the runtime's lock
- * and closed in the parent before the lock is let go, so no other
- * thread's fork (which takes the lock) inherits one. The child a clone
- * made for one keeps that one (own); every other fork child the runtime
- * sees (fork, _Fork, raw fork or clone, clone()) closes those it
- * inherited: a vfork child's grandchild would otherwise hold its
- * grandparent's wait open. The inode tells the pipe from a program's file
- * that took the number after the child closed it. */
-#define VW_MAX 8
-static struct {
-	int fd; /* -1: free */
-	int own;
-	unsigned long ino;
-} vw_slots[VW_MAX] = {[0 ... VW_MAX - 1] = {-1, 0, 0}};
+static uint32_t *vw_page;	   /* this process's words; made and taken from under the lock */
+static uint32_t *vw_mine;	   /* in a waited-for child: its word, in its parent's page */
+static uint32_t vw_tid;		   /* the thread id it stored there */
+static int vw_kernel_tells;	   /* the child's robust list holds vw_mine */
+static struct robust_list_head vw_head; /* the child's, in its own memory */
+static struct robust_list vw_entry;
 
-static unsigned long vw_ino(int fd)
+/* Under the runtime's lock (before_fork): a free word, or NULL. */
+static uint32_t *vw_take(void)
 {
-	struct stat st;
-	if (sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0 || !S_ISFIFO(st.st_mode))
-		return 0;
-	return (unsigned long)st.st_ino;
-}
-
-static int vw_register(int fd)
-{
-	for (int i = 0; i < VW_MAX; i++)
-		if (vw_slots[i].fd < 0) {
-			vw_slots[i].ino = vw_ino(fd);
-			vw_slots[i].own = 1;
-			vw_slots[i].fd = fd;
-			return 0;
-		}
-	return -1;
-}
-
-static void vw_unregister(int fd)
-{
-	for (int i = 0; i < VW_MAX; i++)
-		if (vw_slots[i].fd == fd)
-			vw_slots[i].fd = -1;
-}
-
-static void vw_after_fork_child(void)
-{
-	for (int i = 0; i < VW_MAX; i++) {
-		int fd = vw_slots[i].fd;
-		if (fd < 0)
-			continue;
-		if (vw_slots[i].own) { /* the clone's own child: its descendants close it */
-			vw_slots[i].own = 0;
-			continue;
-		}
-		if (vw_slots[i].ino && vw_ino(fd) == vw_slots[i].ino)
-			sf_syscall3(SYS_close, fd, 0, 0);
-		vw_slots[i].fd = -1;
+	if (!vw_page) {
+		void *p = mmap(NULL, VW_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		vw_page = p;
 	}
+	for (size_t i = 0; i < VW_WORDS; i++)
+		if (__atomic_load_n(&vw_page[i], __ATOMIC_ACQUIRE) == 0) {
+			__atomic_store_n(&vw_page[i], VW_TAKEN, __ATOMIC_RELEASE);
+			return &vw_page[i];
+		}
+	return NULL; /* that many waits at once: the clone keeps CLONE_VFORK */
 }
 
-/* Under the runtime's lock (before_fork). */
-static int vfork_wait_open(struct vfork_wait *w)
+/* In the waited-for child, first: the word names it, and the kernel will
+ * mark it when the child's memory goes. */
+static void vw_child_register(uint32_t *w)
 {
-	int p[2];
-	w->rfd = w->wfd = -1;
-	if (sf_syscall3(SYS_pipe2, (long)p, O_CLOEXEC, 0) < 0)
-		return -1;
-	w->rfd = sf_fd_keep(p[0]); /* high, out of the way of the child's dup2s */
-	w->wfd = sf_fd_keep(p[1]);
-	if (w->rfd < 0 || w->wfd < 0 || vw_register(w->wfd) < 0) {
-		if (w->rfd >= 0)
-			sf_syscall3(SYS_close, w->rfd, 0, 0);
-		if (w->wfd >= 0)
-			sf_syscall3(SYS_close, w->wfd, 0, 0);
-		w->rfd = w->wfd = -1;
-		return -1;
-	}
-	return 0;
+	vw_mine = w;
+	vw_tid = (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0);
+	__atomic_store_n(w, vw_tid | FUTEX_WAITERS, __ATOMIC_RELEASE);
+	vw_entry.next = &vw_head.list;
+	vw_head.list.next = &vw_entry;
+	vw_head.futex_offset = (long)((char *)w - (char *)&vw_entry);
+	vw_head.list_op_pending = NULL;
+	vw_kernel_tells = sf_syscall3(SYS_set_robust_list, (long)&vw_head, sizeof(vw_head), 0) == 0;
 }
 
-/* In the parent after the clone, still under the lock: the write end goes
- * before another thread can fork. */
-static void vfork_wait_detach(struct vfork_wait *w)
+/* In every fork child the runtime sees; waited: the word its parent waits
+ * on, or NULL. Its own waits take a page of its own: a child keeps its
+ * parent's page only while its parent waits on it (until its exec or
+ * exit). */
+static void vw_after_fork_child(uint32_t *waited)
 {
-	if (w->wfd < 0)
+	if (vw_page && !waited)
+		sf_syscall3(SYS_munmap, (long)vw_page, VW_PAGE, 0);
+	vw_page = NULL;
+	vw_mine = NULL;
+	vw_kernel_tells = 0;
+	if (waited)
+		vw_child_register(waited);
+}
+
+/* The waited-for child execs or exits, from any of its threads, and the
+ * kernel will not say so (no robust list): it tells its parent itself.
+ * Not from a vfork child of it (its memory is the child's: vfork_depth). */
+static void vw_child_leaves(void)
+{
+	uint32_t *w = vw_mine;
+	if (!w || vw_kernel_tells || vfork_depth)
 		return;
-	vw_unregister(w->wfd);
-	sf_syscall3(SYS_close, w->wfd, 0, 0);
-	w->wfd = -1;
+	vw_mine = NULL;
+	uint32_t mine = vw_tid | FUTEX_WAITERS;
+	if (__atomic_compare_exchange_n(w, &mine, FUTEX_WAITERS | FUTEX_OWNER_DIED, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		sf_syscall3(SYS_futex, (long)w, FUTEX_WAKE, 1);
 }
 
-/* In the parent after the clone (r: its result), the lock let go. */
-static void vfork_wait_parent(struct vfork_wait *w, long r)
+/* Whether the child is gone: exited (a zombie, or reaped by its parent's
+ * other threads or by SIGCHLD ignored). A child of another parent
+ * (CLONE_PARENT) counts as there while its pid is. */
+static int vw_child_gone(pid_t pid)
 {
-	if (w->rfd < 0)
+	siginfo_t si;
+	si.si_pid = 0;
+	long r = sf_syscall6(SYS_waitid, P_PID, pid, (long)&si, WEXITED | WNOHANG | WNOWAIT | __WALL, 0, 0);
+	if (r == 0)
+		return si.si_pid == pid;
+	return sf_syscall3(SYS_kill, pid, 0, 0) == -ESRCH;
+}
+
+/* In the parent after the clone (r: its result), the lock let go: waits
+ * for the child's exec or exit, then frees the word. */
+static void vw_wait(uint32_t *w, long r)
+{
+	if (!w)
 		return;
 	if (r > 0) {
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		char c;
-		while (sf_syscall3(SYS_read, w->rfd, (long)&c, 1) == -EINTR)
-			;
+		for (;;) {
+			uint32_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+			if (v & FUTEX_OWNER_DIED)
+				break;
+			struct timespec t = {0, VW_CHECK_NS};
+			if (sf_syscall6(SYS_futex, (long)w, FUTEX_WAIT, v, (long)&t, 0, 0) == -ETIMEDOUT &&
+			    vw_child_gone((pid_t)r))
+				break;
+		}
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
-	sf_syscall3(SYS_close, w->rfd, 0, 0);
-	w->rfd = -1;
+	__atomic_store_n(w, 0, __ATOMIC_RELEASE);
 }
 
 /* Forks that copy the address space and return on the same stack. */
@@ -347,18 +362,18 @@ static long do_raw_fork(const long *a)
 static void before_cred_change(uid_t to);
 
 /* A fork-like syscall(), a[6] its number; CLONE_VFORK is waited for
- * outside the runtime's lock (vfork_wait). */
+ * outside the runtime's lock (vw_wait). */
 static long fork_syscall(long *a)
 {
 	long nr = a[6];
 	uint64_t fl = clone_flags(nr, a);
-	struct vfork_wait w = {-1, -1};
+	int files_shared = (fl & CLONE_FILES) != 0;
 	struct clone_args ca;
-	if (!sf_config.enabled || !(fl & CLONE_VFORK) || (fl & CLONE_FILES) ||
-	    (nr != SYS_clone && (unsigned long)a[1] > sizeof(ca)))
-		return fork_with_handlers(do_raw_fork, a, fl & CLONE_FILES);
+	if (!sf_config.enabled || !(fl & CLONE_VFORK) || (nr != SYS_clone && (unsigned long)a[1] > sizeof(ca)))
+		return fork_with_handlers(do_raw_fork, a, files_shared);
 	before_fork();
-	if (vfork_wait_open(&w) == 0) {
+	uint32_t *w = vw_take();
+	if (w) {
 		if (nr == SYS_clone) {
 			a[0] &= ~(long)CLONE_VFORK;
 		} else { /* clone3: a copy of the caller's arguments, the flag off */
@@ -370,14 +385,11 @@ static long fork_syscall(long *a)
 	}
 	long r = do_raw_fork(a);
 	if (r == 0) {
-		after_fork_child_files(0);
-		if (w.rfd >= 0)
-			sf_syscall3(SYS_close, w.rfd, 0, 0); /* the write end stays: closed by exec or exit */
+		after_fork_child_files(files_shared, w);
 		return 0;
 	}
-	vfork_wait_detach(&w);
 	after_fork_parent();
-	vfork_wait_parent(&w, r);
+	vw_wait(w, r);
 	return r;
 }
 
@@ -396,7 +408,7 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	long r;
 	uid_t to;
 	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat)
-		sf_snapshot_settle(); /* the image ends: as _exit and exec do */
+		sf_image_ends(); /* as _exit and exec do */
 	if (cred_change(nr, a, &to))
 		before_cred_change(to);
 	if (sf_fd_syscall(nr, a, &r)) {
@@ -447,15 +459,13 @@ struct clone_call {
 	int (*fn)(void *);
 	void *arg;
 	int flags;
-	int wait_rfd; /* vfork_wait's read end, closed in the child; -1 */
+	uint32_t *waited; /* the word the parent waits on (vw_wait), or NULL */
 };
 
 static int clone_child(void *p)
 {
 	const struct clone_call *c = p;
-	after_fork_child_files(c->flags & CLONE_FILES);
-	if (c->wait_rfd >= 0)
-		sf_syscall3(SYS_close, c->wait_rfd, 0, 0);
+	after_fork_child_files(c->flags & CLONE_FILES, c->waited);
 	int r = c->fn(c->arg);
 	sf_log_child_return(); /* CLONE_FILES: its log's descriptor is not left in its parent's table */
 	return r;
@@ -517,19 +527,15 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 	if (flags & CLONE_VM)
 		return clone_shared_vm(fn, stack, flags, arg, ptid, tls, ctid);
-	struct clone_call c = {fn, arg, flags, -1};
-	struct vfork_wait w = {-1, -1};
+	struct clone_call c = {fn, arg, flags, NULL};
 	int f = flags;
 	before_fork();
-	if ((flags & CLONE_VFORK) && !(flags & CLONE_FILES) && vfork_wait_open(&w) == 0) {
-		f &= ~CLONE_VFORK; /* waited for outside the lock (vfork_wait) */
-		c.wait_rfd = w.rfd;
-	}
+	if ((flags & CLONE_VFORK) && (c.waited = vw_take()))
+		f &= ~CLONE_VFORK; /* waited for outside the lock (vw_wait) */
 	int r = real_clone(clone_child, stack, f, &c, ptid, tls, ctid);
 	int err = errno;
-	vfork_wait_detach(&w);
 	after_fork_parent();
-	vfork_wait_parent(&w, r);
+	vw_wait(c.waited, r);
 	errno = err;
 	return r;
 }
@@ -580,9 +586,18 @@ SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)
 
 /* ---- the image ends: a snapshot being written is waited for ---- */
 
-__attribute__((visibility("default"), noreturn)) void _exit(int status)
+/* The image goes now (exec, _exit: exec_env.c, the wrappers here): a
+ * snapshot asked for is written first, and a parent waiting for this
+ * child's exec or exit is told, where the kernel does not (vw_wait). */
+void sf_image_ends(void)
 {
 	sf_snapshot_settle();
+	vw_child_leaves();
+}
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+	sf_image_ends();
 	sf_log_exit_called(status);
 	for (;;) /* glibc's _exit, which a wrapper cannot reach past itself */
 		sf_syscall3(SYS_exit_group, status, 0, 0);

@@ -311,6 +311,9 @@ int sf_in_vfork_child(void) SF_HIDDEN;
 long sf_set_errno(int e) SF_HIDDEN;
 int sf_syscall_vforks(long nr, long a0, long a1) SF_HIDDEN; /* arch/<arch>/vfork.S: syscall() */
 long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5) SF_HIDDEN;
+/* The image goes now (exec, _exit): snapshot settled, a parent waiting
+ * for this CLONE_VFORK child told where the kernel does not. */
+void sf_image_ends(void) SF_HIDDEN;
 
 /* ---- setup_abi.c ---- */
 extern uint32_t sf_setup_only_tid SF_HIDDEN; /* SFTRACE_SETUP_THREAD_ONLY: the one thread traced */

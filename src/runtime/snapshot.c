@@ -23,11 +23,18 @@
  * does; the process's log counts the requests taken and the snapshots
  * written, so record reports one that a crash or a kill lost. The program never waits for it: a request that
  * comes while a freeze is open is counted (SF_HDR_SNAP_MISSED, in the
- * process's log and each later snapshot), not merged into it; a ring
- * signal that comes then is served right after, frozen at that moment. */
+ * process's log and each later snapshot), not merged into it; one ring
+ * signal that comes then is served right after, frozen at that moment
+ * (more are counted). Requests after --max-snapshots are counted too
+ * (snap_over_max). A ring signal sent while another is still pending is
+ * merged by the kernel and never reaches the handler: `sftrace snapshot`
+ * counts what it sends in the log (snap_sent) and the handler what
+ * arrives (snap_arrived), so record reports the difference. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -42,7 +49,8 @@ uint32_t sf_freeze_last SF_HIDDEN; /* the last epoch opened */
 
 static uint32_t busy;           /* a freeze is open or being closed: requests are missed */
 static uint32_t opened;         /* freezes opened so far (--max-snapshots) */
-static uint32_t signal_waiting; /* a ring signal came while busy (the tid that took it): served next */
+static uint32_t signal_waiting; /* a ring signal came while busy (the tid that took it): served next;
+				 * one more while it waits is counted missed, never merged */
 static uint32_t missed;         /* requests not taken because a freeze was open */
 static uint32_t written;        /* writer thread: snapshots written, their numbers */
 static uint32_t writing;        /* the writer thread is in sf_snapshot_service */
@@ -54,6 +62,21 @@ static struct {
 	uint32_t reason, tid, func_id;
 } freeze;
 
+/* One more in the process's log header at byte offset off (an atomic
+ * counter): record reports what was not taken. Async-signal-safe. */
+static void count_at(size_t off)
+{
+	struct sf_header *h = sf_log_header();
+	if (h)
+		__atomic_add_fetch((uint64_t *)(void *)((char *)h + off), 1, __ATOMIC_RELAXED);
+}
+
+/* The same for the header word w (SF_HDR_SNAP_*). */
+static void count_in_log(unsigned w)
+{
+	count_at(offsetof(struct sf_header, reserved) + 8 * (size_t)w);
+}
+
 static void on_ring_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
@@ -62,6 +85,8 @@ static void on_ring_signal(int sig, siginfo_t *si, void *uc)
 		errno = saved;
 		return;
 	}
+	if (si && si->si_code == SI_QUEUE && sf_snap_req_counted((uint64_t)(uintptr_t)si->si_value.sival_ptr))
+		count_at(offsetof(struct sf_header, snap_arrived)); /* sftrace snapshot counted it sent */
 	sf_snapshot_request(SF_SNAP_SIGNAL);
 	errno = saved;
 	/* A handler the program installed before the runtime still runs. */
@@ -92,14 +117,6 @@ void sf_snapshot_init(void)
 	sigaction(sig, &sa, NULL);
 }
 
-/* One more in the process's log header word w (SF_HDR_SNAP_*): record
- * reports requests missed, and taken but never written. */
-static void count_in_log(unsigned w)
-{
-	struct sf_header *h = sf_log_header();
-	if (h)
-		__atomic_add_fetch(&h->reserved[w], 1, __ATOMIC_RELAXED);
-}
 
 /* Opens a freeze at `time`; 0 if one is open already (the request is
  * counted), or --max-snapshots were taken. Async-signal-safe. */
@@ -107,16 +124,22 @@ static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_
 {
 	if (!sf_writer_active())
 		return 0; /* a forked child has no writer thread (writer.c) */
-	if (__atomic_load_n(&opened, __ATOMIC_RELAXED) >= sf_config.max_snapshots)
-		return 0; /* --max-snapshots: later requests are ignored (the program's stderr is its own) */
+	if (__atomic_load_n(&opened, __ATOMIC_RELAXED) >= sf_config.max_snapshots) {
+		/* --max-snapshots: later requests are not taken, and counted
+		 * (record says so; the program's stderr is its own) */
+		count_at(offsetof(struct sf_header, snap_over_max));
+		return 0;
+	}
 	uint32_t idle = 0;
 	if (!__atomic_compare_exchange_n(&busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-		if (reason == SF_SNAP_SIGNAL) {
-			__atomic_store_n(&signal_waiting, tid, __ATOMIC_RELEASE);
-		} else {
-			__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
-			count_in_log(SF_HDR_SNAP_MISSED);
-		}
+		/* A ring signal is served right after, unless one waits already:
+		 * then it is counted, as a trigger is. */
+		uint32_t none = 0;
+		if (reason == SF_SNAP_SIGNAL && __atomic_compare_exchange_n(&signal_waiting, &none, tid, 0,
+									     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return 0;
+		__atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED);
+		count_in_log(SF_HDR_SNAP_MISSED);
 		return 0;
 	}
 	__atomic_add_fetch(&opened, 1, __ATOMIC_RELAXED);

@@ -36,7 +36,7 @@ def libtail_log():
 
 
 def test_tail_claim_lasts_until_the_untraced_callee_returns():
-    """FAILS NOW. wrap() tail-calls two() (`jmp two`), an untraced library
+    """wrap() tail-calls two() (`jmp two`), an untraced library
     function that mallocs 50 then 51 bytes and returns; wgrow() tail-calls
     grow(), which reallocs NULL to 100 then that block to 200. Per the claim
     the tail claim ends when the caller continues; main has not continued
@@ -44,11 +44,10 @@ def test_tail_claim_lasts_until_the_untraced_callee_returns():
     MALLOC 51, with the stored return address in main both times). sftrace
     credits only the first allocation to the tail caller: wrap 50 B 1
     block, and the 51 B goes to "main in a library"; wgrow 100 B, and the
-    realloc's 200 B to "main skep27c_main.c:11". heaptrack_print: 2 calls
+    realloc's 200 B to "main skep27c_main.c:11" (fixed: the return-address
+    tag still names main's call of wrap). heaptrack_print: 2 calls
     from two (multi2.c:4) from main at the wrap line, 2 calls from grow from
     main at the wgrow line: both allocations at one site."""
-    raise Skip("known break, issue 27 open: a tail caller's claim ends after its callee's first "
-               "allocation, not when the caller continues (untraced callee allocating twice)")
     rows = sites(libtail_log(), ["--group-by", "function"])
     got = {k[0]: v for k, v in rows.items() if k[0] in ("wrap", "wgrow")}
     eq(got, {"wrap": (101, 2), "wgrow": (300, 2)}, "the tail callers' allocations")

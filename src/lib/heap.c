@@ -17,7 +17,8 @@ struct hthread {
 	uint32_t node;               /* CP_ROOT: no traced frame open */
 	struct tail_claim claim;     /* a tail call's claim on the next allocations (tail_claim.h) */
 	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
-	uint64_t site_addr;          /* ... and its call site: loops allocate from one site */
+	uint64_t site_addr;          /* ... and its call site: loops allocate from one site ... */
+	uint32_t site_tag;           /* ... and its event's return-address tag */
 };
 
 struct stacks {
@@ -102,7 +103,9 @@ struct hstate {
 	struct stacks st;            /* first: the sink's ctx is this */
 	struct heap_result *res;
 	const struct heap_options *opt;
-	struct hashmap addr_ix;      /* call-site address -> dense index */
+	struct hashmap addr_ix;      /* call-site address -> dense index | HEAP_FOREIGN */
+	struct hashmap tag_ix;       /* a foreign address's index << 28 | tag -> dense index */
+	uint32_t nix;                /* dense indices given */
 	struct hashmap site_of;      /* node << 32 | address index -> site */
 	struct hashmap live;         /* pointer -> block index */
 	struct block *blocks;
@@ -134,15 +137,38 @@ static void new_stage(void *ctx, uint64_t t)
 	r->stages[r->nstages++] = (struct heap_stage){.t_start = t};
 }
 
-static uint32_t site_of(struct hstate *h, uint32_t node, uint64_t addr, int tail)
+/* addr_ix's flag: the address is in no recorded object's function (libc's
+ * printf, an untraced library), so the same address reached from different
+ * lines of the allocating function is kept apart by the event's tag */
+#define HEAP_FOREIGN (1ull << 32)
+
+/* The dense index of call site addr (tail: reached by a tail call) with
+ * tag, the event's return-address tag: kept only for a foreign address. */
+static uint32_t addr_index(struct hstate *h, const struct trace_proc *p, uint64_t addr, int tail, uint32_t tag)
 {
-	struct heap_result *r = h->res;
 	int added;
 	/* a tail-called site is another site than a direct one at the same address */
 	uint64_t *ix = hm_put(&h->addr_ix, addr ^ ((uint64_t)tail << 63), &added);
+	if (added) {
+		uint64_t vaddr;
+		int foreign = addr && p->syms && !ls_lookup_addr(p->syms, addr, &vaddr);
+		*ix = h->nix++ | (foreign ? HEAP_FOREIGN : 0);
+	}
+	if (!(*ix & HEAP_FOREIGN) || !tag)
+		return (uint32_t)*ix;
+	uint64_t *t = hm_put(&h->tag_ix, (*ix & UINT32_MAX) << 28 | tag, &added);
 	if (added)
-		*ix = h->addr_ix.count - 1;
-	uint64_t *at = hm_put(&h->site_of, (uint64_t)node << 32 | *ix, &added);
+		*t = h->nix++;
+	return (uint32_t)*t;
+}
+
+static uint32_t site_of(struct hstate *h, const struct trace_proc *p, uint32_t node, uint64_t addr, int tail,
+			uint32_t tag)
+{
+	struct heap_result *r = h->res;
+	int added;
+	uint32_t ix = addr_index(h, p, addr, tail, tag);
+	uint64_t *at = hm_put(&h->site_of, (uint64_t)node << 32 | ix, &added);
 	if (!added)
 		return (uint32_t)*at;
 	if (r->nsites == h->capsites) {
@@ -151,7 +177,9 @@ static uint32_t site_of(struct hstate *h, uint32_t node, uint64_t addr, int tail
 		h->peak = xrealloc(h->peak, h->capsites * sizeof(*h->peak));
 	}
 	h->peak[r->nsites] = (struct site_peak){0};
-	r->sites[r->nsites] = (struct heap_site){.node = node, .addr = addr, .tail = (uint8_t)tail};
+	int foreign = (*hm_find(&h->addr_ix, addr ^ ((uint64_t)tail << 63)) & HEAP_FOREIGN) != 0;
+	r->sites[r->nsites] = (struct heap_site){.node = node, .addr = addr, .tail = (uint8_t)tail,
+						 .tag = foreign ? tag : 0};
 	*at = r->nsites;
 	return (uint32_t)r->nsites++;
 }
@@ -237,15 +265,16 @@ static void block_drop(struct hstate *h, uint64_t *at)
 }
 
 /* count: 0 for the halves of an interposed realloc (counted as one realloc) */
-static void do_alloc(struct hstate *h, struct hthread *t, const struct lr_event *ev, uint64_t ptr, uint64_t size,
-		     int count, uint32_t node, int tail)
+static void do_alloc(struct hstate *h, struct hthread *t, const struct trace_proc *p, const struct lr_event *ev,
+		     uint64_t ptr, uint64_t size, int count, uint32_t node, int tail)
 {
 	struct heap_result *r = h->res;
 	uint64_t site = ev->site ^ ((uint64_t)tail << 63);
-	if (!(t->site_id && t->site_node == node && t->site_addr == site)) {
-		t->site_id = site_of(h, node, ev->site, tail) + 1;
+	if (!(t->site_id && t->site_node == node && t->site_addr == site && t->site_tag == ev->ret_tag)) {
+		t->site_id = site_of(h, p, node, ev->site, tail, ev->ret_tag) + 1;
 		t->site_node = node;
 		t->site_addr = site;
+		t->site_tag = ev->ret_tag;
 	}
 	uint32_t sid = t->site_id - 1;
 	int added;
@@ -314,7 +343,7 @@ static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 	case SF_EV_ALLOC:
 	case SF_EV_REALLOC_ALLOC:
 	case SF_EV_HEAP_ALLOC:
-		do_alloc(h, t, ev, ev->ptr, ev->size, 1, node, tail);
+		do_alloc(h, t, p, ev, ev->ptr, ev->size, 1, node, tail);
 		note_alloc(h, t, ev->size);
 		break;
 	case SF_EV_DEALLOC:
@@ -325,7 +354,7 @@ static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 	case SF_EV_HEAP_REALLOC:
 		/* heaptrack's realloc: a free of the old block, then an allocation */
 		do_free(h, ev->old_ptr, 0);
-		do_alloc(h, t, ev, ev->ptr, ev->size, 0, node, tail);
+		do_alloc(h, t, p, ev, ev->ptr, ev->size, 0, node, tail);
 		note_alloc(h, t, ev->size);
 		h->res->tot.reallocs++;
 		break;
@@ -390,6 +419,7 @@ int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt
 	r->tree = h.st.tree;
 	free(h.st.th);
 	hm_free(&h.addr_ix);
+	hm_free(&h.tag_ix);
 	hm_free(&h.site_of);
 	hm_free(&h.live);
 	free(h.blocks);

@@ -37,6 +37,8 @@
 struct heap_site {
 	uint32_t node;                /* in heap_result.tree; CP_ROOT: no traced frame */
 	uint8_t tail;                 /* reached by a tail call from node's function */
+	uint32_t tag;                 /* addr in no recorded object's function: the events' return-address
+				       * tag (FORMAT.md), which tells node's call into that code; else 0 */
 	uint64_t addr;
 	uint64_t allocs, bytes;       /* allocations made here (realloc results included) */
 	uint64_t temporaries;

@@ -224,6 +224,12 @@ struct sf_header {
 	 * reader that finds fewer reads a cut file. 0: not counted (older
 	 * logs); not meaningful in a snapshot (a copy of some chunks). */
 	uint64_t chunks;
+	/* Since issue 27 (zero in older logs and in every log but a forked
+	 * child's): the event-clock time at which the parent began the fork
+	 * that made this process (its atfork prepare handler), on the
+	 * parent's clock, which the child keeps (same start words). Readers
+	 * give the child the parent's live heap at that time. */
+	uint64_t fork_time;
 };
 
 /* sf_header.exit_state: a wait(2) status in the low 32 bits (WIFEXITED,
@@ -362,8 +368,9 @@ _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_
 		       __builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_SLOW_NS == 200,
 	       "docs/FORMAT.md: snapshot words");
 _Static_assert(__builtin_offsetof(struct sf_header, exit_state) == 3312 &&
-		       __builtin_offsetof(struct sf_header, chunks) == 3320,
-	       "docs/FORMAT.md: exit state and chunk count");
+		       __builtin_offsetof(struct sf_header, chunks) == 3320 &&
+		       __builtin_offsetof(struct sf_header, fork_time) == 3328,
+	       "docs/FORMAT.md: exit state, chunk count and fork time");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

@@ -122,6 +122,7 @@ struct hstate {
 	 * temporary, heaptrack's rule (heap.h). */
 	uint32_t last_site;
 	uint64_t last_size;
+	uint64_t until;              /* the replay stops after this time (a fork parent's, at the fork) */
 };
 
 static void new_stage(void *ctx, uint64_t t)
@@ -144,17 +145,18 @@ static void new_stage(void *ctx, uint64_t t)
 
 /* The dense index of call site addr (tail: reached by a tail call) with
  * tag, the event's return-address tag: kept only for a foreign address. */
-static uint32_t addr_index(struct hstate *h, const struct trace_proc *p, uint64_t addr, int tail, uint32_t tag)
+static uint32_t addr_index(struct hstate *h, const struct trace_proc *p, uint64_t addr, int tail, uint32_t tag,
+			   int *foreign)
 {
 	int added;
 	/* a tail-called site is another site than a direct one at the same address */
 	uint64_t *ix = hm_put(&h->addr_ix, addr ^ ((uint64_t)tail << 63), &added);
 	if (added) {
 		uint64_t vaddr;
-		int foreign = addr && p->syms && !ls_lookup_addr(p->syms, addr, &vaddr);
-		*ix = h->nix++ | (foreign ? HEAP_FOREIGN : 0);
+		*ix = h->nix++ | (addr && p->syms && !ls_lookup_addr(p->syms, addr, &vaddr) ? HEAP_FOREIGN : 0);
 	}
-	if (!(*ix & HEAP_FOREIGN) || !tag)
+	*foreign = (*ix & HEAP_FOREIGN) != 0;
+	if (!*foreign || !tag)
 		return (uint32_t)*ix;
 	uint64_t *t = hm_put(&h->tag_ix, (*ix & UINT32_MAX) << 28 | tag, &added);
 	if (added)
@@ -166,8 +168,8 @@ static uint32_t site_of(struct hstate *h, const struct trace_proc *p, uint32_t n
 			uint32_t tag)
 {
 	struct heap_result *r = h->res;
-	int added;
-	uint32_t ix = addr_index(h, p, addr, tail, tag);
+	int added, foreign;
+	uint32_t ix = addr_index(h, p, addr, tail, tag, &foreign);
 	uint64_t *at = hm_put(&h->site_of, (uint64_t)node << 32 | ix, &added);
 	if (!added)
 		return (uint32_t)*at;
@@ -177,7 +179,6 @@ static uint32_t site_of(struct hstate *h, const struct trace_proc *p, uint32_t n
 		h->peak = xrealloc(h->peak, h->capsites * sizeof(*h->peak));
 	}
 	h->peak[r->nsites] = (struct site_peak){0};
-	int foreign = (*hm_find(&h->addr_ix, addr ^ ((uint64_t)tail << 63)) & HEAP_FOREIGN) != 0;
 	r->sites[r->nsites] = (struct heap_site){.node = node, .addr = addr, .tail = (uint8_t)tail,
 						 .tag = foreign ? tag : 0};
 	*at = r->nsites;
@@ -335,6 +336,8 @@ static void note_alloc(struct hstate *h, const struct hthread *t, uint64_t size)
 static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
 {
 	struct hstate *h = ctx;
+	if (ev->time_ns > h->until)
+		return 1; /* a fork parent's replay, past the fork: stop */
 	struct hthread *t = &h->st.th[ev->thread->index];
 	int tail;
 	uint32_t node = stacks_alloc_node(t, p, ev, &tail);
@@ -386,25 +389,137 @@ static void count_leaks(struct hstate *h, const struct heap_options *opt)
 	}
 }
 
-int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt, struct heap_result *r)
+/* The process process i was forked from (its log's fork time set, and the
+ * same start words, which a forked child keeps and an exec'd image does
+ * not, and pid its ppid), or SIZE_MAX; *t_fork: the fork's time on the
+ * recording's time base. */
+static size_t fork_parent(struct trace_input *in, size_t i, uint64_t *t_fork)
+{
+	const struct trace_proc *p = trace_proc_at(in, i);
+	const struct lr_info *c = p->info;
+	if (!c->fork_time)
+		return SIZE_MAX;
+	for (size_t j = 0; j < trace_nprocs(in); j++) {
+		const struct lr_info *q = trace_proc_at(in, j)->info;
+		if (j != i && q->pid == c->ppid && q->start_tsc == c->start_tsc && q->start_mono_ns == c->start_mono_ns &&
+		    q->start_realtime_ns == c->start_realtime_ns) {
+			*t_fork = lr_time_ns(p->log, c->fork_time) + p->start_ns;
+			return j;
+		}
+	}
+	return SIZE_MAX;
+}
+
+/* The node of h's tree at the same traced path (function keys) as node n
+ * of tree `from`: the fork parent's stacks are the child's. Ancestors
+ * whose function the child's log does not list end the path there. */
+static uint32_t map_node(struct hstate *h, const struct trace_proc *p, const struct cp_tree *from, uint32_t n,
+			 struct hashmap *memo, struct hashmap *ids)
+{
+	if (n == CP_ROOT)
+		return CP_ROOT;
+	uint64_t *m = hm_find(memo, n);
+	if (m)
+		return (uint32_t)*m;
+	const struct cp_node *fn = cp_node(from, n);
+	uint32_t up = map_node(h, p, from, fn->parent, memo, ids);
+	uint64_t *id = hm_find(ids, fn->key);
+	uint32_t to = id ? cp_child(h->st.tree, up, fn->key, p, (uint32_t)*id) : up;
+	int added;
+	*hm_put(memo, n, &added) = to;
+	return to;
+}
+
+/* The child's heap starts as the fork parent's live set (parent, replayed
+ * up to the fork): each block at its site's stack and call site. */
+static void inherit(struct hstate *h, const struct trace_proc *p, const struct hstate *parent, uint64_t t_fork)
+{
+	struct heap_result *r = h->res;
+	const struct heap_result *pr = parent->res;
+	struct hashmap memo = {0}, ids = {0};
+	int added;
+	for (uint32_t f = 0; f < p->nfunc_keys; f++)
+		if (p->func_keys[f])
+			*hm_put(&ids, p->func_keys[f], &added) = f;
+	size_t pos = 0;
+	uint64_t ptr, bi;
+	while (hm_next(&parent->live, &pos, &ptr, &bi)) {
+		const struct block *b = &parent->blocks[bi];
+		const struct heap_site *ps = &pr->sites[b->site];
+		uint32_t node = map_node(h, p, pr->tree, ps->node, &memo, &ids);
+		uint32_t sid = site_of(h, p, node, ps->addr, ps->tail, ps->tag);
+		uint64_t *at = hm_put(&h->live, ptr, &added);
+		uint32_t nb = block_new(h);
+		h->blocks[nb] = (struct block){.size = b->size, .site = sid, .stage = 0};
+		*at = nb;
+		site_change(h, sid, (int64_t)b->size, 1);
+		h->cur_bytes += b->size;
+		r->tot.inherited_bytes += b->size;
+		r->tot.inherited_blocks++;
+	}
+	hm_free(&memo);
+	hm_free(&ids);
+	if (h->cur_bytes) {
+		r->tot.peak_bytes = h->cur_bytes;
+		r->tot.peak_blocks = h->live.count;
+		r->tot.peak_time = t_fork;
+		curve_point(h, t_fork > p->start_ns ? t_fork - p->start_ns : 0);
+	}
+}
+
+static void hstate_free(struct hstate *h)
+{
+	free(h->st.th);
+	hm_free(&h->addr_ix);
+	hm_free(&h->tag_ix);
+	hm_free(&h->site_of);
+	hm_free(&h->live);
+	free(h->blocks);
+	free(h->peak);
+}
+
+/* Replays process i into h (r: its result) up to time `until`, starting
+ * from its fork parent's live heap at the fork when it is a forked child. */
+static int replay_into(struct trace_input *in, size_t i, const struct heap_options *opt, struct heap_result *r,
+		       struct hstate *h, uint64_t until)
 {
 	const struct trace_proc *p = trace_proc_at(in, i);
 	memset(r, 0, sizeof(*r));
 	r->proc = p;
-	struct hstate h = {.res = r, .opt = opt};
-	stacks_init(&h.st, p, opt);
-	h.st.on_milestone = new_stage;
-	h.st.ctx = &h;
-	new_stage(&h, p->start_ns);
+	*h = (struct hstate){.res = r, .opt = opt, .until = until};
+	stacks_init(&h->st, p, opt);
+	h->st.on_milestone = new_stage;
+	h->st.ctx = h;
+	new_stage(h, p->start_ns);
 	if (opt && opt->curve) {
-		h.curve_w = 1;
+		h->curve_w = 1;
 		r->curve_t = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
 		r->curve_v = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
 		r->curve_end = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
 	}
-	struct trace_sink sink = {.ctx = &h, .frame_begin = stacks_begin, .frame_end = stacks_end,
+	uint64_t t_fork;
+	size_t j = fork_parent(in, i, &t_fork);
+	if (j != SIZE_MAX) {
+		struct heap_result pr;
+		struct hstate ph;
+		replay_into(in, j, NULL, &pr, &ph, t_fork);
+		pr.tree = ph.st.tree; /* heap_result_free frees it */
+		inherit(h, p, &ph, t_fork);
+		r->fork_parent = pr.proc;
+		hstate_free(&ph);
+		heap_result_free(&pr);
+	}
+	struct trace_sink sink = {.ctx = h, .frame_begin = stacks_begin, .frame_end = stacks_end,
 				  .alloc_event = heap_alloc_event};
 	int rc = trace_run_merged(in, i, &sink);
+	return until == UINT64_MAX ? rc : 0; /* a fork parent's replay stops on purpose */
+}
+
+int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt, struct heap_result *r)
+{
+	struct hstate h;
+	int rc = replay_into(in, i, opt, r, &h, UINT64_MAX);
+	const struct trace_proc *p = r->proc;
 	r->end_time = p->last_ns;
 	count_leaks(&h, opt);
 	r->stages[r->nstages - 1].heap_at_end = h.cur_bytes;
@@ -417,13 +532,7 @@ int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt
 	for (size_t c = 0; c < r->ncurve; c++)
 		r->curve_t[c] += p->start_ns;
 	r->tree = h.st.tree;
-	free(h.st.th);
-	hm_free(&h.addr_ix);
-	hm_free(&h.tag_ix);
-	hm_free(&h.site_of);
-	hm_free(&h.live);
-	free(h.blocks);
-	free(h.peak);
+	hstate_free(&h);
 	return rc;
 }
 

@@ -146,8 +146,8 @@ def test_cxx_string_concatenation_at_O0_at_the_users_line():
     eq(cxx_rows("O0"), CXX_WANT, "sites at -O0")
 
 
-def tp_rows(sql_text):
-    """Records skep27c_fx, converts to Perfetto, runs sql_text in
+def tp_rows(sql_text, fixture="skep27c_fx"):
+    """Records fixture (skep27c_fx), converts to Perfetto, runs sql_text in
     trace_processor_shell; returns the CSV rows (lists of strings)."""
     root = os.path.dirname(os.path.dirname(FIXBUILD))
     cands = [os.environ.get("SFTRACE_TRACE_PROCESSOR", ""),
@@ -156,7 +156,7 @@ def tp_rows(sql_text):
     tp = next((c for c in cands if c and os.access(c, os.X_OK)), None)
     if tp is None:
         raise Skip("Perfetto's trace_processor_shell not found")
-    exe = build_c("skep27c_fx", ["skep27c_fx.c"])
+    exe = build_c(fixture, [fixture + ".c"])
     _, log = record([exe], args=["--alloc", "-q"])
     pb = os.path.join(os.path.dirname(log), "t.pb")
     run([SFTRACE, "convert", os.path.dirname(log), "-o", pb])
@@ -339,22 +339,53 @@ def test_wrappers_chains_and_temporaries_through_tail_calls():
 
 
 def test_forked_child_inherits_the_parents_heap():
-    """FAILS NOW. After fork() the child's heap is a copy of the parent's
-    (1000 + 3000 B). The child frees the 1000 B block and allocates 200 B:
-    3200 B in 2 blocks are live when it _exits. sftrace memory starts the
-    child from an empty heap: the free is "unmatched" (unmatched_frees 1),
-    the leaks are 200 B in 1 block, and the Perfetto heap counter of the
-    child reads 0 then 200. Expected for the child: leaked 3200 B in 2
-    blocks, no unmatched free (the parent: 4000 B in 2 blocks, as now)."""
-    raise Skip("known break, issue 27 open: a forked child's heap starts empty, not with the "
-               "parent's blocks")
+    """After fork() the child's heap is a copy of the parent's (1000 + 3000
+    B). The child frees the 1000 B block and allocates 200 B: 3200 B in 2
+    blocks are live when it _exits. Before: sftrace memory started the
+    child from an empty heap: the free was "unmatched" (unmatched_frees 1)
+    and the leaks 200 B in 1 block. Now (heaptrack's view of a forked
+    child: what the child holds): the child starts with the parent's live
+    set at the fork (its log's fork time, FORMAT.md), inherited 4000 B in 2
+    blocks from the parent's pid, not counted as its allocations; the free
+    matches; it leaks 3200 B in 2 blocks, the 3000 B at the parent's site
+    (before, line 8) and its own 200 B; its peak is the inherited 4000 B.
+    The parent: 4000 B in 2 blocks, as before."""
     exe = build_c("skep27c_fork", ["skep27c_fork.c"])
     _, log = record([exe], args=["--alloc", "-q"])
     out = run([SFTRACE, "memory", "--format", "tsv", os.path.dirname(log)]).stdout
+    procs = [l.split("\t")[1] for l in out.splitlines() if l.startswith("process\t")]
     got = [(f[0], f[1]) for f in (l.split("\t") for l in out.splitlines())
-           if f[0] in ("leaked_bytes", "leaked_blocks", "unmatched_frees")]
-    eq(got, [("leaked_bytes", "4000"), ("leaked_blocks", "2"), ("unmatched_frees", "0"),
-             ("leaked_bytes", "3200"), ("leaked_blocks", "2"), ("unmatched_frees", "0")], "parent then child")
+           if f[0] in ("allocations", "frees", "peak_bytes", "leaked_bytes", "leaked_blocks", "unmatched_frees")]
+    eq(got, [("allocations", "2"), ("frees", "0"), ("peak_bytes", "4000"), ("leaked_bytes", "4000"),
+             ("leaked_blocks", "2"), ("unmatched_frees", "0"),
+             ("allocations", "1"), ("frees", "1"), ("peak_bytes", "4000"), ("leaked_bytes", "3200"),
+             ("leaked_blocks", "2"), ("unmatched_frees", "0")], "parent then child")
+    eq([l for l in out.splitlines() if l.startswith("inherited\t")], ["inherited\t4000\t2\t" + procs[0]],
+       "the child's inherited heap, from the parent's pid")
+    child = out[out.index("process\t" + procs[1]):]
+    leaks = sorted((f[4], os.path.basename(f[5]), int(f[2]), int(f[3])) for f in
+                   (l.split("\t") for l in child.splitlines()) if f[0] == "leak")
+    eq(leaks, [("before", "skep27c_fork.c:8", 3000, 1), ("in_child", "skep27c_fork.c:9", 200, 1)], "child's leaks")
+    text = run([SFTRACE, "memory", os.path.dirname(log)]).stdout
+    check("forked from pid %s: started with its 3.9 KiB in 2 live blocks" % procs[0] in text, text)
+    # an older log (no fork time at header offset 3328) reads as before
+    with open(os.path.join(os.path.dirname(log), "sf.%s.log" % procs[1]), "r+b") as f:
+        f.seek(3328)
+        f.write(bytes(8))
+    out = run([SFTRACE, "memory", "--format", "tsv", os.path.dirname(log)]).stdout
+    child = out[out.index("process\t" + procs[1]):]
+    check("inherited" not in child and "unmatched_frees\t1\n" in child and "leaked_bytes\t200\n" in child, child)
+
+
+def test_forked_childs_heap_counter_starts_at_the_inherited_heap():
+    """The same fork in Perfetto: the child's "heap size" counter starts at
+    the 4000 B it inherited, drops to 3000 at its free and ends at 3200
+    (before: 0, then 200)."""
+    rows = tp_rows("select c.value from counter c join process_counter_track t on c.track_id = t.id "
+                   "join process p using (upid) where t.name = 'heap size' and p.pid = (select pid from "
+                   "process p2 join thread using (upid) join thread_track tt using (utid) join slice s "
+                   "on s.track_id = tt.id where s.name = 'in_child') order by c.ts;\n", "skep27c_fork")
+    eq([float(r[0]) for r in rows], [4000.0, 3000.0, 3200.0], "the child's heap counter")
 
 
 def test_thread_start_routine_tail_calling_malloc():

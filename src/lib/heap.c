@@ -164,6 +164,24 @@ static uint32_t addr_index(struct hstate *h, const struct trace_proc *p, uint64_
 	return (uint32_t)*t;
 }
 
+/* The frame whose code made the call that returns to addr, when that is
+ * not node's function but an open ancestor's: the thread left node's
+ * frames without an event (swapcontext from a coroutine back to main, a
+ * stack switch), and the ancestor runs again. Else node. Asked once per
+ * (node, call site). */
+static uint32_t open_owner(struct hstate *h, const struct trace_proc *p, uint32_t node, uint64_t addr)
+{
+	const struct cp_tree *t = h->st.tree;
+	if (node == CP_ROOT || !addr || !p->syms)
+		return node;
+	if (ls_site_in_func(p->syms, addr, cp_func(t, cp_node(t, node)->func)->id))
+		return node;
+	for (uint32_t a = cp_node(t, node)->parent; a != CP_ROOT; a = cp_node(t, a)->parent)
+		if (ls_site_in_func(p->syms, addr, cp_func(t, cp_node(t, a)->func)->id))
+			return a;
+	return node;
+}
+
 static uint32_t site_of(struct hstate *h, const struct trace_proc *p, uint32_t node, uint64_t addr, int tail,
 			uint32_t tag)
 {
@@ -173,6 +191,12 @@ static uint32_t site_of(struct hstate *h, const struct trace_proc *p, uint32_t n
 	uint64_t *at = hm_put(&h->site_of, (uint64_t)node << 32 | ix, &added);
 	if (!added)
 		return (uint32_t)*at;
+	uint32_t owner = tail || foreign ? node : open_owner(h, p, node, addr);
+	if (owner != node) {
+		uint32_t sid = site_of(h, p, owner, addr, tail, tag);
+		*hm_find(&h->site_of, (uint64_t)node << 32 | ix) = sid; /* the put above may have moved it */
+		return sid;
+	}
 	if (r->nsites == h->capsites) {
 		h->capsites = h->capsites ? h->capsites * 2 : 1024;
 		r->sites = xrealloc(r->sites, h->capsites * sizeof(*r->sites));

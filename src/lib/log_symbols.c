@@ -370,6 +370,17 @@ int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *r
 	return 1;
 }
 
+int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func)
+{
+	const struct lr_object *obj;
+	uint64_t fvaddr;
+	if (!site || lr_func(ls->log, func, &obj, &fvaddr) < 0 || site <= obj->load_bias)
+		return 0;
+	struct sym_object *so = ls->objs[obj - lr_object_at(ls->log, 0)].sym;
+	const char *f = so ? sym_lookup(so, fvaddr)->mangled : NULL;
+	return f && sym_lookup(so, site - obj->load_bias - 1)->mangled == f;
+}
+
 int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func)
 {
 	const struct lr_object *obj;

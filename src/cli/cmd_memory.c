@@ -354,9 +354,13 @@ static void report_json(const struct heap_result *r, const struct ms_table *rows
 	printf(",\"summary\":{\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"reallocs\":%" PRIu64
 	       ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
 	       ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
-	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu},\n\"stages\":[",
+	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu",
 	       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
 	       since_start(r, t->peak_time), t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+	if (r->fork_parent)
+		printf(",\"inherited_bytes\":%" PRIu64 ",\"inherited_blocks\":%" PRIu64 ",\"fork_parent_pid\":%u",
+		       t->inherited_bytes, t->inherited_blocks, r->fork_parent->info->pid);
+	printf("},\n\"stages\":[");
 	for (size_t s = 0; s < r->nstages; s++) {
 		const struct heap_stage *st = &r->stages[s];
 		printf("%s\n{\"stage\":%zu,\"start_ns\":%" PRIu64 ",\"allocations\":%" PRIu64
@@ -389,6 +393,9 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 		       "\nunmatched_frees\t%" PRIu64 "\nstages\t%zu\n",
 		       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
 		       since_start(r, t->peak_time), t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+		if (r->fork_parent)
+			printf("inherited\t%" PRIu64 "\t%" PRIu64 "\t%u\n", t->inherited_bytes, t->inherited_blocks,
+			       r->fork_parent->info->pid);
 		for (size_t s = 0; s < r->nstages; s++)
 			printf("stage_leak\t%zu\t%" PRIu64 "\t%" PRIu64 "\t-\nstage_heap\t%zu\t%" PRIu64 "\t%" PRIu64
 			       "\t-\n",
@@ -411,6 +418,11 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	printf("peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64 " blocks live at the end%s\n", b,
 	       t->peak_blocks, (double)since_start(r, t->peak_time) / 1e6, c, t->leak_blocks,
 	       r->proc->info->state == SF_STATE_EXITED ? "" : " (the process did not exit normally)");
+	if (r->fork_parent) {
+		human(t->inherited_bytes, a, sizeof(a));
+		printf("forked from pid %u: started with its %s in %" PRIu64 " live blocks\n", r->fork_parent->info->pid,
+		       a, t->inherited_blocks);
+	}
 	if (t->unmatched_frees)
 		printf("%" PRIu64 " frees of blocks allocated before recording began were ignored\n",
 		       t->unmatched_frees);

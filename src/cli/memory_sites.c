@@ -184,6 +184,17 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	} else if (!ls_site_line_folded(p->syms, s->addr, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
 		row->file = NULL;
 		row->outside = s->addr && !in;
+		/* a site in code no recorded object holds (libc's printf making
+		 * stdout's buffer): the line of the function's call into it, which
+		 * the events' return-address tag names */
+		uint64_t ret;
+		if (row->outside && leaf == s->node && leaf != CP_ROOT && p->syms &&
+		    ls_tag_call(p->syms, row->func, s->tag, &ret) &&
+		    ls_site_line_folded(p->syms, ret, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
+			row->outside = 0;
+			return;
+		}
+		row->file = NULL;
 		/* a site in another object's plumbing that the function called
 		 * (std::string's buffer, made in libstdc++): the line of that call */
 		if (row->outside && fold && leaf != CP_ROOT && !row->tail && p->syms) {

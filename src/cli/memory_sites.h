@@ -21,8 +21,12 @@
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
  *   - else the function holding the call site;
- *   - else (a call site in an object the log did not record, as libc's
- *     fopen allocating its FILE) "in a library": the runtime address moves
+ *   - else, a call site in an object the log did not record (libc's
+ *     printf allocating stdout's buffer) with a return-address tag that
+ *     names a call in the function (heap_site.tag, ls_tag_call): that
+ *     call's file:line;
+ *   - else (such a call site without a tag, as a function's library calls
+ *     before any traced callee of it returned) "in a library": the runtime address moves
  *     with address-space randomization, so it is neither shown nor a key
  *     (such sites of one function merge, and match across runs in --diff).
  * Rows then merge by function, by function and location (the default), or

@@ -236,6 +236,12 @@ struct sf_header {
 	uint64_t snap_over_max;
 	uint64_t snap_sent;
 	uint64_t snap_arrived;
+	/* Since issue 27 (zero in older logs and in every log but a forked
+	 * child's): the event-clock time at which the parent began the fork
+	 * that made this process (its atfork prepare handler), on the
+	 * parent's clock, which the child keeps (same start words). Readers
+	 * give the child the parent's live heap at that time. */
+	uint64_t fork_time;
 };
 
 /* sf_header.exit_state: a wait(2) status in the low 32 bits (WIFEXITED,
@@ -390,6 +396,7 @@ _Static_assert(__builtin_offsetof(struct sf_header, exit_state) == 3312 &&
 _Static_assert(__builtin_offsetof(struct sf_header, snap_over_max) == 3328 &&
 		       __builtin_offsetof(struct sf_header, snap_arrived) == 3344,
 	       "docs/FORMAT.md: snapshot request counters");
+_Static_assert(__builtin_offsetof(struct sf_header, fork_time) == 3352, "docs/FORMAT.md: fork time");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

@@ -17,7 +17,8 @@ struct hthread {
 	uint32_t node;               /* CP_ROOT: no traced frame open */
 	struct tail_claim claim;     /* a tail call's claim on the next allocations (tail_claim.h) */
 	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
-	uint64_t site_addr;          /* ... and its call site: loops allocate from one site */
+	uint64_t site_addr;          /* ... and its call site: loops allocate from one site ... */
+	uint32_t site_tag;           /* ... and its event's return-address tag */
 };
 
 struct stacks {
@@ -102,7 +103,9 @@ struct hstate {
 	struct stacks st;            /* first: the sink's ctx is this */
 	struct heap_result *res;
 	const struct heap_options *opt;
-	struct hashmap addr_ix;      /* call-site address -> dense index */
+	struct hashmap addr_ix;      /* call-site address -> dense index | HEAP_FOREIGN */
+	struct hashmap tag_ix;       /* a foreign address's index << 28 | tag -> dense index */
+	uint32_t nix;                /* dense indices given */
 	struct hashmap site_of;      /* node << 32 | address index -> site */
 	struct hashmap live;         /* pointer -> block index */
 	struct block *blocks;
@@ -119,6 +122,7 @@ struct hstate {
 	 * temporary, heaptrack's rule (heap.h). */
 	uint32_t last_site;
 	uint64_t last_size;
+	uint64_t until;              /* the replay stops after this time (a fork parent's, at the fork) */
 };
 
 static void new_stage(void *ctx, uint64_t t)
@@ -134,24 +138,73 @@ static void new_stage(void *ctx, uint64_t t)
 	r->stages[r->nstages++] = (struct heap_stage){.t_start = t};
 }
 
-static uint32_t site_of(struct hstate *h, uint32_t node, uint64_t addr, int tail)
+/* addr_ix's flag: the address is in no recorded object's function (libc's
+ * printf, an untraced library), so the same address reached from different
+ * lines of the allocating function is kept apart by the event's tag */
+#define HEAP_FOREIGN (1ull << 32)
+
+/* The dense index of call site addr (tail: reached by a tail call) with
+ * tag, the event's return-address tag: kept only for a foreign address. */
+static uint32_t addr_index(struct hstate *h, const struct trace_proc *p, uint64_t addr, int tail, uint32_t tag,
+			   int *foreign)
 {
-	struct heap_result *r = h->res;
 	int added;
 	/* a tail-called site is another site than a direct one at the same address */
 	uint64_t *ix = hm_put(&h->addr_ix, addr ^ ((uint64_t)tail << 63), &added);
+	if (added) {
+		uint64_t vaddr;
+		*ix = h->nix++ | (addr && p->syms && !ls_lookup_addr(p->syms, addr, &vaddr) ? HEAP_FOREIGN : 0);
+	}
+	*foreign = (*ix & HEAP_FOREIGN) != 0;
+	if (!*foreign || !tag)
+		return (uint32_t)*ix;
+	uint64_t *t = hm_put(&h->tag_ix, (*ix & UINT32_MAX) << 28 | tag, &added);
 	if (added)
-		*ix = h->addr_ix.count - 1;
-	uint64_t *at = hm_put(&h->site_of, (uint64_t)node << 32 | *ix, &added);
+		*t = h->nix++;
+	return (uint32_t)*t;
+}
+
+/* The frame whose code made the call that returns to addr, when that is
+ * not node's function but an open ancestor's: the thread left node's
+ * frames without an event (swapcontext from a coroutine back to main, a
+ * stack switch), and the ancestor runs again. Else node. Asked once per
+ * (node, call site). */
+static uint32_t open_owner(struct hstate *h, const struct trace_proc *p, uint32_t node, uint64_t addr)
+{
+	const struct cp_tree *t = h->st.tree;
+	if (node == CP_ROOT || !addr || !p->syms)
+		return node;
+	if (ls_site_in_func(p->syms, addr, cp_func(t, cp_node(t, node)->func)->id))
+		return node;
+	for (uint32_t a = cp_node(t, node)->parent; a != CP_ROOT; a = cp_node(t, a)->parent)
+		if (ls_site_in_func(p->syms, addr, cp_func(t, cp_node(t, a)->func)->id))
+			return a;
+	return node;
+}
+
+static uint32_t site_of(struct hstate *h, const struct trace_proc *p, uint32_t node, uint64_t addr, int tail,
+			uint32_t tag)
+{
+	struct heap_result *r = h->res;
+	int added, foreign;
+	uint32_t ix = addr_index(h, p, addr, tail, tag, &foreign);
+	uint64_t *at = hm_put(&h->site_of, (uint64_t)node << 32 | ix, &added);
 	if (!added)
 		return (uint32_t)*at;
+	uint32_t owner = tail || foreign ? node : open_owner(h, p, node, addr);
+	if (owner != node) {
+		uint32_t sid = site_of(h, p, owner, addr, tail, tag);
+		*hm_find(&h->site_of, (uint64_t)node << 32 | ix) = sid; /* the put above may have moved it */
+		return sid;
+	}
 	if (r->nsites == h->capsites) {
 		h->capsites = h->capsites ? h->capsites * 2 : 1024;
 		r->sites = xrealloc(r->sites, h->capsites * sizeof(*r->sites));
 		h->peak = xrealloc(h->peak, h->capsites * sizeof(*h->peak));
 	}
 	h->peak[r->nsites] = (struct site_peak){0};
-	r->sites[r->nsites] = (struct heap_site){.node = node, .addr = addr, .tail = (uint8_t)tail};
+	r->sites[r->nsites] = (struct heap_site){.node = node, .addr = addr, .tail = (uint8_t)tail,
+						 .tag = foreign ? tag : 0};
 	*at = r->nsites;
 	return (uint32_t)r->nsites++;
 }
@@ -237,15 +290,16 @@ static void block_drop(struct hstate *h, uint64_t *at)
 }
 
 /* count: 0 for the halves of an interposed realloc (counted as one realloc) */
-static void do_alloc(struct hstate *h, struct hthread *t, const struct lr_event *ev, uint64_t ptr, uint64_t size,
-		     int count, uint32_t node, int tail)
+static void do_alloc(struct hstate *h, struct hthread *t, const struct trace_proc *p, const struct lr_event *ev,
+		     uint64_t ptr, uint64_t size, int count, uint32_t node, int tail)
 {
 	struct heap_result *r = h->res;
 	uint64_t site = ev->site ^ ((uint64_t)tail << 63);
-	if (!(t->site_id && t->site_node == node && t->site_addr == site)) {
-		t->site_id = site_of(h, node, ev->site, tail) + 1;
+	if (!(t->site_id && t->site_node == node && t->site_addr == site && t->site_tag == ev->ret_tag)) {
+		t->site_id = site_of(h, p, node, ev->site, tail, ev->ret_tag) + 1;
 		t->site_node = node;
 		t->site_addr = site;
+		t->site_tag = ev->ret_tag;
 	}
 	uint32_t sid = t->site_id - 1;
 	int added;
@@ -306,6 +360,8 @@ static void note_alloc(struct hstate *h, const struct hthread *t, uint64_t size)
 static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_event *ev)
 {
 	struct hstate *h = ctx;
+	if (ev->time_ns > h->until)
+		return 1; /* a fork parent's replay, past the fork: stop */
 	struct hthread *t = &h->st.th[ev->thread->index];
 	int tail;
 	uint32_t node = stacks_alloc_node(t, p, ev, &tail);
@@ -314,7 +370,7 @@ static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 	case SF_EV_ALLOC:
 	case SF_EV_REALLOC_ALLOC:
 	case SF_EV_HEAP_ALLOC:
-		do_alloc(h, t, ev, ev->ptr, ev->size, 1, node, tail);
+		do_alloc(h, t, p, ev, ev->ptr, ev->size, 1, node, tail);
 		note_alloc(h, t, ev->size);
 		break;
 	case SF_EV_DEALLOC:
@@ -325,7 +381,7 @@ static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 	case SF_EV_HEAP_REALLOC:
 		/* heaptrack's realloc: a free of the old block, then an allocation */
 		do_free(h, ev->old_ptr, 0);
-		do_alloc(h, t, ev, ev->ptr, ev->size, 0, node, tail);
+		do_alloc(h, t, p, ev, ev->ptr, ev->size, 0, node, tail);
 		note_alloc(h, t, ev->size);
 		h->res->tot.reallocs++;
 		break;
@@ -357,25 +413,137 @@ static void count_leaks(struct hstate *h, const struct heap_options *opt)
 	}
 }
 
-int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt, struct heap_result *r)
+/* The process process i was forked from (its log's fork time set, and the
+ * same start words, which a forked child keeps and an exec'd image does
+ * not, and pid its ppid), or SIZE_MAX; *t_fork: the fork's time on the
+ * recording's time base. */
+static size_t fork_parent(struct trace_input *in, size_t i, uint64_t *t_fork)
+{
+	const struct trace_proc *p = trace_proc_at(in, i);
+	const struct lr_info *c = p->info;
+	if (!c->fork_time)
+		return SIZE_MAX;
+	for (size_t j = 0; j < trace_nprocs(in); j++) {
+		const struct lr_info *q = trace_proc_at(in, j)->info;
+		if (j != i && q->pid == c->ppid && q->start_tsc == c->start_tsc && q->start_mono_ns == c->start_mono_ns &&
+		    q->start_realtime_ns == c->start_realtime_ns) {
+			*t_fork = lr_time_ns(p->log, c->fork_time) + p->start_ns;
+			return j;
+		}
+	}
+	return SIZE_MAX;
+}
+
+/* The node of h's tree at the same traced path (function keys) as node n
+ * of tree `from`: the fork parent's stacks are the child's. Ancestors
+ * whose function the child's log does not list end the path there. */
+static uint32_t map_node(struct hstate *h, const struct trace_proc *p, const struct cp_tree *from, uint32_t n,
+			 struct hashmap *memo, struct hashmap *ids)
+{
+	if (n == CP_ROOT)
+		return CP_ROOT;
+	uint64_t *m = hm_find(memo, n);
+	if (m)
+		return (uint32_t)*m;
+	const struct cp_node *fn = cp_node(from, n);
+	uint32_t up = map_node(h, p, from, fn->parent, memo, ids);
+	uint64_t *id = hm_find(ids, fn->key);
+	uint32_t to = id ? cp_child(h->st.tree, up, fn->key, p, (uint32_t)*id) : up;
+	int added;
+	*hm_put(memo, n, &added) = to;
+	return to;
+}
+
+/* The child's heap starts as the fork parent's live set (parent, replayed
+ * up to the fork): each block at its site's stack and call site. */
+static void inherit(struct hstate *h, const struct trace_proc *p, const struct hstate *parent, uint64_t t_fork)
+{
+	struct heap_result *r = h->res;
+	const struct heap_result *pr = parent->res;
+	struct hashmap memo = {0}, ids = {0};
+	int added;
+	for (uint32_t f = 0; f < p->nfunc_keys; f++)
+		if (p->func_keys[f])
+			*hm_put(&ids, p->func_keys[f], &added) = f;
+	size_t pos = 0;
+	uint64_t ptr, bi;
+	while (hm_next(&parent->live, &pos, &ptr, &bi)) {
+		const struct block *b = &parent->blocks[bi];
+		const struct heap_site *ps = &pr->sites[b->site];
+		uint32_t node = map_node(h, p, pr->tree, ps->node, &memo, &ids);
+		uint32_t sid = site_of(h, p, node, ps->addr, ps->tail, ps->tag);
+		uint64_t *at = hm_put(&h->live, ptr, &added);
+		uint32_t nb = block_new(h);
+		h->blocks[nb] = (struct block){.size = b->size, .site = sid, .stage = 0};
+		*at = nb;
+		site_change(h, sid, (int64_t)b->size, 1);
+		h->cur_bytes += b->size;
+		r->tot.inherited_bytes += b->size;
+		r->tot.inherited_blocks++;
+	}
+	hm_free(&memo);
+	hm_free(&ids);
+	if (h->cur_bytes) {
+		r->tot.peak_bytes = h->cur_bytes;
+		r->tot.peak_blocks = h->live.count;
+		r->tot.peak_time = t_fork;
+		curve_point(h, t_fork > p->start_ns ? t_fork - p->start_ns : 0);
+	}
+}
+
+static void hstate_free(struct hstate *h)
+{
+	free(h->st.th);
+	hm_free(&h->addr_ix);
+	hm_free(&h->tag_ix);
+	hm_free(&h->site_of);
+	hm_free(&h->live);
+	free(h->blocks);
+	free(h->peak);
+}
+
+/* Replays process i into h (r: its result) up to time `until`, starting
+ * from its fork parent's live heap at the fork when it is a forked child. */
+static int replay_into(struct trace_input *in, size_t i, const struct heap_options *opt, struct heap_result *r,
+		       struct hstate *h, uint64_t until)
 {
 	const struct trace_proc *p = trace_proc_at(in, i);
 	memset(r, 0, sizeof(*r));
 	r->proc = p;
-	struct hstate h = {.res = r, .opt = opt};
-	stacks_init(&h.st, p, opt);
-	h.st.on_milestone = new_stage;
-	h.st.ctx = &h;
-	new_stage(&h, p->start_ns);
+	*h = (struct hstate){.res = r, .opt = opt, .until = until};
+	stacks_init(&h->st, p, opt);
+	h->st.on_milestone = new_stage;
+	h->st.ctx = h;
+	new_stage(h, p->start_ns);
 	if (opt && opt->curve) {
-		h.curve_w = 1;
+		h->curve_w = 1;
 		r->curve_t = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
 		r->curve_v = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
 		r->curve_end = xmalloc(HEAP_CURVE_MAX * sizeof(uint64_t));
 	}
-	struct trace_sink sink = {.ctx = &h, .frame_begin = stacks_begin, .frame_end = stacks_end,
+	uint64_t t_fork;
+	size_t j = fork_parent(in, i, &t_fork);
+	if (j != SIZE_MAX) {
+		struct heap_result pr;
+		struct hstate ph;
+		replay_into(in, j, NULL, &pr, &ph, t_fork);
+		pr.tree = ph.st.tree; /* heap_result_free frees it */
+		inherit(h, p, &ph, t_fork);
+		r->fork_parent = pr.proc;
+		hstate_free(&ph);
+		heap_result_free(&pr);
+	}
+	struct trace_sink sink = {.ctx = h, .frame_begin = stacks_begin, .frame_end = stacks_end,
 				  .alloc_event = heap_alloc_event};
 	int rc = trace_run_merged(in, i, &sink);
+	return until == UINT64_MAX ? rc : 0; /* a fork parent's replay stops on purpose */
+}
+
+int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt, struct heap_result *r)
+{
+	struct hstate h;
+	int rc = replay_into(in, i, opt, r, &h, UINT64_MAX);
+	const struct trace_proc *p = r->proc;
 	r->end_time = p->last_ns;
 	count_leaks(&h, opt);
 	r->stages[r->nstages - 1].heap_at_end = h.cur_bytes;
@@ -388,12 +556,7 @@ int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt
 	for (size_t c = 0; c < r->ncurve; c++)
 		r->curve_t[c] += p->start_ns;
 	r->tree = h.st.tree;
-	free(h.st.th);
-	hm_free(&h.addr_ix);
-	hm_free(&h.site_of);
-	hm_free(&h.live);
-	free(h.blocks);
-	free(h.peak);
+	hstate_free(&h);
 	return rc;
 }
 

@@ -37,6 +37,8 @@
 struct heap_site {
 	uint32_t node;                /* in heap_result.tree; CP_ROOT: no traced frame */
 	uint8_t tail;                 /* reached by a tail call from node's function */
+	uint32_t tag;                 /* addr in no recorded object's function: the events' return-address
+				       * tag (FORMAT.md), which tells node's call into that code; else 0 */
 	uint64_t addr;
 	uint64_t allocs, bytes;       /* allocations made here (realloc results included) */
 	uint64_t temporaries;
@@ -61,10 +63,15 @@ struct heap_totals {
 	uint64_t peak_bytes, peak_blocks, peak_time; /* peak_time: recording's time base */
 	uint64_t leak_bytes, leak_blocks;
 	uint64_t events;              /* heap events replayed */
+	/* A forked child's: its fork parent's blocks live at the fork, the
+	 * child's starting heap (not counted as its allocations; frees of
+	 * them match; those never freed are its leaks). */
+	uint64_t inherited_bytes, inherited_blocks;
 };
 
 struct heap_result {
 	const struct trace_proc *proc;
+	const struct trace_proc *fork_parent; /* the process it was forked from (heap inherited), or NULL */
 	struct heap_totals tot;
 	/* The stacks: one node per distinct traced call path (keys are
 	 * trace_func_keys, cp_func's owner the trace_proc and id the log's

@@ -68,6 +68,10 @@ struct lr_info {
 	/* How the process ended (sf_header.exit_state): enum sf_exit_source in
 	 * bits 32-39, a wait(2) status in the low 32 bits; 0: not known. */
 	uint64_t exit_state;
+	/* A forked child's: the raw event time at which its parent began the
+	 * fork (sf_header.fork_time; lr_time_ns converts it); 0: not a forked
+	 * child, or an older log. */
+	uint64_t fork_time;
 	int cmdline_truncated;
 	/* Record-time trimming (record --min-duration / --max-depth; 0: off),
 	 * which trace_input applies exactly, and the records the runtime left

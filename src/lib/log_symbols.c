@@ -357,6 +357,43 @@ int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint3
 	return 1;
 }
 
+int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *ret)
+{
+	const struct lr_object *obj;
+	uint64_t fvaddr;
+	if (!tag || lr_func(ls->log, func, &obj, &fvaddr) < 0)
+		return 0;
+	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
+	struct sym_object *so = ls->objs[oi].sym;
+	if (!so)
+		return 0;
+	/* the one address at or above the function's start with these low bits
+	 * that can still lie in it (a function is far below 256 MiB) */
+	const uint64_t span = 1ull << 28, start = fvaddr + obj->load_bias;
+	uint64_t r = (start & ~(span - 1)) | tag;
+	if (r <= start)
+		r += span;
+	uint64_t v = r - obj->load_bias;
+	uint64_t target;
+	const char *name;
+	const char *f = sym_lookup(so, fvaddr)->mangled;
+	if (!f || sym_lookup(so, v - 1)->mangled != f || !sym_call_target(so, v, &target, &name))
+		return 0;
+	*ret = r;
+	return 1;
+}
+
+int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func)
+{
+	const struct lr_object *obj;
+	uint64_t fvaddr;
+	if (!site || lr_func(ls->log, func, &obj, &fvaddr) < 0 || site <= obj->load_bias)
+		return 0;
+	struct sym_object *so = ls->objs[obj - lr_object_at(ls->log, 0)].sym;
+	const char *f = so ? sym_lookup(so, fvaddr)->mangled : NULL;
+	return f && sym_lookup(so, site - obj->load_bias - 1)->mangled == f;
+}
+
 int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func)
 {
 	const struct lr_object *obj;

@@ -98,6 +98,17 @@ int ls_tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_
  * lie on one line, else 0. */
 int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint32_t *line);
 
+/* The call in function func that a heap event's return-address tag
+ * (FORMAT.md: the low 28 bits of a return address) names: 1 with *ret the
+ * runtime return address when the tag's address lies in func and follows
+ * a direct call or a call through the PLT or the GOT; else 0 (a tag of 0,
+ * a stale slot's word, no code to read). */
+int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *ret);
+
+/* 1 when the call that returns to runtime address `site` (an allocation's
+ * call site) lies in function func's code; 0 when elsewhere or unknown. */
+int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func);
+
 /* 1 when function `func` is one that `tailer`'s code jumps to in a tail
  * call (decoded as for LS_SITE_IN_CALLEE): a traced tail callee. */
 int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func);

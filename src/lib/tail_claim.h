@@ -14,13 +14,18 @@
  *   - across allocations whose call site lies in the function F jumps to
  *     (decoded from F's code: the jmp after its tail-call sled; make_pair
  *     allocating three blocks);
- *   - when F jumps to another object's function through the PLT or GOT
- *     (dupit's `jmp strdup@plt`), across frees in code of objects the log
- *     did not record, up to and including the first allocation there only:
- *     P's own later calls into the same library (asprintf, printf's stdout
- *     buffer) allocate there too, and nothing in the trace tells them
- *     apart from the callee's, so the claim takes the one block a libc
- *     tail callee usually makes and ends;
+ *   - across every heap event elsewhere (in a library, deeper untraced
+ *     code) whose return-address tag is the claim's first: the slot the
+ *     callee returns through still holds P's call that entered it, so the
+ *     callee has not returned (two() in an untraced library allocating
+ *     twice before it returns);
+ *   - without a tag: when F jumps to another object's function through
+ *     the PLT or GOT (dupit's `jmp strdup@plt`), across frees in code of
+ *     objects the log did not record, up to and including the first
+ *     allocation there only: P's own later calls into the same library
+ *     (asprintf, printf's stdout buffer) allocate there too, and nothing
+ *     in the trace tells them apart from the callee's, so the claim takes
+ *     the one block a libc tail callee usually makes and ends;
  *   - across the first allocation, wherever its call site (the callee may
  *     reach the allocator through deeper untraced code);
  *   - until a heap event whose call site lies in P's code (the allocator
@@ -111,6 +116,9 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 	int free_ = k == SF_EV_DEALLOC || k == SF_EV_REALLOC_DEALLOC || k == SF_EV_HEAP_FREE;
 	if (!c->tail || cur != c->caller || !(alloc || free_))
 		return 0;
+	/* running: the tag is the claim's first, so the slot the callee
+	 * returns through still holds P's call that entered it */
+	int running = 0;
 	if (c->tags && ev->ret_tag) {
 		if (!c->tag0) {
 			c->tag0 = ev->ret_tag;
@@ -118,6 +126,7 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 			c->tail = 0;
 			return 0;
 		}
+		running = 1;
 	}
 	uint64_t f = c->tail;
 	int where = p->syms ? ls_tail_site(p->syms, ev->site, c->caller_func, c->tail_func) : LS_SITE_UNKNOWN;
@@ -136,7 +145,11 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 	case LS_SITE_IN_CALLEE:
 		c->seen |= alloc;
 		return f;
-	case LS_SITE_IN_LIBRARY: /* the first allocation in the library ends the claim */
+	case LS_SITE_IN_LIBRARY: /* without a tag, the first allocation in the library ends the claim */
+		if (running) {
+			c->seen |= alloc;
+			return f;
+		}
 		if (c->seen)
 			break;
 		if (alloc)
@@ -145,7 +158,7 @@ static inline uint64_t tc_claim(struct tail_claim *c, uint64_t cur, const struct
 	default: /* elsewhere */
 		break;
 	}
-	if (!c->seen) { /* the first allocation, wherever its site */
+	if (!c->seen || running) { /* the first allocation, wherever its site, or the callee still runs */
 		c->seen = alloc;
 		return f;
 	}

@@ -103,8 +103,10 @@ static int pf_process_end(void *ctx, const struct trace_proc *p)
 	heap_replay(s->in, p->index, &ho, &r);
 	struct pf_counter *c = pf_add_counter(s->w, s->proc, "heap size");
 	/* 0 at the image's own start: an exec'd image (same pid, a log of its
-	 * own) begins with an empty heap, not with the old image's bytes */
-	int rc = pf_counter_value(s->w, c, s->base + p->start_ns, 0);
+	 * own) begins with an empty heap, not with the old image's bytes. A
+	 * forked child begins at the fork with its parent's live heap (the
+	 * curve's first point); its start is its parent's. */
+	int rc = r.fork_parent ? 0 : pf_counter_value(s->w, c, s->base + p->start_ns, 0);
 	for (size_t i = 0; i < r.ncurve && !rc; i++) {
 		uint64_t t = s->base + r.curve_t[i];
 		rc = pf_counter_value(s->w, c, t, (int64_t)r.curve_v[i]);

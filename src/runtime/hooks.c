@@ -35,10 +35,14 @@ static sigset_t fork_mask;
 typedef int (*clone_fn)(int (*fn)(void *), void *stack, int flags, void *arg, ...);
 static clone_fn real_clone; /* glibc's clone(3) */
 
+uint64_t sf_fork_time;
+
 static void before_fork(void)
 {
 	/* Hold the lock across fork so the child never inherits it taken. */
 	sf_log_lock_sig(&fork_mask);
+	/* the child's heap is the parent's live set at this time (readers) */
+	sf_fork_time = sf_now_raw();
 }
 
 static void after_fork_parent(void)

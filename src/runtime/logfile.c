@@ -458,6 +458,7 @@ static int log_create_locked(void)
 	h->start_realtime_ns = sf_start_realtime;
 	h->start_tsc = sf_start_tsc;
 	h->start_mono_ns = sf_start_mono;
+	h->fork_time = sf_fork_time; /* 0 but in a forked child */
 	h->ring_bytes = (uint64_t)sf_config.ring_slots * SF_SLOT_SIZE;
 	fill_cmdline(h);
 	h->reserved[SF_HDR_TRIM_MIN_NS] = sf_config.trim_min_ns;

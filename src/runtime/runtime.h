@@ -190,6 +190,9 @@ extern struct sf_config sf_config SF_HIDDEN;
  * CLOCK_REALTIME (the log header's start fields; trim and trigger scale
  * counter ticks with the first two). */
 extern uint64_t sf_start_tsc SF_HIDDEN, sf_start_mono SF_HIDDEN, sf_start_realtime SF_HIDDEN;
+/* Event-clock time of the latest fork this process began (hooks.c); a
+ * forked child writes it in its header (sf_header.fork_time). 0: none. */
+extern uint64_t sf_fork_time SF_HIDDEN;
 void sf_services_start(void) SF_HIDDEN;          /* writer thread, ring handler, once sleds exist */
 void sf_services_after_fork_child(void) SF_HIDDEN;
 

@@ -362,9 +362,9 @@ static int print_event(void *ctx, const struct lr_event *ev)
 	int64_t *outer = &d->outer[ev->thread->index];
 	if (!*outer) /* frames the reader placed or never saw begin: outside the indentation */
 		*outer = 1 + (int64_t)ev->thread->outer + ev->thread->nbefore;
-	if ((ev->kind == SF_EV_EXIT || ev->kind == SF_EV_TAIL) && *depth)
+	if ((ev->kind == SF_EV_EXIT || sf_kind_is_tail(ev->kind)) && *depth)
 		(*depth)--;
-	else if (ev->kind == SF_EV_EXIT || ev->kind == SF_EV_TAIL)
+	else if (ev->kind == SF_EV_EXIT || sf_kind_is_tail(ev->kind))
 		*outer -= *outer > 1;
 	uint64_t dp = *depth;
 	out_chars(o, ' ', 2 * (size_t)(dp < DUMP_MAX_INDENT ? dp : DUMP_MAX_INDENT));

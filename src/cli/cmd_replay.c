@@ -42,6 +42,7 @@
 #include "lib/arg_values.h"
 #include "lib/demangle.h"
 #include "lib/log_symbols.h"
+#include "lib/tail_mark.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -82,8 +83,7 @@ struct thread_state {
 	/* A tail call: the frame that ended with it (by its jmp), whose
 	 * callee begins next at the same depth; and the pending frame's mark,
 	 * when it is that callee. */
-	int tail_open;
-	uint32_t tail_from, tail_depth;
+	struct tail_mark tail;
 	int pending_tail;
 	uint32_t pending_tail_from;
 	/* A run of repaired closes, written as one comment when it ends. */
@@ -467,12 +467,9 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 	ts->pending = *f;
 	ts->has_pending = 1;
 	/* The frame after a tail call at its depth is the callee only if the
-	 * caller's code jumps to it: an untraced callee leaves the caller's
-	 * caller's next call there. */
-	ts->pending_tail = ts->tail_open && f->depth == ts->tail_depth &&
-			   ls_is_tail_target(f->proc->syms, ts->tail_from, f->func_id);
-	ts->pending_tail_from = ts->tail_from;
-	ts->tail_open = 0;
+	 * jump the event names goes to it (lib/tail_mark.h). */
+	ts->pending_tail = tm_frame_begin(&ts->tail, f, f->proc->syms);
+	ts->pending_tail_from = ts->tail.from;
 	return r->write_failed = ferror_unlocked(stdout) != 0;
 }
 
@@ -508,9 +505,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	out("\n", 1);
 	/* Its callee, if traced, begins next at its depth; any other end
 	 * first means the callee was not traced. */
-	ts->tail_open = f->end_kind == FR_END_TAIL;
-	ts->tail_from = f->func_id;
-	ts->tail_depth = f->depth;
+	tm_frame_end(&ts->tail, f);
 	if (fr_end_is_repaired(f->end_kind)) {
 		ts->run_kind = f->end_kind;
 		ts->run_count++;

@@ -141,6 +141,8 @@ static uint8_t *pack_other(uint32_t *sp, uint8_t *o, const struct sf_event *ev, 
 		o = put_time(o, SF_PK_UNWIND, z);
 		return put_varint(o, frames);
 	}
+	if ((word & SF_KIND_MASK) == SF_EV_TAIL_ENTRY)
+		*sp -= *sp != 0; /* copied, but it pops like a tail call (the decoder does the same) */
 	o = put_time(o, SF_PK_RAW, z);
 	memcpy(o, &word, 4);
 	o += 4;
@@ -397,6 +399,8 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 			break;
 		}
 		u->payload_left = word ? sf_event_payload_count(word) : 0;
+		if ((word & SF_KIND_MASK) == SF_EV_TAIL_ENTRY)
+			stack_pop(st, 1);
 		break;
 	case 0:
 		return -1;

@@ -68,6 +68,7 @@ struct lr_info {
 	/* How the process ended (sf_header.exit_state): enum sf_exit_source in
 	 * bits 32-39, a wait(2) status in the low 32 bits; 0: not known. */
 	uint64_t exit_state;
+	uint64_t features;       /* sf_header.features: SF_FEAT_* (0 in older logs) */
 	int cmdline_truncated;
 	/* Record-time trimming (record --min-duration / --max-depth; 0: off),
 	 * which trace_input applies exactly, and the records the runtime left

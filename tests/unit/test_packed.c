@@ -219,6 +219,22 @@ static void test_random_batches(void **state)
 	}
 }
 
+/* Kind 15 (a tail call to a patched entry) is copied with op 7, and pops
+ * like a tail call on both sides: main -> a -TAIL15-> b -> exit b, exit
+ * main. After it the exits are of the stack's top again, one byte each:
+ * ENTRY main (2 bytes: id spelled), ENTRY a (2), TAIL15 (tag + word: 5),
+ * ENTRY b (2), EXIT b (1), EXIT main (1). */
+static void test_tail_to_entry_pops(void **state)
+{
+	const struct sf_event ev[] = {rec(1001, 1, SF_EV_ENTRY), rec(1002, 2, SF_EV_ENTRY),
+				      rec(1003, 2, SF_EV_TAIL_ENTRY), rec(1004, 3, SF_EV_ENTRY), rec(1005, 3, SF_EV_EXIT),
+				      rec(1006, 1, SF_EV_EXIT)};
+	assert_int_equal(round_trip(ev, 6, 1000), 2 + 2 + 5 + 2 + 1 + 1);
+	assert_int_equal(g_out[9] >> 4, SF_PK_ENTRY_ID);
+	assert_int_equal(g_out[11] >> 4, SF_PK_EXIT);
+	assert_int_equal(g_out[12] >> 4, SF_PK_EXIT); /* main's exit: the top after b's, as the decoder has it */
+}
+
 /* record -A/-R: an ARGS event (header, one values record) before each
  * entry and exit of add(i, i + 1), as args.c writes them (same time as
  * the event after). The payload is coded against the last one of the same
@@ -599,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_payload_kinds),
 		cmocka_unit_test(test_odd_records),
 		cmocka_unit_test(test_unwind_and_deep_stacks),
+		cmocka_unit_test(test_tail_to_entry_pops),
 		cmocka_unit_test(test_random_batches),
 		cmocka_unit_test(test_args_payloads_coded),
 		cmocka_unit_test(test_malformed_streams),

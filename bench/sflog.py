@@ -136,6 +136,8 @@ def _packed(payload, n):
         elif op == PK_ENTRY_ID:
             mru[((operand * 0x9E3779B1) & 0xFFFFFFFF) >> 29] = operand
         kind = PK_KIND.get(op, 1)
+        if op == 4 and operand == 0:
+            kind = 15  # a tail call to a patched entry, of the innermost open entry (id not tracked)
         words.append(operand << 4 | kind)
         ks.append(kind)
     return words, bytes(ks)

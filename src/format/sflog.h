@@ -35,8 +35,9 @@
 #include <stdint.h>
 
 #define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
-#define SF_VERSION      4                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks */
-#define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 4) */
+#define SF_VERSION      5                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks;
+					       * 5: + kind 15 (op 4 with id 0 when packed) and sf_header.features */
+#define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 5) */
 #define SF_HEADER_SIZE  4096u
 #define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */
 #define SF_SLOT_SIZE    65536u                /* whole slot chunk, header included */

@@ -242,7 +242,7 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->header_objects = h.objects;
 	in->header_chunks = h.chunks;
 	in->exit_state = h.exit_state;
-	in->features = h.features;
+	in->features = h.version >= 5 ? h.features : 0;
 	in->ring_bytes = h.ring_bytes;
 	in->snapshot = h.snapshot;
 	in->snapshot_reason = h.snapshot_reason;

@@ -277,6 +277,8 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_are
 		xray_decode(map + (size_t)i * XRAY_ENTRY_SIZE, at, &s);
 		if (!xray_kind_traced(s.kind) || s.address < o->lo || s.address + 11 > o->hi)
 			continue;
+		if (s.kind == XRAY_SLED_EXIT && sf_arch_exit_is_tail(s.address, o->lo, o->hi))
+			s.kind = XRAY_SLED_TAIL; /* its event says tail call, and -R records no return value there */
 		uint32_t local = func_index(&fm, s.function - bias, addrs, &nf);
 		sleds[ns].address = s.address;
 		sleds[ns].func_id = o->info.first_id + local;

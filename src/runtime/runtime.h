@@ -716,6 +716,10 @@ void sf_arch_unpatch_sled(const struct xray_sled_rt *s, const uint64_t target[SF
  * (the compiler's `jmp rel32`/`jmp rel8`, or `b`); 0 for any other
  * instruction (an indirect jump). Reads only the code, within [lo, hi). */
 uint64_t sf_arch_tail_target(uint64_t sled, uint64_t lo, uint64_t hi) SF_HIDDEN;
+/* Whether the sled the map calls an exit sled precedes a branch, not a
+ * return: a tail call (clang 14 and older label aarch64 tail-call sleds
+ * exits). Reads only the code, within [lo, hi). */
+int sf_arch_exit_is_tail(uint64_t sled, uint64_t lo, uint64_t hi) SF_HIDDEN;
 /* Points a setup-ABI slot (setup_abi.c) at a trampoline, if this
  * architecture knows the slot's form. */
 void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;

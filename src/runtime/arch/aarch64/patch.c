@@ -83,6 +83,16 @@ uint64_t sf_arch_tail_target(uint64_t sled, uint64_t lo, uint64_t hi)
 	return at + (uint64_t)(imm * 4);
 }
 
+int sf_arch_exit_is_tail(uint64_t sled, uint64_t lo, uint64_t hi)
+{
+	uint64_t at = sled + 32;
+	if (at < lo || at + 4 > hi)
+		return 0;
+	uint32_t op = word_at((const void *)at, 0);
+	return (op & 0xfc000000u) == 0x14000000u || /* b imm26 */
+	       (op & 0xfffffc1fu) == 0xd61f0000u;   /* br xN */
+}
+
 /* Back to the unpatched form: the first word only (`b #32`, one atomic
  * store); the rest keeps our patch, so a thread stopped inside the sled
  * still reaches the trampoline and returns past it. */

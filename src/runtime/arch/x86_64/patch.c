@@ -308,6 +308,13 @@ uint64_t sf_arch_tail_target(uint64_t sled, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
+/* LLVM has labelled x86-64 tail-call sleds as such since XRay began. */
+int sf_arch_exit_is_tail(uint64_t sled, uint64_t lo, uint64_t hi)
+{
+	(void)sled, (void)lo, (void)hi;
+	return 0;
+}
+
 /* A setup-ABI slot is `ret` + 15 nops. It becomes `jmp *0(%rip); <target>`:
  * bytes 1..13 first (unreachable behind the ret), then byte 0. */
 void sf_arch_point_slot(void (*slot)(void), void (*target)(void))

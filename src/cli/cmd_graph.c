@@ -655,7 +655,7 @@ int cmd_graph(int argc, char **argv)
 	struct input_opts io;
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
-	const struct cmd_opts own = {longopts, NULL, graph_option, &g, usage};
+	const struct cmd_opts own = {longopts, NULL, graph_option, &g, usage, IO_PAGE_BY_DEFAULT};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;
@@ -679,10 +679,8 @@ int cmd_graph(int argc, char **argv)
 	static char buf[1 << 16];
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
 	if (trace_run(in, &sink) == 0) {
-		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
-		if (rc)
-			sf_error("cannot write the graph to stdout");
-		else if (g.func && !g.shown) {
+		rc = input_opts_end_output(&io, 1, "the graph");
+		if (rc == 0 && g.func && !g.shown) {
 			sf_error("no call of '%s' in the trace (names as report shows them, or full names)",
 				 sf_esc(g.func));
 			rc = 1;

@@ -550,14 +550,13 @@ static void usage(FILE *out)
 		"of each merged in time order. Repairs show as comments where they happen\n"
 		"(/* 2 frames unwound */), and so do calls the --time window cut.\n"
 		"On a terminal the output goes through a pager ($" SF_ENV(PAGER) ", $PAGER or\n"
-		"less) as git does.\n"
+		"less) as git does (--no-pager: not).\n"
 		"\n"
 		"options:\n"
 		"  -f, --output-fields LIST  columns: duration,tid (default), addr, time,\n"
 		"                         delta, elapsed, task, module; +LIST adds to the\n"
 		"                         default; none; all\n"
 		"      --srcline          each call's source file:line (DWARF) as a comment\n"
-		"      --no-pager         write straight to stdout\n"
 		"      --raw-times        times as recorded: the tracer's own cost per call,\n"
 		"                         measured at start, is not taken off (the default does)\n"
 		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
@@ -570,7 +569,6 @@ static void usage(FILE *out)
 struct replay_opts {
 	struct replay *r;
 	const char *color;
-	int no_pager;
 	int raw_times;
 };
 
@@ -579,7 +577,6 @@ static int replay_option(void *ctx, int c, const char *arg)
 	struct replay_opts *o = ctx;
 	switch (c) {
 	case 'f': return parse_fields(o->r, arg);
-	case 'P': o->no_pager = 1; return 0;
 	case 'L': o->r->srcline = 1; return 0;
 	case 'R': o->raw_times = 1; return 0;
 	case 'C': return parse_color(arg, &o->color);
@@ -591,7 +588,6 @@ int cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output-fields", required_argument, 0, 'f'},
-		{"no-pager", no_argument, 0, 'P'},
 		{"srcline", no_argument, 0, 'L'},
 		{"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'},
@@ -603,14 +599,13 @@ int cmd_replay(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
 	parse_fields(&r, "duration,tid");
-	struct replay_opts ro = {&r, "auto", 0, 0};
-	const struct cmd_opts own = {longopts, "f:", replay_option, &ro, usage};
+	struct replay_opts ro = {&r, "auto", 0};
+	const struct cmd_opts own = {longopts, "f:", replay_option, &ro, usage, IO_PAGE_BY_DEFAULT};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;
 	}
 	const char *color = ro.color;
-	int no_pager = ro.no_pager;
 	int tty = isatty(1);
 	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
 	io.trace.short_names = input_opts_short_names(&io, 1);
@@ -620,12 +615,8 @@ int cmd_replay(int argc, char **argv)
 		sf_error("no log given (usage: sftrace replay [OPTIONS] LOG...)");
 		goto out_usage;
 	}
-	/* The pager shares the terminal with stderr: no progress line over it. */
-	int paging = !no_pager && pager_start() == 0;
-	io.trace.no_progress = paging;
 	struct trace_input *in = input_opts_open(&io, "replay", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {
-		pager_end();
 		if (usage_error)
 			goto out_usage;
 		goto out;
@@ -643,13 +634,7 @@ int cmd_replay(int argc, char **argv)
 				  .frame_end = frame_end,
 				  .process_end = process_end};
 	int run = trace_run(in, &sink);
-	rc = run == 0 && fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
-	/* A reader who quit the pager early has seen what they wanted. */
-	if (rc && paging && (r.write_failed || ferror(stdout)))
-		rc = 0;
-	else if (rc)
-		sf_error("cannot write the replay to stdout");
-	pager_end();
+	rc = input_opts_end_output(&io, run == 0 || r.write_failed, "the replay");
 	trace_report_repairs(in);
 	trace_close(in);
 	free(r.threads);

@@ -8,7 +8,8 @@
  *  12  ldp  x17, x30, [sp], #16
  *  16  b    32                      over the data, on to the code after the sled
  *  20  .quad trampoline
- *  28  .word function id            the trampoline reads it at [x30, #16]
+ *  28  .word function id            the trampoline reads it at [x30, #16] (sf_sled_id: a tail
+ *                                  sled jumping to a patched entry adds SF_TAIL_ENTRY_ID_BITS)
  * The absolute address reaches any trampoline: no stub pages. x17 (IP1) is
  * saved too, because at a tail-call sled an indirect branch may be about to
  * use it. Words 1..7 are written first and made visible to instruction

@@ -6,6 +6,7 @@
  * Patched:
  *   entry, tail call:  41 ba <id32> e8 <rel32>     mov $id,%r10d; call stub
  *   exit:              41 ba <id32> e9 <rel32>     mov $id,%r10d; jmp stub
+ * (id: sf_sled_id, a tail sled jumping to a patched entry adds SF_TAIL_ENTRY_ID_BITS)
  * Bytes 2..10 are written first (never executed in the unpatched form),
  * then bytes 0..1 with one atomic 16-bit store, so a thread running the
  * code sees either the old or the new sled, never a mix.

@@ -15,7 +15,8 @@ import collections
 import struct
 import subprocess
 
-KIND_NAMES = {1: "ENTRY", 2: "EXIT", 3: "TAIL"}
+KIND_NAMES = {1: "ENTRY", 2: "EXIT", 3: "TAIL", 15: "TAIL>ENTRY"}
+TAIL_ENTRY = 15  # a tail call whose jump lands on a traced entry (format version 5)
 
 
 def load_layout(exe):
@@ -136,6 +137,8 @@ def _packed(payload, n):
         elif op == PK_ENTRY_ID:
             mru[((operand * 0x9E3779B1) & 0xFFFFFFFF) >> 29] = operand
         kind = PK_KIND.get(op, 1)
+        if op == 4 and operand == 0:
+            kind = 15  # a tail call to a patched entry, of the innermost open entry (id not tracked)
         words.append(operand << 4 | kind)
         ks.append(kind)
     return words, bytes(ks)
@@ -201,7 +204,7 @@ def scan(path, L, per_function=False):
         words, ks = _events(payload, len(payload) // ev, L, fmt, stop_at_zero=True)
         _count(words, ks, L, kinds, entries, per_function)
     # Holes (kind 0) and unknown kinds in DATA chunks are not events.
-    for k in [k for k in kinds if not 1 <= k <= L["kind.alloc_last"]]:
+    for k in [k for k in kinds if not (1 <= k <= L["kind.alloc_last"] or k == TAIL_ENTRY)]:
         del kinds[k]
     return {"kinds": kinds, "entries": entries, "objects": objects}
 

@@ -74,7 +74,7 @@ int cmd_convert(int argc, char **argv)
 	struct input_opts io;
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
-	const struct cmd_opts own = {longopts, "o:t:", convert_option, &args, usage};
+	const struct cmd_opts own = {longopts, "o:t:", convert_option, &args, usage, IO_PAGE_NEVER};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;

@@ -362,9 +362,9 @@ static int print_event(void *ctx, const struct lr_event *ev)
 	int64_t *outer = &d->outer[ev->thread->index];
 	if (!*outer) /* frames the reader placed or never saw begin: outside the indentation */
 		*outer = 1 + (int64_t)ev->thread->outer + ev->thread->nbefore;
-	if ((ev->kind == SF_EV_EXIT || ev->kind == SF_EV_TAIL) && *depth)
+	if ((ev->kind == SF_EV_EXIT || sf_kind_is_tail(ev->kind)) && *depth)
 		(*depth)--;
-	else if (ev->kind == SF_EV_EXIT || ev->kind == SF_EV_TAIL)
+	else if (ev->kind == SF_EV_EXIT || sf_kind_is_tail(ev->kind))
 		*outer -= *outer > 1;
 	uint64_t dp = *depth;
 	out_chars(o, ' ', 2 * (size_t)(dp < DUMP_MAX_INDENT ? dp : DUMP_MAX_INDENT));
@@ -524,10 +524,11 @@ static int parse_args(int argc, char **argv, struct dump_opts *opt)
 	static const struct option longopts[] = {
 		{"raw", no_argument, NULL, O_RAW},
 		{"help", no_argument, NULL, 'h'},
-		INPUT_LONGOPTS(O_SYMBOL),
+		INPUT_LONGOPTS(O_SYMBOL), PAGER_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	input_opts_init(&opt->io, O_SYMBOL);
+	opt->io.page_by = IO_PAGE_ASKED;
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -542,6 +543,7 @@ static int parse_args(int argc, char **argv, struct dump_opts *opt)
 		case 'h':
 			fputs(dump_usage, stdout);
 			input_opts_usage(stdout, O_SYMBOL);
+			input_opts_pager_usage(stdout, IO_PAGE_ASKED);
 			return 2;
 		default:
 			if (optopt)
@@ -588,6 +590,7 @@ static int dump(struct dump_opts *opt)
 	io->trace.nsymbol_paths = io->nsymbols;
 	io->trace.short_names = io->names == 1;
 
+	input_opts_page(io);
 	struct out o = {.cap = 1 << 20, .f = stdout};
 	o.buf = xmalloc(o.cap);
 	print_header(&o, log, ls);
@@ -607,9 +610,10 @@ static int dump(struct dump_opts *opt)
 	if (!bad)
 		print_footer(&o, log, ls);
 	out_flush(&o);
-	int failed = o.failed || fflush(stdout) != 0;
+	int failed = (o.failed || fflush(stdout) != 0) && !io->paging; /* quitting a pager early is no error */
 	if (failed)
 		sf_error("dump: writing the output failed: %s", strerror(errno));
+	input_opts_pager_done(io);
 	free(d.depth);
 	free(d.outer);
 	free(d.next_pause);

@@ -58,7 +58,7 @@ int cmd_flamegraph(int argc, char **argv)
 	struct input_opts io;
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
-	const struct cmd_opts own = {longopts, "o:", fg_option, &fo, usage};
+	const struct cmd_opts own = {longopts, "o:", fg_option, &fo, usage, IO_PAGE_NEVER};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;

@@ -35,6 +35,7 @@
 #include "lib/demangle.h"
 #include "lib/hashmap.h"
 #include "lib/log_symbols.h"
+#include "lib/tail_mark.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -80,9 +81,8 @@ struct gthread {
 	struct open_frame *stack;
 	size_t cap;
 	/* A frame that ended with a tail call: its callee, if traced, begins
-	 * next at its depth (replay's rule, cmd_replay.c). */
-	int tail_open;
-	uint32_t tail_from, tail_depth;
+	 * next at its depth (lib/tail_mark.h). */
+	struct tail_mark tail;
 	uint32_t bt;          /* the backtrace of the open outermost FUNC call, or NONE */
 	uint32_t bt_depth;    /* its depth */
 };
@@ -350,11 +350,9 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 	}
 	uint32_t parent = f->depth ? t->stack[f->depth - 1].node : g->func ? NONE : ROOT;
 	uint32_t node = NONE;
-	int tail = t->tail_open && f->depth == t->tail_depth &&
-		   ls_is_tail_target(g->proc->syms, t->tail_from, f->func_id);
-	t->tail_open = 0;
+	int tail = tm_frame_begin(&t->tail, f, g->proc->syms);
 	if (parent != NONE) {
-		node = child_of(g, parent, f->func_id, tail ? t->tail_from : NONE);
+		node = child_of(g, parent, f->func_id, tail ? t->tail.from : NONE);
 	} else if (is_target(g, f->func_id)) {
 		node = ROOT;
 		if (!g->nodes[ROOT].name) {
@@ -362,13 +360,13 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 			g->nodes[ROOT].len = sf_name_sans_params(g->nodes[ROOT].name,
 								 trace_symbol(g->proc, f->func_id)->mangled);
 		}
-		t->bt = find_backtrace(g, t, f->depth, f->func_id, tail ? t->tail_from : NONE);
+		t->bt = find_backtrace(g, t, f->depth, f->func_id, tail ? t->tail.from : NONE);
 		t->bt_depth = f->depth;
 		g->bts[t->bt].hits++;
 	}
 	if (node != NONE)
 		g->nodes[node].calls++;
-	t->stack[f->depth] = (struct open_frame){node, f->func_id, tail ? t->tail_from : NONE};
+	t->stack[f->depth] = (struct open_frame){node, f->func_id, tail ? t->tail.from : NONE};
 	return 0;
 }
 
@@ -384,9 +382,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 		g->bts[t->bt].time_ns += d;
 		t->bt = NONE;
 	}
-	t->tail_open = f->end_kind == FR_END_TAIL;
-	t->tail_from = f->func_id;
-	t->tail_depth = f->depth;
+	tm_frame_end(&t->tail, f);
 	return 0;
 }
 
@@ -659,7 +655,7 @@ int cmd_graph(int argc, char **argv)
 	struct input_opts io;
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
-	const struct cmd_opts own = {longopts, NULL, graph_option, &g, usage};
+	const struct cmd_opts own = {longopts, NULL, graph_option, &g, usage, IO_PAGE_BY_DEFAULT};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;
@@ -683,10 +679,8 @@ int cmd_graph(int argc, char **argv)
 	static char buf[1 << 16];
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
 	if (trace_run(in, &sink) == 0) {
-		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
-		if (rc)
-			sf_error("cannot write the graph to stdout");
-		else if (g.func && !g.shown) {
+		rc = input_opts_end_output(&io, 1, "the graph");
+		if (rc == 0 && g.func && !g.shown) {
 			sf_error("no call of '%s' in the trace (names as report shows them, or full names)",
 				 sf_esc(g.func));
 			rc = 1;

@@ -408,7 +408,7 @@ int cmd_info(int argc, char **argv)
 	struct input_opts io;
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
-	const struct cmd_opts own = {longopts, NULL, info_option, &inf, usage};
+	const struct cmd_opts own = {longopts, NULL, info_option, &inf, usage, IO_PAGE_ASKED};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;
@@ -430,9 +430,7 @@ int cmd_info(int argc, char **argv)
 			(inf.json ? json_proc : text_proc)(&inf, trace_proc_at(in, k));
 		if (inf.json)
 			printf("\n]}\n");
-		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
-		if (rc)
-			sf_error("cannot write to stdout");
+		rc = input_opts_end_output(&io, 1, "the information");
 		/* The logs' warnings (a cut file), as every reading command
 		 * gives them; the repairs are in the output already. */
 		trace_repairs_shown(in);

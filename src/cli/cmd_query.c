@@ -377,7 +377,7 @@ int cmd_query(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int usage_error;
 	struct query_opts qo = {-1, 0};
-	const struct cmd_opts own = {longopts, NULL, query_option, &qo, usage};
+	const struct cmd_opts own = {longopts, NULL, query_option, &qo, usage, IO_PAGE_ASKED};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;
@@ -417,11 +417,10 @@ int cmd_query(int argc, char **argv)
 				table_print(&tab, stdout);
 			else if (out && copy_out(out) < 0)
 				sf_error("query: cannot read back the output");
-			rc = fflush(stdout) == 0 && !ferror(stdout) && !(out && ferror(out)) ? 0 : 1;
-			if (rc)
-				sf_error("query: cannot write to stdout");
+			rc = input_opts_end_output(&io, !(out && ferror(out)), "the result");
 		}
 	}
+	input_opts_pager_done(&io);
 	if (out)
 		fclose(out);
 	table_free(&tab);

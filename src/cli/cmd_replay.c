@@ -42,6 +42,7 @@
 #include "lib/arg_values.h"
 #include "lib/demangle.h"
 #include "lib/log_symbols.h"
+#include "lib/tail_mark.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -82,8 +83,7 @@ struct thread_state {
 	/* A tail call: the frame that ended with it (by its jmp), whose
 	 * callee begins next at the same depth; and the pending frame's mark,
 	 * when it is that callee. */
-	int tail_open;
-	uint32_t tail_from, tail_depth;
+	struct tail_mark tail;
 	int pending_tail;
 	uint32_t pending_tail_from;
 	/* A run of repaired closes, written as one comment when it ends. */
@@ -467,12 +467,9 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 	ts->pending = *f;
 	ts->has_pending = 1;
 	/* The frame after a tail call at its depth is the callee only if the
-	 * caller's code jumps to it: an untraced callee leaves the caller's
-	 * caller's next call there. */
-	ts->pending_tail = ts->tail_open && f->depth == ts->tail_depth &&
-			   ls_is_tail_target(f->proc->syms, ts->tail_from, f->func_id);
-	ts->pending_tail_from = ts->tail_from;
-	ts->tail_open = 0;
+	 * jump the event names goes to it (lib/tail_mark.h). */
+	ts->pending_tail = tm_frame_begin(&ts->tail, f, f->proc->syms);
+	ts->pending_tail_from = ts->tail.from;
 	return r->write_failed = ferror_unlocked(stdout) != 0;
 }
 
@@ -508,9 +505,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	out("\n", 1);
 	/* Its callee, if traced, begins next at its depth; any other end
 	 * first means the callee was not traced. */
-	ts->tail_open = f->end_kind == FR_END_TAIL;
-	ts->tail_from = f->func_id;
-	ts->tail_depth = f->depth;
+	tm_frame_end(&ts->tail, f);
 	if (fr_end_is_repaired(f->end_kind)) {
 		ts->run_kind = f->end_kind;
 		ts->run_count++;
@@ -555,14 +550,13 @@ static void usage(FILE *out)
 		"of each merged in time order. Repairs show as comments where they happen\n"
 		"(/* 2 frames unwound */), and so do calls the --time window cut.\n"
 		"On a terminal the output goes through a pager ($" SF_ENV(PAGER) ", $PAGER or\n"
-		"less) as git does.\n"
+		"less) as git does (--no-pager: not).\n"
 		"\n"
 		"options:\n"
 		"  -f, --output-fields LIST  columns: duration,tid (default), addr, time,\n"
 		"                         delta, elapsed, task, module; +LIST adds to the\n"
 		"                         default; none; all\n"
 		"      --srcline          each call's source file:line (DWARF) as a comment\n"
-		"      --no-pager         write straight to stdout\n"
 		"      --raw-times        times as recorded: the tracer's own cost per call,\n"
 		"                         measured at start, is not taken off (the default does)\n"
 		"      --color WHEN       auto (default: when stdout is a terminal and NO_COLOR\n"
@@ -575,7 +569,6 @@ static void usage(FILE *out)
 struct replay_opts {
 	struct replay *r;
 	const char *color;
-	int no_pager;
 	int raw_times;
 };
 
@@ -584,7 +577,6 @@ static int replay_option(void *ctx, int c, const char *arg)
 	struct replay_opts *o = ctx;
 	switch (c) {
 	case 'f': return parse_fields(o->r, arg);
-	case 'P': o->no_pager = 1; return 0;
 	case 'L': o->r->srcline = 1; return 0;
 	case 'R': o->raw_times = 1; return 0;
 	case 'C': return parse_color(arg, &o->color);
@@ -596,7 +588,6 @@ int cmd_replay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output-fields", required_argument, 0, 'f'},
-		{"no-pager", no_argument, 0, 'P'},
 		{"srcline", no_argument, 0, 'L'},
 		{"color", required_argument, 0, 'C'},
 		{"colour", required_argument, 0, 'C'},
@@ -608,14 +599,13 @@ int cmd_replay(int argc, char **argv)
 	input_opts_init(&io, 's');
 	int rc = 1, usage_error;
 	parse_fields(&r, "duration,tid");
-	struct replay_opts ro = {&r, "auto", 0, 0};
-	const struct cmd_opts own = {longopts, "f:", replay_option, &ro, usage};
+	struct replay_opts ro = {&r, "auto", 0};
+	const struct cmd_opts own = {longopts, "f:", replay_option, &ro, usage, IO_PAGE_BY_DEFAULT};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;
 	}
 	const char *color = ro.color;
-	int no_pager = ro.no_pager;
 	int tty = isatty(1);
 	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
 	io.trace.short_names = input_opts_short_names(&io, 1);
@@ -625,12 +615,8 @@ int cmd_replay(int argc, char **argv)
 		sf_error("no log given (usage: sftrace replay [OPTIONS] LOG...)");
 		goto out_usage;
 	}
-	/* The pager shares the terminal with stderr: no progress line over it. */
-	int paging = !no_pager && pager_start() == 0;
-	io.trace.no_progress = paging;
 	struct trace_input *in = input_opts_open(&io, "replay", argc, argv, optind, NULL, 0, &usage_error);
 	if (!in) {
-		pager_end();
 		if (usage_error)
 			goto out_usage;
 		goto out;
@@ -648,13 +634,7 @@ int cmd_replay(int argc, char **argv)
 				  .frame_end = frame_end,
 				  .process_end = process_end};
 	int run = trace_run(in, &sink);
-	rc = run == 0 && fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
-	/* A reader who quit the pager early has seen what they wanted. */
-	if (rc && paging && (r.write_failed || ferror(stdout)))
-		rc = 0;
-	else if (rc)
-		sf_error("cannot write the replay to stdout");
-	pager_end();
+	rc = input_opts_end_output(&io, run == 0 || r.write_failed, "the replay");
 	trace_report_repairs(in);
 	trace_close(in);
 	free(r.threads);

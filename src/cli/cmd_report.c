@@ -405,7 +405,7 @@ int cmd_report(int argc, char **argv)
 	struct input_opts io;
 	input_opts_init(&io, 'S');
 	int rc = 1, usage_error;
-	const struct cmd_opts own = {longopts, "s:n:", report_option, &args, usage};
+	const struct cmd_opts own = {longopts, "s:n:", report_option, &args, usage, IO_PAGE_ASKED};
 	switch (input_opts_parse(&io, &own, argc, argv)) {
 	case IO_HELP_SHOWN: input_opts_free(&io); return 0;
 	case IO_USAGE_ERROR: goto out_usage;
@@ -442,10 +442,9 @@ int cmd_report(int argc, char **argv)
 	if (cp_collect(r.t, in, levels) == 0) {
 		r.rows = fs_aggregate(r.t, r.by_name, &r.nrows);
 		print_report(&r, in);
-		rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
-		if (rc)
-			sf_error("cannot write the report to stdout");
+		rc = input_opts_end_output(&io, 1, "the report");
 	}
+	input_opts_pager_done(&io);
 	trace_report_repairs(in);
 	free(r.rows);
 	cp_free(r.t);

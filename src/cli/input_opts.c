@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/pager.h"
+#include "format/sf_env.h"
 #include "lib/outfile.h"
 #include "lib/util.h"
 
@@ -11,6 +13,45 @@ void input_opts_init(struct input_opts *o, int symbol_char)
 	memset(o, 0, sizeof(*o));
 	o->symbol_char = symbol_char;
 	o->names = -1;
+	o->pager = -1;
+}
+
+void input_opts_pager_usage(FILE *out, int by)
+{
+	if (by != IO_PAGE_NEVER)
+		fputs("paging (as git: $" SF_ENV(PAGER) ", else $PAGER, else less; empty or cat: none):\n", out);
+	if (by == IO_PAGE_BY_DEFAULT)
+		fprintf(out, "      --no-pager         write straight to stdout, not through a pager\n"
+			     "      --pager            page on a terminal (the default; also --paginate)\n");
+	else if (by == IO_PAGE_ASKED)
+		fprintf(out, "      --pager            on a terminal, page the output (also --paginate)\n"
+			     "      --no-pager         write straight to stdout (the default)\n");
+}
+
+int input_opts_page(struct input_opts *o)
+{
+	if (!o->paging && (o->pager == 1 || (o->pager < 0 && o->page_by == IO_PAGE_BY_DEFAULT)))
+		o->paging = pager_start() == 0;
+	o->trace.no_progress |= o->paging;
+	return o->paging;
+}
+
+int input_opts_end_output(struct input_opts *o, int ok, const char *what)
+{
+	int written = fflush(stdout) == 0 && !ferror(stdout);
+	int rc = ok && (written || o->paging) ? 0 : 1; /* a pager quit early took what the reader wanted */
+	if (ok && !written && !o->paging)
+		sf_error("cannot write %s to stdout", what);
+	input_opts_pager_done(o);
+	return rc;
+}
+
+void input_opts_pager_done(struct input_opts *o)
+{
+	if (o->paging) {
+		pager_end();
+		o->paging = 0;
+	}
 }
 
 int io_parse_duration(const char *opt, const char *s, uint64_t *ns)
@@ -145,6 +186,8 @@ int input_opts_handle(struct input_opts *o, int c, const char *arg)
 		o->trace.no_symbols = 1;
 	} else if (c == 'q') {
 		o->trace.quiet = 1;
+	} else if (c == IO_PAGER || c == IO_NO_PAGER) {
+		o->pager = c == IO_PAGER;
 	} else {
 		return handle_cut(o, c, arg);
 	}
@@ -211,6 +254,7 @@ struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int a
 		sf_error("%s", err);
 		return NULL;
 	}
+	input_opts_page(o);
 	o->trace.symbol_paths = o->symbols;
 	o->trace.nsymbol_paths = o->nsymbols;
 	return trace_open((const char *const *)argv + first, (size_t)(argc - first), &o->trace);
@@ -218,6 +262,7 @@ struct trace_input *input_opts_open(struct input_opts *o, const char *cmd, int a
 
 void input_opts_free(struct input_opts *o)
 {
+	input_opts_pager_done(o); /* an error ended the output early */
 	free(o->tids);
 	o->tids = NULL;
 	free(o->only_funcs);
@@ -233,13 +278,15 @@ void input_opts_free(struct input_opts *o)
 
 int input_opts_parse(struct input_opts *o, const struct cmd_opts *c, int argc, char **argv)
 {
-	const struct option shared[] = {INPUT_LONGOPTS(o->symbol_char), {"help", no_argument, 0, 'h'}};
-	size_t nown = 0, nshared = sizeof(shared) / sizeof(shared[0]);
+	const struct option shared[] = {INPUT_LONGOPTS(o->symbol_char), {"help", no_argument, 0, 'h'},
+					PAGER_LONGOPTS};
+	size_t nown = 0, nshared = sizeof(shared) / sizeof(shared[0]) - (c->page_by == IO_PAGE_NEVER ? 3 : 0);
+	o->page_by = c->page_by;
 	while (c->longopts && c->longopts[nown].name)
 		nown++;
 	struct option *all = xcalloc(nown + nshared + 1, sizeof(*all));
 	memcpy(all, c->longopts, nown * sizeof(*all));
-	memcpy(all + nown, shared, sizeof(shared));
+	memcpy(all + nown, shared, nshared * sizeof(*all));
 	char shorts[64];
 	int sym = o->symbol_char > ' ' && o->symbol_char < 127;
 	snprintf(shorts, sizeof(shorts), "%s%s%s" INPUT_SHORTOPTS "h", c->shortopts ? c->shortopts : "",
@@ -252,6 +299,7 @@ int input_opts_parse(struct input_opts *o, const struct cmd_opts *c, int argc, c
 				rc = IO_USAGE_ERROR;
 		} else if (opt == 'h') {
 			c->usage(stdout);
+			input_opts_pager_usage(stdout, c->page_by);
 			rc = IO_HELP_SHOWN;
 		} else if (opt == '?' || opt == ':' || !c->handle || c->handle(c->ctx, opt, optarg) < 0) {
 			rc = IO_USAGE_ERROR;

@@ -14,7 +14,18 @@
 #include "lib/trace_input.h"
 
 /* Option codes of the long-only shared options. */
-enum { IO_TID = 0x300, IO_TIME, IO_MIN_DURATION, IO_MAX_DEPTH, IO_NAMES, IO_FORCE, IO_NO_SYMBOLS };
+enum { IO_TID = 0x300, IO_TIME, IO_MIN_DURATION, IO_MAX_DEPTH, IO_NAMES, IO_FORCE, IO_NO_SYMBOLS, IO_PAGER,
+       IO_NO_PAGER };
+
+/* Paging, as git does (cli/pager.h): the commands that print text for a
+ * person take --pager (--paginate) and --no-pager. Those that page by
+ * default (replay, graph: long outputs read from the top) do so on a
+ * terminal unless --no-pager; the others (report, info, query, dump) only
+ * with --pager. */
+enum { IO_PAGE_NEVER = 0, IO_PAGE_ASKED = 1, IO_PAGE_BY_DEFAULT = 2 };
+#define PAGER_LONGOPTS                                                                                  \
+	{"pager", no_argument, 0, IO_PAGER}, {"paginate", no_argument, 0, IO_PAGER},                    \
+		{"no-pager", no_argument, 0, IO_NO_PAGER}
 
 /* The short options of the shared ones, for each command's optstring
  * ("o:" INPUT_SHORTOPTS "h"): -c FILE, -F REGEX, -N REGEX, -q. */
@@ -42,6 +53,9 @@ struct input_opts {
 	unsigned *only_seq, *notrace_seq; /* each one's place among all -F and -N */
 	unsigned nfunc_opts;
 	int names;       /* -1: the command's default, 0 full, 1 short */
+	int pager;       /* -1: the command's default (page_by), 0 --no-pager, 1 --pager */
+	int page_by;     /* IO_PAGE_* of the command */
+	int paging;      /* the output goes through a pager (input_opts_page) */
 	int failed;      /* a shared option had a bad value (message printed) */
 };
 
@@ -58,6 +72,26 @@ int input_opts_handle(struct input_opts *o, int c, const char *arg);
 void input_opts_usage(FILE *out, int symbol_char);
 /* The same without the trace-cutting options (for commands that refuse them). */
 void input_opts_usage_symbols(FILE *out, int symbol_char);
+
+/* The help lines of --pager and --no-pager, for a command of IO_PAGE_* `by`. */
+void input_opts_pager_usage(FILE *out, int by);
+
+/* Starts the pager when the options and the command's default ask for it
+ * and stdout is a terminal (no progress line then: the pager owns the
+ * screen). input_opts_open calls it once the command line is checked. 1
+ * when paging. */
+int input_opts_page(struct input_opts *o);
+
+/* The end of a command's output to stdout: flushes it and waits for the
+ * pager. `ok`: the command produced all of it. Returns the exit status: 1
+ * when !ok, or when writing failed (said, with `what`: "the report"),
+ * except that a reader who quit the pager early has seen what they
+ * wanted. Call before anything goes to stderr after the output. */
+int input_opts_end_output(struct input_opts *o, int ok, const char *what);
+
+/* Waits for the pager, if any (stdout is closed then): what the command
+ * writes to stderr next shows after the output, not under the pager. */
+void input_opts_pager_done(struct input_opts *o);
 
 /* The style --names chose, or `dflt` (1 short, 0 full) when not given. */
 int input_opts_short_names(const struct input_opts *o, int dflt);
@@ -79,6 +113,7 @@ struct cmd_opts {
 	int (*handle)(void *ctx, int c, const char *arg);
 	void *ctx;
 	void (*usage)(FILE *out); /* --help: the command's help (it ends with input_opts_usage) */
+	int page_by;              /* IO_PAGE_*: the pager options are the command's if not NEVER */
 };
 
 enum { IO_PARSED = 0, IO_HELP_SHOWN = 1, IO_USAGE_ERROR = 2 };

@@ -141,6 +141,8 @@ static uint8_t *pack_other(uint32_t *sp, uint8_t *o, const struct sf_event *ev, 
 		o = put_time(o, SF_PK_UNWIND, z);
 		return put_varint(o, frames);
 	}
+	if ((word & SF_KIND_MASK) == SF_EV_TAIL_ENTRY)
+		*sp -= *sp != 0; /* not its entry's: copied, but it pops like a tail call (the decoder does the same) */
 	o = put_time(o, SF_PK_RAW, z);
 	memcpy(o, &word, 4);
 	o += 4;
@@ -187,6 +189,14 @@ static inline __attribute__((always_inline)) uint8_t *pack_call(uint8_t *o, uint
 	} else {
 		uint32_t top = stack[(*sp - 1) % SF_PK_STACK];
 		spell = (top != id) | (*sp == 0);
+		if (__builtin_expect(spell && !id && kind == SF_EV_TAIL, 0)) {
+			/* op 4 with id 0 is kind 15's: a kind-3 word with id 0
+			 * (never a function's) is copied, op 7, which pops nothing */
+			uint32_t w = sf_event_word(0, SF_EV_TAIL);
+			o = put_time(o, SF_PK_RAW, z);
+			memcpy(o, &w, 4);
+			return o + 4;
+		}
 		*sp -= *sp != 0;
 		op = (kind - SF_EV_EXIT) * 2 + SF_PK_EXIT + spell;
 	}
@@ -272,6 +282,13 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 			continue;
 		}
 		uint32_t np = word >> SF_KIND_BITS;
+		if (kind == SF_EV_TAIL_ENTRY && sp && stack[(sp - 1) % SF_PK_STACK] == np) {
+			/* its entry's, as op 3 for kind 3: op 4 with id 0 */
+			sp--;
+			o = put_tag(o, SF_PK_TAIL_ID, z);
+			*o++ = 0;
+			continue;
+		}
 		if (sf_pk_args_coded(word))
 			return 0; /* a corrupt ARGS word that would read as coded: the batch goes raw */
 		if (kind == SF_EV_ARGS && np && np <= SF_ARGS_MAX_RECORDS && i + np < n) {
@@ -373,7 +390,13 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 	case SF_PK_UNWIND:
 		if (get_varint(u, &id) < 0 || id >= SF_FUNC_ID_LIMIT)
 			return -1;
-		if (op == SF_PK_ENTRY_ID) {
+		if (op == SF_PK_TAIL_ID && !id) { /* kind 15 of the innermost open entry */
+			if (!st->sp)
+				return -1;
+			id = stack_top(st);
+			stack_pop(st, 1);
+			word = sf_event_word(id, SF_EV_TAIL_ENTRY);
+		} else if (op == SF_PK_ENTRY_ID) {
 			st->mru[sf_pk_slot(id)] = id;
 			stack_push(st, id);
 			word = sf_event_word(id, SF_EV_ENTRY);
@@ -397,6 +420,8 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 			break;
 		}
 		u->payload_left = word ? sf_event_payload_count(word) : 0;
+		if ((word & SF_KIND_MASK) == SF_EV_TAIL_ENTRY)
+			stack_pop(st, 1);
 		break;
 	case 0:
 		return -1;
@@ -467,6 +492,9 @@ int sf_unpack_count(struct sf_unpack *u, uint32_t max, uint32_t *n)
 			break;
 		} else if (op == SF_PK_ENTRY_ID) {
 			sp++;
+		} else if (op == SF_PK_TAIL_ID && !id && !sp) { /* kind 15 of the top, on an empty stack */
+			r = SF_COUNT_BAD;
+			break;
 		} else {
 			uint32_t pop = op == SF_PK_UNWIND ? id : 1;
 			sp -= pop < sp ? pop : sp;

@@ -28,7 +28,7 @@ enum sf_pack_op {
 	SF_PK_EXIT = 1,      /* exit of the innermost open entry */
 	SF_PK_EXIT_ID = 2,   /* exit, varint id */
 	SF_PK_TAIL = 3,      /* tail call of the innermost open entry */
-	SF_PK_TAIL_ID = 4,   /* tail call, varint id */
+	SF_PK_TAIL_ID = 4,   /* tail call, varint id; id 0: kind 15 (SF_EV_TAIL_ENTRY) of the innermost open entry */
 	SF_PK_ENTRY_ID = 5,  /* entry, varint id */
 	SF_PK_UNWIND = 6,    /* unwind, varint frame count */
 	SF_PK_RAW = 7,       /* u32 word, then its payload records (8 bytes each) */

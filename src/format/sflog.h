@@ -35,8 +35,9 @@
 #include <stdint.h>
 
 #define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
-#define SF_VERSION      4                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks */
-#define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 4) */
+#define SF_VERSION      5                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks;
+					       * 5: + kind 15 (op 4 with id 0 when packed) and sf_header.features */
+#define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 5) */
 #define SF_HEADER_SIZE  4096u
 #define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */
 #define SF_SLOT_SIZE    65536u                /* whole slot chunk, header included */
@@ -93,7 +94,20 @@ enum sf_event_kind {
 	 * number of payload records that follow (1..SF_ARGS_MAX_RECORDS):
 	 * struct sf_args_head, then the values' bytes (format/sf_args.h). */
 	SF_EV_ARGS = 13,
+	/* A tail call (as kind 3) whose sled's jump lands on the entry of a
+	 * function of the same object whose entry sled was patched with it
+	 * (the runtime decodes the `jmp`/`b` after each tail-call sled when
+	 * it patches). In a log with SF_FEAT_TAIL_TARGET, kind 3 then means
+	 * a tail call anywhere else: through the PLT or GOT, an indirect
+	 * jump, a function that does not record. Readers deliver both as
+	 * SF_EV_TAIL (lr_event.tail_to_entry tells them apart). */
+	SF_EV_TAIL_ENTRY = 15,
 };
+/* The sled's function id with these bits set makes its trampoline store
+ * kind 15 instead of 3: the trampolines rotate the id left by
+ * SF_KIND_BITS (rather than shift it), bringing them down to bits 2-3,
+ * and OR the kind in. Ids are below SF_FUNC_ID_LIMIT, so they are free. */
+#define SF_TAIL_ENTRY_ID_BITS 0xc0000000u
 #define SF_ARGS_MAX_RECORDS 32u /* payload records of one ARGS event, header included */
 
 /* 8-byte payload records that follow an event of this kind. */
@@ -117,7 +131,13 @@ static inline unsigned sf_event_payload_records(uint32_t kind)
 static inline int sf_event_kind_valid(uint32_t kind)
 {
 	return (kind >= SF_EV_ENTRY && kind <= SF_EV_UNWIND_TO) ||
-	       (kind >= SF_EV_HEAP_ALLOC && kind <= SF_EV_ARGS);
+	       (kind >= SF_EV_HEAP_ALLOC && kind <= SF_EV_ARGS) || kind == SF_EV_TAIL_ENTRY;
+}
+
+/* Whether an event of this kind closes its function's frame by a tail call. */
+static inline int sf_kind_is_tail(uint32_t kind)
+{
+	return kind == SF_EV_TAIL || kind == SF_EV_TAIL_ENTRY;
 }
 
 /* Payload records that follow the event whose word this is: the kind's
@@ -242,7 +262,14 @@ struct sf_header {
 	 * parent's clock, which the child keeps (same start words). Readers
 	 * give the child the parent's live heap at that time. */
 	uint64_t fork_time;
+	/* Since issue 28's tail-call fix (zero in older logs): SF_FEAT_* bits
+	 * saying what the events of this log tell (docs/FORMAT.md). */
+	uint64_t features;
 };
+/* sf_header.features: TAIL events are kind 15 when their sled jumps to a
+ * patched entry of the same object, else kind 3 (without it, kind 3 is
+ * any tail call). */
+#define SF_FEAT_TAIL_TARGET 1u
 
 /* sf_header.exit_state: a wait(2) status in the low 32 bits (WIFEXITED,
  * WEXITSTATUS, WIFSIGNALED, WTERMSIG and WCOREDUMP read it), and in bits
@@ -397,6 +424,7 @@ _Static_assert(__builtin_offsetof(struct sf_header, snap_over_max) == 3328 &&
 		       __builtin_offsetof(struct sf_header, snap_arrived) == 3344,
 	       "docs/FORMAT.md: snapshot request counters");
 _Static_assert(__builtin_offsetof(struct sf_header, fork_time) == 3352, "docs/FORMAT.md: fork time");
+_Static_assert(__builtin_offsetof(struct sf_header, features) == 3360, "docs/FORMAT.md: features");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

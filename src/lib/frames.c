@@ -148,7 +148,7 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	}
 }
 
-static void pop(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind)
+static void pop_frame(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind, int tail_entry)
 {
 	struct fr_thread *th = &f->threads[slot];
 	struct fr_open fr = th->stack[--th->depth];
@@ -162,11 +162,16 @@ static void pop(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind
 				       .parent = th->depth ? th->stack[th->depth - 1].id : 0, .func_id = fr.func,
 				       .depth = (uint32_t)th->depth, .t_begin = fr.t_begin, .t_end = t,
 				       .end_kind = kind, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
-				       .ret = ret, .ret_len = ret_len};
+				       .ret = ret, .ret_len = ret_len, .tail_entry = (uint8_t)tail_entry};
 		f->cb.end(f->ctx, &out);
 	}
 	free(fr.args);
 	free(ret);
+}
+
+static void pop(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind)
+{
+	pop_frame(f, slot, t, kind, 0);
 }
 
 /* Whether func has a frame open on the thread. */
@@ -180,11 +185,14 @@ static int is_open(const struct fr_thread *th, uint32_t func)
 	return 0;
 }
 
-static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t, enum fr_end_kind kind)
+/* An exit or tail-call event (event kind `ev_kind`) of func. */
+static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t, uint32_t ev_kind)
 {
 	struct fr_thread *th = &f->threads[slot];
+	enum fr_end_kind kind = ev_kind == SF_EV_EXIT ? FR_END_EXIT : FR_END_TAIL;
+	int tail_entry = ev_kind == SF_EV_TAIL_ENTRY;
 	if (th->depth && th->stack[th->depth - 1].func == func) {
-		pop(f, slot, t, kind);
+		pop_frame(f, slot, t, kind, tail_entry);
 		return;
 	}
 	if (!is_open(th, func)) {
@@ -197,7 +205,7 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 		pop(f, slot, t, FR_END_UNWOUND);
 		f->stats.unwound++;
 	}
-	pop(f, slot, t, kind);
+	pop_frame(f, slot, t, kind, tail_entry);
 }
 
 /* Unwinding landed with n recorded frames below the landing point: they
@@ -248,8 +256,8 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 	/* Other kinds (allocations) only advance the thread's clock. */
 	if (kind == SF_EV_ENTRY)
 		push(f, slot, func_id, t_ns);
-	else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL)
-		close_frame(f, slot, func_id, t_ns, kind == SF_EV_EXIT ? FR_END_EXIT : FR_END_TAIL);
+	else if (kind == SF_EV_EXIT || sf_kind_is_tail(kind))
+		close_frame(f, slot, func_id, t_ns, kind);
 	else if (kind == SF_EV_UNWIND)
 		close_landed(f, slot, func_id, t_ns);
 	else if (kind == SF_EV_UNWIND_TO)

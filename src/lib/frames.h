@@ -71,6 +71,10 @@ struct fr_frame {
 	uint64_t t_begin;
 	uint64_t t_end;                 /* only in `end` (0 in `begin`) */
 	enum fr_end_kind end_kind;      /* only in `end` (0 in `begin`) */
+	/* FR_END_TAIL only: its event was kind 15, the sled's jump lands on a
+	 * patched entry of its object (the callee's frame begins next). In a
+	 * log with SF_FEAT_TAIL_TARGET, 0 means the jump went elsewhere. */
+	uint8_t tail_entry;
 	unsigned cut;                   /* trace_cut.h's CUT_START / CUT_END; 0 from frames.c */
 	/* record -A/-R: the ARGS payloads (format/sf_args.h; lib/arg_values.h
 	 * reads them) of its entry (begin and end) and of its exit (end only);

@@ -243,6 +243,7 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->header_chunks = h.chunks;
 	in->exit_state = h.exit_state;
 	in->fork_time = h.fork_time;
+	in->features = h.version >= 5 ? h.features : 0;
 	in->ring_bytes = h.ring_bytes;
 	in->snapshot = h.snapshot;
 	in->snapshot_reason = h.snapshot_reason;
@@ -1044,7 +1045,8 @@ void lr_count_decoded(const struct lr_log *log, const struct lr_thread *t, uint6
 /* Kinds that decode() finds a whole event in one record (valid, no
  * payload), a bit each. tests/unit/test_log_count.c checks every kind. */
 #define ONE_RECORD_KINDS \
-	(1u << SF_EV_ENTRY | 1u << SF_EV_EXIT | 1u << SF_EV_TAIL | 1u << SF_EV_UNWIND | 1u << SF_EV_UNWIND_TO)
+	(1u << SF_EV_ENTRY | 1u << SF_EV_EXIT | 1u << SF_EV_TAIL | 1u << SF_EV_UNWIND | 1u << SF_EV_UNWIND_TO | \
+	 1u << SF_EV_TAIL_ENTRY)
 
 /* decode()'s count of raw records, *bad += the ones skipped. Opening a log
  * counts every record, so the usual one (a function event) costs a test;
@@ -1520,7 +1522,7 @@ static void find_before_window(struct lr_log *log)
 				if (depth == cap)
 					stack = xrealloc(stack, (cap *= 2) * sizeof(uint32_t));
 				stack[depth++] = ev.func_id;
-			} else if (ev.kind == SF_EV_EXIT || ev.kind == SF_EV_TAIL) {
+			} else if (ev.kind == SF_EV_EXIT || sf_kind_is_tail(ev.kind)) {
 				size_t d = depth;
 				while (d && stack[d - 1] != ev.func_id)
 					d--;
@@ -1685,6 +1687,7 @@ int lr_foreach_event(const struct lr_log *log, int (*cb)(void *ctx, const struct
 const char *lr_kind_name(uint32_t kind)
 {
 	static const char *const names[] = {"?", "ENTRY", "EXIT", "TAIL", "ALLOC", "DEALLOC", "RALLOC",
-					    "RDEALLOC", "UNWIND", "UNWIND", "MALLOC", "FREE", "REALLOC", "ARGS"};
+					    "RDEALLOC", "UNWIND", "UNWIND", "MALLOC", "FREE", "REALLOC", "ARGS",
+					    "?", "TAIL" /* kind 15: to a patched entry */};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

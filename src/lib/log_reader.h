@@ -72,6 +72,7 @@ struct lr_info {
 	 * fork (sf_header.fork_time; lr_time_ns converts it); 0: not a forked
 	 * child, or an older log. */
 	uint64_t fork_time;
+	uint64_t features;       /* sf_header.features: SF_FEAT_* (0 in older logs) */
 	int cmdline_truncated;
 	/* Record-time trimming (record --min-duration / --max-depth; 0: off),
 	 * which trace_input applies exactly, and the records the runtime left

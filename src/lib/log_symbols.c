@@ -396,6 +396,11 @@ int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func)
 
 int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func)
 {
+	return ls_is_tail_callee(ls, tailer, func, LS_TAIL_UNKNOWN);
+}
+
+int ls_is_tail_callee(struct log_symbols *ls, uint32_t tailer, uint32_t func, enum ls_tail_jump how)
+{
 	const struct lr_object *obj;
 	uint64_t vaddr;
 	const struct ls_targets *x = tail_targets(ls, tailer);
@@ -404,8 +409,8 @@ int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func)
 	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
 	const char *mangled = ls->objs[oi].sym ? sym_lookup(ls->objs[oi].sym, vaddr)->mangled : NULL;
 	for (size_t i = 0; i < x->n; i++) {
-		if (x->t[i].name ? mangled && strcmp(mangled, x->t[i].name) == 0
-				 : oi == x->obj && x->t[i].vaddr == vaddr)
+		if (x->t[i].name ? how != LS_TAIL_TO_ENTRY && mangled && strcmp(mangled, x->t[i].name) == 0
+				 : how != LS_TAIL_ELSEWHERE && oi == x->obj && x->t[i].vaddr == vaddr)
 			return 1;
 	}
 	return 0;

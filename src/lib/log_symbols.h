@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/sflog.h"
 #include "lib/symbols.h"
 
 struct lr_log;
@@ -112,6 +113,26 @@ int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func);
 /* 1 when function `func` is one that `tailer`'s code jumps to in a tail
  * call (decoded as for LS_SITE_IN_CALLEE): a traced tail callee. */
 int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func);
+
+/* Where a tail call's event says its jump went. */
+enum ls_tail_jump {
+	LS_TAIL_UNKNOWN = 0,   /* a log without SF_FEAT_TAIL_TARGET: any of tailer's tail calls */
+	LS_TAIL_TO_ENTRY = 1,  /* kind 15: a direct jump to a patched entry of tailer's object */
+	LS_TAIL_ELSEWHERE = 2, /* kind 3 in a log with SF_FEAT_TAIL_TARGET: through the PLT or GOT,
+				* an indirect jump, or a function that does not record */
+};
+static inline enum ls_tail_jump ls_tail_jump_of(uint64_t log_features, int tail_entry)
+{
+	if (!(log_features & SF_FEAT_TAIL_TARGET))
+		return LS_TAIL_UNKNOWN;
+	return tail_entry ? LS_TAIL_TO_ENTRY : LS_TAIL_ELSEWHERE;
+}
+
+/* ls_is_tail_target, told where the jump went: the frame that begins next
+ * at the tail caller's depth is its callee only if a jump of that class in
+ * tailer's code goes to func (a direct one for LS_TAIL_TO_ENTRY, one
+ * through the PLT or GOT for LS_TAIL_ELSEWHERE). */
+int ls_is_tail_callee(struct log_symbols *ls, uint32_t tailer, uint32_t func, enum ls_tail_jump how);
 
 /* The file that symbolizes object i (lr_object_at order), or NULL when its
  * names are placeholders. */

@@ -939,18 +939,59 @@ static int branch_target(Elf *elf, uint64_t vaddr, uint64_t *target, const char 
 	return 0;
 }
 
+static int is_aarch64(Elf *elf)
+{
+	GElf_Ehdr eh;
+	return elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_AARCH64;
+}
+
+static uint32_t word_le(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* aarch64: an unpatched tail-call sled is `b #32` and 7 nops; a direct tail
+ * call is the `b` after it (its target a function of this object, or a PLT
+ * stub, which no traced function's address matches). */
+static size_t aarch64_tail_targets(const uint8_t *code, size_t size, uint64_t fvaddr, struct sym_target *out,
+				   size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i + 36 <= size && n < max; i += 4) {
+		if (word_le(code + i) != 0x14000008u)
+			continue;
+		int sled = 1;
+		for (size_t j = 1; j < 8 && sled; j++)
+			sled = word_le(code + i + 4 * j) == 0xd503201fu;
+		uint32_t op = word_le(code + i + 32);
+		if (!sled || (op & 0xfc000000u) != 0x14000000u)
+			continue;
+		int64_t imm = (int32_t)((op & 0x03ffffffu) << 6) >> 6;
+		out[n++] = (struct sym_target){.at = fvaddr + i + 32, .vaddr = fvaddr + i + 32 + (uint64_t)(imm * 4)};
+		i += 28;
+	}
+	return n;
+}
+
 size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target *out, size_t max)
 {
 	GElf_Addr bias;
 	Elf *elf = dwfl_module_getelf(o->mod, &bias);
 	size_t k = lower_bound(o, fvaddr), n = 0;
-	if (!is_x86_64(elf) || k >= o->nsyms || o->syms[k].vaddr != fvaddr || !o->syms[k].size || o->syms[k].size > (1u << 20))
+	int a64 = is_aarch64(elf);
+	if (!(is_x86_64(elf) || a64) || k >= o->nsyms || o->syms[k].vaddr != fvaddr || !o->syms[k].size ||
+	    o->syms[k].size > (1u << 20))
 		return 0;
 	size_t size = o->syms[k].size;
 	uint8_t *code = xmalloc(size);
 	if (!read_image(elf, fvaddr, code, size, NULL)) {
 		free(code);
 		return 0;
+	}
+	if (a64) {
+		n = aarch64_tail_targets(code, size, fvaddr, out, max);
+		free(code);
+		return n;
 	}
 	/* an XRay sled as the file has it (`jmp +9`, then 9 bytes of nop);
 	 * the tail-call sled sits right before the tail call's jmp */

@@ -75,6 +75,7 @@ struct tail_claim {
 	int seen;              /* an allocation was claimed */
 	int tags;              /* the heap events' return-address tags still tell the callee's extent */
 	uint32_t tag0;         /* the claim's first tag: P's call that entered the callee (0: none yet) */
+	enum ls_tail_jump how; /* where F's tail-call event says its jump went */
 };
 
 /* Frame f (id `id`) began in `parent`. */
@@ -84,7 +85,7 @@ static inline void tc_frame_begin(struct tail_claim *c, const struct trace_proc 
 	if (c->tail && parent == c->caller) {
 		/* its entry takes the shadow-stack entry the tags read: a tail
 		 * callee's holds the same slot; any other's does not */
-		if (!c->callee && p && p->syms && ls_is_tail_target(p->syms, c->tail_func, f->func_id))
+		if (!c->callee && p && p->syms && ls_is_tail_callee(p->syms, c->tail_func, f->func_id, c->how))
 			c->callee = id;
 		else
 			c->tags = 0;
@@ -101,7 +102,8 @@ static inline void tc_frame_end(struct tail_claim *c, const struct fr_frame *f, 
 		 * whose allocator still returns to P after P's call of its head */
 		uint32_t head = c->tail && c->callee == id ? c->head_func : f->func_id;
 		*c = (struct tail_claim){.tail = id, .caller = parent, .tail_func = f->func_id, .caller_func = parent_func,
-					 .head_func = head, .tags = 1};
+					 .head_func = head, .tags = 1,
+					 .how = ls_tail_jump_of(f->proc ? f->proc->info->features : 0, f->tail_entry)};
 	} else if (c->tail && (id == c->caller || id == c->callee))
 		c->tail = 0;
 }

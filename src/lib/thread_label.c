@@ -72,7 +72,7 @@ static int pick(const struct trace_proc *p, const struct lr_thread *t, const str
 	uint32_t depth = 0, first = 0, chosen_depth = 0;
 	int have_first = 0, chosen = 0, returned = 0;
 	for (int i = 0; i < LABEL_EVENTS && lr_next(&it, &ev); i++) {
-		if (ev.kind == SF_EV_EXIT || ev.kind == SF_EV_TAIL) {
+		if (ev.kind == SF_EV_EXIT || sf_kind_is_tail(ev.kind)) {
 			depth -= depth > 0;
 			if (chosen && (depth < chosen_depth || (depth == chosen_depth && (chosen_depth == 0 ||
 			    !is_wrapper(p, re, *func_id)))))

@@ -417,6 +417,7 @@ void cut_end(void *ctx, const struct fr_frame *in)
 	if (f->state == ST_KEPT) {
 		struct fr_frame o = out_frame(in, th, i);
 		o.end_kind = in->end_kind;
+		o.tail_entry = in->tail_entry;
 		o.t_end = t_end;
 		if (o.t_begin < c->s) {
 			o.cut = CUT_START;

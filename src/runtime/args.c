@@ -655,7 +655,7 @@ static inline __attribute__((always_inline)) const struct arg_plan *plan_of(uint
 {
 	const struct arg_func *f = hash_get(func_id);
 	int ret = kind != SF_EV_ENTRY;
-	if (!f || (ret && kind == SF_EV_TAIL)) /* a tail call's return value is its callee's */
+	if (!f || (ret && sf_kind_is_tail(kind))) /* a tail call's return value is its callee's */
 		return NULL;
 	const struct arg_plan *pl = &f->plan[ret];
 	return pl->n ? pl : NULL;

@@ -930,7 +930,7 @@ static void batch_depth(struct sf_thread *t, uint32_t kind)
 	uint64_t d = t->shadow_depth;
 	if (kind == SF_EV_ENTRY)
 		d -= d > 0;
-	else if (kind == SF_EV_EXIT || kind == SF_EV_TAIL)
+	else if (kind == SF_EV_EXIT || sf_kind_is_tail(kind))
 		d++;
 	__atomic_store_n(&t->slot->hdr->reserved, d + 1, __ATOMIC_RELAXED);
 #else
@@ -991,6 +991,10 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed) /* suppress.c */
 		return;
+	/* A tail sled that jumps to a patched entry carries SF_TAIL_ENTRY_ID_BITS
+	 * in its id: kind 15, as the fast path's rotate makes it. */
+	kind |= func_id >> (32 - SF_KIND_BITS);
+	func_id &= SF_FUNC_ID_LIMIT - 1;
 	if (time == 0) {
 		/* Monotonic-clock mode sends every event here (and C callers
 		 * such as unwind.c their own). While the buffer has room,

@@ -453,6 +453,7 @@ static int log_create_locked(void)
 	h->ppid = (uint32_t)getppid();
 	h->clock = (uint32_t)sf_config.clock;
 	h->machine = SF_ARCH_MACHINE;
+	h->features = SF_FEAT_TAIL_TARGET; /* patch.c marks tail sleds that jump to a patched entry */
 	h->counter_hz = sf_arch_counter_hz();
 	h->state = SF_STATE_RUNNING;
 	h->start_realtime_ns = sf_start_realtime;

@@ -315,6 +315,33 @@ static uint32_t func_index(struct func_map *m, uint64_t key, uint64_t *addrs, ui
 	return (*n)++;
 }
 
+static int func_known(const struct func_map *m, uint64_t key)
+{
+	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & m->mask;
+	for (; m->keys[h]; h = (h + 1) & m->mask)
+		if (m->keys[h] == key)
+			return 1;
+	return 0;
+}
+
+/* Marks the selected tail sleds whose jump lands on the entry of a
+ * function of the object that is selected too: their events say so (kind
+ * 15), so readers tell a traced tail callee from a call the caller's
+ * caller makes after a tail call elsewhere (docs/FORMAT.md). */
+static void mark_tail_entries(const struct sf_object_rt *o, const struct func_map *fm, struct xray_sled_rt *sleds,
+			      uint32_t ns, int allowed)
+{
+	uint64_t bias = o->info.load_bias;
+	for (uint32_t k = 0; k < ns; k++) {
+		if (sleds[k].kind != XRAY_SLED_TAIL || !sleds[k].selected)
+			continue;
+		uint64_t to = sf_arch_tail_target(sleds[k].address, o->lo, o->hi);
+		uint8_t variant;
+		sleds[k].tail_entry = to > bias && func_known(fm, to - bias) && allowed &&
+				      sf_filter_selects(o, to - bias, &variant);
+	}
+}
+
 static void write_object_chunk(struct sf_object_rt *o)
 {
 	if (!sf_log_ready() || o->logged || !o->numbered)
@@ -388,10 +415,13 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_are
 		xray_decode(map + (size_t)i * XRAY_ENTRY_SIZE, at, &s);
 		if (!xray_kind_traced(s.kind) || s.address < o->lo || s.address + 11 > o->hi)
 			continue;
+		if (s.kind == XRAY_SLED_EXIT && sf_arch_exit_is_tail(s.address, o->lo, o->hi))
+			s.kind = XRAY_SLED_TAIL; /* its event says tail call, and -R records no return value there */
 		uint32_t local = func_index(&fm, s.function - bias, addrs, &nf);
 		sleds[ns].address = s.address;
 		sleds[ns].func_id = o->info.first_id + local;
 		sleds[ns].kind = s.kind;
+		sleds[ns].tail_entry = 0;
 		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
 		if (sleds[ns].selected) {
 			sf_trigger_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
@@ -399,6 +429,7 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_are
 		}
 		ns++;
 	}
+	mark_tail_entries(o, &fm, sleds, ns, allowed);
 	if (number) {
 		o->nfuncs = nf;
 		o->numbered = 1;

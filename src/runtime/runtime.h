@@ -430,7 +430,14 @@ struct xray_sled_rt {
 	uint8_t kind;
 	uint8_t selected; /* patch this sled at all */
 	uint8_t variant;  /* enum sf_variant */
+	uint8_t tail_entry; /* a tail sled whose jump lands on the entry of a selected function of the object */
 };
+/* The id a sled passes its trampoline: a tail sled's records kind 15 when
+ * its jump lands on a patched entry (format/sflog.h, SF_EV_TAIL_ENTRY). */
+static inline uint32_t sf_sled_id(const struct xray_sled_rt *s)
+{
+	return s->func_id | (s->tail_entry ? SF_TAIL_ENTRY_ID_BITS : 0);
+}
 
 enum sf_variant {
 	SF_VARIANT_PLAIN = 0,  /* always record */
@@ -747,6 +754,14 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_S
  * atomically; counts it in res->patched (else skipped). */
 void sf_arch_unpatch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_STUB_COUNT],
 			  struct sf_text_writer *w, struct sf_patch_result *res) SF_HIDDEN;
+/* Where the direct jump right after the tail-call sled at `sled` goes
+ * (the compiler's `jmp rel32`/`jmp rel8`, or `b`); 0 for any other
+ * instruction (an indirect jump). Reads only the code, within [lo, hi). */
+uint64_t sf_arch_tail_target(uint64_t sled, uint64_t lo, uint64_t hi) SF_HIDDEN;
+/* Whether the sled the map calls an exit sled precedes a branch, not a
+ * return: a tail call (clang 14 and older label aarch64 tail-call sleds
+ * exits). Reads only the code, within [lo, hi). */
+int sf_arch_exit_is_tail(uint64_t sled, uint64_t lo, uint64_t hi) SF_HIDDEN;
 /* Points a setup-ABI slot (setup_abi.c) at a trampoline, if this
  * architecture knows the slot's form. */
 void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;

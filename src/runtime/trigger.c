@@ -154,7 +154,7 @@ void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time)
 			s->depth++;
 			continue;
 		}
-		if (kind != SF_EV_EXIT && kind != SF_EV_TAIL)
+		if (kind != SF_EV_EXIT && !sf_kind_is_tail(kind))
 			continue;
 		/* The innermost open call of this trigger (calls abandoned by
 		 * unwinding above it are dropped with it). */

@@ -48,7 +48,7 @@ size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct 
 			out[k++] = ev[i++];
 			continue;
 		}
-		if (w && (kind == SF_EV_EXIT || kind == SF_EV_TAIL) && h &&
+		if (w && (kind == SF_EV_EXIT || sf_kind_is_tail(kind)) && h &&
 		    out[stack[h - 1]].word >> SF_KIND_BITS == w >> SF_KIND_BITS) {
 			size_t e = stack[--h];
 			int keep = pinned > h || i + 1 == n;

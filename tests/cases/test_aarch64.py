@@ -528,3 +528,23 @@ def test_aarch64_libc_start_main_versions():
         p = qemu([exe], log, env=env)
         eq(p.stdout, want, f"{os.path.basename(exe)} {ver or 'dlsym'}: threads at main")
         eq(counts(log).get("tick"), 1000, f"{os.path.basename(exe)} {ver or 'dlsym'}: tick() calls")
+
+
+def _call_column(log):
+    out = run([SFTRACE, "replay", "--no-pager", log]).stdout
+    return [ln.split("] | ", 1)[1].rstrip() for ln in out.splitlines() if "] | " in ln and not ln.startswith("#")]
+
+
+def test_aarch64_tail_call_marked_only_when_its_jump_reached_the_callee():
+    # a(0) tail-calls strlen (through the PLT), a(3) branches to b: the
+    # runtime marks the sled before `b b` (kind 15) when it patches, on the
+    # fast path (counter clock) and the C slow path (monotonic clock) alike.
+    toolchain()
+    exe = cross("skep28b_tailcond", ["skep28b_tailcond.c"])
+    want = ["main() {", "  a();", "  b();", "  a();", "  b(); /* tail call from a */", "} /* main */"]
+    for env in ([], ["SFTRACE_CLOCK=monotonic"]):
+        log = os.path.join(tmpdir(), "sf.log")
+        qemu([exe], log, env=env)
+        eq(_call_column(log), want, "replay call column " + repr(env))
+        tails = [e for e in dump_events(log) if e.kind == "TAIL"]
+        eq([e.name for e in tails], ["a", "a"], "tail events " + repr(env))

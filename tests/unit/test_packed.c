@@ -219,6 +219,35 @@ static void test_random_batches(void **state)
 	}
 }
 
+/* Kind 15 (a tail call to a patched entry) of the innermost open entry is
+ * op 4 with id 0, two bytes; of another (an entry before the batch) op 7,
+ * the word copied. Both pop like a tail call on both sides: main -> a
+ * -TAIL15-> b -> exit b, exit main; then x's kind 15 with nothing of x open.
+ * ENTRY main (2 bytes: id spelled), ENTRY a (2), TAIL15 a (2), ENTRY b
+ * (2), EXIT b (1), EXIT main (1: the top, as the decoder has it), TAIL15 x
+ * (tag + word: 5). */
+static void test_tail_to_entry_pops(void **state)
+{
+	const struct sf_event ev[] = {rec(1001, 1, SF_EV_ENTRY), rec(1002, 2, SF_EV_ENTRY),
+				      rec(1003, 2, SF_EV_TAIL_ENTRY), rec(1004, 3, SF_EV_ENTRY), rec(1005, 3, SF_EV_EXIT),
+				      rec(1006, 1, SF_EV_EXIT), rec(1007, 9, SF_EV_TAIL_ENTRY)};
+	assert_int_equal(round_trip(ev, 7, 1000), 2 + 2 + 2 + 2 + 1 + 1 + 5);
+	static const uint8_t want[] = {SF_PK_ENTRY_ID << 4 | 2, 1, SF_PK_ENTRY_ID << 4 | 2, 2, SF_PK_TAIL_ID << 4 | 2, 0,
+				       SF_PK_ENTRY_ID << 4 | 2, 3, SF_PK_EXIT << 4 | 2, SF_PK_EXIT << 4 | 2,
+				       SF_PK_RAW << 4 | 2, 9 << 4 | 15, 0, 0, 0};
+	assert_memory_equal(g_out, want, sizeof(want));
+	/* op 4 with id 0 on an empty stack is malformed, as op 3 is */
+	static const uint8_t bad[] = {SF_PK_TAIL_ID << 4 | 2, 0};
+	struct sf_unpack u;
+	struct sf_event e;
+	const uint8_t *at;
+	sf_unpack_init(&u, 1000, bad, bad + sizeof(bad));
+	assert_int_equal(sf_unpack_next(&u, &e, &at), -1);
+	uint32_t n;
+	sf_unpack_init(&u, 1000, bad, bad + sizeof(bad));
+	assert_int_equal(sf_unpack_count(&u, 10, &n), SF_COUNT_BAD);
+}
+
 /* record -A/-R: an ARGS event (header, one values record) before each
  * entry and exit of add(i, i + 1), as args.c writes them (same time as
  * the event after). The payload is coded against the last one of the same
@@ -599,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_payload_kinds),
 		cmocka_unit_test(test_odd_records),
 		cmocka_unit_test(test_unwind_and_deep_stacks),
+		cmocka_unit_test(test_tail_to_entry_pops),
 		cmocka_unit_test(test_random_batches),
 		cmocka_unit_test(test_args_payloads_coded),
 		cmocka_unit_test(test_malformed_streams),

@@ -8,7 +8,8 @@
  *  12  ldp  x17, x30, [sp], #16
  *  16  b    32                      over the data, on to the code after the sled
  *  20  .quad trampoline
- *  28  .word function id            the trampoline reads it at [x30, #16]
+ *  28  .word function id            the trampoline reads it at [x30, #16] (sf_sled_id: a tail
+ *                                  sled jumping to a patched entry adds SF_TAIL_ENTRY_ID_BITS)
  * The absolute address reaches any trampoline: no stub pages. x17 (IP1) is
  * saved too, because at a tail-call sled an indirect branch may be about to
  * use it. Words 1..7 are written first and made visible to instruction
@@ -62,13 +63,35 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[SF_S
 	uint64_t to = target[s->variant * SF_STUB_KINDS + k];
 	uint32_t b[8] = {OP_STP, OP_LDR_LIT, OP_BLR, OP_LDP, OP_B16};
 	memcpy(&b[5], &to, 8);
-	b[7] = s->func_id;
+	b[7] = sf_sled_id(s);
 	sf_text_put(w, p + 4, &b[1], 28);
 	__builtin___clear_cache(p + 4, p + 32);
 	sf_text_put(w, p, &b[0], 4);
 	__builtin___clear_cache(p, p + 4);
 	if (!w->failed)
 		res->patched++;
+}
+
+uint64_t sf_arch_tail_target(uint64_t sled, uint64_t lo, uint64_t hi)
+{
+	uint64_t at = sled + 32; /* the sled is 32 bytes */
+	if (at < lo || at + 4 > hi)
+		return 0;
+	uint32_t op = word_at((const void *)at, 0);
+	if ((op & 0xfc000000u) != 0x14000000u) /* b imm26 */
+		return 0;
+	int64_t imm = (int32_t)((op & 0x03ffffffu) << 6) >> 6; /* sign-extended word offset */
+	return at + (uint64_t)(imm * 4);
+}
+
+int sf_arch_exit_is_tail(uint64_t sled, uint64_t lo, uint64_t hi)
+{
+	uint64_t at = sled + 32;
+	if (at < lo || at + 4 > hi)
+		return 0;
+	uint32_t op = word_at((const void *)at, 0);
+	return (op & 0xfc000000u) == 0x14000000u || /* b imm26 */
+	       (op & 0xfffffc1fu) == 0xd61f0000u;   /* br xN */
 }
 
 /* Back to the unpatched form: the first word only (`b #32`, one atomic

@@ -137,10 +137,11 @@
 	sub	x16, x2, x16
 	tbz	x16, #63, 3f		/* claimed >= limit: buffer full */
 	ldr	w16, [x30, #16]		/* function id, from the sled */
-	lsl	x16, x16, #36		/* (id << SF_KIND_BITS) in the high word */
-	orr	x16, x16, #(\kind << 32)
-	bfxil	x16, x0, #0, #32	/* time's low half in the low word */
-	str	x16, [x2]
+	ror	w16, w16, #28		/* id rotated left by SF_KIND_BITS: a tail sled's
+					 * SF_TAIL_ENTRY_ID_BITS come down to bits 2-3 (kind 15) */
+	orr	w16, w16, #\kind
+	bfi	x0, x16, #32, #32	/* the word above the time's low half (x0 is restored) */
+	str	x0, [x2]
 	ldp	x2, x16, [sp, #16]
 	POP2	x0, x1, 32
 	ret

@@ -6,6 +6,7 @@
  * Patched:
  *   entry, tail call:  41 ba <id32> e8 <rel32>     mov $id,%r10d; call stub
  *   exit:              41 ba <id32> e9 <rel32>     mov $id,%r10d; jmp stub
+ * (id: sf_sled_id, a tail sled jumping to a patched entry adds SF_TAIL_ENTRY_ID_BITS)
  * Bytes 2..10 are written first (never executed in the unpatched form),
  * then bytes 0..1 with one atomic 16-bit store, so a thread running the
  * code sees either the old or the new sled, never a mix.
@@ -244,7 +245,8 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[STUB
 	uint64_t to = target[s->variant * STUB_KINDS + k];
 	int32_t rel = (int32_t)(int64_t)(to - (s->address + 11));
 	unsigned char b[11] = {0x41, 0xba};
-	memcpy(b + 2, &s->func_id, 4);
+	uint32_t id = sf_sled_id(s);
+	memcpy(b + 2, &id, 4);
 	b[6] = is_exit ? 0xe9 : 0xe8;
 	memcpy(b + 7, &rel, 4);
 	sf_text_put(w, p + 2, b + 2, 9);
@@ -290,6 +292,28 @@ int sf_arch_patch_targets(const struct sf_object_rt *obj, const uint64_t tramp[S
 		return 0;
 	}
 	return make_stubs(obj->lo, obj->hi, tramp, target);
+}
+
+uint64_t sf_arch_tail_target(uint64_t sled, uint64_t lo, uint64_t hi)
+{
+	const unsigned char *j = (const unsigned char *)sled + 11; /* the sled is 11 bytes */
+	if ((uint64_t)j + 5 > hi || (uint64_t)j < lo)
+		return 0;
+	if (j[0] == 0xe9) { /* jmp rel32 */
+		int32_t rel;
+		memcpy(&rel, j + 1, 4);
+		return (uint64_t)j + 5 + (uint64_t)(int64_t)rel;
+	}
+	if (j[0] == 0xeb) /* jmp rel8 */
+		return (uint64_t)j + 2 + (uint64_t)(int64_t)(int8_t)j[1];
+	return 0;
+}
+
+/* LLVM has labelled x86-64 tail-call sleds as such since XRay began. */
+int sf_arch_exit_is_tail(uint64_t sled, uint64_t lo, uint64_t hi)
+{
+	(void)sled, (void)lo, (void)hi;
+	return 0;
 }
 
 /* A setup-ABI slot is `ret` + 15 nops. It becomes `jmp *0(%rip); <target>`:

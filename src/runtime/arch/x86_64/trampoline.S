@@ -113,7 +113,9 @@
 	xadd	%rdx, %fs:(%rcx)
 	cmp	%fs:8(%rcx), %rdx
 	jae	\slowlabel
-	shl	$4, %r10d		/* SF_KIND_BITS; r10 is the sled's scratch */
+	rol	$4, %r10d		/* SF_KIND_BITS; r10 is the sled's scratch. A rotate, not a
+					 * shift (same cost): a tail sled's SF_TAIL_ENTRY_ID_BITS come
+					 * down to bits 2-3, making kind 3 kind 15 */
 	mov	%eax, (%rdx)
 	or	$\kind, %r10d
 	mov	%r10d, 4(%rdx)

@@ -260,6 +260,24 @@ static int vw_child_gone(pid_t pid)
 	return sf_syscall3(SYS_kill, pid, 0, 0) == -ESRCH;
 }
 
+/* The signals a waiting parent holds, as the kernel's vfork wait does
+ * (killable: a fatal signal kills the parent at once, nothing else is
+ * delivered until the child lets it go): those the program catches, and
+ * the stop signals. A signal left at its default fatal action, or
+ * ignored, stays open: it kills the parent or is dropped, as untraced. */
+static void vw_held_signals(sigset_t *held)
+{
+	sigemptyset(held);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)
+			sigaddset(held, sig);
+	}
+	sigaddset(held, SIGTSTP);
+	sigaddset(held, SIGTTIN);
+	sigaddset(held, SIGTTOU);
+}
+
 /* In the parent after the clone (r: its result), the lock let go: waits
  * for the child's exec or exit, then frees the word. */
 static void vw_wait(uint32_t *w, long r)
@@ -267,9 +285,9 @@ static void vw_wait(uint32_t *w, long r)
 	if (!w)
 		return;
 	if (r > 0) {
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
+		sigset_t held, old;
+		vw_held_signals(&held);
+		pthread_sigmask(SIG_BLOCK, &held, &old);
 		for (;;) {
 			uint32_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
 			if (v & FUTEX_OWNER_DIED)

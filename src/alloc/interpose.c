@@ -39,6 +39,7 @@
 HOOK void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site);
 HOOK void sftrace_heap_free(void *ptr, void *site);
 HOOK void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site);
+HOOK void sftrace_heap_attach(unsigned flags);
 
 static struct {
 	void *(*malloc)(size_t);
@@ -124,9 +125,21 @@ static inline int ready(void)
 	return real.malloc != NULL;
 }
 
+/* Tells the runtime --alloc is on (the log says so: a log without heap
+ * events is then a program that allocated nothing), and whether the
+ * program's malloc is this one: an executable that defines malloc itself
+ * comes first in the lookup order, and none of its calls reach here. */
 __attribute__((constructor(101))) static void interpose_init(void)
 {
 	ready();
+	if (sftrace_heap_attach) {
+		/* the object the lookup order takes malloc from, against this one */
+		Dl_info first, self;
+		void *m = dlsym(RTLD_DEFAULT, "malloc");
+		int hidden = m && dladdr(m, &first) && dladdr((void *)interpose_init, &self) &&
+			     first.dli_fbase != self.dli_fbase;
+		sftrace_heap_attach(hidden ? 1u : 0u);
+	}
 }
 
 static inline void report_alloc(void *p, size_t size, size_t align, void *site)

@@ -605,6 +605,17 @@ static int leak_flamegraph(struct trace_input *in, const struct heap_result *res
 
 /* ---- the command ---- */
 
+/* The SF_FEAT_ALLOC* bits of every process's log: --alloc on (a log
+ * without heap events then means nothing was allocated), and whether a
+ * program's own malloc hid its allocations from it. */
+static uint64_t alloc_features(struct trace_input *in)
+{
+	uint64_t f = 0;
+	for (size_t i = 0; i < trace_nprocs(in); i++)
+		f |= trace_proc_at(in, i)->info->features & (SF_FEAT_ALLOC | SF_FEAT_ALLOC_HIDDEN);
+	return f;
+}
+
 int cmd_memory(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -769,9 +780,14 @@ int cmd_memory(int argc, char **argv)
 	if (o.milestone && !hits) {
 		sf_error("--milestone '%s' matches no instrumented function of %s", o.milestone,
 			 trace_proc_at(in, 0)->log ? argv[optind] : "the logs");
-	} else if (!events) {
+	} else if (!events && alloc_features(in) & SF_FEAT_ALLOC_HIDDEN) {
+		sf_error("%s: no allocation events: --alloc was on, but the program's own malloc comes before "
+			 "sftrace's in the lookup order (an executable with an allocator of its own), so none of its "
+			 "allocations were seen",
+			 argv[optind]);
+	} else if (!events && !(alloc_features(in) & SF_FEAT_ALLOC)) {
 		sf_error("%s: no allocation events: record with --alloc", argv[optind]);
-	} else {
+	} else { /* with --alloc on and no events, the program allocated nothing: zeros */
 		if (o.flamegraph && leak_flamegraph(in, res, np, o.flamegraph) < 0)
 			goto done;
 		struct heap_plot_options po = {.out = o.plot, .fold = o.overlay, .select = sel, .nselect = sizeof(selbuf)};

@@ -270,6 +270,13 @@ struct sf_header {
  * patched entry of the same object, else kind 3 (without it, kind 3 is
  * any tail call). */
 #define SF_FEAT_TAIL_TARGET 1u
+/* record --alloc was on: libsftrace-alloc.so attached to the runtime, so a
+ * log without heap events is a program that allocated nothing. */
+#define SF_FEAT_ALLOC 2u
+/* ... but the program's malloc comes before libsftrace-alloc.so's in the
+ * lookup order (an executable with its own allocator): the program's
+ * allocations are not seen. */
+#define SF_FEAT_ALLOC_HIDDEN 4u
 
 /* sf_header.exit_state: a wait(2) status in the low 32 bits (WIFEXITED,
  * WEXITSTATUS, WIFSIGNALED, WTERMSIG and WCOREDUMP read it), and in bits

@@ -236,6 +236,13 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr)
 	return heap_dup(SRC_SETUP, dir, (uint64_t)ptr);
 }
 
+/* libsftrace-alloc.so's constructor: --alloc is on; hidden: the program's
+ * own malloc comes before it, so its allocations are not seen. */
+__attribute__((visibility("default"))) void sftrace_heap_attach(unsigned hidden)
+{
+	sf_log_add_features(SF_FEAT_ALLOC | (hidden ? SF_FEAT_ALLOC_HIDDEN : 0));
+}
+
 __attribute__((visibility("default"))) void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site)
 {
 	if (!ptr || !heap_enabled() || heap_dup_interposed(DIR_ALLOC, (uint64_t)ptr))

@@ -55,6 +55,7 @@ static struct {
 	void (*on_create)(void); /* sf_log_on_create */
 	int files_shared;          /* a clone(CLONE_FILES) child: the table is its parent's too */
 } L = {.g.fd = -1};
+static uint64_t more_features; /* sf_log_add_features */
 
 /* The lock guards log creation, slot allocation and the object table.
  * Signals are blocked while it is held, so an instrumented signal handler
@@ -453,7 +454,9 @@ static int log_create_locked(void)
 	h->ppid = (uint32_t)getppid();
 	h->clock = (uint32_t)sf_config.clock;
 	h->machine = SF_ARCH_MACHINE;
-	h->features = SF_FEAT_TAIL_TARGET; /* patch.c marks tail sleds that jump to a patched entry */
+	/* patch.c marks tail sleds that jump to a patched entry; the rest is
+	 * what sf_log_add_features was told, read again once h is published */
+	h->features = SF_FEAT_TAIL_TARGET | __atomic_load_n(&more_features, __ATOMIC_SEQ_CST);
 	h->counter_hz = sf_arch_counter_hz();
 	h->state = SF_STATE_RUNNING;
 	h->start_realtime_ns = sf_start_realtime;
@@ -467,11 +470,23 @@ static int log_create_locked(void)
 	L.end = SF_HEADER_SIZE;
 	/* Magic last: a reader never sees a half-filled header as valid. */
 	__atomic_store_n(&h->magic, SF_MAGIC, __ATOMIC_RELEASE);
-	__atomic_store_n(&L.hdr, h, __ATOMIC_RELEASE);
+	__atomic_store_n(&L.hdr, h, __ATOMIC_SEQ_CST);
+	__atomic_or_fetch(&h->features, __atomic_load_n(&more_features, __ATOMIC_SEQ_CST), __ATOMIC_RELAXED);
 	sf_log_calibrate();
 	if (L.on_create) /* init.c: OBJECT chunks and patch statistics */
 		L.on_create();
 	return 0;
+}
+
+/* Header features learnt outside the runtime (sftrace_heap_attach), before
+ * or after the log exists: either the creation's second read sees them, or
+ * this sees the header (both sequentially consistent). */
+void sf_log_add_features(uint64_t bits)
+{
+	__atomic_or_fetch(&more_features, bits, __ATOMIC_SEQ_CST);
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_SEQ_CST);
+	if (h)
+		__atomic_or_fetch(&h->features, bits, __ATOMIC_RELAXED);
 }
 
 struct sf_header *sf_log_header(void)

@@ -702,6 +702,7 @@ void sf_log_create_early(void) SF_HIDDEN;
  * the shared table. */
 void sf_log_child_return(void) SF_HIDDEN;
 struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
+void sf_log_add_features(uint64_t bits) SF_HIDDEN; /* SF_FEAT_* bits into the header, now or at its creation */
 /* Clears n slot records front to back: a crashed process's reader stops at
  * the first zero word, so the slot reads as empty from the first store on. */
 void sf_zero_events(struct sf_event *ev, size_t n) SF_HIDDEN;

@@ -289,8 +289,9 @@ def test_memory_of_a_program_that_allocates_nothing():
     show 0 allocations under --alloc. `sftrace record --alloc` then `sftrace
     memory` exits 1 with "sf.log: no allocation events: record with
     --alloc", telling the user to do what they did (`info` says
-    "allocations: none (0 events)"); the log does not say --alloc was on."""
-    raise Skip("known break, issue 25 open: memory says 'record with --alloc' for a --alloc log with 0 allocations")
+    "allocations: none (0 events)"); the log does not say --alloc was on.
+    Fixed: libsftrace-alloc.so tells the runtime, which sets SF_FEAT_ALLOC in
+    the header's features."""
     exe, _ = churn()
     eq(mcount(exe, ["jmp"]), (0, 0, 0), "untraced counter")
     _, log = record([exe, "jmp"], args=["-q", "--alloc"])
@@ -307,8 +308,9 @@ def test_alloc_with_the_executables_own_allocator():
     the lookup order, so `record --alloc` records none: `sftrace memory`
     says "no allocation events: record with --alloc", and record says
     nothing. Expected: the 5 allocations, or one line saying --alloc cannot
-    see this program's allocator."""
-    raise Skip("known break, issue 25 open: --alloc silently records nothing of an executable's own malloc")
+    see this program's allocator. Fixed: SF_FEAT_ALLOC_HIDDEN in the header
+    (libsftrace-alloc.so finds the lookup order's malloc in another
+    object), and memory says why it has nothing."""
     exe = build_c("skep25s_ownmalloc", ["skep25s_ownmalloc.c"], flags=["-fno-builtin"])
     eq(run([exe]).stdout, "own malloc: 0 before main, 5 in all\n", "untraced")
     p, log = record([exe], args=["-q", "--alloc"])

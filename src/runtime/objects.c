@@ -185,8 +185,10 @@ static int open_object_file(const struct dl_phdr_info *info, const char *path)
 
 /* Whether path no longer names the file open at fd (deleted, a memfd, or
  * replaced on disk): a reader of the log could not find its symbols
- * there. */
-static int path_lost(const char *path, int fd)
+ * there. Not inlined: its two stat buffers must not stay in the scanning
+ * frame, which may be on a small signal stack (test_unwind's 8 KiB
+ * sigaltstack). */
+__attribute__((noinline)) static int path_lost(const char *path, int fd)
 {
 	struct stat a, b;
 	return fstat(fd, &a) < 0 || stat(path, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino;
@@ -263,8 +265,10 @@ static int copy_file(int fd, const char *path)
  * log as STEM.<build-id>.exe (STEM.<pid>.exe without one), and that copy
  * is the path the log names, so that the CLI finds its symbols. Called as
  * the OBJECT chunk is written: a process that writes no log copies
- * nothing. */
-static void save_image(struct sf_object_rt *o)
+ * nothing. Not inlined, as path_lost: its stat buffers stay out of
+ * write_object_chunk's frame, which a first event on a small signal stack
+ * runs in. */
+__attribute__((noinline)) static void save_image(struct sf_object_rt *o)
 {
 	char tail[2 * sizeof(o->info.build_id) + 16] = ".";
 	if (o->info.build_id_len) {

@@ -40,6 +40,15 @@ HOOK void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site);
 HOOK void sftrace_heap_free(void *ptr, void *site);
 HOOK void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site);
 HOOK void sftrace_heap_attach(unsigned flags);
+HOOK void **sftrace_heap_site_slot(void);
+
+long sf_alloc_site_off;
+
+void sf_alloc_site_find(void)
+{
+	if (sftrace_heap_site_slot)
+		sf_alloc_site_off = (char *)sftrace_heap_site_slot() - (char *)__builtin_thread_pointer();
+}
 
 static struct {
 	void *(*malloc)(size_t);
@@ -110,6 +119,7 @@ static void resolve(void)
 	LOOKUP(pvalloc);
 	LOOKUP(malloc_usable_size);
 	void *(*m)(size_t) = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	sf_alloc_site_find();
 	__atomic_store_n(&real.malloc, m, __ATOMIC_RELEASE); /* last: "resolved" */
 	resolving = 0;
 }
@@ -238,16 +248,17 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
+	int resolved = ready(); /* first: it finds the site's word */
 	void *site = SITE;
-	sf_alloc_outer_site = site;
-	if ((old && in_arena(old)) || !ready() || !real.reallocarray) {
+	sf_alloc_outer_set(site);
+	if ((old && in_arena(old)) || !resolved || !real.reallocarray) {
 		void *p = realloc(old, total);
-		sf_alloc_outer_site = NULL;
+		sf_alloc_outer_set(NULL);
 		return p;
 	}
 	void *p = real.reallocarray(old, n, size);
-	if (sf_alloc_outer_site == site) {
-		sf_alloc_outer_site = NULL;
+	if (sf_alloc_outer_get() == site) {
+		sf_alloc_outer_set(NULL);
 		report_realloc(p, old, total, site);
 	}
 	return p;

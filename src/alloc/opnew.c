@@ -17,8 +17,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-__thread void *sf_alloc_outer_site __attribute__((tls_model("initial-exec"), visibility("hidden")));
-
 /* The next definition of `name`: after us in the global scope, else in a
  * libstdc++ that a plugin loaded locally (RTLD_NEXT cannot see it). */
 static void *next_def(const char *name)
@@ -42,12 +40,14 @@ static void *next_def(const char *name)
 		static void *(*next) params;                                               \
 		if (!next)                                                                 \
 			next = (void *(*) params)next_def(#sym);                           \
-		int mine = sf_alloc_outer_site == NULL;                                    \
+		if (!sf_alloc_site_off)                                                    \
+			sf_alloc_site_find();                                              \
+		int mine = sf_alloc_outer_get() == NULL;                                   \
 		if (mine)                                                                  \
-			sf_alloc_outer_site = __builtin_return_address(0);                 \
+			sf_alloc_outer_set(__builtin_return_address(0));                   \
 		void *p = next args;                                                       \
 		if (mine)                                                                  \
-			sf_alloc_outer_site = NULL;                                        \
+			sf_alloc_outer_set(NULL);                                          \
 		return p;                                                                  \
 	}
 

@@ -151,22 +151,42 @@ int record_resolve_command(const char *cmd, char *path, size_t cap)
 	return -1;
 }
 
+/* 1 if the dynamic section dyn describes has a DT_SONAME. */
+static int has_soname(int fd, const Elf64_Phdr *dyn)
+{
+	for (uint64_t at = 0; at + sizeof(Elf64_Dyn) <= dyn->p_filesz; at += sizeof(Elf64_Dyn)) {
+		Elf64_Dyn d;
+		if (pread(fd, &d, sizeof(d), (off_t)(dyn->p_offset + at)) != (ssize_t)sizeof(d) || d.d_tag == DT_NULL)
+			return 0;
+		if (d.d_tag == DT_SONAME)
+			return 1;
+	}
+	return 0;
+}
+
 /* 1 if the file is a 64-bit ELF executable without a program interpreter
- * (statically linked: LD_PRELOAD never applies). */
+ * (statically linked: LD_PRELOAD never applies). The dynamic loader has
+ * none either, being the interpreter itself, but run as a command
+ * ("ld.so PROG", as relocatable bundles start theirs) it honours
+ * LD_PRELOAD: it is told apart from a static-pie executable (ET_DYN with a
+ * PT_DYNAMIC too) by its DT_SONAME. */
 int record_is_static_elf(int fd)
 {
 	Elf64_Ehdr eh;
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
 		return 0;
+	int shared_object = 0;
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr ph;
 		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
 			return 0;
 		if (ph.p_type == PT_INTERP)
 			return 0;
+		if (ph.p_type == PT_DYNAMIC && eh.e_type == ET_DYN)
+			shared_object = has_soname(fd, &ph);
 	}
-	return eh.e_type == ET_EXEC || eh.e_type == ET_DYN;
+	return !shared_object && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN);
 }
 
 /* No note from any process: nothing instrumented ran to the end. The

@@ -25,7 +25,8 @@ void record_explain_no_log(const struct record_why *w);
 int record_resolve_command(const char *cmd, char *path, size_t cap);
 
 /* 1 if fd is a 64-bit ELF executable without a program interpreter
- * (statically linked: LD_PRELOAD never applies to it). */
+ * (statically linked: LD_PRELOAD never applies to it); 0 for the dynamic
+ * loader itself (a DT_SONAME), which runs a program named after it. */
 int record_is_static_elf(int fd);
 
 #endif

@@ -236,6 +236,17 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr)
 	return heap_dup(SRC_SETUP, dir, (uint64_t)ptr);
 }
 
+/* libsftrace-alloc.so's per-thread word for the site an outer interposed
+ * function leaves (src/alloc/outer_site.h): here, in our static TLS, so
+ * that libsftrace-alloc.so has no TLS module of its own (each module adds
+ * 16 B to the DTV glibc callocs for every new thread). */
+static __thread void *heap_outer_site __attribute__((tls_model("initial-exec")));
+
+__attribute__((visibility("default"))) void **sftrace_heap_site_slot(void)
+{
+	return &heap_outer_site;
+}
+
 /* libsftrace-alloc.so's constructor: --alloc is on; hidden: the program's
  * own malloc comes before it, so its allocations are not seen. */
 __attribute__((visibility("default"))) void sftrace_heap_attach(unsigned hidden)

@@ -250,6 +250,15 @@ static void put_hex(char *buf, size_t cap, size_t *pos, uint64_t n)
 	buf[*pos] = 0;
 }
 
+void sf_map_files_path(char *out, size_t cap, uint64_t lo, uint64_t hi)
+{
+	size_t pos = 0;
+	put_str(out, cap, &pos, "/proc/self/map_files/", 21);
+	put_hex(out, cap, &pos, lo);
+	put_str(out, cap, &pos, "-", 1);
+	put_hex(out, cap, &pos, hi);
+}
+
 /* A new descriptor of the log itself, or -1. First through the header's
  * mapping (/proc/self/map_files: the file itself, wherever its name went;
  * needs CAP_SYS_ADMIN), then by its path. Either way it must have the
@@ -259,11 +268,7 @@ static void put_hex(char *buf, size_t cap, size_t *pos, uint64_t n)
 static int open_same_log(void)
 {
 	char mf[64];
-	size_t pos = 0;
-	put_str(mf, sizeof(mf), &pos, "/proc/self/map_files/", 21);
-	put_hex(mf, sizeof(mf), &pos, (uint64_t)L.hdr);
-	put_str(mf, sizeof(mf), &pos, "-", 1);
-	put_hex(mf, sizeof(mf), &pos, (uint64_t)L.hdr + SF_HEADER_SIZE);
+	sf_map_files_path(mf, sizeof(mf), (uint64_t)L.hdr, (uint64_t)L.hdr + SF_HEADER_SIZE);
 	const int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 	const char *paths[2] = {mf, L.path};
 	for (int i = 0; i < 2; i++) {

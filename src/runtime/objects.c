@@ -136,11 +136,29 @@ static void build_id_from_memory(const struct dl_phdr_info *info, struct sf_obje
 	}
 }
 
+/* The link to the main executable's file: /proc/self/exe, but for a
+ * program started through its loader ("ld.so PROG", as relocatable
+ * bundles start theirs) the kernel ran the loader: there is no AT_BASE
+ * and /proc/self/exe is ld.so. The program is then the file mapped where
+ * its program headers are (glibc points AT_PHDR and the main map there). */
+static void main_link(const ElfW(Phdr) *phdr, char *out, size_t cap)
+{
+	uint64_t lo, hi;
+	int grows;
+	if (getauxval(AT_BASE) == 0 && phdr && sf_mapping_of((uint64_t)phdr, &lo, &hi, &grows)) {
+		sf_map_files_path(out, cap, lo, hi);
+		return;
+	}
+	memcpy(out, "/proc/self/exe", sizeof("/proc/self/exe"));
+}
+
 static int object_path(const struct dl_phdr_info *info, char *out, size_t cap)
 {
 	const char *name = info->dlpi_name;
 	if (!name || !name[0]) {
-		ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+		char link[64];
+		main_link(info->dlpi_phdr, link, sizeof(link));
+		ssize_t n = readlink(link, out, cap - 1);
 		if (n <= 0)
 			return -1;
 		out[n] = 0;
@@ -167,16 +185,18 @@ static int is_main(const struct dl_phdr_info *info)
 	return !info->dlpi_name || !info->dlpi_name[0];
 }
 
-/* The main executable is opened through the /proc/self/exe link itself,
+/* The main executable is opened through its link (main_link) itself,
  * not by the text it reads as: that text names nothing when the file was
  * deleted since exec (a program re-executing itself after an upgrade
  * removed its binary) or is a memfd (fexecve, as runc re-executes itself:
  * "/memfd:prog (deleted)"), but the link opens the very file mapped.
- * Without /proc: by the name. */
+ * Without /proc (or, for map_files, without CAP_SYS_ADMIN): by the name. */
 static int open_object_file(const struct dl_phdr_info *info, const char *path)
 {
 	if (is_main(info)) {
-		int fd = sf_fd_brief(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+		char link[64];
+		main_link(info->dlpi_phdr, link, sizeof(link));
+		int fd = sf_fd_brief(open(link, O_RDONLY | O_CLOEXEC));
 		if (fd >= 0)
 			return fd;
 	}
@@ -281,7 +301,9 @@ __attribute__((noinline)) static void save_image(struct sf_object_rt *o)
 	 * which may come on a small stack (logfile.c, make_path_absolute). */
 	static char path[PATH_MAX];
 	int err = ENAMETOOLONG;
-	int fd = open_object_file(&(struct dl_phdr_info){0}, "/proc/self/exe");
+	char link[64];
+	main_link(o->phdr, link, sizeof(link));
+	int fd = sf_fd_brief(open(link, O_RDONLY | O_CLOEXEC));
 	if (fd < 0)
 		err = errno;
 	else if (sf_log_sibling_path(path, sizeof(path), tail) == 0)

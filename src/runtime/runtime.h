@@ -518,6 +518,12 @@ void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
  * word's id field `id`, stored at `time` (or now, for a thread's first
  * event): the slow path of alloc.c, which blocks signals around it. */
 void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+/* The mapping of /proc/self/maps holding addr (stack.c): 1 if found, its
+ * bounds in *lo, *hi; *grows for the main thread's [stack]. */
+int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows) SF_HIDDEN;
+/* "/proc/self/map_files/LO-HI", the link to the file mapped there
+ * (logfile.c). */
+void sf_map_files_path(char *out, size_t cap, uint64_t lo, uint64_t hi) SF_HIDDEN;
 #ifdef SF_ARCH_SHADOW
 /* The thread's stacks (stack.c): its own, known without reading
  * /proc/self/maps, and another it ran on (a coroutine's, a signal

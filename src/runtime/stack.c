@@ -31,6 +31,59 @@
 
 #include "runtime/runtime.h"
 
+static uint64_t hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return (uint64_t)(c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (uint64_t)(c - 'a' + 10);
+	return 16;
+}
+
+/* Scans /proc/self/maps for the mapping holding addr, byte by byte (lines
+ * are "lo-hi perms offset dev inode   name"; the buffer is small, as this
+ * may run on a signal stack). 1 if found; *grows is set for the main
+ * thread's "[stack]", which the kernel extends down as it is used. Also
+ * how objects.c finds the file of a program started through its loader. */
+int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[512], tail[8] = {0}; /* tail: the line's last 7 bytes */
+	uint64_t a = 0, b = 0;
+	int field = 0, found = 0; /* field 0: lo, 1: hi, 2: the rest of the line */
+	ssize_t n;
+	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !found; i++) {
+			char c = buf[i];
+			if (c == '\n') {
+				if (addr >= a && addr < b) {
+					found = 1;
+					*lo = a;
+					*hi = b;
+					*grows = __builtin_memcmp(tail, "[stack]", 7) == 0;
+				}
+				a = b = 0;
+				field = 0;
+				__builtin_memset(tail, 0, sizeof(tail));
+			} else if (field == 2) {
+				__builtin_memmove(tail, tail + 1, 6);
+				tail[6] = c;
+			} else if (hex_digit(c) < 16) {
+				if (field == 0)
+					a = a << 4 | hex_digit(c);
+				else
+					b = b << 4 | hex_digit(c);
+			} else {
+				field++;
+			}
+		}
+	}
+	sf_close(fd);
+	return found;
+}
+
 #ifdef SF_ARCH_SHADOW
 __thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec")));
 #define stk sf_stack
@@ -121,57 +174,6 @@ int sf_stack_own_holds(uint64_t addr)
 	return own_stack() && addr >= stk.lo && addr < stk.hi;
 }
 
-static uint64_t hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return (uint64_t)(c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (uint64_t)(c - 'a' + 10);
-	return 16;
-}
-
-/* Scans /proc/self/maps for the mapping holding addr, byte by byte (lines
- * are "lo-hi perms offset dev inode   name"; the buffer is small, as this
- * may run on a signal stack). 1 if found; *grows is set for the main
- * thread's "[stack]", which the kernel extends down as it is used. */
-static int mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
-{
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	char buf[512], tail[8] = {0}; /* tail: the line's last 7 bytes */
-	uint64_t a = 0, b = 0;
-	int field = 0, found = 0; /* field 0: lo, 1: hi, 2: the rest of the line */
-	ssize_t n;
-	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n && !found; i++) {
-			char c = buf[i];
-			if (c == '\n') {
-				if (addr >= a && addr < b) {
-					found = 1;
-					*lo = a;
-					*hi = b;
-					*grows = __builtin_memcmp(tail, "[stack]", 7) == 0;
-				}
-				a = b = 0;
-				field = 0;
-				__builtin_memset(tail, 0, sizeof(tail));
-			} else if (field == 2) {
-				__builtin_memmove(tail, tail + 1, 6);
-				tail[6] = c;
-			} else if (hex_digit(c) < 16) {
-				if (field == 0)
-					a = a << 4 | hex_digit(c);
-				else
-					b = b << 4 | hex_digit(c);
-			} else {
-				field++;
-			}
-		}
-	}
-	sf_close(fd);
-	return found;
-}
 
 /* The signals held back while maps is read: a handler that jumps out would
  * leave the descriptor open. Not those a fault raises (the kernel would
@@ -194,7 +196,7 @@ static int learn_other_stack(uint64_t cur)
 	pthread_sigmask(SIG_BLOCK, &block, &was);
 	uint64_t lo = 0, hi = 0;
 	int grows = 0;
-	int ok = mapping_of(cur, &lo, &hi, &grows);
+	int ok = sf_mapping_of(cur, &lo, &hi, &grows);
 	struct rlimit rl;
 	if (ok && grows && getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < hi)
 		lo = lo < hi - rl.rlim_cur ? lo : hi - rl.rlim_cur; /* where it can grow to */

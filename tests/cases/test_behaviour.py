@@ -68,6 +68,35 @@ def test_static_executable_refused_without_running():
     eq(os.listdir(d), [], "nothing written")
 
 
+def loader_of(exe):
+    """The exe's PT_INTERP: the dynamic loader it names."""
+    out = run(["readelf", "-lW", exe]).stdout
+    return re.search(r"Requesting program interpreter: ([^\]]+)\]", out).group(1)
+
+
+def test_program_started_through_its_loader_is_recorded():
+    """`record -- LD.SO PROG ARGS`: the loader has no PT_INTERP (it is the
+    interpreter) but a DT_SONAME, so record takes it, where a static-pie
+    executable (ET_DYN, PT_DYNAMIC, no PT_INTERP, no DT_SONAME) is still
+    refused; the runtime names and patches PROG, not the loader that
+    /proc/self/exe names. Arguments, output and exit code pass through."""
+    exe = build_c("beh_via_loader", ["beh_via_loader.c"])
+    ld = loader_of(exe)
+    untraced = run([ld, exe, "a", "b"], check_rc=3).stdout
+    eq(untraced, "a b sum 3\n", "untraced through the loader")
+    p, log = record([ld, exe, "a", "b"], args=["-q"], check_rc=3)
+    eq(p.stdout, untraced, "traced output")
+    eq(count_calls(dump_events(log)), {"main": 1, "leaf": 3}, "calls of the program, not the loader's")
+    objs = run([SFTRACE, "dump", log]).stdout
+    check(re.search(r"\[0\] " + re.escape(os.path.realpath(exe)) + r" \(main\)", objs), f"objects: {objs[:600]}")
+    static_pie = build_c("beh_static_pie", ["beh_static.c"], flags=["-static-pie", "-fPIE", "-fnoxray-link-deps"])
+    eq(run([static_pie]).stdout, "static ran 2\n", "the static-pie fixture runs alone")
+    d = tmpdir()
+    p = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", static_pie], check_rc=1)
+    check(f"{static_pie} is statically linked" in p.stderr, p.stderr)
+    eq(os.listdir(d), [], "nothing written for the static-pie executable")
+
+
 def test_children_with_their_own_environment_are_traced():
     exe = build_c("beh_spawn", ["beh_spawn.c"])
     d = tmpdir()

@@ -138,3 +138,36 @@ def test_pager_env_chain_and_no_pager_on_a_tty():
     rc, got = _tty_run([sfkit.SFTRACE, "graph", "--no-pager", "main", log], {"PAGER": "sed s/^/P:/"})
     sfkit.eq(rc, 0, "exit status, --no-pager")
     sfkit.check("P:" not in got and "(7) sw" in got, f"--no-pager paged: {got!r}")
+
+
+def _tailcut_log():
+    prog = sfkit.build_c("skep28x_tailcut", ["skep28x_tailcut.c"])
+    p, log = sfkit.record([prog], args=["-q"])
+    sfkit.eq(p.stdout, "1\n", "program output")
+    return log
+
+
+def test_tail_mark_uncut_log():
+    # Without a cut the kind-15 mark is right: b is a's tail callee, c is not.
+    sfkit.eq(_calls(_replay(_tailcut_log())), ["main() {", "  a();", "  b(); /* tail call from a */", "  c();",
+                                               "} /* main */"], "replay call column")
+
+
+def test_tail_mark_survives_a_cut_that_removes_the_tail_callee():
+    """Known break (issue 28 open): a(1) jumps to b (kind 15: a direct jump
+    to a traced entry); main then calls c itself, and a's code also holds
+    `jmp c`. `replay --min-duration 10us` (and `-N '^b$'`, and a log recorded
+    with `record --min-duration 10us`, whose cut the reader applies) leaves b
+    out, then draws main's own call as `c(); /* tail call from a */` (95 us);
+    graph: `(1) c /* tail call from a */`. The uncut log shows `b(); /* tail
+    call from a */` then `c();`. The mark is decided after the cut, on the
+    next frame at a's depth, where it should be decided on the recorded
+    events before anything is cut."""
+    raise sfkit.Skip("known break, issue 28 open: a cut that removes a's tail callee gives the mark to the "
+                     "caller's next call")
+    log = _tailcut_log()
+    for extra in (["--min-duration", "10us"], ["-N", "^b$"]):
+        sfkit.eq(_calls(_replay(log, extra)), ["main() {", "  a();", "  c();", "} /* main */"],
+                 f"replay {extra} call column")
+    g = sfkit.run([sfkit.SFTRACE, "graph", "--no-pager", "--min-duration", "10us", "main", log]).stdout
+    sfkit.check("tail call from a" not in g, g)

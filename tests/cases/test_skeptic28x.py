@@ -195,3 +195,34 @@ def test_tail_mark_on_a_short_jmp():
     sfkit.eq(_calls(_replay(log)), ["main() {", "  pick();", "  near(); /* tail call from pick */", "  pick();",
                                     "  far(); /* tail call from pick */", "  pick();", "} /* main */"],
              "replay call column")
+
+
+def test_ring_window_start_shows_where_it_cut():
+    """Known break (issue 28 open): `record --ring 128K` of main -> outer ->
+    300000 leaf calls keeps the newest 5449 leaf calls; main and outer began
+    before the ring's window. stderr says `repaired: 2 frames began before the
+    ring's window`, but replay draws `main() {` / `outer() {` with no comment
+    and closes them with `7.325 us ... } /* outer */`, `37.098 us ... } /*
+    main */` as if those were their durations (the run took 26 ms; graph's
+    process line says 26.362 ms). A `--time` cut marks the same repair
+    `/* cut at window start */`; the claim lists it among the repairs shown
+    as comments where they happen."""
+    raise sfkit.Skip("known break, issue 28 open: frames that began before the ring's window carry no comment "
+                     "in replay")
+    prog = sfkit.build_c("skep28x_ringstart", ["skep28x_ringstart.c"])
+    p, log = sfkit.record([prog], args=["-q", "--ring", "128K"])
+    sfkit.eq(p.stdout, "1\n", "program output")
+    col = _calls(_replay(log))
+    sfkit.eq(col[:2], ["main() { /* cut at window start */", "  outer() { /* cut at window start */"],
+             "frames open at the ring's start")
+
+
+def test_ring_fixture_whole_without_ring():
+    # Control for the ring case: without --ring, every frame and all 300000
+    # leaf calls, with no comment.
+    prog = sfkit.build_c("skep28x_ringstart", ["skep28x_ringstart.c"])
+    _, log = sfkit.record([prog], args=["-q"])
+    first = [ln for ln in _calls(_replay(log)) if not ln.strip().startswith("leaf")]
+    sfkit.eq(first, ["main() {", "  outer() {", "  } /* outer */", "} /* main */"], "uncut frames")
+    leaves = [ln for ln in _calls(_replay(log)) if ln.strip() == "leaf();"]
+    sfkit.eq(len(leaves), 300000, "leaf calls")

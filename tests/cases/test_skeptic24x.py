@@ -185,3 +185,19 @@ def test_popen_after_env_cleared_closes_earlier_streams_in_child():
     d = tmpdir()
     t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
     eq(t.stdout, u.stdout, "traced")
+
+
+def test_popen_modes_after_env_cleared_match_glibc():
+    """popen("true", MODE) after clearenv + setenv PATH (the runtime's own
+    popen runs). Untraced (glibc): "er" and "ew" ok with close-on-exec;
+    "rw", "rb", "r+", "x", "" EINVAL. Traced: "er" and "ew" give "Invalid
+    argument" (exec_env.c popen_in looks only at mode[0] for r/w), and
+    "rw", "rb", "r+" succeed (it ignores every later character but 'e'):
+    4 of 11 modes differ."""
+    known_break("the runtime's popen parses modes unlike glibc ('er' refused, 'rb'/'rw'/'r+' accepted)")
+    exe = build_c("skep24x_popen_modes", ["skep24x_popen_modes.c"])
+    u = run([exe])
+    check("mode 'er': ok cloexec=1 pclose=0\n" in u.stdout, u.stdout)
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
+    eq(t.stdout, u.stdout, "traced")

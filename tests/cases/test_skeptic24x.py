@@ -193,7 +193,7 @@ def test_popen_modes_after_env_cleared_match_glibc():
     "rw", "rb", "r+", "x", "" EINVAL. Traced: "er" and "ew" give "Invalid
     argument" (exec_env.c popen_in looks only at mode[0] for r/w), and
     "rw", "rb", "r+" succeed (it ignores every later character but 'e'):
-    4 of 11 modes differ."""
+    5 of 11 modes differ."""
     known_break("the runtime's popen parses modes unlike glibc ('er' refused, 'rb'/'rw'/'r+' accepted)")
     exe = build_c("skep24x_popen_modes", ["skep24x_popen_modes.c"])
     u = run([exe])

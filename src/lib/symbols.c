@@ -932,6 +932,10 @@ static int branch_target(Elf *elf, uint64_t vaddr, uint64_t *target, const char 
 			return plt_stub_got(elf, *target, &got) && (*name = got_symbol(elf, got)) ? 2 : 0;
 		return 1;
 	}
+	if (b[i] == 0xeb) { /* jmp rel8: a tail call to code within 128 bytes */
+		*target = vaddr + i + 2 + (uint64_t)(int64_t)(int8_t)b[i + 1];
+		return 1;
+	}
 	if (b[i] == 0xff && (b[i + 1] == 0x25 || b[i + 1] == 0x15)) {
 		got = vaddr + i + 6 + (uint64_t)(int64_t)rel32(b + i + 2);
 		return (*name = got_symbol(elf, got)) ? 2 : 0;
@@ -995,7 +999,7 @@ size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target
 	}
 	/* an XRay sled as the file has it (`jmp +9`, then 9 bytes of nop);
 	 * the tail-call sled sits right before the tail call's jmp */
-	for (size_t i = 0; i + 11 + 5 <= size && n < max; i++) {
+	for (size_t i = 0; i + 11 + 2 <= size && n < max; i++) { /* a jmp rel8 is 2 bytes */
 		if (code[i] != 0xeb || code[i + 1] != 0x09)
 			continue;
 		struct sym_target t = {.at = fvaddr + i + 11};

@@ -184,8 +184,8 @@ def test_tail_mark_on_a_short_jmp():
     shows `near();` and `far();` where it should show `near(); /* tail call
     from pick */` and `far(); /* tail call from pick */`. The same happens in
     a shared library (DT_NEEDED or dlopen'd) whose static helpers follow
-    their caller; memory's tail claims read the same targets."""
-    raise sfkit.Skip("known break, issue 28 open: tail calls by jmp rel8 are logged as kind 15 but never marked")
+    their caller; memory's tail claims read the same targets. Fixed:
+    branch_target decodes `jmp rel8`."""
     prog = sfkit.build_c("skep28x_shortjmp", ["skep28x_shortjmp.c"])
     dis = sfkit.run(["objdump", "-d", prog]).stdout
     sfkit.check(any(re.search(r":\s+eb [0-9a-f]{2}\s+jmp .*<near>", ln) for ln in dis.splitlines()),

@@ -206,8 +206,13 @@ static char *const *env_for_child(char *const envp[], struct env_build *b, char 
 	b->mem = NULL;
 	/* After a chroot self_path names whatever sits there in the new
 	 * root: it is never preloaded into a child (trust.c). */
-	if (!ready || !envp || sf_root_changed())
+	if (!ready || sf_root_changed())
 		return envp;
+	/* A NULL environment is an empty one to the kernel (execve(path,
+	 * argv, NULL)), and what clearenv() leaves in environ. */
+	static char *const no_env[] = {NULL};
+	if (!envp)
+		envp = no_env;
 	size_t n = 0, preload_at = (size_t)-1;
 	int have[MAX_VARS] = {0}, missing = 0;
 	for (; envp[n]; n++) {
@@ -610,12 +615,21 @@ fail:
 
 static FILE *popen_in(const char *cmd, const char *mode, char *const env[])
 {
-	int rd = mode[0] == 'r', cloexec = 0;
-	if (!rd && mode[0] != 'w')
-		return errno = EINVAL, NULL;
-	for (const char *m = mode + 1; *m; m++)
-		if (*m == 'e')
+	/* glibc's rule (libio/iopopen.c): any order of r, w and e; exactly
+	 * one of r and w; any other letter is EINVAL */
+	int rd = 0, wr = 0, cloexec = 0;
+	for (const char *m = mode; *m; m++) {
+		if (*m == 'r')
+			rd = 1;
+		else if (*m == 'w')
+			wr = 1;
+		else if (*m == 'e')
 			cloexec = 1;
+		else
+			return errno = EINVAL, NULL;
+	}
+	if (rd == wr)
+		return errno = EINVAL, NULL;
 	pthread_mutex_lock(&popen_lock);
 	int slot = -1;
 	for (int i = 0; i < MAX_POPEN && slot < 0; i++)

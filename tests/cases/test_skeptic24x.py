@@ -49,8 +49,8 @@ def test_clearenv_then_execv_system_popen_children_get_logs():
     is NULL (`if (!ready || !envp ...) return envp`), so the "rebuild from
     environ plus the copy taken at start" never happens for the very case
     it was written for; clearenv() followed by setenv() (environ non-NULL)
-    does get its log."""
-    known_break("clearenv() leaves environ NULL; execv/system/popen children then run untraced, silently")
+    does get its log.
+    Fixed: a NULL environ is an empty environment (exec_env.c env_for_child)."""
     for mode in ("execv", "system", "popen"):
         _clearenv_child_logged(mode)
 
@@ -60,8 +60,8 @@ def test_exec_with_null_envp_gets_its_log():
     (Linux takes a NULL envp as empty). Untraced and traced print the same
     line; traced the new image writes no log (1 log instead of 2): the
     tracer's variables are not given back when envp is NULL, although they
-    are for an empty array."""
-    known_break("execve/syscall(SYS_execve) with a NULL envp: the new image runs untraced")
+    are for an empty array.
+    Fixed: a NULL envp is an empty environment, given the tracer's variables."""
     for mode in ("execve_null", "syscall_null"):
         _clearenv_child_logged(mode)
 
@@ -193,8 +193,8 @@ def test_popen_modes_after_env_cleared_match_glibc():
     "rw", "rb", "r+", "x", "" EINVAL. Traced: "er" and "ew" give "Invalid
     argument" (exec_env.c popen_in looks only at mode[0] for r/w), and
     "rw", "rb", "r+" succeed (it ignores every later character but 'e'):
-    5 of 11 modes differ."""
-    known_break("the runtime's popen parses modes unlike glibc ('er' refused, 'rb'/'rw'/'r+' accepted)")
+    5 of 11 modes differ.
+    Fixed: the runtime's popen parses modes by glibc's rule."""
     exe = build_c("skep24x_popen_modes", ["skep24x_popen_modes.c"])
     u = run([exe])
     check("mode 'er': ok cloexec=1 pclose=0\n" in u.stdout, u.stdout)

@@ -21,11 +21,50 @@ static const char *pager_command(void)
 	return p;
 }
 
+/* Whether the pager's program can be run, as git checks before it pages:
+ * a pager that cannot start would swallow the whole output (the shell
+ * says "not found" and the pipe's reader is gone). Only the command's
+ * first word is looked up, on PATH unless it holds a '/'; a command with
+ * shell syntax is left to the shell. */
+static int pager_runnable(const char *cmd)
+{
+	if (strpbrk(cmd, "|&;<>()$`\\\"'*?[#~=%{}"))
+		return 1;
+	while (*cmd == ' ' || *cmd == '\t')
+		cmd++;
+	size_t n = strcspn(cmd, " \t");
+	char word[4096];
+	if (!n || n >= sizeof(word))
+		return 1;
+	memcpy(word, cmd, n);
+	word[n] = 0;
+	if (strchr(word, '/'))
+		return access(word, X_OK) == 0;
+	const char *path = getenv("PATH");
+	for (const char *d = path ? path : "/usr/bin:/bin"; d;) {
+		const char *end = strchr(d, ':');
+		size_t len = end ? (size_t)(end - d) : strlen(d);
+		char full[8192];
+		if (len + n + 2 <= sizeof(full)) {
+			snprintf(full, sizeof(full), "%.*s/%s", (int)len, len ? d : ".", word);
+			if (access(full, X_OK) == 0)
+				return 1;
+		}
+		d = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
 int pager_start(void)
 {
 	const char *cmd = pager_command();
 	if (!isatty(1) || !*cmd || !strcmp(cmd, "cat"))
 		return -1;
+	if (!pager_runnable(cmd)) {
+		fprintf(stderr, "sftrace: cannot run the pager '%s' (%s, or PAGER): not found; writing unpaged\n", cmd,
+			SF_ENV(PAGER));
+		return -1;
+	}
 	int fd[2];
 	if (pipe(fd) < 0)
 		return -1;

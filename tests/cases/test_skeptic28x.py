@@ -116,8 +116,9 @@ def test_pager_that_cannot_run_loses_no_output():
     and exits 0: the whole replay is lost, silently as far as the exit status
     goes. git, whose paging the claim follows, says `fatal: cannot run
     /nonexistent/pager: No such file or directory` and then writes its output
-    to the terminal unpaged."""
-    raise sfkit.Skip("known break, issue 28 open: a pager that cannot be run swallows replay's output, exit 0")
+    to the terminal unpaged. Fixed: the pager's program is looked up first
+    (pager.c, pager_runnable); one that cannot run is named and the output
+    written unpaged."""
     log = _tailshapes_log()
     rc, got = _tty_run([sfkit.SFTRACE, "replay", log], {"PAGER": "/nonexistent/pager"})
     sfkit.check("} /* main */" in got, f"replay output lost (exit {rc}): {got!r}")

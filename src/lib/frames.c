@@ -10,6 +10,7 @@
 #include "format/sflog.h"
 #include "lib/hashmap.h"
 #include "lib/log_reader.h"
+#include "lib/trace_cut.h"
 #include "lib/util.h"
 
 /* An open frame. */
@@ -19,6 +20,7 @@ struct fr_open {
 	uint32_t func;
 	uint32_t args_len;
 	unsigned char *args; /* the entry's ARGS payload (malloc'd), NULL if none */
+	unsigned cut;        /* CUT_START: a ring's entry placed at its window's start */
 };
 
 /* ARGS events wait for the event they describe: the function's next entry
@@ -60,6 +62,7 @@ struct frames {
 	void *ctx;
 	const struct trace_proc *proc; /* for threads seen from now on */
 	struct fr_stats stats;
+	unsigned next_cut; /* the cut of the frame the next push opens (fr_feed) */
 	uint64_t next_id;
 
 	struct fr_thread *threads; /* first-seen order */
@@ -135,6 +138,8 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	fr->id = f->next_id++;
 	fr->t_begin = t;
 	fr->func = func;
+	fr->cut = f->next_cut;
+	f->next_cut = 0;
 	fr->args = th->npend ? take_pending(th, func, 0, &fr->args_len) : NULL;
 	th->open[func % FR_BUCKETS]++;
 	f->stats.frames++;
@@ -143,7 +148,7 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	if (f->cb.begin) {
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr->id, .parent = parent,
 				       .func_id = func, .depth = (uint32_t)(th->depth - 1), .t_begin = t,
-				       .args = fr->args, .args_len = fr->args ? fr->args_len : 0};
+				       .args = fr->args, .args_len = fr->args ? fr->args_len : 0, .cut = fr->cut};
 		f->cb.begin(f->ctx, &out);
 	}
 }
@@ -162,7 +167,7 @@ static void pop_frame(struct frames *f, size_t slot, uint64_t t, enum fr_end_kin
 				       .parent = th->depth ? th->stack[th->depth - 1].id : 0, .func_id = fr.func,
 				       .depth = (uint32_t)th->depth, .t_begin = fr.t_begin, .t_end = t,
 				       .end_kind = kind, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
-				       .ret = ret, .ret_len = ret_len, .tail_entry = (uint8_t)tail_entry};
+				       .ret = ret, .ret_len = ret_len, .tail_entry = (uint8_t)tail_entry, .cut = fr.cut};
 		f->cb.end(f->ctx, &out);
 	}
 	free(fr.args);
@@ -294,6 +299,9 @@ void fr_feed(struct frames *f, const struct lr_event *ev)
 	if (ev->kind == SF_EV_ARGS)
 		keep_args(f, ev);
 	f->stats.before_window += ev->before_window != 0;
+	/* A ring's entry the reader placed at the window's start: the frame
+	 * began earlier, so outputs mark it as a cut one (trace_cut.h). */
+	f->next_cut = ev->before_window && ev->kind == SF_EV_ENTRY ? CUT_START : 0;
 	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns);
 }
 

@@ -75,7 +75,7 @@ struct fr_frame {
 	 * patched entry of its object (the callee's frame begins next). In a
 	 * log with SF_FEAT_TAIL_TARGET, 0 means the jump went elsewhere. */
 	uint8_t tail_entry;
-	unsigned cut;                   /* trace_cut.h's CUT_START / CUT_END; 0 from frames.c */
+	unsigned cut;                   /* trace_cut.h's CUT_START / CUT_END; frames.c: CUT_START on a ring's placed entry */
 	/* record -A/-R: the ARGS payloads (format/sf_args.h; lib/arg_values.h
 	 * reads them) of its entry (begin and end) and of its exit (end only);
 	 * NULL when none was recorded. Valid during the callback (the frame

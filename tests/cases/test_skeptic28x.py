@@ -207,9 +207,8 @@ def test_ring_window_start_shows_where_it_cut():
     main */` as if those were their durations (the run took 26 ms; graph's
     process line says 26.362 ms). A `--time` cut marks the same repair
     `/* cut at window start */`; the claim lists it among the repairs shown
-    as comments where they happen."""
-    raise sfkit.Skip("known break, issue 28 open: frames that began before the ring's window carry no comment "
-                     "in replay")
+    as comments where they happen. Fixed: the reader's placed entries open
+    frames marked CUT_START (frames.c), which replay comments."""
     prog = sfkit.build_c("skep28x_ringstart", ["skep28x_ringstart.c"])
     p, log = sfkit.record([prog], args=["-q", "--ring", "128K"])
     sfkit.eq(p.stdout, "1\n", "program output")

@@ -11,8 +11,8 @@ import re
 import shutil
 import subprocess
 
-from sfkit import (ROOT, SFTRACE, Skip, build_c, check, check_nesting, count_calls, dump_events, eq, run,
-                   tmpdir)
+from sfkit import (ROOT, SFTRACE, Skip, build_c, call_column, check, check_nesting, count_calls, dump_events, eq,
+                   replay_text, run, tmpdir)
 
 TARGET = "aarch64-linux-gnu"
 # qemu's -L prefix. With Debian's multiarch libc6:arm64 installed (the
@@ -531,8 +531,7 @@ def test_aarch64_libc_start_main_versions():
 
 
 def _call_column(log):
-    out = run([SFTRACE, "replay", "--no-pager", log]).stdout
-    return [ln.split("] | ", 1)[1].rstrip() for ln in out.splitlines() if "] | " in ln and not ln.startswith("#")]
+    return call_column(replay_text(log))
 
 
 def test_aarch64_tail_call_marked_only_when_its_jump_reached_the_callee():

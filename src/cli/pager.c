@@ -1,5 +1,6 @@
 #include "cli/pager.h"
 #include "format/sf_env.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -38,21 +39,8 @@ static int pager_runnable(const char *cmd)
 		return 1;
 	memcpy(word, cmd, n);
 	word[n] = 0;
-	if (strchr(word, '/'))
-		return access(word, X_OK) == 0;
-	const char *path = getenv("PATH");
-	for (const char *d = path ? path : "/usr/bin:/bin"; d;) {
-		const char *end = strchr(d, ':');
-		size_t len = end ? (size_t)(end - d) : strlen(d);
-		char full[8192];
-		if (len + n + 2 <= sizeof(full)) {
-			snprintf(full, sizeof(full), "%.*s/%s", (int)len, len ? d : ".", word);
-			if (access(full, X_OK) == 0)
-				return 1;
-		}
-		d = end ? end + 1 : NULL;
-	}
-	return 0;
+	char path[8192];
+	return sf_path_lookup(word, path, sizeof(path)) == 0;
 }
 
 int pager_start(void)

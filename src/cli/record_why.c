@@ -134,23 +134,6 @@ static void free_notes(struct notes *n)
 	free(n->objs);
 }
 
-int record_resolve_command(const char *cmd, char *path, size_t cap)
-{
-	if (strchr(cmd, '/')) {
-		snprintf(path, cap, "%s", cmd);
-		return access(path, X_OK) == 0 ? 0 : -1;
-	}
-	for (const char *p = getenv("PATH"); p && *p;) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		snprintf(path, cap, "%.*s/%s", (int)n, p, cmd);
-		if (access(path, X_OK) == 0)
-			return 0;
-		p = colon ? colon + 1 : NULL;
-	}
-	return -1;
-}
-
 /* 1 if the dynamic section dyn describes has a DT_SONAME. */
 static int has_soname(int fd, const Elf64_Phdr *dyn)
 {
@@ -196,7 +179,7 @@ static void explain_from_command(const char *cmd)
 	char path[PATH_MAX];
 	struct stat st;
 	int fd = -1;
-	if (record_resolve_command(cmd, path, sizeof(path)) == 0 && stat(path, &st) == 0)
+	if (sf_path_lookup(cmd, path, sizeof(path)) == 0 && stat(path, &st) == 0)
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "sftrace: no log written: %s ran no XRay-instrumented code\n", cmd);

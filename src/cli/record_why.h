@@ -21,8 +21,6 @@ int record_report_lost(const char *notes_dir);
 /* Prints "sftrace: no log written: <reason>" and what to do about it. */
 void record_explain_no_log(const struct record_why *w);
 
-/* The file execvp would run for cmd, in path. 0, or -1 if there is none. */
-int record_resolve_command(const char *cmd, char *path, size_t cap);
 
 /* 1 if fd is a 64-bit ELF executable without a program interpreter
  * (statically linked: LD_PRELOAD never applies to it); 0 for the dynamic

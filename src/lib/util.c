@@ -149,3 +149,21 @@ void sf_format_duration(char *buf, size_t len, double ns, enum sf_duration_style
 	else
 		snprintf(buf, len, u ? "%g%s" : "%.0f%s", ns / scale[u], unit[u]);
 }
+
+int sf_path_lookup(const char *cmd, char *path, size_t cap)
+{
+	if (strchr(cmd, '/')) {
+		snprintf(path, cap, "%s", cmd);
+		return access(path, X_OK) == 0 ? 0 : -1;
+	}
+	const char *p = getenv("PATH");
+	for (p = p ? p : "/bin:/usr/bin"; p && *p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		snprintf(path, cap, "%.*s/%s", (int)n, n ? p : ".", cmd);
+		if (access(path, X_OK) == 0)
+			return 0;
+		p = colon ? colon + 1 : NULL;
+	}
+	return -1;
+}

@@ -14,6 +14,10 @@ void sf_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * a FIFO (or a device) is refused at once instead of hanging, then back to
  * blocking reads. -1 with errno set (EINVAL: not a regular file, EISDIR). */
 int sf_open_regular(const char *path);
+/* The program a command name runs, as execvp finds it: cmd itself if it
+ * holds a '/', else the first executable PATH entry (PATH unset:
+ * /bin:/usr/bin). 0 with the path in path, -1 if none. */
+int sf_path_lookup(const char *cmd, char *path, size_t cap);
 /* The same as a stdio stream ("r"). */
 FILE *sf_fopen_regular(const char *path);
 /* strerror(errno) after those: "not a regular file" for EINVAL. */

@@ -22,6 +22,7 @@
 #include "format/sflog.h"
 #include "lib/json_out.h"
 #include "lib/log_symbols.h"
+#include "lib/snap_requests.h"
 #include "lib/text_esc.h"
 #include "lib/trace_input.h"
 #include "lib/util.h"
@@ -204,6 +205,24 @@ static const char *truncation(const struct lr_log *log)
 
 #define KEY "# %-18s: "
 
+/* "snapshots: N requests: M written, K not taken (why)": the same
+ * accounting as record's summary (snap_requests.h), every request once. */
+static void put_snapshot_requests(const struct lr_info *i)
+{
+	struct snap_requests r;
+	snap_requests_of(i, &r);
+	printf(KEY "%" PRIu64 " request%s: %" PRIu64 " written", "snapshots", r.all, r.all == 1 ? "" : "s", r.written);
+	if (r.busy)
+		printf(", %" PRIu64 " not taken (a snapshot was being written)", r.busy);
+	if (r.merged)
+		printf(", %" PRIu64 " not taken (the kernel merged them into a pending ring signal)", r.merged);
+	if (r.over_max)
+		printf(", %" PRIu64 " not taken (--max-snapshots reached)", r.over_max);
+	if (r.unwritten)
+		printf(", %" PRIu64 " not written (the process ended, or a write failed, first)", r.unwritten);
+	printf("\n");
+}
+
 static void text_proc(const struct info *inf, const struct trace_proc *p)
 {
 	const struct lr_info *i = p->info;
@@ -235,6 +254,8 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		printf(KEY "%" PRIu64 " bytes per thread\n", "ring", i->ring_bytes);
 	else
 		printf(KEY "off\n", "ring");
+	if (i->ring_bytes && !i->snapshot)
+		put_snapshot_requests(i);
 	if (i->resumes || i->pauses)
 		printf(KEY "%u resume%s, %u pause%s (record --paused: frames in flight at a pause end there)\n",
 		       "switched", i->resumes, i->resumes == 1 ? "" : "s", i->pauses, i->pauses == 1 ? "" : "s");
@@ -282,6 +303,21 @@ static void json_kv_str(const char *k, const char *v)
 	printf("\"%s\":", k);
 	json_put_str(stdout, v);
 	putchar(',');
+}
+
+/* "snapshot_requests": {all, written, busy, merged, over_max, unwritten},
+ * or null for a log without a ring (or a snapshot's own log). */
+static void json_snapshot_requests(const struct lr_info *i)
+{
+	struct snap_requests r;
+	if (!i->ring_bytes || i->snapshot) {
+		printf("\"snapshot_requests\":null,");
+		return;
+	}
+	snap_requests_of(i, &r);
+	printf("\"snapshot_requests\":{\"all\":%" PRIu64 ",\"written\":%" PRIu64 ",\"busy\":%" PRIu64
+	       ",\"merged\":%" PRIu64 ",\"over_max\":%" PRIu64 ",\"unwritten\":%" PRIu64 "},",
+	       r.all, r.written, r.busy, r.merged, r.over_max, r.unwritten);
 }
 
 /* "exit_code": N or null, "exit_signal": "SIGTERM" or null, "exit_seen_by":
@@ -332,9 +368,11 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	else
 		printf("\"tracer_cost_ns\":null,");
 	printf("\"sleds\":%" PRIu64 ",\"sleds_patched\":%" PRIu64 ",\"ring_bytes\":%" PRIu64 ",\"trim_min_ns\":%" PRIu64
-	       ",\"trim_max_depth\":%u,\"trimmed_records\":%" PRIu64 ",\"alloc_events\":%" PRIu64 ",\"objects\":[",
+	       ",\"trim_max_depth\":%u,\"trimmed_records\":%" PRIu64 ",\"alloc_events\":%" PRIu64 ",", 
 	       total_sleds, patched, i->ring_bytes, i->trim_min_ns, i->trim_max_depth, i->trimmed_records,
 	       c->alloc_events);
+	json_snapshot_requests(i);
+	printf("\"objects\":[");
 	for (size_t k = 0; k < lr_nobjects(p->log); k++) {
 		const struct lr_object *o = lr_object_at(p->log, k);
 		char bid[132];

@@ -34,6 +34,7 @@
 #include "lib/frames.h"
 #include "lib/log_reader.h"
 #include "lib/name_match.h"
+#include "lib/snap_requests.h"
 #include "lib/text_esc.h"
 #include "lib/util.h"
 
@@ -421,32 +422,24 @@ static int header_dropped(const char *path, uint64_t *dropped)
 }
 
 /* ", N snapshot requests: M written, K not taken (why)..." when a
- * request of the process's was not written; each request is counted
- * once, so the parts add up to N. */
+ * request of the process's was not written (snap_requests.h). */
 static void print_snapshot_requests(const struct lr_info *in)
 {
-	/* Sent by sftrace snapshot, never seen by the runtime: merged by the
-	 * kernel into a ring signal still pending, or the process ended. */
-	uint64_t merged = in->snap_sent > in->snap_arrived ? in->snap_sent - in->snap_arrived : 0;
-	/* Asked for, frozen, never written: the process was killed or crashed
-	 * first (exec, _exit and abort wait for it), or a write failed (the
-	 * runtime said why). */
-	uint64_t unwritten = in->snap_taken > in->snap_written ? in->snap_taken - in->snap_written : 0;
-	if (!in->snap_missed && !merged && !unwritten && !in->snap_over_max)
+	struct snap_requests r;
+	if (!snap_requests_of(in, &r))
 		return;
-	uint64_t all = in->snap_taken + in->snap_missed + merged + in->snap_over_max;
-	fprintf(stderr, ", %llu snapshot request%s: %llu written", (unsigned long long)all, all == 1 ? "" : "s",
-		(unsigned long long)in->snap_written);
-	if (in->snap_missed)
-		fprintf(stderr, ", %llu not taken (a snapshot was being written)", (unsigned long long)in->snap_missed);
-	if (merged)
+	fprintf(stderr, ", %llu snapshot request%s: %llu written", (unsigned long long)r.all, r.all == 1 ? "" : "s",
+		(unsigned long long)r.written);
+	if (r.busy)
+		fprintf(stderr, ", %llu not taken (a snapshot was being written)", (unsigned long long)r.busy);
+	if (r.merged)
 		fprintf(stderr, ", %llu not taken (sent while a ring signal was pending: the kernel merged %s)",
-			(unsigned long long)merged, merged == 1 ? "it" : "them");
-	if (in->snap_over_max)
-		fprintf(stderr, ", %llu not taken (--max-snapshots reached)", (unsigned long long)in->snap_over_max);
-	if (unwritten)
+			(unsigned long long)r.merged, r.merged == 1 ? "it" : "them");
+	if (r.over_max)
+		fprintf(stderr, ", %llu not taken (--max-snapshots reached)", (unsigned long long)r.over_max);
+	if (r.unwritten)
 		fprintf(stderr, ", %llu not written (the process ended, or a write failed, first)",
-			(unsigned long long)unwritten);
+			(unsigned long long)r.unwritten);
 }
 
 static void print_summary(const char *path, const char *shown, uint64_t *dropped)

@@ -2,6 +2,7 @@
 across processes) and record --ring (per-thread flight-recorder rings and
 their snapshots). Exact event counts from tests/fixtures/ring_pattern.c."""
 import bisect
+import json
 import os
 import re
 import subprocess
@@ -624,6 +625,12 @@ def test_requests_after_max_snapshots_are_counted():
     p, log = record([exe, "raise", "3", "100"], args=["--ring", "256K", "--max-snapshots", "1"])
     eq(len(snapshots(os.path.dirname(log))), 1, p.stderr)
     eq(_requests(p.stderr), (3, 1, {"--max-snapshots reached": 2}), p.stderr)
+    # info tells the same accounting, from the log alone.
+    info = run([SFTRACE, "info", log]).stdout
+    check("# snapshots         : 3 requests: 1 written, 2 not taken (--max-snapshots reached)\n" in info, info)
+    j = json.loads(run([SFTRACE, "info", "--format", "json", log]).stdout)
+    eq(j["processes"][0]["snapshot_requests"] if "processes" in j else j["snapshot_requests"],
+       {"all": 3, "written": 1, "busy": 0, "merged": 0, "over_max": 2, "unwritten": 0}, "info json")
 
 
 def test_snapshot_requests_the_kernel_merges_are_counted():

@@ -69,6 +69,7 @@ static void usage(FILE *out)
 		"                         stage-memory, exit\n"
 		"  -h, --help             this help\n");
 	input_opts_usage_symbols(out, 's');
+	input_opts_pager_usage(out, IO_PAGE_ASKED);
 	fprintf(out, "The trace-cutting options of other commands (-c, --tid, --time, --min-duration,\n"
 		     "--max-depth) are refused: the replay needs every allocation and free.\n");
 }
@@ -626,11 +627,12 @@ int cmd_memory(int argc, char **argv)
 		{"no-fold", no_argument, 0, 'N' + 256},   {"group-by", required_argument, 0, 'G' + 256},
 		{"width", required_argument, 0, 'W' + 256}, {"diff", no_argument, 0, 'D' + 256},
 		{"help", no_argument, 0, 'h'},            INPUT_LONGOPTS('s'),
-		{0, 0, 0, 0},
+		PAGER_LONGOPTS,                           {0, 0, 0, 0},
 	};
 	struct mem_opts o = {.top = 10, .group = MS_BY_LINE};
 	struct input_opts io;
 	input_opts_init(&io, 's');
+	io.page_by = IO_PAGE_ASKED;
 	int c, rc = 1, usage_error;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "n:s:" INPUT_SHORTOPTS "h", longopts, NULL)) != -1) {
@@ -693,6 +695,10 @@ int cmd_memory(int argc, char **argv)
 	}
 	if (o.interactive && o.format == FMT_JSON) {
 		sf_error("--interactive does not go with --format json: its answers would break the document");
+		goto out_usage;
+	}
+	if (o.interactive && io.pager == 1) {
+		sf_error("--interactive does not go with --pager: the prompt reads the terminal the pager holds");
 		goto out_usage;
 	}
 	if (cut_active(&io.trace.cut)) {
@@ -788,6 +794,7 @@ int cmd_memory(int argc, char **argv)
 	} else if (!events && !(alloc_features(in) & SF_FEAT_ALLOC)) {
 		sf_error("%s: no allocation events: record with --alloc", argv[optind]);
 	} else { /* with --alloc on and no events, the program allocated nothing: zeros */
+		input_opts_page(&io);
 		if (o.flamegraph && leak_flamegraph(in, res, np, o.flamegraph) < 0)
 			goto done;
 		struct heap_plot_options po = {.out = o.plot, .fold = o.overlay, .select = sel, .nselect = sizeof(selbuf)};
@@ -811,7 +818,7 @@ int cmd_memory(int argc, char **argv)
 			printf("\n]}");
 		if (o.format == FMT_JSON)
 			printf("\n");
-		rc = 0;
+		rc = input_opts_end_output(&io, 1, "the memory report");
 	}
 done:
 	for (size_t i = 0; i < np; i++) {

@@ -251,6 +251,7 @@ int memory_diff(struct input_opts *io, const struct mem_opts *o, struct ms_fold 
 	} else if (!rc) {
 		size_t n;
 		struct drow *rows = match(&ds[0], &n);
+		input_opts_page(io);
 		if (o->format == FMT_TSV)
 			print_tsv(rows, n);
 		else if (o->format == FMT_JSON)
@@ -258,6 +259,7 @@ int memory_diff(struct input_opts *io, const struct mem_opts *o, struct ms_fold 
 		else
 			print_table(rows, n, ds, o, argv, first);
 		free(rows);
+		rc = input_opts_end_output(io, 1, "the memory diff");
 	}
 	for (size_t i = 0; i < ds[0].n; i++) {
 		free(ds[0].s[i].key);

@@ -84,13 +84,30 @@ def build_c(name, sources, flags=(), libs=(), shared=False, compiler="clang", xr
     os.makedirs(outdir, exist_ok=True)
     out = os.path.join(outdir, name)
     srcs = [s if os.path.isabs(s) else os.path.join(FIXTURES, s) for s in sources]
+    cmd = [compiler] + (XRAY_CFLAGS if xray else ["-O2", "-g"]) + list(flags)
+    if shared:
+        cmd += ["-fPIC", "-shared"]
+    cmd += ["-o", out + ".tmp"] + srcs + list(libs)
+    # The cache is keyed by name: two tests building one name with different
+    # commands would each get whichever binary came first (a test of -O2
+    # tail calls once ran on another's build of its fixture). The command is
+    # kept beside the binary; a different one for the same name is an error.
+    stamp = out + ".cmd"
+    said = " ".join(cmd)
+    if os.path.exists(stamp) and os.path.exists(out):
+        with open(stamp) as f:
+            before = f.read()
+        if before != said:
+            raise AssertionError(f"fixture {name} is built two ways:\n  {before}\n  {said}\n"
+                                 "give one of them another name")
     if _stale(out, _with_headers(srcs)):
-        cmd = [compiler] + (XRAY_CFLAGS if xray else ["-O2", "-g"]) + list(flags)
-        if shared:
-            cmd += ["-fPIC", "-shared"]
-        cmd += ["-o", out + ".tmp"] + srcs + list(libs)
         run(cmd)
         os.replace(out + ".tmp", out)
+        with open(stamp, "w") as f:
+            f.write(said)
+    elif not os.path.exists(stamp):
+        with open(stamp, "w") as f:
+            f.write(said)
     return out
 
 

@@ -983,16 +983,16 @@ static size_t aarch64_tail_targets(const uint8_t *code, size_t size, uint64_t fv
 	return n;
 }
 
-/* x86-64: whether the instruction at p (at least 4 bytes) is a jmp
- * (e9, eb, or ff /4 and /5), after bnd, notrack and REX prefixes. */
-static int x86_is_jmp(const uint8_t *p)
+/* x86-64: whether the instruction at p (len bytes left in the function)
+ * is a jmp (e9, eb, or ff /4 and /5), after bnd, notrack and REX prefixes. */
+static int x86_is_jmp(const uint8_t *p, size_t len)
 {
 	size_t i = 0;
-	while (i < 3 && (p[i] == 0xf2 || p[i] == 0x3e || (p[i] & 0xf0) == 0x40))
+	while (i < len && i < 3 && (p[i] == 0xf2 || p[i] == 0x3e || (p[i] & 0xf0) == 0x40))
 		i++;
-	if (p[i] == 0xe9 || p[i] == 0xeb)
+	if (i < len && (p[i] == 0xe9 || p[i] == 0xeb))
 		return 1;
-	return p[i] == 0xff && i + 1 < 4 && ((p[i + 1] >> 3) & 7) >= 4 && ((p[i + 1] >> 3) & 7) <= 5;
+	return i + 1 < len && p[i] == 0xff && ((p[i + 1] >> 3) & 7) >= 4 && ((p[i + 1] >> 3) & 7) <= 5;
 }
 
 size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target *out, size_t max, int *undecoded)
@@ -1037,7 +1037,7 @@ size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target
 			else
 				t.name = NULL;
 			out[n++] = t;
-		} else if (!kind && i + 11 + 4 <= size && x86_is_jmp(code + i + 11)) {
+		} else if (!kind && x86_is_jmp(code + i + 11, size - i - 11)) {
 			*undecoded = 1; /* jmp *%rax, or a GOT slot without a symbol */
 		}
 		i += 10;

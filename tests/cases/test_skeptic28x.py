@@ -103,6 +103,24 @@ def test_plt_tail_mark_not_given_to_the_callers_own_call():
                 "(1) lib_g2 /* tail call from viaplt */" in g, g)
 
 
+def test_plt_tail_mark_needs_every_other_kind3_jump_decoded():
+    # a and b have one PLT tail target each (lib_f2), but a can also jump
+    # through a pointer and b to a function without sleds: after a(0) and
+    # b(0) the lib_f2 that opens next (main's own; never's) is not theirs.
+    # Before the rule both were drawn `lib_f2(); /* tail call from a/b */`.
+    fixdir = sfkit.FIXBUILD
+    sfkit.build_c("libskep28x_plt.so", ["skep28x_plt_lib.c"], shared=True)
+    prog = sfkit.build_c("tailplt_mixed", ["tailplt_mixed.c"],
+                         libs=["-L" + fixdir, "-lskep28x_plt", "-Wl,-rpath," + fixdir])
+    dis = sfkit.run(["objdump", "-d", "--no-show-raw-insn", prog]).stdout
+    body = dis[dis.index("<a>:"):]
+    sfkit.check(re.search(r"jmp\s+\*%r", body[:body.index("\n\n")]), "precondition: a's indirect tail jump")
+    p, log = sfkit.record([prog], args=["-q"])
+    sfkit.eq(p.stdout, "1\n", "program output")
+    sfkit.eq(_calls(_replay(log)), ["main() {", "  a();", "  lib_f2();", "  b();", "  lib_f2();", "  viaplt();",
+                                    "  lib_g2(); /* tail call from viaplt */", "} /* main */"], "replay call column")
+
+
 def test_pager_that_cannot_run_loses_no_output():
     """Known break (issue 28 open): on a terminal, PAGER=/nonexistent/pager
     `sftrace replay LOG` prints only `sh: 1: /nonexistent/pager: not found`

@@ -193,9 +193,11 @@ def test_tail_mark_survives_the_runtime_trim():
     p, log = sfkit.record([prog], args=["-q", "--min-duration", "10us"])
     sfkit.eq(p.stdout, "1\n", "program output")
     names = [e.name for e in sfkit.dump_events(log) if e.name != "tiny"]
-    sfkit.eq(names, ["main", "a", "a", "b", "b", "c", "c", "main"], "events the runtime kept")
+    sfkit.eq(names, ["main", "tailcut_main", "a", "a", "b", "b", "c", "c", "tailcut_main", "main"],
+             "events the runtime kept")
     col = [ln for ln in _calls(_replay(log)) if ln != "  tiny();"]  # one may last 10 us on a busy machine
-    sfkit.eq(col, ["main() {", "  a();", "  c();", "} /* main */"], "replay call column")
+    sfkit.eq(col, ["main() {", "  tailcut_main() {", "    a();", "    c();", "  } /* tailcut_main */",
+                   "} /* main */"], "replay call column")
 
 
 def test_tail_mark_on_a_short_jmp():

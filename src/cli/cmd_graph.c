@@ -41,6 +41,7 @@
 #include "lib/util.h"
 
 #define NONE UINT32_MAX
+_Static_assert(NONE == TM_NONE, "a frame's tail_from and tm_tail_from share their none");
 #define ROOT 0u
 
 struct gnode {
@@ -80,9 +81,6 @@ struct fname {
 struct gthread {
 	struct open_frame *stack;
 	size_t cap;
-	/* A frame that ended with a tail call: its callee, if traced, begins
-	 * next at its depth (lib/tail_mark.h). */
-	struct tail_mark tail;
 	uint32_t bt;          /* the backtrace of the open outermost FUNC call, or NONE */
 	uint32_t bt_depth;    /* its depth */
 };
@@ -350,9 +348,9 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 	}
 	uint32_t parent = f->depth ? t->stack[f->depth - 1].node : g->func ? NONE : ROOT;
 	uint32_t node = NONE;
-	int tail = tm_frame_begin(&t->tail, f, g->proc->syms);
+	uint32_t tail_from = tm_tail_from(f); /* TM_NONE is NONE */
 	if (parent != NONE) {
-		node = child_of(g, parent, f->func_id, tail ? t->tail.from : NONE);
+		node = child_of(g, parent, f->func_id, tail_from);
 	} else if (is_target(g, f->func_id)) {
 		node = ROOT;
 		if (!g->nodes[ROOT].name) {
@@ -360,13 +358,13 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 			g->nodes[ROOT].len = sf_name_sans_params(g->nodes[ROOT].name,
 								 trace_symbol(g->proc, f->func_id)->mangled);
 		}
-		t->bt = find_backtrace(g, t, f->depth, f->func_id, tail ? t->tail.from : NONE);
+		t->bt = find_backtrace(g, t, f->depth, f->func_id, tail_from);
 		t->bt_depth = f->depth;
 		g->bts[t->bt].hits++;
 	}
 	if (node != NONE)
 		g->nodes[node].calls++;
-	t->stack[f->depth] = (struct open_frame){node, f->func_id, tail ? t->tail.from : NONE};
+	t->stack[f->depth] = (struct open_frame){node, f->func_id, tail_from};
 	return 0;
 }
 
@@ -382,7 +380,6 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 		g->bts[t->bt].time_ns += d;
 		t->bt = NONE;
 	}
-	tm_frame_end(&t->tail, f);
 	return 0;
 }
 

@@ -80,11 +80,7 @@ struct thread_state {
 	uint64_t last_time;       /* time of its latest line (delta column) */
 	int labelled;             /* its label line, if it needs one, is out */
 	int has_last;
-	/* A tail call: the frame that ended with it (by its jmp), whose
-	 * callee begins next at the same depth; and the pending frame's mark,
-	 * when it is that callee. */
-	struct tail_mark tail;
-	int pending_tail;
+	/* The pending frame's tail caller (lib/tail_mark.h), else TM_NONE. */
 	uint32_t pending_tail_from;
 	/* A run of repaired closes, written as one comment when it ends. */
 	enum fr_end_kind run_kind;
@@ -422,7 +418,7 @@ static void put_ret(const struct fr_frame *f)
  * caller's sibling, where it returns to). */
 static void put_tail_mark(struct replay *r, const struct thread_state *ts, const struct fr_frame *f)
 {
-	if (!ts->pending_tail)
+	if (ts->pending_tail_from == TM_NONE)
 		return;
 	struct fr_frame from = *f;
 	from.func_id = ts->pending_tail_from;
@@ -466,10 +462,9 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 		open_pending(r, ts);
 	ts->pending = *f;
 	ts->has_pending = 1;
-	/* The frame after a tail call at its depth is the callee only if the
-	 * jump the event names goes to it (lib/tail_mark.h). */
-	ts->pending_tail = tm_frame_begin(&ts->tail, f, f->proc->syms);
-	ts->pending_tail_from = ts->tail.from;
+	/* The frame after a tail call at its depth, in the recorded events,
+	 * is the callee only if the jump the event names goes to it. */
+	ts->pending_tail_from = tm_tail_from(f);
 	return r->write_failed = ferror_unlocked(stdout) != 0;
 }
 
@@ -503,9 +498,6 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (f->cut & CUT_END)
 		put_comment(r, "cut at window end");
 	out("\n", 1);
-	/* Its callee, if traced, begins next at its depth; any other end
-	 * first means the callee was not traced. */
-	tm_frame_end(&ts->tail, f);
 	if (fr_end_is_repaired(f->end_kind)) {
 		ts->run_kind = f->end_kind;
 		ts->run_count++;

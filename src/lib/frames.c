@@ -21,6 +21,8 @@ struct fr_open {
 	uint32_t args_len;
 	unsigned char *args; /* the entry's ARGS payload (malloc'd), NULL if none */
 	unsigned cut;        /* CUT_START: a ring's entry placed at its window's start */
+	uint8_t after_tail, tail_from_entry; /* fr_frame's */
+	uint32_t tail_from;
 };
 
 /* ARGS events wait for the event they describe: the function's next entry
@@ -55,6 +57,14 @@ struct fr_thread {
 	uint32_t open[FR_BUCKETS];
 	struct fr_pending pend[FR_PENDING];
 	unsigned npend;
+	/* The last frame to end ended with a tail call (cleared by any other
+	 * end, and by the next begin): the next frame to begin at its depth
+	 * is after that tail call (fr_frame.after_tail). */
+	struct {
+		int open;
+		uint32_t func, depth;
+		uint8_t entry;
+	} tail;
 };
 
 struct frames {
@@ -141,6 +151,10 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	fr->cut = f->next_cut;
 	f->next_cut = 0;
 	fr->args = th->npend ? take_pending(th, func, 0, &fr->args_len) : NULL;
+	fr->after_tail = th->tail.open && th->tail.depth == th->depth - 1;
+	fr->tail_from = fr->after_tail ? th->tail.func : 0;
+	fr->tail_from_entry = fr->after_tail ? th->tail.entry : 0;
+	th->tail.open = 0;
 	th->open[func % FR_BUCKETS]++;
 	f->stats.frames++;
 	if (th->depth > f->stats.max_depth)
@@ -148,7 +162,9 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	if (f->cb.begin) {
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr->id, .parent = parent,
 				       .func_id = func, .depth = (uint32_t)(th->depth - 1), .t_begin = t,
-				       .args = fr->args, .args_len = fr->args ? fr->args_len : 0, .cut = fr->cut};
+				       .args = fr->args, .args_len = fr->args ? fr->args_len : 0, .cut = fr->cut,
+				       .after_tail = fr->after_tail, .tail_from = fr->tail_from,
+				       .tail_from_entry = fr->tail_from_entry};
 		f->cb.begin(f->ctx, &out);
 	}
 }
@@ -162,12 +178,18 @@ static void pop_frame(struct frames *f, size_t slot, uint64_t t, enum fr_end_kin
 	unsigned char *ret = NULL;
 	if (th->npend && (kind == FR_END_EXIT || kind == FR_END_TAIL))
 		ret = take_pending(th, fr.func, SF_ARGS_RET, &ret_len);
+	th->tail.open = kind == FR_END_TAIL;
+	th->tail.func = fr.func;
+	th->tail.depth = (uint32_t)th->depth;
+	th->tail.entry = (uint8_t)tail_entry;
 	if (f->cb.end) {
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr.id,
 				       .parent = th->depth ? th->stack[th->depth - 1].id : 0, .func_id = fr.func,
 				       .depth = (uint32_t)th->depth, .t_begin = fr.t_begin, .t_end = t,
 				       .end_kind = kind, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
-				       .ret = ret, .ret_len = ret_len, .tail_entry = (uint8_t)tail_entry, .cut = fr.cut};
+				       .ret = ret, .ret_len = ret_len, .tail_entry = (uint8_t)tail_entry, .cut = fr.cut,
+				       .after_tail = fr.after_tail, .tail_from = fr.tail_from,
+				       .tail_from_entry = fr.tail_from_entry};
 		f->cb.end(f->ctx, &out);
 	}
 	free(fr.args);
@@ -317,6 +339,7 @@ static void end_slot(struct frames *f, size_t slot)
 		f->stats.open_at_pause++;
 	}
 	th->outer = 0;
+	th->tail.open = 0; /* the thread's next frame starts a fresh stack */
 	int snapshot = th->key && th->key->ends_at_snapshot;
 	while (th->depth) {
 		pop(f, slot, th->last_t, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);

@@ -75,6 +75,15 @@ struct fr_frame {
 	 * patched entry of its object (the callee's frame begins next). In a
 	 * log with SF_FEAT_TAIL_TARGET, 0 means the jump went elsewhere. */
 	uint8_t tail_entry;
+	/* begin and end: the frame began right after a tail call at its depth
+	 * on its thread, in the recorded events (before any cut): the frame
+	 * that ended with it ran tail_from, its tail_entry was tail_from_entry.
+	 * Whether the jump went here is the views' check (lib/tail_mark.h).
+	 * Decided here, before a cut, and carried with the frame: a cut that
+	 * removes the callee removes the mark, and never moves it to the next
+	 * frame the cut keeps at that depth. */
+	uint8_t after_tail, tail_from_entry;
+	uint32_t tail_from;
 	unsigned cut;                   /* trace_cut.h's CUT_START / CUT_END; frames.c: CUT_START on a ring's placed entry */
 	/* record -A/-R: the ARGS payloads (format/sf_args.h; lib/arg_values.h
 	 * reads them) of its entry (begin and end) and of its exit (end only);

@@ -24,6 +24,11 @@ struct ls_targets {
 	size_t n;
 	struct sym_target t[LS_MAX_TARGETS];
 	size_t obj;                    /* F's object */
+	int undecoded;                 /* F has tail jumps not in t (sym_tail_targets) */
+	/* The one function a kind-3 tail call of F can have reached, when F's
+	 * tail jumps that are not kind 15 all go through the PLT or GOT to one
+	 * name; else NULL (ls_is_tail_callee). */
+	const char *sole_elsewhere;
 };
 
 /* A name we made up; freed at close. */
@@ -299,6 +304,48 @@ static size_t addr_object(const struct log_symbols *ls, uint64_t addr)
 	return best;
 }
 
+/* Whether F's direct tail jump to vaddr (in F's object o) may log kind 3.
+ * Not when it goes to a function with sleds in an object whose every sled
+ * the runtime patched (kind 15, whatever the filter), nor when it stays in
+ * F's own body (no tail call: an entry sled followed by a jmp). */
+static int direct_may_be_kind3(struct sym_object *so, const struct lr_object *o, uint64_t fvaddr, uint64_t vaddr)
+{
+	if (vaddr != fvaddr && sym_lookup(so, vaddr)->mangled == sym_lookup(so, fvaddr)->mangled)
+		return 0;
+	if (o->patched != o->sleds)
+		return 1;
+	for (uint32_t i = 0; i < o->count; i++)
+		if (o->funcs[i] == vaddr)
+			return 0;
+	return 1;
+}
+
+/* The one name a kind-3 tail call of F (at fvaddr in o) can have jumped
+ * to, or NULL. Kind 3 does not say which of F's tail jumps fired, so
+ * naming the frame that follows after it as F's callee is exact only when
+ * F has one place to go that is not kind 15: every tail jump decoded, the
+ * direct ones all kind 15, the rest through the PLT or GOT to one name.
+ * A mark left out is the price; a wrong one (a(0) tail-calls strlen, then
+ * the caller's own lib_f2, a's other PLT target, opens there) is not. */
+static const char *sole_elsewhere(struct log_symbols *ls, const struct ls_targets *x, const struct lr_object *o,
+				  uint64_t fvaddr)
+{
+	const char *name = NULL;
+	if (x->undecoded)
+		return NULL;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!x->t[i].name) {
+			if (direct_may_be_kind3(ls->objs[x->obj].sym, o, fvaddr, x->t[i].vaddr))
+				return NULL;
+		} else if (name && strcmp(name, x->t[i].name) != 0) {
+			return NULL;
+		} else {
+			name = x->t[i].name;
+		}
+	}
+	return name;
+}
+
 static const struct ls_targets *tail_targets(struct log_symbols *ls, uint32_t tailer)
 {
 	uint64_t *at = hm_find(&ls->targets_ix, tailer);
@@ -312,8 +359,10 @@ static const struct ls_targets *tail_targets(struct log_symbols *ls, uint32_t ta
 	x->obj = SIZE_MAX;
 	if (lr_func(ls->log, tailer, &tobj, &tvaddr) == 0) {
 		x->obj = (size_t)(tobj - lr_object_at(ls->log, 0));
-		if (ls->objs[x->obj].sym)
-			x->n = sym_tail_targets(ls->objs[x->obj].sym, tvaddr, x->t, LS_MAX_TARGETS);
+		if (ls->objs[x->obj].sym) {
+			x->n = sym_tail_targets(ls->objs[x->obj].sym, tvaddr, x->t, LS_MAX_TARGETS, &x->undecoded);
+			x->sole_elsewhere = sole_elsewhere(ls, x, tobj, tvaddr);
+		}
 	}
 	int added;
 	*hm_put(&ls->targets_ix, tailer, &added) = ls->ntargets;
@@ -408,9 +457,11 @@ int ls_is_tail_callee(struct log_symbols *ls, uint32_t tailer, uint32_t func, en
 		return 0;
 	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
 	const char *mangled = ls->objs[oi].sym ? sym_lookup(ls->objs[oi].sym, vaddr)->mangled : NULL;
+	if (how == LS_TAIL_ELSEWHERE)
+		return mangled && x->sole_elsewhere && strcmp(mangled, x->sole_elsewhere) == 0;
 	for (size_t i = 0; i < x->n; i++) {
-		if (x->t[i].name ? how != LS_TAIL_TO_ENTRY && mangled && strcmp(mangled, x->t[i].name) == 0
-				 : how != LS_TAIL_ELSEWHERE && oi == x->obj && x->t[i].vaddr == vaddr)
+		if (x->t[i].name ? how == LS_TAIL_UNKNOWN && mangled && strcmp(mangled, x->t[i].name) == 0
+				 : oi == x->obj && x->t[i].vaddr == vaddr)
 			return 1;
 	}
 	return 0;

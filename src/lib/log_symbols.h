@@ -130,8 +130,10 @@ static inline enum ls_tail_jump ls_tail_jump_of(uint64_t log_features, int tail_
 
 /* ls_is_tail_target, told where the jump went: the frame that begins next
  * at the tail caller's depth is its callee only if a jump of that class in
- * tailer's code goes to func (a direct one for LS_TAIL_TO_ENTRY, one
- * through the PLT or GOT for LS_TAIL_ELSEWHERE). */
+ * tailer's code goes to func: a direct one for LS_TAIL_TO_ENTRY; for
+ * LS_TAIL_ELSEWHERE, which does not say which jump fired, only when func
+ * is the one name tailer's jumps that may log kind 3 go to (all decoded,
+ * all through the PLT or GOT, direct ones all kind 15). */
 int ls_is_tail_callee(struct log_symbols *ls, uint32_t tailer, uint32_t func, enum ls_tail_jump how);
 
 /* The file that symbolizes object i (lr_object_at order), or NULL when its

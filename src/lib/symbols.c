@@ -958,18 +958,24 @@ static uint32_t word_le(const uint8_t *p)
  * call is the `b` after it (its target a function of this object, or a PLT
  * stub, which no traced function's address matches). */
 static size_t aarch64_tail_targets(const uint8_t *code, size_t size, uint64_t fvaddr, struct sym_target *out,
-				   size_t max)
+				   size_t max, int *undecoded)
 {
 	size_t n = 0;
-	for (size_t i = 0; i + 36 <= size && n < max; i += 4) {
+	for (size_t i = 0; i + 36 <= size; i += 4) {
 		if (word_le(code + i) != 0x14000008u)
 			continue;
 		int sled = 1;
 		for (size_t j = 1; j < 8 && sled; j++)
 			sled = word_le(code + i + 4 * j) == 0xd503201fu;
 		uint32_t op = word_le(code + i + 32);
+		if (sled && (op & 0xfffffc1fu) == 0xd61f0000u) /* br xN */
+			*undecoded = 1;
 		if (!sled || (op & 0xfc000000u) != 0x14000000u)
 			continue;
+		if (n == max) {
+			*undecoded = 1;
+			break;
+		}
 		int64_t imm = (int32_t)((op & 0x03ffffffu) << 6) >> 6;
 		out[n++] = (struct sym_target){.at = fvaddr + i + 32, .vaddr = fvaddr + i + 32 + (uint64_t)(imm * 4)};
 		i += 28;
@@ -977,8 +983,24 @@ static size_t aarch64_tail_targets(const uint8_t *code, size_t size, uint64_t fv
 	return n;
 }
 
-size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target *out, size_t max)
+/* x86-64: whether the instruction at p (len bytes left in the function)
+ * is a jmp (e9, eb, or ff /4 and /5), after bnd, notrack and REX prefixes. */
+static int x86_is_jmp(const uint8_t *p, size_t len)
 {
+	size_t i = 0;
+	while (i < len && i < 3 && (p[i] == 0xf2 || p[i] == 0x3e || (p[i] & 0xf0) == 0x40))
+		i++;
+	if (i < len && (p[i] == 0xe9 || p[i] == 0xeb))
+		return 1;
+	return i + 1 < len && p[i] == 0xff && ((p[i + 1] >> 3) & 7) >= 4 && ((p[i + 1] >> 3) & 7) <= 5;
+}
+
+size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target *out, size_t max, int *undecoded)
+{
+	int ignored;
+	if (!undecoded)
+		undecoded = &ignored;
+	*undecoded = 0;
 	GElf_Addr bias;
 	Elf *elf = dwfl_module_getelf(o->mod, &bias);
 	size_t k = lower_bound(o, fvaddr), n = 0;
@@ -993,24 +1015,30 @@ size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target
 		return 0;
 	}
 	if (a64) {
-		n = aarch64_tail_targets(code, size, fvaddr, out, max);
+		n = aarch64_tail_targets(code, size, fvaddr, out, max, undecoded);
 		free(code);
 		return n;
 	}
 	/* an XRay sled as the file has it (`jmp +9`, then 9 bytes of nop);
 	 * the tail-call sled sits right before the tail call's jmp */
-	for (size_t i = 0; i + 11 + 2 <= size && n < max; i++) { /* a jmp rel8 is 2 bytes */
+	for (size_t i = 0; i + 11 + 2 <= size; i++) { /* a jmp rel8 is 2 bytes */
 		if (code[i] != 0xeb || code[i + 1] != 0x09)
 			continue;
 		struct sym_target t = {.at = fvaddr + i + 11};
 		int kind = branch_target(elf, fvaddr + i + 11, &t.vaddr, &t.name);
 		if (kind && code[i + 11 + (code[i + 11] == 0xf2)] != 0xe8 &&
 		    !(code[i + 11] == 0xff && code[i + 12] == 0x15)) { /* a jmp, not a call */
+			if (n == max) {
+				*undecoded = 1;
+				break;
+			}
 			if (kind == 2)
 				t.vaddr = 0;
 			else
 				t.name = NULL;
 			out[n++] = t;
+		} else if (!kind && x86_is_jmp(code + i + 11, size - i - 11)) {
+			*undecoded = 1; /* jmp *%rax, or a GOT slot without a symbol */
 		}
 		i += 10;
 	}

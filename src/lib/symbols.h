@@ -95,13 +95,15 @@ size_t sym_plt_calls(struct sym_object *obj, uint64_t fvaddr, void (*cb)(void *c
  * its XRay tail-call sleds) in the function starting at ELF address
  * fvaddr: up to max, each either vaddr (in this object) or name (through
  * the PLT or the GOT, as sym_call_target). Indirect jumps are left out;
- * none on other machines than x86-64. Returns how many. */
+ * *undecoded (may be NULL) is set to 1 when the function has such a tail
+ * jump, or more than max, so the list may miss targets. Returns how many. */
 struct sym_target {
 	uint64_t vaddr;
 	const char *name;
 	uint64_t at;       /* the jmp's own ELF address */
 };
-size_t sym_tail_targets(struct sym_object *obj, uint64_t fvaddr, struct sym_target *out, size_t max);
+size_t sym_tail_targets(struct sym_object *obj, uint64_t fvaddr, struct sym_target *out, size_t max,
+			int *undecoded);
 
 void sym_close(struct sym_object *obj);
 

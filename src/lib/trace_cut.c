@@ -179,6 +179,8 @@ struct cut_frame {
 	uint32_t depth;   /* among candidates: the output depth */
 	uint32_t fdepth;  /* frames since the nearest -F match (itself: 0) */
 	int32_t cand_up;  /* stack index of the nearest candidate ancestor, -1: none */
+	uint8_t after_tail, tail_from_entry; /* passed on (fr_frame's) */
+	uint32_t tail_from;
 };
 
 struct cut_thread {
@@ -312,7 +314,8 @@ static struct fr_frame out_frame(const struct fr_frame *in, const struct cut_thr
 	const struct cut_frame *f = &th->st[i];
 	return (struct fr_frame){.proc = in->proc, .thread = in->thread, .id = f->id,
 				 .parent = f->cand_up >= 0 ? th->st[f->cand_up].id : 0, .func_id = f->func,
-				 .depth = f->depth, .t_begin = f->t_begin};
+				 .depth = f->depth, .t_begin = f->t_begin, .after_tail = f->after_tail,
+				 .tail_from = f->tail_from, .tail_from_entry = f->tail_from_entry};
 }
 
 static void emit_begin(struct trace_cut *c, const struct fr_frame *in, struct cut_thread *th, size_t i)
@@ -387,6 +390,9 @@ void cut_begin(void *ctx, const struct fr_frame *in)
 	f->id = in->id;
 	f->t_begin = t_ns;
 	f->func = in->func_id;
+	f->after_tail = in->after_tail;
+	f->tail_from = in->tail_from;
+	f->tail_from_entry = in->tail_from_entry;
 	f->state = ST_DROP;
 	if (is_candidate(c, th, f, in->func_id) && t_ns < c->e)
 		f->state = ST_HELD;

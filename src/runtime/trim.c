@@ -15,7 +15,11 @@
  * Calls that cross a batch boundary, or enclose an allocation, heap or
  * unwind record, a hole, or an exit the reader would repair, are kept; so
  * is the batch's last record (it may be the thread's last time, which
- * closes frames still open at its end). */
+ * closes frames still open at its end), and so is a call that begins right
+ * after a kept tail-call record: it is the tail callee the reader marks
+ * (lib/frames.h after_tail); dropped here, the caller's next call would
+ * begin there instead and take the mark. The reader's own cut drops it
+ * and its mark together. */
 #include "runtime/runtime.h"
 
 /* Ticks below which a call is certainly shorter than trim_min_ns for the
@@ -33,6 +37,9 @@ static uint64_t short_ticks(void)
 	return t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
 }
 
+/* In stack[]: the entry begins a call that is kept whatever its length. */
+#define TRIM_KEEP 0x80000000u
+
 size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct sf_event *out, uint32_t *stack)
 {
 	uint64_t thr = short_ticks();
@@ -40,18 +47,19 @@ size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct 
 	size_t k = 0;      /* records in out */
 	size_t h = 0;      /* open entries: stack[j] is the out index of the j-th */
 	size_t pinned = 0; /* stack[0, pinned) enclose a record that is always kept */
+	size_t after_tail = SIZE_MAX; /* k right after a kept tail-call record */
 	for (size_t i = 0; i < n;) {
 		uint32_t w = __atomic_load_n(&ev[i].word, __ATOMIC_RELAXED);
 		uint32_t kind = w & SF_KIND_MASK;
 		if (w && kind == SF_EV_ENTRY) {
-			stack[h++] = (uint32_t)k;
+			stack[h++] = (uint32_t)k | (k == after_tail ? TRIM_KEEP : 0);
 			out[k++] = ev[i++];
 			continue;
 		}
 		if (w && (kind == SF_EV_EXIT || sf_kind_is_tail(kind)) && h &&
-		    out[stack[h - 1]].word >> SF_KIND_BITS == w >> SF_KIND_BITS) {
-			size_t e = stack[--h];
-			int keep = pinned > h || i + 1 == n;
+		    out[stack[h - 1] & ~TRIM_KEEP].word >> SF_KIND_BITS == w >> SF_KIND_BITS) {
+			size_t e = stack[--h] & ~TRIM_KEEP;
+			int keep = pinned > h || i + 1 == n || (stack[h] & TRIM_KEEP);
 			if (pinned > h)
 				pinned = h;
 			if (!keep) {
@@ -59,11 +67,13 @@ size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct 
 				uint64_t t1 = sf_event_time(base, ev[i].time_lo);
 				if ((max_depth && h >= max_depth) || (t1 >= t0 && t1 - t0 < thr)) {
 					k = e; /* the call and its subtree */
+					after_tail = SIZE_MAX;
 					i++;
 					continue;
 				}
 			}
 			out[k++] = ev[i++];
+			after_tail = sf_kind_is_tail(kind) ? k : SIZE_MAX;
 			continue;
 		}
 		size_t extra = w && sf_event_kind_valid(kind) ? sf_event_payload_count(w) : 0;
@@ -73,6 +83,7 @@ size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct 
 			h = pinned = 0; /* hole, unwind, unknown or repaired exit: nothing open is sure */
 		for (size_t j = 0; j <= extra && i < n; j++)
 			out[k++] = ev[i++];
+		after_tail = w && sf_kind_is_tail(kind) ? k : SIZE_MAX; /* an unmatched tail call */
 	}
 	return k;
 }

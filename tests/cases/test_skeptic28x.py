@@ -78,18 +78,17 @@ def test_tail_marks_in_graph_keep_tail_callees_apart():
 
 
 def test_plt_tail_mark_not_given_to_the_callers_own_call():
-    """Known break (issue 28 open): after a(0) tail-calls strlen through the
+    """Was a known break (issue 28): after a(0) tail-calls strlen through the
     PLT (kind 3, untraced), main's own `lib_f2(3)` (another object, traced)
-    opens at a's depth and is drawn `lib_f2(); /* tail call from a */`. The
-    claim says the mark is given only when the log says the jump went there;
+    opens at a's depth and was drawn `lib_f2(); /* tail call from a */`:
     kind 3 says nothing about which PLT slot the jump took, and the reader
-    marks any PLT target of a by name. Observed column: main() {, a();,
-    lib_f2(); /* tail call from a */, a();, lib_f2(); /* tail call from a */,
-    viaplt();, lib_g2(); /* tail call from viaplt */, } /* main */; graph
-    merges both into one `(2) lib_f2 /* tail call from a */` node (want
-    `(1) lib_f2` and `(1) lib_f2 /* tail call from a */`)."""
-    raise sfkit.Skip("known break, issue 28 open: a PLT tail call into libc marks the caller's own next "
-                     "call of a traced library function as a's tail callee")
+    marked any PLT target of a by name. The rule now (docs/DESIGN.md, "Which
+    jump a tail call took"): after kind 3 the next frame is marked only when
+    its function is the one name among the tail caller's jumps that may log
+    kind 3. a jumps through the PLT to lib_f2 and to strlen, so neither of
+    a's kind-3 tail calls is marked (a(2)'s real one into lib_f2 included:
+    a missing mark, never a wrong one); viaplt's only tail jump goes to
+    lib_g2, so its mark stays. Graph: no node marked from a."""
     fixdir = sfkit.FIXBUILD
     sfkit.build_c("libskep28x_plt.so", ["skep28x_plt_lib.c"], shared=True)
     prog = sfkit.build_c("skep28x_plt_mark", ["skep28x_plt_mark.c"],
@@ -97,7 +96,28 @@ def test_plt_tail_mark_not_given_to_the_callers_own_call():
     p, log = sfkit.record([prog], args=["-q"])
     sfkit.eq(p.stdout, "1\n", "program output")
     sfkit.eq(_calls(_replay(log)), ["main() {", "  a();", "  lib_f2();", "  a();",
-                                    "  lib_f2(); /* tail call from a */", "  viaplt();",
+                                    "  lib_f2();", "  viaplt();",
+                                    "  lib_g2(); /* tail call from viaplt */", "} /* main */"], "replay call column")
+    g = sfkit.run([sfkit.SFTRACE, "graph", "--no-pager", "main", log]).stdout
+    sfkit.check("tail call from a " not in g and "(2) lib_f2\n" in g and
+                "(1) lib_g2 /* tail call from viaplt */" in g, g)
+
+
+def test_plt_tail_mark_needs_every_other_kind3_jump_decoded():
+    # a and b have one PLT tail target each (lib_f2), but a can also jump
+    # through a pointer and b to a function without sleds: after a(0) and
+    # b(0) the lib_f2 that opens next (main's own; never's) is not theirs.
+    # Before the rule both were drawn `lib_f2(); /* tail call from a/b */`.
+    fixdir = sfkit.FIXBUILD
+    sfkit.build_c("libskep28x_plt.so", ["skep28x_plt_lib.c"], shared=True)
+    prog = sfkit.build_c("tailplt_mixed", ["tailplt_mixed.c"],
+                         libs=["-L" + fixdir, "-lskep28x_plt", "-Wl,-rpath," + fixdir])
+    dis = sfkit.run(["objdump", "-d", "--no-show-raw-insn", prog]).stdout
+    body = dis[dis.index("<a>:"):]
+    sfkit.check(re.search(r"jmp\s+\*%r", body[:body.index("\n\n")]), "precondition: a's indirect tail jump")
+    p, log = sfkit.record([prog], args=["-q"])
+    sfkit.eq(p.stdout, "1\n", "program output")
+    sfkit.eq(_calls(_replay(log)), ["main() {", "  a();", "  lib_f2();", "  b();", "  lib_f2();", "  viaplt();",
                                     "  lib_g2(); /* tail call from viaplt */", "} /* main */"], "replay call column")
 
 
@@ -156,14 +176,28 @@ def test_tail_mark_survives_a_cut_that_removes_the_tail_callee():
     call from a */` then `c();`. The mark is decided after the cut, on the
     next frame at a's depth, where it should be decided on the recorded
     events before anything is cut."""
-    raise sfkit.Skip("known break, issue 28 open: a cut that removes a's tail callee gives the mark to the "
-                     "caller's next call")
     log = _tailcut_log()
     for extra in (["--min-duration", "10us"], ["-N", "^b$"]):
         sfkit.eq(_calls(_replay(log, extra)), ["main() {", "  a();", "  c();", "} /* main */"],
                  f"replay {extra} call column")
     g = sfkit.run([sfkit.SFTRACE, "graph", "--no-pager", "--min-duration", "10us", "main", log]).stdout
     sfkit.check("tail call from a" not in g, g)
+
+
+def test_tail_mark_survives_the_runtime_trim():
+    # record --min-duration: the runtime's trim keeps a call that begins
+    # right after a kept tail call (b here, 10 ns), so the reader, which
+    # applies the exact cut, drops b with its mark and leaves main's c
+    # unmarked. Dropped by the runtime, b left c right after a's tail call.
+    prog = sfkit.build_c("tailcut_trim", ["tailcut_trim.c"])
+    p, log = sfkit.record([prog], args=["-q", "--min-duration", "10us"])
+    sfkit.eq(p.stdout, "1\n", "program output")
+    names = [e.name for e in sfkit.dump_events(log) if e.name != "tiny"]
+    sfkit.eq(names, ["main", "tailcut_main", "a", "a", "b", "b", "c", "c", "tailcut_main", "main"],
+             "events the runtime kept")
+    col = [ln for ln in _calls(_replay(log)) if ln != "  tiny();"]  # one may last 10 us on a busy machine
+    sfkit.eq(col, ["main() {", "  tailcut_main() {", "    a();", "    c();", "  } /* tailcut_main */",
+                   "} /* main */"], "replay call column")
 
 
 def test_tail_mark_on_a_short_jmp():

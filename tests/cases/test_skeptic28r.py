@@ -242,3 +242,30 @@ def test_deep_shapes_load_whole_in_trace_processor():
             if dep == 0:
                 check(any(pb <= b and e <= pe for pb, pe in parents),
                       f"tid {tid}: a root of the track from depth {first} at {b} has no parent on the track before")
+
+
+# ---- exit state of a traced child ----
+
+def test_child_exit_code_is_recorded_for_exit_and_return():
+    """skep28r_exits: main forks and execs itself three times and reaps
+    each child. info gives `exited 7 (_exit)` for the child that called
+    _exit(7), but `exited (code not recorded: its parent was not sftrace
+    record)` for the one that called exit(5) and the one whose main
+    returned 6: the common endings lose their code, though glibc hands it
+    to on_exit handlers. Under `sftrace record -- cargo test` (or npm
+    test), every test binary is such a child: which one failed is not in
+    the logs."""
+    exe = build_c("skep28r_exits", ["skep28r_exits.c"])
+    d = tmpdir()
+    p, _ = record([exe], out=os.path.join(d, "sf.log"), args=["-q"])
+    kids = {m: (int(pid), int(code)) for m, pid, code in re.findall(r"(\S)=(\d+) (\d+)", p.stdout)}
+    eq(sorted((m, c) for m, (_, c) in kids.items()), [("_", 7), ("e", 5), ("r", 6)], "the children's own codes")
+    text = run([SFTRACE, "info", "-q", d]).stdout
+    state = {int(b.split("\n", 1)[0]): re.search(r"^# exit state\s*: (.*)$", b, re.M).group(1)
+             for b in text.split("# process ")[1:]}
+    eq(state[kids["_"][0]], "exited 7 (_exit)", "the _exit child")
+    got = (state[kids["e"][0]], state[kids["r"][0]])
+    if not all(s.startswith("exited ") and s.split()[1].isdigit() for s in got):
+        raise Skip(f"known break, issue 28 open: info says {got[0]!r} for exit(5) and {got[1]!r} for a "
+                   "return of 6 from main")
+    eq([g.split()[:2] for g in got], [["exited", "5"], ["exited", "6"]], "exit(5) and return 6")

@@ -54,7 +54,7 @@ def test_icf_named_as_the_record_filter_chose():
     if got_a != ["alpha_sum"] or got_g != ["gamma_sum"]:
         raise Skip("known break, issue 28 open: a folded function recorded with a filter for alpha_sum "
                    f"replays as {got_a}, with --filter-regex '^gamma_sum$' as {got_g}")
-    eq(_calls(log_a, ["-f", "none"]), ["alpha_sum();"] * 4, "replay of the alpha_sum recording")
+    eq(_calls(log_a), ["alpha_sum();"] * 4, "replay of the alpha_sum recording")
     rep = run([SFTRACE, "report", "-q", "--format", "tsv", log_g]).stdout.splitlines()
     eq([r.split("\t")[1:3] for r in rep[1:]], [["gamma_sum", "4"]], "report of the gamma_sum recording")
     info = run([SFTRACE, "info", "-q", log_g]).stdout
@@ -269,3 +269,33 @@ def test_child_exit_code_is_recorded_for_exit_and_return():
         raise Skip(f"known break, issue 28 open: info says {got[0]!r} for exit(5) and {got[1]!r} for a "
                    "return of 6 from main")
     eq([g.split()[:2] for g in got], [["exited", "5"], ["exited", "6"]], "exit(5) and return 6")
+
+
+# ---- a name copied from report, as a trigger ----
+
+def test_F_and_trigger_take_a_name_copied_from_report_whole():
+    """skep28r_trig: report prints `ns::P<…>::bump()` and
+    `ns::P<…>::bump_space()`; main calls bump_space, then bump. `-F
+    'ns::P<…>::bump'` keeps bump alone, but the name as report prints it,
+    `-F 'ns::P<…>::bump()'`, keeps bump_space too (its parentheses make it
+    a regex, unanchored), and `record --ring 128K --trigger
+    'ns::P<…>::bump()'` snapshots on the entry of bump_space. Seen on
+    regex-syntax: --trigger 'regex_syntax::ast::parse::ParserI<…>::bump>1ms',
+    copied from report, fired on ParserI::bump_space."""
+    exe = build_c("skep28r_trig", ["skep28r_trig.cc"], compiler="clang++")
+    d = tmpdir()
+    _, plain = record([exe], out=os.path.join(d, "plain.log"), args=["-q"])
+    check("ns::P<…>::bump()\n" in run([SFTRACE, "report", "-q", plain]).stdout, "report's name for bump")
+    eq(_calls(plain, ["-F", "ns::P<…>::bump"]), ["ns::P<…>::bump();"], "-F without the parentheses")
+    f_got = _calls(plain, ["-F", "ns::P<…>::bump()"])
+    run([SFTRACE, "record", "-q", "--ring", "128K", "--trigger", "ns::P<…>::bump()", "--max-snapshots", "1",
+         "-o", os.path.join(d, "ring", "sf.log"), "--", exe])
+    snaps = [f for f in os.listdir(os.path.join(d, "ring")) if ".snap." in f]
+    eq(len(snaps), 1, "one snapshot")
+    head = [ln for ln in run([SFTRACE, "dump", os.path.join(d, "ring", snaps[0])]).stdout.splitlines()
+            if ln.startswith("snapshot 1,")]
+    eq(len(head), 1, "the snapshot's header")
+    fired = re.search(r"while the process ran: (.*?) entered at", head[0]).group(1)
+    if f_got != ["ns::P<…>::bump();"] or fired != "ns::P<int>::bump()":
+        raise Skip(f"known break, issue 28 open: -F 'ns::P<…>::bump()' keeps {f_got}; "
+                   f"--trigger 'ns::P<…>::bump()' fired on {fired}")

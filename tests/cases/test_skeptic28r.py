@@ -350,3 +350,39 @@ def test_spawned_thread_label_is_not_the_allocator():
     check(label.startswith("spawned::worker ("), label)
     if "__rust" in label or "alloc" in label or "skep28r_spawn::main" not in label:
         raise Skip(f"known break, issue 28 open: the spawned thread is labelled {label!r}")
+
+
+# ---- --time: one window, the same calls in every command ----
+
+def _window_functions(cmd, log, window):
+    p = run([SFTRACE] + cmd + ["-q", "--time", window, log])
+    return p.stdout
+
+
+def test_time_window_keeps_the_same_calls_in_every_command():
+    """skep28r_window: 200,000 tiny calls, then mark, then 10 more. dump
+    shows mark's entry at T ns from the trace start; `--time T..T+1us` keeps
+    mark in dump, convert and `replay --raw-times`, but `replay`, `report`
+    and `graph` (net times by default) cut their window on a clock with the
+    tracer's cost taken off, which is milliseconds behind by then: they
+    keep tiny calls from elsewhere and no mark. SKILL says `--time` is
+    measured from the trace start and every reading command takes the same
+    options. Seen on a 2-thread recursion: `report --time` dropped a whole
+    thread that dump, convert and Perfetto kept in the same window."""
+    exe = build_c("skep28r_window", ["skep28r_window.c"])
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, "1\n", "the program's output")
+    ev = [ln.split() for ln in run([SFTRACE, "dump", "-q", log]).stdout.split("\nevents:\n", 1)[1].splitlines()]
+    t = next(int(f[0]) for f in ev if len(f) >= 4 and f[2] == "ENTRY" and f[-1] == "mark")
+    window = f"{t}ns..{t + 1000}ns"
+    dumped = {ln.split()[-1].replace("(cut", "").strip() for ln in
+              run([SFTRACE, "dump", "-q", "--time", window, log]).stdout.split("\nevents:\n", 1)[1].splitlines()[1:]
+              if " ENTRY " in ln}
+    check("mark" in dumped, f"dump --time {window} keeps mark: {dumped}")
+    raw = sfkit.call_column(_window_functions(["replay", "--no-pager", "--raw-times"], log, window))
+    check(any(ln.strip().startswith("mark()") for ln in raw), f"replay --raw-times keeps mark: {raw}")
+    net = sfkit.call_column(_window_functions(["replay", "--no-pager"], log, window))
+    rep = _window_functions(["report", "--format", "tsv"], log, window)
+    if not any(ln.strip().startswith("mark()") for ln in net) or "\tmark\t" not in rep:
+        raise Skip(f"known break, issue 28 open: --time {window} keeps mark in dump and replay --raw-times, "
+                   f"but replay (net times) keeps {sorted({ln.strip() for ln in net})[:4]}")

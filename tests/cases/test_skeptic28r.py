@@ -1,0 +1,388 @@
+"""Skeptic's pass 28r on issue 28 (replay, graph, info, srcline, Perfetto at
+any depth, names, thread labels), after using the tool on software we did
+not write (regex-syntax's test suite, the bcrypt npm addon under node).
+Each break is reduced to a small program here (fixtures
+tests/fixtures/skep28r_*); a case that found a break skips as a known break
+until it is fixed, the others show a claim held under that attack.
+
+Runs under tests/run.py."""
+import collections
+import csv
+import io
+import os
+import re
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+import sfkit  # noqa: E402
+from sfkit import FIXBUILD, FIXTURES, SFTRACE, Skip, build_c, check, eq, record, run, tmpdir  # noqa: E402
+
+
+def _calls(log, extra=()):
+    """replay's call column, without the net-times header."""
+    return sfkit.call_column(sfkit.replay_text(log, ["-q"] + list(extra)))
+
+
+# ---- identical code folding: the name the recording filter chose ----
+
+def _icf():
+    if not shutil.which("ld.lld"):
+        raise Skip("ld.lld not installed (identical code folding needs lld's --icf=all)")
+    return build_c("skep28r_icf", ["skep28r_icf.c"],
+                   flags=["-fnoxray-link-deps", "-ffunction-sections", "-fuse-ld=lld", "-Wl,--icf=all"])
+
+
+def _icf_names(log):
+    return sorted({m.group(1) for m in (re.match(r"\s*(\w+)\(", ln) for ln in _calls(log)) if m})
+
+
+def test_icf_named_as_the_record_filter_chose():
+    """skep28r_icf: alpha_sum, beta_sum and gamma_sum are one address.
+    Recorded with a filter made by `sftrace filter -r '^alpha_sum$'` (or
+    with `record --filter-regex '^gamma_sum$'`), the four calls show as
+    beta_sum in replay, report and info: the user sees a function the filter
+    did not ask for (issue 28, "Names"). Only a `-c FILE` given to the
+    reading command chooses the name today."""
+    exe = _icf()
+    d = tmpdir()
+    filt = os.path.join(d, "alpha.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^alpha_sum$", "-o", filt])
+    _, log_a = record([exe], out=os.path.join(d, "a", "sf.log"), args=["-q", "-f", filt])
+    _, log_g = record([exe], out=os.path.join(d, "g", "sf.log"), args=["-q", "--filter-regex", "^gamma_sum$"])
+    got_a, got_g = _icf_names(log_a), _icf_names(log_g)
+    if got_a != ["alpha_sum"] or got_g != ["gamma_sum"]:
+        raise Skip("known break, issue 28 open: a folded function recorded with a filter for alpha_sum "
+                   f"replays as {got_a}, with --filter-regex '^gamma_sum$' as {got_g}")
+    eq(_calls(log_a), ["alpha_sum();"] * 4, "replay of the alpha_sum recording")
+    rep = run([SFTRACE, "report", "-q", "--format", "tsv", log_g]).stdout.splitlines()
+    eq([r.split("\t")[1:3] for r in rep[1:]], [["gamma_sum", "4"]], "report of the gamma_sum recording")
+    info = run([SFTRACE, "info", "-q", log_g]).stdout
+    alias = re.search(r"alias: (\w+) = (.*)", info)
+    check(alias and alias.group(1) == "gamma_sum" and sorted(alias.group(2).split(", ")) == ["alpha_sum", "beta_sum"],
+          f"info's alias line: {info}")
+
+
+def test_icf_srcline_is_the_shown_name_s_line():
+    """skep28r_icf recorded without a filter: outputs name the folded
+    function beta_sum (say), but `replay --srcline`, `report --srcline` and
+    query's functions.line give the line of alpha_sum's definition: the
+    name and its source line disagree."""
+    exe = _icf()
+    _, log = record([exe], args=["-q"])
+    names = _icf_names(log)
+    eq(len(names), 2, f"main and one name for the folded function: {names}")
+    shown = [n for n in names if n != "main"][0]
+    src = os.path.join(FIXTURES, "skep28r_icf.c")
+    want = 1 + next(i for i, ln in enumerate(open(src)) if ln.startswith(f"__attribute__((noinline)) long {shown}("))
+    lines = [ln for ln in _calls(log, ["--srcline"]) if shown in ln]
+    eq(len(lines), 4, "four calls of the folded function")
+    got = re.search(r"skep28r_icf\.c:(\d+) \*/$", lines[0])
+    check(got, f"a source line: {lines[0]!r}")
+    if int(got.group(1)) != want:
+        raise Skip(f"known break, issue 28 open: the folded function is shown as {shown} (skep28r_icf.c:{want}) "
+                   f"but --srcline says skep28r_icf.c:{got.group(1)}, another alias's line")
+    q = run([SFTRACE, "query", "-q", log, f"select line from functions where name = '{shown}'"]).stdout.split()
+    eq(q, ["line", str(want)], "query's functions.line")
+
+
+# ---- info: the recording options ----
+
+def test_info_shows_the_recording_filter_and_cap():
+    """Issue 28 item 3: info gives "the recording options (filter, ring,
+    cap, alloc, trims)". A run recorded with `-f FILE --max-size 1M` shows
+    ring, trims and allocations but neither the filter nor the cap (text
+    or json); `sleds patched : 3 of 5 (a filter, or objects loaded late)`
+    only guesses."""
+    exe = build_c("skep28r_plain", ["skep28r_icf.c"])  # no folding needed: any program
+    d = tmpdir()
+    filt = os.path.join(d, "beta.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^beta_sum$", "-o", filt])
+    _, log = record([exe], out=os.path.join(d, "r", "sf.log"), args=["-q", "-f", filt, "--max-size", "1M"])
+    text = run([SFTRACE, "info", "-q", log]).stdout
+    js = run([SFTRACE, "info", "-q", "--format", "json", log]).stdout
+    has_filter = "beta.filter" in text and "beta.filter" in js
+    has_cap = re.search(r"1(\.0)? MiB|1048576", text) and "1048576" in js
+    if not (has_filter and has_cap):
+        raise Skip("known break, issue 28 open: info names no recording filter "
+                   f"({'shown' if has_filter else 'missing'}) and no --max-size cap "
+                   f"({'shown' if has_cap else 'missing'})")
+
+
+# ---- thread names ----
+
+def test_main_thread_keeps_its_name_after_a_named_thread_exits():
+    """skep28r_tname: a worker names itself worker::tests:x, makes one
+    traced call and exits; main then makes 6,000 traced calls (one buffer
+    hand-off) and ends. The program prints `main is skep28r_tname`, but
+    query's threads table, info and report --threads call main
+    worker::tests:x: the buffer main continued in was the worker's, and its
+    header kept the worker's name (the runtime's slot_swap does not rename
+    the slot it switches to). Seen first on regex-syntax's test suite,
+    whose main thread showed as `utf8::tests::si (regex_syntax::main)`."""
+    exe = build_c("skep28r_tname", ["skep28r_tname.c"], libs=["-lpthread"])
+    bad = []
+    for _ in range(3):
+        p, log = record([exe, "6000"], args=["-q"])
+        eq(p.stdout, "main is skep28r_tname\n", "the program's own view")
+        pid = int(run([SFTRACE, "info", "-q", "--format", "json", log]).stdout.split('"pid":', 1)[1].split(",")[0])
+        rows = run([SFTRACE, "query", "-q", log, f"select thread_name from threads where tid = {pid}"]).stdout
+        if rows.split("\n")[1] != "skep28r_tname":
+            bad.append(rows.split("\n")[1])
+    if bad:
+        raise Skip(f"known break, issue 28 open: the main thread is named {bad[0]!r} "
+                   f"in {len(bad)} of 3 runs (its name is skep28r_tname)")
+
+
+# ---- source lines with line tables only ----
+
+def test_srcline_with_line_tables_only_names_the_function_s_own_file():
+    """skep28r_cellbump.rs built with `-C debuginfo=line-tables-only` (what
+    `cargo sftrace` uses for a crate without a profiling profile: "release
+    code generation with line tables"): bump's first instruction is
+    RefCell::borrow_mut inlined from core, and `--srcline` gives
+    library/core/src/cell.rs:NNNN for bump, a file the user never wrote. The
+    DWARF has the inlined call's site (DW_AT_call_file/line: line 12 of the
+    fixture); with full debug info it is bump's line, 11. Seen on
+    regex-syntax: ParserI::bump at core/src/cell.rs:555."""
+    src = os.path.join(FIXTURES, "skep28r_cellbump.rs")
+    out = os.path.join(FIXBUILD, "skep28r_cellbump_lt")
+    os.makedirs(FIXBUILD, exist_ok=True)
+    rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
+        run([rustc, "-O", "-C", "debuginfo=line-tables-only", "-Zinstrument-xray=always", "-o", out, src],
+            env={"RUSTC_BOOTSTRAP": "1"})
+    p, log = record([out], args=["-q"])
+    eq(p.stdout, "5\n", "the program's output")
+    q = run([SFTRACE, "query", "-q", log,
+             "select file, line from functions where short_name = 'skep28r_cellbump::bump'"]).stdout
+    rows = list(csv.reader(io.StringIO(q), delimiter="\t"))
+    eq(len(rows), 2, f"bump's row: {q!r}")
+    file, line = rows[1]
+    rep = [ln for ln in run([SFTRACE, "report", "-q", "--srcline", log]).stdout.splitlines() if "::bump" in ln]
+    eq(len(rep), 1, "report's bump row")
+    if file != src or line not in ("11", "12"):
+        raise Skip(f"known break, issue 28 open: --srcline puts bump at {file}:{line} "
+                   f"(report: {rep[0].split()[-1]}), not in skep28r_cellbump.rs")
+    check(rep[0].endswith(f"{src}:{line}"), rep[0])
+
+
+def test_srcline_without_line_info_says_so():
+    """`--srcline` on a program built without -g prints no source line and
+    no word on stderr, exit 0: the reader cannot tell an object without
+    line tables from an option that did nothing. Cargo's release profile
+    strips debug info even with RUSTFLAGS=-g, so this is what the first try
+    on a crate's test binary gives."""
+    exe = build_c("skep28r_nog", ["skep28r_icf.c"], flags=["-g0"])
+    _, log = record([exe], args=["-q"])
+    for cmd in (["replay", "--no-pager"], ["report"]):
+        p = run([SFTRACE] + cmd + ["--srcline", log])
+        check(not re.search(r"skep28r_icf\.c:\d", p.stdout), p.stdout)
+        if "skep28r_nog" not in p.stderr:
+            raise Skip(f"known break, issue 28 open: `{cmd[0]} --srcline` on an object without line "
+                       f"tables is silent (stderr {p.stderr!r})")
+
+
+# ---- Perfetto past trace processor's nesting limit (a claim that held) ----
+
+TP_QUERY = """
+select s.name as name, s.depth as depth, s.ts as ts, s.dur as dur, t.name as track, th.tid as tid
+  from slice s join thread_track t on s.track_id = t.id join thread th using (utid)
+union all
+select 'STAT ' || name, idx, value, null, null, null from stats
+  where value > 0 and severity in ('error', 'data_loss');
+"""
+
+
+def _trace_processor():
+    path = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(
+        os.path.dirname(sfkit.ROOT), "shared", "tools", "trace_processor_shell")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise Skip(f"Perfetto's trace_processor_shell not found at {path}")
+    return path
+
+
+def test_deep_shapes_load_whole_in_trace_processor():
+    """skep28r_deep: a 3,001-deep recursion with calls after inner calls
+    return, a 1,502-deep mutual recursion, a thread 1,201 deep at the same
+    time, and a longjmp out of 2,001 frames. Every call is one slice; each
+    thread has one root on its own track; each slice that starts a
+    continuation track lies inside a depth-511 slice of the track before
+    it; absolute depths reach 3,002; no import error or data loss."""
+    tp = _trace_processor()
+    exe = build_c("skep28r_deep", ["skep28r_deep.c"], flags=["-fno-optimize-sibling-calls"], libs=["-lpthread"])
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, "2999 1200\n", "the program's output")
+    out = os.path.join(os.path.dirname(log), "sf.pb.gz")
+    run([SFTRACE, "convert", "-q", log, "-o", out])
+    qfile = out + ".sql"
+    with open(qfile, "w") as f:
+        f.write(TP_QUERY)
+    rows = list(csv.DictReader(io.StringIO(run([tp, "-q", qfile, out], timeout=120).stdout)))
+    eq([r["name"] for r in rows if r["name"].startswith("STAT ")], [], "import errors")
+    slices = [r for r in rows if not r["name"].startswith("STAT ")]
+    eq(collections.Counter(r["name"] for r in slices),
+       collections.Counter({"down": 4202, "jump_down": 2001, "odd": 751, "even": 751, "leaf": 10,
+                            "main": 1, "thr": 1, "catcher": 1}), "slices per function")
+    start = {}  # track name -> its first absolute depth
+    for r in slices:
+        m = re.search(r" depth (\d+)-(\d+)$", r["track"])
+        start[r["track"]] = int(m.group(1)) if m else 0
+    eq(max(start[r["track"]] + int(r["depth"]) for r in slices), 3002, "deepest absolute depth")
+    roots = sorted((r["tid"], r["name"]) for r in slices if r["depth"] == "0" and start[r["track"]] == 0)
+    eq([n for _, n in roots], ["main", "thr"], "one root per thread, on the thread's own track")
+    by_track = collections.defaultdict(list)
+    for r in slices:
+        by_track[(r["tid"], start[r["track"]])].append((int(r["ts"]), int(r["ts"]) + int(r["dur"]), int(r["depth"])))
+    for (tid, first), ss in by_track.items():
+        if not first:
+            continue
+        parents = [(b, e) for b, e, dep in by_track[(tid, first - 512)] if dep == 511]
+        for b, e, dep in ss:
+            if dep == 0:
+                check(any(pb <= b and e <= pe for pb, pe in parents),
+                      f"tid {tid}: a root of the track from depth {first} at {b} has no parent on the track before")
+
+
+# ---- exit state of a traced child ----
+
+def test_child_exit_code_is_recorded_for_exit_and_return():
+    """skep28r_exits: main forks and execs itself three times and reaps
+    each child. info gives `exited 7 (_exit)` for the child that called
+    _exit(7), but `exited (code not recorded: its parent was not sftrace
+    record)` for the one that called exit(5) and the one whose main
+    returned 6: the common endings lose their code, though glibc hands it
+    to on_exit handlers. Under `sftrace record -- cargo test` (or npm
+    test), every test binary is such a child: which one failed is not in
+    the logs."""
+    exe = build_c("skep28r_exits", ["skep28r_exits.c"])
+    d = tmpdir()
+    p, _ = record([exe], out=os.path.join(d, "sf.log"), args=["-q"])
+    kids = {m: (int(pid), int(code)) for m, pid, code in re.findall(r"(\S)=(\d+) (\d+)", p.stdout)}
+    eq(sorted((m, c) for m, (_, c) in kids.items()), [("_", 7), ("e", 5), ("r", 6)], "the children's own codes")
+    text = run([SFTRACE, "info", "-q", d]).stdout
+    state = {int(b.split("\n", 1)[0]): re.search(r"^# exit state\s*: (.*)$", b, re.M).group(1)
+             for b in text.split("# process ")[1:]}
+    eq(state[kids["_"][0]], "exited 7 (_exit)", "the _exit child")
+    got = (state[kids["e"][0]], state[kids["r"][0]])
+    if not all(s.startswith("exited ") and s.split()[1].isdigit() for s in got):
+        raise Skip(f"known break, issue 28 open: info says {got[0]!r} for exit(5) and {got[1]!r} for a "
+                   "return of 6 from main")
+    eq([g.split()[:2] for g in got], [["exited", "5"], ["exited", "6"]], "exit(5) and return 6")
+
+
+# ---- a name copied from report, as a trigger ----
+
+def test_F_and_trigger_take_a_name_copied_from_report_whole():
+    """skep28r_trig: report prints `ns::P<…>::bump()` and
+    `ns::P<…>::bump_space()`; main calls bump_space, then bump. `-F
+    'ns::P<…>::bump'` keeps bump alone, but the name as report prints it,
+    `-F 'ns::P<…>::bump()'`, keeps bump_space too (its parentheses make it
+    a regex, unanchored), and `record --ring 128K --trigger
+    'ns::P<…>::bump()'` snapshots on the entry of bump_space. Seen on
+    regex-syntax: --trigger 'regex_syntax::ast::parse::ParserI<…>::bump>1ms',
+    copied from report, fired on ParserI::bump_space."""
+    exe = build_c("skep28r_trig", ["skep28r_trig.cc"], compiler="clang++")
+    d = tmpdir()
+    _, plain = record([exe], out=os.path.join(d, "plain.log"), args=["-q"])
+    check("ns::P<…>::bump()\n" in run([SFTRACE, "report", "-q", plain]).stdout, "report's name for bump")
+    eq(_calls(plain, ["-F", "ns::P<…>::bump"]), ["ns::P<…>::bump();"], "-F without the parentheses")
+    f_got = _calls(plain, ["-F", "ns::P<…>::bump()"])
+    run([SFTRACE, "record", "-q", "--ring", "128K", "--trigger", "ns::P<…>::bump()", "--max-snapshots", "1",
+         "-o", os.path.join(d, "ring", "sf.log"), "--", exe])
+    snaps = [f for f in os.listdir(os.path.join(d, "ring")) if ".snap." in f]
+    eq(len(snaps), 1, "one snapshot")
+    head = [ln for ln in run([SFTRACE, "dump", os.path.join(d, "ring", snaps[0])]).stdout.splitlines()
+            if ln.startswith("snapshot 1,")]
+    eq(len(head), 1, "the snapshot's header")
+    fired = re.search(r"while the process ran: (.*?) entered at", head[0]).group(1)
+    if f_got != ["ns::P<…>::bump();"] or fired != "ns::P<int>::bump()":
+        raise Skip(f"known break, issue 28 open: -F 'ns::P<…>::bump()' keeps {f_got}; "
+                   f"--trigger 'ns::P<…>::bump()' fired on {fired}")
+
+
+def test_a_chosen_alias_keeps_the_other_names_as_aliases():
+    """skep28r_icf recorded whole: info lists `alias: beta_sum = alpha_sum,
+    gamma_sum`. Read with `-c FILE` where FILE was made by `filter -r
+    '^alpha_sum$'`, outputs name the function alpha_sum, as they should, but
+    info says `alias: alpha_sum = gamma_sum` and the Parquet symtab's
+    aliases lose beta_sum too: the name the choice displaced is no longer
+    listed anywhere (issue 28: "The others are listed as aliases in info and
+    in the Parquet symtab")."""
+    exe = _icf()
+    d = tmpdir()
+    _, log = record([exe], out=os.path.join(d, "r", "sf.log"), args=["-q"])
+    whole = re.search(r"alias: (\w+) = (.*)", run([SFTRACE, "info", "-q", log]).stdout)
+    check(whole, "an alias line without -c")
+    eq(sorted([whole.group(1)] + whole.group(2).split(", ")), ["alpha_sum", "beta_sum", "gamma_sum"], "all three names")
+    filt = os.path.join(d, "alpha.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^alpha_sum$", "-o", filt])
+    eq(_calls(log, ["-c", filt]), ["alpha_sum();"] * 4, "replay -c names it alpha_sum")
+    got = re.search(r"alias: (\w+) = (.*)", run([SFTRACE, "info", "-q", "-c", filt, log]).stdout)
+    check(got and got.group(1) == "alpha_sum", f"info -c names alpha_sum first: {got and got.group(0)}")
+    pola = os.path.join(d, "c.pola")
+    run([SFTRACE, "convert", "-q", "-c", filt, "--type", "pola", log, "-o", pola])
+    in_symtab = b"beta_sum" in open(pola + ".symtab", "rb").read()
+    if sorted(got.group(2).split(", ")) != ["beta_sum", "gamma_sum"] or not in_symtab:
+        raise Skip(f"known break, issue 28 open: with -c choosing alpha_sum, info lists {got.group(0)!r} and the "
+                   f"Parquet symtab {'has' if in_symtab else 'lacks'} beta_sum")
+
+
+# ---- thread labels: a spawned closure that only allocates ----
+
+def test_spawned_thread_label_is_not_the_allocator():
+    """skep28r_spawn: a thread named spawned::worker::long (cut to
+    `spawned::worker`) runs a closure the compiler inlines into std's
+    __rust_begin_short_backtrace::<skep28r_spawn::main::{closure#0}, usize>;
+    all it calls is the allocator (RawVec growth, __rust_alloc). The label is
+    `spawned::worker (__rustc::__rust_no_alloc_shim_is_unstable_v2)`: the
+    allocator plumbing the label is meant to skip. The closure
+    (skep28r_spawn::main's) is in the frames' names. Seen on regex-syntax:
+    no_stack_overflow_on_drop's spawned thread is labelled
+    `ast::tests::no_ (__rustc::__rust_dealloc)`."""
+    exe = sfkit.rust_fixture("skep28r_spawn")
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, "500500\n", "the program's output")
+    rows = run([SFTRACE, "query", "-q", log, "select label from threads where thread_name = 'spawned::worker'"]).stdout
+    rows = rows.splitlines()
+    eq(len(rows), 2, f"one cut-named thread: {rows}")
+    label = rows[1]
+    check(label.startswith("spawned::worker ("), label)
+    if "__rust" in label or "alloc" in label or "skep28r_spawn::main" not in label:
+        raise Skip(f"known break, issue 28 open: the spawned thread is labelled {label!r}")
+
+
+# ---- --time: one window, the same calls in every command ----
+
+def _window_functions(cmd, log, window):
+    p = run([SFTRACE] + cmd + ["-q", "--time", window, log])
+    return p.stdout
+
+
+def test_time_window_keeps_the_same_calls_in_every_command():
+    """skep28r_window: 200,000 tiny calls, then mark, then 10 more. dump
+    shows mark's entry at T ns from the trace start; `--time T..T+1us` keeps
+    mark in dump, convert and `replay --raw-times`, but `replay`, `report`
+    and `graph` (net times by default) cut their window on a clock with the
+    tracer's cost taken off, which is milliseconds behind by then: they
+    keep tiny calls from elsewhere and no mark. SKILL says `--time` is
+    measured from the trace start and every reading command takes the same
+    options. Seen on a 2-thread recursion: `report --time` dropped a whole
+    thread that dump, convert and Perfetto kept in the same window."""
+    exe = build_c("skep28r_window", ["skep28r_window.c"])
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, "1\n", "the program's output")
+    ev = [ln.split() for ln in run([SFTRACE, "dump", "-q", log]).stdout.split("\nevents:\n", 1)[1].splitlines()]
+    t = next(int(f[0]) for f in ev if len(f) >= 4 and f[2] == "ENTRY" and f[-1] == "mark")
+    window = f"{t}ns..{t + 1000}ns"
+    dumped = {ln.split()[-1].replace("(cut", "").strip() for ln in
+              run([SFTRACE, "dump", "-q", "--time", window, log]).stdout.split("\nevents:\n", 1)[1].splitlines()[1:]
+              if " ENTRY " in ln}
+    check("mark" in dumped, f"dump --time {window} keeps mark: {dumped}")
+    raw = sfkit.call_column(_window_functions(["replay", "--no-pager", "--raw-times"], log, window))
+    check(any(ln.strip().startswith("mark()") for ln in raw), f"replay --raw-times keeps mark: {raw}")
+    net = sfkit.call_column(_window_functions(["replay", "--no-pager"], log, window))
+    rep = _window_functions(["report", "--format", "tsv"], log, window)
+    if not any(ln.strip().startswith("mark()") for ln in net) or "\tmark\t" not in rep:
+        raise Skip(f"known break, issue 28 open: --time {window} keeps mark in dump and replay --raw-times, "
+                   f"but replay (net times) keeps {sorted({ln.strip() for ln in net})[:4]}")

@@ -571,7 +571,7 @@ static void landing(uint64_t sp, const void *env)
  * sled jumps to a new page (arch/<arch>/patch.c). */
 static struct {
 	uint64_t lo, hi;
-} stubs = {UINT64_MAX, 0}; /* both words in one cache line */
+} stubs = {UINT64_MAX, 0};
 
 void sf_unwind_note_stubs(uint64_t lo, uint64_t hi)
 {

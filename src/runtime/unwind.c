@@ -274,13 +274,13 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 	return _URC_NO_REASON;
 }
 
-/* A walk under way on this thread: the suppression it began, the signals
- * it blocked that were not blocked before, and its frame. Set only while
+/* A walk under way on this thread: the suppression it began and the
+ * signals it blocked that were not blocked before; its frame is
+ * sf_self.walk_frame (read by every landing's first test). Set only while
  * it runs (walk_abandoned). */
 static __thread struct {
 	struct sf_suppress_state quiet;
 	uint64_t added; /* signal mask bits (signal n: bit n - 1) */
-	uint64_t frame;
 } walking __attribute__((tls_model("initial-exec")));
 
 /* The signals a walk holds back: all but those a fault raises, which the
@@ -307,9 +307,9 @@ static void mask_change(int how, uint64_t bits, uint64_t *old)
  * landing within the handler's own frames leaves the walk alone. */
 static void end_interrupted_walk(uint64_t sp)
 {
-	if (!walking.frame || sp <= walking.frame)
+	if (!sf_self.walk_frame || sp <= sf_self.walk_frame)
 		return;
-	walking.frame = 0;
+	sf_self.walk_frame = 0;
 	sf_suppress_end(&walking.quiet);
 	if (walking.added)
 		mask_change(SIG_UNBLOCK, walking.added, NULL);
@@ -364,7 +364,7 @@ static int walk_abandoned(uint64_t sp, uint64_t mark, const uint64_t *from, stru
 		return 0;
 	mark = R.getipinfo ? mark : 0;
 	*w = (struct walk){.sp = sp, .mark = mark, .from = mark ? from : NULL, .callee = -1};
-	if (__atomic_load_n(&walking.frame, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&sf_self.walk_frame, __ATOMIC_RELAXED)) {
 		/* Within a fault handler that interrupted a walk, which is
 		 * suppressed and holds the signals back already. */
 		walk_stack(bt, w);
@@ -374,11 +374,11 @@ static int walk_abandoned(uint64_t sp, uint64_t mark, const uint64_t *from, stru
 	mask_change(SIG_BLOCK, walk_blocked, &old);
 	walking.added = walk_blocked & ~old;
 	sf_suppress_begin(&walking.quiet);
-	__atomic_store_n(&walking.frame, (uint64_t)__builtin_frame_address(0), __ATOMIC_RELAXED);
+	__atomic_store_n(&sf_self.walk_frame, (uint64_t)__builtin_frame_address(0), __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	walk_stack(bt, w);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&walking.frame, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sf_self.walk_frame, 0, __ATOMIC_RELAXED);
 	sf_suppress_end(&walking.quiet);
 	if (walking.added)
 		mask_change(SIG_UNBLOCK, walking.added, NULL);
@@ -488,8 +488,8 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 {
 	uint64_t d = t->shadow_depth;
-	if (d - 1 >= SF_SHADOW_CAP - 1 || walking.frame ||
-	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE))
+	if (d - 1 >= SF_SHADOW_CAP - 1 || t->walk_frame ||
+	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
 		return 0;
 	uint64_t above = t->shadow[d];
 	return (t->shadow[d - 1] & ~(uint64_t)7) >= sp && (!above || (above & ~(uint64_t)7) >= sp);

@@ -114,6 +114,10 @@ struct sf_thread {
 	 * the readers closed there, and many returned while paused. */
 	uint32_t shadow_epoch;
 #endif
+	/* The frame of a stack walk under way (unwind.c), 0 when none: here,
+	 * not in unwind.c's own TLS, so a landing's first test reaches it
+	 * from the same TLS base as the shadow stack's. */
+	uint64_t walk_frame;
 	/* Every thread with a state to clear from outside (buffer.c: its
 	 * window depth at a resume), linked under a lock; listed: 1 while in. */
 	struct sf_thread *next_thread, *prev_thread;

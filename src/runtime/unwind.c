@@ -39,6 +39,8 @@ typedef void (*setip_fn)(struct _Unwind_Context *, _Unwind_Ptr);
 typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
 typedef const void *(*findfde_fn)(void *, void *);
 
+static const void *find_fde_unresolved(void *pc, void *bases);
+
 /* libgcc_s's unwinder (walks), and the functions we stand in front of. */
 static struct {
 	backtrace_fn backtrace;
@@ -47,9 +49,9 @@ static struct {
 	getipinfo_fn getipinfo;
 	setip_fn gcc_setip;
 	setip_fn setip; /* the definition we hide: the next one after ours */
-	findfde_fn find_fde; /* the same for _Unwind_Find_FDE */
+	findfde_fn find_fde; /* the same for _Unwind_Find_FDE; never NULL (called unchecked) */
 	longjmp_fn longjmp, _longjmp, siglongjmp, longjmp_chk;
-} R;
+} R = {.find_fde = find_fde_unresolved};
 
 /* The real functions, also when tracing is off or our constructor has not
  * run yet (another constructor may longjmp first). The longjmp family is
@@ -66,7 +68,7 @@ static void resolve_next(void)
 	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
 	if (!R.setip)
 		R.setip = (setip_fn)sf_sym_next("_Unwind_SetIP", (const void *)resolve_next);
-	if (!R.find_fde) {
+	if (__atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved) {
 		findfde_fn find = (findfde_fn)sf_sym_next("_Unwind_Find_FDE", (const void *)resolve_next);
 		if (find)
 			__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
@@ -86,6 +88,45 @@ void sf_unwind_resolve(void)
 __attribute__((constructor)) static void unwind_resolve(void)
 {
 	sf_unwind_resolve();
+}
+
+/* The offset of the CFA in libgcc's struct _Unwind_Context, for
+ * _Unwind_SetIP's fast path (read in place, no call): 0 until known, and
+ * for good when R.setip is not libgcc's (landing only reads libgcc's
+ * contexts) or its _Unwind_GetCFA is not the one load we know. */
+static long setip_cfa_off;
+
+/* The displacement of getcfa's load, when its code is exactly "return
+ * the word at ctx + disp" (libgcc 12: x86-64 0x90, aarch64 784), else 0. */
+static long cfa_load_disp(const void *getcfa)
+{
+#if defined(__x86_64__)
+	const unsigned char *c = getcfa;
+	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
+		c += 4;
+	int32_t d32;
+	if (c[0] == 0x48 && c[1] == 0x8b && c[2] == 0x87 && c[7] == 0xc3) { /* mov disp32(%rdi),%rax; ret */
+		__builtin_memcpy(&d32, c + 3, 4);
+		return d32 > 0 ? d32 : 0;
+	}
+	if (c[0] == 0x48 && c[1] == 0x8b && c[2] == 0x47 && c[4] == 0xc3) /* mov disp8(%rdi),%rax; ret */
+		return (signed char)c[3] > 0 ? (signed char)c[3] : 0;
+#elif defined(__aarch64__)
+	const uint32_t *c = getcfa;
+	if (c[0] == 0xd503245f) /* bti c */
+		c++;
+	if ((c[0] & 0xffc003ff) == 0xf9400000 && c[1] == 0xd65f03c0) /* ldr x0, [x0, #imm]; ret */
+		return (long)((c[0] >> 10) & 0xfff) * 8;
+#else
+	(void)getcfa;
+#endif
+	return 0;
+}
+
+static void setip_fast_init(void)
+{
+	if (R.setip == R.gcc_setip && R.getcfa && !setip_cfa_off)
+		__atomic_store_n(&setip_cfa_off, cfa_load_disp((const void *)R.getcfa), __ATOMIC_RELEASE);
 }
 
 /* libgcc_s's unwinder, for the fallback walk, once the program has it:
@@ -117,10 +158,13 @@ void sf_unwind_init(void)
 	R.getcfa = (getcfa_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetRegionStart");
 	R.getipinfo = (getipinfo_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetIPInfo");
-	if (!R.find_fde)
-		__atomic_store_n(&R.find_fde, (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE"), __ATOMIC_RELEASE);
-	if (R.getcfa && R.regionstart)
+	findfde_fn find = (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE");
+	if (find && __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved)
+		__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
+	if (R.getcfa && R.regionstart) {
+		setip_fast_init();
 		__atomic_store_n(&R.backtrace, (backtrace_fn)bt, __ATOMIC_RELEASE);
+	}
 }
 
 /* The recorded frames abandoned by a landing: those whose CFA is at or
@@ -230,13 +274,13 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 	return _URC_NO_REASON;
 }
 
-/* A walk under way on this thread: the suppression it began, the signals
- * it blocked that were not blocked before, and its frame. Set only while
+/* A walk under way on this thread: the suppression it began and the
+ * signals it blocked that were not blocked before; its frame is
+ * sf_self.walk_frame (read by every landing's first test). Set only while
  * it runs (walk_abandoned). */
 static __thread struct {
 	struct sf_suppress_state quiet;
 	uint64_t added; /* signal mask bits (signal n: bit n - 1) */
-	uint64_t frame;
 } walking __attribute__((tls_model("initial-exec")));
 
 /* The signals a walk holds back: all but those a fault raises, which the
@@ -263,9 +307,9 @@ static void mask_change(int how, uint64_t bits, uint64_t *old)
  * landing within the handler's own frames leaves the walk alone. */
 static void end_interrupted_walk(uint64_t sp)
 {
-	if (!walking.frame || sp <= walking.frame)
+	if (!sf_self.walk_frame || sp <= sf_self.walk_frame)
 		return;
-	walking.frame = 0;
+	sf_self.walk_frame = 0;
 	sf_suppress_end(&walking.quiet);
 	if (walking.added)
 		mask_change(SIG_UNBLOCK, walking.added, NULL);
@@ -320,7 +364,7 @@ static int walk_abandoned(uint64_t sp, uint64_t mark, const uint64_t *from, stru
 		return 0;
 	mark = R.getipinfo ? mark : 0;
 	*w = (struct walk){.sp = sp, .mark = mark, .from = mark ? from : NULL, .callee = -1};
-	if (__atomic_load_n(&walking.frame, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&sf_self.walk_frame, __ATOMIC_RELAXED)) {
 		/* Within a fault handler that interrupted a walk, which is
 		 * suppressed and holds the signals back already. */
 		walk_stack(bt, w);
@@ -330,11 +374,11 @@ static int walk_abandoned(uint64_t sp, uint64_t mark, const uint64_t *from, stru
 	mask_change(SIG_BLOCK, walk_blocked, &old);
 	walking.added = walk_blocked & ~old;
 	sf_suppress_begin(&walking.quiet);
-	__atomic_store_n(&walking.frame, (uint64_t)__builtin_frame_address(0), __ATOMIC_RELAXED);
+	__atomic_store_n(&sf_self.walk_frame, (uint64_t)__builtin_frame_address(0), __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	walk_stack(bt, w);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&walking.frame, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sf_self.walk_frame, 0, __ATOMIC_RELAXED);
 	sf_suppress_end(&walking.quiet);
 	if (walking.added)
 		mask_change(SIG_UNBLOCK, walking.added, NULL);
@@ -444,8 +488,8 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 {
 	uint64_t d = t->shadow_depth;
-	if (d - 1 >= SF_SHADOW_CAP - 1 || walking.frame ||
-	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE))
+	if (d - 1 >= SF_SHADOW_CAP - 1 || t->walk_frame ||
+	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
 		return 0;
 	uint64_t above = t->shadow[d];
 	return (t->shadow[d - 1] & ~(uint64_t)7) >= sp && (!above || (above & ~(uint64_t)7) >= sp);
@@ -525,47 +569,54 @@ static void landing(uint64_t sp, const void *env)
  * every throw but one interrupted on a stub) goes straight to the next
  * definition, without the page-by-page search. Only widened, before any
  * sled jumps to a new page (arch/<arch>/patch.c). */
-static uint64_t stub_lo = UINT64_MAX, stub_hi;
+static struct {
+	uint64_t lo, hi;
+} stubs = {UINT64_MAX, 0};
 
 void sf_unwind_note_stubs(uint64_t lo, uint64_t hi)
 {
-	if (lo < __atomic_load_n(&stub_lo, __ATOMIC_RELAXED))
-		__atomic_store_n(&stub_lo, lo, __ATOMIC_RELEASE);
-	if (hi > __atomic_load_n(&stub_hi, __ATOMIC_RELAXED))
-		__atomic_store_n(&stub_hi, hi, __ATOMIC_RELEASE);
+	if (lo < __atomic_load_n(&stubs.lo, __ATOMIC_RELAXED))
+		__atomic_store_n(&stubs.lo, lo, __ATOMIC_RELEASE);
+	if (hi > __atomic_load_n(&stubs.hi, __ATOMIC_RELAXED))
+		__atomic_store_n(&stubs.hi, hi, __ATOMIC_RELEASE);
+}
+
+/* The next definition of _Unwind_Find_FDE before it is known: resolves
+ * it, then asks it. With none (no unwinder after ours), nothing found. */
+static const void *find_fde_unresolved(void *pc, void *bases)
+{
+	resolve_next();
+	findfde_fn find = __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE);
+	return find != find_fde_unresolved ? find(pc, bases) : NULL;
 }
 
 static __attribute__((noinline)) const void *find_fde_slow(void *pc, void *bases)
 {
 	const void *fde = sf_patch_stub_fde((uint64_t)pc, bases);
-	if (fde)
-		return fde;
-	findfde_fn find = __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE);
-	if (!find) {
-		resolve_next();
-		find = R.find_fde;
-	}
-	return find ? find(pc, bases) : NULL;
+	return fde ? fde : __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE)(pc, bases);
 }
 
 /* Where libgcc's unwinder looks up the unwind information of a pc (its
  * own calls go through its PLT, so ours is the one they reach): our stub
  * pages' FDEs (arch/<arch>/patch.c), else the next definition, unchanged.
- * It runs for every frame, in both phases, of every throw: the common
- * case is a range test and a tail call (libgcc's own lookup, with its
- * _dl_find_object fast path, is what runs next either way).
- * Async-signal-safe once resolved. */
+ * It runs for every frame, in both phases, of every throw (209 lookups a
+ * throw through 50 frames with destructors), so a pc outside the stubs'
+ * span costs three instructions: below it (the executable's frames: stub
+ * pages go above their object first) one compare and the tail jump, above
+ * it (the libraries') two. Async-signal-safe once resolved. */
 __attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, void *bases)
 {
-	findfde_fn find = __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE);
 	uint64_t at = (uint64_t)pc;
-	if (__builtin_expect(find != NULL, 1) &&
-	    (at < __atomic_load_n(&stub_lo, __ATOMIC_ACQUIRE) || at >= __atomic_load_n(&stub_hi, __ATOMIC_ACQUIRE)))
-		return find(pc, bases);
+	/* Plain loads of words stored atomically (sf_unwind_note_stubs,
+	 * resolve_next), so the compiler folds them into the compares and
+	 * the jump. The span is widened before any sled jumps to a new page,
+	 * so a pc on a stub that ran is inside it. */
+	if (__builtin_expect(at < stubs.lo, 1) || __builtin_expect(at >= stubs.hi, 1))
+		return R.find_fde(pc, bases);
 	return find_fde_slow(pc, bases);
 }
 
-__attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
+static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 	/* Only for libgcc_s's contexts: another unwinder (LLVM libunwind)
 	 * has its own, which our walk could not read. GetCFA of the landing
@@ -575,6 +626,25 @@ __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context
 	if (R.setip == R.gcc_setip && R.getcfa)
 		landing(R.getcfa(ctx), NULL);
 	R.setip(ctx, ip);
+}
+
+/* Every personality routine's call to install a landing pad (51 a throw
+ * through 50 frames with destructors). Most abandon no recorded frame
+ * (abandons_nothing), told here with the context's CFA read in place
+ * (setip_cfa_off), no call made and no register saved, before the tail
+ * jump to libgcc's. The rest, and any context before libgcc is known,
+ * take the full path. */
+__attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
+{
+#ifdef SF_ARCH_SHADOW
+	long off = __atomic_load_n(&setip_cfa_off, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(off != 0, 1) &&
+	    __builtin_expect(abandons_nothing(&sf_self, *(const uint64_t *)((const char *)ctx + off)), 1)) {
+		R.setip(ctx, ip);
+		return;
+	}
+#endif
+	setip_slow(ctx, ip);
 }
 
 /* ---- longjmp ----

@@ -399,7 +399,15 @@ def test_cxx_throw_through_50_frames_with_destructors():
     claim is at most 100 ns whether or not the abandoned frames are
     recorded. Thread CPU is too noisy here to show it (31.6 vs 33.6-34.9 us,
     best of 5 runs)."""
-    raise Skip("known break, issue 25 open: a throw through 50 cleanup frames costs +3,957 instructions with nothing recorded")
+    # Still open: +1,769 instructions a throw with nothing recorded (was
+    # +4,113 on 8a46c0d). They are the runtime's two functions standing in
+    # front of libgcc's: _Unwind_Find_FDE, 3 instructions x 209 lookups a
+    # throw (627: a compare with the stub pages' span and the tail jump),
+    # and _Unwind_SetIP, 22 x 52 landings (1,144: the CFA read in place,
+    # the depth's bounds, no walk under way, no resume's resync due, the
+    # innermost entry and the slot above it, the tail jump). docs/DESIGN.md,
+    # Unwinding.
+    raise Skip("known break, issue 25 open: a throw through 50 cleanup frames costs +1,769 instructions with nothing recorded")
     exe = build_c("skep25s_dtor_throw", ["skep25s_dtor_throw.cc"], compiler="clang++")
     d = tmpdir()
     flt = os.path.join(d, "none.filter")
@@ -413,18 +421,20 @@ def test_cxx_throw_through_50_frames_with_destructors():
 
 def test_cxx_cleanup_landings_that_abandon_nothing_read_no_clock():
     """The throw above, only main recorded: each of the 51 cleanup landings
-    abandons no recorded frame, and now returns before the clock read
-    (unwind.c, abandons_nothing): +3,957 instructions a throw over untraced
-    (427,230 vs 423,273), where it was +7,493 (landing() 86 a cleanup, now
-    17). The rest is our _Unwind_SetIP and _Unwind_Find_FDE in front of
-    libgcc's (about 28 each a call), so the 1,000 target above still
-    fails."""
+    abandons no recorded frame, and returns before the clock read (unwind.c,
+    abandons_nothing): +3,957 instructions a throw over untraced (427,230 vs
+    423,273), where it was +7,493 (landing() 86 a cleanup, then 17). Then
+    our _Unwind_SetIP (48 a landing with landing(): a call to libgcc's
+    _Unwind_GetCFA, saved registers) and _Unwind_Find_FDE (7 a lookup, 209
+    a throw) in front of libgcc's made +4,113 (8a46c0d); now SetIP reads
+    the CFA in place and tail-jumps (22) and Find_FDE is a compare and a
+    tail jump (3): +1,769. The 1,000 target above still fails."""
     exe = build_c("skep25s_dtor_throw", ["skep25s_dtor_throw.cc"], compiler="clang++")
     flt = os.path.join(tmpdir(), "none.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^main$", "-o", flt])
     untraced = callgrind_per_throw(exe)
     traced = callgrind_per_throw(exe, flt)
-    check(traced - untraced < 5000, f"instructions per throw: untraced {untraced:.0f}, traced {traced:.0f}")
+    check(traced - untraced < 2500, f"instructions per throw: untraced {untraced:.0f}, traced {traced:.0f}")
 
 
 def test_rust_panic_through_20_frames_with_drop():
@@ -436,14 +446,32 @@ def test_rust_panic_through_20_frames_with_drop():
     20.9 us a panic) about +420 ns, with none of the abandoned frames
     recorded. The trace itself is right: 63,000 level() calls, 72,000
     frames closed by unwinding, nothing left open."""
-    raise Skip("known break, issue 25 open: a panic through 20 Drop frames costs +2,021 instructions with nothing recorded (+3,517 before the no-clock path)")
+    # Still open: +1,061 instructions a panic (was +2,087 on 8a46c0d, +3,517
+    # before the no-clock path): _Unwind_SetIP 484 (22 x 22 landings),
+    # _Unwind_Find_FDE 291 (3 x 97 lookups), and 286 in glibc's
+    # _dl_find_object, whose search over the loaded objects takes a step
+    # more with the runtime among them (3,657 a panic, 3,371 untraced).
+    raise Skip("known break, issue 25 open: a panic through 20 Drop frames costs +1,061 instructions with nothing recorded")
+    check_rust_panic_cost(800)
+
+
+def check_rust_panic_cost(limit):
+    """Callgrind instructions per caught panic of skep25s_panic through 20
+    Drop frames, only main recorded, at most limit over untraced."""
     exe = rust_fixture("skep25s_panic")
     d = tmpdir()
     flt = os.path.join(d, "none.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "main$", "-o", flt])
     untraced = callgrind_per_throw(exe, depth=20, collect="*catcher*")
     traced = callgrind_per_throw(exe, flt, depth=20, collect="*catcher*")
-    check(traced - untraced < 800, f"instructions per panic: untraced {untraced:.0f}, traced {traced:.0f}")
+    check(traced - untraced < limit, f"instructions per panic: untraced {untraced:.0f}, traced {traced:.0f}")
+
+
+def test_rust_cleanup_landings_that_abandon_nothing_stay_off_the_full_path():
+    """The panic above: +2,087 instructions on 8a46c0d (_Unwind_SetIP with
+    landing() 48 a landing, _Unwind_Find_FDE 7 a lookup), +1,061 now
+    (22 and 3). Guards the cut while the 800 target stays open."""
+    check_rust_panic_cost(1500)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,24 @@ def test_merged_row_names_callers_of_all_its_blocks():
         raise Skip(BREAK + f"a merged row of 8 blocks names one caller: stack {rows[0]['stack']!r}, row {row.strip()!r}")
 
 
+def test_temporary_is_the_latest_block_freed():
+    """skeptic27x_temporary.c, 5 rounds of: p = A(1); q = A(0) (both 100 B
+    from g's one malloc, stack main;A;g); free(p); free(q). heaptrack's rule
+    counts a free of the block allocated last, with no heap event in between:
+    free(p) frees an older block, and free(q) comes after free(p), so none.
+    Expected 0 temporaries (heaptrack_print 1.4 on this binary: 0 besides
+    its own libstdc++ pool). Observed 5: sftrace counts free(p) because the
+    latest allocation (q) had p's site and size. On Lua's sort.lua this gives
+    12 temporaries against heaptrack's 10 (8 against 6 under luaE_extendCI)."""
+    exe = fixture("temporary")
+    _, log = record([exe], args=["--alloc", "-q"])
+    p = one(log)
+    eq((p["summary"]["allocations"], p["summary"]["frees"]), (10, 10), "counts")
+    if p["summary"]["temporary"] != 0:
+        raise Skip(BREAK + f"{p['summary']['temporary']} temporaries where heaptrack's rule gives 0 "
+                   "(an older block of the latest allocation's site and size counts)")
+
+
 # ---------------------------------------------------------------- volume
 
 

@@ -111,14 +111,18 @@ def test_merged_row_names_callers_of_all_its_blocks():
 
 
 def test_temporary_is_the_latest_block_freed():
-    """skeptic27x_temporary.c, 5 rounds of: p = A(1); q = A(0) (both 100 B
-    from g's one malloc, stack main;A;g); free(p); free(q). heaptrack's rule
-    counts a free of the block allocated last, with no heap event in between:
-    free(p) frees an older block, and free(q) comes after free(p), so none.
-    Expected 0 temporaries (heaptrack_print 1.4 on this binary: 0 besides
-    its own libstdc++ pool). Observed 5: sftrace counts free(p) because the
-    latest allocation (q) had p's site and size. On Lua's sort.lua this gives
-    12 temporaries against heaptrack's 10 (8 against 6 under luaE_extendCI)."""
+    """skeptic27x_temporary.c, 5 rounds of: p = A(1) (main's line 13);
+    q = A(0) (main's line 14); free(p); free(q). Both are 100 B from g's one
+    malloc call, traced stack main;A;g. heaptrack's rule
+    (AccumulatedTraceData: a free is temporary when the freed block's
+    allocation info, size + whole backtrace, is that of the latest
+    allocation, with nothing in between) sees two backtraces (main's return
+    addresses differ), so free(p) is not temporary, and free(q) follows
+    free(p): expected 0 (heaptrack_print 1.4 on this binary: 0 besides its
+    own libstdc++ pool). Observed 5: sftrace's "site" is the allocator's call
+    site and the traced functions, not the lines they were called from. On
+    Lua's sort.lua: 12 temporaries against heaptrack's 10 (8 against 6 under
+    luaE_extendCI, reached from several lines of luaV_execute)."""
     exe = fixture("temporary")
     _, log = record([exe], args=["--alloc", "-q"])
     p = one(log)

@@ -248,6 +248,29 @@ def test_fork_child_keeps_frames_open_at_fork():
         raise Skip(BREAK + f"a fork child's frames open at the fork are lost: {got}")
 
 
+def test_fork_child_log_alone_says_what_it_lacks():
+    """skeptic27x_fork_frames.c, `memory` given the fork child's log alone
+    (sf.PID.log, as a user picks one process). With the directory the child
+    starts with the parent's 100 B in 1 block, peak 900 B, leaks 900 B
+    (holds). Alone, expected: the same figures (the parent's log is beside
+    it) or a line saying the inherited heap is not counted (the child's log
+    holds its fork time and parent pid); nothing lost silently. Observed:
+    peak 800 B, leaks 800 B, no word of the fork."""
+    exe = fixture("fork_frames")
+    _, log = record([exe], args=["--alloc", "-q"])
+    d = os.path.dirname(log)
+    child = [p for p in memory_json(d) if p["summary"].get("inherited_bytes")]
+    eq(len(child), 1, "forked children")
+    s = child[0]["summary"]
+    eq((s["peak_bytes"], s["leaked_bytes"]), (900, 900), "child in the directory")
+    path = os.path.join(d, f"sf.{child[0]['pid']}.log")
+    r = run([SFTRACE, "memory", path])
+    alone = one(path)["summary"]
+    if alone.get("inherited_bytes") != 100 and not re.search(r"\bfork(ed)? from|inherit", r.stdout + r.stderr):
+        raise Skip(BREAK + f"a fork child's log alone drops its inherited heap silently: peak {alone['peak_bytes']} B, "
+                   f"leaks {alone['leaked_bytes']} B, no mention of the fork")
+
+
 def test_double_fork_daemon_inherits_and_frees():
     """skeptic27x_daemon.c: main mallocs 111 B in before(), forks; the child
     setsid()s, forks again and exits; the grandchild closes every descriptor

@@ -110,7 +110,7 @@ def test_merged_row_names_callers_of_all_its_blocks():
         raise Skip(BREAK + f"a merged row of 8 blocks names one caller: stack {rows[0]['stack']!r}, row {row.strip()!r}")
 
 
-def test_temporary_is_the_latest_block_freed():
+def test_temporary_by_heaptracks_rule_tells_backtraces_apart():
     """skeptic27x_temporary.c, 5 rounds of: p = A(1) (main's line 13);
     q = A(0) (main's line 14); free(p); free(q). Both are 100 B from g's one
     malloc call, traced stack main;A;g. heaptrack's rule

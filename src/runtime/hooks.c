@@ -64,6 +64,7 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	sf_objects_after_fork_child();
 	sf_buffer_after_fork_child();
 	sf_args_after_fork_child();
+	sf_exec_env_after_fork_child();
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 

@@ -298,6 +298,7 @@ int sf_root_changed(void) SF_HIDDEN;
 /* ---- exec_env.c ---- */
 void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;
+void sf_exec_env_after_fork_child(void) SF_HIDDEN;
 /* The execve/execveat system call (a: its six arguments)
  * with the tracer's variables added to its environment; -errno. */
 long sf_exec_syscall(long nr, const long *a) SF_HIDDEN;

@@ -610,11 +610,14 @@ SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)
 /* ---- the image ends: a snapshot being written is waited for ---- */
 
 /* The image goes now (exec, _exit: exec_env.c, the wrappers here): a
- * snapshot asked for is written first, and a parent waiting for this
- * child's exec or exit is told, where the kernel does not (vw_wait). */
+ * snapshot asked for is written first, a CLONE_FILES child's log
+ * descriptor leaves the table it shares with its parent, and a parent
+ * waiting for this child's exec or exit is told, where the kernel does
+ * not (vw_wait). */
 void sf_image_ends(void)
 {
 	sf_snapshot_settle();
+	sf_log_image_ends();
 	vw_child_leaves();
 }
 

@@ -708,6 +708,7 @@ void sf_log_create_early(void) SF_HIDDEN;
 /* A clone(CLONE_FILES) child's function returned: its descriptor leaves
  * the shared table. */
 void sf_log_child_return(void) SF_HIDDEN;
+void sf_log_image_ends(void) SF_HIDDEN; /* exec, _exit: a CLONE_FILES child's descriptor closed */
 struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
 void sf_log_add_features(uint64_t bits) SF_HIDDEN; /* SF_FEAT_* bits into the header, now or at its creation */
 /* Clears n slot records front to back: a crashed process's reader stops at

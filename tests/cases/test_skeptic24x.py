@@ -224,8 +224,9 @@ def test_files_clone_children_leave_no_descriptor_in_parent():
     function or exit() closes it. 1100 children: 1101 descriptors gained.
     With `ulimit -n 256` and 300 children the parent's own open() fails
     "Too many open files" and 49 children write no log (record: "cannot
-    create log ...: Too many open files"), untraced it opens fine."""
-    known_break("CLONE_FILES children that exec or _exit leave their log descriptor in the parent's table")
+    create log ...: Too many open files"), untraced it opens fine.
+    Fixed: exec and _exit close a CLONE_FILES child's log descriptor
+    (logfile.c sf_log_image_ends)."""
     for mode in ("clone3_vfork_exec", "clone3_vfork_exit", "wrapper_exec"):
         u, t, d = _files_clone_leak(mode, 3)
         eq(u.stdout, f"{mode} x3: parent gained 1 descriptors; open after: ok\n", "untraced")
@@ -233,3 +234,17 @@ def test_files_clone_children_leave_no_descriptor_in_parent():
         eq(len(logs_in(d)), 4, "logs")
     u, t, d = _files_clone_leak("wrapper_exec", 300, nofile=256)
     eq(t.stdout, u.stdout, "traced, 300 children under ulimit -n 256")
+
+
+def test_files_clone_child_whose_exec_fails_still_records():
+    """A CLONE_FILES child whose exec fails (its log descriptor was already
+    closed for the exec) goes on: work(6) after the failed exec is in its
+    log (opened again by name), and the parent gains only its own file."""
+    u, t, d = _files_clone_leak("wrapper_exec_fails", 2)
+    eq(u.stdout, "wrapper_exec_fails x2: parent gained 1 descriptors; open after: ok\n", "untraced")
+    eq(t.stdout, u.stdout, "traced")
+    children = [f for f in logs_in(d) if f != "sf.log"]
+    eq(len(children), 2, f"logs: {logs_in(d)}")
+    for f in children:
+        ev = [e for e in dump_events(os.path.join(d, f)) if e.name == "work"]
+        eq(len(ev), 4, f"{f}: work entries and exits (work(5), work(6))")

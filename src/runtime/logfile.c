@@ -775,10 +775,28 @@ void sf_log_on_create(void (*fn)(void))
 	L.on_create = fn;
 }
 
+/* Whether this process has a log of its own: not a vfork or CLONE_VM
+ * child, which shares its parent's L. */
+static int log_is_own(void)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	return h && h->pid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0);
+}
+
+/* The executable checked again as the image ends (objects.c). */
+static void log_image_check(void)
+{
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	sf_objects_image_ends();
+	sf_log_unlock_sig(&old);
+}
+
 void sf_log_finish(void)
 {
-	if (!L.hdr)
+	if (!log_is_own())
 		return;
+	log_image_check();
 	sf_log_calibrate();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 	if (L.files_shared)
@@ -791,9 +809,8 @@ void sf_log_finish(void)
  * parent's. */
 void sf_log_exit_called(int status)
 {
-	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
-	if (h && h->pid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0))
-		__atomic_store_n(&h->exit_state, sf_exit_pack(SF_EXIT_CALLED, (uint32_t)(status & 0xff) << 8),
+	if (log_is_own())
+		__atomic_store_n(&L.hdr->exit_state, sf_exit_pack(SF_EXIT_CALLED, (uint32_t)(status & 0xff) << 8),
 				 __ATOMIC_RELEASE);
 }
 
@@ -827,8 +844,9 @@ void sf_log_child_return(void)
 	}
 }
 
-/* The image ends (exec, _exit, exit_group: hooks.c sf_image_ends). A
- * clone(CLONE_FILES) child's descriptor is in the table it shares with
+/* The image ends (exec, _exit, exit_group: hooks.c sf_image_ends). The
+ * executable is checked again (log_image_check). A clone(CLONE_FILES)
+ * child's descriptor is in the table it shares with
  * its parent: an exec unshares the table before close-on-exec acts, and
  * _exit runs nothing of the child's, so either would leave it in the
  * parent's table for good (1100 such children: 1100 descriptors). It is
@@ -837,8 +855,10 @@ void sf_log_child_return(void)
  * a vfork or CLONE_VM child: L is its parent's then (pid check). */
 void sf_log_image_ends(void)
 {
-	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
-	if (L.files_shared && h && h->pid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0))
+	if (!log_is_own())
+		return;
+	log_image_check();
+	if (L.files_shared)
 		log_fd_forget();
 }
 

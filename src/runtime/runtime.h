@@ -336,6 +336,8 @@ struct sf_object_rt {
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
 	int image_gone;       /* the main executable's path names another file or none: saved with the log */
+	int main_image;       /* the main executable (its path checked again when the image ends) */
+	int image_saved;      /* save_image ran: path names the copy (or the copy failed, said once) */
 	uint64_t xray_vaddr, xray_size; /* its xray_instr_map (ELF vaddr, bytes): read again at a switch */
 	/* Its file ("" until known), in the records' arena (objects.c): many
 	 * records share a page, and each first touch of a page at start is a
@@ -349,6 +351,7 @@ int sf_log_sibling_path(char *out, size_t cap, const char *tail) SF_HIDDEN;
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
 void sf_objects_check_unloaded(void) SF_HIDDEN;
 void sf_objects_log_all(void) SF_HIDDEN;        /* write OBJECT chunks not yet in this log */
+void sf_objects_image_ends(void) SF_HIDDEN;     /* under the log lock: an executable replaced since start, saved */
 void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
 void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;

@@ -110,8 +110,10 @@ def test_executable_replaced_while_running_is_resolvable():
     one that is already deleted at start: here nothing is copied (the dir
     holds prog, sf.log), and `sftrace dump sf.log` fails: "build-id
     mismatch: expected <old>, file has <new>" (exit 1). Expected: the old
-    image kept as STEM.<build-id>.exe and dump naming only_in_old."""
-    known_break("an executable replaced (deleted) during the run is not copied; dump fails on build-id mismatch")
+    image kept as STEM.<build-id>.exe and dump naming only_in_old.
+    Fixed: the executable's path is checked again when the image ends
+    (exit, exec, _exit); a replaced one is saved and a second OBJECT chunk
+    names the copy."""
     old = build_c("skep24x_replaced_exe", ["skep24x_replaced_exe.c"])
     new = build_c("skep24x_new_build", ["skep24x_new_build.c"])
     d = tmpdir()

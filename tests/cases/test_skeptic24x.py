@@ -129,6 +129,26 @@ def test_executable_replaced_while_running_is_resolvable():
     check("only_in_old" in names, f"dump names: {names}")
 
 
+def test_executable_replaced_then_exit_or_exec_is_resolvable():
+    """The same replaced executable, ending with _exit(0) or an exec of
+    /bin/true instead of returning: each route checks the path again, so
+    DIR holds the old image's STEM.<build-id>.exe and dump names
+    only_in_old (before: dump failed on a build-id mismatch)."""
+    old = build_c("skep24x_replaced_exe", ["skep24x_replaced_exe.c"])
+    new = build_c("skep24x_new_build", ["skep24x_new_build.c"])
+    for how in ("_exit", "exec"):
+        d = tmpdir()
+        prog = os.path.join(d, "prog")
+        shutil.copy(old, prog)
+        shutil.copy(new, os.path.join(d, "new"))
+        t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", prog, prog,
+                 os.path.join(d, "new"), how])
+        eq(t.stdout, "42\n", how)
+        eq(len([f for f in os.listdir(d) if re.fullmatch(r"sf\.[0-9a-f]{40}\.exe", f)]), 1, f"{how}: {os.listdir(d)}")
+        names = [e.name for e in dump_events(os.path.join(d, "sf.log"))]
+        check("only_in_old" in names, f"{how}: dump names: {names}")
+
+
 def test_concurrent_snapshot_commands_all_answered_and_counted():
     """8 `sftrace snapshot PID` at once against a --ring run (held): each
     exits 0 and prints a snapshot path that exists, and record's line

@@ -317,6 +317,18 @@ static void add_object(struct lr_log *log, uint64_t off, const struct sf_chunk *
 		     off, o.path_len, c->count, c->size);
 		return;
 	}
+	char *path = xmalloc((size_t)o.path_len + 1);
+	memcpy(path, base + path_off, o.path_len);
+	path[o.path_len] = 0;
+	/* A second chunk for an object names where its file is now: the
+	 * runtime's copy of an executable replaced on disk during the run
+	 * (docs/FORMAT.md). The rest is the first chunk's. */
+	for (size_t j = 0; j < log->nobjects; j++)
+		if (log->objects[j].index == o.index && log->objects[j].first_id == o.first_id) {
+			free((char *)log->objects[j].path);
+			log->objects[j].path = path;
+			return;
+		}
 	log->objects = grow(log->objects, &log->objects_cap, log->nobjects + 1, sizeof(*log->objects));
 	struct lr_object *obj = &log->objects[log->nobjects++];
 	memset(obj, 0, sizeof(*obj));
@@ -329,9 +341,6 @@ static void add_object(struct lr_log *log, uint64_t off, const struct sf_chunk *
 	obj->build_id_len = o.build_id_len;
 	memcpy(obj->build_id, o.build_id, o.build_id_len);
 	obj->load_bias = o.load_bias;
-	char *path = xmalloc((size_t)o.path_len + 1);
-	memcpy(path, base + path_off, o.path_len);
-	path[o.path_len] = 0;
 	obj->path = path;
 	/* Chunks are 16-aligned in a page-aligned mapping and funcs_off is a
 	 * multiple of 8, so the array is naturally aligned. */

@@ -12,8 +12,9 @@
  *     names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
  * use `environ` (execv, execvp, execl, execlp, system, popen) get the
- * same, built from environ: the program may have emptied it (clearenv);
- * environ itself is never changed. syscall() with the exec numbers comes
+ * same, built from environ: the program may have emptied it (clearenv).
+ * environ is the program's again when they return (popen points it at
+ * the child's environment while glibc's popen runs: below). syscall() with the exec numbers comes
  * here too (hooks.c, sf_exec_syscall). Every exec waits for a snapshot
  * being written and tells a parent waiting for it (below; hooks.c,
  * sf_image_ends).
@@ -52,7 +53,6 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 typedef int (*system_fn)(const char *);
 typedef FILE *(*popen_fn)(const char *, const char *);
-typedef int (*pclose_fn)(FILE *);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
 			char *const[], char *const[]);
 static execvpe_fn real_execvpe;
@@ -61,7 +61,6 @@ static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
 static system_fn real_system;
 static popen_fn real_popen;
-static pclose_fn real_pclose;
 
 static size_t slen(const char *s)
 {
@@ -136,7 +135,6 @@ void sf_exec_env_resolve(void)
 	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
 	real_system = (system_fn)dlsym(RTLD_NEXT, "system");
 	real_popen = (popen_fn)dlsym(RTLD_NEXT, "popen");
-	real_pclose = (pclose_fn)dlsym(RTLD_NEXT, "pclose");
 }
 
 #define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
@@ -198,12 +196,14 @@ struct env_build {
 	char **env;
 	void *mem;
 	size_t mem_len;
+	size_t len; /* bytes used, from the copy's start */
 };
 
 static char *const *env_for_child(char *const envp[], struct env_build *b, char *buf, size_t cap)
 {
 	b->env = NULL;
 	b->mem = NULL;
+	b->len = 0;
 	/* After a chroot self_path names whatever sits there in the new
 	 * root: it is never preloaded into a child (trust.c). */
 	if (!ready || sf_root_changed())
@@ -234,6 +234,7 @@ static char *const *env_for_child(char *const envp[], struct env_build *b, char 
 	size_t ptrs = (n + (size_t)missing + 2) * sizeof(char *);
 	size_t need = ptrs + 11 + slen(self_path) + 1 + slen(alloc_path) + 1 + old_preload + 1;
 	char *m = buf;
+	b->len = need;
 	if (need > cap) {
 		m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED)
@@ -550,135 +551,113 @@ EXPORT int system(const char *line)
 	return r;
 }
 
-/* popen() with an environment that lacks the tracer's variables, as
- * glibc's (libio/iopopen.c) with the child's environment: a close-on-exec
- * pipe, the child's end moved to 0 or 1 by a file action (first out of
- * the way if it already has that number), the streams this popen opened
- * before closed in the child, the shell spawned, the parent's end a
- * stdio stream ("e": close-on-exec). pclose knows these streams by a
- * table (MAX_POPEN open at once; beyond it glibc's popen runs, untraced
- * child and all, and says so); any other stream goes to glibc's pclose. */
-#define MAX_POPEN 64
-static struct {
-	FILE *fp;
-	pid_t pid;
-} popened[MAX_POPEN];
+/* popen() is glibc's own, always: only glibc knows the streams its
+ * earlier popen calls left open (its private list), and POSIX has each
+ * new child close them; a stream a copy of popen opened would be left out
+ * of that list too. popen reads `environ` when it spawns its shell, so
+ * when environ lacks the tracer's variables it is pointed at the child's
+ * environment (env_kept) for the duration of glibc's popen and then set
+ * back to what the program had.
+ *
+ * The window: until glibc's popen returns (its shell has exec'd: glibc
+ * spawns with CLONE_VFORK), the program's other threads reading environ
+ * (getenv) see the tracer's variables as well as their own. Nothing
+ * else: the array stays mapped for good, so a reader that took it keeps
+ * valid memory, and the program's strings are its own. A setenv, putenv,
+ * unsetenv or clearenv in another thread while popen runs is a race in
+ * the program itself (glibc's "const:env"); if it replaced environ, its
+ * array is kept. Two such popens never overlap (popen_lock), so neither
+ * sets environ back under the other; a fork while one runs gets the lock
+ * free (sf_exec_env_after_fork_child). system() runs its shell and waits
+ * for it inside one call, so the same swap would last the whole command:
+ * it spawns with an explicit environment instead (system_in, above);
+ * glibc's system does not look at popen's list. */
 static pthread_mutex_t popen_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static FILE *popen_spawn(const char *cmd, int rd, int cloexec, char *const env[], pid_t *pid)
+void sf_exec_env_after_fork_child(void)
 {
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return NULL;
-	int child_std = rd ? 1 : 0, parent = rd ? fds[0] : fds[1], child = rd ? fds[1] : fds[0];
-	if (child == child_std) {
-		int tmp = fcntl(child, F_DUPFD_CLOEXEC, 0);
-		if (tmp < 0)
-			goto fail;
-		close(child);
-		child = tmp;
-	}
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	int err = posix_spawn_file_actions_adddup2(&fa, child, child_std);
-	for (int i = 0; !err && i < MAX_POPEN; i++)
-		if (popened[i].fp && fileno(popened[i].fp) != child_std)
-			err = posix_spawn_file_actions_addclose(&fa, fileno(popened[i].fp));
-	char *argv[] = {"sh", "-c", "--", (char *)cmd, NULL};
-	spawn_fn sp = REAL(real_posix_spawn, spawn_fn, "posix_spawn");
-	if (!err)
-		err = sp ? sp(pid, "/bin/sh", &fa, NULL, argv, env) : ENOSYS;
-	posix_spawn_file_actions_destroy(&fa);
-	if (err) {
-		errno = err;
-		goto fail;
-	}
-	close(child);
-	if (!cloexec)
-		fcntl(parent, F_SETFD, 0);
-	FILE *fp = fdopen(parent, rd ? "r" : "w");
-	if (fp)
-		return fp;
-	int e = errno;
-	close(parent);
-	while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	errno = e;
-	return NULL;
-fail:
-	err = errno;
-	close(parent);
-	close(child);
-	errno = err;
-	return NULL;
+	pthread_mutex_init(&popen_lock, NULL);
 }
 
-static FILE *popen_in(const char *cmd, const char *mode, char *const env[])
+/* Arrays given to environ once (popen_lock held): never unmapped, since
+ * another thread may still be reading one. The newest is reused while the
+ * child's environment stays the same, so a program that clears its
+ * environment once and then calls popen in a loop maps one array. */
+static char **kept;
+
+/* Whether env, built by env_for_child in [lo, lo + len), holds the same
+ * entries as kept: the program's strings by address, the built ones
+ * (LD_PRELOAD) by content. */
+static int same_as_kept(char *const *env, const char *lo, size_t len)
 {
-	/* glibc's rule (libio/iopopen.c): any order of r, w and e; exactly
-	 * one of r and w; any other letter is EINVAL */
-	int rd = 0, wr = 0, cloexec = 0;
-	for (const char *m = mode; *m; m++) {
-		if (*m == 'r')
-			rd = 1;
-		else if (*m == 'w')
-			wr = 1;
-		else if (*m == 'e')
-			cloexec = 1;
-		else
-			return errno = EINVAL, NULL;
+	size_t i = 0;
+	for (; env[i] && kept[i]; i++) {
+		int built = env[i] >= lo && env[i] < lo + len;
+		if (built ? strcmp(env[i], kept[i]) != 0 : env[i] != kept[i])
+			return 0;
 	}
-	if (rd == wr)
-		return errno = EINVAL, NULL;
-	pthread_mutex_lock(&popen_lock);
-	int slot = -1;
-	for (int i = 0; i < MAX_POPEN && slot < 0; i++)
-		if (!popened[i].fp)
-			slot = i;
-	FILE *fp = NULL;
-	pid_t pid;
-	if (slot >= 0 && (fp = popen_spawn(cmd, rd, cloexec, env, &pid))) {
-		popened[slot].fp = fp;
-		popened[slot].pid = pid;
+	return !env[i] && !kept[i];
+}
+
+/* env (built in [lo, lo + len)) as an array that stays mapped: kept, or
+ * a new mapping holding a copy of it; NULL if none can be mapped. */
+static char **env_kept(char *const *env, const char *lo, size_t len)
+{
+	if (kept && same_as_kept(env, lo, len))
+		return kept;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	memcpy(m, lo, len);
+	char **copy = (char **)m;
+	for (size_t i = 0; copy[i]; i++)
+		if (copy[i] >= lo && copy[i] < lo + len)
+			copy[i] = m + (copy[i] - lo);
+	return kept = copy;
+}
+
+static FILE *real_popen_call(const char *cmd, const char *mode)
+{
+	return REAL(real_popen, popen_fn, "popen") ? real_popen(cmd, mode) : (errno = ENOSYS, NULL);
+}
+
+struct popen_swap {
+	char **old, **swap;
+};
+
+/* After glibc's popen, or at a cancellation inside it. */
+static void popen_restore(void *arg)
+{
+	struct popen_swap *w = arg;
+	if (w->swap) {
+		int e = errno;
+		/* a program thread that replaced environ meanwhile keeps its array */
+		__atomic_compare_exchange_n(&environ, &w->swap, w->old, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		errno = e;
 	}
 	pthread_mutex_unlock(&popen_lock);
-	if (slot < 0) {
-		sf_rt_message("popen: ", "more streams open than the runtime tracks", "this child runs untraced");
-		return REAL(real_popen, popen_fn, "popen") ? real_popen(cmd, mode) : (errno = ENOSYS, NULL);
-	}
-	return fp;
 }
 
 EXPORT FILE *popen(const char *cmd, const char *mode)
 {
+	pthread_mutex_lock(&popen_lock);
+	char **old = environ;
 	char buf[ENV_BUF];
 	struct env_build b;
-	char *const *env = env_for_child(environ, &b, buf, sizeof(buf));
-	FILE *fp;
-	if (env == environ) /* nothing to add: glibc's own */
-		fp = REAL(real_popen, popen_fn, "popen") ? real_popen(cmd, mode) : (errno = ENOSYS, NULL);
-	else
-		fp = popen_in(cmd, mode, env);
+	char *const *env = env_for_child(old, &b, buf, sizeof(buf));
+	char **swap = NULL;
+	if (env != old) {
+		swap = env_kept(env, b.mem ? b.mem : buf, b.mem ? b.mem_len : b.len);
+		if (!swap)
+			sf_rt_message("popen: ", "no memory for the child's environment", "this child runs untraced");
+	}
 	env_done(&b);
+	struct popen_swap w = {old, swap};
+	if (swap)
+		environ = swap;
+	FILE *fp;
+	pthread_cleanup_push(popen_restore, &w);
+	fp = real_popen_call(cmd, mode);
+	pthread_cleanup_pop(1);
 	return fp;
-}
-
-EXPORT int pclose(FILE *fp)
-{
-	pid_t pid = -1;
-	pthread_mutex_lock(&popen_lock);
-	for (int i = 0; i < MAX_POPEN && pid < 0; i++)
-		if (fp && popened[i].fp == fp) {
-			pid = popened[i].pid;
-			popened[i].fp = NULL;
-		}
-	pthread_mutex_unlock(&popen_lock);
-	if (pid < 0)
-		return REAL(real_pclose, pclose_fn, "pclose") ? real_pclose(fp) : (errno = ENOSYS, -1);
-	fclose(fp);
-	int status;
-	pid_t r;
-	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-		;
-	return r == pid ? status : -1;
 }

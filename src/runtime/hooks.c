@@ -64,6 +64,7 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	sf_objects_after_fork_child();
 	sf_buffer_after_fork_child();
 	sf_args_after_fork_child();
+	sf_exec_env_after_fork_child();
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
@@ -172,8 +173,12 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
  * would release a vfork parent. Where set_robust_list is refused
  * (qemu-user), the runtime's exec wrappers and _exit mark the word
  * themselves (vw_child_leaves), so a failed exec there lets the parent go
- * on early. A child killed before it registered, or that replaced the
- * list, is found gone by a check every VW_CHECK_NS. */
+ * on early. A child that replaces the list through syscall() (its own
+ * robust futexes) is told the same way from then on
+ * (vw_robust_list_replaced). A child killed before it registered, or
+ * that replaced the list by a raw system call instruction, is found gone
+ * by a check every VW_CHECK_NS: the latter holds its parent until it
+ * exits, not only until its exec. */
 #define VW_PAGE 4096
 #define VW_WORDS (VW_PAGE / sizeof(uint32_t))
 #define VW_TAKEN FUTEX_WAITERS /* a parent waits; no child has registered yet */
@@ -245,6 +250,18 @@ static void vw_child_leaves(void)
 	if (__atomic_compare_exchange_n(w, &mine, FUTEX_WAITERS | FUTEX_OWNER_DIED, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE))
 		sf_syscall3(SYS_futex, (long)w, FUTEX_WAKE, 1);
+}
+
+/* set_robust_list through syscall() succeeded (a: its arguments). In the
+ * waited-for child's registering thread it replaced the list that held
+ * the word (a thread library or runtime of the child's own): the kernel
+ * will no longer mark the word at the exec, so the runtime's exec
+ * wrappers and _exit do (vw_child_leaves), as where set_robust_list is
+ * refused. The program's list stays registered as it asked. */
+static void vw_robust_list_replaced(void)
+{
+	if (vw_mine && vw_kernel_tells && (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0) == vw_tid)
+		vw_kernel_tells = 0;
 }
 
 /* Whether the child is gone: exited (a zombie, or reaped by its parent's
@@ -443,6 +460,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		r = sf_exec_syscall(nr, a); /* the tracer's variables, as execve() (exec_env.c) */
 	} else {
 		r = raw_syscall(nr, a);
+		if (nr == SYS_set_robust_list && r == 0)
+			vw_robust_list_replaced();
 	}
 	if ((unsigned long)r > -4096ul) {
 		errno = (int)-r;
@@ -609,11 +628,14 @@ SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)
 /* ---- the image ends: a snapshot being written is waited for ---- */
 
 /* The image goes now (exec, _exit: exec_env.c, the wrappers here): a
- * snapshot asked for is written first, and a parent waiting for this
- * child's exec or exit is told, where the kernel does not (vw_wait). */
+ * snapshot asked for is written first, a CLONE_FILES child's log
+ * descriptor leaves the table it shares with its parent, and a parent
+ * waiting for this child's exec or exit is told, where the kernel does
+ * not (vw_wait). */
 void sf_image_ends(void)
 {
 	sf_snapshot_settle();
+	sf_log_image_ends();
 	vw_child_leaves();
 }
 

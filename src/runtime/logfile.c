@@ -775,10 +775,28 @@ void sf_log_on_create(void (*fn)(void))
 	L.on_create = fn;
 }
 
+/* Whether this process has a log of its own: not a vfork or CLONE_VM
+ * child, which shares its parent's L. */
+static int log_is_own(void)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	return h && h->pid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0);
+}
+
+/* The executable checked again as the image ends (objects.c). */
+static void log_image_check(void)
+{
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	sf_objects_image_ends();
+	sf_log_unlock_sig(&old);
+}
+
 void sf_log_finish(void)
 {
-	if (!L.hdr)
+	if (!log_is_own())
 		return;
+	log_image_check();
 	sf_log_calibrate();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 	if (L.files_shared)
@@ -791,9 +809,8 @@ void sf_log_finish(void)
  * parent's. */
 void sf_log_exit_called(int status)
 {
-	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
-	if (h && h->pid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0))
-		__atomic_store_n(&h->exit_state, sf_exit_pack(SF_EXIT_CALLED, (uint32_t)(status & 0xff) << 8),
+	if (log_is_own())
+		__atomic_store_n(&L.hdr->exit_state, sf_exit_pack(SF_EXIT_CALLED, (uint32_t)(status & 0xff) << 8),
 				 __ATOMIC_RELEASE);
 }
 
@@ -815,9 +832,9 @@ void sf_log_create_early(void)
 /* A clone(CLONE_FILES) child's own descriptor lives in the table it shares
  * with its parent, which outlives it: it is closed when the child's
  * function returns (hooks.c) or the child calls exit (sf_log_finish), so
- * a pool of such workers leaves no descriptor behind. One that ends with
- * _exit or a signal keeps it in the table: no code of the child's runs
- * then. Its slots stay mapped: the events in them are in the file. */
+ * a pool of such workers leaves no descriptor behind; an exec or _exit
+ * closes it too (sf_log_image_ends). One killed by a signal keeps it in
+ * the table: no code of the child's runs then. Its slots stay mapped: the events in them are in the file. */
 void sf_log_child_return(void)
 {
 	if (L.files_shared && L.hdr) {
@@ -825,6 +842,24 @@ void sf_log_child_return(void)
 		__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 		log_fd_forget();
 	}
+}
+
+/* The image ends (exec, _exit, exit_group: hooks.c sf_image_ends). The
+ * executable is checked again (log_image_check). A clone(CLONE_FILES)
+ * child's descriptor is in the table it shares with
+ * its parent: an exec unshares the table before close-on-exec acts, and
+ * _exit runs nothing of the child's, so either would leave it in the
+ * parent's table for good (1100 such children: 1100 descriptors). It is
+ * closed now. The header is left as it is: an exec can fail, and then
+ * the next batch opens the log again by its name (log_reopen). Not from
+ * a vfork or CLONE_VM child: L is its parent's then (pid check). */
+void sf_log_image_ends(void)
+{
+	if (!log_is_own())
+		return;
+	log_image_check();
+	if (L.files_shared)
+		log_fd_forget();
 }
 
 /* fork: the child inherits the parent's descriptor and shared mappings of

@@ -311,6 +311,7 @@ __attribute__((noinline)) static void save_image(struct sf_object_rt *o)
 	if (fd >= 0)
 		sf_close(fd);
 	o->image_gone = 0;
+	o->image_saved = 1;
 	if (err) {
 		sf_rt_message("cannot save a copy of the executable ", o->path, strerror(err));
 		return;
@@ -368,12 +369,9 @@ static void mark_tail_entries(const struct sf_object_rt *o, const struct func_ma
 	}
 }
 
-static void write_object_chunk(struct sf_object_rt *o)
+/* The OBJECT chunk for o, as it stands now. */
+static void put_object_chunk(struct sf_object_rt *o)
 {
-	if (!sf_log_ready() || o->logged || !o->numbered)
-		return;
-	if (o->image_gone)
-		save_image(o);
 	size_t path_pad = (o->info.path_len + 7) & ~(size_t)7;
 	size_t len = sizeof(struct sf_object) + path_pad + (size_t)o->nfuncs * 8;
 	char *buf = scratch_get(len);
@@ -386,8 +384,44 @@ static void write_object_chunk(struct sf_object_rt *o)
 	c.type = SF_CHUNK_OBJECT;
 	c.count = o->nfuncs;
 	sf_log_write_chunk(&c, buf, len, 0);
+}
+
+static void write_object_chunk(struct sf_object_rt *o)
+{
+	if (!sf_log_ready() || o->logged || !o->numbered)
+		return;
+	if (o->image_gone)
+		save_image(o);
+	put_object_chunk(o);
 	o->logged = 1;
 	sf_log_object_logged();
+}
+
+/* The image ends (exit, exec, _exit; logfile.c, under the log lock). An
+ * executable replaced on disk after start (a deploy renaming a new build
+ * over it) still had its path when its OBJECT chunk was written: a reader
+ * would find the new build there. Checked again now, it is saved as one
+ * deleted at start is, and a second OBJECT chunk of the same index names
+ * the copy (readers take the later path: docs/FORMAT.md). A process
+ * killed by a signal runs no code of ours and is not checked. */
+void sf_objects_image_ends(void)
+{
+	for (uint32_t i = 0; i < nobjects; i++) {
+		struct sf_object_rt *o = objects[i];
+		if (!o->main_image || !o->logged || o->image_saved)
+			continue;
+		char link[64];
+		main_link(o->phdr, link, sizeof(link));
+		int fd = sf_fd_brief(open(link, O_RDONLY | O_CLOEXEC));
+		if (fd < 0)
+			return;
+		int lost = path_lost(o->path, fd);
+		sf_close(fd);
+		if (lost) {
+			save_image(o);
+			put_object_chunk(o);
+		}
+	}
 }
 
 void sf_objects_log_all(void)
@@ -689,7 +723,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	struct xray_section sec;
 	int found = xray_find_section(fd, &sec);
 	build_id_from_memory(info, &o->info);
-	o->image_gone = found == 1 && is_main(info) && path_lost(o->path, fd);
+	o->main_image = found == 1 && is_main(info);
+	o->image_gone = o->main_image && path_lost(o->path, fd);
 	/* The section headers come from the file: a file replaced on disk
 	 * since the object was loaded would point us at the wrong bytes. */
 	int same = found == 1 ? xray_file_matches(fd, info->dlpi_phdr, info->dlpi_phnum, o->info.build_id,

@@ -302,6 +302,7 @@ int sf_root_changed(void) SF_HIDDEN;
 /* ---- exec_env.c ---- */
 void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;
+void sf_exec_env_after_fork_child(void) SF_HIDDEN;
 /* The execve/execveat system call (a: its six arguments)
  * with the tracer's variables added to its environment; -errno. */
 long sf_exec_syscall(long nr, const long *a) SF_HIDDEN;
@@ -339,6 +340,8 @@ struct sf_object_rt {
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
 	int image_gone;       /* the main executable's path names another file or none: saved with the log */
+	int main_image;       /* the main executable (its path checked again when the image ends) */
+	int image_saved;      /* save_image ran: path names the copy (or the copy failed, said once) */
 	uint64_t xray_vaddr, xray_size; /* its xray_instr_map (ELF vaddr, bytes): read again at a switch */
 	/* Its file ("" until known), in the records' arena (objects.c): many
 	 * records share a page, and each first touch of a page at start is a
@@ -352,6 +355,7 @@ int sf_log_sibling_path(char *out, size_t cap, const char *tail) SF_HIDDEN;
 void sf_objects_scan(int flags) SF_HIDDEN;      /* find and patch new objects; flags: SF_OBJ_* */
 void sf_objects_check_unloaded(void) SF_HIDDEN;
 void sf_objects_log_all(void) SF_HIDDEN;        /* write OBJECT chunks not yet in this log */
+void sf_objects_image_ends(void) SF_HIDDEN;     /* under the log lock: an executable replaced since start, saved */
 void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
 void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;
@@ -711,6 +715,7 @@ void sf_log_create_early(void) SF_HIDDEN;
 /* A clone(CLONE_FILES) child's function returned: its descriptor leaves
  * the shared table. */
 void sf_log_child_return(void) SF_HIDDEN;
+void sf_log_image_ends(void) SF_HIDDEN; /* exec, _exit: a CLONE_FILES child's descriptor closed */
 struct sf_header *sf_log_header(void) SF_HIDDEN; /* the mapped header, NULL before the log exists */
 void sf_log_add_features(uint64_t bits) SF_HIDDEN; /* SF_FEAT_* bits into the header, now or at its creation */
 /* Clears n slot records front to back: a crashed process's reader stops at

@@ -23,3 +23,18 @@ def test_clearenv_popen_system_execvp_children_traced():
     logs = sorted(f for f in os.listdir(d) if f.endswith(".log"))
     leaf = sorted(count_calls(dump_events(os.path.join(d, f))).get("leaf", 0) for f in logs)
     eq(leaf, [0, 1000, 1000, 1000, 1000], f"leaf calls per log: {logs}\n{t.stderr}")
+
+
+def test_popen_after_clearenv_leaves_environ_as_the_program_set_it():
+    """popen after clearenv (environ NULL), then after setenv: environ is
+    the program's own array again after each call (NULL, then the same
+    pointer, no LD_PRELOAD in it), and 100 more popens grow the address space by 0 kB
+    (the child's environment is mapped once and reused)."""
+    exe = build_c("popen_environ_kept", ["popen_environ_kept.c"])
+    u = run([exe])
+    eq(u.stdout, "after clearenv: popen read 3, environ NULL\n"
+       "after setenv: popen read 4, environ the same array, APP=1, LD_PRELOAD unset\n"
+       "100 popens read 100, address space grew 0 kB\n", "untraced")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
+    eq(t.stdout, u.stdout, "traced")

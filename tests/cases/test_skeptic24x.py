@@ -94,8 +94,10 @@ def test_vfork_clone_child_with_its_own_robust_list_released_at_exec():
     list entry and the child replaced the list, so nothing marks the word
     at the exec, and the 10 ms check only looks for an exited child
     (hooks.c vw_wait / vw_child_gone). A child that execs a long-running
-    worker would hold its parent for the worker's whole life."""
-    known_break("a vfork-clone child that sets its own robust list holds its parent until it exits")
+    worker would hold its parent for the worker's whole life.
+    Fixed: a set_robust_list through syscall() in that child hands the
+    telling to the runtime's exec wrappers and _exit (hooks.c
+    vw_robust_list_replaced)."""
     u, t = _vfork_robust("replace")
     want = "clone returned at exec, child status 0, work 6\n"
     eq(u.stdout, want, "untraced")
@@ -110,8 +112,10 @@ def test_executable_replaced_while_running_is_resolvable():
     one that is already deleted at start: here nothing is copied (the dir
     holds prog, sf.log), and `sftrace dump sf.log` fails: "build-id
     mismatch: expected <old>, file has <new>" (exit 1). Expected: the old
-    image kept as STEM.<build-id>.exe and dump naming only_in_old."""
-    known_break("an executable replaced (deleted) during the run is not copied; dump fails on build-id mismatch")
+    image kept as STEM.<build-id>.exe and dump naming only_in_old.
+    Fixed: the executable's path is checked again when the image ends
+    (exit, exec, _exit); a replaced one is saved and a second OBJECT chunk
+    names the copy."""
     old = build_c("skep24x_replaced_exe", ["skep24x_replaced_exe.c"])
     new = build_c("skep24x_new_build", ["skep24x_new_build.c"])
     d = tmpdir()
@@ -125,6 +129,26 @@ def test_executable_replaced_while_running_is_resolvable():
         eq(run(cmd).stdout, "42\n", mode)
     names = [e.name for e in dump_events(os.path.join(d, "sf.log"))]
     check("only_in_old" in names, f"dump names: {names}")
+
+
+def test_executable_replaced_then_exit_or_exec_is_resolvable():
+    """The same replaced executable, ending with _exit(0) or an exec of
+    /bin/true instead of returning: each route checks the path again, so
+    DIR holds the old image's STEM.<build-id>.exe and dump names
+    only_in_old (before: dump failed on a build-id mismatch)."""
+    old = build_c("skep24x_replaced_exe", ["skep24x_replaced_exe.c"])
+    new = build_c("skep24x_new_build", ["skep24x_new_build.c"])
+    for how in ("_exit", "exec"):
+        d = tmpdir()
+        prog = os.path.join(d, "prog")
+        shutil.copy(old, prog)
+        shutil.copy(new, os.path.join(d, "new"))
+        t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", prog, prog,
+                 os.path.join(d, "new"), how])
+        eq(t.stdout, "42\n", how)
+        eq(len([f for f in os.listdir(d) if re.fullmatch(r"sf\.[0-9a-f]{40}\.exe", f)]), 1, f"{how}: {os.listdir(d)}")
+        names = [e.name for e in dump_events(os.path.join(d, "sf.log"))]
+        check("only_in_old" in names, f"{how}: dump names: {names}")
 
 
 def test_concurrent_snapshot_commands_all_answered_and_counted():
@@ -177,8 +201,9 @@ def test_popen_after_env_cleared_closes_earlier_streams_in_child():
     1 s for the second child, because cat never sees EOF: exec_env.c
     popen_spawn closes only the streams in the runtime's own table, not
     those glibc's popen opened. A long-lived second child deadlocks the
-    parent's pclose."""
-    known_break("the runtime's popen leaks glibc popen streams into the new child; pclose of those then hangs")
+    parent's pclose.
+    Fixed: popen is always glibc's; when environ lacks the tracer's
+    variables it points at the child's environment during that call."""
     exe = build_c("skep24x_popen_chain", ["skep24x_popen_chain.c"])
     u = run([exe])
     check(u.stdout.endswith("pclose(first) at once\n"), u.stdout)
@@ -223,8 +248,9 @@ def test_files_clone_children_leave_no_descriptor_in_parent():
     function or exit() closes it. 1100 children: 1101 descriptors gained.
     With `ulimit -n 256` and 300 children the parent's own open() fails
     "Too many open files" and 49 children write no log (record: "cannot
-    create log ...: Too many open files"), untraced it opens fine."""
-    known_break("CLONE_FILES children that exec or _exit leave their log descriptor in the parent's table")
+    create log ...: Too many open files"), untraced it opens fine.
+    Fixed: exec and _exit close a CLONE_FILES child's log descriptor
+    (logfile.c sf_log_image_ends)."""
     for mode in ("clone3_vfork_exec", "clone3_vfork_exit", "wrapper_exec"):
         u, t, d = _files_clone_leak(mode, 3)
         eq(u.stdout, f"{mode} x3: parent gained 1 descriptors; open after: ok\n", "untraced")
@@ -232,3 +258,17 @@ def test_files_clone_children_leave_no_descriptor_in_parent():
         eq(len(logs_in(d)), 4, "logs")
     u, t, d = _files_clone_leak("wrapper_exec", 300, nofile=256)
     eq(t.stdout, u.stdout, "traced, 300 children under ulimit -n 256")
+
+
+def test_files_clone_child_whose_exec_fails_still_records():
+    """A CLONE_FILES child whose exec fails (its log descriptor was already
+    closed for the exec) goes on: work(6) after the failed exec is in its
+    log (opened again by name), and the parent gains only its own file."""
+    u, t, d = _files_clone_leak("wrapper_exec_fails", 2)
+    eq(u.stdout, "wrapper_exec_fails x2: parent gained 1 descriptors; open after: ok\n", "untraced")
+    eq(t.stdout, u.stdout, "traced")
+    children = [f for f in logs_in(d) if f != "sf.log"]
+    eq(len(children), 2, f"logs: {logs_in(d)}")
+    for f in children:
+        ev = [e for e in dump_events(os.path.join(d, f)) if e.name == "work"]
+        eq(len(ev), 4, f"{f}: work entries and exits (work(5), work(6))")

@@ -223,22 +223,33 @@ static int class_members(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
 	return 0;
 }
 
-/* The elements of an array at off (one dimension, a known count). */
-static int class_array(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
+/* An array's element type, count and element size (one dimension, a
+ * known count of at most 16); -1 otherwise. */
+static int array_shape(Dwarf_Die *t, Dwarf_Die *et, Dwarf_Word *count, int *esize)
 {
-	Dwarf_Die sub, et;
+	Dwarf_Die sub;
 	Dwarf_Attribute a;
-	Dwarf_Word count = 0, upper;
-	if (!type_of(t, &et) || dwarf_child(t, &sub) != 0 || dwarf_tag(&sub) != DW_TAG_subrange_type)
+	Dwarf_Word upper;
+	*count = 0;
+	if (!type_of(t, et) || dwarf_child(t, &sub) != 0 || dwarf_tag(&sub) != DW_TAG_subrange_type)
 		return -1;
-	if (dwarf_attr(&sub, DW_AT_count, &a) && dwarf_formudata(&a, &count) == 0)
+	if (dwarf_attr(&sub, DW_AT_count, &a) && dwarf_formudata(&a, count) == 0)
 		;
 	else if (dwarf_attr(&sub, DW_AT_upper_bound, &a) && dwarf_formudata(&a, &upper) == 0)
-		count = upper + 1;
+		*count = upper + 1;
 	else
 		return -1;
-	int esize = dwarf_bytesize(&et);
-	if (dwarf_siblingof(&sub, &sub) == 0 || esize <= 0 || count > 16)
+	*esize = dwarf_bytesize(et);
+	return dwarf_siblingof(&sub, &sub) == 0 || *esize <= 0 || *count > 16 ? -1 : 0;
+}
+
+/* The elements of an array at off. */
+static int class_array(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
+{
+	Dwarf_Die et;
+	Dwarf_Word count;
+	int esize;
+	if (array_shape(t, &et, &count, &esize) < 0)
 		return -1;
 	for (Dwarf_Word i = 0; i < count; i++)
 		if (class_of(&et, off + i * (Dwarf_Word)esize, eb, depth + 1) < 0)
@@ -311,11 +322,13 @@ static int abi_known(Dwarf_Die *fn, Dwarf_Die *t, int *by_ref)
 
 /* How an aggregate of type t goes (x86-64): in *ngp integer and *nfp
  * vector registers, both 0 for memory (MEMORY class: larger than 16
- * bytes, or an unaligned field). 0, or -1 if not known for sure. */
-static int aggregate_regs(Dwarf_Die *fn, Dwarf_Die *t, unsigned *ngp, unsigned *nfp)
+ * bytes, or an unaligned field), eb the class of each eightbyte (EB_NONE
+ * past its size; by reference: not set). 0, or -1 if not known for sure. */
+static int aggregate_regs(Dwarf_Die *fn, Dwarf_Die *t, unsigned *ngp, unsigned *nfp, int eb[2])
 {
 	int by_ref, size = dwarf_bytesize(t);
 	*ngp = *nfp = 0;
+	eb[0] = eb[1] = EB_NONE;
 	if (!abi_known(fn, t, &by_ref) || size <= 0)
 		return -1;
 	if (by_ref) {
@@ -324,7 +337,6 @@ static int aggregate_regs(Dwarf_Die *fn, Dwarf_Die *t, unsigned *ngp, unsigned *
 	}
 	if (size > 16)
 		return 0;
-	int eb[2] = {EB_NONE, EB_NONE};
 	if (class_of(t, 0, eb, 0) < 0)
 		return -1;
 	for (int i = 0; i < (size > 8 ? 2 : 1); i++) {
@@ -345,6 +357,7 @@ static int hidden_return(struct da_file *d, Dwarf_Die *fn)
 {
 	Dwarf_Die t, cu;
 	unsigned ngp, nfp;
+	int eb[2];
 	uint8_t fmt;
 	if (!type_of(fn, &t) || !is_aggregate(&t) || classify(&t, &fmt) != CLS_NONE)
 		return 0; /* a scalar, or a Rust &str in rax and rdx */
@@ -354,11 +367,108 @@ static int hidden_return(struct da_file *d, Dwarf_Die *fn)
 	 * through a hidden pointer, any other in registers. */
 	if (dwarf_diecu(fn, &cu, NULL, NULL) && dwarf_srclang(&cu) == DW_LANG_Rust)
 		return dwarf_bytesize(&t) > 16;
-	if (aggregate_regs(fn, &t, &ngp, &nfp) < 0)
+	if (aggregate_regs(fn, &t, &ngp, &nfp, eb) < 0)
 		return -1;
 	int by_ref = 0;
 	abi_known(fn, &t, &by_ref);
 	return by_ref || (!ngp && !nfp);
+}
+
+/* ---- the values of a struct in registers ---- */
+
+struct member {
+	uint64_t off;
+	uint8_t fmt;
+};
+
+/* The scalar members of a value of type t at byte off of an aggregate, in
+ * order, into m (at most cap): 0, or -1 if one is not a scalar shown
+ * as such (a bit-field, a union, a Rust &str) or there are too many. */
+static int members_of(Dwarf_Die *t, uint64_t off, struct member *m, unsigned *n, unsigned cap, int depth)
+{
+	Dwarf_Die c, ct;
+	Dwarf_Word count;
+	int esize;
+	uint8_t fmt = 0;
+	if (depth > 8)
+		return -1;
+	switch (dwarf_tag(t)) {
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type:
+		if (classify(t, &fmt) != CLS_NONE || dwarf_child(t, &c) != 0)
+			return -1; /* a Rust &str, or no members */
+		do {
+			Dwarf_Attribute a;
+			Dwarf_Word at = 0;
+			if (dwarf_tag(&c) != DW_TAG_member)
+				continue;
+			if (dwarf_hasattr(&c, DW_AT_bit_size) ||
+			    (dwarf_attr(&c, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0))
+				return -1;
+			if (!type_of(&c, &ct) || members_of(&ct, off + at, m, n, cap, depth + 1) < 0)
+				return -1;
+		} while (dwarf_siblingof(&c, &c) == 0);
+		return 0;
+	case DW_TAG_array_type:
+		if (array_shape(t, &ct, &count, &esize) < 0)
+			return -1;
+		for (Dwarf_Word i = 0; i < count; i++)
+			if (members_of(&ct, off + i * (Dwarf_Word)esize, m, n, cap, depth + 1) < 0)
+				return -1;
+		return 0;
+	default:
+		if (classify(t, &fmt) == CLS_NONE || *n == cap || sf_arg_type(fmt) == SF_AT_RSTR)
+			return -1;
+		if (sf_arg_type(fmt) == SF_AT_STR) /* a member's char *: its address (no read in a struct) */
+			fmt = sf_arg_fmt(SF_AT_PTR, 8);
+		m[(*n)++] = (struct member){off, fmt};
+		return 0;
+	}
+}
+
+/* A struct of type t in registers as items: STRUCT named by slot, then
+ * its members, each in the register of its eightbyte (class eb[]): the
+ * integer ones from member register gp0 on, the vector ones from fp0
+ * (format/sf_args.h). The count of items, 0 if its members cannot be
+ * shown (or not in cap items). */
+static unsigned struct_items(Dwarf_Die *t, const int eb[2], uint8_t slot, unsigned gp0, unsigned fp0,
+			     uint8_t on_exit, struct da_item *items, unsigned cap)
+{
+	struct member m[SF_ARG_STRUCT_MAX];
+	unsigned n = 0, reg[2];
+	if (cap < 2 || members_of(t, 0, m, &n, cap - 1 < SF_ARG_STRUCT_MAX ? cap - 1 : SF_ARG_STRUCT_MAX, 0) < 0 || !n)
+		return 0;
+	for (int i = 0; i < 2; i++)
+		reg[i] = eb[i] == EB_SSE ? fp0++ : gp0++;
+	items[0] = (struct da_item){slot, (uint8_t)(SF_AT_STRUCT | n << 4), on_exit};
+	for (unsigned j = 0; j < n; j++) {
+		unsigned e = (unsigned)(m[j].off / 8), byte = (unsigned)(m[j].off % 8);
+		if (e > 1 || byte + sf_arg_fixed_size(m[j].fmt) > 8 || eb[e] == EB_NONE || eb[e] == EB_MEM)
+			return 0;
+		items[1 + j] = (struct da_item){sf_arg_member_slot(reg[e], eb[e] == EB_SSE, byte), m[j].fmt, on_exit};
+	}
+	return n + 1;
+}
+
+/* The return value's items: a scalar's, or a struct's in registers (x86-64 C). */
+static unsigned return_items(struct da_file *d, Dwarf_Die *fn, struct da_item *items, unsigned cap)
+{
+	Dwarf_Die t;
+	uint8_t fmt = 0;
+	unsigned ngp, nfp;
+	int eb[2];
+	if (!cap || !type_of(fn, &t))
+		return 0;
+	enum cls c = classify(&t, &fmt);
+	if (c != CLS_NONE) {
+		items[0] = (struct da_item){(uint8_t)(c == CLS_FP ? SF_ARG_SLOT_FP : 0), fmt, 1};
+		return 1;
+	}
+	if (!d->x86_64 || !is_aggregate(&t) || aggregate_regs(fn, &t, &ngp, &nfp, eb) < 0 || (!ngp && !nfp))
+		return 0;
+	int by_ref;
+	abi_known(fn, &t, &by_ref);
+	return by_ref ? 0 : struct_items(&t, eb, 0, 0, 0, 1, items, cap);
 }
 
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
@@ -378,17 +488,27 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 			uint8_t fmt = 0;
 			enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
 			unsigned ngp, nfp;
+			int eb[2];
 			if (c == CLS_NONE && n < cap && d->x86_64 && is_aggregate(&t) &&
-			    aggregate_regs(&fn, &t, &ngp, &nfp) == 0) {
+			    aggregate_regs(&fn, &t, &ngp, &nfp, eb) == 0) {
 				/* Its registers (or none) are known, so those of the
-				 * arguments after it are: it shows as not recorded. */
+				 * arguments after it are: its members' values, or
+				 * not recorded (in memory, or members this does not
+				 * show). */
 				uint8_t slot = SF_ARG_SLOT_STACK;
+				unsigned got = 0;
 				if ((ngp || nfp) && gp + ngp <= 6 && fp + nfp <= 8) {
 					slot = (uint8_t)(ngp ? gp + 1 : SF_ARG_SLOT_FP | (fp + 1));
+					int by_ref;
+					abi_known(&fn, &t, &by_ref);
+					if (!by_ref)
+						got = struct_items(&t, eb, slot, gp, fp, 0, items + n, cap - n);
 					gp += ngp;
 					fp += nfp;
 				} /* else all of it in memory, no register taken */
-				items[n++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+				if (!got)
+					items[n++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+				n += got;
 				continue;
 			}
 			if (c == CLS_NONE || n == cap)
@@ -406,9 +526,5 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 			}
 		} while (dwarf_siblingof(&child, &child) == 0);
 	}
-	uint8_t fmt = 0;
-	enum cls c = type_of(&fn, &t) ? classify(&t, &fmt) : CLS_NONE;
-	if (c != CLS_NONE && n < cap) /* an aggregate's return value is not recorded */
-		items[n++] = (struct da_item){(uint8_t)(c == CLS_FP ? SF_ARG_SLOT_FP : 0), fmt, 1};
-	return n;
+	return n + return_items(d, &fn, items + n, cap - n);
 }

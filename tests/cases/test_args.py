@@ -113,12 +113,13 @@ def test_parquet_args():
     check(not os.path.exists(out2 + ".args"), "OUT.args without values")
 
 
-def test_perfetto_args():
+def perfetto_args(log):
+    """(slice, key, value) of every debug arg trace_processor reads from the
+    Perfetto conversion of log, in slice and arg order."""
     tp = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(os.path.dirname(ROOT), "shared", "tools",
                                                                     "trace_processor_shell")
     if not os.access(tp, os.X_OK):
         raise Skip(f"Perfetto's trace_processor_shell not found at {tp}")
-    log = recorded()
     pb = os.path.join(tmpdir(), "sf.pb")
     run([SFTRACE, "convert", log, "-o", pb])
     q = pb + ".sql"
@@ -126,8 +127,12 @@ def test_perfetto_args():
         f.write("select s.name as fn, substr(a.key, 7) as k, replace(a.display_value, '\"', '#') as v from slice s "
                 "join args a using (arg_set_id) where a.key like 'debug.%' order by s.ts, a.id;\n")
     # (trace_processor's CSV does not double the quotes inside a value.)
-    rows = [(r["fn"], r["k"], r["v"].replace("#", '"'))
+    return [(r["fn"], r["k"], r["v"].replace("#", '"'))
             for r in csv.DictReader(io.StringIO(run([tp, "-q", q, pb]).stdout))]
+
+
+def test_perfetto_args():
+    rows = perfetto_args(recorded())
     # Perfetto keeps one value per key and slice: of mix's arg2 twice (/u,
     # then /x), the last.
     want = [(f, n, v) for f, _, n, v in EXPECTED_ROWS if (f, n, v) != ("mix", "arg2", "42")]
@@ -382,30 +387,87 @@ def test_dlopened_library():
 
 
 
-def test_auto_args_struct_arguments():
-    # x86-64 System V: struct pt {int x, y} takes rdi, struct mixed {long;
-    # double} rdi and xmm0, a 32-byte struct and a packed one with an
-    # unaligned field go in memory; each shows as not recorded and the
-    # arguments after it come from the right registers. make returns a
-    # struct in memory: its argument is in rsi (rdi holds the address; it
-    # used to be read as the argument).
+STRUCT_OUT = "15 10.0 19 113 6\n-3.00 61 34 8 -8 -9 0.25 124\n"
+
+
+def struct_recorded():
     import platform
     if platform.machine() != "x86_64":
         raise Skip("the struct classification is x86-64's")
     exe = build_c("args_struct", ["args_struct.c"])
     p, log = record([exe], args=["-q", "--auto-args"])
-    eq(p.stdout, "15 10.0 19 113 6\n", "the program's output is unchanged")
+    eq(p.stdout, STRUCT_OUT, "the program's output is unchanged")
+    return log
+
+
+def test_auto_args_struct_arguments():
+    # x86-64 System V: struct pt {int x, y} takes rdi, struct mixed {long;
+    # double} rdi and xmm0, struct dd {double a, b} xmm0 and xmm1, struct
+    # sm {char; short; float; unsigned char[2]} (after an int) rsi; each
+    # shows its members' values, typed from DWARF. A 32-byte struct, a
+    # 24-byte one and a packed one with an unaligned field go in memory:
+    # not recorded, and the arguments after them come from the right
+    # registers. make returns a struct in memory: its argument is in rsi
+    # (rdi holds the address; it used to be read as the argument); mkpt
+    # and mkmixed return theirs in rax, and in rax and xmm0. tag's string
+    # makes its values the coded layout's, not the fixed one's.
+    log = struct_recorded()
     eq(replay_calls(log), [
         "main() {",
-        "  norm(<unrecorded>, 5) = 15;",
-        "  mixf(<unrecorded>, 2.000000, 7) = 10.000000;",
+        "  norm({1, 2}, 5) = 15;",
+        "  mixf({3, 0.500000}, 2.000000, 7) = 10.000000;",
         "  sum(<unrecorded>, 9) = 19;",
         "  oddf(<unrecorded>, 11) = 113;",
         "  make(6);",
+        "  dsum({1.500000, -2.250000}, 4) = -3.000000;",
+        "  tsum(<unrecorded>, 1) = 61;",
+        "  smf(3, {'z', -300, 2.500000, '\\x07', '\\xc8'}) = 34;",
+        "  mkpt(8) = {8, -8};",
+        "  mkmixed(-9) = {-9, 0.250000};",
+        "  tag(\"hi\", {4, 5}) = 124;",
         "} = 0; /* main */",
     ], "replay --auto-args")
     out = run([SFTRACE, "dump", log]).stdout
     got = [re.sub(r"^\s*\d+\s+\d+\s+ARGS\s+", "", line) for line in out.splitlines() if " ARGS " in line]
-    eq(got[:9], ["norm arg1=<unrecorded> arg2=5", "norm retval=15", "mixf arg1=<unrecorded> fparg2=2.000000 arg2=7",
-                 "mixf retval=10.000000", "sum stack=<unrecorded> arg1=9", "sum retval=19",
-                 "oddf stack=<unrecorded> arg1=11", "oddf retval=113", "make arg2=6"], "dump: the registers")
+    eq(got[:19], ["norm arg1={1, 2} arg2=5", "norm retval=15", "mixf arg1={3, 0.500000} fparg2=2.000000 arg2=7",
+                  "mixf retval=10.000000", "sum stack=<unrecorded> arg1=9", "sum retval=19",
+                  "oddf stack=<unrecorded> arg1=11", "oddf retval=113", "make arg2=6",
+                  "dsum fparg1={1.500000, -2.250000} arg1=4", "dsum retval=-3.000000",
+                  "tsum stack=<unrecorded> arg1=1", "tsum retval=61",
+                  "smf arg1=3 arg2={'z', -300, 2.500000, '\\x07', '\\xc8'}", "smf retval=34",
+                  "mkpt arg1=8", "mkpt retval={8, -8}", "mkmixed arg1=-9", "mkmixed retval={-9, 0.250000}"],
+       "dump: the registers")
+
+
+# Struct values as every consumer reads them (function, index, name, value).
+STRUCT_ROWS = [
+    ("norm", 0, "arg1", "{1, 2}"), ("norm", 1, "arg2", "5"), ("norm", 2, "retval", "15"),
+    ("mixf", 0, "arg1", "{3, 0.500000}"), ("mixf", 1, "fparg2", "2.000000"), ("mixf", 2, "arg2", "7"),
+    ("mixf", 3, "retval", "10.000000"),
+    ("dsum", 0, "fparg1", "{1.500000, -2.250000}"), ("dsum", 1, "arg1", "4"), ("dsum", 2, "retval", "-3.000000"),
+    ("mkpt", 0, "arg1", "8"), ("mkpt", 1, "retval", "{8, -8}"),
+    ("mkmixed", 0, "arg1", "-9"), ("mkmixed", 1, "retval", "{-9, 0.250000}"),
+    ("tag", 0, "arg1", "\"hi\""), ("tag", 1, "arg2", "{4, 5}"), ("tag", 2, "retval", "124"),
+]
+STRUCT_FUNCS = sorted({r[0] for r in STRUCT_ROWS})
+
+
+def test_struct_values_in_query_and_parquet():
+    log = struct_recorded()
+    names = ", ".join(f"'{f}'" for f in STRUCT_FUNCS)
+    out = run([SFTRACE, "query", "--format", "csv", log,
+               "select f.name, a.\"index\", a.name, a.value from args a join frames f using (frame_id) "
+               f"where f.name in ({names}) order by f.start_ns, a.\"index\""]).stdout
+    rows = [(r[0], int(r[1]), r[2], r[3]) for r in list(csv.reader(io.StringIO(out)))[1:]]
+    eq(rows, STRUCT_ROWS, "query's args")
+    pola = os.path.join(tmpdir(), "sf.pola")
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", pola])
+    got = parquet_query("args_query.mjs", pola)
+    eq([r for r in got["rows"] if r.split(" ")[0] in STRUCT_FUNCS],
+       [f"{f} {i} {n} {v}" for f, i, n, v in STRUCT_ROWS], "OUT.args rows")
+
+
+def test_struct_values_in_perfetto():
+    rows = perfetto_args(struct_recorded())
+    eq(sorted(r for r in rows if r[0] in STRUCT_FUNCS), sorted((f, n, v) for f, _, n, v in STRUCT_ROWS),
+       "trace_processor's args")

@@ -15,7 +15,8 @@
 
 struct da_file {
 	int fd;
-	int x86_64; /* struct arguments are classified (SysV) on x86-64 only */
+	int x86_64;  /* struct arguments are classified by System V's rules */
+	int aarch64; /* by AAPCS64's */
 	Dwarf *dw;
 	struct hashmap by_pc; /* low pc -> DIE offset of its subprogram */
 };
@@ -44,7 +45,9 @@ struct da_file *da_open(const char *path)
 	d->dw = dw;
 	GElf_Ehdr eh;
 	Elf *elf = dwarf_getelf(dw);
-	d->x86_64 = elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64;
+	int machine = elf && gelf_getehdr(elf, &eh) ? eh.e_machine : EM_NONE;
+	d->x86_64 = machine == EM_X86_64;
+	d->aarch64 = machine == EM_AARCH64;
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -357,10 +360,12 @@ static int hidden_return(struct da_file *d, Dwarf_Die *fn)
 {
 	Dwarf_Die t, cu;
 	unsigned ngp, nfp;
-	int eb[2];
+	int eb[2], by_ref = 0;
 	uint8_t fmt;
 	if (!type_of(fn, &t) || !is_aggregate(&t) || classify(&t, &fmt) != CLS_NONE)
 		return 0; /* a scalar, or a Rust &str in rax and rdx */
+	if (d->aarch64) /* AAPCS64: the address goes in x8, no argument register */
+		return abi_known(fn, &t, &by_ref) ? 0 : -1;
 	if (!d->x86_64)
 		return -1;
 	/* rustc's own ABI returns an aggregate of more than two words
@@ -369,7 +374,6 @@ static int hidden_return(struct da_file *d, Dwarf_Die *fn)
 		return dwarf_bytesize(&t) > 16;
 	if (aggregate_regs(fn, &t, &ngp, &nfp, eb) < 0)
 		return -1;
-	int by_ref = 0;
 	abi_known(fn, &t, &by_ref);
 	return by_ref || (!ngp && !nfp);
 }
@@ -426,37 +430,107 @@ static int members_of(Dwarf_Die *t, uint64_t off, struct member *m, unsigned *n,
 	}
 }
 
-/* A struct of type t in registers as items: STRUCT named by slot, then
- * its members, each in the register of its eightbyte (class eb[]): the
- * integer ones from member register gp0 on, the vector ones from fp0
- * (format/sf_args.h). The count of items, 0 if its members cannot be
- * shown (or not in cap items). */
-static unsigned struct_items(Dwarf_Die *t, const int eb[2], uint8_t slot, unsigned gp0, unsigned fp0,
+/* How an aggregate is passed, by the object's ABI. */
+struct agg {
+	unsigned ngp, nfp; /* the registers it takes; both 0: in memory */
+	int eb[2];         /* in registers: each eightbyte's class, EB_INT or EB_SSE (EB_NONE past its size) */
+	int hfa;           /* aarch64: a homogeneous float aggregate, one member per vector register */
+	int by_ref;        /* its address in one integer register instead */
+};
+
+/* members_of's bound when classifying (struct_items shows fewer). */
+#define CLASSIFY_MEMBERS 32
+
+/* AAPCS64 (6.8.2): a homogeneous aggregate of 1-4 floats or doubles in as
+ * many vector registers, any other composite of up to 16 bytes in one or
+ * two integer registers (its bytes in order), a larger one by reference.
+ * 0, or -1 if not known for sure (a union, a bit-field or a vector that
+ * may make it an HFA or HVA, an over-aligned type). */
+static int aggregate_regs_a64(Dwarf_Die *fn, Dwarf_Die *t, struct agg *a)
+{
+	int size = dwarf_bytesize(t);
+	struct member m[CLASSIFY_MEMBERS];
+	unsigned n = 0;
+	if (!abi_known(fn, t, &a->by_ref) || size <= 0 || dwarf_hasattr(t, DW_AT_alignment))
+		return -1;
+	if (a->by_ref) {
+		a->ngp = 1;
+		return 0;
+	}
+	if (members_of(t, 0, m, &n, CLASSIFY_MEMBERS, 0) < 0) {
+		/* Not a plain struct of scalars: sure not to be an HFA only if
+		 * System V's classes find no float in it. */
+		int eb[2] = {EB_NONE, EB_NONE};
+		if (size > 64)
+			return a->by_ref = 1, a->ngp = 1, 0;
+		if (size > 16 || class_of(t, 0, eb, 0) < 0 || eb[0] == EB_SSE || eb[1] == EB_SSE)
+			return -1;
+		n = 0; /* bytes in integer registers, as below */
+	}
+	unsigned type = n ? sf_arg_type(m[0].fmt) : 0, same = n >= 1 && n <= 4;
+	for (unsigned j = 0; j < n && same; j++)
+		same = m[j].fmt == m[0].fmt && m[j].off == j * sf_arg_fixed_size(m[0].fmt);
+	if (same && (type == SF_AT_DOUBLE || type == SF_AT_FLOAT) && (unsigned)size == n * sf_arg_fixed_size(m[0].fmt)) {
+		a->hfa = 1;
+		a->nfp = n;
+		return 0;
+	}
+	if (size > 16)
+		return a->by_ref = 1, a->ngp = 1, 0;
+	a->ngp = size > 8 ? 2 : 1;
+	a->eb[0] = EB_INT;
+	a->eb[1] = size > 8 ? EB_INT : EB_NONE;
+	return 0;
+}
+
+/* How an aggregate of type t is passed by the object's ABI; -1 if not
+ * known for sure (or another architecture). */
+static int agg_layout(struct da_file *d, Dwarf_Die *fn, Dwarf_Die *t, struct agg *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (d->aarch64)
+		return aggregate_regs_a64(fn, t, a);
+	if (!d->x86_64 || aggregate_regs(fn, t, &a->ngp, &a->nfp, a->eb) < 0)
+		return -1;
+	abi_known(fn, t, &a->by_ref);
+	return 0;
+}
+
+/* A struct of type t in registers (layout a) as items: STRUCT named by
+ * slot, then its members, each in the register of its eightbyte (of its
+ * own, in an HFA): the integer ones from member register gp0 on, the
+ * vector ones from fp0 (format/sf_args.h). The count of items, 0 if its
+ * members cannot be shown (or not in cap items). */
+static unsigned struct_items(Dwarf_Die *t, const struct agg *a, uint8_t slot, unsigned gp0, unsigned fp0,
 			     uint8_t on_exit, struct da_item *items, unsigned cap)
 {
 	struct member m[SF_ARG_STRUCT_MAX];
 	unsigned n = 0, reg[2];
-	if (cap < 2 || members_of(t, 0, m, &n, cap - 1 < SF_ARG_STRUCT_MAX ? cap - 1 : SF_ARG_STRUCT_MAX, 0) < 0 || !n)
+	if (a->by_ref || cap < 2 ||
+	    members_of(t, 0, m, &n, cap - 1 < SF_ARG_STRUCT_MAX ? cap - 1 : SF_ARG_STRUCT_MAX, 0) < 0 || !n)
 		return 0;
 	for (int i = 0; i < 2; i++)
-		reg[i] = eb[i] == EB_SSE ? fp0++ : gp0++;
+		reg[i] = a->eb[i] == EB_SSE ? fp0++ : gp0++;
 	items[0] = (struct da_item){slot, (uint8_t)(SF_AT_STRUCT | n << 4), on_exit};
 	for (unsigned j = 0; j < n; j++) {
 		unsigned e = (unsigned)(m[j].off / 8), byte = (unsigned)(m[j].off % 8);
-		if (e > 1 || byte + sf_arg_fixed_size(m[j].fmt) > 8 || eb[e] == EB_NONE || eb[e] == EB_MEM)
+		if (a->hfa) {
+			items[1 + j] = (struct da_item){sf_arg_member_slot(fp0 + j, 1, 0), m[j].fmt, on_exit};
+			continue;
+		}
+		if (e > 1 || byte + sf_arg_fixed_size(m[j].fmt) > 8 || a->eb[e] == EB_NONE || a->eb[e] == EB_MEM)
 			return 0;
-		items[1 + j] = (struct da_item){sf_arg_member_slot(reg[e], eb[e] == EB_SSE, byte), m[j].fmt, on_exit};
+		items[1 + j] = (struct da_item){sf_arg_member_slot(reg[e], a->eb[e] == EB_SSE, byte), m[j].fmt, on_exit};
 	}
 	return n + 1;
 }
 
-/* The return value's items: a scalar's, or a struct's in registers (x86-64 C). */
+/* The return value's items: a scalar's, or a struct's in registers (C). */
 static unsigned return_items(struct da_file *d, Dwarf_Die *fn, struct da_item *items, unsigned cap)
 {
 	Dwarf_Die t;
 	uint8_t fmt = 0;
-	unsigned ngp, nfp;
-	int eb[2];
+	struct agg a;
 	if (!cap || !type_of(fn, &t))
 		return 0;
 	enum cls c = classify(&t, &fmt);
@@ -464,11 +538,35 @@ static unsigned return_items(struct da_file *d, Dwarf_Die *fn, struct da_item *i
 		items[0] = (struct da_item){(uint8_t)(c == CLS_FP ? SF_ARG_SLOT_FP : 0), fmt, 1};
 		return 1;
 	}
-	if (!d->x86_64 || !is_aggregate(&t) || aggregate_regs(fn, &t, &ngp, &nfp, eb) < 0 || (!ngp && !nfp))
+	if (!is_aggregate(&t) || agg_layout(d, fn, &t, &a) < 0 || (!a.ngp && !a.nfp))
 		return 0;
-	int by_ref;
-	abi_known(fn, &t, &by_ref);
-	return by_ref ? 0 : struct_items(&t, eb, 0, 0, 0, 1, items, cap);
+	return struct_items(&t, &a, 0, 0, 0, 1, items, cap);
+}
+
+/* An aggregate argument of type t (layout a) at registers gp, fp (taken
+ * so far) as items at items[*n]: its members' values, or one item not
+ * recorded (in memory, by reference, members this does not show). 0 and
+ * the registers moved past it, or -1 if those of the arguments after it
+ * are not known. */
+static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigned *gp, unsigned *fp,
+		   struct da_item *items, unsigned *n, unsigned cap)
+{
+	uint8_t slot = SF_ARG_SLOT_STACK;
+	unsigned got = 0;
+	if ((a->ngp || a->nfp) && *gp + a->ngp <= 6 && *fp + a->nfp <= 8) {
+		slot = (uint8_t)(a->ngp ? *gp + 1 : SF_ARG_SLOT_FP | (*fp + 1));
+		got = struct_items(t, a, slot, *gp, *fp, 0, items + *n, cap - *n);
+		*gp += a->ngp;
+		*fp += a->nfp;
+	} else if (d->aarch64) {
+		/* On the stack, and no later argument of its register kind in
+		 * a register: x6 and x7 are not recorded, so stop here. */
+		return -1;
+	} /* x86-64: all of it in memory, no register taken */
+	if (!got)
+		items[(*n)++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+	*n += got;
+	return 0;
 }
 
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
@@ -487,28 +585,12 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 				continue;
 			uint8_t fmt = 0;
 			enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
-			unsigned ngp, nfp;
-			int eb[2];
-			if (c == CLS_NONE && n < cap && d->x86_64 && is_aggregate(&t) &&
-			    aggregate_regs(&fn, &t, &ngp, &nfp, eb) == 0) {
+			struct agg a;
+			if (c == CLS_NONE && n < cap && is_aggregate(&t) && agg_layout(d, &fn, &t, &a) == 0) {
 				/* Its registers (or none) are known, so those of the
-				 * arguments after it are: its members' values, or
-				 * not recorded (in memory, or members this does not
-				 * show). */
-				uint8_t slot = SF_ARG_SLOT_STACK;
-				unsigned got = 0;
-				if ((ngp || nfp) && gp + ngp <= 6 && fp + nfp <= 8) {
-					slot = (uint8_t)(ngp ? gp + 1 : SF_ARG_SLOT_FP | (fp + 1));
-					int by_ref;
-					abi_known(&fn, &t, &by_ref);
-					if (!by_ref)
-						got = struct_items(&t, eb, slot, gp, fp, 0, items + n, cap - n);
-					gp += ngp;
-					fp += nfp;
-				} /* else all of it in memory, no register taken */
-				if (!got)
-					items[n++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
-				n += got;
+				 * arguments after it are. */
+				if (agg_arg(d, &t, &a, &gp, &fp, items, &n, cap) < 0)
+					break;
 				continue;
 			}
 			if (c == CLS_NONE || n == cap)

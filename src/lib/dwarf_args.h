@@ -6,7 +6,11 @@
  * takes the registers the System V ABI gives it (or none: MEMORY class):
  * in registers, a STRUCT item and its members' items (a C struct of
  * scalars, nested structs and arrays), else an item of format NONE (not
- * recorded); a C struct returned in registers is a STRUCT too. An aggregate
+ * recorded); a C struct returned in registers is a STRUCT too. On
+ * aarch64 (AAPCS64) a struct of up to 16 bytes goes in one or two x
+ * registers, a homogeneous aggregate of up to four floats or doubles one
+ * member per v register, a larger struct by reference (not recorded),
+ * and a struct returned in memory through x8 (no argument moves). An aggregate
  * returned in memory moves the arguments one integer register on (its
  * address is in rdi). Parameters are taken in order up to the first one
  * whose registers are not known for sure (a long double, a Rust struct,

@@ -387,7 +387,7 @@ def test_dlopened_library():
 
 
 
-STRUCT_OUT = "15 10.0 19 113 6\n-3.00 61 34 8 -8 -9 0.25 124\n"
+STRUCT_OUT = "15 10.0 19 113 6\n-3.00 61 34 8 -8 -9 0.25 124\n8.00 0.75 1.50 3.00\n"
 
 
 def struct_recorded():
@@ -409,7 +409,8 @@ def test_auto_args_struct_arguments():
     # not recorded, and the arguments after them come from the right
     # registers. make returns a struct in memory: its argument is in rsi
     # (rdi holds the address; it used to be read as the argument); mkpt
-    # and mkmixed return theirs in rax, and in rax and xmm0. tag's string
+    # and mkmixed return theirs in rax, and in rax and xmm0; struct ff
+    # {float a, b, c} is a and b in xmm0's two halves, c in xmm1. tag's string
     # makes its values the coded layout's, not the fixed one's.
     log = struct_recorded()
     eq(replay_calls(log), [
@@ -425,6 +426,8 @@ def test_auto_args_struct_arguments():
         "  mkpt(8) = {8, -8};",
         "  mkmixed(-9) = {-9, 0.250000};",
         "  tag(\"hi\", {4, 5}) = 124;",
+        "  fsum({0.500000, 1.500000, 2.000000}, 2.000000) = 8.000000;",
+        "  mkff(0.750000) = {0.750000, 1.500000, 3.000000};",
         "} = 0; /* main */",
     ], "replay --auto-args")
     out = run([SFTRACE, "dump", log]).stdout

@@ -193,6 +193,13 @@ static int class_scalar(int size, int cls, uint64_t off, int eb[2])
 	return 0;
 }
 
+/* A C++ static data member (DWARF 4 lists it as a member, declared,
+ * without a location): no bytes of the object. */
+static int is_static_member(Dwarf_Die *m)
+{
+	return dwarf_hasattr(m, DW_AT_declaration) || dwarf_hasattr(m, DW_AT_external);
+}
+
 /* The members of a struct or union at off. */
 static int class_members(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
 {
@@ -200,7 +207,7 @@ static int class_members(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
 	if (dwarf_child(t, &m) != 0)
 		return 0;
 	do {
-		if (dwarf_tag(&m) != DW_TAG_member)
+		if (dwarf_tag(&m) != DW_TAG_member || is_static_member(&m))
 			continue;
 		Dwarf_Attribute a;
 		Dwarf_Word at = 0;
@@ -404,7 +411,9 @@ static int members_of(Dwarf_Die *t, uint64_t off, struct member *m, unsigned *n,
 		do {
 			Dwarf_Attribute a;
 			Dwarf_Word at = 0;
-			if (dwarf_tag(&c) != DW_TAG_member)
+			if (dwarf_tag(&c) == DW_TAG_inheritance)
+				return -1; /* a C++ base's members: not listed here */
+			if (dwarf_tag(&c) != DW_TAG_member || is_static_member(&c))
 				continue;
 			if (dwarf_hasattr(&c, DW_AT_bit_size) ||
 			    (dwarf_attr(&c, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0))

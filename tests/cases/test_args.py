@@ -442,6 +442,23 @@ def test_auto_args_struct_arguments():
        "dump: the registers")
 
 
+def test_auto_args_cxx_struct_members():
+    # A C++ static data member is no byte of the object (it was read as a
+    # member at offset 0: normp({1, 2, 1}, 5)), and a derived struct's
+    # base members are not its DW_TAG_member children: not recorded rather
+    # than shown in part. DWARF 4 (static members as declared members) and
+    # DWARF 5 (as variables).
+    import platform
+    if platform.machine() != "x86_64":
+        raise Skip("the struct classification is x86-64's")
+    for v in ("4", "5"):
+        exe = build_c(f"args_struct_cxx{v}", ["args_struct_cxx.cc"], flags=[f"-gdwarf-{v}"], compiler="clang++")
+        p, log = record([exe], args=["-q", "--auto-args"])
+        eq(p.stdout, "22 13\n", "the program's output is unchanged")
+        eq(replay_calls(log), ["main() {", "  normp({1, 2}, 5) = 22;", "  dsum(<unrecorded>, 6) = 13;",
+                               "} = 0; /* main */"], f"replay, DWARF {v}")
+
+
 # Struct values as every consumer reads them (function, index, name, value).
 STRUCT_ROWS = [
     ("norm", 0, "arg1", "{1, 2}"), ("norm", 1, "arg2", "5"), ("norm", 2, "retval", "15"),

@@ -76,8 +76,13 @@ static inline unsigned sf_arg_type(uint8_t fmt) { return fmt & 15u; }
  * are instead: bits 0-2 the register (argument registers: N - 1 of argN
  * or fpargN; the return value: 0 for rax/x0/xmm0/v0, 1 for rdx/x1/xmm1/
  * v1, and so on), bit 3 a vector register, bits 4-6 the member's byte
- * offset in that register. */
+ * offset in that register.
+ * A struct passed in memory (x86-64, at an entry) has the slot
+ * SF_ARG_STACK | W, its bytes W 8-byte words past the first stack
+ * argument (named "stack" and its byte offset, "stack24"), and its members SF_ARG_STACK | their
+ * byte offset in their word << 4 | the word of the struct (0-7). */
 #define SF_ARG_STRUCT_MAX 15u
+#define SF_ARG_STACK 0x80u
 static inline uint8_t sf_arg_member_slot(unsigned reg, int fp, unsigned byte)
 {
 	return (uint8_t)((reg & 7u) | (fp ? 8u : 0u) | (byte & 7u) << 4);

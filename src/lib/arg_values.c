@@ -127,7 +127,9 @@ static int decode_value(const unsigned char **p, const unsigned char *end, uint8
 static void name_item(struct av_item *it)
 {
 	unsigned idx = it->slot & SF_ARG_SLOT_INDEX;
-	if (!idx)
+	if (it->slot & SF_ARG_STACK) /* a struct in memory: its byte offset among the stack arguments */
+		snprintf(it->name, sizeof(it->name), "stack%u", 8 * (it->slot & ~SF_ARG_STACK & 0xffu));
+	else if (!idx)
 		snprintf(it->name, sizeof(it->name), "retval");
 	else if (idx == SF_ARG_SLOT_STACK)
 		snprintf(it->name, sizeof(it->name), "stack");

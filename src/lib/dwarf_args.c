@@ -415,6 +415,8 @@ static int members_of(Dwarf_Die *t, uint64_t off, struct member *m, unsigned *n,
 				return -1; /* a C++ base's members: not listed here */
 			if (dwarf_tag(&c) != DW_TAG_member || is_static_member(&c))
 				continue;
+			if (dwarf_hasattr(&c, DW_AT_alignment))
+				return -1; /* _Alignas: the struct's alignment, on the stack */
 			if (dwarf_hasattr(&c, DW_AT_bit_size) ||
 			    (dwarf_attr(&c, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0))
 				return -1;
@@ -552,13 +554,44 @@ static unsigned return_items(struct da_file *d, Dwarf_Die *fn, struct da_item *i
 	return struct_items(&t, &a, 0, 0, 0, 1, items, cap);
 }
 
+#define STACK_UNKNOWN (~0u)
+
+/* A struct passed in memory (x86-64) at word *stack of the stack
+ * arguments (STACK_UNKNOWN once one before it could not be placed) as
+ * items: STRUCT and its members, read from the stack at the entry
+ * (format/sf_args.h); 0 if not shown. *stack moves past it (each
+ * argument in memory takes whole 8-byte words, in order); STACK_UNKNOWN
+ * if its alignment may be more than 8. */
+static unsigned stack_items(Dwarf_Die *t, unsigned *stack, struct da_item *items, unsigned cap)
+{
+	struct member m[SF_ARG_STRUCT_MAX];
+	unsigned n = 0, base = *stack;
+	int size = dwarf_bytesize(t);
+	if (base == STACK_UNKNOWN || size <= 0 || dwarf_hasattr(t, DW_AT_alignment) || cap < 2 ||
+	    members_of(t, 0, m, &n, cap - 1 < SF_ARG_STRUCT_MAX ? cap - 1 : SF_ARG_STRUCT_MAX, 0) < 0 || !n) {
+		*stack = STACK_UNKNOWN; /* a long double or an over-aligned member would move the next */
+		return 0;
+	}
+	*stack = base + ((unsigned)size + 7) / 8;
+	if (size > 64 || base > 63)
+		return 0;
+	items[0] = (struct da_item){(uint8_t)(SF_ARG_STACK | base), (uint8_t)(SF_AT_STRUCT | n << 4), 0};
+	for (unsigned j = 0; j < n; j++) {
+		unsigned word = (unsigned)(m[j].off / 8), byte = (unsigned)(m[j].off % 8);
+		if (byte + sf_arg_fixed_size(m[j].fmt) > 8)
+			return 0;
+		items[1 + j] = (struct da_item){(uint8_t)(SF_ARG_STACK | byte << 4 | word), m[j].fmt, 0};
+	}
+	return n + 1;
+}
+
 /* An aggregate argument of type t (layout a) at registers gp, fp (taken
- * so far) as items at items[*n]: its members' values, or one item not
- * recorded (in memory, by reference, members this does not show). 0 and
- * the registers moved past it, or -1 if those of the arguments after it
- * are not known. */
+ * so far) and stack word *stack as items at items[*n]: its members'
+ * values, or one item not recorded (by reference, members this does not
+ * show). 0 and the registers moved past it, or -1 if those of the
+ * arguments after it are not known. */
 static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigned *gp, unsigned *fp,
-		   struct da_item *items, unsigned *n, unsigned cap)
+		   unsigned *stack, struct da_item *items, unsigned *n, unsigned cap)
 {
 	uint8_t slot = SF_ARG_SLOT_STACK;
 	unsigned got = 0;
@@ -571,7 +604,9 @@ static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigne
 		/* On the stack, and no later argument of its register kind in
 		 * a register: x6 and x7 are not recorded, so stop here. */
 		return -1;
-	} /* x86-64: all of it in memory, no register taken */
+	} else { /* x86-64: all of it in memory, no register taken */
+		got = stack_items(t, stack, items + *n, cap - *n);
+	}
 	if (!got)
 		items[(*n)++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
 	*n += got;
@@ -587,7 +622,7 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 	int hidden = hidden_return(d, &fn);
 	if (hidden < 0)
 		return 0; /* rdi may hold the return value's address: nothing is sure */
-	unsigned n = 0, gp = (unsigned)hidden, fp = 0;
+	unsigned n = 0, gp = (unsigned)hidden, fp = 0, stack = 0;
 	if (dwarf_child(&fn, &child) == 0) {
 		do {
 			if (dwarf_tag(&child) != DW_TAG_formal_parameter)
@@ -598,7 +633,7 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 			if (c == CLS_NONE && n < cap && is_aggregate(&t) && agg_layout(d, &fn, &t, &a) == 0) {
 				/* Its registers (or none) are known, so those of the
 				 * arguments after it are. */
-				if (agg_arg(d, &t, &a, &gp, &fp, items, &n, cap) < 0)
+				if (agg_arg(d, &t, &a, &gp, &fp, &stack, items, &n, cap) < 0)
 					break;
 				continue;
 			}

@@ -5,8 +5,10 @@
  * integer registers). On x86-64 a struct or union passed by value
  * takes the registers the System V ABI gives it (or none: MEMORY class):
  * in registers, a STRUCT item and its members' items (a C struct of
- * scalars, nested structs and arrays), else an item of format NONE (not
- * recorded); a C struct returned in registers is a STRUCT too. On
+ * scalars, nested structs and arrays), in memory a STRUCT whose members
+ * are read from the stack at the entry (placed in order, whole words),
+ * else an item of format NONE (not recorded); a C struct returned in
+ * registers is a STRUCT too. On
  * aarch64 (AAPCS64) a struct of up to 16 bytes goes in one or two x
  * registers, a homogeneous aggregate of up to four floats or doubles one
  * member per v register, a larger struct by reference (not recorded),

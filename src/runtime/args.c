@@ -143,6 +143,8 @@ static int reg_index(uint8_t slot)
 static int member_index(uint8_t slot, int ret)
 {
 	unsigned i = sf_arg_member_reg(slot);
+	if (slot & SF_ARG_STACK) /* in memory: the coded layout reads it */
+		return -1;
 	size_t gp = offsetof(struct sf_args_regs, gp) / 8, fp = offsetof(struct sf_args_regs, fp) / 8;
 	if (sf_arg_member_fp(slot))
 		return (int)(fp + i);
@@ -160,12 +162,13 @@ static int structs_ok(const struct arg_plan *pl)
 		if (sf_arg_type(pl->it[k].fmt) != SF_AT_STRUCT)
 			continue;
 		unsigned m = sf_arg_struct_count(pl->it[k].fmt);
-		if (!m || k + m >= pl->n)
-			return 0;
+		uint8_t stack = pl->it[k].slot & SF_ARG_STACK;
+		if (!m || k + m >= pl->n || (stack && (pl->flags & SF_ARGS_RET)))
+			return 0; /* the stack arguments are where the entry found them */
 		for (unsigned j = k + 1; j <= k + m; j++) {
 			uint8_t fmt = pl->it[j].fmt;
 			unsigned size = sf_arg_fixed_size(fmt);
-			if (!size || sf_arg_member_byte(pl->it[j].slot) + size > 8)
+			if (!size || sf_arg_member_byte(pl->it[j].slot) + size > 8 || (pl->it[j].slot & SF_ARG_STACK) != stack)
 				return 0;
 		}
 		k += m;
@@ -230,6 +233,7 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 		if (p[5] != ',')
 			break;
 	}
+	f->plan[1].flags = SF_ARGS_RET; /* for structs_ok */
 	if (!structs_ok(&f->plan[0]) || !structs_ok(&f->plan[1]))
 		return 1;
 	make_plan(&f->plan[0], 0);
@@ -617,6 +621,31 @@ static uint64_t reg_of(const struct sf_args_regs *r, uint8_t slot, int second)
 	return i < SF_ARGS_GP ? r->gp[i] : 0;
 }
 
+/* Word i of the stack arguments (x86-64, at an entry: the caller's
+ * outgoing arguments, just written, so they are mapped). */
+static uint64_t stack_word(const struct sf_args_regs *r, unsigned i)
+{
+#ifdef __x86_64__
+	const volatile uint64_t *sp = (const volatile uint64_t *)r->saved[SF_ARGS_STACK];
+	return sp ? sp[i] : 0;
+#else
+	(void)r;
+	(void)i;
+	return 0; /* aarch64 passes no struct in memory: larger ones by reference */
+#endif
+}
+
+/* A struct member's value (struct_slot: its STRUCT item's): the bytes
+ * from its offset on, of its register or stack word. */
+static uint64_t member_value(const struct sf_args_regs *r, uint8_t struct_slot, uint8_t slot, int ret)
+{
+	unsigned shift = 8 * sf_arg_member_byte(slot);
+	if (slot & SF_ARG_STACK)
+		return stack_word(r, (struct_slot & ~SF_ARG_STACK) + sf_arg_member_reg(slot)) >> shift;
+	int idx = member_index(slot, ret);
+	return idx < 0 ? 0 : ((const uint64_t *)r)[idx] >> shift;
+}
+
 /* String bytes one entry's (or exit's) values take in all, whatever their
  * number: past it, strings are recorded cut, with no read at all. */
 #define CALL_STR_BUDGET 64u
@@ -628,6 +657,7 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 {
 	const struct arg_item *it = pl->it;
 	unsigned left = CALL_STR_BUDGET, members = 0;
+	uint8_t struct_slot = 0;
 	*done = 0;
 	for (unsigned k = 0; k < pl->n; k++, ++*done) {
 		if (end - p < 2 + 10)
@@ -635,9 +665,8 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 		uint8_t fmt = it[k].fmt;
 		unsigned type = sf_arg_type(fmt);
 		uint64_t v;
-		if (members) { /* a struct's member: its bytes of its register */
-			int idx = member_index(it[k].slot, pl->flags & SF_ARGS_RET);
-			v = idx < 0 ? 0 : ((const uint64_t *)r)[idx] >> (8 * sf_arg_member_byte(it[k].slot));
+		if (members) { /* a struct's member */
+			v = member_value(r, struct_slot, it[k].slot, pl->flags & SF_ARGS_RET);
 			members--;
 		} else {
 			v = reg_of(r, it[k].slot, 0);
@@ -647,6 +676,7 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 		switch (type) {
 		case SF_AT_STRUCT: /* its members follow */
 			members = sf_arg_struct_count(fmt);
+			struct_slot = it[k].slot;
 			break;
 		case SF_AT_DOUBLE:
 			memcpy(p, &v, 8);

@@ -387,7 +387,7 @@ def test_dlopened_library():
 
 
 
-STRUCT_OUT = "15 10.0 19 113 6\n-3.00 61 34 8 -8 -9 0.25 124\n8.00 0.75 1.50 3.00\n"
+STRUCT_OUT = "15 10.0 19 113 6\n-3.00 61 34 8 -8 -9 0.25 124\n8.00 0.75 1.50 3.00 46\n"
 
 
 def struct_recorded():
@@ -406,8 +406,9 @@ def test_auto_args_struct_arguments():
     # sm {char; short; float; unsigned char[2]} (after an int) rsi; each
     # shows its members' values, typed from DWARF. A 32-byte struct, a
     # 24-byte one and a packed one with an unaligned field go in memory:
-    # not recorded, and the arguments after them come from the right
-    # registers. make returns a struct in memory: its argument is in rsi
+    # their members are read from the stack at the entry (tpair's second
+    # one 24 bytes past its first), and the arguments after them come
+    # from the right registers. make returns a struct in memory: its argument is in rsi
     # (rdi holds the address; it used to be read as the argument); mkpt
     # and mkmixed return theirs in rax, and in rax and xmm0; struct ff
     # {float a, b, c} is a and b in xmm0's two halves, c in xmm1. tag's string
@@ -417,29 +418,32 @@ def test_auto_args_struct_arguments():
         "main() {",
         "  norm({1, 2}, 5) = 15;",
         "  mixf({3, 0.500000}, 2.000000, 7) = 10.000000;",
-        "  sum(<unrecorded>, 9) = 19;",
-        "  oddf(<unrecorded>, 11) = 113;",
+        "  sum({1, 2, 3, 4}, 9) = 19;",
+        "  oddf({'a', 5}, 11) = 113;",
         "  make(6);",
         "  dsum({1.500000, -2.250000}, 4) = -3.000000;",
-        "  tsum(<unrecorded>, 1) = 61;",
+        "  tsum({10, 20, 30}, 1) = 61;",
         "  smf(3, {'z', -300, 2.500000, '\\x07', '\\xc8'}) = 34;",
         "  mkpt(8) = {8, -8};",
         "  mkmixed(-9) = {-9, 0.250000};",
         "  tag(\"hi\", {4, 5}) = 124;",
         "  fsum({0.500000, 1.500000, 2.000000}, 2.000000) = 8.000000;",
         "  mkff(0.750000) = {0.750000, 1.500000, 3.000000};",
+        "  tpair({10, 20, 30}, {1, 2, 3, 4}, 2) = 46;",
         "} = 0; /* main */",
     ], "replay --auto-args")
     out = run([SFTRACE, "dump", log]).stdout
     got = [re.sub(r"^\s*\d+\s+\d+\s+ARGS\s+", "", line) for line in out.splitlines() if " ARGS " in line]
     eq(got[:19], ["norm arg1={1, 2} arg2=5", "norm retval=15", "mixf arg1={3, 0.500000} fparg2=2.000000 arg2=7",
-                  "mixf retval=10.000000", "sum stack=<unrecorded> arg1=9", "sum retval=19",
-                  "oddf stack=<unrecorded> arg1=11", "oddf retval=113", "make arg2=6",
+                  "mixf retval=10.000000", "sum stack0={1, 2, 3, 4} arg1=9", "sum retval=19",
+                  "oddf stack0={'a', 5} arg1=11", "oddf retval=113", "make arg2=6",
                   "dsum fparg1={1.500000, -2.250000} arg1=4", "dsum retval=-3.000000",
-                  "tsum stack=<unrecorded> arg1=1", "tsum retval=61",
+                  "tsum stack0={10, 20, 30} arg1=1", "tsum retval=61",
                   "smf arg1=3 arg2={'z', -300, 2.500000, '\\x07', '\\xc8'}", "smf retval=34",
                   "mkpt arg1=8", "mkpt retval={8, -8}", "mkmixed arg1=-9", "mkmixed retval={-9, 0.250000}"],
        "dump: the registers")
+    eq([g for g in got if g.startswith("tpair")], ["tpair stack0={10, 20, 30} stack24={1, 2, 3, 4} arg1=2",
+                                                   "tpair retval=46"], "dump: two structs on the stack")
 
 
 def test_auto_args_cxx_struct_members():
@@ -468,6 +472,8 @@ STRUCT_ROWS = [
     ("mkpt", 0, "arg1", "8"), ("mkpt", 1, "retval", "{8, -8}"),
     ("mkmixed", 0, "arg1", "-9"), ("mkmixed", 1, "retval", "{-9, 0.250000}"),
     ("tag", 0, "arg1", "\"hi\""), ("tag", 1, "arg2", "{4, 5}"), ("tag", 2, "retval", "124"),
+    ("tpair", 0, "stack0", "{10, 20, 30}"), ("tpair", 1, "stack24", "{1, 2, 3, 4}"), ("tpair", 2, "arg1", "2"),
+    ("tpair", 3, "retval", "46"),
 ]
 STRUCT_FUNCS = sorted({r[0] for r in STRUCT_ROWS})
 

@@ -622,7 +622,7 @@ static uint64_t reg_of(const struct sf_args_regs *r, uint8_t slot, int second)
 }
 
 /* Word i of the stack arguments (x86-64, at an entry: the caller's
- * outgoing arguments, just written, so they are mapped). */
+ * outgoing arguments; stack_readable has checked them). */
 static uint64_t stack_word(const struct sf_args_regs *r, unsigned i)
 {
 #ifdef __x86_64__
@@ -632,6 +632,27 @@ static uint64_t stack_word(const struct sf_args_regs *r, unsigned i)
 	(void)r;
 	(void)i;
 	return 0; /* aarch64 passes no struct in memory: larger ones by reference */
+#endif
+}
+
+/* Whether the words of the struct in memory at it[0] (its members the
+ * next ones) lie on the stack this thread runs on, above this frame, so
+ * mapped: they do when the function takes the struct as its DWARF says
+ * (the caller wrote them just before the call); a prototype the
+ * optimiser changed could put them past the stack's top. */
+static int stack_readable(const struct sf_args_regs *r, const struct arg_item *it)
+{
+#if defined(__x86_64__) && defined(SF_ARCH_SHADOW)
+	unsigned m = sf_arg_struct_count(it[0].fmt), words = 0;
+	for (unsigned j = 1; j <= m; j++)
+		if (sf_arg_member_reg(it[j].slot) + 1 > words)
+			words = sf_arg_member_reg(it[j].slot) + 1;
+	uint64_t last = r->saved[SF_ARGS_STACK] + 8 * ((it[0].slot & ~SF_ARG_STACK & 0xffu) + words) - 1;
+	return r->saved[SF_ARGS_STACK] && sf_on_this_stack(last);
+#else
+	(void)r;
+	(void)it;
+	return 0;
 #endif
 }
 
@@ -664,6 +685,13 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 			break;
 		uint8_t fmt = it[k].fmt;
 		unsigned type = sf_arg_type(fmt);
+		if (type == SF_AT_STRUCT && (it[k].slot & SF_ARG_STACK) && !stack_readable(r, it + k)) {
+			/* Not on this stack: not recorded, its members left out. */
+			*p++ = it[k].slot;
+			*p++ = sf_arg_fmt(SF_AT_NONE, 8);
+			k += sf_arg_struct_count(fmt);
+			continue;
+		}
 		uint64_t v;
 		if (members) { /* a struct's member */
 			v = member_value(r, struct_slot, it[k].slot, pl->flags & SF_ARGS_RET);

@@ -70,23 +70,28 @@ static inline __attribute__((always_inline)) uint8_t *put_time(uint8_t *o, uint3
  * of the same index, and those bytes, low first. At most 9 bytes a record. */
 static uint8_t *pack_args(struct sf_pack_state *st, uint8_t *o, const struct sf_event *pl, uint32_t np)
 {
-	uint64_t r[SF_PK_AREC];
-	memcpy(r, pl, (size_t)np * 8);
-	uint32_t s = sf_pk_args_slot(r[0]);
+	/* Each record read where it is used: a copy into a local array
+	 * first was a call of the runtime's memcpy (`rep movsb`), whose
+	 * start-up costs more than these few records (bench/args_cost.sh). */
+	uint64_t r0;
+	memcpy(&r0, &pl[0], 8);
+	uint32_t s = sf_pk_args_slot(r0);
 	uint64_t *h = st->ahist[s];
-	if (h[0] == r[0]) {
+	if (h[0] == r0) {
 		*o++ = (uint8_t)s;
 	} else {
 		*o++ = (uint8_t)(0x80 | s);
-		memcpy(o, &r[0], 8);
+		memcpy(o, &r0, 8);
 		o += 8;
-		h[0] = r[0];
+		h[0] = r0;
 	}
 	for (uint32_t j = 1; j < np; j++) {
-		uint64_t x = r[j] ^ h[j];
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		uint64_t x = rj ^ h[j];
 		uint8_t *m = o++;
 		*m = 0;
-		h[j] = r[j];
+		h[j] = rj;
 		for (unsigned b = 0; x; b++, x >>= 8)
 			if (x & 0xff) {
 				*m |= (uint8_t)(1u << b);

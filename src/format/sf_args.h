@@ -53,6 +53,7 @@ enum sf_arg_type {
 	SF_AT_FLOAT = 9,  /* /f32 */
 	SF_AT_BOOL = 10,  /* /b */
 	SF_AT_NONE = 11,  /* not recorded (--auto-args: a struct argument); no value bytes, coded layout only */
+	SF_AT_STRUCT = 12, /* a struct in registers: no value bytes; its members are the next fmt >> 4 items */
 	SF_AT_LIMIT
 };
 
@@ -66,6 +67,30 @@ enum sf_arg_type {
 #define SF_ARG_MAX_INDEX 8u    /* argument registers on every architecture: x86-64 has 6 integer ones */
 
 static inline unsigned sf_arg_type(uint8_t fmt) { return fmt & 15u; }
+
+/* STRUCT (--auto-args, a struct passed or returned in registers): the
+ * item's slot names it as any argument's (argN of its first integer
+ * register, fpargN if its first eightbyte is in a vector register, 0 for
+ * the return value) and fmt >> 4 is its member count (1-15). Each member
+ * is one of the next items, a scalar whose slot byte says where its bytes
+ * are instead: bits 0-2 the register (argument registers: N - 1 of argN
+ * or fpargN; the return value: 0 for rax/x0/xmm0/v0, 1 for rdx/x1/xmm1/
+ * v1, and so on), bit 3 a vector register, bits 4-6 the member's byte
+ * offset in that register.
+ * A struct passed in memory (x86-64, at an entry) has the slot
+ * SF_ARG_STACK | W, its bytes W 8-byte words past the first stack
+ * argument (named "stack" and its byte offset, "stack24"), and its members SF_ARG_STACK | their
+ * byte offset in their word << 4 | the word of the struct (0-7). */
+#define SF_ARG_STRUCT_MAX 15u
+#define SF_ARG_STACK 0x80u
+static inline uint8_t sf_arg_member_slot(unsigned reg, int fp, unsigned byte)
+{
+	return (uint8_t)((reg & 7u) | (fp ? 8u : 0u) | (byte & 7u) << 4);
+}
+static inline unsigned sf_arg_member_reg(uint8_t slot) { return slot & 7u; }
+static inline int sf_arg_member_fp(uint8_t slot) { return (slot & 8u) != 0; }
+static inline unsigned sf_arg_member_byte(uint8_t slot) { return slot >> 4 & 7u; }
+static inline unsigned sf_arg_struct_count(uint8_t fmt) { return fmt >> 4; }
 static inline unsigned sf_arg_size(uint8_t fmt) { return 8u >> (fmt >> 4 & 3u); }
 static inline uint8_t sf_arg_fmt(unsigned type, unsigned size)
 {
@@ -78,11 +103,12 @@ static inline unsigned sf_arg_str_cap(uint8_t fmt) { return SF_ARG_STR_CAP >> (2
 static inline int sf_arg_type_signed(unsigned type) { return type == SF_AT_SINT || type == SF_AT_AUTO; }
 
 /* The bytes a value takes in the FIXED layout; 0 for strings and NONE
- * (not allowed there). */
+ * (not allowed there) and for STRUCT (allowed: its members have the
+ * values). */
 static inline unsigned sf_arg_fixed_size(uint8_t fmt)
 {
 	unsigned type = sf_arg_type(fmt);
-	if (type == SF_AT_STR || type == SF_AT_RSTR || type == SF_AT_NONE)
+	if (type == SF_AT_STR || type == SF_AT_RSTR || type == SF_AT_NONE || type == SF_AT_STRUCT)
 		return 0;
 	if (type == SF_AT_DOUBLE)
 		return 8;

@@ -127,7 +127,9 @@ static int decode_value(const unsigned char **p, const unsigned char *end, uint8
 static void name_item(struct av_item *it)
 {
 	unsigned idx = it->slot & SF_ARG_SLOT_INDEX;
-	if (!idx)
+	if (it->slot & SF_ARG_STACK) /* a struct in memory: its byte offset among the stack arguments */
+		snprintf(it->name, sizeof(it->name), "stack%u", 8 * (it->slot & ~SF_ARG_STACK & 0xffu));
+	else if (!idx)
 		snprintf(it->name, sizeof(it->name), "retval");
 	else if (idx == SF_ARG_SLOT_STACK)
 		snprintf(it->name, sizeof(it->name), "stack");
@@ -159,26 +161,85 @@ static void fixed_value(const unsigned char *v, unsigned size, uint8_t fmt, char
 	put_int(x, fmt, out, cap);
 }
 
+/* Decoded items into items[0, cap): a STRUCT item's members (the next
+ * ones, format/sf_args.h) go into its value, as uftrace shows a struct:
+ * "{1, 2}". */
+struct fold {
+	struct av_item *items;
+	unsigned n, cap;
+	unsigned members; /* of the open struct, still to come */
+	int kept;         /* the open struct is items[n - 1] */
+};
+
+static void close_struct(struct fold *f)
+{
+	if (f->kept) {
+		struct av_item *s = &f->items[f->n - 1];
+		size_t o = strlen(s->value);
+		snprintf(s->value + o, sizeof(s->value) - o, "}");
+	}
+	f->members = 0;
+	f->kept = 0;
+}
+
+static void fold_item(struct fold *f, const struct av_item *it)
+{
+	if (f->members) {
+		if (f->kept) {
+			struct av_item *s = &f->items[f->n - 1];
+			size_t o = strlen(s->value);
+			snprintf(s->value + o, sizeof(s->value) - o, "%s%s", o > 1 ? ", " : "", it->value);
+		}
+		if (!--f->members)
+			close_struct(f);
+		return;
+	}
+	int is_struct = sf_arg_type(it->fmt) == SF_AT_STRUCT, stored = f->n < f->cap;
+	if (stored) {
+		f->items[f->n] = *it;
+		if (is_struct) /* the members' values go after the brace */
+			snprintf(f->items[f->n].value, sizeof(f->items[f->n].value), "{");
+		f->n++;
+	}
+	if (is_struct) {
+		f->members = sf_arg_struct_count(it->fmt);
+		f->kept = stored;
+		if (!f->members)
+			close_struct(f);
+	}
+}
+
+/* The decoded count; a struct whose members the payload cut short is
+ * closed with what it has. */
+static int fold_end(struct fold *f)
+{
+	if (f->members)
+		close_struct(f);
+	return (int)f->n;
+}
+
 /* The FIXED layout: pairs, then values at aligned offsets. */
 static int decode_fixed(const struct sf_args_head *h, const unsigned char *p, struct av_item *items, unsigned cap)
 {
-	unsigned end = 2u * h->nitems, n = 0;
+	unsigned end = 2u * h->nitems;
+	struct fold f = {items, 0, cap, 0, 0};
 	if (end > h->nbytes)
 		return -1;
 	for (unsigned i = 0; i < h->nitems; i++) {
 		struct av_item it = {.slot = p[2 * i], .fmt = p[2 * i + 1]};
-		unsigned size = sf_arg_fixed_size(it.fmt);
-		if (sf_arg_type(it.fmt) >= SF_AT_LIMIT || !size)
-			return -1;
-		unsigned off = sf_arg_fixed_next(&end, size);
-		if (end > h->nbytes)
+		unsigned size = sf_arg_fixed_size(it.fmt), type = sf_arg_type(it.fmt);
+		if (type >= SF_AT_LIMIT || (!size && (type != SF_AT_STRUCT || f.members)))
 			return -1;
 		name_item(&it);
-		fixed_value(p + off, size, it.fmt, it.value, sizeof(it.value));
-		if (n < cap)
-			items[n++] = it;
+		if (size) {
+			unsigned off = sf_arg_fixed_next(&end, size);
+			if (end > h->nbytes)
+				return -1;
+			fixed_value(p + off, size, it.fmt, it.value, sizeof(it.value));
+		}
+		fold_item(&f, &it);
 	}
-	return (int)n;
+	return fold_end(&f);
 }
 
 int av_decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap)
@@ -192,21 +253,22 @@ int av_decode(const unsigned char *payload, size_t len, struct av_item *items, u
 	const unsigned char *p = payload + sizeof(h), *end = p + h.nbytes;
 	if (h.flags & SF_ARGS_FIXED)
 		return decode_fixed(&h, p, items, cap);
-	unsigned n = 0;
+	struct fold f = {items, 0, cap, 0, 0};
 	for (unsigned i = 0; i < h.nitems; i++) {
 		if (end - p < 2)
 			return -1;
 		struct av_item it = {.slot = p[0], .fmt = p[1]};
 		p += 2;
-		if (sf_arg_type(it.fmt) >= SF_AT_LIMIT)
+		unsigned type = sf_arg_type(it.fmt);
+		/* A member is a scalar with a value. */
+		if (type >= SF_AT_LIMIT || (f.members && (type == SF_AT_STRUCT || type == SF_AT_NONE)))
 			return -1;
 		name_item(&it);
-		if (decode_value(&p, end, it.fmt, it.value, sizeof(it.value)) < 0)
+		if (type != SF_AT_STRUCT && decode_value(&p, end, it.fmt, it.value, sizeof(it.value)) < 0)
 			return -1;
-		if (n < cap)
-			items[n++] = it;
+		fold_item(&f, &it);
 	}
-	return (int)n;
+	return fold_end(&f);
 }
 
 void av_join(const unsigned char *payload, size_t len, char *out, size_t cap)

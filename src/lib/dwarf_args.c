@@ -15,7 +15,8 @@
 
 struct da_file {
 	int fd;
-	int x86_64; /* struct arguments are classified (SysV) on x86-64 only */
+	int x86_64;  /* struct arguments are classified by System V's rules */
+	int aarch64; /* by AAPCS64's */
 	Dwarf *dw;
 	struct hashmap by_pc; /* low pc -> DIE offset of its subprogram */
 };
@@ -44,7 +45,9 @@ struct da_file *da_open(const char *path)
 	d->dw = dw;
 	GElf_Ehdr eh;
 	Elf *elf = dwarf_getelf(dw);
-	d->x86_64 = elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64;
+	int machine = elf && gelf_getehdr(elf, &eh) ? eh.e_machine : EM_NONE;
+	d->x86_64 = machine == EM_X86_64;
+	d->aarch64 = machine == EM_AARCH64;
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -190,6 +193,13 @@ static int class_scalar(int size, int cls, uint64_t off, int eb[2])
 	return 0;
 }
 
+/* A C++ static data member (DWARF 4 lists it as a member, declared,
+ * without a location): no bytes of the object. */
+static int is_static_member(Dwarf_Die *m)
+{
+	return dwarf_hasattr(m, DW_AT_declaration) || dwarf_hasattr(m, DW_AT_external);
+}
+
 /* The members of a struct or union at off. */
 static int class_members(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
 {
@@ -197,7 +207,7 @@ static int class_members(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
 	if (dwarf_child(t, &m) != 0)
 		return 0;
 	do {
-		if (dwarf_tag(&m) != DW_TAG_member)
+		if (dwarf_tag(&m) != DW_TAG_member || is_static_member(&m))
 			continue;
 		Dwarf_Attribute a;
 		Dwarf_Word at = 0;
@@ -223,22 +233,33 @@ static int class_members(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
 	return 0;
 }
 
-/* The elements of an array at off (one dimension, a known count). */
-static int class_array(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
+/* An array's element type, count and element size (one dimension, a
+ * known count of at most 16); -1 otherwise. */
+static int array_shape(Dwarf_Die *t, Dwarf_Die *et, Dwarf_Word *count, int *esize)
 {
-	Dwarf_Die sub, et;
+	Dwarf_Die sub;
 	Dwarf_Attribute a;
-	Dwarf_Word count = 0, upper;
-	if (!type_of(t, &et) || dwarf_child(t, &sub) != 0 || dwarf_tag(&sub) != DW_TAG_subrange_type)
+	Dwarf_Word upper;
+	*count = 0;
+	if (!type_of(t, et) || dwarf_child(t, &sub) != 0 || dwarf_tag(&sub) != DW_TAG_subrange_type)
 		return -1;
-	if (dwarf_attr(&sub, DW_AT_count, &a) && dwarf_formudata(&a, &count) == 0)
+	if (dwarf_attr(&sub, DW_AT_count, &a) && dwarf_formudata(&a, count) == 0)
 		;
 	else if (dwarf_attr(&sub, DW_AT_upper_bound, &a) && dwarf_formudata(&a, &upper) == 0)
-		count = upper + 1;
+		*count = upper + 1;
 	else
 		return -1;
-	int esize = dwarf_bytesize(&et);
-	if (dwarf_siblingof(&sub, &sub) == 0 || esize <= 0 || count > 16)
+	*esize = dwarf_bytesize(et);
+	return dwarf_siblingof(&sub, &sub) == 0 || *esize <= 0 || *count > 16 ? -1 : 0;
+}
+
+/* The elements of an array at off. */
+static int class_array(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
+{
+	Dwarf_Die et;
+	Dwarf_Word count;
+	int esize;
+	if (array_shape(t, &et, &count, &esize) < 0)
 		return -1;
 	for (Dwarf_Word i = 0; i < count; i++)
 		if (class_of(&et, off + i * (Dwarf_Word)esize, eb, depth + 1) < 0)
@@ -311,11 +332,13 @@ static int abi_known(Dwarf_Die *fn, Dwarf_Die *t, int *by_ref)
 
 /* How an aggregate of type t goes (x86-64): in *ngp integer and *nfp
  * vector registers, both 0 for memory (MEMORY class: larger than 16
- * bytes, or an unaligned field). 0, or -1 if not known for sure. */
-static int aggregate_regs(Dwarf_Die *fn, Dwarf_Die *t, unsigned *ngp, unsigned *nfp)
+ * bytes, or an unaligned field), eb the class of each eightbyte (EB_NONE
+ * past its size; by reference: not set). 0, or -1 if not known for sure. */
+static int aggregate_regs(Dwarf_Die *fn, Dwarf_Die *t, unsigned *ngp, unsigned *nfp, int eb[2])
 {
 	int by_ref, size = dwarf_bytesize(t);
 	*ngp = *nfp = 0;
+	eb[0] = eb[1] = EB_NONE;
 	if (!abi_known(fn, t, &by_ref) || size <= 0)
 		return -1;
 	if (by_ref) {
@@ -324,7 +347,6 @@ static int aggregate_regs(Dwarf_Die *fn, Dwarf_Die *t, unsigned *ngp, unsigned *
 	}
 	if (size > 16)
 		return 0;
-	int eb[2] = {EB_NONE, EB_NONE};
 	if (class_of(t, 0, eb, 0) < 0)
 		return -1;
 	for (int i = 0; i < (size > 8 ? 2 : 1); i++) {
@@ -345,20 +367,250 @@ static int hidden_return(struct da_file *d, Dwarf_Die *fn)
 {
 	Dwarf_Die t, cu;
 	unsigned ngp, nfp;
+	int eb[2], by_ref = 0;
 	uint8_t fmt;
 	if (!type_of(fn, &t) || !is_aggregate(&t) || classify(&t, &fmt) != CLS_NONE)
 		return 0; /* a scalar, or a Rust &str in rax and rdx */
+	if (d->aarch64) /* AAPCS64: the address goes in x8, no argument register */
+		return abi_known(fn, &t, &by_ref) ? 0 : -1;
 	if (!d->x86_64)
 		return -1;
 	/* rustc's own ABI returns an aggregate of more than two words
 	 * through a hidden pointer, any other in registers. */
 	if (dwarf_diecu(fn, &cu, NULL, NULL) && dwarf_srclang(&cu) == DW_LANG_Rust)
 		return dwarf_bytesize(&t) > 16;
-	if (aggregate_regs(fn, &t, &ngp, &nfp) < 0)
+	if (aggregate_regs(fn, &t, &ngp, &nfp, eb) < 0)
 		return -1;
-	int by_ref = 0;
 	abi_known(fn, &t, &by_ref);
 	return by_ref || (!ngp && !nfp);
+}
+
+/* ---- the values of a struct in registers ---- */
+
+struct member {
+	uint64_t off;
+	uint8_t fmt;
+};
+
+/* The scalar members of a value of type t at byte off of an aggregate, in
+ * order, into m (at most cap): 0, or -1 if one is not a scalar shown
+ * as such (a bit-field, a union, a Rust &str) or there are too many. */
+static int members_of(Dwarf_Die *t, uint64_t off, struct member *m, unsigned *n, unsigned cap, int depth)
+{
+	Dwarf_Die c, ct;
+	Dwarf_Word count;
+	int esize;
+	uint8_t fmt = 0;
+	if (depth > 8)
+		return -1;
+	switch (dwarf_tag(t)) {
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type:
+		if (classify(t, &fmt) != CLS_NONE || dwarf_child(t, &c) != 0)
+			return -1; /* a Rust &str, or no members */
+		do {
+			Dwarf_Attribute a;
+			Dwarf_Word at = 0;
+			if (dwarf_tag(&c) == DW_TAG_inheritance)
+				return -1; /* a C++ base's members: not listed here */
+			if (dwarf_tag(&c) != DW_TAG_member || is_static_member(&c))
+				continue;
+			if (dwarf_hasattr(&c, DW_AT_alignment))
+				return -1; /* _Alignas: the struct's alignment, on the stack */
+			if (dwarf_hasattr(&c, DW_AT_bit_size) ||
+			    (dwarf_attr(&c, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0))
+				return -1;
+			if (!type_of(&c, &ct) || members_of(&ct, off + at, m, n, cap, depth + 1) < 0)
+				return -1;
+		} while (dwarf_siblingof(&c, &c) == 0);
+		return 0;
+	case DW_TAG_array_type:
+		if (array_shape(t, &ct, &count, &esize) < 0)
+			return -1;
+		for (Dwarf_Word i = 0; i < count; i++)
+			if (members_of(&ct, off + i * (Dwarf_Word)esize, m, n, cap, depth + 1) < 0)
+				return -1;
+		return 0;
+	default:
+		if (classify(t, &fmt) == CLS_NONE || *n == cap || sf_arg_type(fmt) == SF_AT_RSTR)
+			return -1;
+		if (sf_arg_type(fmt) == SF_AT_STR) /* a member's char *: its address (no read in a struct) */
+			fmt = sf_arg_fmt(SF_AT_PTR, 8);
+		m[(*n)++] = (struct member){off, fmt};
+		return 0;
+	}
+}
+
+/* How an aggregate is passed, by the object's ABI. */
+struct agg {
+	unsigned ngp, nfp; /* the registers it takes; both 0: in memory */
+	int eb[2];         /* in registers: each eightbyte's class, EB_INT or EB_SSE (EB_NONE past its size) */
+	int hfa;           /* aarch64: a homogeneous float aggregate, one member per vector register */
+	int by_ref;        /* its address in one integer register instead */
+};
+
+/* members_of's bound when classifying (struct_items shows fewer). */
+#define CLASSIFY_MEMBERS 32
+
+/* AAPCS64 (6.8.2): a homogeneous aggregate of 1-4 floats or doubles in as
+ * many vector registers, any other composite of up to 16 bytes in one or
+ * two integer registers (its bytes in order), a larger one by reference.
+ * 0, or -1 if not known for sure (a union, a bit-field or a vector that
+ * may make it an HFA or HVA, an over-aligned type). */
+static int aggregate_regs_a64(Dwarf_Die *fn, Dwarf_Die *t, struct agg *a)
+{
+	int size = dwarf_bytesize(t);
+	struct member m[CLASSIFY_MEMBERS];
+	unsigned n = 0;
+	if (!abi_known(fn, t, &a->by_ref) || size <= 0 || dwarf_hasattr(t, DW_AT_alignment))
+		return -1;
+	if (a->by_ref) {
+		a->ngp = 1;
+		return 0;
+	}
+	if (members_of(t, 0, m, &n, CLASSIFY_MEMBERS, 0) < 0) {
+		/* Not a plain struct of scalars: sure not to be an HFA only if
+		 * System V's classes find no float in it. */
+		int eb[2] = {EB_NONE, EB_NONE};
+		if (size > 64)
+			return a->by_ref = 1, a->ngp = 1, 0;
+		if (size > 16 || class_of(t, 0, eb, 0) < 0 || eb[0] == EB_SSE || eb[1] == EB_SSE)
+			return -1;
+		n = 0; /* bytes in integer registers, as below */
+	}
+	unsigned type = n ? sf_arg_type(m[0].fmt) : 0, same = n >= 1 && n <= 4;
+	for (unsigned j = 0; j < n && same; j++)
+		same = m[j].fmt == m[0].fmt && m[j].off == j * sf_arg_fixed_size(m[0].fmt);
+	if (same && (type == SF_AT_DOUBLE || type == SF_AT_FLOAT) && (unsigned)size == n * sf_arg_fixed_size(m[0].fmt)) {
+		a->hfa = 1;
+		a->nfp = n;
+		return 0;
+	}
+	if (size > 16)
+		return a->by_ref = 1, a->ngp = 1, 0;
+	a->ngp = size > 8 ? 2 : 1;
+	a->eb[0] = EB_INT;
+	a->eb[1] = size > 8 ? EB_INT : EB_NONE;
+	return 0;
+}
+
+/* How an aggregate of type t is passed by the object's ABI; -1 if not
+ * known for sure (or another architecture). */
+static int agg_layout(struct da_file *d, Dwarf_Die *fn, Dwarf_Die *t, struct agg *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (d->aarch64)
+		return aggregate_regs_a64(fn, t, a);
+	if (!d->x86_64 || aggregate_regs(fn, t, &a->ngp, &a->nfp, a->eb) < 0)
+		return -1;
+	abi_known(fn, t, &a->by_ref);
+	return 0;
+}
+
+/* A struct of type t in registers (layout a) as items: STRUCT named by
+ * slot, then its members, each in the register of its eightbyte (of its
+ * own, in an HFA): the integer ones from member register gp0 on, the
+ * vector ones from fp0 (format/sf_args.h). The count of items, 0 if its
+ * members cannot be shown (or not in cap items). */
+static unsigned struct_items(Dwarf_Die *t, const struct agg *a, uint8_t slot, unsigned gp0, unsigned fp0,
+			     uint8_t on_exit, struct da_item *items, unsigned cap)
+{
+	struct member m[SF_ARG_STRUCT_MAX];
+	unsigned n = 0, reg[2];
+	if (a->by_ref || cap < 2 ||
+	    members_of(t, 0, m, &n, cap - 1 < SF_ARG_STRUCT_MAX ? cap - 1 : SF_ARG_STRUCT_MAX, 0) < 0 || !n)
+		return 0;
+	for (int i = 0; i < 2; i++)
+		reg[i] = a->eb[i] == EB_SSE ? fp0++ : gp0++;
+	items[0] = (struct da_item){slot, (uint8_t)(SF_AT_STRUCT | n << 4), on_exit};
+	for (unsigned j = 0; j < n; j++) {
+		unsigned e = (unsigned)(m[j].off / 8), byte = (unsigned)(m[j].off % 8);
+		if (a->hfa) {
+			items[1 + j] = (struct da_item){sf_arg_member_slot(fp0 + j, 1, 0), m[j].fmt, on_exit};
+			continue;
+		}
+		if (e > 1 || byte + sf_arg_fixed_size(m[j].fmt) > 8 || a->eb[e] == EB_NONE || a->eb[e] == EB_MEM)
+			return 0;
+		items[1 + j] = (struct da_item){sf_arg_member_slot(reg[e], a->eb[e] == EB_SSE, byte), m[j].fmt, on_exit};
+	}
+	return n + 1;
+}
+
+/* The return value's items: a scalar's, or a struct's in registers (C). */
+static unsigned return_items(struct da_file *d, Dwarf_Die *fn, struct da_item *items, unsigned cap)
+{
+	Dwarf_Die t;
+	uint8_t fmt = 0;
+	struct agg a;
+	if (!cap || !type_of(fn, &t))
+		return 0;
+	enum cls c = classify(&t, &fmt);
+	if (c != CLS_NONE) {
+		items[0] = (struct da_item){(uint8_t)(c == CLS_FP ? SF_ARG_SLOT_FP : 0), fmt, 1};
+		return 1;
+	}
+	if (!is_aggregate(&t) || agg_layout(d, fn, &t, &a) < 0 || (!a.ngp && !a.nfp))
+		return 0;
+	return struct_items(&t, &a, 0, 0, 0, 1, items, cap);
+}
+
+#define STACK_UNKNOWN (~0u)
+
+/* A struct passed in memory (x86-64) at word *stack of the stack
+ * arguments (STACK_UNKNOWN once one before it could not be placed) as
+ * items: STRUCT and its members, read from the stack at the entry
+ * (format/sf_args.h); 0 if not shown. *stack moves past it (each
+ * argument in memory takes whole 8-byte words, in order); STACK_UNKNOWN
+ * if its alignment may be more than 8. */
+static unsigned stack_items(Dwarf_Die *t, unsigned *stack, struct da_item *items, unsigned cap)
+{
+	struct member m[SF_ARG_STRUCT_MAX];
+	unsigned n = 0, base = *stack;
+	int size = dwarf_bytesize(t);
+	if (base == STACK_UNKNOWN || size <= 0 || dwarf_hasattr(t, DW_AT_alignment) || cap < 2 ||
+	    members_of(t, 0, m, &n, cap - 1 < SF_ARG_STRUCT_MAX ? cap - 1 : SF_ARG_STRUCT_MAX, 0) < 0 || !n) {
+		*stack = STACK_UNKNOWN; /* a long double or an over-aligned member would move the next */
+		return 0;
+	}
+	*stack = base + ((unsigned)size + 7) / 8;
+	if (size > 64 || base > 63)
+		return 0;
+	items[0] = (struct da_item){(uint8_t)(SF_ARG_STACK | base), (uint8_t)(SF_AT_STRUCT | n << 4), 0};
+	for (unsigned j = 0; j < n; j++) {
+		unsigned word = (unsigned)(m[j].off / 8), byte = (unsigned)(m[j].off % 8);
+		if (byte + sf_arg_fixed_size(m[j].fmt) > 8)
+			return 0;
+		items[1 + j] = (struct da_item){(uint8_t)(SF_ARG_STACK | byte << 4 | word), m[j].fmt, 0};
+	}
+	return n + 1;
+}
+
+/* An aggregate argument of type t (layout a) at registers gp, fp (taken
+ * so far) and stack word *stack as items at items[*n]: its members'
+ * values, or one item not recorded (by reference, members this does not
+ * show). 0 and the registers moved past it, or -1 if those of the
+ * arguments after it are not known. */
+static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigned *gp, unsigned *fp,
+		   unsigned *stack, struct da_item *items, unsigned *n, unsigned cap)
+{
+	uint8_t slot = SF_ARG_SLOT_STACK;
+	unsigned got = 0;
+	if ((a->ngp || a->nfp) && *gp + a->ngp <= 6 && *fp + a->nfp <= 8) {
+		slot = (uint8_t)(a->ngp ? *gp + 1 : SF_ARG_SLOT_FP | (*fp + 1));
+		got = struct_items(t, a, slot, *gp, *fp, 0, items + *n, cap - *n);
+		*gp += a->ngp;
+		*fp += a->nfp;
+	} else if (d->aarch64) {
+		/* On the stack, and no later argument of its register kind in
+		 * a register: x6 and x7 are not recorded, so stop here. */
+		return -1;
+	} else { /* x86-64: all of it in memory, no register taken */
+		got = stack_items(t, stack, items + *n, cap - *n);
+	}
+	if (!got)
+		items[(*n)++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+	*n += got;
+	return 0;
 }
 
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
@@ -370,25 +622,19 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 	int hidden = hidden_return(d, &fn);
 	if (hidden < 0)
 		return 0; /* rdi may hold the return value's address: nothing is sure */
-	unsigned n = 0, gp = (unsigned)hidden, fp = 0;
+	unsigned n = 0, gp = (unsigned)hidden, fp = 0, stack = 0;
 	if (dwarf_child(&fn, &child) == 0) {
 		do {
 			if (dwarf_tag(&child) != DW_TAG_formal_parameter)
 				continue;
 			uint8_t fmt = 0;
 			enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
-			unsigned ngp, nfp;
-			if (c == CLS_NONE && n < cap && d->x86_64 && is_aggregate(&t) &&
-			    aggregate_regs(&fn, &t, &ngp, &nfp) == 0) {
+			struct agg a;
+			if (c == CLS_NONE && n < cap && is_aggregate(&t) && agg_layout(d, &fn, &t, &a) == 0) {
 				/* Its registers (or none) are known, so those of the
-				 * arguments after it are: it shows as not recorded. */
-				uint8_t slot = SF_ARG_SLOT_STACK;
-				if ((ngp || nfp) && gp + ngp <= 6 && fp + nfp <= 8) {
-					slot = (uint8_t)(ngp ? gp + 1 : SF_ARG_SLOT_FP | (fp + 1));
-					gp += ngp;
-					fp += nfp;
-				} /* else all of it in memory, no register taken */
-				items[n++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+				 * arguments after it are. */
+				if (agg_arg(d, &t, &a, &gp, &fp, &stack, items, &n, cap) < 0)
+					break;
 				continue;
 			}
 			if (c == CLS_NONE || n == cap)
@@ -406,9 +652,5 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 			}
 		} while (dwarf_siblingof(&child, &child) == 0);
 	}
-	uint8_t fmt = 0;
-	enum cls c = type_of(&fn, &t) ? classify(&t, &fmt) : CLS_NONE;
-	if (c != CLS_NONE && n < cap) /* an aggregate's return value is not recorded */
-		items[n++] = (struct da_item){(uint8_t)(c == CLS_FP ? SF_ARG_SLOT_FP : 0), fmt, 1};
-	return n;
+	return n + return_items(d, &fn, items + n, cap - n);
 }

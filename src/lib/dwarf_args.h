@@ -3,8 +3,16 @@
  * integer-class values in rdi rsi rdx rcx r8 r9, float and double ones in
  * xmm0-7, the return value in rax or xmm0, a Rust &str or &[u8] in two
  * integer registers). On x86-64 a struct or union passed by value
- * takes the registers the System V ABI gives it (or none: MEMORY class)
- * and is an item of format NONE (not recorded), and an aggregate
+ * takes the registers the System V ABI gives it (or none: MEMORY class):
+ * in registers, a STRUCT item and its members' items (a C struct of
+ * scalars, nested structs and arrays), in memory a STRUCT whose members
+ * are read from the stack at the entry (placed in order, whole words),
+ * else an item of format NONE (not recorded); a C struct returned in
+ * registers is a STRUCT too. On
+ * aarch64 (AAPCS64) a struct of up to 16 bytes goes in one or two x
+ * registers, a homogeneous aggregate of up to four floats or doubles one
+ * member per v register, a larger struct by reference (not recorded),
+ * and a struct returned in memory through x8 (no argument moves). An aggregate
  * returned in memory moves the arguments one integer register on (its
  * address is in rdi). Parameters are taken in order up to the first one
  * whose registers are not known for sure (a long double, a Rust struct,

@@ -54,6 +54,7 @@ struct arg_plan {
 	uint8_t n;     /* items */
 	uint8_t flags; /* SF_ARGS_RET for the exit's */
 	uint8_t nrec; /* FIXED: payload records, the header included; 0: coded (strings) */
+	uint8_t nput; /* FIXED: values (the items less the STRUCT ones, which have none) */
 	/* FIXED, one word per value: bits 0-7 the register (an index into
 	 * struct sf_args_regs's words), 8-15 the payload record it goes in,
 	 * 16-21 and 24-29 the left and right shifts that keep its low bytes
@@ -136,22 +137,70 @@ static int reg_index(uint8_t slot)
 	return i <= SF_ARGS_GP ? (int)(gp + i - 1) : -1;
 }
 
+/* The word of struct sf_args_regs a struct member's bytes are in (its
+ * member slot, format/sf_args.h: registers counted from the first
+ * argument's, or from the return value's); -1 if none. */
+static int member_index(uint8_t slot, int ret)
+{
+	unsigned i = sf_arg_member_reg(slot);
+	if (slot & SF_ARG_STACK) /* in memory: the coded layout reads it */
+		return -1;
+	size_t gp = offsetof(struct sf_args_regs, gp) / 8, fp = offsetof(struct sf_args_regs, fp) / 8;
+	if (sf_arg_member_fp(slot))
+		return (int)(fp + i);
+	if (ret)
+		return i == 0 ? (int)(offsetof(struct sf_args_regs, ret) / 8) : i == 1 ? (int)(gp + SF_ARGS_RET2) : -1;
+	return i < SF_ARGS_GP ? (int)(gp + i) : -1;
+}
+
+/* Whether a plan's STRUCT items are followed by as many members as they
+ * say, each a scalar that fits in its register (a file written by hand
+ * may say otherwise). */
+static int structs_ok(const struct arg_plan *pl)
+{
+	for (unsigned k = 0; k < pl->n; k++) {
+		if (sf_arg_type(pl->it[k].fmt) != SF_AT_STRUCT)
+			continue;
+		unsigned m = sf_arg_struct_count(pl->it[k].fmt);
+		uint8_t stack = pl->it[k].slot & SF_ARG_STACK;
+		if (!m || k + m >= pl->n || (stack && (pl->flags & SF_ARGS_RET)))
+			return 0; /* the stack arguments are where the entry found them */
+		for (unsigned j = k + 1; j <= k + m; j++) {
+			uint8_t fmt = pl->it[j].fmt;
+			unsigned size = sf_arg_fixed_size(fmt);
+			if (!size || sf_arg_member_byte(pl->it[j].slot) + size > 8 || (pl->it[j].slot & SF_ARG_STACK) != stack)
+				return 0;
+		}
+		k += m;
+	}
+	return 1;
+}
+
 /* The FIXED layout of a plan's items (format/sf_args.h), if they all
  * have a fixed size and a register. */
 static void make_plan(struct arg_plan *pl, uint8_t flags)
 {
-	unsigned end = 2u * pl->n;
+	unsigned end = 2u * pl->n, members = 0;
 	pl->nrec = 0;
+	pl->nput = 0;
 	pl->flags = flags;
 	if (!pl->n)
 		return;
 	for (unsigned k = 0; k < pl->n; k++) {
-		unsigned size = sf_arg_fixed_size(pl->it[k].fmt);
-		int src = reg_index(pl->it[k].slot);
+		uint8_t slot = pl->it[k].slot, fmt = pl->it[k].fmt;
+		if (sf_arg_type(fmt) == SF_AT_STRUCT) { /* no value of its own */
+			members = sf_arg_struct_count(fmt);
+			continue;
+		}
+		unsigned size = sf_arg_fixed_size(fmt), byte = members ? sf_arg_member_byte(slot) : 0;
+		int src = members ? member_index(slot, flags & SF_ARGS_RET) : reg_index(slot);
+		members -= members > 0;
 		if (!size || src < 0)
 			return;
 		unsigned off = 8 + sf_arg_fixed_next(&end, size), bits = 64 - 8 * size; /* off: from the header's start */
-		pl->put[k] = (uint32_t)src | off / 8 << 8 | bits << 16 | (bits - 8 * (off % 8)) << 24;
+		/* The left shift drops the bytes above the value (a member:
+		 * those above its offset in the register). */
+		pl->put[pl->nput++] = (uint32_t)src | off / 8 << 8 | (bits - 8 * byte) << 16 | (bits - 8 * (off % 8)) << 24;
 	}
 	struct sf_args_head h = {0, (uint8_t)(flags | SF_ARGS_FIXED), pl->n, (uint16_t)end};
 	memset(pl->tmpl, 0, sizeof(pl->tmpl));
@@ -184,6 +233,9 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 		if (p[5] != ',')
 			break;
 	}
+	f->plan[1].flags = SF_ARGS_RET; /* for structs_ok */
+	if (!structs_ok(&f->plan[0]) || !structs_ok(&f->plan[1]))
+		return 1;
 	make_plan(&f->plan[0], 0);
 	make_plan(&f->plan[1], SF_ARGS_RET);
 	f->obj = A.nobjs - 1;
@@ -569,26 +621,91 @@ static uint64_t reg_of(const struct sf_args_regs *r, uint8_t slot, int second)
 	return i < SF_ARGS_GP ? r->gp[i] : 0;
 }
 
+/* Word i of the stack arguments (x86-64, at an entry: the caller's
+ * outgoing arguments; stack_readable has checked them). */
+static uint64_t stack_word(const struct sf_args_regs *r, unsigned i)
+{
+#ifdef __x86_64__
+	const volatile uint64_t *sp = (const volatile uint64_t *)r->saved[SF_ARGS_STACK];
+	return sp ? sp[i] : 0;
+#else
+	(void)r;
+	(void)i;
+	return 0; /* aarch64 passes no struct in memory: larger ones by reference */
+#endif
+}
+
+/* Whether the words of the struct in memory at it[0] (its members the
+ * next ones) lie on the stack this thread runs on, above this frame, so
+ * mapped: they do when the function takes the struct as its DWARF says
+ * (the caller wrote them just before the call); a prototype the
+ * optimiser changed could put them past the stack's top. */
+static int stack_readable(const struct sf_args_regs *r, const struct arg_item *it)
+{
+#if defined(__x86_64__) && defined(SF_ARCH_SHADOW)
+	unsigned m = sf_arg_struct_count(it[0].fmt), words = 0;
+	for (unsigned j = 1; j <= m; j++)
+		if (sf_arg_member_reg(it[j].slot) + 1 > words)
+			words = sf_arg_member_reg(it[j].slot) + 1;
+	uint64_t last = r->saved[SF_ARGS_STACK] + 8 * ((it[0].slot & ~SF_ARG_STACK & 0xffu) + words) - 1;
+	return r->saved[SF_ARGS_STACK] && sf_on_this_stack(last);
+#else
+	(void)r;
+	(void)it;
+	return 0;
+#endif
+}
+
+/* A struct member's value (struct_slot: its STRUCT item's): the bytes
+ * from its offset on, of its register or stack word. */
+static uint64_t member_value(const struct sf_args_regs *r, uint8_t struct_slot, uint8_t slot, int ret)
+{
+	unsigned shift = 8 * sf_arg_member_byte(slot);
+	if (slot & SF_ARG_STACK)
+		return stack_word(r, (struct_slot & ~SF_ARG_STACK) + sf_arg_member_reg(slot)) >> shift;
+	int idx = member_index(slot, ret);
+	return idx < 0 ? 0 : ((const uint64_t *)r)[idx] >> shift;
+}
+
 /* String bytes one entry's (or exit's) values take in all, whatever their
  * number: past it, strings are recorded cut, with no read at all. */
 #define CALL_STR_BUDGET 64u
 
 /* Items coded after the header (*done of them, those that fit); returns
  * the end. */
-static uint8_t *encode(const struct arg_item *it, unsigned n, const struct sf_args_regs *r, uint8_t *p,
-		       const uint8_t *end, unsigned *done)
+static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, uint8_t *p, const uint8_t *end,
+		       unsigned *done)
 {
-	unsigned left = CALL_STR_BUDGET;
+	const struct arg_item *it = pl->it;
+	unsigned left = CALL_STR_BUDGET, members = 0;
+	uint8_t struct_slot = 0;
 	*done = 0;
-	for (unsigned k = 0; k < n; k++, ++*done) {
+	for (unsigned k = 0; k < pl->n; k++, ++*done) {
 		if (end - p < 2 + 10)
 			break;
 		uint8_t fmt = it[k].fmt;
 		unsigned type = sf_arg_type(fmt);
-		uint64_t v = reg_of(r, it[k].slot, 0);
+		if (type == SF_AT_STRUCT && (it[k].slot & SF_ARG_STACK) && !stack_readable(r, it + k)) {
+			/* Not on this stack: not recorded, its members left out. */
+			*p++ = it[k].slot;
+			*p++ = sf_arg_fmt(SF_AT_NONE, 8);
+			k += sf_arg_struct_count(fmt);
+			continue;
+		}
+		uint64_t v;
+		if (members) { /* a struct's member */
+			v = member_value(r, struct_slot, it[k].slot, pl->flags & SF_ARGS_RET);
+			members--;
+		} else {
+			v = reg_of(r, it[k].slot, 0);
+		}
 		*p++ = it[k].slot;
 		*p++ = fmt;
 		switch (type) {
+		case SF_AT_STRUCT: /* its members follow */
+			members = sf_arg_struct_count(fmt);
+			struct_slot = it[k].slot;
+			break;
 		case SF_AT_DOUBLE:
 			memcpy(p, &v, 8);
 			p += 8;
@@ -629,7 +746,7 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 								 uint64_t *w)
 {
 	const uint64_t *regs = (const uint64_t *)r;
-	unsigned n = pl->n, nrec = pl->nrec;
+	unsigned n = pl->nput, nrec = pl->nrec;
 	uint64_t v[1 + SF_ARG_MAX_ITEMS + PLAN_TMPL]; /* built on the stack, stored once */
 	_Static_assert(PLAN_TMPL == 4, "the copy below");
 	v[0] = pl->tmpl[0] | func_id; /* the header's first field */
@@ -671,7 +788,7 @@ static uint32_t payload_of(const struct arg_plan *pl, const struct sf_args_regs 
 	}
 	unsigned n;
 	uint8_t *start = (uint8_t *)(rec + 1), *end = (uint8_t *)(rec + SF_ARGS_MAX_RECORDS);
-	uint8_t *p = encode(pl->it, pl->n, r, start, end, &n);
+	uint8_t *p = encode(pl, r, start, end, &n);
 	size_t nbytes = (size_t)(p - start);
 	while ((p - start) & 7)
 		*p++ = 0;

@@ -415,6 +415,7 @@ int sf_args_per_object(void) SF_HIDDEN;
 #else
 #define SF_ARGS_RET2 2 /* the second return value register is gp[2] (rdx) */
 #endif
+#define SF_ARGS_STACK 2 /* x86-64: saved[2] is the address of the first stack argument (entry) */
 struct sf_args_regs {
 	uint64_t gp[SF_ARGS_GP];
 	uint64_t ret; /* rax */

@@ -547,3 +547,52 @@ def test_aarch64_tail_call_marked_only_when_its_jump_reached_the_callee():
         eq(_call_column(log), want, "replay call column " + repr(env))
         tails = [e for e in dump_events(log) if e.kind == "TAIL"]
         eq([e.name for e in tails], ["a", "a"], "tail events " + repr(env))
+
+
+def test_aarch64_struct_values_auto_args():
+    """--auto-args on aarch64 (AAPCS64): a composite of up to 16 bytes in
+    one or two x registers, its bytes in order (struct pt in x0, struct
+    mixed {long; double} in x0 and x1, the packed struct odd in x0: no
+    MEMORY class here), an HFA of doubles or floats one member per v
+    register (struct dd in d0 and d1, struct ff in s0-s2, also returned
+    there), larger ones by reference (struct big, struct tri: the address
+    in x0, not recorded), and a struct returned in memory through x8, so
+    make's argument stays in x0. The spec file is what `sftrace filter
+    --args` writes for an object (the runtime runs it for each library;
+    here the x86-64 CLI reads the aarch64 DWARF). "hi" is a literal of
+    the program, copied without process_vm_readv, so qemu reads it."""
+    toolchain()
+    exe = cross("args_struct", ["args_struct.c"])
+    d = tmpdir()
+    specs, spec = os.path.join(d, "specs"), os.path.join(d, "args")
+    with open(specs, "w") as f:
+        f.write("sftrace-args-specs 1\n--auto-args\n")
+    run([SFTRACE, "filter", "-q", "--args", specs, "-p", exe, "-o", spec])
+    os.chmod(spec, 0o600)
+    log = os.path.join(d, "sf.log")
+    p = qemu([exe], log, env=["SFTRACE_ARGS=" + spec])
+    eq(p.stdout, "15 10.0 19 113 6\n-3.00 61 34 8 -8 -9 0.25 124\n8.00 0.75 1.50 3.00 46\n", "the program's output")
+    eq(_call_column(log), [
+        "main() {",
+        "  norm({1, 2}, 5) = 15;",
+        "  mixf({3, 0.500000}, 2.000000, 7) = 10.000000;",
+        "  sum(<unrecorded>, 9) = 19;",
+        "  oddf({'a', 5}, 11) = 113;",
+        "  make(6);",
+        "  dsum({1.500000, -2.250000}, 4) = -3.000000;",
+        "  tsum(<unrecorded>, 1) = 61;",
+        "  smf(3, {'z', -300, 2.500000, '\\x07', '\\xc8'}) = 34;",
+        "  mkpt(8) = {8, -8};",
+        "  mkmixed(-9) = {-9, 0.250000};",
+        "  tag(\"hi\", {4, 5}) = 124;",
+        "  fsum({0.500000, 1.500000, 2.000000}, 2.000000) = 8.000000;",
+        "  mkff(0.750000) = {0.750000, 1.500000, 3.000000};",
+        "  tpair(<unrecorded>, <unrecorded>, 2) = 46;",
+        "} = 0; /* main */"], "replay")
+    got = [re.sub(r"^\s*\d+\s+\d+\s+ARGS\s+", "", line) for line in run([SFTRACE, "dump", log]).stdout.splitlines()
+           if " ARGS " in line]
+    eq([g for g in got if g.split()[0] in ("mixf", "sum", "make", "dsum", "fsum")],
+       ["mixf arg1={3, 0.500000} fparg1=2.000000 arg3=7", "mixf retval=10.000000", "sum arg1=<unrecorded> arg2=9",
+        "sum retval=19", "make arg1=6", "dsum fparg1={1.500000, -2.250000} arg1=4", "dsum retval=-3.000000",
+        "fsum fparg1={0.500000, 1.500000, 2.000000} fparg4=2.000000", "fsum retval=8.000000"],
+       "dump: the registers")

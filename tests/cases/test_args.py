@@ -9,7 +9,7 @@ import io
 import os
 import re
 
-from sfkit import ROOT, SFTRACE, Skip, build_c, check, eq, parquet_query, record, run, tmpdir
+from sfkit import ROOT, RUNTIME, SFTRACE, Skip, build_c, check, eq, parquet_query, record, run, tmpdir
 
 SPECS = ["-A", "add@arg1,arg2", "-R", "add@retval", "-A", "greet@arg1/s", "-A", "scale@fparg1,arg1",
          "-R", "scale@retval/f", "-A", "probe@arg1/s",
@@ -113,12 +113,13 @@ def test_parquet_args():
     check(not os.path.exists(out2 + ".args"), "OUT.args without values")
 
 
-def test_perfetto_args():
+def perfetto_args(log):
+    """(slice, key, value) of every debug arg trace_processor reads from the
+    Perfetto conversion of log, in slice and arg order."""
     tp = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(os.path.dirname(ROOT), "shared", "tools",
                                                                     "trace_processor_shell")
     if not os.access(tp, os.X_OK):
         raise Skip(f"Perfetto's trace_processor_shell not found at {tp}")
-    log = recorded()
     pb = os.path.join(tmpdir(), "sf.pb")
     run([SFTRACE, "convert", log, "-o", pb])
     q = pb + ".sql"
@@ -126,8 +127,12 @@ def test_perfetto_args():
         f.write("select s.name as fn, substr(a.key, 7) as k, replace(a.display_value, '\"', '#') as v from slice s "
                 "join args a using (arg_set_id) where a.key like 'debug.%' order by s.ts, a.id;\n")
     # (trace_processor's CSV does not double the quotes inside a value.)
-    rows = [(r["fn"], r["k"], r["v"].replace("#", '"'))
+    return [(r["fn"], r["k"], r["v"].replace("#", '"'))
             for r in csv.DictReader(io.StringIO(run([tp, "-q", q, pb]).stdout))]
+
+
+def test_perfetto_args():
+    rows = perfetto_args(recorded())
     # Perfetto keeps one value per key and slice: of mix's arg2 twice (/u,
     # then /x), the last.
     want = [(f, n, v) for f, _, n, v in EXPECTED_ROWS if (f, n, v) != ("mix", "arg2", "42")]
@@ -382,30 +387,138 @@ def test_dlopened_library():
 
 
 
-def test_auto_args_struct_arguments():
-    # x86-64 System V: struct pt {int x, y} takes rdi, struct mixed {long;
-    # double} rdi and xmm0, a 32-byte struct and a packed one with an
-    # unaligned field go in memory; each shows as not recorded and the
-    # arguments after it come from the right registers. make returns a
-    # struct in memory: its argument is in rsi (rdi holds the address; it
-    # used to be read as the argument).
+STRUCT_OUT = "15 10.0 19 113 6\n-3.00 61 34 8 -8 -9 0.25 124\n8.00 0.75 1.50 3.00 46\n"
+
+
+def struct_recorded():
     import platform
     if platform.machine() != "x86_64":
         raise Skip("the struct classification is x86-64's")
     exe = build_c("args_struct", ["args_struct.c"])
     p, log = record([exe], args=["-q", "--auto-args"])
-    eq(p.stdout, "15 10.0 19 113 6\n", "the program's output is unchanged")
+    eq(p.stdout, STRUCT_OUT, "the program's output is unchanged")
+    return log
+
+
+def test_auto_args_struct_arguments():
+    # x86-64 System V: struct pt {int x, y} takes rdi, struct mixed {long;
+    # double} rdi and xmm0, struct dd {double a, b} xmm0 and xmm1, struct
+    # sm {char; short; float; unsigned char[2]} (after an int) rsi; each
+    # shows its members' values, typed from DWARF. A 32-byte struct, a
+    # 24-byte one and a packed one with an unaligned field go in memory:
+    # their members are read from the stack at the entry (tpair's second
+    # one 24 bytes past its first), and the arguments after them come
+    # from the right registers. make returns a struct in memory: its argument is in rsi
+    # (rdi holds the address; it used to be read as the argument); mkpt
+    # and mkmixed return theirs in rax, and in rax and xmm0; struct ff
+    # {float a, b, c} is a and b in xmm0's two halves, c in xmm1. tag's string
+    # makes its values the coded layout's, not the fixed one's.
+    log = struct_recorded()
     eq(replay_calls(log), [
         "main() {",
-        "  norm(<unrecorded>, 5) = 15;",
-        "  mixf(<unrecorded>, 2.000000, 7) = 10.000000;",
-        "  sum(<unrecorded>, 9) = 19;",
-        "  oddf(<unrecorded>, 11) = 113;",
+        "  norm({1, 2}, 5) = 15;",
+        "  mixf({3, 0.500000}, 2.000000, 7) = 10.000000;",
+        "  sum({1, 2, 3, 4}, 9) = 19;",
+        "  oddf({'a', 5}, 11) = 113;",
         "  make(6);",
+        "  dsum({1.500000, -2.250000}, 4) = -3.000000;",
+        "  tsum({10, 20, 30}, 1) = 61;",
+        "  smf(3, {'z', -300, 2.500000, '\\x07', '\\xc8'}) = 34;",
+        "  mkpt(8) = {8, -8};",
+        "  mkmixed(-9) = {-9, 0.250000};",
+        "  tag(\"hi\", {4, 5}) = 124;",
+        "  fsum({0.500000, 1.500000, 2.000000}, 2.000000) = 8.000000;",
+        "  mkff(0.750000) = {0.750000, 1.500000, 3.000000};",
+        "  tpair({10, 20, 30}, {1, 2, 3, 4}, 2) = 46;",
         "} = 0; /* main */",
     ], "replay --auto-args")
     out = run([SFTRACE, "dump", log]).stdout
     got = [re.sub(r"^\s*\d+\s+\d+\s+ARGS\s+", "", line) for line in out.splitlines() if " ARGS " in line]
-    eq(got[:9], ["norm arg1=<unrecorded> arg2=5", "norm retval=15", "mixf arg1=<unrecorded> fparg2=2.000000 arg2=7",
-                 "mixf retval=10.000000", "sum stack=<unrecorded> arg1=9", "sum retval=19",
-                 "oddf stack=<unrecorded> arg1=11", "oddf retval=113", "make arg2=6"], "dump: the registers")
+    eq(got[:19], ["norm arg1={1, 2} arg2=5", "norm retval=15", "mixf arg1={3, 0.500000} fparg2=2.000000 arg2=7",
+                  "mixf retval=10.000000", "sum stack0={1, 2, 3, 4} arg1=9", "sum retval=19",
+                  "oddf stack0={'a', 5} arg1=11", "oddf retval=113", "make arg2=6",
+                  "dsum fparg1={1.500000, -2.250000} arg1=4", "dsum retval=-3.000000",
+                  "tsum stack0={10, 20, 30} arg1=1", "tsum retval=61",
+                  "smf arg1=3 arg2={'z', -300, 2.500000, '\\x07', '\\xc8'}", "smf retval=34",
+                  "mkpt arg1=8", "mkpt retval={8, -8}", "mkmixed arg1=-9", "mkmixed retval={-9, 0.250000}"],
+       "dump: the registers")
+    eq([g for g in got if g.startswith("tpair")], ["tpair stack0={10, 20, 30} stack24={1, 2, 3, 4} arg1=2",
+                                                   "tpair retval=46"], "dump: two structs on the stack")
+
+
+def test_auto_args_cxx_struct_members():
+    # A C++ static data member is no byte of the object (it was read as a
+    # member at offset 0: normp({1, 2, 1}, 5)), and a derived struct's
+    # base members are not its DW_TAG_member children: not recorded rather
+    # than shown in part. DWARF 4 (static members as declared members) and
+    # DWARF 5 (as variables).
+    import platform
+    if platform.machine() != "x86_64":
+        raise Skip("the struct classification is x86-64's")
+    for v in ("4", "5"):
+        exe = build_c(f"args_struct_cxx{v}", ["args_struct_cxx.cc"], flags=[f"-gdwarf-{v}"], compiler="clang++")
+        p, log = record([exe], args=["-q", "--auto-args"])
+        eq(p.stdout, "22 13\n", "the program's output is unchanged")
+        eq(replay_calls(log), ["main() {", "  normp({1, 2}, 5) = 22;", "  dsum(<unrecorded>, 6) = 13;",
+                               "} = 0; /* main */"], f"replay, DWARF {v}")
+
+
+def test_stack_struct_past_the_stack_top_is_not_read():
+    # The spec file (as record writes it; format/sf_args.h) says target
+    # takes a struct in memory at word 60 of its stack arguments, 480 bytes
+    # up; target runs near the top of a makecontext stack with an unmapped
+    # page above it. The struct is not on the stack the thread runs on: it
+    # shows as not recorded, its member not read (it was: SIGSEGV), and
+    # the argument and return value after it are recorded.
+    import platform
+    if platform.machine() != "x86_64":
+        raise Skip("structs in memory are x86-64's")
+    exe = build_c("args_stack_top", ["args_stack_top.c"])
+    syms = {p[2]: int(p[0], 16) for p in (l.split() for l in run(["nm", exe]).stdout.splitlines()) if len(p) == 3}
+    d = tmpdir()
+    spec, log = os.path.join(d, "args"), os.path.join(d, "sf.log")
+    with open(spec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n{syms['target']:#x} ebc1c,e8001,e0111,x0011 target\n")
+    os.chmod(spec, 0o600)
+    p = run([exe], env={"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": log, "SFTRACE_ARGS": spec})
+    eq(p.stdout, "42\n", "the program's output")
+    eq([c.strip() for c in replay_calls(log) if "target" in c], ["target(<unrecorded>, 41) = 42;"], "replay")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq([re.sub(r"^\s*\d+\s+\d+\s+ARGS\s+", "", l) for l in out.splitlines() if " ARGS " in l],
+       ["target stack480=<unrecorded> arg1=41", "target retval=42"], "dump")
+
+
+# Struct values as every consumer reads them (function, index, name, value).
+STRUCT_ROWS = [
+    ("norm", 0, "arg1", "{1, 2}"), ("norm", 1, "arg2", "5"), ("norm", 2, "retval", "15"),
+    ("mixf", 0, "arg1", "{3, 0.500000}"), ("mixf", 1, "fparg2", "2.000000"), ("mixf", 2, "arg2", "7"),
+    ("mixf", 3, "retval", "10.000000"),
+    ("dsum", 0, "fparg1", "{1.500000, -2.250000}"), ("dsum", 1, "arg1", "4"), ("dsum", 2, "retval", "-3.000000"),
+    ("mkpt", 0, "arg1", "8"), ("mkpt", 1, "retval", "{8, -8}"),
+    ("mkmixed", 0, "arg1", "-9"), ("mkmixed", 1, "retval", "{-9, 0.250000}"),
+    ("tag", 0, "arg1", "\"hi\""), ("tag", 1, "arg2", "{4, 5}"), ("tag", 2, "retval", "124"),
+    ("tpair", 0, "stack0", "{10, 20, 30}"), ("tpair", 1, "stack24", "{1, 2, 3, 4}"), ("tpair", 2, "arg1", "2"),
+    ("tpair", 3, "retval", "46"),
+]
+STRUCT_FUNCS = sorted({r[0] for r in STRUCT_ROWS})
+
+
+def test_struct_values_in_query_and_parquet():
+    log = struct_recorded()
+    names = ", ".join(f"'{f}'" for f in STRUCT_FUNCS)
+    out = run([SFTRACE, "query", "--format", "csv", log,
+               "select f.name, a.\"index\", a.name, a.value from args a join frames f using (frame_id) "
+               f"where f.name in ({names}) order by f.start_ns, a.\"index\""]).stdout
+    rows = [(r[0], int(r[1]), r[2], r[3]) for r in list(csv.reader(io.StringIO(out)))[1:]]
+    eq(rows, STRUCT_ROWS, "query's args")
+    pola = os.path.join(tmpdir(), "sf.pola")
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", pola])
+    got = parquet_query("args_query.mjs", pola)
+    eq([r for r in got["rows"] if r.split(" ")[0] in STRUCT_FUNCS],
+       [f"{f} {i} {n} {v}" for f, i, n, v in STRUCT_ROWS], "OUT.args rows")
+
+
+def test_struct_values_in_perfetto():
+    rows = perfetto_args(struct_recorded())
+    eq(sorted(r for r in rows if r[0] in STRUCT_FUNCS), sorted((f, n, v) for f, _, n, v in STRUCT_ROWS),
+       "trace_processor's args")

@@ -383,7 +383,9 @@ sf_slow_common:
  * for come here; every other sled keeps the trampolines above. Kept apart
  * from them on purpose. The shadow-stack step comes first, as in
  * FAST_PATH (same pushes, so the same offsets), then this path saves the
- * argument registers into a struct sf_args_regs (runtime.h) and calls
+ * argument registers and, at an entry, where the stack arguments start (a
+ * struct passed in memory is read there: the caller's outgoing arguments,
+ * just written, so mapped) into a struct sf_args_regs (runtime.h) and calls
  * sf_args_event(regs, id, kind), which records the ARGS event and the
  * function's own event with one clock read and one claim. When it returns
  * nonzero (a slot to start, the buffer full, nothing asked for in this
@@ -421,6 +423,8 @@ sf_slow_common:
 	mov	%rax, 48(%rsp)
 	mov	%r10, 56(%rsp)
 	mov	%r11, 64(%rsp)
+	lea	48(%rbp), %rax		/* past rbp, rcx, rdx, rax, the sled's return and the function's */
+	mov	%rax, 72(%rsp)		/* the first stack argument's address (SF_ARGS_STACK) */
 	movq	%xmm0, 80(%rsp)
 	movq	%xmm1, 88(%rsp)
 	movq	%xmm2, 96(%rsp)

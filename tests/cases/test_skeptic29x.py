@@ -291,6 +291,48 @@ def test_break_seventh_argument_not_silently_dropped():
                               f"got {got}"))
 
 
+def test_break_register_arguments_after_stack_ones():
+    """nine_fp(1, ..., 9, 10): nine doubles (the 9th on the stack) then int
+    k, which is in rdi; ldk(1.25L, 4): the long double on the stack, k in
+    rdi, the return value in st0. --auto-args.
+    Expected: k shown (10, 4) with the stack values marked, e.g.
+    nine_fp(1.000000, ..., 8.000000, <unrecorded>, 10) = 55.000000;
+    ldk(<unrecorded>, 4);
+    Observed: nine_fp(1.000000, ..., 8.000000) = 55.000000; and ldk(); --
+    k is read from nowhere although it sits in a register, and nothing
+    says that anything is missing."""
+    p, log = recorded("stackargs")
+    eq(p.stdout, "55 5\n", "output")
+    c = calls(log)
+    eights = ", ".join(f"{i}.000000" for i in range(1, 9))
+
+    def want():
+        eq(len(c), 2, f"calls {c}")
+        check(re.fullmatch(re.escape(f"nine_fp({eights}, ") + r"(9\.000000|<[a-z ]+>), 10\) = 55\.000000;", c[0]),
+              f"nine_fp: {c[0]!r}")
+        check(re.fullmatch(r"ldk\((1\.25\d*|<[a-z ]+>), 4\)( = (5\.0*|<[a-z ]+>))?;", c[1]), f"ldk: {c[1]!r}")
+    known_break("--auto-args stops at the first argument passed on the stack", want)
+
+
+def test_break_cxx_const_member_name():
+    """C++ `int ns::K::add(int, int) const` on an object with base 100,
+    k.add(1, 2); --auto-args.
+    Expected: one argument list, e.g. ns::K::add(0x7ffc..., 1, 2) const = 103;
+    Observed: ns::K::add(…) const(0x7ffc..., 1, 2) = 103; -- the elided
+    parameter list and the qualifier stay in the name and the values are
+    appended after them. Static, overloaded and template functions are
+    right: ns::K::sadd(3, 4) = 7; ns::over(5) = 6;
+    ns::over(1.500000, 2) = 3; ns::tmax<…>(3, 9) = 9;"""
+    prog = build_c("skep29x_cxx", ["skep29x_cxx.cc"], compiler="clang++")
+    p, log = record([prog], args=["-q", "-a"])
+    eq(p.stdout, "103 7 6 3 9\n", "output")
+    c = calls(log)
+    eq(c[1:], ["ns::K::sadd(3, 4) = 7;", "ns::over(5) = 6;", "ns::over(1.500000, 2) = 3;", "ns::tmax<…>(3, 9) = 9;"],
+       "the others")
+    known_break("a C++ const member function's values follow its elided parameter list",
+                lambda: check(re.fullmatch(r"ns::K::add\(0x[0-9a-f]+, 1, 2\)( const)? = 103;", c[0]), f"got {c[0]!r}"))
+
+
 def test_break_small_and_large_doubles():
     """twice(5e-10) = 1e-09 and twice(1e300) = 2e300, --auto-args.
     Expected: values that read back as those doubles in replay, query,

@@ -347,6 +347,27 @@ def test_break_ms_abi_function():
                 lambda: check(c and c[0] in ("wadd(3, 4) = 7;", "wadd();"), f"got {c}"))
 
 
+def test_break_auto_args_debuglink():
+    """The ints program with its DWARF moved to a separate file, as distros
+    ship it (objcopy --only-keep-debug; --strip-debug
+    --add-gnu-debuglink=prog.debug, side by side); --auto-args.
+    Expected: add(3, 4) = 7; as with the DWARF inside (query's functions
+    table finds add's file and line through the same link).
+    Observed: "warning: --auto-args: ./prog has no DWARF (build with -g):
+    no values recorded", and add();"""
+    d = tmpdir()
+    prog = os.path.join(d, "prog")
+    run(["cp", fixture(), prog])
+    run(["objcopy", "--only-keep-debug", prog, prog + ".debug"])
+    run(["objcopy", "--strip-debug", "--add-gnu-debuglink=prog.debug", prog], cwd=d)
+    p, log = record([prog, "ints"], args=["-q", "-a"])
+    eq(query(log, "SELECT file LIKE '%skep29x_args.c', line > 0 FROM functions WHERE name = 'add'"), [["1", "1"]],
+       "add's source line through the debuglink")
+    c = [x for x in calls(log) if x.startswith("add(")]
+    known_break("--auto-args does not follow .gnu_debuglink (symbols do)",
+                lambda: eq((c, p.stderr), (["add(3, 4) = 7;"], ""), "add, stderr"))
+
+
 def test_break_small_and_large_doubles():
     """twice(5e-10) = 1e-09 and twice(1e300) = 2e300, --auto-args.
     Expected: values that read back as those doubles in replay, query,

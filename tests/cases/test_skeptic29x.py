@@ -193,6 +193,52 @@ def test_rust_auto_args():
         check(want in c, f"{want!r} not in {[x for x in c if 'skep29x_rust::' in x]}")
 
 
+STRSIM = "/usr/share/cargo/registry/strsim-0.10.0"
+
+
+def strsim_tests():
+    """strsim 0.10's own unit-test binary (Debian's source package, built
+    offline with sleds and DWARF into build/fixtures; kept for the next
+    run). Skip without the crate or cargo."""
+    import json
+    import shutil
+    cargo = shutil.which("cargo") or os.path.expanduser("~/.cargo/bin/cargo")
+    if not os.path.isdir(STRSIM) or not os.access(cargo, os.X_OK):
+        raise Skip("no strsim crate source (librust-strsim-dev) or no cargo")
+    from sfkit import FIXBUILD, sync_tree
+    d = sync_tree(STRSIM, os.path.join(FIXBUILD, "skep29x_strsim"), keep=("target", "Cargo.lock", ".cargo"))
+    os.makedirs(os.path.join(d, ".cargo"), exist_ok=True)
+    with open(os.path.join(d, ".cargo", "config.toml"), "w") as f:
+        f.write('[source.crates-io]\nreplace-with = "debian"\n'
+                '[source.debian]\ndirectory = "/usr/share/cargo/registry"\n')
+    if os.path.exists(os.path.join(d, ".cargo-checksum.json")):
+        os.remove(os.path.join(d, ".cargo-checksum.json"))
+    p = run([cargo, "test", "--release", "--lib", "--no-run", "--offline", "--message-format=json"], cwd=d,
+            timeout=600, env={"RUSTC_BOOTSTRAP": "1", "RUSTFLAGS": "-Zinstrument-xray=always",
+                              "CARGO_PROFILE_RELEASE_DEBUG": "true"})
+    exes = [m["executable"] for m in map(json.loads, p.stdout.splitlines())
+            if m.get("reason") == "compiler-artifact" and m.get("executable")]
+    eq(len(exes), 1, "test binaries")
+    return exes[0]
+
+
+def test_crate_tests_auto_args_output_unchanged():
+    """strsim 0.10's 88 unit tests under --auto-args: the same output as
+    untraced (test order fixed by --test-threads=1, the time masked), no
+    word on stderr, and its &str arguments and f64 returns recorded, e.g.
+    jaro_winkler("martha", "marhta") = 0.961111 (its &str are arg1/arg2
+    and arg3/arg4)."""
+    exe = strsim_tests()
+    mask = lambda t: re.sub(r"finished in [0-9.]+s", "finished in Xs", t)  # noqa: E731
+    plain = run([exe, "--test-threads=1"])
+    p, log = record([exe, "--test-threads=1"], args=["-q", "-a"])
+    eq((mask(p.stdout), p.stderr), (mask(plain.stdout), plain.stderr), "output")
+    check("test result: ok. 88 passed" in plain.stdout, plain.stdout[-300:])
+    rows = query(log, "SELECT group_concat(a.name || '=' || a.value, ' ') FROM frames f JOIN args a USING (frame_id) "
+                      "WHERE f.name = 'strsim::jaro_winkler' GROUP BY f.frame_id")
+    check(['arg1="martha" arg3="marhta" retval=0.961111'] in rows, rows[:5])
+
+
 def test_values_in_every_output():
     """ints mode, --auto-args: add's 3, 4 and 7 and mix's 2.5 in dump,
     query, Parquet (nodejs-polars) and Perfetto (trace_processor's args)."""

@@ -425,6 +425,47 @@ def test_break_query_help_lists_args_table():
                 lambda: check(re.search(r"^\s*args\(frame_id, index, name, value", out, re.M), out[:600]))
 
 
+def churn(n, args):
+    lib = build_c("libskep29x_plug.so", ["skep29x_plug.c"], shared=True)
+    prog = build_c("skep29x_churn", ["skep29x_churn.c"], xray=False, libs=["-ldl"])
+    p, log = record([prog, lib, str(n)], args=["-q"] + list(args))
+    eq(p.stdout, f"{n * (n - 1)}\n", "output")
+    return p, log
+
+
+def test_break_plugin_reloads_keep_values():
+    """A host loads, calls and unloads one plugin 17,000 times;
+    -A 'plug_mul@arg1' names one function.
+    Expected: 17,000 plug_mul frames, each with its arg1.
+    Observed: values stop after 16,384 loads ("argument specs: too many
+    functions loaded; from .../libskep29x_plug.so on, functions are
+    recorded without values"): every load takes a new entry of the
+    runtime's 16,384-function table and dlclose never gives it back.
+    (Read with --no-symbols: see test_break_reader_many_object_loads.)"""
+    p, log = churn(17000, ["-A", "plug_mul@arg1"])
+    frames = run([SFTRACE, "query", "--no-symbols", log, "SELECT count(*) FROM frames"]).stdout.split()[-1]
+    vals = run([SFTRACE, "query", "--no-symbols", log, "SELECT count(*) FROM args"]).stdout.split()[-1]
+    eq(frames, "17000", "frames")
+    known_break("each load of a plugin takes new argument-table entries that dlclose does not free",
+                lambda: eq((vals, p.stderr), ("17000", ""), "values, stderr"))
+
+
+def test_break_reader_many_object_loads():
+    """(Found here, not issue 29's own code.) The same host, 1,100 loads
+    of the plugin, plain record; then `sftrace report` under the usual
+    soft limit of 1,024 open files.
+    Expected: the report (one function, 1,100 calls).
+    Observed: "error: .../libskep29x_plug.so: Too many open files (use
+    --symbol PATH, --force for placeholder names, or --no-symbols)", exit
+    1: the reader keeps a descriptor per object load, so report, replay,
+    dump and query cannot read the log."""
+    _, log = churn(1100, [])
+    p = run(["sh", "-c", 'ulimit -n 1024 && exec "$0" report --format tsv "$1"', SFTRACE, log], check_rc=None)
+    known_break("the reader opens a file per object load and runs out of descriptors",
+                lambda: eq((p.returncode, p.stderr, re.findall(r"plug_mul\t(\d+)", p.stdout)[:1]), (0, "", ["1100"]),
+                           "report"))
+
+
 def test_break_small_and_large_doubles():
     """twice(5e-10) = 1e-09 and twice(1e300) = 2e300, --auto-args.
     Expected: values that read back as those doubles in replay, query,

@@ -468,6 +468,19 @@ def test_break_reader_many_object_loads():
                            "report"))
 
 
+def test_break_trimmed_recording_keeps_values():
+    """fib(15) with -A fib@arg1 -R fib@retval and record --max-depth 2 (by
+    hand also --min-duration 1ms on fib(27): the 103 kept frames show no
+    values either).
+    Expected: the kept frame with its values: fib(15) = 610;
+    Observed: fib(); -- every value of the kept frames is gone."""
+    p, log = recorded("fib", ["--max-depth", "2", "-A", "fib@arg1", "-R", "fib@retval"])
+    eq(p.stdout, "610\n", "output")
+    c = calls(log)
+    known_break("record --max-depth/--min-duration drop the values of the frames they keep",
+                lambda: eq(c, ["fib(15) = 610;"], "calls"))
+
+
 def test_break_small_and_large_doubles():
     """twice(5e-10) = 1e-09 and twice(1e300) = 2e300, --auto-args.
     Expected: values that read back as those doubles in replay, query,

@@ -481,6 +481,32 @@ def test_break_trimmed_recording_keeps_values():
                 lambda: eq(c, ["fib(15) = 610;"], "calls"))
 
 
+def test_break_read_time_cuts_keep_values():
+    """fib(15) recorded with -A fib@arg1 -R fib@retval (987 frames, all
+    with values); then read with a cut: replay -F fib, replay --tid TID
+    (which keeps every call: "kept 987 of 987"), query -F fib.
+    Expected: the same values as without the cut: fib(15) { first, 987
+    frames with values in query.
+    Observed: fib() { in replay, 0 rows in query's args table: any
+    -F/-N/--tid/--max-depth cut drops every value (Chrome JSON too)."""
+    _, log = recorded("fib", ["-A", "fib@arg1", "-R", "fib@retval"])
+    eq(calls(log)[0], "fib(15) {", "uncut")
+    tid = query(log, "SELECT tid FROM threads")[0][0]
+    by_f = calls_cut(log, ["-F", "fib"])
+    by_tid = calls_cut(log, ["--tid", tid])
+    n = query_cut(log, ["-F", "fib"], "SELECT count(DISTINCT frame_id) FROM args")
+    known_break("read-time cuts (-F, -N, --tid, --max-depth) drop every recorded value",
+                lambda: eq((by_f[0], by_tid[0], n), ("fib(15) {", "fib(15) {", "987"), "-F, --tid, query -F"))
+
+
+def calls_cut(log, cut):
+    return [c.strip() for c in call_column(replay_text(log, cut)) if "main" not in c]
+
+
+def query_cut(log, cut, sql):
+    return run([SFTRACE, "query", "--format", "tsv"] + cut + [log, sql]).stdout.split()[-1]
+
+
 def test_break_small_and_large_doubles():
     """twice(5e-10) = 1e-09 and twice(1e300) = 2e300, --auto-args.
     Expected: values that read back as those doubles in replay, query,

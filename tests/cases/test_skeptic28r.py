@@ -117,8 +117,8 @@ def test_main_thread_keeps_its_name_after_a_named_thread_exits():
     hand-off) and ends. The program prints `main is skep28r_tname`, but
     query's threads table, info and report --threads call main
     worker::tests:x: the buffer main continued in was the worker's, and its
-    header kept the worker's name (the runtime's slot_swap does not rename
-    the slot it switches to). Seen first on regex-syntax's test suite,
+    header kept the worker's name (the runtime's slot_swap did not rename
+    the slot it switches to; it now copies the thread's name). Seen first on regex-syntax's test suite,
     whose main thread showed as `utf8::tests::si (regex_syntax::main)`."""
     exe = build_c("skep28r_tname", ["skep28r_tname.c"], libs=["-lpthread"])
     bad = []
@@ -129,9 +129,7 @@ def test_main_thread_keeps_its_name_after_a_named_thread_exits():
         rows = run([SFTRACE, "query", "-q", log, f"select thread_name from threads where tid = {pid}"]).stdout
         if rows.split("\n")[1] != "skep28r_tname":
             bad.append(rows.split("\n")[1])
-    if bad:
-        raise Skip(f"known break, issue 28 open: the main thread is named {bad[0]!r} "
-                   f"in {len(bad)} of 3 runs (its name is skep28r_tname)")
+    eq(bad, [], "main's name in runs where it differs from skep28r_tname")
 
 
 # ---- source lines with line tables only ----

@@ -68,7 +68,7 @@ static int on_alloc(void *ctx, const struct trace_proc *p, const struct lr_event
 
 /* How the process ended, as truthfully as the log knows
  * (docs/FORMAT.md "Exit state"): the kernel's wait status when record
- * reaped it, the code it gave _exit, else the header's state. */
+ * reaped it, the code it gave _exit or exit, else the header's state. */
 static void exit_state(const struct info *inf, const struct trace_proc *p, char *buf, size_t len)
 {
 	const struct lr_info *i = p->info;
@@ -83,6 +83,8 @@ static void exit_state(const struct info *inf, const struct trace_proc *p, char 
 			 WTERMSIG(st), WCOREDUMP(st) ? ", core dumped" : "");
 	} else if (src == SF_EXIT_CALLED) {
 		snprintf(buf, len, "exited %d (_exit)", WEXITSTATUS(st));
+	} else if (src == SF_EXIT_EXITED) {
+		snprintf(buf, len, "exited %d (exit, or main's return)", WEXITSTATUS(st));
 	} else if (src) {
 		snprintf(buf, len, "unknown (exit record %#" PRIx64 " not understood)", i->exit_state);
 	} else if (i->state == SF_STATE_EXITED) {
@@ -321,11 +323,11 @@ static void json_snapshot_requests(const struct lr_info *i)
 }
 
 /* "exit_code": N or null, "exit_signal": "SIGTERM" or null, "exit_seen_by":
- * "record" (its wait status), "runtime" (_exit's code) or null. */
+ * "record" (its wait status), "runtime" (the code given to _exit or exit) or null. */
 static void json_exit_fields(const struct lr_info *i)
 {
 	uint32_t src = (uint32_t)(i->exit_state >> 32), st = (uint32_t)i->exit_state;
-	int known = !i->snapshot && (src == SF_EXIT_REAPED || src == SF_EXIT_CALLED);
+	int known = !i->snapshot && (src == SF_EXIT_REAPED || src == SF_EXIT_CALLED || src == SF_EXIT_EXITED);
 	if (known && WIFEXITED(st))
 		printf("\"exit_code\":%d,\"exit_signal\":null,", WEXITSTATUS(st));
 	else if (known && src == SF_EXIT_REAPED && WIFSIGNALED(st))

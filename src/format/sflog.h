@@ -286,6 +286,8 @@ enum sf_exit_source {
 	SF_EXIT_CALLED = 1, /* the runtime: the process called _exit/_Exit(code) (status: code << 8) */
 	SF_EXIT_REAPED = 2, /* sftrace record reaped it (its parent, or the subreaper of its orphans): the
 			     * kernel's wait status, signals included */
+	SF_EXIT_EXITED = 3, /* the runtime: exit(code), or main returned code (an on_exit handler that runs
+			     * after every other exit handler and destructor; status: code << 8) */
 };
 static inline uint64_t sf_exit_pack(enum sf_exit_source src, uint32_t wait_status)
 {

@@ -280,6 +280,8 @@ __attribute__((constructor(101))) static void sf_init(int argc, char **argv, cha
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (!getauxval(AT_SECURE))
 		start_tracing();
+	if (!had && sf_config.enabled)
+		sf_log_watch_exit(); /* loaded with the process: see there */
 	environ = had;
 	if (libraries_ready)
 		after_libraries();

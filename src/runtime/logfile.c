@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -785,16 +786,43 @@ void sf_log_finish(void)
 		log_fd_forget();
 }
 
-/* _exit/_Exit(status): the exit code, in the header, for readers (the
- * kernel's status, signals included, is record's to add when it reaps the
- * process). Not from a vfork or CLONE_VM child: the header mapped is its
- * parent's. */
-void sf_log_exit_called(int status)
+/* The exit code, in the header, for readers (the kernel's status, signals
+ * included, is record's to add when it reaps the process). Not from a
+ * vfork or CLONE_VM child: the header mapped is its parent's. */
+static void log_exit_code(enum sf_exit_source src, int status)
 {
 	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
 	if (h && h->pid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0))
-		__atomic_store_n(&h->exit_state, sf_exit_pack(SF_EXIT_CALLED, (uint32_t)(status & 0xff) << 8),
-				 __ATOMIC_RELEASE);
+		__atomic_store_n(&h->exit_state, sf_exit_pack(src, (uint32_t)(status & 0xff) << 8), __ATOMIC_RELEASE);
+}
+
+/* _exit/_Exit(status). */
+void sf_log_exit_called(int status)
+{
+	log_exit_code(SF_EXIT_CALLED, status);
+}
+
+/* exit(status), main's return included: glibc hands the status to on_exit
+ * handlers and to no other hook. Handlers run in the reverse order of
+ * their registration, and this one is registered in the runtime's
+ * constructor, the process's first, before __libc_start_main registers
+ * the loader's destructor pass: it runs last, after the program's own
+ * handlers and every destructor (ours, which wrote the last batches, among
+ * them), and only stores a word in the mapped header. stdio is flushed
+ * after it, as without the tracer. */
+static void exit_hook(int status, void *arg)
+{
+	(void)arg;
+	log_exit_code(SF_EXIT_EXITED, status);
+}
+
+/* Only for a runtime loaded with the process (never unloaded): a handler
+ * left behind by a dlclose'd one would be called at exit in unmapped code.
+ * glibc's first block of exit handlers is static: registering allocates
+ * nothing (the program's malloc must not run this early, init.c). */
+void sf_log_watch_exit(void)
+{
+	on_exit(exit_hook, NULL);
 }
 
 /* Creates the log now if this process has instrumented code and no log

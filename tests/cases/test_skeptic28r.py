@@ -250,7 +250,7 @@ def test_child_exit_code_is_recorded_for_exit_and_return():
     _exit(7), but `exited (code not recorded: its parent was not sftrace
     record)` for the one that called exit(5) and the one whose main
     returned 6: the common endings lose their code, though glibc hands it
-    to on_exit handlers. Under `sftrace record -- cargo test` (or npm
+    to on_exit handlers (the runtime now registers one). Under `sftrace record -- cargo test` (or npm
     test), every test binary is such a child: which one failed is not in
     the logs."""
     exe = build_c("skep28r_exits", ["skep28r_exits.c"])
@@ -263,9 +263,6 @@ def test_child_exit_code_is_recorded_for_exit_and_return():
              for b in text.split("# process ")[1:]}
     eq(state[kids["_"][0]], "exited 7 (_exit)", "the _exit child")
     got = (state[kids["e"][0]], state[kids["r"][0]])
-    if not all(s.startswith("exited ") and s.split()[1].isdigit() for s in got):
-        raise Skip(f"known break, issue 28 open: info says {got[0]!r} for exit(5) and {got[1]!r} for a "
-                   "return of 6 from main")
     eq([g.split()[:2] for g in got], [["exited", "5"], ["exited", "6"]], "exit(5) and return 6")
 
 

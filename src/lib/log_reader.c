@@ -1604,7 +1604,7 @@ static int next_batch(struct lr_iter *it)
 static void fill_event(struct lr_iter *it, struct lr_event *ev, const unsigned char *p)
 {
 	ev->thread = it->thread;
-	ev->time_ns = lr_time_ns(it->log, ev->raw_time);
+	ev->time_ns = ev->rec_ns = lr_time_ns(it->log, ev->raw_time);
 	ev->offset = (uint64_t)(p - it->log->map);
 	ev->seq = it->seq;
 	ev->in_slot = it->slot;
@@ -1635,7 +1635,7 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			ev->kind = SF_EV_ENTRY;
 			ev->func_id = t->before[t->nbefore - it->pre_left--];
 			ev->raw_time = it->pre_raw;
-			ev->time_ns = lr_time_ns(it->log, ev->raw_time);
+			ev->time_ns = ev->rec_ns = lr_time_ns(it->log, ev->raw_time);
 			ev->seq = it->seq;
 			ev->in_slot = it->slot;
 			ev->before_window = 1;

@@ -177,6 +177,8 @@ struct lr_event {
 	uint32_t func_id;
 	uint64_t raw_time;       /* as recorded: TSC ticks or CLOCK_MONOTONIC ns */
 	uint64_t time_ns;        /* ns since the program start, lr_time_ns(raw_time) */
+	uint64_t rec_ns;         /* time_ns as recorded: trace_input may take the tracer's cost off time_ns
+				  * (times net of the tracer), not off this one */
 	/* Allocation kinds (SF_EV_ALLOC..SF_EV_REALLOC_DEALLOC, SF_EV_HEAP_*) only: */
 	int has_ext;
 	uint64_t size;

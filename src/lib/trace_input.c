@@ -687,6 +687,7 @@ static void feed(struct pass *ps, struct lr_event *ev)
 	if (ps->net)
 		net_time(&ps->net[ti], p->pub.info, ev);
 	ev->time_ns += p->pub.start_ns;
+	ev->rec_ns += p->pub.start_ns;
 	if (ev->time_ns > p->pub.last_ns)
 		p->pub.last_ns = ev->time_ns;
 	fr_feed(ps->frames, ev);

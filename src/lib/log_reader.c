@@ -244,6 +244,12 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->exit_state = h.exit_state;
 	in->fork_time = h.fork_time;
 	in->features = h.version >= 5 ? h.features : 0;
+	in->options_known = (in->features & SF_FEAT_OPTIONS) != 0;
+	in->max_size = h.max_size;
+	in->max_size_reached = h.max_size_reached != 0;
+	in->filter_funcs = h.filter_funcs;
+	memcpy(in->filter, h.filter, sizeof(in->filter));
+	in->filter[sizeof(in->filter) - 1] = 0;
 	in->ring_bytes = h.ring_bytes;
 	in->snapshot = h.snapshot;
 	in->snapshot_reason = h.snapshot_reason;

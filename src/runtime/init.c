@@ -171,6 +171,7 @@ static void log_created(void)
 	if (h) {
 		h->reserved[SF_HDR_COST] = sf_hdr_cost_pack(sf_cost_parent, sf_cost_child);
 	}
+	sf_log_note_options();
 	sf_switch_log_created();
 }
 

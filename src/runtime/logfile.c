@@ -462,7 +462,7 @@ static int log_create_locked(void)
 	h->machine = SF_ARCH_MACHINE;
 	/* patch.c marks tail sleds that jump to a patched entry; the rest is
 	 * what sf_log_add_features was told, read again once h is published */
-	h->features = SF_FEAT_TAIL_TARGET | __atomic_load_n(&more_features, __ATOMIC_SEQ_CST);
+	h->features = SF_FEAT_TAIL_TARGET | SF_FEAT_OPTIONS | __atomic_load_n(&more_features, __ATOMIC_SEQ_CST);
 	h->counter_hz = sf_arch_counter_hz();
 	h->state = SF_STATE_RUNNING;
 	h->start_realtime_ns = sf_start_realtime;
@@ -781,9 +781,44 @@ void sf_log_finish(void)
 	if (!L.hdr)
 		return;
 	sf_log_calibrate();
+	sf_log_note_capped();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 	if (L.files_shared)
 		log_fd_forget();
+}
+
+/* The recording options a reader cannot know otherwise (sftrace info). */
+static uint32_t filter_funcs_total; /* selected in every object scanned, before the log existed too */
+
+void sf_log_note_options(void)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	if (!h)
+		return;
+	h->max_size = sf_budget_cap();
+	sf_filter_describe(h->filter, sizeof(h->filter));
+	__atomic_store_n(&h->filter_funcs, __atomic_load_n(&filter_funcs_total, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	sf_log_note_capped();
+}
+
+/* Objects are scanned under the objects' lock, which log creation also
+ * takes: a count lands either before the log (and is copied above) or in
+ * its header. A forked child keeps its parent's objects: the count its
+ * new log starts from is the parent's. */
+void sf_filter_count_selected(uint32_t funcs)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	__atomic_add_fetch(&filter_funcs_total, funcs, __ATOMIC_RELAXED);
+	if (h)
+		__atomic_add_fetch(&h->filter_funcs, funcs, __ATOMIC_RELAXED);
+}
+
+void sf_log_note_capped(void)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	if (h && sf_budget_capped())
+		__atomic_store_n(&h->max_size_reached, 1, __ATOMIC_RELAXED);
 }
 
 /* The exit code, in the header, for readers (the kernel's status, signals

@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/input_opts.h"
 #include "format/sflog.h"
+#include "lib/heap.h"
 #include "lib/json_out.h"
 #include "lib/log_symbols.h"
 #include "lib/snap_requests.h"
@@ -68,7 +69,7 @@ static int on_alloc(void *ctx, const struct trace_proc *p, const struct lr_event
 
 /* How the process ended, as truthfully as the log knows
  * (docs/FORMAT.md "Exit state"): the kernel's wait status when record
- * reaped it, the code it gave _exit, else the header's state. */
+ * reaped it, the code it gave _exit or exit, else the header's state. */
 static void exit_state(const struct info *inf, const struct trace_proc *p, char *buf, size_t len)
 {
 	const struct lr_info *i = p->info;
@@ -83,6 +84,8 @@ static void exit_state(const struct info *inf, const struct trace_proc *p, char 
 			 WTERMSIG(st), WCOREDUMP(st) ? ", core dumped" : "");
 	} else if (src == SF_EXIT_CALLED) {
 		snprintf(buf, len, "exited %d (_exit)", WEXITSTATUS(st));
+	} else if (src == SF_EXIT_EXITED) {
+		snprintf(buf, len, "exited %d (exit, or main's return)", WEXITSTATUS(st));
 	} else if (src) {
 		snprintf(buf, len, "unknown (exit record %#" PRIx64 " not understood)", i->exit_state);
 	} else if (i->state == SF_STATE_EXITED) {
@@ -205,6 +208,38 @@ static const char *truncation(const struct lr_log *log)
 
 #define KEY "# %-18s: "
 
+/* Why fewer sleds than the objects have were patched. */
+static const char *why_unpatched(const struct lr_info *i, uint64_t patched, uint64_t total)
+{
+	if (patched >= total)
+		return "";
+	if (!i->options_known)
+		return " (a filter, or objects loaded late)";
+	return i->filter[0] ? " (the filter)" : " (objects loaded late, or tracing paused)";
+}
+
+/* "filter" and "max size": what record was given, as the log says. */
+static void put_options(const struct lr_info *i)
+{
+	if (!i->options_known) {
+		printf(KEY "not recorded (an older log)\n" KEY "not recorded (an older log)\n", "filter", "max size");
+		return;
+	}
+	if (i->filter[0])
+		printf(KEY "%s (%u function%s selected)\n", "filter", sf_esc(i->filter), i->filter_funcs,
+		       i->filter_funcs == 1 ? "" : "s");
+	else
+		printf(KEY "none\n", "filter");
+	if (i->max_size) {
+		char size[32];
+		heap_format_bytes(size, sizeof(size), (double)i->max_size);
+		printf(KEY "%" PRIu64 " bytes (%s), %s\n", "max size", i->max_size, size,
+		       i->max_size_reached ? "reached: recording stopped there" : "not reached");
+	} else {
+		printf(KEY "none\n", "max size");
+	}
+}
+
 /* "snapshots: N requests: M written, K not taken (why)": the same
  * accounting as record's summary (snap_requests.h), every request once. */
 static void put_snapshot_requests(const struct lr_info *i)
@@ -249,7 +284,8 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	exit_state(inf, p, how, sizeof(how));
 	printf(KEY "%s%s\n", "exit state", how, truncation(p->log));
 	printf(KEY "%" PRIu64 " of %" PRIu64 "%s\n", "sleds patched", patched, total_sleds,
-	       patched < total_sleds ? " (a filter, or objects loaded late)" : "");
+	       why_unpatched(i, patched, total_sleds));
+	put_options(i);
 	if (i->ring_bytes)
 		printf(KEY "%" PRIu64 " bytes per thread\n", "ring", i->ring_bytes);
 	else
@@ -321,11 +357,11 @@ static void json_snapshot_requests(const struct lr_info *i)
 }
 
 /* "exit_code": N or null, "exit_signal": "SIGTERM" or null, "exit_seen_by":
- * "record" (its wait status), "runtime" (_exit's code) or null. */
+ * "record" (its wait status), "runtime" (the code given to _exit or exit) or null. */
 static void json_exit_fields(const struct lr_info *i)
 {
 	uint32_t src = (uint32_t)(i->exit_state >> 32), st = (uint32_t)i->exit_state;
-	int known = !i->snapshot && (src == SF_EXIT_REAPED || src == SF_EXIT_CALLED);
+	int known = !i->snapshot && (src == SF_EXIT_REAPED || src == SF_EXIT_CALLED || src == SF_EXIT_EXITED);
 	if (known && WIFEXITED(st))
 		printf("\"exit_code\":%d,\"exit_signal\":null,", WEXITSTATUS(st));
 	else if (known && src == SF_EXIT_REAPED && WIFSIGNALED(st))
@@ -334,6 +370,27 @@ static void json_exit_fields(const struct lr_info *i)
 	else
 		printf("\"exit_code\":null,\"exit_signal\":null,");
 	printf("\"exit_seen_by\":%s,", !known ? "null" : src == SF_EXIT_REAPED ? "\"record\"" : "\"runtime\"");
+}
+
+/* "filter": "-f PATH" or null, "filter_functions", "max_size": bytes or
+ * null, "max_size_reached"; all null in an older log, which does not say. */
+static void json_options(const struct lr_info *i)
+{
+	if (!i->options_known) {
+		printf("\"filter\":null,\"filter_functions\":null,\"max_size\":null,\"max_size_reached\":null,");
+		return;
+	}
+	if (i->filter[0]) {
+		json_kv_str("filter", i->filter);
+		printf("\"filter_functions\":%u,", i->filter_funcs);
+	} else {
+		printf("\"filter\":null,\"filter_functions\":null,");
+	}
+	if (i->max_size)
+		printf("\"max_size\":%" PRIu64 ",\"max_size_reached\":%s,", i->max_size,
+		       i->max_size_reached ? "true" : "false");
+	else
+		printf("\"max_size\":null,\"max_size_reached\":null,");
 }
 
 static void json_proc(const struct info *inf, const struct trace_proc *p)
@@ -372,6 +429,7 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	       total_sleds, patched, i->ring_bytes, i->trim_min_ns, i->trim_max_depth, i->trimmed_records,
 	       c->alloc_events);
 	json_snapshot_requests(i);
+	json_options(i);
 	printf("\"objects\":[");
 	for (size_t k = 0; k < lr_nobjects(p->log); k++) {
 		const struct lr_object *o = lr_object_at(p->log, k);

@@ -195,6 +195,8 @@ struct sf_event_ext {
 	uint64_t ptr;
 };
 
+#define SF_FILTER_DESC_MAX 256 /* sf_header.filter */
+
 struct sf_header {
 	uint64_t magic;
 	uint32_t version;
@@ -265,6 +267,18 @@ struct sf_header {
 	/* Since issue 28's tail-call fix (zero in older logs): SF_FEAT_* bits
 	 * saying what the events of this log tell (docs/FORMAT.md). */
 	uint64_t features;
+	/* Since issue 28's info (zero in older logs): the recording options
+	 * that shape what was recorded, for `sftrace info`. max_size: record
+	 * --max-size, the run's byte cap (0: none); max_size_reached: 1 once
+	 * the cap refused a claim of any process of the run, as seen by this
+	 * one (at the refusal, at exit). filter_funcs: functions whose entry
+	 * sled the filter selected, over the objects this process loaded
+	 * (atomic adds). filter: what record was given, NUL-terminated ("-f
+	 * PATH", "--filter-regex RE[ --within]"; "" no filter). */
+	uint64_t max_size;
+	uint32_t max_size_reached;
+	uint32_t filter_funcs;
+	char filter[SF_FILTER_DESC_MAX];
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a
  * patched entry of the same object, else kind 3 (without it, kind 3 is
@@ -277,6 +291,9 @@ struct sf_header {
  * lookup order (an executable with its own allocator): the program's
  * allocations are not seen. */
 #define SF_FEAT_ALLOC_HIDDEN 4u
+/* The header's recording options (max_size, filter_funcs, filter) are
+ * filled in: zero there then means no cap, no filter. */
+#define SF_FEAT_OPTIONS 8u
 
 /* sf_header.exit_state: a wait(2) status in the low 32 bits (WIFEXITED,
  * WEXITSTATUS, WIFSIGNALED, WTERMSIG and WCOREDUMP read it), and in bits
@@ -286,6 +303,8 @@ enum sf_exit_source {
 	SF_EXIT_CALLED = 1, /* the runtime: the process called _exit/_Exit(code) (status: code << 8) */
 	SF_EXIT_REAPED = 2, /* sftrace record reaped it (its parent, or the subreaper of its orphans): the
 			     * kernel's wait status, signals included */
+	SF_EXIT_EXITED = 3, /* the runtime: exit(code), or main returned code (an on_exit handler that runs
+			     * after every other exit handler and destructor; status: code << 8) */
 };
 static inline uint64_t sf_exit_pack(enum sf_exit_source src, uint32_t wait_status)
 {
@@ -427,6 +446,10 @@ _Static_assert(__builtin_offsetof(struct sf_header, reserved) + 8 * SF_HDR_SNAP_
 _Static_assert(__builtin_offsetof(struct sf_header, exit_state) == 3312 &&
 		       __builtin_offsetof(struct sf_header, chunks) == 3320,
 	       "docs/FORMAT.md: exit state and chunk count");
+_Static_assert(__builtin_offsetof(struct sf_header, max_size) == 3368 &&
+		       __builtin_offsetof(struct sf_header, filter_funcs) == 3380 &&
+		       __builtin_offsetof(struct sf_header, filter) == 3384,
+	       "docs/FORMAT.md: recording options");
 _Static_assert(__builtin_offsetof(struct sf_header, snap_over_max) == 3328 &&
 		       __builtin_offsetof(struct sf_header, snap_arrived) == 3344,
 	       "docs/FORMAT.md: snapshot request counters");

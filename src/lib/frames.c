@@ -16,7 +16,7 @@
 /* An open frame. */
 struct fr_open {
 	uint64_t id;
-	uint64_t t_begin;
+	uint64_t t_begin, r_begin;
 	uint32_t func;
 	uint32_t args_len;
 	unsigned char *args; /* the entry's ARGS payload (malloc'd), NULL if none */
@@ -43,7 +43,7 @@ struct fr_thread {
 	const struct trace_proc *proc;
 	struct fr_open *stack;
 	size_t depth, cap;
-	uint64_t last_t;
+	uint64_t last_t, last_r; /* the latest time, and the same on the recorded clock (fr_frame.r_begin) */
 	int seen_time;
 	uint32_t next_pause; /* index into the thread's pause_ns of the next pause not passed */
 	/* Recorded frames open outside `stack` (begun before what the reader
@@ -136,7 +136,7 @@ static unsigned char *take_pending(struct fr_thread *th, uint32_t func, uint32_t
 	return NULL;
 }
 
-static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
+static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t, uint64_t r)
 {
 	struct fr_thread *th = &f->threads[slot];
 	if (th->depth == th->cap) {
@@ -147,6 +147,7 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	struct fr_open *fr = &th->stack[th->depth++];
 	fr->id = f->next_id++;
 	fr->t_begin = t;
+	fr->r_begin = r;
 	fr->func = func;
 	fr->cut = f->next_cut;
 	f->next_cut = 0;
@@ -161,7 +162,7 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 		f->stats.max_depth = th->depth > UINT32_MAX ? UINT32_MAX : (uint32_t)th->depth;
 	if (f->cb.begin) {
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr->id, .parent = parent,
-				       .func_id = func, .depth = (uint32_t)(th->depth - 1), .t_begin = t,
+				       .func_id = func, .depth = (uint32_t)(th->depth - 1), .t_begin = t, .r_begin = r,
 				       .args = fr->args, .args_len = fr->args ? fr->args_len : 0, .cut = fr->cut,
 				       .after_tail = fr->after_tail, .tail_from = fr->tail_from,
 				       .tail_from_entry = fr->tail_from_entry};
@@ -169,7 +170,8 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t)
 	}
 }
 
-static void pop_frame(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind, int tail_entry)
+static void pop_frame(struct frames *f, size_t slot, uint64_t t, uint64_t r, enum fr_end_kind kind,
+		      int tail_entry)
 {
 	struct fr_thread *th = &f->threads[slot];
 	struct fr_open fr = th->stack[--th->depth];
@@ -186,7 +188,7 @@ static void pop_frame(struct frames *f, size_t slot, uint64_t t, enum fr_end_kin
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr.id,
 				       .parent = th->depth ? th->stack[th->depth - 1].id : 0, .func_id = fr.func,
 				       .depth = (uint32_t)th->depth, .t_begin = fr.t_begin, .t_end = t,
-				       .end_kind = kind, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
+				       .r_begin = fr.r_begin, .r_end = r, .end_kind = kind, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
 				       .ret = ret, .ret_len = ret_len, .tail_entry = (uint8_t)tail_entry, .cut = fr.cut,
 				       .after_tail = fr.after_tail, .tail_from = fr.tail_from,
 				       .tail_from_entry = fr.tail_from_entry};
@@ -196,9 +198,9 @@ static void pop_frame(struct frames *f, size_t slot, uint64_t t, enum fr_end_kin
 	free(ret);
 }
 
-static void pop(struct frames *f, size_t slot, uint64_t t, enum fr_end_kind kind)
+static void pop(struct frames *f, size_t slot, uint64_t t, uint64_t r, enum fr_end_kind kind)
 {
-	pop_frame(f, slot, t, kind, 0);
+	pop_frame(f, slot, t, r, kind, 0);
 }
 
 /* Whether func has a frame open on the thread. */
@@ -213,13 +215,13 @@ static int is_open(const struct fr_thread *th, uint32_t func)
 }
 
 /* An exit or tail-call event (event kind `ev_kind`) of func. */
-static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t, uint32_t ev_kind)
+static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t, uint64_t r, uint32_t ev_kind)
 {
 	struct fr_thread *th = &f->threads[slot];
 	enum fr_end_kind kind = ev_kind == SF_EV_EXIT ? FR_END_EXIT : FR_END_TAIL;
 	int tail_entry = ev_kind == SF_EV_TAIL_ENTRY;
 	if (th->depth && th->stack[th->depth - 1].func == func) {
-		pop_frame(f, slot, t, kind, tail_entry);
+		pop_frame(f, slot, t, r, kind, tail_entry);
 		return;
 	}
 	if (!is_open(th, func)) {
@@ -229,66 +231,76 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 		return;
 	}
 	while (th->stack[th->depth - 1].func != func) {
-		pop(f, slot, t, FR_END_UNWOUND);
+		pop(f, slot, t, r, FR_END_UNWOUND);
 		f->stats.unwound++;
 	}
-	pop_frame(f, slot, t, kind, tail_entry);
+	pop_frame(f, slot, t, r, kind, tail_entry);
 }
 
 /* Unwinding landed with n recorded frames below the landing point: they
  * end now. */
-static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t)
+static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t, uint64_t r)
 {
 	struct fr_thread *th = &f->threads[slot];
 	for (; n && th->depth; n--) {
-		pop(f, slot, t, FR_END_UNWOUND);
+		pop(f, slot, t, r, FR_END_UNWOUND);
 		f->stats.unwound++;
 	}
 }
 
-/* Closes the thread's open frames at each pause before t (all of them
- * when t is UINT64_MAX): they were in flight when tracing went off. */
-static void pass_pauses(struct frames *f, size_t slot, uint64_t t)
+/* Closes the thread's open frames at each pause before r, the next
+ * event's time on the recorded clock (all of them when r is UINT64_MAX):
+ * they were in flight when tracing went off. Pauses are on the recorded
+ * clock; t (the next event's time as given) bounds their time as given. */
+static void pass_pauses(struct frames *f, size_t slot, uint64_t t, uint64_t r)
 {
 	struct fr_thread *th = &f->threads[slot];
 	const struct lr_thread *lt = th->key;
-	while (lt && th->next_pause < lt->npauses && lt->pause_ns[th->next_pause] < t) {
-		uint64_t at = lt->pause_ns[th->next_pause++];
-		if (th->seen_time && at < th->last_t)
-			at = th->last_t;
+	while (lt && th->next_pause < lt->npauses && lt->pause_ns[th->next_pause] < r) {
+		uint64_t at_r = lt->pause_ns[th->next_pause++], at = at_r;
+		if (th->seen_time && at_r < th->last_r)
+			at_r = th->last_r;
+		if (th->seen_time) /* the given clock runs behind the recorded one by last_r - last_t */
+			at = at_r - (th->last_r - th->last_t);
+		if (at > t)
+			at = t;
 		/* The runtime forgets them too: after a resume each thread
 		 * counts its depth (SF_EV_UNWIND_TO) from the frames it entered
 		 * since (runtime/buffer.c, sf_shadow_resync), and records no
 		 * landing while paused. Their exits after it are unmatched. */
 		while (th->depth) {
-			pop(f, slot, at, FR_END_PAUSED);
+			pop(f, slot, at, at_r, FR_END_PAUSED);
 			f->stats.open_at_pause++;
 		}
 		th->outer = 0;
 	}
 }
 
-void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, uint32_t func_id, uint64_t t_ns)
+void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, uint32_t func_id, uint64_t t_ns,
+	      uint64_t r_ns)
 {
 	size_t slot = thread_slot(f, thread);
 	struct fr_thread *th = &f->threads[slot];
 	if (thread && thread->npauses)
-		pass_pauses(f, slot, t_ns);
+		pass_pauses(f, slot, t_ns, r_ns);
 	if (th->seen_time && t_ns < th->last_t) {
 		t_ns = th->last_t;
 		f->stats.clamped++;
 	}
+	if (th->seen_time && r_ns < th->last_r)
+		r_ns = th->last_r;
 	th->last_t = t_ns;
+	th->last_r = r_ns;
 	th->seen_time = 1;
 	/* Other kinds (allocations) only advance the thread's clock. */
 	if (kind == SF_EV_ENTRY)
-		push(f, slot, func_id, t_ns);
+		push(f, slot, func_id, t_ns, r_ns);
 	else if (kind == SF_EV_EXIT || sf_kind_is_tail(kind))
-		close_frame(f, slot, func_id, t_ns, kind);
+		close_frame(f, slot, func_id, t_ns, r_ns, kind);
 	else if (kind == SF_EV_UNWIND)
-		close_landed(f, slot, func_id, t_ns);
+		close_landed(f, slot, func_id, t_ns, r_ns);
 	else if (kind == SF_EV_UNWIND_TO)
-		close_landed(f, slot, (uint32_t)fr_unwind_to(th->depth, &th->outer, func_id), t_ns);
+		close_landed(f, slot, (uint32_t)fr_unwind_to(th->depth, &th->outer, func_id), t_ns, r_ns);
 }
 
 /* An ARGS event: kept until the event it describes. Fillers (no
@@ -324,25 +336,25 @@ void fr_feed(struct frames *f, const struct lr_event *ev)
 	/* A ring's entry the reader placed at the window's start: the frame
 	 * began earlier, so outputs mark it as a cut one (trace_cut.h). */
 	f->next_cut = ev->before_window && ev->kind == SF_EV_ENTRY ? CUT_START : 0;
-	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns);
+	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns, ev->rec_ns);
 }
 
 static void end_slot(struct frames *f, size_t slot)
 {
 	struct fr_thread *th = &f->threads[slot];
 	if (th->key && th->key->npauses && th->depth)
-		pass_pauses(f, slot, UINT64_MAX); /* a pause after the thread's last event */
+		pass_pauses(f, slot, UINT64_MAX, UINT64_MAX); /* a pause after the thread's last event */
 	/* Events after the last pause come from sleds a thread was inside
 	 * when they were unpatched: in flight at the pause too. */
 	while (th->key && th->key->ends_paused && th->depth) {
-		pop(f, slot, th->last_t, FR_END_PAUSED);
+		pop(f, slot, th->last_t, th->last_r, FR_END_PAUSED);
 		f->stats.open_at_pause++;
 	}
 	th->outer = 0;
 	th->tail.open = 0; /* the thread's next frame starts a fresh stack */
 	int snapshot = th->key && th->key->ends_at_snapshot;
 	while (th->depth) {
-		pop(f, slot, th->last_t, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);
+		pop(f, slot, th->last_t, th->last_r, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);
 		if (snapshot)
 			f->stats.open_at_snapshot++;
 		else

@@ -70,6 +70,9 @@ struct fr_frame {
 	uint32_t depth;                 /* 0 for root frames */
 	uint64_t t_begin;
 	uint64_t t_end;                 /* only in `end` (0 in `begin`) */
+	/* The same on the recorded clock (lr_event.rec_ns), which --time cuts
+	 * on: equal to them unless times are net of the tracer's cost. */
+	uint64_t r_begin, r_end;
 	enum fr_end_kind end_kind;      /* only in `end` (0 in `begin`) */
 	/* FR_END_TAIL only: its event was kind 15, the sled's jump lands on a
 	 * patched entry of its object (the callee's frame begins next). In a
@@ -139,7 +142,7 @@ void fr_set_proc(struct frames *f, const struct trace_proc *proc);
 /* One event of `thread`. Kinds other than entry/exit/tail open or close
  * nothing but count as the thread's latest time. */
 void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, uint32_t func_id,
-	      uint64_t t_ns);
+	      uint64_t t_ns, uint64_t r_ns);
 /* Same, from a reader event. */
 void fr_feed(struct frames *f, const struct lr_event *ev);
 

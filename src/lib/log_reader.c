@@ -244,6 +244,12 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->exit_state = h.exit_state;
 	in->fork_time = h.fork_time;
 	in->features = h.version >= 5 ? h.features : 0;
+	in->options_known = (in->features & SF_FEAT_OPTIONS) != 0;
+	in->max_size = h.max_size;
+	in->max_size_reached = h.max_size_reached != 0;
+	in->filter_funcs = h.filter_funcs;
+	memcpy(in->filter, h.filter, sizeof(in->filter));
+	in->filter[sizeof(in->filter) - 1] = 0;
 	in->ring_bytes = h.ring_bytes;
 	in->snapshot = h.snapshot;
 	in->snapshot_reason = h.snapshot_reason;
@@ -1613,7 +1619,7 @@ static int next_batch(struct lr_iter *it)
 static void fill_event(struct lr_iter *it, struct lr_event *ev, const unsigned char *p)
 {
 	ev->thread = it->thread;
-	ev->time_ns = lr_time_ns(it->log, ev->raw_time);
+	ev->time_ns = ev->rec_ns = lr_time_ns(it->log, ev->raw_time);
 	ev->offset = (uint64_t)(p - it->log->map);
 	ev->seq = it->seq;
 	ev->in_slot = it->slot;
@@ -1644,7 +1650,7 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			ev->kind = SF_EV_ENTRY;
 			ev->func_id = t->before[t->nbefore - it->pre_left--];
 			ev->raw_time = it->pre_raw;
-			ev->time_ns = lr_time_ns(it->log, ev->raw_time);
+			ev->time_ns = ev->rec_ns = lr_time_ns(it->log, ev->raw_time);
 			ev->seq = it->seq;
 			ev->in_slot = it->slot;
 			ev->before_window = 1;

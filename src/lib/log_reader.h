@@ -73,6 +73,13 @@ struct lr_info {
 	 * child, or an older log. */
 	uint64_t fork_time;
 	uint64_t features;       /* sf_header.features: SF_FEAT_* (0 in older logs) */
+	/* The recording options (sf_header.max_size ...; zero and "" in older
+	 * logs, which do not say: options_known 0). */
+	int options_known;
+	uint64_t max_size;
+	int max_size_reached;
+	uint32_t filter_funcs;
+	char filter[SF_FILTER_DESC_MAX];
 	int cmdline_truncated;
 	/* Record-time trimming (record --min-duration / --max-depth; 0: off),
 	 * which trace_input applies exactly, and the records the runtime left
@@ -177,6 +184,8 @@ struct lr_event {
 	uint32_t func_id;
 	uint64_t raw_time;       /* as recorded: TSC ticks or CLOCK_MONOTONIC ns */
 	uint64_t time_ns;        /* ns since the program start, lr_time_ns(raw_time) */
+	uint64_t rec_ns;         /* time_ns as recorded: trace_input may take the tracer's cost off time_ns
+				  * (times net of the tracer), not off this one */
 	/* Allocation kinds (SF_EV_ALLOC..SF_EV_REALLOC_DEALLOC, SF_EV_HEAP_*) only: */
 	int has_ext;
 	uint64_t size;

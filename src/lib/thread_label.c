@@ -12,8 +12,11 @@
  * as FnOnce<…>>::call_once::{shim:vtable}) calls
  * __rust_begin_short_backtrace twice, the first time calling nothing
  * traced: a wrapper that returns having called nothing gives way to its
- * next sibling. When every outermost call is plumbing, the first of them,
- * as before. */
+ * next sibling. Plumbing a wrapper calls is skipped too; a wrapper that
+ * calls only plumbing (a closure inlined into std's
+ * __rust_begin_short_backtrace that only allocates) is the thread's work,
+ * named by the closure in its type arguments (tl_closure_of). When every
+ * outermost call is plumbing, the first of them, as before. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "lib/thread_label.h"
 
@@ -36,6 +39,11 @@
  * FnOnce<…>>::call_once, the test's body inlined into it. */
 #define LABEL_OWNER_RE                                                                         \
 	"^<(?!(?:std|core|alloc|test)::)(.*?)(::\\{closure(#\\d+)?\\})+ as core::ops::function::Fn(Once|Mut)?<"
+/* A closure of a function of the program among a wrapper's type arguments
+ * (std::sys::backtrace::__rust_begin_short_backtrace::<crate::f::{closure#0}, R>):
+ * group 1 is that function. */
+#define LABEL_CLOSURE_ARG_RE \
+	"[<,] ?(?!(?:std|core|alloc|test)::)((?:\\w+::)*\\w+)(::\\{closure(#\\d+)?\\})+[,>]"
 
 enum { LABEL_EVENTS = 4096 }; /* the first events of a thread suffice */
 
@@ -70,13 +78,13 @@ static int pick(const struct trace_proc *p, const struct lr_thread *t, const str
 	struct lr_event ev;
 	lr_iter_init_thread(&it, p->log, t);
 	uint32_t depth = 0, first = 0, chosen_depth = 0;
-	int have_first = 0, chosen = 0, returned = 0;
+	int have_first = 0, chosen = 0, returned = 0, called = 0;
 	for (int i = 0; i < LABEL_EVENTS && lr_next(&it, &ev); i++) {
 		if (ev.kind == SF_EV_EXIT || sf_kind_is_tail(ev.kind)) {
 			depth -= depth > 0;
-			if (chosen && (depth < chosen_depth || (depth == chosen_depth && (chosen_depth == 0 ||
+			if (chosen && (depth < chosen_depth || (depth == chosen_depth && (chosen_depth == 0 || called ||
 			    !is_wrapper(p, re, *func_id)))))
-				break; /* the chosen call, or its wrapper, returned */
+				break; /* the chosen call, or its wrapper, returned; or a wrapper that called only plumbing */
 			returned |= chosen && depth == chosen_depth;
 			continue;
 		}
@@ -97,8 +105,13 @@ static int pick(const struct trace_proc *p, const struct lr_thread *t, const str
 		} else if (chosen && depth == chosen_depth + 1) {
 			if (!is_wrapper(p, re, *func_id))
 				break;
-			*func_id = ev.func_id; /* the wrapper's first callee */
-			chosen_depth = depth;
+			if (matches(re, re->plumbing, name)) {
+				called = 1; /* not its work: look further */
+			} else {
+				*func_id = ev.func_id; /* the wrapper's first callee */
+				chosen_depth = depth;
+				called = 0;
+			}
 		}
 		depth++;
 	}
@@ -119,14 +132,34 @@ int tl_pick(const struct trace_proc *p, const struct lr_thread *t, uint32_t *fun
 	return rc;
 }
 
+/* Where group 1 of pattern is in name: its length, *at its start; 0 if no match. */
+static size_t group1(const char *pattern, const char *name, const char **at)
+{
+	pcre2_code *code = compile(pattern);
+	pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, NULL);
+	size_t len = 0;
+	if (code && md && pcre2_match(code, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0) {
+		const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+		*at = name + ov[2];
+		len = ov[3] - ov[2];
+	}
+	pcre2_match_data_free(md);
+	pcre2_code_free(code);
+	return len;
+}
+
 size_t tl_owner(const char *name)
 {
-	pcre2_code *owner = compile(LABEL_OWNER_RE);
-	pcre2_match_data *md = pcre2_match_data_create_from_pattern(owner, NULL);
-	size_t len = 0;
-	if (owner && md && pcre2_match(owner, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0)
-		len = pcre2_get_ovector_pointer(md)[3] - 1; /* group 1 ends there; it starts after '<' */
+	const char *at;
+	return group1(LABEL_OWNER_RE, name, &at); /* group 1 starts after '<' */
+}
+
+size_t tl_closure_of(const char *name, const char **at)
+{
+	pcre2_code *wrapper = compile(LABEL_WRAPPER_RE);
+	pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+	int is = wrapper && md && pcre2_match(wrapper, (PCRE2_SPTR)name, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
 	pcre2_match_data_free(md);
-	pcre2_code_free(owner);
-	return len;
+	pcre2_code_free(wrapper);
+	return is ? group1(LABEL_CLOSURE_ARG_RE, name, at) : 0;
 }

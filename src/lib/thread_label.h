@@ -19,4 +19,10 @@ int tl_pick(const struct trace_proc *p, const struct lr_thread *t, uint32_t *fun
  * the length of that function's name, which starts at name + 1; else 0. */
 size_t tl_owner(const char *name);
 
+/* For a wrapper (std's __rust_begin_short_backtrace) whose full name has a
+ * closure of a function of the program among its type arguments
+ * (__rust_begin_short_backtrace::<crate::f::{closure#0}, R>): that
+ * function's name, at *at, and its length; else 0. */
+size_t tl_closure_of(const char *name, const char **at);
+
 #endif

@@ -171,7 +171,7 @@ enum { ST_DROP, ST_HELD, ST_KEPT };
 enum { SEL_NO, SEL_YES, SEL_UNLISTED };
 
 struct cut_frame {
-	uint64_t id, t_begin;
+	uint64_t id, t_begin, r_begin;
 	uint32_t func;
 	uint8_t state;
 	uint8_t within;   /* a selected function is open here (within mode) */
@@ -183,10 +183,23 @@ struct cut_frame {
 	uint32_t tail_from;
 };
 
+/* The window is on the recorded clock (fr_frame.r_begin), so that every
+ * command keeps the same calls; times passed on are the frames' own
+ * (t_begin: net of the tracer's cost, or as recorded). A call clipped at an
+ * edge gets the thread's own time at that edge: from its last event before
+ * it, the recorded time since then added, no later than its first event
+ * after it. */
+struct edge {
+	uint64_t r, t;    /* the thread's last event before the edge */
+	uint64_t at;      /* the thread's time at the edge, once an event after it was seen */
+	int known;
+};
+
 struct cut_thread {
 	struct cut_frame *st;
 	size_t n, cap;
 	size_t held;      /* index of the outermost held frame; == n: none */
+	struct edge s, e; /* the window's start and end */
 };
 
 struct trace_cut {
@@ -205,7 +218,7 @@ struct trace_cut {
 	size_t nmarks;
 	struct cut_thread *threads; /* by lr_thread.index */
 	size_t nthreads;
-	uint64_t s, e;    /* the window in this process's ns */
+	uint64_t s, e;    /* the window in this process's ns, on the recorded clock */
 };
 
 struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_filter *filter,
@@ -314,19 +327,47 @@ static struct fr_frame out_frame(const struct fr_frame *in, const struct cut_thr
 	const struct cut_frame *f = &th->st[i];
 	return (struct fr_frame){.proc = in->proc, .thread = in->thread, .id = f->id,
 				 .parent = f->cand_up >= 0 ? th->st[f->cand_up].id : 0, .func_id = f->func,
-				 .depth = f->depth, .t_begin = f->t_begin, .after_tail = f->after_tail,
+				 .depth = f->depth, .t_begin = f->t_begin, .r_begin = f->r_begin, .after_tail = f->after_tail,
 				 .tail_from = f->tail_from, .tail_from_entry = f->tail_from_entry};
+}
+
+/* An event of the thread at r (recorded) and t (as given), after the edge
+ * or not. */
+static void edge_see(struct edge *g, uint64_t edge, int after, uint64_t r, uint64_t t)
+{
+	if (!after) {
+		g->r = r;
+		g->t = t;
+	} else if (!g->known) {
+		uint64_t at = g->t + (edge - g->r);
+		g->at = at < t ? at : t;
+		g->known = 1;
+	}
+}
+
+static void see(struct trace_cut *c, struct cut_thread *th, uint64_t r, uint64_t t)
+{
+	edge_see(&th->s, c->s, r >= c->s, r, t);
+	edge_see(&th->e, c->e, r > c->e, r, t); /* an event at the end is inside */
+}
+
+/* A frame begun before the window starts at its start. */
+static void clip_start(struct trace_cut *c, const struct cut_thread *th, struct fr_frame *o)
+{
+	if (o->r_begin < c->s) {
+		o->cut |= CUT_START;
+		o->r_begin = c->s;
+		o->t_begin = th->s.at;
+	}
 }
 
 static void emit_begin(struct trace_cut *c, const struct fr_frame *in, struct cut_thread *th, size_t i)
 {
 	struct fr_frame o = out_frame(in, th, i);
 	th->st[i].state = ST_KEPT;
-	if (o.t_begin < c->s) {
-		o.cut = CUT_START;
-		o.t_begin = c->s;
+	if (o.r_begin < c->s)
 		c->stats.cut_start++;
-	}
+	clip_start(c, th, &o);
 	c->stats.kept++;
 	c->out.begin(c->ctx, &o);
 }
@@ -334,12 +375,13 @@ static void emit_begin(struct trace_cut *c, const struct fr_frame *in, struct cu
 /* Held frames that qualify by `now` (an event inside them) are emitted,
  * outermost first. Ancestors qualify before their descendants (they are
  * older and begin earlier), so the scan stops at the first that does not. */
-static void release(struct trace_cut *c, const struct fr_frame *in, struct cut_thread *th, uint64_t now)
+static void release(struct trace_cut *c, const struct fr_frame *in, struct cut_thread *th, uint64_t now,
+		    uint64_t now_r)
 {
 	while (th->held < th->n) {
 		struct cut_frame *f = &th->st[th->held];
 		if (f->state == ST_HELD) {
-			if (now - f->t_begin < c->opt.min_duration || now < c->s || f->t_begin >= c->e)
+			if (now - f->t_begin < c->opt.min_duration || now_r < c->s || f->r_begin >= c->e)
 				return;
 			emit_begin(c, in, th, th->held);
 		}
@@ -380,8 +422,9 @@ void cut_begin(void *ctx, const struct fr_frame *in)
 {
 	struct trace_cut *c = ctx;
 	struct cut_thread *th = thread_of(c, in->thread);
-	uint64_t t_ns = in->t_begin;
-	release(c, in, th, t_ns);
+	uint64_t t_ns = in->t_begin, r_ns = in->r_begin;
+	see(c, th, r_ns, t_ns);
+	release(c, in, th, t_ns, r_ns);
 	if (th->n == th->cap) {
 		th->cap = th->cap ? th->cap * 2 : 64;
 		th->st = xrealloc(th->st, th->cap * sizeof(*th->st));
@@ -389,14 +432,15 @@ void cut_begin(void *ctx, const struct fr_frame *in)
 	struct cut_frame *f = &th->st[th->n];
 	f->id = in->id;
 	f->t_begin = t_ns;
+	f->r_begin = r_ns;
 	f->func = in->func_id;
 	f->after_tail = in->after_tail;
 	f->tail_from = in->tail_from;
 	f->tail_from_entry = in->tail_from_entry;
 	f->state = ST_DROP;
-	if (is_candidate(c, th, f, in->func_id) && t_ns < c->e)
+	if (is_candidate(c, th, f, in->func_id) && r_ns < c->e)
 		f->state = ST_HELD;
-	int now = f->state == ST_HELD && !c->opt.min_duration && t_ns >= c->s;
+	int now = f->state == ST_HELD && !c->opt.min_duration && r_ns >= c->s;
 	th->n++;
 	if (f->state == ST_HELD && th->held == th->n - 1 && now) {
 		emit_begin(c, in, th, th->n - 1);
@@ -410,13 +454,14 @@ void cut_end(void *ctx, const struct fr_frame *in)
 {
 	struct trace_cut *c = ctx;
 	struct cut_thread *th = thread_of(c, in->thread);
-	uint64_t t_end = in->t_end;
+	uint64_t t_end = in->t_end, r_end = in->r_end;
+	see(c, th, r_end, t_end);
 	size_t i = th->n - 1;
 	struct cut_frame *f = &th->st[i];
-	if (f->state == ST_HELD && t_end - f->t_begin >= c->opt.min_duration && f->t_begin < c->e &&
-	    (f->t_begin >= c->s || t_end > c->s)) {
+	if (f->state == ST_HELD && t_end - f->t_begin >= c->opt.min_duration && f->r_begin < c->e &&
+	    (f->r_begin >= c->s || r_end > c->s)) {
 		/* It qualifies, so do its held ancestors (older, begun earlier). */
-		release(c, in, th, t_end);
+		release(c, in, th, t_end, r_end);
 		if (th->held == i)
 			emit_begin(c, in, th, i);
 	}
@@ -425,12 +470,11 @@ void cut_end(void *ctx, const struct fr_frame *in)
 		o.end_kind = in->end_kind;
 		o.tail_entry = in->tail_entry;
 		o.t_end = t_end;
-		if (o.t_begin < c->s) {
-			o.cut = CUT_START;
-			o.t_begin = c->s;
-		}
-		if (o.t_end > c->e) {
-			o.t_end = c->e;
+		o.r_end = r_end;
+		clip_start(c, th, &o);
+		if (o.r_end > c->e) {
+			o.r_end = c->e;
+			o.t_end = th->e.at;
 			o.cut |= CUT_END;
 			c->stats.cut_end++;
 		}

@@ -425,13 +425,17 @@ const char *trace_thread_label(const struct trace_proc *p, const struct lr_threa
 	if (!*l) {
 		uint32_t fn;
 		if (tl_pick(p, t, &fn) == 0) {
-			const char *f = trace_short_name(p, fn);
+			const char *f = trace_short_name(p, fn), *c;
 			size_t flen = tl_owner(f); /* a test: the test's name, not its closure's shim */
+			size_t clen = flen ? 0 : tl_closure_of(trace_symbol(p, fn)->name, &c);
 			f += flen != 0;
 			flen = flen ? flen : strlen(f);
-			size_t n = strlen(t->name) + flen + 4;
+			size_t n = strlen(t->name) + (clen ? clen + sizeof("::{closure}") : flen) + 4;
 			*l = xmalloc(n);
-			snprintf(*l, n, "%s (%.*s)", t->name, (int)flen, f);
+			if (clen) /* a wrapper of a closure that calls only plumbing: the closure */
+				snprintf(*l, n, "%s (%.*s::{closure})", t->name, (int)clen, c);
+			else
+				snprintf(*l, n, "%s (%.*s)", t->name, (int)flen, f);
 		} else {
 			*l = xstrdup(t->name);
 		}
@@ -683,6 +687,7 @@ static void feed(struct pass *ps, struct lr_event *ev)
 	if (ps->net)
 		net_time(&ps->net[ti], p->pub.info, ev);
 	ev->time_ns += p->pub.start_ns;
+	ev->rec_ns += p->pub.start_ns;
 	if (ev->time_ns > p->pub.last_ns)
 		p->pub.last_ns = ev->time_ns;
 	fr_feed(ps->frames, ev);

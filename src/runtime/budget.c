@@ -49,6 +49,11 @@ int sf_budget_capped(void)
 	return B && __atomic_load_n(&B->capped, __ATOMIC_ACQUIRE);
 }
 
+uint64_t sf_budget_cap(void)
+{
+	return B ? B->cap : 0;
+}
+
 /* 0 if n more bytes of log fit in the budget (they are then claimed). */
 int sf_budget_take(uint64_t n)
 {
@@ -64,6 +69,7 @@ int sf_budget_take(uint64_t n)
 		B->capped_pid = (uint32_t)getpid();
 		B->capped_mono_ns = sf_mono_ns();
 	}
+	sf_log_note_capped();
 	return -1;
 }
 

@@ -21,6 +21,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -233,6 +234,10 @@ static void slot_swap(struct sf_thread *t, size_t n)
 	struct sf_chunk *h = next->hdr;
 	h->thread_serial = t->serial;
 	h->tid = t->tid;
+	/* The spare's header still names whichever thread used the slot last
+	 * (an exited one, whose slot went back to the free list); readers take
+	 * a thread's name from its newest batch. */
+	memcpy(h->name, full->hdr->name, sizeof(h->name));
 	__atomic_store_n(&h->seq, t->seq, __ATOMIC_RELEASE);
 	t->slot = next;
 	t->spare = full;

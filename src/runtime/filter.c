@@ -196,6 +196,31 @@ int sf_filter_init(void)
 	return 0;
 }
 
+/* Copies s into out[*n..cap), NUL-terminated, cut if it does not fit. */
+static void put_str(char *out, size_t cap, size_t *n, const char *s)
+{
+	while (*s && *n + 1 < cap)
+		out[(*n)++] = *s++;
+	out[*n] = 0;
+}
+
+void sf_filter_describe(char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = 0;
+	if (sf_config.filter[0] && in_private_dir(sf_config.filter)) {
+		put_str(out, cap, &n, "-f (several files, merged by record)");
+	} else if (sf_config.filter[0]) {
+		put_str(out, cap, &n, "-f ");
+		put_str(out, cap, &n, sf_config.filter);
+	} else if (F.per_object) {
+		put_str(out, cap, &n, "--filter-regex ");
+		put_str(out, cap, &n, F.regex);
+		if (F.mode == FF_MODE_WITHIN)
+			put_str(out, cap, &n, " --within");
+	}
+}
+
 static const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');

@@ -171,6 +171,7 @@ static void log_created(void)
 	if (h) {
 		h->reserved[SF_HDR_COST] = sf_hdr_cost_pack(sf_cost_parent, sf_cost_child);
 	}
+	sf_log_note_options();
 	sf_switch_log_created();
 }
 
@@ -280,6 +281,8 @@ __attribute__((constructor(101))) static void sf_init(int argc, char **argv, cha
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (!getauxval(AT_SECURE))
 		start_tracing();
+	if (!had && sf_config.enabled)
+		sf_log_watch_exit(); /* loaded with the process: see there */
 	environ = had;
 	if (libraries_ready)
 		after_libraries();

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -461,7 +462,7 @@ static int log_create_locked(void)
 	h->machine = SF_ARCH_MACHINE;
 	/* patch.c marks tail sleds that jump to a patched entry; the rest is
 	 * what sf_log_add_features was told, read again once h is published */
-	h->features = SF_FEAT_TAIL_TARGET | __atomic_load_n(&more_features, __ATOMIC_SEQ_CST);
+	h->features = SF_FEAT_TAIL_TARGET | SF_FEAT_OPTIONS | __atomic_load_n(&more_features, __ATOMIC_SEQ_CST);
 	h->counter_hz = sf_arch_counter_hz();
 	h->state = SF_STATE_RUNNING;
 	h->start_realtime_ns = sf_start_realtime;
@@ -798,20 +799,82 @@ void sf_log_finish(void)
 		return;
 	log_image_check();
 	sf_log_calibrate();
+	sf_log_note_capped();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 	if (L.files_shared)
 		log_fd_forget();
 }
 
-/* _exit/_Exit(status): the exit code, in the header, for readers (the
- * kernel's status, signals included, is record's to add when it reaps the
- * process). Not from a vfork or CLONE_VM child: the header mapped is its
- * parent's. */
-void sf_log_exit_called(int status)
+/* The recording options a reader cannot know otherwise (sftrace info). */
+static uint32_t filter_funcs_total; /* selected in every object scanned, before the log existed too */
+
+void sf_log_note_options(void)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	if (!h)
+		return;
+	h->max_size = sf_budget_cap();
+	sf_filter_describe(h->filter, sizeof(h->filter));
+	__atomic_store_n(&h->filter_funcs, __atomic_load_n(&filter_funcs_total, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	sf_log_note_capped();
+}
+
+/* Objects are scanned under the objects' lock, which log creation also
+ * takes: a count lands either before the log (and is copied above) or in
+ * its header. A forked child keeps its parent's objects: the count its
+ * new log starts from is the parent's. */
+void sf_filter_count_selected(uint32_t funcs)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	__atomic_add_fetch(&filter_funcs_total, funcs, __ATOMIC_RELAXED);
+	if (h)
+		__atomic_add_fetch(&h->filter_funcs, funcs, __ATOMIC_RELAXED);
+}
+
+void sf_log_note_capped(void)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	if (h && sf_budget_capped())
+		__atomic_store_n(&h->max_size_reached, 1, __ATOMIC_RELAXED);
+}
+
+/* The exit code, in the header, for readers (the kernel's status, signals
+ * included, is record's to add when it reaps the process). Not from a
+ * vfork or CLONE_VM child: the header mapped is its parent's. */
+static void log_exit_code(enum sf_exit_source src, int status)
 {
 	if (log_is_own())
-		__atomic_store_n(&L.hdr->exit_state, sf_exit_pack(SF_EXIT_CALLED, (uint32_t)(status & 0xff) << 8),
-				 __ATOMIC_RELEASE);
+		__atomic_store_n(&L.hdr->exit_state, sf_exit_pack(src, (uint32_t)(status & 0xff) << 8), __ATOMIC_RELEASE);
+}
+
+/* _exit/_Exit(status). */
+void sf_log_exit_called(int status)
+{
+	log_exit_code(SF_EXIT_CALLED, status);
+}
+
+/* exit(status), main's return included: glibc hands the status to on_exit
+ * handlers and to no other hook. Handlers run in the reverse order of
+ * their registration, and this one is registered in the runtime's
+ * constructor, the process's first, before __libc_start_main registers
+ * the loader's destructor pass: it runs last, after the program's own
+ * handlers and every destructor (ours, which wrote the last batches, among
+ * them), and only stores a word in the mapped header. stdio is flushed
+ * after it, as without the tracer. */
+static void exit_hook(int status, void *arg)
+{
+	(void)arg;
+	log_exit_code(SF_EXIT_EXITED, status);
+}
+
+/* Only for a runtime loaded with the process (never unloaded): a handler
+ * left behind by a dlclose'd one would be called at exit in unmapped code.
+ * glibc's first block of exit handlers is static: registering allocates
+ * nothing (the program's malloc must not run this early, init.c). */
+void sf_log_watch_exit(void)
+{
+	on_exit(exit_hook, NULL);
 }
 
 /* Creates the log now if this process has instrumented code and no log

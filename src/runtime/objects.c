@@ -498,6 +498,19 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_are
 	return ns;
 }
 
+/* With a filter: the object's functions it selected (one entry sled
+ * each), for the log header (sftrace info). In within mode those that
+ * open a window (the others are recorded inside one only: gated). */
+static void count_selected(const struct xray_sled_rt *sleds, uint32_t n)
+{
+	if (!sf_config.filter[0] && !sf_filter_per_object())
+		return;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		k += sleds[i].kind == XRAY_SLED_ENTRY && sleds[i].selected && sleds[i].variant != SF_VARIANT_GATED;
+	sf_filter_count_selected(k);
+}
+
 /* Reads the object's sled map, numbers its functions, logs it, patches it.
  * While tracing is off (record --paused, switch.c) all of that waits for
  * the next resume (sf_objects_switch): a paused process pays for finding
@@ -528,6 +541,7 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	int64_t ns = read_sleds(o, 1, &scratch, &sleds);
 	if (ns < 0)
 		return;
+	count_selected(sleds, (uint32_t)ns);
 	o->info.sleds = nsleds;
 	next_func_id += o->nfuncs;
 

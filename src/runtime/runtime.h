@@ -707,6 +707,7 @@ void sf_log_thread_started(void) SF_HIDDEN;
 void sf_log_object_logged(void) SF_HIDDEN;     /* counts an OBJECT chunk in the header */
 void sf_log_finish(void) SF_HIDDEN;            /* process exit */
 void sf_log_exit_called(int status) SF_HIDDEN; /* _exit(status): the code in the header */
+void sf_log_watch_exit(void) SF_HIDDEN;	      /* at start: exit(status) puts the code in the header */
 void sf_log_update_patch_stats(uint64_t patch_ns, uint32_t sleds_patched) SF_HIDDEN;
 /* files_shared: the child shares the descriptor table (CLONE_FILES). */
 void sf_log_after_fork_child(int files_shared) SF_HIDDEN;
@@ -727,6 +728,11 @@ void sf_zero_events(struct sf_event *ev, size_t n) SF_HIDDEN;
 void sf_budget_init(void) SF_HIDDEN;
 int sf_budget_take(uint64_t bytes) SF_HIDDEN;   /* 0: claimed; -1: over the cap (now or before) */
 int sf_budget_capped(void) SF_HIDDEN;
+uint64_t sf_budget_cap(void) SF_HIDDEN;      /* the --max-size cap in bytes; 0: none */
+void sf_log_note_capped(void) SF_HIDDEN;     /* the cap was reached: say so in the header, if any */
+void sf_log_note_options(void) SF_HIDDEN;    /* a new log: the filter and cap in its header */
+void sf_filter_describe(char *out, size_t cap) SF_HIDDEN; /* "-f PATH", "--filter-regex RE"; "" none */
+void sf_filter_count_selected(uint32_t funcs) SF_HIDDEN; /* an object's functions the filter selected */
 void sf_budget_drop_nolog(uint64_t events) SF_HIDDEN;
 
 /* ---- snapshot.c (record --ring: snapshots written by the writer thread) ---- */

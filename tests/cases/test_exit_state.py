@@ -21,8 +21,8 @@ def states(d):
 
 def test_exit_state_of_each_process():
     """_exit(7) reaped by its traced parent: the runtime's code. exit(4)
-    reaped by its traced parent: its hooks ran, the code is nobody's to
-    tell. An orphan that SIGKILLs itself: record's keeper reaped it. main
+    reaped by its traced parent: the runtime's on_exit handler's code, after
+    the program's own exit handlers ran and printed as untraced. An orphan that SIGKILLs itself: record's keeper reaped it. main
     returning 5: record's own child."""
     exe = build_c("exit_paths", ["exit_paths.c"])
     d = tmpdir()
@@ -31,8 +31,8 @@ def test_exit_state_of_each_process():
     got = states(d)
     eq(len(got), 5, "five logs: main, a, b, c, d")
     eq(got[pids["a"]], ("exited 7 (_exit)", 7, None, "runtime"), "a: _exit(7), reaped by main")
-    eq(got[pids["b"]], ("exited (code not recorded: its parent was not sftrace record)", None, None, None),
-       "b: exit(4), reaped by main")
+    eq(got[pids["b"]], ("exited 4 (exit, or main's return)", 4, None, "runtime"), "b: exit(4), reaped by main")
+    eq(p.stdout.splitlines()[:2], ["b atexit", "b on_exit 4 arg"], "b's own exit handlers, in order, flushed")
     eq(got[pids["d"]], ("killed by SIGKILL (signal 9)", None, "SIGKILL", "record"), "d: an orphan killed")
     main = [pid for pid in got if pid not in pids.values() and got[pid][0] != "exited 0 (_exit)"]
     eq([got[pid] for pid in main], [("exited 5", 5, None, "record")], "main returned 5")

@@ -9,6 +9,7 @@ Runs under tests/run.py."""
 import collections
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -93,7 +94,7 @@ def test_info_shows_the_recording_filter_and_cap():
     cap, alloc, trims)". A run recorded with `-f FILE --max-size 1M` shows
     ring, trims and allocations but neither the filter nor the cap (text
     or json); `sleds patched : 3 of 5 (a filter, or objects loaded late)`
-    only guesses."""
+    only guesses. (Fixed: the log header keeps them, docs/FORMAT.md.)"""
     exe = build_c("skep28r_plain", ["skep28r_icf.c"])  # no folding needed: any program
     d = tmpdir()
     filt = os.path.join(d, "beta.filter")
@@ -103,10 +104,40 @@ def test_info_shows_the_recording_filter_and_cap():
     js = run([SFTRACE, "info", "-q", "--format", "json", log]).stdout
     has_filter = "beta.filter" in text and "beta.filter" in js
     has_cap = re.search(r"1(\.0)? MiB|1048576", text) and "1048576" in js
-    if not (has_filter and has_cap):
-        raise Skip("known break, issue 28 open: info names no recording filter "
-                   f"({'shown' if has_filter else 'missing'}) and no --max-size cap "
-                   f"({'shown' if has_cap else 'missing'})")
+    check(has_filter and has_cap, f"info names the filter and the cap: {text}")
+    proc = json.loads(js)["processes"][0]
+    eq(_info_lines(text, ("sleds patched", "filter", "max size")),
+       [f"3 of {proc['sleds']} (the filter)", f"-f {os.path.realpath(filt)} (1 function selected)",
+        "1048576 bytes (1.00 MiB), not reached"], "info's option lines")
+    eq({k: proc[k] for k in ("filter", "filter_functions", "max_size", "max_size_reached")},
+       {"filter": f"-f {os.path.realpath(filt)}", "filter_functions": 1, "max_size": 1048576,
+        "max_size_reached": False}, "info's json options")
+
+
+def _info_lines(text, keys):
+    got = dict(re.findall(r"^# (\w[\w ]*?)\s*: (.*)$", text, re.M))
+    return [got.get(k) for k in keys]
+
+
+def test_info_shows_a_filter_regex_and_a_cap_reached():
+    """`record --filter-regex RE --within --max-size 40K` on skep28r_window
+    (200,010 calls: far more than 40K of log): info says the regex, the
+    functions it selected (the two that open windows), the cap and that the
+    recording stopped at it; a recording without either says none."""
+    exe = build_c("skep28r_window", ["skep28r_window.c"])
+    d = tmpdir()
+    _, log = record([exe], out=os.path.join(d, "r", "sf.log"),
+                    args=["-q", "--filter-regex", "^(tiny|mark)$", "--within", "--max-size", "40K"])
+    text = run([SFTRACE, "info", "-q", log]).stdout
+    eq(_info_lines(text, ("filter", "max size")),
+       ["--filter-regex ^(tiny|mark)$ --within (2 functions selected)",
+        "40960 bytes (40.0 KiB), reached: recording stopped there"], "info's option lines")
+    proc = json.loads(run([SFTRACE, "info", "-q", "--format", "json", log]).stdout)["processes"][0]
+    eq([proc[k] for k in ("filter", "filter_functions", "max_size", "max_size_reached")],
+       ["--filter-regex ^(tiny|mark)$ --within", 2, 40960, True], "info's json options")
+    _, plain = record([exe, "10"], out=os.path.join(d, "p", "sf.log"), args=["-q"])
+    eq(_info_lines(run([SFTRACE, "info", "-q", plain]).stdout, ("sleds patched", "filter", "max size")),
+       ["8 of 8", "none", "none"], "info without a filter or a cap")
 
 
 # ---- thread names ----
@@ -117,8 +148,8 @@ def test_main_thread_keeps_its_name_after_a_named_thread_exits():
     hand-off) and ends. The program prints `main is skep28r_tname`, but
     query's threads table, info and report --threads call main
     worker::tests:x: the buffer main continued in was the worker's, and its
-    header kept the worker's name (the runtime's slot_swap does not rename
-    the slot it switches to). Seen first on regex-syntax's test suite,
+    header kept the worker's name (the runtime's slot_swap did not rename
+    the slot it switches to; it now copies the thread's name). Seen first on regex-syntax's test suite,
     whose main thread showed as `utf8::tests::si (regex_syntax::main)`."""
     exe = build_c("skep28r_tname", ["skep28r_tname.c"], libs=["-lpthread"])
     bad = []
@@ -129,9 +160,7 @@ def test_main_thread_keeps_its_name_after_a_named_thread_exits():
         rows = run([SFTRACE, "query", "-q", log, f"select thread_name from threads where tid = {pid}"]).stdout
         if rows.split("\n")[1] != "skep28r_tname":
             bad.append(rows.split("\n")[1])
-    if bad:
-        raise Skip(f"known break, issue 28 open: the main thread is named {bad[0]!r} "
-                   f"in {len(bad)} of 3 runs (its name is skep28r_tname)")
+    eq(bad, [], "main's name in runs where it differs from skep28r_tname")
 
 
 # ---- source lines with line tables only ----
@@ -252,7 +281,7 @@ def test_child_exit_code_is_recorded_for_exit_and_return():
     _exit(7), but `exited (code not recorded: its parent was not sftrace
     record)` for the one that called exit(5) and the one whose main
     returned 6: the common endings lose their code, though glibc hands it
-    to on_exit handlers. Under `sftrace record -- cargo test` (or npm
+    to on_exit handlers (the runtime now registers one). Under `sftrace record -- cargo test` (or npm
     test), every test binary is such a child: which one failed is not in
     the logs."""
     exe = build_c("skep28r_exits", ["skep28r_exits.c"])
@@ -265,9 +294,6 @@ def test_child_exit_code_is_recorded_for_exit_and_return():
              for b in text.split("# process ")[1:]}
     eq(state[kids["_"][0]], "exited 7 (_exit)", "the _exit child")
     got = (state[kids["e"][0]], state[kids["r"][0]])
-    if not all(s.startswith("exited ") and s.split()[1].isdigit() for s in got):
-        raise Skip(f"known break, issue 28 open: info says {got[0]!r} for exit(5) and {got[1]!r} for a "
-                   "return of 6 from main")
     eq([g.split()[:2] for g in got], [["exited", "5"], ["exited", "6"]], "exit(5) and return 6")
 
 
@@ -336,7 +362,9 @@ def test_spawned_thread_label_is_not_the_allocator():
     __rust_begin_short_backtrace::<skep28r_spawn::main::{closure#0}, usize>;
     all it calls is the allocator (RawVec growth, __rust_alloc). The label is
     `spawned::worker (__rustc::__rust_no_alloc_shim_is_unstable_v2)`: the
-    allocator plumbing the label is meant to skip. The closure
+    allocator plumbing the label is meant to skip (fixed: plumbing a wrapper
+    calls is skipped, and a wrapper that calls only plumbing is named by the
+    closure in its type arguments). The closure
     (skep28r_spawn::main's) is in the frames' names. Seen on regex-syntax:
     no_stack_overflow_on_drop's spawned thread is labelled
     `ast::tests::no_ (__rustc::__rust_dealloc)`."""
@@ -348,8 +376,9 @@ def test_spawned_thread_label_is_not_the_allocator():
     eq(len(rows), 2, f"one cut-named thread: {rows}")
     label = rows[1]
     check(label.startswith("spawned::worker ("), label)
-    if "__rust" in label or "alloc" in label or "skep28r_spawn::main" not in label:
-        raise Skip(f"known break, issue 28 open: the spawned thread is labelled {label!r}")
+    check("__rust" not in label and "alloc" not in label and "skep28r_spawn::main" in label,
+          f"the spawned thread's label names its closure: {label!r}")
+    eq(label, "spawned::worker (skep28r_spawn::main::{closure})", "the label")
 
 
 # ---- --time: one window, the same calls in every command ----
@@ -365,7 +394,8 @@ def test_time_window_keeps_the_same_calls_in_every_command():
     mark in dump, convert and `replay --raw-times`, but `replay`, `report`
     and `graph` (net times by default) cut their window on a clock with the
     tracer's cost taken off, which is milliseconds behind by then: they
-    keep tiny calls from elsewhere and no mark. SKILL says `--time` is
+    keep tiny calls from elsewhere and no mark (fixed: every command cuts
+    on the recorded clock, and shows its own times). SKILL says `--time` is
     measured from the trace start and every reading command takes the same
     options. Seen on a 2-thread recursion: `report --time` dropped a whole
     thread that dump, convert and Perfetto kept in the same window."""
@@ -383,6 +413,10 @@ def test_time_window_keeps_the_same_calls_in_every_command():
     check(any(ln.strip().startswith("mark()") for ln in raw), f"replay --raw-times keeps mark: {raw}")
     net = sfkit.call_column(_window_functions(["replay", "--no-pager"], log, window))
     rep = _window_functions(["report", "--format", "tsv"], log, window)
-    if not any(ln.strip().startswith("mark()") for ln in net) or "\tmark\t" not in rep:
-        raise Skip(f"known break, issue 28 open: --time {window} keeps mark in dump and replay --raw-times, "
-                   f"but replay (net times) keeps {sorted({ln.strip() for ln in net})[:4]}")
+    graph = _window_functions(["graph"], log, window)
+    # The window is cut on the recorded clock everywhere: net and raw
+    # replays keep the same calls; only their times differ.
+    eq(net, raw, f"replay's calls with net and raw times in --time {window}")
+    check(any(ln.strip().startswith("mark()") for ln in net), f"replay keeps mark: {net}")
+    check("\tmark\t" in rep, f"report keeps mark: {rep}")
+    check(re.search(r"\(1\) mark$", graph, re.M), f"graph keeps mark: {graph}")

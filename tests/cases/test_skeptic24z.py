@@ -77,6 +77,33 @@ def test_clone_files_child_failed_exec_reopens_its_log_from_another_cwd():
             eq(count_calls(dump_events(k)).get("work"), 2, f"{kind}: work calls in {k}")
 
 
+def test_clone_files_child_dropping_root_keeps_events_after_failed_exec():
+    """A CLONE_FILES child (raw syscall(SYS_clone), as root) drops to
+    uid/gid 65534 (the runtime creates its log there, before the drop),
+    its execl of a missing file fails,
+    it calls work(20) and _exits 3. Untraced: "0:300 1:300 2:300", 0
+    descriptors gained (traced the same). Each child's log should hold
+    work once, or record should count what it lost. Traced each child's
+    log holds 0 events ("pid N: 0 events, 0 threads, 1 object", no
+    DROPPED, no write error): the exec wrapper closed the log descriptor,
+    the reopen by name after the failed exec is refused (0600 root log,
+    DESIGN.md names this reason), and the call is lost without a word.
+    Without the setuid each log holds its calls (the reopen case above);
+    with a call before the drop it holds them too (the log was mapped).
+    A worker's execvp fallback or optional helper fails this way."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to drop privileges")
+    u, t, d = _cfiles("syscall", "dropfail")
+    want = "0:300 1:300 2:300 \nsyscall dropfail: descriptors gained 0\n"
+    eq(u, want, "untraced")
+    eq(t, want, "traced")
+    kids = [f for f in logs_in(d) if not f.endswith("/sf.log")]
+    eq(len(kids), 3, "child logs")
+    got = [count_calls(dump_events(k)).get("work", 0) for k in kids]
+    same_or_break(got, [1, 1, 1], "work calls in the child logs",
+                  "a CLONE_FILES child that dropped root loses its events at a failed exec, silently")
+
+
 def test_clone_files_child_quick_exit_leaves_its_log_descriptor():
     """3 clone(CLONE_FILES | SIGCHLD) children (own stack) call work() then
     quick_exit(3). Untraced: "0:300 1:300 2:300", the parent's table gains
@@ -143,7 +170,7 @@ def test_vfork_clone_own_robust_list_failed_exec_keeps_parent_waiting():
     the parent is a vfork parent until the child exits: "child: exec
     failed\\nchild: exit\\nparent\\n". Traced the runtime's exec wrapper
     marked the futex word before the exec (the program's robust list
-    replaced the runtime's), so the failed exec released the parent at
+    replaced the runtime's), so the failed exec released the parent
     at once, even before the child's first write: "parent\\nchild: exec
     failed\\nchild: exit\\n" (clone3 too). DESIGN.md says so for qemu-user (no set_robust_list), not for a
     program's own list; re-registering the runtime's word just before the

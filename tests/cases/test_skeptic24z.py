@@ -149,6 +149,20 @@ def test_clone_files_child_pthread_exit_flushes_and_closes_like_untraced():
                   "its log descriptor left in the shared table")
 
 
+def test_descriptor_count_after_children_of_every_kind():
+    """skep24z_fdcount: 20 popens, 5 system()s, 5 clone(CLONE_VFORK |
+    CLONE_FILES) children that exec, 5 clone3(CLONE_VFORK) children that
+    _exit, 5 posix_spawns, 5 vforks that exec, 5 forks, with environ kept
+    or emptied by clearenv. Untraced and traced: "descriptors gained 0"
+    (the log's own descriptor, there from the start traced, is not
+    counted) (held)."""
+    exe = build_c("skep24z_fdcount", ["skep24z_fdcount.c"])
+    for env in ("kept", "clear"):
+        want = "3: descriptors gained 0\n"
+        eq(run([exe, env]).stdout, want, "untraced " + env)
+        eq(traced([exe, env])[0].stdout, want, "traced " + env)
+
+
 # --- vfork-clone with the program's own robust list -------------------------
 
 def test_vfork_clone_own_robust_list_exec_routes_release_parent():

@@ -258,6 +258,27 @@ def test_system_after_clearenv_passes_command_as_glibc_does():
                   "system() after clearenv runs sh -c -- LINE, glibc 2.36 sh -c LINE")
 
 
+def test_overlapping_system_calls_restore_the_program_handlers():
+    """SIGINT and SIGQUIT have handlers. A thread runs system("sleep 0.3");
+    100 ms later main unsetenv("LD_PRELOAD")s (a program keeping preloads
+    away from its helpers) and runs system("sleep 0.5"). Untraced both
+    calls share glibc's count of threads in system(): the handlers are
+    saved once and put back when the last call ends: "status 0, after
+    both: SIGINT handler SIGQUIT handler". Traced the first call is
+    glibc's own (environ complete) and the second the runtime's
+    (system_in: LD_PRELOAD missing), each with its own count: the second
+    saves the SIG_IGN the first set, the first restores the handlers at
+    0.3 s, the second restores SIG_IGN at 0.6 s: "SIGINT ign SIGQUIT ign"
+    for good (Ctrl-C and a supervisor's SIGINT/SIGQUIT are ignored from
+    then on). Always taking the runtime's path (with environ itself when
+    nothing is missing) would keep one count."""
+    exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
+    want = "status 0, after both: SIGINT handler SIGQUIT handler\n"
+    eq(run([exe, "mixed"]).stdout, want, "untraced")
+    same_or_break(traced([exe, "mixed"])[0].stdout, want, "traced",
+                  "glibc's system and the runtime's overlapping leave SIGINT/SIGQUIT ignored for good")
+
+
 def test_popen_window_does_not_leak_into_fork_children():
     """clearenv(); one thread loops popen("true")/pclose while main forks
     100 children, each checking 1 ms later that its environ is empty.

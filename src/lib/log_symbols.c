@@ -248,7 +248,14 @@ size_t ls_aliases(struct log_symbols *ls, uint32_t func_id,
 	if (lr_func(ls->log, func_id, &obj, &vaddr) < 0)
 		return 0;
 	struct ls_object *lo = &ls->objs[obj - lr_object_at(ls->log, 0)];
-	return lo->sym ? sym_aliases(lo->sym, vaddr, cb, ctx) : 0;
+	if (!lo->sym)
+		return 0;
+	/* A function a filter renamed (ls_prefer_name) keeps the symbol
+	 * table's own name among its others: callers skip the shown one. */
+	const struct sym_info *own = sym_lookup(lo->sym, vaddr);
+	if (cb && ls_lookup(ls, func_id) != own && sym_aliases(lo->sym, vaddr, NULL, NULL))
+		cb(ctx, own->mangled ? own->mangled : own->name, own->name);
+	return sym_aliases(lo->sym, vaddr, cb, ctx);
 }
 
 int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name)

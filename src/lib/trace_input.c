@@ -13,6 +13,7 @@
 #include "format/sflog.h"
 #include "lib/demangle.h"
 #include "lib/hashmap.h"
+#include "lib/kept_filter.h"
 #include "lib/name_match.h"
 #include "lib/outfile.h"
 #include "lib/thread_label.h"
@@ -214,20 +215,47 @@ static void prefer_filter_name(void *ctx, uint64_t vaddr, const char *name)
 		ls_prefer_name(fn->syms, (uint32_t)(id - 1), name);
 }
 
-static void apply_filter_names(struct trace_input *in)
+static void apply_filter_names(struct proc_state *p, const struct cut_filter *f)
 {
-	for (size_t i = 0; i < in->nprocs; i++) {
-		const struct lr_log *log = in->procs[i].pub.log;
-		for (size_t k = 0; k < lr_nobjects(log); k++) {
-			const struct lr_object *o = lr_object_at(log, k);
-			struct filter_names fn = {in->procs[i].pub.syms, o, HASHMAP_INIT};
-			hm_init(&fn.ids, o->count);
-			for (uint32_t j = 0; j < o->count; j++)
-				*hm_put(&fn.ids, o->funcs[j], NULL) = (uint64_t)o->first_id + j + 1;
-			cut_filter_each_name(in->filter, o, prefer_filter_name, &fn);
-			hm_free(&fn.ids);
-		}
+	const struct lr_log *log = p->pub.log;
+	for (size_t k = 0; k < lr_nobjects(log); k++) {
+		const struct lr_object *o = lr_object_at(log, k);
+		struct filter_names fn = {p->pub.syms, o, HASHMAP_INIT};
+		hm_init(&fn.ids, o->count);
+		for (uint32_t j = 0; j < o->count; j++)
+			*hm_put(&fn.ids, o->funcs[j], NULL) = (uint64_t)o->first_id + j + 1;
+		cut_filter_each_name(f, o, prefer_filter_name, &fn);
+		hm_free(&fn.ids);
 	}
+}
+
+/* The filter each log was recorded with, kept next to it by record
+ * (kept_filter.h): its names are the ones outputs use, unless -c chooses
+ * again. Logs of one run share the file: each is read once. A kept filter
+ * that cannot be read leaves the names as the symbol table gives them. */
+static void apply_kept_filters(struct trace_input *in)
+{
+	char (*paths)[PATH_MAX] = xcalloc(in->nprocs + 1, sizeof(*paths));
+	struct cut_filter **filters = xcalloc(in->nprocs + 1, sizeof(*filters));
+	size_t n = 0;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		char path[PATH_MAX];
+		if (kf_find_for_log(in->procs[i].pub.info->path, path, sizeof(path)) < 0)
+			continue;
+		size_t k = 0;
+		while (k < n && strcmp(paths[k], path))
+			k++;
+		if (k == n) {
+			memcpy(paths[n], path, sizeof(path));
+			filters[n++] = cut_filter_load(path);
+		}
+		if (filters[k])
+			apply_filter_names(&in->procs[i], filters[k]);
+	}
+	for (size_t k = 0; k < n; k++)
+		cut_filter_free(filters[k]);
+	free(filters);
+	free(paths);
 }
 
 /* -c FILE: parsed once, checked against every log. A filter that selects
@@ -250,7 +278,8 @@ static int load_filter(struct trace_input *in)
 			 in->nprocs == 1 ? "" : "s");
 		return -1;
 	}
-	apply_filter_names(in);
+	for (size_t i = 0; i < in->nprocs; i++)
+		apply_filter_names(&in->procs[i], in->filter);
 	return 0;
 }
 
@@ -367,6 +396,8 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 		free(files[i]);
 	free(files);
 	set_time_zero(in);
+	if (ok && !(opt && opt->no_symbols))
+		apply_kept_filters(in);
 	if (ok && opt && opt->cut.filter_path)
 		ok = load_filter(in) == 0;
 	if (ok)

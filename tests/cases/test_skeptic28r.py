@@ -43,17 +43,16 @@ def test_icf_named_as_the_record_filter_chose():
     with `record --filter-regex '^gamma_sum$'`), the four calls show as
     beta_sum in replay, report and info: the user sees a function the filter
     did not ask for (issue 28, "Names"). Only a `-c FILE` given to the
-    reading command chooses the name today."""
+    reading command chose the name; record now keeps its filter as
+    STEM.recorded.filter and readers take its names."""
     exe = _icf()
     d = tmpdir()
     filt = os.path.join(d, "alpha.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^alpha_sum$", "-o", filt])
     _, log_a = record([exe], out=os.path.join(d, "a", "sf.log"), args=["-q", "-f", filt])
     _, log_g = record([exe], out=os.path.join(d, "g", "sf.log"), args=["-q", "--filter-regex", "^gamma_sum$"])
-    got_a, got_g = _icf_names(log_a), _icf_names(log_g)
-    if got_a != ["alpha_sum"] or got_g != ["gamma_sum"]:
-        raise Skip("known break, issue 28 open: a folded function recorded with a filter for alpha_sum "
-                   f"replays as {got_a}, with --filter-regex '^gamma_sum$' as {got_g}")
+    eq(_icf_names(log_a), ["alpha_sum"], "names in the replay of the -f alpha.filter recording")
+    eq(_icf_names(log_g), ["gamma_sum"], "names in the replay of the --filter-regex '^gamma_sum$' recording")
     eq(_calls(log_a), ["alpha_sum();"] * 4, "replay of the alpha_sum recording")
     rep = run([SFTRACE, "report", "-q", "--format", "tsv", log_g]).stdout.splitlines()
     eq([r.split("\t")[1:3] for r in rep[1:]], [["gamma_sum", "4"]], "report of the gamma_sum recording")

@@ -283,30 +283,59 @@ static int load_filter(struct trace_input *in)
 	return 0;
 }
 
-/* A pattern with no regex metacharacter is a name, taken whole as uftrace
- * takes it: `-F parse` is parse, not parse_all. The name may leave out its
- * parameter list (C++'s "ns::f(int)", short style "ns::f(…)"). */
-static void add_func_pattern(struct nm_patterns *ps, const char *text, const char *origin)
+static int func_found(const struct nm_patterns *ps, struct proc_state *p, uint32_t id);
+
+/* Whether any function of any log is found by the patterns. */
+static int any_func_found(struct trace_input *in, const struct nm_patterns *ps)
 {
-	if (text[strcspn(text, "\\^$.|?*+()[]{}")]) {
-		nm_add(ps, text, origin);
-		return;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		const struct lr_log *log = in->procs[i].pub.log;
+		for (size_t k = 0; k < lr_nobjects(log); k++) {
+			const struct lr_object *o = lr_object_at(log, k);
+			for (uint32_t j = 0; j < o->count; j++)
+				if (func_found(ps, &in->procs[i], o->first_id + j) >= 0)
+					return 1;
+		}
 	}
-	size_t n = strlen(text) + sizeof("^\\Q\\E(\\(.*\\))?$");
-	char *exact = xmalloc(n);
-	snprintf(exact, n, "^\\Q%s\\E(\\(.*\\))?$", text);
-	nm_add(ps, exact, origin);
-	free(exact);
+	return 0;
 }
 
-/* -F/-N REGEX: compiled once; a bad one is named. */
+int trace_add_name_pattern(struct trace_input *in, struct nm_patterns *ps, const char *text, const char *origin)
+{
+	char *whole = nm_whole_pattern(text);
+	int use_whole = !nm_has_meta(text);
+	if (!use_whole) {
+		struct nm_patterns probe = {0};
+		nm_add(&probe, whole, origin);
+		if (nm_compile(&probe) < 0) {
+			nm_free(&probe);
+			free(whole);
+			return -1;
+		}
+		use_whole = any_func_found(in, &probe);
+		nm_free(&probe);
+	}
+	nm_add(ps, use_whole ? whole : text, origin);
+	free(whole);
+	return 0;
+}
+
+int trace_func_found(const struct trace_proc *p, const struct nm_patterns *ps, uint32_t func_id)
+{
+	return func_found(ps, (struct proc_state *)p, func_id) >= 0;
+}
+
+/* -F/-N: names taken whole or regexes (nm_whole_pattern's rule), compiled
+ * once; a bad regex is named. */
 static int compile_func_regexes(struct trace_input *in)
 {
 	const struct trace_cut_options *c = &in->opt.cut;
 	for (size_t i = 0; i < c->nonly_funcs; i++)
-		add_func_pattern(&in->only, c->only_funcs[i], "-F");
+		if (trace_add_name_pattern(in, &in->only, c->only_funcs[i], "-F") < 0)
+			return -1;
 	for (size_t i = 0; i < c->nnotrace_funcs; i++)
-		add_func_pattern(&in->notrace, c->notrace_funcs[i], "-N");
+		if (trace_add_name_pattern(in, &in->notrace, c->notrace_funcs[i], "-N") < 0)
+			return -1;
 	return nm_compile(&in->only) < 0 || nm_compile(&in->notrace) < 0 ? -1 : 0;
 }
 

@@ -250,9 +250,8 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 		 * copied from report, `f()`, is f and not f_other too. */
 		size_t funcs = 0;
 		char *whole = nm_whole_pattern(regex);
-		if (nm_has_meta(regex))
-			rc = resolve_all(specs[i], exe, objs, nobjs, whole, dur, NULL, &funcs);
-		const char *use = funcs || !nm_has_meta(regex) ? whole : regex;
+		rc = resolve_all(specs[i], exe, objs, nobjs, whole, dur, NULL, &funcs);
+		const char *use = funcs ? whole : regex;
 		funcs = 0;
 		if (!rc)
 			rc = resolve_all(specs[i], exe, objs, nobjs, use, dur, out, &funcs);

@@ -200,15 +200,6 @@ static size_t without_call_parens(const char *text)
 	return n > 2 && !strcmp(text + n - 2, "()") ? n - 2 : n;
 }
 
-int nm_has_meta(const char *text)
-{
-	size_t n = without_call_parens(text);
-	for (size_t i = 0; i < n; i++)
-		if (strchr("\\^$.|?*+()[]{}", text[i]))
-			return 1;
-	return 0;
-}
-
 char *nm_whole_pattern(const char *text)
 {
 	size_t n = without_call_parens(text);

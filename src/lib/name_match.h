@@ -41,12 +41,10 @@ void nm_free(struct nm_patterns *ps);
  *   1. a trailing "()" is left out (report and replay print `f()`);
  *   2. a function whose name, in full or in short style, is the text
  *      (with or without its parameter list) is found: nm_whole_pattern;
- *   3. only when no function has that name, and the text has a regex
- *      metacharacter, it is a regex (unanchored, as sftrace filter -r).
- * nm_whole_pattern gives rule 2's pattern (malloc'd); nm_has_meta says
- * whether rule 3 can apply. */
+ *   3. only when no function has that name is the text a regex
+ *      (unanchored, as sftrace filter -r).
+ * nm_whole_pattern gives rule 2's pattern (malloc'd). */
 char *nm_whole_pattern(const char *text);
-int nm_has_meta(const char *text);
 
 /* `name` with the text of its generic arguments replaced by "…": every
  * `<...>` that follows a name or `::` (Vec<T>, from_str::<T>), not the

@@ -303,19 +303,15 @@ static int any_func_found(struct trace_input *in, const struct nm_patterns *ps)
 int trace_add_name_pattern(struct trace_input *in, struct nm_patterns *ps, const char *text, const char *origin)
 {
 	char *whole = nm_whole_pattern(text);
-	int use_whole = !nm_has_meta(text);
-	if (!use_whole) {
-		struct nm_patterns probe = {0};
-		nm_add(&probe, whole, origin);
-		if (nm_compile(&probe) < 0) {
-			nm_free(&probe);
-			free(whole);
-			return -1;
-		}
-		use_whole = any_func_found(in, &probe);
+	struct nm_patterns probe = {0};
+	nm_add(&probe, whole, origin);
+	if (nm_compile(&probe) < 0) {
 		nm_free(&probe);
+		free(whole);
+		return -1;
 	}
-	nm_add(ps, use_whole ? whole : text, origin);
+	nm_add(ps, any_func_found(in, &probe) ? whole : text, origin);
+	nm_free(&probe);
 	free(whole);
 	return 0;
 }

@@ -275,9 +275,17 @@ int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name)
 	r->info = *cur;
 	r->info.name = r->name;
 	r->info.mangled = r->mangled;
+	/* The chosen alias's own definition, not the one at the address. */
+	struct ls_object *lo = &ls->objs[obj - lr_object_at(ls->log, 0)];
+	const char *file;
+	uint32_t line;
+	if (sym_named_source(lo->sym, r->mangled, &file, &line)) {
+		r->info.file = file;
+		r->info.line = line;
+	}
 	r->next = ls->renamed;
 	ls->renamed = r;
-	ls->objs[obj - lr_object_at(ls->log, 0)].cache[func_id - obj->first_id] = &r->info;
+	lo->cache[func_id - obj->first_id] = &r->info;
 	return 1;
 }
 

@@ -78,9 +78,10 @@ def test_icf_srcline_is_the_shown_name_s_line():
     eq(len(lines), 4, "four calls of the folded function")
     got = re.search(r"skep28r_icf\.c:(\d+) \*/$", lines[0])
     check(got, f"a source line: {lines[0]!r}")
-    if int(got.group(1)) != want:
-        raise Skip(f"known break, issue 28 open: the folded function is shown as {shown} (skep28r_icf.c:{want}) "
-                   f"but --srcline says skep28r_icf.c:{got.group(1)}, another alias's line")
+    eq(int(got.group(1)), want, f"replay --srcline's line of {shown} (not another alias's)")
+    rep = [ln for ln in run([SFTRACE, "report", "-q", "--srcline", log]).stdout.splitlines() if shown in ln]
+    eq(len(rep), 1, "report's row of the folded function")
+    check(rep[0].endswith(f"skep28r_icf.c:{want}"), f"report --srcline: {rep[0]!r}")
     q = run([SFTRACE, "query", "-q", log, f"select line from functions where name = '{shown}'"]).stdout.split()
     eq(q, ["line", str(want)], "query's functions.line")
 
@@ -318,6 +319,11 @@ def test_a_chosen_alias_keeps_the_other_names_as_aliases():
     filt = os.path.join(d, "alpha.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^alpha_sum$", "-o", filt])
     eq(_calls(log, ["-c", filt]), ["alpha_sum();"] * 4, "replay -c names it alpha_sum")
+    src = os.path.join(FIXTURES, "skep28r_icf.c")
+    want = 1 + next(i for i, ln in enumerate(open(src)) if ln.startswith("__attribute__((noinline)) long alpha_sum("))
+    lines = {re.search(r"skep28r_icf\.c:(\d+) \*/$", ln).group(1)
+             for ln in _calls(log, ["-c", filt, "--srcline"]) if "alpha_sum" in ln}
+    eq(lines, {str(want)}, "replay -c --srcline gives alpha_sum's own line")
     got = re.search(r"alias: (\w+) = (.*)", run([SFTRACE, "info", "-q", "-c", filt, log]).stdout)
     check(got and got.group(1) == "alpha_sum", f"info -c names alpha_sum first: {got and got.group(0)}")
     pola = os.path.join(d, "c.pola")

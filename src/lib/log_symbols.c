@@ -289,6 +289,15 @@ int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name)
 	return 1;
 }
 
+const char *ls_object_without_dwarf(struct log_symbols *ls, uint32_t func_id)
+{
+	const struct lr_object *obj;
+	if (lr_func(ls->log, func_id, &obj, NULL) < 0)
+		return NULL;
+	struct ls_object *lo = &ls->objs[obj - lr_object_at(ls->log, 0)];
+	return lo->sym && !sym_has_dwarf(lo->sym) ? lo->file : NULL;
+}
+
 const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uint64_t *vaddr)
 {
 	size_t best = SIZE_MAX;

@@ -744,6 +744,13 @@ static int inlined_call_site(struct sym_object *o, struct cu *c, Dwarf_Die *die,
 	return *file != NULL;
 }
 
+int sym_has_dwarf(struct sym_object *o)
+{
+	if (!o->dwarf_loaded)
+		load_dwarf(o);
+	return o->dw != NULL;
+}
+
 int sym_named_source(struct sym_object *o, const char *symbol, const char **file, uint32_t *line)
 {
 	if (!o->dwarf_loaded)

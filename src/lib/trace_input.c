@@ -16,6 +16,7 @@
 #include "lib/kept_filter.h"
 #include "lib/name_match.h"
 #include "lib/outfile.h"
+#include "lib/text_esc.h"
 #include "lib/thread_label.h"
 #include "lib/util.h"
 
@@ -29,6 +30,7 @@ struct proc_state {
 	size_t nshort;
 	char **labels;        /* trace_thread_label by thread index, built on first use */
 	size_t nlabels;
+	struct trace_input *in;
 };
 
 /* One replay: the pipeline's stages and where it is. */
@@ -60,6 +62,8 @@ struct trace_input {
 	struct nm_patterns only, notrace; /* -F, -N (compiled) */
 	struct pass run;      /* the latest trace_run (its stages hold the totals) */
 	int repairs_shown;    /* the command's output states the repairs and the cut */
+	char **no_lines;      /* objects trace_srcline said have no source lines */
+	size_t nno_lines;
 };
 
 /* A process's own log (not a ring snapshot: a copy of one, read only when
@@ -406,6 +410,7 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 			continue;
 		}
 		ps->pub.index = in->nprocs;
+		ps->in = in;
 		ps->pub.info = lr_info(ps->pub.log);
 		/* What is written from these logs is no more readable than they are. */
 		sf_outfile_limit_mode(ps->pub.info->mode);
@@ -461,6 +466,27 @@ const char *trace_name(const struct trace_proc *p, uint32_t func_id)
 {
 	const struct proc_state *ps = (const struct proc_state *)p;
 	return ps->short_style ? trace_short_name(p, func_id) : ls_lookup(p->syms, func_id)->name;
+}
+
+const char *trace_srcline(const struct trace_proc *p, uint32_t func_id, uint32_t *line)
+{
+	const struct sym_info *si = ls_lookup(p->syms, func_id);
+	*line = si->line;
+	if (si->file)
+		return si->file;
+	struct trace_input *in = ((struct proc_state *)p)->in;
+	const char *obj = ls_object_without_dwarf(p->syms, func_id);
+	if (!obj)
+		return NULL;
+	for (size_t i = 0; i < in->nno_lines; i++)
+		if (!strcmp(in->no_lines[i], obj))
+			return NULL;
+	in->no_lines = xrealloc(in->no_lines, (in->nno_lines + 1) * sizeof(char *));
+	in->no_lines[in->nno_lines++] = xstrdup(obj);
+	sf_warn("%s: no source lines (no DWARF: built without -g, or stripped); --srcline shows none for its "
+		"functions",
+		sf_esc(obj));
+	return NULL;
 }
 
 int trace_thread_name_cut(const struct trace_proc *p, const struct lr_thread *t)
@@ -1034,6 +1060,9 @@ void trace_close(struct trace_input *in)
 	for (size_t i = 0; i < in->nobject_ids; i++)
 		free(in->object_ids[i]);
 	free(in->object_ids);
+	for (size_t i = 0; i < in->nno_lines; i++)
+		free(in->no_lines[i]);
+	free(in->no_lines);
 	free(in->procs);
 	free(in);
 }

@@ -111,6 +111,11 @@ const char *trace_name(const struct trace_proc *p, uint32_t func_id);
  * two threads on one input. */
 const char *trace_short_name(const struct trace_proc *p, uint32_t func_id);
 
+/* --srcline: the source file of the function's definition (*line its
+ * line), or NULL. NULL for a function of an object without DWARF also
+ * says so on stderr, once per object for the whole input. */
+const char *trace_srcline(const struct trace_proc *p, uint32_t func_id, uint32_t *line);
+
 /* A name given where a function is taken (-F/-N, --milestone), added to ps
  * by name_match.h's rule over every function of the input: the name whole
  * when some function has it, else the text as a regex. -1 after a message

@@ -656,6 +656,83 @@ static bool decl_source(struct sym_entry *e, struct cu *c, Dwarf_Die *die)
 	return true;
 }
 
+static int inlined_call_site(struct sym_object *o, struct cu *c, Dwarf_Die *die, const char **file, uint32_t *line);
+static int innermost_scope(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *out);
+
+/* The outermost inlined subroutine of subprogram sub that holds pc
+ * (through lexical blocks): 1 with *out. */
+static int outermost_inlined_at(Dwarf_Die *sub, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	Dwarf_Die child;
+	if (dwarf_child(sub, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if ((tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block) || dwarf_haspc(&child, pc) != 1)
+			continue;
+		if (tag == DW_TAG_inlined_subroutine) {
+			*out = child;
+			return 1;
+		}
+		return outermost_inlined_at(&child, pc, out);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+/* The first line-table row of subprogram sub, from its entry pc on, that
+ * no inlined subroutine covers: a line of the function's own code. */
+static Dwarf_Line *own_first_line(struct cu *c, Dwarf_Die *sub, Dwarf_Addr pc)
+{
+	Dwarf_Lines *lines;
+	size_t n, lo = 0, hi;
+	Dwarf_Addr end;
+	if (dwarf_highpc(sub, &end) != 0 || dwarf_getsrclines(&c->die, &lines, &n) != 0)
+		return NULL;
+	hi = n;
+	while (lo < hi) { /* first row with address >= pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (row_addr(lines, mid) < pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < n && row_addr(lines, i) < end && !row_end(lines, i); i++) {
+		Dwarf_Die scope = *sub;
+		int line = 0;
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		innermost_scope(sub, row_addr(lines, i), &scope);
+		if (dwarf_tag(&scope) != DW_TAG_inlined_subroutine && dwarf_lineno(l, &line) == 0 && line > 0)
+			return l;
+	}
+	return NULL;
+}
+
+/* A subprogram without decl_line (line tables only: rustc's
+ * debuginfo=line-tables-only, clang's -gline-tables-only) whose first
+ * instruction is inlined code: the line of the function's own file, the
+ * outermost inlined call's site, else its first row of its own code. */
+static bool inlined_entry_source(struct sym_object *o, struct cu *c, Dwarf_Die *die, Dwarf_Addr pc,
+				 struct sym_entry *e)
+{
+	Dwarf_Die inl;
+	const char *f;
+	uint32_t ln;
+	if (!outermost_inlined_at(die, pc, &inl))
+		return false;
+	if (inlined_call_site(o, c, &inl, &f, &ln)) {
+		e->info.file = f;
+		e->info.line = ln;
+		return true;
+	}
+	Dwarf_Line *l = own_first_line(c, die, pc);
+	int line = 0;
+	if (!l || dwarf_lineno(l, &line) != 0)
+		return false;
+	set_file(e, c, dwarf_linesrc(l, NULL, NULL));
+	e->info.line = (uint32_t)line;
+	return true;
+}
+
 static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 			 struct sym_entry *e)
 {
@@ -682,7 +759,7 @@ static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 		if (decl_source(e, own, d))
 			return;
 	}
-	if (decl_source(e, c, die))
+	if (decl_source(e, c, die) || (die && inlined_entry_source(o, c, die, pc, e)))
 		return;
 	l = line_at(&c->die, pc);
 	if (l && dwarf_lineno(l, &line) == 0) {

@@ -60,6 +60,27 @@ def test_icf_named_as_the_record_filter_chose():
     alias = re.search(r"alias: (\w+) = (.*)", info)
     check(alias and alias.group(1) == "gamma_sum" and sorted(alias.group(2).split(", ")) == ["alpha_sum", "beta_sum"],
           f"info's alias line: {info}")
+    q = run([SFTRACE, "query", "-q", log_a, "select name, count(*) from frames group by name order by name"]).stdout
+    eq(q.splitlines()[1:], ["alpha_sum\t4"], "query's frames of the alpha_sum recording")
+    pb = os.path.join(d, "a.pb.gz")
+    run([SFTRACE, "convert", "-q", log_a, "-o", pb])
+    with open(pb + ".sql", "w") as f:
+        f.write("select name, count(*) as n from slice group by name;")
+    try:
+        tp = _trace_processor()
+    except Skip:
+        tp = None
+    if tp:
+        eq(run([tp, "-q", pb + ".sql", pb], timeout=120).stdout.split(), ['"name","n"', '"alpha_sum",4'],
+           "Perfetto's slices, read by trace_processor")
+    pola = os.path.join(d, "g.pola")
+    run([SFTRACE, "convert", "-q", "--type", "pola", log_g, "-o", pola])
+    eq(sorted(r[1] for r in sfkit.parquet_query("pola_query.mjs", pola)["symtab"]), ["gamma_sum"],
+       "the Parquet symtab's names")
+    # A later run into the same place without a filter takes its filter away.
+    _, again = record([exe], out=log_a, args=["-q", "--force"])
+    check(not os.path.exists(os.path.join(d, "a", "sf.recorded.filter")), "the earlier run's kept filter is gone")
+    eq(len(_icf_names(again)), 2, "main and the symbol table's name")
 
 
 def test_icf_srcline_is_the_shown_name_s_line():

@@ -45,8 +45,9 @@ int kf_find_for_log(const char *log_path, char *out, size_t cap)
 {
 	const char *slash = strrchr(log_path, '/');
 	const char *base = slash ? slash + 1 : log_path;
+	/* The whole name first: `-o DIR/out` has no extension. */
 	for (const char *end = log_path + strlen(log_path); end > base; end--) {
-		if (*end != '.' || end == base)
+		if (*end && *end != '.')
 			continue;
 		int n = snprintf(out, cap, "%.*s%s", (int)(end - log_path), log_path, KF_SUFFIX);
 		struct stat st;

@@ -22,7 +22,8 @@ int kf_keep(const char *output, char *const *files, size_t nfiles);
 void kf_drop(const char *output);
 
 /* The kept filter of a log: DIR/P.recorded.filter for the longest P that
- * is a prefix of the log's name ending before a '.' and whose file exists.
+ * is the log's name or a prefix of it ending before a '.', whose file
+ * exists.
  * 0 with the path in out, -1 when there is none. */
 int kf_find_for_log(const char *log_path, char *out, size_t cap);
 

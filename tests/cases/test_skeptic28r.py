@@ -50,7 +50,7 @@ def test_icf_named_as_the_record_filter_chose():
     filt = os.path.join(d, "alpha.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^alpha_sum$", "-o", filt])
     _, log_a = record([exe], out=os.path.join(d, "a", "sf.log"), args=["-q", "-f", filt])
-    _, log_g = record([exe], out=os.path.join(d, "g", "sf.log"), args=["-q", "--filter-regex", "^gamma_sum$"])
+    _, log_g = record([exe], out=os.path.join(d, "g", "out"), args=["-q", "--filter-regex", "^gamma_sum$"])
     eq(_icf_names(log_a), ["alpha_sum"], "names in the replay of the -f alpha.filter recording")
     eq(_icf_names(log_g), ["gamma_sum"], "names in the replay of the --filter-regex '^gamma_sum$' recording")
     eq(_calls(log_a), ["alpha_sum();"] * 4, "replay of the alpha_sum recording")

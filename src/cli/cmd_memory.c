@@ -2,9 +2,7 @@
  * setup-ABI program): peak heap and the stacks holding it, top allocation
  * sites, temporary allocations, leaks per stack and per milestone stage,
  * and an interactive prompt (track, show, stage-memory). */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <inttypes.h>
-#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +17,7 @@
 #include "lib/callpath.h"
 #include "lib/heap.h"
 #include "lib/json_out.h"
+#include "lib/name_match.h"
 #include "lib/outfile.h"
 #include "lib/text_esc.h"
 #include "lib/util.h"
@@ -448,7 +447,9 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 
 /* ---- milestones ---- */
 
-static uint8_t *milestone_map(const struct trace_proc *p, const char *spec, pcre2_code *re, size_t *n, size_t *hits)
+/* The functions --milestone names (name_match.h's rule: the name whole,
+ * else a regex), as a map by function id. */
+static uint8_t *milestone_map(const struct trace_proc *p, const struct nm_patterns *ms, size_t *n, size_t *hits)
 {
 	uint32_t maxid = 0;
 	for (size_t i = 0; i < lr_nobjects(p->log); i++) {
@@ -457,25 +458,14 @@ static uint8_t *milestone_map(const struct trace_proc *p, const char *spec, pcre
 			maxid = ob->first_id + ob->count;
 	}
 	uint8_t *m = xcalloc(maxid + 1, 1);
-	pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
 	for (size_t i = 0; i < lr_nobjects(p->log); i++) {
 		const struct lr_object *ob = lr_object_at(p->log, i);
-		for (uint32_t id = ob->first_id; id < ob->first_id + ob->count; id++) {
-			const struct sym_info *si = trace_symbol(p, id);
-			/* By its name in full, raw, or as report prints it. */
-			const char *sn = trace_short_name(p, id);
-			int hit = !strcmp(si->name, spec) || (si->mangled && !strcmp(si->mangled, spec)) || !strcmp(sn, spec);
-			if (!hit && re)
-				hit = pcre2_match(re, (PCRE2_SPTR)si->name, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0 ||
-				      pcre2_match(re, (PCRE2_SPTR)sn, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
-			if (hit) {
+		for (uint32_t id = ob->first_id; id < ob->first_id + ob->count; id++)
+			if (trace_func_found(p, ms, id)) {
 				m[id] = 1;
 				(*hits)++;
 			}
-		}
 	}
-	if (md)
-		pcre2_match_data_free(md);
 	*n = maxid + 1;
 	return m;
 }
@@ -745,11 +735,13 @@ int cmd_memory(int argc, char **argv)
 			goto out_usage;
 		goto out;
 	}
-	pcre2_code *re = NULL;
-	if (o.milestone) {
-		int ec;
-		PCRE2_SIZE eo;
-		re = pcre2_compile((PCRE2_SPTR)o.milestone, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+	struct nm_patterns ms = {0};
+	if (o.milestone && (trace_add_name_pattern(in, &ms, o.milestone, "--milestone") < 0 || nm_compile(&ms) < 0)) {
+		nm_free(&ms);
+		trace_close(in);
+		ms_fold_free(fold);
+		rc = 1;
+		goto out;
 	}
 	uint8_t selbuf[4096] = {0}, *sel = NULL;
 	if (o.select) {
@@ -760,8 +752,7 @@ int cmd_memory(int argc, char **argv)
 			if (end == q || v >= sizeof(selbuf) || (*end && *end != ',')) {
 				sf_error("--select must be stage numbers separated by commas, not '%s'", o.select);
 				trace_close(in);
-				if (re)
-					pcre2_code_free(re);
+				nm_free(&ms);
 				ms_fold_free(fold);
 				goto out_usage;
 			}
@@ -777,7 +768,7 @@ int cmd_memory(int argc, char **argv)
 	for (size_t i = 0; i < np; i++) {
 		struct heap_options ho = {.select = sel, .nselect = sizeof(selbuf), .curve = o.plot != NULL};
 		if (o.milestone) {
-			maps[i] = milestone_map(trace_proc_at(in, i), o.milestone, re, &ho.nmilestone, &hits);
+			maps[i] = milestone_map(trace_proc_at(in, i), &ms, &ho.nmilestone, &hits);
 			ho.milestone = maps[i];
 		}
 		heap_replay(in, i, &ho, &res[i]);
@@ -828,8 +819,7 @@ done:
 	free(res);
 	free(maps);
 	ms_fold_free(fold);
-	if (re)
-		pcre2_code_free(re);
+	nm_free(&ms);
 	trace_report_repairs(in);
 	trace_close(in);
 out:

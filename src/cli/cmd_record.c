@@ -31,6 +31,7 @@
 #include "format/sflog.h"
 #include "lib/filter_check.h"
 #include "lib/filter_merge.h"
+#include "lib/kept_filter.h"
 #include "lib/frames.h"
 #include "lib/log_reader.h"
 #include "lib/name_match.h"
@@ -709,6 +710,13 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 		return 1;
 	if (rf->filter[0])
 		setenv(SF_ENV(FILTER), rf->filter, 1);
+	/* Readers name folded functions as the filter chose (kept_filter.h);
+	 * --filter-regex's is kept after the run, once the runtime made it. */
+	char *kept = rf->filter;
+	if (rf->filter[0] && kf_keep(abs, &kept, 1) < 0)
+		return 1;
+	if (!rf->filter[0])
+		kf_drop(abs);
 	if (o->filter_regex && prepare_filter_regex(o, abs, rf) < 0)
 		return 1;
 	unsetenv(SF_ENV(BUDGET_FILE));
@@ -754,7 +762,7 @@ static size_t instrumented_count(const char *file, size_t fallback)
 }
 
 /* After a --filter-regex run: the filters the runtime made, per object. */
-static void summarise_filter_dir(const char *dir, const char *regex)
+static size_t filter_dir_files(const char *dir, char ***out)
 {
 	char **files = NULL;
 	size_t nfiles = 0;
@@ -770,6 +778,32 @@ static void summarise_filter_dir(const char *dir, const char *regex)
 	}
 	if (d)
 		closedir(d);
+	*out = files;
+	return nfiles;
+}
+
+static void free_files(char **files, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
+}
+
+/* After a --filter-regex run: the per-object filters the runtime made,
+ * merged into the run's kept filter (kept_filter.h). */
+static void keep_filter_dir(const char *abs, const char *dir)
+{
+	char **files;
+	size_t nfiles = filter_dir_files(dir, &files);
+	if (nfiles)
+		kf_keep(abs, files, nfiles);
+	free_files(files, nfiles);
+}
+
+static void summarise_filter_dir(const char *dir, const char *regex)
+{
+	char **files;
+	size_t nfiles = filter_dir_files(dir, &files);
 	if (!nfiles) {
 		fprintf(stderr, "sftrace: --filter-regex: no process loaded an instrumented object; no filter made\n");
 		rmdir(dir);
@@ -786,9 +820,8 @@ static void summarise_filter_dir(const char *dir, const char *regex)
 					sf_esc(info.objs[j].path));
 			ff_info_free(&info);
 		}
-		free(files[i]);
 	}
-	free(files);
+	free_files(files, nfiles);
 }
 
 static int record_run(const struct record_opts *o, const char *lib, const char *abs, const struct run_files *rf,
@@ -899,6 +932,8 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	if (rf->budget[0] && !o->quiet)
 		rl_budget_report(rf->budget, o->max_size, (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec,
 				 dropped);
+	if (o->filter_regex)
+		keep_filter_dir(abs, rf->filter_dir);
 	if (o->filter_regex && !o->quiet)
 		summarise_filter_dir(rf->filter_dir, o->filter_regex);
 	ra_report_unmatched(rf->notes, o->args, o->args_opt, o->nargs);

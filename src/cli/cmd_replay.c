@@ -382,11 +382,12 @@ static void put_srcline(const struct replay *r, const struct fr_frame *f)
 {
 	if (!r->srcline)
 		return;
-	const struct sym_info *si = trace_symbol(f->proc, f->func_id);
-	if (!si->file)
+	uint32_t line;
+	const char *file = trace_srcline(f->proc, f->func_id, &line);
+	if (!file)
 		return;
 	char text[4200];
-	snprintf(text, sizeof(text), "%s:%u", si->file, si->line);
+	snprintf(text, sizeof(text), "%s:%u", file, line);
 	put_comment(r, sf_esc(text));
 }
 

@@ -118,9 +118,10 @@ static void put_srcline(const struct report *r, const struct fs_row *w)
 	const struct cp_func *fn = cp_func(r->t, w->func);
 	if (!r->srcline || (fn->key & CP_SYNTHETIC))
 		return;
-	const struct sym_info *si = trace_symbol(fn->owner, fn->id);
-	if (si->file)
-		printf("  %s:%u", sf_esc(si->file), si->line);
+	uint32_t line;
+	const char *file = trace_srcline(fn->owner, fn->id, &line);
+	if (file)
+		printf("  %s:%u", sf_esc(file), line);
 }
 
 /* One section: rows [0, n) of one scope, already sorted. `whole` is the

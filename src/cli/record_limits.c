@@ -173,8 +173,9 @@ static int has_sleds(const char *path)
 }
 
 /* Appends the functions of obj that regex selects (as sftrace filter -r
- * selects them) to the trigger file; *funcs += their number. no_objs: obj
- * is the executable and no --trigger-object was given. -1 after a message. */
+ * selects them) to the trigger file (out NULL: only counts them); *funcs
+ * += their number. no_objs: obj is the executable and no --trigger-object
+ * was given. -1 after a message. */
 static int resolve_in(const char *spec, const char *obj, const char *regex, uint64_t dur, int no_objs, FILE *out,
 		      size_t *funcs)
 {
@@ -192,8 +193,9 @@ static int resolve_in(const char *spec, const char *obj, const char *regex, uint
 				 : "");
 		rc = -1;
 	} else {
-		fprintf(out, "object %s %s\n", o.build_id, o.path);
-		for (size_t i = 0; i < o.nfuncs; i++) {
+		if (out)
+			fprintf(out, "object %s %s\n", o.build_id, o.path);
+		for (size_t i = 0; out && i < o.nfuncs; i++) {
 			if (!sel_is_selected(&o.funcs[i]))
 				continue;
 			fprintf(out, "0x%" PRIx64 " %" PRIu64 " ", o.funcs[i].vaddr, dur);
@@ -204,6 +206,19 @@ static int resolve_in(const char *spec, const char *obj, const char *regex, uint
 	}
 	sel_free(&o);
 	nm_free(&inc);
+	return rc;
+}
+
+/* resolve_in over the executable (unless it has no sleds and objects
+ * are given: node and an addon) and every --trigger-object. */
+static int resolve_all(const char *spec, const char *exe, char *const *objs, size_t nobjs, const char *pattern,
+		       uint64_t dur, FILE *out, size_t *funcs)
+{
+	int rc = 0;
+	if (!nobjs || has_sleds(exe) != 0)
+		rc = resolve_in(spec, exe, pattern, dur, !nobjs, out, funcs);
+	for (size_t k = 0; k < nobjs && !rc; k++)
+		rc = resolve_in(spec, objs[k], pattern, dur, 0, out, funcs);
 	return rc;
 }
 
@@ -231,12 +246,16 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 			rc = -1;
 			break;
 		}
+		/* FUNC is a name taken whole first (name_match.h's rule): a name
+		 * copied from report, `f()`, is f and not f_other too. */
 		size_t funcs = 0;
-		/* node: the sleds are in the addon, not in the executable */
-		if (!nobjs || has_sleds(exe) != 0)
-			rc = resolve_in(specs[i], exe, regex, dur, !nobjs, out, &funcs);
-		for (size_t k = 0; k < nobjs && !rc; k++)
-			rc = resolve_in(specs[i], objs[k], regex, dur, 0, out, &funcs);
+		char *whole = nm_whole_pattern(regex);
+		rc = resolve_all(specs[i], exe, objs, nobjs, whole, dur, NULL, &funcs);
+		const char *use = funcs ? whole : regex;
+		funcs = 0;
+		if (!rc)
+			rc = resolve_all(specs[i], exe, objs, nobjs, use, dur, out, &funcs);
+		free(whole);
 		if (!rc && !funcs) {
 			if (nobjs)
 				sf_error("--trigger '%s': no instrumented function of %s or of the %zu --trigger-object "

@@ -248,7 +248,14 @@ size_t ls_aliases(struct log_symbols *ls, uint32_t func_id,
 	if (lr_func(ls->log, func_id, &obj, &vaddr) < 0)
 		return 0;
 	struct ls_object *lo = &ls->objs[obj - lr_object_at(ls->log, 0)];
-	return lo->sym ? sym_aliases(lo->sym, vaddr, cb, ctx) : 0;
+	if (!lo->sym)
+		return 0;
+	/* A function a filter renamed (ls_prefer_name) keeps the symbol
+	 * table's own name among its others: callers skip the shown one. */
+	const struct sym_info *own = sym_lookup(lo->sym, vaddr);
+	if (cb && ls_lookup(ls, func_id) != own && sym_aliases(lo->sym, vaddr, NULL, NULL))
+		cb(ctx, own->mangled ? own->mangled : own->name, own->name);
+	return sym_aliases(lo->sym, vaddr, cb, ctx);
 }
 
 int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name)
@@ -268,10 +275,27 @@ int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name)
 	r->info = *cur;
 	r->info.name = r->name;
 	r->info.mangled = r->mangled;
+	/* The chosen alias's own definition, not the one at the address. */
+	struct ls_object *lo = &ls->objs[obj - lr_object_at(ls->log, 0)];
+	const char *file;
+	uint32_t line;
+	if (sym_named_source(lo->sym, r->mangled, &file, &line)) {
+		r->info.file = file;
+		r->info.line = line;
+	}
 	r->next = ls->renamed;
 	ls->renamed = r;
-	ls->objs[obj - lr_object_at(ls->log, 0)].cache[func_id - obj->first_id] = &r->info;
+	lo->cache[func_id - obj->first_id] = &r->info;
 	return 1;
+}
+
+const char *ls_object_without_dwarf(struct log_symbols *ls, uint32_t func_id)
+{
+	const struct lr_object *obj;
+	if (lr_func(ls->log, func_id, &obj, NULL) < 0)
+		return NULL;
+	struct ls_object *lo = &ls->objs[obj - lr_object_at(ls->log, 0)];
+	return lo->sym && !sym_has_dwarf(lo->sym) ? lo->file : NULL;
 }
 
 const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uint64_t *vaddr)

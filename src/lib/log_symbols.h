@@ -136,6 +136,10 @@ static inline enum ls_tail_jump ls_tail_jump_of(uint64_t log_features, int tail_
  * all through the PLT or GOT, direct ones all kind 15). */
 int ls_is_tail_callee(struct log_symbols *ls, uint32_t tailer, uint32_t func, enum ls_tail_jump how);
 
+/* The file that symbolizes the object of function func_id when it has no
+ * DWARF (no source line for any of its functions), else NULL. */
+const char *ls_object_without_dwarf(struct log_symbols *ls, uint32_t func_id);
+
 /* The file that symbolizes object i (lr_object_at order), or NULL when its
  * names are placeholders. */
 const char *ls_object_file(const struct log_symbols *ls, size_t i);

@@ -192,3 +192,27 @@ char *nm_elide_generics(const char *name)
 	out[o] = 0;
 	return out;
 }
+
+/* Length of text without one trailing "()". */
+static size_t without_call_parens(const char *text)
+{
+	size_t n = strlen(text);
+	return n > 2 && !strcmp(text + n - 2, "()") ? n - 2 : n;
+}
+
+char *nm_whole_pattern(const char *text)
+{
+	size_t n = without_call_parens(text);
+	/* \Q...\E quotes all but "\E" itself: that is closed and reopened. */
+	char *out = xmalloc(6 * n + sizeof("^\\Q\\E(\\(.*\\))?$"));
+	size_t o = (size_t)sprintf(out, "^\\Q");
+	for (size_t i = 0; i < n; i++) {
+		if (text[i] == '\\' && i + 1 < n && text[i + 1] == 'E') {
+			o += (size_t)sprintf(out + o, "\\E\\\\\\Q");
+			continue;
+		}
+		out[o++] = text[i];
+	}
+	strcpy(out + o, "\\E(\\(.*\\))?$");
+	return out;
+}

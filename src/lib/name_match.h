@@ -36,6 +36,16 @@ int nm_match_last(const struct nm_patterns *ps, const char *s);
 const char *nm_text(const struct nm_patterns *ps, size_t i);
 void nm_free(struct nm_patterns *ps);
 
+/* A name given where a function is taken (-F/-N, --trigger, --milestone)
+ * is first a name, taken whole: the one rule for all of them is
+ *   1. a trailing "()" is left out (report and replay print `f()`);
+ *   2. a function whose name, in full or in short style, is the text
+ *      (with or without its parameter list) is found: nm_whole_pattern;
+ *   3. only when no function has that name is the text a regex
+ *      (unanchored, as sftrace filter -r).
+ * nm_whole_pattern gives rule 2's pattern (malloc'd). */
+char *nm_whole_pattern(const char *text);
+
 /* `name` with the text of its generic arguments replaced by "…": every
  * `<...>` that follows a name or `::` (Vec<T>, from_str::<T>), not the
  * `<Type as Trait>` of a method path. malloc'd. */

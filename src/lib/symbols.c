@@ -77,6 +77,11 @@ struct sym_object {
 	size_t nranges;
 	uint8_t build_id[SF_BUILD_ID_MAX];
 	size_t build_id_len;
+	/* Subprograms by the hash of their symbol name (die_symbol_name):
+	 * cu index << 32 | index in its cu_func array, + 1. Built on the first
+	 * folded function whose DIE at the address is another alias's. */
+	struct hashmap dies_by_name;
+	bool dies_by_name_built;
 };
 
 /* Function-like symbols rank by type (STT_FUNC first), then binding. */
@@ -471,16 +476,21 @@ static int cu_func_cmp(const void *pa, const void *pb)
 	return oa < ob ? -1 : oa > ob; /* DIE order, for determinism */
 }
 
+static void index_cu(struct cu *c)
+{
+	if (c->indexed)
+		return;
+	c->indexed = true;
+	dwarf_getfuncs(&c->die, collect_func, c, 0);
+	if (c->n)
+		qsort(c->v, c->n, sizeof(*c->v), cu_func_cmp);
+}
+
 static Dwarf_Die *subprogram_at(struct cu *c, Dwarf_Addr pc)
 {
 	size_t lo = 0, hi;
 
-	if (!c->indexed) {
-		c->indexed = true;
-		dwarf_getfuncs(&c->die, collect_func, c, 0);
-		if (c->n)
-			qsort(c->v, c->n, sizeof(*c->v), cu_func_cmp);
-	}
+	index_cu(c);
 	hi = c->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -587,6 +597,142 @@ static Dwarf_Line *line_at(Dwarf_Die *cudie, Dwarf_Addr pc)
 	return dwarf_onesrcline(lines, lo - 1);
 }
 
+/* The name a subprogram DIE gives its symbol: the linkage name (C++,
+ * Rust), else the plain name (C), raw; NULL when it has neither. */
+static const char *die_symbol_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *m = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!m)
+		m = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	return m ? m : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+
+/* The subprogram DIE of symbol `name`, by name: identical code folding
+ * leaves a folded function's DIE with a dead address (lld writes 0), so
+ * only its name finds it. */
+static Dwarf_Die *subprogram_named(struct sym_object *o, const char *name, struct cu **cu)
+{
+	if (!o->dies_by_name_built) {
+		o->dies_by_name_built = true;
+		for (size_t i = 0; i < o->ncus; i++) {
+			index_cu(&o->cus[i]);
+			for (size_t k = 0; k < o->cus[i].n; k++) {
+				const char *n = die_symbol_name(&o->cus[i].v[k].die);
+				int added;
+				uint64_t *v = n ? hm_put(&o->dies_by_name, name_hash(n), &added) : NULL;
+				if (v && added)
+					*v = ((uint64_t)i << 32 | k) + 1;
+			}
+		}
+	}
+	uint64_t v = hm_get(&o->dies_by_name, name_hash(name), 0);
+	if (!v)
+		return NULL;
+	*cu = &o->cus[(v - 1) >> 32];
+	Dwarf_Die *die = &(*cu)->v[(uint32_t)(v - 1)].die;
+	const char *n = die_symbol_name(die);
+	return n && !strcmp(n, name) ? die : NULL;
+}
+
+/* The decl_file/decl_line of a subprogram DIE into e. */
+static bool decl_source(struct sym_entry *e, struct cu *c, Dwarf_Die *die)
+{
+	int line = 0;
+	const char *f;
+	if (!die || dwarf_decl_line(die, &line) != 0 || line <= 0 || !(f = decl_file(die)))
+		return false;
+	set_file(e, c, f);
+	e->info.line = (uint32_t)line;
+	return true;
+}
+
+static int inlined_call_site(struct sym_object *o, struct cu *c, Dwarf_Die *die, const char **file, uint32_t *line);
+static int innermost_scope(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *out);
+
+/* The outermost inlined subroutine of subprogram sub that holds pc
+ * (through lexical blocks): 1 with *out. */
+static int outermost_inlined_at(Dwarf_Die *sub, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	Dwarf_Die child;
+	if (dwarf_child(sub, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if ((tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block) || dwarf_haspc(&child, pc) != 1)
+			continue;
+		if (tag == DW_TAG_inlined_subroutine) {
+			*out = child;
+			return 1;
+		}
+		return outermost_inlined_at(&child, pc, out);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+/* The first line-table row of subprogram sub, from its entry pc on, that
+ * no inlined subroutine covers: a line of the function's own code. */
+static Dwarf_Line *own_first_line(struct cu *c, Dwarf_Die *sub, Dwarf_Addr pc)
+{
+	Dwarf_Lines *lines;
+	size_t n, lo = 0, hi;
+	Dwarf_Addr end;
+	if (dwarf_highpc(sub, &end) != 0 || dwarf_getsrclines(&c->die, &lines, &n) != 0)
+		return NULL;
+	hi = n;
+	while (lo < hi) { /* first row with address >= pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (row_addr(lines, mid) < pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < n && row_addr(lines, i) < end && !row_end(lines, i); i++) {
+		Dwarf_Die scope = *sub;
+		int line = 0;
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		innermost_scope(sub, row_addr(lines, i), &scope);
+		if (dwarf_tag(&scope) != DW_TAG_inlined_subroutine && dwarf_lineno(l, &line) == 0 && line > 0)
+			return l;
+	}
+	return NULL;
+}
+
+/* A subprogram without decl_line (line tables only: rustc's
+ * debuginfo=line-tables-only, clang's -gline-tables-only) whose first
+ * instruction is inlined code: the line of the function's own file, the
+ * outermost inlined call's site, else its first row of its own code. */
+static bool inlined_entry_source(struct sym_object *o, struct cu *c, Dwarf_Die *die, Dwarf_Addr pc,
+				 struct sym_entry *e)
+{
+	Dwarf_Die inl;
+	const char *f;
+	uint32_t ln;
+	if (!outermost_inlined_at(die, pc, &inl))
+		return false;
+	if (inlined_call_site(o, c, &inl, &f, &ln)) {
+		e->info.file = f;
+		e->info.line = ln;
+		return true;
+	}
+	Dwarf_Line *l = own_first_line(c, die, pc);
+	int line = 0;
+	if (!l || dwarf_lineno(l, &line) != 0)
+		return false;
+	set_file(e, c, dwarf_linesrc(l, NULL, NULL));
+	e->info.line = (uint32_t)line;
+	return true;
+}
+
 static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 			 struct sym_entry *e)
 {
@@ -594,7 +740,6 @@ static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 	struct cu *c;
 	Dwarf_Die *die;
 	Dwarf_Line *l;
-	const char *f;
 	int line = 0;
 
 	if (!o->dwarf_loaded)
@@ -605,12 +750,17 @@ static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 	if (!(c = cu_at(o, pc)))
 		return;
 	die = subprogram_at(c, pc);
-	if (die && dwarf_decl_line(die, &line) == 0 && line > 0 &&
-	    (f = decl_file(die)) != NULL) {
-		set_file(e, c, f);
-		e->info.line = (uint32_t)line;
-		return;
+	/* A folded function shown by another alias than the DIE at its
+	 * address: the shown name's own definition. */
+	const char *dn = die ? die_symbol_name(die) : NULL;
+	if (dn && e->info.mangled && strcmp(dn, e->info.mangled) && sym_aliases(o, vaddr, NULL, NULL)) {
+		struct cu *own = c;
+		Dwarf_Die *d = subprogram_named(o, e->info.mangled, &own);
+		if (decl_source(e, own, d))
+			return;
 	}
+	if (decl_source(e, c, die) || (die && inlined_entry_source(o, c, die, pc, e)))
+		return;
 	l = line_at(&c->die, pc);
 	if (l && dwarf_lineno(l, &line) == 0) {
 		set_file(e, c, dwarf_linesrc(l, NULL, NULL));
@@ -669,6 +819,30 @@ static int inlined_call_site(struct sym_object *o, struct cu *c, Dwarf_Die *die,
 	*file = abs_file(o, c, f);
 	*line = (uint32_t)ln;
 	return *file != NULL;
+}
+
+int sym_has_dwarf(struct sym_object *o)
+{
+	if (!o->dwarf_loaded)
+		load_dwarf(o);
+	return o->dw != NULL;
+}
+
+int sym_named_source(struct sym_object *o, const char *symbol, const char **file, uint32_t *line)
+{
+	if (!o->dwarf_loaded)
+		load_dwarf(o);
+	if (!o->dw)
+		return 0;
+	struct cu *c = NULL;
+	Dwarf_Die *die = subprogram_named(o, symbol, &c);
+	int ln = 0;
+	const char *f;
+	if (!die || dwarf_decl_line(die, &ln) != 0 || ln <= 0 || !(f = decl_file(die)))
+		return 0;
+	*file = abs_file(o, c, f);
+	*line = (uint32_t)ln;
+	return 1;
 }
 
 int sym_source_line(struct sym_object *o, uint64_t vaddr, const char **file, uint32_t *line)
@@ -821,6 +995,7 @@ void sym_close(struct sym_object *o)
 	while (hm_next(&o->cache, &pos, &vaddr, &e))
 		free_entry((struct sym_entry *)(uintptr_t)e);
 	hm_free(&o->cache);
+	hm_free(&o->dies_by_name);
 	pos = 0;
 	while (hm_next(&o->abs_files, &pos, &vaddr, &e))
 		free((char *)(uintptr_t)e);

@@ -59,6 +59,16 @@ int sym_source_line_folded(struct sym_object *obj, uint64_t vaddr, int (*skip)(v
 /* The build-id of the file that was opened (0 bytes when it has none). */
 size_t sym_build_id(const struct sym_object *obj, const uint8_t **id);
 
+/* Whether the object (or its separate debug file) has DWARF: without it
+ * no function has a source line. */
+int sym_has_dwarf(struct sym_object *o);
+
+/* The definition's file:line (DW_AT_decl_file/decl_line of its
+ * subprogram DIE, found by name) of the function whose symbol is `symbol`:
+ * a folded function's alias has its own, though its address is another
+ * alias's. 1 with *file and *line, else 0. */
+int sym_named_source(struct sym_object *o, const char *symbol, const char **file, uint32_t *line);
+
 /* Calls cb for every function symbol (aliases included), in address order.
  * `demangled` is the demangled name, or the symbol itself when it is not
  * mangled. A non-zero return from cb stops the walk and is returned. */

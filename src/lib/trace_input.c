@@ -13,8 +13,10 @@
 #include "format/sflog.h"
 #include "lib/demangle.h"
 #include "lib/hashmap.h"
+#include "lib/kept_filter.h"
 #include "lib/name_match.h"
 #include "lib/outfile.h"
+#include "lib/text_esc.h"
 #include "lib/thread_label.h"
 #include "lib/util.h"
 
@@ -28,6 +30,7 @@ struct proc_state {
 	size_t nshort;
 	char **labels;        /* trace_thread_label by thread index, built on first use */
 	size_t nlabels;
+	struct trace_input *in;
 };
 
 /* One replay: the pipeline's stages and where it is. */
@@ -59,6 +62,8 @@ struct trace_input {
 	struct nm_patterns only, notrace; /* -F, -N (compiled) */
 	struct pass run;      /* the latest trace_run (its stages hold the totals) */
 	int repairs_shown;    /* the command's output states the repairs and the cut */
+	char **no_lines;      /* objects trace_srcline said have no source lines */
+	size_t nno_lines;
 };
 
 /* A process's own log (not a ring snapshot: a copy of one, read only when
@@ -214,20 +219,47 @@ static void prefer_filter_name(void *ctx, uint64_t vaddr, const char *name)
 		ls_prefer_name(fn->syms, (uint32_t)(id - 1), name);
 }
 
-static void apply_filter_names(struct trace_input *in)
+static void apply_filter_names(struct proc_state *p, const struct cut_filter *f)
 {
-	for (size_t i = 0; i < in->nprocs; i++) {
-		const struct lr_log *log = in->procs[i].pub.log;
-		for (size_t k = 0; k < lr_nobjects(log); k++) {
-			const struct lr_object *o = lr_object_at(log, k);
-			struct filter_names fn = {in->procs[i].pub.syms, o, HASHMAP_INIT};
-			hm_init(&fn.ids, o->count);
-			for (uint32_t j = 0; j < o->count; j++)
-				*hm_put(&fn.ids, o->funcs[j], NULL) = (uint64_t)o->first_id + j + 1;
-			cut_filter_each_name(in->filter, o, prefer_filter_name, &fn);
-			hm_free(&fn.ids);
-		}
+	const struct lr_log *log = p->pub.log;
+	for (size_t k = 0; k < lr_nobjects(log); k++) {
+		const struct lr_object *o = lr_object_at(log, k);
+		struct filter_names fn = {p->pub.syms, o, HASHMAP_INIT};
+		hm_init(&fn.ids, o->count);
+		for (uint32_t j = 0; j < o->count; j++)
+			*hm_put(&fn.ids, o->funcs[j], NULL) = (uint64_t)o->first_id + j + 1;
+		cut_filter_each_name(f, o, prefer_filter_name, &fn);
+		hm_free(&fn.ids);
 	}
+}
+
+/* The filter each log was recorded with, kept next to it by record
+ * (kept_filter.h): its names are the ones outputs use, unless -c chooses
+ * again. Logs of one run share the file: each is read once. A kept filter
+ * that cannot be read leaves the names as the symbol table gives them. */
+static void apply_kept_filters(struct trace_input *in)
+{
+	char (*paths)[PATH_MAX] = xcalloc(in->nprocs + 1, sizeof(*paths));
+	struct cut_filter **filters = xcalloc(in->nprocs + 1, sizeof(*filters));
+	size_t n = 0;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		char path[PATH_MAX];
+		if (kf_find_for_log(in->procs[i].pub.info->path, path, sizeof(path)) < 0)
+			continue;
+		size_t k = 0;
+		while (k < n && strcmp(paths[k], path))
+			k++;
+		if (k == n) {
+			memcpy(paths[n], path, sizeof(path));
+			filters[n++] = cut_filter_load(path);
+		}
+		if (filters[k])
+			apply_filter_names(&in->procs[i], filters[k]);
+	}
+	for (size_t k = 0; k < n; k++)
+		cut_filter_free(filters[k]);
+	free(filters);
+	free(paths);
 }
 
 /* -c FILE: parsed once, checked against every log. A filter that selects
@@ -250,34 +282,60 @@ static int load_filter(struct trace_input *in)
 			 in->nprocs == 1 ? "" : "s");
 		return -1;
 	}
-	apply_filter_names(in);
+	for (size_t i = 0; i < in->nprocs; i++)
+		apply_filter_names(&in->procs[i], in->filter);
 	return 0;
 }
 
-/* A pattern with no regex metacharacter is a name, taken whole as uftrace
- * takes it: `-F parse` is parse, not parse_all. The name may leave out its
- * parameter list (C++'s "ns::f(int)", short style "ns::f(…)"). */
-static void add_func_pattern(struct nm_patterns *ps, const char *text, const char *origin)
+static int func_found(const struct nm_patterns *ps, struct proc_state *p, uint32_t id);
+
+/* Whether any function of any log is found by the patterns. */
+static int any_func_found(struct trace_input *in, const struct nm_patterns *ps)
 {
-	if (text[strcspn(text, "\\^$.|?*+()[]{}")]) {
-		nm_add(ps, text, origin);
-		return;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		const struct lr_log *log = in->procs[i].pub.log;
+		for (size_t k = 0; k < lr_nobjects(log); k++) {
+			const struct lr_object *o = lr_object_at(log, k);
+			for (uint32_t j = 0; j < o->count; j++)
+				if (func_found(ps, &in->procs[i], o->first_id + j) >= 0)
+					return 1;
+		}
 	}
-	size_t n = strlen(text) + sizeof("^\\Q\\E(\\(.*\\))?$");
-	char *exact = xmalloc(n);
-	snprintf(exact, n, "^\\Q%s\\E(\\(.*\\))?$", text);
-	nm_add(ps, exact, origin);
-	free(exact);
+	return 0;
 }
 
-/* -F/-N REGEX: compiled once; a bad one is named. */
+int trace_add_name_pattern(struct trace_input *in, struct nm_patterns *ps, const char *text, const char *origin)
+{
+	char *whole = nm_whole_pattern(text);
+	struct nm_patterns probe = {0};
+	nm_add(&probe, whole, origin);
+	if (nm_compile(&probe) < 0) {
+		nm_free(&probe);
+		free(whole);
+		return -1;
+	}
+	nm_add(ps, any_func_found(in, &probe) ? whole : text, origin);
+	nm_free(&probe);
+	free(whole);
+	return 0;
+}
+
+int trace_func_found(const struct trace_proc *p, const struct nm_patterns *ps, uint32_t func_id)
+{
+	return func_found(ps, (struct proc_state *)p, func_id) >= 0;
+}
+
+/* -F/-N: names taken whole or regexes (nm_whole_pattern's rule), compiled
+ * once; a bad regex is named. */
 static int compile_func_regexes(struct trace_input *in)
 {
 	const struct trace_cut_options *c = &in->opt.cut;
 	for (size_t i = 0; i < c->nonly_funcs; i++)
-		add_func_pattern(&in->only, c->only_funcs[i], "-F");
+		if (trace_add_name_pattern(in, &in->only, c->only_funcs[i], "-F") < 0)
+			return -1;
 	for (size_t i = 0; i < c->nnotrace_funcs; i++)
-		add_func_pattern(&in->notrace, c->notrace_funcs[i], "-N");
+		if (trace_add_name_pattern(in, &in->notrace, c->notrace_funcs[i], "-N") < 0)
+			return -1;
 	return nm_compile(&in->only) < 0 || nm_compile(&in->notrace) < 0 ? -1 : 0;
 }
 
@@ -352,6 +410,7 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 			continue;
 		}
 		ps->pub.index = in->nprocs;
+		ps->in = in;
 		ps->pub.info = lr_info(ps->pub.log);
 		/* What is written from these logs is no more readable than they are. */
 		sf_outfile_limit_mode(ps->pub.info->mode);
@@ -367,6 +426,8 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 		free(files[i]);
 	free(files);
 	set_time_zero(in);
+	if (ok && !(opt && opt->no_symbols))
+		apply_kept_filters(in);
 	if (ok && opt && opt->cut.filter_path)
 		ok = load_filter(in) == 0;
 	if (ok)
@@ -405,6 +466,27 @@ const char *trace_name(const struct trace_proc *p, uint32_t func_id)
 {
 	const struct proc_state *ps = (const struct proc_state *)p;
 	return ps->short_style ? trace_short_name(p, func_id) : ls_lookup(p->syms, func_id)->name;
+}
+
+const char *trace_srcline(const struct trace_proc *p, uint32_t func_id, uint32_t *line)
+{
+	const struct sym_info *si = ls_lookup(p->syms, func_id);
+	*line = si->line;
+	if (si->file)
+		return si->file;
+	struct trace_input *in = ((struct proc_state *)p)->in;
+	const char *obj = ls_object_without_dwarf(p->syms, func_id);
+	if (!obj)
+		return NULL;
+	for (size_t i = 0; i < in->nno_lines; i++)
+		if (!strcmp(in->no_lines[i], obj))
+			return NULL;
+	in->no_lines = xrealloc(in->no_lines, (in->nno_lines + 1) * sizeof(char *));
+	in->no_lines[in->nno_lines++] = xstrdup(obj);
+	sf_warn("%s: no source lines (no DWARF: built without -g, or stripped); --srcline shows none for its "
+		"functions",
+		sf_esc(obj));
+	return NULL;
 }
 
 int trace_thread_name_cut(const struct trace_proc *p, const struct lr_thread *t)
@@ -983,6 +1065,9 @@ void trace_close(struct trace_input *in)
 	for (size_t i = 0; i < in->nobject_ids; i++)
 		free(in->object_ids[i]);
 	free(in->object_ids);
+	for (size_t i = 0; i < in->nno_lines; i++)
+		free(in->no_lines[i]);
+	free(in->no_lines);
 	free(in->procs);
 	free(in);
 }

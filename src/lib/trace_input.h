@@ -111,6 +111,22 @@ const char *trace_name(const struct trace_proc *p, uint32_t func_id);
  * two threads on one input. */
 const char *trace_short_name(const struct trace_proc *p, uint32_t func_id);
 
+/* --srcline: the source file of the function's definition (*line its
+ * line), or NULL. NULL for a function of an object without DWARF also
+ * says so on stderr, once per object for the whole input. */
+const char *trace_srcline(const struct trace_proc *p, uint32_t func_id, uint32_t *line);
+
+/* A name given where a function is taken (-F/-N, --milestone), added to ps
+ * by name_match.h's rule over every function of the input: the name whole
+ * when some function has it, else the text as a regex. -1 after a message
+ * (a bad pattern). ps is compiled by the caller. */
+struct nm_patterns;
+int trace_add_name_pattern(struct trace_input *in, struct nm_patterns *ps, const char *text, const char *origin);
+/* Whether the compiled patterns find the function by its name, full or
+ * short, without its parameter list, or by an alias (which then becomes
+ * its name, as a filter's choice). */
+int trace_func_found(const struct trace_proc *p, const struct nm_patterns *ps, uint32_t func_id);
+
 /* Linux keeps 15 bytes of a thread's name: a name that long was probably
  * cut (libtest's threads all read "ast::parse::tes"). */
 #define SF_THREAD_NAME_CUT 15

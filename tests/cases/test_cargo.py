@@ -142,7 +142,7 @@ def test_cargo_bench_args_through_cargo():
     eq(calls(trace_dir(p)), {"twobin::walk": 1, "twobin::step": 4}, "default bench arguments")
     p = run_cs(["--bench", "spin", "-r", "^twobin::", "--no-convert", "--", "only"], crate)
     d = trace_dir(p)
-    eq(sorted(f for f in os.listdir(d) if not f.endswith(".filters")), ["sf.log"], "--no-convert: the log alone")
+    eq(sorted(f for f in os.listdir(d) if not f.endswith((".filters", ".recorded.filter"))), ["sf.log"], "--no-convert: the log alone")
     eq(calls(d), {"twobin::walk": 1, "twobin::step": 2}, "the user's arguments")
 
 

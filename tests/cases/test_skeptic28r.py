@@ -44,17 +44,16 @@ def test_icf_named_as_the_record_filter_chose():
     with `record --filter-regex '^gamma_sum$'`), the four calls show as
     beta_sum in replay, report and info: the user sees a function the filter
     did not ask for (issue 28, "Names"). Only a `-c FILE` given to the
-    reading command chooses the name today."""
+    reading command chose the name; record now keeps its filter as
+    STEM.recorded.filter and readers take its names."""
     exe = _icf()
     d = tmpdir()
     filt = os.path.join(d, "alpha.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^alpha_sum$", "-o", filt])
     _, log_a = record([exe], out=os.path.join(d, "a", "sf.log"), args=["-q", "-f", filt])
-    _, log_g = record([exe], out=os.path.join(d, "g", "sf.log"), args=["-q", "--filter-regex", "^gamma_sum$"])
-    got_a, got_g = _icf_names(log_a), _icf_names(log_g)
-    if got_a != ["alpha_sum"] or got_g != ["gamma_sum"]:
-        raise Skip("known break, issue 28 open: a folded function recorded with a filter for alpha_sum "
-                   f"replays as {got_a}, with --filter-regex '^gamma_sum$' as {got_g}")
+    _, log_g = record([exe], out=os.path.join(d, "g", "out"), args=["-q", "--filter-regex", "^gamma_sum$"])
+    eq(_icf_names(log_a), ["alpha_sum"], "names in the replay of the -f alpha.filter recording")
+    eq(_icf_names(log_g), ["gamma_sum"], "names in the replay of the --filter-regex '^gamma_sum$' recording")
     eq(_calls(log_a), ["alpha_sum();"] * 4, "replay of the alpha_sum recording")
     rep = run([SFTRACE, "report", "-q", "--format", "tsv", log_g]).stdout.splitlines()
     eq([r.split("\t")[1:3] for r in rep[1:]], [["gamma_sum", "4"]], "report of the gamma_sum recording")
@@ -62,6 +61,27 @@ def test_icf_named_as_the_record_filter_chose():
     alias = re.search(r"alias: (\w+) = (.*)", info)
     check(alias and alias.group(1) == "gamma_sum" and sorted(alias.group(2).split(", ")) == ["alpha_sum", "beta_sum"],
           f"info's alias line: {info}")
+    q = run([SFTRACE, "query", "-q", log_a, "select name, count(*) from frames group by name order by name"]).stdout
+    eq(q.splitlines()[1:], ["alpha_sum\t4"], "query's frames of the alpha_sum recording")
+    pb = os.path.join(d, "a.pb.gz")
+    run([SFTRACE, "convert", "-q", log_a, "-o", pb])
+    with open(pb + ".sql", "w") as f:
+        f.write("select name, count(*) as n from slice group by name;")
+    try:
+        tp = _trace_processor()
+    except Skip:
+        tp = None
+    if tp:
+        eq(run([tp, "-q", pb + ".sql", pb], timeout=120).stdout.split(), ['"name","n"', '"alpha_sum",4'],
+           "Perfetto's slices, read by trace_processor")
+    pola = os.path.join(d, "g.pola")
+    run([SFTRACE, "convert", "-q", "--type", "pola", log_g, "-o", pola])
+    eq(sorted(r[1] for r in sfkit.parquet_query("pola_query.mjs", pola)["symtab"]), ["gamma_sum"],
+       "the Parquet symtab's names")
+    # A later run into the same place without a filter takes its filter away.
+    _, again = record([exe], out=log_a, args=["-q", "--force"])
+    check(not os.path.exists(os.path.join(d, "a", "sf.recorded.filter")), "the earlier run's kept filter is gone")
+    eq(len(_icf_names(again)), 2, "main and the symbol table's name")
 
 
 def test_icf_srcline_is_the_shown_name_s_line():
@@ -80,9 +100,10 @@ def test_icf_srcline_is_the_shown_name_s_line():
     eq(len(lines), 4, "four calls of the folded function")
     got = re.search(r"skep28r_icf\.c:(\d+) \*/$", lines[0])
     check(got, f"a source line: {lines[0]!r}")
-    if int(got.group(1)) != want:
-        raise Skip(f"known break, issue 28 open: the folded function is shown as {shown} (skep28r_icf.c:{want}) "
-                   f"but --srcline says skep28r_icf.c:{got.group(1)}, another alias's line")
+    eq(int(got.group(1)), want, f"replay --srcline's line of {shown} (not another alias's)")
+    rep = [ln for ln in run([SFTRACE, "report", "-q", "--srcline", log]).stdout.splitlines() if shown in ln]
+    eq(len(rep), 1, "report's row of the folded function")
+    check(rep[0].endswith(f"skep28r_icf.c:{want}"), f"report --srcline: {rep[0]!r}")
     q = run([SFTRACE, "query", "-q", log, f"select line from functions where name = '{shown}'"]).stdout.split()
     eq(q, ["line", str(want)], "query's functions.line")
 
@@ -190,9 +211,7 @@ def test_srcline_with_line_tables_only_names_the_function_s_own_file():
     file, line = rows[1]
     rep = [ln for ln in run([SFTRACE, "report", "-q", "--srcline", log]).stdout.splitlines() if "::bump" in ln]
     eq(len(rep), 1, "report's bump row")
-    if file != src or line not in ("11", "12"):
-        raise Skip(f"known break, issue 28 open: --srcline puts bump at {file}:{line} "
-                   f"(report: {rep[0].split()[-1]}), not in skep28r_cellbump.rs")
+    eq((file, line), (src, "12"), "bump's line: the inlined borrow_mut's call site in the user's file")
     check(rep[0].endswith(f"{src}:{line}"), rep[0])
 
 
@@ -207,9 +226,9 @@ def test_srcline_without_line_info_says_so():
     for cmd in (["replay", "--no-pager"], ["report"]):
         p = run([SFTRACE] + cmd + ["--srcline", log])
         check(not re.search(r"skep28r_icf\.c:\d", p.stdout), p.stdout)
-        if "skep28r_nog" not in p.stderr:
-            raise Skip(f"known break, issue 28 open: `{cmd[0]} --srcline` on an object without line "
-                       f"tables is silent (stderr {p.stderr!r})")
+        lines = p.stderr.splitlines()
+        eq(len(lines), 1, f"one line on stderr from {cmd[0]} --srcline: {p.stderr!r}")
+        check(exe in lines[0] and "no source lines" in lines[0], lines[0])
 
 
 # ---- Perfetto past trace processor's nesting limit (a claim that held) ----
@@ -314,6 +333,8 @@ def test_F_and_trigger_take_a_name_copied_from_report_whole():
     check("ns::P<…>::bump()\n" in run([SFTRACE, "report", "-q", plain]).stdout, "report's name for bump")
     eq(_calls(plain, ["-F", "ns::P<…>::bump"]), ["ns::P<…>::bump();"], "-F without the parentheses")
     f_got = _calls(plain, ["-F", "ns::P<…>::bump()"])
+    eq(sorted(_calls(plain, ["-F", "P<.*>::bump"])), ["ns::P<…>::bump();", "ns::P<…>::bump_space();"],
+       "a regex no function is named by still finds both")
     run([SFTRACE, "record", "-q", "--ring", "128K", "--trigger", "ns::P<…>::bump()", "--max-snapshots", "1",
          "-o", os.path.join(d, "ring", "sf.log"), "--", exe])
     snaps = [f for f in os.listdir(os.path.join(d, "ring")) if ".snap." in f]
@@ -322,9 +343,8 @@ def test_F_and_trigger_take_a_name_copied_from_report_whole():
             if ln.startswith("snapshot 1,")]
     eq(len(head), 1, "the snapshot's header")
     fired = re.search(r"while the process ran: (.*?) entered at", head[0]).group(1)
-    if f_got != ["ns::P<…>::bump();"] or fired != "ns::P<int>::bump()":
-        raise Skip(f"known break, issue 28 open: -F 'ns::P<…>::bump()' keeps {f_got}; "
-                   f"--trigger 'ns::P<…>::bump()' fired on {fired}")
+    eq(f_got, ["ns::P<…>::bump();"], "-F with the parentheses, as report prints the name")
+    eq(fired, "ns::P<int>::bump()", "the function --trigger 'ns::P<…>::bump()' fired on")
 
 
 def test_a_chosen_alias_keeps_the_other_names_as_aliases():
@@ -344,14 +364,18 @@ def test_a_chosen_alias_keeps_the_other_names_as_aliases():
     filt = os.path.join(d, "alpha.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^alpha_sum$", "-o", filt])
     eq(_calls(log, ["-c", filt]), ["alpha_sum();"] * 4, "replay -c names it alpha_sum")
+    src = os.path.join(FIXTURES, "skep28r_icf.c")
+    want = 1 + next(i for i, ln in enumerate(open(src)) if ln.startswith("__attribute__((noinline)) long alpha_sum("))
+    lines = {re.search(r"skep28r_icf\.c:(\d+) \*/$", ln).group(1)
+             for ln in _calls(log, ["-c", filt, "--srcline"]) if "alpha_sum" in ln}
+    eq(lines, {str(want)}, "replay -c --srcline gives alpha_sum's own line")
     got = re.search(r"alias: (\w+) = (.*)", run([SFTRACE, "info", "-q", "-c", filt, log]).stdout)
     check(got and got.group(1) == "alpha_sum", f"info -c names alpha_sum first: {got and got.group(0)}")
     pola = os.path.join(d, "c.pola")
     run([SFTRACE, "convert", "-q", "-c", filt, "--type", "pola", log, "-o", pola])
     in_symtab = b"beta_sum" in open(pola + ".symtab", "rb").read()
-    if sorted(got.group(2).split(", ")) != ["beta_sum", "gamma_sum"] or not in_symtab:
-        raise Skip(f"known break, issue 28 open: with -c choosing alpha_sum, info lists {got.group(0)!r} and the "
-                   f"Parquet symtab {'has' if in_symtab else 'lacks'} beta_sum")
+    eq(sorted(got.group(2).split(", ")), ["beta_sum", "gamma_sum"], "info -c's aliases of alpha_sum")
+    check(in_symtab, "the Parquet symtab keeps beta_sum")
 
 
 # ---- thread labels: a spawned closure that only allocates ----

@@ -21,13 +21,10 @@
  * OBJECT -o FILE` (SFTRACE_ARGS_SPECS, the specs as given) and adds the
  * file's functions to the table. One file per build-id in record's
  * private directory, so the processes of a run resolve each object once. */
-#include <elf.h>
 #include <fcntl.h>
-#include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -427,47 +424,6 @@ static inline __attribute__((always_inline)) const struct arg_func *hash_get(uin
 	}
 }
 
-/* Memory strings are read from directly, without a system call: the
- * main program's read-only PT_LOAD segments (its code and constant data,
- * where string literals are). The main program is never unloaded, and
- * nothing a program does removes read access to its own constants, so
- * these pages are readable for the whole run. Anything else is read
- * with process_vm_readv (a pointer into the heap, the stack, a library:
- * it may be unmapped by now, or another thread may unmap it). */
-#define MAX_RO 8
-static struct {
-	uint64_t lo[MAX_RO], hi[MAX_RO];
-	uint32_t n; /* set once, before the first args sled is patched */
-	int done;
-} ro;
-
-static void note_readonly(const struct sf_object_rt *o)
-{
-	if (ro.done || !o->phdr || (uint64_t)o->phdr != getauxval(AT_PHDR))
-		return; /* not the main program */
-	ro.done = 1;
-	const ElfW(Phdr) *ph = o->phdr;
-	for (int i = 0; i < o->phnum && ro.n < MAX_RO; i++) {
-		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_R) || (ph[i].p_flags & PF_W))
-			continue;
-		/* Whole pages of the file's bytes: a mapping covers the pages
-		 * its bytes touch. */
-		uint64_t a = o->dl_addr + ph[i].p_vaddr;
-		ro.lo[ro.n] = a & ~(uint64_t)(SF_PAGE - 1);
-		ro.hi[ro.n] = (a + ph[i].p_filesz + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1);
-		ro.n++;
-	}
-}
-
-/* The end of the known-readable range that holds addr; 0 if none. */
-static uint64_t readable_until(uint64_t addr)
-{
-	for (uint32_t i = 0; i < ro.n; i++)
-		if (addr >= ro.lo[i] && addr < ro.hi[i])
-			return ro.hi[i];
-	return 0;
-}
-
 /* The index in A.f of the function at vaddr of o; -1 if none. */
 static int64_t find_func(const struct sf_object_rt *o, uint64_t vaddr)
 {
@@ -506,67 +462,49 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		return;
 	}
 	*variant = SF_VARIANT_ARGS;
-	note_readonly(o);
 }
 
-/* Up to cap bytes of a NUL-terminated string at addr, never faulting:
- * the byte count (the NUL excluded), *whole = 0 if it went on. -1: not
- * readable. */
+/* Up to n bytes at addr into out, never faulting, with one system call:
+ * the count read (they stop at the first unreadable page), -1 if none.
+ * Every read goes through process_vm_readv, even of the program's own
+ * constants: no page is sure to stay readable (a program may mprotect
+ * part of its own image, or unmap it; another thread may do so between
+ * a check and a load), and a plain load there would kill it. One remote
+ * piece per page: the call reads whole pieces, so a string that ends
+ * before an unreadable page is still read. */
+#define READ_PIECES 2 /* n is at most CALL_STR_BUDGET: one page boundary at most (past it, a short read) */
+static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
+{
+	struct iovec local = {out, n}, remote[READ_PIECES];
+	int k = 0;
+	for (uint64_t at = addr, end = addr + n; at < end && k < READ_PIECES; k++) {
+		uint64_t next = (at | (SF_PAGE - 1)) + 1;
+		remote[k] = (struct iovec){(void *)at, (next < end ? next : end) - at};
+		at = next;
+	}
+	long r = sf_syscall6(SYS_process_vm_readv, self_pid(), (long)&local, 1, (long)remote, k, 0);
+	return r <= 0 ? -1 : (int)r;
+}
+
+/* Up to cap bytes of a NUL-terminated string at addr: the byte count
+ * (the NUL excluded), *whole = 0 if it went on. -1: not readable. */
 static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
 {
-	/* One page at a time: process_vm_readv stops at the first unreadable
-	 * page, and the string may end before it. */
-	unsigned got = 0;
-	uint64_t until = readable_until(addr);
-	if (until) {
-		const volatile uint8_t *src = (const volatile uint8_t *)addr;
-		unsigned m = until - addr < cap ? (unsigned)(until - addr) : cap;
-		for (; got < m; got++)
-			if (!(out[got] = src[got])) {
-				*whole = 1;
-				return (int)got;
-			}
-	}
-	long pid = self_pid();
-	while (got < cap) {
-		uint64_t at = addr + got;
-		unsigned want = cap - got, to_page = (unsigned)(SF_PAGE - (at & (SF_PAGE - 1)));
-		if (want > to_page)
-			want = to_page;
-		struct iovec local = {out + got, want}, remote = {(void *)at, want};
-		long r = sf_syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
-		if (r <= 0)
-			break;
-		for (unsigned i = got; i < got + (unsigned)r; i++)
-			if (!out[i]) {
-				*whole = 1;
-				return (int)i;
-			}
-		got += (unsigned)r;
-	}
-	if (!got)
-		return -1;
+	int got = read_mem(addr, out, cap);
+	for (int i = 0; i < got; i++)
+		if (!out[i]) {
+			*whole = 1;
+			return i;
+		}
 	*whole = 0;
-	return (int)got;
+	return got;
 }
 
 /* len bytes at addr (a &str), at most cap of them: the count, -1 if not readable. */
 static int read_bytes(uint64_t addr, uint64_t len, uint8_t *out, unsigned cap)
 {
 	unsigned want = len < cap ? (unsigned)len : cap;
-	if (!want)
-		return 0;
-	uint64_t until = readable_until(addr);
-	if (until && until - addr >= want) {
-		const volatile uint8_t *src = (const volatile uint8_t *)addr;
-		for (unsigned i = 0; i < want; i++)
-			out[i] = src[i];
-		return (int)want;
-	}
-	struct iovec local = {out, want}, remote = {(void *)addr, want};
-	long pid = self_pid();
-	long r = sf_syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
-	return r <= 0 ? -1 : (int)r;
+	return want ? read_mem(addr, out, want) : 0;
 }
 
 /* The length byte and the bytes of a string value. */

@@ -285,6 +285,23 @@ def test_malformed_specs_one_line_before_running():
            (2, 1, True, False), f"{spec}: {p.stderr!r}")
 
 
+def test_guarded_constants_no_fault():
+    """The program makes a page of its own read-only data PROT_NONE
+    (mprotect, as a guard) and passes a pointer into it to pass(), which
+    never reads it; -A 'pass@arg1/s'.
+    Expected: output "0", exit 0, `pass(<unreadable>);`.
+    Was: the runtime read the main program's read-only segments with
+    plain loads (args.c readable_until: "nothing a program does removes
+    read access to its own constants"): SIGSEGV, exit 139. Now every
+    string goes through process_vm_readv."""
+    fx = fixture()
+    eq(run([fx, "guarded"]).stdout, "0\n", "untraced")
+    p, log = record([fx, "guarded"], args=["-q", "-A", "pass@arg1/s"], check_rc=None)
+
+    eq((p.returncode, p.stdout), (0, "0\n"), f"traced run (stderr {p.stderr.strip()!r})")
+    eq(calls(log), ["pass(<unreadable>);"], "calls")
+
+
 # ------------------------------------------------------------ open breaks
 
 def test_break_bad_regex_refused_before_running():
@@ -305,24 +322,6 @@ def test_break_bad_regex_refused_before_running():
         eq((p.returncode, len(p.stderr.splitlines()), "'(@arg1'" in p.stderr, os.path.exists(mark)),
            (2, 1, True, False), f"stderr {p.stderr!r}")
     known_break("a FUNC regex that does not compile is found only after the program started", want)
-
-
-def test_break_guarded_constants_no_fault():
-    """The program makes a page of its own read-only data PROT_NONE
-    (mprotect, as a guard) and passes a pointer into it to pass(), which
-    never reads it; -A 'pass@arg1/s'.
-    Expected: output "0", exit 0, `pass(<unreadable>);`.
-    Observed: the runtime reads the main program's read-only segments with
-    plain loads (args.c readable_until: "nothing a program does removes
-    read access to its own constants"): SIGSEGV, exit 139."""
-    fx = fixture()
-    eq(run([fx, "guarded"]).stdout, "0\n", "untraced")
-    p, log = record([fx, "guarded"], args=["-q", "-A", "pass@arg1/s"], check_rc=None)
-
-    def want():
-        eq((p.returncode, p.stdout), (0, "0\n"), f"traced run (stderr {p.stderr.strip()!r})")
-        eq(calls(log), ["pass(<unreadable>);"], "calls")
-    known_break("a string in the program's own read-only segment is read by a load that can fault", want)
 
 
 def test_break_seventh_argument_not_silently_dropped():

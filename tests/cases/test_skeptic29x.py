@@ -467,12 +467,36 @@ def test_break_reader_many_object_loads():
                            "report"))
 
 
+def test_trimmed_recording_keeps_values_in_log():
+    """fib(15) with -A fib@arg1 -R fib@retval and record --max-depth 2,
+    the log read by dump (the log's events, untrimmed by the reader).
+    Expected: the runtime trims (records left out) and every call it keeps
+    keeps its values: fib(15)'s arg1=15 right before its entry and
+    retval=610 right before its exit, as many fib ARGS events as fib
+    entries and exits. Was: an ARGS record pinned every call around it,
+    so nothing was trimmed ("0 records left out by the runtime")."""
+    _, log = recorded("fib", ["--max-depth", "2", "-A", "fib@arg1", "-R", "fib@retval"])
+    dump = run([SFTRACE, "dump", log]).stdout
+    left = re.search(r"(\d+) records left out by the runtime", dump)
+    check(left and int(left.group(1)) > 0, f"trimming: {left and left.group(0)}")
+    ev = [re.sub(r"^\s*\d+\s+\d+\s+", "", ln).split() for ln in dump.split("\nevents:\n")[1].splitlines()[1:]]
+    at = ev.index(["ARGS", "fib", "arg1=15"])
+    eq(ev[at + 1], ["ENTRY", "fib"], "fib(15)'s entry after its values")
+    at = ev.index(["ARGS", "fib", "retval=610"])
+    eq(ev[at + 1], ["EXIT", "fib"], "fib(15)'s exit after its value")
+    eq(sum(e[:2] == ["ARGS", "fib"] for e in ev), sum(e in (["ENTRY", "fib"], ["EXIT", "fib"]) for e in ev),
+       "fib ARGS events, fib entries and exits")
+
+
 def test_break_trimmed_recording_keeps_values():
     """fib(15) with -A fib@arg1 -R fib@retval and record --max-depth 2 (by
     hand also --min-duration 1ms on fib(27): the 103 kept frames show no
     values either).
     Expected: the kept frame with its values: fib(15) = 610;
-    Observed: fib(); -- every value of the kept frames is gone."""
+    Observed: fib(); -- every value of the kept frames is gone. The log
+    has them (test_trimmed_recording_keeps_values_in_log): the reader's
+    cut, which applies the header's thresholds, drops them, as any
+    read-time cut does (test_break_read_time_cuts_keep_values)."""
     p, log = recorded("fib", ["--max-depth", "2", "-A", "fib@arg1", "-R", "fib@retval"])
     eq(p.stdout, "610\n", "output")
     c = calls(log)

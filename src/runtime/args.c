@@ -32,6 +32,7 @@
 
 #include "format/filter_file.h"
 #include "format/sf_args.h"
+#include "format/xray_map.h"
 #include "runtime/runtime.h"
 
 #define MAX_ARG_FUNCS 16384
@@ -444,15 +445,15 @@ static int64_t find_func(const struct sf_object_rt *o, uint64_t vaddr)
 	return -1;
 }
 
-void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant)
+void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, int kind, uint8_t *variant)
 {
 	/* Within-mode windows and triggers keep their own trampolines; id 0
 	 * would read as an empty hash entry. */
 	if (*variant != SF_VARIANT_PLAIN || !func_id)
 		return;
 	int64_t i = find_func(o, vaddr);
-	if (i < 0)
-		return;
+	if (i < 0 || (kind == XRAY_SLED_TAIL && !A.f[i].plan[1].n))
+		return; /* a tail-call sled: only to say that the asked-for return value is not known */
 	/* Every load of an object numbers its functions anew (a library
 	 * dlopen'd again after dlclose): each id finds the same entry. */
 	if (hash_put(func_id, (uint32_t)i) < 0) {
@@ -705,6 +706,26 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 	return z;
 }
 
+/* At a tail-call sled of a function whose return value is asked for: an
+ * ARGS event saying the value is not known (the callee's register holds
+ * it), one SF_AT_NONE item in the slot of its first exit item (the reader
+ * shows it as the frame's return value: replay `= <tail call>`). On the
+ * slow path (sf_record_args, signals blocked), right before the tail
+ * event, which takes the slow path too (the trampolines turn the id's
+ * SF_TAIL_ENTRY_ID_BITS into kind 15 there). */
+static void tail_mark(uint32_t func_id)
+{
+	const struct arg_func *f = hash_get(func_id & ~SF_TAIL_ENTRY_ID_BITS);
+	if (!f || !f->plan[1].n)
+		return;
+	uint64_t rec[2] = {0, 0};
+	struct sf_args_head h = {func_id & ~SF_TAIL_ENTRY_ID_BITS, SF_ARGS_RET, 1, 2};
+	memcpy(rec, &h, sizeof(h));
+	uint8_t item[2] = {f->plan[1].it[0].slot, sf_arg_fmt(SF_AT_NONE, 8)};
+	memcpy(rec + 1, item, 2);
+	sf_record_args(rec, 2);
+}
+
 /* The plan for this event of func_id; NULL if nothing is asked for. */
 static inline __attribute__((always_inline)) const struct arg_plan *plan_of(uint32_t func_id, uint32_t kind)
 {
@@ -737,6 +758,11 @@ static uint32_t payload_of(const struct arg_plan *pl, const struct sf_args_regs 
 
 void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 {
+	if (kind == SF_EV_TAIL) {
+		if (!sf_suppressed)
+			tail_mark(func_id);
+		return;
+	}
 	uint64_t rec[SF_ARGS_MAX_RECORDS];
 	const struct arg_plan *pl = sf_suppressed ? NULL : plan_of(func_id, kind);
 	if (pl)
@@ -811,6 +837,10 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	uint64_t time;
 	if (sf_suppressed) /* the slow path drops the event too */
 		return 1;
+	if (kind == SF_EV_TAIL) {
+		tail_mark(func_id);
+		return 1;
+	}
 	const struct arg_plan *pl = plan_of(func_id, kind);
 	if (pl && !pl->nrec)
 		return event_coded(pl, r, func_id, kind);

@@ -485,7 +485,7 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_are
 		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
 		if (sleds[ns].selected) {
 			sf_trigger_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
-			sf_args_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
+			sf_args_select(o, s.function - bias, sleds[ns].func_id, s.kind, &sleds[ns].variant);
 		}
 		ns++;
 	}

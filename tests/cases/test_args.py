@@ -279,16 +279,16 @@ MORE_OUT = "147 -5000070101\n"
 def test_auto_args_bytes_and_sizes():
     # unsigned char * is bytes (a pointer), not a C string; one value of
     # each integer size and a double come back sign- and zero-extended
-    # from the fixed layout. say's exit is a tail call to strlen: no
-    # return value.
+    # from the fixed layout. say's exit is a tail call to strlen: its
+    # return value is strlen's, marked unknown.
     p, log = record([more_fixture()], args=["-q", "--auto-args"])
     eq(p.stdout, MORE_OUT, "the program's output is unchanged")
     calls = replay_calls(log)
     check(re.fullmatch(r"  bytes\(0x[0-9a-f]+, 4\) = 9;", calls[1]), calls[1])
     eq(calls[2:], [
         "  three(\"aaaaaaaaaaaaaaaa\"..., \"bbbbbbbbbbbbbbbb\"..., \"cccccccccccccccc\"...) = 120;",
-        "  say(\"literal\");",
-        "  say(\"on the heap\");",
+        "  say(\"literal\") = <tail call>;",
+        "  say(\"on the heap\") = <tail call>;",
         "  sizes('\\xfd', -300, -70000, -5000000000, '\\xc8', 2.500000) = -5000070101;",
         "} = 0; /* main */",
     ], "replay --auto-args")
@@ -382,9 +382,9 @@ def test_dlopened_library():
     calls = replay_calls(log)
     check(re.fullmatch(r"main\(2, 0x[0-9a-f]+\) \{", calls[0]), calls[0])
     # load_and_call's path argument is cut at --auto-args' 16 bytes; its
-    # exit is a tail call (to dlclose): no return value.
+    # exit is a tail call (to dlclose): its return value is marked unknown.
     once = [f"  load_and_call(\"{lib[:16]}\"...) {{", "    add() = 0x7;",
-            "    greet(\"world\") = \"world\";", "  } /* load_and_call */"]
+            "    greet(\"world\") = \"world\";", "  } = <tail call>; /* load_and_call */"]
     eq(calls[1:], once + once + ["} = 0; /* main */"], "--auto-args, add by spec")
 
 

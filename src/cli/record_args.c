@@ -144,6 +144,46 @@ static const char *parse_item(char *item, int ret_opt, struct ra_item *out)
 	return "unknown item (argN, fpargN or retval, each with an optional /FMT)";
 }
 
+/* Whether FUNC is a plain name (letters, digits, _, :), matched whole,
+ * rather than a regex. */
+static int plain_name(const char *func)
+{
+	for (const char *p = func; *p; p++)
+		if (!(*p == '_' || *p == ':' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z')))
+			return 0;
+	return 1;
+}
+
+/* FUNC as a regex: a plain name matches that demangled name exactly (a
+ * C++ name with its parameter list too), as uftrace matches plain names;
+ * anything else is a regex, as in filters. */
+static char *func_regex(const char *func)
+{
+	if (!plain_name(func))
+		return xstrdup(func);
+	size_t n = strlen(func) + 16;
+	char *r = xmalloc(n);
+	snprintf(r, n, "^%s(\\(.*)?$", func);
+	return r;
+}
+
+/* Whether FUNC's regex compiles: checked with the rest of the spec,
+ * before the program runs (PCRE2's message, the spec named). */
+static int func_compiles(const char *opt, const char *text, const char *func)
+{
+	size_t n = strlen(opt) + strlen(text) + 4;
+	char *origin = xmalloc(n), *regex = func_regex(func);
+	snprintf(origin, n, "%s '%s'", opt, text);
+	struct nm_patterns p = {0};
+	nm_add(&p, regex, origin);
+	int rc = nm_compile(&p);
+	nm_free(&p);
+	free(regex);
+	free(origin);
+	return rc;
+}
+
 int ra_parse(struct ra_spec *s, const char *opt, const char *text)
 {
 	memset(s, 0, sizeof(*s));
@@ -162,6 +202,11 @@ int ra_parse(struct ra_spec *s, const char *opt, const char *text)
 		return -1;
 	}
 	s->func = strndup(text, (size_t)(at - text));
+	if (func_compiles(opt, text, s->func) < 0) {
+		free(s->func);
+		s->func = NULL;
+		return -1;
+	}
 	char *items = xstrdup(at + 1), *save = NULL;
 	int ret_opt = !strcmp(opt, "-R");
 	for (char *it = strtok_r(items, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
@@ -195,30 +240,6 @@ void ra_free(struct ra_spec *s)
 {
 	free(s->func);
 	s->func = NULL;
-}
-
-/* Whether FUNC is a plain name (letters, digits, _, :), matched whole,
- * rather than a regex. */
-static int plain_name(const char *func)
-{
-	for (const char *p = func; *p; p++)
-		if (!(*p == '_' || *p == ':' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= 'A' && *p <= 'Z')))
-			return 0;
-	return 1;
-}
-
-/* FUNC as a regex: a plain name matches that demangled name exactly (a
- * C++ name with its parameter list too), as uftrace matches plain names;
- * anything else is a regex, as in filters. */
-static char *func_regex(const char *func)
-{
-	if (!plain_name(func))
-		return xstrdup(func);
-	size_t n = strlen(func) + 16;
-	char *r = xmalloc(n);
-	snprintf(r, n, "^%s(\\(.*)?$", func);
-	return r;
 }
 
 /* One function's line of the file: every item the specs give it. */

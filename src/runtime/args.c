@@ -78,9 +78,11 @@ static struct {
 		char path[1024];
 	} objs[MAX_ARG_OBJECTS];
 	uint32_t ids;       /* hash entries in use */
+	uint32_t gen;       /* odd while hash_drop moves entries: a lookup that misses meanwhile looks again */
 	int ids_full;       /* said once */
 	uint32_t nobjs;
 	uint32_t left_out; /* functions past MAX_ARG_FUNCS */
+	uint32_t left_obj; /* the object of the first one (A.objs) */
 	int objs_full;     /* said once: objects past MAX_ARG_OBJECTS */
 	char specs[4096];  /* SFTRACE_ARGS_SPECS: "" when objects are not resolved as they load */
 	char dir[4096];    /* SFTRACE_NOTES_DIR: where their files go */
@@ -215,7 +217,8 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 	if (!A.nobjs)
 		return 1;
 	if (A.n == MAX_ARG_FUNCS) { /* --auto-args on a huge program: the first ones */
-		A.left_out++;
+		if (!A.left_out++)
+			A.left_obj = A.nobjs - 1;
 		return 0;
 	}
 	struct arg_func *f = &A.f[A.n];
@@ -293,8 +296,10 @@ static void load_file(const char *path)
 		A.nobjs = objs0;
 		sf_rt_message("bad argument specs ", path, err);
 	} else if (A.left_out) {
-		sf_rt_message("argument specs: only the first 16384 functions are recorded with values, in ", path,
-			      "the others without");
+		/* Named by the object the user's program loaded, not by the
+		 * file record wrote for it. */
+		sf_rt_message("argument specs: functions past the first 16384 are recorded without values, from ",
+			      A.objs[A.left_obj].path, NULL);
 		A.left_out = 0;
 	}
 	munmap(text, map_len);
@@ -416,13 +421,66 @@ static int hash_put(uint32_t id, uint32_t index)
 
 static inline __attribute__((always_inline)) const struct arg_func *hash_get(uint32_t id)
 {
-	for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
-		uint64_t e = __atomic_load_n(&A.slot[h], __ATOMIC_ACQUIRE);
-		if ((uint32_t)e == id)
-			return &A.f[(e >> 32) - 1];
-		if (!e)
+	for (;;) {
+		uint32_t gen = __atomic_load_n(&A.gen, __ATOMIC_ACQUIRE);
+		for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
+			uint64_t e = __atomic_load_n(&A.slot[h], __ATOMIC_ACQUIRE);
+			if ((uint32_t)e == id)
+				return &A.f[(e >> 32) - 1];
+			if (!e)
+				break;
+		}
+		/* A miss while hash_drop moved entries may have passed the
+		 * one sought on its way: look again (signals are blocked
+		 * where it runs, so not on this thread). */
+		if (!(gen & 1) && __atomic_load_n(&A.gen, __ATOMIC_ACQUIRE) == gen)
 			return NULL;
 	}
+}
+
+/* Removes id's entry (under the log lock), moving the entries after it
+ * back so that every probe still meets its entry before an empty one
+ * (no tombstones: a table churned by dlopen/dlclose never fills up).
+ * Each entry moves whole (id and index in one store): a lookup finds the
+ * right index or misses, and a miss while A.gen is odd or changed looks
+ * again. */
+static void hash_drop(uint32_t id)
+{
+	uint32_t h = hash_of(id);
+	for (;; h = (h + 1) & (HASH_SIZE - 1)) {
+		uint64_t e = A.slot[h];
+		if (!e)
+			return;
+		if ((uint32_t)e == id)
+			break;
+	}
+	__atomic_store_n(&A.gen, A.gen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* odd before any entry moves */
+	for (uint32_t hole = h, j = (h + 1) & (HASH_SIZE - 1);; j = (j + 1) & (HASH_SIZE - 1)) {
+		uint64_t e = A.slot[j];
+		if (!e) {
+			__atomic_store_n(&A.slot[hole], 0, __ATOMIC_RELEASE);
+			break;
+		}
+		/* e may fill the hole if its probe from its home passes the
+		 * hole before reaching j. */
+		uint32_t home = hash_of((uint32_t)e);
+		if (((j - home) & (HASH_SIZE - 1)) >= ((j - hole) & (HASH_SIZE - 1))) {
+			__atomic_store_n(&A.slot[hole], e, __ATOMIC_RELEASE);
+			hole = j;
+		}
+	}
+	A.ids--;
+	__atomic_store_n(&A.gen, A.gen + 1, __ATOMIC_RELEASE);
+}
+
+void sf_args_forget_ids(uint32_t first, uint32_t count)
+{
+	if (!A.ids)
+		return;
+	for (uint32_t id = first; id - first < count; id++)
+		if (id)
+			hash_drop(id);
 }
 
 /* The index in A.f of the function at vaddr of o; -1 if none. */

@@ -854,6 +854,7 @@ static void forget(uint32_t i)
 {
 	struct sf_object_rt *o = objects[i];
 	patched_forgotten += o->info.patched;
+	sf_args_forget_ids(o->info.first_id, o->info.sleds);
 	o->next_free = free_records;
 	free_records = o;
 	memmove(&objects[i], &objects[i + 1], (nobjects - i - 1) * sizeof(objects[0]));

@@ -408,6 +408,10 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
  * start-up file did not cover. sf_args_per_object: whether there are
  * specs to resolve. */
 void sf_args_prepare_object(const char *path, const uint8_t *build_id, size_t len) SF_HIDDEN;
+/* An object unloaded (under the log lock): its function ids [first,
+ * first + count) leave the table, so that loads and unloads without end
+ * (a plugin reloaded) never fill it. */
+void sf_args_forget_ids(uint32_t first, uint32_t count) SF_HIDDEN;
 int sf_args_per_object(void) SF_HIDDEN;
 /* The registers the args trampolines save (arch/<arch>/trampoline.S
  * lays them out): the integer argument registers in order, the return

@@ -549,6 +549,31 @@ def test_aarch64_tail_call_marked_only_when_its_jump_reached_the_callee():
         eq([e.name for e in tails], ["a", "a"], "tail events " + repr(env))
 
 
+def test_aarch64_tail_call_return_value_marked():
+    """-A a@arg1 -R a@retval -R b@retval on aarch64 (the spec file as
+    record writes it): a(0) tail-calls strlen, a(3) branches to b, so
+    neither a has a return value of its own: its tail-call sled takes the
+    args trampoline, which records that the value is not known, and the
+    tail event keeps its kind (15 for the jump to b), on the fast path and
+    the monotonic slow path alike."""
+    toolchain()
+    exe = cross("skep28b_tailcond", ["skep28b_tailcond.c"])
+    syms = {p[2]: int(p[0], 16) for p in (l.split() for l in run(["nm", exe]).stdout.splitlines()) if len(p) == 3}
+    d = tmpdir()
+    spec = os.path.join(d, "args")
+    with open(spec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n{syms['a']:#x} e0100,x0000 a\n{syms['b']:#x} x0000 b\n")
+    os.chmod(spec, 0o600)
+    want = ["main() {", "  a(0) = <tail call>;", "  b() = 2;", "  a(3) = <tail call>;",
+            "  b() = 3; /* tail call from a */", "} /* main */"]
+    for env in ([], ["SFTRACE_CLOCK=monotonic"]):
+        log = os.path.join(d, "sf.log")
+        p = qemu([exe], log, env=env + ["SFTRACE_ARGS=" + spec])
+        eq(p.stdout, "10\n", "the program's output")
+        eq(_call_column(log), want, "replay call column " + repr(env))
+        eq([e.kind for e in dump_events(log) if e.kind.startswith("TAIL")], ["TAIL", "TAIL"], "tail events")
+
+
 def test_aarch64_struct_values_auto_args():
     """--auto-args on aarch64 (AAPCS64): a composite of up to 16 bytes in
     one or two x registers, its bytes in order (struct pt in x0, struct

@@ -403,11 +403,17 @@ static void put_args(const struct fr_frame *f)
 	out(")", 1);
 }
 
-/* " = 7" after a call with a recorded return value (record -R). */
+/* " = 7" after a call with a recorded return value (record -R). A frame
+ * that ended by a tail call has, for a return value asked for, only the
+ * runtime's mark that it is not known (the callee returns it): said so. */
 static void put_ret(const struct fr_frame *f)
 {
 	if (!f->ret)
 		return;
+	if (f->end_kind == FR_END_TAIL) {
+		outs(" = <tail call>");
+		return;
+	}
 	char text[4096];
 	av_join(f->ret, f->ret_len, text, sizeof(text));
 	out(" = ", 3);

@@ -144,6 +144,46 @@ static const char *parse_item(char *item, int ret_opt, struct ra_item *out)
 	return "unknown item (argN, fpargN or retval, each with an optional /FMT)";
 }
 
+/* Whether FUNC is a plain name (letters, digits, _, :), matched whole,
+ * rather than a regex. */
+static int plain_name(const char *func)
+{
+	for (const char *p = func; *p; p++)
+		if (!(*p == '_' || *p == ':' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z')))
+			return 0;
+	return 1;
+}
+
+/* FUNC as a regex: a plain name matches that demangled name exactly (a
+ * C++ name with its parameter list too), as uftrace matches plain names;
+ * anything else is a regex, as in filters. */
+static char *func_regex(const char *func)
+{
+	if (!plain_name(func))
+		return xstrdup(func);
+	size_t n = strlen(func) + 16;
+	char *r = xmalloc(n);
+	snprintf(r, n, "^%s(\\(.*)?$", func);
+	return r;
+}
+
+/* Whether FUNC's regex compiles: checked with the rest of the spec,
+ * before the program runs (PCRE2's message, the spec named). */
+static int func_compiles(const char *opt, const char *text, const char *func)
+{
+	size_t n = strlen(opt) + strlen(text) + 4;
+	char *origin = xmalloc(n), *regex = func_regex(func);
+	snprintf(origin, n, "%s '%s'", opt, text);
+	struct nm_patterns p = {0};
+	nm_add(&p, regex, origin);
+	int rc = nm_compile(&p);
+	nm_free(&p);
+	free(regex);
+	free(origin);
+	return rc;
+}
+
 int ra_parse(struct ra_spec *s, const char *opt, const char *text)
 {
 	memset(s, 0, sizeof(*s));
@@ -162,6 +202,11 @@ int ra_parse(struct ra_spec *s, const char *opt, const char *text)
 		return -1;
 	}
 	s->func = strndup(text, (size_t)(at - text));
+	if (func_compiles(opt, text, s->func) < 0) {
+		free(s->func);
+		s->func = NULL;
+		return -1;
+	}
 	char *items = xstrdup(at + 1), *save = NULL;
 	int ret_opt = !strcmp(opt, "-R");
 	for (char *it = strtok_r(items, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
@@ -197,26 +242,12 @@ void ra_free(struct ra_spec *s)
 	s->func = NULL;
 }
 
-/* FUNC as a regex: a plain name (letters, digits, _, :) matches that
- * demangled name exactly (a C++ name with its parameter list too), as
- * uftrace matches plain names; anything else is a regex, as in filters. */
-static char *func_regex(const char *func)
-{
-	for (const char *p = func; *p; p++)
-		if (!(*p == '_' || *p == ':' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= 'A' && *p <= 'Z')))
-			return xstrdup(func);
-	size_t n = strlen(func) + 16;
-	char *r = xmalloc(n);
-	snprintf(r, n, "^%s(\\(.*)?$", func);
-	return r;
-}
-
 /* One function's line of the file: every item the specs give it. */
 struct ra_func {
 	uint64_t vaddr;
 	char *name;
 	struct ra_item items[2 * SF_ARG_MAX_ITEMS];
+	uint8_t exact[2 * SF_ARG_MAX_ITEMS]; /* items[i] came from a spec naming the function whole */
 	unsigned n;
 };
 
@@ -244,10 +275,32 @@ static struct ra_func *func_at(struct ra_funcs *fs, uint64_t vaddr, const char *
 	return f;
 }
 
-static void add_items(struct ra_func *f, const struct ra_item *items, unsigned n)
+/* The item of f that a new one takes the place of: the return value, or
+ * the same argument register; f->n if none. */
+static unsigned same_item(const struct ra_func *f, const struct ra_item *it)
 {
-	for (unsigned i = 0; i < n && f->n < sizeof(f->items) / sizeof(f->items[0]); i++)
-		f->items[f->n++] = items[i];
+	for (unsigned i = 0; i < f->n; i++)
+		if (f->items[i].on_exit == it->on_exit && (it->on_exit || f->items[i].slot == it->slot))
+			return i;
+	return f->n;
+}
+
+/* A spec's items for f. As in uftrace (utils/filter.c add_arg_spec), a
+ * later spec for the same argument or the return value replaces the
+ * earlier one (one value per slot, never two), except that a regex does
+ * not replace what a spec naming the function whole gave. */
+static void add_items(struct ra_func *f, const struct ra_item *items, unsigned n, int exact)
+{
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = same_item(f, &items[i]);
+		if (k == f->n && f->n == sizeof(f->items) / sizeof(f->items[0]))
+			break;
+		if (k < f->n && f->exact[k] && !exact)
+			continue;
+		f->items[k] = items[i];
+		f->exact[k] = (uint8_t)exact;
+		f->n += k == f->n;
+	}
 }
 
 /* The functions of obj that spec s names get its items; *funcs += their
@@ -268,7 +321,8 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *obj, st
 		snprintf(build_id, bid_cap, "%s", o.build_id);
 		for (size_t i = 0; i < o.nfuncs; i++)
 			if (sel_is_selected(&o.funcs[i]))
-				add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), s->items, s->n);
+				add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), s->items, s->n,
+					  plain_name(s->func));
 		*funcs += o.nselected;
 	}
 	sel_free(&o);
@@ -301,10 +355,9 @@ static int resolve_auto(const char *obj, struct ra_funcs *fs, char *build_id, si
 			unsigned n = da_items(d, o.funcs[i].vaddr, di, SF_ARG_MAX_ITEMS);
 			if (!n)
 				continue;
-			struct ra_item items[SF_ARG_MAX_ITEMS];
-			for (unsigned k = 0; k < n; k++)
-				items[k] = (struct ra_item){di[k].slot, di[k].fmt, di[k].on_exit};
-			add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), items, n);
+			struct ra_func *f = func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i]));
+			for (unsigned k = 0; k < n && f->n < sizeof(f->items) / sizeof(f->items[0]); k++)
+				f->items[f->n++] = (struct ra_item){di[k].slot, di[k].fmt, di[k].on_exit}; /* as DWARF has them */
 		}
 		da_close(d);
 	}

@@ -21,13 +21,10 @@
  * OBJECT -o FILE` (SFTRACE_ARGS_SPECS, the specs as given) and adds the
  * file's functions to the table. One file per build-id in record's
  * private directory, so the processes of a run resolve each object once. */
-#include <elf.h>
 #include <fcntl.h>
-#include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -35,6 +32,7 @@
 
 #include "format/filter_file.h"
 #include "format/sf_args.h"
+#include "format/xray_map.h"
 #include "runtime/runtime.h"
 
 #define MAX_ARG_FUNCS 16384
@@ -80,9 +78,11 @@ static struct {
 		char path[1024];
 	} objs[MAX_ARG_OBJECTS];
 	uint32_t ids;       /* hash entries in use */
+	uint32_t gen;       /* odd while hash_drop moves entries: a lookup that misses meanwhile looks again */
 	int ids_full;       /* said once */
 	uint32_t nobjs;
 	uint32_t left_out; /* functions past MAX_ARG_FUNCS */
+	uint32_t left_obj; /* the object of the first one (A.objs) */
 	int objs_full;     /* said once: objects past MAX_ARG_OBJECTS */
 	char specs[4096];  /* SFTRACE_ARGS_SPECS: "" when objects are not resolved as they load */
 	char dir[4096];    /* SFTRACE_NOTES_DIR: where their files go */
@@ -217,7 +217,8 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 	if (!A.nobjs)
 		return 1;
 	if (A.n == MAX_ARG_FUNCS) { /* --auto-args on a huge program: the first ones */
-		A.left_out++;
+		if (!A.left_out++)
+			A.left_obj = A.nobjs - 1;
 		return 0;
 	}
 	struct arg_func *f = &A.f[A.n];
@@ -295,8 +296,10 @@ static void load_file(const char *path)
 		A.nobjs = objs0;
 		sf_rt_message("bad argument specs ", path, err);
 	} else if (A.left_out) {
-		sf_rt_message("argument specs: only the first 16384 functions are recorded with values, in ", path,
-			      "the others without");
+		/* Named by the object the user's program loaded, not by the
+		 * file record wrote for it. */
+		sf_rt_message("argument specs: functions past the first 16384 are recorded without values, from ",
+			      A.objs[A.left_obj].path, NULL);
 		A.left_out = 0;
 	}
 	munmap(text, map_len);
@@ -418,54 +421,66 @@ static int hash_put(uint32_t id, uint32_t index)
 
 static inline __attribute__((always_inline)) const struct arg_func *hash_get(uint32_t id)
 {
-	for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
-		uint64_t e = __atomic_load_n(&A.slot[h], __ATOMIC_ACQUIRE);
-		if ((uint32_t)e == id)
-			return &A.f[(e >> 32) - 1];
-		if (!e)
+	for (;;) {
+		uint32_t gen = __atomic_load_n(&A.gen, __ATOMIC_ACQUIRE);
+		for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
+			uint64_t e = __atomic_load_n(&A.slot[h], __ATOMIC_ACQUIRE);
+			if ((uint32_t)e == id)
+				return &A.f[(e >> 32) - 1];
+			if (!e)
+				break;
+		}
+		/* A miss while hash_drop moved entries may have passed the
+		 * one sought on its way: look again (signals are blocked
+		 * where it runs, so not on this thread). */
+		if (!(gen & 1) && __atomic_load_n(&A.gen, __ATOMIC_ACQUIRE) == gen)
 			return NULL;
 	}
 }
 
-/* Memory strings are read from directly, without a system call: the
- * main program's read-only PT_LOAD segments (its code and constant data,
- * where string literals are). The main program is never unloaded, and
- * nothing a program does removes read access to its own constants, so
- * these pages are readable for the whole run. Anything else is read
- * with process_vm_readv (a pointer into the heap, the stack, a library:
- * it may be unmapped by now, or another thread may unmap it). */
-#define MAX_RO 8
-static struct {
-	uint64_t lo[MAX_RO], hi[MAX_RO];
-	uint32_t n; /* set once, before the first args sled is patched */
-	int done;
-} ro;
-
-static void note_readonly(const struct sf_object_rt *o)
+/* Removes id's entry (under the log lock), moving the entries after it
+ * back so that every probe still meets its entry before an empty one
+ * (no tombstones: a table churned by dlopen/dlclose never fills up).
+ * Each entry moves whole (id and index in one store): a lookup finds the
+ * right index or misses, and a miss while A.gen is odd or changed looks
+ * again. */
+static void hash_drop(uint32_t id)
 {
-	if (ro.done || !o->phdr || (uint64_t)o->phdr != getauxval(AT_PHDR))
-		return; /* not the main program */
-	ro.done = 1;
-	const ElfW(Phdr) *ph = o->phdr;
-	for (int i = 0; i < o->phnum && ro.n < MAX_RO; i++) {
-		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_R) || (ph[i].p_flags & PF_W))
-			continue;
-		/* Whole pages of the file's bytes: a mapping covers the pages
-		 * its bytes touch. */
-		uint64_t a = o->dl_addr + ph[i].p_vaddr;
-		ro.lo[ro.n] = a & ~(uint64_t)(SF_PAGE - 1);
-		ro.hi[ro.n] = (a + ph[i].p_filesz + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1);
-		ro.n++;
+	uint32_t h = hash_of(id);
+	for (;; h = (h + 1) & (HASH_SIZE - 1)) {
+		uint64_t e = A.slot[h];
+		if (!e)
+			return;
+		if ((uint32_t)e == id)
+			break;
 	}
+	__atomic_store_n(&A.gen, A.gen + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* odd before any entry moves */
+	for (uint32_t hole = h, j = (h + 1) & (HASH_SIZE - 1);; j = (j + 1) & (HASH_SIZE - 1)) {
+		uint64_t e = A.slot[j];
+		if (!e) {
+			__atomic_store_n(&A.slot[hole], 0, __ATOMIC_RELEASE);
+			break;
+		}
+		/* e may fill the hole if its probe from its home passes the
+		 * hole before reaching j. */
+		uint32_t home = hash_of((uint32_t)e);
+		if (((j - home) & (HASH_SIZE - 1)) >= ((j - hole) & (HASH_SIZE - 1))) {
+			__atomic_store_n(&A.slot[hole], e, __ATOMIC_RELEASE);
+			hole = j;
+		}
+	}
+	A.ids--;
+	__atomic_store_n(&A.gen, A.gen + 1, __ATOMIC_RELEASE);
 }
 
-/* The end of the known-readable range that holds addr; 0 if none. */
-static uint64_t readable_until(uint64_t addr)
+void sf_args_forget_ids(uint32_t first, uint32_t count)
 {
-	for (uint32_t i = 0; i < ro.n; i++)
-		if (addr >= ro.lo[i] && addr < ro.hi[i])
-			return ro.hi[i];
-	return 0;
+	if (!A.ids)
+		return;
+	for (uint32_t id = first; id - first < count; id++)
+		if (id)
+			hash_drop(id);
 }
 
 /* The index in A.f of the function at vaddr of o; -1 if none. */
@@ -488,15 +503,15 @@ static int64_t find_func(const struct sf_object_rt *o, uint64_t vaddr)
 	return -1;
 }
 
-void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant)
+void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, int kind, uint8_t *variant)
 {
 	/* Within-mode windows and triggers keep their own trampolines; id 0
 	 * would read as an empty hash entry. */
 	if (*variant != SF_VARIANT_PLAIN || !func_id)
 		return;
 	int64_t i = find_func(o, vaddr);
-	if (i < 0)
-		return;
+	if (i < 0 || (kind == XRAY_SLED_TAIL && !A.f[i].plan[1].n))
+		return; /* a tail-call sled: only to say that the asked-for return value is not known */
 	/* Every load of an object numbers its functions anew (a library
 	 * dlopen'd again after dlclose): each id finds the same entry. */
 	if (hash_put(func_id, (uint32_t)i) < 0) {
@@ -506,67 +521,49 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		return;
 	}
 	*variant = SF_VARIANT_ARGS;
-	note_readonly(o);
 }
 
-/* Up to cap bytes of a NUL-terminated string at addr, never faulting:
- * the byte count (the NUL excluded), *whole = 0 if it went on. -1: not
- * readable. */
+/* Up to n bytes at addr into out, never faulting, with one system call:
+ * the count read (they stop at the first unreadable page), -1 if none.
+ * Every read goes through process_vm_readv, even of the program's own
+ * constants: no page is sure to stay readable (a program may mprotect
+ * part of its own image, or unmap it; another thread may do so between
+ * a check and a load), and a plain load there would kill it. One remote
+ * piece per page: the call reads whole pieces, so a string that ends
+ * before an unreadable page is still read. */
+#define READ_PIECES 2 /* n is at most CALL_STR_BUDGET: one page boundary at most (past it, a short read) */
+static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
+{
+	struct iovec local = {out, n}, remote[READ_PIECES];
+	int k = 0;
+	for (uint64_t at = addr, end = addr + n; at < end && k < READ_PIECES; k++) {
+		uint64_t next = (at | (SF_PAGE - 1)) + 1;
+		remote[k] = (struct iovec){(void *)at, (next < end ? next : end) - at};
+		at = next;
+	}
+	long r = sf_syscall6(SYS_process_vm_readv, self_pid(), (long)&local, 1, (long)remote, k, 0);
+	return r <= 0 ? -1 : (int)r;
+}
+
+/* Up to cap bytes of a NUL-terminated string at addr: the byte count
+ * (the NUL excluded), *whole = 0 if it went on. -1: not readable. */
 static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
 {
-	/* One page at a time: process_vm_readv stops at the first unreadable
-	 * page, and the string may end before it. */
-	unsigned got = 0;
-	uint64_t until = readable_until(addr);
-	if (until) {
-		const volatile uint8_t *src = (const volatile uint8_t *)addr;
-		unsigned m = until - addr < cap ? (unsigned)(until - addr) : cap;
-		for (; got < m; got++)
-			if (!(out[got] = src[got])) {
-				*whole = 1;
-				return (int)got;
-			}
-	}
-	long pid = self_pid();
-	while (got < cap) {
-		uint64_t at = addr + got;
-		unsigned want = cap - got, to_page = (unsigned)(SF_PAGE - (at & (SF_PAGE - 1)));
-		if (want > to_page)
-			want = to_page;
-		struct iovec local = {out + got, want}, remote = {(void *)at, want};
-		long r = sf_syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
-		if (r <= 0)
-			break;
-		for (unsigned i = got; i < got + (unsigned)r; i++)
-			if (!out[i]) {
-				*whole = 1;
-				return (int)i;
-			}
-		got += (unsigned)r;
-	}
-	if (!got)
-		return -1;
+	int got = read_mem(addr, out, cap);
+	for (int i = 0; i < got; i++)
+		if (!out[i]) {
+			*whole = 1;
+			return i;
+		}
 	*whole = 0;
-	return (int)got;
+	return got;
 }
 
 /* len bytes at addr (a &str), at most cap of them: the count, -1 if not readable. */
 static int read_bytes(uint64_t addr, uint64_t len, uint8_t *out, unsigned cap)
 {
 	unsigned want = len < cap ? (unsigned)len : cap;
-	if (!want)
-		return 0;
-	uint64_t until = readable_until(addr);
-	if (until && until - addr >= want) {
-		const volatile uint8_t *src = (const volatile uint8_t *)addr;
-		for (unsigned i = 0; i < want; i++)
-			out[i] = src[i];
-		return (int)want;
-	}
-	struct iovec local = {out, want}, remote = {(void *)addr, want};
-	long pid = self_pid();
-	long r = sf_syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
-	return r <= 0 ? -1 : (int)r;
+	return want ? read_mem(addr, out, want) : 0;
 }
 
 /* The length byte and the bytes of a string value. */
@@ -767,6 +764,26 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 	return z;
 }
 
+/* At a tail-call sled of a function whose return value is asked for: an
+ * ARGS event saying the value is not known (the callee's register holds
+ * it), one SF_AT_NONE item in the slot of its first exit item (the reader
+ * shows it as the frame's return value: replay `= <tail call>`). On the
+ * slow path (sf_record_args, signals blocked), right before the tail
+ * event, which takes the slow path too (the trampolines turn the id's
+ * SF_TAIL_ENTRY_ID_BITS into kind 15 there). */
+static void tail_mark(uint32_t func_id)
+{
+	const struct arg_func *f = hash_get(func_id & ~SF_TAIL_ENTRY_ID_BITS);
+	if (!f || !f->plan[1].n)
+		return;
+	uint64_t rec[2] = {0, 0};
+	struct sf_args_head h = {func_id & ~SF_TAIL_ENTRY_ID_BITS, SF_ARGS_RET, 1, 2};
+	memcpy(rec, &h, sizeof(h));
+	uint8_t item[2] = {f->plan[1].it[0].slot, sf_arg_fmt(SF_AT_NONE, 8)};
+	memcpy(rec + 1, item, 2);
+	sf_record_args(rec, 2);
+}
+
 /* The plan for this event of func_id; NULL if nothing is asked for. */
 static inline __attribute__((always_inline)) const struct arg_plan *plan_of(uint32_t func_id, uint32_t kind)
 {
@@ -799,6 +816,11 @@ static uint32_t payload_of(const struct arg_plan *pl, const struct sf_args_regs 
 
 void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 {
+	if (kind == SF_EV_TAIL) {
+		if (!sf_suppressed)
+			tail_mark(func_id);
+		return;
+	}
 	uint64_t rec[SF_ARGS_MAX_RECORDS];
 	const struct arg_plan *pl = sf_suppressed ? NULL : plan_of(func_id, kind);
 	if (pl)
@@ -873,6 +895,10 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	uint64_t time;
 	if (sf_suppressed) /* the slow path drops the event too */
 		return 1;
+	if (kind == SF_EV_TAIL) {
+		tail_mark(func_id);
+		return 1;
+	}
 	const struct arg_plan *pl = plan_of(func_id, kind);
 	if (pl && !pl->nrec)
 		return event_coded(pl, r, func_id, kind);

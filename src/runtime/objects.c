@@ -485,7 +485,7 @@ static int64_t read_sleds(struct sf_object_rt *o, int number, struct scratch_are
 		sleds[ns].selected = (uint8_t)(allowed && sf_filter_selects(o, s.function - bias, &sleds[ns].variant));
 		if (sleds[ns].selected) {
 			sf_trigger_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
-			sf_args_select(o, s.function - bias, sleds[ns].func_id, &sleds[ns].variant);
+			sf_args_select(o, s.function - bias, sleds[ns].func_id, s.kind, &sleds[ns].variant);
 		}
 		ns++;
 	}
@@ -868,6 +868,7 @@ static void forget(uint32_t i)
 {
 	struct sf_object_rt *o = objects[i];
 	patched_forgotten += o->info.patched;
+	sf_args_forget_ids(o->info.first_id, o->info.sleds);
 	o->next_free = free_records;
 	free_records = o;
 	memmove(&objects[i], &objects[i + 1], (nobjects - i - 1) * sizeof(objects[0]));

@@ -16,9 +16,9 @@
 #include "runtime/runtime.h"
 
 /* The args trampolines (record -A/-R, args.c). A tail call's return
- * value is its callee's: its sled records as usual. */
-#define ARGS_COUNTER sf_tramp_entry_args, sf_tramp_exit_args, sf_tramp_tail
-#define ARGS_MONO sf_tramp_entry_mono_args, sf_tramp_exit_mono_args, sf_tramp_tail_mono
+ * value is its callee's: its sled records that it is not known. */
+#define ARGS_COUNTER sf_tramp_entry_args, sf_tramp_exit_args, sf_tramp_tail_args
+#define ARGS_MONO sf_tramp_entry_mono_args, sf_tramp_exit_mono_args, sf_tramp_tail_mono_args
 
 /* The trampoline of each (variant, kind), indexed variant * SF_STUB_KINDS + kind. */
 static void trampolines(uint64_t out[SF_STUB_COUNT])

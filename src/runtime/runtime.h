@@ -398,13 +398,20 @@ extern uint32_t sf_trigger_count SF_HIDDEN;
 /* ---- args.c (record -A/-R: arguments and return values of chosen functions) ---- */
 void sf_args_init(void) SF_HIDDEN;
 void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from */
-/* At patch time: a chosen function's sleds get SF_VARIANT_ARGS. */
-void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
+/* At patch time: a chosen function's sleds get SF_VARIANT_ARGS (its
+ * tail-call sleds when its return value is asked for). kind: the sled's
+ * (XRAY_SLED_*). */
+void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, int kind,
+		    uint8_t *variant) SF_HIDDEN;
 /* Before an object with sleds is scanned (without the log lock): the
  * specs resolved in it (`sftrace filter --args`), for an object the
  * start-up file did not cover. sf_args_per_object: whether there are
  * specs to resolve. */
 void sf_args_prepare_object(const char *path, const uint8_t *build_id, size_t len) SF_HIDDEN;
+/* An object unloaded (under the log lock): its function ids [first,
+ * first + count) leave the table, so that loads and unloads without end
+ * (a plugin reloaded) never fill it. */
+void sf_args_forget_ids(uint32_t first, uint32_t count) SF_HIDDEN;
 int sf_args_per_object(void) SF_HIDDEN;
 /* The registers the args trampolines save (arch/<arch>/trampoline.S
  * lays them out): the integer argument registers in order, the return
@@ -756,7 +763,7 @@ void sf_snapshot_settle(void) SF_HIDDEN;
 	X(entry) X(exit) X(tail) X(entry_mono) X(exit_mono) X(tail_mono) \
 	X(entry_gated) X(exit_gated) X(tail_gated) X(entry_mono_gated) X(exit_mono_gated) X(tail_mono_gated) \
 	X(entry_window) X(exit_window) X(tail_window) X(entry_mono_window) X(exit_mono_window) X(tail_mono_window) \
-	X(entry_args) X(exit_args) X(entry_mono_args) X(exit_mono_args)
+	X(entry_args) X(exit_args) X(entry_mono_args) X(exit_mono_args) X(tail_args) X(tail_mono_args)
 #define SF_DECLARE_TRAMP(n) void sf_tramp_##n(void) SF_HIDDEN;
 SF_TRAMPS(SF_DECLARE_TRAMP)
 

@@ -19,7 +19,13 @@
  * after a kept tail-call record: it is the tail callee the reader marks
  * (lib/frames.h after_tail); dropped here, the caller's next call would
  * begin there instead and take the mark. The reader's own cut drops it
- * and its mark together. */
+ * and its mark together.
+ * An ARGS event (record -A/-R) right before the entry or exit it is for
+ * travels with it: a dropped call takes its values along, a kept one
+ * keeps them, and neither pins the calls around it. One with anything
+ * between (a signal handler's records after a slow-path ARGS event) is
+ * kept like any record with a payload. */
+#include "format/sf_args.h"
 #include "runtime/runtime.h"
 
 /* Ticks below which a call is certainly shorter than trim_min_ns for the
@@ -37,8 +43,32 @@ static uint64_t short_ticks(void)
 	return t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
 }
 
-/* In stack[]: the entry begins a call that is kept whatever its length. */
+/* In stack[]: the entry begins a call that is kept whatever its length;
+ * the call begins with its entry's ARGS event (the out index is the
+ * ARGS event's, the entry follows its payload). */
 #define TRIM_KEEP 0x80000000u
+#define TRIM_ARGS 0x40000000u
+#define TRIM_INDEX 0x3fffffffu
+
+/* Records of the ARGS event at ev[i] (word w) when the event right after
+ * it is the one it is for: its function's entry, or with SF_ARGS_RET its
+ * exit (format/sflog.h; tail-call sleds record none). 0 otherwise. */
+static size_t args_lead(const struct sf_event *ev, size_t i, size_t n, uint32_t w)
+{
+	size_t extra = sf_event_payload_count(w);
+	if (!extra || i + 1 + extra >= n)
+		return 0;
+	uint32_t next = __atomic_load_n(&ev[i + 1 + extra].word, __ATOMIC_RELAXED);
+	uint32_t want = ev[i + 1].word & SF_ARGS_RET ? SF_EV_EXIT : SF_EV_ENTRY;
+	return next && (next & SF_KIND_MASK) == want && next >> SF_KIND_BITS == ev[i + 1].time_lo ? 1 + extra : 0;
+}
+
+/* The out index of the entry event of the call stack entry s begins. */
+static size_t entry_of(const struct sf_event *out, uint32_t s)
+{
+	size_t at = s & TRIM_INDEX;
+	return s & TRIM_ARGS ? at + 1 + sf_event_payload_count(out[at].word) : at;
+}
 
 size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct sf_event *out, uint32_t *stack)
 {
@@ -51,29 +81,35 @@ size_t sf_trim_batch(const struct sf_event *ev, size_t n, uint64_t base, struct 
 	for (size_t i = 0; i < n;) {
 		uint32_t w = __atomic_load_n(&ev[i].word, __ATOMIC_RELAXED);
 		uint32_t kind = w & SF_KIND_MASK;
-		if (w && kind == SF_EV_ENTRY) {
-			stack[h++] = (uint32_t)k | (k == after_tail ? TRIM_KEEP : 0);
-			out[k++] = ev[i++];
+		size_t lead = w && kind == SF_EV_ARGS ? args_lead(ev, i, n, w) : 0; /* ARGS records before the event */
+		uint32_t ew = lead ? __atomic_load_n(&ev[i + lead].word, __ATOMIC_RELAXED) : w;
+		uint32_t ekind = ew & SF_KIND_MASK;
+		if (ew && ekind == SF_EV_ENTRY) {
+			stack[h++] = (uint32_t)k | (k == after_tail ? TRIM_KEEP : 0) | (lead ? TRIM_ARGS : 0);
+			for (size_t j = 0; j <= lead; j++)
+				out[k++] = ev[i++];
 			continue;
 		}
-		if (w && (kind == SF_EV_EXIT || sf_kind_is_tail(kind)) && h &&
-		    out[stack[h - 1] & ~TRIM_KEEP].word >> SF_KIND_BITS == w >> SF_KIND_BITS) {
-			size_t e = stack[--h] & ~TRIM_KEEP;
-			int keep = pinned > h || i + 1 == n || (stack[h] & TRIM_KEEP);
+		if (ew && (ekind == SF_EV_EXIT || sf_kind_is_tail(ekind)) && h &&
+		    out[entry_of(out, stack[h - 1])].word >> SF_KIND_BITS == ew >> SF_KIND_BITS) {
+			uint32_t s = stack[--h];
+			size_t e = s & TRIM_INDEX;
+			int keep = pinned > h || i + lead + 1 == n || (s & TRIM_KEEP);
 			if (pinned > h)
 				pinned = h;
 			if (!keep) {
-				uint64_t t0 = sf_event_time(base, out[e].time_lo);
-				uint64_t t1 = sf_event_time(base, ev[i].time_lo);
+				uint64_t t0 = sf_event_time(base, out[entry_of(out, s)].time_lo);
+				uint64_t t1 = sf_event_time(base, ev[i + lead].time_lo);
 				if ((max_depth && h >= max_depth) || (t1 >= t0 && t1 - t0 < thr)) {
-					k = e; /* the call and its subtree */
+					k = e; /* the call and its subtree, with their values */
 					after_tail = SIZE_MAX;
-					i++;
+					i += lead + 1;
 					continue;
 				}
 			}
-			out[k++] = ev[i++];
-			after_tail = sf_kind_is_tail(kind) ? k : SIZE_MAX;
+			for (size_t j = 0; j <= lead; j++)
+				out[k++] = ev[i++];
+			after_tail = sf_kind_is_tail(ekind) ? k : SIZE_MAX;
 			continue;
 		}
 		size_t extra = w && sf_event_kind_valid(kind) ? sf_event_payload_count(w) : 0;

@@ -549,6 +549,31 @@ def test_aarch64_tail_call_marked_only_when_its_jump_reached_the_callee():
         eq([e.name for e in tails], ["a", "a"], "tail events " + repr(env))
 
 
+def test_aarch64_tail_call_return_value_marked():
+    """-A a@arg1 -R a@retval -R b@retval on aarch64 (the spec file as
+    record writes it): a(0) tail-calls strlen, a(3) branches to b, so
+    neither a has a return value of its own: its tail-call sled takes the
+    args trampoline, which records that the value is not known, and the
+    tail event keeps its kind (15 for the jump to b), on the fast path and
+    the monotonic slow path alike."""
+    toolchain()
+    exe = cross("skep28b_tailcond", ["skep28b_tailcond.c"])
+    syms = {p[2]: int(p[0], 16) for p in (l.split() for l in run(["nm", exe]).stdout.splitlines()) if len(p) == 3}
+    d = tmpdir()
+    spec = os.path.join(d, "args")
+    with open(spec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n{syms['a']:#x} e0100,x0000 a\n{syms['b']:#x} x0000 b\n")
+    os.chmod(spec, 0o600)
+    want = ["main() {", "  a(0) = <tail call>;", "  b() = 2;", "  a(3) = <tail call>;",
+            "  b() = 3; /* tail call from a */", "} /* main */"]
+    for env in ([], ["SFTRACE_CLOCK=monotonic"]):
+        log = os.path.join(d, "sf.log")
+        p = qemu([exe], log, env=env + ["SFTRACE_ARGS=" + spec])
+        eq(p.stdout, "10\n", "the program's output")
+        eq(_call_column(log), want, "replay call column " + repr(env))
+        eq([e.kind for e in dump_events(log) if e.kind.startswith("TAIL")], ["TAIL", "TAIL"], "tail events")
+
+
 def test_aarch64_struct_values_auto_args():
     """--auto-args on aarch64 (AAPCS64): a composite of up to 16 bytes in
     one or two x registers, its bytes in order (struct pt in x0, struct
@@ -559,8 +584,10 @@ def test_aarch64_struct_values_auto_args():
     in x0, not recorded), and a struct returned in memory through x8, so
     make's argument stays in x0. The spec file is what `sftrace filter
     --args` writes for an object (the runtime runs it for each library;
-    here the x86-64 CLI reads the aarch64 DWARF). "hi" is a literal of
-    the program, copied without process_vm_readv, so qemu reads it."""
+    here the x86-64 CLI reads the aarch64 DWARF). The string "hi" shows
+    as unreadable: every string is read with process_vm_readv, which
+    qemu-user hands the guest's address unchanged (a real aarch64 machine
+    reads it)."""
     toolchain()
     exe = cross("args_struct", ["args_struct.c"])
     d = tmpdir()
@@ -584,7 +611,7 @@ def test_aarch64_struct_values_auto_args():
         "  smf(3, {'z', -300, 2.500000, '\\x07', '\\xc8'}) = 34;",
         "  mkpt(8) = {8, -8};",
         "  mkmixed(-9) = {-9, 0.250000};",
-        "  tag(\"hi\", {4, 5}) = 124;",
+        "  tag(<unreadable>, {4, 5}) = 124;",
         "  fsum({0.500000, 1.500000, 2.000000}, 2.000000) = 8.000000;",
         "  mkff(0.750000) = {0.750000, 1.500000, 3.000000};",
         "  tpair(<unrecorded>, <unrecorded>, 2) = 46;",

@@ -18,7 +18,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (ROOT, SFTRACE, Skip, build_c, call_column, check, eq, parquet_query, record, replay_text,  # noqa: E402
+from sfkit import (ROOT, RUNTIME, SFTRACE, Skip, build_c, call_column, check, eq, parquet_query, record, replay_text,  # noqa: E402
                    run, rust_fixture, tmpdir)
 
 _runs = {}
@@ -113,10 +113,12 @@ def test_strings_read_safely():
     page whose next page is unmapped (cut, not invented), a fresh untouched
     page (""), a 99,999-byte string (16 bytes under --auto-args, 64 by
     spec), NULL, a buffer changed right after the call (the value at the
-    call), a pointer to page 0 (<unreadable>)."""
+    call), a pointer to page 0 (<unreadable>). slen ends in `jmp strlen`
+    but for NULL: its return value is marked unknown (<tail call>)."""
     p, log = recorded("strings")
     eq(p.stdout, "4093 0 99999 0\nbefore\nXefore 16\n", "output")
-    eq(calls(log), ['pass("aab"...) = 4093;', 'slen("");', 'slen("LLLLLLLLLLLLLLLL"...);', "slen((null)) = 0;",
+    eq(calls(log), ['pass("aab"...) = 4093;', 'slen("") = <tail call>;', 'slen("LLLLLLLLLLLLLLLL"...) = <tail call>;',
+                    "slen((null)) = 0;",
                     'ident("before") = "before";', 'clobber("before");', "pass(<unreadable>) = 16;"], "auto-args")
     _, log2 = recorded("strings", ["-A", "slen@arg1/s", "-A", "pass@arg1/s"])
     eq(calls(log2)[:3], ['pass("aab"...);', 'slen("");', 'slen("' + "L" * 64 + '"...);'], "by spec")
@@ -285,45 +287,113 @@ def test_malformed_specs_one_line_before_running():
            (2, 1, True, False), f"{spec}: {p.stderr!r}")
 
 
-# ------------------------------------------------------------ open breaks
-
-def test_break_bad_regex_refused_before_running():
-    """-A '(@arg1' (a FUNC regex that does not compile), command
-    `sh -c 'touch ran; exec skep29x_args ints'`.
-    Expected: refused like every other malformed spec: exit 2, one line
-    naming '(@arg1', the command not run.
-    Observed: the command runs; per instrumented object two error lines
-    ("invalid regex '(' (-A)", "cannot read the functions of ...") and
-    "recorded without values", then a warning that '(' named nothing; exit
-    0. With the program run directly: exit 1, two lines."""
-    d = tmpdir()
-    mark = os.path.join(d, "ran")
-    p = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "-A", "(@arg1", "--", "sh", "-c",
-             f"touch {mark}; exec {fixture()} ints"], check_rc=None)
-
-    def want():
-        eq((p.returncode, len(p.stderr.splitlines()), "'(@arg1'" in p.stderr, os.path.exists(mark)),
-           (2, 1, True, False), f"stderr {p.stderr!r}")
-    known_break("a FUNC regex that does not compile is found only after the program started", want)
-
-
-def test_break_guarded_constants_no_fault():
+def test_guarded_constants_no_fault():
     """The program makes a page of its own read-only data PROT_NONE
     (mprotect, as a guard) and passes a pointer into it to pass(), which
     never reads it; -A 'pass@arg1/s'.
     Expected: output "0", exit 0, `pass(<unreadable>);`.
-    Observed: the runtime reads the main program's read-only segments with
+    Was: the runtime read the main program's read-only segments with
     plain loads (args.c readable_until: "nothing a program does removes
-    read access to its own constants"): SIGSEGV, exit 139."""
+    read access to its own constants"): SIGSEGV, exit 139. Now every
+    string goes through process_vm_readv."""
     fx = fixture()
     eq(run([fx, "guarded"]).stdout, "0\n", "untraced")
     p, log = record([fx, "guarded"], args=["-q", "-A", "pass@arg1/s"], check_rc=None)
 
-    def want():
-        eq((p.returncode, p.stdout), (0, "0\n"), f"traced run (stderr {p.stderr.strip()!r})")
-        eq(calls(log), ["pass(<unreadable>);"], "calls")
-    known_break("a string in the program's own read-only segment is read by a load that can fault", want)
+    eq((p.returncode, p.stdout), (0, "0\n"), f"traced run (stderr {p.stderr.strip()!r})")
+    eq(calls(log), ["pass(<unreadable>);"], "calls")
 
+
+def test_tail_call_return_value_marked():
+    """tailer(4) returns leaf(5) by a tail jump (and slen(s) ends in `jmp
+    strlen`); -A tailer@arg1 -R tailer@retval -R leaf@retval.
+    Expected: tailer(4) = 15; (leaf's exit is tailer's return to main: the
+    value is in rax there), or a mark that the value is unknown.
+    Was: `tailer(4);` -- the same line as a void function's. Now the
+    tail-call sled of a function whose return value is asked for records
+    that it is not known: replay `tailer(4) = <tail call>;`, dump
+    `retval=<unrecorded>`; leaf keeps its own value."""
+    _, log = recorded("tail", ["-A", "tailer@arg1", "-R", "tailer@retval", "-R", "leaf@retval"])
+    eq([c for c in calls(log) if c.startswith(("tailer(", "leaf("))],
+       ["tailer(4) = <tail call>;", "leaf() = 15; /* tail call from tailer */"], "calls")
+    dump = run([SFTRACE, "dump", log]).stdout
+    check(re.search(r"ARGS +tailer retval=<unrecorded>\n.* TAIL +tailer\n", dump), dump[-900:])
+
+
+def test_one_return_value_per_call():
+    """-A add@arg1 -A add@arg1/x -R add@retval -R add@retval/x (two specs
+    for one function, e.g. a regex and a name).
+    Expected: one return value per call, the same in replay and Perfetto
+    (the later spec, or a refusal).
+    Was: replay `add(3, 0x3) = 7, 0x7;` (two return values); query two
+    retval rows. Now, as uftrace does (utils/filter.c add_arg_spec), a
+    later spec for the same argument or the return value replaces the
+    earlier: add(0x3) = 0x7; except that a regex never replaces what a
+    spec naming the function whole gave (the name's /x stays)."""
+    _, log = recorded("ints", ["-A", "add@arg1", "-A", "add@arg1/x", "-R", "add@retval", "-R", "add@retval/x"])
+    eq([c for c in calls(log) if c.startswith("add(")], ["add(0x3) = 0x7;"], "later spec")
+    eq(list(args_of(log, "add").values()), [{"arg1": "0x3", "retval": "0x7"}], "query")
+    _, log = recorded("ints", ["-A", "add@arg1/x", "-A", "^ad.*@arg1,arg2", "-R", "add@retval/x", "-R", "^ad.*@retval"])
+    eq([c for c in calls(log) if c.startswith("add(")], ["add(0x3, 4) = 0x7;"], "name over regex")
+
+
+def test_bad_regex_refused_before_running():
+    """-A '(@arg1' (a FUNC regex that does not compile), command
+    `sh -c 'touch ran; exec skep29x_args ints'`.
+    Expected: refused like every other malformed spec: exit 2, one line
+    naming '(@arg1' (and PCRE2's message), the command not run.
+    Was: the command ran; per instrumented object two error lines
+    ("invalid regex '(' (-A)", "cannot read the functions of ...") and
+    "recorded without values", then a warning that '(' named nothing; exit
+    0. Now FUNC's regex is compiled when the spec is parsed."""
+    d = tmpdir()
+    mark = os.path.join(d, "ran")
+    for spec in (["-A", "(@arg1"], ["-R", "a[@retval"]):
+        p = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log")] + spec + ["--", "sh", "-c",
+                f"touch {mark}; exec {fixture()} ints"], check_rc=None)
+        eq((p.returncode, len(p.stderr.splitlines()), f"{spec[0]} '{spec[1]}'" in p.stderr, os.path.exists(mark)),
+           (2, 1, True, False), f"stderr {p.stderr!r}")
+    eq(p.stderr, "sftrace: error: invalid regex 'a[' (-R 'a[@retval'): missing terminating ] for character class "
+                 "at position 2\n", "the message")
+
+
+def test_plugin_reloads_keep_values():
+    """A host loads, calls and unloads one plugin 17,000 times;
+    -A 'plug_mul@arg1' names one function.
+    Expected: 17,000 plug_mul frames, each with its arg1 (0 to 16,999).
+    Was: values stopped after 16,384 loads ("argument specs: too many
+    functions loaded; ..."): every load took a new entry of the runtime's
+    16,384-function table and dlclose never gave it back. Now an unloaded
+    object's function ids leave the table.
+    (Read with --no-symbols: see test_break_reader_many_object_loads.)"""
+    p, log = churn(17000, ["-A", "plug_mul@arg1"])
+    rows = run([SFTRACE, "query", "--no-symbols", "--format", "tsv", log,
+                "SELECT (SELECT count(*) FROM frames), count(*), count(DISTINCT value), min(CAST(value AS INT)), "
+                "max(CAST(value AS INT)) FROM args"]).stdout.split()[-5:]
+    eq((rows, p.stderr), (["17000", "17000", "17000", "0", "16999"], ""), "frames, values, stderr")
+
+
+def test_table_full_warning_names_the_object():
+    """A spec file (as record writes it) naming 16,385 functions of the
+    program, the runtime preloaded with it.
+    Expected: one warning naming the program (what the user gave), the
+    program's output unchanged.
+    Was: the warning named record's internal file
+    (/tmp/sftrace-notes-*/.args)."""
+    exe = fixture()
+    d = tmpdir()
+    spec, log = os.path.join(d, ".args"), os.path.join(d, "sf.log")
+    with open(spec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n")
+        f.writelines(f"{0x100000 + 16 * k:#x} e0100 f{k}\n" for k in range(16385))
+    os.chmod(spec, 0o600)
+    p = run([exe, "ints"], env={"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": log, "SFTRACE_ARGS": spec})
+    eq((p.stdout, p.stderr), ("7 108.000000 1.500000 2.500000 28 60\n4464 44 65534 1 59701\n",
+                              "sftrace: argument specs: functions past the first 16384 are recorded without values, "
+                              f"from {exe}\n"), "output, stderr")
+
+
+# ------------------------------------------------------------ open breaks
 
 def test_break_seventh_argument_not_silently_dropped():
     """seven(1, 2, 3, 4, 5, 6, 7) (7 longs: the 7th on the stack),
@@ -435,23 +505,6 @@ def churn(n, args):
     return p, log
 
 
-def test_break_plugin_reloads_keep_values():
-    """A host loads, calls and unloads one plugin 17,000 times;
-    -A 'plug_mul@arg1' names one function.
-    Expected: 17,000 plug_mul frames, each with its arg1.
-    Observed: values stop after 16,384 loads ("argument specs: too many
-    functions loaded; from .../libskep29x_plug.so on, functions are
-    recorded without values"): every load takes a new entry of the
-    runtime's 16,384-function table and dlclose never gives it back.
-    (Read with --no-symbols: see test_break_reader_many_object_loads.)"""
-    p, log = churn(17000, ["-A", "plug_mul@arg1"])
-    frames, vals = run([SFTRACE, "query", "--no-symbols", "--format", "tsv", log,
-                        "SELECT (SELECT count(*) FROM frames), (SELECT count(*) FROM args)"]).stdout.split()[-2:]
-    eq(frames, "17000", "frames")
-    known_break("each load of a plugin takes new argument-table entries that dlclose does not free",
-                lambda: eq((vals, p.stderr), ("17000", ""), "values, stderr"))
-
-
 def test_break_reader_many_object_loads():
     """(Found here, not issue 29's own code.) The same host, 1,100 loads
     of the plugin, plain record; then `sftrace report` under the usual
@@ -468,12 +521,36 @@ def test_break_reader_many_object_loads():
                            "report"))
 
 
+def test_trimmed_recording_keeps_values_in_log():
+    """fib(15) with -A fib@arg1 -R fib@retval and record --max-depth 2,
+    the log read by dump (the log's events, untrimmed by the reader).
+    Expected: the runtime trims (records left out) and every call it keeps
+    keeps its values: fib(15)'s arg1=15 right before its entry and
+    retval=610 right before its exit, as many fib ARGS events as fib
+    entries and exits. Was: an ARGS record pinned every call around it,
+    so nothing was trimmed ("0 records left out by the runtime")."""
+    _, log = recorded("fib", ["--max-depth", "2", "-A", "fib@arg1", "-R", "fib@retval"])
+    dump = run([SFTRACE, "dump", log]).stdout
+    left = re.search(r"(\d+) records left out by the runtime", dump)
+    check(left and int(left.group(1)) > 0, f"trimming: {left and left.group(0)}")
+    ev = [re.sub(r"^\s*\d+\s+\d+\s+", "", ln).split() for ln in dump.split("\nevents:\n")[1].splitlines()[1:]]
+    at = ev.index(["ARGS", "fib", "arg1=15"])
+    eq(ev[at + 1], ["ENTRY", "fib"], "fib(15)'s entry after its values")
+    at = ev.index(["ARGS", "fib", "retval=610"])
+    eq(ev[at + 1], ["EXIT", "fib"], "fib(15)'s exit after its value")
+    eq(sum(e[:2] == ["ARGS", "fib"] for e in ev), sum(e in (["ENTRY", "fib"], ["EXIT", "fib"]) for e in ev),
+       "fib ARGS events, fib entries and exits")
+
+
 def test_break_trimmed_recording_keeps_values():
     """fib(15) with -A fib@arg1 -R fib@retval and record --max-depth 2 (by
     hand also --min-duration 1ms on fib(27): the 103 kept frames show no
     values either).
     Expected: the kept frame with its values: fib(15) = 610;
-    Observed: fib(); -- every value of the kept frames is gone."""
+    Observed: fib(); -- every value of the kept frames is gone. The log
+    has them (test_trimmed_recording_keeps_values_in_log): the reader's
+    cut, which applies the header's thresholds, drops them, as any
+    read-time cut does (test_break_read_time_cuts_keep_values)."""
     p, log = recorded("fib", ["--max-depth", "2", "-A", "fib@arg1", "-R", "fib@retval"])
     eq(p.stdout, "610\n", "output")
     c = calls(log)
@@ -525,19 +602,6 @@ def test_break_small_and_large_doubles():
     known_break("doubles are printed with %f: 5e-10 shows as 0.000000", want)
 
 
-def test_break_tail_call_return_value():
-    """tailer(4) returns leaf(5) by a tail jump (and slen(s) ends in `jmp
-    strlen`); -A tailer@arg1 -R tailer@retval -R leaf@retval.
-    Expected: tailer(4) = 15; (leaf's exit is tailer's return to main: the
-    value is in rax there), or a mark that the value is unknown.
-    Observed: `tailer(4);` -- the same line as a void function's: a -R that
-    asked for the value gets nothing and no word why."""
-    _, log = recorded("tail", ["-A", "tailer@arg1", "-R", "tailer@retval", "-R", "leaf@retval"])
-    got = [c for c in calls(log) if c.startswith("tailer(")]
-    known_break("a named function's return value after a tail call is dropped without a mark",
-                lambda: check(got and re.fullmatch(r"tailer\(4\) = (15|<[a-z ]+>);", got[0]), f"got {got}"))
-
-
 def test_break_specialised_parameters_not_invented():
     """C: static spin3(int mode, int x, int y), called once as spin3(2, 10,
     10); clang -O2 drops `mode` (DWARF: DW_OP_consts 2, x in rdi, y in
@@ -572,19 +636,6 @@ def test_break_rust_u8_enum():
     known_break("a repr(u8) enum's discriminant above 127 shows negative",
                 lambda: check(got and re.fullmatch(r"skep29x_rust::paint\((200|Blue)\) = (200|Blue);", got[0]),
                               f"got {got}"))
-
-
-def test_break_one_return_value_per_call():
-    """-A add@arg1 -A add@arg1/x -R add@retval -R add@retval/x (two specs
-    for one function, e.g. a regex and a name).
-    Expected: one return value per call, the same in replay and Perfetto
-    (the later spec, or a refusal).
-    Observed: replay `add(3, 0x3) = 7, 0x7;` (two return values); query
-    two retval rows; Perfetto keeps one per name (debug.retval = 0x7)."""
-    _, log = recorded("ints", ["-A", "add@arg1", "-A", "add@arg1/x", "-R", "add@retval", "-R", "add@retval/x"])
-    got = [c for c in calls(log) if c.startswith("add(")]
-    known_break("two -R specs for one function give two return values",
-                lambda: check(got and re.fullmatch(r"add\((3|0x3)\) = (7|0x7);", got[0]), f"got {got}"))
 
 
 if __name__ == "__main__":

@@ -389,5 +389,7 @@ sf_slow_common:
 	ARGS_PATH sf_tramp_exit_args, 2, sf_tramp_exit
 	ARGS_PATH sf_tramp_entry_mono_args, 1, sf_tramp_entry_mono
 	ARGS_PATH sf_tramp_exit_mono_args, 2, sf_tramp_exit_mono
+	ARGS_PATH sf_tramp_tail_args, 3, sf_tramp_tail
+	ARGS_PATH sf_tramp_tail_mono_args, 3, sf_tramp_tail_mono
 
 	.section .note.GNU-stack, "", %progbits

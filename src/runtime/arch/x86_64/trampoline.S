@@ -395,8 +395,11 @@ sf_slow_common:
  * vector registers are only read here (their low 64 bits, for fparg and
  * float return values), never changed, so they need no restore. r10 is
  * the sled's id; r11 holds nothing at an entry or exit sled but is put
- * back all the same. Tail-call sleds never come here: their return value
- * would be their callee's. The monotonic variants are the same code: C
+ * back all the same. A tail-call sled comes here only when the return
+ * value is asked for: sf_args_event records that it is not known (it
+ * would be the callee's) and returns nonzero, so the tail event takes
+ * sf_slow_common, which turns its id's SF_TAIL_ENTRY_ID_BITS into kind
+ * 15 as FAST_PATH does. The monotonic variants are the same code: C
  * reads the clock of the mode. */
 .macro ARGS_PATH name, kind
 	FUNC	\name
@@ -466,5 +469,7 @@ sf_slow_common:
 	ARGS_PATH sf_tramp_exit_args, 2
 	ARGS_PATH sf_tramp_entry_mono_args, 1
 	ARGS_PATH sf_tramp_exit_mono_args, 2
+	ARGS_PATH sf_tramp_tail_args, 3
+	ARGS_PATH sf_tramp_tail_mono_args, 3
 
 	.section .note.GNU-stack, "", @progbits

@@ -108,12 +108,12 @@ static void test_nesting(void **state)
 {
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &g_t1, EN, 1, 10);
-	fr_event(f, &g_t1, EN, 2, 20);
-	fr_event(f, &g_t1, EX, 2, 30);
-	fr_event(f, &g_t1, EN, 3, 35);
-	fr_event(f, &g_t1, EX, 3, 36);
-	fr_event(f, &g_t1, EX, 1, 40);
+	fr_event(f, &g_t1, EN, 1, 10, 10);
+	fr_event(f, &g_t1, EN, 2, 20, 20);
+	fr_event(f, &g_t1, EX, 2, 30, 30);
+	fr_event(f, &g_t1, EN, 3, 35, 35);
+	fr_event(f, &g_t1, EX, 3, 36, 36);
+	fr_event(f, &g_t1, EX, 1, 40, 40);
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
 				    "B100 #2 p1 f2 d1 @20\n"
@@ -142,13 +142,13 @@ static void test_unwind_after_a_resume(void **state)
 	struct lr_thread t = {.index = 0, .serial = 1, .tid = 100, .pause_ns = pauses, .npauses = 1};
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &t, EN, 1, 10);
-	fr_event(f, &t, EN, 2, 20);
-	fr_event(f, &t, EN, 3, 60);
-	fr_event(f, &t, EN, 4, 61);
-	fr_event(f, &t, EN, 5, 62);
-	fr_event(f, &t, SF_EV_UNWIND_TO, 1, 63);
-	fr_event(f, &t, EX, 3, 70);
+	fr_event(f, &t, EN, 1, 10, 10);
+	fr_event(f, &t, EN, 2, 20, 20);
+	fr_event(f, &t, EN, 3, 60, 60);
+	fr_event(f, &t, EN, 4, 61, 61);
+	fr_event(f, &t, EN, 5, 62, 62);
+	fr_event(f, &t, SF_EV_UNWIND_TO, 1, 63, 63);
+	fr_event(f, &t, EX, 3, 70, 70);
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
 				    "B100 #2 p1 f2 d1 @20\n"
@@ -174,13 +174,13 @@ static void test_pauses(void **state)
 	struct lr_thread t = {.index = 0, .serial = 1, .tid = 100, .pause_ns = pauses, .npauses = 2, .ends_paused = 1};
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &t, EN, 1, 10);
-	fr_event(f, &t, EN, 2, 20);
-	fr_event(f, &t, EX, 1, 60); /* after the resume: its entry was before the pause */
-	fr_event(f, &t, EN, 3, 70);
-	fr_event(f, &t, EX, 3, 80);
-	fr_event(f, &t, EN, 4, 85);
-	fr_event(f, &t, EN, 5, 95); /* a straggler after the last pause */
+	fr_event(f, &t, EN, 1, 10, 10);
+	fr_event(f, &t, EN, 2, 20, 20);
+	fr_event(f, &t, EX, 1, 60, 60); /* after the resume: its entry was before the pause */
+	fr_event(f, &t, EN, 3, 70, 70);
+	fr_event(f, &t, EX, 3, 80, 80);
+	fr_event(f, &t, EN, 4, 85, 85);
+	fr_event(f, &t, EN, 5, 95, 95); /* a straggler after the last pause */
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
 				    "B100 #2 p1 f2 d1 @20\n"
@@ -209,15 +209,15 @@ static void test_unwind_event(void **state)
 {
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &g_t1, EN, 1, 10);
-	fr_event(f, &g_t1, EN, 2, 20);
-	fr_event(f, &g_t1, EN, 3, 30);
-	fr_event(f, &g_t1, SF_EV_UNWIND, 2, 40);
-	fr_event(f, &g_t1, EN, 4, 45);
-	fr_event(f, &g_t1, EX, 4, 46);
-	fr_event(f, &g_t1, EX, 1, 50);
-	fr_event(f, &g_t1, EN, 5, 60);
-	fr_event(f, &g_t1, SF_EV_UNWIND, 9, 70);
+	fr_event(f, &g_t1, EN, 1, 10, 10);
+	fr_event(f, &g_t1, EN, 2, 20, 20);
+	fr_event(f, &g_t1, EN, 3, 30, 30);
+	fr_event(f, &g_t1, SF_EV_UNWIND, 2, 40, 40);
+	fr_event(f, &g_t1, EN, 4, 45, 45);
+	fr_event(f, &g_t1, EX, 4, 46, 46);
+	fr_event(f, &g_t1, EX, 1, 50, 50);
+	fr_event(f, &g_t1, EN, 5, 60, 60);
+	fr_event(f, &g_t1, SF_EV_UNWIND, 9, 70, 70);
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
 				    "B100 #2 p1 f2 d1 @20\n"
@@ -243,14 +243,14 @@ static void test_unwind_to_event(void **state)
 {
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &g_t1, EN, 1, 10);
-	fr_event(f, &g_t1, EN, 2, 20);
-	fr_event(f, &g_t1, EN, 3, 30);
-	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 1, 40);
-	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 3, 41); /* two frames the reader never saw */
-	fr_event(f, &g_t1, EN, 4, 45);
-	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 3, 50);
-	fr_event(f, &g_t1, EX, 1, 60);
+	fr_event(f, &g_t1, EN, 1, 10, 10);
+	fr_event(f, &g_t1, EN, 2, 20, 20);
+	fr_event(f, &g_t1, EN, 3, 30, 30);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 1, 40, 40);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 3, 41, 41); /* two frames the reader never saw */
+	fr_event(f, &g_t1, EN, 4, 45, 45);
+	fr_event(f, &g_t1, SF_EV_UNWIND_TO, 3, 50, 50);
+	fr_event(f, &g_t1, EX, 1, 60, 60);
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
 				    "B100 #2 p1 f2 d1 @20\n"
@@ -269,10 +269,10 @@ static void test_tail_call(void **state)
 {
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &g_t1, EN, 7, 1);  /* F */
-	fr_event(f, &g_t1, TL, 7, 2);  /* F tail-calls G */
-	fr_event(f, &g_t1, EN, 8, 3);  /* G */
-	fr_event(f, &g_t1, EX, 8, 4);
+	fr_event(f, &g_t1, EN, 7, 1, 1);  /* F */
+	fr_event(f, &g_t1, TL, 7, 2, 2);  /* F tail-calls G */
+	fr_event(f, &g_t1, EN, 8, 3, 3);  /* G */
+	fr_event(f, &g_t1, EX, 8, 4, 4);
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f7 d0 @1\n"
 				    "E100 #1 p0 f7 d0 1-2 tail\n"
@@ -286,11 +286,11 @@ static void test_unmatched_exit(void **state)
 {
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &g_t1, EX, 5, 1); /* tracing started inside 5 */
-	fr_event(f, &g_t1, EN, 1, 2);
-	fr_event(f, &g_t1, EX, 9, 3); /* 9 is not open: dropped, 1 stays */
-	fr_event(f, &g_t1, TL, 9, 3);
-	fr_event(f, &g_t1, EX, 1, 4);
+	fr_event(f, &g_t1, EX, 5, 1, 1); /* tracing started inside 5 */
+	fr_event(f, &g_t1, EN, 1, 2, 2);
+	fr_event(f, &g_t1, EX, 9, 3, 3); /* 9 is not open: dropped, 1 stays */
+	fr_event(f, &g_t1, TL, 9, 3, 3);
+	fr_event(f, &g_t1, EX, 1, 4, 4);
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @2\n"
 				    "E100 #1 p0 f1 d0 2-4 exit\n");
@@ -306,12 +306,12 @@ static void test_unwinding(void **state)
 {
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &g_t1, EN, 1, 10);
-	fr_event(f, &g_t1, EN, 2, 20);
-	fr_event(f, &g_t1, EN, 3, 30);
-	fr_event(f, &g_t1, EN, 4, 40);
-	fr_event(f, &g_t1, EX, 2, 50); /* 4 and 3 never returned */
-	fr_event(f, &g_t1, EX, 1, 60);
+	fr_event(f, &g_t1, EN, 1, 10, 10);
+	fr_event(f, &g_t1, EN, 2, 20, 20);
+	fr_event(f, &g_t1, EN, 3, 30, 30);
+	fr_event(f, &g_t1, EN, 4, 40, 40);
+	fr_event(f, &g_t1, EX, 2, 50, 50); /* 4 and 3 never returned */
+	fr_event(f, &g_t1, EX, 1, 60, 60);
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
 				    "B100 #2 p1 f2 d1 @20\n"
@@ -330,11 +330,11 @@ static void test_open_at_end_and_threads(void **state)
 {
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &g_t1, EN, 1, 10);
-	fr_event(f, &g_t2, EN, 1, 11);
-	fr_event(f, &g_t1, EN, 2, 20);
-	fr_event(f, &g_t2, EX, 1, 21);
-	fr_event(f, &g_t1, SF_EV_ALLOC, 0, 25); /* advances t1's clock only */
+	fr_event(f, &g_t1, EN, 1, 10, 10);
+	fr_event(f, &g_t2, EN, 1, 11, 11);
+	fr_event(f, &g_t1, EN, 2, 20, 20);
+	fr_event(f, &g_t2, EX, 1, 21, 21);
+	fr_event(f, &g_t1, SF_EV_ALLOC, 0, 25, 25); /* advances t1's clock only */
 	assert_int_equal(fr_depth(f, &g_t1), 2);
 	assert_int_equal(fr_depth(f, &g_t2), 0);
 	fr_finish(f);
@@ -355,10 +355,10 @@ static void test_times_non_decreasing(void **state)
 {
 	struct rec r;
 	struct frames *f = new_frames(&r);
-	fr_event(f, &g_t1, EN, 1, 100);
-	fr_event(f, &g_t1, EN, 2, 90); /* went backwards */
-	fr_event(f, &g_t1, EX, 2, 95);
-	fr_event(f, &g_t1, EX, 1, 200);
+	fr_event(f, &g_t1, EN, 1, 100, 100);
+	fr_event(f, &g_t1, EN, 2, 90, 90); /* went backwards */
+	fr_event(f, &g_t1, EX, 2, 95, 95);
+	fr_event(f, &g_t1, EX, 1, 200, 200);
 	fr_finish(f);
 	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @100\n"
 				    "B100 #2 p1 f2 d1 @100\n"
@@ -393,26 +393,26 @@ static void test_deep_recursion(void **state)
 	struct frames *f = new_frames(&r);
 	g_quiet = 1;
 	for (uint32_t i = 0; i < n; i++)
-		fr_event(f, &g_t1, EN, 42, i);
+		fr_event(f, &g_t1, EN, 42, i, i);
 	assert_int_equal(fr_depth(f, &g_t1), n);
 	for (uint32_t i = 0; i < n; i++)
-		fr_event(f, &g_t1, EX, 42, n + i);
+		fr_event(f, &g_t1, EX, 42, n + i, n + i);
 	assert_int_equal(fr_depth(f, &g_t1), 0);
 	assert_int_equal(r.ends, n);
 	assert_int_equal(fr_stats(f)->max_depth, n);
 	/* Now: deep again, then the outermost function's exit unwinds all. */
-	fr_event(f, &g_t1, EN, 1, 3 * (uint64_t)n);
+	fr_event(f, &g_t1, EN, 1, 3 * (uint64_t)n, 3 * (uint64_t)n);
 	for (uint32_t i = 0; i < n; i++)
-		fr_event(f, &g_t1, EN, 42, 3 * (uint64_t)n + i);
+		fr_event(f, &g_t1, EN, 42, 3 * (uint64_t)n + i, 3 * (uint64_t)n + i);
 	/* Many unmatched exits against the deep stack stay cheap. */
 	for (uint32_t i = 0; i < n; i++)
-		fr_event(f, &g_t1, EX, 77, 4 * (uint64_t)n);
-	fr_event(f, &g_t1, EX, 1, 5 * (uint64_t)n);
+		fr_event(f, &g_t1, EX, 77, 4 * (uint64_t)n, 4 * (uint64_t)n);
+	fr_event(f, &g_t1, EX, 1, 5 * (uint64_t)n, 5 * (uint64_t)n);
 	assert_int_equal(fr_stats(f)->unwound, n);
 	assert_int_equal(fr_stats(f)->unmatched_exits, n);
 	/* And open at the end. */
 	for (uint32_t i = 0; i < n; i++)
-		fr_event(f, &g_t1, EN, 42, 6 * (uint64_t)n + i);
+		fr_event(f, &g_t1, EN, 42, 6 * (uint64_t)n + i, 6 * (uint64_t)n + i);
 	fr_finish(f);
 	assert_int_equal(fr_stats(f)->open_at_end, n);
 	assert_int_equal(r.ends, 3 * (uint64_t)n + 1);

@@ -102,7 +102,7 @@ static void feed(struct frames *f, const struct ev *ev, size_t n)
 {
 	const struct lr_thread *t = lr_thread_at(g_log, 0);
 	for (size_t i = 0; i < n; i++)
-		fr_event(f, t, ev[i].kind, ev[i].func, ev[i].t);
+		fr_event(f, t, ev[i].kind, ev[i].func, ev[i].t, ev[i].t);
 	fr_finish(f);
 }
 

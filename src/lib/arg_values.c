@@ -2,6 +2,7 @@
 #include "lib/arg_values.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,9 +68,16 @@ static void put_int(uint64_t v, uint8_t fmt, char *out, size_t cap)
 	}
 }
 
+/* uftrace's "%f" where it shows the value: 6 decimals keep at least
+ * three significant digits from 1e-4 up and stay under 23 characters
+ * below 1e15. Outside that range "%f" would print 0.000000 for 5e-10 or
+ * 301 digits for 1e300, so "%g" (six significant digits, 5e-10, 1e+300).
+ * Zero, infinities and NaN keep "%f" (0.000000, inf, nan). */
 static void put_double(double d, char *out, size_t cap)
 {
-	snprintf(out, cap, "%f", d);
+	double a = fabs(d);
+	int plain = a == 0 || !isfinite(a) || (a >= 1e-4 && a < 1e15);
+	snprintf(out, cap, plain ? "%f" : "%g", d);
 }
 
 /* One item's value from *p; -1 if it runs past end. */

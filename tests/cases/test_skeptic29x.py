@@ -473,12 +473,12 @@ def test_break_trimmed_recording_keeps_values():
     hand also --min-duration 1ms on fib(27): the 103 kept frames show no
     values either).
     Expected: the kept frame with its values: fib(15) = 610;
-    Observed: fib(); -- every value of the kept frames is gone."""
+    Was: fib(); -- every value of the kept frames was gone (the trim is
+    a cut, which did not carry values)."""
     p, log = recorded("fib", ["--max-depth", "2", "-A", "fib@arg1", "-R", "fib@retval"])
     eq(p.stdout, "610\n", "output")
     c = calls(log)
-    known_break("record --max-depth/--min-duration drop the values of the frames they keep",
-                lambda: eq(c, ["fib(15) = 610;"], "calls"))
+    eq(c, ["fib(15) = 610;"], "calls")
 
 
 def test_break_read_time_cuts_keep_values():
@@ -487,16 +487,24 @@ def test_break_read_time_cuts_keep_values():
     (which keeps every call: "kept 987 of 987"), query -F fib.
     Expected: the same values as without the cut: fib(15) { first, 987
     frames with values in query.
-    Observed: fib() { in replay, 0 rows in query's args table: any
-    -F/-N/--tid/--max-depth cut drops every value (Chrome JSON too)."""
+    Was: fib() { in replay, 0 rows in query's args table: any
+    -F/-N/--tid/--max-depth cut dropped every value (Chrome JSON too).
+    Now the cut carries each frame's values with it."""
     _, log = recorded("fib", ["-A", "fib@arg1", "-R", "fib@retval"])
     eq(calls(log)[0], "fib(15) {", "uncut")
     tid = query(log, "SELECT tid FROM threads")[0][0]
     by_f = calls_cut(log, ["-F", "fib"])
     by_tid = calls_cut(log, ["--tid", tid])
     n = query_cut(log, ["-F", "fib"], "SELECT count(DISTINCT frame_id) FROM args")
-    known_break("read-time cuts (-F, -N, --tid, --max-depth) drop every recorded value",
-                lambda: eq((by_f[0], by_tid[0], n), ("fib(15) {", "fib(15) {", "987"), "-F, --tid, query -F"))
+    eq((by_f[0], by_tid[0], n), ("fib(15) {", "fib(15) {", "987"), "-F, --tid, query -F")
+    eq(calls_cut(log, ["--max-depth", "2"]), ["fib(15) = 610;"], "--max-depth")
+    import json
+    js = os.path.join(os.path.dirname(log), "c.json")
+    run([SFTRACE, "convert", "-t", "chrome", "-F", "fib", log, "-o", js])
+    with open(js) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("name") == "fib"]
+    eq((len(ev), sum("retval" in e["args"] for e in ev), max(int(e["args"]["arg1"]) for e in ev)), (987, 987, 15),
+       "Chrome -F: fib events, with a retval, the largest arg1")
 
 
 def calls_cut(log, cut):

@@ -125,11 +125,18 @@ static enum cls classify(Dwarf_Die *t, uint8_t *fmt)
 		default:
 			return CLS_NONE;
 		}
-	case DW_TAG_enumeration_type:
+	case DW_TAG_enumeration_type: {
+		/* Signed or not as its underlying type (Rust's #[repr(u8)],
+		 * C++'s enum : unsigned); without one, as C's int. */
+		Dwarf_Die u;
 		if (size <= 0 || size > 8)
 			return CLS_NONE;
-		*fmt = sf_arg_fmt(SF_AT_SINT, (unsigned)size);
+		int is_unsigned = type_of(t, &u) && dwarf_tag(&u) == DW_TAG_base_type &&
+				  dwarf_attr(&u, DW_AT_encoding, &a) && dwarf_formudata(&a, &enc) == 0 &&
+				  (enc == DW_ATE_unsigned || enc == DW_ATE_unsigned_char || enc == DW_ATE_boolean);
+		*fmt = sf_arg_fmt(is_unsigned ? SF_AT_UINT : SF_AT_SINT, (unsigned)size);
 		return CLS_GP;
+	}
 	case DW_TAG_pointer_type: {
 		Dwarf_Die p;
 		*fmt = sf_arg_fmt(SF_AT_PTR, 8);

@@ -574,13 +574,12 @@ def test_break_rust_u8_enum():
     """Rust #[repr(u8)] enum Color { Red = 1, Green = 2, Blue = 200 },
     paint(Color::Blue) returns Blue; --auto-args.
     Expected: paint(200) = 200; (or the variant's name).
-    Observed: paint(-56) = -56; (the u8 read as signed)."""
+    Was: paint(-56) = -56; (the u8 read as signed). Now the enum's
+    underlying type (DW_AT_type) gives the signedness."""
     prog = rust_fixture("skep29x_rust")
     _, log = record([prog], args=["-q", "-a"])
     got = [x.strip() for x in call_column(replay_text(log)) if "skep29x_rust::paint(" in x]
-    known_break("a repr(u8) enum's discriminant above 127 shows negative",
-                lambda: check(got and re.fullmatch(r"skep29x_rust::paint\((200|Blue)\) = (200|Blue);", got[0]),
-                              f"got {got}"))
+    check(got and re.fullmatch(r"skep29x_rust::paint\((200|Blue)\) = (200|Blue);", got[0]), f"got {got}")
 
 
 def test_break_one_return_value_per_call():

@@ -11,14 +11,17 @@
 
 #include "format/sf_args.h"
 #include "lib/hashmap.h"
+#include "lib/symbols.h"
 #include "lib/util.h"
 
 struct da_file {
-	int fd;
+	int fd;                 /* the file's own DWARF: its descriptor, else -1 */
+	struct sym_object *sym; /* else the separate debug file symbols.c finds */
+	int64_t shift;          /* ELF address = DWARF address + shift */
 	int x86_64;  /* struct arguments are classified by System V's rules */
 	int aarch64; /* by AAPCS64's */
 	Dwarf *dw;
-	struct hashmap by_pc; /* low pc -> DIE offset of its subprogram */
+	struct hashmap by_pc; /* low pc (ELF address) -> DIE offset of its subprogram */
 };
 
 static int collect(Dwarf_Die *die, void *arg)
@@ -26,23 +29,41 @@ static int collect(Dwarf_Die *die, void *arg)
 	struct da_file *d = arg;
 	Dwarf_Addr lo;
 	if (dwarf_lowpc(die, &lo) == 0)
-		*hm_put(&d->by_pc, lo, NULL) = dwarf_dieoffset(die);
+		*hm_put(&d->by_pc, (uint64_t)((int64_t)lo + d->shift), NULL) = dwarf_dieoffset(die);
 	return DWARF_CB_OK;
+}
+
+/* The file's own DWARF, else the one its .gnu_debuglink or build-id names
+ * (found as symbols.c finds it for names and lines). */
+static struct da_file *open_dwarf(const char *path)
+{
+	struct da_file d = {.fd = open(path, O_RDONLY | O_CLOEXEC)};
+	if (d.fd < 0)
+		return NULL;
+	d.dw = dwarf_begin(d.fd, DWARF_C_READ);
+	if (!d.dw) {
+		char err[256];
+		close(d.fd);
+		d.fd = -1;
+		d.sym = sym_open(path, NULL, NULL, 0, 1, err, sizeof(err));
+		d.dw = d.sym ? sym_dwarf(d.sym, &d.shift) : NULL;
+		if (!d.dw) {
+			if (d.sym)
+				sym_close(d.sym);
+			return NULL;
+		}
+	}
+	struct da_file *out = xmalloc(sizeof(*out));
+	*out = d;
+	return out;
 }
 
 struct da_file *da_open(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct da_file *d = open_dwarf(path);
+	if (!d)
 		return NULL;
-	Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
-	if (!dw) {
-		close(fd);
-		return NULL;
-	}
-	struct da_file *d = xcalloc(1, sizeof(*d));
-	d->fd = fd;
-	d->dw = dw;
+	Dwarf *dw = d->dw;
 	GElf_Ehdr eh;
 	Elf *elf = dwarf_getelf(dw);
 	int machine = elf && gelf_getehdr(elf, &eh) ? eh.e_machine : EM_NONE;
@@ -63,8 +84,12 @@ void da_close(struct da_file *d)
 {
 	if (!d)
 		return;
-	dwarf_end(d->dw);
-	close(d->fd);
+	if (d->sym) {
+		sym_close(d->sym); /* owns the Dwarf */
+	} else {
+		dwarf_end(d->dw);
+		close(d->fd);
+	}
 	hm_free(&d->by_pc);
 	free(d);
 }
@@ -87,6 +112,7 @@ static int type_of(Dwarf_Die *die, Dwarf_Die *out)
 	}
 	return 0;
 }
+
 
 enum cls { CLS_NONE, CLS_GP, CLS_FP, CLS_GP2 };
 

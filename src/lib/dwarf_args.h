@@ -26,7 +26,9 @@
 
 struct da_file;
 
-/* The DWARF of an ELF file; NULL if it has none (no message). */
+/* The DWARF of an ELF file: its own, else the separate debug file its
+ * .gnu_debuglink or build-id names (symbols.h's search); NULL if it has
+ * none (no message). */
 struct da_file *da_open(const char *path);
 void da_close(struct da_file *d);
 

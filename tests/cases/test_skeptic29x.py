@@ -400,8 +400,9 @@ def test_break_auto_args_debuglink():
     --add-gnu-debuglink=prog.debug, side by side); --auto-args.
     Expected: add(3, 4) = 7; as with the DWARF inside (query's functions
     table finds add's file and line through the same link).
-    Observed: "warning: --auto-args: ./prog has no DWARF (build with -g):
-    no values recorded", and add();"""
+    Was: "warning: --auto-args: ./prog has no DWARF (build with -g):
+    no values recorded", and add();. Now --auto-args finds the DWARF as
+    the symbolizer does (symbols.c's sym_dwarf)."""
     d = tmpdir()
     prog = os.path.join(d, "prog")
     run(["cp", fixture(), prog])
@@ -411,8 +412,7 @@ def test_break_auto_args_debuglink():
     eq(query(log, "SELECT file LIKE '%skep29x_args.c', line > 0 FROM functions WHERE name = 'add'"), [["1", "1"]],
        "add's source line through the debuglink")
     c = [x for x in calls(log) if x.startswith("add(")]
-    known_break("--auto-args does not follow .gnu_debuglink (symbols do)",
-                lambda: eq((c, p.stderr), (["add(3, 4) = 7;"], ""), "add, stderr"))
+    eq((c, p.stderr), (["add(3, 4) = 7;"], ""), "add, stderr")
 
 
 def test_break_query_help_lists_args_table():

@@ -419,11 +419,9 @@ def test_break_query_help_lists_args_table():
     """`sftrace query --help` lists its tables (frames, functions, threads).
     Expected: the args table (frame_id, index, name, value) among them,
     as README and docs/QUERY.md say.
-    Observed: not listed: a user reading --help never learns values can
-    be queried."""
+    Was: not listed."""
     out = run([SFTRACE, "query", "--help"]).stdout
-    known_break("query --help does not list the args table",
-                lambda: check(re.search(r"^\s*args\(frame_id, index, name, value", out, re.M), out[:600]))
+    check(re.search(r"^\s*args\(frame_id, index, name, value", out, re.M), out[:600])
 
 
 def churn(n, args):

@@ -141,6 +141,10 @@ static void name_item(struct av_item *it)
 		snprintf(it->name, sizeof(it->name), "retval");
 	else if (idx == SF_ARG_SLOT_STACK)
 		snprintf(it->name, sizeof(it->name), "stack");
+	else if (idx == SF_ARG_SLOT_GONE && sf_arg_type(it->fmt) == SF_AT_NONE)
+		snprintf(it->name, sizeof(it->name), "optimized");
+	else if (idx == SF_ARG_SLOT_UNKNOWN && sf_arg_type(it->fmt) == SF_AT_NONE)
+		snprintf(it->name, sizeof(it->name), "param");
 	else
 		snprintf(it->name, sizeof(it->name), "%s%u", it->slot & SF_ARG_SLOT_FP ? "fparg" : "arg", idx);
 }
@@ -274,6 +278,8 @@ int av_decode(const unsigned char *payload, size_t len, struct av_item *items, u
 		name_item(&it);
 		if (type != SF_AT_STRUCT && decode_value(&p, end, it.fmt, it.value, sizeof(it.value)) < 0)
 			return -1;
+		if (type == SF_AT_NONE && it.slot == SF_ARG_SLOT_GONE)
+			snprintf(it.value, sizeof(it.value), "<optimized out>");
 		fold_item(&f, &it);
 	}
 	return fold_end(&f);

@@ -334,9 +334,7 @@ def test_break_seventh_argument_not_silently_dropped():
     call, the 7th lost without a mark."""
     _, log = recorded("ints")
     got = [c for c in calls(log) if c.startswith("seven(")]
-    known_break("--auto-args drops stack arguments without a mark",
-                lambda: check(got and re.fullmatch(r"seven\(1, 2, 3, 4, 5, 6, (7|<unrecorded>)\) = 28;", got[0]),
-                              f"got {got}"))
+    check(got and re.fullmatch(r"seven\(1, 2, 3, 4, 5, 6, (7|<unrecorded>)\) = 28;", got[0]), f"got {got}")
 
 
 def test_break_register_arguments_after_stack_ones():
@@ -359,7 +357,7 @@ def test_break_register_arguments_after_stack_ones():
         check(re.fullmatch(re.escape(f"nine_fp({eights}, ") + r"(9\.000000|<[a-z ]+>), 10\) = 55\.000000;", c[0]),
               f"nine_fp: {c[0]!r}")
         check(re.fullmatch(r"ldk\((1\.25\d*|<[a-z ]+>), 4\)( = (5\.0*|<[a-z ]+>))?;", c[1]), f"ldk: {c[1]!r}")
-    known_break("--auto-args stops at the first argument passed on the stack", want)
+    want()
 
 
 def test_break_cxx_const_member_name():
@@ -390,8 +388,7 @@ def test_break_ms_abi_function():
     p, log = recorded("msabi")
     eq(p.stdout, "7\n", "output")
     c = calls(log)
-    known_break("--auto-args reads System V registers for an ms_abi function",
-                lambda: check(c and c[0] in ("wadd(3, 4) = 7;", "wadd();"), f"got {c}"))
+    check(c and c[0] in ("wadd(3, 4) = 7;", "wadd();"), f"got {c}")
 
 
 def test_break_auto_args_debuglink():
@@ -564,7 +561,7 @@ def test_break_specialised_parameters_not_invented():
         check(c and re.fullmatch(r"spin3\((2|<[a-z ]+>), 10, 10\) = 190;", c[0]), f"spin3: {c}")
         check(r and re.fullmatch(r"skep29x_rust::wide\(1, (2|<[a-z ]+>), (3|<[a-z ]+>), (4|<[a-z ]+>), "
                                  r"(5|<[a-z ]+>), (6|<[a-z ]+>)(, 7|, <[a-z ]+>)?\) = 28;", r[0]), f"wide: {r}")
-    known_break("--auto-args reads the source prototype of functions the optimiser re-signed", want)
+    want()
 
 
 def test_break_rust_u8_enum():

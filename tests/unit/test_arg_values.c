@@ -91,6 +91,25 @@ static void test_double_keeps_its_digits(void **state)
 	}
 }
 
+/* Parameters --auto-args marks: one the optimiser made a constant, one
+ * on the stack, one whose register DWARF does not tell. */
+static void test_unrecorded_parameters_named(void **state)
+{
+	(void)state;
+	const uint8_t items[] = {SF_ARG_SLOT_GONE, SF_AT_NONE, 1, I32, 20, SF_ARG_SLOT_STACK, SF_AT_NONE,
+				 SF_ARG_SLOT_UNKNOWN, SF_AT_NONE};
+	uint8_t buf[64];
+	size_t len = coded(buf, 4, items, sizeof(items));
+	struct av_item it[SF_ARG_MAX_ITEMS];
+	assert_int_equal(av_decode(buf, len, it, SF_ARG_MAX_ITEMS), 4);
+	assert_string_equal(it[0].name, "optimized");
+	assert_string_equal(it[2].name, "stack");
+	assert_string_equal(it[3].name, "param");
+	char joined[128];
+	av_join(buf, len, joined, sizeof(joined));
+	assert_string_equal(joined, "<optimized out>, 10, <unrecorded>, <unrecorded>");
+}
+
 static void test_cut_struct_is_closed(void **state)
 {
 	(void)state;
@@ -146,6 +165,7 @@ int main(void)
 		cmocka_unit_test(test_stack_struct_named_by_offset),
 		cmocka_unit_test(test_cut_struct_is_closed),
 		cmocka_unit_test(test_double_keeps_its_digits),
+		cmocka_unit_test(test_unrecorded_parameters_named),
 		cmocka_unit_test(test_bad_members_are_malformed),
 		cmocka_unit_test(test_fixed_struct_folds),
 	};

@@ -811,41 +811,18 @@ static uint8_t slot_of_dwarf_reg(unsigned reg, enum cls c)
 	return c == CLS_GP && reg < sizeof(gp) && gp[reg] > 0 ? (uint8_t)gp[reg] : 0;
 }
 
-/* A re-signed function (DW_CC_nocall: rustc's internal calls; a C
- * function with a constant parameter): each parameter from the register
- * its entry location names, "<optimized out>" where it is a constant,
- * "<unrecorded>" where DWARF says neither. */
-static unsigned located_items(Dwarf_Die *fn, Dwarf_Addr entry, struct da_item *items, unsigned cap)
-{
-	Dwarf_Die child, t;
-	unsigned n = 0, reg = 0;
-	if (dwarf_child(fn, &child) != 0)
-		return 0;
-	do {
-		if (dwarf_tag(&child) != DW_TAG_formal_parameter)
-			continue;
-		if (n == cap)
-			break;
-		uint8_t fmt = 0, slot = 0;
-		enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
-		enum loc l = entry_location(&child, entry, &reg);
-		if (l == LOC_REG)
-			slot = slot_of_dwarf_reg(reg, c);
-		items[n++] = slot ? (struct da_item){slot, fmt, 0}
-				  : none_item(l == LOC_CONST ? SF_ARG_SLOT_GONE : SF_ARG_SLOT_UNKNOWN);
-	} while (dwarf_siblingof(&child, &child) == 0);
-	return n;
-}
+/* One item per parameter, each from its own DIE, class and position
+ * (item_of), in order; the count. */
+struct param_walk {
+	Dwarf_Addr entry;
+	struct da_item (*item_of)(const struct param_walk *w, Dwarf_Die *param, enum cls c, uint8_t fmt,
+				  unsigned pos);
+};
 
-/* The Microsoft x64 convention (ms_abi): the first four parameters by
- * position in rcx rdx r8 r9 (System V's 4th, 3rd, 5th and 6th) or
- * xmm0-3, the others on the stack; an aggregate in one register if it
- * has 1, 2, 4 or 8 bytes, else by reference: not recorded. */
-static unsigned win64_items(Dwarf_Die *fn, struct da_item *items, unsigned cap)
+static unsigned param_items(Dwarf_Die *fn, const struct param_walk *w, struct da_item *items, unsigned cap)
 {
-	static const uint8_t gp[] = {4, 3, 5, 6};
 	Dwarf_Die child, t;
-	unsigned n = 0, pos = 0;
+	unsigned n = 0;
 	if (dwarf_child(fn, &child) != 0)
 		return 0;
 	do {
@@ -855,17 +832,43 @@ static unsigned win64_items(Dwarf_Die *fn, struct da_item *items, unsigned cap)
 			break;
 		uint8_t fmt = 0;
 		enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
-		if (pos >= 4)
-			items[n++] = none_item(SF_ARG_SLOT_STACK);
-		else if (c == CLS_FP)
-			items[n++] = (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | (pos + 1)), fmt, 0};
-		else if (c == CLS_GP)
-			items[n++] = (struct da_item){gp[pos], fmt, 0};
-		else
-			items[n++] = none_item(SF_ARG_SLOT_UNKNOWN);
-		pos++;
+		items[n] = w->item_of(w, &child, c, fmt, n);
+		n++;
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return n;
+}
+
+/* A re-signed function (DW_CC_nocall: rustc's internal calls; a C
+ * function with a constant parameter): each parameter from the register
+ * its entry location names, "<optimized out>" where it is a constant,
+ * "<unrecorded>" where DWARF says neither. */
+static struct da_item located_item(const struct param_walk *w, Dwarf_Die *param, enum cls c, uint8_t fmt,
+				   unsigned pos)
+{
+	unsigned reg = 0;
+	uint8_t slot = 0;
+	(void)pos;
+	enum loc l = entry_location(param, w->entry, &reg);
+	if (l == LOC_REG)
+		slot = slot_of_dwarf_reg(reg, c);
+	return slot ? (struct da_item){slot, fmt, 0} : none_item(l == LOC_CONST ? SF_ARG_SLOT_GONE : SF_ARG_SLOT_UNKNOWN);
+}
+
+/* The Microsoft x64 convention (ms_abi): the first four parameters by
+ * position in rcx rdx r8 r9 (System V's 4th, 3rd, 5th and 6th) or
+ * xmm0-3, the others on the stack; an aggregate in one register if it
+ * has 1, 2, 4 or 8 bytes, else by reference: not recorded. */
+static struct da_item win64_item(const struct param_walk *w, Dwarf_Die *param, enum cls c, uint8_t fmt,
+				 unsigned pos)
+{
+	static const uint8_t gp[] = {4, 3, 5, 6};
+	(void)w;
+	(void)param;
+	if (pos >= 4)
+		return none_item(SF_ARG_SLOT_STACK);
+	if (c == CLS_FP)
+		return (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | (pos + 1)), fmt, 0};
+	return c == CLS_GP ? (struct da_item){gp[pos], fmt, 0} : none_item(SF_ARG_SLOT_UNKNOWN);
 }
 
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
@@ -886,10 +889,10 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 		break;
 	}
 	case CONV_WHERE_DWARF_SAYS:
-		n = located_items(&fn, entry, items, cap);
+		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
 		break;
 	case CONV_WIN64:
-		n = win64_items(&fn, items, cap);
+		n = param_items(&fn, &(struct param_walk){entry, win64_item}, items, cap);
 		/* A scalar comes back in rax or xmm0 as in System V. */
 		if (type_of(&fn, &t) && (is_aggregate(&t) || classify(&t, &fmt) == CLS_NONE))
 			return n;

@@ -654,13 +654,19 @@ static struct da_item none_item(uint8_t slot)
 
 /* x86-64: an argument past its registers is in the caller's outgoing
  * arguments; the runtime reads scalars only from registers, so it is
- * marked, and the arguments after it keep their registers (a double
- * after six ints is still in xmm0). `words` of the stack it takes. */
-static void stack_scalar(struct da_item *items, unsigned *n, unsigned *stack, unsigned words)
+ * marked, named by its byte offset there when known ("stack8"), and the
+ * arguments after it keep their registers (a double after six ints is
+ * still in xmm0). It takes `words` of the stack, aligned to `align`. */
+static void stack_scalar(struct da_item *items, unsigned *n, unsigned *stack, unsigned words, unsigned align)
 {
-	items[(*n)++] = none_item(SF_ARG_SLOT_STACK);
-	if (*stack != STACK_UNKNOWN)
-		*stack += words;
+	uint8_t slot = SF_ARG_SLOT_STACK;
+	if (*stack != STACK_UNKNOWN) {
+		unsigned at = (*stack + align - 1) / align * align;
+		if (at <= SF_ARG_SLOT_INDEX)
+			slot = (uint8_t)(SF_ARG_STACK | at);
+		*stack = at + words;
+	}
+	items[(*n)++] = none_item(slot);
 }
 
 /* A long double (x87, MEMORY class): on the stack, 16-byte aligned. */
@@ -702,9 +708,8 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 				break;
 			continue;
 		}
-		if (c == CLS_NONE && d->x86_64 && is_long_double(&t)) {
-			stack_scalar(items, &n, &stack, 2);
-			stack = STACK_UNKNOWN; /* its alignment may pad */
+		if (c == CLS_NONE && d->x86_64 && is_long_double(&t)) { /* 16 bytes, 16-aligned (the area is) */
+			stack_scalar(items, &n, &stack, 2, 2);
 			continue;
 		}
 		unsigned need = c == CLS_GP2 ? 2 : 1;
@@ -719,7 +724,7 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 			items[n++] = (struct da_item){(uint8_t)(gp + 1), fmt, 0};
 			gp += need;
 		} else if (d->x86_64) {
-			stack_scalar(items, &n, &stack, need);
+			stack_scalar(items, &n, &stack, need, 1);
 		} else {
 			break;
 		}

@@ -801,8 +801,8 @@ static enum conv conv_of(struct da_file *d, Dwarf_Die *fn, Dwarf_Addr entry)
 		return CONV_UNKNOWN;
 	if (cc == DW_CC_nocall || (cc == DW_CC_normal && resigned(fn, entry)))
 		return d->x86_64 ? CONV_WHERE_DWARF_SAYS : CONV_UNKNOWN;
-	if (cc == DW_CC_normal || (d->x86_64 && cc == DW_CC_LLVM_X86_64SysV))
-		return CONV_ABI;
+	if (cc == DW_CC_normal || cc == DW_CC_program || (d->x86_64 && cc == DW_CC_LLVM_X86_64SysV))
+		return CONV_ABI; /* DW_CC_program: a main program, called as any function */
 	return d->x86_64 && cc == DW_CC_LLVM_Win64 ? CONV_WIN64 : CONV_UNKNOWN;
 }
 

@@ -327,6 +327,8 @@ static void usage(FILE *out)
 		"  functions(func_id, name, file, line, object, short_name)   every instrumented\n"
 		"         function\n"
 		"  threads(pid, tid, thread_name, process_name, label)   every thread with events\n"
+		"  args(frame_id, index, name, value)   every argument and return value that\n"
+		"         record -A/-R or --auto-args recorded, as replay shows it (index: quote it)\n"
 		"short_name: the name as report prints it; label: the thread name, with the\n"
 		"thread's first function where the kernel cut the name.\n"
 		"Times are ns since the process start. Statements run in order; the rows of\n"

@@ -60,6 +60,11 @@ enum sf_arg_type {
 #define SF_ARG_SLOT_FP 0x40u   /* a vector register (fparg N, a float return value) */
 #define SF_ARG_SLOT_INDEX 0x3fu /* N of argN/fpargN; 0: the return value */
 #define SF_ARG_SLOT_STACK 0x3fu /* with SF_AT_NONE: an argument passed in memory, in no register */
+/* With SF_AT_NONE (--auto-args, x86-64): a parameter the optimiser removed
+ * or made a constant (DWARF says so), shown "<optimized out>"; one whose
+ * register DWARF does not tell, shown "<unrecorded>". */
+#define SF_ARG_SLOT_GONE 0x3eu
+#define SF_ARG_SLOT_UNKNOWN 0x3du
 #define SF_ARG_STR_NULL 0xfeu
 #define SF_ARG_STR_UNREADABLE 0xffu
 #define SF_ARG_STR_CAP 64u     /* string bytes recorded per value (spec) */

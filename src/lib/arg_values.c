@@ -2,6 +2,7 @@
 #include "lib/arg_values.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,9 +68,16 @@ static void put_int(uint64_t v, uint8_t fmt, char *out, size_t cap)
 	}
 }
 
+/* uftrace's "%f" where it shows the value: 6 decimals keep at least
+ * three significant digits from 1e-4 up and stay under 23 characters
+ * below 1e15. Outside that range "%f" would print 0.000000 for 5e-10 or
+ * 301 digits for 1e300, so "%g" (six significant digits, 5e-10, 1e+300).
+ * Zero, infinities and NaN keep "%f" (0.000000, inf, nan). */
 static void put_double(double d, char *out, size_t cap)
 {
-	snprintf(out, cap, "%f", d);
+	double a = fabs(d);
+	int plain = a == 0 || !isfinite(a) || (a >= 1e-4 && a < 1e15);
+	snprintf(out, cap, plain ? "%f" : "%g", d);
 }
 
 /* One item's value from *p; -1 if it runs past end. */
@@ -133,6 +141,10 @@ static void name_item(struct av_item *it)
 		snprintf(it->name, sizeof(it->name), "retval");
 	else if (idx == SF_ARG_SLOT_STACK)
 		snprintf(it->name, sizeof(it->name), "stack");
+	else if (idx == SF_ARG_SLOT_GONE && sf_arg_type(it->fmt) == SF_AT_NONE)
+		snprintf(it->name, sizeof(it->name), "optimized");
+	else if (idx == SF_ARG_SLOT_UNKNOWN && sf_arg_type(it->fmt) == SF_AT_NONE)
+		snprintf(it->name, sizeof(it->name), "param");
 	else
 		snprintf(it->name, sizeof(it->name), "%s%u", it->slot & SF_ARG_SLOT_FP ? "fparg" : "arg", idx);
 }
@@ -266,6 +278,8 @@ int av_decode(const unsigned char *payload, size_t len, struct av_item *items, u
 		name_item(&it);
 		if (type != SF_AT_STRUCT && decode_value(&p, end, it.fmt, it.value, sizeof(it.value)) < 0)
 			return -1;
+		if (type == SF_AT_NONE && it.slot == SF_ARG_SLOT_GONE)
+			snprintf(it.value, sizeof(it.value), "<optimized out>");
 		fold_item(&f, &it);
 	}
 	return fold_end(&f);

@@ -265,17 +265,32 @@ char *sf_short_name(const char *name, const char *mangled)
 	return b.p;
 }
 
+/* n less a member function's trailing qualifiers (" const", " &&"...). */
+static size_t sans_qualifiers(const char *name, size_t n)
+{
+	static const char *const quals[] = {" const", " volatile", " &&", " &", " noexcept", " restrict"};
+	for (size_t k = 0; k < sizeof(quals) / sizeof(quals[0]); k++) {
+		size_t q = strlen(quals[k]);
+		if (n > q && !memcmp(name + n - q, quals[k], q))
+			return sans_qualifiers(name, n - q);
+	}
+	return n;
+}
+
 size_t sf_name_sans_params(const char *name, const char *mangled)
 {
-	size_t n = strlen(name);
-	if (!mangled || strncmp(mangled, "_Z", 2) || !n || name[n - 1] != ')')
+	size_t all = strlen(name), n = all;
+	if (!mangled || strncmp(mangled, "_Z", 2) || !n)
 		return n;
+	n = sans_qualifiers(name, n);
+	if (!n || name[n - 1] != ')')
+		return all;
 	int level = 0;
 	for (size_t i = n; i-- > 0;) {
 		if (name[i] == ')')
 			level++;
 		else if (name[i] == '(' && --level == 0)
-			return i ? i : n;
+			return i ? i : all;
 	}
-	return n;
+	return all;
 }

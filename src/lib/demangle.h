@@ -28,10 +28,11 @@ char *sf_demangle(const char *mangled);
  * only shortened as Rust/C++-like paths. */
 char *sf_short_name(const char *name, const char *mangled);
 
-/* The length of `name` without a C++ function's parameter list (`_Z`
- * mangled names: "ns::f(int)" or "ns::f(…)" -> "ns::f"), for views that
- * write the call's own parentheses (replay, graph); strlen(name) for every
- * other name. */
+/* The length of `name` without a C++ function's parameter list and the
+ * qualifiers after it (`_Z` mangled names: "ns::f(int)", "ns::f(…)" or
+ * "ns::K::f(…) const" -> "ns::f"), for views that write the call's own
+ * parentheses (replay, graph), as uftrace shows C++ calls:
+ * "ns::K::f(0x7ffc…, 1, 2)"; strlen(name) for every other name. */
 size_t sf_name_sans_params(const char *name, const char *mangled);
 
 #endif

@@ -11,14 +11,17 @@
 
 #include "format/sf_args.h"
 #include "lib/hashmap.h"
+#include "lib/symbols.h"
 #include "lib/util.h"
 
 struct da_file {
-	int fd;
+	int fd;                 /* the file's own DWARF: its descriptor, else -1 */
+	struct sym_object *sym; /* else the separate debug file symbols.c finds */
+	int64_t shift;          /* ELF address = DWARF address + shift */
 	int x86_64;  /* struct arguments are classified by System V's rules */
 	int aarch64; /* by AAPCS64's */
 	Dwarf *dw;
-	struct hashmap by_pc; /* low pc -> DIE offset of its subprogram */
+	struct hashmap by_pc; /* low pc (ELF address) -> DIE offset of its subprogram */
 };
 
 static int collect(Dwarf_Die *die, void *arg)
@@ -26,23 +29,41 @@ static int collect(Dwarf_Die *die, void *arg)
 	struct da_file *d = arg;
 	Dwarf_Addr lo;
 	if (dwarf_lowpc(die, &lo) == 0)
-		*hm_put(&d->by_pc, lo, NULL) = dwarf_dieoffset(die);
+		*hm_put(&d->by_pc, (uint64_t)((int64_t)lo + d->shift), NULL) = dwarf_dieoffset(die);
 	return DWARF_CB_OK;
+}
+
+/* The file's own DWARF, else the one its .gnu_debuglink or build-id names
+ * (found as symbols.c finds it for names and lines). */
+static struct da_file *open_dwarf(const char *path)
+{
+	struct da_file d = {.fd = open(path, O_RDONLY | O_CLOEXEC)};
+	if (d.fd < 0)
+		return NULL;
+	d.dw = dwarf_begin(d.fd, DWARF_C_READ);
+	if (!d.dw) {
+		char err[256];
+		close(d.fd);
+		d.fd = -1;
+		d.sym = sym_open(path, NULL, NULL, 0, 1, err, sizeof(err));
+		d.dw = d.sym ? sym_dwarf(d.sym, &d.shift) : NULL;
+		if (!d.dw) {
+			if (d.sym)
+				sym_close(d.sym);
+			return NULL;
+		}
+	}
+	struct da_file *out = xmalloc(sizeof(*out));
+	*out = d;
+	return out;
 }
 
 struct da_file *da_open(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct da_file *d = open_dwarf(path);
+	if (!d)
 		return NULL;
-	Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
-	if (!dw) {
-		close(fd);
-		return NULL;
-	}
-	struct da_file *d = xcalloc(1, sizeof(*d));
-	d->fd = fd;
-	d->dw = dw;
+	Dwarf *dw = d->dw;
 	GElf_Ehdr eh;
 	Elf *elf = dwarf_getelf(dw);
 	int machine = elf && gelf_getehdr(elf, &eh) ? eh.e_machine : EM_NONE;
@@ -63,8 +84,12 @@ void da_close(struct da_file *d)
 {
 	if (!d)
 		return;
-	dwarf_end(d->dw);
-	close(d->fd);
+	if (d->sym) {
+		sym_close(d->sym); /* owns the Dwarf */
+	} else {
+		dwarf_end(d->dw);
+		close(d->fd);
+	}
 	hm_free(&d->by_pc);
 	free(d);
 }
@@ -87,6 +112,7 @@ static int type_of(Dwarf_Die *die, Dwarf_Die *out)
 	}
 	return 0;
 }
+
 
 enum cls { CLS_NONE, CLS_GP, CLS_FP, CLS_GP2 };
 
@@ -125,11 +151,18 @@ static enum cls classify(Dwarf_Die *t, uint8_t *fmt)
 		default:
 			return CLS_NONE;
 		}
-	case DW_TAG_enumeration_type:
+	case DW_TAG_enumeration_type: {
+		/* Signed or not as its underlying type (Rust's #[repr(u8)],
+		 * C++'s enum : unsigned); without one, as C's int. */
+		Dwarf_Die u;
 		if (size <= 0 || size > 8)
 			return CLS_NONE;
-		*fmt = sf_arg_fmt(SF_AT_SINT, (unsigned)size);
+		int is_unsigned = type_of(t, &u) && dwarf_tag(&u) == DW_TAG_base_type &&
+				  dwarf_attr(&u, DW_AT_encoding, &a) && dwarf_formudata(&a, &enc) == 0 &&
+				  (enc == DW_ATE_unsigned || enc == DW_ATE_unsigned_char || enc == DW_ATE_boolean);
+		*fmt = sf_arg_fmt(is_unsigned ? SF_AT_UINT : SF_AT_SINT, (unsigned)size);
 		return CLS_GP;
+	}
 	case DW_TAG_pointer_type: {
 		Dwarf_Die p;
 		*fmt = sf_arg_fmt(SF_AT_PTR, 8);
@@ -613,44 +646,264 @@ static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigne
 	return 0;
 }
 
+/* An item not recorded, of what kind (slot SF_ARG_SLOT_*). */
+static struct da_item none_item(uint8_t slot)
+{
+	return (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+}
+
+/* x86-64: an argument past its registers is in the caller's outgoing
+ * arguments; the runtime reads scalars only from registers, so it is
+ * marked, named by its byte offset there when known ("stack8"), and the
+ * arguments after it keep their registers (a double after six ints is
+ * still in xmm0). It takes `words` of the stack, aligned to `align`. */
+static void stack_scalar(struct da_item *items, unsigned *n, unsigned *stack, unsigned words, unsigned align)
+{
+	uint8_t slot = SF_ARG_SLOT_STACK;
+	if (*stack != STACK_UNKNOWN) {
+		unsigned at = (*stack + align - 1) / align * align;
+		if (at <= SF_ARG_SLOT_INDEX)
+			slot = (uint8_t)(SF_ARG_STACK | at);
+		*stack = at + words;
+	}
+	items[(*n)++] = none_item(slot);
+}
+
+/* A long double (x87, MEMORY class): on the stack, 16-byte aligned. */
+static int is_long_double(Dwarf_Die *t)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word enc;
+	return dwarf_tag(t) == DW_TAG_base_type && dwarf_bytesize(t) == 16 && dwarf_attr(t, DW_AT_encoding, &a) &&
+	       dwarf_formudata(&a, &enc) == 0 && enc == DW_ATE_float;
+}
+
+/* The System V (or AAPCS64) registers of each parameter, in order. On
+ * x86-64 every parameter gets an item: one past the registers or a long
+ * double is marked as on the stack, and from the first one whose
+ * registers are not known for sure each is marked unknown. */
+static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct da_item *items, unsigned cap)
+{
+	Dwarf_Die child, t;
+	unsigned n = 0, fp = 0, stack = 0;
+	int lost = 0; /* the registers of what follows are unknown */
+	if (dwarf_child(fn, &child) != 0)
+		return 0;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+			continue;
+		if (n == cap)
+			break;
+		if (lost) {
+			items[n++] = none_item(SF_ARG_SLOT_UNKNOWN);
+			continue;
+		}
+		uint8_t fmt = 0;
+		enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
+		struct agg a;
+		if (c == CLS_NONE && is_aggregate(&t) && agg_layout(d, fn, &t, &a) == 0) {
+			/* Its registers (or none) are known, so those of the
+			 * arguments after it are. */
+			if (agg_arg(d, &t, &a, &gp, &fp, &stack, items, &n, cap) < 0)
+				break;
+			continue;
+		}
+		if (c == CLS_NONE && d->x86_64 && is_long_double(&t)) { /* 16 bytes, 16-aligned (the area is) */
+			stack_scalar(items, &n, &stack, 2, 2);
+			continue;
+		}
+		unsigned need = c == CLS_GP2 ? 2 : 1;
+		if (c == CLS_NONE || (c == CLS_GP2 && gp == 5)) { /* a Rust pair split between r9 and the stack */
+			if (!d->x86_64)
+				break;
+			lost = 1;
+			items[n++] = none_item(SF_ARG_SLOT_UNKNOWN);
+		} else if (c == CLS_FP && fp < 8) {
+			items[n++] = (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | ++fp), fmt, 0};
+		} else if (c != CLS_FP && gp + need <= 6) {
+			items[n++] = (struct da_item){(uint8_t)(gp + 1), fmt, 0};
+			gp += need;
+		} else if (d->x86_64) {
+			stack_scalar(items, &n, &stack, need, 1);
+		} else {
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return n;
+}
+
+/* ---- functions whose registers are not System V's ---- */
+
+/* LLVM's DW_AT_calling_convention values (llvm/BinaryFormat/Dwarf.def). */
+#define DW_CC_LLVM_Win64 0xc1
+#define DW_CC_LLVM_X86_64SysV 0xc2
+
+enum conv { CONV_ABI, CONV_WIN64, CONV_WHERE_DWARF_SAYS, CONV_UNKNOWN };
+
+/* A parameter's location at the function's entry. XRay's sled comes
+ * before the code whose locations DWARF gives, so a location list may
+ * start right after it (11 bytes on x86-64): that is where the entry's
+ * value is. */
+enum loc { LOC_NONE, LOC_REG, LOC_CONST };
+
+#define X86_64_SLED 11
+
+static enum loc entry_location(Dwarf_Die *param, Dwarf_Addr entry, unsigned *reg)
+{
+	Dwarf_Attribute a;
+	Dwarf_Op *ops;
+	size_t len;
+	if (dwarf_hasattr(param, DW_AT_const_value))
+		return LOC_CONST;
+	if (!dwarf_attr(param, DW_AT_location, &a))
+		return LOC_NONE;
+	if (dwarf_getlocation_addr(&a, entry, &ops, &len, 1) < 1 &&
+	    dwarf_getlocation_addr(&a, entry + X86_64_SLED, &ops, &len, 1) < 1)
+		return LOC_NONE;
+	if (!len)
+		return LOC_NONE;
+	unsigned op = ops[0].atom;
+	if ((op >= DW_OP_lit0 && op <= DW_OP_lit31) || (op >= DW_OP_const1u && op <= DW_OP_consts) ||
+	    op == DW_OP_implicit_value)
+		return LOC_CONST;
+	if (len == 1 && op >= DW_OP_reg0 && op <= DW_OP_reg31) {
+		*reg = op - DW_OP_reg0;
+		return LOC_REG;
+	}
+	if (len == 1 && op == DW_OP_regx) {
+		*reg = (unsigned)ops[0].number;
+		return LOC_REG;
+	}
+	return LOC_NONE;
+}
+
+/* Whether the optimiser gave a private function another signature than
+ * its source's: a parameter is a constant at the entry (clang drops it
+ * from the call when every caller passes the same value). */
+static int resigned(Dwarf_Die *fn, Dwarf_Addr entry)
+{
+	Dwarf_Die child;
+	unsigned reg;
+	if (dwarf_child(fn, &child) != 0)
+		return 0;
+	do
+		if (dwarf_tag(&child) == DW_TAG_formal_parameter && entry_location(&child, entry, &reg) == LOC_CONST)
+			return 1;
+	while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static enum conv conv_of(struct da_file *d, Dwarf_Die *fn, Dwarf_Addr entry)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word cc = DW_CC_normal;
+	if (dwarf_attr(fn, DW_AT_calling_convention, &a) && dwarf_formudata(&a, &cc) != 0)
+		return CONV_UNKNOWN;
+	if (cc == DW_CC_nocall || (cc == DW_CC_normal && resigned(fn, entry)))
+		return d->x86_64 ? CONV_WHERE_DWARF_SAYS : CONV_UNKNOWN;
+	if (cc == DW_CC_normal || cc == DW_CC_program || (d->x86_64 && cc == DW_CC_LLVM_X86_64SysV))
+		return CONV_ABI; /* DW_CC_program: a main program, called as any function */
+	return d->x86_64 && cc == DW_CC_LLVM_Win64 ? CONV_WIN64 : CONV_UNKNOWN;
+}
+
+/* The argument slot of x86-64 DWARF register reg (rdi rsi rdx rcx r8 r9:
+ * 5 4 1 2 8 9; xmm0-7: 17-24), 0 if none. */
+static uint8_t slot_of_dwarf_reg(unsigned reg, enum cls c)
+{
+	static const signed char gp[] = {-1, 3, 4, -1, 2, 1, -1, -1, 5, 6};
+	if (c == CLS_FP)
+		return reg >= 17 && reg <= 24 ? (uint8_t)(SF_ARG_SLOT_FP | (reg - 16)) : 0;
+	return c == CLS_GP && reg < sizeof(gp) && gp[reg] > 0 ? (uint8_t)gp[reg] : 0;
+}
+
+/* One item per parameter, each from its own DIE, class and position
+ * (item_of), in order; the count. */
+struct param_walk {
+	Dwarf_Addr entry;
+	struct da_item (*item_of)(const struct param_walk *w, Dwarf_Die *param, enum cls c, uint8_t fmt,
+				  unsigned pos);
+};
+
+static unsigned param_items(Dwarf_Die *fn, const struct param_walk *w, struct da_item *items, unsigned cap)
+{
+	Dwarf_Die child, t;
+	unsigned n = 0;
+	if (dwarf_child(fn, &child) != 0)
+		return 0;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+			continue;
+		if (n == cap)
+			break;
+		uint8_t fmt = 0;
+		enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
+		items[n] = w->item_of(w, &child, c, fmt, n);
+		n++;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return n;
+}
+
+/* A re-signed function (DW_CC_nocall: rustc's internal calls; a C
+ * function with a constant parameter): each parameter from the register
+ * its entry location names, "<optimized out>" where it is a constant,
+ * "<unrecorded>" where DWARF says neither. */
+static struct da_item located_item(const struct param_walk *w, Dwarf_Die *param, enum cls c, uint8_t fmt,
+				   unsigned pos)
+{
+	unsigned reg = 0;
+	uint8_t slot = 0;
+	(void)pos;
+	enum loc l = entry_location(param, w->entry, &reg);
+	if (l == LOC_REG)
+		slot = slot_of_dwarf_reg(reg, c);
+	return slot ? (struct da_item){slot, fmt, 0} : none_item(l == LOC_CONST ? SF_ARG_SLOT_GONE : SF_ARG_SLOT_UNKNOWN);
+}
+
+/* The Microsoft x64 convention (ms_abi): the first four parameters by
+ * position in rcx rdx r8 r9 (System V's 4th, 3rd, 5th and 6th) or
+ * xmm0-3, the others on the stack; an aggregate in one register if it
+ * has 1, 2, 4 or 8 bytes, else by reference: not recorded. */
+static struct da_item win64_item(const struct param_walk *w, Dwarf_Die *param, enum cls c, uint8_t fmt,
+				 unsigned pos)
+{
+	static const uint8_t gp[] = {4, 3, 5, 6};
+	(void)w;
+	(void)param;
+	if (pos >= 4)
+		return none_item(SF_ARG_SLOT_STACK);
+	if (c == CLS_FP)
+		return (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | (pos + 1)), fmt, 0};
+	return c == CLS_GP ? (struct da_item){gp[pos], fmt, 0} : none_item(SF_ARG_SLOT_UNKNOWN);
+}
+
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
 {
 	const uint64_t *off = d ? hm_find(&d->by_pc, vaddr) : NULL;
-	Dwarf_Die fn, child, t;
-	if (!off || !dwarf_offdie(d->dw, *off, &fn))
+	Dwarf_Die fn, t;
+	Dwarf_Addr entry;
+	uint8_t fmt;
+	if (!off || !dwarf_offdie(d->dw, *off, &fn) || dwarf_lowpc(&fn, &entry) != 0)
 		return 0;
-	int hidden = hidden_return(d, &fn);
-	if (hidden < 0)
-		return 0; /* rdi may hold the return value's address: nothing is sure */
-	unsigned n = 0, gp = (unsigned)hidden, fp = 0, stack = 0;
-	if (dwarf_child(&fn, &child) == 0) {
-		do {
-			if (dwarf_tag(&child) != DW_TAG_formal_parameter)
-				continue;
-			uint8_t fmt = 0;
-			enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
-			struct agg a;
-			if (c == CLS_NONE && n < cap && is_aggregate(&t) && agg_layout(d, &fn, &t, &a) == 0) {
-				/* Its registers (or none) are known, so those of the
-				 * arguments after it are. */
-				if (agg_arg(d, &t, &a, &gp, &fp, &stack, items, &n, cap) < 0)
-					break;
-				continue;
-			}
-			if (c == CLS_NONE || n == cap)
-				break; /* the registers of what follows are unknown */
-			if (c == CLS_FP) {
-				if (fp == 8)
-					break;
-				items[n++] = (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | ++fp), fmt, 0};
-			} else {
-				unsigned need = c == CLS_GP2 ? 2 : 1;
-				if (gp + need > 6)
-					break;
-				items[n++] = (struct da_item){(uint8_t)(gp + 1), fmt, 0};
-				gp += need;
-			}
-		} while (dwarf_siblingof(&child, &child) == 0);
+	unsigned n;
+	switch (conv_of(d, &fn, entry)) {
+	case CONV_ABI: {
+		int hidden = hidden_return(d, &fn);
+		if (hidden < 0)
+			return 0; /* rdi may hold the return value's address: nothing is sure */
+		n = abi_items(d, &fn, (unsigned)hidden, items, cap);
+		break;
+	}
+	case CONV_WHERE_DWARF_SAYS:
+		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
+		break;
+	case CONV_WIN64:
+		n = param_items(&fn, &(struct param_walk){entry, win64_item}, items, cap);
+		/* A scalar comes back in rax or xmm0 as in System V. */
+		if (type_of(&fn, &t) && (is_aggregate(&t) || classify(&t, &fmt) == CLS_NONE))
+			return n;
+		break;
+	default:
+		return 0;
 	}
 	return n + return_items(d, &fn, items + n, cap - n);
 }

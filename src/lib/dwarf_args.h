@@ -14,10 +14,16 @@
  * member per v register, a larger struct by reference (not recorded),
  * and a struct returned in memory through x8 (no argument moves). An aggregate
  * returned in memory moves the arguments one integer register on (its
- * address is in rdi). Parameters are taken in order up to the first one
- * whose registers are not known for sure (a long double, a Rust struct,
- * a C++ class whose DWARF does not say how it is passed): the registers
- * of those after it are unknown. */
+ * address is in rdi). On x86-64 every parameter gets an item: one
+ * past the registers or a long double a NONE item on the stack (the
+ * later ones keep their registers), and from the first whose registers
+ * are not known for sure (a Rust struct, a C++ class whose DWARF does not
+ * say how it is passed) NONE items of unknown place; on aarch64 the items
+ * stop there. A function DWARF marks as re-signed (DW_CC_nocall, or a
+ * parameter constant at the entry) is read from the registers its
+ * parameters' entry locations name (constants: NONE, optimized out); an
+ * ms_abi one (DW_CC_LLVM_Win64) from rcx rdx r8 r9 / xmm0-3 by position;
+ * any other calling convention gets no items. */
 #ifndef SFTRACE_LIB_DWARF_ARGS_H
 #define SFTRACE_LIB_DWARF_ARGS_H
 
@@ -26,7 +32,9 @@
 
 struct da_file;
 
-/* The DWARF of an ELF file; NULL if it has none (no message). */
+/* The DWARF of an ELF file: its own, else the separate debug file its
+ * .gnu_debuglink or build-id names (symbols.h's search); NULL if it has
+ * none (no message). */
 struct da_file *da_open(const char *path);
 void da_close(struct da_file *d);
 

@@ -14,6 +14,7 @@
 
 struct ls_object {
 	struct sym_object *sym;         /* NULL: placeholder names */
+	int borrowed;                   /* sym is an earlier load's of the same file (ls_close skips it) */
 	char *file;                     /* the file opened, or NULL */
 	const struct sym_info **cache;  /* per function index, allocated on first lookup */
 };
@@ -172,6 +173,45 @@ static int open_object(struct log_symbols *ls, size_t i, int force, char *err, s
 	return 0;
 }
 
+/* A file loaded again and again (a plugin dlopen'd and dlclose'd in a
+ * loop) is one object per load in the log: its loads share one opened
+ * file, so the reader holds a descriptor per distinct file, not per load.
+ * Loads are the same file when path, build-id and override agree. */
+static uint64_t object_key(const struct lr_object *obj, const struct ls_override *ov)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const char *c = obj->path; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	for (size_t i = 0; i < obj->build_id_len; i++)
+		h = (h ^ obj->build_id[i]) * 1099511628211ull;
+	return h ^ (uintptr_t)ov;
+}
+
+static int same_file(struct log_symbols *ls, size_t i, size_t j)
+{
+	const struct lr_object *a = lr_object_at(ls->log, i), *b = lr_object_at(ls->log, j);
+	return !strcmp(a->path, b->path) && a->build_id_len == b->build_id_len &&
+	       !memcmp(a->build_id, b->build_id, a->build_id_len) && find_override(ls, a) == find_override(ls, b);
+}
+
+/* Object i as an earlier load of the same file (its names, or its
+ * placeholders and the one warning it got): 1, or 0 if none. */
+static int share_object(struct log_symbols *ls, struct hashmap *seen, size_t i)
+{
+	const struct lr_object *obj = lr_object_at(ls->log, i);
+	int added;
+	uint64_t *slot = hm_put(seen, object_key(obj, find_override(ls, obj)), &added);
+	size_t j = added ? 0 : (size_t)*slot - 1;
+	if (added || !same_file(ls, i, j)) {
+		*slot = i + 1;
+		return 0;
+	}
+	ls->objs[i].sym = ls->objs[j].sym;
+	ls->objs[i].borrowed = 1;
+	ls->objs[i].file = ls->objs[j].file ? xstrdup(ls->objs[j].file) : NULL;
+	return 1;
+}
+
 struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *opt, char *err, size_t errlen)
 {
 	struct log_symbols *ls = xcalloc(1, sizeof(*ls));
@@ -181,14 +221,17 @@ struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *o
 	if (opt && opt->no_symbols)
 		return ls;
 	load_overrides(ls, opt);
+	struct hashmap seen = {0};
 	for (size_t i = 0; i < ls->nobjs; i++) {
-		if (!lr_object_at(log, i)->count)
-			continue; /* no function id can need it */
+		if (!lr_object_at(log, i)->count || share_object(ls, &seen, i))
+			continue; /* no function id can need it, or opened already */
 		if (open_object(ls, i, opt && opt->force, err, errlen) < 0) {
+			hm_free(&seen);
 			ls_close(ls);
 			return NULL;
 		}
 	}
+	hm_free(&seen);
 	return ls;
 }
 
@@ -622,7 +665,7 @@ void ls_close(struct log_symbols *ls)
 	if (!ls)
 		return;
 	for (size_t i = 0; i < ls->nobjs; i++) {
-		if (ls->objs[i].sym)
+		if (ls->objs[i].sym && !ls->objs[i].borrowed)
 			sym_close(ls->objs[i].sym);
 		free(ls->objs[i].file);
 		free(ls->objs[i].cache);

@@ -426,6 +426,14 @@ static void load_dwarf(struct sym_object *o)
 		qsort(o->ranges, o->nranges, sizeof(*o->ranges), range_cmp);
 }
 
+Dwarf *sym_dwarf(struct sym_object *o, int64_t *shift)
+{
+	if (!o->dwarf_loaded)
+		load_dwarf(o);
+	*shift = (int64_t)(o->dw_bias - o->main_bias);
+	return o->dw;
+}
+
 /* Ranges of CUs do not nest or overlap in practice; look back a little in
  * case two CUs claim neighbouring pieces out of order. */
 #define RANGE_LOOKBACK 4

@@ -56,6 +56,12 @@ int sym_source_line(struct sym_object *obj, uint64_t vaddr, const char **file, u
 int sym_source_line_folded(struct sym_object *obj, uint64_t vaddr, int (*skip)(void *ctx, const char *name),
 			   void *ctx, const char **file, uint32_t *line);
 
+/* The object's DWARF, from the file itself or the separate debug file
+ * sym_open's search finds (NULL: none), owned by the object; *shift is
+ * what to add to a DWARF address for the ELF address. */
+typedef struct Dwarf Dwarf;
+Dwarf *sym_dwarf(struct sym_object *obj, int64_t *shift);
+
 /* The build-id of the file that was opened (0 bytes when it has none). */
 size_t sym_build_id(const struct sym_object *obj, const uint8_t **id);
 

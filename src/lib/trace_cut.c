@@ -181,6 +181,10 @@ struct cut_frame {
 	int32_t cand_up;  /* stack index of the nearest candidate ancestor, -1: none */
 	uint8_t after_tail, tail_from_entry; /* passed on (fr_frame's) */
 	uint32_t tail_from;
+	/* The entry's values (fr_frame's args): the input owns them until
+	 * the frame ends, so a held frame emitted late still has them. */
+	const unsigned char *args;
+	uint32_t args_len;
 };
 
 /* The window is on the recorded clock (fr_frame.r_begin), so that every
@@ -328,7 +332,8 @@ static struct fr_frame out_frame(const struct fr_frame *in, const struct cut_thr
 	return (struct fr_frame){.proc = in->proc, .thread = in->thread, .id = f->id,
 				 .parent = f->cand_up >= 0 ? th->st[f->cand_up].id : 0, .func_id = f->func,
 				 .depth = f->depth, .t_begin = f->t_begin, .r_begin = f->r_begin, .after_tail = f->after_tail,
-				 .tail_from = f->tail_from, .tail_from_entry = f->tail_from_entry};
+				 .tail_from = f->tail_from, .tail_from_entry = f->tail_from_entry,
+				 .args = f->args, .args_len = f->args_len};
 }
 
 /* An event of the thread at r (recorded) and t (as given), after the edge
@@ -437,6 +442,8 @@ void cut_begin(void *ctx, const struct fr_frame *in)
 	f->after_tail = in->after_tail;
 	f->tail_from = in->tail_from;
 	f->tail_from_entry = in->tail_from_entry;
+	f->args = in->args;
+	f->args_len = in->args ? in->args_len : 0;
 	f->state = ST_DROP;
 	if (is_candidate(c, th, f, in->func_id) && r_ns < c->e)
 		f->state = ST_HELD;
@@ -469,6 +476,8 @@ void cut_end(void *ctx, const struct fr_frame *in)
 		struct fr_frame o = out_frame(in, th, i);
 		o.end_kind = in->end_kind;
 		o.tail_entry = in->tail_entry;
+		o.ret = in->ret;
+		o.ret_len = in->ret ? in->ret_len : 0;
 		o.t_end = t_end;
 		o.r_end = r_end;
 		clip_start(c, th, &o);

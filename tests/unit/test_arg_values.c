@@ -65,6 +65,51 @@ static void test_stack_struct_named_by_offset(void **state)
 	assert_string_equal(it[0].value, "{10, 20}");
 }
 
+/* One double in fparg1, formatted. */
+static void double_text(double d, char *out, size_t cap)
+{
+	uint8_t items[10] = {0x41, D64};
+	memcpy(items + 2, &d, 8);
+	uint8_t buf[64];
+	size_t len = coded(buf, 1, items, sizeof(items));
+	av_join(buf, len, out, cap);
+}
+
+static void test_double_keeps_its_digits(void **state)
+{
+	(void)state;
+	static const struct {
+		double d;
+		const char *text;
+	} cases[] = {{6, "6.000000"},	    {1.5, "1.500000"},	  {0, "0.000000"},	 {-2.5, "-2.500000"},
+		     {1e-4, "0.000100"},    {5e-10, "5e-10"},	  {-1e-9, "-1e-09"},	 {1e300, "1e+300"},
+		     {1e15, "1e+15"},	    {123456789012345.0, "123456789012345.000000"}, {1.0 / 0.0, "inf"}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[64];
+		double_text(cases[i].d, out, sizeof(out));
+		assert_string_equal(out, cases[i].text);
+	}
+}
+
+/* Parameters --auto-args marks: one the optimiser made a constant, one
+ * on the stack, one whose register DWARF does not tell. */
+static void test_unrecorded_parameters_named(void **state)
+{
+	(void)state;
+	const uint8_t items[] = {SF_ARG_SLOT_GONE, SF_AT_NONE, 1, I32, 20, SF_ARG_SLOT_STACK, SF_AT_NONE,
+				 SF_ARG_SLOT_UNKNOWN, SF_AT_NONE};
+	uint8_t buf[64];
+	size_t len = coded(buf, 4, items, sizeof(items));
+	struct av_item it[SF_ARG_MAX_ITEMS];
+	assert_int_equal(av_decode(buf, len, it, SF_ARG_MAX_ITEMS), 4);
+	assert_string_equal(it[0].name, "optimized");
+	assert_string_equal(it[2].name, "stack");
+	assert_string_equal(it[3].name, "param");
+	char joined[128];
+	av_join(buf, len, joined, sizeof(joined));
+	assert_string_equal(joined, "<optimized out>, 10, <unrecorded>, <unrecorded>");
+}
+
 static void test_cut_struct_is_closed(void **state)
 {
 	(void)state;
@@ -119,6 +164,8 @@ int main(void)
 		cmocka_unit_test(test_coded_struct_folds),
 		cmocka_unit_test(test_stack_struct_named_by_offset),
 		cmocka_unit_test(test_cut_struct_is_closed),
+		cmocka_unit_test(test_double_keeps_its_digits),
+		cmocka_unit_test(test_unrecorded_parameters_named),
 		cmocka_unit_test(test_bad_members_are_malformed),
 		cmocka_unit_test(test_fixed_struct_folds),
 	};

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -113,6 +114,26 @@ static void test_not_mangled(void **state)
 	expect("_ZN3foo3bar17h1234E", NULL);
 }
 
+/* Views that write their own parentheses drop the parameter list and a
+ * member function's qualifiers: the values go where the list was. */
+static void test_name_sans_params(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *mangled, *bare;
+	} cases[] = {{"ns::f(int)", "_ZN2ns1fEi", "ns::f"},
+		     {"ns::K::add(…) const", "_ZNK2ns1K3addEii", "ns::K::add"},
+		     {"ns::K::get() const &&", "_ZNKO2ns1K3getEv", "ns::K::get"},
+		     {"ns::tmax<…>(…)", "_ZN2ns4tmaxIiEET_S1_S1_", "ns::tmax<…>"},
+		     {"f const", "f", "f const"},
+		     {"ns::v const", "_ZN2ns1vE", "ns::v const"}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = sf_name_sans_params(cases[i].name, cases[i].mangled);
+		assert_int_equal(n, strlen(cases[i].bare));
+		assert_memory_equal(cases[i].name, cases[i].bare, n);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -121,6 +142,7 @@ int main(void)
 		cmocka_unit_test(test_rust_legacy),
 		cmocka_unit_test(test_cplusplus),
 		cmocka_unit_test(test_not_mangled),
+		cmocka_unit_test(test_name_sans_params),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@ Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic27x.py."""
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -391,29 +392,31 @@ def test_rows_fit_80_and_100_columns():
 
 def test_unwritable_outputs_fail():
     """skeptic27x_diff_leak.c 10. A missing directory for --flamegraph/--plot:
-    exit 1, one line naming the file (holds). A full disk (/dev/full) for
-    --flamegraph, --plot, or stdout of `memory --format json`: expected exit 1
-    with "sftrace: error: ... /dev/full ..." (claim: unwritable output gives a
-    one-line error, non-zero exit); observed exit 0, nothing on stderr."""
+    exit 1, one line naming the file. A full disk (/dev/full) for
+    --flamegraph, --plot, or stdout of `memory --format json` and `report`:
+    exit 1, one line naming the file and the cause, nothing on stdout. The
+    device is written in place: before, as root, the temporary file was
+    renamed over /dev/full, which became a regular file (exit 0)."""
     exe = fixture("diff_leak")
     _, log = record([exe, "10"], args=["--alloc", "-q"])
     for opt in ("--flamegraph", "--plot"):
         r = run([SFTRACE, "memory", opt, "/nonexistent/x.svg", log], check_rc=1)
         eq((r.stdout, r.stderr), ("", "sftrace: error: cannot create /nonexistent/x.svg: No such file or directory\n"),
            opt)
-    silent = []
+    if not stat.S_ISCHR(os.stat("/dev/full").st_mode):
+        raise Skip("/dev/full is not a device here")
     for opt in ("--flamegraph", "--plot"):
-        r = run([SFTRACE, "memory", opt, "/dev/full", log], check_rc=None)
-        if r.returncode == 0:
-            silent.append(opt)
-        else:
-            check("/dev/full" in r.stderr and r.stderr.count("\n") == 1, r.stderr)
-    with open("/dev/full", "w") as full:
-        p = subprocess.run([SFTRACE, "memory", "--format", "json", log], stdout=full, stderr=subprocess.PIPE, text=True)
-    if p.returncode == 0:
-        silent.append("stdout")
-    if silent:
-        raise Skip(BREAK + f"write errors to /dev/full are not reported (exit 0): {silent}")
+        r = run([SFTRACE, "memory", opt, "/dev/full", log], check_rc=1)
+        eq(r.stderr, "sftrace: error: cannot write /dev/full: No space left on device\n", opt)
+        check(stat.S_ISCHR(os.stat("/dev/full").st_mode), f"{opt} replaced the device /dev/full")
+    for cmd, what in ((["memory", "--format", "json"], "the memory report"), (["report"], "the report")):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([SFTRACE] + cmd + [log], stdout=full, stderr=subprocess.PIPE, text=True)
+        eq((p.returncode, p.stderr),
+           (1, f"sftrace: error: cannot write {what} to stdout (/dev/full): No space left on device\n"), cmd)
+    # /dev/null takes a flame graph in place and stays a device
+    run([SFTRACE, "memory", "--flamegraph", "/dev/null", log])
+    check(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null replaced")
 
 
 def test_truncated_log():

@@ -143,21 +143,13 @@ struct fitline {
 	int full;
 };
 
-static size_t cols_of(const char *s)
-{
-	size_t n = 0;
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
-	return n;
-}
-
 /* Appends s whole if it fits (keeping a column for "…" unless last),
  * else, when `cut`, as much as fits followed by "…". 0 if it did not fit. */
 static int fit_put(struct fitline *l, const char *s, int cut)
 {
 	if (l->full)
 		return 0;
-	size_t c = cols_of(s);
+	size_t c = ms_cols(s);
 	if (l->cols + c <= l->width && l->len + strlen(s) < sizeof(l->buf)) {
 		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "%s", s);
 		l->cols += c;
@@ -189,8 +181,9 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	l->width = width;
 	l->buf[0] = 0;
 	ms_location(r, row, 1, loc, sizeof(loc));
-	snprintf(piece, sizeof(piece), "%s%s%s%s", sf_esc(ms_func_name(r, row, o->full_names)), *loc ? "  " : "",
-		 loc, row->tail ? " (tail call)" : "");
+	if (row->tail)
+		snprintf(loc + strlen(loc), sizeof(loc) - strlen(loc), " (tail call)");
+	ms_name_loc(sf_esc(ms_func_name(r, row, o->full_names)), loc, width, piece, sizeof(piece));
 	fit_put(l, piece, 1);
 	if (row->func == UINT32_MAX)
 		return;
@@ -201,7 +194,7 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 			 sf_esc(o->full_names ? trace_symbol(r->proc, f)->name : trace_name(r->proc, f)));
 		/* keep room for " ← …" while more callers follow */
 		size_t more = heap_node_parent(r, x) != CP_ROOT ? 4 : 0;
-		if (l->cols + cols_of(piece) + more <= l->width) {
+		if (l->cols + ms_cols(piece) + more <= l->width) {
 			fit_put(l, piece, 0);
 		} else if (x == first && l->cols + 12 <= l->width) {
 			fit_put(l, piece, 1); /* the direct caller, cut rather than left out */

@@ -284,3 +284,41 @@ const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, 
 		return "[no traced frame]";
 	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
 }
+
+size_t ms_cols(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* Appends s to buf at *len, cut to `room` columns with "…" (never inside a
+ * character) when longer. */
+static void put_cut(char *buf, size_t cap, size_t *len, const char *s, size_t room)
+{
+	int cut = ms_cols(s) > room;
+	size_t cols = 0, k = 0, keep = cut && room ? room - 1 : room; /* a column for "…" */
+	for (; s[k]; k++)
+		if (((unsigned char)s[k] & 0xc0) != 0x80 && ++cols > keep)
+			break;
+	*len += (size_t)snprintf(buf + *len, cap - *len, "%.*s%s", (int)k, s, cut && room ? "…" : "");
+	if (*len >= cap)
+		*len = cap - 1;
+}
+
+void ms_name_loc(const char *name, const char *loc, size_t width, char *buf, size_t cap)
+{
+	size_t nc = ms_cols(name), lc = ms_cols(loc), sep = *loc ? 2 : 0, len = 0;
+	size_t name_room = width > sep + lc ? width - sep - lc : 0;
+	if (name_room < (nc < 10 ? nc : 10))
+		name_room = width; /* too narrow for both: the name first, as far as it goes */
+	buf[0] = 0;
+	put_cut(buf, cap, &len, name, name_room);
+	if (!*loc)
+		return;
+	size_t used = (nc < name_room ? nc : name_room) + sep;
+	len += (size_t)snprintf(buf + len, cap - len, "  ");
+	if (len < cap)
+		put_cut(buf, cap, &len, loc, width > used ? width - used : 0);
+}

@@ -86,4 +86,13 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 /* The allocating function's name (short or full), or "[no traced frame]". */
 const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full);
 
+/* Display columns of UTF-8 text (one per code point). */
+size_t ms_cols(const char *s);
+
+/* "NAME  LOC" in at most `width` columns for a table row: the location
+ * (file:line, what tells rows apart) stays whole and the name is cut with
+ * "…"; when the location leaves under 10 columns for the name, the name
+ * comes first and the location gets what is left. */
+void ms_name_loc(const char *name, const char *loc, size_t width, char *buf, size_t cap);
+
 #endif

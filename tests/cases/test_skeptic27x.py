@@ -374,20 +374,25 @@ def test_rows_fit_80_and_100_columns():
     """skeptic27x_diff_leak.c 25 under `--width 80` and `--width 100` (and
     100 by default, output not a terminal): every row of every table fits
     (holds; the summary line above the tables, 84 columns, is not a row).
-    Expected: at 100 columns the row of the 55-character function keeps its
-    file:line (the README: function, file:line, then callers as far as the
-    width allows); observed "cache_entry_with_a_rather_long_function_name_for_width
-    skeptic27x_diff_leak.c…": the name is whole, the line number is cut."""
+    At 100 and 80 columns the row of the 55-character function keeps its
+    file:line whole and its name is cut (before: the name whole, the
+    location cut to "skeptic27x_diff_leak.c…"), in --diff's table too."""
     exe = fixture("diff_leak")
     _, log = record([exe, "25"], args=["--alloc", "-q"])
     for extra, width in (([], 100), (["--width", "80"], 80), (["--width", "100"], 100)):
         out = run([SFTRACE, "memory"] + extra + [log]).stdout
         long = [ln for ln in out.splitlines() if ln.startswith(" ") and len(ln) > width]
         eq(long, [], f"table rows wider than {width}")
-    out = run([SFTRACE, "memory", "--width", "100", log]).stdout
-    row = [ln for ln in out.splitlines() if "cache_entry_with" in ln][0]
-    if "skeptic27x_diff_leak.c:3" not in row:
-        raise Skip(BREAK + f"at 100 columns a long function name keeps its whole name and loses its line: {row.strip()!r}")
+    # the location stays whole, the name is cut (also in --diff's table)
+    for width, name in ((100, "cache_entry_with_a_rather_long_function_…"), (80, "cache_entry_with_a_r…")):
+        out = run([SFTRACE, "memory", "--width", str(width), log]).stdout
+        row = [ln for ln in out.splitlines() if "cache_entry_with" in ln][0]
+        eq(row[row.index("cache_ent"):], f"{name}  skeptic27x_diff_leak.c:3 (tail call)", f"row at {width}")
+    _, old = record([exe, "10"], args=["--alloc", "-q"])
+    for width, name in ((100, "cache_entry_with_a_rather_lon…"), (80, "cache_ent…")):
+        out = run([SFTRACE, "memory", "--diff", "--width", str(width), old, log]).stdout
+        row = [ln for ln in out.splitlines() if "cache_ent" in ln][0]
+        eq((len(row) <= width, row[row.index("cache_ent"):]), (True, f"{name}  skeptic27x_diff_leak.c:3"), f"diff at {width}")
 
 
 def test_unwritable_outputs_fail():

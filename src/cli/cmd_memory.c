@@ -332,13 +332,6 @@ static void table(const struct heap_result *r, const struct ms_table *t, const s
 /* The tsv's values as one JSON object: "summary" has the tsv's keys, the
  * arrays its sections (every row), with the sites also by count as in the
  * table. */
-/* Tables show times since the process's start (results are on the
- * recording's time base). */
-static uint64_t since_start(const struct heap_result *r, uint64_t t)
-{
-	return t > r->proc->start_ns ? t - r->proc->start_ns : 0;
-}
-
 static void report_json(const struct heap_result *r, const struct ms_table *rows, const struct mem_opts *o)
 {
 	const struct heap_totals *t = &r->tot;
@@ -349,7 +342,7 @@ static void report_json(const struct heap_result *r, const struct ms_table *rows
 	       ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
 	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu",
 	       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-	       since_start(r, t->peak_time), t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+	       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
 	if (r->fork_parent)
 		printf(",\"inherited_bytes\":%" PRIu64 ",\"inherited_blocks\":%" PRIu64 ",\"fork_parent_pid\":%u",
 		       t->inherited_bytes, t->inherited_blocks, r->fork_parent->info->pid);
@@ -358,7 +351,7 @@ static void report_json(const struct heap_result *r, const struct ms_table *rows
 		const struct heap_stage *st = &r->stages[s];
 		printf("%s\n{\"stage\":%zu,\"start_ns\":%" PRIu64 ",\"allocations\":%" PRIu64
 		       ",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64 ",\"heap_at_end\":%" PRIu64 "}",
-		       s ? "," : "", s, since_start(r, st->t_start), st->allocs, st->leak_bytes, st->leak_blocks,
+		       s ? "," : "", s, st->t_start, st->allocs, st->leak_bytes, st->leak_blocks,
 		       st->heap_at_end);
 	}
 	printf("%s]", r->nstages ? "\n" : "");
@@ -385,7 +378,7 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 		       "\npeak_time_ns\t%" PRIu64 "\nleaked_bytes\t%" PRIu64 "\nleaked_blocks\t%" PRIu64
 		       "\nunmatched_frees\t%" PRIu64 "\nstages\t%zu\n",
 		       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-		       since_start(r, t->peak_time), t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+		       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
 		if (r->fork_parent)
 			printf("inherited\t%" PRIu64 "\t%" PRIu64 "\t%u\n", t->inherited_bytes, t->inherited_blocks,
 			       r->fork_parent->info->pid);
@@ -409,7 +402,7 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	printf("%" PRIu64 " allocations (%s), %" PRIu64 " frees, %" PRIu64 " reallocs, %" PRIu64 " temporary\n",
 	       t->allocs, a, t->frees, t->reallocs, t->temporaries);
 	printf("peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64 " blocks live at the end%s\n", b,
-	       t->peak_blocks, (double)since_start(r, t->peak_time) / 1e6, c, t->leak_blocks,
+	       t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
 	       r->proc->info->state == SF_STATE_EXITED ? "" : " (the process did not exit normally)");
 	if (r->fork_parent) {
 		human(t->inherited_bytes, a, sizeof(a));
@@ -433,7 +426,7 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 			human(st->leak_bytes, a, sizeof(a));
 			human(st->heap_at_end, b, sizeof(b));
 			printf("%5zu %9.3f ms %10" PRIu64 " %12s %10" PRIu64 " %12s\n", s,
-			       (double)since_start(r, st->t_start) / 1e6, st->allocs, a, st->leak_blocks, b);
+			       (double)st->t_start / 1e6, st->allocs, a, st->leak_blocks, b);
 		}
 	}
 }

@@ -759,6 +759,10 @@ int cmd_memory(int argc, char **argv)
 		}
 		heap_replay(in, i, &ho, &res[i]);
 		events += res[i].tot.events;
+		if (res[i].fork_parent_missing && !io.trace.quiet)
+			sf_warn("%s: forked from pid %u, whose log was not given: the heap it inherited at the fork is "
+				"not counted",
+				trace_proc_at(in, i)->info->path, res[i].fork_parent_missing);
 	}
 	if (o.milestone && !hits) {
 		sf_error("--milestone '%s' matches no instrumented function of %s", o.milestone,

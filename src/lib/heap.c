@@ -532,6 +532,8 @@ static int replay_into(struct trace_input *in, size_t i, const struct heap_optio
 		r->fork_parent = pr.proc;
 		hstate_free(&ph);
 		heap_result_free(&pr);
+	} else if (p->info->fork_time) {
+		r->fork_parent_missing = p->info->ppid;
 	}
 	struct trace_sink sink = {.ctx = h, .frame_begin = stacks_begin, .frame_end = stacks_end,
 				  .alloc_event = heap_alloc_event};

@@ -187,8 +187,13 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	fit_put(l, piece, 1);
 	if (row->func == UINT32_MAX)
 		return;
-	uint32_t first = heap_node_parent(r, row->leaf_node);
-	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x)) {
+	uint32_t first = heap_node_parent(r, row->leaf_node), level = 0;
+	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x), level++) {
+		if (level == row->common) { /* the blocks' callers differ from here */
+			snprintf(piece, sizeof(piece), "%s%" PRIu32 " callers", x == first ? "  ← " : " ← ", row->ncallers);
+			fit_put(l, piece, 1);
+			break;
+		}
 		uint32_t f = heap_node_func(r, x);
 		snprintf(piece, sizeof(piece), "%s%s", x == first ? "  ← " : " ← ",
 			 sf_esc(o->full_names ? trace_symbol(r->proc, f)->name : trace_name(r->proc, f)));
@@ -206,14 +211,26 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	}
 }
 
-/* The traced stack, root first, names joined by ';' (full or short). */
-static void stack_names(const struct heap_result *r, uint32_t node, int full, char *buf, size_t cap)
+/* A row's traced stack, root first, names joined by ';' (full or short).
+ * A merged row whose blocks have different callers: "…;" then the callers
+ * common to all of them, then the largest site's stack below. */
+static void stack_names(const struct heap_result *r, const struct ms_row *row, int full, char *buf, size_t cap)
 {
-	uint32_t path[256];
+	uint32_t path[256], top = CP_ROOT;
 	size_t n = 0, len = 0;
-	for (uint32_t x = node; x && n < 256; x = heap_node_parent(r, x))
+	if (row->common != UINT32_MAX) { /* the highest common caller's node, or the allocating frame's */
+		top = row->leaf_node;
+		for (uint32_t level = 0; level < row->common; level++)
+			top = heap_node_parent(r, top);
+	}
+	for (uint32_t x = row->node; x && n < 256; x = heap_node_parent(r, x)) {
 		path[n++] = x;
+		if (x == top)
+			break;
+	}
 	buf[0] = 0;
+	if (top != CP_ROOT)
+		len = (size_t)snprintf(buf, cap, "…");
 	while (n-- > 0 && len < cap) {
 		uint32_t f = heap_node_func(r, path[n]);
 		len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ";" : "",
@@ -243,9 +260,9 @@ static void tsv_row(const struct heap_result *r, const struct ms_row *s, const c
 	printf("%s\t-\t%" PRIu64 "\t%" PRIu64 "\t", section, bytes, count);
 	printf("%s\t", sf_esc(ms_func_name(r, s, 0)));
 	printf("%s\t%d\t", sf_esc(loc), s->tail);
-	stack_names(r, s->node, 0, stack, sizeof(stack));
+	stack_names(r, s, 0, stack, sizeof(stack));
 	printf("%s\t", sf_esc(stack));
-	stack_names(r, s->node, 1, stack, sizeof(stack));
+	stack_names(r, s, 1, stack, sizeof(stack));
 	printf("%s\n", sf_esc(stack));
 }
 
@@ -261,10 +278,10 @@ static void json_row(const struct heap_result *r, const struct ms_row *s, uint64
 	printf(",\"location\":");
 	json_put_str(stdout, loc);
 	printf(",\"tail_call\":%s,\"stack\":", s->tail ? "true" : "false");
-	stack_names(r, s->node, 0, stack, sizeof(stack));
+	stack_names(r, s, 0, stack, sizeof(stack));
 	json_put_str(stdout, stack);
 	printf(",\"full_stack\":");
-	stack_names(r, s->node, 1, stack, sizeof(stack));
+	stack_names(r, s, 1, stack, sizeof(stack));
 	json_put_str(stdout, stack);
 	putchar('}');
 }

@@ -234,6 +234,46 @@ static void merge(struct ms_row *into, const struct ms_row *x)
 	}
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* row->common and row->ncallers of a row merged from the n sites m[]:
+ * their callers (above each one's allocating frame) compared level by
+ * level, by function, up to the first level where they differ. */
+static void callers_common(const struct heap_result *r, const struct keyed *m, size_t n, struct ms_row *row)
+{
+	row->common = UINT32_MAX;
+	row->ncallers = 0;
+	if (n < 2 || row->func == UINT32_MAX)
+		return;
+	uint32_t *cur = xmalloc(n * sizeof(*cur));
+	for (size_t j = 0; j < n; j++)
+		cur[j] = m[j].row.leaf_node;
+	for (uint32_t level = 0;; level++) {
+		size_t ends = 0, same = 1;
+		for (size_t j = 0; j < n; j++) {
+			cur[j] = heap_node_parent(r, cur[j]);
+			ends += cur[j] == CP_ROOT;
+			same &= cur[j] != CP_ROOT && heap_node_func(r, cur[j]) == heap_node_func(r, cur[0]);
+		}
+		if (ends == n) /* every stack ends here: the same callers */
+			break;
+		if (same)
+			continue;
+		row->common = level;
+		for (size_t j = 0; j < n; j++) /* a stack's root: UINT32_MAX, one "caller" */
+			cur[j] = cur[j] == CP_ROOT ? UINT32_MAX : heap_node_func(r, cur[j]);
+		qsort(cur, n, sizeof(*cur), cmp_u32);
+		for (size_t j = 0; j < n; j++)
+			row->ncallers += !j || cur[j] != cur[j - 1];
+		break;
+	}
+	free(cur);
+}
+
 void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t)
 {
 	struct keyed *k = xmalloc((r->nsites + 1) * sizeof(*k));
@@ -245,11 +285,17 @@ void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, stru
 	qsort(k, r->nsites, sizeof(*k), cmp_keyed);
 	t->rows = xmalloc((r->nsites + 1) * sizeof(*t->rows));
 	t->n = 0;
-	for (size_t i = 0; i < r->nsites; i++) {
-		if (t->n && !cmp_keyed(&k[i - 1], &k[i]))
+	size_t start = 0;
+	for (size_t i = 0; i <= r->nsites; i++) {
+		if (i && i < r->nsites && !cmp_keyed(&k[i - 1], &k[i])) {
 			merge(&t->rows[t->n - 1], &k[i].row);
-		else
+			continue;
+		}
+		if (t->n)
+			callers_common(r, k + start, i - start, &t->rows[t->n - 1]);
+		if (i < r->nsites)
 			t->rows[t->n++] = k[i].row;
+		start = i;
 	}
 	free(k);
 }

@@ -95,20 +95,25 @@ def test_merged_row_names_callers_of_all_its_blocks():
     one row of 3050 B in 8 (holds), but that row's callers are those of one
     stack: text "grab merge.c:3 (tail call) ← a ← main", tsv/json stack
     "main;a;grab" for all 8 blocks, of which 5 (50 B) came from b.
-    Expected: a merged row's callers/stack do not name a caller that only some
-    of its blocks have (heaptrack_print says "from N places");
-    observed: stack "main;a;grab", text "← a ← main"."""
+    Now a merged row names the callers common to all its blocks, then how
+    many different callers follow ("← 2 callers"; heaptrack_print says
+    "from N places"), and its tsv/json stack is "…;grab": "…" stands for
+    the callers that differ. Before: stack "main;a;grab", text "← a ← main"."""
     exe = fixture("merge_callers")
     _, log = record([exe], args=["--alloc", "-q"])
     got = sites(one(log, ["--group-by", "stack"]))
     eq(got, {("grab", "skeptic27x_merge_callers.c:3", True, "main;a;grab"): (3000, 3),
              ("grab", "skeptic27x_merge_callers.c:3", True, "main;b;grab"): (50, 5)}, "by stack")
-    rows = one(log)["sites_by_bytes"]
-    eq([(r["function"], r["bytes"], r["count"]) for r in rows], [("grab", 3050, 8)], "merged row")
-    text = run([SFTRACE, "memory", log]).stdout
-    row = [ln for ln in text.splitlines() if " grab " in ln][0]
-    if rows[0]["stack"] in ("main;a;grab", "main;b;grab") or row.rstrip().endswith("← a ← main"):
-        raise Skip(BREAK + f"a merged row of 8 blocks names one caller: stack {rows[0]['stack']!r}, row {row.strip()!r}")
+    for group in ("line", "function"):
+        rows = one(log, ["--group-by", group])["sites_by_bytes"]
+        eq([(r["function"], r["bytes"], r["count"], r["stack"], r["full_stack"]) for r in rows],
+           [("grab", 3050, 8, "…;grab", "…;grab")], f"merged row by {group}")
+        text = run([SFTRACE, "memory", "--group-by", group, log]).stdout
+        eq([ln.split(None, 3)[3] for ln in text.splitlines() if " grab " in ln][0],
+           "grab  skeptic27x_merge_callers.c:3 (tail call)  ← 2 callers", f"text row by {group}")
+    tsv = [ln.split("\t") for ln in run([SFTRACE, "memory", "--format", "tsv", log]).stdout.splitlines()
+           if ln.startswith("site\t")]
+    eq([r[7:] for r in tsv], [["…;grab", "…;grab"]], "tsv stacks")
 
 
 def test_temporary_by_heaptracks_rule_tells_backtraces_apart():

@@ -415,7 +415,8 @@ static void count_leaks(struct hstate *h, const struct heap_options *opt)
 
 /* The process process i was forked from (its log's fork time set, and the
  * same start words, which a forked child keeps and an exec'd image does
- * not, and pid its ppid), or SIZE_MAX; *t_fork: the fork's time on the
+ * not, and pid its fork_parent: the parent, or a double fork's origin when
+ * the intermediate child recorded nothing), or SIZE_MAX; *t_fork: the fork's time on the
  * recording's time base. */
 static size_t fork_parent(struct trace_input *in, size_t i, uint64_t *t_fork)
 {
@@ -425,7 +426,7 @@ static size_t fork_parent(struct trace_input *in, size_t i, uint64_t *t_fork)
 		return SIZE_MAX;
 	for (size_t j = 0; j < trace_nprocs(in); j++) {
 		const struct lr_info *q = trace_proc_at(in, j)->info;
-		if (j != i && q->pid == c->ppid && q->start_tsc == c->start_tsc && q->start_mono_ns == c->start_mono_ns &&
+		if (j != i && q->pid == c->fork_parent && q->start_tsc == c->start_tsc && q->start_mono_ns == c->start_mono_ns &&
 		    q->start_realtime_ns == c->start_realtime_ns) {
 			*t_fork = lr_time_ns(p->log, c->fork_time) + p->start_ns;
 			return j;
@@ -533,7 +534,7 @@ static int replay_into(struct trace_input *in, size_t i, const struct heap_optio
 		hstate_free(&ph);
 		heap_result_free(&pr);
 	} else if (p->info->fork_time) {
-		r->fork_parent_missing = p->info->ppid;
+		r->fork_parent_missing = p->info->fork_parent;
 	}
 	struct trace_sink sink = {.ctx = h, .frame_begin = stacks_begin, .frame_end = stacks_end,
 				  .alloc_event = heap_alloc_event};

@@ -259,6 +259,14 @@ def test_fork_child_keeps_frames_open_at_fork():
     want = {("work", "skeptic27x_fork_frames.c:10", False, "main;work"): (500, 1),
             ("leaf", "skeptic27x_fork_frames.c:4", False, "main;work;leaf"): (300, 1)}
     if got != want:
+        # What a fix needs (left for later): the forking thread's tid in
+        # the child's header (the runtime's atfork handler); the parent's
+        # open frames on that thread at the fork, replayed from its log and
+        # mapped by function key to the child's ids; and those given to
+        # the child's main thread as entries before its first event (as a
+        # ring log's lr_thread.before), so the frames layer also matches
+        # the child's exits from them. That changes every output's view of
+        # a fork child (report, Perfetto, Parquet), not only memory's.
         raise Skip(BREAK + f"a fork child's frames open at the fork are lost: {got}")
 
 

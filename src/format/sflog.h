@@ -285,7 +285,8 @@ struct sf_header {
 	 * that parent was itself a forked child that had recorded nothing
 	 * before forking (a daemon's intermediate child), that parent's own
 	 * origin, whose heap it still was. ppid is getppid() when the log was
-	 * made, which is the reaper once the parent has exited. */
+	 * made, which is the reaper once the parent has exited. High 32 bits:
+	 * the tid of that process's thread that forked (0: not known). */
 	uint64_t fork_parent;
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a

@@ -75,6 +75,7 @@ struct lr_info {
 	/* With fork_time: the pid whose heap the child started with
 	 * (sf_header.fork_parent; ppid in older logs). */
 	uint32_t fork_parent;
+	uint32_t fork_tid;       /* its thread that forked (0: not known) */
 	uint64_t features;       /* sf_header.features: SF_FEAT_* (0 in older logs) */
 	/* The recording options (sf_header.max_size ...; zero and "" in older
 	 * logs, which do not say: options_known 0). */

@@ -36,7 +36,7 @@ typedef int (*clone_fn)(int (*fn)(void *), void *stack, int flags, void *arg, ..
 static clone_fn real_clone; /* glibc's clone(3) */
 
 uint64_t sf_fork_time;
-uint32_t sf_fork_parent;
+uint32_t sf_fork_parent, sf_fork_tid;
 
 static void before_fork(void)
 {
@@ -50,6 +50,7 @@ static void before_fork(void)
 	if (!sf_fork_time || sf_log_ready()) {
 		sf_fork_time = sf_now_raw();
 		sf_fork_parent = (uint32_t)getpid();
+		sf_fork_tid = (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0);
 	}
 }
 

@@ -241,12 +241,18 @@ def test_exec_child_peak_time_on_recording_time_base():
 
 def test_fork_child_keeps_frames_open_at_fork():
     """skeptic27x_fork_frames.c: main -> work(), which forks; the child calls
-    leaf(300) and mallocs 500 B on line 10 of work. Expected (heaptrack shows
-    work <- main): leaf 300 B at line 4 with stack main;work;leaf, and the
-    500 B at `work  fork_frames.c:10` with stack main;work. Inheritance holds
-    (100 B in 1 block from the parent). Observed: the 500 B row is
-    "[no traced frame]" with an empty stack, and leaf's stack is "leaf": the
-    frames open at the fork are lost."""
+    leaf(300) and mallocs 500 B on line 10 of work, then _exits inside work.
+    The child starts inside the frames its parent's forking thread had open
+    at the fork (from the parent's log): leaf 300 B at line 4 with stack
+    work;leaf, and the 500 B at `work  fork_frames.c:10`, stack work. (The
+    skeptic expected main;work, as heaptrack shows; but main is
+    `return work();`, a tail call at -O2, so main's frame is gone, and the
+    parent's own 100 B read work;leaf.) Before: "[no traced frame]" with an
+    empty stack, and leaf's stack "leaf". Inheritance holds (100 B in 1
+    block from the parent).
+    skeptic27x_fork_return.c: the child returns from work and outer (exits
+    of frames it never entered) and allocates in each on the way out: 10 B
+    at main;outer;work, 20 B at main;outer, 40 B at main."""
     exe = fixture("fork_frames")
     _, log = record([exe], args=["--alloc", "-q"])
     procs = memory_json(os.path.dirname(log))
@@ -255,19 +261,20 @@ def test_fork_child_keeps_frames_open_at_fork():
     s = child[0]["summary"]
     eq((s["inherited_bytes"], s["inherited_blocks"], s["allocations"], s["unmatched_frees"]), (100, 1, 2, 0),
        "child summary")
-    got = sites(child[0])
-    want = {("work", "skeptic27x_fork_frames.c:10", False, "main;work"): (500, 1),
-            ("leaf", "skeptic27x_fork_frames.c:4", False, "main;work;leaf"): (300, 1)}
-    if got != want:
-        # What a fix needs (left for later): the forking thread's tid in
-        # the child's header (the runtime's atfork handler); the parent's
-        # open frames on that thread at the fork, replayed from its log and
-        # mapped by function key to the child's ids; and those given to
-        # the child's main thread as entries before its first event (as a
-        # ring log's lr_thread.before), so the frames layer also matches
-        # the child's exits from them. That changes every output's view of
-        # a fork child (report, Perfetto, Parquet), not only memory's.
-        raise Skip(BREAK + f"a fork child's frames open at the fork are lost: {got}")
+    parent = [p for p in procs if p is not child[0]][0]
+    eq(sites(parent), {("leaf", "skeptic27x_fork_frames.c:4", False, "work;leaf"): (100, 1)}, "parent")
+    eq(sites(child[0]), {("work", "skeptic27x_fork_frames.c:10", False, "work"): (500, 1),
+                         ("leaf", "skeptic27x_fork_frames.c:4", False, "work;leaf"): (300, 1)}, "child")
+
+    exe = fixture("fork_return")
+    _, log = record([exe], args=["--alloc", "-q"])
+    procs = memory_json(os.path.dirname(log))
+    eq(len(procs), 2, "processes")
+    child = [p for p in procs if p["sites_by_bytes"]]
+    eq(len(child), 1, "the child allocates")
+    eq(sites(child[0]), {("work", "skeptic27x_fork_return.c:10", False, "main;outer;work"): (10, 1),
+                         ("outer", "skeptic27x_fork_return.c:16", False, "main;outer"): (20, 1),
+                         ("main", "skeptic27x_fork_return.c:22", False, "main"): (40, 1)}, "child returning")
 
 
 def test_fork_child_log_alone_says_what_it_lacks():

@@ -143,21 +143,13 @@ struct fitline {
 	int full;
 };
 
-static size_t cols_of(const char *s)
-{
-	size_t n = 0;
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
-	return n;
-}
-
 /* Appends s whole if it fits (keeping a column for "…" unless last),
  * else, when `cut`, as much as fits followed by "…". 0 if it did not fit. */
 static int fit_put(struct fitline *l, const char *s, int cut)
 {
 	if (l->full)
 		return 0;
-	size_t c = cols_of(s);
+	size_t c = ms_cols(s);
 	if (l->cols + c <= l->width && l->len + strlen(s) < sizeof(l->buf)) {
 		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "%s", s);
 		l->cols += c;
@@ -189,19 +181,25 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	l->width = width;
 	l->buf[0] = 0;
 	ms_location(r, row, 1, loc, sizeof(loc));
-	snprintf(piece, sizeof(piece), "%s%s%s%s", sf_esc(ms_func_name(r, row, o->full_names)), *loc ? "  " : "",
-		 loc, row->tail ? " (tail call)" : "");
+	if (row->tail)
+		snprintf(loc + strlen(loc), sizeof(loc) - strlen(loc), " (tail call)");
+	ms_name_loc(sf_esc(ms_func_name(r, row, o->full_names)), loc, width, piece, sizeof(piece));
 	fit_put(l, piece, 1);
 	if (row->func == UINT32_MAX)
 		return;
-	uint32_t first = heap_node_parent(r, row->leaf_node);
-	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x)) {
+	uint32_t first = heap_node_parent(r, row->leaf_node), level = 0;
+	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x), level++) {
+		if (level == row->common) { /* the blocks' callers differ from here */
+			snprintf(piece, sizeof(piece), "%s%" PRIu32 " callers", x == first ? "  ← " : " ← ", row->ncallers);
+			fit_put(l, piece, 1);
+			break;
+		}
 		uint32_t f = heap_node_func(r, x);
 		snprintf(piece, sizeof(piece), "%s%s", x == first ? "  ← " : " ← ",
 			 sf_esc(o->full_names ? trace_symbol(r->proc, f)->name : trace_name(r->proc, f)));
 		/* keep room for " ← …" while more callers follow */
 		size_t more = heap_node_parent(r, x) != CP_ROOT ? 4 : 0;
-		if (l->cols + cols_of(piece) + more <= l->width) {
+		if (l->cols + ms_cols(piece) + more <= l->width) {
 			fit_put(l, piece, 0);
 		} else if (x == first && l->cols + 12 <= l->width) {
 			fit_put(l, piece, 1); /* the direct caller, cut rather than left out */
@@ -213,14 +211,26 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	}
 }
 
-/* The traced stack, root first, names joined by ';' (full or short). */
-static void stack_names(const struct heap_result *r, uint32_t node, int full, char *buf, size_t cap)
+/* A row's traced stack, root first, names joined by ';' (full or short).
+ * A merged row whose blocks have different callers: "…;" then the callers
+ * common to all of them, then the largest site's stack below. */
+static void stack_names(const struct heap_result *r, const struct ms_row *row, int full, char *buf, size_t cap)
 {
-	uint32_t path[256];
+	uint32_t path[256], top = CP_ROOT;
 	size_t n = 0, len = 0;
-	for (uint32_t x = node; x && n < 256; x = heap_node_parent(r, x))
+	if (row->common != UINT32_MAX) { /* the highest common caller's node, or the allocating frame's */
+		top = row->leaf_node;
+		for (uint32_t level = 0; level < row->common; level++)
+			top = heap_node_parent(r, top);
+	}
+	for (uint32_t x = row->node; x && n < 256; x = heap_node_parent(r, x)) {
 		path[n++] = x;
+		if (x == top)
+			break;
+	}
 	buf[0] = 0;
+	if (top != CP_ROOT)
+		len = (size_t)snprintf(buf, cap, "…");
 	while (n-- > 0 && len < cap) {
 		uint32_t f = heap_node_func(r, path[n]);
 		len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ";" : "",
@@ -250,9 +260,9 @@ static void tsv_row(const struct heap_result *r, const struct ms_row *s, const c
 	printf("%s\t-\t%" PRIu64 "\t%" PRIu64 "\t", section, bytes, count);
 	printf("%s\t", sf_esc(ms_func_name(r, s, 0)));
 	printf("%s\t%d\t", sf_esc(loc), s->tail);
-	stack_names(r, s->node, 0, stack, sizeof(stack));
+	stack_names(r, s, 0, stack, sizeof(stack));
 	printf("%s\t", sf_esc(stack));
-	stack_names(r, s->node, 1, stack, sizeof(stack));
+	stack_names(r, s, 1, stack, sizeof(stack));
 	printf("%s\n", sf_esc(stack));
 }
 
@@ -268,10 +278,10 @@ static void json_row(const struct heap_result *r, const struct ms_row *s, uint64
 	printf(",\"location\":");
 	json_put_str(stdout, loc);
 	printf(",\"tail_call\":%s,\"stack\":", s->tail ? "true" : "false");
-	stack_names(r, s->node, 0, stack, sizeof(stack));
+	stack_names(r, s, 0, stack, sizeof(stack));
 	json_put_str(stdout, stack);
 	printf(",\"full_stack\":");
-	stack_names(r, s->node, 1, stack, sizeof(stack));
+	stack_names(r, s, 1, stack, sizeof(stack));
 	json_put_str(stdout, stack);
 	putchar('}');
 }
@@ -339,13 +349,6 @@ static void table(const struct heap_result *r, const struct ms_table *t, const s
 /* The tsv's values as one JSON object: "summary" has the tsv's keys, the
  * arrays its sections (every row), with the sites also by count as in the
  * table. */
-/* Tables show times since the process's start (results are on the
- * recording's time base). */
-static uint64_t since_start(const struct heap_result *r, uint64_t t)
-{
-	return t > r->proc->start_ns ? t - r->proc->start_ns : 0;
-}
-
 static void report_json(const struct heap_result *r, const struct ms_table *rows, const struct mem_opts *o)
 {
 	const struct heap_totals *t = &r->tot;
@@ -356,7 +359,7 @@ static void report_json(const struct heap_result *r, const struct ms_table *rows
 	       ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
 	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu",
 	       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-	       since_start(r, t->peak_time), t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+	       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
 	if (r->fork_parent)
 		printf(",\"inherited_bytes\":%" PRIu64 ",\"inherited_blocks\":%" PRIu64 ",\"fork_parent_pid\":%u",
 		       t->inherited_bytes, t->inherited_blocks, r->fork_parent->info->pid);
@@ -365,7 +368,7 @@ static void report_json(const struct heap_result *r, const struct ms_table *rows
 		const struct heap_stage *st = &r->stages[s];
 		printf("%s\n{\"stage\":%zu,\"start_ns\":%" PRIu64 ",\"allocations\":%" PRIu64
 		       ",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64 ",\"heap_at_end\":%" PRIu64 "}",
-		       s ? "," : "", s, since_start(r, st->t_start), st->allocs, st->leak_bytes, st->leak_blocks,
+		       s ? "," : "", s, st->t_start, st->allocs, st->leak_bytes, st->leak_blocks,
 		       st->heap_at_end);
 	}
 	printf("%s]", r->nstages ? "\n" : "");
@@ -392,7 +395,7 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 		       "\npeak_time_ns\t%" PRIu64 "\nleaked_bytes\t%" PRIu64 "\nleaked_blocks\t%" PRIu64
 		       "\nunmatched_frees\t%" PRIu64 "\nstages\t%zu\n",
 		       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-		       since_start(r, t->peak_time), t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+		       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
 		if (r->fork_parent)
 			printf("inherited\t%" PRIu64 "\t%" PRIu64 "\t%u\n", t->inherited_bytes, t->inherited_blocks,
 			       r->fork_parent->info->pid);
@@ -416,7 +419,7 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	printf("%" PRIu64 " allocations (%s), %" PRIu64 " frees, %" PRIu64 " reallocs, %" PRIu64 " temporary\n",
 	       t->allocs, a, t->frees, t->reallocs, t->temporaries);
 	printf("peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64 " blocks live at the end%s\n", b,
-	       t->peak_blocks, (double)since_start(r, t->peak_time) / 1e6, c, t->leak_blocks,
+	       t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
 	       r->proc->info->state == SF_STATE_EXITED ? "" : " (the process did not exit normally)");
 	if (r->fork_parent) {
 		human(t->inherited_bytes, a, sizeof(a));
@@ -440,7 +443,7 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 			human(st->leak_bytes, a, sizeof(a));
 			human(st->heap_at_end, b, sizeof(b));
 			printf("%5zu %9.3f ms %10" PRIu64 " %12s %10" PRIu64 " %12s\n", s,
-			       (double)since_start(r, st->t_start) / 1e6, st->allocs, a, st->leak_blocks, b);
+			       (double)st->t_start / 1e6, st->allocs, a, st->leak_blocks, b);
 		}
 	}
 }
@@ -773,6 +776,10 @@ int cmd_memory(int argc, char **argv)
 		}
 		heap_replay(in, i, &ho, &res[i]);
 		events += res[i].tot.events;
+		if (res[i].fork_parent_missing && !io.trace.quiet)
+			sf_warn("%s: forked from pid %u, whose log was not given: the heap it inherited at the fork is "
+				"not counted",
+				trace_proc_at(in, i)->info->path, res[i].fork_parent_missing);
 	}
 	if (o.milestone && !hits) {
 		sf_error("--milestone '%s' matches no instrumented function of %s", o.milestone,

@@ -1,7 +1,9 @@
 #include "cli/input_opts.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/pager.h"
 #include "format/sf_env.h"
@@ -38,10 +40,18 @@ int input_opts_page(struct input_opts *o)
 
 int input_opts_end_output(struct input_opts *o, int ok, const char *what)
 {
+	errno = 0;
 	int written = fflush(stdout) == 0 && !ferror(stdout);
+	int err = errno; /* the failed write's cause, unless an earlier one was cleared since */
 	int rc = ok && (written || o->paging) ? 0 : 1; /* a pager quit early took what the reader wanted */
-	if (ok && !written && !o->paging)
-		sf_error("cannot write %s to stdout", what);
+	if (ok && !written && !o->paging) {
+		/* name what stdout is (a file, a device), as errors name files */
+		char target[256] = "";
+		ssize_t n = readlink("/proc/self/fd/1", target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		sf_error("cannot write %s to stdout%s%s%s%s%s", what, *target ? " (" : "", target, *target ? ")" : "",
+			 err ? ": " : "", err ? strerror(err) : "");
+	}
 	input_opts_pager_done(o);
 	return rc;
 }

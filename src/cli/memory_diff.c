@@ -181,21 +181,8 @@ static void print_table(const struct drow *rows, size_t n, const struct dside *d
 		signed_bytes(r->d[V_BYTES], b, sizeof(b));
 		signed_bytes(r->d[V_PEAK], p, sizeof(p));
 		signed_bytes(r->d[V_LEAK_BYTES], l, sizeof(l));
-		snprintf(text, sizeof(text), "%s  %s", sf_esc(r->name), r->loc);
-		size_t cols = 0, k = 0;
-		for (; text[k]; k++) { /* cut at the width, never inside a character */
-			if (((unsigned char)text[k] & 0xc0) != 0x80 && ++cols > width)
-				break;
-		}
-		int cut = text[k] != 0;
-		if (cut) {
-			while (k && ((unsigned char)text[k] & 0xc0) == 0x80)
-				k--;
-			for (size_t back = 0; back < 1 && k; back++) /* room for "…" */
-				while (--k && ((unsigned char)text[k] & 0xc0) == 0x80)
-					;
-		}
-		printf("%+8" PRId64 " %10s %10s %10s  %.*s%s\n", r->d[V_ALLOCS], b, p, l, (int)k, text, cut ? "…" : "");
+		ms_name_loc(sf_esc(r->name), r->loc, width, text, sizeof(text));
+		printf("%+8" PRId64 " %10s %10s %10s  %s\n", r->d[V_ALLOCS], b, p, l, text);
 		shown++;
 	}
 	if (!n)

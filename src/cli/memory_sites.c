@@ -234,6 +234,46 @@ static void merge(struct ms_row *into, const struct ms_row *x)
 	}
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* row->common and row->ncallers of a row merged from the n sites m[]:
+ * their callers (above each one's allocating frame) compared level by
+ * level, by function, up to the first level where they differ. */
+static void callers_common(const struct heap_result *r, const struct keyed *m, size_t n, struct ms_row *row)
+{
+	row->common = UINT32_MAX;
+	row->ncallers = 0;
+	if (n < 2 || row->func == UINT32_MAX)
+		return;
+	uint32_t *cur = xmalloc(n * sizeof(*cur));
+	for (size_t j = 0; j < n; j++)
+		cur[j] = m[j].row.leaf_node;
+	for (uint32_t level = 0;; level++) {
+		size_t ends = 0, same = 1;
+		for (size_t j = 0; j < n; j++) {
+			cur[j] = heap_node_parent(r, cur[j]);
+			ends += cur[j] == CP_ROOT;
+			same &= cur[j] != CP_ROOT && heap_node_func(r, cur[j]) == heap_node_func(r, cur[0]);
+		}
+		if (ends == n) /* every stack ends here: the same callers */
+			break;
+		if (same)
+			continue;
+		row->common = level;
+		for (size_t j = 0; j < n; j++) /* a stack's root: UINT32_MAX, one "caller" */
+			cur[j] = cur[j] == CP_ROOT ? UINT32_MAX : heap_node_func(r, cur[j]);
+		qsort(cur, n, sizeof(*cur), cmp_u32);
+		for (size_t j = 0; j < n; j++)
+			row->ncallers += !j || cur[j] != cur[j - 1];
+		break;
+	}
+	free(cur);
+}
+
 void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t)
 {
 	struct keyed *k = xmalloc((r->nsites + 1) * sizeof(*k));
@@ -245,11 +285,17 @@ void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, stru
 	qsort(k, r->nsites, sizeof(*k), cmp_keyed);
 	t->rows = xmalloc((r->nsites + 1) * sizeof(*t->rows));
 	t->n = 0;
-	for (size_t i = 0; i < r->nsites; i++) {
-		if (t->n && !cmp_keyed(&k[i - 1], &k[i]))
+	size_t start = 0;
+	for (size_t i = 0; i <= r->nsites; i++) {
+		if (i && i < r->nsites && !cmp_keyed(&k[i - 1], &k[i])) {
 			merge(&t->rows[t->n - 1], &k[i].row);
-		else
+			continue;
+		}
+		if (t->n)
+			callers_common(r, k + start, i - start, &t->rows[t->n - 1]);
+		if (i < r->nsites)
 			t->rows[t->n++] = k[i].row;
+		start = i;
 	}
 	free(k);
 }
@@ -283,4 +329,42 @@ const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, 
 	if (row->func == UINT32_MAX)
 		return "[no traced frame]";
 	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
+}
+
+size_t ms_cols(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* Appends s to buf at *len, cut to `room` columns with "…" (never inside a
+ * character) when longer. */
+static void put_cut(char *buf, size_t cap, size_t *len, const char *s, size_t room)
+{
+	int cut = ms_cols(s) > room;
+	size_t cols = 0, k = 0, keep = cut && room ? room - 1 : room; /* a column for "…" */
+	for (; s[k]; k++)
+		if (((unsigned char)s[k] & 0xc0) != 0x80 && ++cols > keep)
+			break;
+	*len += (size_t)snprintf(buf + *len, cap - *len, "%.*s%s", (int)k, s, cut && room ? "…" : "");
+	if (*len >= cap)
+		*len = cap - 1;
+}
+
+void ms_name_loc(const char *name, const char *loc, size_t width, char *buf, size_t cap)
+{
+	size_t nc = ms_cols(name), lc = ms_cols(loc), sep = *loc ? 2 : 0, len = 0;
+	size_t name_room = width > sep + lc ? width - sep - lc : 0;
+	if (name_room < (nc < 10 ? nc : 10))
+		name_room = width; /* too narrow for both: the name first, as far as it goes */
+	buf[0] = 0;
+	put_cut(buf, cap, &len, name, name_room);
+	if (!*loc)
+		return;
+	size_t used = (nc < name_room ? nc : name_room) + sep;
+	len += (size_t)snprintf(buf + len, cap - len, "  ");
+	if (len < cap)
+		put_cut(buf, cap, &len, loc, width > used ? width - used : 0);
 }

@@ -30,8 +30,9 @@
  *     with address-space randomization, so it is neither shown nor a key
  *     (such sites of one function merge, and match across runs in --diff).
  * Rows then merge by function, by function and location (the default), or
- * not at all (by stack: one row per site). A merged row shows the stack of
- * its largest site (by bytes).
+ * not at all (by stack: one row per site). A merged row shows the callers
+ * common to all its blocks (ms_row.common) and the stack of its largest site
+ * (by bytes) below them.
  */
 #ifndef SFTRACE_CLI_MEMORY_SITES_H
 #define SFTRACE_CLI_MEMORY_SITES_H
@@ -60,6 +61,11 @@ struct ms_row {
 	uint64_t allocs, bytes, temporaries;
 	uint64_t peak_bytes, peak_blocks, leak_bytes, leak_blocks;
 	uint64_t top_bytes;   /* the largest site's bytes (which stack is shown) */
+	/* A merged row's callers: how many levels above the allocating frame
+	 * all its blocks share (UINT32_MAX: every caller, up to the root), and
+	 * how many different callers (a stack's root counted as one) they
+	 * have at the first level where they differ (0 when they do not). */
+	uint32_t common, ncallers;
 };
 
 struct ms_table {
@@ -85,5 +91,14 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 
 /* The allocating function's name (short or full), or "[no traced frame]". */
 const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full);
+
+/* Display columns of UTF-8 text (one per code point). */
+size_t ms_cols(const char *s);
+
+/* "NAME  LOC" in at most `width` columns for a table row: the location
+ * (file:line, what tells rows apart) stays whole and the name is cut with
+ * "…"; when the location leaves under 10 columns for the name, the name
+ * comes first and the location gets what is left. */
+void ms_name_loc(const char *name, const char *loc, size_t width, char *buf, size_t cap);
 
 #endif

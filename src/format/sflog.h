@@ -279,6 +279,15 @@ struct sf_header {
 	uint32_t max_size_reached;
 	uint32_t filter_funcs;
 	char filter[SF_FILTER_DESC_MAX];
+	/* Since issue 27's double-fork fix (zero in older logs, which read
+	 * ppid instead): with fork_time, the pid of the process whose heap
+	 * this child started with, at fork_time: its fork parent, or, when
+	 * that parent was itself a forked child that had recorded nothing
+	 * before forking (a daemon's intermediate child), that parent's own
+	 * origin, whose heap it still was. ppid is getppid() when the log was
+	 * made, which is the reaper once the parent has exited. High 32 bits:
+	 * the tid of that process's thread that forked (0: not known). */
+	uint64_t fork_parent;
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a
  * patched entry of the same object, else kind 3 (without it, kind 3 is
@@ -455,6 +464,7 @@ _Static_assert(__builtin_offsetof(struct sf_header, snap_over_max) == 3328 &&
 	       "docs/FORMAT.md: snapshot request counters");
 _Static_assert(__builtin_offsetof(struct sf_header, fork_time) == 3352, "docs/FORMAT.md: fork time");
 _Static_assert(__builtin_offsetof(struct sf_header, features) == 3360, "docs/FORMAT.md: features");
+_Static_assert(__builtin_offsetof(struct sf_header, fork_parent) == 3640, "docs/FORMAT.md: fork parent");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

@@ -370,7 +370,8 @@ void cp_name_funcs(struct cp_tree *t)
 int cp_collect(struct cp_tree *t, struct trace_input *in, enum cp_levels levels)
 {
 	struct collect c = {.t = t, .levels = levels};
-	struct trace_sink sink = {&c, col_process_begin, NULL, col_frame_begin, col_frame_end, NULL, NULL};
+	struct trace_sink sink = {.ctx = &c, .process_begin = col_process_begin, .frame_begin = col_frame_begin,
+				  .frame_end = col_frame_end};
 	int r = trace_run(in, &sink);
 	free(c.thread_node);
 	cp_finish(t);

@@ -226,6 +226,11 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 	}
 	if (!is_open(th, func)) {
 		f->stats.unmatched_exits++;
+		if (f->cb.unmatched) {
+			struct fr_frame out = {.proc = th->proc, .thread = th->key, .func_id = func, .t_end = t,
+					       .end_kind = kind};
+			f->cb.unmatched(f->ctx, &out);
+		}
 		if (th->outer > 0 && !th->depth)
 			th->outer--; /* one of the frames begun before */
 		return;

@@ -100,6 +100,9 @@ struct fr_frame {
 struct fr_callbacks {
 	void (*begin)(void *ctx, const struct fr_frame *f);
 	void (*end)(void *ctx, const struct fr_frame *f);
+	/* Optional: an exit or tail of a function not open on the thread's
+	 * stack, dropped (proc, thread, func_id, t_end and end_kind set). */
+	void (*unmatched)(void *ctx, const struct fr_frame *f);
 };
 
 struct fr_stats {

@@ -15,6 +15,10 @@
 
 struct hthread {
 	uint32_t node;               /* CP_ROOT: no traced frame open */
+	/* A fork child's forking thread: frames open in the parent at the fork
+	 * (its starting stack, below what the frames layer opens), not closed
+	 * yet; their exits reach stacks_unmatched. */
+	uint32_t seeded;
 	struct tail_claim claim;     /* a tail call's claim on the next allocations (tail_claim.h) */
 	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
 	uint64_t site_addr;          /* ... and its call site: loops allocate from one site ... */
@@ -25,6 +29,7 @@ struct stacks {
 	struct cp_tree *tree;
 	struct hthread *th;          /* by lr_thread.index */
 	size_t nth;
+	uint64_t until;              /* frames after this time are not followed (a fork parent's) */
 	/* milestones */
 	const struct heap_options *opt;
 	void (*on_milestone)(void *ctx, uint64_t t);
@@ -38,6 +43,7 @@ static void stacks_init(struct stacks *s, const struct trace_proc *p, const stru
 	s->nth = lr_nthreads(p->log) + 1;
 	s->th = xcalloc(s->nth, sizeof(*s->th));
 	s->opt = opt;
+	s->until = UINT64_MAX;
 }
 
 /* Ids no object owns have func_key 0: kept apart by id (as cp_collect does). */
@@ -50,6 +56,8 @@ static uint64_t node_key(const struct fr_frame *f)
 static int stacks_begin(void *ctx, const struct fr_frame *f)
 {
 	struct stacks *s = ctx;
+	if (f->t_begin > s->until)
+		return 0;
 	struct hthread *t = &s->th[f->thread->index];
 	uint32_t parent = t->node;
 	t->node = cp_child(s->tree, t->node, node_key(f), f->proc, f->func_id);
@@ -63,11 +71,27 @@ static int stacks_begin(void *ctx, const struct fr_frame *f)
 static int stacks_end(void *ctx, const struct fr_frame *f)
 {
 	struct stacks *s = ctx;
+	if (f->t_end > s->until)
+		return 0;
 	struct hthread *t = &s->th[f->thread->index];
 	uint32_t ended = t->node;
 	t->node = cp_node(s->tree, t->node)->parent;
 	uint32_t parent_func = t->node == CP_ROOT ? UINT32_MAX : cp_func(s->tree, cp_node(s->tree, t->node)->func)->id;
 	tc_frame_end(&t->claim, f, ended, t->node, parent_func);
+	return 0;
+}
+
+/* An exit the frames layer dropped: on a fork child's forking thread with
+ * nothing of its own open, the innermost frame open at the fork, when it
+ * is that function's, ends. */
+static int stacks_unmatched(void *ctx, const struct fr_frame *f)
+{
+	struct stacks *s = ctx;
+	struct hthread *t = &s->th[f->thread->index];
+	if (t->seeded && t->node != CP_ROOT && cp_func(s->tree, cp_node(s->tree, t->node)->func)->id == f->func_id) {
+		t->node = cp_node(s->tree, t->node)->parent;
+		t->seeded--;
+	}
 	return 0;
 }
 
@@ -415,7 +439,8 @@ static void count_leaks(struct hstate *h, const struct heap_options *opt)
 
 /* The process process i was forked from (its log's fork time set, and the
  * same start words, which a forked child keeps and an exec'd image does
- * not, and pid its ppid), or SIZE_MAX; *t_fork: the fork's time on the
+ * not, and pid its fork_parent: the parent, or a double fork's origin when
+ * the intermediate child recorded nothing), or SIZE_MAX; *t_fork: the fork's time on the
  * recording's time base. */
 static size_t fork_parent(struct trace_input *in, size_t i, uint64_t *t_fork)
 {
@@ -425,7 +450,7 @@ static size_t fork_parent(struct trace_input *in, size_t i, uint64_t *t_fork)
 		return SIZE_MAX;
 	for (size_t j = 0; j < trace_nprocs(in); j++) {
 		const struct lr_info *q = trace_proc_at(in, j)->info;
-		if (j != i && q->pid == c->ppid && q->start_tsc == c->start_tsc && q->start_mono_ns == c->start_mono_ns &&
+		if (j != i && q->pid == c->fork_parent && q->start_tsc == c->start_tsc && q->start_mono_ns == c->start_mono_ns &&
 		    q->start_realtime_ns == c->start_realtime_ns) {
 			*t_fork = lr_time_ns(p->log, c->fork_time) + p->start_ns;
 			return j;
@@ -452,6 +477,31 @@ static uint32_t map_node(struct hstate *h, const struct trace_proc *p, const str
 	int added;
 	*hm_put(memo, n, &added) = to;
 	return to;
+}
+
+/* The thread of log `p` whose tid is `tid`, or NULL. */
+static const struct lr_thread *thread_of(const struct trace_proc *p, uint32_t tid)
+{
+	for (size_t i = 0; tid && i < lr_nthreads(p->log); i++)
+		if (lr_thread_at(p->log, i)->tid == tid)
+			return lr_thread_at(p->log, i);
+	return NULL;
+}
+
+/* The child's forking thread (its main thread: tid = pid) starts inside
+ * the frames the parent's forking thread had open at the fork. */
+static void seed_stack(struct hstate *h, const struct trace_proc *p, const struct hstate *parent,
+		       struct hashmap *memo, struct hashmap *ids)
+{
+	const struct lr_thread *pt = thread_of(parent->res->proc, p->info->fork_tid);
+	const struct lr_thread *ct = thread_of(p, p->info->pid);
+	if (!pt || !ct)
+		return;
+	uint32_t node = map_node(h, p, parent->res->tree, parent->st.th[pt->index].node, memo, ids);
+	struct hthread *t = &h->st.th[ct->index];
+	t->node = node;
+	for (uint32_t x = node; x != CP_ROOT; x = cp_node(h->st.tree, x)->parent)
+		t->seeded++;
 }
 
 /* The child's heap starts as the fork parent's live set (parent, replayed
@@ -481,6 +531,7 @@ static void inherit(struct hstate *h, const struct trace_proc *p, const struct h
 		r->tot.inherited_bytes += b->size;
 		r->tot.inherited_blocks++;
 	}
+	seed_stack(h, p, parent, &memo, &ids);
 	hm_free(&memo);
 	hm_free(&ids);
 	if (h->cur_bytes) {
@@ -512,6 +563,7 @@ static int replay_into(struct trace_input *in, size_t i, const struct heap_optio
 	r->proc = p;
 	*h = (struct hstate){.res = r, .opt = opt, .until = until};
 	stacks_init(&h->st, p, opt);
+	h->st.until = until;
 	h->st.on_milestone = new_stage;
 	h->st.ctx = h;
 	new_stage(h, p->start_ns);
@@ -532,9 +584,11 @@ static int replay_into(struct trace_input *in, size_t i, const struct heap_optio
 		r->fork_parent = pr.proc;
 		hstate_free(&ph);
 		heap_result_free(&pr);
+	} else if (p->info->fork_time) {
+		r->fork_parent_missing = p->info->fork_parent;
 	}
 	struct trace_sink sink = {.ctx = h, .frame_begin = stacks_begin, .frame_end = stacks_end,
-				  .alloc_event = heap_alloc_event};
+				  .alloc_event = heap_alloc_event, .frame_unmatched = stacks_unmatched};
 	int rc = trace_run_merged(in, i, &sink);
 	return until == UINT64_MAX ? rc : 0; /* a fork parent's replay stops on purpose */
 }

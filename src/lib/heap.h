@@ -72,6 +72,9 @@ struct heap_totals {
 struct heap_result {
 	const struct trace_proc *proc;
 	const struct trace_proc *fork_parent; /* the process it was forked from (heap inherited), or NULL */
+	/* A forked child whose parent's log is not among the inputs: the
+	 * parent's pid (the heap it inherited is not counted); else 0. */
+	uint32_t fork_parent_missing;
 	struct heap_totals tot;
 	/* The stacks: one node per distinct traced call path (keys are
 	 * trace_func_keys, cp_func's owner the trace_proc and id the log's

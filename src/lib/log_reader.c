@@ -243,6 +243,8 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 	in->header_chunks = h.chunks;
 	in->exit_state = h.exit_state;
 	in->fork_time = h.fork_time;
+	in->fork_parent = h.fork_time ? (h.fork_parent ? (uint32_t)h.fork_parent : h.ppid) : 0;
+	in->fork_tid = h.fork_time ? (uint32_t)(h.fork_parent >> 32) : 0;
 	in->features = h.version >= 5 ? h.features : 0;
 	in->options_known = (in->features & SF_FEAT_OPTIONS) != 0;
 	in->max_size = h.max_size;

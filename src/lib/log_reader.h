@@ -72,6 +72,10 @@ struct lr_info {
 	 * fork (sf_header.fork_time; lr_time_ns converts it); 0: not a forked
 	 * child, or an older log. */
 	uint64_t fork_time;
+	/* With fork_time: the pid whose heap the child started with
+	 * (sf_header.fork_parent; ppid in older logs). */
+	uint32_t fork_parent;
+	uint32_t fork_tid;       /* its thread that forked (0: not known) */
 	uint64_t features;       /* sf_header.features: SF_FEAT_* (0 in older logs) */
 	/* The recording options (sf_header.max_size ...; zero and "" in older
 	 * logs, which do not say: options_known 0). */

@@ -463,11 +463,28 @@ static int create_temp(const char *path, char **tmp_out)
 	return -1;
 }
 
+/* A target that exists and is neither a regular file nor a directory (a
+ * device such as /dev/null or /dev/full, a FIFO, a socket; also through a
+ * symlink such as /dev/stdout) is written in place: a temporary file renamed
+ * over it would replace the device node itself (as root, /dev/full became a
+ * regular file), and its write errors would go unseen. */
+static int is_special(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 int sf_outfile_check(const char *path, char *err, size_t errlen)
 {
 	struct stat st;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "cannot create %s: %s", path, strerror(EISDIR));
+		return -1;
+	}
+	if (is_special(path)) {
+		if (access(path, W_OK) == 0)
+			return 0;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
 	char *tmp;
@@ -486,10 +503,11 @@ int sf_outfile_check(const char *path, char *err, size_t errlen)
 
 struct sf_outfile *sf_outfile_open(const char *path, int gzip, char *err, size_t errlen)
 {
-	char *tmp;
-	int fd = create_temp(path, &tmp);
+	char *tmp = NULL;
+	int special = is_special(path);
+	int fd = special ? open(path, O_WRONLY | O_CLOEXEC) : create_temp(path, &tmp);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot %s %s: %s", special ? "open" : "create", path, strerror(errno));
 		return NULL;
 	}
 	struct sf_outfile *of = xcalloc(1, sizeof(*of));
@@ -567,7 +585,8 @@ void sf_outfile_abort(struct sf_outfile *of)
 		return;
 	if (of->fd >= 0)
 		close(of->fd);
-	unlink(of->tmp);
+	if (of->tmp)
+		unlink(of->tmp);
 	release(of);
 }
 
@@ -580,7 +599,7 @@ int sf_outfile_commit(struct sf_outfile *of)
 	if (close(of->fd) != 0)
 		fail(of, "cannot write", errno);
 	of->fd = -1;
-	if (!of->failed && rename(of->tmp, of->path) != 0)
+	if (!of->failed && of->tmp && rename(of->tmp, of->path) != 0)
 		fail(of, "cannot rename temporary file to", errno);
 	if (of->failed) {
 		sf_error("%s %s: %s", of->err_what, of->path, strerror(of->err_no));

@@ -5,6 +5,10 @@
  * over the target, sf_outfile_abort deletes it. So the target path only ever
  * holds the old file or the complete new one, never partial output. A
  * symlink at the target is replaced, not followed (rename semantics).
+ * A target that is neither a regular file nor a directory (a device such as
+ * /dev/null or /dev/full, a FIFO, a socket, also through a symlink such as
+ * /dev/stdout) is written in place instead: renaming over it would replace
+ * the device node, and its write errors would go unseen.
  *
  * No fsync: a crash right after commit may lose the data, never tear it.
  */

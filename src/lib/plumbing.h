@@ -16,7 +16,9 @@
  * at -O0 every member is a traced frame, as _Rb_tree's _Auto_node), the
  * growing members of the standard containers and strings (_M_*,
  * operator[], push_back, emplace*, insert, try_emplace, reserve, resize,
- * assign, append, operator= and the constructors),
+ * assign, append, operator+= (inlined at -O2, its append's call carries
+ * operator+='s line in basic_string.h), replace, operator= and the
+ * constructors),
  * string concatenation (std::operator+ and std::__str_concat returning a
  * basic_string: at -O0 a traced template instance that calls _M_append),
  * and shared_ptr's (__shared_count, __shared_ptr, _Sp_*, __allocated_ptr,
@@ -36,7 +38,7 @@
 	"^(.* )?std::(__make_shared|make_shared|allocate_shared|__allocate_shared)<|" \
 	"^(.* )?std::(__cxx11::)?(vector|deque|list|forward_list|(unordered_)?(multi)?(map|set)|"        \
 	"basic_string|shared_ptr)<.*>::(_M_\\w+|operator\\[\\]|push_back|push_front|emplace(_back|_front|_hint)?|" \
-	"insert|try_emplace|reserve|resize|assign|append|operator=|"                                     \
+	"insert|try_emplace|reserve|resize|assign|append|operator\\+?=|replace|"                       \
 	"vector|deque|list|forward_list|(unordered_)?(multi)?(map|set)|basic_string|shared_ptr)[<(]"
 
 #endif

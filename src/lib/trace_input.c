@@ -554,7 +554,14 @@ static void to_sink_end(void *ctx, const struct fr_frame *f)
 		ps->failed = 1;
 }
 
-static const struct fr_callbacks to_sink = {to_sink_begin, to_sink_end};
+static void to_sink_unmatched(void *ctx, const struct fr_frame *f)
+{
+	struct pass *ps = ctx;
+	if (!ps->failed && ps->sink->frame_unmatched && ps->sink->frame_unmatched(ps->sink->ctx, f))
+		ps->failed = 1;
+}
+
+static const struct fr_callbacks to_sink = {to_sink_begin, to_sink_end, to_sink_unmatched};
 
 /* ---- -F/-N: which functions the regexes find ---- */
 
@@ -631,7 +638,7 @@ static unsigned mark_func(void *ctx, uint32_t id)
 		return c->only_seq[only] > c->notrace_seq[notrace] ? CUT_MARK_ONLY : CUT_MARK_NOTRACE;
 	return (only >= 0 ? CUT_MARK_ONLY : 0) | (notrace >= 0 ? CUT_MARK_NOTRACE : 0);
 }
-static const struct fr_callbacks to_cut = {cut_begin, cut_end};
+static const struct fr_callbacks to_cut = {.begin = cut_begin, .end = cut_end};
 
 static double elapsed(const struct timespec *a)
 {

@@ -86,6 +86,9 @@ struct trace_sink {
 	/* Allocation events (kinds >= SF_EV_ALLOC), after the frames before
 	 * them on their thread; time_ns on the recording's time base. */
 	int (*alloc_event)(void *ctx, const struct trace_proc *p, const struct lr_event *ev);
+	/* An exit or tail the frames layer dropped: its function was not open
+	 * on the thread (fr_callbacks.unmatched; not with a cut). */
+	int (*frame_unmatched)(void *ctx, const struct fr_frame *f);
 };
 
 struct trace_input;

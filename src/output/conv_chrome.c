@@ -264,7 +264,8 @@ int conv_chrome(struct trace_input *in, const struct conv_options *opt)
 	static const char foot[] = "\n],\"displayTimeUnit\":\"ns\"}\n";
 	int r = put(&c, head, sizeof(head) - 1);
 	if (r == 0) {
-		struct trace_sink sink = {&c, ch_process_begin, ch_thread_begin, NULL, ch_frame_end, NULL, NULL};
+		struct trace_sink sink = {.ctx = &c, .process_begin = ch_process_begin, .thread_begin = ch_thread_begin,
+					  .frame_end = ch_frame_end};
 		r = trace_run(in, &sink);
 	}
 	if (r == 0)

@@ -200,8 +200,9 @@ int conv_perfetto(struct trace_input *in, const struct conv_options *opt)
 	}
 	struct pf_sink s = {.in = in};
 	s.w = pf_open(sf_outfile_write_cb, of);
-	struct trace_sink sink = {&s, pf_process_begin, pf_thread_begin, pf_frame_begin, pf_frame_end, pf_process_end,
-				  pf_alloc_event};
+	struct trace_sink sink = {.ctx = &s, .process_begin = pf_process_begin, .thread_begin = pf_thread_begin,
+				  .frame_begin = pf_frame_begin, .frame_end = pf_frame_end, .process_end = pf_process_end,
+				  .alloc_event = pf_alloc_event};
 	int r = trace_run(in, &sink);
 	int fin = pf_finish(s.w);
 	free_tracks(&s);

@@ -36,13 +36,22 @@ typedef int (*clone_fn)(int (*fn)(void *), void *stack, int flags, void *arg, ..
 static clone_fn real_clone; /* glibc's clone(3) */
 
 uint64_t sf_fork_time;
+uint32_t sf_fork_parent, sf_fork_tid;
 
 static void before_fork(void)
 {
 	/* Hold the lock across fork so the child never inherits it taken. */
 	sf_log_lock_sig(&fork_mask);
-	/* the child's heap is the parent's live set at this time (readers) */
-	sf_fork_time = sf_now_raw();
+	/* the child's heap is the parent's live set at this time (readers);
+	 * a forked child that has no log yet recorded nothing since its own
+	 * fork (the first event makes the log), so its heap is still its
+	 * origin's at that fork: its children start from there too (a
+	 * daemon's double fork, whose intermediate child leaves no log) */
+	if (!sf_fork_time || sf_log_ready()) {
+		sf_fork_time = sf_now_raw();
+		sf_fork_parent = (uint32_t)getpid();
+		sf_fork_tid = (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0);
+	}
 }
 
 static void after_fork_parent(void)

@@ -469,6 +469,7 @@ static int log_create_locked(void)
 	h->start_tsc = sf_start_tsc;
 	h->start_mono_ns = sf_start_mono;
 	h->fork_time = sf_fork_time; /* 0 but in a forked child */
+	h->fork_parent = sf_fork_time ? sf_fork_parent | (uint64_t)sf_fork_tid << 32 : 0;
 	h->ring_bytes = (uint64_t)sf_config.ring_slots * SF_SLOT_SIZE;
 	fill_cmdline(h);
 	h->reserved[SF_HDR_TRIM_MIN_NS] = sf_config.trim_min_ns;

@@ -197,6 +197,10 @@ extern uint64_t sf_start_tsc SF_HIDDEN, sf_start_mono SF_HIDDEN, sf_start_realti
 /* Event-clock time of the latest fork this process began (hooks.c); a
  * forked child writes it in its header (sf_header.fork_time). 0: none. */
 extern uint64_t sf_fork_time SF_HIDDEN;
+/* The pid whose heap that was, and its thread that forked
+ * (sf_header.fork_parent). */
+extern uint32_t sf_fork_parent SF_HIDDEN;
+extern uint32_t sf_fork_tid SF_HIDDEN;
 void sf_services_start(void) SF_HIDDEN;          /* writer thread, ring handler, once sleds exist */
 void sf_services_after_fork_child(void) SF_HIDDEN;
 

@@ -90,7 +90,7 @@ static void on_end(void *ctx, const struct fr_frame *f)
 		    kind_str(kind));
 }
 
-static const struct fr_callbacks g_cb = {on_begin, on_end};
+static const struct fr_callbacks g_cb = {.begin = on_begin, .end = on_end};
 
 static struct frames *new_frames(struct rec *r)
 {

@@ -89,8 +89,8 @@ static void rec_end(void *ctx, const struct fr_frame *f)
 	    flags(f->cut));
 }
 
-static const struct fr_callbacks g_rec = {rec_begin, rec_end};
-static const struct fr_callbacks g_to_cut = {cut_begin, cut_end};
+static const struct fr_callbacks g_rec = {.begin = rec_begin, .end = rec_end};
+static const struct fr_callbacks g_to_cut = {.begin = cut_begin, .end = cut_end};
 
 /* Events of the log's one thread: kind, function, time. */
 struct ev {

@@ -120,7 +120,8 @@ static int on_alloc(void *ctx, const struct trace_proc *p, const struct lr_event
 	return 0;
 }
 
-static const struct trace_sink g_sink_proto = {NULL, on_process, on_thread, on_begin, on_end, NULL, on_alloc};
+static const struct trace_sink g_sink_proto = {.process_begin = on_process, .thread_begin = on_thread,
+					       .frame_begin = on_begin, .frame_end = on_end, .alloc_event = on_alloc};
 
 static int run(struct trace_input *in, struct rec *r)
 {

@@ -561,34 +561,78 @@ EXPORT int system(const char *line)
  *
  * The window: until glibc's popen returns (its shell has exec'd: glibc
  * spawns with CLONE_VFORK), the program's other threads reading environ
- * (getenv) see the tracer's variables as well as their own. Nothing
- * else: the array stays mapped for good, so a reader that took it keeps
- * valid memory, and the program's strings are its own. A setenv, putenv,
- * unsetenv or clearenv in another thread while popen runs is a race in
- * the program itself (glibc's "const:env"); if it replaced environ, its
- * array is kept. Two such popens never overlap (popen_lock), so neither
- * sets environ back under the other; a fork while one runs gets the lock
- * free (sf_exec_env_after_fork_child). system() runs its shell and waits
- * for it inside one call, so the same swap would last the whole command:
- * it spawns with an explicit environment instead (system_in, above);
- * glibc's system does not look at popen's list. */
-static pthread_mutex_t popen_lock = PTHREAD_MUTEX_INITIALIZER;
+ * (getenv) see the tracer's variables as well as their own. A setenv,
+ * putenv, unsetenv or clearenv in another thread while popen runs is a
+ * race in the program itself (glibc's "const:env"); if it replaced
+ * environ, its array is kept. Two threads' popens never overlap
+ * (popen_lock), so neither sets environ back under the other. The lock
+ * is recursive, as glibc's own popen lock is: a signal handler's popen
+ * that interrupted a popen of the same thread goes on (a plain mutex hung
+ * it for good). Such a nested call finds environ already complete when
+ * the outer one swapped it, and then neither swaps nor restores; when it
+ * lands before the swap (or after the restore) it swaps and restores
+ * around its own call only, in a buffer of its own (NESTED_SLOT), so the
+ * outer call's buffer is never touched under it. A fork made by another
+ * thread while the swap is on gets the program's environ back
+ * (sf_exec_env_after_fork_child): the thread that would restore it does
+ * not exist in the child. system() runs its shell and waits for it inside
+ * one call, so the same swap would last the whole command: it spawns with
+ * an explicit environment instead (system_in, above); glibc's system does
+ * not look at popen's list. */
+static pthread_mutex_t popen_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static int popen_depth;       /* popen_lock held: nesting of the owner's calls */
+static pthread_t popen_owner; /* popen_lock held: the thread holding it */
+static char **swap_old, **swap_now; /* the outermost swap in progress, if any */
 
 void sf_exec_env_after_fork_child(void)
 {
-	pthread_mutex_init(&popen_lock, NULL);
+	/* The forking thread inside popen (a handler's fork) restores its own
+	 * swap when that popen returns: only another thread's is undone. */
+	if (popen_depth && pthread_equal(popen_owner, pthread_self()))
+		return;
+	if (swap_now && environ == swap_now)
+		environ = swap_old;
+	swap_now = swap_old = NULL;
+	popen_depth = 0;
+	pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+	popen_lock = fresh;
 }
 
-/* Arrays given to environ once (popen_lock held): never unmapped, since
- * another thread may still be reading one. The newest is reused while the
- * child's environment stays the same, so a program that clears its
- * environment once and then calls popen in a loop maps one array. */
-static char **kept;
+/* The arrays given to environ: a small ring of mappings, each rewritten in
+ * place when the next environment fits and replaced (the old mapping
+ * unmapped) only when it does not. The newest is reused as it is while
+ * the child's environment stays the same (a program that clears its
+ * environment once and then calls popen in a loop rewrites nothing); a
+ * per-request variable (a CGI server's REQUEST_ID) cycles through the
+ * ring, so memory stays bounded (an array was once mapped per popen and
+ * kept for good: +1 page per request).
+ *
+ * Why a reader that started in an old buffer is done with it when the
+ * buffer is used again: another thread sees a buffer only through environ
+ * during one popen window, which ends when that popen's shell has exec'd.
+ * The buffer comes back into use only RING_SLOTS - 1 popens later, each of
+ * which spawned a process and waited for its exec (hundreds of
+ * microseconds at least), while the reader (getenv: a scan of a few
+ * dozen strings) needs microseconds. That is an argument from time, not a
+ * proof: a reader descheduled for longer still reads mapped memory when
+ * the buffer was rewritten in place (a later environment, possibly torn
+ * mid-rewrite), and only a buffer that had to grow is unmapped. The
+ * nested slot serves the popen of a signal handler that interrupted a
+ * popen of the same thread (see above). */
+#define RING_SLOTS 4
+#define NESTED_SLOT RING_SLOTS
+struct env_slot {
+	char *mem;
+	size_t cap;
+	int used;
+};
+static struct env_slot slots[RING_SLOTS + 1];
+static int ring_newest = -1;
 
 /* Whether env, built by env_for_child in [lo, lo + len), holds the same
  * entries as kept: the program's strings by address, the built ones
  * (LD_PRELOAD) by content. */
-static int same_as_kept(char *const *env, const char *lo, size_t len)
+static int same_as_kept(char *const *env, const char *lo, size_t len, char **kept)
 {
 	size_t i = 0;
 	for (; env[i] && kept[i]; i++) {
@@ -599,21 +643,51 @@ static int same_as_kept(char *const *env, const char *lo, size_t len)
 	return !env[i] && !kept[i];
 }
 
-/* env (built in [lo, lo + len)) as an array that stays mapped: kept, or
- * a new mapping holding a copy of it; NULL if none can be mapped. */
-static char **env_kept(char *const *env, const char *lo, size_t len)
+/* env (built in [lo, lo + len)) copied into slot sl, mapped again when it
+ * does not fit; NULL if no memory can be mapped. */
+static char **slot_fill(struct env_slot *sl, char *const *env, const char *lo, size_t len)
 {
-	if (kept && same_as_kept(env, lo, len))
-		return kept;
-	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return NULL;
-	memcpy(m, lo, len);
-	char **copy = (char **)m;
-	for (size_t i = 0; copy[i]; i++)
-		if (copy[i] >= lo && copy[i] < lo + len)
-			copy[i] = m + (copy[i] - lo);
-	return kept = copy;
+	if (sl->cap < len) {
+		size_t cap = (len + 4095) & ~(size_t)4095;
+		char *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		if (sl->mem)
+			munmap(sl->mem, sl->cap);
+		sl->mem = m;
+		sl->cap = cap;
+	}
+	/* the strings first, then the pointers, each stored whole */
+	char **copy = (char **)sl->mem;
+	size_t ptrs = 0;
+	while (env[ptrs])
+		ptrs++;
+	ptrs = (ptrs + 1) * sizeof(char *);
+	memcpy(sl->mem + ptrs, lo + ptrs, len - ptrs);
+	for (size_t i = 0;; i++) {
+		char *e = env[i];
+		if (e >= lo && e < lo + len)
+			e = sl->mem + (e - lo);
+		__atomic_store_n(&copy[i], e, __ATOMIC_RELEASE);
+		if (!e)
+			break;
+	}
+	sl->used = 1;
+	return copy;
+}
+
+/* env (built in [lo, lo + len)) as an array in one of the slots. */
+static char **env_kept(char *const *env, const char *lo, size_t len, int nested)
+{
+	if (nested)
+		return slot_fill(&slots[NESTED_SLOT], env, lo, len);
+	if (ring_newest >= 0 && same_as_kept(env, lo, len, (char **)slots[ring_newest].mem))
+		return (char **)slots[ring_newest].mem;
+	int next = (ring_newest + 1) % RING_SLOTS;
+	char **r = slot_fill(&slots[next], env, lo, len);
+	if (r)
+		ring_newest = next;
+	return r;
 }
 
 static FILE *real_popen_call(const char *cmd, const char *mode)
@@ -623,6 +697,7 @@ static FILE *real_popen_call(const char *cmd, const char *mode)
 
 struct popen_swap {
 	char **old, **swap;
+	int outer; /* the outermost call: it publishes its swap for fork children */
 };
 
 /* After glibc's popen, or at a cancellation inside it. */
@@ -633,28 +708,38 @@ static void popen_restore(void *arg)
 		int e = errno;
 		/* a program thread that replaced environ meanwhile keeps its array */
 		__atomic_compare_exchange_n(&environ, &w->swap, w->old, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		if (w->outer)
+			swap_now = swap_old = NULL;
 		errno = e;
 	}
+	popen_depth--;
 	pthread_mutex_unlock(&popen_lock);
 }
 
 EXPORT FILE *popen(const char *cmd, const char *mode)
 {
 	pthread_mutex_lock(&popen_lock);
+	int nested = popen_depth++ > 0;
+	popen_owner = pthread_self();
 	char **old = environ;
 	char buf[ENV_BUF];
 	struct env_build b;
 	char *const *env = env_for_child(old, &b, buf, sizeof(buf));
 	char **swap = NULL;
-	if (env != old) {
-		swap = env_kept(env, b.mem ? b.mem : buf, b.mem ? b.mem_len : b.len);
+	if (env != old) { /* never when an outer call swapped: its array is complete */
+		swap = env_kept(env, b.mem ? b.mem : buf, b.mem ? b.mem_len : b.len, nested);
 		if (!swap)
 			sf_rt_message("popen: ", "no memory for the child's environment", "this child runs untraced");
 	}
 	env_done(&b);
-	struct popen_swap w = {old, swap};
-	if (swap)
+	struct popen_swap w = {old, swap, !nested};
+	if (swap) {
+		if (!nested) {
+			swap_old = old;
+			swap_now = swap;
+		}
 		environ = swap;
+	}
 	FILE *fp;
 	pthread_cleanup_push(popen_restore, &w);
 	fp = real_popen_call(cmd, mode);

@@ -294,8 +294,7 @@ def test_popen_window_does_not_leak_into_fork_children():
     exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
     want = "fork children with a non-empty environ: 0 of 100; parent environ NULL\n"
     eq(run([exe, "forks"]).stdout, want, "untraced")
-    same_or_break(traced([exe, "forks"])[0].stdout, want, "traced",
-                  "fork children made during another thread's popen keep the tracer's environ")
+    eq(traced([exe, "forks"])[0].stdout, want, "traced")
 
 
 def test_popen_in_a_signal_handler_during_popen_does_not_hang():
@@ -314,8 +313,7 @@ def test_popen_in_a_signal_handler_during_popen_does_not_hang():
     want = "200 popens done, handler popens > 0: 1\n"
     eq(run([exe, "handler"]).stdout, want, "untraced")
     t, _ = traced([exe, "handler"], check_rc=None)
-    same_or_break((t.returncode, t.stdout), (0, want), "traced",
-                  "popen in a signal handler that interrupted popen deadlocks on popen_lock")
+    eq((t.returncode, t.stdout), (0, want), "traced")
 
 
 def test_popen_per_request_environment_does_not_grow_memory():
@@ -332,8 +330,7 @@ def test_popen_per_request_environment_does_not_grow_memory():
     exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
     want = "300 requests: VmSize grew by more than 256 kB: 0\n"
     eq(run([exe, "cgi"]).stdout, want, "untraced")
-    same_or_break(traced([exe, "cgi"])[0].stdout, want, "traced",
-                  "each popen after clearenv with a changed environment maps an array that is never freed")
+    eq(traced([exe, "cgi"])[0].stdout, want, "traced")
 
 
 def test_record_does_not_add_ld_library_path():

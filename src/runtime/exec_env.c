@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,7 +52,6 @@ static int ready;
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
-typedef int (*system_fn)(const char *);
 typedef FILE *(*popen_fn)(const char *, const char *);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
 			char *const[], char *const[]);
@@ -59,7 +59,7 @@ static execvpe_fn real_execvpe;
 static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
-static system_fn real_system;
+static int sh_dashdash; /* system() runs sh -c -- LINE (glibc >= 2.38) */
 static popen_fn real_popen;
 
 static size_t slen(const char *s)
@@ -124,6 +124,21 @@ static int self_find(struct dl_phdr_info *info, size_t size, void *arg)
 
 extern char **environ;
 
+/* Whether the running glibc (not the one built against) is at least
+ * major.minor. */
+static int glibc_at_least(int major, int minor)
+{
+	const char *v = gnu_get_libc_version();
+	int ma = 0, mi = 0;
+	while (*v >= '0' && *v <= '9')
+		ma = ma * 10 + (*v++ - '0');
+	if (*v == '.')
+		v++;
+	while (*v >= '0' && *v <= '9')
+		mi = mi * 10 + (*v++ - '0');
+	return ma > major || (ma == major && mi >= minor);
+}
+
 /* Start-up, always (init.c): the functions the wrappers call. A wrapper
  * called before that (from an earlier constructor) looks its own up. */
 void sf_exec_env_resolve(void)
@@ -133,7 +148,7 @@ void sf_exec_env_resolve(void)
 	real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
 	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
-	real_system = (system_fn)dlsym(RTLD_NEXT, "system");
+	sh_dashdash = glibc_at_least(2, 38);
 	real_popen = (popen_fn)dlsym(RTLD_NEXT, "popen");
 }
 
@@ -452,15 +467,17 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 	return spawn(REAL(real_posix_spawnp, spawn_fn, "posix_spawnp"), pid, file, fa, attr, argv, envp);
 }
 
-/* system() with an environment that lacks the tracer's variables: glibc's
+/* system(), glibc's own step by step: glibc's
  * (sysdeps/posix/system.c) spawns its shell with `environ` from inside
  * libc, out of reach, so this one does the same with the child's
  * environment: SIGINT and SIGQUIT ignored while any thread waits in
  * system() (counted), SIGCHLD blocked, the shell spawned with the
  * caller's mask and those two reset to default unless they were ignored,
  * 127 as the shell's exit status when it cannot be spawned, and at a
- * cancellation the child killed and reaped. Otherwise glibc's system()
- * itself runs. */
+ * cancellation the child killed and reaped, `sh -c LINE` with "--"
+ * before LINE only where the running glibc passes it (2.38). It runs for
+ * every call, with environ itself when nothing is missing, so that all
+ * callers share one count (system(), below). */
 static pthread_mutex_t system_lock = PTHREAD_MUTEX_INITIALIZER;
 static int system_users;
 static struct sigaction system_intr, system_quit;
@@ -515,7 +532,11 @@ static int system_in(const char *line, char *const env[])
 	posix_spawnattr_setsigmask(&attr, &w.omask);
 	posix_spawnattr_setsigdefault(&attr, &reset);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	/* glibc passes "--" since 2.38 only: before, a line starting with
+	 * '-' is the shell's options, and this one does the same */
 	char *argv[] = {"sh", "-c", "--", (char *)line, NULL};
+	if (!sh_dashdash)
+		argv[2] = (char *)line, argv[3] = NULL;
 	int status = -1;
 	spawn_fn sp = REAL(real_posix_spawn, spawn_fn, "posix_spawn");
 	int ret = sp ? sp(&w.pid, "/bin/sh", NULL, &attr, argv, env) : ENOSYS;
@@ -537,16 +558,16 @@ static int system_in(const char *line, char *const env[])
 	return status;
 }
 
+/* Always this path, with environ itself when nothing is missing: glibc's
+ * system and this one overlapping in two threads kept two counts of the
+ * callers, and the second to start saved the SIG_IGN the first had set
+ * and put it back last (SIGINT and SIGQUIT ignored for good). */
 EXPORT int system(const char *line)
 {
 	char buf[ENV_BUF];
 	struct env_build b;
 	char *const *env = env_for_child(environ, &b, buf, sizeof(buf));
-	int r;
-	if (env == environ) /* nothing to add: glibc's own */
-		r = REAL(real_system, system_fn, "system") ? real_system(line) : (errno = ENOSYS, -1);
-	else
-		r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
+	int r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
 	env_done(&b);
 	return r;
 }

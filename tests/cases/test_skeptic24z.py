@@ -255,8 +255,7 @@ def test_system_after_clearenv_passes_command_as_glibc_does():
     u = run([exe, "dash"])
     eq((u.stdout, u.stderr), ("status 200\n", "sh: 0: Illegal option -;\n"), "untraced")
     t = traced([exe, "dash"])[0]
-    same_or_break((t.stdout, t.stderr), (u.stdout, u.stderr), "traced",
-                  "system() after clearenv runs sh -c -- LINE, glibc 2.36 sh -c LINE")
+    eq((t.stdout, t.stderr), (u.stdout, u.stderr), "traced")
 
 
 def test_overlapping_system_calls_restore_the_program_handlers():
@@ -276,8 +275,7 @@ def test_overlapping_system_calls_restore_the_program_handlers():
     exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
     want = "status 0, after both: SIGINT handler SIGQUIT handler\n"
     eq(run([exe, "mixed"]).stdout, want, "untraced")
-    same_or_break(traced([exe, "mixed"])[0].stdout, want, "traced",
-                  "glibc's system and the runtime's overlapping leave SIGINT/SIGQUIT ignored for good")
+    eq(traced([exe, "mixed"])[0].stdout, want, "traced")
 
 
 def test_popen_window_does_not_leak_into_fork_children():

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -432,6 +433,16 @@ static long fork_syscall(long *a)
 	return r;
 }
 
+/* Whether the calling thread is the process's last but the runtime's
+ * writer: its SYS_exit ends the process (what glibc's clone() does when
+ * the child's function returns, and a runtime with a thread exit of its
+ * own), so the image ends as at exit_group. Reads /proc: SYS_exit through
+ * syscall() is rare. */
+static int last_thread(void)
+{
+	return sf_thread_count() == 1 + sf_writer_active();
+}
+
 /* syscall(2) (entered through arch/<arch>/vfork.S, which keeps vforks for
  * itself, with the caller's arguments: the seven words a variadic call
  * passes are where seven long parameters are): glibc's is the bare
@@ -446,8 +457,10 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	long a[7] = {a0, a1, a2, a3, a4, a5, nr}; /* a[6]: for do_raw_fork */
 	long r;
 	uid_t to;
-	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat)
+	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat || (nr == SYS_exit && last_thread()))
 		sf_image_ends(); /* as _exit and exec do */
+	if (nr == SYS_exit_group || (nr == SYS_exit && last_thread()))
+		sf_log_exit_called((int)a0);
 	if (cred_change(nr, a, &to))
 		before_cred_change(to);
 	if (sf_fd_syscall(nr, a, &r)) {
@@ -645,6 +658,36 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
 	sf_log_exit_called(status);
 	for (;;) /* glibc's _exit, which a wrapper cannot reach past itself */
 		sf_syscall3(SYS_exit_group, status, 0, 0);
+}
+
+/* quick_exit runs the at_quick_exit handlers, then glibc's internal
+ * _exit, which no wrapper sees: a handler registered at start-up (the
+ * process's first, so it runs last, after the program's) ends the image
+ * there, with the status this wrapper noted. */
+typedef void (*quick_exit_fn)(int) __attribute__((noreturn));
+static quick_exit_fn real_quick_exit;
+static int quick_status;
+
+static void quick_exit_hook(void)
+{
+	sf_image_ends();
+	sf_log_exit_called(quick_status);
+}
+
+/* Only for a runtime loaded with the process (init.c), as on_exit. */
+void sf_watch_quick_exit(void)
+{
+	at_quick_exit(quick_exit_hook);
+}
+
+__attribute__((visibility("default"), noreturn)) void quick_exit(int status)
+{
+	quick_status = status;
+	if (!real_quick_exit)
+		real_quick_exit = (quick_exit_fn)dlsym(RTLD_NEXT, "quick_exit");
+	if (real_quick_exit)
+		real_quick_exit(status);
+	_exit(status); /* no libc quick_exit found (never on glibc) */
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)

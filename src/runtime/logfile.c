@@ -895,8 +895,9 @@ void sf_log_create_early(void)
 /* A clone(CLONE_FILES) child's own descriptor lives in the table it shares
  * with its parent, which outlives it: it is closed when the child's
  * function returns (hooks.c) or the child calls exit (sf_log_finish), so
- * a pool of such workers leaves no descriptor behind; an exec or _exit
- * closes it too (sf_log_image_ends). One killed by a signal keeps it in
+ * a pool of such workers leaves no descriptor behind; an exec, _exit,
+ * quick_exit or the last thread's syscall(SYS_exit) closes it too
+ * (sf_log_image_ends). One killed by a signal keeps it in
  * the table: no code of the child's runs then. Its slots stay mapped: the events in them are in the file. */
 void sf_log_child_return(void)
 {

@@ -627,6 +627,8 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 /* ---- writer.c ---- */
 int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
+int sf_thread_count(void) SF_HIDDEN; /* ns.c */
+void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */

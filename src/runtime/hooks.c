@@ -69,6 +69,22 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
+/* glibc's count of the process's threads (__nptl_nthreads): pthread_exit
+ * in the last one runs exit() (flushing stdio, running the program's
+ * handlers), in any other it ends only the thread. fork() sets it to 1 in
+ * its child; _Fork, clone() and a raw clone leave the parent's count, the
+ * runtime's writer thread included, in a child that does not have that
+ * thread: a clone() child's pthread_exit then ended it without exit().
+ * The children of those routes (below) take the writer off the count, so
+ * that it is what it would be untraced. */
+static int *nptl_nthreads;
+
+static void uncount_writer(int writer_was_active)
+{
+	if (writer_was_active && nptl_nthreads)
+		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
+}
+
 static void after_fork_child(void)
 {
 	after_fork_child_files(0, NULL);
@@ -82,6 +98,7 @@ void sf_hooks_resolve(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 	real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
+	nptl_nthreads = (int *)dlsym(RTLD_NEXT, "__nptl_nthreads"); /* GLIBC_PRIVATE: NULL elsewhere */
 	sf_fd_guard_resolve();
 }
 
@@ -140,10 +157,13 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
 	int on = sf_config.enabled;
 	if (on)
 		before_fork();
+	int writer = on && sf_writer_active();
 	long r = do_fork(a);
 	if (on) {
-		if (r == 0)
+		if (r == 0) {
 			after_fork_child_files(files_shared, NULL);
+			uncount_writer(writer);
+		}
 		else
 			after_fork_parent();
 	}
@@ -412,6 +432,7 @@ static long fork_syscall(long *a)
 	if (!sf_config.enabled || !(fl & CLONE_VFORK) || (nr != SYS_clone && (unsigned long)a[1] > sizeof(ca)))
 		return fork_with_handlers(do_raw_fork, a, files_shared);
 	before_fork();
+	int writer = sf_writer_active();
 	uint32_t *w = vw_take();
 	if (w) {
 		if (nr == SYS_clone) {
@@ -426,6 +447,7 @@ static long fork_syscall(long *a)
 	long r = do_raw_fork(a);
 	if (r == 0) {
 		after_fork_child_files(files_shared, w);
+		uncount_writer(writer);
 		return 0;
 	}
 	after_fork_parent();
@@ -514,12 +536,14 @@ struct clone_call {
 	void *arg;
 	int flags;
 	uint32_t *waited; /* the word the parent waits on (vw_wait), or NULL */
+	int writer;       /* the parent's writer thread ran (uncount_writer) */
 };
 
 static int clone_child(void *p)
 {
 	const struct clone_call *c = p;
 	after_fork_child_files(c->flags & CLONE_FILES, c->waited);
+	uncount_writer(c->writer);
 	int r = c->fn(c->arg);
 	sf_log_child_return(); /* CLONE_FILES: its log's descriptor is not left in its parent's table */
 	return r;
@@ -581,9 +605,10 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 	if (flags & CLONE_VM)
 		return clone_shared_vm(fn, stack, flags, arg, ptid, tls, ctid);
-	struct clone_call c = {fn, arg, flags, NULL};
+	struct clone_call c = {fn, arg, flags, NULL, 0};
 	int f = flags;
 	before_fork();
+	c.writer = sf_writer_active();
 	if ((flags & CLONE_VFORK) && (c.waited = vw_take()))
 		f &= ~CLONE_VFORK; /* waited for outside the lock (vw_wait) */
 	int r = real_clone(clone_child, stack, f, &c, ptid, tls, ctid);
@@ -700,6 +725,7 @@ __attribute__((visibility("default"), noreturn)) void abort(void)
 	sf_snapshot_settle();
 	if (!real_abort)
 		real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
+	nptl_nthreads = (int *)dlsym(RTLD_NEXT, "__nptl_nthreads"); /* GLIBC_PRIVATE: NULL elsewhere */
 	if (real_abort)
 		real_abort();
 	__builtin_trap(); /* no libc abort found (never on glibc) */

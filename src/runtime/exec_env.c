@@ -17,7 +17,7 @@
  * the child's environment while glibc's popen runs: below). syscall() with the exec numbers comes
  * here too (hooks.c, sf_exec_syscall). Every exec waits for a snapshot
  * being written and tells a parent waiting for it (below; hooks.c,
- * sf_image_ends).
+ * sf_exec_begins).
  *
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
@@ -316,7 +316,8 @@ static void env_done(struct env_build *b)
 	})
 
 /* Every exec first lets a snapshot asked for finish (snapshot.c): the
- * writer thread ends with the old image (sf_image_ends, hooks.c). */
+ * writer thread ends with the old image (sf_exec_begins, hooks.c), and
+ * after one that failed sf_exec_failed undoes what must not outlive it. */
 /* The system calls execve and execveat (a: their arguments), with the
  * child's environment: execve() and syscall() with either number
  * (hooks.c) come here. Returns -errno. */
@@ -333,18 +334,21 @@ long sf_exec_syscall(long nr, const long *a)
  * calls (there is no -Bsymbolic). */
 static int exec_ve(const char *path, char *const argv[], char *const envp[])
 {
-	sf_image_ends();
+	sf_exec_begins();
 	long r = sf_exec_syscall(SYS_execve, (const long[6]){(long)path, (long)argv, (long)envp});
 	errno = (int)-r;
+	sf_exec_failed();
 	return -1;
 }
 
 static int exec_vpe(const char *file, char *const argv[], char *const envp[])
 {
-	sf_image_ends();
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
-	return WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
+	sf_exec_begins();
+	int r = WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
+	sf_exec_failed();
+	return r;
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -359,18 +363,22 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	sf_image_ends();
 	if (!REAL(real_fexecve, fexecve_fn, "fexecve"))
 		return errno = ENOSYS, -1;
-	return WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
+	sf_exec_begins();
+	int r = WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
+	sf_exec_failed();
+	return r;
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-	sf_image_ends();
 	if (!REAL(real_execveat, execveat_fn, "execveat"))
 		return errno = ENOSYS, -1;
-	return WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));
+	sf_exec_begins();
+	int r = WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));
+	sf_exec_failed();
+	return r;
 }
 
 /* execle(path, arg0, ..., NULL, envp) */

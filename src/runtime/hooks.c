@@ -195,7 +195,8 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
  * (qemu-user), the runtime's exec wrappers and _exit mark the word
  * themselves (vw_child_leaves), so a failed exec there lets the parent go
  * on early. A child that replaces the list through syscall() (its own
- * robust futexes) is told the same way from then on
+ * robust futexes) gets the runtime's list back for each exec from the
+ * thread the word names (vw_exec_begins), else is told the same way
  * (vw_robust_list_replaced). A child killed before it registered, or
  * that replaced the list by a raw system call instruction, is found gone
  * by a check every VW_CHECK_NS: the latter holds its parent until it
@@ -271,6 +272,39 @@ static void vw_child_leaves(void)
 	if (__atomic_compare_exchange_n(w, &mine, FUTEX_WAITERS | FUTEX_OWNER_DIED, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE))
 		sf_syscall3(SYS_futex, (long)w, FUTEX_WAKE, 1);
+}
+
+/* The waited-for child is about to exec, and the kernel would not mark
+ * the word (the program replaced the robust list): when the exec'ing
+ * thread is the one the word names, the runtime's list is put back just
+ * for the exec, so that the kernel marks the word only once the exec
+ * cannot come back, and the program's list is restored if it fails
+ * (vw_exec_failed): marking it now let the parent run at a failed exec,
+ * before the child's own writes. Else (another thread execs, or
+ * set_robust_list is refused) the word is marked now, as before. */
+static struct robust_list_head *vw_prog_head; /* the program's list, while the runtime's stands in */
+static size_t vw_prog_len;
+static int vw_swapped;
+
+static void vw_exec_begins(void)
+{
+	if (!vw_mine || vw_kernel_tells || vfork_depth)
+		return;
+	if ((uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0) == vw_tid &&
+	    sf_syscall3(SYS_get_robust_list, 0, (long)&vw_prog_head, (long)&vw_prog_len) == 0 &&
+	    sf_syscall3(SYS_set_robust_list, (long)&vw_head, sizeof(vw_head), 0) == 0) {
+		vw_swapped = 1;
+		return;
+	}
+	vw_child_leaves();
+}
+
+static void vw_exec_failed(void)
+{
+	if (!vw_swapped)
+		return;
+	vw_swapped = 0;
+	sf_syscall3(SYS_set_robust_list, (long)vw_prog_head, (long)vw_prog_len, 0);
 }
 
 /* set_robust_list through syscall() succeeded (a: its arguments). In the
@@ -479,8 +513,10 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	long a[7] = {a0, a1, a2, a3, a4, a5, nr}; /* a[6]: for do_raw_fork */
 	long r;
 	uid_t to;
-	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat || (nr == SYS_exit && last_thread()))
-		sf_image_ends(); /* as _exit and exec do */
+	if (nr == SYS_exit_group || (nr == SYS_exit && last_thread()))
+		sf_image_ends(); /* as _exit does */
+	if (nr == SYS_execve || nr == SYS_execveat)
+		sf_exec_begins(); /* as exec does */
 	if (nr == SYS_exit_group || (nr == SYS_exit && last_thread()))
 		sf_log_exit_called((int)a0);
 	if (cred_change(nr, a, &to))
@@ -493,6 +529,7 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		r = sf_ns_syscall(nr, a0, a1); /* ns.c: the writer thread out of the way */
 	} else if (nr == SYS_execve || nr == SYS_execveat) {
 		r = sf_exec_syscall(nr, a); /* the tracer's variables, as execve() (exec_env.c) */
+		sf_exec_failed();
 	} else {
 		r = raw_syscall(nr, a);
 		if (nr == SYS_set_robust_list && r == 0)
@@ -675,6 +712,24 @@ void sf_image_ends(void)
 	sf_snapshot_settle();
 	sf_log_image_ends();
 	vw_child_leaves();
+}
+
+/* An exec is about to run (the exec wrappers, syscall()): as the image
+ * ends, except that a parent waiting for this child is told by the kernel
+ * where it can be (vw_exec_begins); sf_exec_failed after it returns. */
+void sf_exec_begins(void)
+{
+	sf_snapshot_settle();
+	sf_log_image_ends();
+	vw_exec_begins();
+}
+
+/* The exec came back (keeps errno). */
+void sf_exec_failed(void)
+{
+	int e = errno;
+	vw_exec_failed();
+	errno = e;
 }
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status)

@@ -322,6 +322,10 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 /* The image goes now (exec, _exit): snapshot settled, a parent waiting
  * for this CLONE_VFORK child told where the kernel does not. */
 void sf_image_ends(void) SF_HIDDEN;
+/* Around an exec: the image ends if it succeeds; a parent waiting for
+ * this CLONE_VFORK child is released only then where the kernel can tell. */
+void sf_exec_begins(void) SF_HIDDEN;
+void sf_exec_failed(void) SF_HIDDEN;
 
 /* ---- setup_abi.c ---- */
 extern uint32_t sf_setup_only_tid SF_HIDDEN; /* SFTRACE_SETUP_THREAD_ONLY: the one thread traced */

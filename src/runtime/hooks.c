@@ -720,6 +720,7 @@ void sf_image_ends(void)
 void sf_exec_begins(void)
 {
 	sf_snapshot_settle();
+	sf_log_exec_spare();
 	sf_log_image_ends();
 	vw_exec_begins();
 }

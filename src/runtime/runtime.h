@@ -325,6 +325,7 @@ void sf_image_ends(void) SF_HIDDEN;
 /* Around an exec: the image ends if it succeeds; a parent waiting for
  * this CLONE_VFORK child is released only then where the kernel can tell. */
 void sf_exec_begins(void) SF_HIDDEN;
+void sf_log_exec_spare(void) SF_HIDDEN; /* logfile.c: a slot kept for after a failed exec */
 void sf_exec_failed(void) SF_HIDDEN;
 
 /* ---- setup_abi.c ---- */

@@ -4,17 +4,12 @@ children closing their log at exec/_exit, executables replaced on disk, and
 vfork-clone children with a robust list of their own. Each traced run is
 compared with the same program untraced (glibc 2.36, Debian 12).
 
-Known breaks skip with "known break, issue 24 open"; set SKEP24Z_RUN_BREAKS=1
-to run them anyway (they fail until fixed)."""
+The breaks found in that round are fixed; each case's docstring keeps the
+traced observation from before its fix."""
 import os
 import shutil
 
 from sfkit import SFTRACE, Skip, build_c, check, count_calls, dump_events, eq, run, tmpdir
-
-
-def known_break(why):
-    if not os.environ.get("SKEP24Z_RUN_BREAKS"):
-        raise Skip("known break, issue 24 open: " + why)
 
 
 def logs_in(d):
@@ -25,13 +20,6 @@ def traced(cmd, env=None, check_rc=0):
     d = tmpdir()
     t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--"] + cmd, env=env, check_rc=check_rc)
     return t, d
-
-
-def same_or_break(got, want, what, why):
-    """got must be want; when it is not, the case is a known break."""
-    if got != want:
-        known_break(why)
-    eq(got, want, what)
 
 
 # --- CLONE_FILES children -------------------------------------------------

@@ -517,8 +517,6 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		sf_image_ends(); /* as _exit does */
 	if (nr == SYS_execve || nr == SYS_execveat)
 		sf_exec_begins(); /* as exec does */
-	if (nr == SYS_exit_group || (nr == SYS_exit && last_thread()))
-		sf_log_exit_called((int)a0);
 	if (cred_change(nr, a, &to))
 		before_cred_change(to);
 	if (sf_fd_syscall(nr, a, &r)) {

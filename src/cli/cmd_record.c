@@ -848,10 +848,12 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		}
 		snprintf(preload_libs, sizeof(preload_libs), "%s:%s", lib, alloc_lib);
 	}
+	/* Preloaded by absolute path (sf_find_solib: realpath), and neither
+	 * library needs anything beside it: the program's LD_LIBRARY_PATH
+	 * stays its own (it and its children once searched the runtime's
+	 * directory first). */
 	char *preload = join_env("LD_PRELOAD", preload_libs);
-	char *ldpath = join_env("LD_LIBRARY_PATH", libdir);
 	setenv("LD_PRELOAD", preload, 1);
-	setenv("LD_LIBRARY_PATH", ldpath, 1);
 	setenv(SF_ENV(OUTPUT_FILE), abs, 1);
 	if (o->clock)
 		setenv(SF_ENV(CLOCK), o->clock, 1);
@@ -890,7 +892,6 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	else
 		unsetenv(SF_ENV(MAX_DEPTH));
 	free(preload);
-	free(ldpath);
 
 	/* The terminal's ^C goes to the command (same process group); we wait
 	 * for it to finish and still report what it wrote. The keeper

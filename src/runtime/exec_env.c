@@ -17,7 +17,7 @@
  * the child's environment while glibc's popen runs: below). syscall() with the exec numbers comes
  * here too (hooks.c, sf_exec_syscall). Every exec waits for a snapshot
  * being written and tells a parent waiting for it (below; hooks.c,
- * sf_image_ends).
+ * sf_exec_begins).
  *
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,7 +52,6 @@ static int ready;
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
-typedef int (*system_fn)(const char *);
 typedef FILE *(*popen_fn)(const char *, const char *);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
 			char *const[], char *const[]);
@@ -59,7 +59,7 @@ static execvpe_fn real_execvpe;
 static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
-static system_fn real_system;
+static int sh_dashdash; /* system() runs sh -c -- LINE (glibc >= 2.38) */
 static popen_fn real_popen;
 
 static size_t slen(const char *s)
@@ -124,6 +124,21 @@ static int self_find(struct dl_phdr_info *info, size_t size, void *arg)
 
 extern char **environ;
 
+/* Whether the running glibc (not the one built against) is at least
+ * major.minor. */
+static int glibc_at_least(int major, int minor)
+{
+	const char *v = gnu_get_libc_version();
+	int ma = 0, mi = 0;
+	while (*v >= '0' && *v <= '9')
+		ma = ma * 10 + (*v++ - '0');
+	if (*v == '.')
+		v++;
+	while (*v >= '0' && *v <= '9')
+		mi = mi * 10 + (*v++ - '0');
+	return ma > major || (ma == major && mi >= minor);
+}
+
 /* Start-up, always (init.c): the functions the wrappers call. A wrapper
  * called before that (from an earlier constructor) looks its own up. */
 void sf_exec_env_resolve(void)
@@ -133,7 +148,7 @@ void sf_exec_env_resolve(void)
 	real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
 	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
-	real_system = (system_fn)dlsym(RTLD_NEXT, "system");
+	sh_dashdash = glibc_at_least(2, 38);
 	real_popen = (popen_fn)dlsym(RTLD_NEXT, "popen");
 }
 
@@ -301,7 +316,8 @@ static void env_done(struct env_build *b)
 	})
 
 /* Every exec first lets a snapshot asked for finish (snapshot.c): the
- * writer thread ends with the old image (sf_image_ends, hooks.c). */
+ * writer thread ends with the old image (sf_exec_begins, hooks.c), and
+ * after one that failed sf_exec_failed undoes what must not outlive it. */
 /* The system calls execve and execveat (a: their arguments), with the
  * child's environment: execve() and syscall() with either number
  * (hooks.c) come here. Returns -errno. */
@@ -318,18 +334,21 @@ long sf_exec_syscall(long nr, const long *a)
  * calls (there is no -Bsymbolic). */
 static int exec_ve(const char *path, char *const argv[], char *const envp[])
 {
-	sf_image_ends();
+	sf_exec_begins();
 	long r = sf_exec_syscall(SYS_execve, (const long[6]){(long)path, (long)argv, (long)envp});
 	errno = (int)-r;
+	sf_exec_failed();
 	return -1;
 }
 
 static int exec_vpe(const char *file, char *const argv[], char *const envp[])
 {
-	sf_image_ends();
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
-	return WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
+	sf_exec_begins();
+	int r = WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
+	sf_exec_failed();
+	return r;
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -344,18 +363,22 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	sf_image_ends();
 	if (!REAL(real_fexecve, fexecve_fn, "fexecve"))
 		return errno = ENOSYS, -1;
-	return WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
+	sf_exec_begins();
+	int r = WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
+	sf_exec_failed();
+	return r;
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-	sf_image_ends();
 	if (!REAL(real_execveat, execveat_fn, "execveat"))
 		return errno = ENOSYS, -1;
-	return WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));
+	sf_exec_begins();
+	int r = WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));
+	sf_exec_failed();
+	return r;
 }
 
 /* execle(path, arg0, ..., NULL, envp) */
@@ -452,15 +475,17 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 	return spawn(REAL(real_posix_spawnp, spawn_fn, "posix_spawnp"), pid, file, fa, attr, argv, envp);
 }
 
-/* system() with an environment that lacks the tracer's variables: glibc's
+/* system(), glibc's own step by step: glibc's
  * (sysdeps/posix/system.c) spawns its shell with `environ` from inside
  * libc, out of reach, so this one does the same with the child's
  * environment: SIGINT and SIGQUIT ignored while any thread waits in
  * system() (counted), SIGCHLD blocked, the shell spawned with the
  * caller's mask and those two reset to default unless they were ignored,
  * 127 as the shell's exit status when it cannot be spawned, and at a
- * cancellation the child killed and reaped. Otherwise glibc's system()
- * itself runs. */
+ * cancellation the child killed and reaped, `sh -c LINE` with "--"
+ * before LINE only where the running glibc passes it (2.38). It runs for
+ * every call, with environ itself when nothing is missing, so that all
+ * callers share one count (system(), below). */
 static pthread_mutex_t system_lock = PTHREAD_MUTEX_INITIALIZER;
 static int system_users;
 static struct sigaction system_intr, system_quit;
@@ -515,7 +540,11 @@ static int system_in(const char *line, char *const env[])
 	posix_spawnattr_setsigmask(&attr, &w.omask);
 	posix_spawnattr_setsigdefault(&attr, &reset);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	/* glibc passes "--" since 2.38 only: before, a line starting with
+	 * '-' is the shell's options, and this one does the same */
 	char *argv[] = {"sh", "-c", "--", (char *)line, NULL};
+	if (!sh_dashdash)
+		argv[2] = (char *)line, argv[3] = NULL;
 	int status = -1;
 	spawn_fn sp = REAL(real_posix_spawn, spawn_fn, "posix_spawn");
 	int ret = sp ? sp(&w.pid, "/bin/sh", NULL, &attr, argv, env) : ENOSYS;
@@ -537,16 +566,16 @@ static int system_in(const char *line, char *const env[])
 	return status;
 }
 
+/* Always this path, with environ itself when nothing is missing: glibc's
+ * system and this one overlapping in two threads kept two counts of the
+ * callers, and the second to start saved the SIG_IGN the first had set
+ * and put it back last (SIGINT and SIGQUIT ignored for good). */
 EXPORT int system(const char *line)
 {
 	char buf[ENV_BUF];
 	struct env_build b;
 	char *const *env = env_for_child(environ, &b, buf, sizeof(buf));
-	int r;
-	if (env == environ) /* nothing to add: glibc's own */
-		r = REAL(real_system, system_fn, "system") ? real_system(line) : (errno = ENOSYS, -1);
-	else
-		r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
+	int r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
 	env_done(&b);
 	return r;
 }
@@ -561,34 +590,78 @@ EXPORT int system(const char *line)
  *
  * The window: until glibc's popen returns (its shell has exec'd: glibc
  * spawns with CLONE_VFORK), the program's other threads reading environ
- * (getenv) see the tracer's variables as well as their own. Nothing
- * else: the array stays mapped for good, so a reader that took it keeps
- * valid memory, and the program's strings are its own. A setenv, putenv,
- * unsetenv or clearenv in another thread while popen runs is a race in
- * the program itself (glibc's "const:env"); if it replaced environ, its
- * array is kept. Two such popens never overlap (popen_lock), so neither
- * sets environ back under the other; a fork while one runs gets the lock
- * free (sf_exec_env_after_fork_child). system() runs its shell and waits
- * for it inside one call, so the same swap would last the whole command:
- * it spawns with an explicit environment instead (system_in, above);
- * glibc's system does not look at popen's list. */
-static pthread_mutex_t popen_lock = PTHREAD_MUTEX_INITIALIZER;
+ * (getenv) see the tracer's variables as well as their own. A setenv,
+ * putenv, unsetenv or clearenv in another thread while popen runs is a
+ * race in the program itself (glibc's "const:env"); if it replaced
+ * environ, its array is kept. Two threads' popens never overlap
+ * (popen_lock), so neither sets environ back under the other. The lock
+ * is recursive, as glibc's own popen lock is: a signal handler's popen
+ * that interrupted a popen of the same thread goes on (a plain mutex hung
+ * it for good). Such a nested call finds environ already complete when
+ * the outer one swapped it, and then neither swaps nor restores; when it
+ * lands before the swap (or after the restore) it swaps and restores
+ * around its own call only, in a buffer of its own (NESTED_SLOT), so the
+ * outer call's buffer is never touched under it. A fork made by another
+ * thread while the swap is on gets the program's environ back
+ * (sf_exec_env_after_fork_child): the thread that would restore it does
+ * not exist in the child. system() runs its shell and waits for it inside
+ * one call, so the same swap would last the whole command: it spawns with
+ * an explicit environment instead (system_in, above); glibc's system does
+ * not look at popen's list. */
+static pthread_mutex_t popen_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static int popen_depth;       /* popen_lock held: nesting of the owner's calls */
+static pthread_t popen_owner; /* popen_lock held: the thread holding it */
+static char **swap_old, **swap_now; /* the outermost swap in progress, if any */
 
 void sf_exec_env_after_fork_child(void)
 {
-	pthread_mutex_init(&popen_lock, NULL);
+	/* The forking thread inside popen (a handler's fork) restores its own
+	 * swap when that popen returns: only another thread's is undone. */
+	if (popen_depth && pthread_equal(popen_owner, pthread_self()))
+		return;
+	if (swap_now && environ == swap_now)
+		environ = swap_old;
+	swap_now = swap_old = NULL;
+	popen_depth = 0;
+	pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+	popen_lock = fresh;
 }
 
-/* Arrays given to environ once (popen_lock held): never unmapped, since
- * another thread may still be reading one. The newest is reused while the
- * child's environment stays the same, so a program that clears its
- * environment once and then calls popen in a loop maps one array. */
-static char **kept;
+/* The arrays given to environ: a small ring of mappings, each rewritten in
+ * place when the next environment fits and replaced (the old mapping
+ * unmapped) only when it does not. The newest is reused as it is while
+ * the child's environment stays the same (a program that clears its
+ * environment once and then calls popen in a loop rewrites nothing); a
+ * per-request variable (a CGI server's REQUEST_ID) cycles through the
+ * ring, so memory stays bounded (an array was once mapped per popen and
+ * kept for good: +1 page per request).
+ *
+ * Why a reader that started in an old buffer is done with it when the
+ * buffer is used again: another thread sees a buffer only through environ
+ * during one popen window, which ends when that popen's shell has exec'd.
+ * The buffer comes back into use only RING_SLOTS - 1 popens later, each of
+ * which spawned a process and waited for its exec (hundreds of
+ * microseconds at least), while the reader (getenv: a scan of a few
+ * dozen strings) needs microseconds. That is an argument from time, not a
+ * proof: a reader descheduled for longer still reads mapped memory when
+ * the buffer was rewritten in place (a later environment, possibly torn
+ * mid-rewrite), and only a buffer that had to grow is unmapped. The
+ * nested slot serves the popen of a signal handler that interrupted a
+ * popen of the same thread (see above). */
+#define RING_SLOTS 4
+#define NESTED_SLOT RING_SLOTS
+struct env_slot {
+	char *mem;
+	size_t cap;
+	int used;
+};
+static struct env_slot slots[RING_SLOTS + 1];
+static int ring_newest = -1;
 
 /* Whether env, built by env_for_child in [lo, lo + len), holds the same
  * entries as kept: the program's strings by address, the built ones
  * (LD_PRELOAD) by content. */
-static int same_as_kept(char *const *env, const char *lo, size_t len)
+static int same_as_kept(char *const *env, const char *lo, size_t len, char **kept)
 {
 	size_t i = 0;
 	for (; env[i] && kept[i]; i++) {
@@ -599,21 +672,51 @@ static int same_as_kept(char *const *env, const char *lo, size_t len)
 	return !env[i] && !kept[i];
 }
 
-/* env (built in [lo, lo + len)) as an array that stays mapped: kept, or
- * a new mapping holding a copy of it; NULL if none can be mapped. */
-static char **env_kept(char *const *env, const char *lo, size_t len)
+/* env (built in [lo, lo + len)) copied into slot sl, mapped again when it
+ * does not fit; NULL if no memory can be mapped. */
+static char **slot_fill(struct env_slot *sl, char *const *env, const char *lo, size_t len)
 {
-	if (kept && same_as_kept(env, lo, len))
-		return kept;
-	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return NULL;
-	memcpy(m, lo, len);
-	char **copy = (char **)m;
-	for (size_t i = 0; copy[i]; i++)
-		if (copy[i] >= lo && copy[i] < lo + len)
-			copy[i] = m + (copy[i] - lo);
-	return kept = copy;
+	if (sl->cap < len) {
+		size_t cap = (len + 4095) & ~(size_t)4095;
+		char *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		if (sl->mem)
+			munmap(sl->mem, sl->cap);
+		sl->mem = m;
+		sl->cap = cap;
+	}
+	/* the strings first, then the pointers, each stored whole */
+	char **copy = (char **)sl->mem;
+	size_t ptrs = 0;
+	while (env[ptrs])
+		ptrs++;
+	ptrs = (ptrs + 1) * sizeof(char *);
+	memcpy(sl->mem + ptrs, lo + ptrs, len - ptrs);
+	for (size_t i = 0;; i++) {
+		char *e = env[i];
+		if (e >= lo && e < lo + len)
+			e = sl->mem + (e - lo);
+		__atomic_store_n(&copy[i], e, __ATOMIC_RELEASE);
+		if (!e)
+			break;
+	}
+	sl->used = 1;
+	return copy;
+}
+
+/* env (built in [lo, lo + len)) as an array in one of the slots. */
+static char **env_kept(char *const *env, const char *lo, size_t len, int nested)
+{
+	if (nested)
+		return slot_fill(&slots[NESTED_SLOT], env, lo, len);
+	if (ring_newest >= 0 && same_as_kept(env, lo, len, (char **)slots[ring_newest].mem))
+		return (char **)slots[ring_newest].mem;
+	int next = (ring_newest + 1) % RING_SLOTS;
+	char **r = slot_fill(&slots[next], env, lo, len);
+	if (r)
+		ring_newest = next;
+	return r;
 }
 
 static FILE *real_popen_call(const char *cmd, const char *mode)
@@ -623,6 +726,7 @@ static FILE *real_popen_call(const char *cmd, const char *mode)
 
 struct popen_swap {
 	char **old, **swap;
+	int outer; /* the outermost call: it publishes its swap for fork children */
 };
 
 /* After glibc's popen, or at a cancellation inside it. */
@@ -633,28 +737,38 @@ static void popen_restore(void *arg)
 		int e = errno;
 		/* a program thread that replaced environ meanwhile keeps its array */
 		__atomic_compare_exchange_n(&environ, &w->swap, w->old, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		if (w->outer)
+			swap_now = swap_old = NULL;
 		errno = e;
 	}
+	popen_depth--;
 	pthread_mutex_unlock(&popen_lock);
 }
 
 EXPORT FILE *popen(const char *cmd, const char *mode)
 {
 	pthread_mutex_lock(&popen_lock);
+	int nested = popen_depth++ > 0;
+	popen_owner = pthread_self();
 	char **old = environ;
 	char buf[ENV_BUF];
 	struct env_build b;
 	char *const *env = env_for_child(old, &b, buf, sizeof(buf));
 	char **swap = NULL;
-	if (env != old) {
-		swap = env_kept(env, b.mem ? b.mem : buf, b.mem ? b.mem_len : b.len);
+	if (env != old) { /* never when an outer call swapped: its array is complete */
+		swap = env_kept(env, b.mem ? b.mem : buf, b.mem ? b.mem_len : b.len, nested);
 		if (!swap)
 			sf_rt_message("popen: ", "no memory for the child's environment", "this child runs untraced");
 	}
 	env_done(&b);
-	struct popen_swap w = {old, swap};
-	if (swap)
+	struct popen_swap w = {old, swap, !nested};
+	if (swap) {
+		if (!nested) {
+			swap_old = old;
+			swap_now = swap;
+		}
 		environ = swap;
+	}
 	FILE *fp;
 	pthread_cleanup_push(popen_restore, &w);
 	fp = real_popen_call(cmd, mode);

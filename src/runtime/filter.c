@@ -333,8 +333,8 @@ static int waiter_child(void *arg)
 /* The child's environment is the one the program started with, taken at
  * start-up: what the program sets later (LD_LIBRARY_PATH, LD_AUDIT, PATH)
  * never reaches sftrace filter. Left out: LD_PRELOAD, LD_AUDIT and every
- * other loader variable but LD_LIBRARY_PATH (as record set it: the CLI ran
- * with it), and SFTRACE_*. */
+ * other loader variable but LD_LIBRARY_PATH (the user's, as the CLI ran
+ * with it: record adds nothing to it), and SFTRACE_*. */
 static int env_kept(const char *e)
 {
 	if (!strncmp(e, SF_ENV_PREFIX, sizeof(SF_ENV_PREFIX) - 1))

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -77,6 +78,22 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
+/* glibc's count of the process's threads (__nptl_nthreads): pthread_exit
+ * in the last one runs exit() (flushing stdio, running the program's
+ * handlers), in any other it ends only the thread. fork() sets it to 1 in
+ * its child; _Fork, clone() and a raw clone leave the parent's count, the
+ * runtime's writer thread included, in a child that does not have that
+ * thread: a clone() child's pthread_exit then ended it without exit().
+ * The children of those routes (below) take the writer off the count, so
+ * that it is what it would be untraced. */
+static int *nptl_nthreads;
+
+static void uncount_writer(int writer_was_active)
+{
+	if (writer_was_active && nptl_nthreads)
+		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
+}
+
 static void after_fork_child(void)
 {
 	after_fork_child_files(0, NULL);
@@ -90,6 +107,7 @@ void sf_hooks_resolve(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 	real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
+	nptl_nthreads = (int *)dlsym(RTLD_NEXT, "__nptl_nthreads"); /* GLIBC_PRIVATE: NULL elsewhere */
 	sf_fd_guard_resolve();
 }
 
@@ -148,10 +166,13 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
 	int on = sf_config.enabled;
 	if (on)
 		before_fork();
+	int writer = on && sf_writer_active();
 	long r = do_fork(a);
 	if (on) {
-		if (r == 0)
+		if (r == 0) {
 			after_fork_child_files(files_shared, NULL);
+			uncount_writer(writer);
+		}
 		else
 			after_fork_parent();
 	}
@@ -183,7 +204,8 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
  * (qemu-user), the runtime's exec wrappers and _exit mark the word
  * themselves (vw_child_leaves), so a failed exec there lets the parent go
  * on early. A child that replaces the list through syscall() (its own
- * robust futexes) is told the same way from then on
+ * robust futexes) gets the runtime's list back for each exec from the
+ * thread the word names (vw_exec_begins), else is told the same way
  * (vw_robust_list_replaced). A child killed before it registered, or
  * that replaced the list by a raw system call instruction, is found gone
  * by a check every VW_CHECK_NS: the latter holds its parent until it
@@ -259,6 +281,39 @@ static void vw_child_leaves(void)
 	if (__atomic_compare_exchange_n(w, &mine, FUTEX_WAITERS | FUTEX_OWNER_DIED, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE))
 		sf_syscall3(SYS_futex, (long)w, FUTEX_WAKE, 1);
+}
+
+/* The waited-for child is about to exec, and the kernel would not mark
+ * the word (the program replaced the robust list): when the exec'ing
+ * thread is the one the word names, the runtime's list is put back just
+ * for the exec, so that the kernel marks the word only once the exec
+ * cannot come back, and the program's list is restored if it fails
+ * (vw_exec_failed): marking it now let the parent run at a failed exec,
+ * before the child's own writes. Else (another thread execs, or
+ * set_robust_list is refused) the word is marked now, as before. */
+static struct robust_list_head *vw_prog_head; /* the program's list, while the runtime's stands in */
+static size_t vw_prog_len;
+static int vw_swapped;
+
+static void vw_exec_begins(void)
+{
+	if (!vw_mine || vw_kernel_tells || vfork_depth)
+		return;
+	if ((uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0) == vw_tid &&
+	    sf_syscall3(SYS_get_robust_list, 0, (long)&vw_prog_head, (long)&vw_prog_len) == 0 &&
+	    sf_syscall3(SYS_set_robust_list, (long)&vw_head, sizeof(vw_head), 0) == 0) {
+		vw_swapped = 1;
+		return;
+	}
+	vw_child_leaves();
+}
+
+static void vw_exec_failed(void)
+{
+	if (!vw_swapped)
+		return;
+	vw_swapped = 0;
+	sf_syscall3(SYS_set_robust_list, (long)vw_prog_head, (long)vw_prog_len, 0);
 }
 
 /* set_robust_list through syscall() succeeded (a: its arguments). In the
@@ -420,6 +475,7 @@ static long fork_syscall(long *a)
 	if (!sf_config.enabled || !(fl & CLONE_VFORK) || (nr != SYS_clone && (unsigned long)a[1] > sizeof(ca)))
 		return fork_with_handlers(do_raw_fork, a, files_shared);
 	before_fork();
+	int writer = sf_writer_active();
 	uint32_t *w = vw_take();
 	if (w) {
 		if (nr == SYS_clone) {
@@ -434,11 +490,22 @@ static long fork_syscall(long *a)
 	long r = do_raw_fork(a);
 	if (r == 0) {
 		after_fork_child_files(files_shared, w);
+		uncount_writer(writer);
 		return 0;
 	}
 	after_fork_parent();
 	vw_wait(w, r);
 	return r;
+}
+
+/* Whether the calling thread is the process's last but the runtime's
+ * writer: its SYS_exit ends the process (what glibc's clone() does when
+ * the child's function returns, and a runtime with a thread exit of its
+ * own), so the image ends as at exit_group. Reads /proc: SYS_exit through
+ * syscall() is rare. */
+static int last_thread(void)
+{
+	return sf_thread_count() == 1 + sf_writer_active();
 }
 
 /* syscall(2) (entered through arch/<arch>/vfork.S, which keeps vforks for
@@ -455,8 +522,10 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	long a[7] = {a0, a1, a2, a3, a4, a5, nr}; /* a[6]: for do_raw_fork */
 	long r;
 	uid_t to;
-	if (nr == SYS_exit_group || nr == SYS_execve || nr == SYS_execveat)
-		sf_image_ends(); /* as _exit and exec do */
+	if (nr == SYS_exit_group || (nr == SYS_exit && last_thread()))
+		sf_image_ends(); /* as _exit does */
+	if (nr == SYS_execve || nr == SYS_execveat)
+		sf_exec_begins(); /* as exec does */
 	if (cred_change(nr, a, &to))
 		before_cred_change(to);
 	if (sf_fd_syscall(nr, a, &r)) {
@@ -467,6 +536,7 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		r = sf_ns_syscall(nr, a0, a1); /* ns.c: the writer thread out of the way */
 	} else if (nr == SYS_execve || nr == SYS_execveat) {
 		r = sf_exec_syscall(nr, a); /* the tracer's variables, as execve() (exec_env.c) */
+		sf_exec_failed();
 	} else {
 		r = raw_syscall(nr, a);
 		if (nr == SYS_set_robust_list && r == 0)
@@ -510,12 +580,14 @@ struct clone_call {
 	void *arg;
 	int flags;
 	uint32_t *waited; /* the word the parent waits on (vw_wait), or NULL */
+	int writer;       /* the parent's writer thread ran (uncount_writer) */
 };
 
 static int clone_child(void *p)
 {
 	const struct clone_call *c = p;
 	after_fork_child_files(c->flags & CLONE_FILES, c->waited);
+	uncount_writer(c->writer);
 	int r = c->fn(c->arg);
 	sf_log_child_return(); /* CLONE_FILES: its log's descriptor is not left in its parent's table */
 	return r;
@@ -577,9 +649,10 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 	if (flags & CLONE_VM)
 		return clone_shared_vm(fn, stack, flags, arg, ptid, tls, ctid);
-	struct clone_call c = {fn, arg, flags, NULL};
+	struct clone_call c = {fn, arg, flags, NULL, 0};
 	int f = flags;
 	before_fork();
+	c.writer = sf_writer_active();
 	if ((flags & CLONE_VFORK) && (c.waited = vw_take()))
 		f &= ~CLONE_VFORK; /* waited for outside the lock (vw_wait) */
 	int r = real_clone(clone_child, stack, f, &c, ptid, tls, ctid);
@@ -648,12 +721,61 @@ void sf_image_ends(void)
 	vw_child_leaves();
 }
 
+/* An exec is about to run (the exec wrappers, syscall()): as the image
+ * ends, except that a parent waiting for this child is told by the kernel
+ * where it can be (vw_exec_begins); sf_exec_failed after it returns. */
+void sf_exec_begins(void)
+{
+	sf_snapshot_settle();
+	sf_log_exec_spare();
+	sf_log_image_ends();
+	vw_exec_begins();
+}
+
+/* The exec came back (keeps errno). */
+void sf_exec_failed(void)
+{
+	int e = errno;
+	vw_exec_failed();
+	errno = e;
+}
+
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
 	sf_image_ends();
 	sf_log_exit_called(status);
 	for (;;) /* glibc's _exit, which a wrapper cannot reach past itself */
 		sf_syscall3(SYS_exit_group, status, 0, 0);
+}
+
+/* quick_exit runs the at_quick_exit handlers, then glibc's internal
+ * _exit, which no wrapper sees: a handler registered at start-up (the
+ * process's first, so it runs last, after the program's) ends the image
+ * there, with the status this wrapper noted. */
+typedef void (*quick_exit_fn)(int) __attribute__((noreturn));
+static quick_exit_fn real_quick_exit;
+static int quick_status;
+
+static void quick_exit_hook(void)
+{
+	sf_image_ends();
+	sf_log_exit_called(quick_status);
+}
+
+/* Only for a runtime loaded with the process (init.c), as on_exit. */
+void sf_watch_quick_exit(void)
+{
+	at_quick_exit(quick_exit_hook);
+}
+
+__attribute__((visibility("default"), noreturn)) void quick_exit(int status)
+{
+	quick_status = status;
+	if (!real_quick_exit)
+		real_quick_exit = (quick_exit_fn)dlsym(RTLD_NEXT, "quick_exit");
+	if (real_quick_exit)
+		real_quick_exit(status);
+	_exit(status); /* no libc quick_exit found (never on glibc) */
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
@@ -666,6 +788,7 @@ __attribute__((visibility("default"), noreturn)) void abort(void)
 	sf_snapshot_settle();
 	if (!real_abort)
 		real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
+	nptl_nthreads = (int *)dlsym(RTLD_NEXT, "__nptl_nthreads"); /* GLIBC_PRIVATE: NULL elsewhere */
 	if (real_abort)
 		real_abort();
 	__builtin_trap(); /* no libc abort found (never on glibc) */

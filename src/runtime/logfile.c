@@ -896,8 +896,9 @@ void sf_log_create_early(void)
 /* A clone(CLONE_FILES) child's own descriptor lives in the table it shares
  * with its parent, which outlives it: it is closed when the child's
  * function returns (hooks.c) or the child calls exit (sf_log_finish), so
- * a pool of such workers leaves no descriptor behind; an exec or _exit
- * closes it too (sf_log_image_ends). One killed by a signal keeps it in
+ * a pool of such workers leaves no descriptor behind; an exec, _exit,
+ * quick_exit or the last thread's syscall(SYS_exit) closes it too
+ * (sf_log_image_ends). One killed by a signal keeps it in
  * the table: no code of the child's runs then. Its slots stay mapped: the events in them are in the file. */
 void sf_log_child_return(void)
 {
@@ -924,6 +925,26 @@ void sf_log_image_ends(void)
 	log_image_check();
 	if (L.files_shared)
 		log_fd_forget();
+}
+
+/* A clone(CLONE_FILES) child about to exec gives its descriptor up
+ * (sf_log_image_ends): it cannot keep one across the exec without leaving
+ * it in its parent's table. If the exec fails, its next batch opens the
+ * log again by name; where that would be refused (it dropped root: the
+ * log is its creator's, 0600), its calls after the failed exec were lost.
+ * So in that case only, a slot is mapped now, while the descriptor is
+ * there, and kept free: the next thread that needs one records into it,
+ * and its events are in the file (a shared mapping needs no descriptor).
+ * Costs one slot of file (64 KiB) for such a child. */
+void sf_log_exec_spare(void)
+{
+	if (!L.files_shared || !log_is_own() || __atomic_load_n(&L.free_slots, __ATOMIC_ACQUIRE))
+		return;
+	if (faccessat(AT_FDCWD, L.path, R_OK | W_OK, AT_EACCESS) == 0)
+		return; /* the reopen by name will do */
+	struct sf_slot *s = sf_log_slot_get();
+	if (s)
+		sf_log_slot_put(s);
 }
 
 /* fork: the child inherits the parent's descriptor and shared mappings of

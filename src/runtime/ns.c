@@ -38,7 +38,7 @@
 
 /* The threads of this process (entries of /proc/self/task, by raw
  * system calls: no allocation); 0 if it cannot be read. */
-static int thread_count(void)
+int sf_thread_count(void)
 {
 	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)"/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC,
 				  0, 0, 0);
@@ -78,13 +78,13 @@ static int needs_alone(long nr, long a0, long a1)
  * thread group; until then unshare would still fail. */
 static void wait_alone(void)
 {
-	for (int i = 0; i < 10000 && thread_count() > 1; i++)
+	for (int i = 0; i < 10000 && sf_thread_count() > 1; i++)
 		sf_syscall3(SYS_sched_yield, 0, 0, 0);
 }
 
 long sf_ns_syscall(long nr, long a0, long a1)
 {
-	if (!sf_writer_active() || !needs_alone(nr, a0, a1) || thread_count() != 2)
+	if (!sf_writer_active() || !needs_alone(nr, a0, a1) || sf_thread_count() != 2)
 		return sf_syscall3(nr, a0, a1, 0);
 	/* No handler of this thread may record (and queue a slot) while there
 	 * is no writer. */

@@ -326,6 +326,11 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 /* The image goes now (exec, _exit): snapshot settled, a parent waiting
  * for this CLONE_VFORK child told where the kernel does not. */
 void sf_image_ends(void) SF_HIDDEN;
+/* Around an exec: the image ends if it succeeds; a parent waiting for
+ * this CLONE_VFORK child is released only then where the kernel can tell. */
+void sf_exec_begins(void) SF_HIDDEN;
+void sf_log_exec_spare(void) SF_HIDDEN; /* logfile.c: a slot kept for after a failed exec */
+void sf_exec_failed(void) SF_HIDDEN;
 
 /* ---- setup_abi.c ---- */
 extern uint32_t sf_setup_only_tid SF_HIDDEN; /* SFTRACE_SETUP_THREAD_ONLY: the one thread traced */
@@ -638,6 +643,8 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 /* ---- writer.c ---- */
 int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
+int sf_thread_count(void) SF_HIDDEN; /* ns.c */
+void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */

@@ -206,7 +206,11 @@ static int list_has(const char *list, const char *path)
 }
 
 /* The environment to give the child: envp itself when it has everything,
- * else a copy in *mem (unmapped by env_done) or buf. */
+ * else a copy in a mapping of its own (b->mem, unmapped by env_done). Never
+ * on the caller's stack: exec, system and popen are called from crash
+ * handlers on an 8 KiB sigaltstack and from threads with a 16 KiB stack,
+ * where glibc's own need little; an 8 KiB buffer there was a SIGSEGV
+ * (skeptic24v). */
 struct env_build {
 	char **env;
 	void *mem;
@@ -214,7 +218,7 @@ struct env_build {
 	size_t len; /* bytes used, from the copy's start */
 };
 
-static char *const *env_for_child(char *const envp[], struct env_build *b, char *buf, size_t cap)
+static char *const *env_for_child(char *const envp[], struct env_build *b)
 {
 	b->env = NULL;
 	b->mem = NULL;
@@ -248,15 +252,12 @@ static char *const *env_for_child(char *const envp[], struct env_build *b, char 
 	size_t old_preload = slen(old);
 	size_t ptrs = (n + (size_t)missing + 2) * sizeof(char *);
 	size_t need = ptrs + 11 + slen(self_path) + 1 + slen(alloc_path) + 1 + old_preload + 1;
-	char *m = buf;
 	b->len = need;
-	if (need > cap) {
-		m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			return envp;
-		b->mem = m;
-		b->mem_len = need;
-	}
+	char *m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return envp;
+	b->mem = m;
+	b->mem_len = need;
 	char **env = (char **)m;
 	char *s = m + ptrs;
 	size_t k = 0;
@@ -301,15 +302,13 @@ static void env_done(struct env_build *b)
 	}
 }
 
-#define ENV_BUF 8192
 #define EXPORT __attribute__((visibility("default")))
 
 /* Evaluates `call` with `env` bound to the child's environment for envp. */
 #define WITH_CHILD_ENV(envp, env, call)                                            \
 	({                                                                           \
-		char buf_[ENV_BUF];                                                  \
 		struct env_build b_;                                                 \
-		char *const *env = env_for_child(envp, &b_, buf_, sizeof(buf_));     \
+		char *const *env = env_for_child(envp, &b_);                         \
 		__typeof__(call) r_ = (call);                                        \
 		env_done(&b_);                                                       \
 		r_;                                                                  \
@@ -572,9 +571,8 @@ static int system_in(const char *line, char *const env[])
  * and put it back last (SIGINT and SIGQUIT ignored for good). */
 EXPORT int system(const char *line)
 {
-	char buf[ENV_BUF];
 	struct env_build b;
-	char *const *env = env_for_child(environ, &b, buf, sizeof(buf));
+	char *const *env = env_for_child(environ, &b);
 	int r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
 	env_done(&b);
 	return r;
@@ -751,12 +749,11 @@ EXPORT FILE *popen(const char *cmd, const char *mode)
 	int nested = popen_depth++ > 0;
 	popen_owner = pthread_self();
 	char **old = environ;
-	char buf[ENV_BUF];
 	struct env_build b;
-	char *const *env = env_for_child(old, &b, buf, sizeof(buf));
+	char *const *env = env_for_child(old, &b);
 	char **swap = NULL;
 	if (env != old) { /* never when an outer call swapped: its array is complete */
-		swap = env_kept(env, b.mem ? b.mem : buf, b.mem ? b.mem_len : b.len, nested);
+		swap = env_kept(env, b.mem, b.len, nested);
 		if (!swap)
 			sf_rt_message("popen: ", "no memory for the child's environment", "this child runs untraced");
 	}

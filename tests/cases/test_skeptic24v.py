@@ -1,0 +1,127 @@
+"""Skeptic round 24v on issue 24 (safe in production): system() now always
+runs the runtime's own implementation, popen's environment ring, glibc's
+thread count in clone() children, quick_exit, and record no longer adding
+LD_LIBRARY_PATH. Each traced run is compared with the same program
+untraced (glibc 2.36, Debian 12); the expected values are the untraced
+ones."""
+import os
+
+from sfkit import SFTRACE, Skip, build_c, eq, run, tmpdir
+
+
+def fixture():
+    return build_c("skep24v", ["skep24v.c"], libs=["-lpthread"])
+
+
+def both(args, env=None):
+    """(untraced, traced) stdout and exit status of the fixture."""
+    exe = fixture()
+    u = run([exe] + args, env=env, check_rc=None)
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe] + args, env=env, check_rc=None)
+    return (u.stdout, u.returncode), (t.stdout, t.returncode)
+
+
+def test_system_statuses_errno_and_mask_as_glibc():
+    """system("exit 3") 768, "kill -9 $$" 9, a missing command 32512 (127),
+    system(NULL) 1, errno kept across a successful call, the caller's
+    mask back and SIGCHLD unblocked after (held)."""
+    want = ("exit 3: 768 exit 3\nkill 9: 9 sig 9\nmissing: 32512 exit 127\nnull: 1\n"
+            "errno after success: 1234 (0)\nusr2 still blocked: 1, chld blocked: 0\n")
+    u, t = both(["status"])
+    eq(u, (want, 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_system_runs_no_atfork_handlers():
+    """glibc's system spawns (posix_spawn): a pthread_atfork handler runs 0
+    times, traced too (held)."""
+    u, t = both(["atfork"])
+    eq(u, ("atfork prepare 0 parent 0\n", 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_system_sigchld_handler_sees_the_shell_reaped():
+    """A SIGCHLD handler that calls waitpid(-1, WNOHANG): called once after
+    system returns, finds nothing to reap (held)."""
+    u, t = both(["sigchld"])
+    eq(u, ("exit 2: 512 exit 2\nhandler calls 1 reaped 0\n", 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_system_overlapping_threads_restore_sigint_once():
+    """Two threads' system calls overlap: SIGINT ignored during, still
+    ignored after the first ends, the program's handler back after both,
+    SIGQUIT default (held)."""
+    u, t = both(["sigint"])
+    eq(u, ("during: ign 1\nafter one: ign 1\nafter both: ours 1 quit dfl 1 (0 0)\n", 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_system_from_handler_on_16k_altstack():
+    """A SIGUSR1 handler on a 16 KiB sigaltstack calls system("exit 5"):
+    1280 (held)."""
+    u, t = both(["altstack", "16384"])
+    eq(u, ("handler: 1280 exit 5\n", 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_spawning_from_a_minimum_size_thread_stack():
+    """A thread with a PTHREAD_STACK_MIN (16 KiB) stack calls system,
+    popen+pclose or posix_spawn+waitpid of `sh -c "exit 4"`. Untraced each
+    gives 1024. Traced each kills the program with SIGSEGV (record exits
+    139): the wrappers put an 8 KiB environment buffer (ENV_BUF) on the
+    caller's stack, and glibc's posix_spawn needs more below it. popen
+    also dies at 20 KiB, system in this fixture too."""
+    broke = []
+    for how in ("system", "popen", "spawn"):
+        u, t = both(["smallstack", "16384", how])
+        eq(u, ("thread: 1024 exit 4\n", 0), f"untraced {how}")
+        if t != u:
+            broke.append(f"{how}: {t!r}")
+    if broke:
+        raise Skip("known break, issue 24 open: 8 KiB env buffer on a 16 KiB thread stack: " + "; ".join(broke))
+
+
+def test_system_does_not_call_the_programs_waitpid():
+    """The program defines waitpid (counting, then wait4). glibc's system
+    waits through its internal __waitpid: the program's waitpid is called
+    0 times. Traced it is called once (the runtime's system_in calls
+    waitpid through the PLT, which binds to the executable's definition);
+    sigaction, sigprocmask and pthread_mutex_lock are reached the same way."""
+    u, t = both(["waitpid"])
+    eq(u, ("exit 2: 512 exit 2\nprogram waitpid calls during system: 0\n", 0), "untraced")
+    if t != u:
+        raise Skip(f"known break, issue 24 open: system() calls the program's own waitpid: {t!r}")
+
+
+def test_clone_child_threads_end_as_untraced():
+    """clone(fn, stack, SIGCHLD): the child creates a thread, then either
+    pthread_exits (the second thread's end ends the process, stdio
+    flushed, status 0) or joins it and returns 6 (held)."""
+    u, t = both(["clone_exit"])
+    eq(u, ("second thread done\nclone child: 0 exit 0\n", 0), "untraced exit")
+    eq(t, u, "traced exit")
+    u, t = both(["join"])
+    eq(u, ("second thread done joined\n\nclone child: 1536 exit 6\n", 0), "untraced join")
+    eq(t, u, "traced join")
+
+
+def test_quick_exit_runs_program_handlers_in_order():
+    """at_quick_exit handlers run in reverse order, atexit ones not, status
+    3 (held)."""
+    u, t = both(["quick"])
+    eq(u, ("unflushedqe2\nqe1\n", 3), "untraced")
+    eq(t, u, "traced")
+
+
+def test_users_ld_library_path_reaches_program_and_shell():
+    """LD_LIBRARY_PATH set by the user reaches the program and its
+    system() shell unchanged; unset stays unset (held)."""
+    cases = [("/opt/x:/usr/lib", {"LD_LIBRARY_PATH": "/opt/x:/usr/lib"})]
+    if "LD_LIBRARY_PATH" not in os.environ:  # run() can add variables, not remove them
+        cases.append(("(unset)", None))
+    for shown, env in cases:
+        u, t = both(["llp"], env=env)
+        eq(u, (f"llp: {shown}\nshell llp: {shown}\n", 0), f"untraced {shown}")
+        eq(t, u, f"traced {shown}")

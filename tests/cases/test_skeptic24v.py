@@ -5,6 +5,8 @@ LD_LIBRARY_PATH. Each traced run is compared with the same program
 untraced (glibc 2.36, Debian 12); the expected values are the untraced
 ones."""
 import os
+import shutil
+import time
 
 from sfkit import SFTRACE, Skip, build_c, eq, run, tmpdir
 
@@ -125,3 +127,74 @@ def test_users_ld_library_path_reaches_program_and_shell():
         u, t = both(["llp"], env=env)
         eq(u, (f"llp: {shown}\nshell llp: {shown}\n", 0), f"untraced {shown}")
         eq(t, u, f"traced {shown}")
+
+
+def test_system_shell_signal_state_and_sigchld_ignored():
+    """The shell (grep of its own /proc status) sees the same blocked,
+    ignored and caught sets traced; with SIGCHLD ignored system returns -1
+    with ECHILD (10) (held)."""
+    u, t = both(["shellsig"])
+    eq(u, ("SigBlk:\t0000000000000000\nSigIgn:\t0000000180001000\nSigCgt:\t0000000000000400\n", 0), "untraced")
+    eq(t, u, "traced shell signals")
+    u, t = both(["chldign"])
+    eq(u, ("status -1 errno 10\n", 0), "untraced")
+    eq(t, u, "traced SIGCHLD ignored")
+
+
+def test_system_cancelled_kills_and_reaps_the_shell():
+    """A thread in system("exec sleep 5") is cancelled after 0.2 s: the
+    join gives PTHREAD_CANCELED, the program's SIGINT handler is back, no
+    child is left to reap (ECHILD), the next system works, all well under
+    5 s (held)."""
+    start = time.monotonic()
+    u, t = both(["cancel"])
+    eq(u, ("cancelled 1, SIGINT ours 1, left -1 errno 10\nafter: 256 exit 1\n", 0), "untraced")
+    eq(t, u, "traced")
+    eq(time.monotonic() - start < 4, True, "cancel did not wait for the sleep")
+
+
+def test_system_without_a_shell():
+    """/usr/bin (so /bin/sh) hidden under an empty tmpfs in a mount
+    namespace: system("exit 3") 32512 with errno ENOENT, system(NULL) 0
+    (held). Needs root for unshare -m."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return
+    exe = fixture()
+    hide = ["unshare", "-m", "/bin/bash", "-c", 'mount -t tmpfs none /usr/bin && exec "$@"', "hide"]
+    u = run(hide + [exe, "nosh"])
+    eq(u.stdout, "status 32512 errno 2 null 0\n", "untraced")
+    d = tmpdir()
+    t = run(hide + [SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, "nosh"])
+    eq(t.stdout, u.stdout, "traced")
+
+
+def test_clone_files_children_ending_normally_leave_no_descriptor():
+    """clone(CLONE_FILES | SIGCHLD) children whose function returns 3,
+    whose second thread calls exit(3), or whose main thread pthread_exits
+    and the second returns: 0 descriptors gained in the parent (held)."""
+    want = {"return": "0:300 1:300 2:300 \n", "thread_exit": "0:300 0:300 1:300 0:300 1:300 2:300 \n",
+            "main_pthread_exit": "0:0 0:0 1:0 0:0 1:0 2:0 \n"}
+    for how, statuses in want.items():
+        u, t = both(["cfiles", how])
+        eq(u, (statuses + f"{how}: descriptors gained 0\n", 0), f"untraced {how}")
+        eq(t, u, f"traced {how}")
+
+
+def test_clone_files_children_killed_leave_no_descriptor():
+    """clone(CLONE_FILES | SIGCHLD) children that call work() and die by
+    abort(), raise(SIGKILL), raise(SIGSEGV), or a second thread's abort().
+    Untraced the parent's table gains 0 descriptors. Traced it gains 3 for
+    each route: each dead child's own log descriptor stays open in the
+    table it shared with the parent (a pool whose workers crash leaks one
+    descriptor per crash, toward EMFILE)."""
+    want = {"abort": "0:6 1:6 2:6 \n", "kill": "0:9 1:9 2:9 \n", "segv": "0:b 1:b 2:b \n",
+            "thread_abort": "0:6 1:6 2:6 \n"}
+    broke = []
+    for how, statuses in want.items():
+        u, t = both(["cfiles", how])
+        eq(u, (statuses + f"{how}: descriptors gained 0\n", 0), f"untraced {how}")
+        if t != u:
+            broke.append(f"{how}: {t[0].splitlines()[-1]}")
+    if broke:
+        raise Skip("known break, issue 24 open: a CLONE_FILES child killed by a signal leaves its log "
+                   "descriptor in the parent's table: " + "; ".join(broke))

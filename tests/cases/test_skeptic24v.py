@@ -68,6 +68,23 @@ def test_system_from_handler_on_16k_altstack():
     eq(t, u, "traced")
 
 
+def test_crash_handler_on_8k_altstack_spawns_a_helper():
+    """A SIGUSR1 handler on an 8 KiB sigaltstack (the classic SIGSTKSZ),
+    as crash handlers do: fork + execl of `sh -c "exit 5"` (a debugger or
+    symbolizer), or system("exit 5"). Untraced both give 0x500 (1280).
+    Traced the forked child dies of SIGSEGV before its exec (status 0xb:
+    the exec wrapper's 8 KiB environment buffer overflows the alternate
+    stack), and system() kills the whole program (record exits 139)."""
+    broke = []
+    for how in ("forkexec", "system"):
+        u, t = both(["altstack", "8192", how])
+        eq(u, ("handler: 1280 exit 5\n", 0), f"untraced {how}")
+        if t != u:
+            broke.append(f"{how}: {t!r}")
+    if broke:
+        raise Skip("known break, issue 24 open: 8 KiB env buffer on an 8 KiB sigaltstack: " + "; ".join(broke))
+
+
 def test_spawning_from_a_minimum_size_thread_stack():
     """A thread with a PTHREAD_STACK_MIN (16 KiB) stack calls system,
     popen+pclose or posix_spawn+waitpid of `sh -c "exit 4"`. Untraced each

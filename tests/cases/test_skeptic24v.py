@@ -1,0 +1,251 @@
+"""Skeptic round 24v on issue 24 (safe in production): system() now always
+runs the runtime's own implementation, popen's environment ring, glibc's
+thread count in clone() children, quick_exit, and record no longer adding
+LD_LIBRARY_PATH. Each traced run is compared with the same program
+untraced (glibc 2.36, Debian 12); the expected values are the untraced
+ones."""
+import os
+import shutil
+import time
+
+from sfkit import SFTRACE, Skip, build_c, eq, run, tmpdir
+
+
+def fixture():
+    return build_c("skep24v", ["skep24v.c"], libs=["-lpthread"])
+
+
+def both(args, env=None):
+    """(untraced, traced) stdout and exit status of the fixture."""
+    exe = fixture()
+    u = run([exe] + args, env=env, check_rc=None)
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe] + args, env=env, check_rc=None)
+    return (u.stdout, u.returncode), (t.stdout, t.returncode)
+
+
+def test_system_statuses_errno_and_mask_as_glibc():
+    """system("exit 3") 768, "kill -9 $$" 9, a missing command 32512 (127),
+    system(NULL) 1, errno kept across a successful call, the caller's
+    mask back and SIGCHLD unblocked after (held)."""
+    want = ("exit 3: 768 exit 3\nkill 9: 9 sig 9\nmissing: 32512 exit 127\nnull: 1\n"
+            "errno after success: 1234 (0)\nusr2 still blocked: 1, chld blocked: 0\n")
+    u, t = both(["status"])
+    eq(u, (want, 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_system_runs_no_atfork_handlers():
+    """glibc's system spawns (posix_spawn): a pthread_atfork handler runs 0
+    times, traced too (held)."""
+    u, t = both(["atfork"])
+    eq(u, ("atfork prepare 0 parent 0\n", 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_system_sigchld_handler_sees_the_shell_reaped():
+    """A SIGCHLD handler that calls waitpid(-1, WNOHANG): called once after
+    system returns, finds nothing to reap (held)."""
+    u, t = both(["sigchld"])
+    eq(u, ("exit 2: 512 exit 2\nhandler calls 1 reaped 0\n", 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_system_overlapping_threads_restore_sigint_once():
+    """Two threads' system calls overlap: SIGINT ignored during, still
+    ignored after the first ends, the program's handler back after both,
+    SIGQUIT default (held)."""
+    u, t = both(["sigint"])
+    eq(u, ("during: ign 1\nafter one: ign 1\nafter both: ours 1 quit dfl 1 (0 0)\n", 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_system_from_handler_on_16k_altstack():
+    """A SIGUSR1 handler on a 16 KiB sigaltstack calls system("exit 5"):
+    1280 (held)."""
+    u, t = both(["altstack", "16384"])
+    eq(u, ("handler: 1280 exit 5\n", 0), "untraced")
+    eq(t, u, "traced")
+
+
+def test_crash_handler_on_8k_altstack_spawns_a_helper():
+    """A SIGUSR1 handler on an 8 KiB sigaltstack (the classic SIGSTKSZ),
+    as crash handlers do: fork + execl of `sh -c "exit 5"` (a debugger or
+    symbolizer), or system("exit 5"). Untraced both give 0x500 (1280).
+    Traced the forked child dies of SIGSEGV before its exec (status 0xb:
+    the exec wrapper's 8 KiB environment buffer overflows the alternate
+    stack), and system() kills the whole program (record exits 139)."""
+    broke = []
+    for how in ("forkexec", "system"):
+        u, t = both(["altstack", "8192", how])
+        eq(u, ("handler: 1280 exit 5\n", 0), f"untraced {how}")
+        if t != u:
+            broke.append(f"{how}: {t!r}")
+    if broke:
+        raise Skip("known break, issue 24 open: 8 KiB env buffer on an 8 KiB sigaltstack: " + "; ".join(broke))
+
+
+def test_spawning_from_a_minimum_size_thread_stack():
+    """A thread with a PTHREAD_STACK_MIN (16 KiB) stack calls system,
+    popen+pclose or posix_spawn+waitpid of `sh -c "exit 4"`. Untraced each
+    gives 1024. Traced each kills the program with SIGSEGV (record exits
+    139): the wrappers put an 8 KiB environment buffer (ENV_BUF) on the
+    caller's stack, and glibc's posix_spawn needs more below it. popen
+    also dies at 20 KiB, system in this fixture too."""
+    broke = []
+    for how in ("system", "popen", "spawn"):
+        u, t = both(["smallstack", "16384", how])
+        eq(u, ("thread: 1024 exit 4\n", 0), f"untraced {how}")
+        if t != u:
+            broke.append(f"{how}: {t!r}")
+    if broke:
+        raise Skip("known break, issue 24 open: 8 KiB env buffer on a 16 KiB thread stack: " + "; ".join(broke))
+
+
+def test_system_does_not_call_the_programs_waitpid():
+    """The program defines waitpid (counting, then wait4). glibc's system
+    waits through its internal __waitpid: the program's waitpid is called
+    0 times. Traced it is called once (the runtime's system_in calls
+    waitpid through the PLT, which binds to the executable's definition);
+    sigaction, sigprocmask and pthread_mutex_lock are reached the same way."""
+    u, t = both(["waitpid"])
+    eq(u, ("exit 2: 512 exit 2\nprogram waitpid calls during system: 0\n", 0), "untraced")
+    if t != u:
+        raise Skip(f"known break, issue 24 open: system() calls the program's own waitpid: {t!r}")
+
+
+def test_clone_child_threads_end_as_untraced():
+    """clone(fn, stack, SIGCHLD): the child creates a thread, then either
+    pthread_exits (the second thread's end ends the process, stdio
+    flushed, status 0) or joins it and returns 6 (held)."""
+    u, t = both(["clone_exit"])
+    eq(u, ("second thread done\nclone child: 0 exit 0\n", 0), "untraced exit")
+    eq(t, u, "traced exit")
+    u, t = both(["join"])
+    eq(u, ("second thread done joined\n\nclone child: 1536 exit 6\n", 0), "untraced join")
+    eq(t, u, "traced join")
+
+
+def test_quick_exit_runs_program_handlers_in_order():
+    """at_quick_exit handlers run in reverse order, atexit ones not, status
+    3 (held)."""
+    u, t = both(["quick"])
+    eq(u, ("unflushedqe2\nqe1\n", 3), "untraced")
+    eq(t, u, "traced")
+
+
+def test_users_ld_library_path_reaches_program_and_shell():
+    """LD_LIBRARY_PATH set by the user reaches the program and its
+    system() shell unchanged; unset stays unset (held)."""
+    cases = [("/opt/x:/usr/lib", {"LD_LIBRARY_PATH": "/opt/x:/usr/lib"})]
+    if "LD_LIBRARY_PATH" not in os.environ:  # run() can add variables, not remove them
+        cases.append(("(unset)", None))
+    for shown, env in cases:
+        u, t = both(["llp"], env=env)
+        eq(u, (f"llp: {shown}\nshell llp: {shown}\n", 0), f"untraced {shown}")
+        eq(t, u, f"traced {shown}")
+
+
+def test_system_shell_signal_state_and_sigchld_ignored():
+    """The shell (grep of its own /proc status) sees the same blocked,
+    ignored and caught sets traced; with SIGCHLD ignored system returns -1
+    with ECHILD (10) (held)."""
+    u, t = both(["shellsig"])
+    eq(u, ("SigBlk:\t0000000000000000\nSigIgn:\t0000000180001000\nSigCgt:\t0000000000000400\n", 0), "untraced")
+    eq(t, u, "traced shell signals")
+    u, t = both(["chldign"])
+    eq(u, ("status -1 errno 10\n", 0), "untraced")
+    eq(t, u, "traced SIGCHLD ignored")
+
+
+def test_system_cancelled_kills_and_reaps_the_shell():
+    """A thread in system("exec sleep 5") is cancelled after 0.2 s: the
+    join gives PTHREAD_CANCELED, the program's SIGINT handler is back, no
+    child is left to reap (ECHILD), the next system works, all well under
+    5 s (held)."""
+    start = time.monotonic()
+    u, t = both(["cancel"])
+    eq(u, ("cancelled 1, SIGINT ours 1, left -1 errno 10\nafter: 256 exit 1\n", 0), "untraced")
+    eq(t, u, "traced")
+    eq(time.monotonic() - start < 4, True, "cancel did not wait for the sleep")
+
+
+def test_system_without_a_shell():
+    """/usr/bin (so /bin/sh) hidden under an empty tmpfs in a mount
+    namespace: system("exit 3") 32512 with errno ENOENT, system(NULL) 0
+    (held). Needs root for unshare -m."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return
+    exe = fixture()
+    hide = ["unshare", "-m", "/bin/bash", "-c", 'mount -t tmpfs none /usr/bin && exec "$@"', "hide"]
+    u = run(hide + [exe, "nosh"])
+    eq(u.stdout, "status 32512 errno 2 null 0\n", "untraced")
+    d = tmpdir()
+    t = run(hide + [SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, "nosh"])
+    eq(t.stdout, u.stdout, "traced")
+
+
+def test_clone_files_children_ending_normally_leave_no_descriptor():
+    """clone(CLONE_FILES | SIGCHLD) children whose function returns 3,
+    whose second thread calls exit(3), or whose main thread pthread_exits
+    and the second returns: 0 descriptors gained in the parent (held)."""
+    want = {"return": "0:300 1:300 2:300 \n", "thread_exit": "0:300 0:300 1:300 0:300 1:300 2:300 \n",
+            "main_pthread_exit": "0:0 0:0 1:0 0:0 1:0 2:0 \n"}
+    for how, statuses in want.items():
+        u, t = both(["cfiles", how])
+        eq(u, (statuses + f"{how}: descriptors gained 0\n", 0), f"untraced {how}")
+        eq(t, u, f"traced {how}")
+
+
+def test_clone_files_children_killed_leave_no_descriptor():
+    """clone(CLONE_FILES | SIGCHLD) children that call work() and die by
+    abort(), raise(SIGKILL), raise(SIGSEGV), or a second thread's abort().
+    Untraced the parent's table gains 0 descriptors. Traced it gains 3 for
+    each route: each dead child's own log descriptor stays open in the
+    table it shared with the parent (a pool whose workers crash leaks one
+    descriptor per crash, toward EMFILE)."""
+    want = {"abort": "0:6 1:6 2:6 \n", "kill": "0:9 1:9 2:9 \n", "segv": "0:b 1:b 2:b \n",
+            "thread_abort": "0:6 1:6 2:6 \n"}
+    broke = []
+    for how, statuses in want.items():
+        u, t = both(["cfiles", how])
+        eq(u, (statuses + f"{how}: descriptors gained 0\n", 0), f"untraced {how}")
+        if t != u:
+            broke.append(f"{how}: {t[0].splitlines()[-1]}")
+    if broke:
+        raise Skip("known break, issue 24 open: a CLONE_FILES child killed by a signal leaves its log "
+                   "descriptor in the parent's table: " + "; ".join(broke))
+
+
+def test_slow_environ_reader_during_popens():
+    """After clearenv the program sets environ to its own arrays {REQ=i,
+    ALSO=i} (8 of them) and calls popen("true") 300 times; a reader thread
+    takes environ, waits 20 ms (a slow logger), then walks the array it
+    took. Untraced: "torn 0 foreign 0": the array is the program's and
+    never changes. Traced: "torn 2 foreign 7" (one run): the reader takes
+    the runtime's ring array during popen's window, sees LD_PRELOAD and
+    SFTRACE_ entries, and its first entry is rewritten to another request's
+    value under it (the ring slot reused in place 4 popens later:
+    DESIGN.md's "argument from time, not a proof")."""
+    exe = build_c("skep24v_envread", ["skep24v_envread.c"], libs=["-lpthread"])
+    u = run([exe])
+    eq(u.stdout, "torn 0 foreign 0 (looked 1)\n", "untraced")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
+    if t.stdout != u.stdout:
+        raise Skip(f"known break, issue 24 open (documented window): environ reader sees the ring: {t.stdout.strip()}")
+
+
+def test_libc_system_overlapping_the_wrapper_keeps_the_sigint_handler():
+    """One thread calls libc's system (dlsym on dlopen("libc.so.6"): what a
+    plugin loader, another preload's RTLD_NEXT or a RTLD_DEEPBIND library
+    reaches) with "sleep 0.1"; 50 ms later another calls system("sleep
+    0.3"). Untraced both are glibc's, one count of callers: the program's
+    SIGINT handler is back after both. Traced the second is the runtime's,
+    with a count of its own: it saved the SIG_IGN glibc's had set and puts
+    it back last: SIGINT stays ignored for good (Ctrl-C and a graceful
+    shutdown handler lost)."""
+    u, t = both(["libcsys"])
+    eq(u, ("SIGINT after: handler 1 ignored 0 (0 0)\n", 0), "untraced")
+    if t != u:
+        raise Skip(f"known break, issue 24 open: two counts of system() callers: {t!r}")

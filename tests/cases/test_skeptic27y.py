@@ -145,6 +145,66 @@ def test_width_40_header_fits():
         raise Skip(f"known break, issue 27 open: lines wider than --width 40: {wide}")
 
 
+def test_peak_times_of_children_200ms_apart_agree_with_perfetto():
+    """Held on integ3. Children started 200 ms apart (fork, fork+exec,
+    fork then exit()) hold 100000, 300000 and 500000 B in alloc_in_child:
+    memory's peak of each child is that block, inside its alloc_in_child
+    slice in trace_processor, and the peak times memory gives differ by
+    exactly what the Perfetto counters' times differ (one time base)."""
+    tp = os.environ.get("SFTRACE_TRACE_PROCESSOR") or "/work/shared/tools/trace_processor_shell"
+    if not os.access(tp, os.X_OK):
+        raise Skip("trace_processor_shell not available")
+    exe = build_c("skep27y_peaks", ["skep27y_peaks.c"])
+    d = tmpdir()
+    p, _ = record([exe], out=os.path.join(d, "sf.log"), args=["--alloc", "-q"])
+    eq(p.stdout, "ok\n", "the program's output")
+    out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", d]).stdout
+    peaks, pid = {}, None
+    for line in out.splitlines():
+        f = line.split("\t")
+        if f[0] == "process":
+            pid = int(f[1])
+        elif f[0] in ("peak_bytes", "peak_time_ns"):
+            peaks.setdefault(pid, {})[f[0]] = int(f[1])
+    pb = os.path.join(d, "all.pb")
+    run([SFTRACE, "convert", d, "-o", pb])
+    q = os.path.join(d, "q.sql")
+    with open(q, "w") as fh:
+        fh.write("select p.pid, c.ts, c.value, s.ts, s.dur from counter c "
+                 "join process_counter_track t on c.track_id = t.id join process p using (upid) "
+                 "join thread using (upid) join thread_track tt using (utid) join slice s on s.track_id = tt.id "
+                 "where t.name = 'heap size' and c.value >= 100000 and s.name = 'alloc_in_child' order by c.ts;")
+    rows = [[int(float(x)) for x in line.replace('"', '').split(",")]
+            for line in run([tp, "-q", q, pb]).stdout.splitlines()[1:] if line.strip()]
+    eq([(r[2], peaks[r[0]]["peak_bytes"]) for r in rows], [(100000, 100000), (300000, 300000), (500000, 500000)],
+       "(Perfetto counter, memory's peak) per child")
+    for pid_, ts, _, sts, sdur in rows:
+        eq(sts <= ts < sts + sdur, True, f"pid {pid_}'s counter at {ts} inside alloc_in_child {sts}..{sts + sdur}")
+    for a, b in zip(rows, rows[1:]):
+        gap_tp = b[1] - a[1]
+        gap_mem = peaks[b[0]]["peak_time_ns"] - peaks[a[0]]["peak_time_ns"]
+        eq(abs(gap_tp - gap_mem) < 2000, True, f"peak gaps: Perfetto {gap_tp} ns, memory {gap_mem} ns")
+
+
+def test_truncated_log_is_not_a_clean_report():
+    """KNOWN BREAK (claim 8: a truncated log gives a one-line error, non-zero
+    exit, no partial output). The log cut to its first chunk (before any
+    allocation event) gives a warning on stderr and, on stdout, exit 0 with
+    "0 allocations ... 0 B in 0 blocks live at the end": a report that
+    reads as a clean, leak-free run (FORMAT.md documents the warning; the
+    report itself says nothing)."""
+    exe = build_c("skep27y_merge", ["skep27y_merge.c"])
+    _, log = record([exe], args=["--alloc", "-q"])
+    cut = os.path.join(tmpdir(), "cut.log")
+    with open(log, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read(5000))
+    p = run([SFTRACE, "memory", cut], check_rc=None)
+    eq("truncated" in p.stderr, True, f"a warning: {p.stderr!r}")
+    if p.returncode == 0 and "truncated" not in p.stdout:
+        raise Skip("known break, issue 27 open: memory on a truncated log exits 0 with a clean-looking report: "
+                   + p.stdout.splitlines()[1])
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

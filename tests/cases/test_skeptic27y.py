@@ -226,6 +226,27 @@ def test_string_growth_tail_called_at_o2_is_at_the_users_line():
         raise Skip(f"known break, issue 27 open: tail-called string growth at libstdc++'s lines: {got}")
 
 
+def test_diff_rows_keep_file_line_whole_at_every_width():
+    """KNOWN BREAK (claim 12: rows keep `file:line` whole and shorten the
+    function name with `…`, also in --diff). skep27y_merge run without and
+    with its argument: g gains 3 blocks, 60 B. The diff row at --width 40
+    and 80 reads `g  skep27y_merge.c:6` (63 columns, so at 40 the row is
+    wider than asked); at --width 60 it reads `g  skep27y_merg…`: the
+    file:line is cut, and there is no function name left to shorten."""
+    exe = build_c("skep27y_merge", ["skep27y_merge.c"])
+    _, old = record([exe], args=["--alloc", "-q"])
+    _, new = record([exe, "x"], args=["--alloc", "-q"])
+    got = {}
+    for w in (40, 60, 80, 100):
+        out = run([SFTRACE, "memory", "--diff", "--width", str(w), old, new]).stdout
+        rows = [r for r in out.splitlines() if re.match(r"^\s+[+-]\d+\s", r)]
+        eq(len(rows), 1, f"one changed site at --width {w}: {out}")
+        eq(rows[0].split()[:4], ["+3", "+60", "B", "0"], "g's change")
+        got[w] = rows[0].split("  ")[-1]
+    if set(got.values()) != {"skep27y_merge.c:6"}:
+        raise Skip(f"known break, issue 27 open: the diff's file:line per width: {got}")
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

@@ -1,0 +1,144 @@
+"""Skeptic's pass 28z on issue 28 (integ3's fixes after h28x and h28r: the
+one name rule of -F/-N, thread names, exit states recorded via on_exit,
+--time in every command): programs written to break the claims (fixtures
+tests/fixtures/skep28z_*), not taken from the developers' tests. A case that
+found a break skips as a known break until it is fixed; the others show a
+claim held under that attack.
+
+Runs under tests/run.py."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+import sfkit  # noqa: E402
+
+_names_log_cache = []
+
+
+def _names_log():
+    if not _names_log_cache:
+        prog = sfkit.build_c("skep28z_names", ["skep28z_names.cc"], compiler="clang++")
+        p, log = sfkit.record([prog], args=["-q"])
+        sfkit.eq(p.stdout, "48\n", "program output")
+        _names_log_cache.append(log)
+    return _names_log_cache[0]
+
+
+def _kept(log, opt, pat):
+    """replay's call column under one -F/-N pattern."""
+    return sfkit.call_column(sfkit.replay_text(log, [opt, pat]))
+
+
+def test_name_rule_overloads_prefixes_operators():
+    log = _names_log()
+    for pat, want in [("f(int)", ["f();", "f();"]), ("f(double)", ["f();"]), ("f", ["f();"] * 3),
+                      ("f()", ["f();"] * 3), ("foo", ["foo();"]), ("foo()", ["foo();"]), ("a", ["a();"]),
+                      ("a_b", ["a_b();"]), ("S::operator()(…) const", ["S::operator()();"] * 2),
+                      ("S::operator+", ["S::operator+();"]), ("S::get() const", ["S::get();"])]:
+        sfkit.eq(_kept(log, "-F", pat), want, f"-F {pat!r}")
+    p = sfkit.run([sfkit.SFTRACE, "replay", "--no-pager", "-F", "nomatch", log])
+    sfkit.eq(sfkit.call_column(p.stdout), [], "-F nomatch")
+    sfkit.check("the cut kept no call" in p.stderr, p.stderr)
+    p = sfkit.run([sfkit.SFTRACE, "replay", "--no-pager", "-F", "f(", log], check_rc=None)
+    sfkit.check(p.returncode != 0 and p.stdout == "" and "invalid regex 'f('" in p.stderr, p.stderr)
+
+
+def test_const_method_taken_by_the_name_replay_prints():
+    # replay prints S::get() const as `S::get();` and the lambda (a const
+    # operator()) as `main::$_0::operator()() {` ... `/* main::$_0::operator() */`.
+    # Those names are neither a full nor a short name (both end in " const"),
+    # so the rule falls back to a regex: `S::get` also selects S::getx, and the
+    # lambda's name, `$` being an anchor, selects nothing (-N drops nothing).
+    log = _names_log()
+    got = {"-F S::get": _kept(log, "-F", "S::get"),
+           "-F S::get()": _kept(log, "-F", "S::get()"),
+           "-F lambda": _kept(log, "-F", "main::$_0::operator()"),
+           "-N lambda": len(_kept(log, "-N", "main::$_0::operator()"))}
+    want = {"-F S::get": ["S::get();"], "-F S::get()": ["S::get();"],
+            "-F lambda": ["main::$_0::operator()() {", "  S::operator()();", "} /* main::$_0::operator() */"],
+            "-N lambda": len(_kept(log, "-N", "nomatch")) - 2}
+    if got != want:
+        raise sfkit.Skip(f"known break, issue 28 open: a const method's name as replay prints it: got {got}, want {want}")
+
+
+def test_thread_names_as_the_threads_last_set_them():
+    # The main thread renames itself first thing in main and again before
+    # returning; the worker inherits "server-main", renames itself
+    # "worker-late" and is still in pause() at exit. Seen on integ3: the main
+    # thread is "tn"-like (the program's name) and the worker "server-main"
+    # (the name it inherited): names are taken when a batch begins, so a
+    # thread renamed inside its last batch keeps the old name, and the
+    # worker shows the main thread's name.
+    prog = sfkit.build_c("skep28z_thname", ["skep28z_thname.c"], libs=["-lpthread"])
+    p, log = sfkit.record([prog], args=["-q"])
+    sfkit.eq(p.stdout, "done\n", "program output")
+    q = sfkit.run([sfkit.SFTRACE, "query", os.path.dirname(log), "select thread_name from threads order by tid"])
+    got = q.stdout.split("\n")[1:-1]
+    want = ["main-exiting", "worker-late"]
+    if got != want:
+        raise sfkit.Skip(f"known break, issue 28 open: thread renamed within its last batch: got {got}, want {want}")
+
+
+def test_thread_renamed_several_times_and_by_another_and_many_short_lived():
+    prog = sfkit.build_c("skep28z_thmany", ["skep28z_thmany.c"], libs=["-lpthread"])
+    _, log = sfkit.record([prog], args=["-q"])
+    q = sfkit.run([sfkit.SFTRACE, "query", os.path.dirname(log), "select thread_name from threads order by tid"])
+    names = q.stdout.split("\n")[1:-1]
+    sfkit.eq(names, ["skep28z_thmany", "third", "namedbyother"] + [f"sl{i:03d}" for i in range(100)], "thread names")
+
+
+def test_exit_states_of_forked_children_and_program_unchanged():
+    prog = sfkit.build_c("skep28z_exits", ["skep28z_exits.c"], libs=["-lpthread"])
+    want = {"0": ("0x400", "exited 4 (exit, or main's return)"),
+            "1": ("0x600", "exited 6 (exit, or main's return)"),
+            "2": ("0x900", "exited 9 (exit, or main's return)"),
+            "4": ("0x6", "unknown"),
+            "5": ("0xb00", "exited 11 (_exit)"),
+            "6": ("0xf", "unknown"),
+            "7": ("0", "exited 0 (exit, or main's return)"),
+            "8": ("0xc00", "exited 12 (_exit)"),
+            "9": ("0", "exited 0 (exit, or main's return)")}
+    for mode, (status, state) in want.items():
+        plain = sfkit.run([prog, mode])
+        sfkit.eq(plain.stdout, f"child status={status}\n", f"untraced mode {mode}")
+        p, log = sfkit.record([prog, mode], args=["-q"])
+        sfkit.eq(p.stdout, plain.stdout, f"traced output mode {mode}")
+        d = os.path.dirname(log)
+        child = [f for f in os.listdir(d) if re.fullmatch(r"sf\.\d+\.log", f)]
+        sfkit.eq(len(child), 1, f"child logs mode {mode}")
+        info = sfkit.run([sfkit.SFTRACE, "info", os.path.join(d, child[0])]).stdout
+        m = re.search(r"^# exit state\s*: (.*)$", info, re.M)
+        sfkit.eq(m.group(1).split(" (no exit record")[0], state, f"child exit state mode {mode}")
+
+
+def test_atexit_on_exit_output_and_status_unchanged():
+    prog = sfkit.build_c("skep28z_atexit", ["skep28z_atexit.c"], libs=["-lpthread"])
+    for mode, rc, state in [("0", 5, "exited 5"), ("1", 6, "exited 6"), ("2", 9, "exited 9"),
+                            ("4", 134, "killed by SIGABRT (signal 6)"), ("5", 11, "exited 11"),
+                            ("6", 139, "killed by SIGSEGV (signal 11)"), ("7", 8, "exited 8")]:
+        plain = sfkit.run([prog, mode], check_rc=None)
+        sfkit.eq(plain.returncode in (rc, -(rc - 128)), True, f"untraced rc mode {mode}")
+        p, log = sfkit.record([prog, mode], args=["-q"], check_rc=rc)
+        sfkit.eq(p.stdout, plain.stdout, f"traced output mode {mode}")
+        info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
+        sfkit.check(f"# exit state        : {state}\n" in info, info)
+
+
+def test_time_window_same_calls_in_every_command_across_processes_and_threads():
+    prog = sfkit.build_c("skep28z_mt", ["skep28z_mt.c"], libs=["-lpthread"])
+    _, log = sfkit.record([prog], args=["-q"])
+    logs = sorted(os.path.join(os.path.dirname(log), f) for f in os.listdir(os.path.dirname(log)))
+    sfkit.eq(len(logs), 2, "logs")
+    for lg in logs:
+        # a window from the log's first leaf entry + 1 ms, 2 ms wide, read off dump
+        t0 = min(e.time for e in sfkit.dump_events(lg) if e.name == "leaf")
+        w = f"{(t0 + 1000000) // 1000}us..{(t0 + 3000000) // 1000}us"
+        dump = sum(1 for e in sfkit.dump_events(lg, ["--time", w]) if e.kind == "ENTRY" and e.name == "leaf")
+        rep = sfkit.run([sfkit.SFTRACE, "report", "--no-pager", "--format", "tsv", "--time", w, lg]).stdout
+        rep_n = sum(int(r.split("\t")[2]) for r in rep.splitlines()[1:] if r.split("\t")[1] == "leaf")
+        rp = sum(1 for c in sfkit.call_column(sfkit.replay_text(lg, ["--time", w])) if c.strip().startswith("leaf();"))
+        g = sfkit.run([sfkit.SFTRACE, "graph", "--no-pager", "--time", w, "leaf", lg]).stdout
+        m = re.search(r"\((\d+)\) leaf", g)
+        sfkit.check(dump > 0, f"{lg}: no leaf in {w}")
+        sfkit.eq((rep_n, rp, int(m.group(1)) if m else 0), (dump, dump, dump), f"{lg} leaf calls in {w}")

@@ -142,3 +142,44 @@ def test_time_window_same_calls_in_every_command_across_processes_and_threads():
         m = re.search(r"\((\d+)\) leaf", g)
         sfkit.check(dump > 0, f"{lg}: no leaf in {w}")
         sfkit.eq((rep_n, rp, int(m.group(1)) if m else 0), (dump, dump, dump), f"{lg} leaf calls in {w}")
+
+
+def test_two_recordings_with_opposite_filters_in_one_directory():
+    # alpha_sum and beta_sum are folded into one address (lld --icf=all) in a
+    # dlopen'd library. a.log was recorded with --filter-regex 'beta|lib_entry',
+    # b.log with 'alpha|lib_entry', into one directory. Each process's calls
+    # should carry the name its own recording's filter chose, in every
+    # command. Seen on integ3: replay and graph of the directory say alpha_sum
+    # for b's process, report (also --threads, per process) and flamegraph say
+    # beta_sum for all six calls.
+    lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
+                        flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_icfmain", ["skep28z_icfmain.c"], libs=["-ldl"])
+    d = sfkit.tmpdir()
+    pids = {}
+    for stem, rx in [("a", "beta|lib_entry"), ("b", "alpha|lib_entry")]:
+        p, log = sfkit.record([prog, lib], out=os.path.join(d, stem + ".log"), args=["-q", "--filter-regex", rx])
+        sfkit.eq(p.stdout, "34 34\n", "program output")
+        info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
+        pids[stem] = re.search(r"^# pid\s*: (\d+)$", info, re.M).group(1)
+    want = {pids["a"]: "beta_sum", pids["b"]: "alpha_sum"}
+    rp = sfkit.replay_text(d)
+    rp_names, pid = {}, None
+    for ln in rp.splitlines():
+        m = re.match(r"# process (\d+):", ln)
+        if m:
+            pid = m.group(1)
+        m = re.search(r"\| (\w+_sum)\(\);", ln)
+        if m:
+            rp_names.setdefault(pid, set()).add(m.group(1))
+    sfkit.eq(rp_names, {k: {v} for k, v in want.items()}, "replay's names per process")
+    rep = sfkit.run([sfkit.SFTRACE, "report", "--no-pager", "--threads", "--format", "tsv", d]).stdout
+    rep_names = {}
+    for r in rep.splitlines()[1:]:
+        c = r.split("\t")
+        if c[3].endswith("_sum"):
+            rep_names.setdefault(c[0], set()).add(c[3])
+    got = {k: v for k, v in rep_names.items()}
+    if got != {k: {v} for k, v in want.items()}:
+        raise sfkit.Skip(f"known break, issue 28 open: report of a directory names a folded function by one "
+                         f"recording's filter for every process: got {got}, replay says {rp_names}")

@@ -204,7 +204,9 @@ def test_two_filter_files_selecting_in_one_object():
     sfkit.run([sfkit.SFTRACE, "filter", "-q", "-p", lib, "-r", "lib_entry", "-o", os.path.join(fl, "y.filter")])
     p, log = sfkit.record([prog], out=os.path.join(d, "t", "sf.log"), args=["-q", "-f", fl])
     sfkit.eq(p.stdout, "70\n", "program output")
-XX, "  alpha_sum();", "} /* mainfn */"] * 2
+    # lib_entry tail-calls alpha_sum: a tail mark, if any, is not what this case is about
+    got = [c.split(" /* tail call")[0] for c in sfkit.call_column(sfkit.replay_text(log))]
+    want = ["mainfn() {", "  lib_entry();", "  alpha_sum();", "} /* mainfn */"] * 2
     info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
     sel = re.search(r"^# filter\s*: .*\((\d+) functions selected\)", info, re.M).group(1)
     if (got, sel) != (want, "3"):

@@ -16,6 +16,19 @@ import sfkit  # noqa: E402
 _names_log_cache = []
 
 
+def _read(cmd):
+    """Runs a reading command; a UBSan abort on a recorded filter with an
+    object that selects nothing (qsort(NULL, 0) in trace_cut.c, CI's build
+    only) skips as the known break test_filter_regex_object_selecting_nothing
+    shows."""
+    p = sfkit.run(cmd, check_rc=None)
+    if p.returncode != 0 and "trace_cut.c" in p.stderr and "runtime error" in p.stderr:
+        raise sfkit.Skip("known break, issue 28 open: UBSan: qsort(NULL, 0) reading a recorded filter "
+                         "whose object selects nothing")
+    sfkit.eq(p.returncode, 0, f"{cmd} exit code; stderr {p.stderr}")
+    return p
+
+
 def _names_log():
     if not _names_log_cache:
         prog = sfkit.build_c("skep28z_names", ["skep28z_names.cc"], compiler="clang++")
@@ -160,10 +173,10 @@ def test_two_recordings_with_opposite_filters_in_one_directory():
     for stem, rx in [("a", "beta|lib_entry"), ("b", "alpha|lib_entry")]:
         p, log = sfkit.record([prog, lib], out=os.path.join(d, stem + ".log"), args=["-q", "--filter-regex", rx])
         sfkit.eq(p.stdout, "34 34\n", "program output")
-        info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
+        info = _read([sfkit.SFTRACE, "info", log]).stdout
         pids[stem] = re.search(r"^# pid\s*: (\d+)$", info, re.M).group(1)
     want = {pids["a"]: "beta_sum", pids["b"]: "alpha_sum"}
-    rp = sfkit.replay_text(d)
+    rp = _read([sfkit.SFTRACE, "replay", "--no-pager", d]).stdout
     rp_names, pid = {}, None
     for ln in rp.splitlines():
         m = re.match(r"# process (\d+):", ln)
@@ -173,7 +186,7 @@ def test_two_recordings_with_opposite_filters_in_one_directory():
         if m:
             rp_names.setdefault(pid, set()).add(m.group(1))
     sfkit.eq(rp_names, {k: {v} for k, v in want.items()}, "replay's names per process")
-    rep = sfkit.run([sfkit.SFTRACE, "report", "--no-pager", "--threads", "--format", "tsv", d]).stdout
+    rep = _read([sfkit.SFTRACE, "report", "--no-pager", "--threads", "--format", "tsv", d]).stdout
     rep_names = {}
     for r in rep.splitlines()[1:]:
         c = r.split("\t")
@@ -232,3 +245,21 @@ def test_exit_state_of_an_image_that_execd():
     sfkit.eq(states.get("again"), "exited 7", "second image")
     if "exec" not in states.get("first", ""):
         raise sfkit.Skip(f"known break, issue 28 open: an image that exec'd reads as unknown/died: {states}")
+
+
+def test_filter_regex_object_selecting_nothing():
+    # --filter-regex 'lib_entry' selects nothing in the program itself; the
+    # recorded filter (STEM.recorded.filter) lists the program's object with
+    # no function. Seen on integ3 under CI's UBSan build: every reading
+    # command dies with "trace_cut.c:95: null pointer passed as argument 1"
+    # (qsort of an empty list); the plain build reads it.
+    lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
+                        flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_icfmain", ["skep28z_icfmain.c"], libs=["-ldl"])
+    p, log = sfkit.record([prog, lib], args=["-q", "--filter-regex", "lib_entry"])
+    sfkit.eq(p.stdout, "34 34\n", "program output")
+    info = _read([sfkit.SFTRACE, "info", log]).stdout
+    sfkit.check("# filter            : --filter-regex lib_entry (1 functions selected)\n" in info
+                or "# filter            : --filter-regex lib_entry (1 function selected)\n" in info, info)
+    sfkit.eq(sfkit.call_column(_read([sfkit.SFTRACE, "replay", "--no-pager", log]).stdout),
+             ["lib_entry();", "lib_entry();"], "replay")

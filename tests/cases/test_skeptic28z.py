@@ -263,3 +263,30 @@ def test_filter_regex_object_selecting_nothing():
                 or "# filter            : --filter-regex lib_entry (1 function selected)\n" in info, info)
     sfkit.eq(sfkit.call_column(_read([sfkit.SFTRACE, "replay", "--no-pager", log]).stdout),
              ["lib_entry();", "lib_entry();"], "replay")
+
+
+def test_small_cap_on_a_tiny_run():
+    # A run of 4 events (lib_entry twice, by a filter) under --max-size 64K.
+    # Seen on integ3: the finished log is 4.5 KB, but all 4 events are
+    # dropped and info says the cap was reached: a thread's buffer (the log
+    # is 72 KB while it records, 73728 bytes with a 100K cap) counts against
+    # the cap, not what the log ends up holding. 100K records all 4.
+    fixdir = sfkit.FIXBUILD
+    lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
+                        flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_linked", ["skep28z_linked.c"],
+                         libs=["-L" + fixdir, "-lskep28z_icf", "-Wl,-rpath," + fixdir])
+    d = sfkit.tmpdir()
+    sfkit.run([sfkit.SFTRACE, "filter", "-q", "-p", lib, "-r", "lib_entry", "-o", os.path.join(d, "y.filter")])
+    got = {}
+    for cap in ["100K", "64K"]:
+        p, log = sfkit.record([prog], out=os.path.join(d, cap, "sf.log"),
+                              args=["-q", "-f", os.path.join(d, "y.filter"), "--max-size", cap])
+        sfkit.eq(p.stdout, "70\n", "program output")
+        info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
+        got[cap] = (re.search(r"^# events\s*: (\d+)$", info, re.M).group(1),
+                    re.search(r"^# losses\s*: (\d+) dropped", info, re.M).group(1))
+    sfkit.eq(got["100K"], ("4", "0"), "100K cap")
+    if got["64K"] != ("4", "0"):
+        raise sfkit.Skip(f"known break, issue 28 open: --max-size 64K drops every event of a 4-event run whose "
+                         f"log is 4.5 KB: (events, dropped) {got['64K']}")

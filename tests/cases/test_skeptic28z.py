@@ -1,0 +1,292 @@
+"""Skeptic's pass 28z on issue 28 (integ3's fixes after h28x and h28r: the
+one name rule of -F/-N, thread names, exit states recorded via on_exit,
+--time in every command): programs written to break the claims (fixtures
+tests/fixtures/skep28z_*), not taken from the developers' tests. A case that
+found a break skips as a known break until it is fixed; the others show a
+claim held under that attack.
+
+Runs under tests/run.py."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+import sfkit  # noqa: E402
+
+_names_log_cache = []
+
+
+def _read(cmd):
+    """Runs a reading command; a UBSan abort on a recorded filter with an
+    object that selects nothing (qsort(NULL, 0) in trace_cut.c, CI's build
+    only) skips as the known break test_filter_regex_object_selecting_nothing
+    shows."""
+    p = sfkit.run(cmd, check_rc=None)
+    if p.returncode != 0 and "trace_cut.c" in p.stderr and "runtime error" in p.stderr:
+        raise sfkit.Skip("known break, issue 28 open: UBSan: qsort(NULL, 0) reading a recorded filter "
+                         "whose object selects nothing")
+    sfkit.eq(p.returncode, 0, f"{cmd} exit code; stderr {p.stderr}")
+    return p
+
+
+def _names_log():
+    if not _names_log_cache:
+        prog = sfkit.build_c("skep28z_names", ["skep28z_names.cc"], compiler="clang++")
+        p, log = sfkit.record([prog], args=["-q"])
+        sfkit.eq(p.stdout, "48\n", "program output")
+        _names_log_cache.append(log)
+    return _names_log_cache[0]
+
+
+def _kept(log, opt, pat):
+    """replay's call column under one -F/-N pattern."""
+    return sfkit.call_column(sfkit.replay_text(log, [opt, pat]))
+
+
+def test_name_rule_overloads_prefixes_operators():
+    log = _names_log()
+    for pat, want in [("f(int)", ["f();", "f();"]), ("f(double)", ["f();"]), ("f", ["f();"] * 3),
+                      ("f()", ["f();"] * 3), ("foo", ["foo();"]), ("foo()", ["foo();"]), ("a", ["a();"]),
+                      ("a_b", ["a_b();"]), ("S::operator()(…) const", ["S::operator()();"] * 2),
+                      ("S::operator+", ["S::operator+();"]), ("S::get() const", ["S::get();"])]:
+        sfkit.eq(_kept(log, "-F", pat), want, f"-F {pat!r}")
+    p = sfkit.run([sfkit.SFTRACE, "replay", "--no-pager", "-F", "nomatch", log])
+    sfkit.eq(sfkit.call_column(p.stdout), [], "-F nomatch")
+    sfkit.check("the cut kept no call" in p.stderr, p.stderr)
+    p = sfkit.run([sfkit.SFTRACE, "replay", "--no-pager", "-F", "f(", log], check_rc=None)
+    sfkit.check(p.returncode != 0 and p.stdout == "" and "invalid regex 'f('" in p.stderr, p.stderr)
+
+
+def test_const_method_taken_by_the_name_replay_prints():
+    # replay prints S::get() const as `S::get();` and the lambda (a const
+    # operator()) as `main::$_0::operator()() {` ... `/* main::$_0::operator() */`.
+    # Those names are neither a full nor a short name (both end in " const"),
+    # so the rule falls back to a regex: `S::get` also selects S::getx, and the
+    # lambda's name, `$` being an anchor, selects nothing (-N drops nothing).
+    log = _names_log()
+    got = {"-F S::get": _kept(log, "-F", "S::get"),
+           "-F S::get()": _kept(log, "-F", "S::get()"),
+           "-F lambda": _kept(log, "-F", "main::$_0::operator()"),
+           "-N lambda": len(_kept(log, "-N", "main::$_0::operator()"))}
+    want = {"-F S::get": ["S::get();"], "-F S::get()": ["S::get();"],
+            "-F lambda": ["main::$_0::operator()() {", "  S::operator()();", "} /* main::$_0::operator() */"],
+            "-N lambda": len(_kept(log, "-N", "nomatch")) - 2}
+    if got != want:
+        raise sfkit.Skip(f"known break, issue 28 open: a const method's name as replay prints it: got {got}, want {want}")
+
+
+def test_thread_names_as_the_threads_last_set_them():
+    # The main thread renames itself first thing in main and again before
+    # returning; the worker inherits "server-main", renames itself
+    # "worker-late" and is still in pause() at exit. Seen on integ3: the main
+    # thread is "tn"-like (the program's name) and the worker "server-main"
+    # (the name it inherited): names are taken when a batch begins, so a
+    # thread renamed inside its last batch keeps the old name, and the
+    # worker shows the main thread's name.
+    prog = sfkit.build_c("skep28z_thname", ["skep28z_thname.c"], libs=["-lpthread"])
+    p, log = sfkit.record([prog], args=["-q"])
+    sfkit.eq(p.stdout, "done\n", "program output")
+    q = sfkit.run([sfkit.SFTRACE, "query", os.path.dirname(log), "select thread_name from threads order by tid"])
+    got = q.stdout.split("\n")[1:-1]
+    want = ["main-exiting", "worker-late"]
+    if got != want:
+        raise sfkit.Skip(f"known break, issue 28 open: thread renamed within its last batch: got {got}, want {want}")
+
+
+def test_thread_renamed_several_times_and_by_another_and_many_short_lived():
+    prog = sfkit.build_c("skep28z_thmany", ["skep28z_thmany.c"], libs=["-lpthread"])
+    _, log = sfkit.record([prog], args=["-q"])
+    q = sfkit.run([sfkit.SFTRACE, "query", os.path.dirname(log), "select thread_name from threads order by tid"])
+    names = q.stdout.split("\n")[1:-1]
+    sfkit.eq(names, ["skep28z_thmany", "third", "namedbyother"] + [f"sl{i:03d}" for i in range(100)], "thread names")
+
+
+def test_exit_states_of_forked_children_and_program_unchanged():
+    prog = sfkit.build_c("skep28z_exits", ["skep28z_exits.c"], libs=["-lpthread"])
+    want = {"0": ("0x400", "exited 4 (exit, or main's return)"),
+            "1": ("0x600", "exited 6 (exit, or main's return)"),
+            "2": ("0x900", "exited 9 (exit, or main's return)"),
+            "4": ("0x6", "unknown"),
+            "5": ("0xb00", "exited 11 (_exit)"),
+            "6": ("0xf", "unknown"),
+            "7": ("0", "exited 0 (exit, or main's return)"),
+            "8": ("0xc00", "exited 12 (_exit)"),
+            "9": ("0", "exited 0 (exit, or main's return)")}
+    for mode, (status, state) in want.items():
+        plain = sfkit.run([prog, mode])
+        sfkit.eq(plain.stdout, f"child status={status}\n", f"untraced mode {mode}")
+        p, log = sfkit.record([prog, mode], args=["-q"])
+        sfkit.eq(p.stdout, plain.stdout, f"traced output mode {mode}")
+        d = os.path.dirname(log)
+        child = [f for f in os.listdir(d) if re.fullmatch(r"sf\.\d+\.log", f)]
+        sfkit.eq(len(child), 1, f"child logs mode {mode}")
+        info = sfkit.run([sfkit.SFTRACE, "info", os.path.join(d, child[0])]).stdout
+        m = re.search(r"^# exit state\s*: (.*)$", info, re.M)
+        sfkit.eq(m.group(1).split(" (no exit record")[0], state, f"child exit state mode {mode}")
+
+
+def test_atexit_on_exit_output_and_status_unchanged():
+    prog = sfkit.build_c("skep28z_atexit", ["skep28z_atexit.c"], libs=["-lpthread"])
+    for mode, rc, state in [("0", 5, "exited 5"), ("1", 6, "exited 6"), ("2", 9, "exited 9"),
+                            ("4", 134, "killed by SIGABRT (signal 6)"), ("5", 11, "exited 11"),
+                            ("6", 139, "killed by SIGSEGV (signal 11)"), ("7", 8, "exited 8")]:
+        plain = sfkit.run([prog, mode], check_rc=None)
+        sfkit.eq(plain.returncode in (rc, -(rc - 128)), True, f"untraced rc mode {mode}")
+        p, log = sfkit.record([prog, mode], args=["-q"], check_rc=rc)
+        sfkit.eq(p.stdout, plain.stdout, f"traced output mode {mode}")
+        info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
+        sfkit.check(f"# exit state        : {state}\n" in info, info)
+
+
+def test_time_window_same_calls_in_every_command_across_processes_and_threads():
+    prog = sfkit.build_c("skep28z_mt", ["skep28z_mt.c"], libs=["-lpthread"])
+    _, log = sfkit.record([prog], args=["-q"])
+    logs = sorted(os.path.join(os.path.dirname(log), f) for f in os.listdir(os.path.dirname(log)))
+    sfkit.eq(len(logs), 2, "logs")
+    for lg in logs:
+        # a window from the log's first leaf entry + 1 ms, 2 ms wide, read off dump
+        t0 = min(e.time for e in sfkit.dump_events(lg) if e.name == "leaf")
+        w = f"{(t0 + 1000000) // 1000}us..{(t0 + 3000000) // 1000}us"
+        dump = sum(1 for e in sfkit.dump_events(lg, ["--time", w]) if e.kind == "ENTRY" and e.name == "leaf")
+        rep = sfkit.run([sfkit.SFTRACE, "report", "--no-pager", "--format", "tsv", "--time", w, lg]).stdout
+        rep_n = sum(int(r.split("\t")[2]) for r in rep.splitlines()[1:] if r.split("\t")[1] == "leaf")
+        rp = sum(1 for c in sfkit.call_column(sfkit.replay_text(lg, ["--time", w])) if c.strip().startswith("leaf();"))
+        g = sfkit.run([sfkit.SFTRACE, "graph", "--no-pager", "--time", w, "leaf", lg]).stdout
+        m = re.search(r"\((\d+)\) leaf", g)
+        sfkit.check(dump > 0, f"{lg}: no leaf in {w}")
+        sfkit.eq((rep_n, rp, int(m.group(1)) if m else 0), (dump, dump, dump), f"{lg} leaf calls in {w}")
+
+
+def test_two_recordings_with_opposite_filters_in_one_directory():
+    # alpha_sum and beta_sum are folded into one address (lld --icf=all) in a
+    # dlopen'd library. a.log was recorded with --filter-regex 'beta|lib_entry',
+    # b.log with 'alpha|lib_entry', into one directory. Each process's calls
+    # should carry the name its own recording's filter chose, in every
+    # command. Seen on integ3: replay and graph of the directory say alpha_sum
+    # for b's process, report (also --threads, per process) and flamegraph say
+    # beta_sum for all six calls.
+    lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
+                        flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_icfmain", ["skep28z_icfmain.c"], libs=["-ldl"])
+    d = sfkit.tmpdir()
+    pids = {}
+    for stem, rx in [("a", "beta|lib_entry"), ("b", "alpha|lib_entry")]:
+        p, log = sfkit.record([prog, lib], out=os.path.join(d, stem + ".log"), args=["-q", "--filter-regex", rx])
+        sfkit.eq(p.stdout, "34 34\n", "program output")
+        info = _read([sfkit.SFTRACE, "info", log]).stdout
+        pids[stem] = re.search(r"^# pid\s*: (\d+)$", info, re.M).group(1)
+    want = {pids["a"]: "beta_sum", pids["b"]: "alpha_sum"}
+    rp = _read([sfkit.SFTRACE, "replay", "--no-pager", d]).stdout
+    rp_names, pid = {}, None
+    for ln in rp.splitlines():
+        m = re.match(r"# process (\d+):", ln)
+        if m:
+            pid = m.group(1)
+        m = re.search(r"\| (\w+_sum)\(\);", ln)
+        if m:
+            rp_names.setdefault(pid, set()).add(m.group(1))
+    sfkit.eq(rp_names, {k: {v} for k, v in want.items()}, "replay's names per process")
+    rep = _read([sfkit.SFTRACE, "report", "--no-pager", "--threads", "--format", "tsv", d]).stdout
+    rep_names = {}
+    for r in rep.splitlines()[1:]:
+        c = r.split("\t")
+        if c[3].endswith("_sum"):
+            rep_names.setdefault(c[0], set()).add(c[3])
+    got = {k: v for k, v in rep_names.items()}
+    if got != {k: {v} for k, v in want.items()}:
+        raise sfkit.Skip(f"known break, issue 28 open: report of a directory names a folded function by one "
+                         f"recording's filter for every process: got {got}, replay says {rp_names}")
+
+
+def test_two_filter_files_selecting_in_one_object():
+    # x.filter selects mainfn in the program and alpha_sum in the library,
+    # y.filter selects lib_entry in the same library; record -f DIR merges
+    # them. Seen on integ3: the merged filter keeps both blocks for the
+    # library but only the first is applied: lib_entry is not recorded, and
+    # info says 2 functions selected.
+    fixdir = sfkit.FIXBUILD
+    lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
+                        flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_linked", ["skep28z_linked.c"],
+                         libs=["-L" + fixdir, "-lskep28z_icf", "-Wl,-rpath," + fixdir])
+    d = sfkit.tmpdir()
+    fl = os.path.join(d, "filters")
+    os.mkdir(fl)
+    sfkit.run([sfkit.SFTRACE, "filter", "-q", "-p", prog, "-p", lib, "-r", "mainfn|alpha", "-o",
+               os.path.join(fl, "x.filter")])
+    sfkit.run([sfkit.SFTRACE, "filter", "-q", "-p", lib, "-r", "lib_entry", "-o", os.path.join(fl, "y.filter")])
+    p, log = sfkit.record([prog], out=os.path.join(d, "t", "sf.log"), args=["-q", "-f", fl])
+    sfkit.eq(p.stdout, "70\n", "program output")
+    # lib_entry tail-calls alpha_sum: a tail mark, if any, is not what this case is about
+    got = [c.split(" /* tail call")[0] for c in sfkit.call_column(sfkit.replay_text(log))]
+    want = ["mainfn() {", "  lib_entry();", "  alpha_sum();", "} /* mainfn */"] * 2
+    info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
+    sel = re.search(r"^# filter\s*: .*\((\d+) functions selected\)", info, re.M).group(1)
+    if (got, sel) != (want, "3"):
+        raise sfkit.Skip(f"known break, issue 28 open: two filter files for one object apply the first only: "
+                         f"replay {got}, want {want}; info selected {sel}, want 3")
+
+
+def test_exit_state_of_an_image_that_execd():
+    # The first image calls execl (no fork); the second returns 7. Seen on
+    # integ3: the first image's log says "unknown (no exit record: running,
+    # or it died and sftrace record did not reap it)", though it neither
+    # runs nor died: it exec'd (the same pid's next log continues it).
+    prog = sfkit.build_c("skep28z_exec", ["skep28z_exec.c"])
+    p, log = sfkit.record([prog], args=["-q"], check_rc=7)
+    sfkit.eq(p.stdout, "before exec\nafter exec\n", "program output")
+    d = os.path.dirname(log)
+    states = {}
+    for f in sorted(os.listdir(d)):
+        info = sfkit.run([sfkit.SFTRACE, "info", os.path.join(d, f)]).stdout
+        cmd = re.search(r"^# cmdline\s*: (.*)$", info, re.M).group(1)
+        states[cmd.split(" ", 1)[-1] if " " in cmd else "first"] = \
+            re.search(r"^# exit state\s*: (.*)$", info, re.M).group(1)
+    sfkit.eq(states.get("again"), "exited 7", "second image")
+    if "exec" not in states.get("first", ""):
+        raise sfkit.Skip(f"known break, issue 28 open: an image that exec'd reads as unknown/died: {states}")
+
+
+def test_filter_regex_object_selecting_nothing():
+    # --filter-regex 'lib_entry' selects nothing in the program itself; the
+    # recorded filter (STEM.recorded.filter) lists the program's object with
+    # no function. Seen on integ3 under CI's UBSan build: every reading
+    # command dies with "trace_cut.c:95: null pointer passed as argument 1"
+    # (qsort of an empty list); the plain build reads it.
+    lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
+                        flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_icfmain", ["skep28z_icfmain.c"], libs=["-ldl"])
+    p, log = sfkit.record([prog, lib], args=["-q", "--filter-regex", "lib_entry"])
+    sfkit.eq(p.stdout, "34 34\n", "program output")
+    info = _read([sfkit.SFTRACE, "info", log]).stdout
+    sfkit.check("# filter            : --filter-regex lib_entry (1 functions selected)\n" in info
+                or "# filter            : --filter-regex lib_entry (1 function selected)\n" in info, info)
+    sfkit.eq(sfkit.call_column(_read([sfkit.SFTRACE, "replay", "--no-pager", log]).stdout),
+             ["lib_entry();", "lib_entry();"], "replay")
+
+
+def test_small_cap_on_a_tiny_run():
+    # A run of 4 events (lib_entry twice, by a filter) under --max-size 64K.
+    # Seen on integ3: the finished log is 4.5 KB, but all 4 events are
+    # dropped and info says the cap was reached: a thread's buffer (the log
+    # is 72 KB while it records, 73728 bytes with a 100K cap) counts against
+    # the cap, not what the log ends up holding. 100K records all 4.
+    fixdir = sfkit.FIXBUILD
+    lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
+                        flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_linked", ["skep28z_linked.c"],
+                         libs=["-L" + fixdir, "-lskep28z_icf", "-Wl,-rpath," + fixdir])
+    d = sfkit.tmpdir()
+    sfkit.run([sfkit.SFTRACE, "filter", "-q", "-p", lib, "-r", "lib_entry", "-o", os.path.join(d, "y.filter")])
+    got = {}
+    for cap in ["100K", "64K"]:
+        p, log = sfkit.record([prog], out=os.path.join(d, cap, "sf.log"),
+                              args=["-q", "-f", os.path.join(d, "y.filter"), "--max-size", cap])
+        sfkit.eq(p.stdout, "70\n", "program output")
+        info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
+        got[cap] = (re.search(r"^# events\s*: (\d+)$", info, re.M).group(1),
+                    re.search(r"^# losses\s*: (\d+) dropped", info, re.M).group(1))
+    sfkit.eq(got["100K"], ("4", "0"), "100K cap")
+    if got["64K"] != ("4", "0"):
+        raise sfkit.Skip(f"known break, issue 28 open: --max-size 64K drops every event of a 4-event run whose "
+                         f"log is 4.5 KB: (events, dropped) {got['64K']}")

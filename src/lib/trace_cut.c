@@ -92,7 +92,8 @@ struct cut_filter *cut_filter_load(const char *path)
 	}
 	free(text);
 	for (size_t i = 0; i < f->nobjs; i++)
-		qsort(f->objs[i].addrs, f->objs[i].n, sizeof(uint64_t), cmp_u64);
+		if (f->objs[i].n) /* an object that selects nothing has no array (qsort(NULL, 0) is undefined) */
+			qsort(f->objs[i].addrs, f->objs[i].n, sizeof(uint64_t), cmp_u64);
 	return f;
 }
 

@@ -420,7 +420,7 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	       t->allocs, a, t->frees, t->reallocs, t->temporaries);
 	printf("peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64 " blocks live at the end%s\n", b,
 	       t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
-	       r->proc->info->state == SF_STATE_EXITED ? "" : " (the process did not exit normally)");
+	       lr_exited_normally(r->proc->info) ? "" : " (the process did not exit normally)");
 	if (r->fork_parent) {
 		human(t->inherited_bytes, a, sizeof(a));
 		printf("forked from pid %u: started with its %s in %" PRIu64 " live blocks\n", r->fork_parent->info->pid,

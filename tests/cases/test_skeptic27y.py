@@ -87,21 +87,17 @@ def test_fork_chain_from_a_thread_and_a_signal_handler():
 
 
 def test_exit_via__exit_is_not_called_abnormal():
-    """KNOWN BREAK. A fork child ending with _exit(0) (the usual idiom
-    after fork) is recorded as exited 0 (`sftrace info`: "exited 0
-    (_exit)"), yet `memory` writes "live at the end (the process did not
-    exit normally)" beside its heap, as for a crash or a kill: the
-    condition looks only at the header's state (destructor ran), not at
-    the exit record that info reads."""
+    """Fixed in h27g (was a break: the condition looked only at the
+    header's state, not at the exit record info reads). A fork child ending
+    with _exit(0) (the usual idiom after fork) is recorded as exited 0
+    (`sftrace info`: "exited 0 (_exit)"), and `memory` writes no "(the
+    process did not exit normally)" beside its heap, as for the parent."""
     exe = build_c("skep27y_exit", ["skep27y_exit.c"])
     p, log = record([exe], out=os.path.join(tmpdir(), "t", "sf.log"), args=["--alloc", "-q"])
     d = os.path.dirname(log)
     states = re.findall(r"exit state\s*: (.*)", run([SFTRACE, "info", d]).stdout)
     eq(sorted(states), ["exited 0", "exited 0 (_exit)"], "info's exit states")
-    ends = sorted(re.findall(r"live at the end(.*)", table(d)))
-    if ends != ["", ""]:
-        raise Skip("known break, issue 27 open: memory says a process that called _exit(0) 'did not exit "
-                   f"normally': {ends}")
+    eq(sorted(re.findall(r"live at the end(.*)", table(d))), ["", ""], "what follows 'live at the end'")
 
 
 def test_symlinked_output_updates_its_target():

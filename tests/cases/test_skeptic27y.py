@@ -101,12 +101,11 @@ def test_exit_via__exit_is_not_called_abnormal():
 
 
 def test_symlinked_output_updates_its_target():
-    """KNOWN BREAK. `--flamegraph link.svg` where link.svg is a symlink to
-    real.svg: the symlink itself is replaced by a new regular file (the
-    temporary renamed over the link), and real.svg keeps its old content,
-    with no word said. The shell's `>`, cp and the compilers write the
-    link's target; atomic replacement is still possible by renaming over
-    the resolved path."""
+    """Fixed in h27g (was a break: the temporary was renamed over the link,
+    real.svg kept its old content). `--flamegraph link.svg` where link.svg
+    is a symlink to real.svg writes real.svg, as the shell's `>`, cp and the
+    compilers do, and the link stays; the replacement is still atomic (a
+    rename over the resolved path)."""
     exe = build_c("skep27y_merge", ["skep27y_merge.c"])
     _, log = record([exe], args=["--alloc", "-q"])
     d = tmpdir()
@@ -118,10 +117,9 @@ def test_symlinked_output_updates_its_target():
     with open(link) as f:
         eq(f.read(5), "<?xml", "what link.svg reads")
     with open(real) as f:
-        got = f.read(5)
-    if not os.path.islink(link) or got != "<?xml":
-        raise Skip(f"known break, issue 27 open: link.svg became a {'symlink' if os.path.islink(link) else 'file'}"
-                   f", real.svg reads {got!r}")
+        eq(f.read(5), "<?xml", "what real.svg reads")
+    eq(os.readlink(link), "real.svg", "link.svg is still the link")
+    eq(sorted(os.listdir(d)), ["link.svg", "real.svg"], "no temporary file left")
 
 
 def test_width_40_header_fits():

@@ -200,14 +200,14 @@ def test_truncated_log_is_not_a_clean_report():
 
 
 def test_string_growth_tail_called_at_o2_is_at_the_users_line():
-    """KNOWN BREAK (claim 17: operator+=/append/replace of basic_string
-    folded, also when inlined at -O2). op_pluseq(s) { s += big; } compiles
-    to `jmp basic_string::_M_append@plt` (operator+= and append inlined,
-    the growth out of line in libstdc++, tail-called). The row is
-    op_pluseq's, a tail call, but at basic_string.h:1422 (the inlined
-    append's line), not the user's line 8 (nor the function's own line 7);
-    append likewise, insert and replace at basic_string.h:2171 (_M_replace).
-    The constructor (line 23, a call, not a tail call) is right."""
+    """Fixed in h27g (claim 17: operator+=/append/replace of basic_string
+    folded, also when inlined at -O2; was at basic_string.h:1422 and 2171,
+    the inlined append's and _M_replace's lines). op_pluseq(s) { s += big; }
+    compiles to `jmp basic_string::_M_append@plt` (operator+= and append
+    inlined, the growth out of line in libstdc++, tail-called). The row is
+    op_pluseq's, a tail call, at the user's line 8 (the outermost inlined
+    call's line); append, insert and replace likewise. The constructor
+    (line 23, a call, not a tail call) is right."""
     exe = build_c("skep27y_strops", ["skep27y_strops.cc"], compiler="clang++")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok\n", "the program's output")
@@ -215,9 +215,10 @@ def test_string_growth_tail_called_at_o2_is_at_the_users_line():
     eq(rows["op_ctor(…)"], (301, 1, "skep27y_strops.cc:23"), "op_ctor's row")
     want = {"op_pluseq(…)": (301, 1, "skep27y_strops.cc:8"), "op_append(…)": (301, 1, "skep27y_strops.cc:11"),
             "op_insert(…)": (301, 1, "skep27y_strops.cc:14"), "op_replace(…)": (301, 1, "skep27y_strops.cc:17")}
-    got = {k: rows.get(k) for k in want}
-    if got != want:
-        raise Skip(f"known break, issue 27 open: tail-called string growth at libstdc++'s lines: {got}")
+    eq({k: rows.get(k) for k in want}, want, "the tail-called growths' rows")
+    out = table(log, ["--width", "200"])
+    eq([r.split("  op_pluseq(…)  ")[1].split("  ←")[0] for r in out.splitlines() if "  op_pluseq(…)  " in r],
+       ["skep27y_strops.cc:8 (tail call)"] * 3, "op_pluseq's rows (sites, peak, leaks)")
 
 
 def test_diff_rows_keep_file_line_whole_at_every_width():

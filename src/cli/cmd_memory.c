@@ -357,9 +357,11 @@ static void report_json(const struct heap_result *r, const struct ms_table *rows
 	printf(",\"summary\":{\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"reallocs\":%" PRIu64
 	       ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
 	       ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
-	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu",
+	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu"
+	       ",\"truncated\":%s",
 	       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-	       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+	       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages,
+	       lr_truncated(r->proc->log) ? "true" : "false");
 	if (r->fork_parent)
 		printf(",\"inherited_bytes\":%" PRIu64 ",\"inherited_blocks\":%" PRIu64 ",\"fork_parent_pid\":%u",
 		       t->inherited_bytes, t->inherited_blocks, r->fork_parent->info->pid);
@@ -393,9 +395,10 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 		printf("allocations\t%" PRIu64 "\nfrees\t%" PRIu64 "\nreallocs\t%" PRIu64 "\nbytes_allocated\t%" PRIu64
 		       "\ntemporary\t%" PRIu64 "\npeak_bytes\t%" PRIu64 "\npeak_blocks\t%" PRIu64
 		       "\npeak_time_ns\t%" PRIu64 "\nleaked_bytes\t%" PRIu64 "\nleaked_blocks\t%" PRIu64
-		       "\nunmatched_frees\t%" PRIu64 "\nstages\t%zu\n",
+		       "\nunmatched_frees\t%" PRIu64 "\nstages\t%zu\ntruncated\t%d\n",
 		       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-		       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+		       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages,
+		       lr_truncated(r->proc->log) != 0);
 		if (r->fork_parent)
 			printf("inherited\t%" PRIu64 "\t%" PRIu64 "\t%u\n", t->inherited_bytes, t->inherited_blocks,
 			       r->fork_parent->info->pid);
@@ -413,6 +416,10 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	char a[32], b[32], c[32];
 	if (several)
 		printf("\n== process %u (%s)\n", r->proc->info->pid, sf_esc(r->proc->cmdline));
+	/* a cut log's figures stop at the cut: a report that looks whole
+	 * (0 B live) would read as a clean run */
+	if (lr_truncated(r->proc->log))
+		printf("partial: the log is truncated, these figures cover only the events before the cut\n");
 	human(t->bytes, a, sizeof(a));
 	human(t->peak_bytes, b, sizeof(b));
 	human(t->leak_bytes, c, sizeof(c));

@@ -4,6 +4,7 @@ h27x (merged rows, fork chains, peak times, checked outputs, widths) attacked
 again. Cases that reproduce a break skip as known until it is fixed.
 
 Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic27y.py."""
+import json
 import os
 import re
 import sys
@@ -181,22 +182,29 @@ def test_peak_times_of_children_200ms_apart_agree_with_perfetto():
 
 
 def test_truncated_log_is_not_a_clean_report():
-    """KNOWN BREAK (claim 8: a truncated log gives a one-line error, non-zero
-    exit, no partial output). The log cut to its first chunk (before any
-    allocation event) gives a warning on stderr and, on stdout, exit 0 with
-    "0 allocations ... 0 B in 0 blocks live at the end": a report that
-    reads as a clean, leak-free run (FORMAT.md documents the warning; the
-    report itself says nothing)."""
+    """Fixed in h27g (claim 8; was: exit 0 with "0 allocations ... 0 B in
+    0 blocks live at the end" and nothing on stdout saying so, a report
+    that read as a clean, leak-free run). The rule (FORMAT.md: a truncated
+    log is read up to the cut, with a warning): the log cut to its first
+    chunk (before any allocation event) gives the warning on stderr, exit
+    0, and the report itself says its figures are partial: a text line,
+    tsv's `truncated 1`, json's "truncated": true. The whole log says 0 /
+    false."""
     exe = build_c("skep27y_merge", ["skep27y_merge.c"])
     _, log = record([exe], args=["--alloc", "-q"])
     cut = os.path.join(tmpdir(), "cut.log")
     with open(log, "rb") as f, open(cut, "wb") as g:
         g.write(f.read(5000))
-    p = run([SFTRACE, "memory", cut], check_rc=None)
+    p = run([SFTRACE, "memory", cut], check_rc=0)
     eq("truncated" in p.stderr, True, f"a warning: {p.stderr!r}")
-    if p.returncode == 0 and "truncated" not in p.stdout:
-        raise Skip("known break, issue 27 open: memory on a truncated log exits 0 with a clean-looking report: "
-                   + p.stdout.splitlines()[1])
+    eq(p.stdout.splitlines()[0],
+       "partial: the log is truncated, these figures cover only the events before the cut", "the text's first line")
+    for path, want in ((cut, ("1", True)), (log, ("0", False))):
+        out = run([SFTRACE, "memory", "--format", "tsv", path], check_rc=0).stdout
+        eq(re.findall(r"^truncated\t(.*)$", out, re.M), [want[0]], f"tsv's truncated of {path}")
+        doc = json.loads(run([SFTRACE, "memory", "--format", "json", path], check_rc=0).stdout)
+        eq(doc["summary"]["truncated"], want[1], f"json's truncated of {path}")
+    eq("partial" in table(log), False, "the whole log's report says nothing of a cut")
 
 
 def test_string_growth_tail_called_at_o2_is_at_the_users_line():

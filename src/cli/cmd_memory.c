@@ -183,7 +183,7 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	ms_location(r, row, 1, loc, sizeof(loc));
 	if (row->tail)
 		snprintf(loc + strlen(loc), sizeof(loc) - strlen(loc), " (tail call)");
-	ms_name_loc(sf_esc(ms_func_name(r, row, o->full_names)), loc, width, piece, sizeof(piece));
+	ms_name_loc(sf_esc(ms_func_name(r, row, o->full_names)), loc, width, 0, piece, sizeof(piece));
 	fit_put(l, piece, 1);
 	if (row->func == UINT32_MAX)
 		return;

@@ -170,6 +170,17 @@ static int fit_put(struct fitline *l, const char *s, int cut)
 	return 0;
 }
 
+/* The heads of the rows' text column, as many as `width` columns hold:
+ * the header is no wider than the rows. */
+static const char *column_heads(size_t width)
+{
+	static const char *const heads[] = {"allocated in  at  ← called from", "allocated in  at", "allocated in"};
+	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
+		if (ms_cols(heads[i]) <= width)
+			return heads[i];
+	return "in";
+}
+
 /* "grab  heap.c:6 (tail call)  ← main ← run": the allocating function, its
  * location, then its callers as far as the width allows. */
 static void row_text(const struct heap_result *r, const struct ms_row *row, const struct mem_opts *o, size_t width,
@@ -313,8 +324,7 @@ static void table(const struct heap_result *r, const struct ms_table *t, const s
 	if (fmt == FMT_JSON)
 		printf(",\n\"%s\":[", section);
 	else if (!tsv)
-		printf("\n%s\n%10s %8s  %s\n", title, "bytes", key == BY_TEMP ? "temp" : "blocks",
-		       "allocated in  at  ← called from");
+		printf("\n%s\n%10s %8s  %s\n", title, "bytes", key == BY_TEMP ? "temp" : "blocks", column_heads(width));
 	for (size_t i = 0; i < t->n; i++) {
 		const struct ms_row *s = &t->rows[ix[i]];
 		if (!row_listed(s, key, fmt))

@@ -361,7 +361,9 @@ void ms_name_loc(const char *name, const char *loc, size_t width, int whole_loc,
 		name_room = nc < 2 ? nc : 2; /* "g", or a letter and "…": the row grows past width */
 		width = name_room + sep + lc;
 	} else if (!whole_loc && name_room < (nc < 10 ? nc : 10)) {
-		name_room = width; /* too narrow for both: the name first, as far as it goes */
+		/* too narrow for both: the name first, as far as it goes, with
+		 * 3 columns kept for the location ("in…"), never left out */
+		name_room = width > sep + 3 ? width - sep - 3 : width;
 	}
 	buf[0] = 0;
 	put_cut(buf, cap, &len, name, name_room);

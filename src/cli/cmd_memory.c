@@ -170,6 +170,17 @@ static int fit_put(struct fitline *l, const char *s, int cut)
 	return 0;
 }
 
+/* The heads of the rows' text column, as many as `width` columns hold:
+ * the header is no wider than the rows. */
+static const char *column_heads(size_t width)
+{
+	static const char *const heads[] = {"allocated in  at  ← called from", "allocated in  at", "allocated in"};
+	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
+		if (ms_cols(heads[i]) <= width)
+			return heads[i];
+	return "in";
+}
+
 /* "grab  heap.c:6 (tail call)  ← main ← run": the allocating function, its
  * location, then its callers as far as the width allows. */
 static void row_text(const struct heap_result *r, const struct ms_row *row, const struct mem_opts *o, size_t width,
@@ -183,7 +194,7 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	ms_location(r, row, 1, loc, sizeof(loc));
 	if (row->tail)
 		snprintf(loc + strlen(loc), sizeof(loc) - strlen(loc), " (tail call)");
-	ms_name_loc(sf_esc(ms_func_name(r, row, o->full_names)), loc, width, piece, sizeof(piece));
+	ms_name_loc(sf_esc(ms_func_name(r, row, o->full_names)), loc, width, 0, piece, sizeof(piece));
 	fit_put(l, piece, 1);
 	if (row->func == UINT32_MAX)
 		return;
@@ -313,8 +324,7 @@ static void table(const struct heap_result *r, const struct ms_table *t, const s
 	if (fmt == FMT_JSON)
 		printf(",\n\"%s\":[", section);
 	else if (!tsv)
-		printf("\n%s\n%10s %8s  %s\n", title, "bytes", key == BY_TEMP ? "temp" : "blocks",
-		       "allocated in  at  ← called from");
+		printf("\n%s\n%10s %8s  %s\n", title, "bytes", key == BY_TEMP ? "temp" : "blocks", column_heads(width));
 	for (size_t i = 0; i < t->n; i++) {
 		const struct ms_row *s = &t->rows[ix[i]];
 		if (!row_listed(s, key, fmt))
@@ -357,9 +367,11 @@ static void report_json(const struct heap_result *r, const struct ms_table *rows
 	printf(",\"summary\":{\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"reallocs\":%" PRIu64
 	       ",\"bytes_allocated\":%" PRIu64 ",\"temporary\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
 	       ",\"peak_blocks\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
-	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu",
+	       ",\"leaked_blocks\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"stages\":%zu"
+	       ",\"truncated\":%s",
 	       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-	       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+	       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages,
+	       lr_truncated(r->proc->log) ? "true" : "false");
 	if (r->fork_parent)
 		printf(",\"inherited_bytes\":%" PRIu64 ",\"inherited_blocks\":%" PRIu64 ",\"fork_parent_pid\":%u",
 		       t->inherited_bytes, t->inherited_blocks, r->fork_parent->info->pid);
@@ -393,9 +405,10 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 		printf("allocations\t%" PRIu64 "\nfrees\t%" PRIu64 "\nreallocs\t%" PRIu64 "\nbytes_allocated\t%" PRIu64
 		       "\ntemporary\t%" PRIu64 "\npeak_bytes\t%" PRIu64 "\npeak_blocks\t%" PRIu64
 		       "\npeak_time_ns\t%" PRIu64 "\nleaked_bytes\t%" PRIu64 "\nleaked_blocks\t%" PRIu64
-		       "\nunmatched_frees\t%" PRIu64 "\nstages\t%zu\n",
+		       "\nunmatched_frees\t%" PRIu64 "\nstages\t%zu\ntruncated\t%d\n",
 		       t->allocs, t->frees, t->reallocs, t->bytes, t->temporaries, t->peak_bytes, t->peak_blocks,
-		       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages);
+		       t->peak_time, t->leak_bytes, t->leak_blocks, t->unmatched_frees, r->nstages,
+		       lr_truncated(r->proc->log) != 0);
 		if (r->fork_parent)
 			printf("inherited\t%" PRIu64 "\t%" PRIu64 "\t%u\n", t->inherited_bytes, t->inherited_blocks,
 			       r->fork_parent->info->pid);
@@ -413,6 +426,10 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	char a[32], b[32], c[32];
 	if (several)
 		printf("\n== process %u (%s)\n", r->proc->info->pid, sf_esc(r->proc->cmdline));
+	/* a cut log's figures stop at the cut: a report that looks whole
+	 * (0 B live) would read as a clean run */
+	if (lr_truncated(r->proc->log))
+		printf("partial: the log is truncated, these figures cover only the events before the cut\n");
 	human(t->bytes, a, sizeof(a));
 	human(t->peak_bytes, b, sizeof(b));
 	human(t->leak_bytes, c, sizeof(c));
@@ -420,7 +437,7 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	       t->allocs, a, t->frees, t->reallocs, t->temporaries);
 	printf("peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64 " blocks live at the end%s\n", b,
 	       t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
-	       r->proc->info->state == SF_STATE_EXITED ? "" : " (the process did not exit normally)");
+	       lr_exited_normally(r->proc->info) ? "" : " (the process did not exit normally)");
 	if (r->fork_parent) {
 		human(t->inherited_bytes, a, sizeof(a));
 		printf("forked from pid %u: started with its %s in %" PRIu64 " live blocks\n", r->fork_parent->info->pid,

@@ -21,6 +21,7 @@ struct dsite {
 	char *key;      /* full name \t location: what matches */
 	char *name;     /* the name a table shows (short unless --names full) */
 	char *loc;
+	int tail;       /* the function tail-called the allocator */
 	int side;       /* 0 old, 1 new */
 	uint64_t v[NV];
 };
@@ -34,6 +35,7 @@ struct dside {
 /* A matched pair. */
 struct drow {
 	const char *name, *loc, *key;
+	int tail; /* a tail call's site, on either side */
 	uint64_t old[NV], new[NV];
 	int64_t d[NV];
 };
@@ -53,6 +55,7 @@ static void add_site(struct dside *ds, int side, const struct heap_result *r, co
 	snprintf(d->key, kl, "%s\t%s", fn, loc);
 	d->name = xstrdup(ms_func_name(r, row, full));
 	d->loc = xstrdup(loc);
+	d->tail = row->tail;
 	d->side = side;
 	uint64_t v[NV] = {row->allocs, row->bytes, row->peak_bytes, row->leak_bytes, row->leak_blocks};
 	memcpy(d->v, v, sizeof(v));
@@ -123,6 +126,7 @@ static struct drow *match(struct dside *ds, size_t *nrows)
 			r->name = ds->s[i].name;
 			r->loc = ds->s[i].loc;
 		}
+		r->tail |= ds->s[i].tail;
 		uint64_t *into = ds->s[i].side ? r->new : r->old;
 		for (int v = 0; v < NV; v++)
 			into[v] += ds->s[i].v[v];
@@ -177,11 +181,13 @@ static void print_table(const struct drow *rows, size_t n, const struct dside *d
 			break;
 		}
 		const struct drow *r = &rows[i];
-		char b[48], p[48], l[48], text[4096];
+		char b[48], p[48], l[48], loc[1100], text[4096];
 		signed_bytes(r->d[V_BYTES], b, sizeof(b));
 		signed_bytes(r->d[V_PEAK], p, sizeof(p));
 		signed_bytes(r->d[V_LEAK_BYTES], l, sizeof(l));
-		ms_name_loc(sf_esc(r->name), r->loc, width, text, sizeof(text));
+		/* as the site tables: the location whole, marked as a tail call */
+		snprintf(loc, sizeof(loc), "%s%s", r->loc, r->tail ? " (tail call)" : "");
+		ms_name_loc(sf_esc(r->name), loc, width, 1, text, sizeof(text));
 		printf("%+8" PRId64 " %10s %10s %10s  %s\n", r->d[V_ALLOCS], b, p, l, text);
 		shown++;
 	}

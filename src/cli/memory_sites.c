@@ -353,12 +353,18 @@ static void put_cut(char *buf, size_t cap, size_t *len, const char *s, size_t ro
 		*len = cap - 1;
 }
 
-void ms_name_loc(const char *name, const char *loc, size_t width, char *buf, size_t cap)
+void ms_name_loc(const char *name, const char *loc, size_t width, int whole_loc, char *buf, size_t cap)
 {
 	size_t nc = ms_cols(name), lc = ms_cols(loc), sep = *loc ? 2 : 0, len = 0;
 	size_t name_room = width > sep + lc ? width - sep - lc : 0;
-	if (name_room < (nc < 10 ? nc : 10))
-		name_room = width; /* too narrow for both: the name first, as far as it goes */
+	if (whole_loc && name_room < (nc < 2 ? nc : 2)) {
+		name_room = nc < 2 ? nc : 2; /* "g", or a letter and "…": the row grows past width */
+		width = name_room + sep + lc;
+	} else if (!whole_loc && name_room < (nc < 10 ? nc : 10)) {
+		/* too narrow for both: the name first, as far as it goes, with
+		 * 3 columns kept for the location ("in…"), never left out */
+		name_room = width > sep + 3 ? width - sep - 3 : width;
+	}
 	buf[0] = 0;
 	put_cut(buf, cap, &len, name, name_room);
 	if (!*loc)

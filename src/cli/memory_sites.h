@@ -98,7 +98,10 @@ size_t ms_cols(const char *s);
 /* "NAME  LOC" in at most `width` columns for a table row: the location
  * (file:line, what tells rows apart) stays whole and the name is cut with
  * "…"; when the location leaves under 10 columns for the name, the name
- * comes first and the location gets what is left. */
-void ms_name_loc(const char *name, const char *loc, size_t width, char *buf, size_t cap);
+ * comes first and the location gets what is left, at least 3 columns
+ * (cut, never left out), unless whole_loc: then
+ * the location stays whole whatever the width (the name cut to a letter
+ * and "…"; the text then takes more than width columns). */
+void ms_name_loc(const char *name, const char *loc, size_t width, int whole_loc, char *buf, size_t cap);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -1439,6 +1440,18 @@ const struct lr_info *lr_info(const struct lr_log *log) { return &log->info; }
 size_t lr_nobjects(const struct lr_log *log) { return log->nobjects; }
 size_t lr_nthreads(const struct lr_log *log) { return log->nthreads; }
 int lr_truncated(const struct lr_log *log) { return log->truncated ? 1 : log->chunks_missing ? 2 : 0; }
+
+int lr_exited_normally(const struct lr_info *info)
+{
+	uint32_t src = (uint32_t)(info->exit_state >> 32), st = (uint32_t)info->exit_state;
+	if (info->snapshot)
+		return 0;
+	if (src == SF_EXIT_CALLED || src == SF_EXIT_EXITED)
+		return 1;
+	if (src == SF_EXIT_REAPED)
+		return WIFEXITED(st);
+	return info->state == SF_STATE_EXITED;
+}
 
 const struct lr_object *lr_object_at(const struct lr_log *log, size_t i)
 {

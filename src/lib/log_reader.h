@@ -233,6 +233,11 @@ size_t lr_nthreads(const struct lr_log *log);
  * for the log of a process that ended). Either way what the header says
  * about the run's end does not hold for the events read. */
 int lr_truncated(const struct lr_log *log);
+/* Whether the process ended by exiting (exit, a return from main, _exit,
+ * or a wait status of an exit), not by a signal or an exec, as far as the
+ * log knows: its exit hooks ran or an exit was recorded (docs/FORMAT.md
+ * "Exit state"). A snapshot's process had not ended: 0. */
+int lr_exited_normally(const struct lr_info *info);
 const struct lr_thread *lr_thread_at(const struct lr_log *log, size_t i);
 
 /* Warnings found while indexing, one line each (no file name prefix). */

@@ -95,8 +95,9 @@ enum {
 int ls_tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uint32_t tailer);
 
 /* The source line of function func's tail calls (the jmp after each
- * tail-call sled): 1 with *file and *line (as ls_site_line) when they all
- * lie on one line, else 0. */
+ * tail-call sled) in func's own code (a jmp in inlined code: the outermost
+ * inlined call's line): 1 with *file and *line (as ls_site_line) when they
+ * all lie on one line, else 0. */
 int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint32_t *line);
 
 /* The call in function func that a heap event's return-address tag

@@ -87,6 +87,7 @@ struct sf_outfile {
 	int err_no;
 	const char *err_what; /* "cannot write" ... for the message */
 	char *path;
+	char *dest; /* path with its symlinks resolved: what the temporary replaces */
 	char *tmp;
 	unsigned long long bytes;
 	uint8_t *buf; /* plain: staging; gzip: the input of the filling slot */
@@ -463,6 +464,35 @@ static int create_temp(const char *path, char **tmp_out)
 	return -1;
 }
 
+/* The file a write to path lands in, as the shell's `>`, cp and the
+ * compilers write it: a symlink at path (or at the end of a chain of them)
+ * stands for its target, which the new content replaces while the links
+ * stay. A link to a missing file gives that file's path (created, as `>`
+ * does). Directories on the way are left as given: rename(2) follows
+ * them. malloc'd. */
+static char *resolve_links(const char *path)
+{
+	char *cur = xstrdup(path);
+	for (int hops = 0; hops < 40; hops++) { /* the kernel's own limit (ELOOP) */
+		char buf[4096];
+		ssize_t n = readlink(cur, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			return cur; /* not a link (or unreadable: the open says why) */
+		buf[n] = '\0';
+		const char *slash = strrchr(cur, '/');
+		char *next;
+		if (buf[0] == '/' || !slash)
+			next = xstrdup(buf);
+		else if (asprintf(&next, "%.*s%s", (int)(slash - cur + 1), cur, buf) < 0)
+			next = NULL;
+		if (!next)
+			return cur;
+		free(cur);
+		cur = next;
+	}
+	return cur;
+}
+
 /* A target that exists and is neither a regular file nor a directory (a
  * device such as /dev/null or /dev/full, a FIFO, a socket; also through a
  * symlink such as /dev/stdout) is written in place: a temporary file renamed
@@ -487,8 +517,9 @@ int sf_outfile_check(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
-	char *tmp;
-	int fd = create_temp(path, &tmp);
+	char *tmp, *dest = resolve_links(path);
+	int fd = create_temp(dest, &tmp);
+	free(dest);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
 		return -1;
@@ -503,17 +534,19 @@ int sf_outfile_check(const char *path, char *err, size_t errlen)
 
 struct sf_outfile *sf_outfile_open(const char *path, int gzip, char *err, size_t errlen)
 {
-	char *tmp = NULL;
+	char *tmp = NULL, *dest = resolve_links(path);
 	int special = is_special(path);
-	int fd = special ? open(path, O_WRONLY | O_CLOEXEC) : create_temp(path, &tmp);
+	int fd = special ? open(path, O_WRONLY | O_CLOEXEC) : create_temp(dest, &tmp);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot %s %s: %s", special ? "open" : "create", path, strerror(errno));
+		free(dest);
 		return NULL;
 	}
 	struct sf_outfile *of = xcalloc(1, sizeof(*of));
 	of->fd = fd;
 	of->tmp = tmp;
 	of->path = xstrdup(path);
+	of->dest = dest;
 	if (gzip < 0 ? ends_with(path, ".gz") : gzip != 0) {
 		/* Header: magic, deflate, no flags, no mtime (reproducible
 		 * output), no extra flags, OS = Unix. */
@@ -576,6 +609,7 @@ static void release(struct sf_outfile *of)
 		free(of->buf);
 	free(of->tmp);
 	free(of->path);
+	free(of->dest);
 	free(of);
 }
 
@@ -599,7 +633,7 @@ int sf_outfile_commit(struct sf_outfile *of)
 	if (close(of->fd) != 0)
 		fail(of, "cannot write", errno);
 	of->fd = -1;
-	if (!of->failed && of->tmp && rename(of->tmp, of->path) != 0)
+	if (!of->failed && of->tmp && rename(of->tmp, of->dest) != 0)
 		fail(of, "cannot rename temporary file to", errno);
 	if (of->failed) {
 		sf_error("%s %s: %s", of->err_what, of->path, strerror(of->err_no));

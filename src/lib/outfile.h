@@ -4,7 +4,9 @@
  * so the final rename stays on one filesystem); sf_outfile_commit renames it
  * over the target, sf_outfile_abort deletes it. So the target path only ever
  * holds the old file or the complete new one, never partial output. A
- * symlink at the target is replaced, not followed (rename semantics).
+ * symlink at the target is followed, as the shell's `>` and cp follow it:
+ * the temporary goes next to the link's target and is renamed over it, so
+ * the link stays and its target gets the new content, still atomically.
  * A target that is neither a regular file nor a directory (a device such as
  * /dev/null or /dev/full, a FIFO, a socket, also through a symlink such as
  * /dev/stdout) is written in place instead: renaming over it would replace

@@ -358,7 +358,10 @@ def test_badinput_unwritable_outputs():
     shutil.rmtree(d)
 
 
-def test_badinput_output_symlink_not_followed():
+def test_badinput_output_symlink_followed():
+    """An output path that is a symlink is written as the shell's `>` and cp
+    write it: the link stays, its target gets the content (still replaced
+    atomically, by a rename over the resolved path)."""
     d = tmpdir()
     log = os.path.join(d, "sf.log")
     record([calls_fixture()], out=log)
@@ -368,8 +371,9 @@ def test_badinput_output_symlink_not_followed():
     link = os.path.join(d, "out.pb")
     os.symlink(victim, link)
     run([SFTRACE, "convert", log, "-o", link])
-    eq(open(victim).read(), "precious\n", "symlink target untouched")
-    check(not os.path.islink(link) and os.path.getsize(link) > 1000, "the output replaced the link")
+    check(os.path.islink(link), "the link stays")
+    check(os.path.getsize(victim) > 1000 and open(victim, "rb").read(9) != b"precious\n", "the target replaced")
+    eq(sorted(os.listdir(d)), ["out.pb", "sf.log", "victim"], "no temporary file left")
     shutil.rmtree(d)
 
 

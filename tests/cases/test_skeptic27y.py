@@ -4,6 +4,7 @@ h27x (merged rows, fork chains, peak times, checked outputs, widths) attacked
 again. Cases that reproduce a break skip as known until it is fixed.
 
 Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic27y.py."""
+import json
 import os
 import re
 import sys
@@ -87,30 +88,25 @@ def test_fork_chain_from_a_thread_and_a_signal_handler():
 
 
 def test_exit_via__exit_is_not_called_abnormal():
-    """KNOWN BREAK. A fork child ending with _exit(0) (the usual idiom
-    after fork) is recorded as exited 0 (`sftrace info`: "exited 0
-    (_exit)"), yet `memory` writes "live at the end (the process did not
-    exit normally)" beside its heap, as for a crash or a kill: the
-    condition looks only at the header's state (destructor ran), not at
-    the exit record that info reads."""
+    """Fixed in h27g (was a break: the condition looked only at the
+    header's state, not at the exit record info reads). A fork child ending
+    with _exit(0) (the usual idiom after fork) is recorded as exited 0
+    (`sftrace info`: "exited 0 (_exit)"), and `memory` writes no "(the
+    process did not exit normally)" beside its heap, as for the parent."""
     exe = build_c("skep27y_exit", ["skep27y_exit.c"])
     p, log = record([exe], out=os.path.join(tmpdir(), "t", "sf.log"), args=["--alloc", "-q"])
     d = os.path.dirname(log)
     states = re.findall(r"exit state\s*: (.*)", run([SFTRACE, "info", d]).stdout)
     eq(sorted(states), ["exited 0", "exited 0 (_exit)"], "info's exit states")
-    ends = sorted(re.findall(r"live at the end(.*)", table(d)))
-    if ends != ["", ""]:
-        raise Skip("known break, issue 27 open: memory says a process that called _exit(0) 'did not exit "
-                   f"normally': {ends}")
+    eq(sorted(re.findall(r"live at the end(.*)", table(d))), ["", ""], "what follows 'live at the end'")
 
 
 def test_symlinked_output_updates_its_target():
-    """KNOWN BREAK. `--flamegraph link.svg` where link.svg is a symlink to
-    real.svg: the symlink itself is replaced by a new regular file (the
-    temporary renamed over the link), and real.svg keeps its old content,
-    with no word said. The shell's `>`, cp and the compilers write the
-    link's target; atomic replacement is still possible by renaming over
-    the resolved path."""
+    """Fixed in h27g (was a break: the temporary was renamed over the link,
+    real.svg kept its old content). `--flamegraph link.svg` where link.svg
+    is a symlink to real.svg writes real.svg, as the shell's `>`, cp and the
+    compilers do, and the link stays; the replacement is still atomic (a
+    rename over the resolved path)."""
     exe = build_c("skep27y_merge", ["skep27y_merge.c"])
     _, log = record([exe], args=["--alloc", "-q"])
     d = tmpdir()
@@ -122,27 +118,33 @@ def test_symlinked_output_updates_its_target():
     with open(link) as f:
         eq(f.read(5), "<?xml", "what link.svg reads")
     with open(real) as f:
-        got = f.read(5)
-    if not os.path.islink(link) or got != "<?xml":
-        raise Skip(f"known break, issue 27 open: link.svg became a {'symlink' if os.path.islink(link) else 'file'}"
-                   f", real.svg reads {got!r}")
+        eq(f.read(5), "<?xml", "what real.svg reads")
+    eq(os.readlink(link), "real.svg", "link.svg is still the link")
+    eq(sorted(os.listdir(d)), ["link.svg", "real.svg"], "no temporary file left")
 
 
 def test_width_40_header_fits():
-    """KNOWN BREAK (minor). At --width 40 every site row fits 40 columns,
-    but the header line ("bytes  blocks  allocated in  at  ← called from")
-    is 52 columns wide, and the "in a library" of a site with no traced
-    frame is dropped."""
+    """Fixed in h27g (minor; was: the header line "bytes  blocks
+    allocated in  at  ← called from" 52 columns wide at --width 40, and a
+    row whose name filled the text column lost its location). At every
+    width the site rows and the header fit; the header keeps the heads
+    that fit ("allocated in  at" at 40). heap_pattern's rows at --width
+    40 each keep a location after the name (cut, never left out)."""
     exe = build_c("skep27y_merge", ["skep27y_merge.c"])
     _, log = record([exe], args=["--alloc", "-q"])
     for w in (40, 60, 80, 100, 200):
         out = table(log, ["--width", str(w)])
         rows = [r for r in out.splitlines() if re.match(r"^\s+[\d.]+ (B|KiB)\s", r)]
         eq([r for r in rows if cols(r) > w], [], f"site rows wider than {w}")
-    out = table(log, ["--width", "40"])
-    wide = sorted({r for r in out.splitlines() if "allocated in" in r and cols(r) > 40})
-    if wide:
-        raise Skip(f"known break, issue 27 open: lines wider than --width 40: {wide}")
+        heads = sorted({r.split("blocks  ")[1] for r in out.splitlines() if "allocated in" in r and "blocks" in r})
+        eq(heads, ["allocated in  at" if w < 60 else "allocated in  at  ← called from"], f"heads at {w}")
+        eq(sorted({r for r in out.splitlines() if "allocated in" in r and cols(r) > w}), [], f"headers wider than {w}")
+    exe = build_c("heap_pattern", ["heap_pattern.c"], flags=["-fno-builtin", "-O1"], libs=["-lpthread"])
+    _, log = record([exe], args=["--alloc", "-q"], check_rc=None)
+    out = table(log, ["--width", "40", "-n", "0"])
+    rows = [r[21:] for r in out.splitlines() if re.match(r"^\s+[\d.]+ (B|KiB)\s", r)]
+    eq([r for r in rows if len(r.split("  ")) < 2 or not r.split("  ")[1]], [], "rows without a location at 40")
+    eq([r for r in rows if cols(r) > 19], [], "row texts wider than 19 columns at 40")
 
 
 def test_peak_times_of_children_200ms_apart_agree_with_perfetto():
@@ -187,33 +189,40 @@ def test_peak_times_of_children_200ms_apart_agree_with_perfetto():
 
 
 def test_truncated_log_is_not_a_clean_report():
-    """KNOWN BREAK (claim 8: a truncated log gives a one-line error, non-zero
-    exit, no partial output). The log cut to its first chunk (before any
-    allocation event) gives a warning on stderr and, on stdout, exit 0 with
-    "0 allocations ... 0 B in 0 blocks live at the end": a report that
-    reads as a clean, leak-free run (FORMAT.md documents the warning; the
-    report itself says nothing)."""
+    """Fixed in h27g (claim 8; was: exit 0 with "0 allocations ... 0 B in
+    0 blocks live at the end" and nothing on stdout saying so, a report
+    that read as a clean, leak-free run). The rule (FORMAT.md: a truncated
+    log is read up to the cut, with a warning): the log cut to its first
+    chunk (before any allocation event) gives the warning on stderr, exit
+    0, and the report itself says its figures are partial: a text line,
+    tsv's `truncated 1`, json's "truncated": true. The whole log says 0 /
+    false."""
     exe = build_c("skep27y_merge", ["skep27y_merge.c"])
     _, log = record([exe], args=["--alloc", "-q"])
     cut = os.path.join(tmpdir(), "cut.log")
     with open(log, "rb") as f, open(cut, "wb") as g:
         g.write(f.read(5000))
-    p = run([SFTRACE, "memory", cut], check_rc=None)
+    p = run([SFTRACE, "memory", cut], check_rc=0)
     eq("truncated" in p.stderr, True, f"a warning: {p.stderr!r}")
-    if p.returncode == 0 and "truncated" not in p.stdout:
-        raise Skip("known break, issue 27 open: memory on a truncated log exits 0 with a clean-looking report: "
-                   + p.stdout.splitlines()[1])
+    eq(p.stdout.splitlines()[0],
+       "partial: the log is truncated, these figures cover only the events before the cut", "the text's first line")
+    for path, want in ((cut, ("1", True)), (log, ("0", False))):
+        out = run([SFTRACE, "memory", "--format", "tsv", path], check_rc=0).stdout
+        eq(re.findall(r"^truncated\t(.*)$", out, re.M), [want[0]], f"tsv's truncated of {path}")
+        doc = json.loads(run([SFTRACE, "memory", "--format", "json", path], check_rc=0).stdout)
+        eq(doc["summary"]["truncated"], want[1], f"json's truncated of {path}")
+    eq("partial" in table(log), False, "the whole log's report says nothing of a cut")
 
 
 def test_string_growth_tail_called_at_o2_is_at_the_users_line():
-    """KNOWN BREAK (claim 17: operator+=/append/replace of basic_string
-    folded, also when inlined at -O2). op_pluseq(s) { s += big; } compiles
-    to `jmp basic_string::_M_append@plt` (operator+= and append inlined,
-    the growth out of line in libstdc++, tail-called). The row is
-    op_pluseq's, a tail call, but at basic_string.h:1422 (the inlined
-    append's line), not the user's line 8 (nor the function's own line 7);
-    append likewise, insert and replace at basic_string.h:2171 (_M_replace).
-    The constructor (line 23, a call, not a tail call) is right."""
+    """Fixed in h27g (claim 17: operator+=/append/replace of basic_string
+    folded, also when inlined at -O2; was at basic_string.h:1422 and 2171,
+    the inlined append's and _M_replace's lines). op_pluseq(s) { s += big; }
+    compiles to `jmp basic_string::_M_append@plt` (operator+= and append
+    inlined, the growth out of line in libstdc++, tail-called). The row is
+    op_pluseq's, a tail call, at the user's line 8 (the outermost inlined
+    call's line); append, insert and replace likewise. The constructor
+    (line 23, a call, not a tail call) is right."""
     exe = build_c("skep27y_strops", ["skep27y_strops.cc"], compiler="clang++")
     p, log = record([exe], args=["--alloc", "-q"])
     eq(p.stdout, "ok\n", "the program's output")
@@ -221,18 +230,21 @@ def test_string_growth_tail_called_at_o2_is_at_the_users_line():
     eq(rows["op_ctor(…)"], (301, 1, "skep27y_strops.cc:23"), "op_ctor's row")
     want = {"op_pluseq(…)": (301, 1, "skep27y_strops.cc:8"), "op_append(…)": (301, 1, "skep27y_strops.cc:11"),
             "op_insert(…)": (301, 1, "skep27y_strops.cc:14"), "op_replace(…)": (301, 1, "skep27y_strops.cc:17")}
-    got = {k: rows.get(k) for k in want}
-    if got != want:
-        raise Skip(f"known break, issue 27 open: tail-called string growth at libstdc++'s lines: {got}")
+    eq({k: rows.get(k) for k in want}, want, "the tail-called growths' rows")
+    out = table(log, ["--width", "200"])
+    eq([r.split("  op_pluseq(…)  ")[1].split("  ←")[0] for r in out.splitlines() if "  op_pluseq(…)  " in r],
+       ["skep27y_strops.cc:8 (tail call)"] * 3, "op_pluseq's rows (sites, peak, leaks)")
 
 
 def test_diff_rows_keep_file_line_whole_at_every_width():
-    """KNOWN BREAK (claim 12: rows keep `file:line` whole and shorten the
-    function name with `…`, also in --diff). skep27y_merge run without and
-    with its argument: g gains 3 blocks, 60 B. The diff row at --width 40
-    and 80 reads `g  skep27y_merge.c:6` (63 columns, so at 40 the row is
-    wider than asked); at --width 60 it reads `g  skep27y_merg…`: the
-    file:line is cut, and there is no function name left to shorten."""
+    """Fixed in h27g (claim 12: rows keep `file:line` whole and shorten the
+    function name with `…`, also in --diff; was `g  skep27y_merg…` at
+    --width 60, and no `(tail call)` mark). skep27y_merge run without and
+    with its argument: g gains 3 blocks, 60 B; its row reads
+    `g  skep27y_merge.c:6` at every width (the diff's number columns take
+    44, so at 40 the row is wider than asked rather than cut). heap_tail's
+    grab and chain tail-call their allocator: marked `(tail call)` as in
+    the site tables, the long name cut, never the location."""
     exe = build_c("skep27y_merge", ["skep27y_merge.c"])
     _, old = record([exe], args=["--alloc", "-q"])
     _, new = record([exe, "x"], args=["--alloc", "-q"])
@@ -243,8 +255,13 @@ def test_diff_rows_keep_file_line_whole_at_every_width():
         eq(len(rows), 1, f"one changed site at --width {w}: {out}")
         eq(rows[0].split()[:4], ["+3", "+60", "B", "0"], "g's change")
         got[w] = rows[0].split("  ")[-1]
-    if set(got.values()) != {"skep27y_merge.c:6"}:
-        raise Skip(f"known break, issue 27 open: the diff's file:line per width: {got}")
+    eq(got, {w: "skep27y_merge.c:6" for w in (40, 60, 80, 100)}, "the diff's file:line per width")
+    exe = build_c("heap_tail", ["heap_tail.c"], flags=["-fno-builtin"])
+    _, t_old = record([exe], args=["--alloc", "-q"])
+    _, t_new = record([exe, "more"], args=["--alloc", "-q"])
+    for w, want in ((100, "grab  heap_tail.c:19 (tail call)"), (60, "g…  heap_tail.c:19 (tail call)")):
+        out = run([SFTRACE, "memory", "--diff", "--width", str(w), t_old, t_new]).stdout
+        eq([r[43:] for r in out.splitlines() if "heap_tail.c:19" in r], [want], f"grab's diff row at --width {w}")
 
 
 if __name__ == "__main__":

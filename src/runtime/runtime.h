@@ -228,6 +228,8 @@ int sf_fd_keep(int fd) SF_HIDDEN;
 /* A descriptor used briefly: moved only if it took 0, 1 or 2 (a closed
  * stdin, stdout or stderr), which the program's own writes would reach. */
 int sf_fd_brief(int fd) SF_HIDDEN;
+/* "/proc/self/task/TID" + tail into path (NUL-terminated, cut to fit). */
+void sf_task_path(char path[48], uint32_t tid, const char *tail) SF_HIDDEN;
 int sf_close(int fd) SF_HIDDEN;                /* the bare system call (close is the program's) */
 
 /* ---- fdguard.c (the runtime's descriptors out of the program's reach) ---- */

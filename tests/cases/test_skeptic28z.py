@@ -79,19 +79,16 @@ def test_const_method_taken_by_the_name_replay_prints():
 def test_thread_names_as_the_threads_last_set_them():
     # The main thread renames itself first thing in main and again before
     # returning; the worker inherits "server-main", renames itself
-    # "worker-late" and is still in pause() at exit. Seen on integ3: the main
-    # thread is "tn"-like (the program's name) and the worker "server-main"
-    # (the name it inherited): names are taken when a batch begins, so a
-    # thread renamed inside its last batch keeps the old name, and the
-    # worker shows the main thread's name.
+    # "worker-late" and is still in pause() at exit. Names are taken when a
+    # batch begins; before the fix a thread renamed inside its last batch
+    # kept the old name (main: the program's, the worker: "server-main").
     prog = sfkit.build_c("skep28z_thname", ["skep28z_thname.c"], libs=["-lpthread"])
     p, log = sfkit.record([prog], args=["-q"])
     sfkit.eq(p.stdout, "done\n", "program output")
     q = sfkit.run([sfkit.SFTRACE, "query", os.path.dirname(log), "select thread_name from threads order by tid"])
     got = q.stdout.split("\n")[1:-1]
     want = ["main-exiting", "worker-late"]
-    if got != want:
-        raise sfkit.Skip(f"known break, issue 28 open: thread renamed within its last batch: got {got}, want {want}")
+    sfkit.eq(got, want, "thread names as set last (the runtime's exit path reads them)")
 
 
 def test_thread_renamed_several_times_and_by_another_and_many_short_lived():

@@ -86,6 +86,8 @@ static void exit_state(const struct info *inf, const struct trace_proc *p, char 
 		snprintf(buf, len, "exited %d (_exit)", WEXITSTATUS(st));
 	} else if (src == SF_EXIT_EXITED) {
 		snprintf(buf, len, "exited %d (exit, or main's return)", WEXITSTATUS(st));
+	} else if (src == SF_EXIT_EXECD) {
+		snprintf(buf, len, "exec'd (the same pid's next log is its new image)");
 	} else if (src) {
 		snprintf(buf, len, "unknown (exit record %#" PRIx64 " not understood)", i->exit_state);
 	} else if (i->state == SF_STATE_EXITED) {

@@ -224,9 +224,9 @@ def test_two_filter_files_selecting_in_one_object():
 
 def test_exit_state_of_an_image_that_execd():
     # The first image calls execl (no fork); the second returns 7. Seen on
-    # integ3: the first image's log says "unknown (no exit record: running,
-    # or it died and sftrace record did not reap it)", though it neither
-    # runs nor died: it exec'd (the same pid's next log continues it).
+    # integ3 (before the fix): the first image's log said "unknown (no exit
+    # record: ...)", though it exec'd: the runtime now marks the exec. Each
+    # log is read alone here.
     prog = sfkit.build_c("skep28z_exec", ["skep28z_exec.c"])
     p, log = sfkit.record([prog], args=["-q"], check_rc=7)
     sfkit.eq(p.stdout, "before exec\nafter exec\n", "program output")
@@ -238,8 +238,7 @@ def test_exit_state_of_an_image_that_execd():
         states[cmd.split(" ", 1)[-1] if " " in cmd else "first"] = \
             re.search(r"^# exit state\s*: (.*)$", info, re.M).group(1)
     sfkit.eq(states.get("again"), "exited 7", "second image")
-    if "exec" not in states.get("first", ""):
-        raise sfkit.Skip(f"known break, issue 28 open: an image that exec'd reads as unknown/died: {states}")
+    sfkit.eq(states.get("first"), "exec'd (the same pid's next log is its new image)", "first image")
 
 
 def test_filter_regex_object_selecting_nothing():

@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/input_opts.h"
+#include "format/run_budget.h"
 #include "format/sflog.h"
 #include "lib/heap.h"
 #include "lib/json_out.h"
@@ -86,6 +87,8 @@ static void exit_state(const struct info *inf, const struct trace_proc *p, char 
 		snprintf(buf, len, "exited %d (_exit)", WEXITSTATUS(st));
 	} else if (src == SF_EXIT_EXITED) {
 		snprintf(buf, len, "exited %d (exit, or main's return)", WEXITSTATUS(st));
+	} else if (src == SF_EXIT_EXECD) {
+		snprintf(buf, len, "exec'd (the same pid's next log is its new image)");
 	} else if (src) {
 		snprintf(buf, len, "unknown (exit record %#" PRIx64 " not understood)", i->exit_state);
 	} else if (i->state == SF_STATE_EXITED) {
@@ -233,8 +236,12 @@ static void put_options(const struct lr_info *i)
 	if (i->max_size) {
 		char size[32];
 		heap_format_bytes(size, sizeof(size), (double)i->max_size);
-		printf(KEY "%" PRIu64 " bytes (%s), %s\n", "max size", i->max_size, size,
-		       i->max_size_reached ? "reached: recording stopped there" : "not reached");
+		printf(KEY "%" PRIu64 " bytes (%s), %s%s\n", "max size", i->max_size, size,
+		       i->max_size_reached ? "reached: recording stopped there" : "not reached",
+		       i->max_size < SF_BUDGET_MIN_EVENTS ? " (below a log's header and one thread's buffer, which "
+							    "the cap counts whole: at least " SF_BUDGET_MIN_TEXT
+							    " plus the objects' chunks records events)"
+							  : "");
 	} else {
 		printf(KEY "none\n", "max size");
 	}

@@ -26,6 +26,7 @@
 #include "cli/record_limits.h"
 #include "cli/record_why.h"
 #include "cli/solib.h"
+#include "format/run_budget.h"
 #include "format/filter_file.h"
 #include "format/sf_env.h"
 #include "format/sflog.h"
@@ -1028,6 +1029,11 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		case 'M': /* a log header and a slot's worth at least */
 			if (rl_parse_size("--max-size", optarg, 2 * SF_HEADER_SIZE, &o->max_size) < 0)
 				return 2;
+			if (o->max_size < SF_BUDGET_MIN_EVENTS)
+				sf_warn("--max-size %s is below a log's header and one thread's buffer (" SF_BUDGET_MIN_TEXT
+					", counted whole while it records): no event can be recorded; give at least "
+					SF_BUDGET_MIN_TEXT " plus the objects' chunks (100K records a small run)",
+					optarg);
 			break;
 		case 'G': /* two slots */
 			if (rl_parse_size("--ring", optarg, 2 * SF_SLOT_SIZE, &o->ring) < 0)

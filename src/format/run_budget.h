@@ -12,8 +12,17 @@
 
 #include <stdint.h>
 
+#include "format/sflog.h"
+
 #define SF_BUDGET_MAGIC 0x5447444255534653ULL /* "SFSUBDGT" */
 #define SF_BUDGET_SIZE  4096u
+
+/* The smallest cap under which a log can hold an event: its header and one
+ * thread's buffer (a slot, claimed whole when the thread starts, though the
+ * finished log keeps only what was written), before the objects' chunks. */
+#define SF_BUDGET_MIN_EVENTS (SF_HEADER_SIZE + SF_SLOT_SIZE)
+#define SF_BUDGET_MIN_TEXT   "68K"
+_Static_assert(SF_BUDGET_MIN_EVENTS == 68 * 1024, "SF_BUDGET_MIN_TEXT");
 
 struct sf_budget {
 	uint64_t magic;

@@ -314,6 +314,8 @@ enum sf_exit_source {
 			     * kernel's wait status, signals included */
 	SF_EXIT_EXITED = 3, /* the runtime: exit(code), or main returned code (an on_exit handler that runs
 			     * after every other exit handler and destructor; status: code << 8) */
+	SF_EXIT_EXECD = 4,  /* the runtime: the image exec'd (stored at the exec, cleared if it fails;
+			     * status 0): the same pid's next log is its new image */
 };
 static inline uint64_t sf_exit_pack(enum sf_exit_source src, uint32_t wait_status)
 {

@@ -12,9 +12,28 @@
 #include "lib/outfile.h"
 #include "lib/util.h"
 
+struct merged_func {
+	uint64_t vaddr;
+	char *name;
+};
+
+struct merged_obj {
+	char *build_id, *path;
+	struct merged_func *funcs;
+	size_t nfuncs;
+};
+
+/* Every file's objects, one block per object: the runtime applies the first
+ * block it finds for an object, so two files selecting functions in one
+ * object must become one block holding the union of their selections. */
+struct merged {
+	struct merged_obj *objs;
+	size_t nobjs, cur;
+};
+
 struct read_ctx {
 	struct ff_info *info;
-	struct sf_outfile *out; /* when merging: lines are copied here */
+	struct merged *m; /* when merging: objects are gathered here */
 };
 
 static void out_line(struct sf_outfile *of, const char *a, const char *b, const char *c)
@@ -27,6 +46,62 @@ static void out_line(struct sf_outfile *of, const char *a, const char *b, const 
 		sf_outfile_write(of, c, strlen(c));
 	}
 	sf_outfile_write(of, "\n", 1);
+}
+
+/* The same object: the same build-id, or the same path for objects without
+ * one ("-"). */
+static int same_object(const struct merged_obj *o, const char *bid, const char *path)
+{
+	if (strcmp(bid, "-") || strcmp(o->build_id, "-"))
+		return !strcmp(o->build_id, bid);
+	return !strcmp(o->path, path);
+}
+
+static void merged_object(struct merged *m, const char *bid, const char *path)
+{
+	for (m->cur = 0; m->cur < m->nobjs; m->cur++)
+		if (same_object(&m->objs[m->cur], bid, path))
+			return;
+	m->objs = xrealloc(m->objs, (m->nobjs + 1) * sizeof(*m->objs));
+	m->objs[m->nobjs++] = (struct merged_obj){xstrdup(bid), xstrdup(path), NULL, 0};
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+	const struct merged_func *x = a, *y = b;
+	if (x->vaddr != y->vaddr)
+		return x->vaddr < y->vaddr ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* One block per object, each function once (two files may select it). */
+static void merged_write(struct sf_outfile *of, struct merged *m)
+{
+	for (size_t i = 0; i < m->nobjs; i++) {
+		struct merged_obj *o = &m->objs[i];
+		out_line(of, "\nobject", o->build_id, o->path);
+		if (o->nfuncs)
+			qsort(o->funcs, o->nfuncs, sizeof(*o->funcs), cmp_func);
+		for (size_t k = 0; k < o->nfuncs; k++) {
+			if (k && !cmp_func(&o->funcs[k - 1], &o->funcs[k]))
+				continue;
+			char addr[32];
+			snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)o->funcs[k].vaddr);
+			out_line(of, addr, o->funcs[k].name, NULL);
+		}
+	}
+}
+
+static void merged_free(struct merged *m)
+{
+	for (size_t i = 0; i < m->nobjs; i++) {
+		for (size_t k = 0; k < m->objs[i].nfuncs; k++)
+			free(m->objs[i].funcs[k].name);
+		free(m->objs[i].funcs);
+		free(m->objs[i].build_id);
+		free(m->objs[i].path);
+	}
+	free(m->objs);
 }
 
 static int on_setting(void *ctx, const char *key, const char *value)
@@ -42,8 +117,8 @@ static int on_object(void *ctx, const char *bid, const char *path)
 	struct ff_info *in = r->info;
 	in->objs = xrealloc(in->objs, (in->nobjs + 1) * sizeof(*in->objs));
 	in->objs[in->nobjs++] = (struct ff_object_info){xstrdup(bid), xstrdup(path), 0};
-	if (r->out)
-		out_line(r->out, "\nobject", bid, path);
+	if (r->m)
+		merged_object(r->m, bid, path);
 	return 0;
 }
 
@@ -51,10 +126,10 @@ static int on_func(void *ctx, uint64_t vaddr, const char *name)
 {
 	struct read_ctx *r = ctx;
 	r->info->objs[r->info->nobjs - 1].nfuncs++;
-	if (r->out) {
-		char addr[32];
-		snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)vaddr);
-		out_line(r->out, addr, name, NULL);
+	if (r->m) {
+		struct merged_obj *o = &r->m->objs[r->m->cur];
+		o->funcs = xrealloc(o->funcs, (o->nfuncs + 1) * sizeof(*o->funcs));
+		o->funcs[o->nfuncs++] = (struct merged_func){vaddr, xstrdup(name)};
 	}
 	return 0;
 }
@@ -82,7 +157,7 @@ char *ff_read_text(const char *path, size_t *len)
 	return text;
 }
 
-static int read_into(const char *path, struct ff_info *info, struct sf_outfile *out)
+static int read_into(const char *path, struct ff_info *info, struct merged *m)
 {
 	size_t len;
 	char *text = ff_read_text(path, &len);
@@ -91,7 +166,7 @@ static int read_into(const char *path, struct ff_info *info, struct sf_outfile *
 	memset(info, 0, sizeof(*info));
 	snprintf(info->mode, sizeof(info->mode), "select");
 	snprintf(info->unlisted, sizeof(info->unlisted), "skip");
-	struct read_ctx r = {info, out};
+	struct read_ctx r = {info, m};
 	struct ff_handler h = {on_setting, on_object, on_func};
 	char err[256];
 	int rc = 0;
@@ -184,9 +259,10 @@ int ff_merge(char *const *files, size_t nfiles, const char *out)
 		 first.mode, first.unlisted);
 	sf_outfile_write(of, head, strlen(head));
 	int rc = 0;
+	struct merged m = {0};
 	for (size_t i = 0; i < nfiles && rc == 0; i++) {
 		struct ff_info info;
-		if (read_into(files[i], &info, of) < 0) {
+		if (read_into(files[i], &info, &m) < 0) {
 			rc = -1;
 			break;
 		}
@@ -199,6 +275,9 @@ int ff_merge(char *const *files, size_t nfiles, const char *out)
 		ff_info_free(&info);
 	}
 	ff_info_free(&first);
+	if (rc == 0)
+		merged_write(of, &m);
+	merged_free(&m);
 	if (rc < 0) {
 		sf_outfile_abort(of);
 		return -1;

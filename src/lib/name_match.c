@@ -193,18 +193,41 @@ char *nm_elide_generics(const char *name)
 	return out;
 }
 
-/* Length of text without one trailing "()". */
+/* A method's trailing qualifiers: replay and report print `S::get()` for
+ * `S::get() const`, so a name is compared whole without them, on both
+ * sides. */
+static const char *const qualifiers[] = {" const", " volatile", " &&", " &", " noexcept"};
+#define QUALIFIERS_RE "( const| volatile| &&| &| noexcept)*"
+
+/* Length of text[0..n) without its trailing qualifiers. */
+static size_t without_qualifiers(const char *text, size_t n)
+{
+	for (int again = 1; again;) {
+		again = 0;
+		for (size_t i = 0; i < sizeof(qualifiers) / sizeof(*qualifiers); i++) {
+			size_t q = strlen(qualifiers[i]);
+			if (n > q && !memcmp(text + n - q, qualifiers[i], q)) {
+				n -= q;
+				again = 1;
+			}
+		}
+	}
+	return n;
+}
+
+/* Length of text without its trailing qualifiers and then one trailing
+ * "()". */
 static size_t without_call_parens(const char *text)
 {
-	size_t n = strlen(text);
-	return n > 2 && !strcmp(text + n - 2, "()") ? n - 2 : n;
+	size_t n = without_qualifiers(text, strlen(text));
+	return n > 2 && !memcmp(text + n - 2, "()", 2) ? n - 2 : n;
 }
 
 char *nm_whole_pattern(const char *text)
 {
 	size_t n = without_call_parens(text);
 	/* \Q...\E quotes all but "\E" itself: that is closed and reopened. */
-	char *out = xmalloc(6 * n + sizeof("^\\Q\\E(\\(.*\\))?$"));
+	char *out = xmalloc(6 * n + sizeof("^\\Q\\E(\\(.*\\))?" QUALIFIERS_RE "$"));
 	size_t o = (size_t)sprintf(out, "^\\Q");
 	for (size_t i = 0; i < n; i++) {
 		if (text[i] == '\\' && i + 1 < n && text[i + 1] == 'E') {
@@ -213,6 +236,6 @@ char *nm_whole_pattern(const char *text)
 		}
 		out[o++] = text[i];
 	}
-	strcpy(out + o, "\\E(\\(.*\\))?$");
+	strcpy(out + o, "\\E(\\(.*\\))?" QUALIFIERS_RE "$");
 	return out;
 }

@@ -38,9 +38,12 @@ void nm_free(struct nm_patterns *ps);
 
 /* A name given where a function is taken (-F/-N, --trigger, --milestone)
  * is first a name, taken whole: the one rule for all of them is
- *   1. a trailing "()" is left out (report and replay print `f()`);
+ *   1. a trailing "()" is left out (report and replay print `f()`), and
+ *      before it trailing qualifiers (" const", " volatile", " &", " &&",
+ *      " noexcept": replay prints `S::get()` for `S::get() const`);
  *   2. a function whose name, in full or in short style, is the text
- *      (with or without its parameter list) is found: nm_whole_pattern;
+ *      (with or without its parameter list, with or without trailing
+ *      qualifiers) is found: nm_whole_pattern;
  *   3. only when no function has that name is the text a regex
  *      (unanchored, as sftrace filter -r).
  * nm_whole_pattern gives rule 2's pattern (malloc'd). */

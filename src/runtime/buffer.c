@@ -19,6 +19,7 @@
  * slots are written, in order and by the thread itself, at its next
  * slow-path entry once their records are all filled (or at thread exit).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -1218,15 +1219,55 @@ static void thread_flush_exit(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Another thread's name, from /proc/self/task/TID/comm; left as it was
+ * when the file cannot be read (no /proc, the thread gone). */
+static void task_name(uint32_t tid, char name[16])
+{
+	char path[48], buf[17];
+	sf_task_path(path, tid, "/comm");
+	long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0, 0,
+			      0);
+	if (fd < 0)
+		return;
+	long r = sf_syscall3(SYS_read, fd, (long)buf, 16);
+	sf_syscall3(SYS_close, fd, 0, 0);
+	if (r <= 0)
+		return;
+	if (buf[r - 1] == '\n')
+		r--;
+	__builtin_memset(name, 0, 16);
+	__builtin_memcpy(name, buf, (size_t)r);
+}
+
+/* The names of the threads still running at process end into their
+ * current slots: a name is otherwise taken when a batch begins, and one
+ * set inside a thread's last batch would be lost (readers take a thread's
+ * name from its newest batch). Not the hot path: the exit path only. */
+static void refresh_live_names(void)
+{
+	struct sf_thread *self = &sf_self;
+	if (self->state == SF_THREAD_ACTIVE && self->slot)
+		prctl(PR_GET_NAME, self->slot->hdr->name, 0, 0, 0);
+	threads_lock_take();
+	for (struct sf_thread *t = threads; t; t = t->next_thread) {
+		struct sf_slot *s = __atomic_load_n(&t->slot, __ATOMIC_ACQUIRE);
+		if (t != self && s && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SF_THREAD_ACTIVE)
+			task_name(t->tid, s->hdr->name);
+	}
+	threads_lock_drop();
+}
+
 /* Process exit, on the exiting thread (no key destructor runs for it): a
  * thread without a slot counts what its scratch buffer holds as dropped.
- * (A thread with a slot keeps its last batch in the slot.) */
+ * (A thread with a slot keeps its last batch in the slot, named as the
+ * thread is named now.) */
 void sf_buffer_process_exit(void)
 {
 	struct sf_thread *t = &sf_self;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	refresh_live_names();
 	if (t->state == SF_THREAD_DROPPING) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));

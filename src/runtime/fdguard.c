@@ -306,10 +306,12 @@ static int64_t now_ns(void)
  * they leave (the closing call itself, fstat, gettid). A thread gone, or
  * blocked in any other system call (a nanosleep after its siglongjmp),
  * has left its slot behind. */
-static int in_closing_call(uint32_t tid)
+void sf_task_path(char path[48], uint32_t tid, const char *tail)
 {
-	char path[48] = "/proc/self/task/", buf[24];
-	size_t n = 16;
+	const char head[] = "/proc/self/task/";
+	size_t n = 0;
+	for (; head[n]; n++)
+		path[n] = head[n];
 	char digits[12];
 	int nd = 0;
 	do
@@ -317,9 +319,15 @@ static int in_closing_call(uint32_t tid)
 	while ((tid /= 10) && nd < 11);
 	while (nd)
 		path[n++] = digits[--nd];
-	const char tail[] = "/syscall";
-	for (size_t i = 0; i < sizeof(tail); i++)
-		path[n + i] = tail[i];
+	for (size_t i = 0; tail[i] && n < 47; i++)
+		path[n++] = tail[i];
+	path[n] = 0;
+}
+
+static int in_closing_call(uint32_t tid)
+{
+	char path[48], buf[24];
+	sf_task_path(path, tid, "/syscall");
 	long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
 	if (fd < 0)
 		return fd != -ENOENT && fd != -ESRCH; /* cannot tell: wait */

@@ -728,6 +728,7 @@ void sf_exec_begins(void)
 {
 	sf_snapshot_settle();
 	sf_log_exec_spare();
+	sf_log_exec_mark(1);
 	sf_log_image_ends();
 	vw_exec_begins();
 }
@@ -736,6 +737,7 @@ void sf_exec_begins(void)
 void sf_exec_failed(void)
 {
 	int e = errno;
+	sf_log_exec_mark(0);
 	vw_exec_failed();
 	errno = e;
 }

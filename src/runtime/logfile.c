@@ -849,6 +849,15 @@ static void log_exit_code(enum sf_exit_source src, int status)
 		__atomic_store_n(&L.hdr->exit_state, sf_exit_pack(src, (uint32_t)(status & 0xff) << 8), __ATOMIC_RELEASE);
 }
 
+/* An exec is about to run (on): the image ends there, which its log says
+ * even when read without the next image's. A failed exec (off) takes it
+ * back: the image goes on. */
+void sf_log_exec_mark(int on)
+{
+	if (log_is_own())
+		__atomic_store_n(&L.hdr->exit_state, on ? sf_exit_pack(SF_EXIT_EXECD, 0) : 0, __ATOMIC_RELEASE);
+}
+
 /* _exit/_Exit(status). */
 void sf_log_exit_called(int status)
 {

@@ -228,6 +228,8 @@ int sf_fd_keep(int fd) SF_HIDDEN;
 /* A descriptor used briefly: moved only if it took 0, 1 or 2 (a closed
  * stdin, stdout or stderr), which the program's own writes would reach. */
 int sf_fd_brief(int fd) SF_HIDDEN;
+/* "/proc/self/task/TID" + tail into path (NUL-terminated, cut to fit). */
+void sf_task_path(char path[48], uint32_t tid, const char *tail) SF_HIDDEN;
 int sf_close(int fd) SF_HIDDEN;                /* the bare system call (close is the program's) */
 
 /* ---- fdguard.c (the runtime's descriptors out of the program's reach) ---- */
@@ -724,6 +726,7 @@ void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair 
 void sf_log_thread_started(void) SF_HIDDEN;
 void sf_log_object_logged(void) SF_HIDDEN;     /* counts an OBJECT chunk in the header */
 void sf_log_finish(void) SF_HIDDEN;            /* process exit */
+void sf_log_exec_mark(int on) SF_HIDDEN; /* the exec's mark in the exit state; 0 takes it back */
 void sf_log_exit_called(int status) SF_HIDDEN; /* _exit(status): the code in the header */
 void sf_log_watch_exit(void) SF_HIDDEN;	      /* at start: exit(status) puts the code in the header */
 void sf_log_update_patch_stats(uint64_t patch_ns, uint32_t sleds_patched) SF_HIDDEN;

@@ -127,7 +127,9 @@ def test_throw_cost_when_the_catcher_is_not_recorded():
     every recorded frame is abandoned at each landing. The issue's target
     is 100 ns a landing. Medians of whole runs cannot judge it on a shared
     2-core machine: the same untraced run takes 1.1 or 1.8 us a throw from
-    one run to the next. So, two measures that noise cannot make pass:
+    one run to the next. So, two measures that noise cannot make pass (the
+    second only where valgrind is missing: timed rounds failed once more on
+    an idle CI run, 2026-12-02):
       - instructions (callgrind) of the program's thread per throw, traced
         minus untraced, at most 1,000 (the throw itself runs 14,300, about
         14 a ns: 1,000 is 70 ns; one libgcc walk a landing is 4,000+);
@@ -146,6 +148,10 @@ def test_throw_cost_when_the_catcher_is_not_recorded():
         base, traced = _callgrind_per_throw(exe, None), _callgrind_per_throw(exe, env)
         check(traced - base <= 1000, f"a throw runs {traced - base:.0f} more instructions traced "
               f"({base:.0f} untraced, {traced:.0f} traced)")
+        # Counted instructions decide where valgrind runs: the timed rounds
+        # below failed on a CI run with nothing else on the machine
+        # (untraced alone ranged 1,115-1,853 ns a throw across 9 runs).
+        return
     seen = []
     for _ in range(3):
         untraced, traced = [], []

@@ -5,10 +5,11 @@ LD_LIBRARY_PATH. Each traced run is compared with the same program
 untraced (glibc 2.36, Debian 12); the expected values are the untraced
 ones."""
 import os
+import re
 import shutil
 import time
 
-from sfkit import SFTRACE, Skip, build_c, eq, run, tmpdir
+from sfkit import SFTRACE, Skip, build_c, check, eq, run, tmpdir
 
 
 def fixture():
@@ -227,10 +228,12 @@ def test_slow_environ_reader_during_popens():
     DESIGN.md's "argument from time, not a proof")."""
     exe = build_c("skep24v_envread", ["skep24v_envread.c"], libs=["-lpthread"])
     u = run([exe])
-    eq(u.stdout, "torn 0 foreign 0 (looked 1)\n", "untraced")
+    # how many times the reader looked depends on the machine's load
+    # (0 on a busy one); what it saw does not
+    check(re.fullmatch(r"torn 0 foreign 0 \(looked \d+\)\n", u.stdout), f"untraced: {u.stdout!r}")
     d = tmpdir()
     t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
-    if t.stdout != u.stdout:
+    if not t.stdout.startswith("torn 0 foreign 0 "):
         raise Skip(f"known break, issue 24 open (documented window): environ reader sees the ring: {t.stdout.strip()}")
 
 

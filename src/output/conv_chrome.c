@@ -10,8 +10,14 @@
  *
  * One complete ("X") event per frame, written when the frame ends (the
  * format does not require any order). ts and dur are microseconds with
- * three decimals (ns precision); ts is CLOCK_MONOTONIC, so the processes of
- * one recording line up. cat is the object's file name. name is in the
+ * three decimals (ns precision) and a fourth digit 2 (0.2 ns): readers take
+ * them as doubles, and trace_processor truncates ts * 1000 to ns, so
+ * 2.089 came back as 2088 ns, and a frame ending where its caller ends (a
+ * tail call, an unwind) could end 1 ns after it and nest wrongly. With
+ * the 0.2 ns both truncating and rounding readers get the exact ns while
+ * a double holds ts to 0.12 ns (ts below 2^40 us, 12.7 days of uptime);
+ * the Perfetto output is exact at any ts. ts is CLOCK_MONOTONIC, so the
+ * processes of one recording line up. cat is the object's file name. name is in the
  * chosen style; args.function has the full name when it differs. Repaired
  * frames get args.end ("unwound", "thread end"), frames the --time window
  * clipped args.cut ("start", "end", "both"). Values record -A/-R/--auto-args
@@ -234,7 +240,7 @@ static int ch_frame_end(void *ctx, const struct fr_frame *f)
 	c->too_deep += f->depth >= PF_MAX_DEPTH;
 	uint64_t ts = c->base + f->t_begin, dur = f->t_end - f->t_begin;
 	char head[160];
-	int n = snprintf(head, sizeof(head), "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03u,\"dur\":%llu.%03u,",
+	int n = snprintf(head, sizeof(head), "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03u2,\"dur\":%llu.%03u2,",
 			 c->pid, f->thread->tid, (unsigned long long)(ts / 1000), (unsigned)(ts % 1000),
 			 (unsigned long long)(dur / 1000), (unsigned)(dur % 1000));
 	size_t vlen;

@@ -256,6 +256,17 @@ def test_chrome_json_complete():
     main = next(e for e in xs if e["name"] == "main")
     eq(round(main["dur"] * 1000), f["main"]["total_ns"], "main duration in ns")
     eq(sum(round(e["dur"] * 1000) for e in xs if e["name"] == "tleaf"), f["tleaf"]["total_ns"], "tleaf sum")
+    # trace_processor takes ts and dur as doubles and truncates them * 1000
+    # to ns; 2.089 truncated to 2088, and a callee ending with its caller
+    # (an unwind, a tail call) came out 1 ns later and nested wrongly
+    # (seen on CI). Truncating and rounding readers both get the exact ns.
+    with open(out) as fh:
+        raw = [e for e in json.load(fh, parse_float=str)["traceEvents"] if e["ph"] == "X"]
+    for e in raw:
+        for k in ("ts", "dur"):
+            whole, frac = e[k].split(".")
+            exact = int(whole) * 1000 + int(frac[:3])
+            eq((int(float(e[k]) * 1000.0), round(float(e[k]) * 1000.0)), (exact, exact), f"{k} {e[k]} as a double")
     # gzip by extension
     gz = os.path.join(tmpdir(), "trace.json.gz")
     run([SFTRACE, "convert", "--type", "chrome", log, "-o", gz])

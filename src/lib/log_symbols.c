@@ -264,6 +264,7 @@ const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id)
 /* An alias chosen over the symbol table's name (ls_prefer_name). */
 struct ls_renamed {
 	struct ls_renamed *next;
+	uint32_t func_id;
 	struct sym_info info;
 	char *name, *mangled;
 };
@@ -293,10 +294,13 @@ size_t ls_aliases(struct log_symbols *ls, uint32_t func_id,
 	struct ls_object *lo = &ls->objs[obj - lr_object_at(ls->log, 0)];
 	if (!lo->sym)
 		return 0;
+	size_t n = sym_aliases(lo->sym, vaddr, NULL, NULL);
+	if (!cb || !n)
+		return n; /* a count alone: no name is looked up (callers scan every function) */
 	/* A function a filter renamed (ls_prefer_name) keeps the symbol
 	 * table's own name among its others: callers skip the shown one. */
 	const struct sym_info *own = sym_lookup(lo->sym, vaddr);
-	if (cb && ls_lookup(ls, func_id) != own && sym_aliases(lo->sym, vaddr, NULL, NULL))
+	if (ls_lookup(ls, func_id) != own)
 		cb(ctx, own->mangled ? own->mangled : own->name, own->name);
 	return sym_aliases(lo->sym, vaddr, cb, ctx);
 }
@@ -313,6 +317,7 @@ int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name)
 	const struct lr_object *obj;
 	lr_func(ls->log, func_id, &obj, NULL);
 	struct ls_renamed *r = xcalloc(1, sizeof(*r));
+	r->func_id = func_id;
 	r->name = xstrdup(name);
 	r->mangled = a.mangled;
 	r->info = *cur;
@@ -330,6 +335,12 @@ int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name)
 	ls->renamed = r;
 	lo->cache[func_id - obj->first_id] = &r->info;
 	return 1;
+}
+
+void ls_each_renamed(const struct log_symbols *ls, void (*cb)(void *ctx, uint32_t func_id), void *ctx)
+{
+	for (const struct ls_renamed *r = ls->renamed; r; r = r->next)
+		cb(ctx, r->func_id);
 }
 
 const char *ls_object_without_dwarf(struct log_symbols *ls, uint32_t func_id)

@@ -37,7 +37,8 @@ struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *o
 const struct sym_info *ls_lookup(struct log_symbols *ls, uint32_t func_id);
 
 /* The function's other names (identical code folding): cb for each, as
- * sym_aliases. Returns how many. */
+ * sym_aliases. Returns how many. cb NULL: the count alone, which looks no
+ * name up (cheap enough for every function of a log). */
 size_t ls_aliases(struct log_symbols *ls, uint32_t func_id,
 		  void (*cb)(void *ctx, const char *mangled, const char *demangled), void *ctx);
 
@@ -45,6 +46,10 @@ size_t ls_aliases(struct log_symbols *ls, uint32_t func_id,
  * one of its names (demangled or raw): a filter chose that alias. Returns
  * 1 when the function goes by `name`, 0 when it has no such name. */
 int ls_prefer_name(struct log_symbols *ls, uint32_t func_id, const char *name);
+
+/* cb for each function ls_prefer_name renamed (a function renamed twice:
+ * twice), newest first. */
+void ls_each_renamed(const struct log_symbols *ls, void (*cb)(void *ctx, uint32_t func_id), void *ctx);
 
 /* The function holding a runtime address (an allocation's call site) in
  * one of the log's objects, with *vaddr its ELF address there; or NULL

@@ -162,6 +162,17 @@ static char *process_name(const struct lr_info *info, const struct lr_log *log)
 	return xstrdup(slash ? slash + 1 : src);
 }
 
+/* The key slot (the bits above 48) of an object id: 1.. in order met. */
+static uint64_t key_slot(struct trace_input *in, const char *id)
+{
+	for (size_t i = 0; i < in->nobject_ids; i++)
+		if (!strcmp(in->object_ids[i], id))
+			return i + 1;
+	in->object_ids = xrealloc(in->object_ids, (in->nobject_ids + 1) * sizeof(char *));
+	in->object_ids[in->nobject_ids++] = xstrdup(id);
+	return in->nobject_ids;
+}
+
 static uint64_t object_key(struct trace_input *in, const struct lr_object *o)
 {
 	if (o->flags & SF_OBJ_MAIN)
@@ -174,12 +185,7 @@ static uint64_t object_key(struct trace_input *in, const struct lr_object *o)
 	} else {
 		snprintf(id, sizeof(id), "path:%s", o->path);
 	}
-	for (size_t i = 0; i < in->nobject_ids; i++)
-		if (!strcmp(in->object_ids[i], id))
-			return i + 1;
-	in->object_ids = xrealloc(in->object_ids, (in->nobject_ids + 1) * sizeof(char *));
-	in->object_ids[in->nobject_ids++] = xstrdup(id);
-	return in->nobject_ids;
+	return key_slot(in, id);
 }
 
 /* Precomputes func_key for every function id of a log. */
@@ -201,6 +207,89 @@ static void compute_keys(struct trace_input *in, struct proc_state *ps)
 		for (uint32_t j = 0; j < o->count; j++)
 			ps->keys[o->first_id + j] = (k << 48) | (o->funcs[j] & 0xffffffffffffull);
 	}
+}
+
+/* ---- one key per name a folded function goes by ---- */
+
+#define KEY_ADDR_MASK 0xffffffffffffull
+
+/* Names one folded function (a base key) goes by in the processes, in
+ * process order: the first keeps the key. */
+struct key_names {
+	const char **names;
+	size_t n;
+};
+
+struct renamed_keys {
+	const uint64_t *keys;
+	struct hashmap *ix; /* base key -> index + 1 into the key_names */
+	size_t n;
+};
+
+static void note_renamed(void *ctx, uint32_t func_id)
+{
+	struct renamed_keys *r = ctx;
+	int added;
+	uint64_t *slot = hm_put(r->ix, r->keys[func_id], &added);
+	if (added)
+		*slot = ++r->n;
+}
+
+/* The key of the function of base key `key` under its v-th name (v >= 1):
+ * the same address, in a key slot of its own for the object's v-th names. */
+static uint64_t variant_key(struct trace_input *in, uint64_t key, size_t v)
+{
+	uint64_t slot = key >> 48;
+	char id[200];
+	snprintf(id, sizeof(id), "%s\x1f%zu", slot ? in->object_ids[slot - 1] : "main", v);
+	return key_slot(in, id) << 48 | (key & KEY_ADDR_MASK);
+}
+
+/* The name's index among the function's names, added if new. */
+static size_t name_index(struct key_names *kn, const char *name)
+{
+	for (size_t i = 0; i < kn->n; i++)
+		if (!strcmp(kn->names[i], name))
+			return i;
+	kn->names = xrealloc(kn->names, (kn->n + 1) * sizeof(*kn->names));
+	kn->names[kn->n] = name;
+	return kn->n++;
+}
+
+/* The naming decision is each process's own (its recording's kept filter,
+ * ls_prefer_name), and keys are per object: where two processes name one
+ * folded function differently (recordings with opposite filters in one
+ * directory), each name gets a key of its own, so that a row of an
+ * aggregate over processes (report, flamegraph, query's functions,
+ * Perfetto's and Parquet's interned functions) is one (object, address,
+ * name), with that name's calls. The earliest process's name keeps the
+ * key. Only renamed functions can differ: with one process, or no rename,
+ * this is one pass over an empty list. */
+static void split_keys_by_name(struct trace_input *in)
+{
+	if (in->nprocs < 2)
+		return;
+	struct hashmap ix = HASHMAP_INIT;
+	struct renamed_keys r = {NULL, &ix, 0};
+	for (size_t i = 0; i < in->nprocs; i++) {
+		r.keys = in->procs[i].keys;
+		ls_each_renamed(in->procs[i].pub.syms, note_renamed, &r);
+	}
+	hm_remove(&ix, 0); /* ids no object owns */
+	struct key_names *kn = r.n ? xcalloc(r.n + 1, sizeof(*kn)) : NULL;
+	for (size_t i = 0; i < in->nprocs && kn; i++) {
+		struct proc_state *ps = &in->procs[i];
+		for (uint32_t id = 0; id < ps->pub.nfunc_keys; id++) {
+			uint64_t k = hm_get(&ix, ps->keys[id], 0);
+			size_t v = k ? name_index(&kn[k - 1], ls_lookup(ps->pub.syms, id)->name) : 0;
+			if (v)
+				ps->keys[id] = variant_key(in, ps->keys[id], v);
+		}
+	}
+	for (size_t i = 0; i < r.n; i++)
+		free(kn[i].names);
+	free(kn);
+	hm_free(&ix);
 }
 
 /* A filter's names: where it names a function by one of its aliases
@@ -339,6 +428,26 @@ static int compile_func_regexes(struct trace_input *in)
 	return nm_compile(&in->only) < 0 || nm_compile(&in->notrace) < 0 ? -1 : 0;
 }
 
+/* -F/-N name a folded function by the alias they find (func_found), which
+ * otherwise happens as frames are cut, after keys are split by name: with
+ * several processes, every function with aliases is settled first. */
+static void settle_pattern_names(struct trace_input *in)
+{
+	if (in->nprocs < 2 || (!in->only.n && !in->notrace.n))
+		return;
+	for (size_t i = 0; i < in->nprocs; i++) {
+		struct proc_state *p = &in->procs[i];
+		for (uint32_t id = 0; id < p->pub.nfunc_keys; id++) {
+			if (!p->keys[id] || !ls_aliases(p->pub.syms, id, NULL, NULL))
+				continue;
+			if (in->only.n)
+				func_found(&in->only, p, id);
+			if (in->notrace.n)
+				func_found(&in->notrace, p, id);
+		}
+	}
+}
+
 /* Start order. A forked child's log keeps its parent's start: the parent
  * goes first. */
 static int cmp_start(const void *a, const void *b)
@@ -432,6 +541,10 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 		ok = load_filter(in) == 0;
 	if (ok)
 		ok = compile_func_regexes(in) == 0;
+	if (ok && !(opt && opt->no_symbols)) {
+		settle_pattern_names(in);
+		split_keys_by_name(in);
+	}
 	if (!ok) {
 		trace_close(in);
 		return NULL;

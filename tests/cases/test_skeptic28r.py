@@ -68,7 +68,7 @@ def test_icf_named_as_the_record_filter_chose():
     with open(pb + ".sql", "w") as f:
         f.write("select name, count(*) as n from slice group by name;")
     try:
-        tp = _trace_processor()
+        tp = sfkit.trace_processor()
     except Skip:
         tp = None
     if tp:
@@ -244,14 +244,6 @@ select 'STAT ' || name, idx, value, null, null, null from stats
 """
 
 
-def _trace_processor():
-    path = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(
-        os.path.dirname(sfkit.ROOT), "shared", "tools", "trace_processor_shell")
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise Skip(f"Perfetto's trace_processor_shell not found at {path}")
-    return path
-
-
 def test_deep_shapes_load_whole_in_trace_processor():
     """skep28r_deep: a 3,001-deep recursion with calls after inner calls
     return, a 1,502-deep mutual recursion, a thread 1,201 deep at the same
@@ -259,7 +251,7 @@ def test_deep_shapes_load_whole_in_trace_processor():
     thread has one root on its own track; each slice that starts a
     continuation track lies inside a depth-511 slice of the track before
     it; absolute depths reach 3,002; no import error or data loss."""
-    tp = _trace_processor()
+    tp = sfkit.trace_processor()
     exe = build_c("skep28r_deep", ["skep28r_deep.c"], flags=["-fno-optimize-sibling-calls"], libs=["-lpthread"])
     p, log = record([exe], args=["-q"])
     eq(p.stdout, "2999 1200\n", "the program's output")

@@ -6,6 +6,7 @@ found a break skips as a known break until it is fixed; the others show a
 claim held under that attack.
 
 Runs under tests/run.py."""
+import json
 import os
 import re
 import sys
@@ -151,14 +152,13 @@ def test_time_window_same_calls_in_every_command_across_processes_and_threads():
         sfkit.eq((rep_n, rp, int(m.group(1)) if m else 0), (dump, dump, dump), f"{lg} leaf calls in {w}")
 
 
-def test_two_recordings_with_opposite_filters_in_one_directory():
-    # alpha_sum and beta_sum are folded into one address (lld --icf=all) in a
-    # dlopen'd library. a.log was recorded with --filter-regex 'beta|lib_entry',
-    # b.log with 'alpha|lib_entry', into one directory. Each process's calls
-    # should carry the name its own recording's filter chose, in every
-    # command. Seen on integ3: replay and graph of the directory say alpha_sum
-    # for b's process, report (also --threads, per process) and flamegraph say
-    # beta_sum for all six calls.
+def _icf_dir_with_opposite_filters():
+    """Two recordings in one directory of the same program and the same
+    dlopen'd library, where lld --icf=all folded alpha_sum and beta_sum to
+    one address: a.log with --filter-regex 'beta|lib_entry', b.log with
+    'alpha|lib_entry'. Each process calls lib_entry twice, which tail-calls
+    the folded function. Returns (directory, {pid: the name its filter
+    chose})."""
     lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
                         flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
     prog = sfkit.build_c("skep28z_icfmain", ["skep28z_icfmain.c"], libs=["-ldl"])
@@ -169,27 +169,112 @@ def test_two_recordings_with_opposite_filters_in_one_directory():
         sfkit.eq(p.stdout, "34 34\n", "program output")
         info = _read([sfkit.SFTRACE, "info", log]).stdout
         pids[stem] = re.search(r"^# pid\s*: (\d+)$", info, re.M).group(1)
-    want = {pids["a"]: "beta_sum", pids["b"]: "alpha_sum"}
+    return d, {pids["a"]: "beta_sum", pids["b"]: "alpha_sum"}
+
+
+def _names_by_pid(pairs):
+    """{pid: sorted names} from (pid, name) pairs, the folded function's only."""
+    got = {}
+    for pid, name in pairs:
+        if name.endswith("_sum"):
+            got.setdefault(pid, set()).add(name)
+    return {k: sorted(v) for k, v in got.items()}
+
+
+def test_two_recordings_with_opposite_filters_in_one_directory():
+    # Each process's calls carry the name its own recording's filter chose,
+    # in every reading command of the directory. Seen on integ3 (before the
+    # fix): replay and graph said alpha_sum for b's process, but report
+    # (also --threads, per process), flamegraph, folded, query's functions,
+    # Perfetto and Parquet said beta_sum for all four calls: a function's
+    # key was per object, and the first process met named the key's row.
+    d, want = _icf_dir_with_opposite_filters()
+    want_pids = {k: [v] for k, v in want.items()}
+    pid_of = {v: k for k, v in want.items()}
     rp = _read([sfkit.SFTRACE, "replay", "--no-pager", d]).stdout
-    rp_names, pid = {}, None
+    pairs, pid = [], None
     for ln in rp.splitlines():
         m = re.match(r"# process (\d+):", ln)
-        if m:
-            pid = m.group(1)
+        pid = m.group(1) if m else pid
         m = re.search(r"\| (\w+_sum)\(\);", ln)
         if m:
-            rp_names.setdefault(pid, set()).add(m.group(1))
-    sfkit.eq(rp_names, {k: {v} for k, v in want.items()}, "replay's names per process")
-    rep = _read([sfkit.SFTRACE, "report", "--no-pager", "--threads", "--format", "tsv", d]).stdout
-    rep_names = {}
-    for r in rep.splitlines()[1:]:
-        c = r.split("\t")
-        if c[3].endswith("_sum"):
-            rep_names.setdefault(c[0], set()).add(c[3])
-    got = {k: v for k, v in rep_names.items()}
-    if got != {k: {v} for k, v in want.items()}:
-        raise sfkit.Skip(f"known break, issue 28 open: report of a directory names a folded function by one "
-                         f"recording's filter for every process: got {got}, replay says {rp_names}")
+            pairs.append((pid, m.group(1)))
+    sfkit.eq(sorted(pairs), sorted([(pid_of["beta_sum"], "beta_sum")] * 2 + [(pid_of["alpha_sum"], "alpha_sum")] * 2),
+             "replay's calls per process")
+    g = _read([sfkit.SFTRACE, "graph", "--no-pager", d]).stdout
+    sfkit.eq(sorted(re.findall(r"\((\d+)\) (\w+_sum)", g)), [("2", "alpha_sum"), ("2", "beta_sum")], "graph")
+
+    # report merges processes by function: one row per (object, address, name)
+    rep = _read([sfkit.SFTRACE, "report", "--no-pager", "--format", "tsv", d]).stdout
+    rows = sorted((c[1], c[2]) for c in (r.split("\t") for r in rep.splitlines()[1:]))
+    sfkit.eq(rows, [("alpha_sum", "2"), ("beta_sum", "2"), ("lib_entry", "4")], "report's rows (name, calls)")
+    ids = {c[1]: c[0] for c in (r.split("\t") for r in rep.splitlines()[1:])}
+    sfkit.check(ids["alpha_sum"] != ids["beta_sum"], f"one func_id per name: {ids}")
+    for opt in ["--threads", "--processes"]:
+        rep = _read([sfkit.SFTRACE, "report", "--no-pager", opt, "--format", "tsv", d]).stdout
+        rows = [r.split("\t") for r in rep.splitlines()[1:]]
+        sfkit.eq(_names_by_pid((c[0], c[-7]) for c in rows), want_pids, f"report {opt}'s names per process")
+        sfkit.eq(sorted((c[-7], c[-6]) for c in rows if c[-7].endswith("_sum")),
+                 [("alpha_sum", "2"), ("beta_sum", "2")], f"report {opt}'s calls")
+    text = _read([sfkit.SFTRACE, "report", "--no-pager", "--processes", d]).stdout
+    per = dict(re.findall(r"^== process \S+ \(pid (\d+)\).*\n(?:.*\n)*?.* (\w+_sum)$", text, re.M))
+    sfkit.eq(per, want, "report --processes (text)")
+
+    # flamegraph and folded stacks: each process's box or stack
+    svg = os.path.join(d, "fg.svg")
+    _read([sfkit.SFTRACE, "flamegraph", "-q", d, "-o", svg])
+    with open(svg, encoding="utf-8") as fh:
+        boxes = re.findall(r"<title>(\w+_sum) \[[^\]]*\]\n.*, (\d+) calls?</title>", fh.read())
+    sfkit.eq(sorted(boxes), [("alpha_sum", "2"), ("beta_sum", "2")], "flamegraph's boxes")
+    folded = os.path.join(d, "t.folded")
+    _read([sfkit.SFTRACE, "convert", "-q", "--type", "folded", "--weight", "calls", d, "-o", folded])
+    with open(folded) as fh:
+        stacks = sorted(re.findall(r"\(pid (\d+)\);(\w+_sum) (\d+)$", fh.read(), re.M))
+    sfkit.eq(stacks, sorted([(pid_of["alpha_sum"], "alpha_sum", "2"), (pid_of["beta_sum"], "beta_sum", "2")]),
+             "folded stacks")
+
+    # query: the calls by pid, and the functions table joined on func_id
+    q = _read([sfkit.SFTRACE, "query", "--format", "tsv", d,
+               "select f.name, count(*) from frames c join functions f using (func_id)"
+               " where f.name like '%_sum' group by f.func_id order by 1"]).stdout
+    sfkit.eq(q.splitlines()[1:], ["alpha_sum\t2", "beta_sum\t2"], "query: frames joined with functions")
+    q = _read([sfkit.SFTRACE, "query", "--format", "tsv", d, "select pid, name from frames group by 1, 2"]).stdout
+    sfkit.eq(_names_by_pid(r.split("\t") for r in q.splitlines()[1:]), want_pids, "query's frames per pid")
+
+    # Chrome JSON: names per pid
+    chrome = os.path.join(d, "t.json")
+    _read([sfkit.SFTRACE, "convert", "-q", "--type", "chrome", d, "-o", chrome])
+    with open(chrome) as fh:
+        evs = [e for e in json.load(fh)["traceEvents"] if e["ph"] == "X"]
+    sfkit.eq(_names_by_pid((str(e["pid"]), e["name"]) for e in evs), want_pids, "Chrome JSON")
+
+    # info lists the aliases per process: the one its filter chose first
+    info = _read([sfkit.SFTRACE, "info", d]).stdout
+    sfkit.eq(re.findall(r"^# pid\s*: (\d+)$|^#\s+alias: (.*)$", info, re.M),
+             [(pid_of["beta_sum"], ""), ("", "beta_sum = alpha_sum"),
+              (pid_of["alpha_sum"], ""), ("", "alpha_sum = beta_sum")], "info's aliases per process")
+
+    # -F chooses one name for every process: then one row again
+    rep = _read([sfkit.SFTRACE, "report", "--no-pager", "--format", "tsv", "-F", "alpha_sum", d]).stdout
+    sfkit.eq([r.split("\t")[1:3] for r in rep.splitlines()[1:]], [["alpha_sum", "4"]], "report -F alpha_sum")
+
+    # Parquet: the calls joined with the symtab, and each name's aliases
+    pola = os.path.join(d, "t.pola")
+    _read([sfkit.SFTRACE, "convert", "-q", "--type", "pola", d, "-o", pola])
+    r = sfkit.parquet_query("pola_query.mjs", pola)
+    sfkit.eq(r["calls"], {"alpha_sum": 2, "beta_sum": 2, "lib_entry": 4}, "Parquet: calls joined with the symtab")
+    sfkit.eq(sorted(map(tuple, r["aliases"])), [("alpha_sum", "beta_sum"), ("beta_sum", "alpha_sum"), ("lib_entry", "")],
+             "Parquet symtab: names and aliases")
+
+    # Perfetto, read by trace_processor: slices per process
+    pb = os.path.join(d, "t.pb")
+    _read([sfkit.SFTRACE, "convert", "-q", d, "-o", pb])
+    rows = sfkit.tp_rows(pb, "select s.name, p.pid, count(*) from slice s join thread_track tt on s.track_id = tt.id"
+                             " join thread using (utid) join process p using (upid) group by 1, 2;")
+    sfkit.eq(sorted(map(tuple, rows)), sorted([("beta_sum", pid_of["beta_sum"], "2"),
+                                               ("lib_entry", pid_of["beta_sum"], "2"),
+                                               ("alpha_sum", pid_of["alpha_sum"], "2"),
+                                               ("lib_entry", pid_of["alpha_sum"], "2")]), "Perfetto's slices")
 
 
 def test_two_filter_files_selecting_in_one_object():

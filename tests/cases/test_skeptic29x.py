@@ -18,8 +18,8 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (ROOT, RUNTIME, SFTRACE, Skip, build_c, call_column, check, eq, parquet_query, record, replay_text,  # noqa: E402
-                   run, rust_fixture, tmpdir)
+from sfkit import (RUNTIME, SFTRACE, Skip, build_c, call_column, check, eq, parquet_query, record, replay_text,  # noqa: E402
+                   run, rust_fixture, tmpdir, trace_processor)
 
 _runs = {}
 
@@ -63,15 +63,6 @@ def known_break(what, fn):
         fn()
     except AssertionError as e:
         raise Skip(f"known break, issue 29 open: {what} ({str(e)[:300]})")
-
-
-def trace_processor():
-    cands = [os.environ.get("SFTRACE_TRACE_PROCESSOR", ""), "/work/shared/tools/trace_processor_shell",
-             os.path.join(os.path.dirname(ROOT), "shared", "tools", "trace_processor_shell")]
-    tp = next((c for c in cands if c and os.access(c, os.X_OK)), None)
-    if not tp:
-        raise Skip("no trace_processor_shell (set SFTRACE_TRACE_PROCESSOR)")
-    return tp
 
 
 def perfetto_args(log):

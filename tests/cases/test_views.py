@@ -12,7 +12,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, eq, record, tmpdir  # noqa: E402
+from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, eq, record, tmpdir, tp_rows, trace_processor  # noqa: E402
 from sfkit import run as sf_run  # noqa: E402
 
 # The first line report, replay and graph print about net times
@@ -261,25 +261,6 @@ def test_info_fields():
 
 
 # ---- Perfetto at any depth ----
-
-def trace_processor():
-    path = os.environ.get("SFTRACE_TRACE_PROCESSOR") or os.path.join(os.path.dirname(ROOT), "shared", "tools",
-                                                                     "trace_processor_shell")
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise Skip(f"Perfetto's trace_processor_shell not found at {path}")
-    return path
-
-
-def tp_rows(trace, sql):
-    """Rows of one query as lists of strings (trace processor's CSV output)."""
-    qf = os.path.join(tmpdir(), "q.sql")
-    with open(qf, "w") as fh:
-        fh.write(sql)
-    p = run([trace_processor(), "-q", qf, trace], timeout=120)
-    import csv
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
-    return list(csv.reader(lines))[1:]
-
 
 def test_perfetto_deep_recursion_on_child_tracks():
     """3,000 nested rec() calls (main -> run -> rec x3000: depths 0..3001).

@@ -384,6 +384,31 @@ def perfetto_summary(path):
             "times": dict(times), "slices": dict(slices), "skipped": skipped, "missing_needs": missing_needs}
 
 
+def trace_processor():
+    """Perfetto's trace_processor_shell: $SFTRACE_TRACE_PROCESSOR, else
+    shared/tools beside the checkout, else /work/shared/tools (a worktree
+    one level deeper). Skip without it."""
+    cands = [os.environ.get("SFTRACE_TRACE_PROCESSOR", ""),
+             os.path.join(os.path.dirname(ROOT), "shared", "tools", "trace_processor_shell"),
+             "/work/shared/tools/trace_processor_shell"]
+    tp = next((c for c in cands if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
+    if not tp:
+        raise Skip("Perfetto's trace_processor_shell not found (set SFTRACE_TRACE_PROCESSOR)")
+    return tp
+
+
+def tp_rows(trace, sql):
+    """Rows of one query on a Perfetto trace, as lists of strings
+    (trace_processor's CSV output, the header left out)."""
+    import csv
+    qf = os.path.join(tmpdir(), "q.sql")
+    with open(qf, "w") as fh:
+        fh.write(sql)
+    p = run([trace_processor(), "-q", qf, trace], timeout=120)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
+    return list(csv.reader(lines))[1:]
+
+
 def parquet_query(script, path, timeout=300):
     """Runs tests/parquet/SCRIPT PATH (nodejs-polars and DuckDB, installed
     from the pinned package-lock.json on first use) and returns the JSON it

@@ -93,6 +93,7 @@ console.log(JSON.stringify({
     rows: Number(r.rows) })),
   frames: frameRows,
   symtab: syms.toRecords().map((r) => [String(r.func_id), r.name, r.path]),
+  aliases: syms.toRecords().map((r) => [r.name, r.aliases]),
   bad_frames: badFrames,
   orphans,
   tids: events.getColumn("tid").unique().len(),

@@ -277,6 +277,41 @@ def test_two_recordings_with_opposite_filters_in_one_directory():
                                                ("lib_entry", pid_of["alpha_sum"], "2")]), "Perfetto's slices")
 
 
+def test_two_recordings_with_opposite_filters_memory():
+    # The same two filters on a folded allocating function (alpha_make =
+    # beta_make), called three times a process with --alloc. memory's
+    # tables are per process; its leak flame graph merges processes, and
+    # before the fix named both boxes by the first process's filter.
+    fixdir = sfkit.FIXBUILD
+    sfkit.build_c("libskep28z_icfalloc.so", ["skep28z_icfalloclib.c"], shared=True,
+                  flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_icfalloc", ["skep28z_icfalloc.c"],
+                         libs=["-L" + fixdir, "-lskep28z_icfalloc", "-Wl,-rpath," + fixdir])
+    d = sfkit.tmpdir()
+    pid_of = {}
+    for stem, rx, name in [("a", "beta|main", "beta_make"), ("b", "alpha|main", "alpha_make")]:
+        p, log = sfkit.record([prog], out=os.path.join(d, stem + ".log"), args=["-q", "--alloc", "--filter-regex", rx])
+        sfkit.eq(p.stdout, "1\n", "program output")
+        pid_of[name] = re.search(r"^# pid\s*: (\d+)$", _read([sfkit.SFTRACE, "info", log]).stdout, re.M).group(1)
+    rep = _read([sfkit.SFTRACE, "report", "--no-pager", "--format", "tsv", d]).stdout
+    sfkit.eq(sorted(tuple(r.split("\t")[1:3]) for r in rep.splitlines()[1:] if "_make" in r),
+             [("alpha_make", "3"), ("beta_make", "3")], "report's rows")
+    tsv = _read([sfkit.SFTRACE, "memory", "--no-pager", "--format", "tsv", d]).stdout
+    sites, pid = set(), None
+    for r in tsv.splitlines():
+        c = r.split("\t")
+        pid = c[1] if c[0] == "process" else pid
+        if c[0] == "site" and c[4].endswith("_make"):
+            sites.add((pid, c[4], c[2], c[3]))
+    sfkit.eq(sorted(sites), sorted([(pid_of["alpha_make"], "alpha_make", "96", "3"),
+                                    (pid_of["beta_make"], "beta_make", "96", "3")]), "memory's sites per process")
+    svg = os.path.join(d, "leaks.svg")
+    _read([sfkit.SFTRACE, "memory", "-q", "--no-pager", "--flamegraph", svg, d])
+    with open(svg, encoding="utf-8") as fh:
+        boxes = re.findall(r"<title>(\w+_make) \[[^\]]*\]\n(\d+) bytes", fh.read())
+    sfkit.eq(sorted(boxes), [("alpha_make", "96"), ("beta_make", "96")], "memory's leak flame graph")
+
+
 def test_two_filter_files_selecting_in_one_object():
     # x.filter selects mainfn in the program and alpha_sum in the library,
     # y.filter selects lib_entry in the same library; record -f DIR merges

@@ -149,7 +149,11 @@ const char *trace_thread_label(const struct trace_proc *p, const struct lr_threa
 /* A function id stable across the whole input: the ELF address for the
  * main executable (so it matches `nm`), and (k << 48) | address for the
  * k-th distinct other object (k >= 1, objects told apart by build-id, else
- * by path). 0 for ids no object owns. */
+ * by path). One key is one name: a folded function that processes name
+ * differently (their recordings' filters chose different aliases) keeps
+ * the key under the earliest process's name, and each other name gets
+ * (k' << 48) | address with a slot k' of its own. 0 for ids no object
+ * owns. */
 static inline uint64_t trace_func_key(const struct trace_proc *p, uint32_t func_id)
 {
 	return func_id < p->nfunc_keys ? p->func_keys[func_id] : 0;

@@ -14,9 +14,8 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import ROOT, SFTRACE, Skip, check, eq, record, run, rust_fixture, tmpdir  # noqa: E402
+from sfkit import SFTRACE, Skip, check, eq, record, run, rust_fixture, tmpdir, trace_processor  # noqa: E402
 
-TP = os.path.join(os.path.dirname(ROOT), "shared", "tools", "trace_processor_shell")
 # A trait impl on a generic type, in both styles (rust_prog's Vec of shapes).
 DROP_FULL = "<alloc::vec::Vec<alloc::boxed::Box<dyn rust_prog::Shape>> as core::ops::drop::Drop>::drop"
 DROP_SHORT = "<alloc::vec::Vec<…> as core::ops::drop::Drop>::drop"
@@ -114,8 +113,7 @@ def test_chrome_and_folded_names():
 
 
 def test_perfetto_short_slice_full_function():
-    if not os.access(TP, os.X_OK):
-        raise Skip("trace_processor_shell not found (../shared/tools)")
+    tp = trace_processor()
     d = tmpdir()
     pb = os.path.join(d, "t.pb.gz")
     run([SFTRACE, "convert", rust_log(), "-o", pb])
@@ -123,11 +121,11 @@ def test_perfetto_short_slice_full_function():
     with open(q, "w") as fh:
         fh.write("select s.name, a.display_value from slice s join args a using (arg_set_id)"
                  " where a.key = 'source.function_name' and s.name like '<alloc::vec::Vec<%Drop>::drop' limit 1;\n")
-    out = run([TP, "-q", q, pb]).stdout.strip().splitlines()[-1]
+    out = run([tp, "-q", q, pb]).stdout.strip().splitlines()[-1]
     eq(out, f'"{DROP_SHORT}","{DROP_FULL}"', "slice name short, source function name full")
     with open(q, "w") as fh:
         fh.write("select count(*) from stats where value > 0 and severity != 'info';\n")
-    eq(run([TP, "-q", q, pb]).stdout.strip().splitlines()[-1], "0", "no import errors")
+    eq(run([tp, "-q", q, pb]).stdout.strip().splitlines()[-1], "0", "no import errors")
 
 
 def test_parquet_keeps_full_names():

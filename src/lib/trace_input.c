@@ -428,9 +428,11 @@ static int compile_func_regexes(struct trace_input *in)
 	return nm_compile(&in->only) < 0 || nm_compile(&in->notrace) < 0 ? -1 : 0;
 }
 
-/* -F/-N name a folded function by the alias they find (func_found), which
- * otherwise happens as frames are cut, after keys are split by name: with
- * several processes, every function with aliases is settled first. */
+/* -F/-N rename a folded function to the alias they find (func_found).
+ * Left to the cut, a process's rename would come after the keys were split
+ * by name (split_keys_by_name), and one name would have two keys (two
+ * "alpha_sum" rows of report, test_skeptic28z): with several processes,
+ * every function that has aliases is settled at open. */
 static void settle_pattern_names(struct trace_input *in)
 {
 	if (in->nprocs < 2 || (!in->only.n && !in->notrace.n))

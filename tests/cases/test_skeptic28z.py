@@ -277,6 +277,33 @@ def test_two_recordings_with_opposite_filters_in_one_directory():
                                                ("lib_entry", pid_of["alpha_sum"], "2")]), "Perfetto's slices")
 
 
+def test_f_names_a_folded_function_by_its_alias_in_every_process():
+    # Two recordings without a filter: both name the folded function
+    # beta_sum (the symbol table's choice). -F alpha_sum finds it by its
+    # alias, which then names it in both processes: one row of 4 calls.
+    # Without settling -F's aliases before keys are split by name, the
+    # second process was renamed only as its frames were cut, after the
+    # split: two alpha_sum rows of 2 calls, with two func_ids.
+    lib = sfkit.build_c("libskep28z_icf.so", ["skep28z_icflib.c"], shared=True,
+                        flags=["-fuse-ld=lld", "-Wl,--icf=all", "-ffunction-sections"])
+    prog = sfkit.build_c("skep28z_icfmain", ["skep28z_icfmain.c"], libs=["-ldl"])
+    d = sfkit.tmpdir()
+    for stem in "ab":
+        p, _ = sfkit.record([prog, lib], out=os.path.join(d, stem + ".log"), args=["-q"])
+        sfkit.eq(p.stdout, "34 34\n", "program output")
+    rep = _read([sfkit.SFTRACE, "report", "--no-pager", "--format", "tsv", d]).stdout
+    sfkit.eq(sorted(r.split("\t")[1:3] for r in rep.splitlines()[1:]), [["beta_sum", "4"], ["lib_entry", "4"], ["main", "2"]],
+             "report without -F")
+    got = {}
+    for pat in ["alpha_sum", "beta_sum"]:
+        rep = _read([sfkit.SFTRACE, "report", "--no-pager", "--format", "tsv", "-F", pat, d]).stdout
+        got[pat] = [r.split("\t")[1:3] for r in rep.splitlines()[1:]]
+    sfkit.eq(got, {"alpha_sum": [["alpha_sum", "4"]], "beta_sum": [["beta_sum", "4"]]}, "report -F")
+    q = _read([sfkit.SFTRACE, "query", "--format", "tsv", "-F", "alpha_sum", d,
+               "select name, count(*) from frames group by func_id"]).stdout
+    sfkit.eq(q.splitlines()[1:], ["alpha_sum\t4"], "query -F alpha_sum")
+
+
 def test_two_recordings_with_opposite_filters_memory():
     # The same two filters on a folded allocating function (alpha_make =
     # beta_make), called three times a process with --alloc. memory's

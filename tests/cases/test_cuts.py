@@ -15,10 +15,9 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (FIXBUILD, ROOT, SFTRACE, Skip, build_c, calls_fixture, check, eq, perfetto_summary,  # noqa: E402
-                   record, run, tmpdir)
+from sfkit import (FIXBUILD, SFTRACE, build_c, calls_fixture, check, eq, perfetto_summary,  # noqa: E402
+                   record, run, tmpdir, trace_processor)
 
-TP = os.path.join(os.path.dirname(ROOT), "shared", "tools", "trace_processor_shell")
 # Entries per function of calls.c (see its top comment).
 CALLS = {"leaf": 60, "middle": 20, "outer": 10, "recurse": 51, "tail_caller": 5, "tail_callee": 5,
          "thread_work": 8, "tleaf": 8000, "lib_add": 7, "lib_inner": 7, "deep": 21, "crash_here": 1, "main": 1}
@@ -191,8 +190,7 @@ def test_cut_time_window_balanced():
 
 
 def test_cut_perfetto_trace_processor():
-    if not os.access(TP, os.X_OK):
-        raise Skip("trace_processor_shell not found (../shared/tools)")
+    tp = trace_processor()
     log, s, e, want = window_case()
     d = tmpdir()
     pb = os.path.join(d, "w.pb.gz")
@@ -204,7 +202,7 @@ def test_cut_perfetto_trace_processor():
                  " (select count(*) from slice join args using (arg_set_id) where key = 'debug.cut_end') ce,"
                  " (select count(*) from stats where value > 0 and severity != 'info') bad,"
                  " (select count(*) from slice where dur < 0) neg;\n")
-    out = run([TP, "-q", q, pb]).stdout.strip().splitlines()[-1]
+    out = run([tp, "-q", q, pb]).stdout.strip().splitlines()[-1]
     cuts = collections.Counter(w[4] for w in want)
     eq(out, f"{len(want)},{cuts['start'] + cuts['both']},{cuts['end'] + cuts['both']},0,0",
        "slices, cut annotations, no errors, no negative durations")

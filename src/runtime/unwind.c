@@ -141,7 +141,7 @@ static long cfa_load_disp(const void *getcfa)
 
 static void setip_fast_init(void)
 {
-	if (R.setip == R.gcc_setip && R.getcfa && R.getgr && CTX_CFA_OFF &&
+	if (R.setip == R.gcc_setip && R.getcfa && R.getgr && CTX_CFA_OFF != 0 &&
 	    cfa_load_disp((const void *)R.getcfa) == CTX_CFA_OFF)
 		__atomic_store_n(&setip_fast, 1, __ATOMIC_RELEASE);
 }

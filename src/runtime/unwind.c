@@ -755,8 +755,7 @@ __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context
 	setip_full(ctx, ip);
 }
 
-/* The exception a thread throws (or rethrows), for its landing floor:
- * one store, then the next definition's. */
+/* The next definition of a throw's entry, called before it is known. */
 static __attribute__((noinline)) _Unwind_Reason_Code raise_resolved(raise_fn *slot, struct _Unwind_Exception *x)
 {
 	resolve_next();
@@ -764,25 +763,25 @@ static __attribute__((noinline)) _Unwind_Reason_Code raise_resolved(raise_fn *sl
 	return next ? next(x) : _URC_FATAL_PHASE1_ERROR;
 }
 
-__attribute__((visibility("default"))) _Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *x)
-{
 #ifdef SF_ARCH_SHADOW
-	sf_self.unwind_exc = x;
-	sf_unwind_floor_clear(&sf_self);
+#define NOTE_EXCEPTION(x) (sf_self.unwind_exc = (x), sf_unwind_floor_clear(&sf_self))
+#else
+#define NOTE_EXCEPTION(x) ((void)(x))
 #endif
-	raise_fn next = __atomic_load_n(&R.raise, __ATOMIC_RELAXED);
-	return __builtin_expect(next != NULL, 1) ? next(x) : raise_resolved(&R.raise, x);
-}
 
-__attribute__((visibility("default"))) _Unwind_Reason_Code _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *x)
-{
-#ifdef SF_ARCH_SHADOW
-	sf_self.unwind_exc = x;
-	sf_unwind_floor_clear(&sf_self);
-#endif
-	raise_fn next = __atomic_load_n(&R.rethrow, __ATOMIC_RELAXED);
-	return __builtin_expect(next != NULL, 1) ? next(x) : raise_resolved(&R.rethrow, x);
-}
+/* The exception a thread throws (or rethrows) is noted for its landing
+ * floor, which a new throw ends; then the next definition's, tail-called
+ * (7 instructions in all). */
+#define THROW_WRAPPER(name, real)                                                                \
+	__attribute__((visibility("default"))) _Unwind_Reason_Code name(struct _Unwind_Exception *x) \
+	{                                                                                        \
+		NOTE_EXCEPTION(x);                                                               \
+		raise_fn next = __atomic_load_n(&R.real, __ATOMIC_RELAXED);                      \
+		return __builtin_expect(next != NULL, 1) ? next(x) : raise_resolved(&R.real, x); \
+	}
+
+THROW_WRAPPER(_Unwind_RaiseException, raise)
+THROW_WRAPPER(_Unwind_Resume_or_Rethrow, rethrow)
 
 /* ---- longjmp ----
  * sf_arch_jmpbuf_sp (sf_arch.h) unmangles the target's stack pointer. */

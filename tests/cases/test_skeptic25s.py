@@ -405,7 +405,7 @@ def test_cxx_throw_through_50_frames_with_destructors():
     # 5 a landing below the thread's landing floor (50 of 52: the word, the
     # CFA read in place, the compare, the tail jump), 69 for the first
     # landing, which sets the floor, and about 25 for the catch, which ends
-    # it; _Unwind_RaiseException 6 (the exception object noted) and
+    # it; _Unwind_RaiseException 7 (the exception object noted) and
     # libgcc's _Unwind_GetGR 14. docs/DESIGN.md, Unwinding.
     exe = build_c("skep25s_dtor_throw", ["skep25s_dtor_throw.cc"], compiler="clang++")
     d = tmpdir()

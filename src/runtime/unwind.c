@@ -21,7 +21,9 @@
  * too, which the skipped exit sleds would otherwise leave too high.
  *
  * We also stand in front of libgcc's _Unwind_Find_FDE, to give it the
- * unwind information of our stub pages (arch/<arch>/patch.c). */
+ * unwind information of our stub pages (arch/<arch>/patch.c), and of its
+ * _Unwind_RaiseException and _Unwind_Resume_or_Rethrow, to know the
+ * exception whose landings the landing floor tells in a compare. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>

@@ -739,11 +739,11 @@ static __attribute__((noinline)) void setip_full(struct _Unwind_Context *ctx, _U
 
 /* Every personality routine's call to install a landing pad (51 a throw
  * through 50 frames with destructors). Most abandon no recorded frame:
- * below the thread's landing floor, told here in 6 instructions (the
- * floor's word, the context's CFA read in place, the compare, the tail
- * jump to libgcc's), no call made and no register saved. With no floor
- * the word is the 0 past the shadow array, which no CFA is below: the
- * full path. */
+ * those below the thread's landing floor are told here in 5 instructions
+ * (the TLS base, the context's CFA read in place, the compare with
+ * land_floor, the branch, the tail jump to libgcc's), no call made and no
+ * register saved; with no floor (0) none is below it. Then the catch that
+ * ends a floor at its CFA (floor_catch); the rest take the full path. */
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 #ifdef SF_ARCH_SHADOW

@@ -42,10 +42,11 @@ HOOK void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site);
 HOOK void sftrace_heap_attach(unsigned flags);
 HOOK void **sftrace_heap_site_slot(void);
 /* malloc, calloc and free: the runtime takes an outer site in ra's place
- * itself (one TLS word of its own); the allocation hook returns ptr, so
- * that malloc and calloc end in a jump to it. */
+ * itself (one TLS word of its own); the allocation hook returns ptr and
+ * the free hook calls the real free, so that each of them ends in a jump
+ * to its hook. */
 HOOK void *sftrace_heap_alloc_ra(void *ptr, size_t size, void *ra);
-HOOK void sftrace_heap_free_ra(void *ptr, void *ra);
+HOOK void sftrace_heap_free_ra(void *ptr, void *ra, void (*real_free)(void *));
 
 long sf_alloc_site_off;
 
@@ -200,15 +201,27 @@ EXPORT void *malloc(size_t size)
 	return report_alloc_ra(real.malloc(size), size, __builtin_return_address(0));
 }
 
-EXPORT void free(void *p)
+/* free's other cases, out of its way (its callers' return address: ra). */
+static __attribute__((noinline)) void free_rest(void *p, void *ra)
 {
 	if (!p || in_arena(p))
 		return;
 	if (!ready())
 		return; /* cannot happen: p came from the real allocator */
 	if (sftrace_heap_free_ra)
-		sftrace_heap_free_ra(p, __builtin_return_address(0));
-	real.free(p);
+		sftrace_heap_free_ra(p, ra, real.free);
+	else
+		real.free(p);
+}
+
+EXPORT void free(void *p)
+{
+	/* the common case first: no register to save, a jump to the hook */
+	if (__builtin_expect(p && !in_arena(p) && __atomic_load_n(&real.malloc, __ATOMIC_ACQUIRE) && sftrace_heap_free_ra, 1)) {
+		sftrace_heap_free_ra(p, __builtin_return_address(0), real.free);
+		return;
+	}
+	free_rest(p, __builtin_return_address(0));
 }
 
 EXPORT void *calloc(size_t n, size_t size)

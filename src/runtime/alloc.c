@@ -50,9 +50,14 @@ enum { DIR_ALLOC = 1, DIR_FREE = 2, DIR_REALLOC = 3 };
 #define TAG_DIR(tag) ((tag) >> 8 & 0xff)
 #define TAG_LEFT(tag) ((tag) >> 16 & 0xff)
 
-/* The thread's heap state, one TLS block: the last heap event recorded on
- * this thread (for sf_heap_setup_dup), and whether its slow path runs. */
+/* The thread's heap state, one TLS block (one offset to load): the last
+ * heap event recorded on this thread (for sf_heap_setup_dup), whether its
+ * slow path runs, and libsftrace-alloc.so's word for the site an outer
+ * interposed function leaves (src/alloc/outer_site.h): here, in our
+ * static TLS, so that libsftrace-alloc.so has no TLS module of its own
+ * (each module adds 16 B to the DTV glibc callocs for every new thread). */
 struct heap_tls {
+	void *outer_site;
 	uint64_t ptr; /* pointer allocated (or freed) */
 	uint64_t old; /* realloc: the pointer freed (read only when the direction is realloc) */
 	uint32_t tag; /* TAG(source, direction, realloc's setup-ABI halves still to match:
@@ -63,12 +68,6 @@ static __thread struct heap_tls heap_tls __attribute__((tls_model("initial-exec"
 static int heap_on;
 /* heap_on, and events take the counter clock: heap_fast may run. */
 static int heap_fast_on;
-
-/* libsftrace-alloc.so's per-thread word for the site an outer interposed
- * function leaves (src/alloc/outer_site.h): here, in our static TLS, so
- * that libsftrace-alloc.so has no TLS module of its own (each module adds
- * 16 B to the DTV glibc callocs for every new thread). */
-static __thread void *heap_outer_site __attribute__((tls_model("initial-exec")));
 
 static int heap_enabled(void)
 {
@@ -246,7 +245,7 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr)
 
 __attribute__((visibility("default"))) void **sftrace_heap_site_slot(void)
 {
-	return &heap_outer_site;
+	return &heap_tls.outer_site;
 }
 
 /* libsftrace-alloc.so's constructor: --alloc is on; hidden: the program's
@@ -285,36 +284,44 @@ static __attribute__((noinline)) void heap_free_general(void *ptr, void *site)
 		heap_record(SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0);
 }
 
-/* heap_ret_tag without a call: 0 when the slot is not known to lie on the
- * thread's own stack above this frame but might (this frame is not on the
- * thread's own stack, or its bounds are not known yet: heap_ret_tag asks
- * stack.c), else 1 and the tag in *tag. */
-static inline __attribute__((always_inline)) int heap_ret_tag_fast(const struct sf_thread *t, uint32_t *tag)
-{
-	*tag = 0;
 #ifdef SF_ARCH_SHADOW
+/* 1 if this frame is on the thread's own stack, whose bounds are known:
+ * heap_ret_tag_own may then read the tag without a call. */
+static inline __attribute__((always_inline)) int heap_on_own_stack(void)
+{
+	uint64_t cur = (uint64_t)__builtin_frame_address(0);
+	return cur >= sf_stack.lo && cur < sf_stack.hi;
+}
+
+/* heap_ret_tag, on the thread's own stack (heap_on_own_stack). */
+static inline __attribute__((always_inline)) uint32_t heap_ret_tag_own(const struct sf_thread *t)
+{
 	uint64_t d = t->shadow_depth;
 	if (d >= SF_SHADOW_CAP)
-		return 1;
-	uint64_t slot = t->shadow[d] & ~(uint64_t)7;
-	if (!slot)
-		return 1;
-	uint64_t cur = (uint64_t)__builtin_frame_address(0), hi = sf_stack.hi;
-	if (__builtin_expect(cur < sf_stack.lo || cur >= hi, 0))
 		return 0;
-	if (slot >= cur && slot < hi)
-		*tag = (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
+	uint64_t slot = t->shadow[d] & ~(uint64_t)7;
+	if (slot < (uint64_t)__builtin_frame_address(0) || slot >= sf_stack.hi) /* slot 0 too */
+		return 0;
+	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
+}
 #else
-	(void)t;
-#endif
+static inline int heap_on_own_stack(void)
+{
 	return 1;
 }
+
+static inline uint32_t heap_ret_tag_own(const struct sf_thread *t)
+{
+	(void)t;
+	return 0;
+}
+#endif
 
 /* The common case of an interposed allocation (dir DIR_ALLOC) or free
  * (DIR_FREE), event `kind` with np payload records, made without a call
  * (so the hooks save no register) and with the clock read once: recording
  * on, no setup-ABI report to match, the counter clock, this frame on the
- * thread's own stack, room in the slot. 0, with nothing recorded, in every
+ * thread's own stack (with known bounds), room in the slot. 0, with nothing recorded, in every
  * other case: the caller then takes the general path (heap_record), which
  * records the same event. */
 static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t kind, unsigned np, uint64_t a,
@@ -323,13 +330,11 @@ static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t
 	struct heap_tls *l = &heap_tls;
 	if (__builtin_expect(!heap_fast_on, 0) || __builtin_expect(__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED), 0))
 		return 0;
-	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0) || __builtin_expect(l->busy, 0))
+	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0) || __builtin_expect(l->busy, 0) ||
+	    __builtin_expect(!heap_on_own_stack(), 0))
 		return 0;
 	struct sf_thread *t = &sf_self;
 	uint64_t time = sf_arch_counter();
-	uint32_t tag;
-	if (!heap_ret_tag_fast(t, &tag))
-		return 0;
 	/* One claim attempt (heap_claim's loop is the general path's): a
 	 * signal handler's events in between, a full slot or the batch's
 	 * span passed send the event there. */
@@ -341,16 +346,16 @@ static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t
 		return 0;
 	l->ptr = dir == DIR_ALLOC ? b : a;
 	l->tag = TAG(SRC_INTERPOSED, dir, 0);
-	heap_fill((struct sf_event *)at, kind, tag, time, zero, np, a, b, c, 0);
+	heap_fill((struct sf_event *)at, kind, heap_ret_tag_own(t), time, zero, np, a, b, c, 0);
 	return 1;
 }
 
 /* The site an outer interposed function left (outer_site.h), taken, or ra. */
 static inline void *heap_site(void *ra)
 {
-	void *o = heap_outer_site;
+	void *o = heap_tls.outer_site;
 	if (__builtin_expect(o != NULL, 0)) {
-		heap_outer_site = NULL;
+		heap_tls.outer_site = NULL;
 		return o;
 	}
 	return ra;
@@ -368,12 +373,23 @@ __attribute__((visibility("default"))) void *sftrace_heap_alloc_ra(void *ptr, si
 	return heap_alloc_general(ptr, sf_size_align(size, 0), site);
 }
 
-/* free (libsftrace-alloc.so), before the real one: ptr is not NULL. */
-__attribute__((visibility("default"))) void sftrace_heap_free_ra(void *ptr, void *ra)
+static __attribute__((noinline)) void heap_free_general_then(void *ptr, void *site, void (*real_free)(void *))
+{
+	heap_free_general(ptr, site);
+	real_free(ptr);
+}
+
+/* free (libsftrace-alloc.so): records that ptr (not NULL) is freed, then
+ * frees it with real_free, the next definition, in a jump: the interposed
+ * free ends in a jump here, and keeps nothing across a call. */
+__attribute__((visibility("default"))) void sftrace_heap_free_ra(void *ptr, void *ra, void (*real_free)(void *))
 {
 	void *site = heap_site(ra);
-	if (!heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0))
-		heap_free_general(ptr, site);
+	if (!heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0)) {
+		heap_free_general_then(ptr, site, real_free);
+		return;
+	}
+	real_free(ptr);
 }
 
 __attribute__((visibility("default"))) void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site)

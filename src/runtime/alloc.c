@@ -327,6 +327,9 @@ static inline uint32_t heap_ret_tag_own(const struct sf_thread *t)
 static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t kind, unsigned np, uint64_t a,
 							   uint64_t b, uint64_t c)
 {
+	/* The counter first: the tests below run while it is read. Its value
+	 * is not used when they fail (nor on the monotonic clock). */
+	uint64_t time = sf_arch_counter();
 	struct heap_tls *l = &heap_tls;
 	if (__builtin_expect(!heap_fast_on, 0) || __builtin_expect(__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED), 0))
 		return 0;
@@ -334,7 +337,6 @@ static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t
 	    __builtin_expect(!heap_on_own_stack(), 0))
 		return 0;
 	struct sf_thread *t = &sf_self;
-	uint64_t time = sf_arch_counter();
 	/* One claim attempt (heap_claim's loop is the general path's): a
 	 * signal handler's events in between, a full slot or the batch's
 	 * span passed send the event there. */

@@ -332,6 +332,26 @@ def test_signal_handlers_that_allocate_lose_no_heap_event():
     eq((sum(t["lost"] for t in info["threads"]), info["dropped"]), (0, 0), "records lost, events dropped")
 
 
+def test_errno_and_every_event_across_slot_hand_offs():
+    """malloc, calloc and free under --alloc leave errno as the program
+    set it, on their fast path and on the slow one (30,000 rounds: 120,000
+    heap events, tens of full slots handed off), and every one of them is
+    recorded at the program's function with its size (calloc: n x size)."""
+    exe = build_c("heap_errno", ["heap_errno.c"], flags=["-fno-builtin"])
+    n = 30000
+    want = f"{n} rounds, errno changed 0 times\n"
+    eq(run([exe, str(n)]).stdout, want, "untraced output")
+    p, log = record([exe, str(n)], args=["--alloc", "-q"])
+    eq(p.stdout, want, "traced output")
+    s, rows = memory_tsv(log)
+    nbytes = sum(16 + i % 64 + 2 * (8 + i % 32) for i in range(n))
+    eq(by_func(rows, "site", "churn"), (nbytes, 2 * n), "churn's allocations")
+    eq(by_func(rows, "leak", "churn"), (0, 0), "every block freed")
+    eq(s["unmatched_frees"], 0, "every free matched")
+    info = dump_info(log)
+    eq((sum(t["lost"] for t in info["threads"]), info["dropped"]), (0, 0), "records lost, events dropped")
+
+
 # ---- tail calls, leaf-first rows, folding, --diff (issue 27) ----
 
 _tail_logs = {}

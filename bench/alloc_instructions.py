@@ -59,7 +59,7 @@ def main():
     per = {}  # (mode, variant) -> instructions per iteration
     for mode, fn in (("calls", "nop"), ("pairs", "pair"), ("flat", "flat")):
         for v, env in envs.items():
-            if mode == "calls" and v == "alloc":
+            if (mode, v) in (("calls", "alloc"), ("flat", "traced")):
                 continue
             ir = [collected([exe, mode, str(n)], fn, env) for n in (a.n1, a.n2)]
             per[mode, v] = (ir[1] - ir[0]) / (a.n2 - a.n1)

@@ -319,11 +319,12 @@ static inline uint32_t heap_ret_tag_own(const struct sf_thread *t)
 
 /* The common case of an interposed allocation (dir DIR_ALLOC) or free
  * (DIR_FREE), event `kind` with np payload records, made without a call
- * (so the hooks save no register) and with the clock read once: recording
- * on, no setup-ABI report to match, the counter clock, this frame on the
- * thread's own stack (with known bounds), room in the slot. 0, with nothing recorded, in every
- * other case: the caller then takes the general path (heap_record), which
- * records the same event. */
+ * (so the hooks save few registers, and only past the first tests) and
+ * with the clock read once: recording on, no setup-ABI report to match,
+ * the counter clock, this frame on the thread's own stack (with known
+ * bounds), room in the slot at the first attempt. 0, with nothing
+ * recorded, in every other case: the caller then takes the general path
+ * (heap_record), which records the same event. */
 static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t kind, unsigned np, uint64_t a,
 							   uint64_t b, uint64_t c)
 {

@@ -21,7 +21,8 @@ heaptrack's interpreter, competing for one). The memory throughput is
 `sftrace memory` on a log of 2 x memory-n heap events (wall and CPU time,
 max RSS from wait4; on a shared machine CPU time is the figure to compare,
 wall time includes waiting for a core), grouped by line (the default) and
-by stack."""
+by stack. Instructions per event, which load does not move:
+bench/alloc_instructions.py (callgrind, same fixture)."""
 import argparse
 import os
 import shutil

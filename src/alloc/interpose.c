@@ -41,6 +41,12 @@ HOOK void sftrace_heap_free(void *ptr, void *site);
 HOOK void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site);
 HOOK void sftrace_heap_attach(unsigned flags);
 HOOK void **sftrace_heap_site_slot(void);
+/* malloc, calloc and free: the runtime takes an outer site in ra's place
+ * itself (one TLS word of its own); the allocation hook returns ptr and
+ * the free hook calls the real free, so that each of them ends in a jump
+ * to its hook. */
+HOOK void *sftrace_heap_alloc_ra(void *ptr, size_t size, void *ra);
+HOOK void sftrace_heap_free_ra(void *ptr, void *ra, void (*real_free)(void *));
 
 long sf_alloc_site_off;
 
@@ -179,23 +185,43 @@ static void report_realloc(void *p, void *old, size_t size, void *site)
  * function left (outer_site.h) */
 #define SITE sf_alloc_site(__builtin_return_address(0))
 
+/* The hook of malloc and calloc: sftrace_heap_alloc_ra, which takes the
+ * site an outer function left itself and returns p. */
+static inline void *report_alloc_ra(void *p, size_t size, void *ra)
+{
+	if (sftrace_heap_alloc_ra)
+		return sftrace_heap_alloc_ra(p, size, ra);
+	return p;
+}
+
 EXPORT void *malloc(size_t size)
 {
 	if (!ready())
 		return arena_alloc(size, 16);
-	void *p = real.malloc(size);
-	report_alloc(p, size, 0, SITE);
-	return p;
+	return report_alloc_ra(real.malloc(size), size, __builtin_return_address(0));
 }
 
-EXPORT void free(void *p)
+/* free's other cases, out of its way (its callers' return address: ra). */
+static __attribute__((noinline)) void free_rest(void *p, void *ra)
 {
 	if (!p || in_arena(p))
 		return;
 	if (!ready())
 		return; /* cannot happen: p came from the real allocator */
-	report_free(p, SITE);
-	real.free(p);
+	if (sftrace_heap_free_ra)
+		sftrace_heap_free_ra(p, ra, real.free);
+	else
+		real.free(p);
+}
+
+EXPORT void free(void *p)
+{
+	/* the common case first: no register to save, a jump to the hook */
+	if (__builtin_expect(p && !in_arena(p) && __atomic_load_n(&real.malloc, __ATOMIC_ACQUIRE) && sftrace_heap_free_ra, 1)) {
+		sftrace_heap_free_ra(p, __builtin_return_address(0), real.free);
+		return;
+	}
+	free_rest(p, __builtin_return_address(0));
 }
 
 EXPORT void *calloc(size_t n, size_t size)
@@ -208,9 +234,7 @@ EXPORT void *calloc(size_t n, size_t size)
 		}
 		return arena_alloc(total, 16);
 	}
-	void *p = real.calloc(n, size);
-	report_alloc(p, n * size, 0, SITE);
-	return p;
+	return report_alloc_ra(real.calloc(n, size), n * size, __builtin_return_address(0));
 }
 
 static void *realloc_from_arena(void *old, size_t size)

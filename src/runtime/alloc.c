@@ -50,9 +50,14 @@ enum { DIR_ALLOC = 1, DIR_FREE = 2, DIR_REALLOC = 3 };
 #define TAG_DIR(tag) ((tag) >> 8 & 0xff)
 #define TAG_LEFT(tag) ((tag) >> 16 & 0xff)
 
-/* The thread's heap state, one TLS block: the last heap event recorded on
- * this thread (for sf_heap_setup_dup), and whether its slow path runs. */
+/* The thread's heap state, one TLS block (one offset to load): the last
+ * heap event recorded on this thread (for sf_heap_setup_dup), whether its
+ * slow path runs, and libsftrace-alloc.so's word for the site an outer
+ * interposed function leaves (src/alloc/outer_site.h): here, in our
+ * static TLS, so that libsftrace-alloc.so has no TLS module of its own
+ * (each module adds 16 B to the DTV glibc callocs for every new thread). */
 struct heap_tls {
+	void *outer_site;
 	uint64_t ptr; /* pointer allocated (or freed) */
 	uint64_t old; /* realloc: the pointer freed (read only when the direction is realloc) */
 	uint32_t tag; /* TAG(source, direction, realloc's setup-ABI halves still to match:
@@ -61,6 +66,8 @@ struct heap_tls {
 };
 static __thread struct heap_tls heap_tls __attribute__((tls_model("initial-exec")));
 static int heap_on;
+/* heap_on, and events take the counter clock: heap_fast may run. */
+static int heap_fast_on;
 
 static int heap_enabled(void)
 {
@@ -69,6 +76,7 @@ static int heap_enabled(void)
 		return !__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED);
 	if (!sf_config.enabled || !sf_objects_patched_total())
 		return 0;
+	heap_fast_on = sf_config.clock == SF_CLOCK_TSC;
 	heap_on = 1;
 	return 1;
 }
@@ -155,21 +163,14 @@ static inline uint32_t heap_ret_tag(const struct sf_thread *t)
 #endif
 }
 
-/* Stores event `kind` with its np payload records (a, b, c, d: the first
- * np of them). Inlined into each hook with constant kind and np, so the
- * payload stays in registers. */
-static inline __attribute__((always_inline)) void heap_record(uint32_t kind, unsigned np, uint64_t a, uint64_t b,
-							      uint64_t c, uint64_t d)
+/* Fills claimed records e[0 .. np]: the np payload records (a, b, c, d:
+ * the first np of them), then time and word in one 8-byte store that
+ * validates them; counts the zero-word payload records (zero: sf_heap_zero
+ * read before the claim). */
+static inline __attribute__((always_inline)) void heap_fill(struct sf_event *e, uint32_t kind, uint32_t tag,
+							    uint64_t time, uint64_t zero, unsigned np, uint64_t a,
+							    uint64_t b, uint64_t c, uint64_t d)
 {
-	struct sf_thread *t = &sf_self;
-	uint64_t time = heap_now();
-	uint32_t tag = heap_ret_tag(t);
-	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
-	struct sf_event *e = heap_tls.busy ? NULL : heap_claim(t, time, 1 + np);
-	if (__builtin_expect(e == NULL, 0)) {
-		heap_slow(tag, kind, time, a, b, c, d);
-		return;
-	}
 	uint64_t *p = (uint64_t *)(e + 1);
 	unsigned z = zero_word(a) + zero_word(b); /* every kind has two or more */
 	p[0] = a;
@@ -186,6 +187,24 @@ static inline __attribute__((always_inline)) void heap_record(uint32_t kind, uns
 	__atomic_store_n((uint64_t *)e, (uint64_t)sf_event_word(tag, kind) << 32 | (uint32_t)time, __ATOMIC_RELEASE);
 	if (z)
 		sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
+}
+
+/* Stores event `kind` with its np payload records (a, b, c, d: the first
+ * np of them). Inlined into each hook with constant kind and np, so the
+ * payload stays in registers. */
+static inline __attribute__((always_inline)) void heap_record(uint32_t kind, unsigned np, uint64_t a, uint64_t b,
+							      uint64_t c, uint64_t d)
+{
+	struct sf_thread *t = &sf_self;
+	uint64_t time = heap_now();
+	uint32_t tag = heap_ret_tag(t);
+	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	struct sf_event *e = heap_tls.busy ? NULL : heap_claim(t, time, 1 + np);
+	if (__builtin_expect(e == NULL, 0)) {
+		heap_slow(tag, kind, time, a, b, c, d);
+		return;
+	}
+	heap_fill(e, kind, tag, time, zero, np, a, b, c, d);
 }
 
 /* 1 if this report repeats the thread's last one from the other source;
@@ -216,8 +235,30 @@ static int heap_dup(uint8_t src, uint8_t dir, uint64_t ptr)
 	return 0;
 }
 
+int sf_heap_setup_dup(uint32_t kind, void *ptr)
+{
+	if (!heap_on)
+		return 0;
+	uint8_t dir = kind == SF_EV_ALLOC || kind == SF_EV_REALLOC_ALLOC ? DIR_ALLOC : DIR_FREE;
+	return heap_dup(SRC_SETUP, dir, (uint64_t)ptr);
+}
+
+__attribute__((visibility("default"))) void **sftrace_heap_site_slot(void)
+{
+	return &heap_tls.outer_site;
+}
+
+/* libsftrace-alloc.so's constructor: --alloc is on; hidden: the program's
+ * own malloc comes before it, so its allocations are not seen. */
+__attribute__((visibility("default"))) void sftrace_heap_attach(unsigned hidden)
+{
+	sf_log_add_features(SF_FEAT_ALLOC | (hidden ? SF_FEAT_ALLOC_HIDDEN : 0));
+}
+
 /* heap_dup for an interposed allocation or free: only a setup-ABI report
- * before it can make it a repeat; else two stores. */
+ * before it can make it a repeat; else two stores (idempotent: the fast
+ * path makes them before its claim, and the general path again if the
+ * claim fails). */
 static inline int heap_dup_interposed(uint8_t dir, uint64_t ptr)
 {
 	struct heap_tls *l = &heap_tls;
@@ -228,44 +269,142 @@ static inline int heap_dup_interposed(uint8_t dir, uint64_t ptr)
 	return 0;
 }
 
-int sf_heap_setup_dup(uint32_t kind, void *ptr)
+/* The general path of an interposed allocation or free: every case the
+ * fast path leaves to it (see heap_fast). */
+static __attribute__((noinline)) void *heap_alloc_general(void *ptr, uint64_t size_align, void *site)
 {
-	if (!heap_on)
+	if (heap_enabled() && !heap_dup_interposed(DIR_ALLOC, (uint64_t)ptr))
+		heap_record(SF_EV_HEAP_ALLOC, 3, size_align, (uint64_t)ptr, (uint64_t)site, 0);
+	return ptr;
+}
+
+static __attribute__((noinline)) void heap_free_general(void *ptr, void *site)
+{
+	if (heap_enabled() && !heap_dup_interposed(DIR_FREE, (uint64_t)ptr))
+		heap_record(SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0);
+}
+
+#ifdef SF_ARCH_SHADOW
+/* 1 if this frame is on the thread's own stack, whose bounds are known:
+ * heap_ret_tag_own may then read the tag without a call. */
+static inline __attribute__((always_inline)) int heap_on_own_stack(void)
+{
+	uint64_t cur = (uint64_t)__builtin_frame_address(0);
+	return cur >= sf_stack.lo && cur < sf_stack.hi;
+}
+
+/* heap_ret_tag, on the thread's own stack (heap_on_own_stack). */
+static inline __attribute__((always_inline)) uint32_t heap_ret_tag_own(const struct sf_thread *t)
+{
+	uint64_t d = t->shadow_depth;
+	if (d >= SF_SHADOW_CAP)
 		return 0;
-	uint8_t dir = kind == SF_EV_ALLOC || kind == SF_EV_REALLOC_ALLOC ? DIR_ALLOC : DIR_FREE;
-	return heap_dup(SRC_SETUP, dir, (uint64_t)ptr);
+	uint64_t slot = t->shadow[d] & ~(uint64_t)7;
+	if (slot < (uint64_t)__builtin_frame_address(0) || slot >= sf_stack.hi) /* slot 0 too */
+		return 0;
+	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
+}
+#else
+static inline int heap_on_own_stack(void)
+{
+	return 1;
 }
 
-/* libsftrace-alloc.so's per-thread word for the site an outer interposed
- * function leaves (src/alloc/outer_site.h): here, in our static TLS, so
- * that libsftrace-alloc.so has no TLS module of its own (each module adds
- * 16 B to the DTV glibc callocs for every new thread). */
-static __thread void *heap_outer_site __attribute__((tls_model("initial-exec")));
-
-__attribute__((visibility("default"))) void **sftrace_heap_site_slot(void)
+static inline uint32_t heap_ret_tag_own(const struct sf_thread *t)
 {
-	return &heap_outer_site;
+	(void)t;
+	return 0;
+}
+#endif
+
+/* The common case of an interposed allocation (dir DIR_ALLOC) or free
+ * (DIR_FREE), event `kind` with np payload records, made without a call
+ * (so the hooks save few registers, and only past the first tests) and
+ * with the clock read once: recording on, no setup-ABI report to match,
+ * the counter clock, this frame on the thread's own stack (with known
+ * bounds), room in the slot at the first attempt. 0, with nothing
+ * recorded, in every other case: the caller then takes the general path
+ * (heap_record), which records the same event. */
+static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t kind, unsigned np, uint64_t a,
+							   uint64_t b, uint64_t c)
+{
+	/* The counter first: the tests below run while it is read. Its value
+	 * is not used when they fail (nor on the monotonic clock). */
+	uint64_t time = sf_arch_counter();
+	struct heap_tls *l = &heap_tls;
+	if (__builtin_expect(!heap_fast_on, 0) || __builtin_expect(__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED), 0))
+		return 0;
+	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0) || __builtin_expect(l->busy, 0) ||
+	    __builtin_expect(!heap_on_own_stack(), 0))
+		return 0;
+	struct sf_thread *t = &sf_self;
+	/* One claim attempt (heap_claim's loop is the general path's): a
+	 * signal handler's events in between, a full slot or the batch's
+	 * span passed send the event there. */
+	uint64_t at = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED), end = at + (1 + np) * sizeof(struct sf_event);
+	if (__builtin_expect(end > t->limit, 0) || __builtin_expect((time - t->base) >= SF_TIME_SPAN, 0))
+		return 0;
+	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	if (__builtin_expect(sf_arch_cas_local(&t->cursor, at, end) != at, 0))
+		return 0;
+	l->ptr = dir == DIR_ALLOC ? b : a;
+	l->tag = TAG(SRC_INTERPOSED, dir, 0);
+	heap_fill((struct sf_event *)at, kind, heap_ret_tag_own(t), time, zero, np, a, b, c, 0);
+	return 1;
 }
 
-/* libsftrace-alloc.so's constructor: --alloc is on; hidden: the program's
- * own malloc comes before it, so its allocations are not seen. */
-__attribute__((visibility("default"))) void sftrace_heap_attach(unsigned hidden)
+/* The site an outer interposed function left (outer_site.h), taken, or ra. */
+static inline void *heap_site(void *ra)
 {
-	sf_log_add_features(SF_FEAT_ALLOC | (hidden ? SF_FEAT_ALLOC_HIDDEN : 0));
+	void *o = heap_tls.outer_site;
+	if (__builtin_expect(o != NULL, 0)) {
+		heap_tls.outer_site = NULL;
+		return o;
+	}
+	return ra;
+}
+
+/* malloc and calloc (libsftrace-alloc.so): the real one returned ptr
+ * (maybe NULL) for size bytes; ra is the interposed function's return
+ * address, whose place an outer function's site takes. Returns ptr, so
+ * that the interposed function ends in a jump here. */
+__attribute__((visibility("default"))) void *sftrace_heap_alloc_ra(void *ptr, size_t size, void *ra)
+{
+	void *site = heap_site(ra);
+	if (!ptr || heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)site))
+		return ptr;
+	return heap_alloc_general(ptr, sf_size_align(size, 0), site);
+}
+
+static __attribute__((noinline)) void heap_free_general_then(void *ptr, void *site, void (*real_free)(void *))
+{
+	heap_free_general(ptr, site);
+	real_free(ptr);
+}
+
+/* free (libsftrace-alloc.so): records that ptr (not NULL) is freed, then
+ * frees it with real_free, the next definition, in a jump: the interposed
+ * free ends in a jump here, and keeps nothing across a call. */
+__attribute__((visibility("default"))) void sftrace_heap_free_ra(void *ptr, void *ra, void (*real_free)(void *))
+{
+	void *site = heap_site(ra);
+	if (!heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0)) {
+		heap_free_general_then(ptr, site, real_free);
+		return;
+	}
+	real_free(ptr);
 }
 
 __attribute__((visibility("default"))) void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site)
 {
-	if (!ptr || !heap_enabled() || heap_dup_interposed(DIR_ALLOC, (uint64_t)ptr))
-		return;
-	heap_record(SF_EV_HEAP_ALLOC, 3, sf_size_align(size, align), (uint64_t)ptr, (uint64_t)site, 0);
+	if (ptr && !heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, align), (uint64_t)ptr, (uint64_t)site))
+		heap_alloc_general(ptr, sf_size_align(size, align), site);
 }
 
 __attribute__((visibility("default"))) void sftrace_heap_free(void *ptr, void *site)
 {
-	if (!ptr || !heap_enabled() || heap_dup_interposed(DIR_FREE, (uint64_t)ptr))
-		return;
-	heap_record(SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0);
+	if (ptr && !heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0))
+		heap_free_general(ptr, site);
 }
 
 /* realloc(old, size) returned ptr (old != NULL, ptr != NULL). */

@@ -6,13 +6,14 @@ Runs under tests/run.py, or alone: python3 tests/cases/test_memory.py."""
 import json
 import os
 import re
+import shutil
 import sys
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import (BUILD, FIXTURES, SFTRACE, build_c, calls_fixture, check, dump_info, eq, record, run,  # noqa: E402
-                   rust_fixture, tmpdir)
+from sfkit import (BUILD, FIXTURES, ROOT, RUNTIME, SFTRACE, Skip, build_c, calls_fixture, check, dump_info, eq,  # noqa: E402
+                   record, run, rust_fixture, tmpdir)
 
 _logs = {}
 
@@ -330,6 +331,59 @@ def test_signal_handlers_that_allocate_lose_no_heap_event():
     eq(s["unmatched_frees"], 0, "every free matched")
     info = dump_info(log)
     eq((sum(t["lost"] for t in info["threads"]), info["dropped"]), (0, 0), "records lost, events dropped")
+
+
+def test_errno_and_every_event_across_slot_hand_offs():
+    """malloc, calloc and free under --alloc leave errno as the program
+    set it, on their fast path and on the slow one (30,000 rounds: 120,000
+    heap events, tens of full slots handed off), and every one of them is
+    recorded at the program's function with its size (calloc: n x size)."""
+    exe = build_c("heap_errno", ["heap_errno.c"], flags=["-fno-builtin"])
+    n = 30000
+    want = f"{n} rounds, errno changed 0 times\n"
+    eq(run([exe, str(n)]).stdout, want, "untraced output")
+    p, log = record([exe, str(n)], args=["--alloc", "-q"])
+    eq(p.stdout, want, "traced output")
+    s, rows = memory_tsv(log)
+    nbytes = sum(16 + i % 64 + 2 * (8 + i % 32) for i in range(n))
+    eq(by_func(rows, "site", "churn"), (nbytes, 2 * n), "churn's allocations")
+    eq(by_func(rows, "leak", "churn"), (0, 0), "every block freed")
+    eq(s["unmatched_frees"], 0, "every free matched")
+    info = dump_info(log)
+    eq((sum(t["lost"] for t in info["threads"]), info["dropped"]), (0, 0), "records lost, events dropped")
+
+
+def _instructions_per_round(exe, env, n1=20000, n2=60000):
+    """Instructions of the program's thread inside flat() per malloc+free
+    round (callgrind: the difference of two run lengths)."""
+    ir = []
+    for n in (n1, n2):
+        p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=flat",
+                 "--callgrind-out-file=/dev/null", exe, "flat", str(n)], env=env, timeout=600)
+        m = re.search(r"Collected : (\d+)", p.stderr)
+        check(m, f"callgrind output: {p.stderr[-1000:]}")
+        ir.append(int(m.group(1)))
+    return (ir[1] - ir[0]) / (n2 - n1)
+
+
+def test_heap_event_takes_the_fast_path():
+    """Instructions per heap event (malloc or free, recorded under --alloc)
+    in bench/alloc_bench.c's flat loop, counted by callgrind: 106.6 now,
+    136.0 before the hooks' fast path (main 63bad6d), 150 or more when
+    every event takes the general path. At most 120; deterministic, so
+    the machine's load cannot fail it (bench/alloc_instructions.py gives
+    the function event's 32.6 beside it)."""
+    if not shutil.which("valgrind"):
+        raise Skip("valgrind not installed: instruction counts need it")
+    exe = build_c("alloc_bench", [os.path.join(ROOT, "bench", "alloc_bench.c")], flags=["-fno-builtin"])
+    d = tmpdir()
+    alloc = os.path.join(os.path.dirname(RUNTIME), "libsftrace-alloc.so")
+    untraced = _instructions_per_round(exe, {"LD_PRELOAD": ""})
+    traced = _instructions_per_round(exe, {"LD_PRELOAD": f"{RUNTIME}:{alloc}",
+                                           "SFTRACE_OUTPUT_FILE": os.path.join(d, "sf.log")})
+    per_event = (traced - untraced) / 2
+    check(per_event <= 120, f"a heap event runs {per_event:.1f} instructions ({untraced:.1f} a round untraced, "
+          f"{traced:.1f} traced)")
 
 
 # ---- tail calls, leaf-first rows, folding, --diff (issue 27) ----

@@ -89,7 +89,7 @@ static inline __attribute__((always_inline)) uint8_t *put_xor(uint8_t *o, uint64
  * read where it is used: a copy into a local array first was a call of
  * the runtime's memcpy (`rep movsb`), whose start-up costs more than
  * these few records (bench/args_cost.sh). */
-static uint8_t *pack_args2(struct sf_pack_state *st, uint8_t *o, const struct sf_event *pl, uint32_t np)
+static inline __attribute__((always_inline)) uint8_t *pack_args2(struct sf_pack_state *st, uint8_t *o, const struct sf_event *pl, uint32_t np)
 {
 	uint64_t r0;
 	memcpy(&r0, &pl[0], 8);
@@ -100,31 +100,40 @@ static uint8_t *pack_args2(struct sf_pack_state *st, uint8_t *o, const struct sf
 	*o++ = (uint8_t)s;
 	if (head) {
 		if (!st->a2n[s]) /* first use in this batch */
-			memset(h, 0, sizeof(st->a2[s]));
+			for (uint32_t k = 0; k < SF_PK_A2REC; k++)
+				h[k] = 0;
 		st->a2n[s] = (uint8_t)np;
 		h[0] = r0;
 		*o++ = (uint8_t)np;
 		memcpy(o, &r0, 8);
 		o += 8;
 	}
+	/* The bitmap in a register (np - 1 <= 31 bits), stored after. */
 	uint8_t *bits = o;
-	o += (np + 6) / 8;
-	for (uint32_t k = 0; k < (np + 6) / 8; k++)
-		bits[k] = 0;
-	for (uint32_t j = 1; j < np; j++) {
-		uint64_t rj, x;
+	uint32_t nb = (np + 6) / 8, bm = 0, j = 1, kept = np < SF_PK_A2REC ? np : SF_PK_A2REC;
+	o += nb;
+	for (; j < kept; j++) {
+		uint64_t rj;
 		memcpy(&rj, &pl[j], 8);
-		if (j < SF_PK_A2REC) {
-			x = rj ^ h[j];
-			h[j] = rj;
-		} else {
-			x = rj;
-		}
+		uint64_t x = rj ^ h[j];
+		h[j] = rj;
 		if (x) {
-			bits[(j - 1) >> 3] |= (uint8_t)(1u << ((j - 1) & 7));
+			bm |= 1u << (j - 1);
 			o = put_xor(o, x);
 		}
 	}
+	for (; j < np; j++) { /* not remembered: against zero */
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		if (rj) {
+			bm |= 1u << (j - 1);
+			o = put_xor(o, rj);
+		}
+	}
+	if (nb) /* 1 up to 9 records: the common case */
+		bits[0] = (uint8_t)bm;
+	for (uint32_t k = 1; k < nb; k++)
+		bits[k] = (uint8_t)(bm >> 8 * k);
 	return o;
 }
 

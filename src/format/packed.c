@@ -1,12 +1,14 @@
 /* The packed DATA chunk's codec (packed.h). Both directions walk the same
  * prediction state, so a chunk decodes without anything outside it. */
+#include <stddef.h>
 #include <string.h>
 
 #include "format/packed.h"
 
 void sf_pack_reset(struct sf_pack_state *st, uint64_t base)
 {
-	memset(st, 0, sizeof(*st));
+	/* Not the second form's records: a2n says which are in use. */
+	memset(st, 0, offsetof(struct sf_pack_state, a2));
 	st->prev = (uint32_t)base;
 }
 
@@ -63,44 +65,143 @@ static inline __attribute__((always_inline)) uint8_t *put_time(uint8_t *o, uint3
 	return put_varint(o, z);
 }
 
-/* An ARGS event's payload (np records, np >= 1) against the history of
- * its header's slot: a byte with the slot (| 0x80: the header follows, 8
- * bytes, as it differs from the slot's), then for each further record a
- * byte with a bit for each nonzero byte of its XOR with the slot's record
- * of the same index, and those bytes, low first. At most 9 bytes a record. */
-static uint8_t *pack_args(struct sf_pack_state *st, uint8_t *o, const struct sf_event *pl, uint32_t np)
+/* The bytes of x that are not zero, after a mask byte with a bit for
+ * each (low first): 1 to 9 bytes. x is not zero. */
+static inline __attribute__((always_inline)) uint8_t *put_xor(uint8_t *o, uint64_t x)
 {
-	/* Each record read where it is used: a copy into a local array
-	 * first was a call of the runtime's memcpy (`rep movsb`), whose
-	 * start-up costs more than these few records (bench/args_cost.sh). */
-	uint64_t r0;
-	memcpy(&r0, &pl[0], 8);
-	uint32_t s = sf_pk_args_slot(r0);
-	uint64_t *h = st->ahist[s];
-	if (h[0] == r0) {
-		*o++ = (uint8_t)s;
-	} else {
-		*o++ = (uint8_t)(0x80 | s);
-		memcpy(o, &r0, 8);
-		o += 8;
-		h[0] = r0;
-	}
-	for (uint32_t j = 1; j < np; j++) {
-		uint64_t rj;
-		memcpy(&rj, &pl[j], 8);
-		uint64_t x = rj ^ h[j];
-		uint8_t *m = o++;
-		*m = 0;
-		h[j] = rj;
-		for (unsigned b = 0; x; b++, x >>= 8)
-			if (x & 0xff) {
-				*m |= (uint8_t)(1u << b);
-				*o++ = (uint8_t)x;
-			}
-	}
+	uint8_t *m = o++, mask = 0;
+	for (unsigned b = 0; x; b++, x >>= 8)
+		if (x & 0xff) {
+			mask |= (uint8_t)(1u << b);
+			*o++ = (uint8_t)x;
+		}
+	*m = mask;
 	return o;
 }
 
+/* An ARGS event (np payload records, 1 to SF_PK_AREC) in the second form
+ * (docs/FORMAT.md): a byte SF_PK_ARGS2, | SF_PK_A2_HEAD when the count or
+ * the header differs from its slot's; the slot; if so, the count and the
+ * header, 8 bytes; a bitmap of the records after the header that differ
+ * from the slot's (bit j - 1 for record j, (np + 6) / 8 bytes); for each
+ * of them, put_xor of the difference. At most 17 + (np + 6) / 8 + 9 (np -
+ * 1) bytes with its tag, within SF_PK_MAX_RECORD a record. Each record
+ * read where it is used: a copy into a local array first was a call of
+ * the runtime's memcpy (`rep movsb`), whose start-up costs more than
+ * these few records (bench/args_cost.sh). */
+static inline __attribute__((always_inline)) uint8_t *pack_args2(struct sf_pack_state *st, uint8_t *o, const struct sf_event *pl, uint32_t np)
+{
+	uint64_t r0;
+	memcpy(&r0, &pl[0], 8);
+	uint32_t s = sf_pk_a2_slot(r0);
+	uint64_t *h = st->a2[s];
+	int head = st->a2n[s] != np || h[0] != r0;
+	*o++ = (uint8_t)(SF_PK_ARGS2 | (head ? SF_PK_A2_HEAD : 0));
+	*o++ = (uint8_t)s;
+	if (head) {
+		if (!st->a2n[s]) /* first use in this batch */
+			for (uint32_t k = 0; k < SF_PK_A2REC; k++)
+				h[k] = 0;
+		st->a2n[s] = (uint8_t)np;
+		h[0] = r0;
+		*o++ = (uint8_t)np;
+		memcpy(o, &r0, 8);
+		o += 8;
+	}
+	/* The bitmap in a register (np - 1 <= 31 bits), stored after. */
+	uint8_t *bits = o;
+	uint32_t nb = (np + 6) / 8, bm = 0, j = 1, kept = np < SF_PK_A2REC ? np : SF_PK_A2REC;
+	o += nb;
+	for (; j < kept; j++) {
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		uint64_t x = rj ^ h[j];
+		h[j] = rj;
+		if (x) {
+			bm |= 1u << (j - 1);
+			o = put_xor(o, x);
+		}
+	}
+	for (; j < np; j++) { /* not remembered: against zero */
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		if (rj) {
+			bm |= 1u << (j - 1);
+			o = put_xor(o, rj);
+		}
+	}
+	if (nb) /* 1 up to 9 records: the common case */
+		bits[0] = (uint8_t)bm;
+	for (uint32_t k = 1; k < nb; k++)
+		bits[k] = (uint8_t)(bm >> 8 * k);
+	return o;
+}
+
+/* An XOR difference as put_xor wrote it, at *p before end: 0, or -1 if
+ * cut or its mask is zero. */
+static int get_xor(const uint8_t **p, const uint8_t *end, uint64_t *x)
+{
+	if (*p >= end || !**p)
+		return -1;
+	uint8_t m = *(*p)++;
+	*x = 0;
+	for (unsigned b = 0; b < 8; b++)
+		if (m >> b & 1) {
+			if (*p >= end)
+				return -1;
+			*x |= (uint64_t) * (*p)++ << (8 * b);
+		}
+	return 0;
+}
+
+/* The second form, from its first byte on: the ARGS word into *word. */
+static int unpack_args2(struct sf_unpack *u, uint32_t *word)
+{
+	const uint8_t *p = u->p, *end = u->end;
+	struct sf_pack_state *st = &u->st;
+	if (end - p < 2 || (p[0] & ~(SF_PK_ARGS2 | SF_PK_A2_HEAD)) || p[1] >= SF_PK_A2SLOTS)
+		return -1;
+	int head = p[0] & SF_PK_A2_HEAD;
+	uint32_t s = p[1];
+	uint64_t *h = st->a2[s];
+	p += 2;
+	if (head) {
+		if (end - p < 9 || p[0] - 1u >= SF_PK_AREC)
+			return -1;
+		if (!st->a2n[s])
+			memset(h, 0, sizeof(st->a2[s]));
+		st->a2n[s] = p[0];
+		memcpy(&h[0], p + 1, 8);
+		p += 9;
+	} else if (!st->a2n[s]) {
+		return -1;
+	}
+	uint32_t np = st->a2n[s];
+	const uint8_t *bits = p;
+	if ((size_t)(end - p) < (np + 6) / 8)
+		return -1;
+	p += (np + 6) / 8;
+	u->coded_rec[0] = h[0];
+	for (uint32_t j = 1; j < np; j++) {
+		uint64_t x = 0, prev = j < SF_PK_A2REC ? h[j] : 0;
+		if (bits[(j - 1) >> 3] >> ((j - 1) & 7) & 1 && get_xor(&p, end, &x) < 0)
+			return -1;
+		u->coded_rec[j] = prev ^ x;
+		if (j < SF_PK_A2REC)
+			h[j] = prev ^ x;
+	}
+	/* Bits past the last record are zero (one encoding per payload). */
+	if ((np - 1) & 7 && bits[(np - 2) >> 3] >> ((np - 1) & 7))
+		return -1;
+	u->p = p;
+	u->coded = 1;
+	u->coded_next = 0;
+	u->payload_left = np;
+	*word = sf_event_word(np, SF_EV_ARGS);
+	return 0;
+}
+
+/* The first form (logs written before the second; still read). */
 static int unpack_args(struct sf_unpack *u, uint32_t np)
 {
 	const uint8_t *p = u->p, *end = u->end;
@@ -149,6 +250,8 @@ static uint8_t *pack_other(uint32_t *sp, uint8_t *o, const struct sf_event *ev, 
 	if ((word & SF_KIND_MASK) == SF_EV_TAIL_ENTRY)
 		*sp -= *sp != 0; /* not its entry's: copied, but it pops like a tail call (the decoder does the same) */
 	o = put_time(o, SF_PK_RAW, z);
+	if ((word & SF_KIND_MASK) == SF_PK_ARGS2) /* not to be read as the second form of ARGS */
+		*o++ = SF_PK_A2_WORD;
 	memcpy(o, &word, 4);
 	o += 4;
 	size_t np = word ? sf_event_payload_count(word) : 0;
@@ -259,9 +362,7 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 						o += 4;
 						continue;
 					}
-					uint32_t coded = word | SF_PK_ARGS_CODED;
-					memcpy(o, &coded, 4);
-					o = pack_args(st, o + 4, &ev[i + 1], np);
+					o = pack_args2(st, o, &ev[i + 1], np);
 					i += np;
 					continue;
 				}
@@ -302,9 +403,7 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 			if ((size_t)(end - o) < SF_PK_MAX_GROUP + 10 + 9 * (size_t)np)
 				return 0;
 			o = put_time(o, SF_PK_RAW, z);
-			uint32_t coded = word | SF_PK_ARGS_CODED;
-			memcpy(o, &coded, 4);
-			o = pack_args(st, o + 4, &ev[i + 1], np);
+			o = pack_args2(st, o, &ev[i + 1], np);
 			i += np;
 			continue;
 		}
@@ -414,10 +513,19 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 		}
 		break;
 	case SF_PK_RAW:
+		if (u->p < u->end && (*u->p & SF_KIND_MASK) == SF_PK_ARGS2 && *u->p != SF_PK_A2_WORD) {
+			if (unpack_args2(u, &word) < 0)
+				return -1;
+			break;
+		}
+		int esc = u->p < u->end && *u->p == SF_PK_A2_WORD;
+		u->p += esc;
 		if ((size_t)(u->end - u->p) < 4)
 			return -1;
 		memcpy(&word, u->p, 4);
 		u->p += 4;
+		if (esc != ((word & SF_KIND_MASK) == SF_PK_ARGS2))
+			return -1; /* one encoding for each word */
 		if (sf_pk_args_coded(word)) {
 			word &= ~SF_PK_ARGS_CODED;
 			if (unpack_args(u, word >> SF_KIND_BITS) < 0)

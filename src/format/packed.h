@@ -42,9 +42,17 @@ enum sf_pack_op {
 
 /* Prediction state, reset at the start of every batch (each chunk decodes
  * on its own). Encoder and decoder update it identically. */
-#define SF_PK_ARGS_CODED 0x80000000u /* op 7's word: an ARGS event with its payload coded */
+#define SF_PK_ARGS_CODED 0x80000000u /* op 7's word: an ARGS event with its payload coded (first form, read only) */
 #define SF_PK_AHIST 8u               /* ARGS payloads remembered, by header (sf_pk_args_slot) */
 #define SF_PK_AREC 32u               /* payload records of one ARGS event at most (SF_ARGS_MAX_RECORDS) */
+/* The second form (what encoders write): op 7's first byte has the low
+ * nibble SF_PK_ARGS2 (kind 14, which no word copied by op 7 may have)
+ * instead of a 4-byte word; docs/FORMAT.md. */
+#define SF_PK_ARGS2 0x0eu
+#define SF_PK_A2_HEAD 0x10u  /* the first byte's flag: the count and the header follow */
+#define SF_PK_A2_WORD 0x2eu  /* op 7's first byte for a word of kind 14 (not an ARGS event): the word follows */
+#define SF_PK_A2SLOTS 128u   /* payloads remembered, by header (sf_pk_a2_slot) */
+#define SF_PK_A2REC 16u      /* records remembered of each (the later ones are coded against zero) */
 
 struct sf_pack_state {
 	uint32_t prev;               /* previous event's time_lo */
@@ -53,6 +61,11 @@ struct sf_pack_state {
 	uint32_t mru[SF_PK_MRU];     /* ids of entered functions, at slot sf_pk_slot(id) */
 	/* The last coded ARGS payload of each slot: its header and values. */
 	uint64_t ahist[SF_PK_AHIST][SF_PK_AREC];
+	/* The second form's: a2n[s] its record count (0: the slot is empty
+	 * in this batch, and its records are taken as zero), a2[s] the
+	 * header and the first records. Only a2n is cleared per batch. */
+	uint8_t a2n[SF_PK_A2SLOTS];
+	uint64_t a2[SF_PK_A2SLOTS][SF_PK_A2REC];
 };
 
 /* The table slot of a function id: the top 3 bits of id * 0x9e3779b1. */
@@ -75,6 +88,12 @@ static inline int sf_pk_args_coded(uint32_t word)
 static inline uint32_t sf_pk_args_slot(uint64_t head)
 {
 	return sf_pk_slot((uint32_t)head ^ (uint32_t)(head >> 32));
+}
+
+/* The second form's slot of a payload header: 7 bits of the same hash. */
+static inline uint32_t sf_pk_a2_slot(uint64_t head)
+{
+	return ((uint32_t)head ^ (uint32_t)(head >> 32)) * 0x9e3779b1u >> 25;
 }
 
 void sf_pack_reset(struct sf_pack_state *st, uint64_t base);

@@ -279,9 +279,98 @@ static void test_args_payloads_coded(void **state)
 	}
 	(void)n;
 	size_t len = round_trip(g_ev, n, 4096);
-	/* copied as they are (op 7 with the raw payload) they take 52 bytes a call */
+	/* copied as they are (op 7 with the raw payload) they take 52 bytes a
+	 * call; the first form of coded payloads (a 4-byte word each) about
+	 * 24 */
+	printf("args: %zu bytes for 1000 calls\n", len);
 	if (len > 1000 * 30)
 		fail_msg("%zu bytes for 1000 calls", len);
+}
+
+/* The first form of coded ARGS payloads (op 7's word with bit 31, the
+ * 8-slot history), as encoders wrote it before the second: 3 calls of
+ * add as above, a = 7, 8, 9. Logs holding it still read. */
+static void test_args_first_form_still_read(void **state)
+{
+	(void)state;
+	static const uint8_t bytes[] = {
+		0x78, 0xec, 0x01, 0x2d, 0x00, 0x00, 0x80, 0x86, 0x03, 0x00, 0x00, 0x00, 0x02, 0x02, 0x0c, 0x00,
+		0x1f, 0x01, 0x10, 0x02, 0x10, 0x07, 0x7f, 0xe9, 0x09, 0x00, 0x00, 0x00, 0x00, 0x58, 0xea, 0x09,
+		0x03, 0x7c, 0x07, 0x2d, 0x00, 0x00, 0x80, 0x80, 0x03, 0x00, 0x00, 0x00, 0x03, 0x01, 0x08, 0x00,
+		0x12, 0x10, 0x0f, 0x10, 0x78, 0x0a, 0x2d, 0x00, 0x00, 0x80, 0x06, 0x10, 0x0f, 0x79, 0xfb, 0x09,
+		0x00, 0x00, 0x00, 0x00, 0xea, 0xfb, 0x09, 0x7c, 0x07, 0x2d, 0x00, 0x00, 0x80, 0x00, 0x10, 0x1e,
+		0x10, 0x78, 0x0a, 0x2d, 0x00, 0x00, 0x80, 0x06, 0x10, 0x01, 0x7b, 0x8c, 0x0a, 0x00, 0x00, 0x00,
+		0x00, 0xec, 0x8c, 0x0a, 0x7c, 0x07, 0x2d, 0x00, 0x00, 0x80, 0x00, 0x10, 0x02, 0x10,
+	};
+	static const struct sf_event want[] = {
+		{5040, 0x0000002d}, {3, 0x000c0202}, {268570625, 0x00000007}, {8, 0x00000000}, {5040, 0x00000031},
+		{5070, 0x0000002d}, {3, 0x00080103}, {4096, 0x0000000f}, {5070, 0x00000032}, {5110, 0x0000002d},
+		{3, 0x000c0202}, {268570625, 0x00000008}, {9, 0x00000000}, {5110, 0x00000031}, {5140, 0x0000002d},
+		{3, 0x00080103}, {4096, 0x00000011}, {5140, 0x00000032}, {5180, 0x0000002d}, {3, 0x000c0202},
+		{268570625, 0x00000009}, {10, 0x00000000}, {5180, 0x00000031}, {5210, 0x0000002d}, {3, 0x00080103},
+		{4096, 0x00000013}, {5210, 0x00000032},
+	};
+	struct sf_unpack *u = malloc(sizeof(*u));
+	assert_non_null(u);
+	sf_unpack_init(u, 4096, bytes, bytes + sizeof(bytes));
+	struct sf_event e;
+	const uint8_t *at;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		assert_int_equal(sf_unpack_next(u, &e, &at), 1);
+		if (e.time_lo != want[i].time_lo || e.word != want[i].word)
+			fail_msg("record %zu: %u %08x, want %u %08x", i, e.time_lo, e.word, want[i].time_lo, want[i].word);
+	}
+	assert_int_equal(sf_unpack_next(u, &e, &at), 0);
+	free(u);
+}
+
+/* The second form: add(3, 4)'s entry payload is the byte 0x1e (with the
+ * header), its slot, the count, the header, a bitmap, and each record
+ * that changed as a mask and its bytes; again with the same header it is
+ * 0x0e, the slot and the bitmap of what changed. */
+static void test_args_second_form_bytes(void **state)
+{
+	(void)state;
+	struct sf_args_head in = {3, SF_ARGS_FIXED, 2, 12};
+	uint64_t h, v[2] = {0x10021001u | 3ull << 32, 4};
+	memcpy(&h, &in, 8);
+	struct sf_event ev[8];
+	ev[0] = rec(1000, 2, SF_EV_ARGS);
+	memcpy(&ev[1], &h, 8);
+	memcpy(&ev[2], &v[0], 8);
+	ev[3] = rec(1000, 3, SF_EV_ENTRY);
+	ev[4] = rec(1003, 2, SF_EV_ARGS);
+	memcpy(&ev[5], &h, 8);
+	memcpy(&ev[6], &v[0], 8);
+	v[1] = v[0] ^ 1ull << 32; /* a = 2 */
+	memcpy(&ev[6], &v[1], 8);
+	ev[7] = rec(1003, 3, SF_EV_EXIT);
+	size_t len = round_trip(ev, 8, 1000);
+	uint8_t s = (uint8_t)sf_pk_a2_slot(h);
+	const uint8_t want[] = {SF_PK_RAW << 4, 0x1e, s, 2, 3, 0, 0, 0, 0x02, 0x02, 0x0c, 0x00, 0x01,
+				0x1f, 0x01, 0x10, 0x02, 0x10, 0x03, /* the values record: 5 bytes not zero */
+				SF_PK_ENTRY_ID << 4, 3, SF_PK_RAW << 4 | 6, 0x0e, s, 0x01, 0x10, 0x01, SF_PK_EXIT << 4};
+	assert_int_equal(len, sizeof(want));
+	assert_memory_equal(g_out, want, sizeof(want));
+	/* Malformed: no header yet in the slot; a count of 0; a bit past
+	 * the last record; a zero mask; a kind-14 word copied without its
+	 * escape byte and an escaped word of another kind. */
+	const uint8_t bad1[] = {SF_PK_RAW << 4, 0x0e, 5, 0x00}, bad2[] = {SF_PK_RAW << 4, 0x1e, 5, 0, 1, 2, 3, 4, 5, 6, 7, 8},
+		      bad3[] = {SF_PK_RAW << 4, 0x1e, 5, 2, 1, 2, 3, 4, 5, 6, 7, 8, 0x02},
+		      bad4[] = {SF_PK_RAW << 4, 0x1e, 5, 2, 1, 2, 3, 4, 5, 6, 7, 8, 0x01, 0x00},
+		      bad5[] = {SF_PK_RAW << 4, 0x2e, 0x0d, 0, 0, 0};
+	const uint8_t *bad[] = {bad1, bad2, bad3, bad4, bad5};
+	size_t blen[] = {sizeof(bad1), sizeof(bad2), sizeof(bad3), sizeof(bad4), sizeof(bad5)};
+	for (size_t i = 0; i < 5; i++) {
+		struct sf_unpack *u = malloc(sizeof(*u));
+		assert_non_null(u);
+		struct sf_event e;
+		const uint8_t *at;
+		sf_unpack_init(u, 0, bad[i], bad[i] + blen[i]);
+		if (sf_unpack_next(u, &e, &at) != -1)
+			fail_msg("malformed case %zu decoded", i);
+		free(u);
+	}
 }
 
 static void test_malformed_streams(void **state)
@@ -631,6 +720,8 @@ int main(void)
 		cmocka_unit_test(test_tail_to_entry_pops),
 		cmocka_unit_test(test_random_batches),
 		cmocka_unit_test(test_args_payloads_coded),
+		cmocka_unit_test(test_args_first_form_still_read),
+		cmocka_unit_test(test_args_second_form_bytes),
 		cmocka_unit_test(test_malformed_streams),
 		cmocka_unit_test(test_refuses_growth),
 		cmocka_unit_test(test_same_bytes_whatever_the_room),

@@ -333,6 +333,9 @@ void sf_image_ends(void) SF_HIDDEN;
 /* Around an exec: the image ends if it succeeds; a parent waiting for
  * this CLONE_VFORK child is released only then where the kernel can tell. */
 void sf_exec_begins(void) SF_HIDDEN;
+/* logfile.c: a clone(CLONE_FILES) child keeps its descriptor from now on
+ * (before a credential change) */
+void sf_log_hold(void) SF_HIDDEN;
 void sf_log_exec_spare(void) SF_HIDDEN; /* logfile.c: a slot kept for after a failed exec */
 void sf_exec_failed(void) SF_HIDDEN;
 

@@ -224,6 +224,45 @@ def test_clone_files_children_killed_leave_no_descriptor():
             eq(calls, 2 if how == "thread_abort" else 1, f"{how}: work() in {c}")
 
 
+def cfiles_traced(how):
+    """(stdout, exit status, {child log: work() calls}) of the fixture's
+    cfiles mode traced."""
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    t = run([SFTRACE, "record", "-q", "-o", log, "--", fixture(), "cfiles", how], check_rc=None)
+    calls = {c: count_calls(dump_events(os.path.join(d, c)))["work"] for c in os.listdir(d) if c != "sf.log"}
+    return t.stdout, t.returncode, calls
+
+
+def test_clone_files_children_many_calls_then_killed():
+    """Each of 3 CLONE_FILES children makes 1 + 2 x 100000 work() calls in
+    two threads (slots and chunks well past the first, each opening the
+    log again), then aborts: every call is in its log, no descriptor left
+    in the parent's table, as untraced."""
+    want = "0:6 1:6 2:6 \nmany_abort: descriptors gained 0\n"
+    u = run([fixture(), "cfiles", "many_abort"], check_rc=None)
+    eq((u.stdout, u.returncode), (want, 0), "untraced")
+    out, rc, calls = cfiles_traced("many_abort")
+    eq((out, rc), (want, 0), "traced")
+    eq(sorted(calls.values()), [200001] * 3, "work() calls per child log")
+
+
+def test_clone_files_child_dropping_root_keeps_recording():
+    """CLONE_FILES children that setuid(65534) after their first call, then
+    make 2 x 100000 calls and return 3: the log (root's, 0600) cannot be
+    opened again as nobody, so each keeps its descriptor from the
+    credential change on (closed at its return): every call recorded,
+    no descriptor gained. Needs root."""
+    if os.geteuid() != 0:
+        return
+    want = "0:300 1:300 2:300 \ndrop_many: descriptors gained 0\n"
+    u = run([fixture(), "cfiles", "drop_many"], check_rc=None)
+    eq((u.stdout, u.returncode), (want, 0), "untraced")
+    out, rc, calls = cfiles_traced("drop_many")
+    eq((out, rc), (want, 0), "traced")
+    eq(sorted(calls.values()), [200001] * 3, "work() calls per child log")
+
+
 def test_slow_environ_reader_during_popens():
     """After clearenv the program sets environ to its own arrays {REQ=i,
     ALSO=i} (8 of them) and calls popen("true") 300 times; a reader thread

@@ -498,10 +498,12 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
  * posix_spawnattr_init and its setters do. */
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef pid_t (*waitpid_fn)(pid_t, int *, int);
+typedef int (*mutex_fn)(pthread_mutex_t *);
 static struct {
 	sigaction_fn sigaction;
 	waitpid_fn waitpid;
 	spawn_fn posix_spawn;
+	mutex_fn lock, unlock; /* popen's lock (below), the same way */
 } own;
 
 /* libc's own definition of name; RTLD_NEXT's if libc's table lacks it. */
@@ -516,9 +518,11 @@ static int libc_own_ready(void)
 	if (!own.waitpid) {
 		own.sigaction = (sigaction_fn)libc_own("sigaction");
 		own.posix_spawn = (spawn_fn)libc_own("posix_spawn");
+		own.lock = (mutex_fn)libc_own("pthread_mutex_lock");
+		own.unlock = (mutex_fn)libc_own("pthread_mutex_unlock");
 		__atomic_store_n(&own.waitpid, (waitpid_fn)libc_own("waitpid"), __ATOMIC_RELEASE);
 	}
-	return own.waitpid && own.sigaction && own.posix_spawn;
+	return own.waitpid && own.sigaction && own.posix_spawn && own.lock && own.unlock;
 }
 
 static int system_lock;
@@ -819,12 +823,14 @@ static void popen_restore(void *arg)
 		errno = e;
 	}
 	popen_depth--;
-	pthread_mutex_unlock(&popen_lock);
+	own.unlock(&popen_lock);
 }
 
 EXPORT FILE *popen(const char *cmd, const char *mode)
 {
-	pthread_mutex_lock(&popen_lock);
+	if (!libc_own_ready())
+		return errno = ENOSYS, NULL;
+	own.lock(&popen_lock);
 	int nested = popen_depth++ > 0;
 	popen_owner = pthread_self();
 	char **old = environ;

@@ -104,12 +104,13 @@ def test_spawning_from_a_minimum_size_thread_stack():
 def test_system_does_not_call_the_programs_waitpid():
     """The program defines waitpid (counting, then libc's), and sigaction,
     sigprocmask, sigaddset, kill, pthread_mutex_lock/unlock and
-    posix_spawnattr_init/setflags the same way. glibc's system reaches
-    them inside libc: the program's are called 0 times. Traced waitpid was
-    called once and the others 13 times (the runtime's system_in called
-    them through the PLT, which binds to the executable's definitions):
-    it now calls libc's own, found in libc's symbol table, and fills the
-    spawn attributes itself."""
+    posix_spawnattr_init/setflags the same way, then calls system and
+    popen+pclose. glibc reaches them inside libc: the program's are called
+    0 times. Traced waitpid was called once and the others 15 times (13
+    from system, popen's lock and unlock: the runtime called them through
+    the PLT, which binds to the executable's definitions): it now calls
+    libc's own, found in libc's symbol table, and fills the spawn
+    attributes itself."""
     u, t = both(["waitpid"])
     eq(u, ("exit 2: 512 exit 2\nprogram waitpid calls during system: 0, others 0\n", 0), "untraced")
     eq(t, u, "traced")

@@ -31,7 +31,8 @@ static uintptr_t dyn_addr(uintptr_t base, uintptr_t v)
 	return v < base ? v + base : v;
 }
 
-void *sf_sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name)
+/* sf_sym_in, with the definition's st_size in *size when size is given. */
+static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, size_t *size)
 {
 	const ElfW(Phdr) *phdr = phdr_v;
 	const ElfW(Dyn) *dyn = NULL;
@@ -74,11 +75,18 @@ void *sf_sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name)
 		    (type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_OBJECT) &&
 		    !(versym && (versym[i] & 0x8000)) && same_name(str + s->st_name, name)) {
 			void *at = (void *)(base + s->st_value);
+			if (size)
+				*size = s->st_size;
 			return type == STT_GNU_IFUNC ? ((void *(*)(void))at)() : at;
 		}
 		if (c & 1)
 			return NULL;
 	}
+}
+
+void *sf_sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name)
+{
+	return sym_in(base, phdr_v, phnum, name, NULL);
 }
 
 struct next_find {
@@ -87,6 +95,7 @@ struct next_find {
 	uintptr_t self;    /* an address in the runtime: objects after it (RTLD_NEXT) */
 	int past_self;
 	void *found;
+	size_t size;
 };
 
 static int in_object(const struct dl_phdr_info *info, uintptr_t a)
@@ -121,7 +130,7 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (f->lib && !(info->dlpi_name && has_prefix(info->dlpi_name, f->lib)))
 		return 0;
-	f->found = sf_sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name);
+	f->found = sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name, &f->size);
 	return f->found != NULL;
 }
 
@@ -132,9 +141,16 @@ void *sf_sym_next(const char *name, const void *self)
 	return f.found;
 }
 
-void *sf_sym_lib(const char *lib, const char *name)
+void *sf_sym_lib_sized(const char *lib, const char *name, size_t *size)
 {
 	struct next_find f = {.name = name, .lib = lib};
 	dl_iterate_phdr(find_cb, &f);
+	if (size)
+		*size = f.found ? f.size : 0;
 	return f.found;
+}
+
+void *sf_sym_lib(const char *lib, const char *name)
+{
+	return sf_sym_lib_sized(lib, name, NULL);
 }

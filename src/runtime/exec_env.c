@@ -483,11 +483,66 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
  * 127 as the shell's exit status when it cannot be spawned, and at a
  * cancellation the child killed and reaped, `sh -c LINE` with "--"
  * before LINE only where the running glibc passes it (2.38). It runs for
- * every call, with environ itself when nothing is missing, so that all
- * callers share one count (system(), below). */
-static pthread_mutex_t system_lock = PTHREAD_MUTEX_INITIALIZER;
+ * every call, with environ itself when nothing is missing, and libc's own
+ * system jumps here too (sf_exec_env_take_system), so that all callers
+ * share one count, as they share glibc's untraced.
+ *
+ * glibc's system reaches sigaction, waitpid and posix_spawn inside libc,
+ * never through a program's definitions of them: this one calls libc's
+ * own, found in libc's symbol table (elf_sym.c). Through their exported
+ * names they bound to the executable's (there is no -Bsymbolic), and
+ * RTLD_NEXT finds a later preload's. waitpid stays libc's (not the bare
+ * wait4): it is the cancellation point glibc's system waits in. The
+ * count's lock is a word taken with signals blocked, held for two
+ * sigaction calls; the spawn attributes are filled in place, as
+ * posix_spawnattr_init and its setters do. */
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef pid_t (*waitpid_fn)(pid_t, int *, int);
+typedef int (*mutex_fn)(pthread_mutex_t *);
+static struct {
+	sigaction_fn sigaction;
+	waitpid_fn waitpid;
+	spawn_fn posix_spawn;
+	mutex_fn lock, unlock; /* popen's lock (below), the same way */
+} own;
+
+/* libc's own definition of name; RTLD_NEXT's if libc's table lacks it. */
+static void *libc_own(const char *name)
+{
+	void *p = sf_sym_lib("libc.so", name);
+	return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+static int libc_own_ready(void)
+{
+	if (!own.waitpid) {
+		own.sigaction = (sigaction_fn)libc_own("sigaction");
+		own.posix_spawn = (spawn_fn)libc_own("posix_spawn");
+		own.lock = (mutex_fn)libc_own("pthread_mutex_lock");
+		own.unlock = (mutex_fn)libc_own("pthread_mutex_unlock");
+		__atomic_store_n(&own.waitpid, (waitpid_fn)libc_own("waitpid"), __ATOMIC_RELEASE);
+	}
+	return own.waitpid && own.sigaction && own.posix_spawn && own.lock && own.unlock;
+}
+
+static int system_lock;
 static int system_users;
 static struct sigaction system_intr, system_quit;
+
+static void system_lock_take(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+	while (__atomic_test_and_set(&system_lock, __ATOMIC_ACQUIRE))
+		sf_arch_cpu_relax();
+}
+
+static void system_lock_drop(const sigset_t *old)
+{
+	__atomic_clear(&system_lock, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
 
 struct system_wait {
 	pid_t pid;
@@ -496,62 +551,62 @@ struct system_wait {
 
 static void system_restore(const sigset_t *omask)
 {
-	pthread_mutex_lock(&system_lock);
+	sigset_t old;
+	system_lock_take(&old);
 	if (--system_users == 0) {
-		sigaction(SIGINT, &system_intr, NULL);
-		sigaction(SIGQUIT, &system_quit, NULL);
+		own.sigaction(SIGINT, &system_intr, NULL);
+		own.sigaction(SIGQUIT, &system_quit, NULL);
 	}
-	pthread_mutex_unlock(&system_lock);
+	system_lock_drop(&old);
 	sigprocmask(SIG_SETMASK, omask, NULL);
 }
 
 static void system_cancelled(void *arg)
 {
 	struct system_wait *w = arg;
-	kill(w->pid, SIGKILL);
-	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+	sf_syscall3(SYS_kill, w->pid, SIGKILL, 0);
+	while (own.waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	system_restore(&w->omask);
 }
 
 static int system_in(const char *line, char *const env[])
 {
+	if (!libc_own_ready())
+		return errno = ENOSYS, -1;
 	struct sigaction ign = {.sa_handler = SIG_IGN};
 	sigemptyset(&ign.sa_mask);
-	pthread_mutex_lock(&system_lock);
+	sigset_t old;
+	system_lock_take(&old);
 	if (system_users++ == 0) {
-		sigaction(SIGINT, &ign, &system_intr);
-		sigaction(SIGQUIT, &ign, &system_quit);
+		own.sigaction(SIGINT, &ign, &system_intr);
+		own.sigaction(SIGQUIT, &ign, &system_quit);
 	}
-	pthread_mutex_unlock(&system_lock);
+	system_lock_drop(&old);
 	struct system_wait w = {.pid = -1};
-	sigset_t chld, reset;
+	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &w.omask);
-	sigemptyset(&reset);
-	if (system_intr.sa_handler != SIG_IGN)
-		sigaddset(&reset, SIGINT);
-	if (system_quit.sa_handler != SIG_IGN)
-		sigaddset(&reset, SIGQUIT);
 	posix_spawnattr_t attr;
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setsigmask(&attr, &w.omask);
-	posix_spawnattr_setsigdefault(&attr, &reset);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	memset(&attr, 0, sizeof(attr));
+	attr.__flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+	attr.__ss = w.omask;
+	if (system_intr.sa_handler != SIG_IGN)
+		sigaddset(&attr.__sd, SIGINT);
+	if (system_quit.sa_handler != SIG_IGN)
+		sigaddset(&attr.__sd, SIGQUIT);
 	/* glibc passes "--" since 2.38 only: before, a line starting with
 	 * '-' is the shell's options, and this one does the same */
 	char *argv[] = {"sh", "-c", "--", (char *)line, NULL};
 	if (!sh_dashdash)
 		argv[2] = (char *)line, argv[3] = NULL;
 	int status = -1;
-	spawn_fn sp = REAL(real_posix_spawn, spawn_fn, "posix_spawn");
-	int ret = sp ? sp(&w.pid, "/bin/sh", NULL, &attr, argv, env) : ENOSYS;
-	posix_spawnattr_destroy(&attr);
+	int ret = own.posix_spawn(&w.pid, "/bin/sh", NULL, &attr, argv, env);
 	if (ret == 0) {
 		pthread_cleanup_push(system_cancelled, &w);
 		pid_t r;
-		while ((r = waitpid(w.pid, &status, 0)) < 0 && errno == EINTR)
+		while ((r = own.waitpid(w.pid, &status, 0)) < 0 && errno == EINTR)
 			;
 		if (r != w.pid)
 			status = -1;
@@ -569,13 +624,38 @@ static int system_in(const char *line, char *const env[])
  * system and this one overlapping in two threads kept two counts of the
  * callers, and the second to start saved the SIG_IGN the first had set
  * and put it back last (SIGINT and SIGQUIT ignored for good). */
-EXPORT int system(const char *line)
+static int system_all(const char *line)
 {
 	struct env_build b;
 	char *const *env = env_for_child(environ, &b);
 	int r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
 	env_done(&b);
 	return r;
+}
+
+EXPORT int system(const char *line)
+{
+	return system_all(line);
+}
+
+/* libc's own system, reached without the PLT (dlsym on a libc handle,
+ * another preload's RTLD_NEXT, a RTLD_DEEPBIND library, a plugin loader),
+ * jumps to system_all from its first instruction: the two
+ * implementations kept a count of callers each, and one that overlapped
+ * the other put back the SIG_IGN the other had set (SIGINT ignored for
+ * good after a libc system overlapped by this one: skeptic24v). Done once
+ * at start-up, before the program runs (init.c), like the loader's hook
+ * (loader_hook.c); nothing of glibc's function runs after that. Where the
+ * code cannot be rewritten, it says so once and the two counts remain. */
+void sf_exec_env_take_system(void)
+{
+	size_t size;
+	void *theirs = sf_sym_lib_sized("libc.so", "system", &size);
+	if (!theirs || !libc_own_ready())
+		return;
+	const char *why = sf_arch_redirect(theirs, size, (uint64_t)(uintptr_t)system_all);
+	if (why)
+		sf_rt_message("libc's system() called directly keeps a count of its own: ", why, NULL);
 }
 
 /* popen() is glibc's own, always: only glibc knows the streams its
@@ -613,6 +693,9 @@ static char **swap_old, **swap_now; /* the outermost swap in progress, if any */
 
 void sf_exec_env_after_fork_child(void)
 {
+	/* held by another thread for two sigaction calls at most (signals
+	 * blocked: never by the forking one); that thread is not here */
+	__atomic_clear(&system_lock, __ATOMIC_RELAXED);
 	/* The forking thread inside popen (a handler's fork) restores its own
 	 * swap when that popen returns: only another thread's is undone. */
 	if (popen_depth && pthread_equal(popen_owner, pthread_self()))
@@ -740,12 +823,14 @@ static void popen_restore(void *arg)
 		errno = e;
 	}
 	popen_depth--;
-	pthread_mutex_unlock(&popen_lock);
+	own.unlock(&popen_lock);
 }
 
 EXPORT FILE *popen(const char *cmd, const char *mode)
 {
-	pthread_mutex_lock(&popen_lock);
+	if (!libc_own_ready())
+		return errno = ENOSYS, NULL;
+	own.lock(&popen_lock);
 	int nested = popen_depth++ > 0;
 	popen_owner = pthread_self();
 	char **old = environ;

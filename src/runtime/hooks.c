@@ -679,6 +679,7 @@ static void before_cred_change(uid_t to)
 {
 	if (sf_config.enabled && !vfork_depth && !sf_suppressed) {
 		sf_log_create_early();
+		sf_log_hold();
 		sf_notes_hand_over(to);
 	}
 }

@@ -55,6 +55,7 @@ static struct {
 	char path[PATH_MAX];
 	void (*on_create)(void); /* sf_log_on_create */
 	int files_shared;          /* a clone(CLONE_FILES) child: the table is its parent's too */
+	int hold;                  /* such a child keeps its descriptor between uses (sf_log_hold) */
 } L = {.g.fd = -1};
 static uint64_t more_features; /* sf_log_add_features */
 
@@ -341,10 +342,28 @@ static int log_fd_use(uint32_t *ticket)
 	return -EBADF;
 }
 
+static void log_fd_forget(void);
+
+/* A clone(CLONE_FILES) child's log descriptor lives in the table it shares
+ * with its parent, which outlives it. Held between uses, it stayed there
+ * whenever the child died by a signal (no code of the child's runs then:
+ * an abort, a SIGSEGV, a kill -9; a pool whose workers crash leaked one
+ * per crash, toward EMFILE). So such a child holds it only for each use
+ * (a chunk write, a slot's file space and mapping, a snapshot's mapping):
+ * the next use opens the log again (log_reopen: through the header's
+ * mapping, else by path, checked to be the same file), and the events in
+ * its slots need none (a shared mapping keeps the file). Only a child
+ * killed during one of those uses (a few system calls) leaves it behind.
+ * It costs an open, a move to the top of the table and a close per chunk
+ * (docs/DESIGN.md has the numbers). A child about to change its
+ * credentials keeps it from then on (sf_log_hold): it could not open its
+ * creator's 0600 log again. */
 static void log_fd_done(uint32_t ticket)
 {
 	if (ticket != NO_TICKET)
 		sf_fd_unuse(&L.g, ticket);
+	if (L.files_shared && !__atomic_load_n(&L.hold, __ATOMIC_ACQUIRE))
+		log_fd_forget();
 }
 
 /* An absolute L.path, so that the log can be found again after a chdir.
@@ -447,7 +466,7 @@ static int log_create_locked(void)
 		h = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	}
 	err = errno;
-	sf_fd_unuse(&L.g, t);
+	log_fd_done(t);
 	if (h == MAP_FAILED) {
 		L.failed = 1;
 		sf_rt_message(failed, L.path, strerror(err));
@@ -936,6 +955,20 @@ void sf_log_image_ends(void)
 		log_fd_forget();
 }
 
+/* A clone(CLONE_FILES) child about to change its credentials (hooks.c)
+ * keeps its log's descriptor from then on, opened now while it still can
+ * be: it would not open its creator's 0600 log again as another user.
+ * Such a child's descriptor is again left behind if it is killed. */
+void sf_log_hold(void)
+{
+	if (!L.files_shared || __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) || !log_is_own())
+		return;
+	__atomic_store_n(&L.hold, 1, __ATOMIC_RELEASE);
+	uint32_t t;
+	if (log_fd_use(&t) >= 0)
+		log_fd_done(t);
+}
+
 /* A clone(CLONE_FILES) child about to exec gives its descriptor up
  * (sf_log_image_ends): it cannot keep one across the exec without leaving
  * it in its parent's table. If the exec fails, its next batch opens the
@@ -985,6 +1018,7 @@ void sf_log_after_fork_child(int files_shared)
 	if (files_shared && fd >= 0)
 		sf_fd_guard_add(&parent_log);
 	L.files_shared = files_shared;
+	L.hold = 0;
 	L.hdr = NULL;
 	L.g.fd = -1;
 	L.g.epoch = 0;

@@ -295,6 +295,16 @@ HIDDEN int sigemptyset(sigset_t *s)
 	return 0;
 }
 
+HIDDEN int sigaddset(sigset_t *s, int sig)
+{
+	if (sig < 1 || sig > 64) {
+		errno = EINVAL;
+		return -1;
+	}
+	s->__val[0] |= 1ul << (sig - 1); /* 64-bit longs on both architectures */
+	return 0;
+}
+
 HIDDEN int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	uint64_t want, *wp = NULL;

@@ -317,6 +317,8 @@ int sf_root_changed(void) SF_HIDDEN;
 void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;
 void sf_exec_env_after_fork_child(void) SF_HIDDEN;
+/* libc's system() made to jump to the runtime's (start-up, loaded with the process). */
+void sf_exec_env_take_system(void) SF_HIDDEN;
 /* The execve/execveat system call (a: its six arguments)
  * with the tracer's variables added to its environment; -errno. */
 long sf_exec_syscall(long nr, const long *a) SF_HIDDEN;
@@ -339,6 +341,9 @@ void sf_image_ends(void) SF_HIDDEN;
 /* Around an exec: the image ends if it succeeds; a parent waiting for
  * this CLONE_VFORK child is released only then where the kernel can tell. */
 void sf_exec_begins(void) SF_HIDDEN;
+/* logfile.c: a clone(CLONE_FILES) child keeps its descriptor from now on
+ * (before a credential change) */
+void sf_log_hold(void) SF_HIDDEN;
 void sf_log_exec_spare(void) SF_HIDDEN; /* logfile.c: a slot kept for after a failed exec */
 void sf_exec_failed(void) SF_HIDDEN;
 
@@ -504,6 +509,9 @@ struct sf_text_writer {
 int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
 /* Writes n bytes at `at`; n == 2 or 4 is one atomic store (a sled's last write). */
 void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
+/* n bytes of code at `at` replaced by b (start-up only: no other thread
+ * runs that code); NULL on success, else why not. */
+const char *sf_text_replace(void *at, const void *b, size_t n) SF_HIDDEN;
 
 /* ---- switch.c (record --paused, sftrace resume / pause) ---- */
 /* 1 while tracing is off: no sled patched, no heap event recorded. */
@@ -653,6 +661,8 @@ void *sf_sym_in(uintptr_t base, const void *phdr, int phnum, const char *name) S
 void *sf_sym_next(const char *name, const void *self) SF_HIDDEN;
 /* The definition in the first loaded object whose file name starts with lib. */
 void *sf_sym_lib(const char *lib, const char *name) SF_HIDDEN;
+/* The same, with the definition's size (st_size; 0 when not found). */
+void *sf_sym_lib_sized(const char *lib, const char *name, size_t *size) SF_HIDDEN;
 
 /* ---- alloc.c ---- */
 /* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */
@@ -840,5 +850,10 @@ const void *sf_patch_stub_fde(uint64_t pc, void *bases) SF_HIDDEN;
  * NULL on success, else why not. */
 const char *sf_arch_hook_loader(void *hook, uint64_t entry) SF_HIDDEN;
 void sf_loader_entry(void) SF_HIDDEN;
+/* Makes the function at fn (size bytes: its st_size) jump to `to` from its
+ * first instruction on, with an absolute jump behind a landing pad (so
+ * that an indirect call still lands where branch tracking allows). NULL
+ * on success, else why not. */
+const char *sf_arch_redirect(void *fn, size_t size, uint64_t to) SF_HIDDEN;
 
 #endif

@@ -623,3 +623,20 @@ def test_aarch64_struct_values_auto_args():
         "sum retval=19", "make arg1=6", "dsum fparg1={1.500000, -2.250000} arg1=4", "dsum retval=-3.000000",
         "fsum fparg1={0.500000, 1.500000, 2.000000} fparg4=2.000000", "fsum retval=8.000000"],
        "dump: the registers")
+
+
+def test_aarch64_libc_system_jumps_to_the_runtimes():
+    """skeptic24v's libcsys and waitpid modes under qemu: libc's system
+    (dlsym on libc) overlapped by the runtime's leaves the program's SIGINT
+    handler in place (libc's system rewritten to `bti c; ldr x16, #8; br
+    x16` to the runtime's), and the program's own waitpid, sigaction and
+    the rest see no call from system or popen, as untraced."""
+    toolchain()
+    exe = cross("skep24v", ["skep24v.c"], libs=["-lpthread"])
+    want = {"libcsys": "SIGINT after: handler 1 ignored 0 (0 0)\n",
+            "waitpid": "exit 2: 512 exit 2\nprogram waitpid calls during system: 0, others 0\n"}
+    for mode, out in want.items():
+        u = run(["qemu-aarch64", "-L", SYSROOT, exe, mode], timeout=120)
+        eq(u.stdout, out, f"untraced {mode}")
+        t = qemu([exe, mode], os.path.join(tmpdir(), "sf.log"))
+        eq(t.stdout, out, f"traced {mode}")

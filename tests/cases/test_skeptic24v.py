@@ -9,7 +9,7 @@ import re
 import shutil
 import time
 
-from sfkit import SFTRACE, Skip, build_c, check, eq, run, tmpdir
+from sfkit import SFTRACE, Skip, build_c, check, count_calls, dump_events, eq, run, tmpdir
 
 
 def fixture():
@@ -102,15 +102,18 @@ def test_spawning_from_a_minimum_size_thread_stack():
 
 
 def test_system_does_not_call_the_programs_waitpid():
-    """The program defines waitpid (counting, then wait4). glibc's system
-    waits through its internal __waitpid: the program's waitpid is called
-    0 times. Traced it is called once (the runtime's system_in calls
-    waitpid through the PLT, which binds to the executable's definition);
-    sigaction, sigprocmask and pthread_mutex_lock are reached the same way."""
+    """The program defines waitpid (counting, then libc's), and sigaction,
+    sigprocmask, sigaddset, kill, pthread_mutex_lock/unlock and
+    posix_spawnattr_init/setflags the same way, then calls system and
+    popen+pclose. glibc reaches them inside libc: the program's are called
+    0 times. Traced waitpid was called once and the others 15 times (13
+    from system, popen's lock and unlock: the runtime called them through
+    the PLT, which binds to the executable's definitions): it now calls
+    libc's own, found in libc's symbol table, and fills the spawn
+    attributes itself."""
     u, t = both(["waitpid"])
-    eq(u, ("exit 2: 512 exit 2\nprogram waitpid calls during system: 0\n", 0), "untraced")
-    if t != u:
-        raise Skip(f"known break, issue 24 open: system() calls the program's own waitpid: {t!r}")
+    eq(u, ("exit 2: 512 exit 2\nprogram waitpid calls during system: 0, others 0\n", 0), "untraced")
+    eq(t, u, "traced")
 
 
 def test_clone_child_threads_end_as_untraced():
@@ -196,24 +199,54 @@ def test_clone_files_children_ending_normally_leave_no_descriptor():
         eq(t, u, f"traced {how}")
 
 
+def cfiles_as_untraced(how, statuses, work_calls):
+    """The fixture's cfiles mode `how` (3 CLONE_FILES children): untraced
+    the children's statuses and 0 descriptors gained in the parent; traced
+    the same, and each child's own log holds work_calls calls of work()."""
+    want = (statuses + f"{how}: descriptors gained 0\n", 0)
+    u = run([fixture(), "cfiles", how], check_rc=None)
+    eq((u.stdout, u.returncode), want, f"untraced {how}")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", fixture(), "cfiles", how], check_rc=None)
+    eq((t.stdout, t.returncode), want, f"traced {how} (stderr {t.stderr[-2000:]!r})")
+    logs = sorted(c for c in os.listdir(d) if c != "sf.log")
+    calls = [count_calls(dump_events(os.path.join(d, c)))["work"] for c in logs]
+    eq(calls, [work_calls] * 3, f"{how}: work() calls in each child's log {logs} (stderr {t.stderr[-2000:]!r})")
+
+
 def test_clone_files_children_killed_leave_no_descriptor():
     """clone(CLONE_FILES | SIGCHLD) children that call work() and die by
     abort(), raise(SIGKILL), raise(SIGSEGV), or a second thread's abort().
-    Untraced the parent's table gains 0 descriptors. Traced it gains 3 for
-    each route: each dead child's own log descriptor stays open in the
-    table it shared with the parent (a pool whose workers crash leaks one
-    descriptor per crash, toward EMFILE)."""
-    want = {"abort": "0:6 1:6 2:6 \n", "kill": "0:9 1:9 2:9 \n", "segv": "0:b 1:b 2:b \n",
-            "thread_abort": "0:6 1:6 2:6 \n"}
-    broke = []
-    for how, statuses in want.items():
-        u, t = both(["cfiles", how])
-        eq(u, (statuses + f"{how}: descriptors gained 0\n", 0), f"untraced {how}")
-        if t != u:
-            broke.append(f"{how}: {t[0].splitlines()[-1]}")
-    if broke:
-        raise Skip("known break, issue 24 open: a CLONE_FILES child killed by a signal leaves its log "
-                   "descriptor in the parent's table: " + "; ".join(broke))
+    Untraced the parent's table gains 0 descriptors. Traced it gained 3
+    for each route: each dead child's own log descriptor stayed open in
+    the table it shared with the parent (a pool whose workers crash leaked
+    one descriptor per crash, toward EMFILE). Such a child now holds its
+    descriptor only while it writes; each child's log still has its
+    work() calls (the second thread's too)."""
+    cfiles_as_untraced("abort", "0:6 1:6 2:6 \n", 1)
+    cfiles_as_untraced("kill", "0:9 1:9 2:9 \n", 1)
+    cfiles_as_untraced("segv", "0:b 1:b 2:b \n", 1)
+    cfiles_as_untraced("thread_abort", "0:6 1:6 2:6 \n", 2)
+
+
+def test_clone_files_children_many_calls_then_killed():
+    """Each of 3 CLONE_FILES children makes 1 + 2 x 20000 work() calls in
+    two threads (slots and chunks well past the first, each opening the
+    log again), then aborts: every call is in its log, no descriptor left
+    in the parent's table, as untraced."""
+    cfiles_as_untraced("many_abort", "0:6 1:6 2:6 \n", 40001)
+
+
+def test_clone_files_child_dropping_root_keeps_recording():
+    """CLONE_FILES children that setuid(65534) after their first call, then
+    make 2 x 20000 calls and return 3: the log (root's, 0600) cannot be
+    opened again as nobody, so each keeps its descriptor from the
+    credential change on (closed at its return): every call recorded (3637
+    of 40001 when it was given up after each use), no descriptor gained.
+    Needs root."""
+    if os.geteuid() != 0:
+        return
+    cfiles_as_untraced("drop_many", "0:300 1:300 2:300 \n", 40001)
 
 
 def test_slow_environ_reader_during_popens():
@@ -242,11 +275,11 @@ def test_libc_system_overlapping_the_wrapper_keeps_the_sigint_handler():
     plugin loader, another preload's RTLD_NEXT or a RTLD_DEEPBIND library
     reaches) with "sleep 0.1"; 50 ms later another calls system("sleep
     0.3"). Untraced both are glibc's, one count of callers: the program's
-    SIGINT handler is back after both. Traced the second is the runtime's,
-    with a count of its own: it saved the SIG_IGN glibc's had set and puts
-    it back last: SIGINT stays ignored for good (Ctrl-C and a graceful
-    shutdown handler lost)."""
+    SIGINT handler is back after both. Traced the second was the
+    runtime's, with a count of its own: it saved the SIG_IGN glibc's had
+    set and put it back last: SIGINT stayed ignored for good (Ctrl-C and a
+    graceful shutdown handler lost). libc's system now jumps to the
+    runtime's: one count again."""
     u, t = both(["libcsys"])
     eq(u, ("SIGINT after: handler 1 ignored 0 (0 0)\n", 0), "untraced")
-    if t != u:
-        raise Skip(f"known break, issue 24 open: two counts of system() callers: {t!r}")
+    eq(t, u, "traced")

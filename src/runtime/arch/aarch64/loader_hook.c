@@ -20,6 +20,7 @@
 #define OP_BRK0 0xd4200000u /* brk #0: a debugger's breakpoint */
 #define OP_LDR_X16_8 0x58000050u /* ldr x16, #8 */
 #define OP_BR_X16 0xd61f0200u
+#define OP_BTI_C 0xd503245fu /* a hint (no-op) where BTI is not on */
 #define REACH (1ll << 27)
 
 static int reaches(uint64_t from, uint64_t to)
@@ -79,4 +80,15 @@ const char *sf_arch_hook_loader(void *hook, uint64_t entry)
 	if (mprotect((void *)page, SF_PAGE, PROT_READ | PROT_EXEC) < 0)
 		sf_rt_message("the loader's code page stays writable: ", "mprotect failed", NULL);
 	return NULL;
+}
+
+/* bti c; ldr x16, #8; br x16; .quad to: 20 bytes, any distance (x16 is
+ * the call's scratch register, and the one a `bti c` target accepts). */
+const char *sf_arch_redirect(void *fn, size_t size, uint64_t to)
+{
+	uint32_t code[5] = {OP_BTI_C, OP_LDR_X16_8, OP_BR_X16};
+	memcpy(&code[3], &to, 8);
+	if (size < sizeof(code))
+		return "the function is shorter than the jump";
+	return sf_text_replace(fn, code, sizeof(code));
 }

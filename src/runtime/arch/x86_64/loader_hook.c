@@ -95,3 +95,13 @@ const char *sf_arch_hook_loader(void *hook, uint64_t entry)
 		sf_rt_message("the loader's code page stays writable: ", "mprotect failed", NULL);
 	return NULL;
 }
+
+/* endbr64; jmp *0(%rip); .quad to: 18 bytes, any distance. */
+const char *sf_arch_redirect(void *fn, size_t size, uint64_t to)
+{
+	unsigned char code[18] = {0xf3, 0x0f, 0x1e, 0xfa, 0xff, 0x25, 0, 0, 0, 0};
+	memcpy(code + 10, &to, 8);
+	if (size < sizeof(code))
+		return "the function is shorter than the jump";
+	return sf_text_replace(fn, code, sizeof(code));
+}

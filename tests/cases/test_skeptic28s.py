@@ -97,3 +97,15 @@ def test_info_repaired_counts_frames_begun_before_the_ring_window():
     line = re.search(r"^# repaired +: (.*)$", text, re.M).group(1)
     sfkit.check("2" in line and "window" in line,
                 f"info's repaired line for a ring whose window cut 2 frames: {line!r}")
+
+
+def test_repaired_notice_once_in_report_diff():
+    # Issue 28: 'The "repaired: ..." notice is printed once per command, not
+    # twice.' report --diff of a recording against itself printed the same
+    # line twice, with nothing to tell OLD's from NEW's.
+    prog = sfkit.build_c("skep28s_unwind", ["skep28s_unwind.c"])
+    _, log = sfkit.record([prog], args=["-q"])
+    p = _read([sfkit.SFTRACE, "report", log])
+    sfkit.eq((p.stdout + p.stderr).count("repaired:"), 1, f"report (footer and stderr):\n{p.stdout}{p.stderr}")
+    p = _read([sfkit.SFTRACE, "report", "--diff", log, log])
+    sfkit.eq((p.stdout + p.stderr).count("repaired:"), 1, f"report --diff (stdout and stderr):\n{p.stdout}{p.stderr}")

@@ -109,3 +109,35 @@ def test_repaired_notice_once_in_report_diff():
     sfkit.eq((p.stdout + p.stderr).count("repaired:"), 1, f"report (footer and stderr):\n{p.stdout}{p.stderr}")
     p = _read([sfkit.SFTRACE, "report", "--diff", log, log])
     sfkit.eq((p.stdout + p.stderr).count("repaired:"), 1, f"report --diff (stdout and stderr):\n{p.stdout}{p.stderr}")
+
+
+def _kept(cmd):
+    """The 'cut: kept N of M calls' a reading command says on stderr."""
+    p = _read(cmd)
+    m = re.search(r"cut: kept (\d+) of (\d+) calls", p.stdout + p.stderr)
+    sfkit.check(m, f"{cmd}: no 'cut: kept' line:\n{p.stderr}")
+    return int(m.group(1))
+
+
+def test_min_duration_keeps_the_same_calls_in_every_command():
+    # The man pages' CUTTING THE TRACE: "every output is cut the same way";
+    # README: "--min-duration judges a call by its real duration". With a
+    # threshold between parent()'s net and recorded durations, replay, graph
+    # and report (net) dropped parent's 5 calls while convert, query and
+    # flamegraph (recorded) kept them: on a 3,000-deep recursion, replay kept
+    # 5,599 calls of 20,351 and convert 12,785 for --min-duration 20us.
+    prog = sfkit.build_c("skep28s_mindur", ["skep28s_mindur.c"])
+    _, log = sfkit.record([prog], args=["-q"])
+    net = {f["name"]: f for f in json.loads(_read([sfkit.SFTRACE, "report", "--format", "json", log]).stdout)["functions"]}
+    raw = {f["name"]: f for f in json.loads(_read([sfkit.SFTRACE, "report", "--format", "json", "--raw-times",
+                                                   log]).stdout)["functions"]}
+    lo, hi = net["parent"]["avg_ns"], raw["parent"]["avg_ns"]
+    sfkit.check(lo * 1.2 < hi, f"parent's net average {lo} ns and recorded average {hi} ns too close to test")
+    thr = f"{int((lo * hi) ** 0.5)}ns"
+    d = sfkit.tmpdir()
+    got = {"replay": _kept([sfkit.SFTRACE, "replay", "--no-pager", "--min-duration", thr, log]),
+           "report": _kept([sfkit.SFTRACE, "report", "--min-duration", thr, log]),
+           "convert": _kept([sfkit.SFTRACE, "convert", "--min-duration", thr, log, "-o", os.path.join(d, "t.pb")]),
+           "query": _kept([sfkit.SFTRACE, "query", "--min-duration", thr, log, "select count(*) from frames"])}
+    sfkit.eq(len(set(got.values())), 1, f"calls kept by --min-duration {thr} (parent: net {lo} ns, recorded "
+                                         f"{hi} ns): {got}")

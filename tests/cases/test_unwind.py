@@ -305,7 +305,10 @@ def test_slow_path_fits_a_small_sigaltstack():
     plain = int(re.search(r"used (\d+)", run([exe, "8192"]).stdout).group(1))
     p, log = record([exe, "8192"])
     used = int(re.search(r"used (\d+) of 8192", p.stdout).group(1))
-    check(used - plain <= 4608, f"the slow path used {used - plain} bytes of the alternate stack ({used} in all)")
+    # 4608, plus up to 63 bytes the slow path's 64-byte alignment for xsave
+    # takes depending on where the handler's stack pointer sits (seen: 4,624
+    # on an AVX-512 machine where CI's run measured under 4,608).
+    check(used - plain <= 4608 + 63, f"the slow path used {used - plain} bytes of the alternate stack ({used} in all)")
     stacks, _ = folded(log)
     eq(stacks, {"on_signal": 1, "on_signal;leaf": 1}, "the handler's calls")
 

@@ -84,12 +84,17 @@ cmd_of() { # NAME: the command of a configuration, as words for run1
 	uf_spec) echo "$UREC $SPEC $W/pg 0 $N" ;;
 	esac
 }
-for r in $(seq "$RUNS"); do
-	for c in $CONFIGS; do
-		# shellcheck disable=SC2046
-		run1 "$c" $(cmd_of "$c")
+# rounds CONFIGS CMD_OF: RUNS rounds, each running every configuration
+# once (interleaved, so the machine's drift hits them alike).
+rounds() {
+	for r in $(seq "$RUNS"); do
+		for c in $1; do
+			# shellcheck disable=SC2046
+			run1 "$c" $($2 "$c")
+		done
 	done
-done
+}
+rounds "$CONFIGS" cmd_of
 
 bw=$(med untraced 1)
 bt=$(med untraced 3)
@@ -230,12 +235,7 @@ slabel() {
 	su_auto) echo "uftrace record -a (-pg)" ;;
 	esac
 }
-for r in $(seq "$RUNS"); do
-	for c in $SCONFIGS; do
-		# shellcheck disable=SC2046
-		run1 "$c" $(scmd_of "$c")
-	done
-done
+rounds "$SCONFIGS" scmd_of
 ratio() { awk -v a="$(med "$1" "$3")" -v b="$(med "$2" "$3")" 'BEGIN {printf "%.2fx", a / b}'; }
 echo
 printf '%-44s %9s %9s   %s\n' "SQLite driver, $ROWS rows (median of $RUNS)" "wall ms" "cpu ms" "over plain (wall, cpu)"

@@ -126,7 +126,6 @@ void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
 	uint32_t e = __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE);
 	if (t->shadow_epoch == e)
 		return;
-	sf_unwind_floor_clear(t);
 	t->shadow_epoch = e;
 	uint64_t d = t->shadow_depth;
 	if (kind == SF_EV_ENTRY && d) {
@@ -1286,7 +1285,6 @@ void sf_buffer_after_fork_child(void)
 {
 	struct sf_thread *t = &sf_self;
 #ifdef SF_ARCH_SHADOW
-	sf_unwind_floor_clear(t);
 	t->shadow_depth = 0;
 #endif
 	t->cursor = t->limit = 0;

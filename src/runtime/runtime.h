@@ -109,14 +109,6 @@ struct sf_thread {
 				* landing records (SF_EV_UNWIND_TO) and a batch
 				* starts at (sf_chunk.reserved of its slot) */
 	uint64_t shadow[SF_SHADOW_CAP];
-	/* The landing floor (unwind.c): while an exception is on its way to
-	 * its catch, a landing whose CFA is below land_floor abandons no
-	 * recorded frame; 0 for none. land_catch: that catch's CFA.
-	 * unwind_exc: the exception object the latest _Unwind_RaiseException
-	 * or _Unwind_Resume_or_Rethrow of this thread was given (compared by
-	 * value before it is read). */
-	uint64_t land_floor, land_catch;
-	void *unwind_exc;
 	/* The last resume whose stale entries this thread dropped
 	 * (sf_shadow_resync): entries pushed before a pause belong to frames
 	 * the readers closed there, and many returned while paused. */
@@ -613,14 +605,6 @@ void sf_buffer_resumed(void) SF_HIDDEN;
  * own entry event (kind SF_EV_ENTRY) just pushed. One compare otherwise. */
 void sf_shadow_resync(struct sf_thread *t, uint32_t kind) SF_HIDDEN;
 extern uint32_t sf_resume_epoch SF_HIDDEN; /* bumped at each resume: a thread's shadow_epoch behind it resyncs */
-#ifdef SF_ARCH_SHADOW
-/* Ends the calling thread's landing floor (unwind.c): where its shadow
- * stack is reset or an unwind begins. */
-static inline void sf_unwind_floor_clear(struct sf_thread *t)
-{
-	t->land_floor = 0;
-}
-#endif
 /* record --ring snapshots (snapshot.c drives them). The calling thread's
  * ring is frozen now: the trigger's thread, at its trigger. */
 void sf_buffer_freeze_self(void) SF_HIDDEN;

@@ -21,9 +21,7 @@
  * too, which the skipped exit sleds would otherwise leave too high.
  *
  * We also stand in front of libgcc's _Unwind_Find_FDE, to give it the
- * unwind information of our stub pages (arch/<arch>/patch.c), and of its
- * _Unwind_RaiseException and _Unwind_Resume_or_Rethrow, to know the
- * exception whose landings the landing floor tells in a compare. */
+ * unwind information of our stub pages (arch/<arch>/patch.c). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -37,8 +35,6 @@ typedef _Unwind_Reason_Code (*backtrace_fn)(_Unwind_Trace_Fn, void *);
 typedef _Unwind_Word (*getcfa_fn)(struct _Unwind_Context *);
 typedef _Unwind_Ptr (*regionstart_fn)(struct _Unwind_Context *);
 typedef _Unwind_Ptr (*getipinfo_fn)(struct _Unwind_Context *, int *);
-typedef _Unwind_Word (*getgr_fn)(struct _Unwind_Context *, int);
-typedef _Unwind_Reason_Code (*raise_fn)(struct _Unwind_Exception *);
 typedef void (*setip_fn)(struct _Unwind_Context *, _Unwind_Ptr);
 typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
 typedef const void *(*findfde_fn)(void *, void *);
@@ -51,11 +47,9 @@ static struct {
 	getcfa_fn getcfa;
 	regionstart_fn regionstart;
 	getipinfo_fn getipinfo;
-	getgr_fn getgr;
 	setip_fn gcc_setip;
 	setip_fn setip; /* the definition we hide: the next one after ours */
 	findfde_fn find_fde; /* the same for _Unwind_Find_FDE; never NULL (called unchecked) */
-	raise_fn raise, rethrow; /* the same for _Unwind_RaiseException, _Unwind_Resume_or_Rethrow */
 	longjmp_fn longjmp, _longjmp, siglongjmp, longjmp_chk;
 } R = {.find_fde = find_fde_unresolved};
 
@@ -74,10 +68,6 @@ static void resolve_next(void)
 	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
 	if (!R.setip)
 		R.setip = (setip_fn)sf_sym_next("_Unwind_SetIP", (const void *)resolve_next);
-	if (!R.raise)
-		R.raise = (raise_fn)sf_sym_next("_Unwind_RaiseException", (const void *)resolve_next);
-	if (!R.rethrow)
-		R.rethrow = (raise_fn)sf_sym_next("_Unwind_Resume_or_Rethrow", (const void *)resolve_next);
 	if (__atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved) {
 		findfde_fn find = (findfde_fn)sf_sym_next("_Unwind_Find_FDE", (const void *)resolve_next);
 		if (find)
@@ -100,19 +90,11 @@ __attribute__((constructor)) static void unwind_resolve(void)
 	sf_unwind_resolve();
 }
 
-/* The offset of the CFA in libgcc's struct _Unwind_Context, which
- * _Unwind_SetIP's fast path reads in place (no call): libgcc 4 to 14's.
- * setip_fast says it is this libgcc's: R.setip is libgcc's (landing only
- * reads libgcc's contexts) and its _Unwind_GetCFA is "return the word at
- * ctx + CTX_CFA_OFF". Until then no landing floor is set. */
-#if defined(__x86_64__)
-#define CTX_CFA_OFF 0x90
-#elif defined(__aarch64__)
-#define CTX_CFA_OFF 784
-#else
-#define CTX_CFA_OFF 0
-#endif
-static int setip_fast;
+/* The offset of the CFA in libgcc's struct _Unwind_Context, for
+ * _Unwind_SetIP's fast path (read in place, no call): 0 until known, and
+ * for good when R.setip is not libgcc's (landing only reads libgcc's
+ * contexts) or its _Unwind_GetCFA is not the one load we know. */
+static long setip_cfa_off;
 
 /* The displacement of getcfa's load, when its code is exactly "return
  * the word at ctx + disp" (libgcc 12: x86-64 0x90, aarch64 784), else 0. */
@@ -143,9 +125,8 @@ static long cfa_load_disp(const void *getcfa)
 
 static void setip_fast_init(void)
 {
-	if (R.setip == R.gcc_setip && R.getcfa && R.getgr && CTX_CFA_OFF != 0 &&
-	    cfa_load_disp((const void *)R.getcfa) == CTX_CFA_OFF)
-		__atomic_store_n(&setip_fast, 1, __ATOMIC_RELEASE);
+	if (R.setip == R.gcc_setip && R.getcfa && !setip_cfa_off)
+		__atomic_store_n(&setip_cfa_off, cfa_load_disp((const void *)R.getcfa), __ATOMIC_RELEASE);
 }
 
 /* libgcc_s's unwinder, for the fallback walk, once the program has it:
@@ -177,7 +158,6 @@ void sf_unwind_init(void)
 	R.getcfa = (getcfa_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetRegionStart");
 	R.getipinfo = (getipinfo_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetIPInfo");
-	R.getgr = (getgr_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetGR");
 	findfde_fn find = (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE");
 	if (find && __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved)
 		__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
@@ -514,83 +494,6 @@ static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 	uint64_t above = t->shadow[d];
 	return (t->shadow[d - 1] & ~(uint64_t)7) >= sp && (!above || (above & ~(uint64_t)7) >= sp);
 }
-
-/* ---- the landing floor ----
- * A throw through frames the filter leaves out lands at each one's
- * cleanup: 51 _Unwind_SetIP calls for 50 frames with destructors, every
- * one abandoning nothing recorded. abandons_nothing tells each in 22
- * instructions; the floor in 5. The first landing of a caught exception
- * that abandons nothing (land_quietly) sets the thread's floor: the lowest
- * of the innermost stored entry (every live recorded frame is at or above
- * it), the slot above it (a half-exited frame's entry, when it holds one)
- * and the catching frame's CFA (the exception object's private_2, which
- * libgcc's phase 1 set). The landings after it are higher, up to the
- * catch; one below the floor abandons nothing recorded, as
- * abandons_nothing would say: the frames entered since (a recorded
- * destructor, a signal handler's) returned before it, and frames below the
- * floor cannot have returned, being the catch's callers. So the floor
- * lives only while the exception is on its way: the catch is not below it
- * and ends it (floor_catch), as do any landing on the full path (a
- * longjmp out of a cleanup), a new throw (_Unwind_RaiseException,
- * _Unwind_Resume_or_Rethrow) and a reset of the shadow stack
- * (sf_unwind_floor_clear). Set only for an exception this thread threw
- * through those two (the object the personality routine put in the
- * context's first data register is that one: then it is live), not a
- * forced unwind (no catching frame: pthread_exit's, which glibc starts
- * without us); never past the array, during a walk, or with a resume's
- * resync due. */
-
-/* The floor a landing at cfa that abandons nothing leaves, f being the
- * lowest of the innermost entry and the slot above it; at the catch, the
- * end of the exception. */
-static void floor_from(struct sf_thread *t, struct _Unwind_Context *ctx, uint64_t cfa, uint64_t f)
-{
-	const struct _Unwind_Exception *x = t->unwind_exc;
-	if (!x || R.getgr(ctx, __builtin_eh_return_data_regno(0)) != (_Unwind_Word)x || x->private_1)
-		return;
-	uint64_t catcher = x->private_2 & ~(uint64_t)7;
-	if (cfa >= catcher) { /* the catch: this exception's last landing */
-		t->unwind_exc = NULL;
-		return;
-	}
-	if (catcher < f)
-		f = catcher;
-	if (f <= cfa || !sf_config.enabled) /* the landings after are higher: none would be told */
-		return;
-	t->land_catch = catcher;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&t->land_floor, f, __ATOMIC_RELAXED);
-}
-
-/* A landing of libgcc's at cfa that abandons nothing recorded (as
- * abandons_nothing, and at depth 0 too: no entry to pop, only the slot
- * above), with the floor it leaves; 0 when it may abandon some, or when
- * the shadow stack cannot tell: the full path. */
-static int land_quietly(struct sf_thread *t, struct _Unwind_Context *ctx, uint64_t cfa)
-{
-	uint64_t d = t->shadow_depth;
-	if (d >= SF_SHADOW_CAP || t->walk_frame ||
-	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
-		return 0;
-	uint64_t above = t->shadow[d], a = above ? above & ~(uint64_t)7 : UINT64_MAX;
-	uint64_t e = d ? t->shadow[d - 1] & ~(uint64_t)7 : UINT64_MAX; /* 0: an entry past the array */
-	if (e < cfa || a < cfa)
-		return 0;
-	floor_from(t, ctx, cfa, e < a ? e : a);
-	return 1;
-}
-
-/* The catch of the exception the floor was set for, when the floor is its
- * CFA (every recorded frame's entry and the slot above at or above it):
- * it abandons nothing recorded, and ends the floor and the exception. */
-static inline int floor_catch(struct sf_thread *t, uint64_t cfa)
-{
-	if (cfa != __atomic_load_n(&t->land_floor, __ATOMIC_RELAXED) || cfa != t->land_catch)
-		return 0;
-	__atomic_store_n(&t->land_floor, 0, __ATOMIC_RELAXED);
-	t->unwind_exc = NULL;
-	return 1;
-}
 #endif
 
 /* Control lands with stack pointer sp: closes the recorded frames below,
@@ -603,7 +506,6 @@ static void landing(uint64_t sp, const void *env)
 	if (!sf_config.enabled)
 		return;
 #ifdef SF_ARCH_SHADOW
-	sf_unwind_floor_clear(t);
 	if (abandons_nothing(t, sp))
 		return;
 #endif
@@ -714,76 +616,36 @@ __attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, vo
 	return find_fde_slow(pc, bases);
 }
 
-static __attribute__((noinline)) void setip_full(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
+static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 	/* Only for libgcc_s's contexts: another unwinder (LLVM libunwind)
 	 * has its own, which our walk could not read. GetCFA of the landing
 	 * frame's context is its stack pointer at the call that threw. */
 	if (!R.setip)
 		resolve_next();
-#ifdef SF_ARCH_SHADOW
-	if (__atomic_load_n(&setip_fast, __ATOMIC_ACQUIRE)) {
-		struct sf_thread *t = &sf_self;
-		uint64_t cfa = *(const uint64_t *)((const char *)ctx + CTX_CFA_OFF);
-		sf_unwind_floor_clear(t);
-		if (!land_quietly(t, ctx, cfa))
-			landing(cfa, NULL);
-		R.setip(ctx, ip);
-		return;
-	}
-#endif
 	if (R.setip == R.gcc_setip && R.getcfa)
 		landing(R.getcfa(ctx), NULL);
 	R.setip(ctx, ip);
 }
 
 /* Every personality routine's call to install a landing pad (51 a throw
- * through 50 frames with destructors). Most abandon no recorded frame:
- * those below the thread's landing floor are told here in 5 instructions
- * (the TLS base, the context's CFA read in place, the compare with
- * land_floor, the branch, the tail jump to libgcc's), no call made and no
- * register saved; with no floor (0) none is below it. Then the catch that
- * ends a floor at its CFA (floor_catch); the rest take the full path. */
+ * through 50 frames with destructors). Most abandon no recorded frame
+ * (abandons_nothing), told here with the context's CFA read in place
+ * (setip_cfa_off), no call made and no register saved, before the tail
+ * jump to libgcc's. The rest, and any context before libgcc is known,
+ * take the full path. */
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 #ifdef SF_ARCH_SHADOW
-	struct sf_thread *t = &sf_self;
-	uint64_t cfa = *(const uint64_t *)((const char *)ctx + CTX_CFA_OFF);
-	if (__builtin_expect(cfa < t->land_floor, 1) || floor_catch(t, cfa)) {
+	long off = __atomic_load_n(&setip_cfa_off, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(off != 0, 1) &&
+	    __builtin_expect(abandons_nothing(&sf_self, *(const uint64_t *)((const char *)ctx + off)), 1)) {
 		R.setip(ctx, ip);
 		return;
 	}
 #endif
-	setip_full(ctx, ip);
+	setip_slow(ctx, ip);
 }
-
-/* The next definition of a throw's entry, called before it is known. */
-static __attribute__((noinline)) _Unwind_Reason_Code raise_resolved(raise_fn *slot, struct _Unwind_Exception *x)
-{
-	resolve_next();
-	raise_fn next = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-	return next ? next(x) : _URC_FATAL_PHASE1_ERROR;
-}
-
-#ifdef SF_ARCH_SHADOW
-#define NOTE_EXCEPTION(x) (sf_self.unwind_exc = (x), sf_unwind_floor_clear(&sf_self))
-#else
-#define NOTE_EXCEPTION(x) ((void)(x))
-#endif
-
-/* The exception a thread throws (or rethrows) is noted for its landing
- * floor, which a new throw ends; then the next definition's, tail-called
- * (7 instructions in all). */
-#define THROW_WRAPPER(name, real)                                                                \
-	__attribute__((visibility("default"))) _Unwind_Reason_Code name(struct _Unwind_Exception *x) \
-	{                                                                                        \
-		NOTE_EXCEPTION(x);                                                               \
-		raise_fn next = __atomic_load_n(&R.real, __ATOMIC_RELAXED);                      \
-		return __builtin_expect(next != NULL, 1) ? next(x) : raise_resolved(&R.real, x); \
-	}
-
-THROW_WRAPPER(_Unwind_RaiseException, raise)
-THROW_WRAPPER(_Unwind_Resume_or_Rethrow, rethrow)
 
 /* ---- longjmp ----
  * sf_arch_jmpbuf_sp (sf_arch.h) unmangles the target's stack pointer. */

@@ -109,31 +109,6 @@ def test_cxx_catch_two_levels_up():
     check_chrome_parent(log, "after()", "catcher()", ["mid()", "thrower()"])
 
 
-def test_cxx_landing_floor_with_recorded_frames_and_cleanups():
-    """The landing floor (unwind.c): after a throw's first landing that
-    abandons nothing, later ones below the floor are told in a compare.
-    main throws twice through mid() (recorded, among unrecorded frames with
-    destructors calling dtor_work; level 3's also throws and catches its
-    own exception); a thread throws once with no recorded frame below its
-    catch, then pthread_exit's forced unwind (glibc's, not through the
-    runtime) runs leaving()'s and helper()'s destructors from deeper down.
-    Each dtor_work nests under the frames still open at its landing:
-    under mid() for the levels' and mid's own, under leaving() for
-    leaving's; mid() and leaving() closed at the next landing up. A floor
-    the worker's catch left in place would keep leaving() open under
-    helper's dtor_work (seen when floor_catch kept it)."""
-    exe = build_c("unwind_floor", ["unwind_floor.cc"], compiler="clang++", libs=["-lpthread"])
-    eq(run([exe]).stdout, "floor ok sum 84 sink 1589\n", "untraced output")
-    log = traced([exe], args=["-q", "--filter-regex", "^(main|worker|mid|leaving|dtor_work|inner_throw_catch)$"],
-                 expect="floor ok sum 84 sink 1589")
-    stacks, err = folded(log)
-    eq(stacks, {"main": 1, "main;mid": 2, "main;mid;dtor_work": 16, "main;mid;inner_throw_catch": 2,
-                "main;dtor_work": 2, "worker": 1, "worker;dtor_work": 5, "worker;leaving": 1,
-                "worker;leaving;dtor_work": 1}, "call tree")
-    eq(unwound(err), 3, f"mid twice and leaving closed by unwinding: {err}")
-    check("1 open frame closed at thread end" in err, f"only worker, which pthread_exit leaves: {err}")
-
-
 def test_cxx_throw_in_library_constructor():
     lib = build_c("libunwind_land_lib.so", ["unwind_land_lib.cc"], compiler="clang++", shared=True)
     ctor = build_c("libunwind_land_ctor.so", ["unwind_land_ctor.cc"], compiler="clang++", shared=True, xray=False,

@@ -120,3 +120,32 @@ def test_throw_through_50_cleanups_nothing_recorded_costs_at_most_1000_instructi
         extra = callgrind_per_throw(exe, call_note, filt) - base
         if extra > 1000:
             raise AssertionError(f"note called {call_note}: +{extra} instructions a throw (claim <= 1,000)")
+
+
+def test_nested_and_crossing_exceptions_leave_the_stack_where_it_is():
+    """Held on a5832180 (a guard). Scenarios of skep25f_mix.cc: a destructor
+    that throws and catches during unwinding, catch(...) { throw; } 7
+    levels, an exception_ptr made on another thread rethrown 9 frames deep,
+    longjmp out of a destructor during unwinding and out of a catch block, a
+    deeper catch then a throw from a shallower point, 8 threads throwing 200
+    times each, a SIGUSR1 on a sigaltstack raised by a destructor while a
+    throw is on its way (its handler throws and catches), an -O2 tail-call
+    chain that throws; under 4 filters. The output is untraced's, and each
+    probe() main calls after a scenario sits at depth 1, under main."""
+    import re
+    exe = build_c("skep25f_mix", ["skep25f_mix.cc"], compiler="clang++", libs=["-lpthread"])
+    modes = {"nested": 1, "rethrow": 2, "eptr": 9, "ljdtor": 10, "ljcatch": 20, "shallow": 3, "threads": 159200,
+             "sig": 23, "tail": 5}
+    for rx in (None, "^(main|probe|leaf)", "^(main|probe|chain|rethrow_lvl|lj_inner|deepcatch|on_sig|tail_to)",
+               "^(main|probe|shallow|s_nested|s_eptr|rethrow_ep|lj_catch|sig_inner|tail_from|thrower|many|mk)"):
+        for mode, sum_ in modes.items():
+            want = f"{mode} {sum_}\n"
+            eq(run([exe, mode]).stdout, want, f"{mode}: untraced output")
+            p, log = record([exe, mode], args=["-q"] + (["--filter-regex", rx] if rx else []))
+            eq(p.stdout, want, f"{mode} {rx}: traced output")
+            depths = []
+            for line in run([SFTRACE, "dump", log]).stdout.split("events:", 1)[1].splitlines():
+                m = re.match(r"\s*\d+\s+\d+\s+ENTRY(\s+)probe", line)
+                if m:
+                    depths.append((len(m.group(1)) - 4) // 2)
+            eq(depths, [1], f"{mode} {rx}: probe's depth")

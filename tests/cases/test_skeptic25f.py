@@ -14,23 +14,10 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import FIXBUILD, SFTRACE, Skip, build_c, eq, record, run, tmpdir  # noqa: E402
+from sfkit import FIXBUILD, SFTRACE, build_c, eq, known_break, record, run, tmpdir  # noqa: E402
 
 RPATH = ["-L" + FIXBUILD, "-Wl,-rpath," + FIXBUILD]
 
-
-def known_break(why):
-    """A break older than the floor, kept until fixed: a failed assertion
-    skips with the reason (a fixed one passes)."""
-    def wrap(fn):
-        def run_case():
-            try:
-                fn()
-            except AssertionError as e:
-                raise Skip(f"known break, issue 25 open: {why}: {str(e)[:300]}")
-        run_case.__name__ = fn.__name__
-        return run_case
-    return wrap
 
 
 def thread_lines(log):
@@ -76,7 +63,7 @@ def deep_fixture():
     return build_c("skep25f_deep", ["skep25f_deep.cc"], compiler="clang++")
 
 
-@known_break("a recorded callee's stale shadow slot makes every landing of a later throw record an UNWIND of 0 frames")
+@known_break(25, "a recorded callee's stale shadow slot makes every landing of a later throw record an UNWIND of 0 frames")
 def test_throw_after_a_recorded_callee_returned_records_no_unwind():
     """dive() recurses 50 frames with destructors (none recorded); the
     deepest calls the recorded note() (it returns: ENTRY, EXIT), then throws
@@ -121,7 +108,7 @@ def callgrind_per_throw(exe, call_note, filt=None):
     return (got[1] - got[0]) // 100
 
 
-@known_break("a throw through 50 cleanups with no recorded frame open costs more than 1,000 instructions")
+@known_break(25, "a throw through 50 cleanups with no recorded frame open costs more than 1,000 instructions")
 def test_throw_through_50_cleanups_nothing_recorded_costs_at_most_1000_instructions():
     """The claim: a throw through 50 cleanup frames with nothing recorded
     costs <= 1,000 instructions more than untraced (callgrind). Held with

@@ -15,19 +15,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import sfkit  # noqa: E402
 
 
-def known_break(why):
-    """A break the issue-28 skeptic found, kept until it is fixed: the case
-    runs, and a failed assertion skips with the reason (a fixed one passes)."""
-    def wrap(fn):
-        def run():
-            try:
-                fn()
-            except AssertionError as e:
-                raise sfkit.Skip(f"known break, issue 28 open: {why}: {str(e)[:300]}")
-        run.__name__ = fn.__name__
-        return run
-    return wrap
-
 
 def _read(cmd):
     p = sfkit.run(cmd, check_rc=None)
@@ -39,7 +26,7 @@ def _info_json(path):
     return json.loads(_read([sfkit.SFTRACE, "info", "--format", "json", path]).stdout)["processes"]
 
 
-@known_break("info gives a forked child its parent's start time")
+@sfkit.known_break(28, "info gives a forked child its parent's start time")
 def test_info_started_of_a_forked_child_is_its_fork():
     # sftrace-info(1): "when it started (UTC)". The child is forked 300 ms
     # after the program's start; info gave it its parent's start to the ns
@@ -65,7 +52,7 @@ def test_info_started_of_a_forked_child_is_its_fork():
              f"parent {parent['started']}")
 
 
-@known_break("replay prints a call with callees when its next event comes, out of time order across threads")
+@sfkit.known_break(28, "replay prints a call with callees when its next event comes, out of time order across threads")
 def test_replay_threads_merged_in_time_order_for_calls_with_callees():
     # sftrace-replay(1): "the threads of a process are merged in time order";
     # only a call without callees "is written when it ends, so it can come
@@ -82,7 +69,7 @@ def test_replay_threads_merged_in_time_order_for_calls_with_callees():
     sfkit.eq(opens, sorted(opens), f"times of the brace lines in print order:\n{out}")
 
 
-@known_break("net times one level down keep the cost of two entries or exits in a row")
+@sfkit.known_break(28, "net times one level down keep the cost of two entries or exits in a row")
 def test_net_self_time_of_a_function_that_calls_one_tiny_function():
     # Issue 28: "A function that makes a million tiny calls shows the tracer's
     # cost of those calls as its own self time" ... "report, replay and graph
@@ -102,7 +89,7 @@ def test_net_self_time_of_a_function_that_calls_one_tiny_function():
                                f"for 1M calls); untraced it is a call and a return, a few ns")
 
 
-@known_break("info's repaired count leaves out frames begun before a ring's window")
+@sfkit.known_break(28, "info's repaired count leaves out frames begun before a ring's window")
 def test_info_repaired_counts_frames_begun_before_the_ring_window():
     # sftrace-info(1): the counters include "frames repaired"; every other
     # command says "repaired: 2 frames began before the ring's window" for
@@ -117,7 +104,7 @@ def test_info_repaired_counts_frames_begun_before_the_ring_window():
                 f"info's repaired line for a ring whose window cut 2 frames: {line!r}")
 
 
-@known_break("report --diff prints the repaired notice once per log")
+@sfkit.known_break(28, "report --diff prints the repaired notice once per log")
 def test_repaired_notice_once_in_report_diff():
     # Issue 28: 'The "repaired: ..." notice is printed once per command, not
     # twice.' report --diff of a recording against itself printed the same
@@ -138,7 +125,7 @@ def _kept(cmd):
     return int(m.group(1))
 
 
-@known_break("--min-duration judges net durations in replay/graph/report, recorded ones in convert/query/flamegraph")
+@sfkit.known_break(28, "--min-duration judges net durations in replay/graph/report, recorded ones in convert/query/flamegraph")
 def test_min_duration_keeps_the_same_calls_in_every_command():
     # The man pages' CUTTING THE TRACE: "every output is cut the same way";
     # README: "--min-duration judges a call by its real duration". With a
@@ -163,7 +150,7 @@ def test_min_duration_keeps_the_same_calls_in_every_command():
                                          f"{hi} ns): {got}")
 
 
-@known_break("replay's time column is net of the tracer, so not CLOCK_MONOTONIC")
+@sfkit.known_break(28, "replay's time column is net of the tracer, so not CLOCK_MONOTONIC")
 def test_replay_time_column_is_clock_monotonic():
     # sftrace-replay(1): "-f ... time (CLOCK_MONOTONIC when the line
     # happened)". After 1M traced calls the column, net of the tracer's cost

@@ -108,7 +108,21 @@ struct sf_thread {
 	uint64_t shadow_depth; /* pushes minus pops, never below 0: the depth a
 				* landing records (SF_EV_UNWIND_TO) and a batch
 				* starts at (sf_chunk.reserved of its slot) */
-	uint64_t shadow[SF_SHADOW_CAP];
+	/* shadow_up[d] is the innermost open frame's entry at depth d
+	 * (1..SF_SHADOW_CAP); shadow_up[0], below the first entry, is
+	 * UINT64_MAX once a landing set it, the "entry" no landing is above
+	 * (unwind.c's _Unwind_SetIP reads it at depth 0: nothing to abandon). */
+	union {
+		struct {
+			uint64_t shadow_below;
+			uint64_t shadow[SF_SHADOW_CAP];
+		};
+		uint64_t shadow_up[SF_SHADOW_CAP + 1];
+	};
+	/* _Unwind_SetIP's fast path (unwind.c) serves depths below it:
+	 * SF_SHADOW_CAP + 1 once a landing armed it, 0 during a walk or
+	 * while libgcc's context layout is not the one it knows. */
+	uint64_t land_bound;
 	/* The last resume whose stale entries this thread dropped
 	 * (sf_shadow_resync): entries pushed before a pause belong to frames
 	 * the readers closed there, and many returned while paused. */

@@ -90,11 +90,23 @@ __attribute__((constructor)) static void unwind_resolve(void)
 	sf_unwind_resolve();
 }
 
-/* The offset of the CFA in libgcc's struct _Unwind_Context, for
- * _Unwind_SetIP's fast path (read in place, no call): 0 until known, and
- * for good when R.setip is not libgcc's (landing only reads libgcc's
- * contexts) or its _Unwind_GetCFA is not the one load we know. */
-static long setip_cfa_off;
+/* Where libgcc's struct _Unwind_Context keeps the CFA and the return
+ * address (libgcc 4 to 14), for _Unwind_SetIP's fast path, which reads the
+ * one and writes the other in place. It is armed (setip_armed) only when
+ * R.setip is libgcc's (landing only reads libgcc's contexts) and its
+ * _Unwind_GetCFA and _Unwind_SetIP are exactly the load and the store at
+ * these offsets. */
+#if defined(__x86_64__)
+#define CTX_CFA_OFF 0x90
+#define CTX_RA_OFF 0x98
+#elif defined(__aarch64__)
+#define CTX_CFA_OFF 784
+#define CTX_RA_OFF 792
+#else
+#define CTX_CFA_OFF 0
+#define CTX_RA_OFF 0
+#endif
+static int setip_armed;
 
 /* The displacement of getcfa's load, when its code is exactly "return
  * the word at ctx + disp" (libgcc 12: x86-64 0x90, aarch64 784), else 0. */
@@ -123,10 +135,39 @@ static long cfa_load_disp(const void *getcfa)
 	return 0;
 }
 
+/* The displacement of setip's store, when its code is exactly "store the
+ * second argument at ctx + disp; return" (libgcc 12: x86-64 0x98, aarch64
+ * 792), else 0. */
+static long ra_store_disp(const void *setip)
+{
+#if defined(__x86_64__)
+	const unsigned char *c = setip;
+	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
+		c += 4;
+	int32_t d32;
+	if (c[0] == 0x48 && c[1] == 0x89 && c[2] == 0xb7 && c[7] == 0xc3) { /* mov %rsi,disp32(%rdi); ret */
+		__builtin_memcpy(&d32, c + 3, 4);
+		return d32 > 0 ? d32 : 0;
+	}
+	if (c[0] == 0x48 && c[1] == 0x89 && c[2] == 0x77 && c[4] == 0xc3) /* mov %rsi,disp8(%rdi); ret */
+		return (signed char)c[3] > 0 ? (signed char)c[3] : 0;
+#elif defined(__aarch64__)
+	const uint32_t *c = setip;
+	if (c[0] == 0xd503245f) /* bti c */
+		c++;
+	if ((c[0] & 0xffc003ff) == 0xf9000001 && c[1] == 0xd65f03c0) /* str x1, [x0, #imm]; ret */
+		return (long)((c[0] >> 10) & 0xfff) * 8;
+#else
+	(void)setip;
+#endif
+	return 0;
+}
+
 static void setip_fast_init(void)
 {
-	if (R.setip == R.gcc_setip && R.getcfa && !setip_cfa_off)
-		__atomic_store_n(&setip_cfa_off, cfa_load_disp((const void *)R.getcfa), __ATOMIC_RELEASE);
+	if (R.setip == R.gcc_setip && R.getcfa && CTX_CFA_OFF && cfa_load_disp((const void *)R.getcfa) == CTX_CFA_OFF &&
+	    ra_store_disp((const void *)R.gcc_setip) == CTX_RA_OFF)
+		__atomic_store_n(&setip_armed, 1, __ATOMIC_RELEASE);
 }
 
 /* libgcc_s's unwinder, for the fallback walk, once the program has it:
@@ -371,6 +412,9 @@ static int walk_abandoned(uint64_t sp, uint64_t mark, const uint64_t *from, stru
 		return w->reached;
 	}
 	uint64_t old;
+#ifdef SF_ARCH_SHADOW
+	sf_self.land_bound = 0; /* until a landing after the walk: land_arm */
+#endif
 	mask_change(SIG_BLOCK, walk_blocked, &old);
 	walking.added = walk_blocked & ~old;
 	sf_suppress_begin(&walking.quiet);
@@ -477,14 +521,13 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 #endif
 
 #ifdef SF_ARCH_SHADOW
-/* The common landing that abandons no recorded frame, told before the
- * clock is read: the innermost stored entry is live (at or above sp), so
- * nothing is popped, and the slot above it holds no half-exited frame's
- * entry below sp, so nothing is recorded either (landing below says why).
- * Every cleanup of a C++ throw or Rust panic through frames the filter
- * leaves out is one: 51 a throw through 50 frames with destructors. Any
- * doubt (no stored entry, past the array, a resume's resync due, a walk a
- * fault interrupted) takes the full path. */
+/* A longjmp that abandons no recorded frame, told before the clock is
+ * read: the innermost stored entry is live (at or above sp), so nothing is
+ * popped, and the slot above it holds no half-exited frame's entry below
+ * sp, so nothing is recorded either (landing below says why). Any doubt
+ * (no stored entry, past the array, a resume's resync due, a walk a fault
+ * interrupted) takes the full path. Exceptions have their own test, in
+ * _Unwind_SetIP. */
 static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 {
 	uint64_t d = t->shadow_depth;
@@ -494,19 +537,32 @@ static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 	uint64_t above = t->shadow[d];
 	return (t->shadow[d - 1] & ~(uint64_t)7) >= sp && (!above || (above & ~(uint64_t)7) >= sp);
 }
+
+/* Arms _Unwind_SetIP's fast path on this thread (see there): once libgcc's
+ * layout is known, and not during a walk, which a fault handler's throw
+ * out of it must end on the full path (end_interrupted_walk). */
+static void land_arm(struct sf_thread *t)
+{
+	if (!__atomic_load_n(&setip_armed, __ATOMIC_ACQUIRE) || t->walk_frame)
+		return;
+	t->shadow_below = UINT64_MAX;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->land_bound = SF_SHADOW_CAP + 1;
+}
 #endif
 
 /* Control lands with stack pointer sp: closes the recorded frames below,
  * at the time the landing began (read first: what follows is the
  * tracer's, not the abandoned frames'). env: a longjmp's jmp_buf, else
- * NULL. */
+ * NULL (an exception's landing, which _Unwind_SetIP's test has already
+ * found abandoning something, or could not make). */
 static void landing(uint64_t sp, const void *env)
 {
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled)
 		return;
 #ifdef SF_ARCH_SHADOW
-	if (abandons_nothing(t, sp))
+	if (env && abandons_nothing(t, sp))
 		return;
 #endif
 	uint64_t now = sf_now_raw();
@@ -546,14 +602,16 @@ static void landing(uint64_t sp, const void *env)
 	/* The depth left open, not the count popped (trampoline.S, the
 	 * shadow stack): right also when this landing interrupted a
 	 * trampoline between its shadow push or pop and its event store.
-	 * When nothing was popped, a half-exited frame can still be
+	 * When a longjmp popped nothing, a half-exited frame can still be
 	 * abandoned: its entry is then the slot just above the top, below
 	 * sp (a handler's later pushes there are below sp too, but on a
 	 * sigaltstack placed above the stack; past the array, always).
 	 * Without one (the slot is empty, or an older frame's above sp),
 	 * the landing abandons nothing recorded and records nothing: 12 ns
-	 * a landing. */
-	uint64_t left = t->shadow_depth, above = left < SF_SHADOW_CAP ? t->shadow[left] : 1;
+	 * a landing. An exception's landing that popped nothing records
+	 * nothing: the slot is, there, almost always a callee that returned
+	 * (_Unwind_SetIP says why). */
+	uint64_t left = t->shadow_depth, above = env && left < SF_SHADOW_CAP ? t->shadow[left] : 0;
 	if (closed || (above && (above & ~(uint64_t)7) < sp))
 		sf_record_event_at(SF_EV_UNWIND_TO, left < SF_FUNC_ID_LIMIT ? (uint32_t)left : SF_FUNC_ID_LIMIT - 1,
 				   now);
@@ -625,22 +683,38 @@ static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _U
 		resolve_next();
 	if (R.setip == R.gcc_setip && R.getcfa)
 		landing(R.getcfa(ctx), NULL);
+#ifdef SF_ARCH_SHADOW
+	land_arm(&sf_self);
+#endif
 	R.setip(ctx, ip);
 }
 
-/* Every personality routine's call to install a landing pad (51 a throw
- * through 50 frames with destructors). Most abandon no recorded frame
- * (abandons_nothing), told here with the context's CFA read in place
- * (setip_cfa_off), no call made and no register saved, before the tail
- * jump to libgcc's. The rest, and any context before libgcc is known,
+/* Every personality routine's call to install a landing pad (52 a throw
+ * through 50 frames with destructors). Most abandon no recorded frame:
+ * the landing frame's CFA is at or below the innermost open entry
+ * (shadow_up[depth]; at depth 0 shadow_below, above everything). That is
+ * the whole test, 6 instructions (the TLS base, the depth, its bound, the
+ * CFA read in place, the compare with the entry, and libgcc's own store of
+ * the landing pad made here, so no jump), and it keeps no state: the
+ * shadow stack as the trampolines left it is the answer, so nothing a
+ * throw, a forced unwind, a signal or a longjmp does in between can make
+ * it stale. land_bound (0 until armed, and during a walk) keeps depths
+ * past the array and walks on the full path, which answers the same for
+ * these landings: nothing popped, nothing recorded. The slot above the
+ * top is not read: for an exception it is almost always a callee that
+ * returned (a recorded function called before the throw), not a frame a
+ * signal caught between its exit's pop and its EXIT store, which only a
+ * throw out of an asynchronous signal handler could abandon (longjmp
+ * keeps that test). The rest, and any context before libgcc is known,
  * take the full path. */
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 #ifdef SF_ARCH_SHADOW
-	long off = __atomic_load_n(&setip_cfa_off, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(off != 0, 1) &&
-	    __builtin_expect(abandons_nothing(&sf_self, *(const uint64_t *)((const char *)ctx + off)), 1)) {
-		R.setip(ctx, ip);
+	struct sf_thread *t = &sf_self;
+	uint64_t d = t->shadow_depth;
+	if (__builtin_expect(d < t->land_bound, 1) &&
+	    __builtin_expect(*(const uint64_t *)((const char *)ctx + CTX_CFA_OFF) <= t->shadow_up[d], 1)) {
+		*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;
 		return;
 	}
 #endif

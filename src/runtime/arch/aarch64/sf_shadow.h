@@ -9,7 +9,7 @@
 #define SF_SHADOW_CAP_LOG2 9  /* the push tests depth >> 9: no flags changed */
 /* Offsets in struct sf_thread (runtime.h checks them). */
 #define SF_SHADOW_DEPTH_OFF 88
-#define SF_SHADOW_OFF 96
+#define SF_SHADOW_OFF 104
 
 #if (1 << SF_SHADOW_CAP_LOG2) != SF_SHADOW_CAP
 #error "SF_SHADOW_CAP_LOG2 does not match SF_SHADOW_CAP"

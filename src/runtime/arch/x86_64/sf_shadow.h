@@ -8,6 +8,6 @@
 #define SF_SHADOW_CAP 512  /* entries per thread, a power of two (4 KiB of TLS) */
 /* Offsets in struct sf_thread (runtime.h checks them). */
 #define SF_SHADOW_DEPTH_OFF 88
-#define SF_SHADOW_OFF 96
+#define SF_SHADOW_OFF 104
 
 #endif

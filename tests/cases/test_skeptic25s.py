@@ -399,15 +399,15 @@ def test_cxx_throw_through_50_frames_with_destructors():
     claim is at most 100 ns whether or not the abandoned frames are
     recorded. Thread CPU is too noisy here to show it (31.6 vs 33.6-34.9 us,
     best of 5 runs)."""
-    # Still open: +1,769 instructions a throw with nothing recorded (was
-    # +4,113 on 8a46c0d). They are the runtime's two functions standing in
-    # front of libgcc's: _Unwind_Find_FDE, 3 instructions x 209 lookups a
-    # throw (627: a compare with the stub pages' span and the tail jump),
-    # and _Unwind_SetIP, 22 x 52 landings (1,144: the CFA read in place,
-    # the depth's bounds, no walk under way, no resume's resync due, the
-    # innermost entry and the slot above it, the tail jump). docs/DESIGN.md,
+    # Fixed: +937 instructions a throw with nothing recorded (+4,113 on
+    # 8a46c0d, +1,769 with the 22-instruction test). They are the
+    # runtime's two functions standing in front of libgcc's:
+    # _Unwind_Find_FDE, 3 instructions x 209 lookups a throw (627: a
+    # compare with the stub pages' span and the tail jump), and
+    # _Unwind_SetIP, 9 instructions where libgcc's own is 3, x 52 landings
+    # (312: the depth, its bound, the CFA read in place and compared with
+    # the innermost entry, libgcc's store made in place). docs/DESIGN.md,
     # Unwinding.
-    raise Skip("known break, issue 25 open: a throw through 50 cleanup frames costs +1,769 instructions with nothing recorded")
     exe = build_c("skep25s_dtor_throw", ["skep25s_dtor_throw.cc"], compiler="clang++")
     d = tmpdir()
     flt = os.path.join(d, "none.filter")
@@ -428,7 +428,8 @@ def test_cxx_cleanup_landings_that_abandon_nothing_read_no_clock():
     _Unwind_GetCFA, saved registers) and _Unwind_Find_FDE (7 a lookup, 209
     a throw) in front of libgcc's made +4,113 (8a46c0d); now SetIP reads
     the CFA in place and tail-jumps (22) and Find_FDE is a compare and a
-    tail jump (3): +1,769. The 1,000 target above still fails."""
+    tail jump (3): +1,769; now SetIP is 9 to libgcc's 3: +937, the 1,000
+    target above."""
     exe = build_c("skep25s_dtor_throw", ["skep25s_dtor_throw.cc"], compiler="clang++")
     flt = os.path.join(tmpdir(), "none.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^main$", "-o", flt])
@@ -446,12 +447,12 @@ def test_rust_panic_through_20_frames_with_drop():
     20.9 us a panic) about +420 ns, with none of the abandoned frames
     recorded. The trace itself is right: 63,000 level() calls, 72,000
     frames closed by unwinding, nothing left open."""
-    # Still open: +1,061 instructions a panic (was +2,087 on 8a46c0d, +3,517
-    # before the no-clock path): _Unwind_SetIP 484 (22 x 22 landings),
-    # _Unwind_Find_FDE 291 (3 x 97 lookups), and 286 in glibc's
-    # _dl_find_object, whose search over the loaded objects takes a step
-    # more with the runtime among them (3,657 a panic, 3,371 untraced).
-    raise Skip("known break, issue 25 open: a panic through 20 Drop frames costs +1,061 instructions with nothing recorded")
+    # Fixed: +709 instructions a panic (+2,087 on 8a46c0d, +1,061 with
+    # the 22-instruction test): _Unwind_SetIP 132 (6 more than libgcc's x
+    # 22 landings), _Unwind_Find_FDE 291 (3 x 97 lookups), and 286 in
+    # glibc's _dl_find_object, whose search over the loaded objects takes
+    # a step more with the runtime among them (3,657 a panic, 3,371
+    # untraced).
     check_rust_panic_cost(800)
 
 
@@ -469,8 +470,8 @@ def check_rust_panic_cost(limit):
 
 def test_rust_cleanup_landings_that_abandon_nothing_stay_off_the_full_path():
     """The panic above: +2,087 instructions on 8a46c0d (_Unwind_SetIP with
-    landing() 48 a landing, _Unwind_Find_FDE 7 a lookup), +1,061 now
-    (22 and 3). Guards the cut while the 800 target stays open."""
+    landing() 48 a landing, _Unwind_Find_FDE 7 a lookup), +1,061 with 22
+    and 3, +709 now (SetIP 9 to libgcc's 3), the 800 target above."""
     check_rust_panic_cost(1500)
 
 

@@ -109,6 +109,33 @@ def test_cxx_catch_two_levels_up():
     check_chrome_parent(log, "after()", "catcher()", ["mid()", "thrower()"])
 
 
+def test_cxx_landings_below_earlier_quiet_ones_still_close_a_frame_entered_since():
+    """unwind_stateless.cc, 3 rounds: outer() throws and catches through 5
+    unrecorded cleanups (every landing quiet); then inner(), recorded at
+    the shadow stack's depth outer had but 20 frames lower, throws to a
+    catch 10 frames below outer's entry: every one of those landings is
+    below where outer's landed quietly, and the catch abandons inner. A
+    landing test that kept a bound from earlier quiet landings past the
+    catch (a floor in a slot that inner's push does not overwrite) calls
+    it quiet and leaves inner open. With main recorded and without (every
+    entry popped at the catch)."""
+    exe = build_c("unwind_stateless", ["unwind_stateless.cc"], compiler="clang++")
+    eq(run([exe, "3"]).stdout, "sum 9\n", "untraced output")
+    for rx, left, head in (("^(main|outer|inner|probe)$", 1, [("ENTRY", "main")]), ("^(outer|inner|probe)$", 0, [])):
+        p, log = record([exe, "3"], args=["-q", "--filter-regex", rx])
+        eq(p.stdout, "sum 9\n", f"{rx}: traced output")
+        got = []
+        for line in run([SFTRACE, "dump", log]).stdout.split("events:", 1)[1].splitlines():
+            f = line.split()
+            if len(f) >= 4 and f[0].isdigit():
+                got.append((f[2], " ".join(f[3:])))
+        rnd = [("ENTRY", "outer"), ("EXIT", "outer"), ("ENTRY", "inner"),
+               ("UNWIND", f"1 frames abandoned, depth {left} left"), ("ENTRY", "probe"), ("EXIT", "probe")]
+        eq(got, head + rnd * 3 + [("EXIT", "main")] * len(head), f"{rx}: events (inner closed at each catch)")
+        info = run([SFTRACE, "info", log]).stdout
+        check("3 frames closed by unwinding, 0 open at thread end" in info, f"{rx}: {info}")
+
+
 def test_cxx_throw_in_library_constructor():
     lib = build_c("libunwind_land_lib.so", ["unwind_land_lib.cc"], compiler="clang++", shared=True)
     ctor = build_c("libunwind_land_ctor.so", ["unwind_land_ctor.cc"], compiler="clang++", shared=True, xray=False,

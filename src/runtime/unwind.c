@@ -108,59 +108,66 @@ __attribute__((constructor)) static void unwind_resolve(void)
 #endif
 static int setip_armed;
 
-/* The displacement of getcfa's load, when its code is exactly "return
- * the word at ctx + disp" (libgcc 12: x86-64 0x90, aarch64 784), else 0. */
+/* The displacement of fn's one move between a register and the word at
+ * its first argument + disp, when its code is exactly that move and a
+ * return (with or without the branch-target marker before), else 0.
+ * x86-64: op is the mov's opcode (0x8b load, 0x89 store) and reg its
+ * register field (rax 0, rsi 6); aarch64: insn the ldr or str with a zero
+ * offset. */
+#if defined(__x86_64__)
+static long move_disp(const void *fn, unsigned char op, unsigned reg)
+{
+	const unsigned char *c = fn;
+	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
+		c += 4;
+	if (c[0] != 0x48 || c[1] != op)
+		return 0;
+	int32_t d32;
+	if (c[2] == (0x87 | reg << 3) && c[7] == 0xc3) { /* disp32(%rdi); ret */
+		__builtin_memcpy(&d32, c + 3, 4);
+		return d32 > 0 ? d32 : 0;
+	}
+	if (c[2] == (0x47 | reg << 3) && c[4] == 0xc3) /* disp8(%rdi); ret */
+		return (signed char)c[3] > 0 ? (signed char)c[3] : 0;
+	return 0;
+}
+#elif defined(__aarch64__)
+static long move_disp(const void *fn, uint32_t insn)
+{
+	const uint32_t *c = fn;
+	if (c[0] == 0xd503245f) /* bti c */
+		c++;
+	if ((c[0] & 0xffc003ff) == insn && c[1] == 0xd65f03c0) /* insn with #imm; ret */
+		return (long)((c[0] >> 10) & 0xfff) * 8;
+	return 0;
+}
+#endif
+
+/* The displacement of getcfa's load ("return the word at ctx + disp":
+ * libgcc 12, x86-64 0x90, aarch64 784) and of setip's store ("store the
+ * second argument at ctx + disp": 0x98, 792), else 0. */
 static long cfa_load_disp(const void *getcfa)
 {
 #if defined(__x86_64__)
-	const unsigned char *c = getcfa;
-	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
-		c += 4;
-	int32_t d32;
-	if (c[0] == 0x48 && c[1] == 0x8b && c[2] == 0x87 && c[7] == 0xc3) { /* mov disp32(%rdi),%rax; ret */
-		__builtin_memcpy(&d32, c + 3, 4);
-		return d32 > 0 ? d32 : 0;
-	}
-	if (c[0] == 0x48 && c[1] == 0x8b && c[2] == 0x47 && c[4] == 0xc3) /* mov disp8(%rdi),%rax; ret */
-		return (signed char)c[3] > 0 ? (signed char)c[3] : 0;
+	return move_disp(getcfa, 0x8b, 0); /* mov disp(%rdi),%rax */
 #elif defined(__aarch64__)
-	const uint32_t *c = getcfa;
-	if (c[0] == 0xd503245f) /* bti c */
-		c++;
-	if ((c[0] & 0xffc003ff) == 0xf9400000 && c[1] == 0xd65f03c0) /* ldr x0, [x0, #imm]; ret */
-		return (long)((c[0] >> 10) & 0xfff) * 8;
+	return move_disp(getcfa, 0xf9400000); /* ldr x0, [x0, #imm] */
 #else
 	(void)getcfa;
-#endif
 	return 0;
+#endif
 }
 
-/* The displacement of setip's store, when its code is exactly "store the
- * second argument at ctx + disp; return" (libgcc 12: x86-64 0x98, aarch64
- * 792), else 0. */
 static long ra_store_disp(const void *setip)
 {
 #if defined(__x86_64__)
-	const unsigned char *c = setip;
-	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
-		c += 4;
-	int32_t d32;
-	if (c[0] == 0x48 && c[1] == 0x89 && c[2] == 0xb7 && c[7] == 0xc3) { /* mov %rsi,disp32(%rdi); ret */
-		__builtin_memcpy(&d32, c + 3, 4);
-		return d32 > 0 ? d32 : 0;
-	}
-	if (c[0] == 0x48 && c[1] == 0x89 && c[2] == 0x77 && c[4] == 0xc3) /* mov %rsi,disp8(%rdi); ret */
-		return (signed char)c[3] > 0 ? (signed char)c[3] : 0;
+	return move_disp(setip, 0x89, 6); /* mov %rsi,disp(%rdi) */
 #elif defined(__aarch64__)
-	const uint32_t *c = setip;
-	if (c[0] == 0xd503245f) /* bti c */
-		c++;
-	if ((c[0] & 0xffc003ff) == 0xf9000001 && c[1] == 0xd65f03c0) /* str x1, [x0, #imm]; ret */
-		return (long)((c[0] >> 10) & 0xfff) * 8;
+	return move_disp(setip, 0xf9000001); /* str x1, [x0, #imm] */
 #else
 	(void)setip;
-#endif
 	return 0;
+#endif
 }
 
 static void setip_fast_init(void)

@@ -172,8 +172,8 @@ static long ra_store_disp(const void *setip)
 
 static void setip_fast_init(void)
 {
-	if (R.setip == R.gcc_setip && R.getcfa && CTX_CFA_OFF && cfa_load_disp((const void *)R.getcfa) == CTX_CFA_OFF &&
-	    ra_store_disp((const void *)R.gcc_setip) == CTX_RA_OFF)
+	long cfa = R.getcfa ? cfa_load_disp((const void *)R.getcfa) : 0; /* 0: not known */
+	if (R.setip == R.gcc_setip && cfa > 0 && cfa == CTX_CFA_OFF && ra_store_disp((const void *)R.gcc_setip) == CTX_RA_OFF)
 		__atomic_store_n(&setip_armed, 1, __ATOMIC_RELEASE);
 }
 

@@ -9,7 +9,7 @@ import re
 import shutil
 import time
 
-from sfkit import SFTRACE, Skip, build_c, check, count_calls, dump_events, eq, run, tmpdir
+from sfkit import SFTRACE, build_c, check, count_calls, dump_events, eq, run, tmpdir
 
 
 def fixture():
@@ -254,11 +254,12 @@ def test_slow_environ_reader_during_popens():
     ALSO=i} (8 of them) and calls popen("true") 300 times; a reader thread
     takes environ, waits 20 ms (a slow logger), then walks the array it
     took. Untraced: "torn 0 foreign 0": the array is the program's and
-    never changes. Traced: "torn 2 foreign 7" (one run): the reader takes
-    the runtime's ring array during popen's window, sees LD_PRELOAD and
-    SFTRACE_ entries, and its first entry is rewritten to another request's
-    value under it (the ring slot reused in place 4 popens later:
-    DESIGN.md's "argument from time, not a proof")."""
+    never changes. Traced it was "torn 2 foreign 7" (one run): the reader
+    took the runtime's ring array during popen's window, saw LD_PRELOAD
+    and SFTRACE_ entries, and its first entry was rewritten to another
+    request's value under it (the ring slot reused in place 4 popens
+    later). The variables are now added where libc's posix_spawn spawns
+    popen's shell: environ never changes."""
     exe = build_c("skep24v_envread", ["skep24v_envread.c"], libs=["-lpthread"])
     u = run([exe])
     # how many times the reader looked depends on the machine's load
@@ -266,8 +267,7 @@ def test_slow_environ_reader_during_popens():
     check(re.fullmatch(r"torn 0 foreign 0 \(looked \d+\)\n", u.stdout), f"untraced: {u.stdout!r}")
     d = tmpdir()
     t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
-    if not t.stdout.startswith("torn 0 foreign 0 "):
-        raise Skip(f"known break, issue 24 open (documented window): environ reader sees the ring: {t.stdout.strip()}")
+    check(re.fullmatch(r"torn 0 foreign 0 \(looked \d+\)\n", t.stdout), f"traced: {t.stdout!r}")
 
 
 def test_libc_system_overlapping_the_wrapper_keeps_the_sigint_handler():

@@ -9,6 +9,7 @@ import re
 import shutil
 import time
 
+import sfkit
 from sfkit import SFTRACE, build_c, check, count_calls, dump_events, eq, run, tmpdir
 
 
@@ -283,3 +284,34 @@ def test_libc_system_overlapping_the_wrapper_keeps_the_sigint_handler():
     u, t = both(["libcsys"])
     eq(u, ("SIGINT after: handler 1 ignored 0 (0 0)\n", 0), "untraced")
     eq(t, u, "traced")
+
+
+def cfiles_killed(n, how):
+    """The cfiles_killed fixture's output: untraced, then traced."""
+    exe = build_c("cfiles_killed", ["cfiles_killed.c"])
+    want = f"killed {n} of {n}\ndescriptors as before\n"
+    eq(run([exe, str(n), how]).stdout, want, "untraced")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, str(n), how], check_rc=None)
+    return t, want
+
+
+@sfkit.known_break(24, "a CLONE_FILES child killed while it holds its log's descriptor (a reopen, a chunk write,"
+                   " a new slot) leaves it in its parent's table: 3 of 300 children here")
+def test_clone_files_children_killed_at_random_points_leave_no_descriptor():
+    """300 clone(CLONE_FILES | SIGCHLD) children calling work() without
+    end, each SIGKILLed after a random 0..3 ms: the parent's /proc/self/fd
+    holds exactly what it held before, as untraced."""
+    t, want = cfiles_killed(300, "run")
+    eq((t.stdout, t.returncode), (want, 0), "traced")
+
+
+@sfkit.known_break(24, "a CLONE_FILES child that changed credentials keeps its log's descriptor between uses"
+                   " (it cannot open its creator's 0600 log again): killed, it leaves it in its parent's table (68 of 100)")
+def test_clone_files_children_dropping_root_then_killed_leave_no_descriptor():
+    """As above, each child setuid(65534) after its first call (100
+    children; needs root)."""
+    if os.geteuid() != 0:
+        return
+    t, want = cfiles_killed(100, "drop")
+    eq((t.stdout, t.returncode), (want, 0), "traced")

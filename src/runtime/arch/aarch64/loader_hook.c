@@ -121,17 +121,43 @@ static uint64_t b_target(uint64_t pc, uint32_t op)
 	return pc + (uint64_t)imm;
 }
 
+#define OP_BL 0x94000000u
+#define OP_PACIASP 0xd503233fu
+#define OP_AUTIASP 0xd50323bfu
+#define OP_STP_FP_LR 0xa9bf7bfdu /* stp x29, x30, [sp, #-16]! */
+#define OP_MOV_FP_SP 0x910003fdu /* mov x29, sp */
+#define OP_LDP_FP_LR 0xa8c17bfdu /* ldp x29, x30, [sp], #16 */
+
 /* glibc's forwarders, such as posix_spawn (`return __spawni(pid, path,
  * acts, attr, argv, envp, 0)`): [bti c] mov w6, #FLAG; b target (its
- * padding nops after). Anything else: not one (0). */
+ * padding nops after), or the same as a call in a frame ([paciasp] stp
+ * x29, x30; mov x29, sp; mov w6; bl; ldp x29, x30; [autiasp] ret: glibc
+ * built with frame pointers). Anything else: not one (0). */
 uint64_t sf_arch_forward_target(const void *fn, size_t size, long *flag)
 {
+	static const uint32_t frame_ops[] = {OP_BTI_C, OP_PACIASP, OP_AUTIASP, OP_STP_FP_LR, OP_MOV_FP_SP, OP_LDP_FP_LR};
 	const uint32_t *c = fn;
-	size_t n = size / 4, i = 0;
-	if (i < n && c[i] == OP_BTI_C)
-		i++;
-	if (i + 2 > n || (c[i] & 0xffe0001fu) != OP_MOV_W6 || (c[i + 1] & 0xfc000000u) != OP_B)
-		return 0;
-	*flag = (long)((c[i] >> 5) & 0xffff);
-	return b_target((uint64_t)&c[i + 1], c[i + 1]);
+	uint64_t target = 0;
+	int movs = 0;
+	for (size_t i = 0; i < size / 4; i++) {
+		uint32_t op = c[i];
+		int frame = 0;
+		for (size_t k = 0; k < sizeof(frame_ops) / sizeof(frame_ops[0]); k++)
+			frame |= op == frame_ops[k];
+		if (frame)
+			continue;
+		if ((op & 0xffe0001fu) == OP_MOV_W6) {
+			*flag = (long)((op >> 5) & 0xffff);
+			movs++;
+		} else if (((op & 0xfc000000u) == OP_B || (op & 0xfc000000u) == OP_BL) && !target) {
+			target = b_target((uint64_t)&c[i], op);
+			if ((op & 0xfc000000u) == OP_B) /* a tail call: the end */
+				return movs == 1 ? target : 0;
+		} else if (op == OP_RET) {
+			return movs == 1 ? target : 0;
+		} else {
+			return 0;
+		}
+	}
+	return 0;
 }

@@ -129,8 +129,10 @@ const char *sf_arch_redirect(void *fn, size_t size, uint64_t to)
 
 /* glibc's forwarders, such as posix_spawn (`return __spawni(pid, path,
  * acts, attr, argv, envp, 0)`): [endbr64] sub $N,%rsp; push $FLAG; call
- * rel32; add $M,%rsp; ret. Any other instruction, a second push or call:
- * not one (0). */
+ * rel32; add $M,%rsp; ret, or the same in a frame (push %rbp; mov
+ * %rsp,%rbp ... leave or pop %rbp: glibc built with frame pointers). Any
+ * other instruction, a second push of a constant or a second call: not
+ * one (0). */
 uint64_t sf_arch_forward_target(const void *fn, size_t size, long *flag)
 {
 	const unsigned char *c = fn, *end = c + size;
@@ -141,6 +143,12 @@ uint64_t sf_arch_forward_target(const void *fn, size_t size, long *flag)
 	while (c < end) {
 		if (end - c >= 4 && c[0] == 0x48 && c[1] == 0x83 && (c[2] == 0xec || c[2] == 0xc4)) {
 			c += 4; /* sub/add $imm8, %rsp */
+		} else if (end - c >= 7 && c[0] == 0x48 && c[1] == 0x81 && (c[2] == 0xec || c[2] == 0xc4)) {
+			c += 7; /* sub/add $imm32, %rsp */
+		} else if (c[0] == 0x55 || c[0] == 0x5d || c[0] == 0xc9) {
+			c += 1; /* push %rbp, pop %rbp, leave */
+		} else if (end - c >= 3 && c[0] == 0x48 && c[1] == 0x89 && c[2] == 0xe5) {
+			c += 3; /* mov %rsp, %rbp */
 		} else if (end - c >= 2 && c[0] == 0x6a) {
 			*flag = (signed char)c[1];
 			pushes++;

@@ -290,7 +290,7 @@ def test_popen_in_a_signal_handler_during_popen_does_not_hang():
     exec_env.c's popen_lock (a plain mutex, taken for every popen, even
     when nothing is swapped) that the interrupted popen of the same thread
     holds: the program hangs for good (3 of 3; here a watchdog thread
-    prints "hung" and exits 3 after 4 s). A recursive lock, or the lock
+    prints "hung" and exits 3 after 30 s). A recursive lock, or the lock
     taken only when environ is swapped, would keep glibc's behaviour."""
     exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
     want = "200 popens done, handler popens > 0: 1\n"

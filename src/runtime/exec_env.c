@@ -14,7 +14,8 @@
  * use `environ` (execv, execvp, execl, execlp, system, popen) get the
  * same, built from environ: the program may have emptied it (clearenv).
  * environ is the program's again when they return (popen points it at
- * the child's environment while glibc's popen runs: below). syscall() with the exec numbers comes
+ * the child's environment while glibc's popen runs only where libc's
+ * posix_spawn could not be taken: below). syscall() with the exec numbers comes
  * here too (hooks.c, sf_exec_syscall). Every exec waits for a snapshot
  * being written and tells a parent waiting for it (below; hooks.c,
  * sf_exec_begins).
@@ -484,7 +485,7 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
  * cancellation the child killed and reaped, `sh -c LINE` with "--"
  * before LINE only where the running glibc passes it (2.38). It runs for
  * every call, with environ itself when nothing is missing, and libc's own
- * system jumps here too (sf_exec_env_take_system), so that all callers
+ * system jumps here too (sf_exec_env_take_libc), so that all callers
  * share one count, as they share glibc's untraced.
  *
  * glibc's system reaches sigaction, waitpid and posix_spawn inside libc,
@@ -647,21 +648,80 @@ EXPORT int system(const char *line)
  * at start-up, before the program runs (init.c), like the loader's hook
  * (loader_hook.c); nothing of glibc's function runs after that. Where the
  * code cannot be rewritten, it says so once and the two counts remain. */
-void sf_exec_env_take_system(void)
+static void take_system(void)
 {
 	size_t size;
 	void *theirs = sf_sym_lib_sized("libc.so", "system", &size);
-	if (!theirs || !libc_own_ready())
+	if (!theirs)
 		return;
 	const char *why = sf_arch_redirect(theirs, size, (uint64_t)(uintptr_t)system_all);
 	if (why)
 		sf_rt_message("libc's system() called directly keeps a count of its own: ", why, NULL);
 }
 
+/* glibc's popen spawns its shell through libc's posix_spawn (a direct
+ * call inside libc, with `environ`): that entry is made to jump to
+ * libc_posix_spawn, which adds what the child's environment lacks and
+ * goes on to what posix_spawn itself calls, __spawni(..., 0), found in
+ * posix_spawn's code and checked against posix_spawnp's (the same call
+ * with 1: glibc 2.15 to this day). environ is never changed: a thread
+ * reading it (getenv, a logger walking the array) sees only the
+ * program's, at every moment. A program calling libc's posix_spawn
+ * without the PLT (dlsym on a libc handle) gets what the exported
+ * wrapper gives. Where the code is not that forwarder, popen swaps
+ * environ for its call (below). */
+typedef int (*spawni_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+			 char *const[], char *const[], int);
+static spawni_fn spawni;
+
+static int spawni_plain(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawni(pid, path, fa, attr, argv, envp, 0);
+}
+
+static int libc_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(spawni_plain, pid, path, fa, attr, argv, envp);
+}
+
+/* Start-up, before the program runs (init.c, with the system take). */
+static void take_posix_spawn(void)
+{
+	size_t size, psize;
+	void *theirs = sf_sym_lib_sized("libc.so", "posix_spawn", &size);
+	void *p = sf_sym_lib_sized("libc.so", "posix_spawnp", &psize);
+	long flag = -1, pflag = -1;
+	uint64_t core = theirs ? sf_arch_forward_target(theirs, size, &flag) : 0;
+	const char *why = NULL;
+	if (!core || !p || sf_arch_forward_target(p, psize, &pflag) != core || flag != 0 || pflag != 1)
+		why = "libc's posix_spawn is not the expected forwarder";
+	else if ((why = sf_arch_redirect(theirs, size, (uint64_t)(uintptr_t)libc_posix_spawn)) == NULL) {
+		spawni = (spawni_fn)(uintptr_t)core;
+		real_posix_spawn = own.posix_spawn = spawni_plain;
+	}
+	if (why)
+		sf_rt_message("popen sets environ while it spawns (other threads may see the tracer's variables): ",
+			      why, NULL);
+}
+
+/* Start-up, before the program runs (init.c): libc's system and
+ * posix_spawn jump to the runtime's. */
+void sf_exec_env_take_libc(void)
+{
+	if (!libc_own_ready())
+		return;
+	take_system();
+	take_posix_spawn();
+}
+
 /* popen() is glibc's own, always: only glibc knows the streams its
  * earlier popen calls left open (its private list), and POSIX has each
  * new child close them; a stream a copy of popen opened would be left out
- * of that list too. popen reads `environ` when it spawns its shell, so
+ * of that list too. Its shell gets the tracer's variables where libc's
+ * posix_spawn spawns it (libc_posix_spawn, above). Only where that could
+ * not be taken: popen reads `environ` when it spawns its shell, so
  * when environ lacks the tracer's variables it is pointed at the child's
  * environment (env_kept) for the duration of glibc's popen and then set
  * back to what the program had.
@@ -828,6 +888,8 @@ static void popen_restore(void *arg)
 
 EXPORT FILE *popen(const char *cmd, const char *mode)
 {
+	if (spawni) /* the environment is added where it spawns */
+		return real_popen_call(cmd, mode);
 	if (!libc_own_ready())
 		return errno = ENOSYS, NULL;
 	own.lock(&popen_lock);

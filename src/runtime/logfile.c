@@ -32,7 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sched.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "sf_arch.h"
 #include "format/packed.h"
@@ -166,7 +168,7 @@ int sf_log_sibling_path(char *out, size_t cap, const char *tail)
  * cannot create its parent's log. */
 static int parent_had_log;
 
-static int open_log(void)
+static int open_log(pid_t pid)
 {
 	const char *req = sf_config.output;
 	size_t len = str_len(req);
@@ -179,7 +181,7 @@ static int open_log(void)
 		} else {
 			put_str(L.path, sizeof(L.path), &pos, req, dot);
 			put_str(L.path, sizeof(L.path), &pos, ".", 1);
-			put_num(L.path, sizeof(L.path), &pos, (uint64_t)getpid());
+			put_num(L.path, sizeof(L.path), &pos, (uint64_t)pid);
 			if (attempt > 1) {
 				put_str(L.path, sizeof(L.path), &pos, ".", 1);
 				put_num(L.path, sizeof(L.path), &pos, (uint64_t)attempt - 1);
@@ -344,26 +346,158 @@ static int log_fd_use(uint32_t *ticket)
 
 static void log_fd_forget(void);
 
-/* A clone(CLONE_FILES) child's log descriptor lives in the table it shares
- * with its parent, which outlives it. Held between uses, it stayed there
- * whenever the child died by a signal (no code of the child's runs then:
- * an abort, a SIGSEGV, a kill -9; a pool whose workers crash leaked one
- * per crash, toward EMFILE). So such a child holds it only for each use
- * (a chunk write, a slot's file space and mapping, a snapshot's mapping):
- * the next use opens the log again (log_reopen: through the header's
- * mapping, else by path, checked to be the same file), and the events in
- * its slots need none (a shared mapping keeps the file). Only a child
- * killed during one of those uses (a few system calls) leaves it behind.
- * It costs an open, a move to the top of the table and a close per chunk
- * (docs/DESIGN.md has the numbers). A child about to change its
- * credentials keeps it from then on (sf_log_hold): it could not open its
- * creator's 0600 log again. */
+/* A clone(CLONE_FILES) child's log descriptor would live in the table it
+ * shares with its parent, which outlives it: held between uses, it stayed
+ * there whenever the child died by a signal (no code of the child's runs
+ * then: an abort, a SIGSEGV, a kill -9; a pool whose workers crash leaked
+ * one per crash, toward EMFILE). Such a child's uses run in a helper's
+ * table instead (run_private, below); where no helper can be made, or
+ * once the child holds its descriptor for a credential change
+ * (sf_log_hold), a use holds it only for its duration, and it is given
+ * up after it: the next use opens the log again (log_reopen). */
 static void log_fd_done(uint32_t ticket)
 {
 	if (ticket != NO_TICKET)
 		sf_fd_unuse(&L.g, ticket);
 	if (L.files_shared && !__atomic_load_n(&L.hold, __ATOMIC_ACQUIRE))
 		log_fd_forget();
+}
+
+/* A clone(CLONE_FILES) child's uses of its log run in a table of their
+ * own: a helper task sharing the child's memory but not its descriptor
+ * table (clone(CLONE_VM | CLONE_VFORK), exit signal 0) empties its copy of
+ * the table, opens the log (makes it, the first time), does the use and
+ * exits. The log's descriptor is never in the table the child shares with
+ * its parent, so a child killed at any point leaves none there (the
+ * helper finishes its use and exits by itself). The calling thread waits
+ * (CLONE_VFORK) with every signal blocked, so the helper may use its
+ * thread-local storage (errno) and nothing else runs on it meanwhile.
+ * Where the helper cannot be made (EAGAIN at RLIMIT_NPROC), the use holds
+ * the descriptor in the shared table for its duration, as before. A
+ * child about to change its credentials keeps its descriptor in the
+ * table from then on (sf_log_hold): a helper with its new credentials
+ * could not open its creator's 0600 log. */
+typedef long (*private_fn)(int fd, void *arg);
+struct private_use {
+	private_fn fn;
+	void *arg;
+	long ret;
+	pid_t pid; /* the child's, for its log's name */
+	int create; /* make the log (open_log) rather than open it again */
+	int ran;    /* set by the helper: it shared this memory */
+};
+typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
+static clone_fn libc_clone;
+static int private_lock;
+
+static int private_uses(void)
+{
+	return L.files_shared && !__atomic_load_n(&L.hold, __ATOMIC_ACQUIRE);
+}
+
+/* The log opened again in the helper's own table, checked to be the same
+ * file (as open_same_log, without the guard: nothing else uses this
+ * table); -errno if it cannot be. */
+static int private_open_again(void)
+{
+	char mf[64];
+	sf_map_files_path(mf, sizeof(mf), (uint64_t)L.hdr, (uint64_t)L.hdr + SF_HEADER_SIZE);
+	const char *paths[2] = {mf, L.path};
+	for (int i = 0; i < 2; i++) {
+		long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)paths[i],
+				      O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (i ? O_NOFOLLOW : 0), 0, 0, 0);
+		if (fd < 0)
+			continue;
+		sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
+		if (is_log((int)fd))
+			return (int)fd;
+		sf_syscall3(SYS_close, fd, 0, 0);
+	}
+	return -EBADF;
+}
+
+static long no_use(int fd, void *arg)
+{
+	(void)fd;
+	(void)arg;
+	return 0;
+}
+
+static int private_main(void *arg)
+{
+	struct private_use *u = arg;
+	u->ran = 1;
+	if (u->fn == no_use)
+		return 0;
+	/* the copy of the program's descriptors: not ours to hold (a pipe's
+	 * reader would wait for this copy of its writer) */
+	sf_syscall3(SYS_close_range, 0, ~0u, 0);
+	int fd = u->create ? open_log(u->pid) : private_open_again();
+	if (fd < 0 && u->create)
+		fd = -(errno ? errno : EBADF);
+	u->ret = fd < 0 ? fd : u->fn(fd, u->arg);
+	return 0; /* its exit closes its table */
+}
+
+static int run_helper(struct private_use *u);
+
+/* Runs u in a helper; 0 if no helper could be made. The first one runs
+ * nothing: a helper that does not share this memory (qemu-user runs a
+ * CLONE_VM | CLONE_VFORK clone as a fork) would make a log nobody sees;
+ * then no helper is made again. */
+static int run_private(struct private_use *u)
+{
+	static int probed; /* 1: helpers share memory, -1: they do not */
+	if (!probed) {
+		struct private_use p = {no_use, NULL, 0, 0, 0, 0};
+		if (!run_helper(&p))
+			return 0; /* none made: try again next time */
+		probed = p.ran ? 1 : -1;
+	}
+	return probed > 0 && run_helper(u) && u->ran;
+}
+
+/* One helper run; 0 if none could be made. */
+static int run_helper(struct private_use *u)
+{
+	static char stack[32768] __attribute__((aligned(64)));
+	if (!libc_clone)
+		libc_clone = (clone_fn)sf_sym_lib("libc.so", "clone");
+	if (!libc_clone)
+		return 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* held for a clone and a reap: the CPU goes to the holder's helper */
+	while (__atomic_test_and_set(&private_lock, __ATOMIC_ACQUIRE))
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+	int e = errno;
+	u->pid = (pid_t)sf_syscall3(SYS_getpid, 0, 0, 0);
+	int pid = libc_clone(private_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK, u);
+	if (pid > 0)
+		while (sf_syscall6(SYS_wait4, pid, 0, __WALL, 0, 0, 0) == -EINTR)
+			;
+	errno = e;
+	__atomic_clear(&private_lock, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return pid > 0;
+}
+
+/* fn(fd, arg) with the log's descriptor: in a helper's table in a
+ * CLONE_FILES child, else held (log_fd_use). Its result, or -errno when
+ * there is no descriptor. */
+static long log_use(private_fn fn, void *arg)
+{
+	struct private_use u = {fn, arg, -EBADF, 0, 0, 0};
+	if (private_uses() && run_private(&u))
+		return u.ret;
+	uint32_t ticket;
+	int fd = log_fd_use(&ticket);
+	if (fd < 0)
+		return fd;
+	long r = fn(fd, arg);
+	log_fd_done(ticket);
+	return r;
 }
 
 /* An absolute L.path, so that the log can be found again after a chdir.
@@ -415,11 +549,57 @@ static void log_fd_forget(void)
 static int open_log_file(const char *path, int again)
 {
 	if (!again)
-		return open_log();
+		return open_log(getpid());
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd >= 0)
 		sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
 	return fd;
+}
+
+static int log_publish(struct sf_header *h);
+static void header_fill(struct sf_header *h, pid_t pid, pid_t ppid);
+
+/* The log made in a helper's table (CLONE_FILES children: run_private):
+ * its header mapped, its command line in it. */
+struct create_in {
+	struct stat st;
+	const char *failed;
+	pid_t pid, ppid; /* the child's (the helper's are its own) */
+};
+
+static long create_in(int fd, void *arg)
+{
+	struct create_in *c = arg;
+	c->failed = "cannot write log ";
+	if (fstat(fd, &c->st) != 0 || reserve(fd, 0, SF_HEADER_SIZE) < 0)
+		return -errno;
+	c->failed = "cannot map log ";
+	void *h = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED)
+		return -errno;
+	fill_cmdline(h);
+	/* valid from here, even if the child is killed before it goes on */
+	header_fill(h, c->pid, c->ppid);
+	return (long)h;
+}
+
+/* 0 when made, -1 when it failed, 1 when no helper could be made. */
+static int log_create_private(void)
+{
+	struct create_in c = {.failed = "cannot create log ", .pid = getpid(), .ppid = getppid()};
+	struct private_use u = {create_in, &c, -EBADF, 0, 1, 0};
+	if (!run_private(&u))
+		return 1;
+	if (u.ret < 0) {
+		L.failed = 1;
+		sf_rt_message(c.failed, L.path[0] ? L.path : sf_config.output, strerror((int)-u.ret));
+		return -1;
+	}
+	L.dev = (uint64_t)c.st.st_dev;
+	L.ino = (uint64_t)c.st.st_ino;
+	L.lost = 0;
+	make_path_absolute();
+	return log_publish((struct sf_header *)u.ret);
 }
 
 /* Creates the log if it does not exist yet. Called with the lock held. */
@@ -435,6 +615,11 @@ static int log_create_locked(void)
 	}
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
+	if (private_uses()) {
+		int r = log_create_private();
+		if (r <= 0)
+			return r;
+	}
 	/* The number the kernel gives open_log is the runtime's once
 	 * sf_fd_adopt has checked it (a program close loop may reach it
 	 * first: the file, created here, is then opened again by path). */
@@ -473,10 +658,32 @@ static int log_create_locked(void)
 		log_fd_forget();
 		return -1;
 	}
+	fill_cmdline(h);
+	return log_publish(h);
+}
+
+/* The header's fields, then the header published: the log exists. */
+static int log_publish(struct sf_header *h)
+{
+	if (!h->magic)
+		header_fill(h, getpid(), getppid());
+	L.end = SF_HEADER_SIZE;
+	__atomic_store_n(&L.hdr, h, __ATOMIC_SEQ_CST);
+	__atomic_or_fetch(&h->features, __atomic_load_n(&more_features, __ATOMIC_SEQ_CST), __ATOMIC_RELAXED);
+	sf_log_calibrate();
+	if (L.on_create) /* init.c: OBJECT chunks and patch statistics */
+		L.on_create();
+	return 0;
+}
+
+/* The header's fields, the magic last: a reader never sees a half-filled
+ * header as valid. */
+static void header_fill(struct sf_header *h, pid_t pid, pid_t ppid)
+{
 	h->version = SF_VERSION;
 	h->header_size = SF_HEADER_SIZE;
-	h->pid = (uint32_t)getpid();
-	h->ppid = (uint32_t)getppid();
+	h->pid = (uint32_t)pid;
+	h->ppid = (uint32_t)ppid;
 	h->clock = (uint32_t)sf_config.clock;
 	h->machine = SF_ARCH_MACHINE;
 	/* patch.c marks tail sleds that jump to a patched entry; the rest is
@@ -490,18 +697,9 @@ static int log_create_locked(void)
 	h->fork_time = sf_fork_time; /* 0 but in a forked child */
 	h->fork_parent = sf_fork_time ? sf_fork_parent | (uint64_t)sf_fork_tid << 32 : 0;
 	h->ring_bytes = (uint64_t)sf_config.ring_slots * SF_SLOT_SIZE;
-	fill_cmdline(h);
 	h->reserved[SF_HDR_TRIM_MIN_NS] = sf_config.trim_min_ns;
 	h->reserved[SF_HDR_TRIM_MAX_DEPTH] = sf_config.trim_max_depth;
-	L.end = SF_HEADER_SIZE;
-	/* Magic last: a reader never sees a half-filled header as valid. */
 	__atomic_store_n(&h->magic, SF_MAGIC, __ATOMIC_RELEASE);
-	__atomic_store_n(&L.hdr, h, __ATOMIC_SEQ_CST);
-	__atomic_or_fetch(&h->features, __atomic_load_n(&more_features, __ATOMIC_SEQ_CST), __ATOMIC_RELAXED);
-	sf_log_calibrate();
-	if (L.on_create) /* init.c: OBJECT chunks and patch statistics */
-		L.on_create();
-	return 0;
 }
 
 /* Header features learnt outside the runtime (sftrace_heap_attach), before
@@ -554,30 +752,21 @@ static uint64_t chunk_kept(struct sf_chunk *c, const void *payload, size_t writt
 	return c->count;
 }
 
-void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
+/* A chunk written whole at off (sf_log_write_chunk), through fd. */
+struct chunk_put {
+	struct sf_chunk *c;
+	const void *payload;
+	size_t payload_len, total;
+	uint64_t off, events;
+};
+
+static long chunk_put(int fd, void *arg)
 {
-	if (!L.hdr)
-		return;
-	size_t total = (sizeof(*c) + payload_len + 15) & ~(size_t)15;
-	c->magic = SF_CHUNK_MAGIC;
-	c->size = (uint32_t)total;
-	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
-	c->mono_ns = sf_mono_ns();
-	if (sf_budget_take(total) < 0) {
-		sf_log_drop(events); /* over --max-size: not a write error */
-		return;
-	}
-	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
-	if (off + total > L.fsize_limit) {
-		write_failed(EFBIG, events);
-		return;
-	}
-	uint32_t ticket;
-	int fd = log_fd_use(&ticket);
-	if (fd < 0) {
-		write_failed(-fd, events);
-		return;
-	}
+	struct chunk_put *a = arg;
+	struct sf_chunk *c = a->c;
+	const void *payload = a->payload;
+	size_t payload_len = a->payload_len, total = a->total;
+	uint64_t off = a->off, events = a->events;
 	static const char pad[16];
 	struct iovec iov[3] = {
 		{c, sizeof(*c)},
@@ -618,7 +807,31 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 	}
 	if (done == total) /* whole in the file: a reader that finds fewer reads a cut file */
 		__atomic_add_fetch(&L.hdr->chunks, 1, __ATOMIC_RELAXED);
-	log_fd_done(ticket);
+	return 0;
+}
+
+void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
+{
+	if (!L.hdr)
+		return;
+	size_t total = (sizeof(*c) + payload_len + 15) & ~(size_t)15;
+	c->magic = SF_CHUNK_MAGIC;
+	c->size = (uint32_t)total;
+	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+	c->mono_ns = sf_mono_ns();
+	if (sf_budget_take(total) < 0) {
+		sf_log_drop(events); /* over --max-size: not a write error */
+		return;
+	}
+	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
+	if (off + total > L.fsize_limit) {
+		write_failed(EFBIG, events);
+		return;
+	}
+	struct chunk_put a = {c, payload, payload_len, total, off, events};
+	long r = log_use(chunk_put, &a);
+	if (r < 0)
+		write_failed((int)-r, events);
 }
 
 static struct sf_slot *slot_record(void)
@@ -631,6 +844,17 @@ static struct sf_slot *slot_record(void)
 	}
 	L.slot_pool_left--;
 	return L.slot_pool++;
+}
+
+/* A slot's file space at *(uint64_t *)arg, mapped; -errno if not.
+ * MAP_POPULATE: the pages are faulted in now, not on the event path. */
+static long slot_map(int fd, void *arg)
+{
+	uint64_t off = *(uint64_t *)arg;
+	if (reserve(fd, off, SF_SLOT_SIZE) < 0)
+		return -errno;
+	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
+	return m == MAP_FAILED ? -errno : (long)m;
 }
 
 /* A slot for the calling thread: a reused one, or a fresh page-aligned
@@ -651,24 +875,14 @@ struct sf_slot *sf_log_slot_get(void)
 	}
 	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
 		goto out;
-	uint32_t ticket;
-	int fd = log_fd_use(&ticket);
-	if (fd < 0) {
-		write_failed(-fd, 0);
-		goto out;
-	}
 	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
 	off = (off + 4095) & ~(uint64_t)4095;
-	/* MAP_POPULATE: fault the pages in now, not on the event path. */
-	void *m = reserve(fd, off, SF_SLOT_SIZE) < 0
-			  ? MAP_FAILED
-			  : mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
-	int err = errno;
-	log_fd_done(ticket);
-	if (m == MAP_FAILED) {
-		write_failed(err, 0);
+	long r = log_use(slot_map, &off);
+	if (r < 0) {
+		write_failed((int)-r, 0);
 		goto out;
 	}
+	void *m = (void *)r;
 	s = slot_record();
 	if (!s) {
 		munmap(m, SF_SLOT_SIZE);
@@ -698,31 +912,33 @@ void sf_log_slot_invalidate(struct sf_slot *s)
  * NULL if there is none. Mapped under the lock and never inherited: a fork
  * (which takes the lock) cannot come between the mmap and the madvise, and
  * a child must not be able to read its parent's trace. */
+static long ro_map(int fd, void *arg)
+{
+	uint64_t *size = arg;
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	uint64_t n = __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
+	if (n > (uint64_t)st.st_size)
+		n = (uint64_t)st.st_size; /* a slot claimed but not reserved yet */
+	*size = n;
+	void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	if (madvise(m, n, MADV_DONTFORK) < 0) {
+		munmap(m, n);
+		return -EINVAL;
+	}
+	return (long)m;
+}
+
 void *sf_log_map_readonly(uint64_t *size)
 {
 	sigset_t old;
-	void *m = NULL;
 	sf_log_lock_sig(&old);
-	uint32_t ticket = NO_TICKET;
-	int fd = L.hdr ? log_fd_use(&ticket) : -1;
-	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0) {
-		uint64_t n = __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
-		if (n > (uint64_t)st.st_size)
-			n = (uint64_t)st.st_size; /* a slot claimed but not reserved yet */
-		m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
-		if (m == MAP_FAILED) {
-			m = NULL;
-		} else if (madvise(m, n, MADV_DONTFORK) < 0) {
-			munmap(m, n);
-			m = NULL;
-		}
-		*size = n;
-	}
-	if (fd >= 0)
-		log_fd_done(ticket);
+	long r = L.hdr ? log_use(ro_map, size) : -EBADF;
 	sf_log_unlock_sig(&old);
-	return m;
+	return r < 0 ? NULL : (void *)r;
 }
 
 void sf_log_slot_put(struct sf_slot *s)
@@ -963,6 +1179,10 @@ void sf_log_hold(void)
 {
 	if (!L.files_shared || __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) || !log_is_own())
 		return;
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&L.g); /* made in a helper's table, it was never guarded here */
+	sf_fd_gate_unlock(&gold);
 	__atomic_store_n(&L.hold, 1, __ATOMIC_RELEASE);
 	uint32_t t;
 	if (log_fd_use(&t) >= 0)

@@ -324,7 +324,7 @@ void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;
 void sf_exec_env_after_fork_child(void) SF_HIDDEN;
 /* libc's system() made to jump to the runtime's (start-up, loaded with the process). */
-void sf_exec_env_take_system(void) SF_HIDDEN;
+void sf_exec_env_take_libc(void) SF_HIDDEN;
 /* The execve/execveat system call (a: its six arguments)
  * with the tracer's variables added to its environment; -errno. */
 long sf_exec_syscall(long nr, const long *a) SF_HIDDEN;
@@ -853,5 +853,9 @@ void sf_loader_entry(void) SF_HIDDEN;
  * that an indirect call still lands where branch tracking allows). NULL
  * on success, else why not. */
 const char *sf_arch_redirect(void *fn, size_t size, uint64_t to) SF_HIDDEN;
+/* The function a forwarder at fn (size bytes) calls with its arguments
+ * plus one constant (*flag) after them, as glibc's posix_spawn calls
+ * __spawni(..., 0); 0 when fn's code is not such a forwarder. */
+uint64_t sf_arch_forward_target(const void *fn, size_t size, long *flag) SF_HIDDEN;
 
 #endif

@@ -640,3 +640,22 @@ def test_aarch64_libc_system_jumps_to_the_runtimes():
         eq(u.stdout, out, f"untraced {mode}")
         t = qemu([exe, mode], os.path.join(tmpdir(), "sf.log"))
         eq(t.stdout, out, f"traced {mode}")
+
+
+def test_aarch64_popen_spawns_with_the_tracers_variables_environ_untouched():
+    """exec_env.c's libc_posix_spawn under qemu: libc's posix_spawn (`mov
+    w6, #0; b __spawni`, 8 bytes) rewritten to a `b` to the runtime's: after
+    clearenv popen's shell sees the tracer's variables while environ never
+    changes (a watching thread; skeptic24v's slow reader: torn 0 foreign
+    0), and libc's posix_spawn reached through dlsym does the same. The
+    shells are the host's /bin/sh (qemu-user), which skips the aarch64
+    preload with a loader warning."""
+    toolchain()
+    exe = cross("popen_spawn_env", ["popen_spawn_env.c"], libs=["-lpthread", "-ldl"])
+    t = qemu([exe], os.path.join(tmpdir(), "sf.log"))
+    eq(t.stdout, "popen child: traced\nenviron changed during popen: 0\ntraced\nlibc posix_spawn: status 0\n",
+       f"traced ({t.stderr[-500:]!r})")
+    check("popen sets environ" not in t.stderr, f"the rewrite failed: {t.stderr[-500:]!r}")
+    exe = cross("skep24v_envread", ["skep24v_envread.c"], libs=["-lpthread"])
+    t = qemu([exe], os.path.join(tmpdir(), "sf.log"))
+    check(re.fullmatch(r"torn 0 foreign 0 \(looked \d+\)\n", t.stdout), f"traced: {t.stdout!r}")

@@ -38,3 +38,21 @@ def test_popen_after_clearenv_leaves_environ_as_the_program_set_it():
     d = tmpdir()
     t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
     eq(t.stdout, u.stdout, "traced")
+
+
+def test_popen_and_libc_posix_spawn_children_traced_environ_untouched():
+    """After clearenv, environ = the program's {PATH}: popen's shell (50
+    times) and a child of libc's posix_spawn reached through dlsym (empty
+    environment) each see the tracer's variables, while a thread watching
+    environ never sees it change. Untraced the shells print an empty line.
+    The variables were added by pointing environ at the runtime's array
+    during popen (a watching thread saw "changed 1"), and libc's
+    posix_spawn without the PLT gave the child none: both are added now
+    where libc's posix_spawn spawns (exec_env.c libc_posix_spawn)."""
+    exe = build_c("popen_spawn_env", ["popen_spawn_env.c"], libs=["-lpthread", "-ldl"])
+    u = run([exe])
+    eq(u.stdout, "popen child: \nenviron changed during popen: 0\n\nlibc posix_spawn: status 0\n", "untraced")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
+    eq(t.stdout, "popen child: traced\nenviron changed during popen: 0\ntraced\nlibc posix_spawn: status 0\n",
+       f"traced ({t.stderr[-500:]!r})")

@@ -290,7 +290,7 @@ def test_popen_in_a_signal_handler_during_popen_does_not_hang():
     exec_env.c's popen_lock (a plain mutex, taken for every popen, even
     when nothing is swapped) that the interrupted popen of the same thread
     holds: the program hangs for good (3 of 3; here a watchdog thread
-    prints "hung" and exits 3 after 4 s). A recursive lock, or the lock
+    prints "hung" and exits 3 after 30 s). A recursive lock, or the lock
     taken only when environ is swapped, would keep glibc's behaviour."""
     exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
     want = "200 popens done, handler popens > 0: 1\n"
@@ -301,9 +301,11 @@ def test_popen_in_a_signal_handler_during_popen_does_not_hang():
 
 def test_popen_per_request_environment_does_not_grow_memory():
     """A CGI-style server: clearenv(), PATH set, then per request
-    setenv("REQUEST_ID", i) and popen("true")/pclose, 300 requests after
-    50 to warm up. Untraced VmSize does not grow ("grew by more than 256
-    kB: 0"; +0 kB over 2000 requests). Traced it grows by one page per
+    setenv("REQUEST_ID", i) and popen("true")/pclose, 1000 requests after
+    50 to warm up. Untraced VmSize does not grow ("grew by more than 1024
+    kB: 0"; +0 kB over 2000 requests; the limit leaves room for the
+    tracer's own slot buffers, 268 kB each, which a loaded machine can make
+    it add once or twice). Traced it grows by one page per
     request, for good: every popen whose environment differs from the
     last maps a new array (exec_env.c env_kept) that is never unmapped
     (+1200 kB here; +8252 kB over 2000 requests, so a server doing one
@@ -311,7 +313,7 @@ def test_popen_per_request_environment_does_not_grow_memory():
     arrays stay mapped so that a reader in another thread never reads freed
     memory; it does not say they accumulate."""
     exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
-    want = "300 requests: VmSize grew by more than 256 kB: 0\n"
+    want = "1000 requests: VmSize grew by more than 1024 kB: 0\n"
     eq(run([exe, "cgi"]).stdout, want, "untraced")
     eq(traced([exe, "cgi"])[0].stdout, want, "traced")
 

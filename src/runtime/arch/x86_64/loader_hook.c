@@ -96,12 +96,73 @@ const char *sf_arch_hook_loader(void *hook, uint64_t entry)
 	return NULL;
 }
 
+static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+
+/* A function shorter than the absolute jump (glibc's posix_spawn is 16
+ * bytes): its endbr64 if it has one, then `jmp rel32` to `to`, or to a
+ * page near it that jumps on (far_jump_near). */
+static const char *redirect_short(unsigned char *fn, size_t size, uint64_t to)
+{
+	size_t at = size >= 4 && !memcmp(fn, endbr64, 4) ? 4 : 0;
+	if (size < at + 5)
+		return "the function is shorter than the jump";
+	uint64_t next = (uint64_t)fn + at + 5;
+	if (rel32(next, to) != (int32_t)rel32(next, to))
+		to = far_jump_near((uint64_t)fn, to);
+	if (!to || rel32(next, to) != (int32_t)rel32(next, to))
+		return "no room for a jump near the function";
+	unsigned char code[5] = {0xe9};
+	int32_t d32 = (int32_t)rel32(next, to);
+	memcpy(code + 1, &d32, 4);
+	return sf_text_replace(fn + at, code, sizeof(code));
+}
+
 /* endbr64; jmp *0(%rip); .quad to: 18 bytes, any distance. */
 const char *sf_arch_redirect(void *fn, size_t size, uint64_t to)
 {
 	unsigned char code[18] = {0xf3, 0x0f, 0x1e, 0xfa, 0xff, 0x25, 0, 0, 0, 0};
 	memcpy(code + 10, &to, 8);
 	if (size < sizeof(code))
-		return "the function is shorter than the jump";
+		return redirect_short(fn, size, to);
 	return sf_text_replace(fn, code, sizeof(code));
+}
+
+/* glibc's forwarders, such as posix_spawn (`return __spawni(pid, path,
+ * acts, attr, argv, envp, 0)`): [endbr64] sub $N,%rsp; push $FLAG; call
+ * rel32; add $M,%rsp; ret, or the same in a frame (push %rbp; mov
+ * %rsp,%rbp ... leave or pop %rbp: glibc built with frame pointers). Any
+ * other instruction, a second push of a constant or a second call: not
+ * one (0). */
+uint64_t sf_arch_forward_target(const void *fn, size_t size, long *flag)
+{
+	const unsigned char *c = fn, *end = c + size;
+	uint64_t target = 0;
+	int pushes = 0;
+	if (size >= 4 && !memcmp(c, endbr64, 4))
+		c += 4;
+	while (c < end) {
+		if (end - c >= 4 && c[0] == 0x48 && c[1] == 0x83 && (c[2] == 0xec || c[2] == 0xc4)) {
+			c += 4; /* sub/add $imm8, %rsp */
+		} else if (end - c >= 7 && c[0] == 0x48 && c[1] == 0x81 && (c[2] == 0xec || c[2] == 0xc4)) {
+			c += 7; /* sub/add $imm32, %rsp */
+		} else if (c[0] == 0x55 || c[0] == 0x5d || c[0] == 0xc9) {
+			c += 1; /* push %rbp, pop %rbp, leave */
+		} else if (end - c >= 3 && c[0] == 0x48 && c[1] == 0x89 && c[2] == 0xe5) {
+			c += 3; /* mov %rsp, %rbp */
+		} else if (end - c >= 2 && c[0] == 0x6a) {
+			*flag = (signed char)c[1];
+			pushes++;
+			c += 2;
+		} else if (end - c >= 5 && c[0] == 0xe8 && !target) {
+			int32_t d;
+			memcpy(&d, c + 1, 4);
+			target = (uint64_t)(c + 5) + (uint64_t)(int64_t)d;
+			c += 5;
+		} else if (c[0] == 0xc3) {
+			return pushes == 1 ? target : 0;
+		} else {
+			return 0;
+		}
+	}
+	return 0;
 }

@@ -322,8 +322,9 @@ static inline uint32_t heap_ret_tag_own(const struct sf_thread *t)
 #endif
 
 /* The common case of an interposed allocation (dir DIR_ALLOC: a = the
- * size, b = the pointer, c = the site) or free (DIR_FREE: a = the pointer,
- * b = the site), event `kind` with np payload records, made without a call
+ * size, b = the pointer, c = the site), free (DIR_FREE: a = the pointer,
+ * b = the site) or realloc (DIR_REALLOC: a = the new size, b = the new
+ * pointer, c = the old, d = the site), event `kind` with np payload records, made without a call
  * or a frame (so the hooks save no register) and with the clock read once:
  * recording on, no setup-ABI report to match, the counter clock, this
  * frame on the thread's own stack (with known bounds), room in the slot at
@@ -331,7 +332,7 @@ static inline uint32_t heap_ret_tag_own(const struct sf_thread *t)
  * caller then takes the general path (heap_record), which records the same
  * event. */
 static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t kind, unsigned np, uint64_t a,
-							   uint64_t b, uint64_t c)
+							   uint64_t b, uint64_t c, uint64_t d)
 {
 	/* The counter first: the tests below run while it is read. Its value
 	 * is not used when they fail (nor on the monotonic clock). */
@@ -353,9 +354,15 @@ static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t
 	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	if (__builtin_expect(sf_arch_cas_local(&t->cursor, at, end) != at, 0))
 		return 0;
-	l->ptr = dir == DIR_ALLOC ? b : a;
-	l->tag = TAG(SRC_INTERPOSED, dir, 0);
-	heap_fill((struct sf_event *)at, kind, heap_ret_tag_own(t), time, zero, np, a, b, c, 0);
+	if (dir == DIR_REALLOC) {
+		l->ptr = b;
+		l->old = c;
+		l->tag = TAG(SRC_INTERPOSED, DIR_REALLOC, 3);
+	} else {
+		l->ptr = dir == DIR_ALLOC ? b : a;
+		l->tag = TAG(SRC_INTERPOSED, dir, 0);
+	}
+	heap_fill((struct sf_event *)at, kind, heap_ret_tag_own(t), time, zero, np, a, b, c, d);
 	return 1;
 }
 
@@ -377,7 +384,7 @@ static inline void *heap_site(void *ra)
 __attribute__((visibility("default"))) void *sftrace_heap_alloc_ra(void *ptr, size_t size, void *ra)
 {
 	void *site = heap_site(ra);
-	if (!ptr || heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)site))
+	if (!ptr || heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)site, 0))
 		return ptr;
 	return heap_alloc_general(ptr, sf_size_align(size, 0), site);
 }
@@ -394,7 +401,7 @@ static __attribute__((noinline)) void heap_free_general_then(void *ptr, void *si
 __attribute__((visibility("default"))) void sftrace_heap_free_ra(void *ptr, void *ra, void (*real_free)(void *))
 {
 	void *site = heap_site(ra);
-	if (!heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0)) {
+	if (!heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0)) {
 		heap_free_general_then(ptr, site, real_free);
 		return;
 	}
@@ -403,18 +410,18 @@ __attribute__((visibility("default"))) void sftrace_heap_free_ra(void *ptr, void
 
 __attribute__((visibility("default"))) void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site)
 {
-	if (ptr && !heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, align), (uint64_t)ptr, (uint64_t)site))
+	if (ptr && !heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, align), (uint64_t)ptr, (uint64_t)site, 0))
 		heap_alloc_general(ptr, sf_size_align(size, align), site);
 }
 
 __attribute__((visibility("default"))) void sftrace_heap_free(void *ptr, void *site)
 {
-	if (ptr && !heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0))
+	if (ptr && !heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0))
 		heap_free_general(ptr, site);
 }
 
-/* realloc(old, size) returned ptr (old != NULL, ptr != NULL). */
-__attribute__((visibility("default"))) void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site)
+/* The general path of an interposed realloc (heap_fast's other cases). */
+static __attribute__((noinline)) void heap_realloc_general(void *ptr, void *old, size_t size, void *site)
 {
 	if (!heap_enabled())
 		return;
@@ -423,4 +430,12 @@ __attribute__((visibility("default"))) void sftrace_heap_realloc(void *ptr, void
 	l->old = (uint64_t)old;
 	l->tag = TAG(SRC_INTERPOSED, DIR_REALLOC, 3);
 	heap_record(SF_EV_HEAP_REALLOC, 4, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)old, (uint64_t)site);
+}
+
+/* realloc(old, size) returned ptr (old != NULL, ptr != NULL). */
+__attribute__((visibility("default"))) void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site)
+{
+	if (!heap_fast(DIR_REALLOC, SF_EV_HEAP_REALLOC, 4, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)old,
+		       (uint64_t)site))
+		heap_realloc_general(ptr, old, size, site);
 }

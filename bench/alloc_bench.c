@@ -2,6 +2,7 @@
  *   alloc_bench pairs N     N x (traced call pair() doing malloc(32) + free)
  *   alloc_bench calls N     N x (traced call nop()): the function-event cost alone
  *   alloc_bench flat N      N x malloc(32)/free in one traced call (heap events only)
+ *   alloc_bench grow N      N x malloc(32), realloc to 64, free in one traced call
  *   alloc_bench depth D N   flat, D frames deep (main, D - 2 calls of
  *                           descend(), flat; D >= 2): a heap profiler that
  *                           unwinds walks D frames of the program (and
@@ -36,6 +37,17 @@ __attribute__((noinline)) void flat(long n)
 	}
 }
 
+__attribute__((noinline)) void grow(long n)
+{
+	for (long i = 0; i < n; i++) {
+		char *p = malloc(32);
+		p[0] = (char)i;
+		p = realloc(p, 64);
+		sink += p[0];
+		free(p);
+	}
+}
+
 /* The loop d frames below the caller: this one, d - 2 more, flat. Not a
  * tail call (the sum after it), so every frame stays on the stack. */
 __attribute__((noinline)) long descend(int d, long n)
@@ -65,6 +77,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "pairs"))
 		for (long i = 0; i < n; i++)
 			pair(i);
+	else if (!strcmp(argv[1], "grow"))
+		grow(n);
 	else if (!strcmp(argv[1], "calls"))
 		for (long i = 0; i < n; i++)
 			nop(i);

@@ -18,7 +18,7 @@
  * Payload records whose upper half is zero (a size below 4 GiB, an address
  * below 4 GiB) look like unfilled records to the hand-off's check for
  * records an interrupted context still owes (buffer.c, has_unfilled). The
- * fast path counts them in sf_heap_zero once the event is complete, so
+ * fast path counts them in sf_self.heap_zero once the event is complete, so
  * that check can compare counts instead of walking the batch event by
  * event. The count is added with one local compare-and-swap against the
  * value read before the claim: if anything changed it in between (a
@@ -50,21 +50,6 @@ enum { DIR_ALLOC = 1, DIR_FREE = 2, DIR_REALLOC = 3 };
 #define TAG_DIR(tag) ((tag) >> 8 & 0xff)
 #define TAG_LEFT(tag) ((tag) >> 16 & 0xff)
 
-/* The thread's heap state, one TLS block (one offset to load): the last
- * heap event recorded on this thread (for sf_heap_setup_dup), whether its
- * slow path runs, and libsftrace-alloc.so's word for the site an outer
- * interposed function leaves (src/alloc/outer_site.h): here, in our
- * static TLS, so that libsftrace-alloc.so has no TLS module of its own
- * (each module adds 16 B to the DTV glibc callocs for every new thread). */
-struct heap_tls {
-	void *outer_site;
-	uint64_t ptr; /* pointer allocated (or freed) */
-	uint64_t old; /* realloc: the pointer freed (read only when the direction is realloc) */
-	uint32_t tag; /* TAG(source, direction, realloc's setup-ABI halves still to match:
-		       * bit 0 alloc, bit 1 free); source 0: nothing to match */
-	uint32_t busy;
-};
-static __thread struct heap_tls heap_tls __attribute__((tls_model("initial-exec")));
 static int heap_on;
 /* heap_on, and events take the counter clock: heap_fast may run. */
 static int heap_fast_on;
@@ -119,7 +104,7 @@ static __attribute__((noinline, cold)) void heap_slow(uint32_t tag, uint32_t kin
 							     uint64_t b, uint64_t c, uint64_t d)
 {
 	const uint64_t payload[4] = {a, b, c, d};
-	struct heap_tls *h = &heap_tls;
+	struct sf_heap_tls *h = &sf_self.heap;
 	if (sf_self.state == SF_THREAD_IGNORED)
 		return;
 	int saved = errno;
@@ -165,28 +150,42 @@ static inline uint32_t heap_ret_tag(const struct sf_thread *t)
 
 /* Fills claimed records e[0 .. np]: the np payload records (a, b, c, d:
  * the first np of them), then time and word in one 8-byte store that
- * validates them; counts the zero-word payload records (zero: sf_heap_zero
- * read before the claim). */
+ * validates them. */
+static inline __attribute__((always_inline)) void heap_store(struct sf_event *e, uint32_t kind, uint32_t tag,
+							     uint64_t time, unsigned np, uint64_t a, uint64_t b,
+							     uint64_t c, uint64_t d)
+{
+	uint64_t *p = (uint64_t *)(e + 1);
+	p[0] = a;
+	p[1] = b;
+	if (np > 2)
+		p[2] = c;
+	if (np > 3)
+		p[3] = d;
+	/* time_lo and word in one store (little-endian: time_lo first), after the payload */
+	__atomic_store_n((uint64_t *)e, (uint64_t)sf_event_word(tag, kind) << 32 | (uint32_t)time, __ATOMIC_RELEASE);
+}
+
+/* Counts z zero-word payload records of a complete event (zero:
+ * sf_self.heap_zero read before its claim). */
+static inline __attribute__((always_inline)) void heap_count_zero(uint64_t zero, unsigned z)
+{
+	if (z)
+		sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
+}
+
+/* heap_store, and the count of its zero-word payload records. */
 static inline __attribute__((always_inline)) void heap_fill(struct sf_event *e, uint32_t kind, uint32_t tag,
 							    uint64_t time, uint64_t zero, unsigned np, uint64_t a,
 							    uint64_t b, uint64_t c, uint64_t d)
 {
-	uint64_t *p = (uint64_t *)(e + 1);
 	unsigned z = zero_word(a) + zero_word(b); /* every kind has two or more */
-	p[0] = a;
-	p[1] = b;
-	if (np > 2) {
-		p[2] = c;
+	if (np > 2)
 		z += zero_word(c);
-	}
-	if (np > 3) {
-		p[3] = d;
+	if (np > 3)
 		z += zero_word(d);
-	}
-	/* time_lo and word in one store (little-endian: time_lo first), after the payload */
-	__atomic_store_n((uint64_t *)e, (uint64_t)sf_event_word(tag, kind) << 32 | (uint32_t)time, __ATOMIC_RELEASE);
-	if (z)
-		sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
+	heap_store(e, kind, tag, time, np, a, b, c, d);
+	heap_count_zero(zero, z);
 }
 
 /* Stores event `kind` with its np payload records (a, b, c, d: the first
@@ -198,8 +197,8 @@ static inline __attribute__((always_inline)) void heap_record(uint32_t kind, uns
 	struct sf_thread *t = &sf_self;
 	uint64_t time = heap_now();
 	uint32_t tag = heap_ret_tag(t);
-	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
-	struct sf_event *e = heap_tls.busy ? NULL : heap_claim(t, time, 1 + np);
+	uint64_t zero = __atomic_load_n(&sf_self.heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	struct sf_event *e = sf_self.heap.busy ? NULL : heap_claim(t, time, 1 + np);
 	if (__builtin_expect(e == NULL, 0)) {
 		heap_slow(tag, kind, time, a, b, c, d);
 		return;
@@ -211,7 +210,7 @@ static inline __attribute__((always_inline)) void heap_record(uint32_t kind, uns
  * else it becomes the last one. */
 static int heap_dup(uint8_t src, uint8_t dir, uint64_t ptr)
 {
-	struct heap_tls *l = &heap_tls;
+	struct sf_heap_tls *l = &sf_self.heap;
 	uint32_t tag = l->tag;
 	int dup = 0;
 	if (TAG_SRC(tag) && TAG_SRC(tag) != src && ptr) {
@@ -245,7 +244,7 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr)
 
 __attribute__((visibility("default"))) void **sftrace_heap_site_slot(void)
 {
-	return &heap_tls.outer_site;
+	return &sf_self.heap.outer_site;
 }
 
 /* libsftrace-alloc.so's constructor: --alloc is on; hidden: the program's
@@ -261,7 +260,7 @@ __attribute__((visibility("default"))) void sftrace_heap_attach(unsigned hidden)
  * claim fails). */
 static inline int heap_dup_interposed(uint8_t dir, uint64_t ptr)
 {
-	struct heap_tls *l = &heap_tls;
+	struct sf_heap_tls *l = &sf_self.heap;
 	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0))
 		return heap_dup(SRC_INTERPOSED, dir, ptr);
 	l->ptr = ptr;
@@ -285,22 +284,27 @@ static __attribute__((noinline)) void heap_free_general(void *ptr, void *site)
 }
 
 #ifdef SF_ARCH_SHADOW
-/* 1 if this frame is on the thread's own stack, whose bounds are known:
- * heap_ret_tag_own may then read the tag without a call. */
+/* 1 if the hook runs on the thread's own stack, whose bounds are known:
+ * heap_ret_tag_own may then read the tag without a call. The stack
+ * pointer, not a frame address: the hooks keep no frame. */
 static inline __attribute__((always_inline)) int heap_on_own_stack(void)
 {
-	uint64_t cur = (uint64_t)__builtin_frame_address(0);
-	return cur >= sf_stack.lo && cur < sf_stack.hi;
+	uint64_t sp = sf_arch_stack_pointer();
+	return sp >= sf_self.stack.lo && sp < sf_self.stack.hi;
 }
 
-/* heap_ret_tag, on the thread's own stack (heap_on_own_stack). */
+/* heap_ret_tag, on the thread's own stack (heap_on_own_stack): from the
+ * stack pointer up to the stack's top is mapped. At the hook's entry the
+ * stack pointer points at the interposed function's return address, which
+ * is the slot itself after a tail call (`jmp malloc`): slots from it up
+ * are read. */
 static inline __attribute__((always_inline)) uint32_t heap_ret_tag_own(const struct sf_thread *t)
 {
 	uint64_t d = t->shadow_depth;
 	if (d >= SF_SHADOW_CAP)
 		return 0;
 	uint64_t slot = t->shadow[d] & ~(uint64_t)7;
-	if (slot < (uint64_t)__builtin_frame_address(0) || slot >= sf_stack.hi) /* slot 0 too */
+	if (slot < sf_arch_stack_pointer() || slot >= t->stack.hi) /* slot 0 too */
 		return 0;
 	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
 }
@@ -317,48 +321,57 @@ static inline uint32_t heap_ret_tag_own(const struct sf_thread *t)
 }
 #endif
 
-/* The common case of an interposed allocation (dir DIR_ALLOC) or free
- * (DIR_FREE), event `kind` with np payload records, made without a call
- * (so the hooks save few registers, and only past the first tests) and
- * with the clock read once: recording on, no setup-ABI report to match,
- * the counter clock, this frame on the thread's own stack (with known
- * bounds), room in the slot at the first attempt. 0, with nothing
- * recorded, in every other case: the caller then takes the general path
- * (heap_record), which records the same event. */
+/* The common case of an interposed allocation (dir DIR_ALLOC: a = the
+ * size, b = the pointer, c = the site), free (DIR_FREE: a = the pointer,
+ * b = the site) or realloc (DIR_REALLOC: a = the new size, b = the new
+ * pointer, c = the old, d = the site), event `kind` with np payload records, made without a call
+ * or a frame (so the hooks save no register) and with the clock read once:
+ * recording on, no setup-ABI report to match, the counter clock, this
+ * frame on the thread's own stack (with known bounds), room in the slot at
+ * the first attempt. 0, with nothing recorded, in every other case: the
+ * caller then takes the general path (heap_record), which records the same
+ * event. */
 static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t kind, unsigned np, uint64_t a,
-							   uint64_t b, uint64_t c)
+							   uint64_t b, uint64_t c, uint64_t d)
 {
 	/* The counter first: the tests below run while it is read. Its value
 	 * is not used when they fail (nor on the monotonic clock). */
 	uint64_t time = sf_arch_counter();
-	struct heap_tls *l = &heap_tls;
+	struct sf_thread *t = &sf_self;
+	struct sf_heap_tls *l = &t->heap;
 	if (__builtin_expect(!heap_fast_on, 0) || __builtin_expect(__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED), 0))
 		return 0;
-	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0) || __builtin_expect(l->busy, 0) ||
-	    __builtin_expect(!heap_on_own_stack(), 0))
+	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0) || __builtin_expect(l->busy, 0))
 		return 0;
-	struct sf_thread *t = &sf_self;
 	/* One claim attempt (heap_claim's loop is the general path's): a
 	 * signal handler's events in between, a full slot or the batch's
 	 * span passed send the event there. */
 	uint64_t at = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED), end = at + (1 + np) * sizeof(struct sf_event);
 	if (__builtin_expect(end > t->limit, 0) || __builtin_expect((time - t->base) >= SF_TIME_SPAN, 0))
 		return 0;
-	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	if (__builtin_expect(!heap_on_own_stack(), 0))
+		return 0;
+	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	if (__builtin_expect(sf_arch_cas_local(&t->cursor, at, end) != at, 0))
 		return 0;
-	l->ptr = dir == DIR_ALLOC ? b : a;
-	l->tag = TAG(SRC_INTERPOSED, dir, 0);
-	heap_fill((struct sf_event *)at, kind, heap_ret_tag_own(t), time, zero, np, a, b, c, 0);
+	if (dir == DIR_REALLOC) {
+		l->ptr = b;
+		l->old = c;
+		l->tag = TAG(SRC_INTERPOSED, DIR_REALLOC, 3);
+	} else {
+		l->ptr = dir == DIR_ALLOC ? b : a;
+		l->tag = TAG(SRC_INTERPOSED, dir, 0);
+	}
+	heap_fill((struct sf_event *)at, kind, heap_ret_tag_own(t), time, zero, np, a, b, c, d);
 	return 1;
 }
 
 /* The site an outer interposed function left (outer_site.h), taken, or ra. */
 static inline void *heap_site(void *ra)
 {
-	void *o = heap_tls.outer_site;
+	void *o = sf_self.heap.outer_site;
 	if (__builtin_expect(o != NULL, 0)) {
-		heap_tls.outer_site = NULL;
+		sf_self.heap.outer_site = NULL;
 		return o;
 	}
 	return ra;
@@ -371,7 +384,7 @@ static inline void *heap_site(void *ra)
 __attribute__((visibility("default"))) void *sftrace_heap_alloc_ra(void *ptr, size_t size, void *ra)
 {
 	void *site = heap_site(ra);
-	if (!ptr || heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)site))
+	if (!ptr || heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)site, 0))
 		return ptr;
 	return heap_alloc_general(ptr, sf_size_align(size, 0), site);
 }
@@ -388,7 +401,7 @@ static __attribute__((noinline)) void heap_free_general_then(void *ptr, void *si
 __attribute__((visibility("default"))) void sftrace_heap_free_ra(void *ptr, void *ra, void (*real_free)(void *))
 {
 	void *site = heap_site(ra);
-	if (!heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0)) {
+	if (!heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0)) {
 		heap_free_general_then(ptr, site, real_free);
 		return;
 	}
@@ -397,24 +410,32 @@ __attribute__((visibility("default"))) void sftrace_heap_free_ra(void *ptr, void
 
 __attribute__((visibility("default"))) void sftrace_heap_alloc(void *ptr, size_t size, size_t align, void *site)
 {
-	if (ptr && !heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, align), (uint64_t)ptr, (uint64_t)site))
+	if (ptr && !heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, align), (uint64_t)ptr, (uint64_t)site, 0))
 		heap_alloc_general(ptr, sf_size_align(size, align), site);
 }
 
 __attribute__((visibility("default"))) void sftrace_heap_free(void *ptr, void *site)
 {
-	if (ptr && !heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0))
+	if (ptr && !heap_fast(DIR_FREE, SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0))
 		heap_free_general(ptr, site);
+}
+
+/* The general path of an interposed realloc (heap_fast's other cases). */
+static __attribute__((noinline)) void heap_realloc_general(void *ptr, void *old, size_t size, void *site)
+{
+	if (!heap_enabled())
+		return;
+	struct sf_heap_tls *l = &sf_self.heap;
+	l->ptr = (uint64_t)ptr;
+	l->old = (uint64_t)old;
+	l->tag = TAG(SRC_INTERPOSED, DIR_REALLOC, 3);
+	heap_record(SF_EV_HEAP_REALLOC, 4, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)old, (uint64_t)site);
 }
 
 /* realloc(old, size) returned ptr (old != NULL, ptr != NULL). */
 __attribute__((visibility("default"))) void sftrace_heap_realloc(void *ptr, void *old, size_t size, void *site)
 {
-	if (!heap_enabled())
-		return;
-	struct heap_tls *l = &heap_tls;
-	l->ptr = (uint64_t)ptr;
-	l->old = (uint64_t)old;
-	l->tag = TAG(SRC_INTERPOSED, DIR_REALLOC, 3);
-	heap_record(SF_EV_HEAP_REALLOC, 4, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)old, (uint64_t)site);
+	if (!heap_fast(DIR_REALLOC, SF_EV_HEAP_REALLOC, 4, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)old,
+		       (uint64_t)site))
+		heap_realloc_general(ptr, old, size, site);
 }

@@ -868,7 +868,7 @@ static int event_coded(const struct arg_plan *pl, const struct sf_args_regs *r, 
 {
 	uint64_t rec[SF_ARGS_MAX_RECORDS], time;
 	uint32_t n = payload_of(pl, r, func_id, rec);
-	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	uint64_t zero = __atomic_load_n(&sf_self.heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	struct sf_event *e = claim(n + 2, &time, zero);
 	if (!e) {
 		sf_record_args(rec, n);
@@ -883,7 +883,7 @@ static int event_coded(const struct arg_plan *pl, const struct sf_args_regs *r, 
 	put_record(e, time, sf_event_word(n, SF_EV_ARGS));
 	put_record(e + 1 + n, time, sf_event_word(func_id, kind));
 	if (z) /* see has_unfilled (buffer.c) and alloc.c */
-		sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
+		sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
 	return 0;
 }
 
@@ -909,7 +909,7 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	if (pl && !pl->nrec)
 		return event_coded(pl, r, func_id, kind);
 	uint32_t n = pl ? pl->nrec : 0;
-	uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	uint64_t zero = __atomic_load_n(&sf_self.heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	struct sf_event *e = claim(n ? n + 2 : 1, &time, zero);
 	if (__builtin_expect(!e, 0)) {
 		if (n)
@@ -922,7 +922,7 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 		put_record(e, time, sf_event_word(n, SF_EV_ARGS));
 		e += 1 + n;
 		if (z) /* see has_unfilled (buffer.c) and alloc.c */
-			sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
+			sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
 	}
 	put_record(e, time, sf_event_word(func_id, kind));
 	return 0;

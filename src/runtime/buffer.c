@@ -31,7 +31,6 @@
 #include "runtime/runtime.h"
 
 __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec")));
-__thread uint64_t sf_heap_zero __attribute__((tls_model("initial-exec")));
 
 static uint64_t next_serial = 1;
 static uint32_t live_threads; /* threads with a slot */
@@ -186,7 +185,7 @@ static void batch_begin(struct sf_thread *t)
 	set_base(t, sf_now_raw());
 	/* The next batch number, no zero-word payload counted yet: a count
 	 * alloc.c adds for the batch that ended fails its compare-and-swap. */
-	sf_heap_zero = ((sf_heap_zero >> 32) + 1) << 32;
+	sf_self.heap_zero = ((sf_self.heap_zero >> 32) + 1) << 32;
 }
 
 static struct sf_event *slot_events(const struct sf_slot *s)
@@ -260,7 +259,7 @@ struct retired_list {
 	uint32_t n;
 	uint32_t seq[MAX_RETIRED];
 	uint32_t nrec[MAX_RETIRED]; /* records claimed in it */
-	uint32_t zero[MAX_RETIRED]; /* zero-word payload records counted in it (sf_heap_zero) */
+	uint32_t zero[MAX_RETIRED]; /* zero-word payload records counted in it (sf_self.heap_zero) */
 	struct sf_slot *slot[MAX_RETIRED];
 };
 static __thread struct retired_list *retired __attribute__((tls_model("initial-exec")));
@@ -275,7 +274,7 @@ static uint32_t nretired(void)
  * interrupted context of this thread can still be filling it: the slow
  * path runs with signals blocked. Allocation payloads are skipped: they are
  * stored before their event's word, and may be zero. zero_payload: payload
- * records with a zero word known to be stored among the n (sf_heap_zero;
+ * records with a zero word known to be stored among the n (sf_self.heap_zero;
  * it may fall short of the true number, never exceed it). */
 static int has_unfilled(const struct sf_event *ev, size_t n, uint32_t zero_payload)
 {
@@ -339,7 +338,7 @@ static int retire_current(struct sf_thread *t, size_t n)
 	retired->slot[retired->n] = t->slot;
 	retired->seq[retired->n] = t->seq;
 	retired->nrec[retired->n] = (uint32_t)n;
-	retired->zero[retired->n] = (uint32_t)sf_heap_zero;
+	retired->zero[retired->n] = (uint32_t)sf_self.heap_zero;
 	retired->n++;
 	t->seq++;
 	struct sf_chunk *h = fresh->hdr;
@@ -847,7 +846,7 @@ static int handoff_full(struct sf_thread *t, size_t n)
 		return 0;
 	}
 	flush_retired(t, 0);
-	int owed = has_unfilled(t->events, n, (uint32_t)sf_heap_zero);
+	int owed = has_unfilled(t->events, n, (uint32_t)sf_self.heap_zero);
 	if ((nretired() || owed) && retire_current(t, n))
 		return 0;
 	/* No room to retire more. Retired slots that are complete went out
@@ -986,7 +985,7 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 	}
 	store_record(e, time, id, kind);
 	if (t->state == SF_THREAD_ACTIVE)
-		sf_heap_zero += zero; /* see has_unfilled; signals are blocked */
+		sf_self.heap_zero += zero; /* see has_unfilled; signals are blocked */
 }
 
 
@@ -1077,7 +1076,7 @@ void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t
 /* A claim cut by the end of the slot: records [at, limit) become one
  * ARGS event with an empty header (nitems 0, which readers skip), so the
  * slot holds no hole. Its zero records are counted for has_unfilled as
- * alloc.c counts its own (zero: sf_heap_zero read before the claim). */
+ * alloc.c counts its own (zero: sf_self.heap_zero read before the claim). */
 static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time, uint64_t zero)
 {
 	size_t n = (size_t)(limit - at) / sizeof(struct sf_event);
@@ -1086,7 +1085,7 @@ static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time, uint64_t 
 		r[i] = 0;
 	store_record((struct sf_event *)at, time, (uint32_t)(n - 1), SF_EV_ARGS);
 	if (n > 1)
-		sf_arch_cas_local(&sf_heap_zero, zero, zero + n - 1);
+		sf_arch_cas_local(&sf_self.heap_zero, zero, zero + n - 1);
 }
 
 /* The trampolines' claim, from C: one xadd without a lock prefix (only a
@@ -1113,7 +1112,7 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 		/* One xadd claims the event and its payload, as the trampolines
 		 * claim one record: a signal handler's records go before or
 		 * after, never in between. */
-		uint64_t zero = __atomic_load_n(&sf_heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+		uint64_t zero = __atomic_load_n(&sf_self.heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 		uint64_t at = claim_local(&t->cursor, bytes);
 		if (at + bytes <= t->limit) {
 			uint64_t *r = (uint64_t *)at;
@@ -1124,7 +1123,7 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 			}
 			store_record((struct sf_event *)at, time, n, SF_EV_ARGS);
 			if (z) /* see has_unfilled */
-				sf_arch_cas_local(&sf_heap_zero, zero, zero + z);
+				sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
 			return;
 		}
 		if (at < t->limit)

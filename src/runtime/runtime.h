@@ -84,6 +84,33 @@
 
 /* ---- per-thread state (initial-exec TLS; the trampolines know the first
  * four fields' offsets) ---- */
+/* The thread's heap state (alloc.c): the last heap event recorded on this
+ * thread (for sf_heap_setup_dup), whether its slow path runs, and
+ * libsftrace-alloc.so's word for the site an outer interposed function
+ * leaves (src/alloc/outer_site.h): here, in our static TLS, so that
+ * libsftrace-alloc.so has no TLS module of its own (each module adds 16 B
+ * to the DTV glibc callocs for every new thread). */
+struct sf_heap_tls {
+	void *outer_site;
+	uint64_t ptr; /* pointer allocated (or freed) */
+	uint64_t old; /* realloc: the pointer freed (read only when the direction is realloc) */
+	uint32_t tag; /* alloc.c's TAG(source, direction, realloc's setup-ABI halves still to match:
+		       * bit 0 alloc, bit 1 free); source 0: nothing to match */
+	uint32_t busy;
+};
+
+#ifdef SF_ARCH_SHADOW
+/* The thread's stacks (stack.c): its own, known without reading
+ * /proc/self/maps, and another it ran on (a coroutine's, a signal
+ * stack), read from maps when needed, at most a few times per thread. */
+struct sf_stack_range {
+	uint64_t lo, hi;             /* the thread's own stack: all of it mapped from a frame up to hi */
+	uint64_t other_lo, other_hi; /* the mapping of another; the main thread's [stack] reaches down to its limit */
+	int32_t own;                 /* lo, hi: 0 not looked up yet, 1 known, -1 unknown */
+	uint32_t learned;            /* times maps was read */
+};
+#endif
+
 struct sf_thread {
 	uint64_t cursor; /* next free event slot (address); claimed with xadd */
 	uint64_t limit;  /* end of the current buffer; cursor >= limit -> slow path */
@@ -136,6 +163,18 @@ struct sf_thread {
 	 * window depth at a resume), linked under a lock; listed: 1 while in. */
 	struct sf_thread *next_thread, *prev_thread;
 	uint32_t listed;
+	/* In this block, not TLS variables of their own, so that the heap
+	 * hooks' fast path (alloc.c) reaches all it reads from one TLS base:
+	 * fewer registers, no frame. */
+	struct sf_heap_tls heap;
+	/* Payload records with a zero upper half stored in the thread's current
+	 * batch by complete events (low 32 bits; may fall short, never over), and
+	 * the batch's number in this thread (high 32 bits): alloc.c counts, the
+	 * hand-off compares (has_unfilled). */
+	uint64_t heap_zero;
+#ifdef SF_ARCH_SHADOW
+	struct sf_stack_range stack; /* stack.c */
+#endif
 };
 
 /* record --ring: a thread's slots, used round robin (buffer.c), and a
@@ -550,11 +589,6 @@ uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_conf
 /* ---- buffer.c ---- */
 /* The calling thread's state (struct sf_thread above). */
 extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
-/* Payload records with a zero upper half stored in the thread's current
- * batch by complete events (low 32 bits; may fall short, never over), and
- * the batch's number in this thread (high 32 bits): alloc.c counts, the
- * hand-off compares (has_unfilled). */
-extern __thread uint64_t sf_heap_zero __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 /* Called by the trampolines (all registers saved) when the fast path cannot
  * store: first event of a thread, buffer full, or monotonic-clock mode
  * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
@@ -574,16 +608,7 @@ int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows) SF_HIDD
  * (logfile.c). */
 void sf_map_files_path(char *out, size_t cap, uint64_t lo, uint64_t hi) SF_HIDDEN;
 #ifdef SF_ARCH_SHADOW
-/* The thread's stacks (stack.c): its own, known without reading
- * /proc/self/maps, and another it ran on (a coroutine's, a signal
- * stack), read from maps when needed, at most a few times per thread. */
-struct sf_stack_range {
-	uint64_t lo, hi;             /* the thread's own stack: all of it mapped from a frame up to hi */
-	uint64_t other_lo, other_hi; /* the mapping of another; the main thread's [stack] reaches down to its limit */
-	int32_t own;                 /* lo, hi: 0 not looked up yet, 1 known, -1 unknown */
-	uint32_t learned;            /* times maps was read */
-};
-extern __thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+/* The thread's stack range is sf_self.stack (one TLS base with the rest). */
 /* 1 if addr lies on the calling thread's own stack. */
 int sf_stack_own_holds(uint64_t addr) SF_HIDDEN;
 int sf_on_this_stack_slow(uint64_t addr, uint64_t cur) SF_HIDDEN;
@@ -593,8 +618,8 @@ int sf_on_this_stack_slow(uint64_t addr, uint64_t cur) SF_HIDDEN;
 static inline __attribute__((always_inline)) int sf_on_this_stack(uint64_t addr)
 {
 	uint64_t cur = (uint64_t)__builtin_frame_address(0);
-	if (__builtin_expect(cur >= sf_stack.lo && cur < sf_stack.hi, 1))
-		return addr >= cur && addr < sf_stack.hi;
+	if (__builtin_expect(cur >= sf_self.stack.lo && cur < sf_self.stack.hi, 1))
+		return addr >= cur && addr < sf_self.stack.hi;
 	return sf_on_this_stack_slow(addr, cur);
 }
 #endif
@@ -602,7 +627,7 @@ static inline __attribute__((always_inline)) int sf_on_this_stack(uint64_t addr)
  * claim while the slot has room, else with signals blocked. */
 void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
 /* args.c's fast path claimed [at, ...) past the slot's limit: the part
- * inside the slot becomes a filler (zero: sf_heap_zero before the claim). */
+ * inside the slot becomes a filler (zero: sf_self.heap_zero before the claim). */
 void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;

@@ -85,8 +85,7 @@ int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 }
 
 #ifdef SF_ARCH_SHADOW
-__thread struct sf_stack_range sf_stack __attribute__((tls_model("initial-exec")));
-#define stk sf_stack
+#define stk sf_self.stack
 
 extern void *__libc_stack_end; /* ld.so's: the stack pointer at the program's entry */
 

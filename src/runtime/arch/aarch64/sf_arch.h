@@ -49,6 +49,15 @@ static inline uint64_t sf_arch_counter(void)
 	return v;
 }
 
+/* The stack pointer: where the caller's frame ends, read without making
+ * a frame of our own. */
+static inline __attribute__((always_inline)) uint64_t sf_arch_stack_pointer(void)
+{
+	uint64_t sp;
+	__asm__("mov %0, sp" : "=r"(sp));
+	return sp;
+}
+
 /* *p = want if *p == expect; only a signal handler on this thread can race
  * with it. An exclusive pair: a handler that runs in between clears the
  * exclusive monitor on its return, so the store fails and we look again.

@@ -47,6 +47,15 @@ static inline uint64_t sf_arch_counter(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
+/* The stack pointer: where the caller's frame ends, read without making
+ * a frame of our own (__builtin_frame_address(0) makes one). */
+static inline __attribute__((always_inline)) uint64_t sf_arch_stack_pointer(void)
+{
+	uint64_t sp;
+	__asm__("mov %%rsp, %0" : "=r"(sp));
+	return sp;
+}
+
 /* *p = want if *p == expect, in one instruction without a lock prefix:
  * only a signal handler on this thread can race with it. Returns what *p
  * held. */

@@ -123,14 +123,17 @@ static const char *clock_name(const struct lr_info *i)
 	return "unknown";
 }
 
-static void format_start(const struct lr_info *i, char *buf, size_t len)
+/* The process's own start: a forked child's is its fork, not the start
+ * words it copied from its parent. */
+static void format_start(const struct lr_log *log, char *buf, size_t len)
 {
-	time_t sec = (time_t)(i->start_realtime_ns / 1000000000u);
+	uint64_t ns = lr_start_realtime_ns(log);
+	time_t sec = (time_t)(ns / 1000000000u);
 	struct tm tm;
 	char when[64] = "?";
 	if (gmtime_r(&sec, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%09" PRIu64 " UTC", when, i->start_realtime_ns % 1000000000u);
+	snprintf(buf, len, "%s.%09" PRIu64 " UTC", when, ns % 1000000000u);
 }
 
 static void build_id_hex(const struct lr_object *o, char *buf)
@@ -272,7 +275,7 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	struct lr_summary s;
 	lr_summary(p->log, &s);
 	char start[96];
-	format_start(i, start, sizeof(start));
+	format_start(p->log, start, sizeof(start));
 	uint64_t total_sleds, patched;
 	sleds(p->log, &total_sleds, &patched);
 	printf("%s# process %u\n# ===============\n", p->index ? "\n" : "", i->pid);
@@ -407,7 +410,7 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	struct lr_summary s;
 	lr_summary(p->log, &s);
 	char start[96];
-	format_start(i, start, sizeof(start));
+	format_start(p->log, start, sizeof(start));
 	uint64_t total_sleds, patched;
 	sleds(p->log, &total_sleds, &patched);
 	printf("%s\n{", p->index ? "," : "");
@@ -418,7 +421,8 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 			putchar(',');
 		json_put_str(stdout, i->argv[a]);
 	}
-	printf("],\"pid\":%u,\"ppid\":%u,\"start_realtime_ns\":%" PRIu64 ",", i->pid, i->ppid, i->start_realtime_ns);
+	printf("],\"pid\":%u,\"ppid\":%u,\"start_realtime_ns\":%" PRIu64 ",", i->pid, i->ppid,
+	       lr_start_realtime_ns(p->log));
 	json_kv_str("started", start);
 	json_kv_str("machine", machine_name(i->machine));
 	json_kv_str("clock", clock_name(i));

@@ -1300,6 +1300,12 @@ uint64_t lr_time_ns(const struct lr_log *log, uint64_t raw)
 	return (uint64_t)(ns + 0.5);
 }
 
+uint64_t lr_start_realtime_ns(const struct lr_log *log)
+{
+	const struct lr_info *i = &log->info;
+	return i->start_realtime_ns + (i->fork_time ? lr_time_ns(log, i->fork_time) : 0);
+}
+
 /* ---- open / close ---- */
 
 /* Holes of a log on tmpfs (space the runtime claimed but could not write:

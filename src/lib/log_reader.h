@@ -252,6 +252,11 @@ const char *lr_warning(const struct lr_log *log, size_t i);
  * is taken as 1 ns and a warning says so (lr_info.calib_degenerate). */
 uint64_t lr_time_ns(const struct lr_log *log, uint64_t raw);
 
+/* When the process began, in CLOCK_REALTIME ns: a forked child's fork time
+ * (lr_info.fork_time: its start words are its parent's, docs/FORMAT.md),
+ * else the header's start_realtime_ns. */
+uint64_t lr_start_realtime_ns(const struct lr_log *log);
+
 struct lr_summary {
 	uint64_t events;         /* delivered events, all threads */
 	uint64_t threads;

@@ -26,7 +26,6 @@ def _info_json(path):
     return json.loads(_read([sfkit.SFTRACE, "info", "--format", "json", path]).stdout)["processes"]
 
 
-@sfkit.known_break(28, "info gives a forked child its parent's start time")
 def test_info_started_of_a_forked_child_is_its_fork():
     # sftrace-info(1): "when it started (UTC)". The child is forked 300 ms
     # after the program's start; info gave it its parent's start to the ns

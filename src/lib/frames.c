@@ -406,7 +406,7 @@ static void append(char *buf, size_t len, size_t *pos, int *parts, uint64_t n, c
 {
 	if (!n)
 		return;
-	int w = snprintf(buf + *pos, len - *pos, "%s%" PRIu64 " %s", *parts ? ", " : "repaired: ", n,
+	int w = snprintf(buf + *pos, len - *pos, "%s%" PRIu64 " %s", *parts ? ", " : FR_REPAIRED, n,
 			 n == 1 ? one : many);
 	if (w > 0)
 		*pos += (size_t)w < len - *pos ? (size_t)w : len - *pos - 1;

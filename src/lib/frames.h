@@ -164,8 +164,10 @@ const struct fr_stats *fr_stats(const struct frames *f);
 void fr_stats_since(const struct fr_stats *now, const struct fr_stats *then, struct fr_stats *out);
 
 /* "repaired: 3 unmatched exits dropped, 2 frames closed by unwinding, 5 open
- * frames closed at thread end" (only the nonzero parts). Returns 0 and writes
- * "" when nothing was repaired, else 1. */
+ * frames closed at thread end" (only the nonzero parts; the line starts
+ * with FR_REPAIRED). Returns 0 and writes "" when nothing was repaired,
+ * else 1. */
+#define FR_REPAIRED "repaired: "
 int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len);
 
 void fr_free(struct frames *f);

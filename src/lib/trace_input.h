@@ -191,6 +191,11 @@ int trace_net_times(const struct trace_input *in); /* the net_times option */
 
 /* Prints the repairs (if any), the cut and the reader's warnings to stderr. */
 void trace_report_repairs(const struct trace_input *in);
+/* The same for a command that read n recordings (report --diff: OLD and
+ * NEW), each named by its label: each one's warnings, then one
+ * "repaired: old: ...; new: ..." line and one "cut: ..." line for all of
+ * them, so each notice is printed once per command. */
+void trace_report_repairs_of(const struct trace_input *const *in, const char *const *label, size_t n);
 /* The command's own output states the repairs and the cut (report's
  * footer): trace_report_repairs leaves those two lines out, so each notice
  * is printed once per command. */

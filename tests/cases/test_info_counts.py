@@ -51,3 +51,21 @@ def test_info_repairs_count_frames_begun_before_the_ring_window():
         out = run([SFTRACE] + cmd + [log])
         eq(re.findall(r"repaired: .*", out.stdout + out.stderr), ["repaired: 2 frames began before the ring's window"],
            f"{cmd[0]}'s notice")
+
+
+def test_report_diff_gives_one_notice_for_both_sides():
+    """report --diff of a recording with 3 frames unwound
+    (tests/fixtures/skep28s_unwind.c) against a ring recording whose window
+    cut 2: one "repaired:" line and one "cut:" line, each side's part named."""
+    unwind = sfkit.build_c("skep28s_unwind", ["skep28s_unwind.c"])
+    _, old = sfkit.record([unwind], args=["-q"])
+    ring = sfkit.build_c("skep28s_ringfill", ["skep28s_ringfill.c"])
+    _, new = sfkit.record([ring], args=["-q", "--ring", "128K"])
+    p = run([SFTRACE, "report", "--diff", old, new])
+    eq(p.stderr, "sftrace: repaired: old: 3 frames closed by unwinding; new: 2 frames began before the ring's window\n",
+       "report --diff's stderr")
+    eq(p.stdout.count("repaired"), 0, "no notice on stdout")
+    p = run([SFTRACE, "report", "--diff", "--max-depth", "1", new, old])
+    eq(p.stderr, "sftrace: repaired: old: 2 frames began before the ring's window; new: 3 frames closed by unwinding\n"
+                 "sftrace: cut: old: kept 1 of 7726 calls; new: kept 1 of 8 calls\n", "with a cut")
+    eq(run([SFTRACE, "report", "--diff", "-q", old, new]).stderr, "", "-q")

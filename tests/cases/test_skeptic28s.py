@@ -102,7 +102,6 @@ def test_info_repaired_counts_frames_begun_before_the_ring_window():
                 f"info's repaired line for a ring whose window cut 2 frames: {line!r}")
 
 
-@sfkit.known_break(28, "report --diff prints the repaired notice once per log")
 def test_repaired_notice_once_in_report_diff():
     # Issue 28: 'The "repaired: ..." notice is printed once per command, not
     # twice.' report --diff of a recording against itself printed the same

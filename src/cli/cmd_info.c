@@ -413,6 +413,8 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	const struct lr_info *i = p->info;
 	const struct proc_count *c = &inf->count[p->index];
 	const struct fr_stats *r = trace_proc_stats(p);
+	char repairs[512];
+	fr_json_repairs(r, repairs, sizeof(repairs));
 	struct lr_summary s;
 	lr_summary(p->log, &s);
 	char start[96];
@@ -470,10 +472,9 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	}
 	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64
 	       ",\"write_errors\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
-	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"in_flight_at_pause\":%" PRIu64 ",\"before_window\":%" PRIu64
-	       ",\"unmatched_exits\":%" PRIu64 ",\"backward_timestamps\":%" PRIu64 ",\"log_bytes\":%" PRIu64 ",",
+	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"repairs\":%s,\"log_bytes\":%" PRIu64 ",",
 	       s.events, c->frames, s.dropped, s.lost, s.write_errors, r->unwound, r->open_at_end, r->open_at_snapshot,
-	       r->open_at_pause, r->before_window, r->unmatched_exits, r->clamped, i->file_size);
+	       repairs, i->file_size);
 	printf("\"log_path\":");
 	json_put_str(stdout, i->path);
 	putchar('}');

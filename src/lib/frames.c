@@ -434,6 +434,16 @@ int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len)
 	return parts > 0;
 }
 
+void fr_json_repairs(const struct fr_stats *s, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "{\"unmatched_exits\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
+		 ",\"open_at_snapshot\":%" PRIu64 ",\"open_at_pause\":%" PRIu64 ",\"clamped\":%" PRIu64
+		 ",\"before_window\":%" PRIu64 "}",
+		 s->unmatched_exits, s->unwound, s->open_at_end, s->open_at_snapshot, s->open_at_pause, s->clamped,
+		 s->before_window);
+}
+
 void fr_free(struct frames *f)
 {
 	if (!f)

@@ -169,6 +169,9 @@ void fr_stats_since(const struct fr_stats *now, const struct fr_stats *then, str
  * else 1. */
 #define FR_REPAIRED "repaired: "
 int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len);
+/* The same counts as one JSON object, every kind named as its fr_stats
+ * field: {"unmatched_exits":0,"unwound":3,...}. */
+void fr_json_repairs(const struct fr_stats *s, char *buf, size_t len);
 
 void fr_free(struct frames *f);
 

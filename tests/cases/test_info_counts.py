@@ -30,12 +30,15 @@ def test_info_repairs_per_process_add_up_to_the_notice():
        ["3 frames closed by unwinding, 0 open at thread end", "2 frames closed by unwinding, 0 open at thread end"],
        "info's repaired lines, parent then child")
     procs = json.loads(run([SFTRACE, "info", "--format", "json", d]).stdout)["processes"]
-    keys = ("unwound", "open_at_end", "open_at_snapshot_end", "in_flight_at_pause", "before_window",
-            "unmatched_exits", "backward_timestamps")
-    eq([[p[k] for k in keys] for p in procs], [[3, 0, 0, 0, 0, 0, 0], [2, 0, 0, 0, 0, 0, 0]], "info's JSON repairs")
+    none = {"unmatched_exits": 0, "unwound": 0, "open_at_end": 0, "open_at_snapshot": 0, "open_at_pause": 0,
+            "clamped": 0, "before_window": 0}
+    eq([(p["unwound"], p["repairs"]) for p in procs], [(3, dict(none, unwound=3)), (2, dict(none, unwound=2))],
+       "info's JSON repairs")
     rep = run([SFTRACE, "report", d])
     eq(re.findall(r"repaired: .*", rep.stdout + rep.stderr), ["repaired: 5 frames closed by unwinding"],
        "report's notice")
+    eq(json.loads(run([SFTRACE, "report", "--format", "json", d]).stdout)["repairs"], dict(none, unwound=5),
+       "report's JSON repairs: the same kinds, summed")
 
 
 def test_info_repairs_count_frames_begun_before_the_ring_window():
@@ -46,7 +49,9 @@ def test_info_repairs_count_frames_begun_before_the_ring_window():
     eq(_repaired_lines(run([SFTRACE, "info", log]).stdout),
        ["0 frames closed by unwinding, 0 open at thread end, 2 began before the ring's window"], "info text")
     p = json.loads(run([SFTRACE, "info", "--format", "json", log]).stdout)["processes"][0]
-    eq((p["before_window"], p["unwound"], p["open_at_end"]), (2, 0, 0), "info JSON")
+    eq((p["repairs"]["before_window"], p["unwound"], p["open_at_end"]), (2, 0, 0), "info JSON")
+    eq(json.loads(run([SFTRACE, "report", "--format", "json", log]).stdout)["repairs"]["before_window"], 2,
+       "report JSON")
     for cmd in (["report"], ["replay", "--no-pager"], ["graph"]):
         out = run([SFTRACE] + cmd + [log])
         eq(re.findall(r"repaired: .*", out.stdout + out.stderr), ["repaired: 2 frames began before the ring's window"],

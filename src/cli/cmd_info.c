@@ -31,8 +31,8 @@
 #include "lib/util.h"
 
 /* Counted per process by the pass: the frames a cut keeps (all without
- * one); its repairs are trace_proc_stats, the counts every command's
- * "repaired: ..." notice sums. */
+ * one); its frames and repairs as recorded are trace_proc_stats, the
+ * counts report's footer and every command's "repaired: ..." notice sum. */
 struct proc_count {
 	uint64_t frames, alloc_events;
 };
@@ -338,7 +338,10 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		const struct lr_thread *t = lr_thread_at(p->log, k);
 		printf("#   tid %u %s: %" PRIu64 " events\n", t->tid, t->name[0] ? sf_esc(t->name) : "-", t->events);
 	}
-	printf(KEY "%" PRIu64 "\n" KEY "%" PRIu64 "\n", "events", s.events, "frames", c->frames);
+	printf(KEY "%" PRIu64 "\n" KEY "%" PRIu64, "events", s.events, "frames", r->frames);
+	if (trace_cut_stats(inf->in)) /* as report's "cut: kept N of M calls" */
+		printf(" (%" PRIu64 " kept by the cut)", c->frames);
+	printf("\n");
 	printf(KEY "%" PRIu64 " dropped, %" PRIu64 " lost, %" PRIu64 " write errors\n", "losses", s.dropped, s.lost,
 	       s.write_errors);
 	put_repairs(i, r);
@@ -470,10 +473,11 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 		json_put_str(stdout, t->name);
 		printf(",\"events\":%" PRIu64 "}", t->events);
 	}
-	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64
+	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"frames_kept\":%" PRIu64 ",\"dropped\":%" PRIu64
+	       ",\"lost\":%" PRIu64
 	       ",\"write_errors\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
 	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"repairs\":%s,\"log_bytes\":%" PRIu64 ",",
-	       s.events, c->frames, s.dropped, s.lost, s.write_errors, r->unwound, r->open_at_end, r->open_at_snapshot,
+	       s.events, r->frames, c->frames, s.dropped, s.lost, s.write_errors, r->unwound, r->open_at_end, r->open_at_snapshot,
 	       repairs, i->file_size);
 	printf("\"log_path\":");
 	json_put_str(stdout, i->path);

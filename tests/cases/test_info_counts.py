@@ -84,3 +84,30 @@ def test_report_diff_gives_one_notice_for_both_sides():
     eq(p.stderr, "sftrace: repaired: old: 2 frames began before the ring's window; new: 3 frames closed by unwinding\n"
                  "sftrace: cut: old: kept 1 of 7726 calls; new: kept 1 of 8 calls\n", "with a cut")
     eq(run([SFTRACE, "report", "--diff", "-q", old, new]).stderr, "", "-q")
+
+
+@sfkit.known_break(28, "a landing that abandons frames begun before a ring's window closes the placed frames below "
+                       "them: 302 unmatched exits dropped and 302 frames closed by unwinding that dump counts as 0")
+def test_ring_landing_below_frames_begun_before_the_window():
+    """tests/fixtures/ring_deep_landing.c: the window starts 1,002 frames
+    deep; a longjmp leaves 302 open (the runtime's UNWIND_TO says so) and
+    main and the 301 landing() frames then exit in the window. The reader
+    places them at the window's start as the innermost of the 1,002 (the
+    700 deep() frames it never saw are taken as outermost), so the landing
+    closes all 302 and their exits are dropped: found on Lua 5.4's
+    calls.lua (recursion 31,809 deep) with --ring 256K --trigger
+    luaD_throw, whose second snapshot gave 330 unmatched exits dropped and
+    835 frames closed by unwinding where dump's landings abandon 4 each.
+    Fix: the reader knows each placed frame's absolute depth (the runtime's
+    depth at the window start less the misses found above it), and the
+    frame builder keeps the unseen frames between placed ones (a count per
+    open frame), so a landing closes only frames deeper than it leaves."""
+    prog = sfkit.build_c("ring_deep_landing", ["ring_deep_landing.c"])
+    _, log = sfkit.record([prog], args=["-q", "--ring", "128K"])
+    dump = run([SFTRACE, "dump", log]).stdout
+    eq(re.findall(r"UNWIND +(.*)", dump), ["0 frames abandoned, depth 302 left"], "dump's landing")
+    p = run([SFTRACE, "report", log])
+    eq(re.findall(r"repaired: .*", p.stdout), ["repaired: 302 frames began before the ring's window"],
+       "report's repairs")
+    eq(_repaired_lines(run([SFTRACE, "info", log]).stdout),
+       ["0 frames closed by unwinding, 0 open at thread end, 302 began before the ring's window"], "info's")

@@ -3,7 +3,9 @@ of the same logs: its per-process frames and "repaired" counts add up to
 report's footer and the "repaired: ..." notice (frames begun before a
 ring's window included; a cut says what it kept), and
 each notice is printed once per command, also by the commands that read two
-recordings (report --diff, memory --diff).
+recordings (report --diff). Two known breaks found tracing Lua 5.4's test
+suite close it: a landing below a ring's window start, and the warnings a
+ring log gives after a trigger's snapshots.
 
 Runs under tests/run.py."""
 import json
@@ -111,3 +113,22 @@ def test_ring_landing_below_frames_begun_before_the_window():
        "report's repairs")
     eq(_repaired_lines(run([SFTRACE, "info", log]).stdout),
        ["0 frames closed by unwinding, 0 open at thread end, 302 began before the ring's window"], "info's")
+
+
+@sfkit.known_break(28, "after a trigger's snapshots, the process's own ring log reads with warnings for a normal "
+                       "exit: 2 free slots holding data (--max-snapshots 2), 1 batch of an earlier lap")
+def test_ring_log_after_trigger_snapshots_reads_without_warnings():
+    """tests/fixtures/skep28s_ringfill.c exits normally; its own log, next
+    to the snapshots a trigger took, warns on every reading command, as if
+    the file were damaged or the process had died during a freeze (the
+    reader's ring_newest_run): found on Lua 5.4's calls.lua with --ring
+    256K --trigger luaD_throw (4 batches of an earlier lap left out; with
+    --max-snapshots 2, 4 free slots holding data). info's and report's
+    counters still agree with dump's."""
+    prog = sfkit.build_c("skep28s_ringfill", ["skep28s_ringfill.c"])
+    got = {}
+    for trigger in (["--trigger", "empty", "--max-snapshots", "2"], ["--trigger", "flood"]):
+        log = os.path.join(sfkit.tmpdir(), "sf.log")
+        sfkit.record([prog], out=log, args=["-q", "--ring", "128K"] + trigger)
+        got[" ".join(trigger)] = re.sub(r"/\S+: |offset \d+", "", run([SFTRACE, "report", log]).stderr)
+    eq(got, {"--trigger empty --max-snapshots 2": "", "--trigger flood": ""}, "report's warnings on the process's log")

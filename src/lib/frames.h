@@ -22,7 +22,10 @@
  *     not see, e.g. in a log of version 2) closes the frames above it
  *     at this exit's time (end kind FR_END_UNWOUND), then closes it;
  *   - in a ring log, frames whose entry fell out of the ring begin at the
- *     thread's first kept event (the reader places their entries there);
+ *     thread's first kept event (the reader places their entries there,
+ *     each at the depth it found it, lr_event.pos: an UNWIND_TO closes
+ *     the frames deeper than the depth it leaves, counting those the
+ *     reader never delivered);
  *   - frames still open when the thread ends (exit(), crash) are closed at
  *     the thread's last timestamp (FR_END_THREAD_END); in a snapshot the
  *     thread went on: they were open at the snapshot's end, where they

@@ -169,6 +169,11 @@ struct lr_thread {
 	 * before_window, at the time of the thread's first event. */
 	uint32_t nbefore;
 	uint32_t *before;
+	/* Their depths (1: the thread's outermost recorded frame), counting
+	 * the frames open that are neither delivered nor placed: a landing
+	 * can abandon such frames above placed ones. NULL when not known
+	 * (no start depth): the placed frames are then the innermost. */
+	uint64_t *before_pos;
 	/* The process's pauses (sftrace pause), ns since start, ascending:
 	 * shared by every thread of the log; frames.c closes the frames open
 	 * at each. */
@@ -208,6 +213,7 @@ struct lr_event {
 	uint32_t seq;            /* batch sequence number */
 	int in_slot;             /* from a live SLOT chunk */
 	int before_window;       /* ring: an ENTRY the reader placed at the window's start (not recorded) */
+	uint64_t pos;            /* before_window: its lr_thread.before_pos (0: not known) */
 };
 
 /* Opens and indexes a log. NULL on failure with one line in err naming the

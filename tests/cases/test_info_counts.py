@@ -3,9 +3,9 @@ of the same logs: its per-process frames and "repaired" counts add up to
 report's footer and the "repaired: ..." notice (frames begun before a
 ring's window included; a cut says what it kept), and
 each notice is printed once per command, also by the commands that read two
-recordings (report --diff). Two known breaks found tracing Lua 5.4's test
-suite close it: a landing below a ring's window start, and the warnings a
-ring log gives after a trigger's snapshots.
+recordings (report --diff). Two breaks found tracing Lua 5.4's test
+suite: a landing below a ring's window start (fixed), and the warnings a
+ring log gives after a trigger's snapshots (a known break).
 
 Runs under tests/run.py."""
 import json
@@ -88,22 +88,17 @@ def test_report_diff_gives_one_notice_for_both_sides():
     eq(run([SFTRACE, "report", "--diff", "-q", old, new]).stderr, "", "-q")
 
 
-@sfkit.known_break(28, "a landing that abandons frames begun before a ring's window closes the placed frames below "
-                       "them: 302 unmatched exits dropped and 302 frames closed by unwinding that dump counts as 0")
 def test_ring_landing_below_frames_begun_before_the_window():
     """tests/fixtures/ring_deep_landing.c: the window starts 1,002 frames
     deep; a longjmp leaves 302 open (the runtime's UNWIND_TO says so) and
     main and the 301 landing() frames then exit in the window. The reader
-    places them at the window's start as the innermost of the 1,002 (the
-    700 deep() frames it never saw are taken as outermost), so the landing
-    closes all 302 and their exits are dropped: found on Lua 5.4's
-    calls.lua (recursion 31,809 deep) with --ring 256K --trigger
-    luaD_throw, whose second snapshot gave 330 unmatched exits dropped and
-    835 frames closed by unwinding where dump's landings abandon 4 each.
-    Fix: the reader knows each placed frame's absolute depth (the runtime's
-    depth at the window start less the misses found above it), and the
-    frame builder keeps the unseen frames between placed ones (a count per
-    open frame), so a landing closes only frames deeper than it leaves."""
+    places them at the window's start at the depths it found them (the
+    700 deep() frames it never saw sit above them), so the landing closes
+    none of them and every exit matches. Before, placed frames were taken
+    as the innermost: the landing closed all 302 and their exits were
+    dropped (found on Lua 5.4's calls.lua under --ring 256K --trigger
+    luaD_throw: a snapshot with 330 unmatched exits dropped and 835 frames
+    closed by unwinding, now 0 and 795)."""
     prog = sfkit.build_c("ring_deep_landing", ["ring_deep_landing.c"])
     _, log = sfkit.record([prog], args=["-q", "--ring", "128K"])
     dump = run([SFTRACE, "dump", log]).stdout

@@ -385,27 +385,17 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 
 /* ---- printing, in uftrace's layout ---- */
 
-/* print_time_unit: "%3u.%03u us", larger units above 999; blanks for 0. */
+/* print_time_unit: "%3u.%03u us", larger units above 999
+ * (sf_uftrace_unit); blanks for 0. */
 static void put_time(uint64_t ns)
 {
-	static const char *const units[] = {"us", "ms", " s", " m", " h"};
-	static const unsigned limit[] = {1000, 1000, 1000, 60, 24, ~0u};
+	static const char *const units[] = SF_UFTRACE_UNITS;
 	if (!ns) {
 		fputs("          ", stdout);
 		return;
 	}
-	uint64_t v = ns, small = 0;
-	size_t i;
-	for (i = 0; i < 5; i++) {
-		small = v % limit[i];
-		v /= limit[i];
-		if (v < limit[i + 1])
-			break;
-	}
-	if (i == 5) {
-		i = 4;
-		v = small = 999;
-	}
+	uint64_t v, small;
+	unsigned i = sf_uftrace_unit(ns, &v, &small);
 	printf("%3" PRIu64 ".%03" PRIu64 " %s", v, small, units[i]);
 }
 

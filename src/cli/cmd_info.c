@@ -6,8 +6,9 @@
  * (events, frames, dropped, lost, write errors, repairs) and the log's size
  * and bytes per event. --format json gives the same fields.
  *
- * One pass over the events (trace_run, nothing cut) counts frames, repairs
- * and allocation events per process; the rest is the log's header. */
+ * One pass over the events (trace_run) counts frames, repairs (the
+ * pipeline's, per process) and allocation events; the rest is the log's
+ * header. */
 #include <elf.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -29,11 +30,11 @@
 #include "lib/trace_input.h"
 #include "lib/util.h"
 
-/* Counted per process by the pass. */
+/* Counted per process by the pass: the frames a cut keeps (all without
+ * one); its frames and repairs as recorded are trace_proc_stats, the
+ * counts report's footer and every command's "repaired: ..." notice sum. */
 struct proc_count {
-	uint64_t frames, unwound, open_at_end, alloc_events;
-	uint64_t paused; /* frames in flight at a pause (record --paused) */
-	uint64_t open_at_snapshot; /* a snapshot's frames open when it was taken */
+	uint64_t frames, alloc_events;
 };
 
 struct info {
@@ -46,17 +47,6 @@ static int on_begin(void *ctx, const struct fr_frame *f)
 {
 	struct info *in = ctx;
 	in->count[f->proc->index].frames++;
-	return 0;
-}
-
-static int on_end(void *ctx, const struct fr_frame *f)
-{
-	struct info *in = ctx;
-	struct proc_count *c = &in->count[f->proc->index];
-	c->unwound += f->end_kind == FR_END_UNWOUND;
-	c->open_at_end += f->end_kind == FR_END_THREAD_END;
-	c->paused += f->end_kind == FR_END_PAUSED;
-	c->open_at_snapshot += f->end_kind == FR_END_SNAPSHOT;
 	return 0;
 }
 
@@ -123,14 +113,17 @@ static const char *clock_name(const struct lr_info *i)
 	return "unknown";
 }
 
-static void format_start(const struct lr_info *i, char *buf, size_t len)
+/* The process's own start: a forked child's is its fork, not the start
+ * words it copied from its parent. */
+static void format_start(const struct lr_log *log, char *buf, size_t len)
 {
-	time_t sec = (time_t)(i->start_realtime_ns / 1000000000u);
+	uint64_t ns = lr_start_realtime_ns(log);
+	time_t sec = (time_t)(ns / 1000000000u);
 	struct tm tm;
 	char when[64] = "?";
 	if (gmtime_r(&sec, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%09" PRIu64 " UTC", when, i->start_realtime_ns % 1000000000u);
+	snprintf(buf, len, "%s.%09" PRIu64 " UTC", when, ns % 1000000000u);
 }
 
 static void build_id_hex(const struct lr_object *o, char *buf)
@@ -265,14 +258,35 @@ static void put_snapshot_requests(const struct lr_info *i)
 	printf("\n");
 }
 
+/* "repaired": the two kinds every run can have, then each other kind
+ * the process has (a snapshot's always): the counts of the other
+ * commands' "repaired: ..." notice, per process. */
+static void put_repairs(const struct lr_info *i, const struct fr_stats *r)
+{
+	printf(KEY "%" PRIu64 " frames closed by unwinding, %" PRIu64 " open at thread end", "repaired", r->unwound,
+	       r->open_at_end);
+	if (r->open_at_pause)
+		printf(", %" PRIu64 " in flight at a pause", r->open_at_pause);
+	if (i->snapshot) /* the threads went on: their window ended */
+		printf(", %" PRIu64 " open at the snapshot's end", r->open_at_snapshot);
+	if (r->before_window)
+		printf(", %" PRIu64 " began before the ring's window", r->before_window);
+	if (r->unmatched_exits)
+		printf(", %" PRIu64 " unmatched exit%s dropped", r->unmatched_exits, r->unmatched_exits == 1 ? "" : "s");
+	if (r->clamped)
+		printf(", %" PRIu64 " backward timestamp%s raised", r->clamped, r->clamped == 1 ? "" : "s");
+	printf("\n");
+}
+
 static void text_proc(const struct info *inf, const struct trace_proc *p)
 {
 	const struct lr_info *i = p->info;
 	const struct proc_count *c = &inf->count[p->index];
+	const struct fr_stats *r = trace_proc_stats(p);
 	struct lr_summary s;
 	lr_summary(p->log, &s);
 	char start[96];
-	format_start(i, start, sizeof(start));
+	format_start(p->log, start, sizeof(start));
 	uint64_t total_sleds, patched;
 	sleds(p->log, &total_sleds, &patched);
 	printf("%s# process %u\n# ===============\n", p->index ? "\n" : "", i->pid);
@@ -324,16 +338,13 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 		const struct lr_thread *t = lr_thread_at(p->log, k);
 		printf("#   tid %u %s: %" PRIu64 " events\n", t->tid, t->name[0] ? sf_esc(t->name) : "-", t->events);
 	}
-	printf(KEY "%" PRIu64 "\n" KEY "%" PRIu64 "\n", "events", s.events, "frames", c->frames);
+	printf(KEY "%" PRIu64 "\n" KEY "%" PRIu64, "events", s.events, "frames", r->frames);
+	if (trace_cut_stats(inf->in)) /* as report's "cut: kept N of M calls" */
+		printf(" (%" PRIu64 " kept by the cut)", c->frames);
+	printf("\n");
 	printf(KEY "%" PRIu64 " dropped, %" PRIu64 " lost, %" PRIu64 " write errors\n", "losses", s.dropped, s.lost,
 	       s.write_errors);
-	printf(KEY "%" PRIu64 " frames closed by unwinding, %" PRIu64 " open at thread end", "repaired", c->unwound,
-	       c->open_at_end);
-	if (c->paused)
-		printf(", %" PRIu64 " in flight at a pause", c->paused);
-	if (i->snapshot) /* the threads went on: their window ended */
-		printf(", %" PRIu64 " open at the snapshot's end", c->open_at_snapshot);
-	printf("\n");
+	put_repairs(i, r);
 	printf(KEY "%" PRIu64 " bytes (%.1f bytes per event)\n", "log", i->file_size,
 	       s.events ? (double)i->file_size / (double)s.events : 0.0);
 	printf(KEY "%s\n", "log path", sf_esc(i->path));
@@ -404,10 +415,13 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 {
 	const struct lr_info *i = p->info;
 	const struct proc_count *c = &inf->count[p->index];
+	const struct fr_stats *r = trace_proc_stats(p);
+	char repairs[512];
+	fr_json_repairs(r, repairs, sizeof(repairs));
 	struct lr_summary s;
 	lr_summary(p->log, &s);
 	char start[96];
-	format_start(i, start, sizeof(start));
+	format_start(p->log, start, sizeof(start));
 	uint64_t total_sleds, patched;
 	sleds(p->log, &total_sleds, &patched);
 	printf("%s\n{", p->index ? "," : "");
@@ -418,7 +432,8 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 			putchar(',');
 		json_put_str(stdout, i->argv[a]);
 	}
-	printf("],\"pid\":%u,\"ppid\":%u,\"start_realtime_ns\":%" PRIu64 ",", i->pid, i->ppid, i->start_realtime_ns);
+	printf("],\"pid\":%u,\"ppid\":%u,\"start_realtime_ns\":%" PRIu64 ",", i->pid, i->ppid,
+	       lr_start_realtime_ns(p->log));
 	json_kv_str("started", start);
 	json_kv_str("machine", machine_name(i->machine));
 	json_kv_str("clock", clock_name(i));
@@ -458,11 +473,12 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 		json_put_str(stdout, t->name);
 		printf(",\"events\":%" PRIu64 "}", t->events);
 	}
-	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64
+	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"frames_kept\":%" PRIu64 ",\"dropped\":%" PRIu64
+	       ",\"lost\":%" PRIu64
 	       ",\"write_errors\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
-	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"log_bytes\":%" PRIu64 ",",
-	       s.events, c->frames, s.dropped, s.lost, s.write_errors, c->unwound, c->open_at_end, c->open_at_snapshot,
-	       i->file_size);
+	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"repairs\":%s,\"log_bytes\":%" PRIu64 ",",
+	       s.events, r->frames, c->frames, s.dropped, s.lost, s.write_errors, r->unwound, r->open_at_end, r->open_at_snapshot,
+	       repairs, i->file_size);
 	printf("\"log_path\":");
 	json_put_str(stdout, i->path);
 	putchar('}');
@@ -525,7 +541,7 @@ int cmd_info(int argc, char **argv)
 	size_t n = trace_nprocs(in);
 	inf.count = xcalloc(n + 1, sizeof(*inf.count));
 	inf.in = in;
-	struct trace_sink sink = {.ctx = &inf, .frame_begin = on_begin, .frame_end = on_end, .alloc_event = on_alloc};
+	struct trace_sink sink = {.ctx = &inf, .frame_begin = on_begin, .alloc_event = on_alloc};
 	if (trace_run(in, &sink) == 0) {
 		if (inf.json)
 			printf("{\"processes\":[");

@@ -10,8 +10,7 @@
  * A call with children opens with "name() {" and closes with "}" and its
  * name in a C comment, with its duration; a call without children is one
  * line, "name();", with its duration. Times in uftrace's units
- * (print_time_unit: us with three decimals, truncated; ms, s, m, h above
- * 999). Processes one after another; a process's threads merged in time
+ * (print_time_unit, lib/util.h's sf_uftrace_unit). Processes one after another; a process's threads merged in time
  * order (trace_input's time_order), each line tagged with its tid.
  *
  * Streaming, memory per thread: a begun frame waits (the thread's one
@@ -124,28 +123,17 @@ static void out_uint(uint64_t v, int width, int zpad)
 /* ---- uftrace's units ---- */
 
 /* print_time_unit's layout, 10 columns: "%3u.%03u us", larger units when
- * the integer part passes 999; nothing (blanks) for 0. */
+ * the integer part passes 999 (sf_uftrace_unit); nothing (blanks) for 0. */
 static void put_duration(const struct replay *r, uint64_t ns)
 {
-	static const char *const units[] = {"us", "ms", " s", " m", " h"};
+	static const char *const units[] = SF_UFTRACE_UNITS;
 	static const char *const colors[] = {NULL, C_GREEN, C_YELLOW, C_RED, C_RED};
-	static const unsigned limit[] = {1000, 1000, 1000, 60, 24, ~0u};
 	if (!ns) {
 		out("          ", 10);
 		return;
 	}
-	uint64_t v = ns, small = 0;
-	size_t i;
-	for (i = 0; i < 5; i++) {
-		small = v % limit[i];
-		v /= limit[i];
-		if (v < limit[i + 1])
-			break;
-	}
-	if (i == 5) { /* days and more: uftrace's "error case" */
-		i = 4;
-		v = small = 999;
-	}
+	uint64_t v, small;
+	unsigned i = sf_uftrace_unit(ns, &v, &small);
 	const char *on = r->color ? colors[i] : NULL;
 	out_uint(v, 3, 0);
 	out(".", 1);
@@ -544,7 +532,8 @@ static void usage(FILE *out)
 		"Prints the recorded calls in order, nested, one line per call, in uftrace's\n"
 		"layout: DURATION [TID] | then \"name() {\" for a call with callees, closed by\n"
 		"\"} /* name */\" with its duration, or \"name();\" with its duration for a call\n"
-		"without. Times in uftrace's units (us, ms, s, m, h; three decimals). LOG is\n"
+		"without. Times in uftrace's units, truncated: us, ms, s below 60 s, m below\n"
+		"24 minutes (seconds after the dot), then h (uftrace's: minutes / 24). LOG is\n"
 		"a log file or a directory of logs: processes one after another, the threads\n"
 		"of each merged in time order. Repairs show as comments where they happen\n"
 		"(/* 2 frames unwound */), and so do calls the --time window cut.\n"

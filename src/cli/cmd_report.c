@@ -228,11 +228,11 @@ static void print_json_cost(const struct trace_input *in)
 static void print_json(const struct report *r, struct trace_input *in)
 {
 	const struct fr_stats *st = trace_stats(in);
-	printf("{\"events\":%llu,\"frames\":%llu,\"processes\":%zu,\"traced_ns\":%llu,\"repairs\":{"
-	       "\"unmatched_exits\":%llu,\"unwound\":%llu,\"open_at_end\":%llu,\"clamped\":%llu},\"functions\":[",
+	char repairs[512];
+	fr_json_repairs(st, repairs, sizeof(repairs));
+	printf("{\"events\":%llu,\"frames\":%llu,\"processes\":%zu,\"traced_ns\":%llu,\"repairs\":%s,\"functions\":[",
 	       (unsigned long long)trace_events(in), (unsigned long long)st->frames, trace_nprocs(in),
-	       (unsigned long long)cp_node(r->t, CP_ROOT)->total_ns, (unsigned long long)st->unmatched_exits,
-	       (unsigned long long)st->unwound, (unsigned long long)st->open_at_end, (unsigned long long)st->clamped);
+	       (unsigned long long)cp_node(r->t, CP_ROOT)->total_ns, repairs);
 	long k = 0; /* rows of this section so far */
 	for (size_t i = 0, out = 0; i < r->nrows; i++, k++) {
 		const struct fs_row *w = &r->rows[i];

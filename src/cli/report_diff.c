@@ -328,9 +328,11 @@ int report_diff(struct input_opts *io, int argc, char **argv, int first, const s
 		if (rc)
 			sf_error("cannot write the report to stdout");
 	}
+	/* One notice for both sides (both read, or the first's alone). */
+	static const char *const label[2] = {"old", "new"};
+	const struct trace_input *read[2] = {s[OLD].in, s[NEW].in};
+	trace_report_repairs_of(read, label, s[NEW].t ? 2 : s[OLD].t ? 1 : 0);
 	for (int k = 0; k < 2; k++) {
-		if (s[k].in && s[k].t)
-			trace_report_repairs(s[k].in);
 		free(s[k].rows);
 		if (s[k].t)
 			cp_free(s[k].t);

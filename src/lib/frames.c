@@ -23,6 +23,9 @@ struct fr_open {
 	unsigned cut;        /* CUT_START: a ring's entry placed at its window's start */
 	uint8_t after_tail, tail_from_entry; /* fr_frame's */
 	uint32_t tail_from;
+	/* Its depth counting the recorded frames the reader never saw begin
+	 * (1: the thread's outermost), which an SF_EV_UNWIND_TO compares. */
+	uint64_t pos;
 };
 
 /* ARGS events wait for the event they describe: the function's next entry
@@ -46,9 +49,13 @@ struct fr_thread {
 	uint64_t last_t, last_r; /* the latest time, and the same on the recorded clock (fr_frame.r_begin) */
 	int seen_time;
 	uint32_t next_pause; /* index into the thread's pause_ns of the next pause not passed */
-	/* Recorded frames open outside `stack` (begun before what the reader
-	 * delivers): the thread's depth is depth + outer (SF_EV_UNWIND_TO). */
-	int64_t outer;
+	/* The thread's depth counting the recorded frames open that the
+	 * reader never delivered (begun before a ring's window, and not
+	 * placed): the top's pos, plus such frames open above it. Placed
+	 * frames sit among them where the reader found them
+	 * (lr_event.pos), so a landing (SF_EV_UNWIND_TO) that abandons
+	 * frames above a placed one leaves it open. */
+	uint64_t abs;
 	/* Open frames per bucket of function ids (func % FR_BUCKETS): an exit
 	 * that does not close the innermost frame scans the stack only when
 	 * its bucket says the function may be open, so the usual unmatched
@@ -73,6 +80,8 @@ struct frames {
 	const struct trace_proc *proc; /* for threads seen from now on */
 	struct fr_stats stats;
 	unsigned next_cut; /* the cut of the frame the next push opens (fr_feed) */
+	int next_placed;   /* the next push is a ring's placed entry (fr_feed), at next_pos (0: not known) */
+	uint64_t next_pos;
 	uint64_t next_id;
 
 	struct fr_thread *threads; /* first-seen order */
@@ -111,7 +120,7 @@ static size_t thread_slot(struct frames *f, const struct lr_thread *key)
 	memset(t, 0, sizeof(*t));
 	t->key = key;
 	t->proc = f->proc;
-	t->outer = key ? (int64_t)key->outer : 0;
+	t->abs = key ? key->outer + key->nbefore : 0;
 	return f->last_slot = f->nthreads++;
 }
 
@@ -151,6 +160,14 @@ static void push(struct frames *f, size_t slot, uint32_t func, uint64_t t, uint6
 	fr->func = func;
 	fr->cut = f->next_cut;
 	f->next_cut = 0;
+	if (f->next_placed) { /* counted in abs already */
+		uint64_t key_outer = th->key ? th->key->outer : 0;
+		fr->pos = f->next_pos ? f->next_pos : key_outer + th->depth;
+		th->abs = fr->pos > th->abs ? fr->pos : th->abs;
+	} else {
+		fr->pos = ++th->abs;
+	}
+	f->next_placed = 0;
 	fr->args = th->npend ? take_pending(th, func, 0, &fr->args_len) : NULL;
 	fr->after_tail = th->tail.open && th->tail.depth == th->depth - 1;
 	fr->tail_from = fr->after_tail ? th->tail.func : 0;
@@ -176,6 +193,7 @@ static void pop_frame(struct frames *f, size_t slot, uint64_t t, uint64_t r, enu
 	struct fr_thread *th = &f->threads[slot];
 	struct fr_open fr = th->stack[--th->depth];
 	th->open[fr.func % FR_BUCKETS]--;
+	th->abs = fr.pos - 1;
 	uint32_t ret_len = 0;
 	unsigned char *ret = NULL;
 	if (th->npend && (kind == FR_END_EXIT || kind == FR_END_TAIL))
@@ -201,6 +219,12 @@ static void pop_frame(struct frames *f, size_t slot, uint64_t t, uint64_t r, enu
 static void pop(struct frames *f, size_t slot, uint64_t t, uint64_t r, enum fr_end_kind kind)
 {
 	pop_frame(f, slot, t, r, kind, 0);
+}
+
+/* The innermost delivered frame's pos (0: none open). */
+static uint64_t top_pos(const struct fr_thread *th)
+{
+	return th->depth ? th->stack[th->depth - 1].pos : 0;
 }
 
 /* Whether func has a frame open on the thread. */
@@ -231,8 +255,8 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 					       .end_kind = kind};
 			f->cb.unmatched(f->ctx, &out);
 		}
-		if (th->outer > 0 && !th->depth)
-			th->outer--; /* one of the frames begun before */
+		if (th->abs > top_pos(th))
+			th->abs--; /* one of the frames never delivered, above the known ones */
 		return;
 	}
 	while (th->stack[th->depth - 1].func != func) {
@@ -251,6 +275,21 @@ static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t, 
 		pop(f, slot, t, r, FR_END_UNWOUND);
 		f->stats.unwound++;
 	}
+}
+
+/* SF_EV_UNWIND_TO: the landing leaves `to` recorded frames open; the
+ * delivered ones deeper than that were abandoned (placed frames below
+ * abandoned ones never delivered stay open). The thread's depth is then
+ * the runtime's (it grows when the runtime says more are open than the
+ * reader knows of). */
+static void close_landed_to(struct frames *f, size_t slot, uint64_t to, uint64_t t, uint64_t r)
+{
+	struct fr_thread *th = &f->threads[slot];
+	while (th->depth && th->stack[th->depth - 1].pos > to) {
+		pop(f, slot, t, r, FR_END_UNWOUND);
+		f->stats.unwound++;
+	}
+	th->abs = to;
 }
 
 /* Closes the thread's open frames at each pause before r, the next
@@ -277,7 +316,7 @@ static void pass_pauses(struct frames *f, size_t slot, uint64_t t, uint64_t r)
 			pop(f, slot, at, at_r, FR_END_PAUSED);
 			f->stats.open_at_pause++;
 		}
-		th->outer = 0;
+		th->abs = 0;
 	}
 }
 
@@ -305,7 +344,7 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 	else if (kind == SF_EV_UNWIND)
 		close_landed(f, slot, func_id, t_ns, r_ns);
 	else if (kind == SF_EV_UNWIND_TO)
-		close_landed(f, slot, (uint32_t)fr_unwind_to(th->depth, &th->outer, func_id), t_ns, r_ns);
+		close_landed_to(f, slot, func_id, t_ns, r_ns);
 }
 
 /* An ARGS event: kept until the event it describes. Fillers (no
@@ -341,6 +380,8 @@ void fr_feed(struct frames *f, const struct lr_event *ev)
 	/* A ring's entry the reader placed at the window's start: the frame
 	 * began earlier, so outputs mark it as a cut one (trace_cut.h). */
 	f->next_cut = ev->before_window && ev->kind == SF_EV_ENTRY ? CUT_START : 0;
+	f->next_placed = ev->before_window && ev->kind == SF_EV_ENTRY;
+	f->next_pos = f->next_placed ? ev->pos : 0;
 	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns, ev->rec_ns);
 }
 
@@ -355,7 +396,6 @@ static void end_slot(struct frames *f, size_t slot)
 		pop(f, slot, th->last_t, th->last_r, FR_END_PAUSED);
 		f->stats.open_at_pause++;
 	}
-	th->outer = 0;
 	th->tail.open = 0; /* the thread's next frame starts a fresh stack */
 	int snapshot = th->key && th->key->ends_at_snapshot;
 	while (th->depth) {
@@ -365,6 +405,7 @@ static void end_slot(struct frames *f, size_t slot)
 		else
 			f->stats.open_at_end++;
 	}
+	th->abs = 0;
 }
 
 void fr_end_thread(struct frames *f, const struct lr_thread *thread)
@@ -386,12 +427,27 @@ size_t fr_depth(const struct frames *f, const struct lr_thread *thread)
 
 const struct fr_stats *fr_stats(const struct frames *f) { return &f->stats; }
 
+void fr_stats_since(const struct fr_stats *now, const struct fr_stats *then, struct fr_stats *out)
+{
+	*out = (struct fr_stats){
+		.frames = now->frames - then->frames,
+		.unmatched_exits = now->unmatched_exits - then->unmatched_exits,
+		.unwound = now->unwound - then->unwound,
+		.open_at_end = now->open_at_end - then->open_at_end,
+		.clamped = now->clamped - then->clamped,
+		.max_depth = now->max_depth,
+		.before_window = now->before_window - then->before_window,
+		.open_at_pause = now->open_at_pause - then->open_at_pause,
+		.open_at_snapshot = now->open_at_snapshot - then->open_at_snapshot,
+	};
+}
+
 static void append(char *buf, size_t len, size_t *pos, int *parts, uint64_t n, const char *one,
 		   const char *many)
 {
 	if (!n)
 		return;
-	int w = snprintf(buf + *pos, len - *pos, "%s%" PRIu64 " %s", *parts ? ", " : "repaired: ", n,
+	int w = snprintf(buf + *pos, len - *pos, "%s%" PRIu64 " %s", *parts ? ", " : FR_REPAIRED, n,
 			 n == 1 ? one : many);
 	if (w > 0)
 		*pos += (size_t)w < len - *pos ? (size_t)w : len - *pos - 1;
@@ -417,6 +473,16 @@ int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len)
 	append(buf, len, &pos, &parts, s->before_window, "frame began before the ring's window",
 	       "frames began before the ring's window");
 	return parts > 0;
+}
+
+void fr_json_repairs(const struct fr_stats *s, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "{\"unmatched_exits\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
+		 ",\"open_at_snapshot\":%" PRIu64 ",\"open_at_pause\":%" PRIu64 ",\"clamped\":%" PRIu64
+		 ",\"before_window\":%" PRIu64 "}",
+		 s->unmatched_exits, s->unwound, s->open_at_end, s->open_at_snapshot, s->open_at_pause, s->clamped,
+		 s->before_window);
 }
 
 void fr_free(struct frames *f)

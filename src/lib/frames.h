@@ -22,7 +22,10 @@
  *     not see, e.g. in a log of version 2) closes the frames above it
  *     at this exit's time (end kind FR_END_UNWOUND), then closes it;
  *   - in a ring log, frames whose entry fell out of the ring begin at the
- *     thread's first kept event (the reader places their entries there);
+ *     thread's first kept event (the reader places their entries there,
+ *     each at the depth it found it, lr_event.pos: an UNWIND_TO closes
+ *     the frames deeper than the depth it leaves, counting those the
+ *     reader never delivered);
  *   - frames still open when the thread ends (exit(), crash) are closed at
  *     the thread's last timestamp (FR_END_THREAD_END); in a snapshot the
  *     thread went on: they were open at the snapshot's end, where they
@@ -159,11 +162,19 @@ void fr_finish(struct frames *f);
 size_t fr_depth(const struct frames *f, const struct lr_thread *thread);
 
 const struct fr_stats *fr_stats(const struct frames *f);
+/* The counts from *then to *now (two fr_stats of one run: one process's
+ * part of it). max_depth is now's: a maximum does not subtract. */
+void fr_stats_since(const struct fr_stats *now, const struct fr_stats *then, struct fr_stats *out);
 
 /* "repaired: 3 unmatched exits dropped, 2 frames closed by unwinding, 5 open
- * frames closed at thread end" (only the nonzero parts). Returns 0 and writes
- * "" when nothing was repaired, else 1. */
+ * frames closed at thread end" (only the nonzero parts; the line starts
+ * with FR_REPAIRED). Returns 0 and writes "" when nothing was repaired,
+ * else 1. */
+#define FR_REPAIRED "repaired: "
 int fr_format_repairs(const struct fr_stats *s, char *buf, size_t len);
+/* The same counts as one JSON object, every kind named as its fr_stats
+ * field: {"unmatched_exits":0,"unwound":3,...}. */
+void fr_json_repairs(const struct fr_stats *s, char *buf, size_t len);
 
 void fr_free(struct frames *f);
 

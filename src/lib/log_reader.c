@@ -1300,6 +1300,12 @@ uint64_t lr_time_ns(const struct lr_log *log, uint64_t raw)
 	return (uint64_t)(ns + 0.5);
 }
 
+uint64_t lr_start_realtime_ns(const struct lr_log *log)
+{
+	const struct lr_info *i = &log->info;
+	return i->start_realtime_ns + (i->fork_time ? lr_time_ns(log, i->fork_time) : 0);
+}
+
 /* ---- open / close ---- */
 
 /* Holes of a log on tmpfs (space the runtime claimed but could not write:
@@ -1419,7 +1425,7 @@ void lr_close(struct lr_log *log)
 	free(log->pause_ns);
 	free(log->switch_ns);
 	for (size_t i = 0; i < log->nthreads; i++)
-		free(log->threads[i].batch), free(log->threads[i].before);
+		free(log->threads[i].batch), free(log->threads[i].before), free(log->threads[i].before_pos);
 	free(log->threads);
 	hm_free(&log->by_serial);
 	free(log->batches);
@@ -1515,6 +1521,16 @@ void lr_summary(const struct lr_log *log, struct lr_summary *s)
  * kept. Their exits come with nothing of theirs open below (everything
  * entered later is nested inside and closed first); an exit with a
  * non-empty stack that does not match is left to frames.c's repairs. */
+/* Depths of frames open at once, outermost first: each deeper than the
+ * last, from 1 (a runtime whose depths disagree with the events: none). */
+static int positions_valid(const uint64_t *pos, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pos[i] <= (i ? pos[i - 1] : 0))
+			return 0;
+	return 1;
+}
+
 static void find_before_window(struct lr_log *log)
 {
 	size_t cap = 64;
@@ -1523,6 +1539,7 @@ static void find_before_window(struct lr_log *log)
 		struct lr_thread *t = &log->threads[ti];
 		size_t depth = 0, nmiss = 0, miss_cap = 0;
 		uint32_t *miss = NULL;
+		uint64_t *pos = NULL; /* each miss's depth: the frames outside when it exits */
 		struct lr_iter it;
 		struct lr_event ev;
 		/* With switches (sftrace resume / pause): a thread that lost no
@@ -1558,11 +1575,20 @@ static void find_before_window(struct lr_log *log)
 					d--;
 				if (d) {
 					depth = d - 1;
-				} else if (!depth) {
-					outer--;
-					if (nmiss == miss_cap)
-						miss = xrealloc(miss, (miss_cap = miss_cap ? 2 * miss_cap : 8) * sizeof(uint32_t));
+				} else {
+					/* A frame from before the window: the ones
+					 * begun since were abandoned (a landing the
+					 * runtime did not see), as frames.c closes
+					 * the frames above an exit's. */
+					depth = 0;
+					if (nmiss == miss_cap) {
+						miss_cap = miss_cap ? 2 * miss_cap : 8;
+						miss = xrealloc(miss, miss_cap * sizeof(uint32_t));
+						pos = xrealloc(pos, miss_cap * sizeof(uint64_t));
+					}
+					pos[nmiss] = outer > 0 ? (uint64_t)outer : 0;
 					miss[nmiss++] = ev.func_id;
+					outer--;
 				}
 			} else if (ev.kind == SF_EV_UNWIND) {
 				size_t n = ev.func_id;
@@ -1577,8 +1603,12 @@ static void find_before_window(struct lr_log *log)
 			uint32_t x = miss[i];
 			miss[i] = miss[nmiss - 1 - i];
 			miss[nmiss - 1 - i] = x;
+			uint64_t y = pos[i];
+			pos[i] = pos[nmiss - 1 - i];
+			pos[nmiss - 1 - i] = y;
 		}
 		t->before = miss;
+		t->before_pos = d0 && positions_valid(pos, nmiss) ? pos : (free(pos), NULL);
 		t->nbefore = (uint32_t)nmiss;
 		log->info.before_window += nmiss;
 	}
@@ -1639,6 +1669,7 @@ static void fill_event(struct lr_iter *it, struct lr_event *ev, const unsigned c
 	ev->seq = it->seq;
 	ev->in_slot = it->slot;
 	ev->before_window = 0;
+	ev->pos = 0;
 }
 
 int lr_next(struct lr_iter *it, struct lr_event *ev)
@@ -1663,6 +1694,7 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			memset(ev, 0, sizeof(*ev));
 			ev->thread = t;
 			ev->kind = SF_EV_ENTRY;
+			ev->pos = t->before_pos ? t->before_pos[t->nbefore - it->pre_left] : 0;
 			ev->func_id = t->before[t->nbefore - it->pre_left--];
 			ev->raw_time = it->pre_raw;
 			ev->time_ns = ev->rec_ns = lr_time_ns(it->log, ev->raw_time);

@@ -169,6 +169,11 @@ struct lr_thread {
 	 * before_window, at the time of the thread's first event. */
 	uint32_t nbefore;
 	uint32_t *before;
+	/* Their depths (1: the thread's outermost recorded frame), counting
+	 * the frames open that are neither delivered nor placed: a landing
+	 * can abandon such frames above placed ones. NULL when not known
+	 * (no start depth): the placed frames are then the innermost. */
+	uint64_t *before_pos;
 	/* The process's pauses (sftrace pause), ns since start, ascending:
 	 * shared by every thread of the log; frames.c closes the frames open
 	 * at each. */
@@ -208,6 +213,7 @@ struct lr_event {
 	uint32_t seq;            /* batch sequence number */
 	int in_slot;             /* from a live SLOT chunk */
 	int before_window;       /* ring: an ENTRY the reader placed at the window's start (not recorded) */
+	uint64_t pos;            /* before_window: its lr_thread.before_pos (0: not known) */
 };
 
 /* Opens and indexes a log. NULL on failure with one line in err naming the
@@ -251,6 +257,11 @@ const char *lr_warning(const struct lr_log *log, size_t i);
  * member or from before the start are ignored). With no usable pair, 1 tick
  * is taken as 1 ns and a warning says so (lr_info.calib_degenerate). */
 uint64_t lr_time_ns(const struct lr_log *log, uint64_t raw);
+
+/* When the process began, in CLOCK_REALTIME ns: a forked child's fork time
+ * (lr_info.fork_time: its start words are its parent's, docs/FORMAT.md),
+ * else the header's start_realtime_ns. */
+uint64_t lr_start_realtime_ns(const struct lr_log *log);
 
 struct lr_summary {
 	uint64_t events;         /* delivered events, all threads */

@@ -30,6 +30,9 @@ struct proc_state {
 	size_t nshort;
 	char **labels;        /* trace_thread_label by thread index, built on first use */
 	size_t nlabels;
+	/* Its part of the latest trace_run's repairs: the totals when it
+	 * began, then (at its end) the difference (trace_proc_stats). */
+	struct fr_stats stats;
 	struct trace_input *in;
 };
 
@@ -862,6 +865,8 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	free(ps->net);
 	ps->net = in_net_times(ps->in, p) ? xcalloc(ps->nseen, sizeof(*ps->net)) : NULL;
 	p->pub.last_ns = 0;
+	if (ps == &ps->in->run) /* trace_run_merged leaves the totals alone */
+		p->stats = *fr_stats(ps->frames);
 	fr_set_proc(ps->frames, &p->pub);
 	if (ps->sink->process_begin && ps->sink->process_begin(ps->sink->ctx, &p->pub))
 		return -1;
@@ -911,6 +916,8 @@ static void proc_end(struct pass *ps)
 	for (size_t t = 0; t < lr_nthreads(p->pub.log) && !ps->failed; t++)
 		if (ps->seen[t])
 			fr_end_thread(ps->frames, lr_thread_at(p->pub.log, t));
+	if (ps == &ps->in->run)
+		fr_stats_since(fr_stats(ps->frames), &p->stats, &p->stats);
 	if (!ps->failed && ps->sink->process_end && ps->sink->process_end(ps->sink->ctx, &p->pub))
 		ps->failed = 1;
 }
@@ -1055,6 +1062,11 @@ const struct fr_stats *trace_stats(const struct trace_input *in)
 	return in->run.frames ? fr_stats(in->run.frames) : &none;
 }
 
+const struct fr_stats *trace_proc_stats(const struct trace_proc *p)
+{
+	return &((const struct proc_state *)p)->stats;
+}
+
 uint64_t trace_events(const struct trace_input *in) { return in->run.events; }
 
 size_t trace_threads(const struct trace_input *in)
@@ -1134,10 +1146,9 @@ int trace_format_cut(const struct trace_input *in, char *buf, size_t len)
 	return 1;
 }
 
-void trace_report_repairs(const struct trace_input *in)
+/* The reader's warnings of each log, and the runtime's dropped events. */
+static void warn_logs(const struct trace_input *in)
 {
-	if (in->opt.quiet)
-		return;
 	for (size_t i = 0; i < in->nprocs; i++) {
 		const struct trace_proc *p = &in->procs[i].pub;
 		for (size_t w = 0; w < lr_nwarnings(p->log); w++)
@@ -1148,14 +1159,57 @@ void trace_report_repairs(const struct trace_input *in)
 			sf_warn("%s: the runtime dropped %llu events (%llu failed writes)", p->info->path,
 				(unsigned long long)p->info->dropped_events, (unsigned long long)p->info->write_errors);
 	}
+}
+
+/* How input in's repairs (what 1) or cut (what 0) part reads, without
+ * its "repaired: " lead. 0 when it has none, or its command showed it. */
+static int notice_part(const struct trace_input *in, int what, char *buf, size_t len)
+{
+	if (in->repairs_shown)
+		return 0;
+	if (!what)
+		return trace_format_cut(in, buf, len);
+	if (!fr_format_repairs(trace_stats(in), buf, len))
+		return 0;
+	memmove(buf, buf + strlen(FR_REPAIRED), strlen(buf + strlen(FR_REPAIRED)) + 1);
+	return 1;
+}
+
+/* "sftrace: repaired: ..." (what 1) or "sftrace: cut: ..." (what 0) for
+ * all inputs, each input's part after its label when there are labels. */
+static void print_notice(const struct trace_input *const *in, const char *const *label, size_t n, int what)
+{
 	char buf[512];
-	if (!in->repairs_shown && fr_format_repairs(trace_stats(in), buf, sizeof(buf)))
-		fprintf(stderr, "sftrace: %s\n", buf);
-	if (!in->repairs_shown && trace_format_cut(in, buf, sizeof(buf)))
-		fprintf(stderr, "sftrace: cut: %s\n", buf);
-	if (in->run.cut && !cut_stats(in->run.cut)->kept)
-		sf_warn("the cut kept no call: %s", !trace_threads(in) ? "--tid names no thread of the logs"
-					: "see -F, -N, --time (from the trace start), --min-duration, --max-depth, -c");
+	int parts = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (!notice_part(in[k], what, buf, sizeof(buf)))
+			continue;
+		fprintf(stderr, "%s%s%s%s", parts++ ? "; " : what ? "sftrace: " FR_REPAIRED : "sftrace: cut: ",
+			label ? label[k] : "", label ? ": " : "", buf);
+	}
+	if (parts)
+		fputc('\n', stderr);
+}
+
+void trace_report_repairs_of(const struct trace_input *const *in, const char *const *label, size_t n)
+{
+	if (!n || in[0]->opt.quiet)
+		return;
+	for (size_t k = 0; k < n; k++)
+		warn_logs(in[k]);
+	print_notice(in, label, n, 1);
+	print_notice(in, label, n, 0);
+	for (size_t k = 0; k < n; k++)
+		if (in[k]->run.cut && !cut_stats(in[k]->run.cut)->kept)
+			sf_warn("the cut kept no call%s%s: %s", label ? " in " : "", label ? label[k] : "",
+				!trace_threads(in[k]) ? "--tid names no thread of the logs"
+						      : "see -F, -N, --time (from the trace start), --min-duration, "
+							"--max-depth, -c");
+}
+
+void trace_report_repairs(const struct trace_input *in)
+{
+	trace_report_repairs_of(&in, NULL, 1);
 }
 
 void trace_repairs_shown(struct trace_input *in) { in->repairs_shown = 1; }

@@ -173,6 +173,9 @@ int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *
 
 /* Totals after trace_run. */
 const struct fr_stats *trace_stats(const struct trace_input *in);
+/* The same for one process: its part of the totals (max_depth: the run's
+ * so far), set when its frames have closed, before the sink's process_end. */
+const struct fr_stats *trace_proc_stats(const struct trace_proc *p);
 uint64_t trace_events(const struct trace_input *in);
 /* Threads whose events the last run read (--tid leaves the others out). */
 size_t trace_threads(const struct trace_input *in);
@@ -188,6 +191,11 @@ int trace_net_times(const struct trace_input *in); /* the net_times option */
 
 /* Prints the repairs (if any), the cut and the reader's warnings to stderr. */
 void trace_report_repairs(const struct trace_input *in);
+/* The same for a command that read n recordings (report --diff: OLD and
+ * NEW), each named by its label: each one's warnings, then one
+ * "repaired: old: ...; new: ..." line and one "cut: ..." line for all of
+ * them, so each notice is printed once per command. */
+void trace_report_repairs_of(const struct trace_input *const *in, const char *const *label, size_t n);
 /* The command's own output states the repairs and the cut (report's
  * footer): trace_report_repairs leaves those two lines out, so each notice
  * is printed once per command. */

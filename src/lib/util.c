@@ -122,6 +122,28 @@ const char *sf_open_error(int err)
 	return err == EINVAL ? "not a regular file" : strerror(err);
 }
 
+unsigned sf_uftrace_unit(uint64_t ns, uint64_t *whole, uint64_t *frac)
+{
+	static const uint64_t limit[] = {1000, 1000, 1000, 60, 24, UINT64_MAX};
+	uint64_t v = ns, small = 0;
+	unsigned i;
+	for (i = 0; i < 4; i++) {
+		small = v % limit[i];
+		v /= limit[i];
+		if (v < limit[i + 1])
+			break;
+	}
+	if (i == 4) { /* the hours' step: uftrace's loop stops there */
+		small = v % limit[4];
+		v /= limit[4];
+	}
+	if (v > 999)
+		v = small = 999;
+	*whole = v;
+	*frac = small;
+	return i;
+}
+
 void sf_format_duration(char *buf, size_t len, double ns, enum sf_duration_style style)
 {
 	static const char *const unit[] = {"ns", "us", "ms", "s"};

@@ -45,4 +45,14 @@ enum sf_duration_style {
 /* The one duration formatter: ns nanoseconds in ns, us, ms or s. */
 void sf_format_duration(char *buf, size_t len, double ns, enum sf_duration_style style);
 
+/* uftrace's print_time_unit (replay's and graph's durations): ns as
+ * "%3u.%03u UNIT", *whole and *frac the two numbers, the unit
+ * SF_UFTRACE_UNITS[returned index]: us (frac: ns) below 1 ms, ms (frac:
+ * us) below 1 s, " s" (frac: ms) below 60 s, " m" (frac: seconds, 0-59:
+ * 2.005 m is 2 min 5 s) below 24 minutes, then " h" as uftrace counts it
+ * (its limits are 1000, 1000, 1000, 60, 24): whole = minutes / 24, frac =
+ * minutes % 24. A whole over 999 is 999.999, uftrace's error case. */
+#define SF_UFTRACE_UNITS {"us", "ms", " s", " m", " h"}
+unsigned sf_uftrace_unit(uint64_t ns, uint64_t *whole, uint64_t *frac);
+
 #endif

@@ -14,7 +14,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import SFTRACE, Skip, check, eq, record, run, rust_fixture, tmpdir, trace_processor  # noqa: E402
+from sfkit import ROOT, SFTRACE, Skip, build_c, check, eq, record, run, rust_fixture, tmpdir, tp_rows, trace_processor  # noqa: E402
 
 # A trait impl on a generic type, in both styles (rust_prog's Vec of shapes).
 DROP_FULL = "<alloc::vec::Vec<alloc::boxed::Box<dyn rust_prog::Shape>> as core::ops::drop::Drop>::drop"
@@ -126,6 +126,21 @@ def test_perfetto_short_slice_full_function():
     with open(q, "w") as fh:
         fh.write("select count(*) from stats where value > 0 and severity != 'info';\n")
     eq(run([tp, "-q", q, pb]).stdout.strip().splitlines()[-1], "0", "no import errors")
+
+
+def test_perfetto_slice_named_in_full_has_no_source_function():
+    """A C function's short name is its name: its slice's source location
+    holds the file and line, and no function name (NULL in trace
+    processor), as README says."""
+    trace_processor()
+    prog = build_c("skep28s_unwind", ["skep28s_unwind.c"])
+    _, log = record([prog], args=["-q"])
+    pb = os.path.join(tmpdir(), "t.pb")
+    run([SFTRACE, "convert", log, "-o", pb])
+    rows = tp_rows(pb, "select distinct a.key, coalesce(a.display_value, 'NULL') from slice s join args a using "
+                       "(arg_set_id) where s.name = 'leaf' and a.key like 'source.%' order by a.key;")
+    eq(rows, [["source.file_name", os.path.join(ROOT, "tests", "fixtures", "skep28s_unwind.c")],
+              ["source.function_name", "NULL"], ["source.line_number", "8"]], "leaf's source location")
 
 
 def test_parquet_keeps_full_names():

@@ -26,7 +26,6 @@ def _info_json(path):
     return json.loads(_read([sfkit.SFTRACE, "info", "--format", "json", path]).stdout)["processes"]
 
 
-@sfkit.known_break(28, "info gives a forked child its parent's start time")
 def test_info_started_of_a_forked_child_is_its_fork():
     # sftrace-info(1): "when it started (UTC)". The child is forked 300 ms
     # after the program's start; info gave it its parent's start to the ns
@@ -89,7 +88,6 @@ def test_net_self_time_of_a_function_that_calls_one_tiny_function():
                                f"for 1M calls); untraced it is a call and a return, a few ns")
 
 
-@sfkit.known_break(28, "info's repaired count leaves out frames begun before a ring's window")
 def test_info_repaired_counts_frames_begun_before_the_ring_window():
     # sftrace-info(1): the counters include "frames repaired"; every other
     # command says "repaired: 2 frames began before the ring's window" for
@@ -104,7 +102,6 @@ def test_info_repaired_counts_frames_begun_before_the_ring_window():
                 f"info's repaired line for a ring whose window cut 2 frames: {line!r}")
 
 
-@sfkit.known_break(28, "report --diff prints the repaired notice once per log")
 def test_repaired_notice_once_in_report_diff():
     # Issue 28: 'The "repaired: ..." notice is printed once per command, not
     # twice.' report --diff of a recording against itself printed the same

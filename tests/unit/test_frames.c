@@ -265,6 +265,38 @@ static void test_unwind_to_event(void **state)
 	free(r.text);
 }
 
+/* A ring's window: 700 recorded frames never seen, and two placed (their
+ * exits in the window) at depths 1 and 2, below the unseen ones. A landing
+ * that leaves 2 open abandons the window's frame and the unseen ones, not
+ * the placed frames: their exits match. */
+static void test_unwind_to_over_placed_frames(void **state)
+{
+	static struct lr_thread t = {.index = 2, .serial = 3, .tid = 102, .outer = 700, .nbefore = 2};
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	struct lr_event ev = {.thread = &t, .kind = SF_EV_ENTRY, .time_ns = 10, .rec_ns = 10, .before_window = 1};
+	for (uint32_t k = 1; k <= 2; k++) {
+		ev.func_id = k;
+		ev.pos = k;
+		fr_feed(f, &ev);
+	}
+	fr_event(f, &t, EN, 3, 20, 20);
+	fr_event(f, &t, SF_EV_UNWIND_TO, 2, 30, 30);
+	fr_event(f, &t, EX, 2, 40, 40);
+	fr_event(f, &t, EX, 1, 50, 50);
+	fr_finish(f);
+	assert_string_equal(r.text, "B102 #1 p0 f1 d0 @10\n"
+				    "B102 #2 p1 f2 d1 @10\n"
+				    "B102 #3 p2 f3 d2 @20\n"
+				    "E102 #3 p2 f3 d2 20-30 unwound\n"
+				    "E102 #2 p1 f2 d1 10-40 exit\n"
+				    "E102 #1 p0 f1 d0 10-50 exit\n");
+	assert_int_equal(fr_stats(f)->unwound, 1);
+	assert_int_equal(fr_stats(f)->unmatched_exits, 0);
+	fr_free(f);
+	free(r.text);
+}
+
 static void test_tail_call(void **state)
 {
 	struct rec r;
@@ -438,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_format_all),
 		cmocka_unit_test(test_deep_recursion),
 		cmocka_unit_test(test_unwind_event),
+		cmocka_unit_test(test_unwind_to_over_placed_frames),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -83,3 +83,22 @@ def test_skeptic28k_snapshot_open_main_lasts_to_snapshot_end():
                                             f"though main was open throughout the snapshot")
     sfkit.check("main() {" in main[0] or re.match(r"^\s*\d+\.\d+ ms", main[0]),
                 f"replay: main's line {main[0].strip()!r}, want a duration >= 19 ms")
+
+
+def _deep_calls_per_thread(log, extra=()):
+    p = sfkit.run([sfkit.SFTRACE, "report", "--threads", "-n", "0", "--format", "tsv"] + list(extra) + [log])
+    rows = [ln.split("\t") for ln in p.stdout.splitlines()]
+    ti, ni, ci = rows[0].index("tid"), rows[0].index("name"), rows[0].index("calls")
+    return {int(r[ti]): int(r[ci]) for r in rows[1:] if r[ni] == "deep"}
+
+
+@sfkit.known_break(28, "record --min-duration 2us --max-depth 50, main and 3 threads each deep(200): readers re-apply "
+                       "the trim on net times, so main keeps a handful of deep calls (6 seen) where each thread keeps "
+                       "49 and --raw-times keeps 49 in main too; the same log's calls change with --raw-times")
+def test_skeptic28k_record_trims_same_for_every_thread():
+    exe = sfkit.build_c("skeptic28k_recurse", ["skeptic28k_recurse.c"], libs=["-lpthread"])
+    _, log = sfkit.record([exe, "200"], args=["-q", "--min-duration", "2us", "--max-depth", "50"])
+    raw = _deep_calls_per_thread(log, ["--raw-times"])
+    net = _deep_calls_per_thread(log)
+    sfkit.eq(sorted(raw.values()), [49, 49, 49, 49], "deep calls per thread, --raw-times")
+    sfkit.eq(net, raw, "deep calls per thread, default (net) vs --raw-times")

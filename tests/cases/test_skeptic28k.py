@@ -93,15 +93,20 @@ def _deep_calls_per_thread(log, extra=()):
 
 
 @sfkit.known_break(28, "record --min-duration 2us --max-depth 50, main and 3 threads each deep(200): readers re-apply "
-                       "the trim on net times, so main keeps a handful of deep calls (6 seen) where each thread keeps "
+                       "the trim on net times, so main keeps 0-10 deep calls where each thread keeps "
                        "49 and --raw-times keeps 49 in main too; the same log's calls change with --raw-times")
 def test_skeptic28k_record_trims_same_for_every_thread():
+    # Whether the runtime trimmed main's last buffer itself varies from run
+    # to run; the break shows when it did not, so three runs are tried.
     exe = sfkit.build_c("skeptic28k_recurse", ["skeptic28k_recurse.c"], libs=["-lpthread"])
-    _, log = sfkit.record([exe, "200"], args=["-q", "--min-duration", "2us", "--max-depth", "50"])
-    raw = _deep_calls_per_thread(log, ["--raw-times"])
-    net = _deep_calls_per_thread(log)
-    sfkit.eq(sorted(raw.values()), [49, 49, 49, 49], "deep calls per thread, --raw-times")
-    sfkit.eq(net, raw, "deep calls per thread, default (net) vs --raw-times")
+    seen = []
+    for _ in range(3):
+        _, log = sfkit.record([exe, "200"], args=["-q", "--min-duration", "2us", "--max-depth", "50"])
+        raw = _deep_calls_per_thread(log, ["--raw-times"])
+        net = _deep_calls_per_thread(log)
+        sfkit.eq(sorted(raw.values()), [49, 49, 49, 49], "deep calls per thread, --raw-times")
+        seen.append(sorted(net.get(t, 0) for t in raw))
+    sfkit.eq(seen, [[49, 49, 49, 49]] * 3, "deep calls per thread in 3 runs, default (net times)")
 
 
 def _unwind_times(log):
@@ -137,3 +142,21 @@ def test_skeptic28k_no_unwound_comment_after_window_end():
     sfkit.check(any("cut at window end" in c for c in calls), f"no call cut at the window end:\n{out}")
     sfkit.eq([c.strip() for c in calls if "unwound" in c], [],
              f"unwound comments in a window ending at {end} ns, before the unwind at {unwind} ns")
+
+
+@sfkit.known_break(28, "exec'ing program, replay --time ..END with END before doexec's tail jump into execl: main says "
+                       "'cut at window end' and then '/* 1 frame open at thread end */' is printed too, for a thread "
+                       "end after the window")
+def test_skeptic28k_no_thread_end_comment_after_window_end():
+    exe = sfkit.build_c("skeptic28k_exec", ["skeptic28k_exec.c"])
+    d = sfkit.tmpdir()
+    sfkit.record([exe], out=os.path.join(d, "sf.log"), args=["-q"], check_rc=3)
+    p = sfkit.run([sfkit.SFTRACE, "dump", os.path.join(d, "sf.log")])
+    ev = {m.group(2) + " " + m.group(3): int(m.group(1)) for m in
+          re.finditer(r"^\s*(\d+)\s+\d+\s+(ENTRY|TAIL)\s+(\w+)", p.stdout, re.M)}
+    end = (ev["ENTRY doexec"] + ev["TAIL doexec"]) // 2
+    out = sfkit.replay_text(d, ["--time", f"..{end}ns"])
+    calls = sfkit.call_column(out)
+    sfkit.check("} /* main */ /* cut at window end */" in [c.strip() for c in calls], f"main not cut at end:\n{out}")
+    sfkit.eq([c.strip() for c in calls if "thread end" in c], [],
+             f"thread-end comments in a window ending at {end} ns, before doexec's tail jump at {ev['TAIL doexec']} ns")

@@ -160,3 +160,23 @@ def test_skeptic28k_no_thread_end_comment_after_window_end():
     sfkit.check("} /* main */ /* cut at window end */" in [c.strip() for c in calls], f"main not cut at end:\n{out}")
     sfkit.eq([c.strip() for c in calls if "thread end" in c], [],
              f"thread-end comments in a window ending at {end} ns, before doexec's tail jump at {ev['TAIL doexec']} ns")
+
+
+@sfkit.known_break(28, "a child forked two calls deep returns through f2, f1 and main, whose entries are in the parent: "
+                       "report/replay/graph say 'repaired: 3 unmatched exits dropped', info's repaired line and its "
+                       "JSON say nothing of them (0 repairs)")
+def test_skeptic28k_info_counts_unmatched_exits():
+    exe = sfkit.build_c("skeptic28k_forkdeep", ["skeptic28k_forkdeep.c"])
+    d = sfkit.tmpdir()
+    sfkit.record([exe], out=os.path.join(d, "sf.log"), args=["-q"])
+    child = [f for f in os.listdir(d) if f != "sf.log"]
+    sfkit.eq(len(child), 1, "child logs")
+    log = os.path.join(d, child[0])
+    rep = sfkit.run([sfkit.SFTRACE, "report", log])
+    sfkit.check("repaired: 3 unmatched exits dropped" in rep.stdout + rep.stderr, f"report: {rep.stdout[-300:]}")
+    info = sfkit.run([sfkit.SFTRACE, "info", log]).stdout
+    line = [ln for ln in info.splitlines() if ln.startswith("# repaired")]
+    sfkit.eq(len(line), 1, "info repaired lines")
+    sfkit.check("3 unmatched exits" in line[0], f"info: {line[0]!r}, report says 3 unmatched exits dropped")
+    js = json.loads(sfkit.run([sfkit.SFTRACE, "info", "--format", "json", log]).stdout)["processes"][0]
+    sfkit.check(3 in [v for k, v in js.items() if "unmatched" in k], f"info json keys {sorted(js)}")

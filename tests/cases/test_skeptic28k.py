@@ -180,3 +180,20 @@ def test_skeptic28k_info_counts_unmatched_exits():
     sfkit.check("3 unmatched exits" in line[0], f"info: {line[0]!r}, report says 3 unmatched exits dropped")
     js = json.loads(sfkit.run([sfkit.SFTRACE, "info", "--format", "json", log]).stdout)["processes"][0]
     sfkit.check(3 in [v for k, v in js.items() if "unmatched" in k], f"info json keys {sorted(js)}")
+
+
+@sfkit.known_break(28, "C++ throw through cleanup_mid (a destructor) caught in rethrower, rethrown and caught in top: "
+                       "the log has unwinds of 3, 1 and 1 frames (cleanup_mid lands in rethrower's catch), replay "
+                       "comments 3 and then '2 frames unwound' after rethrower, none where cleanup_mid's unwind landed")
+def test_skeptic28k_rethrow_unwinds_commented_where_they_land():
+    exe = sfkit.build_c("skeptic28k_rethrow", ["skeptic28k_rethrow.cc"], compiler="clang++")
+    _, log = sfkit.record([exe], args=["-q"])
+    p = sfkit.run([sfkit.SFTRACE, "dump", log])
+    unwinds = [int(m) for m in re.findall(r"UNWIND\s+(\d+) frames abandoned", p.stdout)]
+    sfkit.eq([u for u in unwinds if u], [3, 1, 1], "frames abandoned per UNWIND event in dump")
+    calls = [c.strip() for c in sfkit.call_column(sfkit.replay_text(log))]
+    got = [c for c in calls if "unwound" in c]
+    sfkit.eq(got, ["/* 3 frames unwound */", "/* 1 frame unwound */", "/* 1 frame unwound */"],
+             "replay's unwound comments")
+    i = calls.index("} /* cleanup_mid */")
+    sfkit.eq(calls[i + 1], "/* 1 frame unwound */", "line after cleanup_mid closes")

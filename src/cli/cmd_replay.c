@@ -82,8 +82,10 @@ struct thread_state {
 	int has_last;
 	/* The pending frame's tail caller (lib/tail_mark.h), else TM_NONE. */
 	uint32_t pending_tail_from;
-	/* A run of repaired closes, written as one comment when it ends. */
+	/* A run of closes by one repair (fr_frame.repair), written as one
+	 * comment when it ends. */
 	enum fr_end_kind run_kind;
+	uint64_t run_repair;
 	uint64_t run_count;
 	uint32_t run_depth;       /* the outermost closed frame's depth */
 };
@@ -479,7 +481,10 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct replay *r = ctx;
 	struct thread_state *ts = &r->threads[f->thread->index];
-	if (ts->run_count && ts->run_kind != f->end_kind)
+	/* A frame the window cut at its end was not repaired in it: what ends
+	 * it (an unwind, the thread's end) comes after the window. */
+	int repaired = fr_end_is_repaired(f->end_kind) && !(f->cut & CUT_END);
+	if (ts->run_count && (!repaired || ts->run_repair != f->repair))
 		flush_run(r, f->thread, f->proc);
 	int leaf = ts->has_pending && ts->pending.id == f->id;
 	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin, 1};
@@ -505,8 +510,9 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (f->cut & CUT_END)
 		put_comment(r, "cut at window end");
 	out("\n", 1);
-	if (fr_end_is_repaired(f->end_kind)) {
+	if (repaired) {
 		ts->run_kind = f->end_kind;
+		ts->run_repair = f->repair;
 		ts->run_count++;
 		ts->run_depth = f->depth;
 	}

@@ -73,6 +73,7 @@ struct frames {
 	const struct trace_proc *proc; /* for threads seen from now on */
 	struct fr_stats stats;
 	unsigned next_cut; /* the cut of the frame the next push opens (fr_feed) */
+	uint64_t repair;   /* the latest repair event's number (fr_frame.repair) */
 	uint64_t next_id;
 
 	struct fr_thread *threads; /* first-seen order */
@@ -188,7 +189,8 @@ static void pop_frame(struct frames *f, size_t slot, uint64_t t, uint64_t r, enu
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr.id,
 				       .parent = th->depth ? th->stack[th->depth - 1].id : 0, .func_id = fr.func,
 				       .depth = (uint32_t)th->depth, .t_begin = fr.t_begin, .t_end = t,
-				       .r_begin = fr.r_begin, .r_end = r, .end_kind = kind, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
+				       .r_begin = fr.r_begin, .r_end = r, .end_kind = kind,
+				       .repair = fr_end_is_repaired(kind) ? f->repair : 0, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
 				       .ret = ret, .ret_len = ret_len, .tail_entry = (uint8_t)tail_entry, .cut = fr.cut,
 				       .after_tail = fr.after_tail, .tail_from = fr.tail_from,
 				       .tail_from_entry = fr.tail_from_entry};
@@ -235,6 +237,7 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 			th->outer--; /* one of the frames begun before */
 		return;
 	}
+	f->repair++;
 	while (th->stack[th->depth - 1].func != func) {
 		pop(f, slot, t, r, FR_END_UNWOUND);
 		f->stats.unwound++;
@@ -247,6 +250,7 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t, uint64_t r)
 {
 	struct fr_thread *th = &f->threads[slot];
+	f->repair++;
 	for (; n && th->depth; n--) {
 		pop(f, slot, t, r, FR_END_UNWOUND);
 		f->stats.unwound++;
@@ -273,6 +277,7 @@ static void pass_pauses(struct frames *f, size_t slot, uint64_t t, uint64_t r)
 		 * counts its depth (SF_EV_UNWIND_TO) from the frames it entered
 		 * since (runtime/buffer.c, sf_shadow_resync), and records no
 		 * landing while paused. Their exits after it are unmatched. */
+		f->repair++;
 		while (th->depth) {
 			pop(f, slot, at, at_r, FR_END_PAUSED);
 			f->stats.open_at_pause++;
@@ -351,6 +356,7 @@ static void end_slot(struct frames *f, size_t slot)
 		pass_pauses(f, slot, UINT64_MAX, UINT64_MAX); /* a pause after the thread's last event */
 	/* Events after the last pause come from sleds a thread was inside
 	 * when they were unpatched: in flight at the pause too. */
+	f->repair++;
 	while (th->key && th->key->ends_paused && th->depth) {
 		pop(f, slot, th->last_t, th->last_r, FR_END_PAUSED);
 		f->stats.open_at_pause++;
@@ -358,6 +364,7 @@ static void end_slot(struct frames *f, size_t slot)
 	th->outer = 0;
 	th->tail.open = 0; /* the thread's next frame starts a fresh stack */
 	int snapshot = th->key && th->key->ends_at_snapshot;
+	f->repair++;
 	while (th->depth) {
 		pop(f, slot, th->last_t, th->last_r, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);
 		if (snapshot)

@@ -74,6 +74,10 @@ struct fr_frame {
 	 * on: equal to them unless times are net of the tracer's cost. */
 	uint64_t r_begin, r_end;
 	enum fr_end_kind end_kind;      /* only in `end` (0 in `begin`) */
+	/* end only, repaired kinds: which repair closed it, from 1; the frames
+	 * one event closes (an UNWIND, an outer exit, a thread's end, a pause)
+	 * share it, so a view can tell two unwinds in a row apart. */
+	uint64_t repair;
 	/* FR_END_TAIL only: its event was kind 15, the sled's jump lands on a
 	 * patched entry of its object (the callee's frame begins next). In a
 	 * log with SF_FEAT_TAIL_TARGET, 0 means the jump went elsewhere. */

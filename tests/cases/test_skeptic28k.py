@@ -125,9 +125,6 @@ def _unwind_times(log):
     return out
 
 
-@sfkit.known_break(28, "replay --time ..END with END between the deepest dive's entry and the longjmp (~2 us later): "
-                       "the dive frames say 'cut at window end' and then '/* 4 frames unwound */' is printed too, "
-                       "a repair that happened after the window")
 def test_skeptic28k_no_unwound_comment_after_window_end():
     log = _longjmp_log()
     times = _unwind_times(log)
@@ -144,9 +141,6 @@ def test_skeptic28k_no_unwound_comment_after_window_end():
              f"unwound comments in a window ending at {end} ns, before the unwind at {unwind} ns")
 
 
-@sfkit.known_break(28, "exec'ing program, replay --time ..END with END before doexec's tail jump into execl: main says "
-                       "'cut at window end' and then '/* 1 frame open at thread end */' is printed too, for a thread "
-                       "end after the window")
 def test_skeptic28k_no_thread_end_comment_after_window_end():
     exe = sfkit.build_c("skeptic28k_exec", ["skeptic28k_exec.c"])
     d = sfkit.tmpdir()
@@ -182,9 +176,6 @@ def test_skeptic28k_info_counts_unmatched_exits():
     sfkit.check(3 in [v for k, v in js.items() if "unmatched" in k], f"info json keys {sorted(js)}")
 
 
-@sfkit.known_break(28, "C++ throw through cleanup_mid (a destructor) caught in rethrower, rethrown and caught in top: "
-                       "the log has unwinds of 3, 1 and 1 frames (cleanup_mid lands in rethrower's catch), replay "
-                       "comments 3 and then '2 frames unwound' after rethrower, none where cleanup_mid's unwind landed")
 def test_skeptic28k_rethrow_unwinds_commented_where_they_land():
     exe = sfkit.build_c("skeptic28k_rethrow", ["skeptic28k_rethrow.cc"], compiler="clang++")
     _, log = sfkit.record([exe], args=["-q"])

@@ -190,9 +190,6 @@ def test_skeptic28k_rethrow_unwinds_commented_where_they_land():
     sfkit.eq(calls[i + 1], "/* 1 frame unwound */", "line after cleanup_mid closes")
 
 
-@sfkit.known_break(28, "replay --names full prints ns::f(int) and ns::f(double) both as 'ns::f();', and "
-                       "ns::S::get() const and ns::S::get() both as 'ns::S::get();': 4 distinct functions "
-                       "(report --names full) show as 2 names; the man page says full names, short style drops parameters")
 def test_skeptic28k_replay_full_names_keep_overloads_apart():
     exe = sfkit.build_c("skeptic28k_overloads", ["skeptic28k_overloads.cc"], compiler="clang++")
     _, log = sfkit.record([exe], args=["-q"], check_rc=None)

@@ -6,8 +6,9 @@
  * (events, frames, dropped, lost, write errors, repairs) and the log's size
  * and bytes per event. --format json gives the same fields.
  *
- * One pass over the events (trace_run, nothing cut) counts frames, repairs
- * and allocation events per process; the rest is the log's header. */
+ * One pass over the events (trace_run) counts frames, repairs (the
+ * pipeline's, per process) and allocation events; the rest is the log's
+ * header. */
 #include <elf.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -29,11 +30,11 @@
 #include "lib/trace_input.h"
 #include "lib/util.h"
 
-/* Counted per process by the pass. */
+/* Counted per process by the pass: the frames a cut keeps (all without
+ * one); its repairs are trace_proc_stats, the counts every command's
+ * "repaired: ..." notice sums. */
 struct proc_count {
-	uint64_t frames, unwound, open_at_end, alloc_events;
-	uint64_t paused; /* frames in flight at a pause (record --paused) */
-	uint64_t open_at_snapshot; /* a snapshot's frames open when it was taken */
+	uint64_t frames, alloc_events;
 };
 
 struct info {
@@ -46,17 +47,6 @@ static int on_begin(void *ctx, const struct fr_frame *f)
 {
 	struct info *in = ctx;
 	in->count[f->proc->index].frames++;
-	return 0;
-}
-
-static int on_end(void *ctx, const struct fr_frame *f)
-{
-	struct info *in = ctx;
-	struct proc_count *c = &in->count[f->proc->index];
-	c->unwound += f->end_kind == FR_END_UNWOUND;
-	c->open_at_end += f->end_kind == FR_END_THREAD_END;
-	c->paused += f->end_kind == FR_END_PAUSED;
-	c->open_at_snapshot += f->end_kind == FR_END_SNAPSHOT;
 	return 0;
 }
 
@@ -265,10 +255,31 @@ static void put_snapshot_requests(const struct lr_info *i)
 	printf("\n");
 }
 
+/* "repaired": the two kinds every run can have, then each other kind
+ * the process has (a snapshot's always): the counts of the other
+ * commands' "repaired: ..." notice, per process. */
+static void put_repairs(const struct lr_info *i, const struct fr_stats *r)
+{
+	printf(KEY "%" PRIu64 " frames closed by unwinding, %" PRIu64 " open at thread end", "repaired", r->unwound,
+	       r->open_at_end);
+	if (r->open_at_pause)
+		printf(", %" PRIu64 " in flight at a pause", r->open_at_pause);
+	if (i->snapshot) /* the threads went on: their window ended */
+		printf(", %" PRIu64 " open at the snapshot's end", r->open_at_snapshot);
+	if (r->before_window)
+		printf(", %" PRIu64 " began before the ring's window", r->before_window);
+	if (r->unmatched_exits)
+		printf(", %" PRIu64 " unmatched exit%s dropped", r->unmatched_exits, r->unmatched_exits == 1 ? "" : "s");
+	if (r->clamped)
+		printf(", %" PRIu64 " backward timestamp%s raised", r->clamped, r->clamped == 1 ? "" : "s");
+	printf("\n");
+}
+
 static void text_proc(const struct info *inf, const struct trace_proc *p)
 {
 	const struct lr_info *i = p->info;
 	const struct proc_count *c = &inf->count[p->index];
+	const struct fr_stats *r = trace_proc_stats(p);
 	struct lr_summary s;
 	lr_summary(p->log, &s);
 	char start[96];
@@ -327,13 +338,7 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	printf(KEY "%" PRIu64 "\n" KEY "%" PRIu64 "\n", "events", s.events, "frames", c->frames);
 	printf(KEY "%" PRIu64 " dropped, %" PRIu64 " lost, %" PRIu64 " write errors\n", "losses", s.dropped, s.lost,
 	       s.write_errors);
-	printf(KEY "%" PRIu64 " frames closed by unwinding, %" PRIu64 " open at thread end", "repaired", c->unwound,
-	       c->open_at_end);
-	if (c->paused)
-		printf(", %" PRIu64 " in flight at a pause", c->paused);
-	if (i->snapshot) /* the threads went on: their window ended */
-		printf(", %" PRIu64 " open at the snapshot's end", c->open_at_snapshot);
-	printf("\n");
+	put_repairs(i, r);
 	printf(KEY "%" PRIu64 " bytes (%.1f bytes per event)\n", "log", i->file_size,
 	       s.events ? (double)i->file_size / (double)s.events : 0.0);
 	printf(KEY "%s\n", "log path", sf_esc(i->path));
@@ -404,6 +409,7 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 {
 	const struct lr_info *i = p->info;
 	const struct proc_count *c = &inf->count[p->index];
+	const struct fr_stats *r = trace_proc_stats(p);
 	struct lr_summary s;
 	lr_summary(p->log, &s);
 	char start[96];
@@ -460,9 +466,10 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	}
 	printf("],\"events\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64
 	       ",\"write_errors\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"open_at_end\":%" PRIu64
-	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"log_bytes\":%" PRIu64 ",",
-	       s.events, c->frames, s.dropped, s.lost, s.write_errors, c->unwound, c->open_at_end, c->open_at_snapshot,
-	       i->file_size);
+	       ",\"open_at_snapshot_end\":%" PRIu64 ",\"in_flight_at_pause\":%" PRIu64 ",\"before_window\":%" PRIu64
+	       ",\"unmatched_exits\":%" PRIu64 ",\"backward_timestamps\":%" PRIu64 ",\"log_bytes\":%" PRIu64 ",",
+	       s.events, c->frames, s.dropped, s.lost, s.write_errors, r->unwound, r->open_at_end, r->open_at_snapshot,
+	       r->open_at_pause, r->before_window, r->unmatched_exits, r->clamped, i->file_size);
 	printf("\"log_path\":");
 	json_put_str(stdout, i->path);
 	putchar('}');
@@ -525,7 +532,7 @@ int cmd_info(int argc, char **argv)
 	size_t n = trace_nprocs(in);
 	inf.count = xcalloc(n + 1, sizeof(*inf.count));
 	inf.in = in;
-	struct trace_sink sink = {.ctx = &inf, .frame_begin = on_begin, .frame_end = on_end, .alloc_event = on_alloc};
+	struct trace_sink sink = {.ctx = &inf, .frame_begin = on_begin, .alloc_event = on_alloc};
 	if (trace_run(in, &sink) == 0) {
 		if (inf.json)
 			printf("{\"processes\":[");

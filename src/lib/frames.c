@@ -393,6 +393,21 @@ size_t fr_depth(const struct frames *f, const struct lr_thread *thread)
 
 const struct fr_stats *fr_stats(const struct frames *f) { return &f->stats; }
 
+void fr_stats_since(const struct fr_stats *now, const struct fr_stats *then, struct fr_stats *out)
+{
+	*out = (struct fr_stats){
+		.frames = now->frames - then->frames,
+		.unmatched_exits = now->unmatched_exits - then->unmatched_exits,
+		.unwound = now->unwound - then->unwound,
+		.open_at_end = now->open_at_end - then->open_at_end,
+		.clamped = now->clamped - then->clamped,
+		.max_depth = now->max_depth,
+		.before_window = now->before_window - then->before_window,
+		.open_at_pause = now->open_at_pause - then->open_at_pause,
+		.open_at_snapshot = now->open_at_snapshot - then->open_at_snapshot,
+	};
+}
+
 static void append(char *buf, size_t len, size_t *pos, int *parts, uint64_t n, const char *one,
 		   const char *many)
 {

@@ -163,6 +163,9 @@ void fr_finish(struct frames *f);
 size_t fr_depth(const struct frames *f, const struct lr_thread *thread);
 
 const struct fr_stats *fr_stats(const struct frames *f);
+/* The counts from *then to *now (two fr_stats of one run: one process's
+ * part of it). max_depth is now's: a maximum does not subtract. */
+void fr_stats_since(const struct fr_stats *now, const struct fr_stats *then, struct fr_stats *out);
 
 /* "repaired: 3 unmatched exits dropped, 2 frames closed by unwinding, 5 open
  * frames closed at thread end" (only the nonzero parts). Returns 0 and writes

@@ -30,6 +30,9 @@ struct proc_state {
 	size_t nshort;
 	char **labels;        /* trace_thread_label by thread index, built on first use */
 	size_t nlabels;
+	/* Its part of the latest trace_run's repairs: the totals when it
+	 * began, then (at its end) the difference (trace_proc_stats). */
+	struct fr_stats stats;
 	struct trace_input *in;
 };
 
@@ -862,6 +865,8 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	free(ps->net);
 	ps->net = in_net_times(ps->in, p) ? xcalloc(ps->nseen, sizeof(*ps->net)) : NULL;
 	p->pub.last_ns = 0;
+	if (ps == &ps->in->run) /* trace_run_merged leaves the totals alone */
+		p->stats = *fr_stats(ps->frames);
 	fr_set_proc(ps->frames, &p->pub);
 	if (ps->sink->process_begin && ps->sink->process_begin(ps->sink->ctx, &p->pub))
 		return -1;
@@ -911,6 +916,8 @@ static void proc_end(struct pass *ps)
 	for (size_t t = 0; t < lr_nthreads(p->pub.log) && !ps->failed; t++)
 		if (ps->seen[t])
 			fr_end_thread(ps->frames, lr_thread_at(p->pub.log, t));
+	if (ps == &ps->in->run)
+		fr_stats_since(fr_stats(ps->frames), &p->stats, &p->stats);
 	if (!ps->failed && ps->sink->process_end && ps->sink->process_end(ps->sink->ctx, &p->pub))
 		ps->failed = 1;
 }
@@ -1053,6 +1060,11 @@ const struct fr_stats *trace_stats(const struct trace_input *in)
 {
 	static const struct fr_stats none;
 	return in->run.frames ? fr_stats(in->run.frames) : &none;
+}
+
+const struct fr_stats *trace_proc_stats(const struct trace_proc *p)
+{
+	return &((const struct proc_state *)p)->stats;
 }
 
 uint64_t trace_events(const struct trace_input *in) { return in->run.events; }

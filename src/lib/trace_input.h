@@ -173,6 +173,9 @@ int trace_run_merged(struct trace_input *in, size_t i, const struct trace_sink *
 
 /* Totals after trace_run. */
 const struct fr_stats *trace_stats(const struct trace_input *in);
+/* The same for one process: its part of the totals (max_depth: the run's
+ * so far), set when its frames have closed, before the sink's process_end. */
+const struct fr_stats *trace_proc_stats(const struct trace_proc *p);
 uint64_t trace_events(const struct trace_input *in);
 /* Threads whose events the last run read (--tid leaves the others out). */
 size_t trace_threads(const struct trace_input *in);

@@ -89,7 +89,6 @@ def test_net_self_time_of_a_function_that_calls_one_tiny_function():
                                f"for 1M calls); untraced it is a call and a return, a few ns")
 
 
-@sfkit.known_break(28, "info's repaired count leaves out frames begun before a ring's window")
 def test_info_repaired_counts_frames_begun_before_the_ring_window():
     # sftrace-info(1): the counters include "frames repaired"; every other
     # command says "repaired: 2 frames began before the ring's window" for

@@ -156,9 +156,6 @@ def test_skeptic28k_no_thread_end_comment_after_window_end():
              f"thread-end comments in a window ending at {end} ns, before doexec's tail jump at {ev['TAIL doexec']} ns")
 
 
-@sfkit.known_break(28, "a child forked two calls deep returns through f2, f1 and main, whose entries are in the parent: "
-                       "report/replay/graph say 'repaired: 3 unmatched exits dropped', info's repaired line and its "
-                       "JSON say nothing of them (0 repairs)")
 def test_skeptic28k_info_counts_unmatched_exits():
     exe = sfkit.build_c("skeptic28k_forkdeep", ["skeptic28k_forkdeep.c"])
     d = sfkit.tmpdir()

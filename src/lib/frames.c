@@ -257,6 +257,14 @@ static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t, 
 	}
 }
 
+/* A time on the recorded clock, at or after the thread's latest, on the
+ * clock as given: that one runs behind by what the thread's events so far
+ * had taken off (times net of the tracer). */
+static uint64_t given_time(const struct fr_thread *th, uint64_t at_r)
+{
+	return at_r - (th->last_r - th->last_t);
+}
+
 /* Closes the thread's open frames at each pause before r, the next
  * event's time on the recorded clock (all of them when r is UINT64_MAX):
  * they were in flight when tracing went off. Pauses are on the recorded
@@ -269,8 +277,8 @@ static void pass_pauses(struct frames *f, size_t slot, uint64_t t, uint64_t r)
 		uint64_t at_r = lt->pause_ns[th->next_pause++], at = at_r;
 		if (th->seen_time && at_r < th->last_r)
 			at_r = th->last_r;
-		if (th->seen_time) /* the given clock runs behind the recorded one by last_r - last_t */
-			at = at_r - (th->last_r - th->last_t);
+		if (th->seen_time)
+			at = given_time(th, at_r);
 		if (at > t)
 			at = t;
 		/* The runtime forgets them too: after a resume each thread
@@ -349,7 +357,7 @@ void fr_feed(struct frames *f, const struct lr_event *ev)
 	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns, ev->rec_ns);
 }
 
-static void end_slot(struct frames *f, size_t slot)
+static void end_slot(struct frames *f, size_t slot, uint64_t snap_r)
 {
 	struct fr_thread *th = &f->threads[slot];
 	if (th->key && th->key->npauses && th->depth)
@@ -364,9 +372,17 @@ static void end_slot(struct frames *f, size_t slot)
 	th->outer = 0;
 	th->tail.open = 0; /* the thread's next frame starts a fresh stack */
 	int snapshot = th->key && th->key->ends_at_snapshot;
+	/* A snapshot's thread went on: its open frames last to the
+	 * snapshot's end, not to its own last event (a thread blocked
+	 * since). */
+	uint64_t at = th->last_t, at_r = th->last_r;
+	if (snapshot && snap_r > at_r) {
+		at = given_time(th, snap_r);
+		at_r = snap_r;
+	}
 	f->repair++;
 	while (th->depth) {
-		pop(f, slot, th->last_t, th->last_r, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);
+		pop(f, slot, at, at_r, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);
 		if (snapshot)
 			f->stats.open_at_snapshot++;
 		else
@@ -374,15 +390,15 @@ static void end_slot(struct frames *f, size_t slot)
 	}
 }
 
-void fr_end_thread(struct frames *f, const struct lr_thread *thread)
+void fr_end_thread(struct frames *f, const struct lr_thread *thread, uint64_t snap_r)
 {
-	end_slot(f, thread_slot(f, thread));
+	end_slot(f, thread_slot(f, thread), snap_r);
 }
 
 void fr_finish(struct frames *f)
 {
 	for (size_t i = 0; i < f->nthreads; i++)
-		end_slot(f, i);
+		end_slot(f, i, 0);
 }
 
 size_t fr_depth(const struct frames *f, const struct lr_thread *thread)

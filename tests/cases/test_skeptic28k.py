@@ -65,8 +65,6 @@ def _snapshot_log():
     return os.path.join(d, snaps[0])
 
 
-@sfkit.known_break(28, "in a --trigger snapshot, main (open ~20 ms when it was taken) closes at its own last event: "
-                       "replay prints '0.000 us main();', report total_ns 0, not >= 20 ms to the snapshot's end")
 def test_skeptic28k_snapshot_open_main_lasts_to_snapshot_end():
     snap = _snapshot_log()
     out = sfkit.replay_text(snap, ["--raw-times", "-f", "duration,tid"])

@@ -195,3 +195,35 @@ def test_skeptic28k_replay_full_names_keep_overloads_apart():
     calls = [c.strip() for c in sfkit.call_column(sfkit.replay_text(log, ["--names", "full"]))]
     shown = sorted({c for c in calls if c.startswith(("ns::f(", "ns::S::get("))})
     sfkit.eq(len(shown), 4, f"distinct replay lines for the 4 functions under --names full: {shown}")
+
+
+def _deepjmp_unwinds(depth):
+    """skeptic28k_deepjmp DEPTH: raise_err longjmps through an unrecorded
+    do_throw to the setjmp of an unrecorded protect() that resume() called
+    DEPTH frames deep (Lua's luaG_runerror -> luaD_throw ->
+    luaD_rawrunprotected in lua_resume), then shallow() does the same 2
+    frames deep. A plain C program: libgcc_s is not loaded. Returns dump's
+    UNWIND lines, their '[depth N]' prefix dropped."""
+    exe = sfkit.build_c("skeptic28k_deepjmp", ["skeptic28k_deepjmp.c"])
+    _, log = sfkit.record([exe, str(depth)], args=["-q"])
+    sfkit.check(os.path.exists(log), "log")
+    p = sfkit.run([sfkit.SFTRACE, "dump", log])
+    return [re.sub(r"\[depth \d+\]\s*", "", m) for m in re.findall(r"UNWIND\s+(.*)$", p.stdout, re.M)]
+
+
+def test_skeptic28k_longjmp_within_the_shadow_array():
+    # main, deep(100)..deep(0), raise_err (at -O2 resume and shallow
+    # tail-call protect: their frames close first): raise_err is 103rd
+    sfkit.eq(_deepjmp_unwinds(100), ["1 frames abandoned, depth 102 left", "2 frames abandoned, depth 1 left"],
+             "UNWIND events, longjmp 103 frames deep")
+
+
+@sfkit.known_break(28, "a longjmp landing deeper than the runtime's 512-entry shadow array in a program without "
+                       "libgcc_s (C, as Lua): the runtime cannot count the abandoned frames (no unwinder to walk "
+                       "with), records no UNWIND and keeps them in its depth, so every later UNWIND_TO says one "
+                       "frame too many left ('2 frames abandoned, depth 2 left' where 1 is left); Lua errors.lua "
+                       "gives 439 events for 441 repairs")
+def test_skeptic28k_longjmp_past_the_shadow_array():
+    # main, deep(600)..deep(0), raise_err: raise_err is 603rd
+    sfkit.eq(_deepjmp_unwinds(600), ["1 frames abandoned, depth 602 left", "2 frames abandoned, depth 1 left"],
+             "UNWIND events, longjmp 603 frames deep")

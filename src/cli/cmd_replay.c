@@ -65,6 +65,12 @@ struct line {
 
 struct replay;
 
+/* A function's name as the call lines write it (name_of). */
+struct fn_name {
+	char *text;
+	int own_params; /* it ends with its own parameter list (the full style's C++ names) */
+};
+
 /* A column, as uftrace's replay declares them (utils/field.h). */
 struct field {
 	const char *name, *header;
@@ -81,8 +87,10 @@ struct thread_state {
 	int has_last;
 	/* The pending frame's tail caller (lib/tail_mark.h), else TM_NONE. */
 	uint32_t pending_tail_from;
-	/* A run of repaired closes, written as one comment when it ends. */
+	/* A run of closes by one repair (fr_frame.repair), written as one
+	 * comment when it ends. */
 	enum fr_end_kind run_kind;
+	uint64_t run_repair;
 	uint64_t run_count;
 	uint32_t run_depth;       /* the outermost closed frame's depth */
 };
@@ -96,7 +104,8 @@ struct replay {
 	size_t nthreads;
 	int write_failed;
 	int srcline;     /* --srcline: each call's file:line as a comment */
-	char **names;    /* name_of's, by function id of the current process */
+	int short_names; /* --names short (the default) */
+	struct fn_name *names; /* name_of's, by function id of the current process */
 	size_t nnames;
 };
 
@@ -310,9 +319,11 @@ static void indent(uint32_t depth)
 
 /* ---- lines ---- */
 
-/* The call's name as uftrace writes it: without a C++ parameter list,
- * escaped; made once per function of the process. */
-static const char *name_of(struct replay *r, const struct fr_frame *f)
+/* The call's name, escaped, made once per function of the process: in
+ * the short style as uftrace writes it, without a C++ parameter list (the
+ * call's "()" follows); in the full style whole, its parameter list and
+ * qualifiers kept (ns::f(int), S::get() const) so overloads stay apart. */
+static const struct fn_name *name_of(struct replay *r, const struct fr_frame *f)
 {
 	if (f->func_id >= r->nnames) {
 		size_t n = (size_t)f->func_id + 256;
@@ -320,22 +331,27 @@ static const char *name_of(struct replay *r, const struct fr_frame *f)
 		memset(r->names + r->nnames, 0, (n - r->nnames) * sizeof(*r->names));
 		r->nnames = n;
 	}
-	if (!r->names[f->func_id]) {
+	struct fn_name *fn = &r->names[f->func_id];
+	if (!fn->text) {
 		const char *name = trace_name(f->proc, f->func_id);
-		size_t n = sf_name_sans_params(name, trace_symbol(f->proc, f->func_id)->mangled);
-		char *bare = xmalloc(n + 1);
-		memcpy(bare, name, n);
-		bare[n] = 0;
-		r->names[f->func_id] = xstrdup(sf_esc(bare));
-		free(bare);
+		size_t all = strlen(name), n = sf_name_sans_params(name, trace_symbol(f->proc, f->func_id)->mangled);
+		if (!r->short_names)
+			fn->own_params = n < all;
+		else
+			all = n;
+		char *text = xmalloc(all + 1);
+		memcpy(text, name, all);
+		text[all] = 0;
+		fn->text = xstrdup(sf_esc(text));
+		free(text);
 	}
-	return r->names[f->func_id];
+	return fn;
 }
 
 static void free_names(struct replay *r)
 {
 	for (size_t i = 0; i < r->nnames; i++)
-		free(r->names[i]);
+		free(r->names[i].text);
 	free(r->names);
 	r->names = NULL;
 	r->nnames = 0;
@@ -379,9 +395,15 @@ static void put_srcline(const struct replay *r, const struct fr_frame *f)
 	put_comment(r, sf_esc(text));
 }
 
-/* "(3, \"world\")": the call's recorded arguments (record -A), else "()". */
-static void put_args(const struct fr_frame *f)
+/* The call: its name and "(3, \"world\")", its recorded arguments (record
+ * -A), else "()". A name with its own parameter list (full style) stands
+ * as it is, followed by the values only when some were recorded. */
+static void put_call(struct replay *r, const struct fr_frame *f)
 {
+	const struct fn_name *fn = name_of(r, f);
+	outs(fn->text);
+	if (fn->own_params && !f->args)
+		return;
 	out("(", 1);
 	if (f->args) {
 		char text[4096];
@@ -418,7 +440,7 @@ static void put_tail_mark(struct replay *r, const struct thread_state *ts, const
 	struct fr_frame from = *f;
 	from.func_id = ts->pending_tail_from;
 	char text[4200];
-	snprintf(text, sizeof(text), "tail call from %s", name_of(r, &from)); /* escaped already */
+	snprintf(text, sizeof(text), "tail call from %s", name_of(r, &from)->text); /* escaped already */
 	put_comment(r, text);
 }
 
@@ -429,8 +451,7 @@ static void open_pending(struct replay *r, struct thread_state *ts)
 	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0, 0};
 	put_columns(r, &l);
 	indent(f->depth);
-	outs(name_of(r, f));
-	put_args(f);
+	put_call(r, f);
 	out(" {", 2);
 	put_srcline(r, f);
 	put_tail_mark(r, ts, f);
@@ -467,15 +488,17 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct replay *r = ctx;
 	struct thread_state *ts = &r->threads[f->thread->index];
-	if (ts->run_count && ts->run_kind != f->end_kind)
+	/* A frame the window cut at its end was not repaired in it: what ends
+	 * it (an unwind, the thread's end) comes after the window. */
+	int repaired = fr_end_is_repaired(f->end_kind) && !(f->cut & CUT_END);
+	if (ts->run_count && (!repaired || ts->run_repair != f->repair))
 		flush_run(r, f->thread, f->proc);
 	int leaf = ts->has_pending && ts->pending.id == f->id;
 	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin, 1};
 	put_columns(r, &l);
 	indent(f->depth);
 	if (leaf) {
-		outs(name_of(r, f));
-		put_args(f);
+		put_call(r, f);
 		put_ret(f);
 		out(";", 1);
 		put_srcline(r, f);
@@ -487,14 +510,15 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 		out("}", 1);
 		put_ret(f);
 		out(f->ret ? "; /* " : " /* ", f->ret ? 5 : 4);
-		outs(name_of(r, f));
+		outs(name_of(r, f)->text);
 		out(" */", 3);
 	}
 	if (f->cut & CUT_END)
 		put_comment(r, "cut at window end");
 	out("\n", 1);
-	if (fr_end_is_repaired(f->end_kind)) {
+	if (repaired) {
 		ts->run_kind = f->end_kind;
+		ts->run_repair = f->repair;
 		ts->run_count++;
 		ts->run_depth = f->depth;
 	}
@@ -596,7 +620,7 @@ int cmd_replay(int argc, char **argv)
 	const char *color = ro.color;
 	int tty = isatty(1);
 	r.color = !strcmp(color, "always") || (!strcmp(color, "auto") && tty && !getenv("NO_COLOR"));
-	io.trace.short_names = input_opts_short_names(&io, 1);
+	io.trace.short_names = r.short_names = input_opts_short_names(&io, 1);
 	io.trace.time_order = 1;
 	io.trace.net_times = !ro.raw_times;
 	if (optind >= argc) { /* before the pager: a usage error stays on the screen */

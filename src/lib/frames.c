@@ -82,6 +82,7 @@ struct frames {
 	unsigned next_cut; /* the cut of the frame the next push opens (fr_feed) */
 	int next_placed;   /* the next push is a ring's placed entry (fr_feed), at next_pos (0: not known) */
 	uint64_t next_pos;
+	uint64_t repair;   /* the latest repair event's number (fr_frame.repair) */
 	uint64_t next_id;
 
 	struct fr_thread *threads; /* first-seen order */
@@ -206,7 +207,8 @@ static void pop_frame(struct frames *f, size_t slot, uint64_t t, uint64_t r, enu
 		struct fr_frame out = {.proc = th->proc, .thread = th->key, .id = fr.id,
 				       .parent = th->depth ? th->stack[th->depth - 1].id : 0, .func_id = fr.func,
 				       .depth = (uint32_t)th->depth, .t_begin = fr.t_begin, .t_end = t,
-				       .r_begin = fr.r_begin, .r_end = r, .end_kind = kind, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
+				       .r_begin = fr.r_begin, .r_end = r, .end_kind = kind,
+				       .repair = fr_end_is_repaired(kind) ? f->repair : 0, .args = fr.args, .args_len = fr.args ? fr.args_len : 0,
 				       .ret = ret, .ret_len = ret_len, .tail_entry = (uint8_t)tail_entry, .cut = fr.cut,
 				       .after_tail = fr.after_tail, .tail_from = fr.tail_from,
 				       .tail_from_entry = fr.tail_from_entry};
@@ -259,6 +261,7 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 			th->abs--; /* one of the frames never delivered, above the known ones */
 		return;
 	}
+	f->repair++;
 	while (th->stack[th->depth - 1].func != func) {
 		pop(f, slot, t, r, FR_END_UNWOUND);
 		f->stats.unwound++;
@@ -271,6 +274,7 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t, uint64_t r)
 {
 	struct fr_thread *th = &f->threads[slot];
+	f->repair++;
 	for (; n && th->depth; n--) {
 		pop(f, slot, t, r, FR_END_UNWOUND);
 		f->stats.unwound++;
@@ -285,11 +289,20 @@ static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t, 
 static void close_landed_to(struct frames *f, size_t slot, uint64_t to, uint64_t t, uint64_t r)
 {
 	struct fr_thread *th = &f->threads[slot];
+	f->repair++;
 	while (th->depth && th->stack[th->depth - 1].pos > to) {
 		pop(f, slot, t, r, FR_END_UNWOUND);
 		f->stats.unwound++;
 	}
 	th->abs = to;
+}
+
+/* A time on the recorded clock, at or after the thread's latest, on the
+ * clock as given: that one runs behind by what the thread's events so far
+ * had taken off (times net of the tracer). */
+static uint64_t given_time(const struct fr_thread *th, uint64_t at_r)
+{
+	return at_r - (th->last_r - th->last_t);
 }
 
 /* Closes the thread's open frames at each pause before r, the next
@@ -304,14 +317,15 @@ static void pass_pauses(struct frames *f, size_t slot, uint64_t t, uint64_t r)
 		uint64_t at_r = lt->pause_ns[th->next_pause++], at = at_r;
 		if (th->seen_time && at_r < th->last_r)
 			at_r = th->last_r;
-		if (th->seen_time) /* the given clock runs behind the recorded one by last_r - last_t */
-			at = at_r - (th->last_r - th->last_t);
+		if (th->seen_time)
+			at = given_time(th, at_r);
 		if (at > t)
 			at = t;
 		/* The runtime forgets them too: after a resume each thread
 		 * counts its depth (SF_EV_UNWIND_TO) from the frames it entered
 		 * since (runtime/buffer.c, sf_shadow_resync), and records no
 		 * landing while paused. Their exits after it are unmatched. */
+		f->repair++;
 		while (th->depth) {
 			pop(f, slot, at, at_r, FR_END_PAUSED);
 			f->stats.open_at_pause++;
@@ -385,21 +399,31 @@ void fr_feed(struct frames *f, const struct lr_event *ev)
 	fr_event(f, ev->thread, ev->kind, ev->func_id, ev->time_ns, ev->rec_ns);
 }
 
-static void end_slot(struct frames *f, size_t slot)
+static void end_slot(struct frames *f, size_t slot, uint64_t snap_r)
 {
 	struct fr_thread *th = &f->threads[slot];
 	if (th->key && th->key->npauses && th->depth)
 		pass_pauses(f, slot, UINT64_MAX, UINT64_MAX); /* a pause after the thread's last event */
 	/* Events after the last pause come from sleds a thread was inside
 	 * when they were unpatched: in flight at the pause too. */
+	f->repair++;
 	while (th->key && th->key->ends_paused && th->depth) {
 		pop(f, slot, th->last_t, th->last_r, FR_END_PAUSED);
 		f->stats.open_at_pause++;
 	}
 	th->tail.open = 0; /* the thread's next frame starts a fresh stack */
 	int snapshot = th->key && th->key->ends_at_snapshot;
+	/* A snapshot's thread went on: its open frames last to the
+	 * snapshot's end, not to its own last event (a thread blocked
+	 * since). */
+	uint64_t at = th->last_t, at_r = th->last_r;
+	if (snapshot && snap_r > at_r) {
+		at = given_time(th, snap_r);
+		at_r = snap_r;
+	}
+	f->repair++;
 	while (th->depth) {
-		pop(f, slot, th->last_t, th->last_r, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);
+		pop(f, slot, at, at_r, snapshot ? FR_END_SNAPSHOT : FR_END_THREAD_END);
 		if (snapshot)
 			f->stats.open_at_snapshot++;
 		else
@@ -408,15 +432,15 @@ static void end_slot(struct frames *f, size_t slot)
 	th->abs = 0;
 }
 
-void fr_end_thread(struct frames *f, const struct lr_thread *thread)
+void fr_end_thread(struct frames *f, const struct lr_thread *thread, uint64_t snap_r)
 {
-	end_slot(f, thread_slot(f, thread));
+	end_slot(f, thread_slot(f, thread), snap_r);
 }
 
 void fr_finish(struct frames *f)
 {
 	for (size_t i = 0; i < f->nthreads; i++)
-		end_slot(f, i);
+		end_slot(f, i, 0);
 }
 
 size_t fr_depth(const struct frames *f, const struct lr_thread *thread)

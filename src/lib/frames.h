@@ -29,7 +29,8 @@
  *   - frames still open when the thread ends (exit(), crash) are closed at
  *     the thread's last timestamp (FR_END_THREAD_END); in a snapshot the
  *     thread went on: they were open at the snapshot's end, where they
- *     are closed (FR_END_SNAPSHOT);
+ *     are closed (FR_END_SNAPSHOT: its trigger's time, which every
+ *     thread's window ends at, else the process's last event);
  *   - frames open when tracing was paused (sftrace pause: the thread's
  *     lr_thread.pause_ns) are closed at the pause (FR_END_PAUSED), before
  *     the thread's first later event; their exits after a resume are then
@@ -77,6 +78,10 @@ struct fr_frame {
 	 * on: equal to them unless times are net of the tracer's cost. */
 	uint64_t r_begin, r_end;
 	enum fr_end_kind end_kind;      /* only in `end` (0 in `begin`) */
+	/* end only, repaired kinds: which repair closed it, from 1; the frames
+	 * one event closes (an UNWIND, an outer exit, a thread's end, a pause)
+	 * share it, so a view can tell two unwinds in a row apart. */
+	uint64_t repair;
 	/* FR_END_TAIL only: its event was kind 15, the sled's jump lands on a
 	 * patched entry of its object (the callee's frame begins next). In a
 	 * log with SF_FEAT_TAIL_TARGET, 0 means the jump went elsewhere. */
@@ -152,10 +157,13 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 /* Same, from a reader event. */
 void fr_feed(struct frames *f, const struct lr_event *ev);
 
-/* Closes the thread's open frames at its last timestamp. Later events for the
- * thread start a fresh stack. */
-void fr_end_thread(struct frames *f, const struct lr_thread *thread);
-/* Ends every thread, in the order threads were first seen. */
+/* Closes the thread's open frames at its last timestamp; in a snapshot
+ * (lr_thread.ends_at_snapshot) at snap_r instead when it is later: the
+ * snapshot's end on the recorded clock (fr_frame.r_end; 0: not known).
+ * Later events for the thread start a fresh stack. */
+void fr_end_thread(struct frames *f, const struct lr_thread *thread, uint64_t snap_r);
+/* Ends every thread, in the order threads were first seen (a snapshot's
+ * at their last timestamps). */
 void fr_finish(struct frames *f);
 
 /* The deepest open depth of a thread (0 = nothing open, or never seen). */

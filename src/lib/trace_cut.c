@@ -476,6 +476,7 @@ void cut_end(void *ctx, const struct fr_frame *in)
 	if (f->state == ST_KEPT) {
 		struct fr_frame o = out_frame(in, th, i);
 		o.end_kind = in->end_kind;
+		o.repair = in->repair;
 		o.tail_entry = in->tail_entry;
 		o.ret = in->ret;
 		o.ret_len = in->ret ? in->ret_len : 0;

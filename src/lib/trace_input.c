@@ -33,6 +33,7 @@ struct proc_state {
 	/* Its part of the latest trace_run's repairs: the totals when it
 	 * began, then (at its end) the difference (trace_proc_stats). */
 	struct fr_stats stats;
+	uint64_t last_rec_ns; /* its latest event on the recorded clock (lr_event.rec_ns) */
 	struct trace_input *in;
 };
 
@@ -865,6 +866,7 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	free(ps->net);
 	ps->net = in_net_times(ps->in, p) ? xcalloc(ps->nseen, sizeof(*ps->net)) : NULL;
 	p->pub.last_ns = 0;
+	p->last_rec_ns = 0;
 	if (ps == &ps->in->run) /* trace_run_merged leaves the totals alone */
 		p->stats = *fr_stats(ps->frames);
 	fr_set_proc(ps->frames, &p->pub);
@@ -899,6 +901,8 @@ static void feed(struct pass *ps, struct lr_event *ev)
 	ev->rec_ns += p->pub.start_ns;
 	if (ev->time_ns > p->pub.last_ns)
 		p->pub.last_ns = ev->time_ns;
+	if (ev->rec_ns > p->last_rec_ns)
+		p->last_rec_ns = ev->rec_ns;
 	fr_feed(ps->frames, ev);
 	/* Allocation kinds are the ones with payloads (not the unwind kinds
 	 * between them). */
@@ -909,13 +913,26 @@ static void feed(struct pass *ps, struct lr_event *ev)
 		progress(ps, ev);
 }
 
+/* A snapshot's end on the recorded clock: its trigger's time (the
+ * writer cut every thread's window there), else (older logs) the
+ * process's last event. 0 for other logs. */
+static uint64_t snapshot_end(const struct proc_state *p)
+{
+	const struct lr_info *i = p->pub.info;
+	if (!i->snapshot)
+		return 0;
+	uint64_t t = i->snap_time ? lr_time_ns(p->pub.log, i->snap_time) + p->pub.start_ns : 0;
+	return t > p->last_rec_ns ? t : p->last_rec_ns;
+}
+
 /* After a process's events: its open frames close, the sink hears of its end. */
 static void proc_end(struct pass *ps)
 {
 	struct proc_state *p = ps->cur;
+	uint64_t snap_r = snapshot_end(p);
 	for (size_t t = 0; t < lr_nthreads(p->pub.log) && !ps->failed; t++)
 		if (ps->seen[t])
-			fr_end_thread(ps->frames, lr_thread_at(p->pub.log, t));
+			fr_end_thread(ps->frames, lr_thread_at(p->pub.log, t), snap_r);
 	if (ps == &ps->in->run)
 		fr_stats_since(fr_stats(ps->frames), &p->stats, &p->stats);
 	if (!ps->failed && ps->sink->process_end && ps->sink->process_end(ps->sink->ctx, &p->pub))

@@ -455,6 +455,44 @@ static void test_deep_recursion(void **state)
 	free(r.text);
 }
 
+/* Each repair numbers the frames it closes (fr_frame.repair): two unwinds
+ * in a row (a rethrow's landings) stay apart, one unwind's frames share
+ * its number; a snapshot's frames end at its end, not at their thread's
+ * last event, on both clocks (as given 5 ns behind the recorded one). */
+static uint64_t g_repairs[8];
+static uint64_t g_ends[8][2];
+static size_t g_nrep;
+
+static void on_end_repair(void *ctx, const struct fr_frame *f)
+{
+	(void)ctx;
+	g_ends[g_nrep][0] = f->t_end;
+	g_ends[g_nrep][1] = f->r_end;
+	g_repairs[g_nrep++] = f->repair;
+}
+
+static void test_repair_numbers_and_snapshot_end(void **state)
+{
+	(void)state;
+	struct fr_callbacks cb = {.end = on_end_repair};
+	struct lr_thread snap = {.index = 0, .serial = 1, .tid = 100, .ends_at_snapshot = 1};
+	struct frames *f = fr_new(&cb, NULL);
+	g_nrep = 0;
+	for (uint32_t i = 1; i <= 5; i++)
+		fr_event(f, &snap, EN, i, i * 10 - 5, i * 10);
+	fr_event(f, &snap, SF_EV_UNWIND, 2, 55, 60);
+	fr_event(f, &snap, SF_EV_UNWIND, 1, 65, 70);
+	fr_end_thread(f, &snap, 1000);
+	assert_int_equal(g_nrep, 5);
+	assert_true(g_repairs[0] && g_repairs[0] == g_repairs[1]);
+	assert_true(g_repairs[2] > g_repairs[1]);
+	assert_true(g_repairs[3] > g_repairs[2] && g_repairs[3] == g_repairs[4]);
+	assert_int_equal(g_ends[4][0], 995);
+	assert_int_equal(g_ends[4][1], 1000);
+	assert_int_equal(fr_stats(f)->open_at_snapshot, 2);
+	fr_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_deep_recursion),
 		cmocka_unit_test(test_unwind_event),
 		cmocka_unit_test(test_unwind_to_over_placed_frames),
+		cmocka_unit_test(test_repair_numbers_and_snapshot_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

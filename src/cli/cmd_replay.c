@@ -58,7 +58,8 @@ struct line {
 	const struct trace_proc *proc;
 	const struct lr_thread *thread;
 	uint32_t func_id;
-	uint64_t time;     /* when it happened: a call's begin, a close's end (recording's time base) */
+	uint64_t time;     /* when it happened, as recorded (the time, delta and elapsed columns): a
+			    * call's begin, a close's end; durations alone are net of the tracer */
 	uint64_t duration; /* 0: none shown, unless closed */
 	int closed;        /* a close or a leaf: its duration is shown even when 0
 			    * (an empty function, net of the tracer) */
@@ -438,7 +439,7 @@ static void put_tail_mark(struct replay *r, const struct thread_state *ts, const
 static void open_pending(struct replay *r, struct thread_state *ts)
 {
 	const struct fr_frame *f = &ts->pending;
-	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0, 0};
+	struct line l = {f->proc, f->thread, f->func_id, f->r_begin, 0, 0};
 	put_columns(r, &l);
 	indent(f->depth);
 	outs(name_of(r, f));
@@ -482,7 +483,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (ts->run_count && ts->run_kind != f->end_kind)
 		flush_run(r, f->thread, f->proc);
 	int leaf = ts->has_pending && ts->pending.id == f->id;
-	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin, 1};
+	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->r_begin : f->r_end, f->t_end - f->t_begin, 1};
 	put_columns(r, &l);
 	indent(f->depth);
 	if (leaf) {

@@ -150,7 +150,6 @@ def test_min_duration_keeps_the_same_calls_in_every_command():
                                          f"{hi} ns): {got}")
 
 
-@sfkit.known_break(28, "replay's time column is net of the tracer, so not CLOCK_MONOTONIC")
 def test_replay_time_column_is_clock_monotonic():
     # sftrace-replay(1): "-f ... time (CLOCK_MONOTONIC when the line
     # happened)". After 1M traced calls the column, net of the tracer's cost

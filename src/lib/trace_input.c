@@ -826,6 +826,7 @@ static void net_time(struct net_clock *c, const struct lr_info *info, struct lr_
 	ev->time_ns = c->last = t;
 	if (charged)
 		c->spent += info->cost_child_ns;
+	c->spent += (double)ev->stall_ns; /* a batch hand-off's wait, which the calibration leaves out */
 }
 
 /* frames -> [trim] -> [cut] -> the sink, each stage the next one's input.

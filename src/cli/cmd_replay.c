@@ -611,6 +611,7 @@ int cmd_replay(int argc, char **argv)
 	io.trace.short_names = input_opts_short_names(&io, 1);
 	io.trace.time_order = 1;
 	io.trace.net_times = !ro.raw_times;
+	io.trace.raw_cut = ro.raw_times;
 	if (optind >= argc) { /* before the pager: a usage error stays on the screen */
 		sf_error("no log given (usage: sftrace replay [OPTIONS] LOG...)");
 		goto out_usage;

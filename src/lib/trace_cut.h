@@ -25,7 +25,10 @@
  * Kept calls keep their exact times, except those the window clips: a call
  * begun before the window starts at its start (CUT_START), one still open
  * at its end ends there (CUT_END). Durations tested against min_duration
- * are the calls' real ones, before clipping.
+ * are the calls' real ones on the clock the frames come on (t_begin,
+ * t_end: trace_input runs the pipeline on the net one whenever the log has
+ * the tracer's cost, unless --raw-times, so every command keeps the same
+ * calls), before clipping.
  */
 #ifndef SFTRACE_LIB_TRACE_CUT_H
 #define SFTRACE_LIB_TRACE_CUT_H

@@ -46,6 +46,7 @@ struct pass {
 	uint8_t *seen;             /* by lr_thread.index of cur: 1 fed to frames, 2 also announced */
 	size_t nseen;
 	struct net_clock *net;     /* by lr_thread.index of cur: net times (NULL: raw) */
+	int shown_raw;             /* net times for the cut only: the sink gets recorded ones */
 	int failed;
 	uint64_t events;
 	struct timespec start;
@@ -653,26 +654,44 @@ static int announce(struct pass *ps, const struct lr_thread *thread)
 	return ps->sink->thread_begin ? ps->sink->thread_begin(ps->sink->ctx, &ps->cur->pub, thread) : 0;
 }
 
+/* The frame as the sink gets it: on the recorded clock when the pipeline
+ * ran on the net one only to judge --min-duration (pass.shown_raw). A call
+ * the window clipped then gets the edge itself, as the cut gives it on the
+ * recorded clock (r_begin, r_end). */
+static const struct fr_frame *shown(const struct pass *ps, const struct fr_frame *f, struct fr_frame *copy)
+{
+	if (!ps->shown_raw)
+		return f;
+	*copy = *f;
+	copy->t_begin = f->r_begin;
+	copy->t_end = f->r_end;
+	return copy;
+}
+
 static void to_sink_begin(void *ctx, const struct fr_frame *f)
 {
 	struct pass *ps = ctx;
+	struct fr_frame copy;
 	if (ps->failed)
 		return;
-	if (announce(ps, f->thread) || (ps->sink->frame_begin && ps->sink->frame_begin(ps->sink->ctx, f)))
+	if (announce(ps, f->thread) ||
+	    (ps->sink->frame_begin && ps->sink->frame_begin(ps->sink->ctx, shown(ps, f, &copy))))
 		ps->failed = 1;
 }
 
 static void to_sink_end(void *ctx, const struct fr_frame *f)
 {
 	struct pass *ps = ctx;
-	if (!ps->failed && ps->sink->frame_end && ps->sink->frame_end(ps->sink->ctx, f))
+	struct fr_frame copy;
+	if (!ps->failed && ps->sink->frame_end && ps->sink->frame_end(ps->sink->ctx, shown(ps, f, &copy)))
 		ps->failed = 1;
 }
 
 static void to_sink_unmatched(void *ctx, const struct fr_frame *f)
 {
 	struct pass *ps = ctx;
-	if (!ps->failed && ps->sink->frame_unmatched && ps->sink->frame_unmatched(ps->sink->ctx, f))
+	struct fr_frame copy;
+	if (!ps->failed && ps->sink->frame_unmatched && ps->sink->frame_unmatched(ps->sink->ctx, shown(ps, f, &copy)))
 		ps->failed = 1;
 }
 
@@ -809,9 +828,12 @@ struct net_clock {
 	uint64_t last;  /* the latest net time given */
 };
 
+/* Whether the pipeline (frames, trim, cut) runs on the net clock: then
+ * --min-duration judges net durations. The sink gets net times only with
+ * net_times; otherwise to_sink gives it the recorded ones (shown_raw). */
 static int in_net_times(const struct trace_input *in, const struct proc_state *p)
 {
-	return in->opt.net_times && p->pub.info->cost_known;
+	return (in->opt.net_times || !in->opt.raw_cut) && p->pub.info->cost_known;
 }
 
 static void net_time(struct net_clock *c, const struct lr_info *info, struct lr_event *ev)
@@ -862,6 +884,7 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	ps->seen = xcalloc(ps->nseen, 1);
 	free(ps->net);
 	ps->net = in_net_times(ps->in, p) ? xcalloc(ps->nseen, sizeof(*ps->net)) : NULL;
+	ps->shown_raw = ps->net && !ps->in->opt.net_times;
 	p->pub.last_ns = 0;
 	fr_set_proc(ps->frames, &p->pub);
 	if (ps->sink->process_begin && ps->sink->process_begin(ps->sink->ctx, &p->pub))
@@ -893,9 +916,11 @@ static void feed(struct pass *ps, struct lr_event *ev)
 		net_time(&ps->net[ti], p->pub.info, ev);
 	ev->time_ns += p->pub.start_ns;
 	ev->rec_ns += p->pub.start_ns;
+	fr_feed(ps->frames, ev);
+	if (ps->shown_raw)
+		ev->time_ns = ev->rec_ns; /* the net time was for the cut */
 	if (ev->time_ns > p->pub.last_ns)
 		p->pub.last_ns = ev->time_ns;
-	fr_feed(ps->frames, ev);
 	/* Allocation kinds are the ones with payloads (not the unwind kinds
 	 * between them). */
 	if (sf_event_payload_records(ev->kind) && ps->sink->alloc_event &&

@@ -165,3 +165,46 @@ def test_perfetto_and_parquet_keep_raw_times_and_carry_the_cost():
     eq(len(th), 1, "one thread")
     check(abs(th[0]["tracer_cost_caller_ps"] / 1000 - cost["caller"]) <= 0.051 and
           abs(th[0]["tracer_cost_call_ps"] / 1000 - cost["call"]) <= 0.051, f"Parquet's figures {th[0]} vs {cost}")
+
+
+def _kept(cmd):
+    """The N of "cut: kept N of M calls" a reading command says."""
+    p = run(cmd)
+    m = re.search(r"cut: kept (\d+) of \d+ calls", p.stdout + p.stderr)
+    check(m, f"{cmd}: no 'cut: kept' line:\n{p.stdout[-500:]}{p.stderr}")
+    return int(m.group(1))
+
+
+def test_min_duration_judges_one_clock_in_every_command():
+    # One rule: --min-duration judges durations net of the tracer wherever
+    # the log has its cost, in every command, whatever the times it shows
+    # (convert, query and flamegraph keep recorded times); --raw-times, in
+    # the commands that have it, judges the recorded ones. parent() makes
+    # 20,000 empty calls: recorded it lasts several times what it lasts net,
+    # and the threshold lies between the two.
+    exe = build_c("net_parent", ["net_parent.c"])
+    p, log = record([exe, "20000"], args=["-q"])
+    net = row(report_json(log), "parent")["total_ns"]
+    raw = row(report_json(log, ["--raw-times"]), "parent")["total_ns"]
+    check(net * 2 < raw, f"parent's net {net} ns and recorded {raw} ns too close to test")
+    thr = ["--min-duration", f"{int((net * raw) ** 0.5)}ns"]
+    d = tmpdir()
+    net_cmds = {"replay": [SFTRACE, "replay", "--no-pager"] + thr + [log],
+                "report": [SFTRACE, "report"] + thr + [log],
+                "graph": [SFTRACE, "graph"] + thr + [log],
+                "convert": [SFTRACE, "convert"] + thr + [log, "-o", os.path.join(d, "t.pb")],
+                "query": [SFTRACE, "query"] + thr + [log, "select count(*) from frames"],
+                "flamegraph": [SFTRACE, "flamegraph"] + thr + [log, "-o", os.path.join(d, "f.svg")]}
+    kept = {k: _kept(c) for k, c in net_cmds.items()}
+    raw_kept = {k: _kept(net_cmds[k][:2] + ["--raw-times"] + net_cmds[k][2:]) for k in ("replay", "report", "graph")}
+    eq((set(kept.values()), set(raw_kept.values())), ({kept["replay"]}, {raw_kept["replay"]}),
+       f"calls kept, net {kept}, --raw-times {raw_kept}")
+    # Which clock: parent is kept only on the recorded one.
+    got = [_replay_calls(log, thr), _replay_calls(log, thr + ["--raw-times"])]
+    eq(["parent();" in got[0], "parent();" in got[1]], [False, True], f"parent() in the replay, net and --raw-times: {got}")
+
+
+def _replay_calls(log, extra):
+    """replay -f none's call column, header lines left out."""
+    out = run([SFTRACE, "replay", "--no-pager", "-f", "none"] + list(extra) + [log]).stdout
+    return [ln.strip() for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]

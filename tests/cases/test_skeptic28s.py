@@ -130,7 +130,6 @@ def _kept(cmd):
     return int(m.group(1))
 
 
-@sfkit.known_break(28, "--min-duration judges net durations in replay/graph/report, recorded ones in convert/query/flamegraph")
 def test_min_duration_keeps_the_same_calls_in_every_command():
     # The man pages' CUTTING THE TRACE: "every output is cut the same way";
     # README: "--min-duration judges a call by its real duration". With a

@@ -497,6 +497,12 @@ void cut_end(void *ctx, const struct fr_frame *in)
 
 const struct cut_stats *cut_stats(const struct trace_cut *c) { return &c->stats; }
 
+int cut_holds(const struct trace_cut *c, const struct lr_thread *t)
+{
+	const struct cut_thread *th = &c->threads[t->index];
+	return th->held < th->n && th->st[th->held].state == ST_HELD;
+}
+
 void cut_free(struct trace_cut *c)
 {
 	if (!c)

@@ -1022,19 +1022,58 @@ static void merge_init(struct merge *m, const struct lr_log *log)
 		merge_sift(m, i);
 }
 
-/* The earliest next event into *ev; 0 at the end. Ties keep the heap's
- * order, and a thread's own events always come in its order. */
-static int merge_next(struct merge *m, struct lr_event *ev)
+/* The thread on top of the heap has its next event read: it goes down the
+ * heap, or out of it when it has none. */
+static void merge_advanced(struct merge *m, int more)
 {
-	if (!m->n)
-		return 0;
-	size_t ti = m->heap[0];
-	*ev = m->ev[ti];
-	if (!lr_next(&m->it[ti], &m->ev[ti]))
+	if (!more)
 		m->heap[0] = m->heap[--m->n];
 	if (m->n)
 		merge_sift(m, 0);
-	return 1;
+}
+
+/* The earliest next event time of the threads below the top one. */
+static uint64_t merge_others(const struct merge *m)
+{
+	uint64_t t = UINT64_MAX;
+	for (size_t i = 1; i < 3 && i < m->n; i++)
+		if (merge_time(m, i) < t)
+			t = merge_time(m, i);
+	return t;
+}
+
+/* Whether a time-ordered sink wants the thread's next event now. */
+static int wants_next(const struct pass *ps, const struct lr_thread *t)
+{
+	return ps->sink->wants_next(ps->sink->ctx, t) || (ps->cut && cut_holds(ps->cut, t)) ||
+	       (ps->trim && cut_holds(ps->trim, t));
+}
+
+/* The top thread's earliest event, and for a sink that writes in time
+ * order (trace_sink.wants_next) the thread's next ones while its output
+ * waits on them; a thread whose events are all in closes its frames then.
+ * Ties keep the heap's order, and a thread's own events always come in
+ * its order. */
+static void merge_feed_top(struct pass *ps, struct merge *m)
+{
+	size_t ti = m->heap[0];
+	struct lr_event ev = m->ev[ti];
+	const struct lr_thread *t = ev.thread;
+	int ordered = ps->sink->wants_next != NULL;
+	if (ordered)
+		ps->sink->horizon(ps->sink->ctx, ev.rec_ns + ps->cur->pub.start_ns);
+	feed(ps, &ev);
+	int more = lr_next(&m->it[ti], &m->ev[ti]);
+	while (ordered && more && !ps->failed && wants_next(ps, t)) {
+		ev = m->ev[ti];
+		if (ev.time_ns <= merge_others(m)) /* in time order all the same (one thread: always) */
+			ps->sink->horizon(ps->sink->ctx, ev.rec_ns + ps->cur->pub.start_ns);
+		feed(ps, &ev);
+		more = lr_next(&m->it[ti], &m->ev[ti]);
+	}
+	if (ordered && !more && ps->seen[t->index])
+		fr_end_thread(ps->frames, t); /* proc_end finds nothing left open */
+	merge_advanced(m, more);
 }
 
 static void merge_free(struct merge *m)
@@ -1048,10 +1087,9 @@ static void merge_free(struct merge *m)
 static void feed_merged(struct pass *ps, struct proc_state *p)
 {
 	struct merge m;
-	struct lr_event ev;
 	merge_init(&m, p->pub.log);
-	while (!ps->failed && merge_next(&m, &ev))
-		feed(ps, &ev);
+	while (!ps->failed && m.n)
+		merge_feed_top(ps, &m);
 	merge_free(&m);
 }
 

@@ -93,6 +93,16 @@ struct trace_sink {
 	/* An exit or tail the frames layer dropped: its function was not open
 	 * on the thread (fr_callbacks.unmatched; not with a cut). */
 	int (*frame_unmatched)(void *ctx, const struct fr_frame *f);
+	/* With time_order, for a sink that writes in time order (replay): a
+	 * thread whose output waits on its next event (a begun call not yet
+	 * known to have callees) gets it at once, ahead of the other threads'
+	 * earlier events; so does one whose begins the cut holds, and a
+	 * thread's open frames close as soon as its last event is in. Then
+	 * `horizon` says, before each event taken in time order, that every
+	 * frame begin or end still to come is at or after t (recorded clock,
+	 * fr_frame.r_begin/r_end): what the sink holds before t can go out. */
+	int (*wants_next)(void *ctx, const struct lr_thread *t);
+	void (*horizon)(void *ctx, uint64_t t);
 };
 
 struct trace_input;

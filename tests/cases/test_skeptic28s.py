@@ -52,7 +52,6 @@ def test_info_started_of_a_forked_child_is_its_fork():
              f"parent {parent['started']}")
 
 
-@sfkit.known_break(28, "replay prints a call with callees when its next event comes, out of time order across threads")
 def test_replay_threads_merged_in_time_order_for_calls_with_callees():
     # sftrace-replay(1): "the threads of a process are merged in time order";
     # only a call without callees "is written when it ends, so it can come

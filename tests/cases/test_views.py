@@ -7,6 +7,7 @@ comments (own_longjmp.c).
 Runs under tests/run.py, or alone: python3 tests/cases/test_views.py."""
 import os
 import re
+import subprocess
 import sys
 
 if __name__ == "__main__":
@@ -98,6 +99,37 @@ def test_replay_recursion_and_threads():
             ["T0 } /* main */"])
     eq(labelled, want, "call column with threads")
     check_durations(rows)
+
+
+def _peak_rss_kb(cmd, out):
+    """The peak RSS of cmd (KiB), its stdout to the file out."""
+    with open(out, "wb") as fh:
+        pr = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(pr.pid, 0)
+    eq(status, 0, f"{cmd} status")
+    return usage.ru_maxrss
+
+
+def test_replay_threads_in_time_order_with_flat_memory():
+    # main() { begins before the thread exists; main's next event comes
+    # after the join. Every line in time order, and the thread's lines do
+    # not wait for main's: a replay of 1M calls of the thread takes no more
+    # memory than one of 1,000 calls, beyond the mapped log.
+    exe = build_c("replay_join", ["replay_join.c"], libs=["-lpthread"])
+    _, log = record([exe, "2"], args=["-q"])
+    _, rows = replay(log, ["--no-pager"])
+    main_tid = rows[0][1]
+    eq([("M " if t == main_tid else "T ") + c for _, t, c in rows],
+       ["M main() {", "T body() {", "T   work();", "T   work();", "T } /* body */", "M   after_join();",
+        "M } /* main */"], "call column by thread")
+    d = tmpdir()
+    rss = {}
+    for n in (1000, 1000000):
+        _, lg = record([exe, str(n)], out=os.path.join(d, f"{n}.log"), args=["-q"])
+        rss[n] = _peak_rss_kb([SFTRACE, "replay", "--no-pager", lg], os.path.join(d, f"{n}.txt"))
+    grow = rss[1000000] - rss[1000]
+    size_kb = os.path.getsize(os.path.join(d, "1000000.log")) // 1024
+    check(grow <= size_kb + 2048, f"peak RSS {rss} KiB: +{grow} KiB for 999,000 more calls, the log being {size_kb} KiB")
 
 
 def test_replay_cut_tid_and_depth():

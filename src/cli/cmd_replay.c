@@ -105,10 +105,9 @@ static void outf(const char *fmt, ...)
 	char b[4608];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(b, sizeof(b), fmt, ap);
+	size_t n = sf_vformat(b, sizeof(b), fmt, ap);
 	va_end(ap);
-	if (n > 0)
-		out(b, (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1);
+	out(b, n);
 }
 
 /* A line ahead of the input's horizon. */

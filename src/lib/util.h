@@ -2,6 +2,7 @@
 #ifndef SFTRACE_LIB_UTIL_H
 #define SFTRACE_LIB_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,5 +45,9 @@ enum sf_duration_style {
 
 /* The one duration formatter: ns nanoseconds in ns, us, ms or s. */
 void sf_format_duration(char *buf, size_t len, double ns, enum sf_duration_style style);
+
+/* vsnprintf into buf (len > 0), returning the bytes it holds: what fits,
+ * 0 on an error. */
+size_t sf_vformat(char *buf, size_t len, const char *fmt, va_list ap);
 
 #endif

@@ -199,9 +199,11 @@ def test_min_duration_judges_one_clock_in_every_command():
     raw_kept = {k: _kept(net_cmds[k][:2] + ["--raw-times"] + net_cmds[k][2:]) for k in ("replay", "report", "graph")}
     eq((set(kept.values()), set(raw_kept.values())), ({kept["replay"]}, {raw_kept["replay"]}),
        f"calls kept, net {kept}, --raw-times {raw_kept}")
-    # Which clock: parent is kept only on the recorded one.
+    # Which clock: parent is kept only on the recorded one (with a child
+    # when a batch hand-off's wait made one of its calls that long).
     got = [_replay_calls(log, thr), _replay_calls(log, thr + ["--raw-times"])]
-    eq(["parent();" in got[0], "parent();" in got[1]], [False, True], f"parent() in the replay, net and --raw-times: {got}")
+    eq([any(c.startswith("parent()") for c in calls) for calls in got], [False, True],
+       f"parent() in the replay, net and --raw-times: {got}")
 
 
 def _replay_calls(log, extra):

@@ -178,7 +178,7 @@ def _kept(cmd):
 def test_min_duration_judges_one_clock_in_every_command():
     # One rule: --min-duration judges durations net of the tracer wherever
     # the log has its cost, in every command, whatever the times it shows
-    # (convert, query and flamegraph keep recorded times); --raw-times, in
+    # (convert, query, flamegraph and dump keep recorded times); --raw-times, in
     # the commands that have it, judges the recorded ones. parent() makes
     # 20,000 empty calls: recorded it lasts several times what it lasts net,
     # and the threshold lies between the two.
@@ -194,7 +194,8 @@ def test_min_duration_judges_one_clock_in_every_command():
                 "graph": [SFTRACE, "graph"] + thr + [log],
                 "convert": [SFTRACE, "convert"] + thr + [log, "-o", os.path.join(d, "t.pb")],
                 "query": [SFTRACE, "query"] + thr + [log, "select count(*) from frames"],
-                "flamegraph": [SFTRACE, "flamegraph"] + thr + [log, "-o", os.path.join(d, "f.svg")]}
+                "flamegraph": [SFTRACE, "flamegraph"] + thr + [log, "-o", os.path.join(d, "f.svg")],
+                "dump": [SFTRACE, "dump"] + thr + [log]}
     kept = {k: _kept(c) for k, c in net_cmds.items()}
     raw_kept = {k: _kept(net_cmds[k][:2] + ["--raw-times"] + net_cmds[k][2:]) for k in ("replay", "report", "graph")}
     eq((set(kept.values()), set(raw_kept.values())), ({kept["replay"]}, {raw_kept["replay"]}),

@@ -688,9 +688,18 @@ static int wants_next(void *ctx, const struct lr_thread *t)
 	return ts->has_pending || ts->run_count;
 }
 
-static void horizon(void *ctx, uint64_t t)
+/* trace_sink.horizon: the lines the thread running ahead still owes begin
+ * at its pending frame, or at its latest line (a run of closes). */
+static void horizon(void *ctx, const struct lr_thread *ahead, uint64_t t)
 {
 	struct replay *r = ctx;
+	if (ahead) {
+		const struct thread_state *ts = &r->threads[ahead->index];
+		if (ts->has_pending && ts->pending.r_begin < t)
+			t = ts->pending.r_begin;
+		if (ts->run_count && ts->last_time < t)
+			t = ts->last_time;
+	}
 	queue_flush(&r->lines, t);
 }
 

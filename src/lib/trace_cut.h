@@ -126,10 +126,12 @@ void cut_end(void *cut, const struct fr_frame *f);
 
 const struct cut_stats *cut_stats(const struct trace_cut *c);
 
-/* Whether the cut holds a frame of the thread: its begin, when it comes,
- * will be earlier than the thread's latest event (trace_input runs such a
- * thread ahead for a sink that orders its output by time). */
-int cut_holds(const struct trace_cut *c, const struct lr_thread *t);
+/* When the cut holds a frame of the thread, the time (recorded clock) its
+ * begin will have if it is kept, earlier than the thread's latest event:
+ * its r_begin, or the window's start for one begun before it. UINT64_MAX
+ * when it holds none. trace_input runs such a thread ahead for a sink that
+ * orders its output by time. */
+uint64_t cut_held_from(const struct trace_cut *c, const struct lr_thread *t);
 
 void cut_free(struct trace_cut *c);
 

@@ -1042,11 +1042,19 @@ static uint64_t merge_others(const struct merge *m)
 	return t;
 }
 
+/* When the cut or the trim holds a frame of the thread, the time its begin
+ * will have; UINT64_MAX when neither does. */
+static uint64_t held_from(const struct pass *ps, const struct lr_thread *t)
+{
+	uint64_t a = ps->cut ? cut_held_from(ps->cut, t) : UINT64_MAX;
+	uint64_t b = ps->trim ? cut_held_from(ps->trim, t) : UINT64_MAX;
+	return a < b ? a : b;
+}
+
 /* Whether a time-ordered sink wants the thread's next event now. */
 static int wants_next(const struct pass *ps, const struct lr_thread *t)
 {
-	return ps->sink->wants_next(ps->sink->ctx, t) || (ps->cut && cut_holds(ps->cut, t)) ||
-	       (ps->trim && cut_holds(ps->trim, t));
+	return ps->sink->wants_next(ps->sink->ctx, t) || held_from(ps, t) != UINT64_MAX;
 }
 
 /* The top thread's earliest event, and for a sink that writes in time
@@ -1061,13 +1069,15 @@ static void merge_feed_top(struct pass *ps, struct merge *m)
 	const struct lr_thread *t = ev.thread;
 	int ordered = ps->sink->wants_next != NULL;
 	if (ordered)
-		ps->sink->horizon(ps->sink->ctx, ev.rec_ns + ps->cur->pub.start_ns);
+		ps->sink->horizon(ps->sink->ctx, NULL, ev.rec_ns + ps->cur->pub.start_ns);
 	feed(ps, &ev);
 	int more = lr_next(&m->it[ti], &m->ev[ti]);
 	while (ordered && more && !ps->failed && wants_next(ps, t)) {
 		ev = m->ev[ti];
-		if (ev.time_ns <= merge_others(m)) /* in time order all the same (one thread: always) */
-			ps->sink->horizon(ps->sink->ctx, ev.rec_ns + ps->cur->pub.start_ns);
+		if (ev.time_ns <= merge_others(m)) { /* in time order all the same (one thread: always) */
+			uint64_t h = ev.rec_ns + ps->cur->pub.start_ns, held = held_from(ps, t);
+			ps->sink->horizon(ps->sink->ctx, t, h < held ? h : held);
+		}
 		feed(ps, &ev);
 		more = lr_next(&m->it[ti], &m->ev[ti]);
 	}

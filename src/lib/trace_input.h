@@ -98,11 +98,14 @@ struct trace_sink {
 	 * known to have callees) gets it at once, ahead of the other threads'
 	 * earlier events; so does one whose begins the cut holds, and a
 	 * thread's open frames close as soon as its last event is in. Then
-	 * `horizon` says, before each event taken in time order, that every
-	 * frame begin or end still to come is at or after t (recorded clock,
-	 * fr_frame.r_begin/r_end): what the sink holds before t can go out. */
+	 * `horizon` says, before an event in time order, that every frame
+	 * begin or end still to come is at or after t (recorded clock,
+	 * fr_frame.r_begin/r_end), except for what the thread `ahead`, when
+	 * not NULL, still owes the sink itself (it runs ahead, and its next
+	 * event is earlier than any other thread's): what the sink holds
+	 * before t can go out, up to the earliest line it waits to finish. */
 	int (*wants_next)(void *ctx, const struct lr_thread *t);
-	void (*horizon)(void *ctx, uint64_t t);
+	void (*horizon)(void *ctx, const struct lr_thread *ahead, uint64_t t);
 };
 
 struct trace_input;

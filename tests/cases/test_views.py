@@ -13,7 +13,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, eq, record, tmpdir, tp_rows, trace_processor  # noqa: E402
+from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, dump_events, eq, record, tmpdir, tp_rows, trace_processor  # noqa: E402
 from sfkit import run as sf_run  # noqa: E402
 
 # The first line report, replay and graph print about net times
@@ -122,6 +122,18 @@ def test_replay_threads_in_time_order_with_flat_memory():
     eq([("M " if t == main_tid else "T ") + c for _, t, c in rows],
        ["M main() {", "T body() {", "T   work();", "T   work();", "T } /* body */", "M   after_join();",
         "M } /* main */"], "call column by thread")
+    # A window in the middle of the thread's calls: the calls open at its
+    # start come first, at the start (main, without a call of its own in
+    # the window, and body), then the rest in time order.
+    _, lg = record([exe, "1000"], args=["-q"])
+    works = [e.time for e in dump_events(lg) if e.name == "work"]
+    s, e = works[len(works) // 2], works[len(works) // 2 + 40]
+    out = run([SFTRACE, "replay", "--no-pager", "-f", "time", "--time", f"{s}ns..{e}ns", lg]).stdout
+    rows = [(float(t), c) for t, c in re.findall(r"^\s*(\d+\.\d+) \| (.*)$", out, re.M)]
+    eq(sorted(c.strip() for _, c in rows[:2]),
+       ["body() { /* cut at window start */", "main(); /* cut at window start */ /* cut at window end */"],
+       f"first lines:\n{out}")
+    eq([t for t, _ in rows], sorted(t for t, _ in rows), f"times in print order:\n{out}")
     d = tmpdir()
     rss = {}
     for n in (1000, 1000000):

@@ -436,13 +436,14 @@ static void print_header(const struct replay *r)
 static void put_columns(struct replay *r, const struct line *l)
 {
 	line_start(&r->lines, l->time);
-	if (!r->nfields)
-		return;
 	for (size_t i = 0; i < r->nfields; i++) {
 		out(" ", 1);
 		r->fields[i]->print(r, l);
 	}
-	out(" | ", 3);
+	if (r->nfields)
+		out(" | ", 3);
+	/* After the delta column read the previous one; with no column too:
+	 * a run's comment line takes it as its time (flush_run). */
 	struct thread_state *ts = &r->threads[l->thread->index];
 	ts->last_time = l->time;
 	ts->has_last = 1;

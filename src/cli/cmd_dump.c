@@ -94,10 +94,9 @@ static void out_fmt(struct out *o, const char *fmt, ...)
 	char buf[4096];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	size_t n = sf_vformat(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (n > 0)
-		out_mem(o, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+	out_mem(o, buf, n);
 }
 
 static void out_chars(struct out *o, char c, size_t n)

@@ -652,6 +652,7 @@ int cmd_graph(int argc, char **argv)
 	io.trace.short_names = input_opts_short_names(&io, 1);
 	io.trace.time_order = 1; /* children in the order they first ran */
 	io.trace.net_times = !g.raw_times;
+	io.trace.raw_cut = g.raw_times;
 	struct trace_input *in = input_opts_open(&io, "graph", argc, argv, first, NULL, 0, &usage_error);
 	if (!in) {
 		if (usage_error)

@@ -10,14 +10,19 @@
  * A call with children opens with "name() {" and closes with "}" and its
  * name in a C comment, with its duration; a call without children is one
  * line, "name();", with its duration. Times in uftrace's units
- * (print_time_unit, lib/util.h's sf_uftrace_unit). Processes one after another; a process's threads merged in time
- * order (trace_input's time_order), each line tagged with its tid.
+ * (print_time_unit, lib/util.h's sf_uftrace_unit). Processes one after
+ * another; a process's threads merged in time order, each line tagged
+ * with its tid.
  *
- * Streaming, memory per thread: a begun frame waits (the thread's one
- * "pending" frame) until the thread's next frame begins (then it had
- * children: "name() {") or it ends (a leaf: "name();"). So a leaf's line
- * is written at its end, which may put it after another thread's lines
- * that began later; each thread's own lines keep their order.
+ * Streaming, in time order, memory per thread: a begun frame waits (the
+ * thread's one "pending" frame) until the thread's next frame begins (then
+ * it had children: "name() {") or it ends (a leaf: "name();"). The input
+ * (trace_input's time_order with wants_next) hands a thread with a pending
+ * frame its next event at once, ahead of the other threads' earlier ones,
+ * so the line is known right away; lines that are then ahead of the other
+ * threads wait in a small queue ordered by their time (recorded clock)
+ * until the input's horizon passes them. The queue holds at most a
+ * thread's run-ahead: the calls it enters before its next exit.
  *
  * A thread whose name the kernel cut (15 bytes) gets a line "# thread TID:
  * name (first function)" before its first call (trace_thread_label).
@@ -29,6 +34,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,12 +58,148 @@
 #define C_RED "\033[31m"
 #define C_OFF "\033[0m"
 
+/* ---- output (single-threaded: the unlocked stdio calls, and no printf
+ * on the per-line path: replay writes millions of lines) ----
+ *
+ * A line goes straight to stdout, or, when it is ahead of what the input
+ * may still deliver, is made in `cur` and queued (line_start, line_done). */
+
+static struct {
+	char *p;
+	size_t n, cap;
+	int queued;    /* this line goes to the queue */
+	uint64_t time; /* ... at this time */
+} cur;
+
+static void out_queued(const char *p, size_t n)
+{
+	if (cur.n + n > cur.cap) {
+		cur.cap = (cur.n + n) * 2 + 256;
+		cur.p = xrealloc(cur.p, cur.cap);
+	}
+	memcpy(cur.p + cur.n, p, n);
+	cur.n += n;
+}
+
+/* Inline: stdio's fwrite_unlocked of a constant small size is a few
+ * stores (a call of it cost replay 60% more instructions). */
+static inline void out(const char *p, size_t n)
+{
+	if (__builtin_expect(!cur.queued, 1))
+		fwrite_unlocked(p, 1, n, stdout);
+	else
+		out_queued(p, n);
+}
+
+static inline void outs(const char *p)
+{
+	if (__builtin_expect(!cur.queued, 1))
+		fputs_unlocked(p, stdout);
+	else
+		out_queued(p, strlen(p));
+}
+
+static void outf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void outf(const char *fmt, ...)
+{
+	char b[4608];
+	va_list ap;
+	va_start(ap, fmt);
+	size_t n = sf_vformat(b, sizeof(b), fmt, ap);
+	va_end(ap);
+	out(b, n);
+}
+
+/* A line ahead of the input's horizon. */
+struct queued {
+	uint64_t time, seq;
+	char *text;
+	size_t len;
+};
+
+/* Lines by (time, seq), a binary min-heap. */
+struct line_queue {
+	struct queued *q;
+	size_t n, cap;
+	uint64_t seq;
+	uint64_t horizon; /* no frame begin or end still to come is earlier */
+};
+
+static int queued_before(const struct queued *a, const struct queued *b)
+{
+	return a->time != b->time ? a->time < b->time : a->seq < b->seq;
+}
+
+static void queue_push(struct line_queue *lq, uint64_t time)
+{
+	if (lq->n == lq->cap) {
+		lq->cap = lq->cap ? lq->cap * 2 : 64;
+		lq->q = xrealloc(lq->q, lq->cap * sizeof(*lq->q));
+	}
+	struct queued x = {time, lq->seq++, xmalloc(cur.n), cur.n};
+	memcpy(x.text, cur.p, cur.n);
+	size_t i = lq->n++;
+	for (; i && queued_before(&x, &lq->q[(i - 1) / 2]); i = (i - 1) / 2)
+		lq->q[i] = lq->q[(i - 1) / 2];
+	lq->q[i] = x;
+}
+
+/* Writes and removes the earliest queued line. */
+static void queue_pop(struct line_queue *lq)
+{
+	struct queued top = lq->q[0], x = lq->q[--lq->n];
+	fwrite_unlocked(top.text, 1, top.len, stdout);
+	free(top.text);
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= lq->n)
+			break;
+		if (c + 1 < lq->n && queued_before(&lq->q[c + 1], &lq->q[c]))
+			c++;
+		if (!queued_before(&lq->q[c], &x))
+			break;
+		lq->q[i] = lq->q[c];
+		i = c;
+	}
+	if (lq->n)
+		lq->q[i] = x;
+}
+
+/* The queued lines up to t go out. */
+static void queue_flush(struct line_queue *lq, uint64_t t)
+{
+	if (t > lq->horizon)
+		lq->horizon = t;
+	while (lq->n && lq->q[0].time <= lq->horizon)
+		queue_pop(lq);
+}
+
+/* A line that happened at `time` (recorded clock) begins: written as it
+ * is made if nothing the input may still deliver comes before it (every
+ * queued line is past the horizon, so it goes first), else queued when
+ * done. */
+static void line_start(const struct line_queue *lq, uint64_t time)
+{
+	cur.queued = time > lq->horizon;
+	cur.time = time;
+	cur.n = 0;
+}
+
+static void line_done(struct line_queue *lq)
+{
+	if (cur.queued)
+		queue_push(lq, cur.time);
+	cur.queued = 0;
+}
+
 /* One output line's facts, for the columns. */
 struct line {
 	const struct trace_proc *proc;
 	const struct lr_thread *thread;
 	uint32_t func_id;
-	uint64_t time;     /* when it happened: a call's begin, a close's end (recording's time base) */
+	uint64_t time;     /* when it happened, as recorded (the time, delta and elapsed columns): a
+			    * call's begin, a close's end; durations alone are net of the tracer */
 	uint64_t duration; /* 0: none shown, unless closed */
 	int closed;        /* a close or a leaf: its duration is shown even when 0
 			    * (an empty function, net of the tracer) */
@@ -103,17 +245,12 @@ struct replay {
 	struct thread_state *threads; /* by lr_thread.index of the current process */
 	size_t nthreads;
 	int write_failed;
+	struct line_queue lines;
 	int srcline;     /* --srcline: each call's file:line as a comment */
 	int short_names; /* --names short (the default) */
 	struct fn_name *names; /* name_of's, by function id of the current process */
 	size_t nnames;
 };
-
-/* ---- output (single-threaded: the unlocked stdio calls, and no printf
- * on the per-line path: replay writes millions of lines) ---- */
-
-static inline void out(const char *p, size_t n) { fwrite_unlocked(p, 1, n, stdout); }
-static inline void outs(const char *p) { fputs_unlocked(p, stdout); }
 
 /* v right-aligned in `width` columns (zero-padded when zpad). */
 static void out_uint(uint64_t v, int width, int zpad)
@@ -178,9 +315,9 @@ static void print_addr(struct replay *r, const struct line *l)
 	(void)r;
 	uint64_t vaddr = 0;
 	if (lr_func(l->proc->log, l->func_id, NULL, &vaddr) < 0)
-		printf("%12s", "");
+		outf("%12s", "");
 	else
-		printf("%12" PRIx64, vaddr);
+		outf("%12" PRIx64, vaddr);
 }
 
 /* Absolute CLOCK_MONOTONIC, as uftrace's print_timestamp. */
@@ -188,7 +325,7 @@ static void print_time(struct replay *r, const struct line *l)
 {
 	(void)r;
 	uint64_t t = l->proc->zero_mono_ns + l->time;
-	printf("%8" PRIu64 ".%09" PRIu64, t / 1000000000u, t % 1000000000u);
+	outf("%8" PRIu64 ".%09" PRIu64, t / 1000000000u, t % 1000000000u);
 }
 
 static void print_delta(struct replay *r, const struct line *l)
@@ -202,7 +339,7 @@ static void print_elapsed(struct replay *r, const struct line *l) { put_duration
 static void print_task(struct replay *r, const struct line *l)
 {
 	(void)r;
-	printf("%15.15s", sf_esc(l->thread->name[0] ? l->thread->name : l->proc->name));
+	outf("%15.15s", sf_esc(l->thread->name[0] ? l->thread->name : l->proc->name));
 }
 
 static void print_module(struct replay *r, const struct line *l)
@@ -214,7 +351,7 @@ static void print_module(struct replay *r, const struct line *l)
 		const char *slash = strrchr(o->path, '/');
 		name = slash ? slash + 1 : o->path;
 	}
-	printf("%16.16s", sf_esc(name));
+	outf("%16.16s", sf_esc(name));
 }
 
 static const struct field field_table[] = {
@@ -293,16 +430,18 @@ static void print_header(const struct replay *r)
 	printf("   FUNCTION%s\n", r->color ? C_OFF : "");
 }
 
-/* The columns and the " | " before a call. */
+/* A line begins: the columns and the " | " before a call. */
 static void put_columns(struct replay *r, const struct line *l)
 {
-	if (!r->nfields)
-		return;
+	line_start(&r->lines, l->time);
 	for (size_t i = 0; i < r->nfields; i++) {
 		out(" ", 1);
 		r->fields[i]->print(r, l);
 	}
-	out(" | ", 3);
+	if (r->nfields)
+		out(" | ", 3);
+	/* After the delta column read the previous one; with no column too:
+	 * a run's comment line takes it as its time (flush_run). */
 	struct thread_state *ts = &r->threads[l->thread->index];
 	ts->last_time = l->time;
 	ts->has_last = 1;
@@ -360,7 +499,7 @@ static void free_names(struct replay *r)
 /* " /" "* text *" "/" after a line's call. */
 static void put_comment(const struct replay *r, const char *text)
 {
-	printf(" %s/* %s */%s", r->color ? C_DIM : "", text, r->color ? C_OFF : "");
+	outf(" %s/* %s */%s", r->color ? C_DIM : "", text, r->color ? C_OFF : "");
 }
 
 /* A finished run of repaired closes, as one comment line at the depth of
@@ -373,11 +512,12 @@ static void flush_run(struct replay *r, const struct lr_thread *t, const struct 
 	struct line l = {p, t, 0, ts->last_time, 0, 0};
 	put_columns(r, &l);
 	indent(ts->run_depth);
-	printf("%s/* %" PRIu64 " frame%s %s */%s\n", r->color ? C_DIM : "", ts->run_count,
-	       ts->run_count == 1 ? "" : "s", ts->run_kind == FR_END_UNWOUND ? "unwound"
-	       : ts->run_kind == FR_END_PAUSED ? "in flight at a pause"
-	       : ts->run_kind == FR_END_SNAPSHOT ? "open at the snapshot's end" : "open at thread end",
-	       r->color ? C_OFF : "");
+	outf("%s/* %" PRIu64 " frame%s %s */%s\n", r->color ? C_DIM : "", ts->run_count,
+	     ts->run_count == 1 ? "" : "s", ts->run_kind == FR_END_UNWOUND ? "unwound"
+	     : ts->run_kind == FR_END_PAUSED ? "in flight at a pause"
+	     : ts->run_kind == FR_END_SNAPSHOT ? "open at the snapshot's end" : "open at thread end",
+	     r->color ? C_OFF : "");
+	line_done(&r->lines);
 	ts->run_count = 0;
 }
 
@@ -448,7 +588,7 @@ static void put_tail_mark(struct replay *r, const struct thread_state *ts, const
 static void open_pending(struct replay *r, struct thread_state *ts)
 {
 	const struct fr_frame *f = &ts->pending;
-	struct line l = {f->proc, f->thread, f->func_id, f->t_begin, 0, 0};
+	struct line l = {f->proc, f->thread, f->func_id, f->r_begin, 0, 0};
 	put_columns(r, &l);
 	indent(f->depth);
 	put_call(r, f);
@@ -458,6 +598,7 @@ static void open_pending(struct replay *r, struct thread_state *ts)
 	if (f->cut & CUT_START)
 		put_comment(r, "cut at window start");
 	out("\n", 1);
+	line_done(&r->lines);
 	ts->has_pending = 0;
 }
 
@@ -469,9 +610,12 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 		/* Where the kernel cut the thread's name, the thread's first
 		 * function tells which one it is (libtest: the test). */
 		ts->labelled = 1;
-		if (trace_thread_name_cut(f->proc, f->thread))
-			printf("%s# thread %u: %s%s\n", r->color ? C_DIM : "", f->thread->tid,
-			       sf_esc(trace_thread_label(f->proc, f->thread)), r->color ? C_OFF : "");
+		if (trace_thread_name_cut(f->proc, f->thread)) {
+			line_start(&r->lines, f->r_begin);
+			outf("%s# thread %u: %s%s\n", r->color ? C_DIM : "", f->thread->tid,
+			     sf_esc(trace_thread_label(f->proc, f->thread)), r->color ? C_OFF : "");
+			line_done(&r->lines);
+		}
 	}
 	flush_run(r, f->thread, f->proc);
 	if (ts->has_pending)
@@ -494,7 +638,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (ts->run_count && (!repaired || ts->run_repair != f->repair))
 		flush_run(r, f->thread, f->proc);
 	int leaf = ts->has_pending && ts->pending.id == f->id;
-	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->t_begin : f->t_end, f->t_end - f->t_begin, 1};
+	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->r_begin : f->r_end, f->t_end - f->t_begin, 1};
 	put_columns(r, &l);
 	indent(f->depth);
 	if (leaf) {
@@ -516,6 +660,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (f->cut & CUT_END)
 		put_comment(r, "cut at window end");
 	out("\n", 1);
+	line_done(&r->lines);
 	if (repaired) {
 		ts->run_kind = f->end_kind;
 		ts->run_repair = f->repair;
@@ -532,6 +677,7 @@ static int process_begin(void *ctx, const struct trace_proc *p)
 	free_names(r);
 	r->nthreads = lr_nthreads(p->log);
 	r->threads = xcalloc(r->nthreads + 1, sizeof(*r->threads));
+	r->lines.horizon = 0; /* the previous process's lines are all out (process_end) */
 	if (r->nprocs > 1)
 		printf("%s# process %u: %s%s\n", r->color ? C_DIM : "", p->info->pid, sf_esc(p->cmdline),
 		       r->color ? C_OFF : "");
@@ -543,7 +689,32 @@ static int process_end(void *ctx, const struct trace_proc *p)
 	struct replay *r = ctx;
 	for (size_t i = 0; i < r->nthreads; i++)
 		flush_run(r, lr_thread_at(p->log, i), p);
+	queue_flush(&r->lines, UINT64_MAX);
 	return r->write_failed = ferror(stdout) != 0;
+}
+
+/* trace_sink.wants_next: a thread's line waits on its next event while it
+ * has a pending frame or a run of repaired closes not yet written. */
+static int wants_next(void *ctx, const struct lr_thread *t)
+{
+	const struct replay *r = ctx;
+	const struct thread_state *ts = &r->threads[t->index];
+	return ts->has_pending || ts->run_count;
+}
+
+/* trace_sink.horizon: the lines the thread running ahead still owes begin
+ * at its pending frame, or at its latest line (a run of closes). */
+static void horizon(void *ctx, const struct lr_thread *ahead, uint64_t t)
+{
+	struct replay *r = ctx;
+	if (ahead) {
+		const struct thread_state *ts = &r->threads[ahead->index];
+		if (ts->has_pending && ts->pending.r_begin < t)
+			t = ts->pending.r_begin;
+		if (ts->run_count && ts->last_time < t)
+			t = ts->last_time;
+	}
+	queue_flush(&r->lines, t);
 }
 
 /* ---- command line ---- */
@@ -623,6 +794,7 @@ int cmd_replay(int argc, char **argv)
 	io.trace.short_names = r.short_names = input_opts_short_names(&io, 1);
 	io.trace.time_order = 1;
 	io.trace.net_times = !ro.raw_times;
+	io.trace.raw_cut = ro.raw_times;
 	if (optind >= argc) { /* before the pager: a usage error stays on the screen */
 		sf_error("no log given (usage: sftrace replay [OPTIONS] LOG...)");
 		goto out_usage;
@@ -644,13 +816,17 @@ int cmd_replay(int argc, char **argv)
 				  .process_begin = process_begin,
 				  .frame_begin = frame_begin,
 				  .frame_end = frame_end,
-				  .process_end = process_end};
+				  .process_end = process_end,
+				  .wants_next = wants_next,
+				  .horizon = horizon};
 	int run = trace_run(in, &sink);
 	rc = input_opts_end_output(&io, run == 0 || r.write_failed, "the replay");
 	trace_report_repairs(in);
 	trace_close(in);
 	free(r.threads);
 	free_names(&r);
+	free(r.lines.q);
+	free(cur.p);
 out:
 	input_opts_free(&io);
 	return rc;

@@ -422,6 +422,7 @@ int cmd_report(int argc, char **argv)
 	io.trace.short_names = input_opts_short_names(&io, !r.tsv);
 	r.by_name = io.trace.short_names;
 	io.trace.net_times = !raw_times;
+	io.trace.raw_cut = raw_times;
 	if (diff) {
 		if (r.scoped) {
 			sf_error("--diff compares whole recordings: --threads and --processes do not apply");

@@ -254,7 +254,7 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 		f->stats.unmatched_exits++;
 		if (f->cb.unmatched) {
 			struct fr_frame out = {.proc = th->proc, .thread = th->key, .func_id = func, .t_end = t,
-					       .end_kind = kind};
+					       .r_end = r, .end_kind = kind};
 			f->cb.unmatched(f->ctx, &out);
 		}
 		if (th->abs > top_pos(th))
@@ -341,12 +341,14 @@ void fr_event(struct frames *f, const struct lr_thread *thread, uint32_t kind, u
 	struct fr_thread *th = &f->threads[slot];
 	if (thread && thread->npauses)
 		pass_pauses(f, slot, t_ns, r_ns);
-	if (th->seen_time && t_ns < th->last_t) {
-		t_ns = th->last_t;
+	/* Counted on the recorded clock: a net clock (trace_input) never runs
+	 * backwards, so every command counts the same repairs. */
+	if (th->seen_time && r_ns < th->last_r) {
+		r_ns = th->last_r;
 		f->stats.clamped++;
 	}
-	if (th->seen_time && r_ns < th->last_r)
-		r_ns = th->last_r;
+	if (th->seen_time && t_ns < th->last_t)
+		t_ns = th->last_t;
 	th->last_t = t_ns;
 	th->last_r = r_ns;
 	th->seen_time = 1;

@@ -1658,6 +1658,7 @@ static int next_batch(struct lr_iter *it)
 	it->seq = b->seq;
 	it->slot = b->slot;
 	it->base = b->base;
+	it->first = 1;
 	return 1;
 }
 
@@ -1665,6 +1666,12 @@ static void fill_event(struct lr_iter *it, struct lr_event *ev, const unsigned c
 {
 	ev->thread = it->thread;
 	ev->time_ns = ev->rec_ns = lr_time_ns(it->log, ev->raw_time);
+	ev->stall_ns = 0;
+	if (it->first && it->base > ev->raw_time) {
+		uint64_t resumed = lr_time_ns(it->log, it->base);
+		ev->stall_ns = resumed > ev->time_ns ? resumed - ev->time_ns : 0;
+	}
+	it->first = 0;
 	ev->offset = (uint64_t)(p - it->log->map);
 	ev->seq = it->seq;
 	ev->in_slot = it->slot;

@@ -195,6 +195,9 @@ struct lr_event {
 	uint64_t time_ns;        /* ns since the program start, lr_time_ns(raw_time) */
 	uint64_t rec_ns;         /* time_ns as recorded: trace_input may take the tracer's cost off time_ns
 				  * (times net of the tracer), not off this one */
+	uint64_t stall_ns;       /* tracer work recorded right after this event: a batch's first event
+				  * stamped before the hand-off that began the batch, whose base the
+				  * runtime takes after it (FORMAT.md, "Batches"); 0 for the others */
 	/* Allocation kinds (SF_EV_ALLOC..SF_EV_REALLOC_DEALLOC, SF_EV_HEAP_*) only: */
 	int has_ext;
 	uint64_t size;
@@ -304,6 +307,7 @@ struct lr_iter {
 	uint32_t seq;
 	int slot;
 	uint64_t base;                /* the batch's time base */
+	int first;                    /* the batch's first event is still to come (lr_event.stall_ns) */
 	int packed;                   /* the batch is a packed chunk: read through pk */
 	int cut;                      /* ... cut by the end of the file */
 	struct lr_packed pk;

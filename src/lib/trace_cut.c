@@ -498,6 +498,15 @@ void cut_end(void *ctx, const struct fr_frame *in)
 
 const struct cut_stats *cut_stats(const struct trace_cut *c) { return &c->stats; }
 
+uint64_t cut_held_from(const struct trace_cut *c, const struct lr_thread *t)
+{
+	const struct cut_thread *th = &c->threads[t->index];
+	if (th->held >= th->n || th->st[th->held].state != ST_HELD)
+		return UINT64_MAX;
+	uint64_t r = th->st[th->held].r_begin;
+	return r < c->s ? c->s : r;
+}
+
 void cut_free(struct trace_cut *c)
 {
 	if (!c)

@@ -25,7 +25,10 @@
  * Kept calls keep their exact times, except those the window clips: a call
  * begun before the window starts at its start (CUT_START), one still open
  * at its end ends there (CUT_END). Durations tested against min_duration
- * are the calls' real ones, before clipping.
+ * are the calls' real ones on the clock the frames come on (t_begin,
+ * t_end: trace_input runs the pipeline on the net one whenever the log has
+ * the tracer's cost, unless --raw-times, so every command keeps the same
+ * calls), before clipping.
  */
 #ifndef SFTRACE_LIB_TRACE_CUT_H
 #define SFTRACE_LIB_TRACE_CUT_H
@@ -122,6 +125,13 @@ void cut_begin(void *cut, const struct fr_frame *f);
 void cut_end(void *cut, const struct fr_frame *f);
 
 const struct cut_stats *cut_stats(const struct trace_cut *c);
+
+/* When the cut holds a frame of the thread, the time (recorded clock) its
+ * begin will have if it is kept, earlier than the thread's latest event:
+ * its r_begin, or the window's start for one begun before it. UINT64_MAX
+ * when it holds none. trace_input runs such a thread ahead for a sink that
+ * orders its output by time. */
+uint64_t cut_held_from(const struct trace_cut *c, const struct lr_thread *t);
 
 void cut_free(struct trace_cut *c);
 

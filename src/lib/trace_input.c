@@ -50,6 +50,7 @@ struct pass {
 	uint8_t *seen;             /* by lr_thread.index of cur: 1 fed to frames, 2 also announced */
 	size_t nseen;
 	struct net_clock *net;     /* by lr_thread.index of cur: net times (NULL: raw) */
+	int shown_raw;             /* net times for the cut only: the sink gets recorded ones */
 	int failed;
 	uint64_t events;
 	struct timespec start;
@@ -657,26 +658,44 @@ static int announce(struct pass *ps, const struct lr_thread *thread)
 	return ps->sink->thread_begin ? ps->sink->thread_begin(ps->sink->ctx, &ps->cur->pub, thread) : 0;
 }
 
+/* The frame as the sink gets it: on the recorded clock when the pipeline
+ * ran on the net one only to judge --min-duration (pass.shown_raw). A call
+ * the window clipped then gets the edge itself, as the cut gives it on the
+ * recorded clock (r_begin, r_end). */
+static const struct fr_frame *shown(const struct pass *ps, const struct fr_frame *f, struct fr_frame *copy)
+{
+	if (!ps->shown_raw)
+		return f;
+	*copy = *f;
+	copy->t_begin = f->r_begin;
+	copy->t_end = f->r_end;
+	return copy;
+}
+
 static void to_sink_begin(void *ctx, const struct fr_frame *f)
 {
 	struct pass *ps = ctx;
+	struct fr_frame copy;
 	if (ps->failed)
 		return;
-	if (announce(ps, f->thread) || (ps->sink->frame_begin && ps->sink->frame_begin(ps->sink->ctx, f)))
+	if (announce(ps, f->thread) ||
+	    (ps->sink->frame_begin && ps->sink->frame_begin(ps->sink->ctx, shown(ps, f, &copy))))
 		ps->failed = 1;
 }
 
 static void to_sink_end(void *ctx, const struct fr_frame *f)
 {
 	struct pass *ps = ctx;
-	if (!ps->failed && ps->sink->frame_end && ps->sink->frame_end(ps->sink->ctx, f))
+	struct fr_frame copy;
+	if (!ps->failed && ps->sink->frame_end && ps->sink->frame_end(ps->sink->ctx, shown(ps, f, &copy)))
 		ps->failed = 1;
 }
 
 static void to_sink_unmatched(void *ctx, const struct fr_frame *f)
 {
 	struct pass *ps = ctx;
-	if (!ps->failed && ps->sink->frame_unmatched && ps->sink->frame_unmatched(ps->sink->ctx, f))
+	struct fr_frame copy;
+	if (!ps->failed && ps->sink->frame_unmatched && ps->sink->frame_unmatched(ps->sink->ctx, shown(ps, f, &copy)))
 		ps->failed = 1;
 }
 
@@ -813,9 +832,12 @@ struct net_clock {
 	uint64_t last;  /* the latest net time given */
 };
 
+/* Whether the pipeline (frames, trim, cut) runs on the net clock: then
+ * --min-duration judges net durations. The sink gets net times only with
+ * net_times; otherwise to_sink gives it the recorded ones (shown_raw). */
 static int in_net_times(const struct trace_input *in, const struct proc_state *p)
 {
-	return in->opt.net_times && p->pub.info->cost_known;
+	return (in->opt.net_times || !in->opt.raw_cut) && p->pub.info->cost_known;
 }
 
 static void net_time(struct net_clock *c, const struct lr_info *info, struct lr_event *ev)
@@ -830,6 +852,7 @@ static void net_time(struct net_clock *c, const struct lr_info *info, struct lr_
 	ev->time_ns = c->last = t;
 	if (charged)
 		c->spent += info->cost_child_ns;
+	c->spent += (double)ev->stall_ns; /* a batch hand-off's wait, which the calibration leaves out */
 }
 
 /* frames -> [trim] -> [cut] -> the sink, each stage the next one's input.
@@ -865,6 +888,7 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	ps->seen = xcalloc(ps->nseen, 1);
 	free(ps->net);
 	ps->net = in_net_times(ps->in, p) ? xcalloc(ps->nseen, sizeof(*ps->net)) : NULL;
+	ps->shown_raw = ps->net && !ps->in->opt.net_times;
 	p->pub.last_ns = 0;
 	p->last_rec_ns = 0;
 	if (ps == &ps->in->run) /* trace_run_merged leaves the totals alone */
@@ -899,11 +923,13 @@ static void feed(struct pass *ps, struct lr_event *ev)
 		net_time(&ps->net[ti], p->pub.info, ev);
 	ev->time_ns += p->pub.start_ns;
 	ev->rec_ns += p->pub.start_ns;
+	fr_feed(ps->frames, ev);
+	if (ps->shown_raw)
+		ev->time_ns = ev->rec_ns; /* the net time was for the cut */
 	if (ev->time_ns > p->pub.last_ns)
 		p->pub.last_ns = ev->time_ns;
 	if (ev->rec_ns > p->last_rec_ns)
 		p->last_rec_ns = ev->rec_ns;
-	fr_feed(ps->frames, ev);
 	/* Allocation kinds are the ones with payloads (not the unwind kinds
 	 * between them). */
 	if (sf_event_payload_records(ev->kind) && ps->sink->alloc_event &&
@@ -1020,19 +1046,68 @@ static void merge_init(struct merge *m, const struct lr_log *log)
 		merge_sift(m, i);
 }
 
-/* The earliest next event into *ev; 0 at the end. Ties keep the heap's
- * order, and a thread's own events always come in its order. */
-static int merge_next(struct merge *m, struct lr_event *ev)
+/* The thread on top of the heap has its next event read: it goes down the
+ * heap, or out of it when it has none. */
+static void merge_advanced(struct merge *m, int more)
 {
-	if (!m->n)
-		return 0;
-	size_t ti = m->heap[0];
-	*ev = m->ev[ti];
-	if (!lr_next(&m->it[ti], &m->ev[ti]))
+	if (!more)
 		m->heap[0] = m->heap[--m->n];
 	if (m->n)
 		merge_sift(m, 0);
-	return 1;
+}
+
+/* The earliest next event time of the threads below the top one. */
+static uint64_t merge_others(const struct merge *m)
+{
+	uint64_t t = UINT64_MAX;
+	for (size_t i = 1; i < 3 && i < m->n; i++)
+		if (merge_time(m, i) < t)
+			t = merge_time(m, i);
+	return t;
+}
+
+/* When the cut or the trim holds a frame of the thread, the time its begin
+ * will have; UINT64_MAX when neither does. */
+static uint64_t held_from(const struct pass *ps, const struct lr_thread *t)
+{
+	uint64_t a = ps->cut ? cut_held_from(ps->cut, t) : UINT64_MAX;
+	uint64_t b = ps->trim ? cut_held_from(ps->trim, t) : UINT64_MAX;
+	return a < b ? a : b;
+}
+
+/* Whether a time-ordered sink wants the thread's next event now. */
+static int wants_next(const struct pass *ps, const struct lr_thread *t)
+{
+	return ps->sink->wants_next(ps->sink->ctx, t) || held_from(ps, t) != UINT64_MAX;
+}
+
+/* The top thread's earliest event, and for a sink that writes in time
+ * order (trace_sink.wants_next) the thread's next ones while its output
+ * waits on them; a thread whose events are all in closes its frames then.
+ * Ties keep the heap's order, and a thread's own events always come in
+ * its order. */
+static void merge_feed_top(struct pass *ps, struct merge *m)
+{
+	size_t ti = m->heap[0];
+	struct lr_event ev = m->ev[ti];
+	const struct lr_thread *t = ev.thread;
+	int ordered = ps->sink->wants_next != NULL;
+	if (ordered)
+		ps->sink->horizon(ps->sink->ctx, NULL, ev.rec_ns + ps->cur->pub.start_ns);
+	feed(ps, &ev);
+	int more = lr_next(&m->it[ti], &m->ev[ti]);
+	while (ordered && more && !ps->failed && wants_next(ps, t)) {
+		ev = m->ev[ti];
+		if (ev.time_ns <= merge_others(m)) { /* in time order all the same (one thread: always) */
+			uint64_t h = ev.rec_ns + ps->cur->pub.start_ns, held = held_from(ps, t);
+			ps->sink->horizon(ps->sink->ctx, t, h < held ? h : held);
+		}
+		feed(ps, &ev);
+		more = lr_next(&m->it[ti], &m->ev[ti]);
+	}
+	if (ordered && !more && ps->seen[t->index])
+		fr_end_thread(ps->frames, t); /* proc_end finds nothing left open */
+	merge_advanced(m, more);
 }
 
 static void merge_free(struct merge *m)
@@ -1046,10 +1121,9 @@ static void merge_free(struct merge *m)
 static void feed_merged(struct pass *ps, struct proc_state *p)
 {
 	struct merge m;
-	struct lr_event ev;
 	merge_init(&m, p->pub.log);
-	while (!ps->failed && merge_next(&m, &ev))
-		feed(ps, &ev);
+	while (!ps->failed && m.n)
+		merge_feed_top(ps, &m);
 	merge_free(&m);
 }
 

@@ -44,6 +44,10 @@ struct trace_options {
 	int short_names; /* trace_name gives the short style (demangle.h) */
 	int net_times;   /* trace_run gives times net of the tracer's measured cost
 			  * (lr_info.cost_*; logs without the figure: raw) */
+	int raw_cut;     /* --raw-times: --min-duration (and a recording's own) judges the
+			  * recorded durations. Otherwise it judges net ones wherever the log
+			  * has the cost, whatever the times given (net_times): every command
+			  * keeps the same calls */
 	int time_order;  /* trace_run gives each process's threads merged in time
 			  * order (replay), not in the log's batch order */
 };
@@ -89,6 +93,19 @@ struct trace_sink {
 	/* An exit or tail the frames layer dropped: its function was not open
 	 * on the thread (fr_callbacks.unmatched; not with a cut). */
 	int (*frame_unmatched)(void *ctx, const struct fr_frame *f);
+	/* With time_order, for a sink that writes in time order (replay): a
+	 * thread whose output waits on its next event (a begun call not yet
+	 * known to have callees) gets it at once, ahead of the other threads'
+	 * earlier events; so does one whose begins the cut holds, and a
+	 * thread's open frames close as soon as its last event is in. Then
+	 * `horizon` says, before an event in time order, that every frame
+	 * begin or end still to come is at or after t (recorded clock,
+	 * fr_frame.r_begin/r_end), except for what the thread `ahead`, when
+	 * not NULL, still owes the sink itself (it runs ahead, and its next
+	 * event is earlier than any other thread's): what the sink holds
+	 * before t can go out, up to the earliest line it waits to finish. */
+	int (*wants_next)(void *ctx, const struct lr_thread *t);
+	void (*horizon)(void *ctx, const struct lr_thread *ahead, uint64_t t);
 };
 
 struct trace_input;

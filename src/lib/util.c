@@ -189,3 +189,9 @@ int sf_path_lookup(const char *cmd, char *path, size_t cap)
 	}
 	return -1;
 }
+
+size_t sf_vformat(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	int n = vsnprintf(buf, len, fmt, ap);
+	return n <= 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}

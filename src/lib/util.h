@@ -2,6 +2,7 @@
 #ifndef SFTRACE_LIB_UTIL_H
 #define SFTRACE_LIB_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,5 +55,9 @@ void sf_format_duration(char *buf, size_t len, double ns, enum sf_duration_style
  * minutes % 24. A whole over 999 is 999.999, uftrace's error case. */
 #define SF_UFTRACE_UNITS {"us", "ms", " s", " m", " h"}
 unsigned sf_uftrace_unit(uint64_t ns, uint64_t *whole, uint64_t *frac);
+
+/* vsnprintf into buf (len > 0), returning the bytes it holds: what fits,
+ * 0 on an error. */
+size_t sf_vformat(char *buf, size_t len, const char *fmt, va_list ap);
 
 #endif

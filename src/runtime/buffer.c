@@ -445,19 +445,6 @@ static void ring_write_end(struct sf_ring *r)
 	__atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
 }
 
-/* Takes the write faults of n bytes at p now (one store per page, of the
- * value there): a MAP_SHARED slot is populated read-only, so its first
- * store per page would fault (page_mkwrite, tens of us on a busy file
- * system), and a fresh anonymous page faults too. The first freeze's
- * memory is faulted in at the thread's start, not at its trigger. */
-static void prefault_write(void *p, size_t n)
-{
-	for (size_t off = 0; off < n; off += SF_PAGE) {
-		uint64_t *w = (uint64_t *)(void *)((char *)p + off);
-		__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-	}
-}
-
 static void ring_start(struct sf_thread *t)
 {
 	uint32_t cap = sf_config.ring_slots;
@@ -474,7 +461,7 @@ static void ring_start(struct sf_thread *t)
 		r->cap = cap;
 		r->live = r->store;
 		r->frozen = r->store + cap;
-		prefault_write(r->store, 2 * (size_t)cap * sizeof(r->store[0]));
+		sf_prefault_write(r->store, 2 * (size_t)cap * sizeof(r->store[0]));
 	}
 	ring_write_begin(r);
 	r->serial = t->serial;
@@ -490,7 +477,7 @@ static void ring_start(struct sf_thread *t)
 	if (!r->reserve && __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED)) {
 		r->reserve = sf_log_slot_get();
 		if (r->reserve)
-			prefault_write(r->reserve->hdr, SF_SLOT_SIZE);
+			sf_prefault_write(r->reserve->hdr, SF_SLOT_SIZE);
 	}
 	/* A freeze open now began before this thread's first event: nothing
 	 * of it belongs there (an empty frozen set for it). */

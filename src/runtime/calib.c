@@ -5,16 +5,19 @@
  * the ENTRY's timestamp and after the EXIT's (the parent part), and itself
  * the work after the ENTRY's timestamp and before the EXIT's (the child
  * part). Both are read off the timestamps of the real trampolines called
- * in a tight loop (arch/x86_64/calib.S) into a scratch buffer: nothing
+ * in a tight loop (arch/x86_64/calib.S) into a scratch area: nothing
  * reaches the log but the two figures (sf_header.reserved[SF_HDR_COST],
- * in 1/256 of the event clock's unit per call).
+ * in 1/256 of the event clock's unit per call). The slow path (a full
+ * slot's hand-off) is not in them: the readers take its time off from the
+ * batch bases (docs/FORMAT.md, "Batches").
  *
- * Cost: (CALIB_ROUNDS + 1) x CALIB_PAIRS pairs, about 0.1 ms (docs/DESIGN.md); the
- * round with the least total wins, so an interrupt or a preemption spoils
- * one round, not the figure. Only with the TSC clock on x86-64: in
+ * Cost: (CALIB_ROUNDS + 1) x CALIB_PAIRS pairs and the area's 24 page
+ * faults, about 0.12 ms (docs/DESIGN.md); the
+ * round with the median total gives the figures (median_round). Only with the TSC clock on x86-64: in
  * monotonic mode every event takes the slow path and the figures stay 0
  * (cost unknown, readers show raw times). */
 #include <string.h>
+#include <sys/mman.h>
 
 #include "runtime/runtime.h"
 
@@ -26,28 +29,65 @@ uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
 
 void sf_calib_pairs(uint64_t n) SF_HIDDEN; /* arch/x86_64/calib.S */
 
-/* Room for one round's events and the warm-up's, never full: the fast path
- * only (a full buffer would take the slow path, which writes to the log). */
-static struct sf_event scratch[2 * CALIB_PAIRS + 16];
+/* Each round's events go to lines of their own, none of them in the L1
+ * cache: the trampolines store into a 64 KiB slot, whose lines the thread
+ * last wrote a slot ago (clearing it) or another core did (the writer
+ * thread). Into lines already in L1 (a 4 KiB array used by every round)
+ * the loop ran 1-4 ns a pair faster than a real run's events (the net time
+ * of a function one level down was then that much above untraced). So the
+ * rounds take their 4 KiB each from the first half of a 96 KiB area
+ * written once from front to back before the first round: by then the
+ * back half has pushed the front out of L1 (32-48 KiB), into L2. The area
+ * is mapped for the measurement only. */
+#define ROUND_EVENTS (2 * CALIB_PAIRS)
+#define AREA_BYTES   (96u << 10)
 
-static uint64_t ev_time(uint64_t base, unsigned i)
+static struct sf_event *scratch;
+
+static uint64_t ev_time(uint64_t base, unsigned r, unsigned i)
 {
-	return sf_event_time(base, scratch[i].time_lo);
+	return sf_event_time(base, scratch[r * ROUND_EVENTS + i].time_lo);
 }
 
-/* One round: the child and parent parts summed over its pairs, in ticks
- * (the parent's over CALIB_PAIRS - 1 gaps between pairs). */
-static void round_sums(struct sf_thread *t, uint64_t *child, uint64_t *parent)
+/* Round r: the child and parent parts summed over its pairs, in ticks (the
+ * parent's over CALIB_PAIRS - 1 gaps between pairs). Never full: the fast
+ * path only (a full buffer would take the slow path, which writes to the
+ * log). */
+static void round_sums(struct sf_thread *t, unsigned r, uint64_t *child, uint64_t *parent)
 {
 	t->base = sf_arch_counter();
-	t->cursor = (uint64_t)scratch;
+	t->cursor = (uint64_t)(scratch + r * ROUND_EVENTS);
+	t->limit = t->cursor + (ROUND_EVENTS + 16) * sizeof(struct sf_event);
 	sf_calib_pairs(CALIB_PAIRS);
 	*child = *parent = 0;
 	for (unsigned i = 0; i < CALIB_PAIRS; i++) {
-		*child += ev_time(t->base, 2 * i + 1) - ev_time(t->base, 2 * i);
+		*child += ev_time(t->base, r, 2 * i + 1) - ev_time(t->base, r, 2 * i);
 		if (i + 1 < CALIB_PAIRS)
-			*parent += ev_time(t->base, 2 * i + 2) - ev_time(t->base, 2 * i + 1);
+			*parent += ev_time(t->base, r, 2 * i + 2) - ev_time(t->base, r, 2 * i + 1);
 	}
+}
+
+/* One round's figures per pair, in 1/256 tick. */
+struct round_cost {
+	uint64_t child, parent;
+};
+
+/* The round whose total is the median (the lower one of an even count):
+ * an interrupt or a preemption spoils a round or two, which end up above
+ * it, and a round that ran faster than the loop usually does (the least
+ * total, which this took before, came out 10-13% below the median in
+ * some processes: 61 and 67 ticks against 70 and 76) does not set the
+ * figure either. Insertion sort: n is CALIB_ROUNDS. */
+static const struct round_cost *median_round(struct round_cost *r, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++) {
+		struct round_cost x = r[i];
+		unsigned j = i;
+		for (; j > 0 && r[j - 1].child + r[j - 1].parent > x.child + x.parent; j--)
+			r[j] = r[j - 1];
+		r[j] = x;
+	}
+	return &r[(n - 1) / 2];
 }
 
 /* Before any sled is patched (init.c): the calling thread's state is
@@ -56,31 +96,34 @@ void sf_calib_measure(void)
 {
 	if (sf_config.clock != SF_CLOCK_TSC)
 		return;
+	void *area = mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (area == MAP_FAILED)
+		return; /* cost unknown: readers show raw times */
+	memset(area, 0, AREA_BYTES); /* the page faults now, and the front half out of L1 */
+	scratch = area;
 	struct sf_thread *t = &sf_self;
 	struct sf_thread saved;
 	memcpy(&saved, t, offsetof(struct sf_thread, events));
 #ifdef SF_ARCH_SHADOW
 	uint64_t depth = t->shadow_depth;
 #endif
-	t->limit = (uint64_t)(scratch + sizeof(scratch) / sizeof(scratch[0]));
 	t->window_depth = 0;
-	uint64_t child, parent, best = UINT64_MAX;
+	struct round_cost rounds[CALIB_ROUNDS];
 	for (unsigned r = 0; r < CALIB_ROUNDS + 1; r++) {
-		round_sums(t, &child, &parent);
+		uint64_t child, parent;
+		round_sums(t, r, &child, &parent);
 		if (r == 0)
 			continue; /* warm-up: the first round pays for cold lines and branches */
-		uint64_t per_pair_child = child * 256 / CALIB_PAIRS;
-		uint64_t per_pair_parent = parent * 256 / (CALIB_PAIRS - 1);
-		if (per_pair_child + per_pair_parent < best) {
-			best = per_pair_child + per_pair_parent;
-			sf_cost_child = per_pair_child;
-			sf_cost_parent = per_pair_parent;
-		}
+		rounds[r - 1] = (struct round_cost){child * 256 / CALIB_PAIRS, parent * 256 / (CALIB_PAIRS - 1)};
 	}
+	const struct round_cost *m = median_round(rounds, CALIB_ROUNDS);
+	sf_cost_child = m->child;
+	sf_cost_parent = m->parent;
 	memcpy(t, &saved, offsetof(struct sf_thread, events));
 #ifdef SF_ARCH_SHADOW
 	t->shadow_depth = depth;
 #endif
+	munmap(area, AREA_BYTES);
 }
 #else
 void sf_calib_measure(void)

@@ -857,7 +857,7 @@ static long slot_map(int fd, void *arg)
 	uint64_t off = *(uint64_t *)arg;
 	if (reserve(fd, off, SF_SLOT_SIZE) < 0)
 		return -errno;
-	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
+	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
 	return m == MAP_FAILED ? -errno : (long)m;
 }
 
@@ -892,6 +892,13 @@ struct sf_slot *sf_log_slot_get(void)
 		munmap(m, SF_SLOT_SIZE);
 		goto out;
 	}
+	/* The write faults now, in the slow path that the readers take off
+	 * with the hand-off's time (a batch's base), not at the trampolines'
+	 * stores, on the event path (MAP_POPULATE only maps a shared mapping's
+	 * pages for reading: its first store per page would still fault, about
+	 * 2 us each, all in the same function when a loop's events per
+	 * iteration divide the 512 events of a page). */
+	sf_prefault_write(m, SF_SLOT_SIZE);
 	s->hdr = m;
 	s->file_offset = off;
 	s->next_all = L.all_slots;
@@ -1250,6 +1257,18 @@ void sf_log_after_fork_child(int files_shared)
 	L.free_slots = NULL;
 	L.all_slots = NULL;
 	L.failed = 0;
+}
+
+/* Takes the write faults of n bytes at p now (one store per page, of the
+ * value there): a MAP_SHARED slot is populated read-only, so its first
+ * store per page would fault (page_mkwrite, tens of us on a busy file
+ * system), and a fresh anonymous page faults too. */
+void sf_prefault_write(void *p, size_t n)
+{
+	for (size_t off = 0; off < n; off += SF_PAGE) {
+		uint64_t *w = (uint64_t *)(void *)((char *)p + off);
+		__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	}
 }
 
 void sf_zero_events(struct sf_event *ev, size_t n)

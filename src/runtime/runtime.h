@@ -793,6 +793,8 @@ void sf_log_add_features(uint64_t bits) SF_HIDDEN; /* SF_FEAT_* bits into the he
 /* Clears n slot records front to back: a crashed process's reader stops at
  * the first zero word, so the slot reads as empty from the first store on. */
 void sf_zero_events(struct sf_event *ev, size_t n) SF_HIDDEN;
+/* The write faults of n bytes at p taken now, not on the event path (logfile.c). */
+void sf_prefault_write(void *p, size_t n) SF_HIDDEN;
 
 /* ---- budget.c (record --max-size: one byte budget for the whole run) ---- */
 void sf_budget_init(void) SF_HIDDEN;

@@ -7,12 +7,13 @@ comments (own_longjmp.c).
 Runs under tests/run.py, or alone: python3 tests/cases/test_views.py."""
 import os
 import re
+import subprocess
 import sys
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, eq, record, tmpdir, tp_rows, trace_processor  # noqa: E402
+from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, dump_events, eq, record, tmpdir, tp_rows, trace_processor  # noqa: E402
 from sfkit import run as sf_run  # noqa: E402
 
 # The first line report, replay and graph print about net times
@@ -98,6 +99,49 @@ def test_replay_recursion_and_threads():
             ["T0 } /* main */"])
     eq(labelled, want, "call column with threads")
     check_durations(rows)
+
+
+def _peak_rss_kb(cmd, out):
+    """The peak RSS of cmd (KiB), its stdout to the file out."""
+    with open(out, "wb") as fh:
+        pr = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(pr.pid, 0)
+    eq(status, 0, f"{cmd} status")
+    return usage.ru_maxrss
+
+
+def test_replay_threads_in_time_order_with_flat_memory():
+    # main() { begins before the thread exists; main's next event comes
+    # after the join. Every line in time order, and the thread's lines do
+    # not wait for main's: a replay of 1M calls of the thread takes no more
+    # memory than one of 1,000 calls, beyond the mapped log.
+    exe = build_c("replay_join", ["replay_join.c"], libs=["-lpthread"])
+    _, log = record([exe, "2"], args=["-q"])
+    _, rows = replay(log, ["--no-pager"])
+    main_tid = rows[0][1]
+    eq([("M " if t == main_tid else "T ") + c for _, t, c in rows],
+       ["M main() {", "T body() {", "T   work();", "T   work();", "T } /* body */", "M   after_join();",
+        "M } /* main */"], "call column by thread")
+    # A window in the middle of the thread's calls: the calls open at its
+    # start come first, at the start (main, without a call of its own in
+    # the window, and body), then the rest in time order.
+    _, lg = record([exe, "1000"], args=["-q"])
+    works = [e.time for e in dump_events(lg) if e.name == "work"]
+    s, e = works[len(works) // 2], works[len(works) // 2 + 40]
+    out = run([SFTRACE, "replay", "--no-pager", "-f", "time", "--time", f"{s}ns..{e}ns", lg]).stdout
+    rows = [(float(t), c) for t, c in re.findall(r"^\s*(\d+\.\d+) \| (.*)$", out, re.M)]
+    eq(sorted(c.strip() for _, c in rows[:2]),
+       ["body() { /* cut at window start */", "main(); /* cut at window start */ /* cut at window end */"],
+       f"first lines:\n{out}")
+    eq([t for t, _ in rows], sorted(t for t, _ in rows), f"times in print order:\n{out}")
+    d = tmpdir()
+    rss = {}
+    for n in (1000, 1000000):
+        _, lg = record([exe, str(n)], out=os.path.join(d, f"{n}.log"), args=["-q"])
+        rss[n] = _peak_rss_kb([SFTRACE, "replay", "--no-pager", lg], os.path.join(d, f"{n}.txt"))
+    grow = rss[1000000] - rss[1000]
+    size_kb = os.path.getsize(os.path.join(d, "1000000.log")) // 1024
+    check(grow <= size_kb + 2048, f"peak RSS {rss} KiB: +{grow} KiB for 999,000 more calls, the log being {size_kb} KiB")
 
 
 def test_replay_cut_tid_and_depth():

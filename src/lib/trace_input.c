@@ -1106,7 +1106,7 @@ static void merge_feed_top(struct pass *ps, struct merge *m)
 		more = lr_next(&m->it[ti], &m->ev[ti]);
 	}
 	if (ordered && !more && ps->seen[t->index])
-		fr_end_thread(ps->frames, t); /* proc_end finds nothing left open */
+		fr_end_thread(ps->frames, t, snapshot_end(ps->cur)); /* proc_end finds nothing left open */
 	merge_advanced(m, more);
 }
 

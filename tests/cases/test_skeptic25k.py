@@ -197,3 +197,32 @@ def test_skeptic25k_pthread_exit():
                        "'3 open frames closed at thread end'")
 def test_skeptic25k_pthread_cancel():
     check_texit("cancel")
+
+
+NEST_WANT = {
+    # a's catch (thrower, b), its catch block's cleanup (thrower, c), main (a)
+    "catchthrow": [(2, 2), (2, 2), (1, 1)],
+    # a2's cleanup (thrower, b), d's catch inside the destructor (thrower),
+    # main (a2)
+    "dtorcatch": [(2, 2), (1, 3), (1, 1)],
+    # the thread's catch in tfn (thrower, b); main's rethrow out of r
+    "rethread": [(1, 1), (2, 1)],
+    # thrower2 (tail-called from tb, in tb's place) and ta
+    "tail": [(2, 1)],
+    # big_thrower and mid_alloca, below cat_alloca's alloca
+    "alloca": [(2, 2)],
+}
+
+
+def test_skeptic25k_nested_throws():
+    """Throws from a catch block, from a destructor's own try during a
+    throw, rethrow_exception in another thread, a throw after a -O2 tail
+    call, alloca'd frames; with and without frame pointers."""
+    for fp in ("omit", "no-omit"):
+        exe = sfkit.build_c(f"skep25k_nest_{fp}", ["skep25k_nest.cc"], flags=[f"-f{fp}-frame-pointer"],
+                            libs=["-lpthread"], **CXX)
+        for mode, want in NEST_WANT.items():
+            log = record_same(exe, [mode])
+            sfkit.eq(sorted(unwinds(log)), sorted(want), f"{fp} {mode}: UNWIND events")
+            rows = replay_calls(log)
+            sfkit.eq([r for r in rows if r[1].startswith("after")], [(1, "after();")], f"{fp} {mode}: after()")

@@ -226,3 +226,68 @@ def test_skeptic25k_nested_throws():
             sfkit.eq(sorted(unwinds(log)), sorted(want), f"{fp} {mode}: UNWIND events")
             rows = replay_calls(log)
             sfkit.eq([r for r in rows if r[1].startswith("after")], [(1, "after();")], f"{fp} {mode}: after()")
+
+
+def test_skeptic25k_rust_nested_catch_unwind():
+    """Nested catch_unwind, a panic inside the Err arm of another: each Drop
+    landing closes the one frame below it; 12 landings, none closing
+    nothing; after() under main."""
+    exe = sfkit.rust_fixture("skep25k_rust_nest")
+    log = record_same(exe, [])
+    # depth left: lang_start's closure, __rust_begin_short_backtrace, main,
+    # outer, inner (5), then level frames above it
+    want = [(1, 9), (1, 8), (1, 7), (1, 6), (1, 5), (1, 8), (1, 7), (1, 6), (1, 5), (1, 6), (1, 5), (1, 4)]
+    sfkit.eq(unwinds(log), want, "UNWIND events")
+    calls = sfkit.count_calls(sfkit.dump_events(log))
+    drops = sum(v for k, v in calls.items() if k.endswith("Drop>::drop"))
+    sfkit.eq((calls["skep25k_rust_nest::level"], calls["skep25k_rust_nest::boom"], drops), (9, 3, 9), "calls")
+    rows = replay_calls(log)
+    sfkit.eq([r for r in rows if "nest::after" in r[1]], [(3, "skep25k_rust_nest::after();")], "after() under main")
+
+
+def callgrind_ir(cmd):
+    """Instructions callgrind counts for the traced program (the last
+    'Collected' line: record's own helpers come first)."""
+    p = sfkit.run(cmd, timeout=600)
+    got = re.findall(r"Collected : (\d+)", p.stderr + p.stdout)
+    sfkit.check(got, f"no callgrind count: {p.stderr[-500:]}")
+    return int(got[-1])
+
+
+def throw_cost(depth, regex):
+    """Instructions a throw through chain<50> costs traced (filter regex)
+    over untraced, from the slope between 100 and 200 throws."""
+    import shutil
+    vg = shutil.which("valgrind")
+    if not vg:
+        raise sfkit.Skip("no valgrind")
+    exe = sfkit.build_c("skep25k_cost", ["skep25k_cost.cc"], **CXX)
+    d = sfkit.tmpdir()
+    vgcmd = [vg, "--tool=callgrind", "--smc-check=all", f"--callgrind-out-file={d}/cg.%p"]
+    per = {}
+    for traced in (False, True):
+        ir = []
+        for n in (100, 200):
+            cmd = vgcmd + [exe, str(depth), str(n)]
+            if traced:
+                cmd = [sfkit.SFTRACE, "record", "-o", f"{d}/sf{n}.log", "--filter-regex", regex, "--"] + cmd
+            ir.append(callgrind_ir(cmd))
+        per[traced] = (ir[1] - ir[0]) // 100
+    return per[True] - per[False], per[False]
+
+
+def test_skeptic25k_throw_cost_shallow():
+    """Measured +924 over 414,905 (main, loop and rec(0) recorded and open;
+    or nothing recorded), +880 with 511 recorded frames open."""
+    for depth, regex in ((0, "^(main|loop|rec)$"), (0, "^zzz$"), (509, "^(main|loop|rec)$")):
+        extra, base = throw_cost(depth, regex)
+        sfkit.check(extra <= 1000, f"depth {depth} {regex}: +{extra} instructions a throw over {base}")
+
+
+@sfkit.known_break(25, "a throw through 50 unrecorded cleanup frames under 513+ open recorded frames (rec 511 or 600 "
+                       "deep): every one of its 51 landings walks the stack: +995,577 instructions a throw over "
+                       "untraced 414,905 (+880 at 511 frames open); wall clock 130-220 us untraced -> 440-730 us "
+                       "traced a throw, about +6-10 us a landing against README's 'under 100 ns ... recorded frames or not'")
+def test_skeptic25k_throw_cost_deep():
+    extra, base = throw_cost(600, "^(main|loop|rec)$")
+    sfkit.check(extra <= 1000, f"depth 600: +{extra} instructions a throw over {base}")

@@ -335,3 +335,28 @@ def test_skeptic25k_thread_custom_stack():
         rows = replay_calls(log)
         sfkit.eq(sorted(r for r in rows if "after" in r[1]), [(0, "tafter();"), (1, "after();")],
                  f"thread stack {where}: after()s")
+
+
+def check_suspended2(where):
+    exe = costack()
+    # all recorded: thrower, g (left on the coroutine, nested under f2 in
+    # the thread's events) and f2 end at main's catch
+    log = record_same(exe, [where, "suspended2"])
+    sfkit.eq(unwinds(log), [(3, 1)], f"coroutine {where}, all recorded: UNWIND events")
+    rows = replay_calls(log)
+    sfkit.eq([r for r in rows if r[1].startswith("after")], [(1, "after();")], "after() nests under main")
+    # thrower not recorded: the landing's quiet test compares with g's entry
+    log = record_same(exe, [where, "suspended2"], rec_args=["--filter-regex", "^(main|f2|g|after)$"])
+    sfkit.eq(unwinds(log), [(2, 1)], f"coroutine {where}, thrower not recorded: UNWIND events")
+
+
+def test_skeptic25k_costack_suspended2_below():
+    check_suspended2("below")
+
+
+@sfkit.known_break(25, "g suspended on a coroutine stack mapped above the main stack is the innermost entry when f2 "
+                       "(main stack) is abandoned by a throw caught in main: the quiet test sees the landing's CFA "
+                       "below g's entry; all recorded: UNWIND 1 abandoned, depth 3 left (want 3, 1), after() at "
+                       "depth 3; thrower not recorded: 0 UNWIND events (want 1: 2 abandoned, depth 1 left)")
+def test_skeptic25k_costack_suspended2_above():
+    check_suspended2("above")

@@ -45,12 +45,14 @@ def costack():
 
 
 def check_costack_inner(where):
-    log = record_same(costack(), [where, "inner"])
-    # 10 landings, each abandoning thrower only: main and run_co stay open
-    sfkit.eq(unwinds(log), [(1, 2)] * 10, f"coroutine {where} the main stack: UNWIND events")
-    rows = replay_calls(log)
-    sfkit.eq([r for r in rows if r[1].startswith("after")], [(1, "after();")],
-             "after() nests under main")
+    for mode in ("inner", "innerjmp"):
+        log = record_same(costack(), [where, mode])
+        # 10 landings, each abandoning thrower (jumper) only: main and
+        # run_co stay open
+        sfkit.eq(unwinds(log), [(1, 2)] * 10, f"{mode}, coroutine {where} the main stack: UNWIND events")
+        rows = replay_calls(log)
+        sfkit.eq([r for r in rows if r[1].startswith("after")], [(1, "after();")],
+                 f"{mode}: after() nests under main")
 
 
 def test_skeptic25k_costack_below():
@@ -59,7 +61,8 @@ def test_skeptic25k_costack_below():
 
 @sfkit.known_break(25, "a coroutine stack mapped above the main stack: a throw caught inside it by an unrecorded "
                        "frame pops every main-stack entry (all below its CFA): the first landing closes 3 frames, "
-                       "depth 0 left, where below it closes 1 with depth 2 left; main ends at the first throw")
+                       "depth 0 left, where below it closes 1 with depth 2 left; main ends at the first throw; the same with longjmp "
+                       "(2 unmatched exits dropped, after() at depth 0)")
 def test_skeptic25k_costack_above():
     check_costack_inner("above")
 

@@ -116,6 +116,11 @@ def test_skeptic25k_deep_throws():
     sfkit.eq((calls["rec"], calls["sub"], calls["after"]), (701, 2800, 1), "calls")
     rows = replay_calls(log)
     sfkit.eq([r for r in rows if r[1].startswith("after")], [(1, "after();")], "after() nests under main")
+    # landings that cross the array's end: 601 frames abandoned from depth
+    # d + 2 (30 throws), and 21 at every depth of 600
+    for mx, k in ((30, 600), (600, 20)):
+        log = record_same(exe, [str(mx), str(k)])
+        sfkit.eq(unwinds(log), [(k + 1, d + 2) for d in range(mx)], f"max {mx}, sub({k}): UNWIND events")
 
 
 def mcount():

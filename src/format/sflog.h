@@ -38,6 +38,7 @@
 #define SF_VERSION      6                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks;
 					       * 5: + kind 15 (op 4 with id 0 when packed) and sf_header.features;
 					       * 6: + values-only ARGS events (SF_ARGS_VALUES) and ARGSPEC chunks */
+#define SF_VERSION_NO_ARGS 5                  /* what the runtime writes when no values can be recorded */
 #define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 5) */
 #define SF_HEADER_SIZE  4096u
 #define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */

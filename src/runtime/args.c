@@ -374,6 +374,11 @@ void sf_args_init(void)
 	}
 }
 
+int sf_args_any(void)
+{
+	return A.n || A.specs[0];
+}
+
 int sf_args_per_object(void)
 {
 	return A.specs[0] != 0;

@@ -473,7 +473,7 @@ static int log_create_locked(void)
 		log_fd_forget();
 		return -1;
 	}
-	h->version = SF_VERSION;
+	h->version = sf_args_any() ? SF_VERSION : SF_VERSION_NO_ARGS; /* older readers read a log without values */
 	h->header_size = SF_HEADER_SIZE;
 	h->pid = (uint32_t)getpid();
 	h->ppid = (uint32_t)getppid();

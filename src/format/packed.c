@@ -564,14 +564,17 @@ static int get_varint(struct sf_unpack *u, uint32_t *v)
 int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at)
 {
 	*at = u->p;
+	/* A coded payload's records are decoded already: they come even
+	 * where the bytes end (the last event of a batch, often a filler a
+	 * cut claim left at the end of a slot; they were read as lost). */
+	if (u->payload_left && u->coded) {
+		memcpy(rec, &u->coded_rec[u->coded_next++], 8);
+		u->coded = --u->payload_left != 0;
+		return 1;
+	}
 	if (u->p >= u->end)
 		return 0;
 	if (u->payload_left) {
-		if (u->coded) {
-			memcpy(rec, &u->coded_rec[u->coded_next++], 8);
-			u->coded = --u->payload_left != 0;
-			return 1;
-		}
 		if ((size_t)(u->end - u->p) < 8)
 			return -1;
 		memcpy(rec, u->p, 8);

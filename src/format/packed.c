@@ -148,7 +148,10 @@ static inline __attribute__((always_inline)) uint8_t *pack_args2(struct sf_pack_
 static inline __attribute__((always_inline)) uint8_t *pack_values(struct sf_pack_state *st, uint8_t *o,
 								   const struct sf_event *pl, uint32_t nv, uint32_t key)
 {
-	uint32_t s = sf_pk_a2_slot((uint64_t)key << 32 | nv), tag = SF_ARGS_VALUES | nv;
+	/* by the event's word alone: XOR'ed with nv, an entry with 2 values
+	 * and its exit with 1 (id << 4 | 1 ^ 2, id << 4 | 2 ^ 1) took the
+	 * same slot and evicted each other at every call */
+	uint32_t s = sf_pk_a2_slot(key), tag = SF_ARGS_VALUES | nv;
 	uint64_t *h = st->a2[s];
 	int head = st->a2n[s] != tag;
 	*o++ = (uint8_t)(SF_PK_VALUES | (head ? SF_PK_A2_HEAD : 0));

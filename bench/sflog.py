@@ -151,8 +151,11 @@ def scan(path, L, per_function=False):
     with open(path, "rb") as f:
         data = f.read()
     version = struct.unpack_from("<I", data, L["hdr.version"])[0]
-    if version != L["format.version"]:
-        raise ValueError(f"{path}: log format version {version}; this reader reads version {L['format.version']}")
+    # A run without argument values writes the older version (sflog.h,
+    # SF_VERSION_NO_ARGS); this reader does not decode values-only ARGS events.
+    if version not in (L["format.version"], L["format.version_no_args"]):
+        raise ValueError(f"{path}: log format version {version}; this reader reads versions "
+                         f"{L['format.version_no_args']} and {L['format.version']}")
     fmt = _formats(L)
     ev = L["sizeof.event"]
     chdr = L["sizeof.chunk"]

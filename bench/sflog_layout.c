@@ -19,6 +19,7 @@ int main(void)
 	P("hdr.patch_ns", offsetof(struct sf_header, patch_ns));
 	P("hdr.sleds_patched", offsetof(struct sf_header, sleds_patched));
 	P("format.version", SF_VERSION);
+	P("format.version_no_args", SF_VERSION_NO_ARGS);
 	P("sizeof.event", sizeof(struct sf_event));
 	P("sizeof.event_ext", sizeof(struct sf_event_ext));
 	P("event.word", offsetof(struct sf_event, word));

@@ -137,6 +137,57 @@ static inline __attribute__((always_inline)) uint8_t *pack_args2(struct sf_pack_
 	return o;
 }
 
+/* A values-only ARGS event (nv records, version 6) in the third form
+ * (docs/FORMAT.md): a byte SF_PK_VALUES, | SF_PK_A2_HEAD when its slot
+ * holds something else; the slot, picked by `key` (the word of the event
+ * after it, whose values they are: the same function and direction come
+ * to the same slot); if so, nv; a bitmap of the records that differ from
+ * the slot's ((nv + 7) / 8 bytes, bit j for record j); put_xor of each
+ * difference. The slots are the second form's, their count
+ * SF_ARGS_VALUES | nv. */
+static inline __attribute__((always_inline)) uint8_t *pack_values(struct sf_pack_state *st, uint8_t *o,
+								   const struct sf_event *pl, uint32_t nv, uint32_t key)
+{
+	/* by the event's word alone: XOR'ed with nv, an entry with 2 values
+	 * and its exit with 1 (id << 4 | 1 ^ 2, id << 4 | 2 ^ 1) took the
+	 * same slot and evicted each other at every call */
+	uint32_t s = sf_pk_a2_slot(key), tag = SF_ARGS_VALUES | nv;
+	uint64_t *h = st->a2[s];
+	int head = st->a2n[s] != tag;
+	*o++ = (uint8_t)(SF_PK_VALUES | (head ? SF_PK_A2_HEAD : 0));
+	*o++ = (uint8_t)s;
+	if (head) {
+		for (uint32_t k = 0; k < SF_PK_A2REC; k++)
+			h[k] = 0;
+		st->a2n[s] = (uint8_t)tag;
+		*o++ = (uint8_t)nv;
+	}
+	uint8_t *bits = o;
+	uint32_t nb = (nv + 7) / 8, bm = 0, j = 0, kept = nv < SF_PK_A2REC ? nv : SF_PK_A2REC;
+	o += nb;
+	for (; j < kept; j++) {
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		uint64_t x = rj ^ h[j];
+		h[j] = rj;
+		if (x) {
+			bm |= 1u << j;
+			o = put_xor(o, x);
+		}
+	}
+	for (; j < nv; j++) { /* not remembered: against zero */
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		if (rj) {
+			bm |= 1u << j;
+			o = put_xor(o, rj);
+		}
+	}
+	for (uint32_t k = 0; k < nb; k++)
+		bits[k] = (uint8_t)(bm >> 8 * k);
+	return o;
+}
+
 /* An XOR difference as put_xor wrote it, at *p before end: 0, or -1 if
  * cut or its mask is zero. */
 static int get_xor(const uint8_t **p, const uint8_t *end, uint64_t *x)
@@ -154,11 +205,57 @@ static int get_xor(const uint8_t **p, const uint8_t *end, uint64_t *x)
 	return 0;
 }
 
+/* The third form (pack_values), from its first byte on: the ARGS word
+ * into *word. */
+static int unpack_values(struct sf_unpack *u, uint32_t *word)
+{
+	const uint8_t *p = u->p, *end = u->end;
+	struct sf_pack_state *st = &u->st;
+	if (end - p < 2 || (p[0] & ~(SF_PK_VALUES | SF_PK_A2_HEAD)) || p[1] >= SF_PK_A2SLOTS)
+		return -1;
+	int head = p[0] & SF_PK_A2_HEAD;
+	uint32_t s = p[1];
+	uint64_t *h = st->a2[s];
+	p += 2;
+	if (head) {
+		if (end - p < 1 || p[0] - 1u >= SF_ARGS_VALUES_MAX)
+			return -1;
+		memset(h, 0, sizeof(st->a2[s]));
+		st->a2n[s] = (uint8_t)(SF_ARGS_VALUES | p[0]);
+		p++;
+	} else if (!(st->a2n[s] & SF_ARGS_VALUES)) {
+		return -1; /* empty, or a second-form payload's */
+	}
+	uint32_t nv = st->a2n[s] & 0x3fu;
+	const uint8_t *bits = p;
+	if ((size_t)(end - p) < (nv + 7) / 8)
+		return -1;
+	p += (nv + 7) / 8;
+	for (uint32_t j = 0; j < nv; j++) {
+		uint64_t x = 0, prev = j < SF_PK_A2REC ? h[j] : 0;
+		if (bits[j >> 3] >> (j & 7) & 1 && get_xor(&p, end, &x) < 0)
+			return -1;
+		u->coded_rec[j] = prev ^ x;
+		if (j < SF_PK_A2REC)
+			h[j] = prev ^ x;
+	}
+	if (nv & 7 && bits[(nv - 1) >> 3] >> (nv & 7)) /* bits past the last record are zero */
+		return -1;
+	u->p = p;
+	u->coded = 1;
+	u->coded_next = 0;
+	u->payload_left = nv;
+	*word = sf_event_word(SF_ARGS_VALUES | nv, SF_EV_ARGS);
+	return 0;
+}
+
 /* The second form, from its first byte on: the ARGS word into *word. */
 static int unpack_args2(struct sf_unpack *u, uint32_t *word)
 {
 	const uint8_t *p = u->p, *end = u->end;
 	struct sf_pack_state *st = &u->st;
+	if (end - p >= 1 && (p[0] & ~SF_PK_A2_HEAD) == SF_PK_VALUES)
+		return unpack_values(u, word);
 	if (end - p < 2 || (p[0] & ~(SF_PK_ARGS2 | SF_PK_A2_HEAD)) || p[1] >= SF_PK_A2SLOTS)
 		return -1;
 	int head = p[0] & SF_PK_A2_HEAD;
@@ -173,8 +270,8 @@ static int unpack_args2(struct sf_unpack *u, uint32_t *word)
 		st->a2n[s] = p[0];
 		memcpy(&h[0], p + 1, 8);
 		p += 9;
-	} else if (!st->a2n[s]) {
-		return -1;
+	} else if (!st->a2n[s] || st->a2n[s] > SF_PK_AREC) {
+		return -1; /* empty, or a values-only payload's */
 	}
 	uint32_t np = st->a2n[s];
 	const uint8_t *bits = p;
@@ -353,6 +450,14 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 					 * codes it, without leaving the loop. The room check
 					 * above covers it (SF_PK_MAX_RECORD per record). */
 					uint32_t np = word >> SF_KIND_BITS;
+					if (kind == SF_EV_ARGS && sf_args_word_values(word) && i + (np & 0x3f) < n) {
+						uint32_t nv = np & 0x3f;
+						o = put_time(o, SF_PK_RAW, zigzag(ev[i].time_lo - prev));
+						prev = ev[i].time_lo;
+						o = pack_values(st, o, &ev[i + 1], nv, i + 1 + nv < n ? ev[i + 1 + nv].word : 0);
+						i += nv;
+						continue;
+					}
 					if (kind != SF_EV_ARGS || np > SF_ARGS_MAX_RECORDS || i + np >= n)
 						break;
 					o = put_time(o, SF_PK_RAW, zigzag(ev[i].time_lo - prev));
@@ -397,6 +502,15 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 		}
 		if (sf_pk_args_coded(word))
 			return 0; /* a corrupt ARGS word that would read as coded: the batch goes raw */
+		if (kind == SF_EV_ARGS && sf_args_word_values(word) && i + (np & 0x3f) < n) {
+			uint32_t nv = np & 0x3f; /* as in the loop above */
+			if ((size_t)(end - o) < SF_PK_MAX_GROUP + 10 + 9 * (size_t)nv)
+				return 0;
+			o = put_time(o, SF_PK_RAW, z);
+			o = pack_values(st, o, &ev[i + 1], nv, i + 1 + nv < n ? ev[i + 1 + nv].word : 0);
+			i += nv;
+			continue;
+		}
 		if (kind == SF_EV_ARGS && np && np <= SF_ARGS_MAX_RECORDS && i + np < n) {
 			/* Coded as in the loop above, so the bytes do not depend
 			 * on the room; at most 10 + 9 bytes a payload record. */
@@ -453,14 +567,17 @@ static int get_varint(struct sf_unpack *u, uint32_t *v)
 int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at)
 {
 	*at = u->p;
+	/* A coded payload's records are decoded already: they come even
+	 * where the bytes end (the last event of a batch, often a filler a
+	 * cut claim left at the end of a slot; they were read as lost). */
+	if (u->payload_left && u->coded) {
+		memcpy(rec, &u->coded_rec[u->coded_next++], 8);
+		u->coded = --u->payload_left != 0;
+		return 1;
+	}
 	if (u->p >= u->end)
 		return 0;
 	if (u->payload_left) {
-		if (u->coded) {
-			memcpy(rec, &u->coded_rec[u->coded_next++], 8);
-			u->coded = --u->payload_left != 0;
-			return 1;
-		}
 		if ((size_t)(u->end - u->p) < 8)
 			return -1;
 		memcpy(rec, u->p, 8);

@@ -51,6 +51,7 @@ enum sf_pack_op {
 #define SF_PK_ARGS2 0x0eu
 #define SF_PK_A2_HEAD 0x10u  /* the first byte's flag: the count and the header follow */
 #define SF_PK_A2_WORD 0x2eu  /* op 7's first byte for a word of kind 14 (not an ARGS event): the word follows */
+#define SF_PK_VALUES 0x4eu   /* the third form: a values-only ARGS event (version 6), | SF_PK_A2_HEAD */
 #define SF_PK_A2SLOTS 128u   /* payloads remembered, by header (sf_pk_a2_slot) */
 #define SF_PK_A2REC 16u      /* records remembered of each (the later ones are coded against zero) */
 
@@ -62,8 +63,10 @@ struct sf_pack_state {
 	/* The last coded ARGS payload of each slot: its header and values. */
 	uint64_t ahist[SF_PK_AHIST][SF_PK_AREC];
 	/* The second form's: a2n[s] its record count (0: the slot is empty
-	 * in this batch, and its records are taken as zero), a2[s] the
-	 * header and the first records. Only a2n is cleared per batch. */
+	 * in this batch, and its records are taken as zero; SF_ARGS_VALUES |
+	 * n: the third form's, n values-only records), a2[s] the header (not
+	 * in the third form) and the first records. Only a2n is cleared per
+	 * batch. */
 	uint8_t a2n[SF_PK_A2SLOTS];
 	uint64_t a2[SF_PK_A2SLOTS][SF_PK_A2REC];
 };

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct sf_args_head {
 	uint32_t func_id;
@@ -129,6 +130,74 @@ static inline unsigned sf_arg_fixed_next(unsigned *end, unsigned size)
 	unsigned off = (*end + size - 1) & ~(size - 1);
 	*end = off + size;
 	return off;
+}
+
+/* Values only (version 6, docs/FORMAT.md "Values-only ARGS events"):
+ * an ARGS event whose count field is SF_ARGS_VALUES | n (sflog.h) holds
+ * n records of values and nothing else; the function event right after
+ * it (claimed with it) gives the function id and the direction (an entry:
+ * the arguments; an exit: the return values). The items come from the
+ * function's spec for that direction, logged once in an ARGSPEC chunk: a
+ * FIXED header (function id, SF_ARGS_FIXED | SF_ARGS_RET for the exit's,
+ * items, bytes) and the slot/format pairs, SF_ARGSPEC_BYTES(items) in
+ * all. The values are laid out as in the FIXED layout, but from offset 0
+ * (no header, no pairs): each value's low bytes at the next offset that
+ * is a multiple of its size. Readers rebuild the FIXED payload from the
+ * two (sf_args_expand), so everything after them sees the same event. */
+#define SF_ARGSPEC_BYTES(n) (8u + ((2u * (n) + 7u) & ~7u))
+
+/* The value offsets of a FIXED spec's items (pairs, n of them): for each
+ * value in turn (STRUCT items have none), its size, its offset in the
+ * FIXED layout (after the header) and in the values-only layout.
+ * *nval = values, *fend and *vend = where the last ends in each. -1 if
+ * an item has no fixed size (a string: not a FIXED spec). */
+static inline int sf_args_layout(const uint8_t *pairs, unsigned n, uint8_t *size, uint8_t *foff, uint8_t *voff,
+				 unsigned *nval, unsigned *fend, unsigned *vend)
+{
+	unsigned f = 2u * n, v = 0, k = 0;
+	if (n > SF_ARG_MAX_ITEMS)
+		return -1;
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t fmt = pairs[2 * i + 1];
+		if (sf_arg_type(fmt) == SF_AT_STRUCT)
+			continue;
+		unsigned sz = sf_arg_fixed_size(fmt);
+		if (!sz)
+			return -1;
+		size[k] = (uint8_t)sz;
+		foff[k] = (uint8_t)sf_arg_fixed_next(&f, sz);
+		voff[k] = (uint8_t)sf_arg_fixed_next(&v, sz);
+		k++;
+	}
+	*nval = k;
+	*fend = f;
+	*vend = v;
+	return 0;
+}
+
+/* The FIXED payload of a values-only event into out (SF_ARGS_MAX_RECORDS
+ * records): spec an ARGSPEC entry, func_id the function event's, vals and
+ * nrec its value records. Returns the payload's records, 0 if the spec is
+ * malformed or the values are not the n records it makes. */
+static inline unsigned sf_args_expand(const uint8_t *spec, uint32_t func_id, const uint8_t *vals, unsigned nrec,
+				      uint8_t *out)
+{
+	struct sf_args_head h;
+	uint8_t size[SF_ARG_MAX_ITEMS], foff[SF_ARG_MAX_ITEMS], voff[SF_ARG_MAX_ITEMS];
+	unsigned nval, fend, vend;
+	memcpy(&h, spec, sizeof(h));
+	if (!(h.flags & SF_ARGS_FIXED) || !h.nitems ||
+	    sf_args_layout(spec + 8, h.nitems, size, foff, voff, &nval, &fend, &vend) < 0 || fend != h.nbytes ||
+	    (vend + 7) / 8 != nrec)
+		return 0;
+	unsigned total = 1 + (fend + 7) / 8;
+	memset(out, 0, 8u * total);
+	h.func_id = func_id;
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + 8, spec + 8, 2u * h.nitems);
+	for (unsigned k = 0; k < nval; k++)
+		memcpy(out + 8 + foff[k], vals + voff[k], size[k]);
+	return total;
 }
 
 /* LEB128 of v at p (at most 10 bytes); returns the end. */

@@ -35,8 +35,10 @@
 #include <stdint.h>
 
 #define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
-#define SF_VERSION      5                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks;
-					       * 5: + kind 15 (op 4 with id 0 when packed) and sf_header.features */
+#define SF_VERSION      6                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks;
+					       * 5: + kind 15 (op 4 with id 0 when packed) and sf_header.features;
+					       * 6: + values-only ARGS events (SF_ARGS_VALUES) and ARGSPEC chunks */
+#define SF_VERSION_NO_ARGS 5                  /* what the runtime writes when no values can be recorded */
 #define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 5) */
 #define SF_HEADER_SIZE  4096u
 #define SF_CHUNK_MAGIC  0x4b434653u           /* "SFCK" */
@@ -92,7 +94,11 @@ enum sf_event_kind {
 	 * of one function on this thread (record -A/-R, --auto-args). Unlike
 	 * the kinds above, `word >> SF_KIND_BITS` is not a function id but the
 	 * number of payload records that follow (1..SF_ARGS_MAX_RECORDS):
-	 * struct sf_args_head, then the values' bytes (format/sf_args.h). */
+	 * struct sf_args_head, then the values' bytes (format/sf_args.h).
+	 * Since version 6 the count may be SF_ARGS_VALUES | n instead: n
+	 * records of values only, for the function event right after them
+	 * (its id and direction), laid out by the function's spec in an
+	 * ARGSPEC chunk (sf_args.h, "Values only"). */
 	SF_EV_ARGS = 13,
 	/* A tail call (as kind 3) whose sled's jump lands on the entry of a
 	 * function of the same object whose entry sled was patched with it
@@ -109,6 +115,18 @@ enum sf_event_kind {
  * and OR the kind in. Ids are below SF_FUNC_ID_LIMIT, so they are free. */
 #define SF_TAIL_ENTRY_ID_BITS 0xc0000000u
 #define SF_ARGS_MAX_RECORDS 32u /* payload records of one ARGS event, header included */
+/* An ARGS word's count field SF_ARGS_VALUES | n (n from 1 to
+ * SF_ARGS_VALUES_MAX): n records of values only (version 6). Older
+ * readers take the count for a corrupt one: they refuse version 6. */
+#define SF_ARGS_VALUES 0x40u
+#define SF_ARGS_VALUES_MAX 31u
+
+/* Whether an ARGS word is a values-only one (its count field is). */
+static inline int sf_args_word_values(uint32_t word)
+{
+	uint32_t c = word >> 4;
+	return (c & ~0x3fu) == SF_ARGS_VALUES && (c & 0x3fu) - 1 < SF_ARGS_VALUES_MAX;
+}
 
 /* 8-byte payload records that follow an event of this kind. */
 static inline unsigned sf_event_payload_records(uint32_t kind)
@@ -146,8 +164,11 @@ static inline int sf_kind_is_tail(uint32_t kind)
 static inline unsigned sf_event_payload_count(uint32_t word)
 {
 	uint32_t kind = word & 15u;
-	if (kind == SF_EV_ARGS) /* a larger count is a corrupt word: nothing follows it */
+	if (kind == SF_EV_ARGS) { /* a larger count is a corrupt word: nothing follows it */
+		if (sf_args_word_values(word))
+			return word >> 4 & 0x3fu;
 		return word >> 4 <= SF_ARGS_MAX_RECORDS ? word >> 4 : 0;
+	}
 	return sf_event_payload_records(kind);
 }
 
@@ -378,6 +399,12 @@ enum sf_chunk_type {
 	/* A DATA batch re-coded by format/packed.h (version 4): `count`
 	 * records as in DATA, `reserved` = the payload's length in bytes. */
 	SF_CHUNK_PACKED = 5,
+	/* Since version 6: the argument specs of functions whose values
+	 * come in values-only ARGS events, `count` entries, each a struct
+	 * sf_args_head (its function id, SF_ARGS_FIXED, SF_ARGS_RET for the
+	 * exit's) and its slot/format pairs, padded to 8 bytes
+	 * (format/sf_args.h, "Values only"). */
+	SF_CHUNK_ARGSPEC = 6,
 	/* Tracing switched on or off in the running process (record --paused,
 	 * sftrace resume / pause): payload struct sf_switch. Numbered apart
 	 * from the others so new chunk kinds can take 6 and up. Readers that

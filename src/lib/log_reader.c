@@ -59,6 +59,11 @@ struct lr_log {
 	uint32_t *unloads;     /* sf_unload.index values, applied after indexing */
 	size_t nunloads, unloads_cap;
 	struct sf_switch *switches; /* SWITCH chunks, file order */
+	/* ARGSPEC entries (format/sf_args.h, "Values only"), copied: by
+	 * function id << 1 | 1 for the exit's, their offset in argspec + 1. */
+	struct hashmap argspec_at;
+	unsigned char *argspec;
+	size_t argspec_len, argspec_cap;
 	size_t nswitches, switches_cap;
 	uint64_t *pause_ns;    /* the pauses' times (lr_time_ns), ascending: every thread's */
 	uint64_t *switch_ns;   /* every switch's time (lr_time_ns), ascending */
@@ -379,6 +384,29 @@ static void add_switch(struct lr_log *log, uint64_t off, const struct sf_chunk *
 	memcpy(&log->switches[log->nswitches++], log->map + off + sizeof(*c), sizeof(struct sf_switch));
 }
 
+/* An ARGSPEC chunk's entries (the later of two for the same function
+ * and direction wins: they are the same). */
+static void add_argspec(struct lr_log *log, uint64_t off, const struct sf_chunk *c)
+{
+	const unsigned char *p = log->map + off + sizeof(*c), *end = log->map + off + c->size;
+	for (uint32_t i = 0; i < c->count; i++) {
+		struct sf_args_head h;
+		if (end - p < 8)
+			break;
+		memcpy(&h, p, sizeof(h));
+		size_t len = SF_ARGSPEC_BYTES(h.nitems);
+		if ((size_t)(end - p) < len || h.nitems > SF_ARG_MAX_ITEMS)
+			break;
+		log->argspec = grow(log->argspec, &log->argspec_cap, log->argspec_len + len, 1);
+		memcpy(log->argspec + log->argspec_len, p, len);
+		*hm_put(&log->argspec_at, (uint64_t)h.func_id << 1 | (h.flags & SF_ARGS_RET), NULL) = log->argspec_len + 1;
+		log->argspec_len += len;
+		p += len;
+	}
+	if (c->count && p == log->map + off + sizeof(*c))
+		warn(log, "argument spec chunk at offset %" PRIu64 " is malformed; skipped", off);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -472,7 +500,7 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 static int header_valid(const struct sf_chunk *c)
 {
 	return c->magic == SF_CHUNK_MAGIC &&
-	       ((c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_PACKED) || c->type == SF_CHUNK_SWITCH) &&
+	       ((c->type >= SF_CHUNK_OBJECT && c->type <= SF_CHUNK_ARGSPEC) || c->type == SF_CHUNK_SWITCH) &&
 	       c->size >= sizeof(*c) && c->size % 16 == 0;
 }
 
@@ -575,6 +603,8 @@ static void index_chunks(struct lr_log *log)
 				add_object(log, p, &c);
 			else if (c.type == SF_CHUNK_SWITCH)
 				add_switch(log, p, &c);
+			else if (c.type == SF_CHUNK_ARGSPEC)
+				add_argspec(log, p, &c);
 			else
 				add_unload(log, p, &c);
 		}
@@ -853,8 +883,8 @@ static int any_later_record(const unsigned char *p, const unsigned char *end)
 static enum rec_result decode_args(const unsigned char *p, const unsigned char *end, const struct sf_event *e,
 				   struct lr_event *ev, size_t *used)
 {
-	size_t np = e->word >> SF_KIND_BITS;
-	if (np > SF_ARGS_MAX_RECORDS)
+	size_t np = sf_event_payload_count(e->word);
+	if (!np && e->word >> SF_KIND_BITS)
 		return REC_CORRUPT;
 	if ((size_t)(end - p) < sizeof(*e) * (1 + np))
 		return REC_CORRUPT; /* payload cut off */
@@ -868,6 +898,10 @@ static enum rec_result decode_args(const unsigned char *p, const unsigned char *
 		ev->func_id = h.func_id;
 		ev->args = p + sizeof(*e);
 		ev->args_len = (uint32_t)(np * 8);
+		/* Values only: lr_next pairs them with the event after them. */
+		ev->args_bare = sf_args_word_values(e->word);
+		if (ev->args_bare)
+			ev->func_id = 0;
 	}
 	return REC_EVENT;
 }
@@ -891,6 +925,7 @@ static enum rec_result decode(const unsigned char *p, const unsigned char *end, 
 	ev->ret_tag = 0;
 	ev->args = NULL;
 	ev->args_len = 0;
+	ev->args_bare = 0;
 	if (kind == SF_EV_ARGS)
 		return decode_args(p, end, &e, ev, used);
 	size_t np = sf_event_payload_records(kind);
@@ -973,6 +1008,7 @@ static enum rec_result packed_decode(struct lr_packed *pk, int cut, uint64_t bas
 			ev->size = ev->align = ev->ptr = ev->old_ptr = ev->site = 0;
 			ev->args = NULL;
 			ev->args_len = 0;
+			ev->args_bare = 0;
 			*at = pk->at[0];
 			return REC_EVENT;
 		}
@@ -1422,6 +1458,8 @@ void lr_close(struct lr_log *log)
 	free(log->by_first_id);
 	free(log->unloads);
 	free(log->switches);
+	hm_free(&log->argspec_at);
+	free(log->argspec);
 	free(log->pause_ns);
 	free(log->switch_ns);
 	for (size_t i = 0; i < log->nthreads; i++)
@@ -1662,6 +1700,23 @@ static int next_batch(struct lr_iter *it)
 	return 1;
 }
 
+/* A values-only ARGS event (ev->args_bare) as the ARGS event it stands
+ * for: the function id and direction of the event after it (next, NULL
+ * if none), the items from the log's spec, the FIXED payload rebuilt
+ * into it->vargs (format/sf_args.h). Without them, an empty (filler) ARGS
+ * event, which readers skip. */
+static void pair_values(struct lr_iter *it, struct lr_event *ev, const struct sf_event *next)
+{
+	uint32_t kind = next ? next->word & SF_KIND_MASK : 0, id = next ? next->word >> SF_KIND_BITS : 0;
+	int ret = kind == SF_EV_EXIT || sf_kind_is_tail(kind);
+	const uint64_t *at = kind == SF_EV_ENTRY || ret ? hm_find(&it->log->argspec_at, (uint64_t)id << 1 | ret) : NULL;
+	unsigned n = at ? sf_args_expand(it->log->argspec + *at - 1, id, ev->args, ev->args_len / 8, it->vargs) : 0;
+	ev->args_bare = 0;
+	ev->func_id = n ? id : 0;
+	ev->args = n ? it->vargs : NULL;
+	ev->args_len = 8 * n;
+}
+
 static void fill_event(struct lr_iter *it, struct lr_event *ev, const unsigned char *p)
 {
 	ev->thread = it->thread;
@@ -1715,6 +1770,8 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			enum rec_result r;
 			while ((r = packed_decode(&it->pk, it->cut, it->base, ev, &at)) != REC_END) {
 				if (r == REC_EVENT) {
+					if (ev->args_bare) /* the window holds the event after it, if any */
+						pair_values(it, ev, it->pk.nwin ? &it->pk.win[0] : NULL);
 					fill_event(it, ev, at);
 					return 1;
 				}
@@ -1732,6 +1789,12 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			it->rec += used * sizeof(struct sf_event);
 			if (r != REC_EVENT)
 				continue;
+			if (ev->args_bare) {
+				struct sf_event next;
+				if (it->rec < it->end)
+					memcpy(&next, it->rec, sizeof(next));
+				pair_values(it, ev, it->rec < it->end ? &next : NULL);
+			}
 			fill_event(it, ev, p);
 			return 1;
 		}

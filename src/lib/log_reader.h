@@ -211,6 +211,7 @@ struct lr_event {
 	 * the next event is read; NULL for a filler record. */
 	const unsigned char *args;
 	uint32_t args_len;
+	int args_bare;           /* internal: a values-only ARGS event lr_next has not paired yet */
 	/* Where it came from. */
 	uint64_t offset;         /* file offset of the event record */
 	uint32_t seq;            /* batch sequence number */
@@ -311,6 +312,7 @@ struct lr_iter {
 	int packed;                   /* the batch is a packed chunk: read through pk */
 	int cut;                      /* ... cut by the end of the file */
 	struct lr_packed pk;
+	unsigned char vargs[8 * SF_ARGS_MAX_RECORDS]; /* a values-only ARGS event's payload, rebuilt */
 	uint64_t released;            /* pages before this offset were dropped */
 	uint32_t pre_left;            /* ring: before-window entries still to deliver */
 	uint32_t pre_raw_valid;

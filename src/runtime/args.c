@@ -53,11 +53,14 @@ struct arg_plan {
 	uint8_t flags; /* SF_ARGS_RET for the exit's */
 	uint8_t nrec; /* FIXED: payload records, the header included; 0: coded (strings) */
 	uint8_t nput; /* FIXED: values (the items less the STRUCT ones, which have none) */
+	uint8_t nval; /* FIXED: records of the values-only layout (format/sf_args.h) */
 	/* FIXED, one word per value: bits 0-7 the register (an index into
 	 * struct sf_args_regs's words), 8-15 the payload record it goes in,
 	 * 16-21 and 24-29 the left and right shifts that keep its low bytes
-	 * and move them to their offset in that record. */
+	 * and move them to their offset in that record. put: the FIXED
+	 * layout's (the header is record 0); vput: the values-only one's. */
 	uint32_t put[SF_ARG_MAX_ITEMS];
+	uint32_t vput[SF_ARG_MAX_ITEMS];
 	struct arg_item it[SF_ARG_MAX_ITEMS];
 	uint64_t tmpl[PLAN_TMPL]; /* FIXED: header (function id 0) and pairs, zeros where values go */
 };
@@ -91,6 +94,30 @@ static struct {
 	 * sled that looks it up is patched. */
 	uint64_t slot[HASH_SIZE];
 } A;
+
+/* Function ids whose specs the log does not have yet (sf_args_log_specs):
+ * the values-only ARGS events of their FIXED plans read by them. */
+#define SPEC_PENDING_MAX 4096
+static struct {
+	uint32_t id[SPEC_PENDING_MAX];
+	uint32_t pending;
+	int over;            /* more than SPEC_PENDING_MAX: all of them again */
+	uint32_t count;      /* entries in buf */
+	size_t len;
+	uint8_t buf[16384];  /* the next ARGSPEC chunk's payload */
+} S;
+
+static void spec_flush(void)
+{
+	if (!S.count)
+		return;
+	struct sf_chunk c = {0};
+	c.type = SF_CHUNK_ARGSPEC;
+	c.count = S.count;
+	sf_log_write_chunk(&c, S.buf, S.len, 0);
+	S.count = 0;
+	S.len = 0;
+}
 
 static int on_object(void *ctx, const char *bid, const char *path)
 {
@@ -176,15 +203,28 @@ static int structs_ok(const struct arg_plan *pl)
 	return 1;
 }
 
-/* The FIXED layout of a plan's items (format/sf_args.h), if they all
- * have a fixed size and a register. */
+/* The shifts word of a value (struct arg_plan's put): from register
+ * word src, keeping its `size` low bytes above byte `byte`, to offset
+ * `off` of a record array. */
+static uint32_t put_word(int src, unsigned size, unsigned byte, unsigned off)
+{
+	unsigned bits = 64 - 8 * size;
+	/* The left shift drops the bytes above the value (a member: those
+	 * above its offset in the register). */
+	return (uint32_t)src | off / 8 << 8 | (bits - 8 * byte) << 16 | (bits - 8 * (off % 8)) << 24;
+}
+
+/* The FIXED layout of a plan's items (format/sf_args.h), and its
+ * values-only one, if they all have a fixed size and a register. */
 static void make_plan(struct arg_plan *pl, uint8_t flags)
 {
-	unsigned end = 2u * pl->n, members = 0;
+	uint8_t pairs[2 * SF_ARG_MAX_ITEMS], size[SF_ARG_MAX_ITEMS], foff[SF_ARG_MAX_ITEMS], voff[SF_ARG_MAX_ITEMS];
+	unsigned members = 0, nval, end, vend;
 	pl->nrec = 0;
 	pl->nput = 0;
 	pl->flags = flags;
-	if (!pl->n)
+	memcpy(pairs, pl->it, 2u * pl->n);
+	if (!pl->n || sf_args_layout(pairs, pl->n, size, foff, voff, &nval, &end, &vend) < 0)
 		return;
 	for (unsigned k = 0; k < pl->n; k++) {
 		uint8_t slot = pl->it[k].slot, fmt = pl->it[k].fmt;
@@ -192,22 +232,21 @@ static void make_plan(struct arg_plan *pl, uint8_t flags)
 			members = sf_arg_struct_count(fmt);
 			continue;
 		}
-		unsigned size = sf_arg_fixed_size(fmt), byte = members ? sf_arg_member_byte(slot) : 0;
+		unsigned byte = members ? sf_arg_member_byte(slot) : 0, i = pl->nput;
 		int src = members ? member_index(slot, flags & SF_ARGS_RET) : reg_index(slot);
 		members -= members > 0;
-		if (!size || src < 0)
+		if (src < 0)
 			return;
-		unsigned off = 8 + sf_arg_fixed_next(&end, size), bits = 64 - 8 * size; /* off: from the header's start */
-		/* The left shift drops the bytes above the value (a member:
-		 * those above its offset in the register). */
-		pl->put[pl->nput++] = (uint32_t)src | off / 8 << 8 | (bits - 8 * byte) << 16 | (bits - 8 * (off % 8)) << 24;
+		pl->put[i] = put_word(src, size[i], byte, 8 + foff[i]); /* from the header's start */
+		pl->vput[i] = put_word(src, size[i], byte, voff[i]);
+		pl->nput++;
 	}
 	struct sf_args_head h = {0, (uint8_t)(flags | SF_ARGS_FIXED), pl->n, (uint16_t)end};
 	memset(pl->tmpl, 0, sizeof(pl->tmpl));
 	memcpy(pl->tmpl, &h, sizeof(h));
-	for (unsigned k = 0; k < pl->n; k++)
-		memcpy((uint8_t *)(pl->tmpl + 1) + 2 * k, &pl->it[k], 2);
+	memcpy(pl->tmpl + 1, pairs, 2u * pl->n);
 	pl->nrec = (uint8_t)(1 + (end + 7) / 8);
+	pl->nval = (uint8_t)((vend + 7) / 8);
 }
 
 /* SPEC: items `eSSFF` / `xSSFF` separated by commas, up to a space. */
@@ -335,6 +374,11 @@ void sf_args_init(void)
 	}
 }
 
+int sf_args_any(void)
+{
+	return A.n || A.specs[0];
+}
+
 int sf_args_per_object(void)
 {
 	return A.specs[0] != 0;
@@ -401,8 +445,8 @@ static uint32_t hash_of(uint32_t id)
 	return (id * 2654435761u) & (HASH_SIZE - 1);
 }
 
-/* 0, or -1 when the table is as full as it may get (half: probes stay
- * short, and a lookup always meets an empty entry). */
+/* 1 if added, 0 if there, or -1 when the table is as full as it may get
+ * (half: probes stay short, and a lookup always meets an empty entry). */
 static int hash_put(uint32_t id, uint32_t index)
 {
 	for (uint32_t h = hash_of(id);; h = (h + 1) & (HASH_SIZE - 1)) {
@@ -414,7 +458,7 @@ static int hash_put(uint32_t id, uint32_t index)
 				return -1;
 			A.ids++;
 			__atomic_store_n(&A.slot[h], (uint64_t)(index + 1) << 32 | id, __ATOMIC_RELEASE);
-			return 0;
+			return 1;
 		}
 	}
 }
@@ -514,13 +558,57 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		return; /* a tail-call sled: only to say that the asked-for return value is not known */
 	/* Every load of an object numbers its functions anew (a library
 	 * dlopen'd again after dlclose): each id finds the same entry. */
-	if (hash_put(func_id, (uint32_t)i) < 0) {
+	int added = hash_put(func_id, (uint32_t)i);
+	if (added < 0) {
 		if (!A.ids_full++)
 			sf_rt_message("argument specs: too many functions loaded; from ", o->path,
 				      "on, functions are recorded without values");
 		return;
 	}
+	if (added && (A.f[i].plan[0].nrec || A.f[i].plan[1].nrec)) { /* its spec goes in the log (below) */
+		if (S.pending < SPEC_PENDING_MAX)
+			S.id[S.pending++] = func_id;
+		else
+			S.over = 1;
+	}
 	*variant = SF_VARIANT_ARGS;
+}
+
+/* The ARGSPEC entries of func_id's FIXED plans into S.buf, written as a
+ * chunk when it fills. */
+static void spec_put(uint32_t func_id)
+{
+	const struct arg_func *f = hash_get(func_id);
+	for (int d = 0; f && d < 2; d++) {
+		const struct arg_plan *pl = &f->plan[d];
+		size_t len = SF_ARGSPEC_BYTES(pl->n);
+		if (!pl->nrec)
+			continue;
+		if (S.len + len > sizeof(S.buf))
+			spec_flush();
+		uint64_t head = pl->tmpl[0] | func_id;
+		memcpy(S.buf + S.len, &head, 8);
+		memcpy(S.buf + S.len + 8, pl->tmpl + 1, len - 8);
+		S.len += len;
+		S.count++;
+	}
+}
+
+void sf_args_log_specs(int all)
+{
+	if (!sf_log_ready() || (!all && !S.pending && !S.over))
+		return;
+	if (all || S.over) {
+		for (uint32_t h = 0; h < HASH_SIZE; h++)
+			if (A.slot[h])
+				spec_put((uint32_t)A.slot[h]);
+	} else {
+		for (uint32_t k = 0; k < S.pending; k++)
+			spec_put(S.id[k]);
+	}
+	spec_flush();
+	S.pending = 0;
+	S.over = 0;
 }
 
 /* Up to n bytes at addr into out, never faulting, with one system call:
@@ -770,6 +858,30 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 	return z;
 }
 
+/* A FIXED plan's values-only records into w (pl->nval of them), as
+ * fill_fixed fills its payload. Returns how many have a zero upper half. */
+static inline __attribute__((always_inline)) unsigned fill_values(const struct arg_plan *pl,
+								  const struct sf_args_regs *r, uint64_t *w)
+{
+	const uint64_t *regs = (const uint64_t *)r;
+	unsigned n = pl->nput, nrec = pl->nval;
+	uint64_t v[SF_ARG_MAX_ITEMS];
+	for (unsigned i = 0; i < nrec; i++) {
+		__asm__("" : "+r"(i)); /* stores, not `rep stos` (fill_fixed) */
+		v[i] = 0;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		uint32_t put = pl->vput[k];
+		v[put >> 8 & 0xff] |= regs[put & 0xff] << (put >> 16 & 63) >> (put >> 24);
+	}
+	unsigned z = 0;
+	for (unsigned i = 0; i < nrec; i++) {
+		w[i] = v[i];
+		z += (uint32_t)(v[i] >> 32) == 0;
+	}
+	return z;
+}
+
 /* At a tail-call sled of a function whose return value is asked for: an
  * ARGS event saying the value is not known (the callee's register holds
  * it), one SF_AT_NONE item in the slot of its first exit item (the reader
@@ -908,7 +1020,7 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	const struct arg_plan *pl = plan_of(func_id, kind);
 	if (pl && !pl->nrec)
 		return event_coded(pl, r, func_id, kind);
-	uint32_t n = pl ? pl->nrec : 0;
+	uint32_t n = pl ? pl->nval : 0;
 	uint64_t zero = __atomic_load_n(&sf_self.heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	struct sf_event *e = claim(n ? n + 2 : 1, &time, zero);
 	if (__builtin_expect(!e, 0)) {
@@ -917,9 +1029,11 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 		return 1;
 	}
 	if (n) {
-		/* Straight into the claimed records, before the words that validate them. */
-		unsigned z = fill_fixed(pl, r, func_id, (uint64_t *)(e + 1));
-		put_record(e, time, sf_event_word(n, SF_EV_ARGS));
+		/* Values only (the function event right after them says whose,
+		 * the log's ARGSPEC chunk their types): straight into the
+		 * claimed records, before the words that validate them. */
+		unsigned z = fill_values(pl, r, (uint64_t *)(e + 1));
+		put_record(e, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 		e += 1 + n;
 		if (z) /* see has_unfilled (buffer.c) and alloc.c */
 			sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);

@@ -166,6 +166,7 @@ static int read_config(void)
 static void log_created(void)
 {
 	sf_objects_log_all();
+	sf_args_log_specs(1);
 	sf_log_update_patch_stats(sf_patch_ns, sf_objects_patched_total());
 	struct sf_header *h = sf_log_header();
 	if (h) {

@@ -684,7 +684,7 @@ static int log_publish(struct sf_header *h)
  * header as valid. */
 static void header_fill(struct sf_header *h, pid_t pid, pid_t ppid)
 {
-	h->version = SF_VERSION;
+	h->version = sf_args_any() ? SF_VERSION : SF_VERSION_NO_ARGS; /* older readers read a log without values */
 	h->header_size = SF_HEADER_SIZE;
 	h->pid = (uint32_t)pid;
 	h->ppid = (uint32_t)ppid;

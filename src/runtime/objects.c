@@ -542,6 +542,7 @@ static void instrument(struct sf_object_rt *o, const struct xray_section *sec)
 	if (ns < 0)
 		return;
 	count_selected(sleds, (uint32_t)ns);
+	sf_args_log_specs(0); /* before the sleds that record by them are patched */
 	o->info.sleds = nsleds;
 	next_func_id += o->nfuncs;
 
@@ -629,6 +630,7 @@ uint32_t sf_objects_switch(int on, uint64_t *read_ns)
 			numbering = !o->numbered;
 			ns = read_sleds(o, numbering, &switch_scratch, &sleds);
 			memcpy(&copy, o, sizeof(copy));
+			sf_args_log_specs(0); /* before the sleds that record by them are patched */
 		}
 		sf_log_unlock_sig(&old);
 		*read_ns += sf_mono_ns() - r0;

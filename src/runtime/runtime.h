@@ -481,6 +481,13 @@ void sf_args_prepare_object(const char *path, const uint8_t *build_id, size_t le
  * first + count) leave the table, so that loads and unloads without end
  * (a plugin reloaded) never fill it. */
 void sf_args_forget_ids(uint32_t first, uint32_t count) SF_HIDDEN;
+/* Writes the ARGSPEC chunk of the functions selected since the last call
+ * (all: every selected one, for a log just created), under the log lock;
+ * nothing while there is no log (its creation writes them all). */
+void sf_args_log_specs(int all) SF_HIDDEN;
+/* Whether values may be recorded (specs loaded, or objects resolved as
+ * they load): the log is then version 6 (values-only ARGS events). */
+int sf_args_any(void) SF_HIDDEN;
 int sf_args_per_object(void) SF_HIDDEN;
 /* The registers the args trampolines save (arch/<arch>/trampoline.S
  * lays them out): the integer argument registers in order, the return

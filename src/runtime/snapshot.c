@@ -224,7 +224,7 @@ static size_t cut_at(struct sf_chunk *c, uint64_t t)
 	return i;
 }
 
-/* The OBJECT, UNLOAD and SWITCH chunks of the log mapped at m (size bytes), as they
+/* The OBJECT, UNLOAD, ARGSPEC and SWITCH chunks of the log mapped at m (size bytes), as they
  * stand, to fd. (A ring writes no DATA chunk; its batches are in slots,
  * which come from the rings.) */
 static int copy_objects(const unsigned char *m, uint64_t size)
@@ -235,7 +235,7 @@ static int copy_objects(const unsigned char *m, uint64_t size)
 		uint32_t csize = __atomic_load_n(&c->size, __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != SF_CHUNK_MAGIC || csize < sizeof(*c) ||
 		    csize % 16 || off + csize > size ||
-		    ((c->type < SF_CHUNK_OBJECT || c->type > SF_CHUNK_PACKED) && c->type != SF_CHUNK_SWITCH)) {
+		    ((c->type < SF_CHUNK_OBJECT || c->type > SF_CHUNK_ARGSPEC) && c->type != SF_CHUNK_SWITCH)) {
 			off += 16; /* padding before a slot, or a chunk still being written */
 			continue;
 		}

@@ -52,13 +52,16 @@ static uint64_t short_ticks(void)
 
 /* Records of the ARGS event at ev[i] (word w) when the event right after
  * it is the one it is for: its function's entry, or with SF_ARGS_RET its
- * exit (format/sflog.h; tail-call sleds record none). 0 otherwise. */
+ * exit (format/sflog.h; tail-call sleds record none), or any entry or
+ * exit after a values-only one. 0 otherwise. */
 static size_t args_lead(const struct sf_event *ev, size_t i, size_t n, uint32_t w)
 {
 	size_t extra = sf_event_payload_count(w);
 	if (!extra || i + 1 + extra >= n)
 		return 0;
 	uint32_t next = __atomic_load_n(&ev[i + 1 + extra].word, __ATOMIC_RELAXED);
+	if (sf_args_word_values(w)) /* values only: always the event right after */
+		return next && ((next & SF_KIND_MASK) == SF_EV_ENTRY || (next & SF_KIND_MASK) == SF_EV_EXIT) ? 1 + extra : 0;
 	uint32_t want = ev[i + 1].word & SF_ARGS_RET ? SF_EV_EXIT : SF_EV_ENTRY;
 	return next && (next & SF_KIND_MASK) == want && next >> SF_KIND_BITS == ev[i + 1].time_lo ? 1 + extra : 0;
 }

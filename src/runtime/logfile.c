@@ -327,11 +327,7 @@ static int log_reopen(void)
  * that number waits (fdguard.c); only a system call the wrappers cannot
  * see could replace it between the check and the use. */
 #define NO_TICKET 2u
-/* Not inlined (nor log_fd_forget): their fstat buffer and signal set are
- * popped before the use's own frame is pushed (log_use), so a first event
- * on an 8 KiB alternate signal stack fits (test_unwind's small-sigaltstack
- * case). */
-static __attribute__((noinline)) int log_fd_use(uint32_t *ticket)
+static int log_fd_use(uint32_t *ticket)
 {
 	for (int tries = 0; tries < 2; tries++) {
 		int fd = sf_fd_use(&L.g, ticket);
@@ -348,7 +344,7 @@ static __attribute__((noinline)) int log_fd_use(uint32_t *ticket)
 	return -EBADF;
 }
 
-static __attribute__((noinline)) void log_fd_forget(void);
+static void log_fd_forget(void);
 
 /* A clone(CLONE_FILES) child's log descriptor would live in the table it
  * shares with its parent, which outlives it: held between uses, it stayed

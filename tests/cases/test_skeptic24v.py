@@ -310,22 +310,6 @@ def test_clone_files_children_killed_at_random_points_leave_no_descriptor():
     eq([line for line in t.stderr.splitlines() if "unreadable" in line], [], "record's complaints")
 
 
-def test_clone_files_child_sees_no_helper():
-    """A CLONE_FILES child with a SIGCHLD handler that polls
-    waitpid(-1, __WALL | WNOHANG) every 1000 of its 200000 calls: no
-    signal, nothing reaped, ECHILD each time, as untraced: the helpers
-    that make and write its log (about 50 here) exit with no signal and are
-    reaped by the runtime."""
-    exe = build_c("cfiles_killed", ["cfiles_killed.c"])
-    want = "child: SIGCHLD 0, reaped 0, ECHILD 200 of 200\nstatus 0, descriptors as before\n"
-    eq(run([exe, "1", "quiet"]).stdout, want, "untraced")
-    d = tmpdir()
-    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, "1", "quiet"])
-    eq(t.stdout, want, "traced")
-    logs = sorted(c for c in os.listdir(d) if c != "sf.log")
-    eq([count_calls(dump_events(os.path.join(d, c)))["work"] for c in logs], [200000], f"work() calls in {logs}")
-
-
 @sfkit.known_break(24, "a CLONE_FILES child that changed credentials keeps its log's descriptor between uses"
                    " (it cannot open its creator's 0600 log again): killed, it leaves it in its parent's"
                    " table (48 of 100; 68 before the helper)")

@@ -468,9 +468,8 @@ static int run_helper(struct private_use *u)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	/* held for a clone and a reap: the CPU goes to the holder's helper */
 	while (__atomic_test_and_set(&private_lock, __ATOMIC_ACQUIRE))
-		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+		sf_arch_cpu_relax();
 	int e = errno;
 	u->pid = (pid_t)sf_syscall3(SYS_getpid, 0, 0, 0);
 	int pid = libc_clone(private_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK, u);

@@ -346,15 +346,20 @@ static int log_fd_use(uint32_t *ticket)
 
 static void log_fd_forget(void);
 
-/* A clone(CLONE_FILES) child's log descriptor would live in the table it
- * shares with its parent, which outlives it: held between uses, it stayed
- * there whenever the child died by a signal (no code of the child's runs
- * then: an abort, a SIGSEGV, a kill -9; a pool whose workers crash leaked
- * one per crash, toward EMFILE). Such a child's uses run in a helper's
- * table instead (run_private, below); where no helper can be made, or
- * once the child holds its descriptor for a credential change
- * (sf_log_hold), a use holds it only for its duration, and it is given
- * up after it: the next use opens the log again (log_reopen). */
+/* A clone(CLONE_FILES) child's log descriptor lives in the table it shares
+ * with its parent, which outlives it. Held between uses, it stayed there
+ * whenever the child died by a signal (no code of the child's runs then:
+ * an abort, a SIGSEGV, a kill -9; a pool whose workers crash leaked one
+ * per crash, toward EMFILE). So such a child holds it only for each use
+ * (a chunk write, a slot's file space and mapping, a snapshot's mapping):
+ * the next use opens the log again (log_reopen: through the header's
+ * mapping, else by path, checked to be the same file), and the events in
+ * its slots need none (a shared mapping keeps the file). Only a child
+ * killed during one of those uses (a few system calls) leaves it behind.
+ * It costs an open, a move to the top of the table and a close per chunk
+ * (docs/DESIGN.md has the numbers). A child about to change its
+ * credentials keeps it from then on (sf_log_hold): it could not open its
+ * creator's 0600 log again. */
 static void log_fd_done(uint32_t ticket)
 {
 	if (ticket != NO_TICKET)
@@ -384,7 +389,6 @@ struct private_use {
 	long ret;
 	pid_t pid; /* the child's, for its log's name */
 	int create; /* make the log (open_log) rather than open it again */
-	int ran;    /* set by the helper: it shared this memory */
 };
 typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
 static clone_fn libc_clone;
@@ -416,19 +420,9 @@ static int private_open_again(void)
 	return -EBADF;
 }
 
-static long no_use(int fd, void *arg)
-{
-	(void)fd;
-	(void)arg;
-	return 0;
-}
-
 static int private_main(void *arg)
 {
 	struct private_use *u = arg;
-	u->ran = 1;
-	if (u->fn == no_use)
-		return 0;
 	/* the copy of the program's descriptors: not ours to hold (a pipe's
 	 * reader would wait for this copy of its writer) */
 	sf_syscall3(SYS_close_range, 0, ~0u, 0);
@@ -439,26 +433,8 @@ static int private_main(void *arg)
 	return 0; /* its exit closes its table */
 }
 
-static int run_helper(struct private_use *u);
-
-/* Runs u in a helper; 0 if no helper could be made. The first one runs
- * nothing: a helper that does not share this memory (qemu-user runs a
- * CLONE_VM | CLONE_VFORK clone as a fork) would make a log nobody sees;
- * then no helper is made again. */
+/* Runs u in a helper; 0 if no helper could be made. */
 static int run_private(struct private_use *u)
-{
-	static int probed; /* 1: helpers share memory, -1: they do not */
-	if (!probed) {
-		struct private_use p = {no_use, NULL, 0, 0, 0, 0};
-		if (!run_helper(&p))
-			return 0; /* none made: try again next time */
-		probed = p.ran ? 1 : -1;
-	}
-	return probed > 0 && run_helper(u) && u->ran;
-}
-
-/* One helper run; 0 if none could be made. */
-static int run_helper(struct private_use *u)
 {
 	static char stack[32768] __attribute__((aligned(64)));
 	if (!libc_clone)
@@ -487,7 +463,7 @@ static int run_helper(struct private_use *u)
  * there is no descriptor. */
 static long log_use(private_fn fn, void *arg)
 {
-	struct private_use u = {fn, arg, -EBADF, 0, 0, 0};
+	struct private_use u = {fn, arg, -EBADF, 0, 0};
 	if (private_uses() && run_private(&u))
 		return u.ret;
 	uint32_t ticket;
@@ -586,7 +562,7 @@ static long create_in(int fd, void *arg)
 static int log_create_private(void)
 {
 	struct create_in c = {.failed = "cannot create log ", .pid = getpid(), .ppid = getppid()};
-	struct private_use u = {create_in, &c, -EBADF, 0, 1, 0};
+	struct private_use u = {create_in, &c, -EBADF, 0, 1};
 	if (!run_private(&u))
 		return 1;
 	if (u.ret < 0) {

@@ -32,9 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sched.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 
 #include "sf_arch.h"
 #include "format/packed.h"
@@ -168,7 +166,7 @@ int sf_log_sibling_path(char *out, size_t cap, const char *tail)
  * cannot create its parent's log. */
 static int parent_had_log;
 
-static int open_log(pid_t pid)
+static int open_log(void)
 {
 	const char *req = sf_config.output;
 	size_t len = str_len(req);
@@ -181,7 +179,7 @@ static int open_log(pid_t pid)
 		} else {
 			put_str(L.path, sizeof(L.path), &pos, req, dot);
 			put_str(L.path, sizeof(L.path), &pos, ".", 1);
-			put_num(L.path, sizeof(L.path), &pos, (uint64_t)pid);
+			put_num(L.path, sizeof(L.path), &pos, (uint64_t)getpid());
 			if (attempt > 1) {
 				put_str(L.path, sizeof(L.path), &pos, ".", 1);
 				put_num(L.path, sizeof(L.path), &pos, (uint64_t)attempt - 1);
@@ -368,113 +366,6 @@ static void log_fd_done(uint32_t ticket)
 		log_fd_forget();
 }
 
-/* A clone(CLONE_FILES) child's uses of its log run in a table of their
- * own: a helper task sharing the child's memory but not its descriptor
- * table (clone(CLONE_VM | CLONE_VFORK), exit signal 0) empties its copy of
- * the table, opens the log (makes it, the first time), does the use and
- * exits. The log's descriptor is never in the table the child shares with
- * its parent, so a child killed at any point leaves none there (the
- * helper finishes its use and exits by itself). The calling thread waits
- * (CLONE_VFORK) with every signal blocked, so the helper may use its
- * thread-local storage (errno) and nothing else runs on it meanwhile.
- * Where the helper cannot be made (EAGAIN at RLIMIT_NPROC), the use holds
- * the descriptor in the shared table for its duration, as before. A
- * child about to change its credentials keeps its descriptor in the
- * table from then on (sf_log_hold): a helper with its new credentials
- * could not open its creator's 0600 log. */
-typedef long (*private_fn)(int fd, void *arg);
-struct private_use {
-	private_fn fn;
-	void *arg;
-	long ret;
-	pid_t pid; /* the child's, for its log's name */
-	int create; /* make the log (open_log) rather than open it again */
-};
-typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
-static clone_fn libc_clone;
-static int private_lock;
-
-static int private_uses(void)
-{
-	return L.files_shared && !__atomic_load_n(&L.hold, __ATOMIC_ACQUIRE);
-}
-
-/* The log opened again in the helper's own table, checked to be the same
- * file (as open_same_log, without the guard: nothing else uses this
- * table); -errno if it cannot be. */
-static int private_open_again(void)
-{
-	char mf[64];
-	sf_map_files_path(mf, sizeof(mf), (uint64_t)L.hdr, (uint64_t)L.hdr + SF_HEADER_SIZE);
-	const char *paths[2] = {mf, L.path};
-	for (int i = 0; i < 2; i++) {
-		long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)paths[i],
-				      O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (i ? O_NOFOLLOW : 0), 0, 0, 0);
-		if (fd < 0)
-			continue;
-		sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
-		if (is_log((int)fd))
-			return (int)fd;
-		sf_syscall3(SYS_close, fd, 0, 0);
-	}
-	return -EBADF;
-}
-
-static int private_main(void *arg)
-{
-	struct private_use *u = arg;
-	/* the copy of the program's descriptors: not ours to hold (a pipe's
-	 * reader would wait for this copy of its writer) */
-	sf_syscall3(SYS_close_range, 0, ~0u, 0);
-	int fd = u->create ? open_log(u->pid) : private_open_again();
-	if (fd < 0 && u->create)
-		fd = -(errno ? errno : EBADF);
-	u->ret = fd < 0 ? fd : u->fn(fd, u->arg);
-	return 0; /* its exit closes its table */
-}
-
-/* Runs u in a helper; 0 if no helper could be made. */
-static int run_private(struct private_use *u)
-{
-	static char stack[32768] __attribute__((aligned(64)));
-	if (!libc_clone)
-		libc_clone = (clone_fn)sf_sym_lib("libc.so", "clone");
-	if (!libc_clone)
-		return 0;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (__atomic_test_and_set(&private_lock, __ATOMIC_ACQUIRE))
-		sf_arch_cpu_relax();
-	int e = errno;
-	u->pid = (pid_t)sf_syscall3(SYS_getpid, 0, 0, 0);
-	int pid = libc_clone(private_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK, u);
-	if (pid > 0)
-		while (sf_syscall6(SYS_wait4, pid, 0, __WALL, 0, 0, 0) == -EINTR)
-			;
-	errno = e;
-	__atomic_clear(&private_lock, __ATOMIC_RELEASE);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return pid > 0;
-}
-
-/* fn(fd, arg) with the log's descriptor: in a helper's table in a
- * CLONE_FILES child, else held (log_fd_use). Its result, or -errno when
- * there is no descriptor. */
-static long log_use(private_fn fn, void *arg)
-{
-	struct private_use u = {fn, arg, -EBADF, 0, 0};
-	if (private_uses() && run_private(&u))
-		return u.ret;
-	uint32_t ticket;
-	int fd = log_fd_use(&ticket);
-	if (fd < 0)
-		return fd;
-	long r = fn(fd, arg);
-	log_fd_done(ticket);
-	return r;
-}
-
 /* An absolute L.path, so that the log can be found again after a chdir.
  * Called with the lock held, so its buffer is static: a thread's first
  * event may come on a small stack (gtest's death-test children get two
@@ -524,57 +415,11 @@ static void log_fd_forget(void)
 static int open_log_file(const char *path, int again)
 {
 	if (!again)
-		return open_log(getpid());
+		return open_log();
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd >= 0)
 		sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
 	return fd;
-}
-
-static int log_publish(struct sf_header *h);
-static void header_fill(struct sf_header *h, pid_t pid, pid_t ppid);
-
-/* The log made in a helper's table (CLONE_FILES children: run_private):
- * its header mapped, its command line in it. */
-struct create_in {
-	struct stat st;
-	const char *failed;
-	pid_t pid, ppid; /* the child's (the helper's are its own) */
-};
-
-static long create_in(int fd, void *arg)
-{
-	struct create_in *c = arg;
-	c->failed = "cannot write log ";
-	if (fstat(fd, &c->st) != 0 || reserve(fd, 0, SF_HEADER_SIZE) < 0)
-		return -errno;
-	c->failed = "cannot map log ";
-	void *h = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (h == MAP_FAILED)
-		return -errno;
-	fill_cmdline(h);
-	/* valid from here, even if the child is killed before it goes on */
-	header_fill(h, c->pid, c->ppid);
-	return (long)h;
-}
-
-/* 0 when made, -1 when it failed, 1 when no helper could be made. */
-static int log_create_private(void)
-{
-	struct create_in c = {.failed = "cannot create log ", .pid = getpid(), .ppid = getppid()};
-	struct private_use u = {create_in, &c, -EBADF, 0, 1};
-	if (!run_private(&u))
-		return 1;
-	if (u.ret < 0) {
-		L.failed = 1;
-		sf_rt_message(c.failed, L.path[0] ? L.path : sf_config.output, strerror((int)-u.ret));
-		return -1;
-	}
-	L.dev = (uint64_t)c.st.st_dev;
-	L.ino = (uint64_t)c.st.st_ino;
-	L.lost = 0;
-	make_path_absolute();
-	return log_publish((struct sf_header *)u.ret);
 }
 
 /* Creates the log if it does not exist yet. Called with the lock held. */
@@ -590,11 +435,6 @@ static int log_create_locked(void)
 	}
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
-	if (private_uses()) {
-		int r = log_create_private();
-		if (r <= 0)
-			return r;
-	}
 	/* The number the kernel gives open_log is the runtime's once
 	 * sf_fd_adopt has checked it (a program close loop may reach it
 	 * first: the file, created here, is then opened again by path). */
@@ -633,32 +473,10 @@ static int log_create_locked(void)
 		log_fd_forget();
 		return -1;
 	}
-	fill_cmdline(h);
-	return log_publish(h);
-}
-
-/* The header's fields, then the header published: the log exists. */
-static int log_publish(struct sf_header *h)
-{
-	if (!h->magic)
-		header_fill(h, getpid(), getppid());
-	L.end = SF_HEADER_SIZE;
-	__atomic_store_n(&L.hdr, h, __ATOMIC_SEQ_CST);
-	__atomic_or_fetch(&h->features, __atomic_load_n(&more_features, __ATOMIC_SEQ_CST), __ATOMIC_RELAXED);
-	sf_log_calibrate();
-	if (L.on_create) /* init.c: OBJECT chunks and patch statistics */
-		L.on_create();
-	return 0;
-}
-
-/* The header's fields, the magic last: a reader never sees a half-filled
- * header as valid. */
-static void header_fill(struct sf_header *h, pid_t pid, pid_t ppid)
-{
 	h->version = sf_args_any() ? SF_VERSION : SF_VERSION_NO_ARGS; /* older readers read a log without values */
 	h->header_size = SF_HEADER_SIZE;
-	h->pid = (uint32_t)pid;
-	h->ppid = (uint32_t)ppid;
+	h->pid = (uint32_t)getpid();
+	h->ppid = (uint32_t)getppid();
 	h->clock = (uint32_t)sf_config.clock;
 	h->machine = SF_ARCH_MACHINE;
 	/* patch.c marks tail sleds that jump to a patched entry; the rest is
@@ -672,9 +490,18 @@ static void header_fill(struct sf_header *h, pid_t pid, pid_t ppid)
 	h->fork_time = sf_fork_time; /* 0 but in a forked child */
 	h->fork_parent = sf_fork_time ? sf_fork_parent | (uint64_t)sf_fork_tid << 32 : 0;
 	h->ring_bytes = (uint64_t)sf_config.ring_slots * SF_SLOT_SIZE;
+	fill_cmdline(h);
 	h->reserved[SF_HDR_TRIM_MIN_NS] = sf_config.trim_min_ns;
 	h->reserved[SF_HDR_TRIM_MAX_DEPTH] = sf_config.trim_max_depth;
+	L.end = SF_HEADER_SIZE;
+	/* Magic last: a reader never sees a half-filled header as valid. */
 	__atomic_store_n(&h->magic, SF_MAGIC, __ATOMIC_RELEASE);
+	__atomic_store_n(&L.hdr, h, __ATOMIC_SEQ_CST);
+	__atomic_or_fetch(&h->features, __atomic_load_n(&more_features, __ATOMIC_SEQ_CST), __ATOMIC_RELAXED);
+	sf_log_calibrate();
+	if (L.on_create) /* init.c: OBJECT chunks and patch statistics */
+		L.on_create();
+	return 0;
 }
 
 /* Header features learnt outside the runtime (sftrace_heap_attach), before
@@ -727,21 +554,30 @@ static uint64_t chunk_kept(struct sf_chunk *c, const void *payload, size_t writt
 	return c->count;
 }
 
-/* A chunk written whole at off (sf_log_write_chunk), through fd. */
-struct chunk_put {
-	struct sf_chunk *c;
-	const void *payload;
-	size_t payload_len, total;
-	uint64_t off, events;
-};
-
-static long chunk_put(int fd, void *arg)
+void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
 {
-	struct chunk_put *a = arg;
-	struct sf_chunk *c = a->c;
-	const void *payload = a->payload;
-	size_t payload_len = a->payload_len, total = a->total;
-	uint64_t off = a->off, events = a->events;
+	if (!L.hdr)
+		return;
+	size_t total = (sizeof(*c) + payload_len + 15) & ~(size_t)15;
+	c->magic = SF_CHUNK_MAGIC;
+	c->size = (uint32_t)total;
+	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+	c->mono_ns = sf_mono_ns();
+	if (sf_budget_take(total) < 0) {
+		sf_log_drop(events); /* over --max-size: not a write error */
+		return;
+	}
+	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
+	if (off + total > L.fsize_limit) {
+		write_failed(EFBIG, events);
+		return;
+	}
+	uint32_t ticket;
+	int fd = log_fd_use(&ticket);
+	if (fd < 0) {
+		write_failed(-fd, events);
+		return;
+	}
 	static const char pad[16];
 	struct iovec iov[3] = {
 		{c, sizeof(*c)},
@@ -782,31 +618,7 @@ static long chunk_put(int fd, void *arg)
 	}
 	if (done == total) /* whole in the file: a reader that finds fewer reads a cut file */
 		__atomic_add_fetch(&L.hdr->chunks, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
-{
-	if (!L.hdr)
-		return;
-	size_t total = (sizeof(*c) + payload_len + 15) & ~(size_t)15;
-	c->magic = SF_CHUNK_MAGIC;
-	c->size = (uint32_t)total;
-	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
-	c->mono_ns = sf_mono_ns();
-	if (sf_budget_take(total) < 0) {
-		sf_log_drop(events); /* over --max-size: not a write error */
-		return;
-	}
-	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
-	if (off + total > L.fsize_limit) {
-		write_failed(EFBIG, events);
-		return;
-	}
-	struct chunk_put a = {c, payload, payload_len, total, off, events};
-	long r = log_use(chunk_put, &a);
-	if (r < 0)
-		write_failed((int)-r, events);
+	log_fd_done(ticket);
 }
 
 static struct sf_slot *slot_record(void)
@@ -819,17 +631,6 @@ static struct sf_slot *slot_record(void)
 	}
 	L.slot_pool_left--;
 	return L.slot_pool++;
-}
-
-/* A slot's file space at *(uint64_t *)arg, mapped; -errno if not.
- * MAP_POPULATE: the pages are faulted in now, not on the event path. */
-static long slot_map(int fd, void *arg)
-{
-	uint64_t off = *(uint64_t *)arg;
-	if (reserve(fd, off, SF_SLOT_SIZE) < 0)
-		return -errno;
-	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
-	return m == MAP_FAILED ? -errno : (long)m;
 }
 
 /* A slot for the calling thread: a reused one, or a fresh page-aligned
@@ -850,14 +651,23 @@ struct sf_slot *sf_log_slot_get(void)
 	}
 	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
 		goto out;
-	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
-	off = (off + 4095) & ~(uint64_t)4095;
-	long r = log_use(slot_map, &off);
-	if (r < 0) {
-		write_failed((int)-r, 0);
+	uint32_t ticket;
+	int fd = log_fd_use(&ticket);
+	if (fd < 0) {
+		write_failed(-fd, 0);
 		goto out;
 	}
-	void *m = (void *)r;
+	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
+	off = (off + 4095) & ~(uint64_t)4095;
+	void *m = reserve(fd, off, SF_SLOT_SIZE) < 0
+			  ? MAP_FAILED
+			  : mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	int err = errno;
+	log_fd_done(ticket);
+	if (m == MAP_FAILED) {
+		write_failed(err, 0);
+		goto out;
+	}
 	s = slot_record();
 	if (!s) {
 		munmap(m, SF_SLOT_SIZE);
@@ -894,33 +704,31 @@ void sf_log_slot_invalidate(struct sf_slot *s)
  * NULL if there is none. Mapped under the lock and never inherited: a fork
  * (which takes the lock) cannot come between the mmap and the madvise, and
  * a child must not be able to read its parent's trace. */
-static long ro_map(int fd, void *arg)
-{
-	uint64_t *size = arg;
-	struct stat st;
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	uint64_t n = __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
-	if (n > (uint64_t)st.st_size)
-		n = (uint64_t)st.st_size; /* a slot claimed but not reserved yet */
-	*size = n;
-	void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED)
-		return -errno;
-	if (madvise(m, n, MADV_DONTFORK) < 0) {
-		munmap(m, n);
-		return -EINVAL;
-	}
-	return (long)m;
-}
-
 void *sf_log_map_readonly(uint64_t *size)
 {
 	sigset_t old;
+	void *m = NULL;
 	sf_log_lock_sig(&old);
-	long r = L.hdr ? log_use(ro_map, size) : -EBADF;
+	uint32_t ticket = NO_TICKET;
+	int fd = L.hdr ? log_fd_use(&ticket) : -1;
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		uint64_t n = __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
+		if (n > (uint64_t)st.st_size)
+			n = (uint64_t)st.st_size; /* a slot claimed but not reserved yet */
+		m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED) {
+			m = NULL;
+		} else if (madvise(m, n, MADV_DONTFORK) < 0) {
+			munmap(m, n);
+			m = NULL;
+		}
+		*size = n;
+	}
+	if (fd >= 0)
+		log_fd_done(ticket);
 	sf_log_unlock_sig(&old);
-	return r < 0 ? NULL : (void *)r;
+	return m;
 }
 
 void sf_log_slot_put(struct sf_slot *s)
@@ -1161,10 +969,6 @@ void sf_log_hold(void)
 {
 	if (!L.files_shared || __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) || !log_is_own())
 		return;
-	sigset_t gold;
-	sf_fd_gate_lock(&gold);
-	sf_fd_guard_add(&L.g); /* made in a helper's table, it was never guarded here */
-	sf_fd_gate_unlock(&gold);
 	__atomic_store_n(&L.hold, 1, __ATOMIC_RELEASE);
 	uint32_t t;
 	if (log_fd_use(&t) >= 0)

@@ -285,3 +285,14 @@ def test_clone_files_child_fork_then_clone_files():
     sfkit.eq(_untraced([exe], timeout=60)[:2], (0, want), "untraced")
     rc, out, err, log = _traced([exe], timeout=60)
     sfkit.eq((rc, out), (0, want), "traced: exit and output")
+
+
+@sfkit.known_break(24, "main calls pthread_exit while a thread makes 100,000 calls; that last program thread's "
+                       "pthread_exit ends the process untraced (status 0, at once); traced the runtime's writer "
+                       "thread keeps it alive for good (killed here after 20 s)")
+def test_last_thread_pthread_exit_ends_process():
+    exe = _fixture("sk24k_pthread_exit", libs=["-lpthread"])
+    want = "thread 4999950000\n"
+    sfkit.eq(_untraced([exe], timeout=20)[:2], (0, want), "untraced")
+    rc, out, err, log = _traced([exe], timeout=20)
+    sfkit.eq((rc, out), (0, want), "traced: exit status and output")

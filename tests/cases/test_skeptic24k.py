@@ -296,3 +296,14 @@ def test_last_thread_pthread_exit_ends_process():
     sfkit.eq(_untraced([exe], timeout=20)[:2], (0, want), "untraced")
     rc, out, err, log = _traced([exe], timeout=20)
     sfkit.eq((rc, out), (0, want), "traced: exit status and output")
+
+
+@sfkit.known_break(24, "a single-threaded main making 100,000 calls ends with pthread_exit(NULL): untraced glibc "
+                       "ends the process (status 0); traced the default writer thread keeps it alive for good "
+                       "(--writer sync exits 0; killed here after 20 s)")
+def test_main_pthread_exit_ends_process():
+    exe = _fixture("sk24k_main_pthread_exit", libs=["-lpthread"])
+    want = "main 4999950000\n"
+    sfkit.eq(_untraced([exe], timeout=20)[:2], (0, want), "untraced")
+    rc, out, err, log = _traced([exe], timeout=20)
+    sfkit.eq((rc, out), (0, want), "traced: exit status and output")

@@ -151,7 +151,7 @@ def test_clone_files_child_rusage_children_empty():
 
 
 @sfkit.known_break(24, "a thread of a CLONE_FILES child reading /proc/self/task/TID/children while another makes "
-                       "2,000,000 calls sees the helpers: 3430 entries traced, 0 untraced")
+                       "2,000,000 calls sees the helpers: 3430 to 5619 entries traced, 0 untraced")
 def test_clone_files_child_sees_no_children():
     p, q, log = _cf("children")
     sfkit.check("children seen 0\n" in p.stdout, f"untraced: {p.stdout}")
@@ -213,7 +213,7 @@ def test_seccomp_strict_program():
 
 @sfkit.known_break(24, "a subreaper (PR_SET_CHILD_SUBREAPER) that SIGKILLs its CLONE_FILES children 0..3 ms after "
                        "their start and reaps with waitpid(-1, 0) until ECHILD: 100 rounds reap 0 pids it did not "
-                       "make untraced, 95 traced (helpers orphaned mid-use, reparented to it with SIGCHLD)")
+                       "make untraced, 37 to 95 traced (helpers orphaned mid-use, reparented to it with SIGCHLD)")
 def test_subreaper_reaps_only_its_children():
     exe = _fixture("sk24k_subreaper")
     want = "rounds 100 reaped mine 100 foreign 0\n"
@@ -244,7 +244,7 @@ def test_nproc_limit_left_to_the_program():
 
 
 @sfkit.known_break(24, "a CLONE_FILES child's thread reaping with waitpid(-1, __WALL | WNOHANG) while another makes "
-                       "2,000,000 calls reaps 301 helpers traced, 0 untraced (the child made no child)")
+                       "2,000,000 calls reaps 87 to 301 helpers traced, 0 untraced (the child made no child)")
 def test_clone_files_child_wall_reaper_reaps_nothing():
     exe = _fixture("sk24k_cf_wall", libs=["-lpthread"])
     want = "child: sum 1999999000000 reaped 0 sigchld 0\nparent: status 0x0\n"

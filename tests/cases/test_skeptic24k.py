@@ -194,11 +194,11 @@ def test_calls_after_close_range_recorded():
 
 @sfkit.known_break(24, "a single-threaded program whose main thread ends with syscall(SYS_exit, 3): untraced the "
                        "process exits 3 at once; traced the runtime's writer thread keeps it alive for good (zombie "
-                       "leader, SIGTERM pending and never delivered: the writer blocks it), killed here after 20 s")
+                       "leader, SIGTERM pending and never delivered: the writer blocks it), killed here after 10 s")
 def test_main_thread_raw_exit_ends_process():
     exe = _fixture("sk24k_raw_exit")
     sfkit.eq(_untraced([exe, "10", "plain"])[:2], (3, "sum 53\n"), "untraced")
-    rc, out, err, log = _traced([exe, "10", "plain"], timeout=20)
+    rc, out, err, log = _traced([exe, "10", "plain"], timeout=10)
     sfkit.eq((rc, out), (3, "sum 53\n"), "traced: exit status and output")
 
 
@@ -289,21 +289,21 @@ def test_clone_files_child_fork_then_clone_files():
 
 @sfkit.known_break(24, "main calls pthread_exit while a thread makes 100,000 calls; that last program thread's "
                        "pthread_exit ends the process untraced (status 0, at once); traced the runtime's writer "
-                       "thread keeps it alive for good (killed here after 20 s)")
+                       "thread keeps it alive for good (killed here after 10 s)")
 def test_last_thread_pthread_exit_ends_process():
     exe = _fixture("sk24k_pthread_exit", libs=["-lpthread"])
     want = "thread 4999950000\n"
     sfkit.eq(_untraced([exe], timeout=20)[:2], (0, want), "untraced")
-    rc, out, err, log = _traced([exe], timeout=20)
+    rc, out, err, log = _traced([exe], timeout=10)
     sfkit.eq((rc, out), (0, want), "traced: exit status and output")
 
 
 @sfkit.known_break(24, "a single-threaded main making 100,000 calls ends with pthread_exit(NULL): untraced glibc "
                        "ends the process (status 0); traced the default writer thread keeps it alive for good "
-                       "(--writer sync exits 0; killed here after 20 s)")
+                       "(--writer sync exits 0; killed here after 10 s)")
 def test_main_pthread_exit_ends_process():
     exe = _fixture("sk24k_main_pthread_exit", libs=["-lpthread"])
     want = "main 4999950000\n"
     sfkit.eq(_untraced([exe], timeout=20)[:2], (0, want), "untraced")
-    rc, out, err, log = _traced([exe], timeout=20)
+    rc, out, err, log = _traced([exe], timeout=10)
     sfkit.eq((rc, out), (0, want), "traced: exit status and output")

@@ -13,6 +13,7 @@ case and ends with 'N passed, N failed'.
 import argparse
 import importlib.util
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -41,6 +42,19 @@ def load_cases(pattern):
     return cases
 
 
+def remove_dirs(kept):
+    """The run's temporary directories go at its end (a case may reuse one
+    an earlier case made), but those a failed case made, and all of them
+    with SFTRACE_KEEP_TMP=1: a full run leaves gigabytes otherwise."""
+    if os.environ.get("SFTRACE_KEEP_TMP"):
+        return
+    for d in sfkit.MADE_DIRS:
+        if d not in kept:
+            shutil.rmtree(d, ignore_errors=True)
+    if kept:
+        print(f"kept for a look (failed cases): {' '.join(sorted(kept))}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", action="append", help="run cases whose name contains this")
@@ -53,8 +67,10 @@ def main():
     failures = []
     durations = []
     t0 = time.time()
+    kept = set()  # tmpdirs made while a case failed: left for a look
     for name, fn in cases:
         start = time.time()
+        made = len(sfkit.MADE_DIRS)
         try:
             try:
                 fn()
@@ -69,12 +85,14 @@ def main():
             failures.append((name, traceback.format_exc()))
             print(f"FAIL {name} ({time.time() - start:.1f}s)", flush=True)
             print(traceback.format_exc(), flush=True)
+            kept.update(sfkit.MADE_DIRS[made:])
             if args.x:
                 break
             continue
         passed += 1
         print(f"PASS {name} ({time.time() - start:.1f}s)", flush=True)
     print(f"\n{len(cases)} cases in {time.time() - t0:.0f}s")
+    remove_dirs(kept)
     if args.durations > 0:
         print(f"slowest {min(args.durations, len(durations))}:")
         for secs, name in sorted(durations, reverse=True)[:args.durations]:

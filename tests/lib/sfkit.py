@@ -46,8 +46,12 @@ def eq(got, want, what=""):
         raise AssertionError(f"{what}: got {got!r}, want {want!r}")
 
 
+MADE_DIRS = []  # every tmpdir() of this run, in order (run.py removes them)
+
+
 def tmpdir():
     d = tempfile.mkdtemp(prefix="sftrace-test-")
+    MADE_DIRS.append(d)
     return d
 
 

@@ -552,7 +552,8 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 /* 1 if the landing at sp leaves the entry e live, told from the thread's
  * own stack alone: both on it, sp at or below e (one downward stack).
  * Otherwise (another stack, or the bounds not known yet: 0) the full
- * path's rule decides (known_left). */
+ * path's rule decides (known_left). A longjmp's test; _Unwind_SetIP's
+ * fast path does not make it (see there). */
 static inline int on_own_stack(const struct sf_thread *t, uint64_t sp, uint64_t e)
 {
 	return sp <= e && e < t->stack.hi && sp >= t->stack.lo;
@@ -582,12 +583,7 @@ static void land_arm(struct sf_thread *t)
 {
 	if (!__atomic_load_n(&setip_armed, __ATOMIC_ACQUIRE) || t->walk_frame)
 		return;
-	(void)sf_stack_own_holds(0); /* looks the own stack up, once */
-	if (!t->stack.hi)
-		return; /* not known: every landing takes the full path */
-	/* Depth 0: an "entry" every landing on the own stack is at or
-	 * below, and no landing elsewhere (on_own_stack). */
-	t->shadow_below = t->stack.hi - 1;
+	t->shadow_below = UINT64_MAX;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->land_bound = SF_SHADOW_CAP + 1;
 }
@@ -756,7 +752,7 @@ __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context
 	struct sf_thread *t = &sf_self;
 	uint64_t d = t->shadow_depth;
 	if (__builtin_expect(d < t->land_bound, 1) &&
-	    __builtin_expect(on_own_stack(t, *(const uint64_t *)((const char *)ctx + CTX_CFA_OFF), t->shadow_up[d]), 1)) {
+	    __builtin_expect(*(const uint64_t *)((const char *)ctx + CTX_CFA_OFF) <= t->shadow_up[d], 1)) {
 		*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;
 		return;
 	}

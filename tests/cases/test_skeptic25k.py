@@ -353,3 +353,18 @@ def test_skeptic25k_costack_suspended2_below():
 
 def test_skeptic25k_costack_suspended2_above():
     check_suspended2("above")
+
+
+@sfkit.known_break(25, "suspended2 after a warm-up throw that arms _Unwind_SetIP's fast path: with g (coroutine "
+                       "stack above) the innermost entry, the fast path compares f2's landing CFA with g's entry "
+                       "and calls it quiet: 0 UNWIND events for f2's throw (want 2 abandoned, depth 1 left). "
+                       "The sound test (landing CFA and entry both on the own stack: +5 instructions a landing) "
+                       "measured +1,191 a C++ throw (limit 1,000) and +801 a panic (limit 800)")
+def test_skeptic25k_costack_suspended2_armed_above():
+    log = record_same(costack(), ["above", "suspended2w"], rec_args=["--filter-regex", "^(main|f2|g|after)$"])
+    sfkit.eq(unwinds(log), [(2, 1)], "coroutine above, fast path armed: UNWIND events")
+
+
+def test_skeptic25k_costack_suspended2_armed_below():
+    log = record_same(costack(), ["below", "suspended2w"], rec_args=["--filter-regex", "^(main|f2|g|after)$"])
+    sfkit.eq(unwinds(log), [(2, 1)], "coroutine below, fast path armed: UNWIND events")

@@ -745,7 +745,10 @@ static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _U
  * signal caught between its exit's pop and its EXIT store, which only a
  * throw out of an asynchronous signal handler could abandon (longjmp
  * keeps that test). The rest, and any context before libgcc is known,
- * take the full path. */
+ * take the full path. It does not ask whether the CFA and the entry lie
+ * on the same stack, as the full path and a longjmp's test do
+ * (on_own_stack): 5 instructions more a landing, over the cost target
+ * (docs/DESIGN.md, Unwinding, "One stack at a time"). */
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 #ifdef SF_ARCH_SHADOW

@@ -145,6 +145,7 @@ void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
 static void thread_exit_hook(void *arg)
 {
 	(void)arg;
+	sf_unwind_thread_exit();
 	thread_flush_exit();
 }
 

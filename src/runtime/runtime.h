@@ -619,6 +619,9 @@ void sf_map_files_path(char *out, size_t cap, uint64_t lo, uint64_t hi) SF_HIDDE
 /* 1 if addr lies on the calling thread's own stack. */
 int sf_stack_own_holds(uint64_t addr) SF_HIDDEN;
 int sf_on_this_stack_slow(uint64_t addr, uint64_t cur) SF_HIDDEN;
+/* The bounds [lo, hi) of the stack holding addr (the thread's own or
+ * another it runs on, from maps): 1 if known. */
+int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi) SF_HIDDEN;
 
 /* 1 if addr lies on the stack the thread runs on now, at or above the
  * caller's frame: mapped. */
@@ -681,6 +684,7 @@ void sf_stack_init(void) SF_HIDDEN; /* at start-up, on the main thread: its stac
  * at start and at each loader event (never loads it). */
 void sf_unwind_init(void) SF_HIDDEN;
 void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */
+void sf_unwind_thread_exit(void) SF_HIDDEN; /* closes the frames still open at a thread's end */
 
 /* ---- elf_sym.c: dlsym without dlsym (no allocation: a miss allocates) ---- */
 /* name's default-version definition in the object at base (dlpi_addr,

@@ -208,6 +208,24 @@ static int learn_other_stack(uint64_t cur)
 	return ok;
 }
 
+/* The bounds [lo, hi) of the stack holding addr: the thread's own, or
+ * the other one read from maps (read now if need be: a landing on a
+ * coroutine's or a signal stack). 0 if unknown. */
+int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	if (sf_stack_own_holds(addr)) {
+		*lo = stk.lo;
+		*hi = stk.hi;
+		return 1;
+	}
+	if ((addr >= stk.other_lo && addr < stk.other_hi) || learn_other_stack(addr)) {
+		*lo = stk.other_lo;
+		*hi = stk.other_hi;
+		return addr >= *lo && addr < *hi;
+	}
+	return 0;
+}
+
 int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
 {
 	if (sf_stack_own_holds(cur))

@@ -499,6 +499,29 @@ static int on_this_stack(const struct sf_thread *t, uint64_t n, uint64_t sp)
 	return sf_on_this_stack(sp);
 }
 
+/* The stored entries a landing at sp leaves open (the rule: docs/DESIGN.md,
+ * Unwinding, "One stack at a time"). Only entries on the landing's stack,
+ * [lo, hi), compare with sp: an entry there at or above sp is live and
+ * ends the scan; one below is abandoned. An entry on another stack (a
+ * coroutine switched away from, a signal stack) says nothing about this
+ * landing: it is skipped, and popped only with an abandoned entry of the
+ * landing's stack outside it (the thread's depth is one number: the
+ * reader closes it as nested there). With the bounds unknown (hi 0) every
+ * entry compares, as on one stack. */
+static uint64_t known_left(const struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
+{
+	uint64_t left = known;
+	for (uint64_t i = known; i > 0; i--) {
+		uint64_t e = t->shadow[i - 1] & ~(uint64_t)7;
+		if (hi && (e < lo || e >= hi))
+			continue;
+		if (e >= sp)
+			break;
+		left = i - 1;
+	}
+	return left;
+}
+
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).
@@ -510,16 +533,14 @@ static int on_this_stack(const struct sf_thread *t, uint64_t n, uint64_t sp)
 static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 {
 	uint64_t depth = t->shadow_depth, known = depth < SF_SHADOW_CAP ? depth : SF_SHADOW_CAP;
-	uint64_t left = known, windows = 0;
-	for (; left > 0; left--) {
-		uint64_t e = t->shadow[left - 1];
-		if ((e & ~(uint64_t)7) >= sp)
-			break;
-		windows += e & 1;
-	}
+	uint64_t lo = 0, hi = 0, windows = 0;
+	int bounded = sf_stack_of(sp, &lo, &hi);
+	uint64_t left = known_left(t, known, sp, lo, hi);
+	for (uint64_t i = left; i < known; i++)
+		windows += t->shadow[i] & 1;
 	if (depth > known && (left == known || t->window_depth))
 		return -1;
-	if (!left && known && !on_this_stack(t, known, sp))
+	if (!bounded && !left && known && !on_this_stack(t, known, sp))
 		return -1;
 	t->shadow_depth = left;
 	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;
@@ -528,6 +549,16 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 #endif
 
 #ifdef SF_ARCH_SHADOW
+/* 1 if the landing at sp leaves the entry e live, told from the thread's
+ * own stack alone: both on it, sp at or below e (one downward stack).
+ * Otherwise (another stack, or the bounds not known yet: 0) the full
+ * path's rule decides (known_left). A longjmp's test; _Unwind_SetIP's
+ * fast path does not make it (see there). */
+static inline int on_own_stack(const struct sf_thread *t, uint64_t sp, uint64_t e)
+{
+	return sp <= e && e < t->stack.hi && sp >= t->stack.lo;
+}
+
 /* A longjmp that abandons no recorded frame, told before the clock is
  * read: the innermost stored entry is live (at or above sp), so nothing is
  * popped, and the slot above it holds no half-exited frame's entry below
@@ -541,8 +572,8 @@ static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 	if (d - 1 >= SF_SHADOW_CAP - 1 || t->walk_frame ||
 	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
 		return 0;
-	uint64_t above = t->shadow[d];
-	return (t->shadow[d - 1] & ~(uint64_t)7) >= sp && (!above || (above & ~(uint64_t)7) >= sp);
+	uint64_t above = t->shadow[d], e = t->shadow[d - 1] & ~(uint64_t)7;
+	return on_own_stack(t, sp, e) && (!above || (above & ~(uint64_t)7) >= sp);
 }
 
 /* Arms _Unwind_SetIP's fast path on this thread (see there): once libgcc's
@@ -714,7 +745,10 @@ static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _U
  * signal caught between its exit's pop and its EXIT store, which only a
  * throw out of an asynchronous signal handler could abandon (longjmp
  * keeps that test). The rest, and any context before libgcc is known,
- * take the full path. */
+ * take the full path. It does not ask whether the CFA and the entry lie
+ * on the same stack, as the full path and a longjmp's test do
+ * (on_own_stack): 5 instructions more a landing, over the cost target
+ * (docs/DESIGN.md, Unwinding, "One stack at a time"). */
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 #ifdef SF_ARCH_SHADOW
@@ -748,3 +782,27 @@ LONGJMP_WRAPPER(longjmp, longjmp)
 LONGJMP_WRAPPER(_longjmp, _longjmp)
 LONGJMP_WRAPPER(siglongjmp, siglongjmp)
 LONGJMP_WRAPPER(__longjmp_chk, longjmp_chk)
+
+/* ---- thread exit ----
+ * pthread_exit and cancellation end in a forced unwind whose last jump
+ * (glibc's internal __libc_unwind_longjmp back to start_thread) we never
+ * see; the frames still open then are abandoned. The runtime's key
+ * destructor (buffer.c), the first key created, so the first to run,
+ * closes them here, before the program's key destructors, which then
+ * nest at the thread's outermost level. A thread whose function returned
+ * has none open: nothing recorded. */
+void sf_unwind_thread_exit(void)
+{
+#ifdef SF_ARCH_SHADOW
+	struct sf_thread *t = &sf_self;
+	if (!sf_config.enabled || t->state != SF_THREAD_ACTIVE || __atomic_load_n(&sf_tracing_off, __ATOMIC_ACQUIRE))
+		return;
+	uint64_t now = sf_now_raw();
+	sf_shadow_resync(t, 0);
+	if (!t->shadow_depth)
+		return;
+	t->shadow_depth = 0;
+	t->window_depth = 0;
+	sf_record_event_at(SF_EV_UNWIND_TO, 0, now);
+#endif
+}

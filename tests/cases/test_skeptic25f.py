@@ -55,8 +55,11 @@ def test_forced_unwind_from_a_cleanup_during_a_throw_closes_the_frames_it_abando
         p, log = record([exe], args=["-q", "--filter-regex", rx])
         eq(p.stdout, want, f"{rx}: traced output")
         got = [(k, n) for k, n in thread_lines(log)]
+        # then the forced unwind ends the thread: tbody (and mid) are
+        # closed there, by the runtime's thread-exit hook
         expect = [("ENTRY", "tbody")] + head + [("ENTRY", "fu_on_clean"), ("ENTRY", "fu_quit"),
-                                                ("ENTRY", "fu_leaf"), ("EXIT", "fu_leaf"), ("UNWIND", "2")]
+                                                ("ENTRY", "fu_leaf"), ("EXIT", "fu_leaf"), ("UNWIND", "2"),
+                                                ("UNWIND", str(1 + len(head)))]
         eq(got, expect, f"{rx}: the thread's events (mid's landing closes fu_quit and fu_on_clean)")
 
 

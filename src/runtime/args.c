@@ -822,6 +822,25 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 	return p;
 }
 
+/* The plan's puts (register, record, shift pair each) into v, then v's
+ * nrec records into w; the count of records with a zero upper half (see
+ * has_unfilled). fill_fixed's and fill_values's common end. */
+static inline __attribute__((always_inline)) unsigned place_values(uint64_t *v, const uint64_t *regs,
+								    const uint32_t *puts, unsigned n, uint64_t *w,
+								    unsigned nrec)
+{
+	for (unsigned k = 0; k < n; k++) {
+		uint32_t put = puts[k];
+		v[put >> 8 & 0xff] |= regs[put & 0xff] << (put >> 16 & 63) >> (put >> 24);
+	}
+	unsigned z = 0;
+	for (unsigned i = 0; i < nrec; i++) {
+		w[i] = v[i];
+		z += (uint32_t)(v[i] >> 32) == 0;
+	}
+	return z;
+}
+
 /* A FIXED plan's payload into w (pl->nrec records): the template, then
  * each register's low bytes at its offset (a value never straddles a
  * record: its offset is a multiple of its size). Returns how many records
@@ -846,16 +865,7 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 		__asm__("" : "+r"(i));
 		v[i] = 0;
 	}
-	for (unsigned k = 0; k < n; k++) {
-		uint32_t put = pl->put[k];
-		v[put >> 8 & 0xff] |= regs[put & 0xff] << (put >> 16 & 63) >> (put >> 24);
-	}
-	unsigned z = 0;
-	for (unsigned i = 0; i < nrec; i++) {
-		w[i] = v[i];
-		z += (uint32_t)(v[i] >> 32) == 0;
-	}
-	return z;
+	return place_values(v, regs, pl->put, n, w, nrec);
 }
 
 /* A FIXED plan's values-only records into w (pl->nval of them), as
@@ -870,16 +880,7 @@ static inline __attribute__((always_inline)) unsigned fill_values(const struct a
 		__asm__("" : "+r"(i)); /* stores, not `rep stos` (fill_fixed) */
 		v[i] = 0;
 	}
-	for (unsigned k = 0; k < n; k++) {
-		uint32_t put = pl->vput[k];
-		v[put >> 8 & 0xff] |= regs[put & 0xff] << (put >> 16 & 63) >> (put >> 24);
-	}
-	unsigned z = 0;
-	for (unsigned i = 0; i < nrec; i++) {
-		w[i] = v[i];
-		z += (uint32_t)(v[i] >> 32) == 0;
-	}
-	return z;
+	return place_values(v, regs, pl->vput, n, w, nrec);
 }
 
 /* At a tail-call sled of a function whose return value is asked for: an

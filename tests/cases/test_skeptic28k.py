@@ -26,8 +26,6 @@ def _time_lines(out):
     return rows
 
 
-@sfkit.known_break(28, "replay -F dive puts the thread's '/* 4 frames unwound */' after main's later calls: "
-                       "its time column goes back by ~44 us, threads out of time order")
 def test_skeptic28k_unwound_comment_in_time_order_under_F():
     log = _longjmp_log()
     rows = _time_lines(sfkit.replay_text(log, ["-F", "dive", "-f", "tid,time"]))

@@ -88,9 +88,6 @@ def _deep_calls_per_thread(log, extra=()):
     return {int(r[ti]): int(r[ci]) for r in rows[1:] if r[ni] == "deep"}
 
 
-@sfkit.known_break(28, "record --min-duration 2us --max-depth 50, main and 3 threads each deep(200): readers re-apply "
-                       "the trim on net times, so main keeps 0-10 deep calls where each thread keeps "
-                       "49 and --raw-times keeps 49 in main too; the same log's calls change with --raw-times")
 def test_skeptic28k_record_trims_same_for_every_thread():
     # Whether the runtime trimmed main's last buffer itself varies from run
     # to run; the break shows when it did not, so three runs are tried.

@@ -220,6 +220,45 @@ static void test_trim_chains_into_cut(void **state)
 	cut_free(cut);
 }
 
+/* Frames on a net clock running at half the recorded one (times net of
+ * the tracer's cost), recorded times as in ev. */
+static void feed_half_net(struct frames *f, const struct ev *ev, size_t n)
+{
+	const struct lr_thread *t = lr_thread_at(g_log, 0);
+	for (size_t i = 0; i < n; i++)
+		fr_event(f, t, ev[i].kind, ev[i].func, ev[i].t / 2, ev[i].t);
+	fr_finish(f);
+}
+
+/* The record-time trim judges recorded durations, as the runtime did,
+ * whatever the clock the frames come on; a user's --min-duration judges
+ * that clock's. Call 2 lasts 30 ns recorded, 15 net: min 20 keeps it in
+ * the trim, drops it in the user's cut. */
+static void test_trim_judges_recorded_durations(void **state)
+{
+	(void)state;
+	static const struct ev ev[] = {{E, 1, 0}, {E, 2, 10}, {X, 2, 40}, {X, 1, 100}};
+	static const struct trace_cut_options none, user = {.min_duration = 20};
+	struct rec r = {0};
+	struct trace_cut *trim = cut_new(&none, NULL, &g_rec, &r);
+	cut_set_limits(trim, 20, 0);
+	cut_process(trim, g_log, 0);
+	struct frames *f = fr_new(&g_to_cut, trim);
+	feed_half_net(f, ev, 4);
+	assert_string_equal(r.text, "B1^0.0@0 B2^1.1@5 E2@5-20 E1@0-50 ");
+	fr_free(f);
+	cut_free(trim);
+
+	memset(&r, 0, sizeof(r));
+	struct trace_cut *cut = cut_new(&user, NULL, &g_rec, &r);
+	cut_process(cut, g_log, 0);
+	f = fr_new(&g_to_cut, cut);
+	feed_half_net(f, ev, 4);
+	assert_string_equal(r.text, "B1^0.0@0 E1@0-50 ");
+	fr_free(f);
+	cut_free(cut);
+}
+
 /* A frame still open when the thread ends is passed on with the end kind
  * frames.c gave it, at the thread's last time. */
 static void test_open_frame_at_thread_end(void **state)
@@ -255,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_max_depth),
 		cmocka_unit_test(test_window_clips_and_flags),
 		cmocka_unit_test(test_trim_chains_into_cut),
+		cmocka_unit_test(test_trim_judges_recorded_durations),
 		cmocka_unit_test(test_open_frame_at_thread_end),
 		cmocka_unit_test(test_tid_wanted),
 	};

@@ -235,6 +235,7 @@ struct thread_state {
 	uint64_t run_repair;
 	uint64_t run_count;
 	uint32_t run_depth;       /* the outermost closed frame's depth */
+	int in_runs;              /* listed in replay.runs */
 };
 
 struct replay {
@@ -242,8 +243,13 @@ struct replay {
 	size_t nfields;
 	int color;
 	size_t nprocs;
+	const struct trace_proc *proc; /* the current process */
 	struct thread_state *threads; /* by lr_thread.index of the current process */
 	size_t nthreads;
+	/* The threads that may have a run of repaired closes not yet written
+	 * (flush_runs_before), by index. */
+	size_t *runs;
+	size_t nruns;
 	int write_failed;
 	struct line_queue lines;
 	int srcline;     /* --srcline: each call's file:line as a comment */
@@ -662,6 +668,10 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	out("\n", 1);
 	line_done(&r->lines);
 	if (repaired) {
+		if (!ts->in_runs) {
+			ts->in_runs = 1;
+			r->runs[r->nruns++] = f->thread->index;
+		}
 		ts->run_kind = f->end_kind;
 		ts->run_repair = f->repair;
 		ts->run_count++;
@@ -674,9 +684,13 @@ static int process_begin(void *ctx, const struct trace_proc *p)
 {
 	struct replay *r = ctx;
 	free(r->threads);
+	free(r->runs);
 	free_names(r);
+	r->proc = p;
 	r->nthreads = lr_nthreads(p->log);
 	r->threads = xcalloc(r->nthreads + 1, sizeof(*r->threads));
+	r->runs = xcalloc(r->nthreads + 1, sizeof(*r->runs));
+	r->nruns = 0;
 	r->lines.horizon = 0; /* the previous process's lines are all out (process_end) */
 	if (r->nprocs > 1)
 		printf("%s# process %u: %s%s\n", r->color ? C_DIM : "", p->info->pid, sf_esc(p->cmdline),
@@ -702,6 +716,27 @@ static int wants_next(void *ctx, const struct lr_thread *t)
 	return ts->has_pending || ts->run_count;
 }
 
+/* A run of closes is one event's (fr_frame.repair): all at its last
+ * line's time. Once nothing still to come is that early, the run is
+ * whole, and its comment goes out in its place in time. Without this a
+ * thread whose next events the cut hides (-F), or that has none (closes
+ * at its end), kept its run to the process's end, and its comment came
+ * after the other threads' later lines. */
+static void flush_runs_before(struct replay *r, uint64_t t)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < r->nruns; i++) {
+		struct thread_state *ts = &r->threads[r->runs[i]];
+		if (ts->run_count && ts->last_time >= t) {
+			r->runs[kept++] = r->runs[i];
+			continue;
+		}
+		flush_run(r, lr_thread_at(r->proc->log, r->runs[i]), r->proc);
+		ts->in_runs = 0;
+	}
+	r->nruns = kept;
+}
+
 /* trace_sink.horizon: the lines the thread running ahead still owes begin
  * at its pending frame, or at its latest line (a run of closes). */
 static void horizon(void *ctx, const struct lr_thread *ahead, uint64_t t)
@@ -714,6 +749,8 @@ static void horizon(void *ctx, const struct lr_thread *ahead, uint64_t t)
 		if (ts->run_count && ts->last_time < t)
 			t = ts->last_time;
 	}
+	if (r->nruns)
+		flush_runs_before(r, t);
 	queue_flush(&r->lines, t);
 }
 
@@ -824,6 +861,7 @@ int cmd_replay(int argc, char **argv)
 	trace_report_repairs(in);
 	trace_close(in);
 	free(r.threads);
+	free(r.runs);
 	free_names(&r);
 	free(r.lines.q);
 	free(cur.p);

@@ -591,8 +591,12 @@ static void index_chunks(struct lr_log *log)
 		if (c.type == SF_CHUNK_SLOT && c.thread_serial == 0) {
 			/* A free slot (serials start at 1; the runtime clears the
 			 * serial when a thread exits and gives its slot back). Its
-			 * events were handed off and zeroed before that. */
-			if (avail >= sizeof(c) + 16 && !is_zero16(q + sizeof(c)))
+			 * events were handed off and zeroed before that, except in
+			 * a ring log: a snapshot's frozen batches, once the live set
+			 * laps or their thread exits, are made free by the serial
+			 * alone (runtime/buffer.c ring_drop_frozen, ring_put_set:
+			 * no write at a hand-off), their records left as they were. */
+			if (!log->info.ring_bytes && avail >= sizeof(c) + 16 && !is_zero16(q + sizeof(c)))
 				warn(log, "free slot at offset %" PRIu64 " holds data; ignored", p);
 		} else if (c.type == SF_CHUNK_DATA || c.type == SF_CHUNK_SLOT || c.type == SF_CHUNK_PACKED) {
 			if (log->truncated)

@@ -224,6 +224,7 @@ struct trace_cut {
 	struct cut_thread *threads; /* by lr_thread.index */
 	size_t nthreads;
 	uint64_t s, e;    /* the window in this process's ns, on the recorded clock */
+	int recorded_min; /* min_duration judges recorded durations (cut_set_limits) */
 };
 
 struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_filter *filter,
@@ -308,6 +309,7 @@ void cut_set_limits(struct trace_cut *c, uint64_t min_duration, uint32_t max_dep
 {
 	c->opt.min_duration = min_duration;
 	c->opt.max_depth = max_depth;
+	c->recorded_min = 1;
 }
 
 int cut_tid_wanted(const struct trace_cut *c, uint32_t tid)
@@ -378,6 +380,14 @@ static void emit_begin(struct trace_cut *c, const struct fr_frame *in, struct cu
 	c->out.begin(c->ctx, &o);
 }
 
+/* Whether frame f, open at t (as given) and r (recorded), is still shorter
+ * than min_duration: on the clock the frames come on, or for the
+ * record-time trim on the recorded one, as the runtime judged it. */
+static int too_short(const struct trace_cut *c, const struct cut_frame *f, uint64_t t, uint64_t r)
+{
+	return (c->recorded_min ? r - f->r_begin : t - f->t_begin) < c->opt.min_duration;
+}
+
 /* Held frames that qualify by `now` (an event inside them) are emitted,
  * outermost first. Ancestors qualify before their descendants (they are
  * older and begin earlier), so the scan stops at the first that does not. */
@@ -387,7 +397,7 @@ static void release(struct trace_cut *c, const struct fr_frame *in, struct cut_t
 	while (th->held < th->n) {
 		struct cut_frame *f = &th->st[th->held];
 		if (f->state == ST_HELD) {
-			if (now - f->t_begin < c->opt.min_duration || now_r < c->s || f->r_begin >= c->e)
+			if (too_short(c, f, now, now_r) || now_r < c->s || f->r_begin >= c->e)
 				return;
 			emit_begin(c, in, th, th->held);
 		}
@@ -466,7 +476,7 @@ void cut_end(void *ctx, const struct fr_frame *in)
 	see(c, th, r_end, t_end);
 	size_t i = th->n - 1;
 	struct cut_frame *f = &th->st[i];
-	if (f->state == ST_HELD && t_end - f->t_begin >= c->opt.min_duration && f->r_begin < c->e &&
+	if (f->state == ST_HELD && !too_short(c, f, t_end, r_end) && f->r_begin < c->e &&
 	    (f->r_begin >= c->s || r_end > c->s)) {
 		/* It qualifies, so do its held ancestors (older, begun earlier). */
 		release(c, in, th, t_end, r_end);

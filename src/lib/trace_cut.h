@@ -28,7 +28,8 @@
  * are the calls' real ones on the clock the frames come on (t_begin,
  * t_end: trace_input runs the pipeline on the net one whenever the log has
  * the tracer's cost, unless --raw-times, so every command keeps the same
- * calls), before clipping.
+ * calls), before clipping; the record-time trim's on the recorded clock
+ * (cut_set_limits).
  */
 #ifndef SFTRACE_LIB_TRACE_CUT_H
 #define SFTRACE_LIB_TRACE_CUT_H
@@ -111,7 +112,12 @@ typedef unsigned (*cut_mark_fn)(void *ctx, uint32_t func_id);
 void cut_set_marker(struct trace_cut *c, cut_mark_fn fn, void *ctx);
 
 /* Replaces the options' min_duration and max_depth (before cut_process):
- * the per-log limits of record-time trimming (trace_input). */
+ * the per-log limits of record-time trimming (trace_input). min_duration
+ * then judges the recorded durations (r_begin, r_end) whatever clock the
+ * frames come on: the runtime judged them so and dropped only what that
+ * rule drops, so a net clock would cut again what it kept (the more calls
+ * the runtime left in a thread's batches, the more tracer cost is taken
+ * off their callers: threads of one program kept different calls). */
 void cut_set_limits(struct trace_cut *c, uint64_t min_duration, uint32_t max_depth);
 
 /* Whether events of this tid are wanted at all (--tid). */

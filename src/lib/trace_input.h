@@ -44,10 +44,11 @@ struct trace_options {
 	int short_names; /* trace_name gives the short style (demangle.h) */
 	int net_times;   /* trace_run gives times net of the tracer's measured cost
 			  * (lr_info.cost_*; logs without the figure: raw) */
-	int raw_cut;     /* --raw-times: --min-duration (and a recording's own) judges the
-			  * recorded durations. Otherwise it judges net ones wherever the log
-			  * has the cost, whatever the times given (net_times): every command
-			  * keeps the same calls */
+	int raw_cut;     /* --raw-times: --min-duration judges the recorded durations.
+			  * Otherwise it judges net ones wherever the log has the cost,
+			  * whatever the times given (net_times): every command keeps the
+			  * same calls. A recording's own trim judges recorded durations
+			  * always, as the runtime did (cut_set_limits) */
 	int time_order;  /* trace_run gives each process's threads merged in time
 			  * order (replay), not in the log's batch order */
 };

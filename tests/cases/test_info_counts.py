@@ -110,20 +110,37 @@ def test_ring_landing_below_frames_begun_before_the_window():
        ["0 frames closed by unwinding, 0 open at thread end, 302 began before the ring's window"], "info's")
 
 
-@sfkit.known_break(28, "after a trigger's snapshots, the process's own ring log reads with warnings for a normal "
-                       "exit: 2 free slots holding data (--max-snapshots 2), 1 batch of an earlier lap")
+def _ring_log_warnings(trigger):
+    """report's warnings on skep28s_ringfill's own log (exits normally)
+    recorded with --ring 128K and the trigger options, paths and offsets
+    taken out."""
+    prog = sfkit.build_c("skep28s_ringfill", ["skep28s_ringfill.c"])
+    log = os.path.join(sfkit.tmpdir(), "sf.log")
+    sfkit.record([prog], out=log, args=["-q", "--ring", "128K"] + trigger)
+    return re.sub(r"/\S+: |offset \d+", "", run([SFTRACE, "report", log]).stderr)
+
+
 def test_ring_log_after_trigger_snapshots_reads_without_warnings():
     """tests/fixtures/skep28s_ringfill.c exits normally; its own log, next
-    to the snapshots a trigger took, warns on every reading command, as if
-    the file were damaged or the process had died during a freeze (the
-    reader's ring_newest_run): found on Lua 5.4's calls.lua with --ring
-    256K --trigger luaD_throw (4 batches of an earlier lap left out; with
-    --max-snapshots 2, 4 free slots holding data). info's and report's
-    counters still agree with dump's."""
-    prog = sfkit.build_c("skep28s_ringfill", ["skep28s_ringfill.c"])
-    got = {}
-    for trigger in (["--trigger", "empty", "--max-snapshots", "2"], ["--trigger", "flood"]):
-        log = os.path.join(sfkit.tmpdir(), "sf.log")
-        sfkit.record([prog], out=log, args=["-q", "--ring", "128K"] + trigger)
-        got[" ".join(trigger)] = re.sub(r"/\S+: |offset \d+", "", run([SFTRACE, "report", log]).stderr)
-    eq(got, {"--trigger empty --max-snapshots 2": "", "--trigger flood": ""}, "report's warnings on the process's log")
+    to the snapshots a trigger took, warned on every reading command, as if
+    the file were damaged: 2 "free slot ... holds data" with --max-snapshots
+    2 (found on Lua 5.4's calls.lua with --ring 256K --trigger luaD_throw: 4).
+    In a ring log a free slot keeps its records by design: a snapshot's
+    frozen batches are made free by their serial alone (runtime/buffer.c)."""
+    eq(_ring_log_warnings(["--trigger", "empty", "--max-snapshots", "2"]), "",
+       "report's warnings on the process's log, --trigger empty --max-snapshots 2")
+
+
+@sfkit.known_break(28, "runtime: a ring whose live set laps while a snapshot's freeze is open keeps its frozen "
+                       "set's serials (ring_drop_frozen defers, and only a later lap's hand-off retries; "
+                       "sf_rings_thaw does not), so a thread that makes no hand-off after the thaw leaves an "
+                       "earlier lap in the process's log: --trigger flood, '1 batch of an earlier lap left out' "
+                       "on main (3 runs of 3)")
+def test_ring_log_after_a_lapped_freeze_reads_without_warnings():
+    """The same program with --trigger flood (one snapshot at flood's entry,
+    then 400K events through a 2-slot ring while the snapshot is written):
+    the process's own log holds main's frozen batch of the first lap beside
+    its newest run, which the reader leaves out with a warning meant for a
+    process that died during a freeze. docs/DESIGN.md "Snapshots": a log
+    never holds two laps of one thread."""
+    eq(_ring_log_warnings(["--trigger", "flood"]), "", "report's warnings on the process's log, --trigger flood")

@@ -26,8 +26,6 @@ def _time_lines(out):
     return rows
 
 
-@sfkit.known_break(28, "replay -F dive puts the thread's '/* 4 frames unwound */' after main's later calls: "
-                       "its time column goes back by ~44 us, threads out of time order")
 def test_skeptic28k_unwound_comment_in_time_order_under_F():
     log = _longjmp_log()
     rows = _time_lines(sfkit.replay_text(log, ["-F", "dive", "-f", "tid,time"]))
@@ -90,9 +88,6 @@ def _deep_calls_per_thread(log, extra=()):
     return {int(r[ti]): int(r[ci]) for r in rows[1:] if r[ni] == "deep"}
 
 
-@sfkit.known_break(28, "record --min-duration 2us --max-depth 50, main and 3 threads each deep(200): readers re-apply "
-                       "the trim on net times, so main keeps 0-10 deep calls where each thread keeps "
-                       "49 and --raw-times keeps 49 in main too; the same log's calls change with --raw-times")
 def test_skeptic28k_record_trims_same_for_every_thread():
     # Whether the runtime trimmed main's last buffer itself varies from run
     # to run; the break shows when it did not, so three runs are tried.

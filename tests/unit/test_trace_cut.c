@@ -220,6 +220,42 @@ static void test_trim_chains_into_cut(void **state)
 	cut_free(cut);
 }
 
+/* frames -> cut(opt, or a trim with limits min_ns when not 0) -> r, on a
+ * net clock running at half the recorded one (times net of the tracer's
+ * cost), recorded times as in ev. */
+static void run_half_net(const struct trace_cut_options *opt, uint64_t min_ns, const struct ev *ev, size_t n,
+			 struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	struct trace_cut *c = cut_new(opt, NULL, &g_rec, r);
+	if (min_ns)
+		cut_set_limits(c, min_ns, 0);
+	cut_process(c, g_log, 0);
+	struct frames *f = fr_new(&g_to_cut, c);
+	const struct lr_thread *t = lr_thread_at(g_log, 0);
+	for (size_t i = 0; i < n; i++)
+		fr_event(f, t, ev[i].kind, ev[i].func, ev[i].t / 2, ev[i].t);
+	fr_finish(f);
+	fr_free(f);
+	cut_free(c);
+}
+
+/* The record-time trim judges recorded durations, as the runtime did,
+ * whatever the clock the frames come on; a user's --min-duration judges
+ * that clock's. Call 2 lasts 30 ns recorded, 15 net: min 20 keeps it in
+ * the trim, drops it in the user's cut. */
+static void test_trim_judges_recorded_durations(void **state)
+{
+	(void)state;
+	static const struct ev ev[] = {{E, 1, 0}, {E, 2, 10}, {X, 2, 40}, {X, 1, 100}};
+	static const struct trace_cut_options none, user = {.min_duration = 20};
+	struct rec r;
+	run_half_net(&none, 20, ev, 4, &r);
+	assert_string_equal(r.text, "B1^0.0@0 B2^1.1@5 E2@5-20 E1@0-50 ");
+	run_half_net(&user, 0, ev, 4, &r);
+	assert_string_equal(r.text, "B1^0.0@0 E1@0-50 ");
+}
+
 /* A frame still open when the thread ends is passed on with the end kind
  * frames.c gave it, at the thread's last time. */
 static void test_open_frame_at_thread_end(void **state)
@@ -255,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_max_depth),
 		cmocka_unit_test(test_window_clips_and_flags),
 		cmocka_unit_test(test_trim_chains_into_cut),
+		cmocka_unit_test(test_trim_judges_recorded_durations),
 		cmocka_unit_test(test_open_frame_at_thread_end),
 		cmocka_unit_test(test_tid_wanted),
 	};

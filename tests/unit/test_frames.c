@@ -24,7 +24,7 @@ struct rec {
 	uint64_t last_end_id;
 	int ends_in_order; /* each end's id is the newest open one */
 	uint64_t ends;
-	uint64_t last_t[2];
+	uint64_t last_t[4]; /* by lr_thread.index: the cases use 0 to 2 */
 	int times_ok;
 };
 

@@ -56,6 +56,7 @@ static struct {
 	void (*on_create)(void); /* sf_log_on_create */
 	int files_shared;          /* a clone(CLONE_FILES) child: the table is its parent's too */
 	int hold;                  /* such a child keeps its descriptor between uses (sf_log_hold) */
+	int uses;                  /* uses in progress, every thread's (log_fd_use to log_fd_done) */
 } L = {.g.fd = -1};
 static uint64_t more_features; /* sf_log_add_features */
 
@@ -325,8 +326,11 @@ static int log_reopen(void)
  * that number waits (fdguard.c); only a system call the wrappers cannot
  * see could replace it between the check and the use. */
 #define NO_TICKET 2u
+static void log_fd_leave(void);
+
 static int log_fd_use(uint32_t *ticket)
 {
+	__atomic_add_fetch(&L.uses, 1, __ATOMIC_SEQ_CST);
 	for (int tries = 0; tries < 2; tries++) {
 		int fd = sf_fd_use(&L.g, ticket);
 		if (fd >= 0 && is_log(fd))
@@ -334,11 +338,11 @@ static int log_fd_use(uint32_t *ticket)
 		sf_fd_unuse(&L.g, *ticket);
 		*ticket = NO_TICKET;
 		if (!L.hdr || __atomic_load_n(&L.lost, __ATOMIC_RELAXED))
-			return -EBADF;
-		int r = log_reopen();
-		if (r < 0)
-			return r;
+			break;
+		if (log_reopen() < 0)
+			break;
 	}
+	log_fd_leave();
 	return -EBADF;
 }
 
@@ -362,8 +366,28 @@ static void log_fd_done(uint32_t ticket)
 {
 	if (ticket != NO_TICKET)
 		sf_fd_unuse(&L.g, ticket);
-	if (L.files_shared && !__atomic_load_n(&L.hold, __ATOMIC_ACQUIRE))
-		log_fd_forget();
+	log_fd_leave();
+}
+
+/* The last use in progress gives the descriptor up, not each: threads
+ * whose uses overlap share one descriptor. Were each use to give it up,
+ * one thread's could close the descriptor another had just opened for its
+ * own use and not yet taken (log_fd_use's second try then found none
+ * either: a chunk of 8182 events dropped as a write error, in a child
+ * whose 8 threads hand off at once). The count is read again under the
+ * gate, which a reopen takes too: a use that began after the count fell
+ * to zero either took the old number before it was given up (the release
+ * waits for it) or opens the log again after. */
+static void log_fd_leave(void)
+{
+	if (__atomic_sub_fetch(&L.uses, 1, __ATOMIC_SEQ_CST) || !L.files_shared ||
+	    __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE))
+		return;
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	if (!__atomic_load_n(&L.uses, __ATOMIC_SEQ_CST))
+		sf_fd_release(&L.g, L.dev, L.ino);
+	sf_fd_gate_unlock(&gold);
 }
 
 /* An absolute L.path, so that the log can be found again after a chdir.
@@ -458,6 +482,7 @@ static int log_create_locked(void)
 	sf_fd_gate_unlock(&gold);
 	make_path_absolute();
 	uint32_t t;
+	__atomic_add_fetch(&L.uses, 1, __ATOMIC_SEQ_CST); /* given back by log_fd_done */
 	fd = sf_fd_use(&L.g, &t);
 	struct sf_header *h = MAP_FAILED;
 	const char *failed = "cannot write log ";
@@ -1025,6 +1050,7 @@ void sf_log_after_fork_child(int files_shared)
 		sf_fd_guard_add(&parent_log);
 	L.files_shared = files_shared;
 	L.hold = 0;
+	L.uses = 0; /* the parent's other threads' uses are not the child's; the forking thread is in none */
 	L.hdr = NULL;
 	L.g.fd = -1;
 	L.g.epoch = 0;

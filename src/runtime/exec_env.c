@@ -60,6 +60,7 @@ static execvpe_fn real_execvpe;
 static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
+static void spawn_compat_resolve(void);
 static int sh_dashdash; /* system() runs sh -c -- LINE (glibc >= 2.38) */
 static popen_fn real_popen;
 
@@ -149,6 +150,7 @@ void sf_exec_env_resolve(void)
 	real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
 	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
+	spawn_compat_resolve();
 	sh_dashdash = glibc_at_least(2, 38);
 	real_popen = (popen_fn)dlsym(RTLD_NEXT, "popen");
 }
@@ -463,17 +465,62 @@ static int spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_fi
 	return WITH_CHILD_ENV(envp, env, fn(pid, path, fa, attr, argv, env));
 }
 
-EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+/* posix_spawn and posix_spawnp carry glibc's versions of them
+ * (SF_GLIBC_SPAWN_VERSION, arch/<arch>/sf_arch.h; exports.map), each
+ * version going on to libc's of the same version: a program binds to the
+ * one it was linked against, as it does untraced. Unversioned, they stood
+ * in front of every version, and a program linked against x86-64's first
+ * one (posix_spawn@GLIBC_2.2.5, which runs a file without "#!" through
+ * /bin/sh) got the default's behaviour: ENOEXEC, the script never ran
+ * (skeptic24k). dlsym without a version finds the default one, dlvsym
+ * finds the version it names, here first as in libc. */
+EXPORT int sf_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return spawn(REAL(real_posix_spawn, spawn_fn, "posix_spawn"), pid, path, fa, attr, argv, envp);
 }
+__asm__(".symver sf_posix_spawn, posix_spawn@@" SF_GLIBC_SPAWN_VERSION ", remove");
 
-EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
-			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+EXPORT int sf_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	return spawn(REAL(real_posix_spawnp, spawn_fn, "posix_spawnp"), pid, file, fa, attr, argv, envp);
 }
+__asm__(".symver sf_posix_spawnp, posix_spawnp@@" SF_GLIBC_SPAWN_VERSION ", remove");
+
+#ifdef SF_GLIBC_SPAWN_COMPAT
+/* The first versions (glibc's __posix_spawn_compat: __spawni with
+ * SPAWN_XFLAGS_TRY_SHELL): libc's own, found by version. Nothing of
+ * libc's is rewritten there: libc itself calls only the default one
+ * (popen). */
+static spawn_fn real_spawn_compat, real_spawnp_compat;
+#define REAL_COMPAT(var, name) \
+	((var) ? (var) : ((var) = (spawn_fn)dlvsym(RTLD_NEXT, name, SF_GLIBC_SPAWN_COMPAT)))
+
+EXPORT int sf_posix_spawn_compat(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+				 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(REAL_COMPAT(real_spawn_compat, "posix_spawn"), pid, path, fa, attr, argv, envp);
+}
+__asm__(".symver sf_posix_spawn_compat, posix_spawn@" SF_GLIBC_SPAWN_COMPAT ", remove");
+
+EXPORT int sf_posix_spawnp_compat(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+				  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(REAL_COMPAT(real_spawnp_compat, "posix_spawnp"), pid, file, fa, attr, argv, envp);
+}
+__asm__(".symver sf_posix_spawnp_compat, posix_spawnp@" SF_GLIBC_SPAWN_COMPAT ", remove");
+
+static void spawn_compat_resolve(void)
+{
+	real_spawn_compat = (spawn_fn)dlvsym(RTLD_NEXT, "posix_spawn", SF_GLIBC_SPAWN_COMPAT);
+	real_spawnp_compat = (spawn_fn)dlvsym(RTLD_NEXT, "posix_spawnp", SF_GLIBC_SPAWN_COMPAT);
+}
+#else
+static void spawn_compat_resolve(void)
+{
+}
+#endif
 
 /* system(), glibc's own step by step: glibc's
  * (sysdeps/posix/system.c) spawns its shell with `environ` from inside

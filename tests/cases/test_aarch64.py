@@ -659,3 +659,20 @@ def test_aarch64_popen_spawns_with_the_tracers_variables_environ_untouched():
     exe = cross("skep24v_envread", ["skep24v_envread.c"], libs=["-lpthread"])
     t = qemu([exe], os.path.join(tmpdir(), "sf.log"))
     check(re.fullmatch(r"torn 0 foreign 0 \(looked \d+\)\n", t.stdout), f"traced: {t.stdout!r}")
+
+
+def test_aarch64_posix_spawn_versions_and_lookups():
+    """aarch64's glibc has one version of posix_spawn and posix_spawnp,
+    GLIBC_2.17 (no compat one: it began after 2.15), and the runtime's carry
+    it: reached as linked, through dlsym and through dlvsym by that
+    version, each returns what libc's does for a file without "#!" (under
+    qemu-user: 0, and the child's status 127) and each script that runs has
+    the tracer's preload (dlvsym skipped an unversioned definition: its
+    children were untraced)."""
+    toolchain()
+    exe = cross("spawn_versions", ["spawn_versions.c"], libs=["-ldl"])
+    d = tmpdir()
+    u = run(["qemu-aarch64", "-L", SYSROOT, exe, d], timeout=120)
+    eq(u.stdout.count("ran\n"), 6, f"untraced scripts run: {u.stdout}")
+    t = qemu([exe, d], os.path.join(d, "sf.log"))
+    eq(t.stdout, u.stdout.replace("ran\n", "ran traced\n"), "traced: results, and every script traced")

@@ -56,3 +56,28 @@ def test_popen_and_libc_posix_spawn_children_traced_environ_untouched():
     t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe])
     eq(t.stdout, "popen child: traced\nenviron changed during popen: 0\ntraced\nlibc posix_spawn: status 0\n",
        f"traced ({t.stderr[-500:]!r})")
+
+
+def test_posix_spawn_every_version_and_lookup_behaves_as_libcs_and_traces():
+    """posix_spawn and posix_spawnp reached as linked (the default version),
+    through dlsym (RTLD_DEFAULT, RTLD_NEXT) and through dlvsym by each of
+    glibc's versions (GLIBC_2.15, and GLIBC_2.2.5, which runs a file
+    without "#!" through /bin/sh), each spawning a script without and with
+    "#!" with an environment of PATH alone: every result is untraced's
+    (ENOEXEC, 8, from the default version for the first; 0 and the script
+    run from the old one) and every script that runs has the tracer's
+    preload. Once the runtime's unversioned definitions took every
+    version: the old one lost its shell (ENOEXEC), and dlvsym skipped them
+    (its children untraced)."""
+    exe = build_c("spawn_versions", ["spawn_versions.c"], libs=["-ldl"])
+    d = tmpdir()
+    u = run([exe, d])
+    lines = u.stdout.splitlines()
+    eq(lines.count("ran"), 10, f"untraced scripts run: {u.stdout}")
+    eq([ln for ln in lines if "no #!" in ln and "r=8" in ln][-1], "dlvsym next posix_spawnp new no #!: r=8 status=-1",
+       "untraced: the default version refuses a file without #!")
+    eq([ln for ln in lines if " old no #!" in ln], ["dlvsym default posix_spawn old no #!: r=0 status=0",
+                                                   "dlvsym next posix_spawnp old no #!: r=0 status=0"],
+       "untraced: the old version runs it")
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, d])
+    eq(t.stdout, u.stdout.replace("ran\n", "ran traced\n"), "traced: results, and every script traced")

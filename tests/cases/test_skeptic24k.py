@@ -49,10 +49,11 @@ def _child_log(log):
 
 # ---- posix_spawn taken over ----
 
-@sfkit.known_break(24, "posix_spawn@GLIBC_2.2.5 (compat: runs a script without #! through /bin/sh) binds to the "
-                       "runtime's unversioned posix_spawn, which calls __spawni without TRY_SHELL: untraced 0 and "
-                       "the script runs, traced ENOEXEC (8) and nothing runs")
 def test_spawn_compat_version_runs_script():
+    """posix_spawn@GLIBC_2.2.5 (compat: runs a script without #! through
+    /bin/sh) bound to the runtime's unversioned posix_spawn, which called
+    __spawni without TRY_SHELL: ENOEXEC (8) traced, 0 untraced. The
+    runtime's carry glibc's versions now (exec_env.c)."""
     exe = _fixture("sk24k_spawn_compat")
     d = sfkit.tmpdir()
     want = "script-ran\nposix_spawn=0 status=0 sum=14950\n"
@@ -61,9 +62,8 @@ def test_spawn_compat_version_runs_script():
     sfkit.eq((rc, out), (0, want), "traced: posix_spawn's result and the script's output")
 
 
-@sfkit.known_break(24, "posix_spawnp@GLIBC_2.2.5 (compat) binds to the runtime's posix_spawnp, which calls the "
-                       "GLIBC_2.15 version (no TRY_SHELL): untraced 0, traced ENOEXEC (8)")
 def test_spawnp_compat_version_runs_script():
+    """The same for posix_spawnp@GLIBC_2.2.5."""
     exe = _fixture("sk24k_spawn_compat")
     d = sfkit.tmpdir()
     want = "script-ran\nposix_spawn=0 status=0 sum=14950\n"

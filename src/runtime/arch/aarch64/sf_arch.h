@@ -11,6 +11,9 @@
 #include "sf_shadow.h"
 
 #define SF_GLIBC_BASE_VERSION "GLIBC_2.17" /* glibc's first symbol version here (exports.map) */
+/* glibc's only version of posix_spawn and posix_spawnp here (exec_env.c):
+ * aarch64 began after 2.15, so there is no compat version */
+#define SF_GLIBC_SPAWN_VERSION "GLIBC_2.17"
 #define SF_ARCH_MACHINE EM_AARCH64
 #define SF_ARCH_SLED_SIZE 32 /* bytes of an XRay sled: `b #32` + 7 nops */
 

@@ -16,6 +16,11 @@
 #include "sf_shadow.h"
 
 #define SF_GLIBC_BASE_VERSION "GLIBC_2.2.5" /* glibc's first symbol version here (exports.map) */
+/* glibc's versions of posix_spawn and posix_spawnp here (exec_env.c): the
+ * default since 2.15, and the first one, which runs a file without "#!"
+ * through /bin/sh (SPAWN_XFLAGS_TRY_SHELL) */
+#define SF_GLIBC_SPAWN_VERSION "GLIBC_2.15"
+#define SF_GLIBC_SPAWN_COMPAT "GLIBC_2.2.5"
 #define SF_ARCH_MACHINE EM_X86_64
 #define SF_ARCH_SLED_SIZE 11 /* bytes of an XRay sled */
 

@@ -280,11 +280,19 @@ def test_clone_files_child_threads_record_every_call():
 
 def test_clone_files_child_costs_as_a_fork_child():
     """The same child with CLONE_FILES costs at most twice what it costs
-    without (it opens and closes its log's descriptor per use)."""
-    # best of 3 each: a loaded machine slows either run, never speeds one up
-    best = {m: min(_cf_threads(m)[0] for _ in range(3)) for m in ("files", "nofiles")}
+    without (it opens its log's descriptor for a use when no other use
+    holds it, and closes it after). Measured here at a load of 9 on 2
+    CPUs, 10 runs each: median 622 ms with CLONE_FILES, 508 without (a
+    helper process per use once made it 4.5 times)."""
+    # best of 4 each, taken in turns: a loaded machine slows either run,
+    # never speeds one up, and a burst of load hits both alike
+    times = {"files": [], "nofiles": []}
+    for _ in range(4):
+        for m in times:
+            times[m].append(_cf_threads(m)[0])
+    best = {m: min(t) for m, t in times.items()}
     sfkit.check(best["files"] <= 2 * best["nofiles"],
-                f"best of 3, ms: CLONE_FILES {best['files']:.0f}, without {best['nofiles']:.0f}")
+                f"best of 4, ms: CLONE_FILES {best['files']:.0f}, without {best['nofiles']:.0f} ({times})")
 
 
 @sfkit.known_break(24, "a fork made by a CLONE_FILES child while another of its threads waits for a helper copies "

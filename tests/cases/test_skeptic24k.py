@@ -141,28 +141,34 @@ def test_clone_files_child_records_every_call():
     sfkit.eq(sum(c for (t, n), c in calls.items() if n == "leaf"), 2000000, "leaf calls in the child's log")
 
 
-@sfkit.known_break(24, "the helpers are the child's children, reaped with wait4: its RUSAGE_CHILDREN after 2,000,000 "
-                       "calls is maxrss 2884 kB, utime 21 ms, 489 voluntary switches traced, all 0 untraced")
 def test_clone_files_child_rusage_children_empty():
+    """Held since the helper processes behind this break were
+    reverted (f7e3e7c); the break it found: the helpers are the child's children, reaped
+    with wait4: its RUSAGE_CHILDREN after 2,000,000 calls is maxrss 2884 kB,
+    utime 21 ms, 489 voluntary switches traced, all 0 untraced."""
     p, q, log = _cf("rusage")
     sfkit.check("maxrss 0 ut 0 st 0 minflt 0 nvcsw 0 nivcsw 0" in p.stdout, f"untraced: {p.stdout}")
     sfkit.eq(q.returncode, 0, "traced exit")
     sfkit.eq(q.stdout, p.stdout, "the child's RUSAGE_CHILDREN (it made no child)")
 
 
-@sfkit.known_break(24, "a thread of a CLONE_FILES child reading /proc/self/task/TID/children while another makes "
-                       "2,000,000 calls sees the helpers: 3430 to 5619 entries traced, 0 untraced")
 def test_clone_files_child_sees_no_children():
+    """Held since the helper processes behind this break were
+    reverted (f7e3e7c); the break it found: a thread of a CLONE_FILES child reading
+    /proc/self/task/TID/children while another makes 2,000,000 calls sees the
+    helpers: 3430 to 5619 entries traced, 0 untraced."""
     p, q, log = _cf("children")
     sfkit.check("children seen 0\n" in p.stdout, f"untraced: {p.stdout}")
     sfkit.eq(q.returncode, 0, "traced exit")
     sfkit.eq(q.stdout, p.stdout, "children the child's threads see")
 
 
-@sfkit.known_break(24, "a CLONE_FILES child that forbids clone/clone3 with seccomp (SECCOMP_RET_KILL_PROCESS, a "
-                       "no-new-processes sandbox) and makes 2,000,000 calls: untraced exit 0, traced killed by "
-                       "SIGSYS (status 0x1f) at its first helper, 8182 of 4,000,002 events in its log")
 def test_clone_files_child_under_seccomp_no_clone():
+    """Held since the helper processes behind this break were
+    reverted (f7e3e7c); the break it found: a CLONE_FILES child that forbids clone/clone3
+    with seccomp (SECCOMP_RET_KILL_PROCESS, a no-new-processes sandbox) and
+    makes 2,000,000 calls: untraced exit 0, traced killed by SIGSYS (status
+    0x1f) at its first helper, 8182 of 4,000,002 events in its log."""
     p, q, log = _cf("seccomp")
     sfkit.check("child status 0x0\n" in p.stdout, f"untraced: {p.stdout}")
     sfkit.eq(q.stdout, p.stdout, "output (the child's status)")
@@ -211,10 +217,13 @@ def test_seccomp_strict_program():
     sfkit.eq((rc, out), (3, "sum 53\n"), "traced: exit status and output")
 
 
-@sfkit.known_break(24, "a subreaper (PR_SET_CHILD_SUBREAPER) that SIGKILLs its CLONE_FILES children 0..3 ms after "
-                       "their start and reaps with waitpid(-1, 0) until ECHILD: 100 rounds reap 0 pids it did not "
-                       "make untraced, 37 to 95 traced (helpers orphaned mid-use, reparented to it with SIGCHLD)")
 def test_subreaper_reaps_only_its_children():
+    """Held since the helper processes behind this break were
+    reverted (f7e3e7c); the break it found: a subreaper (PR_SET_CHILD_SUBREAPER) that
+    SIGKILLs its CLONE_FILES children 0..3 ms after their start and reaps with
+    waitpid(-1, 0) until ECHILD: 100 rounds reap 0 pids it did not make
+    untraced, 37 to 95 traced (helpers orphaned mid-use, reparented to it with
+    SIGCHLD)."""
     exe = _fixture("sk24k_subreaper")
     want = "rounds 100 reaped mine 100 foreign 0\n"
     sfkit.eq(_untraced([exe, "100"])[:2], (0, want), "untraced")
@@ -243,9 +252,11 @@ def test_nproc_limit_left_to_the_program():
     sfkit.eq((rc, out), (0, want), "traced: forks and tasks")
 
 
-@sfkit.known_break(24, "a CLONE_FILES child's thread reaping with waitpid(-1, __WALL | WNOHANG) while another makes "
-                       "2,000,000 calls reaps 87 to 301 helpers traced, 0 untraced (the child made no child)")
 def test_clone_files_child_wall_reaper_reaps_nothing():
+    """Held since the helper processes behind this break were
+    reverted (f7e3e7c); the break it found: a CLONE_FILES child's thread reaping with
+    waitpid(-1, __WALL | WNOHANG) while another makes 2,000,000 calls reaps 87
+    to 301 helpers traced, 0 untraced (the child made no child)."""
     exe = _fixture("sk24k_cf_wall", libs=["-lpthread"])
     want = "child: sum 1999999000000 reaped 0 sigchld 0\nparent: status 0x0\n"
     sfkit.eq(_untraced([exe])[:2], (0, want), "untraced")
@@ -295,11 +306,13 @@ def test_clone_files_child_costs_as_a_fork_child():
                 f"best of 4, ms: CLONE_FILES {best['files']:.0f}, without {best['nofiles']:.0f} ({times})")
 
 
-@sfkit.known_break(24, "a fork made by a CLONE_FILES child while another of its threads waits for a helper copies "
-                       "the helper lock taken (never reset in the fork child): the worker's own CLONE_FILES "
-                       "grandchild then spins in sched_yield with every signal blocked at its first event; untraced "
-                       "0.7 s, traced hung (killed here after 60 s)")
 def test_clone_files_child_fork_then_clone_files():
+    """Held since the helper processes behind this break were
+    reverted (f7e3e7c); the break it found: a fork made by a CLONE_FILES child while
+    another of its threads waits for a helper copies the helper lock taken
+    (never reset in the fork child): the worker's own CLONE_FILES grandchild
+    then spins in sched_yield with every signal blocked at its first event;
+    untraced 0.7 s, traced hung (killed here after 60 s)."""
     exe = _fixture("sk24k_cf_fork", libs=["-lpthread"])
     want = "child: grandchildren ok 1\nparent: status 0x0\n"
     sfkit.eq(_untraced([exe], timeout=60)[:2], (0, want), "untraced")

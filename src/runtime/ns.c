@@ -58,6 +58,75 @@ int sf_thread_count(void)
 	return got < 0 ? 0 : n;
 }
 
+/* Whether the thread-group leader (tid pid) has exited (a zombie while
+ * other threads live), and then its exit status as wait reports it
+ * (/proc's stat, field 52, exit_code: the status its SYS_exit gave). */
+static int leader_exited(long pid, int *status)
+{
+	char path[64] = "/proc/self/task/";
+	char num[24];
+	int k = 0;
+	for (long v = pid; v || !k; v /= 10)
+		num[k++] = (char)('0' + v % 10);
+	size_t at = sizeof("/proc/self/task/") - 1;
+	while (k)
+		path[at++] = num[--k];
+	__builtin_memcpy(path + at, "/stat", 6);
+	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return 0;
+	char buf[1024];
+	long got = sf_syscall3(SYS_read, fd, (long)buf, sizeof(buf) - 1);
+	sf_close(fd);
+	if (got <= 0)
+		return 0;
+	buf[got] = 0;
+	const char *rp = NULL;
+	for (const char *p = buf; *p; p++)
+		if (*p == ')')
+			rp = p; /* the name may hold ')' itself: the last one ends it */
+	if (!rp || rp[1] != ' ' || (rp[2] != 'Z' && rp[2] != 'X'))
+		return 0;
+	long end = got;
+	while (end > 0 && (buf[end - 1] < '0' || buf[end - 1] > '9'))
+		end--;
+	long start = end;
+	while (start > 0 && buf[start - 1] >= '0' && buf[start - 1] <= '9')
+		start--;
+	if (start == end || buf[start - 1] != ' ')
+		return 0;
+	long code = 0;
+	for (long i = start; i < end; i++)
+		code = code * 10 + (buf[i] - '0');
+	*status = (int)((code >> 8) & 0xff);
+	return 1;
+}
+
+/* The calling thread is the program's last (the writer thread aside): its
+ * SYS_exit would end the process untraced, with *status: own (its exit
+ * code) for the leader, else the leader's, which exited before. 0 when
+ * another thread lives or /proc cannot say. */
+int sf_last_thread_status(int own, int *status)
+{
+	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	int n = sf_thread_count();
+	int writer = sf_writer_active();
+	if (sf_syscall3(SYS_gettid, 0, 0, 0) == pid) {
+		if (n != 1 + writer)
+			return 0;
+		*status = own & 0xff;
+		return 1;
+	}
+	return n == 2 + writer && leader_exited(pid, status);
+}
+
+/* In the writer thread: no thread of the program's is left, only an
+ * exited leader (whose status *status gets). */
+int sf_program_gone(int *status)
+{
+	return sf_thread_count() == 2 && leader_exited(sf_syscall3(SYS_getpid, 0, 0, 0), status);
+}
+
 /* Whether the call needs the process to itself. setns's nstype 0 (any)
  * asks the descriptor which namespace it is; a pidfd's flags are types. */
 static int needs_alone(long nr, long a0, long a1)

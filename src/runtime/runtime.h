@@ -706,6 +706,8 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
 int sf_thread_count(void) SF_HIDDEN; /* ns.c */
+int sf_last_thread_status(int own, int *status) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
+int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the writer and an exited leader left */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;

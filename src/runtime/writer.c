@@ -27,6 +27,8 @@
  * glibc reserves for itself.
  * Seccomp filters are inherited by every thread and cannot be shed.
  * A forked child has no writer: its hand-offs are synchronous. */
+#include <dlfcn.h>
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -43,6 +45,12 @@ static int active;
 static int stopping;            /* sf_writer_stop: end once the queue is written */
 static pthread_t writer;
 static const cpu_set_t *writer_cpus;
+/* glibc's count of the process's threads (__nptl_nthreads, GLIBC_PRIVATE;
+ * NULL elsewhere): the writer is not on it while it runs (see
+ * sf_writer_start). */
+static int *nptl_nthreads;
+
+#define IDLE_CHECK_NS 100000000L /* how often an idle writer looks for a program thread */
 
 static void futex_wake_all(uint32_t *w)
 {
@@ -52,6 +60,28 @@ static void futex_wake_all(uint32_t *w)
 static void futex_wait(uint32_t *w, uint32_t seen)
 {
 	sf_syscall6(SYS_futex, (long)w, FUTEX_WAIT_PRIVATE, seen, 0, 0, 0);
+}
+
+/* Idle: waits for a push, but wakes every IDLE_CHECK_NS to see whether
+ * any thread of the program's is left. One whose last thread ended by a
+ * bare SYS_exit (no glibc involved: syscall(SYS_exit) from main, a thread
+ * of a runtime of its own, a program under SECCOMP_MODE_STRICT, which
+ * may not call exit_group) ends untraced; here the writer alone would
+ * keep it alive. It then ends the process as the kernel would have, with
+ * the leader's exit status (ns.c, sf_program_gone), the log marked as at
+ * _exit. A wake costs a few system calls of this thread, none of the
+ * program's. */
+static void idle_wait(uint32_t seen)
+{
+	struct { long s, ns; } ts = {0, IDLE_CHECK_NS};
+	long r = sf_syscall6(SYS_futex, (long)&wake, FUTEX_WAIT_PRIVATE, seen, (long)&ts, 0, 0);
+	int status;
+	if (r == -ETIMEDOUT && !__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && sf_program_gone(&status)) {
+		sf_image_ends();
+		sf_log_exit_called(status);
+		for (;;)
+			sf_syscall3(SYS_exit_group, status, 0, 0);
+	}
 }
 
 static void write_slot(struct sf_slot *s)
@@ -103,10 +133,14 @@ static void *writer_main(void *arg)
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
 		sf_switch_service();   /* sftrace resume / pause asked for since */
-		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && !__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && !__atomic_load_n(&queue, __ATOMIC_ACQUIRE)) {
+			/* back on glibc's count: start_thread takes it off again */
+			if (nptl_nthreads)
+				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 			return 0;
+		}
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
-			futex_wait(&wake, seen);
+			idle_wait(seen);
 	}
 	return 0;
 }
@@ -135,6 +169,19 @@ int sf_writer_start(const cpu_set_t *cpus)
 	if (r != 0)
 		return -1;
 	pthread_setname_np(th, "sftrace-writer");
+	/* glibc ends the process with exit(0) when the last thread on its
+	 * count ends with pthread_exit (main's included), and counts every
+	 * pthread: with the writer on it, a program whose main or last thread
+	 * calls pthread_exit would never end. Taken off here, by its creator,
+	 * so the count is the program's as soon as pthread_create returns;
+	 * the writer puts itself back just before it returns (stop above),
+	 * for start_thread to take it off. fork children get the count
+	 * right by themselves (fork sets it to 1; _Fork, clone() and a raw
+	 * clone copy this one, which no longer counts the writer). */
+	if (!nptl_nthreads)
+		nptl_nthreads = (int *)dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
+	if (nptl_nthreads)
+		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 	writer = th;
 	writer_cpus = cpus;
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);

@@ -192,14 +192,23 @@ def test_calls_after_close_range_recorded():
              (400002, 0, 0), "events, lost, write errors")
 
 
-@sfkit.known_break(24, "a single-threaded program whose main thread ends with syscall(SYS_exit, 3): untraced the "
-                       "process exits 3 at once; traced the runtime's writer thread keeps it alive for good (zombie "
-                       "leader, SIGTERM pending and never delivered: the writer blocks it), killed here after 10 s")
 def test_main_thread_raw_exit_ends_process():
     exe = _fixture("sk24k_raw_exit")
     sfkit.eq(_untraced([exe, "10", "plain"])[:2], (3, "sum 53\n"), "untraced")
     rc, out, err, log = _traced([exe, "10", "plain"], timeout=10)
     sfkit.eq((rc, out), (3, "sum 53\n"), "traced: exit status and output")
+
+
+def test_main_thread_raw_insn_exit_ends_process():
+    """The same exit by a bare syscall instruction (no wrapper sees it): the
+    writer thread, idle, finds no thread of the program's left and ends the
+    process with the leader's status, within its 100 ms idle check."""
+    exe = _fixture("sk24k_raw_exit")
+    sfkit.eq(_untraced([exe, "10", "insn"])[:2], (3, "sum 53\n"), "untraced")
+    rc, out, err, log = _traced([exe, "10", "insn"], timeout=10)
+    sfkit.eq((rc, out), (3, "sum 53\n"), "traced: exit status and output")
+    info = sfkit.dump_info(log, events=True)
+    sfkit.eq((info["summary"]["events"], info["summary"]["lost"]), (21, 0), "events (main's entry, 10 calls), lost")
 
 
 @sfkit.known_break(24, "under SECCOMP_MODE_STRICT (read, write, exit, sigreturn) a program making 10 calls: untraced "
@@ -287,9 +296,6 @@ def test_clone_files_child_fork_then_clone_files():
     sfkit.eq((rc, out), (0, want), "traced: exit and output")
 
 
-@sfkit.known_break(24, "main calls pthread_exit while a thread makes 100,000 calls; that last program thread's "
-                       "pthread_exit ends the process untraced (status 0, at once); traced the runtime's writer "
-                       "thread keeps it alive for good (killed here after 10 s)")
 def test_last_thread_pthread_exit_ends_process():
     exe = _fixture("sk24k_pthread_exit", libs=["-lpthread"])
     want = "thread 4999950000\n"
@@ -298,9 +304,6 @@ def test_last_thread_pthread_exit_ends_process():
     sfkit.eq((rc, out), (0, want), "traced: exit status and output")
 
 
-@sfkit.known_break(24, "a single-threaded main making 100,000 calls ends with pthread_exit(NULL): untraced glibc "
-                       "ends the process (status 0); traced the default writer thread keeps it alive for good "
-                       "(--writer sync exits 0; killed here after 10 s)")
 def test_main_pthread_exit_ends_process():
     exe = _fixture("sk24k_main_pthread_exit", libs=["-lpthread"])
     want = "main 4999950000\n"

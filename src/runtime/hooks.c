@@ -522,6 +522,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
 		r = fork_syscall(a);
+	} else if (nr == SYS_prlimit64 || nr == SYS_setrlimit) {
+		r = sf_rlimit_syscall(nr, a); /* ns.c: a finite RLIMIT_NPROC stops the writer thread */
 	} else if (nr == SYS_unshare || nr == SYS_setns) {
 		r = sf_ns_syscall(nr, a0, a1); /* ns.c: the writer thread out of the way */
 	} else if (nr == SYS_execve || nr == SYS_execveat) {

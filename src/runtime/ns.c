@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <linux/nsfs.h>
 
@@ -181,6 +182,80 @@ static int libc_result(long r)
 		return -1;
 	}
 	return (int)r;
+}
+
+/* RLIMIT_NPROC. The kernel counts every task of the real uid, threads
+ * included, against it at each fork and thread creation (but for root):
+ * the writer thread is one of them. A program that sets a finite limit
+ * sized for itself (one worker at a time) would find its forks refused
+ * (EAGAIN) where untraced they succeed. So a finite RLIMIT_NPROC set on
+ * this process by a non-root process stops the writer for good (hand-offs
+ * synchronous from then on), when it is the only thread besides the
+ * caller: stopping it with other traced threads running is not safe
+ * (sf_writer_stop). With threads of the program's own the limit counts
+ * them and the writer alike, as a known difference. */
+_Static_assert(sizeof(struct rlimit) == sizeof(struct rlimit64), "one layout");
+
+static int lowers_nproc(long pid, long resource, const struct rlimit *lim)
+{
+	if (resource != RLIMIT_NPROC || !lim || lim->rlim_cur == RLIM_INFINITY)
+		return 0;
+	if (pid != 0 && pid != sf_syscall3(SYS_getpid, 0, 0, 0))
+		return 0;
+	return sf_syscall3(SYS_getuid, 0, 0, 0) != 0;
+}
+
+/* nr: SYS_prlimit64 (a: pid, resource, new, old) or SYS_setrlimit (a:
+ * resource, new). struct rlimit and rlimit64 are one layout on the 64-bit
+ * targets the runtime builds for, and libc's setrlimit and prlimit are
+ * this very system call (glibc 2.36: prlimit64). */
+long sf_rlimit_syscall(long nr, const long *a)
+{
+	long pid = 0, res = a[0];
+	const struct rlimit *lim = (const struct rlimit *)a[1];
+	if (nr == SYS_prlimit64) {
+		pid = a[0];
+		res = a[1];
+		lim = (const struct rlimit *)a[2];
+	}
+	long r = sf_syscall6(nr, a[0], a[1], a[2], a[3], 0, 0);
+	if (r == 0 && sf_writer_active() && lowers_nproc(pid, res, lim) && sf_thread_count() == 2) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		int err = errno;
+		if (sf_writer_stop())
+			wait_alone();
+		errno = err;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	return r;
+}
+
+__attribute__((visibility("default"))) int setrlimit(__rlimit_resource_t resource, const struct rlimit *lim)
+{
+	const long a[4] = {0, resource, (long)lim, 0};
+	return libc_result(sf_rlimit_syscall(SYS_prlimit64, a));
+}
+
+__attribute__((visibility("default"))) int setrlimit64(__rlimit_resource_t resource, const struct rlimit64 *lim)
+{
+	const long a[4] = {0, resource, (long)lim, 0};
+	return libc_result(sf_rlimit_syscall(SYS_prlimit64, a));
+}
+
+__attribute__((visibility("default"))) int prlimit(pid_t pid, __rlimit_resource_t resource,
+						   const struct rlimit *lim, struct rlimit *old)
+{
+	const long a[4] = {pid, resource, (long)lim, (long)old};
+	return libc_result(sf_rlimit_syscall(SYS_prlimit64, a));
+}
+
+__attribute__((visibility("default"))) int prlimit64(pid_t pid, __rlimit_resource_t resource,
+						     const struct rlimit64 *lim, struct rlimit64 *old)
+{
+	const long a[4] = {pid, resource, (long)lim, (long)old};
+	return libc_result(sf_rlimit_syscall(SYS_prlimit64, a));
 }
 
 __attribute__((visibility("default"))) int unshare(int flags)

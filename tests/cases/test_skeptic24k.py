@@ -237,8 +237,10 @@ def _as_nobody(cmd):
 
 
 @sfkit.known_break(24, "a single-threaded program as uid 65534 with RLIMIT_NPROC 2 (itself and one worker) forks "
-                       "10 workers one at a time: 10 succeed untraced, 0 traced (EAGAIN: the runtime's writer "
-                       "thread is a task of the user's; /proc/self/task lists 2 tasks, not 1)")
+                       "10 workers one at a time, sftrace record run as that user too: 10 succeed untraced, 0 traced "
+                       "(EAGAIN). The runtime's writer thread is stopped at the setrlimit (/proc/self/task lists 1 "
+                       "task, as untraced), but record and its keeper are tasks of the user's as well: 3 before the "
+                       "first fork, over the limit of 2 (--writer sync: 0 succeed too)")
 def test_nproc_limit_left_to_the_program():
     if os.geteuid() != 0:
         raise sfkit.Skip("needs root to run as uid 65534")
@@ -250,6 +252,25 @@ def test_nproc_limit_left_to_the_program():
     log = os.path.join(d, "sf.log")
     rc, out, err = _run_group(_as_nobody([sfkit.SFTRACE, "record", "-o", log, "--", exe]), 120)
     sfkit.eq((rc, out), (0, want), "traced: forks and tasks")
+
+
+def test_nproc_limit_left_to_the_program_as_its_user():
+    """The same program, record run as root and the program alone as uid
+    65534: its setrlimit(RLIMIT_NPROC, 2) stops the runtime's writer thread
+    (a task of the user's), so its 10 forks succeed and it has 1 task, as
+    untraced, and every call is in the log."""
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root to run as uid 65534")
+    exe = _fixture("sk24k_nproc")
+    want = "sum 1999999000000 forks ok 10 failed 0 tasks 1\n"
+    sfkit.eq(_untraced(_as_nobody([exe]))[:2], (0, want), "untraced")
+    d = sfkit.tmpdir()
+    os.chmod(d, 0o777)
+    log = os.path.join(d, "sf.log")
+    rc, out, err = _run_group([sfkit.SFTRACE, "record", "-o", log, "--"] + _as_nobody([exe]), 120)
+    sfkit.eq((rc, out), (0, want), "traced: forks and tasks")
+    info = sfkit.dump_info(log, events=True)
+    sfkit.eq((info["summary"]["events"], info["summary"]["lost"]), (4000002, 0), "events, lost")
 
 
 @sfkit.known_break(24, "a CLONE_FILES child's thread reaping with waitpid(-1, __WALL | WNOHANG) while another makes "

@@ -16,10 +16,12 @@
 #include <grp.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -512,7 +514,10 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	uid_t to;
 	if (nr == SYS_exit_group)
 		sf_image_ends(); /* as _exit does */
-	if (nr == SYS_exit)
+	if (nr == SYS_prctl ? a0 == PR_SET_SECCOMP && a1 == SECCOMP_MODE_STRICT
+			    : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_STRICT)
+		sf_strict_begins(); /* as prctl() (rt_libc.c) */
+	if (nr == SYS_exit && !sf_strict_thread) /* in strict mode: nothing but the exit */
 		exit_syscall(a0);
 	if (nr == SYS_execve || nr == SYS_execveat)
 		sf_exec_begins(); /* as exec does */

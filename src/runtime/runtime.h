@@ -707,7 +707,10 @@ int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-o
 int sf_writer_active(void) SF_HIDDEN;
 int sf_thread_count(void) SF_HIDDEN; /* ns.c */
 int sf_last_thread_status(int own, int *status) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
-long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */
+long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;
+void sf_strict_begins(void) SF_HIDDEN;                     /* rt_libc.c: SECCOMP_MODE_STRICT next */
+void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sled unpatched, no resume */
+extern __thread int sf_strict_thread SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */
 int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the writer and an exited leader left */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;

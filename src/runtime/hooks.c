@@ -484,7 +484,7 @@ static long fork_syscall(long *a)
  * ending with syscall(SYS_exit, n)), so the image ends as at _exit; with
  * a writer thread, which would keep the process alive, the process ends
  * here, by exit_group with the status the kernel would have given it (the
- * leader's). Reads /proc: SYS_exit through syscall() is rare. */
+ * caller's code, ns.c). Reads /proc: SYS_exit through syscall() is rare. */
 static void exit_syscall(long code)
 {
 	int status;

@@ -103,26 +103,34 @@ static int leader_exited(long pid, int *status)
 	return 1;
 }
 
-/* The calling thread is the program's last (the writer thread aside): its
- * SYS_exit would end the process untraced, with *status: own (its exit
- * code) for the leader, else the leader's, which exited before. 0 when
- * another thread lives or /proc cannot say. */
+/* The calling thread is the program's last (the writer thread aside):
+ * its SYS_exit would end the process untraced. Since Linux 5.19 the
+ * process's status is then that last thread's code (the kernel's
+ * synchronize_group_exit: the last live thread sets the group's exit
+ * code), so *status is own, its own code; before, it was the leader's,
+ * the same when the caller is the leader. 0 when another thread lives or
+ * /proc cannot say. */
 int sf_last_thread_status(int own, int *status)
 {
 	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	int n = sf_thread_count();
 	int writer = sf_writer_active();
+	int leader;
 	if (sf_syscall3(SYS_gettid, 0, 0, 0) == pid) {
 		if (n != 1 + writer)
 			return 0;
-		*status = own & 0xff;
-		return 1;
+	} else if (n != 2 + writer || !leader_exited(pid, &leader)) {
+		return 0;
 	}
-	return n == 2 + writer && leader_exited(pid, status);
+	*status = own & 0xff;
+	return 1;
 }
 
 /* In the writer thread: no thread of the program's is left, only an
- * exited leader (whose status *status gets). */
+ * exited leader. *status gets the leader's code: the process's status
+ * when the leader was the last to go (and on kernels before 5.19 in any
+ * case); a later thread's own code, which the kernel gives since, is
+ * nowhere to be read once it has gone. */
 int sf_program_gone(int *status)
 {
 	return sf_thread_count() == 2 && leader_exited(sf_syscall3(SYS_getpid, 0, 0, 0), status);

@@ -211,6 +211,32 @@ def test_main_thread_raw_insn_exit_ends_process():
     sfkit.eq((info["summary"]["events"], info["summary"]["lost"]), (21, 0), "events (main's entry, 10 calls), lost")
 
 
+def test_leader_then_last_thread_syscall_exit_ends_process():
+    """main ends by a bare SYS_exit(4) while a thread works; that thread's
+    syscall(SYS_exit, 9) ends the process, with its own code, 9, as
+    untraced (Linux 5.19 on: the last thread's code is the process's). All
+    100,000 calls of leaf are in the log."""
+    exe = _fixture("sk24k_raw_exit_thread", libs=["-lpthread"])
+    want = "thread 4999950000\n"
+    sfkit.eq(_untraced([exe, "syscall"])[:2], (9, want), "untraced")
+    rc, out, err, log = _traced([exe, "syscall"], timeout=10)
+    sfkit.eq((rc, out), (9, want), "traced: exit status and output")
+    calls, _ = sfkit.report_calls(log)
+    sfkit.eq(sum(c for (t, n), c in calls.items() if n == "leaf"), 100000, "leaf calls in the log")
+
+
+@sfkit.known_break(24, "main ends by a bare SYS_exit(4) while a thread works, and that thread by a bare SYS_exit(9) "
+                       "instruction: untraced the process ends with 9 (the last thread's code, Linux 5.19 on); "
+                       "traced the writer thread ends it within 100 ms but can read only the leader's code, 4 (the "
+                       "thread's is gone with it)")
+def test_leader_then_last_thread_raw_exit_ends_process():
+    exe = _fixture("sk24k_raw_exit_thread", libs=["-lpthread"])
+    want = "thread 4999950000\n"
+    sfkit.eq(_untraced([exe, "insn"])[:2], (9, want), "untraced")
+    rc, out, err, log = _traced([exe, "insn"], timeout=10)
+    sfkit.eq((rc, out), (9, want), "traced: exit status and output")
+
+
 def _strict(mode):
     exe = _fixture("sk24k_raw_exit")
     sfkit.eq(_untraced([exe, "10", mode])[:2], (3, "sum 53\n"), "untraced")

@@ -298,19 +298,22 @@ def test_nproc_limit_left_to_the_program():
 
 
 def test_nproc_limit_left_to_the_program_as_its_user():
-    """The same program, record run as root and the program alone as uid
-    65534: its setrlimit(RLIMIT_NPROC, 2) stops the runtime's writer thread
-    (a task of the user's), so its 10 forks succeed and it has 1 task, as
-    untraced, and every call is in the log."""
+    """The same program, record run as root and the program alone as a uid
+    of its own (60824: RLIMIT_NPROC counts every process of the uid on the
+    machine, and other runs may use 65534 meanwhile): its
+    setrlimit(RLIMIT_NPROC, 2) stops the runtime's writer thread (a task of
+    the user's), so its 10 forks succeed and it has 1 task, as untraced,
+    and every call is in the log."""
     if os.geteuid() != 0:
         raise sfkit.Skip("needs root to run as uid 65534")
     exe = _fixture("sk24k_nproc")
     want = "sum 1999999000000 forks ok 10 failed 0 tasks 1\n"
-    sfkit.eq(_untraced(_as_nobody([exe]))[:2], (0, want), "untraced")
+    as_user = ["setpriv", "--reuid=60824", "--regid=60824", "--clear-groups"]
+    sfkit.eq(_untraced(as_user + [exe])[:2], (0, want), "untraced")
     d = sfkit.tmpdir()
     os.chmod(d, 0o777)
     log = os.path.join(d, "sf.log")
-    rc, out, err = _run_group([sfkit.SFTRACE, "record", "-o", log, "--"] + _as_nobody([exe]), 120)
+    rc, out, err = _run_group([sfkit.SFTRACE, "record", "-o", log, "--"] + as_user + [exe], 120)
     sfkit.eq((rc, out), (0, want), "traced: forks and tasks")
     info = sfkit.dump_info(log, events=True)
     sfkit.eq((info["summary"]["events"], info["summary"]["lost"]), (4000002, 0), "events, lost")

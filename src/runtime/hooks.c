@@ -93,6 +93,7 @@ void sf_hooks_resolve(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 	real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
+	sf_writer_resolve();
 	sf_fd_guard_resolve();
 }
 

@@ -703,6 +703,7 @@ void *sf_sym_lib_sized(const char *lib, const char *name, size_t *size) SF_HIDDE
 int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 
 /* ---- writer.c ---- */
+void sf_writer_resolve(void) SF_HIDDEN;              /* at start-up: glibc's thread count */
 int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
 int sf_thread_count(void) SF_HIDDEN; /* ns.c */

@@ -200,6 +200,12 @@ static void *writer_main(void *arg)
 	return 0;
 }
 
+/* At start-up (sf_hooks_resolve), not under a dlopen's lock. */
+void sf_writer_resolve(void)
+{
+	nptl_nthreads = (int *)dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
+}
+
 int sf_writer_start(const cpu_set_t *cpus)
 {
 	if (active)
@@ -233,8 +239,6 @@ int sf_writer_start(const cpu_set_t *cpus)
 	 * for start_thread to take it off. fork children get the count
 	 * right by themselves (fork sets it to 1; _Fork, clone() and a raw
 	 * clone copy this one, which no longer counts the writer). */
-	if (!nptl_nthreads)
-		nptl_nthreads = (int *)dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
 	if (nptl_nthreads)
 		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 	find_leader_word();

@@ -320,13 +320,16 @@ static int run_switch(int argc, char **argv, uint32_t op)
 		return 1;
 	}
 	if (!quiet) {
-		if (r.result == SF_SWITCH_ALREADY)
+		if (r.result == SF_SWITCH_REFUSED)
+			printf("pid %d: tracing stays off: a thread of it entered SECCOMP_MODE_STRICT, where the "
+			       "time stamp counter faults\n", (int)pid);
+		else if (r.result == SF_SWITCH_ALREADY)
 			printf("pid %d: tracing was %s already\n", (int)pid, op == SF_SWITCH_RESUME ? "on" : "off");
 		else
 			printf("pid %d: tracing %s: %u sleds %spatched in %.3f ms\n", (int)pid,
 			       op == SF_SWITCH_RESUME ? "on" : "off", r.sleds, op == SF_SWITCH_RESUME ? "" : "un",
 			       (double)r.took_ns / 1e6);
-		if (verbose && r.result != SF_SWITCH_ALREADY)
+		if (verbose && r.result == SF_SWITCH_DONE)
 			printf("pid %d: %.3f ms reading the sled maps, %.3f ms writing the text, %.3f ms of CPU; "
 			       "%.3f ms from the signal to the answer; %u sleds patched now\n",
 			       (int)pid, (double)r.read_us / 1e3, (double)r.took_ns / 1e6 - (double)r.read_us / 1e3,

@@ -27,6 +27,7 @@ enum sf_switch_op { SF_SWITCH_RESUME = 1, SF_SWITCH_PAUSE = 2 };
 enum sf_switch_result {
 	SF_SWITCH_DONE = 0,    /* switched */
 	SF_SWITCH_ALREADY = 1, /* it was in that state already: nothing changed */
+	SF_SWITCH_REFUSED = 2, /* resume: tracing is off for good (a thread entered SECCOMP_MODE_STRICT) */
 };
 
 struct sf_switch_reply {

@@ -16,10 +16,12 @@
 #include <grp.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -78,22 +80,6 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
-/* glibc's count of the process's threads (__nptl_nthreads): pthread_exit
- * in the last one runs exit() (flushing stdio, running the program's
- * handlers), in any other it ends only the thread. fork() sets it to 1 in
- * its child; _Fork, clone() and a raw clone leave the parent's count, the
- * runtime's writer thread included, in a child that does not have that
- * thread: a clone() child's pthread_exit then ended it without exit().
- * The children of those routes (below) take the writer off the count, so
- * that it is what it would be untraced. */
-static int *nptl_nthreads;
-
-static void uncount_writer(int writer_was_active)
-{
-	if (writer_was_active && nptl_nthreads)
-		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
-}
-
 static void after_fork_child(void)
 {
 	after_fork_child_files(0, NULL);
@@ -107,7 +93,7 @@ void sf_hooks_resolve(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 	real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
-	nptl_nthreads = (int *)dlsym(RTLD_NEXT, "__nptl_nthreads"); /* GLIBC_PRIVATE: NULL elsewhere */
+	sf_writer_resolve();
 	sf_fd_guard_resolve();
 }
 
@@ -166,13 +152,10 @@ static pid_t fork_with_handlers(long (*do_fork)(const long *a), const long *a, i
 	int on = sf_config.enabled;
 	if (on)
 		before_fork();
-	int writer = on && sf_writer_active();
 	long r = do_fork(a);
 	if (on) {
-		if (r == 0) {
+		if (r == 0)
 			after_fork_child_files(files_shared, NULL);
-			uncount_writer(writer);
-		}
 		else
 			after_fork_parent();
 	}
@@ -475,7 +458,6 @@ static long fork_syscall(long *a)
 	if (!sf_config.enabled || !(fl & CLONE_VFORK) || (nr != SYS_clone && (unsigned long)a[1] > sizeof(ca)))
 		return fork_with_handlers(do_raw_fork, a, files_shared);
 	before_fork();
-	int writer = sf_writer_active();
 	uint32_t *w = vw_take();
 	if (w) {
 		if (nr == SYS_clone) {
@@ -490,7 +472,6 @@ static long fork_syscall(long *a)
 	long r = do_raw_fork(a);
 	if (r == 0) {
 		after_fork_child_files(files_shared, w);
-		uncount_writer(writer);
 		return 0;
 	}
 	after_fork_parent();
@@ -498,14 +479,24 @@ static long fork_syscall(long *a)
 	return r;
 }
 
-/* Whether the calling thread is the process's last but the runtime's
- * writer: its SYS_exit ends the process (what glibc's clone() does when
- * the child's function returns, and a runtime with a thread exit of its
- * own), so the image ends as at exit_group. Reads /proc: SYS_exit through
- * syscall() is rare. */
-static int last_thread(void)
+/* SYS_exit through syscall(): in the process's last thread but the
+ * runtime's writer it ends the process (what glibc's clone() does when the
+ * child's function returns, a runtime with a thread exit of its own, main
+ * ending with syscall(SYS_exit, n)), so the image ends as at _exit; with
+ * a writer thread, which would keep the process alive, the process ends
+ * here, by exit_group with the status the kernel would have given it (the
+ * caller's code, ns.c). Reads /proc: SYS_exit through syscall() is rare. */
+static void exit_syscall(long code)
 {
-	return sf_thread_count() == 1 + sf_writer_active();
+	int status;
+	if (!sf_last_thread_status((int)code, &status))
+		return;
+	sf_image_ends();
+	if (!sf_writer_active())
+		return;
+	sf_log_exit_called(status);
+	for (;;)
+		sf_syscall3(SYS_exit_group, status, 0, 0);
 }
 
 /* syscall(2) (entered through arch/<arch>/vfork.S, which keeps vforks for
@@ -522,8 +513,13 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	long a[7] = {a0, a1, a2, a3, a4, a5, nr}; /* a[6]: for do_raw_fork */
 	long r;
 	uid_t to;
-	if (nr == SYS_exit_group || (nr == SYS_exit && last_thread()))
+	if (nr == SYS_exit_group)
 		sf_image_ends(); /* as _exit does */
+	if (nr == SYS_prctl ? a0 == PR_SET_SECCOMP && a1 == SECCOMP_MODE_STRICT
+			    : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_STRICT)
+		sf_strict_begins(); /* as prctl() (rt_libc.c) */
+	if (nr == SYS_exit && !sf_strict_thread) /* in strict mode: nothing but the exit */
+		exit_syscall(a0);
 	if (nr == SYS_execve || nr == SYS_execveat)
 		sf_exec_begins(); /* as exec does */
 	if (cred_change(nr, a, &to))
@@ -532,6 +528,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
 		r = fork_syscall(a);
+	} else if (nr == SYS_prlimit64 || nr == SYS_setrlimit) {
+		r = sf_rlimit_syscall(nr, a); /* ns.c: a finite RLIMIT_NPROC stops the writer thread */
 	} else if (nr == SYS_unshare || nr == SYS_setns) {
 		r = sf_ns_syscall(nr, a0, a1); /* ns.c: the writer thread out of the way */
 	} else if (nr == SYS_execve || nr == SYS_execveat) {
@@ -580,14 +578,12 @@ struct clone_call {
 	void *arg;
 	int flags;
 	uint32_t *waited; /* the word the parent waits on (vw_wait), or NULL */
-	int writer;       /* the parent's writer thread ran (uncount_writer) */
 };
 
 static int clone_child(void *p)
 {
 	const struct clone_call *c = p;
 	after_fork_child_files(c->flags & CLONE_FILES, c->waited);
-	uncount_writer(c->writer);
 	int r = c->fn(c->arg);
 	sf_log_child_return(); /* CLONE_FILES: its log's descriptor is not left in its parent's table */
 	return r;
@@ -649,10 +645,9 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 	if (flags & CLONE_VM)
 		return clone_shared_vm(fn, stack, flags, arg, ptid, tls, ctid);
-	struct clone_call c = {fn, arg, flags, NULL, 0};
+	struct clone_call c = {fn, arg, flags, NULL};
 	int f = flags;
 	before_fork();
-	c.writer = sf_writer_active();
 	if ((flags & CLONE_VFORK) && (c.waited = vw_take()))
 		f &= ~CLONE_VFORK; /* waited for outside the lock (vw_wait) */
 	int r = real_clone(clone_child, stack, f, &c, ptid, tls, ctid);
@@ -791,7 +786,6 @@ __attribute__((visibility("default"), noreturn)) void abort(void)
 	sf_snapshot_settle();
 	if (!real_abort)
 		real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
-	nptl_nthreads = (int *)dlsym(RTLD_NEXT, "__nptl_nthreads"); /* GLIBC_PRIVATE: NULL elsewhere */
 	if (real_abort)
 		real_abort();
 	__builtin_trap(); /* no libc abort found (never on glibc) */

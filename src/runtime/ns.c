@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <linux/nsfs.h>
 
@@ -56,6 +57,83 @@ int sf_thread_count(void)
 	}
 	sf_close(fd);
 	return got < 0 ? 0 : n;
+}
+
+/* Whether the thread-group leader (tid pid) has exited (a zombie while
+ * other threads live), and then its exit status as wait reports it
+ * (/proc's stat, field 52, exit_code: the status its SYS_exit gave). */
+static int leader_exited(long pid, int *status)
+{
+	char path[64] = "/proc/self/task/";
+	char num[24];
+	int k = 0;
+	for (long v = pid; v || !k; v /= 10)
+		num[k++] = (char)('0' + v % 10);
+	size_t at = sizeof("/proc/self/task/") - 1;
+	while (k)
+		path[at++] = num[--k];
+	__builtin_memcpy(path + at, "/stat", 6);
+	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return 0;
+	char buf[1024];
+	long got = sf_syscall3(SYS_read, fd, (long)buf, sizeof(buf) - 1);
+	sf_close(fd);
+	if (got <= 0)
+		return 0;
+	buf[got] = 0;
+	const char *rp = NULL;
+	for (const char *p = buf; *p; p++)
+		if (*p == ')')
+			rp = p; /* the name may hold ')' itself: the last one ends it */
+	if (!rp || rp[1] != ' ' || (rp[2] != 'Z' && rp[2] != 'X'))
+		return 0;
+	long end = got;
+	while (end > 0 && (buf[end - 1] < '0' || buf[end - 1] > '9'))
+		end--;
+	long start = end;
+	while (start > 0 && buf[start - 1] >= '0' && buf[start - 1] <= '9')
+		start--;
+	if (start == end || buf[start - 1] != ' ')
+		return 0;
+	long code = 0;
+	for (long i = start; i < end; i++)
+		code = code * 10 + (buf[i] - '0');
+	*status = (int)((code >> 8) & 0xff);
+	return 1;
+}
+
+/* The calling thread is the program's last (the writer thread aside):
+ * its SYS_exit would end the process untraced. Since Linux 5.19 the
+ * process's status is then that last thread's code (the kernel's
+ * synchronize_group_exit: the last live thread sets the group's exit
+ * code), so *status is own, its own code; before, it was the leader's,
+ * the same when the caller is the leader. 0 when another thread lives or
+ * /proc cannot say. */
+int sf_last_thread_status(int own, int *status)
+{
+	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	int n = sf_thread_count();
+	int writer = sf_writer_active();
+	int leader;
+	if (sf_syscall3(SYS_gettid, 0, 0, 0) == pid) {
+		if (n != 1 + writer)
+			return 0;
+	} else if (n != 2 + writer || !leader_exited(pid, &leader)) {
+		return 0;
+	}
+	*status = own & 0xff;
+	return 1;
+}
+
+/* In the writer thread: no thread of the program's is left, only an
+ * exited leader. *status gets the leader's code: the process's status
+ * when the leader was the last to go (and on kernels before 5.19 in any
+ * case); a later thread's own code, which the kernel gives since, is
+ * nowhere to be read once it has gone. */
+int sf_program_gone(int *status)
+{
+	return sf_thread_count() == 2 && leader_exited(sf_syscall3(SYS_getpid, 0, 0, 0), status);
 }
 
 /* Whether the call needs the process to itself. setns's nstype 0 (any)
@@ -112,6 +190,80 @@ static int libc_result(long r)
 		return -1;
 	}
 	return (int)r;
+}
+
+/* RLIMIT_NPROC. The kernel counts every task of the real uid, threads
+ * included, against it at each fork and thread creation (but for root):
+ * the writer thread is one of them. A program that sets a finite limit
+ * sized for itself (one worker at a time) would find its forks refused
+ * (EAGAIN) where untraced they succeed. So a finite RLIMIT_NPROC set on
+ * this process by a non-root process stops the writer for good (hand-offs
+ * synchronous from then on), when it is the only thread besides the
+ * caller: stopping it with other traced threads running is not safe
+ * (sf_writer_stop). With threads of the program's own the limit counts
+ * them and the writer alike, as a known difference. */
+_Static_assert(sizeof(struct rlimit) == sizeof(struct rlimit64), "one layout");
+
+static int lowers_nproc(long pid, long resource, const struct rlimit *lim)
+{
+	if (resource != RLIMIT_NPROC || !lim || lim->rlim_cur == RLIM_INFINITY)
+		return 0;
+	if (pid != 0 && pid != sf_syscall3(SYS_getpid, 0, 0, 0))
+		return 0;
+	return sf_syscall3(SYS_getuid, 0, 0, 0) != 0;
+}
+
+/* nr: SYS_prlimit64 (a: pid, resource, new, old) or SYS_setrlimit (a:
+ * resource, new). struct rlimit and rlimit64 are one layout on the 64-bit
+ * targets the runtime builds for, and libc's setrlimit and prlimit are
+ * this very system call (glibc 2.36: prlimit64). */
+long sf_rlimit_syscall(long nr, const long *a)
+{
+	long pid = 0, res = a[0];
+	const struct rlimit *lim = (const struct rlimit *)a[1];
+	if (nr == SYS_prlimit64) {
+		pid = a[0];
+		res = a[1];
+		lim = (const struct rlimit *)a[2];
+	}
+	long r = sf_syscall6(nr, a[0], a[1], a[2], a[3], 0, 0);
+	if (r == 0 && sf_writer_active() && lowers_nproc(pid, res, lim) && sf_thread_count() == 2) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		int err = errno;
+		if (sf_writer_stop())
+			wait_alone();
+		errno = err;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	return r;
+}
+
+__attribute__((visibility("default"))) int setrlimit(__rlimit_resource_t resource, const struct rlimit *lim)
+{
+	const long a[4] = {0, resource, (long)lim, 0};
+	return libc_result(sf_rlimit_syscall(SYS_prlimit64, a));
+}
+
+__attribute__((visibility("default"))) int setrlimit64(__rlimit_resource_t resource, const struct rlimit64 *lim)
+{
+	const long a[4] = {0, resource, (long)lim, 0};
+	return libc_result(sf_rlimit_syscall(SYS_prlimit64, a));
+}
+
+__attribute__((visibility("default"))) int prlimit(pid_t pid, __rlimit_resource_t resource,
+						   const struct rlimit *lim, struct rlimit *old)
+{
+	const long a[4] = {pid, resource, (long)lim, (long)old};
+	return libc_result(sf_rlimit_syscall(SYS_prlimit64, a));
+}
+
+__attribute__((visibility("default"))) int prlimit64(pid_t pid, __rlimit_resource_t resource,
+						     const struct rlimit64 *lim, struct rlimit64 *old)
+{
+	const long a[4] = {pid, resource, (long)lim, (long)old};
+	return libc_result(sf_rlimit_syscall(SYS_prlimit64, a));
 }
 
 __attribute__((visibility("default"))) int unshare(int flags)

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
@@ -208,13 +209,31 @@ HIDDEN char *getcwd(char *buf, size_t n)
 	return r < 0 ? NULL : buf;
 }
 
-HIDDEN int prctl(int op, ...)
+/* Exported too, in front of libc's: a program's PR_SET_SECCOMP with
+ * SECCOMP_MODE_STRICT switches tracing off first (sf_strict_begins).
+ * Protected: the runtime's own calls still bind here, never to a prctl
+ * of the program's. */
+__attribute__((visibility("protected"))) int prctl(int op, ...)
 {
 	va_list ap;
 	va_start(ap, op);
 	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long), d = va_arg(ap, long);
 	va_end(ap);
+	if (op == PR_SET_SECCOMP && a == SECCOMP_MODE_STRICT)
+		sf_strict_begins();
 	return (int)ret_errno(sf_syscall6(SYS_prctl, op, a, b, c, d, 0));
+}
+
+/* A thread in SECCOMP_MODE_STRICT: the runtime makes no system call of
+ * its own from it (hooks.c, syscall(SYS_exit)). */
+__thread int sf_strict_thread __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+
+/* prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) or seccomp(SECCOMP_SET_MODE_STRICT)
+ * (libc's prctl, syscall()) is about to be made by this thread. */
+void sf_strict_begins(void)
+{
+	sf_strict_thread = 1;
+	sf_switch_off_for_good();
 }
 
 /* ---- the runtime's own descriptors ----

@@ -703,9 +703,16 @@ void *sf_sym_lib_sized(const char *lib, const char *name, size_t *size) SF_HIDDE
 int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 
 /* ---- writer.c ---- */
+void sf_writer_resolve(void) SF_HIDDEN;              /* at start-up: glibc's thread count */
 int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
 int sf_thread_count(void) SF_HIDDEN; /* ns.c */
+int sf_last_thread_status(int own, int *status) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
+long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;
+void sf_strict_begins(void) SF_HIDDEN;                     /* rt_libc.c: SECCOMP_MODE_STRICT next */
+void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sled unpatched, no resume */
+extern __thread int sf_strict_thread SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */
+int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the writer and an exited leader left */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;

@@ -26,16 +26,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "format/switch_ctl.h"
+#include "sf_arch.h"
 #include "runtime/runtime.h"
 
 uint32_t sf_tracing_off SF_HIDDEN; /* 1 while paused: nothing is patched, heap events are not recorded */
 
 static int enabled;              /* SFTRACE_PAUSED was set: requests are served */
+static int off_for_good;         /* sf_switch_off_for_good: no resume */
+static uint32_t switching;       /* sf_objects_switch's buffers are one caller's at a time */
 static uint64_t request;         /* the last request's sigval (0: none), set by the handler */
 static uint32_t request_pid;     /* its sender */
 static struct sigaction prev;    /* the disposition before ours (non-ring processes) */
@@ -186,6 +190,40 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void switch_lock(void)
+{
+	while (__atomic_exchange_n(&switching, 1, __ATOMIC_ACQUIRE))
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+}
+
+static void switch_unlock(void)
+{
+	__atomic_store_n(&switching, 0, __ATOMIC_RELEASE);
+}
+
+/* A thread is about to enter SECCOMP_MODE_STRICT (rt_libc.c): from then
+ * on the kernel makes rdtsc fault in it (SIGSEGV; its vDSO clock reads
+ * rdtsc too), and it may make no system call but read, write, exit and
+ * rt_sigreturn. The trampolines read the TSC first thing, for every
+ * thread alike, so every sled is unpatched, as at a pause, and stays so:
+ * the process runs on untraced, its log says where tracing stopped (a
+ * SWITCH chunk), and a resume is refused. In the calling thread, before
+ * the call, while it may still make system calls. */
+void sf_switch_off_for_good(void)
+{
+	if (!sf_config.enabled)
+		return;
+	switch_lock();
+	off_for_good = 1;
+	if (!__atomic_load_n(&sf_tracing_off, __ATOMIC_ACQUIRE)) {
+		uint64_t t0 = sf_mono_ns(), read_ns = 0;
+		__atomic_store_n(&sf_tracing_off, 1, __ATOMIC_RELEASE);
+		uint32_t sleds = sf_objects_switch(0, &read_ns);
+		log_switch(sf_now_raw(), 0, sleds, sf_mono_ns() - t0);
+	}
+	switch_unlock();
+}
+
 /* The writer thread, after each round: serves the last request. */
 void sf_switch_service(void)
 {
@@ -196,8 +234,11 @@ void sf_switch_service(void)
 	uint32_t want_on = sf_switch_ctl_op(v) == SF_SWITCH_RESUME;
 	struct sf_switch_reply r = {.magic = SF_SWITCH_REPLY_MAGIC, .pid = (uint32_t)getpid(), .op = sf_switch_ctl_op(v)};
 	uint64_t t0 = sf_mono_ns(), read_ns = 0, cpu0 = thread_cpu_ns();
+	switch_lock();
 	uint32_t off = __atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED);
-	if (want_on == !off) {
+	if (want_on && off_for_good) {
+		r.result = SF_SWITCH_REFUSED;
+	} else if (want_on == !off) {
 		r.result = SF_SWITCH_ALREADY;
 	} else if (want_on) {
 		/* Started paused: the calibration waited for the first resume
@@ -226,6 +267,7 @@ void sf_switch_service(void)
 		/* After the last sled: a frame open then was in flight at the pause. */
 		log_switch(sf_now_raw(), 0, r.sleds, r.took_ns);
 	}
+	switch_unlock();
 	r.patched_now = sf_objects_patched_total();
 	r.read_us = (uint32_t)(read_ns / 1000);
 	r.cpu_us = (uint32_t)((thread_cpu_ns() - cpu0) / 1000);

@@ -26,11 +26,17 @@
  * the CPUs the process had at start, every signal blocked but the two
  * glibc reserves for itself.
  * Seccomp filters are inherited by every thread and cannot be shed.
- * A forked child has no writer: its hand-offs are synchronous. */
+ * A forked child has no writer: its hand-offs are synchronous.
+ * It is not on glibc's thread count, and ends a process whose program
+ * threads have all gone (docs/DESIGN.md, "Writer thread"). */
+#include <dlfcn.h>
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <sys/syscall.h>
 
 #include "sf_arch.h"
@@ -43,6 +49,13 @@ static int active;
 static int stopping;            /* sf_writer_stop: end once the queue is written */
 static pthread_t writer;
 static const cpu_set_t *writer_cpus;
+/* glibc's count of the process's threads (__nptl_nthreads, GLIBC_PRIVATE;
+ * NULL elsewhere): the writer is not on it while it runs (see
+ * sf_writer_start). */
+static int *nptl_nthreads;
+
+#define IDLE_CHECK_NS 100000000L     /* how often an idle writer looks for a program thread */
+#define LEADER_CHECK_NS 10000000000ull /* the same while the leader lives */
 
 static void futex_wake_all(uint32_t *w)
 {
@@ -52,6 +65,78 @@ static void futex_wake_all(uint32_t *w)
 static void futex_wait(uint32_t *w, uint32_t seen)
 {
 	sf_syscall6(SYS_futex, (long)w, FUTEX_WAIT_PRIVATE, seen, 0, 0, 0);
+}
+
+/* The leader thread's exit word: glibc's main thread registers its tid
+ * field with set_tid_address, so the kernel zeroes it and wakes its
+ * (shared) futex when the leader ends, however it ends. NULL when the
+ * writer was not started from the leader, or the kernel will not say
+ * where it is (PR_GET_TID_ADDRESS needs CONFIG_CHECKPOINT_RESTORE). */
+static uint32_t *leader_word;
+
+/* In the leader (sf_writer_start): where its exit word is. */
+static void find_leader_word(void)
+{
+	if (leader_word || sf_syscall3(SYS_gettid, 0, 0, 0) != sf_syscall3(SYS_getpid, 0, 0, 0))
+		return;
+	uint32_t *w = NULL;
+	if (sf_syscall6(SYS_prctl, PR_GET_TID_ADDRESS, (long)&w, 0, 0, 0, 0) == 0 && w &&
+	    *w == (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0))
+		leader_word = w;
+}
+
+/* No thread of the program's left, only an exited leader: the process
+ * ends as the kernel would have ended it, with the leader's status, the
+ * log marked as at _exit. */
+static void end_if_program_gone(void)
+{
+	int status;
+	if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) || !sf_program_gone(&status))
+		return;
+	sf_image_ends();
+	sf_log_exit_called(status);
+	for (;;)
+		sf_syscall3(SYS_exit_group, status, 0, 0);
+}
+
+/* While the leader lives: waits for a push or the leader's end at once
+ * (futex_waitv, Linux 5.16), every LEADER_CHECK_NS at most (a program
+ * may move its exit word). 0 if that cannot be waited on. */
+static int wait_with_leader(uint32_t seen)
+{
+	uint32_t tid = __atomic_load_n(leader_word, __ATOMIC_ACQUIRE);
+	if (!tid)
+		return 0;
+	struct futex_waitv w[2] = {
+		{.val = seen, .uaddr = (uint64_t)(uintptr_t)&wake, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
+		{.val = tid, .uaddr = (uint64_t)(uintptr_t)leader_word, .flags = FUTEX_32}, /* the kernel's wake is shared */
+	};
+	uint64_t at = sf_mono_ns() + LEADER_CHECK_NS;
+	struct { long s, ns; } ts = {(long)(at / 1000000000u), (long)(at % 1000000000u)};
+	long r = sf_syscall6(SYS_futex_waitv, (long)w, 2, 0, (long)&ts, CLOCK_MONOTONIC, 0);
+	if (r == -ENOSYS || r == -EINVAL)
+		return 0;
+	if (r == -ETIMEDOUT)
+		end_if_program_gone();
+	return 1;
+}
+
+/* Idle: waits for a push. One whose last thread ended by a bare SYS_exit
+ * (no glibc involved: syscall(SYS_exit) from main, a thread of a runtime
+ * of its own, a program under SECCOMP_MODE_STRICT, which may not call
+ * exit_group) ends untraced; the writer alone would keep it alive. So
+ * while the leader lives the writer also waits for the leader's end (no
+ * wake-up until then), and once it is gone (or where that cannot be
+ * waited on) it wakes every IDLE_CHECK_NS to see whether any thread of
+ * the program's is left (ns.c, sf_program_gone): a few system calls of
+ * this thread, none of the program's. */
+static void idle_wait(uint32_t seen)
+{
+	if (leader_word && wait_with_leader(seen))
+		return;
+	struct { long s, ns; } ts = {0, IDLE_CHECK_NS};
+	if (sf_syscall6(SYS_futex, (long)&wake, FUTEX_WAIT_PRIVATE, seen, (long)&ts, 0, 0) == -ETIMEDOUT)
+		end_if_program_gone();
 }
 
 static void write_slot(struct sf_slot *s)
@@ -103,12 +188,22 @@ static void *writer_main(void *arg)
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
 		sf_switch_service();   /* sftrace resume / pause asked for since */
-		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && !__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && !__atomic_load_n(&queue, __ATOMIC_ACQUIRE)) {
+			/* back on glibc's count: start_thread takes it off again */
+			if (nptl_nthreads)
+				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 			return 0;
+		}
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
-			futex_wait(&wake, seen);
+			idle_wait(seen);
 	}
 	return 0;
+}
+
+/* At start-up (sf_hooks_resolve), not under a dlopen's lock. */
+void sf_writer_resolve(void)
+{
+	nptl_nthreads = (int *)dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
 }
 
 int sf_writer_start(const cpu_set_t *cpus)
@@ -135,6 +230,18 @@ int sf_writer_start(const cpu_set_t *cpus)
 	if (r != 0)
 		return -1;
 	pthread_setname_np(th, "sftrace-writer");
+	/* glibc ends the process with exit(0) when the last thread on its
+	 * count ends with pthread_exit (main's included), and counts every
+	 * pthread: with the writer on it, a program whose main or last thread
+	 * calls pthread_exit would never end. Taken off here, by its creator,
+	 * so the count is the program's as soon as pthread_create returns;
+	 * the writer puts itself back just before it returns (stop above),
+	 * for start_thread to take it off. fork children get the count
+	 * right by themselves (fork sets it to 1; _Fork, clone() and a raw
+	 * clone copy this one, which no longer counts the writer). */
+	if (nptl_nthreads)
+		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
+	find_leader_word();
 	writer = th;
 	writer_cpus = cpus;
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);

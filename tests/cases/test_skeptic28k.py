@@ -213,11 +213,6 @@ def test_skeptic28k_longjmp_within_the_shadow_array():
              "UNWIND events, longjmp 103 frames deep")
 
 
-@sfkit.known_break(28, "a longjmp landing deeper than the runtime's 512-entry shadow array in a program without "
-                       "libgcc_s (C, as Lua): the runtime cannot count the abandoned frames (no unwinder to walk "
-                       "with), records no UNWIND and keeps them in its depth, so every later UNWIND_TO says one "
-                       "frame too many left ('2 frames abandoned, depth 2 left' where 1 is left); Lua errors.lua "
-                       "gives 439 events for 441 repairs")
 def test_skeptic28k_longjmp_past_the_shadow_array():
     # main, deep(600)..deep(0), raise_err: raise_err is 603rd
     sfkit.eq(_deepjmp_unwinds(600), ["1 frames abandoned, depth 602 left", "2 frames abandoned, depth 1 left"],

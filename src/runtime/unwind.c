@@ -11,7 +11,9 @@
  * of the open frames' stack pointers (struct sf_thread, x86-64 and
  * aarch64: each frame's CFA - 8, trampoline.S): the
  * entries below the landing point are the recorded frames it abandons,
- * popped in O(frames). When it cannot tell (more abandoned frames than it
+ * popped in O(frames) (x86-64 keeps the entries past its 512-entry array
+ * in a per-thread area mapped at the first push there: sf_shadow_slot).
+ * When it cannot tell (more abandoned frames than it
  * holds, another stack, no shadow stack on this architecture) we walk the
  * current stack with libgcc_s's unwinder and count the recorded frames
  * below the landing point: frames whose function starts with a patched

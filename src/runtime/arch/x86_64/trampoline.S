@@ -55,10 +55,12 @@
  * exception abandons by popping those below the landing's stack pointer,
  * with no unwinder. The depth is claimed before the slot is written, so a
  * signal handler that traces its own calls in between uses the slots
- * above; frames deeper than SF_SHADOW_CAP are counted, not stored (the
- * array keeps the outermost ones: a landing below them abandons every
- * deeper frame too; unwind.c walks only for a target deeper than the
- * array); a pop at depth 0 (an exit whose entry came before patching)
+ * above; frames deeper than SF_SHADOW_CAP go to the overflow area and
+ * shadow_top (SHADOW_DEEP, out of line: a shallow push runs the same 7
+ * instructions as before), or are counted only when it is missing or
+ * full (the array keeps the outermost ones: a landing below them abandons
+ * every deeper frame too; unwind.c walks only for a target deeper than
+ * the stored entries); a pop at depth 0 (an exit whose entry came before patching)
  * leaves it at 0: one load and one store, no read-modify-write of memory.
  * The push comes before the entry's event store and the pop before the
  * exit's: a signal handler that lands (siglongjmp) in between abandons

@@ -593,7 +593,8 @@ static int one_stack_below(struct sf_thread *t, uint64_t n)
 	uint64_t lo, hi, i = n;
 	if (!n)
 		return 1;
-	if (!sf_stack_of(SF_SHADOW_ADDR(*sf_shadow_slot(t, n - 1)), &lo, &hi))
+	uint64_t top = SF_SHADOW_ADDR(*sf_shadow_slot(t, n - 1));
+	if (!top || !sf_stack_of(top, &lo, &hi)) /* 0: a resync's stand-in (sf_shadow_resync) */
 		return 0;
 	for (; i > 0; i--) {
 		uint64_t e = *sf_shadow_slot(t, i - 1), a = SF_SHADOW_ADDR(e);
@@ -625,6 +626,32 @@ static void land_tag(struct sf_thread *t)
 	}
 	if (d > SF_SHADOW_CAP)
 		t->shadow_top = *sf_shadow_slot(t, d - 1);
+}
+
+/* The first landing after a recorded frame was entered on the thread's
+ * own stack, on top of a tagged entry (a recorded catcher called afresh
+ * for each throw): tags its entry without the full path (which costs
+ * some 400 instructions a throw there) and says whether the landing at
+ * cfa is then quiet. 0 sends it to the full path. */
+static int quick_tag(struct sf_thread *t, uint64_t cfa)
+{
+	uint64_t d = t->shadow_depth;
+	if (!d || d > sf_shadow_stored(t) || t->walk_frame ||
+	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
+		return 0;
+	uint64_t *slot = sf_shadow_slot(t, d - 1), e = *slot;
+	uint64_t below = d > 1 ? *sf_shadow_slot(t, d - 2) : t->shadow_below;
+	if ((e & SF_SHADOW_TAG) || !(below & SF_SHADOW_TAG) || (d > SF_SHADOW_CAP && t->shadow_top != e))
+		return 0;
+	uint64_t a = SF_SHADOW_ADDR(e), b = d > 1 ? SF_SHADOW_ADDR(below) : a;
+	if (t->stack.own <= 0 && !sf_stack_own_holds(a)) /* looks the bounds up once */
+		return 0;
+	if (a < t->stack.lo || a >= t->stack.hi || b < t->stack.lo || b >= t->stack.hi)
+		return 0;
+	*slot = e | SF_SHADOW_TAG;
+	if (d > SF_SHADOW_CAP)
+		t->shadow_top = e | SF_SHADOW_TAG;
+	return cfa <= a;
 }
 
 /* Disarms it at the current depth (a walk begins). */
@@ -806,6 +833,13 @@ static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _U
 	 * frame's context is its stack pointer at the call that threw. */
 	if (!R.setip)
 		resolve_next();
+#ifdef SF_ARCH_SHADOW
+	if (__atomic_load_n(&setip_armed, __ATOMIC_ACQUIRE) &&
+	    quick_tag(&sf_self, *(const uint64_t *)((const char *)ctx + CTX_CFA_OFF))) {
+		*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;
+		return;
+	}
+#endif
 	if (R.setip == R.gcc_setip && R.getcfa)
 		landing(R.getcfa(ctx), NULL);
 #ifdef SF_ARCH_SHADOW

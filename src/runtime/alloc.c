@@ -141,7 +141,7 @@ static inline uint32_t heap_ret_tag(const struct sf_thread *t)
 	uint64_t d = t->shadow_depth;
 	if (d >= SF_SHADOW_CAP)
 		return 0;
-	uint64_t slot = t->shadow[d] & ~(uint64_t)7; /* bit 0: a window frame */
+	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]); /* bit 0: a window frame */
 	if (!slot || !sf_on_this_stack(slot))
 		return 0;
 	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
@@ -314,7 +314,7 @@ static inline __attribute__((always_inline)) uint32_t heap_ret_tag_own(const str
 	uint64_t d = t->shadow_depth;
 	if (d >= SF_SHADOW_CAP)
 		return 0;
-	uint64_t slot = t->shadow[d] & ~(uint64_t)7;
+	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]);
 	if (sf_arch_below_sp(slot) || slot >= t->stack.hi) /* slot 0 too */
 		return 0;
 	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));

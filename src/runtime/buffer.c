@@ -129,9 +129,9 @@ void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
 	uint64_t d = t->shadow_depth;
 	if (kind == SF_EV_ENTRY && d) {
 		/* The trampoline pushed this entry's frame on top. Past the
-		 * array it was counted, not stored: 0 stands for it (any
-		 * landing pops it, as the reader then closes it). */
-		t->shadow[0] = d - 1 < SF_SHADOW_CAP ? t->shadow[d - 1] : 0;
+		 * stored entries it was counted, not stored: 0 stands for it
+		 * (any landing pops it, as the reader then closes it). */
+		t->shadow[0] = d - 1 < sf_shadow_stored(t) ? *sf_shadow_slot(t, d - 1) : 0;
 		t->shadow_depth = 1;
 	} else {
 		t->shadow_depth = 0;
@@ -146,6 +146,7 @@ static void thread_exit_hook(void *arg)
 {
 	(void)arg;
 	sf_unwind_thread_exit();
+	sf_shadow_ov_free();
 	thread_flush_exit();
 }
 

@@ -129,9 +129,11 @@ struct sf_thread {
 #ifdef SF_ARCH_SHADOW
 	/* The shadow stack (arch/<arch>/trampoline.S, which defines
 	 * SF_ARCH_SHADOW): for each open frame whose entry the trampolines
-	 * saw, the address of its return address (| 1 for a window frame),
-	 * so a landing knows the frames it abandons without walking the
-	 * stack (unwind.c). Entry i is at shadow[i % SF_SHADOW_CAP]. */
+	 * saw, the address of its return address (| 1 for a window frame;
+	 * | SF_SHADOW_TAG once a landing checked it, see below), so a landing
+	 * knows the frames it abandons without walking the stack (unwind.c).
+	 * Entry i is at shadow[i] below SF_SHADOW_CAP, at shadow_ov[i -
+	 * SF_SHADOW_CAP] past it (x86-64; sf_shadow_entry). */
 	uint64_t shadow_depth; /* pushes minus pops, never below 0: the depth a
 				* landing records (SF_EV_UNWIND_TO) and a batch
 				* starts at (sf_chunk.reserved of its slot) */
@@ -146,23 +148,29 @@ struct sf_thread {
 		};
 		uint64_t shadow_up[SF_SHADOW_CAP + 1];
 	};
-	/* _Unwind_SetIP's fast path (unwind.c) serves depths below it:
-	 * SF_SHADOW_CAP + 1 once a landing armed it, 0 during a walk or
-	 * while libgcc's context layout is not the one it knows. */
-	uint64_t land_bound;
+	/* The entry of the last push past the array (raw, as the trampoline
+	 * wrote it; tagged by a landing that checked it): _Unwind_SetIP's
+	 * fast path compares with it at depths past the array. */
+	uint64_t shadow_top;
 	/* The last resume whose stale entries this thread dropped
 	 * (sf_shadow_resync): entries pushed before a pause belong to frames
 	 * the readers closed there, and many returned while paused. */
 	uint32_t shadow_epoch;
 #endif
+	uint32_t listed; /* in the thread list (next_thread): 1 while in */
 	/* The frame of a stack walk under way (unwind.c), 0 when none: here,
 	 * not in unwind.c's own TLS, so a landing's first test reaches it
 	 * from the same TLS base as the shadow stack's. */
 	uint64_t walk_frame;
 	/* Every thread with a state to clear from outside (buffer.c: its
-	 * window depth at a resume), linked under a lock; listed: 1 while in. */
+	 * window depth at a resume), linked under a lock. */
 	struct sf_thread *next_thread, *prev_thread;
-	uint32_t listed;
+#ifdef SF_ARCH_SHADOW
+	/* The entries past the array (SF_SHADOW_OV_CAP of them), mapped at
+	 * the thread's first push there (trampoline.S, sf_shadow_ov_alloc):
+	 * 0 none yet, 1 none to be had (or being mapped), else the address. */
+	uint64_t shadow_ov;
+#endif
 	/* In this block, not TLS variables of their own, so that the heap
 	 * hooks' fast path (alloc.c) reaches all it reads from one TLS base:
 	 * fewer registers, no frame. */
@@ -217,6 +225,34 @@ _Static_assert(sizeof(struct sf_event) == 8, "the trampolines store 8-byte event
 _Static_assert(__builtin_offsetof(struct sf_thread, shadow_depth) == SF_SHADOW_DEPTH_OFF, "tls layout");
 _Static_assert(__builtin_offsetof(struct sf_thread, shadow) == SF_SHADOW_OFF, "tls layout");
 _Static_assert((SF_SHADOW_CAP & (SF_SHADOW_CAP - 1)) == 0, "a power of two");
+#ifdef SF_SHADOW_OV_CAP
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow_top) == SF_SHADOW_TOP_OFF, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow_ov) == SF_SHADOW_OV_OFF, "tls layout");
+#endif
+/* A landing's mark on an entry it found on the same stack as every entry
+ * below it (unwind.c, _Unwind_SetIP): above any address, so the
+ * trampolines' raw entries never carry it. */
+#define SF_SHADOW_TAG (1ull << 62)
+/* The address an entry holds: no window bit, no tag. */
+#define SF_SHADOW_ADDR(e) ((e) & ~(SF_SHADOW_TAG | 7))
+
+/* How many entries from the outermost are stored: the array's, and the
+ * overflow's once it is mapped (it is mapped at the first push past the
+ * array, so every entry past it is stored from then on). */
+static inline uint64_t sf_shadow_stored(const struct sf_thread *t)
+{
+#ifdef SF_SHADOW_OV_CAP
+	return t->shadow_ov > 1 ? SF_SHADOW_CAP + SF_SHADOW_OV_CAP : SF_SHADOW_CAP;
+#else
+	return SF_SHADOW_CAP;
+#endif
+}
+
+/* Where entry i is kept (i < sf_shadow_stored). */
+static inline uint64_t *sf_shadow_slot(struct sf_thread *t, uint64_t i)
+{
+	return i < SF_SHADOW_CAP ? &t->shadow[i] : (uint64_t *)t->shadow_ov + (i - SF_SHADOW_CAP);
+}
 #endif
 
 enum sf_thread_state {
@@ -685,6 +721,8 @@ void sf_stack_init(void) SF_HIDDEN; /* at start-up, on the main thread: its stac
 void sf_unwind_init(void) SF_HIDDEN;
 void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */
 void sf_unwind_thread_exit(void) SF_HIDDEN; /* closes the frames still open at a thread's end */
+void sf_shadow_ov_alloc(void) SF_HIDDEN; /* maps the shadow stack's entries past the array (trampoline.S) */
+void sf_shadow_ov_free(void) SF_HIDDEN;  /* unmaps them at the thread's end */
 
 /* ---- elf_sym.c: dlsym without dlsym (no allocation: a miss allocates) ---- */
 /* name's default-version definition in the object at base (dlpi_addr,

@@ -11,7 +11,9 @@
  * of the open frames' stack pointers (struct sf_thread, x86-64 and
  * aarch64: each frame's CFA - 8, trampoline.S): the
  * entries below the landing point are the recorded frames it abandons,
- * popped in O(frames). When it cannot tell (more abandoned frames than it
+ * popped in O(frames) (x86-64 keeps the entries past its 512-entry array
+ * in a per-thread area mapped at the first push there: sf_shadow_slot).
+ * When it cannot tell (more abandoned frames than it
  * holds, another stack, no shadow stack on this architecture) we walk the
  * current stack with libgcc_s's unwinder and count the recorded frames
  * below the landing point: frames whose function starts with a patched
@@ -26,6 +28,8 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <unwind.h>
 
@@ -40,6 +44,9 @@ typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
 typedef const void *(*findfde_fn)(void *, void *);
 
 static const void *find_fde_unresolved(void *pc, void *bases);
+#ifdef SF_ARCH_SHADOW
+static void land_untag(struct sf_thread *t);
+#endif
 
 /* libgcc_s's unwinder (walks), and the functions we stand in front of. */
 static struct {
@@ -420,7 +427,7 @@ static int walk_abandoned(uint64_t sp, uint64_t mark, const uint64_t *from, stru
 	}
 	uint64_t old;
 #ifdef SF_ARCH_SHADOW
-	sf_self.land_bound = 0; /* until a landing after the walk: land_arm */
+	land_untag(&sf_self); /* until a landing after the walk: land_tag */
 #endif
 	mask_change(SIG_BLOCK, walk_blocked, &old);
 	walking.added = walk_blocked & ~old;
@@ -450,7 +457,8 @@ static uint32_t close_walked(struct sf_thread *t, struct walk *w)
 #ifdef SF_ARCH_SHADOW
 	if (w->found) { /* the array's frames and the live ones inside them */
 		uint64_t was = t->shadow_depth;
-		t->shadow_depth = SF_SHADOW_CAP + w->live;
+		t->shadow_depth = sf_shadow_stored(t) + w->live;
+		t->shadow_top &= ~SF_SHADOW_TAG; /* its frame may be an abandoned one */
 		return w->recorded || was != t->shadow_depth ? w->recorded | 1 : 0; /* only tested for 0 */
 	}
 	t->shadow_depth = t->shadow_depth > w->recorded ? t->shadow_depth - w->recorded : 0;
@@ -472,7 +480,7 @@ static int entries_on_own_stack(const struct sf_thread *t, uint64_t n)
 {
 	stack_t alt = {.ss_flags = SS_DISABLE};
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t e = t->shadow[i] & ~(uint64_t)7;
+		uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot((struct sf_thread *)t, i));
 		if (sf_stack_own_holds(e))
 			continue;
 		if (alt.ss_flags == SS_DISABLE) {
@@ -512,7 +520,7 @@ static uint64_t known_left(const struct sf_thread *t, uint64_t known, uint64_t s
 {
 	uint64_t left = known;
 	for (uint64_t i = known; i > 0; i--) {
-		uint64_t e = t->shadow[i - 1] & ~(uint64_t)7;
+		uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot((struct sf_thread *)t, i - 1));
 		if (hi && (e < lo || e >= hi))
 			continue;
 		if (e >= sp)
@@ -525,19 +533,19 @@ static uint64_t known_left(const struct sf_thread *t, uint64_t known, uint64_t s
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).
- * Frames deeper than SF_SHADOW_CAP have no entry (trampoline.S); they are
+ * Frames past the stored entries have none (trampoline.S); they are
  * deeper than the last stored one, so abandoned with it. O(frames
  * popped). Returns -1 when it cannot tell: the target is deeper than the
  * array (or window frames may be among the unstored ones), or every entry
  * is below sp and the target is not on this stack. */
 static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 {
-	uint64_t depth = t->shadow_depth, known = depth < SF_SHADOW_CAP ? depth : SF_SHADOW_CAP;
+	uint64_t depth = t->shadow_depth, stored = sf_shadow_stored(t), known = depth < stored ? depth : stored;
 	uint64_t lo = 0, hi = 0, windows = 0;
 	int bounded = sf_stack_of(sp, &lo, &hi);
 	uint64_t left = known_left(t, known, sp, lo, hi);
 	for (uint64_t i = left; i < known; i++)
-		windows += t->shadow[i] & 1;
+		windows += *sf_shadow_slot(t, i) & 1;
 	if (depth > known && (left == known || t->window_depth))
 		return -1;
 	if (!bounded && !left && known && !on_this_stack(t, known, sp))
@@ -572,20 +580,125 @@ static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 	if (d - 1 >= SF_SHADOW_CAP - 1 || t->walk_frame ||
 	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
 		return 0;
-	uint64_t above = t->shadow[d], e = t->shadow[d - 1] & ~(uint64_t)7;
-	return on_own_stack(t, sp, e) && (!above || (above & ~(uint64_t)7) >= sp);
+	uint64_t above = SF_SHADOW_ADDR(t->shadow[d]), e = SF_SHADOW_ADDR(t->shadow[d - 1]);
+	return on_own_stack(t, sp, e) && (!above || above >= sp);
 }
 
-/* Arms _Unwind_SetIP's fast path on this thread (see there): once libgcc's
- * layout is known, and not during a walk, which a fault handler's throw
- * out of it must end on the full path (end_interrupted_walk). */
-static void land_arm(struct sf_thread *t)
+/* 1 if the stored entries [0, n) all lie on the stack of entry n - 1.
+ * Scanned from n - 1 down to the first one a landing tagged before (those
+ * below it lie on its stack: land_tag), tagging each on the way. 0 if one
+ * does not, or that stack is unknown. */
+static int one_stack_below(struct sf_thread *t, uint64_t n)
+{
+	uint64_t lo, hi, i = n;
+	if (!n)
+		return 1;
+	uint64_t top = SF_SHADOW_ADDR(*sf_shadow_slot(t, n - 1));
+	if (!top || !sf_stack_of(top, &lo, &hi)) /* 0: a resync's stand-in (sf_shadow_resync) */
+		return 0;
+	for (; i > 0; i--) {
+		uint64_t e = *sf_shadow_slot(t, i - 1), a = SF_SHADOW_ADDR(e);
+		if (a < lo || a >= hi)
+			return 0;
+		if (e & SF_SHADOW_TAG)
+			break;
+	}
+	for (; i < n; i++)
+		*sf_shadow_slot(t, i) |= SF_SHADOW_TAG;
+	return 1;
+}
+
+/* Arms _Unwind_SetIP's fast path on this thread (see there) for the
+ * innermost entry: tags it when every entry lies on its stack (the
+ * thread's own, or a coroutine's it runs on), and copies it, tagged, to
+ * shadow_top past the array. Only once libgcc's layout is known, and not
+ * during a walk, which a fault handler's throw out of it must end on the
+ * full path (end_interrupted_walk). */
+static void land_tag(struct sf_thread *t)
 {
 	if (!__atomic_load_n(&setip_armed, __ATOMIC_ACQUIRE) || t->walk_frame)
 		return;
 	t->shadow_below = UINT64_MAX;
+	uint64_t d = t->shadow_depth, stored = sf_shadow_stored(t);
+	if (d > stored || !one_stack_below(t, d)) {
+		t->shadow_top &= ~SF_SHADOW_TAG;
+		return;
+	}
+	if (d > SF_SHADOW_CAP)
+		t->shadow_top = *sf_shadow_slot(t, d - 1);
+}
+
+/* The first landing after a recorded frame was entered on the thread's
+ * own stack, on top of a tagged entry (a recorded catcher called afresh
+ * for each throw): tags its entry without the full path (which costs
+ * some 400 instructions a throw there) and says whether the landing at
+ * cfa is then quiet. 0 sends it to the full path. */
+static int quick_tag(struct sf_thread *t, uint64_t cfa)
+{
+	uint64_t d = t->shadow_depth;
+	if (!d || d > sf_shadow_stored(t) || t->walk_frame ||
+	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
+		return 0;
+	uint64_t *slot = sf_shadow_slot(t, d - 1), e = *slot;
+	uint64_t below = d > 1 ? *sf_shadow_slot(t, d - 2) : t->shadow_below;
+	if ((e & SF_SHADOW_TAG) || !(below & SF_SHADOW_TAG) || (d > SF_SHADOW_CAP && t->shadow_top != e))
+		return 0;
+	uint64_t a = SF_SHADOW_ADDR(e), b = d > 1 ? SF_SHADOW_ADDR(below) : a;
+	if (t->stack.own <= 0 && !sf_stack_own_holds(a)) /* looks the bounds up once */
+		return 0;
+	if (a < t->stack.lo || a >= t->stack.hi || b < t->stack.lo || b >= t->stack.hi)
+		return 0;
+	*slot = e | SF_SHADOW_TAG;
+	if (d > SF_SHADOW_CAP)
+		t->shadow_top = e | SF_SHADOW_TAG;
+	return cfa <= a;
+}
+
+/* Disarms it at the current depth (a walk begins). */
+static void land_untag(struct sf_thread *t)
+{
+	uint64_t d = t->shadow_depth;
+	t->shadow_top &= ~SF_SHADOW_TAG;
+	if (!d)
+		t->shadow_below = 0;
+	else if (d <= SF_SHADOW_CAP)
+		t->shadow[d - 1] &= ~SF_SHADOW_TAG;
+}
+
+/* The overflow area (trampoline.S, SHADOW_DEEP, at the thread's first push
+ * past the array, through sf_shadow_ov_grow): raw system calls, so errno
+ * is the program's. shadow_ov is 1 while it is mapped, so a signal
+ * handler's pushes past it meanwhile are counted only, and stays 1 if it
+ * cannot be had (no retry at every dive). */
+void sf_shadow_ov_alloc(void)
+{
+#ifdef SF_SHADOW_OV_CAP
+	struct sf_thread *t = &sf_self;
+	if (t->shadow_ov)
+		return;
+	t->shadow_ov = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->land_bound = SF_SHADOW_CAP + 1;
+	long p = sf_syscall6(SYS_mmap, 0, (long)SF_SHADOW_OV_CAP * 8, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p < 0 && p > -4096)
+		return;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->shadow_ov = (uint64_t)p;
+#endif
+}
+
+/* At the thread's end (buffer.c's key destructor): no push stores past
+ * the array from then on. */
+void sf_shadow_ov_free(void)
+{
+#ifdef SF_SHADOW_OV_CAP
+	struct sf_thread *t = &sf_self;
+	uint64_t ov = t->shadow_ov;
+	t->shadow_ov = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (ov > 1)
+		sf_syscall6(SYS_munmap, (long)ov, (long)SF_SHADOW_OV_CAP * 8, 0, 0, 0, 0);
+#endif
 }
 #endif
 
@@ -619,9 +732,10 @@ static void landing(uint64_t sp, const void *env)
 	closed = shadow_pop(t, sp);
 	/* Deeper than the array, every stored frame is live (shadow_pop):
 	 * the walk counts the live frames inside the last one. */
-	if (closed < 0 && t->shadow_depth > SF_SHADOW_CAP && !t->window_depth &&
-	    (t->shadow[SF_SHADOW_CAP - 1] & ~(uint64_t)7) >= sp)
-		mark = t->shadow[SF_SHADOW_CAP - 1] & ~(uint64_t)7;
+	uint64_t stored = sf_shadow_stored(t);
+	if (closed < 0 && t->shadow_depth > stored && !t->window_depth &&
+	    SF_SHADOW_ADDR(*sf_shadow_slot(t, stored - 1)) >= sp)
+		mark = SF_SHADOW_ADDR(*sf_shadow_slot(t, stored - 1));
 #endif
 	if (closed < 0) {
 		struct walk w;
@@ -649,8 +763,8 @@ static void landing(uint64_t sp, const void *env)
 	 * a landing. An exception's landing that popped nothing records
 	 * nothing: the slot is, there, almost always a callee that returned
 	 * (_Unwind_SetIP says why). */
-	uint64_t left = t->shadow_depth, above = env && left < SF_SHADOW_CAP ? t->shadow[left] : 0;
-	if (closed || (above && (above & ~(uint64_t)7) < sp))
+	uint64_t left = t->shadow_depth, above = env && left < sf_shadow_stored(t) ? SF_SHADOW_ADDR(*sf_shadow_slot(t, left)) : 0;
+	if (closed || (above && above < sp))
 		sf_record_event_at(SF_EV_UNWIND_TO, left < SF_FUNC_ID_LIMIT ? (uint32_t)left : SF_FUNC_ID_LIMIT - 1,
 				   now);
 #else
@@ -719,10 +833,17 @@ static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _U
 	 * frame's context is its stack pointer at the call that threw. */
 	if (!R.setip)
 		resolve_next();
+#ifdef SF_ARCH_SHADOW
+	if (__atomic_load_n(&setip_armed, __ATOMIC_ACQUIRE) &&
+	    quick_tag(&sf_self, *(const uint64_t *)((const char *)ctx + CTX_CFA_OFF))) {
+		*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;
+		return;
+	}
+#endif
 	if (R.setip == R.gcc_setip && R.getcfa)
 		landing(R.getcfa(ctx), NULL);
 #ifdef SF_ARCH_SHADOW
-	land_arm(&sf_self);
+	land_tag(&sf_self);
 #endif
 	R.setip(ctx, ip);
 }
@@ -730,37 +851,47 @@ static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _U
 /* Every personality routine's call to install a landing pad (52 a throw
  * through 50 frames with destructors). Most abandon no recorded frame:
  * the landing frame's CFA is at or below the innermost open entry
- * (shadow_up[depth]; at depth 0 shadow_below, above everything). That is
- * the whole test: 9 instructions where libgcc's own _Unwind_SetIP is 3
- * (the TLS base, the depth and its bound, the CFA read in place and its
- * compare with the entry, then libgcc's store of the landing pad made
- * here, and the return: no jump to libgcc's), and it keeps no state: the
- * shadow stack as the trampolines left it is the answer, so nothing a
- * throw, a forced unwind, a signal or a longjmp does in between can make
- * it stale. land_bound (0 until armed, and during a walk) keeps depths
- * past the array and walks on the full path, which answers the same for
- * these landings: nothing popped, nothing recorded. The slot above the
- * top is not read: for an exception it is almost always a callee that
- * returned (a recorded function called before the throw), not a frame a
- * signal caught between its exit's pop and its EXIT store, which only a
- * throw out of an asynchronous signal handler could abandon (longjmp
- * keeps that test). The rest, and any context before libgcc is known,
- * take the full path. It does not ask whether the CFA and the entry lie
- * on the same stack, as the full path and a longjmp's test do
- * (on_own_stack): 5 instructions more a landing, over the cost target
- * (docs/DESIGN.md, Unwinding, "One stack at a time"). */
+ * (shadow_up[depth]; at depth 0 shadow_below, above everything; past the
+ * array shadow_top, the last entry pushed there). That is the whole test:
+ * 10 instructions where libgcc's own _Unwind_SetIP is 3 (the TLS base,
+ * the depth, the CFA read in place and tagged, the depth's compare with
+ * the array's, the compare with the entry, then libgcc's store of the
+ * landing pad made here, and the return: no jump to libgcc's), and it
+ * keeps no state of its own: the shadow stack as the trampolines left it
+ * is the answer, so nothing a throw, a forced unwind, a signal or a
+ * longjmp does in between can make it stale. The CFA is compared with
+ * SF_SHADOW_TAG set, so only an entry a landing tagged passes (land_tag:
+ * it and every entry below it lie on one stack, so the landing is on
+ * that stack, above the entry, and abandons nothing, or on another,
+ * where no recorded frame is open); a push writes its entry raw, so a
+ * frame entered since fails, as does every entry before libgcc's layout
+ * is known (nothing is tagged) and during a walk (land_untag). Past the
+ * array, shadow_top is the innermost entry or, after exits, a deeper
+ * one's, which answers "quiet" for fewer landings, never more. The slot
+ * above the top is not read: for an exception it is almost always a
+ * callee that returned (a recorded function called before the throw),
+ * not a frame a signal caught between its exit's pop and its EXIT store,
+ * which only a throw out of an asynchronous signal handler could abandon
+ * (longjmp keeps that test). The rest take the full path. */
 __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 #ifdef SF_ARCH_SHADOW
-	struct sf_thread *t = &sf_self;
+	const struct sf_thread *t = &sf_self;
 	uint64_t d = t->shadow_depth;
-	if (__builtin_expect(d < t->land_bound, 1) &&
-	    __builtin_expect(*(const uint64_t *)((const char *)ctx + CTX_CFA_OFF) <= t->shadow_up[d], 1)) {
-		*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;
-		return;
+	uint64_t cfa = *(const uint64_t *)((const char *)ctx + CTX_CFA_OFF) | SF_SHADOW_TAG;
+	if (__builtin_expect(d <= SF_SHADOW_CAP, 1)) {
+		if (__builtin_expect(cfa <= t->shadow_up[d], 1))
+			goto quiet;
+	} else if (cfa <= t->shadow_top) {
+		goto quiet;
 	}
 #endif
 	setip_slow(ctx, ip);
+	return;
+#ifdef SF_ARCH_SHADOW
+quiet:
+	*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;
+#endif
 }
 
 /* ---- longjmp ----

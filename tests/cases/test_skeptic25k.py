@@ -288,11 +288,6 @@ def test_skeptic25k_throw_cost_shallow():
         sfkit.check(extra <= 1000, f"depth {depth} {regex}: +{extra} instructions a throw over {base}")
 
 
-@sfkit.known_break(25, "a throw through 50 unrecorded cleanup frames under 513+ open recorded frames (rec 511 or 600 "
-                       "deep): every one of its 51 landings walks the stack: +995,577 instructions a throw over "
-                       "untraced 414,905 (+925 with 512 frames open); wall clock 130-220 us untraced -> 440-730 us "
-                       "traced a throw, about +6-10 us a landing, charged to loop()'s self time, against README's "
-                       "'under 100 ns ... recorded frames or not'")
 def test_skeptic25k_throw_cost_deep():
     extra, base = throw_cost(600, "^(main|loop|rec)$")
     sfkit.check(extra <= 1000, f"depth 600: +{extra} instructions a throw over {base}")
@@ -313,9 +308,6 @@ def test_skeptic25k_panic_cost_shallow():
         sfkit.check(extra <= 800, f"{regex}: +{extra} instructions a panic over {base}")
 
 
-@sfkit.known_break(25, "a panic through 20 unrecorded Drop frames under 600 open recorded frames: every landing walks: "
-                       "+424,146 instructions a panic over untraced 182,707 (+690 with 3 frames open), "
-                       "limit 800")
 def test_skeptic25k_panic_cost_deep():
     extra, base = throw_cost(600, "rust_cost::(main|run|rec)$", rust_cost(), RUST_RUN)
     sfkit.check(extra <= 800, f"depth 600: +{extra} instructions a panic over {base}")
@@ -355,11 +347,6 @@ def test_skeptic25k_costack_suspended2_above():
     check_suspended2("above")
 
 
-@sfkit.known_break(25, "suspended2 after a warm-up throw that arms _Unwind_SetIP's fast path: with g (coroutine "
-                       "stack above) the innermost entry, the fast path compares f2's landing CFA with g's entry "
-                       "and calls it quiet: 0 UNWIND events for f2's throw (want 2 abandoned, depth 1 left). "
-                       "The sound test (landing CFA and entry both on the own stack: +5 instructions a landing) "
-                       "measured +1,191 a C++ throw (limit 1,000) and +801 a panic (limit 800)")
 def test_skeptic25k_costack_suspended2_armed_above():
     log = record_same(costack(), ["above", "suspended2w"], rec_args=["--filter-regex", "^(main|f2|g|after)$"])
     sfkit.eq(unwinds(log), [(2, 1)], "coroutine above, fast path armed: UNWIND events")

@@ -213,12 +213,22 @@ def test_skeptic28k_longjmp_within_the_shadow_array():
              "UNWIND events, longjmp 103 frames deep")
 
 
-@sfkit.known_break(28, "a longjmp landing deeper than the runtime's 512-entry shadow array in a program without "
-                       "libgcc_s (C, as Lua): the runtime cannot count the abandoned frames (no unwinder to walk "
-                       "with), records no UNWIND and keeps them in its depth, so every later UNWIND_TO says one "
-                       "frame too many left ('2 frames abandoned, depth 2 left' where 1 is left); Lua errors.lua "
-                       "gives 439 events for 441 repairs")
 def test_skeptic28k_longjmp_past_the_shadow_array():
     # main, deep(600)..deep(0), raise_err: raise_err is 603rd
     sfkit.eq(_deepjmp_unwinds(600), ["1 frames abandoned, depth 602 left", "2 frames abandoned, depth 1 left"],
              "UNWIND events, longjmp 603 frames deep")
+
+
+def test_skeptic28k_deep_pushes_leave_later_landings_exact():
+    """Entries past the shadow array are kept by depth, not in a ring of
+    the innermost ones: a dive 700 deep that returned leaves nothing a
+    later shallow landing reads (56 abandoned, not fewer), and a vfork
+    child's 700 pushes past its parent's depth of 601 leave the parent's
+    entries alone (21 abandoned, depth 601 left)."""
+    exe = sfkit.build_c("skeptic28k_deepmix", ["skeptic28k_deepmix.c"])
+    for mode, want in (("stale", ["56 frames abandoned, depth 6 left"]),
+                       ("vfork", ["21 frames abandoned, depth 601 left"])):
+        p, log = sfkit.record([exe, mode], args=["-q"])
+        out = sfkit.run([sfkit.SFTRACE, "dump", log]).stdout
+        got = [re.sub(r"\[depth \d+\]\s*", "", m) for m in re.findall(r"UNWIND\s+(.*)$", out, re.M)]
+        sfkit.eq(got, want, f"{mode}: UNWIND events")

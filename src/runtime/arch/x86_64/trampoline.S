@@ -55,10 +55,12 @@
  * exception abandons by popping those below the landing's stack pointer,
  * with no unwinder. The depth is claimed before the slot is written, so a
  * signal handler that traces its own calls in between uses the slots
- * above; frames deeper than SF_SHADOW_CAP are counted, not stored (the
- * array keeps the outermost ones: a landing below them abandons every
- * deeper frame too; unwind.c walks only for a target deeper than the
- * array); a pop at depth 0 (an exit whose entry came before patching)
+ * above; frames deeper than SF_SHADOW_CAP go to the overflow area and
+ * shadow_top (SHADOW_DEEP, out of line: a shallow push runs the same 7
+ * instructions as before), or are counted only when it is missing or
+ * full (the array keeps the outermost ones: a landing below them abandons
+ * every deeper frame too; unwind.c walks only for a target deeper than
+ * the stored entries); a pop at depth 0 (an exit whose entry came before patching)
  * leaves it at 0: one load and one store, no read-modify-write of memory.
  * The push comes before the entry's event store and the pop before the
  * exit's: a signal handler that lands (siglongjmp) in between abandons
@@ -68,15 +70,41 @@
  * (SF_EV_UNWIND_TO), not how many frames it popped: the reader then
  * closes exactly the frames it has above that depth.
  * rcx holds sf_self's TLS offset; rax and rdx are free. */
-.macro SHADOW_PUSH window
+.macro SHADOW_PUSH window, deep, pushed
 	mov	%fs:SF_SHADOW_DEPTH_OFF(%rcx), %rax
 	lea	1(%rax), %rdx
 	mov	%rdx, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
 	cmp	$SF_SHADOW_CAP, %rax
-	jae	.Lshadow_full\@	/* deeper than the array: counted only */
+	jae	\deep			/* past the array: SHADOW_DEEP, out of line */
 	lea	32+\window(%rsp), %rdx
 	mov	%rdx, %fs:SF_SHADOW_OFF(%rcx,%rax,8)
-.Lshadow_full\@:
+\pushed:
+.endm
+/* A push past the array (rax: the depth before it; the CFI state is the
+ * one at SHADOW). The entry goes to shadow_top, which _Unwind_SetIP's
+ * fast path compares with there, and to the overflow area, entry
+ * depth - SF_SHADOW_CAP, mapped at the thread's first push past the
+ * array (sf_shadow_ov_grow: from then on every entry past the array is
+ * stored; a push that finds it missing at a deeper index, or full, is
+ * counted only, as every one was before). */
+.macro SHADOW_DEEP window, deep, pushed
+\deep:
+	lea	32+\window(%rsp), %rdx
+	mov	%rdx, %fs:SF_SHADOW_TOP_OFF(%rcx)
+	sub	$SF_SHADOW_CAP, %rax
+	cmp	$SF_SHADOW_OV_CAP, %rax
+	jae	\pushed
+1:	cmpq	$1, %fs:SF_SHADOW_OV_OFF(%rcx)
+	jbe	2f			/* not mapped (0), or none to be had (1) */
+	shl	$3, %rax
+	add	%fs:SF_SHADOW_OV_OFF(%rcx), %rax
+	mov	%rdx, (%rax)
+	jmp	\pushed
+2:	je	\pushed
+	test	%rax, %rax
+	jnz	\pushed		/* only at the first entry past the array */
+	call	sf_shadow_ov_grow	/* sets shadow_ov to the area or 1 */
+	jmp	1b
 .endm
 .macro SHADOW_POP
 	mov	%fs:SF_SHADOW_DEPTH_OFF(%rcx), %rax
@@ -86,11 +114,17 @@
 	mov	%rax, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
 .endm
 /* kind 1 (entry) pushes, with window = 1 for a window frame; 2 and 3 pop. */
-.macro SHADOW kind, window
+.macro SHADOW kind, window, deep, pushed
 	.if \kind == 1
-	SHADOW_PUSH \window
+	SHADOW_PUSH \window, \deep, \pushed
 	.else
 	SHADOW_POP
+	.endif
+.endm
+/* The out-of-line part of an entry's push, after the path's last jump. */
+.macro SHADOW_TAIL kind, window, deep, pushed
+	.if \kind == 1
+	SHADOW_DEEP \window, \deep, \pushed
 	.endif
 .endm
 
@@ -101,7 +135,7 @@
 	PUSHQ	%rdx
 	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
-	SHADOW	\kind, \window
+	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@
 	rdtsc
 	shl	$32, %rdx
 	or	%rdx, %rax
@@ -133,6 +167,7 @@
 	mov	%rdx, %rcx		/* the claimed record, for sf_slow_event_at */
 	mov	$\kind, %edx
 	jmp	sf_slow_common
+	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@
 .endm
 
 /* Monotonic-clock mode (no invariant TSC): every event takes the slow path,
@@ -142,11 +177,12 @@
 	PUSHQ	%rdx
 	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
-	SHADOW	\kind, \window
+	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@
 	xor	%eax, %eax
 	xor	%ecx, %ecx
 	mov	$\kind, %edx
 	jmp	sf_slow_common
+	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@
 .endm
 
 	.globl	sf_tramp_entry
@@ -307,6 +343,42 @@ sf_tramp_entry_mono_wrec:
 	WINDOW_OUT sf_tramp_exit_mono_window, sf_tramp_exit_mono
 	WINDOW_OUT sf_tramp_tail_mono_window, sf_tramp_tail_mono
 
+/* Called from SHADOW_DEEP at a thread's first push past the array: maps
+ * the overflow area (sf_shadow_ov_alloc, C built -mgeneral-regs-only,
+ * raw system calls: no vector register, flag or errno the program sees
+ * changes). Saves every general register a C call may change. */
+	FUNC	sf_shadow_ov_grow
+	PUSHQ	%rax
+	PUSHQ	%rdx
+	PUSHQ	%rcx
+	PUSHQ	%rsi
+	PUSHQ	%rdi
+	PUSHQ	%r8
+	PUSHQ	%r9
+	PUSHQ	%r10
+	PUSHQ	%r11
+	PUSHQ	%rbp
+	.cfi_rel_offset %rbp, 0
+	mov	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	and	$-16, %rsp
+	call	sf_shadow_ov_alloc
+	mov	%rbp, %rsp
+	.cfi_def_cfa_register %rsp
+	POPQ	%rbp
+	.cfi_restore %rbp
+	POPQ	%r11
+	POPQ	%r10
+	POPQ	%r9
+	POPQ	%r8
+	POPQ	%rdi
+	POPQ	%rsi
+	POPQ	%rcx
+	POPQ	%rdx
+	POPQ	%rax
+	ret
+	ENDFUNC	sf_shadow_ov_grow
+
 /* Slow path. On entry: the caller's rax, rdx, rcx are pushed (rcx on top),
  * rax = time, r10d = function id, edx = kind, rcx = the record address the
  * fast path claimed (0: none). Saves the remaining caller-saved registers
@@ -407,7 +479,7 @@ sf_slow_common:
 	PUSHQ	%rdx
 	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
-	SHADOW	\kind, 0
+	SHADOW	\kind, 0, .Ldeep\@, .Lpushed\@
 	PUSHQ	%rbp
 	.cfi_rel_offset %rbp, 0
 	mov	%rsp, %rbp
@@ -462,6 +534,7 @@ sf_slow_common:
 	xor	%ecx, %ecx		/* nothing claimed */
 	mov	$\kind, %edx
 	jmp	sf_slow_common
+	SHADOW_TAIL \kind, 0, .Ldeep\@, .Lpushed\@
 	ENDFUNC	\name
 .endm
 

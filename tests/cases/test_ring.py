@@ -665,3 +665,31 @@ def test_snapshot_requests_the_kernel_merges_are_counted():
     eq([o for o, _ in outs], [want + "\n"] * 3, f"each sftrace snapshot: {outs}")
     eq(snapshots(d), [os.path.basename(want)], err)
     eq(_requests(err), (3, 1, {"sent while a ring signal was pending: the kernel merged them": 2}), err)
+
+
+# ---- slots a freeze made free, and the rings' laps under churn (issue 28) ----
+
+def _thread_events(log):
+    """{serial: events} from dump's thread table."""
+    out = run([SFTRACE, "dump", log]).stdout
+    table = out.partition("\nthreads (")[2].partition("\nevents:\n")[0]
+    return {int(m.group(1)): int(m.group(2))
+            for m in re.finditer(r"^\s+(\d+)\s+\d+\s+.{16}\s+(\d+)\s+\d+\s", table, re.M)}
+
+
+def test_a_thread_after_a_frozen_ring_starts_in_a_clean_slot():
+    """tests/fixtures/ring_dirtyslot.c: thread a fills its ring, takes a
+    snapshot, laps again (its frozen batches are then made free by their
+    serial alone) and exits; thread b makes 10 calls. b got a's frozen
+    slot from the free list uncleared, and its window read 8182 events,
+    its own 24 and then a's leaf calls (report: 8158 backward timestamps
+    raised). Now the slot is cleared before b claims it."""
+    exe = build_c("ring_dirtyslot", ["ring_dirtyslot.c"], libs=["-lpthread"])
+    d = tmpdir()
+    p, log = record([exe], out=os.path.join(d, "sf.log"), args=["-q", "--ring", "128K", "--trigger", "^poke$"])
+    eq(p.stdout, "ok\n")
+    eq(len(snapshots(d)), 1, p.stderr)
+    # b's 24: b, burst and 10 leaf calls, entry and exit each.
+    eq(_thread_events(log).get(3), 24, "thread b's events")
+    r = run([SFTRACE, "report", log])
+    check("backward" not in r.stdout + r.stderr, r.stdout + r.stderr)

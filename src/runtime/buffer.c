@@ -472,7 +472,7 @@ static void ring_start(struct sf_thread *t)
 	r->cur = 0;
 	r->live[0] = t->slot;
 	r->nfrozen = 0;
-	r->frozen_kept = 0;
+	__atomic_store_n(&r->frozen_kept, 0, __ATOMIC_RELAXED);
 	/* With triggers, the slot a first freeze goes on in, taken now: the
 	 * trigger's thread then does no file work at the trigger (without
 	 * one, or when none could be had, it takes one then). */
@@ -550,7 +550,7 @@ static int ring_freeze(struct sf_thread *t)
 	r->frozen = r->live;
 	r->nfrozen = r->n;
 	r->frozen_cur = r->cur;
-	r->frozen_kept = 1;
+	__atomic_store_n(&r->frozen_kept, 1, __ATOMIC_RELAXED);
 	r->live = in;
 	if (first) {
 		in[0] = first;
@@ -571,17 +571,30 @@ static int ring_freeze(struct sf_thread *t)
 	return 1;
 }
 
-/* The live set laps: the frozen set's batches, the thread's oldest in the
- * file until now, would no longer be contiguous with it. They are made
- * free in the file, once the writer thread has copied them. */
-static void ring_drop_frozen(struct sf_ring *r)
+/* The frozen set's batches made free in the file (serial 0). Its thread
+ * and the writer thread may both do it at once: the same stores. */
+static void ring_free_frozen(struct sf_ring *r)
 {
-	r->frozen_kept = 2; /* not contiguous any more */
-	if (__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE) == r->frozen_epoch)
-		return;
 	for (uint32_t i = 0; i < r->nfrozen; i++)
 		__atomic_store_n(&r->frozen[i]->hdr->thread_serial, 0, __ATOMIC_RELEASE);
-	r->frozen_kept = 0;
+}
+
+/* The live set laps: the frozen set's batches, the thread's oldest in the
+ * file until now, would no longer be contiguous with it. They are made
+ * free in the file, once the writer thread has copied them: here if the
+ * freeze they were taken for is closed, else by sf_rings_thaw, which
+ * closes it and then reads frozen_kept. Each side stores, fences, then
+ * loads what the other stores, so at least one of them sees the other's
+ * store: a lap just before the close is never missed by both (issue 28:
+ * a thread that laps no more kept an earlier lap in the log). */
+static void ring_drop_frozen(struct sf_ring *r)
+{
+	__atomic_store_n(&r->frozen_kept, 2, __ATOMIC_RELAXED); /* not contiguous any more */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE) == r->frozen_epoch)
+		return;
+	ring_free_frozen(r);
+	__atomic_store_n(&r->frozen_kept, 0, __ATOMIC_RELAXED);
 }
 
 /* The batch in the current slot is complete: the next one goes into a new
@@ -598,7 +611,7 @@ static void ring_advance(struct sf_thread *t)
 	struct sf_slot *next = r && r->n < r->cap ? sf_log_slot_get() : NULL;
 	if (r)
 		ring_write_begin(r);
-	if (!next && r && r->frozen_kept)
+	if (!next && r && __atomic_load_n(&r->frozen_kept, __ATOMIC_RELAXED))
 		ring_drop_frozen(r);
 	if (next) {
 		r->live[r->n] = next;
@@ -765,25 +778,55 @@ uint32_t sf_ring_capture(struct sf_ring *r, uint32_t e, unsigned char *copies)
 	}
 }
 
+/* A running thread's ring that lapped while freeze e was open: its frozen
+ * set, copied now, is made free (ring_drop_frozen left it to us). Only a
+ * set frozen for e: once frozen_epoch reads e, its thread has finished
+ * that freeze's swap and takes no other before the next freeze, which
+ * cannot open until the writer is done (busy); nor can the thread give
+ * the slots back meanwhile (ring_release waits for ring_lock). Its hot
+ * path writes only to the live set. The thread may free the set at the
+ * same moment: the same stores, and frozen_kept only goes 2 -> 0 here. */
+static void ring_thaw_lapped(struct sf_ring *r, uint32_t e)
+{
+	if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != SF_RING_LIVE ||
+	    __atomic_load_n(&r->frozen_epoch, __ATOMIC_ACQUIRE) != e)
+		return;
+	uint32_t lapped = 2;
+	if (__atomic_load_n(&r->frozen_kept, __ATOMIC_RELAXED) != lapped)
+		return;
+	ring_free_frozen(r);
+	__atomic_compare_exchange_n(&r->frozen_kept, &lapped, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* An exited thread's ring, kept while freeze e was open, freed. */
+static void ring_thaw_held(struct sf_ring *r)
+{
+	ring_write_begin(r);
+	ring_put_set(r->live, r->n, r->cur, 0);
+	ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
+	r->nfrozen = 0;
+	if (r->reserve)
+		sf_log_slot_put(r->reserve);
+	r->reserve = NULL;
+	__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
+	ring_write_end(r);
+	r->next_free = free_rings;
+	free_rings = r;
+}
+
+/* The writer thread has copied freeze e: it closes. Exited threads' rings
+ * go back; running threads' rings that lapped during it drop their frozen
+ * set, after the close (the order ring_drop_frozen relies on). */
 void sf_rings_thaw(uint32_t e)
 {
 	ring_lock_take();
-	for (struct sf_ring *r = sf_rings(); r; r = r->next_all) {
-		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != SF_RING_HELD)
-			continue;
-		ring_write_begin(r);
-		ring_put_set(r->live, r->n, r->cur, 0);
-		ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
-		r->nfrozen = 0;
-		if (r->reserve)
-			sf_log_slot_put(r->reserve);
-		r->reserve = NULL;
-		__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
-		ring_write_end(r);
-		r->next_free = free_rings;
-		free_rings = r;
-	}
+	for (struct sf_ring *r = sf_rings(); r; r = r->next_all)
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == SF_RING_HELD)
+			ring_thaw_held(r);
 	__atomic_store_n(&sf_freeze_open, 0, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (struct sf_ring *r = sf_rings(); r; r = r->next_all)
+		ring_thaw_lapped(r, e);
 	ring_lock_drop();
 }
 

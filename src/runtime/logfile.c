@@ -658,6 +658,21 @@ static struct sf_slot *slot_record(void)
 	return L.slot_pool++;
 }
 
+/* Whether a free slot must be cleared before it is claimed. Ring mode
+ * gives slots back with their records: an exited thread's batch (still
+ * its, serial set, kept until now), or a frozen or earlier-lap one made
+ * free by its serial alone (buffer.c). The second kind read as the next
+ * thread's own records after its first events, once it set its serial:
+ * 8158 of thread a's leaf calls in thread b's 10-call window (issue 28,
+ * tests/fixtures/ring_dirtyslot.c). Its first record does not tell
+ * either: one an interrupted context claimed is still 0 if a handler
+ * jumped out of it. So every ring slot is cleared when taken, as most
+ * were already (an exited thread's keep their serial). */
+static int slot_holds_records(const struct sf_slot *s)
+{
+	return sf_config.ring_slots || s->hdr->thread_serial;
+}
+
 /* A slot for the calling thread: a reused one, or a fresh page-aligned
  * region at the end of the file. NULL if the log cannot take one. */
 struct sf_slot *sf_log_slot_get(void)
@@ -670,7 +685,7 @@ struct sf_slot *sf_log_slot_get(void)
 	if (L.free_slots) {
 		s = L.free_slots;
 		L.free_slots = s->next_free;
-		if (s->hdr->thread_serial) /* ring mode: an exited thread's batch, kept until now */
+		if (slot_holds_records(s))
 			sf_log_slot_invalidate(s);
 		goto out;
 	}

@@ -131,11 +131,6 @@ def test_ring_log_after_trigger_snapshots_reads_without_warnings():
        "report's warnings on the process's log, --trigger empty --max-snapshots 2")
 
 
-@sfkit.known_break(28, "runtime: a ring whose live set laps while a snapshot's freeze is open keeps its frozen "
-                       "set's serials (ring_drop_frozen defers, and only a later lap's hand-off retries; "
-                       "sf_rings_thaw does not), so a thread that makes no hand-off after the thaw leaves an "
-                       "earlier lap in the process's log: --trigger flood, '1 batch of an earlier lap left out' "
-                       "on main (3 runs of 3)")
 def test_ring_log_after_a_lapped_freeze_reads_without_warnings():
     """The same program with --trigger flood (one snapshot at flood's entry,
     then 400K events through a 2-slot ring while the snapshot is written):

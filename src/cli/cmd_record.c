@@ -55,7 +55,7 @@ static void usage(FILE *out)
 		"  -o, --output FILE         log file (default ./sf.log)\n"
 		"  -f, --filter FILE|DIR     record only the functions in FILE (sftrace filter);\n"
 		"                            repeatable; a directory gives its *.filter files\n"
-		"      --filter-regex RE     record only functions whose demangled name matches\n"
+		"  -r, --filter-regex RE     record only functions whose demangled name matches\n"
 		"                            RE (PCRE2), in every instrumented object any\n"
 		"                            process loads: each object's filter is made when\n"
 		"                            it loads (sftrace filter -r RE) and kept in\n"
@@ -989,7 +989,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 	int ring_signal_set = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:f:A:R:aqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:f:r:A:R:aqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->output = optarg; break;
 		case 'f':
@@ -1011,6 +1011,7 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 			}
 			o->writer = optarg;
 			break;
+		case 'r':
 		case OPT_FILTER_REGEX: o->filter_regex = optarg; break;
 		case 'a': o->auto_args = 1; break;
 		case 'A':

@@ -141,7 +141,8 @@ def test_switch_with_alloc_records_heap_events_only_while_on():
 
 
 def test_switch_with_filter_regex_patches_what_the_filter_chooses():
-    s = Server(["--filter-regex", "^(phase_|leaf_b)"])
+    """-r is --filter-regex's short form, as in sftrace filter and cargo sftrace."""
+    s = Server(["-r", "^(phase_|leaf_b)"])
     s.cmd("A")
     # phase_a, phase_b, phase_c and leaf_b: one entry and one exit sled each.
     s.switch("resume", want_sleds=8)

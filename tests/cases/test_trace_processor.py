@@ -12,6 +12,7 @@ One batched query per trace (trace processor starts in well under a second)."""
 import collections
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -73,9 +74,10 @@ def expected_from_logs(logs):
     """From `sftrace dump` (one run per log), independently of the
     converter: slices per (name, depth, tid) (an exit or tail call closes its
     function's frame and the frames above it; one whose function is not open
-    is dropped), and the (tid, pid, thread name) and (pid, process name) of
-    every log."""
-    slices = collections.Counter()
+    is dropped), the same with the depths trace processor gives them in a
+    Chrome JSON trace (see json_depths), and the (tid, pid, thread name) and
+    (pid, process name) of every log."""
+    slices, json_slices = collections.Counter(), collections.Counter()
     threads, procs = set(), set()
     for log in logs:
         out = run([SFTRACE, "dump", log]).stdout
@@ -87,22 +89,57 @@ def expected_from_logs(logs):
             m = THREAD_RE.match(line)
             if m and int(m.group(4)):
                 threads.add((int(m.group(2)), pid, m.group(3).strip() or "thread"))
-        stacks = collections.defaultdict(list)
+        stacks, frames, last = collections.defaultdict(list), [], {}
         for line in events.splitlines():
             m = EVENT_RE.match(line)
             if not m:
                 continue
-            tid, kind, name = int(m.group(2)), m.group(3), m.group(4).strip()
+            t, tid, kind, name = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4).strip()
             st = stacks[tid]
+            last[tid] = t
             if kind == "ENTRY":
                 slices[(name, len(st), tid)] += 1
-                st.append(name)
+                # [name, begin, end (None while open), the frames it is in]
+                st.append([name, t, None, list(st)])
+                frames.append((tid, st[-1]))
             elif kind == "UNWIND":  # "N frames abandoned": they end here
-                del st[max(0, len(st) - int(name.split()[0])):]
-            elif name in st:
-                while st.pop() != name:
-                    pass
-    return slices, threads, procs
+                n = max(0, len(st) - int(name.split()[0]))
+                for f in st[n:]:
+                    f[2] = t
+                del st[n:]
+            elif name in [f[0] for f in st]:
+                while True:
+                    f = st.pop()
+                    f[2] = t
+                    if f[0] == name:
+                        break
+        for tid, f in frames:  # still open: repaired at the thread's last time
+            if f[2] is None:
+                f[2] = last[tid]
+        for tid in {t for t, _ in frames}:
+            fs = [(f[1], f[2], len(f[3]), f[0]) for t, f in frames if t == tid]
+            for name, depth in json_depths(fs):
+                json_slices[(name, depth, tid)] += 1
+    return slices, json_slices, threads, procs
+
+
+def json_depths(frames):
+    """The (name, depth) trace processor gives each of one thread's frames
+    (begin, end, depth, name) in a Chrome JSON trace. Complete ("X") events
+    carry only times: it takes them by begin, the longer first, and a
+    slice beginning at ts closes every open slice ending at or before ts
+    (the end is exclusive). So a frame of 0 ns at the very end of its
+    callers (a repair: a crash, a longjmp landing in the tick the frame
+    began) closes them and sits one below the nearest enclosing frame that
+    ends after it, or under a frame that begins at that instant and lasts
+    longer; any other frame gets its own depth."""
+    stack, out = [], []
+    for b, e, _, name in sorted(frames, key=lambda f: (f[0], f[0] - f[1], f[2])):
+        while stack and stack[-1] <= b:
+            stack.pop()
+        out.append((name, len(stack)))
+        stack.append(e)
+    return out
 
 
 def logs_of(path):
@@ -132,23 +169,19 @@ def check_loaded(what, rows, slices, threads, procs, chrome):
     eq({t: sorted(v) for t, v in per_tid.items()}, chrome, f"{what}: every slice's (begin, end, name) vs Chrome JSON")
 
 
-def check_trace_processor(path, json_depths=None, shown_threads=None, more_procs=None):
+def check_trace_processor(path, shown_threads=None, more_procs=None):
     """Converts a log (or a recording's directory) to Perfetto (gzip'd) and
-    Chrome JSON and checks both as trace processor reads them. json_depths
-    maps (name, depth) to the depth trace processor gives that slice in the
-    JSON trace, where it cannot see the real one (see the crash case).
+    Chrome JSON and checks both as trace processor reads them (the JSON
+    depths as json_depths gives them).
     shown_threads: {"pb"|"json": {(tid, pid, name): row or None}}, the thread
     rows trace processor shows differently, and more_procs {"pb"|"json": set}
     the process rows it adds (see the reused tid case)."""
     trace_processor()
-    slices, threads, procs = expected_from_logs(logs_of(path))
+    slices, json_slices, threads, procs = expected_from_logs(logs_of(path))
     base = os.path.join(path, "all") if os.path.isdir(path) else path
     # Full names, as `dump` prints them (the default short slice names are
     # checked in test_names.py).
     chrome = chrome_slices(path, names="full", keep=base + ".json")
-    json_slices = collections.Counter()
-    for (name, depth, tid), n in slices.items():
-        json_slices[(name, (json_depths or {}).get((name, depth), depth), tid)] += n
     run([SFTRACE, "convert", "--names", "full", path, "-o", base + ".pb.gz"])
     for kind, out, want in (("pb", base + ".pb.gz", slices), ("json", base + ".json", json_slices)):
         shown = (shown_threads or {}).get(kind, {})
@@ -175,7 +208,8 @@ def test_tp_crash_repaired():
     begins, so in the JSON trace crash_here sits at depth 0. Its time and
     duration are still exact (checked against the JSON itself)."""
     _, log = record([calls_fixture(), "segv"], check_rc=128 + 11)
-    s = check_trace_processor(log, json_depths={("crash_here", 22): 0})
+    s = check_trace_processor(log)
+    eq(s[("crash_here", 22, next(t for n, _, t in s if n == "crash_here"))], 1, "crash_here at depth 22")
     eq(sum(n for (name, _, _), n in s.items() if name == "deep"), 21, "deep frames closed at the crash")
     shutil.rmtree(os.path.dirname(log))
 
@@ -222,6 +256,34 @@ def test_tp_unwind_repairs_cxx_longjmp():
         s = check_trace_processor(log)
         eq(sum(n for (f, _, _), n in s.items() if f.startswith(fn)), 20 * 6, f"{name}: {fn} slices")
         shutil.rmtree(os.path.dirname(log))
+
+
+def test_tp_json_zero_length_frame_at_callers_end():
+    """The rules json_depths models, every run, on a hand-made Chrome JSON
+    trace (the longjmp case meets it only when the innermost frame began in
+    the landing's clock tick): g [0, 2000] ns holds p [0, 1000], which holds
+    q [500, 1000], which holds the 0 ns z [1000, 1000]; w [1000, 1500]
+    follows p in g, beginning at the same instant. Trace processor closes
+    p and q at z's begin and puts z under w, the longer slice beginning
+    then (depth 2), and keeps every time."""
+    frames = [("z", 1000, 1000, 3), ("q", 500, 1000, 2), ("p", 0, 1000, 1), ("w", 1000, 1500, 1), ("g", 0, 2000, 0)]
+    events = [{"ph": "M", "pid": 7, "tid": 7, "name": "thread_name", "args": {"name": "t"}}]
+    for name, b, e, _ in frames:  # in the writer's format: 3 decimals and a 2
+        events.append({"ph": "X", "pid": 7, "tid": 7, "ts": f"{b // 1000}.{b % 1000:03}2",
+                       "dur": f"{(e - b) // 1000}.{(e - b) % 1000:03}2", "name": name})
+    d = tmpdir()
+    trace = os.path.join(d, "zero.json")
+    with open(trace, "w") as f:  # numbers, not strings
+        f.write(json.dumps({"traceEvents": events}).replace('"ts": "', '"ts": ').replace('"dur": "', '"dur": ')
+                .replace('2", "name"', '2, "name"').replace('2", "dur"', '2, "dur"'))
+    rows = tp_load(trace)
+    depth = dict(json_depths([(b, e, d, n) for n, b, e, d in frames]))
+    want = {(n, depth[n], b, e - b) for n, b, e, _ in frames}
+    eq(want, {("z", 2, 1000, 0), ("q", 2, 500, 500), ("p", 1, 0, 1000), ("w", 1, 1000, 500), ("g", 0, 0, 2000)},
+       "json_depths")
+    eq({(r["a"], int(r["b"]), int(r["e"]), int(r["f"])) for r in rows["slice"]}, want, "trace processor's slices")
+    eq(rows["stat"], [], "stats of severity error or data_loss")
+    shutil.rmtree(d)
 
 
 def test_tp_rust_threads_and_panic_unwind():

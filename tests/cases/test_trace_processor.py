@@ -89,7 +89,7 @@ def expected_from_logs(logs):
             m = THREAD_RE.match(line)
             if m and int(m.group(4)):
                 threads.add((int(m.group(2)), pid, m.group(3).strip() or "thread"))
-        stacks, frames, last = collections.defaultdict(list), [], {}
+        stacks, last, ended = collections.defaultdict(list), {}, []
         for line in events.splitlines():
             m = EVENT_RE.match(line)
             if not m:
@@ -99,46 +99,51 @@ def expected_from_logs(logs):
             last[tid] = t
             if kind == "ENTRY":
                 slices[(name, len(st), tid)] += 1
-                # [name, begin, end (None while open), the frames it is in]
-                st.append([name, t, None, list(st)])
-                frames.append((tid, st[-1]))
+                # [name, begin, end (None while open)]
+                st.append([name, t, None])
             elif kind == "UNWIND":  # "N frames abandoned": they end here
-                n = max(0, len(st) - int(name.split()[0]))
-                for f in st[n:]:
-                    f[2] = t
-                del st[n:]
+                for _ in range(min(len(st), int(name.split()[0]))):
+                    end(st, tid, t, ended)
             elif name in [f[0] for f in st]:
-                while True:
-                    f = st.pop()
-                    f[2] = t
-                    if f[0] == name:
-                        break
-        for tid, f in frames:  # still open: repaired at the thread's last time
-            if f[2] is None:
-                f[2] = last[tid]
-        for tid in {t for t, _ in frames}:
-            fs = [(f[1], f[2], len(f[3]), f[0]) for t, f in frames if t == tid]
+                while end(st, tid, t, ended)[0] != name:
+                    pass
+        for tid, st in stacks.items():  # still open: repaired at the thread's last time
+            while st:
+                end(st, tid, last[tid], ended)
+        for tid in stacks:  # in the order the writer writes them: as they end
+            fs = [(f[1], f[2], f[0]) for t, f in ended if t == tid]
             for name, depth in json_depths(fs):
                 json_slices[(name, depth, tid)] += 1
     return slices, json_slices, threads, procs
 
 
+def end(st, tid, t, ended):
+    """Ends the innermost open frame of thread tid's stack st at t, and
+    lists it in ended; returns it."""
+    f = st.pop()
+    f[2] = t
+    ended.append((tid, f))
+    return f
+
+
 def json_depths(frames):
     """The (name, depth) trace processor gives each of one thread's frames
-    (begin, end, depth, name) in a Chrome JSON trace. Complete ("X") events
-    carry only times: it takes them by begin, the longer first, and a
-    slice beginning at ts closes every open slice ending at or before ts
-    (the end is exclusive). So a frame of 0 ns at the very end of its
-    callers (a repair: a crash, a longjmp landing in the tick the frame
-    began) closes them and sits one below the nearest enclosing frame that
-    ends after it, or under a frame that begins at that instant and lasts
-    longer; any other frame gets its own depth."""
+    (begin, end, name), in the order they are written, in a Chrome JSON
+    trace. Complete ("X") events carry only times: it takes them by begin,
+    the longer first, then in file order, and a slice beginning at ts
+    closes every open slice that ended before ts or ends at ts having begun
+    before it. So a frame of 0 ns at the very end of its callers (a repair:
+    a crash, a longjmp landing in the tick the frame began) closes them and
+    sits one below the nearest enclosing frame that ends after it (or
+    under a longer frame beginning at that instant); a frame with its
+    caller's begin and end, written first, holds its caller; any other
+    frame gets its own depth."""
     stack, out = [], []
-    for b, e, _, name in sorted(frames, key=lambda f: (f[0], f[0] - f[1], f[2])):
-        while stack and stack[-1] <= b:
+    for _, (b, e, name) in sorted(enumerate(frames), key=lambda x: (x[1][0], x[1][0] - x[1][1], x[0])):
+        while stack and (stack[-1][1] < b or stack[-1][1] == b and stack[-1][0] < b):
             stack.pop()
         out.append((name, len(stack)))
-        stack.append(e)
+        stack.append((b, e))
     return out
 
 
@@ -260,28 +265,29 @@ def test_tp_unwind_repairs_cxx_longjmp():
 
 def test_tp_json_zero_length_frame_at_callers_end():
     """The rules json_depths models, every run, on a hand-made Chrome JSON
-    trace (the longjmp case meets it only when the innermost frame began in
-    the landing's clock tick): g [0, 2000] ns holds p [0, 1000], which holds
-    q [500, 1000], which holds the 0 ns z [1000, 1000]; w [1000, 1500]
-    follows p in g, beginning at the same instant. Trace processor closes
-    p and q at z's begin and puts z under w, the longer slice beginning
-    then (depth 2), and keeps every time."""
-    frames = [("z", 1000, 1000, 3), ("q", 500, 1000, 2), ("p", 0, 1000, 1), ("w", 1000, 1500, 1), ("g", 0, 2000, 0)]
+    trace (the longjmp case meets them only when the innermost frame began
+    in the landing's clock tick), its events in the writer's order (as
+    frames end, callee first). g [0, 2000] ns holds p [0, 1000], which
+    holds q [500, 1000], which holds the 0 ns z [1000, 1000]; then w
+    [1000, 1500] holding y [1200, 1300] holding x [1200, 1300]; then the
+    0 ns u [1700, 1700] holding v [1700, 1700]. Trace processor closes p
+    and q at z's begin and puts z under w, the longer slice beginning then;
+    x, written before y, holds y; v holds u. Every time is kept."""
+    frames = [("z", 1000, 1000), ("q", 500, 1000), ("p", 0, 1000), ("x", 1200, 1300), ("y", 1200, 1300),
+              ("w", 1000, 1500), ("v", 1700, 1700), ("u", 1700, 1700), ("g", 0, 2000)]
     events = [{"ph": "M", "pid": 7, "tid": 7, "name": "thread_name", "args": {"name": "t"}}]
-    for name, b, e, _ in frames:  # in the writer's format: 3 decimals and a 2
-        events.append({"ph": "X", "pid": 7, "tid": 7, "ts": f"{b // 1000}.{b % 1000:03}2",
-                       "dur": f"{(e - b) // 1000}.{(e - b) % 1000:03}2", "name": name})
+    for name, b, e in frames:  # ts and dur as the writer prints them: 3 decimals and a 2
+        events.append({"ph": "X", "pid": 7, "tid": 7, "ts": f"@{b // 1000}.{b % 1000:03}2@",
+                       "dur": f"@{(e - b) // 1000}.{(e - b) % 1000:03}2@", "name": name})
     d = tmpdir()
     trace = os.path.join(d, "zero.json")
-    with open(trace, "w") as f:  # numbers, not strings
-        f.write(json.dumps({"traceEvents": events}).replace('"ts": "', '"ts": ').replace('"dur": "', '"dur": ')
-                .replace('2", "name"', '2, "name"').replace('2", "dur"', '2, "dur"'))
+    with open(trace, "w") as f:
+        f.write(json.dumps({"traceEvents": events}).replace('"@', "").replace('@"', ""))
+    depth = dict(json_depths([(b, e, n) for n, b, e in frames]))
+    eq(depth, {"g": 0, "p": 1, "q": 2, "z": 2, "w": 1, "x": 2, "y": 3, "v": 1, "u": 2}, "json_depths")
     rows = tp_load(trace)
-    depth = dict(json_depths([(b, e, d, n) for n, b, e, d in frames]))
-    want = {(n, depth[n], b, e - b) for n, b, e, _ in frames}
-    eq(want, {("z", 2, 1000, 0), ("q", 2, 500, 500), ("p", 1, 0, 1000), ("w", 1, 1000, 500), ("g", 0, 0, 2000)},
-       "json_depths")
-    eq({(r["a"], int(r["b"]), int(r["e"]), int(r["f"])) for r in rows["slice"]}, want, "trace processor's slices")
+    eq({(r["a"], int(r["b"]), int(r["e"]), int(r["f"])) for r in rows["slice"]},
+       {(n, depth[n], b, e - b) for n, b, e in frames}, "trace processor's slices")
     eq(rows["stat"], [], "stats of severity error or data_loss")
     shutil.rmtree(d)
 

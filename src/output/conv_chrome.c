@@ -16,7 +16,11 @@
  * tail call, an unwind) could end 1 ns after it and nest wrongly. With
  * the 0.2 ns both truncating and rounding readers get the exact ns while
  * a double holds ts to 0.12 ns (ts below 2^40 us, 12.7 days of uptime);
- * the Perfetto output is exact at any ts. ts is CLOCK_MONOTONIC, so the
+ * the Perfetto output is exact at any ts. X events carry no nesting:
+ * trace_processor shows a 0 ns call at its caller's very end (a repair in
+ * one clock tick) as the caller's sibling, and B/E pairs do not fix that
+ * (it orders an E before a B of the same ts, more so mixed with X events);
+ * see docs/OUTPUTS.md. ts is CLOCK_MONOTONIC, so the
  * processes of one recording line up. cat is the object's file name. name is in the
  * chosen style; args.function has the full name when it differs. Repaired
  * frames get args.end ("unwound", "thread end"), frames the --time window

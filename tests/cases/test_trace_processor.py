@@ -12,6 +12,7 @@ One batched query per trace (trace processor starts in well under a second)."""
 import collections
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -73,9 +74,10 @@ def expected_from_logs(logs):
     """From `sftrace dump` (one run per log), independently of the
     converter: slices per (name, depth, tid) (an exit or tail call closes its
     function's frame and the frames above it; one whose function is not open
-    is dropped), and the (tid, pid, thread name) and (pid, process name) of
-    every log."""
-    slices = collections.Counter()
+    is dropped), the same with the depths trace processor gives them in a
+    Chrome JSON trace (see json_depths), and the (tid, pid, thread name) and
+    (pid, process name) of every log."""
+    slices, json_slices = collections.Counter(), collections.Counter()
     threads, procs = set(), set()
     for log in logs:
         out = run([SFTRACE, "dump", log]).stdout
@@ -87,22 +89,62 @@ def expected_from_logs(logs):
             m = THREAD_RE.match(line)
             if m and int(m.group(4)):
                 threads.add((int(m.group(2)), pid, m.group(3).strip() or "thread"))
-        stacks = collections.defaultdict(list)
+        stacks, last, ended = collections.defaultdict(list), {}, []
         for line in events.splitlines():
             m = EVENT_RE.match(line)
             if not m:
                 continue
-            tid, kind, name = int(m.group(2)), m.group(3), m.group(4).strip()
+            t, tid, kind, name = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4).strip()
             st = stacks[tid]
+            last[tid] = t
             if kind == "ENTRY":
                 slices[(name, len(st), tid)] += 1
-                st.append(name)
+                # [name, begin, end (None while open)]
+                st.append([name, t, None])
             elif kind == "UNWIND":  # "N frames abandoned": they end here
-                del st[max(0, len(st) - int(name.split()[0])):]
-            elif name in st:
-                while st.pop() != name:
+                for _ in range(min(len(st), int(name.split()[0]))):
+                    end(st, tid, t, ended)
+            elif name in [f[0] for f in st]:
+                while end(st, tid, t, ended)[0] != name:
                     pass
-    return slices, threads, procs
+        for tid, st in stacks.items():  # still open: repaired at the thread's last time
+            while st:
+                end(st, tid, last[tid], ended)
+        for tid in stacks:  # in the order the writer writes them: as they end
+            fs = [(f[1], f[2], f[0]) for t, f in ended if t == tid]
+            for name, depth in json_depths(fs):
+                json_slices[(name, depth, tid)] += 1
+    return slices, json_slices, threads, procs
+
+
+def end(st, tid, t, ended):
+    """Ends the innermost open frame of thread tid's stack st at t, and
+    lists it in ended; returns it."""
+    f = st.pop()
+    f[2] = t
+    ended.append((tid, f))
+    return f
+
+
+def json_depths(frames):
+    """The (name, depth) trace processor gives each of one thread's frames
+    (begin, end, name), in the order they are written, in a Chrome JSON
+    trace. Complete ("X") events carry only times: it takes them by begin,
+    the longer first, then in file order, and a slice beginning at ts
+    closes every open slice that ended before ts or ends at ts having begun
+    before it. So a frame of 0 ns at the very end of its callers (a repair:
+    a crash, a longjmp landing in the tick the frame began) closes them and
+    sits one below the nearest enclosing frame that ends after it (or
+    under a longer frame beginning at that instant); a frame with its
+    caller's begin and end, written first, holds its caller; any other
+    frame gets its own depth."""
+    stack, out = [], []
+    for _, (b, e, name) in sorted(enumerate(frames), key=lambda x: (x[1][0], x[1][0] - x[1][1], x[0])):
+        while stack and (stack[-1][1] < b or stack[-1][1] == b and stack[-1][0] < b):
+            stack.pop()
+        out.append((name, len(stack)))
+        stack.append((b, e))
+    return out
 
 
 def logs_of(path):
@@ -132,23 +174,19 @@ def check_loaded(what, rows, slices, threads, procs, chrome):
     eq({t: sorted(v) for t, v in per_tid.items()}, chrome, f"{what}: every slice's (begin, end, name) vs Chrome JSON")
 
 
-def check_trace_processor(path, json_depths=None, shown_threads=None, more_procs=None):
+def check_trace_processor(path, shown_threads=None, more_procs=None):
     """Converts a log (or a recording's directory) to Perfetto (gzip'd) and
-    Chrome JSON and checks both as trace processor reads them. json_depths
-    maps (name, depth) to the depth trace processor gives that slice in the
-    JSON trace, where it cannot see the real one (see the crash case).
+    Chrome JSON and checks both as trace processor reads them (the JSON
+    depths as json_depths gives them).
     shown_threads: {"pb"|"json": {(tid, pid, name): row or None}}, the thread
     rows trace processor shows differently, and more_procs {"pb"|"json": set}
     the process rows it adds (see the reused tid case)."""
     trace_processor()
-    slices, threads, procs = expected_from_logs(logs_of(path))
+    slices, json_slices, threads, procs = expected_from_logs(logs_of(path))
     base = os.path.join(path, "all") if os.path.isdir(path) else path
     # Full names, as `dump` prints them (the default short slice names are
     # checked in test_names.py).
     chrome = chrome_slices(path, names="full", keep=base + ".json")
-    json_slices = collections.Counter()
-    for (name, depth, tid), n in slices.items():
-        json_slices[(name, (json_depths or {}).get((name, depth), depth), tid)] += n
     run([SFTRACE, "convert", "--names", "full", path, "-o", base + ".pb.gz"])
     for kind, out, want in (("pb", base + ".pb.gz", slices), ("json", base + ".json", json_slices)):
         shown = (shown_threads or {}).get(kind, {})
@@ -175,7 +213,8 @@ def test_tp_crash_repaired():
     begins, so in the JSON trace crash_here sits at depth 0. Its time and
     duration are still exact (checked against the JSON itself)."""
     _, log = record([calls_fixture(), "segv"], check_rc=128 + 11)
-    s = check_trace_processor(log, json_depths={("crash_here", 22): 0})
+    s = check_trace_processor(log)
+    eq(s[("crash_here", 22, next(t for n, _, t in s if n == "crash_here"))], 1, "crash_here at depth 22")
     eq(sum(n for (name, _, _), n in s.items() if name == "deep"), 21, "deep frames closed at the crash")
     shutil.rmtree(os.path.dirname(log))
 
@@ -222,6 +261,35 @@ def test_tp_unwind_repairs_cxx_longjmp():
         s = check_trace_processor(log)
         eq(sum(n for (f, _, _), n in s.items() if f.startswith(fn)), 20 * 6, f"{name}: {fn} slices")
         shutil.rmtree(os.path.dirname(log))
+
+
+def test_tp_json_zero_length_frame_at_callers_end():
+    """The rules json_depths models, every run, on a hand-made Chrome JSON
+    trace (the longjmp case meets them only when the innermost frame began
+    in the landing's clock tick), its events in the writer's order (as
+    frames end, callee first). g [0, 2000] ns holds p [0, 1000], which
+    holds q [500, 1000], which holds the 0 ns z [1000, 1000]; then w
+    [1000, 1500] holding y [1200, 1300] holding x [1200, 1300]; then the
+    0 ns u [1700, 1700] holding v [1700, 1700]. Trace processor closes p
+    and q at z's begin and puts z under w, the longer slice beginning then;
+    x, written before y, holds y; v holds u. Every time is kept."""
+    frames = [("z", 1000, 1000), ("q", 500, 1000), ("p", 0, 1000), ("x", 1200, 1300), ("y", 1200, 1300),
+              ("w", 1000, 1500), ("v", 1700, 1700), ("u", 1700, 1700), ("g", 0, 2000)]
+    events = [{"ph": "M", "pid": 7, "tid": 7, "name": "thread_name", "args": {"name": "t"}}]
+    for name, b, e in frames:  # ts and dur as the writer prints them: 3 decimals and a 2
+        events.append({"ph": "X", "pid": 7, "tid": 7, "ts": f"@{b // 1000}.{b % 1000:03}2@",
+                       "dur": f"@{(e - b) // 1000}.{(e - b) % 1000:03}2@", "name": name})
+    d = tmpdir()
+    trace = os.path.join(d, "zero.json")
+    with open(trace, "w") as f:
+        f.write(json.dumps({"traceEvents": events}).replace('"@', "").replace('@"', ""))
+    depth = dict(json_depths([(b, e, n) for n, b, e in frames]))
+    eq(depth, {"g": 0, "p": 1, "q": 2, "z": 2, "w": 1, "x": 2, "y": 3, "v": 1, "u": 2}, "json_depths")
+    rows = tp_load(trace)
+    eq({(r["a"], int(r["b"]), int(r["e"]), int(r["f"])) for r in rows["slice"]},
+       {(n, depth[n], b, e - b) for n, b, e in frames}, "trace processor's slices")
+    eq(rows["stat"], [], "stats of severity error or data_loss")
+    shutil.rmtree(d)
 
 
 def test_tp_rust_threads_and_panic_unwind():

@@ -155,3 +155,48 @@ def test_held_optimized_out_constants_and_resigned_registers():
     log = _dead_log()
     sfkit.eq(_lines(log, "wide("), ["wide(1, <optimized out>, <optimized out>, 7) = 38;",
                                     "wide(2, <optimized out>, <optimized out>, 8) = 40;"], "wide at -O2")
+
+
+@sfkit.known_break(29, "--auto-args shows C's uint8_t and int8_t (unsigned/signed char in DWARF) as chars, "
+                       "where uftrace -a shows numbers (uc(200) = 201, sc(-100) = -101) and sftrace shows Rust's "
+                       "u8/i8 as numbers: `low(1793) = '\\xe0';` for 224, `neg8('\\x9c') = 'd';` for "
+                       "neg8(-100) = 100")
+def test_c_byte_integers_as_numbers():
+    log = _auto_log("u8", lambda: sfkit.build_c("skep29m_u8", ["skep29m_u8.c"]))
+    got = [c for c in _lines(log, "(") if not c.startswith(("main", "}"))]
+    sfkit.eq(got, ["low(1793) = 224;", "neg8(-100) = 100;", "upper('a') = 'A';"], "byte integers and a char")
+
+
+HELD_SPECS = ["-A", "tailer@arg1", "-R", "tailer@retval", "-A", "leaf@arg1", "-R", "leaf@retval",
+              "-A", "jumper@arg1", "-R", "jumper@retval", "-A", "f@arg1/i", "-R", "f@retval/i",
+              "-A", "first@arg1/s", "-R", "first@retval/c"]
+
+
+def test_held_tail_longjmp_signal_guard_page_threads():
+    prog = sfkit.build_c("skep29m_held", ["skep29m_held.c"], libs=["-lpthread"])
+    p, log = sfkit.record([prog], args=["-q"] + HELD_SPECS)
+    sfkit.eq(p.stdout, "630352 -19\n", "program output")
+    calls = [c.strip() for c in sfkit.call_column(sfkit.replay_text(log))]
+    main = calls[:calls.index("} /* main */") + 1] if "} /* main */" in calls else calls
+    main = [c for c in main if not c.startswith("thr(") and "thr */" not in c]
+    sfkit.eq(main[:14], [
+        "main() {",
+        "tailer(4) = <tail call>;",                      # its value is leaf's, not invented
+        "leaf(5) = 15; /* tail call from tailer */",
+        "jumper(7);",                                    # left by longjmp: no return value
+        "/* 1 frame unwound */",
+        "jumper(-1) = 4;",
+        "f(1) = 3;",
+        "handler() {",
+        "f(-10) = -19;",
+        "} /* handler */",
+        "f(2) = 5;",
+        'first("edge") = \'e\';',
+        'first("gey"...) = \'g\';',                      # unterminated before a PROT_NONE page
+        'first("y"...) = \'y\';',
+    ], "main thread")
+    q = sfkit.run([sfkit.SFTRACE, "query", log,
+                   "select count(*), sum(cast(r.value as integer) = 2 * cast(a.value as integer) + 1) "
+                   "from frames f join args a on a.frame_id = f.frame_id and a.name = 'arg1' "
+                   "join args r on r.frame_id = f.frame_id and r.name = 'retval' where f.name = 'f'"])
+    sfkit.eq(q.stdout.splitlines()[1], "303\t303", "f's values on every thread (3 x 100 + 3)")

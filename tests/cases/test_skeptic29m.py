@@ -200,3 +200,17 @@ def test_held_tail_longjmp_signal_guard_page_threads():
                    "from frames f join args a on a.frame_id = f.frame_id and a.name = 'arg1' "
                    "join args r on r.frame_id = f.frame_id and r.name = 'retval' where f.name = 'f'"])
     sfkit.eq(q.stdout.splitlines()[1], "303\t303", "f's values on every thread (3 x 100 + 3)")
+
+
+@sfkit.known_break(29, "-A FUNC with a C++ parameter list selects nothing, though record(1) says FUNC is "
+                       "\"a demangled name, matched whole (a C++ name with or without its parameter list)\": "
+                       "-A 'ov(int)@arg1' and -A 'ns::K::add(int, int) const@arg2,arg3' each warn \"no "
+                       "instrumented function ... is named\" and record no value (the '(' makes FUNC a regex; "
+                       "replay -F 'ov(int)' takes the name)")
+def test_spec_func_with_parameter_list():
+    prog = sfkit.build_c("skep29m_ov", ["skep29m_ov.cc"], compiler="clang++")
+    p, log = sfkit.record([prog], args=["-q", "-A", "ov(int)@arg1", "-A", "ns::K::add(int, int) const@arg2,arg3"])
+    sfkit.eq(p.stdout, "135\n", "program output")
+    sfkit.eq(p.stderr, "", "record's warnings")
+    got = [c.strip() for c in sfkit.call_column(sfkit.replay_text(log)) if "(" in c and not c.strip().startswith(("main", "}"))]
+    sfkit.eq(got, ["ov(7);", "ov();", "ns::K::add(5, 6);"], "values of the functions named with their parameters")

@@ -253,3 +253,22 @@ def test_aarch64_parameters_past_x5_marked():
     sfkit.check(seven[6] in ("7", "<unrecorded>"), got[0])
     sfkit.check(got[1] in ("five_s(1, 2, 3, 4, 5, {6, 7}) = 28;", "five_s(1, 2, 3, 4, 5, <unrecorded>) = 28;"),
                 f"five_s shown as {got[1]!r}")
+
+
+@sfkit.known_break(29, "--auto-args reads a Rust function LLVM re-signed without DW_CC_nocall by its "
+                       "source prototype, though the entry locations say otherwise: bs(b\"\\x01\\x02zz\", 10) "
+                       "(b = [?, rdi], n = rsi: the pointer dropped) shows as `bs(<unreadable>, 0) = 14;` "
+                       "(22972378905 for n in a bigger program: rdx's leftover), sref(&s) (s has no location: "
+                       "the caller passes s.len()) as `sref(0x2) = 2;`")
+def test_rust_resigned_without_nocall():
+    log = _auto_log("rs2", lambda: sfkit.rust_fixture("skep29m_rs2"))
+    rows = _args(log, "skep29m_rs2::bs")
+    vals = {n: v for _, n, v in rows}
+    sfkit.eq(vals.get("retval"), "14", f"bs's return value {rows}")
+    shown = [v for n, v in rows if n != "retval"]
+    sfkit.eq(len(shown), 2, f"bs's argument values {rows}")
+    sfkit.check(shown[0] in ('"\\x01\\x02zz"',) + MARKS, f"bs's b shown as {shown[0]!r}")
+    sfkit.check(shown[1] in ("10",) + MARKS, f"bs's n (in rsi) shown as {shown[1]!r}")
+    rows = _args(log, "skep29m_rs2::sref")
+    arg = [v for _, n, v in rows if n != "retval"]
+    sfkit.check(len(arg) == 1 and arg[0] in MARKS, f"sref's &String (not passed: its length is) shown as {rows}")

@@ -265,7 +265,7 @@ def test_rust_resigned_without_nocall():
     rows = _args(log, "skep29m_rs2::bs")
     vals = {n: v for _, n, v in rows}
     sfkit.eq(vals.get("retval"), "14", f"bs's return value {rows}")
-    shown = [v for n, v in rows if n != "retval"]
+    shown = [v for _, n, v in rows if n != "retval"]
     sfkit.eq(len(shown), 2, f"bs's argument values {rows}")
     sfkit.check(shown[0] in ('"\\x01\\x02zz"',) + MARKS, f"bs's b shown as {shown[0]!r}")
     sfkit.check(shown[1] in ("10",) + MARKS, f"bs's n (in rsi) shown as {shown[1]!r}")

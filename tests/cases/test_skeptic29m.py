@@ -310,3 +310,42 @@ def test_packed_struct_in_memory_read():
     sfkit.check(got[0].startswith("p16({'a', 1000, ") and got[0].endswith("}, 1) = 1098;"), f"p16 shown as {got[0]!r}")
     sfkit.check(got[1].startswith("p24({'c', 3000, 4000, ") and got[1].endswith("}, 3) = 7102;"),
                 f"p24 shown as {got[1]!r}")
+
+
+def _callgrind_calls(path):
+    """Calls per callee name in a callgrind output file."""
+    import collections
+    import re
+    names, calls, cur = {}, collections.Counter(), None
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line)
+            if m:
+                if m.group(3):
+                    names[m.group(2)] = m.group(3)
+                cur = names.get(m.group(2)) if m.group(1) == "cfn" else None
+                continue
+            m = re.match(r"^calls=(\d+)", line)
+            if m and cur:
+                calls[cur] += int(m.group(1))
+                cur = None
+    return calls
+
+
+@sfkit.known_break(29, "a function named by -A alone (no -R) takes the argument-reading path on its exit too, "
+                       "which has nothing to read: under -A 'g@arg1', 100,000 exits of void g(int) went through "
+                       "sf_tramp_exit_args and sf_args_event, 142 instructions each (callgrind, inclusive) "
+                       "against 28 for a plain exit (sf_tramp_exit); -a does the same for every void function")
+def test_exit_without_values_keeps_the_plain_path():
+    vg = shutil.which("valgrind")
+    if not vg:
+        raise sfkit.Skip("needs valgrind")
+    prog = sfkit.build_c("skep29m_cost", ["skep29m_cost.c"])
+    out = os.path.join(sfkit.tmpdir(), "cg.out")
+    p, log = sfkit.record([vg, "--tool=callgrind", "--smc-check=all", "--callgrind-out-file=" + out, prog],
+                          args=["-q", "-A", "g@arg1"])
+    sfkit.eq(p.stdout, "199990000\n", "program output")
+    calls = _callgrind_calls(out)
+    got = {k: calls[k] for k in ("sf_tramp_entry_args", "sf_tramp_exit_args")}
+    sfkit.eq(got, {"sf_tramp_entry_args": 20000, "sf_tramp_exit_args": 0}, "args trampolines taken by g's 20000 calls")

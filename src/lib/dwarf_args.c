@@ -197,6 +197,53 @@ static enum cls classify(Dwarf_Die *t, uint8_t *fmt)
 	}
 }
 
+/* A typedef name of a byte-sized integer: uint8_t, int8_t, __u8, u8,
+ * guint8 (ending in 8 or 8_t). */
+static int byte_int_name(const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+	return (len >= 1 && name[len - 1] == '8') || (len >= 3 && !strcmp(name + len - 3, "8_t"));
+}
+
+/* A char-encoded byte (DW_ATE_signed_char, unsigned_char) that the
+ * type of die (a parameter, function or member) names through a typedef
+ * such as uint8_t or int8_t is a number, as uftrace shows it and as Rust's
+ * u8 is (DW_ATE_unsigned); a plain char, signed char or unsigned char
+ * stays a char. *fmt (classify's) is changed so. */
+static void byte_int(Dwarf_Die *die, uint8_t *fmt)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die t, *cur = die;
+	Dwarf_Word enc;
+	int named = 0;
+	if (sf_arg_type(*fmt) != SF_AT_CHAR || sf_arg_size(*fmt) != 1)
+		return;
+	for (int hops = 0; hops < 16; hops++) {
+		if (!dwarf_attr_integrate(cur, DW_AT_type, &a) || !dwarf_formref_die(&a, &t))
+			return;
+		int tag = dwarf_tag(&t);
+		if (tag == DW_TAG_base_type)
+			break;
+		if (tag == DW_TAG_typedef && byte_int_name(dwarf_diename(&t)))
+			named = 1;
+		cur = &t;
+	}
+	if (named && dwarf_attr(&t, DW_AT_encoding, &a) && dwarf_formudata(&a, &enc) == 0)
+		*fmt = sf_arg_fmt(enc == DW_ATE_signed_char ? SF_AT_SINT : SF_AT_UINT, 1);
+}
+
+/* The class and format of die's type (a parameter's, a function's return
+ * value's) into *t and *fmt; CLS_NONE if it has none. */
+static enum cls classify_of(Dwarf_Die *die, Dwarf_Die *t, uint8_t *fmt)
+{
+	if (!type_of(die, t))
+		return CLS_NONE;
+	enum cls c = classify(t, fmt);
+	if (c != CLS_NONE)
+		byte_int(die, fmt);
+	return c;
+}
+
 /* ---- struct arguments (x86-64 System V, 3.2.3) ---- */
 
 enum eb_class { EB_NONE, EB_INT, EB_SSE, EB_MEM };
@@ -453,16 +500,23 @@ static int members_of(Dwarf_Die *t, uint64_t off, struct member *m, unsigned *n,
 			if (dwarf_hasattr(&c, DW_AT_bit_size) ||
 			    (dwarf_attr(&c, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0))
 				return -1;
+			unsigned before = *n;
 			if (!type_of(&c, &ct) || members_of(&ct, off + at, m, n, cap, depth + 1) < 0)
 				return -1;
+			if (*n == before + 1) /* a scalar member: uint8_t is a number */
+				byte_int(&c, &m[before].fmt);
 		} while (dwarf_siblingof(&c, &c) == 0);
 		return 0;
 	case DW_TAG_array_type:
 		if (array_shape(t, &ct, &count, &esize) < 0)
 			return -1;
-		for (Dwarf_Word i = 0; i < count; i++)
+		for (Dwarf_Word i = 0; i < count; i++) {
+			unsigned before = *n;
 			if (members_of(&ct, off + i * (Dwarf_Word)esize, m, n, cap, depth + 1) < 0)
 				return -1;
+			if (*n == before + 1) /* a scalar element: uint8_t is a number */
+				byte_int(t, &m[before].fmt);
+		}
 		return 0;
 	default:
 		if (classify(t, &fmt) == CLS_NONE || *n == cap || sf_arg_type(fmt) == SF_AT_RSTR)
@@ -577,7 +631,7 @@ static unsigned return_items(struct da_file *d, Dwarf_Die *fn, struct da_item *i
 	struct agg a;
 	if (!cap || !type_of(fn, &t))
 		return 0;
-	enum cls c = classify(&t, &fmt);
+	enum cls c = classify_of(fn, &t, &fmt);
 	if (c != CLS_NONE) {
 		items[0] = (struct da_item){(uint8_t)(c == CLS_FP ? SF_ARG_SLOT_FP : 0), fmt, 1};
 		return 1;
@@ -738,7 +792,7 @@ static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items
 		return 0;
 	}
 	uint8_t fmt = 0;
-	enum cls c = type_of(child, &t) ? classify(&t, &fmt) : CLS_NONE;
+	enum cls c = classify_of(child, &t, &fmt);
 	struct agg a;
 	if (c == CLS_NONE && is_aggregate(&t) && agg_layout(d, w->fn, &t, &a) == 0)
 		/* Its registers (or none) are known, so those of the
@@ -950,7 +1004,7 @@ static unsigned param_items(Dwarf_Die *fn, const struct param_walk *w, struct da
 		if (n == cap)
 			break;
 		uint8_t fmt = 0;
-		enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
+		enum cls c = classify_of(&child, &t, &fmt);
 		items[n] = w->item_of(w, &child, c, fmt, n);
 		n++;
 	} while (dwarf_siblingof(&child, &child) == 0);

@@ -163,10 +163,6 @@ def test_held_optimized_out_constants_and_resigned_registers():
                                     "wide(2, <optimized out>, <optimized out>, 8) = 40;"], "wide at -O2")
 
 
-@sfkit.known_break(29, "--auto-args shows C's uint8_t and int8_t (unsigned/signed char in DWARF) as chars, "
-                       "where uftrace -a shows numbers (uc(200) = 201, sc(-100) = -101) and sftrace shows Rust's "
-                       "u8/i8 as numbers: `low(1793) = '\\xe0';` for 224, `neg8('\\x9c') = 'd';` for "
-                       "neg8(-100) = 100")
 def test_c_byte_integers_as_numbers():
     log = _auto_log("u8", lambda: sfkit.build_c("skep29m_u8", ["skep29m_u8.c"]))
     got = [c for c in _lines(log, "(") if not c.startswith(("main", "}"))]

@@ -204,11 +204,6 @@ def test_held_tail_longjmp_signal_guard_page_threads():
     sfkit.eq(q.stdout.splitlines()[1], "303\t303", "f's values on every thread (3 x 100 + 3)")
 
 
-@sfkit.known_break(29, "-A FUNC with a C++ parameter list selects nothing, though record(1) says FUNC is "
-                       "\"a demangled name, matched whole (a C++ name with or without its parameter list)\": "
-                       "-A 'ov(int)@arg1' and -A 'ns::K::add(int, int) const@arg2,arg3' each warn \"no "
-                       "instrumented function ... is named\" and record no value (the '(' makes FUNC a regex; "
-                       "replay -F 'ov(int)' takes the name)")
 def test_spec_func_with_parameter_list():
     prog = sfkit.build_c("skep29m_ov", ["skep29m_ov.cc"], compiler="clang++")
     p, log = sfkit.record([prog], args=["-q", "-A", "ov(int)@arg1", "-A", "ns::K::add(int, int) const@arg2,arg3"])

@@ -254,7 +254,33 @@ static int decode_fixed(const struct sf_args_head *h, const unsigned char *p, st
 	return fold_end(&f);
 }
 
+/* Names made unique within a payload: the marks' names repeat
+ * (`optimized`, `param`, `stack` for each parameter so marked), and
+ * Perfetto and Chrome JSON key values by name, keeping one of each; the
+ * second is `optimized#2`, the third `optimized#3`. */
+static void unique_names(struct av_item *items, int n)
+{
+	for (int i = 1; i < n; i++) {
+		int same = 0;
+		for (int j = 0; j < i; j++)
+			same += !strcmp(items[j].name, items[i].name);
+		if (same) {
+			size_t o = strlen(items[i].name);
+			snprintf(items[i].name + o, sizeof(items[i].name) - o, "#%d", same + 1);
+		}
+	}
+}
+
+static int decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap);
+
 int av_decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap)
+{
+	int n = decode(payload, len, items, cap);
+	unique_names(items, n);
+	return n;
+}
+
+static int decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap)
 {
 	struct sf_args_head h;
 	if (!payload || len < sizeof(h))

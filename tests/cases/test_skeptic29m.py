@@ -138,10 +138,6 @@ def _perfetto_args(log, func):
     return int(p.stdout.splitlines()[-1])
 
 
-@sfkit.known_break(29, "Perfetto and Chrome JSON keep one of two values with the same name: "
-                       "wide(1, <optimized out>, <optimized out>, 7) = 38 has 5 values in replay, dump, query "
-                       "and Parquet, 4 slice args in trace_processor (both named `optimized`), 4 keys in Chrome's "
-                       "args; a C++ tag-type call (`std::__invoke_impl`) likewise keeps 1 of 3 `param`s")
 def test_perfetto_and_chrome_keep_every_value():
     log = _dead_log()
     rows = _args(log, "wide")

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/util.h"
+
 /* uftrace's default: decimal for small magnitudes, hex past 100000. */
 static void put_auto(int64_t v, char *out, size_t cap)
 {
@@ -15,13 +17,16 @@ static void put_auto(int64_t v, char *out, size_t cap)
 		snprintf(out, cap, "%#" PRIx64, (uint64_t)v);
 }
 
-/* A string's bytes, quoted, with what is not printable ASCII escaped. */
+/* A string's bytes, quoted: control characters (C0, DEL, C1) and bytes
+ * that are not UTF-8 escaped as \xHH, valid UTF-8 kept (uftrace shows
+ * "héllo"; so does every output, terminals included: text_esc.h's rule). */
 static size_t put_quoted(const unsigned char *s, unsigned n, int more, char *out, size_t cap)
 {
 	size_t o = 0;
 	out[o++] = '"';
 	for (unsigned i = 0; i < n && o + 8 < cap; i++) {
 		unsigned char c = s[i];
+		size_t len;
 		if (c == '"' || c == '\\') {
 			out[o++] = '\\';
 			out[o++] = (char)c;
@@ -31,6 +36,10 @@ static size_t put_quoted(const unsigned char *s, unsigned n, int more, char *out
 		} else if (c == '\t') {
 			out[o++] = '\\';
 			out[o++] = 't';
+		} else if (c >= 0x80 && (len = sf_utf8_seq(s + i, n - i)) >= 2 && !(c == 0xc2 && s[i + 1] < 0xa0)) {
+			memcpy(out + o, s + i, len); /* o + 8 < cap */
+			o += len;
+			i += (unsigned)len - 1;
 		} else if (c < 0x20 || c >= 0x7f) {
 			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
 		} else {

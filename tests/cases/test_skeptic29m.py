@@ -261,10 +261,6 @@ def test_rust_resigned_without_nocall():
     sfkit.check(len(arg) == 1 and arg[0] in MARKS, f"sref's &String (not passed: its length is) shown as {rows}")
 
 
-@sfkit.known_break(29, "string values escape valid UTF-8 byte by byte in every output (docs/OUTPUTS.md: only "
-                       "bytes that are not UTF-8 become \\xHH; uftrace shows greet(\"héllo ünïcode\")): a Rust "
-                       "&str \"héllo\" shows as `greet(\"h\\xc3\\xa9llo\", 3) = 5;`, \"日本\" as "
-                       "\"\\xe6\\x97\\xa5\\xe6\\x9c\\xac\" in replay, query, Chrome JSON, Perfetto and Parquet")
 def test_utf8_string_values_kept():
     log = _auto_log("utf8", lambda: sfkit.rust_fixture("skep29m_utf8"))
     got = [c for c in _lines(log, "skep29m_utf8::greet(")]

@@ -155,16 +155,50 @@ static int plain_name(const char *func)
 	return 1;
 }
 
+/* Whether FUNC is a demangled C++ name with its parameter list, as
+ * replay shows it (`ov(int)`, `ns::K::add(int, int) const`): a plain name,
+ * then a list of what C++ types are written with, ending in `)` and its
+ * qualifiers (const, volatile, &, &&, noexcept), and none of
+ * | ? + ^ $ \ { }, which a regex written so would need. */
+static int name_with_params(const char *func)
+{
+	const char *open = strchr(func, '('), *close = strrchr(func, ')');
+	if (!open || open == func || !close)
+		return 0;
+	for (const char *p = func; p < open; p++)
+		if (!(*p == '_' || *p == ':' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z') || *p == '~'))
+			return 0;
+	if (strpbrk(open, "|?+^$\\{}"))
+		return 0;
+	for (const char *p = close + 1; *p; p++)
+		if (!(*p == ' ' || *p == '&' || (*p >= 'a' && *p <= 'z')))
+			return 0;
+	return 1;
+}
+
 /* FUNC as a regex: a plain name matches that demangled name exactly (a
  * C++ name with its parameter list too), as uftrace matches plain names;
- * anything else is a regex, as in filters. */
+ * a name with its parameter list matches that demangled name exactly,
+ * each character taken as itself (replay -F takes it so); anything else
+ * is a regex, as in filters. */
 static char *func_regex(const char *func)
 {
-	if (!plain_name(func))
-		return xstrdup(func);
-	size_t n = strlen(func) + 16;
-	char *r = xmalloc(n);
-	snprintf(r, n, "^%s(\\(.*)?$", func);
+	size_t n = 2 * strlen(func) + 16;
+	char *r = xmalloc(n), *o = r;
+	if (plain_name(func)) {
+		snprintf(r, n, "^%s(\\(.*)?$", func);
+	} else if (name_with_params(func)) {
+		*o++ = '^';
+		for (const char *c = func; *c; c++) {
+			if (strchr(".*[]()", *c))
+				*o++ = '\\';
+			*o++ = *c;
+		}
+		snprintf(o, n - (size_t)(o - r), "$");
+	} else {
+		snprintf(r, n, "%s", func);
+	}
 	return r;
 }
 
@@ -322,7 +356,7 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *obj, st
 		for (size_t i = 0; i < o.nfuncs; i++)
 			if (sel_is_selected(&o.funcs[i]))
 				add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), s->items, s->n,
-					  plain_name(s->func));
+					  plain_name(s->func) || name_with_params(s->func));
 		*funcs += o.nselected;
 	}
 	sel_free(&o);

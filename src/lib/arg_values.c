@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/util.h"
+
 /* uftrace's default: decimal for small magnitudes, hex past 100000. */
 static void put_auto(int64_t v, char *out, size_t cap)
 {
@@ -15,13 +17,16 @@ static void put_auto(int64_t v, char *out, size_t cap)
 		snprintf(out, cap, "%#" PRIx64, (uint64_t)v);
 }
 
-/* A string's bytes, quoted, with what is not printable ASCII escaped. */
+/* A string's bytes, quoted: control characters (C0, DEL, C1) and bytes
+ * that are not UTF-8 escaped as \xHH, valid UTF-8 kept (uftrace shows
+ * "héllo"; so does every output, terminals included: text_esc.h's rule). */
 static size_t put_quoted(const unsigned char *s, unsigned n, int more, char *out, size_t cap)
 {
 	size_t o = 0;
 	out[o++] = '"';
 	for (unsigned i = 0; i < n && o + 8 < cap; i++) {
 		unsigned char c = s[i];
+		size_t len;
 		if (c == '"' || c == '\\') {
 			out[o++] = '\\';
 			out[o++] = (char)c;
@@ -31,6 +36,10 @@ static size_t put_quoted(const unsigned char *s, unsigned n, int more, char *out
 		} else if (c == '\t') {
 			out[o++] = '\\';
 			out[o++] = 't';
+		} else if (c >= 0x80 && (len = sf_utf8_seq(s + i, n - i)) >= 2 && !(c == 0xc2 && s[i + 1] < 0xa0)) {
+			memcpy(out + o, s + i, len); /* o + 8 < cap */
+			o += len;
+			i += (unsigned)len - 1;
 		} else if (c < 0x20 || c >= 0x7f) {
 			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
 		} else {
@@ -254,7 +263,33 @@ static int decode_fixed(const struct sf_args_head *h, const unsigned char *p, st
 	return fold_end(&f);
 }
 
+/* Names made unique within a payload: the marks' names repeat
+ * (`optimized`, `param`, `stack` for each parameter so marked), and
+ * Perfetto and Chrome JSON key values by name, keeping one of each; the
+ * second is `optimized#2`, the third `optimized#3`. */
+static void unique_names(struct av_item *items, int n)
+{
+	for (int i = 1; i < n; i++) {
+		int same = 0;
+		for (int j = 0; j < i; j++)
+			same += !strcmp(items[j].name, items[i].name);
+		if (same) {
+			size_t o = strlen(items[i].name);
+			snprintf(items[i].name + o, sizeof(items[i].name) - o, "#%d", same + 1);
+		}
+	}
+}
+
+static int decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap);
+
 int av_decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap)
+{
+	int n = decode(payload, len, items, cap);
+	unique_names(items, n);
+	return n;
+}
+
+static int decode(const unsigned char *payload, size_t len, struct av_item *items, unsigned cap)
 {
 	struct sf_args_head h;
 	if (!payload || len < sizeof(h))

@@ -197,6 +197,53 @@ static enum cls classify(Dwarf_Die *t, uint8_t *fmt)
 	}
 }
 
+/* A typedef name of a byte-sized integer: uint8_t, int8_t, __u8, u8,
+ * guint8 (ending in 8 or 8_t). */
+static int byte_int_name(const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+	return (len >= 1 && name[len - 1] == '8') || (len >= 3 && !strcmp(name + len - 3, "8_t"));
+}
+
+/* A char-encoded byte (DW_ATE_signed_char, unsigned_char) that the
+ * type of die (a parameter, function or member) names through a typedef
+ * such as uint8_t or int8_t is a number, as uftrace shows it and as Rust's
+ * u8 is (DW_ATE_unsigned); a plain char, signed char or unsigned char
+ * stays a char. *fmt (classify's) is changed so. */
+static void byte_int(Dwarf_Die *die, uint8_t *fmt)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die t, *cur = die;
+	Dwarf_Word enc;
+	int named = 0;
+	if (sf_arg_type(*fmt) != SF_AT_CHAR || sf_arg_size(*fmt) != 1)
+		return;
+	for (int hops = 0; hops < 16; hops++) {
+		if (!dwarf_attr_integrate(cur, DW_AT_type, &a) || !dwarf_formref_die(&a, &t))
+			return;
+		int tag = dwarf_tag(&t);
+		if (tag == DW_TAG_base_type)
+			break;
+		if (tag == DW_TAG_typedef && byte_int_name(dwarf_diename(&t)))
+			named = 1;
+		cur = &t;
+	}
+	if (named && dwarf_attr(&t, DW_AT_encoding, &a) && dwarf_formudata(&a, &enc) == 0)
+		*fmt = sf_arg_fmt(enc == DW_ATE_signed_char ? SF_AT_SINT : SF_AT_UINT, 1);
+}
+
+/* The class and format of die's type (a parameter's, a function's return
+ * value's) into *t and *fmt; CLS_NONE if it has none. */
+static enum cls classify_of(Dwarf_Die *die, Dwarf_Die *t, uint8_t *fmt)
+{
+	if (!type_of(die, t))
+		return CLS_NONE;
+	enum cls c = classify(t, fmt);
+	if (c != CLS_NONE)
+		byte_int(die, fmt);
+	return c;
+}
+
 /* ---- struct arguments (x86-64 System V, 3.2.3) ---- */
 
 enum eb_class { EB_NONE, EB_INT, EB_SSE, EB_MEM };
@@ -453,16 +500,23 @@ static int members_of(Dwarf_Die *t, uint64_t off, struct member *m, unsigned *n,
 			if (dwarf_hasattr(&c, DW_AT_bit_size) ||
 			    (dwarf_attr(&c, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0))
 				return -1;
+			unsigned before = *n;
 			if (!type_of(&c, &ct) || members_of(&ct, off + at, m, n, cap, depth + 1) < 0)
 				return -1;
+			if (*n == before + 1) /* a scalar member: uint8_t is a number */
+				byte_int(&c, &m[before].fmt);
 		} while (dwarf_siblingof(&c, &c) == 0);
 		return 0;
 	case DW_TAG_array_type:
 		if (array_shape(t, &ct, &count, &esize) < 0)
 			return -1;
-		for (Dwarf_Word i = 0; i < count; i++)
+		for (Dwarf_Word i = 0; i < count; i++) {
+			unsigned before = *n;
 			if (members_of(&ct, off + i * (Dwarf_Word)esize, m, n, cap, depth + 1) < 0)
 				return -1;
+			if (*n == before + 1) /* a scalar element: uint8_t is a number */
+				byte_int(t, &m[before].fmt);
+		}
 		return 0;
 	default:
 		if (classify(t, &fmt) == CLS_NONE || *n == cap || sf_arg_type(fmt) == SF_AT_RSTR)
@@ -577,7 +631,7 @@ static unsigned return_items(struct da_file *d, Dwarf_Die *fn, struct da_item *i
 	struct agg a;
 	if (!cap || !type_of(fn, &t))
 		return 0;
-	enum cls c = classify(&t, &fmt);
+	enum cls c = classify_of(fn, &t, &fmt);
 	if (c != CLS_NONE) {
 		items[0] = (struct da_item){(uint8_t)(c == CLS_FP ? SF_ARG_SLOT_FP : 0), fmt, 1};
 		return 1;
@@ -678,15 +732,107 @@ static int is_long_double(Dwarf_Die *t)
 	       dwarf_formudata(&a, &enc) == 0 && enc == DW_ATE_float;
 }
 
+static int reg_op(const Dwarf_Op *op);
+
+/* Whether the function was optimised, which DWARF shows by tracking
+ * values in registers (a location list, or a register, on a parameter)
+ * or by call-site information (clang and gcc emit it only then). At -O0
+ * every named parameter has a stack location. */
+static int fn_optimized(Dwarf_Die *fn)
+{
+	Dwarf_Die c;
+	Dwarf_Attribute a;
+	Dwarf_Op *ops;
+	size_t len;
+	if (dwarf_hasattr(fn, DW_AT_call_all_calls) || dwarf_hasattr(fn, DW_AT_GNU_all_call_sites))
+		return 1;
+	if (dwarf_child(fn, &c) != 0)
+		return 0;
+	do {
+		if (dwarf_tag(&c) != DW_TAG_formal_parameter || !dwarf_attr(&c, DW_AT_location, &a))
+			continue;
+		unsigned form = dwarf_whatform(&a);
+		if (form == DW_FORM_sec_offset || form == DW_FORM_loclistx || form == DW_FORM_data4 ||
+		    form == DW_FORM_data8)
+			return 1;
+		if (dwarf_getlocation(&a, &ops, &len) == 0 && len && reg_op(&ops[0]) >= 0)
+			return 1;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 0;
+}
+
+/* A parameter DWARF gives no value anywhere (no location, no constant):
+ * optimized out, its register or stack slot left unset by the caller
+ * (clang -O2 passes nothing for a parameter the callee does not use), when
+ * it is named (a named one always has a location at -O0) or its function
+ * was optimised. clang gives an unnamed C++ parameter no location at -O0,
+ * where its register does hold it. */
+static int optimized_out(Dwarf_Die *param, int optimized)
+{
+	if (dwarf_hasattr(param, DW_AT_location) || dwarf_hasattr(param, DW_AT_const_value))
+		return 0;
+	return optimized || dwarf_diename(param) != NULL;
+}
+
+/* abi_items' walk: the registers and stack words taken so far. */
+struct abi_walk {
+	struct da_file *d;
+	Dwarf_Die *fn;
+	unsigned gp, fp, stack;
+	int lost; /* the registers of what follows are unknown */
+};
+
+/* One parameter's items at items[*n]; -1 if the items stop here. */
+static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items, unsigned *n, unsigned cap)
+{
+	struct da_file *d = w->d;
+	Dwarf_Die t;
+	if (w->lost) {
+		items[(*n)++] = none_item(SF_ARG_SLOT_UNKNOWN);
+		return 0;
+	}
+	uint8_t fmt = 0;
+	enum cls c = classify_of(child, &t, &fmt);
+	struct agg a;
+	if (c == CLS_NONE && is_aggregate(&t) && agg_layout(d, w->fn, &t, &a) == 0)
+		/* Its registers (or none) are known, so those of the
+		 * arguments after it are. */
+		return agg_arg(d, &t, &a, &w->gp, &w->fp, &w->stack, items, n, cap);
+	if (c == CLS_NONE && d->x86_64 && is_long_double(&t)) { /* 16 bytes, 16-aligned (the area is) */
+		stack_scalar(items, n, &w->stack, 2, 2);
+		return 0;
+	}
+	unsigned need = c == CLS_GP2 ? 2 : 1;
+	if (c == CLS_NONE || (c == CLS_GP2 && w->gp == 5)) { /* a Rust pair split between r9 and the stack */
+		if (!d->x86_64)
+			return -1;
+		w->lost = 1;
+		items[(*n)++] = none_item(SF_ARG_SLOT_UNKNOWN);
+	} else if (c == CLS_FP && w->fp < 8) {
+		items[(*n)++] = (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | ++w->fp), fmt, 0};
+	} else if (c != CLS_FP && w->gp + need <= 6) {
+		items[(*n)++] = (struct da_item){(uint8_t)(w->gp + 1), fmt, 0};
+		w->gp += need;
+	} else if (d->x86_64) {
+		stack_scalar(items, n, &w->stack, need, 1);
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
 /* The System V (or AAPCS64) registers of each parameter, in order. On
  * x86-64 every parameter gets an item: one past the registers or a long
  * double is marked as on the stack, and from the first one whose
- * registers are not known for sure each is marked unknown. */
+ * registers are not known for sure each is marked unknown. A parameter
+ * DWARF says is optimized out takes its registers (or stack words) but
+ * is marked so, whatever they hold. */
 static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct da_item *items, unsigned cap)
 {
-	Dwarf_Die child, t;
-	unsigned n = 0, fp = 0, stack = 0;
-	int lost = 0; /* the registers of what follows are unknown */
+	Dwarf_Die child;
+	unsigned n = 0;
+	struct abi_walk w = {d, fn, gp, 0, 0, 0};
+	int optimized = fn_optimized(fn);
 	if (dwarf_child(fn, &child) != 0)
 		return 0;
 	do {
@@ -694,39 +840,12 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 			continue;
 		if (n == cap)
 			break;
-		if (lost) {
-			items[n++] = none_item(SF_ARG_SLOT_UNKNOWN);
-			continue;
-		}
-		uint8_t fmt = 0;
-		enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
-		struct agg a;
-		if (c == CLS_NONE && is_aggregate(&t) && agg_layout(d, fn, &t, &a) == 0) {
-			/* Its registers (or none) are known, so those of the
-			 * arguments after it are. */
-			if (agg_arg(d, &t, &a, &gp, &fp, &stack, items, &n, cap) < 0)
-				break;
-			continue;
-		}
-		if (c == CLS_NONE && d->x86_64 && is_long_double(&t)) { /* 16 bytes, 16-aligned (the area is) */
-			stack_scalar(items, &n, &stack, 2, 2);
-			continue;
-		}
-		unsigned need = c == CLS_GP2 ? 2 : 1;
-		if (c == CLS_NONE || (c == CLS_GP2 && gp == 5)) { /* a Rust pair split between r9 and the stack */
-			if (!d->x86_64)
-				break;
-			lost = 1;
-			items[n++] = none_item(SF_ARG_SLOT_UNKNOWN);
-		} else if (c == CLS_FP && fp < 8) {
-			items[n++] = (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | ++fp), fmt, 0};
-		} else if (c != CLS_FP && gp + need <= 6) {
-			items[n++] = (struct da_item){(uint8_t)(gp + 1), fmt, 0};
-			gp += need;
-		} else if (d->x86_64) {
-			stack_scalar(items, &n, &stack, need, 1);
-		} else {
+		unsigned first = n;
+		if (abi_param(&w, &child, items, &n, cap) < 0)
 			break;
+		if (n > first && optimized_out(&child, optimized)) {
+			items[first] = none_item(SF_ARG_SLOT_GONE);
+			n = first + 1;
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return n;
@@ -738,7 +857,7 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 #define DW_CC_LLVM_Win64 0xc1
 #define DW_CC_LLVM_X86_64SysV 0xc2
 
-enum conv { CONV_ABI, CONV_WIN64, CONV_WHERE_DWARF_SAYS, CONV_UNKNOWN };
+enum conv { CONV_ABI, CONV_WIN64, CONV_WHERE_DWARF_SAYS, CONV_NOCALL, CONV_UNKNOWN };
 
 /* A parameter's location at the function's entry. XRay's sled comes
  * before the code whose locations DWARF gives, so a location list may
@@ -748,19 +867,54 @@ enum loc { LOC_NONE, LOC_REG, LOC_CONST };
 
 #define X86_64_SLED 11
 
-static enum loc entry_location(Dwarf_Die *param, Dwarf_Addr entry, unsigned *reg)
+/* The location expression of param at the entry (or right after the
+ * sled); 0 if none covers it. */
+static int entry_ops(Dwarf_Die *param, Dwarf_Addr entry, Dwarf_Op **ops, size_t *len)
 {
 	Dwarf_Attribute a;
+	if (!dwarf_attr(param, DW_AT_location, &a))
+		return 0;
+	if (dwarf_getlocation_addr(&a, entry, ops, len, 1) < 1 &&
+	    dwarf_getlocation_addr(&a, entry + X86_64_SLED, ops, len, 1) < 1)
+		return 0;
+	return *len > 0;
+}
+
+/* The DWARF register op at ops[0], -1 if it is not one. */
+static int reg_op(const Dwarf_Op *op)
+{
+	if (op->atom >= DW_OP_reg0 && op->atom <= DW_OP_reg31)
+		return op->atom - DW_OP_reg0;
+	return op->atom == DW_OP_regx ? (int)op->number : -1;
+}
+
+/* A value of two 8-byte pieces (a Rust &str: pointer, length) at the
+ * entry: the register of each, -1 for a piece in none (optimized out);
+ * 0 if the location is not that. */
+static int entry_pieces(Dwarf_Die *param, Dwarf_Addr entry, int reg[2])
+{
+	Dwarf_Op *ops;
+	size_t len, k = 0;
+	if (!entry_ops(param, entry, &ops, &len))
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		reg[i] = -1;
+		if (k < len && ops[k].atom != DW_OP_piece && (reg[i] = reg_op(&ops[k++])) < 0)
+			return 0; /* memory, a computed value: not a register's */
+		if (k >= len || ops[k].atom != DW_OP_piece || ops[k].number != 8)
+			return 0;
+		k++;
+	}
+	return k == len;
+}
+
+static enum loc entry_location(Dwarf_Die *param, Dwarf_Addr entry, unsigned *reg)
+{
 	Dwarf_Op *ops;
 	size_t len;
 	if (dwarf_hasattr(param, DW_AT_const_value))
 		return LOC_CONST;
-	if (!dwarf_attr(param, DW_AT_location, &a))
-		return LOC_NONE;
-	if (dwarf_getlocation_addr(&a, entry, &ops, &len, 1) < 1 &&
-	    dwarf_getlocation_addr(&a, entry + X86_64_SLED, &ops, &len, 1) < 1)
-		return LOC_NONE;
-	if (!len)
+	if (!entry_ops(param, entry, &ops, &len))
 		return LOC_NONE;
 	unsigned op = ops[0].atom;
 	if ((op >= DW_OP_lit0 && op <= DW_OP_lit31) || (op >= DW_OP_const1u && op <= DW_OP_consts) ||
@@ -793,13 +947,27 @@ static int resigned(Dwarf_Die *fn, Dwarf_Addr entry)
 	return 0;
 }
 
+/* A Rust closure's body: its environment (by reference, or by value
+ * when it is a FnOnce, in no register when empty) comes first, in
+ * registers DWARF does not list as a parameter's, so only the entry
+ * locations tell where the declared ones are. */
+static int rust_closure(Dwarf_Die *fn)
+{
+	Dwarf_Die cu;
+	const char *name = dwarf_diename(fn);
+	return name && !strncmp(name, "{closure#", 9) && dwarf_diecu(fn, &cu, NULL, NULL) &&
+	       dwarf_srclang(&cu) == DW_LANG_Rust;
+}
+
 static enum conv conv_of(struct da_file *d, Dwarf_Die *fn, Dwarf_Addr entry)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word cc = DW_CC_normal;
 	if (dwarf_attr(fn, DW_AT_calling_convention, &a) && dwarf_formudata(&a, &cc) != 0)
 		return CONV_UNKNOWN;
-	if (cc == DW_CC_nocall || (cc == DW_CC_normal && resigned(fn, entry)))
+	if (cc == DW_CC_nocall)
+		return d->x86_64 ? CONV_NOCALL : CONV_UNKNOWN;
+	if (cc == DW_CC_normal && (resigned(fn, entry) || rust_closure(fn)))
 		return d->x86_64 ? CONV_WHERE_DWARF_SAYS : CONV_UNKNOWN;
 	if (cc == DW_CC_normal || cc == DW_CC_program || (d->x86_64 && cc == DW_CC_LLVM_X86_64SysV))
 		return CONV_ABI; /* DW_CC_program: a main program, called as any function */
@@ -836,7 +1004,7 @@ static unsigned param_items(Dwarf_Die *fn, const struct param_walk *w, struct da
 		if (n == cap)
 			break;
 		uint8_t fmt = 0;
-		enum cls c = type_of(&child, &t) ? classify(&t, &fmt) : CLS_NONE;
+		enum cls c = classify_of(&child, &t, &fmt);
 		items[n] = w->item_of(w, &child, c, fmt, n);
 		n++;
 	} while (dwarf_siblingof(&child, &child) == 0);
@@ -852,11 +1020,67 @@ static struct da_item located_item(const struct param_walk *w, Dwarf_Die *param,
 {
 	unsigned reg = 0;
 	uint8_t slot = 0;
+	int pair[2];
 	(void)pos;
+	if (optimized_out(param, 1))
+		return none_item(SF_ARG_SLOT_GONE);
+	if (c == CLS_GP2 && entry_pieces(param, w->entry, pair)) {
+		/* A &str: its pointer and length in consecutive argument
+		 * registers, as the runtime reads them; its pointer in none:
+		 * optimized out (the function reads only the length). */
+		uint8_t s0 = pair[0] < 0 ? 0 : slot_of_dwarf_reg((unsigned)pair[0], CLS_GP);
+		uint8_t s1 = pair[1] < 0 ? 0 : slot_of_dwarf_reg((unsigned)pair[1], CLS_GP);
+		if (s0 && s1 == s0 + 1)
+			return (struct da_item){s0, fmt, 0};
+		return none_item(pair[0] < 0 ? SF_ARG_SLOT_GONE : SF_ARG_SLOT_UNKNOWN);
+	}
 	enum loc l = entry_location(param, w->entry, &reg);
 	if (l == LOC_REG)
 		slot = slot_of_dwarf_reg(reg, c);
 	return slot ? (struct da_item){slot, fmt, 0} : none_item(l == LOC_CONST ? SF_ARG_SLOT_GONE : SF_ARG_SLOT_UNKNOWN);
+}
+
+/* Whether param's entry location is elsewhere than item it (abi_items')
+ * says: a register the ABI does not give it, or a &str whose pointer is
+ * in none. */
+static int param_disagrees(Dwarf_Die *param, Dwarf_Addr entry, const struct da_item *it)
+{
+	unsigned type = sf_arg_type(it->fmt), reg, idx = it->slot & SF_ARG_SLOT_INDEX;
+	int pair[2];
+	if (type == SF_AT_NONE || type == SF_AT_STRUCT || (it->slot & SF_ARG_STACK) || !idx)
+		return 0;
+	if (type == SF_AT_RSTR)
+		return entry_pieces(param, entry, pair) &&
+		       (pair[0] < 0 || pair[1] < 0 || slot_of_dwarf_reg((unsigned)pair[0], CLS_GP) != it->slot ||
+			slot_of_dwarf_reg((unsigned)pair[1], CLS_GP) != it->slot + 1);
+	if (entry_location(param, entry, &reg) != LOC_REG)
+		return 0;
+	return slot_of_dwarf_reg(reg, it->slot & SF_ARG_SLOT_FP ? CLS_FP : CLS_GP) != it->slot;
+}
+
+/* Whether DWARF's entry locations put a parameter elsewhere than the
+ * ABI's items (abi_items', one top-level item per parameter) say: the
+ * optimiser re-signed the function without DW_CC_nocall (rustc, when
+ * LLVM drops a slice's unused pointer: bs(b: &[u8], n) gets b's length
+ * in rdi and n in rsi). At the entry every value is where the caller put
+ * it, so a location there is the call's own register. */
+static int abi_disagrees(Dwarf_Die *fn, Dwarf_Addr entry, const struct da_item *items, unsigned n)
+{
+	Dwarf_Die child;
+	unsigned k = 0;
+	if (dwarf_child(fn, &child) != 0)
+		return 0;
+	do {
+		if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+			continue;
+		if (k >= n)
+			break;
+		const struct da_item *it = &items[k];
+		k += 1 + (sf_arg_type(it->fmt) == SF_AT_STRUCT ? sf_arg_struct_count(it->fmt) : 0);
+		if (param_disagrees(&child, entry, it))
+			return 1;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
 }
 
 /* The Microsoft x64 convention (ms_abi): the first four parameters by
@@ -876,6 +1100,14 @@ static struct da_item win64_item(const struct param_walk *w, Dwarf_Die *param, e
 	return c == CLS_GP ? (struct da_item){gp[pos], fmt, 0} : none_item(SF_ARG_SLOT_UNKNOWN);
 }
 
+/* A scalar returned in one register (rax, xmm0). */
+static int one_register(Dwarf_Die *t)
+{
+	uint8_t fmt;
+	enum cls c = classify(t, &fmt);
+	return c == CLS_GP || c == CLS_FP;
+}
+
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
 {
 	const uint64_t *off = d ? hm_find(&d->by_pc, vaddr) : NULL;
@@ -891,10 +1123,26 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 		if (hidden < 0)
 			return 0; /* rdi may hold the return value's address: nothing is sure */
 		n = abi_items(d, &fn, (unsigned)hidden, items, cap);
+		if (d->x86_64 && abi_disagrees(&fn, entry, items, n))
+			n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
 		break;
 	}
 	case CONV_WHERE_DWARF_SAYS:
 		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
+		break;
+	case CONV_NOCALL:
+		/* LLVM's dead argument elimination re-signed it: the
+		 * parameters are where their entry locations say. A return
+		 * value of two registers may be cut to the part the callers
+		 * use (a &str's length alone, the callers knowing the
+		 * pointer), which DWARF does not tell: marked. One of one
+		 * register is kept or dropped whole; DWARF does not tell
+		 * which either, and it is read (DESIGN.md, "--auto-args"). */
+		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
+		if (n < cap && type_of(&fn, &t) && !one_register(&t)) {
+			items[n++] = (struct da_item){0, sf_arg_fmt(SF_AT_NONE, 8), 1};
+			return n;
+		}
 		break;
 	case CONV_WIN64:
 		n = param_items(&fn, &(struct param_walk){entry, win64_item}, items, cap);

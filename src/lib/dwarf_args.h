@@ -19,9 +19,12 @@
  * later ones keep their registers), and from the first whose registers
  * are not known for sure (a Rust struct, a C++ class whose DWARF does not
  * say how it is passed) NONE items of unknown place; on aarch64 the items
- * stop there. A function DWARF marks as re-signed (DW_CC_nocall, or a
- * parameter constant at the entry) is read from the registers its
- * parameters' entry locations name (constants: NONE, optimized out); an
+ * stop there. A parameter without a DWARF location is NONE (optimized
+ * out). A function DWARF marks as re-signed (DW_CC_nocall, a parameter
+ * constant at the entry, an entry location that is not the ABI's
+ * register) and a Rust closure are read from the registers its
+ * parameters' entry locations name (constants: NONE, optimized out;
+ * a DW_CC_nocall return value of two registers: NONE); an
  * ms_abi one (DW_CC_LLVM_Win64) from rcx rdx r8 r9 / xmm0-3 by position;
  * any other calling convention gets no items. */
 #ifndef SFTRACE_LIB_DWARF_ARGS_H

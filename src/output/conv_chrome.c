@@ -194,17 +194,12 @@ static const char *event_tail(char *buf, size_t len, int args_empty, enum fr_end
 }
 
 /* A payload's values as `,"arg1":"3"...` (sep before the first, then
- * ","), each name once: its last value, as Perfetto keeps it. */
+ * ","); av_decode makes the names unique (`optimized`, `optimized#2`). */
 static void put_values(FILE *m, const unsigned char *payload, uint32_t len, const char **sep)
 {
 	struct av_item items[SF_ARG_MAX_ITEMS];
 	int n = av_decode(payload, len, items, SF_ARG_MAX_ITEMS);
 	for (int i = 0; i < n; i++) {
-		int later = 0;
-		for (int j = i + 1; j < n && !later; j++)
-			later = !strcmp(items[i].name, items[j].name);
-		if (later)
-			continue;
 		fputs(*sep, m);
 		json_put_str(m, items[i].name);
 		fputc(':', m);

@@ -120,6 +120,20 @@ def test_no_dwarf_rows_of_one_tail_caller_merge():
     check(rows[0][3] != "in main", "aa's location does not name main: %r" % (rows[0],))
 
 
+@sfkit.known_break(27, "viatwo tail-calls two() in an untraced library; two mallocs 200 B, calls the program's "
+                   "traced helper, mallocs 201 B: of 3 calls, viatwo gets the 3 first blocks (600 B) and the 3 "
+                   "second (603 B) read `main in a library`; the man page says such a callee's blocks are all the "
+                   "tail caller's, and viasame, the same through an untraced function of the program, gets all "
+                   "6 (603 B); heaptrack_print: two at skep27m_twolib.c:8 and :11")
+def test_library_tail_callee_calling_back_keeps_its_claim():
+    sfkit.build_c("libskep27m_two.so", ["skep27m_twolib.c"], shared=True, xray=False)
+    exe = build_c("skep27m_twomain", ["skep27m_twomain.c"],
+                  libs=["-L" + sfkit.FIXBUILD, "-lskep27m_two", "-Wl,-rpath," + sfkit.FIXBUILD])
+    rows = sorted(sites(exe), reverse=True)
+    eq(rows, [(1203, 6, "viatwo", "skep27m_twomain.c:18", True), (603, 6, "viasame", "skep27m_twomain.c:17", True),
+              (42, 6, "helper", "skep27m_twomain.c:7", False)], "every row")
+
+
 if __name__ == "__main__":
     import inspect
     for n, fn in inspect.getmembers(sys.modules[__name__], inspect.isfunction):

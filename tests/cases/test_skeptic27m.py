@@ -70,13 +70,16 @@ def test_make_shared_of_a_string_reads_the_users_line():
 
 @sfkit.known_break(27, "grab tail-calls build (untraced), which calls the traced measure (`return strlen(s)`, "
                    "a tail call) and then mallocs: all 10 blocks (210 B) are credited to `measure "
-                   "skep27m_nested_tail.c:8 (tail call)`, a function that allocates nothing: measure's TAIL "
-                   "replaces grab's claim; grab2, the same through a callee without a tail call, gets its 380 B")
+                   "skep27m_nested_tail.c:9 (tail call)`, a function that allocates nothing: measure's TAIL "
+                   "replaces grab's claim; through outer (measure's tail call one level deeper) grab3's 10 blocks "
+                   "(710 B) read `main skep27m_nested_tail.c:15` (build's line, under main); grab2, the same "
+                   "through a callee without a tail call, gets its 380 B")
 def test_a_nested_tail_call_does_not_take_the_claim():
     exe = build_c("skep27m_nested_tail", ["skep27m_nested_tail.c"])
     eq(fixture_rows(sites(exe), "skep27m_nested_tail"),
-       [(380, 10, "grab2", "skep27m_nested_tail.c:18", True), (210, 10, "grab", "skep27m_nested_tail.c:17", True)],
-       "grab's and grab2's blocks")
+       [(710, 10, "grab3", "skep27m_nested_tail.c:21", True), (380, 10, "grab2", "skep27m_nested_tail.c:20", True),
+        (210, 10, "grab", "skep27m_nested_tail.c:19", True)],
+       "grab's, grab2's and grab3's blocks")
 
 
 @sfkit.known_break(27, "a signal handler runs inside grab's untraced tail callee before its malloc, and the "

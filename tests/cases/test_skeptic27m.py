@@ -159,6 +159,18 @@ def test_folded_rows_cost_no_more_than_unfolded_ones():
     check(folded <= 4 * plain + 0.1, "memory took %.2f s of CPU, %.2f s with --no-fold" % (folded, plain))
 
 
+@sfkit.known_break(27, "a dlopen'd library A (fa) is dlclose'd and B (fb, at the same offset) loads at A's old "
+                   "base: fb's 222 B read `fb skep27m_dla.c:4`, a line of the unloaded A (the call site is "
+                   "looked up by address in the first object that had it); heaptrack_print says fb at "
+                   "skep27m_dlb.c:4; fa's two 111 B blocks are right")
+def test_site_in_a_library_loaded_at_an_unloaded_ones_base():
+    la = sfkit.build_c("skep27m_dla.so", ["skep27m_dla.c"], shared=True)
+    lb = sfkit.build_c("skep27m_dlb.so", ["skep27m_dlb.c"], shared=True)
+    exe = build_c("skep27m_dl", ["skep27m_dl.c"], libs=["-ldl"])
+    rows = sorted((r for r in sites(exe, [la, lb]) if r[2] in ("fa", "fb")), reverse=True)
+    eq(rows, [(222, 2, "fa", "skep27m_dla.c:4", False), (222, 1, "fb", "skep27m_dlb.c:4", False)], "fa's and fb's rows")
+
+
 if __name__ == "__main__":
     import inspect
     for n, fn in inspect.getmembers(sys.modules[__name__], inspect.isfunction):

@@ -172,6 +172,17 @@ def test_site_in_a_library_loaded_at_an_unloaded_ones_base():
     eq(rows, [(222, 2, "fa", "skep27m_dla.c:4", False), (222, 1, "fb", "skep27m_dlb.c:4", False)], "fa's and fb's rows")
 
 
+@sfkit.known_break(27, "Rust: upper(s) { s.to_uppercase() } jumps into std, which allocates through __rust_alloc "
+                   "(traced, folded, tail-calling __rdl_alloc): upper's 4 blocks (48 B) read `skep27m_rust_tail::main "
+                   "skep27m_rust_tail.rs:11` (main's definition line; the Vec's 192 B are at :12), and upper has "
+                   "no row: __rust_alloc's TAIL takes upper's claim and is folded into main")
+def test_rust_tail_call_into_std_allocation_is_the_tail_callers():
+    exe = sfkit.rust_fixture("skep27m_rust_tail")
+    rows = [r for r in sites(exe) if r[3].startswith("skep27m_rust_tail")]
+    eq(sorted((r[2], r[0], r[1], r[4]) for r in rows),
+       [("skep27m_rust_tail::main", 192, 1, False), ("skep27m_rust_tail::upper", 48, 4, True)], "main's and upper's rows")
+
+
 if __name__ == "__main__":
     import inspect
     for n, fn in inspect.getmembers(sys.modules[__name__], inspect.isfunction):

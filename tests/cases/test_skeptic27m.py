@@ -183,6 +183,15 @@ def test_rust_tail_call_into_std_allocation_is_the_tail_callers():
        [("skep27m_rust_tail::main", 192, 1, False), ("skep27m_rust_tail::upper", 48, 4, True)], "main's and upper's rows")
 
 
+@sfkit.known_break(27, "add(k) { return tsearch(k, &root, cmp); } with cmp(a, b) { return strcmp(a, b); }: "
+                   "of tsearch's 20 nodes (480 B), 19 (456 B) are credited to `cmp skep27m_tsearch.c:7 (tail "
+                   "call)`, the comparator, which allocates nothing; only the first (empty tree, no comparison) "
+                   "is add's. heaptrack_print: 20 calls from tsearch, from main:14")
+def test_tsearch_nodes_are_the_tail_callers_not_the_comparators():
+    exe = build_c("skep27m_tsearch", ["skep27m_tsearch.c"])
+    eq(fixture_rows(sites(exe), "skep27m_tsearch"), [(480, 20, "add", "skep27m_tsearch.c:8", True)], "tsearch's nodes")
+
+
 if __name__ == "__main__":
     import inspect
     for n, fn in inspect.getmembers(sys.modules[__name__], inspect.isfunction):

@@ -19,7 +19,7 @@ struct hthread {
 	 * (its starting stack, below what the frames layer opens), not closed
 	 * yet; their exits reach stacks_unmatched. */
 	uint32_t seeded;
-	struct tail_claim claim;     /* a tail call's claim on the next allocations (tail_claim.h) */
+	struct tc_stack claims;      /* tail calls' claims on the next allocations (tail_claim.h) */
 	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
 	uint64_t site_addr;          /* ... and its call site: loops allocate from one site ... */
 	uint32_t site_tag;           /* ... and its event's return-address tag */
@@ -35,6 +35,14 @@ struct stacks {
 	void (*on_milestone)(void *ctx, uint64_t t);
 	void *ctx;
 };
+
+static void stacks_free(struct stacks *s)
+{
+	for (size_t i = 0; i < s->nth; i++)
+		tc_free(&s->th[i].claims);
+	free(s->th);
+	s->th = NULL;
+}
 
 static void stacks_init(struct stacks *s, const struct trace_proc *p, const struct heap_options *opt)
 {
@@ -61,7 +69,7 @@ static int stacks_begin(void *ctx, const struct fr_frame *f)
 	struct hthread *t = &s->th[f->thread->index];
 	uint32_t parent = t->node;
 	t->node = cp_child(s->tree, t->node, node_key(f), f->proc, f->func_id);
-	tc_frame_begin(&t->claim, f->proc, f, t->node, parent);
+	tc_frame_begin(&t->claims, f->proc, f, t->node, parent);
 	const struct heap_options *o = s->opt;
 	if (o && o->milestone && f->func_id < o->nmilestone && o->milestone[f->func_id] && s->on_milestone)
 		s->on_milestone(s->ctx, f->t_begin);
@@ -77,7 +85,7 @@ static int stacks_end(void *ctx, const struct fr_frame *f)
 	uint32_t ended = t->node;
 	t->node = cp_node(s->tree, t->node)->parent;
 	uint32_t parent_func = t->node == CP_ROOT ? UINT32_MAX : cp_func(s->tree, cp_node(s->tree, t->node)->func)->id;
-	tc_frame_end(&t->claim, f, ended, t->node, parent_func);
+	tc_frame_end(&t->claims, f, ended, t->node, parent_func);
 	return 0;
 }
 
@@ -101,7 +109,7 @@ static int stacks_unmatched(void *ctx, const struct fr_frame *f)
  * and F's frame is gone from the stack; tail_claim.h). *tail tells which. */
 static uint32_t stacks_alloc_node(struct hthread *t, const struct trace_proc *p, const struct lr_event *ev, int *tail)
 {
-	uint32_t claim = (uint32_t)tc_claim(&t->claim, t->node, p, ev);
+	uint32_t claim = (uint32_t)tc_claim(&t->claims, t->node, p, ev);
 	*tail = claim != 0;
 	return claim ? claim : t->node;
 }
@@ -544,7 +552,7 @@ static void inherit(struct hstate *h, const struct trace_proc *p, const struct h
 
 static void hstate_free(struct hstate *h)
 {
-	free(h->st.th);
+	stacks_free(&h->st);
 	hm_free(&h->addr_ix);
 	hm_free(&h->tag_ix);
 	hm_free(&h->site_of);
@@ -658,7 +666,7 @@ int heap_foreach_event(struct trace_input *in, size_t i,
 				  .alloc_event = each_alloc_event};
 	trace_run_merged(in, i, &sink);
 	cp_free(x.st.tree);
-	free(x.st.th);
+	stacks_free(&x.st);
 	return x.rc;
 }
 

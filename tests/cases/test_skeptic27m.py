@@ -68,12 +68,6 @@ def test_make_shared_of_a_string_reads_the_users_line():
        "shared()'s two blocks, merged at its line")
 
 
-@sfkit.known_break(27, "grab tail-calls build (untraced), which calls the traced measure (`return strlen(s)`, "
-                   "a tail call) and then mallocs: all 10 blocks (210 B) are credited to `measure "
-                   "skep27m_nested_tail.c:9 (tail call)`, a function that allocates nothing: measure's TAIL "
-                   "replaces grab's claim; through outer (measure's tail call one level deeper) grab3's 10 blocks "
-                   "(710 B) read `main skep27m_nested_tail.c:15` (build's line, under main); grab2, the same "
-                   "through a callee without a tail call, gets its 380 B")
 def test_a_nested_tail_call_does_not_take_the_claim():
     exe = build_c("skep27m_nested_tail", ["skep27m_nested_tail.c"])
     eq(fixture_rows(sites(exe), "skep27m_nested_tail"),
@@ -82,10 +76,6 @@ def test_a_nested_tail_call_does_not_take_the_claim():
        "grab's, grab2's and grab3's blocks")
 
 
-@sfkit.known_break(27, "a signal handler runs inside grab's untraced tail callee before its malloc, and the "
-                   "handler's hgrab tail-calls malloc: grab's 10 blocks (160 B) read `main "
-                   "skep27m_sigtail.c:15` (a line of untraced(), under main) instead of grab (tail call); "
-                   "without the signal they are grab's, and a handler that calls malloc itself keeps them grab's")
 def test_a_signal_handlers_tail_call_does_not_take_the_claim():
     exe = build_c("skep27m_sigtail", ["skep27m_sigtail.c"])
     quiet = fixture_rows(sites(exe), "skep27m_sigtail")
@@ -123,11 +113,6 @@ def test_no_dwarf_rows_of_one_tail_caller_merge():
     check(rows[0][3] != "in main", "aa's location does not name main: %r" % (rows[0],))
 
 
-@sfkit.known_break(27, "viatwo tail-calls two() in an untraced library; two mallocs 200 B, calls the program's "
-                   "traced helper, mallocs 201 B: of 3 calls, viatwo gets the 3 first blocks (600 B) and the 3 "
-                   "second (603 B) read `main in a library`; the man page says such a callee's blocks are all the "
-                   "tail caller's, and viasame, the same through an untraced function of the program, gets all "
-                   "6 (603 B); heaptrack_print: two at skep27m_twolib.c:8 and :11")
 def test_library_tail_callee_calling_back_keeps_its_claim():
     sfkit.build_c("libskep27m_two.so", ["skep27m_twolib.c"], shared=True, xray=False)
     exe = build_c("skep27m_twomain", ["skep27m_twomain.c"],
@@ -172,10 +157,6 @@ def test_site_in_a_library_loaded_at_an_unloaded_ones_base():
     eq(rows, [(222, 2, "fa", "skep27m_dla.c:4", False), (222, 1, "fb", "skep27m_dlb.c:4", False)], "fa's and fb's rows")
 
 
-@sfkit.known_break(27, "Rust: upper(s) { s.to_uppercase() } jumps into std, which allocates through __rust_alloc "
-                   "(traced, folded, tail-calling __rdl_alloc): upper's 4 blocks (48 B) read `skep27m_rust_tail::main "
-                   "skep27m_rust_tail.rs:11` (main's definition line; the Vec's 192 B are at :12), and upper has "
-                   "no row: __rust_alloc's TAIL takes upper's claim and is folded into main")
 def test_rust_tail_call_into_std_allocation_is_the_tail_callers():
     exe = sfkit.rust_fixture("skep27m_rust_tail")
     rows = [r for r in sites(exe) if r[3].startswith("skep27m_rust_tail")]
@@ -183,10 +164,6 @@ def test_rust_tail_call_into_std_allocation_is_the_tail_callers():
        [("skep27m_rust_tail::main", 192, 1, False), ("skep27m_rust_tail::upper", 48, 4, True)], "main's and upper's rows")
 
 
-@sfkit.known_break(27, "add(k) { return tsearch(k, &root, cmp); } with cmp(a, b) { return strcmp(a, b); }: "
-                   "of tsearch's 20 nodes (480 B), 19 (456 B) are credited to `cmp skep27m_tsearch.c:7 (tail "
-                   "call)`, the comparator, which allocates nothing; only the first (empty tree, no comparison) "
-                   "is add's. heaptrack_print: 20 calls from tsearch, from main:14")
 def test_tsearch_nodes_are_the_tail_callers_not_the_comparators():
     exe = build_c("skep27m_tsearch", ["skep27m_tsearch.c"])
     eq(fixture_rows(sites(exe), "skep27m_tsearch"), [(480, 20, "add", "skep27m_tsearch.c:8", True)], "tsearch's nodes")

@@ -571,9 +571,12 @@ static bool row_end(Dwarf_Lines *lines, size_t i)
 	return end;
 }
 
-/* The line-table row for pc. Of several rows at one address, the first with
- * a line number: clang puts a line-0 row right after the entry row of an
- * XRay-instrumented function, and dwarf_getsrc_die would return that. */
+/* The line-table row for pc. Of several rows at one address, the last
+ * is_stmt one with a line number, as addr2line and heaptrack read it (an
+ * empty asm statement's row, then the call's row at the same address: the
+ * call's line); else the last with a line number: clang puts a line-0 row
+ * right after the entry row of an XRay-instrumented function, and
+ * dwarf_getsrc_die would return that. */
 static Dwarf_Line *line_at(Dwarf_Die *cudie, Dwarf_Addr pc)
 {
 	Dwarf_Lines *lines;
@@ -596,13 +599,19 @@ static Dwarf_Line *line_at(Dwarf_Die *cudie, Dwarf_Addr pc)
 	for (first = lo - 1; first > 0 && row_addr(lines, first - 1) == at &&
 			     !row_end(lines, first - 1); first--)
 		;
-	for (size_t i = first; i < lo; i++) {
+	Dwarf_Line *any = NULL;
+	for (size_t i = lo; i-- > first;) {
 		int line = 0;
+		bool stmt = false;
 		Dwarf_Line *l = dwarf_onesrcline(lines, i);
-		if (!row_end(lines, i) && dwarf_lineno(l, &line) == 0 && line > 0)
+		if (row_end(lines, i) || dwarf_lineno(l, &line) != 0 || line <= 0)
+			continue;
+		if (dwarf_linebeginstatement(l, &stmt) == 0 && stmt)
 			return l;
+		if (!any)
+			any = l;
 	}
-	return dwarf_onesrcline(lines, lo - 1);
+	return any ? any : dwarf_onesrcline(lines, lo - 1);
 }
 
 /* The name a subprogram DIE gives its symbol: the linkage name (C++,

@@ -36,10 +36,6 @@ def fixture_rows(rows, stem):
     return sorted((r for r in rows if r[3].startswith(stem)), reverse=True)
 
 
-@sfkit.known_break(27, "two line-table rows at one address (an empty asm statement on line 13, then "
-                   "`sink = malloc(1000)` on line 14): memory puts the 1000 B at skep27m_firstline.c:13, "
-                   "addr2line of the byte before the return address and heaptrack_print say :14 (it takes the "
-                   "first row at the address, not the last)")
 def test_line_is_the_last_row_at_an_address():
     exe = build_c("skep27m_firstline", ["skep27m_firstline.c"])
     eq(fixture_rows(sites(exe), "skep27m_firstline"), [(1000, 1, "main", "skep27m_firstline.c:14", False)],

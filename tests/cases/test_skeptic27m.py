@@ -127,11 +127,6 @@ def cpu_of(cmd):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-@sfkit.known_break(27, "row building is quadratic in the functions of a translation unit: each site's folded "
-                   "line walks the CU's DIEs (sym_source_line_folded -> innermost_scope, 67% of instructions); "
-                   "2000/6000/12000 call sites of 1000/3000/6000 functions in one CU take 0.20/1.57/6.84 s of CPU "
-                   "by default against 0.05 s with --no-fold at 6000 (the same rows), and heaptrack_print takes "
-                   "0.17 s at 3000; here 1500 functions (3000 call sites): 0.35-0.41 s against 0.01 s")
 def test_folded_rows_cost_no_more_than_unfolded_ones():
     exe = build_c("skep27m_manysites", ["skep27m_manysites.c"])
     _, log = record([exe], args=["-q", "--alloc"])

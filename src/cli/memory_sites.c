@@ -134,6 +134,10 @@ static int cmp_keyed(const void *pa, const void *pb)
 	 * changes from run to run) and a traced function allocated there */
 	if (group_mode == MS_BY_FUNCTION && a->row.func != UINT32_MAX)
 		return 0; /* one row per function, wherever its sites */
+	if (a->row.own != b->row.own)
+		return a->row.own - b->row.own;
+	if (a->row.own)
+		return 0;
 	if (a->row.outside != b->row.outside)
 		return a->row.outside - b->row.outside;
 	if ((!a->row.outside || a->row.func == UINT32_MAX) && (a->row.func == UINT32_MAX || (group_mode == MS_BY_LINE && !a->row.file)) && a->row.addr != b->row.addr)
@@ -181,6 +185,9 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* a tail call's own line, when the function has one */
 		if (row->tail && p->syms)
 			ls_tail_line(p->syms, row->func, &row->file, &row->line);
+		/* without DWARF the call site is not the function's (the caller's
+		 * call, or a library's runtime address): the function is the key */
+		row->own = !row->file;
 	} else if (!ls_site_line_folded(p->syms, s->addr, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
 		row->file = NULL;
 		row->outside = s->addr && !in;
@@ -313,6 +320,12 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 	if (row->file) {
 		const char *f = row->file, *slash = strrchr(f, '/');
 		snprintf(buf, cap, "%s:%" PRIu32, basename && slash ? slash + 1 : f, row->line);
+	} else if (row->own) { /* no line: the object without DWARF that holds the function */
+		const char *o = ls_object_without_dwarf(r->proc->syms, row->func), *slash = o ? strrchr(o, '/') : NULL;
+		if (o)
+			snprintf(buf, cap, "in %s", basename && slash ? slash + 1 : o);
+		else
+			snprintf(buf, cap, "no line");
 	} else if (row->addr && (in = ls_lookup_addr(r->proc->syms, row->addr, &vaddr))) {
 		snprintf(buf, cap, "in %s", in->name);
 	} else if (row->addr && row->outside) {

@@ -85,10 +85,6 @@ def nodwarf_fixture():
     return build_c("skep27m_nodwarf", ["skep27m_nodwarf.c"], flags=["-g0"])
 
 
-@sfkit.known_break(27, "without DWARF (-g0), libc's strdup tail-called by sd: the row's location is libc's runtime "
-                   "address (`sd 0x7fd1ccabc9aa (tail call)`, 84 B in 7), so --diff of two identical runs shows "
-                   "+7/+84 B at one address and -7/-84 B at the other; with -g it is `sd file:9`, and the man page "
-                   "says such an address is neither shown nor a key")
 def test_no_dwarf_library_site_is_not_a_runtime_address():
     exe = nodwarf_fixture()
     logs = [record([exe], args=["-q", "--alloc"])[1] for _ in range(2)]
@@ -99,10 +95,6 @@ def test_no_dwarf_library_site_is_not_a_runtime_address():
     check(not rows[0][3].startswith("0x"), "sd's location is no runtime address: %r" % (rows[0],))
 
 
-@sfkit.known_break(27, "without DWARF (-g0), aa tail-calls aligned_alloc from 5 call sites in main: memory prints "
-                   "5 rows `aa in main (tail call)` of 256 B each (the location names main, the key is main's "
-                   "call address); heaptrack_print has one function with 5 calls, 1.28K, and with -g memory has "
-                   "one row `aa file:8 (tail call)` 1280 B in 5")
 def test_no_dwarf_rows_of_one_tail_caller_merge():
     rows = [r for r in sites(nodwarf_fixture()) if r[2] == "aa"]
     eq([r[:3] + (r[4],) for r in rows], [(1280, 5, "aa", True)], "aa's rows")

@@ -934,6 +934,15 @@ static void build_spans(struct cu *c)
 
 #define SCOPE_MAX 64
 
+/* A file of the system's headers (libstdc++'s, libc's): a line there is
+ * library code inlined into the function (make_shared<std::string>'s
+ * copy in stl_construct.h), not the user's, so folding goes on to the
+ * inlined call around it. */
+static int system_file(const char *f)
+{
+	return f && !strncmp(f, "/usr/", 5) && strstr(f, "/include/"); /* /usr/bin/../lib/gcc/.../include/c++/12/ too */
+}
+
 /* The scopes below die that hold pc (lexical blocks, inlined
  * subroutines), outermost first, appended to chain[*n ..]. */
 static void scopes_below(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int *n)
@@ -1031,7 +1040,7 @@ int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(voi
 		if (tag != DW_TAG_inlined_subroutine)
 			continue;
 		char *name = inlined_name(&chain[i]);
-		int folded = name && skip(ctx, name);
+		int folded = (name && skip(ctx, name)) || system_file(*file);
 		free(name);
 		if (!folded || !inlined_call_site(o, c, &chain[i], file, line))
 			break;

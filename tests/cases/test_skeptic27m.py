@@ -53,10 +53,6 @@ def test_tail_call_into_folded_plumbing_is_the_tail_callers():
        "the vector's growth")
 
 
-@sfkit.known_break(27, "std::make_shared<std::string>(big) inlined into shared() at -O2: the 48 B control "
-                   "block reads skep27m_shared.cc:8, the 121 B string copy reads stl_construct.h:119 (a libstdc++ "
-                   "header line, under shared()); heaptrack_print puts both at skep27m_shared.cc:8, and the man "
-                   "page says make_shared inlined into a function reads as that function's line")
 def test_make_shared_of_a_string_reads_the_users_line():
     exe = build_c("skep27m_shared", ["skep27m_shared.cc"], compiler="clang++")
     got = [r for r in sites(exe) if r[2].startswith("shared")]

@@ -58,9 +58,10 @@
  * level and its claim goes with that level's frame. A frame the callee
  * opened at P's level that tail-calls (tsearch's comparator ending in
  * `jmp strcmp`) nests a claim over F's that keeps only its own events:
- * sites in the function it jumps to, in P's code after a call of it, or
- * an event whose tag names a call in P (P itself called it: F's claim is
- * stale and the nested one replaces it); any other event passes to F's.
+ * sites in the function it jumps to, in P's code after a call of it; for
+ * others the tag tells whether P itself called it (F's claim is stale and
+ * the nested one replaces it) or the callee did (the event passes to
+ * F's); tc_nested.
  * Once such a frame H opened at P's level, the tag reads H's slot: a tag
  * equal to the event's own call site says that the function that called
  * H (the callee) makes this call, so it still runs.
@@ -195,12 +196,18 @@ static inline void tc_end_level(struct tc_stack *s, uint64_t caller)
 		s->n--;
 }
 
-/* A nested claim (its tail caller G was opened by F's callee at P's
- * level): the event is G's when its call site is in the function G jumps
- * to, or its tag names a call in P (P called G, so F's callee had
- * returned: the level's claims end), or the site is in P's code (the
- * callee returned; P's own call of the allocator is P's). -1: not G's,
- * the claim ends and F's claim below decides. */
+/* A nested claim G over F's at P's level (G's frame opened there while F's
+ * claim stood: either F's callee called G, or the callee had returned
+ * unseen and P called G). The event is G's when its call site is in the
+ * function G jumps to, or in P's code after a call of G (then the level's
+ * claims end). Otherwise the tag decides: one naming a call in P means
+ * P's call of G is the slot G's callee returns through, so P called G and
+ * F's claim is stale: G's replaces it and takes the event; another
+ * nonzero tag means the callee called G, which returned (measure's
+ * strlen, tsearch's comparator): G's claim ends and F's decides. Without a
+ * tag, a site in the function F jumps to is F's; any other is G's (F's
+ * claim replaced, as a tail call at P's level did before claims nested).
+ * -1: not G's, F's claim below decides. */
 static inline int64_t tc_nested(struct tc_stack *s, struct tail_claim *c, const struct trace_proc *p,
 				const struct lr_event *ev, int alloc)
 {
@@ -212,6 +219,7 @@ static inline int64_t tc_nested(struct tc_stack *s, struct tail_claim *c, const 
 		g = 0;
 		/* fallthrough */
 	case LS_SITE_CALLS_TAILER:
+	case LS_SITE_UNKNOWN:
 		if (ev->kind != SF_EV_REALLOC_DEALLOC)
 			tc_end_level(s, c->caller);
 		return (int64_t)g;
@@ -221,20 +229,23 @@ static inline int64_t tc_nested(struct tc_stack *s, struct tail_claim *c, const 
 	default:
 		break;
 	}
-	if (ev->ret_tag && p->syms && ls_tag_call(p->syms, c->caller_func, ev->ret_tag, &ret)) {
-		/* G's slot holds P's call: P called G, so F's callee had returned
-		 * and F's claim is stale; G's replaces it */
-		c->nested = 0;
-		if (s->n > 1 && s->v[s->n - 2].caller == c->caller) {
-			s->v[s->n - 2] = *c;
-			s->n--;
-			c = tc_top(s);
-		}
-		c->seen |= alloc;
-		return (int64_t)c->tail;
+	const struct tail_claim *f = s->n > 1 && s->v[s->n - 2].caller == c->caller ? &s->v[s->n - 2] : NULL;
+	int stale = !f;
+	if (!stale && ev->ret_tag)
+		stale = ls_tag_call(p->syms, c->caller_func, ev->ret_tag, &ret);
+	else if (!stale)
+		stale = ls_tail_site(p->syms, ev->site, f->caller_func, f->tail_func) != LS_SITE_IN_CALLEE;
+	if (!stale) {
+		s->n--;
+		return -1;
 	}
-	s->n--;
-	return -1;
+	/* G's claim replaces F's stale one and goes on under the normal rule */
+	c->nested = 0;
+	if (f) {
+		s->v[s->n - 2] = *c;
+		s->n--;
+	}
+	return -2;
 }
 
 /* The tail-calling frame that claims heap event ev of a thread whose
@@ -252,7 +263,7 @@ static inline uint64_t tc_claim(struct tc_stack *s, uint64_t cur, const struct t
 		int64_t g = tc_nested(s, c, p, ev, alloc);
 		if (g >= 0)
 			return (uint64_t)g;
-		c = tc_top(s);
+		c = tc_top(s); /* F's (-1), or G's in F's place (-2) */
 		if (!c || cur != c->caller)
 			return 0;
 	}

@@ -148,9 +148,16 @@ static int cmp_keyed(const void *pa, const void *pb)
 static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
 {
 	const struct trace_proc *p = r->proc;
-	uint32_t leaf = s->node;
-	while (leaf != CP_ROOT && fold_func(fold, p, heap_node_func(r, leaf)))
-		leaf = heap_node_parent(r, leaf);
+	uint32_t leaf = s->node, tailer = 0;
+	while (leaf != CP_ROOT && fold_func(fold, p, heap_node_func(r, leaf))) {
+		/* folded plumbing a function jumped to (add's `jmp
+		 * vector::_M_realloc_insert`): the allocation is that tail
+		 * caller's, as if it had jumped to the allocator */
+		uint64_t t = hm_get(&r->tail_callee, leaf, 0);
+		leaf = t && t != UINT64_MAX ? (uint32_t)(t - 1) : heap_node_parent(r, leaf);
+		if (t && t != UINT64_MAX)
+			tailer = leaf;
+	}
 	/* nothing but plumbing (std's pre-main allocations through the traced
 	 * __rust_alloc shim, called from untraced std): no traced frame
 	 * allocated, as for any untraced caller; the call site names it */
@@ -159,7 +166,7 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	int plumbing = leaf != s->node || (fold && in && fold_name(fold, in->name));
 	*row = (struct ms_row){
 		.func = leaf == CP_ROOT ? UINT32_MAX : heap_node_func(r, leaf), .addr = s->addr, .node = s->node,
-		.leaf_node = leaf, .tail = s->tail && leaf == s->node, .allocs = s->allocs, .bytes = s->bytes,
+		.leaf_node = leaf, .tail = (s->tail && leaf == s->node) || (tailer && leaf == tailer), .allocs = s->allocs, .bytes = s->bytes,
 		.temporaries = s->temporaries, .peak_bytes = s->peak_bytes, .peak_blocks = s->peak_blocks,
 		.leak_bytes = s->leak_bytes, .leak_blocks = s->leak_blocks, .top_bytes = s->bytes,
 	};

@@ -30,6 +30,7 @@ struct stacks {
 	struct hthread *th;          /* by lr_thread.index */
 	size_t nth;
 	uint64_t until;              /* frames after this time are not followed (a fork parent's) */
+	struct hashmap tail_callee;  /* heap_result.tail_callee */
 	/* milestones */
 	const struct heap_options *opt;
 	void (*on_milestone)(void *ctx, uint64_t t);
@@ -38,6 +39,7 @@ struct stacks {
 
 static void stacks_free(struct stacks *s)
 {
+	hm_free(&s->tail_callee);
 	for (size_t i = 0; i < s->nth; i++)
 		tc_free(&s->th[i].claims);
 	free(s->th);
@@ -70,6 +72,12 @@ static int stacks_begin(void *ctx, const struct fr_frame *f)
 	uint32_t parent = t->node;
 	t->node = cp_child(s->tree, t->node, node_key(f), f->proc, f->func_id);
 	tc_frame_begin(&t->claims, f->proc, f, t->node, parent);
+	const struct tail_claim *c = tc_top(&t->claims);
+	if (c && c->callee == t->node && c->caller == parent) { /* F's traced tail callee */
+		int added;
+		uint64_t *v = hm_put(&s->tail_callee, t->node, &added);
+		*v = added || *v == c->tail + 1 ? c->tail + 1 : UINT64_MAX;
+	}
 	const struct heap_options *o = s->opt;
 	if (o && o->milestone && f->func_id < o->nmilestone && o->milestone[f->func_id] && s->on_milestone)
 		s->on_milestone(s->ctx, f->t_begin);
@@ -618,6 +626,8 @@ int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt
 	for (size_t c = 0; c < r->ncurve; c++)
 		r->curve_t[c] += p->start_ns;
 	r->tree = h.st.tree;
+	r->tail_callee = h.st.tail_callee;
+	h.st.tail_callee = (struct hashmap){0};
 	hstate_free(&h);
 	return rc;
 }
@@ -625,6 +635,7 @@ int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt
 void heap_result_free(struct heap_result *r)
 {
 	cp_free(r->tree);
+	hm_free(&r->tail_callee);
 	free(r->sites);
 	free(r->stages);
 	free(r->curve_t);

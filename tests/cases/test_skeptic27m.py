@@ -42,10 +42,6 @@ def test_line_is_the_last_row_at_an_address():
        "main's malloc at its line")
 
 
-@sfkit.known_break(27, "add(v, s) { v.push_back(s); } jumps to vector::_M_realloc_insert (traced, folded) on "
-                   "growth: memory prints `main skep27m_vecgrow.cc:7` (main's definition line, no allocation "
-                   "there), 8160 B in 8 blocks, for all 8 growths; heaptrack_print says main :12 (add's call), "
-                   "the tail-call rule says add (tail call) at :6")
 def test_tail_call_into_folded_plumbing_is_the_tail_callers():
     exe = build_c("skep27m_vecgrow", ["skep27m_vecgrow.cc"], compiler="clang++")
     eq(fixture_rows(sites(exe), "skep27m_vecgrow"),

@@ -195,7 +195,8 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* without DWARF the call site is not the function's (the caller's
 		 * call, or a library's runtime address): the function is the key */
 		row->own = !row->file;
-	} else if (!ls_site_line_folded(p->syms, s->addr, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
+	} else if (!ls_site_line_in(p->syms, s->addr, leaf == s->node ? row->func : UINT32_MAX, fold ? skip_name : NULL,
+				    fold, &row->file, &row->line)) {
 		row->file = NULL;
 		row->outside = s->addr && !in;
 		/* a site in code no recorded object holds (libc's printf making

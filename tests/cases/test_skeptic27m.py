@@ -119,11 +119,6 @@ def test_folded_rows_cost_no_more_than_unfolded_ones():
     check(folded <= 4 * plain + 0.1, "memory took %.2f s of CPU, %.2f s with --no-fold" % (folded, plain))
 
 
-@sfkit.known_break(27, "a dlopen'd library A (fa) is dlclose'd and B (fb, at the same offset) loads at A's old "
-                   "base: fb's 222 B read `fb skep27m_dla.c:4`, a line of the unloaded A (the call site is "
-                   "looked up by address in the first object that had it, though the log knows B's load); fa's "
-                   "two 111 B blocks are right. heaptrack_print errs too here (3 calls from fa, 444 B); with fb "
-                   "at another offset it says fb dlb.c:4 where memory says `fb in a library`")
 def test_site_in_a_library_loaded_at_an_unloaded_ones_base():
     la = sfkit.build_c("skep27m_dla.so", ["skep27m_dla.c"], shared=True)
     lb = sfkit.build_c("skep27m_dlb.so", ["skep27m_dlb.c"], shared=True)

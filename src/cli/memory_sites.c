@@ -134,6 +134,10 @@ static int cmp_keyed(const void *pa, const void *pb)
 	 * changes from run to run) and a traced function allocated there */
 	if (group_mode == MS_BY_FUNCTION && a->row.func != UINT32_MAX)
 		return 0; /* one row per function, wherever its sites */
+	if (a->row.own != b->row.own)
+		return a->row.own - b->row.own;
+	if (a->row.own)
+		return 0;
 	if (a->row.outside != b->row.outside)
 		return a->row.outside - b->row.outside;
 	if ((!a->row.outside || a->row.func == UINT32_MAX) && (a->row.func == UINT32_MAX || (group_mode == MS_BY_LINE && !a->row.file)) && a->row.addr != b->row.addr)
@@ -144,9 +148,16 @@ static int cmp_keyed(const void *pa, const void *pb)
 static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
 {
 	const struct trace_proc *p = r->proc;
-	uint32_t leaf = s->node;
-	while (leaf != CP_ROOT && fold_func(fold, p, heap_node_func(r, leaf)))
-		leaf = heap_node_parent(r, leaf);
+	uint32_t leaf = s->node, tailer = 0;
+	while (leaf != CP_ROOT && fold_func(fold, p, heap_node_func(r, leaf))) {
+		/* folded plumbing a function jumped to (add's `jmp
+		 * vector::_M_realloc_insert`): the allocation is that tail
+		 * caller's, as if it had jumped to the allocator */
+		uint64_t t = hm_get(&r->tail_callee, leaf, 0);
+		leaf = t && t != UINT64_MAX ? (uint32_t)(t - 1) : heap_node_parent(r, leaf);
+		if (t && t != UINT64_MAX)
+			tailer = leaf;
+	}
 	/* nothing but plumbing (std's pre-main allocations through the traced
 	 * __rust_alloc shim, called from untraced std): no traced frame
 	 * allocated, as for any untraced caller; the call site names it */
@@ -155,7 +166,7 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	int plumbing = leaf != s->node || (fold && in && fold_name(fold, in->name));
 	*row = (struct ms_row){
 		.func = leaf == CP_ROOT ? UINT32_MAX : heap_node_func(r, leaf), .addr = s->addr, .node = s->node,
-		.leaf_node = leaf, .tail = s->tail && leaf == s->node, .allocs = s->allocs, .bytes = s->bytes,
+		.leaf_node = leaf, .tail = (s->tail && leaf == s->node) || (tailer && leaf == tailer), .allocs = s->allocs, .bytes = s->bytes,
 		.temporaries = s->temporaries, .peak_bytes = s->peak_bytes, .peak_blocks = s->peak_blocks,
 		.leak_bytes = s->leak_bytes, .leak_blocks = s->leak_blocks, .top_bytes = s->bytes,
 	};
@@ -181,7 +192,11 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* a tail call's own line, when the function has one */
 		if (row->tail && p->syms)
 			ls_tail_line(p->syms, row->func, &row->file, &row->line);
-	} else if (!ls_site_line_folded(p->syms, s->addr, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
+		/* without DWARF the call site is not the function's (the caller's
+		 * call, or a library's runtime address): the function is the key */
+		row->own = !row->file;
+	} else if (!ls_site_line_in(p->syms, s->addr, leaf == s->node ? row->func : UINT32_MAX, fold ? skip_name : NULL,
+				    fold, &row->file, &row->line)) {
 		row->file = NULL;
 		row->outside = s->addr && !in;
 		/* a site in code no recorded object holds (libc's printf making
@@ -313,6 +328,12 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 	if (row->file) {
 		const char *f = row->file, *slash = strrchr(f, '/');
 		snprintf(buf, cap, "%s:%" PRIu32, basename && slash ? slash + 1 : f, row->line);
+	} else if (row->own) { /* no line: the object without DWARF that holds the function */
+		const char *o = ls_object_without_dwarf(r->proc->syms, row->func), *slash = o ? strrchr(o, '/') : NULL;
+		if (o)
+			snprintf(buf, cap, "in %s", basename && slash ? slash + 1 : o);
+		else
+			snprintf(buf, cap, "no line");
 	} else if (row->addr && (in = ls_lookup_addr(r->proc->syms, row->addr, &vaddr))) {
 		snprintf(buf, cap, "in %s", in->name);
 	} else if (row->addr && row->outside) {

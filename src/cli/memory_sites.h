@@ -58,6 +58,7 @@ struct ms_row {
 	uint32_t leaf_node;   /* its allocating frame's node (node, or above folded frames) */
 	int tail;             /* reached by a tail call */
 	int outside;          /* the call site is in no recorded object with symbols: addr is not a key */
+	int own;              /* the location is the function's own, which has no line (no DWARF): addr is not a key */
 	uint64_t allocs, bytes, temporaries;
 	uint64_t peak_bytes, peak_blocks, leak_bytes, leak_blocks;
 	uint64_t top_bytes;   /* the largest site's bytes (which stack is shown) */

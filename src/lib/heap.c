@@ -19,7 +19,7 @@ struct hthread {
 	 * (its starting stack, below what the frames layer opens), not closed
 	 * yet; their exits reach stacks_unmatched. */
 	uint32_t seeded;
-	struct tail_claim claim;     /* a tail call's claim on the next allocations (tail_claim.h) */
+	struct tc_stack claims;      /* tail calls' claims on the next allocations (tail_claim.h) */
 	uint32_t site_node, site_id; /* the last site looked up (+1; 0: none) ... */
 	uint64_t site_addr;          /* ... and its call site: loops allocate from one site ... */
 	uint32_t site_tag;           /* ... and its event's return-address tag */
@@ -30,11 +30,21 @@ struct stacks {
 	struct hthread *th;          /* by lr_thread.index */
 	size_t nth;
 	uint64_t until;              /* frames after this time are not followed (a fork parent's) */
+	struct hashmap tail_callee;  /* heap_result.tail_callee */
 	/* milestones */
 	const struct heap_options *opt;
 	void (*on_milestone)(void *ctx, uint64_t t);
 	void *ctx;
 };
+
+static void stacks_free(struct stacks *s)
+{
+	hm_free(&s->tail_callee);
+	for (size_t i = 0; i < s->nth; i++)
+		tc_free(&s->th[i].claims);
+	free(s->th);
+	s->th = NULL;
+}
 
 static void stacks_init(struct stacks *s, const struct trace_proc *p, const struct heap_options *opt)
 {
@@ -61,7 +71,13 @@ static int stacks_begin(void *ctx, const struct fr_frame *f)
 	struct hthread *t = &s->th[f->thread->index];
 	uint32_t parent = t->node;
 	t->node = cp_child(s->tree, t->node, node_key(f), f->proc, f->func_id);
-	tc_frame_begin(&t->claim, f->proc, f, t->node, parent);
+	tc_frame_begin(&t->claims, f->proc, f, t->node, parent);
+	const struct tail_claim *c = tc_top(&t->claims);
+	if (c && c->callee == t->node && c->caller == parent) { /* F's traced tail callee */
+		int added;
+		uint64_t *v = hm_put(&s->tail_callee, t->node, &added);
+		*v = added || *v == c->tail + 1 ? c->tail + 1 : UINT64_MAX;
+	}
 	const struct heap_options *o = s->opt;
 	if (o && o->milestone && f->func_id < o->nmilestone && o->milestone[f->func_id] && s->on_milestone)
 		s->on_milestone(s->ctx, f->t_begin);
@@ -77,7 +93,7 @@ static int stacks_end(void *ctx, const struct fr_frame *f)
 	uint32_t ended = t->node;
 	t->node = cp_node(s->tree, t->node)->parent;
 	uint32_t parent_func = t->node == CP_ROOT ? UINT32_MAX : cp_func(s->tree, cp_node(s->tree, t->node)->func)->id;
-	tc_frame_end(&t->claim, f, ended, t->node, parent_func);
+	tc_frame_end(&t->claims, f, ended, t->node, parent_func);
 	return 0;
 }
 
@@ -101,7 +117,7 @@ static int stacks_unmatched(void *ctx, const struct fr_frame *f)
  * and F's frame is gone from the stack; tail_claim.h). *tail tells which. */
 static uint32_t stacks_alloc_node(struct hthread *t, const struct trace_proc *p, const struct lr_event *ev, int *tail)
 {
-	uint32_t claim = (uint32_t)tc_claim(&t->claim, t->node, p, ev);
+	uint32_t claim = (uint32_t)tc_claim(&t->claims, t->node, p, ev);
 	*tail = claim != 0;
 	return claim ? claim : t->node;
 }
@@ -544,7 +560,7 @@ static void inherit(struct hstate *h, const struct trace_proc *p, const struct h
 
 static void hstate_free(struct hstate *h)
 {
-	free(h->st.th);
+	stacks_free(&h->st);
 	hm_free(&h->addr_ix);
 	hm_free(&h->tag_ix);
 	hm_free(&h->site_of);
@@ -610,6 +626,8 @@ int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt
 	for (size_t c = 0; c < r->ncurve; c++)
 		r->curve_t[c] += p->start_ns;
 	r->tree = h.st.tree;
+	r->tail_callee = h.st.tail_callee;
+	h.st.tail_callee = (struct hashmap){0};
 	hstate_free(&h);
 	return rc;
 }
@@ -617,6 +635,7 @@ int heap_replay(struct trace_input *in, size_t i, const struct heap_options *opt
 void heap_result_free(struct heap_result *r)
 {
 	cp_free(r->tree);
+	hm_free(&r->tail_callee);
 	free(r->sites);
 	free(r->stages);
 	free(r->curve_t);
@@ -658,7 +677,7 @@ int heap_foreach_event(struct trace_input *in, size_t i,
 				  .alloc_event = each_alloc_event};
 	trace_run_merged(in, i, &sink);
 	cp_free(x.st.tree);
-	free(x.st.th);
+	stacks_free(&x.st);
 	return x.rc;
 }
 

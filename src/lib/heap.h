@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "lib/callpath.h"
+#include "lib/hashmap.h"
 #include "lib/trace_input.h"
 
 /* An allocation site: a traced stack and the call site's address. When
@@ -82,6 +83,11 @@ struct heap_result {
 	struct cp_tree *tree;
 	struct heap_site *sites;
 	size_t nsites;
+	/* Nodes that opened as a tail caller's traced tail callee (add's `jmp
+	 * vector::_M_realloc_insert`): node -> the tail caller's node + 1, or
+	 * UINT64_MAX when entered from several tail callers. A folded callee's
+	 * allocations are its tail caller's (memory_sites.c). */
+	struct hashmap tail_callee;
 	struct heap_stage *stages;
 	size_t nstages;
 	uint64_t end_time;            /* the process's last event (recording's time base) */

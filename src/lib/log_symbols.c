@@ -606,6 +606,12 @@ int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint3
 int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void *ctx, const char *name), void *ctx,
 			const char **file, uint32_t *line)
 {
+	return ls_site_line_in(ls, addr, UINT32_MAX, skip, ctx, file, line);
+}
+
+int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
+		    void *ctx, const char **file, uint32_t *line)
+{
 	size_t best = SIZE_MAX;
 	for (size_t i = 0; i < ls->nobjs; i++) {
 		uint64_t bias = lr_object_at(ls->log, i)->load_bias;
@@ -615,6 +621,15 @@ int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void 
 	}
 	if (best == SIZE_MAX || !addr)
 		return 0;
+	/* objects at one base (one dlclose'd, the next loaded there): the
+	 * allocating function's, which was mapped when it ran */
+	const struct lr_object *fo;
+	uint64_t fv;
+	if (func != UINT32_MAX && lr_func(ls->log, func, &fo, &fv) == 0) {
+		size_t fi = (size_t)(fo - lr_object_at(ls->log, 0));
+		if (fi != best && ls->objs[fi].sym && fo->load_bias == lr_object_at(ls->log, best)->load_bias)
+			best = fi;
+	}
 	/* a return address: the call is the instruction before it */
 	return sym_source_line_folded(ls->objs[best].sym, addr - 1 - lr_object_at(ls->log, best)->load_bias, skip, ctx,
 				      file, line);

@@ -66,6 +66,12 @@ int ls_site_line(struct log_symbols *ls, uint64_t addr, const char **file, uint3
 int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void *ctx, const char *name), void *ctx,
 			const char **file, uint32_t *line);
 
+/* ls_site_line_folded for a call site of function func (UINT32_MAX: none
+ * known): among objects loaded at one base (a dlclose'd library and the
+ * one loaded at its address later), the one that holds func. */
+int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
+		    void *ctx, const char **file, uint32_t *line);
+
 /* Where function func calls plumbing in another object: its calls through
  * the PLT or the GOT (sym_plt_calls) of functions skip() names (demangled,
  * as libstdc++'s basic_string::_M_construct), at the line of each call

@@ -41,6 +41,14 @@ struct cu {
 		Dwarf_Addr pc;
 		Dwarf_Die die;
 	} *v;
+	/* the ranges of v's subprograms by low address (built on first
+	 * scope lookup): a site's scope without walking the CU's DIEs */
+	bool spans_built;
+	size_t nspans;
+	struct cu_span {
+		Dwarf_Addr lo, hi;
+		size_t k; /* index in v */
+	} *spans;
 };
 
 /* An address range of a CU. libdw 0.188 only finds CUs by address through
@@ -571,9 +579,12 @@ static bool row_end(Dwarf_Lines *lines, size_t i)
 	return end;
 }
 
-/* The line-table row for pc. Of several rows at one address, the first with
- * a line number: clang puts a line-0 row right after the entry row of an
- * XRay-instrumented function, and dwarf_getsrc_die would return that. */
+/* The line-table row for pc. Of several rows at one address, the last
+ * is_stmt one with a line number, as addr2line and heaptrack read it (an
+ * empty asm statement's row, then the call's row at the same address: the
+ * call's line); else the last with a line number: clang puts a line-0 row
+ * right after the entry row of an XRay-instrumented function, and
+ * dwarf_getsrc_die would return that. */
 static Dwarf_Line *line_at(Dwarf_Die *cudie, Dwarf_Addr pc)
 {
 	Dwarf_Lines *lines;
@@ -596,13 +607,19 @@ static Dwarf_Line *line_at(Dwarf_Die *cudie, Dwarf_Addr pc)
 	for (first = lo - 1; first > 0 && row_addr(lines, first - 1) == at &&
 			     !row_end(lines, first - 1); first--)
 		;
-	for (size_t i = first; i < lo; i++) {
+	Dwarf_Line *any = NULL;
+	for (size_t i = lo; i-- > first;) {
 		int line = 0;
+		bool stmt = false;
 		Dwarf_Line *l = dwarf_onesrcline(lines, i);
-		if (!row_end(lines, i) && dwarf_lineno(l, &line) == 0 && line > 0)
+		if (row_end(lines, i) || dwarf_lineno(l, &line) != 0 || line <= 0)
+			continue;
+		if (dwarf_linebeginstatement(l, &stmt) == 0 && stmt)
 			return l;
+		if (!any)
+			any = l;
 	}
-	return dwarf_onesrcline(lines, lo - 1);
+	return any ? any : dwarf_onesrcline(lines, lo - 1);
 }
 
 /* The name a subprogram DIE gives its symbol: the linkage name (C++,
@@ -887,6 +904,98 @@ static int innermost_scope(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *out)
 }
 
 
+static int span_cmp(const void *pa, const void *pb)
+{
+	const struct cu_span *a = pa, *b = pb;
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	return a->k < b->k ? -1 : a->k > b->k;
+}
+
+static void build_spans(struct cu *c)
+{
+	size_t cap = 0;
+	c->spans_built = true;
+	index_cu(c);
+	for (size_t k = 0; k < c->n; k++) {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		while ((off = dwarf_ranges(&c->v[k].die, off, &base, &lo, &hi)) > 0) {
+			if (c->nspans == cap) {
+				cap = cap ? 2 * cap : 16;
+				c->spans = xrealloc(c->spans, cap * sizeof(*c->spans));
+			}
+			c->spans[c->nspans++] = (struct cu_span){lo, hi, k};
+		}
+	}
+	if (c->nspans)
+		qsort(c->spans, c->nspans, sizeof(*c->spans), span_cmp);
+}
+
+#define SCOPE_MAX 64
+
+/* A file of the system's headers (libstdc++'s, libc's): a line there is
+ * library code inlined into the function (make_shared<std::string>'s
+ * copy in stl_construct.h), not the user's, so folding goes on to the
+ * inlined call around it. */
+static int system_file(const char *f)
+{
+	return f && !strncmp(f, "/usr/", 5) && strstr(f, "/include/"); /* /usr/bin/../lib/gcc/.../include/c++/12/ too */
+}
+
+/* The scopes below die that hold pc (lexical blocks, inlined
+ * subroutines), outermost first, appended to chain[*n ..]. */
+static void scopes_below(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int *n)
+{
+	Dwarf_Die child;
+	if (*n >= SCOPE_MAX || dwarf_child(die, &child) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) &&
+		    dwarf_haspc(&child, pc) == 1) {
+			chain[(*n)++] = child;
+			scopes_below(&chain[*n - 1], pc, chain, n);
+			return;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+/* The scopes that hold pc, innermost first, from pc's subprogram down, as
+ * dwarf_getscopes_die on the innermost gives them up to the subprogram:
+ * the subprogram is found in a sorted span table, and the walk goes only
+ * through its children (dwarf_getscopes_die, like a walk from the CU's
+ * DIE, visits every function before pc's, for every site: quadratic in a
+ * unit's functions). The count, or -1 when no span holds pc. */
+static int cu_scopes_at(struct cu *c, Dwarf_Addr pc, Dwarf_Die *chain)
+{
+	if (!c->spans_built)
+		build_spans(c);
+	size_t lo = 0, hi = c->nspans;
+	while (lo < hi) { /* first span with lo > pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->spans[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = 0; k < RANGE_LOOKBACK && lo > 0; k++, lo--) {
+		const struct cu_span *sp = &c->spans[lo - 1];
+		if (pc < sp->hi) {
+			int n = 1;
+			chain[0] = c->v[sp->k].die;
+			scopes_below(&chain[0], pc, chain, &n);
+			for (int i = 0; i < n / 2; i++) { /* innermost first */
+				Dwarf_Die t = chain[i];
+				chain[i] = chain[n - 1 - i];
+				chain[n - 1 - i] = t;
+			}
+			return n;
+		}
+	}
+	return -1;
+}
+
 int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(void *ctx, const char *name), void *ctx,
 			   const char **file, uint32_t *line)
 {
@@ -915,17 +1024,25 @@ int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(voi
 	 * dwarf_getscopes_die on the innermost one (as eu-addr2line -i).
 	 * Not through dwarf_getscopes: it leaks its array when an inlined
 	 * instance's abstract origin lies in another unit (Rust, LTO). */
-	int ns = innermost_scope(&c->die, pc, &inner) ? dwarf_getscopes_die(&inner, &scopes) : 0;
+	Dwarf_Die chain[SCOPE_MAX];
+	int ns = cu_scopes_at(c, pc, chain);
+	if (ns < 0) { /* no subprogram's span: the walk from the CU */
+		ns = innermost_scope(&c->die, pc, &inner) ? dwarf_getscopes_die(&inner, &scopes) : 0;
+		if (ns > SCOPE_MAX)
+			ns = SCOPE_MAX;
+		if (ns > 0)
+			memcpy(chain, scopes, (size_t)ns * sizeof(*chain));
+	}
 	for (int i = 0; i < ns; i++) {
-		int tag = dwarf_tag(&scopes[i]);
+		int tag = dwarf_tag(&chain[i]);
 		if (tag == DW_TAG_subprogram)
 			break;
 		if (tag != DW_TAG_inlined_subroutine)
 			continue;
-		char *name = inlined_name(&scopes[i]);
-		int folded = name && skip(ctx, name);
+		char *name = inlined_name(&chain[i]);
+		int folded = (name && skip(ctx, name)) || system_file(*file);
 		free(name);
-		if (!folded || !inlined_call_site(o, c, &scopes[i], file, line))
+		if (!folded || !inlined_call_site(o, c, &chain[i], file, line))
 			break;
 	}
 	free(scopes);
@@ -1008,8 +1125,10 @@ void sym_close(struct sym_object *o)
 	while (hm_next(&o->abs_files, &pos, &vaddr, &e))
 		free((char *)(uintptr_t)e);
 	hm_free(&o->abs_files);
-	for (size_t i = 0; i < o->ncus; i++)
+	for (size_t i = 0; i < o->ncus; i++) {
 		free(o->cus[i].v);
+		free(o->cus[i].spans);
+	}
 	free(o->cus);
 	free(o->ranges);
 	free(o->syms);

@@ -19,7 +19,7 @@ static const struct pq_column alloc_cols[] = {
 /* Per thread of the current process. */
 struct pola_thread {
 	uint64_t cur;              /* innermost open frame's id (0: none) */
-	struct tail_claim claim;
+	struct tc_stack claims;    /* tail calls' claims (tail_claim.h) */
 	uint32_t *funcs;           /* function ids of the open frames, by depth */
 	size_t nfuncs;
 };
@@ -43,8 +43,10 @@ struct pola_alloc *pola_alloc_open(const char *out, const struct pq_options *po)
 
 static void free_threads(struct pola_alloc *a)
 {
-	for (size_t i = 0; i < a->nth; i++)
+	for (size_t i = 0; i < a->nth; i++) {
 		free(a->th[i].funcs);
+		tc_free(&a->th[i].claims);
+	}
 	free(a->th);
 	a->th = NULL;
 	a->nth = 0;
@@ -71,12 +73,12 @@ void pola_alloc_frame(struct pola_alloc *a, const struct fr_frame *f, int begin)
 			t->nfuncs = n;
 		}
 		t->funcs[f->depth] = f->func_id;
-		tc_frame_begin(&t->claim, f->proc, f, f->id, f->parent);
+		tc_frame_begin(&t->claims, f->proc, f, f->id, f->parent);
 		return;
 	}
 	t->cur = f->parent;
 	uint32_t parent_func = f->depth && f->depth - 1 < t->nfuncs ? t->funcs[f->depth - 1] : UINT32_MAX;
-	tc_frame_end(&t->claim, f, f->id, f->parent, parent_func);
+	tc_frame_end(&t->claims, f, f->id, f->parent, parent_func);
 }
 
 static int alloc_row(struct pola_alloc *a, const struct trace_proc *p, const struct lr_event *ev, uint32_t kind,
@@ -109,7 +111,7 @@ int pola_alloc_event(void *ctx, const struct trace_proc *p, const struct lr_even
 	uint64_t frame = 0;
 	if (ev->thread->index < a->nth) {
 		struct pola_thread *t = &a->th[ev->thread->index];
-		uint64_t claim = tc_claim(&t->claim, t->cur, p, ev);
+		uint64_t claim = tc_claim(&t->claims, t->cur, p, ev);
 		frame = claim ? claim : t->cur;
 	}
 	switch (ev->kind) {

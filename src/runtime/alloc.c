@@ -51,8 +51,9 @@ enum { DIR_ALLOC = 1, DIR_FREE = 2, DIR_REALLOC = 3 };
 #define TAG_LEFT(tag) ((tag) >> 16 & 0xff)
 
 static int heap_on;
-/* heap_on, and events take the counter clock: heap_fast may run. */
-static int heap_fast_on;
+/* 0 once heap_on with events on the counter clock: heap_fast may run.
+ * Inverted, so that heap_fast ORs it with the other gates and tests once. */
+static uint32_t heap_fast_off = 1;
 
 static int heap_enabled(void)
 {
@@ -61,7 +62,7 @@ static int heap_enabled(void)
 		return !__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED);
 	if (!sf_config.enabled || !sf_objects_patched_total())
 		return 0;
-	heap_fast_on = sf_config.clock == SF_CLOCK_TSC;
+	heap_fast_off = sf_config.clock != SF_CLOCK_TSC;
 	heap_on = 1;
 	return 1;
 }
@@ -89,10 +90,12 @@ static inline struct sf_event *heap_claim(struct sf_thread *t, uint64_t time, si
 	}
 }
 
-/* 1 if x's upper half is zero: a payload record a hand-off would take for an unfilled one. */
+/* 1 if x's upper half is zero: a payload record a hand-off would take for
+ * an unfilled one. A compare with 2^32 (one register for every value of
+ * an event, then a compare and an add with carry each), not a shift. */
 static inline unsigned zero_word(uint64_t x)
 {
-	return (x >> 32) == 0;
+	return x < (uint64_t)1 << 32;
 }
 
 /* Everything but the fast path: the thread's first event, a full slot,
@@ -148,21 +151,32 @@ static inline uint32_t heap_ret_tag(const struct sf_thread *t)
 #endif
 }
 
-/* Fills claimed records e[0 .. np]: the np payload records (a, b, c, d:
- * the first np of them), then time and word in one 8-byte store that
- * validates them. */
-static inline __attribute__((always_inline)) void heap_store(struct sf_event *e, uint32_t kind, uint32_t tag,
-							     uint64_t time, unsigned np, uint64_t a, uint64_t b,
-							     uint64_t c, uint64_t d)
+/* Stores the np payload records (a, b, c, d: the first np of them) of
+ * the event claimed at e, before the word that validates them. Returns
+ * how many have a zero upper half (zero_word). */
+static inline __attribute__((always_inline)) unsigned heap_payload(struct sf_event *e, unsigned np, uint64_t a,
+								   uint64_t b, uint64_t c, uint64_t d)
 {
 	uint64_t *p = (uint64_t *)(e + 1);
+	unsigned z = zero_word(a) + zero_word(b); /* every kind has two or more */
 	p[0] = a;
 	p[1] = b;
-	if (np > 2)
+	if (np > 2) {
 		p[2] = c;
-	if (np > 3)
+		z += zero_word(c);
+	}
+	if (np > 3) {
 		p[3] = d;
-	/* time_lo and word in one store (little-endian: time_lo first), after the payload */
+		z += zero_word(d);
+	}
+	return z;
+}
+
+/* time_lo and the event word in one 8-byte store (little-endian: time_lo
+ * first), after the payload: the event is complete. */
+static inline __attribute__((always_inline)) void heap_validate(struct sf_event *e, uint32_t kind, uint32_t tag,
+								uint64_t time)
+{
 	__atomic_store_n((uint64_t *)e, (uint64_t)sf_event_word(tag, kind) << 32 | (uint32_t)time, __ATOMIC_RELEASE);
 }
 
@@ -174,17 +188,14 @@ static inline __attribute__((always_inline)) void heap_count_zero(uint64_t zero,
 		sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
 }
 
-/* heap_store, and the count of its zero-word payload records. */
+/* Fills claimed records e[0 .. np]: the payload, then time and word that
+ * validate it, then the count of its zero-word payload records. */
 static inline __attribute__((always_inline)) void heap_fill(struct sf_event *e, uint32_t kind, uint32_t tag,
 							    uint64_t time, uint64_t zero, unsigned np, uint64_t a,
 							    uint64_t b, uint64_t c, uint64_t d)
 {
-	unsigned z = zero_word(a) + zero_word(b); /* every kind has two or more */
-	if (np > 2)
-		z += zero_word(c);
-	if (np > 3)
-		z += zero_word(d);
-	heap_store(e, kind, tag, time, np, a, b, c, d);
+	unsigned z = heap_payload(e, np, a, b, c, d);
+	heap_validate(e, kind, tag, time);
 	heap_count_zero(zero, z);
 }
 
@@ -304,7 +315,7 @@ static inline __attribute__((always_inline)) uint32_t heap_ret_tag_own(const str
 	if (d >= SF_SHADOW_CAP)
 		return 0;
 	uint64_t slot = t->shadow[d] & ~(uint64_t)7;
-	if (slot < sf_arch_stack_pointer() || slot >= t->stack.hi) /* slot 0 too */
+	if (sf_arch_below_sp(slot) || slot >= t->stack.hi) /* slot 0 too */
 		return 0;
 	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
 }
@@ -339,9 +350,10 @@ static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t
 	uint64_t time = sf_arch_counter();
 	struct sf_thread *t = &sf_self;
 	struct sf_heap_tls *l = &t->heap;
-	if (__builtin_expect(!heap_fast_on, 0) || __builtin_expect(__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED), 0))
+	/* The gates in one test: --alloc's fast path off, tracing paused, the runtime's own slow path. */
+	if (__builtin_expect((heap_fast_off | __atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED) | l->busy) != 0, 0))
 		return 0;
-	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0) || __builtin_expect(l->busy, 0))
+	if (__builtin_expect(TAG_SRC(l->tag) == SRC_SETUP, 0))
 		return 0;
 	/* One claim attempt (heap_claim's loop is the general path's): a
 	 * signal handler's events in between, a full slot or the batch's
@@ -362,7 +374,12 @@ static inline __attribute__((always_inline)) int heap_fast(uint8_t dir, uint32_t
 		l->ptr = dir == DIR_ALLOC ? b : a;
 		l->tag = TAG(SRC_INTERPOSED, dir, 0);
 	}
-	heap_fill((struct sf_event *)at, kind, heap_ret_tag_own(t), time, zero, np, a, b, c, d);
+	/* The payload first, the tag after it: the payload's registers are
+	 * free by then (no register to save, no frame). */
+	struct sf_event *e = (struct sf_event *)at;
+	unsigned z = heap_payload(e, np, a, b, c, d);
+	heap_validate(e, kind, heap_ret_tag_own(t), time);
+	heap_count_zero(zero, z);
 	return 1;
 }
 
@@ -384,9 +401,13 @@ static inline void *heap_site(void *ra)
 __attribute__((visibility("default"))) void *sftrace_heap_alloc_ra(void *ptr, size_t size, void *ra)
 {
 	void *site = heap_site(ra);
-	if (!ptr || heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)site, 0))
+	uint64_t size_align = sf_size_align(size, 0);
+	/* Opaque from here: the zero-word test then reads size_align, not
+	 * size kept in a second register (which took a saved register). */
+	__asm__("" : "+r"(size_align));
+	if (!ptr || heap_fast(DIR_ALLOC, SF_EV_HEAP_ALLOC, 3, size_align, (uint64_t)ptr, (uint64_t)site, 0))
 		return ptr;
-	return heap_alloc_general(ptr, sf_size_align(size, 0), site);
+	return heap_alloc_general(ptr, size_align, site);
 }
 
 static __attribute__((noinline)) void heap_free_general_then(void *ptr, void *site, void (*real_free)(void *))

@@ -44,6 +44,7 @@ struct arg_item {
 };
 
 #define PLAN_TMPL 4 /* the header and up to 12 slot/fmt pairs, in records */
+#define SMALL_PUTS 4 /* fill_small's largest count of values */
 
 /* One direction (entry or exit) of one function, worked out once so that
  * the hot path copies registers to fixed offsets (SF_ARGS_FIXED): nrec
@@ -54,6 +55,11 @@ struct arg_plan {
 	uint8_t nrec; /* FIXED: payload records, the header included; 0: coded (strings) */
 	uint8_t nput; /* FIXED: values (the items less the STRUCT ones, which have none) */
 	uint8_t nval; /* FIXED: records of the values-only layout (format/sf_args.h) */
+	/* FIXED with nval <= 2 and 1 <= nput <= SMALL_PUTS: nput | nval << 4,
+	 * the shape fill_plan_values picks a copy of fill_small by
+	 * (fill_values's loops and zeroing cost more than their one or two
+	 * records); 0: fill_values. */
+	uint8_t small;
 	/* FIXED, one word per value: bits 0-7 the register (an index into
 	 * struct sf_args_regs's words), 8-15 the payload record it goes in,
 	 * 16-21 and 24-29 the left and right shifts that keep its low bytes
@@ -247,6 +253,9 @@ static void make_plan(struct arg_plan *pl, uint8_t flags)
 	memcpy(pl->tmpl + 1, pairs, 2u * pl->n);
 	pl->nrec = (uint8_t)(1 + (end + 7) / 8);
 	pl->nval = (uint8_t)((vend + 7) / 8);
+	pl->small = pl->nval >= 1 && pl->nval <= 2 && pl->nput >= 1 && pl->nput <= SMALL_PUTS
+			    ? (uint8_t)(pl->nput | pl->nval << 4)
+			    : 0;
 }
 
 /* SPEC: items `eSSFF` / `xSSFF` separated by commas, up to a space. */
@@ -883,6 +892,50 @@ static inline __attribute__((always_inline)) unsigned fill_values(const struct a
 	return place_values(v, regs, pl->vput, n, w, nrec);
 }
 
+/* fill_values for a plan with nput values in nval records (a small
+ * plan: nval <= 2, nput <= SMALL_PUTS), both constants where it is
+ * inlined: no loop, no array to zero, the values ORed in registers. */
+static inline __attribute__((always_inline)) unsigned fill_small(const struct arg_plan *pl,
+								 const struct sf_args_regs *r, uint64_t *w,
+								 unsigned nput, unsigned nval)
+{
+	const uint64_t *regs = (const uint64_t *)r;
+	uint64_t v0 = 0, v1 = 0;
+	for (unsigned k = 0; k < nput; k++) {
+		uint32_t put = pl->vput[k];
+		uint64_t x = regs[put & 0xff] << (put >> 16 & 63) >> (put >> 24);
+		if (nval == 1 || !(put & 0xff00)) /* record 0 */
+			v0 |= x;
+		else
+			v1 |= x;
+	}
+	w[0] = v0;
+	unsigned z = (uint32_t)(v0 >> 32) == 0;
+	if (nval == 2) {
+		w[1] = v1;
+		z += (uint32_t)(v1 >> 32) == 0;
+	}
+	return z;
+}
+
+/* fill_small's copy for a small plan's shape (pl->small: one of these,
+ * make_plan). */
+static inline __attribute__((always_inline)) unsigned fill_plan_values(const struct arg_plan *pl,
+									const struct sf_args_regs *r, uint64_t *w)
+{
+	switch (pl->small) {
+	case 1 | 1 << 4: return fill_small(pl, r, w, 1, 1);
+	case 2 | 1 << 4: return fill_small(pl, r, w, 2, 1);
+	case 3 | 1 << 4: return fill_small(pl, r, w, 3, 1);
+	case 4 | 1 << 4: return fill_small(pl, r, w, 4, 1);
+	case 1 | 2 << 4: return fill_small(pl, r, w, 1, 2);
+	case 2 | 2 << 4: return fill_small(pl, r, w, 2, 2);
+	case 3 | 2 << 4: return fill_small(pl, r, w, 3, 2);
+	case 4 | 2 << 4: return fill_small(pl, r, w, 4, 2);
+	default: __builtin_unreachable();
+	}
+}
+
 /* At a tail-call sled of a function whose return value is asked for: an
  * ARGS event saying the value is not known (the callee's register holds
  * it), one SF_AT_NONE item in the slot of its first exit item (the reader
@@ -890,7 +943,7 @@ static inline __attribute__((always_inline)) unsigned fill_values(const struct a
  * slow path (sf_record_args, signals blocked), right before the tail
  * event, which takes the slow path too (the trampolines turn the id's
  * SF_TAIL_ENTRY_ID_BITS into kind 15 there). */
-static void tail_mark(uint32_t func_id)
+static __attribute__((noinline)) void tail_mark(uint32_t func_id)
 {
 	const struct arg_func *f = hash_get(func_id & ~SF_TAIL_ENTRY_ID_BITS);
 	if (!f || !f->plan[1].n)
@@ -952,6 +1005,20 @@ static inline void put_record(struct sf_event *e, uint64_t time, uint32_t word)
 	__atomic_store_n((uint64_t *)e, (uint64_t)word << 32 | (uint32_t)time, __ATOMIC_RELEASE);
 }
 
+/* bytes claimed at *cursor the way the trampolines claim a record: one
+ * xadd without a lock prefix (only a signal handler on this thread can
+ * race with it, and it lands before or after the one instruction).
+ * Returns where the claim starts. */
+static inline __attribute__((always_inline)) uint64_t sf_claim_local(uint64_t *cursor, uint64_t bytes)
+{
+#ifdef __x86_64__
+	__asm__ volatile("xaddq %0, %1" : "+r"(bytes), "+m"(*cursor) : : "cc", "memory");
+	return bytes;
+#else
+	return __atomic_fetch_add(cursor, bytes, __ATOMIC_RELAXED);
+#endif
+}
+
 /* n records at *time, claimed the way the trampolines claim one (one
  * xadd: a signal handler's records go before or after, never in between):
  * NULL if the time is outside the batch's span or the slot has no room
@@ -963,13 +1030,7 @@ static inline __attribute__((always_inline)) struct sf_event *claim(uint32_t n, 
 	*time = now;
 	if (t->state != SF_THREAD_ACTIVE || now - t->base >= SF_TIME_SPAN)
 		return NULL;
-	uint64_t bytes = (uint64_t)n * sizeof(struct sf_event), at;
-#ifdef __x86_64__
-	at = bytes;
-	__asm__ volatile("xaddq %0, %1" : "+r"(at), "+m"(t->cursor) : : "cc", "memory");
-#else
-	at = __atomic_fetch_add(&t->cursor, bytes, __ATOMIC_RELAXED);
-#endif
+	uint64_t bytes = (uint64_t)n * sizeof(struct sf_event), at = sf_claim_local(&t->cursor, bytes);
 	if (__builtin_expect(at + bytes <= t->limit, 1))
 		return (struct sf_event *)at;
 	sf_args_cut_claim(at, now, zero);
@@ -977,7 +1038,7 @@ static inline __attribute__((always_inline)) struct sf_event *claim(uint32_t n, 
 }
 
 /* A coded payload (strings) and the function event. */
-static int event_coded(const struct arg_plan *pl, const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+static __attribute__((noinline)) int event_coded(const struct arg_plan *pl, const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 {
 	uint64_t rec[SF_ARGS_MAX_RECORDS], time;
 	uint32_t n = payload_of(pl, r, func_id, rec);
@@ -1009,16 +1070,22 @@ static __attribute__((noinline)) void fixed_slow(const struct arg_plan *pl, cons
 	sf_record_args(rec, pl->nrec);
 }
 
-int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+/* sf_args_event's claim at `at` went past the slot's limit: the part
+ * inside becomes a filler, the ARGS event goes the slow way; the
+ * function event then takes sf_slow_common (returns 1). */
+static __attribute__((noinline)) int claim_cut(const struct arg_plan *pl, const struct sf_args_regs *r,
+					       uint32_t func_id, uint64_t at, uint64_t time, uint64_t zero)
+{
+	sf_args_cut_claim(at, time, zero);
+	fixed_slow(pl, r, func_id);
+	return 1;
+}
+
+/* sf_args_event past its gates: every plan, every clock. */
+static __attribute__((noinline)) int event_general(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind,
+						   const struct arg_plan *pl)
 {
 	uint64_t time;
-	if (sf_suppressed) /* the slow path drops the event too */
-		return 1;
-	if (kind == SF_EV_TAIL) {
-		tail_mark(func_id);
-		return 1;
-	}
-	const struct arg_plan *pl = plan_of(func_id, kind);
 	if (pl && !pl->nrec)
 		return event_coded(pl, r, func_id, kind);
 	uint32_t n = pl ? pl->nval : 0;
@@ -1041,6 +1108,79 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	}
 	put_record(e, time, sf_event_word(func_id, kind));
 	return 0;
+}
+
+/* event_small's slow ways, out of its way (the plan worked out again
+ * from the function event's word): before a claim, event_general; a
+ * claim past the slot's limit, claim_cut. */
+static __attribute__((noinline, cold)) int small_general(const struct sf_args_regs *r, uint32_t word)
+{
+	uint32_t func_id = word >> SF_KIND_BITS, kind = word & ((1u << SF_KIND_BITS) - 1);
+	return event_general(r, func_id, kind, plan_of(func_id, kind));
+}
+
+static __attribute__((noinline, cold)) int small_cut(const struct sf_args_regs *r, uint32_t word, uint64_t at,
+						     uint64_t time, uint64_t zero)
+{
+	uint32_t func_id = word >> SF_KIND_BITS, kind = word & ((1u << SF_KIND_BITS) - 1);
+	return claim_cut(plan_of(func_id, kind), r, func_id, at, time, zero);
+}
+
+/* The second half of sf_args_event's common case: the values are in v0
+ * and v1 (nz: their record count n, and z, how many have a zero upper
+ * half, << 8), word is the function event's. Apart from the first half so
+ * that neither keeps more values than there are registers free to hold
+ * them (no register saved, no frame). A jump to event_general or
+ * claim_cut on a slow way: they work out the plan again from word. */
+static __attribute__((noinline)) int event_small(const struct sf_args_regs *r, uint32_t word, uint64_t v0,
+						 uint64_t v1, uint32_t nz)
+{
+	struct sf_thread *t = &sf_self;
+	uint64_t time = sf_arch_counter();
+	uint32_t n = nz & 0xff;
+	if (__builtin_expect(t->state != SF_THREAD_ACTIVE || time - t->base >= SF_TIME_SPAN, 0))
+		return small_general(r, word); /* nothing claimed: it looks again */
+	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
+	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	uint64_t at = sf_claim_local(&t->cursor, bytes);
+	if (__builtin_expect(at + bytes > t->limit, 0))
+		return small_cut(r, word, at, time, zero);
+	uint64_t *w = (uint64_t *)at;
+	w[1] = v0;
+	if (n == 2)
+		w[2] = v1;
+	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
+	put_record((struct sf_event *)at + 1 + n, time, word);
+	if (nz >> 8) /* see has_unfilled (buffer.c) and alloc.c */
+		sf_arch_cas_local(&t->heap_zero, zero, zero + (nz >> 8));
+	return 0;
+}
+
+/* The common case: a small plan (fill_small) on the counter clock, room
+ * in the slot. The same records as event_general's: the values-only ARGS
+ * event, then the function event, at one time, in one claim. */
+int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+{
+	if (sf_suppressed) /* the slow path drops the event too */
+		return 1;
+	if (kind == SF_EV_TAIL) {
+		tail_mark(func_id);
+		return 1;
+	}
+	/* plan_of's work, for the kinds the args trampolines pass (an entry
+	 * or an exit: a tail call is above): a small plan implies items. */
+	const struct arg_func *f = hash_get(func_id);
+	if (__builtin_expect(!f || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY || sf_config.clock != SF_CLOCK_TSC, 0))
+		return small_general(r, sf_event_word(func_id, kind));
+	const struct arg_plan *pl = &f->plan[kind != SF_EV_ENTRY];
+	/* One pointer from here, not the table's index and the direction
+	 * kept apart to work it out again (registers, see event_small). */
+	__asm__("" : "+r"(pl));
+	if (__builtin_expect(!pl->small, 0))
+		return event_general(r, func_id, kind, pl->n ? pl : NULL);
+	uint64_t v[2] = {0, 0};
+	unsigned z = fill_plan_values(pl, r, v);
+	return event_small(r, sf_event_word(func_id, kind), v[0], v[1], pl->nval | z << 8);
 }
 
 _Static_assert(__builtin_offsetof(struct sf_args_regs, ret) == 48 && __builtin_offsetof(struct sf_args_regs, fp) == 80 &&

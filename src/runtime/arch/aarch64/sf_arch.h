@@ -58,6 +58,12 @@ static inline __attribute__((always_inline)) uint64_t sf_arch_stack_pointer(void
 	return sp;
 }
 
+/* 1 if addr lies below the stack pointer (x86_64 compares it in place). */
+static inline __attribute__((always_inline)) int sf_arch_below_sp(uint64_t addr)
+{
+	return addr < sf_arch_stack_pointer();
+}
+
 /* *p = want if *p == expect; only a signal handler on this thread can race
  * with it. An exclusive pair: a handler that runs in between clears the
  * exclusive monitor on its return, so the store fails and we look again.

@@ -56,6 +56,16 @@ static inline __attribute__((always_inline)) uint64_t sf_arch_stack_pointer(void
 	return sp;
 }
 
+/* 1 if addr lies below the stack pointer, compared where it is used
+ * (no register holds the stack pointer meanwhile: a hook without a frame
+ * then needs no register saved). */
+static inline __attribute__((always_inline)) int sf_arch_below_sp(uint64_t addr)
+{
+	int below;
+	__asm__ volatile("cmp %%rsp, %1" : "=@ccb"(below) : "r"(addr) : "cc");
+	return below;
+}
+
 /* *p = want if *p == expect, in one instruction without a lock prefix:
  * only a signal handler on this thread can race with it. Returns what *p
  * held. */

@@ -563,8 +563,15 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 	if (*variant != SF_VARIANT_PLAIN || !func_id)
 		return;
 	int64_t i = find_func(o, vaddr);
-	if (i < 0 || (kind == XRAY_SLED_TAIL && !A.f[i].plan[1].n))
-		return; /* a tail-call sled: only to say that the asked-for return value is not known */
+	/* A sled with nothing to read keeps the plain trampoline: the exit
+	 * of a function named by -A alone, or of a void one under -a, the
+	 * entry of one named by -R alone (the args path would only find an
+	 * empty plan, at five times a plain event's instructions). A
+	 * tail-call sled reads nothing either; it takes the args path only
+	 * to say that the asked-for return value is not known. */
+	int ret = kind == XRAY_SLED_EXIT || kind == XRAY_SLED_TAIL;
+	if (i < 0 || !A.f[i].plan[ret].n)
+		return;
 	/* Every load of an object numbers its functions anew (a library
 	 * dlopen'd again after dlclose): each id finds the same entry. */
 	int added = hash_put(func_id, (uint32_t)i);

@@ -467,8 +467,9 @@ extern uint32_t sf_trigger_count SF_HIDDEN;
 /* ---- args.c (record -A/-R: arguments and return values of chosen functions) ---- */
 void sf_args_init(void) SF_HIDDEN;
 void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from */
-/* At patch time: a chosen function's sleds get SF_VARIANT_ARGS (its
- * tail-call sleds when its return value is asked for). kind: the sled's
+/* At patch time: a chosen function's sleds that have values to read get
+ * SF_VARIANT_ARGS: its entry sleds when arguments are asked for, its exit
+ * and tail-call sleds when its return value is. kind: the sled's
  * (XRAY_SLED_*). */
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, int kind,
 		    uint8_t *variant) SF_HIDDEN;

@@ -333,10 +333,6 @@ def _callgrind_calls(path):
     return calls
 
 
-@sfkit.known_break(29, "a function named by -A alone (no -R) takes the argument-reading path on its exit too, "
-                       "which has nothing to read: under -A 'g@arg1', 100,000 exits of void g(int) went through "
-                       "sf_tramp_exit_args and sf_args_event, 142 instructions each (callgrind, inclusive) "
-                       "against 28 for a plain exit (sf_tramp_exit); -a does the same for every void function")
 def test_exit_without_values_keeps_the_plain_path():
     vg = shutil.which("valgrind")
     if not vg:

@@ -618,32 +618,11 @@ static unsigned stack_items(Dwarf_Die *t, unsigned *stack, struct da_item *items
 	return n + 1;
 }
 
-/* An aggregate argument of type t (layout a) at registers gp, fp (taken
- * so far) and stack word *stack as items at items[*n]: its members'
- * values, or one item not recorded (by reference, members this does not
- * show). 0 and the registers moved past it, or -1 if those of the
- * arguments after it are not known. */
-static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigned *gp, unsigned *fp,
-		   unsigned *stack, struct da_item *items, unsigned *n, unsigned cap)
+/* The integer argument registers the runtime saves: x86-64's six, all
+ * eight of aarch64's (x0-x7). */
+static unsigned gp_regs(const struct da_file *d)
 {
-	uint8_t slot = SF_ARG_SLOT_STACK;
-	unsigned got = 0;
-	if ((a->ngp || a->nfp) && *gp + a->ngp <= 6 && *fp + a->nfp <= 8) {
-		slot = (uint8_t)(a->ngp ? *gp + 1 : SF_ARG_SLOT_FP | (*fp + 1));
-		got = struct_items(t, a, slot, *gp, *fp, 0, items + *n, cap - *n);
-		*gp += a->ngp;
-		*fp += a->nfp;
-	} else if (d->aarch64) {
-		/* On the stack, and no later argument of its register kind in
-		 * a register: x6 and x7 are not recorded, so stop here. */
-		return -1;
-	} else { /* x86-64: all of it in memory, no register taken */
-		got = stack_items(t, stack, items + *n, cap - *n);
-	}
-	if (!got)
-		items[(*n)++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
-	*n += got;
-	return 0;
+	return d->aarch64 ? 8 : 6;
 }
 
 /* An item not recorded, of what kind (slot SF_ARG_SLOT_*). */
@@ -652,11 +631,12 @@ static struct da_item none_item(uint8_t slot)
 	return (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
 }
 
-/* x86-64: an argument past its registers is in the caller's outgoing
- * arguments; the runtime reads scalars only from registers, so it is
- * marked, named by its byte offset there when known ("stack8"), and the
- * arguments after it keep their registers (a double after six ints is
- * still in xmm0). It takes `words` of the stack, aligned to `align`. */
+/* An argument past its registers is in the caller's outgoing arguments;
+ * the runtime reads scalars only from registers, so it is marked, named
+ * by its byte offset there when known ("stack8"), and the arguments
+ * after it keep their registers (a double after six ints is still in
+ * xmm0, or after eight in d0 on aarch64). It takes `words` of the stack,
+ * aligned to `align`. */
 static void stack_scalar(struct da_item *items, unsigned *n, unsigned *stack, unsigned words, unsigned align)
 {
 	uint8_t slot = SF_ARG_SLOT_STACK;
@@ -669,6 +649,40 @@ static void stack_scalar(struct da_item *items, unsigned *n, unsigned *stack, un
 	items[(*n)++] = none_item(slot);
 }
 
+/* An aggregate argument of type t (layout a) at registers gp, fp (taken
+ * so far) and stack word *stack as items at items[*n]: its members'
+ * values, or one item not recorded (by reference, members this does not
+ * show). 0 and the registers moved past it, or -1 if those of the
+ * arguments after it are not known. */
+static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigned *gp, unsigned *fp,
+		   unsigned *stack, struct da_item *items, unsigned *n, unsigned cap)
+{
+	uint8_t slot = SF_ARG_SLOT_STACK;
+	unsigned got = 0;
+	if ((a->ngp || a->nfp) && *gp + a->ngp <= gp_regs(d) && *fp + a->nfp <= 8) {
+		slot = (uint8_t)(a->ngp ? *gp + 1 : SF_ARG_SLOT_FP | (*fp + 1));
+		got = struct_items(t, a, slot, *gp, *fp, 0, items + *n, cap - *n);
+		*gp += a->ngp;
+		*fp += a->nfp;
+	} else if (d->aarch64) {
+		/* On the stack (AAPCS64 C.3, C.13: no later argument of its
+		 * register kind in a register), not read: marked. Each takes
+		 * whole 8-byte words (its alignment is at most 8 here). */
+		if (a->nfp)
+			*fp = 8;
+		else
+			*gp = 8;
+		stack_scalar(items, n, stack, a->by_ref ? 1 : (unsigned)(dwarf_bytesize(t) + 7) / 8, 1);
+		return 0;
+	} else { /* x86-64: all of it in memory, no register taken */
+		got = stack_items(t, stack, items + *n, cap - *n);
+	}
+	if (!got)
+		items[(*n)++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+	*n += got;
+	return 0;
+}
+
 /* A long double (x87, MEMORY class): on the stack, 16-byte aligned. */
 static int is_long_double(Dwarf_Die *t)
 {
@@ -678,9 +692,9 @@ static int is_long_double(Dwarf_Die *t)
 	       dwarf_formudata(&a, &enc) == 0 && enc == DW_ATE_float;
 }
 
-/* The System V (or AAPCS64) registers of each parameter, in order. On
- * x86-64 every parameter gets an item: one past the registers or a long
- * double is marked as on the stack, and from the first one whose
+/* The System V (or AAPCS64) registers of each parameter, in order. Every
+ * parameter gets an item: one past the registers (or an x86-64 long
+ * double) is marked as on the stack, and from the first one whose
  * registers are not known for sure each is marked unknown. */
 static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct da_item *items, unsigned cap)
 {
@@ -713,17 +727,19 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 			continue;
 		}
 		unsigned need = c == CLS_GP2 ? 2 : 1;
-		if (c == CLS_NONE || (c == CLS_GP2 && gp == 5)) { /* a Rust pair split between r9 and the stack */
-			if (!d->x86_64)
+		if (c == CLS_NONE || (c == CLS_GP2 && gp == gp_regs(d) - 1)) { /* a Rust pair split between r9 (x7) and the stack */
+			if (!d->x86_64 && !d->aarch64)
 				break;
 			lost = 1;
 			items[n++] = none_item(SF_ARG_SLOT_UNKNOWN);
 		} else if (c == CLS_FP && fp < 8) {
 			items[n++] = (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | ++fp), fmt, 0};
-		} else if (c != CLS_FP && gp + need <= 6) {
+		} else if (c != CLS_FP && gp + need <= gp_regs(d)) {
 			items[n++] = (struct da_item){(uint8_t)(gp + 1), fmt, 0};
 			gp += need;
-		} else if (d->x86_64) {
+		} else if (d->x86_64 || d->aarch64) {
+			/* aarch64 gives each scalar on the stack a word of its own
+			 * (Linux's AAPCS64), as x86-64 does. */
 			stack_scalar(items, &n, &stack, need, 1);
 		} else {
 			break;

@@ -496,8 +496,10 @@ int sf_args_per_object(void) SF_HIDDEN;
 #define SF_ARGS_GP 6   /* x86-64: rdi rsi rdx rcx r8 r9; aarch64: x0-x5 */
 #ifdef __aarch64__
 #define SF_ARGS_RET2 1 /* the second return value register is gp[1] (x1) */
+#define SF_ARGS_NGP 8  /* integer argument registers saved: x6 and x7 are saved[0] and saved[1] */
 #else
 #define SF_ARGS_RET2 2 /* the second return value register is gp[2] (rdx) */
+#define SF_ARGS_NGP 6
 #endif
 #define SF_ARGS_STACK 2 /* x86-64: saved[2] is the address of the first stack argument (entry) */
 struct sf_args_regs {

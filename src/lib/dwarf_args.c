@@ -672,32 +672,11 @@ static unsigned stack_items(Dwarf_Die *t, unsigned *stack, struct da_item *items
 	return n + 1;
 }
 
-/* An aggregate argument of type t (layout a) at registers gp, fp (taken
- * so far) and stack word *stack as items at items[*n]: its members'
- * values, or one item not recorded (by reference, members this does not
- * show). 0 and the registers moved past it, or -1 if those of the
- * arguments after it are not known. */
-static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigned *gp, unsigned *fp,
-		   unsigned *stack, struct da_item *items, unsigned *n, unsigned cap)
+/* The integer argument registers the runtime saves: x86-64's six, all
+ * eight of aarch64's (x0-x7). */
+static unsigned gp_regs(const struct da_file *d)
 {
-	uint8_t slot = SF_ARG_SLOT_STACK;
-	unsigned got = 0;
-	if ((a->ngp || a->nfp) && *gp + a->ngp <= 6 && *fp + a->nfp <= 8) {
-		slot = (uint8_t)(a->ngp ? *gp + 1 : SF_ARG_SLOT_FP | (*fp + 1));
-		got = struct_items(t, a, slot, *gp, *fp, 0, items + *n, cap - *n);
-		*gp += a->ngp;
-		*fp += a->nfp;
-	} else if (d->aarch64) {
-		/* On the stack, and no later argument of its register kind in
-		 * a register: x6 and x7 are not recorded, so stop here. */
-		return -1;
-	} else { /* x86-64: all of it in memory, no register taken */
-		got = stack_items(t, stack, items + *n, cap - *n);
-	}
-	if (!got)
-		items[(*n)++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
-	*n += got;
-	return 0;
+	return d->aarch64 ? 8 : 6;
 }
 
 /* An item not recorded, of what kind (slot SF_ARG_SLOT_*). */
@@ -706,11 +685,12 @@ static struct da_item none_item(uint8_t slot)
 	return (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
 }
 
-/* x86-64: an argument past its registers is in the caller's outgoing
- * arguments; the runtime reads scalars only from registers, so it is
- * marked, named by its byte offset there when known ("stack8"), and the
- * arguments after it keep their registers (a double after six ints is
- * still in xmm0). It takes `words` of the stack, aligned to `align`. */
+/* An argument past its registers is in the caller's outgoing arguments;
+ * the runtime reads scalars only from registers, so it is marked, named
+ * by its byte offset there when known ("stack8"), and the arguments
+ * after it keep their registers (a double after six ints is still in
+ * xmm0, or after eight in d0 on aarch64). It takes `words` of the stack,
+ * aligned to `align`. */
 static void stack_scalar(struct da_item *items, unsigned *n, unsigned *stack, unsigned words, unsigned align)
 {
 	uint8_t slot = SF_ARG_SLOT_STACK;
@@ -721,6 +701,40 @@ static void stack_scalar(struct da_item *items, unsigned *n, unsigned *stack, un
 		*stack = at + words;
 	}
 	items[(*n)++] = none_item(slot);
+}
+
+/* An aggregate argument of type t (layout a) at registers gp, fp (taken
+ * so far) and stack word *stack as items at items[*n]: its members'
+ * values, or one item not recorded (by reference, members this does not
+ * show). 0 and the registers moved past it, or -1 if those of the
+ * arguments after it are not known. */
+static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigned *gp, unsigned *fp,
+		   unsigned *stack, struct da_item *items, unsigned *n, unsigned cap)
+{
+	uint8_t slot = SF_ARG_SLOT_STACK;
+	unsigned got = 0;
+	if ((a->ngp || a->nfp) && *gp + a->ngp <= gp_regs(d) && *fp + a->nfp <= 8) {
+		slot = (uint8_t)(a->ngp ? *gp + 1 : SF_ARG_SLOT_FP | (*fp + 1));
+		got = struct_items(t, a, slot, *gp, *fp, 0, items + *n, cap - *n);
+		*gp += a->ngp;
+		*fp += a->nfp;
+	} else if (d->aarch64) {
+		/* On the stack (AAPCS64 C.3, C.13: no later argument of its
+		 * register kind in a register), not read: marked. Each takes
+		 * whole 8-byte words (its alignment is at most 8 here). */
+		if (a->nfp)
+			*fp = 8;
+		else
+			*gp = 8;
+		stack_scalar(items, n, stack, a->by_ref ? 1 : (unsigned)(dwarf_bytesize(t) + 7) / 8, 1);
+		return 0;
+	} else { /* x86-64: all of it in memory, no register taken */
+		got = stack_items(t, stack, items + *n, cap - *n);
+	}
+	if (!got)
+		items[(*n)++] = (struct da_item){slot, sf_arg_fmt(SF_AT_NONE, 8), 0};
+	*n += got;
+	return 0;
 }
 
 /* A long double (x87, MEMORY class): on the stack, 16-byte aligned. */
@@ -803,17 +817,19 @@ static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items
 		return 0;
 	}
 	unsigned need = c == CLS_GP2 ? 2 : 1;
-	if (c == CLS_NONE || (c == CLS_GP2 && w->gp == 5)) { /* a Rust pair split between r9 and the stack */
-		if (!d->x86_64)
+	if (c == CLS_NONE || (c == CLS_GP2 && w->gp == gp_regs(d) - 1)) { /* a Rust pair split between r9 (x7) and the stack */
+		if (!d->x86_64 && !d->aarch64)
 			return -1;
 		w->lost = 1;
 		items[(*n)++] = none_item(SF_ARG_SLOT_UNKNOWN);
 	} else if (c == CLS_FP && w->fp < 8) {
 		items[(*n)++] = (struct da_item){(uint8_t)(SF_ARG_SLOT_FP | ++w->fp), fmt, 0};
-	} else if (c != CLS_FP && w->gp + need <= 6) {
+	} else if (c != CLS_FP && w->gp + need <= gp_regs(d)) {
 		items[(*n)++] = (struct da_item){(uint8_t)(w->gp + 1), fmt, 0};
 		w->gp += need;
-	} else if (d->x86_64) {
+	} else if (d->x86_64 || d->aarch64) {
+		/* aarch64 gives each scalar on the stack a word of its own
+		 * (Linux's AAPCS64), as x86-64 does. */
 		stack_scalar(items, n, &w->stack, need, 1);
 	} else {
 		return -1;
@@ -821,9 +837,9 @@ static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items
 	return 0;
 }
 
-/* The System V (or AAPCS64) registers of each parameter, in order. On
- * x86-64 every parameter gets an item: one past the registers or a long
- * double is marked as on the stack, and from the first one whose
+/* The System V (or AAPCS64) registers of each parameter, in order. Every
+ * parameter gets an item: one past the registers (or an x86-64 long
+ * double) is marked as on the stack, and from the first one whose
  * registers are not known for sure each is marked unknown. A parameter
  * DWARF says is optimized out takes its registers (or stack words) but
  * is marked so, whatever they hold. */

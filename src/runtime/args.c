@@ -60,11 +60,13 @@ struct arg_plan {
 	 * (fill_values's loops and zeroing cost more than their one or two
 	 * records); 0: fill_values. */
 	uint8_t small;
-	/* FIXED, one word per value: bits 0-7 the register (an index into
-	 * struct sf_args_regs's words), 8-15 the payload record it goes in,
-	 * 16-21 and 24-29 the left and right shifts that keep its low bytes
-	 * and move them to their offset in that record. put: the FIXED
-	 * layout's (the header is record 0); vput: the values-only one's. */
+	/* FIXED, one word per value: bits 0-7 where its bytes start in
+	 * struct sf_args_regs (8 x its register's word + a member's byte
+	 * offset there: the 8 bytes loaded from there hold the value in their
+	 * low bytes), 8-15 the payload record it goes in, 16-21 and 24-29 the
+	 * left and right shifts that keep its low bytes and move them to
+	 * their offset in that record. put: the FIXED layout's (the header is
+	 * record 0); vput: the values-only one's. */
 	uint32_t put[SF_ARG_MAX_ITEMS];
 	uint32_t vput[SF_ARG_MAX_ITEMS];
 	struct arg_item it[SF_ARG_MAX_ITEMS];
@@ -157,17 +159,29 @@ static int hex_byte(const char *p)
 	return b < 0 ? -1 : a << 4 | b;
 }
 
+/* The word of struct sf_args_regs that holds integer argument register
+ * i (0: the first), -1 if it is not saved (aarch64 saves x6 and x7 after
+ * the return value, in saved[0] and saved[1]). */
+static int gp_word(unsigned i)
+{
+	if (i < SF_ARGS_GP)
+		return (int)(offsetof(struct sf_args_regs, gp) / 8 + i);
+	if (i < SF_ARGS_NGP)
+		return (int)(offsetof(struct sf_args_regs, saved) / 8 + i - SF_ARGS_GP);
+	return -1;
+}
+
 /* The word of struct sf_args_regs an item's value is in (reg_of below
  * for the fixed-size ones); -1 if none (a stack argument: coded as 0). */
 static int reg_index(uint8_t slot)
 {
 	unsigned i = slot & SF_ARG_SLOT_INDEX;
-	size_t gp = offsetof(struct sf_args_regs, gp) / 8, fp = offsetof(struct sf_args_regs, fp) / 8;
+	size_t fp = offsetof(struct sf_args_regs, fp) / 8;
 	if (slot & SF_ARG_SLOT_FP)
 		return (int)(fp + (i && i <= 8 ? i - 1 : 0));
 	if (!i)
 		return (int)(offsetof(struct sf_args_regs, ret) / 8);
-	return i <= SF_ARGS_GP ? (int)(gp + i - 1) : -1;
+	return gp_word(i - 1);
 }
 
 /* The word of struct sf_args_regs a struct member's bytes are in (its
@@ -183,7 +197,7 @@ static int member_index(uint8_t slot, int ret)
 		return (int)(fp + i);
 	if (ret)
 		return i == 0 ? (int)(offsetof(struct sf_args_regs, ret) / 8) : i == 1 ? (int)(gp + SF_ARGS_RET2) : -1;
-	return i < SF_ARGS_GP ? (int)(gp + i) : -1;
+	return gp_word(i);
 }
 
 /* Whether a plan's STRUCT items are followed by as many members as they
@@ -210,14 +224,29 @@ static int structs_ok(const struct arg_plan *pl)
 }
 
 /* The shifts word of a value (struct arg_plan's put): from register
- * word src, keeping its `size` low bytes above byte `byte`, to offset
- * `off` of a record array. */
+ * word src, its `size` bytes from byte `byte` on, to offset `off` of a
+ * record array. The load starts at the value's first byte, so nothing
+ * below it comes along: two shifts of the register word itself could not
+ * drop both the bytes above a member and those below it, and the ones
+ * below (the struct's earlier members) were ORed into the record's
+ * bytes before it, another value's or the pairs (skeptic 29m: an aarch64
+ * {short, float, short} then a double read as malformed). The left shift
+ * drops the bytes above the value. */
 static uint32_t put_word(int src, unsigned size, unsigned byte, unsigned off)
 {
 	unsigned bits = 64 - 8 * size;
-	/* The left shift drops the bytes above the value (a member: those
-	 * above its offset in the register). */
-	return (uint32_t)src | off / 8 << 8 | (bits - 8 * byte) << 16 | (bits - 8 * (off % 8)) << 24;
+	return (8u * (uint32_t)src + byte) | off / 8 << 8 | bits << 16 | (bits - 8 * (off % 8)) << 24;
+}
+
+/* The 8 bytes at byte `at` of the saved registers, unaligned (a struct
+ * member's value starts there). Past a member in the last words they
+ * reach at most 7 bytes beyond struct sf_args_regs, into the args
+ * trampoline's own frame above it (x86-64: the saved rbp; aarch64: x30). */
+static inline __attribute__((always_inline)) uint64_t regs_at(const struct sf_args_regs *r, uint32_t at)
+{
+	uint64_t x;
+	memcpy(&x, (const uint8_t *)r + at, 8);
+	return x;
 }
 
 /* The FIXED layout of a plan's items (format/sf_args.h), and its
@@ -563,8 +592,15 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 	if (*variant != SF_VARIANT_PLAIN || !func_id)
 		return;
 	int64_t i = find_func(o, vaddr);
-	if (i < 0 || (kind == XRAY_SLED_TAIL && !A.f[i].plan[1].n))
-		return; /* a tail-call sled: only to say that the asked-for return value is not known */
+	/* A sled with nothing to read keeps the plain trampoline: the exit
+	 * of a function named by -A alone, or of a void one under -a, the
+	 * entry of one named by -R alone (the args path would only find an
+	 * empty plan, at five times a plain event's instructions). A
+	 * tail-call sled reads nothing either; it takes the args path only
+	 * to say that the asked-for return value is not known. */
+	int ret = kind == XRAY_SLED_EXIT || kind == XRAY_SLED_TAIL;
+	if (i < 0 || !A.f[i].plan[ret].n)
+		return;
 	/* Every load of an object numbers its functions anew (a library
 	 * dlopen'd again after dlclose): each id finds the same entry. */
 	int added = hash_put(func_id, (uint32_t)i);
@@ -711,8 +747,8 @@ static uint64_t reg_of(const struct sf_args_regs *r, uint8_t slot, int second)
 		return i && i <= 8 ? r->fp[i - 1] : r->fp[0];
 	if (!i)
 		return second ? r->gp[SF_ARGS_RET2] : r->ret;
-	i = i - 1 + (unsigned)second;
-	return i < SF_ARGS_GP ? r->gp[i] : 0;
+	int w = gp_word(i - 1 + (unsigned)second);
+	return w < 0 ? 0 : ((const uint64_t *)r)[w];
 }
 
 /* Word i of the stack arguments (x86-64, at an entry: the caller's
@@ -834,13 +870,13 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 /* The plan's puts (register, record, shift pair each) into v, then v's
  * nrec records into w; the count of records with a zero upper half (see
  * has_unfilled). fill_fixed's and fill_values's common end. */
-static inline __attribute__((always_inline)) unsigned place_values(uint64_t *v, const uint64_t *regs,
+static inline __attribute__((always_inline)) unsigned place_values(uint64_t *v, const struct sf_args_regs *r,
 								    const uint32_t *puts, unsigned n, uint64_t *w,
 								    unsigned nrec)
 {
 	for (unsigned k = 0; k < n; k++) {
 		uint32_t put = puts[k];
-		v[put >> 8 & 0xff] |= regs[put & 0xff] << (put >> 16 & 63) >> (put >> 24);
+		v[put >> 8 & 0xff] |= regs_at(r, put & 0xff) << (put >> 16 & 63) >> (put >> 24);
 	}
 	unsigned z = 0;
 	for (unsigned i = 0; i < nrec; i++) {
@@ -858,7 +894,6 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 								 const struct sf_args_regs *r, uint32_t func_id,
 								 uint64_t *w)
 {
-	const uint64_t *regs = (const uint64_t *)r;
 	unsigned n = pl->nput, nrec = pl->nrec;
 	uint64_t v[1 + SF_ARG_MAX_ITEMS + PLAN_TMPL]; /* built on the stack, stored once */
 	_Static_assert(PLAN_TMPL == 4, "the copy below");
@@ -874,7 +909,7 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 		__asm__("" : "+r"(i));
 		v[i] = 0;
 	}
-	return place_values(v, regs, pl->put, n, w, nrec);
+	return place_values(v, r, pl->put, n, w, nrec);
 }
 
 /* A FIXED plan's values-only records into w (pl->nval of them), as
@@ -882,14 +917,13 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 static inline __attribute__((always_inline)) unsigned fill_values(const struct arg_plan *pl,
 								  const struct sf_args_regs *r, uint64_t *w)
 {
-	const uint64_t *regs = (const uint64_t *)r;
 	unsigned n = pl->nput, nrec = pl->nval;
 	uint64_t v[SF_ARG_MAX_ITEMS];
 	for (unsigned i = 0; i < nrec; i++) {
 		__asm__("" : "+r"(i)); /* stores, not `rep stos` (fill_fixed) */
 		v[i] = 0;
 	}
-	return place_values(v, regs, pl->vput, n, w, nrec);
+	return place_values(v, r, pl->vput, n, w, nrec);
 }
 
 /* fill_values for a plan with nput values in nval records (a small
@@ -899,11 +933,10 @@ static inline __attribute__((always_inline)) unsigned fill_small(const struct ar
 								 const struct sf_args_regs *r, uint64_t *w,
 								 unsigned nput, unsigned nval)
 {
-	const uint64_t *regs = (const uint64_t *)r;
 	uint64_t v0 = 0, v1 = 0;
 	for (unsigned k = 0; k < nput; k++) {
 		uint32_t put = pl->vput[k];
-		uint64_t x = regs[put & 0xff] << (put >> 16 & 63) >> (put >> 24);
+		uint64_t x = regs_at(r, put & 0xff) << (put >> 16 & 63) >> (put >> 24);
 		if (nval == 1 || !(put & 0xff00)) /* record 0 */
 			v0 |= x;
 		else

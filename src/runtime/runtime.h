@@ -503,8 +503,9 @@ extern uint32_t sf_trigger_count SF_HIDDEN;
 /* ---- args.c (record -A/-R: arguments and return values of chosen functions) ---- */
 void sf_args_init(void) SF_HIDDEN;
 void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from */
-/* At patch time: a chosen function's sleds get SF_VARIANT_ARGS (its
- * tail-call sleds when its return value is asked for). kind: the sled's
+/* At patch time: a chosen function's sleds that have values to read get
+ * SF_VARIANT_ARGS: its entry sleds when arguments are asked for, its exit
+ * and tail-call sleds when its return value is. kind: the sled's
  * (XRAY_SLED_*). */
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, int kind,
 		    uint8_t *variant) SF_HIDDEN;
@@ -531,8 +532,10 @@ int sf_args_per_object(void) SF_HIDDEN;
 #define SF_ARGS_GP 6   /* x86-64: rdi rsi rdx rcx r8 r9; aarch64: x0-x5 */
 #ifdef __aarch64__
 #define SF_ARGS_RET2 1 /* the second return value register is gp[1] (x1) */
+#define SF_ARGS_NGP 8  /* integer argument registers saved: x6 and x7 are saved[0] and saved[1] */
 #else
 #define SF_ARGS_RET2 2 /* the second return value register is gp[2] (rdx) */
+#define SF_ARGS_NGP 6
 #endif
 #define SF_ARGS_STACK 2 /* x86-64: saved[2] is the address of the first stack argument (entry) */
 struct sf_args_regs {

@@ -231,10 +231,6 @@ def _a64_auto_replay(src):
     return out, [c.strip() for c in sfkit.call_column(sfkit.replay_text(log))]
 
 
-@sfkit.known_break(29, "--auto-args on aarch64 drops parameters past x5 without a mark (README: \"Every "
-                       "parameter gets a value or a mark\"; x86-64 shows seven(1, 2, 3, 4, 5, 6, <unrecorded>) "
-                       "and five_s(1, 2, 3, 4, 5, {6, 7})): qemu-aarch64 shows `seven(1, 2, 3, 4, 5, 6) = 28;` "
-                       "(g = 7 is in x6, which the trampoline saves) and `five_s(1, 2, 3, 4, 5) = 28;`")
 def test_aarch64_parameters_past_x5_marked():
     out, calls = _a64_auto_replay("skep29m_a64.c")
     sfkit.eq(out, "56\n", "program output under qemu")
@@ -269,10 +265,6 @@ def test_utf8_string_values_kept():
     sfkit.eq(rows, ['"héllo"', '"日本"'], "query's args")
 
 
-@sfkit.known_break(29, "--auto-args on aarch64: a 12-byte struct {short, float, short} (x0 and x1) followed by "
-                       "another argument reads as `t1(<bad values>) = 8.750000;` and `t3(<bad values>) = 12.500000;` "
-                       "(dump: `t1 (malformed values)`); the same struct after a double reads right, "
-                       "`t4(0.250000, {-1, 0.500000, 9})`, as do t1 and t3 on x86-64")
 def test_aarch64_struct_in_two_x_registers_then_an_argument():
     out, calls = _a64_auto_replay("skep29m_a64s.c")
     sfkit.eq(out, "30.000000\n", "program output under qemu")
@@ -320,10 +312,6 @@ def _callgrind_calls(path):
     return calls
 
 
-@sfkit.known_break(29, "a function named by -A alone (no -R) takes the argument-reading path on its exit too, "
-                       "which has nothing to read: under -A 'g@arg1', 100,000 exits of void g(int) went through "
-                       "sf_tramp_exit_args and sf_args_event, 142 instructions each (callgrind, inclusive) "
-                       "against 28 for a plain exit (sf_tramp_exit); -a does the same for every void function")
 def test_exit_without_values_keeps_the_plain_path():
     vg = shutil.which("valgrind")
     if not vg:

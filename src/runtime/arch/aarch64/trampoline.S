@@ -346,8 +346,10 @@ sf_slow_common:
  * Only the sleds of functions whose arguments or return values are asked
  * for come here; every other sled keeps the trampolines above. This path
  * stores x0-x8 and d0-d7 into a struct sf_args_regs (runtime.h: x0-x5 as
- * the argument registers, x0 as the return value, x6-x8 kept, the low 64
- * bits of v0-v7), calls sf_args_capture(regs, id, kind), which records an
+ * the argument registers, x0 as the return value, x6 and x7, the 7th and
+ * 8th argument registers, in saved[0] and saved[1], then x8, the low 64
+ * bits of v0-v7; x30 right after them, which args.c's unaligned loads of
+ * a member in the last words may reach), calls sf_args_capture(regs, id, kind), which records an
  * ARGS event, puts x0-x8 and x30 back and branches to the ordinary
  * trampoline of its kind with the stack and x30 as the sled left them.
  * x9-x18 hold nothing at an entry or exit sled; the C code is built

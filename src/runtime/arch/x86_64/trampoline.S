@@ -485,7 +485,9 @@ sf_slow_common:
 	mov	%rsp, %rbp
 	.cfi_def_cfa_register %rbp
 	and	$-16, %rsp
-	sub	$144, %rsp		/* sizeof(struct sf_args_regs) */
+	/* sizeof(struct sf_args_regs); the saved rbp (or the alignment's
+	 * gap) above it takes args.c's unaligned loads past its end */
+	sub	$144, %rsp
 	mov	%rdi, 0(%rsp)
 	mov	%rsi, 8(%rsp)
 	mov	16(%rbp), %rax		/* the caller's rdx, rcx, rax, pushed above */

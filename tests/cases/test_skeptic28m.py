@@ -125,3 +125,14 @@ def test_skeptic28m_net_parent_of_1m_empty_children():
     net = int(_tsv_rows(log)["parent"]["total_ns"]) / 4
     sfkit.check(abs(net - untraced) <= 0.1 * untraced,
                 f"parent's net time a round {net / 1e6:.3f} ms, untraced {untraced / 1e6:.3f} ms (rounds {rounds})")
+
+
+@sfkit.known_break(28, "-F/-N and tail calls: foo() makes all 15 loop() calls (the third of each foo as "
+                   "jmp loop, marked 'tail call from foo'); report -N foo still shows loop with 5 calls and "
+                   "report -F foo 10, where uftrace on the same -O2 code (-pg) shows 0 and 15")
+def test_skeptic28m_notrace_drops_the_tail_callee():
+    exe = sfkit.build_c("skep28m_tailn", ["skep28m_tailn.c"])
+    _, log = sfkit.record([exe], args=["-q"])
+    sfkit.eq(int(_tsv_rows(log)["loop"]["calls"]), 15, "loop calls, no cut")
+    sfkit.eq(int(_tsv_rows(log, ["-F", "foo"]).get("loop", {}).get("calls", 0)), 15, "loop calls under -F foo")
+    sfkit.eq(int(_tsv_rows(log, ["-N", "foo"]).get("loop", {}).get("calls", 0)), 0, "loop calls under -N foo")

@@ -385,8 +385,8 @@ static int resolve_auto(const char *obj, struct ra_funcs *fs, char *build_id, si
 		for (size_t i = 0; d && i < o.nfuncs; i++) {
 			if (hm_find(&fs->at, o.funcs[i].vaddr))
 				continue; /* a spec names it: the spec's values only */
-			struct da_item di[SF_ARG_MAX_ITEMS];
-			unsigned n = da_items(d, o.funcs[i].vaddr, di, SF_ARG_MAX_ITEMS);
+			struct da_item di[2 * SF_ARG_MAX_ITEMS]; /* the entry's and the exit's */
+			unsigned n = da_items(d, o.funcs[i].vaddr, di, 2 * SF_ARG_MAX_ITEMS);
 			if (!n)
 				continue;
 			struct ra_func *f = func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i]));

@@ -86,7 +86,8 @@ static inline unsigned sf_arg_type(uint8_t fmt) { return fmt & 15u; }
  * A struct passed in memory (x86-64, at an entry) has the slot
  * SF_ARG_STACK | W, its bytes W 8-byte words past the first stack
  * argument (named "stack" and its byte offset, "stack24"), and its members SF_ARG_STACK | their
- * byte offset in their word << 4 | the word of the struct (0-7). */
+ * byte offset in their word << 4 | the word of the struct (0-7) where
+ * they start (a packed struct's member may run on into the next word). */
 #define SF_ARG_STRUCT_MAX 15u
 #define SF_ARG_STACK 0x80u
 static inline uint8_t sf_arg_member_slot(unsigned reg, int fp, unsigned byte)

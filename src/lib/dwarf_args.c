@@ -664,9 +664,9 @@ static unsigned stack_items(Dwarf_Die *t, unsigned *stack, struct da_item *items
 		return 0;
 	items[0] = (struct da_item){(uint8_t)(SF_ARG_STACK | base), (uint8_t)(SF_AT_STRUCT | n << 4), 0};
 	for (unsigned j = 0; j < n; j++) {
+		/* A member may span two words (packed): the runtime loads its
+		 * 8 bytes from its first byte on, within the struct's words. */
 		unsigned word = (unsigned)(m[j].off / 8), byte = (unsigned)(m[j].off % 8);
-		if (byte + sf_arg_fixed_size(m[j].fmt) > 8)
-			return 0;
 		items[1 + j] = (struct da_item){(uint8_t)(SF_ARG_STACK | byte << 4 | word), m[j].fmt, 0};
 	}
 	return n + 1;
@@ -1132,7 +1132,12 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 	uint8_t fmt;
 	if (!off || !dwarf_offdie(d->dw, *off, &fn) || dwarf_lowpc(&fn, &entry) != 0)
 		return 0;
-	unsigned n;
+	unsigned n, all = cap;
+	/* The entry's items and the exit's each make a plan of up to
+	 * SF_ARG_MAX_ITEMS: a struct that fills the entry's leaves the
+	 * return value its own. */
+	if (cap > SF_ARG_MAX_ITEMS)
+		cap = SF_ARG_MAX_ITEMS;
 	switch (conv_of(d, &fn, entry)) {
 	case CONV_ABI: {
 		int hidden = hidden_return(d, &fn);
@@ -1155,7 +1160,7 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 		 * register is kept or dropped whole; DWARF does not tell
 		 * which either, and it is read (DESIGN.md, "--auto-args"). */
 		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
-		if (n < cap && type_of(&fn, &t) && !one_register(&t)) {
+		if (n < all && type_of(&fn, &t) && !one_register(&t)) {
 			items[n++] = (struct da_item){0, sf_arg_fmt(SF_AT_NONE, 8), 1};
 			return n;
 		}
@@ -1169,5 +1174,6 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 	default:
 		return 0;
 	}
-	return n + return_items(d, &fn, items + n, cap - n);
+	all -= n;
+	return n + return_items(d, &fn, items + n, all < SF_ARG_MAX_ITEMS ? all : SF_ARG_MAX_ITEMS);
 }

@@ -45,7 +45,8 @@ struct da_item {
 	uint8_t slot, fmt, on_exit;
 };
 
-/* The items of the function at ELF address vaddr (at most cap; strings
+/* The items of the function at ELF address vaddr (at most cap, and
+ * SF_ARG_MAX_ITEMS of the entry's and of the exit's; strings
  * capped at sf_arg_str_cap's 16 bytes, the per-call budget). Returns how
  * many: 0 if the function has no DWARF, or nothing that fits. */
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap);

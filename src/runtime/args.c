@@ -201,8 +201,9 @@ static int member_index(uint8_t slot, int ret)
 }
 
 /* Whether a plan's STRUCT items are followed by as many members as they
- * say, each a scalar that fits in its register (a file written by hand
- * may say otherwise). */
+ * say, each a scalar that fits in its register, or for a struct in
+ * memory, anywhere in its words (a file written by hand may say
+ * otherwise). */
 static int structs_ok(const struct arg_plan *pl)
 {
 	for (unsigned k = 0; k < pl->n; k++) {
@@ -215,7 +216,10 @@ static int structs_ok(const struct arg_plan *pl)
 		for (unsigned j = k + 1; j <= k + m; j++) {
 			uint8_t fmt = pl->it[j].fmt;
 			unsigned size = sf_arg_fixed_size(fmt);
-			if (!size || sf_arg_member_byte(pl->it[j].slot) + size > 8 || (pl->it[j].slot & SF_ARG_STACK) != stack)
+			/* In memory a member may span two words (stack_member);
+			 * in registers it is within its own. */
+			if (!size || (!stack && sf_arg_member_byte(pl->it[j].slot) + size > 8) ||
+			    (pl->it[j].slot & SF_ARG_STACK) != stack)
 				return 0;
 		}
 		k += m;
@@ -751,50 +755,66 @@ static uint64_t reg_of(const struct sf_args_regs *r, uint8_t slot, int second)
 	return w < 0 ? 0 : ((const uint64_t *)r)[w];
 }
 
-/* Word i of the stack arguments (x86-64, at an entry: the caller's
- * outgoing arguments; stack_readable has checked them). */
-static uint64_t stack_word(const struct sf_args_regs *r, unsigned i)
+#if defined(__x86_64__) && defined(SF_ARCH_SHADOW)
+/* The bytes of the struct in memory at it[0] (its members the next
+ * ones) up to its last member's end, in whole 8-byte words: each member
+ * from its byte in its word on, a packed struct's `long` at byte 1
+ * reaching into the next word. */
+static unsigned stack_struct_bytes(const struct arg_item *it)
 {
-#ifdef __x86_64__
-	const volatile uint64_t *sp = (const volatile uint64_t *)r->saved[SF_ARGS_STACK];
-	return sp ? sp[i] : 0;
+	unsigned m = sf_arg_struct_count(it[0].fmt), end = 0;
+	for (unsigned j = 1; j <= m; j++) {
+		unsigned e = 8 * sf_arg_member_reg(it[j].slot) + sf_arg_member_byte(it[j].slot) +
+			     sf_arg_fixed_size(it[j].fmt);
+		if (e > end)
+			end = e;
+	}
+	return (end + 7) & ~7u;
+}
+#endif
+
+/* The struct in memory at it[0]'s bytes (stack_struct_bytes), if they
+ * lie on the stack this thread runs on, above this frame, so mapped:
+ * they do when the function takes the struct as its DWARF says (the
+ * caller wrote them just before the call); a prototype the optimiser
+ * changed could put them past the stack's top. 0 if not. */
+static unsigned stack_readable(const struct sf_args_regs *r, const struct arg_item *it)
+{
+#if defined(__x86_64__) && defined(SF_ARCH_SHADOW)
+	unsigned bytes = stack_struct_bytes(it);
+	uint64_t last = r->saved[SF_ARGS_STACK] + 8 * (it[0].slot & ~SF_ARG_STACK & 0xffu) + bytes - 1;
+	return r->saved[SF_ARGS_STACK] && bytes && sf_on_this_stack(last) ? bytes : 0;
 #else
 	(void)r;
-	(void)i;
+	(void)it;
 	return 0; /* aarch64 passes no struct in memory: larger ones by reference */
 #endif
 }
 
-/* Whether the words of the struct in memory at it[0] (its members the
- * next ones) lie on the stack this thread runs on, above this frame, so
- * mapped: they do when the function takes the struct as its DWARF says
- * (the caller wrote them just before the call); a prototype the
- * optimiser changed could put them past the stack's top. */
-static int stack_readable(const struct sf_args_regs *r, const struct arg_item *it)
+/* A member of the struct in memory at stack word `word` (its first
+ * `bytes` bytes stack_readable checked): the 8 bytes from its first byte,
+ * unaligned, as regs_at reads registers (a packed struct's `long` at
+ * byte 1 spans two words). A member in the struct's last 8 bytes is read
+ * from those, shifted down: no load passes the struct's bytes. */
+static uint64_t stack_member(const struct sf_args_regs *r, unsigned word, uint8_t slot, unsigned bytes)
 {
-#if defined(__x86_64__) && defined(SF_ARCH_SHADOW)
-	unsigned m = sf_arg_struct_count(it[0].fmt), words = 0;
-	for (unsigned j = 1; j <= m; j++)
-		if (sf_arg_member_reg(it[j].slot) + 1 > words)
-			words = sf_arg_member_reg(it[j].slot) + 1;
-	uint64_t last = r->saved[SF_ARGS_STACK] + 8 * ((it[0].slot & ~SF_ARG_STACK & 0xffu) + words) - 1;
-	return r->saved[SF_ARGS_STACK] && sf_on_this_stack(last);
-#else
-	(void)r;
-	(void)it;
-	return 0;
-#endif
+	const uint8_t *base = (const uint8_t *)r->saved[SF_ARGS_STACK] + 8 * word;
+	unsigned at = 8 * sf_arg_member_reg(slot) + sf_arg_member_byte(slot), from = at + 8 <= bytes ? at : bytes - 8;
+	uint64_t x;
+	memcpy(&x, base + from, 8);
+	return x >> (8 * (at - from));
 }
 
-/* A struct member's value (struct_slot: its STRUCT item's): the bytes
- * from its offset on, of its register or stack word. */
-static uint64_t member_value(const struct sf_args_regs *r, uint8_t struct_slot, uint8_t slot, int ret)
+/* A struct member's value (struct_slot: its STRUCT item's; bytes: a
+ * struct in memory's, stack_readable's): the bytes from its offset on,
+ * of its register or the stack. */
+static uint64_t member_value(const struct sf_args_regs *r, uint8_t struct_slot, uint8_t slot, int ret,
+			     unsigned bytes)
 {
-	unsigned shift = 8 * sf_arg_member_byte(slot);
 	if (slot & SF_ARG_STACK)
-		return stack_word(r, (struct_slot & ~SF_ARG_STACK) + sf_arg_member_reg(slot)) >> shift;
+		return stack_member(r, struct_slot & ~SF_ARG_STACK, slot, bytes);
 	int idx = member_index(slot, ret);
-	return idx < 0 ? 0 : ((const uint64_t *)r)[idx] >> shift;
+	return idx < 0 ? 0 : ((const uint64_t *)r)[idx] >> 8 * sf_arg_member_byte(slot);
 }
 
 /* String bytes one entry's (or exit's) values take in all, whatever their
@@ -807,7 +827,7 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 		       unsigned *done)
 {
 	const struct arg_item *it = pl->it;
-	unsigned left = CALL_STR_BUDGET, members = 0;
+	unsigned left = CALL_STR_BUDGET, members = 0, struct_bytes = 0;
 	uint8_t struct_slot = 0;
 	*done = 0;
 	for (unsigned k = 0; k < pl->n; k++, ++*done) {
@@ -815,7 +835,7 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 			break;
 		uint8_t fmt = it[k].fmt;
 		unsigned type = sf_arg_type(fmt);
-		if (type == SF_AT_STRUCT && (it[k].slot & SF_ARG_STACK) && !stack_readable(r, it + k)) {
+		if (type == SF_AT_STRUCT && (it[k].slot & SF_ARG_STACK) && !(struct_bytes = stack_readable(r, it + k))) {
 			/* Not on this stack: not recorded, its members left out. */
 			*p++ = it[k].slot;
 			*p++ = sf_arg_fmt(SF_AT_NONE, 8);
@@ -824,7 +844,7 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 		}
 		uint64_t v;
 		if (members) { /* a struct's member */
-			v = member_value(r, struct_slot, it[k].slot, pl->flags & SF_ARGS_RET);
+			v = member_value(r, struct_slot, it[k].slot, pl->flags & SF_ARGS_RET, struct_bytes);
 			members--;
 		} else {
 			v = reg_of(r, it[k].slot, 0);

@@ -538,3 +538,55 @@ def test_struct_values_in_perfetto():
     rows = perfetto_args(struct_recorded())
     eq(sorted(r for r in rows if r[0] in STRUCT_FUNCS), sorted((f, n, v) for f, _, n, v in STRUCT_ROWS),
        "trace_processor's args")
+
+
+def test_packed_struct_members_across_stack_words():
+    # Packed structs in memory (x86-64 System V: an unaligned field makes
+    # them MEMORY): each member is loaded unaligned from its first byte,
+    # p16's long at byte 1 and t13's int at 3 and short at 7 across two
+    # words; p16's d[] and t13's u, in the struct's last 8 bytes, from
+    # those bytes shifted (never past the struct). Before, such a struct
+    # was `<unrecorded>`.
+    import platform
+    if platform.machine() != "x86_64":
+        raise Skip("structs in memory are x86-64's")
+    p, log = record([build_c("args_packed", ["args_packed.c"])], args=["-q", "--auto-args"])
+    eq(p.stdout, "123596005\n", "the program's output is unchanged")
+    eq(replay_calls(log), [
+        "main() {",
+        "  p16({'a', -1000, '\\x01', '\\x02', '\\x03', '\\x04', '\\x05', '\\x06', '\\x07'}, 1) = -895;",
+        "  t13({-2, 'x', 70000, -3, 123456789}, 5) = 123526909;",
+        "  both({-2, 'x', 70000, -3, 123456789}, {7, 'y', -1, 8, -9}) = 69991;",
+        "} = 0; /* main */"], "replay")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq([re.sub(r"^\s*\d+\s+\d+\s+ARGS\s+", "", l) for l in out.splitlines() if " ARGS " in l and "both" in l],
+       ["both stack0={-2, 'x', 70000, -3, 123456789} stack16={7, 'y', -1, 8, -9}", "both retval=69991"],
+       "dump: the second struct's offset")
+
+
+def test_stack_struct_member_at_the_stack_top_read_within_it():
+    # The spec file says target takes a struct in the last 8 bytes of its
+    # makecontext stack (the next page unmapped; the fixture prints how
+    # far its first stack argument is from the top), a short at its byte
+    # 6 and a char at 7. A member's 8-byte load starts at its first byte
+    # unless that would pass the struct's end: then it comes from the
+    # struct's last 8 bytes, shifted (from byte 7 on: SIGSEGV).
+    import platform
+    if platform.machine() != "x86_64":
+        raise Skip("structs in memory are x86-64's")
+    exe = build_c("args_stack_edge", ["args_stack_edge.c"], flags=["-fno-omit-frame-pointer"])
+    plain = run([exe]).stdout
+    gap = int(plain.split()[1])
+    check(gap % 8 == 0 and 8 <= gap <= 8 * 128, f"stack top {gap} bytes above the first stack argument")
+    syms = {p[2]: int(p[0], 16) for p in (l.split() for l in run(["nm", exe]).stdout.splitlines()) if len(p) == 3}
+    d = tmpdir()
+    spec, log = os.path.join(d, "args"), os.path.join(d, "sf.log")
+    word = gap // 8 - 1
+    with open(spec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n"
+                f"{syms['target']:#x} e{0x80 | word:02x}2c,ee021,ef035,e0111,x0011 target\n")
+    os.chmod(spec, 0o600)
+    p = run([exe], env={"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": log, "SFTRACE_ARGS": spec})
+    eq(p.stdout, plain, "the program's output")
+    # makecontext leaves the top word zero or a pointer: bytes 6 and 7 zero
+    eq([c.strip() for c in replay_calls(log) if "target" in c], ["target({0, '\\x00'}, 41) = 42;"], "replay")

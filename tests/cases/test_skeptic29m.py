@@ -273,14 +273,6 @@ def test_aarch64_struct_in_two_x_registers_then_an_argument():
                    "t4(0.250000, {-1, 0.500000, 9}) = 8.750000;"], "aarch64 struct values")
 
 
-@sfkit.known_break(29, "--auto-args on x86-64 does not read a struct with an unaligned field (packed) passed in "
-                       "memory, though record(1) and README say one passed in memory (\"more than 16 bytes, an "
-                       "unaligned field; up to 64 bytes\") is read from the stack: `p16(<unrecorded>, 1) = 1098;`, "
-                       "`p24(<unrecorded>, 3) = 7102;` (24 bytes); an aligned 32-byte struct reads right. "
-                       "The runtime reads each member from one 8-byte stack word (sf_args.h: word, byte in it) "
-                       "and l at byte 1 spans two: reading it takes a runtime change (src/runtime/args.c "
-                       "member_value, an unaligned load kept within the struct); the docs now say such a "
-                       "struct shows <unrecorded>")
 def test_packed_struct_in_memory_read():
     log = _auto_log("packed", lambda: sfkit.build_c("skep29m_packed", ["skep29m_packed.c"]))
     got = [c for c in _lines(log, "(") if c.startswith(("p16(", "p24("))]

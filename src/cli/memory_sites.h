@@ -25,6 +25,11 @@
  *     printf allocating stdout's buffer) with a return-address tag that
  *     names a call in the function (heap_site.tag, ls_tag_call): that
  *     call's file:line;
+ *   - else, with no traced frame at all, a call site in an object the log
+ *     names without functions (SF_OBJ_UNTRACED: an uninstrumented
+ *     executable, libc): the function by that object's symbols and the
+ *     call's file:line from its DWARF, keyed by the object's basename and
+ *     function and line, or ELF address (ms_row.uobj);
  *   - else (such a call site without a tag, as a function's library calls
  *     before any traced callee of it returned) "in a library": the runtime address moves
  *     with address-space randomization, so it is neither shown nor a key

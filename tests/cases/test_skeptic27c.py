@@ -307,7 +307,9 @@ def test_allocations_before_main_from_every_initializer():
     """HOLDS. A user LD_PRELOAD library's constructor (222 B), a DT_NEEDED
     library's constructor (111 B), the executable's .preinit_array (333 B,
     runs before any library constructor but the initfirst one) and its
-    constructor (444 B) are all recorded, with main's 555 B."""
+    constructor (444 B) are all recorded, with main's 555 B. The untraced
+    libraries' constructors are named by their own symbols (the log records
+    untraced objects: FORMAT.md SF_OBJ_UNTRACED)."""
     build_c("libskep27c_ctl.so", ["skep27c_ctl.c"], shared=True, xray=False)
     pre = build_c("libskep27c_ctp.so", ["skep27c_ctp.c"], shared=True, xray=False)
     exe = build_c("skep27c_ctm", ["skep27c_ctm.c"],
@@ -320,7 +322,7 @@ def test_allocations_before_main_from_every_initializer():
     out = run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout
     rows = sorted((int(f[2]), f[4]) for f in (l.split("\t") for l in out.splitlines())
                   if f[0] == "site" and f[2] != "4096")
-    eq(rows, [(111, "[no traced frame]"), (222, "[no traced frame]"), (333, "pre"), (444, "exe_ctor"),
+    eq(rows, [(111, "lib_ctor"), (222, "pre_ctor"), (333, "pre"), (444, "exe_ctor"),
               (555, "main")], "allocations by size and function")
 
 

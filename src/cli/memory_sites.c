@@ -186,6 +186,7 @@ static void untraced_site(struct log_symbols *ls, struct ms_row *row)
 	row->uobj = u.path;
 	row->umain = u.main;
 	row->usym = u.func;
+	row->ushort = u.func_short;
 	row->uvaddr = u.vaddr;
 	row->file = u.file;
 	row->line = u.file ? u.line : 0;
@@ -401,7 +402,7 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full)
 {
 	if (row->func == UINT32_MAX)
-		return row->usym ? row->usym : "[no traced frame]";
+		return row->usym ? (full ? row->usym : row->ushort) : "[no traced frame]";
 	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
 }
 

@@ -72,7 +72,7 @@ struct ms_row {
 	 * ELF address; never the runtime address. */
 	const char *uobj;
 	int umain;
-	const char *usym;
+	const char *usym, *ushort; /* full and short names */
 	uint64_t uvaddr;
 	uint64_t allocs, bytes, temporaries;
 	uint64_t peak_bytes, peak_blocks, leak_bytes, leak_blocks;

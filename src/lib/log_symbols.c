@@ -64,6 +64,7 @@ struct log_symbols {
 	int no_symbols;
 	struct ls_untraced_obj *untraced; /* opened on first use (ls_untraced_site) */
 	size_t nuntraced;
+	struct hashmap untraced_short; /* sym_info pointer -> its short name (malloc'd) */
 };
 
 struct ls_untraced_obj {
@@ -722,6 +723,11 @@ void ls_close(struct log_symbols *ls)
 		if (ls->untraced[i].sym)
 			sym_close(ls->untraced[i].sym);
 	free(ls->untraced);
+	size_t pos = 0;
+	uint64_t key, val;
+	while (hm_next(&ls->untraced_short, &pos, &key, &val))
+		free((char *)(uintptr_t)val);
+	hm_free(&ls->untraced_short);
 	free(ls->overrides);
 	while (ls->placeholders) {
 		struct ls_placeholder *p = ls->placeholders;
@@ -772,8 +778,14 @@ int ls_untraced_site(struct log_symbols *ls, uint64_t addr, struct ls_untraced_s
 	if (!sym)
 		return 1;
 	const struct sym_info *si = sym_lookup(sym, out->vaddr - 1); /* the call before the return address */
-	if (si->mangled)
+	if (si->mangled) {
 		out->func = si->name;
+		int added;
+		uint64_t *v = hm_put(&ls->untraced_short, (uint64_t)(uintptr_t)si, &added);
+		if (added)
+			*v = (uint64_t)(uintptr_t)sf_short_name(si->name, si->mangled);
+		out->func_short = (const char *)(uintptr_t)*v;
+	}
 	if (!sym_source_line(sym, out->vaddr - 1, &out->file, &out->line))
 		out->file = NULL;
 	return 1;

@@ -176,6 +176,7 @@ struct ls_untraced_site {
 	int main;
 	uint64_t vaddr;
 	const char *func;
+	const char *func_short; /* func in the short style (demangle.h sf_short_name) */
 	const char *file;
 	uint32_t line;
 };

@@ -129,6 +129,8 @@ static int cmp_untraced(const struct ms_row *a, const struct ms_row *b)
 		return a->uobj ? 1 : -1;
 	if ((c = strcmp(base_of(a->uobj), base_of(b->uobj))))
 		return c;
+	if (a->func != UINT32_MAX) /* a traced function's calls into that object: one row */
+		return 0;
 	if ((c = cmp_file(a->usym, b->usym)))
 		return c;
 	if (a->usym && group_mode == MS_BY_FUNCTION)
@@ -150,8 +152,6 @@ static int cmp_keyed(const void *pa, const void *pb)
 	if (a->row.func != b->row.func)
 		return a->row.func < b->row.func ? -1 : 1;
 	int c;
-	if (a->row.uobj || b->row.uobj)
-		return cmp_untraced(&a->row, &b->row);
 	if (group_mode == MS_BY_LINE) {
 		if (a->row.tail != b->row.tail)
 			return a->row.tail - b->row.tail;
@@ -165,6 +165,8 @@ static int cmp_keyed(const void *pa, const void *pb)
 	 * changes from run to run) and a traced function allocated there */
 	if (group_mode == MS_BY_FUNCTION && a->row.func != UINT32_MAX)
 		return 0; /* one row per function, wherever its sites */
+	if (a->row.uobj || b->row.uobj)
+		return cmp_untraced(&a->row, &b->row);
 	if (a->row.own != b->row.own)
 		return a->row.own - b->row.own;
 	if (a->row.own)
@@ -176,15 +178,18 @@ static int cmp_keyed(const void *pa, const void *pb)
 	return 0;
 }
 
-/* A site without a traced frame in no recorded object: the untraced
- * object the log names there, when it does (ms_row.uobj). */
-static void untraced_site(struct log_symbols *ls, struct ms_row *row)
+/* A site in no recorded object: the untraced object the log names there,
+ * when it does (ms_row.uobj); with no traced frame (no_frame), also the
+ * function and line there, which then name the row. */
+static void untraced_site(struct log_symbols *ls, struct ms_row *row, int no_frame)
 {
 	struct ls_untraced_site u;
 	if (!ls_untraced_site(ls, row->addr, &u))
 		return;
 	row->uobj = u.path;
 	row->umain = u.main;
+	if (!no_frame) /* a traced function's call into it: the object alone, keyed by the function */
+		return;
 	row->usym = u.func;
 	row->ushort = u.func_short;
 	row->uvaddr = u.vaddr;
@@ -271,8 +276,8 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 			if (row->file)
 				row->outside = 0;
 		}
-		if (row->outside && leaf == CP_ROOT && p->syms)
-			untraced_site(p->syms, row);
+		if (row->outside && p->syms)
+			untraced_site(p->syms, row, leaf == CP_ROOT);
 	}
 }
 
@@ -385,7 +390,7 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 			snprintf(buf, cap, "no line");
 	} else if (row->addr && (in = ls_lookup_addr(r->proc->syms, row->addr, &vaddr))) {
 		snprintf(buf, cap, "in %s", in->name);
-	} else if (row->uobj && row->usym) {
+	} else if (row->uobj && (row->usym || row->func != UINT32_MAX)) {
 		snprintf(buf, cap, "in %s%s", basename ? base_of(row->uobj) : row->uobj, row->umain ? " (executable)" : "");
 	} else if (row->uobj) {
 		snprintf(buf, cap, "%s+0x%" PRIx64 "%s", basename ? base_of(row->uobj) : row->uobj, row->uvaddr,

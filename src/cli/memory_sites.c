@@ -113,6 +113,37 @@ static int cmp_file(const char *a, const char *b)
 	return a == b ? 0 : strcmp(a, b);
 }
 
+static const char *base_of(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Rows without a traced frame in untraced objects (ms_row.uobj): by the
+ * object's basename, the function, then the line (by line), else the ELF
+ * address when there is no function to name. */
+static int cmp_untraced(const struct ms_row *a, const struct ms_row *b)
+{
+	int c;
+	if (!a->uobj || !b->uobj)
+		return a->uobj ? 1 : -1;
+	if ((c = strcmp(base_of(a->uobj), base_of(b->uobj))))
+		return c;
+	if (a->func != UINT32_MAX) /* a traced function's calls into that object: one row */
+		return 0;
+	if ((c = cmp_file(a->usym, b->usym)))
+		return c;
+	if (a->usym && group_mode == MS_BY_FUNCTION)
+		return 0;
+	if ((c = cmp_file(a->file, b->file)))
+		return c;
+	if (a->line != b->line)
+		return a->line < b->line ? -1 : 1;
+	if (!a->usym && !a->file && a->uvaddr != b->uvaddr)
+		return a->uvaddr < b->uvaddr ? -1 : 1;
+	return 0;
+}
+
 static int cmp_keyed(const void *pa, const void *pb)
 {
 	const struct keyed *a = pa, *b = pb;
@@ -134,6 +165,8 @@ static int cmp_keyed(const void *pa, const void *pb)
 	 * changes from run to run) and a traced function allocated there */
 	if (group_mode == MS_BY_FUNCTION && a->row.func != UINT32_MAX)
 		return 0; /* one row per function, wherever its sites */
+	if (a->row.uobj || b->row.uobj)
+		return cmp_untraced(&a->row, &b->row);
 	if (a->row.own != b->row.own)
 		return a->row.own - b->row.own;
 	if (a->row.own)
@@ -143,6 +176,25 @@ static int cmp_keyed(const void *pa, const void *pb)
 	if ((!a->row.outside || a->row.func == UINT32_MAX) && (a->row.func == UINT32_MAX || (group_mode == MS_BY_LINE && !a->row.file)) && a->row.addr != b->row.addr)
 		return a->row.addr < b->row.addr ? -1 : 1;
 	return 0;
+}
+
+/* A site in no recorded object: the untraced object the log names there,
+ * when it does (ms_row.uobj); with no traced frame (no_frame), also the
+ * function and line there, which then name the row. */
+static void untraced_site(struct log_symbols *ls, struct ms_row *row, int no_frame)
+{
+	struct ls_untraced_site u;
+	if (!ls_untraced_site(ls, row->addr, &u))
+		return;
+	row->uobj = u.path;
+	row->umain = u.main;
+	if (!no_frame) /* a traced function's call into it: the object alone, keyed by the function */
+		return;
+	row->usym = u.func;
+	row->ushort = u.func_short;
+	row->uvaddr = u.vaddr;
+	row->file = u.file;
+	row->line = u.file ? u.line : 0;
 }
 
 static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
@@ -224,6 +276,8 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 			if (row->file)
 				row->outside = 0;
 		}
+		if (row->outside && p->syms)
+			untraced_site(p->syms, row, leaf == CP_ROOT);
 	}
 }
 
@@ -336,6 +390,11 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 			snprintf(buf, cap, "no line");
 	} else if (row->addr && (in = ls_lookup_addr(r->proc->syms, row->addr, &vaddr))) {
 		snprintf(buf, cap, "in %s", in->name);
+	} else if (row->uobj && (row->usym || row->func != UINT32_MAX)) {
+		snprintf(buf, cap, "in %s%s", basename ? base_of(row->uobj) : row->uobj, row->umain ? " (executable)" : "");
+	} else if (row->uobj) {
+		snprintf(buf, cap, "%s+0x%" PRIx64 "%s", basename ? base_of(row->uobj) : row->uobj, row->uvaddr,
+			 row->umain ? " (executable)" : "");
 	} else if (row->addr && row->outside) {
 		snprintf(buf, cap, "in a library");
 	} else if (row->addr) {
@@ -348,7 +407,7 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full)
 {
 	if (row->func == UINT32_MAX)
-		return "[no traced frame]";
+		return row->usym ? (full ? row->usym : row->ushort) : "[no traced frame]";
 	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
 }
 

@@ -25,6 +25,11 @@
  *     printf allocating stdout's buffer) with a return-address tag that
  *     names a call in the function (heap_site.tag, ls_tag_call): that
  *     call's file:line;
+ *   - else, with no traced frame at all, a call site in an object the log
+ *     names without functions (SF_OBJ_UNTRACED: an uninstrumented
+ *     executable, libc): the function by that object's symbols and the
+ *     call's file:line from its DWARF, keyed by the object's basename and
+ *     function and line, or ELF address (ms_row.uobj);
  *   - else (such a call site without a tag, as a function's library calls
  *     before any traced callee of it returned) "in a library": the runtime address moves
  *     with address-space randomization, so it is neither shown nor a key
@@ -59,6 +64,16 @@ struct ms_row {
 	int tail;             /* reached by a tail call */
 	int outside;          /* the call site is in no recorded object with symbols: addr is not a key */
 	int own;              /* the location is the function's own, which has no line (no DWARF): addr is not a key */
+	/* No traced frame, the call site in an object the log names without
+	 * functions (ls_untraced_site: an uninstrumented executable, libc):
+	 * its path (NULL: none), whether it is the executable, the function
+	 * its own symbols name there (or NULL) and the site's ELF address.
+	 * Keys: the object's basename, then the function and line, else the
+	 * ELF address; never the runtime address. */
+	const char *uobj;
+	int umain;
+	const char *usym, *ushort; /* full and short names */
+	uint64_t uvaddr;
 	uint64_t allocs, bytes, temporaries;
 	uint64_t peak_bytes, peak_blocks, leak_bytes, leak_blocks;
 	uint64_t top_bytes;   /* the largest site's bytes (which stack is shown) */
@@ -86,8 +101,10 @@ void ms_fold_free(struct ms_fold *f);
 void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t);
 void ms_table_free(struct ms_table *t);
 
-/* "heap.c:14" (the file's basename), "in malloc_wrapper", "in a library"
- * (a site in an object the log did not record), or "" for no site. */
+/* "heap.c:14" (the file's basename), "in malloc_wrapper", "in libc.so.6"
+ * or "in main (executable)" (a site in an untraced object whose function
+ * has no line), "libc.so.6+0x1f2e3" (nor a function), "in a library" (a
+ * site in an object the log did not record), or "" for no site. */
 void ms_location(const struct heap_result *r, const struct ms_row *row, int basename, char *buf, size_t cap);
 
 /* The allocating function's name (short or full), or "[no traced frame]". */

@@ -456,11 +456,16 @@ struct sf_object {
 	uint16_t path_len;
 	uint8_t build_id_len;
 	uint8_t flags;          /* SF_OBJ_* */
-	uint32_t reserved;
+	uint32_t reserved;      /* SF_OBJ_UNTRACED: pages (4 KiB) from load_bias to the end of its last PT_LOAD */
 	uint8_t build_id[64];
 };
 
-enum { SF_OBJ_MAIN = 1, SF_OBJ_DLOPEN = 2 };
+/* SF_OBJ_UNTRACED: an object with no xray_instr_map (the executable of an
+ * uninstrumented program, libc), recorded so that readers can name the
+ * allocation sites in it: no functions (count 0), index
+ * SF_OBJ_UNTRACED_INDEX | n, no UNLOAD. */
+enum { SF_OBJ_MAIN = 1, SF_OBJ_DLOPEN = 2, SF_OBJ_UNTRACED = 4 };
+#define SF_OBJ_UNTRACED_INDEX 0x80000000u
 
 /* Payload of an UNLOAD chunk. */
 struct sf_unload {

@@ -55,6 +55,8 @@ struct lr_log {
 
 	struct lr_object *objects;
 	size_t nobjects, objects_cap;
+	struct lr_object *untraced; /* SF_OBJ_UNTRACED chunks: objects without functions */
+	size_t nuntraced, untraced_cap;
 	uint32_t *by_first_id; /* object indices sorted by first_id */
 	uint32_t *unloads;     /* sf_unload.index values, applied after indexing */
 	size_t nunloads, unloads_cap;
@@ -334,6 +336,20 @@ static void add_object(struct lr_log *log, uint64_t off, const struct sf_chunk *
 	char *path = xmalloc((size_t)o.path_len + 1);
 	memcpy(path, base + path_off, o.path_len);
 	path[o.path_len] = 0;
+	if (o.flags & SF_OBJ_UNTRACED) { /* kept apart: no function ids, only a place for addresses */
+		log->untraced = grow(log->untraced, &log->untraced_cap, log->nuntraced + 1, sizeof(*log->untraced));
+		struct lr_object *u = &log->untraced[log->nuntraced++];
+		memset(u, 0, sizeof(*u));
+		u->index = o.index;
+		u->flags = o.flags;
+		u->build_id_len = o.build_id_len;
+		memcpy(u->build_id, o.build_id, o.build_id_len);
+		u->load_bias = o.load_bias;
+		u->end = o.load_bias + ((uint64_t)o.reserved << 12);
+		u->path = path;
+		u->offset = off;
+		return;
+	}
 	/* A second chunk for an object names where its file is now: the
 	 * runtime's copy of an executable replaced on disk during the run
 	 * (docs/FORMAT.md). The rest is the first chunk's. */
@@ -1459,6 +1475,9 @@ void lr_close(struct lr_log *log)
 	for (size_t i = 0; i < log->nobjects; i++)
 		free((void *)log->objects[i].path);
 	free(log->objects);
+	for (size_t i = 0; i < log->nuntraced; i++)
+		free((void *)log->untraced[i].path);
+	free(log->untraced);
 	free(log->by_first_id);
 	free(log->unloads);
 	free(log->switches);
@@ -1504,6 +1523,17 @@ int lr_exited_normally(const struct lr_info *info)
 const struct lr_object *lr_object_at(const struct lr_log *log, size_t i)
 {
 	return i < log->nobjects ? &log->objects[i] : NULL;
+}
+
+const struct lr_object *lr_untraced_at(const struct lr_log *log, uint64_t addr)
+{
+	const struct lr_object *best = NULL;
+	for (size_t i = 0; i < log->nuntraced; i++) { /* the latest chunk wins (an object loaded at a freed place) */
+		const struct lr_object *u = &log->untraced[i];
+		if (u->load_bias <= addr && addr < u->end)
+			best = u;
+	}
+	return best;
 }
 
 const struct lr_thread *lr_thread_at(const struct lr_log *log, size_t i)

@@ -147,6 +147,7 @@ struct lr_object {
 	const uint64_t *funcs;   /* count ELF vaddrs, index = id - first_id */
 	int unloaded;            /* an UNLOAD chunk named it (ids stay resolvable) */
 	uint64_t offset;         /* file offset of its OBJECT chunk */
+	uint64_t end;            /* SF_OBJ_UNTRACED: end of its extent (runtime address) */
 };
 
 struct lr_thread {
@@ -230,6 +231,12 @@ const struct lr_info *lr_info(const struct lr_log *log);
 size_t lr_nobjects(const struct lr_log *log);
 /* Objects in file order (their OBJECT chunks). */
 const struct lr_object *lr_object_at(const struct lr_log *log, size_t i);
+
+/* The object without functions (SF_OBJ_UNTRACED: the executable of an
+ * uninstrumented program, libc) whose extent holds runtime address addr,
+ * or NULL (none, or a log written before such objects were recorded).
+ * These objects are not among lr_object_at's. */
+const struct lr_object *lr_untraced_at(const struct lr_log *log, uint64_t addr);
 
 /* Resolves a function id: 0 and *object, *vaddr set, or -1 if no object owns
  * the id (object and vaddr untouched). Either pointer may be NULL. */

@@ -61,6 +61,15 @@ struct log_symbols {
 	struct ls_renamed *renamed;
 	char **warnings;
 	size_t nwarnings;
+	int no_symbols;
+	struct ls_untraced_obj *untraced; /* opened on first use (ls_untraced_site) */
+	size_t nuntraced;
+	struct hashmap untraced_short; /* sym_info pointer -> its short name (malloc'd) */
+};
+
+struct ls_untraced_obj {
+	const struct lr_object *o;
+	struct sym_object *sym; /* NULL: could not be opened (or another build) */
 };
 
 static const char *base_name(const char *p)
@@ -218,6 +227,7 @@ struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *o
 	ls->log = log;
 	ls->nobjs = lr_nobjects(log);
 	ls->objs = xcalloc(ls->nobjs + 1, sizeof(*ls->objs));
+	ls->no_symbols = opt && opt->no_symbols;
 	if (opt && opt->no_symbols)
 		return ls;
 	load_overrides(ls, opt);
@@ -709,6 +719,15 @@ void ls_close(struct log_symbols *ls)
 		free(ls->objs[i].cache);
 	}
 	free(ls->objs);
+	for (size_t i = 0; i < ls->nuntraced; i++)
+		if (ls->untraced[i].sym)
+			sym_close(ls->untraced[i].sym);
+	free(ls->untraced);
+	size_t pos = 0;
+	uint64_t key, val;
+	while (hm_next(&ls->untraced_short, &pos, &key, &val))
+		free((char *)(uintptr_t)val);
+	hm_free(&ls->untraced_short);
 	free(ls->overrides);
 	while (ls->placeholders) {
 		struct ls_placeholder *p = ls->placeholders;
@@ -730,4 +749,44 @@ void ls_close(struct log_symbols *ls)
 		free(ls->warnings[i]);
 	free(ls->warnings);
 	free(ls);
+}
+
+/* The symbols of untraced object o, opened once; NULL when its file is
+ * gone or is another build (the build-id the runtime read must match:
+ * without force, a wrong name is worse than none). */
+static struct sym_object *untraced_sym(struct log_symbols *ls, const struct lr_object *o)
+{
+	for (size_t i = 0; i < ls->nuntraced; i++)
+		if (ls->untraced[i].o == o)
+			return ls->untraced[i].sym;
+	char err[512];
+	struct sym_object *sym = ls->no_symbols ? NULL : sym_open(o->path, NULL, o->build_id, o->build_id_len, 0,
+								   err, sizeof(err));
+	ls->untraced = xrealloc(ls->untraced, (ls->nuntraced + 1) * sizeof(*ls->untraced));
+	ls->untraced[ls->nuntraced++] = (struct ls_untraced_obj){o, sym};
+	return sym;
+}
+
+int ls_untraced_site(struct log_symbols *ls, uint64_t addr, struct ls_untraced_site *out)
+{
+	const struct lr_object *o = addr ? lr_untraced_at(ls->log, addr) : NULL;
+	if (!o)
+		return 0;
+	*out = (struct ls_untraced_site){.path = o->path, .main = (o->flags & SF_OBJ_MAIN) != 0,
+					 .vaddr = addr - o->load_bias};
+	struct sym_object *sym = untraced_sym(ls, o);
+	if (!sym)
+		return 1;
+	const struct sym_info *si = sym_lookup(sym, out->vaddr - 1); /* the call before the return address */
+	if (si->mangled) {
+		out->func = si->name;
+		int added;
+		uint64_t *v = hm_put(&ls->untraced_short, (uint64_t)(uintptr_t)si, &added);
+		if (added)
+			*v = (uint64_t)(uintptr_t)sf_short_name(si->name, si->mangled);
+		out->func_short = (const char *)(uintptr_t)*v;
+	}
+	if (!sym_source_line(sym, out->vaddr - 1, &out->file, &out->line))
+		out->file = NULL;
+	return 1;
 }

@@ -164,6 +164,27 @@ int ls_override_used(const struct log_symbols *ls, size_t i);
 size_t ls_nwarnings(const struct log_symbols *ls);
 const char *ls_warning(const struct log_symbols *ls, size_t i);
 
+/* An allocation's call site (runtime return address) in an object the log
+ * names without functions (SF_OBJ_UNTRACED: an uninstrumented executable,
+ * libc): its file (path), whether it is the executable (main), the ELF
+ * address (vaddr: the key that holds across runs), and from its own
+ * symbols, when its file is there and the same build, the function
+ * holding the call (func, or NULL) and the call's file:line (file, or
+ * NULL). */
+struct ls_untraced_site {
+	const char *path;
+	int main;
+	uint64_t vaddr;
+	const char *func;
+	const char *func_short; /* func in the short style (demangle.h sf_short_name) */
+	const char *file;
+	uint32_t line;
+};
+
+/* 1 with *out when such an object holds addr; 0 when none does (or the log
+ * predates these records). */
+int ls_untraced_site(struct log_symbols *ls, uint64_t addr, struct ls_untraced_site *out);
+
 void ls_close(struct log_symbols *ls);
 
 #endif

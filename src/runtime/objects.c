@@ -424,12 +424,26 @@ void sf_objects_image_ends(void)
 	}
 }
 
+/* An object without sleds: its path, bias and extent, for readers to
+ * name the allocation sites in it (docs/FORMAT.md, SF_OBJ_UNTRACED). */
+static void write_untraced_chunk(struct sf_object_rt *o)
+{
+	if (!sf_log_ready() || o->logged)
+		return;
+	put_object_chunk(o);
+	o->logged = 1; /* not in the header's count of objects, which are the traced ones */
+}
+
 void sf_objects_log_all(void)
 {
 	for (uint32_t i = 0; i < nobjects; i++)
 		if (objects[i]->info.sleds)
 			write_object_chunk(objects[i]);
+		else if (objects[i]->untraced)
+			write_untraced_chunk(objects[i]);
 }
+
+static uint32_t next_untraced;
 
 /* The object's sleds in sleds[] (the scratch area), with the filter's
  * and the triggers' choice; its functions numbered from o->info.first_id
@@ -746,6 +760,15 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	int same = found == 1 ? xray_file_matches(fd, info->dlpi_phdr, info->dlpi_phnum, o->info.build_id,
 						  o->info.build_id_len) : 0;
 	sf_close(fd);
+	if (found == 0) { /* no sleds (an error reading them: not named) */
+		o->untraced = 1;
+		o->info.index = SF_OBJ_UNTRACED_INDEX | next_untraced++;
+		o->info.path_len = (uint16_t)strlen(o->path);
+		o->info.flags = (uint8_t)(SF_OBJ_UNTRACED | (is_main(info) ? SF_OBJ_MAIN : flags));
+		o->info.reserved = (uint32_t)((hi - o->info.load_bias + 4095) >> 12);
+		write_untraced_chunk(o);
+		return 0;
+	}
 	if (found != 1)
 		return 0;
 	if (same != 1) {

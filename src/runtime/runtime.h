@@ -444,6 +444,7 @@ struct sf_object_rt {
 	const void *phdr;     /* dlpi_phdr: program headers, for segment protections */
 	int phnum;
 	int logged;           /* OBJECT chunk written to the current log */
+	int untraced;         /* no xray_instr_map: an SF_OBJ_UNTRACED chunk names it */
 	int image_gone;       /* the main executable's path names another file or none: saved with the log */
 	int main_image;       /* the main executable (its path checked again when the image ends) */
 	int image_saved;      /* save_image ran: path names the copy (or the copy failed, said once) */

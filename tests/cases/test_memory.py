@@ -53,8 +53,10 @@ def by_func(rows, section, func):
 
 
 def foreign(rows, section):
-    """Bytes of rows whose call site is outside the executable (libc's own, e.g. pthread_create)."""
-    return sum(r[2] for r in rows if r[0] == section and (r[5] == "in a library" or re.match(r"0x[0-9a-f]+$", r[5])))
+    """Bytes of rows whose call site is outside the executable (libc's own, e.g. pthread_create):
+    "in /lib/.../libc.so.6" (an untraced object the log names), "in a library" in older logs."""
+    return sum(r[2] for r in rows if r[0] == section and (r[5] == "in a library" or re.match(r"0x[0-9a-f]+$", r[5]) or
+                                                         re.match(r"in /\S+\.so[.0-9]*$", r[5])))
 
 
 def test_heap_pattern_sites_and_totals():

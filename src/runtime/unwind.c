@@ -69,10 +69,10 @@ static struct {
  * object after ours, also one loaded RTLD_LOCAL (glibc loads libgcc_s so). */
 static void resolve_next(void)
 {
-	R.longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "longjmp");
-	R._longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "_longjmp");
-	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
-	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
+	R.longjmp = (longjmp_fn)sf_real("longjmp");
+	R._longjmp = (longjmp_fn)sf_real("_longjmp");
+	R.siglongjmp = (longjmp_fn)sf_real("siglongjmp");
+	R.longjmp_chk = (longjmp_fn)sf_real("__longjmp_chk");
 	if (!R.setip)
 		R.setip = (setip_fn)sf_sym_next("_Unwind_SetIP", (const void *)resolve_next);
 	if (__atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved) {

@@ -3,7 +3,9 @@
  * allocates its error message, and dlopen allocates, through the
  * program's malloc (an executable may define its own): the runtime's
  * start-up must not (unwind.c finds libgcc_s's unwinder this way, only
- * once the program has it loaded). Reads only mapped memory; no
+ * once the program has it loaded); and every dlsym, hit or miss, changes
+ * what the program's dlerror() says next: the runtime's next definitions
+ * all come from here (sf_real). Reads only mapped memory; no
  * allocation, no lock but dl_iterate_phdr's. */
 #include <link.h>
 

@@ -553,7 +553,7 @@ static struct {
 	mutex_fn lock, unlock; /* popen's lock (below), the same way */
 } own;
 
-/* libc's own definition of name; RTLD_NEXT's if libc's table lacks it. */
+/* libc's own definition of name; the next one (sf_real) if libc's table lacks it. */
 static void *libc_own(const char *name)
 {
 	void *p = sf_sym_lib("libc.so", name);

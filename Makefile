@@ -72,7 +72,7 @@ $(BUILD)/libsftrace.so: $(RT_OBJ) $(RT_ARCH)/exports.map
 	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,-z,initfirst -Wl,--version-script=$(RT_ARCH)/exports.map -lpthread -ldl
 
 # record --alloc preloads this one too: the interposed allocator family.
-$(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o $(BUILD)/rt/src/alloc/opnew.o
+$(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o $(BUILD)/rt/src/alloc/opnew.o $(BUILD)/rt/src/runtime/elf_sym.o
 	$(CC) -shared -o $@ $^ -Wl,-z,now -ldl
 
 $(BUILD)/rt/%.o: %.c Makefile

@@ -3,11 +3,12 @@
  * `sftrace record --alloc` preloads this library next to libsftrace.so;
  * without --alloc it is not loaded at all, so nothing changes and nothing
  * costs more. Each function calls the next definition in the lookup order
- * (dlsym RTLD_NEXT: libc's, or an allocator library the program links
- * against), then reports the result to the runtime (src/runtime/alloc.c)
+ * (RTLD_NEXT's, read from the objects' symbol tables by elf_sym.c, never
+ * through libdl, which would change the program's dlerror state: libc's,
+ * or an allocator library the program links against), then reports the result to the runtime (src/runtime/alloc.c)
  * with the call site, the return address of the allocator call.
  *
- * Bootstrap: dlsym itself may call calloc or malloc before the next
+ * Bootstrap: a lookup (dlsym once, now none) may call calloc or malloc before the next
  * definitions are known. Those calls are served from a static arena,
  * whose blocks are never passed to the real free (free ignores them,
  * realloc copies them out) and are not reported: they are dlsym's, not
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "alloc/outer_site.h"
+#include "runtime/runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -109,7 +111,7 @@ static size_t arena_size(const void *p)
 
 /* ---- the next definitions ---- */
 
-#define LOOKUP(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+#define LOOKUP(name) real.name = (__typeof__(real.name))sf_real(#name)
 
 static void resolve(void)
 {
@@ -124,7 +126,7 @@ static void resolve(void)
 	LOOKUP(valloc);
 	LOOKUP(pvalloc);
 	LOOKUP(malloc_usable_size);
-	void *(*m)(size_t) = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	void *(*m)(size_t) = (void *(*)(size_t))sf_real("malloc");
 	sf_alloc_site_find();
 	__atomic_store_n(&real.malloc, m, __ATOMIC_RELEASE); /* last: "resolved" */
 	resolving = 0;
@@ -151,7 +153,9 @@ __attribute__((constructor(101))) static void interpose_init(void)
 	if (sftrace_heap_attach) {
 		/* the object the lookup order takes malloc from, against this one */
 		Dl_info first, self;
-		void *m = dlsym(RTLD_DEFAULT, "malloc");
+		void *m = sf_sym_any_v("malloc", NULL);
+		if (!m) /* an executable without DT_GNU_HASH: start-up, nothing of the program's pending */
+			m = dlsym(RTLD_DEFAULT, "malloc");
 		int hidden = m && dladdr(m, &first) && dladdr((void *)interpose_init, &self) &&
 			     first.dli_fbase != self.dli_fbase;
 		sftrace_heap_attach(hidden ? 1u : 0u);

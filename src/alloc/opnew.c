@@ -8,25 +8,25 @@
  * exception passes through these frames (x86-64 always has unwind
  * tables). Nothing is recorded here: the malloc (or aligned_alloc) that
  * operator new calls records, with the site left here. */
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "alloc/outer_site.h"
+#include "runtime/runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* The next definition of `name`: after us in the global scope, else in a
- * libstdc++ that a plugin loaded locally (RTLD_NEXT cannot see it). */
+/* The next definition of `name`: after us in the lookup order, else in a
+ * libstdc++ that a plugin loaded locally (RTLD_NEXT cannot see it). Read
+ * from the objects' symbol tables (elf_sym.c, linked in here too), never
+ * through libdl: this runs at the program's first `new`, and a dlsym
+ * there would free or set the program's pending dlerror message. */
 static void *next_def(const char *name)
 {
-	void *f = dlsym(RTLD_NEXT, name);
-	if (!f) {
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-		if (h)
-			f = dlsym(h, name);
-	}
+	void *f = sf_real(name);
+	if (!f)
+		f = sf_sym_lib("libstdc++.so", name);
 	if (!f)
 		abort(); /* a caller of operator new without a libstdc++: cannot happen */
 	return f;

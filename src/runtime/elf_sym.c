@@ -3,7 +3,9 @@
  * allocates its error message, and dlopen allocates, through the
  * program's malloc (an executable may define its own): the runtime's
  * start-up must not (unwind.c finds libgcc_s's unwinder this way, only
- * once the program has it loaded). Reads only mapped memory; no
+ * once the program has it loaded); and every dlsym, hit or miss, changes
+ * what the program's dlerror() says next: the runtime's next definitions
+ * all come from here (sf_real). Reads only mapped memory; no
  * allocation, no lock but dl_iterate_phdr's. */
 #include <link.h>
 
@@ -31,8 +33,29 @@ static uintptr_t dyn_addr(uintptr_t base, uintptr_t v)
 	return v < base ? v + base : v;
 }
 
-/* sf_sym_in, with the definition's st_size in *size when size is given. */
-static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, size_t *size)
+/* The name of version index idx in the version definitions at vd. */
+static const char *verdef_name(const ElfW(Verdef) *vd, const char *str, uint16_t idx)
+{
+	for (; vd; vd = vd->vd_next ? (const ElfW(Verdef) *)((const char *)vd + vd->vd_next) : NULL)
+		if (vd->vd_ndx == idx && vd->vd_cnt)
+			return str + ((const ElfW(Verdaux) *)((const char *)vd + vd->vd_aux))->vda_name;
+	return NULL;
+}
+
+/* ver NULL: the default definition (not a hidden version); else the
+ * definition of version ver, hidden or not (dlvsym's). */
+static int version_fits(const uint16_t *versym, const ElfW(Verdef) *vd, const char *str, uint32_t i,
+			const char *ver)
+{
+	if (!ver)
+		return !(versym && (versym[i] & 0x8000));
+	const char *n = versym ? verdef_name(vd, str, versym[i] & 0x7fff) : NULL;
+	return n && same_name(n, ver);
+}
+
+/* sf_sym_in, with the definition's st_size in *size when size is given,
+ * of version ver when given. */
+static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, const char *ver, size_t *size)
 {
 	const ElfW(Phdr) *phdr = phdr_v;
 	const ElfW(Dyn) *dyn = NULL;
@@ -45,6 +68,7 @@ static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *n
 	const char *str = NULL;
 	const uint32_t *gh = NULL;
 	const uint16_t *versym = NULL;
+	const ElfW(Verdef) *verdef = NULL;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		uintptr_t v = dyn_addr(base, dyn->d_un.d_ptr);
 		if (dyn->d_tag == DT_SYMTAB)
@@ -55,6 +79,8 @@ static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *n
 			gh = (const uint32_t *)v;
 		else if (dyn->d_tag == DT_VERSYM)
 			versym = (const uint16_t *)v;
+		else if (dyn->d_tag == DT_VERDEF)
+			verdef = (const ElfW(Verdef) *)v;
 	}
 	if (!sym || !str || !gh) /* every object glibc's toolchain links has DT_GNU_HASH */
 		return NULL;
@@ -73,7 +99,7 @@ static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *n
 		int type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
 		if ((c | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && (bind == STB_GLOBAL || bind == STB_WEAK) &&
 		    (type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_OBJECT) &&
-		    !(versym && (versym[i] & 0x8000)) && same_name(str + s->st_name, name)) {
+		    version_fits(versym, verdef, str, i, ver) && same_name(str + s->st_name, name)) {
 			void *at = (void *)(base + s->st_value);
 			if (size)
 				*size = s->st_size;
@@ -86,11 +112,12 @@ static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *n
 
 void *sf_sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name)
 {
-	return sym_in(base, phdr_v, phnum, name, NULL);
+	return sym_in(base, phdr_v, phnum, name, NULL, NULL);
 }
 
 struct next_find {
 	const char *name;
+	const char *ver;   /* version the definition must have; NULL: the default one */
 	const char *lib;   /* basename prefix the object must have; NULL: any */
 	uintptr_t self;    /* an address in the runtime: objects after it (RTLD_NEXT) */
 	int past_self;
@@ -130,7 +157,7 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (f->lib && !(info->dlpi_name && has_prefix(info->dlpi_name, f->lib)))
 		return 0;
-	f->found = sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name, &f->size);
+	f->found = sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name, f->ver, &f->size);
 	return f->found != NULL;
 }
 
@@ -153,4 +180,36 @@ void *sf_sym_lib_sized(const char *lib, const char *name, size_t *size)
 void *sf_sym_lib(const char *lib, const char *name)
 {
 	return sf_sym_lib_sized(lib, name, NULL);
+}
+
+/* What dlsym(RTLD_NEXT, name) or dlvsym(RTLD_NEXT, name, ver) answers
+ * from here (the first definition in an object loaded after the
+ * runtime), without libdl: a dlsym that finds its symbol frees the
+ * program's pending dlerror message (glibc's _dlerror_run), one that
+ * misses sets it, so a wrapper's lookup between the program's failed
+ * dlopen and its dlerror() changed what dlerror() said (skeptic25m). A
+ * runtime dlopen'd itself comes after libc: libc's own definition then,
+ * as RTLD_NEXT in the runtime's local scope finds. */
+void *sf_real_v(const char *name, const char *ver)
+{
+	struct next_find f = {.name = name, .ver = ver, .self = (uintptr_t)sf_real_v};
+	dl_iterate_phdr(find_cb, &f);
+	if (f.found)
+		return f.found;
+	struct next_find l = {.name = name, .ver = ver, .lib = "libc.so"};
+	dl_iterate_phdr(find_cb, &l);
+	return l.found;
+}
+
+void *sf_real(const char *name)
+{
+	return sf_real_v(name, NULL);
+}
+
+/* dlvsym(RTLD_DEFAULT, name, ver): the first definition in any object. */
+void *sf_sym_any_v(const char *name, const char *ver)
+{
+	struct next_find f = {.name = name, .ver = ver};
+	dl_iterate_phdr(find_cb, &f);
+	return f.found;
 }

@@ -23,7 +23,6 @@
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
  * is large), and the real functions were looked up at start-up. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
@@ -145,17 +144,17 @@ static int glibc_at_least(int major, int minor)
  * called before that (from an earlier constructor) looks its own up. */
 void sf_exec_env_resolve(void)
 {
-	real_execvpe = (execvpe_fn)dlsym(RTLD_NEXT, "execvpe");
-	real_fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
-	real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
-	real_posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
-	real_posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
+	real_execvpe = (execvpe_fn)sf_real("execvpe");
+	real_fexecve = (fexecve_fn)sf_real("fexecve");
+	real_execveat = (execveat_fn)sf_real("execveat");
+	real_posix_spawn = (spawn_fn)sf_real("posix_spawn");
+	real_posix_spawnp = (spawn_fn)sf_real("posix_spawnp");
 	spawn_compat_resolve();
 	sh_dashdash = glibc_at_least(2, 38);
-	real_popen = (popen_fn)dlsym(RTLD_NEXT, "popen");
+	real_popen = (popen_fn)sf_real("popen");
 }
 
-#define REAL(var, type, name) ((var) ? (var) : ((var) = (type)dlsym(RTLD_NEXT, name)))
+#define REAL(var, type, name) ((var) ? (var) : ((var) = (type)sf_real(name)))
 
 /* Every variable of the contract (format/sf_env.h): a variable added there
  * reaches such children without a change here. */
@@ -495,7 +494,7 @@ __asm__(".symver sf_posix_spawnp, posix_spawnp@@" SF_GLIBC_SPAWN_VERSION ", remo
  * (popen). */
 static spawn_fn real_spawn_compat, real_spawnp_compat;
 #define REAL_COMPAT(var, name) \
-	((var) ? (var) : ((var) = (spawn_fn)dlvsym(RTLD_NEXT, name, SF_GLIBC_SPAWN_COMPAT)))
+	((var) ? (var) : ((var) = (spawn_fn)sf_real_v(name, SF_GLIBC_SPAWN_COMPAT)))
 
 EXPORT int sf_posix_spawn_compat(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 				 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
@@ -513,8 +512,8 @@ __asm__(".symver sf_posix_spawnp_compat, posix_spawnp@" SF_GLIBC_SPAWN_COMPAT ",
 
 static void spawn_compat_resolve(void)
 {
-	real_spawn_compat = (spawn_fn)dlvsym(RTLD_NEXT, "posix_spawn", SF_GLIBC_SPAWN_COMPAT);
-	real_spawnp_compat = (spawn_fn)dlvsym(RTLD_NEXT, "posix_spawnp", SF_GLIBC_SPAWN_COMPAT);
+	real_spawn_compat = (spawn_fn)sf_real_v("posix_spawn", SF_GLIBC_SPAWN_COMPAT);
+	real_spawnp_compat = (spawn_fn)sf_real_v("posix_spawnp", SF_GLIBC_SPAWN_COMPAT);
 }
 #else
 static void spawn_compat_resolve(void)
@@ -554,11 +553,11 @@ static struct {
 	mutex_fn lock, unlock; /* popen's lock (below), the same way */
 } own;
 
-/* libc's own definition of name; RTLD_NEXT's if libc's table lacks it. */
+/* libc's own definition of name; the next one (sf_real) if libc's table lacks it. */
 static void *libc_own(const char *name)
 {
 	void *p = sf_sym_lib("libc.so", name);
-	return p ? p : dlsym(RTLD_NEXT, name);
+	return p ? p : sf_real(name);
 }
 
 static int libc_own_ready(void)

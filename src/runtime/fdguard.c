@@ -53,7 +53,6 @@
  * (its slot in flight, prog_enter) and two loads; one fstat more on a runtime number.
  * Two fstats per runtime open and one more per move; one atomic add and
  * subtract per runtime write. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -96,9 +95,9 @@ static fcntl_fn real_fcntl, real_fcntl64; /* glibc's (F_SETLKW is a cancellation
 
 void sf_fd_guard_resolve(void)
 {
-	real_close = (close_fn)dlsym(RTLD_NEXT, "close");
-	real_fcntl = (fcntl_fn)dlsym(RTLD_NEXT, "fcntl");
-	real_fcntl64 = (fcntl_fn)dlsym(RTLD_NEXT, "fcntl64");
+	real_close = (close_fn)sf_real("close");
+	real_fcntl = (fcntl_fn)sf_real("fcntl");
+	real_fcntl64 = (fcntl_fn)sf_real("fcntl64");
 }
 
 void sf_fd_guard_add(struct sf_fd_guard *g)

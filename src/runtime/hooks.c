@@ -10,7 +10,6 @@
  * a snapshot being written finish first (snapshot.c): the writer thread
  * ends with the process.
  * (Objects loaded later: loader_hook.c; exec: exec_env.c.) */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -89,10 +88,17 @@ static void after_fork_child(void)
 typedef void (*abort_fn)(void);
 static abort_fn real_abort;
 
+static void late_resolve(void);
+
+/* Every next definition the wrappers here call, found once at start-up
+ * and never on a call's path: a lookup there ran in whatever state the
+ * program was in (a fork child, between its failed dlopen and its
+ * dlerror). Through elf_sym.c, never libdl (sf_real). */
 void sf_hooks_resolve(void)
 {
-	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
-	real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
+	real_clone = (clone_fn)sf_real("clone");
+	real_abort = (abort_fn)sf_real("abort");
+	late_resolve();
 	sf_writer_resolve();
 	sf_fd_guard_resolve();
 }
@@ -100,7 +106,7 @@ void sf_hooks_resolve(void)
 int sf_clone_real(int (*fn)(void *), void *stack, int flags, void *arg)
 {
 	if (!real_clone)
-		real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
+		real_clone = (clone_fn)sf_real("clone");
 	if (!real_clone) {
 		errno = ENOSYS;
 		return -1;
@@ -560,7 +566,7 @@ static long do__Fork(const long *a)
 __attribute__((visibility("default"))) pid_t _Fork(void)
 {
 	if (!real__Fork)
-		real__Fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
+		real__Fork = (fork_fn)sf_real("_Fork");
 	if (!real__Fork) {
 		errno = ENOSYS;
 		return -1;
@@ -636,7 +642,7 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
 	pid_t *ctid = va_arg(ap, pid_t *);
 	va_end(ap);
 	if (!real_clone)
-		real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
+		real_clone = (clone_fn)sf_real("clone");
 	if (!real_clone) {
 		errno = ENOSYS;
 		return -1;
@@ -679,29 +685,41 @@ static void before_cred_change(uid_t to)
 	}
 }
 
+/* The wrapped calls: ret, name, params, args, the uid the call asks for. */
+#define SF_CRED_CALLS(X)                                                    \
+	X(int, setuid, (uid_t u), (u), u)                                   \
+	X(int, seteuid, (uid_t u), (u), u)                                  \
+	X(int, setreuid, (uid_t r, uid_t e), (r, e), e)                     \
+	X(int, setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s), e)        \
+	X(int, setgid, (gid_t g), (g), (uid_t)-1)                           \
+	X(int, setegid, (gid_t g), (g), (uid_t)-1)                          \
+	X(int, setregid, (gid_t r, gid_t e), (r, e), (uid_t)-1)             \
+	X(int, setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s), (uid_t)-1) \
+	X(int, setgroups, (size_t n, const gid_t *l), (n, l), (uid_t)-1)    \
+	X(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)
+
+/* Resolved at start-up (sf_hooks_resolve); a call before it (an earlier
+ * constructor) looks its own up, without libdl either (elf_sym.c). */
 #define SF_CRED_WRAP(ret, name, params, args, to_uid)                                \
+	static ret(*real_##name) params;                                             \
 	__attribute__((visibility("default"))) ret name params                       \
 	{                                                                            \
-		static ret(*real) params;                                            \
-		if (!real)                                                           \
-			real = (ret(*) params)dlsym(RTLD_NEXT, #name);              \
-		if (!real) {                                                         \
+		if (!real_##name)                                                    \
+			real_##name = (ret(*) params)sf_real(#name);                 \
+		if (!real_##name) {                                                  \
 			errno = ENOSYS;                                              \
 			return -1;                                                   \
 		}                                                                    \
 		before_cred_change(to_uid);                                          \
-		return real args;                                                    \
+		return real_##name args;                                             \
 	}
-SF_CRED_WRAP(int, setuid, (uid_t u), (u), u)
-SF_CRED_WRAP(int, seteuid, (uid_t u), (u), u)
-SF_CRED_WRAP(int, setreuid, (uid_t r, uid_t e), (r, e), e)
-SF_CRED_WRAP(int, setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s), e)
-SF_CRED_WRAP(int, setgid, (gid_t g), (g), (uid_t)-1)
-SF_CRED_WRAP(int, setegid, (gid_t g), (g), (uid_t)-1)
-SF_CRED_WRAP(int, setregid, (gid_t r, gid_t e), (r, e), (uid_t)-1)
-SF_CRED_WRAP(int, setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s), (uid_t)-1)
-SF_CRED_WRAP(int, setgroups, (size_t n, const gid_t *l), (n, l), (uid_t)-1)
-SF_CRED_WRAP(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)
+SF_CRED_CALLS(SF_CRED_WRAP)
+
+#define SF_CRED_RESOLVE(ret, name, params, args, to_uid) real_##name = (ret(*) params)sf_real(#name);
+static void cred_resolve(void)
+{
+	SF_CRED_CALLS(SF_CRED_RESOLVE)
+}
 
 /* ---- the image ends: a snapshot being written is waited for ---- */
 
@@ -770,7 +788,7 @@ __attribute__((visibility("default"), noreturn)) void quick_exit(int status)
 {
 	quick_status = status;
 	if (!real_quick_exit)
-		real_quick_exit = (quick_exit_fn)dlsym(RTLD_NEXT, "quick_exit");
+		real_quick_exit = (quick_exit_fn)sf_real("quick_exit");
 	if (real_quick_exit)
 		real_quick_exit(status);
 	_exit(status); /* no libc quick_exit found (never on glibc) */
@@ -785,8 +803,16 @@ __attribute__((visibility("default"), noreturn)) void abort(void)
 {
 	sf_snapshot_settle();
 	if (!real_abort)
-		real_abort = (abort_fn)dlsym(RTLD_NEXT, "abort");
+		real_abort = (abort_fn)sf_real("abort");
 	if (real_abort)
 		real_abort();
 	__builtin_trap(); /* no libc abort found (never on glibc) */
+}
+
+/* The wrappers defined below sf_hooks_resolve. */
+static void late_resolve(void)
+{
+	real__Fork = (fork_fn)sf_real("_Fork");
+	real_quick_exit = (quick_exit_fn)sf_real("quick_exit");
+	cred_resolve();
 }

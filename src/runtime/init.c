@@ -1,6 +1,5 @@
 /* Process start and exit: read the configuration from the environment,
  * find and patch the objects loaded at start, mark the log at exit. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -275,7 +274,7 @@ __attribute__((constructor(101))) static void sf_init(int argc, char **argv, cha
 		environ = envp;
 	else
 		libraries_ready = 1;
-	real_start_main = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+	real_start_main = (start_main_fn)sf_real("__libc_start_main");
 	sf_exec_env_resolve();
 	sf_hooks_resolve();
 	sf_unwind_resolve();

@@ -14,8 +14,9 @@
  * What remains: dl_iterate_phdr (the loader's list, only the loader has
  * it); sigaction (installing the ring and landing handlers) and clone
  * (hooks.c's sf_clone_real: glibc's, resolved once); and, at start-up only,
- * getenv, dlsym (for names that exist: a miss allocates; elf_sym.c reads the
- * others from the objects' tables), pthread_create and its attributes, pthread_key_create
+ * getenv (next definitions are read from the objects' tables, elf_sym.c:
+ * no dlsym, which allocates at a miss and clears the program's dlerror),
+ * pthread_create and its attributes, pthread_key_create
  * and pthread_setspecific, pthread_setname_np, sched_getaffinity,
  * getauxval, and snprintf in the filter-file parser (format/filter_file.c,
  * shared with the CLI). */

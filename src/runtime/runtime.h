@@ -739,6 +739,14 @@ void *sf_sym_next(const char *name, const void *self) SF_HIDDEN;
 void *sf_sym_lib(const char *lib, const char *name) SF_HIDDEN;
 /* The same, with the definition's size (st_size; 0 when not found). */
 void *sf_sym_lib_sized(const char *lib, const char *name, size_t *size) SF_HIDDEN;
+/* dlsym(RTLD_NEXT, name) and dlvsym(RTLD_NEXT, name, ver) without libdl,
+ * which would change the program's dlerror state; libc's definition when
+ * no object after the runtime has one. The runtime's only way to its next
+ * definitions. */
+void *sf_real(const char *name) SF_HIDDEN;
+void *sf_real_v(const char *name, const char *ver) SF_HIDDEN;
+/* dlvsym(RTLD_DEFAULT, name, ver) the same way. */
+void *sf_sym_any_v(const char *name, const char *ver) SF_HIDDEN;
 
 /* ---- alloc.c ---- */
 /* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */

@@ -62,17 +62,17 @@ static struct {
 
 /* The real functions, also when tracing is off or our constructor has not
  * run yet (another constructor may longjmp first). The longjmp family is
- * libc's, always there (a dlsym that finds its symbol allocates nothing);
- * the unwinder's next definitions are looked up in the objects' tables
- * (elf_sym.c), since a dlsym that misses allocates its error message
- * through the program's malloc: a C program has no libgcc_s. Found in any
+ * libc's, always there; like the unwinder's next definitions they are
+ * looked up in the objects' tables (elf_sym.c), since a dlsym that misses
+ * allocates its error message through the program's malloc (a C program
+ * has no libgcc_s) and one that finds frees the program's pending one. Found in any
  * object after ours, also one loaded RTLD_LOCAL (glibc loads libgcc_s so). */
 static void resolve_next(void)
 {
-	R.longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "longjmp");
-	R._longjmp = (longjmp_fn)dlsym(RTLD_NEXT, "_longjmp");
-	R.siglongjmp = (longjmp_fn)dlsym(RTLD_NEXT, "siglongjmp");
-	R.longjmp_chk = (longjmp_fn)dlsym(RTLD_NEXT, "__longjmp_chk");
+	R.longjmp = (longjmp_fn)sf_real("longjmp");
+	R._longjmp = (longjmp_fn)sf_real("_longjmp");
+	R.siglongjmp = (longjmp_fn)sf_real("siglongjmp");
+	R.longjmp_chk = (longjmp_fn)sf_real("__longjmp_chk");
 	if (!R.setip)
 		R.setip = (setip_fn)sf_sym_next("_Unwind_SetIP", (const void *)resolve_next);
 	if (__atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved) {
@@ -83,7 +83,7 @@ static void resolve_next(void)
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not
- * call dlsym from a signal handler. sf_init calls it first, before any event
+ * look anything up from a signal handler. sf_init calls it first, before any event
  * can be recorded; the constructor covers processes where sf_init returns
  * early. */
 void sf_unwind_resolve(void)

@@ -29,7 +29,6 @@
  * A forked child has no writer: its hand-offs are synchronous.
  * It is not on glibc's thread count, and ends a process whose program
  * threads have all gone (docs/DESIGN.md, "Writer thread"). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -203,7 +202,7 @@ static void *writer_main(void *arg)
 /* At start-up (sf_hooks_resolve), not under a dlopen's lock. */
 void sf_writer_resolve(void)
 {
-	nptl_nthreads = (int *)dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
+	nptl_nthreads = (int *)sf_sym_any_v("__nptl_nthreads", "GLIBC_PRIVATE");
 }
 
 int sf_writer_start(const cpu_set_t *cpus)

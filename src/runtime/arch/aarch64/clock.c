@@ -1,8 +1,6 @@
 /* aarch64 clock: the generic timer. cntvct_el0 counts at cntfrq_el0 Hz on
  * every core, so it is always usable as the event clock; its frequency goes
  * into the log header (counter_hz) and readers scale by it. */
-#include <dlfcn.h>
-
 #include "runtime/runtime.h"
 
 uint64_t sf_arch_pointer_guard SF_HIDDEN;
@@ -24,7 +22,7 @@ uint64_t sf_arch_counter_hz(void)
  * the loader's (glibc private): found once here, before any longjmp. */
 void sf_arch_clock_init(void)
 {
-	const uint64_t *guard = dlsym(RTLD_DEFAULT, "__pointer_chk_guard");
+	const uint64_t *guard = sf_sym_any_v("__pointer_chk_guard", NULL); /* not libdl's: elf_sym.c */
 	if (guard)
 		sf_arch_pointer_guard = *guard;
 }

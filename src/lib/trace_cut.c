@@ -10,6 +10,7 @@
 #include "format/filter_file.h"
 #include "lib/filter_merge.h"
 #include "lib/log_reader.h"
+#include "lib/tail_mark.h"
 #include "lib/util.h"
 
 /* ---- the filter file ---- */
@@ -204,6 +205,12 @@ struct cut_thread {
 	struct cut_frame *st;
 	size_t n, cap;
 	size_t held;      /* index of the outermost held frame; == n: none */
+	/* The frame that just ended by a tail call (its function, marks and
+	 * fdepth), while its callee may still begin at its level: -F/-N hold
+	 * the callee inside the tail caller's subtree (tail_inherit). */
+	int tail_open;
+	uint32_t tail_func, tail_fdepth;
+	uint8_t tail_marks;
 	struct edge s, e; /* the window's start and end */
 };
 
@@ -405,7 +412,31 @@ static void release(struct trace_cut *c, const struct fr_frame *in, struct cut_t
 	}
 }
 
-static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_frame *f, uint32_t func_id)
+/* Whether frame `in` is the callee of tail caller `from` (tail_mark.h);
+ * frames without a process's symbols (unit tests) trust frames.c's note. */
+static int is_tail_callee(const struct fr_frame *in, uint32_t from)
+{
+	if (in->proc && in->proc->syms)
+		return tm_tail_from(in) == from;
+	return in->after_tail && in->tail_from == from;
+}
+
+/* uftrace's -F/-N take "F and everything it calls": a frame F's tail
+ * call entered is F's callee, though drawn beside F (F's frame ended at
+ * the jump). So it takes F's marks as if F were still open, and a chain
+ * of tail calls passes them on (each callee's marks hold its caller's).
+ * With -F its --max-depth count is one below F's. */
+static void tail_inherit(struct cut_thread *th, struct cut_frame *f, const struct fr_frame *in)
+{
+	if (!th->tail_open || !is_tail_callee(in, th->tail_func))
+		return;
+	f->marks |= th->tail_marks;
+	if (th->tail_marks & CUT_MARK_ONLY)
+		f->fdepth = th->tail_fdepth + 1;
+}
+
+static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_frame *f, uint32_t func_id,
+			const struct fr_frame *in)
 {
 	const struct cut_frame *up = th->n ? &th->st[th->n - 1] : NULL;
 	f->cand_up = !up ? -1 : up->state != ST_DROP ? (int32_t)(th->n - 1) : up->cand_up;
@@ -414,6 +445,7 @@ static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_f
 	f->marks = up ? up->marks : 0;
 	f->fdepth = up ? up->fdepth + 1 : 0;
 	if (c->marks) {
+		tail_inherit(th, f, in);
 		unsigned own = marks_of(c, func_id);
 		f->marks |= own;
 		if (own & CUT_MARK_ONLY)
@@ -456,7 +488,9 @@ void cut_begin(void *ctx, const struct fr_frame *in)
 	f->args = in->args;
 	f->args_len = in->args ? in->args_len : 0;
 	f->state = ST_DROP;
-	if (is_candidate(c, th, f, in->func_id) && r_ns < c->e)
+	int cand = is_candidate(c, th, f, in->func_id, in);
+	th->tail_open = 0; /* only the frame that begins next can be the callee */
+	if (cand && r_ns < c->e)
 		f->state = ST_HELD;
 	int now = f->state == ST_HELD && !c->opt.min_duration && r_ns >= c->s;
 	th->n++;
@@ -501,6 +535,10 @@ void cut_end(void *ctx, const struct fr_frame *in)
 		}
 		c->out.end(c->ctx, &o);
 	}
+	th->tail_open = in->end_kind == FR_END_TAIL;
+	th->tail_func = f->func;
+	th->tail_marks = f->marks;
+	th->tail_fdepth = f->fdepth;
 	th->n--;
 	if (th->held > th->n)
 		th->held = th->n;

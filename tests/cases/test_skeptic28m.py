@@ -127,9 +127,6 @@ def test_skeptic28m_net_parent_of_1m_empty_children():
                 f"parent's net time a round {net / 1e6:.3f} ms, untraced {untraced / 1e6:.3f} ms (rounds {rounds})")
 
 
-@sfkit.known_break(28, "-F/-N and tail calls: foo() makes all 15 loop() calls (the third of each foo as "
-                   "jmp loop, marked 'tail call from foo'); report -N foo still shows loop with 5 calls and "
-                   "report -F foo 10, where uftrace on the same -O2 code (-pg) shows 0 and 15")
 def test_skeptic28m_notrace_drops_the_tail_callee():
     exe = sfkit.build_c("skep28m_tailn", ["skep28m_tailn.c"])
     _, log = sfkit.record([exe], args=["-q"])

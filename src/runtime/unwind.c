@@ -702,6 +702,41 @@ void sf_shadow_ov_free(void)
 }
 #endif
 
+#ifdef SF_ARCH_SHADOW
+/* Past the stored entries, at most this many frames are checked (a word
+ * read each): about 1 ms a million. */
+enum { PAST_STORED_MAX = 1 << 22 };
+
+/* The frames past the stored entries, when no walk can count them (a C
+ * program without libgcc_s): exact when they are one recursion, the
+ * common way to get that deep. Their entries are then evenly spaced
+ * between `last`, the last stored entry (depth `stored`), and
+ * shadow_top, the innermost one's (depth shadow_depth), and each holds
+ * the same return address; both are checked, word by word, so a
+ * shadow_top left by a deeper frame that exited or frames of different
+ * sizes leave the landing unrecorded as before (-1). Returns the frames
+ * popped. */
+static int64_t past_stored_pop(struct sf_thread *t, uint64_t sp, uint64_t last)
+{
+	uint64_t stored = sf_shadow_stored(t), d = t->shadow_depth, n = d - stored;
+	uint64_t top = SF_SHADOW_ADDR(t->shadow_top), here = (uint64_t)__builtin_frame_address(0);
+	if (d <= stored || n > PAST_STORED_MAX || top >= last || top < here || sp <= top || sp > last)
+		return -1;
+	if (t->stack.own <= 0 && !sf_stack_own_holds(last))
+		return -1;
+	if (top < t->stack.lo || last >= t->stack.hi || (last - top) % n)
+		return -1;
+	uint64_t size = (last - top) / n, ret = *(const uint64_t *)top;
+	for (uint64_t i = 1; i < n; i++)
+		if (*(const uint64_t *)(last - i * size) != ret)
+			return -1;
+	uint64_t live = (last - sp) / size; /* entry stored + k is live iff k * size <= last - sp */
+	t->shadow_depth = stored + (live < n ? live : n);
+	t->shadow_top &= ~SF_SHADOW_TAG;
+	return (int64_t)(d - t->shadow_depth);
+}
+#endif
+
 /* Control lands with stack pointer sp: closes the recorded frames below,
  * at the time the landing began (read first: what follows is the
  * tracer's, not the abandoned frames'). env: a longjmp's jmp_buf, else
@@ -746,9 +781,14 @@ static void landing(uint64_t sp, const void *env)
 #else
 		(void)env;
 #endif
-		if (!walk_abandoned(sp, mark, from[1] ? from : NULL, &w))
+		if (walk_abandoned(sp, mark, from[1] ? from : NULL, &w))
+			closed = close_walked(t, &w);
+#ifdef SF_ARCH_SHADOW
+		else if (mark)
+			closed = past_stored_pop(t, sp, mark);
+#endif
+		if (closed < 0)
 			return;
-		closed = close_walked(t, &w);
 	}
 #ifdef SF_ARCH_SHADOW
 	/* The depth left open, not the count popped (trampoline.S, the

@@ -89,11 +89,6 @@ def test_skeptic25m_many_deep_threads_leave_no_mappings():
     eq(set(u), {(601, 2)}, "each: dive(0..600) abandoned, thr and go left open")
 
 
-@sfkit.known_break(25, "a C program (no libgcc_s) longjmps from 600,000 frames deep to 599,992 (past the "
-                       "512 + 2^19 stored entries): nothing is recorded and the runtime keeps the 10 abandoned "
-                       "frames in its depth for good, so the next landing (600 deep to 12) records "
-                       "'590 frames abandoned, depth 22 left' where the truth is depth 12 left (and the 10/599,992 landing is "
-                       "not recorded at all)")
 def test_skeptic25m_landing_past_the_overflow_area_keeps_later_depths_exact():
     exe = build_c("skep25m_ljdepth", ["skep25m_ljdepth.c"], libs=["-lpthread"])
     # run(1) + rec(0..A): A + 2 open after landing at A; B + 2 open before.

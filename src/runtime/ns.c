@@ -160,26 +160,41 @@ static void wait_alone(void)
 		sf_syscall3(SYS_sched_yield, 0, 0, 0);
 }
 
+/* The writer stopped and gone from the thread group, with every signal
+ * of this thread blocked meanwhile (no handler of this thread may record,
+ * and queue a slot, while there is no writer); *old and *err keep the mask
+ * and errno for writer_resume. 0 if it was not running. */
+static int writer_stop_masked(sigset_t *old, int *err)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+	*err = errno;
+	if (!sf_writer_stop())
+		return 0;
+	wait_alone();
+	return 1;
+}
+
+/* After writer_stop_masked: a new writer if restart, errno and the mask
+ * back. */
+static void writer_unmask(int restart, const sigset_t *old, int err)
+{
+	if (restart)
+		sf_writer_restart();
+	errno = err;
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 long sf_ns_syscall(long nr, long a0, long a1)
 {
 	if (!sf_writer_active() || !needs_alone(nr, a0, a1) || sf_thread_count() != 2)
 		return sf_syscall3(nr, a0, a1, 0);
-	/* No handler of this thread may record (and queue a slot) while there
-	 * is no writer. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int err = errno;
-	long r;
-	if (sf_writer_stop()) {
-		wait_alone();
-		r = sf_syscall3(nr, a0, a1, 0);
-		sf_writer_restart();
-	} else {
-		r = sf_syscall3(nr, a0, a1, 0);
-	}
-	errno = err;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sigset_t old;
+	int err;
+	int stopped = writer_stop_masked(&old, &err);
+	long r = sf_syscall3(nr, a0, a1, 0);
+	writer_unmask(stopped, &old, err);
 	return r;
 }
 
@@ -228,14 +243,10 @@ long sf_rlimit_syscall(long nr, const long *a)
 	}
 	long r = sf_syscall6(nr, a[0], a[1], a[2], a[3], 0, 0);
 	if (r == 0 && sf_writer_active() && lowers_nproc(pid, res, lim) && sf_thread_count() == 2) {
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		int err = errno;
-		if (sf_writer_stop())
-			wait_alone();
-		errno = err;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		sigset_t old;
+		int err;
+		writer_stop_masked(&old, &err); /* for good: no restart */
+		writer_unmask(0, &old, err);
 	}
 	return r;
 }

@@ -1116,14 +1116,6 @@ static struct da_item win64_item(const struct param_walk *w, Dwarf_Die *param, e
 	return c == CLS_GP ? (struct da_item){gp[pos], fmt, 0} : none_item(SF_ARG_SLOT_UNKNOWN);
 }
 
-/* A scalar returned in one register (rax, xmm0). */
-static int one_register(Dwarf_Die *t)
-{
-	uint8_t fmt;
-	enum cls c = classify(t, &fmt);
-	return c == CLS_GP || c == CLS_FP;
-}
-
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
 {
 	const uint64_t *off = d ? hm_find(&d->by_pc, vaddr) : NULL;
@@ -1153,14 +1145,15 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 		break;
 	case CONV_NOCALL:
 		/* LLVM's dead argument elimination re-signed it: the
-		 * parameters are where their entry locations say. A return
-		 * value of two registers may be cut to the part the callers
-		 * use (a &str's length alone, the callers knowing the
-		 * pointer), which DWARF does not tell: marked. One of one
-		 * register is kept or dropped whole; DWARF does not tell
-		 * which either, and it is read (DESIGN.md, "--auto-args"). */
+		 * parameters are where their entry locations say. Its return
+		 * value may be gone (no caller used it: rax is whatever was
+		 * left there) or cut to the part the callers use (a &str's
+		 * length alone), and DWARF tells neither: the prototype is
+		 * not the machine's, so the value is marked, as gdb refuses
+		 * to show a DW_CC_nocall function's (DESIGN.md,
+		 * "--auto-args"). */
 		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
-		if (n < all && type_of(&fn, &t) && !one_register(&t)) {
+		if (n < all && type_of(&fn, &t)) {
 			items[n++] = (struct da_item){0, sf_arg_fmt(SF_AT_NONE, 8), 1};
 			return n;
 		}

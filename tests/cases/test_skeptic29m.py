@@ -49,13 +49,6 @@ def _lines(log, word):
     return [c.strip() for c in sfkit.call_column(sfkit.replay_text(log)) if word in c]
 
 
-@sfkit.known_break(29, "--auto-args invents the return value of a Rust function LLVM re-signed (DW_CC_nocall, "
-                       "which DWARF says and the reader uses for its parameters): compute(x) -> u64 { x * 7 } "
-                       "whose result no caller uses returns nothing at -O, and replay shows "
-                       "`compute(10) = 94105460173368;` (rax left over) for every call. A nocall return "
-                       "value of one register is kept or dropped whole and DWARF does not say which: "
-                       "skep29x_rust's wide (nocall too) returns 28 in rax, which test_skeptic29x wants shown; "
-                       "compute's code writes no rax before its ret (only the code tells them apart)")
 def test_rust_nocall_dead_return_value_not_invented():
     log = _rust_log()
     lines = _lines(log, "skep29m_rs::compute(")

@@ -609,7 +609,10 @@ def test_break_specialised_parameters_not_invented():
     registers no longer hold them (DWARF says which).
     Observed: spin3(10, 10, -100451376) = 190; and wide(1, 7,
     18446744073709551612, 1, 0, 0) = 28: wrong values shown as facts
-    (README names the limitation; the DWARF to avoid it is there)."""
+    (README names the limitation; the DWARF to avoid it is there).
+    wide's return value is DW_CC_nocall's: LLVM may have dropped it (no
+    caller used it: skeptic 29m's compute leaves rax as it was) and DWARF
+    does not say whether, so it shows <unrecorded> (issue 29)."""
     _, log = recorded("spin3")
     c = calls(log)
     prog = rust_fixture("skep29x_rust")
@@ -619,7 +622,7 @@ def test_break_specialised_parameters_not_invented():
     def want():
         check(c and re.fullmatch(r"spin3\((2|<[a-z ]+>), 10, 10\) = 190;", c[0]), f"spin3: {c}")
         check(r and re.fullmatch(r"skep29x_rust::wide\(1, (2|<[a-z ]+>), (3|<[a-z ]+>), (4|<[a-z ]+>), "
-                                 r"(5|<[a-z ]+>), (6|<[a-z ]+>)(, 7|, <[a-z ]+>)?\) = 28;", r[0]), f"wide: {r}")
+                                 r"(5|<[a-z ]+>), (6|<[a-z ]+>)(, 7|, <[a-z ]+>)?\) = (28|<unrecorded>);", r[0]), f"wide: {r}")
     want()
 
 

@@ -13,6 +13,7 @@
 #include "lib/hashmap.h"
 #include "lib/symbols.h"
 #include "lib/util.h"
+#include "lib/x86_reads.h"
 
 struct da_file {
 	int fd;                 /* the file's own DWARF: its descriptor, else -1 */
@@ -794,7 +795,55 @@ struct abi_walk {
 	Dwarf_Die *fn;
 	unsigned gp, fp, stack;
 	int lost; /* the registers of what follows are unknown */
+	int optimized;
+	int code_read;       /* code and code_len are looked up (once, when needed) */
+	const uint8_t *code; /* the function's bytes (NULL: not in this file) */
+	size_t code_len;
 };
+
+/* The bytes of the function at DWARF address entry to high_pc, from the
+ * file's own executable sections; NULL if the DWARF is a separate file's
+ * (whose code sections have no bytes) or they are not found. */
+static const uint8_t *fn_code(struct da_file *d, Dwarf_Die *fn, Dwarf_Addr entry, size_t *len)
+{
+	Elf *elf = d->fd >= 0 ? dwarf_getelf(d->dw) : NULL;
+	Elf_Scn *scn = NULL;
+	Dwarf_Addr hi;
+	if (!elf || dwarf_highpc(fn, &hi) != 0 || hi <= entry)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR) ||
+		    entry < sh.sh_addr || hi > sh.sh_addr + sh.sh_size)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf || data->d_size != sh.sh_size)
+			return NULL;
+		*len = (size_t)(hi - entry);
+		return (const uint8_t *)data->d_buf + (entry - sh.sh_addr);
+	}
+	return NULL;
+}
+
+/* Whether a struct in memory at stack word `word`, size bytes, holds what
+ * the caller passed. DWARF gives it DW_OP_fbreg whether the function uses
+ * it or not, and clang -O2 lets a caller that knows the function leave
+ * an unused one unset (skeptic 29m's after2 showed the stack's leftovers,
+ * `{140736447202408, 94753896926608}`); it cannot know that of a function
+ * built without optimisation, nor infer it from another file. So: an
+ * unoptimised function's, or one its code is seen to load from
+ * (x86_reads.h). */
+static int stack_struct_real(struct abi_walk *w, unsigned word, int size)
+{
+	Dwarf_Addr entry;
+	if (!w->optimized)
+		return 1;
+	if (!w->code_read && dwarf_lowpc(w->fn, &entry) == 0)
+		w->code = fn_code(w->d, w->fn, entry, &w->code_len);
+	w->code_read = 1;
+	return w->code && size > 0 &&
+	       x86_reads_stack_arg(w->code, w->code_len, (int64_t)word * 8, (int64_t)word * 8 + size);
+}
 
 /* One parameter's items at items[*n]; -1 if the items stop here. */
 static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items, unsigned *n, unsigned cap)
@@ -808,10 +857,18 @@ static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items
 	uint8_t fmt = 0;
 	enum cls c = classify_of(child, &t, &fmt);
 	struct agg a;
-	if (c == CLS_NONE && is_aggregate(&t) && agg_layout(d, w->fn, &t, &a) == 0)
+	if (c == CLS_NONE && is_aggregate(&t) && agg_layout(d, w->fn, &t, &a) == 0) {
 		/* Its registers (or none) are known, so those of the
 		 * arguments after it are. */
-		return agg_arg(d, &t, &a, &w->gp, &w->fp, &w->stack, items, n, cap);
+		unsigned first = *n, word = w->stack;
+		int r = agg_arg(d, &t, &a, &w->gp, &w->fp, &w->stack, items, n, cap);
+		if (r == 0 && *n > first && (items[first].slot & SF_ARG_STACK) &&
+		    sf_arg_type(items[first].fmt) == SF_AT_STRUCT && !stack_struct_real(w, word, dwarf_bytesize(&t))) {
+			items[first] = none_item(SF_ARG_SLOT_STACK);
+			*n = first + 1;
+		}
+		return r;
+	}
 	if (c == CLS_NONE && d->x86_64 && is_long_double(&t)) { /* 16 bytes, 16-aligned (the area is) */
 		stack_scalar(items, n, &w->stack, 2, 2);
 		return 0;
@@ -847,8 +904,7 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 {
 	Dwarf_Die child;
 	unsigned n = 0;
-	struct abi_walk w = {d, fn, gp, 0, 0, 0};
-	int optimized = fn_optimized(fn);
+	struct abi_walk w = {d, fn, gp, 0, 0, 0, fn_optimized(fn), 0, NULL, 0};
 	if (dwarf_child(fn, &child) != 0)
 		return 0;
 	do {
@@ -859,7 +915,7 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 		unsigned first = n;
 		if (abi_param(&w, &child, items, &n, cap) < 0)
 			break;
-		if (n > first && optimized_out(&child, optimized)) {
+		if (n > first && optimized_out(&child, w.optimized)) {
 			items[first] = none_item(SF_ARG_SLOT_GONE);
 			n = first + 1;
 		}

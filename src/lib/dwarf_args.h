@@ -6,7 +6,8 @@
  * takes the registers the System V ABI gives it (or none: MEMORY class):
  * in registers, a STRUCT item and its members' items (a C struct of
  * scalars, nested structs and arrays), in memory a STRUCT whose members
- * are read from the stack at the entry (placed in order, whole words),
+ * are read from the stack at the entry (placed in order, whole words;
+ * in an optimised function only if its code loads from it, x86_reads.h),
  * else an item of format NONE (not recorded); a C struct returned in
  * registers is a STRUCT too. On
  * aarch64 (AAPCS64) a struct of up to 16 bytes goes in one or two x

@@ -93,11 +93,6 @@ def test_c_optimized_out_parameters_not_invented():
     _dead_values("after", ["1", "2", "3", "4", "5", "{6, 7}", "14"])
 
 
-@sfkit.known_break(29, "--auto-args at -O2 shows stack leftovers for a struct in memory the callee does not use: "
-                       "after2(1, ..., (struct LL){6, 7}, 8) shows `after2(1, <optimized out>, <optimized out>, "
-                       "<optimized out>, <optimized out>, {140736447202408, 94753896926608}, 8) = 9;`: clang "
-                       "stores nothing for the unused argument, but its DWARF still says DW_OP_fbreg +8, as for "
-                       "after's used one (only the code, which never reads 8(%rsp), tells them apart)")
 def test_c_unused_struct_in_memory_not_invented():
     _dead_values("after2", ["1", "2", "3", "4", "5", "{6, 7}", "8", "9"])
 

@@ -26,7 +26,7 @@ enum {
 
 struct insn {
 	const uint8_t *p, *end;
-	unsigned rex, o16, f3;
+	unsigned rex, o16, f3, seg; /* seg: fs or gs, never the stack */
 	unsigned mod, reg, rm;                     /* reg and rm with REX.R / REX.B */
 	int mem, known;                            /* a memory operand; its base rsp or rbp, no index */
 	unsigned base;                             /* RSP or RBP */
@@ -258,7 +258,7 @@ static int write_gp(struct frame *f, unsigned r)
  * arguments. */
 static int in_args(const struct insn *in, const struct frame *f, int64_t lo, int64_t hi)
 {
-	if (!in->mem || !in->known || (in->base == RBP && !f->bp_set))
+	if (!in->mem || !in->known || in->seg || (in->base == RBP && !f->bp_set))
 		return 0;
 	int64_t at = (in->base == RSP ? f->sp : f->bp) + in->disp - 8;
 	return at >= lo && at < hi;
@@ -268,7 +268,7 @@ static int in_args(const struct insn *in, const struct frame *f, int64_t lo, int
 static int sp_adjust(struct insn *in, uint8_t op, const uint8_t *imm, struct frame *f)
 {
 	int64_t v = op == 0x81 ? sdisp(imm, 4) : (int8_t)imm[0];
-	if (in->o16 || op == 0x80) /* 0x80's r/m 4 is ah, or spl: a byte */
+	if (in->o16 || op == 0x80 || !(in->rex & 8)) /* 0x80's r/m 4 is ah or spl; without REX.W, esp */
 		return -1;
 	if ((in->reg & 7) == 0)
 		f->sp += v;
@@ -283,8 +283,8 @@ static int sp_adjust(struct insn *in, uint8_t op, const uint8_t *imm, struct fra
  * stop. */
 static int step(struct insn *in, struct frame *f, int64_t lo, int64_t hi)
 {
-	in->rex = in->o16 = in->f3 = 0;
-	for (;;) { /* prefixes: operand size, rep, segment (cs nop), lock; then REX */
+	in->rex = in->o16 = in->f3 = in->seg = 0;
+	for (;;) { /* prefixes: operand size, rep, segment (cs nop; fs: the stack protector's canary), lock; then REX */
 		if (in->p >= in->end)
 			return -1;
 		uint8_t b = *in->p;
@@ -292,6 +292,8 @@ static int step(struct insn *in, struct frame *f, int64_t lo, int64_t hi)
 			in->o16 = 1;
 		else if (b == 0xf3)
 			in->f3 = 1;
+		else if (b == 0x64 || b == 0x65)
+			in->seg = 1;
 		else if (b != 0xf2 && b != 0x2e && b != 0x3e && b != 0xf0)
 			break;
 		in->p++;
@@ -301,6 +303,8 @@ static int step(struct insn *in, struct frame *f, int64_t lo, int64_t hi)
 	if (in->p >= in->end)
 		return -1;
 	uint8_t op = *in->p++;
+	if (op >= 0x50 && op <= 0x5f && in->o16) /* a 2-byte push or pop */
+		return -1;
 	if (op >= 0x50 && op <= 0x57) {
 		f->sp -= 8;
 		return 0;
@@ -368,7 +372,7 @@ static int step(struct insn *in, struct frame *f, int64_t lo, int64_t hi)
 			return -1;
 		return sp_adjust(in, op, immp, f);
 	}
-	if (!in->mem && op == 0x89 && in->reg == RSP && in->rm == RBP) { /* mov %rsp, %rbp */
+	if (!in->mem && op == 0x89 && (in->rex & 8) && in->reg == RSP && in->rm == RBP) { /* mov %rsp, %rbp */
 		f->bp = f->sp;
 		f->bp_set = 1;
 		return 0;

@@ -47,6 +47,11 @@ static void test_prologue_and_frame(void **state)
 	/* test %edi,%edi; je +2; paddq 0x8(%rsp),%xmm0: the fall-through */
 	static const uint8_t jcc[] = {SLED, 0x85, 0xff, 0x74, 0x02, 0x66, 0x0f, 0xd4, 0x44, 0x24, 0x08, 0xc3};
 	assert_int_equal(reads(jcc, sizeof(jcc), 0, 8), 1);
+	/* the stack protector's mov %fs:0x28,%rax; mov %rax,(%rsp) after sub
+	 * $0x18,%rsp; then mov 0x20(%rsp),%rcx (arg 0) */
+	static const uint8_t ssp[] = {SLED, 0x48, 0x83, 0xec, 0x18, 0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0,
+				      0x48, 0x89, 0x04, 0x24, 0x48, 0x8b, 0x4c, 0x24, 0x20, 0xc3};
+	assert_int_equal(reads(ssp, sizeof(ssp), 0, 8), 1);
 }
 
 static void test_no_proof(void **state)
@@ -70,6 +75,12 @@ static void test_no_proof(void **state)
 	/* add $0x1,%ah (0x80 /0 on r/m 4 without REX): not rsp, walk stops */
 	static const uint8_t ah[] = {SLED, 0x80, 0xc4, 0x01, 0x48, 0x8b, 0x44, 0x24, 0x08, 0xc3};
 	assert_int_equal(reads(ah, sizeof(ah), 0, 8), 0);
+	/* sub $0x10,%esp (no REX.W: esp, zero-extended) */
+	static const uint8_t esp[] = {SLED, 0x83, 0xec, 0x10, 0x48, 0x8b, 0x44, 0x24, 0x18, 0xc3};
+	assert_int_equal(reads(esp, sizeof(esp), 0, 8), 0);
+	/* mov %fs:0x8,%rax: not the stack */
+	static const uint8_t fs[] = {SLED, 0x64, 0x48, 0x8b, 0x44, 0x24, 0x08, 0xc3};
+	assert_int_equal(reads(fs, sizeof(fs), 0, 8), 0);
 	/* cut short: the load's displacement missing */
 	static const uint8_t cut[] = {SLED, 0x48, 0x8b, 0x44, 0x24};
 	assert_int_equal(reads(cut, sizeof(cut), 0, 8), 0);

@@ -34,6 +34,32 @@ static int collect(Dwarf_Die *die, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* A C CU's functions: its top-level subprograms. dwarf_getfuncs also
+ * walks every subprogram's lexical blocks and inlined calls for GNU C's
+ * nested functions (which clang does not compile; gcc's get no values
+ * here): 130M of the 220M instructions `sftrace filter --args` took with
+ * --auto-args on SQLite's driver, 101k DIEs for 2,963 functions. */
+static int collect_c(struct da_file *d, Dwarf_Die *cu)
+{
+	Dwarf_Die c;
+	if (dwarf_child(cu, &c) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&c);
+		if (tag == DW_TAG_imported_unit)
+			return -1; /* dwz's partial units: dwarf_getfuncs follows them */
+		if (tag == DW_TAG_subprogram)
+			collect(&c, d);
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 0;
+}
+
+static int c_language(Dwarf_Die *cu)
+{
+	int lang = dwarf_srclang(cu);
+	return lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 || lang == DW_LANG_C11;
+}
+
 /* The file's own DWARF, else the one its .gnu_debuglink or build-id names
  * (found as symbols.c finds it for names and lines). */
 static struct da_file *open_dwarf(const char *path)
@@ -74,7 +100,7 @@ struct da_file *da_open(const char *path)
 	size_t hsize;
 	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu;
-		if (dwarf_offdie(dw, off + hsize, &cu))
+		if (dwarf_offdie(dw, off + hsize, &cu) && (!c_language(&cu) || collect_c(d, &cu) < 0))
 			dwarf_getfuncs(&cu, collect, d, 0);
 		off = next;
 	}

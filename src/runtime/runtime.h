@@ -465,6 +465,11 @@ void sf_objects_image_ends(void) SF_HIDDEN;     /* under the log lock: an execut
 void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
 void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;
+int sf_objects_holds(uint64_t lo, uint64_t hi, int exec) SF_HIDDEN; /* inside one PT_LOAD of a known object */
+#if defined(SF_ARCH_SHADOW) && defined(SF_SHADOW_OV_CAP)
+/* past_scan.c: a landing past the stored entries counted on the stack; -1 if it cannot be */
+int64_t sf_past_scan_pop(struct sf_thread *t, uint64_t sp, uint64_t last, uint64_t stub_lo, uint64_t stub_hi) SF_HIDDEN;
+#endif
 /* switch.c: patches (on) or unpatches every instrumented object's sleds
  * the filter selects, under the log lock; returns the sleds changed, and
  * in *read_ns the time spent reading the sled maps (the rest is text). */

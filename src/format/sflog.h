@@ -317,6 +317,12 @@ struct sf_header {
 	 * each net figure's error with it (docs/DESIGN.md "Times net of the
 	 * tracer"). */
 	uint64_t cost_spread;
+	/* Since issue 28's deep landings (zero in older logs; atomic counter):
+	 * landings deeper than the stored shadow entries that neither a walk
+	 * nor the runtime's stack scan could count (unwind.c, past_scan.c).
+	 * Their abandoned frames stay open in the readers until an outer exit,
+	 * and later depths may be off: every reader warns. */
+	uint64_t landings_uncounted;
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a
  * patched entry of the same object, else kind 3 (without it, kind 3 is
@@ -508,6 +514,7 @@ _Static_assert(__builtin_offsetof(struct sf_header, fork_time) == 3352, "docs/FO
 _Static_assert(__builtin_offsetof(struct sf_header, features) == 3360, "docs/FORMAT.md: features");
 _Static_assert(__builtin_offsetof(struct sf_header, fork_parent) == 3640, "docs/FORMAT.md: fork parent");
 _Static_assert(__builtin_offsetof(struct sf_header, cost_spread) == 3648, "docs/FORMAT.md: cost spread");
+_Static_assert(__builtin_offsetof(struct sf_header, landings_uncounted) == 3656, "docs/FORMAT.md: uncounted landings");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

@@ -297,6 +297,11 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		}
 	}
 	parse_cmdline(log, &h);
+	if (h.landings_uncounted)
+		warn(log, "%" PRIu64 " landing%s (longjmp or exception) deeper than the runtime's stored shadow stack "
+		     "could not be counted: the frames %s abandoned stay open until an outer exit, and depths after "
+		     "%s may be off", (uint64_t)h.landings_uncounted, h.landings_uncounted == 1 ? "" : "s",
+		     h.landings_uncounted == 1 ? "it" : "they", h.landings_uncounted == 1 ? "it" : "them");
 	if (h.header_size != SF_HEADER_SIZE)
 		warn(log, "header_size is %u, expected %u; chunks read from offset %u",
 		     h.header_size, SF_HEADER_SIZE, SF_HEADER_SIZE);

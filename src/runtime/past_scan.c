@@ -104,4 +104,11 @@ int64_t sf_past_scan_pop(struct sf_thread *t, uint64_t sp, uint64_t last, uint64
 	return (int64_t)(d - t->shadow_depth);
 }
 
+void sf_past_uncounted(void)
+{
+	struct sf_header *h = sf_log_header();
+	if (h)
+		__atomic_add_fetch(&h->landings_uncounted, 1, __ATOMIC_RELAXED);
+}
+
 #endif

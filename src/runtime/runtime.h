@@ -469,6 +469,8 @@ int sf_objects_holds(uint64_t lo, uint64_t hi, int exec) SF_HIDDEN; /* inside on
 #if defined(SF_ARCH_SHADOW) && defined(SF_SHADOW_OV_CAP)
 /* past_scan.c: a landing past the stored entries counted on the stack; -1 if it cannot be */
 int64_t sf_past_scan_pop(struct sf_thread *t, uint64_t sp, uint64_t last, uint64_t stub_lo, uint64_t stub_hi) SF_HIDDEN;
+/* A landing past the stored entries that nothing could count: the header's counter, which readers warn of. */
+void sf_past_uncounted(void) SF_HIDDEN;
 #endif
 /* switch.c: patches (on) or unpatches every instrumented object's sleds
  * the filter selects, under the log lock; returns the sleds changed, and

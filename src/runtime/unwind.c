@@ -740,6 +740,7 @@ static int64_t past_stored_pop(struct sf_thread *t, uint64_t sp, uint64_t last)
 #ifdef SF_ARCH_SHADOW
 static int64_t past_scan(struct sf_thread *t, uint64_t sp, uint64_t last);
 #endif
+static void past_uncounted(uint64_t mark);
 
 /* Control lands with stack pointer sp: closes the recorded frames below,
  * at the time the landing began (read first: what follows is the
@@ -793,8 +794,10 @@ static void landing(uint64_t sp, const void *env)
 		if (closed < 0 && mark)
 			closed = past_scan(t, sp, mark);
 #endif
-		if (closed < 0)
+		if (closed < 0) {
+			past_uncounted(mark);
 			return;
+		}
 	}
 #ifdef SF_ARCH_SHADOW
 	/* The depth left open, not the count popped (trampoline.S, the
@@ -835,6 +838,18 @@ void sf_unwind_note_stubs(uint64_t lo, uint64_t hi)
 		__atomic_store_n(&stubs.lo, lo, __ATOMIC_RELEASE);
 	if (hi > __atomic_load_n(&stubs.hi, __ATOMIC_RELAXED))
 		__atomic_store_n(&stubs.hi, hi, __ATOMIC_RELEASE);
+}
+
+/* A landing past the stored entries (mark) that nothing could count is
+ * left unrecorded, but counted in the header: every reader warns. */
+static void past_uncounted(uint64_t mark)
+{
+#if defined(SF_ARCH_SHADOW) && defined(SF_SHADOW_OV_CAP)
+	if (mark)
+		sf_past_uncounted();
+#else
+	(void)mark;
+#endif
 }
 
 #ifdef SF_ARCH_SHADOW

@@ -52,6 +52,7 @@ struct gnode {
 	size_t tail_len;
 	uint32_t parent, first_child, last_child, next_sibling, nchildren;
 	uint64_t calls, total_ns;
+	uint64_t raw_total_ns; /* as recorded (fr_frame.r_begin, r_end) */
 };
 
 /* One distinct chain of callers of FUNC's outermost calls, by the names
@@ -64,6 +65,7 @@ struct backtrace {
 	uint32_t len;
 	uint64_t hash;
 	uint64_t hits, time_ns;
+	uint64_t raw_time_ns; /* as recorded */
 };
 
 struct open_frame {
@@ -88,6 +90,7 @@ struct gthread {
 struct graph {
 	const char *func;     /* NULL: the whole process */
 	int raw_times;        /* --raw-times */
+	double cost_err;      /* the process's lr_info.cost_err with net times, else 0 */
 	long max_depth;       /* nodes shown below the root; <0: all */
 	const struct trace_proc *proc;
 	int8_t *is_target;    /* by function id: -1 unknown, 0 no, 1 yes */
@@ -373,11 +376,14 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	struct graph *g = ctx;
 	struct gthread *t = &g->threads[f->thread->index];
 	uint32_t node = f->depth < t->cap ? t->stack[f->depth].node : NONE;
-	uint64_t d = f->t_end - f->t_begin;
-	if (node != NONE)
+	uint64_t d = f->t_end - f->t_begin, raw = f->r_end - f->r_begin;
+	if (node != NONE) {
 		g->nodes[node].total_ns += d;
+		g->nodes[node].raw_total_ns += raw;
+	}
 	if (t->bt != NONE && f->depth == t->bt_depth) {
 		g->bts[t->bt].time_ns += d;
+		g->bts[t->bt].raw_time_ns += raw;
 		t->bt = NONE;
 	}
 	return 0;
@@ -397,6 +403,25 @@ static void put_time(uint64_t ns)
 	uint64_t v, small;
 	unsigned i = sf_uftrace_unit(ns, &v, &small);
 	printf("%3" PRIu64 ".%03" PRIu64 " %s", v, small, units[i]);
+}
+
+/* A net time, or (trace_net_uncertain) the time as recorded marked
+ * NET_UNCERTAIN_MARK in the same 10 columns, a decimal fewer when it
+ * needs the room ("<123.46 us"). */
+static void put_net_time(const struct graph *g, uint64_t ns, uint64_t raw)
+{
+	static const char *const units[] = SF_UFTRACE_UNITS;
+	if (!trace_net_uncertain(g->cost_err, ns, raw)) {
+		put_time(ns);
+		return;
+	}
+	uint64_t v, small;
+	unsigned i = sf_uftrace_unit(raw, &v, &small);
+	char b[32];
+	int n = snprintf(b, sizeof(b), NET_UNCERTAIN_MARK "%" PRIu64 ".%03" PRIu64, v, small);
+	if (n > 7)
+		n = snprintf(b, sizeof(b), NET_UNCERTAIN_MARK "%" PRIu64 ".%02" PRIu64, v, small / 10);
+	printf("%7s %s", b, units[i]);
 }
 
 /* uftrace's pr_indent: " | " where a branch continues, " +-" before a
@@ -429,7 +454,7 @@ static const char *esc_len(const char *name, size_t len)
 static void put_node(const struct graph *g, uint32_t n, const uint8_t *mask, uint32_t indent, int line)
 {
 	fputs("  ", stdout);
-	put_time(g->nodes[n].total_ns);
+	put_net_time(g, g->nodes[n].total_ns, g->nodes[n].raw_total_ns);
 	fputs(" : ", stdout);
 	put_indent(mask, indent, line);
 	printf("(%" PRIu64 ") %s", g->nodes[n].calls, esc_len(g->nodes[n].name, g->nodes[n].len));
@@ -490,7 +515,7 @@ static void print_backtraces(struct graph *g)
 	for (size_t i = 0; i < g->nbts; i++) {
 		const struct backtrace *b = &g->bts[i];
 		printf(" backtrace #%zu: hit %" PRIu64 ", time ", i, b->hits);
-		put_time(b->time_ns);
+		put_net_time(g, b->time_ns, b->raw_time_ns);
 		putchar('\n');
 		for (uint32_t k = 0; k < b->len; k++) {
 			uint64_t vaddr = 0;
@@ -557,10 +582,19 @@ static int process_end(void *ctx, const struct trace_proc *p)
 		/* The process: one call lasting from its start to its last event. */
 		root->calls = 1;
 		root->total_ns = p->last_ns - p->start_ns;
+		/* the tracer's time is taken off inside frames only */
+		root->raw_total_ns = root->total_ns;
+		for (uint32_t c = root->first_child; c != NONE && c; c = g->nodes[c].next_sibling)
+			root->raw_total_ns += g->nodes[c].raw_total_ns - g->nodes[c].total_ns;
 	}
+	g->cost_err = g->raw_times ? 0 : p->info->cost_err;
 	g->shown++;
 	printf("# Function Call Graph for '%s' (pid %u)\n", esc_len(root->name, root->len), p->info->pid);
-	if (p->info->cost_known)
+	if (p->info->cost_known && g->cost_err > 0)
+		printf("# times net of the tracer's cost: %.1f ns per call in the caller, %.1f ns in the call, each within "
+		       "%.1f%%; a figure marked " NET_UNCERTAIN_MARK " is as recorded (net, it could be off by more than 10%%); "
+		       "--raw-times for times as recorded\n", p->info->cost_parent_ns, p->info->cost_child_ns, 100 * p->info->cost_err);
+	else if (p->info->cost_known)
 		printf("# %s: %.1f ns per call in the caller, %.1f ns in the call%s\n",
 		       g->raw_times ? "times as recorded (--raw-times); the tracer's cost" : "times net of the tracer's cost",
 		       p->info->cost_parent_ns, p->info->cost_child_ns, g->raw_times ? "" : "; --raw-times for times as recorded");

@@ -298,7 +298,10 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	if (i->cost_known)
 		printf(KEY "%.1f ns per call in the caller, %.1f ns in the call (measured at start; "
 		       "report, replay and graph take it off)\n", "tracer cost", i->cost_parent_ns, i->cost_child_ns);
-	else
+	if (i->cost_known && i->cost_err > 0)
+		printf(KEY "within %.1f%% (its rounds at start and exit; a net figure that this makes uncertain by "
+		       "more than 10%% is shown as recorded, marked <)\n", "cost spread", 100 * i->cost_err);
+	else if (!i->cost_known)
 		printf(KEY "not measured (times are read as recorded)\n", "tracer cost");
 	/* A cut log's header still says how the run ended, not where the events stop. */
 	char how[160];
@@ -443,7 +446,8 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	json_exit_fields(p->info);
 	printf("\"truncated\":%s,", lr_truncated(p->log) ? "true" : "false");
 	if (i->cost_known)
-		printf("\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f},", i->cost_parent_ns, i->cost_child_ns);
+		printf("\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f},\"tracer_cost_error\":%.4f,", i->cost_parent_ns,
+		       i->cost_child_ns, i->cost_err);
 	else
 		printf("\"tracer_cost_ns\":null,");
 	printf("\"sleds\":%" PRIu64 ",\"sleds_patched\":%" PRIu64 ",\"ring_bytes\":%" PRIu64 ",\"trim_min_ns\":%" PRIu64

@@ -203,6 +203,8 @@ struct line {
 	uint64_t duration; /* 0: none shown, unless closed */
 	int closed;        /* a close or a leaf: its duration is shown even when 0
 			    * (an empty function, net of the tracer) */
+	uint64_t raw;      /* a close or a leaf: its duration as recorded, shown instead,
+			    * marked, when the net one is uncertain (trace_net_uncertain) */
 };
 
 struct replay;
@@ -254,6 +256,7 @@ struct replay {
 	struct line_queue lines;
 	int srcline;     /* --srcline: each call's file:line as a comment */
 	int short_names; /* --names short (the default) */
+	double cost_err; /* trace_cost_err: 0 marks nothing */
 	struct fn_name *names; /* name_of's, by function id of the current process */
 	size_t nnames;
 };
@@ -300,9 +303,32 @@ static void put_duration(const struct replay *r, uint64_t ns)
 
 /* ---- columns ---- */
 
+/* A duration as recorded, in the column's 10, marked as one whose net
+ * figure is uncertain: "<" and the value, a decimal fewer when it needs
+ * the room ("<123.46 us"). */
+static void put_raw_marked(const struct replay *r, uint64_t ns)
+{
+	static const char *const units[] = SF_UFTRACE_UNITS;
+	uint64_t v, small;
+	unsigned i = sf_uftrace_unit(ns, &v, &small);
+	char b[32];
+	int n = snprintf(b, sizeof(b), NET_UNCERTAIN_MARK "%" PRIu64 ".%03" PRIu64 " ", v, small);
+	if (n > 8)
+		n = snprintf(b, sizeof(b), NET_UNCERTAIN_MARK "%" PRIu64 ".%02" PRIu64 " ", v, small / 10);
+	out("          ", (size_t)(n < 8 ? 8 - n : 0));
+	out(b, (size_t)n);
+	if (r->color)
+		outs(C_DIM);
+	out(units[i], 2);
+	if (r->color)
+		outs(C_OFF);
+}
+
 static void print_duration(struct replay *r, const struct line *l)
 {
-	if (l->closed && !l->duration)
+	if (l->closed && trace_net_uncertain(r->cost_err, l->duration, l->raw))
+		put_raw_marked(r, l->raw);
+	else if (l->closed && !l->duration)
 		out("  0.000 us", 10);
 	else
 		put_duration(r, l->duration);
@@ -515,7 +541,7 @@ static void flush_run(struct replay *r, const struct lr_thread *t, const struct 
 	struct thread_state *ts = &r->threads[t->index];
 	if (!ts->run_count)
 		return;
-	struct line l = {p, t, 0, ts->last_time, 0, 0};
+	struct line l = {p, t, 0, ts->last_time, 0, 0, 0};
 	put_columns(r, &l);
 	indent(ts->run_depth);
 	outf("%s/* %" PRIu64 " frame%s %s */%s\n", r->color ? C_DIM : "", ts->run_count,
@@ -594,7 +620,7 @@ static void put_tail_mark(struct replay *r, const struct thread_state *ts, const
 static void open_pending(struct replay *r, struct thread_state *ts)
 {
 	const struct fr_frame *f = &ts->pending;
-	struct line l = {f->proc, f->thread, f->func_id, f->r_begin, 0, 0};
+	struct line l = {f->proc, f->thread, f->func_id, f->r_begin, 0, 0, 0};
 	put_columns(r, &l);
 	indent(f->depth);
 	put_call(r, f);
@@ -644,7 +670,8 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (ts->run_count && (!repaired || ts->run_repair != f->repair))
 		flush_run(r, f->thread, f->proc);
 	int leaf = ts->has_pending && ts->pending.id == f->id;
-	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->r_begin : f->r_end, f->t_end - f->t_begin, 1};
+	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->r_begin : f->r_end, f->t_end - f->t_begin, 1,
+			 f->r_end - f->r_begin};
 	put_columns(r, &l);
 	indent(f->depth);
 	if (leaf) {
@@ -845,8 +872,9 @@ int cmd_replay(int argc, char **argv)
 	r.nprocs = trace_nprocs(in);
 	static char buf[1 << 16];
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
-	char net[256];
-	if (trace_format_net(in, net, sizeof(net)))
+	char net[512];
+	r.cost_err = trace_cost_err(in);
+	if (trace_format_net_marked(in, net, sizeof(net)))
 		printf("%s# %s%s\n", r.color ? C_DIM : "", net, r.color ? C_OFF : "");
 	print_header(&r);
 	struct trace_sink sink = {.ctx = &r,

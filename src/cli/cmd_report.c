@@ -96,11 +96,34 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
 #define NCOL 6
 static const char *const col_names[NCOL] = {"Total", "Self", "Calls", "Avg", "Min", "Max"};
 
+/* trace_cost_err of the input (0: nothing is marked), for the cells. */
+static double cost_err;
+
+/* A net figure, or the figure as recorded marked NET_UNCERTAIN_MARK when
+ * the net one is uncertain (trace_net_uncertain). */
+static void net_cell(char *out, uint64_t net, uint64_t raw)
+{
+	if (!trace_net_uncertain(cost_err, net, raw)) {
+		sf_format_duration(out, 32, net, SF_DURATION_SIG3);
+		return;
+	}
+	strcpy(out, NET_UNCERTAIN_MARK);
+	sf_format_duration(out + strlen(out), 32 - strlen(out), raw, SF_DURATION_SIG3);
+}
+
 static void row_cells(const struct fs_row *w, char cells[NCOL][32])
 {
-	sf_format_duration(cells[0], 32, w->total, SF_DURATION_SIG3);
-	sf_format_duration(cells[1], 32, w->self, SF_DURATION_SIG3);
+	net_cell(cells[0], w->total, w->raw_total);
+	net_cell(cells[1], w->self, w->raw_self);
 	snprintf(cells[2], 32, "%llu", (unsigned long long)w->calls);
+	/* Avg, min and max stand or fall with the sum of every frame's
+	 * duration: uncertain, the three are shown as recorded. */
+	if (w->calls && trace_net_uncertain(cost_err, w->sum, w->raw_sum)) {
+		net_cell(cells[3], 0, fs_raw_avg(w));
+		net_cell(cells[4], 0, w->raw_min);
+		net_cell(cells[5], 0, w->raw_max);
+		return;
+	}
 	sf_format_duration(cells[3], 32, fs_avg(w), SF_DURATION_SIG3);
 	sf_format_duration(cells[4], 32, w->calls ? w->min : 0, SF_DURATION_SIG3);
 	sf_format_duration(cells[5], 32, w->max, SF_DURATION_SIG3);
@@ -202,7 +225,7 @@ static void print_footer(const struct report *r, struct trace_input *in)
 	if (!fr_format_repairs(st, rep, sizeof(rep)))
 		snprintf(rep, sizeof(rep), "no repairs");
 	char total[32], cut[256];
-	sf_format_duration(total, sizeof(total), cp_node(r->t, CP_ROOT)->total_ns, SF_DURATION_SIG3);
+	net_cell(total, cp_node(r->t, CP_ROOT)->total_ns, cp_node(r->t, CP_ROOT)->raw_total_ns);
 	int have_cut = trace_format_cut(in, cut, sizeof(cut));
 	printf("\n%s%llu events, %llu frames, %zu thread%s, %zu process%s, %s traced; %s%s%s%s\n", r->color ? C_DIM : "",
 	       (unsigned long long)trace_events(in), (unsigned long long)st->frames, threads, threads == 1 ? "" : "s",
@@ -219,6 +242,8 @@ static void print_json_cost(const struct trace_input *in)
 		if (f->cost_known) {
 			printf(",\"net_times\":%s,\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f}",
 			       trace_net_times(in) ? "true" : "false", f->cost_parent_ns, f->cost_child_ns);
+			if (cost_err > 0)
+				printf(",\"tracer_cost_error\":%.4f", cost_err);
 			return;
 		}
 	}
@@ -251,10 +276,16 @@ static void print_json(const struct report *r, struct trace_input *in)
 		printf("\"func_id\":%llu,\"name\":", (unsigned long long)cp_func(r->t, w->func)->key);
 		json_put_str(stdout, w->name);
 		printf(",\"calls\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"avg_ns\":%llu,\"min_ns\":%llu,"
-		       "\"max_ns\":%llu}",
+		       "\"max_ns\":%llu",
 		       (unsigned long long)w->calls, (unsigned long long)w->total, (unsigned long long)w->self,
 		       (unsigned long long)fs_avg(w), (unsigned long long)(w->calls ? w->min : 0),
 		       (unsigned long long)w->max);
+		if (cost_err > 0)
+			printf(",\"total_raw_ns\":%llu,\"self_raw_ns\":%llu,\"total_uncertain\":%s,\"self_uncertain\":%s",
+			       (unsigned long long)w->raw_total, (unsigned long long)w->raw_self,
+			       trace_net_uncertain(cost_err, w->total, w->raw_total) ? "true" : "false",
+			       trace_net_uncertain(cost_err, w->self, w->raw_self) ? "true" : "false");
+		putchar('}');
 	}
 	printf("\n]");
 	print_json_cost(in);
@@ -265,12 +296,13 @@ static void print_report(struct report *r, struct trace_input *in)
 {
 	if (r->nrows)
 		qsort_r(r->rows, r->nrows, sizeof(*r->rows), cmp_rows, r);
+	cost_err = trace_cost_err(in);
 	if (r->json) {
 		print_json(r, in);
 		return;
 	}
-	char net[256];
-	if (!r->tsv && trace_format_net(in, net, sizeof(net)))
+	char net[512];
+	if (!r->tsv && trace_format_net_marked(in, net, sizeof(net)))
 		printf("%s# %s%s\n", r->color ? C_DIM : "", net, r->color ? C_OFF : "");
 	if (r->tsv) {
 		printf("%s%sfunc_id\tname\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\n", r->scoped ? "pid\t" : "",

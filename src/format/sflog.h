@@ -309,6 +309,20 @@ struct sf_header {
 	 * made, which is the reaper once the parent has exited. High 32 bits:
 	 * the tid of that process's thread that forked (0: not known). */
 	uint64_t fork_parent;
+	/* Since issue 28's net-time bound (zero in older logs): the spread of
+	 * the tracer's cost per call over the calibration's rounds, as
+	 * sf_hdr_cost_pack packs it (1/256 of the event clock's unit): the
+	 * lowest round's total (caller's part + call's) in the low 32 bits,
+	 * the highest kept round's in the high 32 (calib.c). Readers bound
+	 * each net figure's error with it (docs/DESIGN.md "Times net of the
+	 * tracer"). */
+	uint64_t cost_spread;
+	/* Since issue 28's deep landings (zero in older logs; atomic counter):
+	 * landings deeper than the stored shadow entries that neither a walk
+	 * nor the runtime's stack scan could count (unwind.c, past_scan.c).
+	 * Their abandoned frames stay open in the readers until an outer exit,
+	 * and later depths may be off: every reader warns. */
+	uint64_t landings_uncounted;
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a
  * patched entry of the same object, else kind 3 (without it, kind 3 is
@@ -499,6 +513,8 @@ _Static_assert(__builtin_offsetof(struct sf_header, snap_over_max) == 3328 &&
 _Static_assert(__builtin_offsetof(struct sf_header, fork_time) == 3352, "docs/FORMAT.md: fork time");
 _Static_assert(__builtin_offsetof(struct sf_header, features) == 3360, "docs/FORMAT.md: features");
 _Static_assert(__builtin_offsetof(struct sf_header, fork_parent) == 3640, "docs/FORMAT.md: fork parent");
+_Static_assert(__builtin_offsetof(struct sf_header, cost_spread) == 3648, "docs/FORMAT.md: cost spread");
+_Static_assert(__builtin_offsetof(struct sf_header, landings_uncounted) == 3656, "docs/FORMAT.md: uncounted landings");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

@@ -12,6 +12,7 @@
 struct cp_open {
 	uint32_t node;
 	uint64_t child_ns; /* durations of its finished children */
+	uint64_t raw_child_ns; /* the same as recorded */
 };
 
 struct cp_stack {
@@ -59,7 +60,7 @@ struct cp_tree *cp_new(void)
 	t->nodes = xcalloc(t->cap, sizeof(*t->nodes));
 	t->hints = xcalloc(t->cap, sizeof(*t->hints));
 	t->n = 1; /* the root */
-	t->nodes[0].min_ns = UINT64_MAX;
+	t->nodes[0].min_ns = t->nodes[0].raw_min_ns = UINT64_MAX;
 	t->ht_cap = 2048;
 	t->ht = xcalloc(t->ht_cap, sizeof(*t->ht));
 	hm_init(&t->func_by_key, 256);
@@ -133,7 +134,7 @@ static uint32_t new_node(struct cp_tree *t, uint32_t parent, uint64_t key, const
 	c->func = func_index(t, key, owner, id);
 	c->depth = p->depth + 1;
 	c->scope = (p->key & CP_SYNTHETIC) ? parent : p->scope;
-	c->min_ns = UINT64_MAX;
+	c->min_ns = c->raw_min_ns = UINT64_MAX;
 	c->next_sibling = p->first_child;
 	p->first_child = ni;
 	t->hints[ni] = (struct cp_hint){0, 0};
@@ -198,14 +199,29 @@ void cp_begin(struct cp_tree *t, uint32_t stack, uint32_t base, uint32_t depth, 
 	const struct cp_hint *hint = &t->hints[parent];
 	s->e[depth].node = hint->child && hint->key == key ? hint->child : cp_child(t, parent, key, owner, id);
 	s->e[depth].child_ns = 0;
+	s->e[depth].raw_child_ns = 0;
 }
 
 void cp_end(struct cp_tree *t, uint32_t stack, uint32_t depth, uint64_t t_begin, uint64_t t_end)
 {
+	cp_end_raw(t, stack, depth, t_begin, t_end, t_begin, t_end);
+}
+
+void cp_end_raw(struct cp_tree *t, uint32_t stack, uint32_t depth, uint64_t t_begin, uint64_t t_end, uint64_t r_begin,
+		uint64_t r_end)
+{
 	struct cp_stack *s = &t->stacks[stack];
 	struct cp_open *o = &s->e[depth];
 	struct cp_node *n = &t->nodes[o->node];
-	uint64_t dur = t_end > t_begin ? t_end - t_begin : 0;
+	uint64_t dur = t_end > t_begin ? t_end - t_begin : 0, raw = r_end > r_begin ? r_end - r_begin : 0;
+	n->raw_total_ns += raw;
+	if (raw < n->raw_min_ns)
+		n->raw_min_ns = raw;
+	if (raw > n->raw_max_ns)
+		n->raw_max_ns = raw;
+	n->raw_self_ns += raw > o->raw_child_ns ? raw - o->raw_child_ns : 0;
+	if (depth)
+		s->e[depth - 1].raw_child_ns += raw;
 	n->calls++;
 	n->total_ns += dur;
 	/* Children lie inside their parent in time, so child_ns <= dur; the
@@ -258,15 +274,17 @@ void cp_finish(struct cp_tree *t)
 		struct cp_node *nd = &t->nodes[i];
 		nd->sub_calls = nd->calls;
 		if (!is_frame_parent(nd, (uint32_t)i))
-			nd->total_ns = 0;
+			nd->total_ns = nd->raw_total_ns = 0;
 	}
 	/* Children always have larger indices than their parent. */
 	for (size_t i = t->n - 1; i > 0; i--) {
 		struct cp_node *nd = &t->nodes[i];
 		struct cp_node *p = &t->nodes[nd->parent];
 		p->sub_calls += nd->sub_calls;
-		if (!is_frame_parent(p, nd->parent))
+		if (!is_frame_parent(p, nd->parent)) {
 			p->total_ns += nd->total_ns;
+			p->raw_total_ns += nd->raw_total_ns;
+		}
 	}
 	mark_nested(t);
 }
@@ -322,7 +340,7 @@ static int col_frame_begin(void *ctx, const struct fr_frame *f)
 static int col_frame_end(void *ctx, const struct fr_frame *f)
 {
 	struct collect *c = ctx;
-	cp_end(c->t, f->thread->index, f->depth, f->t_begin, f->t_end);
+	cp_end_raw(c->t, f->thread->index, f->depth, f->t_begin, f->t_end, f->r_begin, f->r_end);
 	return 0;
 }
 

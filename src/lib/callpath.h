@@ -52,6 +52,11 @@ struct cp_node {
 	uint64_t self_ns;      /* durations minus the children's durations */
 	uint64_t min_ns, max_ns;/* frame durations (UINT64_MAX / 0 without frames) */
 	uint64_t sub_calls;    /* frames in the subtree, this node included (cp_finish) */
+	/* total_ns and self_ns as recorded (fr_frame.r_begin, r_end): equal
+	 * to them unless times are net of the tracer's cost, whose error
+	 * bound grows with the difference (trace_net_uncertain). */
+	uint64_t raw_total_ns, raw_self_ns;
+	uint64_t raw_min_ns, raw_max_ns;
 };
 
 /* A distinct key, with the first (owner, id) it was entered with: the
@@ -82,6 +87,9 @@ uint32_t cp_child(struct cp_tree *t, uint32_t parent, uint64_t key, const void *
 void cp_begin(struct cp_tree *t, uint32_t stack, uint32_t base, uint32_t depth, uint64_t key, const void *owner,
 	      uint32_t id);
 void cp_end(struct cp_tree *t, uint32_t stack, uint32_t depth, uint64_t t_begin, uint64_t t_end);
+/* The same with the frame's times as recorded too (raw_total_ns, raw_self_ns). */
+void cp_end_raw(struct cp_tree *t, uint32_t stack, uint32_t depth, uint64_t t_begin, uint64_t t_end, uint64_t r_begin,
+		uint64_t r_end);
 
 /* After the last frame: synthetic and root totals, sub_calls, nested flags. */
 void cp_finish(struct cp_tree *t);

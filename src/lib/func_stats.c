@@ -74,15 +74,23 @@ struct fs_row *fs_aggregate(const struct cp_tree *t, int by_name, size_t *nout)
 			x->scope = nd->scope;
 			x->func = nd->func;
 			x->id = id;
-			x->min = UINT64_MAX;
+			x->min = x->raw_min = UINT64_MAX;
 			x->name = cp_func_name(t, nd->func, NULL);
 		}
 		struct fs_row *w = &rows[*at];
 		w->calls += nd->calls;
 		w->self += nd->self_ns;
+		w->raw_self += nd->raw_self_ns;
+		w->raw_sum += nd->raw_total_ns;
+		if (nd->raw_min_ns < w->raw_min)
+			w->raw_min = nd->raw_min_ns;
+		if (nd->raw_max_ns > w->raw_max)
+			w->raw_max = nd->raw_max_ns;
 		w->sum += nd->total_ns;
-		if (!(nested ? nested[i] : nd->nested))
+		if (!(nested ? nested[i] : nd->nested)) {
 			w->total += nd->total_ns;
+			w->raw_total += nd->raw_total_ns;
+		}
 		if (nd->min_ns < w->min)
 			w->min = nd->min_ns;
 		if (nd->max_ns > w->max)

@@ -21,6 +21,8 @@ struct fs_row {
 	uint32_t id;      /* what rows are keyed by: func, or its name's rank */
 	uint64_t calls, total, self, min, max;
 	uint64_t sum;
+	uint64_t raw_total, raw_self; /* total, self, sum, min and max as recorded (cp_node's raw_*) */
+	uint64_t raw_sum, raw_min, raw_max;
 	const char *name; /* cp_func_name */
 };
 
@@ -32,5 +34,6 @@ struct fs_row *fs_aggregate(const struct cp_tree *t, int by_name, size_t *n);
 
 /* Mean single-call duration (0 without calls). */
 static inline uint64_t fs_avg(const struct fs_row *w) { return w->calls ? w->sum / w->calls : 0; }
+static inline uint64_t fs_raw_avg(const struct fs_row *w) { return w->calls ? w->raw_sum / w->calls : 0; }
 
 #endif

@@ -200,6 +200,18 @@ static void parse_cmdline(struct lr_log *log, const struct sf_header *h)
 	log->info.argc = argc;
 	log->info.cmdline_truncated = h->cmdline_truncated != 0;
 }
+/* The cost's relative uncertainty from its rounds' spread (lr_info.cost_err):
+ * the larger distance from the median total to the lowest or the highest
+ * kept round, over the median. 0 without a spread (older logs). */
+static double cost_err(uint64_t med, uint64_t spread)
+{
+	uint64_t lo = spread & UINT32_MAX, hi = spread >> 32;
+	if (!med || !spread)
+		return 0;
+	double below = lo < med ? (double)(med - lo) : 0, above = hi > med ? (double)(hi - med) : 0;
+	return (below > above ? below : above) / (double)med;
+}
+
 
 static int read_header(struct lr_log *log, char *err, size_t errlen)
 {
@@ -270,6 +282,7 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		in->trimmed_records = h.reserved[SF_HDR_TRIMMED];
 		in->cost_parent_raw256 = h.reserved[SF_HDR_COST] & UINT32_MAX;
 		in->cost_child_raw256 = h.reserved[SF_HDR_COST] >> 32;
+		in->cost_err = cost_err(in->cost_parent_raw256 + in->cost_child_raw256, h.cost_spread);
 		if (h.ring_bytes) {
 			in->snap_time = h.reserved[SF_HDR_SNAP_TIME];
 			in->snap_tid = (uint32_t)h.reserved[SF_HDR_SNAP_THREAD];
@@ -284,6 +297,11 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		}
 	}
 	parse_cmdline(log, &h);
+	if (h.landings_uncounted)
+		warn(log, "%" PRIu64 " landing%s (longjmp or exception) deeper than the runtime's stored shadow stack "
+		     "could not be counted: the frames %s abandoned stay open until an outer exit, and depths after "
+		     "%s may be off", (uint64_t)h.landings_uncounted, h.landings_uncounted == 1 ? "" : "s",
+		     h.landings_uncounted == 1 ? "it" : "they", h.landings_uncounted == 1 ? "it" : "them");
 	if (h.header_size != SF_HEADER_SIZE)
 		warn(log, "header_size is %u, expected %u; chunks read from offset %u",
 		     h.header_size, SF_HEADER_SIZE, SF_HEADER_SIZE);

@@ -128,6 +128,12 @@ struct lr_info {
 	uint64_t cost_parent_raw256, cost_child_raw256;
 	double cost_parent_ns, cost_child_ns;
 	int cost_known;
+	/* How far the cost per call may be off, relative to it: the larger
+	 * distance from the calibration's median round to its lowest or
+	 * highest kept one (cost_spread; 0 when the log has none). A net
+	 * figure is as uncertain as this times the tracer's time taken off
+	 * it (trace_net_uncertain). */
+	double cost_err;
 	/* record --paused, sftrace resume / pause: SWITCH chunks in the log
 	 * (tracing switched on, off). Frames open at a pause are closed
 	 * there (frames.h). */

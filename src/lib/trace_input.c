@@ -1200,7 +1200,18 @@ int trace_net_times(const struct trace_input *in)
 	return in->opt.net_times;
 }
 
-int trace_format_net(const struct trace_input *in, char *buf, size_t len)
+double trace_cost_err(const struct trace_input *in)
+{
+	double err = 0;
+	for (size_t i = 0; in->opt.net_times && i < in->nprocs; i++) {
+		const struct lr_info *f = in->procs[i].pub.info;
+		if (f->cost_known && f->cost_err > err)
+			err = f->cost_err;
+	}
+	return err;
+}
+
+static int format_net(const struct trace_input *in, char *buf, size_t len, int marks)
 {
 	for (size_t i = 0; i < in->nprocs; i++) {
 		const struct lr_info *f = in->procs[i].pub.info;
@@ -1209,13 +1220,28 @@ int trace_format_net(const struct trace_input *in, char *buf, size_t len)
 		char per[160];
 		snprintf(per, sizeof(per), "%.1f ns per call in the caller, %.1f ns in the call%s", f->cost_parent_ns,
 			 f->cost_child_ns, in->nprocs > 1 ? " (first process; each process's own figure applies)" : "");
-		if (in->opt.net_times)
+		double err = marks ? trace_cost_err(in) : 0;
+		if (in->opt.net_times && err > 0)
+			snprintf(buf, len, "times net of the tracer's cost: %s, each within %.1f%%; a figure marked "
+				 NET_UNCERTAIN_MARK " is as recorded (net, it could be off by more than 10%%); --raw-times "
+				 "for times as recorded", per, 100 * err);
+		else if (in->opt.net_times)
 			snprintf(buf, len, "times net of the tracer's cost: %s; --raw-times for times as recorded", per);
 		else
 			snprintf(buf, len, "times as recorded (--raw-times); the tracer's cost: %s", per);
 		return 1;
 	}
 	return 0;
+}
+
+int trace_format_net(const struct trace_input *in, char *buf, size_t len)
+{
+	return format_net(in, buf, len, 0);
+}
+
+int trace_format_net_marked(const struct trace_input *in, char *buf, size_t len)
+{
+	return format_net(in, buf, len, 1);
 }
 
 int trace_format_cut(const struct trace_input *in, char *buf, size_t len)

@@ -205,7 +205,23 @@ int trace_format_cut(const struct trace_input *in, char *buf, size_t len);
  * the tracer's measured cost per call and whether it was taken off. 0 and
  * nothing written when no log carries the figure (times are as recorded). */
 int trace_format_net(const struct trace_input *in, char *buf, size_t len);
+/* The same for a view that marks uncertain net figures (trace_net_uncertain):
+ * the cost's spread and the mark, when the logs have a spread. */
+int trace_format_net_marked(const struct trace_input *in, char *buf, size_t len);
 int trace_net_times(const struct trace_input *in); /* the net_times option */
+/* How far a net figure may be off, per ns of the tracer's time taken off
+ * it: the largest lr_info.cost_err of the processes (0 with raw times, or
+ * without a measured spread). */
+double trace_cost_err(const struct trace_input *in);
+/* Whether a net figure is uncertain: its error bound, the tracer's time
+ * taken off it (raw - net) times err, is over 10% of it. The views then
+ * show the raw figure marked NET_UNCERTAIN_MARK (docs/DESIGN.md "Times
+ * net of the tracer"). */
+static inline int trace_net_uncertain(double err, uint64_t net, uint64_t raw)
+{
+	return raw > net && err * (double)(raw - net) > 0.1 * (double)net;
+}
+#define NET_UNCERTAIN_MARK "<"
 
 /* Prints the repairs (if any), the cut and the reader's warnings to stderr. */
 void trace_report_repairs(const struct trace_input *in);

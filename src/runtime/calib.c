@@ -16,12 +16,15 @@
  * round with the median total gives the figures (median_round). Only with the TSC clock on x86-64: in
  * monotonic mode every event takes the slow path and the figures stay 0
  * (cost unknown, readers show raw times). */
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "runtime/runtime.h"
 
 uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
+uint64_t sf_cost_lo SF_HIDDEN, sf_cost_hi SF_HIDDEN;
 
 #if defined(__x86_64__)
 #define CALIB_PAIRS  256u
@@ -90,15 +93,27 @@ static const struct round_cost *median_round(struct round_cost *r, unsigned n)
 	return &r[(n - 1) / 2];
 }
 
-/* Before any sled is patched (init.c): the calling thread's state is
- * borrowed and given back as it was, so no event of the program is lost. */
-void sf_calib_measure(void)
+/* The rounds' spread around the median (sorted by median_round): the
+ * least total and the highest but one. The highest is left out as an
+ * interrupt's or a preemption's (one of them adds microseconds to a round
+ * of 256 pairs: tens of ns a pair, several times the cost itself); a
+ * second spoiled round widens the spread, which only marks more figures
+ * uncertain. The readers bound a net figure's error by the tracer's time
+ * taken off it times the spread's relative half-width. */
+static void spread(const struct round_cost *r, unsigned n)
 {
-	if (sf_config.clock != SF_CLOCK_TSC)
-		return;
+	sf_cost_lo = r[0].child + r[0].parent;
+	sf_cost_hi = r[n - 2].child + r[n - 2].parent;
+}
+
+/* Runs the warm-up and CALIB_ROUNDS rounds on the calling thread, its
+ * state borrowed and given back as it was; 0 if the area could not be had.
+ * The rounds come back sorted by total (median_round). */
+static int run_rounds(struct round_cost *rounds)
+{
 	void *area = mmap(NULL, AREA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (area == MAP_FAILED)
-		return; /* cost unknown: readers show raw times */
+		return 0;
 	memset(area, 0, AREA_BYTES); /* the page faults now, and the front half out of L1 */
 	scratch = area;
 	struct sf_thread *t = &sf_self;
@@ -108,7 +123,6 @@ void sf_calib_measure(void)
 	uint64_t depth = t->shadow_depth;
 #endif
 	t->window_depth = 0;
-	struct round_cost rounds[CALIB_ROUNDS];
 	for (unsigned r = 0; r < CALIB_ROUNDS + 1; r++) {
 		uint64_t child, parent;
 		round_sums(t, r, &child, &parent);
@@ -116,18 +130,63 @@ void sf_calib_measure(void)
 			continue; /* warm-up: the first round pays for cold lines and branches */
 		rounds[r - 1] = (struct round_cost){child * 256 / CALIB_PAIRS, parent * 256 / (CALIB_PAIRS - 1)};
 	}
-	const struct round_cost *m = median_round(rounds, CALIB_ROUNDS);
-	sf_cost_child = m->child;
-	sf_cost_parent = m->parent;
 	memcpy(t, &saved, offsetof(struct sf_thread, events));
 #ifdef SF_ARCH_SHADOW
 	t->shadow_depth = depth;
 #endif
 	munmap(area, AREA_BYTES);
+	median_round(rounds, CALIB_ROUNDS);
+	return 1;
+}
+
+/* Before any sled is patched (init.c): the calling thread's state is
+ * borrowed and given back as it was, so no event of the program is lost. */
+void sf_calib_measure(void)
+{
+	if (sf_config.clock != SF_CLOCK_TSC)
+		return;
+	struct round_cost rounds[CALIB_ROUNDS];
+	if (!run_rounds(rounds))
+		return; /* cost unknown: readers show raw times */
+	const struct round_cost *m = &rounds[(CALIB_ROUNDS - 1) / 2];
+	sf_cost_child = m->child;
+	sf_cost_parent = m->parent;
+	spread(rounds, CALIB_ROUNDS);
+}
+
+/* At the process's exit (init.c's destructor, before the last batches go
+ * out): the same rounds again, with every signal held back (a handler's
+ * events would go to the scratch area). The figures stay the start's,
+ * which every event was taken off with; the spread widens to take in the
+ * end's rounds and its median, so a cost that drifted during the run (a
+ * loaded machine's contention, the clock speed) bounds the net figures
+ * too. A process that dies without exiting keeps the start's spread. */
+void sf_calib_remeasure(void)
+{
+	if (sf_config.clock != SF_CLOCK_TSC || !sf_cost_lo)
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	struct round_cost rounds[CALIB_ROUNDS];
+	int ok = run_rounds(rounds);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ok || !rounds[0].child || !rounds[0].parent)
+		return; /* no events came out (a thread the trampolines skip): the start's spread stands */
+	uint64_t lo = rounds[0].child + rounds[0].parent, hi = rounds[CALIB_ROUNDS - 2].child + rounds[CALIB_ROUNDS - 2].parent;
+	sf_cost_lo = lo < sf_cost_lo ? lo : sf_cost_lo;
+	sf_cost_hi = hi > sf_cost_hi ? hi : sf_cost_hi;
+	struct sf_header *h = sf_log_header();
+	if (h)
+		__atomic_store_n(&h->cost_spread, sf_hdr_cost_pack(sf_cost_lo, sf_cost_hi), __ATOMIC_RELAXED);
 }
 #else
 void sf_calib_measure(void)
 {
 	/* No calibration loop for this architecture yet: cost unknown (0). */
+}
+
+void sf_calib_remeasure(void)
+{
 }
 #endif

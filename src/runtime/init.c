@@ -170,6 +170,7 @@ static void log_created(void)
 	struct sf_header *h = sf_log_header();
 	if (h) {
 		h->reserved[SF_HDR_COST] = sf_hdr_cost_pack(sf_cost_parent, sf_cost_child);
+		h->cost_spread = sf_hdr_cost_pack(sf_cost_lo, sf_cost_hi);
 	}
 	sf_log_note_options();
 	sf_switch_log_created();
@@ -352,6 +353,7 @@ void sf_services_after_fork_child(void)
 __attribute__((destructor(101))) static void sf_fini(void)
 {
 	if (sf_config.enabled) {
+		sf_calib_remeasure();
 		sf_writer_drain();
 		sf_buffer_process_exit(); /* counts what a slotless thread dropped, log or not */
 		sf_log_finish();

@@ -941,3 +941,25 @@ void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o))
 		if (objects[i]->info.sleds)
 			cb(objects[i]);
 }
+
+/* Whether [lo, hi) lies inside one PT_LOAD of a known object, an
+ * executable one when exec: memory a landing's stack scan (past_scan.c)
+ * may read without faulting. Objects loaded but not yet scanned are not
+ * known, so their code reads as not there. */
+int sf_objects_holds(uint64_t lo, uint64_t hi, int exec)
+{
+	uint32_t n = __atomic_load_n(&nobjects, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sf_object_rt *o = objects[i];
+		if (!o || !o->phdr || lo < o->lo || hi > o->hi)
+			continue;
+		const ElfW(Phdr) *ph = o->phdr;
+		for (int k = 0; k < o->phnum; k++) {
+			uint64_t s = o->dl_addr + ph[k].p_vaddr;
+			if (ph[k].p_type == PT_LOAD && (ph[k].p_flags & (exec ? PF_X : PF_R)) && lo >= s &&
+			    hi <= s + ph[k].p_memsz)
+				return 1;
+		}
+	}
+	return 0;
+}

@@ -465,6 +465,13 @@ void sf_objects_image_ends(void) SF_HIDDEN;     /* under the log lock: an execut
 void sf_objects_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_objects_patched_total(void) SF_HIDDEN;
 void sf_objects_foreach_instrumented(void (*cb)(const struct sf_object_rt *o)) SF_HIDDEN;
+int sf_objects_holds(uint64_t lo, uint64_t hi, int exec) SF_HIDDEN; /* inside one PT_LOAD of a known object */
+#if defined(SF_ARCH_SHADOW) && defined(SF_SHADOW_OV_CAP)
+/* past_scan.c: a landing past the stored entries counted on the stack; -1 if it cannot be */
+int64_t sf_past_scan_pop(struct sf_thread *t, uint64_t sp, uint64_t last, uint64_t stub_lo, uint64_t stub_hi) SF_HIDDEN;
+/* A landing past the stored entries that nothing could count: the header's counter, which readers warn of. */
+void sf_past_uncounted(void) SF_HIDDEN;
+#endif
 /* switch.c: patches (on) or unpatches every instrumented object's sleds
  * the filter selects, under the log lock; returns the sleds changed, and
  * in *read_ns the time spent reading the sled maps (the rest is text). */
@@ -626,7 +633,11 @@ void sf_loader_event(void) SF_HIDDEN;       /* called by arch/<arch>/loader_entr
 /* Per traced call, in 1/256 of the event clock's unit; 0: not measured.
  * Written into every log's header (SF_HDR_COST). */
 extern uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
+/* The rounds' spread: the lowest and highest kept total per call, same
+ * unit (SF_HDR's cost_spread); 0 and 0: not measured. */
+extern uint64_t sf_cost_lo SF_HIDDEN, sf_cost_hi SF_HIDDEN;
 void sf_calib_measure(void) SF_HIDDEN; /* once, before the first patch (at start; --paused: the first resume) */
+void sf_calib_remeasure(void) SF_HIDDEN; /* at exit: widens the spread (cost_spread) with the end's rounds */
 
 /* ---- clock.c ---- */
 void sf_clock_init(void) SF_HIDDEN;

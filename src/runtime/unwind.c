@@ -737,6 +737,11 @@ static int64_t past_stored_pop(struct sf_thread *t, uint64_t sp, uint64_t last)
 }
 #endif
 
+#ifdef SF_ARCH_SHADOW
+static int64_t past_scan(struct sf_thread *t, uint64_t sp, uint64_t last);
+#endif
+static void past_uncounted(uint64_t mark);
+
 /* Control lands with stack pointer sp: closes the recorded frames below,
  * at the time the landing began (read first: what follows is the
  * tracer's, not the abandoned frames'). env: a longjmp's jmp_buf, else
@@ -786,9 +791,13 @@ static void landing(uint64_t sp, const void *env)
 #ifdef SF_ARCH_SHADOW
 		else if (mark)
 			closed = past_stored_pop(t, sp, mark);
+		if (closed < 0 && mark)
+			closed = past_scan(t, sp, mark);
 #endif
-		if (closed < 0)
+		if (closed < 0) {
+			past_uncounted(mark);
 			return;
+		}
 	}
 #ifdef SF_ARCH_SHADOW
 	/* The depth left open, not the count popped (trampoline.S, the
@@ -830,6 +839,34 @@ void sf_unwind_note_stubs(uint64_t lo, uint64_t hi)
 	if (hi > __atomic_load_n(&stubs.hi, __ATOMIC_RELAXED))
 		__atomic_store_n(&stubs.hi, hi, __ATOMIC_RELEASE);
 }
+
+/* A landing past the stored entries (mark) that nothing could count is
+ * left unrecorded, but counted in the header: every reader warns. */
+static void past_uncounted(uint64_t mark)
+{
+#if defined(SF_ARCH_SHADOW) && defined(SF_SHADOW_OV_CAP)
+	if (mark)
+		sf_past_uncounted();
+#else
+	(void)mark;
+#endif
+}
+
+#ifdef SF_ARCH_SHADOW
+/* Frames past the stored entries that are not one recursion: counted on
+ * the stack (past_scan.c), whose test of a recorded frame's return
+ * address needs the stub pages' span. -1 when it cannot tell. */
+static int64_t past_scan(struct sf_thread *t, uint64_t sp, uint64_t last)
+{
+#ifdef SF_SHADOW_OV_CAP
+	return sf_past_scan_pop(t, sp, last, __atomic_load_n(&stubs.lo, __ATOMIC_ACQUIRE),
+				__atomic_load_n(&stubs.hi, __ATOMIC_ACQUIRE));
+#else
+	(void)t, (void)sp, (void)last;
+	return -1;
+#endif
+}
+#endif
 
 /* The next definition of _Unwind_Find_FDE before it is known: resolves
  * it, then asks it. With none (no unwinder after ours), nothing found. */

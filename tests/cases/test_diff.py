@@ -87,8 +87,11 @@ def test_report_json_matches_tsv():
     for extra in ([], ["--threads"], ["-s", "calls", "-n", "2"]):
         cols, rows = tsv(run([SFTRACE, "report", "--format", "tsv"] + extra + [old]).stdout)
         doc = json.loads(run([SFTRACE, "report", "--format", "json"] + extra + [old]).stdout)
-        eq([{k: str(v) for k, v in r.items()} for r in doc["functions"]], rows, f"json = tsv {extra}")
-        check(all(list(r) == cols for r in doc["functions"]), "fields in TSV order")
+        # the TSV's fields in its order, then (net times with a measured
+        # spread) each net figure's raw value and whether it is uncertain
+        net = ["total_raw_ns", "self_raw_ns", "total_uncertain", "self_uncertain"]
+        eq([{k: str(r[k]) for k in cols} for r in doc["functions"]], rows, f"json = tsv {extra}")
+        check(all(list(r) in (cols, cols + net) for r in doc["functions"]), "fields in TSV order, then the net ones")
         eq(doc["frames"], 1 + 10 + 20 + 5 + 3, "frames")
         eq(doc["processes"], 1, "processes")
 

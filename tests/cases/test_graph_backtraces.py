@@ -12,7 +12,7 @@ def test_instantiations_share_a_backtrace():
     _, log = record([exe], args=["-q"])
     out = run([SFTRACE, "graph", "-q", "graph_mono::leaf", log]).stdout
     bt = out.split("=============== BACKTRACE ===============\n", 1)[1].split("\n\n", 1)[0]
-    eq([re.sub(r"time +[\d.]+ us|time +$", "time T", re.sub(r"0x[0-9a-f]+", "ADDR", ln)) for ln in bt.splitlines()],
+    eq([re.sub(r"time +<?[\d.]+ us|time +$", "time T", re.sub(r"0x[0-9a-f]+", "ADDR", ln)) for ln in bt.splitlines()],
        [" backtrace #0: hit 2, time T",
         "   [0] std::rt::lang_start::<…>::{closure} (ADDR)",
         "   [1] std::sys::backtrace::__rust_begin_short_backtrace::<…> (ADDR)",

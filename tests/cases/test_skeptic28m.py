@@ -6,6 +6,7 @@ threads lap their rings. Each mark(d) the programs call is at call depth d
 and prints it, so replay's indentation and dump's depth are checked against
 the program's own count."""
 import collections
+import json
 import glob
 import os
 import re
@@ -91,19 +92,38 @@ def test_skeptic28m_ring_lapping_trigger_snapshots():
             sfkit.eq(len(late), 0, f"{os.path.basename(f)}: events after the trigger's entry")
 
 
-@sfkit.known_break(28, "a longjmp whose target is deeper than 512 + 2^19 frames (setjmp at 525,001, "
-                   "dive to 530,000) in a program without libgcc_s records nothing: the next mark is at "
-                   "depth 530,001 not 525,002, main's EXIT reads [depth 4999], 4,999 frames stay open "
-                   "and no command warns. Only one recursion from the last stored entry to the innermost "
-                   "(skeptic25m's) is counted without a walk; here down/land_at/dive differ, and mark() "
-                   "returned before the longjmp, so shadow_top is a deeper, exited frame's entry")
 def test_skeptic28m_landing_past_the_overflow_area():
     exe = _deepjmp()
     p, log = sfkit.record_limited([exe, "land:525000:530000"], args=["-q"], stack=2 << 30)
     want = _marks(p.stdout)[0]
     d = sfkit.run([sfkit.SFTRACE, "dump", log])
-    got = [int(m or 0) for m in re.findall(r"ENTRY\s+(?:\[depth (\d+)\] )?mark\s*$", d.stdout, re.M)]
+    # dump indents 2 a level after the kind's 9 columns, and past its
+    # indentation limit writes "[depth N]" instead
+    got = [int(n) if n else (len(sp) - 4) // 2
+           for sp, n in re.findall(r"ENTRY( +)(?:\[depth (\d+)\] )?mark\s*$", d.stdout, re.M)]
     sfkit.eq(got, want, "mark depths in dump")
+    sfkit.check("warnings (" not in d.stdout, "dump's warnings: " + d.stdout[d.stdout.find("warnings ("):][:300])
+    sfkit.check(re.search(r"EXIT     main\s*$", d.stdout, re.M), "main's EXIT at depth 0")
+
+
+def test_skeptic28m_uncounted_deep_landing_is_a_warning_everywhere():
+    """The same landing with the dive entered through a function pointer:
+    an indirect call's return address is not one the runtime's stack scan
+    recognises, so its count falls one short and the landing stays
+    unrecorded. The log counts it and every reading command warns."""
+    exe = _deepjmp()
+    p, log = sfkit.record_limited([exe, "iland:525000:530000"], args=["-q"], stack=2 << 30)
+    sfkit.eq(_marks(p.stdout)[0], [530001, 525002, 1], "the program's marks")
+    want = ("1 landing (longjmp or exception) deeper than the runtime's stored shadow stack could not be counted: "
+            "the frames it abandoned stay open until an outer exit, and depths after it may be off")
+    d = sfkit.run([sfkit.SFTRACE, "dump", log])
+    sfkit.check("warnings (1):\n  " + want in d.stdout, "dump's warnings")
+    out = os.path.join(sfkit.tmpdir(), "t.pb.gz")
+    # replay and graph cut to a few levels: 530,000 indented levels are gigabytes
+    for cmd in (["report"], ["replay", "--no-pager", "--max-depth", "3"], ["info"], ["graph", "--depth", "3"],
+                ["convert", "-o", out]):
+        r = sfkit.run([sfkit.SFTRACE] + cmd + [log])
+        sfkit.check(f"sftrace: warning: {log}: {want}\n" in r.stderr, f"{cmd[0]}'s warnings: {r.stderr!r}")
 
 
 def _tsv_rows(log, extra=()):
@@ -112,11 +132,14 @@ def _tsv_rows(log, extra=()):
     return {r[rows[0].index("name")]: dict(zip(rows[0], r)) for r in rows[1:]}
 
 
-@sfkit.known_break(28, "net times: parent() calling an empty child() 1M times, 4 rounds, under chrt on the "
-                   "loaded 2-core machine (load 4-7): untraced 1.38-1.88 ms a round; traced net parent total "
-                   "94 us, 793 us, 1.66 ms, 6 us a round in four runs (raw 36-48 ms a round, calibrated "
-                   "9.8 + 9.8 ns a call, the rest taken off as hand-off stalls): not within 10%")
 def test_skeptic28m_net_parent_of_1m_empty_children():
+    """parent() calling an empty child() 1M times, 4 rounds, on the loaded
+    2-core machine: the tracer's cost per call (~20 ns) is 20x the
+    program's, so 10% of the parent's net time is 0.5% of the cost taken
+    off it, finer than the runtime's calibration can promise (net parent
+    totals of 6 us .. 1.66 ms a round against 1.4-1.9 ms untraced in four
+    runs). Each net figure is within 10% of untraced or marked uncertain:
+    report json says so and the table shows the raw figure marked "<"."""
     src = ["skep28m_net.c"]
     plain = sfkit.build_c("skep28m_net_plain", src, xray=False)
     traced = sfkit.build_c("skep28m_net", src)
@@ -124,9 +147,18 @@ def test_skeptic28m_net_parent_of_1m_empty_children():
     rounds = [int(ln.split()[1]) for ln in sfkit.run(rt + [plain]).stdout.splitlines()]
     untraced = sorted(rounds)[len(rounds) // 2]
     _, log = sfkit.record([traced], args=["-q"], prefix=rt)
-    net = int(_tsv_rows(log)["parent"]["total_ns"]) / 4
-    sfkit.check(abs(net - untraced) <= 0.1 * untraced,
-                f"parent's net time a round {net / 1e6:.3f} ms, untraced {untraced / 1e6:.3f} ms (rounds {rounds})")
+    doc = json.loads(sfkit.run([sfkit.SFTRACE, "report", "--format", "json", "-n", "0", log]).stdout)
+    par = next(r for r in doc["functions"] if r["name"] == "parent")
+    net = par["total_ns"] / 4
+    sfkit.check(doc.get("tracer_cost_error", 0) > 0, f"a measured spread: {doc.get('tracer_cost_error')}")
+    sfkit.check(abs(net - untraced) <= 0.1 * untraced or par["total_uncertain"],
+                f"parent's net time a round {net / 1e6:.3f} ms, untraced {untraced / 1e6:.3f} ms (rounds {rounds}), "
+                f"not marked uncertain (cost error {doc['tracer_cost_error']}, raw {par['total_raw_ns'] / 4e6:.3f} ms)")
+    if par["total_uncertain"]:
+        table = sfkit.run([sfkit.SFTRACE, "report", "-n", "0", log]).stdout
+        row = next(ln for ln in table.splitlines() if ln.rstrip().endswith(" parent"))
+        sfkit.check(row.split()[0].startswith("<"), f"the table marks parent's total: {row!r}")
+        sfkit.check("a figure marked < is as recorded" in table.splitlines()[0], table.splitlines()[0])
 
 
 def test_skeptic28m_notrace_drops_the_tail_callee():

@@ -30,7 +30,9 @@ def run(cmd, **kw):
 # uftrace's replay line: 10-column duration (blank or "%3d.%03d UNIT"), the
 # tid as "[%7d]", " | ", then the call.
 LINE_RE = re.compile(r"^ (.{10}) \[ *(\d+)\] \| (.*)$")
-DUR_RE = re.compile(r"^ *\d{1,3}\.\d{3} (us|ms| s| m| h)$")
+# a duration, or one as recorded marked "<" (its net figure uncertain: the
+# tracer's cost taken off it is large against it; a decimal fewer for room)
+DUR_RE = re.compile(r"^ *(\d{1,3}\.\d{3}|<\d{1,3}\.\d{2,3}) (us|ms| s| m| h)$")
 HEADER = "# DURATION     TID      FUNCTION"
 
 # uftrace's documented example: main calls foo twice, foo calls loop three
@@ -222,7 +224,7 @@ def graph(args):
                 eq(t.strip(), "", "blank line's time")
             out.append("T : " + call)
         else:
-            out.append(re.sub(r"time +\d+\.\d{3} (us|ms| s)", "time X", re.sub(r"\(0x[0-9a-f]+\)", "(ADDR)", ln)))
+            out.append(re.sub(r"time +(\d+\.\d{3}|<\d+\.\d{2,3}) (us|ms| s)", "time X", re.sub(r"\(0x[0-9a-f]+\)", "(ADDR)", ln)))
     return out
 
 

@@ -377,6 +377,38 @@ def test_first_function_self_time_is_not_tracer_setup():
                                   "(its body only calls foo twice and bar)")
 
 
+@sfkit.known_break(28, "info refuses a recording whose binary was rebuilt or removed: 'sftrace info' exits 1 "
+                       "with only 'error: ...: build-id mismatch' (or 'No such file or directory') and prints "
+                       "none of the recorded fields, though they need no symbols (--no-symbols prints them: "
+                       "cmdline, build-id, 20 events); the error names neither --no-symbols nor --force; "
+                       "uftrace info works without the binary")
+def test_info_without_the_recorded_binary():
+    src = build("hello", HELLO)
+    b = os.path.join(tmpdir(), "prog")
+    shutil.copy(src, b)
+    t = record(b)
+    os.remove(b)
+    p = sf("info", t, check_rc=None)
+    check(p.returncode == 0 and "# cmdline" in p.stdout and "# events" in p.stdout,
+          f"info exit {p.returncode}, stdout {p.stdout[:200]!r}, stderr {p.stderr.strip()[:200]!r}")
+
+
+@sfkit.known_break(28, "info refuses a recording whose binary was rebuilt or removed: 'sftrace info' exits 1 "
+                       "with only 'error: ...: build-id mismatch' (or 'No such file or directory') and prints "
+                       "none of the recorded fields, though they need no symbols (--no-symbols prints them: "
+                       "cmdline, build-id, 20 events); the error names neither --no-symbols nor --force; "
+                       "uftrace info works without the binary")
+def test_info_without_the_recorded_binary():
+    src = build("hello", HELLO)
+    b = os.path.join(tmpdir(), "prog")
+    shutil.copy(src, b)
+    t = record(b)
+    os.remove(b)
+    p = sf("info", t, check_rc=None)
+    check(p.returncode == 0 and "# cmdline" in p.stdout and "# events" in p.stdout,
+          f"info exit {p.returncode}, stdout {p.stdout[:200]!r}, stderr {p.stderr.strip()[:200]!r}")
+
+
 if __name__ == "__main__":
     failed = 0
     for name, fn in sorted(globals().items()):

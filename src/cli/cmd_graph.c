@@ -554,9 +554,13 @@ static int process_end(void *ctx, const struct trace_proc *p)
 	if (g->func && !root->calls)
 		return 0;
 	if (!g->func) {
-		/* The process: one call lasting from its start to its last event. */
+		/* The process: one call whose time is its kept outermost calls
+		 * (uftrace's root), so every cut applies to it and the tracer's
+		 * start-up before main is not counted. */
 		root->calls = 1;
-		root->total_ns = p->last_ns - p->start_ns;
+		root->total_ns = 0;
+		for (uint32_t c = root->first_child; c; c = g->nodes[c].next_sibling)
+			root->total_ns += g->nodes[c].total_ns;
 	}
 	g->shown++;
 	printf("# Function Call Graph for '%s' (pid %u)\n", esc_len(root->name, root->len), p->info->pid);
@@ -585,7 +589,8 @@ static void usage(FILE *out)
 		"calls, with hits and time, then the call graph under FUNC: every call made\n"
 		"inside them, merged by call path, as TOTAL TIME : (CALLS) name; a single\n"
 		"path stays flat, branches are drawn with +- and |. Without FUNC, the whole\n"
-		"process's graph: its threads' outermost calls under the process. Of\n"
+		"process's graph: its threads' outermost calls under the process, whose\n"
+		"time is theirs added up (the calls the cut options keep). Of\n"
 		"several operands the first is FUNC unless it is an sftrace log file\n"
 		"(a directory of logs is named alone, or after FUNC).\n"
 		"\n"

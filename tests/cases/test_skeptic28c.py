@@ -335,11 +335,6 @@ def test_fork_child_dropped_exit_shows_in_replay():
           f"no repair comment in the child's replay: {col}")
 
 
-@sfkit.known_break(28, "graph without FUNC: the process root's time is the process start to its last event "
-                       "(12.428 ms for a program whose only outermost call, main, is 11.138 us; uftrace "
-                       "graph shows 3.385 us = main), mostly sftrace's own start-up before main (the program "
-                       "runs in 2.4 ms untraced, exec included); under --tid/--time the root keeps that span "
-                       "(23.424 ms with --tid of a worker whose kept calls total 6.260 ms)")
 def test_graph_root_is_the_kept_calls():
     t = hello_trace()
     g = sf("graph", "--no-pager", t).stdout
@@ -351,8 +346,6 @@ def test_graph_root_is_the_kept_calls():
                               f"(uftrace: root = main)")
 
 
-@sfkit.known_break(28, "graph --tid: the root keeps the whole process span (23.424 ms seen) while the "
-                       "kept thread's outermost call is 6.260 ms: the root does not take the cut")
 def test_graph_root_takes_the_tid_cut():
     t = record(build("threads", THREADS, libs=["-lpthread"]))
     info = json.loads(sf("info", "--format", "json", t).stdout)["processes"][0]

@@ -370,11 +370,6 @@ def test_first_function_self_time_is_not_tracer_setup():
                                   "(its body only calls foo twice and bar)")
 
 
-@sfkit.known_break(28, "info refuses a recording whose binary was rebuilt or removed: 'sftrace info' exits 1 "
-                       "with only 'error: ...: build-id mismatch' (or 'No such file or directory') and prints "
-                       "none of the recorded fields, though they need no symbols (--no-symbols prints them: "
-                       "cmdline, build-id, 20 events); the error names neither --no-symbols nor --force; "
-                       "uftrace info works without the binary")
 def test_info_without_the_recorded_binary():
     src = build("hello", HELLO)
     b = os.path.join(tmpdir(), "prog")
@@ -384,22 +379,25 @@ def test_info_without_the_recorded_binary():
     p = sf("info", t, check_rc=None)
     check(p.returncode == 0 and "# cmdline" in p.stdout and "# events" in p.stdout,
           f"info exit {p.returncode}, stdout {p.stdout[:200]!r}, stderr {p.stderr.strip()[:200]!r}")
-
-
-@sfkit.known_break(28, "info refuses a recording whose binary was rebuilt or removed: 'sftrace info' exits 1 "
-                       "with only 'error: ...: build-id mismatch' (or 'No such file or directory') and prints "
-                       "none of the recorded fields, though they need no symbols (--no-symbols prints them: "
-                       "cmdline, build-id, 20 events); the error names neither --no-symbols nor --force; "
-                       "uftrace info works without the binary")
-def test_info_without_the_recorded_binary():
-    src = build("hello", HELLO)
-    b = os.path.join(tmpdir(), "prog")
-    shutil.copy(src, b)
-    t = record(b)
-    os.remove(b)
+    log = os.path.join(t, "sf.log")
+    eq(p.stderr, f"sftrace: warning: {log}: {b}: No such file or directory; its functions are named "
+                 "prog+0x<address>\n", "info: one note naming the object and the cause")
+    check("# events            : 20" in p.stdout, p.stdout)
+    for cmd in ("replay", "graph"):
+        r = sf(cmd, "--no-pager", t, check_rc=1)
+        eq(r.stderr, f"sftrace: error: {b}: No such file or directory; use --symbol PATH to name a copy of the "
+                     "recorded build, --force for placeholder names, or --no-symbols\n", cmd)
+    # Rebuilt: a different build-id at the recorded path.
+    shutil.copy(build("other", "int main(void){ return 0; }\n"), b)
     p = sf("info", t, check_rc=None)
-    check(p.returncode == 0 and "# cmdline" in p.stdout and "# events" in p.stdout,
-          f"info exit {p.returncode}, stdout {p.stdout[:200]!r}, stderr {p.stderr.strip()[:200]!r}")
+    check(p.returncode == 0 and "# events            : 20" in p.stdout, p.stdout[:300])
+    check(re.fullmatch(rf"sftrace: warning: {re.escape(log)}: {re.escape(b)}: build-id mismatch: expected \w+, "
+                       r"file has \w+; its functions are named prog\+0x<address>\n", p.stderr), p.stderr)
+    r = sf("replay", "--no-pager", t, check_rc=1)
+    check(re.fullmatch(rf"sftrace: error: {re.escape(b)}: build-id mismatch: expected \w+, file has \w+; use "
+                       r"--symbol PATH to name the recorded build, --force to read this file anyway \(names "
+                       r"may be wrong\), or --no-symbols\n", r.stderr), r.stderr)
+    check("prog+0x" in replay(t, "--force") or "main()" in replay(t, "--force"), "--force reads on")
 
 
 def test_max_size_counts_every_event_kept_or_dropped():

@@ -318,10 +318,6 @@ int main(int c, char**v){ return alpha_one(c) + beta_two(c) + gamma_three(c) == 
 
 # ------------------------------------------------------------------ breaks
 
-@sfkit.known_break(28, "fork child: `info` and stderr say 'repaired: 1 unmatched exit dropped' (main's "
-                       "return in the child, entered before fork) but replay shows no comment for it: "
-                       "the child's replay is a() { child_work(); } /* a */ only, where uftrace shows "
-                       "'} /* main */'; the issue says repairs show as comments where they happen")
 def test_fork_child_dropped_exit_shows_in_replay():
     t = record(build("fork", FORK))
     logs = sorted(f for f in os.listdir(t) if f != "sf.log")
@@ -331,8 +327,7 @@ def test_fork_child_dropped_exit_shows_in_replay():
     eq(info["repairs"]["unmatched_exits"], 1, "info counts the dropped exit")
     col = column(replay(child))
     eq(col[:3], ["a() {", "  child_work();", "} /* a */"], "child's calls")
-    check(any(c.strip().startswith("/*") for c in col),
-          f"no repair comment in the child's replay: {col}")
+    eq(col[3:], ["/* unmatched exit dropped: main */"], "the dropped exit, where it happened")
 
 
 def test_graph_root_is_the_kept_calls():

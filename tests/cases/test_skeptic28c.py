@@ -419,11 +419,6 @@ int main(void){ for(int k=0;k<20;k++) mid(100000); return 0; }
     eq(col[-1], "/* 2 frames open at thread end */", "replay says where the recording stopped")
 
 
-@sfkit.known_break(28, "very long C++ names: a function template instantiated over 400 nested class "
-                       "templates (mangled name 2,0xx chars; libiberty's recursion limit, which c++filt "
-                       "shares, gives up past about 256 levels) prints mangled in replay, graph and report "
-                       "(_Z1gI1WIS0_IS0_..., 2,040-char lines) where uftrace prints g(); llvm-cxxfilt "
-                       "demangles it (3,215 chars), and the short style would be g<…>")
 def test_deeply_nested_template_name_is_demangled():
     src = r"""
 template<class T> struct W {};

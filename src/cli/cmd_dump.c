@@ -578,7 +578,7 @@ static int dump(struct dump_opts *opt)
 				 .force = io->trace.force, .no_symbols = io->trace.no_symbols};
 	struct log_symbols *ls = ls_open(log, &lso, err, sizeof(err));
 	if (!ls) {
-		sf_error("%s (use --symbol PATH, --force for placeholder names, or --no-symbols)", err);
+		sf_error("%s", err); /* it ends with the ways out */
 		lr_close(log);
 		return 1;
 	}

@@ -579,13 +579,16 @@ static int process_end(void *ctx, const struct trace_proc *p)
 	if (g->func && !root->calls)
 		return 0;
 	if (!g->func) {
-		/* The process: one call lasting from its start to its last event. */
+		/* The process: one call whose time is its kept outermost calls
+		 * (uftrace's root), so every cut applies to it and the tracer's
+		 * start-up before main is not counted. */
 		root->calls = 1;
-		root->total_ns = p->last_ns - p->start_ns;
-		/* the tracer's time is taken off inside frames only */
-		root->raw_total_ns = root->total_ns;
-		for (uint32_t c = root->first_child; c != NONE && c; c = g->nodes[c].next_sibling)
-			root->raw_total_ns += g->nodes[c].raw_total_ns - g->nodes[c].total_ns;
+		root->total_ns = 0;
+		root->raw_total_ns = 0;
+		for (uint32_t c = root->first_child; c != NONE && c; c = g->nodes[c].next_sibling) {
+			root->total_ns += g->nodes[c].total_ns;
+			root->raw_total_ns += g->nodes[c].raw_total_ns;
+		}
 	}
 	g->cost_err = g->raw_times ? 0 : p->info->cost_err;
 	g->shown++;
@@ -619,7 +622,8 @@ static void usage(FILE *out)
 		"calls, with hits and time, then the call graph under FUNC: every call made\n"
 		"inside them, merged by call path, as TOTAL TIME : (CALLS) name; a single\n"
 		"path stays flat, branches are drawn with +- and |. Without FUNC, the whole\n"
-		"process's graph: its threads' outermost calls under the process. Of\n"
+		"process's graph: its threads' outermost calls under the process, whose\n"
+		"time is theirs added up (the calls the cut options keep). Of\n"
 		"several operands the first is FUNC unless it is an sftrace log file\n"
 		"(a directory of logs is named alone, or after FUNC).\n"
 		"\n"

@@ -30,7 +30,9 @@
  * Repairs and cuts show as comments where they happen: a run of frames
  * closed by unwinding as "3 frames unwound" after their closing lines,
  * frames closed at their thread's end likewise, and calls the time window
- * clipped with "cut at window start" / "cut at window end".
+ * clipped with "cut at window start" / "cut at window end"; an exit of a
+ * function not open on its thread (dropped) as "unmatched exit dropped:
+ * name" (not under a cut, whose stages pass on frames only).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -238,6 +240,7 @@ struct thread_state {
 	uint64_t run_count;
 	uint32_t run_depth;       /* the outermost closed frame's depth */
 	int in_runs;              /* listed in replay.runs */
+	uint32_t depth;           /* frames open (the sink's view), where a comment goes */
 };
 
 struct replay {
@@ -654,6 +657,7 @@ static int frame_begin(void *ctx, const struct fr_frame *f)
 		open_pending(r, ts);
 	ts->pending = *f;
 	ts->has_pending = 1;
+	ts->depth = f->depth + 1;
 	/* The frame after a tail call at its depth, in the recorded events,
 	 * is the callee only if the jump the event names goes to it. */
 	ts->pending_tail_from = tm_tail_from(f);
@@ -670,6 +674,7 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 	if (ts->run_count && (!repaired || ts->run_repair != f->repair))
 		flush_run(r, f->thread, f->proc);
 	int leaf = ts->has_pending && ts->pending.id == f->id;
+	ts->depth = f->depth;
 	struct line l = {f->proc, f->thread, f->func_id, leaf ? f->r_begin : f->r_end, f->t_end - f->t_begin, 1,
 			 f->r_end - f->r_begin};
 	put_columns(r, &l);
@@ -704,6 +709,25 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 		ts->run_count++;
 		ts->run_depth = f->depth;
 	}
+	return r->write_failed = ferror_unlocked(stdout) != 0;
+}
+
+/* An exit (or tail call) of a function not open on the thread, which the
+ * frames layer dropped (a fork child's return from main, entered before
+ * the fork): a comment where it happened, inside the calls then open. */
+static int frame_unmatched(void *ctx, const struct fr_frame *f)
+{
+	struct replay *r = ctx;
+	struct thread_state *ts = &r->threads[f->thread->index];
+	flush_run(r, f->thread, f->proc);
+	if (ts->has_pending)
+		open_pending(r, ts);
+	struct line l = {f->proc, f->thread, f->func_id, f->r_end, 0, 0};
+	put_columns(r, &l);
+	indent(ts->depth);
+	outf("%s/* unmatched %s dropped: %s */%s\n", r->color ? C_DIM : "",
+	     f->end_kind == FR_END_TAIL ? "tail call" : "exit", name_of(r, f)->text, r->color ? C_OFF : "");
+	line_done(&r->lines);
 	return r->write_failed = ferror_unlocked(stdout) != 0;
 }
 
@@ -881,6 +905,7 @@ int cmd_replay(int argc, char **argv)
 				  .process_begin = process_begin,
 				  .frame_begin = frame_begin,
 				  .frame_end = frame_end,
+				  .frame_unmatched = frame_unmatched,
 				  .process_end = process_end,
 				  .wants_next = wants_next,
 				  .horizon = horizon};

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define LEGACY_HASH_DIGITS 16
 
@@ -47,6 +48,23 @@ static void strip_legacy_hash(char *d)
 		d[n - tail] = '\0';
 }
 
+/* The longest name demangled without libiberty's recursion limit. The
+ * limit (DEMANGLE_RECURSION_LIMIT, and the printer's own) stops it between
+ * 200 and 300 nested templates, where llvm-cxxfilt goes on: a function
+ * template over 400 nested class templates (2,011 chars) stayed mangled.
+ * Without it the stack is the only bound: that name needs 256-512 KiB
+ * (about 250 bytes a character), so the retry is for names of at most one
+ * character per KiB of the stack limit (2 MiB assumed when unlimited,
+ * glibc's thread default), far within it. */
+static size_t unlimited_len(void)
+{
+	struct rlimit rl;
+	rlim_t stack = 2u << 20;
+	if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		stack = rl.rlim_cur;
+	return (size_t)(stack / 1024);
+}
+
 char *sf_demangle(const char *mangled)
 {
 	char *d;
@@ -54,6 +72,8 @@ char *sf_demangle(const char *mangled)
 	if (!mangled || !*mangled)
 		return NULL;
 	d = cplus_demangle(mangled, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	if (!d && !strncmp(mangled, "_Z", 2) && strlen(mangled) <= unlimited_len())
+		d = cplus_demangle(mangled, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_NO_RECURSE_LIMIT);
 	if (d && is_rust_legacy(mangled))
 		strip_legacy_hash(d);
 	return d;

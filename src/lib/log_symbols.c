@@ -139,9 +139,22 @@ static int lost_name(const char *path)
 	return n >= k && !strcmp(path + n - k, " (deleted)");
 }
 
-/* Opens object i. Returns -1 with err set when that is fatal. */
-static int open_object(struct log_symbols *ls, size_t i, int force, char *err, size_t errlen)
+/* The ways out of an object that cannot symbolize, for the error's end:
+ * --force reads a mismatched file anyway, and names a missing one's
+ * functions by address. */
+static const char *ways_out(const char *why)
 {
+	return strstr(why, "build-id mismatch")
+		       ? "use --symbol PATH to name the recorded build, --force to read this file anyway "
+			 "(names may be wrong), or --no-symbols"
+		       : "use --symbol PATH to name a copy of the recorded build, --force for placeholder "
+			 "names, or --no-symbols";
+}
+
+/* Opens object i. Returns -1 with err set when that is fatal. */
+static int open_object(struct log_symbols *ls, size_t i, const struct ls_options *opt, char *err, size_t errlen)
+{
+	int force = opt && opt->force, optional = opt && opt->optional;
 	const struct lr_object *obj = lr_object_at(ls->log, i);
 	struct ls_object *lo = &ls->objs[i];
 	struct ls_override *ov = find_override(ls, obj);
@@ -155,16 +168,23 @@ static int open_object(struct log_symbols *ls, size_t i, int force, char *err, s
 		snprintf(why, sizeof(why), "%s: the file was deleted (or was a memfd) while the program ran and no copy "
 			 "was saved beside the log; name the same build with --symbol PATH", obj->path);
 	if (!lo->sym) {
-		if (!force) {
+		if (!force && !optional) {
 			if (ov)
-				snprintf(err, errlen, "cannot symbolize %s with --symbol %s: %s", obj->path, ov->path, why);
+				snprintf(err, errlen, "cannot symbolize %s with --symbol %s: %s; %s", obj->path, ov->path,
+					 why, ways_out(why));
+			else if (lost_name(obj->path))
+				snprintf(err, errlen, "%s", why); /* says the way out */
 			else
-				snprintf(err, errlen, "%s", why);
+				snprintf(err, errlen, "%s; %s", why, ways_out(why));
 			return -1;
 		}
+		/* why names the file it tried: the recorded one, or the override. */
 		char msg[1024];
-		snprintf(msg, sizeof(msg), "%s: %s; its functions are named %s+0x<address>", obj->path, why,
-			 base_name(obj->path));
+		if (ov)
+			snprintf(msg, sizeof(msg), "%s: not symbolized with --symbol %s: %s; its functions are named %s+0x<address>",
+				 obj->path, ov->path, why, base_name(obj->path));
+		else
+			snprintf(msg, sizeof(msg), "%s; its functions are named %s+0x<address>", why, base_name(obj->path));
 		add_warning(ls, msg);
 		return 0;
 	}
@@ -235,7 +255,7 @@ struct log_symbols *ls_open(const struct lr_log *log, const struct ls_options *o
 	for (size_t i = 0; i < ls->nobjs; i++) {
 		if (!lr_object_at(log, i)->count || share_object(ls, &seen, i))
 			continue; /* no function id can need it, or opened already */
-		if (open_object(ls, i, opt && opt->force, err, errlen) < 0) {
+		if (open_object(ls, i, opt, err, errlen) < 0) {
 			hm_free(&seen);
 			ls_close(ls);
 			return NULL;

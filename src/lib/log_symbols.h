@@ -7,7 +7,9 @@
  * cannot be opened is an error (ls_open fails, the message names the file
  * and, for a mismatch, both ids) unless `force`: the object then gets
  * placeholder names "<basename>+0x<vaddr>" (or is symbolized despite the
- * mismatch) and a warning is kept. Ids no object owns get "func#<id>".
+ * mismatch) and a warning is kept; `optional` gives the placeholders and
+ * the warning without the forced names. The error ends with the ways out
+ * (--symbol, --force, --no-symbols). Ids no object owns get "func#<id>".
  */
 #ifndef SFTRACE_LIB_LOG_SYMBOLS_H
 #define SFTRACE_LIB_LOG_SYMBOLS_H
@@ -26,6 +28,9 @@ struct ls_options {
 	size_t nsymbol_paths;
 	int force;      /* mismatched or missing objects are not errors */
 	int no_symbols; /* never read ELF files: placeholders only */
+	int optional;   /* an object that cannot be read or does not match gets
+			 * placeholder names and a warning, never names from a
+			 * mismatched file (what force does) */
 };
 
 /* opt may be NULL (no overrides, no force). NULL on failure with one line in

@@ -517,7 +517,8 @@ struct trace_input *trace_open(const char *const *paths, size_t npaths, const st
 			continue;
 		}
 		struct ls_options lo = {opt ? opt->symbol_paths : NULL, opt ? opt->nsymbol_paths : 0,
-					opt ? opt->force : 0, opt ? opt->no_symbols : 0};
+					opt ? opt->force : 0, opt ? opt->no_symbols : 0,
+					opt ? opt->symbols_optional : 0};
 		ps->pub.syms = ls_open(ps->pub.log, &lo, err, sizeof(err));
 		if (!ps->pub.syms) {
 			sf_error("%s", err);

@@ -38,6 +38,8 @@ struct trace_options {
 	size_t nsymbol_paths;
 	int force;       /* build-id mismatches and missing objects are not errors */
 	int no_symbols;
+	int symbols_optional; /* an object that cannot symbolize gets placeholder names and a
+			       * warning, not an error (info: the recorded fields need no symbols) */
 	int quiet;       /* no warnings, no progress */
 	int no_progress; /* no progress line (stdout goes to a pager on the same terminal) */
 	struct trace_cut_options cut; /* what to keep (trace_cut.h); zero: everything */

@@ -30,14 +30,16 @@ def memfd_run(pre=None):
 
 def test_memfd_image_copy_removed_is_named_by_the_reader():
     """The copy holds the image (same bytes as the program); with it gone,
-    report stops with `COPY: No such file or directory`, exit 1, nothing
+    report stops with `COPY: No such file or directory; use --symbol ...`, exit 1, nothing
     on stdout; --symbol with the program gives the 1000 leaf calls."""
     exe, copy, child, _ = memfd_run()
     eq(open(copy, "rb").read(), open(exe, "rb").read(), "the saved image")
     eq(count_calls(dump_events(child))["leaf"], 1000, "leaf calls through the copy")
     os.unlink(copy)
     r = run([SFTRACE, "report", child], check_rc=1)
-    eq((r.stdout, r.stderr), ("", f"sftrace: error: {copy}: No such file or directory\n"), "report without the copy")
+    eq((r.stdout, r.stderr), ("", f"sftrace: error: {copy}: No such file or directory; use --symbol PATH to name a "
+                                  "copy of the recorded build, --force for placeholder names, or --no-symbols\n"),
+       "report without the copy")
     eq(count_calls(dump_events(child, ["--symbol", exe]))["leaf"], 1000, "leaf calls with --symbol")
 
 

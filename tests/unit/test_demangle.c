@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +102,29 @@ static void test_cplusplus(void **state)
 	expect("_ZN3foo3barE", "foo::bar");
 }
 
+/* A function template over 400 nested class templates (clang's mangling
+ * of g((Deep<400>::type*)0)): past libiberty's recursion limit, so
+ * demangled again without it, as llvm-cxxfilt does (3,215 chars). */
+static void test_deeply_nested_template(void **state)
+{
+	(void)state;
+	static char m[4096];
+	size_t n = 0;
+	n += (size_t)sprintf(m + n, "_Z1gI1WI");
+	for (int i = 0; i < 399; i++)
+		n += (size_t)sprintf(m + n, "S0_I");
+	m[n++] = 'i';
+	for (int i = 0; i < 401; i++)
+		m[n++] = 'E';
+	strcpy(m + n, "iPT_");
+	char *d = sf_demangle(m);
+	assert_non_null(d);
+	assert_int_equal(strlen(d), 3215);
+	assert_memory_equal(d, "int g<W<W<W<", 12);
+	assert_string_equal(d + strlen(d) - 5, "> >*)");
+	free(d);
+}
+
 static void test_not_mangled(void **state)
 {
 	(void)state;
@@ -141,6 +165,7 @@ int main(void)
 		cmocka_unit_test(test_rust_v0_impls),
 		cmocka_unit_test(test_rust_legacy),
 		cmocka_unit_test(test_cplusplus),
+		cmocka_unit_test(test_deeply_nested_template),
 		cmocka_unit_test(test_not_mangled),
 		cmocka_unit_test(test_name_sans_params),
 	};

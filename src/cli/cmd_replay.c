@@ -722,7 +722,7 @@ static int frame_unmatched(void *ctx, const struct fr_frame *f)
 	flush_run(r, f->thread, f->proc);
 	if (ts->has_pending)
 		open_pending(r, ts);
-	struct line l = {f->proc, f->thread, f->func_id, f->r_end, 0, 0};
+	struct line l = {f->proc, f->thread, f->func_id, f->r_end, 0, 0, 0};
 	put_columns(r, &l);
 	indent(ts->depth);
 	outf("%s/* unmatched %s dropped: %s */%s\n", r->color ? C_DIM : "",

@@ -11,7 +11,8 @@
  * of the open frames' stack pointers (struct sf_thread, x86-64 and
  * aarch64: each frame's CFA - 8, trampoline.S): the
  * entries below the landing point are the recorded frames it abandons,
- * popped in O(frames) (x86-64 keeps the entries past its 512-entry array
+ * popped in O(log frames): found by bisection, as the entries of one
+ * stack nest (x86-64 keeps the entries past its 512-entry array
  * in a per-thread area mapped at the first push there: sf_shadow_slot).
  * When it cannot tell (more abandoned frames than it
  * holds, another stack, no shadow stack on this architecture) we walk the
@@ -507,21 +508,32 @@ static int on_this_stack(const struct sf_thread *t, uint64_t n, uint64_t sp)
 	return sf_on_this_stack(sp);
 }
 
+/* Entry i's address, and whether it lies on the landing's stack [lo, hi)
+ * (every entry does when the bounds are unknown: hi 0). */
+static inline uint64_t entry_at(struct sf_thread *t, uint64_t i, uint64_t lo, uint64_t hi, int *on)
+{
+	uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot(t, i));
+	*on = !hi || (e >= lo && e < hi);
+	return e;
+}
+
 /* The stored entries a landing at sp leaves open (the rule: docs/DESIGN.md,
- * Unwinding, "One stack at a time"). Only entries on the landing's stack,
- * [lo, hi), compare with sp: an entry there at or above sp is live and
- * ends the scan; one below is abandoned. An entry on another stack (a
- * coroutine switched away from, a signal stack) says nothing about this
- * landing: it is skipped, and popped only with an abandoned entry of the
- * landing's stack outside it (the thread's depth is one number: the
- * reader closes it as nested there). With the bounds unknown (hi 0) every
- * entry compares, as on one stack. */
-static uint64_t known_left(const struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
+ * Unwinding, "One stack at a time"), by a scan from the innermost one. Only
+ * entries on the landing's stack, [lo, hi), compare with sp: an entry there
+ * at or above sp is live and ends the scan; one below is abandoned. An
+ * entry on another stack (a coroutine switched away from, a signal stack)
+ * says nothing about this landing: it is skipped, and popped only with an
+ * abandoned entry of the landing's stack outside it (the thread's depth is
+ * one number: the reader closes it as nested there). With the bounds
+ * unknown (hi 0) every entry compares, as on one stack. O(frames popped):
+ * only when the search below meets an entry of another stack. */
+static uint64_t known_left_scan(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
 {
 	uint64_t left = known;
 	for (uint64_t i = known; i > 0; i--) {
-		uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot((struct sf_thread *)t, i - 1));
-		if (hi && (e < lo || e >= hi))
+		int on;
+		uint64_t e = entry_at(t, i - 1, lo, hi, &on);
+		if (!on)
 			continue;
 		if (e >= sp)
 			break;
@@ -530,12 +542,38 @@ static uint64_t known_left(const struct sf_thread *t, uint64_t known, uint64_t s
 	return left;
 }
 
+/* The same answer in O(log frames): the entries of one stack nest, so
+ * their addresses fall as the depth grows, and the first abandoned one is
+ * found by bisection: live (at or above sp) below `lo_i`, abandoned from
+ * `hi_i` on. Ends with two adjacent probes, both on the landing's stack,
+ * one live and one abandoned (or an end of the stored entries): an entry
+ * of another stack between them cannot exist, and every entry of this
+ * stack outside them compares as they do, so the answer is the scan's.
+ * A probe that meets an entry of another stack falls back to the scan. */
+static uint64_t known_left(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
+{
+	uint64_t lo_i = 0, hi_i = known; /* [0, lo_i) live, [hi_i, known) abandoned */
+	while (lo_i < hi_i) {
+		uint64_t mid = lo_i + (hi_i - lo_i) / 2;
+		int on;
+		uint64_t e = entry_at(t, mid, lo, hi, &on);
+		if (!on)
+			return known_left_scan(t, known, sp, lo, hi);
+		if (e >= sp)
+			lo_i = mid + 1;
+		else
+			hi_i = mid;
+	}
+	return hi_i;
+}
+
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).
  * Frames past the stored entries have none (trampoline.S); they are
- * deeper than the last stored one, so abandoned with it. O(frames
- * popped). Returns -1 when it cannot tell: the target is deeper than the
+ * deeper than the last stored one, so abandoned with it. O(log frames)
+ * (known_left; within mode adds a count of the popped window frames).
+ * Returns -1 when it cannot tell: the target is deeper than the
  * array (or window frames may be among the unstored ones), or every entry
  * is below sp and the target is not on this stack. */
 static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
@@ -544,7 +582,7 @@ static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 	uint64_t lo = 0, hi = 0, windows = 0;
 	int bounded = sf_stack_of(sp, &lo, &hi);
 	uint64_t left = known_left(t, known, sp, lo, hi);
-	for (uint64_t i = left; i < known; i++)
+	for (uint64_t i = left; t->window_depth && i < known; i++) /* within mode only: O(frames popped) */
 		windows += *sf_shadow_slot(t, i) & 1;
 	if (depth > known && (left == known || t->window_depth))
 		return -1;

@@ -105,7 +105,7 @@ void sf_calib_measure(void)
 	struct sf_thread saved;
 	memcpy(&saved, t, offsetof(struct sf_thread, events));
 #ifdef SF_ARCH_SHADOW
-	uint64_t depth = t->shadow_depth;
+	uint64_t depth = sf_shadow_depth(t);
 #endif
 	t->window_depth = 0;
 	struct round_cost rounds[CALIB_ROUNDS];
@@ -121,7 +121,7 @@ void sf_calib_measure(void)
 	sf_cost_parent = m->parent;
 	memcpy(t, &saved, offsetof(struct sf_thread, events));
 #ifdef SF_ARCH_SHADOW
-	t->shadow_depth = depth;
+	sf_shadow_set_depth(t, depth);
 #endif
 	munmap(area, AREA_BYTES);
 }

@@ -1300,7 +1300,8 @@ void sf_buffer_process_exit(void)
 		do
 			*--p = (char)('0' + lost % 10);
 		while (lost /= 10);
-		sf_rt_message("threads without a shadow stack (its mapping failed): ", p, "");
+		sf_rt_message("threads that had no shadow stack (its mapping failed; their landings are walked, or repaired by the readers): ",
+			      p, NULL);
 	}
 #endif
 	if (t->state == SF_THREAD_DROPPING) {

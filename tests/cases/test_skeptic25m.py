@@ -76,6 +76,20 @@ def test_skeptic25m_small_stack_thread_recursion():
     eq(p.returncode, 0, "traced exit status (untraced 0)")
 
 
+def test_skeptic25m_thread_without_its_shadow_array_runs_unchanged():
+    """A thread whose shadow array cannot be mapped (RLIMIT_AS leaves it no room) recurses and
+    longjmps: the program's output and exit status are untraced's, and the runtime says how many
+    threads had no array (docs/DESIGN.md, "The array is not TLS")."""
+    exe = build_c("skep25m_nomap", ["skep25m_nomap.c"], libs=["-lpthread"])
+    u = run([exe, "0"], check_rc=None)
+    if u.returncode != 0:
+        raise Skip(f"untraced run failed here ({u.returncode}: {u.stdout.strip()}): the address space differs")
+    p, _ = record([exe, "0"], args=["-q"], check_rc=None)
+    eq((p.returncode, p.stdout), (0, u.stdout), "traced (exit status, output)")
+    check("threads that had no shadow stack (its mapping failed; their landings are walked, or repaired by "
+          "the readers): 1" in p.stderr, p.stderr[-2000:])
+
+
 def test_skeptic25m_many_deep_threads_leave_no_mappings():
     """1,000 threads each diving 600 deep (past the 512-entry array: each maps its overflow area) and
     longjmp'ing out: the mappings left afterwards are what they are at the first thread's end, and

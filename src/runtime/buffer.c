@@ -156,6 +156,19 @@ void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
 #endif
 }
 
+/* A thread that mapped its shadow array (unwind.c) before, or without, a
+ * slot of its own (an ignored thread, one that only throws): its exit hook
+ * unmaps it. Any context, a signal handler's included: for a key of the
+ * first block (glibc keeps 32 in the thread's descriptor) setting it is
+ * two stores; past them glibc may allocate, so those threads keep the
+ * mapping until the process ends (a page of memory and 8 KiB of address
+ * space each). */
+void sf_buffer_exit_hook_arm(void)
+{
+	if (exit_key_ok && exit_key < 32)
+		pthread_setspecific(exit_key, (void *)1);
+}
+
 static void thread_exit_hook(void *arg)
 {
 	(void)arg;

@@ -785,6 +785,7 @@ void sf_shadow_blk_alloc(void)
 	}
 	shadow_move(t, (uint64_t *)p + 1, 1);
 	t->shadow_blk = (uint64_t)p;
+	sf_buffer_exit_hook_arm(); /* unmapped at the thread's end, whatever its state */
 }
 
 /* At the thread's end (buffer.c's key destructor): no push stores from

@@ -138,7 +138,7 @@ static __attribute__((noinline, cold)) void heap_slow(uint32_t tag, uint32_t kin
 static inline uint32_t heap_ret_tag(const struct sf_thread *t)
 {
 #ifdef SF_ARCH_SHADOW
-	uint64_t d = t->shadow_depth;
+	uint64_t d = sf_shadow_depth(t);
 	if (d >= SF_SHADOW_CAP)
 		return 0;
 	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]); /* bit 0: a window frame */
@@ -311,7 +311,7 @@ static inline __attribute__((always_inline)) int heap_on_own_stack(void)
  * are read. */
 static inline __attribute__((always_inline)) uint32_t heap_ret_tag_own(const struct sf_thread *t)
 {
-	uint64_t d = t->shadow_depth;
+	uint64_t d = sf_shadow_depth(t);
 	if (d >= SF_SHADOW_CAP)
 		return 0;
 	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]);

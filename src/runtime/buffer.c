@@ -30,7 +30,20 @@
 
 #include "runtime/runtime.h"
 
+#ifdef SF_ARCH_SHADOW
+uint64_t sf_shadow_none[SF_SHADOW_CAP + 1];
+uint32_t sf_shadow_lost;
+/* Every thread starts without an array: reads find zeros (runtime.h). */
+__thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) = {
+	.shadow = &sf_shadow_none[1],
+#ifdef SF_SHADOW_TP
+	.shadow_tp = &sf_shadow_none[1], /* depth 0 */
+	.shadow_lim = &sf_shadow_none[1 + SF_SHADOW_CAP],
+#endif
+};
+#else
 __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec")));
+#endif
 
 static uint64_t next_serial = 1;
 static uint32_t live_threads; /* threads with a slot */
@@ -126,20 +139,34 @@ void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
 	if (t->shadow_epoch == e)
 		return;
 	t->shadow_epoch = e;
-	uint64_t d = t->shadow_depth;
+	uint64_t d = sf_shadow_depth(t);
 	if (kind == SF_EV_ENTRY && d) {
 		/* The trampoline pushed this entry's frame on top. Past the
 		 * stored entries it was counted, not stored: 0 stands for it
 		 * (any landing pops it, as the reader then closes it). */
-		t->shadow[0] = d - 1 < sf_shadow_stored(t) ? *sf_shadow_slot(t, d - 1) : 0;
-		t->shadow_depth = 1;
+		if (sf_shadow_mapped(t))
+			t->shadow[0] = d - 1 < sf_shadow_stored(t) ? *sf_shadow_slot(t, d - 1) : 0;
+		sf_shadow_set_depth(t, 1);
 	} else {
-		t->shadow_depth = 0;
+		sf_shadow_set_depth(t, 0);
 	}
 #else
 	(void)t;
 	(void)kind;
 #endif
+}
+
+/* A thread that mapped its shadow array (unwind.c) before, or without, a
+ * slot of its own (an ignored thread, one that only throws): its exit hook
+ * unmaps it. Any context, a signal handler's included: for a key of the
+ * first block (glibc keeps 32 in the thread's descriptor) setting it is
+ * two stores; past them glibc may allocate, so those threads keep the
+ * mapping until the process ends (a page of memory and 8 KiB of address
+ * space each). */
+void sf_buffer_exit_hook_arm(void)
+{
+	if (exit_key_ok && exit_key < 32)
+		pthread_setspecific(exit_key, (void *)1);
 }
 
 static void thread_exit_hook(void *arg)
@@ -956,7 +983,7 @@ static void thread_start(struct sf_thread *t)
 static void batch_depth(struct sf_thread *t, uint32_t kind)
 {
 #ifdef SF_ARCH_SHADOW
-	uint64_t d = t->shadow_depth;
+	uint64_t d = sf_shadow_depth(t);
 	if (kind == SF_EV_ENTRY)
 		d -= d > 0;
 	else if (kind == SF_EV_EXIT || sf_kind_is_tail(kind))
@@ -1278,6 +1305,18 @@ void sf_buffer_process_exit(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	refresh_live_names();
+#ifdef SF_ARCH_SHADOW
+	uint32_t lost = __atomic_load_n(&sf_shadow_lost, __ATOMIC_RELAXED);
+	if (lost) { /* their landings were walked, or left to the readers' repair */
+		char num[12], *p = num + sizeof(num);
+		*--p = 0;
+		do
+			*--p = (char)('0' + lost % 10);
+		while (lost /= 10);
+		sf_rt_message("threads that had no shadow stack (its mapping failed; their landings are walked, or repaired by the readers): ",
+			      p, NULL);
+	}
+#endif
 	if (t->state == SF_THREAD_DROPPING) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
@@ -1295,7 +1334,7 @@ void sf_buffer_after_fork_child(void)
 {
 	struct sf_thread *t = &sf_self;
 #ifdef SF_ARCH_SHADOW
-	t->shadow_depth = 0;
+	sf_shadow_set_depth(t, 0);
 #endif
 	t->cursor = t->limit = 0;
 	t->events = NULL;

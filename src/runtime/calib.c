@@ -120,7 +120,7 @@ static int run_rounds(struct round_cost *rounds)
 	struct sf_thread saved;
 	memcpy(&saved, t, offsetof(struct sf_thread, events));
 #ifdef SF_ARCH_SHADOW
-	uint64_t depth = t->shadow_depth;
+	uint64_t depth = sf_shadow_depth(t);
 #endif
 	t->window_depth = 0;
 	for (unsigned r = 0; r < CALIB_ROUNDS + 1; r++) {
@@ -132,7 +132,7 @@ static int run_rounds(struct round_cost *rounds)
 	}
 	memcpy(t, &saved, offsetof(struct sf_thread, events));
 #ifdef SF_ARCH_SHADOW
-	t->shadow_depth = depth;
+	sf_shadow_set_depth(t, depth);
 #endif
 	munmap(area, AREA_BYTES);
 	median_round(rounds, CALIB_ROUNDS);

@@ -215,10 +215,12 @@ static void claim_clear(void)
 static uint64_t prog_slots[PROG_SLOTS];
 static uint32_t prog_seq, prog_overflow;
 static __thread int self_tid_cache __attribute__((tls_model("initial-exec")));
+/* The slot's index is not kept: its word names it (a slot left behind is
+ * looked up by its word, a rare path), and each word of static TLS is
+ * taken from every thread's stack. */
 static __thread struct held_slot {
 	uint64_t word;
 	uintptr_t sp;
-	uint32_t slot;
 } held[PROG_HELD] __attribute__((tls_model("initial-exec")));
 
 static int self_tid(void)
@@ -234,8 +236,13 @@ static void free_left_slots(uintptr_t sp)
 	for (int i = 0; i < PROG_HELD; i++) {
 		uint64_t w = held[i].word;
 		if (w && held[i].sp <= sp) {
-			__atomic_compare_exchange_n(&prog_slots[held[i].slot], &w, 0, 0, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
+			for (int k = 0; k < PROG_SLOTS; k++) {
+				uint64_t x = w;
+				if (__atomic_load_n(&prog_slots[k], __ATOMIC_RELAXED) == w &&
+				    __atomic_compare_exchange_n(&prog_slots[k], &x, 0, 0, __ATOMIC_SEQ_CST,
+								__ATOMIC_SEQ_CST))
+					break;
+			}
 			held[i].word = 0;
 		}
 	}
@@ -256,7 +263,6 @@ static __attribute__((noinline)) uint32_t prog_enter(void)
 			for (int h = 0; h < PROG_HELD; h++) {
 				if (!held[h].word) {
 					held[h].sp = sp;
-					held[h].slot = k;
 					held[h].word = word;
 					break;
 				}
@@ -276,7 +282,7 @@ static void prog_leave(uint32_t t)
 	}
 	uint64_t w = __atomic_load_n(&prog_slots[t - 1], __ATOMIC_SEQ_CST);
 	for (int h = 0; h < PROG_HELD; h++) {
-		if (held[h].word && held[h].slot == t - 1 && held[h].word == w) {
+		if (held[h].word && held[h].word == w) { /* the word names its slot */
 			held[h].word = 0;
 			__atomic_compare_exchange_n(&prog_slots[t - 1], &w, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 			return;

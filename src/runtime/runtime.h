@@ -134,20 +134,44 @@ struct sf_thread {
 	 * knows the frames it abandons without walking the stack (unwind.c).
 	 * Entry i is at shadow[i] below SF_SHADOW_CAP, at shadow_ov[i -
 	 * SF_SHADOW_CAP] past it (x86-64; sf_shadow_entry). */
+#ifdef SF_SHADOW_TP
+	/* x86-64: the depth (pushes minus pops, never below 0: the depth a
+	 * landing records, SF_EV_UNWIND_TO, and a batch starts at, sf_chunk.
+	 * reserved of its slot) as &shadow[depth], so that a push stores
+	 * through it and _Unwind_SetIP reads the innermost entry below it with
+	 * no load of the array's address; past the array only arithmetic.
+	 * sf_shadow_depth and sf_shadow_set_depth read and write it. */
+	uint64_t *shadow_tp;
+	/* &shadow[SF_SHADOW_CAP] once the array is mapped, NULL before: the
+	 * trampolines' push stores below it only. */
+	uint64_t *shadow_plim;
+#else
 	uint64_t shadow_depth; /* pushes minus pops, never below 0: the depth a
 				* landing records (SF_EV_UNWIND_TO) and a batch
 				* starts at (sf_chunk.reserved of its slot) */
-	/* shadow_up[d] is the innermost open frame's entry at depth d
-	 * (1..SF_SHADOW_CAP); shadow_up[0], below the first entry, is
-	 * UINT64_MAX once a landing set it, the "entry" no landing is above
-	 * (unwind.c's _Unwind_SetIP reads it at depth 0: nothing to abandon). */
-	union {
-		struct {
-			uint64_t shadow_below;
-			uint64_t shadow[SF_SHADOW_CAP];
-		};
-		uint64_t shadow_up[SF_SHADOW_CAP + 1];
-	};
+	/* The array of the outermost SF_SHADOW_CAP entries: shadow[i] is
+	 * entry i, shadow[-1] the word below the first entry (UINT64_MAX once a
+	 * landing set it, the "entry" no landing is above: unwind.c's
+	 * _Unwind_SetIP reads shadow[d - 1] at depth d, and at depth 0 nothing
+	 * is abandoned). Not in TLS: glibc carves a thread's static TLS from its
+	 * stack block (4 KiB of entries were 308 frames of a 16 KiB thread's
+	 * stack), so the array is a per-thread mapping, made at the thread's
+	 * first push (trampoline.S, sf_shadow_blk_alloc). Until then, or when
+	 * it cannot be had, shadow points into sf_shadow_none (zeros: nothing
+	 * stored, which the fast paths read as "ask the full path"), so every
+	 * push takes the out-of-line path and is
+	 * counted only (sf_shadow_mapped). */
+	uint64_t shadow_cap; /* SF_SHADOW_CAP once the array is mapped, 0 before */
+#endif
+	uint64_t *shadow;
+	/* The mapping: 0 none yet, 1 none to be had (or being mapped, or the
+	 * thread ended), else its address. */
+	uint64_t shadow_blk;
+#ifdef SF_SHADOW_TP
+	/* &shadow[SF_SHADOW_CAP], mapped or not: _Unwind_SetIP reads the
+	 * array at depths up to it. */
+	uint64_t *shadow_lim;
+#endif
 	/* The entry of the last push past the array (raw, as the trampoline
 	 * wrote it; tagged by a landing that checked it): _Unwind_SetIP's
 	 * fast path compares with it at depths past the array. */
@@ -222,8 +246,15 @@ _Static_assert(__builtin_offsetof(struct sf_thread, window_depth) == 16, "tls la
 _Static_assert(__builtin_offsetof(struct sf_thread, base) == 24, "tls layout");
 _Static_assert(sizeof(struct sf_event) == 8, "the trampolines store 8-byte events");
 #ifdef SF_ARCH_SHADOW
+#ifdef SF_SHADOW_TP
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow_tp) == SF_SHADOW_TP_OFF, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow_plim) == SF_SHADOW_PLIM_OFF, "tls layout");
+#else
 _Static_assert(__builtin_offsetof(struct sf_thread, shadow_depth) == SF_SHADOW_DEPTH_OFF, "tls layout");
-_Static_assert(__builtin_offsetof(struct sf_thread, shadow) == SF_SHADOW_OFF, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow_cap) == SF_SHADOW_CAP_OFF, "tls layout");
+#endif
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow) == SF_SHADOW_PTR_OFF, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, shadow_blk) == SF_SHADOW_BLK_OFF, "tls layout");
 _Static_assert((SF_SHADOW_CAP & (SF_SHADOW_CAP - 1)) == 0, "a power of two");
 #ifdef SF_SHADOW_OV_CAP
 _Static_assert(__builtin_offsetof(struct sf_thread, shadow_top) == SF_SHADOW_TOP_OFF, "tls layout");
@@ -236,16 +267,56 @@ _Static_assert(__builtin_offsetof(struct sf_thread, shadow_ov) == SF_SHADOW_OV_O
 /* The address an entry holds: no window bit, no tag. */
 #define SF_SHADOW_ADDR(e) ((e) & ~(SF_SHADOW_TAG | 7))
 
-/* How many entries from the outermost are stored: the array's, and the
- * overflow's once it is mapped (it is mapped at the first push past the
+/* The thread's shadow depth, as the trampolines keep it. */
+static inline uint64_t sf_shadow_depth(const struct sf_thread *t)
+{
+#ifdef SF_SHADOW_TP
+	return ((uint64_t)t->shadow_tp - (uint64_t)t->shadow) / 8;
+#else
+	return t->shadow_depth;
+#endif
+}
+
+static inline void sf_shadow_set_depth(struct sf_thread *t, uint64_t d)
+{
+#ifdef SF_SHADOW_TP
+	t->shadow_tp = (uint64_t *)((uint64_t)t->shadow + d * 8);
+#else
+	t->shadow_depth = d;
+#endif
+}
+
+/* 1 once the thread's array is mapped (pushes store entries). */
+static inline int sf_shadow_mapped(const struct sf_thread *t)
+{
+#ifdef SF_SHADOW_TP
+	return t->shadow_plim != NULL;
+#else
+	return t->shadow_cap != 0;
+#endif
+}
+
+/* How many entries from the outermost are stored: none without the
+ * array's mapping, else the array's, and the overflow's once it is mapped (it is mapped at the first push past the
  * array, so every entry past it is stored from then on). */
 static inline uint64_t sf_shadow_stored(const struct sf_thread *t)
 {
 #ifdef SF_SHADOW_OV_CAP
-	return t->shadow_ov > 1 ? SF_SHADOW_CAP + SF_SHADOW_OV_CAP : SF_SHADOW_CAP;
+	return !sf_shadow_mapped(t) ? 0 : t->shadow_ov > 1 ? SF_SHADOW_CAP + SF_SHADOW_OV_CAP : SF_SHADOW_CAP;
 #else
-	return SF_SHADOW_CAP;
+	return sf_shadow_mapped(t) ? SF_SHADOW_CAP : 0;
 #endif
+}
+
+/* The array's mapping has room after it for per-thread state of rare
+ * paths (trigger.c's slow stack), which static TLS would take from every
+ * thread's stack: SF_SHADOW_EXTRA bytes, NULL while the thread has no
+ * array (those paths then do without). */
+#define SF_SHADOW_EXTRA 512
+#define SF_SHADOW_BLK_BYTES ((SF_SHADOW_CAP + 1) * 8 + SF_SHADOW_EXTRA)
+static inline void *sf_shadow_extra(struct sf_thread *t)
+{
+	return sf_shadow_mapped(t) ? (void *)(t->shadow + SF_SHADOW_CAP) : NULL;
 }
 
 /* Where entry i is kept (i < sf_shadow_stored). */
@@ -692,6 +763,7 @@ void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
 void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
+void sf_buffer_exit_hook_arm(void) SF_HIDDEN; /* the thread's exit hook runs (its shadow array) */
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */
 /* A resume (switch.c, before any sled is patched): every thread's window
  * depth back to 0. Windows open at the pause were closed there (readers
@@ -720,8 +792,10 @@ void sf_rings_thaw(uint32_t epoch) SF_HIDDEN;
 
 /* ---- suppress.c: this thread's events are dropped in between ---- */
 struct sf_suppress_state {
-	uint64_t cursor, limit, window_depth, base, shadow_depth;
-	uint32_t was;
+	uint64_t cursor, limit, window_depth, base;
+	/* sf_suppressed is 0 or 1: one bit, so that the two static TLS copies
+	 * (hooks.c's vfork, unwind.c's walk) are 8 bytes smaller each. */
+	uint64_t shadow_depth : 63, was : 1;
 };
 extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
@@ -737,7 +811,13 @@ void sf_unwind_init(void) SF_HIDDEN;
 void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */
 void sf_unwind_thread_exit(void) SF_HIDDEN; /* closes the frames still open at a thread's end */
 void sf_shadow_ov_alloc(void) SF_HIDDEN; /* maps the shadow stack's entries past the array (trampoline.S) */
-void sf_shadow_ov_free(void) SF_HIDDEN;  /* unmaps them at the thread's end */
+void sf_shadow_blk_alloc(void) SF_HIDDEN; /* maps the thread's array at its first push (trampoline.S) */
+void sf_shadow_ov_free(void) SF_HIDDEN;  /* unmaps both at the thread's end */
+#ifdef SF_ARCH_SHADOW
+/* Zeros: the array of a thread without one (struct sf_thread, shadow). */
+extern uint64_t sf_shadow_none[SF_SHADOW_CAP + 1] SF_HIDDEN;
+extern uint32_t sf_shadow_lost SF_HIDDEN; /* threads whose array could not be mapped */
+#endif
 
 /* ---- elf_sym.c: dlsym without dlsym (no allocation: a miss allocates) ---- */
 /* name's default-version definition in the object at base (dlpi_addr,

@@ -20,11 +20,11 @@ void sf_suppress_begin(struct sf_suppress_state *st)
 	st->window_depth = t->window_depth;
 	st->base = t->base;
 #ifdef SF_ARCH_SHADOW
-	st->shadow_depth = t->shadow_depth;
+	st->shadow_depth = sf_shadow_depth(t);
 #else
 	st->shadow_depth = 0;
 #endif
-	st->was = sf_suppressed;
+	st->was = sf_suppressed != 0;
 	__atomic_store_n(&sf_suppressed, 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* time - base then has its top bit... set for any time below 2^63: the
@@ -40,7 +40,7 @@ void sf_suppress_end(const struct sf_suppress_state *st)
 	t->limit = st->limit;
 	t->cursor = st->cursor;
 #ifdef SF_ARCH_SHADOW
-	t->shadow_depth = st->shadow_depth; /* a vfork child's frames were pushed on it */
+	sf_shadow_set_depth(t, st->shadow_depth); /* a vfork child's frames were pushed on it */
 #endif
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&sf_suppressed, st->was, __ATOMIC_RELAXED);

@@ -47,7 +47,21 @@ struct slow_stack {
 	uint8_t idx[SLOW_DEPTH];
 	uint64_t t[SLOW_DEPTH];
 };
+#ifdef SF_ARCH_SHADOW
+/* In the shadow array's mapping (sf_shadow_extra), not static TLS; a
+ * thread without one (its mapping failed, counted at exit) tracks none. */
+_Static_assert(sizeof(struct slow_stack) <= SF_SHADOW_EXTRA, "fits after the shadow array");
+static struct slow_stack *slow_of(void)
+{
+	return sf_shadow_extra(&sf_self);
+}
+#else
 static __thread struct slow_stack slow __attribute__((tls_model("initial-exec")));
+static struct slow_stack *slow_of(void)
+{
+	return &slow;
+}
+#endif
 
 static int on_object(void *ctx, const char *bid, const char *path)
 {
@@ -145,7 +159,9 @@ void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time)
 				sf_snapshot_trigger(SF_SNAP_ENTRY, func_id, time, 0);
 			continue;
 		}
-		struct slow_stack *s = &slow;
+		struct slow_stack *s = slow_of();
+		if (!s)
+			continue;
 		if (kind == SF_EV_ENTRY) {
 			if (s->depth < SLOW_DEPTH) {
 				s->idx[s->depth] = (uint8_t)i;

@@ -11,7 +11,8 @@
  * of the open frames' stack pointers (struct sf_thread, x86-64 and
  * aarch64: each frame's CFA - 8, trampoline.S): the
  * entries below the landing point are the recorded frames it abandons,
- * popped in O(frames) (x86-64 keeps the entries past its 512-entry array
+ * popped in O(log frames): found by bisection, as the entries of one
+ * stack nest (x86-64 keeps the entries past its 512-entry array
  * in a per-thread area mapped at the first push there: sf_shadow_slot).
  * When it cannot tell (more abandoned frames than it
  * holds, another stack, no shadow stack on this architecture) we walk the
@@ -456,12 +457,12 @@ static uint32_t close_walked(struct sf_thread *t, struct walk *w)
 	t->window_depth = live_windows;
 #ifdef SF_ARCH_SHADOW
 	if (w->found) { /* the array's frames and the live ones inside them */
-		uint64_t was = t->shadow_depth;
-		t->shadow_depth = sf_shadow_stored(t) + w->live;
+		uint64_t was = sf_shadow_depth(t);
+		sf_shadow_set_depth(t, sf_shadow_stored(t) + w->live);
 		t->shadow_top &= ~SF_SHADOW_TAG; /* its frame may be an abandoned one */
-		return w->recorded || was != t->shadow_depth ? w->recorded | 1 : 0; /* only tested for 0 */
+		return w->recorded || was != sf_shadow_depth(t) ? w->recorded | 1 : 0; /* only tested for 0 */
 	}
-	t->shadow_depth = t->shadow_depth > w->recorded ? t->shadow_depth - w->recorded : 0;
+	sf_shadow_set_depth(t, sf_shadow_depth(t) > w->recorded ? sf_shadow_depth(t) - w->recorded : 0);
 #endif
 	return w->recorded;
 }
@@ -507,21 +508,32 @@ static int on_this_stack(const struct sf_thread *t, uint64_t n, uint64_t sp)
 	return sf_on_this_stack(sp);
 }
 
+/* Entry i's address, and whether it lies on the landing's stack [lo, hi)
+ * (every entry does when the bounds are unknown: hi 0). */
+static inline uint64_t entry_at(struct sf_thread *t, uint64_t i, uint64_t lo, uint64_t hi, int *on)
+{
+	uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot(t, i));
+	*on = !hi || (e >= lo && e < hi);
+	return e;
+}
+
 /* The stored entries a landing at sp leaves open (the rule: docs/DESIGN.md,
- * Unwinding, "One stack at a time"). Only entries on the landing's stack,
- * [lo, hi), compare with sp: an entry there at or above sp is live and
- * ends the scan; one below is abandoned. An entry on another stack (a
- * coroutine switched away from, a signal stack) says nothing about this
- * landing: it is skipped, and popped only with an abandoned entry of the
- * landing's stack outside it (the thread's depth is one number: the
- * reader closes it as nested there). With the bounds unknown (hi 0) every
- * entry compares, as on one stack. */
-static uint64_t known_left(const struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
+ * Unwinding, "One stack at a time"), by a scan from the innermost one. Only
+ * entries on the landing's stack, [lo, hi), compare with sp: an entry there
+ * at or above sp is live and ends the scan; one below is abandoned. An
+ * entry on another stack (a coroutine switched away from, a signal stack)
+ * says nothing about this landing: it is skipped, and popped only with an
+ * abandoned entry of the landing's stack outside it (the thread's depth is
+ * one number: the reader closes it as nested there). With the bounds
+ * unknown (hi 0) every entry compares, as on one stack. O(frames popped):
+ * only when the search below meets an entry of another stack. */
+static uint64_t known_left_scan(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
 {
 	uint64_t left = known;
 	for (uint64_t i = known; i > 0; i--) {
-		uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot((struct sf_thread *)t, i - 1));
-		if (hi && (e < lo || e >= hi))
+		int on;
+		uint64_t e = entry_at(t, i - 1, lo, hi, &on);
+		if (!on)
 			continue;
 		if (e >= sp)
 			break;
@@ -530,27 +542,53 @@ static uint64_t known_left(const struct sf_thread *t, uint64_t known, uint64_t s
 	return left;
 }
 
+/* The same answer in O(log frames): the entries of one stack nest, so
+ * their addresses fall as the depth grows, and the first abandoned one is
+ * found by bisection: live (at or above sp) below `lo_i`, abandoned from
+ * `hi_i` on. Ends with two adjacent probes, both on the landing's stack,
+ * one live and one abandoned (or an end of the stored entries): an entry
+ * of another stack between them cannot exist, and every entry of this
+ * stack outside them compares as they do, so the answer is the scan's.
+ * A probe that meets an entry of another stack falls back to the scan. */
+static uint64_t known_left(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
+{
+	uint64_t lo_i = 0, hi_i = known; /* [0, lo_i) live, [hi_i, known) abandoned */
+	while (lo_i < hi_i) {
+		uint64_t mid = lo_i + (hi_i - lo_i) / 2;
+		int on;
+		uint64_t e = entry_at(t, mid, lo, hi, &on);
+		if (!on)
+			return known_left_scan(t, known, sp, lo, hi);
+		if (e >= sp)
+			lo_i = mid + 1;
+		else
+			hi_i = mid;
+	}
+	return hi_i;
+}
+
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).
  * Frames past the stored entries have none (trampoline.S); they are
- * deeper than the last stored one, so abandoned with it. O(frames
- * popped). Returns -1 when it cannot tell: the target is deeper than the
+ * deeper than the last stored one, so abandoned with it. O(log frames)
+ * (known_left; within mode adds a count of the popped window frames).
+ * Returns -1 when it cannot tell: the target is deeper than the
  * array (or window frames may be among the unstored ones), or every entry
  * is below sp and the target is not on this stack. */
 static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
 {
-	uint64_t depth = t->shadow_depth, stored = sf_shadow_stored(t), known = depth < stored ? depth : stored;
+	uint64_t depth = sf_shadow_depth(t), stored = sf_shadow_stored(t), known = depth < stored ? depth : stored;
 	uint64_t lo = 0, hi = 0, windows = 0;
 	int bounded = sf_stack_of(sp, &lo, &hi);
 	uint64_t left = known_left(t, known, sp, lo, hi);
-	for (uint64_t i = left; i < known; i++)
+	for (uint64_t i = left; t->window_depth && i < known; i++) /* within mode only: O(frames popped) */
 		windows += *sf_shadow_slot(t, i) & 1;
 	if (depth > known && (left == known || t->window_depth))
 		return -1;
 	if (!bounded && !left && known && !on_this_stack(t, known, sp))
 		return -1;
-	t->shadow_depth = left;
+	sf_shadow_set_depth(t, left);
 	t->window_depth = t->window_depth > windows ? t->window_depth - windows : 0;
 	return (int64_t)(depth - left);
 }
@@ -576,7 +614,7 @@ static inline int on_own_stack(const struct sf_thread *t, uint64_t sp, uint64_t 
  * _Unwind_SetIP. */
 static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 {
-	uint64_t d = t->shadow_depth;
+	uint64_t d = sf_shadow_depth(t);
 	if (d - 1 >= SF_SHADOW_CAP - 1 || t->walk_frame ||
 	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
 		return 0;
@@ -618,8 +656,12 @@ static void land_tag(struct sf_thread *t)
 {
 	if (!__atomic_load_n(&setip_armed, __ATOMIC_ACQUIRE) || t->walk_frame)
 		return;
-	t->shadow_below = UINT64_MAX;
-	uint64_t d = t->shadow_depth, stored = sf_shadow_stored(t);
+	if (!t->shadow_blk) /* a thread that never pushed (nothing of it recorded) throws */
+		sf_shadow_blk_alloc();
+	if (!sf_shadow_mapped(t))
+		return;
+	t->shadow[-1] = UINT64_MAX;
+	uint64_t d = sf_shadow_depth(t), stored = sf_shadow_stored(t);
 	if (d > stored || !one_stack_below(t, d)) {
 		t->shadow_top &= ~SF_SHADOW_TAG;
 		return;
@@ -635,12 +677,12 @@ static void land_tag(struct sf_thread *t)
  * cfa is then quiet. 0 sends it to the full path. */
 static int quick_tag(struct sf_thread *t, uint64_t cfa)
 {
-	uint64_t d = t->shadow_depth;
+	uint64_t d = sf_shadow_depth(t);
 	if (!d || d > sf_shadow_stored(t) || t->walk_frame ||
 	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
 		return 0;
 	uint64_t *slot = sf_shadow_slot(t, d - 1), e = *slot;
-	uint64_t below = d > 1 ? *sf_shadow_slot(t, d - 2) : t->shadow_below;
+	uint64_t below = d > 1 ? *sf_shadow_slot(t, d - 2) : t->shadow[-1];
 	if ((e & SF_SHADOW_TAG) || !(below & SF_SHADOW_TAG) || (d > SF_SHADOW_CAP && t->shadow_top != e))
 		return 0;
 	uint64_t a = SF_SHADOW_ADDR(e), b = d > 1 ? SF_SHADOW_ADDR(below) : a;
@@ -657,10 +699,12 @@ static int quick_tag(struct sf_thread *t, uint64_t cfa)
 /* Disarms it at the current depth (a walk begins). */
 static void land_untag(struct sf_thread *t)
 {
-	uint64_t d = t->shadow_depth;
+	uint64_t d = sf_shadow_depth(t);
 	t->shadow_top &= ~SF_SHADOW_TAG;
+	if (!sf_shadow_mapped(t)) /* sf_shadow_none: nothing tagged, nothing to write */
+		return;
 	if (!d)
-		t->shadow_below = 0;
+		t->shadow[-1] = 0;
 	else if (d <= SF_SHADOW_CAP)
 		t->shadow[d - 1] &= ~SF_SHADOW_TAG;
 }
@@ -677,6 +721,8 @@ void sf_shadow_ov_alloc(void)
 	if (t->shadow_ov)
 		return;
 	t->shadow_ov = 1;
+	if (!sf_shadow_mapped(t))
+		return; /* entries past the array are stored only above the array's */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	long p = sf_syscall6(SYS_mmap, 0, (long)SF_SHADOW_OV_CAP * 8, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -687,12 +733,73 @@ void sf_shadow_ov_alloc(void)
 #endif
 }
 
-/* At the thread's end (buffer.c's key destructor): no push stores past
- * the array from then on. */
+/* Points the thread's array at `to` (the mapping, or sf_shadow_none),
+ * keeping its depth, with signals held back (raw system calls: errno is
+ * the program's): on x86-64 the depth is a pointer into the array
+ * (shadow_tp), so a handler's push or landing between the two stores
+ * would see it against the wrong array. Pushes store entries only once
+ * `mapped` (the last store). */
+static void shadow_move(struct sf_thread *t, uint64_t *to, int mapped)
+{
+	uint64_t all = ~0ull, old = 0;
+	sf_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, 8, 0, 0);
+	uint64_t d = sf_shadow_depth(t);
+#ifdef SF_SHADOW_TP
+	t->shadow_plim = NULL;
+	t->shadow = to;
+	t->shadow_lim = to + SF_SHADOW_CAP;
+	sf_shadow_set_depth(t, d);
+	if (mapped)
+		t->shadow_plim = to + SF_SHADOW_CAP;
+#else
+	t->shadow_cap = 0;
+	t->shadow = to;
+	sf_shadow_set_depth(t, d);
+	if (mapped)
+		t->shadow_cap = SF_SHADOW_CAP;
+#endif
+	sf_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+}
+
+/* The thread's array (trampoline.S, SHADOW_DEEP, at its first push,
+ * through sf_shadow_blk_grow; a landing's, land_tag, for a thread that
+ * throws before it pushed): entry -1 and the SF_SHADOW_CAP entries, a
+ * page and a word, then SF_SHADOW_EXTRA bytes (sf_shadow_extra): the
+ * second page is touched only 512 deep or by those rare paths. Raw
+ * system calls, no allocation, no lock: a signal handler's pushes while it
+ * is mapped (shadow_blk 1) are counted only, as are every push of a thread
+ * that cannot have it (counted in sf_shadow_lost, reported at exit: its
+ * landings are walked, or left to the readers' repair). */
+void sf_shadow_blk_alloc(void)
+{
+	struct sf_thread *t = &sf_self;
+	if (t->shadow_blk)
+		return;
+	t->shadow_blk = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	long p = sf_syscall6(SYS_mmap, 0, (long)SF_SHADOW_BLK_BYTES, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p < 0 && p > -4096) {
+		__atomic_fetch_add(&sf_shadow_lost, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	shadow_move(t, (uint64_t *)p + 1, 1);
+	t->shadow_blk = (uint64_t)p;
+	sf_buffer_exit_hook_arm(); /* unmapped at the thread's end, whatever its state */
+}
+
+/* At the thread's end (buffer.c's key destructor): no push stores from
+ * then on (the program's key destructors still run traced: counted only). */
 void sf_shadow_ov_free(void)
 {
-#ifdef SF_SHADOW_OV_CAP
 	struct sf_thread *t = &sf_self;
+	uint64_t blk = t->shadow_blk;
+	t->shadow_blk = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	shadow_move(t, &sf_shadow_none[1], 0);
+	if (blk > 1)
+		sf_syscall6(SYS_munmap, (long)blk, (long)SF_SHADOW_BLK_BYTES, 0, 0, 0, 0);
+#ifdef SF_SHADOW_OV_CAP
 	uint64_t ov = t->shadow_ov;
 	t->shadow_ov = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -718,7 +825,7 @@ enum { PAST_STORED_MAX = 1 << 22 };
  * popped. */
 static int64_t past_stored_pop(struct sf_thread *t, uint64_t sp, uint64_t last)
 {
-	uint64_t stored = sf_shadow_stored(t), d = t->shadow_depth, n = d - stored;
+	uint64_t stored = sf_shadow_stored(t), d = sf_shadow_depth(t), n = d - stored;
 	uint64_t top = SF_SHADOW_ADDR(t->shadow_top), here = (uint64_t)__builtin_frame_address(0);
 	if (d <= stored || n > PAST_STORED_MAX || top >= last || top < here || sp <= top || sp > last)
 		return -1;
@@ -731,9 +838,9 @@ static int64_t past_stored_pop(struct sf_thread *t, uint64_t sp, uint64_t last)
 		if (*(const uint64_t *)(last - i * size) != ret)
 			return -1;
 	uint64_t live = (last - sp) / size; /* entry stored + k is live iff k * size <= last - sp */
-	t->shadow_depth = stored + (live < n ? live : n);
+	sf_shadow_set_depth(t, stored + (live < n ? live : n));
 	t->shadow_top &= ~SF_SHADOW_TAG;
-	return (int64_t)(d - t->shadow_depth);
+	return (int64_t)(d - sf_shadow_depth(t));
 }
 #endif
 
@@ -773,7 +880,7 @@ static void landing(uint64_t sp, const void *env)
 	/* Deeper than the array, every stored frame is live (shadow_pop):
 	 * the walk counts the live frames inside the last one. */
 	uint64_t stored = sf_shadow_stored(t);
-	if (closed < 0 && t->shadow_depth > stored && !t->window_depth &&
+	if (closed < 0 && stored && sf_shadow_depth(t) > stored && !t->window_depth &&
 	    SF_SHADOW_ADDR(*sf_shadow_slot(t, stored - 1)) >= sp)
 		mark = SF_SHADOW_ADDR(*sf_shadow_slot(t, stored - 1));
 #endif
@@ -812,7 +919,7 @@ static void landing(uint64_t sp, const void *env)
 	 * a landing. An exception's landing that popped nothing records
 	 * nothing: the slot is, there, almost always a callee that returned
 	 * (_Unwind_SetIP says why). */
-	uint64_t left = t->shadow_depth, above = env && left < sf_shadow_stored(t) ? SF_SHADOW_ADDR(*sf_shadow_slot(t, left)) : 0;
+	uint64_t left = sf_shadow_depth(t), above = env && left < sf_shadow_stored(t) ? SF_SHADOW_ADDR(*sf_shadow_slot(t, left)) : 0;
 	if (closed || (above && above < sp))
 		sf_record_event_at(SF_EV_UNWIND_TO, left < SF_FUNC_ID_LIMIT ? (uint32_t)left : SF_FUNC_ID_LIMIT - 1,
 				   now);
@@ -928,7 +1035,7 @@ static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _U
 /* Every personality routine's call to install a landing pad (52 a throw
  * through 50 frames with destructors). Most abandon no recorded frame:
  * the landing frame's CFA is at or below the innermost open entry
- * (shadow_up[depth]; at depth 0 shadow_below, above everything; past the
+ * (shadow[depth - 1]; at depth 0 shadow[-1], above everything; past the
  * array shadow_top, the last entry pushed there). That is the whole test:
  * 10 instructions where libgcc's own _Unwind_SetIP is 3 (the TLS base,
  * the depth, the CFA read in place and tagged, the depth's compare with
@@ -954,14 +1061,24 @@ __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context
 {
 #ifdef SF_ARCH_SHADOW
 	const struct sf_thread *t = &sf_self;
-	uint64_t d = t->shadow_depth;
 	uint64_t cfa = *(const uint64_t *)((const char *)ctx + CTX_CFA_OFF) | SF_SHADOW_TAG;
-	if (__builtin_expect(d <= SF_SHADOW_CAP, 1)) {
-		if (__builtin_expect(cfa <= t->shadow_up[d], 1))
+#ifdef SF_SHADOW_TP
+	const uint64_t *tp = t->shadow_tp; /* &shadow[depth]: the innermost entry is below it */
+	if (__builtin_expect(tp <= t->shadow_lim, 1)) {
+		if (__builtin_expect(cfa <= tp[-1], 1))
 			goto quiet;
 	} else if (cfa <= t->shadow_top) {
 		goto quiet;
 	}
+#else
+	uint64_t d = t->shadow_depth;
+	if (__builtin_expect(d <= SF_SHADOW_CAP, 1)) {
+		if (__builtin_expect(cfa <= t->shadow[(int64_t)d - 1], 1))
+			goto quiet;
+	} else if (cfa <= t->shadow_top) {
+		goto quiet;
+	}
+#endif
 #endif
 	setip_slow(ctx, ip);
 	return;
@@ -1007,9 +1124,9 @@ void sf_unwind_thread_exit(void)
 		return;
 	uint64_t now = sf_now_raw();
 	sf_shadow_resync(t, 0);
-	if (!t->shadow_depth)
+	if (!sf_shadow_depth(t))
 		return;
-	t->shadow_depth = 0;
+	sf_shadow_set_depth(t, 0);
 	t->window_depth = 0;
 	sf_record_event_at(SF_EV_UNWIND_TO, 0, now);
 #endif

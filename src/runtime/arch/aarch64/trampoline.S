@@ -72,7 +72,9 @@
 .endm
 
 /* The shadow stack of open frames, as on x86-64 (struct sf_thread: depth
- * at SF_SHADOW_DEPTH_OFF, SF_SHADOW_CAP entries at SF_SHADOW_OFF; the
+ * at SF_SHADOW_DEPTH_OFF, the SF_SHADOW_CAP entries in a per-thread
+ * mapping at SF_SHADOW_PTR_OFF, stored while the depth is below
+ * shadow_cap (SF_SHADOW_CAP_OFF, 0 until the first push maps it); the
  * rules on signals, the array's outermost entries and pops at depth 0 are
  * x86_64/trampoline.S's). An entry pushes the traced function's CFA - 8,
  * plus 1 for a window frame: its CFA is its stack pointer at entry (bl
@@ -85,18 +87,37 @@
  * CFA 16 or more above it (sp stays 16-byte aligned, and a frame that
  * calls saves x30 on the stack), so its entry is not; and unwind.c's
  * walk finds the frame of the array's last entry by CFA - 8. Exit and
- * tail-call trampolines pop. No flags change (lsr + cbnz, cbz).
+ * tail-call trampolines pop. No flags change (sub + tbz, cbz).
  * x1 holds this thread's struct sf_thread; x2, x16 and x17 are free. */
-.macro SHADOW_PUSH window
+.macro SHADOW_PUSH window, deep, pushed, retry
 	ldr	x2, [x1, #SF_SHADOW_DEPTH_OFF]
 	add	x16, x2, #1
 	str	x16, [x1, #SF_SHADOW_DEPTH_OFF]
-	lsr	x16, x2, #SF_SHADOW_CAP_LOG2
-	cbnz	x16, 9f			/* deeper than the array: counted only */
-	add	x16, x1, x2, lsl #3
+\retry:
+	ldr	x16, [x1, #SF_SHADOW_CAP_OFF]
+	sub	x16, x2, x16
+	tbz	x16, #63, \deep		/* depth >= capacity: out of line (SHADOW_DEEP) */
+	ldr	x16, [x1, #SF_SHADOW_PTR_OFF]
 	add	x17, sp, #(40 + \window)
-	str	x17, [x16, #SF_SHADOW_OFF]
-9:
+	str	x17, [x16, x2, lsl #3]
+\pushed:
+.endm
+/* Deeper than the array: counted only. Inside its bounds with no array
+ * yet (shadow_cap 0): the thread's first push maps it (sf_shadow_grow,
+ * x30 kept around the call) and tries again; a thread that cannot have
+ * it counts every push only. */
+.macro SHADOW_DEEP window, deep, pushed, retry
+\deep:
+	lsr	x16, x2, #SF_SHADOW_CAP_LOG2
+	cbnz	x16, \pushed
+	ldr	x16, [x1, #SF_SHADOW_BLK_OFF]
+	cbnz	x16, \pushed		/* none to be had */
+	stp	x29, x30, [sp, #-16]!	/* x30: the return into the sled (the CFI's is the sled's save) */
+	.cfi_adjust_cfa_offset 16
+	bl	sf_shadow_grow
+	ldp	x29, x30, [sp], #16
+	.cfi_adjust_cfa_offset -16
+	b	\retry
 .endm
 .macro SHADOW_POP
 	ldr	x2, [x1, #SF_SHADOW_DEPTH_OFF]
@@ -105,12 +126,58 @@
 	str	x2, [x1, #SF_SHADOW_DEPTH_OFF]
 9:
 .endm
+/* Maps the thread's array (unwind.c, sf_shadow_blk_alloc: C built
+ * -mgeneral-regs-only, raw system calls): saves every general register
+ * and the flags a C call may change; called with x29 and x30 saved. */
+	.hidden	sf_shadow_grow
+	.type	sf_shadow_grow, %function
+	.p2align 4
+sf_shadow_grow:
+	.cfi_startproc
+	PUSH2	x0, x1
+	PUSH2	x2, x3
+	PUSH2	x4, x5
+	PUSH2	x6, x7
+	PUSH2	x8, x9
+	PUSH2	x10, x11
+	PUSH2	x12, x13
+	PUSH2	x14, x15
+	PUSH2	x16, x17
+	mrs	x0, nzcv
+	PUSH2	x18, x0
+	PUSH2	x29, x30
+	.cfi_rel_offset x29, 0
+	.cfi_rel_offset x30, 8
+	bl	sf_shadow_blk_alloc
+	POP2	x29, x30
+	.cfi_restore x29
+	.cfi_restore x30
+	POP2	x18, x0
+	msr	nzcv, x0
+	POP2	x16, x17
+	POP2	x14, x15
+	POP2	x12, x13
+	POP2	x10, x11
+	POP2	x8, x9
+	POP2	x6, x7
+	POP2	x4, x5
+	POP2	x2, x3
+	POP2	x0, x1
+	ret
+	.cfi_endproc
+	.size	sf_shadow_grow, .-sf_shadow_grow
+
 /* kind 1 (entry) pushes, with window = 1 for a window frame; 2 and 3 pop. */
-.macro SHADOW kind, window
+.macro SHADOW kind, window, deep, pushed, retry
 	.if \kind == 1
-	SHADOW_PUSH \window
+	SHADOW_PUSH \window, \deep, \pushed, \retry
 	.else
 	SHADOW_POP
+	.endif
+.endm
+.macro SHADOW_TAIL kind, window, deep, pushed, retry
+	.if \kind == 1
+	SHADOW_DEEP \window, \deep, \pushed, \retry
 	.endif
 .endm
 
@@ -123,7 +190,7 @@
 	.cfi_rel_offset x2, 16
 	.cfi_rel_offset x16, 24
 	SELF	x1, x2
-	SHADOW	\kind, \window
+	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 	mrs	x0, cntvct_el0
 	ldr	x2, [x1, #24]
 	sub	x2, x0, x2
@@ -149,6 +216,7 @@
 2:	mov	x2, #0			/* nothing claimed */
 3:	mov	x16, #\kind		/* x2: the claimed record, for sf_slow_event_at */
 	b	sf_slow_common
+	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 	ENDFUNC	\name
 .endm
 
@@ -161,11 +229,12 @@
 	.cfi_rel_offset x2, 16
 	.cfi_rel_offset x16, 24
 	SELF	x1, x2
-	SHADOW	\kind, \window
+	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 	mov	x0, #0
 	mov	x2, #0
 	mov	x16, #\kind
 	b	sf_slow_common
+	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 	ENDFUNC	\name
 .endm
 

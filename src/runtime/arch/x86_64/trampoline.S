@@ -47,8 +47,11 @@
 	.cfi_adjust_cfa_offset -8
 .endm
 
-/* The shadow stack of open frames (struct sf_thread in runtime.h: depth at
- * SF_SHADOW_DEPTH_OFF, SF_SHADOW_CAP entries at SF_SHADOW_OFF). An entry
+/* The shadow stack of open frames (struct sf_thread in runtime.h: the
+ * depth kept as shadow_tp, &shadow[depth], at SF_SHADOW_TP_OFF; the
+ * SF_SHADOW_CAP entries in a per-thread mapping, mapped at the thread's
+ * first push, SHADOW_DEEP; a push stores below shadow_plim only, 0 until
+ * then: no load of the array's address on the fast path). An entry
  * pushes the address of the traced function's return address (rsp + 32
  * here: our three pushes and the sled's call), plus 1 for a window frame;
  * an exit or tail call pops it. unwind.c closes the frames a longjmp or an
@@ -70,25 +73,33 @@
  * (SF_EV_UNWIND_TO), not how many frames it popped: the reader then
  * closes exactly the frames it has above that depth.
  * rcx holds sf_self's TLS offset; rax and rdx are free. */
-.macro SHADOW_PUSH window, deep, pushed
-	mov	%fs:SF_SHADOW_DEPTH_OFF(%rcx), %rax
-	lea	1(%rax), %rdx
-	mov	%rdx, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
-	cmp	$SF_SHADOW_CAP, %rax
-	jae	\deep			/* past the array: SHADOW_DEEP, out of line */
+.macro SHADOW_PUSH window, deep, pushed, retry
+	mov	%fs:SF_SHADOW_TP_OFF(%rcx), %rax
+	lea	8(%rax), %rdx
+	mov	%rdx, %fs:SF_SHADOW_TP_OFF(%rcx)
+\retry:
+	cmp	%fs:SF_SHADOW_PLIM_OFF(%rcx), %rax
+	jae	\deep			/* past the array, or no array yet: SHADOW_DEEP, out of line */
 	lea	32+\window(%rsp), %rdx
-	mov	%rdx, %fs:SF_SHADOW_OFF(%rcx,%rax,8)
+	mov	%rdx, (%rax)
 \pushed:
 .endm
-/* A push past the array (rax: the depth before it; the CFI state is the
+/* A push past the array (rax: shadow_tp before it; the CFI state is the
  * one at SHADOW). The entry goes to shadow_top, which _Unwind_SetIP's
  * fast path compares with there, and to the overflow area, entry
  * depth - SF_SHADOW_CAP, mapped at the thread's first push past the
  * array (sf_shadow_ov_grow: from then on every entry past the array is
  * stored; a push that finds it missing at a deeper index, or full, is
- * counted only, as every one was before). */
-.macro SHADOW_DEEP window, deep, pushed
+ * counted only, as every one was before). A push while the thread has
+ * no array (shadow_plim 0) comes here too: the first maps it
+ * (sf_shadow_blk_grow, which moves shadow_tp into it) and tries again;
+ * when it cannot be had, every push is counted only. */
+.macro SHADOW_DEEP window, deep, pushed, retry
 \deep:
+	cmpq	$0, %fs:SF_SHADOW_PLIM_OFF(%rcx)
+	je	3f
+	sub	%fs:SF_SHADOW_PTR_OFF(%rcx), %rax
+	shr	$3, %rax		/* the depth before the push */
 	lea	32+\window(%rsp), %rdx
 	mov	%rdx, %fs:SF_SHADOW_TOP_OFF(%rcx)
 	sub	$SF_SHADOW_CAP, %rax
@@ -105,26 +116,32 @@
 	jnz	\pushed		/* only at the first entry past the array */
 	call	sf_shadow_ov_grow	/* sets shadow_ov to the area or 1 */
 	jmp	1b
+3:	cmpq	$0, %fs:SF_SHADOW_BLK_OFF(%rcx)
+	jne	\pushed		/* none to be had: counted only */
+	call	sf_shadow_blk_grow	/* sets shadow_blk to the mapping or 1 */
+	mov	%fs:SF_SHADOW_TP_OFF(%rcx), %rax
+	sub	$8, %rax		/* shadow_tp before the push, in the array now */
+	jmp	\retry
 .endm
 .macro SHADOW_POP
-	mov	%fs:SF_SHADOW_DEPTH_OFF(%rcx), %rax
-	xor	%edx, %edx
-	sub	$1, %rax
-	cmovc	%rdx, %rax		/* it was 0: stays 0 */
-	mov	%rax, %fs:SF_SHADOW_DEPTH_OFF(%rcx)
+	mov	%fs:SF_SHADOW_TP_OFF(%rcx), %rax
+	lea	-8(%rax), %rdx
+	cmp	%fs:SF_SHADOW_PTR_OFF(%rcx), %rdx
+	cmovae	%rdx, %rax		/* it was at depth 0: stays there (one load and one store) */
+	mov	%rax, %fs:SF_SHADOW_TP_OFF(%rcx)
 .endm
 /* kind 1 (entry) pushes, with window = 1 for a window frame; 2 and 3 pop. */
-.macro SHADOW kind, window, deep, pushed
+.macro SHADOW kind, window, deep, pushed, retry
 	.if \kind == 1
-	SHADOW_PUSH \window, \deep, \pushed
+	SHADOW_PUSH \window, \deep, \pushed, \retry
 	.else
 	SHADOW_POP
 	.endif
 .endm
 /* The out-of-line part of an entry's push, after the path's last jump. */
-.macro SHADOW_TAIL kind, window, deep, pushed
+.macro SHADOW_TAIL kind, window, deep, pushed, retry
 	.if \kind == 1
-	SHADOW_DEEP \window, \deep, \pushed
+	SHADOW_DEEP \window, \deep, \pushed, \retry
 	.endif
 .endm
 
@@ -135,7 +152,7 @@
 	PUSHQ	%rdx
 	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
-	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@
+	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 	rdtsc
 	shl	$32, %rdx
 	or	%rdx, %rax
@@ -167,7 +184,7 @@
 	mov	%rdx, %rcx		/* the claimed record, for sf_slow_event_at */
 	mov	$\kind, %edx
 	jmp	sf_slow_common
-	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@
+	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 .endm
 
 /* Monotonic-clock mode (no invariant TSC): every event takes the slow path,
@@ -177,12 +194,12 @@
 	PUSHQ	%rdx
 	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
-	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@
+	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 	xor	%eax, %eax
 	xor	%ecx, %ecx
 	mov	$\kind, %edx
 	jmp	sf_slow_common
-	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@
+	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 .endm
 
 	.globl	sf_tramp_entry
@@ -343,11 +360,13 @@ sf_tramp_entry_mono_wrec:
 	WINDOW_OUT sf_tramp_exit_mono_window, sf_tramp_exit_mono
 	WINDOW_OUT sf_tramp_tail_mono_window, sf_tramp_tail_mono
 
-/* Called from SHADOW_DEEP at a thread's first push past the array: maps
- * the overflow area (sf_shadow_ov_alloc, C built -mgeneral-regs-only,
- * raw system calls: no vector register, flag or errno the program sees
- * changes). Saves every general register a C call may change. */
-	FUNC	sf_shadow_ov_grow
+/* Called from SHADOW_DEEP at a thread's first push (its array) and at
+ * its first push past the array (the overflow area): maps it (C built
+ * -mgeneral-regs-only, raw system calls: no vector register, flag or
+ * errno the program sees changes). Saves every general register a C call
+ * may change. */
+.macro GROW name, cfunc
+	FUNC	\name
 	PUSHQ	%rax
 	PUSHQ	%rdx
 	PUSHQ	%rcx
@@ -362,7 +381,7 @@ sf_tramp_entry_mono_wrec:
 	mov	%rsp, %rbp
 	.cfi_def_cfa_register %rbp
 	and	$-16, %rsp
-	call	sf_shadow_ov_alloc
+	call	\cfunc
 	mov	%rbp, %rsp
 	.cfi_def_cfa_register %rsp
 	POPQ	%rbp
@@ -377,7 +396,10 @@ sf_tramp_entry_mono_wrec:
 	POPQ	%rdx
 	POPQ	%rax
 	ret
-	ENDFUNC	sf_shadow_ov_grow
+	ENDFUNC	\name
+.endm
+	GROW	sf_shadow_ov_grow, sf_shadow_ov_alloc
+	GROW	sf_shadow_blk_grow, sf_shadow_blk_alloc
 
 /* Slow path. On entry: the caller's rax, rdx, rcx are pushed (rcx on top),
  * rax = time, r10d = function id, edx = kind, rcx = the record address the
@@ -479,7 +501,7 @@ sf_slow_common:
 	PUSHQ	%rdx
 	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
-	SHADOW	\kind, 0, .Ldeep\@, .Lpushed\@
+	SHADOW	\kind, 0, .Ldeep\@, .Lpushed\@, .Lretry\@
 	PUSHQ	%rbp
 	.cfi_rel_offset %rbp, 0
 	mov	%rsp, %rbp
@@ -536,7 +558,7 @@ sf_slow_common:
 	xor	%ecx, %ecx		/* nothing claimed */
 	mov	$\kind, %edx
 	jmp	sf_slow_common
-	SHADOW_TAIL \kind, 0, .Ldeep\@, .Lpushed\@
+	SHADOW_TAIL \kind, 0, .Ldeep\@, .Lpushed\@, .Lretry\@
 	ENDFUNC	\name
 .endm
 

@@ -226,6 +226,36 @@ def test_heap_counters_of_exec_and_fork_children_inside_their_slices():
     eq(len(pids), 3, "three processes")
 
 
+def memory_instructions(log):
+    """Instructions callgrind counts for `sftrace memory -n 3 LOG` (the
+    stable measure on this noisy machine)."""
+    if not shutil.which("valgrind"):
+        raise Skip("valgrind not installed")
+    out = os.path.join(tmpdir(), "cg.out")
+    p = run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, SFTRACE, "memory", "-n", "3", log],
+            timeout=120)
+    for line in p.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1])
+    raise AssertionError("no callgrind total: " + p.stderr[-300:])
+
+
+@known_break(27, "memory's replay costs 1,504 instructions per heap event (callgrind, alloc_bench flat 500000 minus "
+                 "flat 100000) against 1,159 in fc60acf, the tree before issue 27's rows (same logs, recorded by "
+                 "fc60acf): 1.30x, over the 1.25x target; pairs mode 1.215G vs 0.877G instructions, 1.39x")
+def test_memory_replay_cost_per_heap_event_within_target():
+    bench = os.path.join(os.path.dirname(FIXBUILD), "..", "bench", "alloc_bench.c")
+    b = build_c("skep27c2_alloc_bench", [os.path.abspath(bench)], flags=["-fno-builtin", "-fnoxray-link-deps"])
+    logs = []
+    for n in ("20000", "120000"):
+        _, log = record([b, "flat", n], args=["-q", "--force", "--alloc"])
+        logs.append(log)
+    small, large = (memory_instructions(l) for l in logs)
+    per_event = (large - small) / (2 * 100000)
+    # fc60acf: 1,159 per heap event; the target allows 1.25x.
+    check(per_event <= 1.25 * 1159, f"{per_event:.0f} instructions per heap event, limit {1.25 * 1159:.0f}")
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_"):

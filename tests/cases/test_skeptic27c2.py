@@ -202,6 +202,17 @@ def test_rust_collections_name_the_users_functions():
              ("skep27c2_rust::build_map", "skep27c2_rust.rs:9"): [34892, 9]}, "Vec, Box, String, HashMap")
 
 
+@known_break(27, "a Rust fn growing two Vecs (lines 6 and 9) is one row 'fill  skep27c2_rust_lines.rs:2' (the fn's "
+                 "own line), 3,024 B in 12 blocks; heaptrack_print on the same binary: 6 calls at :6 and 6 at :9 "
+                 "(2,016 B and 1,008 B); the issue: 'its call site as file:line', per line as heaptrack")
+def test_rust_vec_growth_at_the_pushing_lines():
+    b = rust_fixture("skep27c2_rust_lines")
+    got = {(fn, loc): v for (fn, loc, tail, _), v in rows(tsv(tails_log(b))).items()
+           if fn == "skep27c2_rust_lines::fill"}
+    eq(got, {("skep27c2_rust_lines::fill", "skep27c2_rust_lines.rs:6"): (2016, 6),
+             ("skep27c2_rust_lines::fill", "skep27c2_rust_lines.rs:9"): (1008, 6)}, "fill's rows")
+
+
 def test_heap_counters_of_exec_and_fork_children_inside_their_slices():
     b = build_c("skep27c2_par", ["skep27c2_par.c"])
     d = tmpdir()

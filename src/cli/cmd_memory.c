@@ -13,6 +13,7 @@
 #include "cli/input_opts.h"
 #include "cli/memory.h"
 #include "cli/memory_sites.h"
+#include "lib/demangle.h"
 #include "format/sflog.h"
 #include "lib/callpath.h"
 #include "lib/heap.h"
@@ -135,6 +136,9 @@ static void human(uint64_t v, char *buf, size_t cap)
 	heap_format_bytes(buf, cap, (double)v);
 }
 
+/* Where a table row's text starts: "%10s %8s  " of bytes and blocks. */
+#define TEXT_COLUMN 21
+
 /* A line that counts display columns (one per UTF-8 code point) and stops
  * at `width`, ending in "…" when something did not fit. */
 struct fitline {
@@ -194,7 +198,19 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	ms_location(r, row, 1, loc, sizeof(loc));
 	if (row->tail)
 		snprintf(loc + strlen(loc), sizeof(loc) - strlen(loc), " (tail call)");
-	ms_name_loc(sf_esc(ms_func_name(r, row, o->full_names)), loc, width, 0, piece, sizeof(piece));
+	const char *name = sf_esc(ms_func_name(r, row, o->full_names));
+	size_t nc = ms_cols(name), lc = ms_cols(loc);
+	if (*loc && lc <= width && width < lc + 2 + (nc < 10 ? nc : 10)) {
+		/* the location whole leaves the name under 10 columns: the
+		 * location alone, the name and its callers on the next line,
+		 * indented under it (TEXT_COLUMN columns of bytes and blocks) */
+		fit_put(l, loc, 0);
+		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "\n%*s", TEXT_COLUMN + 2, "");
+		l->cols = 2;
+		sf_fit_name(name, width - 2, piece, sizeof(piece));
+	} else {
+		ms_name_loc(name, loc, width, 0, piece, sizeof(piece));
+	}
 	fit_put(l, piece, 1);
 	if (row->func == UINT32_MAX)
 		return;
@@ -320,7 +336,7 @@ static void table(const struct heap_result *r, const struct ms_table *t, const s
 	char hb[32];
 	size_t shown = 0, rest = 0;
 	struct fitline *l = tsv ? NULL : xmalloc(sizeof(*l));
-	size_t width = o->width > 21 ? (size_t)o->width - 21 : 20;
+	size_t width = o->width > TEXT_COLUMN ? (size_t)o->width - TEXT_COLUMN : 20;
 	if (fmt == FMT_JSON)
 		printf(",\n\"%s\":[", section);
 	else if (!tsv)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/memory_sites.h"
+#include "lib/demangle.h"
 #include "lib/util.h"
 
 struct ms_fold {
@@ -197,6 +198,29 @@ static void untraced_site(struct log_symbols *ls, struct ms_row *row, int no_fra
 	row->line = u.file ? u.line : 0;
 }
 
+/* A site in traced plumbing the allocating function called (Rust's
+ * RawVec<u64>::grow_one, entered from Vec::push inlined into the user's
+ * fn): the line of the function's call of the outermost plumbing frame,
+ * inlined plumbing folded into the line it was entered from, when all its
+ * calls of that frame's function lie on one line (a Vec pushed on line 6,
+ * another of another type on line 9: two lines, as heaptrack's unwinder
+ * sees them). Else the row keeps the function's own line. */
+static void plumbing_entry_line(const struct heap_result *r, struct ms_fold *fold, uint32_t node, uint32_t leaf,
+				struct ms_row *row)
+{
+	uint32_t entry = node;
+	while (entry != CP_ROOT && heap_node_parent(r, entry) != leaf)
+		entry = heap_node_parent(r, entry);
+	const char *file;
+	uint32_t line;
+	if (entry != CP_ROOT &&
+	    ls_call_line(r->proc->syms, row->func, heap_node_func(r, entry), fold ? skip_name : NULL, fold, &file,
+			 &line) == 1) {
+		row->file = file;
+		row->line = line;
+	}
+}
+
 static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
 {
 	const struct trace_proc *p = r->proc;
@@ -244,6 +268,8 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* a tail call's own line, when the function has one */
 		if (row->tail && p->syms)
 			ls_tail_line(p->syms, row->func, &row->file, &row->line);
+		else if (!tailer && leaf != s->node && p->syms)
+			plumbing_entry_line(r, fold, s->node, leaf, row);
 		/* without DWARF the call site is not the function's (the caller's
 		 * call, or a library's runtime address): the function is the key */
 		row->own = !row->file;
@@ -445,8 +471,8 @@ void ms_name_loc(const char *name, const char *loc, size_t width, int whole_loc,
 		 * 3 columns kept for the location ("in…"), never left out */
 		name_room = width > sep + 3 ? width - sep - 3 : width;
 	}
-	buf[0] = 0;
-	put_cut(buf, cap, &len, name, name_room);
+	sf_fit_name(name, name_room, buf, cap);
+	len = strlen(buf);
 	if (!*loc)
 		return;
 	size_t used = (nc < name_room ? nc : name_room) + sep;

@@ -58,7 +58,8 @@ static void usage(FILE *out)
 		"      --fold REGEX       also fold functions whose full name matches REGEX\n"
 		"                         (PCRE2; repeatable)\n"
 		"      --width N          table rows fit N columns (default: the terminal's\n"
-		"                         width, or 100 when output is not a terminal)\n"
+		"                         width, at least 40, or 100 when output is not a\n"
+		"                         terminal)\n"
 		"      --diff OLD NEW     compare two recordings: sites matched by function\n"
 		"                         and line, sorted by the largest increase\n"
 		"      --format table|tsv|json  tsv: key<TAB>value summary lines, then rows\n"
@@ -172,6 +173,33 @@ static int fit_put(struct fitline *l, const char *s, int cut)
 		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "…");
 	}
 	return 0;
+}
+
+/* A summary line in `width` columns: whole when it fits, else broken
+ * after its "; " and ", " where the next part would not fit. */
+static void put_wrapped(const char *s, size_t width)
+{
+	size_t cols = 0;
+	int space = 0; /* a separator's space owed before the next part */
+	while (*s) {
+		/* the next part: up to its separator's space */
+		size_t n = 0, pc = 0;
+		while (s[n] && !(n && s[n] == ' ' && (s[n - 1] == ';' || s[n - 1] == ',')))
+			pc += ((unsigned char)s[n++] & 0xc0) != 0x80;
+		if (cols && cols + space + pc > width) {
+			putchar('\n');
+			cols = 0;
+		} else if (space) {
+			putchar(' ');
+			cols++;
+		}
+		fwrite(s, 1, n, stdout);
+		cols += pc;
+		s += n;
+		space = *s == ' ';
+		s += space;
+	}
+	putchar('\n');
 }
 
 /* The heads of the rows' text column, as many as `width` columns hold:
@@ -449,11 +477,14 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	human(t->bytes, a, sizeof(a));
 	human(t->peak_bytes, b, sizeof(b));
 	human(t->leak_bytes, c, sizeof(c));
-	printf("%" PRIu64 " allocations (%s), %" PRIu64 " frees, %" PRIu64 " reallocs, %" PRIu64 " temporary\n",
-	       t->allocs, a, t->frees, t->reallocs, t->temporaries);
-	printf("peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64 " blocks live at the end%s\n", b,
-	       t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
-	       lr_exited_normally(r->proc->info) ? "" : " (the process did not exit normally)");
+	char line[512];
+	snprintf(line, sizeof(line), "%" PRIu64 " allocations (%s), %" PRIu64 " frees, %" PRIu64 " reallocs, %" PRIu64
+		 " temporary", t->allocs, a, t->frees, t->reallocs, t->temporaries);
+	put_wrapped(line, (size_t)o->width);
+	snprintf(line, sizeof(line), "peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64
+		 " blocks live at the end%s", b, t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
+		 lr_exited_normally(r->proc->info) ? "" : " (the process did not exit normally)");
+	put_wrapped(line, (size_t)o->width);
 	if (r->fork_parent) {
 		human(t->inherited_bytes, a, sizeof(a));
 		printf("forked from pid %u: started with its %s in %" PRIu64 " live blocks\n", r->fork_parent->info->pid,
@@ -738,8 +769,10 @@ int cmd_memory(int argc, char **argv)
 	io.trace.short_names = 1; /* trace_name: short; trace_symbol: full (tsv and json have both) */
 	if (!o.width) {
 		struct winsize ws;
-		o.width = isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40 ? ws.ws_col
-														: 100;
+		/* a terminal narrower than --width's minimum gets the minimum */
+		o.width = isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col
+				  ? (ws.ws_col >= 40 ? ws.ws_col : 40)
+				  : 100;
 	}
 	struct ms_fold *fold = NULL;
 	if (!o.no_fold || o.nfolds) {

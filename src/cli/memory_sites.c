@@ -277,6 +277,14 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 				    fold, &row->file, &row->line)) {
 		row->file = NULL;
 		row->outside = s->addr && !in;
+		/* the function's own call in an object without DWARF (-g0): no
+		 * line to tell its calls apart, and a runtime address is no key
+		 * across runs; the row is the function's, "in OBJECT" */
+		if (in && leaf == s->node && leaf != CP_ROOT && p->syms && ls_site_in_func(p->syms, s->addr, row->func) &&
+		    ls_object_without_dwarf(p->syms, row->func)) {
+			row->own = 1;
+			return;
+		}
 		/* a site in code no recorded object holds (libc's printf making
 		 * stdout's buffer): the line of the function's call into it, which
 		 * the events' return-address tag names */

@@ -531,6 +531,12 @@ static void set_file(struct sym_entry *e, struct cu *c, const char *file)
 	dir = dwarf_formstring(dwarf_attr(&c->die, DW_AT_comp_dir, &attr));
 	if (!dir || !*dir)
 		return;
+	/* DWARF 5's directory 0 is the comp dir, and libdw has joined it
+	 * already: a relative one (glibc's "./libio", built with a prefix
+	 * map) leaves "./libio/filedoalloc.c", not to be joined twice */
+	size_t dl = strlen(dir);
+	if (dir[0] != '/' && strncmp(file, dir, dl) == 0 && file[dl] == '/')
+		return;
 	if (asprintf(&e->owned_file, "%s%s%s", dir,
 		     dir[strlen(dir) - 1] == '/' ? "" : "/", file) < 0)
 		e->owned_file = NULL;

@@ -88,8 +88,6 @@ def test_stripped_binary_credits_each_tail_caller():
     eq(got.get((name("zer"), "1")), [90, 3], "zer")
 
 
-@known_break(27, "without DWARF main's two direct mallocs (50 B, 33 B) are two rows 'main  in main', not one row "
-                 "keyed by the function reading 'in skep27c2_tails_nodw' (DESIGN: ms_row.own, 'in OBJECT')")
 def test_no_dwarf_rows_keyed_by_function_in_its_object():
     b = build_c("skep27c2_tails_nodw", ["skep27c2_tails.c"], flags=["-g0"])
     out = tsv(tails_log(b))

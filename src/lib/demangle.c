@@ -325,7 +325,8 @@ static void put_str(char *buf, size_t cap, size_t *len, const char *s)
 }
 
 /* Where the last component of a qualified name starts: after its last
- * `::` outside <>, (), [] and {} (0: none). */
+ * `::` outside <>, (), [] and {} (0: none); a Rust turbofish (`::<…>`)
+ * belongs to the component before it (`reserve_rehash::<…>`). */
 static size_t last_component(const char *name)
 {
 	size_t at = 0;
@@ -336,7 +337,7 @@ static size_t last_component(const char *name)
 			depth++;
 		else if ((c == '>' || c == ')' || c == ']' || c == '}') && depth > 0)
 			depth--;
-		else if (c == ':' && name[i + 1] == ':' && depth == 0)
+		else if (c == ':' && name[i + 1] == ':' && depth == 0 && name[i + 2] != '<')
 			at = i + 2, i++;
 	}
 	return at;

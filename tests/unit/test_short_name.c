@@ -110,6 +110,8 @@ static void test_fit_name(void **state)
 	/* `::` inside template arguments is no component's end */
 	expect_fit("f<a::b::c>", 6, "f<a::…");
 	expect_fit("grab", 0, "");
+	/* a turbofish stays with its function */
+	expect_fit("hashbrown::raw::RawTable<…>::reserve_rehash::<…>", 30, "hashbrow…::reserve_rehash::<…>");
 }
 
 int main(void)

@@ -8,6 +8,7 @@
 
 #include "cli/memory_sites.h"
 #include "lib/demangle.h"
+#include "lib/hashmap.h"
 #include "lib/util.h"
 
 struct ms_fold {
@@ -205,19 +206,40 @@ static void untraced_site(struct log_symbols *ls, struct ms_row *row, int no_fra
  * calls of that frame's function lie on one line (a Vec pushed on line 6,
  * another of another type on line 9: two lines, as heaptrack's unwinder
  * sees them). Else the row keeps the function's own line. */
+/* plumbing_entry_line's answers per (function, callee) during one
+ * ms_group: a function's sites through one plumbing frame share its
+ * scan (index + 1 into entry_lines) */
+struct entry_line {
+	const char *file;
+	uint32_t line;
+};
+static struct hashmap entry_memo;
+static struct entry_line *entry_lines;
+static size_t nentry_lines;
+
 static void plumbing_entry_line(const struct heap_result *r, struct ms_fold *fold, uint32_t node, uint32_t leaf,
 				struct ms_row *row)
 {
 	uint32_t entry = node;
 	while (entry != CP_ROOT && heap_node_parent(r, entry) != leaf)
 		entry = heap_node_parent(r, entry);
-	const char *file;
-	uint32_t line;
-	if (entry != CP_ROOT &&
-	    ls_call_line(r->proc->syms, row->func, heap_node_func(r, entry), fold ? skip_name : NULL, fold, &file,
-			 &line) == 1) {
-		row->file = file;
-		row->line = line;
+	if (entry == CP_ROOT)
+		return;
+	uint32_t callee = heap_node_func(r, entry);
+	int added;
+	uint64_t *m = hm_put(&entry_memo, (uint64_t)row->func << 32 | callee, &added);
+	if (added) {
+		struct entry_line e = {0};
+		if (ls_call_line(r->proc->syms, row->func, callee, fold ? skip_name : NULL, fold, &e.file, &e.line) != 1)
+			e.file = NULL;
+		entry_lines = xrealloc(entry_lines, (nentry_lines + 1) * sizeof(*entry_lines));
+		entry_lines[nentry_lines++] = e;
+		*m = nentry_lines;
+	}
+	const struct entry_line *e = &entry_lines[*m - 1];
+	if (e->file) {
+		row->file = e->file;
+		row->line = e->line;
 	}
 }
 
@@ -380,10 +402,15 @@ static void callers_common(const struct heap_result *r, const struct keyed *m, s
 void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t)
 {
 	struct keyed *k = xmalloc((r->nsites + 1) * sizeof(*k));
+	hm_init(&entry_memo, 16);
 	for (size_t i = 0; i < r->nsites; i++) {
 		site_row(r, fold, &r->sites[i], &k[i].row);
 		k[i].site = (uint32_t)i;
 	}
+	hm_free(&entry_memo);
+	free(entry_lines);
+	entry_lines = NULL;
+	nentry_lines = 0;
 	group_mode = group;
 	qsort(k, r->nsites, sizeof(*k), cmp_keyed);
 	t->rows = xmalloc((r->nsites + 1) * sizeof(*t->rows));

@@ -13,6 +13,7 @@
 #include "cli/input_opts.h"
 #include "cli/memory.h"
 #include "cli/memory_sites.h"
+#include "lib/demangle.h"
 #include "format/sflog.h"
 #include "lib/callpath.h"
 #include "lib/heap.h"
@@ -57,7 +58,8 @@ static void usage(FILE *out)
 		"      --fold REGEX       also fold functions whose full name matches REGEX\n"
 		"                         (PCRE2; repeatable)\n"
 		"      --width N          table rows fit N columns (default: the terminal's\n"
-		"                         width, or 100 when output is not a terminal)\n"
+		"                         width, at least 40, or 100 when output is not a\n"
+		"                         terminal)\n"
 		"      --diff OLD NEW     compare two recordings: sites matched by function\n"
 		"                         and line, sorted by the largest increase\n"
 		"      --format table|tsv|json  tsv: key<TAB>value summary lines, then rows\n"
@@ -135,6 +137,9 @@ static void human(uint64_t v, char *buf, size_t cap)
 	heap_format_bytes(buf, cap, (double)v);
 }
 
+/* Where a table row's text starts: "%10s %8s  " of bytes and blocks. */
+#define TEXT_COLUMN 21
+
 /* A line that counts display columns (one per UTF-8 code point) and stops
  * at `width`, ending in "…" when something did not fit. */
 struct fitline {
@@ -170,6 +175,33 @@ static int fit_put(struct fitline *l, const char *s, int cut)
 	return 0;
 }
 
+/* A summary line in `width` columns: whole when it fits, else broken
+ * after its "; " and ", " where the next part would not fit. */
+static void put_wrapped(const char *s, size_t width)
+{
+	size_t cols = 0;
+	int space = 0; /* a separator's space owed before the next part */
+	while (*s) {
+		/* the next part: up to its separator's space */
+		size_t n = 0, pc = 0;
+		while (s[n] && !(n && s[n] == ' ' && (s[n - 1] == ';' || s[n - 1] == ',')))
+			pc += ((unsigned char)s[n++] & 0xc0) != 0x80;
+		if (cols && cols + space + pc > width) {
+			putchar('\n');
+			cols = 0;
+		} else if (space) {
+			putchar(' ');
+			cols++;
+		}
+		fwrite(s, 1, n, stdout);
+		cols += pc;
+		s += n;
+		space = *s == ' ';
+		s += space;
+	}
+	putchar('\n');
+}
+
 /* The heads of the rows' text column, as many as `width` columns hold:
  * the header is no wider than the rows. */
 static const char *column_heads(size_t width)
@@ -194,7 +226,19 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	ms_location(r, row, 1, loc, sizeof(loc));
 	if (row->tail)
 		snprintf(loc + strlen(loc), sizeof(loc) - strlen(loc), " (tail call)");
-	ms_name_loc(sf_esc(ms_func_name(r, row, o->full_names)), loc, width, 0, piece, sizeof(piece));
+	const char *name = sf_esc(ms_func_name(r, row, o->full_names));
+	size_t nc = ms_cols(name), lc = ms_cols(loc);
+	if (*loc && lc <= width && width < lc + 2 + (nc < 10 ? nc : 10)) {
+		/* the location whole leaves the name under 10 columns: the
+		 * location alone, the name and its callers on the next line,
+		 * indented under it (TEXT_COLUMN columns of bytes and blocks) */
+		fit_put(l, loc, 0);
+		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "\n%*s", TEXT_COLUMN + 2, "");
+		l->cols = 2;
+		sf_fit_name(name, width - 2, piece, sizeof(piece));
+	} else {
+		ms_name_loc(name, loc, width, 0, piece, sizeof(piece));
+	}
 	fit_put(l, piece, 1);
 	if (row->func == UINT32_MAX)
 		return;
@@ -320,7 +364,7 @@ static void table(const struct heap_result *r, const struct ms_table *t, const s
 	char hb[32];
 	size_t shown = 0, rest = 0;
 	struct fitline *l = tsv ? NULL : xmalloc(sizeof(*l));
-	size_t width = o->width > 21 ? (size_t)o->width - 21 : 20;
+	size_t width = o->width > TEXT_COLUMN ? (size_t)o->width - TEXT_COLUMN : 20;
 	if (fmt == FMT_JSON)
 		printf(",\n\"%s\":[", section);
 	else if (!tsv)
@@ -433,11 +477,14 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	human(t->bytes, a, sizeof(a));
 	human(t->peak_bytes, b, sizeof(b));
 	human(t->leak_bytes, c, sizeof(c));
-	printf("%" PRIu64 " allocations (%s), %" PRIu64 " frees, %" PRIu64 " reallocs, %" PRIu64 " temporary\n",
-	       t->allocs, a, t->frees, t->reallocs, t->temporaries);
-	printf("peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64 " blocks live at the end%s\n", b,
-	       t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
-	       lr_exited_normally(r->proc->info) ? "" : " (the process did not exit normally)");
+	char line[512];
+	snprintf(line, sizeof(line), "%" PRIu64 " allocations (%s), %" PRIu64 " frees, %" PRIu64 " reallocs, %" PRIu64
+		 " temporary", t->allocs, a, t->frees, t->reallocs, t->temporaries);
+	put_wrapped(line, (size_t)o->width);
+	snprintf(line, sizeof(line), "peak heap %s in %" PRIu64 " blocks at %.3f ms; %s in %" PRIu64
+		 " blocks live at the end%s", b, t->peak_blocks, (double)t->peak_time / 1e6, c, t->leak_blocks,
+		 lr_exited_normally(r->proc->info) ? "" : " (the process did not exit normally)");
+	put_wrapped(line, (size_t)o->width);
 	if (r->fork_parent) {
 		human(t->inherited_bytes, a, sizeof(a));
 		printf("forked from pid %u: started with its %s in %" PRIu64 " live blocks\n", r->fork_parent->info->pid,
@@ -722,8 +769,10 @@ int cmd_memory(int argc, char **argv)
 	io.trace.short_names = 1; /* trace_name: short; trace_symbol: full (tsv and json have both) */
 	if (!o.width) {
 		struct winsize ws;
-		o.width = isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40 ? ws.ws_col
-														: 100;
+		/* a terminal narrower than --width's minimum gets the minimum */
+		o.width = isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col
+				  ? (ws.ws_col >= 40 ? ws.ws_col : 40)
+				  : 100;
 	}
 	struct ms_fold *fold = NULL;
 	if (!o.no_fold || o.nfolds) {

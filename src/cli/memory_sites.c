@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli/memory_sites.h"
+#include "lib/demangle.h"
+#include "lib/hashmap.h"
 #include "lib/util.h"
 
 struct ms_fold {
@@ -197,6 +199,50 @@ static void untraced_site(struct log_symbols *ls, struct ms_row *row, int no_fra
 	row->line = u.file ? u.line : 0;
 }
 
+/* A site in traced plumbing the allocating function called (Rust's
+ * RawVec<u64>::grow_one, entered from Vec::push inlined into the user's
+ * fn): the line of the function's call of the outermost plumbing frame,
+ * inlined plumbing folded into the line it was entered from, when all its
+ * calls of that frame's function lie on one line (a Vec pushed on line 6,
+ * another of another type on line 9: two lines, as heaptrack's unwinder
+ * sees them). Else the row keeps the function's own line. */
+/* plumbing_entry_line's answers per (function, callee) during one
+ * ms_group: a function's sites through one plumbing frame share its
+ * scan (index + 1 into entry_lines) */
+struct entry_line {
+	const char *file;
+	uint32_t line;
+};
+static struct hashmap entry_memo;
+static struct entry_line *entry_lines;
+static size_t nentry_lines;
+
+static void plumbing_entry_line(const struct heap_result *r, struct ms_fold *fold, uint32_t node, uint32_t leaf,
+				struct ms_row *row)
+{
+	uint32_t entry = node;
+	while (entry != CP_ROOT && heap_node_parent(r, entry) != leaf)
+		entry = heap_node_parent(r, entry);
+	if (entry == CP_ROOT)
+		return;
+	uint32_t callee = heap_node_func(r, entry);
+	int added;
+	uint64_t *m = hm_put(&entry_memo, (uint64_t)row->func << 32 | callee, &added);
+	if (added) {
+		struct entry_line e = {0};
+		if (ls_call_line(r->proc->syms, row->func, callee, fold ? skip_name : NULL, fold, &e.file, &e.line) != 1)
+			e.file = NULL;
+		entry_lines = xrealloc(entry_lines, (nentry_lines + 1) * sizeof(*entry_lines));
+		entry_lines[nentry_lines++] = e;
+		*m = nentry_lines;
+	}
+	const struct entry_line *e = &entry_lines[*m - 1];
+	if (e->file) {
+		row->file = e->file;
+		row->line = e->line;
+	}
+}
+
 static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
 {
 	const struct trace_proc *p = r->proc;
@@ -244,6 +290,8 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* a tail call's own line, when the function has one */
 		if (row->tail && p->syms)
 			ls_tail_line(p->syms, row->func, &row->file, &row->line);
+		else if (!tailer && leaf != s->node && p->syms)
+			plumbing_entry_line(r, fold, s->node, leaf, row);
 		/* without DWARF the call site is not the function's (the caller's
 		 * call, or a library's runtime address): the function is the key */
 		row->own = !row->file;
@@ -251,6 +299,14 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 				    fold, &row->file, &row->line)) {
 		row->file = NULL;
 		row->outside = s->addr && !in;
+		/* the function's own call in an object without DWARF (-g0): no
+		 * line to tell its calls apart, and a runtime address is no key
+		 * across runs; the row is the function's, "in OBJECT" */
+		if (in && leaf == s->node && leaf != CP_ROOT && p->syms && ls_site_in_func(p->syms, s->addr, row->func) &&
+		    ls_object_without_dwarf(p->syms, row->func)) {
+			row->own = 1;
+			return;
+		}
 		/* a site in code no recorded object holds (libc's printf making
 		 * stdout's buffer): the line of the function's call into it, which
 		 * the events' return-address tag names */
@@ -346,10 +402,15 @@ static void callers_common(const struct heap_result *r, const struct keyed *m, s
 void ms_group(const struct heap_result *r, struct ms_fold *fold, int group, struct ms_table *t)
 {
 	struct keyed *k = xmalloc((r->nsites + 1) * sizeof(*k));
+	hm_init(&entry_memo, 16);
 	for (size_t i = 0; i < r->nsites; i++) {
 		site_row(r, fold, &r->sites[i], &k[i].row);
 		k[i].site = (uint32_t)i;
 	}
+	hm_free(&entry_memo);
+	free(entry_lines);
+	entry_lines = NULL;
+	nentry_lines = 0;
 	group_mode = group;
 	qsort(k, r->nsites, sizeof(*k), cmp_keyed);
 	t->rows = xmalloc((r->nsites + 1) * sizeof(*t->rows));
@@ -445,8 +506,8 @@ void ms_name_loc(const char *name, const char *loc, size_t width, int whole_loc,
 		 * 3 columns kept for the location ("in…"), never left out */
 		name_room = width > sep + 3 ? width - sep - 3 : width;
 	}
-	buf[0] = 0;
-	put_cut(buf, cap, &len, name, name_room);
+	sf_fit_name(name, name_room, buf, cap);
+	len = strlen(buf);
 	if (!*loc)
 		return;
 	size_t used = (nc < name_room ? nc : name_room) + sep;

@@ -16,10 +16,15 @@
  *     function's tail calls (its `jmp` after the tail-call sled) when they
  *     are all on one line, else its own file:line (its definition);
  *   - a site whose call site lies in folded plumbing (Rust's `__rust_alloc`
- *     called from `finish_grow`): the allocating function's own file:line
- *     (its definition), since the call inside it left no address;
+ *     called from `finish_grow`): the line of the allocating function's
+ *     calls of the outermost traced plumbing frame (`RawVec::grow_one`,
+ *     called from Vec::push inlined into it) when they all lie on one
+ *     line, else its own file:line (its definition), since the call inside
+ *     it left no address;
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
+ *   - else, a call site in the allocating function's own code in an
+ *     object without DWARF: that object, keyed by the function (ms_row.own);
  *   - else the function holding the call site;
  *   - else, a call site in an object the log did not record (libc's
  *     printf allocating stdout's buffer) with a return-address tag that
@@ -115,7 +120,7 @@ size_t ms_cols(const char *s);
 
 /* "NAME  LOC" in at most `width` columns for a table row: the location
  * (file:line, what tells rows apart) stays whole and the name is cut with
- * "…"; when the location leaves under 10 columns for the name, the name
+ * "…" in its path, keeping its last component (sf_fit_name); when the location leaves under 10 columns for the name, the name
  * comes first and the location gets what is left, at least 3 columns
  * (cut, never left out), unless whole_loc: then
  * the location stays whole whatever the width (the name cut to a letter

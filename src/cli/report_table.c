@@ -1,7 +1,9 @@
 /* What `report` (cmd_report.c) and `report --diff` (report_diff.c) print
  * their tables with (cli/report_table.h). */
 #include "cli/report_table.h"
+#include "lib/demangle.h"
 #include "lib/text_esc.h"
+#include "lib/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,22 +19,13 @@ void report_put_name(const char *name, int cols)
 		fputs(name, stdout);
 		return;
 	}
-	int n = 0;
-	const char *p = name;
-	for (; *p; p++)
-		if (((unsigned char)*p & 0xc0) != 0x80)
-			n++;
-	if (n <= cols) {
-		fputs(name, stdout);
-		return;
-	}
-	int keep = cols > 3 ? cols - 3 : 0, seen = 0;
-	for (p = name; *p; p++) {
-		if (((unsigned char)*p & 0xc0) != 0x80 && seen++ == keep)
-			break;
-		putchar(*p);
-	}
-	fputs("...", stdout);
+	/* `memory`'s cut (sf_fit_name): the function or method the name ends
+	 * in stays, the path before it gives way */
+	size_t cap = (size_t)cols * 4 + 8;
+	char *buf = xmalloc(cap);
+	sf_fit_name(name, (size_t)cols, buf, cap);
+	fputs(buf, stdout);
+	free(buf);
 }
 
 int report_fit_columns(int ncol, const char *const *names, const void *rows, size_t n,

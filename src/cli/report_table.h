@@ -8,7 +8,8 @@
 
 enum report_format { REPORT_TABLE, REPORT_TSV, REPORT_JSON };
 
-/* Prints `name` cut to `cols` columns (UTF-8 aware); cols < 0: whole. */
+/* Prints `name` cut to `cols` columns with "…" keeping its last component
+ * (sf_fit_name); cols < 0: whole. */
 void report_put_name(const char *name, int cols);
 /* A name in a TSV cell: tabs and newlines become spaces. */
 void report_put_tsv_name(const char *s);

@@ -2,6 +2,7 @@
 
 #include <libiberty/demangle.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -313,4 +314,86 @@ size_t sf_name_sans_params(const char *name, const char *mangled)
 			return i ? i : all;
 	}
 	return all;
+}
+
+/* Display columns of UTF-8 text (one per code point). */
+static size_t text_cols(const char *s, size_t n)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n && s[i]; i++)
+		c += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return c;
+}
+
+/* Appends the first `cols` columns of s[0, n) (never half a character). */
+static void put_cols(char *buf, size_t cap, size_t *len, const char *s, size_t n, size_t cols)
+{
+	size_t k = 0, c = 0;
+	for (; k < n && s[k]; k++)
+		if (((unsigned char)s[k] & 0xc0) != 0x80 && ++c > cols)
+			break;
+	if (*len + k >= cap)
+		k = *len + 1 < cap ? cap - *len - 1 : 0;
+	memcpy(buf + *len, s, k);
+	*len += k;
+	buf[*len] = 0;
+}
+
+static void put_str(char *buf, size_t cap, size_t *len, const char *s)
+{
+	put_cols(buf, cap, len, s, strlen(s), SIZE_MAX);
+}
+
+/* Where the last component of a qualified name starts: after its last
+ * `::` outside <>, (), [] and {} (0: none); a Rust turbofish (`::<…>`)
+ * belongs to the component before it (`reserve_rehash::<…>`). */
+static size_t last_component(const char *name)
+{
+	size_t at = 0;
+	int depth = 0;
+	for (size_t i = 0; name[i]; i++) {
+		char c = name[i];
+		if (c == '<' || c == '(' || c == '[' || c == '{')
+			depth++;
+		else if ((c == '>' || c == ')' || c == ']' || c == '}') && depth > 0)
+			depth--;
+		else if (c == ':' && name[i + 1] == ':' && depth == 0 && name[i + 2] != '<')
+			at = i + 2, i++;
+	}
+	return at;
+}
+
+void sf_fit_name(const char *name, size_t cols, char *buf, size_t cap)
+{
+	size_t len = 0, n = strlen(name), all = text_cols(name, n);
+	if (!cap)
+		return;
+	buf[0] = 0;
+	if (all <= cols) {
+		put_str(buf, cap, &len, name);
+		return;
+	}
+	if (!cols)
+		return;
+	size_t at = last_component(name), tail = at ? text_cols(name + at - 2, n) : 0;
+	if (at && tail + 2 <= cols) { /* "ns::Class…::method": at least a column of the path */
+		put_cols(buf, cap, &len, name, at - 2, cols - tail - 1);
+		put_str(buf, cap, &len, "…");
+		put_str(buf, cap, &len, name + at - 2);
+		return;
+	}
+	/* the last component alone is too wide (or there is no path): its
+	 * start, cut at the end, after "…" when a path was left out */
+	const char *s = at ? name + at : name;
+	size_t room = at ? cols - 1 : cols;
+	if (at)
+		put_str(buf, cap, &len, "…");
+	if (text_cols(s, strlen(s)) <= room) {
+		put_str(buf, cap, &len, s);
+		return;
+	}
+	if (!room)
+		return;
+	put_cols(buf, cap, &len, s, strlen(s), room - 1);
+	put_str(buf, cap, &len, "…");
 }

@@ -35,4 +35,12 @@ char *sf_short_name(const char *name, const char *mangled);
  * "ns::K::f(0x7ffc…, 1, 2)"; strlen(name) for every other name. */
 size_t sf_name_sans_params(const char *name, const char *mangled);
 
+/* `name` fitted to `cols` display columns for a table row (into buf, cap
+ * bytes): whole when it fits; else its last component (the function or
+ * method: after the last `::` outside <>, (), [] and {}) stays whole after
+ * as much of the leading path as fits and "…" ("ns::Some…::method(…)"), so
+ * that a long C++ or Rust name still says what ran; a last component wider
+ * than cols itself is cut at its end ("…allocate_the_th…"). */
+void sf_fit_name(const char *name, size_t cols, char *buf, size_t cap);
+
 #endif

@@ -711,6 +711,54 @@ int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(voi
 	return pc.n ? 0 : -1;
 }
 
+struct callee_calls {
+	struct sym_object *sym;
+	int (*skip)(void *ctx, const char *name);
+	void *ctx;
+	uint64_t vaddr;      /* the callee in the caller's object, or 0 */
+	const char *mangled; /* its symbol, for calls through the PLT or the GOT */
+	const char *file;
+	uint32_t line;
+	int n;               /* distinct lines seen, up to 2 */
+};
+
+static void callee_call(void *ctx, uint64_t ret, int kind, uint64_t target, const char *name)
+{
+	struct callee_calls *cc = ctx;
+	const char *f;
+	uint32_t l;
+	if (kind == 1 ? target != cc->vaddr : !cc->mangled || strcmp(name, cc->mangled) != 0)
+		return;
+	if (cc->n > 1 || !sym_source_line_folded(cc->sym, ret - 1, cc->skip, cc->ctx, &f, &l))
+		return;
+	if (cc->n && l == cc->line && strcmp(f, cc->file) == 0)
+		return;
+	cc->file = f;
+	cc->line = l;
+	cc->n++;
+}
+
+int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*skip)(void *ctx, const char *name),
+		 void *ctx, const char **file, uint32_t *line)
+{
+	const struct lr_object *obj, *cobj;
+	uint64_t vaddr, cvaddr;
+	if (lr_func(ls->log, func, &obj, &vaddr) < 0 || lr_func(ls->log, callee, &cobj, &cvaddr) < 0)
+		return -1;
+	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0)), ci = (size_t)(cobj - lr_object_at(ls->log, 0));
+	if (!ls->objs[oi].sym)
+		return -1;
+	struct callee_calls cc = {.sym = ls->objs[oi].sym, .skip = skip, .ctx = ctx, .vaddr = oi == ci ? cvaddr : 0,
+				  .mangled = ls->objs[ci].sym ? sym_lookup(ls->objs[ci].sym, cvaddr)->mangled : NULL};
+	sym_calls(cc.sym, vaddr, callee_call, &cc);
+	if (cc.n == 1) {
+		*file = cc.file;
+		*line = cc.line;
+		return 1;
+	}
+	return cc.n ? 0 : -1;
+}
+
 const char *ls_object_file(const struct log_symbols *ls, size_t i)
 {
 	return i < ls->nobjs ? ls->objs[i].file : NULL;

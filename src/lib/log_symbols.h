@@ -86,6 +86,16 @@ int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*
 int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(void *ctx, const char *name), void *ctx,
 			  const char **file, uint32_t *line);
 
+/* Where function func calls function callee (a traced frame above it:
+ * folded plumbing such as Rust's RawVec::grow_one): its direct calls of
+ * callee, or calls through the PLT or the GOT of callee's symbol, at the
+ * line of each call with inlined frames skip() names folded into the line
+ * of their call in func (Vec::push inlined into the user's function).
+ * 1 with *file and *line when they all lie on one line; 0 when on several;
+ * -1 when there is none (or no code to read). */
+int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*skip)(void *ctx, const char *name),
+		 void *ctx, const char **file, uint32_t *line);
+
 /* Where an allocation's call site (runtime address `site`) lies, for a
  * thread whose innermost frame is a frame of function `caller` that made
  * a tail call of function `tailer` (lib/tail_claim.h's rule):

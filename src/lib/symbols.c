@@ -531,6 +531,12 @@ static void set_file(struct sym_entry *e, struct cu *c, const char *file)
 	dir = dwarf_formstring(dwarf_attr(&c->die, DW_AT_comp_dir, &attr));
 	if (!dir || !*dir)
 		return;
+	/* DWARF 5's directory 0 is the comp dir, and libdw has joined it
+	 * already: a relative one (glibc's "./libio", built with a prefix
+	 * map) leaves "./libio/filedoalloc.c", not to be joined twice */
+	size_t dl = strlen(dir);
+	if (dir[0] != '/' && strncmp(file, dir, dl) == 0 && file[dl] == '/')
+		return;
 	if (asprintf(&e->owned_file, "%s%s%s", dir,
 		     dir[strlen(dir) - 1] == '/' ? "" : "/", file) < 0)
 		e->owned_file = NULL;
@@ -1372,8 +1378,8 @@ int sym_call_target(struct sym_object *o, uint64_t ret, uint64_t *target, const 
 	return 0;
 }
 
-size_t sym_plt_calls(struct sym_object *o, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, const char *name),
-		     void *ctx)
+size_t sym_calls(struct sym_object *o, uint64_t fvaddr,
+		 void (*cb)(void *ctx, uint64_t ret, int kind, uint64_t target, const char *name), void *ctx)
 {
 	const struct fsym *f = find_symbol(o, fvaddr);
 	GElf_Addr bias;
@@ -1384,20 +1390,47 @@ size_t sym_plt_calls(struct sym_object *o, uint64_t fvaddr, void (*cb)(void *ctx
 	size_t n = 0;
 	if (read_image(elf, fvaddr, b, f->size, NULL)) {
 		for (size_t i = 0; i + 5 <= f->size; i++) {
-			uint64_t ret, target;
-			const char *name;
+			uint64_t ret, target = 0;
+			const char *name = NULL;
 			if (b[i] == 0xe8)
 				ret = fvaddr + i + 5; /* call rel32 */
 			else if (b[i] == 0xff && i + 6 <= f->size && b[i + 1] == 0x15)
 				ret = fvaddr + i + 6; /* call *GOT(%rip) */
 			else
 				continue;
-			if (sym_call_target(o, ret, &target, &name) == 2) {
-				cb(ctx, ret, name);
+			int k = sym_call_target(o, ret, &target, &name);
+			/* a direct call must land inside this object's functions:
+			 * an e8 byte inside another instruction rarely does */
+			if (k == 2 || (k == 1 && find_symbol(o, target))) {
+				cb(ctx, ret, k, target, name);
 				n++;
 			}
 		}
 	}
 	free(b);
 	return n;
+}
+
+struct plt_only {
+	void (*cb)(void *ctx, uint64_t ret, const char *name);
+	void *ctx;
+	size_t n;
+};
+
+static void plt_only_cb(void *ctx, uint64_t ret, int kind, uint64_t target, const char *name)
+{
+	struct plt_only *p = ctx;
+	(void)target;
+	if (kind == 2) {
+		p->cb(p->ctx, ret, name);
+		p->n++;
+	}
+}
+
+size_t sym_plt_calls(struct sym_object *o, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, const char *name),
+		     void *ctx)
+{
+	struct plt_only p = {cb, ctx, 0};
+	sym_calls(o, fvaddr, plt_only_cb, &p);
+	return p.n;
 }

@@ -98,6 +98,15 @@ size_t sym_aliases(struct sym_object *obj, uint64_t vaddr,
  * read, or the object is not x86-64 code. */
 int sym_call_target(struct sym_object *obj, uint64_t ret, uint64_t *target, const char **name);
 
+/* The calls in the function starting at ELF address fvaddr (its symbol's
+ * size), each decoded as sym_call_target: cb(ctx, return address, kind
+ * (1: a direct call of target, a function of this object; 2: through the
+ * PLT or the GOT, name the symbol bound), target, name). The bytes are
+ * scanned for the call opcodes, not disassembled. x86-64 only. Returns
+ * how many. */
+size_t sym_calls(struct sym_object *obj, uint64_t fvaddr,
+		 void (*cb)(void *ctx, uint64_t ret, int kind, uint64_t target, const char *name), void *ctx);
+
 /* The calls through the PLT or the GOT in the function starting at ELF
  * address fvaddr (its symbol's size), each decoded as sym_call_target:
  * cb(ctx, return address, the symbol bound). The function's bytes are

@@ -90,6 +90,30 @@ static void test_plain_names(void **state)
 	expect_plain("odd<name", "odd<name");
 }
 
+static void expect_fit(const char *name, size_t cols, const char *want)
+{
+	char buf[256];
+	sf_fit_name(name, cols, buf, sizeof(buf));
+	assert_string_equal(buf, want);
+}
+
+/* sf_fit_name: a table's cut keeps the last component (the method). */
+static void test_fit_name(void **state)
+{
+	(void)state;
+	expect_fit("ns::K<…>::alloc(…)", 40, "ns::K<…>::alloc(…)");
+	expect_fit("outer_ns::inner_ns::K<…>::alloc_thing(…)", 24, "outer_n…::alloc_thing(…)");
+	expect_fit("outer_ns::inner_ns::K<…>::alloc_thing(…)", 18, "o…::alloc_thing(…)");
+	expect_fit("outer_ns::inner_ns::K<…>::alloc_thing(…)", 17, "…alloc_thing(…)");
+	/* the method alone too wide: its start, cut at the end */
+	expect_fit("outer_ns::inner_ns::K<…>::alloc_thing(…)", 10, "…alloc_th…");
+	/* `::` inside template arguments is no component's end */
+	expect_fit("f<a::b::c>", 6, "f<a::…");
+	expect_fit("grab", 0, "");
+	/* a turbofish stays with its function */
+	expect_fit("hashbrown::raw::RawTable<…>::reserve_rehash::<…>", 30, "hashbrow…::reserve_rehash::<…>");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -97,6 +121,7 @@ int main(void)
 		cmocka_unit_test(test_rust_legacy),
 		cmocka_unit_test(test_cplusplus),
 		cmocka_unit_test(test_plain_names),
+		cmocka_unit_test(test_fit_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,9 +64,6 @@ def test_tail_chains_and_every_allocator_at_O2():
         s["leaked_bytes"], s["unmatched_frees"]), ("15", "14", "3", "16231", "6102", "13", "4096", "0"), "summary")
 
 
-@known_break(27, "stripped -O2 binary: all 18 allocations (16,231 B) are credited to g3 (the first tail caller, "
-                 "+0x21e00) marked (tail call), main's own malloc(50)/malloc(33) and grow's realloc chain included; "
-                 "the unstripped build (and --no-symbols on it) credits grab, zer, grow, al, pm, ma and main")
 def test_stripped_binary_credits_each_tail_caller():
     b = build_c("skep27c2_tails", ["skep27c2_tails.c"])
     nm = run(["nm", b]).stdout

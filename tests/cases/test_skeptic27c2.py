@@ -246,9 +246,6 @@ def memory_instructions(log):
     raise AssertionError("no callgrind total: " + p.stderr[-300:])
 
 
-@known_break(27, "memory's replay costs 1,504 instructions per heap event (callgrind, alloc_bench flat 500000 minus "
-                 "flat 100000) against 1,159 in fc60acf, the tree before issue 27's rows (same logs, recorded by "
-                 "fc60acf): 1.30x, over the 1.25x target; pairs mode 1.215G vs 0.877G instructions, 1.39x")
 def test_memory_replay_cost_per_heap_event_within_target():
     bench = os.path.join(os.path.dirname(FIXBUILD), "..", "bench", "alloc_bench.c")
     b = build_c("skep27c2_alloc_bench", [os.path.abspath(bench)], flags=["-fno-builtin", "-fnoxray-link-deps"])

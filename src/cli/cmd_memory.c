@@ -674,6 +674,21 @@ static uint64_t alloc_features(struct trace_input *in)
 	return f;
 }
 
+int mem_no_events_error(struct trace_input *in, const char *path)
+{
+	uint64_t f = alloc_features(in);
+	if (f & SF_FEAT_ALLOC_HIDDEN)
+		sf_error("%s: no allocation events: --alloc was on, but the program's own malloc comes before "
+			 "sftrace's in the lookup order (an executable with an allocator of its own), so none of its "
+			 "allocations were seen",
+			 path);
+	else if (!(f & SF_FEAT_ALLOC))
+		sf_error("%s: no allocation events: record with --alloc", path);
+	else
+		return 0;
+	return 1;
+}
+
 int cmd_memory(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -850,13 +865,7 @@ int cmd_memory(int argc, char **argv)
 	if (o.milestone && !hits) {
 		sf_error("--milestone '%s' matches no instrumented function of %s", o.milestone,
 			 trace_proc_at(in, 0)->log ? argv[optind] : "the logs");
-	} else if (!events && alloc_features(in) & SF_FEAT_ALLOC_HIDDEN) {
-		sf_error("%s: no allocation events: --alloc was on, but the program's own malloc comes before "
-			 "sftrace's in the lookup order (an executable with an allocator of its own), so none of its "
-			 "allocations were seen",
-			 argv[optind]);
-	} else if (!events && !(alloc_features(in) & SF_FEAT_ALLOC)) {
-		sf_error("%s: no allocation events: record with --alloc", argv[optind]);
+	} else if (!events && mem_no_events_error(in, argv[optind])) {
 	} else { /* with --alloc on and no events, the program allocated nothing: zeros */
 		input_opts_page(&io);
 		if (o.flamegraph && leak_flamegraph(in, res, np, o.flamegraph) < 0)

@@ -28,6 +28,11 @@ struct mem_opts {
 	int diff;
 };
 
+/* A recording in which heap_replay found no heap events: prints why it
+ * cannot be analysed and returns 1, or returns 0 when --alloc was on and
+ * the program allocated nothing (a valid, empty recording). */
+int mem_no_events_error(struct trace_input *in, const char *path);
+
 /* `memory --diff OLD NEW`: argv[first] and argv[first + 1]. The exit status. */
 int memory_diff(struct input_opts *io, const struct mem_opts *o, struct ms_fold *fold, char **argv, int first);
 

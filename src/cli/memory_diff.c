@@ -88,12 +88,11 @@ static int load_side(struct input_opts *io, const struct mem_opts *o, struct ms_
 		heap_result_free(&r);
 	}
 	trace_report_repairs(in);
+	/* with --alloc on and no events, the program allocated nothing: a
+	 * side of zeros, as `memory` prints for it */
+	int rc = !events && mem_no_events_error(in, argv[i]) ? 1 : 0;
 	trace_close(in);
-	if (!events) {
-		sf_error("%s: no allocation events: record with --alloc", argv[i]);
-		return 1;
-	}
-	return 0;
+	return rc;
 }
 
 static int cmp_key(const void *a, const void *b)

@@ -104,10 +104,19 @@ struct frames *fr_new(const struct fr_callbacks *cb, void *ctx)
 
 /* ---- thread slots ---- */
 
-static size_t thread_slot(struct frames *f, const struct lr_thread *key)
+static size_t thread_slot_find(struct frames *f, const struct lr_thread *key);
+
+/* key's slot. Inline up to the last thread's: a call per event showed in
+ * memory's replay cost. */
+static inline __attribute__((always_inline)) size_t thread_slot(struct frames *f, const struct lr_thread *key)
 {
 	if (f->last_slot != SIZE_MAX && f->threads[f->last_slot].key == key)
 		return f->last_slot;
+	return thread_slot_find(f, key);
+}
+
+static size_t thread_slot_find(struct frames *f, const struct lr_thread *key)
+{
 	int added;
 	uint64_t *at = hm_put(&f->slot_of, (uintptr_t)key, &added);
 	if (!added)

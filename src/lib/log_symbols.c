@@ -418,7 +418,7 @@ static size_t addr_object(const struct log_symbols *ls, uint64_t addr)
  * F's own body (no tail call: an entry sled followed by a jmp). */
 static int direct_may_be_kind3(struct sym_object *so, const struct lr_object *o, uint64_t fvaddr, uint64_t vaddr)
 {
-	if (vaddr != fvaddr && sym_lookup(so, vaddr)->mangled == sym_lookup(so, fvaddr)->mangled)
+	if (vaddr != fvaddr && sym_func_key(so, vaddr) == sym_func_key(so, fvaddr))
 		return 0;
 	if (o->patched != o->sleds)
 		return 1;
@@ -480,14 +480,14 @@ static const struct ls_targets *tail_targets(struct log_symbols *ls, uint32_t ta
 /* A site outside the caller's code: in the function F jumps to (1), or
  * (F jumps through the PLT or GOT to another object's function) in code of
  * an object the log did not record (2: libc's strdup)? 0: neither. */
-static int in_callee(struct log_symbols *ls, size_t oi, const char *site_fn, uint32_t tailer)
+static int in_callee(struct log_symbols *ls, size_t oi, const void *site_fn, uint32_t tailer)
 {
 	const struct ls_targets *x = tail_targets(ls, tailer);
 	for (size_t i = 0; i < x->n; i++) {
 		if (x->t[i].name) {
 			if (!site_fn)
 				return 2;
-		} else if (site_fn && oi == x->obj && sym_lookup(ls->objs[oi].sym, x->t[i].vaddr)->mangled == site_fn) {
+		} else if (site_fn && oi == x->obj && sym_func_key(ls->objs[oi].sym, x->t[i].vaddr) == site_fn) {
 			return 1;
 		}
 	}
@@ -545,8 +545,8 @@ int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *r
 	uint64_t v = r - obj->load_bias;
 	uint64_t target;
 	const char *name;
-	const char *f = sym_lookup(so, fvaddr)->mangled;
-	if (!f || sym_lookup(so, v - 1)->mangled != f || !sym_call_target(so, v, &target, &name))
+	const void *f = sym_func_key(so, fvaddr);
+	if (!f || sym_func_key(so, v - 1) != f || !sym_call_target(so, v, &target, &name))
 		return 0;
 	*ret = r;
 	return 1;
@@ -559,8 +559,8 @@ int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func)
 	if (!site || lr_func(ls->log, func, &obj, &fvaddr) < 0 || site <= obj->load_bias)
 		return 0;
 	struct sym_object *so = ls->objs[obj - lr_object_at(ls->log, 0)].sym;
-	const char *f = so ? sym_lookup(so, fvaddr)->mangled : NULL;
-	return f && sym_lookup(so, site - obj->load_bias - 1)->mangled == f;
+	const void *f = so ? sym_func_key(so, fvaddr) : NULL;
+	return f && sym_func_key(so, site - obj->load_bias - 1) == f;
 }
 
 int ls_is_tail_target(struct log_symbols *ls, uint32_t tailer, uint32_t func)
@@ -597,8 +597,10 @@ static int tail_site(struct log_symbols *ls, uint64_t site, uint32_t caller, uin
 	struct sym_object *so = ls->objs[oi].sym;
 	const struct lr_object *sobj = lr_object_at(ls->log, oi);
 	uint64_t sv = site - sobj->load_bias;
-	const char *in = sym_lookup(so, sv - 1)->mangled; /* the call instruction's function; NULL: no recorded object's */
-	if (lr_func(ls->log, caller, &cobj, &cvaddr) < 0 || cobj != sobj || !in || in != sym_lookup(so, cvaddr)->mangled)
+	/* the call instruction's function (by symbol, else by its FDE: a
+	 * stripped binary); NULL: no recorded object's */
+	const void *in = sym_func_key(so, sv - 1);
+	if (lr_func(ls->log, caller, &cobj, &cvaddr) < 0 || cobj != sobj || !in || in != sym_func_key(so, cvaddr))
 		switch (in_callee(ls, oi, in, tailer)) {
 		case 1: return LS_SITE_IN_CALLEE;
 		case 2: return LS_SITE_IN_LIBRARY;

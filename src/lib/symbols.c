@@ -90,6 +90,11 @@ struct sym_object {
 	 * folded function whose DIE at the address is another alias's. */
 	struct hashmap dies_by_name;
 	bool dies_by_name_built;
+	/* Function extents from .eh_frame_hdr's table (sym_func_key), for
+	 * code no symbol covers (a stripped binary); sorted by vaddr. */
+	struct fsym *fdes;
+	size_t nfdes;
+	bool fdes_loaded;
 };
 
 /* Function-like symbols rank by type (STT_FUNC first), then binding. */
@@ -1138,6 +1143,7 @@ void sym_close(struct sym_object *o)
 	free(o->cus);
 	free(o->ranges);
 	free(o->syms);
+	free(o->fdes);
 	if (o->dwfl)
 		dwfl_end(o->dwfl);
 	free(o->basename);
@@ -1303,6 +1309,91 @@ static int x86_is_jmp(const uint8_t *p, size_t len)
 	return i + 1 < len && p[i] == 0xff && ((p[i + 1] >> 3) & 7) >= 4 && ((p[i + 1] >> 3) & 7) <= 5;
 }
 
+/* The FDE at ELF vaddr `fde`, if it starts at `start` (its pc_begin read
+ * as pcrel sdata4, the encoding every x86-64 and aarch64 compiler writes,
+ * checked against the table's): its pc_range, else 0. */
+static uint64_t fde_range(Elf *elf, uint64_t fde, uint64_t start)
+{
+	uint8_t b[16];
+	if (!read_image(elf, fde, b, sizeof(b), NULL) || word_le(b) == 0xffffffffu || !word_le(b + 4))
+		return 0;
+	if (fde + 8 + (uint64_t)(int64_t)(int32_t)word_le(b + 8) != start)
+		return 0;
+	return word_le(b + 12);
+}
+
+/* Every FDE's extent, from the sorted table of .eh_frame_hdr (the segment
+ * PT_GNU_EH_FRAME, which strip keeps: the unwinder needs it), when the
+ * table is encoded as every linker writes it (datarel sdata4). */
+static void load_fdes(struct sym_object *o)
+{
+	o->fdes_loaded = true;
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(o->mod, &bias);
+	size_t nph;
+	uint64_t hdr = 0;
+	if (!elf || elf_getphdrnum(elf, &nph) != 0)
+		return;
+	for (size_t i = 0; i < nph && !hdr; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME)
+			hdr = ph.p_vaddr;
+	}
+	uint8_t h[12];
+	/* version 1; eh_frame_ptr pcrel sdata4, fde_count udata4, table datarel sdata4 */
+	if (!hdr || !read_image(elf, hdr, h, sizeof(h), NULL) || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+		return;
+	uint32_t n = word_le(h + 8);
+	if (n > (1u << 24))
+		return;
+	uint8_t *t = xmalloc((size_t)n * 8 + 1);
+	if (read_image(elf, hdr + 12, t, (size_t)n * 8, NULL)) {
+		o->fdes = xcalloc(n + 1, sizeof(*o->fdes));
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t start = hdr + (uint64_t)(int64_t)(int32_t)word_le(t + 8 * i);
+			uint64_t size = fde_range(elf, hdr + (uint64_t)(int64_t)(int32_t)word_le(t + 8 * i + 4), start);
+			if (size)
+				o->fdes[o->nfdes++] = (struct fsym){.vaddr = start, .size = size};
+		}
+	}
+	free(t);
+}
+
+/* The FDE whose extent holds v, or NULL. */
+static const struct fsym *find_fde(struct sym_object *o, uint64_t v)
+{
+	if (!o->fdes_loaded)
+		load_fdes(o);
+	size_t lo = 0, hi = o->nfdes;
+	while (lo < hi) { /* the first FDE starting above v */
+		size_t mid = lo + (hi - lo) / 2;
+		if (o->fdes[mid].vaddr <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && v - o->fdes[lo - 1].vaddr < o->fdes[lo - 1].size ? &o->fdes[lo - 1] : NULL;
+}
+
+const void *sym_func_key(struct sym_object *o, uint64_t vaddr)
+{
+	const struct fsym *s = find_symbol(o, vaddr);
+	if (s)
+		return s->name;
+	return find_fde(o, vaddr);
+}
+
+/* The size of the function starting at fvaddr: its symbol's, else its
+ * FDE's (stripped); 0 when neither starts there. */
+static uint64_t func_size(struct sym_object *o, uint64_t fvaddr)
+{
+	size_t k = lower_bound(o, fvaddr);
+	if (k < o->nsyms && o->syms[k].vaddr == fvaddr)
+		return o->syms[k].size;
+	const struct fsym *f = find_fde(o, fvaddr);
+	return f && f->vaddr == fvaddr ? f->size : 0;
+}
+
 size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target *out, size_t max, int *undecoded)
 {
 	int ignored;
@@ -1311,12 +1402,12 @@ size_t sym_tail_targets(struct sym_object *o, uint64_t fvaddr, struct sym_target
 	*undecoded = 0;
 	GElf_Addr bias;
 	Elf *elf = dwfl_module_getelf(o->mod, &bias);
-	size_t k = lower_bound(o, fvaddr), n = 0;
+	size_t n = 0;
 	int a64 = is_aarch64(elf);
-	if (!(is_x86_64(elf) || a64) || k >= o->nsyms || o->syms[k].vaddr != fvaddr || !o->syms[k].size ||
-	    o->syms[k].size > (1u << 20))
+	uint64_t fsize = (is_x86_64(elf) || a64) ? func_size(o, fvaddr) : 0;
+	if (!fsize || fsize > (1u << 20))
 		return 0;
-	size_t size = o->syms[k].size;
+	size_t size = fsize;
 	uint8_t *code = xmalloc(size);
 	if (!read_image(elf, fvaddr, code, size, NULL)) {
 		free(code);

@@ -43,6 +43,13 @@ struct sym_object *sym_open(const char *path, const char *symbol_path,
  * valid until sym_close. */
 const struct sym_info *sym_lookup(struct sym_object *obj, uint64_t vaddr);
 
+/* The identity of the function whose code holds ELF address vaddr, for
+ * telling whether two addresses lie in one function: its symbol's name
+ * (sym_info.mangled of sym_lookup), else, where no symbol covers it (a
+ * stripped binary), its extent in .eh_frame_hdr's table, which strip
+ * keeps; NULL when neither. Valid until sym_close. */
+const void *sym_func_key(struct sym_object *obj, uint64_t vaddr);
+
 /* The source line of the instruction at ELF address `vaddr` (addr2line:
  * the line table's row, of the innermost inlined function): *file as the
  * line table names it (owned by libdw, valid until sym_close) and *line.
@@ -118,7 +125,7 @@ size_t sym_plt_calls(struct sym_object *obj, uint64_t fvaddr, void (*cb)(void *c
 
 /* The targets of the function's tail calls (the `jmp` right after each of
  * its XRay tail-call sleds) in the function starting at ELF address
- * fvaddr: up to max, each either vaddr (in this object) or name (through
+ * fvaddr (its extent: its symbol's size, else its FDE's): up to max, each either vaddr (in this object) or name (through
  * the PLT or the GOT, as sym_call_target). Indirect jumps are left out;
  * *undecoded (may be NULL) is set to 1 when the function has such a tail
  * jump, or more than max, so the list may miss targets. Returns how many. */

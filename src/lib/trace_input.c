@@ -1053,7 +1053,7 @@ static void merge_advanced(struct merge *m, int more)
 {
 	if (!more)
 		m->heap[0] = m->heap[--m->n];
-	if (m->n)
+	if (m->n > 1) /* one thread (the common case): nothing to order */
 		merge_sift(m, 0);
 }
 
@@ -1090,21 +1090,22 @@ static int wants_next(const struct pass *ps, const struct lr_thread *t)
 static void merge_feed_top(struct pass *ps, struct merge *m)
 {
 	size_t ti = m->heap[0];
-	struct lr_event ev = m->ev[ti];
-	const struct lr_thread *t = ev.thread;
+	/* fed in place: lr_next then rewrites every field feed changes (the
+	 * times), and a copy of the event was a memcpy per event */
+	struct lr_event *ev = &m->ev[ti];
+	const struct lr_thread *t = ev->thread;
 	int ordered = ps->sink->wants_next != NULL;
 	if (ordered)
-		ps->sink->horizon(ps->sink->ctx, NULL, ev.rec_ns + ps->cur->pub.start_ns);
-	feed(ps, &ev);
-	int more = lr_next(&m->it[ti], &m->ev[ti]);
+		ps->sink->horizon(ps->sink->ctx, NULL, ev->rec_ns + ps->cur->pub.start_ns);
+	feed(ps, ev);
+	int more = lr_next(&m->it[ti], ev);
 	while (ordered && more && !ps->failed && wants_next(ps, t)) {
-		ev = m->ev[ti];
-		if (ev.time_ns <= merge_others(m)) { /* in time order all the same (one thread: always) */
-			uint64_t h = ev.rec_ns + ps->cur->pub.start_ns, held = held_from(ps, t);
+		if (ev->time_ns <= merge_others(m)) { /* in time order all the same (one thread: always) */
+			uint64_t h = ev->rec_ns + ps->cur->pub.start_ns, held = held_from(ps, t);
 			ps->sink->horizon(ps->sink->ctx, t, h < held ? h : held);
 		}
-		feed(ps, &ev);
-		more = lr_next(&m->it[ti], &m->ev[ti]);
+		feed(ps, ev);
+		more = lr_next(&m->it[ti], ev);
 	}
 	if (ordered && !more && ps->seen[t->index])
 		fr_end_thread(ps->frames, t, snapshot_end(ps->cur)); /* proc_end finds nothing left open */

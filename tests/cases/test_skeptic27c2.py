@@ -64,9 +64,6 @@ def test_tail_chains_and_every_allocator_at_O2():
         s["leaked_bytes"], s["unmatched_frees"]), ("15", "14", "3", "16231", "6102", "13", "4096", "0"), "summary")
 
 
-@known_break(27, "stripped -O2 binary: all 18 allocations (16,231 B) are credited to g3 (the first tail caller, "
-                 "+0x21e00) marked (tail call), main's own malloc(50)/malloc(33) and grow's realloc chain included; "
-                 "the unstripped build (and --no-symbols on it) credits grab, zer, grow, al, pm, ma and main")
 def test_stripped_binary_credits_each_tail_caller():
     b = build_c("skep27c2_tails", ["skep27c2_tails.c"])
     nm = run(["nm", b]).stdout
@@ -145,8 +142,6 @@ def test_free_tail_call_claims_nothing_and_diff_of_known_changes():
         ("+2", "+82B", "skep27c2_tf.c:10"), ("+2", "+80B", "skep27c2_tf.c:8")], "diff rows")
 
 
-@known_break(27, "memory --diff OLD NEW where OLD was recorded with --alloc but allocated nothing exits 1 with "
-                 "'no allocation events: record with --alloc', while `memory OLD` prints 0 allocations and exits 0")
 def test_diff_from_a_run_that_allocated_nothing():
     _, empty = record([build_c("skep27c2_empty", ["skep27c2_empty.c"])], args=["--alloc"])
     p = run([SFTRACE, "memory", empty])
@@ -251,9 +246,6 @@ def memory_instructions(log):
     raise AssertionError("no callgrind total: " + p.stderr[-300:])
 
 
-@known_break(27, "memory's replay costs 1,504 instructions per heap event (callgrind, alloc_bench flat 500000 minus "
-                 "flat 100000) against 1,159 in fc60acf, the tree before issue 27's rows (same logs, recorded by "
-                 "fc60acf): 1.30x, over the 1.25x target; pairs mode 1.215G vs 0.877G instructions, 1.39x")
 def test_memory_replay_cost_per_heap_event_within_target():
     bench = os.path.join(os.path.dirname(FIXBUILD), "..", "bench", "alloc_bench.c")
     b = build_c("skep27c2_alloc_bench", [os.path.abspath(bench)], flags=["-fno-builtin", "-fnoxray-link-deps"])

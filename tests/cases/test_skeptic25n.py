@@ -106,6 +106,20 @@ def test_skeptic25n_thread_dtv_bytes_are_the_programs():
        "(allocations, frees, bytes) traced vs the shim's untraced")
 
 
+@sfkit.known_break(25, "a longjmp from one ucontext coroutine's stack to a jmp_buf on another's "
+                       "records no landing (DESIGN: 'a longjmp between user-level threads, where nothing "
+                       "is abandoned'; the frames on the stack the longjmp leaves are abandoned): 20 "
+                       "landings, 0 UNWIND (want 20 x 5 abandoned, depth 2 left), the last MALLOC at "
+                       "depth 101 where main alone (depth 1) is open")
+def test_skeptic25n_longjmp_from_one_coroutine_stack_to_another():
+    exe = build_c("skep25n_costack_to_costack", ["skep25n_costack_to_costack.c"], flags=NOSIB)
+    eq(run([exe, "20"]).stdout, "ok\n", "untraced")
+    p, log = record([exe, "20"], args=["-q"])
+    eq(p.stdout, "ok\n", "traced")
+    # At each landing main, cob (on B), coa and 4 thrower frames (on A) are open.
+    eq(unwinds(log), [(5, 2)] * 20, "UNWIND (abandoned, depth left) per landing")
+
+
 # --- claims that hold --------------------------------------------------------------------------
 
 

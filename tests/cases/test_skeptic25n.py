@@ -107,8 +107,9 @@ def test_skeptic25n_thread_dtv_bytes_are_the_programs():
 
 
 @sfkit.known_break(25, "a longjmp from one ucontext coroutine's stack to a jmp_buf on another's "
-                       "records no landing (DESIGN: 'a longjmp between user-level threads, where nothing "
-                       "is abandoned'; the frames on the stack the longjmp leaves are abandoned): 20 "
+                       "records no landing (README lists 'a longjmp to another stack' as a limit; DESIGN "
+                       "reasons 'a longjmp between user-level threads, where nothing is abandoned', but the "
+                       "frames on the stack the longjmp leaves are abandoned): 20 "
                        "landings, 0 UNWIND (want 20 x 5 abandoned, depth 2 left), the last MALLOC at "
                        "depth 101 where main alone (depth 1) is open")
 def test_skeptic25n_longjmp_from_one_coroutine_stack_to_another():

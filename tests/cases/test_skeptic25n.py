@@ -73,13 +73,6 @@ def test_skeptic25n_siglongjmp_from_altstack_in_callers_frame():
     eq(unwinds(log), [(4, 2)] * 3, "UNWIND (abandoned, depth left) per landing")
 
 
-@sfkit.known_break(25, "a siglongjmp out of a handler that interrupted a trampoline between its "
-                       "record claim (xadd) and its stores leaves that record owed forever: the slot is "
-                       "retired, every later batch waits behind it, and after 255 slots the thread "
-                       "records nothing more. 2,000 landings (a second thread tgkills the first): 271 "
-                       "UNWIND recorded, main's EXIT missing, 6 holes, 256 live slots, 92,582 events "
-                       "counted dropped (the rest of the run not even counted); 1,000 landings: 45 and "
-                       "757 UNWIND in two runs, 1 and 2 holes")
 def test_skeptic25n_siglongjmp_from_a_handler_that_interrupted_a_trampoline():
     exe = build_c("skep25n_handler_jump", ["skep25n_handler_jump.c"], flags=NOSIB, libs=["-lpthread"])
     n = 1000

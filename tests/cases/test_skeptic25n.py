@@ -86,10 +86,6 @@ def test_skeptic25n_siglongjmp_from_a_handler_that_interrupted_a_trampoline():
     check(re.search(r"EXIT\s+main\b", out), "main's EXIT is missing")
 
 
-@sfkit.known_break(25, "record --alloc counts each new thread's DTV 16 B larger than untraced (the "
-                       "runtime's own TLS module is one more DTV entry): 10 threads, `memory` says 1 "
-                       "allocation of 304 B where the program allocates 288 B untraced (malloc-counting "
-                       "shim); 3 threads in skep25n_thread_jumps: 5,312 vs 5,248 B")
 def test_skeptic25n_thread_dtv_bytes_are_the_programs():
     exe = build_c("skep25n_threads_only", ["skep25n_threads_only.c"], libs=["-lpthread"])
     allocs, frees, _, nbytes = shim_counts([exe])

@@ -21,9 +21,11 @@
  * their slow path saves and restores it; src/runtime/alloc.c). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "alloc/outer_site.h"
 #include "runtime/runtime.h"
@@ -113,9 +115,41 @@ static size_t arena_size(const void *p)
 
 #define LOOKUP(name) real.name = (__typeof__(real.name))sf_real(#name)
 
+/* ld.so's executable segment [lo, hi), read from its program headers in
+ * memory (no dl_iterate_phdr: its lock may be held by our caller). */
+static uintptr_t ldso_lo, ldso_hi;
+
+static void find_ldso(void)
+{
+	uintptr_t base = (uintptr_t)getauxval(AT_BASE);
+	if (!base)
+		return;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
+	for (unsigned i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
+			ldso_lo = base + ph[i].p_vaddr;
+			ldso_hi = ldso_lo + ph[i].p_memsz;
+		}
+}
+
+/* The bytes of a calloc as the program would have asked untraced. ld.so
+ * allocates each new thread's DTV with calloc(max modid + 14 + 2, 16)
+ * (glibc's allocate_dtv); libsftrace.so's TLS is one module more, so a
+ * DTV is 16 B larger traced. The call is ld.so's (the return address is
+ * in its text) with elements of a DTV entry's size. */
+static size_t program_calloc_bytes(size_t n, size_t size, void *ra)
+{
+	if (__builtin_expect(size != 16, 1) || (uintptr_t)ra - ldso_lo >= ldso_hi - ldso_lo || n < 16 + 1 ||
+	    !sftrace_heap_alloc_ra)
+		return n * size;
+	return (n - 1) * size;
+}
+
 static void resolve(void)
 {
 	resolving = 1;
+	find_ldso();
 	LOOKUP(calloc);
 	LOOKUP(free);
 	LOOKUP(realloc);
@@ -238,7 +272,8 @@ EXPORT void *calloc(size_t n, size_t size)
 		}
 		return arena_alloc(total, 16);
 	}
-	return report_alloc_ra(real.calloc(n, size), n * size, __builtin_return_address(0));
+	return report_alloc_ra(real.calloc(n, size), program_calloc_bytes(n, size, __builtin_return_address(0)),
+			       __builtin_return_address(0));
 }
 
 static void *realloc_from_arena(void *old, size_t size)

@@ -18,6 +18,8 @@
  * thread carries on in a fresh slot with the next batch number. Retired
  * slots are written, in order and by the thread itself, at its next
  * slow-path entry once their records are all filled (or at thread exit).
+ * A record still unfilled that was claimed before a longjmp or exception
+ * landing is presumed abandoned and padded (quarantine, below).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -44,6 +46,7 @@ __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) = {
 #else
 __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec")));
 #endif
+__thread struct sf_landing_mark sf_landing_mark __attribute__((tls_model("initial-exec")));
 
 static uint64_t next_serial = 1;
 static uint32_t live_threads; /* threads with a slot */
@@ -322,6 +325,171 @@ static int has_unfilled(const struct sf_event *ev, size_t n, uint32_t zero_paylo
 	return 0;
 }
 
+/* ---- records a landing abandoned (see the comment at the top) ----
+ *
+ * A record claimed before the thread's last landing and still unfilled
+ * when its batch goes out is presumed abandoned: the landing left the
+ * context that claimed it. It is filled with a pad (an empty ARGS event,
+ * which readers skip, as fill_cut_claim makes) and the batch goes out;
+ * the slot is cleared and waits in quarantine, not reused, in case the
+ * presumption was wrong (a landing inside a handler whose interrupted
+ * context is still alive): a store at a pad's place later is counted as
+ * one dropped event, and a slot whose every pad got one is reused. A slot
+ * with a pad never stored into is reused only once the thread ends (it is
+ * free in the file meanwhile). A thread with MAX_QUARANTINE such slots
+ * pads no more: its batches wait as retired ones did before. */
+#define MAX_QUARANTINE 255 /* as many as can be retired */
+#define MAX_PADS 8
+
+struct quarantine_list {
+	uint32_t n;
+	struct {
+		struct sf_slot *slot;
+		uint32_t npads;
+		uint64_t pad[MAX_PADS]; /* the pad's address, 0 once stored into */
+	} q[MAX_QUARANTINE];
+};
+static __thread struct quarantine_list *quarantine __attribute__((tls_model("initial-exec")));
+
+static uint32_t nquarantined(void)
+{
+	return quarantine ? quarantine->n : 0;
+}
+
+/* Whether a landing came after the claim of record i of batch seq
+ * (events at ev): the landing's cursor was past it, or in a later batch. */
+static int landed_after(const struct sf_event *ev, size_t i, uint32_t seq)
+{
+	const struct sf_landing_mark *m = &sf_landing_mark;
+	if (!m->set)
+		return 0;
+	if (m->seq != seq)
+		return (int32_t)(m->seq - seq) > 0;
+	return m->at > (uint64_t)(ev + i);
+}
+
+/* Counts the pads of quarantined slots that a late store wrote to (the
+ * slot was cleared once written), as dropped events; reuses a slot once
+ * every one of its pads has been. */
+static void quarantine_check(void)
+{
+	uint32_t keep = 0, n = nquarantined();
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t left = 0;
+		for (uint32_t i = 0; i < quarantine->q[k].npads; i++) {
+			uint64_t *p = (uint64_t *)quarantine->q[k].pad[i];
+			if (!p)
+				continue;
+			if (__atomic_load_n(p, __ATOMIC_ACQUIRE)) {
+				sf_log_drop(1); /* its batch went out with the pad */
+				quarantine->q[k].pad[i] = 0;
+			} else {
+				left++;
+			}
+		}
+		if (!left) {
+			struct sf_slot *s = quarantine->q[k].slot;
+			sf_zero_events(slot_events(s), SF_SLOT_EVENTS);
+			sf_log_slot_put(s);
+			continue;
+		}
+		if (keep != k)
+			quarantine->q[keep] = quarantine->q[k];
+		keep++;
+	}
+	if (quarantine)
+		quarantine->n = keep;
+}
+
+/* Thread exit: no context of the thread can store any more, so its
+ * quarantined slots are reused. Signals are blocked. */
+static void quarantine_release(void)
+{
+	if (!quarantine)
+		return;
+	for (uint32_t k = 0; k < quarantine->n; k++) {
+		for (uint32_t i = 0; i < quarantine->q[k].npads; i++) {
+			uint64_t *p = (uint64_t *)quarantine->q[k].pad[i];
+			if (p && __atomic_load_n(p, __ATOMIC_ACQUIRE))
+				sf_log_drop(1);
+		}
+		sf_zero_events(slot_events(quarantine->q[k].slot), SF_SLOT_EVENTS);
+		sf_log_slot_put(quarantine->q[k].slot);
+	}
+	munmap(quarantine, sizeof(*quarantine));
+	quarantine = NULL;
+}
+
+/* A claim the slow path received (the record it claimed lay past the
+ * limit it compared with) that is a quarantined pad: it is no longer owed
+ * there, and the caller stores the event in the current batch. */
+static void quarantine_claim(uint64_t at)
+{
+	for (uint32_t k = 0; k < nquarantined(); k++)
+		for (uint32_t i = 0; i < quarantine->q[k].npads; i++)
+			if (quarantine->q[k].pad[i] == at)
+				quarantine->q[k].pad[i] = 0;
+}
+
+/* Pads every unfilled record of the n records at ev (batch base base):
+ * at the thread's or the process's end, when no context of the thread
+ * that claimed one can resume. Signals are blocked. */
+static void pad_abandoned(struct sf_event *ev, size_t n, uint64_t base)
+{
+	if (!has_unfilled(ev, n, (uint32_t)sf_self.heap_zero))
+		return;
+	for (size_t i = 0; i < n;) {
+		uint32_t w = __atomic_load_n(&ev[i].word, __ATOMIC_ACQUIRE);
+		if (w) {
+			i += 1 + sf_event_payload_count(w);
+			continue;
+		}
+		store_record(&ev[i], i ? ev[i - 1].time_lo : (uint32_t)base, 0, SF_EV_ARGS);
+		i++;
+	}
+}
+
+/* Pads the unfilled records of the n records of slot s (batch seq) if
+ * every one was claimed before a landing, there are at most MAX_PADS and
+ * the quarantine has room; the slot is then quarantined. 1 if it was
+ * (nothing unfilled is left in it). Signals are blocked. */
+static int pad_presumed(struct sf_slot *s, size_t n, uint32_t seq)
+{
+	struct sf_event *ev = slot_events(s);
+	size_t at[MAX_PADS];
+	uint32_t np = 0;
+	if (!sf_landing_mark.set)
+		return 0;
+	for (size_t i = 0; i < n;) {
+		uint32_t w = __atomic_load_n(&ev[i].word, __ATOMIC_ACQUIRE);
+		if (w) {
+			i += 1 + sf_event_payload_count(w);
+			continue;
+		}
+		if (np == MAX_PADS || !landed_after(ev, i, seq))
+			return 0;
+		at[np++] = i++;
+	}
+	if (!np)
+		return 0;
+	if (!quarantine)
+		quarantine = sf_map_anon(sizeof(*quarantine));
+	if (!quarantine || quarantine->n == MAX_QUARANTINE)
+		return 0;
+	uint32_t k = quarantine->n++;
+	quarantine->q[k].slot = s;
+	quarantine->q[k].npads = np;
+	for (uint32_t j = 0; j < np; j++) {
+		struct sf_event *e = &ev[at[j]];
+		/* The time of the record before it: readers skip the pad, the
+		 * packed coder's deltas stay small. */
+		uint32_t lo = at[j] ? ev[at[j] - 1].time_lo : (uint32_t)s->hdr->base;
+		store_record(e, lo, 0, SF_EV_ARGS);
+		quarantine->q[k].pad[j] = (uint64_t)e;
+	}
+	return 1;
+}
+
 /* Writes the retired slots, oldest first, while their records are all
  * filled (all of them when force; holes are then read as lost records).
  * A slot with a hole is never reused: a late store may still land in it. */
@@ -336,12 +504,16 @@ static void flush_retired(struct sf_thread *t, int force)
 		struct sf_slot *s = retired->slot[done];
 		struct sf_event *ev = slot_events(s);
 		int holes = has_unfilled(ev, retired->nrec[done], retired->zero[done]);
+		int padded = holes && pad_presumed(s, retired->nrec[done], retired->seq[done]);
+		holes &= !padded;
 		if (holes && !force)
 			break;
 		write_batch(t, s, retired->nrec[done], retired->seq[done]);
 		/* Free in the file first (readers ignore it), then cleared. */
 		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
-		if (!holes) {
+		if (padded) /* cleared, so that a late store shows (quarantine_check) */
+			sf_zero_events(ev, SF_SLOT_EVENTS);
+		if (!holes && !padded) {
 			sf_zero_events(ev, SF_SLOT_EVENTS);
 			sf_log_slot_put(s);
 		}
@@ -896,10 +1068,15 @@ static int handoff_full(struct sf_thread *t, size_t n)
 		ring_advance(t);
 		return 0;
 	}
+	if (nquarantined())
+		quarantine_check();
 	flush_retired(t, 0);
 	int owed = has_unfilled(t->events, n, (uint32_t)sf_self.heap_zero);
-	if ((nretired() || owed) && retire_current(t, n))
+	if ((nretired() || owed) && retire_current(t, n)) {
+		if (owed && sf_landing_mark.set)
+			flush_retired(t, 0); /* out now if a landing abandoned what it owes */
 		return 0;
+	}
 	/* No room to retire more. Retired slots that are complete went out
 	 * above; any left still owe a record, and so does the current slot if
 	 * owed: nothing may be written past them yet. */
@@ -939,6 +1116,7 @@ static void thread_start(struct sf_thread *t)
 	}
 	t->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
 	t->seq = 0;
+	sf_landing_mark.set = 0; /* a landing of an earlier slot life */
 	t->slot = sf_log_slot_get();
 	if (!t->slot) {
 		start_dropping(t);
@@ -1075,6 +1253,8 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return;
 	}
+	if (claimed && nquarantined())
+		quarantine_claim(claimed);
 	/* The trampoline's xadd moved the cursor past the limit; take it back
 	 * so the slot it claimed (outside the buffer) is not counted. */
 	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
@@ -1229,10 +1409,12 @@ static void thread_flush_exit(void)
 		if (t->spare)
 			sf_writer_wait_ready(t->spare); /* its batch precedes this one */
 		flush_retired(t, 1);
+		pad_abandoned(t->events, n, t->base);
 		if (retired) {
 			munmap(retired, sizeof(*retired));
 			retired = NULL;
 		}
+		quarantine_release();
 		slot_handoff(t, n);
 		struct sf_slot *s = t->slot;
 		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
@@ -1317,6 +1499,10 @@ void sf_buffer_process_exit(void)
 			      p, NULL);
 	}
 #endif
+	if (t->state == SF_THREAD_ACTIVE && t->slot && !sf_config.ring_slots) {
+		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
+		pad_abandoned(t->events, (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event), t->base);
+	}
 	if (t->state == SF_THREAD_DROPPING) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
@@ -1344,6 +1530,9 @@ void sf_buffer_after_fork_child(void)
 	t->state = SF_THREAD_NEW;
 	if (retired)
 		retired->n = 0; /* the parent's slots */
+	if (quarantine)
+		quarantine->n = 0;
+	sf_landing_mark.set = 0;
 	next_serial = 1;
 	live_threads = 0;
 	/* The parent's ring records (copies of them here) and its freeze: the

@@ -722,6 +722,24 @@ extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"
  * store: first event of a thread, buffer full, or monotonic-clock mode
  * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
 void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed) SF_HIDDEN;
+/* The thread's last longjmp or exception landing: its batch number and
+ * cursor then (unwind.c notes it, buffer.c reads it at a hand-off). A
+ * record claimed before a landing and still unfilled at the hand-off is
+ * presumed abandoned (docs/DESIGN.md, "Signal handlers that fill the
+ * buffer"). set: 0 until the thread's first landing in its current slot
+ * life. */
+struct sf_landing_mark {
+	uint64_t at;
+	uint32_t seq;
+	uint32_t set;
+};
+extern __thread struct sf_landing_mark sf_landing_mark __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+static inline void sf_buffer_note_landing(const struct sf_thread *t)
+{
+	sf_landing_mark.seq = t->seq;
+	sf_landing_mark.at = t->cursor;
+	sf_landing_mark.set = 1;
+}
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
 /* An event without payload, stamped with a time read before (sf_now_raw),
  * from C (async-signal-safe). */

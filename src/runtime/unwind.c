@@ -859,6 +859,10 @@ static void landing(uint64_t sp, const void *env)
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled)
 		return;
+	/* Before any test: a landing that abandons no recorded frame can
+	 * still abandon a trampoline a signal handler interrupted between
+	 * its claim and its stores (buffer.c, pad_presumed). */
+	sf_buffer_note_landing(t);
 #ifdef SF_ARCH_SHADOW
 	if (env && abandons_nothing(t, sp))
 		return;

@@ -77,7 +77,7 @@ static int recorded_return(uint64_t w, uint64_t stub_lo, uint64_t stub_hi)
 
 int64_t sf_past_scan_pop(struct sf_thread *t, uint64_t sp, uint64_t last, uint64_t stub_lo, uint64_t stub_hi)
 {
-	uint64_t stored = sf_shadow_stored(t), d = t->shadow_depth, n = d - stored;
+	uint64_t stored = sf_shadow_stored(t), d = sf_shadow_depth(t), n = d - stored;
 	uint64_t here = (uint64_t)__builtin_frame_address(0) & ~7ull;
 	if (d <= stored || stub_lo >= stub_hi || sp <= here || sp > last || last - here > PAST_SCAN_BYTES)
 		return -1;
@@ -97,11 +97,11 @@ int64_t sf_past_scan_pop(struct sf_thread *t, uint64_t sp, uint64_t last, uint64
 	}
 	if (found != n)
 		return -1;
-	t->shadow_depth = stored + live;
+	sf_shadow_set_depth(t, stored + live);
 	/* The innermost live entry, raw, for _Unwind_SetIP's fast path (the
 	 * old one may be an exited deeper frame's, or an abandoned one's). */
 	t->shadow_top = live ? inner_live : t->shadow_top & ~SF_SHADOW_TAG;
-	return (int64_t)(d - t->shadow_depth);
+	return (int64_t)(d - sf_shadow_depth(t));
 }
 
 void sf_past_uncounted(void)

@@ -567,6 +567,58 @@ static uint64_t known_left(struct sf_thread *t, uint64_t known, uint64_t sp, uin
 	return hi_i;
 }
 
+/* 1 if entry e lies on the signal stack the thread runs on now (alt, read
+ * once by the caller: ss_flags SS_DISABLE when it runs on none). */
+static int on_alt(const stack_t *alt, uint64_t e)
+{
+	return (alt->ss_flags & SS_ONSTACK) && e >= (uint64_t)alt->ss_sp && e < (uint64_t)alt->ss_sp + alt->ss_size;
+}
+
+/* A longjmp from another stack than its target's (cur, the landing's own
+ * frame, is not on the target's mapping [lo, hi) below sp): a coroutine's,
+ * a signal stack's, maybe an array inside a frame of the target's stack
+ * above sp, which address order alone cannot tell from that frame. The
+ * rule is push order: every entry pushed after the target frame's is
+ * abandoned. Scanning from the outermost entry, skipping those on the
+ * signal stack the landing runs on: the first one on the target's mapping
+ * that is below sp, or above the one before it there (so not nested in it:
+ * another stack that shares the mapping, as adjacent mmaps do), is
+ * abandoned with all after it; else the target frame's entry is the
+ * innermost one on the target's mapping, and all after it are abandoned. known when no entry is on the target's stack (the scan
+ * then skips them all, as known_left_scan does). With the target's
+ * mapping unknown (maps read STACK_READS times already: a program that
+ * maps a stack per coroutine), every address but the thread's own stack
+ * (skip_own: the target is not on it) stands for it. O(frames): only such
+ * landings. */
+static uint64_t away_left(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi, int skip_own)
+{
+	stack_t alt = {.ss_flags = SS_DISABLE};
+	int err = errno;
+	if (sigaltstack(NULL, &alt) != 0)
+		alt.ss_flags = SS_DISABLE;
+	errno = err;
+	uint64_t left = known, inner = UINT64_MAX; /* the innermost live entry so far */
+	for (uint64_t i = 0; i < known; i++) {
+		uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot(t, i));
+		if (e < lo || e >= hi || on_alt(&alt, e) || (skip_own && sf_stack_own_holds(e)))
+			continue;
+		if (e < sp || e > inner)
+			return i;
+		inner = e;
+		left = i + 1;
+	}
+	return left;
+}
+
+/* 1 if the landing runs on another stack than its target's: its own frame
+ * is not on the target's mapping below the target (a longjmp on one stack
+ * goes outward, to a higher address). */
+static int landing_away(uint64_t sp, uint64_t lo, uint64_t hi)
+{
+	uint64_t cur = (uint64_t)__builtin_frame_address(0);
+	return hi && !(cur >= lo && cur < sp && sp < hi);
+}
+
 /* The shadow stack's answer: pops the entries of frames whose return
  * address lies below sp, the stack pointer control lands with (the frame
  * that called setjmp, or holds the landing pad, has its own above it).
@@ -576,12 +628,18 @@ static uint64_t known_left(struct sf_thread *t, uint64_t known, uint64_t sp, uin
  * Returns -1 when it cannot tell: the target is deeper than the
  * array (or window frames may be among the unstored ones), or every entry
  * is below sp and the target is not on this stack. */
-static int64_t shadow_pop(struct sf_thread *t, uint64_t sp)
+static int64_t shadow_pop(struct sf_thread *t, uint64_t sp, const void *env)
 {
 	uint64_t depth = sf_shadow_depth(t), stored = sf_shadow_stored(t), known = depth < stored ? depth : stored;
 	uint64_t lo = 0, hi = 0, windows = 0;
 	int bounded = sf_stack_of(sp, &lo, &hi);
-	uint64_t left = known_left(t, known, sp, lo, hi);
+	uint64_t left;
+	if (env && bounded && landing_away(sp, lo, hi))
+		left = away_left(t, known, sp, lo, hi, 0);
+	else if (env && !bounded && t->stack.own > 0 && !sf_stack_own_holds(sp) && landing_away(sp, 0, UINT64_MAX))
+		left = away_left(t, known, sp, 0, UINT64_MAX, 1);
+	else
+		left = known_left(t, known, sp, lo, hi);
 	for (uint64_t i = left; t->window_depth && i < known; i++) /* within mode only: O(frames popped) */
 		windows += *sf_shadow_slot(t, i) & 1;
 	if (depth > known && (left == known || t->window_depth))
@@ -605,6 +663,15 @@ static inline int on_own_stack(const struct sf_thread *t, uint64_t sp, uint64_t 
 	return sp <= e && e < t->stack.hi && sp >= t->stack.lo;
 }
 
+/* 1 if the landing runs below its target, as a longjmp on one stack does:
+ * one that runs above it on the same mapping runs on an array in a frame
+ * outside the target (a coroutine's stack, a sigaltstack), whose entries
+ * at or above sp are abandoned all the same (away_left). */
+static inline __attribute__((always_inline)) int below_target(uint64_t sp)
+{
+	return (uint64_t)__builtin_frame_address(0) < sp;
+}
+
 /* A longjmp that abandons no recorded frame, told before the clock is
  * read: the innermost stored entry is live (at or above sp), so nothing is
  * popped, and the slot above it holds no half-exited frame's entry below
@@ -619,7 +686,7 @@ static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
 	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED))
 		return 0;
 	uint64_t above = SF_SHADOW_ADDR(t->shadow[d]), e = SF_SHADOW_ADDR(t->shadow[d - 1]);
-	return on_own_stack(t, sp, e) && (!above || above >= sp);
+	return on_own_stack(t, sp, e) && below_target(sp) && (!above || above >= sp);
 }
 
 /* 1 if the stored entries [0, n) all lie on the stack of entry n - 1.
@@ -880,7 +947,7 @@ static void landing(uint64_t sp, const void *env)
 	uint64_t mark = 0;
 #ifdef SF_ARCH_SHADOW
 	sf_shadow_resync(t, 0);
-	closed = shadow_pop(t, sp);
+	closed = shadow_pop(t, sp, env);
 	/* Deeper than the array, every stored frame is live (shadow_pop):
 	 * the walk counts the live frames inside the last one. */
 	uint64_t stored = sf_shadow_stored(t);

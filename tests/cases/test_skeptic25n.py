@@ -47,11 +47,6 @@ def memory_tsv(log):
 # --- breaks -----------------------------------------------------------------------------------
 
 
-@sfkit.known_break(25, "a longjmp from a ucontext coroutine whose stack is an array in the setjmp "
-                       "caller's own frame (so on the thread's stack, above the target sp) records no "
-                       "landing: 3 landings, 0 UNWIND (want 3 x 6 abandoned, depth 2 left); every later "
-                       "call nests 6 levels deeper per landing (after() at depth 4, 10, 16): "
-                       "abandons_nothing calls it quiet since the entry is on the thread's own stack")
 def test_skeptic25n_longjmp_out_of_coroutine_stack_in_callers_frame():
     exe = build_c("skep25n_costack_frame", ["skep25n_costack_frame.c"], flags=NOSIB)
     eq(run([exe]).stdout, "landed 3\n", "untraced")
@@ -62,9 +57,6 @@ def test_skeptic25n_longjmp_out_of_coroutine_stack_in_callers_frame():
     eq(unwinds(log), [(6, 2)] * 3, "UNWIND (abandoned, depth left) per landing")
 
 
-@sfkit.known_break(25, "a siglongjmp out of a handler running on a sigaltstack that is an array in "
-                       "the sigsetjmp caller's frame records no landing: 3 landings, 0 UNWIND (want 3 x "
-                       "4 abandoned, depth 2 left); after() then nests 4 levels deeper per landing")
 def test_skeptic25n_siglongjmp_from_altstack_in_callers_frame():
     exe = build_c("skep25n_altstack_frame", ["skep25n_altstack_frame.c"], flags=NOSIB)
     eq(run([exe]).stdout, "landed 3\n", "untraced")
@@ -95,12 +87,6 @@ def test_skeptic25n_thread_dtv_bytes_are_the_programs():
        "(allocations, frees, bytes) traced vs the shim's untraced")
 
 
-@sfkit.known_break(25, "a longjmp from one ucontext coroutine's stack to a jmp_buf on another's "
-                       "records no landing (README lists 'a longjmp to another stack' as a limit; DESIGN "
-                       "reasons 'a longjmp between user-level threads, where nothing is abandoned', but the "
-                       "frames on the stack the longjmp leaves are abandoned): 20 "
-                       "landings, 0 UNWIND (want 20 x 5 abandoned, depth 2 left), the last MALLOC at "
-                       "depth 101 where main alone (depth 1) is open")
 def test_skeptic25n_longjmp_from_one_coroutine_stack_to_another():
     exe = build_c("skep25n_costack_to_costack", ["skep25n_costack_to_costack.c"], flags=NOSIB)
     eq(run([exe, "20"]).stdout, "ok\n", "untraced")

@@ -169,9 +169,11 @@ static int open_object(struct log_symbols *ls, size_t i, const struct ls_options
 			 "was saved beside the log; name the same build with --symbol PATH", obj->path);
 	if (!lo->sym) {
 		if (!force && !optional) {
-			if (ov)
+			if (ov && strstr(why, "build-id mismatch"))
 				snprintf(err, errlen, "cannot symbolize %s with --symbol %s: %s; %s", obj->path, ov->path,
 					 why, ways_out(why));
+			else if (ov) /* the file the user named cannot be read: the cause is the way out */
+				snprintf(err, errlen, "cannot symbolize %s with --symbol %s: %s", obj->path, ov->path, why);
 			else if (lost_name(obj->path))
 				snprintf(err, errlen, "%s", why); /* says the way out */
 			else

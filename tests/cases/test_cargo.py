@@ -283,7 +283,9 @@ def test_cargo_bundled_bench():
     c = calls(d)
     eq((c.get("<importmap::engine::Resolver>::resolve_batch"), c.get("<importmap::engine::Resolver>::resolve")),
        (3, 600), f"resolve_batch, resolve: {sorted(c.items())[:20]}")
-    check(re.search(r"importmap::engine::Resolver::resolve$", p.stdout.split("== sftrace report", 1)[1], re.M),
+    # The resolver's own functions among the top rows (which of them is
+    # 15th by self time, where the table stops, varies from run to run).
+    check(re.search(r"  importmap::engine::Resolver::resolve\w*$", p.stdout.split("== sftrace report", 1)[1], re.M),
           "the report's rows")
     shutil.rmtree(d)
     shutil.rmtree(crit)

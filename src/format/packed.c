@@ -167,6 +167,24 @@ static inline __attribute__((always_inline)) uint8_t *pack_values_again(uint8_t 
 	return o;
 }
 
+/* Records j in [from, to) against the slot's h[j], which takes them:
+ * put_xor of each that differs, bit j set in *mask. */
+static inline __attribute__((always_inline)) uint8_t *put_xors(uint8_t *o, uint64_t *h, const struct sf_event *pl,
+							       uint32_t from, uint32_t to, uint32_t *mask)
+{
+	for (uint32_t j = from; j < to; j++) {
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		uint64_t x = rj ^ h[j];
+		h[j] = rj;
+		if (x) {
+			*mask |= 1u << j;
+			o = put_xor(o, x);
+		}
+	}
+	return o;
+}
+
 /* A values-only ARGS event (nv records, version 6) in the third form
  * (docs/FORMAT.md): a byte SF_PK_VALUES, | SF_PK_A2_HEAD when its slot
  * holds something else; the slot, picked by `key` (the word of the event
@@ -190,18 +208,8 @@ static inline __attribute__((always_inline)) uint8_t *pack_values(struct sf_pack
 		o[0] = (uint8_t)SF_PK_VALUES;
 		o[1] = (uint8_t)s;
 		uint8_t *bm8 = o + 2;
-		unsigned m = 0;
-		o += 3;
-		for (uint32_t j = 0; j < nv; j++) {
-			uint64_t rj;
-			memcpy(&rj, &pl[j], 8);
-			uint64_t x = rj ^ h[j];
-			h[j] = rj;
-			if (x) {
-				m |= 1u << j;
-				o = put_xor(o, x);
-			}
-		}
+		uint32_t m = 0;
+		o = put_xors(o + 3, h, pl, 0, nv, &m);
 		*bm8 = (uint8_t)m;
 		return o;
 	}
@@ -214,19 +222,9 @@ static inline __attribute__((always_inline)) uint8_t *pack_values(struct sf_pack
 		*o++ = (uint8_t)nv;
 	}
 	uint8_t *bits = o;
-	uint32_t nb = (nv + 7) / 8, bm = 0, j = 0, kept = nv < SF_PK_A2REC ? nv : SF_PK_A2REC;
-	o += nb;
-	for (; j < kept; j++) {
-		uint64_t rj;
-		memcpy(&rj, &pl[j], 8);
-		uint64_t x = rj ^ h[j];
-		h[j] = rj;
-		if (x) {
-			bm |= 1u << j;
-			o = put_xor(o, x);
-		}
-	}
-	for (; j < nv; j++) { /* not remembered: against zero */
+	uint32_t nb = (nv + 7) / 8, bm = 0, kept = nv < SF_PK_A2REC ? nv : SF_PK_A2REC;
+	o = put_xors(o + nb, h, pl, 0, kept, &bm);
+	for (uint32_t j = kept; j < nv; j++) { /* not remembered: against zero */
 		uint64_t rj;
 		memcpy(&rj, &pl[j], 8);
 		if (rj) {

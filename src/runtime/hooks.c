@@ -500,9 +500,7 @@ static void exit_syscall(long code)
 	sf_image_ends();
 	if (!sf_writer_active())
 		return;
-	sf_log_exit_called(status);
-	for (;;)
-		sf_syscall3(SYS_exit_group, status, 0, 0);
+	sf_exit_group_now(status);
 }
 
 /* syscall(2) (entered through arch/<arch>/vfork.S, which keeps vforks for
@@ -756,12 +754,20 @@ void sf_exec_failed(void)
 	errno = e;
 }
 
+/* The image has ended (sf_image_ends): the status into the header, then
+ * the process ends as glibc's _exit ends it, which a wrapper cannot reach
+ * past itself. */
+void sf_exit_group_now(int status)
+{
+	sf_log_exit_called(status);
+	for (;;)
+		sf_syscall3(SYS_exit_group, status, 0, 0);
+}
+
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
 	sf_image_ends();
-	sf_log_exit_called(status);
-	for (;;) /* glibc's _exit, which a wrapper cannot reach past itself */
-		sf_syscall3(SYS_exit_group, status, 0, 0);
+	sf_exit_group_now(status);
 }
 
 /* quick_exit runs the at_quick_exit handlers, then glibc's internal

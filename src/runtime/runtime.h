@@ -954,6 +954,7 @@ void sf_log_object_logged(void) SF_HIDDEN;     /* counts an OBJECT chunk in the 
 void sf_log_finish(void) SF_HIDDEN;            /* process exit */
 void sf_log_exec_mark(int on) SF_HIDDEN; /* the exec's mark in the exit state; 0 takes it back */
 void sf_log_exit_called(int status) SF_HIDDEN; /* _exit(status): the code in the header */
+void sf_exit_group_now(int status) SF_HIDDEN __attribute__((noreturn)); /* hooks.c: after sf_image_ends */
 void sf_log_watch_exit(void) SF_HIDDEN;	      /* at start: exit(status) puts the code in the header */
 void sf_log_update_patch_stats(uint64_t patch_ns, uint32_t sleds_patched) SF_HIDDEN;
 /* files_shared: the child shares the descriptor table (CLONE_FILES). */

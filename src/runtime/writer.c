@@ -93,9 +93,7 @@ static void end_if_program_gone(void)
 	if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) || !sf_program_gone(&status))
 		return;
 	sf_image_ends();
-	sf_log_exit_called(status);
-	for (;;)
-		sf_syscall3(SYS_exit_group, status, 0, 0);
+	sf_exit_group_now(status);
 }
 
 /* While the leader lives: waits for a push or the leader's end at once

@@ -404,7 +404,8 @@ sf_tramp_entry_mono_wrec:
 /* Slow path. On entry: the caller's rax, rdx, rcx are pushed (rcx on top),
  * rax = time, r10d = function id, edx = kind, rcx = the record address the
  * fast path claimed (0: none). Saves the remaining caller-saved registers
- * and the extended state, calls sf_slow_event_at(time, id, kind, claimed)
+ * and the extended state, calls sf_slow_event_tramp(time, id, kind, claimed,
+ * frame: rbp, below which the state is saved and above it the registers)
  * with a 64-byte aligned stack (xsave leaves rcx alone), restores
  * everything and returns to whoever called the trampoline. */
 	.p2align 4
@@ -446,14 +447,16 @@ sf_slow_common:
 	mov	sf_xsave_mask+4(%rip), %edx
 	xsave64	(%rsp)
 	mov	%r8d, %edx		/* arg 2: kind; arg 3 (claimed) is in rcx */
-	call	sf_slow_event_at
+	mov	%rbp, %r8		/* arg 4: this frame (buffer.c, warm_frame) */
+	call	sf_slow_event_tramp
 	mov	sf_xsave_mask(%rip), %eax
 	mov	sf_xsave_mask+4(%rip), %edx
 	xrstor64 (%rsp)
 	jmp	2f
 1:	fxsave64 (%rsp)
 	mov	%r8d, %edx
-	call	sf_slow_event_at
+	mov	%rbp, %r8
+	call	sf_slow_event_tramp
 	fxrstor64 (%rsp)
 2:	mov	%rbp, %rsp
 	.cfi_def_cfa_register %rsp

@@ -1283,11 +1283,12 @@ static void restamp_first(struct sf_thread *t, struct sf_event *e)
 /* The trampolines' slow path; claimed is the record address their xadd
  * returned (0 in monotonic mode); frame the x86-64 trampoline's frame
  * pointer, or NULL. */
-static void slow_event(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed, const uint64_t *frame)
+static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed,
+				   const uint64_t *frame)
 {
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed) /* suppress.c */
-		return;
+		return NULL;
 	/* A tail sled that jumps to a patched entry carries SF_TAIL_ENTRY_ID_BITS
 	 * in its id: kind 15, as the fast path's rotate makes it. */
 	kind |= func_id >> (32 - SF_KIND_BITS);
@@ -1304,7 +1305,7 @@ static void slow_event(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t 
 				store_record((struct sf_event *)at, time, func_id, kind);
 				if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
 					sf_trigger_event(func_id, kind, time);
-				return;
+				return NULL;
 			}
 			claimed = at;
 		}
@@ -1314,7 +1315,7 @@ static void slow_event(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t 
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (nretired() && store_in_retired(claimed, time, func_id, kind)) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		return;
+		return NULL;
 	}
 	if (claimed && nquarantined())
 		quarantine_claim(claimed);
@@ -1338,8 +1339,10 @@ static void slow_event(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t 
 	if (first)
 		warm_return(frame, kind);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (first)
-		restamp_first(t, first);
+	if (!first)
+		return NULL;
+	restamp_first(t, first);
+	return sf_config.clock == SF_CLOCK_TSC ? first : NULL;
 }
 
 void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed)
@@ -1347,9 +1350,12 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 	slow_event(time, func_id, kind, claimed, NULL);
 }
 
-void sf_slow_event_tramp(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed, const uint64_t *frame)
+/* The x86-64 trampolines' (trampoline.S, sf_slow_common): a thread's first
+ * record comes back, for them to stamp again after their restore. */
+struct sf_event *sf_slow_event_tramp(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed,
+				     const uint64_t *frame)
 {
-	slow_event(time, func_id, kind, claimed, frame);
+	return slow_event(time, func_id, kind, claimed, frame);
 }
 
 /* An event with a 16-byte payload (allocation events of the setup ABI):

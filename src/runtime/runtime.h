@@ -725,7 +725,7 @@ extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"
  * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
 void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed) SF_HIDDEN;
 /* The x86-64 trampolines' slow path: frame is their frame pointer (trampoline.S, sf_slow_common). */
-void sf_slow_event_tramp(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed, const uint64_t *frame) SF_HIDDEN;
+struct sf_event *sf_slow_event_tramp(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed, const uint64_t *frame) SF_HIDDEN;
 /* The thread's last longjmp or exception landing: its batch number and
  * cursor then (unwind.c notes it, buffer.c reads it at a hand-off). A
  * record claimed before a landing and still unfilled at the hand-off is

@@ -1253,7 +1253,8 @@ static void warm_frame(const uint64_t *frame, uint32_t kind)
  * sled cold. So, signals still blocked, the trampolines run a few times
  * into scratch (sf_calib_warm) and the return's lines are read again
  * (warm_frame); the event, stored with the stamp taken after the set-up,
- * is stamped again after the mask's system call (restamp_first). */
+ * is stamped again after the mask's system call (restamp_first), and on
+ * x86-64 once more by the trampoline after its restore (sf_slow_common). */
 static void warm_return(const uint64_t *frame, uint32_t kind)
 {
 	sf_calib_warm();
@@ -1273,7 +1274,6 @@ static void warm_return(const uint64_t *frame, uint32_t kind)
  * read before it. */
 static void restamp_first(struct sf_thread *t, struct sf_event *e)
 {
-	sf_calib_xstate_warm();
 	uint64_t now = sf_now_raw();
 	if (__atomic_load_n(&t->cursor, __ATOMIC_RELAXED) == (uint64_t)(e + 1) && t->seq == 0 &&
 	    t->state == SF_THREAD_ACTIVE && in_span(now, t->base))

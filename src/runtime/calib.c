@@ -31,8 +31,6 @@ uint64_t sf_cost_lo SF_HIDDEN, sf_cost_hi SF_HIDDEN;
 #define CALIB_ROUNDS 8u
 
 void sf_calib_pairs(uint64_t n) SF_HIDDEN; /* arch/x86_64/calib.S */
-extern uint64_t sf_xsave_size SF_HIDDEN, sf_xsave_mask SF_HIDDEN; /* arch/x86_64/clock.c */
-extern uint8_t sf_have_xsave SF_HIDDEN;
 
 /* Each round's events go to lines of their own, none of them in the L1
  * cache: the trampolines store into a 64 KiB slot, whose lines the thread
@@ -154,8 +152,8 @@ void sf_calib_warm(void)
 		return;
 	struct sf_event area[2 * WARM_PAIRS + 16];
 	struct sf_thread *t = &sf_self;
-	struct sf_thread saved;
-	memcpy(&saved, t, offsetof(struct sf_thread, events));
+	unsigned char saved[offsetof(struct sf_thread, events)]; /* small: it may run on a signal's stack */
+	memcpy(saved, t, sizeof(saved));
 #ifdef SF_ARCH_SHADOW
 	uint64_t depth = sf_shadow_depth(t);
 #endif
@@ -164,26 +162,10 @@ void sf_calib_warm(void)
 	t->cursor = (uint64_t)area;
 	t->limit = (uint64_t)(area + sizeof(area) / sizeof(area[0]));
 	sf_calib_pairs(WARM_PAIRS);
-	memcpy(t, &saved, offsetof(struct sf_thread, events));
+	memcpy(t, saved, sizeof(saved));
 #ifdef SF_ARCH_SHADOW
 	sf_shadow_set_depth(t, depth);
 #endif
-}
-
-/* One save and restore of the vector state with the slow path's mask, on
- * the stack: after the mask's system call the trampoline's own restore
- * ran 0.4-1.5 us slower without it (buffer.c's restamp_first). */
-void sf_calib_xstate_warm(void)
-{
-	if (!sf_have_xsave)
-		return;
-	unsigned char xs[sf_xsave_size];
-	unsigned char *x = (unsigned char *)(((uintptr_t)xs + 63) & ~(uintptr_t)63); /* the size has 64 of slack */
-	memset(x, 0, 576); /* the legacy area and the xsave header: an image xrstor takes */
-	__asm__ volatile("xsave64 (%0)\n\txrstor64 (%0)"
-			 :
-			 : "r"(x), "a"((uint32_t)sf_xsave_mask), "d"((uint32_t)(sf_xsave_mask >> 32))
-			 : "memory");
 }
 
 /* Before any sled is patched (init.c): the calling thread's state is
@@ -229,10 +211,6 @@ void sf_calib_remeasure(void)
 }
 #else
 void sf_calib_warm(void)
-{
-}
-
-void sf_calib_xstate_warm(void)
 {
 }
 

@@ -707,8 +707,7 @@ extern uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
 /* The rounds' spread: the lowest and highest kept total per call, same
  * unit (SF_HDR's cost_spread); 0 and 0: not measured. */
 extern uint64_t sf_cost_lo SF_HIDDEN, sf_cost_hi SF_HIDDEN;
-void sf_calib_warm(void) SF_HIDDEN;
-void sf_calib_xstate_warm(void) SF_HIDDEN;    /* a thread's first event, signals blocked (buffer.c) */
+void sf_calib_warm(void) SF_HIDDEN;    /* a thread's first event, signals blocked (buffer.c) */
 void sf_calib_measure(void) SF_HIDDEN; /* once, before the first patch (at start; --paused: the first resume) */
 void sf_calib_remeasure(void) SF_HIDDEN; /* at exit: widens the spread (cost_spread) with the end's rounds */
 

@@ -22,7 +22,7 @@
  * Slow path, which saves every register, including the vector state with
  * xsave (libc routines called from there may use vector registers; the
  * component mask leaves out AMX tiles, see clock.c), and
- * calls sf_slow_event_at() in C: when the time is outside the span (first
+ * calls sf_slow_event_tramp() in C: when the time is outside the span (first
  * event of the thread, a thread idle for a while: nothing claimed yet), or
  * when the claimed record is past the buffer's limit (buffer full).
  */
@@ -181,7 +181,7 @@
 	mov	$\kind, %edx
 	jmp	sf_slow_common
 \slowlabel:
-	mov	%rdx, %rcx		/* the claimed record, for sf_slow_event_at */
+	mov	%rdx, %rcx		/* the claimed record, for sf_slow_event_tramp */
 	mov	$\kind, %edx
 	jmp	sf_slow_common
 	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@

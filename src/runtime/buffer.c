@@ -1218,13 +1218,77 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 }
 
 
+#if defined(__x86_64__)
+extern uint64_t sf_xsave_size SF_HIDDEN; /* arch/x86_64/clock.c */
+
+/* What the return from a thread's first event (sf_slow_common, frame its
+ * frame pointer) and the program's next call touch, brought back into the
+ * caches and TLBs the set-up emptied: the save area below the frame (the
+ * vector state's, which xrstor reads), the registers above it, the return
+ * address's line and, after an entry or tail sled (mov $id,%r10d; call
+ * rel32: the stub the program's next sled calls too), the stub's. Reads
+ * of the program's code only within the return address's page; the stub
+ * is prefetched, which never faults. */
+static void warm_frame(const uint64_t *frame, uint32_t kind)
+{
+	const volatile unsigned char *p = (const unsigned char *)frame - sf_xsave_size - 64;
+	for (; p < (const unsigned char *)(frame + 11); p += 64)
+		(void)*p;
+	const unsigned char *ra = (const unsigned char *)frame[10];
+	__builtin_prefetch(ra);
+	if (kind == SF_EV_EXIT || ((uintptr_t)ra & (SF_PAGE - 1)) < 11 || ra[-11] != 0x41 || ra[-10] != 0xba ||
+	    ra[-5] != 0xe8)
+		return;
+	int32_t rel;
+	memcpy(&rel, ra - 4, sizeof(rel));
+	__builtin_prefetch(ra + rel);
+}
+#endif
+
+/* The time from a thread's first event's stamp to the program's next
+ * instruction was the program's: 4-5 us in the process's first function,
+ * 0.3-0.4 us in a later thread's (docs/DESIGN.md, "Times net of the
+ * tracer"). The set-up (the log's creation, the slot's page faults) leaves
+ * the slow path's rest, the trampoline's return and the program's next
+ * sled cold. So, signals still blocked, the trampolines run a few times
+ * into scratch (sf_calib_warm) and the return's lines are read again
+ * (warm_frame); the event, stored with the stamp taken after the set-up,
+ * is stamped again after the mask's system call (restamp_first), and on
+ * x86-64 once more by the trampoline after its restore (sf_slow_common). */
+static void warm_return(const uint64_t *frame, uint32_t kind)
+{
+	sf_calib_warm();
+#if defined(__x86_64__)
+	if (frame)
+		warm_frame(frame, kind);
+#else
+	(void)frame;
+	(void)kind;
+#endif
+}
+
+/* Only while no other record followed e: a signal handler that recorded
+ * events since the mask came off (a signal held back during the set-up
+ * lands right there) leaves the first stamp, which is before its events.
+ * One that lands after the check stamps its events after the new time,
+ * read before it. */
+static void restamp_first(struct sf_thread *t, struct sf_event *e)
+{
+	uint64_t now = sf_now_raw();
+	if (__atomic_load_n(&t->cursor, __ATOMIC_RELAXED) == (uint64_t)(e + 1) && t->seq == 0 &&
+	    t->state == SF_THREAD_ACTIVE && in_span(now, t->base))
+		__atomic_store_n(&e->time_lo, (uint32_t)now, __ATOMIC_RELAXED);
+}
+
 /* The trampolines' slow path; claimed is the record address their xadd
- * returned (0 in monotonic mode). */
-void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed)
+ * returned (0 in monotonic mode); frame the x86-64 trampoline's frame
+ * pointer, or NULL. */
+static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed,
+				   const uint64_t *frame)
 {
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed) /* suppress.c */
-		return;
+		return NULL;
 	/* A tail sled that jumps to a patched entry carries SF_TAIL_ENTRY_ID_BITS
 	 * in its id: kind 15, as the fast path's rotate makes it. */
 	kind |= func_id >> (32 - SF_KIND_BITS);
@@ -1241,7 +1305,7 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 				store_record((struct sf_event *)at, time, func_id, kind);
 				if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
 					sf_trigger_event(func_id, kind, time);
-				return;
+				return NULL;
 			}
 			claimed = at;
 		}
@@ -1251,7 +1315,7 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (nretired() && store_in_retired(claimed, time, func_id, kind)) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		return;
+		return NULL;
 	}
 	if (claimed && nquarantined())
 		quarantine_claim(claimed);
@@ -1259,6 +1323,7 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 	 * so the slot it claimed (outside the buffer) is not counted. */
 	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
 		t->cursor = t->limit;
+	struct sf_event *first = NULL;
 	if (t->state == SF_THREAD_NEW) {
 		t->cursor = 0;
 		/* Getting a slot (file space, mapping) takes a while: stamp the
@@ -1266,11 +1331,31 @@ void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t c
 		 * does not show as time spent in the program's first call. */
 		thread_start(t);
 		time = sf_now_raw();
+		first = t->state == SF_THREAD_ACTIVE ? t->events : NULL;
 	}
 	store_event(t, time, func_id, kind, NULL);
 	if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
 		sf_trigger_event(func_id, kind, time);
+	if (first)
+		warm_return(frame, kind);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!first)
+		return NULL;
+	restamp_first(t, first);
+	return sf_config.clock == SF_CLOCK_TSC ? first : NULL;
+}
+
+void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed)
+{
+	slow_event(time, func_id, kind, claimed, NULL);
+}
+
+/* The x86-64 trampolines' (trampoline.S, sf_slow_common): a thread's first
+ * record comes back, for them to stamp again after their restore. */
+struct sf_event *sf_slow_event_tramp(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed,
+				     const uint64_t *frame)
+{
+	return slow_event(time, func_id, kind, claimed, frame);
 }
 
 /* An event with a 16-byte payload (allocation events of the setup ABI):

@@ -139,6 +139,35 @@ static int run_rounds(struct round_cost *rounds)
 	return 1;
 }
 
+/* A thread's first event (buffer.c's warm_return, signals blocked): a
+ * few pairs through the real trampolines into a scratch array on the
+ * stack, the thread's state borrowed and given back as run_rounds does, so
+ * the trampolines' code, the thread's variables and its shadow stack's
+ * line are in the caches again after the set-up (docs/DESIGN.md, "Times
+ * net of the tracer"). */
+#define WARM_PAIRS 4u
+void sf_calib_warm(void)
+{
+	if (sf_config.clock != SF_CLOCK_TSC)
+		return;
+	struct sf_event area[2 * WARM_PAIRS + 16];
+	struct sf_thread *t = &sf_self;
+	unsigned char saved[offsetof(struct sf_thread, events)]; /* small: it may run on a signal's stack */
+	memcpy(saved, t, sizeof(saved));
+#ifdef SF_ARCH_SHADOW
+	uint64_t depth = sf_shadow_depth(t);
+#endif
+	t->window_depth = 0;
+	t->base = sf_arch_counter();
+	t->cursor = (uint64_t)area;
+	t->limit = (uint64_t)(area + sizeof(area) / sizeof(area[0]));
+	sf_calib_pairs(WARM_PAIRS);
+	memcpy(t, saved, sizeof(saved));
+#ifdef SF_ARCH_SHADOW
+	sf_shadow_set_depth(t, depth);
+#endif
+}
+
 /* Before any sled is patched (init.c): the calling thread's state is
  * borrowed and given back as it was, so no event of the program is lost. */
 void sf_calib_measure(void)
@@ -181,6 +210,10 @@ void sf_calib_remeasure(void)
 		__atomic_store_n(&h->cost_spread, sf_hdr_cost_pack(sf_cost_lo, sf_cost_hi), __ATOMIC_RELAXED);
 }
 #else
+void sf_calib_warm(void)
+{
+}
+
 void sf_calib_measure(void)
 {
 	/* No calibration loop for this architecture yet: cost unknown (0). */

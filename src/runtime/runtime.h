@@ -707,6 +707,7 @@ extern uint64_t sf_cost_parent SF_HIDDEN, sf_cost_child SF_HIDDEN;
 /* The rounds' spread: the lowest and highest kept total per call, same
  * unit (SF_HDR's cost_spread); 0 and 0: not measured. */
 extern uint64_t sf_cost_lo SF_HIDDEN, sf_cost_hi SF_HIDDEN;
+void sf_calib_warm(void) SF_HIDDEN;    /* a thread's first event, signals blocked (buffer.c) */
 void sf_calib_measure(void) SF_HIDDEN; /* once, before the first patch (at start; --paused: the first resume) */
 void sf_calib_remeasure(void) SF_HIDDEN; /* at exit: widens the spread (cost_spread) with the end's rounds */
 
@@ -722,6 +723,8 @@ extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"
  * store: first event of a thread, buffer full, or monotonic-clock mode
  * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
 void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed) SF_HIDDEN;
+/* The x86-64 trampolines' slow path: frame is their frame pointer (trampoline.S, sf_slow_common). */
+struct sf_event *sf_slow_event_tramp(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed, const uint64_t *frame) SF_HIDDEN;
 /* The thread's last longjmp or exception landing: its batch number and
  * cursor then (unwind.c notes it, buffer.c reads it at a hand-off). A
  * record claimed before a landing and still unfilled at the hand-off is

@@ -96,11 +96,6 @@ def test_skeptic25n_longjmp_from_one_coroutine_stack_to_another():
     eq(unwinds(log), [(5, 2)] * 20, "UNWIND (abandoned, depth left) per landing")
 
 
-@sfkit.known_break(25, "a thread's first event is not stamped after its set-up (DESIGN, 'Times net "
-                       "of the tracer'): likely what the slow path does after the stamp (store_event, "
-                       "the pthread_sigmask restore), which each thread's first function gets as its own: f (2 calls "
-                       "to an empty function) 331-448 ns shortest of 20 threads in `report` (net), 633 ns "
-                       "average, where g doing the same from main takes a few ns")
 def test_skeptic25n_thread_first_function_keeps_its_own_time():
     exe = build_c("skep25n_thread_first", ["skep25n_thread_first.c"], flags=NOSIB, libs=["-lpthread"])
     _, log = record([exe], args=["-q"])

@@ -353,17 +353,6 @@ def test_graph_root_takes_the_tid_cut():
     check(root <= top * 1.05, f"graph --tid root {root / 1e6:.3f} ms vs tmain {top / 1e6:.3f} ms")
 
 
-@sfkit.known_break(28, "times net of the tracer: the process's first event costs ~5 us of tracer set-up, "
-                       "charged to the first function: main() { foo(); foo(); bar(); } shows main self "
-                       "5.378 us of 11.138 us total (dump: 5,388 ns from main's entry to foo's; 5.04-5.18 us "
-                       "in 3 more runs); uftrace on the gcc -pg build: main self 0.25 us. f28: the time is "
-                       "already read after the set-up (thread_start); what costs is its aftermath, after "
-                       "the read (rdtsc in the slow path: store 1,000-1,700 ticks, sigprocmask 2,000, the "
-                       "return and xrstor 3,500-4,500, then 5,000 to foo's read: the state the slot's 16 "
-                       "page faults left cold). Doing the main thread's set-up before main (after_libraries) "
-                       "gives main->foo 10-200 ns (4 runs), reserving only the slot 0.66-1.4 us, but both "
-                       "open the log before the program's first traced call: skeptic24c's exec chain "
-                       "then counts 4 descriptors, not 3, traced (first rule), so neither is in")
 def test_first_function_self_time_is_not_tracer_setup():
     t = hello_trace()
     rep = json.loads(sf("report", "--format", "json", t).stdout)

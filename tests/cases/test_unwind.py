@@ -205,7 +205,7 @@ def test_within_window_closed_by_rust_panic():
 GDB_SCRIPT = """set pagination off
 set breakpoint pending on
 set confirm off
-break sf_slow_event_at
+break sf_slow_event_tramp
 run
 bt
 delete
@@ -233,7 +233,7 @@ def test_gdb_backtrace_through_trampolines():
              "-x", script, "--args", exe, "longjmp"], timeout=120)
     traces = re.split(r"\n(?=#0 )", p.stdout)[1:]
     eq(len(traces), 3, f"three backtraces: {p.stdout}")
-    for t, where in zip(traces, ["sf_slow_event_at", "sf_tramp_entry", "sf_tramp_exit"]):
+    for t, where in zip(traces, ["sf_slow_event_tramp", "sf_tramp_entry", "sf_tramp_exit"]):
         check(where in t.splitlines()[0], f"stopped in {where}: {t}")
         check(re.search(r"^#\d+ .* in main \(", t, re.M), f"backtrace from {where} reaches main:\n{t}")
         check("?? ()" not in t, f"no unknown frames from {where}:\n{t}")

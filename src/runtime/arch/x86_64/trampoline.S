@@ -22,7 +22,7 @@
  * Slow path, which saves every register, including the vector state with
  * xsave (libc routines called from there may use vector registers; the
  * component mask leaves out AMX tiles, see clock.c), and
- * calls sf_slow_event_at() in C: when the time is outside the span (first
+ * calls sf_slow_event_tramp() in C: when the time is outside the span (first
  * event of the thread, a thread idle for a while: nothing claimed yet), or
  * when the claimed record is past the buffer's limit (buffer full).
  */
@@ -181,7 +181,7 @@
 	mov	$\kind, %edx
 	jmp	sf_slow_common
 \slowlabel:
-	mov	%rdx, %rcx		/* the claimed record, for sf_slow_event_at */
+	mov	%rdx, %rcx		/* the claimed record, for sf_slow_event_tramp */
 	mov	$\kind, %edx
 	jmp	sf_slow_common
 	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
@@ -404,7 +404,9 @@ sf_tramp_entry_mono_wrec:
 /* Slow path. On entry: the caller's rax, rdx, rcx are pushed (rcx on top),
  * rax = time, r10d = function id, edx = kind, rcx = the record address the
  * fast path claimed (0: none). Saves the remaining caller-saved registers
- * and the extended state, calls sf_slow_event_at(time, id, kind, claimed)
+ * and the extended state, calls sf_slow_event_tramp(time, id, kind, claimed,
+ * frame: rbp, below which the state is saved and above it the registers),
+ * which returns a thread's first record to stamp again (TSC mode) or 0,
  * with a 64-byte aligned stack (xsave leaves rcx alone), restores
  * everything and returns to whoever called the trampoline. */
 	.p2align 4
@@ -446,16 +448,40 @@ sf_slow_common:
 	mov	sf_xsave_mask+4(%rip), %edx
 	xsave64	(%rsp)
 	mov	%r8d, %edx		/* arg 2: kind; arg 3 (claimed) is in rcx */
-	call	sf_slow_event_at
+	mov	%rbp, %r8		/* arg 4: this frame (buffer.c, warm_frame) */
+	call	sf_slow_event_tramp
+	mov	%rax, %r11		/* a thread's first record, to stamp again, or 0 */
 	mov	sf_xsave_mask(%rip), %eax
 	mov	sf_xsave_mask+4(%rip), %edx
 	xrstor64 (%rsp)
 	jmp	2f
 1:	fxsave64 (%rsp)
 	mov	%r8d, %edx
-	call	sf_slow_event_at
+	mov	%rbp, %r8
+	call	sf_slow_event_tramp
+	mov	%rax, %r11
 	fxrstor64 (%rsp)
-2:	mov	%rbp, %rsp
+	/* A thread's first event is stamped again here, after the vector
+	 * state's restore, which its time would otherwise charge to the
+	 * program (buffer.c, restamp_first, does the same in C): only while
+	 * its record is still the last one claimed (no signal handler's
+	 * record after it, read after the time) and the time is in the
+	 * batch's span. */
+2:	test	%r11, %r11
+	jz	4f
+	rdtsc
+	shl	$32, %rdx
+	or	%rdx, %rax
+	movq	sf_self@gottpoff(%rip), %rcx
+	lea	8(%r11), %rdx
+	cmp	%fs:(%rcx), %rdx
+	jne	4f
+	mov	%rax, %rdx
+	sub	%fs:24(%rcx), %rdx
+	shr	$31, %rdx
+	jnz	4f
+	mov	%eax, (%r11)
+4:	mov	%rbp, %rsp
 	.cfi_def_cfa_register %rsp
 	POPQ	%rbp
 	.cfi_restore %rbp

@@ -21,6 +21,7 @@ import zlib
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import (FIXBUILD, ROOT, SFTRACE, Skip, build_c, calls_fixture, check, eq, record, run,  # noqa: E402
                    tmpdir)
 
@@ -534,20 +535,5 @@ def test_report_matches_polars():
     eq(got, want, "report vs polars (calls, total ns, self ns per func_id)")
 
 
-def _main():
-    failed = 0
-    for name, fn in sorted((k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)):
-        try:
-            fn()
-            print(f"PASS {name}", flush=True)
-        except Skip as e:
-            print(f"SKIP {name}: {e}", flush=True)
-        except Exception as e:  # noqa: BLE001 - report every failure
-            failed += 1
-            print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
-    print("all passed" if not failed else f"{failed} failed")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(_main())
+    sfkit.main(globals())

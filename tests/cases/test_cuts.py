@@ -15,6 +15,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import (FIXBUILD, SFTRACE, build_c, calls_fixture, check, eq, perfetto_summary,  # noqa: E402
                    record, run, tmpdir, trace_processor)
 
@@ -239,7 +240,4 @@ def test_cut_bad_values():
 
 
 if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_"):
-            fn()
-            print("ok", name)
+    sfkit.main(globals())

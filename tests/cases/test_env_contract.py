@@ -11,6 +11,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import ROOT, check, eq  # noqa: E402
 
 SRC = os.path.join(ROOT, "src")
@@ -67,6 +68,4 @@ def test_env_contract_is_documented():
 
 
 if __name__ == "__main__":
-    test_env_contract_is_one_list()
-    test_env_contract_is_documented()
-    print("ok")
+    sfkit.main(globals())

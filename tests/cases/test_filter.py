@@ -14,6 +14,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import (FIXBUILD, SFTRACE, build_c, check, check_nesting, count_calls, dump_events, eq, record,  # noqa: E402
                    run, tmpdir)
 
@@ -491,23 +492,6 @@ def test_filter_usage_errors():
         check(msg in p.stderr, p.stderr)
 
 
-def _main():
-    failed = 0
-    for name, fn in sorted((k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)):
-        try:
-            fn()
-            print(f"PASS {name}", flush=True)
-        except Exception as e:  # noqa: BLE001 - report every failure
-            failed += 1
-            print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
-    print("all passed" if not failed else f"{failed} failed")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())
-
-
 def test_record_filter_regex_builds_filter_on_the_fly():
     from sfkit import calls_fixture, count_calls, dump_events, record, tmpdir
     exe = calls_fixture()
@@ -545,3 +529,7 @@ def test_record_filter_regex_errors():
     p = run([SFTRACE, "record", "--within", "-o", out, "--", exe], check_rc=2)
     if os.path.exists(out):
         raise AssertionError("no log when the command line is refused")
+
+
+if __name__ == "__main__":
+    sfkit.main(globals())

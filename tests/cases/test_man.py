@@ -10,6 +10,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import BUILD, ROOT, SFTRACE, Skip, check, eq, run, tmpdir  # noqa: E402
 
 MAN = os.path.join(ROOT, "docs", "man")
@@ -73,7 +74,4 @@ def test_make_install_puts_pages_in_man1():
 
 
 if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_"):
-            fn()
-            print("ok", name)
+    sfkit.main(globals())

@@ -14,6 +14,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import ROOT, SFTRACE, Skip, build_c, check, eq, record, run, rust_fixture, tmpdir, tp_rows, trace_processor  # noqa: E402
 
 # A trait impl on a generic type, in both styles (rust_prog's Vec of shapes).
@@ -154,7 +155,4 @@ def test_parquet_keeps_full_names():
 
 
 if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_"):
-            fn()
-            print("ok", name)
+    sfkit.main(globals())

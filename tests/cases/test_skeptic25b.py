@@ -32,6 +32,7 @@ def test_cxx_program_start_up_allocation_is_in_memory():
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import SFTRACE, Skip, build_c, check, eq, record, run  # noqa: E402
 
 LEFT_RE = re.compile(r"\bUNWIND\s.*? frames? abandoned, depth (\d+) left")
@@ -134,11 +135,6 @@ def test_signal_landings_deeper_than_512_faster_than_the_walk():
         # lost (a hole) closes nothing recorded and records nothing.
         check(sum(left.values()) >= 500, f"{sum(left.values())} landings recorded{tag}")
 
+
 if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

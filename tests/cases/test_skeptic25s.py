@@ -16,6 +16,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import (FIXBUILD, RUNTIME, SFTRACE, Skip, build_c, check, dump_events, eq, record, run, rust_fixture,
                    tmpdir)  # noqa: E402
 
@@ -417,7 +418,6 @@ def test_cxx_throw_through_50_frames_with_destructors():
     check(traced - untraced < 1000, f"instructions per throw: untraced {untraced:.0f}, traced {traced:.0f}")
 
 
-
 def test_cxx_cleanup_landings_that_abandon_nothing_read_no_clock():
     """The throw above, only main recorded: each of the 51 cleanup landings
     abandons no recorded frame, and returns before the clock read (unwind.c,
@@ -475,10 +475,4 @@ def test_rust_cleanup_landings_that_abandon_nothing_stay_off_the_full_path():
 
 
 if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

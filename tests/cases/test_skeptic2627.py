@@ -13,6 +13,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import (SFTRACE, Skip, build_c, check, eq, parquet_query, record, run,  # noqa: E402
                    rust_fixture, tmpdir)
 
@@ -237,10 +238,4 @@ def test_ring_snapshot_survives_exec_and_exit_right_after_the_trigger():
 
 
 if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

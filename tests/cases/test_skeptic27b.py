@@ -28,6 +28,7 @@ def test_folded_tail_caller_rows_at_the_callers_lines():
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import FIXBUILD, SFTRACE, Skip, build_c, eq, record, run  # noqa: E402
 
 
@@ -215,7 +216,6 @@ def test_cxx_containers_folded_at_O0():
        "fill_map's and fill_umap's allocations")
 
 
-
 def test_cxx_sequence_containers_folded_at_O0():
     """Failed before the fix (vector, deque and list members were not in
     the fold list). fill_vec(), fill_deque() and fill_list() push 100 longs
@@ -233,10 +233,4 @@ def test_cxx_sequence_containers_folded_at_O0():
 
 
 if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

@@ -140,11 +140,4 @@ def test_tsearch_nodes_are_the_tail_callers_not_the_comparators():
 
 
 if __name__ == "__main__":
-    import inspect
-    for n, fn in inspect.getmembers(sys.modules[__name__], inspect.isfunction):
-        if n.startswith("test_"):
-            try:
-                fn()
-                print("PASS", n)
-            except Skip as e:
-                print("SKIP", n, e)
+    sfkit.main(globals())

@@ -18,6 +18,7 @@ import time
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import SFTRACE, Skip, build_c, check, eq, record, run, rust_fixture, tmpdir  # noqa: E402
 
 BREAK = "known break, issue 27 open: "
@@ -484,10 +485,4 @@ def test_truncated_log():
 
 
 if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_") and callable(fn):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

@@ -12,6 +12,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import SFTRACE, Skip, build_c, check, eq, record, run, tmpdir  # noqa: E402
 
 
@@ -273,10 +274,4 @@ def test_diff_rows_keep_file_line_whole_at_every_width():
 
 
 if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_") and callable(fn):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

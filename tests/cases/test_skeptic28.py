@@ -210,6 +210,7 @@ def test_log_cut_at_a_page_boundary_is_not_silent():
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import (FIXBUILD, FIXTURES, SFTRACE, Skip, _stale, build_c, check, eq, record, run,  # noqa: E402
                    tmpdir)
 
@@ -340,11 +341,4 @@ def test_nested_filter_matches_reset_depth_as_uftrace():
 
 
 if __name__ == "__main__":
-    import inspect
-    for n, fn in inspect.getmembers(sys.modules[__name__], inspect.isfunction):
-        if n.startswith("test_"):
-            try:
-                fn()
-                print("PASS", n)
-            except Skip as e:
-                print("SKIP", n, e)
+    sfkit.main(globals())

@@ -425,15 +425,4 @@ int main(){ return g((Deep<400>::type*)0) == 0; }
 
 
 if __name__ == "__main__":
-    failed = 0
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_") and callable(fn):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("SKIP", name, e)
-            except AssertionError as e:
-                failed += 1
-                print("FAIL", name, e)
-    sys.exit(1 if failed else 0)
+    sfkit.main(globals())

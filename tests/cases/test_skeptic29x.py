@@ -18,6 +18,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import (RUNTIME, SFTRACE, Skip, build_c, call_column, check, eq, parquet_query, record, replay_text,  # noqa: E402
                    run, rust_fixture, tmpdir, trace_processor)
 
@@ -639,10 +640,4 @@ def test_break_rust_u8_enum():
 
 
 if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_") and callable(fn):
-            try:
-                fn()
-                print("PASS", name)
-            except Skip as e:
-                print("SKIP", name, e)
+    sfkit.main(globals())

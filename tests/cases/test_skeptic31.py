@@ -79,6 +79,7 @@ def test_skep31_space_in_path_commands():
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import BUILD, ROOT, SFTRACE, Skip, check, eq, run, sync_tree, tmpdir  # noqa: E402
 
 CARGO_SFTRACE = os.path.join(BUILD, "cargo-sftrace")
@@ -206,10 +207,4 @@ def test_skep31_release_and_target_dir():
 
 
 if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

@@ -15,6 +15,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import (SFTRACE, build_c, check, chrome_slices, dump_events, dump_info, eq, parquet_query, perfetto_summary,  # noqa: E402
                    record, report_calls, run, tmpdir)
 
@@ -198,7 +199,4 @@ def test_trim_bad_values():
 
 
 if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_"):
-            fn()
-            print("ok", name)
+    sfkit.main(globals())

@@ -13,6 +13,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import DUMP_RE, ROOT, SFTRACE, Skip, build_c, check, dump_events, eq, record, tmpdir, tp_rows, trace_processor  # noqa: E402
 from sfkit import run as sf_run  # noqa: E402
 
@@ -194,13 +195,6 @@ def test_replay_unwound_comment():
     eq([c for _, _, c in rows], ["main() {", "  jumper() {", "    mid() {", "      leaf();", "    } /* mid */",
                                  "    /* 2 frames unwound */", "  } /* jumper */", "} /* main */"], "call column")
     check_durations(rows)
-
-
-if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_"):
-            fn()
-            print("ok", name)
 
 
 # ---- graph ----
@@ -642,3 +636,7 @@ def test_chrome_json_deep_recursion_warns_with_the_count():
     rows = tp_rows(out, "select 'n', count(*) from slice union all "
                         "select name, value from stats where name = 'slice_max_depth_exceeded'")
     eq(sorted(rows), [["n", "512"], ["slice_max_depth_exceeded", "2490"]], "trace_processor drops that many")
+
+
+if __name__ == "__main__":
+    sfkit.main(globals())

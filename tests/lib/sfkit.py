@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,6 +35,24 @@ def known_break(issue, why):
         case.__name__ = fn.__name__
         return case
     return wrap
+
+
+def main(cases):
+    """Runs a case file on its own (`python3 tests/cases/test_x.py`): every
+    test_* function of CASES (the module's globals()), in name order, one
+    line each; exits 1 if any failed. tests/run.py is the usual way."""
+    failed = 0
+    for name, fn in sorted((k, v) for k, v in cases.items() if k.startswith("test_") and callable(v)):
+        try:
+            fn()
+            print(f"PASS {name}", flush=True)
+        except Skip as e:
+            print(f"SKIP {name}: {e}", flush=True)
+        except Exception as e:  # noqa: BLE001 - report every failure
+            failed += 1
+            print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
+    print("all passed" if not failed else f"{failed} failed")
+    sys.exit(1 if failed else 0)
 
 
 def check(cond, msg=""):

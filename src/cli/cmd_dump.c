@@ -374,7 +374,9 @@ static int print_event(void *ctx, const struct lr_event *ev)
 	}
 	if (ev->kind == SF_EV_ENTRY)
 		(*depth)++;
-	if (ev->kind == SF_EV_UNWIND) {
+	if (ev->kind == SF_EV_UNWIND && ev->func_id == SF_UNWIND_UNCOUNTED) {
+		out_str(o, "uncounted frames abandoned (a landing too deep for the runtime to count)");
+	} else if (ev->kind == SF_EV_UNWIND) {
 		out_u64(o, ev->func_id, 0);
 		out_mem(o, " frames abandoned", 17);
 		*depth = *depth > ev->func_id ? *depth - ev->func_id : 0;

@@ -73,6 +73,9 @@ enum sf_event_kind {
 	 * longjmp target): the thread's `word >> SF_KIND_BITS` innermost
 	 * recorded frames were abandoned and end at this event's time. */
 	SF_EV_UNWIND = 8,
+	/* (An UNWIND of SF_UNWIND_UNCOUNTED frames, 0, marks a landing the
+	 * runtime could not count, sf_header.landings_uncounted: it closes
+	 * nothing.) */
 	/* Unwinding landed (as kind 8), said another way: `word >>
 	 * SF_KIND_BITS` is the number of the thread's recorded frames still
 	 * open after the landing, counted from the thread's first event (its
@@ -191,6 +194,7 @@ struct sf_event {
 #define SF_KIND_BITS     4u
 #define SF_KIND_MASK     ((1u << SF_KIND_BITS) - 1)
 #define SF_FUNC_ID_LIMIT (1u << (32 - SF_KIND_BITS)) /* function ids are below this */
+#define SF_UNWIND_UNCOUNTED 0u /* SF_EV_UNWIND's count: a landing the runtime could not count */
 #define SF_TIME_SPAN     (1ull << 31)
 
 static inline uint32_t sf_event_word(uint32_t func_id, uint32_t kind)

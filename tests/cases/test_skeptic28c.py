@@ -349,6 +349,10 @@ def test_fork_child_dropped_exit_under_cuts():
                       (["--tid", str(tid)], whole),
                       (["--time", "0.."], whole)):
         eq(column(replay(child, *cut)), want, f"replay {' '.join(cut)}")
+    d = sf("dump", "--max-depth", "1", child).stdout
+    ev = [re.sub(r"^ *\d+ +\d+ ", "", ln) for ln in d.split("events:\n", 1)[1].split("\n\n")[0].splitlines()[1:]]
+    eq([re.sub(r" +", " ", e) for e in ev], ["ENTRY a", "EXIT a", "EXIT main (repaired: unmatched, dropped)"],
+       "dump under a cut: the dropped exit where it happened")
 
 
 def test_graph_root_is_the_kept_calls():

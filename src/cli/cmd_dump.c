@@ -374,7 +374,9 @@ static int print_event(void *ctx, const struct lr_event *ev)
 	}
 	if (ev->kind == SF_EV_ENTRY)
 		(*depth)++;
-	if (ev->kind == SF_EV_UNWIND) {
+	if (ev->kind == SF_EV_UNWIND && ev->func_id == SF_UNWIND_UNCOUNTED) {
+		out_str(o, "uncounted frames abandoned (a landing too deep for the runtime to count)");
+	} else if (ev->kind == SF_EV_UNWIND) {
 		out_u64(o, ev->func_id, 0);
 		out_mem(o, " frames abandoned", 17);
 		*depth = *depth > ev->func_id ? *depth - ev->func_id : 0;
@@ -463,10 +465,23 @@ static void cut_line(struct out *o, const struct fr_frame *f, uint64_t t, const 
 		out_u64(o, f->depth, 0);
 		out_mem(o, "] ", 2);
 	}
-	out_esc(o, trace_name(f->proc, f->func_id));
+	if (f->func_id != FR_NO_FUNC)
+		out_esc(o, trace_name(f->proc, f->func_id));
 	if (note)
 		out_str(o, note);
 	out_mem(o, "\n", 1);
+}
+
+/* A dropped exit or an uncounted landing, where the cut keeps its place
+ * (trace_cut.h's cut_unmatched), at the depth a call there would have. */
+static int dump_cut_unmatched(void *ctx, const struct fr_frame *f)
+{
+	struct cut_dump *d = ctx;
+	if (f->end_kind == FR_END_UNCOUNTED)
+		cut_line(d->o, f, f->t_end, "UNWIND", "uncounted frames abandoned (a landing too deep for the runtime to count)");
+	else
+		cut_line(d->o, f, f->t_end, f->end_kind == FR_END_TAIL ? "TAIL" : "EXIT", "  (repaired: unmatched, dropped)");
+	return d->o->failed;
 }
 
 static int dump_cut_begin(void *ctx, const struct fr_frame *f)
@@ -497,7 +512,8 @@ static int print_cut_events(struct out *o, const char *path, struct input_opts *
 	if (!in)
 		return 1;
 	struct cut_dump d = {o};
-	struct trace_sink sink = {.ctx = &d, .frame_begin = dump_cut_begin, .frame_end = dump_cut_end};
+	struct trace_sink sink = {.ctx = &d, .frame_begin = dump_cut_begin, .frame_end = dump_cut_end,
+				  .frame_unmatched = dump_cut_unmatched};
 	int r = trace_run(in, &sink);
 	char buf[512];
 	if (r == 0 && trace_format_cut(in, buf, sizeof(buf)))

@@ -301,6 +301,9 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	if (i->cost_known && i->cost_err > 0)
 		printf(KEY "within %.1f%% (its rounds at start and exit; a net figure that this makes uncertain by "
 		       "more than 10%% is shown as recorded, marked <)\n", "cost spread", 100 * i->cost_err);
+	if (i->cost_known && i->cost_exit_known)
+		printf(KEY "%.1f ns per call in the caller, %.1f ns in the call (measured again at exit)\n",
+		       "cost at exit", i->cost_exit_parent_ns, i->cost_exit_child_ns);
 	else if (!i->cost_known)
 		printf(KEY "not measured (times are read as recorded)\n", "tracer cost");
 	/* A cut log's header still says how the run ended, not where the events stop. */
@@ -445,10 +448,19 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	json_kv_str("exit_state", how);
 	json_exit_fields(p->info);
 	printf("\"truncated\":%s,", lr_truncated(p->log) ? "true" : "false");
-	if (i->cost_known)
+	if (i->cost_known) {
 		printf("\"tracer_cost_ns\":{\"caller\":%.1f,\"call\":%.1f},\"tracer_cost_error\":%.4f,", i->cost_parent_ns,
 		       i->cost_child_ns, i->cost_err);
-	else
+		if (i->cost_spread_raw256)
+			printf("\"tracer_cost_spread_ns\":{\"low\":%.1f,\"high\":%.1f},", i->cost_lo_ns, i->cost_hi_ns);
+		else
+			printf("\"tracer_cost_spread_ns\":null,");
+		if (i->cost_exit_known)
+			printf("\"tracer_cost_exit_ns\":{\"caller\":%.1f,\"call\":%.1f},", i->cost_exit_parent_ns,
+			       i->cost_exit_child_ns);
+		else
+			printf("\"tracer_cost_exit_ns\":null,");
+	} else
 		printf("\"tracer_cost_ns\":null,");
 	printf("\"sleds\":%" PRIu64 ",\"sleds_patched\":%" PRIu64 ",\"ring_bytes\":%" PRIu64 ",\"trim_min_ns\":%" PRIu64
 	       ",\"trim_max_depth\":%u,\"trimmed_records\":%" PRIu64 ",\"alloc_events\":%" PRIu64 ",", 

@@ -32,7 +32,10 @@
  * frames closed at their thread's end likewise, and calls the time window
  * clipped with "cut at window start" / "cut at window end"; an exit of a
  * function not open on its thread (dropped) as "unmatched exit dropped:
- * name" (not under a cut, whose stages pass on frames only).
+ * name", and a landing too deep for the runtime to count as "frames
+ * unwound: uncounted", each where a call beginning there would be (under
+ * a cut, where the cut would keep such a call: trace_cut.h's
+ * cut_unmatched).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -714,7 +717,9 @@ static int frame_end(void *ctx, const struct fr_frame *f)
 
 /* An exit (or tail call) of a function not open on the thread, which the
  * frames layer dropped (a fork child's return from main, entered before
- * the fork): a comment where it happened, inside the calls then open. */
+ * the fork): a comment where it happened, inside the calls then open. So
+ * is a landing the runtime could not count (FR_END_UNCOUNTED): the frames
+ * it abandoned stay open, to close at an outer exit as "N frames unwound". */
 static int frame_unmatched(void *ctx, const struct fr_frame *f)
 {
 	struct replay *r = ctx;
@@ -725,8 +730,11 @@ static int frame_unmatched(void *ctx, const struct fr_frame *f)
 	struct line l = {f->proc, f->thread, f->func_id, f->r_end, 0, 0, 0};
 	put_columns(r, &l);
 	indent(ts->depth);
-	outf("%s/* unmatched %s dropped: %s */%s\n", r->color ? C_DIM : "",
-	     f->end_kind == FR_END_TAIL ? "tail call" : "exit", name_of(r, f)->text, r->color ? C_OFF : "");
+	if (f->end_kind == FR_END_UNCOUNTED)
+		outf("%s/* frames unwound: uncounted */%s\n", r->color ? C_DIM : "", r->color ? C_OFF : "");
+	else
+		outf("%s/* unmatched %s dropped: %s */%s\n", r->color ? C_DIM : "",
+		     f->end_kind == FR_END_TAIL ? "tail call" : "exit", name_of(r, f)->text, r->color ? C_OFF : "");
 	line_done(&r->lines);
 	return r->write_failed = ferror_unlocked(stdout) != 0;
 }

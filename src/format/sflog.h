@@ -73,6 +73,9 @@ enum sf_event_kind {
 	 * longjmp target): the thread's `word >> SF_KIND_BITS` innermost
 	 * recorded frames were abandoned and end at this event's time. */
 	SF_EV_UNWIND = 8,
+	/* (An UNWIND of SF_UNWIND_UNCOUNTED frames, 0, marks a landing the
+	 * runtime could not count, sf_header.landings_uncounted: it closes
+	 * nothing.) */
 	/* Unwinding landed (as kind 8), said another way: `word >>
 	 * SF_KIND_BITS` is the number of the thread's recorded frames still
 	 * open after the landing, counted from the thread's first event (its
@@ -191,6 +194,7 @@ struct sf_event {
 #define SF_KIND_BITS     4u
 #define SF_KIND_MASK     ((1u << SF_KIND_BITS) - 1)
 #define SF_FUNC_ID_LIMIT (1u << (32 - SF_KIND_BITS)) /* function ids are below this */
+#define SF_UNWIND_UNCOUNTED 0u /* SF_EV_UNWIND's count: a landing the runtime could not count */
 #define SF_TIME_SPAN     (1ull << 31)
 
 static inline uint32_t sf_event_word(uint32_t func_id, uint32_t kind)
@@ -323,6 +327,13 @@ struct sf_header {
 	 * Their abandoned frames stay open in the readers until an outer exit,
 	 * and later depths may be off: every reader warns. */
 	uint64_t landings_uncounted;
+	/* Since issue 28's exit re-measure (zero in older logs, and when the
+	 * process ended without exiting or the re-measure saw no events): the
+	 * tracer's cost per call measured again at the process's exit, the
+	 * median round's, packed as SF_HDR_COST (calib.c). The start's figure
+	 * is the one times are net of; this one says how far the cost drifted
+	 * (cost_spread already takes in its rounds). */
+	uint64_t cost_exit;
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a
  * patched entry of the same object, else kind 3 (without it, kind 3 is
@@ -515,6 +526,7 @@ _Static_assert(__builtin_offsetof(struct sf_header, features) == 3360, "docs/FOR
 _Static_assert(__builtin_offsetof(struct sf_header, fork_parent) == 3640, "docs/FORMAT.md: fork parent");
 _Static_assert(__builtin_offsetof(struct sf_header, cost_spread) == 3648, "docs/FORMAT.md: cost spread");
 _Static_assert(__builtin_offsetof(struct sf_header, landings_uncounted) == 3656, "docs/FORMAT.md: uncounted landings");
+_Static_assert(__builtin_offsetof(struct sf_header, cost_exit) == 3664, "docs/FORMAT.md: cost at exit");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

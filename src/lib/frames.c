@@ -283,6 +283,17 @@ static void close_frame(struct frames *f, size_t slot, uint32_t func, uint64_t t
 static void close_landed(struct frames *f, size_t slot, uint32_t n, uint64_t t, uint64_t r)
 {
 	struct fr_thread *th = &f->threads[slot];
+	if (n == SF_UNWIND_UNCOUNTED) {
+		/* A landing the runtime could not count: nothing closes, its
+		 * place is told (the frames it abandoned close at an outer exit). */
+		f->stats.landings_uncounted++;
+		if (f->cb.unmatched) {
+			struct fr_frame out = {.proc = th->proc, .thread = th->key, .func_id = FR_NO_FUNC, .t_end = t,
+					       .r_end = r, .end_kind = FR_END_UNCOUNTED};
+			f->cb.unmatched(f->ctx, &out);
+		}
+		return;
+	}
 	f->repair++;
 	for (; n && th->depth; n--) {
 		pop(f, slot, t, r, FR_END_UNWOUND);
@@ -474,6 +485,7 @@ void fr_stats_since(const struct fr_stats *now, const struct fr_stats *then, str
 		.before_window = now->before_window - then->before_window,
 		.open_at_pause = now->open_at_pause - then->open_at_pause,
 		.open_at_snapshot = now->open_at_snapshot - then->open_at_snapshot,
+		.landings_uncounted = now->landings_uncounted - then->landings_uncounted,
 	};
 }
 

@@ -60,7 +60,12 @@ enum fr_end_kind {
 	FR_END_THREAD_END = 4, /* repaired: still open when the thread ended */
 	FR_END_PAUSED = 5,     /* repaired: in flight when tracing was paused (sftrace pause) */
 	FR_END_SNAPSHOT = 6,   /* repaired: open at a snapshot's end (the thread went on) */
+	/* Not a frame's end: fr_callbacks.unmatched's mark of a landing the
+	 * runtime could not count (SF_EV_UNWIND of SF_UNWIND_UNCOUNTED), which
+	 * closed nothing; func_id is FR_NO_FUNC. */
+	FR_END_UNCOUNTED = 7,
 };
+#define FR_NO_FUNC UINT32_MAX
 
 static inline int fr_end_is_repaired(enum fr_end_kind k) { return k >= FR_END_UNWOUND; }
 
@@ -109,7 +114,9 @@ struct fr_callbacks {
 	void (*begin)(void *ctx, const struct fr_frame *f);
 	void (*end)(void *ctx, const struct fr_frame *f);
 	/* Optional: an exit or tail of a function not open on the thread's
-	 * stack, dropped (proc, thread, func_id, t_end and end_kind set). */
+	 * stack, dropped (proc, thread, func_id, t_end and end_kind set); or,
+	 * end_kind FR_END_UNCOUNTED, a landing the runtime could not count,
+	 * where it happened. */
 	void (*unmatched)(void *ctx, const struct fr_frame *f);
 };
 
@@ -124,6 +131,7 @@ struct fr_stats {
 				   * the window's start (the reader's before_window entries) */
 	uint64_t open_at_pause;   /* frames closed at a pause (in flight when tracing went off) */
 	uint64_t open_at_snapshot; /* frames closed at a snapshot's end (open when it was taken) */
+	uint64_t landings_uncounted; /* landings the runtime marked uncounted (closed nothing) */
 };
 
 struct frames;

@@ -104,6 +104,8 @@ static int stacks_unmatched(void *ctx, const struct fr_frame *f)
 {
 	struct stacks *s = ctx;
 	struct hthread *t = &s->th[f->thread->index];
+	if (f->end_kind == FR_END_UNCOUNTED)
+		return 0; /* a landing's mark: no function's exit */
 	if (t->seeded && t->node != CP_ROOT && cp_func(s->tree, cp_node(s->tree, t->node)->func)->id == f->func_id) {
 		t->node = cp_node(s->tree, t->node)->parent;
 		t->seeded--;

@@ -283,6 +283,8 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		in->cost_parent_raw256 = h.reserved[SF_HDR_COST] & UINT32_MAX;
 		in->cost_child_raw256 = h.reserved[SF_HDR_COST] >> 32;
 		in->cost_err = cost_err(in->cost_parent_raw256 + in->cost_child_raw256, h.cost_spread);
+		in->cost_spread_raw256 = h.cost_spread;
+		in->cost_exit_raw256 = h.cost_exit;
 		if (h.ring_bytes) {
 			in->snap_time = h.reserved[SF_HDR_SNAP_TIME];
 			in->snap_tid = (uint32_t)h.reserved[SF_HDR_SNAP_THREAD];
@@ -1370,6 +1372,11 @@ static void fit_clock(struct lr_log *log)
 	in->cost_known = in->cost_parent_raw256 || in->cost_child_raw256;
 	in->cost_parent_ns = (double)in->cost_parent_raw256 * unit / 256.0;
 	in->cost_child_ns = (double)in->cost_child_raw256 * unit / 256.0;
+	in->cost_lo_ns = (double)(in->cost_spread_raw256 & UINT32_MAX) * unit / 256.0;
+	in->cost_hi_ns = (double)(in->cost_spread_raw256 >> 32) * unit / 256.0;
+	in->cost_exit_known = in->cost_exit_raw256 != 0;
+	in->cost_exit_parent_ns = (double)(in->cost_exit_raw256 & UINT32_MAX) * unit / 256.0;
+	in->cost_exit_child_ns = (double)(in->cost_exit_raw256 >> 32) * unit / 256.0;
 	in->tsc_offset_ns = log->intercept - log->slope * (double)(int64_t)(log->anchor_tsc - in->start_tsc);
 	log->slope_q48 = log->slope < 32768.0 ? (uint64_t)(log->slope * 0x1p48 + 0.5) : 0;
 	log->intercept_q48 = (i128)(uint64_t)log->intercept << 48;

@@ -134,6 +134,15 @@ struct lr_info {
 	 * figure is as uncertain as this times the tracer's time taken off
 	 * it (trace_net_uncertain). */
 	double cost_err;
+	/* The same spread in ns per call (caller's part plus call's): the
+	 * lowest and the highest kept round; 0 and 0 when the log has none.
+	 * And the cost measured again at the process's exit, its median round
+	 * (sf_header.cost_exit): cost_exit_known 0 in older logs and for a
+	 * process that did not exit. */
+	uint64_t cost_spread_raw256, cost_exit_raw256;
+	double cost_lo_ns, cost_hi_ns;
+	double cost_exit_parent_ns, cost_exit_child_ns;
+	int cost_exit_known;
 	/* record --paused, sftrace resume / pause: SWITCH chunks in the log
 	 * (tracing switched on, off). Frames open at a pause are closed
 	 * there (frames.h). */

@@ -212,6 +212,15 @@ struct cut_thread {
 	uint32_t tail_func, tail_fdepth;
 	uint8_t tail_marks;
 	struct edge s, e; /* the window's start and end */
+	/* Unmatched exits kept but inside a held frame (--min-duration): each
+	 * waits, with the stack size at its time, until the frames enclosing it
+	 * are emitted (then it follows them), or one of them ends unkept (then
+	 * it goes with that frame). Oldest first. */
+	struct pending_unmatched {
+		struct fr_frame f;
+		size_t at; /* th->n when it happened: frames 0..at-1 enclose it */
+	} *pend;
+	size_t npend, cap_pend, first_pend;
 };
 
 struct trace_cut {
@@ -247,8 +256,10 @@ struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_
 
 static void free_threads(struct trace_cut *c)
 {
-	for (size_t i = 0; i < c->nthreads; i++)
+	for (size_t i = 0; i < c->nthreads; i++) {
 		free(c->threads[i].st);
+		free(c->threads[i].pend);
+	}
 	free(c->threads);
 	c->threads = NULL;
 	c->nthreads = 0;
@@ -376,8 +387,22 @@ static void clip_start(struct trace_cut *c, const struct cut_thread *th, struct 
 	}
 }
 
+/* The waiting unmatched exits whose enclosing frames are all out (none
+ * of frames 0..at-1 is still held) go on, oldest first. */
+static void flush_unmatched(struct trace_cut *c, struct cut_thread *th, size_t upto)
+{
+	while (th->first_pend < th->npend && th->pend[th->first_pend].at <= upto) {
+		if (c->out.unmatched)
+			c->out.unmatched(c->ctx, &th->pend[th->first_pend].f);
+		th->first_pend++;
+	}
+	if (th->first_pend == th->npend)
+		th->first_pend = th->npend = 0;
+}
+
 static void emit_begin(struct trace_cut *c, const struct fr_frame *in, struct cut_thread *th, size_t i)
 {
+	flush_unmatched(c, th, i); /* those that happened before frame i began */
 	struct fr_frame o = out_frame(in, th, i);
 	th->st[i].state = ST_KEPT;
 	if (o.r_begin < c->s)
@@ -410,6 +435,7 @@ static void release(struct trace_cut *c, const struct fr_frame *in, struct cut_t
 		}
 		th->held++;
 	}
+	flush_unmatched(c, th, th->n);
 }
 
 /* Whether frame `in` is the callee of tail caller `from` (tail_mark.h);
@@ -502,6 +528,30 @@ void cut_begin(void *ctx, const struct fr_frame *in)
 	}
 }
 
+/* Frame `i` ended: the unmatched exits still waiting inside it (it was
+ * never emitted, or one inside it was not) go with it. An uncounted
+ * landing moves out to the frame's nearest candidate ancestor instead
+ * (landing_kept), when -F or a within filter keep that. */
+static void drop_unmatched_inside(const struct trace_cut *c, struct cut_thread *th, size_t i)
+{
+	size_t kept = th->first_pend;
+	int32_t up = th->st[i].cand_up;
+	int outside = up < 0 && (c->opt.nonly_funcs || (c->filter && c->filter->within));
+	for (size_t k = th->first_pend; k < th->npend; k++) {
+		struct pending_unmatched *p = &th->pend[k];
+		if (p->at > i && p->f.end_kind == FR_END_UNCOUNTED && !outside) {
+			p->at = (size_t)(up + 1);
+			p->f.depth = up >= 0 ? th->st[up].depth + 1 : 0;
+			p->f.parent = up >= 0 ? th->st[up].id : 0;
+		}
+		if (p->at <= i)
+			th->pend[kept++] = *p;
+	}
+	th->npend = kept;
+	if (th->first_pend == th->npend)
+		th->first_pend = th->npend = 0;
+}
+
 void cut_end(void *ctx, const struct fr_frame *in)
 {
 	struct trace_cut *c = ctx;
@@ -542,6 +592,59 @@ void cut_end(void *ctx, const struct fr_frame *in)
 	th->n--;
 	if (th->held > th->n)
 		th->held = th->n;
+	drop_unmatched_inside(c, th, th->n);
+	if (th->held >= th->n)
+		flush_unmatched(c, th, th->n); /* a landing moved out to a frame already passed on */
+}
+
+/* A landing the runtime could not count happened somewhere among the
+ * thread's open frames (which ones it abandoned is not known: they stay
+ * open): it is shown inside the innermost frame the cut keeps (-N,
+ * --max-depth and a select filter then move it out to a kept line), when
+ * that is inside what -F or a within filter asks for. */
+static int landing_kept(const struct trace_cut *c, const struct cut_thread *th, struct cut_frame *probe)
+{
+	const struct cut_frame *up = th->n ? &th->st[th->n - 1] : NULL;
+	probe->cand_up = !up ? -1 : up->state != ST_DROP ? (int32_t)(th->n - 1) : up->cand_up;
+	probe->depth = probe->cand_up >= 0 ? th->st[probe->cand_up].depth + 1 : 0;
+	if (c->opt.nonly_funcs && !(up && (up->marks & CUT_MARK_ONLY)))
+		return 0;
+	return !(c->filter && c->filter->within && !(up && up->within));
+}
+
+void cut_unmatched(void *ctx, const struct fr_frame *in)
+{
+	struct trace_cut *c = ctx;
+	struct cut_thread *th = thread_of(c, in->thread);
+	uint64_t r = in->r_end;
+	see(c, th, r, in->t_end);
+	release(c, in, th, in->t_end, r);
+	if (r < c->s || r > c->e)
+		return;
+	struct cut_frame probe = {0};
+	size_t at = th->n;
+	if (in->end_kind == FR_END_UNCOUNTED) {
+		if (!landing_kept(c, th, &probe))
+			return;
+		at = (size_t)(probe.cand_up + 1);
+	} else if (!is_candidate(c, th, &probe, in->func_id, in)) {
+		/* Kept where a call of its function beginning here would be a
+		 * candidate: it stands for that call's missing entry. */
+		return;
+	}
+	struct fr_frame o = *in;
+	o.depth = probe.depth;
+	o.parent = probe.cand_up >= 0 ? th->st[probe.cand_up].id : 0;
+	if (th->held >= at && th->first_pend == th->npend) {
+		if (c->out.unmatched)
+			c->out.unmatched(c->ctx, &o);
+		return;
+	}
+	if (th->npend == th->cap_pend) {
+		th->cap_pend = th->cap_pend ? th->cap_pend * 2 : 8;
+		th->pend = xrealloc(th->pend, th->cap_pend * sizeof(*th->pend));
+	}
+	th->pend[th->npend++] = (struct pending_unmatched){o, at};
 }
 
 const struct cut_stats *cut_stats(const struct trace_cut *c) { return &c->stats; }

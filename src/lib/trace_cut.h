@@ -129,6 +129,16 @@ int cut_tid_wanted(const struct trace_cut *c, uint32_t tid);
  * and depth are the cut's own, among the frames it keeps. */
 void cut_begin(void *cut, const struct fr_frame *f);
 void cut_end(void *cut, const struct fr_frame *f);
+/* An exit or tail of a function not open on the thread (frames.c's
+ * unmatched), passed on where its place is kept: its time inside the
+ * window, and a call of its function beginning there a candidate (-c,
+ * -F/-N, --max-depth judge it as that call; --tid, as its thread). Its
+ * depth and parent are set to that call's. Under --min-duration it waits
+ * while a frame enclosing it is held, and goes with that frame when the
+ * frame is cut. An uncounted landing (FR_END_UNCOUNTED), whose frames are
+ * not known, goes inside the innermost frame kept around it, when -F or a
+ * within filter would keep what is inside the innermost open frame. */
+void cut_unmatched(void *cut, const struct fr_frame *f);
 
 const struct cut_stats *cut_stats(const struct trace_cut *c);
 

@@ -777,7 +777,7 @@ static unsigned mark_func(void *ctx, uint32_t id)
 		return c->only_seq[only] > c->notrace_seq[notrace] ? CUT_MARK_ONLY : CUT_MARK_NOTRACE;
 	return (only >= 0 ? CUT_MARK_ONLY : 0) | (notrace >= 0 ? CUT_MARK_NOTRACE : 0);
 }
-static const struct fr_callbacks to_cut = {.begin = cut_begin, .end = cut_end};
+static const struct fr_callbacks to_cut = {.begin = cut_begin, .end = cut_end, .unmatched = cut_unmatched};
 
 static double elapsed(const struct timespec *a)
 {

@@ -94,7 +94,10 @@ struct trace_sink {
 	 * them on their thread; time_ns on the recording's time base. */
 	int (*alloc_event)(void *ctx, const struct trace_proc *p, const struct lr_event *ev);
 	/* An exit or tail the frames layer dropped: its function was not open
-	 * on the thread (fr_callbacks.unmatched; not with a cut). */
+	 * on the thread; or (end_kind FR_END_UNCOUNTED, func_id FR_NO_FUNC) a
+	 * landing the runtime could not count (fr_callbacks.unmatched). With a
+	 * cut, where the cut keeps its place (trace_cut.h's cut_unmatched),
+	 * depth and parent among the kept frames. */
 	int (*frame_unmatched)(void *ctx, const struct fr_frame *f);
 	/* With time_order, for a sink that writes in time order (replay): a
 	 * thread whose output waits on its next event (a begun call not yet

@@ -68,13 +68,30 @@ static struct pf_thread *track_at(struct pf_sink *s, uint32_t ti, uint32_t depth
 static int pf_process_begin(void *ctx, const struct trace_proc *p)
 {
 	struct pf_sink *s = ctx;
-	/* Times stay as recorded; the tracer's cost per call rides along as a
-	 * process label for whoever wants net figures (docs/OUTPUTS.md). */
-	char cost[96];
-	if (p->info->cost_known)
-		snprintf(cost, sizeof(cost), "sftrace.tracer_cost_ns caller=%.1f call=%.1f", p->info->cost_parent_ns,
-			 p->info->cost_child_ns);
-	s->proc = pf_add_process_labeled(s->w, p->info->pid, p->name, p->cmdline, p->info->cost_known ? cost : NULL);
+	/* Times stay as recorded; the tracer's cost per call rides along as
+	 * process labels for whoever wants net figures (docs/OUTPUTS.md): the
+	 * start's figures, their rounds' spread and the error it bounds a net
+	 * figure by, and the exit's re-measure. */
+	char text[3][128];
+	const char *labels[3];
+	size_t n = 0;
+	const struct lr_info *i = p->info;
+	if (i->cost_known) {
+		snprintf(text[n], sizeof(text[n]), "sftrace.tracer_cost_ns caller=%.1f call=%.1f", i->cost_parent_ns,
+			 i->cost_child_ns);
+		labels[n] = text[n], n++;
+	}
+	if (i->cost_known && i->cost_spread_raw256) {
+		snprintf(text[n], sizeof(text[n]), "sftrace.tracer_cost_spread_ns low=%.1f high=%.1f error=%.4f",
+			 i->cost_lo_ns, i->cost_hi_ns, i->cost_err);
+		labels[n] = text[n], n++;
+	}
+	if (i->cost_known && i->cost_exit_known) {
+		snprintf(text[n], sizeof(text[n]), "sftrace.tracer_cost_exit_ns caller=%.1f call=%.1f",
+			 i->cost_exit_parent_ns, i->cost_exit_child_ns);
+		labels[n] = text[n], n++;
+	}
+	s->proc = pf_add_process_labeled(s->w, i->pid, p->name, p->cmdline, labels, n);
 	free_tracks(s);
 	s->nthreads = lr_nthreads(p->log) + 1;
 	s->threads = xcalloc(s->nthreads, sizeof(*s->threads));

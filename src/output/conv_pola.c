@@ -18,7 +18,17 @@
  *                tracer's own cost per traced call its process measured at
  *                start, in ps (0: not measured), the part in the caller's
  *                self time and the part in the call's duration; OUT's times
- *                are as recorded (report's net times take these off)
+ *                are as recorded (report's net times take these off);
+ *                tracer_cost_low_ps u64, tracer_cost_high_ps u64: the
+ *                spread of that cost (caller's part plus call's) over the
+ *                calibration's rounds at start and exit, the lowest and
+ *                highest kept round (0: none); tracer_cost_error_ppm u64:
+ *                the error it bounds the cost by, relative to it, in parts
+ *                per million (report marks a net figure "<" when this
+ *                times the cost taken off it passes 10% of it);
+ *                tracer_cost_exit_caller_ps u64, tracer_cost_exit_call_ps
+ *                u64: the cost measured again at the process's exit (0:
+ *                not, the process did not exit or the log is older)
  *   OUT.alloc    allocation events, when there are any (conv_pola_alloc.h)
  *   OUT.args     arguments and return values, when there are any (conv_pola_args.h)
  * Times count from the recording's time 0 (trace_input.h), for every
@@ -53,7 +63,12 @@ static const struct pq_column thread_cols[] = {
 	{"thread_name", PQ_STRING},  {"process_name", PQ_STRING}, {"cmdline", PQ_STRING},
 	{"start", PQ_DURATION_NS},   {"end", PQ_DURATION_NS},    {"label", PQ_STRING},
 	{"tracer_cost_caller_ps", PQ_UINT64}, {"tracer_cost_call_ps", PQ_UINT64},
+	{"tracer_cost_low_ps", PQ_UINT64},    {"tracer_cost_high_ps", PQ_UINT64},
+	{"tracer_cost_error_ppm", PQ_UINT64},
+	{"tracer_cost_exit_caller_ps", PQ_UINT64}, {"tracer_cost_exit_call_ps", PQ_UINT64},
 };
+
+static uint64_t ps(double ns) { return (uint64_t)(ns * 1000 + 0.5); }
 
 /* One thread of one process: the time span of its rows in OUT. */
 struct thread_span {
@@ -275,8 +290,11 @@ static int write_threads(struct pq_writer *w, const struct pola_sink *s)
 		    put_str(w, 4, sp->proc->name) || put_str(w, 5, sp->proc->cmdline) ||
 		    pq_write_u64(w, 6, sp->start) || pq_write_u64(w, 7, sp->end) ||
 		    put_str(w, 8, trace_thread_label(sp->proc, sp->thread)) ||
-		    pq_write_u64(w, 9, (uint64_t)(info->cost_parent_ns * 1000 + 0.5)) ||
-		    pq_write_u64(w, 10, (uint64_t)(info->cost_child_ns * 1000 + 0.5)) || pq_end_row(w))
+		    pq_write_u64(w, 9, ps(info->cost_parent_ns)) || pq_write_u64(w, 10, ps(info->cost_child_ns)) ||
+		    pq_write_u64(w, 11, ps(info->cost_lo_ns)) || pq_write_u64(w, 12, ps(info->cost_hi_ns)) ||
+		    pq_write_u64(w, 13, (uint64_t)(info->cost_err * 1e6 + 0.5)) ||
+		    pq_write_u64(w, 14, ps(info->cost_exit_parent_ns)) ||
+		    pq_write_u64(w, 15, ps(info->cost_exit_child_ns)) || pq_end_row(w))
 			return -1;
 	}
 	return 0;

@@ -233,11 +233,11 @@ int pf_finish(struct pf_writer *w)
 struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
 				  const char *process_name, const char *cmdline)
 {
-	return pf_add_process_labeled(w, pid, process_name, cmdline, NULL);
+	return pf_add_process_labeled(w, pid, process_name, cmdline, NULL, 0);
 }
 
 struct pf_process *pf_add_process_labeled(struct pf_writer *w, uint32_t pid, const char *process_name,
-					  const char *cmdline, const char *label)
+					  const char *cmdline, const char *const *labels, size_t nlabels)
 {
 	struct pf_process *p = xcalloc(1, sizeof(*p));
 	p->uuid = w->next_uuid++;
@@ -258,8 +258,8 @@ struct pf_process *pf_add_process_labeled(struct pf_writer *w, uint32_t pid, con
 		pb_put_string(b, F_PD_CMDLINE, cmdline);
 	if (process_name)
 		pb_put_string(b, F_PD_PROCESS_NAME, process_name);
-	if (label)
-		pb_put_string(b, F_PD_PROCESS_LABELS, label);
+	for (size_t i = 0; i < nlabels; i++)
+		pb_put_string(b, F_PD_PROCESS_LABELS, labels[i]);
 	pb_nest_end(b, pd);
 	pb_nest_end(b, td);
 	pb_nest_end(b, pkt);

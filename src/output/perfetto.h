@@ -58,10 +58,10 @@ struct pf_writer *pf_open(pf_write_fn write, void *ctx);
  * ProcessDescriptor.cmdline entry. The handle lives until pf_finish. */
 struct pf_process *pf_add_process(struct pf_writer *w, uint32_t pid,
 				  const char *process_name, const char *cmdline);
-/* The same, with one ProcessDescriptor.process_labels entry (NULL: none):
+/* The same, with nlabels ProcessDescriptor.process_labels entries:
  * convert's metadata, such as the tracer's measured cost. */
 struct pf_process *pf_add_process_labeled(struct pf_writer *w, uint32_t pid, const char *process_name,
-					  const char *cmdline, const char *label);
+					  const char *cmdline, const char *const *labels, size_t nlabels);
 
 /* Emits a thread TrackDescriptor (pid, tid, thread_name) under the process
  * track, as the first packet of the thread's own sequence (with its

@@ -189,7 +189,9 @@ void sf_calib_measure(void)
  * which every event was taken off with; the spread widens to take in the
  * end's rounds and its median, so a cost that drifted during the run (a
  * loaded machine's contention, the clock speed) bounds the net figures
- * too. A process that dies without exiting keeps the start's spread. */
+ * too. The end's median round is kept too (sf_header.cost_exit): how far
+ * the cost drifted, for the outputs' metadata. A process that dies without
+ * exiting keeps the start's spread and no exit figure. */
 void sf_calib_remeasure(void)
 {
 	if (sf_config.clock != SF_CLOCK_TSC || !sf_cost_lo)
@@ -205,9 +207,12 @@ void sf_calib_remeasure(void)
 	uint64_t lo = rounds[0].child + rounds[0].parent, hi = rounds[CALIB_ROUNDS - 2].child + rounds[CALIB_ROUNDS - 2].parent;
 	sf_cost_lo = lo < sf_cost_lo ? lo : sf_cost_lo;
 	sf_cost_hi = hi > sf_cost_hi ? hi : sf_cost_hi;
+	const struct round_cost *m = &rounds[(CALIB_ROUNDS - 1) / 2];
 	struct sf_header *h = sf_log_header();
-	if (h)
+	if (h) {
 		__atomic_store_n(&h->cost_spread, sf_hdr_cost_pack(sf_cost_lo, sf_cost_hi), __ATOMIC_RELAXED);
+		__atomic_store_n(&h->cost_exit, sf_hdr_cost_pack(m->parent, m->child), __ATOMIC_RELAXED);
+	}
 }
 #else
 void sf_calib_warm(void)

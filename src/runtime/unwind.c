@@ -914,7 +914,7 @@ static int64_t past_stored_pop(struct sf_thread *t, uint64_t sp, uint64_t last)
 #ifdef SF_ARCH_SHADOW
 static int64_t past_scan(struct sf_thread *t, uint64_t sp, uint64_t last);
 #endif
-static void past_uncounted(uint64_t mark);
+static void past_uncounted(uint64_t mark, uint64_t now);
 
 /* Control lands with stack pointer sp: closes the recorded frames below,
  * at the time the landing began (read first: what follows is the
@@ -973,7 +973,7 @@ static void landing(uint64_t sp, const void *env)
 			closed = past_scan(t, sp, mark);
 #endif
 		if (closed < 0) {
-			past_uncounted(mark);
+			past_uncounted(mark, now);
 			return;
 		}
 	}
@@ -1018,15 +1018,20 @@ void sf_unwind_note_stubs(uint64_t lo, uint64_t hi)
 		__atomic_store_n(&stubs.hi, hi, __ATOMIC_RELEASE);
 }
 
-/* A landing past the stored entries (mark) that nothing could count is
- * left unrecorded, but counted in the header: every reader warns. */
-static void past_uncounted(uint64_t mark)
+/* A landing past the stored entries (mark) that nothing could count
+ * closes nothing, but is counted in the header (every reader warns) and
+ * marked where it happened: an UNWIND of 0 frames, which no landing
+ * writes otherwise (docs/FORMAT.md), so replay and dump show the place.
+ * Readers before the mark close 0 frames on it, as they did on nothing. */
+static void past_uncounted(uint64_t mark, uint64_t now)
 {
 #if defined(SF_ARCH_SHADOW) && defined(SF_SHADOW_OV_CAP)
-	if (mark)
+	if (mark) {
 		sf_past_uncounted();
+		sf_record_event_at(SF_EV_UNWIND, SF_UNWIND_UNCOUNTED, now);
+	}
 #else
-	(void)mark;
+	(void)mark, (void)now;
 #endif
 }
 

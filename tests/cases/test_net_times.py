@@ -153,24 +153,46 @@ def test_a_log_without_the_figure_reads_as_recorded():
 def test_perfetto_and_parquet_keep_raw_times_and_carry_the_cost():
     # convert keeps the times as recorded: main's Parquet span is report's
     # --raw-times total; the cost rides along as metadata, the same
-    # figures report gives (ps in Parquet, a process label in Perfetto).
-    from sfkit import parquet_query
+    # figures info gives (ps in Parquet, process labels in Perfetto): the
+    # start's cost, its rounds' spread (start and exit) with the error it
+    # bounds net figures by, and the exit's re-measure. Read back with
+    # trace_processor (the labels are the process's args), polars and DuckDB.
+    from sfkit import parquet_query, tp_rows
     exe = build_c("net_parent", ["net_parent.c"])
     p, log = record([exe, "1000"], args=["-q"])
     cost = report_json(log)["tracer_cost_ns"]
+    info = json.loads(run([SFTRACE, "info", "--format", "json", log]).stdout)["processes"][0]
+    eq(info["tracer_cost_ns"], cost, "info's cost is report's")
+    spread, again, err = info["tracer_cost_spread_ns"], info["tracer_cost_exit_ns"], info["tracer_cost_error"]
+    check(spread and again and 0 < spread["low"] <= spread["high"], f"a spread and an exit figure: {info}")
     d = tmpdir()
     pf = os.path.join(d, "t.perfetto")
     run([SFTRACE, "convert", "--type", "perfetto", log, "-o", pf])
-    with open(pf, "rb") as fh:
-        data = fh.read()
-    want = f"sftrace.tracer_cost_ns caller={cost['caller']:.1f} call={cost['call']:.1f}".encode()
-    check(want in data, f"the Perfetto process label {want!r}")
+    rows = tp_rows(pf, "select a.key, a.display_value from process p join args a using(arg_set_id) "
+                       "where p.pid = %d and a.flat_key = 'chrome.process_label' order by a.key;" % info["pid"])
+    eq(rows, [["chrome.process_label[0]", f"sftrace.tracer_cost_ns caller={cost['caller']:.1f} "
+                                          f"call={cost['call']:.1f}"],
+              ["chrome.process_label[1]", f"sftrace.tracer_cost_spread_ns low={spread['low']:.1f} "
+                                          f"high={spread['high']:.1f} error={err:.4f}"],
+              ["chrome.process_label[2]", f"sftrace.tracer_cost_exit_ns caller={again['caller']:.1f} "
+                                          f"call={again['call']:.1f}"]], "Perfetto's process labels")
     out = os.path.join(d, "t.pola")
     run([SFTRACE, "convert", "--type", "pola", log, "-o", out])
-    th = parquet_query("threads_query.mjs", out)["threads"]
+    r = parquet_query("threads_query.mjs", out)
+    th = r["threads"]
     eq(len(th), 1, "one thread")
-    check(abs(th[0]["tracer_cost_caller_ps"] / 1000 - cost["caller"]) <= 0.051 and
-          abs(th[0]["tracer_cost_call_ps"] / 1000 - cost["call"]) <= 0.051, f"Parquet's figures {th[0]} vs {cost}")
+
+    def near(ps, ns):
+        return abs(ps / 1000 - ns) <= 0.051
+
+    t = th[0]
+    check(near(t["tracer_cost_caller_ps"], cost["caller"]) and near(t["tracer_cost_call_ps"], cost["call"]) and
+          near(t["tracer_cost_low_ps"], spread["low"]) and near(t["tracer_cost_high_ps"], spread["high"]) and
+          abs(t["tracer_cost_error_ppm"] / 1e6 - err) <= 0.00005 and
+          near(t["tracer_cost_exit_caller_ps"], again["caller"]) and
+          near(t["tracer_cost_exit_call_ps"], again["call"]), f"polars reads Parquet's figures {t} vs {info}")
+    eq(r["duck_cost"], [[info["pid"], t["tracer_cost_low_ps"], t["tracer_cost_high_ps"], t["tracer_cost_error_ppm"],
+                         t["tracer_cost_exit_caller_ps"], t["tracer_cost_exit_call_ps"]]], "DuckDB reads the same")
 
 
 def _kept(cmd):

@@ -330,6 +330,31 @@ def test_fork_child_dropped_exit_shows_in_replay():
     eq(col[3:], ["/* unmatched exit dropped: main */"], "the dropped exit, where it happened")
 
 
+def test_fork_child_dropped_exit_under_cuts():
+    """The dropped exit stays under a cut, where a call of main at its place
+    (the child's outermost level) would: the cut judges it as that call
+    (-F/-N by main's name, --max-depth by its level); --min-duration does
+    not judge it (it has no duration), and --tid keeps its thread."""
+    t = record(build("fork", FORK))
+    child = os.path.join(t, sorted(f for f in os.listdir(t) if f != "sf.log")[0])
+    tid = json.loads(sf("info", "--format", "json", child).stdout)["processes"][0]["pid"]
+    dropped = "/* unmatched exit dropped: main */"
+    whole = ["a() {", "  child_work();", "} /* a */", dropped]
+    for cut, want in ((["--max-depth", "1"], ["a();", dropped]),
+                      (["-N", "^a$"], [dropped]),
+                      (["-F", "^main$"], [dropped]),
+                      (["-F", "^a$"], whole[:3]),
+                      (["-N", "^main$"], whole[:3]),
+                      (["--min-duration", "1s"], [dropped]),
+                      (["--tid", str(tid)], whole),
+                      (["--time", "0.."], whole)):
+        eq(column(replay(child, *cut)), want, f"replay {' '.join(cut)}")
+    d = sf("dump", "--max-depth", "1", child).stdout
+    ev = [re.sub(r"^ *\d+ +\d+ ", "", ln) for ln in d.split("events:\n", 1)[1].split("\n\n")[0].splitlines()[1:]]
+    eq([re.sub(r" +", " ", e) for e in ev], ["ENTRY a", "EXIT a", "EXIT main (repaired: unmatched, dropped)"],
+       "dump under a cut: the dropped exit where it happened")
+
+
 def test_graph_root_is_the_kept_calls():
     t = hello_trace()
     g = sf("graph", "--no-pager", t).stdout

@@ -110,7 +110,12 @@ def test_skeptic28m_uncounted_deep_landing_is_a_warning_everywhere():
     """The same landing with the dive entered through a function pointer:
     an indirect call's return address is not one the runtime's stack scan
     recognises, so its count falls one short and the landing stays
-    unrecorded. The log counts it and every reading command warns."""
+    uncounted. The log counts it, every reading command warns, and the
+    runtime marks the landing's place (an UNWIND of 0 frames): dump shows
+    it, and replay shows it as a comment inside the innermost call it
+    keeps there (which frames the landing abandoned is not known: they
+    close at land_ind's exit, here the one dive frame -F and --max-depth
+    keep)."""
     exe = _deepjmp()
     p, log = sfkit.record_limited([exe, "iland:525000:530000"], args=["-q"], stack=2 << 30)
     sfkit.eq(_marks(p.stdout)[0], [530001, 525002, 1], "the program's marks")
@@ -118,6 +123,13 @@ def test_skeptic28m_uncounted_deep_landing_is_a_warning_everywhere():
             "the frames it abandoned stay open until an outer exit, and depths after it may be off")
     d = sfkit.run([sfkit.SFTRACE, "dump", log])
     sfkit.check("warnings (1):\n  " + want in d.stdout, "dump's warnings")
+    marks = [re.sub(r"^ *\d+ +\d+ ", "", ln) for ln in d.stdout.splitlines() if " UNWIND " in ln]
+    sfkit.eq([re.sub(r" +", " ", m) for m in marks],
+             ["UNWIND [depth 530001] uncounted frames abandoned (a landing too deep for the runtime to count)"],
+             "dump: the landing's place")
+    calls = sfkit.call_column(sfkit.replay_text(log, ["-q", "-F", "land_ind", "--max-depth", "2"]))
+    sfkit.eq(calls, ["land_ind() {", "  dive() {", "    /* frames unwound: uncounted */", "  } /* dive */",
+                     "  /* 1 frame unwound */", "} /* land_ind */"], "replay: the landing's place")
     out = os.path.join(sfkit.tmpdir(), "t.pb.gz")
     # replay and graph cut to a few levels: 530,000 indented levels are gigabytes
     for cmd in (["report"], ["replay", "--no-pager", "--max-depth", "3"], ["info"], ["graph", "--depth", "3"],

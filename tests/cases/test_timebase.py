@@ -89,9 +89,12 @@ def test_fork_exec_parquet_one_clock_and_threads_table():
     eq(r["types"], [["tid", "u32"], ["pid", "u32"], ["ppid", "u32"], ["thread_name", "str"],
                     ["process_name", "str"], ["cmdline", "str"], ["start", "duration[ns]"],
                     ["end", "duration[ns]"], ["label", "str"],
-                    ["tracer_cost_caller_ps", "u64"], ["tracer_cost_call_ps", "u64"]], "polars OUT.threads schema")
+                    ["tracer_cost_caller_ps", "u64"], ["tracer_cost_call_ps", "u64"],
+                    ["tracer_cost_low_ps", "u64"], ["tracer_cost_high_ps", "u64"], ["tracer_cost_error_ppm", "u64"],
+                    ["tracer_cost_exit_caller_ps", "u64"], ["tracer_cost_exit_call_ps", "u64"]],
+       "polars OUT.threads schema")
     eq([t for _, t in r["duck_types"]], ["UINTEGER", "UINTEGER", "UINTEGER", "VARCHAR", "VARCHAR", "VARCHAR",
-                                         "BIGINT", "BIGINT", "VARCHAR", "UBIGINT", "UBIGINT"],
+                                         "BIGINT", "BIGINT", "VARCHAR"] + ["UBIGINT"] * 7,
        "DuckDB OUT.threads types")
     th = r["threads"]
     eq(len(th), 2, f"one thread per process: {th}")

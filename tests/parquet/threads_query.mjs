@@ -26,6 +26,11 @@ const rows = ev
 const db = await DuckDBInstance.create(":memory:");
 const con = await db.connect();
 const dt = await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${file}.threads')`);
+// The tracer's cost columns as DuckDB reads them, one row per process.
+const duckCost = await con.runAndReadAll(
+  `SELECT DISTINCT pid, tracer_cost_low_ps, tracer_cost_high_ps, tracer_cost_error_ppm,
+          tracer_cost_exit_caller_ps, tracer_cost_exit_call_ps
+   FROM read_parquet('${file}.threads') ORDER BY pid`);
 const duck = await con.runAndReadAll(
   `SELECT t.pid, t.process_name, count(*) AS n FROM read_parquet('${file}') e
    JOIN read_parquet('${file}.threads') t ON e.tid = t.tid AND e.time BETWEEN t.start AND t."end"
@@ -37,9 +42,16 @@ console.log(JSON.stringify({
     tid: r.tid, pid: r.pid, ppid: r.ppid, thread_name: r.thread_name, process_name: r.process_name,
     cmdline: r.cmdline, start: Number(r.start), end: Number(r.end),
     tracer_cost_caller_ps: Number(r.tracer_cost_caller_ps), tracer_cost_call_ps: Number(r.tracer_cost_call_ps),
+    tracer_cost_low_ps: Number(r.tracer_cost_low_ps), tracer_cost_high_ps: Number(r.tracer_cost_high_ps),
+    tracer_cost_error_ppm: Number(r.tracer_cost_error_ppm),
+    tracer_cost_exit_caller_ps: Number(r.tracer_cost_exit_caller_ps),
+    tracer_cost_exit_call_ps: Number(r.tracer_cost_exit_call_ps),
   })),
   events: Number(ev.select(pl.len()).collectSync().getColumn("len")[0]),
   rows: rows.toRecords().map((r) => [Number(r.frame_id), r.kind, Number(r.t), r.pid, r.name, r.tid]),
   duck_types: dt.getRowObjects().map((r) => [r.column_name, r.column_type]),
   duck_per_process: duck.getRowObjects().map((r) => [Number(r.pid), r.process_name, Number(r.n)]),
+  duck_cost: duckCost.getRowObjects().map((r) => [Number(r.pid), Number(r.tracer_cost_low_ps),
+    Number(r.tracer_cost_high_ps), Number(r.tracer_cost_error_ppm), Number(r.tracer_cost_exit_caller_ps),
+    Number(r.tracer_cost_exit_call_ps)]),
 }));

@@ -53,6 +53,7 @@ static const char *kind_str(enum fr_end_kind k)
 	case FR_END_THREAD_END: return "threadend";
 	case FR_END_PAUSED: return "paused";
 	case FR_END_SNAPSHOT: return "snapshot";
+	case FR_END_UNCOUNTED: return "uncounted";
 	}
 	return "?";
 }
@@ -90,7 +91,15 @@ static void on_end(void *ctx, const struct fr_frame *f)
 		    kind_str(kind));
 }
 
-static const struct fr_callbacks g_cb = {.begin = on_begin, .end = on_end};
+static void on_unmatched(void *ctx, const struct fr_frame *f)
+{
+	struct rec *r = ctx;
+	if (!g_quiet)
+		out(r, "U%u f%d @%llu %s\n", f->thread->tid, f->func_id == FR_NO_FUNC ? -1 : (int)f->func_id,
+		    (unsigned long long)f->t_end, kind_str(f->end_kind));
+}
+
+static const struct fr_callbacks g_cb = {.begin = on_begin, .end = on_end, .unmatched = on_unmatched};
 
 static struct frames *new_frames(struct rec *r)
 {
@@ -186,6 +195,7 @@ static void test_pauses(void **state)
 				    "B100 #2 p1 f2 d1 @20\n"
 				    "E100 #2 p1 f2 d1 20-50 paused\n"
 				    "E100 #1 p0 f1 d0 10-50 paused\n"
+				    "U100 f1 @60 exit\n"
 				    "B100 #3 p0 f3 d0 @70\n"
 				    "E100 #3 p0 f3 d0 70-80 exit\n"
 				    "B100 #4 p0 f4 d0 @85\n"
@@ -324,7 +334,10 @@ static void test_unmatched_exit(void **state)
 	fr_event(f, &g_t1, TL, 9, 3, 3);
 	fr_event(f, &g_t1, EX, 1, 4, 4);
 	fr_finish(f);
-	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @2\n"
+	assert_string_equal(r.text, "U100 f5 @1 exit\n"
+				    "B100 #1 p0 f1 d0 @2\n"
+				    "U100 f9 @3 exit\n"
+				    "U100 f9 @3 tail\n"
 				    "E100 #1 p0 f1 d0 2-4 exit\n");
 	assert_int_equal(fr_stats(f)->unmatched_exits, 3);
 	char buf[200];
@@ -353,6 +366,32 @@ static void test_unwinding(void **state)
 				    "E100 #3 p2 f3 d2 30-50 unwound\n"
 				    "E100 #2 p1 f2 d1 20-50 exit\n"
 				    "E100 #1 p0 f1 d0 10-60 exit\n");
+	assert_int_equal(fr_stats(f)->unwound, 2);
+	fr_free(f);
+	free(r.text);
+}
+
+/* An UNWIND of 0 frames (SF_UNWIND_UNCOUNTED): a landing the runtime could
+ * not count. Nothing closes; its place goes to the unmatched callback,
+ * and the frames it abandoned close at the next outer exit. */
+static void test_uncounted_landing(void **state)
+{
+	struct rec r;
+	struct frames *f = new_frames(&r);
+	fr_event(f, &g_t1, EN, 1, 10, 10);
+	fr_event(f, &g_t1, EN, 2, 20, 20);
+	fr_event(f, &g_t1, EN, 3, 30, 30);
+	fr_event(f, &g_t1, SF_EV_UNWIND, SF_UNWIND_UNCOUNTED, 40, 40);
+	fr_event(f, &g_t1, EX, 1, 60, 60);
+	fr_finish(f);
+	assert_string_equal(r.text, "B100 #1 p0 f1 d0 @10\n"
+				    "B100 #2 p1 f2 d1 @20\n"
+				    "B100 #3 p2 f3 d2 @30\n"
+				    "U100 f-1 @40 uncounted\n"
+				    "E100 #3 p2 f3 d2 30-60 unwound\n"
+				    "E100 #2 p1 f2 d1 20-60 unwound\n"
+				    "E100 #1 p0 f1 d0 10-60 exit\n");
+	assert_int_equal(fr_stats(f)->landings_uncounted, 1);
 	assert_int_equal(fr_stats(f)->unwound, 2);
 	fr_free(f);
 	free(r.text);
@@ -503,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_tail_call),
 		cmocka_unit_test(test_unmatched_exit),
 		cmocka_unit_test(test_unwinding),
+		cmocka_unit_test(test_uncounted_landing),
 		cmocka_unit_test(test_open_at_end_and_threads),
 		cmocka_unit_test(test_times_non_decreasing),
 		cmocka_unit_test(test_format_all),

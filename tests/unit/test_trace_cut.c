@@ -89,8 +89,22 @@ static void rec_end(void *ctx, const struct fr_frame *f)
 	    flags(f->cut));
 }
 
-static const struct fr_callbacks g_rec = {.begin = rec_begin, .end = rec_end};
-static const struct fr_callbacks g_to_cut = {.begin = cut_begin, .end = cut_end};
+/* "U4^1.1@10": an unmatched exit of function 4 inside function 1, at
+ * depth 1, at 10. */
+static void rec_unmatched(void *ctx, const struct fr_frame *f)
+{
+	struct rec *r = ctx;
+	if (f->end_kind == FR_END_UNCOUNTED) { /* "L^2.2@30": an uncounted landing */
+		put(r, "L^%llu.%u@%llu ", (unsigned long long)(f->parent ? r->ids[f->parent] : 0), f->depth,
+		    (unsigned long long)f->t_end);
+		return;
+	}
+	put(r, "U%u^%llu.%u@%llu ", f->func_id, (unsigned long long)(f->parent ? r->ids[f->parent] : 0), f->depth,
+	    (unsigned long long)f->t_end);
+}
+
+static const struct fr_callbacks g_rec = {.begin = rec_begin, .end = rec_end, .unmatched = rec_unmatched};
+static const struct fr_callbacks g_to_cut = {.begin = cut_begin, .end = cut_end, .unmatched = cut_unmatched};
 
 /* Events of the log's one thread: kind, function, time. */
 struct ev {
@@ -138,6 +152,61 @@ static void test_min_duration_keeps_long_calls_in_order(void **state)
 	assert_string_equal(r.text, "B1^0.0@0 B3^1.1@30 E3@30-90 E1@0-100 ");
 	assert_int_equal(s.kept, 2);
 	assert_int_equal(s.cut_start + s.cut_end, 0);
+}
+
+/* 1 [0,100] holds an unmatched exit of 4 at 10, then 2 [20,30] holds
+ * another at 25. */
+static const struct ev g_unmatched[] = {{E, 1, 0}, {X, 4, 10}, {E, 2, 20}, {X, 4, 25}, {X, 2, 30}, {X, 1, 100}};
+
+/* An unmatched exit stays where a call of its function would: inside the
+ * frames kept around it; it goes with a frame the cut removes (too short,
+ * too deep, outside the window). Under --min-duration it waits for its
+ * held frame, then follows that frame's begin. */
+static void test_unmatched_exit_goes_with_its_place(void **state)
+{
+	(void)state;
+	struct rec r;
+	struct cut_stats s;
+	struct trace_cut_options none = {0};
+	run_cut(&none, g_unmatched, 6, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@0 U4^1.1@10 B2^1.1@20 U4^2.2@25 E2@20-30 E1@0-100 ");
+	struct trace_cut_options min = {.min_duration = 50};
+	run_cut(&min, g_unmatched, 6, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@0 U4^1.1@10 E1@0-100 ");
+	struct trace_cut_options deep = {.max_depth = 1};
+	run_cut(&deep, g_unmatched, 6, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@0 E1@0-100 ");
+	struct trace_cut_options two = {.max_depth = 2};
+	run_cut(&two, g_unmatched, 6, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@0 U4^1.1@10 B2^1.1@20 E2@20-30 E1@0-100 ");
+	struct trace_cut_options win = {.has_window = 1, .win_start = 15, .win_end = 28};
+	run_cut(&win, g_unmatched, 6, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@15< B2^1.1@20 U4^2.2@25 E2@20-28> E1@15-28<> ");
+}
+
+/* A landing the runtime could not count, inside 1 > 2 > 3 (which frames
+ * it abandoned is not known: they close at 1's exit). It goes inside the
+ * innermost frame the cut keeps, or with the window. */
+static const struct ev g_landing[] = {{E, 1, 0}, {E, 2, 10}, {E, 3, 20}, {SF_EV_UNWIND, SF_UNWIND_UNCOUNTED, 30},
+				      {X, 1, 100}};
+
+static void test_uncounted_landing_inside_innermost_kept(void **state)
+{
+	(void)state;
+	struct rec r;
+	struct cut_stats s;
+	struct trace_cut_options none = {0};
+	run_cut(&none, g_landing, 5, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@0 B2^1.1@10 B3^2.2@20 L^3.3@30 E3@20-100 E2@10-100 E1@0-100 ");
+	struct trace_cut_options deep = {.max_depth = 2};
+	run_cut(&deep, g_landing, 5, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@0 B2^1.1@10 L^2.2@30 E2@10-100 E1@0-100 ");
+	struct trace_cut_options min = {.min_duration = 85};
+	run_cut(&min, g_landing, 5, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@0 B2^1.1@10 L^2.2@30 E2@10-100 E1@0-100 ");
+	struct trace_cut_options win = {.has_window = 1, .win_start = 40, .win_end = 200};
+	run_cut(&win, g_landing, 5, &r, &s);
+	assert_string_equal(r.text, "B1^0.0@40< B2^1.1@40< B3^2.2@40< E3@40-100< E2@40-100< E1@40-100< ");
 }
 
 static void test_max_depth(void **state)
@@ -289,6 +358,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_min_duration_keeps_long_calls_in_order),
 		cmocka_unit_test(test_max_depth),
+		cmocka_unit_test(test_unmatched_exit_goes_with_its_place),
+		cmocka_unit_test(test_uncounted_landing_inside_innermost_kept),
 		cmocka_unit_test(test_window_clips_and_flags),
 		cmocka_unit_test(test_trim_chains_into_cut),
 		cmocka_unit_test(test_trim_judges_recorded_durations),

@@ -5,7 +5,11 @@
  *
  * Usage: sqlite_driver [ROWS]   (default 100000)
  * Prints "sqlite rows R check C work_ns T": C is a checksum of a query
- * over the result, T the time spent in SQLite.
+ * over the result, T the time spent in SQLite; and on stderr "loop thread
+ * cpu ns N", the CPU time of this thread over the same span (as
+ * bench/args_cost.c: bench/args_cost.sh's thread column; T - N is time
+ * the thread did not run: waits for the tracer's writer thread, the
+ * machine's other load).
  *
  * With BENCH_XRAY_FDR it drives LLVM XRay FDR mode itself (see xray_fdr.cc).
  */
@@ -86,6 +90,8 @@ int main(int argc, char **argv)
 	int rows = argc > 1 ? atoi(argv[1]) : 100000;
 	sqlite3 *db;
 	bench_trace_start();
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	uint64_t t0 = now_ns();
 	if (sqlite3_open(":memory:", &db) != SQLITE_OK)
 		die(NULL, "open");
@@ -96,7 +102,10 @@ int main(int argc, char **argv)
 	long long check = checksum(db);
 	sqlite3_close(db);
 	uint64_t dt = now_ns() - t0;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	bench_trace_stop();
+	fprintf(stderr, "loop thread cpu ns %lld\n",
+		(long long)(c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec));
 	printf("sqlite rows %d check %lld work_ns %llu\n", rows, check, (unsigned long long)dt);
 	return 0;
 }

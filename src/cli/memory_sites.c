@@ -146,6 +146,17 @@ static int cmp_untraced(const struct ms_row *a, const struct ms_row *b)
 	return 0;
 }
 
+/* Inlined functions by name (NULL, the function's own code, first): an
+ * inlined function's copies in one function are one row per line. */
+static int cmp_inl(const struct sym_inline *a, const struct sym_inline *b)
+{
+	if (a == b)
+		return 0;
+	if (!a || !b)
+		return a ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
 static int cmp_keyed(const void *pa, const void *pb)
 {
 	const struct keyed *a = pa, *b = pb;
@@ -154,6 +165,8 @@ static int cmp_keyed(const void *pa, const void *pb)
 	if (a->row.func != b->row.func)
 		return a->row.func < b->row.func ? -1 : 1;
 	int c;
+	if ((c = cmp_inl(a->row.inl, b->row.inl)))
+		return c;
 	if (group_mode == MS_BY_LINE) {
 		if (a->row.tail != b->row.tail)
 			return a->row.tail - b->row.tail;
@@ -295,8 +308,13 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* without DWARF the call site is not the function's (the caller's
 		 * call, or a library's runtime address): the function is the key */
 		row->own = !row->file;
-	} else if (!ls_site_line_in(p->syms, s->addr, leaf == s->node ? row->func : UINT32_MAX, fold ? skip_name : NULL,
-				    fold, &row->file, &row->line)) {
+	} else if (ls_site_line_inl(p->syms, s->addr, leaf == s->node ? row->func : UINT32_MAX, fold ? skip_name : NULL,
+				    fold, &row->file, &row->line, &row->inl)) {
+		/* an inlined function names the row only inside the allocating
+		 * function's code (an untraced function's call: whose is unknown) */
+		if (row->inl && (leaf != s->node || leaf == CP_ROOT || !ls_site_in_func(p->syms, s->addr, row->func)))
+			row->inl = NULL;
+	} else {
 		row->file = NULL;
 		row->outside = s->addr && !in;
 		/* the function's own call in an object without DWARF (-g0): no
@@ -337,8 +355,20 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	}
 }
 
+/* Whether two inlined frames were inlined at the same calls, all the way out. */
+static int same_inline_calls(const struct sym_inline *a, const struct sym_inline *b)
+{
+	for (; a && b; a = a->outer, b = b->outer)
+		if (a != b && (a->call_line != b->call_line || cmp_file(a->call_file, b->call_file) ||
+			       strcmp(a->name, b->name)))
+			return 0;
+	return a == b;
+}
+
 static void merge(struct ms_row *into, const struct ms_row *x)
 {
+	if (!same_inline_calls(into->inl, x->inl))
+		into->inl_varies = 1;
 	into->allocs += x->allocs;
 	into->bytes += x->bytes;
 	into->temporaries += x->temporaries;
@@ -351,6 +381,7 @@ static void merge(struct ms_row *into, const struct ms_row *x)
 		into->node = x->node;
 		into->leaf_node = x->leaf_node;
 		into->addr = x->addr;
+		into->inl = x->inl;
 		if (group_mode == MS_BY_FUNCTION) { /* the location of the largest site */
 			into->file = x->file;
 			into->line = x->line;
@@ -467,8 +498,18 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 
 const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full)
 {
+	if (row->inl)
+		return full || !trace_short_style(r->proc) ? row->inl->name : row->inl->short_name;
 	if (row->func == UINT32_MAX)
 		return row->usym ? (full ? row->usym : row->ushort) : "[no traced frame]";
+	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
+}
+
+const char *ms_inline_caller(const struct heap_result *r, const struct ms_row *row, const struct sym_inline *x,
+			     int full)
+{
+	if (x->outer)
+		return full || !trace_short_style(r->proc) ? x->outer->name : x->outer->short_name;
 	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
 }
 

@@ -646,6 +646,12 @@ int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void 
 int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
 		    void *ctx, const char **file, uint32_t *line)
 {
+	return ls_site_line_inl(ls, addr, func, skip, ctx, file, line, NULL);
+}
+
+int ls_site_line_inl(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
+		     void *ctx, const char **file, uint32_t *line, const struct sym_inline **inl)
+{
 	size_t best = SIZE_MAX;
 	for (size_t i = 0; i < ls->nobjs; i++) {
 		uint64_t bias = lr_object_at(ls->log, i)->load_bias;
@@ -665,8 +671,8 @@ int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*
 			best = fi;
 	}
 	/* a return address: the call is the instruction before it */
-	return sym_source_line_folded(ls->objs[best].sym, addr - 1 - lr_object_at(ls->log, best)->load_bias, skip, ctx,
-				      file, line);
+	return sym_source_line_inl(ls->objs[best].sym, addr - 1 - lr_object_at(ls->log, best)->load_bias, skip, ctx,
+				   file, line, inl);
 }
 
 struct plumbing_calls {

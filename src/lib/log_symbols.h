@@ -76,6 +76,10 @@ int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void 
  * one loaded at its address later), the one that holds func. */
 int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
 		    void *ctx, const char **file, uint32_t *line);
+/* ls_site_line_in that also names the inlined function the line lies in
+ * (sym_source_line_inl): *inl, or NULL for the function's own code. */
+int ls_site_line_inl(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
+		     void *ctx, const char **file, uint32_t *line, const struct sym_inline **inl);
 
 /* Where function func calls plumbing in another object: its calls through
  * the PLT or the GOT (sym_plt_calls) of functions skip() names (demangled,

@@ -225,6 +225,7 @@ static void untraced_site(struct log_symbols *ls, struct ms_row *row, int no_fra
 struct entry_line {
 	const char *file;
 	uint32_t line;
+	struct ls_inl inl;
 };
 static struct hashmap entry_memo;
 static struct entry_line *entry_lines;
@@ -243,7 +244,8 @@ static void plumbing_entry_line(const struct heap_result *r, struct ms_fold *fol
 	uint64_t *m = hm_put(&entry_memo, (uint64_t)row->func << 32 | callee, &added);
 	if (added) {
 		struct entry_line e = {0};
-		if (ls_call_line(r->proc->syms, row->func, callee, fold ? skip_name : NULL, fold, &e.file, &e.line) != 1)
+		if (ls_call_line(r->proc->syms, row->func, callee, fold ? skip_name : NULL, fold, &e.file, &e.line,
+				 &e.inl) != 1)
 			e.file = NULL;
 		entry_lines = xrealloc(entry_lines, (nentry_lines + 1) * sizeof(*entry_lines));
 		entry_lines[nentry_lines++] = e;
@@ -253,6 +255,8 @@ static void plumbing_entry_line(const struct heap_result *r, struct ms_fold *fol
 	if (e->file) {
 		row->file = e->file;
 		row->line = e->line;
+		row->inl = e->inl.inl;
+		row->inl_varies = e->inl.varies;
 	}
 }
 
@@ -290,11 +294,12 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	if (s->tail && leaf != s->node && leaf != CP_ROOT && leaf == heap_node_parent(r, s->node) && in) {
 		const struct sym_info *li = trace_symbol(p, heap_node_func(r, leaf));
 		if (li->file && strcmp(in->name, li->name) == 0 &&
-		    ls_site_line_folded(p->syms, s->addr, skip_name, fold, &row->file, &row->line) &&
+		    ls_site_line_inl(p->syms, s->addr, UINT32_MAX, skip_name, fold, &row->file, &row->line, &row->inl) &&
 		    strcmp(row->file, li->file) == 0)
 			return;
 		row->file = NULL;
 		row->line = 0;
+		row->inl = NULL;
 	}
 	if (leaf != CP_ROOT && (s->tail || plumbing)) {
 		const struct sym_info *si = trace_symbol(p, row->func);
@@ -331,7 +336,8 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		uint64_t ret;
 		if (row->outside && leaf == s->node && leaf != CP_ROOT && p->syms &&
 		    ls_tag_call(p->syms, row->func, s->tag, &ret) &&
-		    ls_site_line_folded(p->syms, ret, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
+		    ls_site_line_inl(p->syms, ret, UINT32_MAX, fold ? skip_name : NULL, fold, &row->file, &row->line,
+				     &row->inl)) {
 			row->outside = 0;
 			return;
 		}
@@ -339,7 +345,10 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* a site in another object's plumbing that the function called
 		 * (std::string's buffer, made in libstdc++): the line of that call */
 		if (row->outside && fold && leaf != CP_ROOT && !row->tail && p->syms) {
-			int at = ls_plumbing_call_line(p->syms, row->func, skip_name, fold, &row->file, &row->line);
+			struct ls_inl pin = {0};
+			int at = ls_plumbing_call_line(p->syms, row->func, skip_name, fold, &row->file, &row->line, &pin);
+			row->inl = at == 1 ? pin.inl : NULL;
+			row->inl_varies = at == 1 && pin.varies;
 			if (at == 0) { /* calls on several lines: the function's own */
 				const struct sym_info *si = trace_symbol(p, row->func);
 				row->file = si->file;
@@ -355,19 +364,9 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	}
 }
 
-/* Whether two inlined frames were inlined at the same calls, all the way out. */
-static int same_inline_calls(const struct sym_inline *a, const struct sym_inline *b)
-{
-	for (; a && b; a = a->outer, b = b->outer)
-		if (a != b && (a->call_line != b->call_line || cmp_file(a->call_file, b->call_file) ||
-			       strcmp(a->name, b->name)))
-			return 0;
-	return a == b;
-}
-
 static void merge(struct ms_row *into, const struct ms_row *x)
 {
-	if (!same_inline_calls(into->inl, x->inl))
+	if (x->inl_varies || !sym_inline_same_calls(into->inl, x->inl))
 		into->inl_varies = 1;
 	into->allocs += x->allocs;
 	into->bytes += x->bytes;

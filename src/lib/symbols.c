@@ -1043,6 +1043,16 @@ static const struct sym_inline *inline_frame(struct sym_object *o, struct cu *c,
 	return x;
 }
 
+int sym_inline_same_calls(const struct sym_inline *a, const struct sym_inline *b)
+{
+	for (; a && b; a = a->outer, b = b->outer)
+		if (a != b && (a->call_line != b->call_line || strcmp(a->name, b->name) ||
+			       (a->call_file != b->call_file && (!a->call_file || !b->call_file ||
+								 strcmp(a->call_file, b->call_file)))))
+			return 0;
+	return a == b;
+}
+
 int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(void *ctx, const char *name), void *ctx,
 			   const char **file, uint32_t *line)
 {

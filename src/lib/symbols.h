@@ -82,6 +82,10 @@ struct sym_inline {
 int sym_source_line_inl(struct sym_object *obj, uint64_t vaddr, int (*skip)(void *ctx, const char *name), void *ctx,
 			const char **file, uint32_t *line, const struct sym_inline **inl);
 
+/* Whether two inlined frames (or NULLs) are one function inlined at the
+ * same calls, all the way out to the concrete function. */
+int sym_inline_same_calls(const struct sym_inline *a, const struct sym_inline *b);
+
 /* The object's DWARF, from the file itself or the separate debug file
  * sym_open's search finds (NULL: none), owned by the object; *shift is
  * what to add to a DWARF address for the ELF address. */

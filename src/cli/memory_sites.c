@@ -260,7 +260,7 @@ static void plumbing_entry_line(const struct heap_result *r, struct ms_fold *fol
 	}
 }
 
-static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
+static void site_line(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
 {
 	const struct trace_proc *p = r->proc;
 	uint32_t leaf = s->node, tailer = 0;
@@ -362,6 +362,46 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		if (row->outside && p->syms)
 			untraced_site(p->syms, row, leaf == CP_ROOT);
 	}
+}
+
+/* The length of the name of the function that defines closure or lambda
+ * `name` ("a::f" of Rust's "a::f::{closure#0}", "f(int)" of GCC's
+ * "f(int)::{lambda(int)#1}::operator()(int) const" and of clang's
+ * "f(int)::$_0::operator()(int&) const"), or 0 when it is none. */
+static size_t closure_definer(const char *name)
+{
+	static const char *const marks[] = {"::{closure", "::{lambda", "::$_"};
+	const char *first = NULL;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		const char *m = strstr(name, marks[i]);
+		if (m && (!first || m < first))
+			first = m;
+	}
+	return first ? (size_t)(first - name) : 0;
+}
+
+/* A closure or lambda is its defining function's code: inlined (Rust's
+ * boxed::{closure#0}, inlined through core::iter's map_fold into boxed),
+ * its line reads as the definer's, the frame of the chain (or the
+ * allocating function itself: no inlined frame) that defined it, not as
+ * the iterator plumbing between them. */
+static const struct sym_inline *closure_owner(const struct heap_result *r, uint32_t func, const struct sym_inline *inl)
+{
+	size_t n = inl ? closure_definer(inl->name) : 0;
+	if (!n)
+		return inl;
+	for (const struct sym_inline *x = inl->outer; x; x = x->outer)
+		if (strlen(x->name) == n && !strncmp(x->name, inl->name, n))
+			return x;
+	const char *host = trace_symbol(r->proc, func)->name;
+	return strlen(host) == n && !strncmp(host, inl->name, n) ? NULL : inl;
+}
+
+static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
+{
+	site_line(r, fold, s, row);
+	if (row->inl && row->func != UINT32_MAX)
+		row->inl = closure_owner(r, row->func, row->inl);
 }
 
 static void merge(struct ms_row *into, const struct ms_row *x)

@@ -555,3 +555,15 @@ def test_inlined_function_names_its_rows():
           if r[0] == "site" and r[4] == "leafy"]
     eq(sorted(fn), [(100, "leafy", "main;host_a;leafy"), (200, "leafy", "main;host_a;leafy"),
                     (301, "leafy", "main;host_b;mid;leafy"), (400, "leafy", "main;host_c;leafy")], "by stack")
+
+
+def test_inlined_lambda_reads_as_its_definer():
+    """mem_inline_lambda.cc: a lambda inlined into fill() through
+    std::for_each (inlined too) allocates on line 8, inside fill's source:
+    the row is fill's, not the lambda's nor for_each's."""
+    b = build_c("mem_inline_lambda", ["mem_inline_lambda.cc"], compiler="clang++")
+    _, log = record([b], args=["--alloc", "-q"])
+    got = [(r[2], r[3], r[4], os.path.basename(r[5]), r[7]) for r in memory_tsv(log, ["-n", "0"])[1]
+           if r[0] == "site" and "mem_inline_lambda.cc" in r[5]]
+    eq(got, [(48, 3, "fill(…)", "mem_inline_lambda.cc:8", "main;fill(…)"),
+             (12, 1, "fill(…)", "mem_inline_lambda.cc:7", "main;fill(…)")], "rows")

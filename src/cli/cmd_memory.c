@@ -666,9 +666,21 @@ static void interactive(struct trace_input *in, size_t pi, const struct heap_res
 
 /* ---- the leak flame graph ---- */
 
-/* One frame per traced function of each leaking site's stack, the innermost
- * lasting its bytes: the tree's totals are the leaked bytes by stack. */
-static int leak_flamegraph(struct trace_input *in, const struct heap_result *res, size_t np, const char *out)
+/* A name's key for the tree (FNV-1a). */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* One frame per traced function of each leaking site's stack, then one per
+ * function inlined there that its row names (ms_site_inline, outermost
+ * first), the innermost lasting its bytes: the tree's totals are the
+ * leaked bytes by stack. */
+static int leak_flamegraph(struct trace_input *in, const struct heap_result *res, size_t np, struct ms_fold *fold,
+			   const char *out)
 {
 	struct cp_tree *t = cp_new();
 	uint32_t path[4096];
@@ -687,6 +699,14 @@ static int leak_flamegraph(struct trace_input *in, const struct heap_result *res
 			for (size_t d = 0; d < n; d++) {
 				uint32_t f = heap_node_func(r, path[n - 1 - d]);
 				cp_begin(t, 0, base, (uint32_t)d, trace_func_key(r->proc, f), r->proc, f);
+			}
+			const struct sym_inline *inl[64];
+			size_t ni = 0;
+			for (const struct sym_inline *x = ms_site_inline(r, fold, &r->sites[s]); x && ni < 64; x = x->outer)
+				inl[ni++] = x;
+			while (ni-- > 0) {
+				const char *name = trace_short_style(r->proc) ? inl[ni]->short_name : inl[ni]->name;
+				cp_begin(t, 0, base, (uint32_t)n++, CP_KEY_NAMED(name_hash(name)), name, CP_ID_NAMED);
 			}
 			for (size_t d = n; d-- > 0;)
 				cp_end(t, 0, (uint32_t)d, 0, b);
@@ -907,7 +927,7 @@ int cmd_memory(int argc, char **argv)
 	} else if (!events && mem_no_events_error(in, argv[optind])) {
 	} else { /* with --alloc on and no events, the program allocated nothing: zeros */
 		input_opts_page(&io);
-		if (o.flamegraph && leak_flamegraph(in, res, np, o.flamegraph) < 0)
+		if (o.flamegraph && leak_flamegraph(in, res, np, fold, o.flamegraph) < 0)
 			goto done;
 		struct heap_plot_options po = {.out = o.plot, .fold = o.overlay, .select = sel, .nselect = sizeof(selbuf)};
 		if (o.plot && heap_plot_write(res, np, &po) < 0)

@@ -552,6 +552,21 @@ const char *ms_inline_caller(const struct heap_result *r, const struct ms_row *r
 	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
 }
 
+const struct sym_inline *ms_site_inline(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s)
+{
+	const char *f;
+	uint32_t l;
+	const struct sym_inline *inl = NULL;
+	struct log_symbols *ls = r->proc->syms;
+	if (s->node == CP_ROOT || !s->addr || !ls)
+		return NULL;
+	uint32_t func = heap_node_func(r, s->node);
+	if (!ls_site_in_func(ls, s->addr, func) ||
+	    !ls_site_line_inl(ls, s->addr, func, fold ? skip_name : NULL, fold, &f, &l, &inl))
+		return NULL;
+	return closure_owner(r, func, inl);
+}
+
 size_t ms_cols(const char *s)
 {
 	size_t n = 0;

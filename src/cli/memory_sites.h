@@ -128,6 +128,11 @@ const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, 
 const char *ms_inline_caller(const struct heap_result *r, const struct ms_row *row, const struct sym_inline *x,
 			     int full);
 
+/* The inlined function (not folded; a closure read as its definer) that
+ * site s's call lies in, inside its innermost traced frame's own code, as
+ * its row names it; NULL when none. For drawings of the traced stacks. */
+const struct sym_inline *ms_site_inline(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s);
+
 /* Display columns of UTF-8 text (one per code point). */
 size_t ms_cols(const char *s);
 

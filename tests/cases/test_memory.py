@@ -567,3 +567,15 @@ def test_inlined_lambda_reads_as_its_definer():
            if r[0] == "site" and "mem_inline_lambda.cc" in r[5]]
     eq(got, [(48, 3, "fill(…)", "mem_inline_lambda.cc:8", "main;fill(…)"),
              (12, 1, "fill(…)", "mem_inline_lambda.cc:7", "main;fill(…)")], "rows")
+
+
+def test_leak_flamegraph_draws_inlined_functions():
+    """mem_inline.c's leaks (every block is kept): the inlined frames the rows
+    name are drawn above the traced ones, mid between host_b and leafy."""
+    svg = os.path.join(tmpdir(), "inline-leak.svg")
+    run([SFTRACE, "memory", "--flamegraph", svg, inline_log()])
+    titles = re.findall(r"<title>(.*?)</title>", open(svg, encoding="utf-8").read(), re.S)
+    got = [t.split(" (")[0].replace("\n", " ") for t in titles if not t.startswith("all")]
+    eq(sorted(got), sorted(["main [mem_inline] 1051 bytes", "host_a [mem_inline] 300 bytes", "leafy 300 bytes",
+                            "host_b [mem_inline] 301 bytes", "mid 301 bytes", "leafy 301 bytes",
+                            "host_c [mem_inline] 450 bytes", "leafy 400 bytes"]), "frames")

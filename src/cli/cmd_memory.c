@@ -213,6 +213,34 @@ static const char *column_heads(size_t width)
 	return "in";
 }
 
+/* The callers of an inlined function's row (ms_row.inl): each function it
+ * was inlined into, out to the allocating function, with the line of the
+ * inlined call ("  ← user heap.c:12"). 0 when the width is used up. */
+static int inline_callers(const struct heap_result *r, const struct ms_row *row, const struct mem_opts *o,
+			  struct fitline *l)
+{
+	char piece[2048];
+	for (const struct sym_inline *x = row->inl; x; x = x->outer) {
+		const char *f = x->call_file ? strrchr(x->call_file, '/') : NULL;
+		int n = snprintf(piece, sizeof(piece), "%s%s", x == row->inl ? "  ← " : " ← ",
+				 sf_esc(ms_inline_caller(r, row, x, o->full_names)));
+		if (x->call_file && !row->inl_varies && n > 0 && (size_t)n < sizeof(piece))
+			snprintf(piece + n, sizeof(piece) - (size_t)n, " %s:%" PRIu32, f ? f + 1 : x->call_file,
+				 x->call_line);
+		size_t more = x->outer || heap_node_parent(r, row->leaf_node) != CP_ROOT ? 4 : 0;
+		if (l->cols + ms_cols(piece) + more <= l->width) {
+			fit_put(l, piece, 0);
+		} else if (x == row->inl && l->cols + 12 <= l->width) {
+			fit_put(l, piece, 1); /* the direct caller, cut rather than left out */
+			return 0;
+		} else {
+			fit_put(l, x == row->inl ? "  ← …" : " ← …", 0);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* "grab  heap.c:6 (tail call)  ← main ← run": the allocating function, its
  * location, then its callers as far as the width allows. */
 static void row_text(const struct heap_result *r, const struct ms_row *row, const struct mem_opts *o, size_t width,
@@ -243,24 +271,27 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	if (row->func == UINT32_MAX)
 		return;
 	uint32_t first = heap_node_parent(r, row->leaf_node), level = 0;
-	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x), level++) {
+	if (row->inl && !inline_callers(r, row, o, l))
+		return;
+	int direct = !row->inl; /* the next caller is the first shown */
+	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x), level++, direct = 0) {
 		if (level == row->common) { /* the blocks' callers differ from here */
-			snprintf(piece, sizeof(piece), "%s%" PRIu32 " callers", x == first ? "  ← " : " ← ", row->ncallers);
+			snprintf(piece, sizeof(piece), "%s%" PRIu32 " callers", direct ? "  ← " : " ← ", row->ncallers);
 			fit_put(l, piece, 1);
 			break;
 		}
 		uint32_t f = heap_node_func(r, x);
-		snprintf(piece, sizeof(piece), "%s%s", x == first ? "  ← " : " ← ",
+		snprintf(piece, sizeof(piece), "%s%s", direct ? "  ← " : " ← ",
 			 sf_esc(o->full_names ? trace_symbol(r->proc, f)->name : trace_name(r->proc, f)));
 		/* keep room for " ← …" while more callers follow */
 		size_t more = heap_node_parent(r, x) != CP_ROOT ? 4 : 0;
 		if (l->cols + ms_cols(piece) + more <= l->width) {
 			fit_put(l, piece, 0);
-		} else if (x == first && l->cols + 12 <= l->width) {
+		} else if (direct && l->cols + 12 <= l->width) {
 			fit_put(l, piece, 1); /* the direct caller, cut rather than left out */
 			break;
 		} else {
-			fit_put(l, x == first ? "  ← …" : " ← …", 0);
+			fit_put(l, direct ? "  ← …" : " ← …", 0);
 			break;
 		}
 	}
@@ -291,6 +322,14 @@ static void stack_names(const struct heap_result *r, const struct ms_row *row, i
 		len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ";" : "",
 					full ? trace_symbol(r->proc, f)->name : trace_name(r->proc, f));
 	}
+	/* then the inlined functions the line lies in, outermost first */
+	const struct sym_inline *in[64];
+	size_t ni = 0;
+	for (const struct sym_inline *x = row->inl; x && ni < 64; x = x->outer)
+		in[ni++] = x;
+	while (ni-- > 0 && len < cap)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ";" : "",
+					full || !trace_short_style(r->proc) ? in[ni]->name : in[ni]->short_name);
 }
 
 static void row_values(const struct ms_row *s, int key, uint64_t *bytes, uint64_t *count)
@@ -627,9 +666,21 @@ static void interactive(struct trace_input *in, size_t pi, const struct heap_res
 
 /* ---- the leak flame graph ---- */
 
-/* One frame per traced function of each leaking site's stack, the innermost
- * lasting its bytes: the tree's totals are the leaked bytes by stack. */
-static int leak_flamegraph(struct trace_input *in, const struct heap_result *res, size_t np, const char *out)
+/* A name's key for the tree (FNV-1a). */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* One frame per traced function of each leaking site's stack, then one per
+ * function inlined there that its row names (ms_site_inline, outermost
+ * first), the innermost lasting its bytes: the tree's totals are the
+ * leaked bytes by stack. */
+static int leak_flamegraph(struct trace_input *in, const struct heap_result *res, size_t np, struct ms_fold *fold,
+			   const char *out)
 {
 	struct cp_tree *t = cp_new();
 	uint32_t path[4096];
@@ -648,6 +699,14 @@ static int leak_flamegraph(struct trace_input *in, const struct heap_result *res
 			for (size_t d = 0; d < n; d++) {
 				uint32_t f = heap_node_func(r, path[n - 1 - d]);
 				cp_begin(t, 0, base, (uint32_t)d, trace_func_key(r->proc, f), r->proc, f);
+			}
+			const struct sym_inline *inl[64];
+			size_t ni = 0;
+			for (const struct sym_inline *x = ms_site_inline(r, fold, &r->sites[s]); x && ni < 64; x = x->outer)
+				inl[ni++] = x;
+			while (ni-- > 0) {
+				const char *name = trace_short_style(r->proc) ? inl[ni]->short_name : inl[ni]->name;
+				cp_begin(t, 0, base, (uint32_t)n++, CP_KEY_NAMED(name_hash(name)), name, CP_ID_NAMED);
 			}
 			for (size_t d = n; d-- > 0;)
 				cp_end(t, 0, (uint32_t)d, 0, b);
@@ -868,7 +927,7 @@ int cmd_memory(int argc, char **argv)
 	} else if (!events && mem_no_events_error(in, argv[optind])) {
 	} else { /* with --alloc on and no events, the program allocated nothing: zeros */
 		input_opts_page(&io);
-		if (o.flamegraph && leak_flamegraph(in, res, np, o.flamegraph) < 0)
+		if (o.flamegraph && leak_flamegraph(in, res, np, fold, o.flamegraph) < 0)
 			goto done;
 		struct heap_plot_options po = {.out = o.plot, .fold = o.overlay, .select = sel, .nselect = sizeof(selbuf)};
 		if (o.plot && heap_plot_write(res, np, &po) < 0)

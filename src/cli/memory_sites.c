@@ -146,6 +146,17 @@ static int cmp_untraced(const struct ms_row *a, const struct ms_row *b)
 	return 0;
 }
 
+/* Inlined functions by name (NULL, the function's own code, first): an
+ * inlined function's copies in one function are one row per line. */
+static int cmp_inl(const struct sym_inline *a, const struct sym_inline *b)
+{
+	if (a == b)
+		return 0;
+	if (!a || !b)
+		return a ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
 static int cmp_keyed(const void *pa, const void *pb)
 {
 	const struct keyed *a = pa, *b = pb;
@@ -154,6 +165,8 @@ static int cmp_keyed(const void *pa, const void *pb)
 	if (a->row.func != b->row.func)
 		return a->row.func < b->row.func ? -1 : 1;
 	int c;
+	if ((c = cmp_inl(a->row.inl, b->row.inl)))
+		return c;
 	if (group_mode == MS_BY_LINE) {
 		if (a->row.tail != b->row.tail)
 			return a->row.tail - b->row.tail;
@@ -212,6 +225,7 @@ static void untraced_site(struct log_symbols *ls, struct ms_row *row, int no_fra
 struct entry_line {
 	const char *file;
 	uint32_t line;
+	struct ls_inl inl;
 };
 static struct hashmap entry_memo;
 static struct entry_line *entry_lines;
@@ -230,7 +244,8 @@ static void plumbing_entry_line(const struct heap_result *r, struct ms_fold *fol
 	uint64_t *m = hm_put(&entry_memo, (uint64_t)row->func << 32 | callee, &added);
 	if (added) {
 		struct entry_line e = {0};
-		if (ls_call_line(r->proc->syms, row->func, callee, fold ? skip_name : NULL, fold, &e.file, &e.line) != 1)
+		if (ls_call_line(r->proc->syms, row->func, callee, fold ? skip_name : NULL, fold, &e.file, &e.line,
+				 &e.inl) != 1)
 			e.file = NULL;
 		entry_lines = xrealloc(entry_lines, (nentry_lines + 1) * sizeof(*entry_lines));
 		entry_lines[nentry_lines++] = e;
@@ -240,10 +255,12 @@ static void plumbing_entry_line(const struct heap_result *r, struct ms_fold *fol
 	if (e->file) {
 		row->file = e->file;
 		row->line = e->line;
+		row->inl = e->inl.inl;
+		row->inl_varies = e->inl.varies;
 	}
 }
 
-static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
+static void site_line(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
 {
 	const struct trace_proc *p = r->proc;
 	uint32_t leaf = s->node, tailer = 0;
@@ -277,11 +294,12 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	if (s->tail && leaf != s->node && leaf != CP_ROOT && leaf == heap_node_parent(r, s->node) && in) {
 		const struct sym_info *li = trace_symbol(p, heap_node_func(r, leaf));
 		if (li->file && strcmp(in->name, li->name) == 0 &&
-		    ls_site_line_folded(p->syms, s->addr, skip_name, fold, &row->file, &row->line) &&
+		    ls_site_line_inl(p->syms, s->addr, UINT32_MAX, skip_name, fold, &row->file, &row->line, &row->inl) &&
 		    strcmp(row->file, li->file) == 0)
 			return;
 		row->file = NULL;
 		row->line = 0;
+		row->inl = NULL;
 	}
 	if (leaf != CP_ROOT && (s->tail || plumbing)) {
 		const struct sym_info *si = trace_symbol(p, row->func);
@@ -295,8 +313,13 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* without DWARF the call site is not the function's (the caller's
 		 * call, or a library's runtime address): the function is the key */
 		row->own = !row->file;
-	} else if (!ls_site_line_in(p->syms, s->addr, leaf == s->node ? row->func : UINT32_MAX, fold ? skip_name : NULL,
-				    fold, &row->file, &row->line)) {
+	} else if (ls_site_line_inl(p->syms, s->addr, leaf == s->node ? row->func : UINT32_MAX, fold ? skip_name : NULL,
+				    fold, &row->file, &row->line, &row->inl)) {
+		/* an inlined function names the row only inside the allocating
+		 * function's code (an untraced function's call: whose is unknown) */
+		if (row->inl && (leaf != s->node || leaf == CP_ROOT || !ls_site_in_func(p->syms, s->addr, row->func)))
+			row->inl = NULL;
+	} else {
 		row->file = NULL;
 		row->outside = s->addr && !in;
 		/* the function's own call in an object without DWARF (-g0): no
@@ -313,7 +336,8 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		uint64_t ret;
 		if (row->outside && leaf == s->node && leaf != CP_ROOT && p->syms &&
 		    ls_tag_call(p->syms, row->func, s->tag, &ret) &&
-		    ls_site_line_folded(p->syms, ret, fold ? skip_name : NULL, fold, &row->file, &row->line)) {
+		    ls_site_line_inl(p->syms, ret, UINT32_MAX, fold ? skip_name : NULL, fold, &row->file, &row->line,
+				     &row->inl)) {
 			row->outside = 0;
 			return;
 		}
@@ -321,7 +345,10 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		/* a site in another object's plumbing that the function called
 		 * (std::string's buffer, made in libstdc++): the line of that call */
 		if (row->outside && fold && leaf != CP_ROOT && !row->tail && p->syms) {
-			int at = ls_plumbing_call_line(p->syms, row->func, skip_name, fold, &row->file, &row->line);
+			struct ls_inl pin = {0};
+			int at = ls_plumbing_call_line(p->syms, row->func, skip_name, fold, &row->file, &row->line, &pin);
+			row->inl = at == 1 ? pin.inl : NULL;
+			row->inl_varies = at == 1 && pin.varies;
 			if (at == 0) { /* calls on several lines: the function's own */
 				const struct sym_info *si = trace_symbol(p, row->func);
 				row->file = si->file;
@@ -337,8 +364,50 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 	}
 }
 
+/* The length of the name of the function that defines closure or lambda
+ * `name` ("a::f" of Rust's "a::f::{closure#0}", "f(int)" of GCC's
+ * "f(int)::{lambda(int)#1}::operator()(int) const" and of clang's
+ * "f(int)::$_0::operator()(int&) const"), or 0 when it is none. */
+static size_t closure_definer(const char *name)
+{
+	static const char *const marks[] = {"::{closure", "::{lambda", "::$_"};
+	const char *first = NULL;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		const char *m = strstr(name, marks[i]);
+		if (m && (!first || m < first))
+			first = m;
+	}
+	return first ? (size_t)(first - name) : 0;
+}
+
+/* A closure or lambda is its defining function's code: inlined (Rust's
+ * boxed::{closure#0}, inlined through core::iter's map_fold into boxed),
+ * its line reads as the definer's, the frame of the chain (or the
+ * allocating function itself: no inlined frame) that defined it, not as
+ * the iterator plumbing between them. */
+static const struct sym_inline *closure_owner(const struct heap_result *r, uint32_t func, const struct sym_inline *inl)
+{
+	size_t n = inl ? closure_definer(inl->name) : 0;
+	if (!n)
+		return inl;
+	for (const struct sym_inline *x = inl->outer; x; x = x->outer)
+		if (strlen(x->name) == n && !strncmp(x->name, inl->name, n))
+			return x;
+	const char *host = trace_symbol(r->proc, func)->name;
+	return strlen(host) == n && !strncmp(host, inl->name, n) ? NULL : inl;
+}
+
+static void site_row(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s, struct ms_row *row)
+{
+	site_line(r, fold, s, row);
+	if (row->inl && row->func != UINT32_MAX)
+		row->inl = closure_owner(r, row->func, row->inl);
+}
+
 static void merge(struct ms_row *into, const struct ms_row *x)
 {
+	if (x->inl_varies || !sym_inline_same_calls(into->inl, x->inl))
+		into->inl_varies = 1;
 	into->allocs += x->allocs;
 	into->bytes += x->bytes;
 	into->temporaries += x->temporaries;
@@ -351,6 +420,7 @@ static void merge(struct ms_row *into, const struct ms_row *x)
 		into->node = x->node;
 		into->leaf_node = x->leaf_node;
 		into->addr = x->addr;
+		into->inl = x->inl;
 		if (group_mode == MS_BY_FUNCTION) { /* the location of the largest site */
 			into->file = x->file;
 			into->line = x->line;
@@ -467,9 +537,34 @@ void ms_location(const struct heap_result *r, const struct ms_row *row, int base
 
 const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full)
 {
+	if (row->inl)
+		return full || !trace_short_style(r->proc) ? row->inl->name : row->inl->short_name;
 	if (row->func == UINT32_MAX)
 		return row->usym ? (full ? row->usym : row->ushort) : "[no traced frame]";
 	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
+}
+
+const char *ms_inline_caller(const struct heap_result *r, const struct ms_row *row, const struct sym_inline *x,
+			     int full)
+{
+	if (x->outer)
+		return full || !trace_short_style(r->proc) ? x->outer->name : x->outer->short_name;
+	return full ? trace_symbol(r->proc, row->func)->name : trace_name(r->proc, row->func);
+}
+
+const struct sym_inline *ms_site_inline(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s)
+{
+	const char *f;
+	uint32_t l;
+	const struct sym_inline *inl = NULL;
+	struct log_symbols *ls = r->proc->syms;
+	if (s->node == CP_ROOT || !s->addr || !ls)
+		return NULL;
+	uint32_t func = heap_node_func(r, s->node);
+	if (!ls_site_in_func(ls, s->addr, func) ||
+	    !ls_site_line_inl(ls, s->addr, func, fold ? skip_name : NULL, fold, &f, &l, &inl))
+		return NULL;
+	return closure_owner(r, func, inl);
 }
 
 size_t ms_cols(const char *s)

@@ -69,6 +69,13 @@ struct ms_row {
 	int tail;             /* reached by a tail call */
 	int outside;          /* the call site is in no recorded object with symbols: addr is not a key */
 	int own;              /* the location is the function's own, which has no line (no DWARF): addr is not a key */
+	/* The line lies in a function inlined into the allocating one (and
+	 * not folded): that function names the row, the allocating function
+	 * becomes its caller at the inlined call's line (sym_inline's chain
+	 * outward). inl_varies: merged sites were inlined at different calls,
+	 * so no call line is shown. */
+	const struct sym_inline *inl;
+	int inl_varies;
 	/* No traced frame, the call site in an object the log names without
 	 * functions (ls_untraced_site: an uninstrumented executable, libc):
 	 * its path (NULL: none), whether it is the executable, the function
@@ -112,8 +119,19 @@ void ms_table_free(struct ms_table *t);
  * site in an object the log did not record), or "" for no site. */
 void ms_location(const struct heap_result *r, const struct ms_row *row, int basename, char *buf, size_t cap);
 
-/* The allocating function's name (short or full), or "[no traced frame]". */
+/* The allocating function's name (short or full), or "[no traced frame]";
+ * the inlined function's when the line lies in one (ms_row.inl). */
 const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, int full);
+
+/* The name of the function row->inl (or one of its outer frames, x) was
+ * inlined into: the next inlined frame out, else the allocating function. */
+const char *ms_inline_caller(const struct heap_result *r, const struct ms_row *row, const struct sym_inline *x,
+			     int full);
+
+/* The inlined function (not folded; a closure read as its definer) that
+ * site s's call lies in, inside its innermost traced frame's own code, as
+ * its row names it; NULL when none. For drawings of the traced stacks. */
+const struct sym_inline *ms_site_inline(const struct heap_result *r, struct ms_fold *fold, const struct heap_site *s);
 
 /* Display columns of UTF-8 text (one per code point). */
 size_t ms_cols(const char *s);

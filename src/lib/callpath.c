@@ -366,7 +366,9 @@ void cp_name_funcs(struct cp_tree *t)
 		const struct trace_proc *p = fn->owner;
 		char *s = NULL;
 		t->modules[i] = "";
-		if ((fn->key & CP_SYNTHETIC) && fn->id == UINT32_MAX) {
+		if (fn->id == CP_ID_NAMED && fn->key >> 48 == 0x7ffe) {
+			t->names[i] = fn->owner;
+		} else if ((fn->key & CP_SYNTHETIC) && fn->id == UINT32_MAX) {
 			if (asprintf(&s, "%s (pid %u)", p->name, p->info->pid) < 0)
 				s = NULL;
 			t->names[i] = s ? own(t, s) : "?";

@@ -34,6 +34,14 @@ struct trace_input;
  * process index and lr_thread.index). */
 #define CP_KEY_PROCESS(pi) (CP_SYNTHETIC | (uint64_t)(pi))
 #define CP_KEY_THREAD(pi, ti) (CP_SYNTHETIC | (1ull << 62) | ((uint64_t)(pi) << 32) | (uint64_t)(ti))
+/* A frame known by its name alone (the leak flame graph's inlined
+ * functions): a frame, not a synthetic node (its times are its own), keyed
+ * by a hash of the name in a slot no function key reaches (trace_func_key:
+ * slot << 48 | address, slots counting names that share an address), and
+ * entered with the name itself as owner (a string that outlives the tree)
+ * and id CP_ID_NAMED. */
+#define CP_KEY_NAMED(h) (0x7ffeull << 48 | ((h) & 0xffffffffffffull))
+#define CP_ID_NAMED (UINT32_MAX - 1)
 
 struct cp_node {
 	uint64_t key;

@@ -646,6 +646,12 @@ int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void 
 int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
 		    void *ctx, const char **file, uint32_t *line)
 {
+	return ls_site_line_inl(ls, addr, func, skip, ctx, file, line, NULL);
+}
+
+int ls_site_line_inl(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
+		     void *ctx, const char **file, uint32_t *line, const struct sym_inline **inl)
+{
 	size_t best = SIZE_MAX;
 	for (size_t i = 0; i < ls->nobjs; i++) {
 		uint64_t bias = lr_object_at(ls->log, i)->load_bias;
@@ -665,8 +671,8 @@ int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*
 			best = fi;
 	}
 	/* a return address: the call is the instruction before it */
-	return sym_source_line_folded(ls->objs[best].sym, addr - 1 - lr_object_at(ls->log, best)->load_bias, skip, ctx,
-				      file, line);
+	return sym_source_line_inl(ls->objs[best].sym, addr - 1 - lr_object_at(ls->log, best)->load_bias, skip, ctx,
+				   file, line, inl);
 }
 
 struct plumbing_calls {
@@ -675,8 +681,26 @@ struct plumbing_calls {
 	void *ctx;
 	const char *file;
 	uint32_t line;
+	struct ls_inl inl;
 	int n;               /* distinct lines seen, up to 2 */
 };
+
+/* One more call's line for plumbing_calls and callee_calls: n counts the
+ * distinct lines, up to 2. */
+static void another_line(const char *f, uint32_t l, const struct sym_inline *in, const char **file, uint32_t *line,
+			 struct ls_inl *inl, int *n)
+{
+	if (*n && l == *line && strcmp(f, *file) == 0) {
+		if (!sym_inline_same_calls(in, inl->inl))
+			inl->varies = 1;
+		return;
+	}
+	*file = f;
+	*line = l;
+	inl->inl = in;
+	inl->varies = 0;
+	(*n)++;
+}
 
 static void plumbing_call(void *ctx, uint64_t ret, const char *name)
 {
@@ -686,17 +710,14 @@ static void plumbing_call(void *ctx, uint64_t ret, const char *name)
 	free(d);
 	const char *f;
 	uint32_t l;
-	if (!folded || pc->n > 1 || !sym_source_line_folded(pc->sym, ret - 1, pc->skip, pc->ctx, &f, &l))
+	const struct sym_inline *in;
+	if (!folded || pc->n > 1 || !sym_source_line_inl(pc->sym, ret - 1, pc->skip, pc->ctx, &f, &l, &in))
 		return;
-	if (pc->n && l == pc->line && strcmp(f, pc->file) == 0)
-		return;
-	pc->file = f;
-	pc->line = l;
-	pc->n++;
+	another_line(f, l, in, &pc->file, &pc->line, &pc->inl, &pc->n);
 }
 
 int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(void *ctx, const char *name), void *ctx,
-			  const char **file, uint32_t *line)
+			  const char **file, uint32_t *line, struct ls_inl *inl)
 {
 	const struct lr_object *obj;
 	uint64_t vaddr;
@@ -710,6 +731,8 @@ int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(voi
 	if (pc.n == 1) {
 		*file = pc.file;
 		*line = pc.line;
+		if (inl)
+			*inl = pc.inl;
 		return 1;
 	}
 	return pc.n ? 0 : -1;
@@ -723,6 +746,7 @@ struct callee_calls {
 	const char *mangled; /* its symbol, for calls through the PLT or the GOT */
 	const char *file;
 	uint32_t line;
+	struct ls_inl inl;
 	int n;               /* distinct lines seen, up to 2 */
 };
 
@@ -733,17 +757,14 @@ static void callee_call(void *ctx, uint64_t ret, int kind, uint64_t target, cons
 	uint32_t l;
 	if (kind == 1 ? target != cc->vaddr : !cc->mangled || strcmp(name, cc->mangled) != 0)
 		return;
-	if (cc->n > 1 || !sym_source_line_folded(cc->sym, ret - 1, cc->skip, cc->ctx, &f, &l))
+	const struct sym_inline *in;
+	if (cc->n > 1 || !sym_source_line_inl(cc->sym, ret - 1, cc->skip, cc->ctx, &f, &l, &in))
 		return;
-	if (cc->n && l == cc->line && strcmp(f, cc->file) == 0)
-		return;
-	cc->file = f;
-	cc->line = l;
-	cc->n++;
+	another_line(f, l, in, &cc->file, &cc->line, &cc->inl, &cc->n);
 }
 
 int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*skip)(void *ctx, const char *name),
-		 void *ctx, const char **file, uint32_t *line)
+		 void *ctx, const char **file, uint32_t *line, struct ls_inl *inl)
 {
 	const struct lr_object *obj, *cobj;
 	uint64_t vaddr, cvaddr;
@@ -758,6 +779,8 @@ int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*s
 	if (cc.n == 1) {
 		*file = cc.file;
 		*line = cc.line;
+		if (inl)
+			*inl = cc.inl;
 		return 1;
 	}
 	return cc.n ? 0 : -1;

@@ -76,6 +76,18 @@ int ls_site_line_folded(struct log_symbols *ls, uint64_t addr, int (*skip)(void 
  * one loaded at its address later), the one that holds func. */
 int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
 		    void *ctx, const char **file, uint32_t *line);
+/* ls_site_line_in that also names the inlined function the line lies in
+ * (sym_source_line_inl): *inl, or NULL for the function's own code. */
+int ls_site_line_inl(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*skip)(void *ctx, const char *name),
+		     void *ctx, const char **file, uint32_t *line, const struct sym_inline **inl);
+
+/* The inlined function a line found by the two below lies in (as
+ * sym_source_line_inl's): inl, NULL for func's own code; varies: the
+ * calls on that line came from different inlined calls of it. */
+struct ls_inl {
+	const struct sym_inline *inl;
+	int varies;
+};
 
 /* Where function func calls plumbing in another object: its calls through
  * the PLT or the GOT (sym_plt_calls) of functions skip() names (demangled,
@@ -84,7 +96,7 @@ int ls_site_line_in(struct log_symbols *ls, uint64_t addr, uint32_t func, int (*
  * on one line; 0 when on several; -1 when there is none (or no code to
  * read). */
 int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(void *ctx, const char *name), void *ctx,
-			  const char **file, uint32_t *line);
+			  const char **file, uint32_t *line, struct ls_inl *inl);
 
 /* Where function func calls function callee (a traced frame above it:
  * folded plumbing such as Rust's RawVec::grow_one): its direct calls of
@@ -94,7 +106,7 @@ int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(voi
  * 1 with *file and *line when they all lie on one line; 0 when on several;
  * -1 when there is none (or no code to read). */
 int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*skip)(void *ctx, const char *name),
-		 void *ctx, const char **file, uint32_t *line);
+		 void *ctx, const char **file, uint32_t *line, struct ls_inl *inl);
 
 /* Where an allocation's call site (runtime address `site`) lies, for a
  * thread whose innermost frame is a frame of function `caller` that made

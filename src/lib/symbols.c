@@ -95,6 +95,7 @@ struct sym_object {
 	struct fsym *fdes;
 	size_t nfdes;
 	bool fdes_loaded;
+	struct hashmap inlines; /* inlined-subroutine DIE offset -> struct sym_inline * (sym_source_line_inl) */
 };
 
 /* Function-like symbols rank by type (STT_FUNC first), then binding. */
@@ -822,13 +823,16 @@ static const char *abs_file(struct sym_object *o, struct cu *c, const char *file
 
 /* The function an inlined-subroutine DIE stands for, demangled (malloc'd),
  * or NULL: its linkage name, through DW_AT_abstract_origin and
- * DW_AT_specification, else its plain name. */
-static char *inlined_name(Dwarf_Die *die)
+ * DW_AT_specification, else its plain name. *mangled (may be NULL): the
+ * linkage name, or NULL when there is only a plain name. */
+static char *inlined_name(Dwarf_Die *die, const char **mangled)
 {
 	Dwarf_Attribute a;
 	const char *m = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
 	if (!m)
 		m = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (mangled)
+		*mangled = m;
 	if (!m)
 		m = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
 	if (!m)
@@ -1007,8 +1011,56 @@ static int cu_scopes_at(struct cu *c, Dwarf_Addr pc, Dwarf_Die *chain)
 	return -1;
 }
 
+/* The inlined frame chain[0] (an inlined subroutine, the n scopes from
+ * it outward in chain), interned in o by its DIE: its name, its call site
+ * and the inlined frame around it. */
+static const struct sym_inline *inline_frame(struct sym_object *o, struct cu *c, Dwarf_Die *chain, int n)
+{
+	int added;
+	uint64_t *slot = hm_put(&o->inlines, dwarf_dieoffset(&chain[0]), &added);
+	if (!added)
+		return (const struct sym_inline *)(uintptr_t)*slot;
+	struct sym_inline *x = xcalloc(1, sizeof(*x));
+	*slot = (uintptr_t)x; /* before the outer frames' inserts move the slot */
+	const char *mangled = NULL, *f;
+	uint32_t l;
+	char *name = inlined_name(&chain[0], &mangled);
+	x->name = name ? name : xstrdup("[inlined]");
+	x->short_name = sf_short_name(x->name, mangled);
+	if (inlined_call_site(o, c, &chain[0], &f, &l)) {
+		x->call_file = f;
+		x->call_line = l;
+	}
+	for (int i = 1; i < n; i++) {
+		int tag = dwarf_tag(&chain[i]);
+		if (tag == DW_TAG_subprogram)
+			break;
+		if (tag == DW_TAG_inlined_subroutine) {
+			x->outer = inline_frame(o, c, chain + i, n - i);
+			break;
+		}
+	}
+	return x;
+}
+
+int sym_inline_same_calls(const struct sym_inline *a, const struct sym_inline *b)
+{
+	for (; a && b; a = a->outer, b = b->outer)
+		if (a != b && (a->call_line != b->call_line || strcmp(a->name, b->name) ||
+			       (a->call_file != b->call_file && (!a->call_file || !b->call_file ||
+								 strcmp(a->call_file, b->call_file)))))
+			return 0;
+	return a == b;
+}
+
 int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(void *ctx, const char *name), void *ctx,
 			   const char **file, uint32_t *line)
+{
+	return sym_source_line_inl(o, vaddr, skip, ctx, file, line, NULL);
+}
+
+int sym_source_line_inl(struct sym_object *o, uint64_t vaddr, int (*skip)(void *ctx, const char *name), void *ctx,
+			const char **file, uint32_t *line, const struct sym_inline **inl)
 {
 	Dwarf_Addr pc;
 	struct cu *c;
@@ -1026,7 +1078,9 @@ int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(voi
 	*line = (uint32_t)n;
 	if (!*file)
 		return 0;
-	if (!skip)
+	if (inl)
+		*inl = NULL;
+	if (!skip && !inl)
 		return 1;
 	/* inlined frames, innermost first: while the one holding the line is
 	 * folded, the line is its call site in the frame around it */
@@ -1050,10 +1104,18 @@ int sym_source_line_folded(struct sym_object *o, uint64_t vaddr, int (*skip)(voi
 			break;
 		if (tag != DW_TAG_inlined_subroutine)
 			continue;
-		char *name = inlined_name(&chain[i]);
-		int folded = (name && skip(ctx, name)) || system_file(*file);
-		free(name);
-		if (!folded || !inlined_call_site(o, c, &chain[i], file, line))
+		int folded = 0;
+		if (skip) {
+			char *name = inlined_name(&chain[i], NULL);
+			folded = (name && skip(ctx, name)) || system_file(*file);
+			free(name);
+		}
+		if (!folded) { /* the line is this inlined function's own */
+			if (inl)
+				*inl = inline_frame(o, c, chain + i, ns - i);
+			break;
+		}
+		if (!inlined_call_site(o, c, &chain[i], file, line))
 			break;
 	}
 	free(scopes);
@@ -1132,6 +1194,14 @@ void sym_close(struct sym_object *o)
 		free_entry((struct sym_entry *)(uintptr_t)e);
 	hm_free(&o->cache);
 	hm_free(&o->dies_by_name);
+	pos = 0;
+	while (hm_next(&o->inlines, &pos, &vaddr, &e)) {
+		struct sym_inline *x = (struct sym_inline *)(uintptr_t)e;
+		free((char *)x->name);
+		free((char *)x->short_name);
+		free(x);
+	}
+	hm_free(&o->inlines);
 	pos = 0;
 	while (hm_next(&o->abs_files, &pos, &vaddr, &e))
 		free((char *)(uintptr_t)e);

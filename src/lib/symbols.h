@@ -63,6 +63,29 @@ int sym_source_line(struct sym_object *obj, uint64_t vaddr, const char **file, u
 int sym_source_line_folded(struct sym_object *obj, uint64_t vaddr, int (*skip)(void *ctx, const char *name),
 			   void *ctx, const char **file, uint32_t *line);
 
+/* An inlined function's instance at an address (DWARF's
+ * DW_TAG_inlined_subroutine): the function the line lies in when it is not
+ * the concrete function's own code. Interned per object (one per DIE),
+ * valid until sym_close. */
+struct sym_inline {
+	const char *name;       /* demangled full name */
+	const char *short_name; /* its short style (sf_short_name) */
+	const char *call_file;  /* where it was inlined: the call in the frame around it */
+	uint32_t call_line;     /* (DW_AT_call_file, DW_AT_call_line); NULL and 0 when unknown */
+	const struct sym_inline *outer; /* the inlined frame around it; NULL: the concrete function */
+};
+
+/* sym_source_line_folded that also names the frame the line lies in: *inl
+ * the innermost inlined function left after folding (skip NULL: none
+ * folded, yet the chain is walked), or NULL when the line is the concrete
+ * function's own code. */
+int sym_source_line_inl(struct sym_object *obj, uint64_t vaddr, int (*skip)(void *ctx, const char *name), void *ctx,
+			const char **file, uint32_t *line, const struct sym_inline **inl);
+
+/* Whether two inlined frames (or NULLs) are one function inlined at the
+ * same calls, all the way out to the concrete function. */
+int sym_inline_same_calls(const struct sym_inline *a, const struct sym_inline *b);
+
 /* The object's DWARF, from the file itself or the separate debug file
  * sym_open's search finds (NULL: none), owned by the object; *shift is
  * what to add to a DWARF address for the ELF address. */

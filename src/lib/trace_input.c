@@ -583,6 +583,11 @@ const char *trace_short_name(const struct trace_proc *p, uint32_t func_id)
 	return ps->short_names[func_id];
 }
 
+int trace_short_style(const struct trace_proc *p)
+{
+	return ((const struct proc_state *)p)->short_style;
+}
+
 const char *trace_name(const struct trace_proc *p, uint32_t func_id)
 {
 	const struct proc_state *ps = (const struct proc_state *)p;

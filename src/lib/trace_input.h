@@ -136,6 +136,8 @@ const char *trace_name(const struct trace_proc *p, uint32_t func_id);
  * trace_name's, so a process's short names are built once. Not safe from
  * two threads on one input. */
 const char *trace_short_name(const struct trace_proc *p, uint32_t func_id);
+/* Whether trace_name gives the short style (trace_options.short_names). */
+int trace_short_style(const struct trace_proc *p);
 
 /* --srcline: the source file of the function's definition (*line its
  * line), or NULL. NULL for a function of an object without DWARF also

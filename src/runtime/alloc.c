@@ -138,10 +138,20 @@ static __attribute__((noinline, cold)) void heap_slow(uint32_t tag, uint32_t kin
 static inline uint32_t heap_ret_tag(const struct sf_thread *t)
 {
 #ifdef SF_ARCH_SHADOW
+#ifdef SF_SHADOW_TP
+	/* the entry at the depth, through the depth's own pointer, below the
+	 * array's end (NULL before it is mapped: nothing stored); no index
+	 * made from it and scaled back, a register less, so none is saved */
+	const uint64_t *at = t->shadow_tp;
+	if (at >= t->shadow_plim)
+		return 0;
+	uint64_t slot = SF_SHADOW_ADDR(*at);
+#else
 	uint64_t d = sf_shadow_depth(t);
 	if (d >= SF_SHADOW_CAP)
 		return 0;
-	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]); /* bit 0: a window frame */
+	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]);
+#endif /* bit 0: a window frame */
 	if (!slot || !sf_on_this_stack(slot))
 		return 0;
 	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
@@ -311,10 +321,20 @@ static inline __attribute__((always_inline)) int heap_on_own_stack(void)
  * are read. */
 static inline __attribute__((always_inline)) uint32_t heap_ret_tag_own(const struct sf_thread *t)
 {
+#ifdef SF_SHADOW_TP
+	/* the entry at the depth, through the depth's own pointer, below the
+	 * array's end (NULL before it is mapped: nothing stored); no index
+	 * made from it and scaled back, a register less, so none is saved */
+	const uint64_t *at = t->shadow_tp;
+	if (at >= t->shadow_plim)
+		return 0;
+	uint64_t slot = SF_SHADOW_ADDR(*at);
+#else
 	uint64_t d = sf_shadow_depth(t);
 	if (d >= SF_SHADOW_CAP)
 		return 0;
 	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]);
+#endif
 	if (sf_arch_below_sp(slot) || slot >= t->stack.hi) /* slot 0 too */
 		return 0;
 	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));

@@ -525,3 +525,57 @@ def test_leak_flamegraph_credits_the_tail_caller():
     check(re.search(r"<title>chain \[[^]]*\]\n4000 bytes", text), "chain's leaked realloc under chain")
     check(re.search(r"<title>zeroed \[[^]]*\]\n77 bytes", text), "zeroed's leaked calloc under zeroed")
     check(re.search(r"<title>main \[[^]]*\]\n4077 bytes", text), "main holds both through its children")
+
+
+def inline_log():
+    _, log = record([build_c("mem_inline", ["mem_inline.c"])], args=["--alloc", "-q"])
+    return log
+
+
+def test_inlined_function_names_its_rows():
+    """mem_inline.c: leafy() inlined into three traced functions (once through
+    mid(), itself inlined) names the rows whose line lies in it, its caller's
+    name beside the call's line; host_c's own malloc stays host_c's."""
+    log = inline_log()
+    got = [(r[2], r[3], r[4], os.path.basename(r[5]), r[7]) for r in memory_tsv(log, ["-n", "0"])[1]
+           if r[0] == "site" and "mem_inline.c" in r[5]]
+    eq(got, [(400, 1, "leafy", "mem_inline.c:6", "main;host_c;leafy"),
+             (301, 1, "leafy", "mem_inline.c:6", "main;host_b;mid;leafy"),
+             (300, 2, "leafy", "mem_inline.c:6", "main;host_a;leafy"),
+             (50, 1, "host_c", "mem_inline.c:13", "main;host_c")], "tsv rows")
+    out = run([SFTRACE, "memory", "--width", "100", "-n", "4", log]).stdout.splitlines()
+    i = out.index("Top allocation sites by bytes:")
+    eq([re.sub(r"^\s*[\d.]+ \S+\s+\d+  ", "", l) for l in out[i + 2:i + 6]],
+       ["leafy  mem_inline.c:6  ← host_c mem_inline.c:13 ← main",
+        "leafy  mem_inline.c:6  ← mid mem_inline.c:7 ← host_b mem_inline.c:12 ← main",
+        # two inlined calls on lines 9 and 10 merged: no one line to name
+        "leafy  mem_inline.c:6  ← host_a ← main",
+        "host_c  mem_inline.c:13  ← main"], "table rows")
+    fn = [(r[2], r[4], r[7]) for r in memory_tsv(log, ["-n", "0", "--group-by", "stack"])[1]
+          if r[0] == "site" and r[4] == "leafy"]
+    eq(sorted(fn), [(100, "leafy", "main;host_a;leafy"), (200, "leafy", "main;host_a;leafy"),
+                    (301, "leafy", "main;host_b;mid;leafy"), (400, "leafy", "main;host_c;leafy")], "by stack")
+
+
+def test_inlined_lambda_reads_as_its_definer():
+    """mem_inline_lambda.cc: a lambda inlined into fill() through
+    std::for_each (inlined too) allocates on line 8, inside fill's source:
+    the row is fill's, not the lambda's nor for_each's."""
+    b = build_c("mem_inline_lambda", ["mem_inline_lambda.cc"], compiler="clang++")
+    _, log = record([b], args=["--alloc", "-q"])
+    got = [(r[2], r[3], r[4], os.path.basename(r[5]), r[7]) for r in memory_tsv(log, ["-n", "0"])[1]
+           if r[0] == "site" and "mem_inline_lambda.cc" in r[5]]
+    eq(got, [(48, 3, "fill(…)", "mem_inline_lambda.cc:8", "main;fill(…)"),
+             (12, 1, "fill(…)", "mem_inline_lambda.cc:7", "main;fill(…)")], "rows")
+
+
+def test_leak_flamegraph_draws_inlined_functions():
+    """mem_inline.c's leaks (every block is kept): the inlined frames the rows
+    name are drawn above the traced ones, mid between host_b and leafy."""
+    svg = os.path.join(tmpdir(), "inline-leak.svg")
+    run([SFTRACE, "memory", "--flamegraph", svg, inline_log()])
+    titles = re.findall(r"<title>(.*?)</title>", open(svg, encoding="utf-8").read(), re.S)
+    got = [t.split(" (")[0].replace("\n", " ") for t in titles if not t.startswith("all")]
+    eq(sorted(got), sorted(["main [mem_inline] 1051 bytes", "host_a [mem_inline] 300 bytes", "leafy 300 bytes",
+                            "host_b [mem_inline] 301 bytes", "mid 301 bytes", "leafy 301 bytes",
+                            "host_c [mem_inline] 450 bytes", "leafy 400 bytes"]), "frames")

@@ -118,10 +118,6 @@ def test_threads_tail_called_allocators_freed_on_other_threads():
     eq((s["frees"], s["unmatched_frees"]), ("40000", "0"), "cross-thread frees matched")
 
 
-@known_break(27, "an always_inline inl() (not plumbing) inlined into the traced user(): the row reads 'user  "
-                 "skep27c2_thr.c:11' (4,321 B in 1 block), the caller's name beside the inlined callee's line; "
-                 "heaptrack_print names 'inl at skep27c2_thr.c:11' called from user (h27b: left, needs a row "
-                 "keyed by the inlined frame's name)")
 def test_inlined_user_function_names_its_row():
     got = rows(tsv(tails_log(build_c("skep27c2_thr", ["skep27c2_thr.c"], libs=["-lpthread"]))))
     eq([(k[0], v) for k, v in got.items() if k[1] == "skep27c2_thr.c:11"], [("inl", (4321, 1))], "the row at inl's line")

@@ -19,7 +19,7 @@
  * slots are written, in order and by the thread itself, at its next
  * slow-path entry once their records are all filled (or at thread exit).
  * A record still unfilled that was claimed before a longjmp or exception
- * landing is presumed abandoned and padded (quarantine, below).
+ * landing is presumed abandoned and padded (skip slots, below).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -29,8 +29,6 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #include "runtime/runtime.h"
 
@@ -400,6 +398,8 @@ static int landed_after(const struct sf_event *ev, size_t i, uint32_t seq)
 
 static void skip_remove(struct skip_slot *q, uint32_t i)
 {
+	if (q == cur_skips && i < cur_next)
+		cur_next--; /* a skip the current batch stepped over */
 	memmove(&q->at[i], &q->at[i + 1], (q->n - i - 1) * sizeof(q->at[0]));
 	q->n--;
 }
@@ -582,32 +582,15 @@ static void skips_release(struct sf_thread *t, size_t n)
  * store at a skip, as batches that go out do not. */
 static void skips_exit(struct sf_thread *t, size_t n)
 {
-	if (getenv("Q25D_DEBUG")) {
-		fprintf(stderr, "DBG pool %u retired %u cur_skips %p\n", pool ? pool->n : 0, nretired(), (void *)cur_skips);
-		for (uint32_t k = 0; pool && k < pool->n; k++)
-			fprintf(stderr, "DBG  e%u n=%u busy=%u\n", k, pool->e[k].n, pool->e[k].busy);
-		for (uint32_t i = 0; i < nretired(); i++)
-			fprintf(stderr, "DBG  r%u seq=%u nrec=%u unfilled=%d\n", i, retired->seq[i], retired->nrec[i], has_unfilled(slot_events(retired->slot[i]), retired->nrec[i], retired->zero[i]));
-		for (uint32_t i = 0; i < nretired() && i < 1; i++) {
-			struct sf_event *ev = slot_events(retired->slot[i]);
-			struct skip_slot *q = skip_slot_of(retired->slot[i]);
-			fprintf(stderr, "DBG r0 slot %p ent %p events %p\n", (void *)retired->slot[i], (void *)q, (void *)ev);
-			for (size_t j = 0; j < retired->nrec[i];) {
-				uint32_t w = ev[j].word;
-				if (!w)
-					fprintf(stderr, "DBG  zero at %zu (%p) prev w=%x next w=%x landed_after=%d\n", j, (void *)&ev[j], j ? ev[j-1].word : 0, ev[j+1].word, landed_after(ev, j, retired->seq[i]));
-				j += 1 + (w ? sf_event_payload_count(w) : 0);
-			}
-		}
-		fprintf(stderr, "DBG mark set=%u seq=%u at=%lx\n", sf_landing_mark.set, sf_landing_mark.seq, (unsigned long)sf_landing_mark.at);
-	}
 	if (!pool)
 		return;
 	for (uint32_t i = 0; i < nretired(); i++)
 		skips_verify(retired->slot[i], retired->nrec[i]);
 	skips_verify(t->slot, n);
-	if (cur_skips)
+	if (cur_skips) {
 		skips_sweep(cur_skips, n);
+		t->limit = skips_limit(t); /* events after this (destructors) step over what is left */
+	}
 }
 
 /* Adds the np record indices at[] (ascending, none a skip yet) to slot

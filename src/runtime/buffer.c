@@ -350,9 +350,10 @@ static int has_unfilled(const struct sf_event *ev, size_t n, uint32_t zero_paylo
  * between), counts a changed one as one dropped event and writes the pad
  * back; a skip past the batch's end is checked when its slot is cleared.
  * A context whose late store is seen has stored its last: its skip is
- * dropped. Each skip costs one slow-path entry per batch of its slot, no
- * memory beyond two bytes: the thread's slots are not held, so a thread
- * keeps recording through any number of landings. */
+ * dropped. Each skip costs one slow-path entry per batch of its slot and
+ * two bytes: the slots are not held out of use, so a thread keeps
+ * recording through landings without end, until MAX_POOL slots hold
+ * MAX_SKIPS skips each (docs/DESIGN.md: about 126,000 abandoned claims). */
 #define MAX_POOL 255  /* skip slots of a thread: as many as can be retired */
 #define MAX_SKIPS 512 /* skips of one slot (one in 16 records) */
 #define SKIPS_PREFERRED 64 /* above: a fresh slot is taken while the pool has room */

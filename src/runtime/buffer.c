@@ -19,7 +19,7 @@
  * slots are written, in order and by the thread itself, at its next
  * slow-path entry once their records are all filled (or at thread exit).
  * A record still unfilled that was claimed before a longjmp or exception
- * landing is presumed abandoned and padded (quarantine, below).
+ * landing is presumed abandoned and padded (skip slots, below).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -225,11 +225,17 @@ static struct sf_event *slot_events(const struct sf_slot *s)
 	return (struct sf_event *)(s->hdr + 1);
 }
 
+/* The thread's skip slots (below, "records a landing abandoned"). */
+static __thread struct skip_pool *pool __attribute__((tls_model("initial-exec")));
+static void skips_verify(struct sf_slot *s, size_t n);
+
 /* Writes the n records of slot s as the thread's DATA batch number seq. */
 static void write_batch(struct sf_thread *t, struct sf_slot *s, size_t n, uint32_t seq)
 {
 	if (!n)
 		return;
+	if (pool)
+		skips_verify(s, n);
 	struct sf_chunk c = {0};
 	c.thread_serial = t->serial;
 	c.tid = t->tid;
@@ -330,30 +336,53 @@ static int has_unfilled(const struct sf_event *ev, size_t n, uint32_t zero_paylo
  * A record claimed before the thread's last landing and still unfilled
  * when its batch goes out is presumed abandoned: the landing left the
  * context that claimed it. It is filled with a pad (an empty ARGS event,
- * which readers skip, as fill_cut_claim makes) and the batch goes out;
- * the slot is cleared and waits in quarantine, not reused, in case the
- * presumption was wrong (a landing inside a handler whose interrupted
- * context is still alive): a store at a pad's place later is counted as
- * one dropped event, and a slot whose every pad got one is reused. A slot
- * with a pad never stored into is reused only once the thread ends (it is
- * free in the file meanwhile). A thread with MAX_QUARANTINE such slots
- * pads no more: its batches wait as retired ones did before. */
-#define MAX_QUARANTINE 255 /* as many as can be retired */
-#define MAX_PADS 8
+ * which readers skip, as fill_cut_claim makes) and the batch goes out.
+ * The presumption is wrong when the landing's target lay inside a handler
+ * that interrupted the claim: that context may still store there, at the
+ * pad's address, whenever it resumes. So the slot becomes one of the
+ * thread's *skip slots*: it keeps, sorted, the record indices of its pads
+ * (its skips) and is used again by this thread only, which never lets a
+ * batch of it own a skip: the batch's limit is the next skip, and the slow
+ * path, when the cursor reaches it, pads it and carries on past it in the
+ * same batch (skips_step). A late store at a skip thus lands on a pad that
+ * no event owns: the batch's hand-off checks every skip it covers
+ * (skips_verify, with signals blocked, so the late context cannot run in
+ * between), counts a changed one as one dropped event and writes the pad
+ * back; a skip past the batch's end is checked when its slot is cleared.
+ * A context whose late store is seen has stored its last: its skip is
+ * dropped. Each skip costs one slow-path entry per batch of its slot and
+ * two bytes: the slots are not held out of use, so a thread keeps
+ * recording through landings without end, until MAX_POOL slots hold
+ * MAX_SKIPS skips each (docs/DESIGN.md: about 126,000 abandoned claims). */
+#define MAX_POOL 255  /* skip slots of a thread: as many as can be retired */
+#define MAX_SKIPS 512 /* skips of one slot (one in 16 records) */
+#define SKIPS_PREFERRED 64 /* above: a fresh slot is taken while the pool has room */
+#define MAX_PADS 32 /* presumed in one batch */
+#define PAD_WORD ((uint32_t)SF_EV_ARGS) /* sf_event_word(0, SF_EV_ARGS): an empty ARGS event */
 
-struct quarantine_list {
-	uint32_t n;
-	struct {
-		struct sf_slot *slot;
-		uint32_t npads;
-		uint64_t pad[MAX_PADS]; /* the pad's address, 0 once stored into */
-	} q[MAX_QUARANTINE];
+struct skip_slot {
+	struct sf_slot *slot;
+	uint32_t n;    /* skips */
+	uint32_t busy; /* the thread's current slot, or retired: not to be taken */
+	uint16_t at[MAX_SKIPS]; /* record indices, ascending */
 };
-static __thread struct quarantine_list *quarantine __attribute__((tls_model("initial-exec")));
+_Static_assert(SF_SLOT_EVENTS <= 65536, "record indices fit uint16_t");
 
-static uint32_t nquarantined(void)
+struct skip_pool {
+	uint32_t n;
+	struct skip_slot e[MAX_POOL];
+};
+/* The skip slot the thread records in (its t->slot), NULL when that has no
+ * skip; and the index of its first skip at or past the cursor. */
+static __thread struct skip_slot *cur_skips __attribute__((tls_model("initial-exec")));
+static __thread uint32_t cur_next __attribute__((tls_model("initial-exec")));
+
+static struct skip_slot *skip_slot_of(const struct sf_slot *s)
 {
-	return quarantine ? quarantine->n : 0;
+	for (uint32_t k = 0; pool && k < pool->n; k++)
+		if (pool->e[k].slot == s)
+			return &pool->e[k];
+	return NULL;
 }
 
 /* Whether a landing came after the claim of record i of batch seq
@@ -368,67 +397,227 @@ static int landed_after(const struct sf_event *ev, size_t i, uint32_t seq)
 	return m->at > (uint64_t)(ev + i);
 }
 
-/* Counts the pads of quarantined slots that a late store wrote to (the
- * slot was cleared once written), as dropped events; reuses a slot once
- * every one of its pads has been. */
-static void quarantine_check(void)
+static void skip_remove(struct skip_slot *q, uint32_t i)
 {
-	uint32_t keep = 0, n = nquarantined();
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t left = 0;
-		for (uint32_t i = 0; i < quarantine->q[k].npads; i++) {
-			uint64_t *p = (uint64_t *)quarantine->q[k].pad[i];
-			if (!p)
-				continue;
-			if (__atomic_load_n(p, __ATOMIC_ACQUIRE)) {
-				sf_log_drop(1); /* its batch went out with the pad */
-				quarantine->q[k].pad[i] = 0;
-			} else {
-				left++;
-			}
-		}
-		if (!left) {
-			struct sf_slot *s = quarantine->q[k].slot;
-			sf_zero_events(slot_events(s), SF_SLOT_EVENTS);
-			sf_log_slot_put(s);
-			continue;
-		}
-		if (keep != k)
-			quarantine->q[keep] = quarantine->q[k];
-		keep++;
-	}
-	if (quarantine)
-		quarantine->n = keep;
+	if (q == cur_skips && i < cur_next)
+		cur_next--; /* a skip the current batch stepped over */
+	memmove(&q->at[i], &q->at[i + 1], (q->n - i - 1) * sizeof(q->at[0]));
+	q->n--;
 }
 
-/* Thread exit: no context of the thread can store any more, so its
- * quarantined slots are reused. Signals are blocked. */
-static void quarantine_release(void)
+/* The pad at record i of events ev (batch base base): the time of the
+ * record before it, so that the packed coder's deltas stay small. */
+static void store_pad(struct sf_event *ev, size_t i, uint64_t base)
 {
-	if (!quarantine)
-		return;
-	for (uint32_t k = 0; k < quarantine->n; k++) {
-		for (uint32_t i = 0; i < quarantine->q[k].npads; i++) {
-			uint64_t *p = (uint64_t *)quarantine->q[k].pad[i];
-			if (p && __atomic_load_n(p, __ATOMIC_ACQUIRE))
-				sf_log_drop(1);
+	store_record(&ev[i], i ? ev[i - 1].time_lo : (uint32_t)base, 0, SF_EV_ARGS);
+}
+
+/* Skips of q at or past record `from` that a late store wrote to (the
+ * slot was cleared since): each is one dropped event, its context done. */
+static void skips_sweep(struct skip_slot *q, size_t from)
+{
+	struct sf_event *ev = slot_events(q->slot);
+	for (uint32_t i = q->n; i-- > 0 && q->at[i] >= from;)
+		if (__atomic_load_n(&ev[q->at[i]].word, __ATOMIC_ACQUIRE)) {
+			sf_log_drop(1);
+			ev[q->at[i]] = (struct sf_event){0};
+			skip_remove(q, i);
 		}
-		sf_zero_events(slot_events(quarantine->q[k].slot), SF_SLOT_EVENTS);
-		sf_log_slot_put(quarantine->q[k].slot);
+}
+
+/* Before the n records of slot s go out: every skip among them holds the
+ * pad skips_step stored, or a late store overwrote it (counted, written
+ * back). Signals are blocked: no context of the thread stores meanwhile. */
+static void skips_verify(struct sf_slot *s, size_t n)
+{
+	struct skip_slot *q = pool ? skip_slot_of(s) : NULL;
+	struct sf_event *ev = slot_events(s);
+	for (uint32_t i = 0; q && i < q->n && q->at[i] < n;) {
+		uint32_t w = __atomic_load_n(&ev[q->at[i]].word, __ATOMIC_ACQUIRE);
+		store_pad(ev, q->at[i], s->hdr->base);
+		if (w != PAD_WORD) {
+			sf_log_drop(1);
+			if (w) {
+				skip_remove(q, i);
+				continue;
+			}
+		}
+		i++;
 	}
-	munmap(quarantine, sizeof(*quarantine));
-	quarantine = NULL;
+}
+
+/* The limit of the current batch: the next skip, else the slot's end. */
+static uint64_t skips_limit(const struct sf_thread *t)
+{
+	if (cur_skips && cur_next < cur_skips->n)
+		return (uint64_t)(t->events + cur_skips->at[cur_next]);
+	return (uint64_t)(t->events + SF_SLOT_EVENTS);
+}
+
+/* A batch begins at the start of the thread's current slot. */
+static void skips_enter(struct sf_thread *t)
+{
+	cur_skips = pool && t->slot && t->state == SF_THREAD_ACTIVE ? skip_slot_of(t->slot) : NULL;
+	cur_next = 0;
+	if (cur_skips) {
+		cur_skips->busy = 1;
+		t->limit = skips_limit(t);
+	}
+}
+
+/* The cursor reached a skip and the next nrec records do not fit before
+ * it: the records up to it and the skip get pads, and the batch goes on
+ * past it. A skip that holds a late store is counted and dropped. Signals
+ * are blocked; the cursor is at or below the limit. */
+static void skips_step(struct sf_thread *t, size_t nrec)
+{
+	uint64_t end = (uint64_t)(t->events + SF_SLOT_EVENTS);
+	while (t->limit < end && t->cursor + nrec * sizeof(struct sf_event) > t->limit) {
+		size_t i = (size_t)(t->cursor - (uint64_t)t->events) / sizeof(struct sf_event);
+		size_t p = (size_t)(t->limit - (uint64_t)t->events) / sizeof(struct sf_event);
+		for (; i < p; i++) /* an event of several records that does not fit before it */
+			store_pad(t->events, i, t->base);
+		if (__atomic_load_n(&t->events[p].word, __ATOMIC_ACQUIRE)) {
+			sf_log_drop(1);
+			skip_remove(cur_skips, cur_next);
+		} else {
+			cur_next++;
+		}
+		store_pad(t->events, p, t->base);
+		t->cursor = (uint64_t)(t->events + p + 1);
+		t->limit = skips_limit(t);
+	}
 }
 
 /* A claim the slow path received (the record it claimed lay past the
- * limit it compared with) that is a quarantined pad: it is no longer owed
- * there, and the caller stores the event in the current batch. */
-static void quarantine_claim(uint64_t at)
+ * limit it compared with) at a skip of another of the thread's slots than
+ * the current one: that context, which the landing was presumed to leave,
+ * is done with the skip, and the caller stores its event in the current
+ * batch. 1 if it was one. */
+static int skips_claimed(const struct sf_thread *t, uint64_t at)
 {
-	for (uint32_t k = 0; k < nquarantined(); k++)
-		for (uint32_t i = 0; i < quarantine->q[k].npads; i++)
-			if (quarantine->q[k].pad[i] == at)
-				quarantine->q[k].pad[i] = 0;
+	for (uint32_t k = 0; pool && k < pool->n; k++) {
+		struct skip_slot *q = &pool->e[k];
+		struct sf_event *ev = slot_events(q->slot);
+		if (q->slot == t->slot || at < (uint64_t)ev || at >= (uint64_t)(ev + SF_SLOT_EVENTS))
+			continue;
+		for (uint32_t i = 0; i < q->n; i++)
+			if (at == (uint64_t)(ev + q->at[i])) {
+				skip_remove(q, i);
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/* Every skip of the thread's idle skip slots that a late store wrote to is
+ * counted; a slot left with none goes back to the log. */
+static void skips_check(void)
+{
+	uint32_t keep = 0;
+	for (uint32_t k = 0; pool && k < pool->n; k++) {
+		struct skip_slot *q = &pool->e[k];
+		if (!q->busy) {
+			skips_sweep(q, 0);
+			if (!q->n) {
+				sf_log_slot_put(q->slot); /* cleared by skips_sweep, free in the file */
+				continue;
+			}
+		}
+		if (keep != k) {
+			if (cur_skips == q)
+				cur_skips = &pool->e[keep];
+			pool->e[keep] = *q;
+		}
+		keep++;
+	}
+	if (pool)
+		pool->n = keep;
+}
+
+/* A fresh slot for a batch of this thread: one of its idle skip slots with
+ * few skips, else a new one from the log while the pool has room for it,
+ * else the idle skip slot with fewest skips. NULL if none. */
+static struct sf_slot *skips_take(void)
+{
+	struct skip_slot *best = NULL;
+	for (uint32_t k = 0; pool && k < pool->n; k++)
+		if (!pool->e[k].busy && (!best || pool->e[k].n < best->n))
+			best = &pool->e[k];
+	if (best && best->n > SKIPS_PREFERRED && pool->n < MAX_POOL - 8) {
+		struct sf_slot *s = sf_log_slot_get();
+		if (s)
+			return s;
+	}
+	if (!best)
+		return sf_log_slot_get();
+	best->busy = 1;
+	/* Its pages were written back while it was idle: the batch's first
+	 * store to each would fault, a long window between a trampoline's
+	 * claim and its store for a signal to land in. */
+	sf_prefault_write(best->slot->hdr, SF_SLOT_SIZE);
+	return best->slot;
+}
+
+/* Thread end: no context of it can store any more. Its skip slots go back
+ * to the log, cleared (the late stores there counted), but the current
+ * one, which the caller gives back after clearing the batch (n records). */
+static void skips_release(struct sf_thread *t, size_t n)
+{
+	for (uint32_t k = 0; pool && k < pool->n; k++) {
+		struct skip_slot *q = &pool->e[k];
+		skips_sweep(q, q->slot == t->slot ? n : 0);
+		if (q->slot != t->slot) {
+			sf_zero_events(slot_events(q->slot), SF_SLOT_EVENTS);
+			sf_log_slot_put(q->slot);
+		}
+	}
+	if (pool)
+		munmap(pool, sizeof(*pool));
+	pool = NULL;
+	cur_skips = NULL;
+}
+
+/* Process end: the slots of this thread that readers take as they are
+ * (its current one, n records filled, and the retired ones) hold no late
+ * store at a skip, as batches that go out do not. */
+static void skips_exit(struct sf_thread *t, size_t n)
+{
+	if (!pool)
+		return;
+	for (uint32_t i = 0; i < nretired(); i++)
+		skips_verify(retired->slot[i], retired->nrec[i]);
+	skips_verify(t->slot, n);
+	if (cur_skips) {
+		skips_sweep(cur_skips, n);
+		t->limit = skips_limit(t); /* events after this (destructors) step over what is left */
+	}
+}
+
+/* Adds the np record indices at[] (ascending, none a skip yet) to slot
+ * s's skips. 0 if s has no room for them, or the pool none for s. */
+static int skips_add(struct sf_slot *s, const size_t *at, uint32_t np)
+{
+	if (!pool)
+		pool = sf_map_anon(sizeof(*pool));
+	if (!pool)
+		return 0;
+	struct skip_slot *q = skip_slot_of(s);
+	if (!q) {
+		if (pool->n == MAX_POOL)
+			return 0;
+		q = &pool->e[pool->n++];
+		*q = (struct skip_slot){.slot = s, .busy = 1};
+	}
+	if (q->n + np > MAX_SKIPS)
+		return 0;
+	for (uint32_t j = 0; j < np; j++) {
+		uint32_t i = q->n++;
+		for (; i && q->at[i - 1] > at[j]; i--)
+			q->at[i] = q->at[i - 1];
+		q->at[i] = (uint16_t)at[j];
+	}
+	return 1;
 }
 
 /* Pads every unfilled record of the n records at ev (batch base base):
@@ -444,15 +633,15 @@ static void pad_abandoned(struct sf_event *ev, size_t n, uint64_t base)
 			i += 1 + sf_event_payload_count(w);
 			continue;
 		}
-		store_record(&ev[i], i ? ev[i - 1].time_lo : (uint32_t)base, 0, SF_EV_ARGS);
+		store_pad(ev, i, base);
 		i++;
 	}
 }
 
-/* Pads the unfilled records of the n records of slot s (batch seq) if
- * every one was claimed before a landing, there are at most MAX_PADS and
- * the quarantine has room; the slot is then quarantined. 1 if it was
- * (nothing unfilled is left in it). Signals are blocked. */
+/* Pads the unfilled records of the n records of retired slot s (batch
+ * seq) if every one was claimed before a landing, there are at most
+ * MAX_PADS and s has room for them as skips; they become its skips. 1 if
+ * it was padded (nothing unfilled is left in it). Signals are blocked. */
 static int pad_presumed(struct sf_slot *s, size_t n, uint32_t seq)
 {
 	struct sf_event *ev = slot_events(s);
@@ -470,23 +659,10 @@ static int pad_presumed(struct sf_slot *s, size_t n, uint32_t seq)
 			return 0;
 		at[np++] = i++;
 	}
-	if (!np)
+	if (!np || !skips_add(s, at, np))
 		return 0;
-	if (!quarantine)
-		quarantine = sf_map_anon(sizeof(*quarantine));
-	if (!quarantine || quarantine->n == MAX_QUARANTINE)
-		return 0;
-	uint32_t k = quarantine->n++;
-	quarantine->q[k].slot = s;
-	quarantine->q[k].npads = np;
-	for (uint32_t j = 0; j < np; j++) {
-		struct sf_event *e = &ev[at[j]];
-		/* The time of the record before it: readers skip the pad, the
-		 * packed coder's deltas stay small. */
-		uint32_t lo = at[j] ? ev[at[j] - 1].time_lo : (uint32_t)s->hdr->base;
-		store_record(e, lo, 0, SF_EV_ARGS);
-		quarantine->q[k].pad[j] = (uint64_t)e;
-	}
+	for (uint32_t j = 0; j < np; j++)
+		store_pad(ev, at[j], s->hdr->base);
 	return 1;
 }
 
@@ -511,12 +687,16 @@ static void flush_retired(struct sf_thread *t, int force)
 		write_batch(t, s, retired->nrec[done], retired->seq[done]);
 		/* Free in the file first (readers ignore it), then cleared. */
 		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
-		if (padded) /* cleared, so that a late store shows (quarantine_check) */
-			sf_zero_events(ev, SF_SLOT_EVENTS);
-		if (!holes && !padded) {
-			sf_zero_events(ev, SF_SLOT_EVENTS);
+		if (holes)
+			continue; /* a late store may still land anywhere in it */
+		struct skip_slot *q = pool ? skip_slot_of(s) : NULL;
+		if (q) /* the thread's again, cleared: a late store at a skip shows */
+			skips_sweep(q, retired->nrec[done]);
+		sf_zero_events(ev, SF_SLOT_EVENTS);
+		if (q)
+			q->busy = 0;
+		else
 			sf_log_slot_put(s);
-		}
 	}
 	for (uint32_t i = done; i < n; i++) {
 		retired->slot[i - done] = retired->slot[i];
@@ -533,7 +713,7 @@ static int retire_current(struct sf_thread *t, size_t n)
 {
 	if (!retired)
 		retired = sf_map_anon(sizeof(*retired));
-	struct sf_slot *fresh = retired && retired->n < MAX_RETIRED ? sf_log_slot_get() : NULL;
+	struct sf_slot *fresh = retired && retired->n < MAX_RETIRED ? skips_take() : NULL;
 	if (!fresh)
 		return 0;
 	retired->slot[retired->n] = t->slot;
@@ -581,6 +761,8 @@ static int store_in_retired(uint64_t at, uint64_t time, uint32_t id, uint32_t ki
 static int use_writer(struct sf_thread *t)
 {
 	if (!sf_writer_active() || sf_config.ring_slots)
+		return 0;
+	if (cur_skips) /* its skips are checked as its batch goes out, with signals blocked */
 		return 0;
 	if (sf_config.writer == SF_WRITER_AUTO &&
 	    (int)__atomic_load_n(&live_threads, __ATOMIC_RELAXED) >= sf_config.ncpus)
@@ -1068,8 +1250,8 @@ static int handoff_full(struct sf_thread *t, size_t n)
 		ring_advance(t);
 		return 0;
 	}
-	if (nquarantined())
-		quarantine_check();
+	if (pool)
+		skips_check();
 	flush_retired(t, 0);
 	int owed = has_unfilled(t->events, n, (uint32_t)sf_self.heap_zero);
 	if ((nretired() || owed) && retire_current(t, n)) {
@@ -1182,6 +1364,8 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 	sf_shadow_resync(t, kind); /* before batch_depth reads the depth */
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
+	if (cur_skips && t->state == SF_THREAD_ACTIVE)
+		skips_step(t, nrec);
 	uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 	size_t used = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
 	int full = cur + nrec * sizeof(struct sf_event) > t->limit;
@@ -1194,6 +1378,8 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 			return;
 		}
 		t->cursor = (uint64_t)t->events;
+		if (pool || cur_skips)
+			skips_enter(t); /* the new batch's limit: its slot's first skip */
 	} else if (full) {
 		if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(used);
@@ -1313,12 +1499,11 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (nretired() && store_in_retired(claimed, time, func_id, kind)) {
+	int skip = claimed && pool && skips_claimed(t, claimed);
+	if (!skip && nretired() && store_in_retired(claimed, time, func_id, kind)) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return NULL;
 	}
-	if (claimed && nquarantined())
-		quarantine_claim(claimed);
 	/* The trampoline's xadd moved the cursor past the limit; take it back
 	 * so the slot it claimed (outside the buffer) is not counted. */
 	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
@@ -1499,8 +1684,8 @@ static void thread_flush_exit(void)
 			munmap(retired, sizeof(*retired));
 			retired = NULL;
 		}
-		quarantine_release();
 		slot_handoff(t, n);
+		skips_release(t, n);
 		struct sf_slot *s = t->slot;
 		__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
 		if (t->spare) {
@@ -1586,7 +1771,9 @@ void sf_buffer_process_exit(void)
 #endif
 	if (t->state == SF_THREAD_ACTIVE && t->slot && !sf_config.ring_slots) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
-		pad_abandoned(t->events, (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event), t->base);
+		size_t n = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
+		pad_abandoned(t->events, n, t->base);
+		skips_exit(t, n);
 	}
 	if (t->state == SF_THREAD_DROPPING) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
@@ -1615,8 +1802,9 @@ void sf_buffer_after_fork_child(void)
 	t->state = SF_THREAD_NEW;
 	if (retired)
 		retired->n = 0; /* the parent's slots */
-	if (quarantine)
-		quarantine->n = 0;
+	if (pool)
+		pool->n = 0; /* the parent's slots */
+	cur_skips = NULL;
 	sf_landing_mark.set = 0;
 	next_serial = 1;
 	live_threads = 0;

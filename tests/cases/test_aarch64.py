@@ -725,3 +725,21 @@ def test_aarch64_string_into_an_unreadable_page_of_the_own_stack():
         notes = [" ".join(line.split("ARGS", 1)[1].split()) for line in run([SFTRACE, "dump", log]).stdout.splitlines()
                  if " ARGS " in line]
         eq(notes[1:], ["note arg1=<unreadable>"], f"{mode}: dump")
+
+
+def test_aarch64_landings_that_abandon_claims_keep_recording():
+    """tests/fixtures/landing_skips.c (test_landing_skips.py) under qemu:
+    a timer every 100 us, the handler siglongjmps out, 15,000 times (the
+    quarantine before skip slots held about 9,000; main's runtime dropped
+    122,803 events here), then 1,000 after() calls: every landing and call
+    recorded, nothing dropped."""
+    toolchain()
+    exe = cross("landing_skips", ["landing_skips.c"])
+    log = os.path.join(tmpdir(), "sf.log")
+    p = qemu([exe, "15000", "1000", "100"], log)
+    eq(p.stdout, "landings 15000 after 1000 sum 1500500\n", "output")
+    d = run([SFTRACE, "dump", log]).stdout
+    eq(len(re.findall(r"\bUNWIND\b", d)), 15000, "UNWIND events")
+    eq(len(re.findall(r"ENTRY\s+after\b", d)), 1000, "after() entries")
+    m = re.search(r"(\d+) dropped, (\d+) lost", run([SFTRACE, "info", log]).stdout)
+    eq((m.group(1), m.group(2)), ("0", "0"), "(dropped, lost)")

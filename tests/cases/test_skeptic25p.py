@@ -9,6 +9,22 @@ import re
 import statistics
 import sys
 
+def test_skeptic25p_throws_while_another_thread_churns_dlopen():
+    """One thread throws and catches in a loop while main dlopens and dlcloses an XRay plug-in 300
+    times (stub pages come and go under _Unwind_Find_FDE): no crash, 300 initializer calls
+    recorded, one UNWIND per thrower call, and the blocks live at the end are the untraced 5."""
+    plug = build_c("libskep25p_pctor.so", ["skep25p_plug.c"], shared=True, flags=["-DFN=plug_ctor"])
+    exe = build_c("skep25p_churn", ["skep25p_churn.cc"], compiler="clang++", libs=["-ldl", "-lpthread"])
+    a, f, _ = mc_counts([exe, plug, "300"])[-1]
+    eq(a - f, 5, "untraced blocks live at the end")
+    p, log = record([exe, plug, "300"], args=["-q", "--alloc"])
+    eq(p.stdout, "loads 300 caught>0 1\n", "traced")
+    m = memory(log)
+    eq((m[0] - m[1], m[3]), (5, 0), "(blocks live at the end, unmatched frees)")
+    calls = sfkit.count_calls(sfkit.dump_events(log))
+    eq((calls["plug_ctor"], len(unwinds(log))), (300, calls["thrower(int)"]), "(plug_ctor calls, UNWIND = throws)")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
@@ -139,22 +155,29 @@ def test_skeptic25p_siglongjmp_from_sigaltstack_costs_under_100ns():
     check(tr - un <= 100, f"least landing {un} ns untraced, {tr} ns traced (+{tr - un})")
 
 
-@sfkit.known_break(25, "the first landing of each thread costs +0.8-4 us (LD_BIND_NOW=1, 2 threads, median of "
-                       "5 runs: untraced 0.6-1.2 us, traced with only main recorded 1.5-4.1 us); later ones "
-                       "are within 100 ns")
+@sfkit.known_break(25, "the first landing of each thread costs +0.9-3.6 us (LD_BIND_NOW=1, 2 threads, medians "
+                       "of 5 runs, ns untraced -> traced: only main recorded, thread 1 641 -> 1,532, thread 2 "
+                       "330 -> 2,403; only the abandoned frames recorded, 571 -> 4,186 and 661 -> 2,734); "
+                       "no system call in it (strace): the landing code run cold; later landings within 100 ns")
 def test_skeptic25p_first_landing_of_a_thread_costs_under_100ns():
     exe, filt = first_fixture()
+    only = os.path.join(tmpdir(), "only.filter")
+    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^(doomed|via|handler_body)$", "-o", only])
     env = {"LD_BIND_NOW": "1"}
-    un, tr = {1: [], 2: []}, {1: [], 2: []}
-    for _ in range(5):
-        for t, (f, _m) in landing_ns([exe, "100", "2", "0"], env=env).items():
-            un[t].append(f)
-        p, _ = record([exe, "100", "2", "0"], args=["-q", "-f", filt], env=env)
-        for t, f, _m in FIRST_RE.findall(p.stdout):
-            tr[int(t)].append(int(f))
-    for t in (1, 2):
-        u, v = statistics.median(un[t]), statistics.median(tr[t])
-        check(v - u <= 100, f"thread {t}: first landing {u:.0f} ns untraced, {v:.0f} ns traced (+{v - u:.0f})")
+    bad = []
+    for name, f in (("main only", filt), ("abandoned only", only)):
+        un, tr = {1: [], 2: []}, {1: [], 2: []}
+        for _ in range(5):
+            for t, (first, _m) in landing_ns([exe, "100", "2", "0"], env=env).items():
+                un[t].append(first)
+            p, _ = record([exe, "100", "2", "0"], args=["-q", "-f", f], env=env)
+            for t, first, _m in FIRST_RE.findall(p.stdout):
+                tr[int(t)].append(int(first))
+        for t in (1, 2):
+            u, v = statistics.median(un[t]), statistics.median(tr[t])
+            if v - u > 100:
+                bad.append(f"{name}, thread {t}: first landing {u:.0f} ns untraced, {v:.0f} ns traced (+{v - u:.0f})")
+    check(not bad, "; ".join(bad))
 
 
 # --- claims that hold --------------------------------------------------------------------------
@@ -302,6 +325,22 @@ def test_skeptic25p_coroutines_lose_no_call():
     rows = {r[fi]: int(r[ci]) for r in (line.split("\t") for line in out.splitlines()[1:]) if len(r) == len(head)}
     eq(rows, {"main": 1, "resume": 12, "entry": 2, "co_body": 2, "thrower": 10, "deep": 40, "yield_from": 10,
               "leaf": 76}, "calls")
+
+
+def test_skeptic25p_throws_while_another_thread_churns_dlopen():
+    """One thread throws and catches in a loop while main dlopens and dlcloses an XRay plug-in 300
+    times (stub pages come and go under _Unwind_Find_FDE): no crash, 300 initializer calls
+    recorded, one UNWIND per thrower call, and the blocks live at the end are the untraced 5."""
+    plug = build_c("libskep25p_pctor.so", ["skep25p_plug.c"], shared=True, flags=["-DFN=plug_ctor"])
+    exe = build_c("skep25p_churn", ["skep25p_churn.cc"], compiler="clang++", libs=["-ldl", "-lpthread"])
+    a, f, _ = mc_counts([exe, plug, "300"])[-1]
+    eq(a - f, 5, "untraced blocks live at the end")
+    p, log = record([exe, plug, "300"], args=["-q", "--alloc"])
+    eq(p.stdout, "loads 300 caught>0 1\n", "traced")
+    m = memory(log)
+    eq((m[0] - m[1], m[3]), (5, 0), "(blocks live at the end, unmatched frees)")
+    calls = sfkit.count_calls(sfkit.dump_events(log))
+    eq((calls["plug_ctor"], len(unwinds(log))), (300, calls["thrower(int)"]), "(plug_ctor calls, UNWIND = throws)")
 
 
 if __name__ == "__main__":

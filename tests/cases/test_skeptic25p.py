@@ -355,5 +355,4 @@ if __name__ == "__main__":
             except AssertionError as e:
                 failed += 1
                 print("FAIL", name, e)
-    sfkit.remove_dirs = None
     sys.exit(1 if failed else 0)

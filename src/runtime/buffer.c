@@ -135,7 +135,7 @@ void sf_buffer_resumed(void)
 	threads_lock_drop();
 }
 
-void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
+SF_LANDING_TEXT void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
 {
 #ifdef SF_ARCH_SHADOW
 	uint32_t e = __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE);
@@ -1106,6 +1106,11 @@ static void start_dropping(struct sf_thread *t)
 static void thread_start(struct sf_thread *t)
 {
 	t->tid = sf_gettid();
+#ifdef SF_ARCH_SHADOW
+	/* The thread's stack bounds, looked up here, in a slow path already,
+	 * rather than by its first landing, whose time the program sees. */
+	(void)sf_stack_own_holds(0);
+#endif
 	uint32_t only = __atomic_load_n(&sf_setup_only_tid, __ATOMIC_ACQUIRE);
 	if (only && only != t->tid) {
 		/* SFTRACE_SETUP_THREAD_ONLY: other threads are not recorded
@@ -1456,7 +1461,7 @@ void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero)
 /* What the trampolines do with a time they read: one xadd while the
  * buffer has room and the time is in the batch's span, else the slow path
  * with the record claimed (or none). */
-void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time)
+SF_LANDING_TEXT void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time)
 {
 	struct sf_thread *t = &sf_self;
 	uint64_t claimed = 0;

@@ -528,6 +528,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		sf_exec_begins(); /* as exec does */
 	if (cred_change(nr, a, &to))
 		before_cred_change(to);
+	if (nr == SYS_sigaltstack && a0)
+		sf_stack_alt_forget(); /* as sigaltstack() (stack.c) */
 	if (sf_fd_syscall(nr, a, &r)) {
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
@@ -543,6 +545,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		r = raw_syscall(nr, a);
 		if (nr == SYS_set_robust_list && r == 0)
 			vw_robust_list_replaced();
+		if (nr == SYS_sigaltstack && a0)
+			sf_stack_alt_forget();
 	}
 	if ((unsigned long)r > -4096ul) {
 		errno = (int)-r;

@@ -1394,6 +1394,20 @@ void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t
 	store_event(t, time, id, kind, payload);
 }
 
+/* An event of an earlier time (alloc.c's heap events from before the
+ * first patched sled), stored as it is: an empty batch takes its time as
+ * its base (store_event), so the thread's first event keeps it too.
+ * Signals blocked by the caller. */
+void sf_record_payload_at(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload)
+{
+	struct sf_thread *t = &sf_self;
+	if (sf_suppressed)
+		return;
+	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
+		t->cursor = t->limit; /* see sf_slow_event_at */
+	store_event(t, time, id, kind, payload);
+}
+
 /* A claim cut by the end of the slot: records [at, limit) become one
  * ARGS event with an empty header (nitems 0, which readers skip), so the
  * slot holds no hole. Its zero records are counted for has_unfilled as

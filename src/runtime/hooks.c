@@ -74,6 +74,7 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	sf_log_after_fork_child(files_shared);
 	sf_objects_after_fork_child();
 	sf_buffer_after_fork_child();
+	sf_heap_early_after_fork_child();
 	sf_args_after_fork_child();
 	sf_exec_env_after_fork_child();
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);

@@ -765,6 +765,13 @@ void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
  * word's id field `id`, stored at `time` (or now, for a thread's first
  * event): the slow path of alloc.c, which blocks signals around it. */
 void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+/* The same at `time` even for a thread's first event (signals blocked). */
+void sf_record_payload_at(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+/* alloc.c: heap events kept from before the first patched sled go into
+ * the log, once a sled is patched (the loader hook, before the new
+ * object's constructors). */
+void sf_heap_early_flush(void) SF_HIDDEN;
+void sf_heap_early_after_fork_child(void) SF_HIDDEN;
 /* The mapping of /proc/self/maps holding addr (stack.c): 1 if found, its
  * bounds in *lo, *hi; *grows for the main thread's [stack]. */
 int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows) SF_HIDDEN;

@@ -122,10 +122,6 @@ def predl_fixtures():
     return plug, exe, plain
 
 
-@sfkit.known_break(25, "--alloc records nothing until the first patched sled: skep25p_predl (10 blocks made "
-                       "before dlopen of an XRay plug-in, freed after, 20 made after) has 38 allocations, 11 "
-                       "frees untraced and unfiltered; with -r plug_ctor (nothing of the executable selected) "
-                       "or an executable without sleds, 25 allocations, 1 free, 10 unmatched frees")
 def test_skeptic25p_alloc_before_the_first_patched_object():
     plug, exe, plain = predl_fixtures()
     want = mc_counts([exe, plug])[-1] + (0,)

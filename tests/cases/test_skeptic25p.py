@@ -165,13 +165,13 @@ def test_skeptic25p_siglongjmp_from_sigaltstack_costs_under_100ns():
     check(tr - un <= 100, f"least landing {un} ns untraced, {tr} ns traced (+{tr - un})")
 
 
-@sfkit.known_break(25, "the first landing of each thread costs +0.5-3 us (LD_BIND_NOW=1, 4 threads, 5 runs, ns "
-                       "untraced -> traced: only main recorded, thread 1 611-911 -> 1,052-1,492, later threads "
-                       "bimodal 170-2,344; only the abandoned frames recorded, thread 1 -> 2,444-3,496). Its "
-                       "instructions are a later landing's (callgrind: 404 each, the stack-bounds lookup moved to "
-                       "thread_start); any interposer of siglongjmp costs +0.5-1 us on a cold thread (a six-line "
-                       "dlsym forwarder: thread 1 531-1,562, thread 2 752-1,692 against 611-732 and 230-641): "
-                       "page walks of code and data pages the thread has not touched")
+@sfkit.known_break(25, "the first landing of a thread still costs +0.4-2 us, most on the process's first "
+                       "(LD_BIND_NOW=1, 2 threads, medians of 5, two runs, ns over untraced: only main recorded, "
+                       "thread 1 +381/+741, thread 2 +962; only the abandoned frames, thread 1 +1,722/+2,073). "
+                       "No one-off work is left in it (callgrind: 404 instructions each landing, the stack-bounds "
+                       "lookup moved to thread_start; a thread that recorded nothing reads one line of its state); "
+                       "what remains is cold code and data: a six-line dlsym forwarder of siglongjmp, interleaved, "
+                       "thread 1 430-691 against 361-521 untraced and 611-1,162 with the runtime, threads 3-4 equal")
 def test_skeptic25p_first_landing_of_a_thread_costs_under_100ns():
     exe, filt = first_fixture()
     only = os.path.join(tmpdir(), "only.filter")

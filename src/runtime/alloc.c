@@ -30,7 +30,9 @@
  *
  * Events are recorded once the runtime is initialised in a process with
  * patched sleds (or a setup-ABI program): processes without instrumented
- * code (a shell in between) write no log, with or without --alloc.
+ * code (a shell in between) write no log, with or without --alloc. Those
+ * made after start-up before the first sled is patched are kept and
+ * written then (early_note, below).
  *
  * Setup-ABI programs (sftrace_alloc_event, e.g. a Rust SftraceAllocator
  * wrapping System) report the same allocation twice when --alloc is on: once
@@ -40,6 +42,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "runtime/runtime.h"
 
@@ -289,10 +293,132 @@ static inline int heap_dup_interposed(uint8_t dir, uint64_t ptr)
 	return 0;
 }
 
+/* ---- heap events before the first patched sled ----
+ * Events are recorded once a sled is patched (heap_enabled), so that a
+ * process without instrumented code (a shell in between) writes no log.
+ * A process whose first patched sled comes later (an executable without
+ * sleds, or whose filter selects none of them, that dlopens an
+ * instrumented library) would lose the heap events before it, and its
+ * later frees of those blocks would read as unmatched. They are kept
+ * here, in an anonymous mapping (raw system calls: any thread, any
+ * handler), up to EARLY_CAP of them, and stored in the log by the thread
+ * whose dlopen patched the first sled (sf_heap_early_flush), at their
+ * own times. Only after start-up (sf_config.enabled, step 1 of init.c:
+ * the start-up scan patches before anything else is kept) and never
+ * while record --paused holds tracing off. Left: they are stored as
+ * that thread's events, whichever thread made them; past EARLY_CAP they
+ * are counted as dropped; a process that never patches a sled keeps up to
+ * EARLY_CAP * 48 bytes of them for nothing. */
+enum { EARLY_CAP = 1 << 16, EARLY_OPEN = 1, EARLY_CLOSED = 2 };
+struct early_event {
+	uint64_t time;
+	uint32_t kind, done;
+	uint64_t p[4];
+};
+static struct early_event *early;
+static uint32_t early_state, early_n, early_writers;
+static uint64_t early_lost;
+
+/* The mapping, once (a lost race drops that event, counted). */
+static int early_open(void)
+{
+	uint32_t st = __atomic_load_n(&early_state, __ATOMIC_ACQUIRE);
+	if (st)
+		return st == EARLY_OPEN;
+	static uint32_t opening;
+	if (__atomic_exchange_n(&opening, 1, __ATOMIC_ACQ_REL))
+		return 0;
+	long p = sf_syscall6(SYS_mmap, 0, (long)EARLY_CAP * (long)sizeof(struct early_event), PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p < 0 && p > -4096) {
+		__atomic_store_n(&early_state, EARLY_CLOSED, __ATOMIC_RELEASE);
+		return 0;
+	}
+	early = (struct early_event *)p;
+	__atomic_store_n(&early_state, EARLY_OPEN, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* Keeps a heap event heap_enabled refused: 1 if kept (or counted as
+ * lost), 0 if it belongs nowhere (no tracing, paused, suppressed) or the
+ * first sled was patched meanwhile (the caller then records it). */
+static __attribute__((noinline, cold)) int early_note(uint32_t kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	if (!sf_config.enabled || sf_suppressed || sf_switch_enabled() || sf_self.state == SF_THREAD_IGNORED)
+		return 0;
+	uint64_t time = heap_now();
+	__atomic_add_fetch(&early_writers, 1, __ATOMIC_SEQ_CST);
+	int kept = early_open();
+	if (kept) {
+		uint32_t i = __atomic_fetch_add(&early_n, 1, __ATOMIC_RELAXED);
+		if (i < EARLY_CAP) {
+			struct early_event *e = &early[i];
+			e->time = time;
+			e->kind = kind;
+			e->p[0] = a;
+			e->p[1] = b;
+			e->p[2] = c;
+			e->p[3] = d;
+			__atomic_store_n(&e->done, 1, __ATOMIC_RELEASE);
+		} else {
+			__atomic_add_fetch(&early_lost, 1, __ATOMIC_RELAXED);
+		}
+	} else if (__atomic_load_n(&early_state, __ATOMIC_ACQUIRE) != EARLY_CLOSED) {
+		__atomic_add_fetch(&early_lost, 1, __ATOMIC_RELAXED);
+		kept = 1;
+	}
+	__atomic_sub_fetch(&early_writers, 1, __ATOMIC_SEQ_CST);
+	return kept;
+}
+
+void sf_heap_early_flush(void)
+{
+	if (!sf_objects_patched_total() || __atomic_load_n(&early_state, __ATOMIC_ACQUIRE) != EARLY_OPEN)
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	__atomic_store_n(&early_state, EARLY_CLOSED, __ATOMIC_SEQ_CST);
+	/* Writers that saw it open finish their event: a few stores. */
+	for (uint32_t spin = 0; __atomic_load_n(&early_writers, __ATOMIC_SEQ_CST) && spin < (1u << 24); spin++)
+		sf_arch_cpu_relax();
+	uint32_t n = __atomic_load_n(&early_n, __ATOMIC_ACQUIRE);
+	uint64_t lost = __atomic_load_n(&early_lost, __ATOMIC_RELAXED), last = 0;
+	if (n > EARLY_CAP)
+		n = EARLY_CAP;
+	struct sf_heap_tls *h = &sf_self.heap;
+	h->busy = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct early_event *e = &early[i];
+		if (!__atomic_load_n(&e->done, __ATOMIC_ACQUIRE)) {
+			lost++;
+			continue;
+		}
+		last = e->time > last ? e->time : last; /* one thread's order: never back in time */
+		sf_record_payload_at(0, e->kind, last, e->p);
+	}
+	h->busy = 0;
+	if (lost)
+		sf_log_drop(lost);
+	if (!__atomic_load_n(&early_writers, __ATOMIC_SEQ_CST))
+		sf_syscall6(SYS_munmap, (long)early, (long)EARLY_CAP * (long)sizeof(struct early_event), 0, 0, 0, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A forked child: the events kept are its parent's. */
+void sf_heap_early_after_fork_child(void)
+{
+	__atomic_store_n(&early_n, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&early_lost, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&early_writers, 0, __ATOMIC_RELAXED);
+}
+
 /* The general path of an interposed allocation or free: every case the
  * fast path leaves to it (see heap_fast). */
 static __attribute__((noinline)) void *heap_alloc_general(void *ptr, uint64_t size_align, void *site)
 {
+	if (!heap_enabled() && early_note(SF_EV_HEAP_ALLOC, size_align, (uint64_t)ptr, (uint64_t)site, 0))
+		return ptr;
 	if (heap_enabled() && !heap_dup_interposed(DIR_ALLOC, (uint64_t)ptr))
 		heap_record(SF_EV_HEAP_ALLOC, 3, size_align, (uint64_t)ptr, (uint64_t)site, 0);
 	return ptr;
@@ -300,6 +426,8 @@ static __attribute__((noinline)) void *heap_alloc_general(void *ptr, uint64_t si
 
 static __attribute__((noinline)) void heap_free_general(void *ptr, void *site)
 {
+	if (!heap_enabled() && early_note(SF_EV_HEAP_FREE, (uint64_t)ptr, (uint64_t)site, 0, 0))
+		return;
 	if (heap_enabled() && !heap_dup_interposed(DIR_FREE, (uint64_t)ptr))
 		heap_record(SF_EV_HEAP_FREE, 2, (uint64_t)ptr, (uint64_t)site, 0, 0);
 }
@@ -464,7 +592,9 @@ __attribute__((visibility("default"))) void sftrace_heap_free(void *ptr, void *s
 /* The general path of an interposed realloc (heap_fast's other cases). */
 static __attribute__((noinline)) void heap_realloc_general(void *ptr, void *old, size_t size, void *site)
 {
-	if (!heap_enabled())
+	if (!heap_enabled() &&
+	    (early_note(SF_EV_HEAP_REALLOC, sf_size_align(size, 0), (uint64_t)ptr, (uint64_t)old, (uint64_t)site) ||
+	     !heap_enabled()))
 		return;
 	struct sf_heap_tls *l = &sf_self.heap;
 	l->ptr = (uint64_t)ptr;

@@ -135,7 +135,7 @@ void sf_buffer_resumed(void)
 	threads_lock_drop();
 }
 
-void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
+SF_LANDING_TEXT void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
 {
 #ifdef SF_ARCH_SHADOW
 	uint32_t e = __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE);
@@ -1288,6 +1288,11 @@ static void start_dropping(struct sf_thread *t)
 static void thread_start(struct sf_thread *t)
 {
 	t->tid = sf_gettid();
+#ifdef SF_ARCH_SHADOW
+	/* The thread's stack bounds, looked up here, in a slow path already,
+	 * rather than by its first landing, whose time the program sees. */
+	(void)sf_stack_own_holds(0);
+#endif
 	uint32_t only = __atomic_load_n(&sf_setup_only_tid, __ATOMIC_ACQUIRE);
 	if (only && only != t->tid) {
 		/* SFTRACE_SETUP_THREAD_ONLY: other threads are not recorded
@@ -1574,6 +1579,20 @@ void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t
 	store_event(t, time, id, kind, payload);
 }
 
+/* An event of an earlier time (alloc.c's heap events from before the
+ * first patched sled), stored as it is: an empty batch takes its time as
+ * its base (store_event), so the thread's first event keeps it too.
+ * Signals blocked by the caller. */
+void sf_record_payload_at(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload)
+{
+	struct sf_thread *t = &sf_self;
+	if (sf_suppressed)
+		return;
+	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
+		t->cursor = t->limit; /* see sf_slow_event_at */
+	store_event(t, time, id, kind, payload);
+}
+
 /* A claim cut by the end of the slot: records [at, limit) become one
  * ARGS event with an empty header (nitems 0, which readers skip), so the
  * slot holds no hole. Its zero records are counted for has_unfilled as
@@ -1641,7 +1660,7 @@ void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero)
 /* What the trampolines do with a time they read: one xadd while the
  * buffer has room and the time is in the batch's span, else the slow path
  * with the record claimed (or none). */
-void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time)
+SF_LANDING_TEXT void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time)
 {
 	struct sf_thread *t = &sf_self;
 	uint64_t claimed = 0;

@@ -15,7 +15,7 @@ uint64_t sf_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t sf_now_raw(void)
+SF_LANDING_TEXT uint64_t sf_now_raw(void)
 {
 	return sf_config.clock == SF_CLOCK_TSC ? sf_arch_counter() : sf_mono_ns();
 }

@@ -74,6 +74,7 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	sf_log_after_fork_child(files_shared);
 	sf_objects_after_fork_child();
 	sf_buffer_after_fork_child();
+	sf_heap_early_after_fork_child();
 	sf_args_after_fork_child();
 	sf_exec_env_after_fork_child();
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
@@ -549,6 +550,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	if (cred_change(nr, a, &to))
 		before_cred_change(to);
 	map_change(nr, a);
+	if (nr == SYS_sigaltstack && a0)
+		sf_stack_alt_forget(); /* as sigaltstack() (stack.c) */
 	if (sf_fd_syscall(nr, a, &r)) {
 		/* close, close_range, dup2, dup3: the runtime's descriptors stay its own */
 	} else if (fork_like(nr, a)) {
@@ -564,6 +567,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		r = raw_syscall(nr, a);
 		if (nr == SYS_set_robust_list && r == 0)
 			vw_robust_list_replaced();
+		if (nr == SYS_sigaltstack && a0)
+			sf_stack_alt_forget();
 	}
 	if ((unsigned long)r > -4096ul) {
 		errno = (int)-r;

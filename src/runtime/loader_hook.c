@@ -32,6 +32,7 @@ void sf_loader_event(void)
 		return;
 	sf_objects_check_unloaded();
 	sf_objects_scan(SF_OBJ_DLOPEN);
+	sf_heap_early_flush(); /* the first patched sled: the heap events kept before it */
 	sf_unwind_init(); /* libgcc_s, once the program loads it */
 	sf_services_start(); /* once: the first instrumented object of a process that had none */
 }

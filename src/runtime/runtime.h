@@ -108,6 +108,10 @@ struct sf_stack_range {
 	uint64_t other_lo, other_hi; /* the mapping of another; the main thread's [stack] reaches down to its limit */
 	int32_t own;                 /* lo, hi: 0 not looked up yet, 1 known, -1 unknown */
 	uint32_t learned;            /* times maps was read */
+	/* The thread's signal stack as the kernel last told it (sf_stack_alt):
+	 * [alt_lo, alt_hi), empty for none; valid while alt_known is 1. */
+	uint64_t alt_lo, alt_hi;
+	uint32_t alt_known;
 };
 #endif
 
@@ -125,7 +129,12 @@ struct sf_thread {
 	uint32_t seq;
 	uint32_t state; /* enum sf_thread_state */
 	uint32_t in_slow;
-	struct sf_ring *ring;    /* record --ring: the thread's slots, NULL otherwise */
+	/* The frame of a stack walk under way (unwind.c), 0 when none: here,
+	 * not in unwind.c's own TLS, so a landing's first test reaches it
+	 * from the same TLS base as the shadow stack's, and in the same
+	 * cache line as state (a thread's first landing runs cold: a
+	 * thread that recorded nothing reads that line only). */
+	uint64_t walk_frame;
 #ifdef SF_ARCH_SHADOW
 	/* The shadow stack (arch/<arch>/trampoline.S, which defines
 	 * SF_ARCH_SHADOW): for each open frame whose entry the trampolines
@@ -182,10 +191,7 @@ struct sf_thread {
 	uint32_t shadow_epoch;
 #endif
 	uint32_t listed; /* in the thread list (next_thread): 1 while in */
-	/* The frame of a stack walk under way (unwind.c), 0 when none: here,
-	 * not in unwind.c's own TLS, so a landing's first test reaches it
-	 * from the same TLS base as the shadow stack's. */
-	uint64_t walk_frame;
+	struct sf_ring *ring;    /* record --ring: the thread's slots, NULL otherwise */
 	/* Every thread with a state to clear from outside (buffer.c: its
 	 * window depth at a resume), linked under a lock. */
 	struct sf_thread *next_thread, *prev_thread;
@@ -244,6 +250,8 @@ _Static_assert(__builtin_offsetof(struct sf_thread, cursor) == 0, "tls layout");
 _Static_assert(__builtin_offsetof(struct sf_thread, limit) == 8, "tls layout");
 _Static_assert(__builtin_offsetof(struct sf_thread, window_depth) == 16, "tls layout");
 _Static_assert(__builtin_offsetof(struct sf_thread, base) == 24, "tls layout");
+_Static_assert(__builtin_offsetof(struct sf_thread, walk_frame) / 64 == __builtin_offsetof(struct sf_thread, state) / 64,
+	       "a thread's first landing reads one line of its state (unwind.c, landing)");
 _Static_assert(sizeof(struct sf_event) == 8, "the trampolines store 8-byte events");
 #ifdef SF_ARCH_SHADOW
 #ifdef SF_SHADOW_TP
@@ -719,6 +727,12 @@ uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_conf
 /* ---- buffer.c ---- */
 /* The calling thread's state (struct sf_thread above). */
 extern __thread struct sf_thread sf_self __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
+/* The code a longjmp or exception landing runs, gathered on as few pages
+ * as the linker allows (ld groups .text.hot.* of every object): a
+ * thread's first landing runs cold, and each page of code it reaches is
+ * an iTLB miss, a two-level page walk in a VM (docs/DESIGN.md,
+ * Unwinding, "What a landing costs"). */
+#define SF_LANDING_TEXT __attribute__((section(".text.hot.sf_landing")))
 /* Called by the trampolines (all registers saved) when the fast path cannot
  * store: first event of a thread, buffer full, or monotonic-clock mode
  * (time == 0 then). claimed: the record the fast path claimed, 0 if none. */
@@ -751,6 +765,13 @@ void sf_record_event_at(uint32_t kind, uint32_t id, uint64_t time) SF_HIDDEN;
  * word's id field `id`, stored at `time` (or now, for a thread's first
  * event): the slow path of alloc.c, which blocks signals around it. */
 void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+/* The same at `time` even for a thread's first event (signals blocked). */
+void sf_record_payload_at(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload) SF_HIDDEN;
+/* alloc.c: heap events kept from before the first patched sled go into
+ * the log, once a sled is patched (the loader hook, before the new
+ * object's constructors). */
+void sf_heap_early_flush(void) SF_HIDDEN;
+void sf_heap_early_after_fork_child(void) SF_HIDDEN;
 /* The mapping of /proc/self/maps holding addr (stack.c): 1 if found, its
  * bounds in *lo, *hi; *grows for the main thread's [stack]. */
 int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows) SF_HIDDEN;
@@ -762,6 +783,9 @@ void sf_map_files_path(char *out, size_t cap, uint64_t lo, uint64_t hi) SF_HIDDE
 /* 1 if addr lies on the calling thread's own stack. */
 int sf_stack_own_holds(uint64_t addr) SF_HIDDEN;
 int sf_on_this_stack_slow(uint64_t addr, uint64_t cur) SF_HIDDEN;
+/* The signal stack the thread runs on at frame cur: [*lo, *hi), or 0 if
+ * it runs on none (stack.c: cached, without a system call). */
+int sf_stack_alt(uint64_t cur, uint64_t *lo, uint64_t *hi) SF_HIDDEN;
 /* The bounds [lo, hi) of the stack holding addr (the thread's own or
  * another it runs on, from maps): 1 if known. */
 int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi) SF_HIDDEN;
@@ -833,6 +857,7 @@ void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;
 
 /* ---- stack.c ---- */
+void sf_stack_alt_forget(void) SF_HIDDEN; /* the program set its signal stack (sigaltstack, syscall()) */
 void sf_stack_init(void) SF_HIDDEN; /* at start-up, on the main thread: its stack's bounds */
 
 /* ---- unwind.c ---- */

@@ -144,7 +144,7 @@ static uint32_t find_block_off(uint64_t pd)
 }
 
 /* The calling thread's own stack into stk.lo, stk.hi; 0 if unknown. */
-static int own_stack(void)
+SF_LANDING_TEXT static int own_stack(void)
 {
 	if (stk.own)
 		return stk.own > 0;
@@ -171,7 +171,7 @@ static int own_stack(void)
 	return 1;
 }
 
-int sf_stack_own_holds(uint64_t addr)
+SF_LANDING_TEXT int sf_stack_own_holds(uint64_t addr)
 {
 	return own_stack() && addr >= stk.lo && addr < stk.hi;
 }
@@ -275,7 +275,7 @@ static int learn_other_stack(uint64_t cur)
 /* The bounds [lo, hi) of the stack holding addr: the thread's own, or
  * the other one read from maps (read now if need be: a landing on a
  * coroutine's or a signal stack). 0 if unknown. */
-int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
+SF_LANDING_TEXT int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
 	if (sf_stack_own_holds(addr)) {
 		*lo = stk.lo;
@@ -290,6 +290,54 @@ int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
 	return 0;
 }
 
+/* The thread's signal stack, for a landing that runs away from its
+ * target's stack (unwind.c): asking the kernel (sigaltstack) cost a system
+ * call, +200-260 ns, on every landing out of a handler on a signal stack.
+ * The answer is kept per thread and trusted without asking again when the
+ * frame cur lies on the kept signal stack (the kernel refuses to change a
+ * signal stack while the thread runs on it) or on the thread's own stack
+ * (no signal stack is placed there but by the program's own choice, which
+ * the kept range then shows). Anywhere else (a coroutine's stack, a
+ * signal stack set since) the kernel is asked. The program's own changes
+ * through libc's sigaltstack or syscall() drop the kept answer
+ * (sf_stack_alt_forget); one made by a bare system call instruction that
+ * places a signal stack on the thread's own stack is the case left
+ * (docs/DESIGN.md, Unwinding, "The thread's signal stack"). A handler that
+ * interrupts an update sees alt_known 0 and asks for itself. */
+SF_LANDING_TEXT int sf_stack_alt(uint64_t cur, uint64_t *lo, uint64_t *hi)
+{
+	if (__atomic_load_n(&stk.alt_known, __ATOMIC_RELAXED)) {
+		__atomic_signal_fence(__ATOMIC_ACQUIRE);
+		uint64_t a = stk.alt_lo, b = stk.alt_hi;
+		if (cur >= a && cur < b) {
+			*lo = a;
+			*hi = b;
+			return 1;
+		}
+		if (sf_stack_own_holds(cur))
+			return 0;
+	}
+	stack_t alt;
+	long r = sf_syscall3(SYS_sigaltstack, 0, (long)&alt, 0); /* no errno to keep */
+	int on = r == 0 && !(alt.ss_flags & SS_DISABLE) && (alt.ss_flags & SS_ONSTACK);
+	__atomic_store_n(&stk.alt_known, 0, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_RELEASE);
+	if (r != 0)
+		return 0;
+	stk.alt_lo = alt.ss_flags & SS_DISABLE ? 0 : (uint64_t)alt.ss_sp;
+	stk.alt_hi = alt.ss_flags & SS_DISABLE ? 0 : (uint64_t)alt.ss_sp + alt.ss_size;
+	__atomic_signal_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&stk.alt_known, 1, __ATOMIC_RELAXED);
+	*lo = stk.alt_lo;
+	*hi = stk.alt_hi;
+	return on;
+}
+
+void sf_stack_alt_forget(void)
+{
+	__atomic_store_n(&stk.alt_known, 0, __ATOMIC_RELAXED);
+}
+
 int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
 {
 	if (sf_stack_own_holds(cur))
@@ -302,4 +350,25 @@ int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
 void sf_stack_init(void)
 {
 }
+
+void sf_stack_alt_forget(void)
+{
+}
 #endif
+
+/* sigaltstack (libc's, interposed): the thread's signal stack changes, so
+ * the answer sf_stack_alt keeps is dropped, before (a handler between the
+ * change and the drop) and after the call. */
+__attribute__((visibility("default"))) int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	if (ss)
+		sf_stack_alt_forget();
+	long r = sf_syscall3(SYS_sigaltstack, (long)ss, (long)old, 0);
+	if (ss)
+		sf_stack_alt_forget();
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 0;
+}

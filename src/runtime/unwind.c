@@ -447,7 +447,7 @@ static int walk_abandoned(uint64_t sp, uint64_t mark, const uint64_t *from, stru
 }
 
 /* Closes the frames of the walk: the window depth, the shadow stack. */
-static uint32_t close_walked(struct sf_thread *t, struct walk *w)
+SF_LANDING_TEXT static uint32_t close_walked(struct sf_thread *t, struct walk *w)
 {
 	/* A signal handler landing in between leaves the depth as it
 	 * found it (or lands itself, and sets it right). */
@@ -477,20 +477,20 @@ static uint32_t close_walked(struct sf_thread *t, struct walk *w)
 
 /* 1 if every one of the n stored entries lies on the thread's own stack or
  * on the signal stack it runs on (a handler's recorded frames). */
-static int entries_on_own_stack(const struct sf_thread *t, uint64_t n)
+SF_LANDING_TEXT static int entries_on_own_stack(const struct sf_thread *t, uint64_t n)
 {
-	stack_t alt = {.ss_flags = SS_DISABLE};
+	uint64_t lo = 0, hi = 0;
+	int asked = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot((struct sf_thread *)t, i));
 		if (sf_stack_own_holds(e))
 			continue;
-		if (alt.ss_flags == SS_DISABLE) {
-			int err = errno;
-			if (sigaltstack(NULL, &alt) != 0)
-				alt.ss_flags = SS_DISABLE;
-			errno = err;
+		if (!asked) {
+			asked = 1;
+			if (!sf_stack_alt((uint64_t)__builtin_frame_address(0), &lo, &hi))
+				lo = hi = 0;
 		}
-		if (!(alt.ss_flags & SS_ONSTACK) || e < (uint64_t)alt.ss_sp || e >= (uint64_t)alt.ss_sp + alt.ss_size)
+		if (e < lo || e >= hi)
 			return 0;
 	}
 	return 1;
@@ -500,7 +500,7 @@ static int entries_on_own_stack(const struct sf_thread *t, uint64_t n)
  * pops, all of them: the stack the thread runs on now, above the current
  * frame; or, from another stack (a handler on a signal stack jumping
  * back), the thread's own, where the entries are. */
-static int on_this_stack(const struct sf_thread *t, uint64_t n, uint64_t sp)
+SF_LANDING_TEXT static int on_this_stack(const struct sf_thread *t, uint64_t n, uint64_t sp)
 {
 	uint64_t cur = (uint64_t)__builtin_frame_address(0);
 	if (!sf_stack_own_holds(cur) && sf_stack_own_holds(sp) && entries_on_own_stack(t, n))
@@ -527,7 +527,7 @@ static inline uint64_t entry_at(struct sf_thread *t, uint64_t i, uint64_t lo, ui
  * one number: the reader closes it as nested there). With the bounds
  * unknown (hi 0) every entry compares, as on one stack. O(frames popped):
  * only when the search below meets an entry of another stack. */
-static uint64_t known_left_scan(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
+SF_LANDING_TEXT static uint64_t known_left_scan(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
 {
 	uint64_t left = known;
 	for (uint64_t i = known; i > 0; i--) {
@@ -550,7 +550,7 @@ static uint64_t known_left_scan(struct sf_thread *t, uint64_t known, uint64_t sp
  * of another stack between them cannot exist, and every entry of this
  * stack outside them compares as they do, so the answer is the scan's.
  * A probe that meets an entry of another stack falls back to the scan. */
-static uint64_t known_left(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
+SF_LANDING_TEXT static uint64_t known_left(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi)
 {
 	uint64_t lo_i = 0, hi_i = known; /* [0, lo_i) live, [hi_i, known) abandoned */
 	while (lo_i < hi_i) {
@@ -567,12 +567,6 @@ static uint64_t known_left(struct sf_thread *t, uint64_t known, uint64_t sp, uin
 	return hi_i;
 }
 
-/* 1 if entry e lies on the signal stack the thread runs on now (alt, read
- * once by the caller: ss_flags SS_DISABLE when it runs on none). */
-static int on_alt(const stack_t *alt, uint64_t e)
-{
-	return (alt->ss_flags & SS_ONSTACK) && e >= (uint64_t)alt->ss_sp && e < (uint64_t)alt->ss_sp + alt->ss_size;
-}
 
 /* A longjmp from another stack than its target's (cur, the landing's own
  * frame, is not on the target's mapping [lo, hi) below sp): a coroutine's,
@@ -590,17 +584,15 @@ static int on_alt(const stack_t *alt, uint64_t e)
  * maps a stack per coroutine), every address but the thread's own stack
  * (skip_own: the target is not on it) stands for it. O(frames): only such
  * landings. */
-static uint64_t away_left(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi, int skip_own)
+SF_LANDING_TEXT static uint64_t away_left(struct sf_thread *t, uint64_t known, uint64_t sp, uint64_t lo, uint64_t hi, int skip_own)
 {
-	stack_t alt = {.ss_flags = SS_DISABLE};
-	int err = errno;
-	if (sigaltstack(NULL, &alt) != 0)
-		alt.ss_flags = SS_DISABLE;
-	errno = err;
+	uint64_t alt_lo = 0, alt_hi = 0; /* the signal stack the landing runs on: empty for none */
+	if (!sf_stack_alt((uint64_t)__builtin_frame_address(0), &alt_lo, &alt_hi))
+		alt_lo = alt_hi = 0;
 	uint64_t left = known, inner = UINT64_MAX; /* the innermost live entry so far */
 	for (uint64_t i = 0; i < known; i++) {
 		uint64_t e = SF_SHADOW_ADDR(*sf_shadow_slot(t, i));
-		if (e < lo || e >= hi || on_alt(&alt, e) || (skip_own && sf_stack_own_holds(e)))
+		if (e < lo || e >= hi || (e >= alt_lo && e < alt_hi) || (skip_own && sf_stack_own_holds(e)))
 			continue;
 		if (e < sp || e > inner)
 			return i;
@@ -628,7 +620,7 @@ static int landing_away(uint64_t sp, uint64_t lo, uint64_t hi)
  * Returns -1 when it cannot tell: the target is deeper than the
  * array (or window frames may be among the unstored ones), or every entry
  * is below sp and the target is not on this stack. */
-static int64_t shadow_pop(struct sf_thread *t, uint64_t sp, const void *env)
+SF_LANDING_TEXT static int64_t shadow_pop(struct sf_thread *t, uint64_t sp, const void *env)
 {
 	uint64_t depth = sf_shadow_depth(t), stored = sf_shadow_stored(t), known = depth < stored ? depth : stored;
 	uint64_t lo = 0, hi = 0, windows = 0;
@@ -693,7 +685,7 @@ static inline int abandons_nothing(const struct sf_thread *t, uint64_t sp)
  * Scanned from n - 1 down to the first one a landing tagged before (those
  * below it lie on its stack: land_tag), tagging each on the way. 0 if one
  * does not, or that stack is unknown. */
-static int one_stack_below(struct sf_thread *t, uint64_t n)
+SF_LANDING_TEXT static int one_stack_below(struct sf_thread *t, uint64_t n)
 {
 	uint64_t lo, hi, i = n;
 	if (!n)
@@ -719,7 +711,7 @@ static int one_stack_below(struct sf_thread *t, uint64_t n)
  * shadow_top past the array. Only once libgcc's layout is known, and not
  * during a walk, which a fault handler's throw out of it must end on the
  * full path (end_interrupted_walk). */
-static void land_tag(struct sf_thread *t)
+SF_LANDING_TEXT static void land_tag(struct sf_thread *t)
 {
 	if (!__atomic_load_n(&setip_armed, __ATOMIC_ACQUIRE) || t->walk_frame)
 		return;
@@ -742,7 +734,7 @@ static void land_tag(struct sf_thread *t)
  * for each throw): tags its entry without the full path (which costs
  * some 400 instructions a throw there) and says whether the landing at
  * cfa is then quiet. 0 sends it to the full path. */
-static int quick_tag(struct sf_thread *t, uint64_t cfa)
+SF_LANDING_TEXT static int quick_tag(struct sf_thread *t, uint64_t cfa)
 {
 	uint64_t d = sf_shadow_depth(t);
 	if (!d || d > sf_shadow_stored(t) || t->walk_frame ||
@@ -921,7 +913,7 @@ static void past_uncounted(uint64_t mark, uint64_t now);
  * tracer's, not the abandoned frames'). env: a longjmp's jmp_buf, else
  * NULL (an exception's landing, which _Unwind_SetIP's test has already
  * found abandoning something, or could not make). */
-static void landing(uint64_t sp, const void *env)
+SF_LANDING_TEXT static void landing(uint64_t sp, const void *env)
 {
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled)
@@ -1086,7 +1078,7 @@ __attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, vo
 	return find_fde_slow(pc, bases);
 }
 
-static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
+SF_LANDING_TEXT static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 	/* Only for libgcc_s's contexts: another unwinder (LLVM libunwind)
 	 * has its own, which our walk could not read. GetCFA of the landing
@@ -1133,7 +1125,7 @@ static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _U
  * not a frame a signal caught between its exit's pop and its EXIT store,
  * which only a throw out of an asynchronous signal handler could abandon
  * (longjmp keeps that test). The rest take the full path. */
-__attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
+SF_LANDING_TEXT __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 #ifdef SF_ARCH_SHADOW
 	const struct sf_thread *t = &sf_self;
@@ -1167,15 +1159,26 @@ quiet:
 /* ---- longjmp ----
  * sf_arch_jmpbuf_sp (sf_arch.h) unmangles the target's stack pointer. */
 
+/* 0 for a thread that recorded nothing: nothing to close, no claimed
+ * record to pad (thread_start clears the landing mark), no walk to end.
+ * Told in the wrapper from one line of the thread's state (state and
+ * walk_frame share it): a thread's first landing runs cold, where each
+ * line read and each call is a miss (+0.2-0.5 us a line on a loaded VM). */
+static inline __attribute__((always_inline)) int landing_due(void)
+{
+	return sf_self.state != SF_THREAD_NEW || sf_self.walk_frame;
+}
+
 /* The frame that called setjmp is live (its CFA is above the saved stack
  * pointer); a frame it called since has its CFA at or below it, even with
  * an alloca in between. */
 #define LONGJMP_WRAPPER(name, real)                                                              \
-	__attribute__((visibility("default"), noreturn)) void name(struct __jmp_buf_tag env[1], int val) \
+	SF_LANDING_TEXT __attribute__((visibility("default"), noreturn)) void name(struct __jmp_buf_tag env[1], int val) \
 	{                                                                                        \
 		if (!R.real)                                                                     \
 			resolve_next();                                                          \
-		landing(sf_arch_jmpbuf_sp(env), env);                                                    \
+		if (landing_due())                                                               \
+			landing(sf_arch_jmpbuf_sp(env), env);                                            \
 		R.real((void *)env, val);                                                        \
 	}
 

@@ -771,6 +771,16 @@ void sf_writer_after_fork_child(void) SF_HIDDEN;
 void sf_writer_kick(void) SF_HIDDEN;           /* wakes the writer thread; async-signal-safe */
 int sf_writer_stop(void) SF_HIDDEN;            /* ends it, the queue written: 1 if there was one */
 void sf_writer_restart(void) SF_HIDDEN;        /* after sf_writer_stop */
+/* Descriptor uses on the writer thread (its table is its own: logfile.c). */
+long sf_writer_call(long (*fn)(void *), void *arg) SF_HIDDEN; /* fn(arg) run there; blocks signals meanwhile */
+void sf_writer_serve(void) SF_HIDDEN;          /* on the writer: run a pending request */
+int sf_writer_on_thread(void) SF_HIDDEN;
+void sf_writer_set_private(int on) SF_HIDDEN;
+int sf_writer_private(void) SF_HIDDEN;         /* the writer's table is its own */
+uint32_t sf_writer_tid(void) SF_HIDDEN;
+void sf_log_writer_started(void) SF_HIDDEN;    /* writer.c: move the log's descriptor into its table */
+void sf_log_writer_leaving(void) SF_HIDDEN;
+void sf_log_writer_begins(void) SF_HIDDEN;     /* writer.c, on the writer: its table its own */    /* writer.c: and back, before it ends */
 
 /* ---- ns.c: namespace changes that need a single-threaded process ---- */
 /* unshare or setns (nr), as the system call returns it (-errno). */

@@ -68,7 +68,6 @@ static struct {
 	int uses;                  /* uses in progress, every thread's (log_fd_use to log_fd_done) */
 	int priv;                  /* the descriptor is in the writer thread's own table only: with_log_fd */
 	int pfd;                   /* its number there (the writer's), -1 before the log exists */
-	int stale;                 /* the program's table still has a copy: given up at the next use */
 } L = {.g.fd = -1, .pfd = -1};
 static uint64_t more_features; /* sf_log_add_features */
 
@@ -444,6 +443,8 @@ struct fd_op {
 static long run_private(void *p)
 {
 	struct fd_op *o = p;
+	if (!sf_writer_private())
+		return SF_WRITER_REFUSED; /* its unshare failed (sf_log_writer_begins) */
 	return L.pfd >= 0 ? o->fn(L.pfd, o->arg) : -EBADF;
 }
 
@@ -453,13 +454,15 @@ static long with_log_fd(long (*fn)(int fd, void *arg), void *arg)
 	int fd;
 	do {
 		if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
-			if (!sf_writer_on_thread() && __atomic_exchange_n(&L.stale, 0, __ATOMIC_ACQ_REL))
-				log_fd_forget();
 			struct fd_op o = {fn, arg};
-			return sf_writer_call(run_private, &o);
+			long r = sf_writer_call(run_private, &o);
+			if (r != SF_WRITER_REFUSED)
+				return r;
+			fd = -EAGAIN; /* no private table after all: the program's */
+			continue;
 		}
 		fd = log_fd_use(&t);
-	} while (fd == -EAGAIN); /* went private meanwhile */
+	} while (fd == -EAGAIN); /* went private meanwhile, or refused */
 	if (fd < 0)
 		return fd;
 	long r = fn(fd, arg);
@@ -607,6 +610,8 @@ static long map_header(int fd, void *arg)
  * answer. */
 static long create_private(void *arg)
 {
+	if (!sf_writer_private())
+		return SF_WRITER_REFUSED;
 	long r = open_private(NULL);
 	return r < 0 ? r : map_header(L.pfd, arg);
 }
@@ -620,38 +625,10 @@ static void log_fd_drop(void)
 		log_fd_forget();
 }
 
-/* Creates the log if it does not exist yet. Called with the lock held. */
-static int log_create_locked(void)
+/* The new log's header filled and published, its OBJECT chunks written
+ * (on_create). Under the lock, on whichever thread makes the log. */
+static void publish_header(struct sf_header *h)
 {
-	if (L.hdr)
-		return 0;
-	if (L.failed || !sf_config.enabled)
-		return -1;
-	if (sf_budget_take(SF_HEADER_SIZE) < 0) {
-		L.failed = 1; /* record --max-size reached: this process writes no log */
-		return -1;
-	}
-	struct rlimit rl;
-	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
-	struct header_map hm = {"cannot write log ", NULL};
-	int r = __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) ? (int)sf_writer_call(create_private, &hm) : create_shared();
-	if (r < 0) {
-		L.failed = 1;
-		/* The name tried last (sf.PID.log when sf.log was taken). */
-		sf_rt_message("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(-r));
-		return -1;
-	}
-	L.lost = 0;
-	make_path_absolute();
-	if (!hm.h)
-		r = (int)with_log_fd(map_header, &hm);
-	if (r < 0) {
-		L.failed = 1;
-		sf_rt_message(hm.failed, L.path, strerror(-r));
-		log_fd_drop();
-		return -1;
-	}
-	struct sf_header *h = hm.h;
 	h->version = sf_args_any() ? SF_VERSION : SF_VERSION_NO_ARGS; /* older readers read a log without values */
 	h->header_size = SF_HEADER_SIZE;
 	h->pid = (uint32_t)getpid();
@@ -680,6 +657,69 @@ static int log_create_locked(void)
 	sf_log_calibrate();
 	if (L.on_create) /* init.c: OBJECT chunks and patch statistics */
 		L.on_create();
+}
+
+/* On the writer, its table its own: the log made, its header mapped,
+ * filled and published, in one request (one wait for the thread whose
+ * event makes the log). 0, or -errno with hm->h NULL for the requester
+ * to say why (the writer's messages reach no stderr). */
+static long create_all_private(void *arg)
+{
+	struct header_map *hm = arg;
+	long r = create_private(arg);
+	if (r < 0 || r == SF_WRITER_REFUSED)
+		return r;
+	if (!hm->h) {
+		hm->failed = "cannot map log ";
+		return -EBADF;
+	}
+	L.lost = 0;
+	make_path_absolute();
+	publish_header(hm->h);
+	return 0;
+}
+
+/* Creates the log if it does not exist yet. Called with the lock held. */
+static int log_create_locked(void)
+{
+	if (L.hdr)
+		return 0;
+	if (L.failed || !sf_config.enabled)
+		return -1;
+	if (sf_budget_take(SF_HEADER_SIZE) < 0) {
+		L.failed = 1; /* record --max-size reached: this process writes no log */
+		return -1;
+	}
+	struct rlimit rl;
+	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
+	struct header_map hm = {"cannot write log ", NULL};
+	long made = __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) ? sf_writer_call(create_all_private, &hm) : SF_WRITER_REFUSED;
+	if (made == 0)
+		return 0; /* made and published by the writer */
+	if (made < 0 && made != SF_WRITER_REFUSED && L.pfd >= 0) { /* made, but its header not mapped */
+		L.failed = 1;
+		sf_rt_message(hm.failed, L.path, strerror((int)-made));
+		sf_writer_call(close_private, NULL);
+		return -1;
+	}
+	int r = made == SF_WRITER_REFUSED ? create_shared() : (int)made;
+	if (r < 0) {
+		L.failed = 1;
+		/* The name tried last (sf.PID.log when sf.log was taken). */
+		sf_rt_message("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(-r));
+		return -1;
+	}
+	L.lost = 0;
+	make_path_absolute();
+	if (!hm.h)
+		r = (int)with_log_fd(map_header, &hm);
+	if (r < 0) {
+		L.failed = 1;
+		sf_rt_message(hm.failed, L.path, strerror(-r));
+		log_fd_drop();
+		return -1;
+	}
+	publish_header(hm.h);
 	return 0;
 }
 
@@ -1266,18 +1306,45 @@ void sf_log_writer_started(void)
 	sf_log_unlock_sig(&old);
 }
 
-/* On the writer, first of all: its table made its own, unless
- * sf_log_writer_started did it already. A log made in the program's table
- * in between (a constructor's thread) keeps its copy there until the next
- * use by a thread of the program's (L.stale). */
-void sf_log_writer_begins(void)
+/* writer.c, before the writer is made: with no log yet, the log will be
+ * the writer's from the start (L.priv now: a creation meanwhile is a
+ * request, which the writer answers once its table is its own,
+ * sf_log_writer_begins), and nobody waits for the writer. 1 if so. */
+int sf_log_writer_before_start(void)
 {
 	sigset_t old;
 	sf_log_lock_sig(&old);
-	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) && go_private(NULL) > 0 &&
-	    __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE) >= 0)
-		__atomic_store_n(&L.stale, 1, __ATOMIC_RELEASE);
+	int fresh = !L.hdr && !L.priv;
+	if (fresh) {
+		L.pfd = -1;
+		__atomic_store_n(&L.priv, 1, __ATOMIC_RELEASE);
+	}
 	sf_log_unlock_sig(&old);
+	return fresh;
+}
+
+/* pthread_create failed after that: the program's table again (a request
+ * posted meanwhile is refused, writer.c). */
+void sf_log_writer_failed(void)
+{
+	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+}
+
+/* On the writer, first of all, before it answers any request: after
+ * sf_log_writer_before_start (no log existed) its table made its own
+ * and emptied (no lock: nothing of the runtime's is in it yet, and a
+ * creation waits for this). Where that fails (seccomp), the program's
+ * table again: requests are refused and done there (run_private). */
+void sf_log_writer_begins(void)
+{
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || sf_writer_private())
+		return;
+	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) == 0 && sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) == 0) {
+		sf_syscall3(SYS_close_range, 0, ~0u, 0);
+		sf_writer_set_private(1);
+		return;
+	}
+	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
 }
 
 /* The writer is about to end (sf_writer_stop: the program's only thread
@@ -1303,12 +1370,6 @@ void sf_log_writer_leaving(void)
 	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
 	L.pfd = -1; /* goes with the writer's table */
 	sf_writer_set_private(0);
-	if (__atomic_exchange_n(&L.stale, 0, __ATOMIC_ACQ_REL)) { /* still in the program's table: kept */
-		if (fd >= 0)
-			sf_syscall3(SYS_close, fd, 0, 0);
-		sf_log_unlock_sig(&old);
-		return;
-	}
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
@@ -1350,7 +1411,6 @@ void sf_log_after_fork_child(int files_shared)
 	L.failed = 0;
 	L.priv = 0; /* the parent's writer, its table with it, is not the child's */
 	L.pfd = -1;
-	L.stale = 0;
 }
 
 /* Takes the write faults of n bytes at p now (one store per page, of the

@@ -67,6 +67,7 @@ struct writer_call {
 	long ret;
 };
 static uint32_t call_lock, call_state;
+static int serving; /* a writer exists or is being made: requests are answered */
 static struct writer_call *call_req;
 static __thread int on_writer __attribute__((tls_model("initial-exec")));
 static uint32_t writer_tid;
@@ -165,9 +166,37 @@ void sf_writer_serve(void)
 	if (!on_writer || __atomic_load_n(&call_state, __ATOMIC_ACQUIRE) != 1)
 		return;
 	struct writer_call *c = __atomic_load_n(&call_req, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&call_state, 3, __ATOMIC_RELAXED); /* running: a nested serve skips it */
 	c->ret = c->fn(c->arg);
 	__atomic_store_n(&call_state, 2, __ATOMIC_RELEASE);
 	futex_wake_all(&call_state);
+}
+
+/* The request posted, if any, answered SF_WRITER_REFUSED. */
+static void refuse_posted(void)
+{
+	if (__atomic_load_n(&call_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	__atomic_load_n(&call_req, __ATOMIC_ACQUIRE)->ret = SF_WRITER_REFUSED;
+	__atomic_store_n(&call_state, 2, __ATOMIC_RELEASE);
+	futex_wake_all(&call_state);
+}
+
+/* pthread_create failed: no writer will answer. Every request posted is
+ * refused, and once the request lock is ours no requester is between its
+ * check of serving and its post (sf_writer_call). */
+static void refuse_all(void)
+{
+	__atomic_store_n(&serving, 0, __ATOMIC_RELEASE);
+	for (;;) {
+		refuse_posted();
+		if (!__atomic_exchange_n(&call_lock, 1, __ATOMIC_ACQUIRE))
+			break;
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+	}
+	refuse_posted();
+	__atomic_store_n(&call_lock, 0, __ATOMIC_RELEASE);
+	futex_wake_all(&call_lock);
 }
 
 /* fn(arg) on the writer thread, its result back: two context switches.
@@ -184,6 +213,12 @@ long sf_writer_call(long (*fn)(void *), void *arg)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	while (__atomic_exchange_n(&call_lock, 1, __ATOMIC_ACQUIRE))
 		futex_wait(&call_lock, 1);
+	if (!__atomic_load_n(&serving, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&call_lock, 0, __ATOMIC_RELEASE);
+		futex_wake_all(&call_lock);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return SF_WRITER_REFUSED;
+	}
 	struct writer_call c = {fn, arg, 0};
 	__atomic_store_n(&call_req, &c, __ATOMIC_RELEASE);
 	__atomic_store_n(&call_state, 1, __ATOMIC_RELEASE);
@@ -316,13 +351,19 @@ int sf_writer_start(const cpu_set_t *cpus)
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* inherited by the new thread */
 	struct sf_suppress_state st;
 	sf_suppress_begin(&st);
+	__atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
+	int fresh = sf_log_writer_before_start();
 	pthread_t th;
 	int r = pthread_create(&th, &a, writer_main, (void *)cpus);
 	sf_suppress_end(&st);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
-	if (r != 0)
+	if (r != 0) {
+		if (fresh)
+			sf_log_writer_failed();
+		refuse_all();
 		return -1;
+	}
 	pthread_setname_np(th, "sftrace-writer");
 	/* glibc ends the process with exit(0) when the last thread on its
 	 * count ends with pthread_exit (main's included), and counts every
@@ -339,7 +380,8 @@ int sf_writer_start(const cpu_set_t *cpus)
 	writer = th;
 	writer_cpus = cpus;
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
-	sf_log_writer_started(); /* the log's descriptor moves into the writer's own table */
+	if (!fresh)
+		sf_log_writer_started(); /* the log's descriptor moves into the writer's own table */
 	return 0;
 }
 
@@ -366,6 +408,7 @@ int sf_writer_stop(void)
 	__atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&private_table, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&writer_tid, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&serving, 0, __ATOMIC_RELEASE);
 	return 1;
 }
 
@@ -440,4 +483,5 @@ void sf_writer_after_fork_child(void)
 	call_req = NULL;
 	private_table = 0;
 	writer_tid = 0;
+	serving = 0;
 }

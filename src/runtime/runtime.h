@@ -775,6 +775,8 @@ void sf_writer_restart(void) SF_HIDDEN;        /* after sf_writer_stop */
 long sf_writer_call(long (*fn)(void *), void *arg) SF_HIDDEN; /* fn(arg) run there; blocks signals meanwhile */
 void sf_writer_serve(void) SF_HIDDEN;          /* on the writer: run a pending request */
 int sf_writer_on_thread(void) SF_HIDDEN;
+int sf_writer_defer_message(const char *buf, size_t n) SF_HIDDEN; /* notes.c: 1 if the requester prints it */
+void sf_messages_print(const char *buf, size_t n) SF_HIDDEN;      /* on stderr, if it still is the start's */
 void sf_writer_set_private(int on) SF_HIDDEN;
 int sf_writer_private(void) SF_HIDDEN;         /* the writer's table is its own */
 uint32_t sf_writer_tid(void) SF_HIDDEN;

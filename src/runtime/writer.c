@@ -68,6 +68,11 @@ struct writer_call {
 };
 static uint32_t call_lock, call_state;
 static int serving; /* a writer exists or is being made: requests are answered */
+/* Messages the writer makes while it runs a request (its table has no
+ * stderr): the requester prints them (sf_writer_call). */
+static char deferred[2048];
+static size_t deferred_len;
+static int deferring;
 static struct writer_call *call_req;
 static __thread int on_writer __attribute__((tls_model("initial-exec")));
 static uint32_t writer_tid;
@@ -167,7 +172,9 @@ void sf_writer_serve(void)
 		return;
 	struct writer_call *c = __atomic_load_n(&call_req, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&call_state, 3, __ATOMIC_RELAXED); /* running: a nested serve skips it */
+	deferring = 1;
 	c->ret = c->fn(c->arg);
+	deferring = 0;
 	__atomic_store_n(&call_state, 2, __ATOMIC_RELEASE);
 	futex_wake_all(&call_state);
 }
@@ -226,12 +233,28 @@ long sf_writer_call(long (*fn)(void *), void *arg)
 	uint32_t st;
 	while ((st = __atomic_load_n(&call_state, __ATOMIC_ACQUIRE)) != 2)
 		futex_wait(&call_state, st);
+	if (deferred_len) {
+		sf_messages_print(deferred, deferred_len);
+		deferred_len = 0;
+	}
 	__atomic_store_n(&call_state, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&call_req, NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&call_lock, 0, __ATOMIC_RELEASE);
 	futex_wake_all(&call_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return c.ret;
+}
+
+/* On the writer running a request: the message kept for the requester. 1 if kept. */
+int sf_writer_defer_message(const char *buf, size_t n)
+{
+	if (!on_writer || !deferring)
+		return 0;
+	if (deferred_len + n <= sizeof(deferred)) {
+		__builtin_memcpy(deferred + deferred_len, buf, n);
+		deferred_len += n;
+	}
+	return 1;
 }
 
 int sf_writer_on_thread(void)

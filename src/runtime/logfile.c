@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,14 @@
 #include <unistd.h>
 
 #include <sys/syscall.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+#define SF_PIDFD_THREAD O_EXCL /* pidfd_open of a thread, not only a leader (Linux 6.9) */
 
 #include "sf_arch.h"
 #include "format/packed.h"
@@ -57,7 +66,9 @@ static struct {
 	int files_shared;          /* a clone(CLONE_FILES) child: the table is its parent's too */
 	int hold;                  /* such a child keeps its descriptor between uses (sf_log_hold) */
 	int uses;                  /* uses in progress, every thread's (log_fd_use to log_fd_done) */
-} L = {.g.fd = -1};
+	int priv;                  /* the descriptor is in the writer thread's own table only: with_log_fd */
+	int pfd;                   /* its number there (the writer's), -1 before the log exists */
+} L = {.g.fd = -1, .pfd = -1};
 static uint64_t more_features; /* sf_log_add_features */
 
 /* The lock guards log creation, slot allocation and the object table.
@@ -68,8 +79,10 @@ void sf_log_lock_sig(sigset_t *old)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	while (__atomic_test_and_set(&L.lock, __ATOMIC_ACQUIRE))
+	while (__atomic_test_and_set(&L.lock, __ATOMIC_ACQUIRE)) {
+		sf_writer_serve(); /* on the writer: the holder may wait for a request */
 		sf_arch_cpu_relax();
+	}
 }
 
 void sf_log_unlock_sig(const sigset_t *old)
@@ -290,6 +303,27 @@ static int open_same_log(void)
 	return -1;
 }
 
+/* On the writer, its table its own: the log opened again there (the
+ * program's number was not the log when the table was copied). The same
+ * file or -1: then every use fails, counted (EBADF). */
+static int reopen_private(void)
+{
+	char mf[64];
+	sf_map_files_path(mf, sizeof(mf), (uint64_t)L.hdr, (uint64_t)L.hdr + SF_HEADER_SIZE);
+	const char *paths[2] = {mf, L.path};
+	for (int i = 0; i < 2; i++) {
+		int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)paths[i],
+					  O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (i ? O_NOFOLLOW : 0), 0, 0, 0);
+		if (fd < 0)
+			continue;
+		sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
+		if (is_log(fd))
+			return fd;
+		sf_syscall3(SYS_close, fd, 0, 0);
+	}
+	return -1;
+}
+
 /* The program closed the log's descriptor or put another file at its
  * number: open the log again, once for all threads. Returns the new
  * descriptor, or -EBADF from then on if the log cannot be had. */
@@ -301,7 +335,9 @@ static int log_reopen(void)
 	while (__atomic_test_and_set(&L.reopen_lock, __ATOMIC_ACQUIRE))
 		sf_arch_cpu_relax();
 	int fd = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
-	if (L.lost) {
+	if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
+		fd = -EAGAIN; /* the writer's now (sf_log_writer_started): ask it */
+	} else if (L.lost) {
 		fd = -EBADF;
 	} else if (fd < 0 || !is_log(fd)) { /* not done by another thread meanwhile */
 		/* The old number is not closed: it is the program's now. */
@@ -339,7 +375,12 @@ static int log_fd_use(uint32_t *ticket)
 		*ticket = NO_TICKET;
 		if (!L.hdr || __atomic_load_n(&L.lost, __ATOMIC_RELAXED))
 			break;
-		if (log_reopen() < 0)
+		int r = log_reopen();
+		if (r == -EAGAIN) {
+			log_fd_leave();
+			return r;
+		}
+		if (r < 0)
 			break;
 	}
 	log_fd_leave();
@@ -388,6 +429,45 @@ static void log_fd_leave(void)
 	if (!__atomic_load_n(&L.uses, __ATOMIC_SEQ_CST))
 		sf_fd_release(&L.g, L.dev, L.ino);
 	sf_fd_gate_unlock(&gold);
+}
+
+/* fn(fd, arg) with the log's descriptor fd: where the writer's table is
+ * its own (private), on the writer thread, on request (two context
+ * switches; none on the writer itself); else the shared table's number,
+ * held and checked (log_fd_use). -errno if there is none. */
+struct fd_op {
+	long (*fn)(int fd, void *arg);
+	void *arg;
+};
+
+static long run_private(void *p)
+{
+	struct fd_op *o = p;
+	if (!sf_writer_private())
+		return SF_WRITER_REFUSED; /* its unshare failed (sf_log_writer_begins) */
+	return L.pfd >= 0 ? o->fn(L.pfd, o->arg) : -EBADF;
+}
+
+static long with_log_fd(long (*fn)(int fd, void *arg), void *arg)
+{
+	uint32_t t;
+	int fd;
+	do {
+		if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
+			struct fd_op o = {fn, arg};
+			long r = sf_writer_call(run_private, &o);
+			if (r != SF_WRITER_REFUSED)
+				return r;
+			fd = -EAGAIN; /* no private table after all: the program's */
+			continue;
+		}
+		fd = log_fd_use(&t);
+	} while (fd == -EAGAIN); /* went private meanwhile, or refused */
+	if (fd < 0)
+		return fd;
+	long r = fn(fd, arg);
+	log_fd_done(t);
+	return r;
 }
 
 /* An absolute L.path, so that the log can be found again after a chdir.
@@ -446,22 +526,49 @@ static int open_log_file(const char *path, int again)
 	return fd;
 }
 
-/* Creates the log if it does not exist yet. Called with the lock held. */
-static int log_create_locked(void)
+/* On the writer, its table its own: the log made there, never in the
+ * program's table. Above 0-2 all the same (the writer's messages test
+ * descriptor 2). 0 or -errno. */
+static long open_private(void *unused)
 {
-	if (L.hdr)
-		return 0;
-	if (L.failed || !sf_config.enabled)
-		return -1;
-	if (sf_budget_take(SF_HEADER_SIZE) < 0) {
-		L.failed = 1; /* record --max-size reached: this process writes no log */
-		return -1;
+	(void)unused;
+	int fd = open_log();
+	if (fd < 0)
+		return -errno;
+	if (fd < 3) {
+		int high = (int)sf_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
+		sf_syscall3(SYS_close, fd, 0, 0);
+		if (high < 0)
+			return high;
+		fd = high;
 	}
-	struct rlimit rl;
-	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
-	/* The number the kernel gives open_log is the runtime's once
-	 * sf_fd_adopt has checked it (a program close loop may reach it
-	 * first: the file, created here, is then opened again by path). */
+	struct stat st;
+	long r = sf_syscall3(SYS_fstat, fd, (long)&st, 0);
+	if (r < 0) {
+		sf_syscall3(SYS_close, fd, 0, 0);
+		return r;
+	}
+	L.dev = (uint64_t)st.st_dev;
+	L.ino = (uint64_t)st.st_ino;
+	L.pfd = fd;
+	return 0;
+}
+
+static long close_private(void *unused)
+{
+	(void)unused;
+	if (L.pfd >= 0)
+		sf_syscall3(SYS_close, L.pfd, 0, 0);
+	L.pfd = -1;
+	return 0;
+}
+
+/* The log made in the program's table: the number the kernel gives
+ * open_log is the runtime's once sf_fd_adopt has checked it (a program
+ * close loop may reach it first: the file, created here, is then opened
+ * again by path). 0 or -errno. */
+static int create_shared(void)
+{
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
@@ -471,33 +578,57 @@ static int log_create_locked(void)
 	if (fd < 0) {
 		sf_fd_publish(&L.g, -1);
 		sf_fd_gate_unlock(&gold);
-		L.failed = 1;
-		/* The name tried last (sf.PID.log when sf.log was taken). */
-		sf_rt_message("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(err ? err : EBADF));
-		return -1;
+		return -(err ? err : EBADF);
 	}
 	L.dev = (uint64_t)st.st_dev;
 	L.ino = (uint64_t)st.st_ino;
-	L.lost = 0;
 	sf_fd_gate_unlock(&gold);
-	make_path_absolute();
-	uint32_t t;
-	__atomic_add_fetch(&L.uses, 1, __ATOMIC_SEQ_CST); /* given back by log_fd_done */
-	fd = sf_fd_use(&L.g, &t);
-	struct sf_header *h = MAP_FAILED;
-	const char *failed = "cannot write log ";
-	if (fd >= 0 && reserve(fd, 0, SF_HEADER_SIZE) == 0) {
-		failed = "cannot map log ";
-		h = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	}
-	err = errno;
-	log_fd_done(t);
-	if (h == MAP_FAILED) {
-		L.failed = 1;
-		sf_rt_message(failed, L.path, strerror(err));
+	return 0;
+}
+
+struct header_map {
+	const char *failed;
+	struct sf_header *h;
+};
+
+static long map_header(int fd, void *arg)
+{
+	struct header_map *hm = arg;
+	hm->failed = "cannot write log ";
+	if (reserve(fd, 0, SF_HEADER_SIZE) < 0)
+		return -errno;
+	hm->failed = "cannot map log ";
+	void *m = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	hm->h = m;
+	return 0;
+}
+
+/* On the writer: the log made and its header mapped, in one request. 1
+ * (mapped: hm->h), -errno if it could not be made, or map_header's
+ * answer. */
+static long create_private(void *arg)
+{
+	if (!sf_writer_private())
+		return SF_WRITER_REFUSED;
+	long r = open_private(NULL);
+	return r < 0 ? r : map_header(L.pfd, arg);
+}
+
+/* The runtime gives the log's descriptor up, wherever it is. */
+static void log_fd_drop(void)
+{
+	if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		sf_writer_call(close_private, NULL);
+	else
 		log_fd_forget();
-		return -1;
-	}
+}
+
+/* The new log's header filled and published, its OBJECT chunks written
+ * (on_create). Under the lock, on whichever thread makes the log. */
+static void publish_header(struct sf_header *h)
+{
 	h->version = sf_args_any() ? SF_VERSION : SF_VERSION_NO_ARGS; /* older readers read a log without values */
 	h->header_size = SF_HEADER_SIZE;
 	h->pid = (uint32_t)getpid();
@@ -526,6 +657,69 @@ static int log_create_locked(void)
 	sf_log_calibrate();
 	if (L.on_create) /* init.c: OBJECT chunks and patch statistics */
 		L.on_create();
+}
+
+/* On the writer, its table its own: the log made, its header mapped,
+ * filled and published, in one request (one wait for the thread whose
+ * event makes the log). 0, or -errno with hm->h NULL for the requester
+ * to say why (the writer's messages reach no stderr). */
+static long create_all_private(void *arg)
+{
+	struct header_map *hm = arg;
+	long r = create_private(arg);
+	if (r < 0 || r == SF_WRITER_REFUSED)
+		return r;
+	if (!hm->h) {
+		hm->failed = "cannot map log ";
+		return -EBADF;
+	}
+	L.lost = 0;
+	make_path_absolute();
+	publish_header(hm->h);
+	return 0;
+}
+
+/* Creates the log if it does not exist yet. Called with the lock held. */
+static int log_create_locked(void)
+{
+	if (L.hdr)
+		return 0;
+	if (L.failed || !sf_config.enabled)
+		return -1;
+	if (sf_budget_take(SF_HEADER_SIZE) < 0) {
+		L.failed = 1; /* record --max-size reached: this process writes no log */
+		return -1;
+	}
+	struct rlimit rl;
+	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
+	struct header_map hm = {"cannot write log ", NULL};
+	long made = __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) ? sf_writer_call(create_all_private, &hm) : SF_WRITER_REFUSED;
+	if (made == 0)
+		return 0; /* made and published by the writer */
+	if (made < 0 && made != SF_WRITER_REFUSED && L.pfd >= 0) { /* made, but its header not mapped */
+		L.failed = 1;
+		sf_rt_message(hm.failed, L.path, strerror((int)-made));
+		sf_writer_call(close_private, NULL);
+		return -1;
+	}
+	int r = made == SF_WRITER_REFUSED ? create_shared() : (int)made;
+	if (r < 0) {
+		L.failed = 1;
+		/* The name tried last (sf.PID.log when sf.log was taken). */
+		sf_rt_message("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(-r));
+		return -1;
+	}
+	L.lost = 0;
+	make_path_absolute();
+	if (!hm.h)
+		r = (int)with_log_fd(map_header, &hm);
+	if (r < 0) {
+		L.failed = 1;
+		sf_rt_message(hm.failed, L.path, strerror(-r));
+		log_fd_drop();
+		return -1;
+	}
+	publish_header(hm.h);
 	return 0;
 }
 
@@ -579,30 +773,21 @@ static uint64_t chunk_kept(struct sf_chunk *c, const void *payload, size_t writt
 	return c->count;
 }
 
-void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
+struct chunk_write {
+	struct sf_chunk *c;
+	const void *payload;
+	size_t payload_len, total;
+	uint64_t off, events;
+};
+
+/* The chunk written at its offset, whole or counted as cut. 0. */
+static long write_chunk_at(int fd, void *arg)
 {
-	if (!L.hdr)
-		return;
-	size_t total = (sizeof(*c) + payload_len + 15) & ~(size_t)15;
-	c->magic = SF_CHUNK_MAGIC;
-	c->size = (uint32_t)total;
-	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
-	c->mono_ns = sf_mono_ns();
-	if (sf_budget_take(total) < 0) {
-		sf_log_drop(events); /* over --max-size: not a write error */
-		return;
-	}
-	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
-	if (off + total > L.fsize_limit) {
-		write_failed(EFBIG, events);
-		return;
-	}
-	uint32_t ticket;
-	int fd = log_fd_use(&ticket);
-	if (fd < 0) {
-		write_failed(-fd, events);
-		return;
-	}
+	struct chunk_write *w = arg;
+	struct sf_chunk *c = w->c;
+	const void *payload = w->payload;
+	size_t payload_len = w->payload_len, total = w->total;
+	uint64_t off = w->off, events = w->events;
 	static const char pad[16];
 	struct iovec iov[3] = {
 		{c, sizeof(*c)},
@@ -643,7 +828,31 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 	}
 	if (done == total) /* whole in the file: a reader that finds fewer reads a cut file */
 		__atomic_add_fetch(&L.hdr->chunks, 1, __ATOMIC_RELAXED);
-	log_fd_done(ticket);
+	return 0;
+}
+
+void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
+{
+	if (!L.hdr)
+		return;
+	size_t total = (sizeof(*c) + payload_len + 15) & ~(size_t)15;
+	c->magic = SF_CHUNK_MAGIC;
+	c->size = (uint32_t)total;
+	c->tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+	c->mono_ns = sf_mono_ns();
+	if (sf_budget_take(total) < 0) {
+		sf_log_drop(events); /* over --max-size: not a write error */
+		return;
+	}
+	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
+	if (off + total > L.fsize_limit) {
+		write_failed(EFBIG, events);
+		return;
+	}
+	struct chunk_write w = {c, payload, payload_len, total, off, events};
+	long r = with_log_fd(write_chunk_at, &w);
+	if (r < 0)
+		write_failed((int)-r, events);
 }
 
 static struct sf_slot *slot_record(void)
@@ -673,6 +882,16 @@ static int slot_holds_records(const struct sf_slot *s)
 	return sf_config.ring_slots || s->hdr->thread_serial;
 }
 
+/* A slot's file space reserved and mapped: its address, or -errno. */
+static long map_slot(int fd, void *arg)
+{
+	uint64_t off = *(uint64_t *)arg;
+	if (reserve(fd, off, SF_SLOT_SIZE) < 0)
+		return -errno;
+	void *m = mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	return m == MAP_FAILED ? -errno : (long)m;
+}
+
 /* A slot for the calling thread: a reused one, or a fresh page-aligned
  * region at the end of the file. NULL if the log cannot take one. */
 struct sf_slot *sf_log_slot_get(void)
@@ -691,23 +910,14 @@ struct sf_slot *sf_log_slot_get(void)
 	}
 	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
 		goto out;
-	uint32_t ticket;
-	int fd = log_fd_use(&ticket);
-	if (fd < 0) {
-		write_failed(-fd, 0);
-		goto out;
-	}
 	uint64_t off = __atomic_fetch_add(&L.end, SF_SLOT_SIZE + 4096, __ATOMIC_RELAXED);
 	off = (off + 4095) & ~(uint64_t)4095;
-	void *m = reserve(fd, off, SF_SLOT_SIZE) < 0
-			  ? MAP_FAILED
-			  : mmap(NULL, SF_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
-	int err = errno;
-	log_fd_done(ticket);
-	if (m == MAP_FAILED) {
-		write_failed(err, 0);
+	long r = with_log_fd(map_slot, &off);
+	if (r < 0) {
+		write_failed((int)-r, 0);
 		goto out;
 	}
+	void *m = (void *)r;
 	s = slot_record();
 	if (!s) {
 		munmap(m, SF_SLOT_SIZE);
@@ -740,6 +950,28 @@ void sf_log_slot_invalidate(struct sf_slot *s)
 	sf_zero_events((struct sf_event *)(s->hdr + 1), SF_SLOT_EVENTS);
 }
 
+/* The log as far as it is written, mapped read-only: its address (and
+ * *size), or -errno. */
+static long map_whole(int fd, void *arg)
+{
+	uint64_t *size = arg;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	uint64_t n = __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
+	if (n > (uint64_t)st.st_size)
+		n = (uint64_t)st.st_size; /* a slot claimed but not reserved yet */
+	void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	if (madvise(m, n, MADV_DONTFORK) < 0) {
+		munmap(m, n);
+		return -EINVAL;
+	}
+	*size = n;
+	return (long)m;
+}
+
 /* The log as it stands, mapped read-only for a snapshot (writer thread);
  * NULL if there is none. Mapped under the lock and never inherited: a fork
  * (which takes the lock) cannot come between the mmap and the madvise, and
@@ -749,24 +981,10 @@ void *sf_log_map_readonly(uint64_t *size)
 	sigset_t old;
 	void *m = NULL;
 	sf_log_lock_sig(&old);
-	uint32_t ticket = NO_TICKET;
-	int fd = L.hdr ? log_fd_use(&ticket) : -1;
-	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0) {
-		uint64_t n = __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
-		if (n > (uint64_t)st.st_size)
-			n = (uint64_t)st.st_size; /* a slot claimed but not reserved yet */
-		m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
-		if (m == MAP_FAILED) {
-			m = NULL;
-		} else if (madvise(m, n, MADV_DONTFORK) < 0) {
-			munmap(m, n);
-			m = NULL;
-		}
-		*size = n;
+	if (L.hdr) {
+		long r = with_log_fd(map_whole, size);
+		m = r < 0 ? NULL : (void *)r;
 	}
-	if (fd >= 0)
-		log_fd_done(ticket);
 	sf_log_unlock_sig(&old);
 	return m;
 }
@@ -1043,6 +1261,124 @@ void sf_log_exec_spare(void)
  * only if it still is the log (the program may have put a file of its own
  * at that number). It creates its own log at its first event, or before
  * it changes its credentials (sf_log_create_early). */
+/* The writer's descriptor table made its own (on the writer, asked by
+ * sf_log_writer_started with the log's lock held, so no log is created
+ * meanwhile): unshare(CLONE_FILES) copies the program's table, and every
+ * copy but the log's is closed at once, so that the writer never holds a
+ * file of the program's (a pipe's write end kept open here would keep its
+ * reader from ever seeing EOF). From then on every use of the log's
+ * descriptor runs here (with_log_fd). 1 if so; 0 and nothing changed
+ * where that cannot be done (seccomp, no close_range). */
+static long go_private(void *unused)
+{
+	(void)unused;
+	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) < 0) /* nothing closed: only whether it is there */
+		return 0;
+	if (sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) < 0)
+		return 0;
+	int keep = L.hdr ? __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE) : -1;
+	if (keep >= 0 && !is_log(keep))
+		keep = -1;
+	if (keep > 0)
+		sf_syscall3(SYS_close_range, 0, (unsigned)keep - 1, 0);
+	sf_syscall3(SYS_close_range, (unsigned)(keep + 1), ~0u, 0);
+	L.pfd = keep;
+	if (L.hdr && keep < 0)
+		L.pfd = reopen_private();
+	sf_writer_set_private(1);
+	__atomic_store_n(&L.priv, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* The writer thread has started (writer.c): the log's descriptor moves
+ * into its own table, and out of the program's. Its uses in flight in
+ * other threads finish first (log_fd_forget waits for them); later ones
+ * ask the writer. */
+void sf_log_writer_started(void)
+{
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	/* No log yet (the usual case: the first event comes in main): the
+	 * writer goes private by itself (sf_log_writer_begins), and nobody
+	 * waits for it. */
+	if (L.hdr && sf_writer_call(go_private, NULL) > 0 && __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE) >= 0)
+		log_fd_forget();
+	sf_log_unlock_sig(&old);
+}
+
+/* writer.c, before the writer is made: with no log yet, the log will be
+ * the writer's from the start (L.priv now: a creation meanwhile is a
+ * request, which the writer answers once its table is its own,
+ * sf_log_writer_begins), and nobody waits for the writer. 1 if so. */
+int sf_log_writer_before_start(void)
+{
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	int fresh = !L.hdr && !L.priv;
+	if (fresh) {
+		L.pfd = -1;
+		__atomic_store_n(&L.priv, 1, __ATOMIC_RELEASE);
+	}
+	sf_log_unlock_sig(&old);
+	return fresh;
+}
+
+/* pthread_create failed after that: the program's table again (a request
+ * posted meanwhile is refused, writer.c). */
+void sf_log_writer_failed(void)
+{
+	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+}
+
+/* On the writer, first of all, before it answers any request: after
+ * sf_log_writer_before_start (no log existed) its table made its own
+ * and emptied (no lock: nothing of the runtime's is in it yet, and a
+ * creation waits for this). Where that fails (seccomp), the program's
+ * table again: requests are refused and done there (run_private). */
+void sf_log_writer_begins(void)
+{
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || sf_writer_private())
+		return;
+	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) == 0 && sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) == 0) {
+		sf_syscall3(SYS_close_range, 0, ~0u, 0);
+		sf_writer_set_private(1);
+		return;
+	}
+	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+}
+
+/* The writer is about to end (sf_writer_stop: the program's only thread
+ * calls, signals blocked; the writer has written its queue and waits):
+ * the log's descriptor comes back into the program's table, copied out
+ * of the writer's (pidfd_getfd on the writer thread's pidfd, Linux 6.9)
+ * and moved high as at creation; where that cannot be done, the next use
+ * opens the log again (log_reopen). */
+void sf_log_writer_leaving(void)
+{
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		return;
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	long fd = -1;
+	if (L.pfd >= 0) {
+		long pidfd = sf_syscall3(SYS_pidfd_open, sf_writer_tid(), SF_PIDFD_THREAD, 0);
+		if (pidfd >= 0) {
+			fd = sf_syscall3(SYS_pidfd_getfd, pidfd, L.pfd, 0);
+			sf_syscall3(SYS_close, pidfd, 0, 0);
+		}
+	}
+	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+	L.pfd = -1; /* goes with the writer's table */
+	sf_writer_set_private(0);
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&L.g);
+	if (fd < 0 || sf_fd_adopt(&L.g, (int)fd, L.dev, L.ino, NULL) < 0)
+		sf_fd_publish(&L.g, -1); /* opened again at the next use */
+	sf_fd_gate_unlock(&gold);
+	sf_log_unlock_sig(&old);
+}
+
 void sf_log_after_fork_child(int files_shared)
 {
 	__atomic_clear(&L.lock, __ATOMIC_RELAXED);
@@ -1073,6 +1409,8 @@ void sf_log_after_fork_child(int files_shared)
 	L.free_slots = NULL;
 	L.all_slots = NULL;
 	L.failed = 0;
+	L.priv = 0; /* the parent's writer, its table with it, is not the child's */
+	L.pfd = -1;
 }
 
 /* Takes the write faults of n bytes at p now (one store per page, of the

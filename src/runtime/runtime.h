@@ -896,7 +896,8 @@ void sf_log_writer_started(void) SF_HIDDEN;    /* writer.c: move the log's descr
 void sf_log_writer_leaving(void) SF_HIDDEN;
 void sf_log_writer_begins(void) SF_HIDDEN;     /* writer.c, on the writer: its table its own */
 int sf_log_writer_before_start(void) SF_HIDDEN; /* writer.c: no log yet, so made by the writer from the start */
-void sf_log_writer_failed(void) SF_HIDDEN;     /* writer.c: pthread_create failed after that */
+void sf_log_writer_failed(void) SF_HIDDEN;
+void sf_log_writer_refill(void) SF_HIDDEN;     /* writer.c, on the writer: regions mapped ahead (logfile.c) */     /* writer.c: pthread_create failed after that */
 #define SF_WRITER_REFUSED (-4000L)             /* sf_writer_call: no writer to run it: use the program's table */    /* writer.c: and back, before it ends */
 
 /* ---- ns.c: namespace changes that need a single-threaded process ---- */

@@ -344,6 +344,7 @@ static void *writer_main(void *arg)
 				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
+		sf_log_writer_refill(); /* slots and the next arena, mapped ahead (logfile.c) */
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && __atomic_load_n(&call_state, __ATOMIC_ACQUIRE) != 1)
 			idle_wait(seen);
 	}

@@ -663,10 +663,8 @@ static void publish_header(struct sf_header *h)
  * filled and published, in one request (one wait for the thread whose
  * event makes the log). 0, or -errno with hm->h NULL for the requester
  * to say why (the writer's messages reach no stderr). */
-static long create_all_private(void *arg)
+static long publish_private(struct header_map *hm, long r)
 {
-	struct header_map *hm = arg;
-	long r = create_private(arg);
 	if (r < 0 || r == SF_WRITER_REFUSED)
 		return r;
 	if (!hm->h) {
@@ -678,6 +676,57 @@ static long create_all_private(void *arg)
 	publish_header(hm->h);
 	sf_log_writer_refill(); /* the first thread's slots, without a second wait */
 	return 0;
+}
+
+static long create_all_private(void *arg)
+{
+	return publish_private(arg, create_private(arg));
+}
+
+struct adopt {
+	int fd; /* the log, in the program's table */
+	struct header_map *hm;
+};
+
+/* On the writer: the log another thread made in the program's table
+ * copied into this one's (pidfd_getfd of the leader's table, which every
+ * program thread shares: same thread group, so no ptrace check; Linux
+ * 5.6), its header mapped and published. */
+static long adopt_all_private(void *arg)
+{
+	struct adopt *a = arg;
+	if (!sf_writer_private())
+		return SF_WRITER_REFUSED;
+	long pidfd = sf_syscall3(SYS_pidfd_open, sf_syscall3(SYS_getpid, 0, 0, 0), 0, 0);
+	if (pidfd < 0)
+		return pidfd;
+	long fd = sf_syscall3(SYS_pidfd_getfd, pidfd, a->fd, 0); /* close-on-exec */
+	sf_syscall3(SYS_close, pidfd, 0, 0);
+	if (fd < 0)
+		return fd;
+	if (!is_log((int)fd)) {
+		sf_syscall3(SYS_close, fd, 0, 0);
+		return -EBADF;
+	}
+	L.pfd = (int)fd;
+	return publish_private(a->hm, map_header(L.pfd, a->hm));
+}
+
+/* The writer was refused the log (EACCES, EPERM) with its credentials:
+ * the process's, as glibc's set*id calls last gave them to every thread.
+ * The thread whose event makes the log may hold others of its own (a raw
+ * setresuid, per thread), as it would without a writer: it makes the log
+ * in the program's table with them, as without a writer, the writer
+ * takes a copy into its own, and the program's is closed. 0 or -errno. */
+static long create_as_caller(struct header_map *hm)
+{
+	int r = create_shared();
+	if (r < 0)
+		return r;
+	struct adopt a = {__atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE), hm};
+	long made = sf_writer_call(adopt_all_private, &a);
+	log_fd_forget(); /* the writer holds its own copy, or the log is given up */
+	return made == SF_WRITER_REFUSED ? -EBADF : made;
 }
 
 /* Creates the log if it does not exist yet. Called with the lock held. */
@@ -695,6 +744,8 @@ static int log_create_locked(void)
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
 	struct header_map hm = {"cannot write log ", NULL};
 	long made = __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) ? sf_writer_call(create_all_private, &hm) : SF_WRITER_REFUSED;
+	if ((made == -EACCES || made == -EPERM) && L.pfd < 0)
+		made = create_as_caller(&hm);
 	if (made == 0)
 		return 0; /* made and published by the writer */
 	if (made < 0 && made != SF_WRITER_REFUSED && L.pfd >= 0) { /* made, but its header not mapped */

@@ -71,6 +71,31 @@ static struct {
 } L = {.g.fd = -1, .pfd = -1};
 static uint64_t more_features; /* sf_log_add_features */
 
+/* Regions mapped ahead by the writer: see "regions mapped ahead" below. */
+#define POOL_SLOTS 2
+#define ARENA_MIN 4096u     /* the new log's OBJECT chunks: no unused space mid-file */
+#define ARENA_MAX (1u << 20)
+
+struct region {
+	char *m;
+	uint64_t off;
+	uint32_t size;
+};
+
+static struct {
+	int lock;                        /* pops and pushes only: never held across a wait */
+	struct region slot[POOL_SLOTS];
+	int nslots;
+	int arena_lock;                  /* a chunk's copy into cur; signals blocked */
+	struct region cur, next;         /* the arena, the one mapped ahead (m NULL: none) */
+	uint32_t used;                   /* bytes of cur taken */
+	uint32_t next_size;              /* the next arena's size */
+	int asked;                       /* the writer was woken for what is ahead */
+	int no_trim;                     /* chunks were written by descriptor past the regions */
+	int filled;                      /* an arena filled: map the next one ahead from now on */
+	int cut;                         /* the file was cut at exit: nothing more mapped ahead */
+} P;
+
 /* The lock guards log creation, slot allocation and the object table.
  * Signals are blocked while it is held, so an instrumented signal handler
  * on the same thread can never wait for it. */
@@ -884,6 +909,7 @@ static long write_chunk_at(int fd, void *arg)
 }
 
 static long arena_write(struct sf_chunk *c, const void *payload, size_t payload_len, size_t total);
+static int pool_private(void);
 
 void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
 {
@@ -898,7 +924,7 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 		sf_log_drop(events); /* over --max-size: not a write error */
 		return;
 	}
-	if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
+	if (pool_private()) {
 		long r = arena_write(c, payload, payload_len, total);
 		if (r != SF_WRITER_REFUSED) {
 			if (r < 0)
@@ -906,6 +932,7 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 			return;
 		}
 	}
+	__atomic_store_n(&P.no_trim, 1, __ATOMIC_RELAXED); /* past the regions: cutting at exit would lose it */
 	uint64_t off = __atomic_fetch_add(&L.end, total, __ATOMIC_RELAXED);
 	if (off + total > L.fsize_limit) {
 		write_failed(EFBIG, events);
@@ -965,11 +992,16 @@ static long map_slot(int fd, void *arg)
  *   thread that needs a new slot takes one (sf_log_slot_get);
  * - an arena: a region that chunks are copied into (memcpy into a shared
  *   mapping: in the page cache at once, as pwritev put them), one after
- *   the other under arena_lock, and the next arena mapped before the
- *   current one is half used. Arenas grow from ARENA_MIN to ARENA_MAX, so
- *   a short run leaves little unused space. What a chunk that does not fit
- *   leaves at an arena's end stays zero, which readers skip as claimed
- *   space never written (lib/log_reader.c).
+ *   the other under arena_lock. Once an arena has filled, the next is
+ *   mapped before the current one is half used. Arenas grow four-fold
+ *   from ARENA_MIN to ARENA_MAX, so a short run leaves little unused
+ *   space, and none before its slots (a ring's file stays its slots). What
+ *   a chunk that does not fit leaves at an arena's end stays zero, which
+ *   readers skip as claimed space never written (lib/log_reader.c); the
+ *   file is cut after the last byte in use at exit (trim_private).
+ * Not under a --max-size cap: the cap counts the bytes chunks and slots
+ * take, which regions mapped ahead would not match (a capped run asks the
+ * writer per use, as before).
  * Every chunk goes through the arena while the table is private, the
  * writer's own too, so a thread's chunks lie in the file in the order it
  * wrote them (arenas are claimed at the end of the file, in order). A
@@ -977,27 +1009,6 @@ static long map_slot(int fd, void *arg)
  * arena, per slot taken); only an empty pool (a burst of new threads, an
  * arena filled before the next one was mapped) makes it wait for a
  * request, as before. */
-#define POOL_SLOTS 2
-#define ARENA_MIN (64u << 10)
-#define ARENA_MAX (1u << 20)
-
-struct region {
-	char *m;
-	uint64_t off;
-	uint32_t size;
-};
-
-static struct {
-	int lock;                        /* pops and pushes only: never held across a wait */
-	struct region slot[POOL_SLOTS];
-	int nslots;
-	int arena_lock;                  /* a chunk's copy into cur; signals blocked */
-	struct region cur, next;         /* the arena, the one mapped ahead (m NULL: none) */
-	uint32_t used;                   /* bytes of cur taken */
-	uint32_t next_size;              /* the next arena's size */
-	int asked;                       /* the writer was woken for what is ahead */
-	int no_trim;                     /* chunks were written by descriptor past the regions */
-} P;
 
 static void spin_lock_sig(int *lock, sigset_t *old)
 {
@@ -1022,8 +1033,10 @@ static long map_region(struct region *r, uint32_t size)
 {
 	if (!sf_writer_private() || L.pfd < 0)
 		return -EBADF;
-	uint64_t off = __atomic_fetch_add(&L.end, (uint64_t)size + 4096, __ATOMIC_RELAXED);
-	off = (off + 4095) & ~(uint64_t)4095;
+	uint64_t end = __atomic_load_n(&L.end, __ATOMIC_RELAXED), off;
+	do /* page-aligned, nothing claimed past the region */
+		off = (end + 4095) & ~(uint64_t)4095;
+	while (!__atomic_compare_exchange_n(&L.end, &end, off + size, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	if (reserve(L.pfd, off, size) < 0)
 		return -errno;
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, L.pfd, (off_t)off);
@@ -1038,7 +1051,8 @@ static long map_region(struct region *r, uint32_t size)
 
 static int pool_private(void)
 {
-	return __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) && L.hdr && !__atomic_load_n(&L.lost, __ATOMIC_RELAXED);
+	return __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) && L.hdr && !__atomic_load_n(&L.lost, __ATOMIC_RELAXED) &&
+	       !sf_budget_cap() && !__atomic_load_n(&P.cut, __ATOMIC_ACQUIRE);
 }
 
 /* On the writer: one arena mapped ahead, if none is. 0 or -errno. */
@@ -1057,7 +1071,7 @@ static long arena_ahead(void)
 		return e;
 	spin_lock_sig(&P.arena_lock, &old);
 	P.next = r;
-	P.next_size = size < ARENA_MAX ? size * 2 : ARENA_MAX;
+	P.next_size = size < ARENA_MAX ? size * 4 : ARENA_MAX;
 	__atomic_store_n(&P.asked, 0, __ATOMIC_RELAXED);
 	spin_unlock_sig(&P.arena_lock, &old);
 	return 0;
@@ -1083,7 +1097,7 @@ void sf_log_writer_refill(void)
 		P.slot[P.nslots++] = r;
 		spin_unlock_sig(&P.lock, &old);
 	}
-	if (!P.cur.m || P.used * 2 >= P.cur.size)
+	if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED) && P.used * 2 >= P.cur.size)
 		arena_ahead();
 }
 
@@ -1120,8 +1134,10 @@ static int arena_copy(struct sf_chunk *c, const void *payload, size_t payload_le
 			spin_unlock_sig(&P.arena_lock, &old);
 			return 0;
 		}
-		if (P.cur.m)
+		if (P.cur.m) {
 			munmap(P.cur.m, P.cur.size); /* its unused end stays zero: readers skip it */
+			__atomic_store_n(&P.filled, 1, __ATOMIC_RELAXED);
+		}
 		P.cur = P.next;
 		P.next.m = NULL;
 		P.used = 0;
@@ -1134,7 +1150,7 @@ static int arena_copy(struct sf_chunk *c, const void *payload, size_t payload_le
 	__builtin_memcpy(at, c, sizeof(*c));
 	__atomic_store_n((uint32_t *)(void *)at, magic, __ATOMIC_RELEASE);
 	c->magic = magic;
-	int ask = !P.next.m && P.used * 2 >= P.cur.size && !__atomic_exchange_n(&P.asked, 1, __ATOMIC_RELAXED);
+	int ask = P.filled && !P.next.m && P.used * 2 >= P.cur.size && !__atomic_exchange_n(&P.asked, 1, __ATOMIC_RELAXED);
 	spin_unlock_sig(&P.arena_lock, &old);
 	if (ask)
 		sf_writer_kick(); /* the next arena, mapped off this thread's path */
@@ -1209,6 +1225,7 @@ static long trim_private(void *unused)
 	int cut = !P.no_trim && top < __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
 	if (cut) {
 		pool_drop(1);
+		__atomic_store_n(&P.cut, 1, __ATOMIC_RELEASE);
 		if (sf_syscall3(SYS_ftruncate, L.pfd, (long)top, 0) == 0)
 			__atomic_store_n(&L.end, top, __ATOMIC_RELEASE);
 	}
@@ -1230,6 +1247,7 @@ static void pool_drop(int unmap_slots)
 	P.used = 0;
 	P.next_size = 0;
 	P.asked = 0;
+	P.filled = 0;
 	if (unmap_slots) {
 		for (int i = 0; i < P.nslots; i++)
 			munmap(P.slot[i].m, P.slot[i].size);
@@ -1751,6 +1769,7 @@ void sf_log_after_fork_child(int files_shared)
 		munmap(s->hdr, SF_SLOT_SIZE);
 	pool_drop(1); /* the parent's regions mapped ahead */
 	P.no_trim = 0;
+	P.cut = 0;
 	P.lock = 0;
 	P.arena_lock = 0;
 	int fd = L.g.fd;

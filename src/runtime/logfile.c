@@ -992,10 +992,10 @@ static long map_slot(int fd, void *arg)
  *   thread that needs a new slot takes one (sf_log_slot_get);
  * - an arena: a region that chunks are copied into (memcpy into a shared
  *   mapping: in the page cache at once, as pwritev put them), one after
- *   the other under arena_lock. Once an arena has filled, the next is
- *   mapped before the current one is half used. Arenas grow four-fold
- *   from ARENA_MIN to ARENA_MAX, so a short run leaves little unused
- *   space, and none before its slots (a ring's file stays its slots). What
+ *   the other under arena_lock. The first is ARENA_MIN (the new log's
+ *   OBJECT chunks: a short run or a ring leaves no unused space before
+ *   its slots); once it has filled, each next one is ARENA_MAX, asked
+ *   for (one wake of the writer) as soon as the one before is taken. What
  *   a chunk that does not fit leaves at an arena's end stays zero, which
  *   readers skip as claimed space never written (lib/log_reader.c); the
  *   file is cut after the last byte in use at exit (trim_private).
@@ -1071,7 +1071,7 @@ static long arena_ahead(void)
 		return e;
 	spin_lock_sig(&P.arena_lock, &old);
 	P.next = r;
-	P.next_size = size < ARENA_MAX ? size * 4 : ARENA_MAX;
+	P.next_size = ARENA_MAX; /* past the first: a chunk that fills it asks for room */
 	__atomic_store_n(&P.asked, 0, __ATOMIC_RELAXED);
 	spin_unlock_sig(&P.arena_lock, &old);
 	return 0;
@@ -1097,7 +1097,7 @@ void sf_log_writer_refill(void)
 		P.slot[P.nslots++] = r;
 		spin_unlock_sig(&P.lock, &old);
 	}
-	if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED) && P.used * 2 >= P.cur.size)
+	if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED))
 		arena_ahead();
 }
 
@@ -1150,7 +1150,7 @@ static int arena_copy(struct sf_chunk *c, const void *payload, size_t payload_le
 	__builtin_memcpy(at, c, sizeof(*c));
 	__atomic_store_n((uint32_t *)(void *)at, magic, __ATOMIC_RELEASE);
 	c->magic = magic;
-	int ask = P.filled && !P.next.m && P.used * 2 >= P.cur.size && !__atomic_exchange_n(&P.asked, 1, __ATOMIC_RELAXED);
+	int ask = P.filled && !P.next.m && !__atomic_exchange_n(&P.asked, 1, __ATOMIC_RELAXED);
 	spin_unlock_sig(&P.arena_lock, &old);
 	if (ask)
 		sf_writer_kick(); /* the next arena, mapped off this thread's path */

@@ -1083,21 +1083,19 @@ void sf_log_writer_refill(void)
 {
 	if (!sf_writer_on_thread() || !pool_private())
 		return;
-	for (;;) {
-		sigset_t old;
-		spin_lock_sig(&P.lock, &old);
-		int want = P.nslots < POOL_SLOTS;
-		spin_unlock_sig(&P.lock, &old);
-		if (!want)
-			break;
+	/* Read without the locks: only this thread adds, so a count or an
+	 * arena seen missing is missing (a wake per chunk comes through
+	 * here: no system call when nothing is to be done). */
+	while (__atomic_load_n(&P.nslots, __ATOMIC_ACQUIRE) < POOL_SLOTS) {
 		struct region r;
 		if (map_region(&r, SF_SLOT_SIZE) < 0)
 			break;
+		sigset_t old;
 		spin_lock_sig(&P.lock, &old);
 		P.slot[P.nslots++] = r;
 		spin_unlock_sig(&P.lock, &old);
 	}
-	if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED) && !__atomic_load_n(&P.next.m, __ATOMIC_ACQUIRE))
 		arena_ahead();
 }
 

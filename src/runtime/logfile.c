@@ -73,6 +73,7 @@ static uint64_t more_features; /* sf_log_add_features */
 
 /* Regions mapped ahead by the writer: see "regions mapped ahead" below. */
 #define POOL_SLOTS 2
+#define ARENA_CAPPED (-4001L) /* arena_write: the cap reached at an arena's end */
 #define ARENA_MIN 4096u     /* the new log's OBJECT chunks: no unused space mid-file */
 #define ARENA_MAX (1u << 20)
 
@@ -909,7 +910,7 @@ static long write_chunk_at(int fd, void *arg)
 }
 
 static long arena_write(struct sf_chunk *c, const void *payload, size_t payload_len, size_t total);
-static int pool_private(void);
+static int arena_private(void);
 
 void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_len, uint64_t events)
 {
@@ -924,8 +925,12 @@ void sf_log_write_chunk(struct sf_chunk *c, const void *payload, size_t payload_
 		sf_log_drop(events); /* over --max-size: not a write error */
 		return;
 	}
-	if (pool_private()) {
+	if (arena_private()) {
 		long r = arena_write(c, payload, payload_len, total);
+		if (r == ARENA_CAPPED) {
+			sf_log_drop(events); /* over --max-size: not a write error */
+			return;
+		}
 		if (r != SF_WRITER_REFUSED) {
 			if (r < 0)
 				write_failed((int)-r, events);
@@ -1049,24 +1054,43 @@ static long map_region(struct region *r, uint32_t size)
 	return 0;
 }
 
-static int pool_private(void)
+/* Chunks go through the arena. */
+static int arena_private(void)
 {
 	return __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) && L.hdr && !__atomic_load_n(&L.lost, __ATOMIC_RELAXED) &&
-	       !sf_budget_cap() && !__atomic_load_n(&P.cut, __ATOMIC_ACQUIRE);
+	       !__atomic_load_n(&P.cut, __ATOMIC_ACQUIRE);
+}
+
+/* Slots are mapped ahead: not under a --max-size cap, which counts a
+ * slot when a thread takes it (a slot mapped ahead would be in the file
+ * uncounted, and not always at its end, where the exit's cut finds it). */
+static int pool_private(void)
+{
+	return arena_private() && !sf_budget_cap();
 }
 
 /* On the writer: one arena mapped ahead, if none is. 0 or -errno. */
-static long arena_ahead(void)
+static long arena_ahead(size_t need)
 {
 	sigset_t old;
 	spin_lock_sig(&P.arena_lock, &old);
 	int have = P.next.m != NULL;
-	uint32_t size = P.next_size ? P.next_size : ARENA_MIN;
+	uint64_t size = P.next_size ? P.next_size : ARENA_MIN;
 	spin_unlock_sig(&P.arena_lock, &old);
 	if (have)
 		return 0;
+	/* Under --max-size no more than the cap has left (need: a chunk
+	 * already counted in it), so that the file, cut at exit, stays
+	 * within the cap. */
+	uint64_t room = sf_budget_room();
+	if (room != UINT64_MAX && size > ((room + need + 4095) & ~(uint64_t)4095))
+		size = (room + need + 4095) & ~(uint64_t)4095;
+	if (size < need)
+		size = (need + 4095) & ~(size_t)4095;
+	if (!size)
+		return -ENOSPC;
 	struct region r;
-	long e = map_region(&r, size);
+	long e = map_region(&r, (uint32_t)size);
 	if (e < 0)
 		return e;
 	spin_lock_sig(&P.arena_lock, &old);
@@ -1081,12 +1105,12 @@ static long arena_ahead(void)
  * and the next arena mapped once the current one is half used. */
 void sf_log_writer_refill(void)
 {
-	if (!sf_writer_on_thread() || !pool_private())
+	if (!sf_writer_on_thread() || !arena_private())
 		return;
 	/* Read without the locks: only this thread adds, so a count or an
 	 * arena seen missing is missing (a wake per chunk comes through
 	 * here: no system call when nothing is to be done). */
-	while (__atomic_load_n(&P.nslots, __ATOMIC_ACQUIRE) < POOL_SLOTS) {
+	while (pool_private() && __atomic_load_n(&P.nslots, __ATOMIC_ACQUIRE) < POOL_SLOTS) {
 		struct region r;
 		if (map_region(&r, SF_SLOT_SIZE) < 0)
 			break;
@@ -1096,7 +1120,7 @@ void sf_log_writer_refill(void)
 		spin_unlock_sig(&P.lock, &old);
 	}
 	if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED) && !__atomic_load_n(&P.next.m, __ATOMIC_ACQUIRE))
-		arena_ahead();
+		arena_ahead(0);
 }
 
 /* A slot region from the pool (the caller holds the log's lock), the
@@ -1122,7 +1146,9 @@ static int pool_take_slot(struct region *r)
 /* The chunk (header c, payload, zero padding up to total) copied into the
  * arena: the payload first, the header last, so a reader never finds a
  * header whose payload is not there yet. 1 if copied, 0 if the arena and
- * the one ahead lack room (the caller asks the writer). */
+ * the one ahead lack room (the caller asks the writer), -1 if the end of
+ * the arena left behind does not fit under --max-size (the cap counts it:
+ * it stays in the file; the chunk is dropped as over the cap). */
 static int arena_copy(struct sf_chunk *c, const void *payload, size_t payload_len, size_t total)
 {
 	sigset_t old;
@@ -1133,6 +1159,10 @@ static int arena_copy(struct sf_chunk *c, const void *payload, size_t payload_le
 			return 0;
 		}
 		if (P.cur.m) {
+			if (P.cur.size > P.used && sf_budget_take(P.cur.size - P.used) < 0) {
+				spin_unlock_sig(&P.arena_lock, &old);
+				return -1;
+			}
 			munmap(P.cur.m, P.cur.size); /* its unused end stays zero: readers skip it */
 			__atomic_store_n(&P.filled, 1, __ATOMIC_RELAXED);
 		}
@@ -1170,8 +1200,9 @@ static long arena_write_here(void *arg)
 	if (!sf_writer_private())
 		return SF_WRITER_REFUSED;
 	for (int tries = 0; tries < 3; tries++) {
-		if (arena_copy(q->c, q->payload, q->payload_len, q->total))
-			return 0;
+		int k = arena_copy(q->c, q->payload, q->payload_len, q->total);
+		if (k)
+			return k > 0 ? 0 : ARENA_CAPPED;
 		sigset_t old;
 		spin_lock_sig(&P.arena_lock, &old);
 		if (P.next.m && q->total > P.next.size) { /* too big for it: one of its own size */
@@ -1181,7 +1212,7 @@ static long arena_write_here(void *arg)
 		if (q->total > (P.next_size ? P.next_size : ARENA_MIN))
 			P.next_size = (uint32_t)((q->total + 4095) & ~(size_t)4095);
 		spin_unlock_sig(&P.arena_lock, &old);
-		long e = arena_ahead();
+		long e = arena_ahead(q->total);
 		if (e < 0)
 			return e;
 	}
@@ -1192,8 +1223,9 @@ static long arena_write_here(void *arg)
  * SF_WRITER_REFUSED (the caller writes it by descriptor). */
 static long arena_write(struct sf_chunk *c, const void *payload, size_t payload_len, size_t total)
 {
-	if (arena_copy(c, payload, payload_len, total))
-		return 0;
+	int k = arena_copy(c, payload, payload_len, total);
+	if (k)
+		return k > 0 ? 0 : ARENA_CAPPED;
 	struct arena_req q = {c, payload, payload_len, total};
 	return sf_writer_call(arena_write_here, &q); /* an empty pool: the one wait left */
 }

@@ -998,6 +998,7 @@ void sf_budget_init(void) SF_HIDDEN;
 int sf_budget_take(uint64_t bytes) SF_HIDDEN;   /* 0: claimed; -1: over the cap (now or before) */
 int sf_budget_capped(void) SF_HIDDEN;
 uint64_t sf_budget_cap(void) SF_HIDDEN;      /* the --max-size cap in bytes; 0: none */
+uint64_t sf_budget_room(void) SF_HIDDEN;     /* bytes the cap has left; UINT64_MAX: none */
 void sf_log_note_capped(void) SF_HIDDEN;     /* the cap was reached: say so in the header, if any */
 void sf_log_note_options(void) SF_HIDDEN;    /* a new log: the filter and cap in its header */
 void sf_filter_describe(char *out, size_t cap) SF_HIDDEN; /* "-f PATH", "--filter-regex RE"; "" none */

@@ -104,13 +104,13 @@ static int own_log_name(const char *name, const char *stem, const char *ext)
 	return ln >= ls + le && !strncmp(name, stem, ls) && !strcmp(name + ln - le, ext) && !strstr(name, ".snap.");
 }
 
-/* pid's own log, if its descriptor fd (in /proc/PID/fd) is one: opened
- * here to be written, its header checked (it names pid, is a ring log and
- * no snapshot). -1 otherwise. */
-static int open_own_log(pid_t pid, const char *fdname, const char *stem, const char *ext)
+/* pid's own log, if its descriptor fd (in the table dir, /proc/PID/fd or
+ * a thread's) is one: opened here to be written, its header checked (it
+ * names pid, is a ring log and no snapshot). -1 otherwise. */
+static int open_own_log(pid_t pid, const char *dir, const char *fdname, const char *stem, const char *ext)
 {
-	char link[64 + NAME_MAX], target[PATH_MAX];
-	snprintf(link, sizeof(link), "/proc/%d/fd/%s", (int)pid, fdname);
+	char link[128 + NAME_MAX], target[PATH_MAX];
+	snprintf(link, sizeof(link), "%s/%s", dir, fdname);
 	ssize_t k = readlink(link, target, sizeof(target) - 1);
 	if (k <= 0 || target[0] != '/')
 		return -1;
@@ -135,17 +135,15 @@ static int open_own_log(pid_t pid, const char *fdname, const char *stem, const c
 /* The header of pid's own log, mapped to be written (its snap_sent word):
  * the log pid has open. NULL when there is none (no event recorded yet)
  * or it cannot be written here. */
-static struct sf_header *map_own_log(pid_t pid, const char *stem, const char *ext)
+static struct sf_header *map_log_in(pid_t pid, const char *dirname, const char *stem, const char *ext)
 {
-	char dirname[64];
-	snprintf(dirname, sizeof(dirname), "/proc/%d/fd", (int)pid);
 	DIR *d = opendir(dirname);
 	if (!d)
 		return NULL;
 	struct sf_header *h = NULL;
 	struct dirent *e;
 	while (!h && (e = readdir(d))) {
-		int fd = e->d_name[0] == '.' ? -1 : open_own_log(pid, e->d_name, stem, ext);
+		int fd = e->d_name[0] == '.' ? -1 : open_own_log(pid, dirname, e->d_name, stem, ext);
 		if (fd < 0)
 			continue;
 		void *m = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -154,6 +152,28 @@ static struct sf_header *map_own_log(pid_t pid, const char *stem, const char *ex
 		close(fd);
 	}
 	closedir(d);
+	return h;
+}
+
+/* The log's descriptor is in the runtime's writer thread's own table
+ * (its /proc/PID/task/TID/fd), where it has one; else in the process's. */
+static struct sf_header *map_own_log(pid_t pid, const char *stem, const char *ext)
+{
+	char dirname[96];
+	snprintf(dirname, sizeof(dirname), "/proc/%d/fd", (int)pid);
+	struct sf_header *h = map_log_in(pid, dirname, stem, ext);
+	snprintf(dirname, sizeof(dirname), "/proc/%d/task", (int)pid);
+	DIR *d = h ? NULL : opendir(dirname);
+	struct dirent *e;
+	while (d && !h && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) > 20)
+			continue;
+		char fds[96];
+		snprintf(fds, sizeof(fds), "/proc/%d/task/%s/fd", (int)pid, e->d_name);
+		h = map_log_in(pid, fds, stem, ext);
+	}
+	if (d)
+		closedir(d);
 	return h;
 }
 

@@ -54,6 +54,15 @@ uint64_t sf_budget_cap(void)
 	return B ? B->cap : 0;
 }
 
+/* Bytes of log the budget has left (UINT64_MAX with no cap). */
+uint64_t sf_budget_room(void)
+{
+	if (!B)
+		return UINT64_MAX;
+	uint64_t used = __atomic_load_n(&B->used, __ATOMIC_RELAXED);
+	return used < B->cap ? B->cap - used : 0;
+}
+
 /* 0 if n more bytes of log fit in the budget (they are then claimed). */
 int sf_budget_take(uint64_t n)
 {

@@ -654,6 +654,15 @@ static int fd_syscall(long nr, const long *a, long *r, uint32_t *e);
 /* syscall(2) with one of these numbers (hooks.c): 1 and *r set if handled. */
 int sf_fd_syscall(long nr, const long *a, long *r)
 {
+	/* Any other number passes untouched, without a system call of ours
+	 * (prog_enter may ask the thread's id: a SECCOMP_MODE_STRICT thread's
+	 * syscall(SYS_exit) must be its only call). */
+	if (nr != SYS_fcntl && nr != SYS_dup && nr != SYS_close && nr != SYS_close_range && nr != SYS_dup3
+#ifdef SYS_dup2
+	    && nr != SYS_dup2
+#endif
+	)
+		return 0;
 	uint32_t e = prog_enter();
 	int handled = fd_syscall(nr, a, r, &e);
 	prog_leave(e);

@@ -172,9 +172,16 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
 			buf[n++] = *p;
 	buf[n++] = '\n';
+	if (!sf_writer_defer_message(buf, n)) /* the writer's table has no stderr */
+		sf_messages_print(buf, n);
+	note_write(buf, n); /* record repeats it if no log was written */
+}
+
+/* A message line on stderr, if it is still the one the process started with. */
+void sf_messages_print(const char *buf, size_t n)
+{
 	if (stderr_is_ours_to_write()) {
 		ssize_t r = write(2, buf, n);
 		(void)r;
 	}
-	note_write(buf, n); /* record repeats it if no log was written */
 }

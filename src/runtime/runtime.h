@@ -918,6 +918,22 @@ void sf_writer_after_fork_child(void) SF_HIDDEN;
 void sf_writer_kick(void) SF_HIDDEN;           /* wakes the writer thread; async-signal-safe */
 int sf_writer_stop(void) SF_HIDDEN;            /* ends it, the queue written: 1 if there was one */
 void sf_writer_restart(void) SF_HIDDEN;        /* after sf_writer_stop */
+/* Descriptor uses on the writer thread (its table is its own: logfile.c). */
+long sf_writer_call(long (*fn)(void *), void *arg) SF_HIDDEN; /* fn(arg) run there; blocks signals meanwhile */
+void sf_writer_serve(void) SF_HIDDEN;          /* on the writer: run a pending request */
+int sf_writer_on_thread(void) SF_HIDDEN;
+int sf_writer_defer_message(const char *buf, size_t n) SF_HIDDEN; /* notes.c: 1 if the requester prints it */
+void sf_messages_print(const char *buf, size_t n) SF_HIDDEN;      /* on stderr, if it still is the start's */
+void sf_writer_set_private(int on) SF_HIDDEN;
+int sf_writer_private(void) SF_HIDDEN;         /* the writer's table is its own */
+uint32_t sf_writer_tid(void) SF_HIDDEN;
+void sf_log_writer_started(void) SF_HIDDEN;    /* writer.c: move the log's descriptor into its table */
+void sf_log_writer_leaving(void) SF_HIDDEN;
+void sf_log_writer_begins(void) SF_HIDDEN;     /* writer.c, on the writer: its table its own */
+int sf_log_writer_before_start(void) SF_HIDDEN; /* writer.c: no log yet, so made by the writer from the start */
+void sf_log_writer_failed(void) SF_HIDDEN;
+void sf_log_writer_refill(void) SF_HIDDEN;     /* writer.c, on the writer: regions mapped ahead (logfile.c) */     /* writer.c: pthread_create failed after that */
+#define SF_WRITER_REFUSED (-4000L)             /* sf_writer_call: no writer to run it: use the program's table */    /* writer.c: and back, before it ends */
 
 /* ---- ns.c: namespace changes that need a single-threaded process ---- */
 /* unshare or setns (nr), as the system call returns it (-errno). */
@@ -1017,6 +1033,7 @@ void sf_budget_init(void) SF_HIDDEN;
 int sf_budget_take(uint64_t bytes) SF_HIDDEN;   /* 0: claimed; -1: over the cap (now or before) */
 int sf_budget_capped(void) SF_HIDDEN;
 uint64_t sf_budget_cap(void) SF_HIDDEN;      /* the --max-size cap in bytes; 0: none */
+uint64_t sf_budget_room(void) SF_HIDDEN;     /* bytes the cap has left; UINT64_MAX: none */
 void sf_log_note_capped(void) SF_HIDDEN;     /* the cap was reached: say so in the header, if any */
 void sf_log_note_options(void) SF_HIDDEN;    /* a new log: the filter and cap in its header */
 void sf_filter_describe(char *out, size_t cap) SF_HIDDEN; /* "-f PATH", "--filter-regex RE"; "" none */

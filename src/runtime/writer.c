@@ -46,12 +46,37 @@ static uint32_t wake;           /* futex word: bumped on every push */
 static uint32_t busy;           /* the writer holds a batch */
 static int active;
 static int stopping;            /* sf_writer_stop: end once the queue is written */
+static uint32_t parked;         /* 1: stopping, queue written, waiting for sf_writer_stop (2: go on) */
 static pthread_t writer;
 static const cpu_set_t *writer_cpus;
 /* glibc's count of the process's threads (__nptl_nthreads, GLIBC_PRIVATE;
  * NULL elsewhere): the writer is not on it while it runs (see
  * sf_writer_start). */
 static int *nptl_nthreads;
+
+/* Descriptor uses on request (sf_writer_call): once the writer's table is
+ * its own (logfile.c, go private), the log's descriptor lives only there
+ * and every other thread's use of it (a chunk write, a slot's file space
+ * and mapping, a snapshot's mapping, the log's creation) runs here. One
+ * request at a time: call_lock is taken by the requester (signals blocked,
+ * so never by a handler over its own thread's request), call_state goes
+ * 1 (posted) then 2 (done) and back to 0. */
+struct writer_call {
+	long (*fn)(void *);
+	void *arg;
+	long ret;
+};
+static uint32_t call_lock, call_state;
+static int serving; /* a writer exists or is being made: requests are answered */
+/* Messages the writer makes while it runs a request (its table has no
+ * stderr): the requester prints them (sf_writer_call). */
+static char deferred[2048];
+static size_t deferred_len;
+static int deferring;
+static struct writer_call *call_req;
+static __thread int on_writer __attribute__((tls_model("initial-exec")));
+static uint32_t writer_tid;
+static int private_table; /* the writer unshared its descriptor table (logfile.c) */
 
 #define IDLE_CHECK_NS 100000000L     /* how often an idle writer looks for a program thread */
 #define LEADER_CHECK_NS 10000000000ull /* the same while the leader lives */
@@ -136,6 +161,121 @@ static void idle_wait(uint32_t seen)
 		end_if_program_gone();
 }
 
+/* In the writer thread: runs the request posted, if any. Also called
+ * while the writer waits for the log's lock (logfile.c): its holder may be
+ * a requester, waiting for this. */
+void sf_writer_serve(void)
+{
+	if (!on_writer || __atomic_load_n(&call_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	struct writer_call *c = __atomic_load_n(&call_req, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&call_state, 3, __ATOMIC_RELAXED); /* running: a nested serve skips it */
+	deferring = 1;
+	c->ret = c->fn(c->arg);
+	deferring = 0;
+	__atomic_store_n(&call_state, 2, __ATOMIC_RELEASE);
+	futex_wake_all(&call_state);
+}
+
+/* The request posted, if any, answered SF_WRITER_REFUSED. */
+static void refuse_posted(void)
+{
+	if (__atomic_load_n(&call_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	__atomic_load_n(&call_req, __ATOMIC_ACQUIRE)->ret = SF_WRITER_REFUSED;
+	__atomic_store_n(&call_state, 2, __ATOMIC_RELEASE);
+	futex_wake_all(&call_state);
+}
+
+/* pthread_create failed: no writer will answer. Every request posted is
+ * refused, and once the request lock is ours no requester is between its
+ * check of serving and its post (sf_writer_call). */
+static void refuse_all(void)
+{
+	__atomic_store_n(&serving, 0, __ATOMIC_RELEASE);
+	for (;;) {
+		refuse_posted();
+		if (!__atomic_exchange_n(&call_lock, 1, __ATOMIC_ACQUIRE))
+			break;
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+	}
+	refuse_posted();
+	__atomic_store_n(&call_lock, 0, __ATOMIC_RELEASE);
+	futex_wake_all(&call_lock);
+}
+
+/* fn(arg) on the writer thread, its result back: two context switches.
+ * On the writer itself, a plain call. Only while the writer runs and
+ * serves (sf_writer_active; logfile.c asks only while its descriptor is
+ * the writer's). Every signal is blocked meanwhile: a handler on this
+ * thread that needed the writer would wait for its own request. */
+long sf_writer_call(long (*fn)(void *), void *arg)
+{
+	if (on_writer)
+		return fn(arg);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (__atomic_exchange_n(&call_lock, 1, __ATOMIC_ACQUIRE))
+		futex_wait(&call_lock, 1);
+	if (!__atomic_load_n(&serving, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&call_lock, 0, __ATOMIC_RELEASE);
+		futex_wake_all(&call_lock);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return SF_WRITER_REFUSED;
+	}
+	struct writer_call c = {fn, arg, 0};
+	__atomic_store_n(&call_req, &c, __ATOMIC_RELEASE);
+	__atomic_store_n(&call_state, 1, __ATOMIC_RELEASE);
+	sf_writer_kick();
+	uint32_t st;
+	while ((st = __atomic_load_n(&call_state, __ATOMIC_ACQUIRE)) != 2)
+		futex_wait(&call_state, st);
+	if (deferred_len) {
+		sf_messages_print(deferred, deferred_len);
+		deferred_len = 0;
+	}
+	__atomic_store_n(&call_state, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&call_req, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&call_lock, 0, __ATOMIC_RELEASE);
+	futex_wake_all(&call_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return c.ret;
+}
+
+/* On the writer running a request: the message kept for the requester. 1 if kept. */
+int sf_writer_defer_message(const char *buf, size_t n)
+{
+	if (!on_writer || !deferring)
+		return 0;
+	if (deferred_len + n <= sizeof(deferred)) {
+		__builtin_memcpy(deferred + deferred_len, buf, n);
+		deferred_len += n;
+	}
+	return 1;
+}
+
+int sf_writer_on_thread(void)
+{
+	return on_writer;
+}
+
+/* The writer's descriptor table is its own (set by logfile.c, on it). */
+void sf_writer_set_private(int on)
+{
+	__atomic_store_n(&private_table, on, __ATOMIC_RELEASE);
+}
+
+int sf_writer_private(void)
+{
+	return __atomic_load_n(&private_table, __ATOMIC_ACQUIRE);
+}
+
+uint32_t sf_writer_tid(void)
+{
+	return __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE);
+}
+
 static void write_slot(struct sf_slot *s)
 {
 	struct sf_chunk c = {0};
@@ -153,6 +293,9 @@ static void write_slot(struct sf_slot *s)
 
 static void *writer_main(void *arg)
 {
+	on_writer = 1;
+	__atomic_store_n(&writer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_RELEASE);
+	sf_log_writer_begins(); /* its descriptor table its own (logfile.c) */
 	if (arg) /* the program's CPUs: set here, as an attribute it would allocate */
 		sched_setaffinity(0, sizeof(cpu_set_t), arg);
 	/* A ring's writer only writes snapshots (and serves switches): as
@@ -166,6 +309,7 @@ static void *writer_main(void *arg)
 	}
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
+		sf_writer_serve();
 		__atomic_store_n(&busy, 1, __ATOMIC_RELEASE);
 		struct sf_slot *list = __atomic_exchange_n(&queue, NULL, __ATOMIC_ACQ_REL);
 		/* Oldest first (the list is a stack). Per thread at most one slot
@@ -180,18 +324,28 @@ static void *writer_main(void *arg)
 		for (struct sf_slot *s = fifo, *next; s; s = next) {
 			next = s->next_queued;
 			write_slot(s);
+			sf_writer_serve(); /* a request waits for one chunk at most */
 		}
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
 		sf_switch_service();   /* sftrace resume / pause asked for since */
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && !__atomic_load_n(&queue, __ATOMIC_ACQUIRE)) {
+			/* Nothing more to write: the stopper takes the log's
+			 * descriptor out of this thread's table while it is
+			 * still there (sf_log_writer_leaving), then lets it end. */
+			__atomic_store_n(&parked, 1, __ATOMIC_RELEASE);
+			futex_wake_all(&parked);
+			uint32_t p;
+			while ((p = __atomic_load_n(&parked, __ATOMIC_ACQUIRE)) != 2)
+				futex_wait(&parked, p);
 			/* back on glibc's count: start_thread takes it off again */
 			if (nptl_nthreads)
 				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
-		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE))
+		sf_log_writer_refill(); /* slots and the next arena, mapped ahead (logfile.c) */
+		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && __atomic_load_n(&call_state, __ATOMIC_ACQUIRE) != 1)
 			idle_wait(seen);
 	}
 	return 0;
@@ -219,13 +373,19 @@ int sf_writer_start(const cpu_set_t *cpus)
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* inherited by the new thread */
 	struct sf_suppress_state st;
 	sf_suppress_begin(&st);
+	__atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
+	int fresh = sf_log_writer_before_start();
 	pthread_t th;
 	int r = pthread_create(&th, &a, writer_main, (void *)cpus);
 	sf_suppress_end(&st);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
-	if (r != 0)
+	if (r != 0) {
+		if (fresh)
+			sf_log_writer_failed();
+		refuse_all();
 		return -1;
+	}
 	pthread_setname_np(th, "sftrace-writer");
 	/* glibc ends the process with exit(0) when the last thread on its
 	 * count ends with pthread_exit (main's included), and counts every
@@ -242,6 +402,8 @@ int sf_writer_start(const cpu_set_t *cpus)
 	writer = th;
 	writer_cpus = cpus;
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	if (!fresh)
+		sf_log_writer_started(); /* the log's descriptor moves into the writer's own table */
 	return 0;
 }
 
@@ -257,8 +419,18 @@ int sf_writer_stop(void)
 	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
 	sf_writer_kick();
+	uint32_t p;
+	while ((p = __atomic_load_n(&parked, __ATOMIC_ACQUIRE)) != 1)
+		futex_wait(&parked, p);
+	sf_log_writer_leaving(); /* the log's descriptor back in the program's table */
+	__atomic_store_n(&parked, 2, __ATOMIC_RELEASE);
+	futex_wake_all(&parked);
 	pthread_join(writer, NULL);
+	__atomic_store_n(&parked, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&private_table, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&writer_tid, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&serving, 0, __ATOMIC_RELEASE);
 	return 1;
 }
 
@@ -328,4 +500,10 @@ void sf_writer_after_fork_child(void)
 	queue = NULL;
 	busy = 0;
 	active = 0;
+	call_lock = 0;
+	call_state = 0;
+	call_req = NULL;
+	private_table = 0;
+	writer_tid = 0;
+	serving = 0;
 }

@@ -52,7 +52,7 @@ def test_skep24b_close_every_listed_descriptor_checking_errors():
     # number (listed, yet "not open"): "close(1023) listed in
     # /proc/self/fd: EBADF", "failed closes: 1"; untraced "failed closes: 0".
     # A program that treats that as fatal (err(1, "close")) exits 1 traced.
-    raise Skip("documented limit (docs/DESIGN.md Descriptors): the log is listed in /proc/self/fd but close() of it fails")
+    # Fixed: the log's descriptor is in the writer thread's table only.
     want, p, log = _untraced_vs_traced(_probe(), ["procfd"])
     eq(want, "failed closes: 0\n", "untraced output")
     eq(p.stdout, want, "traced output")
@@ -64,7 +64,7 @@ def test_skep24b_open_until_emfile_count():
     # file fewer traced ("opened 19994" against 19995 untraced with
     # ulimit -n 20000; 1020 against 1021 with 1024): the log takes one of
     # the program's numbers.
-    raise Skip("documented limit (docs/DESIGN.md Descriptors): the log's descriptor counts against the program's RLIMIT_NOFILE")
+    # Fixed: the log's descriptor is in the writer thread's table only.
     want, p, log = _untraced_vs_traced(_probe(), ["fill"])
     eq(p.stdout, want, "traced output")
 

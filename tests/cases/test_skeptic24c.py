@@ -8,7 +8,7 @@ import glob
 import os
 import resource
 
-from sfkit import SFTRACE, Skip, build_c, count_calls, dump_events, eq, record, run, tmpdir
+from sfkit import SFTRACE, Skip, build_c, check, count_calls, dump_events, eq, record, run, tmpdir
 
 
 def _vfork():
@@ -254,6 +254,34 @@ def test_skep24c_syscall_setresuid_child_loses_its_log():
     eq(len(logs), 2, "logs")
     got = sorted(tuple(sorted(count_calls(dump_events(l)).items())) for l in logs)
     eq(got, [(("child_work", 5),), (("main", 1), ("work", 3))], "calls per process")
+
+
+def test_skep24c_thread_raw_setresuid_log_made_with_the_process_credentials():
+    # The main thread alone drops to nobody with a setresuid system call
+    # instruction of its own (not glibc's, not syscall(): the runtime wraps
+    # that) before any traced code (main is not instrumented), then makes
+    # 3 calls;
+    # record's directory is root's 0700:
+    #   build/sftrace record --writer thread -o D/sf.log -- build/fixtures/skep24c_rawthreadcred
+    # With a writer thread the log is made by the writer (its descriptor
+    # table is its own), with the process's credentials as glibc last set
+    # them for every thread: root's, so the log exists (owned by root) and
+    # holds work 3. Without one (--writer sync, as main in every mode) the
+    # thread makes it as nobody: "cannot create log D/sf.log: Permission
+    # denied" and no log (docs/DESIGN.md, "Who creates the log").
+    if os.uname().machine != "x86_64":
+        raise Skip("the fixture's system call instruction is x86-64's")
+    exe = build_c("skep24c_rawthreadcred", ["skep24c_rawthreadcred.c"])
+    eq(run([exe]).stdout, "uid 65534\n", "untraced output")
+    p, log = record([exe], args=["--writer", "thread"])
+    eq(p.stdout, "uid 65534\n", "traced output (writer)")
+    eq(_logs(log), [log], "logs (writer)")
+    eq(os.stat(log).st_uid, 0, "the log's owner (writer)")
+    eq(sorted(count_calls(dump_events(log)).items()), [("work", 3)], "calls (writer)")
+    p, log = record([exe], args=["--writer", "sync"])
+    eq(p.stdout, "uid 65534\n", "traced output (sync)")
+    eq(_logs(log), [], "logs (sync)")
+    check(f"cannot create log {log}: Permission denied" in p.stderr, p.stderr)
 
 
 def test_skep24c_raw_close_then_dup2_keeps_a_pipe_open():

@@ -251,13 +251,51 @@ def test_skep27d_fork_exec_heap_counter_in_slice():
 
 @sfkit.known_break(27, "summary lines do not fit --width 60: a forked child's 'forked from pid N: started with "
                    "its 3.00 MiB in 1 live blocks' is 65 columns (no comma to break at) and 'peak heap 3.00 MiB in "
-                   "1 blocks at 18.749 ms;' 44-50 columns at --width 40-43")
+                   "1 blocks at 18.749 ms;' 44-50 columns at --width 40-43; the '== process PID (PATH child)' "
+                   "heading is not cut either")
 def test_skep27d_summary_lines_fit_width():
     """man --width: table rows fit N columns; "the summary lines above the
     tables break after a comma or semicolon to fit"."""
     d = fork_run()
     out = memory(d, "--width", "60")
     eq([ln for ln in out.splitlines() if len(ln) > 60], [], "lines wider than 60")
+
+
+def rust_rows():
+    b = sfkit.rust_fixture("skep27d_rust")
+    return tsv_rows(rec(b))
+
+
+def test_skep27d_rust_sites_name_user_functions():
+    """Issue 27: a Rust program's top sites name the user's function at the
+    line of its growth (Vec::push, String::push_str, HashMap::insert,
+    BTreeMap::insert, VecDeque::push_front), Box::new and format! reached by
+    tail calls: never finish_grow, alloc:: or __rust_alloc."""
+    rows = rust_rows()
+    top = [(r[0], r[1], r[2], r[3], r[4]) for r in rows[:7]]
+    m = "skep27d_rust::"
+    eq(top, [(262112, 13, m + "grow_vec", "skep27d_rust.rs:8", "0"),
+             (69724, 10, m + "fill_map", "skep27d_rust.rs:20", "0"),
+             (34368, 167, m + "fill_btree", "skep27d_rust.rs:26", "0"),
+             (16376, 11, m + "grow_string", "skep27d_rust.rs:14", "0"),
+             (8176, 9, m + "deque", "skep27d_rust.rs:36", "0"),
+             (5400, 51, m + "boxed", "skep27d_rust.rs:31", "1"),
+             (3400, 101, m + "fmt_strings", "skep27d_rust.rs:41", "1")], "top sites")
+    check(not [r for r in rows if re.search(r"alloc::|__rust|finish_grow|hashbrown", r[2])], rows)
+
+
+@sfkit.known_break(27, "a site in std code of the traced Rust executable with no traced frame (std's runtime "
+                   "set-up before main: 544 B, 1 block) reads '[no traced frame]  thread_info.rs:122': the "
+                   "location is resolved but the function is not named, while libc's reads "
+                   "'_IO_file_doallocate  filedoalloc.c:101'")
+def test_skep27d_rust_no_traced_frame_named():
+    """man: a site with no traced frame at all is named from the object it
+    lies in: the function there by its own symbols and the call's
+    file:line from its DWARF."""
+    rows = rust_rows()
+    un = [r for r in rows if r[3].startswith("thread_info.rs:")]
+    eq(len(un), 1, f"one thread_info.rs row: {rows}")
+    check(un[0][2] != "[no traced frame]", f"function of {un[0]}")
 
 
 if __name__ == "__main__":

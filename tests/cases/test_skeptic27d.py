@@ -298,6 +298,32 @@ def test_skep27d_rust_no_traced_frame_named():
     check(un[0][2] != "[no traced frame]", f"function of {un[0]}")
 
 
+@sfkit.known_break(27, "--width 50: 'pm  skep27d_basic.c:11 (tail…', 'al  skep27d_basic.c:10 (tail…', "
+                   "'viafp  skep27d_basic.c:14 (t…': the (tail call) mark is cut while chain, grab and zeroed "
+                   "(as short) move to two lines and keep it")
+def test_skep27d_tail_mark_kept_narrow():
+    """man: rows reached by a tail call are marked (tail call); a row too
+    narrow puts the location alone on its line and the name on the next."""
+    b = sfkit.build_c("skep27d_basic", ["skep27d_basic.c"])
+    out = memory(rec(b), "-n", "0", "--width", "50")
+    cut = [ln.strip() for ln in out.splitlines() if re.search(r"\(t[a-z ]*…$", ln)]
+    eq(cut, [], "rows whose (tail call) mark is cut")
+
+
+@sfkit.known_break(27, "memory --diff --width 80 (skep27d_basic -> skep27d_wide): names cut to 4-5 columns "
+                   "('zero…  skep27d_basic.c:8 (tail call)', 'via…  skep27d_basic.c:14 (tail call)') instead "
+                   "of the location alone on the row's line and the name on the next")
+def test_skep27d_diff_narrow_name_two_lines():
+    """man --width: "when the location leaves the name under 10 columns, the
+    location stands alone on the row's line and the name follows on the
+    next; also in the --diff table"."""
+    old = rec(sfkit.build_c("skep27d_basic", ["skep27d_basic.c"]))
+    new = rec(sfkit.build_c("skep27d_wide", ["skep27d_wide.c"]))
+    out = run([SFTRACE, "memory", "--diff", "--width", "80", old, new]).stdout
+    short = [ln.strip() for ln in out.splitlines() if re.search(r"  [^ ]{1,9}…  skep27d_", ln)]
+    eq(short, [], "diff rows with names cut under 10 columns")
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

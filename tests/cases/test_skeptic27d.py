@@ -324,6 +324,23 @@ def test_skep27d_diff_narrow_name_two_lines():
     eq(short, [], "diff rows with names cut under 10 columns")
 
 
+@sfkit.known_break(27, "--width 40: tail-call rows lose their line: 'chain  skep27d_bas…', 'grab  skep27d_basi…', "
+                   "'pm  skep27d_basic.…' (at 44: 'chain  skep27d_basic.c…'), though 'skep27d_basic.c:9' (17 "
+                   "columns) fits the 19 left after the figures; the non-tail useinl row moves to two lines "
+                   "and keeps 'skep27d_basic.c:15' whole")
+def test_skep27d_location_whole_at_40():
+    """man --width: a name that does not fit is cut, "and its file:line
+    whole"; README: "never the file:line"."""
+    b = sfkit.build_c("skep27d_basic", ["skep27d_basic.c"])
+    d = rec(b)
+    for w in (40, 44):
+        out = memory(d, "-n", "0", "--width", str(w))
+        sect = out.split("Top allocation sites by bytes:")[1].split("\n\n")[0]
+        rows = [ln for ln in sect.splitlines()[2:] if re.match(r"\s+[\d.]+ (B|KiB)\s", ln)]
+        eq(len(rows), 7, f"rows at {w}")
+        eq([ln.strip() for ln in rows if not re.search(r"skep27d_basic\.c:\d+", ln)], [], f"rows without a line at {w}")
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

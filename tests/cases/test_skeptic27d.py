@@ -357,6 +357,19 @@ def test_skep27d_rust_iterator_sites_name_user_function():
     eq(sorted({r[3] for r in up}), ["skep27d_rust_iter.rs:11"], "upper's location")
 
 
+@sfkit.known_break(27, "v.push(format!(...)) on line 7 of work(): all 508 blocks (28,480 B) read "
+                   "'skep27d_rust_fmt.rs:4' (the fn's line) where heaptrack_print says line 7 for every call: "
+                   "work reaches format_inner through 'call *%r15' and grow_one through a GOT slot with a "
+                   "R_X86_64_RELATIVE relocation, and calls the dealloc shim on line 8")
+def test_skep27d_rust_push_format_line():
+    """README: folded plumbing is "at the line of its call into them ... or
+    its own line when those calls lie on several lines": here every
+    allocating call is on one line."""
+    b = sfkit.rust_fixture("skep27d_rust_fmt")
+    rows = [r for r in tsv_rows(rec(b)) if r[2] == "skep27d_rust_fmt::work"]
+    eq([(r[0], r[1], r[3]) for r in rows], [(28480, 508, "skep27d_rust_fmt.rs:7")], "work's rows")
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

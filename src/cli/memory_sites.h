@@ -118,13 +118,17 @@ const char *ms_func_name(const struct heap_result *r, const struct ms_row *row, 
 /* Display columns of UTF-8 text (one per code point). */
 size_t ms_cols(const char *s);
 
-/* "NAME  LOC" in at most `width` columns for a table row: the location
- * (file:line, what tells rows apart) stays whole and the name is cut with
- * "…" in its path, keeping its last component (sf_fit_name); when the location leaves under 10 columns for the name, the name
- * comes first and the location gets what is left, at least 3 columns
- * (cut, never left out), unless whole_loc: then
- * the location stays whole whatever the width (the name cut to a letter
- * and "…"; the text then takes more than width columns). */
-void ms_name_loc(const char *name, const char *loc, size_t width, int whole_loc, char *buf, size_t cap);
+/* A table row's text in at most `width` columns (sftrace memory's tables
+ * and --diff's), every line within it: "NAME  LOC MARK" (mark: " (tail
+ * call)" or "") with the name cut with "…" in its path, keeping its last
+ * component (sf_fit_name), when that leaves the name 10 columns (or all of
+ * it); else two lines: the location alone, then, after a newline and
+ * indent + 2 spaces, the name in what is left. The mark is never cut:
+ * after the location when both fit, else after the name. A location wider
+ * than the line (a long "in OBJECT") goes after the name, cut to what is
+ * left (3 columns at least). Returns the columns the
+ * last line's text takes (counting the 2 of the second line's indent). */
+size_t ms_fit_row(const char *name, const char *loc, const char *mark, size_t width, size_t indent, char *buf,
+		  size_t cap);
 
 #endif

@@ -93,9 +93,6 @@ def row_widths(out):
     return [(len(ln), ln) for ln in out.splitlines()]
 
 
-@sfkit.known_break(27, "a merged row (<- 2 callers) whose callers do not fit ends 'skep27d_wide.c:6…' with no gap: "
-                   "81 columns at --width 80, 91 at 90, 101 at 100 (also when the pipe's default 100 applies), 106 at 105; "
-                   "110 at 110 fits (ending '  …', no '←')")
 def test_skep27d_merged_row_fits_width():
     """man: "table rows fit N columns"; a row whose callers do not fit ends
     in "<- ...", its file:line whole."""
@@ -136,8 +133,6 @@ def test_skep27d_stripped_own_call_site():
     eq(us[0][3], "in skep27d_strip", "stripped location of useinl's malloc")
 
 
-@sfkit.known_break(27, "memory --format tsv keeps a tab in a function name as '\\x09' ('tab\\x09by'); "
-                   "OUTPUTS.md: TSV outputs turn tabs into spaces first ('report --format tsv' gives 'tab by')")
 def test_skep27d_tsv_tab_in_name():
     b = sfkit.build_c("skep27d_names", ["skep27d_names.c"])
     d = rec(b)
@@ -249,10 +244,6 @@ def test_skep27d_fork_exec_heap_counter_in_slice():
     check(offsets[-1] - offsets[0] <= 1000, f"Perfetto time - peak_time_ns per process: {offsets}")
 
 
-@sfkit.known_break(27, "summary lines do not fit --width 60: a forked child's 'forked from pid N: started with "
-                   "its 3.00 MiB in 1 live blocks' is 65 columns (no comma to break at) and 'peak heap 3.00 MiB in "
-                   "1 blocks at 18.749 ms;' 44-50 columns at --width 40-43; the '== process PID (PATH child)' "
-                   "heading is not cut either")
 def test_skep27d_summary_lines_fit_width():
     """man --width: table rows fit N columns; "the summary lines above the
     tables break after a comma or semicolon to fit"."""
@@ -298,9 +289,6 @@ def test_skep27d_rust_no_traced_frame_named():
     check(un[0][2] != "[no traced frame]", f"function of {un[0]}")
 
 
-@sfkit.known_break(27, "--width 50: 'pm  skep27d_basic.c:11 (tail…', 'al  skep27d_basic.c:10 (tail…', "
-                   "'viafp  skep27d_basic.c:14 (t…': the (tail call) mark is cut while chain, grab and zeroed "
-                   "(as short) move to two lines and keep it")
 def test_skep27d_tail_mark_kept_narrow():
     """man: rows reached by a tail call are marked (tail call); a row too
     narrow puts the location alone on its line and the name on the next."""
@@ -310,9 +298,6 @@ def test_skep27d_tail_mark_kept_narrow():
     eq(cut, [], "rows whose (tail call) mark is cut")
 
 
-@sfkit.known_break(27, "memory --diff --width 80 (skep27d_basic -> skep27d_wide): names cut to 4-5 columns "
-                   "('zero…  skep27d_basic.c:8 (tail call)', 'via…  skep27d_basic.c:14 (tail call)') instead "
-                   "of the location alone on the row's line and the name on the next")
 def test_skep27d_diff_narrow_name_two_lines():
     """man --width: "when the location leaves the name under 10 columns, the
     location stands alone on the row's line and the name follows on the
@@ -324,10 +309,6 @@ def test_skep27d_diff_narrow_name_two_lines():
     eq(short, [], "diff rows with names cut under 10 columns")
 
 
-@sfkit.known_break(27, "--width 40: tail-call rows lose their line: 'chain  skep27d_bas…', 'grab  skep27d_basi…', "
-                   "'pm  skep27d_basic.…' (at 44: 'chain  skep27d_basic.c…'), though 'skep27d_basic.c:9' (17 "
-                   "columns) fits the 19 left after the figures; the non-tail useinl row moves to two lines "
-                   "and keeps 'skep27d_basic.c:15' whole")
 def test_skep27d_location_whole_at_40():
     """man --width: a name that does not fit is cut, "and its file:line
     whole"; README: "never the file:line"."""

@@ -81,12 +81,6 @@ def test_skep27d_xthread_realloc_matches():
     eq(s["unmatched_frees"], "0", "frees of blocks allocated before recording began")
 
 
-test_skep27d_xthread_realloc_matches = sfkit.known_break(
-    27, "cross-thread realloc: 100,000 blocks malloc'd by a producer thread, realloc'd then freed by a "
-    "consumer: unmatched_frees 1 to 32 in 6 of 6 runs (200,000 blocks, 1/3 realloc'd: frees 199,959 to "
-    "199,999 of 200,000 and 2 to 99 'frees of blocks allocated before recording began'); without the "
-    "realloc, or in one thread, 0: realloc's event is stamped after the real realloc, so another "
-    "thread's malloc reusing the old address comes first")(test_skep27d_xthread_realloc_matches)
 
 
 def row_widths(out):

@@ -301,8 +301,10 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		row->outside = s->addr && !in;
 		/* the function's own call in an object without DWARF (-g0): no
 		 * line to tell its calls apart, and a runtime address is no key
-		 * across runs; the row is the function's, "in OBJECT" */
-		if (in && leaf == s->node && leaf != CP_ROOT && p->syms && ls_site_in_func(p->syms, s->addr, row->func) &&
+		 * across runs; the row is the function's, "in OBJECT". Stripped,
+		 * no symbol holds the site, but the function's extent (its
+		 * .eh_frame FDE, ls_site_in_func) still does. */
+		if (leaf == s->node && leaf != CP_ROOT && p->syms && ls_site_in_func(p->syms, s->addr, row->func) &&
 		    ls_object_without_dwarf(p->syms, row->func)) {
 			row->own = 1;
 			return;

@@ -24,7 +24,8 @@
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
  *   - else, a call site in the allocating function's own code in an
- *     object without DWARF: that object, keyed by the function (ms_row.own);
+ *     object without DWARF (stripped too: the function's extent from
+ *     .eh_frame): that object, keyed by the function (ms_row.own);
  *   - else the function holding the call site;
  *   - else, a call site in an object the log did not record (libc's
  *     printf allocating stdout's buffer) with a return-address tag that

@@ -111,8 +111,6 @@ def test_skep27d_rows_fit_100_and_80():
     check("grab  skep27d_basic.c:7 (tail call)  ← main" in memory(d), memory(d))
 
 
-@sfkit.known_break(27, "stripped -O2 build: useinl's own malloc (33 B, 1 block, a call in the executable's "
-                   "code) reads 'in a library'; the -g0 build of the same source reads 'in skep27d_nodw'")
 def test_skep27d_stripped_own_call_site():
     """man: without DWARF, a function's own calls of the allocator read
     'in OBJECT'. Stripped, the object is the same executable."""

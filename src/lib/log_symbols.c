@@ -528,30 +528,46 @@ int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint3
 	return 1;
 }
 
-int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *ret)
+/* The return address in function func that a tag's low bits name: 1 with
+ * *so, *v (ELF) and *r (runtime) when it lies in func; else 0. */
+static int tag_addr(struct log_symbols *ls, uint32_t func, uint32_t tag, struct sym_object **so, uint64_t *v,
+		    uint64_t *r)
 {
 	const struct lr_object *obj;
 	uint64_t fvaddr;
 	if (!tag || lr_func(ls->log, func, &obj, &fvaddr) < 0)
 		return 0;
 	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
-	struct sym_object *so = ls->objs[oi].sym;
-	if (!so)
+	*so = ls->objs[oi].sym;
+	if (!*so)
 		return 0;
 	/* the one address at or above the function's start with these low bits
 	 * that can still lie in it (a function is far below 256 MiB) */
 	const uint64_t span = 1ull << 28, start = fvaddr + obj->load_bias;
-	uint64_t r = (start & ~(span - 1)) | tag;
-	if (r <= start)
-		r += span;
-	uint64_t v = r - obj->load_bias;
-	uint64_t target;
+	*r = (start & ~(span - 1)) | tag;
+	if (*r <= start)
+		*r += span;
+	*v = *r - obj->load_bias;
+	const void *f = sym_func_key(*so, fvaddr);
+	return f && sym_func_key(*so, *v - 1) == f;
+}
+
+int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *ret)
+{
+	struct sym_object *so;
+	uint64_t v, r, target;
 	const char *name;
-	const void *f = sym_func_key(so, fvaddr);
-	if (!f || sym_func_key(so, v - 1) != f || !sym_call_target(so, v, &target, &name))
+	if (!tag_addr(ls, func, tag, &so, &v, &r) || !sym_call_target(so, v, &target, &name))
 		return 0;
 	*ret = r;
 	return 1;
+}
+
+int ls_tag_indirect_call(struct log_symbols *ls, uint32_t func, uint32_t tag)
+{
+	struct sym_object *so;
+	uint64_t v, r;
+	return tag_addr(ls, func, tag, &so, &v, &r) && sym_indirect_call(so, v);
 }
 
 int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func)

@@ -133,6 +133,11 @@ int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint3
  * a stale slot's word, no code to read). */
 int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *ret);
 
+/* 1 when a heap event's return-address tag names an indirect call in
+ * function func (`call *%rax`: sym_indirect_call), whose callee the code
+ * does not tell; else 0. */
+int ls_tag_indirect_call(struct log_symbols *ls, uint32_t func, uint32_t tag);
+
 /* 1 when the call that returns to runtime address `site` (an allocation's
  * call site) lies in function func's code; 0 when elsewhere or unknown. */
 int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func);

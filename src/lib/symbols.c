@@ -1469,6 +1469,30 @@ int sym_call_target(struct sym_object *o, uint64_t ret, uint64_t *target, const 
 	return 0;
 }
 
+int sym_indirect_call(struct sym_object *o, uint64_t ret)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(o->mod, &bias);
+	uint8_t b[7];
+	if (!is_x86_64(elf) || ret < 7 || !read_image(elf, ret - 7, b, sizeof(b), NULL))
+		return 0;
+	/* ff /2 ending at ret: modrm reg field 2, then no SIB (rm != 4) and
+	 * its displacement by mod: none (rm != 5, RIP-relative), 1 or 4 bytes */
+	for (int disp = 0; disp <= 4; disp += disp ? 3 : 1) {
+		int m = 6 - disp; /* the modrm byte's index */
+		uint8_t modrm = b[m], mod = modrm >> 6, rm = modrm & 7;
+		if (b[m - 1] != 0xff || ((modrm >> 3) & 7) != 2)
+			continue;
+		if (mod == 3 && disp == 0)
+			return 1;
+		if (rm == 4 || (mod == 0 && rm == 5))
+			continue;
+		if ((mod == 0 && disp == 0) || (mod == 1 && disp == 1) || (mod == 2 && disp == 4))
+			return 1;
+	}
+	return 0;
+}
+
 size_t sym_calls(struct sym_object *o, uint64_t fvaddr,
 		 void (*cb)(void *ctx, uint64_t ret, int kind, uint64_t target, const char *name), void *ctx)
 {

@@ -146,9 +146,6 @@ def test_skep27d_json_and_table_escape():
     eq(names, ["ctl\x1b[31mRED", "tab\tby"], "json names")
 
 
-@sfkit.known_break(27, "one indirect call site alternately calling F (tail-calls untraced X) and X: "
-                   "F gets 4 blocks, 64 B (i = 0, 1, 4, 5) and main 2 (i = 2, 3), want 3 and 3: "
-                   "main's own X calls go to F and F's second tail call to main")
 def test_skep27d_same_call_site_claims():
     """README: a tail call claims what its callee allocates, "nor the blocks
     of the caller's own later call of make_pair"."""

@@ -268,6 +268,13 @@ static void site_row(const struct heap_result *r, struct ms_fold *fold, const st
 		.temporaries = s->temporaries, .peak_bytes = s->peak_bytes, .peak_blocks = s->peak_blocks,
 		.leak_bytes = s->leak_bytes, .leak_blocks = s->leak_blocks, .top_bytes = s->bytes,
 	};
+	/* no traced frame, the call site in a recorded object's function that
+	 * is not plumbing (Rust std's set-up before main): that function names
+	 * the row, as an untraced object's does (libc's _IO_file_doallocate) */
+	if (leaf == CP_ROOT && in && !(fold && fold_name(fold, in->name))) {
+		row->usym = in->name;
+		row->ushort = ls_short_of(p->syms, in);
+	}
 	/* folded plumbing that tail-called the allocator (Lua's luaL_alloc
 	 * ending in `jmp realloc`) returns into its caller, the allocating
 	 * function: the call site is then that function's own line, when the

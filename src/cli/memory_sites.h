@@ -40,6 +40,9 @@
  *     before any traced callee of it returned) "in a library": the runtime address moves
  *     with address-space randomization, so it is neither shown nor a key
  *     (such sites of one function merge, and match across runs in --diff).
+ * A row with no traced frame whose call site lies in a recorded object's
+ * function that is not plumbing (Rust std's set-up before main) is named
+ * by that function (ms_row.usym), its location as above.
  * Rows then merge by function, by function and location (the default), or
  * not at all (by stack: one row per site). A merged row shows the callers
  * common to all its blocks (ms_row.common) and the stack of its largest site

@@ -855,6 +855,15 @@ static struct sym_object *untraced_sym(struct log_symbols *ls, const struct lr_o
 	return sym;
 }
 
+const char *ls_short_of(struct log_symbols *ls, const struct sym_info *si)
+{
+	int added;
+	uint64_t *v = hm_put(&ls->untraced_short, (uint64_t)(uintptr_t)si, &added);
+	if (added)
+		*v = (uint64_t)(uintptr_t)sf_short_name(si->name, si->mangled);
+	return (const char *)(uintptr_t)*v;
+}
+
 int ls_untraced_site(struct log_symbols *ls, uint64_t addr, struct ls_untraced_site *out)
 {
 	const struct lr_object *o = addr ? lr_untraced_at(ls->log, addr) : NULL;
@@ -868,11 +877,7 @@ int ls_untraced_site(struct log_symbols *ls, uint64_t addr, struct ls_untraced_s
 	const struct sym_info *si = sym_lookup(sym, out->vaddr - 1); /* the call before the return address */
 	if (si->mangled) {
 		out->func = si->name;
-		int added;
-		uint64_t *v = hm_put(&ls->untraced_short, (uint64_t)(uintptr_t)si, &added);
-		if (added)
-			*v = (uint64_t)(uintptr_t)sf_short_name(si->name, si->mangled);
-		out->func_short = (const char *)(uintptr_t)*v;
+		out->func_short = ls_short_of(ls, si);
 	}
 	if (!sym_source_line(sym, out->vaddr - 1, &out->file, &out->line))
 		out->file = NULL;

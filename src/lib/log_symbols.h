@@ -61,6 +61,10 @@ void ls_each_renamed(const struct log_symbols *ls, void (*cb)(void *ctx, uint32_
  * (another object, or no symbol there). */
 const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uint64_t *vaddr);
 
+/* The short name (sf_short_name) of a symbol ls_lookup_addr or an
+ * untraced object's lookup gave, kept until ls is closed. */
+const char *ls_short_of(struct log_symbols *ls, const struct sym_info *si);
+
 /* The source file:line of the call that returns to runtime address `addr`
  * (an allocation's call site): sym_source_line of the byte before it. 1, or
  * 0 when no object's DWARF has it. */

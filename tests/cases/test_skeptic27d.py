@@ -264,10 +264,6 @@ def test_skep27d_rust_sites_name_user_functions():
     check(not [r for r in rows if re.search(r"alloc::|__rust|finish_grow|hashbrown", r[2])], rows)
 
 
-@sfkit.known_break(27, "a site in std code of the traced Rust executable with no traced frame (std's runtime "
-                   "set-up before main: 544 B, 1 block) reads '[no traced frame]  thread_info.rs:122': the "
-                   "location is resolved but the function is not named, while libc's reads "
-                   "'_IO_file_doallocate  filedoalloc.c:101'")
 def test_skep27d_rust_no_traced_frame_named():
     """man: a site with no traced frame at all is named from the object it
     lies in: the function there by its own symbols and the call's

@@ -19,8 +19,10 @@
  *     called from `finish_grow`): the line of the allocating function's
  *     calls of the outermost traced plumbing frame (`RawVec::grow_one`,
  *     called from Vec::push inlined into it) when they all lie on one
- *     line, else its own file:line (its definition), since the call inside
- *     it left no address;
+ *     line (when none of its calls names that frame, its calls that name
+ *     nothing, `call *%rbx` and GOT slots of untraced functions, as
+ *     format!'s call of format_inner), else its own file:line (its
+ *     definition), since the call inside it left no address;
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
  *   - else, a call site in the allocating function's own code in an

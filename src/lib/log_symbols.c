@@ -758,6 +758,54 @@ static void callee_call(void *ctx, uint64_t ret, int kind, uint64_t target, cons
 	cc->n++;
 }
 
+/* Calls of func whose callee the code does not name (sym_opaque_calls):
+ * any may have reached callee through untraced code, unless it calls a
+ * traced function other than callee, whose frame would stand between. */
+struct opaque_ctx {
+	struct callee_calls *cc;
+	const struct lr_log *log;
+	const struct lr_object *obj;
+	uint64_t callee_vaddr;
+};
+
+static int fold_all(void *ctx, const char *name)
+{
+	(void)ctx;
+	(void)name;
+	return 1;
+}
+
+static int traced_at(const struct lr_log *log, const struct lr_object *obj, uint64_t vaddr)
+{
+	for (uint32_t id = obj->first_id; id < obj->first_id + obj->count; id++) {
+		const struct lr_object *o;
+		uint64_t v;
+		if (lr_func(log, id, &o, &v) == 0 && o == obj && v == vaddr)
+			return 1;
+	}
+	return 0;
+}
+
+static void opaque_call(void *ctx, uint64_t ret, uint64_t target)
+{
+	struct opaque_ctx *oc = ctx;
+	struct callee_calls *cc = oc->cc;
+	const char *f;
+	uint32_t l;
+	if (target && target != oc->callee_vaddr && traced_at(oc->log, oc->obj, target))
+		return;
+	/* the line in func's own code: what reached the callee is unknown, so
+	 * every inlined frame there (format!'s alloc::fmt::format, then
+	 * core's Option::map_or_else) folds into the line that entered it */
+	if (cc->n > 1 || !sym_source_line_folded(cc->sym, ret - 1, fold_all, NULL, &f, &l))
+		return;
+	if (cc->n && l == cc->line && strcmp(f, cc->file) == 0)
+		return;
+	cc->file = f;
+	cc->line = l;
+	cc->n++;
+}
+
 int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*skip)(void *ctx, const char *name),
 		 void *ctx, const char **file, uint32_t *line)
 {
@@ -771,6 +819,10 @@ int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*s
 	struct callee_calls cc = {.sym = ls->objs[oi].sym, .skip = skip, .ctx = ctx, .vaddr = oi == ci ? cvaddr : 0,
 				  .mangled = ls->objs[ci].sym ? sym_lookup(ls->objs[ci].sym, cvaddr)->mangled : NULL};
 	sym_calls(cc.sym, vaddr, callee_call, &cc);
+	if (!cc.n) { /* no call names callee: the calls that name nothing (`call *%rbx`, Rust's format_inner) */
+		struct opaque_ctx oc = {.cc = &cc, .log = ls->log, .obj = obj, .callee_vaddr = oi == ci ? cvaddr : 0};
+		sym_opaque_calls(cc.sym, vaddr, opaque_call, &oc);
+	}
 	if (cc.n == 1) {
 		*file = cc.file;
 		*line = cc.line;

@@ -95,6 +95,11 @@ int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(voi
  * callee, or calls through the PLT or the GOT of callee's symbol, at the
  * line of each call with inlined frames skip() names folded into the line
  * of their call in func (Vec::push inlined into the user's function).
+ * When no call names callee, its calls that name nothing (sym_opaque_calls:
+ * `call *%rbx`, a GOT slot of this object's own function that is not
+ * traced, as Rust's format! reaching __rust_alloc through format_inner)
+ * stand for them, at the line in func's own code (every inlined frame
+ * folded).
  * 1 with *file and *line when they all lie on one line; 0 when on several;
  * -1 when there is none (or no code to read). */
 int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*skip)(void *ctx, const char *name),

@@ -111,6 +111,15 @@ int sym_call_target(struct sym_object *obj, uint64_t ret, uint64_t *target, cons
  * does not tell; else 0. */
 int sym_indirect_call(struct sym_object *obj, uint64_t ret);
 
+/* The calls in the function starting at ELF address fvaddr whose callee
+ * sym_call_target cannot name: calls through a register or memory
+ * (`call *%rbx`) with target 0, and calls through a GOT slot that names no
+ * symbol (an R_X86_64_RELATIVE slot: this object's function at target).
+ * cb(ctx, return address, target); returns how many. Byte patterns, not
+ * a disassembly: one inside another instruction can be reported. */
+size_t sym_opaque_calls(struct sym_object *obj, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, uint64_t target),
+			void *ctx);
+
 /* The calls in the function starting at ELF address fvaddr (its symbol's
  * size), each decoded as sym_call_target: cb(ctx, return address, kind
  * (1: a direct call of target, a function of this object; 2: through the

@@ -322,10 +322,6 @@ def test_skep27d_rust_iterator_sites_name_user_function():
     eq(sorted({r[3] for r in up}), ["skep27d_rust_iter.rs:11"], "upper's location")
 
 
-@sfkit.known_break(27, "v.push(format!(...)) on line 7 of work(): all 508 blocks (28,480 B) read "
-                   "'skep27d_rust_fmt.rs:4' (the fn's line) where heaptrack_print says line 7 for every call: "
-                   "work's calls there are 'call *%rbx' (format_inner) and 'call *GOT' (a slot with a "
-                   "R_X86_64_RELATIVE relocation), and it calls the dealloc shim on line 10")
 def test_skep27d_rust_push_format_line():
     """README: folded plumbing is "at the line of its call into them ... or
     its own line when those calls lie on several lines": here every

@@ -106,6 +106,9 @@ static void stack_str(const struct heap_result *r, uint32_t node, uint64_t site,
 
 /* ---- the tables ---- */
 
+/* TSV cells: tabs and newlines become spaces (OUTPUTS.md), the rest as sf_esc */
+#define TSV_SPACES "\t\n\r"
+
 static const struct ms_row *sort_rows;
 static int sort_key;
 enum { BY_BYTES, BY_COUNT, BY_PEAK, BY_LEAK, BY_TEMP };
@@ -161,7 +164,7 @@ static int fit_put(struct fitline *l, const char *s, int cut)
 		return 1;
 	}
 	l->full = 1;
-	if (cut) {
+	if (cut && l->cols + 1 < l->width) { /* a column of s and the "…" at least */
 		for (const char *q = s; *q && l->cols + 1 < l->width && l->len + 8 < sizeof(l->buf); q++) {
 			l->buf[l->len++] = *q;
 			l->cols += ((unsigned char)*q & 0xc0) != 0x80;
@@ -175,26 +178,77 @@ static int fit_put(struct fitline *l, const char *s, int cut)
 	return 0;
 }
 
+static size_t text_cols_n(const char *s, size_t n)
+{
+	size_t c = 0;
+	for (size_t k = 0; k < n; k++)
+		c += ((unsigned char)s[k] & 0xc0) != 0x80;
+	return c;
+}
+
+/* Writes n bytes of s, never split, at *cols of a line of `width`
+ * columns (space: a space owed before it), on the next line when it does
+ * not fit there. */
+static void put_word(const char *s, size_t n, int space, size_t width, size_t *cols)
+{
+	size_t pc = text_cols_n(s, n);
+	if (*cols && *cols + (size_t)space + pc > width) {
+		putchar('\n');
+		*cols = 0;
+	} else if (*cols && space) {
+		putchar(' ');
+		(*cols)++;
+	}
+	fwrite(s, 1, n, stdout);
+	*cols += pc;
+}
+
+/* Whether the word at s is a unit ("ms", "MiB"), kept with its number. */
+static int unit_follows(const char *s, size_t n)
+{
+	static const char *const units[] = {"ms", "B", "KiB", "MiB", "GiB", "TiB"};
+	size_t w = 0;
+	while (w < n && s[w] != ' ' && s[w] != ';' && s[w] != ',' && s[w] != ')')
+		w++;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strlen(units[i]) == w && !memcmp(s, units[i], w))
+			return 1;
+	return 0;
+}
+
+/* A part of a summary line (put_word), word by word when it is wider
+ * than a line. */
+static void put_part(const char *s, size_t n, int space, size_t width, size_t *cols)
+{
+	if (text_cols_n(s, n) <= width || !memchr(s, ' ', n)) {
+		put_word(s, n, space, width, cols);
+		return;
+	}
+	while (n) {
+		size_t w = 0;
+		while (w < n && (s[w] != ' ' || unit_follows(s + w + 1, n - w - 1)))
+			w++;
+		put_word(s, w, space, width, cols);
+		space = 1;
+		w += w < n; /* its space */
+		s += w;
+		n -= w;
+	}
+}
+
 /* A summary line in `width` columns: whole when it fits, else broken
- * after its "; " and ", " where the next part would not fit. */
+ * after its "; ", ", " and ": " where the next part would not fit, and a
+ * part wider than the line between its words. */
 static void put_wrapped(const char *s, size_t width)
 {
 	size_t cols = 0;
 	int space = 0; /* a separator's space owed before the next part */
 	while (*s) {
 		/* the next part: up to its separator's space */
-		size_t n = 0, pc = 0;
-		while (s[n] && !(n && s[n] == ' ' && (s[n - 1] == ';' || s[n - 1] == ',')))
-			pc += ((unsigned char)s[n++] & 0xc0) != 0x80;
-		if (cols && cols + space + pc > width) {
-			putchar('\n');
-			cols = 0;
-		} else if (space) {
-			putchar(' ');
-			cols++;
-		}
-		fwrite(s, 1, n, stdout);
-		cols += pc;
+		size_t n = 0;
+		while (s[n] && !(n && s[n] == ' ' && (s[n - 1] == ';' || s[n - 1] == ',' || s[n - 1] == ':')))
+			n++;
+		put_part(s, n, space, width, &cols);
 		s += n;
 		space = *s == ' ';
 		s += space;
@@ -247,27 +301,12 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 		     struct fitline *l)
 {
 	char loc[1024], piece[2048];
-	l->len = l->cols = 0;
-	l->full = 0;
-	l->width = width;
-	l->buf[0] = 0;
 	ms_location(r, row, 1, loc, sizeof(loc));
-	if (row->tail)
-		snprintf(loc + strlen(loc), sizeof(loc) - strlen(loc), " (tail call)");
 	const char *name = sf_esc(ms_func_name(r, row, o->full_names));
-	size_t nc = ms_cols(name), lc = ms_cols(loc);
-	if (*loc && lc <= width && width < lc + 2 + (nc < 10 ? nc : 10)) {
-		/* the location whole leaves the name under 10 columns: the
-		 * location alone, the name and its callers on the next line,
-		 * indented under it (TEXT_COLUMN columns of bytes and blocks) */
-		fit_put(l, loc, 0);
-		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "\n%*s", TEXT_COLUMN + 2, "");
-		l->cols = 2;
-		sf_fit_name(name, width - 2, piece, sizeof(piece));
-	} else {
-		ms_name_loc(name, loc, width, 0, piece, sizeof(piece));
-	}
-	fit_put(l, piece, 1);
+	l->cols = ms_fit_row(name, loc, row->tail ? " (tail call)" : "", width, TEXT_COLUMN, l->buf, sizeof(l->buf));
+	l->len = strlen(l->buf);
+	l->width = width;
+	l->full = 0;
 	if (row->func == UINT32_MAX)
 		return;
 	uint32_t first = heap_node_parent(r, row->leaf_node), level = 0;
@@ -277,7 +316,10 @@ static void row_text(const struct heap_result *r, const struct ms_row *row, cons
 	for (uint32_t x = first; x != CP_ROOT; x = heap_node_parent(r, x), level++, direct = 0) {
 		if (level == row->common) { /* the blocks' callers differ from here */
 			snprintf(piece, sizeof(piece), "%s%" PRIu32 " callers", direct ? "  ← " : " ← ", row->ncallers);
-			fit_put(l, piece, 1);
+			if (!fit_put(l, piece, 0)) { /* never cut: "← 2 c…" would read as a name */
+				l->full = 0;
+				fit_put(l, direct ? "  ← …" : " ← …", 0);
+			}
 			break;
 		}
 		uint32_t f = heap_node_func(r, x);
@@ -351,13 +393,18 @@ static void tsv_row(const struct heap_result *r, const struct ms_row *s, const c
 	static char stack[16384];
 	char loc[1024];
 	ms_location(r, s, 0, loc, sizeof(loc));
+	/* cells as OUTPUTS.md's TSV: tabs and newlines become spaces */
 	printf("%s\t-\t%" PRIu64 "\t%" PRIu64 "\t", section, bytes, count);
-	printf("%s\t", sf_esc(ms_func_name(r, s, 0)));
-	printf("%s\t%d\t", sf_esc(loc), s->tail);
+	sf_esc_put(stdout, ms_func_name(r, s, 0), TSV_SPACES);
+	putchar('\t');
+	sf_esc_put(stdout, loc, TSV_SPACES);
+	printf("\t%d\t", s->tail);
 	stack_names(r, s, 0, stack, sizeof(stack));
-	printf("%s\t", sf_esc(stack));
+	sf_esc_put(stdout, stack, TSV_SPACES);
+	putchar('\t');
 	stack_names(r, s, 1, stack, sizeof(stack));
-	printf("%s\n", sf_esc(stack));
+	sf_esc_put(stdout, stack, TSV_SPACES);
+	putchar('\n');
 }
 
 static void json_row(const struct heap_result *r, const struct ms_row *s, uint64_t bytes, uint64_t count, int first)
@@ -475,6 +522,25 @@ static void report_json(const struct heap_result *r, const struct ms_table *rows
 	printf("}");
 }
 
+/* "== process PID (CMDLINE)" in `width` columns: a command line too long
+ * keeps its end (the program's name and arguments) after "…". */
+static void process_heading(const struct heap_result *r, size_t width)
+{
+	char head[64];
+	int hn = snprintf(head, sizeof(head), "\n== process %u (", r->proc->info->pid);
+	const char *cmd = sf_esc(r->proc->cmdline);
+	size_t room = width > (size_t)hn ? width - (size_t)hn : 1; /* hn counts the newline: a column for ")" */
+	size_t cc = ms_cols(cmd);
+	const char *from = cmd;
+	if (cc > room) {
+		for (size_t skip = cc - room + 1; skip && *from; from++) /* "…" takes a column */
+			skip -= ((unsigned char)from[1] & 0xc0) != 0x80;
+		printf("%s…%s)\n", head, from);
+	} else {
+		printf("%s%s)\n", head, cmd);
+	}
+}
+
 static void report(const struct heap_result *r, const struct ms_table *rows, const struct mem_opts *o, int several)
 {
 	const struct heap_totals *t = &r->tot;
@@ -483,8 +549,11 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 		return;
 	}
 	if (o->format == FMT_TSV) {
-		if (several)
-			printf("process\t%u\t%s\n", r->proc->info->pid, sf_esc(r->proc->name));
+		if (several) {
+			printf("process\t%u\t", r->proc->info->pid);
+			sf_esc_put(stdout, r->proc->name, TSV_SPACES);
+			putchar('\n');
+		}
 		printf("allocations\t%" PRIu64 "\nfrees\t%" PRIu64 "\nreallocs\t%" PRIu64 "\nbytes_allocated\t%" PRIu64
 		       "\ntemporary\t%" PRIu64 "\npeak_bytes\t%" PRIu64 "\npeak_blocks\t%" PRIu64
 		       "\npeak_time_ns\t%" PRIu64 "\nleaked_bytes\t%" PRIu64 "\nleaked_blocks\t%" PRIu64
@@ -508,11 +577,12 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	}
 	char a[32], b[32], c[32];
 	if (several)
-		printf("\n== process %u (%s)\n", r->proc->info->pid, sf_esc(r->proc->cmdline));
+		process_heading(r, (size_t)o->width);
 	/* a cut log's figures stop at the cut: a report that looks whole
 	 * (0 B live) would read as a clean run */
 	if (lr_truncated(r->proc->log))
-		printf("partial: the log is truncated, these figures cover only the events before the cut\n");
+		put_wrapped("partial: the log is truncated, these figures cover only the events before the cut",
+			    (size_t)o->width);
 	human(t->bytes, a, sizeof(a));
 	human(t->peak_bytes, b, sizeof(b));
 	human(t->leak_bytes, c, sizeof(c));
@@ -526,12 +596,15 @@ static void report(const struct heap_result *r, const struct ms_table *rows, con
 	put_wrapped(line, (size_t)o->width);
 	if (r->fork_parent) {
 		human(t->inherited_bytes, a, sizeof(a));
-		printf("forked from pid %u: started with its %s in %" PRIu64 " live blocks\n", r->fork_parent->info->pid,
-		       a, t->inherited_blocks);
+		snprintf(line, sizeof(line), "forked from pid %u: started with its %s in %" PRIu64 " live blocks",
+			 r->fork_parent->info->pid, a, t->inherited_blocks);
+		put_wrapped(line, (size_t)o->width);
 	}
-	if (t->unmatched_frees)
-		printf("%" PRIu64 " frees of blocks allocated before recording began were ignored\n",
-		       t->unmatched_frees);
+	if (t->unmatched_frees) {
+		snprintf(line, sizeof(line), "%" PRIu64 " frees of blocks allocated before recording began were ignored",
+			 t->unmatched_frees);
+		put_wrapped(line, (size_t)o->width);
+	}
 	table(r, rows, o, BY_PEAK, "Held at the peak:", "peak", FMT_TABLE);
 	table(r, rows, o, BY_BYTES, "Top allocation sites by bytes:", "site", FMT_TABLE);
 	table(r, rows, o, BY_COUNT, "Top allocation sites by count:", "site", FMT_TABLE);

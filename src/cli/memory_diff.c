@@ -173,20 +173,21 @@ static void print_table(const struct drow *rows, size_t n, const struct dside *d
 	}
 	printf("\nChanged sites, largest increase first:\n%8s %10s %10s %10s  %s\n", "allocs", "bytes", "peak",
 	       "leaked", "allocated in  at");
-	size_t width = o->width > 44 ? (size_t)o->width - 44 : 20, shown = 0;
+	/* the figures take 43 columns: under 64, rows grow past --width */
+	size_t width = o->width > 64 ? (size_t)o->width - 44 : 20, shown = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (o->top && shown == (size_t)o->top) {
 			printf("... %zu more (-n 0 shows all)\n", n - shown);
 			break;
 		}
 		const struct drow *r = &rows[i];
-		char b[48], p[48], l[48], loc[1100], text[4096];
+		char b[48], p[48], l[48], text[4096];
 		signed_bytes(r->d[V_BYTES], b, sizeof(b));
 		signed_bytes(r->d[V_PEAK], p, sizeof(p));
 		signed_bytes(r->d[V_LEAK_BYTES], l, sizeof(l));
-		/* as the site tables: the location whole, marked as a tail call */
-		snprintf(loc, sizeof(loc), "%s%s", r->loc, r->tail ? " (tail call)" : "");
-		ms_name_loc(sf_esc(r->name), loc, width, 1, text, sizeof(text));
+		/* as the site tables: the location whole, marked as a tail call,
+		 * on a line of its own when it leaves the name under 10 columns */
+		ms_fit_row(sf_esc(r->name), r->loc, r->tail ? " (tail call)" : "", width, 43, text, sizeof(text));
 		printf("%+8" PRId64 " %10s %10s %10s  %s\n", r->d[V_ALLOCS], b, p, l, text);
 		shown++;
 	}
@@ -202,8 +203,11 @@ static void print_tsv(const struct drow *rows, size_t n)
 		       r->d[V_BYTES], r->d[V_PEAK], r->d[V_LEAK_BYTES], r->d[V_LEAK_BLOCKS]);
 		printf("\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, r->old[V_ALLOCS], r->new[V_ALLOCS],
 		       r->old[V_BYTES], r->new[V_BYTES]);
-		printf("\t%s", sf_esc(r->name));
-		printf("\t%s\n", sf_esc(r->loc));
+		putchar('\t'); /* tabs and newlines in a cell: spaces (OUTPUTS.md) */
+		sf_esc_put(stdout, r->name, "\t\n\r");
+		putchar('\t');
+		sf_esc_put(stdout, r->loc, "\t\n\r");
+		putchar('\n');
 	}
 }
 

@@ -285,6 +285,13 @@ static void site_line(const struct heap_result *r, struct ms_fold *fold, const s
 		.temporaries = s->temporaries, .peak_bytes = s->peak_bytes, .peak_blocks = s->peak_blocks,
 		.leak_bytes = s->leak_bytes, .leak_blocks = s->leak_blocks, .top_bytes = s->bytes,
 	};
+	/* no traced frame, the call site in a recorded object's function that
+	 * is not plumbing (Rust std's set-up before main): that function names
+	 * the row, as an untraced object's does (libc's _IO_file_doallocate) */
+	if (leaf == CP_ROOT && in && !(fold && fold_name(fold, in->name))) {
+		row->usym = in->name;
+		row->ushort = ls_short_of(p->syms, in);
+	}
 	/* folded plumbing that tail-called the allocator (Lua's luaL_alloc
 	 * ending in `jmp realloc`) returns into its caller, the allocating
 	 * function: the call site is then that function's own line, when the
@@ -324,8 +331,10 @@ static void site_line(const struct heap_result *r, struct ms_fold *fold, const s
 		row->outside = s->addr && !in;
 		/* the function's own call in an object without DWARF (-g0): no
 		 * line to tell its calls apart, and a runtime address is no key
-		 * across runs; the row is the function's, "in OBJECT" */
-		if (in && leaf == s->node && leaf != CP_ROOT && p->syms && ls_site_in_func(p->syms, s->addr, row->func) &&
+		 * across runs; the row is the function's, "in OBJECT". Stripped,
+		 * no symbol holds the site, but the function's extent (its
+		 * .eh_frame FDE, ls_site_in_func) still does. */
+		if (leaf == s->node && leaf != CP_ROOT && p->syms && ls_site_in_func(p->syms, s->addr, row->func) &&
 		    ls_object_without_dwarf(p->syms, row->func)) {
 			row->own = 1;
 			return;
@@ -589,24 +598,70 @@ static void put_cut(char *buf, size_t cap, size_t *len, const char *s, size_t ro
 		*len = cap - 1;
 }
 
-void ms_name_loc(const char *name, const char *loc, size_t width, int whole_loc, char *buf, size_t cap)
+static void put_str(char *buf, size_t cap, size_t *len, const char *s)
 {
-	size_t nc = ms_cols(name), lc = ms_cols(loc), sep = *loc ? 2 : 0, len = 0;
-	size_t name_room = width > sep + lc ? width - sep - lc : 0;
-	if (whole_loc && name_room < (nc < 2 ? nc : 2)) {
-		name_room = nc < 2 ? nc : 2; /* "g", or a letter and "…": the row grows past width */
-		width = name_room + sep + lc;
-	} else if (!whole_loc && name_room < (nc < 10 ? nc : 10)) {
-		/* too narrow for both: the name first, as far as it goes, with
-		 * 3 columns kept for the location ("in…"), never left out */
-		name_room = width > sep + 3 ? width - sep - 3 : width;
+	*len += (size_t)snprintf(buf + *len, cap - *len, "%s", s);
+	if (*len >= cap)
+		*len = cap - 1;
+}
+
+/* Appends the name cut to `room` columns (sf_fit_name); its columns. */
+static size_t put_name(char *buf, size_t cap, size_t *len, const char *name, size_t room)
+{
+	char piece[2048];
+	sf_fit_name(name, room, piece, sizeof(piece));
+	put_str(buf, cap, len, piece);
+	return ms_cols(piece);
+}
+
+/* Ends the row's first line: the second starts under the text column,
+ * indented by 2 (indent: the columns of the figures before the text). */
+static void next_line(char *buf, size_t cap, size_t *len, size_t indent)
+{
+	*len += (size_t)snprintf(buf + *len, cap - *len, "\n%*s", (int)(indent + 2), "");
+	if (*len >= cap)
+		*len = cap - 1;
+}
+
+size_t ms_fit_row(const char *name, const char *loc, const char *mark, size_t width, size_t indent, char *buf,
+		  size_t cap)
+{
+	size_t nc = ms_cols(name), lc = ms_cols(loc), mc = ms_cols(mark), len = 0;
+	size_t min_name = nc < 10 ? nc : 10;
+	buf[0] = 0;
+	if (!*loc) { /* no location: the name, and the mark whole */
+		size_t c = put_name(buf, cap, &len, name, width > mc ? width - mc : 1);
+		put_str(buf, cap, &len, mark);
+		return c + mc;
 	}
-	sf_fit_name(name, name_room, buf, cap);
-	len = strlen(buf);
-	if (!*loc)
-		return;
-	size_t used = (nc < name_room ? nc : name_room) + sep;
-	len += (size_t)snprintf(buf + len, cap - len, "  ");
-	if (len < cap)
-		put_cut(buf, cap, &len, loc, width > used ? width - used : 0);
+	if (lc + mc + 2 + min_name <= width) { /* one line */
+		size_t c = put_name(buf, cap, &len, name, width - 2 - lc - mc);
+		put_str(buf, cap, &len, "  ");
+		put_str(buf, cap, &len, loc);
+		put_str(buf, cap, &len, mark);
+		return c + 2 + lc + mc;
+	}
+	if (lc > width) {
+		/* a location longer than a line ("in ld-linux-x86-64.so.2" at
+		 * 40): one line, the name first, the location cut to what is
+		 * left (3 columns at least, never left out), the mark whole */
+		size_t room = width > 5 + mc ? width - 5 - mc : 1;
+		size_t c = put_name(buf, cap, &len, name, room);
+		put_str(buf, cap, &len, "  ");
+		put_cut(buf, cap, &len, loc, width > c + 2 + mc ? width - c - 2 - mc : 3);
+		put_str(buf, cap, &len, mark);
+		return ms_cols(buf);
+	}
+	/* two lines: the location alone, the name on the next; the mark after
+	 * the location, else after the name */
+	int mark_first = lc + mc <= width;
+	put_str(buf, cap, &len, loc);
+	if (mark_first)
+		put_str(buf, cap, &len, mark);
+	next_line(buf, cap, &len, indent);
+	size_t room = width - 2 - (mark_first ? 0 : mc); /* width >= 19: a few columns at least */
+	size_t c = put_name(buf, cap, &len, name, room);
+	if (!mark_first)
+		put_str(buf, cap, &len, mark);
+	return 2 + c + (mark_first ? 0 : mc);
 }

@@ -19,12 +19,15 @@
  *     called from `finish_grow`): the line of the allocating function's
  *     calls of the outermost traced plumbing frame (`RawVec::grow_one`,
  *     called from Vec::push inlined into it) when they all lie on one
- *     line, else its own file:line (its definition), since the call inside
- *     it left no address;
+ *     line (when none of its calls names that frame, its calls that name
+ *     nothing, `call *%rbx` and GOT slots of untraced functions, as
+ *     format!'s call of format_inner), else its own file:line (its
+ *     definition), since the call inside it left no address;
  *   - else the call site's file:line from DWARF (addr2line of the
  *     allocator's return address);
  *   - else, a call site in the allocating function's own code in an
- *     object without DWARF: that object, keyed by the function (ms_row.own);
+ *     object without DWARF (stripped too: the function's extent from
+ *     .eh_frame): that object, keyed by the function (ms_row.own);
  *   - else the function holding the call site;
  *   - else, a call site in an object the log did not record (libc's
  *     printf allocating stdout's buffer) with a return-address tag that
@@ -39,6 +42,9 @@
  *     before any traced callee of it returned) "in a library": the runtime address moves
  *     with address-space randomization, so it is neither shown nor a key
  *     (such sites of one function merge, and match across runs in --diff).
+ * A row with no traced frame whose call site lies in a recorded object's
+ * function that is not plumbing (Rust std's set-up before main) is named
+ * by that function (ms_row.usym), its location as above.
  * Rows then merge by function, by function and location (the default), or
  * not at all (by stack: one row per site). A merged row shows the callers
  * common to all its blocks (ms_row.common) and the stack of its largest site
@@ -136,13 +142,17 @@ const struct sym_inline *ms_site_inline(const struct heap_result *r, struct ms_f
 /* Display columns of UTF-8 text (one per code point). */
 size_t ms_cols(const char *s);
 
-/* "NAME  LOC" in at most `width` columns for a table row: the location
- * (file:line, what tells rows apart) stays whole and the name is cut with
- * "…" in its path, keeping its last component (sf_fit_name); when the location leaves under 10 columns for the name, the name
- * comes first and the location gets what is left, at least 3 columns
- * (cut, never left out), unless whole_loc: then
- * the location stays whole whatever the width (the name cut to a letter
- * and "…"; the text then takes more than width columns). */
-void ms_name_loc(const char *name, const char *loc, size_t width, int whole_loc, char *buf, size_t cap);
+/* A table row's text in at most `width` columns (sftrace memory's tables
+ * and --diff's), every line within it: "NAME  LOC MARK" (mark: " (tail
+ * call)" or "") with the name cut with "…" in its path, keeping its last
+ * component (sf_fit_name), when that leaves the name 10 columns (or all of
+ * it); else two lines: the location alone, then, after a newline and
+ * indent + 2 spaces, the name in what is left. The mark is never cut:
+ * after the location when both fit, else after the name. A location wider
+ * than the line (a long "in OBJECT") goes after the name, cut to what is
+ * left (3 columns at least). Returns the columns the
+ * last line's text takes (counting the 2 of the second line's indent). */
+size_t ms_fit_row(const char *name, const char *loc, const char *mark, size_t width, size_t indent, char *buf,
+		  size_t cap);
 
 #endif

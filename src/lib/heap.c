@@ -150,6 +150,12 @@ struct hstate {
 	uint32_t nix;                /* dense indices given */
 	struct hashmap site_of;      /* node << 32 | address index -> site */
 	struct hashmap live;         /* pointer -> block index */
+	/* Pointers an allocation found live (do_alloc), -> the allocating
+	 * thread's index + 1: an interposed realloc's event is stamped after
+	 * the real realloc, so another thread's allocation that reused the
+	 * block realloc moved from comes first. That realloc's free half is
+	 * then the displaced block's (already dropped), not the new one's. */
+	struct hashmap displaced;
 	struct block *blocks;
 	size_t nblocks, capblocks;
 	uint32_t free_block;         /* index + 1 of a free pool entry; 0: none */
@@ -346,9 +352,10 @@ static void do_alloc(struct hstate *h, struct hthread *t, const struct trace_pro
 	uint32_t sid = t->site_id - 1;
 	int added;
 	uint64_t *at = hm_put(&h->live, ptr, &added);
-	if (!added) { /* its free was never recorded */
+	if (!added) { /* its free was never recorded, or a realloc's comes later */
 		block_drop(h, at);
 		r->tot.replaced++;
+		*hm_put(&h->displaced, ptr, NULL) = (uint64_t)(t - h->st.th) + 1;
 		at = hm_put(&h->live, ptr, &added);
 	}
 	uint32_t stage = (uint32_t)r->nstages - 1;
@@ -375,6 +382,8 @@ static void do_alloc(struct hstate *h, struct hthread *t, const struct trace_pro
 static void do_free(struct hstate *h, uint64_t ptr, int count)
 {
 	struct heap_result *r = h->res;
+	if (h->displaced.count) /* the block there now is freed: a new life */
+		hm_remove(&h->displaced, ptr);
 	uint64_t *at = hm_find(&h->live, ptr);
 	if (!at) {
 		r->tot.unmatched_frees++; /* heaptrack drops these: no effect on temporaries */
@@ -390,6 +399,20 @@ static void do_free(struct hstate *h, uint64_t ptr, int count)
 		r->tot.temporaries++;
 	}
 	h->last_site = 0;
+}
+
+/* Whether a realloc on thread t of old frees the block another thread's
+ * allocation found live at old (hstate.displaced): that allocation reused
+ * the address realloc had freed, so the block it dropped was this free's
+ * and the block there now stays. */
+static int realloc_freed_displaced(struct hstate *h, const struct hthread *t, uint64_t old)
+{
+	uint64_t *d = h->displaced.count ? hm_find(&h->displaced, old) : NULL;
+	if (!d || *d == (uint64_t)(t - h->st.th) + 1)
+		return 0;
+	hm_remove_at(&h->displaced, d);
+	h->res->tot.replaced--;
+	return 1;
 }
 
 /* The allocation just made (do_alloc: its thread's site) is the latest. */
@@ -422,7 +445,8 @@ static int heap_alloc_event(void *ctx, const struct trace_proc *p, const struct 
 		break;
 	case SF_EV_HEAP_REALLOC:
 		/* heaptrack's realloc: a free of the old block, then an allocation */
-		do_free(h, ev->old_ptr, 0);
+		if (!realloc_freed_displaced(h, t, ev->old_ptr))
+			do_free(h, ev->old_ptr, 0);
 		do_alloc(h, t, p, ev, ev->ptr, ev->size, 0, node, tail);
 		note_alloc(h, t, ev->size);
 		h->res->tot.reallocs++;
@@ -567,6 +591,7 @@ static void hstate_free(struct hstate *h)
 	hm_free(&h->tag_ix);
 	hm_free(&h->site_of);
 	hm_free(&h->live);
+	hm_free(&h->displaced);
 	free(h->blocks);
 	free(h->peak);
 }

@@ -528,30 +528,46 @@ int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint3
 	return 1;
 }
 
-int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *ret)
+/* The return address in function func that a tag's low bits name: 1 with
+ * *so, *v (ELF) and *r (runtime) when it lies in func; else 0. */
+static int tag_addr(struct log_symbols *ls, uint32_t func, uint32_t tag, struct sym_object **so, uint64_t *v,
+		    uint64_t *r)
 {
 	const struct lr_object *obj;
 	uint64_t fvaddr;
 	if (!tag || lr_func(ls->log, func, &obj, &fvaddr) < 0)
 		return 0;
 	size_t oi = (size_t)(obj - lr_object_at(ls->log, 0));
-	struct sym_object *so = ls->objs[oi].sym;
-	if (!so)
+	*so = ls->objs[oi].sym;
+	if (!*so)
 		return 0;
 	/* the one address at or above the function's start with these low bits
 	 * that can still lie in it (a function is far below 256 MiB) */
 	const uint64_t span = 1ull << 28, start = fvaddr + obj->load_bias;
-	uint64_t r = (start & ~(span - 1)) | tag;
-	if (r <= start)
-		r += span;
-	uint64_t v = r - obj->load_bias;
-	uint64_t target;
+	*r = (start & ~(span - 1)) | tag;
+	if (*r <= start)
+		*r += span;
+	*v = *r - obj->load_bias;
+	const void *f = sym_func_key(*so, fvaddr);
+	return f && sym_func_key(*so, *v - 1) == f;
+}
+
+int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *ret)
+{
+	struct sym_object *so;
+	uint64_t v, r, target;
 	const char *name;
-	const void *f = sym_func_key(so, fvaddr);
-	if (!f || sym_func_key(so, v - 1) != f || !sym_call_target(so, v, &target, &name))
+	if (!tag_addr(ls, func, tag, &so, &v, &r) || !sym_call_target(so, v, &target, &name))
 		return 0;
 	*ret = r;
 	return 1;
+}
+
+int ls_tag_indirect_call(struct log_symbols *ls, uint32_t func, uint32_t tag)
+{
+	struct sym_object *so;
+	uint64_t v, r;
+	return tag_addr(ls, func, tag, &so, &v, &r) && sym_indirect_call(so, v);
 }
 
 int ls_site_in_func(struct log_symbols *ls, uint64_t site, uint32_t func)
@@ -763,6 +779,54 @@ static void callee_call(void *ctx, uint64_t ret, int kind, uint64_t target, cons
 	another_line(f, l, in, &cc->file, &cc->line, &cc->inl, &cc->n);
 }
 
+/* Calls of func whose callee the code does not name (sym_opaque_calls):
+ * any may have reached callee through untraced code, unless it calls a
+ * traced function other than callee, whose frame would stand between. */
+struct opaque_ctx {
+	struct callee_calls *cc;
+	const struct lr_log *log;
+	const struct lr_object *obj;
+	uint64_t callee_vaddr;
+};
+
+static int fold_all(void *ctx, const char *name)
+{
+	(void)ctx;
+	(void)name;
+	return 1;
+}
+
+static int traced_at(const struct lr_log *log, const struct lr_object *obj, uint64_t vaddr)
+{
+	for (uint32_t id = obj->first_id; id < obj->first_id + obj->count; id++) {
+		const struct lr_object *o;
+		uint64_t v;
+		if (lr_func(log, id, &o, &v) == 0 && o == obj && v == vaddr)
+			return 1;
+	}
+	return 0;
+}
+
+static void opaque_call(void *ctx, uint64_t ret, uint64_t target)
+{
+	struct opaque_ctx *oc = ctx;
+	struct callee_calls *cc = oc->cc;
+	const char *f;
+	uint32_t l;
+	if (target && target != oc->callee_vaddr && traced_at(oc->log, oc->obj, target))
+		return;
+	/* the line in func's own code: what reached the callee is unknown, so
+	 * every inlined frame there (format!'s alloc::fmt::format, then
+	 * core's Option::map_or_else) folds into the line that entered it */
+	if (cc->n > 1 || !sym_source_line_folded(cc->sym, ret - 1, fold_all, NULL, &f, &l))
+		return;
+	if (cc->n && l == cc->line && strcmp(f, cc->file) == 0)
+		return;
+	cc->file = f;
+	cc->line = l;
+	cc->n++;
+}
+
 int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*skip)(void *ctx, const char *name),
 		 void *ctx, const char **file, uint32_t *line, struct ls_inl *inl)
 {
@@ -776,6 +840,10 @@ int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*s
 	struct callee_calls cc = {.sym = ls->objs[oi].sym, .skip = skip, .ctx = ctx, .vaddr = oi == ci ? cvaddr : 0,
 				  .mangled = ls->objs[ci].sym ? sym_lookup(ls->objs[ci].sym, cvaddr)->mangled : NULL};
 	sym_calls(cc.sym, vaddr, callee_call, &cc);
+	if (!cc.n) { /* no call names callee: the calls that name nothing (`call *%rbx`, Rust's format_inner) */
+		struct opaque_ctx oc = {.cc = &cc, .log = ls->log, .obj = obj, .callee_vaddr = oi == ci ? cvaddr : 0};
+		sym_opaque_calls(cc.sym, vaddr, opaque_call, &oc);
+	}
 	if (cc.n == 1) {
 		*file = cc.file;
 		*line = cc.line;
@@ -862,6 +930,15 @@ static struct sym_object *untraced_sym(struct log_symbols *ls, const struct lr_o
 	return sym;
 }
 
+const char *ls_short_of(struct log_symbols *ls, const struct sym_info *si)
+{
+	int added;
+	uint64_t *v = hm_put(&ls->untraced_short, (uint64_t)(uintptr_t)si, &added);
+	if (added)
+		*v = (uint64_t)(uintptr_t)sf_short_name(si->name, si->mangled);
+	return (const char *)(uintptr_t)*v;
+}
+
 int ls_untraced_site(struct log_symbols *ls, uint64_t addr, struct ls_untraced_site *out)
 {
 	const struct lr_object *o = addr ? lr_untraced_at(ls->log, addr) : NULL;
@@ -875,11 +952,7 @@ int ls_untraced_site(struct log_symbols *ls, uint64_t addr, struct ls_untraced_s
 	const struct sym_info *si = sym_lookup(sym, out->vaddr - 1); /* the call before the return address */
 	if (si->mangled) {
 		out->func = si->name;
-		int added;
-		uint64_t *v = hm_put(&ls->untraced_short, (uint64_t)(uintptr_t)si, &added);
-		if (added)
-			*v = (uint64_t)(uintptr_t)sf_short_name(si->name, si->mangled);
-		out->func_short = (const char *)(uintptr_t)*v;
+		out->func_short = ls_short_of(ls, si);
 	}
 	if (!sym_source_line(sym, out->vaddr - 1, &out->file, &out->line))
 		out->file = NULL;

@@ -61,6 +61,10 @@ void ls_each_renamed(const struct log_symbols *ls, void (*cb)(void *ctx, uint32_
  * (another object, or no symbol there). */
 const struct sym_info *ls_lookup_addr(struct log_symbols *ls, uint64_t addr, uint64_t *vaddr);
 
+/* The short name (sf_short_name) of a symbol ls_lookup_addr or an
+ * untraced object's lookup gave, kept until ls is closed. */
+const char *ls_short_of(struct log_symbols *ls, const struct sym_info *si);
+
 /* The source file:line of the call that returns to runtime address `addr`
  * (an allocation's call site): sym_source_line of the byte before it. 1, or
  * 0 when no object's DWARF has it. */
@@ -103,6 +107,11 @@ int ls_plumbing_call_line(struct log_symbols *ls, uint32_t func, int (*skip)(voi
  * callee, or calls through the PLT or the GOT of callee's symbol, at the
  * line of each call with inlined frames skip() names folded into the line
  * of their call in func (Vec::push inlined into the user's function).
+ * When no call names callee, its calls that name nothing (sym_opaque_calls:
+ * `call *%rbx`, a GOT slot of this object's own function that is not
+ * traced, as Rust's format! reaching __rust_alloc through format_inner)
+ * stand for them, at the line in func's own code (every inlined frame
+ * folded).
  * 1 with *file and *line when they all lie on one line; 0 when on several;
  * -1 when there is none (or no code to read). */
 int ls_call_line(struct log_symbols *ls, uint32_t func, uint32_t callee, int (*skip)(void *ctx, const char *name),
@@ -144,6 +153,11 @@ int ls_tail_line(struct log_symbols *ls, uint32_t func, const char **file, uint3
  * a direct call or a call through the PLT or the GOT; else 0 (a tag of 0,
  * a stale slot's word, no code to read). */
 int ls_tag_call(struct log_symbols *ls, uint32_t func, uint32_t tag, uint64_t *ret);
+
+/* 1 when a heap event's return-address tag names an indirect call in
+ * function func (`call *%rax`: sym_indirect_call), whose callee the code
+ * does not tell; else 0. */
+int ls_tag_indirect_call(struct log_symbols *ls, uint32_t func, uint32_t tag);
 
 /* 1 when the call that returns to runtime address `site` (an allocation's
  * call site) lies in function func's code; 0 when elsewhere or unknown. */

@@ -10,7 +10,9 @@
  * __rust_alloc and friends (also as __rustc::__rust_alloc), __rdl_/__rg_
  * shims, std::alloc:: and core::alloc::, hashbrown (std's HashMap and
  * HashSet: table growth and the map methods that grow it) and
- * std::collections::hash::; C++'s operator new/new[], std::allocator
+ * std::collections::hash::; core::iter:: (iterator adapters and collect,
+ * whose calls run the user's closures: Map::next tail-calling the
+ * closure's to_uppercase, collect inlined into the user's fn); C++'s operator new/new[], std::allocator
  * machinery, libstdc++'s container internals whole (_Rb_tree, _Hashtable,
  * std::__detail::, _Vector_base, _Deque_base, _List_base, _Fwd_list_base;
  * at -O0 every member is a traced frame, as _Rb_tree's _Auto_node), the
@@ -30,7 +32,7 @@
  * list the same. */
 #define SF_ALLOC_PLUMBING_RE                                                                           \
 	"^<?alloc::|^(__rustc::)?__rust_(alloc|alloc_zeroed|realloc|dealloc)$|^(__rustc::)?__r[dg]l_|"   \
-	"^<?(std|core)::alloc::|^<?hashbrown::|^<?std::collections::hash::|^operator new|"              \
+	"^<?(std|core)::alloc::|^<?core::iter::|^<?hashbrown::|^<?std::collections::hash::|^operator new|"              \
 	"^std::allocator|^std::__new_allocator|^__gnu_cxx::new_allocator|^std::allocator_traits|"        \
 	"^(.* )?std::(__cxx11::)?(_Rb_tree|_Hashtable|_Vector_base|_Deque_base|_List_base|"             \
 	"_Fwd_list_base|__shared_count|__shared_ptr|_Sp_\\w+|__allocated_ptr)<|"                       \

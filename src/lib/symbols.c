@@ -1539,6 +1539,86 @@ int sym_call_target(struct sym_object *o, uint64_t ret, uint64_t *target, const 
 	return 0;
 }
 
+/* The function a GOT slot's R_X86_64_RELATIVE relocation points to (a
+ * call through the GOT of this object's own function, as Rust's static
+ * std): its ELF address, else 0. */
+static uint64_t got_relative_target(Elf *elf, uint64_t got)
+{
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+			if (gelf_getrela(d, (int)i, &r) && r.r_offset == got)
+				return GELF_R_TYPE(r.r_info) == R_X86_64_RELATIVE ? (uint64_t)r.r_addend : 0;
+		}
+	}
+	return 0;
+}
+
+size_t sym_opaque_calls(struct sym_object *o, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, uint64_t target),
+			void *ctx)
+{
+	const struct fsym *f = find_symbol(o, fvaddr);
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(o->mod, &bias);
+	if (!f || f->vaddr != fvaddr || !f->size || f->size > (1u << 20) || !is_x86_64(elf))
+		return 0;
+	uint8_t *b = xmalloc(f->size);
+	size_t n = 0;
+	if (read_image(elf, fvaddr, b, f->size, NULL)) {
+		for (size_t i = 0; i + 2 <= f->size; i++) {
+			if (b[i] != 0xff)
+				continue;
+			uint8_t modrm = b[i + 1], mod = modrm >> 6, rm = modrm & 7;
+			if (((modrm >> 3) & 7) != 2)
+				continue;
+			size_t len = mod == 3 ? 2 : mod == 1 ? 3 : mod == 2 ? 6 : rm == 5 ? 6 : 2;
+			if (rm == 4 && mod != 3)
+				continue; /* a SIB byte: not decoded */
+			if (i + len > f->size)
+				continue;
+			uint64_t ret = fvaddr + i + len, target = 0, t;
+			const char *name;
+			if (mod == 0 && rm == 5) { /* call *GOT(%rip): opaque unless the slot names no symbol */
+				if (sym_call_target(o, ret, &t, &name))
+					continue;
+				target = got_relative_target(elf, ret + (uint64_t)(int64_t)rel32(b + i + 2));
+			}
+			cb(ctx, ret, target);
+			n++;
+		}
+	}
+	free(b);
+	return n;
+}
+
+int sym_indirect_call(struct sym_object *o, uint64_t ret)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(o->mod, &bias);
+	uint8_t b[7];
+	if (!is_x86_64(elf) || ret < 7 || !read_image(elf, ret - 7, b, sizeof(b), NULL))
+		return 0;
+	/* ff /2 ending at ret: modrm reg field 2, then no SIB (rm != 4) and
+	 * its displacement by mod: none (rm != 5, RIP-relative), 1 or 4 bytes */
+	for (int disp = 0; disp <= 4; disp += disp ? 3 : 1) {
+		int m = 6 - disp; /* the modrm byte's index */
+		uint8_t modrm = b[m], mod = modrm >> 6, rm = modrm & 7;
+		if (b[m - 1] != 0xff || ((modrm >> 3) & 7) != 2)
+			continue;
+		if (mod == 3 && disp == 0)
+			return 1;
+		if (rm == 4 || (mod == 0 && rm == 5))
+			continue;
+		if ((mod == 0 && disp == 0) || (mod == 1 && disp == 1) || (mod == 2 && disp == 4))
+			return 1;
+	}
+	return 0;
+}
+
 size_t sym_calls(struct sym_object *o, uint64_t fvaddr,
 		 void (*cb)(void *ctx, uint64_t ret, int kind, uint64_t target, const char *name), void *ctx)
 {

@@ -128,6 +128,21 @@ size_t sym_aliases(struct sym_object *obj, uint64_t vaddr,
  * read, or the object is not x86-64 code. */
 int sym_call_target(struct sym_object *obj, uint64_t ret, uint64_t *target, const char **name);
 
+/* 1 when the instruction that ends at ELF address `ret` reads as an
+ * indirect call through a register or memory other than a GOT slot
+ * (x86-64 `call *%reg`, `call *disp(%reg)`: ff /2), whose callee the code
+ * does not tell; else 0. */
+int sym_indirect_call(struct sym_object *obj, uint64_t ret);
+
+/* The calls in the function starting at ELF address fvaddr whose callee
+ * sym_call_target cannot name: calls through a register or memory
+ * (`call *%rbx`) with target 0, and calls through a GOT slot that names no
+ * symbol (an R_X86_64_RELATIVE slot: this object's function at target).
+ * cb(ctx, return address, target); returns how many. Byte patterns, not
+ * a disassembly: one inside another instruction can be reported. */
+size_t sym_opaque_calls(struct sym_object *obj, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, uint64_t target),
+			void *ctx);
+
 /* The calls in the function starting at ELF address fvaddr (its symbol's
  * size), each decoded as sym_call_target: cb(ctx, return address, kind
  * (1: a direct call of target, a function of this object; 2: through the

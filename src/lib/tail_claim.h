@@ -91,6 +91,7 @@ struct tail_claim {
 	int tags;              /* TC_TAGS_*: what the heap events' return-address tags tell */
 	int nested;            /* made by a frame the callee opened at P's level (not F's traced tail callee) */
 	uint32_t tag0;         /* the claim's first tag: P's call that entered the callee (0: none yet) */
+	int tag0_indirect;     /* tag0 names an indirect call in P, which may call the callee itself */
 	enum ls_tail_jump how; /* where F's tail-call event says its jump went */
 };
 
@@ -232,7 +233,8 @@ static inline int64_t tc_nested(struct tc_stack *s, struct tail_claim *c, const 
 	const struct tail_claim *f = s->n > 1 && s->v[s->n - 2].caller == c->caller ? &s->v[s->n - 2] : NULL;
 	int stale = !f;
 	if (!stale && ev->ret_tag)
-		stale = ls_tag_call(p->syms, c->caller_func, ev->ret_tag, &ret);
+		stale = ls_tag_call(p->syms, c->caller_func, ev->ret_tag, &ret) ||
+			ls_tag_indirect_call(p->syms, c->caller_func, ev->ret_tag);
 	else if (!stale)
 		stale = ls_tail_site(p->syms, ev->site, f->caller_func, f->tail_func) != LS_SITE_IN_CALLEE;
 	if (!stale) {
@@ -274,11 +276,16 @@ static uint64_t tc_claim_at(struct tc_stack *s, uint64_t cur, const struct trace
 	if (c->tags == TC_TAGS_FIRST && ev->ret_tag) {
 		if (!c->tag0) {
 			c->tag0 = ev->ret_tag;
+			c->tag0_indirect = p->syms && ls_tag_indirect_call(p->syms, c->caller_func, ev->ret_tag);
 		} else if (ev->ret_tag != c->tag0) { /* the callee returned; P called again */
 			tc_end_level(s, c->caller);
 			return 0;
 		}
-		running = 1;
+		/* P's indirect call that entered F can have called F's callee
+		 * itself since (one `call *%rax` calling F, then X): the same tag
+		 * tells nothing then, so the claim keeps its first allocation and
+		 * the sites the rule gives F whatever the tag */
+		running = !c->tag0_indirect;
 	} else if (c->tags == TC_TAGS_OPENED && ev->ret_tag && ev->site && ev->ret_tag == tc_tag_of(ev->site)) {
 		running = 1;
 	}

@@ -431,11 +431,15 @@ def test_rows_fit_80_and_100_columns():
     _, old = record([exe, "10"], args=["--alloc", "-q"])
     # --diff marks the tail call as the site tables do (h27g); at 80 its 44
     # columns of figures leave 36, too few for the location whole with a
-    # name: the row grows to 83 rather than cut the location
-    for width, name, cols in ((100, "cache_entry_with_…", 99), (80, "c…", 83)):
-        out = run([SFTRACE, "memory", "--diff", "--width", str(width), old, log]).stdout
-        row = [ln for ln in out.splitlines() if "cache_ent" in ln or "  c…  " in ln][0]
-        eq((len(row), row[43:]), (cols, f"{name}  skeptic27x_diff_leak.c:3 (tail call)"), f"diff at {width}")
+    # name of 10 columns: the location alone on the row's line, the name on
+    # the next (man --width; k27d: the row grew to 83 before)
+    out = run([SFTRACE, "memory", "--diff", "--width", "100", old, log]).stdout
+    row = [ln for ln in out.splitlines() if "cache_ent" in ln][0]
+    eq((len(row), row[43:]), (99, "cache_entry_with_…  skeptic27x_diff_leak.c:3 (tail call)"), "diff at 100")
+    out = run([SFTRACE, "memory", "--diff", "--width", "80", old, log]).stdout.splitlines()
+    at = [i for i, ln in enumerate(out) if ln.endswith("  skeptic27x_diff_leak.c:3 (tail call)")][0]
+    eq((out[at][43:], out[at + 1]), ("skeptic27x_diff_leak.c:3 (tail call)", " " * 45 + "cache_entry_with_a_rather_long_fu…"),
+       "diff at 80")
 
 
 def test_unwritable_outputs_fail():

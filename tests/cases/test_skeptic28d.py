@@ -46,11 +46,6 @@ int main(void) { for (int i = 0; i < 3; i++) mid(1500); return 0; }
 """
 
 
-@sfkit.known_break(28, "net times charge the tracer's EXIT cost to frames a longjmp unwound (they have no EXIT "
-                   "event): each mid() that ran 1,501 unwound d() frames, 17-19 us as recorded (3 us untraced), "
-                   "nets to 0 (1,501 x 19.8 ns taken off), so --min-duration 1ns keeps 1 or 2 of 3 mid() (1 in 4 of 5 runs) (and 1,500 "
-                   "of 4,503 d(), 2,204 of 6,613 calls on a 700-deep caller chain; --raw-times keeps all), and "
-                   "report's mid row prints Min 0 ns unmarked while replay marks the same call <19.069 us")
 def test_unwound_frames_net_time_and_min_duration():
     exe = build("unwind3", UNWIND_SRC)
     _, log = record([exe], args=["-q"])

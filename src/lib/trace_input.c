@@ -890,6 +890,20 @@ static void pass_init(struct pass *ps, struct trace_input *in, const struct trac
 	clock_gettime(CLOCK_MONOTONIC, &ps->start);
 }
 
+/* A fork child's threads start inside their parent's open frames: -F/-N
+ * and a within filter count its calls as under them (the child's log
+ * gives their names only by their exits, so only then is it read ahead). */
+static void inherit_frames(struct trace_cut *cut, const struct lr_log *log)
+{
+	for (size_t i = 0; cut_wants_inherited(cut) && i < lr_nthreads(log); i++) {
+		const struct lr_thread *t = lr_thread_at(log, i);
+		uint32_t *ids;
+		size_t n = lr_inherited_frames(log, t, &ids);
+		cut_set_inherited(cut, t->index, ids, n);
+		free(ids);
+	}
+}
+
 /* Before a process's events. 0, or -1 if the sink failed. */
 static int proc_begin(struct pass *ps, struct proc_state *p)
 {
@@ -907,8 +921,10 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	fr_set_proc(ps->frames, &p->pub);
 	if (ps->sink->process_begin && ps->sink->process_begin(ps->sink->ctx, &p->pub))
 		return -1;
-	if (ps->cut)
+	if (ps->cut) {
 		cut_process(ps->cut, p->pub.log, 0); /* times are on the recording's clock already */
+		inherit_frames(ps->cut, p->pub.log);
+	}
 	if (ps->trim) {
 		cut_set_limits(ps->trim, p->pub.info->trim_min_ns, p->pub.info->trim_max_depth);
 		cut_process(ps->trim, p->pub.log, 0);

@@ -257,10 +257,6 @@ int main(void) { pid_t p = fork(); if (p == 0) { child(); after(); return 0; }
 """
 
 
-@sfkit.known_break(28, "-F/-N miss the calls a fork child makes under main (entered before the fork, still on the "
-                   "child's stack; replay itself says so: /* unmatched exit dropped: main */): -N main keeps the "
-                   "child's 2 calls (child(), after()), -F main drops them (parent's 2 kept either way), as "
-                   "uftrace's replay does on the same run, against the man page's 'and every call made under them'")
 def test_fork_child_calls_are_under_main():
     exe = build("forkmain", FORK_SRC)
     _, log = record([exe], args=["-q"])

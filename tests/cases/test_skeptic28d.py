@@ -97,11 +97,6 @@ def test_template_name_of_8k_demangled():
     eq(calls, ["main() {", "  big<…>();", "} /* main */"], "replay of a 160-argument template")
 
 
-@sfkit.known_break(28, "a 200-argument variadic template (10,212 chars mangled, 10,212 demangled: flat, not "
-                   "nested) stays mangled in every view (_Z3bigIJ49LongTypeName...) and -F '^big' finds "
-                   "nothing: the no-recursion-limit retry is refused past 1 char per KiB of stack (8,192 at "
-                   "8 MiB; 160 arguments, 8,172 chars, demangle, 161, 8,223, do not) though c++filt "
-                   "--no-recurse-limit demangles it; the 250 B/char stack figure is for nested templates")
 def test_template_name_of_10k_demangled():
     exe = build("long200", long_template_src(200), compiler="clang++", ext="cc")
     _, log = record([exe], args=["-q"])

@@ -625,7 +625,8 @@ static int dump(struct dump_opts *opt)
 	if (!bad)
 		print_footer(&o, log, ls);
 	out_flush(&o);
-	int failed = (o.failed || fflush(stdout) != 0) && !io->paging; /* quitting a pager early is no error */
+	/* quitting a pager early, or a pipe's reader leaving, is no error */
+	int failed = (o.failed || fflush(stdout) != 0) && !io->paging && !sf_stdout_reader_gone();
 	if (failed)
 		sf_error("dump: writing the output failed: %s", strerror(errno));
 	input_opts_pager_done(io);

@@ -310,7 +310,7 @@ static int copy_out(FILE *in)
 	rewind(in);
 	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
 		if (fwrite(buf, 1, n, stdout) != n)
-			return -1;
+			return 0; /* stdout's error: input_opts_end_output's to judge (a reader gone is none) */
 	return ferror(in) ? -1 : 0;
 }
 

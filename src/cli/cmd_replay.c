@@ -86,22 +86,31 @@ static void out_queued(const char *p, size_t n)
 	cur.n += n;
 }
 
-/* Inline: stdio's fwrite_unlocked of a constant small size is a few
- * stores (a call of it cost replay 60% more instructions). */
+/* Inline: stdio's fwrite_unlocked of a constant size up to 8 is a few
+ * stores (a call of it cost replay 60% more instructions). Any other size
+ * (numbers, indentation, names, blank columns) goes into glibc's buffer
+ * directly while it has room, as putc_unlocked does: through
+ * fwrite_unlocked and _IO_file_xsputn each cost about 100 instructions,
+ * 24% of replay's on fib(24) (bench/views_speed.sh's deep shape). */
 static inline void out(const char *p, size_t n)
 {
-	if (__builtin_expect(!cur.queued, 1))
-		fwrite_unlocked(p, 1, n, stdout);
-	else
+	if (__builtin_expect(cur.queued, 0)) {
 		out_queued(p, n);
+		return;
+	}
+#ifdef __GLIBC__
+	if (!(__builtin_constant_p(n) && n <= 8) && (size_t)(stdout->_IO_write_end - stdout->_IO_write_ptr) >= n) {
+		memcpy(stdout->_IO_write_ptr, p, n);
+		stdout->_IO_write_ptr += n;
+		return;
+	}
+#endif
+	fwrite_unlocked(p, 1, n, stdout);
 }
 
 static inline void outs(const char *p)
 {
-	if (__builtin_expect(!cur.queued, 1))
-		fputs_unlocked(p, stdout);
-	else
-		out_queued(p, strlen(p));
+	out(p, strlen(p));
 }
 
 static void outf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -316,13 +325,20 @@ static void put_raw_marked(const struct replay *r, uint64_t ns)
 {
 	static const char *const units[] = SF_UFTRACE_UNITS;
 	uint64_t v, small;
-	unsigned i = sf_uftrace_unit(ns, &v, &small);
-	char b[32];
-	int n = snprintf(b, sizeof(b), NET_UNCERTAIN_MARK "%" PRIu64 ".%03" PRIu64 " ", v, small);
-	if (n > 8)
-		n = snprintf(b, sizeof(b), NET_UNCERTAIN_MARK "%" PRIu64 ".%02" PRIu64 " ", v, small / 10);
-	out("          ", (size_t)(n < 8 ? 8 - n : 0));
-	out(b, (size_t)n);
+	unsigned i = sf_uftrace_unit(ns, &v, &small); /* v <= 999 */
+	/* "<v.fff " in 8 columns, "<vvv.ff " at 3 digits; no snprintf: most
+	 * of a deep recursion's leaves are marked (it was 28% of replay's
+	 * instructions on fib(24)) */
+	if (v < 10)
+		out(" ", 1);
+	out(NET_UNCERTAIN_MARK, sizeof(NET_UNCERTAIN_MARK) - 1);
+	out_uint(v, 1, 0);
+	out(".", 1);
+	if (v >= 100)
+		out_uint(small / 10, 2, 1);
+	else
+		out_uint(small, 3, 1);
+	out(" ", 1);
 	if (r->color)
 		outs(C_DIM);
 	out(units[i], 2);

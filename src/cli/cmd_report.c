@@ -117,7 +117,8 @@ static void row_cells(const struct fs_row *w, char cells[NCOL][32])
 	net_cell(cells[1], w->self, w->raw_self);
 	snprintf(cells[2], 32, "%llu", (unsigned long long)w->calls);
 	/* Avg, min and max stand or fall with the sum of every frame's
-	 * duration: uncertain, the three are shown as recorded. */
+	 * duration: uncertain, the three are shown as recorded. Otherwise min
+	 * and max are marked as replay marks the calls they are of. */
 	if (w->calls && trace_net_uncertain(cost_err, w->sum, w->raw_sum)) {
 		net_cell(cells[3], 0, fs_raw_avg(w));
 		net_cell(cells[4], 0, w->raw_min);
@@ -125,8 +126,13 @@ static void row_cells(const struct fs_row *w, char cells[NCOL][32])
 		return;
 	}
 	sf_format_duration(cells[3], 32, fs_avg(w), SF_DURATION_SIG3);
-	sf_format_duration(cells[4], 32, w->calls ? w->min : 0, SF_DURATION_SIG3);
-	sf_format_duration(cells[5], 32, w->max, SF_DURATION_SIG3);
+	if (w->calls) {
+		net_cell(cells[4], w->min, w->min_at_raw);
+		net_cell(cells[5], w->max, w->max_at_raw);
+	} else {
+		sf_format_duration(cells[4], 32, 0, SF_DURATION_SIG3);
+		sf_format_duration(cells[5], 32, 0, SF_DURATION_SIG3);
+	}
 }
 
 static void nth_row_cells(const void *rows, size_t i, char (*out)[32])

@@ -43,8 +43,10 @@ int input_opts_end_output(struct input_opts *o, int ok, const char *what)
 	errno = 0;
 	int written = fflush(stdout) == 0 && !ferror(stdout);
 	int err = errno; /* the failed write's cause, unless an earlier one was cleared since */
-	int rc = ok && (written || o->paging) ? 0 : 1; /* a pager quit early took what the reader wanted */
-	if (ok && !written && !o->paging) {
+	/* a pager quit early, or a pipe's reader, took what the reader wanted */
+	int gone = !written && (o->paging || sf_stdout_reader_gone());
+	int rc = ok && (written || gone) ? 0 : 1;
+	if (ok && !written && !gone) {
 		/* name what stdout is (a file, a device), as errors name files */
 		char target[256] = "";
 		ssize_t n = readlink("/proc/self/fd/1", target, sizeof(target) - 1);

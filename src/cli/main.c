@@ -1,4 +1,5 @@
 /* sftrace: entry point and subcommand dispatch. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,8 +52,18 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (commands[i].run && !strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+		if (commands[i].run && !strcmp(argv[1], commands[i].name)) {
+			/* A reader that leaves early (`| head`) ends the output: a
+			 * write then fails with EPIPE, the command stops and exits 0
+			 * quietly (sf_stdout_reader_gone), cleaning up as on any
+			 * failure, instead of dying mid-line of SIGPIPE (141).
+			 * record leaves the disposition alone: its program
+			 * inherits what the shell gave. */
+			if (commands[i].run != cmd_record)
+				signal(SIGPIPE, SIG_IGN);
+			int rc = commands[i].run(argc - 1, argv + 1);
+			return rc && sf_stdout_reader_gone() ? 0 : rc;
+		}
 	sf_error("unknown command '%s' (try 'sftrace --help')", argv[1]);
 	return 2;
 }

@@ -68,6 +68,7 @@ int pager_start(void)
 		close(fd[0]);
 		close(fd[1]);
 		setenv("LESS", "FRX", 0);
+		signal(SIGPIPE, SIG_DFL); /* the command ignores it (main.c) */
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}

@@ -227,10 +227,14 @@ void cp_end_raw(struct cp_tree *t, uint32_t stack, uint32_t depth, uint64_t t_be
 	/* Children lie inside their parent in time, so child_ns <= dur; the
 	 * guard only protects against a producer that breaks that. */
 	n->self_ns += dur > o->child_ns ? dur - o->child_ns : 0;
-	if (dur < n->min_ns)
+	if (dur < n->min_ns) {
 		n->min_ns = dur;
-	if (dur > n->max_ns)
+		n->min_at_raw_ns = raw;
+	}
+	if (dur >= n->max_ns) {
 		n->max_ns = dur;
+		n->max_at_raw_ns = raw;
+	}
 	if (depth)
 		s->e[depth - 1].child_ns += dur;
 }

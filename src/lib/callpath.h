@@ -65,6 +65,9 @@ struct cp_node {
 	 * bound grows with the difference (trace_net_uncertain). */
 	uint64_t raw_total_ns, raw_self_ns;
 	uint64_t raw_min_ns, raw_max_ns;
+	/* The recorded durations of the frames min_ns and max_ns are of:
+	 * report marks its Min and Max as replay marks those calls. */
+	uint64_t min_at_raw_ns, max_at_raw_ns;
 };
 
 /* A distinct key, with the first (owner, id) it was entered with: the

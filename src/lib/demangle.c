@@ -1,6 +1,7 @@
 #include "lib/demangle.h"
 
 #include <libiberty/demangle.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,15 +50,43 @@ static void strip_legacy_hash(char *d)
 		d[n - tail] = '\0';
 }
 
-/* The longest name demangled without libiberty's recursion limit. The
- * limit (DEMANGLE_RECURSION_LIMIT, and the printer's own) stops it between
- * 200 and 300 nested templates, where llvm-cxxfilt goes on: a function
- * template over 400 nested class templates (2,011 chars) stayed mangled.
- * Without it the stack is the only bound: that name needs 256-512 KiB
- * (about 250 bytes a character), so the retry is for names of at most one
- * character per KiB of the stack limit (2 MiB assumed when unlimited,
- * glibc's thread default), far within it. */
-static size_t unlimited_len(void)
+#define DM_FLAGS (DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO)
+
+/* libiberty's recursion limits (DEMANGLE_RECURSION_LIMIT, the printer's
+ * own, and a refusal of names over about 1,000 characters, its arrays
+ * being on the stack) stop it between 200 and 300 nested templates, and
+ * at 1,000 characters of a flat one, where llvm-cxxfilt goes on: a
+ * function template over 400 nested class templates (2,011 chars) or 200
+ * type arguments (10,212 chars) stayed mangled. A C++ name it refuses is
+ * tried again without them, on a thread of its own whose stack is sized
+ * for the name: 1 KiB a character. Measured stack needs (libiberty
+ * 20230104, x86-64, docs/DESIGN.md "Names"): 430-460 bytes a character
+ * for one level of nesting a character (`P` pointers, `C`, `G`), 260 for
+ * nested templates, arrays and pack expansions, 125 for flat template
+ * arguments and nested names; so a hostile name cannot exhaust it. Thread
+ * stacks are mapped, not committed: a 10 kB flat name touches 1.3 MiB.
+ * Longer names than UNLIMITED_MAX stay mangled (libiberty itself gives up
+ * on a 3,000-deep pointer or 70,000 characters of flat arguments). */
+#define UNLIMITED_PER_CHAR 1024
+#define UNLIMITED_BASE (256u << 10)
+#define UNLIMITED_MAX (64u << 10)
+
+struct unlimited_job {
+	const char *mangled;
+	char *out;
+};
+
+static void *demangle_job(void *arg)
+{
+	struct unlimited_job *j = arg;
+	j->out = cplus_demangle(j->mangled, DM_FLAGS | DMGL_NO_RECURSE_LIMIT);
+	return NULL;
+}
+
+/* When no thread can be had: on this stack, for names of at most one
+ * character per KiB of its limit (2 MiB assumed when unlimited, glibc's
+ * thread default), as before the thread. */
+static size_t inline_max(void)
 {
 	struct rlimit rl;
 	rlim_t stack = 2u << 20;
@@ -66,15 +95,36 @@ static size_t unlimited_len(void)
 	return (size_t)(stack / 1024);
 }
 
+static char *demangle_unlimited(const char *mangled)
+{
+	size_t len = strlen(mangled);
+	struct unlimited_job j = {mangled, NULL};
+	if (len > UNLIMITED_MAX)
+		return NULL;
+	pthread_attr_t at;
+	pthread_t t;
+	int started = 0;
+	if (pthread_attr_init(&at) == 0) {
+		started = pthread_attr_setstacksize(&at, UNLIMITED_BASE + len * UNLIMITED_PER_CHAR) == 0 &&
+			  pthread_create(&t, &at, demangle_job, &j) == 0;
+		pthread_attr_destroy(&at);
+	}
+	if (started)
+		pthread_join(t, NULL);
+	else if (len <= inline_max())
+		demangle_job(&j);
+	return j.out;
+}
+
 char *sf_demangle(const char *mangled)
 {
 	char *d;
 
 	if (!mangled || !*mangled)
 		return NULL;
-	d = cplus_demangle(mangled, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
-	if (!d && !strncmp(mangled, "_Z", 2) && strlen(mangled) <= unlimited_len())
-		d = cplus_demangle(mangled, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_NO_RECURSE_LIMIT);
+	d = cplus_demangle(mangled, DM_FLAGS);
+	if (!d && !strncmp(mangled, "_Z", 2))
+		d = demangle_unlimited(mangled);
 	if (d && is_rust_legacy(mangled))
 		strip_legacy_hash(d);
 	return d;

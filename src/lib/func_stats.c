@@ -91,10 +91,14 @@ struct fs_row *fs_aggregate(const struct cp_tree *t, int by_name, size_t *nout)
 			w->total += nd->total_ns;
 			w->raw_total += nd->raw_total_ns;
 		}
-		if (nd->min_ns < w->min)
+		if (nd->min_ns < w->min) {
 			w->min = nd->min_ns;
-		if (nd->max_ns > w->max)
+			w->min_at_raw = nd->min_at_raw_ns;
+		}
+		if (nd->calls && nd->max_ns >= w->max) {
 			w->max = nd->max_ns;
+			w->max_at_raw = nd->max_at_raw_ns;
+		}
 	}
 	free(rank);
 	free(nested);

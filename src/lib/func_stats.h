@@ -23,6 +23,7 @@ struct fs_row {
 	uint64_t sum;
 	uint64_t raw_total, raw_self; /* total, self, sum, min and max as recorded (cp_node's raw_*) */
 	uint64_t raw_sum, raw_min, raw_max;
+	uint64_t min_at_raw, max_at_raw; /* the recorded durations of the frames min and max are of */
 	const char *name; /* cp_func_name */
 };
 

@@ -1732,6 +1732,64 @@ static void find_before_window(struct lr_log *log)
 	free(stack);
 }
 
+size_t lr_inherited_frames(const struct lr_log *log, const struct lr_thread *t, uint32_t **ids)
+{
+	*ids = NULL;
+	/* A fork child's thread that made the fork has the child's pid as
+	 * its tid; the runtime counts its depth from 0 in the child (buffer.c,
+	 * sf_buffer_after_fork_child), so how many frames it inherited is not
+	 * written: every exit that matches nothing open is one of them, as
+	 * frames.c drops it. Other threads of the child began there. */
+	if (log->info.ring_bytes || !log->info.fork_time || t->tid != log->info.pid)
+		return 0;
+	int64_t outer = 0; /* landings count the child's frames only */
+	size_t depth = 0, cap = 64, n = 0, ncap = 0;
+	uint32_t *stack = xmalloc(cap * sizeof(*stack)), *miss = NULL;
+	uint64_t until = UINT64_MAX;
+	int first = 1;
+	struct lr_iter it;
+	struct lr_event ev;
+	lr_iter_init_thread(&it, log, t);
+	while (lr_next(&it, &ev)) {
+		/* after a switch the runtime counts depths afresh (find_before_window) */
+		for (size_t k = 0; first && k < log->nswitches && until == UINT64_MAX; k++)
+			if (log->switch_ns[k] > ev.time_ns)
+				until = log->switch_ns[k];
+		first = 0;
+		if (ev.time_ns > until)
+			break;
+		if (ev.kind == SF_EV_ENTRY) {
+			if (depth == cap)
+				stack = xrealloc(stack, (cap *= 2) * sizeof(*stack));
+			stack[depth++] = ev.func_id;
+		} else if (ev.kind == SF_EV_EXIT || sf_kind_is_tail(ev.kind)) {
+			size_t d = depth;
+			while (d && stack[d - 1] != ev.func_id)
+				d--;
+			if (d) {
+				depth = d - 1;
+				continue;
+			}
+			depth = 0; /* as frames.c closes the frames above an exit's */
+			if (n == ncap)
+				miss = xrealloc(miss, (ncap = ncap ? 2 * ncap : 8) * sizeof(*miss));
+			miss[n++] = ev.func_id;
+		} else if (ev.kind == SF_EV_UNWIND) {
+			depth = ev.func_id < depth ? depth - ev.func_id : 0;
+		} else if (ev.kind == SF_EV_UNWIND_TO) {
+			depth -= fr_unwind_to(depth, &outer, ev.func_id);
+		}
+	}
+	free(stack);
+	for (size_t i = 0; i < n / 2; i++) { /* found innermost first */
+		uint32_t x = miss[i];
+		miss[i] = miss[n - 1 - i];
+		miss[n - 1 - i] = x;
+	}
+	*ids = miss;
+	return n;
+}
+
 void lr_iter_init(struct lr_iter *it, const struct lr_log *log)
 {
 	memset(it, 0, sizeof(*it));

@@ -349,6 +349,17 @@ void lr_iter_init_thread(struct lr_iter *it, const struct lr_log *log,
 /* 1 and *ev filled, or 0 at the end. */
 int lr_next(struct lr_iter *it, struct lr_event *ev);
 
+/* Frames open on thread t before the log's first event that no reader sees
+ * begin and the log does not deliver either, known by their exits: a fork
+ * child's thread that made the fork (the frames its parent had open then,
+ * main at least, which exit in the child too). Their ids, outermost first,
+ * in *ids (the caller frees it); their count (0 for other threads, and for
+ * ring logs: their iterator delivers such frames, lr_thread.before). Reads
+ * the whole thread (up to the first pause or resume), as the log does not
+ * say how many there are: callers ask only when they need the names
+ * (-F/-N). */
+size_t lr_inherited_frames(const struct lr_log *log, const struct lr_thread *t, uint32_t **ids);
+
 /* Calls cb for every event in lr_iter order; stops early when cb returns
  * nonzero and returns that value, else 0. */
 int lr_foreach_event(const struct lr_log *log,

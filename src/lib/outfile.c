@@ -636,7 +636,10 @@ int sf_outfile_commit(struct sf_outfile *of)
 	if (!of->failed && of->tmp && rename(of->tmp, of->dest) != 0)
 		fail(of, "cannot rename temporary file to", errno);
 	if (of->failed) {
-		sf_error("%s %s: %s", of->err_what, of->path, strerror(of->err_no));
+		/* -o /dev/stdout into `| head`: a reader leaving early is no
+		 * error to report (main.c makes the status 0) */
+		if (!(of->err_no == EPIPE && !of->tmp && sf_stdout_reader_gone()))
+			sf_error("%s %s: %s", of->err_what, of->path, strerror(of->err_no));
 		sf_outfile_abort(of);
 		return -1;
 	}

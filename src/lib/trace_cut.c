@@ -221,6 +221,11 @@ struct cut_thread {
 		size_t at; /* th->n when it happened: frames 0..at-1 enclose it */
 	} *pend;
 	size_t npend, cap_pend, first_pend;
+	/* The innermost of the frames the thread started inside
+	 * (cut_set_inherited): its outermost calls' "up" (within, marks,
+	 * fdepth; never a candidate itself). */
+	struct cut_frame base;
+	int has_base;
 };
 
 struct trace_cut {
@@ -461,10 +466,35 @@ static void tail_inherit(struct cut_thread *th, struct cut_frame *f, const struc
 		f->fdepth = th->tail_fdepth + 1;
 }
 
+int cut_wants_inherited(const struct trace_cut *c)
+{
+	return c->marks || (c->filter && c->filter->within);
+}
+
+void cut_set_inherited(struct trace_cut *c, uint32_t t, const uint32_t *ids, size_t n)
+{
+	if (t >= c->nthreads || !n)
+		return;
+	struct cut_frame *b = &c->threads[t].base;
+	memset(b, 0, sizeof(*b));
+	b->state = ST_DROP;
+	b->cand_up = -1;
+	for (size_t i = 0; i < n; i++) {
+		b->fdepth = i ? b->fdepth + 1 : 0;
+		unsigned own = c->marks ? marks_of(c, ids[i]) : 0;
+		b->marks |= own;
+		if (own & CUT_MARK_ONLY)
+			b->fdepth = 0;
+		if (c->filter && ids[i] < c->nsel)
+			b->within |= c->sel[ids[i]] == SEL_YES;
+	}
+	c->threads[t].has_base = 1;
+}
+
 static int is_candidate(struct trace_cut *c, struct cut_thread *th, struct cut_frame *f, uint32_t func_id,
 			const struct fr_frame *in)
 {
-	const struct cut_frame *up = th->n ? &th->st[th->n - 1] : NULL;
+	const struct cut_frame *up = th->n ? &th->st[th->n - 1] : th->has_base ? &th->base : NULL;
 	f->cand_up = !up ? -1 : up->state != ST_DROP ? (int32_t)(th->n - 1) : up->cand_up;
 	f->depth = f->cand_up >= 0 ? th->st[f->cand_up].depth + 1 : 0;
 	f->within = up ? up->within : 0;

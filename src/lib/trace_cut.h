@@ -111,6 +111,14 @@ typedef unsigned (*cut_mark_fn)(void *ctx, uint32_t func_id);
 /* Before cut_process; needed when the options have -F or -N. */
 void cut_set_marker(struct trace_cut *c, cut_mark_fn fn, void *ctx);
 
+/* After cut_process: thread t (lr_thread.index) starts inside frames no
+ * event begins, ids outermost first (lr_inherited_frames: a fork child's
+ * parent's frames, main's at least). Its calls are then "under" them for
+ * -F/-N and a within filter file, as they were in the parent. Whether the
+ * cut needs them: cut_wants_inherited. */
+void cut_set_inherited(struct trace_cut *c, uint32_t t, const uint32_t *ids, size_t n);
+int cut_wants_inherited(const struct trace_cut *c);
+
 /* Replaces the options' min_duration and max_depth (before cut_process):
  * the per-log limits of record-time trimming (trace_input). min_duration
  * then judges the recorded durations (r_begin, r_end) whatever clock the

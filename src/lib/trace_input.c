@@ -825,14 +825,19 @@ static void pass_free(struct pass *ps)
 }
 
 /* Times net of the tracer (docs/DESIGN.md): each thread runs on a clock
- * that stops while the tracer works. A traced call's whole cost is charged
- * at its ENTRY, the parent part before the ENTRY's time and the child part
- * after it, so a call's duration loses the child part, and its caller's
- * self time the parent part of each call it made. Which side of its
- * timestamp each event's own work falls on is not measured, only the sums:
- * charging it all at the ENTRY gives the same durations, as every call
- * has one ENTRY and one EXIT (or TAIL). Entries the reader made up (ring
- * windows) cost nothing. A thread's net clock never runs backwards. */
+ * that stops while the tracer works. Only the sums are measured: the
+ * parent part (an EXIT's time to the next ENTRY's) and the child part (an
+ * ENTRY's time to its EXIT's), not how each event's own work splits around
+ * its timestamp. Each event is charged half of both, as the entry and exit
+ * trampolines do the same work: an ENTRY half the parent part before its
+ * time and half the child part after, an EXIT (or TAIL) the other halves.
+ * A call with both events then loses the child part from its duration and
+ * its caller the parent part, as if all were charged at the ENTRY; but a
+ * frame a longjmp or an exception abandoned (an ENTRY and no EXIT) is
+ * charged only its ENTRY's cost, which is all the tracer spent in it, and
+ * an EXIT whose ENTRY came before a ring's window only its own. Entries
+ * the reader made up (ring windows) and landings (not measured) cost
+ * nothing. A thread's net clock never runs backwards. */
 struct net_clock {
 	double spent;   /* ns of tracer work so far on this thread */
 	uint64_t last;  /* the latest net time given */
@@ -848,16 +853,21 @@ static int in_net_times(const struct trace_input *in, const struct proc_state *p
 
 static void net_time(struct net_clock *c, const struct lr_info *info, struct lr_event *ev)
 {
-	int charged = ev->kind == SF_EV_ENTRY && !ev->before_window;
-	if (charged)
-		c->spent += info->cost_parent_ns;
+	double before = 0, after = 0;
+	if (ev->kind == SF_EV_ENTRY && !ev->before_window) {
+		before = info->cost_parent_ns / 2;
+		after = info->cost_child_ns / 2;
+	} else if (ev->kind == SF_EV_EXIT || sf_kind_is_tail(ev->kind)) {
+		before = info->cost_child_ns / 2;
+		after = info->cost_parent_ns / 2;
+	}
+	c->spent += before;
 	uint64_t spent = (uint64_t)c->spent;
 	uint64_t t = ev->time_ns > spent ? ev->time_ns - spent : 0;
 	if (t < c->last)
 		t = c->last;
 	ev->time_ns = c->last = t;
-	if (charged)
-		c->spent += info->cost_child_ns;
+	c->spent += after;
 	c->spent += (double)ev->stall_ns; /* a batch hand-off's wait, which the calibration leaves out */
 }
 
@@ -885,6 +895,20 @@ static void pass_init(struct pass *ps, struct trace_input *in, const struct trac
 	clock_gettime(CLOCK_MONOTONIC, &ps->start);
 }
 
+/* A fork child's threads start inside their parent's open frames: -F/-N
+ * and a within filter count its calls as under them (the child's log
+ * gives their names only by their exits, so only then is it read ahead). */
+static void inherit_frames(struct trace_cut *cut, const struct lr_log *log)
+{
+	for (size_t i = 0; cut_wants_inherited(cut) && i < lr_nthreads(log); i++) {
+		const struct lr_thread *t = lr_thread_at(log, i);
+		uint32_t *ids;
+		size_t n = lr_inherited_frames(log, t, &ids);
+		cut_set_inherited(cut, t->index, ids, n);
+		free(ids);
+	}
+}
+
 /* Before a process's events. 0, or -1 if the sink failed. */
 static int proc_begin(struct pass *ps, struct proc_state *p)
 {
@@ -902,8 +926,10 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	fr_set_proc(ps->frames, &p->pub);
 	if (ps->sink->process_begin && ps->sink->process_begin(ps->sink->ctx, &p->pub))
 		return -1;
-	if (ps->cut)
+	if (ps->cut) {
 		cut_process(ps->cut, p->pub.log, 0); /* times are on the recording's clock already */
+		inherit_frames(ps->cut, p->pub.log);
+	}
 	if (ps->trim) {
 		cut_set_limits(ps->trim, p->pub.info->trim_min_ns, p->pub.info->trim_max_depth);
 		cut_process(ps->trim, p->pub.log, 0);

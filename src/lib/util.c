@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,6 +171,17 @@ void sf_format_duration(char *buf, size_t len, double ns, enum sf_duration_style
 		snprintf(buf, len, !u ? "%.0f %s" : u < 3 ? "%.1f %s" : "%.2f %s", ns / scale[u], unit[u]);
 	else
 		snprintf(buf, len, u ? "%g%s" : "%.0f%s", ns / scale[u], unit[u]);
+}
+
+int sf_stdout_reader_gone(void)
+{
+	struct stat st;
+	if (fstat(1, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return 0;
+	/* A pipe's write end polls POLLERR once no reader is left; a socket's
+	 * POLLHUP or POLLERR once the peer shut it. */
+	struct pollfd p = {.fd = 1, .events = POLLOUT};
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
 }
 
 int sf_path_lookup(const char *cmd, char *path, size_t cap)

@@ -19,6 +19,11 @@ int sf_open_regular(const char *path);
  * holds a '/', else the first executable PATH entry (PATH unset:
  * /bin:/usr/bin). 0 with the path in path, -1 if none. */
 int sf_path_lookup(const char *cmd, char *path, size_t cap);
+/* Whether stdout is a pipe or socket whose reader has gone (`| head` read
+ * what it wanted): the commands ignore SIGPIPE (main.c) and then end with
+ * status 0 and no message when their output fails for this reason, as
+ * uftrace's replay does. */
+int sf_stdout_reader_gone(void);
 /* The same as a stdio stream ("r"). */
 FILE *sf_fopen_regular(const char *path);
 /* strerror(errno) after those: "not a regular file" for EINVAL. */

@@ -1,6 +1,7 @@
 /* sf_demangle: Rust v0, Rust legacy and C++ names as their users write them.
  * The expected strings are derived from the mangling grammars (noted per
  * case), not copied from the implementation's output. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,6 +126,80 @@ static void test_deeply_nested_template(void **state)
 	free(d);
 }
 
+/* 200 flat template arguments (10,212 chars, skeptic28d): over the
+ * 1,000 characters libiberty takes with its limits, and over the old
+ * retry's one character per KiB of an 8 MiB stack; demangled on a thread
+ * with a stack of its own, whatever the caller's. */
+static char *flat_name(int n)
+{
+	char *m = malloc(64 * (size_t)n + 64);
+	size_t k = (size_t)sprintf(m, "_Z3bigIJ");
+	for (int i = 0; i < n; i++)
+		k += (size_t)sprintf(m + k, "49LongTypeNameNumber%04d_abcdefghijklmnopqrstuvwxyz", i);
+	strcpy(m + k, "EEii");
+	return m;
+}
+
+static void *demangle_on(void *arg)
+{
+	return sf_demangle(arg);
+}
+
+/* sf_demangle from a thread with a 1 MiB stack: enough for the first,
+ * limited try (names of at most about 1,000 characters: under 0.5 MiB),
+ * not for the retry of any name below (1.3 MiB, or far more). */
+static char *demangle_small_stack(const char *m)
+{
+	pthread_attr_t at;
+	pthread_t t;
+	void *d = NULL;
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 1u << 20);
+	assert_int_equal(pthread_create(&t, &at, demangle_on, (void *)m), 0);
+	pthread_join(t, &d);
+	pthread_attr_destroy(&at);
+	return d;
+}
+
+static void test_long_flat_template(void **state)
+{
+	(void)state;
+	char *m = flat_name(200);
+	assert_int_equal(strlen(m), 10212);
+	char *d = demangle_small_stack(m);
+	assert_non_null(d);
+	assert_int_equal(strlen(d), 10212); /* "int big<" ... ">(int)": 50 x 200 + ", " x 199 */
+	assert_memory_equal(d, "int big<LongTypeNameNumber0000_", 31);
+	assert_string_equal(d + strlen(d) - 7, "z>(int)");
+	free(d);
+	free(m);
+}
+
+/* Names that nest a level a character (pointers: 430-460 bytes of stack
+ * a character) stay within their thread's stack: 1,000 demangled; past
+ * what libiberty takes (3,000 levels) or UNLIMITED_MAX (64 Ki
+ * characters) NULL, never a crash. */
+static void test_hostile_depth(void **state)
+{
+	(void)state;
+	static const size_t depth[] = {1000, 3000, 60000, 70000};
+	for (size_t i = 0; i < sizeof(depth) / sizeof(depth[0]); i++) {
+		char *m = malloc(depth[i] + 8);
+		strcpy(m, "_Z1f");
+		memset(m + 4, 'P', depth[i]);
+		strcpy(m + 4 + depth[i], "i");
+		char *d = demangle_small_stack(m);
+		if (depth[i] == 1000) {
+			assert_non_null(d);
+			assert_int_equal(strlen(d), strlen("f(int)") + 1000);
+		} else {
+			assert_null(d);
+		}
+		free(d);
+		free(m);
+	}
+}
+
 static void test_not_mangled(void **state)
 {
 	(void)state;
@@ -166,6 +241,8 @@ int main(void)
 		cmocka_unit_test(test_rust_legacy),
 		cmocka_unit_test(test_cplusplus),
 		cmocka_unit_test(test_deeply_nested_template),
+		cmocka_unit_test(test_long_flat_template),
+		cmocka_unit_test(test_hostile_depth),
 		cmocka_unit_test(test_not_mangled),
 		cmocka_unit_test(test_name_sans_params),
 	};

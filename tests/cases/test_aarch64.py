@@ -705,28 +705,6 @@ def test_aarch64_strings_on_the_threads_own_stack():
     check(all(s in ('say arg1="co-stack"', 'say arg1="literal"', "say arg1=<unreadable>") for s in rest), rest)
 
 
-def test_aarch64_string_into_an_unreadable_page_of_the_own_stack():
-    """As test_args' case of that name, on aarch64: mprotect (and
-    syscall(SYS_mprotect)) of a page of the main thread's stack turns the
-    stack-string copy off, so note()'s pointer into it reads unreadable
-    instead of faulting."""
-    toolchain()
-    exe = cross("args_stack_guard", ["args_stack_guard.c"])
-    syms = {p[2]: int(p[0], 16) for p in (l.split() for l in run(["nm", exe]).stdout.splitlines()) if len(p) == 3}
-    d = tmpdir()
-    spec = os.path.join(d, "args")
-    with open(spec, "w") as f:
-        f.write(f"sftrace-filter 1\nobject - {exe}\n{syms['note']:#x} e0106 note\n")
-    os.chmod(spec, 0o600)
-    for mode in ("libc", "syscall"):
-        log = os.path.join(d, f"{mode}.log")
-        p = qemu([exe, mode], log, env=["SFTRACE_ARGS=" + spec], check_rc=None)
-        eq((p.returncode, p.stdout), (0, "1\n"), f"{mode}: the program's exit and output")
-        notes = [" ".join(line.split("ARGS", 1)[1].split()) for line in run([SFTRACE, "dump", log]).stdout.splitlines()
-                 if " ARGS " in line]
-        eq(notes[1:], ["note arg1=<unreadable>"], f"{mode}: dump")
-
-
 def test_aarch64_landings_that_abandon_claims_keep_recording():
     """tests/fixtures/landing_skips.c (test_landing_skips.py) under qemu:
     a timer every 100 us, the handler siglongjmps out, 15,000 times (the

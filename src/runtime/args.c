@@ -684,7 +684,7 @@ static inline __attribute__((always_inline)) int on_live_stack(uint64_t addr, un
 {
 #ifdef SF_ARCH_SHADOW
 	uint64_t cur = (uint64_t)__builtin_frame_address(0);
-	if (__atomic_load_n(&sf_stack_strings_off, __ATOMIC_RELAXED) || !sf_stack_own_holds(cur))
+	if (!sf_stack_own_holds(cur))
 		return 0;
 	return addr >= cur && addr < sf_self.stack.hi && n <= sf_self.stack.hi - addr;
 #else

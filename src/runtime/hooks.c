@@ -504,26 +504,6 @@ static void exit_syscall(long code)
 	sf_exit_group_now(status);
 }
 
-/* stack.c's mprotect, munmap and mremap, made through syscall(): the
- * same notice (pkey_mprotect too: a protection key can take read access
- * from pages that keep PROT_READ). */
-static void map_change(long nr, const long *a)
-{
-#ifdef SF_ARCH_SHADOW
-	if (nr == SYS_mprotect)
-		sf_stack_map_change((uint64_t)a[0], (uint64_t)a[1], (a[2] & PROT_READ) != 0);
-	else if (nr == SYS_pkey_mprotect)
-		sf_stack_map_change((uint64_t)a[0], (uint64_t)a[1], a[3] == -1 && (a[2] & PROT_READ));
-	else if (nr == SYS_munmap || nr == SYS_mremap)
-		sf_stack_map_change((uint64_t)a[0], (uint64_t)a[1], 0);
-	if (nr == SYS_mremap && (a[3] & MREMAP_FIXED))
-		sf_stack_map_change((uint64_t)a[4], (uint64_t)a[2], 0);
-#else
-	(void)nr;
-	(void)a;
-#endif
-}
-
 /* syscall(2) (entered through arch/<arch>/vfork.S, which keeps vforks for
  * itself, with the caller's arguments: the seven words a variadic call
  * passes are where seven long parameters are): glibc's is the bare
@@ -549,7 +529,6 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		sf_exec_begins(); /* as exec does */
 	if (cred_change(nr, a, &to))
 		before_cred_change(to);
-	map_change(nr, a);
 	if (nr == SYS_sigaltstack && a0)
 		sf_stack_alt_forget(); /* as sigaltstack() (stack.c) */
 	if (sf_fd_syscall(nr, a, &r)) {

@@ -790,16 +790,6 @@ int sf_stack_alt(uint64_t cur, uint64_t *lo, uint64_t *hi) SF_HIDDEN;
  * another it runs on, from maps): 1 if known. */
 int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi) SF_HIDDEN;
 
-/* Set once a call of the program's (mprotect, munmap, mremap, or
- * syscall() with their numbers) may have taken read access from part of
- * the calling thread's own stack or the main thread's: args.c then reads
- * every string with process_vm_readv again. */
-extern int sf_stack_strings_off SF_HIDDEN;
-/* Before such a call on [addr, addr + len): sets sf_stack_strings_off
- * if the range meets one of those stacks (readable: the call leaves the
- * pages readable, as mprotect with PROT_READ does). */
-void sf_stack_map_change(uint64_t addr, uint64_t len, int readable) SF_HIDDEN;
-
 /* 1 if addr lies on the stack the thread runs on now, at or above the
  * caller's frame: mapped. */
 static inline __attribute__((always_inline)) int sf_on_this_stack(uint64_t addr)

@@ -26,10 +26,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/runtime.h"
@@ -176,67 +173,6 @@ SF_LANDING_TEXT int sf_stack_own_holds(uint64_t addr)
 	return own_stack() && addr >= stk.lo && addr < stk.hi;
 }
 
-
-int sf_stack_strings_off;
-
-/* Whether [addr, addr + len) meets [lo, hi). */
-static int meets(uint64_t addr, uint64_t len, uint64_t lo, uint64_t hi)
-{
-	return lo < hi && len && addr < hi && addr + len > lo;
-}
-
-void sf_stack_map_change(uint64_t addr, uint64_t len, int readable)
-{
-	if (readable || __atomic_load_n(&sf_stack_strings_off, __ATOMIC_RELAXED))
-		return;
-	/* The caller's own stack (own_stack: learnt now if need be, once
-	 * sf_stack_init has run: before, it would take the main thread for
-	 * another and give up on its stack for good) and the main thread's.
-	 * A thread's stack changed by another thread is not seen
-	 * (docs/DESIGN.md). */
-	int own = S.main_pd ? own_stack() : stk.own > 0;
-	if ((own && meets(addr, len, stk.lo, stk.hi)) || meets(addr, len, S.main_lo, S.main_hi))
-		__atomic_store_n(&sf_stack_strings_off, 1, __ATOMIC_RELAXED);
-}
-
-/* The program's mprotect, munmap and mremap, in front of libc's (the bare
- * system call and errno, as these are): each tells sf_stack_map_change
- * first. Exported under glibc's version of them only (a program's
- * reference names it), so that the runtime's own calls keep binding to
- * rt_libc.c's hidden definitions of the same names. */
-#define PUBLIC_AS(fn, name) __asm__(".symver " #fn ", " name "@" SF_GLIBC_BASE_VERSION ", remove")
-
-__attribute__((visibility("default"))) int sf_pub_mprotect(void *addr, size_t len, int prot)
-{
-	sf_stack_map_change((uint64_t)addr, len, prot & PROT_READ);
-	return mprotect(addr, len, prot);
-}
-PUBLIC_AS(sf_pub_mprotect, "mprotect");
-
-__attribute__((visibility("default"))) int sf_pub_munmap(void *addr, size_t len)
-{
-	sf_stack_map_change((uint64_t)addr, len, 0);
-	return munmap(addr, len);
-}
-PUBLIC_AS(sf_pub_munmap, "munmap");
-
-__attribute__((visibility("default"))) void *sf_pub_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	void *to = (flags & MREMAP_FIXED) ? va_arg(ap, void *) : NULL;
-	va_end(ap);
-	sf_stack_map_change((uint64_t)old, old_len, 0);
-	if (to)
-		sf_stack_map_change((uint64_t)to, new_len, 0);
-	long r = sf_syscall6(SYS_mremap, (long)old, (long)old_len, (long)new_len, flags, (long)to, 0);
-	if ((unsigned long)r > -4096ul) {
-		errno = (int)-r;
-		return MAP_FAILED;
-	}
-	return (void *)r;
-}
-PUBLIC_AS(sf_pub_mremap, "mremap");
 
 /* The signals held back while maps is read: a handler that jumps out would
  * leave the descriptor open. Not those a fault raises (the kernel would

@@ -616,18 +616,3 @@ def test_strings_on_the_threads_own_stack_read_without_a_system_call():
     eq(sorted(" ".join(s) for s in says), sorted([
         'say arg1="main-stack"', 'say arg1="thread-stack"', 'say arg1="co-stack"', 'say arg1="literal"']),
        "dump")
-
-
-def test_string_into_an_unreadable_page_of_the_own_stack():
-    # A string on the thread's own live stack is copied with plain loads
-    # (args.c, on_live_stack), unless the program made part of its stack
-    # unreadable first: its mprotect (or syscall(SYS_mprotect)) goes
-    # through the runtime, which then reads every string with
-    # process_vm_readv (stack.c, sf_stack_map_change). Before that watch
-    # this program died of SIGSEGV traced (exit 139).
-    prog = build_c("args_stack_guard", ["args_stack_guard.c"])
-    for mode in ("libc", "syscall"):
-        p, log = record([prog, mode], args=["-q", "-A", "note@arg1/s"], check_rc=None)
-        eq((p.returncode, p.stdout), (0, "1\n"), f"{mode}: the program's exit and output are unchanged")
-        eq(replay_calls(log), ["main() {", "  note(\"before\");", "  note(<unreadable>);", "} /* main */"],
-           f"{mode}: replay")

@@ -13,8 +13,6 @@
  * the vector registers it reads from the save area stay live). Strings are
  * read with process_vm_readv on our own pid: an unmapped or unreadable
  * pointer makes the call fail instead of faulting, and is recorded so.
- * One on the live part of the thread's own stack is copied directly
- * (on_live_stack).
  *
  * record resolves the specs in the executable before it starts. Every
  * other object with sleds (a DT_NEEDED library, one dlopen'd later, the
@@ -704,11 +702,10 @@ static void copy_bytes(uint8_t *out, const uint8_t *in, unsigned n)
 	}
 }
 
-/* Up to n bytes at addr into out, never faulting, with one system call
- * (none for bytes on the thread's own live stack, on_live_stack):
+/* Up to n bytes at addr into out, never faulting, with one system call:
  * the count read (they stop at the first unreadable page), -1 if none.
- * Every other read goes through process_vm_readv, even of the program's
- * own constants: no page is sure to stay readable (a program may mprotect
+ * Every read goes through process_vm_readv, even of the program's own
+ * constants: no page is sure to stay readable (a program may mprotect
  * part of its own image, or unmap it; another thread may do so between
  * a check and a load), and a plain load there would kill it. One remote
  * piece per page: the call reads whole pieces, so a string that ends

@@ -307,11 +307,10 @@ def test_call_string_budget():
 
 
 def test_each_string_read_by_one_system_call():
-    # Every string off the thread's own stack goes through
-    # process_vm_readv, the program's own literals too (a page of its
-    # image may be made unreadable at any time: test_skeptic29x's guarded
-    # case), one call per string: two in all, the literal and the heap
-    # string (a stack buffer: the case after the last).
+    # Every string goes through process_vm_readv, the program's own
+    # literals too (a page of its image may be made unreadable at any
+    # time: test_skeptic29x's guarded case), one call per string: two in
+    # all, the literal and the heap string.
     import shutil
     if not shutil.which("strace"):
         raise Skip("strace is not installed")

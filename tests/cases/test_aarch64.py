@@ -678,33 +678,6 @@ def test_aarch64_posix_spawn_versions_and_lookups():
     eq(t.stdout, u.stdout.replace("ran\n", "ran traced\n"), "traced: results, and every script traced")
 
 
-def test_aarch64_strings_on_the_threads_own_stack():
-    """-A say@arg1/s on aarch64 (the spec file as record writes it): a
-    buffer on the main thread's stack and on a second thread's is copied
-    with plain loads (args.c, on_live_stack), so it reads even under
-    qemu-user, whose process_vm_readv gets the guest's addresses; the
-    makecontext stack's and the literal take the system call: unreadable
-    under qemu, the value on a real aarch64 machine."""
-    toolchain()
-    exe = cross("args_stack_str", ["args_stack_str.c"], libs=["-lpthread"])
-    syms = {p[2]: int(p[0], 16) for p in (l.split() for l in run(["nm", exe]).stdout.splitlines()) if len(p) == 3}
-    d = tmpdir()
-    spec = os.path.join(d, "args")
-    with open(spec, "w") as f:
-        f.write(f"sftrace-filter 1\nobject - {exe}\n{syms['say']:#x} e0106 say\n")
-    os.chmod(spec, 0o600)
-    log = os.path.join(d, "sf.log")
-    p = qemu([exe], log, env=["SFTRACE_ARGS=" + spec])
-    eq(p.stdout, "37\n", "the program's output")
-    says = sorted(" ".join(line.split("ARGS", 1)[1].split()) for line in run([SFTRACE, "dump", log]).stdout.splitlines()
-                  if " ARGS " in line)
-    own = ['say arg1="main-stack"', 'say arg1="thread-stack"']
-    eq([s for s in says if s in own], own, "dump: the stack strings")
-    rest = [s for s in says if s not in own]
-    eq(len(rest), 2, f"dump: {says}")
-    check(all(s in ('say arg1="co-stack"', 'say arg1="literal"', "say arg1=<unreadable>") for s in rest), rest)
-
-
 def test_aarch64_landings_that_abandon_claims_keep_recording():
     """tests/fixtures/landing_skips.c (test_landing_skips.py) under qemu:
     a timer every 100 us, the handler siglongjmps out, 15,000 times (the

@@ -590,28 +590,3 @@ def test_stack_struct_member_at_the_stack_top_read_within_it():
     eq(p.stdout, plain, "the program's output")
     # makecontext leaves the top word zero or a pointer: bytes 6 and 7 zero
     eq([c.strip() for c in replay_calls(log) if "target" in c], ["target({0, '\\x00'}, 41) = 42;"], "replay")
-
-
-def test_strings_on_the_threads_own_stack_read_without_a_system_call():
-    # A buffer on the calling thread's own stack, above its frame, is
-    # mapped: read with plain loads (the main thread's and a second
-    # thread's). A makecontext stack (a static array here) and a literal
-    # still take one process_vm_readv each. The values are the same.
-    import shutil
-    if not shutil.which("strace"):
-        raise Skip("strace is not installed")
-    prog = build_c("args_stack_str", ["args_stack_str.c"], libs=["-lpthread"])
-    d = tmpdir()
-    trace = os.path.join(d, "strace.txt")
-    log = os.path.join(d, "t", "sf.log")
-    p = run(["strace", "-f", "-e", "trace=process_vm_readv", "-o", trace, SFTRACE, "record", "-q",
-             "-A", "say@arg1/s", "-o", log, "--", prog], env={"ASAN_OPTIONS": "detect_leaks=0"})
-    eq(p.stdout, "37\n", "the program's output is unchanged")
-    with open(trace) as f:
-        reads = [line for line in f if "process_vm_readv(" in line]
-    eq(len(reads), 2, f"process_vm_readv calls: {reads}")
-    out = run([SFTRACE, "dump", log]).stdout
-    says = [line.split("ARGS", 1)[1].split() for line in out.splitlines() if " ARGS " in line]
-    eq(sorted(" ".join(s) for s in says), sorted([
-        'say arg1="main-stack"', 'say arg1="thread-stack"', 'say arg1="co-stack"', 'say arg1="literal"']),
-       "dump")

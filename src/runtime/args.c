@@ -665,43 +665,6 @@ void sf_args_log_specs(int all)
 	S.over = 0;
 }
 
-/* 1 if [addr, addr + n) lies on the live part of the thread's own stack:
- * at or above this frame, below the stack's top (stack.c: the main
- * thread's from __libc_stack_end, another's up to its glibc descriptor).
- * Those bytes are mapped and readable while the thread runs: they hold
- * the frames it will return through (as alloc.c reads return-address
- * slots and stack_readable a caller's outgoing arguments), and no other
- * thread can take them away (a thread's stack is freed after it ends).
- * A buffer a caller keeps on its stack, bench/sqlite_driver.c's
- * `char text[32]` given to sqlite3_bind_text, is read with plain loads
- * instead of a system call (44k calls -> 4k on 20,000 rows under
- * --auto-args, bench/README.md). Only the thread's own stack, known
- * without /proc/self/maps (a coroutine's or a signal stack: the system
- * call, as before). */
-static inline __attribute__((always_inline)) int on_live_stack(uint64_t addr, unsigned n)
-{
-#ifdef SF_ARCH_SHADOW
-	uint64_t cur = (uint64_t)__builtin_frame_address(0);
-	if (!sf_stack_own_holds(cur))
-		return 0;
-	return addr >= cur && addr < sf_self.stack.hi && n <= sf_self.stack.hi - addr;
-#else
-	(void)addr;
-	(void)n;
-	return 0;
-#endif
-}
-
-/* n bytes, in a loop: memcpy of a variable count is `rep movsb` here,
- * whose start-up costs more than the 16 bytes --auto-args reads. */
-static void copy_bytes(uint8_t *out, const uint8_t *in, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		__asm__("" : "+r"(i)); /* a loop, not a call to memcpy */
-		out[i] = in[i];
-	}
-}
-
 /* Up to n bytes at addr into out, never faulting, with one system call:
  * the count read (they stop at the first unreadable page), -1 if none.
  * Every read goes through process_vm_readv, even of the program's own
@@ -713,10 +676,6 @@ static void copy_bytes(uint8_t *out, const uint8_t *in, unsigned n)
 #define READ_PIECES 2 /* n is at most CALL_STR_BUDGET: one page boundary at most (past it, a short read) */
 static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
 {
-	if (on_live_stack(addr, n)) {
-		copy_bytes(out, (const uint8_t *)addr, n);
-		return (int)n;
-	}
 	struct iovec local = {out, n}, remote[READ_PIECES];
 	int k = 0;
 	for (uint64_t at = addr, end = addr + n; at < end && k < READ_PIECES; k++) {

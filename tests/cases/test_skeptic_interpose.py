@@ -129,7 +129,7 @@ def _callgrind_main(cmd, d, tag):
         if not f.startswith(tag + "."):
             continue
         text = open(os.path.join(d, f)).read()
-        if re.search(r"^cmd:.*skeptic_interpose_jit", text, re.M):
+        if re.search(r"^cmd:\s+\S*skeptic_interpose_jit ", text, re.M):
             m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
             return int(m.group(1))
     raise AssertionError(f"no callgrind output for the jit program in {d}")

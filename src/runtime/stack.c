@@ -295,8 +295,11 @@ void sf_stack_alt_forget(void)
 
 /* sigaltstack (libc's, interposed): the thread's signal stack changes, so
  * the answer sf_stack_alt keeps is dropped, before (a handler between the
- * change and the drop) and after the call. */
-__attribute__((visibility("default"))) int sigaltstack(const stack_t *ss, stack_t *old)
+ * change and the drop) and after the call. Exported as the default of
+ * glibc's only version of it, so that dlsym and dlvsym(..., "GLIBC_2.2.5")
+ * both give the address the program's own reference binds to, as
+ * untraced (unversioned, dlvsym skipped it for libc's). */
+__attribute__((visibility("default"))) int sf_pub_sigaltstack(const stack_t *ss, stack_t *old)
 {
 	if (ss)
 		sf_stack_alt_forget();
@@ -309,3 +312,4 @@ __attribute__((visibility("default"))) int sigaltstack(const stack_t *ss, stack_
 	}
 	return 0;
 }
+__asm__(".symver sf_pub_sigaltstack, sigaltstack@@" SF_GLIBC_BASE_VERSION ", remove");

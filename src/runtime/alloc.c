@@ -129,19 +129,12 @@ static __attribute__((noinline, cold)) void heap_slow(uint32_t tag, uint32_t kin
 	errno = saved;
 }
 
-/* The return-address tag of a heap event (FORMAT.md, "Heap events"): the
- * low 28 bits of the word in the return-address slot of the thread's most
- * recently popped frame (the shadow stack's entry just above its depth),
- * 0 when unknown. After F's tail call (F's entry popped, nothing pushed
- * since), that slot holds the return address of the call that entered F's
- * tail callee: the caller's `call F` while the callee runs, another once
- * it returned and the caller called something else from there. The reader
- * (lib/tail_claim.h) compares it across a tail call's claim. The slot is
- * read only when it lies on the thread's current stack above this frame,
- * which is mapped (unwind.c's sf_on_this_stack). */
-static inline uint32_t heap_ret_tag(const struct sf_thread *t)
-{
 #ifdef SF_ARCH_SHADOW
+/* The return-address slot of the thread's most recently popped frame (the
+ * shadow stack's entry at its depth; bit 0, a window frame, masked), 0
+ * when none is stored. */
+static inline __attribute__((always_inline)) uint64_t heap_popped_slot(const struct sf_thread *t)
+{
 #ifdef SF_SHADOW_TP
 	/* the entry at the depth, through the depth's own pointer, below the
 	 * array's end (NULL before it is mapped: nothing stored); no index
@@ -155,7 +148,25 @@ static inline uint32_t heap_ret_tag(const struct sf_thread *t)
 	if (d >= SF_SHADOW_CAP)
 		return 0;
 	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]);
-#endif /* bit 0: a window frame */
+#endif
+	return slot;
+}
+#endif
+
+/* The return-address tag of a heap event (FORMAT.md, "Heap events"): the
+ * low 28 bits of the word in the return-address slot of the thread's most
+ * recently popped frame (the shadow stack's entry just above its depth),
+ * 0 when unknown. After F's tail call (F's entry popped, nothing pushed
+ * since), that slot holds the return address of the call that entered F's
+ * tail callee: the caller's `call F` while the callee runs, another once
+ * it returned and the caller called something else from there. The reader
+ * (lib/tail_claim.h) compares it across a tail call's claim. The slot is
+ * read only when it lies on the thread's current stack above this frame,
+ * which is mapped (unwind.c's sf_on_this_stack). */
+static inline uint32_t heap_ret_tag(const struct sf_thread *t)
+{
+#ifdef SF_ARCH_SHADOW
+	uint64_t slot = heap_popped_slot(t);
 	if (!slot || !sf_on_this_stack(slot))
 		return 0;
 	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));
@@ -449,20 +460,7 @@ static inline __attribute__((always_inline)) int heap_on_own_stack(void)
  * are read. */
 static inline __attribute__((always_inline)) uint32_t heap_ret_tag_own(const struct sf_thread *t)
 {
-#ifdef SF_SHADOW_TP
-	/* the entry at the depth, through the depth's own pointer, below the
-	 * array's end (NULL before it is mapped: nothing stored); no index
-	 * made from it and scaled back, a register less, so none is saved */
-	const uint64_t *at = t->shadow_tp;
-	if (at >= t->shadow_plim)
-		return 0;
-	uint64_t slot = SF_SHADOW_ADDR(*at);
-#else
-	uint64_t d = sf_shadow_depth(t);
-	if (d >= SF_SHADOW_CAP)
-		return 0;
-	uint64_t slot = SF_SHADOW_ADDR(t->shadow[d]);
-#endif
+	uint64_t slot = heap_popped_slot(t);
 	if (sf_arch_below_sp(slot) || slot >= t->stack.hi) /* slot 0 too */
 		return 0;
 	return (uint32_t)(*(const volatile uint64_t *)slot & ((1u << (32 - SF_KIND_BITS)) - 1));

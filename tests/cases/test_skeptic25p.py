@@ -9,40 +9,6 @@ import re
 import statistics
 import sys
 
-def test_skeptic25p_throws_while_another_thread_churns_dlopen():
-    """One thread throws and catches in a loop while main dlopens and dlcloses an XRay plug-in 300
-    times (stub pages come and go under _Unwind_Find_FDE): no crash, 300 initializer calls
-    recorded, one UNWIND per thrower call, and the blocks live at the end are the untraced 5."""
-    plug = build_c("libskep25p_pctor.so", ["skep25p_plug.c"], shared=True, flags=["-DFN=plug_ctor"])
-    exe = build_c("skep25p_churn", ["skep25p_churn.cc"], compiler="clang++", libs=["-ldl", "-lpthread"])
-    a, f, _ = mc_counts([exe, plug, "300"])[-1]
-    eq(a - f, 5, "untraced blocks live at the end")
-    p, log = record([exe, plug, "300"], args=["-q", "--alloc"])
-    eq(p.stdout, "loads 300 caught>0 1\n", "traced")
-    m = memory(log)
-    eq((m[0] - m[1], m[3]), (5, 0), "(blocks live at the end, unmatched frees)")
-    calls = sfkit.count_calls(sfkit.dump_events(log))
-    eq((calls["plug_ctor"], len(unwinds(log))), (300, calls["thrower(int)"]), "(plug_ctor calls, UNWIND = throws)")
-
-
-def test_skeptic25p_longjmp_in_sixteen_coroutine_stacks():
-    """16 coroutines, each on its own mmap-ed stack (past the 8 maps reads a thread gets), each
-    making 2,000 longjmps over two frames with only those frames recorded: every landing one
-    UNWIND (2 abandoned, depth 0 left), and each coroutine's least landing within 100 ns of
-    untraced (seen 20 -> 30-40 ns)."""
-    exe = build_c("skep25p_manyco", ["skep25p_manyco.c"])
-    only = os.path.join(tmpdir(), "only.filter")
-    run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^(doomed|via)$", "-o", only])
-    un = [int(x) for x in run([exe, "16", "2000"]).stdout.split()]
-    p, log = record([exe, "16", "2000"], args=["-q", "-f", only])
-    tr = [int(x) for x in p.stdout.split()]
-    eq(len(tr), 16, "coroutines")
-    worst = max(b - a for a, b in zip(un, tr))
-    check(worst <= 100, f"least landing per coroutine, untraced {un}, traced {tr}")
-    got = unwinds(log)
-    eq((len(got), set(got)), (32000, {(2, 0)}), "(UNWIND events, their (abandoned, depth left))")
-
-
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 

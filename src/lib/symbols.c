@@ -1558,18 +1558,34 @@ static uint64_t got_relative_target(Elf *elf, uint64_t got)
 	return 0;
 }
 
-size_t sym_opaque_calls(struct sym_object *o, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, uint64_t target),
-			void *ctx)
+/* The code of the x86-64 function symbol starting at fvaddr (at most
+ * 1 MiB), read from the object's image into a buffer the caller frees,
+ * with its size and ELF; NULL when there is no such function or it cannot
+ * be read. */
+static uint8_t *function_code(struct sym_object *o, uint64_t fvaddr, Elf **elf, size_t *size)
 {
 	const struct fsym *f = find_symbol(o, fvaddr);
 	GElf_Addr bias;
-	Elf *elf = dwfl_module_getelf(o->mod, &bias);
-	if (!f || f->vaddr != fvaddr || !f->size || f->size > (1u << 20) || !is_x86_64(elf))
-		return 0;
+	*elf = dwfl_module_getelf(o->mod, &bias);
+	if (!f || f->vaddr != fvaddr || !f->size || f->size > (1u << 20) || !is_x86_64(*elf))
+		return NULL;
 	uint8_t *b = xmalloc(f->size);
-	size_t n = 0;
-	if (read_image(elf, fvaddr, b, f->size, NULL)) {
-		for (size_t i = 0; i + 2 <= f->size; i++) {
+	if (!read_image(*elf, fvaddr, b, f->size, NULL)) {
+		free(b);
+		return NULL;
+	}
+	*size = f->size;
+	return b;
+}
+
+size_t sym_opaque_calls(struct sym_object *o, uint64_t fvaddr, void (*cb)(void *ctx, uint64_t ret, uint64_t target),
+			void *ctx)
+{
+	Elf *elf;
+	size_t size = 0, n = 0;
+	uint8_t *b = function_code(o, fvaddr, &elf, &size);
+	if (b) {
+		for (size_t i = 0; i + 2 <= size; i++) {
 			if (b[i] != 0xff)
 				continue;
 			uint8_t modrm = b[i + 1], mod = modrm >> 6, rm = modrm & 7;
@@ -1578,7 +1594,7 @@ size_t sym_opaque_calls(struct sym_object *o, uint64_t fvaddr, void (*cb)(void *
 			size_t len = mod == 3 ? 2 : mod == 1 ? 3 : mod == 2 ? 6 : rm == 5 ? 6 : 2;
 			if (rm == 4 && mod != 3)
 				continue; /* a SIB byte: not decoded */
-			if (i + len > f->size)
+			if (i + len > size)
 				continue;
 			uint64_t ret = fvaddr + i + len, target = 0, t;
 			const char *name;
@@ -1622,20 +1638,16 @@ int sym_indirect_call(struct sym_object *o, uint64_t ret)
 size_t sym_calls(struct sym_object *o, uint64_t fvaddr,
 		 void (*cb)(void *ctx, uint64_t ret, int kind, uint64_t target, const char *name), void *ctx)
 {
-	const struct fsym *f = find_symbol(o, fvaddr);
-	GElf_Addr bias;
-	Elf *elf = dwfl_module_getelf(o->mod, &bias);
-	if (!f || f->vaddr != fvaddr || !f->size || f->size > (1u << 20) || !is_x86_64(elf))
-		return 0;
-	uint8_t *b = xmalloc(f->size);
-	size_t n = 0;
-	if (read_image(elf, fvaddr, b, f->size, NULL)) {
-		for (size_t i = 0; i + 5 <= f->size; i++) {
+	Elf *elf;
+	size_t size = 0, n = 0;
+	uint8_t *b = function_code(o, fvaddr, &elf, &size);
+	if (b) {
+		for (size_t i = 0; i + 5 <= size; i++) {
 			uint64_t ret, target = 0;
 			const char *name = NULL;
 			if (b[i] == 0xe8)
 				ret = fvaddr + i + 5; /* call rel32 */
-			else if (b[i] == 0xff && i + 6 <= f->size && b[i + 1] == 0x15)
+			else if (b[i] == 0xff && i + 6 <= size && b[i + 1] == 0x15)
 				ret = fvaddr + i + 6; /* call *GOT(%rip) */
 			else
 				continue;

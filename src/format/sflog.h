@@ -338,7 +338,8 @@ struct sf_header {
 	 * --ring's events of exited threads that the final log lost because a
 	 * later thread took their slots (an exited thread's batches stay in the
 	 * log only until then: the file is bounded by the threads alive at
-	 * once). Readers and record report it. */
+	 * once). Readers and record report it. A snapshot keeps the count at
+	 * its writing: those events are not in it either. */
 	uint64_t ring_reused;
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a

@@ -404,7 +404,6 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	static struct sf_header copy; /* the writer thread's only */
 	memcpy(&copy, m, sizeof(copy));
 	copy.snapshot = n;
-	copy.ring_reused = 0; /* the process's log's count, not this copy's */
 	copy.snapshot_reason = freeze.reason;
 	copy.reserved[SF_HDR_SNAP_TIME] = freeze.time;
 	copy.reserved[SF_HDR_SNAP_THREAD] = freeze.tid;

@@ -470,6 +470,9 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 			lr_info(log)->last_errno ? strerror((int)lr_info(log)->last_errno) : "-");
 	if (s.lost)
 		fprintf(stderr, ", %llu lost", (unsigned long long)s.lost);
+	if (lr_info(log)->ring_reused)
+		fprintf(stderr, ", %llu events of exited threads overwritten by later threads' rings",
+			(unsigned long long)lr_info(log)->ring_reused);
 	print_snapshot_requests(lr_info(log));
 	if (lr_info(log)->trimmed_records)
 		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",

@@ -334,6 +334,13 @@ struct sf_header {
 	 * is the one times are net of; this one says how far the cost drifted
 	 * (cost_spread already takes in its rounds). */
 	uint64_t cost_exit;
+	/* Since the ring9 fix (zero in older logs; atomic counter): record
+	 * --ring's events of exited threads that the final log lost because a
+	 * later thread took their slots (an exited thread's batches stay in the
+	 * log only until then: the file is bounded by the threads alive at
+	 * once). Readers and record report it. A snapshot keeps the count at
+	 * its writing: those events are not in it either. */
+	uint64_t ring_reused;
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a
  * patched entry of the same object, else kind 3 (without it, kind 3 is
@@ -527,6 +534,7 @@ _Static_assert(__builtin_offsetof(struct sf_header, fork_parent) == 3640, "docs/
 _Static_assert(__builtin_offsetof(struct sf_header, cost_spread) == 3648, "docs/FORMAT.md: cost spread");
 _Static_assert(__builtin_offsetof(struct sf_header, landings_uncounted) == 3656, "docs/FORMAT.md: uncounted landings");
 _Static_assert(__builtin_offsetof(struct sf_header, cost_exit) == 3664, "docs/FORMAT.md: cost at exit");
+_Static_assert(__builtin_offsetof(struct sf_header, ring_reused) == 3672, "docs/FORMAT.md: ring events reused");
 _Static_assert(sizeof(struct sf_object) == 96, "object size");
 _Static_assert(sizeof(struct sf_switch) == 32, "switch size");
 

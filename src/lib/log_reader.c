@@ -296,9 +296,14 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 			in->snap_over_max = h.snap_over_max;
 			in->snap_sent = h.snap_sent;
 			in->snap_arrived = h.snap_arrived;
+			in->ring_reused = h.ring_reused;
 		}
 	}
 	parse_cmdline(log, &h);
+	if (h.ring_bytes && h.ring_reused)
+		warn(log, "%" PRIu64 " event%s of exited threads %s not in the log: later threads' rings took their "
+		     "slots (--ring keeps SIZE per thread alive at once)", (uint64_t)h.ring_reused,
+		     h.ring_reused == 1 ? "" : "s", h.ring_reused == 1 ? "is" : "are");
 	if (h.landings_uncounted)
 		warn(log, "%" PRIu64 " landing%s (longjmp or exception) deeper than the runtime's stored shadow stack "
 		     "could not be counted: the frames %s abandoned stay open until an outer exit, and depths after "

@@ -91,6 +91,9 @@ struct lr_info {
 	uint64_t trim_min_ns;
 	uint32_t trim_max_depth;
 	uint64_t trimmed_records;
+	/* record --ring: exited threads' events a later thread's ring took the
+	 * slots of, not in this log (sf_header.ring_reused). */
+	uint64_t ring_reused;
 	int argc;
 	char **argv;             /* argc strings, then NULL */
 	/* The time fit used by lr_time_ns, for display: ns since start =

@@ -976,6 +976,25 @@ static int slot_holds_records(const struct sf_slot *s)
 	return sf_config.ring_slots || s->hdr->thread_serial;
 }
 
+/* record --ring: a free slot that still reads as a batch (its serial
+ * kept) holds an exited thread's newest events, kept in the log until a
+ * later thread needs the slot: the file stays bounded by the threads alive
+ * at once, not by every thread the run had. Taking it loses those events
+ * from the final log; they are counted in the header (ring_reused), so
+ * that record and every reader say so (never lost silently). Under the
+ * log's lock, once per slot taken: the scan is what clearing it costs. */
+static void count_reused(const struct sf_slot *s)
+{
+	if (!sf_config.ring_slots || !__atomic_load_n(&s->hdr->thread_serial, __ATOMIC_ACQUIRE))
+		return;
+	const struct sf_event *ev = (const struct sf_event *)(s->hdr + 1);
+	uint64_t n = 0;
+	for (size_t i = 0; i < SF_SLOT_EVENTS && ev[i].word; i += 1 + sf_event_payload_count(ev[i].word))
+		n++;
+	if (n)
+		__atomic_add_fetch(&L.hdr->ring_reused, n, __ATOMIC_RELAXED);
+}
+
 /* A slot's file space reserved and mapped: its address, or -errno. */
 static long map_slot(int fd, void *arg)
 {
@@ -1297,6 +1316,7 @@ struct sf_slot *sf_log_slot_get(void)
 	if (L.free_slots) {
 		s = L.free_slots;
 		L.free_slots = s->next_free;
+		count_reused(s);
 		if (slot_holds_records(s))
 			sf_log_slot_invalidate(s);
 		goto out;

@@ -82,7 +82,8 @@ static void out_queued(const char *p, size_t n)
 		cur.cap = (cur.n + n) * 2 + 256;
 		cur.p = xrealloc(cur.p, cur.cap);
 	}
-	memcpy(cur.p + cur.n, p, n);
+	if (n) /* p may be NULL then (an empty piece), which memcpy may not take */
+		memcpy(cur.p + cur.n, p, n);
 	cur.n += n;
 }
 
@@ -99,7 +100,7 @@ static inline void out(const char *p, size_t n)
 		return;
 	}
 #ifdef __GLIBC__
-	if (!(__builtin_constant_p(n) && n <= 8) && (size_t)(stdout->_IO_write_end - stdout->_IO_write_ptr) >= n) {
+	if (!(__builtin_constant_p(n) && n <= 8) && n && (size_t)(stdout->_IO_write_end - stdout->_IO_write_ptr) >= n) {
 		memcpy(stdout->_IO_write_ptr, p, n);
 		stdout->_IO_write_ptr += n;
 		return;

@@ -782,6 +782,16 @@ static void thread_identity(struct lr_log *log, struct lr_thread *t, const uint3
 }
 
 static int batch_complete_events(const struct lr_log *log, const struct lr_batch *b);
+/* The time of the log's first switch (sftrace resume / pause) after t,
+ * UINT64_MAX when none: where a thread's depths start afresh. */
+static uint64_t first_switch_after(const struct lr_log *log, uint64_t t)
+{
+	for (size_t k = 0; k < log->nswitches; k++)
+		if (log->switch_ns[k] > t)
+			return log->switch_ns[k];
+	return UINT64_MAX;
+}
+
 static void find_before_window(struct lr_log *log);
 
 /* A ring thread's window is its newest run of consecutive batches. Older
@@ -1680,9 +1690,7 @@ static void find_before_window(struct lr_log *log)
 		lr_iter_init_thread(&it, log, t);
 		while (lr_next(&it, &ev)) {
 			if (first) {
-				for (size_t k = 0; k < log->nswitches && until == UINT64_MAX; k++)
-					if (log->switch_ns[k] > ev.time_ns)
-						until = log->switch_ns[k];
+				until = first_switch_after(log, ev.time_ns);
 				first = 0;
 			}
 			if (ev.time_ns > until)
@@ -1757,9 +1765,8 @@ size_t lr_inherited_frames(const struct lr_log *log, const struct lr_thread *t, 
 	lr_iter_init_thread(&it, log, t);
 	while (lr_next(&it, &ev)) {
 		/* after a switch the runtime counts depths afresh (find_before_window) */
-		for (size_t k = 0; first && k < log->nswitches && until == UINT64_MAX; k++)
-			if (log->switch_ns[k] > ev.time_ns)
-				until = log->switch_ns[k];
+		if (first)
+			until = first_switch_after(log, ev.time_ns);
 		first = 0;
 		if (ev.time_ns > until)
 			break;

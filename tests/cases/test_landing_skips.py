@@ -53,13 +53,4 @@ def test_landing_skips_with_writer_thread():
 
 
 if __name__ == "__main__":
-    failed = 0
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok  ", name)
-            except AssertionError as e:
-                failed += 1
-                print("FAIL", name, e)
-    sys.exit(1 if failed else 0)
+    sfkit.main(globals())

@@ -341,15 +341,4 @@ def test_skeptic25p_longjmp_in_sixteen_coroutine_stacks():
 
 
 if __name__ == "__main__":
-    failed = 0
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("skip", name, e)
-            except AssertionError as e:
-                failed += 1
-                print("FAIL", name, e)
-    sys.exit(1 if failed else 0)
+    sfkit.main(globals())

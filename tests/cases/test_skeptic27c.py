@@ -9,6 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sfkit  # noqa: E402
 from sfkit import FIXBUILD, SFTRACE, Skip, build_c, check, eq, record, run, rust_fixture  # noqa: E402
 
 
@@ -410,10 +411,4 @@ def test_thread_start_routine_tail_calling_malloc():
 
 
 if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

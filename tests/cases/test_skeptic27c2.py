@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sfkit  # noqa: E402
 from sfkit import (FIXBUILD, ROOT, SFTRACE, Skip, build_c, check, eq, known_break, record, run,  # noqa: E402
                    rust_fixture, tmpdir, tp_rows)
 
@@ -261,10 +262,4 @@ def test_memory_replay_cost_per_heap_event_within_target():
 
 
 if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok  ", name)
-            except Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

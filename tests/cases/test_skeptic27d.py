@@ -334,10 +334,4 @@ def test_skep27d_rust_push_format_line():
 
 
 if __name__ == "__main__":
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_") and callable(fn):
-            try:
-                fn()
-                print("ok  ", name)
-            except sfkit.Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

@@ -267,10 +267,4 @@ def test_fork_child_calls_are_under_main():
 
 
 if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                fn()
-                print("ok  ", name)
-            except sfkit.Skip as e:
-                print("skip", name, e)
+    sfkit.main(globals())

@@ -1285,7 +1285,7 @@ static void start_dropping(struct sf_thread *t)
 	t->base = sf_now_raw(); /* keeps the fast path fast, though nothing is kept */
 }
 
-static void thread_start(struct sf_thread *t)
+static void thread_begin(struct sf_thread *t)
 {
 	t->tid = sf_gettid();
 #ifdef SF_ARCH_SHADOW
@@ -1338,6 +1338,16 @@ static void thread_start(struct sf_thread *t)
 		pthread_setspecific(exit_key, (void *)1);
 		thread_list(t);
 	}
+}
+
+static void thread_start(struct sf_thread *t)
+{
+	thread_begin(t);
+	/* Last: the lines its first landing reads, for the reason above,
+	 * asked for after this function's own work (a slot's hand-off can
+	 * sleep, and wake on another CPU). unwind.c, "a thread's first
+	 * landing". */
+	sf_landing_warm();
 }
 
 /* A batch begins with this event: its slot's header gets the thread's

@@ -856,6 +856,7 @@ void sf_stack_init(void) SF_HIDDEN; /* at start-up, on the main thread: its stac
 void sf_unwind_init(void) SF_HIDDEN;
 void sf_unwind_resolve(void) SF_HIDDEN; /* the real longjmp family, once */
 void sf_unwind_thread_exit(void) SF_HIDDEN; /* closes the frames still open at a thread's end */
+void sf_landing_warm(void) SF_HIDDEN; /* asks the CPU for a landing's lines (thread_start) */
 void sf_shadow_ov_alloc(void) SF_HIDDEN; /* maps the shadow stack's entries past the array (trampoline.S) */
 void sf_shadow_blk_alloc(void) SF_HIDDEN; /* maps the thread's array at its first push (trampoline.S) */
 void sf_shadow_ov_free(void) SF_HIDDEN;  /* unmaps both at the thread's end */

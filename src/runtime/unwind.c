@@ -1210,3 +1210,60 @@ void sf_unwind_thread_exit(void)
 	sf_record_event_at(SF_EV_UNWIND_TO, 0, now);
 #endif
 }
+
+/* ---- a thread's first landing ----
+ * It runs cold: its code (.text.hot.sf_landing, two pages) and the
+ * runtime's data it reads (R, the configuration's clock and enabled
+ * line, the resume epoch, the pause and trigger words, the thread's own
+ * state) are in no cache of the CPU the new thread runs on, and each line
+ * is a miss, each page a walk, on a VM some 100-200 ns apiece: no page
+ * fault (perf record -e minor-faults: none inside a first landing,
+ * traced or not), cold lines only. thread_start, at the thread's first
+ * event and already a slow path (it takes a slot, maps the shadow
+ * array, asks the kernel its name), asks the CPU for those lines with
+ * prefetches: no load waits, nothing is mapped or faulted (a prefetch of
+ * an untouched page is dropped), so no memory grows. The code's span is
+ * the lowest to the highest of the landing's functions, skipped if the
+ * linker spread them (more than LANDING_SPAN bytes apart). */
+enum { LANDING_SPAN = 16384, LINE = 64 };
+
+static void prefetch_span(const void *lo, const void *hi, int write)
+{
+	for (uintptr_t p = (uintptr_t)lo & ~(uintptr_t)(LINE - 1); p < (uintptr_t)hi; p += LINE)
+		if (write)
+			__builtin_prefetch((const void *)p, 1, 3);
+		else
+			__builtin_prefetch((const void *)p, 0, 3);
+}
+
+static void prefetch_landing_text(void)
+{
+	const void *fns[] = {(const void *)sf_shadow_resync, (const void *)sf_record_event_at,
+			     (const void *)sf_now_raw, (const void *)sf_stack_own_holds, (const void *)sf_stack_of,
+			     (const void *)sf_stack_alt, (const void *)landing, (const void *)setip_slow,
+			     (const void *)_Unwind_SetIP, (const void *)longjmp, (const void *)_longjmp,
+			     (const void *)siglongjmp, (const void *)__longjmp_chk};
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		lo = (uintptr_t)fns[i] < lo ? (uintptr_t)fns[i] : lo;
+		hi = (uintptr_t)fns[i] > hi ? (uintptr_t)fns[i] : hi;
+	}
+	hi += 4 * LINE; /* the last one's body: a wrapper, a few lines */
+	if (hi - lo <= LANDING_SPAN)
+		prefetch_span((const void *)lo, (const void *)hi, 0);
+}
+
+void sf_landing_warm(void)
+{
+	prefetch_landing_text();
+	__builtin_prefetch(&R, 0, 3);
+	__builtin_prefetch(&stubs, 0, 3);
+	__builtin_prefetch(&setip_armed, 0, 3);
+	__builtin_prefetch(&sf_config.enabled, 0, 3);
+	__builtin_prefetch(&sf_config.clock, 0, 3);
+	__builtin_prefetch(&sf_resume_epoch, 0, 3);
+	__builtin_prefetch(&sf_tracing_off, 0, 3);
+	__builtin_prefetch(&sf_trigger_count, 0, 3);
+	prefetch_span(&sf_self, &sf_self + 1, 1);
+	prefetch_span(&sf_landing_mark, &sf_landing_mark + 1, 1);
+}

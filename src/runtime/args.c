@@ -107,6 +107,16 @@ static struct {
 	uint64_t slot[HASH_SIZE];
 } A;
 
+/* The plans of ids below DIRECT_IDS, [id][0] the entry's, [id][1] the
+ * exit's, NULL for none: what sf_args_event looks up, one load instead of
+ * the hash probe and the address arithmetic of A.f[index].plan[dir]
+ * (about 20 instructions an ARGS event). Written beside the hash (under
+ * the log lock, before the sled is patched), cleared beside it; ids past
+ * it (more functions than that loaded, or numbered anew by dlopen churn)
+ * take the hash. Untouched pages of it cost nothing (2 MiB of bss). */
+#define DIRECT_IDS (1u << 17)
+static const struct arg_plan *direct_plan[DIRECT_IDS][2];
+
 /* Function ids whose specs the log does not have yet (sf_args_log_specs):
  * the values-only ARGS events of their FIXED plans read by them. */
 #define SPEC_PENDING_MAX 4096
@@ -569,9 +579,14 @@ void sf_args_forget_ids(uint32_t first, uint32_t count)
 {
 	if (!A.ids)
 		return;
-	for (uint32_t id = first; id - first < count; id++)
+	for (uint32_t id = first; id - first < count; id++) {
+		if (id < DIRECT_IDS) {
+			__atomic_store_n(&direct_plan[id][0], NULL, __ATOMIC_RELAXED);
+			__atomic_store_n(&direct_plan[id][1], NULL, __ATOMIC_RELAXED);
+		}
 		if (id)
 			hash_drop(id);
+	}
 }
 
 /* The index in A.f of the function at vaddr of o; -1 if none. */
@@ -625,6 +640,8 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		else
 			S.over = 1;
 	}
+	if (func_id < DIRECT_IDS)
+		__atomic_store_n(&direct_plan[func_id][ret], &A.f[i].plan[ret], __ATOMIC_RELEASE);
 	*variant = SF_VARIANT_ARGS;
 }
 
@@ -1228,16 +1245,20 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 		return 1;
 	}
 	/* plan_of's work, for the kinds the args trampolines pass (an entry
-	 * or an exit: a tail call is above): a small plan implies items. */
-	const struct arg_func *f = hash_get(func_id);
-	if (__builtin_expect(!f || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY || sf_config.clock != SF_CLOCK_TSC, 0))
+	 * or an exit: a tail call is above), by direct_plan: a plan there has
+	 * items. Past it, or not there (dropped meanwhile), the hash. */
+	_Static_assert(SF_EV_EXIT == SF_EV_ENTRY + 1, "direct_plan's index");
+	if (__builtin_expect(func_id >= DIRECT_IDS || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY ||
+				     sf_config.clock != SF_CLOCK_TSC, 0))
 		return small_general(r, sf_event_word(func_id, kind));
-	const struct arg_plan *pl = &f->plan[kind != SF_EV_ENTRY];
+	const struct arg_plan *pl = __atomic_load_n(&direct_plan[func_id][kind - SF_EV_ENTRY], __ATOMIC_ACQUIRE);
+	if (__builtin_expect(!pl, 0))
+		return small_general(r, sf_event_word(func_id, kind));
 	/* One pointer from here, not the table's index and the direction
 	 * kept apart to work it out again (registers, see event_small). */
 	__asm__("" : "+r"(pl));
 	if (__builtin_expect(!pl->small, 0))
-		return event_general(r, func_id, kind, pl->n ? pl : NULL);
+		return event_general(r, func_id, kind, pl);
 	uint64_t v[2] = {0, 0};
 	unsigned z = fill_plan_values(pl, r, v);
 	return event_small(r, sf_event_word(func_id, kind), v[0], v[1], pl->nval | z << 8);

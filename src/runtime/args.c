@@ -640,7 +640,7 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		else
 			S.over = 1;
 	}
-	if (func_id < DIRECT_IDS)
+	if (func_id < DIRECT_IDS && sf_config.clock == SF_CLOCK_TSC) /* the clock is set at start */
 		__atomic_store_n(&direct_plan[func_id][ret], &A.f[i].plan[ret], __ATOMIC_RELEASE);
 	*variant = SF_VARIANT_ARGS;
 }
@@ -992,6 +992,9 @@ static inline __attribute__((always_inline)) unsigned fill_small(const struct ar
 								 unsigned nput, unsigned nval)
 {
 	uint64_t v0 = 0, v1 = 0;
+	/* unrolled: as loops, the shapes of 3 and 4 values made
+	 * sf_args_event save two registers on every event */
+#pragma GCC unroll 4
 	for (unsigned k = 0; k < nput; k++) {
 		uint32_t put = pl->vput[k];
 		uint64_t x = regs_at(r, put & 0xff) << (put >> 16 & 63) >> (put >> 24);
@@ -1246,10 +1249,11 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	}
 	/* plan_of's work, for the kinds the args trampolines pass (an entry
 	 * or an exit: a tail call is above), by direct_plan: a plan there has
-	 * items. Past it, or not there (dropped meanwhile), the hash. */
+	 * items, and the clock is the counter (the table stays empty on the
+	 * monotonic one). Past it, or not there (dropped meanwhile), the
+	 * general path, which looks in the hash. */
 	_Static_assert(SF_EV_EXIT == SF_EV_ENTRY + 1, "direct_plan's index");
-	if (__builtin_expect(func_id >= DIRECT_IDS || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY ||
-				     sf_config.clock != SF_CLOCK_TSC, 0))
+	if (__builtin_expect(func_id >= DIRECT_IDS || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY, 0))
 		return small_general(r, sf_event_word(func_id, kind));
 	const struct arg_plan *pl = __atomic_load_n(&direct_plan[func_id][kind - SF_EV_ENTRY], __ATOMIC_ACQUIRE);
 	if (__builtin_expect(!pl, 0))

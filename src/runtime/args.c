@@ -974,10 +974,13 @@ static inline __attribute__((always_inline)) unsigned fill_values(const struct a
 static inline __attribute__((always_inline)) unsigned fill_direct(const struct arg_plan *pl,
 								  const struct sf_args_regs *r, uint64_t *w)
 {
-	unsigned z = 0;
-	for (unsigned k = 0; k < pl->nval; k++) {
-		uint32_t put = pl->vput[k];
-		uint64_t x = regs_at(r, put & 0xff) << (put >> 16 & 63) >> (put >> 24);
+	unsigned z = 0, n = pl->nval;
+	const uint32_t *vput = pl->vput;
+	for (unsigned k = 0; k < n; k++) {
+		/* at its record's start, so the right shift is the left one
+		 * (put_word: bits - 8 * 0): one shift count for both */
+		uint32_t put = vput[k], bits = put >> 16 & 63;
+		uint64_t x = regs_at(r, put & 0xff) << bits >> bits;
 		w[k] = x;
 		z += (uint32_t)(x >> 32) == 0;
 	}
@@ -1236,6 +1239,32 @@ static __attribute__((noinline)) int event_small(const struct sf_args_regs *r, u
 	return 0;
 }
 
+/* event_small for a direct plan that is not small (SQLite's
+ * pointer-heavy functions: 3 to 6 values, one a record): the same
+ * records as event_general's, without its frame, its six saved
+ * registers and its checks of the plan and the clock (sf_args_event
+ * made them); the same slow ways as event_small. */
+static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, uint32_t word,
+						  const struct arg_plan *pl)
+{
+	struct sf_thread *t = &sf_self;
+	uint64_t time = sf_arch_counter();
+	if (__builtin_expect(t->state != SF_THREAD_ACTIVE || time - t->base >= SF_TIME_SPAN, 0))
+		return small_general(r, word); /* nothing claimed: it looks again */
+	uint32_t n = pl->nval;
+	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
+	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	uint64_t at = sf_claim_local(&t->cursor, bytes);
+	if (__builtin_expect(at + bytes > t->limit, 0))
+		return small_cut(r, word, at, time, zero);
+	unsigned z = fill_direct(pl, r, (uint64_t *)at + 1);
+	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
+	put_record((struct sf_event *)at + 1 + n, time, word);
+	if (z) /* see has_unfilled (buffer.c) and alloc.c */
+		sf_arch_cas_local(&t->heap_zero, zero, zero + z);
+	return 0;
+}
+
 /* The common case: a small plan (fill_small) on the counter clock, room
  * in the slot. The same records as event_general's: the values-only ARGS
  * event, then the function event, at one time, in one claim. */
@@ -1261,8 +1290,11 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	/* One pointer from here, not the table's index and the direction
 	 * kept apart to work it out again (registers, see event_small). */
 	__asm__("" : "+r"(pl));
-	if (__builtin_expect(!pl->small, 0))
+	if (__builtin_expect(!pl->small, 0)) {
+		if (pl->nrec && pl->direct)
+			return event_direct(r, sf_event_word(func_id, kind), pl);
 		return event_general(r, func_id, kind, pl);
+	}
 	uint64_t v[2] = {0, 0};
 	unsigned z = fill_plan_values(pl, r, v);
 	return event_small(r, sf_event_word(func_id, kind), v[0], v[1], pl->nval | z << 8);

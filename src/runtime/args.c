@@ -64,6 +64,11 @@ struct arg_plan {
 	 * start (a value after another in the same record would make fewer
 	 * records than values): fill_values without its zeroing and ORing. */
 	uint8_t direct;
+	/* Some item is in a vector register (an fparg, a float return value,
+	 * a struct member there; set generously): on x86-64 the args
+	 * trampoline leaves xmm0-7 to spill_fp, which stores them only for
+	 * such a plan. */
+	uint8_t fp;
 	/* FIXED, one word per value: bits 0-7 where its bytes start in
 	 * struct sf_args_regs (8 x its register's word + a member's byte
 	 * offset there: the 8 bytes loaded from there hold the value in their
@@ -267,6 +272,17 @@ static inline __attribute__((always_inline)) uint64_t regs_at(const struct sf_ar
 	return x;
 }
 
+/* Whether a plan may read a vector register: an item's slot that says
+ * so, or a member's vector bit (bit 3) -- more than that is harmless,
+ * fewer would record stale bytes. */
+static int plan_reads_fp(const struct arg_plan *pl)
+{
+	for (unsigned k = 0; k < pl->n; k++)
+		if (pl->it[k].slot & (SF_ARG_SLOT_FP | 8u))
+			return 1;
+	return 0;
+}
+
 /* The FIXED layout of a plan's items (format/sf_args.h), and its
  * values-only one, if they all have a fixed size and a register. */
 static void make_plan(struct arg_plan *pl, uint8_t flags)
@@ -276,6 +292,7 @@ static void make_plan(struct arg_plan *pl, uint8_t flags)
 	pl->nrec = 0;
 	pl->nput = 0;
 	pl->flags = flags;
+	pl->fp = (uint8_t)plan_reads_fp(pl);
 	memcpy(pairs, pl->it, 2u * pl->n);
 	if (!pl->n || sf_args_layout(pairs, pl->n, size, foff, voff, &nval, &end, &vend) < 0)
 		return;
@@ -1265,6 +1282,24 @@ static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, 
 	return 0;
 }
 
+/* x86-64: the low halves of xmm0-7 into r->fp, which the args
+ * trampoline leaves unwritten (8 stores an event, for the plans that read
+ * none). Called before anything reads r->fp; nothing on the way from the
+ * trampoline changes a vector register (the runtime is built
+ * -mgeneral-regs-only and calls no libc on the way). */
+static inline __attribute__((always_inline)) void spill_fp(const struct sf_args_regs *r)
+{
+#if defined(__x86_64__)
+	uint64_t *fp = ((struct sf_args_regs *)r)->fp;
+	__asm__ volatile("movq %%xmm0, %0\n\tmovq %%xmm1, %1\n\tmovq %%xmm2, %2\n\tmovq %%xmm3, %3\n\t"
+			 "movq %%xmm4, %4\n\tmovq %%xmm5, %5\n\tmovq %%xmm6, %6\n\tmovq %%xmm7, %7"
+			 : "=m"(fp[0]), "=m"(fp[1]), "=m"(fp[2]), "=m"(fp[3]), "=m"(fp[4]), "=m"(fp[5]),
+			   "=m"(fp[6]), "=m"(fp[7]));
+#else
+	(void)r; /* the aarch64 trampolines store d0-d7 themselves */
+#endif
+}
+
 /* The common case: a small plan (fill_small) on the counter clock, room
  * in the slot. The same records as event_general's: the values-only ARGS
  * event, then the function event, at one time, in one claim. */
@@ -1282,11 +1317,17 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	 * monotonic one). Past it, or not there (dropped meanwhile), the
 	 * general path, which looks in the hash. */
 	_Static_assert(SF_EV_EXIT == SF_EV_ENTRY + 1, "direct_plan's index");
-	if (__builtin_expect(func_id >= DIRECT_IDS || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY, 0))
+	if (__builtin_expect(func_id >= DIRECT_IDS || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY, 0)) {
+		spill_fp(r);
 		return small_general(r, sf_event_word(func_id, kind));
+	}
 	const struct arg_plan *pl = __atomic_load_n(&direct_plan[func_id][kind - SF_EV_ENTRY], __ATOMIC_ACQUIRE);
-	if (__builtin_expect(!pl, 0))
+	if (__builtin_expect(!pl, 0)) {
+		spill_fp(r);
 		return small_general(r, sf_event_word(func_id, kind));
+	}
+	if (pl->fp)
+		spill_fp(r);
 	/* One pointer from here, not the table's index and the direction
 	 * kept apart to work it out again (registers, see event_small). */
 	__asm__("" : "+r"(pl));

@@ -505,6 +505,17 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 						prev = ev[i].time_lo;
 						o = pack_values(st, o, &ev[i + 1], nv, i + 1 + nv < n ? ev[i + 1 + nv].word : 0);
 						i += nv;
+						/* The function event the runtime claimed with the
+						 * values, at their time: coded here, without the
+						 * loop's dispatch (the same bytes: a leaf pair
+						 * codes as its entry and exit do apart). */
+						if (i + 1 < n) {
+							uint32_t fw = ev[i + 1].word, fk = fw & SF_KIND_MASK;
+							if (fk - SF_EV_ENTRY <= SF_EV_TAIL - SF_EV_ENTRY && ev[i + 1].time_lo == prev) {
+								o = pack_call(o, stack, mru, &sp, fk, fw >> SF_KIND_BITS, 0);
+								i++;
+							}
+						}
 						continue;
 					}
 					if (kind != SF_EV_ARGS || np > SF_ARGS_MAX_RECORDS || i + np >= n)

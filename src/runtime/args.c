@@ -64,6 +64,11 @@ struct arg_plan {
 	 * start (a value after another in the same record would make fewer
 	 * records than values): fill_values without its zeroing and ORing. */
 	uint8_t direct;
+	/* Some item is in a vector register (an fparg, a float return value,
+	 * a struct member there; set generously): on x86-64 the args
+	 * trampoline leaves xmm0-7 to spill_fp, which stores them only for
+	 * such a plan. */
+	uint8_t fp;
 	/* FIXED, one word per value: bits 0-7 where its bytes start in
 	 * struct sf_args_regs (8 x its register's word + a member's byte
 	 * offset there: the 8 bytes loaded from there hold the value in their
@@ -106,6 +111,16 @@ static struct {
 	 * sled that looks it up is patched. */
 	uint64_t slot[HASH_SIZE];
 } A;
+
+/* The plans of ids below DIRECT_IDS, [id][0] the entry's, [id][1] the
+ * exit's, NULL for none: what sf_args_event looks up, one load instead of
+ * the hash probe and the address arithmetic of A.f[index].plan[dir]
+ * (about 20 instructions an ARGS event). Written beside the hash (under
+ * the log lock, before the sled is patched), cleared beside it; ids past
+ * it (more functions than that loaded, or numbered anew by dlopen churn)
+ * take the hash. Untouched pages of it cost nothing (2 MiB of bss). */
+#define DIRECT_IDS (1u << 17)
+static const struct arg_plan *direct_plan[DIRECT_IDS][2];
 
 /* Function ids whose specs the log does not have yet (sf_args_log_specs):
  * the values-only ARGS events of their FIXED plans read by them. */
@@ -257,6 +272,17 @@ static inline __attribute__((always_inline)) uint64_t regs_at(const struct sf_ar
 	return x;
 }
 
+/* Whether a plan may read a vector register: an item's slot that says
+ * so, or a member's vector bit (bit 3) -- more than that is harmless,
+ * fewer would record stale bytes. */
+static int plan_reads_fp(const struct arg_plan *pl)
+{
+	for (unsigned k = 0; k < pl->n; k++)
+		if (pl->it[k].slot & (SF_ARG_SLOT_FP | 8u))
+			return 1;
+	return 0;
+}
+
 /* The FIXED layout of a plan's items (format/sf_args.h), and its
  * values-only one, if they all have a fixed size and a register. */
 static void make_plan(struct arg_plan *pl, uint8_t flags)
@@ -266,6 +292,7 @@ static void make_plan(struct arg_plan *pl, uint8_t flags)
 	pl->nrec = 0;
 	pl->nput = 0;
 	pl->flags = flags;
+	pl->fp = (uint8_t)plan_reads_fp(pl);
 	memcpy(pairs, pl->it, 2u * pl->n);
 	if (!pl->n || sf_args_layout(pairs, pl->n, size, foff, voff, &nval, &end, &vend) < 0)
 		return;
@@ -569,9 +596,14 @@ void sf_args_forget_ids(uint32_t first, uint32_t count)
 {
 	if (!A.ids)
 		return;
-	for (uint32_t id = first; id - first < count; id++)
+	for (uint32_t id = first; id - first < count; id++) {
+		if (id < DIRECT_IDS) {
+			__atomic_store_n(&direct_plan[id][0], NULL, __ATOMIC_RELAXED);
+			__atomic_store_n(&direct_plan[id][1], NULL, __ATOMIC_RELAXED);
+		}
 		if (id)
 			hash_drop(id);
+	}
 }
 
 /* The index in A.f of the function at vaddr of o; -1 if none. */
@@ -625,6 +657,8 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		else
 			S.over = 1;
 	}
+	if (func_id < DIRECT_IDS && sf_config.clock == SF_CLOCK_TSC) /* the clock is set at start */
+		__atomic_store_n(&direct_plan[func_id][ret], &A.f[i].plan[ret], __ATOMIC_RELEASE);
 	*variant = SF_VARIANT_ARGS;
 }
 
@@ -957,10 +991,13 @@ static inline __attribute__((always_inline)) unsigned fill_values(const struct a
 static inline __attribute__((always_inline)) unsigned fill_direct(const struct arg_plan *pl,
 								  const struct sf_args_regs *r, uint64_t *w)
 {
-	unsigned z = 0;
-	for (unsigned k = 0; k < pl->nval; k++) {
-		uint32_t put = pl->vput[k];
-		uint64_t x = regs_at(r, put & 0xff) << (put >> 16 & 63) >> (put >> 24);
+	unsigned z = 0, n = pl->nval;
+	const uint32_t *vput = pl->vput;
+	for (unsigned k = 0; k < n; k++) {
+		/* at its record's start, so the right shift is the left one
+		 * (put_word: bits - 8 * 0): one shift count for both */
+		uint32_t put = vput[k], bits = put >> 16 & 63;
+		uint64_t x = regs_at(r, put & 0xff) << bits >> bits;
 		w[k] = x;
 		z += (uint32_t)(x >> 32) == 0;
 	}
@@ -975,6 +1012,9 @@ static inline __attribute__((always_inline)) unsigned fill_small(const struct ar
 								 unsigned nput, unsigned nval)
 {
 	uint64_t v0 = 0, v1 = 0;
+	/* unrolled: as loops, the shapes of 3 and 4 values made
+	 * sf_args_event save two registers on every event */
+#pragma GCC unroll 4
 	for (unsigned k = 0; k < nput; k++) {
 		uint32_t put = pl->vput[k];
 		uint64_t x = regs_at(r, put & 0xff) << (put >> 16 & 63) >> (put >> 24);
@@ -1216,6 +1256,50 @@ static __attribute__((noinline)) int event_small(const struct sf_args_regs *r, u
 	return 0;
 }
 
+/* event_small for a direct plan that is not small (SQLite's
+ * pointer-heavy functions: 3 to 6 values, one a record): the same
+ * records as event_general's, without its frame, its six saved
+ * registers and its checks of the plan and the clock (sf_args_event
+ * made them); the same slow ways as event_small. */
+static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, uint32_t word,
+						  const struct arg_plan *pl)
+{
+	struct sf_thread *t = &sf_self;
+	uint64_t time = sf_arch_counter();
+	if (__builtin_expect(t->state != SF_THREAD_ACTIVE || time - t->base >= SF_TIME_SPAN, 0))
+		return small_general(r, word); /* nothing claimed: it looks again */
+	uint32_t n = pl->nval;
+	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
+	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
+	uint64_t at = sf_claim_local(&t->cursor, bytes);
+	if (__builtin_expect(at + bytes > t->limit, 0))
+		return small_cut(r, word, at, time, zero);
+	unsigned z = fill_direct(pl, r, (uint64_t *)at + 1);
+	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
+	put_record((struct sf_event *)at + 1 + n, time, word);
+	if (z) /* see has_unfilled (buffer.c) and alloc.c */
+		sf_arch_cas_local(&t->heap_zero, zero, zero + z);
+	return 0;
+}
+
+/* x86-64: the low halves of xmm0-7 into r->fp, which the args
+ * trampoline leaves unwritten (8 stores an event, for the plans that read
+ * none). Called before anything reads r->fp; nothing on the way from the
+ * trampoline changes a vector register (the runtime is built
+ * -mgeneral-regs-only and calls no libc on the way). */
+static inline __attribute__((always_inline)) void spill_fp(const struct sf_args_regs *r)
+{
+#if defined(__x86_64__)
+	uint64_t *fp = ((struct sf_args_regs *)r)->fp;
+	__asm__ volatile("movq %%xmm0, %0\n\tmovq %%xmm1, %1\n\tmovq %%xmm2, %2\n\tmovq %%xmm3, %3\n\t"
+			 "movq %%xmm4, %4\n\tmovq %%xmm5, %5\n\tmovq %%xmm6, %6\n\tmovq %%xmm7, %7"
+			 : "=m"(fp[0]), "=m"(fp[1]), "=m"(fp[2]), "=m"(fp[3]), "=m"(fp[4]), "=m"(fp[5]),
+			   "=m"(fp[6]), "=m"(fp[7]));
+#else
+	(void)r; /* the aarch64 trampolines store d0-d7 themselves */
+#endif
+}
+
 /* The common case: a small plan (fill_small) on the counter clock, room
  * in the slot. The same records as event_general's: the values-only ARGS
  * event, then the function event, at one time, in one claim. */
@@ -1228,16 +1312,30 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 		return 1;
 	}
 	/* plan_of's work, for the kinds the args trampolines pass (an entry
-	 * or an exit: a tail call is above): a small plan implies items. */
-	const struct arg_func *f = hash_get(func_id);
-	if (__builtin_expect(!f || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY || sf_config.clock != SF_CLOCK_TSC, 0))
+	 * or an exit: a tail call is above), by direct_plan: a plan there has
+	 * items, and the clock is the counter (the table stays empty on the
+	 * monotonic one). Past it, or not there (dropped meanwhile), the
+	 * general path, which looks in the hash. */
+	_Static_assert(SF_EV_EXIT == SF_EV_ENTRY + 1, "direct_plan's index");
+	if (__builtin_expect(func_id >= DIRECT_IDS || kind - SF_EV_ENTRY > SF_EV_EXIT - SF_EV_ENTRY, 0)) {
+		spill_fp(r);
 		return small_general(r, sf_event_word(func_id, kind));
-	const struct arg_plan *pl = &f->plan[kind != SF_EV_ENTRY];
+	}
+	const struct arg_plan *pl = __atomic_load_n(&direct_plan[func_id][kind - SF_EV_ENTRY], __ATOMIC_ACQUIRE);
+	if (__builtin_expect(!pl, 0)) {
+		spill_fp(r);
+		return small_general(r, sf_event_word(func_id, kind));
+	}
+	if (pl->fp)
+		spill_fp(r);
 	/* One pointer from here, not the table's index and the direction
 	 * kept apart to work it out again (registers, see event_small). */
 	__asm__("" : "+r"(pl));
-	if (__builtin_expect(!pl->small, 0))
-		return event_general(r, func_id, kind, pl->n ? pl : NULL);
+	if (__builtin_expect(!pl->small, 0)) {
+		if (pl->nrec && pl->direct)
+			return event_direct(r, sf_event_word(func_id, kind), pl);
+		return event_general(r, func_id, kind, pl);
+	}
 	uint64_t v[2] = {0, 0};
 	unsigned z = fill_plan_values(pl, r, v);
 	return event_small(r, sf_event_word(func_id, kind), v[0], v[1], pl->nval | z << 8);

@@ -512,8 +512,10 @@ sf_slow_common:
  * direction on a cold path), the function event goes through
  * sf_slow_common with time 0 (read there) and nothing claimed, as the
  * monotonic path does. The C code is built -mgeneral-regs-only: the
- * vector registers are only read here (their low 64 bits, for fparg and
- * float return values), never changed, so they need no restore. r10 is
+ * vector registers are only read (their low 64 bits, for fparg and float
+ * return values: by sf_args_event, and only for a plan that has such an
+ * item, which spares the other plans 8 stores an event), never changed,
+ * so they need no restore. r10 is
  * the sled's id; r11 holds nothing at an entry or exit sled but is put
  * back all the same. A tail-call sled comes here only when the return
  * value is asked for: sf_args_event records that it is not known (it
@@ -550,14 +552,8 @@ sf_slow_common:
 	mov	%r11, 64(%rsp)
 	lea	48(%rbp), %rax		/* past rbp, rcx, rdx, rax, the sled's return and the function's */
 	mov	%rax, 72(%rsp)		/* the first stack argument's address (SF_ARGS_STACK) */
-	movq	%xmm0, 80(%rsp)
-	movq	%xmm1, 88(%rsp)
-	movq	%xmm2, 96(%rsp)
-	movq	%xmm3, 104(%rsp)
-	movq	%xmm4, 112(%rsp)
-	movq	%xmm5, 120(%rsp)
-	movq	%xmm6, 128(%rsp)
-	movq	%xmm7, 136(%rsp)
+	/* xmm0-7 (fp, from 80): sf_args_event stores them for the plans
+	 * that read one (args.c, spill_fp) */
 	mov	%rsp, %rdi		/* regs */
 	mov	%r10d, %esi		/* function id */
 	mov	$\kind, %edx

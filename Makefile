@@ -72,8 +72,9 @@ $(BUILD)/libsftrace.so: $(RT_OBJ) $(RT_ARCH)/exports.map
 	$(CC) -shared -o $@ $(RT_OBJ) -Wl,-z,now -Wl,-z,initfirst -Wl,--version-script=$(RT_ARCH)/exports.map -lpthread -ldl
 
 # record --alloc preloads this one too: the interposed allocator family.
-$(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o $(BUILD)/rt/src/alloc/opnew.o $(BUILD)/rt/src/runtime/elf_sym.o
-	$(CC) -shared -o $@ $^ -Wl,-z,now -ldl
+$(BUILD)/libsftrace-alloc.so: $(BUILD)/rt/src/alloc/interpose.o $(BUILD)/rt/src/alloc/opnew.o $(BUILD)/rt/src/runtime/elf_sym.o \
+			    $(RT_ARCH)/alloc_exports.map
+	$(CC) -shared -o $@ $(filter %.o,$^) -Wl,-z,now -Wl,--version-script=$(RT_ARCH)/alloc_exports.map -ldl
 
 $(BUILD)/rt/%.o: %.c Makefile
 	@mkdir -p $(dir $@)

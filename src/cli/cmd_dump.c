@@ -440,9 +440,17 @@ static void print_footer(struct out *o, const struct lr_log *log, const struct l
 	struct lr_summary s;
 	lr_summary(log, &s);
 	out_fmt(o, "\nsummary: %" PRIu64 " event%s, %" PRIu64 " thread%s, %" PRIu64 " object%s, %" PRIu64
-		   " lost (holes or corrupt records), %" PRIu64 " dropped by the runtime, %" PRIu64 " write error%s\n",
-		s.events, PLURAL(s.events), s.threads, PLURAL(s.threads), s.objects, PLURAL(s.objects), s.lost,
-		s.dropped, s.write_errors, PLURAL(s.write_errors));
+		   " lost (holes or corrupt records), ", s.events, PLURAL(s.events), s.threads, PLURAL(s.threads),
+		s.objects, PLURAL(s.objects), s.lost);
+	/* The process's one count, not per thread (the threads' lost column):
+	 * a slot taken from an exited thread leaves no trace of whose events
+	 * it held, and often no row for that thread at all (docs/FORMAT.md
+	 * ring_reused). */
+	const struct lr_info *in = lr_info(log);
+	if (in->ring_bytes && in->ring_reused)
+		out_fmt(o, "%" PRIu64 " overwritten by later threads' rings, ", in->ring_reused);
+	out_fmt(o, "%" PRIu64 " dropped by the runtime, %" PRIu64 " write error%s\n", s.dropped, s.write_errors,
+		PLURAL(s.write_errors));
 }
 
 /* ---- the cut trace's events ---- */

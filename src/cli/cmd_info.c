@@ -3,7 +3,8 @@
  * process ended, the recording's options as the log keeps them (ring,
  * record-time trims, patched sleds against the sleds there are, allocation
  * events), each object (path, build-id, sleds), each thread, the counters
- * (events, frames, dropped, lost, write errors, repairs) and the log's size
+ * (events, frames, dropped, lost, write errors, --ring's events of exited
+ * threads overwritten by later threads, repairs) and the log's size
  * and bytes per event. --format json gives the same fields.
  *
  * One pass over the events (trace_run) counts frames, repairs (the
@@ -348,8 +349,13 @@ static void text_proc(const struct info *inf, const struct trace_proc *p)
 	if (trace_cut_stats(inf->in)) /* as report's "cut: kept N of M calls" */
 		printf(" (%" PRIu64 " kept by the cut)", c->frames);
 	printf("\n");
-	printf(KEY "%" PRIu64 " dropped, %" PRIu64 " lost, %" PRIu64 " write errors\n", "losses", s.dropped, s.lost,
+	printf(KEY "%" PRIu64 " dropped, %" PRIu64 " lost, %" PRIu64 " write errors", "losses", s.dropped, s.lost,
 	       s.write_errors);
+	/* Not in "lost" (records missing from the threads' kept batches): the
+	 * header's one count for the process (docs/FORMAT.md ring_reused). */
+	if (i->ring_bytes)
+		printf(", %" PRIu64 " overwritten by later threads' rings", i->ring_reused);
+	printf("\n");
 	put_repairs(i, r);
 	printf(KEY "%" PRIu64 " bytes (%.1f bytes per event)\n", "log", i->file_size,
 	       s.events ? (double)i->file_size / (double)s.events : 0.0);
@@ -466,6 +472,10 @@ static void json_proc(const struct info *inf, const struct trace_proc *p)
 	       ",\"trim_max_depth\":%u,\"trimmed_records\":%" PRIu64 ",\"alloc_events\":%" PRIu64 ",", 
 	       total_sleds, patched, i->ring_bytes, i->trim_min_ns, i->trim_max_depth, i->trimmed_records,
 	       c->alloc_events);
+	if (i->ring_bytes)
+		printf("\"ring_reused\":%" PRIu64 ",", i->ring_reused);
+	else
+		printf("\"ring_reused\":null,");
 	json_snapshot_requests(i);
 	json_options(i);
 	printf("\"objects\":[");

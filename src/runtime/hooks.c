@@ -780,7 +780,7 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
  * process's first, so it runs last, after the program's) ends the image
  * there, with the status this wrapper noted. */
 typedef void (*quick_exit_fn)(int) __attribute__((noreturn));
-static quick_exit_fn real_quick_exit;
+static quick_exit_fn real_quick_exit, real_quick_exit_compat;
 static int quick_status;
 
 static void quick_exit_hook(void)
@@ -795,15 +795,38 @@ void sf_watch_quick_exit(void)
 	at_quick_exit(quick_exit_hook);
 }
 
-__attribute__((visibility("default"), noreturn)) void quick_exit(int status)
+static void quick_exit_resolve(void)
+{
+	real_quick_exit = (quick_exit_fn)sf_real_v("quick_exit", SF_GLIBC_QUICK_EXIT_VERSION);
+	real_quick_exit_compat = (quick_exit_fn)sf_real_v("quick_exit", SF_GLIBC_QUICK_EXIT_COMPAT);
+}
+
+__attribute__((noreturn)) static void quick_exit_via(quick_exit_fn *fn, int status)
 {
 	quick_status = status;
-	if (!real_quick_exit)
-		real_quick_exit = (quick_exit_fn)sf_real("quick_exit");
-	if (real_quick_exit)
-		real_quick_exit(status);
+	if (!*fn)
+		quick_exit_resolve();
+	if (*fn)
+		(*fn)(status);
 	_exit(status); /* no libc quick_exit found (never on glibc) */
 }
+
+/* quick_exit carries glibc's two versions of it (exports.map), each going
+ * on to libc's of the same version: the first one also runs the thread's
+ * thread_local destructors, and a program linked against it got the
+ * default's behaviour while the wrapper stood unversioned in front of
+ * both. */
+__attribute__((visibility("default"), noreturn)) void sf_quick_exit(int status)
+{
+	quick_exit_via(&real_quick_exit, status);
+}
+__asm__(".symver sf_quick_exit, quick_exit@@" SF_GLIBC_QUICK_EXIT_VERSION ", remove");
+
+__attribute__((visibility("default"), noreturn)) void sf_quick_exit_compat(int status)
+{
+	quick_exit_via(&real_quick_exit_compat, status);
+}
+__asm__(".symver sf_quick_exit_compat, quick_exit@" SF_GLIBC_QUICK_EXIT_COMPAT ", remove");
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
@@ -824,6 +847,6 @@ __attribute__((visibility("default"), noreturn)) void abort(void)
 static void late_resolve(void)
 {
 	real__Fork = (fork_fn)sf_real("_Fork");
-	real_quick_exit = (quick_exit_fn)sf_real("quick_exit");
+	quick_exit_resolve();
 	cred_resolve();
 }

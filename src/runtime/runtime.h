@@ -57,7 +57,7 @@
  *   loader_hook.c, loader_entry.S  the loader's hook function redirected to us
  *   vfork.S       vfork in place of glibc's
  *   calib.S       (x86-64) calib.c's loop of trampoline calls, as sleds make them
- *   exports.map   symbol versions: __libc_start_main's, glibc's on the arch
+ *   exports.map   symbol versions: every wrapper's, libc's (libgcc_s's) default
  * The library exports only what is marked visibility("default").
  *
  * Layers call down only: logfile.c calls nothing above it (init.c registers

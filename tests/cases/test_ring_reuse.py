@@ -4,10 +4,11 @@ threads alive at once). What that overwrites is counted and reported,
 never lost silently. Exact counts from tests/fixtures/ring_reuse.c: thread
 A makes 80004 events (hot, the trigger, at its 40002nd), exits; the
 snapshot is written; then B (and C) run. Every batch is 8182 records."""
+import json
 import os
 import re
 
-from sfkit import SFTRACE, build_c, check, eq, record, run, tmpdir
+from sfkit import SFTRACE, build_c, calls_fixture, check, eq, record, run, tmpdir
 
 BATCH = 8182
 
@@ -35,6 +36,18 @@ def per_thread(log):
     return list(counts.values()), p.stdout + p.stderr
 
 
+def info_reused(log):
+    """info's losses line (text) and ring_reused (JSON)."""
+    text = run([SFTRACE, "info", log]).stdout
+    losses = re.search(r"^# losses\s*: (.*)$", text, re.M).group(1)
+    j = json.loads(run([SFTRACE, "info", "--format", "json", log]).stdout)["processes"][0]
+    return losses, j["ring_reused"], j["lost"]
+
+
+def dump_summary(err):
+    return next(l for l in err.splitlines() if l.startswith("summary: "))
+
+
 def summary(p):
     return next(l for l in p.stderr.splitlines() if l.startswith("sftrace: wrote "))
 
@@ -47,11 +60,17 @@ def test_ring_reuse_whole_thread_overwritten():
     check(summary(p).endswith(": 80004 events, 2 threads, 1 object, "
                               "80004 events of exited threads overwritten by later threads' rings"), summary(p))
     check("80004 events of exited threads are not in the log: later threads' rings took their slots" in err, err)
+    eq(info_reused(log), ("0 dropped, 0 lost, 0 write errors, 80004 overwritten by later threads' rings", 80004, 0),
+       "info: losses line, ring_reused, lost")
+    eq(dump_summary(err), "summary: 80004 events, 2 threads, 1 object, 0 lost (holes or corrupt records), "
+       "80004 overwritten by later threads' rings, 0 dropped by the runtime, 0 write errors", "dump's summary")
     # The snapshot, taken before B began, has A up to the trigger; its
     # header says nothing of the process's later reuse.
     scounts, serr = per_thread(snap)
     eq(sorted(scounts), [1, 40002], "main's entry, A up to hot's entry")
     check("not in the log" not in serr, serr)
+    eq(info_reused(snap), ("0 dropped, 0 lost, 0 write errors, 0 overwritten by later threads' rings", 0, 0),
+       "the snapshot's info")
 
 
 def test_ring_reuse_oldest_batches_go_first():
@@ -63,6 +82,14 @@ def test_ring_reuse_oldest_batches_go_first():
     check(summary(p).endswith(": 67280 events, 3 threads, 1 object, "
                               "32728 events of exited threads overwritten by later threads' rings"), summary(p))
     check("32728 events of exited threads are not in the log" in err, err)
+    eq(info_reused(log), ("0 dropped, 0 lost, 0 write errors, 32728 overwritten by later threads' rings", 32728, 0),
+       "info: losses line, ring_reused, lost")
+    # One count for the process: the log does not say whose events they
+    # were (here all A's), so no thread's lost column carries them.
+    lost_col = [int(m.group(1)) for m in re.finditer(r"^\s+\d+\s+\d+\s+\S+\s+\d+\s+(\d+)\s+\d+ data", err, re.M)]
+    eq(lost_col, [0, 0, 0], "dump's lost column")
+    check(", 0 lost (holes or corrupt records), 32728 overwritten by later threads' rings, 0 dropped" in
+          dump_summary(err), dump_summary(err))
     # kept + overwritten = everything the program made.
     eq(67280 + 32728, 2 + 80004 + 20002, "the sum")
 
@@ -87,3 +114,9 @@ def test_ring_without_reuse_says_nothing():
     eq(sorted(counts), [2, 80004], "main, A whole")
     check("overwritten" not in p.stderr, p.stderr)
     check("not in the log" not in err, err)
+    eq(info_reused(log), ("0 dropped, 0 lost, 0 write errors, 0 overwritten by later threads' rings", 0, 0),
+       "info: losses line, ring_reused, lost")
+    check("overwritten" not in dump_summary(err), dump_summary(err))
+    # Without --ring: no such count, null in JSON, nothing in text.
+    p, log = record([calls_fixture()], out=os.path.join(d, "plain.log"))
+    eq(info_reused(log), ("0 dropped, 0 lost, 0 write errors", None, 0), "info of a log without a ring")

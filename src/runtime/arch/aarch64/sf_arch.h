@@ -14,6 +14,10 @@
 /* glibc's only version of posix_spawn and posix_spawnp here (exec_env.c):
  * aarch64 began after 2.15, so there is no compat version */
 #define SF_GLIBC_SPAWN_VERSION "GLIBC_2.17"
+/* glibc's versions of quick_exit (hooks.c): the default since 2.24, and
+ * the first one, which also runs thread_local destructors */
+#define SF_GLIBC_QUICK_EXIT_VERSION "GLIBC_2.24"
+#define SF_GLIBC_QUICK_EXIT_COMPAT "GLIBC_2.17"
 #define SF_ARCH_MACHINE EM_AARCH64
 #define SF_ARCH_SLED_SIZE 32 /* bytes of an XRay sled: `b #32` + 7 nops */
 

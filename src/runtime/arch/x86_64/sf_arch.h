@@ -21,6 +21,10 @@
  * through /bin/sh (SPAWN_XFLAGS_TRY_SHELL) */
 #define SF_GLIBC_SPAWN_VERSION "GLIBC_2.15"
 #define SF_GLIBC_SPAWN_COMPAT "GLIBC_2.2.5"
+/* glibc's versions of quick_exit (hooks.c): the default since 2.24, and
+ * the first one, which also runs thread_local destructors */
+#define SF_GLIBC_QUICK_EXIT_VERSION "GLIBC_2.24"
+#define SF_GLIBC_QUICK_EXIT_COMPAT "GLIBC_2.10"
 #define SF_ARCH_MACHINE EM_X86_64
 #define SF_ARCH_SLED_SIZE 11 /* bytes of an XRay sled */
 

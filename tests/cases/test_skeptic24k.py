@@ -312,6 +312,27 @@ def test_leader_gone_then_exit_runs_exit_hooks():
     sfkit.eq(info["state"], "exited", "log state")
 
 
+def test_leader_gone_then_new_thread_and_fork():
+    """After the writer has left (main's bare SYS_exit(4), a thread left),
+    that thread starts another that makes 100,000 calls of leaf, forks a
+    child that makes 50,000 and _exits 3, and ends by a bare SYS_exit(9):
+    status 9 as untraced, the new thread's calls all in the log, the
+    child's in a log of its own, none lost."""
+    exe = _fixture("sk24k_leader_gone_after", libs=["-lpthread"])
+    want = "t2 4999950000\nchild 1249975000\nchild status 3\n"
+    sfkit.eq(_untraced([exe])[:2], (9, want), "untraced")
+    rc, out, err, log = _traced([exe], timeout=20)
+    sfkit.eq((rc, out), (9, want), "traced: exit status and output")
+    calls, _ = sfkit.report_calls(log)
+    sfkit.eq(sum(c for (t, n), c in calls.items() if n == "leaf"), 100000, "leaf calls in the log")
+    kid = _child_log(log)
+    kcalls, _ = sfkit.report_calls(kid)
+    sfkit.eq(sum(c for (t, n), c in kcalls.items() if n == "leaf"), 50000, "leaf calls in the child's log")
+    for lg in (log, kid):
+        info = sfkit.dump_info(lg, events=True)
+        sfkit.eq(info["summary"]["lost"], 0, f"lost in {os.path.basename(lg)}")
+
+
 def test_idle_writer_does_not_wake():
     """The writer's watch for the program's end costs no wake-up while main
     lives (it waits for main's exit word and its own futex at once): a

@@ -1812,6 +1812,59 @@ void sf_log_writer_leaving(void)
 	sf_log_unlock_sig(&old);
 }
 
+/* On the writer: whether a program thread could open the log again now
+ * (log_reopen, the same ways: the header's mapping, the path), tried in
+ * the writer's table with the process's credentials and file-system
+ * context, which the program's threads share. A program that chrooted or
+ * dropped to a uid that cannot open its creator's 0600 log keeps its
+ * writer (writer.c, leave_if_program_runs). No log yet: its thread makes
+ * one as without a writer. */
+int sf_log_reopenable(void)
+{
+	if (!L.hdr)
+		return 1;
+	int fd = reopen_private();
+	if (fd < 0)
+		return 0;
+	sf_syscall3(SYS_close, fd, 0, 0);
+	return 1;
+}
+
+/* On the writer, about to leave a process whose leader has exited while
+ * threads of the program's run on (writer.c, hand_over): the log's
+ * descriptor goes with the writer's table, so from here on the program's
+ * table is used as with --writer sync: the next use opens the log again
+ * (log_reopen: through the header's mapping, else by path, checked to be
+ * the same file) and keeps it, guarded. No thread can copy it out of the
+ * writer's table first (pidfd_getfd puts it in the caller's table, and
+ * no program thread is asked to wait for that). The arena is given up
+ * under its lock (other threads copy into it meanwhile); chunks go by
+ * descriptor past it. A request posted meanwhile is refused after this
+ * (run_private) and done in the program's table. */
+void sf_log_writer_hands_over(void)
+{
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		return;
+	/* The arena's lock alone (pool_drop(0) leaves the slot pool): this
+	 * thread serves requests while it spins for a lock, and a request
+	 * (arena_write_here) takes that one. */
+	sigset_t old, o1;
+	sf_log_lock_sig(&old);
+	spin_lock_sig(&P.arena_lock, &o1);
+	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+	pool_drop(0);
+	P.no_trim = 1;
+	spin_unlock_sig(&P.arena_lock, &o1);
+	L.pfd = -1; /* goes with the writer's table */
+	sf_writer_set_private(0);
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&L.g);
+	sf_fd_publish(&L.g, -1); /* opened again at the next use */
+	sf_fd_gate_unlock(&gold);
+	sf_log_unlock_sig(&old);
+}
+
 void sf_log_after_fork_child(int files_shared)
 {
 	__atomic_clear(&L.lock, __ATOMIC_RELAXED);

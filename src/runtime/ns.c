@@ -60,9 +60,10 @@ int sf_thread_count(void)
 }
 
 /* Whether the thread-group leader (tid pid) has exited (a zombie while
- * other threads live), and then its exit status as wait reports it
- * (/proc's stat, field 52, exit_code: the status its SYS_exit gave). */
-static int leader_exited(long pid, int *status)
+ * other threads live; any state if any_state), and then its exit status
+ * as wait reports it (/proc's stat, field 52, exit_code: the status its
+ * SYS_exit gave, set by do_exit before it clears the exit word). */
+static int leader_state(long pid, int *status, int any_state)
 {
 	char path[64] = "/proc/self/task/";
 	char num[24];
@@ -86,7 +87,7 @@ static int leader_exited(long pid, int *status)
 	for (const char *p = buf; *p; p++)
 		if (*p == ')')
 			rp = p; /* the name may hold ')' itself: the last one ends it */
-	if (!rp || rp[1] != ' ' || (rp[2] != 'Z' && rp[2] != 'X'))
+	if (!rp || rp[1] != ' ' || (!any_state && rp[2] != 'Z' && rp[2] != 'X'))
 		return 0;
 	long end = got;
 	while (end > 0 && (buf[end - 1] < '0' || buf[end - 1] > '9'))
@@ -101,6 +102,11 @@ static int leader_exited(long pid, int *status)
 		code = code * 10 + (buf[i] - '0');
 	*status = (int)((code >> 8) & 0xff);
 	return 1;
+}
+
+static int leader_exited(long pid, int *status)
+{
+	return leader_state(pid, status, 0);
 }
 
 /* The calling thread is the program's last (the writer thread aside):
@@ -134,6 +140,14 @@ int sf_last_thread_status(int own, int *status)
 int sf_program_gone(int *status)
 {
 	return sf_thread_count() == 2 && leader_exited(sf_syscall3(SYS_getpid, 0, 0, 0), status);
+}
+
+/* The leader's exit code, once its exit word has been cleared (it may
+ * not be a zombie yet: do_exit sets the code first). 0 if /proc cannot
+ * say. */
+int sf_leader_status(int *status)
+{
+	return leader_state(sf_syscall3(SYS_getpid, 0, 0, 0), status, 1);
 }
 
 /* Whether the call needs the process to itself. setns's nstype 0 (any)

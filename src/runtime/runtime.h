@@ -901,6 +901,9 @@ void sf_strict_begins(void) SF_HIDDEN;                     /* rt_libc.c: SECCOMP
 void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sled unpatched, no resume */
 extern __thread int sf_strict_thread SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */
 int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the writer and an exited leader left */
+int sf_leader_status(int *status) SF_HIDDEN;                /* ns.c: the exiting leader's code in *status */
+void sf_log_writer_hands_over(void) SF_HIDDEN;
+int sf_log_reopenable(void) SF_HIDDEN;                    /* logfile.c: on the writer: a program thread could open the log again */            /* logfile.c: on the writer, leaving: the program's table again */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;

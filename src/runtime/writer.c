@@ -27,8 +27,10 @@
  * glibc reserves for itself.
  * Seccomp filters are inherited by every thread and cannot be shed.
  * A forked child has no writer: its hand-offs are synchronous.
- * It is not on glibc's thread count, and ends a process whose program
- * threads have all gone (docs/DESIGN.md, "Writer thread"). */
+ * It is not on glibc's thread count, ends a process whose program
+ * threads have all gone, and leaves one whose leader has gone while
+ * threads of the program's run on, so that the last of them sets the
+ * process's status (docs/DESIGN.md, "Writer thread"). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -47,6 +49,8 @@ static uint32_t busy;           /* the writer holds a batch */
 static int active;
 static int stopping;            /* sf_writer_stop: end once the queue is written */
 static uint32_t parked;         /* 1: stopping, queue written, waiting for sf_writer_stop (2: go on) */
+static int gone;                /* handed over and left (hand_over): a submitter writes what it queues */
+static int leader_checked;      /* the leader's end seen (leave_if_program_runs) */
 static pthread_t writer;
 static const cpu_set_t *writer_cpus;
 /* glibc's count of the process's threads (__nptl_nthreads, GLIBC_PRIVATE;
@@ -291,6 +295,80 @@ static void write_slot(struct sf_slot *s)
 	futex_wake_all(&s->state);
 }
 
+/* Every slot queued written, oldest first (the list is a stack). Per
+ * thread at most one slot is queued at a time, so batch order holds
+ * either way. On the writer a request waits for one chunk at most. */
+static void write_queue(void)
+{
+	struct sf_slot *list = __atomic_exchange_n(&queue, NULL, __ATOMIC_SEQ_CST);
+	struct sf_slot *fifo = NULL;
+	while (list) {
+		struct sf_slot *next = list->next_queued;
+		list->next_queued = fifo;
+		fifo = list;
+		list = next;
+	}
+	for (struct sf_slot *s = fifo, *next; s; s = next) {
+		next = s->next_queued;
+		write_slot(s);
+		sf_writer_serve();
+	}
+}
+
+/* The leader has exited and threads of the program's run on: the writer
+ * leaves, so that it is never the process's last task. Since Linux 5.19
+ * the last thread to end sets the process's status (the kernel's
+ * synchronize_group_exit), and a last program thread that ends by a bare
+ * SYS_exit instruction does so unseen: were the writer still there, that
+ * code would be gone with the thread, and the writer could only end the
+ * process with the leader's. Hand-offs turn synchronous (active 0, as
+ * with --writer sync); a slot queued before that is written here, one
+ * queued after is written by its submitter (sf_writer_submit: gone and
+ * the queue are read and written in one order, SEQ_CST, so one of the two
+ * sees it); the log's descriptor goes with this thread's table and the
+ * program's table is used again (sf_log_writer_hands_over); requests
+ * posted meanwhile are refused and done there. The writer ends by a bare
+ * SYS_exit: not through start_thread, whose count (__nptl_nthreads) it
+ * is not on, and with the leader's code, which stands should the
+ * program's last thread have gone first after all (a race of a few
+ * system calls: then the process ends with it, as before). */
+static void hand_over(int status)
+{
+	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&gone, 1, __ATOMIC_SEQ_CST);
+	write_queue();
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	futex_wake_all(&busy);
+	sf_log_writer_hands_over();
+	refuse_all();
+	__atomic_store_n(&writer_tid, 0, __ATOMIC_RELEASE);
+	for (;;)
+		sf_syscall3(SYS_exit, status, 0, 0);
+}
+
+/* The leader's exit word is zero: it has ended, or is ending (the kernel
+ * clears the word before the leader is a zombie, after it has set its
+ * exit code, which is read at once: no wait that a last thread could end
+ * in). With a thread of the program's left, the writer hands over and
+ * leaves; with none, it stays, and its idle check ends the process
+ * (end_if_program_gone). A word the program moved and zeroed makes the
+ * writer leave a live leader: hand-offs synchronous from then on, the
+ * status the kernel's. Not with --ring or --paused: snapshots and
+ * switches are served by the writer; nor where the program's threads
+ * could not open the log again (its descriptor goes with the writer):
+ * those keep the writer and end with the leader's code, a known
+ * difference. */
+static void leave_if_program_runs(void)
+{
+	leader_checked = 1;
+	if (sf_config.ring_slots || sf_switch_enabled() || __atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
+		return;
+	int status = 0;
+	if (!sf_leader_status(&status) || sf_thread_count() <= 2 || !sf_log_reopenable())
+		return;
+	hand_over(status);
+}
+
 static void *writer_main(void *arg)
 {
 	on_writer = 1;
@@ -311,21 +389,7 @@ static void *writer_main(void *arg)
 		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
 		sf_writer_serve();
 		__atomic_store_n(&busy, 1, __ATOMIC_RELEASE);
-		struct sf_slot *list = __atomic_exchange_n(&queue, NULL, __ATOMIC_ACQ_REL);
-		/* Oldest first (the list is a stack). Per thread at most one slot
-		 * is queued at a time, so batch order holds either way. */
-		struct sf_slot *fifo = NULL;
-		while (list) {
-			struct sf_slot *next = list->next_queued;
-			list->next_queued = fifo;
-			fifo = list;
-			list = next;
-		}
-		for (struct sf_slot *s = fifo, *next; s; s = next) {
-			next = s->next_queued;
-			write_slot(s);
-			sf_writer_serve(); /* a request waits for one chunk at most */
-		}
+		write_queue();
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
@@ -344,6 +408,8 @@ static void *writer_main(void *arg)
 				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
+		if (leader_word && !leader_checked && !__atomic_load_n(leader_word, __ATOMIC_ACQUIRE))
+			leave_if_program_runs();
 		sf_log_writer_refill(); /* slots and the next arena, mapped ahead (logfile.c) */
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && __atomic_load_n(&call_state, __ATOMIC_ACQUIRE) != 1)
 			idle_wait(seen);
@@ -361,6 +427,8 @@ int sf_writer_start(const cpu_set_t *cpus)
 {
 	if (active)
 		return 0;
+	if (__atomic_load_n(&gone, __ATOMIC_ACQUIRE))
+		return -1; /* left for good (hand_over): a new one could be the last task again */
 	pthread_attr_t a;
 	if (pthread_attr_init(&a) != 0)
 		return -1;
@@ -451,7 +519,18 @@ void sf_writer_submit(struct sf_slot *s)
 	struct sf_slot *head = __atomic_load_n(&queue, __ATOMIC_RELAXED);
 	do
 		s->next_queued = head;
-	while (!__atomic_compare_exchange_n(&queue, &head, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	while (!__atomic_compare_exchange_n(&queue, &head, s, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	if (__atomic_load_n(&gone, __ATOMIC_SEQ_CST)) {
+		/* The writer left after this thread saw it active (hand_over):
+		 * what is queued is written here, signals blocked (a handler's
+		 * events must not land in the slot being written). */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		write_queue();
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return;
+	}
 	__atomic_add_fetch(&wake, 1, __ATOMIC_RELEASE);
 	futex_wake_all(&wake);
 }

@@ -1502,6 +1502,18 @@ static void log_image_check(void)
 	sf_log_unlock_sig(&old);
 }
 
+/* The file cut after the last byte in use (trim_private), where the
+ * descriptor is the writer's or the keeper's. */
+static void log_trim(void)
+{
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		return;
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	sf_writer_call(trim_private, NULL);
+	sf_log_unlock_sig(&old);
+}
+
 void sf_log_finish(void)
 {
 	if (!log_is_own())
@@ -1509,12 +1521,7 @@ void sf_log_finish(void)
 	log_image_check();
 	sf_log_calibrate();
 	sf_log_note_capped();
-	if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
-		sigset_t old;
-		sf_log_lock_sig(&old);
-		sf_writer_call(trim_private, NULL);
-		sf_log_unlock_sig(&old);
-	}
+	log_trim();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 	if (L.files_shared)
 		log_fd_forget();
@@ -1625,10 +1632,12 @@ void sf_log_create_early(void)
  * the table: no code of the child's runs then. Its slots stay mapped: the events in them are in the file. */
 void sf_log_child_return(void)
 {
-	if (L.files_shared && L.hdr) {
+	if (L.files_shared && log_is_own()) {
 		sf_log_calibrate();
+		log_trim(); /* a keeper's: the regions mapped ahead are not left in the file */
 		__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
-		log_fd_forget();
+		if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+			log_fd_forget();
 	}
 }
 
@@ -1656,7 +1665,8 @@ void sf_log_image_ends(void)
  * Such a child's descriptor is again left behind if it is killed. */
 void sf_log_hold(void)
 {
-	if (!L.files_shared || __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) || !log_is_own())
+	if (!L.files_shared || __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) ||
+	    !log_is_own())
 		return;
 	__atomic_store_n(&L.hold, 1, __ATOMIC_RELEASE);
 	uint32_t t;
@@ -1675,8 +1685,9 @@ void sf_log_hold(void)
  * Costs one slot of file (64 KiB) for such a child. */
 void sf_log_exec_spare(void)
 {
-	if (!L.files_shared || !log_is_own() || __atomic_load_n(&L.free_slots, __ATOMIC_ACQUIRE))
-		return;
+	if (!L.files_shared || __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || !log_is_own() ||
+	    __atomic_load_n(&L.free_slots, __ATOMIC_ACQUIRE))
+		return; /* with a keeper: a failed exec leaves it, and its descriptor, there */
 	if (faccessat(AT_FDCWD, L.path, R_OK | W_OK, AT_EACCESS) == 0)
 		return; /* the reopen by name will do */
 	struct sf_slot *s = sf_log_slot_get();
@@ -1810,6 +1821,15 @@ void sf_log_writer_leaving(void)
 		sf_fd_publish(&L.g, -1); /* opened again at the next use */
 	sf_fd_gate_unlock(&gold);
 	sf_log_unlock_sig(&old);
+}
+
+/* writer.c: a clone(CLONE_FILES) child's keeper made (on: before any
+ * log exists, so that its creation is a request too) or gone (off: the
+ * program's table again; its descriptor went with the keeper's). */
+void sf_log_keeper(int on)
+{
+	L.pfd = -1;
+	__atomic_store_n(&L.priv, on, __ATOMIC_RELEASE);
 }
 
 void sf_log_after_fork_child(int files_shared)

@@ -114,7 +114,7 @@ int sf_last_thread_status(int own, int *status)
 {
 	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	int n = sf_thread_count();
-	int writer = sf_writer_active();
+	int writer = sf_runtime_thread(); /* the writer, or a CLONE_FILES child's keeper */
 	int leader;
 	if (sf_syscall3(SYS_gettid, 0, 0, 0) == pid) {
 		if (n != 1 + writer)

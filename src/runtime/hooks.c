@@ -599,7 +599,8 @@ static int clone_child(void *p)
 	sf_log_child_return(); /* CLONE_FILES: its log's descriptor is not left in its parent's table */
 	int status;
 	if (sf_keeper_alive() && sf_last_thread_status(r, &status))
-		sf_exit_group_now(status); /* glibc's SYS_exit would leave the keeper alone, alive */
+		for (;;) /* as glibc's SYS_exit would have ended it, were the keeper not there */
+			sf_syscall3(SYS_exit_group, status, 0, 0);
 	return r;
 }
 

@@ -552,6 +552,10 @@ static int keeper_serve(void)
 	__atomic_store_n(&call_state, 3, __ATOMIC_RELAXED);
 	sf_arch_set_tp(c->tp);
 	c->ret = keeper_run(c);
+	/* The runtime's own masks leave 32 and 33 open (glibc's, rt_libc.c):
+	 * a lock taken and let go in the request opened them here. */
+	uint64_t all = ~0ull;
+	sf_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
 	int quit = __atomic_load_n(&keeper_quit, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&call_state, 2, __ATOMIC_RELEASE);
 	futex_wake_all(&call_state);

@@ -82,6 +82,7 @@ static int private_table; /* the writer unshared its descriptor table (logfile.c
 /* A clone(CLONE_FILES) child's keeper thread (below): its id while it
  * serves, its stack, and whether it ends after the request it runs. */
 static uint32_t keeper_tid;
+static long keeper_pid; /* its process: a vfork child shares this memory, not the keeper */
 static char *keeper_stack;
 static int keeper_quit;
 
@@ -623,14 +624,18 @@ int sf_keeper_start(void)
 		return -1;
 	}
 	keeper_stack = stk;
+	keeper_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	__atomic_store_n(&keeper_tid, (uint32_t)tid, __ATOMIC_RELEASE);
 	errno = err;
 	return 0;
 }
 
+/* This process has a keeper (not a vfork or CLONE_VM child of one, which
+ * shares its memory but not its threads). */
 int sf_keeper_alive(void)
 {
-	return __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE) != 0;
+	return __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE) != 0 &&
+	       sf_syscall3(SYS_getpid, 0, 0, 0) == keeper_pid;
 }
 
 /* A thread of the runtime's that the program did not make: the writer or

@@ -68,6 +68,7 @@ static struct {
 	int uses;                  /* uses in progress, every thread's (log_fd_use to log_fd_done) */
 	int priv;                  /* the descriptor is in the writer thread's own table only: with_log_fd */
 	int pfd;                   /* its number there (the writer's), -1 before the log exists */
+	int keeper;                /* that thread is a clone(CLONE_FILES) child's keeper (writer.c) */
 } L = {.g.fd = -1, .pfd = -1};
 static uint64_t more_features; /* sf_log_add_features */
 
@@ -1133,7 +1134,12 @@ void sf_log_writer_refill(void)
 	/* Read without the locks: only this thread adds, so a count or an
 	 * arena seen missing is missing (a wake per chunk comes through
 	 * here: no system call when nothing is to be done). */
-	while (pool_private() && __atomic_load_n(&P.nslots, __ATOMIC_ACQUIRE) < POOL_SLOTS) {
+	/* A keeper maps ahead only at the log's creation (it has no loop of
+	 * its own): one slot, the first thread's, so that a short-lived
+	 * child's file holds no unused slot and needs no cut at its end (an
+	 * ftruncate of a file mapped shared: 1-4 ms, more than the child). */
+	int want = L.keeper ? 1 : POOL_SLOTS;
+	while (pool_private() && __atomic_load_n(&P.nslots, __ATOMIC_ACQUIRE) < want) {
 		struct region r;
 		if (map_region(&r, SF_SLOT_SIZE) < 0)
 			break;
@@ -1634,7 +1640,10 @@ void sf_log_child_return(void)
 {
 	if (L.files_shared && log_is_own()) {
 		sf_log_calibrate();
-		log_trim(); /* a keeper's: the regions mapped ahead are not left in the file */
+		/* A keeper's: cut only once chunks took a MiB arena (its unused
+		 * end); a child that made no chunk left nothing to cut. */
+		if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED))
+			log_trim();
 		__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 		if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
 			log_fd_forget();
@@ -1829,6 +1838,7 @@ void sf_log_writer_leaving(void)
 void sf_log_keeper(int on)
 {
 	L.pfd = -1;
+	L.keeper = on;
 	__atomic_store_n(&L.priv, on, __ATOMIC_RELEASE);
 }
 
@@ -1868,6 +1878,7 @@ void sf_log_after_fork_child(int files_shared)
 	L.all_slots = NULL;
 	L.failed = 0;
 	L.priv = 0; /* the parent's writer, its table with it, is not the child's */
+	L.keeper = 0;
 	L.pfd = -1;
 }
 

@@ -1842,6 +1842,26 @@ void sf_log_keeper(int on)
 	__atomic_store_n(&L.priv, on, __ATOMIC_RELEASE);
 }
 
+int sf_log_keeper_fd(void)
+{
+	return L.pfd;
+}
+
+static long keeper_reopen(void *unused)
+{
+	(void)unused;
+	if (L.pfd < 0 && L.hdr)
+		L.pfd = reopen_private();
+	return 0;
+}
+
+void sf_log_keeper_again(int fd)
+{
+	L.pfd = fd;
+	if (fd < 0)
+		sf_writer_call(keeper_reopen, NULL);
+}
+
 void sf_log_after_fork_child(int files_shared)
 {
 	__atomic_clear(&L.lock, __ATOMIC_RELAXED);

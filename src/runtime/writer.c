@@ -30,6 +30,7 @@
  * It is not on glibc's thread count, and ends a process whose program
  * threads have all gone (docs/DESIGN.md, "Writer thread"). */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -85,6 +86,7 @@ static uint32_t keeper_tid;
 static long keeper_pid; /* its process: a vfork child shares this memory, not the keeper */
 static char *keeper_stack;
 static int keeper_quit;
+static int keeper_keep = -1; /* the one descriptor a new keeper keeps of its copy (sf_keeper_resume) */
 
 #define IDLE_CHECK_NS 100000000L     /* how often an idle writer looks for a program thread */
 #define LEADER_CHECK_NS 10000000000ull /* the same while the leader lives */
@@ -531,6 +533,8 @@ void sf_writer_drain(void)
  * its errno put back after (sf_writer_call). Credentials are per thread:
  * the set*id wrappers make the keeper follow each change the program's
  * call made (sf_keeper_follow). */
+#define SF_SYS_pidfd_open 434  /* the same number everywhere (asm-generic too) */
+#define SF_SYS_pidfd_getfd 438
 #define KEEPER_STACK (256u << 10) /* pages untouched cost nothing */
 
 /* Runs the request on the requester's thread storage, where on_writer
@@ -566,7 +570,10 @@ static int keeper_serve(void)
 static int keeper_main(void *unused)
 {
 	(void)unused;
-	sf_syscall3(SYS_close_range, 0, ~0u, 0); /* the program's copies: none kept */
+	int keep = keeper_keep; /* the program's copies: none kept, but the log's (sf_keeper_resume) */
+	if (keep > 0)
+		sf_syscall3(SYS_close_range, 0, (unsigned)keep - 1, 0);
+	sf_syscall3(SYS_close_range, (unsigned)(keep + 1), ~0u, 0);
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&call_state, __ATOMIC_ACQUIRE) == 1) {
@@ -597,15 +604,19 @@ static void keeper_leader_word(void)
 /* In a clone(CLONE_FILES) child, first (hooks.c, its only thread, no log
  * yet): the keeper made, its table private from its start (logfile.c
  * sf_log_keeper). -1 where it cannot be made: the shared table, as before. */
-int sf_keeper_start(void)
+static int keeper_make(int keep)
 {
 	int err = errno;
-	char *stk = mmap(NULL, KEEPER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stk == MAP_FAILED) {
-		errno = err;
-		return -1;
+	char *stk = keeper_stack; /* a keeper's that has ended (sf_keeper_stop) */
+	if (!stk) {
+		stk = mmap(NULL, KEEPER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stk == MAP_FAILED) {
+			errno = err;
+			return -1;
+		}
+		sf_syscall3(SYS_mprotect, (long)stk, 4096, PROT_NONE); /* a guard page */
 	}
-	sf_syscall3(SYS_mprotect, (long)stk, 4096, PROT_NONE); /* a guard page */
+	keeper_keep = keep;
 	keeper_leader_word();
 	__atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
 	sf_writer_set_private(1); /* requests wait until it has emptied its table */
@@ -620,6 +631,7 @@ int sf_keeper_start(void)
 		sf_writer_set_private(0);
 		__atomic_store_n(&serving, 0, __ATOMIC_RELEASE);
 		munmap(stk, KEEPER_STACK);
+		keeper_stack = NULL;
 		errno = err;
 		return -1;
 	}
@@ -628,6 +640,11 @@ int sf_keeper_start(void)
 	__atomic_store_n(&keeper_tid, (uint32_t)tid, __ATOMIC_RELEASE);
 	errno = err;
 	return 0;
+}
+
+int sf_keeper_start(void)
+{
+	return keeper_make(-1);
 }
 
 /* This process has a keeper (not a vfork or CLONE_VM child of one, which
@@ -648,6 +665,8 @@ int sf_runtime_thread(void)
 struct setid {
 	long nr, a0, a1, a2;
 };
+
+static void keeper_gone(void);
 
 /* On the keeper: the program's credential change made here too. Refused
  * (it cannot be: the same call from the same credentials), the keeper
@@ -684,14 +703,63 @@ void sf_keeper_follow(long nr, long a0, long a1, long a2)
 	long r = sf_writer_call(keeper_setid, &s);
 	if (groups && groups != MAP_FAILED)
 		munmap(groups, cap);
-	if (r >= 0)
-		return;
+	if (r < 0)
+		keeper_gone();
+}
+
+/* The keeper has answered its last request and ends: once it is gone
+ * from the thread group (its table with it), nobody serves, and the
+ * program's table is used again. */
+static void keeper_gone(void)
+{
 	while (sf_syscall3(SYS_tgkill, sf_syscall3(SYS_getpid, 0, 0, 0), keeper_tid, 0) == 0)
-		sf_syscall3(SYS_sched_yield, 0, 0, 0); /* gone from the thread group, its table with it */
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
 	__atomic_store_n(&keeper_tid, 0, __ATOMIC_RELEASE);
 	refuse_all();
 	sf_writer_set_private(0);
 	sf_log_keeper(0);
+}
+
+static long keeper_leave(void *unused)
+{
+	(void)unused;
+	__atomic_store_n(&keeper_quit, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ns.c: a call that needs the process alone (unshare(CLONE_NEWUSER),
+ * setns into a user or mount namespace), from the child's only thread
+ * but the keeper, its signals blocked: the keeper ends, and the log's
+ * descriptor is copied out of its table into the caller's first
+ * (pidfd_getfd of the keeper's pidfd, Linux 6.9), for the call only.
+ * That descriptor (-1: none), for sf_keeper_resume. */
+int sf_keeper_stop(void)
+{
+	int fd = -1, pfd = sf_log_keeper_fd();
+	long pidfd = sf_syscall3(SF_SYS_pidfd_open, keeper_tid, O_EXCL /* PIDFD_THREAD */, 0);
+	if (pidfd >= 0) {
+		if (pfd >= 0)
+			fd = (int)sf_syscall3(SF_SYS_pidfd_getfd, pidfd, pfd, 0); /* close-on-exec */
+		sf_syscall3(SYS_close, pidfd, 0, 0);
+	}
+	sf_writer_call(keeper_leave, NULL);
+	keeper_gone();
+	__atomic_store_n(&keeper_quit, 0, __ATOMIC_RELEASE);
+	return fd < 0 ? -1 : fd;
+}
+
+/* After the call: a keeper again, made now (so in the namespaces and
+ * with the credentials the call gave), keeping its copy of fd, which
+ * leaves the caller's table; without fd the new keeper opens the log
+ * again (logfile.c). Where no keeper can be made, the program's table,
+ * as before it existed. */
+void sf_keeper_resume(int fd)
+{
+	int made = keeper_make(fd) == 0;
+	if (made)
+		sf_log_keeper_again(fd);
+	if (fd >= 0)
+		sf_syscall3(SYS_close, fd, 0, 0);
 }
 
 /* fork: the writer thread does not exist in the child. Queued slots belong

@@ -318,3 +318,22 @@ def test_clone_files_children_dropping_root_then_killed_leave_no_descriptor():
         return
     t, want = cfiles_killed(100, "drop")
     eq((t.stdout, t.returncode), (want, 0), "traced")
+
+
+def test_clone_files_child_unshares_a_user_namespace():
+    """A CLONE_FILES child calls work(), unshare(CLONE_NEWUSER), work()
+    again and returns 3. Untraced the unshare succeeds. With the child's
+    keeper thread it failed with EINVAL (the kernel wants the process
+    alone); the keeper now ends for the call and a new one is made after
+    it, keeping the log's descriptor: both calls in the child's log, the
+    parent's descriptors as before."""
+    exe = build_c("cfiles_userns", ["cfiles_userns.c"])
+    u = run([exe], check_rc=None)
+    if "unshare(CLONE_NEWUSER) 0" not in u.stdout:
+        return  # user namespaces not allowed here
+    eq(u.stdout, "unshare(CLONE_NEWUSER) 0 errno 0\nstatus 300, descriptors as before\n", "untraced")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe], check_rc=None)
+    eq((t.stdout, t.returncode), (u.stdout, 0), "traced")
+    logs = sorted(c for c in os.listdir(d) if c != "sf.log")
+    eq([count_calls(dump_events(os.path.join(d, c)))["work"] for c in logs], [2], f"work() in the child's log {logs}")

@@ -1,0 +1,225 @@
+"""Skeptic q of issue 25 (the tracer's own work never shows as the
+program's): allocations under --alloc against an untraced malloc counter,
+landing costs and self times, constructors of every dlopen'd shape.
+Fixtures: tests/fixtures/skep25q_*."""
+import os
+import re
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sfkit  # noqa: E402
+
+SHIM_RE = re.compile(r"SHIM pid (\d+) allocs (\d+) frees (\d+) reallocs (\d+) bytes (\d+)")
+
+
+def shim():
+    return sfkit.build_c("libskep25q_shim.so", ["skep25q_shim.c"], shared=True, xray=False)
+
+
+def untraced_counts(cmd):
+    """(allocs, frees, bytes) of the untraced run's first process, from
+    the preloaded counter (a child that _exits prints nothing)."""
+    p = sfkit.run(cmd, env={"LD_PRELOAD": shim()})
+    m = SHIM_RE.search(p.stderr)
+    sfkit.check(m, f"no counter line: {p.stderr[-500:]}")
+    return int(m.group(2)), int(m.group(3)), int(m.group(5))
+
+
+def memory(log):
+    """(summary dict, {function: allocations} of the site rows)."""
+    p = sfkit.run([sfkit.SFTRACE, "memory", "--format", "tsv", "--group-by", "function", "-n", "0", log])
+    summary, sites = {}, {}
+    for line in p.stdout.splitlines():
+        f = line.split("\t")
+        if len(f) == 2:
+            summary[f[0]] = int(f[1])
+        elif f[0] == "site" and len(f) >= 6:
+            sites[f[4]] = sites.get(f[4], 0) + int(f[3])
+    return summary, sites
+
+
+def alloc_check(cmd, log):
+    a, fr, b = untraced_counts(cmd)
+    s, sites = memory(log)
+    got = (s["allocations"], s["frees"], s["bytes_allocated"])
+    sfkit.eq(got, (a, fr, b), "allocations, frees, bytes: traced --alloc vs untraced counter")
+    return sites
+
+
+def test_alloc_counts_every_place():
+    """Constructor, tail-called malloc/calloc at -O2, 300 allocations in
+    frames a longjmp abandons, threads that longjmp, a dlopen'd plugin,
+    a fork child: the same counts and bytes as the untraced counter, each
+    credited to its function (354 / 343 / 16,355 B seen)."""
+    plug = sfkit.build_c("libskep25q_plug.so", ["skep25q_plug.c"], shared=True)
+    exe = sfkit.build_c("skep25q_allocs", ["skep25q_allocs.c"], libs=["-lpthread", "-ldl"])
+    _, log = sfkit.record([exe, plug], args=["--alloc"])
+    sites = alloc_check([exe, plug], log)
+    for fn, n in (("lj_deep", 300), ("t_alloc", 20), ("tail_mk", 10), ("tail_cal", 10), ("plug_make", 1),
+                  ("plug_ctor", 1), ("main_ctor", 1)):
+        sfkit.eq(sites.get(fn), n, f"allocations credited to {fn}")
+    sfkit.check(not [k for k in sites if "no traced frame" in k or "sftrace" in k], f"sites {sites}")
+    child = [os.path.join(os.path.dirname(log), f) for f in os.listdir(os.path.dirname(log))
+             if f != "sf.log" and f.endswith(".log")]
+    sfkit.eq(len(child), 1, "fork child's logs")
+    s, sites = memory(child[0])
+    sfkit.eq((s["allocations"], sites), (1, {"child_alloc": 1}), "fork child's allocations")
+
+
+def test_alloc_cxx_throws_are_the_programs():
+    """Throws through destructors, rethrow, nested try, exception_ptr, in
+    threads: __cxa_allocate_exception's blocks are the program's, and
+    nothing else is added (145 / 140 / 94,312 B both ways)."""
+    exe = sfkit.build_c("skep25q_throw", ["skep25q_throw.cc"], compiler="clang++", libs=["-lpthread"])
+    _, log = sfkit.record([exe, "10"], args=["--alloc"])
+    sites = alloc_check([exe, "10"], log)
+    sfkit.eq(sites.get("nested(…)"), 80, "runtime_error's exception and string in nested()")
+
+
+def test_alloc_libgcc_s_loaded_by_glibc():
+    """pthread_exit, pthread_cancel and backtrace() make glibc load
+    libgcc_s (its allocations are the program's), with longjmps over 700
+    recorded frames (past the shadow array): 9 / 2 / 4,768 B both ways."""
+    exe = sfkit.build_c("skep25q_gccs", ["skep25q_gccs.c"], libs=["-lpthread"])
+    _, log = sfkit.record([exe], args=["--alloc"])
+    alloc_check([exe], log)
+
+
+@sfkit.known_break(25, "20 TLS libraries dlopen'd, then touched from a new thread: 196 allocations both ways, "
+                       "41,506 B traced vs 41,490 B untraced (the DTV that grows past its spare entries is 16 B "
+                       "larger with the runtime's TLS module; DESIGN's 'Left')")
+def test_alloc_dtv_growth_bytes():
+    n = 20
+    d = os.path.join(sfkit.FIXBUILD, "skep25q_tls")
+    for i in range(n):
+        sfkit.build_c(f"libskep25q_tls{i}.so", ["skep25q_tlslib.c"], shared=True, outdir=d)
+    exe = sfkit.build_c("skep25q_tlsmain", ["skep25q_tlsmain.c"], libs=["-ldl", "-lpthread"])
+    _, log = sfkit.record([exe, d, str(n)], args=["--alloc"])
+    alloc_check([exe, d, str(n)], log)
+
+
+def ljcost():
+    return sfkit.build_c("skep25q_ljcost", ["skep25q_ljcost.c"], libs=["-lpthread"])
+
+
+def test_landing_that_abandons_nothing_records_nothing_monotonic():
+    """The same program under --clock monotonic (no first-event warm-up):
+    2 events for 10,100 landings. Guards the case below's diagnosis."""
+    _, log = sfkit.record([ljcost(), "0", "2", "10000"], args=["--filter-regex", "^main$", "--clock", "monotonic"])
+    sfkit.eq(sfkit.dump_info(log, events=True)["summary"]["events"], 2, "events")
+
+
+@sfkit.known_break(25, "only main recorded, 10,100 siglongjmps that abandon no recorded frame: 10,102 events "
+                       "(one UNWIND '0 frames abandoned, depth 1 left' a landing; 2 with --clock monotonic). The "
+                       "thread's first-event warm-up (sf_calib_warm) pushes through the trampolines and restores "
+                       "the depth but not the slots: shadow[1] keeps an entry 0xc20 below main's, so "
+                       "abandons_nothing's 'slot above' test fails and every landing takes the full path: "
+                       "callgrind 346 instructions in longjmp vs 15 untraced (bench/README says +47 for 'none'), "
+                       "+18 to +31 ns")
+def test_landing_that_abandons_nothing_records_nothing():
+    _, log = sfkit.record([ljcost(), "0", "2", "10000"], args=["--filter-regex", "^main$"])
+    sfkit.eq(sfkit.dump_info(log, events=True)["summary"]["events"], 2, "events")
+
+
+def test_abandoned_frame_self_time():
+    """victim() (work, then a longjmp over mid x4 into a tail-called
+    catcher) against returner() (the same work, returning): the least self
+    time of a call within 100 ns (65 vs 60 ns seen; the means, 69-78 vs
+    67-81, swing by 200 ns under load), every frame closed."""
+    exe = sfkit.build_c("skep25q_selftime", ["skep25q_selftime.c"])
+    for args in ([], ["--filter-regex", "^(victim|returner|main)$"]):
+        _, log = sfkit.record([exe, "20000", "3"], args=args, prefix=sfkit.realtime())
+        p = sfkit.run([sfkit.SFTRACE, "report", "--format", "tsv", "-n", "0", log])
+        rows = {}
+        lines = p.stdout.splitlines()
+        cols = lines[0].split("\t")
+        for line in lines[1:]:
+            f = dict(zip(cols, line.split("\t")))
+            rows[f["name"]] = (int(f["calls"]), int(f["min_ns"]))
+        v, r = rows["victim"], rows["returner"]
+        sfkit.eq((v[0], r[0]), (20000, 20000), "calls")
+        sfkit.check(abs(v[1] - r[1]) < 100, f"{args}: least victim {v[1]} ns vs returner {r[1]} ns")
+        if not args:
+            sfkit.eq((rows["catcher"][0], rows["tcatch"][0], rows["mid"][0]), (20000, 20000, 80000), "calls")
+
+
+def callgrind_per(cmd, fn, n1, n2, flt=None):
+    """Instructions per iteration collected in FN: runs of N1 and N2."""
+    got = []
+    for n in (n1, n2):
+        vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--toggle-collect={fn}"] + cmd + [str(n)]
+        if flt is None:
+            p = sfkit.run(vg)
+        else:
+            p = sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", os.path.join(sfkit.tmpdir(), "sf.log"),
+                           "--filter-regex", flt, "--"] + vg)
+        m = re.search(r"Collected : (\d+)", p.stderr)
+        sfkit.check(m, p.stderr[-500:])
+        got.append(int(m.group(1)))
+    return (got[1] - got[0]) / (n2 - n1)
+
+
+def test_landing_cost_callgrind():
+    """Instructions over untraced (100 ns is about 1,000 at these rates):
+    a siglongjmp over 1,000 recorded frames (+523 seen, their entries
+    outside the count), a C++ throw through 50 frames with destructors,
+    only main recorded (+989: 51 landings)."""
+    if not shutil.which("valgrind"):
+        raise sfkit.Skip("no valgrind")
+    exe = ljcost()
+    u = callgrind_per([exe, "0", "1000"], "*longjmp*", 200, 400)
+    t = callgrind_per([exe, "0", "1000"], "*longjmp*", 200, 400, "^dive$")
+    sfkit.check(t - u < 1000, f"longjmp over 1,000 recorded frames: {u:.0f} untraced, {t:.0f} traced")
+    cx = sfkit.build_c("skep25q_throwcost", ["skep25q_throwcost.cc"], compiler="clang++")
+    u = callgrind_per([cx, "0", "50"], "catcher*", 100, 200)
+    t = callgrind_per([cx, "0", "50"], "catcher*", 100, 200, "^main$")
+    sfkit.check(t - u < 1000, f"throw through 50 destructor frames: {u:.0f} untraced, {t:.0f} traced")
+
+
+def test_constructors_of_every_shape():
+    """Every constructor runs traced, once per run of it: constructor-only
+    libraries (LAZY, NODELETE, DEEPBIND, dlmopen, two threads at once, a
+    fork child), priorities, DT_INIT, a constructor that dlopens, a
+    DT_NEEDED dependency, a C++ static object, dlopen/dlclose twice (two
+    calls), a Rust cdylib."""
+    d = os.path.join(sfkit.FIXBUILD, "skep25q_ctor")
+    for name in ("only", "inner", "again", "nodel", "deep", "nm", "t1", "t2", "fk"):
+        sfkit.build_c(f"libskep25q_{name}.so", ["skep25q_ctor_only.c"], flags=[f"-DNAME={name}_init"],
+                      shared=True, outdir=d)
+    sfkit.build_c("libskep25q_prio.so", ["skep25q_ctor_prio.c"], shared=True, outdir=d)
+    sfkit.build_c("libskep25q_dtinit.so", ["skep25q_ctor_dtinit.c"], flags=["-Wl,-init=dtinit_fn"], shared=True,
+                  outdir=d)
+    sfkit.build_c("libskep25q_outer.so", ["skep25q_ctor_outer.c"], shared=True, outdir=d, libs=["-ldl"])
+    sfkit.build_c("libskep25q_dep.so", ["skep25q_ctor_dep.c"], shared=True, outdir=d)
+    sfkit.build_c("libskep25q_user.so", ["skep25q_ctor_user.c"], shared=True, outdir=d,
+                  libs=["-L" + d, "-lskep25q_dep", "-Wl,-rpath," + d])
+    sfkit.build_c("libskep25q_cxx.so", ["skep25q_ctor_cxx.cc"], compiler="clang++", shared=True, outdir=d)
+    exe = sfkit.build_c("skep25q_ctor_main", ["skep25q_ctor_main.c"], libs=["-ldl", "-lpthread"])
+    cmd = [exe, d]
+    want = {"only_init": 1, "prio_a": 1, "prio_b": 1, "prio_c": 1, "dtinit_fn": 1, "outer_init": 1,
+            "inner_init": 1, "user_init": 1, "dep_init": 1, "_GLOBAL__sub_I_skep25q_ctor_cxx.cc": 1,
+            "again_init": 2, "nodel_init": 1, "deep_init": 1, "nm_init": 1, "t1_init": 1, "t2_init": 1,
+            "fk_init": 1}
+    rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+    if os.path.exists(rustc):
+        rs = os.path.join(d, "libskep25q_rust.so")
+        src = os.path.join(sfkit.FIXTURES, "skep25q_ctor_rust.rs")
+        if sfkit._stale(rs, [src]):
+            sfkit.run([rustc, "-O", "--crate-type", "cdylib", "-Zinstrument-xray=always", "-o", rs, src],
+                      env={"RUSTC_BOOTSTRAP": "1"})
+        cmd.append(rs)
+        want["rust_ctor"] = 1
+    sfkit.run(cmd)  # untraced: every dlopen works
+    _, log = sfkit.record(cmd)
+    logs = [os.path.join(os.path.dirname(log), f) for f in os.listdir(os.path.dirname(log)) if f.endswith(".log")]
+    calls, _ = sfkit.report_calls(logs)
+    got = {}
+    for (_, name), n in calls.items():
+        if name in want:
+            got[name] = got.get(name, 0) + n
+    sfkit.eq(got, want, "constructor calls")
+
+
+if __name__ == "__main__":
+    sfkit.main(globals())

@@ -86,6 +86,21 @@ def test_alloc_libgcc_s_loaded_by_glibc():
     alloc_check([exe], log)
 
 
+def test_alloc_libc_first_use_state():
+    """localtime, a dlsym miss and dlerror, pthread_getattr_np, a large
+    qsort, setlocale, opendir, fopen, realpath, dladdr, stdout: the
+    allocations libc makes on first use are the program's, none taken by
+    the runtime before it (234 / 84 / 2 reallocs both ways)."""
+    exe = sfkit.build_c("skep25q_lazy", ["skep25q_lazy.c"], libs=["-ldl", "-lpthread"])
+    p = sfkit.run([exe], env={"LD_PRELOAD": shim()})
+    m = SHIM_RE.search(p.stderr)
+    sfkit.check(m, p.stderr[-500:])
+    _, log = sfkit.record([exe], args=["--alloc"])
+    s, _ = memory(log)
+    sfkit.eq((s["allocations"], s["frees"], s["reallocs"]), (int(m.group(2)), int(m.group(3)), int(m.group(4))),
+             "allocations, frees, reallocs: traced --alloc vs untraced counter")
+
+
 @sfkit.known_break(25, "20 TLS libraries dlopen'd, then touched from a new thread: 164 allocations and 20 frees both ways, "
                        "37,790 B traced vs 37,774 B untraced (24 libraries: 41,506 vs 41,490; the DTV that grows past its spare entries is 16 B "
                        "larger with the runtime's TLS module; DESIGN's 'Left')")

@@ -131,7 +131,7 @@ def test_landing_that_abandons_nothing_records_nothing_monotonic():
                        "the depth but not the slots: shadow[1] keeps an entry 0xc20 below main's, so "
                        "abandons_nothing's 'slot above' test fails and every landing takes the full path: "
                        "callgrind 346 instructions in longjmp vs 15 untraced (bench/README says +47 for 'none'), "
-                       "+18 to +31 ns")
+                       "+18 to +31 ns. Since 095a3aa (the warm-up); its parent 095a3aa^ records 2 events")
 def test_landing_that_abandons_nothing_records_nothing():
     _, log = sfkit.record([ljcost(), "0", "2", "10000"], args=["--filter-regex", "^main$"])
     sfkit.eq(sfkit.dump_info(log, events=True)["summary"]["events"], 2, "events")

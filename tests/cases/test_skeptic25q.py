@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sfkit  # noqa: E402
 
-SHIM_RE = re.compile(r"SHIM pid (\d+) allocs (\d+) frees (\d+) reallocs (\d+) bytes (\d+)")
+SHIM_RE = re.compile(r"SHIM pid (\d+) allocs (\d+) frees (\d+) reallocs (\d+) bytes (\d+) rbytes (\d+)")
 
 
 def shim():
@@ -19,11 +19,12 @@ def shim():
 
 def untraced_counts(cmd):
     """(allocs, frees, bytes) of the untraced run's first process, from
-    the preloaded counter (a child that _exits prints nothing)."""
+    the preloaded counter (a child that _exits prints nothing); bytes
+    count what reallocs asked for too, as memory's bytes_allocated does."""
     p = sfkit.run(cmd, env={"LD_PRELOAD": shim()})
     m = SHIM_RE.search(p.stderr)
     sfkit.check(m, f"no counter line: {p.stderr[-500:]}")
-    return int(m.group(2)), int(m.group(3)), int(m.group(5))
+    return int(m.group(2)), int(m.group(3)), int(m.group(5)) + int(m.group(6))
 
 
 def memory(log):
@@ -82,6 +83,20 @@ def test_alloc_libgcc_s_loaded_by_glibc():
     libgcc_s (its allocations are the program's), with longjmps over 700
     recorded frames (past the shadow array): 9 / 2 / 4,768 B both ways."""
     exe = sfkit.build_c("skep25q_gccs", ["skep25q_gccs.c"], libs=["-lpthread"])
+    _, log = sfkit.record([exe], args=["--alloc"])
+    alloc_check([exe], log)
+
+
+def test_alloc_rust_panics():
+    """20 panics through 31 Drop frames, 5 through 601 in a thread (past
+    the shadow array): 94 / 92 / 6,572 B both ways."""
+    rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+    if not os.path.exists(rustc):
+        raise sfkit.Skip("no rustc")
+    exe = os.path.join(sfkit.FIXBUILD, "skep25q_panic")
+    src = os.path.join(sfkit.FIXTURES, "skep25q_panic.rs")
+    if sfkit._stale(exe, [src]):
+        sfkit.run([rustc, "-O", "-Zinstrument-xray=always", "-o", exe, src], env={"RUSTC_BOOTSTRAP": "1"})
     _, log = sfkit.record([exe], args=["--alloc"])
     alloc_check([exe], log)
 

@@ -116,11 +116,12 @@ def test_alloc_libc_first_use_state():
              "allocations, frees, reallocs: traced --alloc vs untraced counter")
 
 
-@sfkit.known_break(25, "20 TLS libraries dlopen'd, then touched from a new thread: 164 allocations and 20 frees both ways, "
-                       "37,790 B traced vs 37,774 B untraced (24 libraries: 41,506 vs 41,490; the DTV that grows past its spare entries is 16 B "
-                       "larger with the runtime's TLS module; DESIGN's 'Left')")
+@sfkit.known_break(25, "15 TLS libraries dlopen'd, then touched from a new thread: 124 allocations and 15 frees both ways, "
+                       "29,635 B traced vs 29,619 B untraced (14 libraries: 25,838 both; 24: 41,506 vs 41,490): the DTV "
+                       "that grows past its spare entries is 16 B larger with the runtime's TLS module (DESIGN's "
+                       "'Left')")
 def test_alloc_dtv_growth_bytes():
-    n = 20
+    n = 15  # 14: the DTV's spare entries suffice, and the bytes agree
     d = os.path.join(sfkit.FIXBUILD, "skep25q_tls")
     for i in range(n):
         sfkit.build_c(f"libskep25q_tls{i}.so", ["skep25q_tlslib.c"], shared=True, outdir=d)
@@ -190,6 +191,7 @@ def callgrind_per(cmd, fn, n1, n2, flt=None):
         m = pid and re.search(rf"=={pid.group(1)}== Collected : (\d+)", p.stderr)
         sfkit.check(m, p.stderr[-500:])
         got.append(int(m.group(1)))
+    sfkit.check(got[1] > got[0], f"{cmd} {fn}: {got}: the longer run collected no more")
     return (got[1] - got[0]) / (n2 - n1)
 
 
@@ -219,8 +221,8 @@ def test_deep_throw_cost_callgrind():
     if not shutil.which("valgrind"):
         raise sfkit.Skip("no valgrind")
     exe = sfkit.build_c("skep25q_deepthrow", ["skep25q_deepthrow.cc"], compiler="clang++")
-    u = callgrind_per([exe, "1000"], "catcher*", 10, 30)
-    t = callgrind_per([exe, "1000"], "catcher*", 10, 30, "^main$")
+    u = callgrind_per([exe, "1000"], "catcher*", 5, 15)
+    t = callgrind_per([exe, "1000"], "catcher*", 5, 15, "^main$")
     sfkit.check(t - u < 1000, f"throw caught 1,000 frames up: {u:.0f} untraced, {t:.0f} traced (+{t - u:.0f})")
 
 

@@ -175,8 +175,19 @@ def test_abandoned_frame_self_time():
             sfkit.eq((rows["catcher"][0], rows["tcatch"][0], rows["mid"][0]), (20000, 20000, 80000), "calls")
 
 
+_CG = {}
+
+
 def callgrind_per(cmd, fn, n1, n2, flt=None):
-    """Instructions per iteration collected in FN: runs of N1 and N2."""
+    """Instructions per iteration collected in FN: runs of N1 and N2
+    (kept for the run: two cases share the untraced figure)."""
+    key = (tuple(cmd), fn, n1, n2, flt)
+    if key not in _CG:
+        _CG[key] = _callgrind_per(cmd, fn, n1, n2, flt)
+    return _CG[key]
+
+
+def _callgrind_per(cmd, fn, n1, n2, flt):
     got = []
     for n in (n1, n2):
         vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--toggle-collect={fn}"] + cmd + [str(n)]
@@ -207,8 +218,8 @@ def test_landing_cost_callgrind():
     t = callgrind_per([exe, "0", "1000"], "*longjmp*", 200, 400, "^dive$")
     sfkit.check(t - u < 1000, f"longjmp over 1,000 recorded frames: {u:.0f} untraced, {t:.0f} traced")
     cx = sfkit.build_c("skep25q_throwcost", ["skep25q_throwcost.cc"], compiler="clang++")
-    u = callgrind_per([cx, "0", "50"], "catcher*", 100, 200)
-    t = callgrind_per([cx, "0", "50"], "catcher*", 100, 200, "^main$")
+    u = callgrind_per([cx, "0", "50"], "catcher*", 50, 100)
+    t = callgrind_per([cx, "0", "50"], "catcher*", 50, 100, "^main$")
     sfkit.check(t - u < 1000, f"throw through 50 destructor frames: {u:.0f} untraced, {t:.0f} traced")
 
 
@@ -224,6 +235,22 @@ def test_deep_throw_cost_callgrind():
     u = callgrind_per([exe, "1000"], "catcher*", 5, 15)
     t = callgrind_per([exe, "1000"], "catcher*", 5, 15, "^main$")
     sfkit.check(t - u < 1000, f"throw caught 1,000 frames up: {u:.0f} untraced, {t:.0f} traced (+{t - u:.0f})")
+
+
+@sfkit.known_break(25, "one int thrown through 50 recorded frames with destructors and caught (51 landings: each "
+                       "cleanup pad is one): callgrind (catcher collected) 422,637 instructions a throw untraced, "
+                       "452,389-452,508 traced with the dive frames recorded: +29,752 to +29,871, of which the 51 entry events are "
+                       "about 1,600: about +28,000 (2.3 us at this program's 12 a ns) for one caught exception; "
+                       "583 a landing, within 100 ns only if read per landing. The same throw with none of them "
+                       "recorded: +989; a longjmp over 1,000 recorded frames: +508")
+def test_throw_through_recorded_cleanups_cost_callgrind():
+    if not shutil.which("valgrind"):
+        raise sfkit.Skip("no valgrind")
+    cx = sfkit.build_c("skep25q_throwcost", ["skep25q_throwcost.cc"], compiler="clang++")
+    u = callgrind_per([cx, "0", "50"], "catcher*", 50, 100)
+    t = callgrind_per([cx, "0", "50"], "catcher*", 50, 100, "^dive")
+    sfkit.check(t - u < 1000 + 51 * 40, f"throw through 50 recorded cleanup frames: {u:.0f} untraced, {t:.0f} "
+                f"traced (+{t - u:.0f}; 51 entry events allowed 40 each)")
 
 
 def test_constructors_of_every_shape():

@@ -28,7 +28,7 @@ def test_clearenv_popen_system_execvp_children_traced():
 def test_popen_after_clearenv_leaves_environ_as_the_program_set_it():
     """popen after clearenv (environ NULL), then after setenv: environ is
     the program's own array again after each call (NULL, then the same
-    pointer, no LD_PRELOAD in it), and 100 more popens grow the address space by 0 kB
+    pointer, no LD_PRELOAD in it), and 100 more popens grow the anonymous address space by 0 kB
     (the child's environment is mapped once and reused)."""
     exe = build_c("popen_environ_kept", ["popen_environ_kept.c"])
     u = run([exe])

@@ -87,6 +87,20 @@ def test_chroot_leader_then_last_thread_status():
     sfkit.eq(rc, 9, "traced status (None: still running after 6 s)")
 
 
+@sfkit.known_break(24, "the leader sets RLIMIT_NOFILE to 3 then SYS_exit(4); the thread's 1,000,000 calls "
+                       "after it: status 9 as untraced, but 1,996,408 of 2,002,000 events dropped, 244 write "
+                       "errors (EBADF): the writer handed over to threads that cannot open the log again "
+                       "(without the limit, or with --writer sync: 0 dropped, 0 write errors)")
+def test_nofile_limit_then_leader_gone_loses_nothing():
+    exe = _c("skep24f2_nofile", ["-lpthread"])
+    sfkit.run([exe, "1"], check_rc=9)
+    for args in (("--writer", "sync"), ()):
+        log = os.path.join(sfkit.tmpdir(), "sf.log")
+        sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", log] + list(args) + ["--", exe, "1"], check_rc=9)
+        sfkit.eq(_info(log, "losses"), "0 dropped, 0 lost, 0 write errors", f"losses {' '.join(args)}")
+        sfkit.eq(_leaf_calls(log), 1001000, f"leaf calls {' '.join(args)}")
+
+
 # ---- claim B: symbol versions ----
 
 def _shim_run(where, old):

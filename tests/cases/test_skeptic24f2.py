@@ -118,6 +118,24 @@ def test_thread_root_then_leader_gone_loses_nothing():
         sfkit.eq(_leaf_calls(log), 1001000, f"leaf calls {' '.join(args)}")
 
 
+@sfkit.known_break(24, "a thread with credentials of its own (raw SYS_setresuid to nobody) before the leader's "
+                       "SYS_exit(4), then 1,000,000 calls: status 9 as untraced, but 1,996,408 of 2,002,000 "
+                       "events dropped, 244 write errors: the writer (root) checked it could open the 0600 log "
+                       "again, the thread (nobody) cannot (--writer sync: 0 dropped, 0 errors)")
+def test_thread_uid_then_leader_gone_loses_nothing():
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root to change uid")
+    exe = _c("skep24f2_thread_root", ["-lpthread"])
+    sfkit.run([exe, "uid"], check_rc=9)
+    for args in (("--writer", "sync"), ()):
+        d = sfkit.tmpdir()
+        os.chmod(d, 0o755)
+        log = os.path.join(d, "sf.log")
+        sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", log] + list(args) + ["--", exe, "uid"], check_rc=9)
+        sfkit.eq(_info(log, "losses"), "0 dropped, 0 lost, 0 write errors", f"losses {' '.join(args)}")
+        sfkit.eq(_leaf_calls(log), 1001000, f"leaf calls {' '.join(args)}")
+
+
 # ---- claim B: symbol versions ----
 
 def _shim_run(where, old):

@@ -87,6 +87,20 @@ def test_chroot_leader_then_last_thread_status():
     sfkit.eq(rc, 9, "traced status (None: still running after 6 s)")
 
 
+@sfkit.known_break(24, "a single-threaded program chroots into an empty directory and ends by a bare "
+                       "SYS_exit(4): untraced status 4 at once; traced it never ends (the writer alone with the "
+                       "zombie leader, waiting for a /proc it cannot read; killed after 6 s)")
+def test_chroot_then_sys_exit_alone_ends():
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root for chroot")
+    exe = _c("skep24f2_chroot_leader", ["-lpthread"])
+    root = sfkit.tmpdir()
+    sfkit.run([exe, root, "alone"], check_rc=4)
+    log = os.path.join(sfkit.tmpdir(), "sf.log")
+    rc, out, err = _record_group([exe, root, "alone"], log, timeout=6)
+    sfkit.eq(rc, 4, "traced status (None: still running after 6 s)")
+
+
 @sfkit.known_break(24, "the leader sets RLIMIT_NOFILE to 3 then SYS_exit(4); the thread's 1,000,000 calls "
                        "after it: status 9 as untraced, but 1,996,408 of 2,002,000 events dropped, 244 write "
                        "errors (EBADF): the writer handed over to threads that cannot open the log again "

@@ -221,4 +221,5 @@ def test_probe_for_absent_library_functions():
         sfkit.eq((p.returncode, p.stdout), (0, want), f"traced {' '.join(args)}")
 
 
-sfkit.main(globals()) if __name__ == "__main__" else None
+if __name__ == "__main__":
+    sfkit.main(globals())

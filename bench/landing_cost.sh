@@ -7,7 +7,9 @@
 #         catcher nor main is, so every recorded frame is abandoned at each
 #         landing (their entry events included).
 # Cases: a C longjmp over two frames (bench/landing.c), a C++ throw caught
-# two frames up (bench/landing.cc), and, given the path of a Lua interpreter
+# two frames up (bench/landing.cc), one caught 1,000 frames up
+# (bench/landing_deep.cc: what the runtime's _Unwind_Find_FDE adds at every
+# frame lookup), and, given the path of a Lua interpreter
 # built with XRay, Lua's pcall(error, {}) (bench/landing_pcall.lua).
 #
 # Time (default): ns per landing, each program printing the 10th
@@ -41,6 +43,7 @@ trap 'rm -rf "$W"' EXIT
 X="-O2 -fxray-instrument -fxray-instruction-threshold=1"
 clang $X -o "$W/longjmp" bench/landing.c
 clang++ $X -o "$W/cxx" bench/landing.cc
+clang++ $X -o "$W/deep" bench/landing_deep.cc
 
 # Time: one run of configuration $1 (untraced, all, none, only); prints ns.
 time_run() {
@@ -119,6 +122,7 @@ else
 fi
 measure longjmp '^(mid|leaf)$' jumper 2000 6000 1000000 "$W/longjmp"
 measure cxx-throw '^(middle|thrower)' 'catcher*' 1000 3000 200000 "$W/cxx"
+measure cxx-deep1000 '^dive' 'catcher*' 5 15 2000 "$W/deep" 1000
 if [ -n "$LUA" ] && [ -x "$LUA" ]; then
 	measure lua-pcall '^(luaB_error|lua_error|luaG_errormsg|luaD_throw)$' luaB_pcall 2000 6000 300000 \
 		"$LUA" bench/landing_pcall.lua

@@ -146,6 +146,38 @@ static size_t program_calloc_bytes(size_t n, size_t size, void *ra)
 	return (n - 1) * size;
 }
 
+/* The calling thread's DTV (glibc's tcbhead_t.dtv: the word after the
+ * TCB pointer on x86-64, the first word at the thread pointer on
+ * aarch64), NULL where unknown. */
+static inline const void *thread_dtv(void)
+{
+#if defined(__x86_64__)
+	const void *d;
+	__asm__("mov %%fs:8, %0" : "=r"(d));
+	return d;
+#elif defined(__aarch64__)
+	return *(const void *const *)__builtin_thread_pointer();
+#else
+	return NULL;
+#endif
+}
+
+/* The bytes of a realloc as the program would have asked untraced: a
+ * DTV that grows past its spare entries (ld.so's _dl_resize_dtv, a
+ * realloc of &dtv[-1] to (max modid + 14 + 2) entries of 16 B) is one
+ * entry larger with the runtime's TLS module, as allocate_dtv's calloc
+ * is (program_calloc_bytes). Told exactly: ld.so's call, on the calling
+ * thread's own DTV. (The main thread's first growth replaces the DTV
+ * ld.so made at start-up with a malloc, which names no block: that one
+ * stays 16 B larger, docs/DESIGN.md.) */
+static size_t program_realloc_bytes(const void *old, size_t size, void *ra)
+{
+	if (__builtin_expect((uintptr_t)ra - ldso_lo >= ldso_hi - ldso_lo, 1) || !old || size < 17 * 16 ||
+	    size % 16 || !sftrace_heap_alloc_ra || (const char *)thread_dtv() - 16 != (const char *)old)
+		return size;
+	return size - 16;
+}
+
 static void resolve(void)
 {
 	resolving = 1;
@@ -297,7 +329,7 @@ EXPORT void *realloc(void *old, size_t size)
 	if (!ready())
 		return old ? NULL : arena_alloc(size, 16);
 	void *p = real.realloc(old, size);
-	report_realloc(p, old, size, SITE);
+	report_realloc(p, old, program_realloc_bytes(old, size, __builtin_return_address(0)), SITE);
 	return p;
 }
 

@@ -52,6 +52,46 @@ static uint64_t ev_time(uint64_t base, unsigned r, unsigned i)
 	return sf_event_time(base, scratch[r * ROUND_EVENTS + i].time_lo);
 }
 
+/* The calling thread's state while the pairs below run through the real
+ * trampolines: the buffer's fields, and the shadow stack as the pairs
+ * leave it. Each pair pushes at the thread's depth and pops: the depth
+ * comes back, but the slot above it would keep the pairs' entry, one
+ * below every live frame's. A longjmp's landing reads that slot (unwind.c,
+ * abandons_nothing and landing) as a half-exited frame's it abandons: with
+ * it, every later landing that abandons nothing took the full path and
+ * recorded an UNWIND (10,100 siglongjmps: 10,102 events instead of 2;
+ * test_skeptic25q). So the slot, and the entry past the array, are put
+ * back as they were (0 when the array was not mapped yet: the pairs' push
+ * maps it). */
+struct borrowed {
+	unsigned char head[offsetof(struct sf_thread, events)];
+#ifdef SF_ARCH_SHADOW
+	uint64_t depth, slot, top;
+#endif
+};
+
+static void borrow(struct sf_thread *t, struct borrowed *b)
+{
+	memcpy(b->head, t, sizeof(b->head));
+#ifdef SF_ARCH_SHADOW
+	b->depth = sf_shadow_depth(t);
+	b->slot = b->depth < sf_shadow_stored(t) ? *sf_shadow_slot(t, b->depth) : 0;
+	b->top = t->shadow_top;
+#endif
+	t->window_depth = 0;
+}
+
+static void give_back(struct sf_thread *t, const struct borrowed *b)
+{
+	memcpy(t, b->head, sizeof(b->head));
+#ifdef SF_ARCH_SHADOW
+	sf_shadow_set_depth(t, b->depth);
+	if (b->depth < sf_shadow_stored(t))
+		*sf_shadow_slot(t, b->depth) = b->slot;
+	t->shadow_top = b->top;
+#endif
+}
+
 /* Round r: the child and parent parts summed over its pairs, in ticks (the
  * parent's over CALIB_PAIRS - 1 gaps between pairs). Never full: the fast
  * path only (a full buffer would take the slow path, which writes to the
@@ -117,12 +157,8 @@ static int run_rounds(struct round_cost *rounds)
 	memset(area, 0, AREA_BYTES); /* the page faults now, and the front half out of L1 */
 	scratch = area;
 	struct sf_thread *t = &sf_self;
-	struct sf_thread saved;
-	memcpy(&saved, t, offsetof(struct sf_thread, events));
-#ifdef SF_ARCH_SHADOW
-	uint64_t depth = sf_shadow_depth(t);
-#endif
-	t->window_depth = 0;
+	struct borrowed b;
+	borrow(t, &b);
 	for (unsigned r = 0; r < CALIB_ROUNDS + 1; r++) {
 		uint64_t child, parent;
 		round_sums(t, r, &child, &parent);
@@ -130,10 +166,7 @@ static int run_rounds(struct round_cost *rounds)
 			continue; /* warm-up: the first round pays for cold lines and branches */
 		rounds[r - 1] = (struct round_cost){child * 256 / CALIB_PAIRS, parent * 256 / (CALIB_PAIRS - 1)};
 	}
-	memcpy(t, &saved, offsetof(struct sf_thread, events));
-#ifdef SF_ARCH_SHADOW
-	sf_shadow_set_depth(t, depth);
-#endif
+	give_back(t, &b);
 	munmap(area, AREA_BYTES);
 	median_round(rounds, CALIB_ROUNDS);
 	return 1;
@@ -152,20 +185,13 @@ void sf_calib_warm(void)
 		return;
 	struct sf_event area[2 * WARM_PAIRS + 16];
 	struct sf_thread *t = &sf_self;
-	unsigned char saved[offsetof(struct sf_thread, events)]; /* small: it may run on a signal's stack */
-	memcpy(saved, t, sizeof(saved));
-#ifdef SF_ARCH_SHADOW
-	uint64_t depth = sf_shadow_depth(t);
-#endif
-	t->window_depth = 0;
+	struct borrowed b; /* small: it may run on a signal's stack */
+	borrow(t, &b);
 	t->base = sf_arch_counter();
 	t->cursor = (uint64_t)area;
 	t->limit = (uint64_t)(area + sizeof(area) / sizeof(area[0]));
 	sf_calib_pairs(WARM_PAIRS);
-	memcpy(t, saved, sizeof(saved));
-#ifdef SF_ARCH_SHADOW
-	sf_shadow_set_depth(t, depth);
-#endif
+	give_back(t, &b);
 }
 
 /* Before any sled is patched (init.c): the calling thread's state is

@@ -77,6 +77,8 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	sf_heap_early_after_fork_child();
 	sf_args_after_fork_child();
 	sf_exec_env_after_fork_child();
+	if (files_shared) /* its descriptor uses in a table of their own (writer.c) */
+		sf_keeper_start();
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
@@ -499,7 +501,7 @@ static void exit_syscall(long code)
 	if (!sf_last_thread_status((int)code, &status))
 		return;
 	sf_image_ends();
-	if (!sf_writer_active())
+	if (!sf_runtime_thread())
 		return;
 	sf_exit_group_now(status);
 }
@@ -595,6 +597,10 @@ static int clone_child(void *p)
 	after_fork_child_files(c->flags & CLONE_FILES, c->waited);
 	int r = c->fn(c->arg);
 	sf_log_child_return(); /* CLONE_FILES: its log's descriptor is not left in its parent's table */
+	int status;
+	if (sf_keeper_alive() && sf_last_thread_status(r, &status))
+		for (;;) /* as glibc's SYS_exit would have ended it, were the keeper not there */
+			sf_syscall3(SYS_exit_group, status, 0, 0);
 	return r;
 }
 
@@ -688,22 +694,25 @@ static void before_cred_change(uid_t to)
 	}
 }
 
-/* The wrapped calls: ret, name, params, args, the uid the call asks for. */
-#define SF_CRED_CALLS(X)                                                    \
-	X(int, setuid, (uid_t u), (u), u)                                   \
-	X(int, seteuid, (uid_t u), (u), u)                                  \
-	X(int, setreuid, (uid_t r, uid_t e), (r, e), e)                     \
-	X(int, setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s), e)        \
-	X(int, setgid, (gid_t g), (g), (uid_t)-1)                           \
-	X(int, setegid, (gid_t g), (g), (uid_t)-1)                          \
-	X(int, setregid, (gid_t r, gid_t e), (r, e), (uid_t)-1)             \
-	X(int, setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s), (uid_t)-1) \
-	X(int, setgroups, (size_t n, const gid_t *l), (n, l), (uid_t)-1)    \
-	X(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1)
+/* The wrapped calls: ret, name, params, args, the uid the call asks for,
+ * and the system call the keeper makes after it (writer.c,
+ * sf_keeper_follow: glibc's seteuid and setegid are setresuid and
+ * setresgid; -1: initgroups, whose list is read back). */
+#define SF_CRED_CALLS(X)                                                                                   \
+	X(int, setuid, (uid_t u), (u), u, SYS_setuid, u, 0, 0)                                             \
+	X(int, seteuid, (uid_t u), (u), u, SYS_setresuid, (uid_t)-1, u, (uid_t)-1)                         \
+	X(int, setreuid, (uid_t r, uid_t e), (r, e), e, SYS_setreuid, r, e, 0)                             \
+	X(int, setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s), e, SYS_setresuid, r, e, s)               \
+	X(int, setgid, (gid_t g), (g), (uid_t)-1, SYS_setgid, g, 0, 0)                                     \
+	X(int, setegid, (gid_t g), (g), (uid_t)-1, SYS_setresgid, (gid_t)-1, g, (gid_t)-1)                 \
+	X(int, setregid, (gid_t r, gid_t e), (r, e), (uid_t)-1, SYS_setregid, r, e, 0)                     \
+	X(int, setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s), (uid_t)-1, SYS_setresgid, r, e, s)       \
+	X(int, setgroups, (size_t n, const gid_t *l), (n, l), (uid_t)-1, SYS_setgroups, (long)n, (long)l, 0) \
+	X(int, initgroups, (const char *user, gid_t g), (user, g), (uid_t)-1, -1, 0, 0, 0)
 
 /* Resolved at start-up (sf_hooks_resolve); a call before it (an earlier
  * constructor) looks its own up, without libdl either (elf_sym.c). */
-#define SF_CRED_WRAP(ret, name, params, args, to_uid)                                \
+#define SF_CRED_WRAP(ret, name, params, args, to_uid, nr, a0, a1, a2)               \
 	static ret(*real_##name) params;                                             \
 	__attribute__((visibility("default"))) ret name params                       \
 	{                                                                            \
@@ -714,11 +723,14 @@ static void before_cred_change(uid_t to)
 			return -1;                                                   \
 		}                                                                    \
 		before_cred_change(to_uid);                                          \
-		return real_##name args;                                             \
+		ret sf_r = real_##name args;                                         \
+		if (sf_r == 0)                                                       \
+			sf_keeper_follow(nr, (long)(a0), (long)(a1), (long)(a2));    \
+		return sf_r;                                                         \
 	}
 SF_CRED_CALLS(SF_CRED_WRAP)
 
-#define SF_CRED_RESOLVE(ret, name, params, args, to_uid) real_##name = (ret(*) params)sf_real(#name);
+#define SF_CRED_RESOLVE(ret, name, params, args, to_uid, nr, a0, a1, a2) real_##name = (ret(*) params)sf_real(#name);
 static void cred_resolve(void)
 {
 	SF_CRED_CALLS(SF_CRED_RESOLVE)

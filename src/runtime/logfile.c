@@ -68,6 +68,7 @@ static struct {
 	int uses;                  /* uses in progress, every thread's (log_fd_use to log_fd_done) */
 	int priv;                  /* the descriptor is in the writer thread's own table only: with_log_fd */
 	int pfd;                   /* its number there (the writer's), -1 before the log exists */
+	int keeper;                /* that thread is a clone(CLONE_FILES) child's keeper (writer.c) */
 } L = {.g.fd = -1, .pfd = -1};
 static uint64_t more_features; /* sf_log_add_features */
 
@@ -1133,7 +1134,12 @@ void sf_log_writer_refill(void)
 	/* Read without the locks: only this thread adds, so a count or an
 	 * arena seen missing is missing (a wake per chunk comes through
 	 * here: no system call when nothing is to be done). */
-	while (pool_private() && __atomic_load_n(&P.nslots, __ATOMIC_ACQUIRE) < POOL_SLOTS) {
+	/* A keeper maps ahead only at the log's creation (it has no loop of
+	 * its own): one slot, the first thread's, so that a short-lived
+	 * child's file holds no unused slot and needs no cut at its end (an
+	 * ftruncate of a file mapped shared: 1-4 ms, more than the child). */
+	int want = L.keeper ? 1 : POOL_SLOTS;
+	while (pool_private() && __atomic_load_n(&P.nslots, __ATOMIC_ACQUIRE) < want) {
 		struct region r;
 		if (map_region(&r, SF_SLOT_SIZE) < 0)
 			break;
@@ -1502,6 +1508,18 @@ static void log_image_check(void)
 	sf_log_unlock_sig(&old);
 }
 
+/* The file cut after the last byte in use (trim_private), where the
+ * descriptor is the writer's or the keeper's. */
+static void log_trim(void)
+{
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		return;
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	sf_writer_call(trim_private, NULL);
+	sf_log_unlock_sig(&old);
+}
+
 void sf_log_finish(void)
 {
 	if (!log_is_own())
@@ -1509,12 +1527,7 @@ void sf_log_finish(void)
 	log_image_check();
 	sf_log_calibrate();
 	sf_log_note_capped();
-	if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
-		sigset_t old;
-		sf_log_lock_sig(&old);
-		sf_writer_call(trim_private, NULL);
-		sf_log_unlock_sig(&old);
-	}
+	log_trim();
 	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 	if (L.files_shared)
 		log_fd_forget();
@@ -1625,10 +1638,15 @@ void sf_log_create_early(void)
  * the table: no code of the child's runs then. Its slots stay mapped: the events in them are in the file. */
 void sf_log_child_return(void)
 {
-	if (L.files_shared && L.hdr) {
+	if (L.files_shared && log_is_own()) {
 		sf_log_calibrate();
+		/* A keeper's: cut only once chunks took a MiB arena (its unused
+		 * end); a child that made no chunk left nothing to cut. */
+		if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED))
+			log_trim();
 		__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
-		log_fd_forget();
+		if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+			log_fd_forget();
 	}
 }
 
@@ -1656,7 +1674,8 @@ void sf_log_image_ends(void)
  * Such a child's descriptor is again left behind if it is killed. */
 void sf_log_hold(void)
 {
-	if (!L.files_shared || __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) || !log_is_own())
+	if (!L.files_shared || __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) ||
+	    !log_is_own())
 		return;
 	__atomic_store_n(&L.hold, 1, __ATOMIC_RELEASE);
 	uint32_t t;
@@ -1675,8 +1694,9 @@ void sf_log_hold(void)
  * Costs one slot of file (64 KiB) for such a child. */
 void sf_log_exec_spare(void)
 {
-	if (!L.files_shared || !log_is_own() || __atomic_load_n(&L.free_slots, __ATOMIC_ACQUIRE))
-		return;
+	if (!L.files_shared || __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || !log_is_own() ||
+	    __atomic_load_n(&L.free_slots, __ATOMIC_ACQUIRE))
+		return; /* with a keeper: a failed exec leaves it, and its descriptor, there */
 	if (faccessat(AT_FDCWD, L.path, R_OK | W_OK, AT_EACCESS) == 0)
 		return; /* the reopen by name will do */
 	struct sf_slot *s = sf_log_slot_get();
@@ -1865,6 +1885,36 @@ void sf_log_writer_hands_over(void)
 	sf_log_unlock_sig(&old);
 }
 
+/* writer.c: a clone(CLONE_FILES) child's keeper made (on: before any
+ * log exists, so that its creation is a request too) or gone (off: the
+ * program's table again; its descriptor went with the keeper's). */
+void sf_log_keeper(int on)
+{
+	L.pfd = -1;
+	L.keeper = on;
+	__atomic_store_n(&L.priv, on, __ATOMIC_RELEASE);
+}
+
+int sf_log_keeper_fd(void)
+{
+	return L.pfd;
+}
+
+static long keeper_reopen(void *unused)
+{
+	(void)unused;
+	if (L.pfd < 0 && L.hdr)
+		L.pfd = reopen_private();
+	return 0;
+}
+
+void sf_log_keeper_again(int fd)
+{
+	L.pfd = fd;
+	if (fd < 0)
+		sf_writer_call(keeper_reopen, NULL);
+}
+
 void sf_log_after_fork_child(int files_shared)
 {
 	__atomic_clear(&L.lock, __ATOMIC_RELAXED);
@@ -1901,6 +1951,7 @@ void sf_log_after_fork_child(int files_shared)
 	L.all_slots = NULL;
 	L.failed = 0;
 	L.priv = 0; /* the parent's writer, its table with it, is not the child's */
+	L.keeper = 0;
 	L.pfd = -1;
 }
 

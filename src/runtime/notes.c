@@ -61,7 +61,7 @@ static int note_open(void)
 }
 
 /* Async-signal-safe: open, write, close. */
-static void note_write(const char *line, size_t len)
+static void note_write_here(const char *line, size_t len)
 {
 	int fd = note_open();
 	if (fd < 0)
@@ -71,13 +71,41 @@ static void note_write(const char *line, size_t len)
 	sf_close(fd);
 }
 
+struct note_line {
+	const char *line;
+	size_t len;
+	uid_t to;
+};
+
+static long note_write_req(void *arg)
+{
+	const struct note_line *n = arg;
+	note_write_here(n->line, n->len);
+	return 0;
+}
+
+/* In a clone(CLONE_FILES) child the note's descriptor is the keeper's
+ * (writer.c): the table the child shares with its parent never holds
+ * it, even when the child is killed meanwhile. */
+static int on_keeper(long (*fn)(void *), void *arg)
+{
+	return sf_keeper_alive() && !sf_writer_on_thread() && sf_writer_call(fn, arg) != SF_WRITER_REFUSED;
+}
+
+static void note_write(const char *line, size_t len)
+{
+	struct note_line n = {line, len, 0};
+	if (!on_keeper(note_write_req, &n))
+		note_write_here(line, len);
+}
+
 /* Before the process takes another effective uid (hooks.c), as root: its
  * note file is made now and given to that uid, so that it, or a program
  * it execs as that user (start-stop-daemon --chuid, su), can still say
  * why it wrote no log. record's directory is 0711 for that: a file in it
  * can be opened by its name, but nobody else can list the directory or
  * create anything in it. */
-void sf_notes_hand_over(uid_t to)
+static void hand_over_here(uid_t to)
 {
 	uid_t me = geteuid();
 	if (me != 0 || to == (uid_t)-1 || to == me)
@@ -87,6 +115,19 @@ void sf_notes_hand_over(uid_t to)
 		return;
 	sf_syscall3(SYS_fchown, fd, (long)to, -1);
 	sf_close(fd);
+}
+
+static long hand_over_req(void *arg)
+{
+	hand_over_here(((const struct note_line *)arg)->to);
+	return 0;
+}
+
+void sf_notes_hand_over(uid_t to)
+{
+	struct note_line n = {NULL, 0, to};
+	if (!on_keeper(hand_over_req, &n))
+		hand_over_here(to);
 }
 
 static void put(char *buf, size_t cap, size_t *pos, const char *s)

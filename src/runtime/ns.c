@@ -120,7 +120,7 @@ int sf_last_thread_status(int own, int *status)
 {
 	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	int n = sf_thread_count();
-	int writer = sf_writer_active();
+	int writer = sf_runtime_thread(); /* the writer, or a CLONE_FILES child's keeper */
 	int leader;
 	if (sf_syscall3(SYS_gettid, 0, 0, 0) == pid) {
 		if (n != 1 + writer)
@@ -200,8 +200,27 @@ static void writer_unmask(int restart, const sigset_t *old, int err)
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+/* The same for a clone(CLONE_FILES) child's keeper (writer.c): ended for
+ * the call, its log descriptor in the child's table meanwhile (a SIGKILL
+ * during the call would leave that one behind), a new keeper after. */
+static long keeper_aside(long nr, long a0, long a1)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = errno;
+	int fd = sf_keeper_stop();
+	long r = sf_syscall3(nr, a0, a1, 0);
+	sf_keeper_resume(fd);
+	errno = err;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
 long sf_ns_syscall(long nr, long a0, long a1)
 {
+	if (sf_keeper_alive() && needs_alone(nr, a0, a1) && sf_thread_count() == 2)
+		return keeper_aside(nr, a0, a1);
 	if (!sf_writer_active() || !needs_alone(nr, a0, a1) || sf_thread_count() != 2)
 		return sf_syscall3(nr, a0, a1, 0);
 	sigset_t old;

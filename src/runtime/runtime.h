@@ -921,6 +921,16 @@ void sf_messages_print(const char *buf, size_t n) SF_HIDDEN;      /* on stderr, 
 void sf_writer_set_private(int on) SF_HIDDEN;
 int sf_writer_private(void) SF_HIDDEN;         /* the writer's table is its own */
 uint32_t sf_writer_tid(void) SF_HIDDEN;
+/* writer.c: a clone(CLONE_FILES) child's keeper thread (its descriptor uses, in a table of its own) */
+int sf_keeper_start(void) SF_HIDDEN;    /* in the child, first: -1 if it cannot be made */
+int sf_keeper_alive(void) SF_HIDDEN;
+int sf_runtime_thread(void) SF_HIDDEN;  /* a writer or a keeper runs */
+void sf_keeper_follow(long nr, long a0, long a1, long a2) SF_HIDDEN; /* after a set*id wrapper's success */
+void sf_log_keeper(int on) SF_HIDDEN;   /* logfile.c: the log's descriptor is the keeper's (on) */
+int sf_keeper_stop(void) SF_HIDDEN;     /* ns.c: the keeper ended, its log descriptor copied here (or -1) */
+void sf_keeper_resume(int fd) SF_HIDDEN; /* ns.c: a new keeper, keeping fd */
+int sf_log_keeper_fd(void) SF_HIDDEN;   /* the log's number in the keeper's table */
+void sf_log_keeper_again(int fd) SF_HIDDEN; /* a new keeper holds fd (-1: it opens the log again) */
 void sf_log_writer_started(void) SF_HIDDEN;    /* writer.c: move the log's descriptor into its table */
 void sf_log_writer_leaving(void) SF_HIDDEN;
 void sf_log_writer_begins(void) SF_HIDDEN;     /* writer.c, on the writer: its table its own */

@@ -32,10 +32,12 @@
  * threads of the program's run on, so that the last of them sets the
  * process's status (docs/DESIGN.md, "Writer thread"). */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <sys/syscall.h>
@@ -69,6 +71,7 @@ struct writer_call {
 	long (*fn)(void *);
 	void *arg;
 	long ret;
+	void *tp; /* the requester's thread pointer: the keeper runs fn on it */
 };
 static uint32_t call_lock, call_state;
 static int serving; /* a writer exists or is being made: requests are answered */
@@ -81,6 +84,13 @@ static struct writer_call *call_req;
 static __thread int on_writer __attribute__((tls_model("initial-exec")));
 static uint32_t writer_tid;
 static int private_table; /* the writer unshared its descriptor table (logfile.c) */
+/* A clone(CLONE_FILES) child's keeper thread (below): its id while it
+ * serves, its stack, and whether it ends after the request it runs. */
+static uint32_t keeper_tid;
+static long keeper_pid; /* its process: a vfork child shares this memory, not the keeper */
+static char *keeper_stack;
+static int keeper_quit;
+static int keeper_keep = -1; /* the one descriptor a new keeper keeps of its copy (sf_keeper_resume) */
 
 #define IDLE_CHECK_NS 100000000L     /* how often an idle writer looks for a program thread */
 #define LEADER_CHECK_NS 10000000000ull /* the same while the leader lives */
@@ -121,7 +131,10 @@ static void end_if_program_gone(void)
 	int status;
 	if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) || !sf_program_gone(&status))
 		return;
-	sf_image_ends();
+	/* The keeper has no thread storage of its own: only the status and
+	 * the end (no snapshot can be pending without a writer). */
+	if (!__atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE))
+		sf_image_ends();
 	sf_exit_group_now(status);
 }
 
@@ -228,7 +241,8 @@ long sf_writer_call(long (*fn)(void *), void *arg)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return SF_WRITER_REFUSED;
 	}
-	struct writer_call c = {fn, arg, 0};
+	int err = errno; /* the keeper runs fn with this thread's errno */
+	struct writer_call c = {fn, arg, 0, sf_arch_tp()};
 	__atomic_store_n(&call_req, &c, __ATOMIC_RELEASE);
 	__atomic_store_n(&call_state, 1, __ATOMIC_RELEASE);
 	sf_writer_kick();
@@ -244,6 +258,7 @@ long sf_writer_call(long (*fn)(void *), void *arg)
 	__atomic_store_n(&call_lock, 0, __ATOMIC_RELEASE);
 	futex_wake_all(&call_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
 	return c.ret;
 }
 
@@ -572,6 +587,260 @@ void sf_writer_drain(void)
 	}
 }
 
+/* ---- the keeper: a clone(CLONE_FILES) child's descriptor table ----
+ *
+ * A child made by clone(CLONE_FILES) shares its descriptor table with its
+ * parent, which outlives it: a descriptor of the runtime's held there
+ * when the child is killed (SIGKILL runs no code of the child's) stays in
+ * the parent's table for good. So such a child gets a keeper at once: a
+ * thread of its own made by a raw clone(CLONE_VM | CLONE_FS | CLONE_SIGHAND
+ * | CLONE_THREAD | CLONE_SYSVSEM), without CLONE_FILES (the kernel gives
+ * it a copy of the table, which it empties before anything else), with
+ * every signal blocked, 32 and 33 too (no handler of the program's, nor
+ * glibc's, ever runs on it). Every descriptor use of the child's runtime
+ * is a request to it (sf_writer_call, the writer's own machinery: the
+ * log's creation, chunks, slots, snapshots' mappings, notes), and a
+ * SIGKILL ends the whole thread group, the keeper's table with it: the
+ * shared table never holds a descriptor of the runtime's.
+ * Not a pthread: pthread_create allocates with the program's malloc, whose
+ * lock a thread of the parent may have held at the clone (glibc's clone
+ * takes none), and glibc's set*id broadcast would not reach a thread made
+ * from a clone() child either (its list of threads is the parent's). So
+ * the keeper has no thread storage of its own: between requests it makes
+ * raw system calls only, and it runs each request on its requester's
+ * (sf_arch_set_tp), whose thread waits meanwhile, every signal blocked,
+ * its errno put back after (sf_writer_call). Credentials are per thread:
+ * the set*id wrappers make the keeper follow each change the program's
+ * call made (sf_keeper_follow). */
+#define SF_SYS_pidfd_open 434  /* the same number everywhere (asm-generic too) */
+#define SF_SYS_pidfd_getfd 438
+#define KEEPER_STACK (256u << 10) /* pages untouched cost nothing */
+
+/* Runs the request on the requester's thread storage, where on_writer
+ * says "the writer" for its duration (a nested request is a call).
+ * noinline: the thread pointer is read in here, after it was set. */
+static __attribute__((noinline)) long keeper_run(struct writer_call *c)
+{
+	on_writer = 1;
+	deferring = 1;
+	long r = c->fn(c->arg);
+	deferring = 0;
+	on_writer = 0;
+	return r;
+}
+
+/* 1 if the keeper must end now (keeper_setid failed). */
+static int keeper_serve(void)
+{
+	struct writer_call *c = __atomic_load_n(&call_req, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&call_state, 3, __ATOMIC_RELAXED);
+	sf_arch_set_tp(c->tp);
+	c->ret = keeper_run(c);
+	/* The runtime's own masks leave 32 and 33 open (glibc's, rt_libc.c):
+	 * a lock taken and let go in the request opened them here. */
+	uint64_t all = ~0ull;
+	sf_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+	int quit = __atomic_load_n(&keeper_quit, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&call_state, 2, __ATOMIC_RELEASE);
+	futex_wake_all(&call_state);
+	return quit;
+}
+
+static int keeper_main(void *unused)
+{
+	(void)unused;
+	int keep = keeper_keep; /* the program's copies: none kept, but the log's (sf_keeper_resume) */
+	if (keep > 0)
+		sf_syscall3(SYS_close_range, 0, (unsigned)keep - 1, 0);
+	sf_syscall3(SYS_close_range, (unsigned)(keep + 1), ~0u, 0);
+	for (;;) {
+		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&call_state, __ATOMIC_ACQUIRE) == 1) {
+			if (keeper_serve())
+				return 0; /* its table, the log's descriptor in it, goes with it */
+			continue;
+		}
+		idle_wait(seen); /* and the process ended if no thread of the program's is left */
+	}
+}
+
+/* The leader's exit word for idle_wait: the program's (CLONE_CHILD_CLEARTID),
+ * else one of the runtime's (set_tid_address: a clone() child has none, and
+ * nothing of the program's reads it). */
+static void keeper_leader_word(void)
+{
+	static uint32_t own;
+	leader_word = NULL;
+	find_leader_word();
+	uint32_t *w = (uint32_t *)1;
+	if (leader_word || sf_syscall6(SYS_prctl, PR_GET_TID_ADDRESS, (long)&w, 0, 0, 0, 0) != 0 || w)
+		return;
+	own = (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0);
+	sf_syscall3(SYS_set_tid_address, (long)&own, 0, 0);
+	leader_word = &own;
+}
+
+/* In a clone(CLONE_FILES) child, first (hooks.c, its only thread, no log
+ * yet): the keeper made, its table private from its start (logfile.c
+ * sf_log_keeper). -1 where it cannot be made: the shared table, as before. */
+static int keeper_make(int keep)
+{
+	int err = errno;
+	char *stk = keeper_stack; /* a keeper's that has ended (sf_keeper_stop) */
+	if (!stk) {
+		stk = mmap(NULL, KEEPER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stk == MAP_FAILED) {
+			errno = err;
+			return -1;
+		}
+		sf_syscall3(SYS_mprotect, (long)stk, 4096, PROT_NONE); /* a guard page */
+	}
+	keeper_keep = keep;
+	keeper_leader_word();
+	__atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
+	sf_writer_set_private(1); /* requests wait until it has emptied its table */
+	sf_log_keeper(1);
+	uint64_t all = ~0ull, old;
+	sf_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0); /* inherited */
+	int tid = sf_clone_real(keeper_main, stk + KEEPER_STACK,
+				CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM, NULL);
+	sf_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	if (tid <= 0) {
+		sf_log_keeper(0);
+		sf_writer_set_private(0);
+		__atomic_store_n(&serving, 0, __ATOMIC_RELEASE);
+		munmap(stk, KEEPER_STACK);
+		keeper_stack = NULL;
+		errno = err;
+		return -1;
+	}
+	keeper_stack = stk;
+	keeper_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	__atomic_store_n(&keeper_tid, (uint32_t)tid, __ATOMIC_RELEASE);
+	errno = err;
+	return 0;
+}
+
+int sf_keeper_start(void)
+{
+	return keeper_make(-1);
+}
+
+/* This process has a keeper (not a vfork or CLONE_VM child of one, which
+ * shares its memory but not its threads). */
+int sf_keeper_alive(void)
+{
+	return __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE) != 0 &&
+	       sf_syscall3(SYS_getpid, 0, 0, 0) == keeper_pid;
+}
+
+/* A thread of the runtime's that the program did not make: the writer or
+ * the keeper (ns.c: the program's last thread is then not the last). */
+int sf_runtime_thread(void)
+{
+	return sf_writer_active() || sf_keeper_alive();
+}
+
+struct setid {
+	long nr, a0, a1, a2;
+};
+
+static void keeper_gone(void);
+
+/* On the keeper: the program's credential change made here too. Refused
+ * (it cannot be: the same call from the same credentials), the keeper
+ * ends: a thread left with the old credentials in memory that a thread
+ * with the new ones can write would be a way back. */
+static long keeper_setid(void *arg)
+{
+	const struct setid *s = arg;
+	long r = s->nr < 0 ? -ENOSYS : sf_syscall3(s->nr, s->a0, s->a1, s->a2);
+	if (r < 0)
+		__atomic_store_n(&keeper_quit, 1, __ATOMIC_RELEASE);
+	return r;
+}
+
+/* After a set*id wrapper's call succeeded (hooks.c): the same system call
+ * made on the keeper (nr -1: initgroups, whose list is read back from the
+ * calling thread). glibc changes every thread it knows, and the keeper is
+ * not one of them. Where the keeper could not follow, it has ended:
+ * requests are refused and the program's table is used again (the log,
+ * its creator's, then cannot be opened: recording stops, counted). */
+void sf_keeper_follow(long nr, long a0, long a1, long a2)
+{
+	if (!sf_keeper_alive() || on_writer)
+		return;
+	struct setid s = {nr, a0, a1, a2};
+	const size_t cap = 65536 * sizeof(gid_t);
+	void *groups = NULL;
+	if (nr == -1) {
+		groups = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		long n = groups == MAP_FAILED ? -ENOMEM : sf_syscall3(SYS_getgroups, 65536, (long)groups, 0);
+		if (n >= 0)
+			s = (struct setid){SYS_setgroups, n, (long)groups, 0};
+	}
+	long r = sf_writer_call(keeper_setid, &s);
+	if (groups && groups != MAP_FAILED)
+		munmap(groups, cap);
+	if (r < 0)
+		keeper_gone();
+}
+
+/* The keeper has answered its last request and ends: once it is gone
+ * from the thread group (its table with it), nobody serves, and the
+ * program's table is used again. */
+static void keeper_gone(void)
+{
+	while (sf_syscall3(SYS_tgkill, sf_syscall3(SYS_getpid, 0, 0, 0), keeper_tid, 0) == 0)
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+	__atomic_store_n(&keeper_tid, 0, __ATOMIC_RELEASE);
+	refuse_all();
+	sf_writer_set_private(0);
+	sf_log_keeper(0);
+}
+
+static long keeper_leave(void *unused)
+{
+	(void)unused;
+	__atomic_store_n(&keeper_quit, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ns.c: a call that needs the process alone (unshare(CLONE_NEWUSER),
+ * setns into a user or mount namespace), from the child's only thread
+ * but the keeper, its signals blocked: the keeper ends, and the log's
+ * descriptor is copied out of its table into the caller's first
+ * (pidfd_getfd of the keeper's pidfd, Linux 6.9), for the call only.
+ * That descriptor (-1: none), for sf_keeper_resume. */
+int sf_keeper_stop(void)
+{
+	int fd = -1, pfd = sf_log_keeper_fd();
+	long pidfd = sf_syscall3(SF_SYS_pidfd_open, keeper_tid, O_EXCL /* PIDFD_THREAD */, 0);
+	if (pidfd >= 0) {
+		if (pfd >= 0)
+			fd = (int)sf_syscall3(SF_SYS_pidfd_getfd, pidfd, pfd, 0); /* close-on-exec */
+		sf_syscall3(SYS_close, pidfd, 0, 0);
+	}
+	sf_writer_call(keeper_leave, NULL);
+	keeper_gone();
+	__atomic_store_n(&keeper_quit, 0, __ATOMIC_RELEASE);
+	return fd < 0 ? -1 : fd;
+}
+
+/* After the call: a keeper again, made now (so in the namespaces and
+ * with the credentials the call gave), keeping its copy of fd, which
+ * leaves the caller's table; without fd the new keeper opens the log
+ * again (logfile.c). Where no keeper can be made, the program's table,
+ * as before it existed. */
+void sf_keeper_resume(int fd)
+{
+	int made = keeper_make(fd) == 0;
+	if (made)
+		sf_log_keeper_again(fd);
+	if (fd >= 0)
+		sf_syscall3(SYS_close, fd, 0, 0);
+}
+
 /* fork: the writer thread does not exist in the child. Queued slots belong
  * to the parent's log. */
 void sf_writer_after_fork_child(void)
@@ -585,4 +854,11 @@ void sf_writer_after_fork_child(void)
 	private_table = 0;
 	writer_tid = 0;
 	serving = 0;
+	/* a keeper is its parent's: its stack is a copy here, its thread is not */
+	if (keeper_stack)
+		munmap(keeper_stack, KEEPER_STACK);
+	keeper_stack = NULL;
+	keeper_tid = 0;
+	keeper_quit = 0;
+	leader_word = NULL;
 }

@@ -47,6 +47,19 @@ static inline long sf_syscall6(long nr, long a, long b, long c, long d, long e, 
 	return x0;
 }
 
+/* The calling thread's thread pointer (tpidr_el0: glibc's TCB), and
+ * another one set for the calling thread (writer.c: the keeper thread runs
+ * each request on its requester's, which waits meanwhile). */
+static inline void *sf_arch_tp(void)
+{
+	return __builtin_thread_pointer();
+}
+
+static inline void sf_arch_set_tp(void *tp)
+{
+	__asm__ volatile("msr tpidr_el0, %0" : : "r"(tp) : "memory");
+}
+
 /* The event clock's raw counter: the generic timer's virtual count, which
  * runs at a constant rate (cntfrq_el0) on every core. */
 static inline uint64_t sf_arch_counter(void)

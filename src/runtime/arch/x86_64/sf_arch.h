@@ -48,6 +48,19 @@ static inline long sf_syscall6(long nr, long a, long b, long c, long d, long e, 
 	return ret;
 }
 
+/* The calling thread's thread pointer (glibc's TCB: the fs base), and
+ * another one set for the calling thread (writer.c: the keeper thread runs
+ * each request on its requester's, which waits meanwhile). */
+static inline void *sf_arch_tp(void)
+{
+	return __builtin_thread_pointer();
+}
+
+static inline void sf_arch_set_tp(void *tp)
+{
+	sf_syscall3(158 /* SYS_arch_prctl */, 0x1002 /* ARCH_SET_FS */, (long)tp, 0);
+}
+
 /* The event clock's raw counter (SF_CLOCK_TSC). */
 static inline uint64_t sf_arch_counter(void)
 {

@@ -37,26 +37,54 @@
 #define UNSHARE_ALONE (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM | CLONE_FS | CLONE_NEWNS)
 #define SETNS_ALONE (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWTIME)
 
-/* The threads of this process (entries of /proc/self/task, by raw
- * system calls: no allocation); 0 if it cannot be read. */
-int sf_thread_count(void)
+/* A /proc/self/... path opened: on the writer or the keeper through the
+ * /proc/self directory held in its own table (writer.c,
+ * sf_writer_open_proc), which a chroot or an unmounted /proc leaves
+ * reachable; elsewhere (no table of its own, a program thread) by the
+ * path, as the program would. -errno on failure. */
+long sf_proc_open(const char *path, int flags)
 {
-	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)"/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-				  0, 0, 0);
+	static const char head[] = "/proc/self/";
+	int dir = sf_writer_proc_dir();
+	if (dir >= 0 && !__builtin_strncmp(path, head, sizeof(head) - 1))
+		return sf_syscall6(SYS_openat, dir, (long)(path + sizeof(head) - 1), flags, 0, 0, 0);
+	return sf_syscall6(SYS_openat, AT_FDCWD, (long)path, flags, 0, 0, 0);
+}
+
+/* Calls each(name, arg) for the entries of a /proc/self directory (not
+ * . or ..), by raw system calls: no allocation. The number of entries,
+ * or -1 if it cannot be read (or each said stop, returning nonzero). */
+static int proc_entries(const char *path, int (*each)(const char *name, void *arg), void *arg)
+{
+	int fd = (int)sf_proc_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return -1;
 	char buf[1024] __attribute__((aligned(8)));
 	int n = 0;
 	long got;
 	while ((got = sf_syscall3(SYS_getdents64, fd, (long)buf, sizeof(buf))) > 0) {
 		for (long off = 0; off < got;) {
 			const struct dirent64 *d = (const struct dirent64 *)(buf + off);
-			n += d->d_name[0] != '.';
 			off += d->d_reclen;
+			if (d->d_name[0] == '.')
+				continue;
+			n++;
+			if (each && each(d->d_name, arg)) {
+				sf_close(fd);
+				return -1;
+			}
 		}
 	}
 	sf_close(fd);
-	return got < 0 ? 0 : n;
+	return got < 0 ? -1 : n;
+}
+
+/* The threads of this process (entries of /proc/self/task); 0 if it
+ * cannot be read. */
+int sf_thread_count(void)
+{
+	int n = proc_entries("/proc/self/task", NULL, NULL);
+	return n < 0 ? 0 : n;
 }
 
 /* Whether the thread-group leader (tid pid) has exited (a zombie while
@@ -74,7 +102,7 @@ static int leader_state(long pid, int *status, int any_state)
 	while (k)
 		path[at++] = num[--k];
 	__builtin_memcpy(path + at, "/stat", 6);
-	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	int fd = (int)sf_proc_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	char buf[1024];
@@ -116,16 +144,33 @@ static int leader_exited(long pid, int *status)
  * code), so *status is own, its own code; before, it was the leader's,
  * the same when the caller is the leader. 0 when another thread lives or
  * /proc cannot say. */
+struct thread_view {
+	int n, leader_gone;
+};
+
+static long view_threads(void *arg)
+{
+	struct thread_view *v = arg;
+	int leader;
+	v->n = sf_thread_count();
+	v->leader_gone = leader_exited(sf_syscall3(SYS_getpid, 0, 0, 0), &leader);
+	return 0;
+}
+
 int sf_last_thread_status(int own, int *status)
 {
 	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
-	int n = sf_thread_count();
 	int writer = sf_runtime_thread(); /* the writer, or a CLONE_FILES child's keeper */
-	int leader;
+	struct thread_view v;
+	view_threads(&v);
+	/* A program that chrooted where there is no /proc (or unmounted it):
+	 * the writer's (keeper's) own /proc answers (sf_proc_open). */
+	if (!v.n && writer && sf_writer_private() && sf_writer_call(view_threads, &v) != 0)
+		return 0;
 	if (sf_syscall3(SYS_gettid, 0, 0, 0) == pid) {
-		if (n != 1 + writer)
+		if (v.n != 1 + writer)
 			return 0;
-	} else if (n != 2 + writer || !leader_exited(pid, &leader)) {
+	} else if (v.n != 2 + writer || !v.leader_gone) {
 		return 0;
 	}
 	*status = own & 0xff;
@@ -319,3 +364,4 @@ __attribute__((visibility("default"))) int setns(int fd, int nstype)
 {
 	return libc_result(sf_ns_syscall(SYS_setns, fd, nstype));
 }
+

@@ -72,10 +72,6 @@ def test_leader_gone_then_close_range_own_file():
     sfkit.eq(_info(log, "losses"), "0 dropped, 0 lost, 0 write errors", "losses")
 
 
-@sfkit.known_break(24, "the leader chroots into an empty directory then SYS_exit(4); the other thread's "
-                       "SYS_exit(9) 0.2 s later: untraced status 9 at once; traced the process never ends "
-                       "(zombie leader + sftrace-writer in futex wait forever, /proc unreachable in the chroot; "
-                       "SIGTERM stays pending, blocked by the writer: only SIGKILL ends it)")
 def test_chroot_leader_then_last_thread_status():
     if os.geteuid() != 0:
         raise sfkit.Skip("needs root for chroot")
@@ -87,9 +83,6 @@ def test_chroot_leader_then_last_thread_status():
     sfkit.eq(rc, 9, "traced status (None: still running after 6 s)")
 
 
-@sfkit.known_break(24, "a single-threaded program chroots into an empty directory and ends by a bare "
-                       "SYS_exit(4): untraced status 4 at once; traced it never ends (the writer alone with the "
-                       "zombie leader, waiting for a /proc it cannot read; killed after 6 s)")
 def test_chroot_then_sys_exit_alone_ends():
     if os.geteuid() != 0:
         raise sfkit.Skip("needs root for chroot")

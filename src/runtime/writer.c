@@ -402,15 +402,21 @@ static void hand_over(int status)
  * status the kernel's. Not with --ring or --paused: snapshots and
  * switches are served by the writer; nor where the program's threads
  * could not open the log again (its descriptor goes with the writer):
- * those keep the writer and end with the leader's code, a known
- * difference. */
+ * the writer's own try speaks for them only where each has its
+ * credentials, root, mount namespace and room under RLIMIT_NOFILE (ns.c).
+ * Those keep the writer; a last thread's bare SYS_exit instruction then
+ * leaves the leader's code, a known difference. */
 static void leave_if_program_runs(void)
 {
 	leader_checked = 1;
 	if (sf_config.ring_slots || sf_switch_enabled() || __atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 		return;
 	int status = 0;
-	if (!sf_leader_status(&status) || sf_thread_count() <= 2 || !sf_log_reopenable())
+	/* Each thread opens the log again in its own context after the
+	 * hand-over: the writer's test speaks for them only where they are
+	 * all like it (ns.c). */
+	if (!sf_leader_status(&status) || sf_thread_count() <= 2 || !sf_program_threads_like_writer() ||
+	    !sf_log_reopenable())
 		return;
 	hand_over(status);
 }

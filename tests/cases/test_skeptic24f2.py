@@ -94,10 +94,6 @@ def test_chroot_then_sys_exit_alone_ends():
     sfkit.eq(rc, 4, "traced status (None: still running after 6 s)")
 
 
-@sfkit.known_break(24, "the leader sets RLIMIT_NOFILE to 3 then SYS_exit(4); the thread's 1,000,000 calls "
-                       "after it: status 9 as untraced, but 1,996,408 of 2,002,000 events dropped, 244 write "
-                       "errors (EBADF): the writer handed over to threads that cannot open the log again "
-                       "(without the limit, or with --writer sync: 0 dropped, 0 write errors)")
 def test_nofile_limit_then_leader_gone_loses_nothing():
     exe = _c("skep24f2_nofile", ["-lpthread"])
     sfkit.run([exe, "1"], check_rc=9)
@@ -108,10 +104,6 @@ def test_nofile_limit_then_leader_gone_loses_nothing():
         sfkit.eq(_leaf_calls(log), 1001000, f"leaf calls {' '.join(args)}")
 
 
-@sfkit.known_break(24, "a thread with a root of its own (unshare(CLONE_FS) + chroot into an empty directory) "
-                       "before the leader's SYS_exit(4), then 1,000,000 calls: status 9 as untraced, but "
-                       "1,996,408 (another run 1,999,872) of 2,002,000 events dropped, 244 (1) write errors: the writer checked the log could "
-                       "be opened again in its own root, not the thread's (--writer sync: 0 dropped, 0 errors)")
 def test_thread_root_then_leader_gone_loses_nothing():
     if os.geteuid() != 0:
         raise sfkit.Skip("needs root for chroot")
@@ -125,10 +117,6 @@ def test_thread_root_then_leader_gone_loses_nothing():
         sfkit.eq(_leaf_calls(log), 1001000, f"leaf calls {' '.join(args)}")
 
 
-@sfkit.known_break(24, "a thread with credentials of its own (raw SYS_setresuid to nobody) before the leader's "
-                       "SYS_exit(4), then 1,000,000 calls: status 9 as untraced, but 1,996,408 of 2,002,000 "
-                       "events dropped, 244 write errors: the writer (root) checked it could open the 0600 log "
-                       "again, the thread (nobody) cannot (--writer sync: 0 dropped, 0 errors)")
 def test_thread_uid_then_leader_gone_loses_nothing():
     if os.geteuid() != 0:
         raise sfkit.Skip("needs root to change uid")

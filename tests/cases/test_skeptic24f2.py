@@ -131,6 +131,26 @@ def test_thread_uid_then_leader_gone_loses_nothing():
         sfkit.eq(_leaf_calls(log), 1001000, f"leaf calls {' '.join(args)}")
 
 
+@sfkit.known_break(24, "the same per-thread uid (raw SYS_setresuid to nobody), but the thread ends by a bare "
+                       "SYS_exit(9) instruction: untraced status 9; traced 4 (the leader's), 0 lost: the writer "
+                       "stays (the thread could not open the log again) and, the last task, ends the process "
+                       "with the leader's code; the thread's own code is gone with it")
+def test_thread_uid_then_leader_gone_bare_exit_status():
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root to change uid")
+    if os.uname().machine != "x86_64":
+        raise sfkit.Skip("the fixture's bare instruction is x86-64's")
+    exe = _c("skep24f2_thread_root", ["-lpthread"])
+    sfkit.run([exe, "uid", "insn"], check_rc=9)
+    d = sfkit.tmpdir()
+    os.chmod(d, 0o755)
+    log = os.path.join(d, "sf.log")
+    p = sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", log, "--", exe, "uid", "insn"], check_rc=None)
+    sfkit.eq(_info(log, "losses"), "0 dropped, 0 lost, 0 write errors", "losses")
+    sfkit.eq(_leaf_calls(log), 1001000, "leaf calls")
+    sfkit.eq(p.returncode, 9, "traced status")
+
+
 # ---- claim B: symbol versions ----
 
 def _shim_run(where, old):

@@ -1743,8 +1743,7 @@ static void task_name(uint32_t tid, char name[16])
 {
 	char path[48], buf[17];
 	sf_task_path(path, tid, "/comm");
-	long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0, 0,
-			      0);
+	long fd = sf_proc_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return;
 	long r = sf_syscall3(SYS_read, fd, (long)buf, 16);

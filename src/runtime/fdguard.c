@@ -333,7 +333,7 @@ static int in_closing_call(uint32_t tid)
 {
 	char path[48], buf[24];
 	sf_task_path(path, tid, "/syscall");
-	long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	long fd = sf_proc_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fd != -ENOENT && fd != -ESRCH; /* cannot tell: wait */
 	long r = sf_syscall3(SYS_read, fd, (long)buf, sizeof(buf) - 1);

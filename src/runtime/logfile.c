@@ -333,14 +333,15 @@ static int open_same_log(void)
 /* On the writer, its table its own: the log opened again there (the
  * program's number was not the log when the table was copied). The same
  * file or -1: then every use fails, counted (EBADF). */
-static int reopen_private(void)
+static int reopen_as(int as_program)
 {
 	char mf[64];
 	sf_map_files_path(mf, sizeof(mf), (uint64_t)L.hdr, (uint64_t)L.hdr + SF_HEADER_SIZE);
 	const char *paths[2] = {mf, L.path};
 	for (int i = 0; i < 2; i++) {
-		int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)paths[i],
-					  O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (i ? O_NOFOLLOW : 0), 0, 0, 0);
+		const int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (i ? O_NOFOLLOW : 0);
+		int fd = (int)(i || as_program ? sf_syscall6(SYS_openat, AT_FDCWD, (long)paths[i], flags, 0, 0, 0)
+					       : sf_proc_open(paths[i], flags));
 		if (fd < 0)
 			continue;
 		sf_syscall3(SYS_fcntl, fd, F_SETFL, 0);
@@ -349,6 +350,12 @@ static int reopen_private(void)
 		sf_syscall3(SYS_close, fd, 0, 0);
 	}
 	return -1;
+}
+
+/* The header's mapping through the writer's own /proc (ns.c, sf_proc_open). */
+static int reopen_private(void)
+{
+	return reopen_as(0);
 }
 
 /* The program closed the log's descriptor or put another file at its
@@ -1734,9 +1741,10 @@ static long go_private(void *unused)
 		sf_syscall3(SYS_close_range, 0, (unsigned)keep - 1, 0);
 	sf_syscall3(SYS_close_range, (unsigned)(keep + 1), ~0u, 0);
 	L.pfd = keep;
+	sf_writer_set_private(1);
+	sf_writer_open_proc(0);
 	if (L.hdr && keep < 0)
 		L.pfd = reopen_private();
-	sf_writer_set_private(1);
 	__atomic_store_n(&L.priv, 1, __ATOMIC_RELEASE);
 	return 1;
 }
@@ -1793,6 +1801,7 @@ void sf_log_writer_begins(void)
 	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) == 0 && sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) == 0) {
 		sf_syscall3(SYS_close_range, 0, ~0u, 0);
 		sf_writer_set_private(1);
+		sf_writer_open_proc(0);
 		return;
 	}
 	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
@@ -1843,7 +1852,7 @@ int sf_log_reopenable(void)
 {
 	if (!L.hdr)
 		return 1;
-	int fd = reopen_private();
+	int fd = reopen_as(1); /* as a program thread would: its /proc, not the writer's */
 	if (fd < 0)
 		return 0;
 	sf_syscall3(SYS_close, fd, 0, 0);

@@ -37,26 +37,54 @@
 #define UNSHARE_ALONE (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM | CLONE_FS | CLONE_NEWNS)
 #define SETNS_ALONE (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWTIME)
 
-/* The threads of this process (entries of /proc/self/task, by raw
- * system calls: no allocation); 0 if it cannot be read. */
-int sf_thread_count(void)
+/* A /proc/self/... path opened: on the writer or the keeper through the
+ * /proc/self directory held in its own table (writer.c,
+ * sf_writer_open_proc), which a chroot or an unmounted /proc leaves
+ * reachable; elsewhere (no table of its own, a program thread) by the
+ * path, as the program would. -errno on failure. */
+long sf_proc_open(const char *path, int flags)
 {
-	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)"/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-				  0, 0, 0);
+	static const char head[] = "/proc/self/";
+	int dir = sf_writer_proc_dir();
+	if (dir >= 0 && !__builtin_strncmp(path, head, sizeof(head) - 1))
+		return sf_syscall6(SYS_openat, dir, (long)(path + sizeof(head) - 1), flags, 0, 0, 0);
+	return sf_syscall6(SYS_openat, AT_FDCWD, (long)path, flags, 0, 0, 0);
+}
+
+/* Calls each(name, arg) for the entries of a /proc/self directory (not
+ * . or ..), by raw system calls: no allocation. The number of entries,
+ * or -1 if it cannot be read (or each said stop, returning nonzero). */
+static int proc_entries(const char *path, int (*each)(const char *name, void *arg), void *arg)
+{
+	int fd = (int)sf_proc_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return -1;
 	char buf[1024] __attribute__((aligned(8)));
 	int n = 0;
 	long got;
 	while ((got = sf_syscall3(SYS_getdents64, fd, (long)buf, sizeof(buf))) > 0) {
 		for (long off = 0; off < got;) {
 			const struct dirent64 *d = (const struct dirent64 *)(buf + off);
-			n += d->d_name[0] != '.';
 			off += d->d_reclen;
+			if (d->d_name[0] == '.')
+				continue;
+			n++;
+			if (each && each(d->d_name, arg)) {
+				sf_close(fd);
+				return -1;
+			}
 		}
 	}
 	sf_close(fd);
-	return got < 0 ? 0 : n;
+	return got < 0 ? -1 : n;
+}
+
+/* The threads of this process (entries of /proc/self/task); 0 if it
+ * cannot be read. */
+int sf_thread_count(void)
+{
+	int n = proc_entries("/proc/self/task", NULL, NULL);
+	return n < 0 ? 0 : n;
 }
 
 /* Whether the thread-group leader (tid pid) has exited (a zombie while
@@ -74,7 +102,7 @@ static int leader_state(long pid, int *status, int any_state)
 	while (k)
 		path[at++] = num[--k];
 	__builtin_memcpy(path + at, "/stat", 6);
-	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	int fd = (int)sf_proc_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	char buf[1024];
@@ -116,16 +144,33 @@ static int leader_exited(long pid, int *status)
  * code), so *status is own, its own code; before, it was the leader's,
  * the same when the caller is the leader. 0 when another thread lives or
  * /proc cannot say. */
+struct thread_view {
+	int n, leader_gone;
+};
+
+static long view_threads(void *arg)
+{
+	struct thread_view *v = arg;
+	int leader;
+	v->n = sf_thread_count();
+	v->leader_gone = leader_exited(sf_syscall3(SYS_getpid, 0, 0, 0), &leader);
+	return 0;
+}
+
 int sf_last_thread_status(int own, int *status)
 {
 	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
-	int n = sf_thread_count();
 	int writer = sf_runtime_thread(); /* the writer, or a CLONE_FILES child's keeper */
-	int leader;
+	struct thread_view v;
+	view_threads(&v);
+	/* A program that chrooted where there is no /proc (or unmounted it):
+	 * the writer's (keeper's) own /proc answers (sf_proc_open). */
+	if (!v.n && writer && sf_writer_private() && sf_writer_call(view_threads, &v) != 0)
+		return 0;
 	if (sf_syscall3(SYS_gettid, 0, 0, 0) == pid) {
-		if (n != 1 + writer)
+		if (v.n != 1 + writer)
 			return 0;
-	} else if (n != 2 + writer || !leader_exited(pid, &leader)) {
+	} else if (v.n != 2 + writer || !v.leader_gone) {
 		return 0;
 	}
 	*status = own & 0xff;
@@ -318,4 +363,121 @@ __attribute__((visibility("default"))) int unshare(int flags)
 __attribute__((visibility("default"))) int setns(int fd, int nstype)
 {
 	return libc_result(sf_ns_syscall(SYS_setns, fd, nstype));
+}
+
+/* ---- before the writer hands over (writer.c, leave_if_program_runs) ----
+ * After the hand-over each program thread opens the log again in its own
+ * context: its credentials (per thread: a raw setresuid, capset), its
+ * root and mount namespace (unshare(CLONE_FS) then chroot), the room left
+ * in its descriptor table under RLIMIT_NOFILE. The writer's own reopen
+ * test (sf_log_reopenable) speaks for the threads only where they are
+ * alike in all of these. */
+
+#define TABLE_MARGIN 4 /* numbers a reopen needs: the open, a move high, slack */
+
+struct like_writer {
+	uint32_t self;
+	char own[1024];       /* the writer's Uid, Gid, Groups and CapEff lines */
+	uint64_t root_dev, root_ino, mnt_ino;
+	uint64_t nofile;      /* the soft limit */
+};
+
+/* The credential lines of a status file, one after another; 0 if unread. */
+static int cred_lines(const char *path, char *out, size_t cap)
+{
+	char buf[4096];
+	int fd = (int)sf_proc_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	long got = sf_syscall3(SYS_read, fd, (long)buf, sizeof(buf) - 1);
+	sf_close(fd);
+	if (got <= 0)
+		return 0;
+	buf[got] = 0;
+	static const char *const keys[] = {"Uid:", "Gid:", "Groups:", "CapEff:"};
+	size_t pos = 0;
+	for (const char *line = buf; *line;) {
+		const char *end = line;
+		while (*end && *end != '\n')
+			end++;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			size_t kl = __builtin_strlen(keys[k]);
+			if ((size_t)(end - line) >= kl && !__builtin_memcmp(line, keys[k], kl) &&
+			    pos + (size_t)(end - line) + 1 < cap) {
+				__builtin_memcpy(out + pos, line, (size_t)(end - line));
+				pos += (size_t)(end - line);
+				out[pos++] = '\n';
+			}
+		}
+		line = *end ? end + 1 : end;
+	}
+	out[pos] = 0;
+	return 1;
+}
+
+static int proc_stat(const char *path, struct stat *st)
+{
+	static const char head[] = "/proc/self/";
+	int dir = sf_writer_proc_dir();
+	if (dir >= 0)
+		return (int)sf_syscall6(SYS_newfstatat, dir, (long)(path + sizeof(head) - 1), (long)st, 0, 0, 0);
+	return (int)sf_syscall6(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, 0, 0, 0);
+}
+
+/* One task's context as the writer's: 0 if it differs or cannot be read. */
+static int task_like(uint32_t tid, const struct like_writer *w)
+{
+	char path[48], lines[1024];
+	struct stat st;
+	sf_task_path(path, tid, "/status");
+	if (!cred_lines(path, lines, sizeof(lines)) || __builtin_strcmp(lines, w->own))
+		return 0;
+	sf_task_path(path, tid, "/root");
+	if (proc_stat(path, &st) < 0 || st.st_dev != w->root_dev || st.st_ino != w->root_ino)
+		return 0;
+	sf_task_path(path, tid, "/ns/mnt");
+	if (proc_stat(path, &st) < 0 || st.st_ino != w->mnt_ino)
+		return 0;
+	sf_task_path(path, tid, "/fd");
+	int n = proc_entries(path, NULL, NULL);
+	return n >= 0 && (uint64_t)n + TABLE_MARGIN <= w->nofile;
+}
+
+static int each_task(const char *name, void *arg)
+{
+	const struct like_writer *w = arg;
+	uint32_t tid = 0;
+	for (const char *p = name; *p >= '0' && *p <= '9'; p++)
+		tid = tid * 10 + (uint32_t)(*p - '0');
+	if (tid == w->self || tid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0))
+		return 0; /* the writer; the exited leader has no context left */
+	return !task_like(tid, w);
+}
+
+/* On the writer: every task of the program's but the exited leader has
+ * the writer's credentials, root and mount namespace, and room in its
+ * table for the log's descriptor. 0 if any differs or /proc cannot say. */
+int sf_program_threads_like_writer(void)
+{
+	struct like_writer w;
+	char path[48];
+	struct stat st;
+	struct rlimit rl;
+	w.self = (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0);
+	sf_task_path(path, w.self, "/status");
+	if (!cred_lines(path, w.own, sizeof(w.own)))
+		return 0;
+	sf_task_path(path, w.self, "/root");
+	if (proc_stat(path, &st) < 0)
+		return 0;
+	w.root_dev = st.st_dev;
+	w.root_ino = st.st_ino;
+	sf_task_path(path, w.self, "/ns/mnt");
+	if (proc_stat(path, &st) < 0)
+		return 0;
+	w.mnt_ino = st.st_ino;
+	if (sf_syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl, 0, 0) < 0)
+		return 0;
+	w.nofile = rl.rlim_cur;
+	return proc_entries("/proc/self/task", each_task, &w) > 0;
 }

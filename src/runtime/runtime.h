@@ -921,6 +921,10 @@ void sf_messages_print(const char *buf, size_t n) SF_HIDDEN;      /* on stderr, 
 void sf_writer_set_private(int on) SF_HIDDEN;
 int sf_writer_private(void) SF_HIDDEN;         /* the writer's table is its own */
 uint32_t sf_writer_tid(void) SF_HIDDEN;
+void sf_writer_open_proc(int keeper) SF_HIDDEN; /* on the writer or keeper, its table its own: /proc/self held there */
+int sf_writer_proc_dir(void) SF_HIDDEN;        /* that directory on the thread that holds it, else -1 */
+long sf_proc_open(const char *path, int flags) SF_HIDDEN; /* ns.c: a /proc/self/... path, through that directory */
+int sf_program_threads_like_writer(void) SF_HIDDEN; /* ns.c: every program thread could reopen the log as the writer */
 /* writer.c: a clone(CLONE_FILES) child's keeper thread (its descriptor uses, in a table of its own) */
 int sf_keeper_start(void) SF_HIDDEN;    /* in the child, first: -1 if it cannot be made */
 int sf_keeper_alive(void) SF_HIDDEN;

@@ -91,6 +91,12 @@ static long keeper_pid; /* its process: a vfork child shares this memory, not th
 static char *keeper_stack;
 static int keeper_quit;
 static int keeper_keep = -1; /* the one descriptor a new keeper keeps of its copy (sf_keeper_resume) */
+/* /proc/self (the process's /proc/PID directory) opened in the writer's,
+ * or the keeper's, own table when that table became its own: every /proc
+ * read of theirs goes through it (ns.c, sf_proc_open), so a program that
+ * chroots into a tree without /proc, or unmounts it in a mount namespace
+ * of its own, changes nothing for them. -1: none (the paths then). */
+static int writer_proc = -1, keeper_proc = -1;
 
 #define IDLE_CHECK_NS 100000000L     /* how often an idle writer looks for a program thread */
 #define LEADER_CHECK_NS 10000000000ull /* the same while the leader lives */
@@ -295,6 +301,30 @@ uint32_t sf_writer_tid(void)
 	return __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE);
 }
 
+/* On the writer (keeper 0) or the keeper, just after its table became its
+ * own (and was emptied): /proc/self held there, invisible to the program. */
+void sf_writer_open_proc(int keeper)
+{
+	int fd = (int)sf_syscall6(SYS_openat, AT_FDCWD, (long)"/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
+	__atomic_store_n(keeper ? &keeper_proc : &writer_proc, fd < 0 ? -1 : fd, __ATOMIC_RELEASE);
+}
+
+/* That directory, on the thread whose table holds it (raw calls only: the
+ * keeper runs on another thread's storage); -1 on every other thread. */
+int sf_writer_proc_dir(void)
+{
+	int w = __atomic_load_n(&writer_proc, __ATOMIC_ACQUIRE), k = __atomic_load_n(&keeper_proc, __ATOMIC_ACQUIRE);
+	if (w < 0 && k < 0)
+		return -1;
+	uint32_t tid = (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0);
+	if (w >= 0 && tid == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE))
+		return w;
+	if (k >= 0 && tid == __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE) &&
+	    sf_syscall3(SYS_getpid, 0, 0, 0) == keeper_pid)
+		return k;
+	return -1;
+}
+
 static void write_slot(struct sf_slot *s)
 {
 	struct sf_chunk c = {0};
@@ -356,6 +386,7 @@ static void hand_over(int status)
 	futex_wake_all(&busy);
 	sf_log_writer_hands_over();
 	refuse_all();
+	__atomic_store_n(&writer_proc, -1, __ATOMIC_RELEASE); /* goes with this table */
 	__atomic_store_n(&writer_tid, 0, __ATOMIC_RELEASE);
 	for (;;)
 		sf_syscall3(SYS_exit, status, 0, 0);
@@ -371,15 +402,21 @@ static void hand_over(int status)
  * status the kernel's. Not with --ring or --paused: snapshots and
  * switches are served by the writer; nor where the program's threads
  * could not open the log again (its descriptor goes with the writer):
- * those keep the writer and end with the leader's code, a known
- * difference. */
+ * the writer's own try speaks for them only where each has its
+ * credentials, root, mount namespace and room under RLIMIT_NOFILE (ns.c).
+ * Those keep the writer; a last thread's bare SYS_exit instruction then
+ * leaves the leader's code, a known difference. */
 static void leave_if_program_runs(void)
 {
 	leader_checked = 1;
 	if (sf_config.ring_slots || sf_switch_enabled() || __atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 		return;
 	int status = 0;
-	if (!sf_leader_status(&status) || sf_thread_count() <= 2 || !sf_log_reopenable())
+	/* Each thread opens the log again in its own context after the
+	 * hand-over: the writer's test speaks for them only where they are
+	 * all like it (ns.c). */
+	if (!sf_leader_status(&status) || sf_thread_count() <= 2 || !sf_program_threads_like_writer() ||
+	    !sf_log_reopenable())
 		return;
 	hand_over(status);
 }
@@ -509,6 +546,7 @@ int sf_writer_stop(void)
 	__atomic_store_n(&parked, 2, __ATOMIC_RELEASE);
 	futex_wake_all(&parked);
 	pthread_join(writer, NULL);
+	__atomic_store_n(&writer_proc, -1, __ATOMIC_RELEASE); /* went with its table */
 	__atomic_store_n(&parked, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&private_table, 0, __ATOMIC_RELEASE);
@@ -653,6 +691,7 @@ static int keeper_main(void *unused)
 	if (keep > 0)
 		sf_syscall3(SYS_close_range, 0, (unsigned)keep - 1, 0);
 	sf_syscall3(SYS_close_range, (unsigned)(keep + 1), ~0u, 0);
+	sf_writer_open_proc(1);
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&call_state, __ATOMIC_ACQUIRE) == 1) {
@@ -793,6 +832,7 @@ static void keeper_gone(void)
 {
 	while (sf_syscall3(SYS_tgkill, sf_syscall3(SYS_getpid, 0, 0, 0), keeper_tid, 0) == 0)
 		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+	__atomic_store_n(&keeper_proc, -1, __ATOMIC_RELEASE); /* went with its table */
 	__atomic_store_n(&keeper_tid, 0, __ATOMIC_RELEASE);
 	refuse_all();
 	sf_writer_set_private(0);
@@ -853,6 +893,8 @@ void sf_writer_after_fork_child(void)
 	call_req = NULL;
 	private_table = 0;
 	writer_tid = 0;
+	writer_proc = -1; /* both were in the parent's threads' tables */
+	keeper_proc = -1;
 	serving = 0;
 	/* a keeper is its parent's: its stack is a copy here, its thread is not */
 	if (keeper_stack)

@@ -160,7 +160,10 @@ def _shim_run(where, old):
     log = os.path.join(d, "sf.log")
     env = {"SHIM_OLD": old} if old else {}
     if where == "before":
+        # record itself starts with the shim preloaded: CI's ASan build
+        # of the CLI refuses a library ahead of its runtime unless told.
         env["LD_PRELOAD"] = shim
+        env["ASAN_OPTIONS"] = ":".join(o for o in (os.environ.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0") if o)
         cmd = [exe]
     else:  # record puts the runtime first, the program's own preload after it
         cmd = ["env", "LD_PRELOAD=" + shim, exe]

@@ -42,13 +42,23 @@
  * sf_writer_open_proc), which a chroot or an unmounted /proc leaves
  * reachable; elsewhere (no table of its own, a program thread) by the
  * path, as the program would. -errno on failure. */
-long sf_proc_open(const char *path, int flags)
+/* The directory and the path relative to it that a /proc/self/... path
+ * is reached by on this thread (sf_proc_open, proc_stat). */
+static const char *proc_at(const char *path, int *dir)
 {
 	static const char head[] = "/proc/self/";
-	int dir = sf_writer_proc_dir();
-	if (dir >= 0 && !__builtin_strncmp(path, head, sizeof(head) - 1))
-		return sf_syscall6(SYS_openat, dir, (long)(path + sizeof(head) - 1), flags, 0, 0, 0);
-	return sf_syscall6(SYS_openat, AT_FDCWD, (long)path, flags, 0, 0, 0);
+	*dir = sf_writer_proc_dir();
+	if (*dir >= 0 && !__builtin_strncmp(path, head, sizeof(head) - 1))
+		return path + sizeof(head) - 1;
+	*dir = AT_FDCWD;
+	return path;
+}
+
+long sf_proc_open(const char *path, int flags)
+{
+	int dir;
+	const char *rel = proc_at(path, &dir);
+	return sf_syscall6(SYS_openat, dir, (long)rel, flags, 0, 0, 0);
 }
 
 /* Calls each(name, arg) for the entries of a /proc/self directory (not
@@ -417,11 +427,9 @@ static int cred_lines(const char *path, char *out, size_t cap)
 
 static int proc_stat(const char *path, struct stat *st)
 {
-	static const char head[] = "/proc/self/";
-	int dir = sf_writer_proc_dir();
-	if (dir >= 0)
-		return (int)sf_syscall6(SYS_newfstatat, dir, (long)(path + sizeof(head) - 1), (long)st, 0, 0, 0);
-	return (int)sf_syscall6(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, 0, 0, 0);
+	int dir;
+	const char *rel = proc_at(path, &dir);
+	return (int)sf_syscall6(SYS_newfstatat, dir, (long)rel, (long)st, 0, 0, 0);
 }
 
 /* One task's context as the writer's: 0 if it differs or cannot be read. */

@@ -133,7 +133,9 @@ struct lr_info {
 	int cost_known;
 	/* How far the cost per call may be off, relative to it: the larger
 	 * distance from the calibration's median round to its lowest or
-	 * highest kept one (cost_spread; 0 when the log has none). A net
+	 * highest kept one (cost_spread) or to the exit's re-measure, at
+	 * least 5% (log_reader.c's COST_ERR_FLOOR; 0 when the log has no
+	 * spread). A net
 	 * figure is as uncertain as this times the tracer's time taken off
 	 * it (trace_net_uncertain). */
 	double cost_err;

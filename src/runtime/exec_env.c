@@ -624,6 +624,8 @@ static int env_is_environ(char *const *env)
  * in place, as posix_spawnattr_init and its setters do. */
 static int system_lock;
 static int system_users; /* callers in system_in */
+static int system_glibc; /* the wrapper's callers in glibc's system */
+static int system_saved; /* system_intr and system_quit hold the program's dispositions */
 static struct sigaction system_intr, system_quit;
 
 static void system_lock_take(sigset_t *old)
@@ -641,6 +643,17 @@ static void system_lock_drop(const sigset_t *old)
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+/* Under system_lock: the program's dispositions saved, SIGINT and
+ * SIGQUIT ignored. */
+static void system_ignore(void)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigemptyset(&ign.sa_mask);
+	own.sigaction(SIGINT, &ign, &system_intr);
+	own.sigaction(SIGQUIT, &ign, &system_quit);
+	system_saved = 1;
+}
+
 struct system_wait {
 	pid_t pid;
 	sigset_t omask;
@@ -650,9 +663,10 @@ static void system_restore(const sigset_t *omask)
 {
 	sigset_t old;
 	system_lock_take(&old);
-	if (--system_users == 0) {
+	if (--system_users == 0 && system_saved) {
 		own.sigaction(SIGINT, &system_intr, NULL);
 		own.sigaction(SIGQUIT, &system_quit, NULL);
+		system_saved = 0;
 	}
 	system_lock_drop(&old);
 	sigprocmask(SIG_SETMASK, omask, NULL);
@@ -671,14 +685,13 @@ static int system_in(const char *line, char *const env[])
 {
 	if (!libc_own_ready())
 		return errno = ENOSYS, -1;
-	struct sigaction ign = {.sa_handler = SIG_IGN};
-	sigemptyset(&ign.sa_mask);
 	sigset_t old;
 	system_lock_take(&old);
-	if (system_users++ == 0) {
-		own.sigaction(SIGINT, &ign, &system_intr);
-		own.sigaction(SIGQUIT, &ign, &system_quit);
-	}
+	/* While glibc's system runs (called through the wrapper) it has
+	 * the program's dispositions saved and SIG_IGN set: saving now would
+	 * save its SIG_IGN (system_from_glibc takes over when it ends). */
+	if (system_users++ == 0 && !system_glibc)
+		system_ignore();
 	system_lock_drop(&old);
 	struct system_wait w = {.pid = -1};
 	sigset_t chld;
@@ -717,22 +730,64 @@ static int system_in(const char *line, char *const env[])
 	return status;
 }
 
-/* The copy runs only when environ lacks something, or while another
- * thread's call of the copy still waits (system_users): the two
- * implementations keep a count of callers each, and one that overlapped
- * the other put back the SIG_IGN the other had set (SIGINT ignored for
- * good: skeptic24v). The count of glibc's own is out of reach, so a
- * glibc system() overlapped by the copy (the environment emptied
- * meanwhile, or libc's system reached through a libc handle while
- * environ lacks the variables) keeps that risk. */
+/* Whether this call goes to glibc's system: environ holds everything
+ * and no call of the copy waits (each implementation keeps a count of
+ * callers, and one that overlapped the other put back the SIG_IGN the
+ * other had set: SIGINT ignored for good, skeptic24v). Counted then. */
+static int system_to_glibc(char *const *env)
+{
+	sigset_t old;
+	system_lock_take(&old);
+	int to = env_is_environ(env) && !system_users && REAL(real_system, system_fn, "system");
+	system_glibc += to;
+	system_lock_drop(&old);
+	return to;
+}
+
+/* After glibc's system: its last caller gone, it has put the program's
+ * dispositions back; a copy's call that started under it (the
+ * environment emptied meanwhile) still waits, and now saves them and
+ * ignores the signals itself, as glibc's shared count would have kept
+ * them (a window of two sigaction calls where the program's handler is
+ * in place). */
+static void system_from_glibc(void)
+{
+	sigset_t old;
+	system_lock_take(&old);
+	if (--system_glibc == 0 && system_users && !system_saved)
+		system_ignore();
+	system_lock_drop(&old);
+}
+
+static void system_glibc_cancelled(void *arg)
+{
+	(void)arg;
+	system_from_glibc();
+}
+
+/* glibc's system is a cancellation point: the count is kept right there too. */
+static __attribute__((noinline)) int system_glibc_call(const char *line)
+{
+	int r;
+	pthread_cleanup_push(system_glibc_cancelled, NULL);
+	r = real_system(line);
+	pthread_cleanup_pop(0);
+	int e = errno;
+	system_from_glibc();
+	errno = e;
+	return r;
+}
+
+/* glibc's system reached without the wrapper (a libc handle, a
+ * RTLD_DEEPBIND library) while the copy runs keeps a count of its own:
+ * that overlap can still leave SIG_IGN behind. */
 EXPORT int system(const char *line)
 {
 	struct env_build b;
 	char *const *env = env_for_child(environ, &b);
 	int r;
-	if (env_is_environ(env) && !__atomic_load_n(&system_users, __ATOMIC_ACQUIRE) &&
-	    REAL(real_system, system_fn, "system"))
-		r = real_system(line);
+	if (system_to_glibc(env))
+		r = system_glibc_call(line);
 	else
 		r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
 	env_done(&b);

@@ -509,9 +509,7 @@ __asm__(".symver sf_posix_spawnp, posix_spawnp@@" SF_GLIBC_SPAWN_VERSION ", remo
 
 #ifdef SF_GLIBC_SPAWN_COMPAT
 /* The first versions (glibc's __posix_spawn_compat: __spawni with
- * SPAWN_XFLAGS_TRY_SHELL): libc's own, found by version. Nothing of
- * libc's is rewritten there: libc itself calls only the default one
- * (popen). */
+ * SPAWN_XFLAGS_TRY_SHELL): the next definition of that version (libc's). */
 static spawn_fn real_spawn_compat, real_spawnp_compat;
 #define REAL_COMPAT(var, name) \
 	((var) ? (var) : ((var) = (spawn_fn)sf_real_v(name, SF_GLIBC_SPAWN_COMPAT)))

@@ -602,10 +602,11 @@ static int libc_own_ready(void)
 }
 
 /* Whether env (from env_for_child(environ)) is environ itself: nothing
- * missing, libc's own functions would give the child what it needs. */
+ * missing (or nothing to add: not tracing, or after a chroot), libc's own
+ * functions give the child what it needs. */
 static int env_is_environ(char *const *env)
 {
-	return env == environ && env != NULL;
+	return env == environ;
 }
 
 /* ---- system ---- */

@@ -848,9 +848,15 @@ __attribute__((visibility("default"))) int dup2(int from, int to)
 	fd_wrapped(SYS_dup2, a, &r);
 	return (int)ret_errno(r);
 #else
-	/* dup2(fd, fd) checks fd and returns it; dup3 refuses it. */
-	if (from == to)
+	/* dup2(fd, fd) checks fd and returns it (EBADF for a runtime number,
+	 * never the program's); dup3 refuses it. */
+	if (from == to) {
+		if (runtime_number(from))
+			return errno = EBADF, -1;
+		if (real_dup2)
+			return real_dup2(from, to);
 		return (int)ret_errno(sf_syscall3(SYS_fcntl, from, F_GETFD, 0) < 0 ? -EBADF : to);
+	}
 	long a[6] = {from, to, 0, FD_AS_DUP2};
 	long r;
 	fd_wrapped(SYS_dup3, a, &r);

@@ -82,3 +82,22 @@ def test_fd_calls_reach_a_preload_after_the_runtime():
     d = tmpdir()
     t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", "env", "LD_PRELOAD=" + shim, exe])
     eq((t.stdout, t.stderr), (u.stdout, want_err), "traced: the program's results, the shim's counts")
+
+
+def test_overlapping_system_glibc_and_copy_keep_sigint_ignored_then_handled():
+    """Two system() calls overlap, one with the tracer's variables in
+    environ (glibc's own) and one without (the runtime's copy), in both
+    orders; a SIGINT sent while the later one still waits. Untraced one
+    count of callers keeps SIGINT ignored until the last returns: 0 calls
+    of the handler, the handler back after. Traced, with glibc's first,
+    glibc put the handler back when its call returned while the copy's
+    still waited: the SIGINT reached the handler (1 call). The wrapper now
+    counts the calls it sends to glibc's, and the copy ignores the signals
+    again when glibc's last one returns; while a copy's call waits, every
+    call takes the copy."""
+    exe = build_c("sk24libc_sysmix", ["sk24libc_sysmix.c"], libs=["-lpthread"])
+    want = ("glibc then copy: SIGINT handled 0 times during, after both: handler\n"
+            "copy then complete: SIGINT handled 0 times during, after both: handler\n")
+    eq(run([exe]).stdout, want, "untraced")
+    d = tmpdir()
+    eq(run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe]).stdout, want, "traced")

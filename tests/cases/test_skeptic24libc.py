@@ -63,7 +63,9 @@ def test_system_popen_after_clearenv_as_glibc_children_traced():
 
 def test_system_popen_environment_kept_as_glibc():
     """The same with the environment kept: the wrappers go on to glibc's
-    own system and popen (pclose and fclose to glibc's too)."""
+    own system and popen (pclose and fclose to glibc's too). Both shell
+    cases pass on main as well (main ran its copy of system and glibc's
+    popen through a rewritten posix_spawn): guards for the copies."""
     _shell("keep")
 
 
@@ -89,12 +91,14 @@ def test_overlapping_system_glibc_and_copy_keep_sigint_ignored_then_handled():
     environ (glibc's own) and one without (the runtime's copy), in both
     orders; a SIGINT sent while the later one still waits. Untraced one
     count of callers keeps SIGINT ignored until the last returns: 0 calls
-    of the handler, the handler back after. Traced, with glibc's first,
-    glibc put the handler back when its call returned while the copy's
-    still waited: the SIGINT reached the handler (1 call). The wrapper now
-    counts the calls it sends to glibc's, and the copy ignores the signals
-    again when glibc's last one returns; while a copy's call waits, every
-    call takes the copy."""
+    of the handler, the handler back after. With glibc's first, glibc puts
+    the handler back when its call returns while the copy's still waits:
+    without system_from_glibc (exec_env.c) the SIGINT reached the handler
+    (1 call, checked by disabling it). The wrapper counts the calls it
+    sends to glibc's, and the copy ignores the signals again when glibc's
+    last one returns; while a copy's call waits, every call takes the
+    copy. (main, which ran its copy for every call, passes too: a guard
+    for the two-path design.)"""
     exe = build_c("sk24libc_sysmix", ["sk24libc_sysmix.c"], libs=["-lpthread"])
     want = ("glibc then copy: SIGINT handled 0 times during, after both: handler\n"
             "copy then complete: SIGINT handled 0 times during, after both: handler\n")

@@ -64,7 +64,9 @@ static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
 static void spawn_compat_resolve(void);
-static int sh_dashdash; /* system() runs sh -c -- LINE (glibc >= 2.38) */
+/* glibc >= 2.38: system() and popen() run sh -c -- LINE, and popen's
+ * errno is its spawn's error (before: ENOMEM) */
+static int sh_dashdash;
 static popen_fn real_popen;
 typedef int (*system_fn)(const char *);
 typedef int (*fclose_fn)(FILE *);
@@ -945,7 +947,7 @@ static __attribute__((noinline)) int popen_spawn_locked(FILE *fp, const char *cm
  * child's end moved off the number it takes in the child), the stream on
  * the parent's end, the shell spawned, the child's end closed, the
  * parent's close-on-exec kept only for mode 'e'. Any failure after the
- * pipe: both ends closed, ENOMEM, as glibc says. Bare system calls for
+ * pipe: both ends closed, errno ENOMEM (glibc < 2.38) or the failure's. Bare system calls for
  * the descriptors, as glibc's own calls are not the program's. */
 static FILE *popen_copy(const char *cmd, const char *mode, char *const env[])
 {
@@ -960,17 +962,23 @@ static FILE *popen_copy(const char *cmd, const char *mode, char *const env[])
 		return errno = (int)-r, NULL;
 	int parent = do_read ? 0 : 1, child = 1 - parent, child_pipe_fd = do_read ? 1 : 0;
 	FILE *fp = NULL;
+	int err = 0;
 	if (fds[child] == child_pipe_fd) {
 		long t = sf_syscall3(SYS_fcntl, fds[child], F_DUPFD_CLOEXEC, 0);
-		if (t < 0)
+		if (t < 0) {
+			err = (int)-t;
 			goto fail;
+		}
 		sf_syscall3(SYS_close, fds[child], 0, 0);
 		fds[child] = (int)t;
 	}
 	fp = own.fdopen(fds[parent], do_read ? "r" : "w");
-	if (!fp)
+	if (!fp) {
+		err = errno;
 		goto fail;
-	if (popen_spawn_locked(fp, cmd, env, fds[child], child_pipe_fd, fds[parent]))
+	}
+	err = popen_spawn_locked(fp, cmd, env, fds[child], child_pipe_fd, fds[parent]);
+	if (err)
 		goto fail;
 	sf_syscall3(SYS_close, fds[child], 0, 0);
 	if (!do_cloexec)
@@ -982,7 +990,9 @@ fail:
 		own.fclose(fp); /* closes the parent's end */
 	else
 		sf_syscall3(SYS_close, fds[parent], 0, 0);
-	errno = ENOMEM;
+	/* ENOMEM whatever failed before glibc 2.38; the failure's own error
+	 * since (BZ #29016, the same release as "--") */
+	errno = sh_dashdash ? err : ENOMEM;
 	return NULL;
 }
 

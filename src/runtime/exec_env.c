@@ -67,6 +67,9 @@ static void spawn_compat_resolve(void);
 /* glibc >= 2.38: system() and popen() run sh -c -- LINE, and popen's
  * errno is its spawn's error (before: ENOMEM) */
 static int sh_dashdash;
+/* glibc >= 2.41: system() returns -1 when no child can be created (EAGAIN,
+ * ENOMEM), 127 only when the shell cannot run */
+static int spawn_fail_minus1;
 static popen_fn real_popen;
 typedef int (*system_fn)(const char *);
 typedef int (*fclose_fn)(FILE *);
@@ -162,6 +165,7 @@ void sf_exec_env_resolve(void)
 	real_posix_spawnp = (spawn_fn)sf_real("posix_spawnp");
 	spawn_compat_resolve();
 	sh_dashdash = glibc_at_least(2, 38);
+	spawn_fail_minus1 = glibc_at_least(2, 41);
 	real_popen = (popen_fn)sf_real("popen");
 	real_system = (system_fn)sf_real("system");
 	real_pclose = (fclose_fn)sf_real("pclose");
@@ -722,6 +726,8 @@ static int system_in(const char *line, char *const env[])
 		if (r != w.pid)
 			status = -1;
 		pthread_cleanup_pop(0);
+	} else if (spawn_fail_minus1 && (ret == EAGAIN || ret == ENOMEM)) {
+		status = -1; /* no child could be created (glibc 2.41, BZ #32450) */
 	} else {
 		status = W_EXITCODE(127, 0);
 	}

@@ -664,17 +664,25 @@ struct system_wait {
 	sigset_t omask;
 };
 
+/* The dispositions back when the last caller leaves; the caller's mask
+ * back at every return (omask; NULL at a cancellation: glibc's cancel
+ * handler leaves it). glibc before 2.38 put the mask back only when the
+ * last caller left (SIGCHLD blocked for good in a thread whose call
+ * overlapped another's, BZ #30163), but distributions carry the fix
+ * without the version (Debian's 2.36): the fixed behaviour, always. */
 static void system_restore(const sigset_t *omask)
 {
 	sigset_t old;
 	system_lock_take(&old);
-	if (--system_users == 0 && system_saved) {
+	int last = --system_users == 0;
+	if (last && system_saved) {
 		own.sigaction(SIGINT, &system_intr, NULL);
 		own.sigaction(SIGQUIT, &system_quit, NULL);
 		system_saved = 0;
 	}
 	system_lock_drop(&old);
-	sigprocmask(SIG_SETMASK, omask, NULL);
+	if (omask)
+		sigprocmask(SIG_SETMASK, omask, NULL);
 }
 
 static void system_cancelled(void *arg)
@@ -683,7 +691,7 @@ static void system_cancelled(void *arg)
 	sf_syscall3(SYS_kill, w->pid, SIGKILL, 0);
 	while (own.waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	system_restore(&w->omask);
+	system_restore(NULL);
 }
 
 static int system_in(const char *line, char *const env[])

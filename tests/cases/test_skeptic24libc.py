@@ -7,7 +7,7 @@ exact outputs, with the environment kept (glibc's own run) and emptied
 (the copy runs)."""
 import os
 
-from sfkit import SFTRACE, build_c, count_calls, dump_events, eq, run, tmpdir
+from sfkit import SFTRACE, build_c, check, count_calls, dump_events, eq, run, tmpdir
 
 WANT_SHELL = """leaf 500500
 system(leaf): exit 4
@@ -105,3 +105,19 @@ def test_overlapping_system_glibc_and_copy_keep_sigint_ignored_then_handled():
     eq(run([exe]).stdout, want, "untraced")
     d = tmpdir()
     eq(run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe]).stdout, want, "traced")
+
+
+def test_overlapped_system_after_clearenv_leaves_the_mask_as_glibc():
+    """After clearenv a thread's system("sleep 0.4") is overlapped by
+    main's system("true"). glibc before 2.38 put the caller's mask back
+    only when the last overlapping call returned (BZ #30163: main's SIGCHLD
+    blocked for good), but Debian's 2.36 carries the fix: 0 and 0
+    untraced here, so the copy cannot follow the version number; it puts
+    the mask back at every return, and must match whatever the running
+    libc does. (A guard: main passes too.)"""
+    exe = build_c("sk24libc_sysmix", ["sk24libc_sysmix.c"], libs=["-lpthread"])
+    u = run([exe, "mask"])
+    check(u.stdout.startswith("SIGCHLD blocked in main after its overlapped system: "), u.stdout)
+    d = tmpdir()
+    eq(run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, "mask"]).stdout, u.stdout,
+       "traced")

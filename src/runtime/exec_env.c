@@ -12,13 +12,16 @@
  *     names are the caller's business.
  * A variable the caller set keeps the caller's value. The functions that
  * use `environ` (execv, execvp, execl, execlp, system, popen) get the
- * same, built from environ: the program may have emptied it (clearenv).
- * environ is the program's again when they return (popen points it at
- * the child's environment while glibc's popen runs only where libc's
- * posix_spawn could not be taken: below). syscall() with the exec numbers comes
+ * same, built from environ: the program may have emptied it (clearenv);
+ * environ itself is never changed. syscall() with the exec numbers comes
  * here too (hooks.c, sf_exec_syscall). Every exec waits for a snapshot
  * being written and tells a parent waiting for it (below; hooks.c,
  * sf_exec_begins).
+ *
+ * Where a wrapper goes on to the function it stands in front of, that is
+ * the next definition in lookup order (sf_real: a preload after the
+ * runtime, else libc's), so that such a preload still sees the calls.
+ * libc's code is never changed.
  *
  * They run in vfork children too, so they take no lock and never call
  * malloc: the new array lives on the stack (or in a fresh mapping when it
@@ -50,6 +53,7 @@ static int nsaved;
 static int ready;
 
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+static execvpe_fn real_execve;
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 typedef FILE *(*popen_fn)(const char *, const char *);
@@ -60,8 +64,17 @@ static fexecve_fn real_fexecve;
 static execveat_fn real_execveat;
 static spawn_fn real_posix_spawn, real_posix_spawnp;
 static void spawn_compat_resolve(void);
-static int sh_dashdash; /* system() runs sh -c -- LINE (glibc >= 2.38) */
+/* glibc >= 2.38: system() and popen() run sh -c -- LINE, and popen's
+ * errno is its spawn's error (before: ENOMEM) */
+static int sh_dashdash;
+/* glibc >= 2.41: system() returns -1 when no child can be created (EAGAIN,
+ * ENOMEM), 127 only when the shell cannot run */
+static int spawn_fail_minus1;
 static popen_fn real_popen;
+typedef int (*system_fn)(const char *);
+typedef int (*fclose_fn)(FILE *);
+static system_fn real_system;
+static fclose_fn real_pclose, real_fclose;
 
 static size_t slen(const char *s)
 {
@@ -144,6 +157,7 @@ static int glibc_at_least(int major, int minor)
  * called before that (from an earlier constructor) looks its own up. */
 void sf_exec_env_resolve(void)
 {
+	real_execve = (execvpe_fn)sf_real("execve");
 	real_execvpe = (execvpe_fn)sf_real("execvpe");
 	real_fexecve = (fexecve_fn)sf_real("fexecve");
 	real_execveat = (execveat_fn)sf_real("execveat");
@@ -151,7 +165,11 @@ void sf_exec_env_resolve(void)
 	real_posix_spawnp = (spawn_fn)sf_real("posix_spawnp");
 	spawn_compat_resolve();
 	sh_dashdash = glibc_at_least(2, 38);
+	spawn_fail_minus1 = glibc_at_least(2, 41);
 	real_popen = (popen_fn)sf_real("popen");
+	real_system = (system_fn)sf_real("system");
+	real_pclose = (fclose_fn)sf_real("pclose");
+	real_fclose = (fclose_fn)sf_real("fclose");
 }
 
 #define REAL(var, type, name) ((var) ? (var) : ((var) = (type)sf_real(name)))
@@ -352,9 +370,17 @@ static int exec_vpe(const char *file, char *const argv[], char *const envp[])
 	return r;
 }
 
+/* execve() goes on to the next execve (a later preload's sees the call);
+ * the functions glibc builds on its internal execve (execv, execl,
+ * execle) make the system call, as libc's do. */
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	return exec_ve(path, argv, envp);
+	if (!REAL(real_execve, execvpe_fn, "execve"))
+		return exec_ve(path, argv, envp);
+	sf_exec_begins();
+	int r = WITH_CHILD_ENV(envp, env, real_execve(path, argv, env));
+	sf_exec_failed();
+	return r;
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
@@ -489,9 +515,7 @@ __asm__(".symver sf_posix_spawnp, posix_spawnp@@" SF_GLIBC_SPAWN_VERSION ", remo
 
 #ifdef SF_GLIBC_SPAWN_COMPAT
 /* The first versions (glibc's __posix_spawn_compat: __spawni with
- * SPAWN_XFLAGS_TRY_SHELL): libc's own, found by version. Nothing of
- * libc's is rewritten there: libc itself calls only the default one
- * (popen). */
+ * SPAWN_XFLAGS_TRY_SHELL): the next definition of that version (libc's). */
 static spawn_fn real_spawn_compat, real_spawnp_compat;
 #define REAL_COMPAT(var, name) \
 	((var) ? (var) : ((var) = (spawn_fn)sf_real_v(name, SF_GLIBC_SPAWN_COMPAT)))
@@ -521,36 +545,39 @@ static void spawn_compat_resolve(void)
 }
 #endif
 
-/* system(), glibc's own step by step: glibc's
- * (sysdeps/posix/system.c) spawns its shell with `environ` from inside
- * libc, out of reach, so this one does the same with the child's
- * environment: SIGINT and SIGQUIT ignored while any thread waits in
- * system() (counted), SIGCHLD blocked, the shell spawned with the
- * caller's mask and those two reset to default unless they were ignored,
- * 127 as the shell's exit status when it cannot be spawned, and at a
- * cancellation the child killed and reaped, `sh -c LINE` with "--"
- * before LINE only where the running glibc passes it (2.38). It runs for
- * every call, with environ itself when nothing is missing, and libc's own
- * system jumps here too (sf_exec_env_take_libc), so that all callers
- * share one count, as they share glibc's untraced.
+/* system() and popen() when the child's environment needs the tracer's
+ * variables: glibc's spawn their shell from inside libc with `environ`,
+ * out of reach, and libc's code is never changed (a program reading its
+ * bytes, an integrity check, sees libc's own), so the runtime runs its
+ * own copy of glibc's, step by step, with the child's environment given
+ * explicitly. Only then: when environ holds everything (the common case)
+ * the wrappers call the next system() and popen() in lookup order (a
+ * preload after the runtime, else libc's), as untraced.
  *
- * glibc's system reaches sigaction, waitpid and posix_spawn inside libc,
- * never through a program's definitions of them: this one calls libc's
- * own, found in libc's symbol table (elf_sym.c). Through their exported
- * names they bound to the executable's (there is no -Bsymbolic), and
- * RTLD_NEXT finds a later preload's. waitpid stays libc's (not the bare
- * wait4): it is the cancellation point glibc's system waits in. The
- * count's lock is a word taken with signals blocked, held for two
- * sigaction calls; the spawn attributes are filled in place, as
- * posix_spawnattr_init and its setters do. */
+ * glibc's reach sigaction, waitpid, posix_spawn and the rest inside
+ * libc, never through a program's definitions of them: the copies call
+ * libc's own, found in libc's symbol table (elf_sym.c). Through their
+ * exported names they bound to the executable's (there is no
+ * -Bsymbolic), and RTLD_NEXT finds a later preload's. */
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef pid_t (*waitpid_fn)(pid_t, int *, int);
 typedef int (*mutex_fn)(pthread_mutex_t *);
+typedef int (*fa_init_fn)(posix_spawn_file_actions_t *);
+typedef int (*fa_dup2_fn)(posix_spawn_file_actions_t *, int, int);
+typedef int (*fa_close_fn)(posix_spawn_file_actions_t *, int);
+typedef FILE *(*fdopen_fn)(int, const char *);
+typedef int (*cancelstate_fn)(int, int *);
 static struct {
 	sigaction_fn sigaction;
 	waitpid_fn waitpid;
 	spawn_fn posix_spawn;
-	mutex_fn lock, unlock; /* popen's lock (below), the same way */
+	mutex_fn lock, unlock; /* popen's lock (below) */
+	fa_init_fn fa_init, fa_destroy;
+	fa_dup2_fn fa_dup2;
+	fa_close_fn fa_close;
+	fdopen_fn fdopen;
+	fclose_fn fclose;
+	cancelstate_fn cancelstate;
 } own;
 
 /* libc's own definition of name; the next one (sf_real) if libc's table lacks it. */
@@ -567,13 +594,43 @@ static int libc_own_ready(void)
 		own.posix_spawn = (spawn_fn)libc_own("posix_spawn");
 		own.lock = (mutex_fn)libc_own("pthread_mutex_lock");
 		own.unlock = (mutex_fn)libc_own("pthread_mutex_unlock");
+		own.fa_init = (fa_init_fn)libc_own("posix_spawn_file_actions_init");
+		own.fa_destroy = (fa_init_fn)libc_own("posix_spawn_file_actions_destroy");
+		own.fa_dup2 = (fa_dup2_fn)libc_own("posix_spawn_file_actions_adddup2");
+		own.fa_close = (fa_close_fn)libc_own("posix_spawn_file_actions_addclose");
+		own.fdopen = (fdopen_fn)libc_own("fdopen");
+		own.fclose = (fclose_fn)libc_own("fclose");
+		own.cancelstate = (cancelstate_fn)libc_own("pthread_setcancelstate");
 		__atomic_store_n(&own.waitpid, (waitpid_fn)libc_own("waitpid"), __ATOMIC_RELEASE);
 	}
-	return own.waitpid && own.sigaction && own.posix_spawn && own.lock && own.unlock;
+	return own.waitpid && own.sigaction && own.posix_spawn && own.lock && own.unlock && own.fa_init &&
+	       own.fa_destroy && own.fa_dup2 && own.fa_close && own.fdopen && own.fclose && own.cancelstate;
 }
 
+/* Whether env (from env_for_child(environ)) is environ itself: nothing
+ * missing (or nothing to add: not tracing, or after a chroot), libc's own
+ * functions give the child what it needs. */
+static int env_is_environ(char *const *env)
+{
+	return env == environ;
+}
+
+/* ---- system ---- */
+
+/* glibc's sysdeps/posix/system.c: SIGINT and SIGQUIT ignored while any
+ * thread waits in system() (counted), SIGCHLD blocked, the shell spawned
+ * with the caller's mask and those two reset to default unless they were
+ * ignored, 127 as the shell's exit status when it cannot be spawned, at a
+ * cancellation the child killed and reaped, `sh -c LINE` with "--" before
+ * LINE only where the running glibc passes it (2.38). waitpid stays
+ * libc's (not the bare wait4): it is the cancellation point glibc's
+ * system waits in. The count's lock is a word taken with signals
+ * blocked, held for two sigaction calls; the spawn attributes are filled
+ * in place, as posix_spawnattr_init and its setters do. */
 static int system_lock;
-static int system_users;
+static int system_users; /* callers in system_in */
+static int system_glibc; /* the wrapper's callers in glibc's system */
+static int system_saved; /* system_intr and system_quit hold the program's dispositions */
 static struct sigaction system_intr, system_quit;
 
 static void system_lock_take(sigset_t *old)
@@ -591,21 +648,41 @@ static void system_lock_drop(const sigset_t *old)
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+/* Under system_lock: the program's dispositions saved, SIGINT and
+ * SIGQUIT ignored. */
+static void system_ignore(void)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigemptyset(&ign.sa_mask);
+	own.sigaction(SIGINT, &ign, &system_intr);
+	own.sigaction(SIGQUIT, &ign, &system_quit);
+	system_saved = 1;
+}
+
 struct system_wait {
 	pid_t pid;
 	sigset_t omask;
 };
 
+/* The dispositions back when the last caller leaves; the caller's mask
+ * back at every return (omask; NULL at a cancellation: glibc's cancel
+ * handler leaves it). glibc before 2.38 put the mask back only when the
+ * last caller left (SIGCHLD blocked for good in a thread whose call
+ * overlapped another's, BZ #30163), but distributions carry the fix
+ * without the version (Debian's 2.36): the fixed behaviour, always. */
 static void system_restore(const sigset_t *omask)
 {
 	sigset_t old;
 	system_lock_take(&old);
-	if (--system_users == 0) {
+	int last = --system_users == 0;
+	if (last && system_saved) {
 		own.sigaction(SIGINT, &system_intr, NULL);
 		own.sigaction(SIGQUIT, &system_quit, NULL);
+		system_saved = 0;
 	}
 	system_lock_drop(&old);
-	sigprocmask(SIG_SETMASK, omask, NULL);
+	if (omask)
+		sigprocmask(SIG_SETMASK, omask, NULL);
 }
 
 static void system_cancelled(void *arg)
@@ -614,21 +691,20 @@ static void system_cancelled(void *arg)
 	sf_syscall3(SYS_kill, w->pid, SIGKILL, 0);
 	while (own.waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	system_restore(&w->omask);
+	system_restore(NULL);
 }
 
 static int system_in(const char *line, char *const env[])
 {
 	if (!libc_own_ready())
 		return errno = ENOSYS, -1;
-	struct sigaction ign = {.sa_handler = SIG_IGN};
-	sigemptyset(&ign.sa_mask);
 	sigset_t old;
 	system_lock_take(&old);
-	if (system_users++ == 0) {
-		own.sigaction(SIGINT, &ign, &system_intr);
-		own.sigaction(SIGQUIT, &ign, &system_quit);
-	}
+	/* While glibc's system runs (called through the wrapper) it has
+	 * the program's dispositions saved and SIG_IGN set: saving now would
+	 * save its SIG_IGN (system_from_glibc takes over when it ends). */
+	if (system_users++ == 0 && !system_glibc)
+		system_ignore();
 	system_lock_drop(&old);
 	struct system_wait w = {.pid = -1};
 	sigset_t chld;
@@ -658,6 +734,8 @@ static int system_in(const char *line, char *const env[])
 		if (r != w.pid)
 			status = -1;
 		pthread_cleanup_pop(0);
+	} else if (spawn_fail_minus1 && (ret == EAGAIN || ret == ENOMEM)) {
+		status = -1; /* no child could be created (glibc 2.41, BZ #32450) */
 	} else {
 		status = W_EXITCODE(127, 0);
 	}
@@ -667,301 +745,344 @@ static int system_in(const char *line, char *const env[])
 	return status;
 }
 
-/* Always this path, with environ itself when nothing is missing: glibc's
- * system and this one overlapping in two threads kept two counts of the
- * callers, and the second to start saved the SIG_IGN the first had set
- * and put it back last (SIGINT and SIGQUIT ignored for good). */
-static int system_all(const char *line)
+/* Whether this call goes to glibc's system: environ holds everything
+ * and no call of the copy waits (each implementation keeps a count of
+ * callers, and one that overlapped the other put back the SIG_IGN the
+ * other had set: SIGINT ignored for good, skeptic24v). Counted then. */
+static int system_to_glibc(char *const *env)
+{
+	sigset_t old;
+	system_lock_take(&old);
+	int to = env_is_environ(env) && !system_users && REAL(real_system, system_fn, "system");
+	system_glibc += to;
+	system_lock_drop(&old);
+	return to;
+}
+
+/* After glibc's system: its last caller gone, it has put the program's
+ * dispositions back; a copy's call that started under it (the
+ * environment emptied meanwhile) still waits, and now saves them and
+ * ignores the signals itself, as glibc's shared count would have kept
+ * them (a window of two sigaction calls where the program's handler is
+ * in place). */
+static void system_from_glibc(void)
+{
+	sigset_t old;
+	system_lock_take(&old);
+	if (--system_glibc == 0 && system_users && !system_saved)
+		system_ignore();
+	system_lock_drop(&old);
+}
+
+static void system_glibc_cancelled(void *arg)
+{
+	(void)arg;
+	system_from_glibc();
+}
+
+/* glibc's system is a cancellation point: the count is kept right there too. */
+static __attribute__((noinline)) int system_glibc_call(const char *line)
+{
+	int r;
+	pthread_cleanup_push(system_glibc_cancelled, NULL);
+	r = real_system(line);
+	pthread_cleanup_pop(0);
+	int e = errno;
+	system_from_glibc();
+	errno = e;
+	return r;
+}
+
+/* glibc's system reached without the wrapper (a libc handle, a
+ * RTLD_DEEPBIND library) while the copy runs keeps a count of its own:
+ * that overlap can still leave SIG_IGN behind. */
+EXPORT int system(const char *line)
 {
 	struct env_build b;
 	char *const *env = env_for_child(environ, &b);
-	int r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
+	int r;
+	if (system_to_glibc(env))
+		r = system_glibc_call(line);
+	else
+		r = line ? system_in(line, env) : system_in("exit 0", env) == 0;
 	env_done(&b);
 	return r;
 }
 
-EXPORT int system(const char *line)
-{
-	return system_all(line);
-}
+/* ---- popen, pclose ---- */
 
-/* libc's own system, reached without the PLT (dlsym on a libc handle,
- * another preload's RTLD_NEXT, a RTLD_DEEPBIND library, a plugin loader),
- * jumps to system_all from its first instruction: the two
- * implementations kept a count of callers each, and one that overlapped
- * the other put back the SIG_IGN the other had set (SIGINT ignored for
- * good after a libc system overlapped by this one: skeptic24v). Done once
- * at start-up, before the program runs (init.c), like the loader's hook
- * (loader_hook.c); nothing of glibc's function runs after that. Where the
- * code cannot be rewritten, it says so once and the two counts remain. */
-static void take_system(void)
-{
-	size_t size;
-	void *theirs = sf_sym_lib_sized("libc.so", "system", &size);
-	if (!theirs)
-		return;
-	const char *why = sf_arch_redirect(theirs, size, (uint64_t)(uintptr_t)system_all);
-	if (why)
-		sf_rt_message("libc's system() called directly keeps a count of its own: ", why, NULL);
-}
-
-/* glibc's popen spawns its shell through libc's posix_spawn (a direct
- * call inside libc, with `environ`): that entry is made to jump to
- * libc_posix_spawn, which adds what the child's environment lacks and
- * goes on to what posix_spawn itself calls, __spawni(..., 0), found in
- * posix_spawn's code and checked against posix_spawnp's (the same call
- * with 1: glibc 2.15 to this day). environ is never changed: a thread
- * reading it (getenv, a logger walking the array) sees only the
- * program's, at every moment. A program calling libc's posix_spawn
- * without the PLT (dlsym on a libc handle) gets what the exported
- * wrapper gives. Where the code is not that forwarder, popen swaps
- * environ for its call (below). */
-typedef int (*spawni_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
-			 char *const[], char *const[], int);
-static spawni_fn spawni;
-
-static int spawni_plain(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-	return spawni(pid, path, fa, attr, argv, envp, 0);
-}
-
-static int libc_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-			    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-	return spawn(spawni_plain, pid, path, fa, attr, argv, envp);
-}
-
-/* Start-up, before the program runs (init.c, with the system take). */
-static void take_posix_spawn(void)
-{
-	size_t size, psize;
-	void *theirs = sf_sym_lib_sized("libc.so", "posix_spawn", &size);
-	void *p = sf_sym_lib_sized("libc.so", "posix_spawnp", &psize);
-	long flag = -1, pflag = -1;
-	uint64_t core = theirs ? sf_arch_forward_target(theirs, size, &flag) : 0;
-	const char *why = NULL;
-	if (!core || !p || sf_arch_forward_target(p, psize, &pflag) != core || flag != 0 || pflag != 1)
-		why = "libc's posix_spawn is not the expected forwarder";
-	else if ((why = sf_arch_redirect(theirs, size, (uint64_t)(uintptr_t)libc_posix_spawn)) == NULL) {
-		spawni = (spawni_fn)(uintptr_t)core;
-		real_posix_spawn = own.posix_spawn = spawni_plain;
-	}
-	if (why)
-		sf_rt_message("popen sets environ while it spawns (other threads may see the tracer's variables): ",
-			      why, NULL);
-}
-
-/* Start-up, before the program runs (init.c): libc's system and
- * posix_spawn jump to the runtime's. */
-void sf_exec_env_take_libc(void)
-{
-	if (!libc_own_ready())
-		return;
-	take_system();
-	take_posix_spawn();
-}
-
-/* popen() is glibc's own, always: only glibc knows the streams its
- * earlier popen calls left open (its private list), and POSIX has each
- * new child close them; a stream a copy of popen opened would be left out
- * of that list too. Its shell gets the tracer's variables where libc's
- * posix_spawn spawns it (libc_posix_spawn, above). Only where that could
- * not be taken: popen reads `environ` when it spawns its shell, so
- * when environ lacks the tracer's variables it is pointed at the child's
- * environment (env_kept) for the duration of glibc's popen and then set
- * back to what the program had.
- *
- * The window: until glibc's popen returns (its shell has exec'd: glibc
- * spawns with CLONE_VFORK), the program's other threads reading environ
- * (getenv) see the tracer's variables as well as their own. A setenv,
- * putenv, unsetenv or clearenv in another thread while popen runs is a
- * race in the program itself (glibc's "const:env"); if it replaced
- * environ, its array is kept. Two threads' popens never overlap
- * (popen_lock), so neither sets environ back under the other. The lock
- * is recursive, as glibc's own popen lock is: a signal handler's popen
- * that interrupted a popen of the same thread goes on (a plain mutex hung
- * it for good). Such a nested call finds environ already complete when
- * the outer one swapped it, and then neither swaps nor restores; when it
- * lands before the swap (or after the restore) it swaps and restores
- * around its own call only, in a buffer of its own (NESTED_SLOT), so the
- * outer call's buffer is never touched under it. A fork made by another
- * thread while the swap is on gets the program's environ back
- * (sf_exec_env_after_fork_child): the thread that would restore it does
- * not exist in the child. system() runs its shell and waits for it inside
- * one call, so the same swap would last the whole command: it spawns with
- * an explicit environment instead (system_in, above); glibc's system does
- * not look at popen's list. */
+/* Every stream the wrappers' popen returned and pclose has not closed:
+ * the copy's own (pid kept here: pclose and fclose wait for it) and
+ * those of glibc's popen (pid 0: glibc's pclose knows them). POSIX has
+ * every new popen child close the streams earlier popen calls left open;
+ * glibc closes those of its private list, the copy those of this table,
+ * which holds glibc's too (a copy that knew only its own left glibc's
+ * open in its child: a pclose of the earlier stream waited for the later
+ * child, cat never saw EOF; skeptic24x). glibc's list does not hold the
+ * copy's, so while one of the copy's is open every popen is the copy's.
+ * Fixed chunks, a first one in place and more mapped on demand, never
+ * moved or freed: an entry is free when its fp is NULL. Changed under
+ * popen_lock (recursive, as glibc's popen lock is: a signal handler's
+ * popen that interrupted a popen of the same thread goes on). */
+struct popen_ent {
+	FILE *fp;
+	pid_t pid; /* the copy's child; 0: glibc's stream */
+	int fd;    /* the stream's descriptor, as popen returned it */
+};
+#define POPEN_CHUNK 64
+struct popen_chunk {
+	struct popen_ent e[POPEN_CHUNK];
+	struct popen_chunk *next;
+};
+static struct popen_chunk popen_first;
 static pthread_mutex_t popen_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-static int popen_depth;       /* popen_lock held: nesting of the owner's calls */
-static pthread_t popen_owner; /* popen_lock held: the thread holding it */
-static char **swap_old, **swap_now; /* the outermost swap in progress, if any */
+static int popen_live; /* entries in use */
+static int popen_own;  /* of which the copy's */
+
+static void popen_unlock(void *arg)
+{
+	(void)arg;
+	own.unlock(&popen_lock);
+}
+
+/* Under popen_lock. 0, or -1 with no memory for another chunk. */
+static int popen_add(FILE *fp, pid_t pid, int fd)
+{
+	struct popen_chunk *c = &popen_first;
+	for (;;) {
+		for (int i = 0; i < POPEN_CHUNK; i++) {
+			if (!c->e[i].fp) {
+				c->e[i].pid = pid;
+				c->e[i].fd = fd;
+				__atomic_store_n(&c->e[i].fp, fp, __ATOMIC_RELEASE);
+				__atomic_add_fetch(&popen_live, 1, __ATOMIC_RELEASE);
+				if (pid)
+					__atomic_add_fetch(&popen_own, 1, __ATOMIC_RELEASE);
+				return 0;
+			}
+		}
+		if (!c->next) {
+			void *m = mmap(NULL, sizeof(struct popen_chunk), PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED)
+				return -1;
+			__atomic_store_n(&c->next, (struct popen_chunk *)m, __ATOMIC_RELEASE);
+		}
+		c = c->next;
+	}
+}
+
+/* fp's entry taken out of the table into *out; 0 if fp is not there. */
+static int popen_take(FILE *fp, struct popen_ent *out)
+{
+	if (!fp || !__atomic_load_n(&popen_live, __ATOMIC_ACQUIRE) || !libc_own_ready())
+		return 0;
+	int found = 0;
+	own.lock(&popen_lock);
+	for (struct popen_chunk *c = &popen_first; c && !found; c = c->next)
+		for (int i = 0; i < POPEN_CHUNK && !found; i++)
+			if (c->e[i].fp == fp) {
+				*out = c->e[i];
+				c->e[i].fp = NULL;
+				__atomic_sub_fetch(&popen_live, 1, __ATOMIC_RELEASE);
+				if (out->pid)
+					__atomic_sub_fetch(&popen_own, 1, __ATOMIC_RELEASE);
+				found = 1;
+			}
+	own.unlock(&popen_lock);
+	return found;
+}
+
+/* The mode, by glibc's rule (libio/iopopen.c): 'r', 'w', 'e' in any
+ * order, exactly one of r and w; else EINVAL. */
+static int popen_mode(const char *mode, int *do_read, int *do_cloexec)
+{
+	int r = 0, w = 0, e = 0;
+	for (; *mode; mode++) {
+		if (*mode == 'r')
+			r = 1;
+		else if (*mode == 'w')
+			w = 1;
+		else if (*mode == 'e')
+			e = 1;
+		else
+			return -1;
+	}
+	if (!(r ^ w))
+		return -1;
+	*do_read = r;
+	*do_cloexec = e;
+	return 0;
+}
+
+/* Under popen_lock: the file actions (the child's end at 0 or 1, every
+ * stream of the table closed but one at that number) and the spawn of
+ * `sh -c CMD` with env. 0 or an error number. */
+static int popen_spawn(pid_t *pid, const char *cmd, char *const env[], int child_fd, int child_pipe_fd)
+{
+	posix_spawn_file_actions_t fa;
+	own.fa_init(&fa);
+	int err = own.fa_dup2(&fa, child_fd, child_pipe_fd);
+	for (struct popen_chunk *c = &popen_first; c && !err; c = c->next)
+		for (int i = 0; i < POPEN_CHUNK && !err; i++)
+			if (c->e[i].fp && c->e[i].fd != child_pipe_fd)
+				err = own.fa_close(&fa, c->e[i].fd);
+	/* glibc passes "--" since 2.38, as in system() */
+	char *argv[] = {"sh", "-c", "--", (char *)cmd, NULL};
+	if (!sh_dashdash)
+		argv[2] = (char *)cmd, argv[3] = NULL;
+	if (!err)
+		err = own.posix_spawn(pid, "/bin/sh", &fa, NULL, argv, env);
+	own.fa_destroy(&fa);
+	return err;
+}
+
+/* popen_spawn under popen_lock, and the stream into the table: glibc
+ * holds its list's lock the same way. 0 or an error number. */
+static __attribute__((noinline)) int popen_spawn_locked(FILE *fp, const char *cmd, char *const env[], int child_fd,
+							int child_pipe_fd, int parent_fd)
+{
+	pid_t pid = 0;
+	int err;
+	own.lock(&popen_lock);
+	pthread_cleanup_push(popen_unlock, NULL);
+	err = popen_spawn(&pid, cmd, env, child_fd, child_pipe_fd);
+	if (!err && popen_add(fp, pid, parent_fd) < 0) {
+		sf_syscall3(SYS_kill, pid, SIGKILL, 0);
+		while (own.waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		err = ENOMEM;
+	}
+	pthread_cleanup_pop(1);
+	return err;
+}
+
+/* glibc's _IO_new_proc_open, with env: a pipe made close-on-exec (the
+ * child's end moved off the number it takes in the child), the stream on
+ * the parent's end, the shell spawned, the child's end closed, the
+ * parent's close-on-exec kept only for mode 'e'. Any failure after the
+ * pipe: both ends closed, errno ENOMEM (glibc < 2.38) or the failure's. Bare system calls for
+ * the descriptors, as glibc's own calls are not the program's. */
+static FILE *popen_copy(const char *cmd, const char *mode, char *const env[])
+{
+	int do_read, do_cloexec;
+	if (popen_mode(mode, &do_read, &do_cloexec) < 0)
+		return errno = EINVAL, NULL;
+	if (!libc_own_ready())
+		return errno = ENOSYS, NULL;
+	int fds[2];
+	long r = sf_syscall3(SYS_pipe2, (long)fds, O_CLOEXEC, 0);
+	if (r < 0)
+		return errno = (int)-r, NULL;
+	int parent = do_read ? 0 : 1, child = 1 - parent, child_pipe_fd = do_read ? 1 : 0;
+	FILE *fp = NULL;
+	int err = 0;
+	if (fds[child] == child_pipe_fd) {
+		long t = sf_syscall3(SYS_fcntl, fds[child], F_DUPFD_CLOEXEC, 0);
+		if (t < 0) {
+			err = (int)-t;
+			goto fail;
+		}
+		sf_syscall3(SYS_close, fds[child], 0, 0);
+		fds[child] = (int)t;
+	}
+	fp = own.fdopen(fds[parent], do_read ? "r" : "w");
+	if (!fp) {
+		err = errno;
+		goto fail;
+	}
+	err = popen_spawn_locked(fp, cmd, env, fds[child], child_pipe_fd, fds[parent]);
+	if (err)
+		goto fail;
+	sf_syscall3(SYS_close, fds[child], 0, 0);
+	if (!do_cloexec)
+		sf_syscall3(SYS_fcntl, fds[parent], F_SETFD, 0);
+	return fp;
+fail:
+	sf_syscall3(SYS_close, fds[child], 0, 0);
+	if (fp)
+		own.fclose(fp); /* closes the parent's end */
+	else
+		sf_syscall3(SYS_close, fds[parent], 0, 0);
+	/* ENOMEM whatever failed before glibc 2.38; the failure's own error
+	 * since (BZ #29016, the same release as "--") */
+	errno = sh_dashdash ? err : ENOMEM;
+	return NULL;
+}
+
+/* glibc's popen, then its stream into the table. Under popen_lock, so
+ * that a copy's popen in another thread sees it in the table once glibc
+ * has it in its list. */
+static FILE *popen_glibc(const char *cmd, const char *mode)
+{
+	FILE *fp;
+	own.lock(&popen_lock);
+	pthread_cleanup_push(popen_unlock, NULL);
+	fp = real_popen(cmd, mode);
+	if (fp && popen_add(fp, 0, fp->_fileno) < 0)
+		sf_rt_message("popen: ", "no memory for the table of streams", "a later popen child may keep it open");
+	pthread_cleanup_pop(1);
+	return fp;
+}
+
+EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	if (!libc_own_ready() || !REAL(real_popen, popen_fn, "popen"))
+		return errno = ENOSYS, NULL;
+	struct env_build b;
+	char *const *env = env_for_child(environ, &b);
+	FILE *fp;
+	if (env_is_environ(env) && !__atomic_load_n(&popen_own, __ATOMIC_ACQUIRE))
+		fp = popen_glibc(cmd, mode);
+	else
+		fp = popen_copy(cmd, mode, env);
+	env_done(&b);
+	return fp;
+}
+
+/* glibc's _IO_new_proc_close after its unlink: the stream closed (its
+ * buffer flushed first), then the child waited for with cancellation
+ * disabled, again after EINTR; the child's status, or -1 when the wait
+ * fails or (status 0) the flush or close did. */
+static int pclose_copy(FILE *fp, pid_t pid)
+{
+	int closed = own.fclose(fp);
+	int status = 0, state;
+	pid_t w;
+	do {
+		own.cancelstate(PTHREAD_CANCEL_DISABLE, &state);
+		w = own.waitpid(pid, &status, 0);
+		own.cancelstate(state, NULL);
+	} while (w == -1 && errno == EINTR);
+	if (w == -1)
+		return -1;
+	return status ? status : closed;
+}
+
+EXPORT int pclose(FILE *fp)
+{
+	struct popen_ent e;
+	if (popen_take(fp, &e) && e.pid)
+		return pclose_copy(fp, e.pid);
+	return REAL(real_pclose, fclose_fn, "pclose") ? real_pclose(fp) : (errno = ENOSYS, -1);
+}
+
+/* fclose of a popen stream is glibc's pclose (the same close function):
+ * it waits for the child and returns its status. One load when no popen
+ * stream is open. */
+EXPORT int fclose(FILE *fp)
+{
+	struct popen_ent e;
+	if (__atomic_load_n(&popen_live, __ATOMIC_ACQUIRE) && popen_take(fp, &e) && e.pid)
+		return pclose_copy(fp, e.pid);
+	return REAL(real_fclose, fclose_fn, "fclose") ? real_fclose(fp) : (errno = ENOSYS, EOF);
+}
 
 void sf_exec_env_after_fork_child(void)
 {
 	/* held by another thread for two sigaction calls at most (signals
 	 * blocked: never by the forking one); that thread is not here */
 	__atomic_clear(&system_lock, __ATOMIC_RELAXED);
-	/* The forking thread inside popen (a handler's fork) restores its own
-	 * swap when that popen returns: only another thread's is undone. */
-	if (popen_depth && pthread_equal(popen_owner, pthread_self()))
-		return;
-	if (swap_now && environ == swap_now)
-		environ = swap_old;
-	swap_now = swap_old = NULL;
-	popen_depth = 0;
 	pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 	popen_lock = fresh;
-}
-
-/* The arrays given to environ: a small ring of mappings, each rewritten in
- * place when the next environment fits and replaced (the old mapping
- * unmapped) only when it does not. The newest is reused as it is while
- * the child's environment stays the same (a program that clears its
- * environment once and then calls popen in a loop rewrites nothing); a
- * per-request variable (a CGI server's REQUEST_ID) cycles through the
- * ring, so memory stays bounded (an array was once mapped per popen and
- * kept for good: +1 page per request).
- *
- * Why a reader that started in an old buffer is done with it when the
- * buffer is used again: another thread sees a buffer only through environ
- * during one popen window, which ends when that popen's shell has exec'd.
- * The buffer comes back into use only RING_SLOTS - 1 popens later, each of
- * which spawned a process and waited for its exec (hundreds of
- * microseconds at least), while the reader (getenv: a scan of a few
- * dozen strings) needs microseconds. That is an argument from time, not a
- * proof: a reader descheduled for longer still reads mapped memory when
- * the buffer was rewritten in place (a later environment, possibly torn
- * mid-rewrite), and only a buffer that had to grow is unmapped. The
- * nested slot serves the popen of a signal handler that interrupted a
- * popen of the same thread (see above). */
-#define RING_SLOTS 4
-#define NESTED_SLOT RING_SLOTS
-struct env_slot {
-	char *mem;
-	size_t cap;
-	int used;
-};
-static struct env_slot slots[RING_SLOTS + 1];
-static int ring_newest = -1;
-
-/* Whether env, built by env_for_child in [lo, lo + len), holds the same
- * entries as kept: the program's strings by address, the built ones
- * (LD_PRELOAD) by content. */
-static int same_as_kept(char *const *env, const char *lo, size_t len, char **kept)
-{
-	size_t i = 0;
-	for (; env[i] && kept[i]; i++) {
-		int built = env[i] >= lo && env[i] < lo + len;
-		if (built ? strcmp(env[i], kept[i]) != 0 : env[i] != kept[i])
-			return 0;
-	}
-	return !env[i] && !kept[i];
-}
-
-/* env (built in [lo, lo + len)) copied into slot sl, mapped again when it
- * does not fit; NULL if no memory can be mapped. */
-static char **slot_fill(struct env_slot *sl, char *const *env, const char *lo, size_t len)
-{
-	if (sl->cap < len) {
-		size_t cap = (len + 4095) & ~(size_t)4095;
-		char *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			return NULL;
-		if (sl->mem)
-			munmap(sl->mem, sl->cap);
-		sl->mem = m;
-		sl->cap = cap;
-	}
-	/* the strings first, then the pointers, each stored whole */
-	char **copy = (char **)sl->mem;
-	size_t ptrs = 0;
-	while (env[ptrs])
-		ptrs++;
-	ptrs = (ptrs + 1) * sizeof(char *);
-	memcpy(sl->mem + ptrs, lo + ptrs, len - ptrs);
-	for (size_t i = 0;; i++) {
-		char *e = env[i];
-		if (e >= lo && e < lo + len)
-			e = sl->mem + (e - lo);
-		__atomic_store_n(&copy[i], e, __ATOMIC_RELEASE);
-		if (!e)
-			break;
-	}
-	sl->used = 1;
-	return copy;
-}
-
-/* env (built in [lo, lo + len)) as an array in one of the slots. */
-static char **env_kept(char *const *env, const char *lo, size_t len, int nested)
-{
-	if (nested)
-		return slot_fill(&slots[NESTED_SLOT], env, lo, len);
-	if (ring_newest >= 0 && same_as_kept(env, lo, len, (char **)slots[ring_newest].mem))
-		return (char **)slots[ring_newest].mem;
-	int next = (ring_newest + 1) % RING_SLOTS;
-	char **r = slot_fill(&slots[next], env, lo, len);
-	if (r)
-		ring_newest = next;
-	return r;
-}
-
-static FILE *real_popen_call(const char *cmd, const char *mode)
-{
-	return REAL(real_popen, popen_fn, "popen") ? real_popen(cmd, mode) : (errno = ENOSYS, NULL);
-}
-
-struct popen_swap {
-	char **old, **swap;
-	int outer; /* the outermost call: it publishes its swap for fork children */
-};
-
-/* After glibc's popen, or at a cancellation inside it. */
-static void popen_restore(void *arg)
-{
-	struct popen_swap *w = arg;
-	if (w->swap) {
-		int e = errno;
-		/* a program thread that replaced environ meanwhile keeps its array */
-		__atomic_compare_exchange_n(&environ, &w->swap, w->old, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		if (w->outer)
-			swap_now = swap_old = NULL;
-		errno = e;
-	}
-	popen_depth--;
-	own.unlock(&popen_lock);
-}
-
-EXPORT FILE *popen(const char *cmd, const char *mode)
-{
-	if (spawni) /* the environment is added where it spawns */
-		return real_popen_call(cmd, mode);
-	if (!libc_own_ready())
-		return errno = ENOSYS, NULL;
-	own.lock(&popen_lock);
-	int nested = popen_depth++ > 0;
-	popen_owner = pthread_self();
-	char **old = environ;
-	struct env_build b;
-	char *const *env = env_for_child(old, &b);
-	char **swap = NULL;
-	if (env != old) { /* never when an outer call swapped: its array is complete */
-		swap = env_kept(env, b.mem, b.len, nested);
-		if (!swap)
-			sf_rt_message("popen: ", "no memory for the child's environment", "this child runs untraced");
-	}
-	env_done(&b);
-	struct popen_swap w = {old, swap, !nested};
-	if (swap) {
-		if (!nested) {
-			swap_old = old;
-			swap_now = swap;
-		}
-		environ = swap;
-	}
-	FILE *fp;
-	pthread_cleanup_push(popen_restore, &w);
-	fp = real_popen_call(cmd, mode);
-	pthread_cleanup_pop(1);
-	return fp;
 }

@@ -88,16 +88,61 @@ static int claimed = -1;
 static uint64_t claim_dev, claim_ino;
 static uint32_t claim_seq;
 
+/* The wrappers' calls go on to the next definitions in lookup order
+ * (sf_real: a preload after the runtime, else libc's), so that such a
+ * preload sees the program's calls as it does untraced; syscall() with
+ * these numbers (hooks.c) makes the system call, as libc's does. */
 typedef int (*close_fn)(int);
 static close_fn real_close; /* glibc's: a cancellation point, unlike the bare system call */
 typedef int (*fcntl_fn)(int, int, ...);
 static fcntl_fn real_fcntl, real_fcntl64; /* glibc's (F_SETLKW is a cancellation point) */
+typedef int (*dup3_fn)(int, int, int);
+typedef int (*dup2_fn)(int, int);
+typedef int (*close_range_fn)(unsigned int, unsigned int, int);
+typedef void (*closefrom_fn)(int);
+static close_fn real_dup;
+static dup2_fn real_dup2;
+static dup3_fn real_dup3;
+static close_range_fn real_close_range;
+static closefrom_fn real_closefrom;
 
 void sf_fd_guard_resolve(void)
 {
 	real_close = (close_fn)sf_real("close");
 	real_fcntl = (fcntl_fn)sf_real("fcntl");
 	real_fcntl64 = (fcntl_fn)sf_real("fcntl64");
+	real_dup = (close_fn)sf_real("dup");
+	real_dup2 = (dup2_fn)sf_real("dup2");
+	real_dup3 = (dup3_fn)sf_real("dup3");
+	real_close_range = (close_range_fn)sf_real("close_range");
+	real_closefrom = (closefrom_fn)sf_real("closefrom");
+}
+
+/* A libc-style result (-1 and errno) as -errno. */
+static long neg_errno(long r)
+{
+	return r < 0 ? -(long)errno : r;
+}
+
+/* a[3] of a dup3 made for dup2 (no SYS_dup2: aarch64), with `next` only. */
+#define FD_AS_DUP2 2
+
+/* The call nr (dup2, dup3, close_range) with a: through the next
+ * definition when `next` and it is known, else the system call; -errno. */
+static long fd_call(int next, long nr, const long *a)
+{
+#ifdef SYS_dup2
+	if (nr == SYS_dup2 && next && real_dup2)
+		return neg_errno(real_dup2((int)a[0], (int)a[1]));
+#else
+	if (nr == SYS_dup3 && next && a[3] == FD_AS_DUP2 && real_dup2)
+		return neg_errno(real_dup2((int)a[0], (int)a[1]));
+#endif
+	if (nr == SYS_dup3 && next && real_dup3)
+		return neg_errno(real_dup3((int)a[0], (int)a[1], (int)a[2]));
+	if (nr == SYS_close_range && next && real_close_range)
+		return neg_errno(real_close_range((unsigned)a[0], (unsigned)a[1], (int)a[2]));
+	return sf_syscall3(nr, a[0], a[1], a[2]);
 }
 
 void sf_fd_guard_add(struct sf_fd_guard *g)
@@ -612,7 +657,7 @@ static long move_away(long old)
  * its writes through the old number, then the program's call runs. No
  * free number left: the runtime gives that descriptor up (its writes then
  * fail, counted). */
-static long dup_over(long nr, long from, long to, long flags)
+static long dup_over(int next, long nr, long from, long to, long flags, long as_dup2)
 {
 	sigset_t old;
 	sf_fd_gate_lock(&old);
@@ -621,27 +666,27 @@ static long dup_over(long nr, long from, long to, long flags)
 		long moved = move_away(to);
 		sf_fd_publish(g, (int)moved);
 	}
-	long r = nr == SYS_dup3 ? sf_syscall3(SYS_dup3, from, to, flags)
+	long r = nr == SYS_dup3 ? fd_call(next, SYS_dup3, (const long[4]){from, to, flags, as_dup2})
 #ifdef SYS_dup2
-				: sf_syscall3(SYS_dup2, from, to, 0);
+				: fd_call(next, SYS_dup2, (const long[4]){from, to, 0});
 #else
-				: (from == to ? to : sf_syscall3(SYS_dup3, from, to, 0));
+				: (from == to ? to : fd_call(next, SYS_dup3, (const long[4]){from, to, 0}));
 #endif
 	sf_fd_gate_unlock(&old);
 	return r;
 }
 
-/* The bare system calls, with the runtime's numbers left alone; -errno. */
-static long guarded_close_range(unsigned long lo, unsigned long hi, unsigned long flags)
+/* close_range (fd_call) on the pieces around the runtime's numbers; -errno. */
+static long guarded_close_range(int next, unsigned long lo, unsigned long hi, unsigned long flags)
 {
 	if (flags & CLOSE_RANGE_CLOEXEC) /* the runtime's are close-on-exec already */
-		return sf_syscall3(SYS_close_range, lo, hi, flags);
+		return fd_call(next, SYS_close_range, (const long[4]){(long)lo, (long)hi, (long)flags});
 	long r = 0;
 	while (lo <= hi) {
 		long g = lowest_guarded(lo, hi);
 		unsigned long end = g < 0 ? hi : (unsigned long)g - 1;
 		if (g < 0 || (unsigned long)g > lo)
-			r = sf_syscall3(SYS_close_range, lo, end, flags);
+			r = fd_call(next, SYS_close_range, (const long[4]){(long)lo, (long)end, (long)flags});
 		if (r < 0 || g < 0 || (unsigned long)g == ~0ul)
 			break;
 		lo = (unsigned long)g + 1;
@@ -649,7 +694,7 @@ static long guarded_close_range(unsigned long lo, unsigned long hi, unsigned lon
 	return r;
 }
 
-static int fd_syscall(long nr, const long *a, long *r, uint32_t *e);
+static int fd_syscall(int next, long nr, const long *a, long *r, uint32_t *e);
 
 /* syscall(2) with one of these numbers (hooks.c): 1 and *r set if handled. */
 int sf_fd_syscall(long nr, const long *a, long *r)
@@ -664,12 +709,20 @@ int sf_fd_syscall(long nr, const long *a, long *r)
 	)
 		return 0;
 	uint32_t e = prog_enter();
-	int handled = fd_syscall(nr, a, r, &e);
+	int handled = fd_syscall(0, nr, a, r, &e);
 	prog_leave(e);
 	return handled;
 }
 
-static int fd_syscall(long nr, const long *a, long *r, uint32_t *e)
+/* The same for the exported wrappers: on to the next definitions. */
+static void fd_wrapped(long nr, const long *a, long *r)
+{
+	uint32_t e = prog_enter();
+	fd_syscall(1, nr, a, r, &e);
+	prog_leave(e);
+}
+
+static int fd_syscall(int next, long nr, const long *a, long *r, uint32_t *e)
 {
 	if ((nr == SYS_fcntl || nr == SYS_dup) && runtime_number(a[0])) {
 		*r = -EBADF; /* not open, as untraced (fcntl_any) */
@@ -692,7 +745,7 @@ static int fd_syscall(long nr, const long *a, long *r, uint32_t *e)
 			*r = -EINVAL;
 		else
 			*r = (unsigned long)a[0] > (unsigned long)a[1] ? -EINVAL
-								      : guarded_close_range((unsigned)a[0], (unsigned)a[1], (unsigned)a[2]);
+								      : guarded_close_range(next, (unsigned)a[0], (unsigned)a[1], (unsigned)a[2]);
 		return 1;
 	}
 	if (nr == SYS_dup3 && (((unsigned long)a[2] & ~(unsigned long)O_CLOEXEC) || a[0] == a[1])) {
@@ -719,11 +772,11 @@ static int fd_syscall(long nr, const long *a, long *r, uint32_t *e)
 		/* Under the gate no claim is being made: not in flight there
 		 * (a claim holds the gate while it waits for calls in flight). */
 		prog_leave(*e);
-		*r = dup_over(nr, a[0], a[1], a[2]);
+		*r = dup_over(next, nr, a[0], a[1], a[2], next ? a[3] : 0);
 		*e = prog_enter();
 	}
 	else
-		*r = sf_syscall3(nr, a[0], a[1], a[2]);
+		*r = fd_call(next, nr, a);
 	return 1;
 }
 
@@ -753,17 +806,34 @@ __attribute__((visibility("default"))) int close_range(unsigned int lo, unsigned
 {
 	long a[6] = {lo, hi, flags};
 	long r;
-	sf_fd_syscall(SYS_close_range, a, &r);
+	fd_wrapped(SYS_close_range, a, &r);
 	return (int)ret_errno(r);
 }
 
-/* glibc's closefrom calls close_range inside libc, past any wrapper. */
+/* glibc's closefrom calls close_range inside libc, past any wrapper:
+ * the pieces below the runtime's highest number go through the next
+ * close_range, the rest through the next closefrom (a later preload
+ * sees closefrom from the last runtime number on). */
 __attribute__((visibility("default"))) void closefrom(int lo)
 {
 	if (lo < 0)
 		lo = 0;
 	uint32_t e = prog_enter();
-	long r = guarded_close_range((unsigned)lo, ~0u, 0);
+	unsigned long from = (unsigned)lo;
+	long r = 0;
+	for (;;) {
+		long g = lowest_guarded(from, ~0u);
+		if (g < 0 && real_closefrom) {
+			real_closefrom((int)from);
+			break;
+		}
+		unsigned long end = g < 0 ? ~0u : (unsigned long)g - 1;
+		if (g < 0 || (unsigned long)g > from)
+			r = fd_call(1, SYS_close_range, (const long[4]){(long)from, (long)end, 0});
+		if (r < 0 || g < 0 || (unsigned long)g >= ~0u)
+			break;
+		from = (unsigned long)g + 1;
+	}
 	prog_leave(e);
 	if (r < 0) /* no close_range (Linux < 5.9): one by one, as glibc falls back to */
 		for (long fd = lo, top = sysconf(_SC_OPEN_MAX); fd < top; fd++)
@@ -775,15 +845,21 @@ __attribute__((visibility("default"))) int dup2(int from, int to)
 #ifdef SYS_dup2
 	long a[6] = {from, to};
 	long r;
-	sf_fd_syscall(SYS_dup2, a, &r);
+	fd_wrapped(SYS_dup2, a, &r);
 	return (int)ret_errno(r);
 #else
-	/* dup2(fd, fd) checks fd and returns it; dup3 refuses it. */
-	if (from == to)
+	/* dup2(fd, fd) checks fd and returns it (EBADF for a runtime number,
+	 * never the program's); dup3 refuses it. */
+	if (from == to) {
+		if (runtime_number(from))
+			return errno = EBADF, -1;
+		if (real_dup2)
+			return real_dup2(from, to);
 		return (int)ret_errno(sf_syscall3(SYS_fcntl, from, F_GETFD, 0) < 0 ? -EBADF : to);
-	long a[6] = {from, to, 0};
+	}
+	long a[6] = {from, to, 0, FD_AS_DUP2};
 	long r;
-	sf_fd_syscall(SYS_dup3, a, &r);
+	fd_wrapped(SYS_dup3, a, &r);
 	return (int)ret_errno(r);
 #endif
 }
@@ -792,7 +868,7 @@ __attribute__((visibility("default"))) int dup3(int from, int to, int flags)
 {
 	long a[6] = {from, to, flags};
 	long r;
-	sf_fd_syscall(SYS_dup3, a, &r);
+	fd_wrapped(SYS_dup3, a, &r);
 	return (int)ret_errno(r);
 }
 
@@ -836,5 +912,7 @@ __attribute__((visibility("default"))) int dup(int fd)
 		errno = EBADF;
 		return -1;
 	}
+	if (real_dup)
+		return real_dup(fd);
 	return (int)ret_errno(sf_syscall3(SYS_dup, fd, 0, 0));
 }

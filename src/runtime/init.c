@@ -282,8 +282,6 @@ __attribute__((constructor(101))) static void sf_init(int argc, char **argv, cha
 	/* Inert in setuid/setgid programs: never act on their environment. */
 	if (!getauxval(AT_SECURE))
 		start_tracing();
-	if (!had) /* no thread of the program's yet */
-		sf_exec_env_take_libc();
 	if (!had && sf_config.enabled) {
 		sf_log_watch_exit(); /* loaded with the process: see there */
 		sf_watch_quick_exit();

@@ -78,34 +78,6 @@ void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n)
 	}
 }
 
-/* n bytes of code at `at` (in a read-only executable mapping) replaced by
- * b, at start-up, before the program runs threads of its own: the pages
- * made writable for the copy and given PROT_READ | PROT_EXEC back, or,
- * where writable executable memory is refused, written through
- * /proc/self/mem. NULL on success, else why not. */
-const char *sf_text_replace(void *at, const void *b, size_t n)
-{
-	uint64_t lo = (uint64_t)at & ~(SF_PAGE - 1);
-	size_t len = (size_t)((((uint64_t)at + n + SF_PAGE - 1) & ~(SF_PAGE - 1)) - lo);
-	struct sf_text_writer w = {-1, 0};
-	if (mprotect((void *)lo, len, PROT_READ | PROT_WRITE | PROT_EXEC) < 0) {
-		if (errno != EACCES && errno != EPERM)
-			return "the code cannot be made writable";
-		w.mem_fd = sf_fd_brief(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
-		if (w.mem_fd < 0)
-			return "writable code refused and /proc/self/mem unusable";
-	}
-	sf_text_put(&w, at, b, n);
-	__builtin___clear_cache((char *)at, (char *)at + n);
-	if (w.mem_fd >= 0) {
-		sf_close(w.mem_fd);
-		return w.failed ? "writing through /proc/self/mem failed" : NULL;
-	}
-	if (mprotect((void *)lo, len, PROT_READ | PROT_EXEC) < 0)
-		sf_rt_message("a code page stays writable: ", "mprotect failed", NULL);
-	return NULL;
-}
-
 /* Whether a thread other than this one (and our writer) may be running
  * program code. Raw getdents64: no allocation here. */
 static int other_threads(void)

@@ -477,8 +477,6 @@ int sf_root_changed(void) SF_HIDDEN;
 void sf_exec_env_resolve(void) SF_HIDDEN;
 void sf_exec_env_init(void) SF_HIDDEN;
 void sf_exec_env_after_fork_child(void) SF_HIDDEN;
-/* libc's system() made to jump to the runtime's (start-up, loaded with the process). */
-void sf_exec_env_take_libc(void) SF_HIDDEN;
 /* The execve/execveat system call (a: its six arguments)
  * with the tracer's variables added to its environment; -errno. */
 long sf_exec_syscall(long nr, const long *a) SF_HIDDEN;
@@ -687,9 +685,6 @@ struct sf_text_writer {
 int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
 /* Writes n bytes at `at`; n == 2 or 4 is one atomic store (a sled's last write). */
 void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
-/* n bytes of code at `at` replaced by b (start-up only: no other thread
- * runs that code); NULL on success, else why not. */
-const char *sf_text_replace(void *at, const void *b, size_t n) SF_HIDDEN;
 
 /* ---- switch.c (record --paused, sftrace resume / pause) ---- */
 /* 1 while tracing is off: no sled patched, no heap event recorded. */
@@ -1116,15 +1111,6 @@ const void *sf_patch_stub_fde(uint64_t pc, void *bases) SF_HIDDEN;
  * NULL on success, else why not. */
 const char *sf_arch_hook_loader(void *hook, uint64_t entry) SF_HIDDEN;
 void sf_loader_entry(void) SF_HIDDEN;
-/* Makes the function at fn (size bytes: its st_size) jump to `to` from its
- * first instruction on, with an absolute jump behind a landing pad (so
- * that an indirect call still lands where branch tracking allows). NULL
- * on success, else why not. */
-const char *sf_arch_redirect(void *fn, size_t size, uint64_t to) SF_HIDDEN;
-/* The function a forwarder at fn (size bytes) calls with its arguments
- * plus one constant (*flag) after them, as glibc's posix_spawn calls
- * __spawni(..., 0); 0 when fn's code is not such a forwarder. */
-uint64_t sf_arch_forward_target(const void *fn, size_t size, long *flag) SF_HIDDEN;
 
 /* bytes claimed at *cursor the way the trampolines claim a record: one
  * xadd without a lock prefix (only a signal handler on this thread can

@@ -259,8 +259,8 @@ def test_slow_environ_reader_during_popens():
     took the runtime's ring array during popen's window, saw LD_PRELOAD
     and SFTRACE_ entries, and its first entry was rewritten to another
     request's value under it (the ring slot reused in place 4 popens
-    later). The variables are now added where libc's posix_spawn spawns
-    popen's shell: environ never changes."""
+    later). The runtime's copy of glibc's popen now spawns the shell with
+    an explicit environment: environ never changes."""
     exe = build_c("skep24v_envread", ["skep24v_envread.c"], libs=["-lpthread"])
     u = run([exe])
     # how many times the reader looked depends on the machine's load
@@ -279,8 +279,9 @@ def test_libc_system_overlapping_the_wrapper_keeps_the_sigint_handler():
     SIGINT handler is back after both. Traced the second was the
     runtime's, with a count of its own: it saved the SIG_IGN glibc's had
     set and put it back last: SIGINT stayed ignored for good (Ctrl-C and a
-    graceful shutdown handler lost). libc's system now jumps to the
-    runtime's: one count again."""
+    graceful shutdown handler lost). With the tracer's variables in
+    environ the wrapper goes on to glibc's: one count again (libc's code
+    is no longer rewritten to jump to the runtime's)."""
     u, t = both(["libcsys"])
     eq(u, ("SIGINT after: handler 1 ignored 0 (0 0)\n", 0), "untraced")
     eq(t, u, "traced")

@@ -280,6 +280,24 @@ static inline __attribute__((always_inline)) uint8_t *pack_fused(struct sf_pack_
 	o += 2;
 	if (__builtin_expect(spell, 0))
 		o = put_varint(o, fw >> SF_KIND_BITS);
+	if (__builtin_expect(!head && nv <= 2, 1)) {
+		/* the common case (pack_values_again's): no loop */
+		uint64_t r0, r1 = 0, x1 = 0;
+		memcpy(&r0, &pl[0], 8);
+		uint64_t x0 = r0 ^ h[0];
+		h[0] = r0;
+		if (nv == 2) {
+			memcpy(&r1, &pl[1], 8);
+			x1 = r1 ^ h[1];
+			h[1] = r1;
+		}
+		*f = (uint8_t)(op << 4 | (x0 != 0) | (x1 != 0) << 1);
+		if (x0)
+			o = put_xor(o, x0);
+		if (x1)
+			o = put_xor(o, x1);
+		return o;
+	}
 	if (head) {
 		for (uint32_t k = 0; k < SF_PK_A2REC; k++)
 			h[k] = 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args_cache.h"
 #include "format/sf_args.h"
 #include "format/sf_env.h"
 #include "format/xray_map.h"
@@ -365,6 +366,37 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *obj, st
 	return rc;
 }
 
+/* The DWARF items of every instrumented function of o (obj's) that has
+ * some, by vaddr, into *s: from the user's cache when it answers for
+ * this very file (args_cache.h), else read and kept there. -1 (after a
+ * warning) when obj has no DWARF. */
+static int auto_items(const char *obj, const struct sel_object *o, struct ac_set *s)
+{
+	char key[AC_KEY_MAX], again[AC_KEY_MAX];
+	int keyed = ac_key(obj, o->build_id, key, sizeof(key)) == 0;
+	if (keyed && ac_load(key, s))
+		return 0;
+	struct da_file *d = da_open(obj);
+	if (!d) {
+		sf_warn("--auto-args: %s has no DWARF (build with -g): no values recorded", obj);
+		return -1;
+	}
+	for (size_t i = 0; i < o->nfuncs; i++) {
+		struct da_item di[2 * SF_ARG_MAX_ITEMS]; /* the entry's and the exit's */
+		unsigned n = da_items(d, o->funcs[i].vaddr, di, 2 * SF_ARG_MAX_ITEMS);
+		if (!n)
+			continue;
+		struct ac_func *f = ac_add(s, o->funcs[i].vaddr);
+		memcpy(f->it, di, n * sizeof(di[0]));
+		f->n = n;
+	}
+	da_close(d);
+	/* Not if the file changed while it was read (its key with it). */
+	if (keyed && ac_key(obj, o->build_id, again, sizeof(again)) == 0 && !strcmp(key, again))
+		ac_store(key, s);
+	return 0;
+}
+
 /* --auto-args: every instrumented function of obj that no spec named,
  * with what its DWARF prototype says. -1 after a message. */
 static int resolve_auto(const char *obj, struct ra_funcs *fs, char *build_id, size_t bid_cap)
@@ -379,21 +411,23 @@ static int resolve_auto(const char *obj, struct ra_funcs *fs, char *build_id, si
 		rc = -1;
 	} else {
 		snprintf(build_id, bid_cap, "%s", o.build_id);
-		struct da_file *d = da_open(obj);
-		if (!d)
-			sf_warn("--auto-args: %s has no DWARF (build with -g): no values recorded", obj);
-		for (size_t i = 0; d && i < o.nfuncs; i++) {
-			if (hm_find(&fs->at, o.funcs[i].vaddr))
-				continue; /* a spec names it: the spec's values only */
-			struct da_item di[2 * SF_ARG_MAX_ITEMS]; /* the entry's and the exit's */
-			unsigned n = da_items(d, o.funcs[i].vaddr, di, 2 * SF_ARG_MAX_ITEMS);
-			if (!n)
-				continue;
-			struct ra_func *f = func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i]));
-			for (unsigned k = 0; k < n && f->n < sizeof(f->items) / sizeof(f->items[0]); k++)
-				f->items[f->n++] = (struct ra_item){di[k].slot, di[k].fmt, di[k].on_exit}; /* as DWARF has them */
+		struct ac_set s = {0};
+		if (auto_items(obj, &o, &s) == 0) {
+			/* Both by vaddr: the cache's entries are the object's
+			 * functions that have items. */
+			size_t k = 0;
+			for (size_t i = 0; i < o.nfuncs && k < s.n; i++) {
+				if (o.funcs[i].vaddr != s.v[k].vaddr)
+					continue;
+				const struct ac_func *a = &s.v[k++];
+				if (hm_find(&fs->at, a->vaddr))
+					continue; /* a spec names it: the spec's values only */
+				struct ra_func *f = func_at(fs, a->vaddr, sel_func_name(&o, &o.funcs[i]));
+				for (unsigned j = 0; j < a->n && f->n < sizeof(f->items) / sizeof(f->items[0]); j++)
+					f->items[f->n++] = (struct ra_item){a->it[j].slot, a->it[j].fmt, a->it[j].on_exit};
+			}
 		}
-		da_close(d);
+		free(s.v);
 	}
 	sel_free(&o);
 	nm_free(&inc);

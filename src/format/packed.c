@@ -237,6 +237,105 @@ static inline __attribute__((always_inline)) uint8_t *pack_values(struct sf_pack
 	return o;
 }
 
+/* The op of an entry or exit whose time needs no operand (the fourth
+ * form's function event, at its values' time): pack_call's choice and
+ * its updates of the stack and the table; *spell when the id follows. */
+static inline __attribute__((always_inline)) uint32_t call_op(uint32_t *stack, uint32_t *mru, uint32_t *sp,
+							      uint32_t kind, uint32_t id, uint32_t *spell)
+{
+	if (kind == SF_EV_ENTRY) {
+		uint32_t slot = sf_pk_slot(id);
+		*spell = mru[slot] != id;
+		mru[slot] = id;
+		stack[*sp % SF_PK_STACK] = id;
+		++*sp;
+		return *spell ? SF_PK_ENTRY_ID : SF_PK_ENTRY_MRU + slot;
+	}
+	uint32_t top = stack[(*sp - 1) % SF_PK_STACK];
+	*spell = (top != id) | (*sp == 0);
+	*sp -= *sp != 0;
+	return SF_PK_EXIT + *spell;
+}
+
+/* A values-only ARGS event (nv records at pl) and the entry or exit fw
+ * after it at the same time, in the fourth form (version 7,
+ * docs/FORMAT.md), after op 7's tag: SF_PK_FUSED; a byte with the
+ * function event's op, SF_PK_V4_HEAD when the slot (the third form's, by
+ * fw) holds something else, and for up to 3 records their bitmap; the id
+ * if the op spells it; the count if the head flag is set; for more than
+ * 3 records, their bitmap; put_xor of each record that differs. Against
+ * the third form and the function event's own tag: no slot byte, one
+ * byte for the tag and the event, the bitmap in it for most calls (SQLite
+ * under --auto-args, 20,000 rows: log 38.5 -> see docs/DESIGN.md). */
+static inline __attribute__((always_inline)) uint8_t *pack_fused(struct sf_pack_state *st, uint8_t *o,
+								  const struct sf_event *pl, uint32_t nv, uint32_t fw,
+								  uint32_t *stack, uint32_t *mru, uint32_t *sp)
+{
+	uint32_t spell, op = call_op(stack, mru, sp, fw & SF_KIND_MASK, fw >> SF_KIND_BITS, &spell);
+	uint32_t s = sf_pk_a2_slot(fw), tag = SF_ARGS_VALUES | nv, bm = 0;
+	uint64_t *h = st->a2[s];
+	int head = st->a2n[s] != tag;
+	uint8_t *f = o + 1;
+	o[0] = (uint8_t)SF_PK_FUSED;
+	o += 2;
+	if (__builtin_expect(spell, 0))
+		o = put_varint(o, fw >> SF_KIND_BITS);
+	if (__builtin_expect(!head && nv <= 2, 1)) {
+		/* the common case (pack_values_again's): no loop */
+		uint64_t r0, r1 = 0, x1 = 0;
+		memcpy(&r0, &pl[0], 8);
+		uint64_t x0 = r0 ^ h[0];
+		h[0] = r0;
+		if (nv == 2) {
+			memcpy(&r1, &pl[1], 8);
+			x1 = r1 ^ h[1];
+			h[1] = r1;
+		}
+		*f = (uint8_t)(op << 4 | (x0 != 0) | (x1 != 0) << 1);
+		if (x0)
+			o = put_xor(o, x0);
+		if (x1)
+			o = put_xor(o, x1);
+		return o;
+	}
+	if (head) {
+		for (uint32_t k = 0; k < SF_PK_A2REC; k++)
+			h[k] = 0;
+		st->a2n[s] = (uint8_t)tag;
+		*o++ = (uint8_t)nv;
+	}
+	if (nv <= 3) {
+		o = put_xors(o, h, pl, 0, nv, &bm);
+		*f = (uint8_t)(op << 4 | (head ? SF_PK_V4_HEAD : 0) | bm);
+		return o;
+	}
+	uint8_t *bits = o;
+	uint32_t nb = (nv + 7) / 8, kept = nv < SF_PK_A2REC ? nv : SF_PK_A2REC;
+	o = put_xors(o + nb, h, pl, 0, kept, &bm);
+	for (uint32_t j = kept; j < nv; j++) { /* not remembered: against zero */
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		if (rj) {
+			bm |= 1u << j;
+			o = put_xor(o, rj);
+		}
+	}
+	for (uint32_t k = 0; k < nb; k++)
+		bits[k] = (uint8_t)(bm >> 8 * k);
+	*f = (uint8_t)(op << 4 | (head ? SF_PK_V4_HEAD : 0));
+	return o;
+}
+
+/* Whether the values-only ARGS event at ev[i] (nv records) and the record
+ * after them go in the fourth form: an entry or exit at its time. */
+static inline __attribute__((always_inline)) int fusable(const struct sf_event *ev, size_t i, uint32_t nv, size_t n)
+{
+	if (i + 1 + nv >= n)
+		return 0;
+	uint32_t fk = ev[i + 1 + nv].word & SF_KIND_MASK;
+	return (fk == SF_EV_ENTRY || fk == SF_EV_EXIT) && ev[i + 1 + nv].time_lo == ev[i].time_lo;
+}
+
 /* An XOR difference as put_xor wrote it, at *p before end: 0, or -1 if
  * cut or its mask is zero. */
 static int get_xor(const uint8_t **p, const uint8_t *end, uint64_t *x)
@@ -298,6 +397,87 @@ static int unpack_values(struct sf_unpack *u, uint32_t *word)
 	return 0;
 }
 
+static inline int varint_at(const uint8_t **p, const uint8_t *end, uint32_t *v);
+
+/* The fourth form (pack_fused), from its first byte on: the ARGS word
+ * into *word; its values, then the function event at the ARGS event's
+ * time, become the coded records that follow. Out of line: inlined,
+ * sf_unpack_next saved more registers on every record (`sftrace memory`
+ * on a heap log: 6 instructions more a record). */
+static __attribute__((noinline)) int unpack_fused(struct sf_unpack *u, uint32_t *word)
+{
+	const uint8_t *p = u->p + 1, *end = u->end;
+	struct sf_pack_state *st = &u->st;
+	if (p >= end)
+		return -1;
+	uint8_t f = *p++;
+	uint32_t op = f >> 4, id, fw, bm = f & 7;
+	if (op == SF_PK_EXIT) {
+		if (!st->sp)
+			return -1;
+		id = stack_top(st);
+		stack_pop(st, 1);
+		fw = sf_event_word(id, SF_EV_EXIT);
+	} else if (op == SF_PK_EXIT_ID || op == SF_PK_ENTRY_ID) {
+		if (varint_at(&p, end, &id) < 0 || id >= SF_FUNC_ID_LIMIT)
+			return -1;
+		if (op == SF_PK_ENTRY_ID) {
+			st->mru[sf_pk_slot(id)] = id;
+			stack_push(st, id);
+			fw = sf_event_word(id, SF_EV_ENTRY);
+		} else {
+			stack_pop(st, 1);
+			fw = sf_event_word(id, SF_EV_EXIT);
+		}
+	} else if (op >= SF_PK_ENTRY_MRU) {
+		id = st->mru[op - SF_PK_ENTRY_MRU];
+		stack_push(st, id);
+		fw = sf_event_word(id, SF_EV_ENTRY);
+	} else {
+		return -1; /* tail calls, unwinds, op 7: not in this form */
+	}
+	uint32_t s = sf_pk_a2_slot(fw);
+	uint64_t *h = st->a2[s];
+	if (f & SF_PK_V4_HEAD) {
+		if (p >= end || p[0] - 1u >= SF_ARGS_VALUES_MAX)
+			return -1;
+		memset(h, 0, sizeof(st->a2[s]));
+		st->a2n[s] = (uint8_t)(SF_ARGS_VALUES | p[0]);
+		p++;
+	} else if (!(st->a2n[s] & SF_ARGS_VALUES)) {
+		return -1; /* empty, or a second-form payload's */
+	}
+	uint32_t nv = st->a2n[s] & 0x3fu;
+	if (nv <= 3) {
+		if (bm >> nv) /* bits past the last record are zero */
+			return -1;
+	} else {
+		if (bm || (size_t)(end - p) < (nv + 7) / 8)
+			return -1;
+		for (uint32_t k = 0; k < (nv + 7) / 8; k++)
+			bm |= (uint32_t)p[k] << 8 * k;
+		p += (nv + 7) / 8;
+		if (bm >> nv)
+			return -1;
+	}
+	for (uint32_t j = 0; j < nv; j++) {
+		uint64_t x = 0, prev = j < SF_PK_A2REC ? h[j] : 0;
+		if (bm >> j & 1 && get_xor(&p, end, &x) < 0)
+			return -1;
+		u->coded_rec[j] = prev ^ x;
+		if (j < SF_PK_A2REC)
+			h[j] = prev ^ x;
+	}
+	struct sf_event fe = {st->prev, fw}; /* the ARGS event's time, just decoded */
+	memcpy(&u->coded_rec[nv], &fe, 8);
+	u->p = p;
+	u->coded = 1;
+	u->coded_next = 0;
+	u->payload_left = nv + 1; /* the function event after the values */
+	*word = sf_event_word(SF_ARGS_VALUES | nv, SF_EV_ARGS);
+	return 0;
+}
+
 /* The second form, from its first byte on: the ARGS word into *word. */
 static int unpack_args2(struct sf_unpack *u, uint32_t *word)
 {
@@ -305,6 +485,8 @@ static int unpack_args2(struct sf_unpack *u, uint32_t *word)
 	struct sf_pack_state *st = &u->st;
 	if (end - p >= 1 && (p[0] & ~SF_PK_A2_HEAD) == SF_PK_VALUES)
 		return unpack_values(u, word);
+	if (end - p >= 1 && p[0] == SF_PK_FUSED)
+		return unpack_fused(u, word);
 	if (end - p < 2 || (p[0] & ~(SF_PK_ARGS2 | SF_PK_A2_HEAD)) || p[1] >= SF_PK_A2SLOTS)
 		return -1;
 	int head = p[0] & SF_PK_A2_HEAD;
@@ -503,6 +685,13 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 						uint32_t nv = np & 0x3f;
 						o = put_time(o, SF_PK_RAW, zigzag(ev[i].time_lo - prev));
 						prev = ev[i].time_lo;
+						if (__builtin_expect(fusable(ev, i, nv, n), 1)) {
+							/* the function event the runtime claimed
+							 * with the values, at their time */
+							o = pack_fused(st, o, &ev[i + 1], nv, ev[i + 1 + nv].word, stack, mru, &sp);
+							i += nv + 1;
+							continue;
+						}
 						o = pack_values(st, o, &ev[i + 1], nv, i + 1 + nv < n ? ev[i + 1 + nv].word : 0);
 						i += nv;
 						/* The function event the runtime claimed with the
@@ -567,6 +756,11 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 			if ((size_t)(end - o) < SF_PK_MAX_GROUP + 10 + 9 * (size_t)nv)
 				return 0;
 			o = put_time(o, SF_PK_RAW, z);
+			if (fusable(ev, i, nv, n)) { /* as in the loop above */
+				o = pack_fused(st, o, &ev[i + 1], nv, ev[i + 1 + nv].word, stack, mru, &sp);
+				i += nv + 1;
+				continue;
+			}
 			o = pack_values(st, o, &ev[i + 1], nv, i + 1 + nv < n ? ev[i + 1 + nv].word : 0);
 			i += nv;
 			continue;
@@ -622,6 +816,30 @@ static inline int varint_at(const uint8_t **p, const uint8_t *end, uint32_t *v)
 static int get_varint(struct sf_unpack *u, uint32_t *v)
 {
 	return varint_at(&u->p, u->end, v);
+}
+
+/* A coded ARGS event (second, third or fourth form) into rec, whose time
+ * is set: sf_unpack_next's, out of its way. Inlined there, the forms'
+ * decoders made it save four registers on every record (`sftrace
+ * memory` on a heap log, test_skeptic27c2: 1,399 -> 1,473 instructions
+ * a heap event); called in a tail position, nothing is saved. */
+static __attribute__((noinline)) int coded_args(struct sf_unpack *u, struct sf_event *rec)
+{
+	uint32_t word;
+	if (unpack_args2(u, &word) < 0)
+		return -1;
+	rec->word = word;
+	return 1;
+}
+
+/* The first form's ARGS event (word, its flag cleared) into rec, as
+ * coded_args. */
+static __attribute__((noinline)) int first_form_args(struct sf_unpack *u, struct sf_event *rec, uint32_t word)
+{
+	if (unpack_args(u, word >> SF_KIND_BITS) < 0)
+		return -1;
+	rec->word = word;
+	return 1;
 }
 
 int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at)
@@ -690,11 +908,8 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 		}
 		break;
 	case SF_PK_RAW:
-		if (u->p < u->end && (*u->p & SF_KIND_MASK) == SF_PK_ARGS2 && *u->p != SF_PK_A2_WORD) {
-			if (unpack_args2(u, &word) < 0)
-				return -1;
-			break;
-		}
+		if (u->p < u->end && (*u->p & SF_KIND_MASK) == SF_PK_ARGS2 && *u->p != SF_PK_A2_WORD)
+			return coded_args(u, rec); /* a tail call: this function saves no register */
 		int esc = u->p < u->end && *u->p == SF_PK_A2_WORD;
 		u->p += esc;
 		if ((size_t)(u->end - u->p) < 4)
@@ -703,12 +918,8 @@ int sf_unpack_next(struct sf_unpack *u, struct sf_event *rec, const uint8_t **at
 		u->p += 4;
 		if (esc != ((word & SF_KIND_MASK) == SF_PK_ARGS2))
 			return -1; /* one encoding for each word */
-		if (sf_pk_args_coded(word)) {
-			word &= ~SF_PK_ARGS_CODED;
-			if (unpack_args(u, word >> SF_KIND_BITS) < 0)
-				return -1;
-			break;
-		}
+		if (sf_pk_args_coded(word))
+			return first_form_args(u, rec, word & ~SF_PK_ARGS_CODED); /* a tail call too */
 		u->payload_left = word ? sf_event_payload_count(word) : 0;
 		if ((word & SF_KIND_MASK) == SF_EV_TAIL_ENTRY)
 			stack_pop(st, 1);
@@ -746,6 +957,11 @@ int sf_unpack_count(struct sf_unpack *u, uint32_t max, uint32_t *n)
 	/* Locals, not u's fields: stores through u would be reloaded each op. */
 	const uint8_t *p = u->p, *end = u->end;
 	uint32_t k = 0, sp = u->st.sp, hi, id;
+	/* The ids of open entries and the table, as sf_unpack_next keeps
+	 * them: the fourth form's slot is its function event's (an exit of
+	 * the top, an entry from the table), so the RAW groups it reads
+	 * after this need them right. */
+	uint32_t *stack = u->st.stack, *mru = u->st.mru;
 	enum sf_count_stop r = SF_COUNT_MAX;
 	if (u->payload_left)
 		max = 0, r = SF_COUNT_RAW; /* sf_unpack_next is mid-group */
@@ -770,7 +986,7 @@ int sf_unpack_count(struct sf_unpack *u, uint32_t max, uint32_t *n)
 			break;
 		}
 		if (op >= SF_PK_ENTRY_MRU) {
-			sp++;
+			stack[sp++ % SF_PK_STACK] = mru[op - SF_PK_ENTRY_MRU];
 		} else if (op == SF_PK_EXIT || op == SF_PK_TAIL) {
 			if (!sp) {
 				r = SF_COUNT_BAD;
@@ -781,7 +997,8 @@ int sf_unpack_count(struct sf_unpack *u, uint32_t max, uint32_t *n)
 			r = SF_COUNT_BAD;
 			break;
 		} else if (op == SF_PK_ENTRY_ID) {
-			sp++;
+			mru[sf_pk_slot(id)] = id;
+			stack[sp++ % SF_PK_STACK] = id;
 		} else if (op == SF_PK_TAIL_ID && !id && !sp) { /* kind 15 of the top, on an empty stack */
 			r = SF_COUNT_BAD;
 			break;

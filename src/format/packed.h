@@ -52,6 +52,13 @@ enum sf_pack_op {
 #define SF_PK_A2_HEAD 0x10u  /* the first byte's flag: the count and the header follow */
 #define SF_PK_A2_WORD 0x2eu  /* op 7's first byte for a word of kind 14 (not an ARGS event): the word follows */
 #define SF_PK_VALUES 0x4eu   /* the third form: a values-only ARGS event (version 6), | SF_PK_A2_HEAD */
+/* The fourth form (version 7): a values-only ARGS event and the entry or
+ * exit right after it, at its time, in one op 7 (docs/FORMAT.md): this
+ * byte, then the function event's op | SF_PK_V4_HEAD | a bitmap of up to
+ * 3 records, its id if the op spells one, the count if the head flag is
+ * set, a bitmap past 3 records, the XORs. */
+#define SF_PK_FUSED 0x6eu
+#define SF_PK_V4_HEAD 0x08u  /* the fourth form's second byte: the count follows */
 #define SF_PK_A2SLOTS 128u   /* payloads remembered, by header (sf_pk_a2_slot) */
 #define SF_PK_A2REC 16u      /* records remembered of each (the later ones are coded against zero) */
 
@@ -127,11 +134,12 @@ uint32_t sf_unpack_prefix(uint64_t base, const uint8_t *p, size_t len, uint32_t 
 
 /* Counting without decoding (opening a log counts every batch): walks up to
  * max records of function ops (entries, exits, tail calls, unwinds: one
- * event each) under the same rules as sf_unpack_next, keeping only the
- * open-entry count. *n = records passed. Stops before a RAW op (or inside
- * one's payload) for sf_unpack_next to read; from then on that decodes
- * which records are whole and the RAW words and payloads right, but not
- * the times or ids of function events (not kept). */
+ * event each) under the same rules as sf_unpack_next, keeping the open
+ * entries and the table of entered ids (the fourth form's slot is named
+ * by its function's id), not the times. *n = records passed. Stops before
+ * a RAW op (or inside one's payload) for sf_unpack_next to read; from then
+ * on that decodes which records are whole and the RAW words and payloads
+ * right, but not the times of function events (not kept). */
 enum sf_count_stop {
 	SF_COUNT_MAX = 1,  /* max records passed */
 	SF_COUNT_RAW = 2,  /* a RAW record next: read it with sf_unpack_next */

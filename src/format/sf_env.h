@@ -38,7 +38,9 @@
 /* Variables the user sets for the CLI's own behaviour: not part of the
  * contract with the runtime, never passed on by exec_env.c (their man
  * pages document them). */
-#define SF_ENV_USER_LIST(X) X(PAGER, "replay's pager (before $PAGER; empty or cat: none)")
+#define SF_ENV_USER_LIST(X)                                                                                    \
+	X(PAGER, "replay's pager (before $PAGER; empty or cat: none)")                                       \
+	X(ARGS_CACHE, "0: record --auto-args neither reads nor writes its cache of DWARF answers")
 
 /* "SFTRACE_" NAME, as a string literal. */
 #define SF_ENV(name) "SFTRACE_" #name

@@ -35,9 +35,10 @@
 #include <stdint.h>
 
 #define SF_MAGIC        0x0045434152544653ULL /* "SFTRACE\0" */
-#define SF_VERSION      6                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks;
+#define SF_VERSION      7                     /* 2: 8-byte events, batch time base; 3: + unwind and heap events; 4: + packed DATA chunks;
 					       * 5: + kind 15 (op 4 with id 0 when packed) and sf_header.features;
-					       * 6: + values-only ARGS events (SF_ARGS_VALUES) and ARGSPEC chunks */
+					       * 6: + values-only ARGS events (SF_ARGS_VALUES) and ARGSPEC chunks;
+					       * 7: + the fourth form of coded ARGS events (values and their function event) */
 #define SF_VERSION_NO_ARGS 5                  /* what the runtime writes when no values can be recorded */
 #define SF_VERSION_MIN  2                     /* oldest version readers accept (a subset of 5) */
 #define SF_HEADER_SIZE  4096u

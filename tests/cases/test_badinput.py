@@ -78,8 +78,8 @@ def _bad_log_files(d):
     files[put("magic-only.log", data[:8])] = "header truncated (8 of 4096 bytes)"
     files[put("header-cut.log", data[:2000])] = "header truncated (2000 of 4096 bytes)"
     newer = bytearray(data)
-    struct.pack_into("<I", newer, 8, 7)
-    files[put("newer.log", bytes(newer))] = "log format version 7 is newer than this sftrace supports (6)"
+    struct.pack_into("<I", newer, 8, 8)
+    files[put("newer.log", bytes(newer))] = "log format version 8 is newer than this sftrace supports (7)"
     struct.pack_into("<I", newer, 8, 1)
     files[put("older.log", bytes(newer))] = "log format version 1 was written by an older sftrace"
     struct.pack_into("<I", newer, 8, 0xffffffff)

@@ -657,7 +657,7 @@ static void test_bad_files(void **state)
 	base_log(&b, SF_CLOCK_MONOTONIC);
 	lb_header(&b)->version = SF_VERSION + 1;
 	assert_int_equal(lb_write(&b, g_path), 0);
-	open_fails(g_path, "log format version 7 is newer than this sftrace supports (6)");
+	open_fails(g_path, "log format version 8 is newer than this sftrace supports (7)");
 	/* Header cut short. */
 	lb_header(&b)->version = SF_VERSION;
 	assert_int_equal(lb_write_len(&b, g_path, 100), 0);
@@ -681,7 +681,7 @@ static void test_version1_refused(void **state)
 	const uint32_t events[8] = {(uint32_t)M(10), 0, 10, SF_EV_ENTRY, (uint32_t)M(20), 0, 10, SF_EV_EXIT};
 	lb_bytes(&b, events, sizeof(events));
 	assert_int_equal(lb_write(&b, g_path), 0);
-	open_fails(g_path, "log format version 1 was written by an older sftrace; this one reads versions 2-6 "
+	open_fails(g_path, "log format version 1 was written by an older sftrace; this one reads versions 2-7 "
 			   "(record again)");
 	lb_header(&b)->version = 0;
 	assert_int_equal(lb_write(&b, g_path), 0);

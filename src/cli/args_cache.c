@@ -1,0 +1,208 @@
+/* The --auto-args cache (args_cache.h). */
+#include "cli/args_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/sf_env.h"
+#include "lib/elf_buildid.h"
+#include "lib/util.h"
+
+#define AC_MAGIC "sftrace-args-cache 1"
+#define AC_FILE_MAX (16u << 20)
+
+/* This sftrace's build-id, hex ("" if none): the DWARF reading changes
+ * from one build to the next, so an answer is only this build's. */
+static const char *self_id(void)
+{
+	static char hex[2 * SF_BUILD_ID_MAX + 1];
+	static int done;
+	if (!done) {
+		uint8_t id[SF_BUILD_ID_MAX];
+		char err[256];
+		int n = sf_elf_build_id_path("/proc/self/exe", id, sizeof(id), err, sizeof(err));
+		if (n > 0)
+			sf_build_id_hex(id, (size_t)n, hex, sizeof(hex));
+		done = 1;
+	}
+	return hex;
+}
+
+int ac_key(const char *path, const char *bid, char *key, size_t cap)
+{
+	const char *off = getenv(SF_ENV(ARGS_CACHE));
+	struct stat st;
+	if ((off && !strcmp(off, "0")) || !bid || !bid[0] || bid[strspn(bid, "0123456789abcdef")] ||
+	    !self_id()[0] || stat(path, &st) != 0)
+		return -1;
+	int n = snprintf(key, cap, "sftrace %s object %s %ju %ju %jd %jd.%09ld %jd.%09ld", self_id(), bid,
+			 (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec,
+			 st.st_mtim.tv_nsec, (intmax_t)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+	return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* The user's own cache directory for sftrace, opened (O_NOFOLLOW): made
+ * 0700 if missing; -1 if it is not a directory of the user's that no one
+ * else may write. */
+static int cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[4096];
+	if (xdg && xdg[0] == '/') {
+		if ((size_t)snprintf(dir, sizeof(dir), "%s", xdg) >= sizeof(dir))
+			return -1;
+	} else if (home && home[0] == '/') {
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/.cache", home) >= sizeof(dir))
+			return -1;
+	} else {
+		return -1;
+	}
+	mkdir(dir, 0700); /* the usual place; its owner is checked below, for sftrace's */
+	size_t len = strlen(dir);
+	if (len + sizeof("/sftrace") > sizeof(dir))
+		return -1;
+	memcpy(dir + len, "/sftrace", sizeof("/sftrace"));
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return -1;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The file name of a key: FNV-1a of it. */
+static void file_name(const char *key, char *out, size_t cap)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	snprintf(out, cap, "args-%016" PRIx64, h);
+}
+
+struct ac_func *ac_add(struct ac_set *s, uint64_t vaddr)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 256;
+		s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+	}
+	struct ac_func *f = &s->v[s->n++];
+	memset(f, 0, sizeof(*f));
+	f->vaddr = vaddr;
+	return f;
+}
+
+/* One function's line: VADDR N SSFFE... (hex: slot, format, on_exit). */
+static int parse_func(char *line, struct ac_set *s)
+{
+	char *end;
+	errno = 0;
+	uint64_t vaddr = strtoull(line, &end, 16);
+	if (errno || end == line || *end != ' ')
+		return -1;
+	unsigned long n = strtoul(end + 1, &end, 10);
+	if (!n || n > 2 * SF_ARG_MAX_ITEMS)
+		return -1;
+	struct ac_func *f = ac_add(s, vaddr);
+	for (unsigned k = 0; k < n; k++) {
+		unsigned slot, fmt, on_exit;
+		int used = 0;
+		if (sscanf(end, " %2x%2x%1x%n", &slot, &fmt, &on_exit, &used) != 3 || used != 6 || on_exit > 1 ||
+		    sf_arg_type((uint8_t)fmt) >= SF_AT_LIMIT)
+			return -1;
+		f->it[k] = (struct da_item){(uint8_t)slot, (uint8_t)fmt, (uint8_t)on_exit};
+		end += used;
+	}
+	f->n = (unsigned)n;
+	return *end ? -1 : 0;
+}
+
+/* The file's text: its key line must be key's, every line well formed,
+ * the last one "end" (a file cut short is a miss). */
+static int parse(char *text, const char *key, struct ac_set *s)
+{
+	char *save = NULL, *line = strtok_r(text, "\n", &save);
+	if (!line || strcmp(line, AC_MAGIC) || !(line = strtok_r(NULL, "\n", &save)) || strncmp(line, "key ", 4) ||
+	    strcmp(line + 4, key))
+		return -1;
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		if (!strcmp(line, "end"))
+			return strtok_r(NULL, "\n", &save) ? -1 : 0;
+		if (parse_func(line, s) < 0)
+			return -1;
+	}
+	return -1;
+}
+
+int ac_load(const char *key, struct ac_set *s)
+{
+	int dir = cache_dir();
+	if (dir < 0)
+		return 0;
+	char name[64];
+	file_name(key, name, sizeof(name));
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(dir);
+	struct stat st;
+	if (fd < 0)
+		return 0;
+	char *text = NULL;
+	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022) &&
+		 st.st_size > 0 && (uint64_t)st.st_size <= AC_FILE_MAX;
+	if (ok) {
+		text = xmalloc((size_t)st.st_size + 1);
+		ok = pread(fd, text, (size_t)st.st_size, 0) == st.st_size;
+	}
+	close(fd);
+	if (ok) {
+		text[st.st_size] = 0;
+		ok = strlen(text) == (size_t)st.st_size && parse(text, key, s) == 0;
+	}
+	free(text);
+	if (!ok) {
+		free(s->v);
+		*s = (struct ac_set){0};
+	}
+	return ok;
+}
+
+void ac_store(const char *key, const struct ac_set *s)
+{
+	int dir = cache_dir();
+	if (dir < 0)
+		return;
+	char name[64], tmp[96];
+	file_name(key, name, sizeof(name));
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", name, (long)getpid());
+	int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(dir, tmp, 0);
+		}
+		close(dir);
+		return;
+	}
+	fprintf(f, AC_MAGIC "\nkey %s\n", key);
+	for (size_t i = 0; i < s->n; i++) {
+		fprintf(f, "%" PRIx64 " %u", s->v[i].vaddr, s->v[i].n);
+		for (unsigned k = 0; k < s->v[i].n; k++)
+			fprintf(f, " %02x%02x%x", s->v[i].it[k].slot, s->v[i].it[k].fmt, s->v[i].it[k].on_exit);
+		fputc('\n', f);
+	}
+	fputs("end\n", f);
+	if (fclose(f) != 0 || renameat(dir, tmp, dir, name) != 0)
+		unlinkat(dir, tmp, 0);
+	close(dir);
+}

@@ -319,6 +319,12 @@ static int run_switch(int argc, char **argv, uint32_t op)
 			 (int)pid, what, timeout, sig);
 		return 1;
 	}
+	if (r.result == SF_SWITCH_LEADER_GONE) {
+		sf_error("pid %d: %s refused: its main thread has ended, and with it the runtime's writer thread, "
+			 "which switches tracing; tracing stays as it was",
+			 (int)pid, what);
+		return 1;
+	}
 	if (!quiet) {
 		if (r.result == SF_SWITCH_REFUSED)
 			printf("pid %d: tracing stays off: a thread of it entered SECCOMP_MODE_STRICT, where the "

@@ -31,6 +31,7 @@
  * counts what it sends in the log (snap_sent) and the handler what
  * arrives (snap_arrived), so record reports the difference. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -122,7 +123,7 @@ void sf_snapshot_init(void)
  * counted), or --max-snapshots were taken. Async-signal-safe. */
 static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns, uint32_t tid)
 {
-	if (!sf_writer_active())
+	if (!sf_writer_active() && !sf_writer_left())
 		return 0; /* a forked child has no writer thread (writer.c) */
 	if (__atomic_load_n(&opened, __ATOMIC_RELAXED) >= sf_config.max_snapshots) {
 		/* --max-snapshots: later requests are not taken, and counted
@@ -173,7 +174,32 @@ void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint6
 	if (freeze_open(reason, func_id, time, slow_ns, self_tid())) {
 		sf_buffer_freeze_self();
 		sf_writer_kick();
+		sf_snapshot_serve_left();
 	}
+}
+
+/* The writer has left after the leader (writer.c, hand_over): the open
+ * freeze is written by a program thread, at a point where it may take
+ * locks and make system calls: the trigger's own slow path, the next ring
+ * advance of any thread (buffer.c), or the process's end (settle). Never
+ * in the ring signal's handler: it may have interrupted its thread in the
+ * middle of its ring's change or holding the ring lock. One thread at a
+ * time (the static buffers of write_snapshot are one writer's). */
+void sf_snapshot_serve_left(void)
+{
+	static uint32_t serving_left;
+	if (!sf_writer_left() || !__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE))
+		return;
+	if (__atomic_exchange_n(&serving_left, 1, __ATOMIC_ACQUIRE))
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = errno;
+	sf_snapshot_service();
+	errno = err;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	__atomic_store_n(&serving_left, 0, __ATOMIC_RELEASE);
 }
 
 /* The snapshot file being written, guarded like the log's descriptor
@@ -433,6 +459,7 @@ void sf_snapshot_settle(void)
 {
 	if (!sf_config.enabled || !sf_config.ring_slots || sf_in_vfork_child() || !sf_snapshot_pending())
 		return;
+	sf_snapshot_serve_left(); /* no writer any more: written here */
 	sf_writer_drain();
 }
 

@@ -259,7 +259,9 @@ static int check_target(pid_t pid, int *sig)
 	}
 	/* The handler is inherited by a fork, the thread is not: such a
 	 * child would store the request and never serve it. */
-	if (has_writer_thread(pid) == 0) {
+	/* One whose main thread has ended has no writer either: it answers
+	 * itself that it cannot switch any more (SF_SWITCH_LEADER_GONE). */
+	if (has_writer_thread(pid) == 0 && !target_pid_leader_gone(pid)) {
 		sf_error("pid %d has no sftrace-writer thread, which serves resume and pause: it is a forked child "
 			 "that did not exec (a fork copies only the thread that called it); nothing sent",
 			 (int)pid);

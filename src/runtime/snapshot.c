@@ -350,8 +350,10 @@ static int snapshot_publish(const char *path, char *tmp)
 		char proc[64];
 		uint32_t t;
 		int fd = sf_fd_use(&snap, &t);
-		/* thread-self: the writer's table may be its own (logfile.c) */
-		snprintf(proc, sizeof(proc), sf_writer_private() ? "/proc/thread-self/fd/%d" : "/proc/self/fd/%d", fd);
+		/* thread-self: the writer's table may be its own (logfile.c),
+		 * and a program thread writing it after the leader has ended
+		 * (sf_snapshot_serve_left) finds /proc/self's table gone with it */
+		snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
 		r = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 		if (r < 0 && errno == EEXIST) {
 			size_t len = strlen(path);

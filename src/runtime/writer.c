@@ -152,8 +152,13 @@ static void end_if_program_gone(void)
 static int wait_with_leader(uint32_t seen)
 {
 	uint32_t tid = __atomic_load_n(leader_word, __ATOMIC_ACQUIRE);
-	if (!tid)
+	if (!tid) {
+		/* Gone before this wait: the writer's loop looks at once
+		 * (leave_if_program_runs), rather than after a plain wait. */
+		if (!leader_checked && sf_syscall3(SYS_gettid, 0, 0, 0) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE))
+			return 1;
 		return 0;
+	}
 	struct futex_waitv w[2] = {
 		{.val = seen, .uaddr = (uint64_t)(uintptr_t)&wake, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
 		{.val = tid, .uaddr = (uint64_t)(uintptr_t)leader_word, .flags = FUTEX_32}, /* the kernel's wake is shared */
@@ -599,6 +604,11 @@ int sf_writer_start(const cpu_set_t *cpus)
 	struct sf_suppress_state st;
 	sf_suppress_begin(&st);
 	__atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
+	/* Before the thread exists: its first idle wait must already wait for
+	 * the leader's end too (found after, it was missed by a writer that
+	 * nothing woke, under --paused: a 100 ms plain wait, and the leader's
+	 * code won over a thread ending within that). */
+	find_leader_word();
 	int fresh = sf_log_writer_before_start();
 	pthread_t th;
 	int r = pthread_create(&th, &a, writer_main, (void *)cpus);
@@ -623,7 +633,6 @@ int sf_writer_start(const cpu_set_t *cpus)
 	 * clone copy this one, which no longer counts the writer). */
 	if (nptl_nthreads)
 		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
-	find_leader_word();
 	writer = th;
 	writer_cpus = cpus;
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);

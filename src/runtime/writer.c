@@ -1015,4 +1015,7 @@ void sf_writer_after_fork_child(void)
 	keeper_tid = 0;
 	keeper_quit = 0;
 	leader_word = NULL;
+	offer_tid = 0; /* the parent's leaving writer is not the child's */
+	offer_taken = 0;
+	offer_fd = -1;
 }

@@ -67,6 +67,8 @@ def _soon(opt, want_leaf):
 
 
 def test_thread_ends_soon_after_leader():
+    """Held (the control: without --ring or --paused the writer already left
+    on the leader's exit word)."""
     _soon((), 2000)
 
 

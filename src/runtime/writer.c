@@ -450,13 +450,19 @@ static void hand_over(int status, int offer)
 	write_queue();
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 	futex_wake_all(&busy);
-	int fd = sf_log_writer_hands_over();
-	if (offer && fd >= 0) {
+	/* The offer is up before the program's table is used again: a thread
+	 * that needed the log in between found none, its reopen failed, and
+	 * the log was lost for good (every later chunk a write error) while
+	 * the writer waited for a taker that would never come. */
+	int fd = sf_log_keeper_fd(); /* the writer's number (L.pfd) */
+	offer = offer && fd >= 0 && sf_writer_private();
+	if (offer) {
 		__atomic_store_n(&offer_fd, fd, __ATOMIC_RELEASE);
-		__atomic_store_n(&offer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_RELEASE);
+		__atomic_store_n(&offer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_SEQ_CST);
 	}
+	sf_log_writer_hands_over();
 	refuse_all();
-	if (offer && fd >= 0)
+	if (offer)
 		wait_offer_taken();
 	__atomic_store_n(&writer_proc, -1, __ATOMIC_RELEASE); /* goes with this table */
 	__atomic_store_n(&writer_tid, 0, __ATOMIC_RELEASE);

@@ -118,9 +118,9 @@ def test_own_uid_thread_takes_log_then_bare_exit():
 def test_own_uid_thread_few_calls_bare_exit():
     _as_root()
     rc, out, _ = _group([_exe(), "uid", "20", "10"])
-    sfkit.eq((rc, out), (9, "thread 40\n"), "untraced")
+    sfkit.eq((rc, out), (9, "thread 53\n"), "untraced")
     rc, out, err, log = _record(["uid", "20", "10"])
-    sfkit.eq((rc, out), (9, "thread 40\n"), "traced: status, output")
+    sfkit.eq((rc, out), (9, "thread 53\n"), "traced: status, output")
 
 
 def test_chroot_thread_ring_flood():

@@ -438,6 +438,14 @@ static int task_like(uint32_t tid, struct like_writer *w)
 {
 	char path[48], lines[1024];
 	struct stat st;
+	/* The room first: a task that differs in anything else must still
+	 * have room for the descriptor the writer would offer it (writer.c). */
+	sf_task_path(path, tid, "/fd");
+	int n = proc_entries(path, NULL, NULL);
+	if (n < 0 || (uint64_t)n + TABLE_MARGIN > w->nofile) {
+		w->no_room = 1;
+		return 0;
+	}
 	sf_task_path(path, tid, "/status");
 	if (!cred_lines(path, lines, sizeof(lines)) || __builtin_strcmp(lines, w->own))
 		return 0;
@@ -447,12 +455,7 @@ static int task_like(uint32_t tid, struct like_writer *w)
 	sf_task_path(path, tid, "/ns/mnt");
 	if (proc_stat(path, &st) < 0 || st.st_ino != w->mnt_ino)
 		return 0;
-	sf_task_path(path, tid, "/fd");
-	int n = proc_entries(path, NULL, NULL);
-	if (n >= 0 && (uint64_t)n + TABLE_MARGIN <= w->nofile)
-		return 1;
-	w->no_room = 1;
-	return 0;
+	return 1;
 }
 
 static int each_task(const char *name, void *arg)

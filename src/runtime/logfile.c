@@ -200,6 +200,24 @@ int sf_log_sibling_path(char *out, size_t cap, const char *tail)
 	return pos + 1 < cap ? 0 : -1;
 }
 
+/* On the writer, leaving (writer.c, hand_over, --ring): the log's
+ * directory opened O_PATH in its table, for the program's threads to
+ * create snapshots in (snapshot.c, snapdir); -1 if it cannot be. */
+int sf_log_dir_open(void)
+{
+	static char dir[sizeof(L.path)];
+	size_t end = 0;
+	for (size_t i = 0; L.path[i]; i++)
+		if (L.path[i] == '/')
+			end = i + 1;
+	if (!L.hdr || !end)
+		return -1;
+	__builtin_memcpy(dir, L.path, end);
+	dir[end] = 0;
+	long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
+	return fd < 0 ? -1 : (int)fd;
+}
+
 /* A fork child whose parent had created its log: the requested name is
  * taken (the parent's, or its parent's), so the child's own name is
  * sf.PID.log from the first try. Were the requested name tried first, a

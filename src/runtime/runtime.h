@@ -907,6 +907,7 @@ void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sl
 extern __thread int sf_strict_thread SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */
 int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the writer and an exited leader left */
 int sf_leader_status(int *status) SF_HIDDEN;                /* ns.c: the exiting leader's code in *status */
+int sf_log_dir_open(void) SF_HIDDEN;                         /* on the writer: the log's directory, O_PATH; -1 */
 int sf_log_writer_hands_over(void) SF_HIDDEN;                /* the writer's number of the log, -1: none */
 int sf_log_reopenable(void) SF_HIDDEN;                    /* logfile.c: on the writer: a program thread could open the log again */            /* logfile.c: on the writer, leaving: the program's table again */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
@@ -1067,6 +1068,7 @@ void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what wa
 int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
 /* The process image goes away now (exec, _exit, abort: exec_env.c,
  * hooks.c): waits for a snapshot asked for and not written yet. */
+void sf_snapshot_adopt_dir(int fd) SF_HIDDEN; /* under the gate: the log's directory, from the leaving writer */
 void sf_snapshot_serve_left(void) SF_HIDDEN; /* the writer has left: the open freeze written on this thread */
 void sf_snapshot_settle(void) SF_HIDDEN;
 

@@ -372,6 +372,7 @@ static void write_queue(void)
  * the writer's tid (0: no offer) and the number in its table. */
 static uint32_t offer_tid;
 static int offer_fd = -1;
+static int offer_dir = -1; /* --ring: the log's directory (sf_log_dir_open), for snapshots */
 static uint32_t offer_taken;
 
 /* On a program thread (logfile.c, log_reopen: first): the log's
@@ -388,7 +389,11 @@ int sf_writer_offer_take(void)
 	if (pidfd < 0)
 		return -1;
 	long fd = sf_syscall3(SF_SYS_pidfd_getfd, pidfd, __atomic_load_n(&offer_fd, __ATOMIC_ACQUIRE), 0);
+	int dir = __atomic_exchange_n(&offer_dir, -1, __ATOMIC_ACQ_REL); /* the first taker's */
+	long dfd = fd >= 0 && dir >= 0 ? sf_syscall3(SF_SYS_pidfd_getfd, pidfd, dir, 0) : -1;
 	sf_syscall3(SYS_close, pidfd, 0, 0);
+	if (dfd >= 0)
+		sf_snapshot_adopt_dir((int)dfd); /* under the gate, as the caller is */
 	if (fd < 0)
 		return -1;
 	__atomic_store_n(&offer_taken, 1, __ATOMIC_RELEASE);
@@ -457,6 +462,8 @@ static void hand_over(int status, int offer)
 	int fd = sf_log_keeper_fd(); /* the writer's number (L.pfd) */
 	offer = offer && fd >= 0 && sf_writer_private();
 	if (offer) {
+		if (sf_config.ring_slots)
+			__atomic_store_n(&offer_dir, sf_log_dir_open(), __ATOMIC_RELEASE);
 		__atomic_store_n(&offer_fd, fd, __ATOMIC_RELEASE);
 		__atomic_store_n(&offer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_SEQ_CST);
 	}
@@ -1024,4 +1031,5 @@ void sf_writer_after_fork_child(void)
 	offer_tid = 0; /* the parent's leaving writer is not the child's */
 	offer_taken = 0;
 	offer_fd = -1;
+	offer_dir = -1;
 }

@@ -192,16 +192,21 @@ def test_ring_snapshot_after_leader_gone():
     _snapshot_after_leader("none")
 
 
-@sfkit.known_break(24, "(c) the same snapshot with the thread chrooted into an empty directory: the snapshot's "
-                       "path (the log's directory) is not there for it: 'cannot write snapshot ...: No such file "
-                       "or directory', and sftrace snapshot exits 1 after its timeout; no other thread can write it")
 def test_ring_snapshot_after_leader_gone_chrooted():
+    """(c) The same with the thread chrooted into an empty directory (its
+    own root, unshare(CLONE_FS)): the log's directory is not there for it
+    by path ('cannot write snapshot ...: No such file or directory', and
+    sftrace snapshot exited 1), so the leaving writer offers an O_PATH
+    descriptor of it with the log's, and the thread makes the snapshot
+    through it (openat O_TMPFILE, linkat AT_EMPTY_PATH)."""
     _as_root()
     _snapshot_after_leader(sfkit.tmpdir())
 
 
-@sfkit.known_break(24, "(c) the same with the thread as uid nobody: it may not create the snapshot in its creator's "
-                       "0755 directory (EACCES), and sftrace snapshot exits 1 after its timeout")
+@sfkit.known_break(24, "(c) the same with the thread as uid nobody, the only thread left: it may not create the "
+                       "snapshot in its creator's 0755 directory ('cannot write snapshot .../sf.snap.PID.1.log.tmp: "
+                       "Permission denied'), and sftrace snapshot exits 1 ('pid N exited before writing a snapshot'); "
+                       "only the writer, gone with the leader, could have")
 def test_ring_snapshot_after_leader_gone_own_uid():
     _as_root()
     _snapshot_after_leader("uid")

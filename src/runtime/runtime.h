@@ -896,7 +896,8 @@ void sf_writer_resolve(void) SF_HIDDEN;              /* at start-up: glibc's thr
 int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
 int sf_writer_left(void) SF_HIDDEN;
-void sf_writer_offer_settle(void) SF_HIDDEN; /* hooks.c: a thread ending takes the writer's offer first */
+void sf_writer_offer_settle(void) SF_HIDDEN;
+void sf_writer_offer_poll(void) SF_HIDDEN;   /* buffer.c, a ring's slot full: the offer taken if one waits */ /* hooks.c: a thread ending takes the writer's offer first */
 void sf_log_reopen_now(void) SF_HIDDEN;      /* logfile.c: the log in the program's table now, if it can be */      /* left after the leader (hand_over): snapshots and switches without it */
 int sf_writer_offer_take(void) SF_HIDDEN; /* the leaving writer's log descriptor, copied here; -1: none */
 int sf_thread_count(void) SF_HIDDEN; /* ns.c */

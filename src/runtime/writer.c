@@ -496,6 +496,18 @@ void sf_writer_offer_settle(void)
 		sf_syscall3(SYS_sched_yield, 0, 0, 0);
 }
 
+/* A ring's slot is full (buffer.c, ring_advance): the writer's offer, if
+ * it waits for a taker, taken now. A ring that has grown to its size needs
+ * no new file space, so its thread might never need the log again, and
+ * the writer would wait for it to the end (then the leader's code would
+ * be the process's: 1 of 45 chrooted floods under load). One load when
+ * there is no offer. */
+void sf_writer_offer_poll(void)
+{
+	if (__atomic_load_n(&offer_tid, __ATOMIC_ACQUIRE) && !__atomic_load_n(&offer_taken, __ATOMIC_ACQUIRE))
+		sf_log_reopen_now();
+}
+
 /* The writer has left (hand_over): snapshots and switches are the
  * program threads' business from then on (snapshot.c, switch.c). */
 int sf_writer_left(void)

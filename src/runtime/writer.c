@@ -375,6 +375,19 @@ static int offer_fd = -1;
 static int offer_dir = -1; /* --ring: the log's directory (sf_log_dir_open), for snapshots */
 static uint32_t offer_taken;
 
+/* The leaving writer (tid) out of the thread group: it has been woken and
+ * makes a few stores and its exit, no lock. Waited for by the taker so
+ * that a thread ending right after (a bare SYS_exit, a loaded machine
+ * that did not run the writer yet) is not followed by the writer, last,
+ * with the leader's code. Bounded: a tid used again by a new thread of
+ * the process must not hold it up. */
+static void writer_gone_wait(uint32_t tid)
+{
+	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	for (int i = 0; i < 100000 && sf_syscall3(SYS_tgkill, pid, tid, 0) == 0; i++)
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+}
+
 /* On a program thread (logfile.c, log_reopen: first): the log's
  * descriptor copied out of the leaving writer's table into the program's
  * (pidfd_open(tid, PIDFD_THREAD) + pidfd_getfd: Linux 6.9; the caller is
@@ -398,6 +411,7 @@ int sf_writer_offer_take(void)
 		return -1;
 	__atomic_store_n(&offer_taken, 1, __ATOMIC_RELEASE);
 	futex_wake_all(&offer_taken);
+	writer_gone_wait(tid);
 	return (int)fd;
 }
 
@@ -491,9 +505,7 @@ void sf_writer_offer_settle(void)
 	sf_log_reopen_now();
 	if (!__atomic_load_n(&offer_taken, __ATOMIC_ACQUIRE))
 		return; /* could not be taken: the writer stays (and counts as the runtime's) */
-	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
-	while (sf_syscall3(SYS_tgkill, pid, tid, 0) == 0)
-		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+	writer_gone_wait(tid);
 }
 
 /* A ring's slot is full (buffer.c, ring_advance): the writer's offer, if

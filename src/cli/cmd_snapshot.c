@@ -58,14 +58,11 @@ static int ring_target(pid_t pid, struct target_env *re)
 	}
 	if (re->output[0] != '/') {
 		/* The runtime made it absolute against the cwd it started in. */
-		char cwd[PATH_MAX], link[64], abs[PATH_MAX * 2];
-		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
-		ssize_t k = readlink(link, cwd, sizeof(cwd) - 1);
-		if (k <= 0) {
-			sf_error("%s: %s", link, strerror(errno));
+		char cwd[PATH_MAX], abs[PATH_MAX * 2];
+		if (target_pid_cwd(pid, cwd, sizeof(cwd)) < 0) {
+			sf_error("/proc/%d/cwd: %s", (int)pid, strerror(errno));
 			return -1;
 		}
-		cwd[k] = 0;
 		if ((size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, re->output) >= sizeof(re->output)) {
 			sf_error("pid %d: its log path is too long", (int)pid);
 			return -1;

@@ -259,7 +259,9 @@ static int check_target(pid_t pid, int *sig)
 	}
 	/* The handler is inherited by a fork, the thread is not: such a
 	 * child would store the request and never serve it. */
-	if (has_writer_thread(pid) == 0) {
+	/* One whose main thread has ended has no writer either: it answers
+	 * itself that it cannot switch any more (SF_SWITCH_LEADER_GONE). */
+	if (has_writer_thread(pid) == 0 && !target_pid_leader_gone(pid)) {
 		sf_error("pid %d has no sftrace-writer thread, which serves resume and pause: it is a forked child "
 			 "that did not exec (a fork copies only the thread that called it); nothing sent",
 			 (int)pid);
@@ -317,6 +319,12 @@ static int run_switch(int argc, char **argv, uint32_t op)
 		sf_error("pid %d did not answer the %s within %g s (stopped, or it installed its own handler for "
 			 "signal %d)",
 			 (int)pid, what, timeout, sig);
+		return 1;
+	}
+	if (r.result == SF_SWITCH_LEADER_GONE) {
+		sf_error("pid %d: %s refused: its main thread has ended, and with it the runtime's writer thread, "
+			 "which switches tracing; tracing stays as it was",
+			 (int)pid, what);
 		return 1;
 	}
 	if (!quiet) {

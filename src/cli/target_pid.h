@@ -20,6 +20,10 @@ struct target_env {
 
 /* Reads pid's environment into *te. 0, or -1 after one message: no such
  * process, or why /proc/PID/environ cannot be read (another user's). */
+/* The process's cwd (a live thread's once its main thread has ended); 0, or -1. */
+int target_pid_cwd(pid_t pid, char *out, size_t cap);
+/* Whether pid's main thread has ended while other threads run on (a zombie leader). */
+int target_pid_leader_gone(pid_t pid);
 int target_pid_env(pid_t pid, struct target_env *te);
 
 /* The process's real uid (/proc/PID/status), -1 if it is gone. */

@@ -28,6 +28,7 @@ enum sf_switch_result {
 	SF_SWITCH_DONE = 0,    /* switched */
 	SF_SWITCH_ALREADY = 1, /* it was in that state already: nothing changed */
 	SF_SWITCH_REFUSED = 2, /* resume: tracing is off for good (a thread entered SECCOMP_MODE_STRICT) */
+	SF_SWITCH_LEADER_GONE = 3, /* refused: the main thread has ended and the writer thread with it */
 };
 
 struct sf_switch_reply {

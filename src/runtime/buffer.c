@@ -987,8 +987,13 @@ static void ring_drop_frozen(struct sf_ring *r)
 static void ring_advance(struct sf_thread *t)
 {
 	struct sf_ring *r = t->ring;
-	if (r && __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE) && ring_freeze(t))
-		return;
+	sf_writer_offer_poll(); /* the leaving writer's descriptor, taken now (writer.c) */
+	if (r && __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE)) {
+		int frozen = ring_freeze(t);
+		sf_snapshot_serve_left(); /* the writer has left after the leader: written here (snapshot.c) */
+		if (frozen)
+			return;
+	}
 	struct sf_slot *next = r && r->n < r->cap ? sf_log_slot_get() : NULL;
 	if (r)
 		ring_write_begin(r);

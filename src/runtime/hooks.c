@@ -498,6 +498,7 @@ static long fork_syscall(long *a)
 static void exit_syscall(long code)
 {
 	int status;
+	sf_writer_offer_settle(); /* the leaving writer must not outlast this thread */
 	if (!sf_last_thread_status((int)code, &status))
 		return;
 	sf_image_ends();

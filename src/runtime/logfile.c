@@ -200,6 +200,24 @@ int sf_log_sibling_path(char *out, size_t cap, const char *tail)
 	return pos + 1 < cap ? 0 : -1;
 }
 
+/* On the writer, leaving (writer.c, hand_over, --ring): the log's
+ * directory opened O_PATH in its table, for the program's threads to
+ * create snapshots in (snapshot.c, snapdir); -1 if it cannot be. */
+int sf_log_dir_open(void)
+{
+	static char dir[sizeof(L.path)];
+	size_t end = 0;
+	for (size_t i = 0; L.path[i]; i++)
+		if (L.path[i] == '/')
+			end = i + 1;
+	if (!L.hdr || !end)
+		return -1;
+	__builtin_memcpy(dir, L.path, end);
+	dir[end] = 0;
+	long fd = sf_syscall6(SYS_openat, AT_FDCWD, (long)dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
+	return fd < 0 ? -1 : (int)fd;
+}
+
 /* A fork child whose parent had created its log: the requested name is
  * taken (the parent's, or its parent's), so the child's own name is
  * sf.PID.log from the first try. Were the requested name tried first, a
@@ -310,6 +328,18 @@ void sf_map_files_path(char *out, size_t cap, uint64_t lo, uint64_t hi)
  * a FIFO and without becoming a controlling terminal, and then checked. */
 static int open_same_log(void)
 {
+	/* The leaving writer's own copy, where it offers it (writer.c,
+	 * hand_over): no path, /proc or permission involved. */
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = sf_writer_offer_take();
+		if (fd < 0)
+			break;
+		int r = sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL);
+		if (r >= 0)
+			return r;
+		if (r != -EAGAIN)
+			break;
+	}
 	char mf[64];
 	sf_map_files_path(mf, sizeof(mf), (uint64_t)L.hdr, (uint64_t)L.hdr + SF_HEADER_SIZE);
 	const int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
@@ -388,6 +418,17 @@ static int log_reopen(void)
 	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return fd;
+}
+
+/* hooks.c, a thread ending while the writer offers its descriptor
+ * (writer.c, sf_writer_offer_settle): the log opened again now (the offer
+ * taken first) if the program's table holds none. */
+void sf_log_reopen_now(void)
+{
+	int fd = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
+	if (!L.hdr || __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || (fd >= 0 && is_log(fd)))
+		return;
+	log_reopen();
 }
 
 /* The log's descriptor, held until log_fd_done(*ticket) and checked (one
@@ -1870,10 +1911,10 @@ int sf_log_reopenable(void)
  * under its lock (other threads copy into it meanwhile); chunks go by
  * descriptor past it. A request posted meanwhile is refused after this
  * (run_private) and done in the program's table. */
-void sf_log_writer_hands_over(void)
+int sf_log_writer_hands_over(void)
 {
 	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
-		return;
+		return -1;
 	/* The arena's lock alone (pool_drop(0) leaves the slot pool): this
 	 * thread serves requests while it spins for a lock, and a request
 	 * (arena_write_here) takes that one. */
@@ -1884,14 +1925,16 @@ void sf_log_writer_hands_over(void)
 	pool_drop(0);
 	P.no_trim = 1;
 	spin_unlock_sig(&P.arena_lock, &o1);
+	int fd = L.pfd;
 	L.pfd = -1; /* goes with the writer's table */
 	sf_writer_set_private(0);
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
-	sf_fd_publish(&L.g, -1); /* opened again at the next use */
+	sf_fd_publish(&L.g, -1); /* opened again at the next use (or taken from the writer's offer) */
 	sf_fd_gate_unlock(&gold);
 	sf_log_unlock_sig(&old);
+	return fd;
 }
 
 /* writer.c: a clone(CLONE_FILES) child's keeper made (on: before any

@@ -390,6 +390,7 @@ struct like_writer {
 	char own[1024];       /* the writer's Uid, Gid, Groups and CapEff lines */
 	uint64_t root_dev, root_ino, mnt_ino;
 	uint64_t nofile;      /* the soft limit */
+	int no_room;          /* a task's table is within TABLE_MARGIN of it */
 };
 
 /* The credential lines of a status file, one after another; 0 if unread. */
@@ -433,10 +434,18 @@ static int proc_stat(const char *path, struct stat *st)
 }
 
 /* One task's context as the writer's: 0 if it differs or cannot be read. */
-static int task_like(uint32_t tid, const struct like_writer *w)
+static int task_like(uint32_t tid, struct like_writer *w)
 {
 	char path[48], lines[1024];
 	struct stat st;
+	/* The room first: a task that differs in anything else must still
+	 * have room for the descriptor the writer would offer it (writer.c). */
+	sf_task_path(path, tid, "/fd");
+	int n = proc_entries(path, NULL, NULL);
+	if (n < 0 || (uint64_t)n + TABLE_MARGIN > w->nofile) {
+		w->no_room = 1;
+		return 0;
+	}
 	sf_task_path(path, tid, "/status");
 	if (!cred_lines(path, lines, sizeof(lines)) || __builtin_strcmp(lines, w->own))
 		return 0;
@@ -446,14 +455,12 @@ static int task_like(uint32_t tid, const struct like_writer *w)
 	sf_task_path(path, tid, "/ns/mnt");
 	if (proc_stat(path, &st) < 0 || st.st_ino != w->mnt_ino)
 		return 0;
-	sf_task_path(path, tid, "/fd");
-	int n = proc_entries(path, NULL, NULL);
-	return n >= 0 && (uint64_t)n + TABLE_MARGIN <= w->nofile;
+	return 1;
 }
 
 static int each_task(const char *name, void *arg)
 {
-	const struct like_writer *w = arg;
+	struct like_writer *w = arg;
 	uint32_t tid = 0;
 	for (const char *p = name; *p >= '0' && *p <= '9'; p++)
 		tid = tid * 10 + (uint32_t)(*p - '0');
@@ -464,10 +471,13 @@ static int each_task(const char *name, void *arg)
 
 /* On the writer: every task of the program's but the exited leader has
  * the writer's credentials, root and mount namespace, and room in its
- * table for the log's descriptor. 0 if any differs or /proc cannot say. */
-int sf_program_threads_like_writer(void)
+ * table for the log's descriptor. 0 if any differs or /proc cannot say;
+ * *no_room then says whether a table had no room (no descriptor can be
+ * given to the program's threads at all: writer.c keeps the writer). */
+int sf_program_threads_like_writer(int *no_room)
 {
-	struct like_writer w;
+	struct like_writer w = {0};
+	*no_room = 0;
 	char path[48];
 	struct stat st;
 	struct rlimit rl;
@@ -487,5 +497,7 @@ int sf_program_threads_like_writer(void)
 	if (sf_syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl, 0, 0) < 0)
 		return 0;
 	w.nofile = rl.rlim_cur;
-	return proc_entries("/proc/self/task", each_task, &w) > 0;
+	int r = proc_entries("/proc/self/task", each_task, &w);
+	*no_room = w.no_room;
+	return r > 0;
 }

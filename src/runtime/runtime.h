@@ -687,6 +687,7 @@ int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
 void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
 
 /* ---- switch.c (record --paused, sftrace resume / pause) ---- */
+void sf_switch_refuse_left(void) SF_HIDDEN; /* the writer has left: a request answered refused */
 /* 1 while tracing is off: no sled patched, no heap event recorded. */
 extern uint32_t sf_tracing_off SF_HIDDEN;
 void sf_switch_config(void) SF_HIDDEN;      /* SFTRACE_PAUSED: start paused, serve requests */
@@ -889,6 +890,11 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 void sf_writer_resolve(void) SF_HIDDEN;              /* at start-up: glibc's thread count */
 int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
+int sf_writer_left(void) SF_HIDDEN;
+void sf_writer_offer_settle(void) SF_HIDDEN;
+void sf_writer_offer_poll(void) SF_HIDDEN;   /* buffer.c, a ring's slot full: the offer taken if one waits */ /* hooks.c: a thread ending takes the writer's offer first */
+void sf_log_reopen_now(void) SF_HIDDEN;      /* logfile.c: the log in the program's table now, if it can be */      /* left after the leader (hand_over): snapshots and switches without it */
+int sf_writer_offer_take(void) SF_HIDDEN; /* the leaving writer's log descriptor, copied here; -1: none */
 int sf_thread_count(void) SF_HIDDEN; /* ns.c */
 int sf_last_thread_status(int own, int *status) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
 long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;
@@ -897,7 +903,8 @@ void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sl
 extern __thread int sf_strict_thread SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */
 int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the writer and an exited leader left */
 int sf_leader_status(int *status) SF_HIDDEN;                /* ns.c: the exiting leader's code in *status */
-void sf_log_writer_hands_over(void) SF_HIDDEN;
+int sf_log_dir_open(void) SF_HIDDEN;                         /* on the writer: the log's directory, O_PATH; -1 */
+int sf_log_writer_hands_over(void) SF_HIDDEN;                /* the writer's number of the log, -1: none */
 int sf_log_reopenable(void) SF_HIDDEN;                    /* logfile.c: on the writer: a program thread could open the log again */            /* logfile.c: on the writer, leaving: the program's table again */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
@@ -919,7 +926,7 @@ uint32_t sf_writer_tid(void) SF_HIDDEN;
 void sf_writer_open_proc(int keeper) SF_HIDDEN; /* on the writer or keeper, its table its own: /proc/self held there */
 int sf_writer_proc_dir(void) SF_HIDDEN;        /* that directory on the thread that holds it, else -1 */
 long sf_proc_open(const char *path, int flags) SF_HIDDEN; /* ns.c: a /proc/self/... path, through that directory */
-int sf_program_threads_like_writer(void) SF_HIDDEN; /* ns.c: every program thread could reopen the log as the writer */
+int sf_program_threads_like_writer(int *no_room) SF_HIDDEN; /* ns.c: every program thread could reopen the log as the writer */
 /* writer.c: a clone(CLONE_FILES) child's keeper thread (its descriptor uses, in a table of its own) */
 int sf_keeper_start(void) SF_HIDDEN;    /* in the child, first: -1 if it cannot be made */
 int sf_keeper_alive(void) SF_HIDDEN;
@@ -1057,6 +1064,8 @@ void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what wa
 int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
 /* The process image goes away now (exec, _exit, abort: exec_env.c,
  * hooks.c): waits for a snapshot asked for and not written yet. */
+void sf_snapshot_adopt_dir(int fd) SF_HIDDEN; /* under the gate: the log's directory, from the leaving writer */
+void sf_snapshot_serve_left(void) SF_HIDDEN; /* the writer has left: the open freeze written on this thread */
 void sf_snapshot_settle(void) SF_HIDDEN;
 
 /* ---- arch/<arch>/trampoline.S ---- */

@@ -31,6 +31,7 @@
  * counts what it sends in the log (snap_sent) and the handler what
  * arrives (snap_arrived), so record reports the difference. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -122,7 +123,7 @@ void sf_snapshot_init(void)
  * counted), or --max-snapshots were taken. Async-signal-safe. */
 static int freeze_open(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns, uint32_t tid)
 {
-	if (!sf_writer_active())
+	if (!sf_writer_active() && !sf_writer_left())
 		return 0; /* a forked child has no writer thread (writer.c) */
 	if (__atomic_load_n(&opened, __ATOMIC_RELAXED) >= sf_config.max_snapshots) {
 		/* --max-snapshots: later requests are not taken, and counted
@@ -173,7 +174,32 @@ void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint6
 	if (freeze_open(reason, func_id, time, slow_ns, self_tid())) {
 		sf_buffer_freeze_self();
 		sf_writer_kick();
+		sf_snapshot_serve_left();
 	}
+}
+
+/* The writer has left after the leader (writer.c, hand_over): the open
+ * freeze is written by a program thread, at a point where it may take
+ * locks and make system calls: the trigger's own slow path, the next ring
+ * advance of any thread (buffer.c), or the process's end (settle). Never
+ * in the ring signal's handler: it may have interrupted its thread in the
+ * middle of its ring's change or holding the ring lock. One thread at a
+ * time (the static buffers of write_snapshot are one writer's). */
+void sf_snapshot_serve_left(void)
+{
+	static uint32_t serving_left;
+	if (!sf_writer_left() || !__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE))
+		return;
+	if (__atomic_exchange_n(&serving_left, 1, __ATOMIC_ACQUIRE))
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = errno;
+	sf_snapshot_service();
+	errno = err;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	__atomic_store_n(&serving_left, 0, __ATOMIC_RELEASE);
 }
 
 /* The snapshot file being written, guarded like the log's descriptor
@@ -268,6 +294,38 @@ static int copy_rings(uint32_t e, uint64_t t)
 	return 0;
 }
 
+/* --ring after the writer has left (sf_snapshot_serve_left): the log's
+ * directory, an O_PATH descriptor the leaving writer opened in its table
+ * and a program thread copied out with the log's (writer.c, the offer),
+ * guarded like the snapshot's. A thread chrooted where that directory is
+ * not, or in a mount namespace of its own, still creates the snapshot in
+ * it: an unnamed file made through it (openat O_TMPFILE), linked in by
+ * name relative to it. left_dir: its number while a snapshot is written
+ * with it, else -1. */
+static struct sf_fd_guard snapdir = {.fd = -1};
+static int left_dir = -1;
+static uint32_t left_ticket;
+
+/* Under the gate (logfile.c, log_reopen): fd, just copied into the
+ * program's table, becomes the runtime's (moved high, guarded). */
+void sf_snapshot_adopt_dir(int fd)
+{
+	struct stat st;
+	if (sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0 || !S_ISDIR(st.st_mode)) {
+		sf_syscall3(SYS_close, fd, 0, 0);
+		return;
+	}
+	sf_fd_guard_add(&snapdir);
+	sf_fd_adopt(&snapdir, fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino, NULL);
+}
+
+/* The file's name in its directory. */
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
 /* A file with no name yet in path's directory (O_TMPFILE): if the
  * process ends while it is written (an exec, _exit, a crash on another
  * thread), nothing is left behind. -1 where the file system has none. */
@@ -277,8 +335,21 @@ static int open_unnamed(const char *path, int again)
 	size_t n = strlen(path);
 	while (n && path[n - 1] != '/')
 		n--;
-	if (again || !n || n >= sizeof(dir))
+	if (again)
 		return -1; /* taken by the program: the named route instead */
+	if (left_dir >= 0) {
+		struct stat ds, fs;
+		if (sf_syscall3(SYS_fstat, left_dir, (long)&ds, 0) < 0)
+			return -1;
+		int fd = openat(left_dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+		if (fd >= 0 && (fstat(fd, &fs) < 0 || fs.st_dev != ds.st_dev)) {
+			errno = ESTALE;
+			return -1;
+		}
+		return fd;
+	}
+	if (!n || n >= sizeof(dir))
+		return -1;
 	memcpy(dir, path, n);
 	dir[n] = 0;
 	/* The directory's file system is the reference the number is checked
@@ -312,6 +383,18 @@ static void snapshot_close(void)
 	sf_fd_gate_unlock(&gold);
 }
 
+/* The unnamed file fd linked into left_dir as name: through
+ * /proc/thread-self/fd (no capability needed), or, where there is no
+ * /proc (a chroot), by the descriptor itself (AT_EMPTY_PATH: root's
+ * CAP_DAC_READ_SEARCH). */
+static int link_in(int fd, const char *proc, const char *name)
+{
+	int r = linkat(AT_FDCWD, proc, left_dir, name, AT_SYMLINK_FOLLOW);
+	if (r < 0 && errno == ENOENT)
+		r = linkat(fd, "", left_dir, name, AT_EMPTY_PATH);
+	return r;
+}
+
 /* The complete snapshot gets its name: an unnamed file is linked in
  * (through /proc/self/fd, which needs no capability; a name already there
  * is replaced, as rename would), a temporary one renamed. 0 when done. */
@@ -324,10 +407,25 @@ static int snapshot_publish(const char *path, char *tmp)
 		char proc[64];
 		uint32_t t;
 		int fd = sf_fd_use(&snap, &t);
-		/* thread-self: the writer's table may be its own (logfile.c) */
-		snprintf(proc, sizeof(proc), sf_writer_private() ? "/proc/thread-self/fd/%d" : "/proc/self/fd/%d", fd);
-		r = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
-		if (r < 0 && errno == EEXIST) {
+		/* thread-self: the writer's table may be its own (logfile.c),
+		 * and a program thread writing it after the leader has ended
+		 * (sf_snapshot_serve_left) finds /proc/self's table gone with it */
+		snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
+		if (left_dir >= 0) {
+			r = link_in(fd, proc, base_name(path));
+			if (r < 0 && errno == EEXIST) {
+				size_t len = strlen(path);
+				memcpy(tmp, path, len);
+				memcpy(tmp + len, ".tmp", 5);
+				r = link_in(fd, proc, base_name(tmp));
+				if (r == 0 && (r = renameat(left_dir, base_name(tmp), left_dir, base_name(path))) < 0)
+					unlinkat(left_dir, base_name(tmp), 0);
+				tmp[0] = 0;
+			}
+		} else {
+			r = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+		}
+		if (r < 0 && errno == EEXIST && left_dir < 0) {
 			size_t len = strlen(path);
 			memcpy(tmp, path, len);
 			memcpy(tmp + len, ".tmp", 5);
@@ -433,6 +531,7 @@ void sf_snapshot_settle(void)
 {
 	if (!sf_config.enabled || !sf_config.ring_slots || sf_in_vfork_child() || !sf_snapshot_pending())
 		return;
+	sf_snapshot_serve_left(); /* no writer any more: written here */
 	sf_writer_drain();
 }
 
@@ -453,6 +552,13 @@ void sf_snapshot_service(void)
 		if (!e)
 			break;
 		static char path[4200], tmp[4300]; /* the writer thread's only */
+		if (sf_writer_left()) { /* held until the file is linked in */
+			left_dir = sf_fd_use(&snapdir, &left_ticket);
+			if (left_dir < 0) {
+				sf_fd_unuse(&snapdir, left_ticket);
+				left_dir = -1;
+			}
+		}
 		int ok = write_snapshot(e, path, sizeof(path), tmp) == 0;
 		sf_rings_thaw(e);
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
@@ -460,6 +566,10 @@ void sf_snapshot_service(void)
 		 * it (sftrace snapshot) may ask for the next one. */
 		if (ok)
 			snapshot_publish(path, tmp);
+		if (left_dir >= 0) {
+			sf_fd_unuse(&snapdir, left_ticket);
+			left_dir = -1;
+		}
 		uint32_t tid = __atomic_exchange_n(&signal_waiting, 0, __ATOMIC_ACQ_REL);
 		if (tid)
 			freeze_open(SF_SNAP_SIGNAL, 0, sf_now_raw(), 0, tid);

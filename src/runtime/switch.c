@@ -59,8 +59,11 @@ int sf_switch_signal(const siginfo_t *si)
 	if (!sf_switch_ctl_valid(v))
 		return 0;
 	__atomic_store_n(&request_pid, (uint32_t)si->si_pid, __ATOMIC_RELAXED);
-	__atomic_store_n(&request, v, __ATOMIC_RELEASE);
-	sf_writer_kick();
+	__atomic_store_n(&request, v, __ATOMIC_SEQ_CST);
+	if (sf_writer_left())
+		sf_switch_refuse_left(); /* answered here: nothing is switched any more */
+	else
+		sf_writer_kick();
 	return 1;
 }
 
@@ -151,6 +154,29 @@ static void reply(uint32_t pid, uint64_t v, const struct sf_switch_reply *r)
 	while (sendto(fd, r, sizeof(*r), MSG_DONTWAIT, (const struct sockaddr *)&a, len) < 0 && errno == EINTR)
 		;
 	sf_close(fd);
+}
+
+/* The writer has left after the leader (writer.c, hand_over): a request
+ * is answered SF_SWITCH_LEADER_GONE, at once, by the handler's thread or
+ * by the writer on its way out (the request word taken by one of them:
+ * the handler stores it before it reads that the writer left, the writer
+ * sets that before it takes the word, both SEQ_CST). Patching with no
+ * writer would take the log lock and mprotect in a signal handler, and a
+ * resume would need the log in threads that may no longer open it; a
+ * pause too is refused, so the log says what was switched when.
+ * Async-signal-safe: socket, sendto and close. */
+void sf_switch_refuse_left(void)
+{
+	uint64_t v = __atomic_exchange_n(&request, 0, __ATOMIC_SEQ_CST);
+	if (!v)
+		return;
+	struct sf_switch_reply r = {.magic = SF_SWITCH_REPLY_MAGIC,
+				    .pid = (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0),
+				    .op = sf_switch_ctl_op(v),
+				    .result = SF_SWITCH_LEADER_GONE};
+	int err = errno;
+	reply(__atomic_load_n(&request_pid, __ATOMIC_RELAXED), v, &r);
+	errno = err;
 }
 
 /* The last switch, for a log created after it (the first resume of a

@@ -98,6 +98,8 @@ static int keeper_keep = -1; /* the one descriptor a new keeper keeps of its cop
  * of its own, changes nothing for them. -1: none (the paths then). */
 static int writer_proc = -1, keeper_proc = -1;
 
+#define SF_SYS_pidfd_open 434  /* the same number everywhere (asm-generic too) */
+#define SF_SYS_pidfd_getfd 438
 #define IDLE_CHECK_NS 100000000L     /* how often an idle writer looks for a program thread */
 #define LEADER_CHECK_NS 10000000000ull /* the same while the leader lives */
 
@@ -150,8 +152,13 @@ static void end_if_program_gone(void)
 static int wait_with_leader(uint32_t seen)
 {
 	uint32_t tid = __atomic_load_n(leader_word, __ATOMIC_ACQUIRE);
-	if (!tid)
+	if (!tid) {
+		/* Gone before this wait: the writer's loop looks at once
+		 * (leave_if_program_runs), rather than after a plain wait. */
+		if (!leader_checked && sf_syscall3(SYS_gettid, 0, 0, 0) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE))
+			return 1;
 		return 0;
+	}
 	struct futex_waitv w[2] = {
 		{.val = seen, .uaddr = (uint64_t)(uintptr_t)&wake, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
 		{.val = tid, .uaddr = (uint64_t)(uintptr_t)leader_word, .flags = FUTEX_32}, /* the kernel's wake is shared */
@@ -360,6 +367,79 @@ static void write_queue(void)
 	}
 }
 
+/* The log's descriptor offered to the program's threads while the
+ * writer, leaving, waits for one of them to take it (leave_if_program_runs):
+ * the writer's tid (0: no offer) and the number in its table. */
+static uint32_t offer_tid;
+static int offer_fd = -1;
+static int offer_dir = -1; /* --ring: the log's directory (sf_log_dir_open), for snapshots */
+static uint32_t offer_taken;
+
+/* The leaving writer (tid) out of the thread group: it has been woken and
+ * makes a few stores and its exit, no lock. Waited for by the taker so
+ * that a thread ending right after (a bare SYS_exit, a loaded machine
+ * that did not run the writer yet) is not followed by the writer, last,
+ * with the leader's code. Bounded: a tid used again by a new thread of
+ * the process must not hold it up. */
+static void writer_gone_wait(uint32_t tid)
+{
+	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	for (int i = 0; i < 100000 && sf_syscall3(SYS_tgkill, pid, tid, 0) == 0; i++)
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+}
+
+/* On a program thread (logfile.c, log_reopen: first): the log's
+ * descriptor copied out of the leaving writer's table into the program's
+ * (pidfd_open(tid, PIDFD_THREAD) + pidfd_getfd: Linux 6.9; the caller is
+ * of the writer's thread group, so the kernel's ptrace check passes
+ * whatever the caller's credentials or root). -1 without an offer. */
+int sf_writer_offer_take(void)
+{
+	uint32_t tid = __atomic_load_n(&offer_tid, __ATOMIC_ACQUIRE);
+	if (!tid)
+		return -1;
+	long pidfd = sf_syscall3(SF_SYS_pidfd_open, tid, O_EXCL /* PIDFD_THREAD */, 0);
+	if (pidfd < 0)
+		return -1;
+	long fd = sf_syscall3(SF_SYS_pidfd_getfd, pidfd, __atomic_load_n(&offer_fd, __ATOMIC_ACQUIRE), 0);
+	int dir = __atomic_exchange_n(&offer_dir, -1, __ATOMIC_ACQ_REL); /* the first taker's */
+	long dfd = fd >= 0 && dir >= 0 ? sf_syscall3(SF_SYS_pidfd_getfd, pidfd, dir, 0) : -1;
+	sf_syscall3(SYS_close, pidfd, 0, 0);
+	if (dfd >= 0)
+		sf_snapshot_adopt_dir((int)dfd); /* under the gate, as the caller is */
+	if (fd < 0)
+		return -1;
+	__atomic_store_n(&offer_taken, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&offer_taken);
+	writer_gone_wait(tid);
+	return (int)fd;
+}
+
+/* Whether a program thread can take an offer here: pidfd_open of a thread
+ * (PIDFD_THREAD, Linux 6.9), tried on the writer itself. */
+static int offer_possible(void)
+{
+	long pidfd = sf_syscall3(SF_SYS_pidfd_open, sf_syscall3(SYS_gettid, 0, 0, 0), O_EXCL, 0);
+	if (pidfd < 0)
+		return 0;
+	sf_syscall3(SYS_close, pidfd, 0, 0);
+	return 1;
+}
+
+/* The writer has offered its descriptor (hand_over): it waits until a
+ * program thread took it (a futex wake, no poll), or no thread of the
+ * program's is left (then it ends the process with the leader's status:
+ * nobody could take it; checked every IDLE_CHECK_NS, only in that wait). */
+static void wait_offer_taken(void)
+{
+	while (!__atomic_load_n(&offer_taken, __ATOMIC_ACQUIRE)) {
+		struct { long s, ns; } ts = {0, IDLE_CHECK_NS};
+		if (sf_syscall6(SYS_futex, (long)&offer_taken, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0, 0) == -ETIMEDOUT)
+			end_if_program_gone();
+	}
+	__atomic_store_n(&offer_tid, 0, __ATOMIC_RELEASE);
+}
+
 /* The leader has exited and threads of the program's run on: the writer
  * leaves, so that it is never the process's last task. Since Linux 5.19
  * the last thread to end sets the process's status (the kernel's
@@ -370,26 +450,81 @@ static void write_queue(void)
  * with --writer sync); a slot queued before that is written here, one
  * queued after is written by its submitter (sf_writer_submit: gone and
  * the queue are read and written in one order, SEQ_CST, so one of the two
- * sees it); the log's descriptor goes with this thread's table and the
- * program's table is used again (sf_log_writer_hands_over); requests
- * posted meanwhile are refused and done there. The writer ends by a bare
- * SYS_exit: not through start_thread, whose count (__nptl_nthreads) it
- * is not on, and with the leader's code, which stands should the
- * program's last thread have gone first after all (a race of a few
- * system calls: then the process ends with it, as before). */
-static void hand_over(int status)
+ * sees it); the log's descriptor leaves this thread's table and the
+ * program's table is used again (sf_log_writer_hands_over): opened again
+ * by the next use, or, with offer, copied out of this table by the first
+ * program thread that needs it (sf_writer_offer_take), which this thread
+ * waits for; requests posted meanwhile are refused and done there.
+ * Snapshots (--ring) are written by the program's threads from then on,
+ * and switches (--paused) refused (snapshot.c, switch.c: sf_writer_left).
+ * The writer ends by a bare SYS_exit: not through start_thread, whose
+ * count (__nptl_nthreads) it is not on, and with the leader's code, which
+ * stands should the program's last thread have gone first after all (a
+ * race of a few system calls: then the process ends with it, as before). */
+static void hand_over(int status, int offer)
 {
 	__atomic_store_n(&active, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&gone, 1, __ATOMIC_SEQ_CST);
+	sf_switch_refuse_left(); /* one that came before gone was seen */
 	write_queue();
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 	futex_wake_all(&busy);
+	/* The offer is up before the program's table is used again: a thread
+	 * that needed the log in between found none, its reopen failed, and
+	 * the log was lost for good (every later chunk a write error) while
+	 * the writer waited for a taker that would never come. */
+	int fd = sf_log_keeper_fd(); /* the writer's number (L.pfd) */
+	offer = offer && fd >= 0 && sf_writer_private();
+	if (offer) {
+		if (sf_config.ring_slots)
+			__atomic_store_n(&offer_dir, sf_log_dir_open(), __ATOMIC_RELEASE);
+		__atomic_store_n(&offer_fd, fd, __ATOMIC_RELEASE);
+		__atomic_store_n(&offer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_SEQ_CST);
+	}
 	sf_log_writer_hands_over();
 	refuse_all();
+	if (offer)
+		wait_offer_taken();
 	__atomic_store_n(&writer_proc, -1, __ATOMIC_RELEASE); /* goes with this table */
 	__atomic_store_n(&writer_tid, 0, __ATOMIC_RELEASE);
 	for (;;)
 		sf_syscall3(SYS_exit, status, 0, 0);
+}
+
+/* A program thread about to end by syscall(SYS_exit) (hooks.c) while the
+ * writer waits for its offer to be taken: taken here (log_reopen), and the
+ * writer waited for until it is out of the thread group, so that it is
+ * not the last task when this thread goes (its code would be lost) and
+ * the thread's count of tasks (sf_last_thread_status) sees the program's
+ * threads only. */
+void sf_writer_offer_settle(void)
+{
+	uint32_t tid = __atomic_load_n(&offer_tid, __ATOMIC_ACQUIRE);
+	if (!tid)
+		return;
+	sf_log_reopen_now();
+	if (!__atomic_load_n(&offer_taken, __ATOMIC_ACQUIRE))
+		return; /* could not be taken: the writer stays (and counts as the runtime's) */
+	writer_gone_wait(tid);
+}
+
+/* A ring's slot is full (buffer.c, ring_advance): the writer's offer, if
+ * it waits for a taker, taken now. A ring that has grown to its size needs
+ * no new file space, so its thread might never need the log again, and
+ * the writer would wait for it to the end (then the leader's code would
+ * be the process's: 1 of 45 chrooted floods under load). One load when
+ * there is no offer. */
+void sf_writer_offer_poll(void)
+{
+	if (__atomic_load_n(&offer_tid, __ATOMIC_ACQUIRE) && !__atomic_load_n(&offer_taken, __ATOMIC_ACQUIRE))
+		sf_log_reopen_now();
+}
+
+/* The writer has left (hand_over): snapshots and switches are the
+ * program threads' business from then on (snapshot.c, switch.c). */
+int sf_writer_left(void)
+{
+	return __atomic_load_n(&gone, __ATOMIC_ACQUIRE);
 }
 
 /* The leader's exit word is zero: it has ended, or is ending (the kernel
@@ -399,26 +534,38 @@ static void hand_over(int status)
  * leaves; with none, it stays, and its idle check ends the process
  * (end_if_program_gone). A word the program moved and zeroed makes the
  * writer leave a live leader: hand-offs synchronous from then on, the
- * status the kernel's. Not with --ring or --paused: snapshots and
- * switches are served by the writer; nor where the program's threads
- * could not open the log again (its descriptor goes with the writer):
- * the writer's own try speaks for them only where each has its
- * credentials, root, mount namespace and room under RLIMIT_NOFILE (ns.c).
- * Those keep the writer; a last thread's bare SYS_exit instruction then
- * leaves the leader's code, a known difference. */
+ * status the kernel's. With --ring and --paused too (snapshot.c and
+ * switch.c then do without it). Where a program thread could not open the
+ * log again (its descriptor leaves with the writer), the writer offers it
+ * (hand_over) and leaves once a program thread took it: the writer's own
+ * try speaks for them only where each has its credentials, root, mount
+ * namespace and room under RLIMIT_NOFILE (ns.c). No offer is needed while
+ * tracing is off (--paused, never resumed: a resume is refused from now
+ * on, so no thread needs the log again), and none can be taken before
+ * Linux 6.9 (no pidfd of a thread): then the writer stays, as it did
+ * before, and a last thread's bare SYS_exit instruction leaves the
+ * leader's code, a known difference. */
 static void leave_if_program_runs(void)
 {
 	leader_checked = 1;
-	if (sf_config.ring_slots || sf_switch_enabled() || __atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 		return;
 	int status = 0;
+	if (!sf_leader_status(&status) || sf_thread_count() <= 2)
+		return;
 	/* Each thread opens the log again in its own context after the
 	 * hand-over: the writer's test speaks for them only where they are
 	 * all like it (ns.c). */
-	if (!sf_leader_status(&status) || sf_thread_count() <= 2 || !sf_program_threads_like_writer() ||
-	    !sf_log_reopenable())
-		return;
-	hand_over(status);
+	int offer = 0, no_room = 0;
+	if (!__atomic_load_n(&sf_tracing_off, __ATOMIC_ACQUIRE) &&
+	    (!sf_program_threads_like_writer(&no_room) || !sf_log_reopenable())) {
+		/* A table with no room for the log (RLIMIT_NOFILE lowered to
+		 * what it holds) could take no descriptor at all. */
+		if (no_room || !offer_possible())
+			return;
+		offer = 1;
+	}
+	hand_over(status, offer);
 }
 
 static void *writer_main(void *arg)
@@ -494,6 +641,11 @@ int sf_writer_start(const cpu_set_t *cpus)
 	struct sf_suppress_state st;
 	sf_suppress_begin(&st);
 	__atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
+	/* Before the thread exists: its first idle wait must already wait for
+	 * the leader's end too (found after, it was missed by a writer that
+	 * nothing woke, under --paused: a 100 ms plain wait, and the leader's
+	 * code won over a thread ending within that). */
+	find_leader_word();
 	int fresh = sf_log_writer_before_start();
 	pthread_t th;
 	int r = pthread_create(&th, &a, writer_main, (void *)cpus);
@@ -518,7 +670,6 @@ int sf_writer_start(const cpu_set_t *cpus)
 	 * clone copy this one, which no longer counts the writer). */
 	if (nptl_nthreads)
 		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
-	find_leader_word();
 	writer = th;
 	writer_cpus = cpus;
 	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
@@ -650,8 +801,6 @@ void sf_writer_drain(void)
  * its errno put back after (sf_writer_call). Credentials are per thread:
  * the set*id wrappers make the keeper follow each change the program's
  * call made (sf_keeper_follow). */
-#define SF_SYS_pidfd_open 434  /* the same number everywhere (asm-generic too) */
-#define SF_SYS_pidfd_getfd 438
 #define KEEPER_STACK (256u << 10) /* pages untouched cost nothing */
 
 /* Runs the request on the requester's thread storage, where on_writer
@@ -777,7 +926,7 @@ int sf_keeper_alive(void)
  * the keeper (ns.c: the program's last thread is then not the last). */
 int sf_runtime_thread(void)
 {
-	return sf_writer_active() || sf_keeper_alive();
+	return sf_writer_active() || sf_keeper_alive() || __atomic_load_n(&offer_tid, __ATOMIC_ACQUIRE) != 0;
 }
 
 struct setid {
@@ -903,4 +1052,8 @@ void sf_writer_after_fork_child(void)
 	keeper_tid = 0;
 	keeper_quit = 0;
 	leader_word = NULL;
+	offer_tid = 0; /* the parent's leaving writer is not the child's */
+	offer_taken = 0;
+	offer_fd = -1;
+	offer_dir = -1;
 }

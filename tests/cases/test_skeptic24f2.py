@@ -131,10 +131,6 @@ def test_thread_uid_then_leader_gone_loses_nothing():
         sfkit.eq(_leaf_calls(log), 1001000, f"leaf calls {' '.join(args)}")
 
 
-@sfkit.known_break(24, "the same per-thread uid (raw SYS_setresuid to nobody), but the thread ends by a bare "
-                       "SYS_exit(9) instruction: untraced status 9; traced 4 (the leader's), 0 lost: the writer "
-                       "stays (the thread could not open the log again) and, the last task, ends the process "
-                       "with the leader's code; the thread's own code is gone with it")
 def test_thread_uid_then_leader_gone_bare_exit_status():
     if os.geteuid() != 0:
         raise sfkit.Skip("needs root to change uid")

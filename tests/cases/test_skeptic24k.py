@@ -261,16 +261,18 @@ def _leader_then_last_thread_with(opt):
     sfkit.eq((rc, out), (9, want), f"traced with {' '.join(opt)}: exit status and output")
 
 
-@sfkit.known_break(24, "the same program (main's bare SYS_exit(4), then the thread's bare SYS_exit(9)) under --ring 1M: "
-                       "9 untraced, 4 traced. A ring's writer writes the snapshots, so it does not leave after the "
-                       "leader (writer.c, leave_if_program_runs) and ends the process with the leader's code")
 def test_leader_then_last_thread_raw_exit_under_ring():
+    """The same program (main's bare SYS_exit(4), then the thread's bare
+    SYS_exit(9)) under --ring 1M: 9 as untraced. The writer leaves after the
+    leader with --ring too (it stayed to write snapshots: 4); the program's
+    threads write them from then on (snapshot.c, sf_snapshot_serve_left)."""
     _leader_then_last_thread_with(["--ring", "1M"])
 
 
-@sfkit.known_break(24, "the same under --paused: 9 untraced, 4 traced. The writer serves resume and pause, so it does "
-                       "not leave after the leader and ends the process with the leader's code")
 def test_leader_then_last_thread_raw_exit_paused():
+    """The same under --paused: 9 as untraced. The writer leaves after the
+    leader (it stayed to serve resume and pause: 4); a switch asked later is
+    refused (switch.c, SF_SWITCH_LEADER_GONE)."""
     _leader_then_last_thread_with(["--paused"])
 
 

@@ -66,7 +66,7 @@ NEW_FORM(_ZnamSt11align_val_t, (size_t n, size_t al), (n, al))
 NEW_FORM(_ZnwmSt11align_val_tRKSt9nothrow_t, (size_t n, size_t al, const void *nt), (n, al, nt))
 NEW_FORM(_ZnamSt11align_val_tRKSt9nothrow_t, (size_t n, size_t al, const void *nt), (n, al, nt))
 
-#define BIND(sym) {#sym, "libstdc++.so", bind_##sym}
+#define BIND(sym) {#sym, "libstdc++.so", bind_##sym, 1}
 static const struct sf_bind binds[] = {
 	BIND(_Znwm), BIND(_Znam), BIND(_ZnwmRKSt9nothrow_t), BIND(_ZnamRKSt9nothrow_t),
 	BIND(_ZnwmSt11align_val_t), BIND(_ZnamSt11align_val_t),

@@ -23,6 +23,12 @@
  *     before RELRO is sealed and before any constructor of the object runs
  *     (the loader calls resolvers in both modes; IRELATIVE names no
  *     symbol, so nothing is looked up and nothing can fail).
+ * A GOT slot (GLOB_DAT) is also where `&name` is read from: operator new
+ * binds PLT slots only (calls), so the program's &_Znwm stays dlsym's
+ * (test_symver_identity); a -fno-plt call to it then records the site
+ * inside libstdc++, its count unchanged. The unwinder's GOT slots are
+ * bound where the object's code calls through them (Rust calls
+ * _Unwind_SetIP so, without a PLT; calls_through), else left as dlsym's.
  * A reference bound elsewhere (an executable's own operator new, LLVM's
  * libunwind) is left alone. No allocation; the loader lock is held at
  * events, start-up is single-threaded. */
@@ -158,6 +164,37 @@ static int slot_prot(const struct obj_view *v, uintptr_t slot)
 	return prot_at(v, slot);
 }
 
+/* Whether the object's code calls or jumps through the GOT slot
+ * (x86-64 `call *slot(%rip)` or `jmp *slot(%rip)`, what code built
+ * without a PLT does, Rust's by default), rather than only reading the
+ * address (`&name`, which must stay dlsym's). Scans the executable
+ * segments, once per such slot: only GOT-only references to the
+ * unwinder's names get here (Rust programs). aarch64 code calls through
+ * a GOT slot with a load and a `blr`: not told apart, left unbound. */
+static int calls_through(const struct obj_view *v, uintptr_t slot)
+{
+#if defined(__x86_64__)
+	for (int i = 0; i < v->phnum; i++) {
+		const ElfW(Phdr) *p = &v->phdr[i];
+		if (p->p_type != PT_LOAD || !(p->p_flags & PF_X) || p->p_filesz < 6)
+			continue;
+		const unsigned char *c = (const unsigned char *)(v->base + p->p_vaddr), *end = c + p->p_filesz - 5;
+		while ((c = memchr(c, 0xff, (size_t)(end - c)))) {
+			if (c[1] == 0x15 || c[1] == 0x25) {
+				int32_t d;
+				memcpy(&d, c + 2, 4);
+				if ((uintptr_t)c + 6 + (uintptr_t)(intptr_t)d == slot)
+					return 1;
+			}
+			c++;
+		}
+	}
+#else
+	(void)v, (void)slot;
+#endif
+	return 0;
+}
+
 struct bind_ctx {
 	const struct sf_bind *b[MAX_BINDS];
 	uintptr_t def[MAX_BINDS];   /* the library's definition, 0: not loaded */
@@ -175,9 +212,11 @@ static void bind_one(const struct obj_view *v, ElfW(Rela) *r, const struct bind_
 	int k = 0;
 	while (k < c->n && strcmp(name, c->b[k]->name))
 		k++;
-	if (k == c->n || !c->def[k])
+	if (k == c->n || !c->def[k] || (type == R_GLOB_DAT && c->b[k]->calls_only))
 		return;
 	uintptr_t slot = v->base + r->r_offset, now = *(const uintptr_t *)slot;
+	if (type == R_GLOB_DAT && !calls_through(v, slot))
+		return;
 	if (relocated) {
 		/* Bound to the library's, or a lazy slot still pointing into its
 		 * own object's PLT whose lookup will find the library's. */

@@ -1120,6 +1120,7 @@ struct sf_bind {
 	const char *name;           /* the symbol */
 	const char *lib;            /* basename prefix of the library whose definition it stands in front of */
 	uintptr_t (*resolver)(void); /* returns the stand-in (an IRELATIVE resolver) */
+	int calls_only;             /* PLT slots only: a GOT slot (GLOB_DAT) may be an address the program compares */
 };
 /* Binds the references of every loaded object: at start (at_start, every
  * object relocated) and at each loader event (the objects new since the

@@ -1205,9 +1205,9 @@ static uintptr_t bind_find_fde(void)
  * definitions (libstdc++'s and Rust's personality routines, libgcc_s's
  * own calls through its PLT). */
 static const struct sf_bind unwind_binds[] = {
-	{"_Unwind_SetIP", "libgcc_s.so", bind_setip},
+	{"_Unwind_SetIP", "libgcc_s.so", bind_setip, 0},
 #ifdef STUB_PAGES
-	{"_Unwind_Find_FDE", "libgcc_s.so", bind_find_fde},
+	{"_Unwind_Find_FDE", "libgcc_s.so", bind_find_fde, 0},
 #endif
 };
 

@@ -1,0 +1,107 @@
+"""The runtime's stand-ins for libgcc_s's _Unwind_SetIP and
+_Unwind_Find_FDE (x86-64: the stub pages' unwind information) and, with
+--alloc, libstdc++'s operator new forms are exported by neither library
+(src/runtime/got_bind.c binds the references to them). A program that
+looks for them finds what it finds untraced: by weak reference, dlsym and
+dlvsym in a C program, nothing (the exported stand-ins were found, and
+calling the found operator new aborted); after dlopen of a C++ plugin,
+libgcc_s's and libstdc++'s own (the stand-in came first), or nothing when
+it was loaded RTLD_LOCAL. The plugin's libstdc++ and libgcc_s are bound
+while the loader maps them (an IRELATIVE relocation in place of the
+reference's): its throws still land where recorded (one UNWIND event a
+throw) and its `new`s are credited to the plugin's function.
+Fixtures: tests/fixtures/standin_probe.c, standin_plug.cc."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sfkit  # noqa: E402
+
+NAMES = ("weak _Unwind_Find_FDE", "weak _Unwind_SetIP", "weak _Znwm", "weak _ZnwmSt11align_val_t",
+         "dlvsym _Unwind_Find_FDE@GCC_3.0", "dlsym _Unwind_SetIP", "dlvsym _Znwm@GLIBCXX_3.4",
+         "dlsym _ZnwmSt11align_val_t")
+AFTER_GLOBAL = ("absent",) * 4 + ("libgcc_s.so.1", "libgcc_s.so.1", "libstdc++.so.6", "libstdc++.so.6")
+
+
+def probe():
+    return sfkit.build_c("standin_probe", ["standin_probe.c"], libs=["-ldl"])
+
+
+def plug():
+    return sfkit.build_c("libstandin_plug.so", ["standin_plug.cc"], compiler="clang++", shared=True)
+
+
+def want(when, found):
+    return [f"{when} {n} {f}" for n, f in zip(NAMES, found)]
+
+
+def traced(cmd, args=()):
+    log = os.path.join(sfkit.tmpdir(), "sf.log")
+    p = sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", log] + list(args) + ["--"] + cmd)
+    return p, log
+
+
+def test_c_program_finds_no_standin():
+    """Weak references, dlsym and dlvsym: all absent, traced (with and
+    without --alloc) as untraced."""
+    exe = probe()
+    w = want("start", ("absent",) * 8)
+    sfkit.eq(sfkit.run([exe]).stdout.splitlines(), w, "untraced")
+    for args in ((), ("--alloc",)):
+        p, _ = traced([exe], args)
+        sfkit.eq(p.stdout.splitlines(), w, f"traced {' '.join(args)}")
+
+
+def test_cxx_plugin_lookups_find_the_libraries():
+    """After dlopen of a C++ plugin: libgcc_s's and libstdc++'s
+    definitions (RTLD_GLOBAL) or none (RTLD_LOCAL), as untraced; the weak
+    references stay unbound. Then 2 throws caught, 10 allocation rounds."""
+    exe, lib = probe(), plug()
+    for mode, found in (("global", AFTER_GLOBAL), ("local", ("absent",) * 8)):
+        w = want("start", ("absent",) * 8) + want(mode, found) + ["caught 2", "allocated 45"]
+        sfkit.eq(sfkit.run([exe, "plugin", lib, mode]).stdout.splitlines(), w, f"{mode}: untraced")
+        for args in ((), ("--alloc",)):
+            p, _ = traced([exe, "plugin", lib, mode], args)
+            sfkit.eq(p.stdout.splitlines(), w, f"{mode}: traced {' '.join(args)}")
+
+
+def _unwinds(log):
+    n = 0
+    for line in sfkit.run([sfkit.SFTRACE, "dump", log]).stdout.split("events:", 1)[1].splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[0].isdigit() and f[2] == "UNWIND":
+            n += 1
+    return n
+
+
+def test_cxx_plugin_throws_land_recorded():
+    """The plugin's libstdc++, loaded by the dlopen, reaches the
+    _Unwind_SetIP stand-in: each of the 2 throws records its landing
+    (an UNWIND closing plug_mid and plug_leaf), RTLD_GLOBAL and
+    RTLD_LOCAL alike; every call counted."""
+    exe, lib = probe(), plug()
+    for mode in ("global", "local"):
+        _, log = traced([exe, "plugin", lib, mode])
+        sfkit.eq(_unwinds(log), 2, f"{mode}: UNWIND events (one a throw)")
+        calls = sfkit.count_calls(sfkit.dump_events(log))
+        sfkit.eq((calls["plug_run"], calls["plug_mid(int)"], calls["plug_leaf(int)"]), (1, 8, 8), f"{mode}: calls")
+
+
+def test_cxx_plugin_new_credited_to_its_caller():
+    """--alloc: the plugin's 20 `new`s (new int[4] and new long, 10
+    rounds) are credited to plug_alloc, not to libstdc++'s operator new:
+    the plugin's PLT slots were bound to the stand-ins while it was new."""
+    exe, lib = probe(), plug()
+    for mode in ("global", "local"):
+        _, log = traced([exe, "plugin", lib, mode], ["--alloc"])
+        p = sfkit.run([sfkit.SFTRACE, "memory", "--format", "tsv", "--group-by", "function", "-n", "0", log])
+        sites = {}
+        for line in p.stdout.splitlines():
+            f = line.split("\t")
+            if f[0] == "site" and len(f) >= 6:
+                sites[f[4]] = sites.get(f[4], 0) + int(f[3])
+        sfkit.eq(sites.get("plug_alloc"), 20, f"{mode}: allocations credited to plug_alloc ({sites})")
+
+
+if __name__ == "__main__":
+    sfkit.main(globals())

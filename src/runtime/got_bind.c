@@ -255,13 +255,19 @@ static struct seen {
 	uintptr_t base;
 	const void *phdr;
 } seen[MAX_SEEN], cur[MAX_SEEN];
-static int nseen, ncur, seen_full;
+static int nseen, ncur, seen_full, seen_pos;
 
+/* The loader's lists only grow at their ends and lose objects anywhere,
+ * so the objects seen before come in the same order: the search goes on
+ * from the last one found, one walk of the list for the old objects, one
+ * more for each new one. */
 static int was_seen(const struct dl_phdr_info *info)
 {
-	for (int i = 0; i < nseen; i++)
-		if (seen[i].base == info->dlpi_addr && seen[i].phdr == info->dlpi_phdr)
+	for (int i = seen_pos; i < nseen; i++)
+		if (seen[i].base == info->dlpi_addr && seen[i].phdr == info->dlpi_phdr) {
+			seen_pos = i + 1;
 			return 1;
+		}
 	return seen_full;
 }
 
@@ -310,6 +316,7 @@ void sf_bind_scan(int at_start)
 		add_binds(&c, b, n);
 	}
 	ncur = 0;
+	seen_pos = 0;
 	struct scan_arg a = {&c, at_start};
 	dl_iterate_phdr(scan_cb, &a);
 	memcpy(seen, cur, sizeof(cur[0]) * (size_t)ncur);

@@ -16,8 +16,8 @@
  *     when it holds the library's definition, or is a lazy slot not yet
  *     resolved and the symbol's first definition is the library's;
  *     slots in RELRO are made writable for the store and read-only again;
- *   - at each loader event (loader_hook.c: RT_CONSISTENT, the new objects
- *     mapped and not yet relocated) the relocation itself, in the new
+ *   - at each loader event (loader_hook.c: RT_ADD and RT_CONSISTENT, the
+ *     new objects mapped and not yet relocated) the relocation itself, in the new
  *     object's table, becomes an R_*_IRELATIVE whose resolver returns the
  *     stand-in: the loader's own relocation, lazy or not, then writes it,
  *     before RELRO is sealed and before any constructor of the object runs
@@ -317,8 +317,17 @@ void sf_bind_scan(int at_start)
 	}
 	ncur = 0;
 	seen_pos = 0;
+	seen_full = 0; /* set again past MAX_SEEN objects, for those past it */
 	struct scan_arg a = {&c, at_start};
 	dl_iterate_phdr(scan_cb, &a);
-	memcpy(seen, cur, sizeof(cur[0]) * (size_t)ncur);
-	nseen = ncur;
+	/* At RT_ADD the first new object is mapped, its dependencies not yet
+	 * (the library defining a name it references may come next): it is
+	 * seen again, still unrelocated, at RT_CONSISTENT, when all are
+	 * mapped; relocations bound at the first look are IRELATIVE by then
+	 * and skipped. (_r_debug is the base namespace's: a dlmopen'd
+	 * namespace's RT_ADD counts as settled.) */
+	if (at_start || _r_debug.r_state == RT_CONSISTENT) {
+		memcpy(seen, cur, sizeof(cur[0]) * (size_t)ncur);
+		nseen = ncur;
+	}
 }

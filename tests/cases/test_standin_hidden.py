@@ -35,9 +35,9 @@ def want(when, found):
     return [f"{when} {n} {f}" for n, f in zip(NAMES, found)]
 
 
-def traced(cmd, args=()):
+def traced(cmd, args=(), env=None):
     log = os.path.join(sfkit.tmpdir(), "sf.log")
-    p = sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", log] + list(args) + ["--"] + cmd)
+    p = sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", log] + list(args) + ["--"] + cmd, env=env)
     return p, log
 
 
@@ -87,22 +87,43 @@ def test_cxx_plugin_throws_land_recorded():
         sfkit.eq((calls["plug_run"], calls["plug_mid(int)"], calls["plug_leaf(int)"]), (1, 8, 8), f"{mode}: calls")
 
 
+def _plug_alloc_sites(log):
+    p = sfkit.run([sfkit.SFTRACE, "memory", "--format", "tsv", "-n", "0", log])
+    sites = {}
+    for line in p.stdout.splitlines():
+        f = line.split("\t")
+        if f[0] == "site" and len(f) >= 6 and f[4] == "plug_alloc":
+            at = os.path.basename(f[5])
+            sites[at] = sites.get(at, 0) + int(f[3])
+    return sites
+
+
+def test_cxx_plugin_lazy_bind_now_and_reloaded():
+    """The binding at the loader event holds however the loader relocates:
+    RTLD_LAZY (libstdc++'s PLT slots lazily bound: the IRELATIVE resolver
+    runs at once), the same under LD_BIND_NOW=1, and 3 rounds of dlopen,
+    use and dlclose (the plugin mapped anew each time): every throw's
+    landing recorded, every `new` at the plugin's lines."""
+    exe, lib = probe(), plug()
+    for mode, rounds, env in (("lazy", 1, None), ("lazy", 1, {"LD_BIND_NOW": "1"}), ("global", 3, None)):
+        what = f"{mode} x{rounds} {env or ''}"
+        _, log = traced([exe, "plugin", lib, mode, str(rounds)], env=env)
+        sfkit.eq(_unwinds(log), 2 * rounds, f"{what}: UNWIND events")
+        _, log = traced([exe, "plugin", lib, mode, str(rounds)], ["--alloc"], env=env)
+        sfkit.eq(_plug_alloc_sites(log), {"standin_plug.cc:42": 10 * rounds, "standin_plug.cc:43": 10 * rounds},
+                 f"{what}: plug_alloc's sites")
+
+
 def test_cxx_plugin_new_credited_to_its_caller():
     """--alloc: the plugin's 20 `new`s (new int[4] and new long, 10
     rounds) are recorded at the plugin's two lines, not inside
     libstdc++'s operator new: the plugin's PLT slots were bound to the
-    stand-ins while it was new (without that: 20 at "in libstdc++.so.6")."""
+    stand-ins while it was new (unbound: all 20 at line 38, the function's;
+    bound at RT_ADD only, before libstdc++ was mapped: new long at 38)."""
     exe, lib = probe(), plug()
     for mode in ("global", "local"):
         _, log = traced([exe, "plugin", lib, mode], ["--alloc"])
-        p = sfkit.run([sfkit.SFTRACE, "memory", "--format", "tsv", "-n", "0", log])
-        sites = {}
-        for line in p.stdout.splitlines():
-            f = line.split("\t")
-            if f[0] == "site" and len(f) >= 6 and f[4] == "plug_alloc":
-                at = os.path.basename(f[5])
-                sites[at] = sites.get(at, 0) + int(f[3])
-        sfkit.eq(sites, {"standin_plug.cc:38": 10, "standin_plug.cc:42": 10}, f"{mode}: plug_alloc's sites")
+        sfkit.eq(_plug_alloc_sites(log), {"standin_plug.cc:42": 10, "standin_plug.cc:43": 10}, f"{mode}: plug_alloc's sites")
 
 
 if __name__ == "__main__":

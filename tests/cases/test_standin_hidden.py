@@ -98,6 +98,20 @@ def _plug_alloc_sites(log):
     return sites
 
 
+def test_stub_pages_found_through_a_dlopened_libgcc_s():
+    """x86-64: a C program's PIE sleds call a stub page; libgcc_s, loaded
+    by dlopen of a C++ plugin (RTLD_LOCAL), finds the page's unwind
+    information (_Unwind_FindEnclosingFunction gives the page's start):
+    its own PLT slot for _Unwind_Find_FDE was bound to the stand-in while
+    it was new. Untraced the sled is not patched."""
+    if os.uname().machine != "x86_64":
+        raise sfkit.Skip("stub pages are x86-64's")
+    exe, lib = probe(), plug()
+    sfkit.eq(sfkit.run([exe, "stubfde", lib]).stdout, "stub fde unpatched\n", "untraced")
+    p, _ = traced([exe, "stubfde", lib])
+    sfkit.eq(p.stdout, "stub fde yes\n", "traced")
+
+
 def test_cxx_plugin_lazy_bind_now_and_reloaded():
     """The binding at the loader event holds however the loader relocates:
     RTLD_LAZY (libstdc++'s PLT slots lazily bound: the IRELATIVE resolver

@@ -12,6 +12,7 @@ reference's): its throws still land where recorded (one UNWIND event a
 throw) and its `new`s are credited to the plugin's function.
 Fixtures: tests/fixtures/standin_probe.c, standin_plug.cc."""
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -129,14 +130,26 @@ def test_cxx_plugin_lazy_bind_now_and_reloaded():
 
 
 def test_cxx_plugin_new_credited_to_its_caller():
-    """--alloc: the plugin's 20 `new`s (new int[4] and new long, 10
-    rounds) are recorded at the plugin's two lines, not inside
+    """--alloc: the program's allocations and frees are the untraced
+    counter's (tests/fixtures/skep25q_shim.c), and the plugin's 20 `new`s
+    (new int[4] and new long, 10 rounds) are recorded at the plugin's two lines, not inside
     libstdc++'s operator new: the plugin's PLT slots were bound to the
     stand-ins while it was new (unbound: all 20 at line 38, the function's;
     bound at RT_ADD only, before libstdc++ was mapped: new long at 38)."""
     exe, lib = probe(), plug()
     for mode in ("global", "local"):
         _, log = traced([exe, "plugin", lib, mode], ["--alloc"])
+        shim = sfkit.build_c("libskep25q_shim.so", ["skep25q_shim.c"], shared=True, xray=False)
+        u = sfkit.run([exe, "plugin", lib, mode], env={"LD_PRELOAD": shim})
+        m = re.search(r"SHIM pid \d+ allocs (\d+) frees (\d+)", u.stderr)
+        sfkit.check(m, u.stderr[-300:])
+        summary = {}
+        for line in sfkit.run([sfkit.SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout.splitlines():
+            f = line.split("\t")
+            if len(f) == 2:
+                summary[f[0]] = int(f[1])
+        sfkit.eq((summary["allocations"], summary["frees"]), (int(m.group(1)), int(m.group(2))),
+                 f"{mode}: allocations, frees traced vs the untraced counter")
         sfkit.eq(_plug_alloc_sites(log), {"standin_plug.cc:42": 10, "standin_plug.cc:43": 10}, f"{mode}: plug_alloc's sites")
 
 

@@ -78,17 +78,17 @@ static uintptr_t dyn_addr(uintptr_t base, uintptr_t v)
 	return v < base ? v + base : v;
 }
 
-static int view_of(const struct dl_phdr_info *info, struct obj_view *v)
+static int view_of(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct obj_view *v)
 {
 	memset(v, 0, sizeof(*v));
-	v->base = info->dlpi_addr;
-	v->phdr = info->dlpi_phdr;
-	v->phnum = info->dlpi_phnum;
+	v->base = base;
+	v->phdr = phdr;
+	v->phnum = phnum;
 	v->lo = UINTPTR_MAX;
 	const ElfW(Dyn) *dyn = NULL;
 	uintptr_t pg = page_size();
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+	for (int i = 0; i < phnum; i++) {
+		const ElfW(Phdr) *p = &phdr[i];
 		uintptr_t a = v->base + p->p_vaddr;
 		if (p->p_type == PT_DYNAMIC)
 			dyn = (const ElfW(Dyn) *)a;
@@ -238,10 +238,10 @@ static void bind_one(const struct obj_view *v, ElfW(Rela) *r, const struct bind_
 	store(r, &w, sizeof(w), prot_at(v, (uintptr_t)r));
 }
 
-static void bind_object(const struct dl_phdr_info *info, const struct bind_ctx *c, int relocated)
+static void bind_object(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, const struct bind_ctx *c, int relocated)
 {
 	struct obj_view v;
-	if (!view_of(info, &v) || (c->self >= v.lo && c->self < v.hi))
+	if (!view_of(base, phdr, phnum, &v) || (c->self >= v.lo && c->self < v.hi))
 		return;
 	for (int t = 0; t < 2; t++)
 		for (size_t i = 0; i < v.nrel[t]; i++)
@@ -253,7 +253,9 @@ static void bind_object(const struct dl_phdr_info *info, const struct bind_ctx *
  * cannot be told from an old one and is left unbound. */
 static struct seen {
 	uintptr_t base;
-	const void *phdr;
+	const ElfW(Phdr) *phdr;
+	int phnum;
+	int fresh; /* in cur: not in seen */
 } seen[MAX_SEEN], cur[MAX_SEEN];
 static int nseen, ncur, seen_full, seen_pos;
 
@@ -271,21 +273,13 @@ static int was_seen(const struct dl_phdr_info *info)
 	return seen_full;
 }
 
-struct scan_arg {
-	struct bind_ctx *c;
-	int at_start;
-};
-
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
-	struct scan_arg *a = arg;
-	if (a->at_start)
-		bind_object(info, a->c, 1);
-	else if (!was_seen(info))
-		bind_object(info, a->c, 0);
+	int *at_start = arg;
 	if (ncur < MAX_SEEN)
-		cur[ncur++] = (struct seen){info->dlpi_addr, info->dlpi_phdr};
+		cur[ncur++] = (struct seen){info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum,
+					    *at_start || !was_seen(info)};
 	else
 		seen_full = 1;
 	return 0;
@@ -303,23 +297,33 @@ static void add_binds(struct bind_ctx *c, const struct sf_bind *b, int n)
 	}
 }
 
-void sf_bind_scan(int at_start)
+/* The names and their definitions now: only when some object is new. */
+static void ctx_fill(struct bind_ctx *c)
 {
-	struct bind_ctx c = {.self = (uintptr_t)sf_bind_scan};
 	int n;
 	const struct sf_bind *b = sf_unwind_binds(&n);
-	add_binds(&c, b, n);
+	add_binds(c, b, n);
 	/* libsftrace-alloc.so's operator new forms, with --alloc */
 	binds_fn alloc = (binds_fn)sf_sym_lib("libsftrace-alloc.so", "sftrace_alloc_binds");
 	if (alloc) {
 		b = alloc(&n);
-		add_binds(&c, b, n);
+		add_binds(c, b, n);
 	}
+}
+
+void sf_bind_scan(int at_start)
+{
 	ncur = 0;
 	seen_pos = 0;
-	seen_full = 0; /* set again past MAX_SEEN objects, for those past it */
-	struct scan_arg a = {&c, at_start};
-	dl_iterate_phdr(scan_cb, &a);
+	seen_full = 0; /* set again past MAX_SEEN objects: those past it are left unbound */
+	dl_iterate_phdr(scan_cb, &at_start);
+	struct bind_ctx c = {.self = (uintptr_t)sf_bind_scan};
+	for (int i = 0; i < ncur; i++)
+		if (cur[i].fresh) {
+			if (!c.n)
+				ctx_fill(&c);
+			bind_object(cur[i].base, cur[i].phdr, cur[i].phnum, &c, at_start);
+		}
 	/* At RT_ADD the first new object is mapped, its dependencies not yet
 	 * (the library defining a name it references may come next): it is
 	 * seen again, still unrelocated, at RT_CONSISTENT, when all are

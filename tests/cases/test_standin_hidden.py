@@ -53,6 +53,22 @@ def test_c_program_finds_no_standin():
         sfkit.eq(p.stdout.splitlines(), w, f"traced {' '.join(args)}")
 
 
+def test_aarch64_c_program_finds_no_standin():
+    """aarch64 (qemu): the same probe, built for it: every name absent,
+    traced as untraced (the exports were there on aarch64 too, and the
+    _Unwind_Find_FDE one for stub pages aarch64 never makes)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_aarch64 as a64
+    a64.toolchain()
+    exe = sfkit.build_c("standin_probe", ["standin_probe.c"], flags=["--target=" + a64.TARGET, "-fnoxray-link-deps"],
+                        libs=["-ldl"], outdir=a64.AFIX)
+    w = want("start", ("absent",) * 8)
+    u = sfkit.run(["qemu-aarch64", "-L", a64.SYSROOT, exe], timeout=120)
+    sfkit.eq(u.stdout.splitlines(), w, "aarch64 untraced")
+    t = a64.qemu([exe], os.path.join(sfkit.tmpdir(), "sf.log"))
+    sfkit.eq(t.stdout.splitlines(), w, "aarch64 traced")
+
+
 def test_cxx_plugin_lookups_find_the_libraries():
     """After dlopen of a C++ plugin: libgcc_s's and libstdc++'s
     definitions (RTLD_GLOBAL) or none (RTLD_LOCAL), as untraced; the weak

@@ -8,7 +8,7 @@
 #         landing (their entry events included).
 # Cases: a C longjmp over two frames (bench/landing.c), a C++ throw caught
 # two frames up (bench/landing.cc), one caught 1,000 frames up
-# (bench/landing_deep.cc: what the runtime's _Unwind_Find_FDE adds at every
+# (bench/landing_deep.cc: what the runtime's _Unwind_Find_FDE stand-in adds at every
 # frame lookup), and, given the path of a Lua interpreter
 # built with XRay, Lua's pcall(error, {}) (bench/landing_pcall.lua).
 #

@@ -227,6 +227,7 @@ static void start_tracing(void)
 #ifdef SF_ARCH_SHADOW
 	sf_unwind_init(); /* finds libgcc_s if loaded; without a shadow stack it loads it: step 2 */
 #endif
+	sf_bind_scan(1); /* the stand-ins, before any other constructor (got_bind.c) */
 	sf_suppress_end(&quiet);
 }
 

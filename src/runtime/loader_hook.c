@@ -34,6 +34,7 @@ void sf_loader_event(void)
 	sf_objects_scan(SF_OBJ_DLOPEN);
 	sf_heap_early_flush(); /* the first patched sled: the heap events kept before it */
 	sf_unwind_init(); /* libgcc_s, once the program loads it */
+	sf_bind_scan(0); /* the new objects' references to the stand-ins, before their relocation */
 	sf_services_start(); /* once: the first instrumented object of a process that had none */
 }
 

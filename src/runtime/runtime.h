@@ -1108,12 +1108,30 @@ void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
 int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
-/* A stub page [lo, hi) made (unwind.c: the span _Unwind_Find_FDE tests first). */
+/* A stub page [lo, hi) made (unwind.c: the span the _Unwind_Find_FDE stand-in tests first). */
 void sf_unwind_note_stubs(uint64_t lo, uint64_t hi) SF_HIDDEN;
+#if defined(__x86_64__)
 /* The FDE covering pc if it lies in one of our stub pages (filling
- * libgcc's struct dwarf_eh_bases), else NULL: unwind.c's _Unwind_Find_FDE.
- * Async-signal-safe. */
+ * libgcc's struct dwarf_eh_bases), else NULL: unwind.c's _Unwind_Find_FDE
+ * stand-in. Async-signal-safe. x86-64 only: aarch64 makes no stub pages. */
 const void *sf_patch_stub_fde(uint64_t pc, void *bases) SF_HIDDEN;
+#endif
+
+/* ---- got_bind.c ----
+ * A stand-in for a library function, reached through the GOT slots of the
+ * references bound to that library's definition, never exported. */
+struct sf_bind {
+	const char *name;           /* the symbol */
+	const char *lib;            /* basename prefix of the library whose definition it stands in front of */
+	uintptr_t (*resolver)(void); /* returns the stand-in (an IRELATIVE resolver) */
+	int calls_only;             /* PLT slots only: a GOT slot (GLOB_DAT) may be an address the program compares */
+};
+/* Binds the references of every loaded object: at start (at_start, every
+ * object relocated) and at each loader event (the objects new since the
+ * last call, mapped and not yet relocated). Loader lock held or single-threaded start-up. */
+void sf_bind_scan(int at_start) SF_HIDDEN;
+/* unwind.c's stand-ins. */
+const struct sf_bind *sf_unwind_binds(int *n) SF_HIDDEN;
 
 /* ---- arch/<arch>/loader_hook.c, loader_entry.S ---- */
 /* Makes the loader's hook function (hook) reach entry (sf_loader_entry).

@@ -23,8 +23,12 @@
  * reader closes the frames above it at its time. In within mode the window depth is fixed
  * too, which the skipped exit sleds would otherwise leave too high.
  *
- * We also stand in front of libgcc's _Unwind_Find_FDE, to give it the
- * unwind information of our stub pages (arch/<arch>/patch.c). */
+ * On x86-64 we also stand in front of libgcc's _Unwind_Find_FDE, to give
+ * it the unwind information of our stub pages (arch/x86_64/patch.c;
+ * aarch64 has none). Neither stand-in is exported: each reaches only the
+ * references bound to libgcc_s's definition, through their GOT slots
+ * (got_bind.c), so the program's own lookups (dlsym, dlvsym, a weak
+ * reference) see what they see untraced. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -44,7 +48,11 @@ typedef void (*setip_fn)(struct _Unwind_Context *, _Unwind_Ptr);
 typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
 typedef const void *(*findfde_fn)(void *, void *);
 
+/* Stub pages, and so a stand-in for _Unwind_Find_FDE: x86-64 only. */
+#if defined(__x86_64__)
+#define STUB_PAGES 1
 static const void *find_fde_unresolved(void *pc, void *bases);
+#endif
 #ifdef SF_ARCH_SHADOW
 static void land_untag(struct sf_thread *t);
 #endif
@@ -56,10 +64,16 @@ static struct {
 	regionstart_fn regionstart;
 	getipinfo_fn getipinfo;
 	setip_fn gcc_setip;
-	setip_fn setip; /* the definition we hide: the next one after ours */
+	setip_fn setip; /* the definition the bound references had: libgcc_s's */
+#ifdef STUB_PAGES
 	findfde_fn find_fde; /* the same for _Unwind_Find_FDE; never NULL (called unchecked) */
+#endif
 	longjmp_fn longjmp, _longjmp, siglongjmp, longjmp_chk;
+#ifdef STUB_PAGES
 } R = {.find_fde = find_fde_unresolved};
+#else
+} R;
+#endif
 
 /* The real functions, also when tracing is off or our constructor has not
  * run yet (another constructor may longjmp first). The longjmp family is
@@ -75,12 +89,14 @@ static void resolve_next(void)
 	R.siglongjmp = (longjmp_fn)sf_real("siglongjmp");
 	R.longjmp_chk = (longjmp_fn)sf_real("__longjmp_chk");
 	if (!R.setip)
-		R.setip = (setip_fn)sf_sym_next("_Unwind_SetIP", (const void *)resolve_next);
+		R.setip = (setip_fn)sf_sym_lib("libgcc_s.so", "_Unwind_SetIP");
+#ifdef STUB_PAGES
 	if (__atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved) {
-		findfde_fn find = (findfde_fn)sf_sym_next("_Unwind_Find_FDE", (const void *)resolve_next);
+		findfde_fn find = (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE");
 		if (find)
 			__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
 	}
+#endif
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not
@@ -214,9 +230,11 @@ void sf_unwind_init(void)
 	R.getcfa = (getcfa_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetRegionStart");
 	R.getipinfo = (getipinfo_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetIPInfo");
+#ifdef STUB_PAGES
 	findfde_fn find = (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE");
 	if (find && __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved)
 		__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
+#endif
 	if (R.getcfa && R.regionstart) {
 		setip_fast_init();
 		__atomic_store_n(&R.backtrace, (backtrace_fn)bt, __ATOMIC_RELEASE);
@@ -1055,6 +1073,7 @@ static int64_t past_scan(struct sf_thread *t, uint64_t sp, uint64_t last)
 }
 #endif
 
+#ifdef STUB_PAGES
 /* The next definition of _Unwind_Find_FDE before it is known: resolves
  * it, then asks it. With none (no unwinder after ours), nothing found. */
 static const void *find_fde_unresolved(void *pc, void *bases)
@@ -1071,14 +1090,14 @@ static __attribute__((noinline)) const void *find_fde_slow(void *pc, void *bases
 }
 
 /* Where libgcc's unwinder looks up the unwind information of a pc (its
- * own calls go through its PLT, so ours is the one they reach): our stub
+ * own calls go through its PLT, whose GOT slot got_bind.c points here): our stub
  * pages' FDEs (arch/<arch>/patch.c), else the next definition, unchanged.
  * It runs for every frame, in both phases, of every throw (209 lookups a
  * throw through 50 frames with destructors), so a pc outside the stubs'
  * span costs three instructions: below it (the executable's frames: stub
  * pages go above their object first) one compare and the tail jump, above
  * it (the libraries') two. Async-signal-safe once resolved. */
-__attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, void *bases)
+static const void *find_fde_standin(void *pc, void *bases)
 {
 	uint64_t at = (uint64_t)pc;
 	/* Plain loads of words stored atomically (sf_unwind_note_stubs,
@@ -1089,6 +1108,7 @@ __attribute__((visibility("default"))) const void *_Unwind_Find_FDE(void *pc, vo
 		return R.find_fde(pc, bases);
 	return find_fde_slow(pc, bases);
 }
+#endif
 
 SF_LANDING_TEXT static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
@@ -1137,7 +1157,7 @@ SF_LANDING_TEXT static __attribute__((noinline)) void setip_slow(struct _Unwind_
  * not a frame a signal caught between its exit's pop and its EXIT store,
  * which only a throw out of an asynchronous signal handler could abandon
  * (longjmp keeps that test). The rest take the full path. */
-SF_LANDING_TEXT __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
+SF_LANDING_TEXT static void setip_standin(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
 #ifdef SF_ARCH_SHADOW
 	const struct sf_thread *t = &sf_self;
@@ -1166,6 +1186,35 @@ SF_LANDING_TEXT __attribute__((visibility("default"))) void _Unwind_SetIP(struct
 quiet:
 	*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;
 #endif
+}
+
+/* IRELATIVE resolvers (got_bind.c): the stand-in a reference gets. */
+static uintptr_t bind_setip(void)
+{
+	return (uintptr_t)setip_standin;
+}
+
+#ifdef STUB_PAGES
+static uintptr_t bind_find_fde(void)
+{
+	return (uintptr_t)find_fde_standin;
+}
+#endif
+
+/* The references the stand-ins take: those bound to libgcc_s's
+ * definitions (libstdc++'s and Rust's personality routines, libgcc_s's
+ * own calls through its PLT). */
+static const struct sf_bind unwind_binds[] = {
+	{"_Unwind_SetIP", "libgcc_s.so", bind_setip, 0},
+#ifdef STUB_PAGES
+	{"_Unwind_Find_FDE", "libgcc_s.so", bind_find_fde, 0},
+#endif
+};
+
+const struct sf_bind *sf_unwind_binds(int *n)
+{
+	*n = (int)(sizeof(unwind_binds) / sizeof(unwind_binds[0]));
+	return unwind_binds;
 }
 
 /* ---- longjmp ----
@@ -1253,7 +1302,7 @@ static void prefetch_landing_text(void)
 	const void *fns[] = {(const void *)sf_shadow_resync, (const void *)sf_record_event_at,
 			     (const void *)sf_now_raw, (const void *)sf_stack_own_holds, (const void *)sf_stack_of,
 			     (const void *)sf_stack_alt, (const void *)landing, (const void *)setip_slow,
-			     (const void *)_Unwind_SetIP, (const void *)longjmp, (const void *)_longjmp,
+			     (const void *)setip_standin, (const void *)longjmp, (const void *)_longjmp,
 			     (const void *)siglongjmp, (const void *)__longjmp_chk};
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {

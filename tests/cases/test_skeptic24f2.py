@@ -207,10 +207,6 @@ def test_quick_exit_old_version_runs_tls_destructors():
     sfkit.eq(sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", log, "--", exe], check_rc=5).stdout, want, "traced")
 
 
-@sfkit.known_break(24, "a C program without libgcc_s/libstdc++: dlvsym(RTLD_DEFAULT, \"_Unwind_Find_FDE\", "
-                       "\"GCC_3.0\") and dlsym(\"_Unwind_SetIP\") absent untraced, found (libsftrace.so) traced; "
-                       "with --alloc dlvsym(\"_Znwm\", \"GLIBCXX_3.4\") and dlsym(\"_ZnwmSt11align_val_t\") found "
-                       "too, and calling that operator new aborts the program (status 134, SIGABRT)")
 def test_probe_for_absent_library_functions():
     exe = _c("skep24f2_probe", ["-ldl"])
     want = ("_Unwind_Find_FDE@GCC_3.0 absent\n_Unwind_SetIP absent\n"

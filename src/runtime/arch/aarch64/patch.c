@@ -125,12 +125,6 @@ int sf_patch_entry_variant(uint64_t fn)
 	return sf_patch_variant_of(to);
 }
 
-/* No stub pages here, so no unwind information of ours. */
-const void *sf_patch_stub_fde(uint64_t pc, void *bases)
-{
-	return NULL;
-}
-
 /* The reference tool's setup slots are x86-64 code (its setup crate is
  * Rust, which has no aarch64 target here): slots are left alone; sleds are
  * patched to our trampolines at start anyway. */

@@ -188,16 +188,22 @@ def test_pthread_cancel_out_of_blocked_close():
     exited threads, more than the 128 slots). Then the program's own
     dup2/close/pread are exact, a ring snapshot is written, a new thread's
     first event and 100 dup/close pairs take well under a second, and every
-    call is recorded. Holds."""
+    call is recorded. Each thread is cancelled once it is seen inside
+    close(2) (in_close=150): after a fixed 2 ms, a loaded machine cancelled
+    up to a third of them before they got there, their sockets stayed
+    open, and once in 60-500 runs mkstemp got 200, the number the own phase
+    copies to (test_own_file_phase_when_mkstemp_gets_200). Holds."""
     prog = _prog("skep24e_cancel")
     p, out = sfkit.record([prog, "0", "150", "s"], args=["--ring", "1M", "-q"], timeout=60)
     sfkit.eq(p.stdout, "longjmps=150 own=hello\n", "program's view")
+    sfkit.check("in_close=150\n" in p.stderr, p.stderr[-2000:])
     snaps = glob.glob(os.path.join(os.path.dirname(out), "sf.snap.*.log"))
     sfkit.eq(len(snaps), 1, "snapshots")
     m = re.search(r"first_event=([0-9.]+) 100closes=([0-9.]+)", p.stderr)
     sfkit.check(m and float(m.group(1)) < 1.0 and float(m.group(2)) < 1.0, p.stderr[-2000:])
     p, out = sfkit.record([prog, "0", "150"], args=["-q"], timeout=60)
     sfkit.eq(p.stdout, "longjmps=150 own=hello\n", "program's view, no ring")
+    sfkit.check("in_close=150\n" in p.stderr, p.stderr[-2000:])
     calls = sfkit.count_calls(sfkit.dump_events(out))
     sfkit.eq((calls.get("work", 0), calls.get("first_in_thread", 0), calls.get("cancelled", 0)), (100, 1, 150), "calls")
 
@@ -235,3 +241,24 @@ def test_many_threads_blocked_in_close():
     sfkit.eq(p.stdout, "closes_ok=140 own=hello\n", "program's view, no ring")
     calls = sfkit.count_calls(sfkit.dump_events(out))
     sfkit.eq((calls.get("work", 0), calls.get("first_in_thread", 0)), (100, 1), "calls")
+
+
+def test_own_file_phase_when_mkstemp_gets_200():
+    """The own-files phase of the lingering-close fixtures (mkstemp, write
+    "hello\\n", dup2 to 200, close the mkstemp descriptor, pread the copy)
+    when mkstemp's number is 200 itself: every lower number taken, as after
+    threads cancelled before they reached close() (a loaded machine: they
+    had not run within the 2 ms) left exactly enough sockets open. Before,
+    dup2(200, 200) did nothing and close closed the only descriptor: the
+    pread read nothing, untraced as traced (test_pthread_cancel_out_of_
+    blocked_close printed "own=" in CI and under load, 1 run in 60-500;
+    caught with mkstemp fd=200). The phase now copies to a number that is
+    not its own file's."""
+    prog = _prog("skep24e_own200")
+    want = "mkstemp_fd=200 own=hello\n"
+    sfkit.eq(sfkit.run([prog, "x", "y"], timeout=30).stdout, want, "untraced")
+    p, out = sfkit.record([prog, "x", "y"], args=["-q"], timeout=30)
+    sfkit.eq(p.stdout, want, "traced")
+    p, out = sfkit.record([prog, "x", "y", "s"], args=["--ring", "1M", "-q"], timeout=30)
+    sfkit.eq(p.stdout, want, "traced, with a ring snapshot")
+    sfkit.eq(len(glob.glob(os.path.join(os.path.dirname(out), "sf.snap.*.log"))), 1, "snapshots")

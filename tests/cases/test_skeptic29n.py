@@ -1,0 +1,90 @@
+"""skeptic29n: issue 29's claims attacked with programs of our own:
+strings read from the thread's stack with plain loads, log format 7's
+values-only ARGS form, the --auto-args DWARF cache, and the cost.
+
+tests/fixtures/skep29n_stack.c (strings on stacks with PROT_NONE pages),
+skep29n_fmt.c (threads, recursion, longjmp, tail calls, many functions).
+Cases that hold are plain tests; a break is asserted as it should be and
+decorated @sfkit.known_break(29, ...). Each docstring gives program,
+expected and observed.
+
+Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic29n.py."""
+import os
+import sys
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+
+import sfkit  # noqa: E402
+from sfkit import SFTRACE, build_c, call_column, check, eq, record, replay_text, run, tmpdir  # noqa: E402
+
+SPECS = ["-A", "take@arg1/s", "-A", "keep@arg1/s"]
+
+
+def stack_fixture():
+    return build_c("skep29n_stack", ["skep29n_stack.c"], libs=["-lpthread"])
+
+
+def untraced(mode):
+    return run([stack_fixture(), mode]).stdout
+
+
+def stack_calls(mode, args):
+    """(program's stdout, exit status, take/keep lines of replay) of skep29n_stack MODE."""
+    p, log = record([stack_fixture(), mode], args=["-q"] + args, check_rc=None)
+    lines = []
+    if p.returncode == 0:
+        lines = [c.strip() for c in call_column(replay_text(log)) if "take(" in c or "keep(" in c]
+    return p.stdout, p.returncode, lines
+
+
+def _stack_case(mode, want_calls, want_auto):
+    want_out = untraced(mode)
+    out, rc, lines = stack_calls(mode, SPECS)
+    eq((out, rc), (want_out, 0), f"{mode}: -A take@arg1/s: the program's output and status as untraced")
+    eq(lines, want_calls, f"{mode}: -A values")
+    out, rc, lines = stack_calls(mode, ["--auto-args"])
+    eq((out, rc), (want_out, 0), f"{mode}: --auto-args: the program's output and status as untraced")
+    eq(lines, want_auto, f"{mode}: --auto-args values")
+
+
+# ---------------------------------------------------------------- stacks
+def test_stack_strings_that_hold():
+    """Strings straddling a page of main's stack, a local, a heap copy, and
+    a string at the top of a sigaltstack whose next page is PROT_NONE
+    (from the handler, which runs off the thread's stack): the values, and
+    the program's output unchanged."""
+    _stack_case("ok", ['take("straddle");', 'take("local");', 'take("heap");'],
+                ['take("straddle") = 8;', 'take("local") = 5;', 'take("heap") = 4;'])
+    _stack_case("alt", ['take("al");'], ['take("al") = 2;'])
+
+
+@sfkit.known_break(29, "a legal 2-byte string in the last 3 bytes of a main-stack page whose next page the "
+                       "program made PROT_NONE: the traced program dies of SIGSEGV (exit 139) with -A take@arg1/s "
+                       "and with --auto-args; untraced it prints 'end 2' (stack_copy memcpy's the whole 64-byte "
+                       "budget with plain loads)")
+def test_break_stack_string_before_prot_none_page():
+    _stack_case("end", ['take("hi");'], ['take("hi") = 2;'])
+
+
+@sfkit.known_break(29, "a pointer into a PROT_NONE page of main's own stack passed to keep(const char *): "
+                       "SIGSEGV (exit 139) with -A keep@arg1/s and --auto-args, instead of keep(<unreadable>)")
+def test_break_stack_pointer_into_prot_none_page():
+    _stack_case("none", ["keep(<unreadable>);"], ["keep(<unreadable>) = 1;"])
+
+
+@sfkit.known_break(29, "a makecontext coroutine stack carved from main's stack with a PROT_NONE guard above it "
+                       "(as between coroutine stacks): take(\"co\") at its top kills the traced program (SIGSEGV, "
+                       "exit 139); the coroutine's frame lies inside main's stack range, so plain loads are used")
+def test_break_coroutine_stack_in_main_stack_with_guard():
+    _stack_case("coro", ['take("co");'], ['take("co") = 2;'])
+
+
+@sfkit.known_break(29, "a pthread's own stack with a PROT_NONE page after a legal string 'hi' in its frame: "
+                       "SIGSEGV (exit 139) traced with -A or --auto-args; untraced prints 'thread 2'")
+def test_break_thread_stack_string_before_prot_none_page():
+    _stack_case("thread", ['take("hi");'], ['take("hi") = 2;'])
+
+
+if __name__ == "__main__":
+    sfkit.main(globals())

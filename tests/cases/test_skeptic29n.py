@@ -88,3 +88,43 @@ def test_break_thread_stack_string_before_prot_none_page():
 
 if __name__ == "__main__":
     sfkit.main(globals())
+
+
+# ---------------------------------------------------------------- format 7
+def fmt_fixture():
+    return build_c("skep29n_fmt", ["skep29n_fmt.c"], libs=["-lpthread"])
+
+
+def query_rows(log, sql):
+    out = run([SFTRACE, "query", "--format", "tsv", log, sql]).stdout.splitlines()
+    return [ln.split("\t") for ln in out[1:]]
+
+
+def fn_args(log, func):
+    """[(tid, {name: value})] of FUNC's frames in order, from query's args table."""
+    rows = query_rows(log, "SELECT f.frame_id, f.tid, a.name, a.value FROM args a JOIN frames f USING (frame_id) "
+                           f"WHERE f.name = '{func}' ORDER BY f.frame_id, a.\"index\"")
+    out = {}
+    for fid, tid, name, value in rows:
+        out.setdefault(int(fid), (int(tid), {}))[1][name] = value
+    return [out[k] for k in sorted(out)]
+
+
+@sfkit.known_break(29, "a --trigger function records no values: skep29n_fmt alloc with --auto-args --ring 128K "
+                       "--trigger add shows every call as 'add();' in the log and in the snapshot (without "
+                       "--trigger: 'add(4999, -121) = 4878;'); the same with -A add@arg1,arg2 -R add@retval")
+def test_break_trigger_function_keeps_its_values():
+    d = tmpdir()
+    log = os.path.join(d, "t.log")
+    p, _ = record([fmt_fixture(), "alloc"], out=log, args=["-q", "--auto-args", "--ring", "128K", "--trigger", "add",
+                                                           "--max-snapshots", "1"])
+    eq(p.stdout, "alloc 12502200\n", "the program's output")
+    snaps = [f for f in os.listdir(d) if ".snap." in f]
+    eq(len(snaps), 1, "one snapshot")
+    for f in [log, os.path.join(d, snaps[0])]:
+        lines = [c.strip() for c in call_column(replay_text(f)) if "add(" in c]
+        check(lines, f"{f}: add's calls")
+        if f == log:
+            eq(lines[-1], "add(4999, -121) = 4878;", "the log: add's last call")
+        else:
+            check(lines[0].startswith("add(0, 0)"), f"the snapshot: add's first call: {lines[0]!r}")

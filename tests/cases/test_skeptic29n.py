@@ -128,3 +128,75 @@ def test_break_trigger_function_keeps_its_values():
             eq(lines[-1], "add(4999, -121) = 4878;", "the log: add's last call")
         else:
             check(lines[0].startswith("add(0, 0)"), f"the snapshot: add's first call: {lines[0]!r}")
+
+
+def _sums(log, func):
+    """{name: (count, sum of values as integers)} of FUNC's values, from query."""
+    rows = query_rows(log, "SELECT a.name, count(*), sum(cast(a.value AS bigint)) FROM args a JOIN frames f "
+                           f"USING (frame_id) WHERE f.name = '{func}' GROUP BY 1 ORDER BY 1")
+    return {n: (int(c), int(s)) for n, c, s in rows}
+
+
+def test_format7_threads_recursion_longjmp_tails_many_functions():
+    """skep29n_fmt under --auto-args: 8 threads x 20,000 add(t, i); rec
+    30,000 deep; longjmp out of 6 deepj frames x 1,000; t1 tail-calling t2
+    x 1,000; 3,000 distinct fN(N) = 2N (ids past the table). Every value
+    exact (query's args table), tail calls' return marked."""
+    exe = fmt_fixture()
+    want = {
+        "threads": ("threads 1600480000\n", "add", {"arg1": (160000, 560000), "arg2": (160000, 1599920000),
+                                                    "retval": (160000, 1600480000)}),
+        "deep": ("deep 60007\n", "rec", {"arg1": (30001, 450015000), "arg2": (30001, 450225007),
+                                         "retval": (30001, 1350255007)}),
+        "jump": ("jump 500500\n", "deepj", {"arg1": (6000, 2997000), "arg2": (6000, 15000)}),
+        "tail": ("tail 501505000\n", "t2", {"arg1": (1000, 500500), "arg2": (1000, 1005000),
+                                            "retval": (1000, 501505000)}),
+    }
+    for mode, (out, func, sums) in want.items():
+        p, log = record([exe, mode], args=["-q", "--auto-args"])
+        eq(p.stdout, out, f"{mode}: the program's output")
+        eq(_sums(log, func), sums, f"{mode}: {func}'s values")
+        if mode == "tail":
+            eq(query_rows(log, "SELECT a.value, count(*) FROM args a JOIN frames f USING (frame_id) "
+                               "WHERE f.name = 't1' AND a.name = 'retval' GROUP BY 1"), [["<unrecorded>", "1000"]],
+               "t1's return value (it tail-called)")
+        if mode == "threads":
+            threads_log = log
+    p, log = record([exe, "many"], args=["-q", "--auto-args"])
+    eq(p.stdout, "many 8997000\n", "many: the program's output")
+    rows = query_rows(log, "SELECT f.name, x.value || ',' || r.value FROM args x JOIN args r USING (frame_id) "
+                           "JOIN frames f USING (frame_id) WHERE f.name GLOB 'f[0-9]*' AND x.name = 'arg1' "
+                           "AND r.name = 'retval'")
+    eq(len(rows), 3000, "many: fN's frames")
+    bad = [r for r in rows if r[1] != f"{r[0][1:]},{2 * int(r[0][1:])}"]
+    eq(bad[:5], [], f"many: fN(N) = 2N ({len(bad)} not)")
+    # A log cut short: a warning in dump, every value read is whole.
+    cut = os.path.join(tmpdir(), "cut.log")
+    with open(threads_log, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read(1234567))
+    d = run([SFTRACE, "dump", cut]).stdout
+    check("truncated: log ends mid-chunk" in d, "dump warns of the cut")
+    rows = query_rows(cut, "SELECT count(*), sum(cast(r.value AS bigint) = cast(x.value AS bigint) + "
+                           "cast(y.value AS bigint)) FROM args r JOIN args x USING (frame_id) JOIN args y "
+                           "USING (frame_id) JOIN frames f USING (frame_id) WHERE f.name = 'add' AND "
+                           "r.name = 'retval' AND x.name = 'arg1' AND y.name = 'arg2'")
+    check(int(rows[0][0]) > 50000 and rows[0][0] == rows[0][1], f"the cut log's add calls are whole: {rows}")
+
+
+def test_format7_ring_keeps_exact_values():
+    """--ring 128K with 8 threads: the rings that survive hold add(6, i)
+    for a run of i ending at 19,999, each = arg1 + arg2, in query and in
+    Perfetto's args table."""
+    p, log = record([fmt_fixture(), "threads"], args=["-q", "--auto-args", "--ring", "128K"])
+    eq(p.stdout, "threads 1600480000\n", "the program's output")
+    rows = fn_args(log, "add")
+    whole = [a for _, a in rows if len(a) == 3]
+    check(len(whole) > 500, f"add's whole frames in the ring: {len(whole)}")
+    bad = [a for a in whole if int(a["retval"]) != int(a["arg1"]) + int(a["arg2"])]
+    eq(bad, [], "retval = arg1 + arg2")
+    last = {}
+    for tid, a in rows:
+        if "arg2" in a:
+            last.setdefault(tid, []).append(int(a["arg2"]))
+    for tid, v in last.items():
+        eq(v, list(range(20000 - len(v), 20000)), f"thread {tid}'s add calls are the last ones, in order")

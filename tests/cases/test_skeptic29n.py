@@ -200,3 +200,146 @@ def test_format7_ring_keeps_exact_values():
             last.setdefault(tid, []).append(int(a["arg2"]))
     for tid, v in last.items():
         eq(v, list(range(20000 - len(v), 20000)), f"thread {tid}'s add calls are the last ones, in order")
+
+
+# ---------------------------------------------------------------- the DWARF cache
+BUILD_ID = "-Wl,--build-id=0x29292929292929292929"
+
+
+def cache_fixture(v):
+    return build_c(f"skep29n_cache_v{v}", ["skep29n_cache.c"], flags=[f"-DV{v}", BUILD_ID])
+
+
+def mix_line(exe, env, cwd=None):
+    """(program's stdout, mix's replay line) of EXE recorded with --auto-args under ENV."""
+    log = os.path.join(tmpdir(), "m.log")
+    p = run([SFTRACE, "record", "-q", "--force", "--auto-args", "-o", log, "--", exe], env=env, cwd=cwd)
+    os.chmod(log, 0o644)
+    lines = [c.strip() for c in call_column(replay_text(log)) if "mix(" in c]
+    return p.stdout, lines
+
+
+def test_cache_rebuilt_in_place_same_size_mtime_and_build_id():
+    """Two builds of skep29n_cache.c with one fixed build-id and the same
+    size (mix(int, int), then mix(double, double)); the second written over
+    the first's inode, its mtime set back: the second run reads the DWARF
+    again (the key's ctime), mix(1.500000, 4.000000) = 6.000000."""
+    v1, v2 = cache_fixture(1), cache_fixture(2)
+    eq(os.path.getsize(v1), os.path.getsize(v2), "the two builds' sizes")
+    d = tmpdir()
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "c"))
+    prog = os.path.join(d, "prog")
+    with open(v1, "rb") as f, open(prog, "wb") as g:
+        g.write(f.read())
+    os.chmod(prog, 0o755)
+    os.utime(prog, (1767225600, 1767225600))
+    eq(mix_line(prog, env), ("5\n", ["mix(9, 4) = 5;"]), "v1")
+    ino = os.stat(prog).st_ino
+    with open(v2, "rb") as f, open(prog, "r+b") as g:
+        g.write(f.read())
+    os.utime(prog, (1767225600, 1767225600))
+    eq(os.stat(prog).st_ino, ino, "the same inode")
+    eq(mix_line(prog, env), ("6.0\n", ["mix(1.500000, 4.000000) = 6.000000;"]), "v2 over v1, same size and mtime")
+
+
+def _entry(cache):
+    files = [f for f in os.listdir(cache) if f.startswith("args-")]
+    eq(len(files), 1, "one cache file")
+    return os.path.join(cache, files[0])
+
+
+def test_cache_refused_where_not_ours_and_never_in_the_way():
+    """The cache directory a symlink, owned by nobody (with a forged entry
+    in it), HOME unset and unwritable for nobody, the entry a FIFO, six
+    runs at once on an empty cache, a full filesystem (as root, in a mount
+    namespace): every run prints the program's output and mix(9, 4) = 5;
+    nothing is written through the symlink, the FIFO does not block."""
+    exe = cache_fixture(1)
+    good = ("5\n", ["mix(9, 4) = 5;"])
+    d = tmpdir()
+    os.chmod(d, 0o755)
+    # symlinked cache directory
+    os.makedirs(os.path.join(d, "x"))
+    os.makedirs(os.path.join(d, "target"))
+    os.symlink("../target", os.path.join(d, "x", "sftrace"))
+    eq(mix_line(exe, dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "x"))), good, "symlinked directory")
+    eq(os.listdir(os.path.join(d, "target")), [], "nothing written through the symlink")
+    # a forged entry (arg1's format hex) in a directory of another uid
+    own = os.path.join(d, "own")
+    env = dict(os.environ, XDG_CACHE_HOME=own)
+    eq(mix_line(exe, env), good, "first run")
+    path = _entry(os.path.join(own, "sftrace"))
+    with open(path) as f:
+        text = f.read()
+    check(" 01110 02110 00111" in text, "mix's line")
+    with open(path, "w") as f:
+        f.write(text.replace(" 01110 02110 00111", " 01130 02130 00111"))
+    eq(mix_line(exe, env), ("5\n", ["mix(0x9, 0x4) = 5;"]), "the forged entry is ours: read")
+    if os.geteuid() == 0:
+        os.chown(os.path.join(own, "sftrace"), 65534, 65534)
+        os.chown(path, 65534, 65534)
+        eq(mix_line(exe, env), good, "directory and entry owned by nobody: not read")
+    # the entry a FIFO (a fresh directory)
+    ff = os.path.join(d, "ff")
+    env = dict(os.environ, XDG_CACHE_HOME=ff)
+    eq(mix_line(exe, env), good, "first run")
+    path = _entry(os.path.join(ff, "sftrace"))
+    os.unlink(path)
+    os.mkfifo(path, 0o600)
+    eq(mix_line(exe, env), good, "a FIFO where the entry is")
+    # six runs at once writing one entry
+    cc = os.path.join(d, "cc")
+    env = dict(os.environ, XDG_CACHE_HOME=cc)
+    import subprocess
+    procs = []
+    for i in range(6):
+        log = os.path.join(d, f"c{i}.log")
+        procs.append((log, subprocess.Popen([SFTRACE, "record", "-q", "--force", "--auto-args", "-o", log, "--", exe],
+                                            stdout=subprocess.PIPE, text=True, env=env)))
+    for log, p in procs:
+        eq((p.communicate(timeout=60)[0], p.returncode), ("5\n", 0), "a concurrent run")
+        eq([c.strip() for c in call_column(replay_text(log)) if "mix(" in c], good[1], "a concurrent run's values")
+    eq(len(os.listdir(os.path.join(cc, "sftrace"))), 1, "one entry, no temporary left")
+    eq(mix_line(exe, env), good, "read back")
+    if os.geteuid() != 0:
+        return
+    # as nobody: HOME unset, HOME unwritable, XDG at root's 0700 cache
+    nb = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    for extra in (["-u", "HOME", "-u", "XDG_CACHE_HOME"], ["-u", "XDG_CACHE_HOME", "HOME=/"],
+                  ["-u", "XDG_CACHE_HOME", "HOME=/proc"], [f"XDG_CACHE_HOME={own}"]):
+        log = os.path.join(d, "nb.log")
+        if os.path.exists(log):
+            os.unlink(log)
+        os.chmod(d, 0o777)
+        p = run(nb + ["env"] + extra + [SFTRACE, "record", "-q", "--auto-args", "-o", log, "--", exe])
+        eq(p.stdout, "5\n", f"nobody {extra}")
+        eq([c.strip() for c in call_column(replay_text(log)) if "mix(" in c], good[1], f"nobody {extra}: values")
+    # a full filesystem (a 12k tmpfs in a mount namespace)
+    full = os.path.join(d, "full")
+    os.makedirs(full)
+    log = os.path.join(d, "full.log")
+    fmt = fmt_fixture()
+    sh = (f"mount -t tmpfs -o size=12k tmpfs {full} && XDG_CACHE_HOME={full} {SFTRACE} record -q --force "
+          f"--auto-args -o {log} -- {fmt} tail && ls -A {full}/sftrace")
+    p = run(["unshare", "-m", "sh", "-c", sh], check_rc=None)
+    if p.returncode == 0:
+        eq(p.stdout, "tail 501505000\n", "a full cache filesystem: output, and no entry left")
+        eq([c.strip() for c in call_column(replay_text(log)) if "t2(1000" in c],
+           ["t2(1000, 2004) = 1002004; /* tail call from t1 */"], "a full cache filesystem: values")
+
+
+@sfkit.known_break(29, "one bit flipped in a cache entry (mix's first item '01110' -> '01130', same size, still "
+                       "0600 and well formed: a disk or memory error) is read as true: replay shows mix(0x9, 4) "
+                       "instead of mix(9, 4); the entry carries no checksum of its body")
+def test_break_cache_entry_with_one_bit_flipped():
+    exe = cache_fixture(1)
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmpdir(), "c"))
+    eq(mix_line(exe, env), ("5\n", ["mix(9, 4) = 5;"]), "first run")
+    path = _entry(os.path.join(env["XDG_CACHE_HOME"], "sftrace"))
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    at = data.index(b" 01110 02110 00111") + 4
+    data[at] ^= 0x02  # '1' -> '3'
+    with open(path, "wb") as f:
+        f.write(data)
+    eq(mix_line(exe, env), ("5\n", ["mix(9, 4) = 5;"]), "a corrupt entry is not believed")

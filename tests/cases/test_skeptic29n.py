@@ -343,3 +343,25 @@ def test_break_cache_entry_with_one_bit_flipped():
     with open(path, "wb") as f:
         f.write(data)
     eq(mix_line(exe, env), ("5\n", ["mix(9, 4) = 5;"]), "a corrupt entry is not believed")
+
+
+# ---------------------------------------------------------------- the program's registers
+def fp_counts(args, n="20000"):
+    exe = build_c("skep29n_fp", ["skep29n_fp.c"])
+    if args is None:
+        return run([exe, n]).stdout
+    p, _ = record([exe, n], args=["-q"] + args)
+    return p.stdout
+
+
+@sfkit.known_break(29, "a named function's double arguments and return value are changed in the traced program: "
+                       "skep29n_fp's g8(6 longs, 8 doubles) over 20,000 calls sees x1-x4 (xmm0-3) differ from what "
+                       "was passed in 9 calls with -A g8@arg1, 41 with --auto-args, and the caller gets a wrong "
+                       "return value in 9 with -R g8@retval (0 untraced, 0 with --ring): about once a batch "
+                       "(sf_tramp_*_args saves no xmm register around sf_args_event)")
+def test_break_named_function_fp_registers_kept():
+    clean = "bad args: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 bad ret 0\n"
+    eq(fp_counts(None), clean, "untraced")
+    eq(fp_counts([]), clean, "traced, nothing named")
+    for args in (["-A", "g8@arg1"], ["-R", "g8@retval"], ["--auto-args"], ["-A", "g8@fparg8"]):
+        eq(fp_counts(args), clean, " ".join(args))

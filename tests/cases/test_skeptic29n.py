@@ -365,3 +365,29 @@ def test_break_named_function_fp_registers_kept():
     eq(fp_counts([]), clean, "traced, nothing named")
     for args in (["-A", "g8@arg1"], ["-R", "g8@retval"], ["--auto-args"], ["-A", "g8@fparg8"]):
         eq(fp_counts(args), clean, " ".join(args))
+
+
+def test_format7_wide_payloads_exact():
+    """skep29n_fmt wide under --auto-args: 20,000 calls of wide(6 longs, 8
+    doubles) and words(4 strings) with values from an LCG: every recorded
+    value is the one passed (the first six doubles: the seventh and eighth
+    are left out, skeptic29x's known break)."""
+    p, log = record([fmt_fixture(), "wide"], args=["-q", "--auto-args"])
+    st, mask = 29, (1 << 64) - 1
+
+    def lcg():
+        nonlocal st
+        st = (st * 6364136223846793005 + 1442695040888963407) & mask
+        return st >> 20
+    want_w, want_s = [], []
+    for _ in range(20000):
+        v = [(lcg() % 2000001) - 1000000 for _ in range(6)]
+        x = [((lcg() % 4001) - 2000) / 4 for _ in range(8)]
+        want_w.append("wide(" + ", ".join(map(str, v)) + ", " + ", ".join("%f" % a for a in x[:6]) + ")")
+        want_s.append("words(" + ", ".join('"w%d"' % (lcg() % 100000) for _ in range(4)) + ") = ")
+    out = call_column(replay_text(log))
+    got_w = [c.strip() for c in out if "wide(" in c]
+    got_s = [c.strip() for c in out if "words(" in c]
+    eq((len(got_w), len(got_s)), (20000, 20000), "calls")
+    eq([g for g, w in zip(got_w, want_w) if not g.startswith(w)][:3], [], "wide's values")
+    eq([g for g, w in zip(got_s, want_s) if not g.startswith(w)][:3], [], "words' values")

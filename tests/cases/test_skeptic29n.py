@@ -391,3 +391,21 @@ def test_format7_wide_payloads_exact():
     eq((len(got_w), len(got_s)), (20000, 20000), "calls")
     eq([g for g, w in zip(got_w, want_w) if not g.startswith(w)][:3], [], "wide's values")
     eq([g for g, w in zip(got_s, want_s) if not g.startswith(w)][:3], [], "words' values")
+
+
+def test_format7_values_in_perfetto_exact():
+    """skep29n_fmt threads under --auto-args converted to Perfetto:
+    trace_processor's args table holds add's 160,000 calls with the exact
+    sums of arg1, arg2 and retval, and reports no error or data loss."""
+    tp = sfkit.trace_processor()
+    p, log = record([fmt_fixture(), "threads"], args=["-q", "--auto-args"])
+    pb = os.path.join(os.path.dirname(log), "t.pb")
+    run([SFTRACE, "convert", log, "-o", pb])
+    rows = sfkit.tp_rows(pb, "select a.key, count(*), sum(cast(a.display_value as int)) from slice s join args a "
+                             "using (arg_set_id) where s.name = 'add' and a.key like 'debug.%' group by a.key "
+                             "order by a.key")
+    eq(rows, [["debug.arg1", "160000", "560000"], ["debug.arg2", "160000", "1599920000"],
+              ["debug.retval", "160000", "1600480000"]], "add's values in Perfetto")
+    bad = sfkit.tp_rows(pb, "select name, value from stats where value > 0 and severity != 'info'")
+    eq(bad, [], "trace_processor's errors")
+    check(tp, "trace_processor")

@@ -3,7 +3,9 @@ strings read from the thread's stack with plain loads, log format 7's
 values-only ARGS form, the --auto-args DWARF cache, and the cost.
 
 tests/fixtures/skep29n_stack.c (strings on stacks with PROT_NONE pages),
-skep29n_fmt.c (threads, recursion, longjmp, tail calls, many functions).
+skep29n_fmt.c (threads, recursion, longjmp, tail calls, many functions,
+wide payloads), skep29n_cache.c (two builds of one size and build-id),
+skep29n_fp.c (double arguments and return value checked by both sides).
 Cases that hold are plain tests; a break is asserted as it should be and
 decorated @sfkit.known_break(29, ...). Each docstring gives program,
 expected and observed.

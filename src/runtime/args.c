@@ -699,23 +699,32 @@ void sf_args_log_specs(int all)
 	S.over = 0;
 }
 
+/* The end of the page that holds the return address the trampoline was
+ * called with (x86-64, set by sf_args_event; 0 elsewhere): the pages from
+ * the runtime's frames up to it are the ones this call has just written
+ * (its pushes and frames, the call's return address), so they are mapped
+ * and writable now. Above it, even on the thread's own stack, a page may
+ * be PROT_NONE (a program's mprotect of its stack, a coroutine stack
+ * carved from it with a guard page: skeptic29n). */
+static __thread uint64_t args_hi __attribute__((tls_model("initial-exec")));
+
 /* The n bytes at addr copied into out with plain loads when they all lie
- * on the stack this thread runs on, at or above this frame (1; else 0,
- * nothing copied). That range is the live frames of the thread, the
- * trampoline's own included, which has just stored the registers there:
- * mapped and readable for as long as this thread runs in it, as the
- * return addresses in it must be (alloc.c relies on the same range). A
- * caller's local buffer is the usual case (SQLite under --auto-args,
- * 20,000 rows: 40,642 process_vm_readv calls -> 639, docs/DESIGN.md).
- * Only the thread's own stack, known without a system call; a signal
- * or coroutine stack goes through process_vm_readv. */
+ * on the stack this thread runs on, at or above this frame and below
+ * args_hi (1; else 0, nothing copied): a caller's local buffer next to
+ * the call (SQLite under --auto-args, docs/DESIGN.md). Byte loads through
+ * a volatile pointer, so that no libc memcpy (vector registers, which
+ * hold the program's arguments here) is called. A signal or coroutine
+ * stack, or a string past that page, goes through process_vm_readv. */
 static inline __attribute__((always_inline)) int stack_copy(uint64_t addr, uint8_t *out, unsigned n)
 {
 #ifdef SF_ARCH_SHADOW
 	uint64_t cur = (uint64_t)__builtin_frame_address(0), lo = sf_self.stack.lo, hi = sf_self.stack.hi;
-	if (cur < lo || cur >= hi || addr < cur || addr >= hi || hi - addr < n)
+	uint64_t top = args_hi;
+	if (cur < lo || cur >= hi || addr < cur || top > hi || addr >= top || top - addr < n)
 		return 0;
-	memcpy(out, (const void *)addr, n);
+	const volatile uint8_t *src = (const volatile uint8_t *)addr;
+	for (unsigned i = 0; i < n; i++)
+		out[i] = src[i];
 	return 1;
 #else
 	(void)addr;
@@ -1130,6 +1139,7 @@ static uint32_t payload_of(const struct arg_plan *pl, const struct sf_args_regs 
 
 void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 {
+	args_hi = 0; /* no stack bound known here: process_vm_readv */
 	if (kind == SF_EV_TAIL) {
 		if (!sf_suppressed)
 			tail_mark(func_id);
@@ -1335,6 +1345,10 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 {
 	if (sf_suppressed) /* the slow path drops the event too */
 		return 1;
+	/* 16 bytes below saved[SF_ARGS_STACK] (trampoline.S, ARGS_PATH) is
+	 * the sled's return address at an entry and the function's at an
+	 * exit: either way a word a call wrote, on a page mapped now. */
+	args_hi = ((r->saved[SF_ARGS_STACK] - 16) | (SF_PAGE - 1)) + 1;
 	if (kind == SF_EV_TAIL) {
 		tail_mark(func_id);
 		return 1;

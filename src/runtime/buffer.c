@@ -1623,6 +1623,24 @@ static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time, uint64_t 
 		sf_arch_cas_local(&sf_self.heap_zero, zero, zero + n - 1);
 }
 
+/* sf_record_args's slow part: a batch or the thread's first slot to
+ * start, with signals blocked. */
+static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
+{
+	struct sf_thread *t = &sf_self;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (t->state == SF_THREAD_NEW) {
+		thread_start(t);
+		time = sf_now_raw();
+	} else if (t->cursor > t->limit) {
+		t->cursor = t->limit; /* see sf_slow_event_at */
+	}
+	store_event(t, time, (uint32_t)n, SF_EV_ARGS, (const uint64_t *)(uintptr_t)payload);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void sf_record_args(const uint64_t *payload, uint32_t n)
 {
 	struct sf_thread *t = &sf_self;
@@ -1651,17 +1669,12 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 		if (at < t->limit)
 			fill_cut_claim(at, t->limit, time, zero);
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (t->state == SF_THREAD_NEW) {
-		thread_start(t);
-		time = sf_now_raw();
-	} else if (t->cursor > t->limit) {
-		t->cursor = t->limit; /* see sf_slow_event_at */
-	}
-	store_event(t, time, n, SF_EV_ARGS, payload);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* The args trampolines save no vector register (a plain ARGS event
+	 * needs none); what follows may reach code that changes them (a
+	 * slot's hand-off, batch_scan.o, libc), so it runs with the vector
+	 * state saved: the program's floating-point arguments and return
+	 * values are live at the sled (skeptic29n's g8 and SQLite cases). */
+	sf_vec_safe_call3(record_args_slow, (uint64_t)(uintptr_t)payload, n, time);
 }
 
 /* A claim of args.c's fast path that the end of the slot cut. */

@@ -638,6 +638,10 @@ void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t ki
  * Returns 0 if both are recorded, 1 if the caller is to record the
  * function event on its slow path (ARGS recorded or not asked for). */
 int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind) SF_HIDDEN;
+/* fn(a, b, c) with the program's vector (and x87) state saved around it
+ * (arch/<arch>/trampoline.S): for C reached from the args trampolines,
+ * which save none, on its way into code that may change vector registers. */
+void sf_vec_safe_call3(void (*fn)(uint64_t, uint64_t, uint64_t), uint64_t a, uint64_t b, uint64_t c) SF_HIDDEN;
 
 /* ---- patch.c ---- */
 struct xray_sled_rt {

@@ -61,29 +61,18 @@ def test_stack_strings_that_hold():
     _stack_case("alt", ['take("al");'], ['take("al") = 2;'])
 
 
-@sfkit.known_break(29, "a legal 2-byte string in the last 3 bytes of a main-stack page whose next page the "
-                       "program made PROT_NONE: the traced program dies of SIGSEGV (exit 139) with -A take@arg1/s "
-                       "and with --auto-args; untraced it prints 'end 2' (stack_copy memcpy's the whole 64-byte "
-                       "budget with plain loads)")
 def test_break_stack_string_before_prot_none_page():
     _stack_case("end", ['take("hi");'], ['take("hi") = 2;'])
 
 
-@sfkit.known_break(29, "a pointer into a PROT_NONE page of main's own stack passed to keep(const char *): "
-                       "SIGSEGV (exit 139) with -A keep@arg1/s and --auto-args, instead of keep(<unreadable>)")
 def test_break_stack_pointer_into_prot_none_page():
     _stack_case("none", ["keep(<unreadable>);"], ["keep(<unreadable>) = 1;"])
 
 
-@sfkit.known_break(29, "a makecontext coroutine stack carved from main's stack with a PROT_NONE guard above it "
-                       "(as between coroutine stacks): take(\"co\") at its top kills the traced program (SIGSEGV, "
-                       "exit 139); the coroutine's frame lies inside main's stack range, so plain loads are used")
 def test_break_coroutine_stack_in_main_stack_with_guard():
     _stack_case("coro", ['take("co");'], ['take("co") = 2;'])
 
 
-@sfkit.known_break(29, "a pthread's own stack with a PROT_NONE page after a legal string 'hi' in its frame: "
-                       "SIGSEGV (exit 139) traced with -A or --auto-args; untraced prints 'thread 2'")
 def test_break_thread_stack_string_before_prot_none_page():
     _stack_case("thread", ['take("hi");'], ['take("hi") = 2;'])
 
@@ -356,11 +345,6 @@ def fp_counts(args, n="20000"):
     return p.stdout
 
 
-@sfkit.known_break(29, "a named function's double arguments and return value are changed in the traced program: "
-                       "skep29n_fp's g8(6 longs, 8 doubles) over 20,000 calls sees x1-x4 (xmm0-3) differ from what "
-                       "was passed in 9 calls with -A g8@arg1, 41 with --auto-args, and the caller gets a wrong "
-                       "return value in 9 with -R g8@retval (0 untraced, 0 with --ring): about once a batch "
-                       "(sf_tramp_*_args saves no xmm register around sf_args_event)")
 def test_break_named_function_fp_registers_kept():
     clean = "bad args: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 bad ret 0\n"
     eq(fp_counts(None), clean, "untraced")

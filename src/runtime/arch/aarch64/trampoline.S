@@ -411,6 +411,85 @@ sf_slow_common:
 	.cfi_endproc
 	.size	sf_slow_common, .-sf_slow_common
 
+/* sf_vec_safe_call3(fn, a, b, c): fn(a, b, c) with q0-q31, fpsr and fpcr
+ * saved around it, as the slow path saves them. For C reached from the
+ * args trampolines (which store only d0-d7 and restore none of them):
+ * their slow part, a slot's hand-off (batch_scan.o is built with vector
+ * code, libc's routines use vector registers), must leave the program's
+ * vector registers as they were; at a sled those hold the function's
+ * floating-point arguments or return values. x19-x20 are callee-saved. */
+	.globl	sf_vec_safe_call3
+	.hidden	sf_vec_safe_call3
+	.type	sf_vec_safe_call3, %function
+	.p2align 4
+sf_vec_safe_call3:
+	.cfi_startproc
+	stp	x29, x30, [sp, #-32]!
+	.cfi_def_cfa_offset 32
+	.cfi_offset x29, -32
+	.cfi_offset x30, -24
+	mov	x29, sp
+	stp	x19, x20, [sp, #16]
+	.cfi_offset x19, -16
+	.cfi_offset x20, -8
+	mrs	x19, fpsr
+	mrs	x20, fpcr
+	sub	sp, sp, #528
+	.cfi_adjust_cfa_offset 528
+	stp	q0, q1, [sp, #16]
+	stp	q2, q3, [sp, #48]
+	stp	q4, q5, [sp, #80]
+	stp	q6, q7, [sp, #112]
+	stp	q8, q9, [sp, #144]
+	stp	q10, q11, [sp, #176]
+	stp	q12, q13, [sp, #208]
+	stp	q14, q15, [sp, #240]
+	stp	q16, q17, [sp, #272]
+	stp	q18, q19, [sp, #304]
+	stp	q20, q21, [sp, #336]
+	stp	q22, q23, [sp, #368]
+	stp	q24, q25, [sp, #400]
+	stp	q26, q27, [sp, #432]
+	stp	q28, q29, [sp, #464]
+	stp	q30, q31, [sp, #496]
+	stp	x19, x20, [sp, #0]
+	mov	x19, x0
+	mov	x0, x1
+	mov	x1, x2
+	mov	x2, x3
+	blr	x19
+	ldp	q0, q1, [sp, #16]
+	ldp	q2, q3, [sp, #48]
+	ldp	q4, q5, [sp, #80]
+	ldp	q6, q7, [sp, #112]
+	ldp	q8, q9, [sp, #144]
+	ldp	q10, q11, [sp, #176]
+	ldp	q12, q13, [sp, #208]
+	ldp	q14, q15, [sp, #240]
+	ldp	q16, q17, [sp, #272]
+	ldp	q18, q19, [sp, #304]
+	ldp	q20, q21, [sp, #336]
+	ldp	q22, q23, [sp, #368]
+	ldp	q24, q25, [sp, #400]
+	ldp	q26, q27, [sp, #432]
+	ldp	q28, q29, [sp, #464]
+	ldp	q30, q31, [sp, #496]
+	ldp	x19, x20, [sp, #0]
+	msr	fpcr, x20
+	msr	fpsr, x19
+	add	sp, sp, #528
+	.cfi_adjust_cfa_offset -528
+	ldp	x19, x20, [sp, #16]
+	.cfi_restore x19
+	.cfi_restore x20
+	ldp	x29, x30, [sp], #32
+	.cfi_restore x29
+	.cfi_restore x30
+	.cfi_def_cfa_offset 0
+	ret
+	.cfi_endproc
+	.size	sf_vec_safe_call3, .-sf_vec_safe_call3
+
 /* ---- record -A/-R: the args trampolines (src/runtime/args.c) ----
  * Only the sleds of functions whose arguments or return values are asked
  * for come here; every other sled keeps the trampolines above. This path

@@ -498,6 +498,77 @@ sf_slow_common:
 	.cfi_endproc
 	.size	sf_slow_common, .-sf_slow_common
 
+/* sf_vec_safe_call3(fn, a, b, c): fn(a, b, c) with the whole vector and
+ * x87 state saved around it, as sf_slow_common saves it. For C reached
+ * from the args trampolines (which save only general registers, so that
+ * a plain ARGS event costs no xsave): their slow part, a slot's hand-off
+ * (batch_scan.o is built with vector code, libc's routines use vector
+ * registers), must leave the program's vector registers as they were; at
+ * a sled those hold the function's floating-point arguments or return
+ * values. rbx, r12-r14 are callee-saved: they carry fn and its arguments
+ * across xsave, which uses eax and edx. */
+FUNC	sf_vec_safe_call3
+	PUSHQ	%rbp
+	.cfi_rel_offset %rbp, 0
+	mov	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	push	%rbx
+	.cfi_offset %rbx, -24
+	push	%r12
+	.cfi_offset %r12, -32
+	push	%r13
+	.cfi_offset %r13, -40
+	push	%r14
+	.cfi_offset %r14, -48
+	mov	%rdi, %rbx
+	mov	%rsi, %r12
+	mov	%rdx, %r13
+	mov	%rcx, %r14
+	sub	sf_xsave_size(%rip), %rsp
+	and	$-64, %rsp
+	cmpb	$0, sf_have_xsave(%rip)
+	je	1f
+	xor	%eax, %eax		/* XRSTOR needs the XSAVE header's reserved bytes zero */
+	mov	%rax, 512(%rsp)
+	mov	%rax, 520(%rsp)
+	mov	%rax, 528(%rsp)
+	mov	%rax, 536(%rsp)
+	mov	%rax, 544(%rsp)
+	mov	%rax, 552(%rsp)
+	mov	%rax, 560(%rsp)
+	mov	%rax, 568(%rsp)
+	mov	sf_xsave_mask(%rip), %eax
+	mov	sf_xsave_mask+4(%rip), %edx
+	xsave64	(%rsp)
+	mov	%r12, %rdi
+	mov	%r13, %rsi
+	mov	%r14, %rdx
+	call	*%rbx
+	mov	sf_xsave_mask(%rip), %eax
+	mov	sf_xsave_mask+4(%rip), %edx
+	xrstor64 (%rsp)
+	jmp	2f
+1:	fxsave64 (%rsp)
+	mov	%r12, %rdi
+	mov	%r13, %rsi
+	mov	%r14, %rdx
+	call	*%rbx
+	fxrstor64 (%rsp)
+2:	lea	-32(%rbp), %rsp
+	pop	%r14
+	.cfi_restore %r14
+	pop	%r13
+	.cfi_restore %r13
+	pop	%r12
+	.cfi_restore %r12
+	pop	%rbx
+	.cfi_restore %rbx
+	pop	%rbp
+	.cfi_restore %rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	ENDFUNC	sf_vec_safe_call3
+
 /* ---- record -A/-R: the args trampolines (src/runtime/args.c) ----
  * Only the sleds of functions whose arguments or return values are asked
  * for come here; every other sled keeps the trampolines above. Kept apart

@@ -114,3 +114,115 @@ def test_dlmopen_plugin_throw_makes_no_allocation_of_the_runtimes():
     plug, exe = _mopen()
     eq(_thrower_allocs(exe, plug, 3), [], "no throw")
     eq(_thrower_allocs(exe, plug, 8), [], "10 throws in the plugin's namespace")
+
+
+# --- switch and snapshot while the program sleeps ------------------------------
+
+def _program_pid(pid, exe):
+    """The program under record's keeper: the descendant running exe."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for k in kids:
+            try:   # comm, not exe: a leader that has ended has no exe link
+                with open(f"/proc/{k}/comm") as f:
+                    if f.read().strip() == os.path.basename(exe)[:15]:
+                        return k
+            except OSError:
+                pass
+            found = _program_pid(k, exe)
+            if found:
+                return found
+    return None
+
+
+def _start(exe, args, opts):
+    """record OPTS -- exe ARGS in the background; (Popen, dir, program pid)."""
+    import subprocess
+    import time
+    d = tmpdir()
+    p = subprocess.Popen([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log")] + opts + ["--", exe] + args,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = None
+    for _ in range(300):
+        pid = _program_pid(p.pid, exe)
+        if pid:
+            break
+        time.sleep(0.01)
+    check(pid, "no program started")
+    time.sleep(0.6)   # main has printed and sleeps (join) or ended (sys); the thread sleeps
+    return p, d, pid
+
+
+def _finish(p):
+    out, err = p.communicate(timeout=30)
+    return p.returncode, out, err
+
+
+SLEEP_WANT = {"join": "main: work 45\nthread: work 4950\nmain: sleep(2) left 0\nthread: sleep(2) left 0\n",
+              "sys": "main: work 45\nthread: work 4950\nthread: sleep(2) left 0\n"}
+
+
+def _sleep_exe():
+    exe = build_c("skep24n_exit", ["skep24n_exit.c"], libs=["-lpthread"])
+    for lead, rc in (("join", 0), ("sys", 6)):
+        eq(run([exe, "sleep", lead], check_rc=rc).stdout, SLEEP_WANT[lead], f"untraced {lead}")
+    return exe
+
+
+@known_break(24, "main sleeps in sleep(2) (untraced: 'main: sleep(2) left 0'); `sftrace resume PID` of the "
+                 "--paused process sigqueues its ring signal to the process, main takes it, and its sleep "
+                 "returns early: 'main: sleep(2) left 1' (SA_RESTART restarts no sleep, nanosleep, poll "
+                 "with a timeout, epoll_wait)")
+def test_resume_does_not_cut_the_programs_sleep_short():
+    exe = _sleep_exe()
+    p, d, pid = _start(exe, ["sleep", "join"], ["--paused"])
+    sw = run([SFTRACE, "resume", "-q", str(pid)], check_rc=None)
+    rc, out, err = _finish(p)
+    eq(sw.returncode, 0, f"resume ({sw.stderr!r})")
+    eq((rc, out), (0, SLEEP_WANT["join"]), "traced")
+
+
+@known_break(24, "main has ended (SYS_exit), its thread sleeps in sleep(2); `sftrace resume` is refused "
+                 "('its main thread has ended ... tracing stays as it was', rc 1), but the refused request's "
+                 "signal still reached the thread: 'thread: sleep(2) left 1' where untraced it is 0 "
+                 "(the program then ended 1.5 s early)")
+def test_refused_resume_after_main_ended_leaves_the_program_alone():
+    exe = _sleep_exe()
+    p, d, pid = _start(exe, ["sleep", "sys"], ["--paused"])
+    sw = run([SFTRACE, "resume", str(pid)], check_rc=None)
+    rc, out, err = _finish(p)
+    eq(sw.returncode, 1, "resume refused")
+    check("main thread has ended" in sw.stderr, sw.stderr)
+    eq((rc, out), (6, SLEEP_WANT["sys"]), "traced")
+
+
+@known_break(24, "main has ended (bare SYS_exit), its thread sleeps in sleep(2) (untraced 'left 0'); "
+                 "`sftrace snapshot PID` under --ring=1M works (rc 0, one .snap. log), but its SIGUSR2 lands "
+                 "on the only thread left, the program's: 'thread: sleep(2) left 1'")
+def test_snapshot_after_main_ended_under_ring():
+    exe = _sleep_exe()
+    p, d, pid = _start(exe, ["sleep", "sys"], ["--ring=1M"])
+    sn = run([SFTRACE, "snapshot", str(pid)], check_rc=None)
+    rc, out, err = _finish(p)
+    eq((sn.returncode, sn.stderr, rc, out), (0, "", 6, SLEEP_WANT["sys"]), "snapshot, then the program")
+    snaps = [f for f in os.listdir(d) if ".snap." in f]
+    eq(len(snaps), 1, "snapshots written")
+
+
+@known_break(24, "main sleeps in sleep(2) (untraced 'left 0'); `sftrace snapshot PID` of the --ring=1M "
+                 "process sends SIGUSR2, main takes it: 'main: sleep(2) left 1'")
+def test_snapshot_does_not_cut_the_programs_sleep_short():
+    exe = _sleep_exe()
+    p, d, pid = _start(exe, ["sleep", "join"], ["--ring=1M"])
+    sn = run([SFTRACE, "snapshot", str(pid)], check_rc=None)
+    rc, out, err = _finish(p)
+    eq(sn.returncode, 0, f"snapshot ({sn.stderr!r})")
+    eq((rc, out), (0, SLEEP_WANT["join"]), "traced")

@@ -296,3 +296,48 @@ def test_spawn_exec_dup2_system_popen_reach_a_later_preload():
     eq(u.stderr.count("shim execve "), 2, u.stderr)
     t, d = traced(["env", "LD_PRELOAD=" + shim, exe])
     eq((t.stdout, t.stderr), (u.stdout, u.stderr), "traced")
+
+
+# --- popen streams across fork and threads, cancellation ------------------------
+
+def test_popen_stream_closed_in_fork_child_thread_and_fopen_as_glibc():
+    """Streams of glibc's popen and of the copy: pclose and fclose in a
+    fork child (-1, ECHILD), then in the parent (768), a stream opened in a
+    thread closed by main (1536), pclose of an fopen'd stream (0). Held."""
+    exe = build_c("skep24n_pfork", ["skep24n_pfork.c"], libs=["-lpthread"])
+    u = run([exe])
+    check(u.stdout.count("child pclose: -1 errno 10") == 2 and u.stdout.count("main: 1536") == 2, u.stdout)
+    t, d = traced([exe])
+    eq(t.stdout, u.stdout, "traced")
+
+
+def test_cancel_in_pclose_and_system_as_glibc():
+    """pthread_cancel of a thread in pclose() and in system(), glibc's and
+    the copy's: after it, SIGINT at default, SIGCHLD unblocked in main,
+    waitpid(-1) finds no child (ECHILD) in all four. Held."""
+    exe = build_c("skep24n_cancel", ["skep24n_cancel.c"], libs=["-lpthread"])
+    u = run([exe])
+    eq(u.stdout.count("SIGINT default, SIGCHLD unblocked in main, waitpid none status -1 errno 10"), 4, u.stdout)
+    t, d = traced([exe])
+    eq(t.stdout, u.stdout, "traced")
+
+
+# --- --alloc and operator new ---------------------------------------------------
+
+def test_alloc_credits_operator_new_to_callers_tail_own_noplt():
+    """-O2: tail_new tail-calls operator new (jmp _Znwm@plt, or through the
+    GOT with -fno-plt), plain_new calls new[]; also with an executable's
+    own operator new over malloc. `sftrace memory` credits '3.9 KiB 2
+    tail_new(…)' and '400 B 1 plain_new(…)' in all four builds. Held."""
+    for name, flags in (("skep24n_new", []), ("skep24n_new_own", ["-DOWN_NEW"]),
+                        ("skep24n_new_noplt", ["-fno-plt"]), ("skep24n_new_own_noplt", ["-DOWN_NEW", "-fno-plt"])):
+        exe = build_c(name, ["skep24n_new.cc"], flags=["-O2"] + flags, compiler="clang++")
+        u = run([exe])
+        t, d = traced([exe], args=["--alloc"])
+        eq(t.stdout, u.stdout, name)
+        mem = run([SFTRACE, "memory", os.path.join(d, "sf.log")]).stdout
+        sites = mem[mem.index("Top allocation sites by bytes"):].split("\n\n")[0]
+        check(any(line.split()[:4] == ["3.9", "KiB", "2", "tail_new(…)"] for line in sites.splitlines()),
+              f"{name}: {sites}")
+        check(any(line.split()[:4] == ["400", "B", "1", "plain_new(…)"] for line in sites.splitlines()),
+              f"{name}: {sites}")

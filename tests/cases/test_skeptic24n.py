@@ -341,3 +341,55 @@ def test_alloc_credits_operator_new_to_callers_tail_own_noplt():
               f"{name}: {sites}")
         check(any(line.split()[:4] == ["400", "B", "1", "plain_new(…)"] for line in sites.splitlines()),
               f"{name}: {sites}")
+
+
+def test_threads_seen_after_the_leader_ended_as_untraced():
+    """main ends with SYS_exit; 300 ms later its thread reads 'Threads:' in
+    /proc/self/status and counts /proc/self/task: 'Threads: 2' and 4
+    entries untraced, the same traced, plain, --ring=1M and --paused (the
+    writer has left). Held."""
+    exe = build_c("skep24n_exit", ["skep24n_exit.c"], libs=["-lpthread"])
+    u = run([exe, "tasks", "sys"], check_rc=6)
+    check("thread: 4 entries in /proc/self/task" in u.stdout, u.stdout)
+    for opts in ([], ["--ring=1M"], ["--paused"]):
+        t, d = traced([exe, "tasks", "sys"], args=opts, check_rc=6)
+        eq(t.stdout, u.stdout, f"traced {opts}")
+
+
+def test_fork_while_a_thread_waits_in_system_as_glibc():
+    """A thread waits in system() (glibc's, then the copy's) while main
+    forks; the child's own system() returns 2 and leaves SIGINT and SIGQUIT
+    ignored (the count it inherited), main's handler is back after the
+    thread's call returns 3. Held."""
+    exe = build_c("skep24n_sysfork", ["skep24n_sysfork.c"], libs=["-lpthread"])
+    u = run([exe])
+    eq(u.stdout.count("fork child: system 2, then SIGINT ignored SIGQUIT ignored"), 2, u.stdout)
+    t, d = traced([exe])
+    eq(t.stdout, u.stdout, "traced")
+
+
+def test_popen_system_with_stdin_stdout_closed_as_glibc():
+    """Descriptors 0 and 1 closed (a daemon): popen "r" gets fd 0 and reads
+    the child's line, popen "w" gets fd 1 and the child writes the file,
+    system's child finds no fd 0 (exit 11): glibc's and the copy's, traced
+    as untraced. Held."""
+    exe = build_c("skep24n_lowfd", ["skep24n_lowfd.c"])
+    du, dt = tmpdir(), tmpdir()
+    u = run([exe, os.path.join(du, "f")])
+    want = "r fd 0 read ok r status 0; w fd 1 status 0 file ok system 11\n"
+    eq(u.stderr, "glibc: " + want + "copy: " + want, "untraced")
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(dt, "sf.log"), "--", exe, os.path.join(dt, "f")])
+    eq(t.stderr, u.stderr, "traced")
+
+
+@known_break(24, "dladdr names the object a function lives in: untraced 'system: libc.so.6 (system)', "
+                 "the same for dlsym(RTLD_DEFAULT, \"system\"), popen, execve, dup2, close (__close), "
+                 "posix_spawn; traced each says 'libsftrace.so': the runtime exports its wrappers, where its "
+                 "_Unwind_* and operator new stand-ins are bound through GOT slots and stay hidden (fork, "
+                 "not wrapped, still says libc.so.6)")
+def test_dladdr_of_wrapped_libc_functions_names_libc():
+    exe = build_c("skep24n_dladdr", ["skep24n_dladdr.c"], libs=["-ldl"])
+    u = run([exe])
+    check("system: libc.so.6 (system)\n" in u.stdout, u.stdout)
+    t, d = traced([exe])
+    eq(t.stdout, u.stdout, "traced")

@@ -393,3 +393,16 @@ def test_dladdr_of_wrapped_libc_functions_names_libc():
     check("system: libc.so.6 (system)\n" in u.stdout, u.stdout)
     t, d = traced([exe])
     eq(t.stdout, u.stdout, "traced")
+
+
+@known_break(24, "a server blocks every signal and takes them with sigtimedwait (2 s): untraced 'served 100, "
+                 "took no signal'; under --paused, `sftrace resume -t 3 PID` sigqueues SIGUSR2, the program "
+                 "takes it as its own: 'took User defined signal 2', and resume fails: 'pid N exited before it "
+                 "answered the resume' (rc 1)")
+def test_resume_of_a_server_that_sigwaits():
+    exe = build_c("skep24n_sigwait", ["skep24n_sigwait.c"])
+    eq(run([exe]).stdout, "served 100, took no signal\n", "untraced")
+    p, d, pid = _start(exe, [], ["--paused"])
+    sw = run([SFTRACE, "resume", "-q", "-t", "3", str(pid)], check_rc=None)
+    rc, out, err = _finish(p)
+    eq((out, sw.returncode), ("served 100, took no signal\n", 0), f"traced, resume ({sw.stderr!r})")

@@ -406,3 +406,30 @@ def test_resume_of_a_server_that_sigwaits():
     sw = run([SFTRACE, "resume", "-q", "-t", "3", str(pid)], check_rc=None)
     rc, out, err = _finish(p)
     eq((out, sw.returncode), ("served 100, took no signal\n", 0), f"traced, resume ({sw.stderr!r})")
+
+
+def test_thread_records_300000_calls_after_the_leader_ended():
+    """main ends with SYS_exit; its thread then makes 300000 calls (far
+    more than a buffer holds) and SYS_exit(8)s: exit 8 as untraced, and
+    300002 work entries in the log, 0 lost, 0 dropped. Held."""
+    exe = build_c("skep24n_exit", ["skep24n_exit.c"], libs=["-lpthread"])
+    u = run([exe, "many", "sys"], check_rc=8)
+    t, d = traced([exe, "many", "sys"], check_rc=8)
+    eq(t.stdout, u.stdout, "traced")
+    log = os.path.join(d, "sf.log")
+    eq(count_calls(dump_events(log)).get("work", 0), 300002, "work calls")
+    summary = [line for line in run([SFTRACE, "dump", log]).stdout.splitlines() if line.startswith("summary:")]
+    check(summary and " 0 lost" in summary[0] and " 0 dropped" in summary[0], summary)
+
+
+def test_sigchld_and_sigint_during_system_as_glibc():
+    """A second thread leaves SIGCHLD unblocked; SIGINT and SIGQUIT are
+    sent to the process during each of three system() calls: statuses 256,
+    pclose 512, SIGCHLD handled 4 times, SIGINT 0, glibc's and the copy's,
+    traced as untraced. Held."""
+    exe = build_c("skep24n_chld", ["skep24n_chld.c"], libs=["-lpthread"])
+    want = ("glibc: statuses 256 256 256 pclose 512, SIGCHLD handled 4, SIGINT handled 0\n"
+            "copy: statuses 256 256 256 pclose 512, SIGCHLD handled 4, SIGINT handled 0\n")
+    eq(run([exe]).stdout, want, "untraced")
+    t, d = traced([exe])
+    eq(t.stdout, want, "traced")

@@ -433,3 +433,19 @@ def test_sigchld_and_sigint_during_system_as_glibc():
     eq(run([exe]).stdout, want, "untraced")
     t, d = traced([exe])
     eq(t.stdout, want, "traced")
+
+
+def test_closefrom_and_close_loop_reach_a_later_preload_unchanged():
+    """record -- env LD_PRELOAD=cshim.so closer: after one traced call
+    (the log exists), closefrom(3), or close() over 3..1023, then open:
+    the shim counts 'close 0 close_range 0 closefrom 1' and 'close 1021
+    close_range 0 closefrom 0' untraced and traced (no close_range of the
+    runtime's making reaches it), the program's file is fd 3. Held."""
+    exe = build_c("skep24n_closer", ["skep24n_closer.c"])
+    shim = build_c("skep24n_cshim.so", ["skep24n_cshim.c"], libs=["-ldl"], xray=False, shared=True)
+    for mode, want in (("closefrom", "shim close 0 close_range 0 closefrom 1\n"),
+                       ("loop", "shim close 1021 close_range 0 closefrom 0\n")):
+        u = run(["env", "LD_PRELOAD=" + shim, exe, mode])
+        eq((u.stdout, u.stderr), ("fd 3 steps 2\n", want), f"untraced {mode}")
+        t, d = traced(["env", "LD_PRELOAD=" + shim, exe, mode])
+        eq((t.stdout, t.stderr), (u.stdout, want), f"traced {mode}")

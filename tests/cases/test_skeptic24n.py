@@ -449,3 +449,23 @@ def test_closefrom_and_close_loop_reach_a_later_preload_unchanged():
         eq((u.stdout, u.stderr), ("fd 3 steps 2\n", want), f"untraced {mode}")
         t, d = traced(["env", "LD_PRELOAD=" + shim, exe, mode])
         eq((t.stdout, t.stderr), (u.stdout, want), f"traced {mode}")
+
+
+@known_break(24, "after clearenv the program fills its environment with F bytes and calls system(\"exit 9\") "
+                 "and popen(\"exit 8\"); F bisected untraced to the largest that runs (2096844 here, 8 MiB "
+                 "stack): untraced 'system 9 popen 8', traced 'system 127 popen -1' (E2BIG: the copy adds the "
+                 "tracer's variables to the child's environment); traced runs again between 100 and 1000 "
+                 "bytes below F")
+def test_system_popen_at_the_kernels_argument_limit_after_clearenv():
+    exe = build_c("skep24n_bigenv", ["skep24n_bigenv.c"])
+    good = "system 9 popen 8\n"
+    lo, hi = 100000, 4000000
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if run([exe, str(mid)]).stdout == good:
+            lo = mid
+        else:
+            hi = mid
+    eq(run([exe, str(lo + 1)]).stdout, "system 127 popen -1\n", f"untraced past the limit F={lo}")
+    t, d = traced([exe, str(lo)])
+    eq(t.stdout, good, f"traced at the untraced limit F={lo}")

@@ -9,12 +9,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "format/sf_env.h"
 #include "lib/elf_buildid.h"
 #include "lib/util.h"
 
-#define AC_MAGIC "sftrace-args-cache 1"
+/* 2: the last line carries the CRC-32 of the text before it, so that a
+ * changed byte (a disk or memory error; same size, still well formed: a
+ * flipped digit read as another format, skeptic29n) is a miss, not a
+ * wrong answer. */
+#define AC_MAGIC "sftrace-args-cache 2"
+#define AC_END_LEN (sizeof("end 01234567\n") - 1)
 #define AC_FILE_MAX (16u << 20)
 
 /* This sftrace's build-id, hex ("" if none): the DWARF reading changes
@@ -144,6 +150,27 @@ static int parse(char *text, const char *key, struct ac_set *s)
 	return -1;
 }
 
+/* 1 if text (n bytes) ends with "end CRC\n" whose CRC-32 is that of the
+ * bytes before it; the line is then cut to "end\n" for parse. */
+static int checked(char *text, size_t n)
+{
+	if (n < AC_END_LEN)
+		return 0;
+	char *end = text + n - AC_END_LEN;
+	if (strncmp(end, "end ", 4) || text[n - 1] != '\n' || (end > text && end[-1] != '\n'))
+		return 0;
+	char *stop;
+	errno = 0;
+	unsigned long want = strtoul(end + 4, &stop, 16);
+	if (errno || stop != text + n - 1 || stop - (end + 4) != 8)
+		return 0;
+	if (crc32(0L, (const Bytef *)text, (uInt)(end - text)) != want)
+		return 0;
+	end[3] = '\n';
+	end[4] = 0;
+	return 1;
+}
+
 int ac_load(const char *key, struct ac_set *s)
 {
 	int dir = cache_dir();
@@ -166,7 +193,7 @@ int ac_load(const char *key, struct ac_set *s)
 	close(fd);
 	if (ok) {
 		text[st.st_size] = 0;
-		ok = strlen(text) == (size_t)st.st_size && parse(text, key, s) == 0;
+		ok = strlen(text) == (size_t)st.st_size && checked(text, (size_t)st.st_size) && parse(text, key, s) == 0;
 	}
 	free(text);
 	if (!ok) {
@@ -184,6 +211,25 @@ void ac_store(const char *key, const struct ac_set *s)
 	char name[64], tmp[96];
 	file_name(key, name, sizeof(name));
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", name, (long)getpid());
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m) {
+		close(dir);
+		return;
+	}
+	fprintf(m, AC_MAGIC "\nkey %s\n", key);
+	for (size_t i = 0; i < s->n; i++) {
+		fprintf(m, "%" PRIx64 " %u", s->v[i].vaddr, s->v[i].n);
+		for (unsigned k = 0; k < s->v[i].n; k++)
+			fprintf(m, " %02x%02x%x", s->v[i].it[k].slot, s->v[i].it[k].fmt, s->v[i].it[k].on_exit);
+		fputc('\n', m);
+	}
+	if (fclose(m) != 0) {
+		free(text);
+		close(dir);
+		return;
+	}
 	int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
@@ -191,17 +237,13 @@ void ac_store(const char *key, const struct ac_set *s)
 			close(fd);
 			unlinkat(dir, tmp, 0);
 		}
+		free(text);
 		close(dir);
 		return;
 	}
-	fprintf(f, AC_MAGIC "\nkey %s\n", key);
-	for (size_t i = 0; i < s->n; i++) {
-		fprintf(f, "%" PRIx64 " %u", s->v[i].vaddr, s->v[i].n);
-		for (unsigned k = 0; k < s->v[i].n; k++)
-			fprintf(f, " %02x%02x%x", s->v[i].it[k].slot, s->v[i].it[k].fmt, s->v[i].it[k].on_exit);
-		fputc('\n', f);
-	}
-	fputs("end\n", f);
+	fwrite(text, 1, len, f);
+	fprintf(f, "end %08lx\n", (unsigned long)crc32(0L, (const Bytef *)text, (uInt)len));
+	free(text);
 	if (fclose(f) != 0 || renameat(dir, tmp, dir, name) != 0)
 		unlinkat(dir, tmp, 0);
 	close(dir);

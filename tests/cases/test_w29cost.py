@@ -2,6 +2,7 @@
 thread's own stack are copied without a system call; the values stay the
 same (tests/fixtures/args_stack_str.c)."""
 import os
+import zlib
 import re
 import shutil
 
@@ -49,6 +50,11 @@ def _auto_calls(env):
     return calls[1:4]
 
 
+def _signed(body):
+    """A cache file's text: BODY and its checksum line (args_cache.c)."""
+    return body + "end %08x\n" % zlib.crc32(body.encode())
+
+
 def test_auto_args_cache_answers_the_same_file_only():
     # The DWARF answers go in the user's cache directory (0700, files
     # 0600), keyed by this sftrace's build-id and the object's build-id,
@@ -65,7 +71,8 @@ def test_auto_args_cache_answers_the_same_file_only():
     eq(oct(os.stat(path).st_mode & 0o777), "0o600", "the file's mode")
     with open(path) as f:
         text = f.read()
-    check(text.startswith("sftrace-args-cache 1\nkey sftrace ") and text.endswith("\nend\n"), text[:200])
+    check(text.startswith("sftrace-args-cache 2\nkey sftrace ") and re.search(r"\nend [0-9a-f]{8}\n\Z", text)
+          and int(text[-9:-1], 16) == zlib.crc32(text[:-13].encode()), text[:200])
     eq(_auto_calls(env), AUTO_CALLS, "second run (from the cache)")
     # It is read: add's items changed in the file (its arguments' format
     # to hex) show. Then the same file writable by others, or naming
@@ -77,7 +84,7 @@ def test_auto_args_cache_answers_the_same_file_only():
     check(len(add) >= 1, "add's line in the cache")
     tampered = list(lines)
     tampered[add[0]] = tampered[add[0]].replace(" 3 01110 02110 00111", " 3 01130 02130 00111")
-    forged = "\n".join(tampered) + "\n"
+    forged = _signed("\n".join(tampered[:-1]) + "\n")
 
     def put(content, mode):
         os.unlink(path)
@@ -90,10 +97,14 @@ def test_auto_args_cache_answers_the_same_file_only():
     eq(got[0], "  add(0x3, 0x4) = 7;", "the cache's items are used")
     put(forged, 0o620)
     eq(_auto_calls(env), AUTO_CALLS, "a group-writable file is not read (the DWARF again)")
-    put(forged.replace(key, key + "0"), 0o600)
+    put(_signed(forged[:-13].replace(key, key + "0")), 0o600)
     eq(_auto_calls(env), AUTO_CALLS, "another key is not read")
-    put(forged[:forged.rindex("end\n")], 0o600)
+    put(forged[:forged.rindex("end ")], 0o600)
     eq(_auto_calls(env), AUTO_CALLS, "a file cut short is not read")
+    put(forged[:-13] + "end\n", 0o600)
+    eq(_auto_calls(env), AUTO_CALLS, "a file without its checksum is not read")
+    put(forged[:-13] + "end 00000000\n", 0o600)
+    eq(_auto_calls(env), AUTO_CALLS, "a file with another checksum is not read")
     # Off: nothing written.
     d2 = tmpdir()
     eq(_auto_calls(dict(os.environ, XDG_CACHE_HOME=d2, SFTRACE_ARGS_CACHE="0")), AUTO_CALLS, "cache off")

@@ -325,14 +325,26 @@ static void env_done(struct env_build *b)
 #define EXPORT __attribute__((visibility("default")))
 
 /* Evaluates `call` with `env` bound to the child's environment for envp. */
-#define WITH_CHILD_ENV(envp, env, call)                                            \
+/* too_big: whether r_, the call's result, is E2BIG. The variables the
+ * child needs can take an environment the program sized to the kernel's
+ * limit past it (skeptic24n: 2,096,844 bytes after clearenv ran untraced,
+ * and failed traced): the call is then made again with the program's own
+ * environment, as untraced, and that child goes untraced. */
+#define WITH_CHILD_ENV(envp, env, call, too_big)                                   \
 	({                                                                           \
 		struct env_build b_;                                                 \
 		char *const *env = env_for_child(envp, &b_);                         \
 		__typeof__(call) r_ = (call);                                        \
+		if (env != (envp) && (too_big)) {                                    \
+			env = (envp);                                                \
+			r_ = (call);                                                 \
+		}                                                                    \
 		env_done(&b_);                                                       \
 		r_;                                                                  \
 	})
+#define SYS_TOO_BIG (r_ == -E2BIG)
+#define LIBC_TOO_BIG (r_ == -1 && errno == E2BIG)
+#define SPAWN_TOO_BIG (r_ == E2BIG)
 
 /* Every exec first lets a snapshot asked for finish (snapshot.c): the
  * writer thread ends with the old image (sf_exec_begins, hooks.c), and
@@ -345,7 +357,7 @@ long sf_exec_syscall(long nr, const long *a)
 	int at = nr == SYS_execveat ? 3 : 2; /* where envp is */
 	long c[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
 	return WITH_CHILD_ENV((char *const *)a[at], env,
-			      (c[at] = (long)env, sf_syscall6(nr, c[0], c[1], c[2], c[3], c[4], c[5])));
+			      (c[at] = (long)env, sf_syscall6(nr, c[0], c[1], c[2], c[3], c[4], c[5])), SYS_TOO_BIG);
 }
 
 /* The wrappers call each other through these, never through the
@@ -365,7 +377,7 @@ static int exec_vpe(const char *file, char *const argv[], char *const envp[])
 	if (!REAL(real_execvpe, execvpe_fn, "execvpe"))
 		return errno = ENOSYS, -1;
 	sf_exec_begins();
-	int r = WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env));
+	int r = WITH_CHILD_ENV(envp, env, real_execvpe(file, argv, env), LIBC_TOO_BIG);
 	sf_exec_failed();
 	return r;
 }
@@ -378,7 +390,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	if (!REAL(real_execve, execvpe_fn, "execve"))
 		return exec_ve(path, argv, envp);
 	sf_exec_begins();
-	int r = WITH_CHILD_ENV(envp, env, real_execve(path, argv, env));
+	int r = WITH_CHILD_ENV(envp, env, real_execve(path, argv, env), LIBC_TOO_BIG);
 	sf_exec_failed();
 	return r;
 }
@@ -393,7 +405,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	if (!REAL(real_fexecve, fexecve_fn, "fexecve"))
 		return errno = ENOSYS, -1;
 	sf_exec_begins();
-	int r = WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env));
+	int r = WITH_CHILD_ENV(envp, env, real_fexecve(fd, argv, env), LIBC_TOO_BIG);
 	sf_exec_failed();
 	return r;
 }
@@ -403,7 +415,7 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 	if (!REAL(real_execveat, execveat_fn, "execveat"))
 		return errno = ENOSYS, -1;
 	sf_exec_begins();
-	int r = WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags));
+	int r = WITH_CHILD_ENV(envp, env, real_execveat(dirfd, path, argv, env, flags), LIBC_TOO_BIG);
 	sf_exec_failed();
 	return r;
 }
@@ -487,7 +499,7 @@ static int spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_fi
 {
 	if (!fn)
 		return ENOSYS;
-	return WITH_CHILD_ENV(envp, env, fn(pid, path, fa, attr, argv, env));
+	return WITH_CHILD_ENV(envp, env, fn(pid, path, fa, attr, argv, env), SPAWN_TOO_BIG);
 }
 
 /* posix_spawn and posix_spawnp carry glibc's versions of them
@@ -726,6 +738,8 @@ static int system_in(const char *line, char *const env[])
 		argv[2] = (char *)line, argv[3] = NULL;
 	int status = -1;
 	int ret = own.posix_spawn(&w.pid, "/bin/sh", NULL, &attr, argv, env);
+	if (ret == E2BIG && env != environ) /* as WITH_CHILD_ENV: the program's own, untraced */
+		ret = own.posix_spawn(&w.pid, "/bin/sh", NULL, &attr, argv, environ);
 	if (ret == 0) {
 		pthread_cleanup_push(system_cancelled, &w);
 		pid_t r;
@@ -933,6 +947,8 @@ static int popen_spawn(pid_t *pid, const char *cmd, char *const env[], int child
 		argv[2] = (char *)cmd, argv[3] = NULL;
 	if (!err)
 		err = own.posix_spawn(pid, "/bin/sh", &fa, NULL, argv, env);
+	if (err == E2BIG && env != environ) /* as WITH_CHILD_ENV: the program's own, untraced */
+		err = own.posix_spawn(pid, "/bin/sh", &fa, NULL, argv, environ);
 	own.fa_destroy(&fa);
 	return err;
 }

@@ -451,11 +451,6 @@ def test_closefrom_and_close_loop_reach_a_later_preload_unchanged():
         eq((t.stdout, t.stderr), (u.stdout, want), f"traced {mode}")
 
 
-@known_break(24, "after clearenv the program fills its environment with F bytes and calls system(\"exit 9\") "
-                 "and popen(\"exit 8\"); F bisected untraced to the largest that runs (2096844 here, 8 MiB "
-                 "stack): untraced 'system 9 popen 8', traced 'system 127 popen -1' (E2BIG: the copy adds the "
-                 "tracer's variables to the child's environment); traced runs again between 100 and 1000 "
-                 "bytes below F")
 def test_system_popen_at_the_kernels_argument_limit_after_clearenv():
     exe = build_c("skep24n_bigenv", ["skep24n_bigenv.c"])
     good = "system 9 popen 8\n"

@@ -407,10 +407,6 @@ def test_break_within_window_function_keeps_its_values():
         eq((len(lines), lines[-1]), (5000, "add(4999, -121) = 4878;"), f"add's last call {extra}")
 
 
-@sfkit.known_break(29, "real software: SQLite (bench's instrumented amalgamation) under --auto-args stores other "
-                       "doubles than the program bound: skep29n_sqlite_real prints '93340739.142857 9361.428571 "
-                       "140016037.214286 19714' traced, '93719630.142857 9361.428571 140584394.464286 19797' "
-                       "untraced and with plain recording (xmm0-3 clobbered about once a batch)")
 def test_break_sqlite_real_values_unchanged():
     obj = os.path.join(sfkit.ROOT, "bench", "build", "sqlite", "sqlite3_args_g4.o")
     src = os.path.join(sfkit.ROOT, "bench", "build", "sqlite", "package", "deps", "sqlite3")

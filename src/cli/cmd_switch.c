@@ -270,6 +270,14 @@ static int check_target(pid_t pid, int *sig)
 	return 0;
 }
 
+static int leader_gone(pid_t pid, const char *what)
+{
+	sf_error("pid %d: %s refused: its main thread has ended, and with it the runtime's writer thread, "
+		 "which switches tracing; tracing stays as it was",
+		 (int)pid, what);
+	return 1;
+}
+
 static int run_switch(int argc, char **argv, uint32_t op)
 {
 	double timeout = 10;
@@ -279,8 +287,16 @@ static int run_switch(int argc, char **argv, uint32_t op)
 	if (rc >= 0)
 		return rc;
 	int sig;
+	const char *what = op == SF_SWITCH_RESUME ? "resume" : "pause";
 	if (check_target(pid, &sig))
 		return 1;
+	/* The runtime would refuse (SF_SWITCH_LEADER_GONE, below), but the
+	 * request's signal would still land on one of the program's threads
+	 * and cut its sleep or poll short (skeptic24n): refused here, nothing
+	 * sent. A main thread that ends after this check gets the request
+	 * and answers it so. */
+	if (target_pid_leader_gone(pid))
+		return leader_gone(pid, what);
 	uint32_t nonce = 0;
 	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
 		nonce = (uint32_t)time(NULL) ^ (uint32_t)getpid() << 16;
@@ -306,7 +322,6 @@ static int run_switch(int argc, char **argv, uint32_t op)
 	int gone = 0;
 	int got = receive(fd, pid, timeout, &r, &gone);
 	close(fd);
-	const char *what = op == SF_SWITCH_RESUME ? "resume" : "pause";
 	if (got < 0) {
 		sf_error("pid %d: waiting for its answer: %s", (int)pid, strerror(errno));
 		return 1;
@@ -321,12 +336,8 @@ static int run_switch(int argc, char **argv, uint32_t op)
 			 (int)pid, what, timeout, sig);
 		return 1;
 	}
-	if (r.result == SF_SWITCH_LEADER_GONE) {
-		sf_error("pid %d: %s refused: its main thread has ended, and with it the runtime's writer thread, "
-			 "which switches tracing; tracing stays as it was",
-			 (int)pid, what);
-		return 1;
-	}
+	if (r.result == SF_SWITCH_LEADER_GONE)
+		return leader_gone(pid, what);
 	if (!quiet) {
 		if (r.result == SF_SWITCH_REFUSED)
 			printf("pid %d: tracing stays off: a thread of it entered SECCOMP_MODE_STRICT, where the "

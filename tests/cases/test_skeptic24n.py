@@ -190,10 +190,6 @@ def test_resume_does_not_cut_the_programs_sleep_short():
     eq((rc, out), (0, SLEEP_WANT["join"]), "traced")
 
 
-@known_break(24, "main has ended (SYS_exit), its thread sleeps in sleep(2); `sftrace resume` is refused "
-                 "('its main thread has ended ... tracing stays as it was', rc 1), but the refused request's "
-                 "signal still reached the thread: 'thread: sleep(2) left 1' where untraced it is 0 "
-                 "(the program then ended 1.5 s early)")
 def test_refused_resume_after_main_ended_leaves_the_program_alone():
     exe = _sleep_exe()
     p, d, pid = _start(exe, ["sleep", "sys"], ["--paused"])

@@ -47,6 +47,44 @@
 .endm
 
 /* A hidden function symbol, with its FDE starting as the sled left things. */
+/* q0-q31 stored at, or loaded from, [sp, #off]: 512 bytes. */
+.macro SAVE_Q off
+	stp	q0, q1, [sp, #(\off + 0)]
+	stp	q2, q3, [sp, #(\off + 32)]
+	stp	q4, q5, [sp, #(\off + 64)]
+	stp	q6, q7, [sp, #(\off + 96)]
+	stp	q8, q9, [sp, #(\off + 128)]
+	stp	q10, q11, [sp, #(\off + 160)]
+	stp	q12, q13, [sp, #(\off + 192)]
+	stp	q14, q15, [sp, #(\off + 224)]
+	stp	q16, q17, [sp, #(\off + 256)]
+	stp	q18, q19, [sp, #(\off + 288)]
+	stp	q20, q21, [sp, #(\off + 320)]
+	stp	q22, q23, [sp, #(\off + 352)]
+	stp	q24, q25, [sp, #(\off + 384)]
+	stp	q26, q27, [sp, #(\off + 416)]
+	stp	q28, q29, [sp, #(\off + 448)]
+	stp	q30, q31, [sp, #(\off + 480)]
+.endm
+.macro LOAD_Q off
+	ldp	q0, q1, [sp, #(\off + 0)]
+	ldp	q2, q3, [sp, #(\off + 32)]
+	ldp	q4, q5, [sp, #(\off + 64)]
+	ldp	q6, q7, [sp, #(\off + 96)]
+	ldp	q8, q9, [sp, #(\off + 128)]
+	ldp	q10, q11, [sp, #(\off + 160)]
+	ldp	q12, q13, [sp, #(\off + 192)]
+	ldp	q14, q15, [sp, #(\off + 224)]
+	ldp	q16, q17, [sp, #(\off + 256)]
+	ldp	q18, q19, [sp, #(\off + 288)]
+	ldp	q20, q21, [sp, #(\off + 320)]
+	ldp	q22, q23, [sp, #(\off + 352)]
+	ldp	q24, q25, [sp, #(\off + 384)]
+	ldp	q26, q27, [sp, #(\off + 416)]
+	ldp	q28, q29, [sp, #(\off + 448)]
+	ldp	q30, q31, [sp, #(\off + 480)]
+.endm
+
 .macro FUNC name
 	.globl	\name
 	.hidden	\name
@@ -353,42 +391,12 @@ sf_slow_common:
 	PUSH2	x5, xzr
 	sub	sp, sp, #512
 	.cfi_adjust_cfa_offset 512
-	stp	q0, q1, [sp, #0]
-	stp	q2, q3, [sp, #32]
-	stp	q4, q5, [sp, #64]
-	stp	q6, q7, [sp, #96]
-	stp	q8, q9, [sp, #128]
-	stp	q10, q11, [sp, #160]
-	stp	q12, q13, [sp, #192]
-	stp	q14, q15, [sp, #224]
-	stp	q16, q17, [sp, #256]
-	stp	q18, q19, [sp, #288]
-	stp	q20, q21, [sp, #320]
-	stp	q22, q23, [sp, #352]
-	stp	q24, q25, [sp, #384]
-	stp	q26, q27, [sp, #416]
-	stp	q28, q29, [sp, #448]
-	stp	q30, q31, [sp, #480]
+	SAVE_Q	0
 	ldr	w1, [x30, #16]		/* arg 1: function id; arg 0 (time) is in x0 */
 	mov	x3, x2			/* arg 3: claimed */
 	mov	w2, w16			/* arg 2: kind */
 	bl	sf_slow_event_at
-	ldp	q0, q1, [sp, #0]
-	ldp	q2, q3, [sp, #32]
-	ldp	q4, q5, [sp, #64]
-	ldp	q6, q7, [sp, #96]
-	ldp	q8, q9, [sp, #128]
-	ldp	q10, q11, [sp, #160]
-	ldp	q12, q13, [sp, #192]
-	ldp	q14, q15, [sp, #224]
-	ldp	q16, q17, [sp, #256]
-	ldp	q18, q19, [sp, #288]
-	ldp	q20, q21, [sp, #320]
-	ldp	q22, q23, [sp, #352]
-	ldp	q24, q25, [sp, #384]
-	ldp	q26, q27, [sp, #416]
-	ldp	q28, q29, [sp, #448]
-	ldp	q30, q31, [sp, #480]
+	LOAD_Q	0
 	add	sp, sp, #512
 	.cfi_adjust_cfa_offset -512
 	POP2	x5, xzr
@@ -436,44 +444,14 @@ sf_vec_safe_call3:
 	mrs	x20, fpcr
 	sub	sp, sp, #528
 	.cfi_adjust_cfa_offset 528
-	stp	q0, q1, [sp, #16]
-	stp	q2, q3, [sp, #48]
-	stp	q4, q5, [sp, #80]
-	stp	q6, q7, [sp, #112]
-	stp	q8, q9, [sp, #144]
-	stp	q10, q11, [sp, #176]
-	stp	q12, q13, [sp, #208]
-	stp	q14, q15, [sp, #240]
-	stp	q16, q17, [sp, #272]
-	stp	q18, q19, [sp, #304]
-	stp	q20, q21, [sp, #336]
-	stp	q22, q23, [sp, #368]
-	stp	q24, q25, [sp, #400]
-	stp	q26, q27, [sp, #432]
-	stp	q28, q29, [sp, #464]
-	stp	q30, q31, [sp, #496]
+	SAVE_Q	16
 	stp	x19, x20, [sp, #0]
 	mov	x19, x0
 	mov	x0, x1
 	mov	x1, x2
 	mov	x2, x3
 	blr	x19
-	ldp	q0, q1, [sp, #16]
-	ldp	q2, q3, [sp, #48]
-	ldp	q4, q5, [sp, #80]
-	ldp	q6, q7, [sp, #112]
-	ldp	q8, q9, [sp, #144]
-	ldp	q10, q11, [sp, #176]
-	ldp	q12, q13, [sp, #208]
-	ldp	q14, q15, [sp, #240]
-	ldp	q16, q17, [sp, #272]
-	ldp	q18, q19, [sp, #304]
-	ldp	q20, q21, [sp, #336]
-	ldp	q22, q23, [sp, #368]
-	ldp	q24, q25, [sp, #400]
-	ldp	q26, q27, [sp, #432]
-	ldp	q28, q29, [sp, #464]
-	ldp	q30, q31, [sp, #496]
+	LOAD_Q	16
 	ldp	x19, x20, [sp, #0]
 	msr	fpcr, x20
 	msr	fpsr, x19

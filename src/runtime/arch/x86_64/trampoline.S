@@ -401,6 +401,30 @@ sf_tramp_entry_mono_wrec:
 	GROW	sf_shadow_ov_grow, sf_shadow_ov_alloc
 	GROW	sf_shadow_blk_grow, sf_shadow_blk_alloc
 
+/* The vector and x87 state saved at (%rsp), 64-byte aligned, in an
+ * area of sf_xsave_size bytes (clock.c), and restored from there; both
+ * change eax and edx. XRSTOR needs the XSAVE header's reserved bytes to
+ * be zero. Only where sf_have_xsave (fxsave64/fxrstor64 otherwise). */
+.macro XSAVE_AT_RSP
+	xor	%eax, %eax
+	mov	%rax, 512(%rsp)
+	mov	%rax, 520(%rsp)
+	mov	%rax, 528(%rsp)
+	mov	%rax, 536(%rsp)
+	mov	%rax, 544(%rsp)
+	mov	%rax, 552(%rsp)
+	mov	%rax, 560(%rsp)
+	mov	%rax, 568(%rsp)
+	mov	sf_xsave_mask(%rip), %eax
+	mov	sf_xsave_mask+4(%rip), %edx
+	xsave64	(%rsp)
+.endm
+.macro XRSTOR_AT_RSP
+	mov	sf_xsave_mask(%rip), %eax
+	mov	sf_xsave_mask+4(%rip), %edx
+	xrstor64 (%rsp)
+.endm
+
 /* Slow path. On entry: the caller's rax, rdx, rcx are pushed (rcx on top),
  * rax = time, r10d = function id, edx = kind, rcx = the record address the
  * fast path claimed (0: none). Saves the remaining caller-saved registers
@@ -434,26 +458,12 @@ sf_slow_common:
 	and	$-64, %rsp
 	cmpb	$0, sf_have_xsave(%rip)
 	je	1f
-	/* XRSTOR needs the XSAVE header's reserved bytes to be zero. */
-	xor	%eax, %eax
-	mov	%rax, 512(%rsp)
-	mov	%rax, 520(%rsp)
-	mov	%rax, 528(%rsp)
-	mov	%rax, 536(%rsp)
-	mov	%rax, 544(%rsp)
-	mov	%rax, 552(%rsp)
-	mov	%rax, 560(%rsp)
-	mov	%rax, 568(%rsp)
-	mov	sf_xsave_mask(%rip), %eax
-	mov	sf_xsave_mask+4(%rip), %edx
-	xsave64	(%rsp)
+	XSAVE_AT_RSP
 	mov	%r8d, %edx		/* arg 2: kind; arg 3 (claimed) is in rcx */
 	mov	%rbp, %r8		/* arg 4: this frame (buffer.c, warm_frame) */
 	call	sf_slow_event_tramp
 	mov	%rax, %r11		/* a thread's first record, to stamp again, or 0 */
-	mov	sf_xsave_mask(%rip), %eax
-	mov	sf_xsave_mask+4(%rip), %edx
-	xrstor64 (%rsp)
+	XRSTOR_AT_RSP
 	jmp	2f
 1:	fxsave64 (%rsp)
 	mov	%r8d, %edx
@@ -528,25 +538,12 @@ FUNC	sf_vec_safe_call3
 	and	$-64, %rsp
 	cmpb	$0, sf_have_xsave(%rip)
 	je	1f
-	xor	%eax, %eax		/* XRSTOR needs the XSAVE header's reserved bytes zero */
-	mov	%rax, 512(%rsp)
-	mov	%rax, 520(%rsp)
-	mov	%rax, 528(%rsp)
-	mov	%rax, 536(%rsp)
-	mov	%rax, 544(%rsp)
-	mov	%rax, 552(%rsp)
-	mov	%rax, 560(%rsp)
-	mov	%rax, 568(%rsp)
-	mov	sf_xsave_mask(%rip), %eax
-	mov	sf_xsave_mask+4(%rip), %edx
-	xsave64	(%rsp)
+	XSAVE_AT_RSP
 	mov	%r12, %rdi
 	mov	%r13, %rsi
 	mov	%r14, %rdx
 	call	*%rbx
-	mov	sf_xsave_mask(%rip), %eax
-	mov	sf_xsave_mask+4(%rip), %edx
-	xrstor64 (%rsp)
+	XRSTOR_AT_RSP
 	jmp	2f
 1:	fxsave64 (%rsp)
 	mov	%r12, %rdi

@@ -95,6 +95,10 @@ struct trace_cut;
 /* filter may be NULL. The cut does not own it. Kept frames go to `out`
  * (another cut, or trace_input's sink) with out_ctx, as struct fr_frame with
  * parent and depth rewritten and `cut` set where the window clipped them. */
+/* On the net clock (times net of the tracer), the fraction within which
+ * the cost taken off a frame is known: --min-duration keeps a frame that
+ * could reach it at that error (0: judged on the net figure alone). */
+void cut_set_net_err(struct trace_cut *c, double err);
 struct trace_cut *cut_new(const struct trace_cut_options *opt, const struct cut_filter *filter,
 			 const struct fr_callbacks *out, void *out_ctx);
 

@@ -919,6 +919,8 @@ static int proc_begin(struct pass *ps, struct proc_state *p)
 	free(ps->net);
 	ps->net = in_net_times(ps->in, p) ? xcalloc(ps->nseen, sizeof(*ps->net)) : NULL;
 	ps->shown_raw = ps->net && !ps->in->opt.net_times;
+	if (ps->cut)
+		cut_set_net_err(ps->cut, ps->net ? p->pub.info->cost_err : 0);
 	p->pub.last_ns = 0;
 	p->last_rec_ns = 0;
 	if (ps == &ps->in->run) /* trace_run_merged leaves the totals alone */

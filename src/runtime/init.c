@@ -194,6 +194,29 @@ static void log_created(void)
  *      written by its own thread, as in a forked child. */
 static int libraries_ready;
 
+/* The start's three clocks as one moment. Readers place a forked child's
+ * start at start_realtime + (its fork time - start_mono), so any gap
+ * between the realtime and monotonic reads moves every child's start by
+ * that much: sf_clock_init (it may read /proc) once sat between them, and
+ * on a loaded machine put children 1 ms and more before their fork. The
+ * realtime read is bracketed by two monotonic ones and taken again when a
+ * preemption made the bracket wide. */
+static void take_start_clocks(void)
+{
+	uint64_t m0 = 0, m1 = 0;
+	struct timespec rt = {0, 0};
+	for (int tries = 0; tries < 8; tries++) {
+		m0 = sf_mono_ns();
+		clock_gettime(CLOCK_REALTIME, &rt);
+		m1 = sf_mono_ns();
+		if (m1 - m0 < 20000)
+			break;
+	}
+	sf_start_realtime = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	sf_start_mono = m0 + (m1 - m0) / 2;
+	sf_start_tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+}
+
 static void start_tracing(void)
 {
 	sf_notes_init();
@@ -203,12 +226,8 @@ static void start_tracing(void)
 	sf_root_init();
 	sf_exec_env_init();
 	sf_budget_init();
-	struct timespec rt;
-	clock_gettime(CLOCK_REALTIME, &rt);
-	sf_start_realtime = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
 	sf_clock_init();
-	sf_start_mono = sf_mono_ns();
-	sf_start_tsc = sf_config.clock == SF_CLOCK_TSC ? sf_now_raw() : 0;
+	take_start_clocks();
 	sf_switch_config();
 	if (!sf_switch_enabled())
 		sf_calib_measure(); /* before any sled is patched: it borrows this thread's buffer */

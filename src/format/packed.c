@@ -185,6 +185,41 @@ static inline __attribute__((always_inline)) uint8_t *put_xors(uint8_t *o, uint6
 	return o;
 }
 
+
+/* A values slot taken over by another function or count (the head form):
+ * its remembered records start from zero, and the count nv is written. */
+static inline __attribute__((always_inline)) uint8_t *restart_slot(struct sf_pack_state *st, uint32_t s, uint32_t tag,
+								    uint8_t *o, uint32_t nv)
+{
+	for (uint32_t k = 0; k < SF_PK_A2REC; k++)
+		st->a2[s][k] = 0;
+	st->a2n[s] = (uint8_t)tag;
+	*o++ = (uint8_t)nv;
+	return o;
+}
+
+/* nv records at pl as a bitmap of (nv + 7) / 8 bytes and put_xor of each
+ * record that differs: the first SF_PK_A2REC against the slot's memory h
+ * (then remembered), the rest against zero. The third form's general case
+ * and the fourth form's for more than 3 records. */
+static inline __attribute__((always_inline)) uint8_t *put_bitmap_xors(uint8_t *o, uint64_t *h, const struct sf_event *pl,
+								       uint32_t nv)
+{
+	uint8_t *bits = o;
+	uint32_t nb = (nv + 7) / 8, bm = 0, kept = nv < SF_PK_A2REC ? nv : SF_PK_A2REC;
+	o = put_xors(o + nb, h, pl, 0, kept, &bm);
+	for (uint32_t j = kept; j < nv; j++) { /* not remembered: against zero */
+		uint64_t rj;
+		memcpy(&rj, &pl[j], 8);
+		if (rj) {
+			bm |= 1u << j;
+			o = put_xor(o, rj);
+		}
+	}
+	for (uint32_t k = 0; k < nb; k++)
+		bits[k] = (uint8_t)(bm >> 8 * k);
+	return o;
+}
 /* A values-only ARGS event (nv records, version 6) in the third form
  * (docs/FORMAT.md): a byte SF_PK_VALUES, | SF_PK_A2_HEAD when its slot
  * holds something else; the slot, picked by `key` (the word of the event
@@ -215,26 +250,9 @@ static inline __attribute__((always_inline)) uint8_t *pack_values(struct sf_pack
 	}
 	*o++ = (uint8_t)(SF_PK_VALUES | (head ? SF_PK_A2_HEAD : 0));
 	*o++ = (uint8_t)s;
-	if (head) {
-		for (uint32_t k = 0; k < SF_PK_A2REC; k++)
-			h[k] = 0;
-		st->a2n[s] = (uint8_t)tag;
-		*o++ = (uint8_t)nv;
-	}
-	uint8_t *bits = o;
-	uint32_t nb = (nv + 7) / 8, bm = 0, kept = nv < SF_PK_A2REC ? nv : SF_PK_A2REC;
-	o = put_xors(o + nb, h, pl, 0, kept, &bm);
-	for (uint32_t j = kept; j < nv; j++) { /* not remembered: against zero */
-		uint64_t rj;
-		memcpy(&rj, &pl[j], 8);
-		if (rj) {
-			bm |= 1u << j;
-			o = put_xor(o, rj);
-		}
-	}
-	for (uint32_t k = 0; k < nb; k++)
-		bits[k] = (uint8_t)(bm >> 8 * k);
-	return o;
+	if (head)
+		o = restart_slot(st, s, tag, o, nv);
+	return put_bitmap_xors(o, h, pl, nv);
 }
 
 /* The op of an entry or exit whose time needs no operand (the fourth
@@ -298,32 +316,15 @@ static inline __attribute__((always_inline)) uint8_t *pack_fused(struct sf_pack_
 			o = put_xor(o, x1);
 		return o;
 	}
-	if (head) {
-		for (uint32_t k = 0; k < SF_PK_A2REC; k++)
-			h[k] = 0;
-		st->a2n[s] = (uint8_t)tag;
-		*o++ = (uint8_t)nv;
-	}
+	if (head)
+		o = restart_slot(st, s, tag, o, nv);
 	if (nv <= 3) {
 		o = put_xors(o, h, pl, 0, nv, &bm);
 		*f = (uint8_t)(op << 4 | (head ? SF_PK_V4_HEAD : 0) | bm);
 		return o;
 	}
-	uint8_t *bits = o;
-	uint32_t nb = (nv + 7) / 8, kept = nv < SF_PK_A2REC ? nv : SF_PK_A2REC;
-	o = put_xors(o + nb, h, pl, 0, kept, &bm);
-	for (uint32_t j = kept; j < nv; j++) { /* not remembered: against zero */
-		uint64_t rj;
-		memcpy(&rj, &pl[j], 8);
-		if (rj) {
-			bm |= 1u << j;
-			o = put_xor(o, rj);
-		}
-	}
-	for (uint32_t k = 0; k < nb; k++)
-		bits[k] = (uint8_t)(bm >> 8 * k);
 	*f = (uint8_t)(op << 4 | (head ? SF_PK_V4_HEAD : 0));
-	return o;
+	return put_bitmap_xors(o, h, pl, nv);
 }
 
 /* Whether the values-only ARGS event at ev[i] (nv records) and the record

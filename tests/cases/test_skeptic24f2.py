@@ -4,8 +4,6 @@ hands over and leaves, so the last thread's code is the status, every event
 logged. B: every wrapper carries the wrapped symbol's default version, so
 dlvsym/dlsym/&name agree traced as untraced and every route still reaches it."""
 import os
-import signal
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -29,15 +27,8 @@ def _info(log, key):
 def _record_group(cmd, log, args=(), timeout=10):
     """record in a session of its own; on timeout the whole group is killed
     and None returned for the status."""
-    p = subprocess.Popen([sfkit.SFTRACE, "record", "-q", "-o", log] + list(args) + ["--"] + cmd,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        return p.returncode, out, err
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
-        return None, out, err
+    rc, out, err = sfkit.run_group([sfkit.SFTRACE, "record", "-q", "-o", log] + list(args) + ["--"] + cmd, timeout)
+    return (None if rc == "timeout" else rc), out, err
 
 
 # ---- claim A: the writer hands over (held) ----

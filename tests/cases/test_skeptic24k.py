@@ -4,7 +4,6 @@ posix_spawn rewritten to jump to the runtime's; a CLONE_FILES child's log
 I/O in a short-lived helper process) and a few neighbours. Each case runs
 the same program untraced and traced and compares what the program saw."""
 import os
-import signal
 import subprocess
 
 import sfkit
@@ -15,18 +14,7 @@ def _fixture(name, libs=()):
 
 
 def _run_group(cmd, timeout):
-    """Runs cmd in a session of its own; on timeout the whole group gets
-    SIGKILL (a traced program that cannot end must not outlive the case).
-    Returns (returncode or 'timeout', stdout, stderr)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                         start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        return p.returncode, out, err
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
-        return "timeout", out, err
+    return sfkit.run_group(cmd, timeout)
 
 
 def _traced(cmd, timeout=120):

@@ -18,16 +18,7 @@ def _exe():
     return sfkit.build_c("skep24w_after", ["skep24w_after.c"], libs=["-lpthread"])
 
 
-def _group(cmd, timeout=30):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                         start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        return p.returncode, out, err
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
-        return "timeout", out, err
+_group = sfkit.run_group
 
 
 def _record(args, opt=(), d=None):

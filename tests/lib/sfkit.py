@@ -5,6 +5,7 @@ import collections
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,24 @@ def run(cmd, check_rc=0, timeout=300, env=None, cwd=None, input=None):
         raise AssertionError(f"{cmd} exited {p.returncode}, want {check_rc}\nstdout:\n{p.stdout[-3000:]}"
                              f"\nstderr:\n{p.stderr[-3000:]}")
     return p
+
+
+def run_group(cmd, timeout=30, env=None):
+    """Runs cmd in a session of its own; on timeout the whole group gets
+    SIGKILL (a traced program that cannot end, and record's keeper, must not
+    outlive the case). Returns (returncode or "timeout", stdout, stderr)."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                         start_new_session=True, env=full_env)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        return "timeout", out, err
 
 
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

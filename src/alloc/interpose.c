@@ -217,13 +217,13 @@ __attribute__((constructor(101))) static void interpose_init(void)
 {
 	ready();
 	if (sftrace_heap_attach) {
-		/* the object the lookup order takes malloc from, against this one */
-		Dl_info first, self;
+		/* the object the lookup order takes malloc from, against this
+		 * one; by address ranges, not dladdr: the runtime's dladdr names
+		 * libc for this object's malloc, as the program sees it */
 		void *m = sf_sym_any_v("malloc", NULL);
 		if (!m) /* an executable without DT_GNU_HASH: start-up, nothing of the program's pending */
 			m = dlsym(RTLD_DEFAULT, "malloc");
-		int hidden = m && dladdr(m, &first) && dladdr((void *)interpose_init, &self) &&
-			     first.dli_fbase != self.dli_fbase;
+		int hidden = m && !sf_in_tracer_object(m);
 		sftrace_heap_attach(hidden ? 1u : 0u);
 	}
 }

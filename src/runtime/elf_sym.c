@@ -121,6 +121,7 @@ struct next_find {
 	const char *lib;   /* basename prefix the object must have; NULL: any */
 	uintptr_t self;    /* an address in the runtime: objects after it (RTLD_NEXT) */
 	int past_self;
+	int not_tracer;    /* skip the tracer's own objects (sf_is_tracer_object) */
 	void *found;
 	size_t size;
 };
@@ -147,6 +148,20 @@ static int has_prefix(const char *path, const char *prefix)
 	return !*prefix;
 }
 
+/* The tracer's objects: the one this code is in (libsftrace.so, or
+ * libsftrace-alloc.so, which links this file too), and the other by its
+ * file name. */
+static int tracer_object(const struct dl_phdr_info *info)
+{
+	if (in_object(info, (uintptr_t)sf_real_v))
+		return 1;
+	const char *b = info->dlpi_name ? info->dlpi_name : "";
+	for (const char *p = b; *p; p++)
+		if (*p == '/')
+			b = p + 1;
+	return same_name(b, "libsftrace.so") || same_name(b, "libsftrace-alloc.so");
+}
+
 static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
@@ -156,6 +171,8 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	}
 	if (f->lib && !(info->dlpi_name && has_prefix(info->dlpi_name, f->lib)))
+		return 0;
+	if (f->not_tracer && tracer_object(info))
 		return 0;
 	f->found = sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name, f->ver, &f->size);
 	return f->found != NULL;
@@ -212,4 +229,97 @@ void *sf_sym_any_v(const char *name, const char *ver)
 	struct next_find f = {.name = name, .ver = ver};
 	dl_iterate_phdr(find_cb, &f);
 	return f.found;
+}
+
+/* dlvsym(RTLD_DEFAULT, name, ver) as it would answer without the tracer's
+ * objects: the first definition, by load order, in any other object. */
+void *sf_sym_untraced_v(const char *name, const char *ver)
+{
+	struct next_find f = {.name = name, .ver = ver, .not_tracer = 1};
+	dl_iterate_phdr(find_cb, &f);
+	return f.found;
+}
+
+struct at_find {
+	uintptr_t addr;
+	int tracer;  /* the object holding addr is the tracer's */
+	int found;   /* addr is in a loaded object */
+	const char *name, *ver;
+};
+
+/* The dynamic symbol whose value is exactly a - base in the object, and
+ * its version name: walks every GNU hash chain (a few hundred symbols). */
+static void symbol_at(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct at_find *a)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < phnum; i++)
+		if (phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + phdr[i].p_vaddr);
+	const ElfW(Sym) *sym = NULL;
+	const char *str = NULL;
+	const uint32_t *gh = NULL;
+	const uint16_t *versym = NULL;
+	const ElfW(Verdef) *verdef = NULL;
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t v = dyn_addr(base, dyn->d_un.d_ptr);
+		if (dyn->d_tag == DT_SYMTAB)
+			sym = (const ElfW(Sym) *)v;
+		else if (dyn->d_tag == DT_STRTAB)
+			str = (const char *)v;
+		else if (dyn->d_tag == DT_GNU_HASH)
+			gh = (const uint32_t *)v;
+		else if (dyn->d_tag == DT_VERSYM)
+			versym = (const uint16_t *)v;
+		else if (dyn->d_tag == DT_VERDEF)
+			verdef = (const ElfW(Verdef) *)v;
+	}
+	if (!sym || !str || !gh || !gh[0])
+		return;
+	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_size);
+	const uint32_t *chain = buckets + nbuckets;
+	for (uint32_t b = 0; b < nbuckets; b++) {
+		for (uint32_t i = buckets[b]; i >= symoffset; i++) {
+			const ElfW(Sym) *s = &sym[i];
+			if (s->st_shndx != SHN_UNDEF && base + s->st_value == a->addr &&
+			    ELF64_ST_TYPE(s->st_info) == STT_FUNC) {
+				a->name = str + s->st_name;
+				a->ver = versym ? verdef_name(verdef, str, versym[i] & 0x7fff) : NULL;
+				return;
+			}
+			if (chain[i - symoffset] & 1)
+				break;
+		}
+	}
+}
+
+static int at_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct at_find *a = arg;
+	if (!in_object(info, a->addr))
+		return 0;
+	a->found = 1;
+	a->tracer = tracer_object(info);
+	if (a->tracer)
+		symbol_at(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, a);
+	return 1;
+}
+
+int sf_tracer_symbol_at(const void *addr, const char **name, const char **ver)
+{
+	struct at_find a = {.addr = (uintptr_t)addr};
+	dl_iterate_phdr(at_cb, &a);
+	if (!a.tracer || !a.name)
+		return 0;
+	*name = a.name;
+	*ver = a.ver;
+	return 1;
+}
+
+int sf_in_tracer_object(const void *addr)
+{
+	struct at_find a = {.addr = (uintptr_t)addr};
+	dl_iterate_phdr(at_cb, &a);
+	return a.tracer;
 }

@@ -11,6 +11,8 @@
 #include "sf_shadow.h"
 
 #define SF_GLIBC_BASE_VERSION "GLIBC_2.17" /* glibc's first symbol version here (exports.map) */
+/* dladdr1's first version (libdl's; glibc 2.34 gave it GLIBC_2.34 in libc): dladdr.c */
+#define SF_GLIBC_DLADDR1_OLD "GLIBC_2.17"
 /* glibc's only version of posix_spawn and posix_spawnp here (exec_env.c):
  * aarch64 began after 2.15, so there is no compat version */
 #define SF_GLIBC_SPAWN_VERSION "GLIBC_2.17"

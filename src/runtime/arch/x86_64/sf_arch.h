@@ -16,6 +16,8 @@
 #include "sf_shadow.h"
 
 #define SF_GLIBC_BASE_VERSION "GLIBC_2.2.5" /* glibc's first symbol version here (exports.map) */
+/* dladdr1's first version (libdl's; glibc 2.34 gave it GLIBC_2.34 in libc): dladdr.c */
+#define SF_GLIBC_DLADDR1_OLD "GLIBC_2.3.3"
 /* glibc's versions of posix_spawn and posix_spawnp here (exec_env.c): the
  * default since 2.15, and the first one, which runs a file without "#!"
  * through /bin/sh (SPAWN_XFLAGS_TRY_SHELL) */

@@ -44,8 +44,12 @@ struct keeper {
  * the keeper, which knows when the command's pid stops being its own);
  * those the terminal sends reach the command directly and record does not
  * die of them. cleanup(arg) is what the keeper runs after the last process
- * exited and record let go. 0, or -1 after a message. */
-int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper *k);
+ * exited and record let go. notes (the private directory) and log (the
+ * absolute log path), when given, let the keeper make logs, notes and
+ * snapshots for the command's processes that may not (record_files.h).
+ * 0, or -1 after a message. */
+int keeper_start(char **argv, void (*cleanup)(void *), void *arg, const char *notes, const char *log,
+		 struct keeper *k);
 
 /* Blocks until every process of the command has exited; the command's
  * wait status in *status, and every process reaped (the command, and

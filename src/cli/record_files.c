@@ -128,38 +128,49 @@ static int log_name(char *out, size_t cap, pid_t pid, int attempt)
 	return snprintf(out, cap, "%s%s.%d.%d%s", K.dir, K.stem, (int)pid, attempt - 1, K.ext) >= (int)cap ? -1 : 0;
 }
 
+/* The logs made here, by pid: only those are opened again, for their
+ * pid (the last MADE; older ones were long adopted). */
+#define MADE 256
+static struct made {
+	pid_t pid;
+	dev_t dev;
+	ino_t ino;
+} made[MADE];
+static unsigned nmade;
+
 static int make_log(pid_t pid, int first, struct sf_kf_rep *rep)
 {
 	for (int attempt = first ? 0 : 1; attempt < 100; attempt++) {
 		if (log_name(rep->path, sizeof(rep->path), pid, attempt) < 0)
 			return -ENAMETOOLONG;
 		int fd = open(rep->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0) {
+			made[nmade++ % MADE] = (struct made){pid, st.st_dev, st.st_ino};
 			return fd;
-		if (errno != EEXIST)
+		}
+		if (fd >= 0)
+			close(fd);
+		else if (errno != EEXIST)
 			return -errno;
 	}
 	return -EEXIST;
 }
 
-/* Only a name this pid could have been given. */
+/* Only a log made here for this pid. */
 static int log_again(pid_t pid, const char *name)
 {
-	char want[PATH_MAX];
-	int ok = 0;
-	for (int attempt = 0; attempt < 100 && !ok; attempt++)
-		ok = log_name(want, sizeof(want), pid, attempt) == 0 && !strcmp(want, name);
-	if (!ok)
-		return -EPERM;
 	int fd = open(name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	fcntl(fd, F_SETFL, 0);
-	if (!own_regular(fd, 1)) {
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
+	struct stat st;
+	int ok = own_regular(fd, 1) && fstat(fd, &st) == 0;
+	for (unsigned i = 0; ok && i < MADE; i++)
+		if (made[i].pid == pid && made[i].dev == st.st_dev && made[i].ino == st.st_ino)
+			return fd;
+	close(fd);
+	return -EPERM;
 }
 
 static int make_note(pid_t pid)

@@ -281,6 +281,38 @@ def test_fork_after_raw_setresuid_in_a_thread():
     _dropfork("raw")
 
 
+def test_fork_after_dropping_root_log_directory_gone():
+    """As test_fork_after_dropping_root_single_thread, but main (its log
+    made) first renames the output directory away: the child's log cannot
+    be made, by it or by record's keeper (No such file or directory). The
+    program's stderr file stays empty as untraced (the runtime said it
+    there once); the child, as nobody, notes why through the keeper, and
+    record names it: one line 'pid N wrote no log: cannot create log
+    DIR/sf.N.log: No such file or directory'; its status is the command's,
+    as for every loss it reports."""
+    import re
+    exe = build_c("skep24n_creds", ["skep24n_creds.c"], libs=["-lpthread"])
+    root = tmpdir()
+    base = tmpdir()
+    err = os.path.join(base, "prog.err")
+    for traced_run in (False, True):
+        d = os.path.join(base, f"out{int(traced_run)}")
+        os.mkdir(d)
+        moved = d + ".moved"
+        shell = f"{exe} {root} moved {d} {moved} 2>{err}"
+        cmd = ["sh", "-c", shell]
+        if traced_run:
+            cmd = [SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--"] + cmd
+        t = run(cmd)
+        with open(err) as f:
+            eq((t.stdout, f.read()), ("dropfork child status 1792\n", ""), f"traced {traced_run}: stdout, stderr file")
+    lost = [line for line in t.stderr.splitlines() if "wrote no log" in line]
+    eq(len(lost), 1, f"record's loss lines: {t.stderr!r}")
+    check(re.fullmatch(r"sftrace: pid (\d+) wrote no log: cannot create log " + re.escape(d) +
+                       r"/sf\.\1\.log: No such file or directory", lost[0]), lost[0])
+    eq(len(logs_in(moved)), 1, "main's log, moved with its directory")
+
+
 # --- a preload after the runtime ----------------------------------------------
 
 def test_spawn_exec_dup2_system_popen_reach_a_later_preload():

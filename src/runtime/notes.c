@@ -72,6 +72,12 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 	s = sf_fd_brief((int)s); /* never 0-2: those are the program's to get */
 	if (s < 0)
 		return -EMFILE;
+	/* A keeper that does not answer (its backlog full, stopped) costs
+	 * this file, never a hang: connect and send wait at most this long,
+	 * and so does the answer. */
+	struct timeval tv = {5, 0};
+	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_SNDTIMEO, (long)&tv, sizeof(tv), 0);
+	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_RCVTIMEO, (long)&tv, sizeof(tv), 0);
 	long r = sf_syscall3(SYS_connect, s, (long)&a, (long)(offsetof(struct sockaddr_un, sun_path) + 1 + alen));
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
@@ -79,9 +85,6 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 	if (r == 0 && (sf_syscall6(SYS_getsockopt, s, SOL_SOCKET, SO_PEERCRED, (long)&cr, (long)&cl, 0) < 0 ||
 		       cr.uid != notes_uid))
 		r = -EPERM;
-	struct timeval tv = {5, 0};
-	if (r == 0)
-		sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_RCVTIMEO, (long)&tv, sizeof(tv), 0);
 	struct sf_kf_req hdr = {.magic = SF_KF_MAGIC, .op = (uint32_t)op, .first = (uint32_t)first};
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -102,7 +105,9 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 		memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
 	}
 	if (r == 0) {
-		r = sf_syscall3(SYS_sendmsg, s, (long)&m, MSG_NOSIGNAL);
+		do
+			r = sf_syscall3(SYS_sendmsg, s, (long)&m, MSG_NOSIGNAL);
+		while (r == -EINTR);
 		r = r < 0 ? r : 0;
 	}
 	int32_t rep[2] = {0, 0};

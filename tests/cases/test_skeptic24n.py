@@ -281,6 +281,26 @@ def test_fork_after_raw_setresuid_in_a_thread():
     _dropfork("raw")
 
 
+def test_many_children_after_dropping_root_get_their_logs_at_once():
+    """main drops to 65534 (libc), then forks 16 children at once, each
+    with a thread (2000 leaf calls per child): 16 logs asked of record's
+    keeper at the same time, each child's own (its pid in the header,
+    2000 leaf calls), record's user, 0600; nothing on the program's
+    stderr."""
+    exe = build_c("skep24n_creds", ["skep24n_creds.c"], libs=["-lpthread"])
+    root = tmpdir()
+    want = "drop 0, 16 of 16 children ok\n"
+    eq(run([exe, root, "many", "16"]).stdout, want, "untraced")
+    t, d = traced([exe, root, "many", "16"])
+    eq((t.stdout, t.stderr), (want, ""), "traced")
+    kids = [lg for lg in logs_in(d) if not lg.endswith("/sf.log")]
+    eq(len(kids), 16, "the children's logs")
+    for lg in kids:
+        eq(count_calls(dump_events(lg)).get("leaf", 0), 2000, f"{lg}: leaf calls")
+        st = os.stat(lg)
+        eq((st.st_uid, st.st_mode & 0o777), (os.geteuid(), 0o600), f"{lg}: owner, mode")
+
+
 def test_fork_after_dropping_root_log_directory_gone():
     """As test_fork_after_dropping_root_single_thread, but main (its log
     made) first renames the output directory away: the child's log cannot

@@ -164,15 +164,15 @@ static int note_open(void)
 	return fd < 0 ? -1 : sf_fd_brief(fd);
 }
 
-/* Async-signal-safe: open, write, close. */
-static void note_write_here(const char *line, size_t len)
+/* Async-signal-safe: open, write, close. 1 if the line was written. */
+static int note_write_here(const char *line, size_t len)
 {
 	int fd = note_open();
 	if (fd < 0)
-		return;
+		return 0;
 	ssize_t r = write(fd, line, len);
-	(void)r;
 	sf_close(fd);
+	return r == (ssize_t)len;
 }
 
 struct note_line {
@@ -184,23 +184,28 @@ struct note_line {
 static long note_write_req(void *arg)
 {
 	const struct note_line *n = arg;
-	note_write_here(n->line, n->len);
-	return 0;
+	return note_write_here(n->line, n->len);
 }
 
 /* In a clone(CLONE_FILES) child the note's descriptor is the keeper's
  * (writer.c): the table the child shares with its parent never holds
  * it, even when the child is killed meanwhile. */
-static int on_keeper(long (*fn)(void *), void *arg)
+static int on_keeper(long (*fn)(void *), void *arg, long *ret)
 {
-	return sf_keeper_alive() && !sf_writer_on_thread() && sf_writer_call(fn, arg) != SF_WRITER_REFUSED;
+	if (!sf_keeper_alive() || sf_writer_on_thread())
+		return 0;
+	*ret = sf_writer_call(fn, arg);
+	return *ret != SF_WRITER_REFUSED;
 }
 
-static void note_write(const char *line, size_t len)
+/* 1 if the line is in the notes. */
+static int note_write(const char *line, size_t len)
 {
 	struct note_line n = {line, len, 0};
-	if (!on_keeper(note_write_req, &n))
-		note_write_here(line, len);
+	long r;
+	if (on_keeper(note_write_req, &n, &r))
+		return r == 1;
+	return note_write_here(line, len);
 }
 
 /* Before the process takes another effective uid (hooks.c), as root: its
@@ -230,7 +235,8 @@ static long hand_over_req(void *arg)
 void sf_notes_hand_over(uid_t to)
 {
 	struct note_line n = {NULL, 0, to};
-	if (!on_keeper(hand_over_req, &n))
+	long r;
+	if (!on_keeper(hand_over_req, &n, &r))
 		hand_over_here(to);
 }
 
@@ -307,6 +313,7 @@ static int stderr_is_ours_to_write(void)
 	       st.st_ino == err_at_start.ino;
 }
 
+/* to_stderr 2: only if it could not be noted. */
 static void rt_message(const char *a, const char *b, const char *c, int to_stderr)
 {
 	char buf[1024];
@@ -316,9 +323,9 @@ static void rt_message(const char *a, const char *b, const char *c, int to_stder
 		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
 			buf[n++] = *p;
 	buf[n++] = '\n';
-	if (to_stderr && !sf_writer_defer_message(buf, n)) /* the writer's table has no stderr */
-		sf_messages_print(buf, n);
-	note_write(buf, n); /* record repeats it if no log was written */
+	int noted = note_write(buf, n); /* record repeats it if no log was written */
+	if ((to_stderr == 1 || (to_stderr == 2 && !noted)) && !sf_writer_defer_message(buf, n))
+		sf_messages_print(buf, n); /* (the writer's table has no stderr) */
 }
 
 /* One line on stderr, and in the notes for record (note_write). */
@@ -331,11 +338,12 @@ void sf_rt_message(const char *a, const char *b, const char *c)
  * its own (issue 24: a worker that dropped to nobody found "sftrace:
  * cannot create log" in its own stderr file). The note reaches record
  * from any uid or root (note_open: record's keeper makes the file), and
- * record says "pid N wrote no log: ..." (record_why.c). Without record
- * there is no one else to tell. */
+ * record says "pid N wrote no log: ..." (record_why.c). Only where it
+ * could not be noted (no free descriptor at all: EMFILE; without record)
+ * is stderr the one place left: a loss is never silent. */
 void sf_rt_loss(const char *a, const char *b, const char *c)
 {
-	rt_message(a, b, c, !notes_dir_len);
+	rt_message(a, b, c, 2);
 }
 
 /* A message line on stderr, if it is still the one the process started with. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "format/keeper_files.h"
+#include "format/sflog.h"
 
 static struct {
 	char notes[PATH_MAX];
@@ -157,7 +158,9 @@ static int make_log(pid_t pid, int first, struct sf_kf_rep *rep)
 	return -EEXIST;
 }
 
-/* Only a log made here for this pid. */
+/* Only a log made here for this pid, or one whose header says it is
+ * this pid's (made by the process itself before it dropped its
+ * privileges: a thread with a uid of its own that lost the descriptor). */
 static int log_again(pid_t pid, const char *name)
 {
 	int fd = open(name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -169,6 +172,10 @@ static int log_again(pid_t pid, const char *name)
 	for (unsigned i = 0; ok && i < MADE; i++)
 		if (made[i].pid == pid && made[i].dev == st.st_dev && made[i].ino == st.st_ino)
 			return fd;
+	struct sf_header h;
+	if (ok && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == SF_MAGIC && h.pid == (uint32_t)pid &&
+	    !h.snapshot)
+		return fd;
 	close(fd);
 	return -EPERM;
 }

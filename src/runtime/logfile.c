@@ -358,6 +358,21 @@ static int open_same_log(void)
 				break;
 		}
 	}
+	/* A process that may not open it (it dropped its privileges: the log
+	 * is its creator's, 0600): record's keeper opens it for its pid
+	 * (notes.c, sf_recfile). */
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0);
+		if (fd < 0)
+			break;
+		if (!is_log(fd)) /* another file by that name, or the program's at this number by now: left alone */
+			break;
+		int r = sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL);
+		if (r >= 0)
+			return r;
+		if (r != -EAGAIN)
+			break;
+	}
 	return -1;
 }
 

@@ -58,8 +58,10 @@ int rfiles_listen(const char *notes, const char *log)
 	for (size_t i = 0; i < len; i++)
 		if (log[i] == '/')
 			slash = i + 1;
-	if (log[0] != '/' || len >= sizeof(K.log) || strlen(notes) >= sizeof(K.notes))
+	if (log[0] != '/' || len >= sizeof(K.log) || strlen(notes) >= sizeof(K.notes)) {
+		errno = ENAMETOOLONG;
 		return -1;
+	}
 	snprintf(K.notes, sizeof(K.notes), "%s", notes);
 	snprintf(K.log, sizeof(K.log), "%s", log);
 	snprintf(K.dir, sizeof(K.dir), "%.*s", (int)slash, log);
@@ -68,6 +70,7 @@ int rfiles_listen(const char *notes, const char *log)
 	struct stat st;
 	if (lstat(notes, &st) < 0)
 		return -1;
+	errno = 0;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;

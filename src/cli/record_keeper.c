@@ -120,6 +120,10 @@ static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd,
 	 * that dropped to nobody, a chroot): record_files.c. Listening before
 	 * the command starts; answered once it runs. */
 	int files = notes && log ? rfiles_listen(notes, log) : -1;
+	if (notes && log && files < 0)
+		fprintf(stderr, "sftrace: warning: the keeper cannot make files for processes that may not (%s): a process "
+				"that drops its privileges or chroots may get no log\n",
+			strerror(errno));
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		fprintf(stderr, "sftrace: error: fork: %s\n", strerror(errno));

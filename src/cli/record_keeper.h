@@ -12,7 +12,11 @@
  * the directory (or died), removes it and exits. record is a child
  * subreaper as well: when the keeper itself is killed (a command that
  * signals its parent), its orphans go to record, which waits for all of
- * them before it removes the directory. docs/DESIGN.md has why. */
+ * them before it removes the directory. docs/DESIGN.md has why.
+ *
+ * It also makes the files a process of the command may no longer make
+ * itself (a log, a note, a snapshot, after a drop to nobody or a chroot):
+ * record_files.h. */
 #ifndef SFTRACE_CLI_RECORD_KEEPER_H
 #define SFTRACE_CLI_RECORD_KEEPER_H
 

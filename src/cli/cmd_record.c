@@ -906,7 +906,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	/* The command runs under the keeper, which returns its status once
 	 * every process of it has exited (record_keeper.h). */
 	struct keeper k;
-	if (keeper_start(cmd, cleanup_cb, (void *)rf, &k) < 0) {
+	if (keeper_start(cmd, cleanup_cb, (void *)rf, rf->notes[0] ? rf->notes : NULL, abs, &k) < 0) {
 		list_free(&before);
 		return 1;
 	}

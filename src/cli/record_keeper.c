@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/record_files.h"
 #include "lib/util.h"
 
 static uint64_t mono_ns(void)
@@ -104,7 +105,8 @@ static void run_command(char **argv)
 }
 
 /* The keeper itself; never returns. */
-static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd, int done_fd)
+static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd, int done_fd, const char *notes,
+		 const char *log)
 {
 	/* It outlives a record killed by a signal (SIGKILL, a signal record
 	 * does not forward): its job is to clean up after the command. The
@@ -114,6 +116,14 @@ static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd,
 	set_forwarding(keeper_forward, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* Files for processes that may no longer make their own (a worker
+	 * that dropped to nobody, a chroot): record_files.c. Listening before
+	 * the command starts; answered once it runs. */
+	int files = notes && log ? rfiles_listen(notes, log) : -1;
+	if (notes && log && files < 0)
+		fprintf(stderr, "sftrace: warning: the keeper cannot make files for processes that may not (%s): a process "
+				"that drops its privileges or chroots may get no log\n",
+			strerror(errno));
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		fprintf(stderr, "sftrace: error: fork: %s\n", strerror(errno));
@@ -122,6 +132,7 @@ static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd,
 	if (cmd == 0)
 		run_command(argv);
 	fwd_to = cmd;
+	rfiles_serve(files);
 	/* Out of record's process group (the command stays in it, forked
 	 * before this): a signal to the whole group (`timeout -s KILL`,
 	 * killpg, a shell killing a job) ends record and the command but not
@@ -203,7 +214,7 @@ static int high_pipe(int p[2])
 	return -1;
 }
 
-int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper *k)
+int keeper_start(char **argv, void (*cleanup)(void *), void *arg, const char *notes, const char *log, struct keeper *k)
 {
 	int st[2], done[2];
 	if (high_pipe(st) < 0) {
@@ -236,7 +247,7 @@ int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper 
 	if (pid == 0) {
 		close(st[0]);
 		close(done[1]);
-		keep(argv, cleanup, arg, st[1], done[0]);
+		keep(argv, cleanup, arg, st[1], done[0], notes, log);
 	}
 	close(st[1]);
 	close(done[0]);

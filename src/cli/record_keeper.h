@@ -12,7 +12,11 @@
  * the directory (or died), removes it and exits. record is a child
  * subreaper as well: when the keeper itself is killed (a command that
  * signals its parent), its orphans go to record, which waits for all of
- * them before it removes the directory. docs/DESIGN.md has why. */
+ * them before it removes the directory. docs/DESIGN.md has why.
+ *
+ * It also makes the files a process of the command may no longer make
+ * itself (a log, a note, a snapshot, after a drop to nobody or a chroot):
+ * record_files.h. */
 #ifndef SFTRACE_CLI_RECORD_KEEPER_H
 #define SFTRACE_CLI_RECORD_KEEPER_H
 
@@ -44,8 +48,12 @@ struct keeper {
  * the keeper, which knows when the command's pid stops being its own);
  * those the terminal sends reach the command directly and record does not
  * die of them. cleanup(arg) is what the keeper runs after the last process
- * exited and record let go. 0, or -1 after a message. */
-int keeper_start(char **argv, void (*cleanup)(void *), void *arg, struct keeper *k);
+ * exited and record let go. notes (the private directory) and log (the
+ * absolute log path), when given, let the keeper make logs, notes and
+ * snapshots for the command's processes that may not (record_files.h).
+ * 0, or -1 after a message. */
+int keeper_start(char **argv, void (*cleanup)(void *), void *arg, const char *notes, const char *log,
+		 struct keeper *k);
 
 /* Blocks until every process of the command has exited; the command's
  * wait status in *status, and every process reaped (the command, and

@@ -105,7 +105,8 @@ static void report_lost_file(const char *path, void *ctx)
 	while ((len = getline(&line, &cap, f)) > 0) {
 		if (line[len - 1] == '\n')
 			line[len - 1] = 0;
-		if (!strncmp(line, "sftrace: cannot create log ", 27)) {
+		if (!strncmp(line, "sftrace: cannot create log ", 27) || !strncmp(line, "sftrace: cannot write log ", 26) ||
+		    !strncmp(line, "sftrace: cannot map log ", 24)) {
 			fprintf(stderr, "sftrace: pid %s wrote no log: %s\n", sf_esc(pid), sf_esc(line + 9));
 			++*count;
 			break;

@@ -479,8 +479,12 @@ int sf_fd_open_adopt(struct sf_fd_guard *g, int (*open_fn)(const char *path, int
 	 * regular file linked nowhere and still empty (a program's own file
 	 * put at that number is linked somewhere or not empty). Else its
 	 * descriptor is left alone. */
-	if (fd >= 0 && (named ? lstat(path, st) < 0 || !S_ISREG(st->st_mode)
-			      : fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink || st->st_size)) {
+	/* named 2: a file record's keeper made and sent (logfile.c,
+	 * open_log_by_keeper), named where this process may not look: seen
+	 * through the number, a regular file with one link, still empty. */
+	if (fd >= 0 && (named == 2 ? fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 || st->st_size
+			: named    ? lstat(path, st) < 0 || !S_ISREG(st->st_mode)
+				   : fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink || st->st_size)) {
 		*err = errno ? errno : EINVAL;
 		return -1;
 	}
@@ -488,7 +492,7 @@ int sf_fd_open_adopt(struct sf_fd_guard *g, int (*open_fn)(const char *path, int
 	 * number (the lowest free, inside its range) before the claim most
 	 * times: past 8 tries, each waits for the scheduler to run others. */
 	for (int tries = 0; fd >= 0 && tries < 64; tries++) {
-		int r = sf_fd_adopt(g, fd, (uint64_t)st->st_dev, (uint64_t)st->st_ino, named ? path : NULL);
+		int r = sf_fd_adopt(g, fd, (uint64_t)st->st_dev, (uint64_t)st->st_ino, named == 1 ? path : NULL);
 		if (r != -EAGAIN) {
 			*err = r < 0 ? -r : 0;
 			return r >= 0 ? r : -1;

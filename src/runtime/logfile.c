@@ -44,6 +44,7 @@
 #define SF_PIDFD_THREAD O_EXCL /* pidfd_open of a thread, not only a leader (Linux 6.9) */
 
 #include "sf_arch.h"
+#include "format/keeper_files.h"
 #include "format/packed.h"
 #include "runtime/runtime.h"
 
@@ -357,6 +358,21 @@ static int open_same_log(void)
 				break;
 		}
 	}
+	/* A process that may not open it (it dropped its privileges: the log
+	 * is its creator's, 0600): record's keeper opens it for its pid
+	 * (notes.c, sf_recfile). */
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0);
+		if (fd < 0)
+			break;
+		if (!is_log(fd)) /* another file by that name, or the program's at this number by now: left alone */
+			break;
+		int r = sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL);
+		if (r >= 0)
+			return r;
+		if (r != -EAGAIN)
+			break;
+	}
 	return -1;
 }
 
@@ -601,6 +617,30 @@ static int open_log_file(const char *path, int again)
 	return fd;
 }
 
+/* The process may not create its log where record wants it: it dropped
+ * its privileges (setresuid to nobody, then fork: record's directory is
+ * 0755 or 0700 root's), or chrooted. record's keeper, as record's user,
+ * makes it (notes.c, sf_recfile): owned by record's user, 0600, named
+ * as open_log would have (L.path gets the keeper's path). again: the
+ * number was taken before the runtime claimed it; the keeper opens the
+ * same file again (this process may not). */
+static int by_keeper_helps(int err)
+{
+	return err == EACCES || err == EPERM || err == ENOENT || err == EROFS;
+}
+
+static int open_log_by_keeper(const char *path, int again)
+{
+	(void)path;
+	int fd = again ? sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0)
+		       : sf_recfile(SF_KF_LOG, !parent_had_log, NULL, -1, L.path, sizeof(L.path));
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
+	}
+	return fd;
+}
+
 /* On the writer, its table its own: the log made there, never in the
  * program's table. Above 0-2 all the same (the writer's messages test
  * descriptor 2). 0 or -errno. */
@@ -650,6 +690,8 @@ static int create_shared(void)
 	struct stat st;
 	int err;
 	int fd = sf_fd_open_adopt(&L.g, open_log_file, L.path, 1, &st, &err);
+	if (fd < 0 && by_keeper_helps(err))
+		fd = sf_fd_open_adopt(&L.g, open_log_by_keeper, L.path, 2, &st, &err);
 	if (fd < 0) {
 		sf_fd_publish(&L.g, -1);
 		sf_fd_gate_unlock(&gold);
@@ -825,7 +867,7 @@ static int log_create_locked(void)
 		return 0; /* made and published by the writer */
 	if (made < 0 && made != SF_WRITER_REFUSED && L.pfd >= 0) { /* made, but its header not mapped */
 		L.failed = 1;
-		sf_rt_message(hm.failed, L.path, strerror((int)-made));
+		sf_rt_loss(hm.failed, L.path, strerror((int)-made));
 		sf_writer_call(close_private, NULL);
 		return -1;
 	}
@@ -833,7 +875,7 @@ static int log_create_locked(void)
 	if (r < 0) {
 		L.failed = 1;
 		/* The name tried last (sf.PID.log when sf.log was taken). */
-		sf_rt_message("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(-r));
+		sf_rt_loss("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(-r));
 		return -1;
 	}
 	L.lost = 0;
@@ -842,7 +884,7 @@ static int log_create_locked(void)
 		r = (int)with_log_fd(map_header, &hm);
 	if (r < 0) {
 		L.failed = 1;
-		sf_rt_message(hm.failed, L.path, strerror(-r));
+		sf_rt_loss(hm.failed, L.path, strerror(-r));
 		log_fd_drop();
 		return -1;
 	}

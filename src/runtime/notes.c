@@ -6,17 +6,28 @@
  * exit, when it created no log, one line per instrumented object it saw
  * ("object SLEDS PATCHED BUILD-ID PATH"). Nothing is written on the hot
  * path or by processes that wrote a log. */
+#include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "format/keeper_files.h"
 #include "runtime/runtime.h"
 
 static char notes_dir[4096];
 static size_t notes_dir_len;
+/* The private directory as checked at start: record's keeper, which makes
+ * files for processes that may not (sf_recfile), is named after it and
+ * runs as its owner. */
+static uint64_t notes_dev, notes_ino;
+static uid_t notes_uid;
 
 void sf_notes_init(void)
 {
@@ -30,9 +41,101 @@ void sf_notes_init(void)
 		sf_rt_message("notes directory not used: ", dir, why);
 		return;
 	}
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		notes_dev = (uint64_t)st.st_dev;
+		notes_ino = (uint64_t)st.st_ino;
+		notes_uid = st.st_uid;
+	}
 	sf_close(fd);
 	memcpy(notes_dir, dir, n + 1);
 	notes_dir_len = n;
+}
+
+/* ---- files made by record's keeper (src/format/keeper_files.h) ----
+ * A process that dropped its privileges (setresuid to nobody, in libc or
+ * with a raw system call in one thread, then fork) or chrooted may no
+ * longer create its log, its note or a snapshot where record wants them.
+ * record's keeper, as record's user, makes the file and hands its
+ * descriptor back. System calls only (async-signal-safe, no allocation,
+ * no stack to speak of: a thread's first event may come on two pages);
+ * the socket lives for the one request. */
+int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap)
+{
+	if (!notes_dir_len || !notes_ino)
+		return -ENOENT;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	size_t alen = sf_kf_name(a.sun_path + 1, notes_dev, notes_ino);
+	long s = sf_syscall3(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return (int)s;
+	s = sf_fd_brief((int)s); /* never 0-2: those are the program's to get */
+	if (s < 0)
+		return -EMFILE;
+	/* A keeper that does not answer (its backlog full, stopped) costs
+	 * this file, never a hang: connect and send wait at most this long,
+	 * and so does the answer. */
+	struct timeval tv = {5, 0};
+	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_SNDTIMEO, (long)&tv, sizeof(tv), 0);
+	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_RCVTIMEO, (long)&tv, sizeof(tv), 0);
+	long r = sf_syscall3(SYS_connect, s, (long)&a, (long)(offsetof(struct sockaddr_un, sun_path) + 1 + alen));
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	/* Answers only from record's user: the name is no secret. */
+	if (r == 0 && (sf_syscall6(SYS_getsockopt, s, SOL_SOCKET, SO_PEERCRED, (long)&cr, (long)&cl, 0) < 0 ||
+		       cr.uid != notes_uid))
+		r = -EPERM;
+	struct sf_kf_req hdr = {.magic = SF_KF_MAGIC, .op = (uint32_t)op, .first = (uint32_t)first};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iv[2] = {{&hdr, offsetof(struct sf_kf_req, name)}, {(void *)(name ? name : ""), 1}};
+	if (name)
+		iv[1].iov_len = strlen(name) + 1;
+	struct msghdr m = {.msg_iov = iv, .msg_iovlen = 2};
+	if (send_fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
+	}
+	if (r == 0) {
+		do
+			r = sf_syscall3(SYS_sendmsg, s, (long)&m, MSG_NOSIGNAL);
+		while (r == -EINTR);
+		r = r < 0 ? r : 0;
+	}
+	int32_t rep[2] = {0, 0};
+	char none[1];
+	struct iovec ov[2] = {{rep, sizeof(rep)}, {path ? path : none, path ? cap : sizeof(none)}};
+	struct msghdr in = {.msg_iov = ov, .msg_iovlen = 2, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+	int fd = -1;
+	if (r == 0) {
+		do
+			r = sf_syscall3(SYS_recvmsg, s, (long)&in, MSG_CMSG_CLOEXEC);
+		while (r == -EINTR);
+		if (r >= 0 && r < (long)sizeof(rep))
+			r = -ECONNREFUSED; /* closed unanswered: refused */
+		for (struct cmsghdr *h = r > 0 ? CMSG_FIRSTHDR(&in) : NULL; h; h = CMSG_NXTHDR(&in, h))
+			if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len >= CMSG_LEN(sizeof(int)))
+				memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	}
+	sf_syscall3(SYS_close, s, 0, 0);
+	if (r < 0)
+		return fd >= 0 ? (sf_syscall3(SYS_close, fd, 0, 0), (int)r) : (int)r;
+	if (path && cap)
+		path[cap - 1] = 0;
+	if (rep[0]) {
+		if (fd >= 0)
+			sf_syscall3(SYS_close, fd, 0, 0);
+		return -rep[0];
+	}
+	return fd >= 0 ? fd : 0;
 }
 
 /* Opens (creating it 0600) this process's note file, named for its pid
@@ -53,22 +156,23 @@ static int note_open(void)
 	name[n] = 0;
 	const char *why;
 	int dfd = sf_trust_dir(notes_dir, &why);
-	if (dfd < 0)
-		return -1;
-	int fd = sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
-	sf_close(dfd);
-	return fd;
+	int fd = dfd < 0 ? -1 : sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
+	if (dfd >= 0)
+		sf_close(dfd);
+	if (fd < 0) /* a process that may not create it there: record's keeper can */
+		fd = sf_recfile(SF_KF_NOTE, 0, NULL, -1, NULL, 0);
+	return fd < 0 ? -1 : sf_fd_brief(fd);
 }
 
-/* Async-signal-safe: open, write, close. */
-static void note_write_here(const char *line, size_t len)
+/* Async-signal-safe: open, write, close. 1 if the line was written. */
+static int note_write_here(const char *line, size_t len)
 {
 	int fd = note_open();
 	if (fd < 0)
-		return;
+		return 0;
 	ssize_t r = write(fd, line, len);
-	(void)r;
 	sf_close(fd);
+	return r == (ssize_t)len;
 }
 
 struct note_line {
@@ -80,23 +184,28 @@ struct note_line {
 static long note_write_req(void *arg)
 {
 	const struct note_line *n = arg;
-	note_write_here(n->line, n->len);
-	return 0;
+	return note_write_here(n->line, n->len);
 }
 
 /* In a clone(CLONE_FILES) child the note's descriptor is the keeper's
  * (writer.c): the table the child shares with its parent never holds
  * it, even when the child is killed meanwhile. */
-static int on_keeper(long (*fn)(void *), void *arg)
+static int on_keeper(long (*fn)(void *), void *arg, long *ret)
 {
-	return sf_keeper_alive() && !sf_writer_on_thread() && sf_writer_call(fn, arg) != SF_WRITER_REFUSED;
+	if (!sf_keeper_alive() || sf_writer_on_thread())
+		return 0;
+	*ret = sf_writer_call(fn, arg);
+	return *ret != SF_WRITER_REFUSED;
 }
 
-static void note_write(const char *line, size_t len)
+/* 1 if the line is in the notes. */
+static int note_write(const char *line, size_t len)
 {
 	struct note_line n = {line, len, 0};
-	if (!on_keeper(note_write_req, &n))
-		note_write_here(line, len);
+	long r;
+	if (on_keeper(note_write_req, &n, &r))
+		return r == 1;
+	return note_write_here(line, len);
 }
 
 /* Before the process takes another effective uid (hooks.c), as root: its
@@ -126,7 +235,8 @@ static long hand_over_req(void *arg)
 void sf_notes_hand_over(uid_t to)
 {
 	struct note_line n = {NULL, 0, to};
-	if (!on_keeper(hand_over_req, &n))
+	long r;
+	if (!on_keeper(hand_over_req, &n, &r))
 		hand_over_here(to);
 }
 
@@ -203,8 +313,8 @@ static int stderr_is_ours_to_write(void)
 	       st.st_ino == err_at_start.ino;
 }
 
-/* One line on stderr, and in the notes for record (note_write). */
-void sf_rt_message(const char *a, const char *b, const char *c)
+/* to_stderr 2: only if it could not be noted. */
+static void rt_message(const char *a, const char *b, const char *c, int to_stderr)
 {
 	char buf[1024];
 	size_t n = 0;
@@ -213,9 +323,27 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
 			buf[n++] = *p;
 	buf[n++] = '\n';
-	if (!sf_writer_defer_message(buf, n)) /* the writer's table has no stderr */
-		sf_messages_print(buf, n);
-	note_write(buf, n); /* record repeats it if no log was written */
+	int noted = note_write(buf, n); /* record repeats it if no log was written */
+	if ((to_stderr == 1 || (to_stderr == 2 && !noted)) && !sf_writer_defer_message(buf, n))
+		sf_messages_print(buf, n); /* (the writer's table has no stderr) */
+}
+
+/* One line on stderr, and in the notes for record (note_write). */
+void sf_rt_message(const char *a, const char *b, const char *c)
+{
+	rt_message(a, b, c, 1);
+}
+
+/* A process that gets no log: under record the program's stderr stays
+ * its own (issue 24: a worker that dropped to nobody found "sftrace:
+ * cannot create log" in its own stderr file). The note reaches record
+ * from any uid or root (note_open: record's keeper makes the file), and
+ * record says "pid N wrote no log: ..." (record_why.c). Only where it
+ * could not be noted (no free descriptor at all: EMFILE; without record)
+ * is stderr the one place left: a loss is never silent. */
+void sf_rt_loss(const char *a, const char *b, const char *c)
+{
+	rt_message(a, b, c, 2);
 }
 
 /* A message line on stderr, if it is still the one the process started with. */

@@ -430,8 +430,9 @@ void sf_fd_publish(struct sf_fd_guard *g, int fd) SF_HIDDEN;
  * path but not (dev, ino) (closed); -EBADF if it could not be moved. */
 int sf_fd_adopt(struct sf_fd_guard *g, int fd, uint64_t dev, uint64_t ino, const char *path) SF_HIDDEN;
 /* Under the gate: a file the runtime makes, opened by open_fn(path, 0),
- * checked (named: the regular file at path; else an unnamed file, linked
- * nowhere and empty) and adopted in g; while the program takes the number
+ * checked (named 1: the regular file at path; 2: one record's keeper sent,
+ * regular, one link, empty; 0: an unnamed file, linked nowhere and empty)
+ * and adopted in g; while the program takes the number
  * first (-EAGAIN), opened again by open_fn(path, 1), up to 8 times. The
  * number and *st; -1 with *err. */
 struct stat;
@@ -450,6 +451,16 @@ void sf_messages_init(void) SF_HIDDEN; /* at start: is stderr open? */
 /* One line on stderr, "sftrace: ABC" (": " before c when given), also kept
  * in the notes. Async-signal-safe (write(2)). */
 void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
+/* A loss (a process that gets no log): like sf_rt_message, but under
+ * record (a notes directory) only in the notes, never on the program's
+ * stderr: record names the pid and the cause (record_why.c). */
+void sf_rt_loss(const char *a, const char *b, const char *c) SF_HIDDEN;
+/* A file made by record's keeper (src/format/keeper_files.h: op
+ * SF_KF_*): its descriptor (close-on-exec, wherever the kernel put it), 0
+ * for a request that returns none, or -errno. path (cap bytes, may be
+ * NULL) gets the path the keeper gave it; name goes with the request,
+ * send_fd (-1 for none) along. */
+int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap) SF_HIDDEN;
 /* Before the effective uid changes to `to` (hooks.c): the note file is
  * handed to that uid while root can still make it. */
 void sf_notes_hand_over(uid_t to) SF_HIDDEN;

@@ -43,6 +43,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "format/keeper_files.h"
 #include "runtime/runtime.h"
 
 uint32_t sf_freeze_open SF_HIDDEN; /* the epoch of the freeze open now, 0: none */
@@ -374,6 +375,24 @@ static int open_named(const char *tmp, int again)
 		     : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
+/* A process that may not create files in the log's directory (a thread
+ * that dropped to nobody, the only one left once the leader and the
+ * writer have gone): record's keeper makes the unnamed file (notes.c,
+ * sf_recfile: O_TMPFILE there, record's user, 0600) and links it in by
+ * name when it is complete (snapshot_publish). */
+static int snap_by_keeper;
+
+static int open_by_keeper(const char *path, int again)
+{
+	(void)path;
+	int fd = again ? -EAGAIN : sf_recfile(SF_KF_SNAP, 0, NULL, -1, NULL, 0);
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
+	}
+	return fd;
+}
+
 /* The snapshot's descriptor closed (if it still is the file opened). */
 static void snapshot_close(void)
 {
@@ -401,7 +420,17 @@ static int link_in(int fd, const char *proc, const char *name)
 static int snapshot_publish(const char *path, char *tmp)
 {
 	int r = 0;
-	if (tmp[0]) {
+	if (snap_by_keeper) {
+		uint32_t t;
+		int fd = sf_fd_use(&snap, &t);
+		r = sf_recfile(SF_KF_LINK, 0, base_name(path), fd, NULL, 0);
+		sf_fd_unuse(&snap, t);
+		if (r < 0) {
+			errno = -r;
+			r = -1;
+		}
+		snap_by_keeper = 0;
+	} else if (tmp[0]) {
 		r = rename(tmp, path);
 	} else {
 		char proc[64];
@@ -483,10 +512,20 @@ static int write_snapshot(uint32_t e, char *path, size_t cap, char *tmp)
 	/* An unnamed file in the snapshot's directory; where there is none
 	 * (no O_TMPFILE), a named temporary. */
 	int fd = sf_fd_open_adopt(&snap, open_unnamed, path, 0, &st, &err);
+	snap_by_keeper = 0;
 	if (fd >= 0)
 		tmp[0] = 0;
 	else
 		fd = sf_fd_open_adopt(&snap, open_named, tmp, 1, &st, &err);
+	if (fd < 0 && (err == EACCES || err == EPERM || err == ENOENT || err == EROFS)) {
+		int kerr;
+		int kfd = sf_fd_open_adopt(&snap, open_by_keeper, path, 0, &st, &kerr);
+		if (kfd >= 0) {
+			fd = kfd;
+			tmp[0] = 0;
+			snap_by_keeper = 1;
+		}
+	}
 	if (fd >= 0) {
 		snap_dev = (uint64_t)st.st_dev;
 		snap_ino = (uint64_t)st.st_ino;

@@ -206,13 +206,14 @@ def test_close_and_dup2_loops_see_what_they_would_see_untraced():
     eq(count_calls(dump_events(log)).get("work"), 1003, "every call recorded")
 
 
-def test_program_execd_as_another_user_that_cannot_write_the_log_is_named():
+def test_program_execd_as_another_user_that_cannot_write_the_log_gets_it():
     # setpriv (not instrumented) changes its uid as root, then execs the
     # program as nobody, which may not create a file in the 0755 root-owned
-    # output directory. Its log cannot exist; record must say so, naming
-    # the pid (before: "no log written: setpriv ran no XRay-instrumented
-    # code", which was false). The runtime in setpriv hands its note file
-    # to nobody before the change (notes.c), in record's 0711 directory.
+    # output directory. Before: no log, "sftrace: cannot create log ...:
+    # Permission denied" on the program's stderr and record's "pid N wrote
+    # no log". Now record's keeper makes the log for it (issue 24: every
+    # new process gets its own log): record's user's, 0600, the program's
+    # 10 calls in it, nothing on the program's stderr.
     nobody = _as_nobody()
     exe = build_c("prod_pid", ["prod_pid.c"])
     d = tmpdir()
@@ -220,10 +221,12 @@ def test_program_execd_as_another_user_that_cannot_write_the_log_is_named():
     p, log = _record(d, nobody + [exe])
     m = re.fullmatch(r"pid (\d+)\n", p.stdout)
     check(m, p.stdout)
-    # the runtime's own line on the program's stderr, then record's
-    eq(p.stderr, f"sftrace: cannot create log {log}: Permission denied\n"
-       f"sftrace: pid {m.group(1)} wrote no log: cannot create log {log}: Permission denied\n", "stderr")
-    eq(os.listdir(d), [], "no log")
+    check(p.stderr.startswith(f"sftrace: wrote {log} (pid {m.group(1)}): "), p.stderr)
+    check("cannot create log" not in p.stderr and "wrote no log" not in p.stderr, p.stderr)
+    eq(os.listdir(d), ["sf.log"], "the log")
+    st = os.stat(log)
+    eq((st.st_uid, st.st_mode & 0o777), (os.geteuid(), 0o600), "its owner, mode")
+    eq(count_calls(dump_events(log)).get("work"), 10, "its calls")
 
 
 def test_snapshots_never_land_in_a_file_the_program_reopens_after_a_close_loop():

@@ -173,6 +173,8 @@ def _snapshot_after_leader(first):
     sfkit.eq(s.returncode, 0, f"sftrace snapshot's status ({s.stderr.strip()})")
     snaps = glob.glob(os.path.join(d, "sf.snap.*.log"))
     sfkit.eq(len(snaps), 1, "snapshots written")
+    st = os.stat(snaps[0])
+    sfkit.eq((st.st_uid, st.st_mode & 0o777), (os.geteuid(), 0o600), "the snapshot's owner, mode")
     sfkit.check(_leaf(snaps[0]) > 1000, "the snapshot holds the thread's calls")
 
 
@@ -194,11 +196,13 @@ def test_ring_snapshot_after_leader_gone_chrooted():
     _snapshot_after_leader(sfkit.tmpdir())
 
 
-@sfkit.known_break(24, "(c) the same with the thread as uid nobody, the only thread left: it may not create the "
-                       "snapshot in its creator's 0755 directory ('cannot write snapshot .../sf.snap.PID.1.log.tmp: "
-                       "Permission denied'), and sftrace snapshot exits 1 ('pid N exited before writing a snapshot'); "
-                       "only the writer, gone with the leader, could have")
 def test_ring_snapshot_after_leader_gone_own_uid():
+    """(c) The same with the thread as uid nobody, the only thread left: it
+    may not create the snapshot in its creator's 0755 directory ('cannot
+    write snapshot .../sf.snap.PID.1.log.tmp: Permission denied', and
+    sftrace snapshot exited 1, once). record's keeper makes the unnamed
+    file for it and links it in by name once written: one snapshot,
+    record's user, 0600."""
     _as_root()
     _snapshot_after_leader("uid")
 

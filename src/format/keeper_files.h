@@ -1,0 +1,77 @@
+/* Files made by record's keeper for the runtime (issue 24: every new
+ * process gets its own log, however it was made).
+ *
+ * A traced process that dropped its privileges (setresuid to nobody, in
+ * libc or with a raw system call in one thread, then fork), or chrooted,
+ * may no longer create its log in record's output directory, nor its note
+ * in the run's private directory. record's keeper (the command's parent,
+ * running as record's user: src/cli/record_files.c) still can: it creates
+ * the file on request and hands the descriptor back (SCM_RIGHTS). The file
+ * is the keeper's (record's user), mode 0600: record reads and merges it
+ * as it does any other log.
+ *
+ * The keeper listens on an abstract unix socket (SOCK_SEQPACKET) named
+ * after the run's private directory's device and inode, so a process that
+ * chrooted or may not search that directory any more still reaches it (a
+ * network namespace of its own does not). Nothing about the name is
+ * secret: the keeper serves only its own descendants (SO_PEERCRED's pid,
+ * its parent chain in /proc), names every file after that pid itself, and
+ * the runtime takes answers only from a server with the directory owner's
+ * uid. One request per connection. */
+#ifndef SFTRACE_FORMAT_KEEPER_FILES_H
+#define SFTRACE_FORMAT_KEEPER_FILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SF_KF_MAGIC 0x5346464bu /* "KFFS" */
+
+enum sf_kf_op {
+	SF_KF_LOG = 1,   /* a new log: the requested name when `first`, else <stem>.<pid>[.<n>]<ext>; its path back */
+	SF_KF_LOG_AGAIN, /* the log `name` (a path the keeper gave this pid) opened again */
+	SF_KF_NOTE,      /* the pid's note file in the private directory, O_APPEND */
+	SF_KF_SNAP,      /* an unnamed file (O_TMPFILE) in the log's directory, for a snapshot */
+	SF_KF_LINK,      /* the unnamed file sent along linked in as `name` (<stem>.snap.<pid>.<n><ext>) */
+};
+
+struct sf_kf_req {
+	uint32_t magic;
+	uint32_t op;
+	uint32_t first;
+	uint32_t pad;
+	char name[4096];
+};
+
+struct sf_kf_rep {
+	int32_t err; /* 0 or an errno */
+	uint32_t pad;
+	char path[4096];
+};
+
+/* The abstract address (after its leading NUL) of the keeper of the
+ * private directory (dev, ino): "sftrace-keeper-DEV-INO" in hex, its
+ * length returned (cap >= 64). No libc: the runtime calls it too. */
+static inline size_t sf_kf_name(char *out, uint64_t dev, uint64_t ino)
+{
+	static const char pre[] = "sftrace-keeper-";
+	size_t n = 0;
+	for (const char *p = pre; *p; p++)
+		out[n++] = *p;
+	uint64_t v[2] = {dev, ino};
+	for (int i = 0; i < 2; i++) {
+		char tmp[16];
+		int k = 0;
+		do {
+			tmp[k++] = "0123456789abcdef"[v[i] & 15];
+			v[i] >>= 4;
+		} while (v[i]);
+		while (k)
+			out[n++] = tmp[--k];
+		if (!i)
+			out[n++] = '-';
+	}
+	out[n] = 0;
+	return n;
+}
+
+#endif

@@ -77,11 +77,18 @@ def test_blocking_close_stalls_first_call_of_fork_child_at_most_20ms():
     ~20 ms". Measured 192-274 ms (1000 nanosleeps of 20 us, each far longer
     on a loaded machine); untraced 0 ms."""
     prog = fixture("linger")
-    p, _ = record([prog, "2"])
-    m = re.search(r"first-call-ms (\d+) close-ms (\d+)", p.stdout)
-    check(m, p.stdout)
-    check(int(m.group(2)) >= 1900, "the close lingered: " + p.stdout)
-    check(int(m.group(1)) <= 40, "first call stalled: " + p.stdout)
+    # The stall was in every run; a loaded machine can stretch one good run
+    # past 40 ms (93 ms once, load average 66): the best of up to 3 runs.
+    seen = []
+    for _ in range(3):
+        p, _ = record([prog, "2"])
+        m = re.search(r"first-call-ms (\d+) close-ms (\d+)", p.stdout)
+        check(m, p.stdout)
+        check(int(m.group(2)) >= 1900, "the close lingered: " + p.stdout)
+        seen.append(int(m.group(1)))
+        if seen[-1] <= 40:
+            break
+    check(min(seen) <= 40, f"first call stalled in every run: first-call-ms {seen}")
 
 
 def test_parallel_closes_cost_within_noise():
@@ -156,11 +163,17 @@ def test_dup2_onto_a_fresh_runtime_number_does_not_stall():
     call as long; untraced at most 4 ms. Claim: "a program's close/dup2/
     fcntl calls never wait on a runtime system call"."""
     prog = fixture("dupclaim")
-    for _ in range(4):
+    # The stall came in 5 of 8 runs; a loaded machine can stretch a good
+    # run past 40 ms (73 ms once, load average 66): at most 1 slow run of 6
+    # (with the stall, 1 or fewer of 6 has a chance of about 5%).
+    slow = []
+    for _ in range(6):
         p, _ = record([prog], args=["-q"])
         m = re.search(r"worst-dup2-ms (\d+) first-call-ms (\d+)", p.stdout)
         check(m, p.stdout)
-        check(int(m.group(1)) <= 40 and int(m.group(2)) <= 40, p.stdout)
+        if int(m.group(1)) > 40 or int(m.group(2)) > 40:
+            slow.append(p.stdout.strip())
+    check(len(slow) <= 1, f"runs slower than 40 ms: {slow}")
 
 
 def test_chrooted_child_gets_its_own_log():

@@ -69,6 +69,11 @@ struct arg_plan {
 	 * trampoline leaves xmm0-7 to spill_fp, which stores them only for
 	 * such a plan. */
 	uint8_t fp;
+	/* The function is a --trigger (trigger.c): its events go to the slow
+	 * path, which looks at the trigger once the event is stored; the
+	 * ARGS event before them goes through sf_record_args. Set on both
+	 * plans, at patch time, before the sleds are patched. */
+	uint8_t trigger;
 	/* FIXED, one word per value: bits 0-7 where its bytes start in
 	 * struct sf_args_regs (8 x its register's word + a member's byte
 	 * offset there: the 8 bytes loaded from there hold the value in their
@@ -628,10 +633,31 @@ static int64_t find_func(const struct sf_object_rt *o, uint64_t vaddr)
 
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, int kind, uint8_t *variant)
 {
-	/* Within-mode windows and triggers keep their own trampolines; id 0
-	 * would read as an empty hash entry. */
-	if (*variant != SF_VARIANT_PLAIN || !func_id)
+	/* The args trampolines of the sled's variant: within mode's gate or
+	 * window count in front of them; a trigger's sleds take the plain
+	 * args path, whose C sends its events to the slow path (`trigger`
+	 * below), where the trigger is looked at. Before, those sleds kept
+	 * their own trampolines, and a --trigger function or one opening a
+	 * --within window recorded no values (skeptic29n). id 0 would read
+	 * as an empty hash entry. */
+	uint8_t to;
+	switch (*variant) {
+	case SF_VARIANT_PLAIN:
+	case SF_VARIANT_SLOW:
+		to = SF_VARIANT_ARGS;
+		break;
+	case SF_VARIANT_GATED:
+		to = SF_VARIANT_ARGS_GATED;
+		break;
+	case SF_VARIANT_WINDOW:
+		to = SF_VARIANT_ARGS_WINDOW;
+		break;
+	default:
 		return;
+	}
+	if (!func_id)
+		return;
+	int trigger = *variant == SF_VARIANT_SLOW;
 	int64_t i = find_func(o, vaddr);
 	/* A sled with nothing to read keeps the plain trampoline: the exit
 	 * of a function named by -A alone, or of a void one under -a, the
@@ -657,9 +683,11 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		else
 			S.over = 1;
 	}
-	if (func_id < DIRECT_IDS && sf_config.clock == SF_CLOCK_TSC) /* the clock is set at start */
+	if (trigger) /* not in direct_plan: sf_args_event finds it on its general path */
+		A.f[i].plan[0].trigger = A.f[i].plan[1].trigger = 1;
+	else if (func_id < DIRECT_IDS && sf_config.clock == SF_CLOCK_TSC) /* the clock is set at start */
 		__atomic_store_n(&direct_plan[func_id][ret], &A.f[i].plan[ret], __ATOMIC_RELEASE);
-	*variant = SF_VARIANT_ARGS;
+	*variant = to;
 }
 
 /* The ARGSPEC entries of func_id's FIXED plans into S.buf, written as a
@@ -1137,18 +1165,23 @@ static uint32_t payload_of(const struct arg_plan *pl, const struct sf_args_regs 
 	return (uint32_t)(1 + (p - start) / 8);
 }
 
-void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+int sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 {
 	args_hi = 0; /* no stack bound known here: process_vm_readv */
+	if (sf_suppressed) /* the event is dropped too */
+		return 0;
+	const struct arg_func *f = hash_get(func_id & ~SF_TAIL_ENTRY_ID_BITS);
+	if (!f)
+		return 0;
 	if (kind == SF_EV_TAIL) {
-		if (!sf_suppressed)
-			tail_mark(func_id);
-		return;
+		tail_mark(func_id);
+	} else {
+		const struct arg_plan *pl = &f->plan[kind != SF_EV_ENTRY];
+		uint64_t rec[SF_ARGS_MAX_RECORDS];
+		if (pl->n)
+			sf_record_args(rec, payload_of(pl, r, func_id, rec));
 	}
-	uint64_t rec[SF_ARGS_MAX_RECORDS];
-	const struct arg_plan *pl = sf_suppressed ? NULL : plan_of(func_id, kind);
-	if (pl)
-		sf_record_args(rec, payload_of(pl, r, func_id, rec));
+	return f->plan[0].trigger;
 }
 
 /* time_lo and word in one store, after what the word validates. */
@@ -1219,11 +1252,25 @@ static __attribute__((noinline)) int claim_cut(const struct arg_plan *pl, const 
 	return 1;
 }
 
+/* A --trigger function's values: the ARGS event (with its header: the
+ * function event comes after it on the slow path, not in the same
+ * claim); the function event then takes sf_slow_common (returns 1),
+ * which looks at the trigger once it is stored. */
+static __attribute__((noinline, cold)) int event_trigger(const struct arg_plan *pl, const struct sf_args_regs *r,
+							 uint32_t func_id)
+{
+	uint64_t rec[SF_ARGS_MAX_RECORDS];
+	sf_record_args(rec, payload_of(pl, r, func_id, rec));
+	return 1;
+}
+
 /* sf_args_event past its gates: every plan, every clock. */
 static __attribute__((noinline)) int event_general(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind,
 						   const struct arg_plan *pl)
 {
 	uint64_t time;
+	if (pl && pl->trigger)
+		return event_trigger(pl, r, func_id);
 	if (pl && !pl->nrec)
 		return event_coded(pl, r, func_id, kind);
 	uint32_t n = pl ? pl->nval : 0;

@@ -521,7 +521,7 @@ static void count_selected(const struct xray_sled_rt *sleds, uint32_t n)
 		return;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < n; i++)
-		k += sleds[i].kind == XRAY_SLED_ENTRY && sleds[i].selected && sleds[i].variant != SF_VARIANT_GATED;
+		k += sleds[i].kind == XRAY_SLED_ENTRY && sleds[i].selected && sf_variant_role(sleds[i].variant) != SF_VARIANT_GATED;
 	sf_filter_count_selected(k);
 }
 

@@ -16,9 +16,15 @@
 #include "runtime/runtime.h"
 
 /* The args trampolines (record -A/-R, args.c). A tail call's return
- * value is its callee's: its sled records that it is not known. */
+ * value is its callee's: its sled records that it is not known. In
+ * within mode, behind the gate or after the window's count. */
 #define ARGS_COUNTER sf_tramp_entry_args, sf_tramp_exit_args, sf_tramp_tail_args
 #define ARGS_MONO sf_tramp_entry_mono_args, sf_tramp_exit_mono_args, sf_tramp_tail_mono_args
+#define ARGS_GATED_COUNTER sf_tramp_entry_args_gated, sf_tramp_exit_args_gated, sf_tramp_tail_args_gated
+#define ARGS_GATED_MONO sf_tramp_entry_mono_args_gated, sf_tramp_exit_mono_args_gated, sf_tramp_tail_mono_args_gated
+#define ARGS_WINDOW_COUNTER sf_tramp_entry_args_window, sf_tramp_exit_args_window, sf_tramp_tail_args_window
+#define ARGS_WINDOW_MONO \
+	sf_tramp_entry_mono_args_window, sf_tramp_exit_mono_args_window, sf_tramp_tail_mono_args_window
 
 /* The trampoline of each (variant, kind), indexed variant * SF_STUB_KINDS + kind. */
 static void trampolines(uint64_t out[SF_STUB_COUNT])
@@ -29,6 +35,8 @@ static void trampolines(uint64_t out[SF_STUB_COUNT])
 		sf_tramp_entry_window, sf_tramp_exit_window, sf_tramp_tail_window,
 		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono, /* SLOW: the C slow path */
 		ARGS_COUNTER,
+		ARGS_GATED_COUNTER,
+		ARGS_WINDOW_COUNTER,
 	};
 	static void (*const mono[SF_STUB_COUNT])(void) = {
 		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono,
@@ -36,6 +44,8 @@ static void trampolines(uint64_t out[SF_STUB_COUNT])
 		sf_tramp_entry_mono_window, sf_tramp_exit_mono_window, sf_tramp_tail_mono_window,
 		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono,
 		ARGS_MONO,
+		ARGS_GATED_MONO,
+		ARGS_WINDOW_MONO,
 	};
 	for (int i = 0; i < SF_STUB_COUNT; i++)
 		out[i] = (uint64_t)(sf_config.clock == SF_CLOCK_MONOTONIC ? mono[i] : counter[i]);
@@ -43,9 +53,11 @@ static void trampolines(uint64_t out[SF_STUB_COUNT])
 
 int sf_patch_variant_of(uint64_t to)
 {
-	static void (*const gated[])(void) = {sf_tramp_entry_gated, sf_tramp_entry_mono_gated};
-	static void (*const window[])(void) = {sf_tramp_entry_window, sf_tramp_entry_mono_window};
-	for (int i = 0; i < 2; i++) {
+	static void (*const gated[])(void) = {sf_tramp_entry_gated, sf_tramp_entry_mono_gated,
+					      sf_tramp_entry_args_gated, sf_tramp_entry_mono_args_gated};
+	static void (*const window[])(void) = {sf_tramp_entry_window, sf_tramp_entry_mono_window,
+					       sf_tramp_entry_args_window, sf_tramp_entry_mono_args_window};
+	for (int i = 0; i < 4; i++) {
 		if (to == (uint64_t)gated[i])
 			return SF_VARIANT_GATED;
 		if (to == (uint64_t)window[i])

@@ -602,7 +602,9 @@ void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from 
 /* At patch time: a chosen function's sleds that have values to read get
  * SF_VARIANT_ARGS: its entry sleds when arguments are asked for, its exit
  * and tail-call sleds when its return value is. kind: the sled's
- * (XRAY_SLED_*). */
+ * (XRAY_SLED_*). In within mode a gated or window sled gets
+ * SF_VARIANT_ARGS_GATED or _WINDOW; a trigger's (SF_VARIANT_SLOW),
+ * SF_VARIANT_ARGS, its events sent on to the slow path. */
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, int kind,
 		    uint8_t *variant) SF_HIDDEN;
 /* Before an object with sleds is scanned (without the log lock): the
@@ -642,8 +644,11 @@ struct sf_args_regs {
 };
 /* Called by the args trampolines at a chosen function's entry or exit,
  * before its event is recorded: records an ARGS event if the spec asks
- * (aarch64: the ordinary trampoline records the event after it). */
-void sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind) SF_HIDDEN;
+ * (aarch64: the ordinary trampoline records the event after it). Returns
+ * nonzero for a --trigger function, whose event is then to go through
+ * the slow path (the monotonic trampoline of its kind), which looks at
+ * the trigger. */
+int sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind) SF_HIDDEN;
 /* The same, then the function event itself, with one time read and one
  * claim for both (x86-64, after the trampoline's shadow-stack step).
  * Returns 0 if both are recorded, 1 if the caller is to record the
@@ -676,7 +681,23 @@ enum sf_variant {
 	SF_VARIANT_WINDOW = 2, /* within mode, selected: opens/closes a window */
 	SF_VARIANT_SLOW = 3,   /* record --trigger: the *_mono trampolines (every event to the slow path) */
 	SF_VARIANT_ARGS = 4,   /* record -A/-R: the args trampolines, then the plain ones */
+	/* record -A/-R in within mode: the args trampolines behind the gate
+	 * (a function recorded inside a window only), or after the window's
+	 * count (a function that opens one). A trigger's sleds with values to
+	 * read take SF_VARIANT_ARGS, and args.c sends their events to the
+	 * slow path, where the trigger is looked at. */
+	SF_VARIANT_ARGS_GATED = 5,
+	SF_VARIANT_ARGS_WINDOW = 6,
+	SF_VARIANTS
 };
+/* What a variant is to within mode (unwind.c, the selected count):
+ * SF_VARIANT_PLAIN, SF_VARIANT_GATED or SF_VARIANT_WINDOW. */
+static inline int sf_variant_role(int v)
+{
+	return v == SF_VARIANT_GATED || v == SF_VARIANT_ARGS_GATED	   ? SF_VARIANT_GATED
+	       : v == SF_VARIANT_WINDOW || v == SF_VARIANT_ARGS_WINDOW ? SF_VARIANT_WINDOW
+								       : SF_VARIANT_PLAIN;
+}
 struct sf_patch_result {
 	uint32_t patched;
 	uint32_t skipped; /* sleds whose bytes were not the expected unpatched form */
@@ -688,7 +709,7 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 
 /* Where a sled of (variant, kind) goes: index variant * SF_STUB_KINDS + kind. */
 enum { SF_STUB_ENTRY, SF_STUB_EXIT, SF_STUB_TAIL, SF_STUB_KINDS };
-#define SF_STUB_COUNT (SF_STUB_KINDS * 5) /* 5 variants: enum sf_variant */
+#define SF_STUB_COUNT (SF_STUB_KINDS * SF_VARIANTS)
 #define SF_PAGE 4096ull
 /* How sled bytes reach the text: stores while it is writable and
  * executable, or writes through /proc/self/mem (mem_fd >= 0). */
@@ -1096,7 +1117,11 @@ void sf_snapshot_settle(void) SF_HIDDEN;
 	X(entry) X(exit) X(tail) X(entry_mono) X(exit_mono) X(tail_mono) \
 	X(entry_gated) X(exit_gated) X(tail_gated) X(entry_mono_gated) X(exit_mono_gated) X(tail_mono_gated) \
 	X(entry_window) X(exit_window) X(tail_window) X(entry_mono_window) X(exit_mono_window) X(tail_mono_window) \
-	X(entry_args) X(exit_args) X(entry_mono_args) X(exit_mono_args) X(tail_args) X(tail_mono_args)
+	X(entry_args) X(exit_args) X(entry_mono_args) X(exit_mono_args) X(tail_args) X(tail_mono_args) \
+	X(entry_args_gated) X(exit_args_gated) X(tail_args_gated) \
+	X(entry_mono_args_gated) X(exit_mono_args_gated) X(tail_mono_args_gated) \
+	X(entry_args_window) X(exit_args_window) X(tail_args_window) \
+	X(entry_mono_args_window) X(exit_mono_args_window) X(tail_mono_args_window)
 #define SF_DECLARE_TRAMP(n) void sf_tramp_##n(void) SF_HIDDEN;
 SF_TRAMPS(SF_DECLARE_TRAMP)
 

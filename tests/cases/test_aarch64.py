@@ -533,6 +533,82 @@ def test_aarch64_argument_fp_registers_kept():
     eq(counts(log).get("g8"), 20000, "g8's calls")
 
 
+def test_aarch64_argument_values_of_triggers_and_within_windows():
+    """The args trampolines in front of a trigger and in within mode on
+    aarch64 (before, those sleds kept their own trampolines and recorded
+    no values). args_prog 3000 (add(i, 1), i < 3,000) with add's values
+    asked for: (1) add the trigger, on entry, with a ring (SFTRACE_RING,
+    SFTRACE_TRIGGERS as record writes them): sf_args_capture says so and
+    the args trampoline goes on to the monotonic one, whose slow path
+    fires it: every add call keeps its values, and the snapshot has the
+    first one; (2) --within with main the window (its argc asked for too:
+    the window's count, then the args path and the window recorder) and
+    add gated: main(2) and every add call with its values; (3)
+    unwind_land window 3 with a value asked of window, inner, qux and
+    outside: the landings close the windows (the window's shadow entry
+    marked on the args path too), so outside() is not recorded."""
+    toolchain()
+    exe = cross("args_prog", ["args_prog.c"])
+    syms = {}
+    for line in run(["nm", exe]).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "T":
+            syms[parts[2]] = int(parts[0], 16)
+    d = tmpdir()
+    spec = os.path.join(d, "args")
+    with open(spec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n{syms['add']:#x} e0100,e0200,x0000 add\n"
+                f"{syms['main']:#x} e0100 main\n")
+    trig = os.path.join(d, "triggers")
+    with open(trig, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n{syms['add']:#x} 0 add\n")
+    for path in (spec, trig):
+        os.chmod(path, 0o600)
+    want = [f"add({i}, 1) = {i + 1};" for i in range(3000)]
+
+    def adds(log):
+        return [c.strip() for c in call_column(replay_text(log)) if "add(" in c]
+
+    # (1) the trigger
+    log = os.path.join(d, "t.log")
+    p = qemu([exe, "3000"], log, env=["SFTRACE_ARGS=" + spec, "SFTRACE_RING=" + str(1 << 20),
+                                      "SFTRACE_TRIGGERS=" + trig, "SFTRACE_MAX_SNAPSHOTS=1"])
+    eq(p.stdout, "4501500\n", "trigger: the program's output")
+    eq(adds(log), want, "trigger: add's calls in the log")
+    snaps = [f for f in os.listdir(d) if ".snap." in f]
+    eq(len(snaps), 1, f"trigger: one snapshot: {os.listdir(d)}")
+    eq(adds(os.path.join(d, snaps[0])), ["add(0, 1);"], "trigger: the snapshot's add")
+    # (2) within mode: main the window, add gated
+    within = os.path.join(d, "main.filter")
+    run([SFTRACE, "filter", "-p", exe, "-r", "^main$", "--within", "-o", within])
+    log = os.path.join(d, "w.log")
+    p = qemu([exe, "3000"], log, env=["SFTRACE_ARGS=" + spec, "SFTRACE_FILTER=" + within])
+    eq(p.stdout, "4501500\n", "within: the program's output")
+    calls = [c.strip() for c in call_column(replay_text(log))]
+    eq((calls[0], calls[1:-1], calls[-1]), ("main(2) {", want, "} /* main */"), "within: replay")
+    # (3) windows with values closed by longjmp
+    land = cross("unwind_land", ["unwind_land.c"])
+    syms = {}
+    for line in run(["nm", land]).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "T":
+            syms[parts[2]] = int(parts[0], 16)
+    lspec = os.path.join(d, "largs")
+    with open(lspec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {land}\n")
+        for name in sorted(("window", "inner", "qux", "outside"), key=lambda n: syms[n]):
+            f.write(f"{syms[name]:#x} e0103 {name}\n")
+    os.chmod(lspec, 0o600)
+    filt = os.path.join(d, "w.filter")
+    run([SFTRACE, "filter", "-p", land, "-r", "^window$", "--within", "-o", filt])
+    log = os.path.join(d, "l.log")
+    p = qemu([land, "window", "3"], log, env=["SFTRACE_FILTER=" + filt, "SFTRACE_ARGS=" + lspec])
+    check("landed ok" in p.stdout, p.stdout)
+    calls = [re.sub(r"\((0x[0-9a-f]+|[0-9]+)\)", "(X)", c.strip()) for c in call_column(replay_text(log))]
+    eq(calls, ["window(X) {", "inner(X) {", "qux(X);", "} /* inner */", "} /* window */",
+               "/* 3 frames unwound */"] * 3, "windows closed by longjmp: replay (no outside())")
+
+
 def test_aarch64_libc_start_main_versions():
     """The runtime's __libc_start_main has glibc's aarch64 versions
     (GLIBC_2.34, GLIBC_2.17; arch/aarch64/exports.map): an executable that

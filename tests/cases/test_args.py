@@ -590,3 +590,83 @@ def test_stack_struct_member_at_the_stack_top_read_within_it():
     eq(p.stdout, plain, "the program's output")
     # makecontext leaves the top word zero or a pointer: bytes 6 and 7 zero
     eq([c.strip() for c in replay_calls(log) if "target" in c], ["target({0, '\\x00'}, 41) = 42;"], "replay")
+
+
+# ---- with --trigger and --within (skeptic29n: these functions recorded no values) ----
+def fmt_fixture():
+    return build_c("skep29n_fmt", ["skep29n_fmt.c"], libs=["-lpthread"])
+
+
+def value_sums(log, func):
+    """{name: (count, sum of values as integers)} of FUNC's values, from query."""
+    out = run([SFTRACE, "query", "--format", "tsv", log,
+               "SELECT a.name, count(*), sum(cast(a.value AS bigint)) FROM args a JOIN frames f USING (frame_id) "
+               f"WHERE f.name = '{func}' GROUP BY 1 ORDER BY 1"]).stdout.splitlines()
+    return {n: (int(c), int(s)) for n, c, s in (ln.split("\t") for ln in out[1:])}
+
+
+def test_trigger_function_values_by_spec_entry_and_duration():
+    """-A add@arg1,arg2 -R add@retval on skep29n_fmt alloc (add(k, (char)k),
+    k < 5,000) with --ring 128K and add as the trigger, on its entry and
+    on a call longer than 1 ns (at its exit): every add call the ring
+    kept has its values (arg2 = (char)arg1, retval their sum, the last
+    k = 4,999), and the snapshot shows add's first call with its values,
+    the duration one with its return value (the exit that fired it is
+    stored before it)."""
+    for trig, first in (("add", "add(0, 0);"), ("add>1ns", "add(0, 0) = 0;")):
+        d = tmpdir()
+        p, log = record([fmt_fixture(), "alloc"], out=os.path.join(d, "t.log"),
+                        args=["-q", "-A", "add@arg1,arg2", "-R", "add@retval", "--ring", "128K", "--trigger", trig,
+                              "--max-snapshots", "1"])
+        eq(p.stdout, "alloc 12502200\n", "the program's output")
+        calls = [c.strip() for c in replay_calls(log) if "add(" in c]
+        if calls and calls[0].endswith("/* cut at window start */"):  # its entry fell out of the ring
+            calls = calls[1:]
+        check(len(calls) > 1000, f"--trigger {trig}: add's calls in the ring: {len(calls)}")
+        bad = [c for c in calls if not re.fullmatch(r"add\((\d+), (-?\d+)\) = (-?\d+);", c)
+               or (lambda k, b, r: b != (k + 128) % 256 - 128 or r != k + b)(*map(int, re.findall(r"-?\d+", c)))]
+        eq(bad[:3], [], f"--trigger {trig}: add's values")
+        eq(calls[-1], "add(4999, -121) = 4878;", f"--trigger {trig}: add's last call")
+        snaps = [f for f in os.listdir(d) if ".snap." in f]
+        eq(len(snaps), 1, "one snapshot")
+        calls = [c.strip() for c in replay_calls(os.path.join(d, snaps[0])) if "add(" in c]
+        eq(calls, [first], f"--trigger {trig}: the snapshot's add")
+
+
+def test_within_window_and_gated_functions_values():
+    """skep29n_fmt deep (rec 30,000 deep) and jump (longjmp out of 6 deepj
+    frames, 1,000 times) under --auto-args --within -r '^main$': main
+    opens the window and shows its arguments (main(2, 0x...)), rec and
+    deepj are recorded inside it (gated) with the exact sums of a run
+    without --within."""
+    exe = fmt_fixture()
+    cases = (("deep", "deep 60007\n", "rec", {"arg1": (30001, 450015000), "arg2": (30001, 450225007),
+                                              "retval": (30001, 1350255007)}),
+             ("jump", "jump 500500\n", "deepj", {"arg1": (6000, 2997000), "arg2": (6000, 15000)}))
+    for mode, out, func, sums in cases:
+        p, log = record([exe, mode], args=["-q", "--auto-args", "--within", "-r", "^main$"])
+        eq(p.stdout, out, f"{mode}: the program's output")
+        eq(value_sums(log, func), sums, f"{mode}: {func}'s values")
+        calls = replay_calls(log)
+        check(calls[0].startswith("main(2, 0x"), f"{mode}: main's values: {calls[0]!r}")
+
+
+def test_within_windows_with_values_closed_by_longjmp():
+    """tests/fixtures/unwind_land window 3 (window -> inner -> qux,
+    longjmp back to main; then outside()) with -r '^window$' --within and
+    a value asked of each (their sleds take the args trampolines behind
+    the window's count and the gate): only the window subtrees, each
+    frame with its value, the 9 frames closed at the landings, and
+    outside() not recorded (the landings closed the windows)."""
+    exe = build_c("unwind_land", ["unwind_land.c"])
+    specs = []
+    for f in ("window", "inner", "qux", "outside"):
+        specs += ["-A", f"{f}@arg1/x"]
+    p, log = record([exe, "window", "3"], args=["-q", "-r", "^window$", "--within"] + specs)
+    eq(p.stdout, "landed ok\n", "the program's output")
+    calls = [re.sub(r"\((0x[0-9a-f]+|[0-9]+)\)", "(X)", c.strip()) for c in replay_calls(log)]
+    eq(calls, ["window(X) {", "inner(X) {", "qux(X);", "} /* inner */", "} /* window */",
+               "/* 3 frames unwound */"] * 3, "replay")
+    out = os.path.join(os.path.dirname(log), "out.folded")
+    err = run([SFTRACE, "convert", "-t", "folded", "--weight", "calls", log, "-o", out]).stderr
+    check("9 frames closed by unwinding" in err, err)

@@ -102,10 +102,13 @@ def fn_args(log, func):
     return [out[k] for k in sorted(out)]
 
 
-@sfkit.known_break(29, "a --trigger function records no values: skep29n_fmt alloc with --auto-args --ring 128K "
-                       "--trigger add shows every call as 'add();' in the log and in the snapshot (without "
-                       "--trigger: 'add(4999, -121) = 4878;'); the same with -A add@arg1,arg2 -R add@retval")
 def test_break_trigger_function_keeps_its_values():
+    """skep29n_fmt alloc with --auto-args --ring 128K --trigger add: add's
+    calls keep their values in the log ('add(4999, -121) = 4878;' last)
+    and in the snapshot frozen at its first entry ('add(0, 0)'). Before,
+    a trigger's sleds kept the slow trampolines and every call showed as
+    'add();' (args.c gives them the args path now, whose C sends the
+    event on to the slow path that looks at the trigger)."""
     d = tmpdir()
     log = os.path.join(d, "t.log")
     p, _ = record([fmt_fixture(), "alloc"], out=log, args=["-q", "--auto-args", "--ring", "128K", "--trigger", "add",
@@ -405,10 +408,11 @@ def test_format7_values_in_perfetto_exact():
     check(tp, "trace_processor")
 
 
-@sfkit.known_break(29, "the function that opens a --within window records no values and no warning says so: "
-                       "skep29n_fmt alloc with --auto-args -r '^add$' --within shows 'add();' for every call "
-                       "(without --within: 'add(4999, -121) = 4878;')")
 def test_break_within_window_function_keeps_its_values():
+    """skep29n_fmt alloc with --auto-args -r '^add$', with and without
+    --within: add's 5,000 calls, the last 'add(4999, -121) = 4878;'.
+    Before, the function that opens a window kept the window trampolines
+    and recorded 'add();' with no warning (SF_VARIANT_ARGS_WINDOW now)."""
     for extra in ([], ["--within"]):
         p, log = record([fmt_fixture(), "alloc"], args=["-q", "--auto-args", "-r", "^add$"] + extra)
         eq(p.stdout, "alloc 12502200\n", "the program's output")

@@ -477,12 +477,15 @@ sf_vec_safe_call3:
  * bits of v0-v7; x30 right after them, which args.c's unaligned loads of
  * a member in the last words may reach), calls sf_args_capture(regs, id, kind), which records an
  * ARGS event, puts x0-x8 and x30 back and branches to the ordinary
- * trampoline of its kind with the stack and x30 as the sled left them.
+ * trampoline of its kind (\next) with the stack and x30 as the sled left
+ * them; for a --trigger function (sf_args_capture returns nonzero: x17,
+ * free here, carries it past the restore) to the monotonic one (\slow),
+ * whose slow path looks at the trigger as for SF_VARIANT_SLOW.
  * x9-x18 hold nothing at an entry or exit sled; the C code is built
  * -mgeneral-regs-only, so the vector registers are only read. x30 (the
  * sled's return) is kept in the frame without CFI: the caller frame the
  * unwinder sees stays the traced function's caller, as everywhere here. */
-.macro ARGS_PATH name, kind, next
+.macro ARGS_PATH name, kind, next, slow
 	FUNC	\name
 	sub	sp, sp, #160
 	.cfi_adjust_cfa_offset 160
@@ -501,6 +504,7 @@ sf_vec_safe_call3:
 	ldr	w1, [x30, #16]		/* function id, from the sled */
 	mov	w2, #\kind
 	bl	sf_args_capture
+	mov	w17, w0
 	ldp	x0, x1, [sp, #0]
 	ldp	x2, x3, [sp, #16]
 	ldp	x4, x5, [sp, #32]
@@ -509,15 +513,37 @@ sf_vec_safe_call3:
 	ldr	x30, [sp, #144]
 	add	sp, sp, #160
 	.cfi_adjust_cfa_offset -160
+	cbnz	w17, \slow
 	b	\next
 	ENDFUNC	\name
 .endm
 
-	ARGS_PATH sf_tramp_entry_args, 1, sf_tramp_entry
-	ARGS_PATH sf_tramp_exit_args, 2, sf_tramp_exit
-	ARGS_PATH sf_tramp_entry_mono_args, 1, sf_tramp_entry_mono
-	ARGS_PATH sf_tramp_exit_mono_args, 2, sf_tramp_exit_mono
-	ARGS_PATH sf_tramp_tail_args, 3, sf_tramp_tail
-	ARGS_PATH sf_tramp_tail_mono_args, 3, sf_tramp_tail_mono
+	ARGS_PATH sf_tramp_entry_args, 1, sf_tramp_entry, sf_tramp_entry_mono
+	ARGS_PATH sf_tramp_exit_args, 2, sf_tramp_exit, sf_tramp_exit_mono
+	ARGS_PATH sf_tramp_entry_mono_args, 1, sf_tramp_entry_mono, sf_tramp_entry_mono
+	ARGS_PATH sf_tramp_exit_mono_args, 2, sf_tramp_exit_mono, sf_tramp_exit_mono
+	ARGS_PATH sf_tramp_tail_args, 3, sf_tramp_tail, sf_tramp_tail_mono
+	ARGS_PATH sf_tramp_tail_mono_args, 3, sf_tramp_tail_mono, sf_tramp_tail_mono
+	/* the entries of window frames whose values are asked for: on to
+	 * the window's recorders (a trigger is never a window: trigger.c) */
+	ARGS_PATH sf_tramp_entry_args_wrec, 1, sf_tramp_entry_wrec, sf_tramp_entry_mono_wrec
+	ARGS_PATH sf_tramp_entry_mono_args_wrec, 1, sf_tramp_entry_mono_wrec, sf_tramp_entry_mono_wrec
+
+/* Within mode with -A/-R (SF_VARIANT_ARGS_GATED, _WINDOW): the gate or
+ * the window's count, as above, in front of the args trampolines. Only
+ * the sleds with values to read come here; the others keep the gated
+ * and window trampolines above. */
+	GATED	sf_tramp_entry_args_gated, sf_tramp_entry_args
+	GATED	sf_tramp_exit_args_gated, sf_tramp_exit_args
+	GATED	sf_tramp_tail_args_gated, sf_tramp_tail_args
+	GATED	sf_tramp_entry_mono_args_gated, sf_tramp_entry_mono_args
+	GATED	sf_tramp_exit_mono_args_gated, sf_tramp_exit_mono_args
+	GATED	sf_tramp_tail_mono_args_gated, sf_tramp_tail_mono_args
+	WINDOW_IN  sf_tramp_entry_args_window, sf_tramp_entry_args_wrec
+	WINDOW_OUT sf_tramp_exit_args_window, sf_tramp_exit_args
+	WINDOW_OUT sf_tramp_tail_args_window, sf_tramp_tail_args
+	WINDOW_IN  sf_tramp_entry_mono_args_window, sf_tramp_entry_mono_args_wrec
+	WINDOW_OUT sf_tramp_exit_mono_args_window, sf_tramp_exit_mono_args
+	WINDOW_OUT sf_tramp_tail_mono_args_window, sf_tramp_tail_mono_args
 
 	.section .note.GNU-stack, "", %progbits

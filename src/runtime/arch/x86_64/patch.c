@@ -180,8 +180,10 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 			int inline_gate = window_depth_disp(&disp);
 			for (int k = 0; k < STUB_COUNT; k++) {
 				unsigned char *s = c + STUB_SLOT * k;
-				/* Gated stubs jump to the plain recorder of their kind. */
-				if (inline_gate && k >= STUB_KINDS && k < 2 * STUB_KINDS)
+				/* Gated stubs jump to the recorder of their kind, the
+				 * plain one or the args one (the variant before theirs). */
+				int v = k / STUB_KINDS;
+				if (inline_gate && (v == SF_VARIANT_GATED || v == SF_VARIANT_ARGS_GATED))
 					put_gated(s, disp, tramp[k - STUB_KINDS]);
 				else
 					put_jump(s, tramp[k]);
@@ -223,7 +225,7 @@ int sf_patch_entry_variant(uint64_t fn)
 	for (int i = 0; i < n; i++)
 		if (to >= stub_pages[i] && to < stub_pages[i] + STUB_COUNT * STUB_SLOT) {
 			int v = (int)((to - stub_pages[i]) / STUB_SLOT / STUB_KINDS);
-			return v == SF_VARIANT_SLOW || v == SF_VARIANT_ARGS ? SF_VARIANT_PLAIN : v; /* records like a plain one */
+			return sf_variant_role(v); /* a trigger's or an args sled records like a plain one */
 		}
 	return sf_patch_variant_of(to);
 }

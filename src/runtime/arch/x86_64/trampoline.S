@@ -590,14 +590,18 @@ FUNC	sf_vec_safe_call3
  * would be the callee's) and returns nonzero, so the tail event takes
  * sf_slow_common, which turns its id's SF_TAIL_ENTRY_ID_BITS into kind
  * 15 as FAST_PATH does. The monotonic variants are the same code: C
- * reads the clock of the mode. */
-.macro ARGS_PATH name, kind
+ * reads the clock of the mode. A --trigger function's events take
+ * sf_slow_common too (sf_args_event returns nonzero for them after the
+ * ARGS event), which looks at the trigger as for SF_VARIANT_SLOW. With
+ * window = 1, the entry of a function that opens a within-mode window
+ * (the shadow entry says so, as sf_tramp_entry_wrec's). */
+.macro ARGS_PATH name, kind, window=0
 	FUNC	\name
 	PUSHQ	%rax
 	PUSHQ	%rdx
 	PUSHQ	%rcx
 	movq	sf_self@gottpoff(%rip), %rcx
-	SHADOW	\kind, 0, .Ldeep\@, .Lpushed\@, .Lretry\@
+	SHADOW	\kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 	PUSHQ	%rbp
 	.cfi_rel_offset %rbp, 0
 	mov	%rsp, %rbp
@@ -648,7 +652,7 @@ FUNC	sf_vec_safe_call3
 	xor	%ecx, %ecx		/* nothing claimed */
 	mov	$\kind, %edx
 	jmp	sf_slow_common
-	SHADOW_TAIL \kind, 0, .Ldeep\@, .Lpushed\@, .Lretry\@
+	SHADOW_TAIL \kind, \window, .Ldeep\@, .Lpushed\@, .Lretry\@
 	ENDFUNC	\name
 .endm
 
@@ -658,5 +662,25 @@ FUNC	sf_vec_safe_call3
 	ARGS_PATH sf_tramp_exit_mono_args, 2
 	ARGS_PATH sf_tramp_tail_args, 3
 	ARGS_PATH sf_tramp_tail_mono_args, 3
+	/* the entries of window frames whose values are asked for */
+	ARGS_PATH sf_tramp_entry_args_wrec, 1, 1
+	ARGS_PATH sf_tramp_entry_mono_args_wrec, 1, 1
+
+/* Within mode with -A/-R (SF_VARIANT_ARGS_GATED, _WINDOW): the gate or
+ * the window's count, as above, in front of the args trampolines. Only
+ * the sleds with values to read come here; the others keep the gated
+ * and window trampolines above. */
+	GATED_R11 sf_tramp_entry_args_gated, sf_tramp_entry_args
+	GATED_R11 sf_tramp_exit_args_gated, sf_tramp_exit_args
+	GATED	sf_tramp_tail_args_gated, sf_tramp_tail_args
+	GATED_R11 sf_tramp_entry_mono_args_gated, sf_tramp_entry_mono_args
+	GATED_R11 sf_tramp_exit_mono_args_gated, sf_tramp_exit_mono_args
+	GATED	sf_tramp_tail_mono_args_gated, sf_tramp_tail_mono_args
+	WINDOW_IN  sf_tramp_entry_args_window, sf_tramp_entry_args_wrec
+	WINDOW_OUT sf_tramp_exit_args_window, sf_tramp_exit_args
+	WINDOW_OUT sf_tramp_tail_args_window, sf_tramp_tail_args
+	WINDOW_IN  sf_tramp_entry_mono_args_window, sf_tramp_entry_mono_args_wrec
+	WINDOW_OUT sf_tramp_exit_mono_args_window, sf_tramp_exit_mono_args
+	WINDOW_OUT sf_tramp_tail_mono_args_window, sf_tramp_tail_mono_args
 
 	.section .note.GNU-stack, "", @progbits

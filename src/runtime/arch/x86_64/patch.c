@@ -151,9 +151,10 @@ static int variant_of(uint64_t to)
 	return sf_patch_variant_of(to);
 }
 
-/* The variant of a patched entry sled `41 ba <id> e8 <rel32>` at fn (after
- * an endbr64, if any), from where its call goes: a trampoline, or a slot of
- * one of our stub pages. -1 if fn does not start with a patched entry sled.
+/* The variant of a patched entry sled at fn (after an endbr64, if any),
+ * from where its call goes: a trampoline (`41 ba <id> e8 <rel32>`), or a
+ * slot of one of our slot pages (`ff 15 <disp32> 3d <id>`). -1 if fn does
+ * not start with a patched entry sled.
  * Used by unwind.c to tell which frames on a stack were recorded. */
 int sf_patch_entry_variant(uint64_t fn)
 {

@@ -2,7 +2,9 @@
  *
  * A patched entry or tail-call sled is `mov $id, %r10d; call tramp`, a
  * patched exit sled is `mov $id, %r10d; jmp tramp` in place of the `ret`
- * (our `ret` then returns to the function's caller). We are entered with the
+ * (our `ret` then returns to the function's caller); a far sled (an object
+ * beyond a rel32 of us) reaches us through a thunk that sets r10 the same
+ * way ("Far sleds", at the end). We are entered with the
  * stack 8 bytes off the ABI's 16-byte alignment, with argument registers
  * (rdi rsi rdx rcx r8 r9 rax, xmm0-7) live at entry and return values (rax
  * rdx xmm0 xmm1 st0) live at exit, so the fast path touches only rax, rdx

@@ -1431,10 +1431,11 @@ extern uint64_t sf_xsave_size SF_HIDDEN; /* arch/x86_64/clock.c */
  * frame pointer) and the program's next call touch, brought back into the
  * caches and TLBs the set-up emptied: the save area below the frame (the
  * vector state's, which xrstor reads), the registers above it, the return
- * address's line and, after an entry or tail sled (mov $id,%r10d; call
- * rel32: the stub the program's next sled calls too), the stub's. Reads
- * of the program's code only within the return address's page; the stub
- * is prefetched, which never faults. */
+ * address's line and, after an entry or tail sled, what it called
+ * through: the trampoline (mov $id,%r10d; call rel32) or, after a far
+ * sled (call *slot(%rip)), the slot the program's next sled reads too.
+ * Reads of the program's code only within the return address's page;
+ * the rest is prefetched, which never faults. */
 static void warm_frame(const uint64_t *frame, uint32_t kind)
 {
 	const volatile unsigned char *p = (const unsigned char *)frame - sf_xsave_size - 64;
@@ -1442,10 +1443,16 @@ static void warm_frame(const uint64_t *frame, uint32_t kind)
 		(void)*p;
 	const unsigned char *ra = (const unsigned char *)frame[10];
 	__builtin_prefetch(ra);
-	if (kind == SF_EV_EXIT || ((uintptr_t)ra & (SF_PAGE - 1)) < 11 || ra[-11] != 0x41 || ra[-10] != 0xba ||
-	    ra[-5] != 0xe8)
+	if (kind == SF_EV_EXIT || ((uintptr_t)ra & (SF_PAGE - 1)) < 11)
 		return;
 	int32_t rel;
+	if (ra[-6] == 0xff && ra[-5] == 0x15 && ra[0] == 0x3d) { /* far: ra is the sled's sixth byte */
+		memcpy(&rel, ra - 4, sizeof(rel));
+		__builtin_prefetch(ra + rel);
+		return;
+	}
+	if (ra[-11] != 0x41 || ra[-10] != 0xba || ra[-5] != 0xe8)
+		return;
 	memcpy(&rel, ra - 4, sizeof(rel));
 	__builtin_prefetch(ra + rel);
 }

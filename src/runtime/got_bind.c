@@ -1,5 +1,5 @@
 /* Binding of our own: the runtime's stand-ins for library functions
- * (unwind.c: _Unwind_SetIP, and _Unwind_Find_FDE on x86-64; with --alloc,
+ * (unwind.c: _Unwind_SetIP; with --alloc,
  * libsftrace-alloc.so's operator new forms) reach the program's calls
  * through the GOT slots of the references bound to the library's
  * definition, and the runtime exports none of these names. So a program

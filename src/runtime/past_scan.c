@@ -3,8 +3,9 @@
  * not one recursion (unwind.c's past_stored_pop): the frames are counted
  * from the stack itself. A recorded frame's shadow entry is the address of
  * its return address, and that return address follows a direct call
- * (`e8 rel32`) whose target is a patched entry sled (`41 ba id; e8` into
- * one of our stub pages), maybe behind an endbr64 or a PLT jump. The scan
+ * (`e8 rel32`) whose target is a patched far entry sled (`ff 15`, a call
+ * through a word of one of our slot pages, arch/x86_64/patch.c), maybe
+ * behind an endbr64 or a PLT jump. The scan
  * reads every word from its own frame up to the last stored entry and
  * counts those; the count must equal the frames the thread has past the
  * stored entries, or the landing is left unrecorded (the caller records
@@ -69,10 +70,10 @@ static int recorded_return(uint64_t w, uint64_t stub_lo, uint64_t stub_hi)
 	if (!__builtin_memcmp((const void *)to, endbr, 4))
 		to += 4;
 	const unsigned char *b = (const unsigned char *)to;
-	if (b[0] != 0x41 || b[1] != 0xba || b[6] != 0xe8)
+	if (b[0] != 0xff || b[1] != 0x15 || b[6] != 0x3d)
 		return 0;
-	uint64_t stub = to + 11 + (uint64_t)(int64_t)rel32_at(to + 7);
-	return stub >= stub_lo && stub < stub_hi;
+	uint64_t slot = to + 6 + (uint64_t)(int64_t)rel32_at(to + 2);
+	return slot >= stub_lo && slot < stub_hi;
 }
 
 int64_t sf_past_scan_pop(struct sf_thread *t, uint64_t sp, uint64_t last, uint64_t stub_lo, uint64_t stub_hi)

@@ -172,7 +172,7 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 	uint64_t tramp[SF_STUB_COUNT], target[SF_STUB_COUNT];
 	trampolines(tramp);
 	if (sf_arch_patch_targets(obj, tramp, target) < 0) {
-		sf_rt_message("cannot map trampoline stubs near ", obj->path, "object left untraced");
+		sf_rt_message("cannot map trampoline slots near ", obj->path, "object left untraced");
 		return -1;
 	}
 

@@ -1124,6 +1124,11 @@ void sf_snapshot_settle(void) SF_HIDDEN;
 	X(entry_mono_args_window) X(exit_mono_args_window) X(tail_mono_args_window)
 #define SF_DECLARE_TRAMP(n) void sf_tramp_##n(void) SF_HIDDEN;
 SF_TRAMPS(SF_DECLARE_TRAMP)
+#if defined(__x86_64__)
+/* What a far sled's slot holds (trampoline.S, "Far sleds"). */
+#define SF_DECLARE_FAR(n) void sf_tramp_##n##_far(void) SF_HIDDEN;
+SF_TRAMPS(SF_DECLARE_FAR)
+#endif
 
 /* ---- arch/<arch>/clock.c ---- */
 void sf_arch_clock_init(void) SF_HIDDEN;     /* probes what the slow path must save */
@@ -1132,7 +1137,7 @@ uint64_t sf_arch_counter_hz(void) SF_HIDDEN; /* its frequency; 0: not known (fit
 
 /* ---- arch/<arch>/patch.c ---- */
 /* Fills target[] with what sleds of obj call for each (variant, kind),
- * given the trampolines' addresses (stubs within reach, on x86-64). -1: none. */
+ * given the trampolines' addresses (slots within reach, on x86-64). -1: none. */
 int sf_arch_patch_targets(const struct sf_object_rt *obj, const uint64_t tramp[SF_STUB_COUNT],
 			  uint64_t target[SF_STUB_COUNT]) SF_HIDDEN;
 /* Patches one unpatched sled (counts it in res: patched or skipped). */
@@ -1156,14 +1161,9 @@ void sf_arch_point_slot(void (*slot)(void), void (*target)(void)) SF_HIDDEN;
 /* enum sf_variant of the patched entry sled at function address fn, -1 if
  * there is none. Reads only the code. */
 int sf_patch_entry_variant(uint64_t fn) SF_HIDDEN;
-/* A stub page [lo, hi) made (unwind.c: the span the _Unwind_Find_FDE stand-in tests first). */
+/* A slot page [lo, hi) made (x86-64's far sleds: past_scan.c tells a
+ * recorded frame's return address by a call through one). */
 void sf_unwind_note_stubs(uint64_t lo, uint64_t hi) SF_HIDDEN;
-#if defined(__x86_64__)
-/* The FDE covering pc if it lies in one of our stub pages (filling
- * libgcc's struct dwarf_eh_bases), else NULL: unwind.c's _Unwind_Find_FDE
- * stand-in. Async-signal-safe. x86-64 only: aarch64 makes no stub pages. */
-const void *sf_patch_stub_fde(uint64_t pc, void *bases) SF_HIDDEN;
-#endif
 
 /* ---- got_bind.c ----
  * A stand-in for a library function, reached through the GOT slots of the

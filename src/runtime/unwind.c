@@ -23,12 +23,13 @@
  * reader closes the frames above it at its time. In within mode the window depth is fixed
  * too, which the skipped exit sleds would otherwise leave too high.
  *
- * On x86-64 we also stand in front of libgcc's _Unwind_Find_FDE, to give
- * it the unwind information of our stub pages (arch/x86_64/patch.c;
- * aarch64 has none). Neither stand-in is exported: each reaches only the
- * references bound to libgcc_s's definition, through their GOT slots
- * (got_bind.c), so the program's own lookups (dlsym, dlvsym, a weak
- * reference) see what they see untraced. */
+ * We stand in front of no frame lookup (_Unwind_Find_FDE): no pc of ours
+ * lies outside this library (x86-64's far sleds call through data slots,
+ * arch/x86_64/patch.c; aarch64's reach the trampolines directly). The
+ * stand-in is not exported: it reaches only the references bound to
+ * libgcc_s's definition, through their GOT slots (got_bind.c), so the
+ * program's own lookups (dlsym, dlvsym, a weak reference) see what they
+ * see untraced. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -46,13 +47,7 @@ typedef _Unwind_Ptr (*regionstart_fn)(struct _Unwind_Context *);
 typedef _Unwind_Ptr (*getipinfo_fn)(struct _Unwind_Context *, int *);
 typedef void (*setip_fn)(struct _Unwind_Context *, _Unwind_Ptr);
 typedef void (*longjmp_fn)(void *, int) __attribute__((noreturn));
-typedef const void *(*findfde_fn)(void *, void *);
 
-/* Stub pages, and so a stand-in for _Unwind_Find_FDE: x86-64 only. */
-#if defined(__x86_64__)
-#define STUB_PAGES 1
-static const void *find_fde_unresolved(void *pc, void *bases);
-#endif
 #ifdef SF_ARCH_SHADOW
 static void land_untag(struct sf_thread *t);
 #endif
@@ -65,15 +60,8 @@ static struct {
 	getipinfo_fn getipinfo;
 	setip_fn gcc_setip;
 	setip_fn setip; /* the definition the bound references had: libgcc_s's */
-#ifdef STUB_PAGES
-	findfde_fn find_fde; /* the same for _Unwind_Find_FDE; never NULL (called unchecked) */
-#endif
 	longjmp_fn longjmp, _longjmp, siglongjmp, longjmp_chk;
-#ifdef STUB_PAGES
-} R = {.find_fde = find_fde_unresolved};
-#else
 } R;
-#endif
 
 /* The real functions, also when tracing is off or our constructor has not
  * run yet (another constructor may longjmp first). The longjmp family is
@@ -90,13 +78,6 @@ static void resolve_next(void)
 	R.longjmp_chk = (longjmp_fn)sf_real("__longjmp_chk");
 	if (!R.setip)
 		R.setip = (setip_fn)sf_sym_lib("libgcc_s.so", "_Unwind_SetIP");
-#ifdef STUB_PAGES
-	if (__atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved) {
-		findfde_fn find = (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE");
-		if (find)
-			__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
-	}
-#endif
 }
 
 /* Also when tracing is off: the wrappers then only forward, and must not
@@ -230,11 +211,6 @@ void sf_unwind_init(void)
 	R.getcfa = (getcfa_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetCFA");
 	R.regionstart = (regionstart_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetRegionStart");
 	R.getipinfo = (getipinfo_fn)sf_sym_lib("libgcc_s.so", "_Unwind_GetIPInfo");
-#ifdef STUB_PAGES
-	findfde_fn find = (findfde_fn)sf_sym_lib("libgcc_s.so", "_Unwind_Find_FDE");
-	if (find && __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE) == find_fde_unresolved)
-		__atomic_store_n(&R.find_fde, find, __ATOMIC_RELEASE);
-#endif
 	if (R.getcfa && R.regionstart) {
 		setip_fast_init();
 		__atomic_store_n(&R.backtrace, (backtrace_fn)bt, __ATOMIC_RELEASE);
@@ -1024,10 +1000,9 @@ SF_LANDING_TEXT static __attribute__((noinline)) void landing_full(struct sf_thr
 
 /* ---- exceptions and panics ---- */
 
-/* The span of our stub pages, [lo, hi): a pc outside it (every frame of
- * every throw but one interrupted on a stub) goes straight to the next
- * definition, without the page-by-page search. Only widened, before any
- * sled jumps to a new page (arch/<arch>/patch.c). */
+/* The span of x86-64's slot pages, [lo, hi) (arch/x86_64/patch.c): a
+ * far sled calls through a word in it (past_scan.c). Only widened, before
+ * any sled calls through a new page. */
 static struct {
 	uint64_t lo, hi;
 } stubs = {UINT64_MAX, 0};
@@ -1060,7 +1035,7 @@ static void past_uncounted(uint64_t mark, uint64_t now)
 #ifdef SF_ARCH_SHADOW
 /* Frames past the stored entries that are not one recursion: counted on
  * the stack (past_scan.c), whose test of a recorded frame's return
- * address needs the stub pages' span. -1 when it cannot tell. */
+ * address needs the slot pages' span. -1 when it cannot tell. */
 static int64_t past_scan(struct sf_thread *t, uint64_t sp, uint64_t last)
 {
 #ifdef SF_SHADOW_OV_CAP
@@ -1073,42 +1048,6 @@ static int64_t past_scan(struct sf_thread *t, uint64_t sp, uint64_t last)
 }
 #endif
 
-#ifdef STUB_PAGES
-/* The next definition of _Unwind_Find_FDE before it is known: resolves
- * it, then asks it. With none (no unwinder after ours), nothing found. */
-static const void *find_fde_unresolved(void *pc, void *bases)
-{
-	resolve_next();
-	findfde_fn find = __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE);
-	return find != find_fde_unresolved ? find(pc, bases) : NULL;
-}
-
-static __attribute__((noinline)) const void *find_fde_slow(void *pc, void *bases)
-{
-	const void *fde = sf_patch_stub_fde((uint64_t)pc, bases);
-	return fde ? fde : __atomic_load_n(&R.find_fde, __ATOMIC_ACQUIRE)(pc, bases);
-}
-
-/* Where libgcc's unwinder looks up the unwind information of a pc (its
- * own calls go through its PLT, whose GOT slot got_bind.c points here): our stub
- * pages' FDEs (arch/<arch>/patch.c), else the next definition, unchanged.
- * It runs for every frame, in both phases, of every throw (209 lookups a
- * throw through 50 frames with destructors), so a pc outside the stubs'
- * span costs three instructions: below it (the executable's frames: stub
- * pages go above their object first) one compare and the tail jump, above
- * it (the libraries') two. Async-signal-safe once resolved. */
-static const void *find_fde_standin(void *pc, void *bases)
-{
-	uint64_t at = (uint64_t)pc;
-	/* Plain loads of words stored atomically (sf_unwind_note_stubs,
-	 * resolve_next), so the compiler folds them into the compares and
-	 * the jump. The span is widened before any sled jumps to a new page,
-	 * so a pc on a stub that ran is inside it. */
-	if (__builtin_expect(at < stubs.lo, 1) || __builtin_expect(at >= stubs.hi, 1))
-		return R.find_fde(pc, bases);
-	return find_fde_slow(pc, bases);
-}
-#endif
 
 SF_LANDING_TEXT static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
 {
@@ -1194,21 +1133,12 @@ static uintptr_t bind_setip(void)
 	return (uintptr_t)setip_standin;
 }
 
-#ifdef STUB_PAGES
-static uintptr_t bind_find_fde(void)
-{
-	return (uintptr_t)find_fde_standin;
-}
-#endif
 
 /* The references the stand-ins take: those bound to libgcc_s's
  * definitions (libstdc++'s and Rust's personality routines, libgcc_s's
  * own calls through its PLT). */
 static const struct sf_bind unwind_binds[] = {
 	{"_Unwind_SetIP", "libgcc_s.so", bind_setip, 0},
-#ifdef STUB_PAGES
-	{"_Unwind_Find_FDE", "libgcc_s.so", bind_find_fde, 0},
-#endif
 };
 
 const struct sf_bind *sf_unwind_binds(int *n)
@@ -1318,7 +1248,6 @@ void sf_landing_warm(void)
 {
 	prefetch_landing_text();
 	__builtin_prefetch(&R, 0, 3);
-	__builtin_prefetch(&stubs, 0, 3);
 	__builtin_prefetch(&setip_armed, 0, 3);
 	__builtin_prefetch(&sf_config.enabled, 0, 3);
 	__builtin_prefetch(&sf_config.clock, 0, 3);

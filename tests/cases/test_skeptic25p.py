@@ -346,7 +346,7 @@ def test_skeptic25p_coroutines_lose_no_call():
 
 def test_skeptic25p_throws_while_another_thread_churns_dlopen():
     """One thread throws and catches in a loop while main dlopens and dlcloses an XRay plug-in 300
-    times (stub pages come and go under _Unwind_Find_FDE): no crash, 300 initializer calls
+    times (objects, and once stub pages, come and go under _Unwind_Find_FDE): no crash, 300 initializer calls
     recorded, one UNWIND per thrower call, and the blocks live at the end are the untraced 5."""
     plug = build_c("libskep25p_pctor.so", ["skep25p_plug.c"], shared=True, flags=["-DFN=plug_ctor"])
     exe = build_c("skep25p_churn", ["skep25p_churn.cc"], compiler="clang++", libs=["-ldl", "-lpthread"])

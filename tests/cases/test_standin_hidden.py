@@ -1,5 +1,5 @@
-"""The runtime's stand-ins for libgcc_s's _Unwind_SetIP and
-_Unwind_Find_FDE (x86-64: the stub pages' unwind information) and, with
+"""The runtime's stand-ins for libgcc_s's _Unwind_SetIP (and, while
+x86-64 had stub pages, _Unwind_Find_FDE: none now) and, with
 --alloc, libstdc++'s operator new forms are exported by neither library
 (src/runtime/got_bind.c binds the references to them). A program that
 looks for them finds what it finds untraced: by weak reference, dlsym and
@@ -116,11 +116,13 @@ def _plug_alloc_sites(log):
 
 
 def test_stub_pages_found_through_a_dlopened_libgcc_s():
-    """x86-64: a C program's PIE sleds call a stub page; libgcc_s, loaded
-    by dlopen of a C++ plugin (RTLD_LOCAL), finds the page's unwind
-    information (_Unwind_FindEnclosingFunction gives the page's start):
-    its own PLT slot for _Unwind_Find_FDE was bound to the stand-in while
-    it was new. Untraced the sled is not patched."""
+    """x86-64: a C program's PIE sleds call through a slot near it (far
+    sleds); libgcc_s, loaded by dlopen of a C++ plugin (RTLD_LOCAL), finds
+    the unwind information of the code called
+    (_Unwind_FindEnclosingFunction gives the runtime's far thunk): it lies
+    in libsftrace.so, found as any loaded object's, with no stand-in
+    (there were stub pages, found through one bound to libgcc_s's own PLT
+    slot). Untraced the sled is not patched."""
     if os.uname().machine != "x86_64":
         raise sfkit.Skip("stub pages are x86-64's")
     exe, lib = probe(), plug()

@@ -256,8 +256,9 @@ def test_profiling_signal_unwinds_through_trampolines():
 
 
 def test_stub_pages_have_unwind_information():
-    # The PIE's sleds call a stub page near it; libgcc must find an FDE for
-    # it (registered by the runtime), whose range starts at the page.
+    # The PIE's sleds call through a slot near it (far sleds); libgcc must
+    # find an FDE for the code called (the runtime's far thunk), whose range
+    # starts at the thunk: no pc of the tracer's outside libsftrace.so.
     lib = build_c("libunwind_sample.so", ["libunwind_sample.c"], shared=True)
     exe = build_c("unwind_sample", ["unwind_sample.c"],
                   libs=["-L" + os.path.dirname(lib), "-lunwind_sample", "-Wl,-rpath," + os.path.dirname(lib), "-lgcc_s"])

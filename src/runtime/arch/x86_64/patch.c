@@ -3,17 +3,25 @@
  * Unpatched sleds (11 bytes):
  *   entry, tail call:  eb 09 <9 bytes of nop>     (jmp over the sled)
  *   exit:              c3 <10 bytes of nop>        (ret)
- * Patched:
- *   entry, tail call:  41 ba <id32> e8 <rel32>     mov $id,%r10d; call stub
- *   exit:              41 ba <id32> e9 <rel32>     mov $id,%r10d; jmp stub
+ * Patched, in an object within a rel32 of our trampolines:
+ *   entry, tail call:  41 ba <id32> e8 <rel32>     mov $id,%r10d; call tramp
+ *   exit:              41 ba <id32> e9 <rel32>     mov $id,%r10d; jmp tramp
+ * and in one further away (a PIE executable: "far"):
+ *   entry, tail call:  ff 15 <disp32> 3d <id32>    call *slot(%rip); cmp $id,%eax
+ *   exit:              ff 15 <disp32> c3 <id32>    call *slot(%rip); ret; <id>
  * (id: sf_sled_id, a tail sled jumping to a patched entry adds SF_TAIL_ENTRY_ID_BITS)
  * Bytes 2..10 are written first (never executed in the unpatched form),
  * then bytes 0..1 with one atomic 16-bit store, so a thread running the
  * code sees either the old or the new sled, never a mix.
  *
- * rel32 reaches +-2 GiB; a PIE executable and this library are usually
- * further apart, so each object gets a stub page mapped near it holding
- * `jmp *0(%rip)` + absolute trampoline address for each kind.
+ * A far sled's slot is a data word on a page mapped near the object,
+ * holding a far thunk of ours (trampoline.S, "Far sleds"), which reads the
+ * id at its return address + 1. Nothing executable is ours outside this
+ * library: libgcc finds every pc's unwind information through the loaded
+ * objects, as untraced, so no _Unwind_Find_FDE lookup is stood in front
+ * of (the stub pages this replaced did: +3 instructions a frame lookup,
+ * +6,000 a throw caught 1,000 frames up), and an executable page is never
+ * asked of the kernel (execmem policies allowed no stub page).
  */
 #include <elf.h>
 #include <errno.h>
@@ -39,123 +47,63 @@ static int reaches(uint64_t from_lo, uint64_t from_hi, uint64_t to)
 	return a < REACH && b < REACH;
 }
 
-/* Stub pages made so far. They are never unmapped (a dlclose'd object's
- * stubs point at our trampolines, which never go away) and are reused by
- * any later object within reach, so dlopen/dlclose cycles do not leak. */
+/* Slot pages made so far: STUB_COUNT words each, one per (variant, kind),
+ * read-only once filled. They are never unmapped (a dlclose'd object's
+ * sleds point at them, and they hold only our thunks' addresses) and are
+ * reused by any later object within reach, so dlopen/dlclose cycles do not
+ * leak. The clock's trampolines are chosen once per process, so a page's
+ * words never change. */
 #define MAX_STUB_PAGES 256
 static uint64_t stub_pages[MAX_STUB_PAGES];
 static int nstub_pages;
 
-#define STUB_SLOT 32
+#define SLOT 8
 
-static int reuse_stubs(uint64_t lo, uint64_t hi, uint64_t stub[STUB_COUNT])
+static int reuse_slots(uint64_t lo, uint64_t hi, uint64_t slot[STUB_COUNT])
 {
 	for (int i = 0; i < nstub_pages; i++) {
 		if (!reaches(lo, hi, stub_pages[i]) || !reaches(lo, hi, stub_pages[i] + PAGE))
 			continue;
 		for (int k = 0; k < STUB_COUNT; k++)
-			stub[k] = stub_pages[i] + STUB_SLOT * (uint64_t)k;
+			slot[k] = stub_pages[i] + SLOT * (uint64_t)k;
 		return 0;
 	}
 	return -1;
 }
 
-/* jmp *0(%rip); <to>: 14 bytes. */
-static unsigned char *put_jump(unsigned char *s, uint64_t to)
-{
-	s[0] = 0xff;
-	s[1] = 0x25;
-	memset(s + 2, 0, 4);
-	memcpy(s + 6, &to, 8);
-	return s + 14;
-}
-
-/* The %fs-relative offset of this thread's window depth: the same for
- * every thread (initial-exec TLS). 0 if it does not fit a disp32. */
-static int window_depth_disp(int32_t *disp)
-{
-	uint64_t fs_base;
-	__asm__("mov %%fs:0, %0" : "=r"(fs_base)); /* the TCB points to itself */
-	int64_t off = (int64_t)((uint64_t)&sf_self.window_depth - fs_base);
-	if (off < INT32_MIN || off > INT32_MAX)
-		return 0;
-	*disp = (int32_t)off;
-	return 1;
-}
-
-/* A gated stub does the within-mode test itself, touching no register:
- *   cmpq $0, %fs:<window_depth>; jne 1f; ret; 1: jmp *0(%rip) -> recorder
- * so a call outside any window costs a call, a compare and a return. */
-static void put_gated(unsigned char *s, int32_t disp, uint64_t recorder)
-{
-	static const unsigned char cmp[] = {0x64, 0x48, 0x83, 0x3c, 0x25};
-	memcpy(s, cmp, sizeof(cmp));
-	memcpy(s + 5, &disp, 4);
-	s[9] = 0x00;
-	s[10] = 0x75; /* jne +1 */
-	s[11] = 0x01;
-	s[12] = 0xc3; /* ret */
-	put_jump(s + 13, recorder);
-}
-
-/* Unwind information for a stub page, so in-process unwinders (libgcc:
- * Rust backtraces, backtrace(), profilers) can walk from a signal that
- * lands on a stub: at every stub instruction the return address is on top
- * of the stack, as at a function's first instruction. One CIE (CFA =
- * rsp + 8, return address at CFA - 8), one FDE over the page, a zero
- * terminator. libgcc finds it through our _Unwind_Find_FDE (unwind.c,
- * sf_patch_stub_fde), not by registration: __register_frame_info would
- * make libgcc take a global mutex and search its registry at every frame
- * of every throw in the process (+150 ns a C++ throw here), and malloc
- * the sorted table at the first lookup after each registration. */
-#define STUB_EH_OFFSET 2048
-#define STUB_CIE_SIZE 24
-
-static void put_stub_eh_frame(unsigned char *page)
-{
-	static const unsigned char cie[STUB_CIE_SIZE] = {
-		20, 0, 0, 0, 0, 0, 0, 0, /* length, CIE id */
-		1, 'z', 'R', 0,          /* version, augmentation */
-		1, 0x78, 16, 1, 0x00,    /* code align 1, data align -8, RA r16, aug len 1, absptr */
-		0x0c, 7, 8,              /* DW_CFA_def_cfa rsp, 8 */
-		0x90, 1,                 /* DW_CFA_offset r16, CFA - 8 */
-		0, 0,                    /* padding */
-	};
-	unsigned char *e = page + STUB_EH_OFFSET;
-	memcpy(e, cie, sizeof(cie));
-	unsigned char *f = e + sizeof(cie);
-	uint32_t len = 28, cie_ptr = (uint32_t)(f + 4 - e);
-	uint64_t begin = (uint64_t)page, range = PAGE;
-	memcpy(f, &len, 4);
-	memcpy(f + 4, &cie_ptr, 4);
-	memcpy(f + 8, &begin, 8);
-	memcpy(f + 16, &range, 8);
-	memset(f + 24, 0, 8 + 4); /* augmentation length 0, padding, the terminator */
-}
-
-/* libgcc's struct dwarf_eh_bases. */
-struct eh_bases {
-	void *tbase, *dbase, *func;
-};
-
-const void *sf_patch_stub_fde(uint64_t pc, void *bases)
+/* The slot page holding `at`, if any (its index), else -1. */
+static int slot_page_of(uint64_t at)
 {
 	int n = __atomic_load_n(&nstub_pages, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++)
-		if (pc >= stub_pages[i] && pc < stub_pages[i] + PAGE) {
-			struct eh_bases *b = bases;
-			b->tbase = b->dbase = NULL;
-			b->func = (void *)stub_pages[i];
-			return (const void *)(stub_pages[i] + STUB_EH_OFFSET + STUB_CIE_SIZE);
-		}
-	return NULL;
+		if (at >= stub_pages[i] && at < stub_pages[i] + STUB_COUNT * SLOT)
+			return i;
+	return -1;
 }
 
-/* Maps a page of stubs within reach of [lo, hi) and fills it. */
-static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT], uint64_t stub[STUB_COUNT])
+/* The far thunk of a trampoline (trampoline.S), 0 for none. */
+static uint64_t far_of(uint64_t tramp)
 {
-	if (reuse_stubs(lo, hi, stub) == 0)
+#define SF_FAR_PAIR(n) {(uint64_t)sf_tramp_##n, (uint64_t)sf_tramp_##n##_far},
+	static const uint64_t pairs[][2] = {SF_TRAMPS(SF_FAR_PAIR)};
+#undef SF_FAR_PAIR
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		if (pairs[i][0] == tramp)
+			return pairs[i][1];
+	return 0;
+}
+
+/* Maps a page of slots within reach of [lo, hi) and fills it. */
+static int make_slots(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT], uint64_t slot[STUB_COUNT])
+{
+	if (reuse_slots(lo, hi, slot) == 0)
 		return 0;
+	uint64_t far[STUB_COUNT];
+	for (int k = 0; k < STUB_COUNT; k++)
+		if (!(far[k] = far_of(tramp[k])))
+			return -1;
+	if (nstub_pages >= MAX_STUB_PAGES)
+		return -1;
 	for (uint64_t step = 1; step < 1024; step++) {
 		for (int side = 0; side < 2; side++) {
 			uint64_t want;
@@ -175,39 +123,38 @@ static int make_stubs(uint64_t lo, uint64_t hi, const uint64_t tramp[STUB_COUNT]
 				munmap(p, PAGE);
 				continue;
 			}
-			unsigned char *c = p;
-			int32_t disp = 0;
-			int inline_gate = window_depth_disp(&disp);
-			for (int k = 0; k < STUB_COUNT; k++) {
-				unsigned char *s = c + STUB_SLOT * k;
-				/* Gated stubs jump to the recorder of their kind, the
-				 * plain one or the args one (the variant before theirs). */
-				int v = k / STUB_KINDS;
-				if (inline_gate && (v == SF_VARIANT_GATED || v == SF_VARIANT_ARGS_GATED))
-					put_gated(s, disp, tramp[k - STUB_KINDS]);
-				else
-					put_jump(s, tramp[k]);
-				stub[k] = (uint64_t)s;
-			}
-			put_stub_eh_frame(c);
-			if (mprotect(p, PAGE, PROT_READ | PROT_EXEC) < 0) {
+			memcpy(p, far, sizeof(far));
+			if (mprotect(p, PAGE, PROT_READ) < 0) {
 				munmap(p, PAGE);
 				return -1;
 			}
-			if (nstub_pages < MAX_STUB_PAGES) {
-				sf_unwind_note_stubs((uint64_t)p, (uint64_t)p + PAGE);
-				stub_pages[nstub_pages] = (uint64_t)p;
-				__atomic_store_n(&nstub_pages, nstub_pages + 1, __ATOMIC_RELEASE);
-			}
+			for (int k = 0; k < STUB_COUNT; k++)
+				slot[k] = (uint64_t)p + SLOT * (uint64_t)k;
+			sf_unwind_note_stubs((uint64_t)p, (uint64_t)p + PAGE);
+			stub_pages[nstub_pages] = (uint64_t)p;
+			__atomic_store_n(&nstub_pages, nstub_pages + 1, __ATOMIC_RELEASE);
 			return 0;
 		}
 	}
 	return -1;
 }
 
-/* The variant of a patched entry sled `41 ba <id> e8 <rel32>` at fn (after
- * an endbr64, if any), from where its call goes: a trampoline, or a slot of
- * one of our stub pages. -1 if fn does not start with a patched entry sled.
+/* The variant of the sled whose call goes to `to` (a trampoline, or a
+ * slot of one of our pages). */
+static int variant_of(uint64_t to)
+{
+	int i = slot_page_of(to);
+	if (i >= 0) {
+		int v = (int)((to - stub_pages[i]) / SLOT / STUB_KINDS);
+		return sf_variant_role(v); /* a trigger's or an args sled records like a plain one */
+	}
+	return sf_patch_variant_of(to);
+}
+
+/* The variant of a patched entry sled at fn (after an endbr64, if any),
+ * from where its call goes: a trampoline (`41 ba <id> e8 <rel32>`), or a
+ * slot of one of our slot pages (`ff 15 <disp32> 3d <id>`). -1 if fn does
+ * not start with a patched entry sled.
  * Used by unwind.c to tell which frames on a stack were recorded. */
 int sf_patch_entry_variant(uint64_t fn)
 {
@@ -216,18 +163,22 @@ int sf_patch_entry_variant(uint64_t fn)
 		return -1;
 	if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
 		p += 4;
+	int32_t rel;
+	if (p[0] == 0xff && p[1] == 0x15 && p[6] == 0x3d) { /* far: call *slot(%rip) */
+		memcpy(&rel, p + 2, 4);
+		uint64_t slot = (uint64_t)p + 6 + (uint64_t)(int64_t)rel;
+		return slot_page_of(slot) < 0 ? -1 : variant_of(slot);
+	}
 	if (p[0] != 0x41 || p[1] != 0xba || p[6] != 0xe8)
 		return -1;
-	int32_t rel;
 	memcpy(&rel, p + 7, 4);
-	uint64_t to = (uint64_t)p + 11 + (uint64_t)(int64_t)rel;
-	int n = __atomic_load_n(&nstub_pages, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		if (to >= stub_pages[i] && to < stub_pages[i] + STUB_COUNT * STUB_SLOT) {
-			int v = (int)((to - stub_pages[i]) / STUB_SLOT / STUB_KINDS);
-			return sf_variant_role(v); /* a trigger's or an args sled records like a plain one */
-		}
-	return sf_patch_variant_of(to);
+	return variant_of((uint64_t)p + 11 + (uint64_t)(int64_t)rel);
+}
+
+/* Whether the sled's first two bytes are a patched head (either form). */
+static int patched_head(const unsigned char *p)
+{
+	return (p[0] == 0x41 && p[1] == 0xba) || (p[0] == 0xff && p[1] == 0x15);
 }
 
 void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[STUB_COUNT], struct sf_text_writer *w,
@@ -235,7 +186,7 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[STUB
 {
 	unsigned char *p = (unsigned char *)s->address;
 	int is_exit = s->kind == XRAY_SLED_EXIT;
-	if (p[0] == 0x41 && p[1] == 0xba) {
+	if (patched_head(p)) {
 		res->skipped++; /* patched already (by sftrace_setup and a preload, say) */
 		return;
 	}
@@ -245,12 +196,23 @@ void sf_arch_patch_sled(const struct xray_sled_rt *s, const uint64_t target[STUB
 	}
 	int k = s->kind == XRAY_SLED_EXIT ? SF_STUB_EXIT : s->kind == XRAY_SLED_TAIL ? SF_STUB_TAIL : SF_STUB_ENTRY;
 	uint64_t to = target[s->variant * STUB_KINDS + k];
-	int32_t rel = (int32_t)(int64_t)(to - (s->address + 11));
-	unsigned char b[11] = {0x41, 0xba};
 	uint32_t id = sf_sled_id(s);
-	memcpy(b + 2, &id, 4);
-	b[6] = is_exit ? 0xe9 : 0xe8;
-	memcpy(b + 7, &rel, 4);
+	unsigned char b[11];
+	if (slot_page_of(to) >= 0) { /* far */
+		int32_t disp = (int32_t)(int64_t)(to - (s->address + 6));
+		b[0] = 0xff;
+		b[1] = 0x15;
+		memcpy(b + 2, &disp, 4);
+		b[6] = is_exit ? 0xc3 : 0x3d;
+		memcpy(b + 7, &id, 4);
+	} else {
+		int32_t rel = (int32_t)(int64_t)(to - (s->address + 11));
+		b[0] = 0x41;
+		b[1] = 0xba;
+		memcpy(b + 2, &id, 4);
+		b[6] = is_exit ? 0xe9 : 0xe8;
+		memcpy(b + 7, &rel, 4);
+	}
 	sf_text_put(w, p + 2, b + 2, 9);
 	sf_text_put(w, p, b, 2);
 	if (!w->failed)
@@ -270,7 +232,7 @@ void sf_arch_unpatch_sled(const struct xray_sled_rt *s, const uint64_t target[ST
 {
 	(void)target;
 	unsigned char *p = (unsigned char *)s->address;
-	if (p[0] != 0x41 || p[1] != 0xba) {
+	if (!patched_head(p)) {
 		res->skipped++; /* not patched */
 		return;
 	}
@@ -293,7 +255,7 @@ int sf_arch_patch_targets(const struct sf_object_rt *obj, const uint64_t tramp[S
 		memcpy(target, tramp, sizeof(uint64_t) * STUB_COUNT);
 		return 0;
 	}
-	return make_stubs(obj->lo, obj->hi, tramp, target);
+	return make_slots(obj->lo, obj->hi, tramp, target);
 }
 
 uint64_t sf_arch_tail_target(uint64_t sled, uint64_t lo, uint64_t hi)

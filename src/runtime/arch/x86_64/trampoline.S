@@ -2,7 +2,9 @@
  *
  * A patched entry or tail-call sled is `mov $id, %r10d; call tramp`, a
  * patched exit sled is `mov $id, %r10d; jmp tramp` in place of the `ret`
- * (our `ret` then returns to the function's caller). We are entered with the
+ * (our `ret` then returns to the function's caller); a far sled (an object
+ * beyond a rel32 of us) reaches us through a thunk that sets r10 the same
+ * way ("Far sleds", at the end). We are entered with the
  * stack 8 bytes off the ABI's 16-byte alignment, with argument registers
  * (rdi rsi rdx rcx r8 r9 rax, xmm0-7) live at entry and return values (rax
  * rdx xmm0 xmm1 st0) live at exit, so the fast path touches only rax, rdx
@@ -682,5 +684,65 @@ FUNC	sf_vec_safe_call3
 	WINDOW_IN  sf_tramp_entry_mono_args_window, sf_tramp_entry_mono_args_wrec
 	WINDOW_OUT sf_tramp_exit_mono_args_window, sf_tramp_exit_mono_args
 	WINDOW_OUT sf_tramp_tail_mono_args_window, sf_tramp_tail_mono_args
+
+/* Far sleds: an object beyond a rel32 of us (a PIE executable) gets
+ *   entry, tail call:  ff 15 <disp32> 3d <id32>   call *slot(%rip); cmp $id, %eax
+ *   exit:              ff 15 <disp32> c3 <id32>   call *slot(%rip); ret; <id>
+ * the slot a data word on a page mapped near the object (arch/x86_64/
+ * patch.c), holding one of these. Each loads the id from its return
+ * address + 1, then goes on as from `mov $id, %r10d; call tramp`: the
+ * trampoline sees the same stack (the call pushed one return address)
+ * and returns to the sled's sixth byte, where the cmp (flags only: dead
+ * at a sled) or, at an exit, the function's own `ret` follows. No pc of
+ * ours lies outside this library, so libgcc finds every frame's unwind
+ * information where it does untraced, with no lookup stood in front of
+ * (docs/DESIGN.md, "CFI"). */
+.macro FAR name
+	FUNC	sf_tramp_\name\()_far
+	mov	(%rsp), %r10		/* the sled's sixth byte */
+	mov	1(%r10), %r10d		/* the id after it */
+	jmp	sf_tramp_\name
+	ENDFUNC	sf_tramp_\name\()_far
+.endm
+	FAR	entry
+	FAR	exit
+	FAR	tail
+	FAR	entry_mono
+	FAR	exit_mono
+	FAR	tail_mono
+	FAR	entry_window
+	FAR	exit_window
+	FAR	tail_window
+	FAR	entry_mono_window
+	FAR	exit_mono_window
+	FAR	tail_mono_window
+	FAR	entry_args
+	FAR	exit_args
+	FAR	entry_mono_args
+	FAR	exit_mono_args
+	FAR	tail_args
+	FAR	tail_mono_args
+/* Gated far sleds test the window depth before loading the id: a call
+ * outside any window costs the call, the test and the return (and, at
+ * an exit, the sled's ret). */
+	GATED_R11 sf_tramp_entry_gated_far, sf_tramp_entry_far
+	GATED_R11 sf_tramp_exit_gated_far, sf_tramp_exit_far
+	GATED	sf_tramp_tail_gated_far, sf_tramp_tail_far
+	GATED_R11 sf_tramp_entry_mono_gated_far, sf_tramp_entry_mono_far
+	GATED_R11 sf_tramp_exit_mono_gated_far, sf_tramp_exit_mono_far
+	GATED	sf_tramp_tail_mono_gated_far, sf_tramp_tail_mono_far
+/* The same in front of the args trampolines (-A/-R in within mode). */
+	FAR	entry_args_window
+	FAR	exit_args_window
+	FAR	tail_args_window
+	FAR	entry_mono_args_window
+	FAR	exit_mono_args_window
+	FAR	tail_mono_args_window
+	GATED_R11 sf_tramp_entry_args_gated_far, sf_tramp_entry_args_far
+	GATED_R11 sf_tramp_exit_args_gated_far, sf_tramp_exit_args_far
+	GATED	sf_tramp_tail_args_gated_far, sf_tramp_tail_args_far
+	GATED_R11 sf_tramp_entry_mono_args_gated_far, sf_tramp_entry_mono_args_far
+	GATED_R11 sf_tramp_exit_mono_args_gated_far, sf_tramp_exit_mono_args_far
+	GATED	sf_tramp_tail_mono_args_gated_far, sf_tramp_tail_mono_args_far
 
 	.section .note.GNU-stack, "", @progbits

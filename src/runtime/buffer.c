@@ -794,10 +794,19 @@ static struct sf_ring *all_rings;
 static struct sf_ring *free_rings;
 static int ring_lock;
 
+/* The writer serves requests while it waits here (sf_rings_thaw), as it
+ * does for the log's lock: an exiting thread holds ring_lock while it
+ * gives its slots back under the log's lock (ring_release), whose holder
+ * may be a thread waiting for the writer to map it a fresh slot
+ * (sf_log_slot_get: with_log_fd). A writer that only spun here waited
+ * for itself through two threads: the program hung for good (CI, test_ring's
+ * churn case, ASan CLI, once in a few hundred runs). */
 static void ring_lock_take(void)
 {
-	while (__atomic_test_and_set(&ring_lock, __ATOMIC_ACQUIRE))
+	while (__atomic_test_and_set(&ring_lock, __ATOMIC_ACQUIRE)) {
+		sf_writer_serve();
 		sf_arch_cpu_relax();
+	}
 }
 
 static void ring_lock_drop(void)
@@ -1106,6 +1115,14 @@ static uint32_t capture_live(struct sf_ring *r, uint32_t e, unsigned char *copie
 		uint32_t g1 = __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE);
 		uint32_t seen = __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
 		if ((g1 & 1) || seen == e) { /* changing, or freezing: wait for it */
+			/* Its thread may be waiting for a request of another
+			 * thread's to be served first: an exited thread gives
+			 * its slots back mid-change (ring_free_exited, gen
+			 * odd) under the log's lock, which a thread holds
+			 * while the writer maps it a slot. Served here, or
+			 * the change never ends (and the 100,000 yields to a
+			 * loaded machine's spinning threads took minutes). */
+			sf_writer_serve();
 			sf_syscall3(SYS_sched_yield, 0, 0, 0);
 			continue;
 		}

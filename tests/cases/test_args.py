@@ -670,3 +670,40 @@ def test_within_windows_with_values_closed_by_longjmp():
     out = os.path.join(os.path.dirname(log), "out.folded")
     err = run([SFTRACE, "convert", "-t", "folded", "--weight", "calls", log, "-o", out]).stderr
     check("9 frames closed by unwinding" in err, err)
+
+
+def test_tail_call_sleds_keep_the_jumps_registers():
+    """The x86-64 side of args_tailreg.c (test_aarch64's
+    test_aarch64_args_trampoline_keeps_x9_to_x18 for the other): dispv's
+    tail-call sled sits before `mov $2, %al` ... `jmp *%rcx` (a variadic
+    callee: al counts its vector registers), dispv6's before `xor %eax,
+    %eax` ... `jmp *%r11` (six argument registers and al taken). The args
+    trampoline puts back rax, rcx, rdx, rsi, rdi and r8-r11 after C, so
+    both jumps go where they went: asked for by spec (the tail's `= <tail
+    call>` mark) with the TSC and the monotonic clock, in within mode
+    (main opens the window: the gated tail trampoline), and under
+    --auto-args; the program prints what it prints untraced. Without the
+    r11 restore the program dies of SIGSEGV. (dispb and dispbti pass
+    stack arguments on x86-64: not tail calls here.)"""
+    exe = build_c("args_tailreg", ["args_tailreg.c"])
+    dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
+    for fn, jump in (("dispv", "jmp    *%rcx"), ("dispv6", "jmp    *%r11")):
+        body = [line.split("\t")[-1].strip() for line in dis.split(f"<{fn}>:\n", 1)[1].split("\n\n", 1)[0]
+                .splitlines()]
+        body = [i for i in body if not i.startswith(("nop", "xchg", "cs nop", "data16"))]
+        eq(body[-1], jump, f"{fn}'s last instruction")
+    want = run([exe, "3"]).stdout
+    eq(want, "688 5.50\n", "the program's output untraced")
+    spec = ["-A", "dispv@fparg1,arg1", "-R", "dispv@retval/f", "-A", "dispv6@arg1,arg6", "-R", "dispv6@retval"]
+    for env, extra in (({}, []), ({"SFTRACE_CLOCK": "monotonic"}, []), ({}, ["--within", "-r", "^main$"])):
+        p, log = record([exe, "3"], args=["-q"] + extra + spec, env=dict(os.environ, **env))
+        eq(p.stdout, want, f"the program's output {env} {extra}")
+        got = [c.strip() for c in replay_calls(log) if c.strip().startswith(("dispv(", "dispv6("))]
+        eq(got, ["dispv(0.000000, 0) = <tail call>;", "dispv6(0, 0) = <tail call>;",
+                 "dispv(0.500000, 1) = <tail call>;", "dispv6(1, 1) = <tail call>;",
+                 "dispv(1.000000, 2) = <tail call>;", "dispv6(2, 2) = <tail call>;"], f"values {env} {extra}")
+    p, log = record([exe, "3"], args=["-q", "--auto-args"])
+    eq(p.stdout, want, "the program's output under --auto-args")
+    got = [c.strip() for c in replay_calls(log) if c.strip().startswith(("dispv(", "dispv6(", "vsuml("))][:3]
+    eq(got, ["dispv(0.000000, 0) = <tail call>;", "dispv6(0, 1, 2, 3, 4, 0) = <tail call>;", "vsuml(5) = 10;"],
+       "--auto-args")

@@ -476,19 +476,27 @@ sf_vec_safe_call3:
  * 8th argument registers, in saved[0] and saved[1], then x8, the low 64
  * bits of v0-v7; x30 right after them, which args.c's unaligned loads of
  * a member in the last words may reach), calls sf_args_capture(regs, id, kind), which records an
- * ARGS event, puts x0-x8 and x30 back and branches to the ordinary
+ * ARGS event, puts x0-x16, x18 and x30 back and branches to the ordinary
  * trampoline of its kind (\next) with the stack and x30 as the sled left
  * them; for a --trigger function (sf_args_capture returns nonzero: x17,
  * free here, carries it past the restore) to the monotonic one (\slow),
  * whose slow path looks at the trigger as for SF_VARIANT_SLOW.
- * x9-x18 hold nothing at an entry or exit sled; the C code is built
+ * x9-x16 and x18, which the C code may change (AAPCS64: caller-saved;
+ * x18 is a temporary on Linux), are saved above them and put back too:
+ * at a tail-call sled the branch target may be in any of them (`br x9`
+ * when x8 carries a struct result's address; `br x16` under BTI, which
+ * wants x16 or x17 for an indirect tail call); at the entry and exit of
+ * a preserve_most function x9-x15 hold its caller's values. x17 is the
+ * sled's own (saved and put back by the sled). The C code is built
  * -mgeneral-regs-only, so the vector registers are only read. x30 (the
  * sled's return) is kept in the frame without CFI: the caller frame the
- * unwinder sees stays the traced function's caller, as everywhere here. */
+ * unwinder sees stays the traced function's caller, as everywhere here.
+ * The frame: struct sf_args_regs at 0 (144 bytes), x30 at 144, x18 at
+ * 152, x9-x16 from 160. */
 .macro ARGS_PATH name, kind, next, slow
 	FUNC	\name
-	sub	sp, sp, #160
-	.cfi_adjust_cfa_offset 160
+	sub	sp, sp, #224
+	.cfi_adjust_cfa_offset 224
 	stp	x0, x1, [sp, #0]
 	stp	x2, x3, [sp, #16]
 	stp	x4, x5, [sp, #32]
@@ -499,7 +507,11 @@ sf_vec_safe_call3:
 	stp	d2, d3, [sp, #96]
 	stp	d4, d5, [sp, #112]
 	stp	d6, d7, [sp, #128]
-	str	x30, [sp, #144]
+	stp	x30, x18, [sp, #144]
+	stp	x9, x10, [sp, #160]
+	stp	x11, x12, [sp, #176]
+	stp	x13, x14, [sp, #192]
+	stp	x15, x16, [sp, #208]
 	mov	x0, sp
 	ldr	w1, [x30, #16]		/* function id, from the sled */
 	mov	w2, #\kind
@@ -510,9 +522,13 @@ sf_vec_safe_call3:
 	ldp	x4, x5, [sp, #32]
 	ldp	x6, x7, [sp, #56]
 	ldr	x8, [sp, #72]
-	ldr	x30, [sp, #144]
-	add	sp, sp, #160
-	.cfi_adjust_cfa_offset -160
+	ldp	x30, x18, [sp, #144]
+	ldp	x9, x10, [sp, #160]
+	ldp	x11, x12, [sp, #176]
+	ldp	x13, x14, [sp, #192]
+	ldp	x15, x16, [sp, #208]
+	add	sp, sp, #224
+	.cfi_adjust_cfa_offset -224
 	cbnz	w17, \slow
 	b	\next
 	ENDFUNC	\name

@@ -435,8 +435,8 @@ static void print_snapshot_requests(const struct lr_info *in)
 	if (r.busy)
 		fprintf(stderr, ", %llu not taken (a snapshot was being written)", (unsigned long long)r.busy);
 	if (r.merged)
-		fprintf(stderr, ", %llu not taken (sent while a ring signal was pending: the kernel merged %s)",
-			(unsigned long long)r.merged, r.merged == 1 ? "it" : "them");
+		fprintf(stderr, ", %llu not taken (asked by sftrace snapshot, the process ended first)",
+			(unsigned long long)r.merged);
 	if (r.over_max)
 		fprintf(stderr, ", %llu not taken (--max-snapshots reached)", (unsigned long long)r.over_max);
 	if (r.unwritten)

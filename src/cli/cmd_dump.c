@@ -221,7 +221,7 @@ static void print_header(struct out *o, const struct lr_log *log, struct log_sym
 	out_fmt(o, ", threads %u, objects %u (as written by the runtime)\n", in->header_threads, in->header_objects);
 	if (in->ring_bytes) {
 		static const char *const why[] = {"", "on the ring signal", "on a trigger's entry", "on a slow trigger call",
-						  "at sftrace snapshot's request"};
+						  "on sftrace snapshot's request"};
 		out_fmt(o, "ring: %" PRIu64 " bytes per thread; %" PRIu64 " frame%s began before the window\n",
 			in->ring_bytes, in->before_window, in->before_window == 1 ? "" : "s");
 		if (in->snapshot) {

@@ -315,9 +315,15 @@ int cmd_snapshot(int argc, char **argv)
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 > timeout) {
-			sf_error("pid %ld wrote no snapshot in %s/ within %g s (it may have reached --max-snapshots, or "
-				 "be stopped)",
-				 pid, dir, timeout);
+			if (target_pid_leader_gone((pid_t)pid))
+				sf_error("pid %ld wrote no snapshot in %s/ within %g s: its main thread has ended, and the "
+					 "writer thread with it, so a thread of the program's writes it at its next slot "
+					 "hand-off or as the process ends, and none has yet (the request stays)",
+					 pid, dir, timeout);
+			else
+				sf_error("pid %ld wrote no snapshot in %s/ within %g s (it may have reached "
+					 "--max-snapshots, or be stopped)",
+					 pid, dir, timeout);
 			return 1;
 		}
 		usleep(10000);

@@ -196,7 +196,7 @@ static void idle_wait(uint32_t seen, const struct ctl_words *ctl)
 	uint64_t at = sf_mono_ns() + (tid ? LEADER_CHECK_NS : IDLE_CHECK_NS);
 	struct { long s, ns; } ts = {(long)(at / 1000000000u), (long)(at % 1000000000u)};
 	long r = n > 1 ? sf_syscall6(SYS_futex_waitv, (long)w, n, 0, (long)&ts, CLOCK_MONOTONIC, 0) : -ENOSYS;
-	if (r == -ENOSYS || r == -EINVAL) {
+	if (r == -ENOSYS || r == -EINVAL || r == -EFAULT) { /* EFAULT: a word the program unmapped */
 		struct { long s, ns; } rel = {0, IDLE_CHECK_NS};
 		r = sf_syscall6(SYS_futex, (long)&wake, FUTEX_WAIT_PRIVATE, seen, (long)&rel, 0, 0);
 	}

@@ -403,3 +403,45 @@ def test_frames_that_returned_while_paused_leave_no_trace_in_later_depths():
                "jump_leaf": 1}, "calls")
     eq(repairs, "2 unmatched exits dropped, 2 frames closed by unwinding, 4 frames in flight closed at a pause",
        "repairs")
+
+
+def test_resume_and_pause_after_the_writer_was_made_again():
+    """Issue 24: resume and pause travel on a control page the writer
+    thread holds in its own descriptor table (no signal). unshare(
+    CLONE_NEWUSER) needs the process alone: the runtime stops the writer
+    for the call and makes a new one, with a new table, so a new page takes
+    the old one's place. Resumed before phase a, paused before b, resumed
+    before c: 20 work calls in the log (a's and c's), each command
+    answered."""
+    exe = build_c("sig24_unshare", ["sig24_unshare.c"])
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    p = subprocess.Popen([SFTRACE, "record", "-q", "--paused", "-o", log, "--", exe],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        m = PAUSED_RE.fullmatch(line)
+        check(m, f"the paused line: {line!r}")
+        pid = m.group(1)
+        got, writers = [], []
+        for name, what in (("a", "resume"), ("b", "pause"), ("c", "resume")):
+            eq(p.stdout.readline(), f"{name}\n", f"phase {name}")
+            writers.append([t for t in os.listdir(f"/proc/{pid}/task")
+                            if open(f"/proc/{pid}/task/{t}/comm").read() == "sftrace-writer\n"])
+            s = run([SFTRACE, what, pid])
+            check(SWITCH_RE.fullmatch(s.stdout), f"{what} before {name}: {s.stdout!r} {s.stderr!r}")
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            got.append(p.stdout.readline())
+            if name == "a":
+                got.append(p.stdout.readline())
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    eq(got, ["a 135\n", "unshare 0\n", "b 135\n", "c 135\n"], "the program's output")
+    check(len(writers[0]) == 1 and len(writers[1]) == 1 and writers[0] != writers[1] and writers[1] == writers[2],
+          f"a new writer thread after the unshare: {writers}")
+    eq(p.returncode, 0, err)
+    calls, _ = report(log)
+    eq(calls.get("work", 0), 20, "work calls: phases a and c")

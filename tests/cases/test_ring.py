@@ -183,6 +183,9 @@ def test_ring_signal_option():
     eq(n_events(the_snapshot(d)), 4003, "the whole run fits the ring")
     bad = run([SFTRACE, "record", "--ring-signal", "USR1", "--", "true"], check_rc=2)
     check("--ring-signal needs --ring" in bad.stderr, bad.stderr)
+    # --paused takes no signal (issue 24: resume and pause use the writer's control page).
+    bad = run([SFTRACE, "record", "--paused", "--ring-signal", "USR1", "--", "true"], check_rc=2)
+    eq(bad.stderr, "sftrace: error: --ring-signal needs --ring (resume and pause use no signal)\n", "--paused")
     bad = run([SFTRACE, "record", "--ring", "64K", "--", "true"], check_rc=2)
     check("too small" in bad.stderr, bad.stderr)
 

@@ -303,6 +303,26 @@ def test_node_addon_server_switched_on_and_off_twice():
     check(re.search(r"# switched +: 2 resumes, 2 pauses ", info), info)
 
 
+def stop(pid):
+    """SIGSTOP, and wait until every thread of pid has stopped: kill returns
+    before they do (each stops when it next runs), and the writer thread
+    answers a request until then (it waits on its control page, not on a
+    signal)."""
+    os.kill(pid, signal.SIGSTOP)
+    for _ in range(3000):
+        states = []
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/stat") as f:
+                    states.append(f.read().rpartition(")")[2].split()[0])
+            except OSError:
+                pass
+        if states and all(st == "T" for st in states):
+            return
+        time.sleep(0.01)
+    check(False, f"pid {pid} did not stop: {states}")
+
+
 def test_bad_pids():
     # Not traced: this test's own process.
     r = run([SFTRACE, "resume", str(os.getpid())], check_rc=1)
@@ -326,7 +346,7 @@ def test_bad_pids():
     eq(r.stderr, "sftrace: error: 'x' is not a process id\n", "not a pid")
     # Timed out: a stopped process cannot answer.
     s = Server()
-    os.kill(s.pid, signal.SIGSTOP)
+    stop(s.pid)
     try:
         r = run([SFTRACE, "resume", "--timeout", "0.5", str(s.pid)], check_rc=1)
         eq(r.stderr, f"sftrace: error: pid {s.pid} did not answer the resume within 0.5 s (stopped?); it is "
@@ -355,7 +375,7 @@ def test_bad_pids():
     s.finish()
     # Gone while the command waited: stopped, then killed.
     s = Server()
-    os.kill(s.pid, signal.SIGSTOP)
+    stop(s.pid)
     w = subprocess.Popen([SFTRACE, "pause", "--timeout", "30", str(s.pid)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     time.sleep(0.5)

@@ -166,10 +166,8 @@ static struct sf_header *map_log_in(pid_t pid, const char *dirname, const char *
  * descriptor (the writer left with the main thread, and no thread of the
  * program's has needed it since). Opened by path, never following a
  * link, and checked to be the file mapped (device and inode). */
-static struct sf_header *map_log_in_maps(pid_t pid, const char *stem, const char *ext)
+static struct sf_header *map_log_in_maps_of(pid_t pid, const char *path, const char *stem, const char *ext)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return NULL;
@@ -203,6 +201,28 @@ static struct sf_header *map_log_in_maps(pid_t pid, const char *stem, const char
 			close(fd);
 	}
 	fclose(f);
+	return h;
+}
+
+/* The maps of a live thread: a main thread that has ended (a zombie
+ * leader) has released its memory map, and /proc/PID/maps is empty. */
+static struct sf_header *map_log_in_maps(pid_t pid, const char *stem, const char *ext)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	struct sf_header *h = map_log_in_maps_of(pid, path, stem, ext);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = h ? NULL : opendir(path);
+	struct dirent *e;
+	while (d && !h && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || strlen(e->d_name) > 20)
+			continue;
+		char maps[96];
+		snprintf(maps, sizeof(maps), "/proc/%d/task/%s/maps", (int)pid, e->d_name);
+		h = map_log_in_maps_of(pid, maps, stem, ext);
+	}
+	if (d)
+		closedir(d);
 	return h;
 }
 

@@ -220,12 +220,13 @@ static void print_header(struct out *o, const struct lr_log *log, struct log_sym
 		out_fmt(o, " (last errno %u: %s)", in->last_errno, strerror((int)in->last_errno));
 	out_fmt(o, ", threads %u, objects %u (as written by the runtime)\n", in->header_threads, in->header_objects);
 	if (in->ring_bytes) {
-		static const char *const why[] = {"", "on the ring signal", "on a trigger's entry", "on a slow trigger call"};
+		static const char *const why[] = {"", "on the ring signal", "on a trigger's entry", "on a slow trigger call",
+						  "on sftrace snapshot's request"};
 		out_fmt(o, "ring: %" PRIu64 " bytes per thread; %" PRIu64 " frame%s began before the window\n",
 			in->ring_bytes, in->before_window, in->before_window == 1 ? "" : "s");
 		if (in->snapshot) {
 			out_fmt(o, "snapshot %u, taken %s while the process ran", in->snapshot,
-				in->snapshot_reason < 4 ? why[in->snapshot_reason] : "for an unknown reason");
+				in->snapshot_reason < 5 ? why[in->snapshot_reason] : "for an unknown reason");
 			print_freeze(o, log, ls);
 		}
 		if (in->snap_missed)

@@ -251,7 +251,7 @@ static void put_snapshot_requests(const struct lr_info *i)
 	if (r.busy)
 		printf(", %" PRIu64 " not taken (a snapshot was being written)", r.busy);
 	if (r.merged)
-		printf(", %" PRIu64 " not taken (the kernel merged them into a pending ring signal)", r.merged);
+		printf(", %" PRIu64 " not taken (asked by sftrace snapshot, the process ended first)", r.merged);
 	if (r.over_max)
 		printf(", %" PRIu64 " not taken (--max-snapshots reached)", r.over_max);
 	if (r.unwritten)

@@ -83,10 +83,10 @@ static void usage(FILE *out)
 		"      --ring SIZE           flight recorder: keep only each thread's newest\n"
 		"                            SIZE of events (at least 128K), overwriting the\n"
 		"                            oldest; the log holds them at exit or crash, and\n"
-		"                            a snapshot file is written on the ring signal\n"
-		"                            (sftrace snapshot PID)\n"
-		"      --ring-signal SIG     the signal that asks for a snapshot (default USR2);\n"
-		"                            with --paused, also the one resume/pause send\n"
+		"                            a snapshot file is written on 'sftrace snapshot\n"
+		"                            PID' (no signal) or the ring signal\n"
+		"      --ring-signal SIG     the signal that asks for a snapshot when you send\n"
+		"                            it, e.g. kill -USR2 PID (default USR2)\n"
 		"      --trigger FUNC        with --ring: a snapshot when a function matching\n"
 		"                            FUNC (a regex, as sftrace filter -r) is entered;\n"
 		"                            'FUNC>DUR' (e.g. 'parse>20ms'): when a call of it\n"
@@ -435,8 +435,8 @@ static void print_snapshot_requests(const struct lr_info *in)
 	if (r.busy)
 		fprintf(stderr, ", %llu not taken (a snapshot was being written)", (unsigned long long)r.busy);
 	if (r.merged)
-		fprintf(stderr, ", %llu not taken (sent while a ring signal was pending: the kernel merged %s)",
-			(unsigned long long)r.merged, r.merged == 1 ? "it" : "them");
+		fprintf(stderr, ", %llu not taken (asked by sftrace snapshot, the process ended first)",
+			(unsigned long long)r.merged);
 	if (r.over_max)
 		fprintf(stderr, ", %llu not taken (--max-snapshots reached)", (unsigned long long)r.over_max);
 	if (r.unwritten)
@@ -867,14 +867,8 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	unsetenv(SF_ENV(RING_SIGNAL));
 	unsetenv(SF_ENV(MAX_SNAPSHOTS));
 	unsetenv(SF_ENV(PAUSED));
-	if (o->paused) {
+	if (o->paused)
 		setenv(SF_ENV(PAUSED), "1", 1);
-		if (!o->ring) { /* resume and pause are sent on the ring signal */
-			char v[32];
-			snprintf(v, sizeof(v), "%d", o->ring_signal);
-			setenv(SF_ENV(RING_SIGNAL), v, 1);
-		}
-	}
 	if (o->max_snapshots)
 		setenv(SF_ENV(MAX_SNAPSHOTS), o->max_snapshots, 1);
 	if (o->ring) {
@@ -1102,8 +1096,11 @@ static int record_main(struct record_opts *o, int argc, char **argv)
 		sf_error("--trigger-object goes with --trigger");
 		return 2;
 	}
-	if (!o->ring && ((ring_signal_set && !o->paused) || o->ntriggers || o->max_snapshots)) {
-		sf_error("%s needs --ring%s", ring_signal_set ? "--ring-signal" : o->ntriggers ? "--trigger" : "--max-snapshots", ring_signal_set ? " (or --paused)" : "");
+	/* --paused alone takes no signal: resume and pause reach the process
+	 * through its writer thread's control page (cmd_switch.c). */
+	if (!o->ring && (ring_signal_set || o->ntriggers || o->max_snapshots)) {
+		sf_error("%s needs --ring%s", ring_signal_set ? "--ring-signal" : o->ntriggers ? "--trigger" : "--max-snapshots",
+			 ring_signal_set && o->paused ? " (resume and pause use no signal)" : "");
 		return 2;
 	}
 	if (o->ring && o->max_size) {

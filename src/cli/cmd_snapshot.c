@@ -1,20 +1,28 @@
 /* sftrace snapshot PID: ask a process recorded with `record --ring` for a
  * snapshot of its rings. The process's runtime writes it (its writer
- * thread, on the ring signal); this command sends the signal, waits for the
- * file and prints its path. Where the file goes and which signal to send
- * come from the process's own environment (/proc/PID/environ), as record
- * set it. */
+ * thread; once that has left with the main thread, a thread of the
+ * program's at its next slot hand-off or as the process ends). This
+ * command sends no signal: it counts its request in the process's log
+ * (snap_sent, in the header it maps) and wakes that word, a shared futex
+ * the writer waits on (src/runtime/snapshot.c). A signal to the process
+ * landed on a thread of the program's and cut its sleep or poll short.
+ * It then waits for the file and prints its path. Where the file goes
+ * comes from the process's own environment (/proc/PID/environ), as
+ * record set it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,13 +38,14 @@ static void usage(FILE *out)
 		"usage: sftrace snapshot [OPTIONS] PID\n"
 		"\n"
 		"Asks process PID, recorded with 'sftrace record --ring', for a snapshot of its\n"
-		"rings: sends it the ring signal (record --ring-signal, default SIGUSR2), waits\n"
-		"until the runtime has written the snapshot, a log of its own named\n"
+		"rings, waits until the runtime has written it, a log of its own named\n"
 		"DIR/STEM.snap.PID.N.EXT next to the recording's DIR/STEM.EXT, and prints its\n"
-		"path. Every command reads it like any log. A process that does not catch the\n"
-		"signal (one that has loaded no instrumented code, such as a shell between\n"
-		"record and the program) is refused rather than sent a signal that would\n"
-		"kill it.\n"
+		"path. Every command reads it like any log. The request goes through the\n"
+		"process's log, not a signal: the program's threads see nothing of it (a\n"
+		"signal would cut a sleep or poll short). A process with no log of its own\n"
+		"yet (no event recorded, or no instrumented code, such as a shell between\n"
+		"record and the program) is refused: there is nothing to snapshot.\n"
+		"'kill -USR2 PID' (record --ring-signal) still asks for one too.\n"
 		"\n"
 		"options:\n"
 		"  -t, --timeout SECONDS     how long to wait for the file (default 10)\n"
@@ -152,8 +161,74 @@ static struct sf_header *map_log_in(pid_t pid, const char *dirname, const char *
 	return h;
 }
 
+/* pid's own log by its mapping (/proc/PID/maps: the runtime keeps its
+ * header mapped, shared, from offset 0): where no table holds its
+ * descriptor (the writer left with the main thread, and no thread of the
+ * program's has needed it since). Opened by path, never following a
+ * link, and checked to be the file mapped (device and inode). */
+static struct sf_header *map_log_in_maps_of(pid_t pid, const char *path, const char *stem, const char *ext)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	struct sf_header *h = NULL;
+	char line[PATH_MAX + 256];
+	while (!h && fgets(line, sizeof(line), f)) {
+		unsigned long long off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int at = 0;
+		if (sscanf(line, "%*x-%*x %7s %llx %x:%x %llu %n", perms, &off, &maj, &min, &ino, &at) != 5 || !at ||
+		    off != 0 || perms[3] != 's' || line[at] != '/')
+			continue;
+		char *file = line + at;
+		file[strcspn(file, "\n")] = 0;
+		const char *name = strrchr(file, '/') + 1;
+		if (!own_log_name(name, stem, ext))
+			continue;
+		int fd = open(file, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat st;
+		struct sf_header hd;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (unsigned long long)st.st_ino == ino &&
+		    major(st.st_dev) == maj && minor(st.st_dev) == min &&
+		    pread(fd, &hd, sizeof(hd), 0) == (ssize_t)sizeof(hd) && hd.magic == SF_MAGIC &&
+		    hd.pid == (uint32_t)pid && !hd.snapshot && hd.ring_bytes) {
+			void *m = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (m != MAP_FAILED)
+				h = m;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	fclose(f);
+	return h;
+}
+
+/* The maps of a live thread: a main thread that has ended (a zombie
+ * leader) has released its memory map, and /proc/PID/maps is empty. */
+static struct sf_header *map_log_in_maps(pid_t pid, const char *stem, const char *ext)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	struct sf_header *h = map_log_in_maps_of(pid, path, stem, ext);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = h ? NULL : opendir(path);
+	struct dirent *e;
+	while (d && !h && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || strlen(e->d_name) > 20)
+			continue;
+		char maps[96];
+		snprintf(maps, sizeof(maps), "/proc/%d/task/%s/maps", (int)pid, e->d_name);
+		h = map_log_in_maps_of(pid, maps, stem, ext);
+	}
+	if (d)
+		closedir(d);
+	return h;
+}
+
 /* The log's descriptor is in the runtime's writer thread's own table
- * (its /proc/PID/task/TID/fd), where it has one; else in the process's. */
+ * (its /proc/PID/task/TID/fd), where it has one; else in the process's;
+ * else, with no descriptor anywhere, the log mapped. */
 static struct sf_header *map_own_log(pid_t pid, const char *stem, const char *ext)
 {
 	char dirname[96];
@@ -171,32 +246,15 @@ static struct sf_header *map_own_log(pid_t pid, const char *stem, const char *ex
 	}
 	if (d)
 		closedir(d);
-	return h;
+	return h ? h : map_log_in_maps(pid, stem, ext);
 }
 
-/* Sends the ring signal with sigqueue. A standard signal is queued once:
- * one sent while another is still pending is merged into it by the
- * kernel, and the process never sees it. So the request is first counted
- * in the process's log (snap_sent), and its value tells the runtime to
- * count its arrival (snap_arrived): record reports the difference. 0, or
- * -1 with errno. */
-static int send_request(pid_t pid, int sig, const char *stem, const char *ext)
+/* The request counted in the process's log (snap_sent), and the writer
+ * woken: the counter's low half is a shared futex word it waits on. */
+static void send_request(struct sf_header *h)
 {
-	struct sf_header *h = map_own_log(pid, stem, ext);
-	uint64_t v = SF_SNAP_REQ_MAGIC << 48 | (h ? SF_SNAP_REQ_COUNTED : 0);
-	if (h)
-		__atomic_add_fetch(&h->snap_sent, 1, __ATOMIC_SEQ_CST);
-	union sigval val;
-	val.sival_ptr = (void *)(uintptr_t)v;
-	int r = sigqueue(pid, sig, val);
-	int err = errno;
-	if (h) {
-		if (r < 0)
-			__atomic_sub_fetch(&h->snap_sent, 1, __ATOMIC_SEQ_CST); /* never sent */
-		munmap(h, SF_HEADER_SIZE);
-	}
-	errno = err;
-	return r;
+	__atomic_add_fetch(&h->snap_sent, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, (uint32_t *)(void *)&h->snap_sent, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 int cmd_snapshot(int argc, char **argv)
@@ -252,17 +310,17 @@ int cmd_snapshot(int argc, char **argv)
 	snprintf(ext, sizeof(ext), "%s", dot);
 	snprintf(stem, sizeof(stem), "%.*s", (int)(dot - base), base);
 
-	if (target_pid_catches((pid_t)pid, re.signal) == 0) {
-		sf_error("pid %ld does not catch signal %d, which would kill it: its runtime installed no ring handler "
-			 "(it has loaded no instrumented code); nothing sent",
-			 pid, re.signal);
+	struct sf_header *h = map_own_log((pid_t)pid, stem, ext);
+	if (!h) {
+		sf_error("pid %ld has no log of its own open in %s/ (it has recorded no event yet, or loaded no "
+			 "instrumented code, such as a shell between record and the program): nothing to snapshot; "
+			 "nothing sent",
+			 pid, dir);
 		return 1;
 	}
 	long before = newest_snapshot(dir, prefix, ext);
-	if (send_request((pid_t)pid, re.signal, stem, ext) < 0) {
-		sf_error("pid %ld: cannot send signal %d: %s", pid, re.signal, strerror(errno));
-		return 1;
-	}
+	send_request(h);
+	munmap(h, SF_HEADER_SIZE);
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -277,9 +335,15 @@ int cmd_snapshot(int argc, char **argv)
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 > timeout) {
-			sf_error("pid %ld wrote no snapshot in %s/ within %g s (it may have reached --max-snapshots, run "
-				 "no instrumented code yet, or installed its own handler for signal %d)",
-				 pid, dir, timeout, re.signal);
+			if (target_pid_leader_gone((pid_t)pid))
+				sf_error("pid %ld wrote no snapshot in %s/ within %g s: its main thread has ended, and the "
+					 "writer thread with it, so a thread of the program's writes it at its next slot "
+					 "hand-off or as the process ends, and none has yet (the request stays)",
+					 pid, dir, timeout);
+			else
+				sf_error("pid %ld wrote no snapshot in %s/ within %g s (it may have reached "
+					 "--max-snapshots, or be stopped)",
+					 pid, dir, timeout);
 			return 1;
 		}
 		usleep(10000);

@@ -309,8 +309,11 @@ static void snapshot_why(const char *path, char *out, size_t cap)
 	if (h.clock == SF_CLOCK_TSC && h.last_tsc > h.start_tsc)
 		s = (double)(int64_t)(t - h.start_tsc) * (double)(h.last_mono_ns - h.start_mono_ns) /
 		    (double)(h.last_tsc - h.start_tsc) / 1e9;
-	snprintf(out, cap, " (on %s, thread %u, %.3f s into the run)", why[h.snapshot_reason < 4 ? h.snapshot_reason : 0],
-		 (unsigned)h.reserved[SF_HDR_SNAP_THREAD], s);
+	if (h.snapshot_reason == SF_SNAP_COMMAND) /* taken by the writer thread: no thread of the program's */
+		snprintf(out, cap, " (asked by sftrace snapshot, %.3f s into the run)", s);
+	else
+		snprintf(out, cap, " (on %s, thread %u, %.3f s into the run)",
+			 why[h.snapshot_reason < 4 ? h.snapshot_reason : 0], (unsigned)h.reserved[SF_HDR_SNAP_THREAD], s);
 }
 
 void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_t since)

@@ -275,12 +275,13 @@ struct sf_header {
 	/* Since issue 24 (zero in older logs): record --ring's snapshot
 	 * requests, in a process's own log (atomic counters). snap_over_max:
 	 * requests that came after --max-snapshots were taken, not taken.
-	 * snap_sent: requests `sftrace snapshot` sent (it adds 1 here, through
-	 * a shared mapping, before its sigqueue); snap_arrived: those whose
-	 * signal reached the runtime's handler. A standard signal is queued
-	 * once: one sent while another is still pending is merged into it by
-	 * the kernel, and no handler ever sees it; the difference counts
-	 * those (and any the process ended before). */
+	 * snap_sent: requests `sftrace snapshot` made (it adds 1 here, through
+	 * a shared mapping, and wakes the low half as a shared futex: the
+	 * writer thread waits on it; no signal); snap_arrived: those the
+	 * runtime took. The difference counts those the process ended before
+	 * taking. (Until issue 24's signal fix the request was a sigqueue'd
+	 * ring signal, and the difference counted those the kernel merged
+	 * into one still pending.) */
 	uint64_t snap_over_max;
 	uint64_t snap_sent;
 	uint64_t snap_arrived;
@@ -376,22 +377,12 @@ static inline uint64_t sf_exit_pack(enum sf_exit_source src, uint32_t wait_statu
 	return (uint64_t)src << 32 | wait_status;
 }
 
-/* `sftrace snapshot`'s request: the ring signal sent with sigqueue(3),
- * whose value has this tag in its top 16 bits, and bit 0 set when the
- * sender counted it in the log's snap_sent (the runtime then counts its
- * arrival in snap_arrived). A plain kill is a request too, uncounted. */
-#define SF_SNAP_REQ_MAGIC 0x534eull /* "SN" */
-#define SF_SNAP_REQ_COUNTED 1ull
-static inline int sf_snap_req_counted(uint64_t v)
-{
-	return v >> 48 == SF_SNAP_REQ_MAGIC && (v & SF_SNAP_REQ_COUNTED);
-}
-
 /* Why a snapshot was taken (sf_header.snapshot_reason). */
 enum sf_snapshot_reason {
-	SF_SNAP_SIGNAL = 1,  /* the ring signal (sftrace snapshot, kill -USR2) */
+	SF_SNAP_SIGNAL = 1,  /* the ring signal (kill -USR2) */
 	SF_SNAP_ENTRY = 2,   /* record --trigger FUNC: FUNC was entered */
 	SF_SNAP_SLOW = 3,    /* record --trigger 'FUNC>DUR': a call of FUNC lasted longer */
+	SF_SNAP_COMMAND = 4, /* sftrace snapshot's request (snap_sent), taken by the writer thread */
 };
 
 /* Record-time trimming (record --min-duration / --max-depth), in

@@ -1,15 +1,25 @@
 /* The control channel of sftrace resume / pause (src/cli/cmd_switch.c) to
  * a process recorded with --paused (src/runtime/switch.c).
  *
- * Request: the ring signal (SFTRACE_RING_SIGNAL) sent with sigqueue(3),
- * whose 64-bit value is SF_SWITCH_MAGIC in the top 16 bits, the operation
- * in bits 32..39 and a nonce in the low 32 bits. A signal without such a
- * value (kill, sftrace snapshot) is not a request.
- * Answer: one struct sf_switch_reply datagram, sent by the process's
- * writer thread once every sled is switched, to the abstract unix socket
- * "\0sftrace-switch.<sender pid>.<nonce>" the sender bound beforehand.
- * The sender checks the datagram's credentials (SCM_CREDENTIALS): the pid
- * it asked. */
+ * No signal: a signal directed at the process lands on any thread that
+ * does not block it, so it cut a program thread's sleep, poll or
+ * nanosleep short (EINTR, time left), and a server that blocks every
+ * signal and takes them with sigtimedwait took it as its own. Instead the
+ * runtime's writer thread keeps one page of shared memory, a sealed memfd
+ * named SF_CTL_MEMFD_NAME held in its own descriptor table (the
+ * program's table never sees it; /proc/PID/task/TID/fd does, for the
+ * process's owner and root), mapped MADV_DONTFORK in the process.
+ * Request: the sender opens that descriptor through /proc, maps the page,
+ * claims `request` (compare-and-swap from 0) with a 64-bit value
+ * (SF_SWITCH_MAGIC in the top 16 bits, the operation in bits 32..39, a
+ * nonzero nonce in the low 32 bits), then adds 1 to `seq` and wakes it (a
+ * shared futex: the writer waits on it with futex_waitv). A sender that
+ * finds `request` taken adds 1 to `seq` too (the writer then serves the
+ * one there) and tries again.
+ * Answer: one struct sf_switch_reply datagram, sent by the writer thread
+ * once every sled is switched, to the abstract unix socket
+ * "\0sftrace-switch.<nonce>" the sender bound beforehand. The sender
+ * checks the datagram's credentials (SCM_CREDENTIALS): the pid it asked. */
 #ifndef SFTRACE_FORMAT_SWITCH_CTL_H
 #define SFTRACE_FORMAT_SWITCH_CTL_H
 
@@ -29,6 +39,17 @@ enum sf_switch_result {
 	SF_SWITCH_ALREADY = 1, /* it was in that state already: nothing changed */
 	SF_SWITCH_REFUSED = 2, /* resume: tracing is off for good (a thread entered SECCOMP_MODE_STRICT) */
 	SF_SWITCH_LEADER_GONE = 3, /* refused: the main thread has ended and the writer thread with it */
+};
+
+#define SF_CTL_MEMFD_NAME "sftrace-ctl"
+#define SF_CTL_MAGIC 0x4c5443534653ull /* "SFSCTL" */
+#define SF_CTL_SIZE 4096u
+
+struct sf_ctl_page {
+	uint64_t magic;   /* SF_CTL_MAGIC */
+	uint32_t pid;     /* the process, as it sees itself (getpid) */
+	uint32_t seq;     /* futex word (shared): a request is waiting */
+	uint64_t request; /* 0, or the request the writer has not taken yet */
 };
 
 struct sf_switch_reply {
@@ -60,7 +81,7 @@ static inline uint32_t sf_switch_ctl_nonce(uint64_t v) { return (uint32_t)v; }
 
 /* The sender's abstract address; returns its length for bind/sendto.
  * No libc formatting: the runtime calls it too. */
-static inline socklen_t sf_switch_ctl_address(struct sockaddr_un *a, uint32_t pid, uint32_t nonce)
+static inline socklen_t sf_switch_ctl_address(struct sockaddr_un *a, uint32_t nonce)
 {
 	static const char stem[] = "sftrace-switch.";
 	memset(a, 0, sizeof(*a));
@@ -68,19 +89,14 @@ static inline socklen_t sf_switch_ctl_address(struct sockaddr_un *a, uint32_t pi
 	size_t at = 1; /* sun_path[0] = 0: abstract */
 	memcpy(a->sun_path + at, stem, sizeof(stem) - 1);
 	at += sizeof(stem) - 1;
-	uint32_t nums[2] = {pid, nonce};
-	for (int k = 0; k < 2; k++) {
-		char rev[10];
-		int n = 0;
-		uint32_t x = nums[k];
-		do
-			rev[n++] = (char)('0' + x % 10);
-		while ((x /= 10));
-		while (n)
-			a->sun_path[at++] = rev[--n];
-		if (k == 0)
-			a->sun_path[at++] = '.';
-	}
+	char rev[10];
+	int n = 0;
+	uint32_t x = nonce;
+	do
+		rev[n++] = (char)('0' + x % 10);
+	while ((x /= 10));
+	while (n)
+		a->sun_path[at++] = rev[--n];
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + at);
 }
 

@@ -4,8 +4,9 @@
 
 int snap_requests_of(const struct lr_info *in, struct snap_requests *r)
 {
-	/* Sent by sftrace snapshot, never seen by the runtime: merged by the
-	 * kernel into a ring signal still pending, or the process ended. */
+	/* Asked by sftrace snapshot, never taken by the runtime: the process
+	 * ended first. (In logs made before issue 24's signal fix, also those
+	 * the kernel merged into a ring signal still pending.) */
 	r->merged = in->snap_sent > in->snap_arrived ? in->snap_sent - in->snap_arrived : 0;
 	/* Asked for, frozen, never written: the process was killed or crashed
 	 * first (exec, _exit and abort wait for it), or a write failed (the

@@ -997,6 +997,8 @@ static void ring_advance(struct sf_thread *t)
 {
 	struct sf_ring *r = t->ring;
 	sf_writer_offer_poll(); /* the leaving writer's descriptor, taken now (writer.c) */
+	if (r)
+		sf_snapshot_take_asked(); /* the writer has left: sftrace snapshot's request taken here */
 	if (r && __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE)) {
 		int frozen = ring_freeze(t);
 		sf_snapshot_serve_left(); /* the writer has left after the leader: written here (snapshot.c) */

@@ -1813,10 +1813,11 @@ void sf_log_exec_spare(void)
 static long go_private(void *unused)
 {
 	(void)unused;
-	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) < 0) /* nothing closed: only whether it is there */
+	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) < 0 || /* nothing closed: only whether it is there */
+	    sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) < 0) {
+		sf_switch_writer_table(0);
 		return 0;
-	if (sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) < 0)
-		return 0;
+	}
 	int keep = L.hdr ? __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE) : -1;
 	if (keep >= 0 && !is_log(keep))
 		keep = -1;
@@ -1829,6 +1830,7 @@ static long go_private(void *unused)
 	if (L.hdr && keep < 0)
 		L.pfd = reopen_private();
 	__atomic_store_n(&L.priv, 1, __ATOMIC_RELEASE);
+	sf_switch_writer_table(1); /* record --paused: the control page, in this table */
 	return 1;
 }
 
@@ -1876,18 +1878,23 @@ void sf_log_writer_failed(void)
  * sf_log_writer_before_start (no log existed) its table made its own
  * and emptied (no lock: nothing of the runtime's is in it yet, and a
  * creation waits for this). Where that fails (seccomp), the program's
- * table again: requests are refused and done there (run_private). */
-void sf_log_writer_begins(void)
+ * table again: requests are refused and done there (run_private). 1 when
+ * the table is its own, 0 when it could not be made so, -1 when a log
+ * exists and go_private does it (asked by sf_log_writer_started). */
+int sf_log_writer_begins(void)
 {
-	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || sf_writer_private())
-		return;
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		return -1; /* a log exists: go_private, asked by sf_log_writer_started */
+	if (sf_writer_private())
+		return 1;
 	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) == 0 && sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) == 0) {
 		sf_syscall3(SYS_close_range, 0, ~0u, 0);
 		sf_writer_set_private(1);
 		sf_writer_open_proc(0);
-		return;
+		return 1;
 	}
 	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+	return 0;
 }
 
 /* The writer is about to end (sf_writer_stop: the program's only thread

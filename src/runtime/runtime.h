@@ -728,10 +728,11 @@ void sf_switch_refuse_left(void) SF_HIDDEN; /* the writer has left: a request an
 extern uint32_t sf_tracing_off SF_HIDDEN;
 void sf_switch_config(void) SF_HIDDEN;      /* SFTRACE_PAUSED: start paused, serve requests */
 int sf_switch_enabled(void) SF_HIDDEN;
-void sf_switch_start(void) SF_HIDDEN;       /* with the writer thread: the handler, "started paused" line */
-/* The ring signal carried a resume/pause request (SI_QUEUE value of
- * format/switch_ctl.h): stored for the writer, 1. Async-signal-safe. */
-int sf_switch_signal(const siginfo_t *si) SF_HIDDEN;
+void sf_switch_start(void) SF_HIDDEN;       /* with the writer thread: the "started paused" line */
+/* On the writer: its table its own (1) or not (0): the control page made there. */
+void sf_switch_writer_table(int own) SF_HIDDEN;
+/* The control page's futex word and its value now (NULL: no page). */
+uint32_t *sf_switch_wait_word(uint32_t *val) SF_HIDDEN;
 void sf_switch_service(void) SF_HIDDEN;     /* writer thread: switches, logs, answers */
 void sf_switch_log_created(void) SF_HIDDEN; /* a new log (lock held): the last switch, if any */
 void sf_switch_after_fork_child(void) SF_HIDDEN;
@@ -983,7 +984,7 @@ int sf_log_keeper_fd(void) SF_HIDDEN;   /* the log's number in the keeper's tabl
 void sf_log_keeper_again(int fd) SF_HIDDEN; /* a new keeper holds fd (-1: it opens the log again) */
 void sf_log_writer_started(void) SF_HIDDEN;    /* writer.c: move the log's descriptor into its table */
 void sf_log_writer_leaving(void) SF_HIDDEN;
-void sf_log_writer_begins(void) SF_HIDDEN;     /* writer.c, on the writer: its table its own */
+int sf_log_writer_begins(void) SF_HIDDEN;      /* writer.c, on the writer: its table its own (1) */
 int sf_log_writer_before_start(void) SF_HIDDEN; /* writer.c: no log yet, so made by the writer from the start */
 void sf_log_writer_failed(void) SF_HIDDEN;
 void sf_log_writer_refill(void) SF_HIDDEN;     /* writer.c, on the writer: regions mapped ahead (logfile.c) */     /* writer.c: pthread_create failed after that */
@@ -1105,6 +1106,12 @@ void sf_snapshot_request(uint32_t reason) SF_HIDDEN; /* the ring signal; async-s
  * call duration. */
 void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint64_t slow_ns) SF_HIDDEN;
 void sf_snapshot_service(void) SF_HIDDEN;       /* writer thread: writes what was requested */
+/* The log header's word `sftrace snapshot` counts its requests in (a
+ * shared futex word) and its value now; NULL without a ring log. */
+uint32_t *sf_snapshot_wait_word(uint32_t *val) SF_HIDDEN;
+/* The writer has left: a request of sftrace snapshot's taken on this
+ * thread (a slot hand-off), 1 if a freeze was opened for it. */
+int sf_snapshot_take_asked(void) SF_HIDDEN;
 int sf_snapshot_pending(void) SF_HIDDEN;        /* asked for and not written yet (exit waits) */
 /* The process image goes away now (exec, _exit, abort: exec_env.c,
  * hooks.c): waits for a snapshot asked for and not written yet. */

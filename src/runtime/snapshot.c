@@ -82,14 +82,7 @@ static void count_in_log(unsigned w)
 static void on_ring_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
-	/* sftrace resume / pause send the same signal with a value (switch.c). */
-	if (sf_switch_signal(si)) {
-		errno = saved;
-		return;
-	}
-	if (si && si->si_code == SI_QUEUE && sf_snap_req_counted((uint64_t)(uintptr_t)si->si_value.sival_ptr))
-		count_at(offsetof(struct sf_header, snap_arrived)); /* sftrace snapshot counted it sent */
-	sf_snapshot_request(SF_SNAP_SIGNAL);
+	sf_snapshot_request(SF_SNAP_SIGNAL); /* kill -USR2 (sftrace snapshot sends no signal) */
 	errno = saved;
 	/* A handler the program installed before the runtime still runs. */
 	if (prev.sa_flags & SA_SIGINFO) {
@@ -179,6 +172,53 @@ void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint6
 	}
 }
 
+/* `sftrace snapshot` sends no signal (one sent to the process would land
+ * on a thread of the program's, cut its sleep or poll short, or be taken
+ * by its sigtimedwait): it counts its request in the process's log
+ * (snap_sent, an atomic counter in the header it maps) and wakes that
+ * word, a shared futex the writer thread waits on (writer.c, idle_wait).
+ * The writer takes the requests one at a time, each when no freeze is
+ * open, and counts each taken in snap_arrived; after the writer has left
+ * with the leader, a program thread takes them at its next slot hand-off
+ * or as the process ends (sf_snapshot_settle). The freeze's time is the
+ * moment it was taken. */
+static int asked(const struct sf_header *h)
+{
+	return h && __atomic_load_n(&h->snap_sent, __ATOMIC_ACQUIRE) > __atomic_load_n(&h->snap_arrived, __ATOMIC_ACQUIRE);
+}
+
+/* One request of sftrace snapshot's taken, on thread tid: a freeze opened
+ * for it (1), or it was counted as not taken (--max-snapshots). 0 when
+ * there is none, or a freeze is open (it waits for the next round). */
+static int take_asked(uint32_t tid)
+{
+	struct sf_header *h = sf_config.ring_slots ? sf_log_header() : NULL;
+	if (!asked(h) || __atomic_load_n(&busy, __ATOMIC_ACQUIRE))
+		return 0;
+	uint64_t got = __atomic_load_n(&h->snap_arrived, __ATOMIC_ACQUIRE);
+	if (got >= __atomic_load_n(&h->snap_sent, __ATOMIC_ACQUIRE) ||
+	    !__atomic_compare_exchange_n(&h->snap_arrived, &got, got + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return 0; /* another thread took it (the writer has left: any may) */
+	return freeze_open(SF_SNAP_COMMAND, 0, sf_now_raw(), 0, tid);
+}
+
+int sf_snapshot_take_asked(void)
+{
+	return sf_writer_left() && take_asked(self_tid());
+}
+
+uint32_t *sf_snapshot_wait_word(uint32_t *val)
+{
+	struct sf_header *h = sf_config.ring_slots ? sf_log_header() : NULL;
+	if (!h)
+		return NULL;
+	/* The counter's low half (both targets are little-endian). */
+	_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the futex word is snap_sent's low half");
+	uint32_t *w = (uint32_t *)(void *)&h->snap_sent;
+	*val = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	return w;
+}
+
 /* The writer has left after the leader (writer.c, hand_over): the open
  * freeze is written by a program thread, at a point where it may take
  * locks and make system calls: the trigger's own slow path, the next ring
@@ -189,7 +229,9 @@ void sf_snapshot_trigger(uint32_t reason, uint32_t func_id, uint64_t time, uint6
 void sf_snapshot_serve_left(void)
 {
 	static uint32_t serving_left;
-	if (!sf_writer_left() || !__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE))
+	if (!sf_writer_left())
+		return;
+	if (!__atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE) && !take_asked(self_tid()))
 		return;
 	if (__atomic_exchange_n(&serving_left, 1, __ATOMIC_ACQUIRE))
 		return;
@@ -578,7 +620,8 @@ void sf_snapshot_settle(void)
 int sf_snapshot_pending(void)
 {
 	return __atomic_load_n(&writing, __ATOMIC_ACQUIRE) || __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE) ||
-	       __atomic_load_n(&signal_waiting, __ATOMIC_ACQUIRE);
+	       __atomic_load_n(&signal_waiting, __ATOMIC_ACQUIRE) ||
+	       (sf_config.ring_slots && (sf_writer_active() || sf_writer_left()) && asked(sf_log_header()));
 }
 
 /* The writer thread, after each round: writes the open freeze's snapshot
@@ -588,6 +631,8 @@ void sf_snapshot_service(void)
 	__atomic_store_n(&writing, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		uint32_t e = __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE);
+		if (!e && take_asked(self_tid())) /* sftrace snapshot's, one at a time */
+			e = __atomic_load_n(&sf_freeze_open, __ATOMIC_ACQUIRE);
 		if (!e)
 			break;
 		static char path[4200], tmp[4300]; /* the writer thread's only */

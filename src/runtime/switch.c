@@ -6,25 +6,26 @@
  * runs at untraced speed. Objects are still found, numbered and logged,
  * and the filter still chooses which sleds a resume will patch.
  *
- * The control channel is the ring signal (SFTRACE_RING_SIGNAL, USR2 by
- * default) sent with sigqueue: its value carries SF_SWITCH_MAGIC, the
- * request (resume or pause) and a nonce. The handler only stores the
- * request and wakes the writer thread: patching takes the log lock and
- * mprotect calls, which have no place in a signal handler. The writer
- * thread patches or unpatches every instrumented object (objects.c,
- * sf_objects_switch), writes a SWITCH chunk (sflog.h) so readers know
- * where tracing was off, and answers with one datagram to the abstract
- * unix socket the sender bound, named from its pid and the nonce
- * (format/switch_ctl.h). The sender (cmd_switch.c) returns once it has
- * that answer.
- *
- * A plain ring signal (kill, sftrace snapshot: no SI_QUEUE value of ours)
- * still asks for a snapshot in a ring recording (snapshot.c calls
- * sf_switch_signal first). */
+ * The control channel is a page of shared memory the writer thread keeps
+ * (format/switch_ctl.h): a sealed memfd in the writer's own descriptor
+ * table, mapped here. `sftrace resume` opens it through
+ * /proc/PID/task/TID/fd, stores its request (resume or pause, and a
+ * nonce) and wakes the writer, which waits on the page's futex word along
+ * with its own (writer.c, idle_wait). No signal: one sent to the process
+ * would land on a thread of the program's and cut its sleep short, or be
+ * taken by its sigtimedwait, and the runtime installs no handler at all
+ * for --paused. The writer thread patches or unpatches every instrumented
+ * object (objects.c, sf_objects_switch), writes a SWITCH chunk (sflog.h)
+ * so readers know where tracing was off, and answers with one datagram to
+ * the abstract unix socket the sender bound, named from the nonce. The
+ * sender (cmd_switch.c) returns once it has that answer. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -40,46 +41,15 @@ uint32_t sf_tracing_off SF_HIDDEN; /* 1 while paused: nothing is patched, heap e
 static int enabled;              /* SFTRACE_PAUSED was set: requests are served */
 static int off_for_good;         /* sf_switch_off_for_good: no resume */
 static uint32_t switching;       /* sf_objects_switch's buffers are one caller's at a time */
-static uint64_t request;         /* the last request's sigval (0: none), set by the handler */
-static uint32_t request_pid;     /* its sender */
-static struct sigaction prev;    /* the disposition before ours (non-ring processes) */
+/* The control page (format/switch_ctl.h), mapped MADV_DONTFORK: a forked
+ * child has none. page_state: 0 not decided yet, 1 made, 2 none (the
+ * writer's table could not be made its own: nobody else may hold it). */
+static struct sf_ctl_page *page;
+static uint32_t page_state;
 
 int sf_switch_enabled(void)
 {
 	return enabled;
-}
-
-/* The signal carries a request of ours: store it for the writer thread.
- * Async-signal-safe. */
-int sf_switch_signal(const siginfo_t *si)
-{
-	if (!enabled || !si || si->si_code != SI_QUEUE)
-		return 0;
-	uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
-	if (!sf_switch_ctl_valid(v))
-		return 0;
-	__atomic_store_n(&request_pid, (uint32_t)si->si_pid, __ATOMIC_RELAXED);
-	__atomic_store_n(&request, v, __ATOMIC_SEQ_CST);
-	if (sf_writer_left())
-		sf_switch_refuse_left(); /* answered here: nothing is switched any more */
-	else
-		sf_writer_kick();
-	return 1;
-}
-
-static void on_switch_signal(int sig, siginfo_t *si, void *uc)
-{
-	int saved = errno;
-	int ours = sf_switch_signal(si);
-	errno = saved;
-	if (ours)
-		return;
-	if (prev.sa_flags & SA_SIGINFO) {
-		if (prev.sa_sigaction)
-			prev.sa_sigaction(sig, si, uc);
-	} else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
-		prev.sa_handler(sig);
-	}
 }
 
 void sf_switch_config(void)
@@ -120,8 +90,77 @@ static void say_paused(void)
 	sf_rt_message(line, "", NULL);
 }
 
-/* With sleds in the process and its writer thread running: the handler
- * (a ring's handler serves it too), and the line that says how to resume. */
+/* A new memfd, sealed at SF_CTL_SIZE (a sender cannot shrink it under
+ * the process: SIGBUS), moved high in the writer's table. -1 if none. */
+static int ctl_memfd(void)
+{
+	long fd = sf_syscall3(SYS_memfd_create, (long)SF_CTL_MEMFD_NAME,
+			      MFD_CLOEXEC | MFD_ALLOW_SEALING | 0x8u /* MFD_NOEXEC_SEAL, Linux 6.3 */, 0);
+	if (fd == -EINVAL)
+		fd = sf_syscall3(SYS_memfd_create, (long)SF_CTL_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING, 0);
+	if (fd < 0)
+		return -1;
+	if (sf_syscall3(SYS_ftruncate, fd, SF_CTL_SIZE, 0) < 0 ||
+	    sf_syscall3(SYS_fcntl, fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		sf_close((int)fd);
+		return -1;
+	}
+	return sf_fd_keep((int)fd);
+}
+
+/* On the writer, once its descriptor table is its own (own = 1) or could
+ * not be made so (0): the control page made and held there. A writer made
+ * again (ns.c: after unshare or setns) has a new table: a new memfd then
+ * takes the old page's place at the same address, its words copied. */
+void sf_switch_writer_table(int own)
+{
+	if (!enabled)
+		return;
+	int fd = own && sf_writer_private() ? ctl_memfd() : -1;
+	void *m = MAP_FAILED;
+	if (fd >= 0) {
+		struct sf_ctl_page old;
+		if (page)
+			memcpy(&old, page, sizeof(old));
+		m = mmap(page, SF_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | (page ? MAP_FIXED : 0), fd, 0);
+		if (m != MAP_FAILED) {
+			madvise(m, SF_CTL_SIZE, MADV_DONTFORK); /* a forked child keeps no way to its parent's writer */
+			struct sf_ctl_page *p = m;
+			if (page) {
+				memcpy(p, &old, sizeof(old));
+			} else {
+				p->pid = (uint32_t)getpid();
+				__atomic_store_n(&p->magic, SF_CTL_MAGIC, __ATOMIC_RELEASE);
+			}
+			page = p;
+		}
+		/* The descriptor stays open: it is how a sender finds the page. */
+	}
+	if (m == MAP_FAILED && fd >= 0)
+		sf_close(fd);
+	if (m == MAP_FAILED && page) {
+		/* The old one went with the old table: nobody can reach it now. */
+		munmap(page, SF_CTL_SIZE);
+		page = NULL;
+	}
+	__atomic_store_n(&page_state, page ? 1 : 2, __ATOMIC_RELEASE);
+	sf_syscall6(SYS_futex, (long)&page_state, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
+}
+
+/* The page's futex word and its value now, for the writer's wait (read
+ * before the writer looks for a request: a request made after is a
+ * change of that value). NULL when there is no page. */
+uint32_t *sf_switch_wait_word(uint32_t *val)
+{
+	if (!page)
+		return NULL;
+	*val = __atomic_load_n(&page->seq, __ATOMIC_ACQUIRE);
+	return &page->seq;
+}
+
+/* With sleds in the process and its writer thread running: the line that
+ * says how to resume, once the writer has its control page (a resume
+ * sent at once finds it). No signal handler: requests come on the page. */
 void sf_switch_start(void)
 {
 	if (!enabled)
@@ -130,23 +169,27 @@ void sf_switch_start(void)
 		sf_rt_message("--paused: no writer thread in this process; resume and pause cannot be served", "", NULL);
 		return;
 	}
-	if (!sf_config.ring_slots) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_switch_signal;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART;
-		sigemptyset(&sa.sa_mask);
-		sigaction(sf_config.ring_signal, &sa, &prev);
+	/* The writer decides first thing (writer.c, writer_main): a bounded
+	 * wait all the same, 5 s in 100 ms steps. */
+	uint32_t st;
+	for (int i = 0; i < 50 && !(st = __atomic_load_n(&page_state, __ATOMIC_ACQUIRE)); i++) {
+		struct { long s, ns; } ts = {0, 100000000L};
+		sf_syscall6(SYS_futex, (long)&page_state, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0, 0);
+	}
+	if (!page) {
+		sf_rt_message("--paused: the writer thread has no control page (its descriptor table could not be made "
+			      "its own); resume and pause cannot be served", "", NULL);
+		return;
 	}
 	if (__atomic_load_n(&sf_tracing_off, __ATOMIC_RELAXED))
 		say_paused();
 }
 
-/* The answer to the sender's socket, "\0sftrace-switch.<pid>.<nonce>". */
-static void reply(uint32_t pid, uint64_t v, const struct sf_switch_reply *r)
+/* The answer to the sender's socket, "\0sftrace-switch.<nonce>". */
+static void reply(uint64_t v, const struct sf_switch_reply *r)
 {
 	struct sockaddr_un a;
-	socklen_t len = sf_switch_ctl_address(&a, pid, sf_switch_ctl_nonce(v));
+	socklen_t len = sf_switch_ctl_address(&a, sf_switch_ctl_nonce(v));
 	int fd = sf_fd_brief(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return;
@@ -156,18 +199,25 @@ static void reply(uint32_t pid, uint64_t v, const struct sf_switch_reply *r)
 	sf_close(fd);
 }
 
-/* The writer has left after the leader (writer.c, hand_over): a request
- * is answered SF_SWITCH_LEADER_GONE, at once, by the handler's thread or
- * by the writer on its way out (the request word taken by one of them:
- * the handler stores it before it reads that the writer left, the writer
- * sets that before it takes the word, both SEQ_CST). Patching with no
- * writer would take the log lock and mprotect in a signal handler, and a
- * resume would need the log in threads that may no longer open it; a
- * pause too is refused, so the log says what was switched when.
- * Async-signal-safe: socket, sendto and close. */
+/* The request on the page, taken: 0 when there is none (or it is not one). */
+static uint64_t take_request(void)
+{
+	if (!page)
+		return 0;
+	uint64_t v = __atomic_exchange_n(&page->request, 0, __ATOMIC_ACQ_REL);
+	return sf_switch_ctl_valid(v) ? v : 0;
+}
+
+/* The writer leaves after the leader (writer.c, hand_over): a request on
+ * the page is answered SF_SWITCH_LEADER_GONE. Nobody serves the page
+ * after that (the sender sees the writer gone and refuses by itself).
+ * Patching with no writer would take the log lock and mprotect on a
+ * thread of the program's, and a resume would need the log in threads
+ * that may no longer open it; a pause too is refused, so the log says
+ * what was switched when. */
 void sf_switch_refuse_left(void)
 {
-	uint64_t v = __atomic_exchange_n(&request, 0, __ATOMIC_SEQ_CST);
+	uint64_t v = take_request();
 	if (!v)
 		return;
 	struct sf_switch_reply r = {.magic = SF_SWITCH_REPLY_MAGIC,
@@ -175,7 +225,7 @@ void sf_switch_refuse_left(void)
 				    .op = sf_switch_ctl_op(v),
 				    .result = SF_SWITCH_LEADER_GONE};
 	int err = errno;
-	reply(__atomic_load_n(&request_pid, __ATOMIC_RELAXED), v, &r);
+	reply(v, &r);
 	errno = err;
 }
 
@@ -253,10 +303,9 @@ void sf_switch_off_for_good(void)
 /* The writer thread, after each round: serves the last request. */
 void sf_switch_service(void)
 {
-	uint64_t v = __atomic_exchange_n(&request, 0, __ATOMIC_ACQ_REL);
+	uint64_t v = take_request();
 	if (!v)
 		return;
-	uint32_t pid = __atomic_load_n(&request_pid, __ATOMIC_RELAXED);
 	uint32_t want_on = sf_switch_ctl_op(v) == SF_SWITCH_RESUME;
 	struct sf_switch_reply r = {.magic = SF_SWITCH_REPLY_MAGIC, .pid = (uint32_t)getpid(), .op = sf_switch_ctl_op(v)};
 	uint64_t t0 = sf_mono_ns(), read_ns = 0, cpu0 = thread_cpu_ns();
@@ -297,12 +346,13 @@ void sf_switch_service(void)
 	r.patched_now = sf_objects_patched_total();
 	r.read_us = (uint32_t)(read_ns / 1000);
 	r.cpu_us = (uint32_t)((thread_cpu_ns() - cpu0) / 1000);
-	reply(pid, v, &r);
+	reply(v, &r);
 }
 
 void sf_switch_after_fork_child(void)
 {
-	/* No writer thread in a forked child: requests stay unserved (the
-	 * sender times out) and the child keeps its parent's state. */
-	__atomic_store_n(&request, 0, __ATOMIC_RELAXED);
+	/* No writer thread in a forked child, and no control page (its
+	 * mapping was not copied): the child keeps its parent's state. */
+	page = NULL;
+	page_state = 2;
 }

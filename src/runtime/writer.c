@@ -146,48 +146,61 @@ static void end_if_program_gone(void)
 	sf_exit_group_now(status);
 }
 
-/* While the leader lives: waits for a push or the leader's end at once
- * (futex_waitv, Linux 5.16), every LEADER_CHECK_NS at most (a program
- * may move its exit word). 0 if that cannot be waited on. */
-static int wait_with_leader(uint32_t seen)
+/* The writer's control words (sftrace resume / pause, sftrace snapshot:
+ * switch.c, snapshot.c), with their values read before the writer's
+ * round looked for requests: a request made since changed one of them,
+ * and the wait returns at once. */
+struct ctl_words {
+	uint32_t *w[2];
+	uint32_t v[2];
+	int n;
+};
+
+static void ctl_words_read(struct ctl_words *c)
 {
-	uint32_t tid = __atomic_load_n(leader_word, __ATOMIC_ACQUIRE);
-	if (!tid) {
-		/* Gone before this wait: the writer's loop looks at once
-		 * (leave_if_program_runs), rather than after a plain wait. */
-		if (!leader_checked && sf_syscall3(SYS_gettid, 0, 0, 0) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE))
-			return 1;
-		return 0;
-	}
-	struct futex_waitv w[2] = {
-		{.val = seen, .uaddr = (uint64_t)(uintptr_t)&wake, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
-		{.val = tid, .uaddr = (uint64_t)(uintptr_t)leader_word, .flags = FUTEX_32}, /* the kernel's wake is shared */
-	};
-	uint64_t at = sf_mono_ns() + LEADER_CHECK_NS;
-	struct { long s, ns; } ts = {(long)(at / 1000000000u), (long)(at % 1000000000u)};
-	long r = sf_syscall6(SYS_futex_waitv, (long)w, 2, 0, (long)&ts, CLOCK_MONOTONIC, 0);
-	if (r == -ENOSYS || r == -EINVAL)
-		return 0;
-	if (r == -ETIMEDOUT)
-		end_if_program_gone();
-	return 1;
+	c->n = 0;
+	if ((c->w[c->n] = sf_switch_wait_word(&c->v[c->n])))
+		c->n++;
+	if ((c->w[c->n] = sf_snapshot_wait_word(&c->v[c->n])))
+		c->n++;
 }
 
-/* Idle: waits for a push. One whose last thread ended by a bare SYS_exit
+/* Idle: waits for a push, a request on a control word (ctl: the writer's;
+ * NULL on the keeper), or the leader's end, at once (futex_waitv, Linux
+ * 5.16; the control words and the leader's exit word are shared futexes:
+ * `sftrace resume` and `snapshot` wake them from their own process, the
+ * kernel the leader's). One whose last thread ended by a bare SYS_exit
  * (no glibc involved: syscall(SYS_exit) from main, a thread of a runtime
  * of its own, a program under SECCOMP_MODE_STRICT, which may not call
  * exit_group) ends untraced; the writer alone would keep it alive. So
- * while the leader lives the writer also waits for the leader's end (no
- * wake-up until then), and once it is gone (or where that cannot be
- * waited on) it wakes every IDLE_CHECK_NS to see whether any thread of
- * the program's is left (ns.c, sf_program_gone): a few system calls of
- * this thread, none of the program's. */
-static void idle_wait(uint32_t seen)
+ * while the leader lives the writer also waits for its end (every
+ * LEADER_CHECK_NS at most: a program may move its exit word), and once it
+ * is gone (or where that cannot be waited on) it wakes every
+ * IDLE_CHECK_NS to see whether any thread of the program's is left (ns.c,
+ * sf_program_gone): a few system calls of this thread, none of the
+ * program's. Without futex_waitv a request waits for that wake-up. */
+static void idle_wait(uint32_t seen, const struct ctl_words *ctl)
 {
-	if (leader_word && wait_with_leader(seen))
-		return;
-	struct { long s, ns; } ts = {0, IDLE_CHECK_NS};
-	if (sf_syscall6(SYS_futex, (long)&wake, FUTEX_WAIT_PRIVATE, seen, (long)&ts, 0, 0) == -ETIMEDOUT)
+	struct futex_waitv w[4];
+	int n = 0;
+	w[n++] = (struct futex_waitv){.val = seen, .uaddr = (uint64_t)(uintptr_t)&wake,
+				      .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG};
+	uint32_t tid = leader_word ? __atomic_load_n(leader_word, __ATOMIC_ACQUIRE) : 0;
+	if (leader_word && !tid && !leader_checked &&
+	    sf_syscall3(SYS_gettid, 0, 0, 0) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE))
+		return; /* gone before this wait: the writer's loop looks at once (leave_if_program_runs) */
+	if (tid)
+		w[n++] = (struct futex_waitv){.val = tid, .uaddr = (uint64_t)(uintptr_t)leader_word, .flags = FUTEX_32};
+	for (int i = 0; ctl && i < ctl->n; i++)
+		w[n++] = (struct futex_waitv){.val = ctl->v[i], .uaddr = (uint64_t)(uintptr_t)ctl->w[i], .flags = FUTEX_32};
+	uint64_t at = sf_mono_ns() + (tid ? LEADER_CHECK_NS : IDLE_CHECK_NS);
+	struct { long s, ns; } ts = {(long)(at / 1000000000u), (long)(at % 1000000000u)};
+	long r = n > 1 ? sf_syscall6(SYS_futex_waitv, (long)w, n, 0, (long)&ts, CLOCK_MONOTONIC, 0) : -ENOSYS;
+	if (r == -ENOSYS || r == -EINVAL || r == -EFAULT) { /* EFAULT: a word the program unmapped */
+		struct { long s, ns; } rel = {0, IDLE_CHECK_NS};
+		r = sf_syscall6(SYS_futex, (long)&wake, FUTEX_WAIT_PRIVATE, seen, (long)&rel, 0, 0);
+	}
+	if (r == -ETIMEDOUT)
 		end_if_program_gone();
 }
 
@@ -572,7 +585,9 @@ static void *writer_main(void *arg)
 {
 	on_writer = 1;
 	__atomic_store_n(&writer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_RELEASE);
-	sf_log_writer_begins(); /* its descriptor table its own (logfile.c) */
+	int own = sf_log_writer_begins(); /* its descriptor table its own (logfile.c) */
+	if (own >= 0)
+		sf_switch_writer_table(own); /* record --paused: the control page, held in that table */
 	if (arg) /* the program's CPUs: set here, as an attribute it would allocate */
 		sched_setaffinity(0, sizeof(cpu_set_t), arg);
 	/* A ring's writer only writes snapshots (and serves switches): as
@@ -586,6 +601,8 @@ static void *writer_main(void *arg)
 	}
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&wake, __ATOMIC_ACQUIRE);
+		struct ctl_words ctl;
+		ctl_words_read(&ctl);
 		sf_writer_serve();
 		__atomic_store_n(&busy, 1, __ATOMIC_RELEASE);
 		write_queue();
@@ -611,7 +628,7 @@ static void *writer_main(void *arg)
 			leave_if_program_runs();
 		sf_log_writer_refill(); /* slots and the next arena, mapped ahead (logfile.c) */
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && __atomic_load_n(&call_state, __ATOMIC_ACQUIRE) != 1)
-			idle_wait(seen);
+			idle_wait(seen, &ctl);
 	}
 	return 0;
 }
@@ -848,7 +865,7 @@ static int keeper_main(void *unused)
 				return 0; /* its table, the log's descriptor in it, goes with it */
 			continue;
 		}
-		idle_wait(seen); /* and the process ended if no thread of the program's is left */
+		idle_wait(seen, NULL); /* and the process ended if no thread of the program's is left */
 	}
 }
 

@@ -177,10 +177,6 @@ def _sleep_exe():
     return exe
 
 
-@known_break(24, "main sleeps in sleep(2) (untraced: 'main: sleep(2) left 0'); `sftrace resume PID` of the "
-                 "--paused process sigqueues its ring signal to the process, main takes it, and its sleep "
-                 "returns early: 'main: sleep(2) left 1' (SA_RESTART restarts no sleep, nanosleep, poll "
-                 "with a timeout, epoll_wait)")
 def test_resume_does_not_cut_the_programs_sleep_short():
     exe = _sleep_exe()
     p, d, pid = _start(exe, ["sleep", "join"], ["--paused"])
@@ -200,9 +196,6 @@ def test_refused_resume_after_main_ended_leaves_the_program_alone():
     eq((rc, out), (6, SLEEP_WANT["sys"]), "traced")
 
 
-@known_break(24, "main has ended (bare SYS_exit), its thread sleeps in sleep(2) (untraced 'left 0'); "
-                 "`sftrace snapshot PID` under --ring=1M works (rc 0, one .snap. log), but its SIGUSR2 lands "
-                 "on the only thread left, the program's: 'thread: sleep(2) left 1'")
 def test_snapshot_after_main_ended_under_ring():
     exe = _sleep_exe()
     p, d, pid = _start(exe, ["sleep", "sys"], ["--ring=1M"])
@@ -213,8 +206,6 @@ def test_snapshot_after_main_ended_under_ring():
     eq(len(snaps), 1, "snapshots written")
 
 
-@known_break(24, "main sleeps in sleep(2) (untraced 'left 0'); `sftrace snapshot PID` of the --ring=1M "
-                 "process sends SIGUSR2, main takes it: 'main: sleep(2) left 1'")
 def test_snapshot_does_not_cut_the_programs_sleep_short():
     exe = _sleep_exe()
     p, d, pid = _start(exe, ["sleep", "join"], ["--ring=1M"])
@@ -450,10 +441,6 @@ def test_dladdr_of_wrapped_libc_functions_names_libc():
        "a byte into the wrapper is the runtime's code, untraced libc's")
 
 
-@known_break(24, "a server blocks every signal and takes them with sigtimedwait (2 s): untraced 'served 100, "
-                 "took no signal'; under --paused, `sftrace resume -t 3 PID` sigqueues SIGUSR2, the program "
-                 "takes it as its own: 'took User defined signal 2', and resume fails: 'pid N exited before it "
-                 "answered the resume' (rc 1)")
 def test_resume_of_a_server_that_sigwaits():
     exe = build_c("skep24n_sigwait", ["skep24n_sigwait.c"])
     eq(run([exe]).stdout, "served 100, took no signal\n", "untraced")

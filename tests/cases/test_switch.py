@@ -27,6 +27,7 @@ class Server:
     """The fixture (or cmd) under `sftrace record --paused ARGS`."""
 
     def __init__(self, args=(), out=None, cmd=None):
+        self.reads = cmd is None  # the fixture: main reads its commands with read(0, ...)
         self.dir = tmpdir()
         self.log = out or os.path.join(self.dir, "sf.log")
         self.p = subprocess.Popen([SFTRACE, "record", "--paused", "-o", self.log] + list(args) + ["--"] +
@@ -49,7 +50,27 @@ class Server:
                 return lines
             lines.append(line)
 
+    def wait_reading(self):
+        """Until main is blocked reading its next command (in read_cmd: the
+        fixture prints its pid before it calls serve, and each answer
+        before it calls read_cmd again). A switch asked before that found
+        main between the two, and a resume then recorded serve's or
+        read_cmd's entry (under load; more often since the request
+        needs no signal delivered)."""
+        want = "63" if os.uname().machine == "aarch64" else "0"  # read(0, ...)
+        for _ in range(1000):
+            try:
+                with open(f"/proc/{self.pid}/syscall") as f:
+                    fields = f.read().split()
+            except OSError:
+                return
+            if fields[:2] == [want, "0x0"]:
+                return
+            time.sleep(0.005)
+
     def switch(self, what, want_sleds=None):
+        if self.reads:
+            self.wait_reading()
         s = run([SFTRACE, what, str(self.pid)])
         m = SWITCH_RE.fullmatch(s.stdout)
         check(m and int(m.group(1)) == self.pid and m.group(2) == ("on" if what == "resume" else "off"), s.stdout)
@@ -303,6 +324,26 @@ def test_node_addon_server_switched_on_and_off_twice():
     check(re.search(r"# switched +: 2 resumes, 2 pauses ", info), info)
 
 
+def stop(pid):
+    """SIGSTOP, and wait until every thread of pid has stopped: kill returns
+    before they do (each stops when it next runs), and the writer thread
+    answers a request until then (it waits on its control page, not on a
+    signal)."""
+    os.kill(pid, signal.SIGSTOP)
+    for _ in range(3000):
+        states = []
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/stat") as f:
+                    states.append(f.read().rpartition(")")[2].split()[0])
+            except OSError:
+                pass
+        if states and all(st == "T" for st in states):
+            return
+        time.sleep(0.01)
+    check(False, f"pid {pid} did not stop: {states}")
+
+
 def test_bad_pids():
     # Not traced: this test's own process.
     r = run([SFTRACE, "resume", str(os.getpid())], check_rc=1)
@@ -326,11 +367,11 @@ def test_bad_pids():
     eq(r.stderr, "sftrace: error: 'x' is not a process id\n", "not a pid")
     # Timed out: a stopped process cannot answer.
     s = Server()
-    os.kill(s.pid, signal.SIGSTOP)
+    stop(s.pid)
     try:
         r = run([SFTRACE, "resume", "--timeout", "0.5", str(s.pid)], check_rc=1)
-        eq(r.stderr, f"sftrace: error: pid {s.pid} did not answer the resume within 0.5 s (stopped, or it "
-                     "installed its own handler for signal 12)\n", "timed out")
+        eq(r.stderr, f"sftrace: error: pid {s.pid} did not answer the resume within 0.5 s (stopped?); it is "
+                     "still asked, and served when the process goes on\n", "timed out")
     finally:
         os.kill(s.pid, signal.SIGCONT)
     # The request it took when it went on is served then: tracing is on.
@@ -347,15 +388,15 @@ def test_bad_pids():
     try:
         r = run([SFTRACE, "resume", "--timeout", "0.5", str(child)], check_rc=1)
         eq(r.stderr, f"sftrace: error: pid {child} has no sftrace-writer thread, which serves resume and pause: "
-                     "it is a forked child that did not exec (a fork copies only the thread that called it); "
-                     "nothing sent\n", "a forked child")
+                     "it is a forked child that did not exec (a fork copies only the thread that called it), or it "
+                     "has loaded no instrumented code; nothing sent\n", "a forked child")
         s.switch("resume")  # the parent still switches
     finally:
         os.kill(child, signal.SIGKILL)
     s.finish()
     # Gone while the command waited: stopped, then killed.
     s = Server()
-    os.kill(s.pid, signal.SIGSTOP)
+    stop(s.pid)
     w = subprocess.Popen([SFTRACE, "pause", "--timeout", "30", str(s.pid)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     time.sleep(0.5)
@@ -403,3 +444,45 @@ def test_frames_that_returned_while_paused_leave_no_trace_in_later_depths():
                "jump_leaf": 1}, "calls")
     eq(repairs, "2 unmatched exits dropped, 2 frames closed by unwinding, 4 frames in flight closed at a pause",
        "repairs")
+
+
+def test_resume_and_pause_after_the_writer_was_made_again():
+    """Issue 24: resume and pause travel on a control page the writer
+    thread holds in its own descriptor table (no signal). unshare(
+    CLONE_NEWUSER) needs the process alone: the runtime stops the writer
+    for the call and makes a new one, with a new table, so a new page takes
+    the old one's place. Resumed before phase a, paused before b, resumed
+    before c: 20 work calls in the log (a's and c's), each command
+    answered."""
+    exe = build_c("sig24_unshare", ["sig24_unshare.c"])
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    p = subprocess.Popen([SFTRACE, "record", "-q", "--paused", "-o", log, "--", exe],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        m = PAUSED_RE.fullmatch(line)
+        check(m, f"the paused line: {line!r}")
+        pid = m.group(1)
+        got, writers = [], []
+        for name, what in (("a", "resume"), ("b", "pause"), ("c", "resume")):
+            eq(p.stdout.readline(), f"{name}\n", f"phase {name}")
+            writers.append([t for t in os.listdir(f"/proc/{pid}/task")
+                            if open(f"/proc/{pid}/task/{t}/comm").read() == "sftrace-writer\n"])
+            s = run([SFTRACE, what, pid])
+            check(SWITCH_RE.fullmatch(s.stdout), f"{what} before {name}: {s.stdout!r} {s.stderr!r}")
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            got.append(p.stdout.readline())
+            if name == "a":
+                got.append(p.stdout.readline())
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    eq(got, ["a 135\n", "unshare 0\n", "b 135\n", "c 135\n"], "the program's output")
+    check(len(writers[0]) == 1 and len(writers[1]) == 1 and writers[0] != writers[1] and writers[1] == writers[2],
+          f"a new writer thread after the unshare: {writers}")
+    eq(p.returncode, 0, err)
+    calls, _ = report(log)
+    eq(calls.get("work", 0), 20, "work calls: phases a and c")

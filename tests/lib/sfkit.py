@@ -606,12 +606,16 @@ _SUMMARY_RE = re.compile(r"^summary: (\d+) events?, (\d+) threads?, (\d+) object
 _EVENTS_END = ("\nwarnings (", "\nsummary: ")
 
 
-def _dump_info_lines(stream, events):
+def _dump_info_lines(stream, events, scan=None):
     """dump's lines without their newlines, the event lines left out: the
     lines up to 'events:', then (events=True) those from the first line
     starting 'warnings (' or 'summary: ' on. The event lines are skipped in
-    1 MiB blocks, not line by line: a log of 8M events was 15 s of Python."""
+    1 MiB blocks, not line by line: a log of 8M events was 15 s of Python.
+    scan, when given, is called with the whole output, in blocks of whole
+    lines."""
     for line in stream:
+        if scan:
+            scan(line)
         line = line.rstrip("\n")
         yield line
         if line == "events:":
@@ -624,30 +628,40 @@ def _dump_info_lines(stream, events):
     while True:
         chunk = stream.read(1 << 20)
         if not chunk:
+            if scan:
+                scan(buf)
             return
         buf += chunk
         ends = [i for i in (buf.find(m) for m in _EVENTS_END) if i >= 0]
         if ends:
             rest = buf[min(ends) + 1:] + stream.read()
+            if scan:
+                scan(buf[:min(ends) + 1])
+                scan(rest)
             yield from rest.splitlines()
             return
-        buf = buf[buf.rfind("\n"):]  # a partial line may still start a marker
+        cut = buf.rfind("\n")  # a partial line may still start a marker
+        if scan:
+            scan(buf[:cut])
+        buf = buf[cut:]
 
 
-def dump_info(log, extra=(), events=False, timeout=600):
+def dump_info(log, extra=(), events=False, timeout=600, scan=None):
     """What `sftrace dump` says about a log, without keeping its events:
     {'state', 'dropped', 'write_errors', 'threads': [{serial, tid, name,
     events, lost, data, slots, live}], and, when events=True (the dump is
     read to its end, events skipped line by line), 'warnings' and
     'summary' {events, threads, objects, lost, dropped, write_errors}}.
     With events=False dump is stopped once its thread table is out, which
-    keeps this cheap on logs of millions of events."""
+    keeps this cheap on logs of millions of events. scan (events=True): a
+    function given the whole of dump's output, in blocks of whole lines
+    (to count lines of millions without a second dump)."""
     p = subprocess.Popen([SFTRACE, "dump"] + list(extra) + [log], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, errors="replace")
     info = {"threads": [], "warnings": [], "summary": None}
     section = "header"
     try:
-        for line in _dump_info_lines(p.stdout, events):
+        for line in _dump_info_lines(p.stdout, events, scan if events else None):
             if section == "header":
                 m = _COUNTERS_RE.match(line)
                 if m:

@@ -108,15 +108,15 @@ def test_longjmp_cost_when_the_setjmp_caller_is_not_recorded():
 def _callgrind_per_throw(exe, env):
     """Instructions this thread runs per throw inside catcher() (callgrind,
     deterministic: the writer thread and start-up are not counted), from
-    two runs of 1,000 and 3,000 throws (their difference), run at once
-    (each traced one with its own log)."""
+    two runs of 1,000 and 3,000 throws (their difference), each traced one
+    with its own log."""
     ir = []
     specs = []
     for n in (1000, 3000):
         e = dict(env, SFTRACE_OUTPUT_FILE=f"{env['SFTRACE_OUTPUT_FILE']}.{n}") if env else None
         specs.append(dict(cmd=["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=catcher*",
                                "--callgrind-out-file=/dev/null", exe, "4", str(n)], env=e, timeout=600))
-    for p in sfkit.run_each(specs):
+    for p in sfkit.run_each(specs, jobs=1):
         m = re.search(r"Collected : (\d+)", p.stderr)
         check(m, f"callgrind output: {p.stderr[-1000:]}")
         ir.append(int(m.group(1)))

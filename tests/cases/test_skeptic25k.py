@@ -261,9 +261,10 @@ def throw_cost(depth, regex, exe=None, collect="loop"):
     throws, under `depth` recorded frames of rec(). Counted only inside
     `collect` (the throwing loop, landings included): the whole program's
     count moves by some 38,000 instructions now and then with the run's
-    length (the log's writing, not the throws). The counts are exact, so
-    the runs go two at a time, and the untraced slope (the same for every
-    regex) is measured once per program and depth."""
+    length (the log's writing, not the throws). The untraced slope (the
+    same for every regex) is measured once per program and depth. The runs
+    go one at a time: two at once moved the counts by ~10 a throw, and the
+    margins here are 75."""
     import shutil
     vg = shutil.which("valgrind")
     if not vg:
@@ -279,7 +280,7 @@ def throw_cost(depth, regex, exe=None, collect="loop"):
         if traced:
             cmd = [sfkit.SFTRACE, "record", "-o", f"{d}/sf{n}.log", "--filter-regex", regex, "--"] + cmd
         cmds.append(cmd)
-    ir = [callgrind_ir(p) for p in sfkit.run_parallel(cmds, timeout=600)]
+    ir = [callgrind_ir(p) for p in sfkit.run_parallel(cmds, jobs=1, timeout=600)]
     if key not in _untraced_per:
         _untraced_per[key] = (ir[3] - ir[2]) // 100
     untraced = _untraced_per[key]

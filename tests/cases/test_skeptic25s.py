@@ -375,7 +375,7 @@ _untraced_per_throw = {}
 
 def callgrind_per_throw(exe, flt=None, n1=100, n2=300, depth=50, collect="catcher*"):
     """Instructions per throw collected in the catcher and below (valgrind
-    callgrind, the difference of two run lengths, run at once); traced with
+    callgrind, the difference of two run lengths); traced with
     the runtime preloaded by hand and filter flt when given. The untraced
     count is exact: measured once per program and arguments."""
     key = (exe, n1, n2, depth, collect)
@@ -389,7 +389,7 @@ def callgrind_per_throw(exe, flt=None, n1=100, n2=300, depth=50, collect="catche
                    "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")}
         specs.append(dict(cmd=["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=" + collect,
                                "--callgrind-out-file=/dev/null", exe, str(depth), str(n), "1"], env=env))
-    counts = [int(re.search(r"Collected : (\d+)", p.stderr).group(1)) for p in sfkit.run_each(specs)]
+    counts = [int(re.search(r"Collected : (\d+)", p.stderr).group(1)) for p in sfkit.run_each(specs, jobs=1)]
     per = (counts[1] - counts[0]) / (n2 - n1)
     if not flt:
         _untraced_per_throw[key] = per

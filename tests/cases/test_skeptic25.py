@@ -14,7 +14,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import RUNTIME, SFTRACE, Skip, build_c, check, eq, record, run, tmpdir  # noqa: E402
+from sfkit import RUNTIME, SFTRACE, Skip, build_c, check, eq, record, run, run_each, tmpdir  # noqa: E402
 
 ANY_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(ENTRY|EXIT|TAIL|UNWIND)\s+(?:\[depth \d+\] )?(.*?)\s*$")
 
@@ -116,7 +116,7 @@ def _callgrind_per_throw(exe, env):
         e = dict(env, SFTRACE_OUTPUT_FILE=f"{env['SFTRACE_OUTPUT_FILE']}.{n}") if env else None
         specs.append(dict(cmd=["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=catcher*",
                                "--callgrind-out-file=/dev/null", exe, "4", str(n)], env=e, timeout=600))
-    for p in sfkit.run_each(specs, jobs=1):
+    for p in run_each(specs, jobs=1):
         m = re.search(r"Collected : (\d+)", p.stderr)
         check(m, f"callgrind output: {p.stderr[-1000:]}")
         ir.append(int(m.group(1)))

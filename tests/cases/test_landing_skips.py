@@ -16,9 +16,11 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
 import sfkit  # noqa: E402
-from sfkit import SFTRACE, build_c, check, eq, record, run  # noqa: E402
+from sfkit import build_c, check, eq, record  # noqa: E402
 
 EV_RE = re.compile(r"^\s*\d+\s+\d+\s+(ENTRY|EXIT|TAIL|UNWIND)\s+(?:\[depth \d+\] )?\s*(\S+)")
+# EV_RE over a block of lines at once (its spaces stay on their line).
+EV_LINES_RE = re.compile(EV_RE.pattern.replace(r"\s", r"[^\S\n]"), re.M)
 AFTER = 1000
 
 
@@ -26,13 +28,10 @@ def check_run(n, writer):
     exe = build_c("landing_skips", ["landing_skips.c"], flags=["-fno-optimize-sibling-calls"])
     p, log = record([exe, str(n), str(AFTER), "20"], args=["-q", "--writer", writer], timeout=120)
     eq(p.stdout, f"landings {n} after {AFTER} sum {sum(3 * i + 2 for i in range(AFTER))}\n", "traced output")
-    info = sfkit.dump_info(log, events=True)
-    eq((info["summary"]["lost"], info["summary"]["dropped"]), (0, 0), "(lost, dropped)")
+    # One dump for the summary and the events: EV_RE on each line of it.
     evs = []
-    for line in run([SFTRACE, "dump", log]).stdout.splitlines():
-        m = EV_RE.match(line)
-        if m:
-            evs.append((m.group(1), m.group(2)))
+    info = sfkit.dump_info(log, events=True, scan=lambda block: evs.extend(EV_LINES_RE.findall(block)))
+    eq((info["summary"]["lost"], info["summary"]["dropped"]), (0, 0), "(lost, dropped)")
     eq(sum(1 for k, _ in evs if k == "UNWIND"), n, "UNWIND events: one a landing")
     last = max(i for i, (k, _) in enumerate(evs) if k == "UNWIND")
     tail = collections.Counter(evs[last + 1:])

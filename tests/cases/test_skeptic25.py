@@ -14,7 +14,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import RUNTIME, SFTRACE, Skip, build_c, check, eq, record, run, tmpdir  # noqa: E402
+from sfkit import RUNTIME, SFTRACE, Skip, build_c, check, eq, record, run, run_each, tmpdir  # noqa: E402
 
 ANY_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(ENTRY|EXIT|TAIL|UNWIND)\s+(?:\[depth \d+\] )?(.*?)\s*$")
 
@@ -108,11 +108,15 @@ def test_longjmp_cost_when_the_setjmp_caller_is_not_recorded():
 def _callgrind_per_throw(exe, env):
     """Instructions this thread runs per throw inside catcher() (callgrind,
     deterministic: the writer thread and start-up are not counted), from
-    two runs of 1,000 and 3,000 throws (their difference)."""
+    two runs of 1,000 and 3,000 throws (their difference), each traced one
+    with its own log."""
     ir = []
+    specs = []
     for n in (1000, 3000):
-        p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=catcher*",
-                 "--callgrind-out-file=/dev/null", exe, "4", str(n)], env=env, timeout=600)
+        e = dict(env, SFTRACE_OUTPUT_FILE=f"{env['SFTRACE_OUTPUT_FILE']}.{n}") if env else None
+        specs.append(dict(cmd=["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=catcher*",
+                               "--callgrind-out-file=/dev/null", exe, "4", str(n)], env=e, timeout=600))
+    for p in run_each(specs, jobs=1):
         m = re.search(r"Collected : (\d+)", p.stderr)
         check(m, f"callgrind output: {p.stderr[-1000:]}")
         ir.append(int(m.group(1)))

@@ -53,42 +53,58 @@ static int version_fits(const uint16_t *versym, const ElfW(Verdef) *vd, const ch
 	return n && same_name(n, ver);
 }
 
-/* sf_sym_in, with the definition's st_size in *size when size is given,
- * of version ver when given. */
-static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, const char *ver, size_t *size)
+/* An object's dynamic tables, as its PT_DYNAMIC names them in memory. */
+struct dyn_tables {
+	const ElfW(Sym) *sym;
+	const char *str;
+	const uint32_t *gh; /* DT_GNU_HASH */
+	const uint16_t *versym;
+	const ElfW(Verdef) *verdef;
+	const uint32_t *buckets, *chain; /* the GNU hash's, from gh */
+};
+
+/* 1 with t filled if the object has a symbol table, strings and a
+ * non-empty GNU hash (every object glibc's toolchain links has one). */
+static int dyn_tables(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct dyn_tables *t)
 {
-	const ElfW(Phdr) *phdr = phdr_v;
 	const ElfW(Dyn) *dyn = NULL;
 	for (int i = 0; i < phnum; i++)
 		if (phdr[i].p_type == PT_DYNAMIC)
 			dyn = (const ElfW(Dyn) *)(base + phdr[i].p_vaddr);
-	if (!dyn)
-		return NULL;
-	const ElfW(Sym) *sym = NULL;
-	const char *str = NULL;
-	const uint32_t *gh = NULL;
-	const uint16_t *versym = NULL;
-	const ElfW(Verdef) *verdef = NULL;
-	for (; dyn->d_tag != DT_NULL; dyn++) {
+	*t = (struct dyn_tables){0};
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
 		uintptr_t v = dyn_addr(base, dyn->d_un.d_ptr);
 		if (dyn->d_tag == DT_SYMTAB)
-			sym = (const ElfW(Sym) *)v;
+			t->sym = (const ElfW(Sym) *)v;
 		else if (dyn->d_tag == DT_STRTAB)
-			str = (const char *)v;
+			t->str = (const char *)v;
 		else if (dyn->d_tag == DT_GNU_HASH)
-			gh = (const uint32_t *)v;
+			t->gh = (const uint32_t *)v;
 		else if (dyn->d_tag == DT_VERSYM)
-			versym = (const uint16_t *)v;
+			t->versym = (const uint16_t *)v;
 		else if (dyn->d_tag == DT_VERDEF)
-			verdef = (const ElfW(Verdef) *)v;
+			t->verdef = (const ElfW(Verdef) *)v;
 	}
-	if (!sym || !str || !gh) /* every object glibc's toolchain links has DT_GNU_HASH */
+	if (!t->sym || !t->str || !t->gh || !t->gh[0])
+		return 0;
+	t->buckets = (const uint32_t *)((const ElfW(Addr) *)(t->gh + 4) + t->gh[2]);
+	t->chain = t->buckets + t->gh[0];
+	return 1;
+}
+
+/* sf_sym_in, with the definition's st_size in *size when size is given,
+ * of version ver when given. */
+static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, const char *ver, size_t *size)
+{
+	struct dyn_tables t;
+	if (!dyn_tables(base, phdr_v, phnum, &t))
 		return NULL;
-	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
-	if (!nbuckets)
-		return NULL;
-	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_size);
-	const uint32_t *chain = buckets + nbuckets;
+	const ElfW(Sym) *sym = t.sym;
+	const char *str = t.str;
+	const uint16_t *versym = t.versym;
+	const ElfW(Verdef) *verdef = t.verdef;
+	uint32_t nbuckets = t.gh[0], symoffset = t.gh[1];
+	const uint32_t *buckets = t.buckets, *chain = t.chain;
 	uint32_t h = gnu_hash(name);
 	uint32_t i = buckets[h % nbuckets];
 	if (i < symoffset)
@@ -251,40 +267,20 @@ struct at_find {
  * its version name: walks every GNU hash chain (a few hundred symbols). */
 static void symbol_at(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct at_find *a)
 {
-	const ElfW(Dyn) *dyn = NULL;
-	for (int i = 0; i < phnum; i++)
-		if (phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(base + phdr[i].p_vaddr);
-	const ElfW(Sym) *sym = NULL;
-	const char *str = NULL;
-	const uint32_t *gh = NULL;
-	const uint16_t *versym = NULL;
-	const ElfW(Verdef) *verdef = NULL;
-	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-		uintptr_t v = dyn_addr(base, dyn->d_un.d_ptr);
-		if (dyn->d_tag == DT_SYMTAB)
-			sym = (const ElfW(Sym) *)v;
-		else if (dyn->d_tag == DT_STRTAB)
-			str = (const char *)v;
-		else if (dyn->d_tag == DT_GNU_HASH)
-			gh = (const uint32_t *)v;
-		else if (dyn->d_tag == DT_VERSYM)
-			versym = (const uint16_t *)v;
-		else if (dyn->d_tag == DT_VERDEF)
-			verdef = (const ElfW(Verdef) *)v;
-	}
-	if (!sym || !str || !gh || !gh[0])
+	struct dyn_tables t;
+	if (!dyn_tables(base, phdr, phnum, &t))
 		return;
-	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
-	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_size);
-	const uint32_t *chain = buckets + nbuckets;
+	const ElfW(Sym) *sym = t.sym;
+	const char *str = t.str;
+	uint32_t nbuckets = t.gh[0], symoffset = t.gh[1];
+	const uint32_t *buckets = t.buckets, *chain = t.chain;
 	for (uint32_t b = 0; b < nbuckets; b++) {
 		for (uint32_t i = buckets[b]; i >= symoffset; i++) {
 			const ElfW(Sym) *s = &sym[i];
 			if (s->st_shndx != SHN_UNDEF && base + s->st_value == a->addr &&
 			    ELF64_ST_TYPE(s->st_info) == STT_FUNC) {
 				a->name = str + s->st_name;
-				a->ver = versym ? verdef_name(verdef, str, versym[i] & 0x7fff) : NULL;
+				a->ver = t.versym ? verdef_name(t.verdef, str, t.versym[i] & 0x7fff) : NULL;
 				return;
 			}
 			if (chain[i - symoffset] & 1)

@@ -9,6 +9,53 @@ import shutil
 import subprocess
 import sys
 
+# --- claim 6 (issue 28): --ring under churn, snapshots and signals ----------
+
+def test_ring_churn_exit_mid_wave_under_snapshot_flood():
+    """skepS_churn: waves of 8 threads, a fork every 16th wave, a SIGUSR1
+    handler running instrumented code; a thread sends SIGUSR1, SIGUSR2 and
+    `sftrace snapshot` in a loop while the program exit(4)s with 8
+    threads running. Untraced: "exit mid-wave usr1=1", status 4. Ten
+    runs; none may hang."""
+    import threading
+    exe = build_c("skepS_churn", ["skepS_churn.c"], libs=["-lpthread"])
+    for k in range(10):
+        d = tmpdir()
+        p = subprocess.Popen([SFTRACE, "record", "-q", "--ring", "128K", "--max-snapshots", "1000", "--trigger", "leaf",
+                              "-o", os.path.join(d, "sf.log"), "--", exe], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        pid = int(p.stdout.readline().split()[1])
+        stop = []
+        sent = []
+
+        def flood():
+            while not stop:
+                try:
+                    os.kill(pid, 10)
+                    os.kill(pid, 12)
+                except ProcessLookupError:
+                    return
+                run([SFTRACE, "snapshot", str(pid)], check_rc=None, timeout=60)
+                sent.append(1)
+
+        th = threading.Thread(target=flood)
+        th.start()
+        while len(sent) < 3 and p.poll() is None:
+            th.join(0.05)
+        p.stdin.write("x")
+        p.stdin.flush()
+        try:
+            out, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.wait()
+            out, err = "hang", ""
+        finally:
+            stop.append(1)
+            th.join()
+        eq((p.returncode, out.strip()), (4, "exit mid-wave usr1=1"), f"run {k}: status and output (stderr {err[-300:]!r})")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
@@ -181,6 +228,53 @@ def test_main_exit_refuses_resume_and_keeps_snapshots():
     eq(last, "signals=0 woken=0 last=0", "what the program noticed")
     snaps = sorted(f for f in os.listdir(d) if ".snap." in f)
     eq(len(snaps), 2, f"one snapshot per request: {snaps}")
+
+
+# --- claim 6 (issue 28): --ring under churn, snapshots and signals ----------
+
+def test_ring_churn_exit_mid_wave_under_snapshot_flood():
+    """skepS_churn: waves of 8 threads, a fork every 16th wave, a SIGUSR1
+    handler running instrumented code; a thread sends SIGUSR1, SIGUSR2 and
+    `sftrace snapshot` in a loop while the program exit(4)s with 8
+    threads running. Untraced: "exit mid-wave usr1=1", status 4. Ten
+    runs; none may hang."""
+    import threading
+    exe = build_c("skepS_churn", ["skepS_churn.c"], libs=["-lpthread"])
+    for k in range(10):
+        d = tmpdir()
+        p = subprocess.Popen([SFTRACE, "record", "-q", "--ring", "128K", "--max-snapshots", "1000", "--trigger", "leaf",
+                              "-o", os.path.join(d, "sf.log"), "--", exe], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        pid = int(p.stdout.readline().split()[1])
+        stop = []
+        sent = []
+
+        def flood():
+            while not stop:
+                try:
+                    os.kill(pid, 10)
+                    os.kill(pid, 12)
+                except ProcessLookupError:
+                    return
+                run([SFTRACE, "snapshot", str(pid)], check_rc=None, timeout=60)
+                sent.append(1)
+
+        th = threading.Thread(target=flood)
+        th.start()
+        while len(sent) < 3 and p.poll() is None:
+            th.join(0.05)
+        p.stdin.write("x")
+        p.stdin.flush()
+        try:
+            out, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.wait()
+            out, err = "hang", ""
+        finally:
+            stop.append(1)
+            th.join()
+        eq((p.returncode, out.strip()), (4, "exit mid-wave usr1=1"), f"run {k}: status and output (stderr {err[-300:]!r})")
 
 
 if __name__ == "__main__":

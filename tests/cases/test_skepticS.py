@@ -224,6 +224,13 @@ def _quiet(mode, record_args, steps):
         ready = p.stdout.readline().split()
         eq(ready[:1], ["ready"], "first line")
         pid = ready[1]
+        if mode == "mainexit":  # wait until the main thread is gone (a zombie leader)
+            import time
+            while True:
+                with open(f"/proc/{pid}/task/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+                time.sleep(0.01)
         done = []
         for s in steps:
             if s == "w":

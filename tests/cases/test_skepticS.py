@@ -9,6 +9,34 @@ import shutil
 import subprocess
 import sys
 
+# --- claim 4 (issue 25): throws and longjmps while tracing is switched ------
+
+def test_throws_and_longjmps_across_resume_pause_and_snapshots():
+    """skepS_throws (C++, PIE, -O2): 4 threads throw through 30 frames and
+    longjmp through 30 more in a loop while record --paused gets 20
+    resume/pause pairs, then --ring gets 20 snapshots. Untraced every catch
+    sees depth 30: "bad=0 good>0=1"."""
+    exe = build_c("skepS_throws", ["skepS_throws.cc"], flags=["-fpie", "-pie"], libs=["-lpthread"],
+                  compiler="clang++")
+    for args, cmds in ((["--paused"], ("resume", "pause")), (["--ring", "256K"], ("snapshot",))):
+        d = tmpdir()
+        p = subprocess.Popen([SFTRACE, "record", "-q"] + args + ["-o", os.path.join(d, "sf.log"), "--", exe],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            pid = p.stdout.readline().split()[1]
+            for i in range(20):
+                for c in cmds:
+                    r = run([SFTRACE, c, pid], check_rc=None, timeout=60)
+                    eq(r.returncode, 0, f"{args} {c} {i}: {r.stderr[-300:]}")
+            out, err = p.communicate("", timeout=120)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+        eq((p.returncode, out.strip()), (0, "bad=0 good>0=1"), f"{args}: status and output")
+
+
 # --- claim 6 (issue 28): --ring under churn, snapshots and signals ----------
 
 def test_ring_churn_exit_mid_wave_under_snapshot_flood():
@@ -268,6 +296,34 @@ def test_main_exit_refuses_resume_and_keeps_snapshots():
     eq(last, "signals=0 woken=0 last=0", "what the program noticed")
     snaps = sorted(f for f in os.listdir(d) if ".snap." in f)
     eq(len(snaps), 2, f"one snapshot per request: {snaps}")
+
+
+# --- claim 4 (issue 25): throws and longjmps while tracing is switched ------
+
+def test_throws_and_longjmps_across_resume_pause_and_snapshots():
+    """skepS_throws (C++, PIE, -O2): 4 threads throw through 30 frames and
+    longjmp through 30 more in a loop while record --paused gets 20
+    resume/pause pairs, then --ring gets 20 snapshots. Untraced every catch
+    sees depth 30: "bad=0 good>0=1"."""
+    exe = build_c("skepS_throws", ["skepS_throws.cc"], flags=["-fpie", "-pie"], libs=["-lpthread"],
+                  compiler="clang++")
+    for args, cmds in ((["--paused"], ("resume", "pause")), (["--ring", "256K"], ("snapshot",))):
+        d = tmpdir()
+        p = subprocess.Popen([SFTRACE, "record", "-q"] + args + ["-o", os.path.join(d, "sf.log"), "--", exe],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            pid = p.stdout.readline().split()[1]
+            for i in range(20):
+                for c in cmds:
+                    r = run([SFTRACE, c, pid], check_rc=None, timeout=60)
+                    eq(r.returncode, 0, f"{args} {c} {i}: {r.stderr[-300:]}")
+            out, err = p.communicate("", timeout=120)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+        eq((p.returncode, out.strip()), (0, "bad=0 good>0=1"), f"{args}: status and output")
 
 
 # --- claim 6 (issue 28): --ring under churn, snapshots and signals ----------

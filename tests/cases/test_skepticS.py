@@ -293,6 +293,49 @@ def test_throws_and_longjmps_across_resume_pause_and_snapshots():
         eq((p.returncode, out.strip()), (0, "bad=0 good>0=1"), f"{args}: status and output")
 
 
+# --- claim 5 (issue 29): values with --trigger and inside --within ----------
+
+def _tail():
+    return build_c("skepS_tail", ["skepS_tail.c"])
+
+
+def test_args_for_trigger_function_in_snapshot():
+    p, log = record([_tail()], args=["-q", "--auto-args", "--ring", "1M", "--trigger", "trig"])
+    eq(p.stdout, "494\n", "output")
+    snap = log.replace("sf.log", f"sf.snap.{_snap_pid(log)}.1.log")
+    calls = [c.strip() for c in sfkit.call_column(sfkit.replay_text(snap))]
+    check("trig(1, 2);" in calls or any(c.startswith("trig(1, 2)") for c in calls), f"trig's values: {calls}")
+
+
+def _snap_pid(log):
+    d = os.path.dirname(log)
+    snaps = [f for f in os.listdir(d) if ".snap." in f]
+    check(snaps, f"no snapshot in {sorted(os.listdir(d))}")
+    return snaps[0].split(".")[2]
+
+
+def test_args_inside_within_window_with_tail_calls():
+    p, log = record([_tail()], args=["-q", "-a", "--filter-regex", "^win$", "--within"])
+    eq(p.stdout, "494\n", "output")
+    calls = [c.strip() for c in sfkit.call_column(sfkit.replay_text(log))]
+    for want in ("g2(1, 2, 3, -1, 2, 7) = <tail call>; /* tail call from trig */",
+                 "g3(7, 2, -1, 3, 2, 1) = 36; /* tail call from g2 */", "gd(1.500000, 1.000000, 1) = 2.500000;"):
+        check(want in calls, f"{want!r} not in {calls}")
+
+
+@sfkit.known_break(29, "record --ring 1M --trigger T --filter-regex ^win$ --within never takes a snapshot "
+                       "(0 requests for T = win, trig, 'win>1ns', 'gd>1ns'); without --within the same "
+                       "triggers take theirs (3 requests for 'trig>1ns')")
+def test_trigger_fires_inside_within_window():
+    for trig in ("win", "trig", "win>1ns"):
+        p, log = record([_tail()], args=["--ring", "1M", "--trigger", trig, "-a", "--filter-regex", "^win$",
+                                         "--within"])
+        eq(p.stdout, "494\n", "output")
+        d = os.path.dirname(log)
+        snaps = [f for f in os.listdir(d) if ".snap." in f]
+        check(snaps, f"--trigger {trig} with --within: no snapshot; record said {p.stderr[-400:]!r}")
+
+
 # --- claim 6 (issue 28): --ring under churn, snapshots and signals ----------
 
 def test_ring_churn_exit_mid_wave_under_snapshot_flood():

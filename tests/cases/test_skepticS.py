@@ -65,6 +65,30 @@ def test_dladdr_inside_wrapped_function():
         eq(bad, [], f"objects named for addr+1, traced {args}")
 
 
+def _mine():
+    lib = build_c("libskepS_mine.so", ["skepS_mine.c"], shared=True, xray=False, libs=["-ldl"])
+    exe = build_c("skepS_usemine", ["skepS_usemine.c"], libs=["-ldl"])
+    want = run([exe], env={"LD_PRELOAD": lib}).stdout
+    return lib, exe, want
+
+
+def test_dladdr_with_users_preload_given_to_record():
+    lib, exe, want = _mine()
+    eq(want, "closes=10 dup2s=5 systems=1 close_in=libskepS_mine.so\n", "untraced")
+    p, _ = record([exe], args=["-q"], env={"LD_PRELOAD": lib})
+    eq(p.stdout, want, "LD_PRELOAD around record")
+
+
+@sfkit.known_break(24, "record -- env LD_PRELOAD=libmine.so prog (libsftrace.so loads first): calls reach "
+                       "the user's close wrapper (closes=10), but dladdr(&close) names libc.so.6, not "
+                       "libmine.so: the untraced lookup wants close@GLIBC_2.2.5 and skips libmine's "
+                       "unversioned close, which the program's reference binds to untraced")
+def test_dladdr_with_users_preload_set_inside():
+    lib, exe, want = _mine()
+    p, _ = record(["env", "LD_PRELOAD=" + lib, exe], args=["-q"])
+    eq(p.stdout, want, "LD_PRELOAD set by the command")
+
+
 # --- claim 2 (issue 24): logs of sandboxed processes ------------------------
 
 def _daemon():

@@ -13,7 +13,10 @@
  * program would have had untraced: the first, in load order, of an object
  * that is not the tracer's (glibc's, or a later preload's). Any other
  * address (the runtime's code in a backtrace, its hidden functions) is
- * answered as it is. Not on any hot path: two dl_iterate_phdr walks. */
+ * answered as it is. dli_saddr is the address asked about, as untraced,
+ * except for dladdr1's RTLD_DL_SYMENT, where it agrees with the entry
+ * (pointer equality itself is not hidden: &system is the wrapper). Not on
+ * any hot path: two dl_iterate_phdr walks. */
 #include <dlfcn.h>
 #include <errno.h>
 
@@ -33,6 +36,16 @@ static const void *untraced_address(const void *addr)
 	return own ? own : addr;
 }
 
+/* The answer for `to`, with dli_saddr the address the program asked about
+ * when that was a wrapper's start (untraced the two are equal: a reporter
+ * prints "system+0x0"). */
+static int answer(int r, const void *addr, const void *to, Dl_info *info)
+{
+	if (r && to != addr && info->dli_saddr == to)
+		info->dli_saddr = (void *)addr;
+	return r;
+}
+
 __attribute__((visibility("default"))) int sf_dladdr(const void *addr, Dl_info *info)
 {
 	static dladdr_fn real;
@@ -43,7 +56,8 @@ __attribute__((visibility("default"))) int sf_dladdr(const void *addr, Dl_info *
 			return 0;
 		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
 	}
-	return f(untraced_address(addr), info);
+	const void *to = untraced_address(addr);
+	return answer(f(to, info), addr, to, info);
 }
 
 __attribute__((visibility("default"))) int sf_dladdr1(const void *addr, Dl_info *info, void **extra, int flags)
@@ -56,7 +70,11 @@ __attribute__((visibility("default"))) int sf_dladdr1(const void *addr, Dl_info 
 			return 0;
 		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
 	}
-	return f(untraced_address(addr), info, extra, flags);
+	const void *to = untraced_address(addr);
+	int r = f(to, info, extra, flags);
+	/* with the symbol's entry, dli_saddr stays the one that entry gives
+	 * (dli_fbase + st_value): the two cannot both be as untraced */
+	return flags == RTLD_DL_SYMENT ? r : answer(r, addr, to, info);
 }
 
 /* glibc 2.34 moved both into libc.so.6 with new default versions; the

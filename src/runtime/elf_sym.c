@@ -43,13 +43,22 @@ static const char *verdef_name(const ElfW(Verdef) *vd, const char *str, uint16_t
 }
 
 /* ver NULL: the default definition (not a hidden version); else the
- * definition of version ver, hidden or not (dlvsym's). */
+ * definition of version ver, hidden or not (dlvsym's), or any definition
+ * of an object without version information (glibc accepts those for a
+ * versioned lookup: a preload built without a version script). With
+ * as_ref, also an unversioned definition of a versioned object, as a
+ * program's versioned reference binds to it (glibc's check_match for a
+ * lookup that is not dlvsym's). */
 static int version_fits(const uint16_t *versym, const ElfW(Verdef) *vd, const char *str, uint32_t i,
-			const char *ver)
+			const char *ver, int as_ref)
 {
 	if (!ver)
 		return !(versym && (versym[i] & 0x8000));
-	const char *n = versym ? verdef_name(vd, str, versym[i] & 0x7fff) : NULL;
+	if (!versym)
+		return 1;
+	if (as_ref && (versym[i] & 0x7fff) <= 1 && !(versym[i] & 0x8000))
+		return 1;
+	const char *n = verdef_name(vd, str, versym[i] & 0x7fff);
 	return n && same_name(n, ver);
 }
 
@@ -94,7 +103,8 @@ static int dyn_tables(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct 
 
 /* sf_sym_in, with the definition's st_size in *size when size is given,
  * of version ver when given. */
-static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, const char *ver, size_t *size)
+static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, const char *ver, int as_ref,
+		    size_t *size)
 {
 	struct dyn_tables t;
 	if (!dyn_tables(base, phdr_v, phnum, &t))
@@ -115,7 +125,7 @@ static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *n
 		int type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
 		if ((c | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && (bind == STB_GLOBAL || bind == STB_WEAK) &&
 		    (type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_OBJECT) &&
-		    version_fits(versym, verdef, str, i, ver) && same_name(str + s->st_name, name)) {
+		    version_fits(versym, verdef, str, i, ver, as_ref) && same_name(str + s->st_name, name)) {
 			void *at = (void *)(base + s->st_value);
 			if (size)
 				*size = s->st_size;
@@ -128,7 +138,7 @@ static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *n
 
 void *sf_sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name)
 {
-	return sym_in(base, phdr_v, phnum, name, NULL, NULL);
+	return sym_in(base, phdr_v, phnum, name, NULL, 0, NULL);
 }
 
 struct next_find {
@@ -137,7 +147,8 @@ struct next_find {
 	const char *lib;   /* basename prefix the object must have; NULL: any */
 	uintptr_t self;    /* an address in the runtime: objects after it (RTLD_NEXT) */
 	int past_self;
-	int not_tracer;    /* skip the tracer's own objects (sf_is_tracer_object) */
+	int not_tracer;    /* skip the tracer's own objects (tracer_object) */
+	int as_ref;        /* versions matched as a program's reference is (version_fits) */
 	void *found;
 	size_t size;
 };
@@ -190,7 +201,7 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	if (f->not_tracer && tracer_object(info))
 		return 0;
-	f->found = sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name, f->ver, &f->size);
+	f->found = sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name, f->ver, f->as_ref, &f->size);
 	return f->found != NULL;
 }
 
@@ -247,11 +258,11 @@ void *sf_sym_any_v(const char *name, const char *ver)
 	return f.found;
 }
 
-/* dlvsym(RTLD_DEFAULT, name, ver) as it would answer without the tracer's
- * objects: the first definition, by load order, in any other object. */
+/* What a program's reference to name@ver binds to without the tracer's
+ * objects: the first fitting definition, by load order, in any other. */
 void *sf_sym_untraced_v(const char *name, const char *ver)
 {
-	struct next_find f = {.name = name, .ver = ver, .not_tracer = 1};
+	struct next_find f = {.name = name, .ver = ver, .not_tracer = 1, .as_ref = 1};
 	dl_iterate_phdr(find_cb, &f);
 	return f.found;
 }

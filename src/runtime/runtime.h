@@ -918,8 +918,8 @@ void *sf_real(const char *name) SF_HIDDEN;
 void *sf_real_v(const char *name, const char *ver) SF_HIDDEN;
 /* dlvsym(RTLD_DEFAULT, name, ver) the same way. */
 void *sf_sym_any_v(const char *name, const char *ver) SF_HIDDEN;
-/* The same as it would answer were the tracer's objects (libsftrace.so,
- * libsftrace-alloc.so) not loaded. */
+/* What a program's reference to name@ver would bind to were the tracer's
+ * objects (libsftrace.so, libsftrace-alloc.so) not loaded. */
 void *sf_sym_untraced_v(const char *name, const char *ver) SF_HIDDEN;
 /* 1 and the name and version (NULL: none) of the function a tracer object
  * exports at exactly addr; 0 for any other address. */

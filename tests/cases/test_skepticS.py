@@ -33,9 +33,6 @@ def _fields(line):
     return name, f
 
 
-@sfkit.known_break(24, "dladdr(&system).dli_saddr is libc's system, not the &system the program passed "
-                       "(untraced they are equal): 7 wrapped functions (10 with --alloc), a reporter's "
-                       "'system+0x0' becomes system plus the distance from libsftrace.so")
 def test_dladdr_saddr_is_the_address_asked():
     for args in ((), ("--alloc",)):
         want, got = _dladdr_lines(args)
@@ -79,10 +76,6 @@ def test_dladdr_with_users_preload_given_to_record():
     eq(p.stdout, want, "LD_PRELOAD around record")
 
 
-@sfkit.known_break(24, "record -- env LD_PRELOAD=libmine.so prog (libsftrace.so loads first): calls reach "
-                       "the user's close wrapper (closes=10), but dladdr(&close) names libc.so.6, not "
-                       "libmine.so: the untraced lookup wants close@GLIBC_2.2.5 and skips libmine's "
-                       "unversioned close, which the program's reference binds to untraced")
 def test_dladdr_with_users_preload_set_inside():
     lib, exe, want = _mine()
     p, _ = record(["env", "LD_PRELOAD=" + lib, exe], args=["-q"])

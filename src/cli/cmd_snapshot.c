@@ -6,7 +6,8 @@
  * (snap_sent, in the header it maps) and wakes that word, a shared futex
  * the writer waits on (src/runtime/snapshot.c). A signal to the process
  * landed on a thread of the program's and cut its sleep or poll short.
- * It then waits for the file and prints its path. Where the file goes
+ * It then waits for the snapshot that answers its own request (the
+ * request's number is in its header) and prints its path. Where the file goes
  * comes from the process's own environment (/proc/PID/environ), as
  * record set it. */
 #include <dirent.h>
@@ -101,6 +102,38 @@ static long newest_snapshot(const char *dir, const char *prefix, const char *ext
 	}
 	closedir(d);
 	return best;
+}
+
+/* The N of DIR/PREFIX N EXT, N > after, that answers request number req
+ * (its header: reason SF_SNAP_COMMAND, SF_HDR_SNAP_REQUEST req), 0 if none
+ * yet. Commands run at once each count their own request; the newest file
+ * could be another's. */
+static long answer_of(const char *dir, const char *prefix, const char *ext, long after, uint64_t req)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	long found = 0;
+	size_t lp = strlen(prefix), le = strlen(ext);
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		size_t ln = strlen(e->d_name);
+		if (ln <= lp + le || strncmp(e->d_name, prefix, lp) || strcmp(e->d_name + ln - le, ext))
+			continue;
+		char *end;
+		long v = strtol(e->d_name + lp, &end, 10);
+		if (end != e->d_name + ln - le || v <= after)
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct sf_header h;
+		if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == SF_MAGIC &&
+		    h.snapshot_reason == SF_SNAP_COMMAND && h.reserved[SF_HDR_SNAP_REQUEST] == req)
+			found = v;
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+	return found;
 }
 
 /* Whether name is STEM*EXT and not a snapshot's (a process's own log). */
@@ -251,10 +284,11 @@ static struct sf_header *map_own_log(pid_t pid, const char *stem, const char *ex
 
 /* The request counted in the process's log (snap_sent), and the writer
  * woken: the counter's low half is a shared futex word it waits on. */
-static void send_request(struct sf_header *h)
+static uint64_t send_request(struct sf_header *h)
 {
-	__atomic_add_fetch(&h->snap_sent, 1, __ATOMIC_SEQ_CST);
+	uint64_t req = __atomic_add_fetch(&h->snap_sent, 1, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, (uint32_t *)(void *)&h->snap_sent, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	return req;
 }
 
 int cmd_snapshot(int argc, char **argv)
@@ -319,13 +353,13 @@ int cmd_snapshot(int argc, char **argv)
 		return 1;
 	}
 	long before = newest_snapshot(dir, prefix, ext);
-	send_request(h);
+	uint64_t req = send_request(h);
 	munmap(h, SF_HEADER_SIZE);
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		long n = newest_snapshot(dir, prefix, ext);
-		if (n > before) {
+		long n = answer_of(dir, prefix, ext, before, req);
+		if (n > 0) {
 			printf("%s/%s%ld%s\n", dir, prefix, n, ext);
 			return 0;
 		}

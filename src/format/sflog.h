@@ -396,6 +396,7 @@ enum sf_snapshot_reason {
 #define SF_HDR_SNAP_FUNC      2 /* offset 160: function id of the trigger function (0: the ring signal) */
 #define SF_HDR_SNAP_MISSED    3 /* offset 168: requests that came while a snapshot was being written, not taken */
 #define SF_HDR_SNAP_SLOW_NS   7 /* offset 200: reason 3: how long the slow call lasted (ns) */
+#define SF_HDR_SNAP_REQUEST   7 /* offset 200: reason 4: the number of the sftrace snapshot request it answers (snap_sent after that command's add) */
 /* In the process's log only (atomic counters): requests taken (a freeze
  * opened), and snapshots written. Taken but not written: the process
  * ended (a crash, a kill) or the write failed before the file was there. */

@@ -199,7 +199,10 @@ static int take_asked(uint32_t tid)
 	if (got >= __atomic_load_n(&h->snap_sent, __ATOMIC_ACQUIRE) ||
 	    !__atomic_compare_exchange_n(&h->snap_arrived, &got, got + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return 0; /* another thread took it (the writer has left: any may) */
-	return freeze_open(SF_SNAP_COMMAND, 0, sf_now_raw(), 0, tid);
+	/* the request's number goes in the snapshot (SF_HDR_SNAP_REQUEST, the
+	 * slot reason 3 keeps its duration in): each command that asked at
+	 * once finds its own snapshot */
+	return freeze_open(SF_SNAP_COMMAND, 0, sf_now_raw(), got + 1, tid);
 }
 
 int sf_snapshot_take_asked(void)

@@ -647,9 +647,11 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 		to = SF_VARIANT_ARGS;
 		break;
 	case SF_VARIANT_GATED:
+	case SF_VARIANT_SLOW_GATED:
 		to = SF_VARIANT_ARGS_GATED;
 		break;
 	case SF_VARIANT_WINDOW:
+	case SF_VARIANT_SLOW_WINDOW:
 		to = SF_VARIANT_ARGS_WINDOW;
 		break;
 	default:
@@ -657,7 +659,7 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 	}
 	if (!func_id)
 		return;
-	int trigger = *variant == SF_VARIANT_SLOW;
+	int trigger = *variant == SF_VARIANT_SLOW || *variant == SF_VARIANT_SLOW_GATED || *variant == SF_VARIANT_SLOW_WINDOW;
 	int64_t i = find_func(o, vaddr);
 	/* A sled with nothing to read keeps the plain trampoline: the exit
 	 * of a function named by -A alone, or of a void one under -a, the

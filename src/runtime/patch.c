@@ -37,6 +37,8 @@ static void trampolines(uint64_t out[SF_STUB_COUNT])
 		ARGS_COUNTER,
 		ARGS_GATED_COUNTER,
 		ARGS_WINDOW_COUNTER,
+		sf_tramp_entry_mono_gated, sf_tramp_exit_mono_gated, sf_tramp_tail_mono_gated, /* SLOW_GATED */
+		sf_tramp_entry_mono_window, sf_tramp_exit_mono_window, sf_tramp_tail_mono_window, /* SLOW_WINDOW */
 	};
 	static void (*const mono[SF_STUB_COUNT])(void) = {
 		sf_tramp_entry_mono, sf_tramp_exit_mono, sf_tramp_tail_mono,
@@ -46,6 +48,8 @@ static void trampolines(uint64_t out[SF_STUB_COUNT])
 		ARGS_MONO,
 		ARGS_GATED_MONO,
 		ARGS_WINDOW_MONO,
+		sf_tramp_entry_mono_gated, sf_tramp_exit_mono_gated, sf_tramp_tail_mono_gated,
+		sf_tramp_entry_mono_window, sf_tramp_exit_mono_window, sf_tramp_tail_mono_window,
 	};
 	for (int i = 0; i < SF_STUB_COUNT; i++)
 		out[i] = (uint64_t)(sf_config.clock == SF_CLOCK_MONOTONIC ? mono[i] : counter[i]);

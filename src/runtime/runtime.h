@@ -688,15 +688,21 @@ enum sf_variant {
 	 * slow path, where the trigger is looked at. */
 	SF_VARIANT_ARGS_GATED = 5,
 	SF_VARIANT_ARGS_WINDOW = 6,
+	/* record --trigger with --within: a trigger function's sleds keep the
+	 * gate or the window count in front of the *_mono trampolines (every
+	 * event of theirs to the slow path, which looks at the trigger). */
+	SF_VARIANT_SLOW_GATED = 7,
+	SF_VARIANT_SLOW_WINDOW = 8,
 	SF_VARIANTS
 };
 /* What a variant is to within mode (unwind.c, the selected count):
  * SF_VARIANT_PLAIN, SF_VARIANT_GATED or SF_VARIANT_WINDOW. */
 static inline int sf_variant_role(int v)
 {
-	return v == SF_VARIANT_GATED || v == SF_VARIANT_ARGS_GATED	   ? SF_VARIANT_GATED
-	       : v == SF_VARIANT_WINDOW || v == SF_VARIANT_ARGS_WINDOW ? SF_VARIANT_WINDOW
-								       : SF_VARIANT_PLAIN;
+	return v == SF_VARIANT_GATED || v == SF_VARIANT_ARGS_GATED || v == SF_VARIANT_SLOW_GATED ? SF_VARIANT_GATED
+	       : v == SF_VARIANT_WINDOW || v == SF_VARIANT_ARGS_WINDOW || v == SF_VARIANT_SLOW_WINDOW
+		       ? SF_VARIANT_WINDOW
+		       : SF_VARIANT_PLAIN;
 }
 struct sf_patch_result {
 	uint32_t patched;

@@ -125,12 +125,18 @@ static int same_object(const struct sf_object_rt *o, uint32_t i)
 
 void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant)
 {
-	if (*variant != SF_VARIANT_PLAIN) /* within-mode windows keep their own trampolines */
-		return;
+	/* Under --within a trigger keeps its gate or window count, in front
+	 * of the trampolines that send every event to the slow path. Before,
+	 * its sleds kept the within trampolines, whose events never reach the
+	 * slow path, and the trigger never fired (skepticS, issue 29). */
+	uint8_t to = *variant == SF_VARIANT_PLAIN    ? SF_VARIANT_SLOW
+		     : *variant == SF_VARIANT_GATED  ? SF_VARIANT_SLOW_GATED
+		     : *variant == SF_VARIANT_WINDOW ? SF_VARIANT_SLOW_WINDOW
+						     : *variant;
 	for (uint32_t i = 0; i < T.n; i++) {
 		if (T.t[i].vaddr != vaddr || !same_object(o, T.t[i].obj))
 			continue;
-		*variant = SF_VARIANT_SLOW;
+		*variant = to;
 		if (!T.t[i].func_id) {
 			T.t[i].func_id = func_id;
 			__atomic_add_fetch(&sf_trigger_count, 1, __ATOMIC_RELEASE);

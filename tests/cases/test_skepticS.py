@@ -342,17 +342,57 @@ def test_args_inside_within_window_with_tail_calls():
         check(want in calls, f"{want!r} not in {calls}")
 
 
-@sfkit.known_break(29, "record --ring 1M --trigger T --filter-regex ^win$ --within never takes a snapshot "
-                       "(0 requests for T = win, trig, 'win>1ns', 'gd>1ns'); without --within the same "
-                       "triggers take theirs (3 requests for 'trig>1ns')")
+def _trigger_run(trig, regex, within, extra=()):
+    """record --ring 1M --trigger TRIG --filter-regex REGEX [--within] of
+    skepS_tail: (snapshot requests, snapshot files, stderr)."""
+    import re
+    p, log = record([_tail()], args=["--ring", "1M", "--trigger", trig, *extra, "--filter-regex", regex]
+                    + (["--within"] if within else []))
+    eq(p.stdout, "494\n", "output")
+    d = os.path.dirname(log)
+    snaps = sorted(os.path.join(d, f) for f in os.listdir(d) if ".snap." in f)
+    m = re.search(r"(\d+) snapshot requests?: (\d+) written", p.stderr)
+    asked, written = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    eq(written, len(snaps), f"--trigger {trig}: snapshots said written vs files ({p.stderr[-400:]!r})")
+    return asked, snaps, p.stderr
+
+
 def test_trigger_fires_inside_within_window():
-    for trig in ("win", "trig", "win>1ns"):
-        p, log = record([_tail()], args=["--ring", "1M", "--trigger", trig, "-a", "--filter-regex", "^win$",
-                                         "--within"])
-        eq(p.stdout, "494\n", "output")
-        d = os.path.dirname(log)
-        snaps = [f for f in os.listdir(d) if ".snap." in f]
-        check(snaps, f"--trigger {trig} with --within: no snapshot; record said {p.stderr[-400:]!r}")
+    """A --trigger function fires under --within exactly as without it,
+    whether it opens the window (win) or runs inside one (trig, and g2,
+    tail-called from trig and called through fp): one request per call
+    in a window. skepS_tail calls win 3 times; win calls trig once and g2
+    (through fp) once, trig tail-calls g2; main calls g2 once more,
+    outside any window, where a trigger is not recorded and asks for
+    nothing (DESIGN.md, Triggers): 6 requests for g2, not 7. Each
+    snapshot's header names the trigger function."""
+    for trig, fn, want in (("win", "win", 3), ("trig", "trig", 3), ("win>1ns", "win", 3), ("g2", "g2", 6)):
+        for extra in ((), ("-a",)):
+            asked, snaps, err = _trigger_run(trig, "^win$", True, extra)
+            eq(asked, want, f"--trigger {trig} {extra} --within: snapshot requests ({err[-400:]!r})")
+            check(snaps, f"--trigger {trig} {extra} with --within: no snapshot; record said {err[-400:]!r}")
+            head = run([SFTRACE, "dump", snaps[0]]).stdout
+            why = "a slow trigger call" if ">" in trig else "a trigger's entry"
+            check(f"taken on {why} while the process ran: {fn} " in head,
+                  f"--trigger {trig} {extra}: the snapshot's header: {[ln for ln in head.splitlines() if 'snapshot' in ln]}")
+    # The same triggers without --within (win and trig both selected): the
+    # same requests, and g2's seventh call, outside win, asks too.
+    for trig, want in (("win", 3), ("trig", 3), ("win>1ns", 3), ("g2", 7)):
+        asked, _, err = _trigger_run(trig, "^(win|trig|g2)$", False)
+        eq(asked, want, f"--trigger {trig} without --within: snapshot requests ({err[-400:]!r})")
+
+
+def test_trigger_outside_within_window_asks_nothing():
+    """Under --within a trigger function called outside every window is
+    not recorded, so it asks for no snapshot (gd: called by win, the
+    window here is trig); the window's own function still fires."""
+    for extra in ((), ("-a",)):
+        asked, snaps, err = _trigger_run("gd", "^trig$", True, extra)
+        eq((asked, snaps), (0, []), f"--trigger gd {extra} outside the window ({err[-400:]!r})")
+        asked, snaps, err = _trigger_run("gd>1ns", "^trig$", True, extra)
+        eq((asked, snaps), (0, []), f"--trigger gd>1ns {extra} outside the window ({err[-400:]!r})")
+        asked, snaps, err = _trigger_run("trig", "^trig$", True, extra)
+        eq(asked, 3, f"--trigger trig {extra} opening the window ({err[-400:]!r})")
 
 
 # --- claim 6 (issue 28): --ring under churn, snapshots and signals ----------

@@ -6,6 +6,7 @@ cross-built CLI itself under qemu.
 
 Not covered here: exec of another aarch64 image (qemu-user without binfmt
 cannot start one, from either side), and Rust (no aarch64 std here)."""
+import json
 import os
 import re
 import shutil
@@ -607,6 +608,59 @@ def test_aarch64_argument_values_of_triggers_and_within_windows():
     calls = [re.sub(r"\((0x[0-9a-f]+|[0-9]+)\)", "(X)", c.strip()) for c in call_column(replay_text(log))]
     eq(calls, ["window(X) {", "inner(X) {", "qux(X);", "} /* inner */", "} /* window */",
                "/* 3 frames unwound */"] * 3, "windows closed by longjmp: replay (no outside())")
+
+
+def test_aarch64_trigger_inside_within_window():
+    """A --trigger fires under --within on aarch64 as on x86-64 (issue 29:
+    the trigger's sleds kept the within trampolines, whose events never
+    reach the slow path): skepS_tail with win the window, one request per
+    call in a window (win and trig 3, 'win>1ns' 3, g2 6: its seventh
+    call, from main, is outside every window), with and without trig's
+    values asked for; with trig the window, gd (called by win, outside
+    it) asks for nothing. The snapshot's header names the trigger."""
+    toolchain()
+    exe = cross("skepS_tail", ["skepS_tail.c"])
+    syms = {}
+    for line in run(["nm", exe]).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "T":
+            syms[parts[2]] = int(parts[0], 16)
+    d = tmpdir()
+    spec = os.path.join(d, "args")
+    with open(spec, "w") as f:
+        f.write(f"sftrace-filter 1\nobject - {exe}\n{syms['trig']:#x} e0100,e0200,x0000 trig\n")
+    os.chmod(spec, 0o600)
+    filters = {}
+    for w in ("win", "trig"):
+        filters[w] = os.path.join(d, w + ".filter")
+        run([SFTRACE, "filter", "-p", exe, "-r", f"^{w}$", "--within", "-o", filters[w]])
+    k = 0
+    for window, fn, dur, values, want in (("win", "win", 0, False, 3), ("win", "trig", 0, False, 3),
+                                          ("win", "trig", 0, True, 3), ("win", "win", 1, False, 3),
+                                          ("win", "g2", 0, False, 6), ("trig", "gd", 0, False, 0),
+                                          ("trig", "gd", 1, False, 0), ("trig", "trig", 0, True, 3)):
+        k += 1
+        sub = os.path.join(d, str(k))
+        os.mkdir(sub)
+        trig = os.path.join(sub, "triggers")
+        with open(trig, "w") as f:
+            f.write(f"sftrace-filter 1\nobject - {exe}\n{syms[fn]:#x} {dur} {fn}\n")
+        os.chmod(trig, 0o600)
+        log = os.path.join(sub, "t.log")
+        env = ["SFTRACE_RING=" + str(1 << 20), "SFTRACE_TRIGGERS=" + trig, "SFTRACE_FILTER=" + filters[window]]
+        p = qemu([exe], log, env=env + (["SFTRACE_ARGS=" + spec] if values else []))
+        what = f"window {window}, trigger {fn}{'>1ns' if dur else ''}{' with values' if values else ''}"
+        eq(p.stdout, "494\n", f"{what}: the program's output")
+        info = json.loads(run([SFTRACE, "info", "--format", "json", log]).stdout)
+        r = info["processes"][0]["snapshot_requests"]
+        snaps = sorted(f for f in os.listdir(sub) if ".snap." in f)
+        eq((r["all"], r["written"]), (want, len(snaps)), f"{what}: requests, written ({r})")
+        if want:
+            check(snaps, f"{what}: no snapshot")
+            head = run([SFTRACE, "dump", os.path.join(sub, snaps[0])]).stdout
+            why = "a slow trigger call" if dur else "a trigger's entry"
+            check(f"taken on {why} while the process ran: {fn} " in head,
+                  f"{what}: the snapshot's header: {[ln for ln in head.splitlines() if 'snapshot' in ln]}")
 
 
 def test_aarch64_libc_start_main_versions():

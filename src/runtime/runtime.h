@@ -591,7 +591,9 @@ int sf_cli_run(const char *const *args) SF_HIDDEN;
 
 /* ---- trigger.c (record --trigger: snapshots on a function's entry or slow call) ---- */
 void sf_trigger_init(void) SF_HIDDEN;
-/* At patch time: a trigger function's sleds get SF_VARIANT_SLOW. */
+/* At patch time: a trigger function's sleds get SF_VARIANT_SLOW (under
+ * --within SF_VARIANT_SLOW_GATED or _WINDOW: outside a window it asks for
+ * nothing). */
 void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
 void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time) SF_HIDDEN;
 extern uint32_t sf_trigger_count SF_HIDDEN;
@@ -603,8 +605,9 @@ void sf_args_after_fork_child(void) SF_HIDDEN; /* the pid strings are read from 
  * SF_VARIANT_ARGS: its entry sleds when arguments are asked for, its exit
  * and tail-call sleds when its return value is. kind: the sled's
  * (XRAY_SLED_*). In within mode a gated or window sled gets
- * SF_VARIANT_ARGS_GATED or _WINDOW; a trigger's (SF_VARIANT_SLOW),
- * SF_VARIANT_ARGS, its events sent on to the slow path. */
+ * SF_VARIANT_ARGS_GATED or _WINDOW; a trigger's (SF_VARIANT_SLOW,
+ * _SLOW_GATED, _SLOW_WINDOW), SF_VARIANT_ARGS, _ARGS_GATED or
+ * _ARGS_WINDOW, its events sent on to the slow path. */
 void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, int kind,
 		    uint8_t *variant) SF_HIDDEN;
 /* Before an object with sleds is scanned (without the log lock): the

@@ -37,24 +37,9 @@ static struct {
 	char log[PATH_MAX];  /* record's log */
 } K;
 
-/* The extension as the runtime sees it (logfile.c, ext_start). */
-static size_t ext_start(const char *req, size_t len)
-{
-	size_t slash = 0, dot = len;
-	for (size_t i = 0; i < len; i++)
-		if (req[i] == '/')
-			slash = i + 1;
-	for (size_t i = len; i > slash; i--)
-		if (req[i - 1] == '.') {
-			dot = i - 1;
-			break;
-		}
-	return dot == slash ? len : dot;
-}
-
 int rfiles_listen(const char *notes, const char *log)
 {
-	size_t len = strlen(log), dot = ext_start(log, len), slash = 0;
+	size_t len = strlen(log), dot = sf_log_ext_start(log, len), slash = 0;
 	for (size_t i = 0; i < len; i++)
 		if (log[i] == '/')
 			slash = i + 1;

@@ -74,4 +74,22 @@ static inline size_t sf_kf_name(char *out, uint64_t dev, uint64_t ino)
 	return n;
 }
 
+/* Where the extension of a log's name begins (len for none): the last
+ * dot after the last slash, unless it starts the name. The runtime names
+ * each process's log after record's -o path with it (<stem>.<pid><ext>,
+ * docs/FORMAT.md), and the keeper makes files under the same names. */
+static inline size_t sf_log_ext_start(const char *req, size_t len)
+{
+	size_t slash = 0, dot = len;
+	for (size_t i = 0; i < len; i++)
+		if (req[i] == '/')
+			slash = i + 1;
+	for (size_t i = len; i > slash; i--)
+		if (req[i - 1] == '.') {
+			dot = i - 1;
+			break;
+		}
+	return dot == slash ? len : dot; /* ".log" alone is a stem, not an extension */
+}
+
 #endif

@@ -155,25 +155,12 @@ static void put_str(char *buf, size_t cap, size_t *pos, const char *s, size_t n)
 
 /* Log names: the requested path for the first process, then
  * <stem>.<pid><ext> (and <stem>.<pid>.<n><ext> if that exists too), where
- * <ext> is the requested name's extension. docs/FORMAT.md documents it. */
-static size_t ext_start(const char *req, size_t len)
-{
-	size_t slash = 0, dot = len;
-	for (size_t i = 0; i < len; i++)
-		if (req[i] == '/')
-			slash = i + 1;
-	for (size_t i = len; i > slash; i--)
-		if (req[i - 1] == '.') {
-			dot = i - 1;
-			break;
-		}
-	return dot == slash ? len : dot; /* ".log" alone is a stem, not an extension */
-}
-
+ * <ext> is the requested name's extension (sf_log_ext_start, shared with
+ * the keeper). docs/FORMAT.md documents it. */
 void sf_log_snapshot_path(char *out, size_t cap, uint32_t n)
 {
 	const char *req = sf_config.output;
-	size_t len = str_len(req), dot = ext_start(req, len), pos = 0;
+	size_t len = str_len(req), dot = sf_log_ext_start(req, len), pos = 0;
 	put_str(out, cap, &pos, req, dot);
 	put_str(out, cap, &pos, ".snap.", 6);
 	put_num(out, cap, &pos, (uint64_t)getpid());
@@ -188,7 +175,7 @@ void sf_log_snapshot_path(char *out, size_t cap, uint32_t n)
 int sf_log_sibling_path(char *out, size_t cap, const char *tail)
 {
 	const char *req = sf_config.output;
-	size_t len = str_len(req), dot = ext_start(req, len), base = 0, dir = 0, pos = 0;
+	size_t len = str_len(req), dot = sf_log_ext_start(req, len), base = 0, dir = 0, pos = 0;
 	for (size_t i = 0; i < dot; i++)
 		if (req[i] == '/')
 			base = i + 1;
@@ -230,7 +217,7 @@ static int open_log(void)
 {
 	const char *req = sf_config.output;
 	size_t len = str_len(req);
-	size_t dot = ext_start(req, len);
+	size_t dot = sf_log_ext_start(req, len);
 
 	for (int attempt = parent_had_log ? 1 : 0; attempt < 100; attempt++) {
 		size_t pos = 0;

@@ -115,9 +115,11 @@ static size_t arena_size(const void *p)
 
 #define LOOKUP(name) real.name = (__typeof__(real.name))sf_real(#name)
 
-/* ld.so's executable segment [lo, hi), read from its program headers in
- * memory (no dl_iterate_phdr: its lock may be held by our caller). */
-static uintptr_t ldso_lo, ldso_hi;
+/* ld.so's executable segment [lo, lo + span), read from its program
+ * headers in memory (no dl_iterate_phdr: its lock may be held by our
+ * caller). A return address ra is in it when ra - lo < span: a move, a
+ * subtraction and a compare with memory operands. */
+static uintptr_t ldso_lo, ldso_span;
 
 static void find_ldso(void)
 {
@@ -129,7 +131,7 @@ static void find_ldso(void)
 	for (unsigned i = 0; i < eh->e_phnum; i++)
 		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
 			ldso_lo = base + ph[i].p_vaddr;
-			ldso_hi = ldso_lo + ph[i].p_memsz;
+			ldso_span = ph[i].p_memsz;
 		}
 }
 
@@ -140,7 +142,7 @@ static void find_ldso(void)
  * in its text) with elements of a DTV entry's size. */
 static size_t program_calloc_bytes(size_t n, size_t size, void *ra)
 {
-	if (__builtin_expect(size != 16, 1) || (uintptr_t)ra - ldso_lo >= ldso_hi - ldso_lo || n < 16 + 1 ||
+	if (__builtin_expect(size != 16, 1) || (uintptr_t)ra - ldso_lo >= ldso_span || n < 16 + 1 ||
 	    !sftrace_heap_alloc_ra)
 		return n * size;
 	return (n - 1) * size;
@@ -172,8 +174,67 @@ static inline const void *thread_dtv(void)
  * stays 16 B larger, docs/DESIGN.md.) */
 static size_t program_realloc_bytes(const void *old, size_t size, void *ra)
 {
-	if (__builtin_expect((uintptr_t)ra - ldso_lo >= ldso_hi - ldso_lo, 1) || !old || size < 17 * 16 ||
+	if (__builtin_expect((uintptr_t)ra - ldso_lo >= ldso_span, 1) || !old || size < 17 * 16 ||
 	    size % 16 || !sftrace_heap_alloc_ra || (const char *)thread_dtv() - 16 != (const char *)old)
+		return size;
+	return size - 16;
+}
+
+/* ld.so's TLS state (glibc's struct rtld_global, exported from ld.so as
+ * _rtld_global, GLIBC_PRIVATE): &GL(dl_tls_max_dtv_idx), the highest TLS
+ * module id, and GL(dl_initial_dtv), the main thread's DTV as ld.so made
+ * it at start-up; NULL when not found. Found by the second: the word of
+ * _rtld_global equal to the calling thread's DTV (the main thread's, still
+ * the initial one: the first allocation comes at start-up). glibc
+ * (sysdeps/generic/ldsodefs.h, 2.26 to 2.41 at least) declares, in order,
+ * _dl_tls_max_dtv_idx, _dl_tls_dtv_slotinfo_list, _dl_tls_static_nelem,
+ * _used, _optional, then _dl_initial_dtv: the index is five words before
+ * it. Taken only if what ld.so's init_tls made at start-up holds: the
+ * initial DTV has max + 14 entries (allocate_dtv; it never changes, the DTV
+ * is replaced when it grows) and the slot-info list's first block
+ * max + 1 + 62 (TLS_SLOTINFO_SURPLUS), i.e. 49 more, and the index has
+ * not fallen below its start-up value. Any other layout: not found, and
+ * the main thread's first DTV growth stays 16 B larger. */
+static const size_t *tls_max_idx;
+static const void *initial_dtv;
+
+static void find_tls_state(void)
+{
+	size_t size = 0;
+	const void *const *g = sf_sym_lib_sized("ld-linux", "_rtld_global", &size);
+	const void *d = thread_dtv();
+	if (!g || !d)
+		return;
+	size_t counter = ((const size_t *)d)[-2]; /* dtv[-1].counter: its entries */
+	for (size_t i = 5; i < size / sizeof(void *); i++) {
+		if (g[i] != d)
+			continue;
+		const size_t *max = (const size_t *)&g[i - 5];
+		const size_t *list = (const size_t *)g[i - 4]; /* its len, then next */
+		if (counter > 14 && *max >= counter - 14 && *max < ((size_t)1 << 24) && list && list[0] == counter + 49) {
+			tls_max_idx = max;
+			initial_dtv = d;
+		}
+		return;
+	}
+}
+
+/* The bytes of a malloc as the program would have asked untraced: the
+ * main thread's first DTV growth (ld.so's _dl_resize_dtv on the initial
+ * DTV, which ld.so cannot free: it mallocs (max modid + 14 + 2) entries of
+ * 16 B and copies the old ones) is one entry larger with the runtime's TLS
+ * module, as allocate_dtv's calloc and later growths' realloc are. Told
+ * exactly: ld.so's call, on the thread whose DTV is still the initial one
+ * (the main thread before its first growth), of (max modid + 16) * 16 B
+ * with max modid past the initial DTV's entries (a growth is due: a TLS
+ * block ld.so mallocs there is for a module that fits, whose size may be
+ * anything). */
+static size_t program_malloc_bytes(size_t size)
+{
+	if (!initial_dtv || thread_dtv() != initial_dtv || !sftrace_heap_alloc_ra)
+		return size;
+	size_t max = __atomic_load_n(tls_max_idx, __ATOMIC_RELAXED);
+	if (size != (max + 16) * 16 || max + 14 <= ((const size_t *)initial_dtv)[-2])
 		return size;
 	return size - 16;
 }
@@ -182,6 +243,7 @@ static void resolve(void)
 {
 	resolving = 1;
 	find_ldso();
+	find_tls_state();
 	LOOKUP(calloc);
 	LOOKUP(free);
 	LOOKUP(realloc);
@@ -264,11 +326,20 @@ static inline void *report_alloc_ra(void *p, size_t size, void *ra)
 	return p;
 }
 
+/* malloc called from ld.so (program_malloc_bytes), out of malloc's way. */
+static __attribute__((noinline, cold)) void *malloc_from_ldso(size_t size, void *ra)
+{
+	return report_alloc_ra(real.malloc(size), program_malloc_bytes(size), ra);
+}
+
 EXPORT void *malloc(size_t size)
 {
 	if (!ready())
 		return arena_alloc(size, 16);
-	return report_alloc_ra(real.malloc(size), size, __builtin_return_address(0));
+	void *ra = __builtin_return_address(0);
+	if (__builtin_expect((uintptr_t)ra - ldso_lo < ldso_span, 0))
+		return malloc_from_ldso(size, ra);
+	return report_alloc_ra(real.malloc(size), size, ra);
 }
 
 /* free's other cases, out of its way (its callers' return address: ra). */

@@ -186,7 +186,7 @@ static size_t program_realloc_bytes(const void *old, size_t size, void *ra)
  * it at start-up; NULL when not found. Found by the second: the word of
  * _rtld_global equal to the calling thread's DTV (the main thread's, still
  * the initial one: the first allocation comes at start-up). glibc
- * (sysdeps/generic/ldsodefs.h, 2.26 to 2.41 at least) declares, in order,
+ * (sysdeps/generic/ldsodefs.h: 2.36, and its current source) declares, in order,
  * _dl_tls_max_dtv_idx, _dl_tls_dtv_slotinfo_list, _dl_tls_static_nelem,
  * _used, _optional, then _dl_initial_dtv: the index is five words before
  * it. Taken only if what ld.so's init_tls made at start-up holds: the

@@ -915,3 +915,34 @@ def test_aarch64_landings_that_abandon_claims_keep_recording():
     eq(len(re.findall(r"ENTRY\s+after\b", d)), 1000, "after() entries")
     m = re.search(r"(\d+) dropped, (\d+) lost", run([SFTRACE, "info", log]).stdout)
     eq((m.group(1), m.group(2)), ("0", "0"), "(dropped, lost)")
+
+
+def test_aarch64_alloc_dtv_growth_bytes():
+    """--alloc by hand, 14, 15 and 24 TLS libraries dlopen'd and touched
+    by main and a thread created after them (skep25q_tlsmain) or before
+    them (skep25q_tlslate): the same allocations, frees and bytes as the
+    untraced counter (tests/fixtures/skep25q_shim.c) under qemu, the DTV
+    read at tpidr_el0 (tlsmain 15: 94 / 15 / 29,887 B)."""
+    toolchain()
+    shim = build_c("libskep25q_shim.so", ["skep25q_shim.c"], flags=["--target=" + TARGET], shared=True, xray=False,
+                   outdir=AFIX)
+    d = os.path.join(AFIX, "skep25q_tls")
+    for i in range(24):
+        build_c(f"libskep25q_tls{i}.so", ["skep25q_tlslib.c"], flags=["--target=" + TARGET], shared=True, outdir=d)
+    alloc = os.path.join(ABUILD, "libsftrace-alloc.so")
+    for name in ("skep25q_tlsmain", "skep25q_tlslate"):
+        exe = cross(name, [name + ".c"], libs=["-ldl", "-lpthread"])
+        for n in (14, 15, 24):
+            p = run(["qemu-aarch64", "-L", SYSROOT, "-E", "LD_PRELOAD=" + shim, exe, d, str(n)], timeout=120)
+            m = re.search(r"allocs (\d+) frees (\d+) reallocs \d+ bytes (\d+) rbytes (\d+)", p.stderr)
+            check(m, f"no counter line: {p.stderr[-500:]}")
+            want = (int(m.group(1)), int(m.group(2)), int(m.group(3)) + int(m.group(4)))
+            log = os.path.join(tmpdir(), "sf.log")
+            run(["qemu-aarch64", "-L", SYSROOT, "-E", f"LD_PRELOAD={RUNTIME}:{alloc}", "-E", "SFTRACE_OUTPUT_FILE=" + log,
+                 exe, d, str(n)], timeout=120)
+            s = {}
+            for line in run([SFTRACE, "memory", "--format", "tsv", "-n", "0", log]).stdout.splitlines():
+                f = line.split("\t")
+                if len(f) == 2:
+                    s[f[0]] = int(f[1])
+            eq((s["allocations"], s["frees"], s["bytes_allocated"]), want, f"{name} {n}: traced vs untraced counter")

@@ -267,6 +267,28 @@ void *sf_sym_untraced_v(const char *name, const char *ver)
 	return f.found;
 }
 
+/* A tracer object defines name (of version ver; NULL: the default one). */
+struct tracer_find {
+	const char *name, *ver;
+	int found;
+};
+
+static int tracer_def_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct tracer_find *f = arg;
+	if (tracer_object(info))
+		f->found = sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name, f->ver, 0, NULL) != NULL;
+	return f->found;
+}
+
+int sf_tracer_defines(const char *name, const char *ver)
+{
+	struct tracer_find f = {.name = name, .ver = ver};
+	dl_iterate_phdr(tracer_def_cb, &f);
+	return f.found;
+}
+
 struct at_find {
 	uintptr_t addr;
 	int tracer;  /* the object holding addr is the tracer's */

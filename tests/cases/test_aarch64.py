@@ -915,3 +915,26 @@ def test_aarch64_landings_that_abandon_claims_keep_recording():
     eq(len(re.findall(r"ENTRY\s+after\b", d)), 1000, "after() entries")
     m = re.search(r"(\d+) dropped, (\d+) lost", run([SFTRACE, "info", log]).stdout)
     eq((m.group(1), m.group(2)), ("0", "0"), "(dropped, lost)")
+
+
+def test_aarch64_dlsym_handles_and_scopes():
+    """test_dlsym_handles under qemu (arch/aarch64/dlsym.S): dlsym on libc's
+    handle answers the wrapper and its posix_spawn child is traced; every
+    RTLD_DEFAULT and RTLD_NEXT lookup is made from the caller's object (a
+    plugin's local dependency found, a preload after the runtime finds
+    libc's getpid and not its own); every line as untraced."""
+    toolchain()
+    notail = ["--target=" + TARGET, "-fnoxray-link-deps", "-fno-optimize-sibling-calls"]
+    cross("libdlsc_dep.so", ["dlsym_scope_dep.c"], shared=True)
+    build_c("libdlsc_plug.so", ["dlsym_scope_plug.c"], flags=notail, shared=True, outdir=AFIX,
+            libs=["-Wl,--no-as-needed", "-L" + AFIX, "-ldlsc_dep", "-Wl,-rpath," + AFIX])
+    pre = build_c("libdlsc_pre.so", ["dlsym_scope_pre.c"], flags=notail, shared=True, outdir=AFIX)
+    exe = cross("dlsym_scope", ["dlsym_scope.c"], libs=["-ldl", "-Wl,-rpath," + AFIX])
+    for pre_env in ([], ["LD_PRELOAD=" + pre]):
+        u = run(["qemu-aarch64", "-L", SYSROOT] + [a for e in pre_env for a in ("-E", e)] + [exe, "GLIBC_2.17"],
+                timeout=120)
+        eq(u.stdout.count("untraced\n"), 1, f"untraced {pre_env}: {u.stdout}")
+        check(("preload: getpid calls 3\n" in u.stdout) == bool(pre_env), f"untraced {pre_env}: {u.stdout}")
+        env = ["LD_PRELOAD=" + RUNTIME + ":" + pre] if pre_env else []
+        t = qemu([exe, "GLIBC_2.17"], os.path.join(tmpdir(), "sf.log"), env=env)
+        eq(t.stdout, u.stdout.replace("untraced\n", "traced\n"), f"traced {pre_env}")

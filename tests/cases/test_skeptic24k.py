@@ -446,7 +446,8 @@ def test_nproc_limit_left_to_the_program():
         sfkit.eq((info["summary"]["events"], info["summary"]["lost"]), (4000002, 0), f"events, lost ({writer})")
     raise sfkit.Skip("known limit, issue 24: record and its keeper are tasks of the user who runs record, so they "
                      "count against that user's RLIMIT_NPROC, as strace -f or a waiting shell does: run record as "
-                     "another user (root) and the program as its own (test_nproc_limit_left_to_the_program_as_its_user)")
+                     "another user (root) and the program as its own "
+                     "(test_nproc_limit_left_to_the_program_as_its_user)")
 
 
 def test_nproc_limit_left_to_the_program_as_its_user():

@@ -103,12 +103,10 @@ static int dyn_tables(uintptr_t base, const ElfW(Phdr) *phdr, int phnum, struct 
 
 /* sf_sym_in, with the definition's st_size in *size when size is given,
  * of version ver when given. */
-static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, const char *ver, int as_ref,
-		    size_t *size)
+static void *sym_in_tables(uintptr_t base, const struct dyn_tables *tp, const char *name, const char *ver,
+			   int as_ref, size_t *size)
 {
-	struct dyn_tables t;
-	if (!dyn_tables(base, phdr_v, phnum, &t))
-		return NULL;
+	const struct dyn_tables t = *tp;
 	const ElfW(Sym) *sym = t.sym;
 	const char *str = t.str;
 	const uint16_t *versym = t.versym;
@@ -134,6 +132,15 @@ static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *n
 		if (c & 1)
 			return NULL;
 	}
+}
+
+static void *sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name, const char *ver, int as_ref,
+		    size_t *size)
+{
+	struct dyn_tables t;
+	if (!dyn_tables(base, phdr_v, phnum, &t))
+		return NULL;
+	return sym_in_tables(base, &t, name, ver, as_ref, size);
 }
 
 void *sf_sym_in(uintptr_t base, const void *phdr_v, int phnum, const char *name)
@@ -264,6 +271,61 @@ void *sf_sym_untraced_v(const char *name, const char *ver)
 {
 	struct next_find f = {.name = name, .ver = ver, .not_tracer = 1, .as_ref = 1};
 	dl_iterate_phdr(find_cb, &f);
+	return f.found;
+}
+
+/* The tracer's objects' tables, taken once (dlsym.c asks on every lookup
+ * on a handle): both are loaded at start (preloads) and never unloaded. */
+static struct tracer_tables {
+	uintptr_t base;
+	struct dyn_tables t;
+} tracer_tabs[2];
+static int tracer_tabs_n;
+static int tracer_tabs_state; /* 0 not taken, 1 being taken, 2 ready */
+
+static int tracer_tabs_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	if (tracer_tabs_n < 2 && tracer_object(info) &&
+	    dyn_tables(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &tracer_tabs[tracer_tabs_n].t))
+		tracer_tabs[tracer_tabs_n++].base = info->dlpi_addr;
+	return 0;
+}
+
+/* A tracer object defines name (of version ver; NULL: the default one). */
+struct tracer_find {
+	const char *name, *ver;
+	int found;
+};
+
+static int tracer_def_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct tracer_find *f = arg;
+	if (tracer_object(info))
+		f->found = sym_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, f->name, f->ver, 0, NULL) != NULL;
+	return f->found;
+}
+
+int sf_tracer_defines(const char *name, const char *ver)
+{
+	int st = __atomic_load_n(&tracer_tabs_state, __ATOMIC_ACQUIRE), zero = 0;
+	if (st == 0 && __atomic_compare_exchange_n(&tracer_tabs_state, &zero, 1, 0, __ATOMIC_ACQUIRE,
+						   __ATOMIC_RELAXED)) {
+		dl_iterate_phdr(tracer_tabs_cb, NULL);
+		__atomic_store_n(&tracer_tabs_state, 2, __ATOMIC_RELEASE);
+		st = 2;
+	}
+	if (st == 2) {
+		for (int i = 0; i < tracer_tabs_n; i++)
+			if (sym_in_tables(tracer_tabs[i].base, &tracer_tabs[i].t, name, ver, 0, NULL))
+				return 1;
+		return 0;
+	}
+	/* another thread is taking them: the walk */
+	struct tracer_find f = {.name = name, .ver = ver};
+	dl_iterate_phdr(tracer_def_cb, &f);
 	return f.found;
 }
 

@@ -935,6 +935,9 @@ void *sf_sym_untraced_v(const char *name, const char *ver) SF_HIDDEN;
 int sf_tracer_symbol_at(const void *addr, const char **name, const char **ver) SF_HIDDEN;
 /* 1 if addr lies in one of the tracer's objects. */
 int sf_in_tracer_object(const void *addr) SF_HIDDEN;
+/* 1 if a tracer object defines name of version ver (NULL: the default
+ * one): one pass over the loaded objects, a hash lookup in the tracer's. */
+int sf_tracer_defines(const char *name, const char *ver) SF_HIDDEN;
 
 /* ---- alloc.c ---- */
 /* 1 if a setup-ABI allocation event repeats the interposed one just recorded. */

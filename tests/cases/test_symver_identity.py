@@ -13,8 +13,9 @@ dlvsym went past. tests/fixtures/symver_identity.c names every wrapper.
 The stand-ins for libgcc_s's _Unwind_SetIP and _Unwind_Find_FDE and for
 libstdc++'s operator new forms are no longer exported (got_bind.c binds
 the references to them): &name, dlsym and dlvsym are libgcc_s's and
-libstdc++'s, traced as untraced, and the runtime exports 54 wrappers
-(dladdr and dladdr1 among them: dladdr.c), libsftrace-alloc.so 11. The
+libstdc++'s, traced as untraced, and the runtime exports 58 wrappers
+(dladdr and dladdr1 among them: dladdr.c; dlsym and dlvsym: dlsym.c),
+libsftrace-alloc.so 11. The
 fixture tells objects apart by their mappings: dladdr, traced, names the
 definition the program would have had untraced."""
 import os
@@ -32,8 +33,10 @@ LIBS = ["-ldl", "-lgcc_s", "-l:libstdc++.so.6"]  # the arm64 sysroot has no libs
 IDENTITY = re.compile(r"^(\S+)@(\S+) dlsym(==|!=)& dlvsym(==|!=)&$")
 # x86-64: (compat versions looked up by dlvsym, the object each is in)
 OLD_X86 = ["posix_spawn@GLIBC_2.2.5", "posix_spawnp@GLIBC_2.2.5", "quick_exit@GLIBC_2.10",
-           "__libc_start_main@GLIBC_2.2.5", "dladdr@GLIBC_2.2.5", "dladdr1@GLIBC_2.3.3"]
-OLD_A64 = ["quick_exit@GLIBC_2.17", "__libc_start_main@GLIBC_2.17", "dladdr@GLIBC_2.17", "dladdr1@GLIBC_2.17"]
+           "__libc_start_main@GLIBC_2.2.5", "dladdr@GLIBC_2.2.5", "dladdr1@GLIBC_2.3.3",
+           "dlsym@GLIBC_2.2.5", "dlvsym@GLIBC_2.2.5"]
+OLD_A64 = ["quick_exit@GLIBC_2.17", "__libc_start_main@GLIBC_2.17", "dladdr@GLIBC_2.17", "dladdr1@GLIBC_2.17",
+           "dlsym@GLIBC_2.17", "dlvsym@GLIBC_2.17"]
 
 
 def _lines(out):
@@ -46,12 +49,13 @@ def _check_identity(untraced, traced, old, runtime_name="libsftrace.so"):
     u, t = _lines(untraced), _lines(traced)
     ident_u = [ln for ln in u if IDENTITY.match(ln)]
     ident_t = [ln for ln in t if IDENTITY.match(ln)]
-    sfkit.eq(len(ident_u), 58, "wrappers named by the fixture")
+    sfkit.eq(len(ident_u), 60, "wrappers named by the fixture")
     sfkit.eq(ident_t, ident_u, "identity lines traced vs untraced")
     bad = [ln for ln in ident_u if not ln.endswith("dlsym==& dlvsym==&")]
     sfkit.eq(bad, [], "wrappers whose dlsym or dlvsym is not &name untraced (fixture's version table)")
     for name in old:
-        is_default = "yes" if name.startswith(("__libc_start_main", "dladdr")) else "no"  # one address for both
+        # one address for both
+        is_default = "yes" if name.startswith(("__libc_start_main", "dladdr", "dlsym", "dlvsym")) else "no"
         sfkit.check(f"old {name} in libc.so.6, is default: {is_default}" in u, f"{name} untraced:\n{untraced}")
         sfkit.check(f"old {name} in {runtime_name}, is default: {is_default}" in t,
                     f"{name} traced (the runtime must stand in front of it):\n{traced}")
@@ -142,7 +146,7 @@ def _check_alloc_exports(objdump, lib, libdir):
 
 def test_symver_exports_match_libc():
     wrappers = _check_exports("objdump", sfkit.RUNTIME, "/lib/x86_64-linux-gnu")
-    sfkit.eq(len(wrappers), 56, "wrappers")
+    sfkit.eq(len(wrappers), 58, "wrappers")
     _check_alloc_exports("objdump", ALLOC_LIB, "/usr/lib/x86_64-linux-gnu")
 
 
@@ -151,7 +155,7 @@ def test_symver_identity_aarch64():
     if not shutil.which("aarch64-linux-gnu-objdump"):
         raise sfkit.Skip("aarch64-linux-gnu-objdump missing (binutils-aarch64-linux-gnu)")
     wrappers = _check_exports("aarch64-linux-gnu-objdump", a64.RUNTIME, "/usr/aarch64-linux-gnu/lib")
-    sfkit.eq(len(wrappers), 56, "aarch64 wrappers")
+    sfkit.eq(len(wrappers), 58, "aarch64 wrappers")
     _check_alloc_exports("aarch64-linux-gnu-objdump", os.path.join(a64.ABUILD, "libsftrace-alloc.so"),
                          "/usr/aarch64-linux-gnu/lib")
     # Without libstdc++ (qemu's multiarch root has none for arm64): the

@@ -959,6 +959,7 @@ int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the wri
 int sf_leader_status(int *status) SF_HIDDEN;                /* ns.c: the exiting leader's code in *status */
 int sf_log_dir_open(void) SF_HIDDEN;                         /* on the writer: the log's directory, O_PATH; -1 */
 int sf_log_writer_hands_over(void) SF_HIDDEN;                /* the writer's number of the log, -1: none */
+int sf_log_keeper_reopens(void) SF_HIDDEN; /* logfile.c: on the writer: record's keeper gives the log to this pid again */
 int sf_log_reopenable(void) SF_HIDDEN;                    /* logfile.c: on the writer: a program thread could open the log again */            /* logfile.c: on the writer, leaving: the program's table again */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
@@ -980,6 +981,7 @@ uint32_t sf_writer_tid(void) SF_HIDDEN;
 void sf_writer_open_proc(int keeper) SF_HIDDEN; /* on the writer or keeper, its table its own: /proc/self held there */
 int sf_writer_proc_dir(void) SF_HIDDEN;        /* that directory on the thread that holds it, else -1 */
 long sf_proc_open(const char *path, int flags) SF_HIDDEN; /* ns.c: a /proc/self/... path, through that directory */
+int sf_program_threads_share_net(void) SF_HIDDEN; /* ns.c: every program thread in the writer's network namespace */
 int sf_program_threads_like_writer(int *no_room) SF_HIDDEN; /* ns.c: every program thread could reopen the log as the writer */
 /* writer.c: a clone(CLONE_FILES) child's keeper thread (its descriptor uses, in a table of its own) */
 int sf_keeper_start(void) SF_HIDDEN;    /* in the child, first: -1 if it cannot be made */

@@ -455,6 +455,9 @@ void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
  * record (a notes directory) only in the notes, never on the program's
  * stderr: record names the pid and the cause (record_why.c). */
 void sf_rt_loss(const char *a, const char *b, const char *c) SF_HIDDEN;
+/* A report (calls not recorded): in the notes, which record prints after
+ * the run ("sftrace: pid N: ..."); on stderr only without record. */
+void sf_rt_report(const char *a, const char *b, const char *c) SF_HIDDEN;
 /* A file made by record's keeper (src/format/keeper_files.h: op
  * SF_KF_*): its descriptor (close-on-exec, wherever the kernel put it), 0
  * for a request that returns none, or -errno. path (cap bytes, may be

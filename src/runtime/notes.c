@@ -284,6 +284,14 @@ __attribute__((destructor(102))) static void notes_at_exit(void)
 {
 	if (notes_dir_len && sf_config.enabled && !sf_log_ready())
 		sf_objects_foreach_instrumented(note_object);
+	uint32_t vm = sf_config.enabled ? sf_buffer_vm_children() : 0;
+	if (vm) {
+		char n[16];
+		size_t pos = 0;
+		put_u(n, sizeof(n), &pos, vm);
+		n[pos] = 0;
+		sf_rt_report("clone(CLONE_VM) without CLONE_THREAD (a system call of the program's): threads not recorded: ", n, NULL);
+	}
 }
 
 /* What descriptor 2 was when the process started (closed: st_nlink 0

@@ -853,6 +853,7 @@ void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
 void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
+uint32_t sf_buffer_vm_children(void) SF_HIDDEN; /* buffer.c: threads of clone(CLONE_VM) children not recorded */
 void sf_buffer_exit_hook_arm(void) SF_HIDDEN; /* the thread's exit hook runs (its shadow array) */
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */
 /* A resume (switch.c, before any sled is patched): every thread's window

@@ -197,6 +197,22 @@ def test_clone_vm_settls_copied_block_not_merged():
     eq(leaf2, 7, "leaf2 calls in the log (the parent's)")
 
 
+def test_clone_vm_raw_syscall_fresh_block_not_merged():
+    """The same child made by a raw clone system call (CLONE_VM |
+    CLONE_SETTLS, no glibc wrapper to see it) on a fresh, zeroed block:
+    its first event registers it, in another process than the runtime's
+    (a pid check then): not recorded, counted, and record says so once;
+    the parent's log holds its 3 + 4 calls of leaf2 exactly."""
+    if os.uname().machine != "x86_64":
+        raise Skip("the fixture's raw clone is x86-64")
+    want, got, perr, err, leaf2, files = _clonevm("raw")
+    eq(got, want, "stdout")
+    eq(perr, "", "the program's stderr")
+    _reported(err, "(a system call of the program's): threads not recorded: 1")
+    eq(len(files), 1, "logs")
+    eq(leaf2, 7, "leaf2 calls in the log (the parent's)")
+
+
 def test_clone_vm_without_record_says_it_on_stderr():
     """Without record (SFTRACE_OUTPUT_FILE and the preload alone) there is
     no note for record to print: the line goes to stderr, as DESIGN says."""

@@ -608,14 +608,14 @@ static int clone_child(void *p)
 
 /* The runtime's thread-local block (this object's PT_TLS): its initial
  * image, where the block lies from a thread pointer, and where sf_self
- * and sf_suppressed lie in it. Found once (dl_iterate_phdr), in the
- * parent of the first clone(CLONE_VM | CLONE_SETTLS) that needs it. */
+ * and sf_suppressed lie in it. Found (dl_iterate_phdr) in the parent of
+ * the first clone(CLONE_VM | CLONE_SETTLS) that needs it. */
 static struct {
 	const char *image;
 	size_t filesz, memsz;
 	long from_tp;		 /* block - thread pointer */
 	size_t self_off, supp_off; /* sf_self, sf_suppressed in the block */
-	int state;		 /* 0 not looked for, 1 found, -1 not found */
+	int state;		 /* 1 once found */
 } tls_img;
 
 static int tls_img_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -648,7 +648,7 @@ static int tls_img_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	tls_img.from_tp = (long)((uintptr_t)blk - (uintptr_t)sf_arch_tp());
 	tls_img.self_off = self - (uintptr_t)blk;
 	tls_img.supp_off = supp - (uintptr_t)blk;
-	tls_img.state = 1;
+	__atomic_store_n(&tls_img.state, 1, __ATOMIC_RELEASE);
 	return 1;
 }
 
@@ -702,10 +702,8 @@ static int clone_shared_vm(int (*fn)(void *), void *stack, int flags, void *arg,
 			   pid_t *ctid)
 {
 	if (flags & CLONE_SETTLS) {
-		if (!tls_img.state) {
-			tls_img.state = -1;
-			dl_iterate_phdr(tls_img_cb, NULL);
-		}
+		if (__atomic_load_n(&tls_img.state, __ATOMIC_ACQUIRE) != 1)
+			dl_iterate_phdr(tls_img_cb, NULL); /* two threads at once find the same */
 		long m = sf_syscall6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (tls_img.state != 1 || (unsigned long)m > -4096ul) {
 			sf_rt_report("clone(CLONE_VM | CLONE_SETTLS) without CLONE_THREAD cannot be traced: refused", "",

@@ -582,9 +582,9 @@ static void leave_if_program_runs(void)
 		 * leaves now. Waiting for a taker that never needs the log (a
 		 * few calls, fewer than a slot) made the writer the last task,
 		 * and the process ended with the leader's code, not the last
-		 * thread's. A ring's snapshots want the log's directory, which
-		 * only an offer hands over. */
-		if (sf_config.ring_slots || !sf_program_threads_share_net() || !sf_log_keeper_reopens()) {
+		 * thread's. A ring's snapshots are made by the keeper too
+		 * (snapshot.c, open_by_keeper). */
+		if (!sf_program_threads_share_net() || !sf_log_keeper_reopens()) {
 			if (!offer_possible())
 				return;
 			offer = 1;

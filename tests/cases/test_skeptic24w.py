@@ -116,6 +116,14 @@ def test_own_uid_thread_few_calls_bare_exit():
     sfkit.eq((rc, out), (9, "thread 53\n"), "traced: status, output")
 
 
+def test_own_uid_thread_few_calls_bare_exit_ring():
+    """The same with --ring 1M: 9 (the writer offers nothing there either:
+    the keeper opens the log, and makes a snapshot's file, for the thread)."""
+    _as_root()
+    rc, out, err, log = _record(["uid", "20", "10"], ("--ring", "1M"))
+    sfkit.eq((rc, out), (9, "thread 53\n"), f"traced --ring: status, output ({err[-300:]})")
+
+
 def test_chroot_thread_ring_flood():
     """(d) --ring 1M, a thread with a root of its own (unshare(CLONE_FS),
     chroot into an empty directory) makes 1,000,000 calls after main's bare

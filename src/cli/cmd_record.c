@@ -938,6 +938,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	ra_report_unmatched(rf->notes, o->args, o->args_opt, o->nargs);
 	int exec_failed = !keeper_lost && !WIFSIGNALED(status) && (rc == 126 || rc == 127);
 	int lost = record_report_lost(rf->notes);
+	record_report_notes(rf->notes);
 	if (logs == 0 && !exec_failed && !lost && o->paused) {
 		/* The runtime's notes would only repeat its "started paused" lines. */
 		fprintf(stderr, "sftrace: no log written: tracing was never switched on (--paused; 'sftrace resume PID' "

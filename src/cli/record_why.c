@@ -123,6 +123,55 @@ int record_report_lost(const char *notes_dir)
 	return count;
 }
 
+static void free_notes(struct notes *n);
+
+/* A process's "report" lines (the runtime's sf_rt_report: calls it ran
+ * but did not record, such as a clone(CLONE_VM) child's), one line each,
+ * the same one counted. */
+static void report_file(const char *path, void *ctx)
+{
+	(void)ctx;
+	const char *pid = strrchr(path, '/') + 1;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	struct notes n = {0};
+	size_t *times = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = 0;
+		if (strncmp(line, "report sftrace: ", 16))
+			continue;
+		size_t i = 0;
+		while (i < n.nmessages && strcmp(n.messages[i], line + 16))
+			i++;
+		if (i == n.nmessages) {
+			add_message(&n, line + 16);
+			times = xrealloc(times, n.nmessages * sizeof(*times));
+			times[i] = 0;
+		}
+		times[i]++;
+	}
+	for (size_t i = 0; i < n.nmessages; i++) {
+		fprintf(stderr, "sftrace: pid %s: %s", sf_esc(pid), sf_esc(n.messages[i]));
+		if (times[i] > 1)
+			fprintf(stderr, " (%zu times)", times[i]);
+		fputc('\n', stderr);
+	}
+	free(times);
+	free(line);
+	free_notes(&n);
+	fclose(f);
+}
+
+void record_report_notes(const char *notes_dir)
+{
+	foreach_note_file(notes_dir, report_file, NULL);
+}
+
 static void free_notes(struct notes *n)
 {
 	for (size_t i = 0; i < n->nmessages; i++)

@@ -17,6 +17,9 @@ struct record_why {
  * process whose note says its log could not be created (a program run as
  * another user that may not write the output directory); how many. */
 int record_report_lost(const char *notes_dir);
+/* Prints each process's reports ("sftrace: pid N: ..."): what it ran
+ * but did not record. */
+void record_report_notes(const char *notes_dir);
 
 /* Prints "sftrace: no log written: <reason>" and what to do about it. */
 void record_explain_no_log(const struct record_why *w);

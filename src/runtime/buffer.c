@@ -180,9 +180,24 @@ static void thread_exit_hook(void *arg)
 	thread_flush_exit();
 }
 
+/* This process's pid as the runtime last set it up (start-up, each fork
+ * child's handler). A thread whose first event comes in another process
+ * is a clone(CLONE_VM) child without CLONE_THREAD made by a system call
+ * of the program's own (glibc's clone() is wrapped: hooks.c), on a fresh
+ * thread block: it shares this memory and has no log of its own, so it
+ * is not recorded, and counted (reported at exit: sf_buffer_vm_children). */
+static uint32_t proc_pid;
+static uint32_t vm_children;
+
 void sf_buffer_init(void)
 {
 	exit_key_ok = pthread_key_create(&exit_key, thread_exit_hook) == 0;
+	__atomic_store_n(&proc_pid, (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0), __ATOMIC_RELAXED);
+}
+
+uint32_t sf_buffer_vm_children(void)
+{
+	return __atomic_load_n(&vm_children, __ATOMIC_RELAXED);
 }
 
 /* Records an event of `kind` occupies: allocation events carry a payload. */
@@ -1311,6 +1326,13 @@ static void start_dropping(struct sf_thread *t)
 
 static void thread_begin(struct sf_thread *t)
 {
+	uint32_t pid = __atomic_load_n(&proc_pid, __ATOMIC_RELAXED);
+	if (pid && (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0) != pid) {
+		start_dropping(t); /* the scratch buffer: shared, never read */
+		t->state = SF_THREAD_IGNORED;
+		__atomic_add_fetch(&vm_children, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	t->tid = sf_gettid();
 #ifdef SF_ARCH_SHADOW
 	/* The thread's stack bounds, looked up here, in a slow path already,
@@ -1863,6 +1885,8 @@ void sf_buffer_process_exit(void)
 void sf_buffer_after_fork_child(void)
 {
 	struct sf_thread *t = &sf_self;
+	__atomic_store_n(&proc_pid, (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0), __ATOMIC_RELAXED);
+	__atomic_store_n(&vm_children, 0, __ATOMIC_RELAXED);
 #ifdef SF_ARCH_SHADOW
 	sf_shadow_set_depth(t, 0);
 #endif

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
@@ -605,21 +606,125 @@ static int clone_child(void *p)
 	return r;
 }
 
-/* A child that shares the calling thread's memory and its thread-local
- * storage without being a thread: its instrumented calls would store into
- * this thread's slot. With CLONE_VFORK this thread waits for it, so it
- * stops recording until then, as for vfork. Without, the two run at once
- * on the same storage: this thread stops recording for good, and says so.
- * With its own storage (CLONE_SETTLS), the child would take the runtime's
- * per-thread state from a block the runtime knows nothing of: refused. */
+/* The runtime's thread-local block (this object's PT_TLS): its initial
+ * image, where the block lies from a thread pointer, and where sf_self
+ * and sf_suppressed lie in it. Found (dl_iterate_phdr) in the parent of
+ * the first clone(CLONE_VM | CLONE_SETTLS) that needs it. */
+static struct {
+	const char *image;
+	size_t filesz, memsz;
+	long from_tp;		 /* block - thread pointer */
+	size_t self_off, supp_off; /* sf_self, sf_suppressed in the block */
+	int state;		 /* 1 once found */
+} tls_img;
+
+static int tls_img_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uintptr_t me = (uintptr_t)&tls_img_cb;
+	const ElfW(Phdr) *tls = NULL;
+	int mine = 0;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && me - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			mine = 1;
+		if (ph->p_type == PT_TLS)
+			tls = ph;
+	}
+	if (!mine)
+		return 0;
+	char *blk = info->dlpi_tls_data;
+	if (!tls || !blk)
+		return 1;
+	uintptr_t self = (uintptr_t)&sf_self, supp = (uintptr_t)&sf_suppressed;
+	if (self < (uintptr_t)blk || self + sizeof(sf_self) > (uintptr_t)blk + tls->p_memsz ||
+	    supp < (uintptr_t)blk || supp + sizeof(sf_suppressed) > (uintptr_t)blk + tls->p_memsz ||
+	    tls->p_filesz > tls->p_memsz)
+		return 1;
+	tls_img.image = (const char *)(info->dlpi_addr + tls->p_vaddr);
+	tls_img.filesz = tls->p_filesz;
+	tls_img.memsz = tls->p_memsz;
+	tls_img.from_tp = (long)((uintptr_t)blk - (uintptr_t)sf_arch_tp());
+	tls_img.self_off = self - (uintptr_t)blk;
+	tls_img.supp_off = supp - (uintptr_t)blk;
+	__atomic_store_n(&tls_img.state, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* What a clone(CLONE_VM | CLONE_SETTLS) child runs first: in a page of
+ * its own (the parent's frame may be gone by then), unmapped by the
+ * child once read. */
+struct vm_call {
+	int (*fn)(void *);
+	void *arg;
+	char *tp; /* the child's thread pointer: the clone's tls */
+};
+
+/* Runs on the child's own thread-local storage (the program's block, at
+ * tls), before any instrumented call: the runtime's part of that block
+ * (below the thread pointer on x86-64, above on aarch64, as for every
+ * thread glibc makes) is set to the runtime's initial image, whatever
+ * the program put there (zeros, or a copy of its parent's block, which
+ * would hold the parent's cursor into its slot), and then suppressed
+ * (suppress.c): time base out of every span, no shadow array to map, so
+ * each event takes the slow path, which drops it at once. Only stores
+ * through the computed address: the child's %fs:0 (its TCB's self
+ * pointer) is the program's business. */
+static int settls_child(void *p)
+{
+	struct vm_call c = *(struct vm_call *)p;
+	sf_syscall3(SYS_munmap, (long)p, 4096, 0);
+	char *blk = c.tp + tls_img.from_tp;
+	__builtin_memcpy(blk, tls_img.image, tls_img.filesz);
+	__builtin_memset(blk + tls_img.filesz, 0, tls_img.memsz - tls_img.filesz);
+	struct sf_thread *t = (struct sf_thread *)(blk + tls_img.self_off);
+	t->base = UINT64_MAX >> 1;
+	t->shadow_blk = 1; /* none to be had: pushes counted only */
+	*(uint32_t *)(blk + tls_img.supp_off) = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return c.fn(c.arg);
+}
+
+/* A child that shares the process's memory without being a thread: it
+ * has no log of its own to write (its slots would be its parent's
+ * memory), so it records nothing, and record says so once per parent
+ * (a report: notes.c; without record, a line on stderr).
+ * Without CLONE_SETTLS it shares the calling thread's thread-local
+ * storage too: its instrumented calls would store into this thread's
+ * slot. With CLONE_VFORK this thread waits for it, so it stops recording
+ * until then, as for vfork. Without, the two run at once on the same
+ * storage: this thread stops recording for good, and says so.
+ * With CLONE_SETTLS the child has a block of its own: settls_child sets
+ * the runtime's part of it to a suppressed thread's, and the calling
+ * thread goes on recording. */
 static int clone_shared_vm(int (*fn)(void *), void *stack, int flags, void *arg, pid_t *ptid, void *tls,
 			   pid_t *ctid)
 {
 	if (flags & CLONE_SETTLS) {
-		sf_rt_message("clone(CLONE_VM | CLONE_SETTLS) without CLONE_THREAD cannot be traced: refused", "",
-			      NULL);
-		errno = EINVAL;
-		return -1;
+		if (__atomic_load_n(&tls_img.state, __ATOMIC_ACQUIRE) != 1)
+			dl_iterate_phdr(tls_img_cb, NULL); /* two threads at once find the same */
+		long m = sf_syscall6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (tls_img.state != 1 || (unsigned long)m > -4096ul) {
+			sf_rt_report("clone(CLONE_VM | CLONE_SETTLS) without CLONE_THREAD cannot be traced: refused", "",
+				     NULL);
+			if ((unsigned long)m <= -4096ul)
+				sf_syscall3(SYS_munmap, m, 4096, 0);
+			errno = EINVAL;
+			return -1;
+		}
+		struct vm_call *c = (struct vm_call *)m;
+		*c = (struct vm_call){fn, arg, tls};
+		int r = real_clone(settls_child, stack, flags, c, ptid, tls, ctid);
+		int err = errno;
+		if (r > 0)
+			sf_rt_report("clone(CLONE_VM | CLONE_SETTLS) without CLONE_THREAD: the child's calls are not "
+				     "recorded (it shares this process's memory)",
+				     "", NULL);
+		else
+			sf_syscall3(SYS_munmap, m, 4096, 0);
+		errno = err;
+		return r;
 	}
 	struct sf_suppress_state st;
 	sf_suppress_begin(&st);
@@ -629,8 +734,10 @@ static int clone_shared_vm(int (*fn)(void *), void *stack, int flags, void *arg,
 		sf_suppress_end(&st);
 		errno = err;
 	} else if (r > 0) {
-		sf_rt_message("clone(CLONE_VM) without CLONE_THREAD: the calling thread's calls are no longer "
-			      "recorded (its child shares its thread storage)", "", NULL);
+		int err = errno;
+		sf_rt_report("clone(CLONE_VM) without CLONE_THREAD: the calling thread's calls are no longer "
+			     "recorded (its child shares its thread storage)", "", NULL);
+		errno = err;
 	} else {
 		sf_suppress_end(&st); /* no child */
 	}

@@ -1936,6 +1936,22 @@ int sf_log_reopenable(void)
 	return 1;
 }
 
+/* On the writer: record's keeper opens the log again for this pid
+ * (SF_KF_LOG_AGAIN, the last way open_same_log tries): a program thread
+ * that may not open it itself (a uid or a root of its own) then needs no
+ * descriptor offered by the writer, which can leave at once. */
+int sf_log_keeper_reopens(void)
+{
+	if (!L.hdr || !L.path[0])
+		return 0;
+	int fd = sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0);
+	if (fd < 0)
+		return 0;
+	int ok = is_log(fd);
+	sf_syscall3(SYS_close, fd, 0, 0);
+	return ok;
+}
+
 /* On the writer, about to leave a process whose leader has exited while
  * threads of the program's run on (writer.c, hand_over): the log's
  * descriptor goes with the writer's table, so from here on the program's

@@ -284,6 +284,14 @@ __attribute__((destructor(102))) static void notes_at_exit(void)
 {
 	if (notes_dir_len && sf_config.enabled && !sf_log_ready())
 		sf_objects_foreach_instrumented(note_object);
+	uint32_t vm = sf_config.enabled ? sf_buffer_vm_children() : 0;
+	if (vm) {
+		char n[16];
+		size_t pos = 0;
+		put_u(n, sizeof(n), &pos, vm);
+		n[pos] = 0;
+		sf_rt_report("clone(CLONE_VM) without CLONE_THREAD (a system call of the program's): threads not recorded: ", n, NULL);
+	}
 }
 
 /* What descriptor 2 was when the process started (closed: st_nlink 0
@@ -313,19 +321,27 @@ static int stderr_is_ours_to_write(void)
 	       st.st_ino == err_at_start.ino;
 }
 
-/* to_stderr 2: only if it could not be noted. */
+/* to_stderr 2: only if it could not be noted; 3: the same, and the note
+ * is a report, which record prints whether or not a log was written. */
 static void rt_message(const char *a, const char *b, const char *c, int to_stderr)
 {
 	char buf[1024];
 	size_t n = 0;
+	/* "report " in the note only: on stderr the line is a message */
 	const char *parts[] = {"sftrace: ", a, b, c ? ": " : "", c};
+	if (to_stderr == 3) {
+		const char *rep = "report ";
+		while (*rep)
+			buf[n++] = *rep++;
+	}
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
 			buf[n++] = *p;
 	buf[n++] = '\n';
 	int noted = note_write(buf, n); /* record repeats it if no log was written */
-	if ((to_stderr == 1 || (to_stderr == 2 && !noted)) && !sf_writer_defer_message(buf, n))
-		sf_messages_print(buf, n); /* (the writer's table has no stderr) */
+	size_t skip = to_stderr == 3 ? 7 : 0; /* "report " */
+	if ((to_stderr == 1 || (to_stderr >= 2 && !noted)) && !sf_writer_defer_message(buf + skip, n - skip))
+		sf_messages_print(buf + skip, n - skip); /* (the writer's table has no stderr) */
 }
 
 /* One line on stderr, and in the notes for record (note_write). */
@@ -344,6 +360,15 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 void sf_rt_loss(const char *a, const char *b, const char *c)
 {
 	rt_message(a, b, c, 2);
+}
+
+/* Something record says after the run, log or not ("sftrace: pid N:
+ * ..." , record_why.c): a process that records less than it runs (a
+ * clone(CLONE_VM) child, hooks.c). Under record the program's stderr
+ * stays its own; without record (no note) the line goes to stderr. */
+void sf_rt_report(const char *a, const char *b, const char *c)
+{
+	rt_message(a, b, c, 3);
 }
 
 /* A message line on stderr, if it is still the one the process started with. */

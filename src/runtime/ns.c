@@ -469,6 +469,41 @@ static int each_task(const char *name, void *arg)
 	return !task_like(tid, w);
 }
 
+/* On the writer: every task of the program's but the exited leader is in
+ * the writer's network namespace, where record's keeper listens (its
+ * socket is abstract: a namespace's own). 0 if any is not or /proc cannot
+ * say. */
+struct same_net {
+	uint32_t self;
+	uint64_t ino;
+};
+
+static int each_net(const char *name, void *arg)
+{
+	const struct same_net *w = arg;
+	uint32_t tid = 0;
+	for (const char *p = name; *p >= '0' && *p <= '9'; p++)
+		tid = tid * 10 + (uint32_t)(*p - '0');
+	if (tid == w->self || tid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0))
+		return 0;
+	char path[48];
+	struct stat st;
+	sf_task_path(path, tid, "/ns/net");
+	return proc_stat(path, &st) < 0 || st.st_ino != w->ino;
+}
+
+int sf_program_threads_share_net(void)
+{
+	struct same_net w = {(uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), 0};
+	char path[48];
+	struct stat st;
+	sf_task_path(path, w.self, "/ns/net");
+	if (proc_stat(path, &st) < 0)
+		return 0;
+	w.ino = st.st_ino;
+	return proc_entries("/proc/self/task", each_net, &w) > 0;
+}
+
 /* On the writer: every task of the program's but the exited leader has
  * the writer's credentials, root and mount namespace, and room in its
  * table for the log's descriptor. 0 if any differs or /proc cannot say;

@@ -455,6 +455,9 @@ void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
  * record (a notes directory) only in the notes, never on the program's
  * stderr: record names the pid and the cause (record_why.c). */
 void sf_rt_loss(const char *a, const char *b, const char *c) SF_HIDDEN;
+/* A report (calls not recorded): in the notes, which record prints after
+ * the run ("sftrace: pid N: ..."); on stderr only without record. */
+void sf_rt_report(const char *a, const char *b, const char *c) SF_HIDDEN;
 /* A file made by record's keeper (src/format/keeper_files.h: op
  * SF_KF_*): its descriptor (close-on-exec, wherever the kernel put it), 0
  * for a request that returns none, or -errno. path (cap bytes, may be
@@ -850,6 +853,7 @@ void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
 void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
+uint32_t sf_buffer_vm_children(void) SF_HIDDEN; /* buffer.c: threads of clone(CLONE_VM) children not recorded */
 void sf_buffer_exit_hook_arm(void) SF_HIDDEN; /* the thread's exit hook runs (its shadow array) */
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */
 /* A resume (switch.c, before any sled is patched): every thread's window
@@ -962,6 +966,7 @@ int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the wri
 int sf_leader_status(int *status) SF_HIDDEN;                /* ns.c: the exiting leader's code in *status */
 int sf_log_dir_open(void) SF_HIDDEN;                         /* on the writer: the log's directory, O_PATH; -1 */
 int sf_log_writer_hands_over(void) SF_HIDDEN;                /* the writer's number of the log, -1: none */
+int sf_log_keeper_reopens(void) SF_HIDDEN; /* logfile.c: on the writer: record's keeper gives the log to this pid again */
 int sf_log_reopenable(void) SF_HIDDEN;                    /* logfile.c: on the writer: a program thread could open the log again */            /* logfile.c: on the writer, leaving: the program's table again */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
@@ -983,6 +988,7 @@ uint32_t sf_writer_tid(void) SF_HIDDEN;
 void sf_writer_open_proc(int keeper) SF_HIDDEN; /* on the writer or keeper, its table its own: /proc/self held there */
 int sf_writer_proc_dir(void) SF_HIDDEN;        /* that directory on the thread that holds it, else -1 */
 long sf_proc_open(const char *path, int flags) SF_HIDDEN; /* ns.c: a /proc/self/... path, through that directory */
+int sf_program_threads_share_net(void) SF_HIDDEN; /* ns.c: every program thread in the writer's network namespace */
 int sf_program_threads_like_writer(int *no_room) SF_HIDDEN; /* ns.c: every program thread could reopen the log as the writer */
 /* writer.c: a clone(CLONE_FILES) child's keeper thread (its descriptor uses, in a table of its own) */
 int sf_keeper_start(void) SF_HIDDEN;    /* in the child, first: -1 if it cannot be made */

@@ -574,9 +574,21 @@ static void leave_if_program_runs(void)
 	    (!sf_program_threads_like_writer(&no_room) || !sf_log_reopenable())) {
 		/* A table with no room for the log (RLIMIT_NOFILE lowered to
 		 * what it holds) could take no descriptor at all. */
-		if (no_room || !offer_possible())
+		if (no_room)
 			return;
-		offer = 1;
+		/* Under record, its keeper opens the log again for any thread
+		 * of this pid, whatever its uid or root (logfile.c,
+		 * open_same_log): nothing need be offered, and the writer
+		 * leaves now. Waiting for a taker that never needs the log (a
+		 * few calls, fewer than a slot) made the writer the last task,
+		 * and the process ended with the leader's code, not the last
+		 * thread's. A ring's snapshots are made by the keeper too
+		 * (snapshot.c, open_by_keeper). */
+		if (!sf_program_threads_share_net() || !sf_log_keeper_reopens()) {
+			if (!offer_possible())
+				return;
+			offer = 1;
+		}
 	}
 	hand_over(status, offer);
 }

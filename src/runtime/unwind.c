@@ -1258,7 +1258,9 @@ static void prefetch_landing_text(void)
  * Only when that holds for certain: the thread active and not walking,
  * this frame on its own stack (no maps read), every entry stored and
  * above it, no resume's resync due. Through landing(), whose code
- * shares the wrappers' page; the landing mark it notes is put back. */
+ * shares the wrappers' page; the landing mark it notes is put back, and
+ * so is the depth if a resume came in between (the landing's resync
+ * would take it for a landing's, not this event's). */
 static void landing_rehearse(struct sf_thread *t)
 {
 #ifdef SF_ARCH_SHADOW
@@ -1270,8 +1272,13 @@ static void landing_rehearse(struct sf_thread *t)
 		if (SF_SHADOW_ADDR(*sf_shadow_slot(t, i)) < sp)
 			return;
 	struct sf_landing_mark mark = sf_landing_mark; /* signals are blocked (store_event) */
+	uint32_t epoch = t->shadow_epoch;
 	landing(sp, NULL);
 	sf_landing_mark = mark;
+	if (t->shadow_epoch != epoch) { /* a resume since the test: its resync is the next event's */
+		t->shadow_epoch = epoch;
+		sf_shadow_set_depth(t, d);
+	}
 #else
 	(void)t;
 #endif

@@ -909,7 +909,7 @@ static void past_uncounted(uint64_t mark, uint64_t now);
  * found abandoning something, or could not make). */
 SF_LANDING_TEXT static __attribute__((noinline)) void landing_full(struct sf_thread *t, uint64_t sp, const void *env);
 
-SF_LANDING_TEXT static void landing(uint64_t sp, const void *env)
+SF_LANDING_TEXT static __attribute__((noinline)) void landing(uint64_t sp, const void *env)
 {
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled)
@@ -1257,8 +1257,11 @@ static void prefetch_landing_text(void)
  * closes), and nothing else is written (the depth is set to itself).
  * Only when that holds for certain: the thread active and not walking,
  * this frame on its own stack (no maps read), every entry stored and
- * above it, no resume's resync due. Through landing(), whose code
- * shares the wrappers' page; the landing mark it notes is put back, and
+ * above it and the slot above them empty or above it too (a longjmp's
+ * landing records a half-exited frame there), no resume's resync due.
+ * Through landing() twice, as a longjmp's (its quick test: nothing
+ * abandoned) and as an exception's (the full path), whose code shares
+ * the wrappers' page; the landing mark it notes is put back, and
  * so is the depth if a resume came in between (the landing's resync
  * would take it for a landing's, not this event's). */
 static void landing_rehearse(struct sf_thread *t)
@@ -1271,9 +1274,13 @@ static void landing_rehearse(struct sf_thread *t)
 	for (uint64_t i = 0; i < d; i++)
 		if (SF_SHADOW_ADDR(*sf_shadow_slot(t, i)) < sp)
 			return;
+	uint64_t above = d < sf_shadow_stored(t) ? SF_SHADOW_ADDR(*sf_shadow_slot(t, d)) : 0;
+	if (above && above < sp) /* a longjmp's landing would take it for a half-exited frame */
+		return;
 	struct sf_landing_mark mark = sf_landing_mark; /* signals are blocked (store_event) */
 	uint32_t epoch = t->shadow_epoch;
-	landing(sp, NULL);
+	landing(sp, &mark); /* a longjmp's quick test (env is not read past it here) */
+	landing(sp, NULL);  /* the full path */
 	sf_landing_mark = mark;
 	if (t->shadow_epoch != epoch) { /* a resume since the test: its resync is the next event's */
 		t->shadow_epoch = epoch;

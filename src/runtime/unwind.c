@@ -909,7 +909,7 @@ static void past_uncounted(uint64_t mark, uint64_t now);
  * found abandoning something, or could not make). */
 SF_LANDING_TEXT static __attribute__((noinline)) void landing_full(struct sf_thread *t, uint64_t sp, const void *env);
 
-SF_LANDING_TEXT static void landing(uint64_t sp, const void *env)
+SF_LANDING_TEXT static __attribute__((noinline)) void landing(uint64_t sp, const void *env)
 {
 	struct sf_thread *t = &sf_self;
 	if (!sf_config.enabled)
@@ -1244,8 +1244,56 @@ static void prefetch_landing_text(void)
 		prefetch_span((const void *)lo, (const void *)hi, 0);
 }
 
+/* A dry run of the full path, at the thread's first event: what a
+ * thread's first landing closing recorded frames spent past the cold
+ * lines was the first run of that code on the CPU (its branches not yet
+ * predicted, its lines and page not yet fetched for execution): TSC
+ * stamps in thread 1's first landing (only the abandoned frames
+ * recorded), 180 ns from the clock read to the shadow stack's answer
+ * before, 50 ns after; prefetching or even loading every line of it at
+ * thread_start changed nothing. The rehearsal lands at this frame, the
+ * deepest there is, so every entry is live: nothing is popped, closed or
+ * recorded (an exception's landing, env NULL, records only what it
+ * closes), and nothing else is written (the depth is set to itself).
+ * Only when that holds for certain: the thread active and not walking,
+ * this frame on its own stack (no maps read), every entry stored and
+ * above it and the slot above them empty or above it too (a longjmp's
+ * landing records a half-exited frame there), no resume's resync due.
+ * Through landing() twice, as a longjmp's (its quick test: nothing
+ * abandoned) and as an exception's (the full path), whose code shares
+ * the wrappers' page; the landing mark it notes is put back, and
+ * so is the depth if a resume came in between (the landing's resync
+ * would take it for a landing's, not this event's). */
+static void landing_rehearse(struct sf_thread *t)
+{
+#ifdef SF_ARCH_SHADOW
+	uint64_t sp = (uint64_t)__builtin_frame_address(0), d = sf_shadow_depth(t);
+	if (!sf_config.enabled || t->state != SF_THREAD_ACTIVE || t->walk_frame || d > sf_shadow_stored(t) ||
+	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED) || !sf_stack_own_holds(sp))
+		return;
+	for (uint64_t i = 0; i < d; i++)
+		if (SF_SHADOW_ADDR(*sf_shadow_slot(t, i)) < sp)
+			return;
+	uint64_t above = d < sf_shadow_stored(t) ? SF_SHADOW_ADDR(*sf_shadow_slot(t, d)) : 0;
+	if (above && above < sp) /* a longjmp's landing would take it for a half-exited frame */
+		return;
+	struct sf_landing_mark mark = sf_landing_mark; /* signals are blocked (store_event) */
+	uint32_t epoch = t->shadow_epoch;
+	landing(sp, &mark); /* a longjmp's quick test (env is not read past it here) */
+	landing(sp, NULL);  /* the full path */
+	sf_landing_mark = mark;
+	if (t->shadow_epoch != epoch) { /* a resume since the test: its resync is the next event's */
+		t->shadow_epoch = epoch;
+		sf_shadow_set_depth(t, d);
+	}
+#else
+	(void)t;
+#endif
+}
+
 void sf_landing_warm(void)
 {
+	landing_rehearse(&sf_self);
 	prefetch_landing_text();
 	__builtin_prefetch(&R, 0, 3);
 	__builtin_prefetch(&setip_armed, 0, 3);

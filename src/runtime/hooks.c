@@ -526,6 +526,10 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	if (nr == SYS_prctl ? a0 == PR_SET_SECCOMP && a1 == SECCOMP_MODE_STRICT
 			    : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_STRICT)
 		sf_strict_begins(); /* as prctl() (rt_libc.c) */
+	int filter = nr == SYS_prctl ? a0 == PR_SET_SECCOMP && a1 == SECCOMP_MODE_FILTER
+				     : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_FILTER;
+	if (filter) /* libseccomp's way: as prctl() (sandbox.c) */
+		sf_seccomp_installing((const void *)a2, nr == SYS_prctl ? 0 : (unsigned long)a1);
 	if (nr == SYS_exit && !sf_strict_thread) /* in strict mode: nothing but the exit */
 		exit_syscall(a0);
 	if (nr == SYS_execve || nr == SYS_execveat)
@@ -552,6 +556,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		if (nr == SYS_sigaltstack && a0)
 			sf_stack_alt_forget();
 	}
+	if (filter && ((unsigned long)r > -4096ul || (nr == SYS_seccomp && r > 0 && (a1 & SECCOMP_FILTER_FLAG_TSYNC))))
+		sf_seccomp_undo(); /* not installed (TSYNC: a thread that could not follow) */
 	if ((unsigned long)r > -4096ul) {
 		errno = (int)-r;
 		return -1;

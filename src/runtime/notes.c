@@ -282,7 +282,7 @@ static void note_object(const struct sf_object_rt *o)
 /* Runs before the runtime's own destructor (priority 101). */
 __attribute__((destructor(102))) static void notes_at_exit(void)
 {
-	if (notes_dir_len && sf_config.enabled && !sf_log_ready())
+	if (notes_dir_len && sf_config.enabled && !sf_log_ready() && !__atomic_load_n(&sf_sandbox_limited, __ATOMIC_ACQUIRE))
 		sf_objects_foreach_instrumented(note_object);
 }
 

@@ -953,6 +953,17 @@ int sf_thread_count(void) SF_HIDDEN; /* ns.c */
 int sf_last_thread_status(int own, int *status) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
 long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;
 void sf_strict_begins(void) SF_HIDDEN;                     /* rt_libc.c: SECCOMP_MODE_STRICT next */
+/* sandbox.c: seccomp filters the program installs (prctl, syscall()) */
+void sf_seccomp_installing(const void *prog, unsigned long flags) SF_HIDDEN; /* before the install */
+void sf_seccomp_undo(void) SF_HIDDEN;                                         /* it failed */
+int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5) SF_HIDDEN;
+void sf_thread_name(char *name) SF_HIDDEN; /* prctl(PR_GET_NAME) unless a filter refuses it */
+int sf_seccomp_refuses_writer(void) SF_HIDDEN; /* a writer made now would be killed */
+void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filter that refuses its calls */
+/* Tracing stopped for a filter that refuses the event path's calls: the
+ * exit path makes none of its own checks (logfile.c, notes.c). */
+extern int sf_sandbox_limited SF_HIDDEN;
+void sf_log_seccomp_stopped(long nr) SF_HIDDEN; /* logfile.c: the header says so */
 void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sled unpatched, no resume */
 extern __thread int sf_strict_thread SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */
 int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the writer and an exited leader left */

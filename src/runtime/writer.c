@@ -581,6 +581,10 @@ static void leave_if_program_runs(void)
 	hand_over(status, offer);
 }
 
+/* sf_writer_leave_now: a seccomp filter with TSYNC is about to reach
+ * this thread, and it refuses the writer's calls (sandbox.c). */
+static uint32_t leave_now;
+
 static void *writer_main(void *arg)
 {
 	on_writer = 1;
@@ -624,6 +628,8 @@ static void *writer_main(void *arg)
 				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
+		if (__atomic_load_n(&leave_now, __ATOMIC_ACQUIRE))
+			hand_over(0, 0); /* a program thread is left: it waits for this one to go */
 		if (leader_word && !leader_checked && !__atomic_load_n(leader_word, __ATOMIC_ACQUIRE))
 			leave_if_program_runs();
 		sf_log_writer_refill(); /* slots and the next arena, mapped ahead (logfile.c) */
@@ -631,6 +637,22 @@ static void *writer_main(void *arg)
 			idle_wait(seen, &ctl);
 	}
 	return 0;
+}
+
+/* Before a seccomp filter with SECCOMP_FILTER_FLAG_TSYNC that refuses the
+ * writer's calls (sandbox.c; tracing is off for good by then): the writer
+ * writes what is queued, gives the log back to the program's table
+ * (hand_over, no offer) and ends, as it does when the leader has gone,
+ * before the filter can reach it. Hand-offs are synchronous from then
+ * on, and none comes (no sled is patched). */
+void sf_writer_leave_now(void)
+{
+	uint32_t tid = __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE);
+	if (!sf_writer_active() || !tid)
+		return;
+	__atomic_store_n(&leave_now, 1, __ATOMIC_RELEASE);
+	sf_writer_kick();
+	writer_gone_wait(tid);
 }
 
 /* At start-up (sf_hooks_resolve), not under a dlopen's lock. */
@@ -645,6 +667,8 @@ int sf_writer_start(const cpu_set_t *cpus)
 		return 0;
 	if (__atomic_load_n(&gone, __ATOMIC_ACQUIRE))
 		return -1; /* left for good (hand_over): a new one could be the last task again */
+	if (sf_seccomp_refuses_writer())
+		return -1; /* it would be made under a filter that kills it at its first wait (sandbox.c) */
 	pthread_attr_t a;
 	if (pthread_attr_init(&a) != 0)
 		return -1;

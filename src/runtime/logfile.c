@@ -1591,7 +1591,7 @@ static void log_image_check(void)
  * descriptor is the writer's or the keeper's. */
 static void log_trim(void)
 {
-	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || __atomic_load_n(&sf_sandbox_limited, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
 		return;
 	sigset_t old;
 	sf_log_lock_sig(&old);

@@ -960,9 +960,10 @@ int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long
 void sf_thread_name(char *name) SF_HIDDEN; /* prctl(PR_GET_NAME) unless a filter refuses it */
 int sf_seccomp_refuses_writer(void) SF_HIDDEN; /* a writer made now would be killed */
 void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filter that refuses its calls */
-/* Tracing stopped for a filter that refuses the event path's calls: the
- * exit path makes none of its own checks (logfile.c, notes.c). */
+/* A filter refuses the exit path's own checks (the executable's file
+ * looked at again, a note): they are left out (logfile.c, notes.c). */
 extern int sf_sandbox_limited SF_HIDDEN;
+extern int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter (log_trim: no request either) */
 void sf_log_seccomp_stopped(long nr) SF_HIDDEN; /* logfile.c: the header says so */
 void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sled unpatched, no resume */
 extern __thread int sf_strict_thread SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */

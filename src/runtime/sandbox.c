@@ -60,7 +60,7 @@ struct filter {
 };
 
 static struct filter *chain; /* newest first */
-int sf_sandbox_limited SF_HIDDEN;      /* tracing stopped for a filter: the exit path stays quiet */
+int sf_sandbox_limited SF_HIDDEN;      /* the exit path makes none of its own checks (exit_path refused) */
 int sf_sandbox_no_thread_name SF_HIDDEN; /* prctl(PR_GET_NAME) refused */
 
 /* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
@@ -213,6 +213,17 @@ static const struct call sync_path[] = {
 	{SYS_mprotect, {P, 4096, PROT_READ | PROT_WRITE}},
 };
 
+/* At the image's end (objects.c, sf_objects_image_ends: has the
+ * executable's file been replaced?) and, without a log, notes.c's note:
+ * left out where refused (sf_sandbox_limited), tracing goes on. */
+static const struct call exit_path[] = {
+	{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_CLOEXEC, 0}},
+	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, 0}},
+	{SYS_fstat, {0, P}},
+	{SYS_newfstatat, {AT_FDCWD, P, P, 0}},
+	{SYS_close, {0}},
+};
+
 /* The writer thread's own: the idle wait, the log's writes and space,
  * its /proc reads. */
 static const struct call writer_path[] = {
@@ -264,6 +275,19 @@ int sf_seccomp_refuses_writer(void)
 	return __atomic_load_n(&writer_refused, __ATOMIC_ACQUIRE);
 }
 
+int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter: no signal mask either at exit */
+
+static void stop_for_good(long nr)
+{
+	__atomic_store_n(&sf_sandbox_limited, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&sf_sandbox_stopped, 1, __ATOMIC_RELEASE);
+	sf_log_create_early(); /* the log exists to say so (after the switch nothing is patched) */
+	sf_switch_off_for_good();
+	sf_log_seccomp_stopped(nr);
+}
+
 /* A filter (struct sock_fprog *prog) is about to be installed by this
  * thread; flags: seccomp()'s. Copied into the chain (sf_seccomp_undo
  * takes it out if the call fails), then the runtime fits itself to the
@@ -288,23 +312,18 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	int writer_now = FIRST_REFUSED(writer_path) >= 0;
 	if (writer_now)
 		__atomic_store_n(&writer_refused, 1, __ATOMIC_RELEASE);
-	long nr = needed_refused();
-	if (nr >= 0 && !__atomic_load_n(&sf_sandbox_limited, __ATOMIC_ACQUIRE)) {
-		sf_log_create_early(); /* the log exists to say so (after the switch nothing is patched) */
-		sf_switch_off_for_good();
-		sf_log_seccomp_stopped(nr);
+	if (FIRST_REFUSED(exit_path) >= 0)
 		__atomic_store_n(&sf_sandbox_limited, 1, __ATOMIC_RELEASE);
-	}
-	/* TSYNC puts the filter on every thread, the writer's too. */
-	if (writer_now && (flags & SECCOMP_FILTER_FLAG_TSYNC)) {
-		if (!__atomic_load_n(&sf_sandbox_limited, __ATOMIC_ACQUIRE)) {
-			sf_log_create_early();
-			sf_switch_off_for_good(); /* hand-offs would be synchronous: no events from here */
-			sf_log_seccomp_stopped(FIRST_REFUSED(writer_path));
-			__atomic_store_n(&sf_sandbox_limited, 1, __ATOMIC_RELEASE);
-		}
+	long nr = needed_refused();
+	/* TSYNC puts the filter on every thread, the writer's too: it leaves
+	 * first, and the hand-offs would then be synchronous. */
+	int tsync = writer_now && (flags & SECCOMP_FILTER_FLAG_TSYNC) && sf_writer_active();
+	if (nr < 0 && tsync)
+		nr = FIRST_REFUSED(writer_path);
+	if (nr >= 0)
+		stop_for_good(nr);
+	if (tsync)
 		sf_writer_leave_now();
-	}
 }
 
 /* The install failed: its copy leaves the chain (what it stopped stays

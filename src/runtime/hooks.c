@@ -40,8 +40,14 @@ static clone_fn real_clone; /* glibc's clone(3) */
 uint64_t sf_fork_time;
 uint32_t sf_fork_parent, sf_fork_tid;
 
+/* A connection to record's keeper for the child (notes.c), in the
+ * program's table from here to the fork's end: only where the forking
+ * thread left record's network namespace. */
+static int fork_conn = -1;
+
 static void before_fork(void)
 {
+	fork_conn = sf_keeper_conn_for_fork();
 	/* Hold the lock across fork so the child never inherits it taken. */
 	sf_log_lock_sig(&fork_mask);
 	/* the child's heap is the parent's live set at this time (readers);
@@ -59,6 +65,9 @@ static void before_fork(void)
 static void after_fork_parent(void)
 {
 	sf_log_unlock_sig(&fork_mask);
+	if (fork_conn >= 0)
+		sf_close(fork_conn);
+	fork_conn = -1;
 }
 
 static void vw_after_fork_child(uint32_t *waited);
@@ -79,6 +88,14 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	sf_exec_env_after_fork_child();
 	if (files_shared) /* its descriptor uses in a table of their own (writer.c) */
 		sf_keeper_start();
+	if (fork_conn >= 0 && !files_shared) {
+		/* Its log made now, over the connection its parent's writer
+		 * made (notes.c), which leaves the table at once. */
+		sf_keeper_conn_handed(fork_conn);
+		sf_log_create_early();
+		sf_keeper_conn_drop();
+	}
+	fork_conn = -1; /* shared: the parent's to close */
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 

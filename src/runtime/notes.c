@@ -60,15 +60,14 @@ void sf_notes_init(void)
  * descriptor back. System calls only (async-signal-safe, no allocation,
  * no stack to speak of: a thread's first event may come on two pages);
  * the socket lives for the one request. */
-int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap)
+/* A socket connected to record's keeper (-errno): timeouts set, never 0-2. */
+static long keeper_connect(void)
 {
-	if (!notes_dir_len || !notes_ino)
-		return -ENOENT;
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	size_t alen = sf_kf_name(a.sun_path + 1, notes_dev, notes_ino);
 	long s = sf_syscall3(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0)
-		return (int)s;
+		return s;
 	s = sf_fd_brief((int)s); /* never 0-2: those are the program's to get */
 	if (s < 0)
 		return -EMFILE;
@@ -79,6 +78,103 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_SNDTIMEO, (long)&tv, sizeof(tv), 0);
 	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_RCVTIMEO, (long)&tv, sizeof(tv), 0);
 	long r = sf_syscall3(SYS_connect, s, (long)&a, (long)(offsetof(struct sockaddr_un, sun_path) + 1 + alen));
+	if (r < 0) {
+		sf_syscall3(SYS_close, s, 0, 0);
+		return r;
+	}
+	return s;
+}
+
+/* ---- a connection handed down at fork (issue 24) ----
+ * The keeper's abstract socket lives in the network namespace record
+ * started in. A thread that moved to another one (unshare(CLONE_NEWNET),
+ * setns: per thread, ns.c sets sf_netns_moved) cannot connect to it any
+ * more, nor can the children it forks. The writer thread can: it stays
+ * where it was. So before such a thread forks, the writer connects, the
+ * forking thread takes a copy of that socket into the program's table for
+ * the fork (pidfd_getfd: same thread group), and the child inherits it:
+ * its runtime makes its log over it at once (hooks.c) and closes it; the
+ * parent closes its copy after the fork. The keeper names the file after
+ * the child: the child sends its credentials along (SCM_CREDENTIALS, which
+ * the kernel checks), and the keeper takes them from a descendant of the
+ * process that connected (record_files.c). */
+static int handed = -1; /* the child's inherited connection, until its first request */
+static uint64_t handed_dev, handed_ino;
+
+static long connect_req(void *unused)
+{
+	(void)unused;
+	return keeper_connect();
+}
+
+static long close_req(void *fd)
+{
+	sf_syscall3(SYS_close, (long)fd, 0, 0);
+	return 0;
+}
+
+/* In the parent, before a fork from a thread that left record's network
+ * namespace: the connection in this table (-1: none, nothing needed). */
+int sf_keeper_conn_for_fork(void)
+{
+	if (!sf_netns_moved || !notes_dir_len || !notes_ino || !sf_writer_active() || !sf_writer_private() ||
+	    sf_writer_on_thread())
+		return -1;
+	long wfd = sf_writer_call(connect_req, NULL);
+	if (wfd < 0 || wfd == SF_WRITER_REFUSED)
+		return -1;
+	long fd = -1, pidfd = sf_syscall3(SYS_pidfd_open, sf_writer_tid(), O_EXCL /* PIDFD_THREAD */, 0);
+	if (pidfd >= 0) {
+		fd = sf_syscall3(SYS_pidfd_getfd, pidfd, wfd, 0); /* close-on-exec */
+		sf_syscall3(SYS_close, pidfd, 0, 0);
+	}
+	sf_writer_call(close_req, (void *)wfd);
+	return fd < 0 ? -1 : sf_fd_brief((int)fd);
+}
+
+/* In the child (hooks.c): fd, inherited, for its first request. */
+void sf_keeper_conn_handed(int fd)
+{
+	struct stat st;
+	if (fd < 0 || sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0)
+		return;
+	handed = fd;
+	handed_dev = (uint64_t)st.st_dev;
+	handed_ino = (uint64_t)st.st_ino;
+}
+
+/* In the child, after its log was made: the connection closed if its
+ * first request did not use it (the log was made without the keeper). */
+void sf_keeper_conn_drop(void)
+{
+	struct stat st;
+	int fd = handed;
+	handed = -1;
+	if (fd >= 0 && sf_syscall3(SYS_fstat, fd, (long)&st, 0) == 0 && (uint64_t)st.st_dev == handed_dev &&
+	    (uint64_t)st.st_ino == handed_ino)
+		sf_syscall3(SYS_close, fd, 0, 0);
+}
+
+int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap)
+{
+	if (!notes_dir_len || !notes_ino)
+		return -ENOENT;
+	long s = -1, r = 0;
+	int own = -1; /* a handed connection: the credentials go along */
+	if (handed >= 0) {
+		struct stat st;
+		own = handed;
+		handed = -1;
+		if (sf_syscall3(SYS_fstat, own, (long)&st, 0) < 0 || (uint64_t)st.st_dev != handed_dev ||
+		    (uint64_t)st.st_ino != handed_ino)
+			own = -1; /* the program put a file of its own there: not ours to use or close */
+		s = own;
+	}
+	if (s < 0) {
+		s = keeper_connect();
+		if (s < 0)
+			return (int)s;
+	}
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
 	/* Answers only from record's user: the name is no secret. */
@@ -87,22 +183,34 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 		r = -EPERM;
 	struct sf_kf_req hdr = {.magic = SF_KF_MAGIC, .op = (uint32_t)op, .first = (uint32_t)first};
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iv[2] = {{&hdr, offsetof(struct sf_kf_req, name)}, {(void *)(name ? name : ""), 1}};
 	if (name)
 		iv[1].iov_len = strlen(name) + 1;
 	struct msghdr m = {.msg_iov = iv, .msg_iovlen = 2};
-	if (send_fd >= 0) {
+	if (send_fd >= 0 || own >= 0) {
 		memset(&ctl, 0, sizeof(ctl));
 		m.msg_control = ctl.buf;
-		m.msg_controllen = sizeof(ctl.buf);
+		m.msg_controllen = (send_fd >= 0 ? CMSG_SPACE(sizeof(int)) : 0) +
+				   (own >= 0 ? CMSG_SPACE(sizeof(struct ucred)) : 0);
 		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
+		if (send_fd >= 0) {
+			h->cmsg_level = SOL_SOCKET;
+			h->cmsg_type = SCM_RIGHTS;
+			h->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
+			h = CMSG_NXTHDR(&m, h);
+		}
+		if (own >= 0) { /* who asks: this process, not the one that connected */
+			struct ucred me = {(pid_t)sf_syscall3(SYS_getpid, 0, 0, 0), (uid_t)sf_syscall3(SYS_geteuid, 0, 0, 0),
+					   (gid_t)sf_syscall3(SYS_getegid, 0, 0, 0)};
+			h->cmsg_level = SOL_SOCKET;
+			h->cmsg_type = SCM_CREDENTIALS;
+			h->cmsg_len = CMSG_LEN(sizeof(struct ucred));
+			memcpy(CMSG_DATA(h), &me, sizeof(me));
+		}
 	}
 	if (r == 0) {
 		do

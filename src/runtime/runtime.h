@@ -464,6 +464,14 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 /* Before the effective uid changes to `to` (hooks.c): the note file is
  * handed to that uid while root can still make it. */
 void sf_notes_hand_over(uid_t to) SF_HIDDEN;
+/* A connection to record's keeper handed down at fork, for a thread out of
+ * record's network namespace (sf_netns_moved, ns.c): made by the writer, in
+ * the forking thread's table for the fork (-1: none needed or possible);
+ * in the child, taken for its first request, and closed if unused. */
+int sf_keeper_conn_for_fork(void) SF_HIDDEN;
+void sf_keeper_conn_handed(int fd) SF_HIDDEN;
+void sf_keeper_conn_drop(void) SF_HIDDEN;
+extern __thread int sf_netns_moved SF_HIDDEN;
 
 /* ---- trust.c (paths from the environment: checked, never followed) ---- */
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by

@@ -292,10 +292,21 @@ static long ns_call(long nr, long a0, long a1)
 	return r;
 }
 
+/* setns(fd, nstype) into a network namespace: nstype says so (a pidfd's
+ * is a mask of CLONE_NEW* flags), or 0 and the fd is one (NS_GET_NSTYPE,
+ * asked before the call: the fd is the program's). */
+static int setns_net(long fd, long nstype)
+{
+	if (nstype)
+		return (nstype & CLONE_NEWNET) != 0;
+	return sf_syscall3(SYS_ioctl, fd, NS_GET_NSTYPE, 0) == CLONE_NEWNET;
+}
+
 long sf_ns_syscall(long nr, long a0, long a1)
 {
+	int net = nr == SYS_unshare ? (a0 & CLONE_NEWNET) != 0 : setns_net(a0, a1);
 	long r = ns_call(nr, a0, a1);
-	if (r == 0 && (nr == SYS_unshare ? (a0 & CLONE_NEWNET) != 0 : a1 == 0 || a1 == CLONE_NEWNET))
+	if (r == 0 && net)
 		sf_netns_moved = 1;
 	return r;
 }

@@ -337,10 +337,17 @@ void sf_seccomp_undo(void)
 	munmap(f, f->map_len);
 }
 
-/* The thread's name into name (16 bytes), unless the sandbox refuses it
- * (then name keeps what it held: the name at the last hand-off). */
+/* The thread's name into name (16 bytes); where a filter refuses the
+ * call, the name it had at its last hand-off before (empty for a thread
+ * made after the filter): a slot's header may still name another thread. */
+static __thread char last_name[16] __attribute__((tls_model("initial-exec")));
+
 void sf_thread_name(char *name)
 {
-	if (!__atomic_load_n(&sf_sandbox_no_thread_name, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sf_sandbox_no_thread_name, __ATOMIC_RELAXED)) {
 		prctl(PR_GET_NAME, name, 0, 0, 0);
+		__builtin_memcpy(last_name, name, sizeof(last_name));
+	} else {
+		__builtin_memcpy(name, last_name, sizeof(last_name));
+	}
 }

@@ -131,6 +131,14 @@ def test_log_after_netns_chroot_and_nobody():
     _check_sandbox("netns")
 
 
+@sfkit.known_break(24, "a worker forked by a CHILD of a process that did unshare(CLONE_NEWNET)+chroot+"
+                       "setresuid(nobody) gets no log: the child has no writer thread left in record's "
+                       "network namespace to connect to the keeper for it (one level only), and "
+                       "'sftrace: cannot create log ...: error 111' lands on the program's stderr")
+def test_log_after_netns_chroot_nobody_two_forks():
+    _check_sandbox("netns2")
+
+
 def test_log_after_nofile_limit_chroot_and_nobody():
     _check_sandbox("nofile")
 

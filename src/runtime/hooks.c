@@ -769,6 +769,7 @@ static void cred_resolve(void)
  * not (vw_wait). */
 void sf_image_ends(void)
 {
+	sf_notes_relay_settle();
 	sf_snapshot_settle();
 	sf_log_image_ends();
 	vw_child_leaves();

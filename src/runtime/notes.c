@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,6 +30,149 @@ static size_t notes_dir_len;
  * runs as its owner. */
 static uint64_t notes_dev, notes_ino;
 static uid_t notes_uid;
+
+/* ---- losses relayed within a fork family (issue 24) ----
+ * A process that gets no log and cannot note why either (out of record's
+ * network namespace and chrooted: the keeper is out of reach) would say
+ * so on the program's stderr. Every process of a family shares one page
+ * (MAP_SHARED, mapped at start, inherited by forks; an exec maps its own):
+ * such a line goes there instead, as "PID line", and a writer thread of
+ * the family, which stays in record's namespace, notes it in its own
+ * note as "relayed PID line"; record says "pid PID wrote no log: ...".
+ * Only where a writer listens (listeners): else, and where the page is
+ * full or held, the line goes to stderr as before (a loss is never
+ * silent but for a relaying process that is killed first). */
+struct relay {
+	uint32_t lock;
+	uint32_t seq;       /* shared futex word: bumped on every line */
+	uint32_t len;       /* bytes in buf */
+	uint32_t listeners; /* writer threads of the family that flush */
+	uint32_t stuck;     /* a flush failed: exits do not wait for it */
+	char buf[4096 - 20];
+};
+static struct relay *relay;
+
+static void relay_map(void)
+{
+	void *m = mmap(NULL, sizeof(struct relay), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	relay = m == MAP_FAILED ? NULL : m;
+}
+
+static int relay_lock(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (!__atomic_exchange_n(&relay->lock, 1, __ATOMIC_ACQUIRE))
+			return 1;
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+	}
+	return 0; /* held by a process that died there: not waited for */
+}
+
+static void relay_unlock(void)
+{
+	__atomic_store_n(&relay->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* 1 if the line (ending in a newline) is in the page for a writer to note. */
+static int relay_put(const char *line, size_t n)
+{
+	if (!relay || !__atomic_load_n(&relay->listeners, __ATOMIC_ACQUIRE) || !relay_lock())
+		return 0;
+	char pid[16];
+	size_t k = 0;
+	char tmp[16];
+	int t = 0;
+	for (unsigned v = (unsigned)sf_syscall3(SYS_getpid, 0, 0, 0); v || !t; v /= 10)
+		tmp[t++] = (char)('0' + v % 10);
+	while (t)
+		pid[k++] = tmp[--t];
+	pid[k++] = ' ';
+	int ok = relay->len + k + n <= sizeof(relay->buf);
+	if (ok) {
+		memcpy(relay->buf + relay->len, pid, k);
+		memcpy(relay->buf + relay->len + k, line, n);
+		__atomic_store_n(&relay->len, relay->len + (uint32_t)(k + n), __ATOMIC_RELEASE);
+	}
+	relay_unlock();
+	if (ok) {
+		__atomic_add_fetch(&relay->seq, 1, __ATOMIC_RELEASE);
+		sf_syscall6(SYS_futex, (long)&relay->seq, FUTEX_WAKE, 0x7fffffff, 0, 0, 0); /* shared: other processes */
+	}
+	return ok;
+}
+
+static int note_write_here(const char *line, size_t len);
+
+/* On a writer thread: the page's lines noted, "relayed PID line". */
+void sf_notes_relay_flush(void)
+{
+	if (!relay || !__atomic_load_n(&relay->len, __ATOMIC_ACQUIRE) || !relay_lock())
+		return;
+	static char copy[sizeof(relay->buf)];
+	uint32_t n = relay->len;
+	memcpy(copy, relay->buf, n);
+	relay_unlock();
+	size_t done = 0;
+	while (done < n) {
+		const char *nl = memchr(copy + done, '\n', n - done);
+		size_t len = nl ? (size_t)(nl - (copy + done)) + 1 : n - done;
+		char line[sizeof(copy) + 16];
+		memcpy(line, "relayed ", 8);
+		memcpy(line + 8, copy + done, len);
+		if (!note_write_here(line, 8 + len)) {
+			__atomic_store_n(&relay->stuck, 1, __ATOMIC_RELEASE);
+			break;
+		}
+		done += len;
+	}
+	if (!done || !relay_lock())
+		return;
+	/* lines put meanwhile move to the front */
+	memmove(relay->buf, relay->buf + done, relay->len - done);
+	__atomic_store_n(&relay->len, relay->len - (uint32_t)done, __ATOMIC_RELEASE);
+	relay_unlock();
+}
+
+/* This process's writer listens (on 1: it started) or not (0: it left,
+ * or the image ends: exit, exec). Counted once per process. */
+static int listening;
+
+void sf_notes_relay_listen(int on)
+{
+	if (relay && __atomic_exchange_n(&listening, on, __ATOMIC_ACQ_REL) != on)
+		__atomic_add_fetch(&relay->listeners, on ? 1u : (uint32_t)-1, __ATOMIC_ACQ_REL);
+}
+
+/* The image ends: lines waiting are noted first (the writer flushes, a
+ * bounded wait: sf_writer_drain), then this process stops listening. */
+void sf_notes_relay_settle(void)
+{
+	if (!relay || !__atomic_load_n(&listening, __ATOMIC_ACQUIRE))
+		return;
+	if (sf_writer_active() && sf_notes_relay_pending())
+		sf_writer_drain();
+	sf_notes_relay_listen(0);
+}
+
+/* fork: the child has no writer; it shares the page with its parent. */
+void sf_notes_relay_forked(void)
+{
+	listening = 0;
+}
+
+/* The word a listening writer waits on, and whether lines wait for it. */
+uint32_t *sf_notes_relay_word(uint32_t *seen)
+{
+	if (!relay)
+		return NULL;
+	*seen = __atomic_load_n(&relay->seq, __ATOMIC_ACQUIRE);
+	return &relay->seq;
+}
+
+int sf_notes_relay_pending(void)
+{
+	return relay && __atomic_load_n(&relay->len, __ATOMIC_ACQUIRE) && !__atomic_load_n(&relay->stuck, __ATOMIC_ACQUIRE);
+}
 
 void sf_notes_init(void)
 {
@@ -50,6 +195,7 @@ void sf_notes_init(void)
 	sf_close(fd);
 	memcpy(notes_dir, dir, n + 1);
 	notes_dir_len = n;
+	relay_map();
 }
 
 /* ---- files made by record's keeper (src/format/keeper_files.h) ----
@@ -432,6 +578,8 @@ static void rt_message(const char *a, const char *b, const char *c, int to_stder
 			buf[n++] = *p;
 	buf[n++] = '\n';
 	int noted = note_write(buf, n); /* record repeats it if no log was written */
+	if (to_stderr == 2 && !noted)
+		noted = relay_put(buf, n); /* a writer of the family notes it */
 	if ((to_stderr == 1 || (to_stderr == 2 && !noted)) && !sf_writer_defer_message(buf, n))
 		sf_messages_print(buf, n); /* (the writer's table has no stderr) */
 }

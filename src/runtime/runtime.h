@@ -472,6 +472,13 @@ int sf_keeper_conn_for_fork(void) SF_HIDDEN;
 void sf_keeper_conn_handed(int fd) SF_HIDDEN;
 void sf_keeper_conn_drop(void) SF_HIDDEN;
 extern __thread int sf_netns_moved SF_HIDDEN;
+/* Loss lines relayed within a fork family (notes.c): flushed by a writer. */
+void sf_notes_relay_flush(void) SF_HIDDEN;
+void sf_notes_relay_listen(int on) SF_HIDDEN;
+void sf_notes_relay_settle(void) SF_HIDDEN; /* the image ends */
+void sf_notes_relay_forked(void) SF_HIDDEN;
+uint32_t *sf_notes_relay_word(uint32_t *seen) SF_HIDDEN;
+int sf_notes_relay_pending(void) SF_HIDDEN;
 
 /* ---- trust.c (paths from the environment: checked, never followed) ---- */
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by

@@ -151,8 +151,8 @@ static void end_if_program_gone(void)
  * round looked for requests: a request made since changed one of them,
  * and the wait returns at once. */
 struct ctl_words {
-	uint32_t *w[2];
-	uint32_t v[2];
+	uint32_t *w[3];
+	uint32_t v[3];
 	int n;
 };
 
@@ -162,6 +162,8 @@ static void ctl_words_read(struct ctl_words *c)
 	if ((c->w[c->n] = sf_switch_wait_word(&c->v[c->n])))
 		c->n++;
 	if ((c->w[c->n] = sf_snapshot_wait_word(&c->v[c->n])))
+		c->n++;
+	if ((c->w[c->n] = sf_notes_relay_word(&c->v[c->n]))) /* a loss to note for a relative (notes.c) */
 		c->n++;
 }
 
@@ -181,7 +183,7 @@ static void ctl_words_read(struct ctl_words *c)
  * program's. Without futex_waitv a request waits for that wake-up. */
 static void idle_wait(uint32_t seen, const struct ctl_words *ctl)
 {
-	struct futex_waitv w[4];
+	struct futex_waitv w[5];
 	int n = 0;
 	w[n++] = (struct futex_waitv){.val = seen, .uaddr = (uint64_t)(uintptr_t)&wake,
 				      .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG};
@@ -494,6 +496,7 @@ static void hand_over(int status, int offer)
 		__atomic_store_n(&offer_fd, fd, __ATOMIC_RELEASE);
 		__atomic_store_n(&offer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_SEQ_CST);
 	}
+	sf_notes_relay_listen(0);
 	sf_log_writer_hands_over();
 	refuse_all();
 	if (offer)
@@ -589,6 +592,7 @@ static void *writer_main(void *arg)
 {
 	on_writer = 1;
 	__atomic_store_n(&writer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_RELEASE);
+	sf_notes_relay_listen(1); /* a relative's loss line is noted here (notes.c) */
 	int own = sf_log_writer_begins(); /* its descriptor table its own (logfile.c) */
 	if (own >= 0)
 		sf_switch_writer_table(own); /* record --paused: the control page, held in that table */
@@ -614,6 +618,7 @@ static void *writer_main(void *arg)
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
 		sf_switch_service();   /* sftrace resume / pause asked for since */
+		sf_notes_relay_flush(); /* a relative's loss (notes.c): one load when none */
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && !__atomic_load_n(&queue, __ATOMIC_ACQUIRE)) {
 			/* Nothing more to write: the stopper takes the log's
 			 * descriptor out of this thread's table while it is
@@ -623,6 +628,7 @@ static void *writer_main(void *arg)
 			uint32_t p;
 			while ((p = __atomic_load_n(&parked, __ATOMIC_ACQUIRE)) != 2)
 				futex_wait(&parked, p);
+			sf_notes_relay_listen(0);
 			/* back on glibc's count: start_thread takes it off again */
 			if (nptl_nthreads)
 				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
@@ -801,14 +807,15 @@ void sf_writer_drain(void)
 		return;
 	for (int i = 0; i < 10000; i++) {
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && !__atomic_load_n(&busy, __ATOMIC_ACQUIRE) &&
-		    !sf_snapshot_pending())
+		    !sf_snapshot_pending() && !sf_notes_relay_pending())
 			return;
 		uint32_t b = __atomic_load_n(&busy, __ATOMIC_ACQUIRE);
 		struct timespec_raw { long s, ns; } ts = {0, 1000000};
 		if (b) {
 			sf_syscall6(SYS_futex, (long)&busy, FUTEX_WAIT_PRIVATE, 1, (long)&ts, 0, 0);
-		} else if (sf_snapshot_pending()) {
-			/* A snapshot of large rings takes a while to write: wait
+		} else if (sf_snapshot_pending() || sf_notes_relay_pending()) {
+			/* A snapshot of large rings takes a while to write, a
+			 * relative's loss line a request to record's keeper: wait
 			 * for it in 1 ms steps (10 s at most), not in yields. */
 			sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
 		} else {
@@ -1075,6 +1082,7 @@ void sf_keeper_resume(int fd)
  * to the parent's log. */
 void sf_writer_after_fork_child(void)
 {
+	sf_notes_relay_forked();
 	queue = NULL;
 	busy = 0;
 	active = 0;

@@ -42,8 +42,9 @@ uint32_t sf_fork_parent, sf_fork_tid;
 
 /* A connection to record's keeper for the child (notes.c), in the
  * program's table from here to the fork's end: only where the forking
- * thread left record's network namespace. */
-static int fork_conn = -1;
+ * thread left record's network namespace. Per thread: two may fork at
+ * once; the child has the forking thread's. */
+static __thread int fork_conn __attribute__((tls_model("initial-exec"))) = -1;
 
 static void before_fork(void)
 {

@@ -474,6 +474,10 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 		fprintf(stderr, ", %llu events of exited threads overwritten by later threads' rings",
 			(unsigned long long)lr_info(log)->ring_reused);
 	print_snapshot_requests(lr_info(log));
+	if (lr_info(log)->seccomp_stopped) {
+		const char *n = lr_syscall_name(lr_info(log)->machine, lr_info(log)->seccomp_stopped - 1);
+		fprintf(stderr, ", tracing stopped at a seccomp filter (it refuses %s)", n ? n : "a system call the runtime makes");
+	}
 	if (lr_info(log)->trimmed_records)
 		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",
 			(unsigned long long)lr_info(log)->trimmed_records);

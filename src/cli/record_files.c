@@ -2,7 +2,10 @@
  * itself (src/format/keeper_files.h has the why and the protocol).
  *
  * Every request is checked against who asks, not what it says: the pid is
- * the kernel's (SO_PEERCRED), it must be a descendant of the keeper (its
+ * the kernel's (SO_PEERCRED; or the sender's SCM_CREDENTIALS, which the
+ * kernel checks, when the sender descends from the process that connected:
+ * a fork child asking over a connection handed down to it), it must be a
+ * descendant of the keeper (its
  * parent chain in /proc reaches the keeper, the subreaper of every process
  * of the command), and the names are the keeper's: a log is
  * <stem>.<pid>[.<n>]<ext> beside record's log (or record's log itself for
@@ -75,10 +78,10 @@ int rfiles_listen(const char *notes, const char *log)
 	return fd;
 }
 
-/* 1 if pid is a descendant of this process (the keeper). */
-static int descendant(pid_t pid)
+/* 1 if pid is a descendant of anc. */
+static int descends(pid_t pid, pid_t anc)
 {
-	pid_t me = getpid();
+	pid_t me = anc;
 	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
 		char path[64], buf[512];
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -99,6 +102,12 @@ static int descendant(pid_t pid)
 		pid = ppid;
 	}
 	return 0;
+}
+
+/* 1 if pid is a descendant of this process (the keeper). */
+static int descendant(pid_t pid)
+{
+	return descends(pid, getpid());
 }
 
 /* A file the keeper may hand out again: regular, its own, one link. */
@@ -235,15 +244,28 @@ static void answer(int c)
 	static struct sf_kf_req req;
 	static struct sf_kf_rep rep;
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
 		struct cmsghdr align;
 	} in, out;
 	struct iovec iv = {&req, sizeof(req)};
 	struct msghdr m = {.msg_iov = &iv, .msg_iovlen = 1, .msg_control = in.buf, .msg_controllen = sizeof(in.buf)};
 	memset(&req, 0, sizeof(req));
+	/* The sender's credentials, where it sent them (the kernel checks
+	 * them: its own pid): a child asking over a connection its parent's
+	 * thread made before the fork (the runtime's hand-down, for a process
+	 * out of this socket's network namespace). */
+	int on = 1;
+	setsockopt(c, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
 	ssize_t r = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
 	int sent = -1;
-	for (struct cmsghdr *h = r > 0 ? CMSG_FIRSTHDR(&m) : NULL; h; h = CMSG_NXTHDR(&m, h))
+	pid_t sender = 0;
+	for (struct cmsghdr *h = r > 0 ? CMSG_FIRSTHDR(&m) : NULL; h; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS &&
+		    h->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred u;
+			memcpy(&u, CMSG_DATA(h), sizeof(u));
+			sender = u.pid;
+		}
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len >= CMSG_LEN(sizeof(int))) {
 			int *fds = (int *)(void *)CMSG_DATA(h);
 			size_t nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -254,12 +276,16 @@ static void answer(int c)
 					close(fds[i]);
 			}
 		}
+	}
 	if (r < (ssize_t)offsetof(struct sf_kf_req, name) || req.magic != SF_KF_MAGIC ||
-	    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || !descendant(cr.pid)) {
+	    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || !descendant(cr.pid) ||
+	    (sender > 0 && sender != cr.pid && !descends(sender, cr.pid))) {
 		if (sent >= 0)
 			close(sent);
 		return; /* no answer: the asker takes the closed connection as a refusal */
 	}
+	if (sender > 0)
+		cr.pid = sender; /* files are named after the one that asks, a descendant of the connecter */
 	req.name[sizeof(req.name) - 1] = 0;
 	memset(&rep, 0, sizeof(rep));
 	int fd = -EINVAL;
@@ -288,7 +314,7 @@ static void answer(int c)
 	struct msghdr o = {.msg_iov = &ov, .msg_iovlen = 1};
 	if (fd >= 0) {
 		o.msg_control = out.buf;
-		o.msg_controllen = sizeof(out.buf);
+		o.msg_controllen = CMSG_SPACE(sizeof(int));
 		struct cmsghdr *h = CMSG_FIRSTHDR(&o);
 		h->cmsg_level = SOL_SOCKET;
 		h->cmsg_type = SCM_RIGHTS;

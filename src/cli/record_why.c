@@ -102,14 +102,27 @@ static void report_lost_file(const char *path, void *ctx)
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
+	int own = 0;
 	while ((len = getline(&line, &cap, f)) > 0) {
 		if (line[len - 1] == '\n')
 			line[len - 1] = 0;
-		if (!strncmp(line, "sftrace: cannot create log ", 27) || !strncmp(line, "sftrace: cannot write log ", 26) ||
-		    !strncmp(line, "sftrace: cannot map log ", 24)) {
-			fprintf(stderr, "sftrace: pid %s wrote no log: %s\n", sf_esc(pid), sf_esc(line + 9));
+		/* "relayed PID LINE": a relative noted PID's line for it (the
+		 * runtime's fork-family page, notes.c), PID could note nothing */
+		const char *who = pid, *l = line;
+		char rpid[16];
+		int used = 0;
+		if (sscanf(line, "relayed %15[0-9] %n", rpid, &used) == 1 && used) {
+			who = rpid;
+			l = line + used;
+		} else if (own) {
+			continue;
+		}
+		if (!strncmp(l, "sftrace: cannot create log ", 27) || !strncmp(l, "sftrace: cannot write log ", 26) ||
+		    !strncmp(l, "sftrace: cannot map log ", 24)) {
+			fprintf(stderr, "sftrace: pid %s wrote no log: %s\n", sf_esc(who), sf_esc(l + 9));
 			++*count;
-			break;
+			if (who == pid)
+				own = 1; /* its first such line only */
 		}
 	}
 	free(line);

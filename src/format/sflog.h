@@ -343,6 +343,13 @@ struct sf_header {
 	 * once). Readers and record report it. A snapshot keeps the count at
 	 * its writing: those events are not in it either. */
 	uint64_t ring_reused;
+	/* Since issue 24's seccomp fix (zero in older logs): tracing stopped
+	 * for good just before the program installed a seccomp filter that
+	 * refuses a system call the runtime makes on the program's threads
+	 * (runtime/sandbox.c): that call's number + 1; 0: not stopped. The
+	 * program ran on untraced, its events end there. */
+	uint32_t seccomp_stopped;
+	uint32_t seccomp_pad;
 };
 /* sf_header.features: TAIL events are kind 15 when their sled jumps to a
  * patched entry of the same object, else kind 3 (without it, kind 3 is

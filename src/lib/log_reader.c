@@ -315,6 +315,13 @@ static int read_header(struct lr_log *log, char *err, size_t errlen)
 		}
 	}
 	parse_cmdline(log, &h);
+	in->seccomp_stopped = h.seccomp_stopped;
+	if (h.seccomp_stopped) {
+		const char *n = lr_syscall_name(h.machine, h.seccomp_stopped - 1);
+		warn(log, "tracing stopped for good where the program installed a seccomp filter that refuses %s%s"
+		     "(system call %u), which the runtime makes on its threads: the program ran on untraced",
+		     n ? n : "", n ? " " : "", h.seccomp_stopped - 1);
+	}
 	if (h.ring_bytes && h.ring_reused)
 		warn(log, "%" PRIu64 " event%s of exited threads %s not in the log: later threads' rings took their "
 		     "slots (--ring keeps SIZE per thread alive at once)", (uint64_t)h.ring_reused,
@@ -1986,4 +1993,21 @@ const char *lr_kind_name(uint32_t kind)
 					    "RDEALLOC", "UNWIND", "UNWIND", "MALLOC", "FREE", "REALLOC", "ARGS",
 					    "?", "TAIL" /* kind 15: to a patched entry */};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+}
+
+const char *lr_syscall_name(uint32_t machine, uint32_t nr)
+{
+	static const struct {
+		uint16_t x86, a64;
+		const char *name;
+	} t[] = {
+		{14, 135, "rt_sigprocmask"}, {202, 98, "futex"}, {39, 172, "getpid"}, {186, 178, "gettid"},
+		{9, 222, "mmap"}, {11, 215, "munmap"}, {231, 94, "exit_group"}, {18, 68, "pwrite64"},
+		{296, 70, "pwritev"}, {285, 47, "fallocate"}, {257, 56, "openat"}, {3, 57, "close"},
+		{5, 80, "fstat"}, {72, 25, "fcntl"}, {10, 226, "mprotect"},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if ((machine == 183 ? t[i].a64 : t[i].x86) == nr)
+			return t[i].name;
+	return NULL;
 }

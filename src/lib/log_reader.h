@@ -94,6 +94,9 @@ struct lr_info {
 	/* record --ring: exited threads' events a later thread's ring took the
 	 * slots of, not in this log (sf_header.ring_reused). */
 	uint64_t ring_reused;
+	/* Tracing stopped for good before a seccomp filter (sf_header.seccomp_stopped):
+	 * the refused system call's number + 1 on the log's machine; 0: not stopped. */
+	uint32_t seccomp_stopped;
 	int argc;
 	char **argv;             /* argc strings, then NULL */
 	/* The time fit used by lr_time_ns, for display: ns since start =
@@ -374,4 +377,7 @@ int lr_foreach_event(const struct lr_log *log,
  * "MALLOC", "FREE", "REALLOC" or "?". */
 const char *lr_kind_name(uint32_t kind);
 
+/* The name of system call nr on ELF machine (EM_X86_64, EM_AARCH64; 0 is
+ * x86-64) among those the runtime makes, else NULL. */
+const char *lr_syscall_name(uint32_t machine, uint32_t nr);
 #endif

@@ -256,7 +256,7 @@ static void write_batch(struct sf_thread *t, struct sf_slot *s, size_t n, uint32
 	c.tid = t->tid;
 	c.seq = seq;
 	c.base = s->hdr->base;
-	prctl(PR_GET_NAME, c.name, 0, 0, 0);
+	sf_thread_name(c.name);
 	sf_write_batch_chunk(&c, s, n);
 }
 
@@ -281,7 +281,7 @@ static void slot_swap(struct sf_thread *t, size_t n)
 	struct sf_slot *full = t->slot, *next = t->spare;
 	sf_writer_wait_ready(next);
 	full->nevents = (uint32_t)n;
-	prctl(PR_GET_NAME, full->hdr->name, 0, 0, 0);
+	sf_thread_name(full->hdr->name);
 	sf_writer_submit(full);
 	t->seq++;
 	struct sf_chunk *h = next->hdr;
@@ -740,7 +740,7 @@ static int retire_current(struct sf_thread *t, size_t n)
 	struct sf_chunk *h = fresh->hdr;
 	h->tid = t->tid;
 	h->seq = t->seq;
-	prctl(PR_GET_NAME, h->name, 0, 0, 0);
+	sf_thread_name(h->name);
 	__atomic_store_n(&h->thread_serial, t->serial, __ATOMIC_RELEASE);
 	t->slot = fresh;
 	t->events = slot_events(fresh);
@@ -798,7 +798,7 @@ static void slot_claim(struct sf_thread *t, struct sf_slot *s)
 	struct sf_chunk *h = s->hdr;
 	h->tid = t->tid;
 	__atomic_store_n(&h->seq, t->seq, __ATOMIC_RELEASE);
-	prctl(PR_GET_NAME, h->name, 0, 0, 0);
+	sf_thread_name(h->name);
 	__atomic_store_n(&h->thread_serial, t->serial, __ATOMIC_RELEASE);
 }
 
@@ -1364,7 +1364,7 @@ static void thread_begin(struct sf_thread *t)
 	h->thread_serial = t->serial;
 	h->tid = t->tid;
 	h->seq = 0;
-	prctl(PR_GET_NAME, h->name, 0, 0, 0);
+	sf_thread_name(h->name);
 	t->events = (struct sf_event *)(h + 1);
 	t->cursor = (uint64_t)t->events;
 	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
@@ -1830,7 +1830,7 @@ static void refresh_live_names(void)
 {
 	struct sf_thread *self = &sf_self;
 	if (self->state == SF_THREAD_ACTIVE && self->slot)
-		prctl(PR_GET_NAME, self->slot->hdr->name, 0, 0, 0);
+		sf_thread_name(self->slot->hdr->name);
 	threads_lock_take();
 	for (struct sf_thread *t = threads; t; t = t->next_thread) {
 		struct sf_slot *s = __atomic_load_n(&t->slot, __ATOMIC_ACQUIRE);

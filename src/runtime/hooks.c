@@ -41,8 +41,15 @@ static clone_fn real_clone; /* glibc's clone(3) */
 uint64_t sf_fork_time;
 uint32_t sf_fork_parent, sf_fork_tid;
 
+/* A connection to record's keeper for the child (notes.c), in the
+ * program's table from here to the fork's end: only where the forking
+ * thread left record's network namespace. Per thread: two may fork at
+ * once; the child has the forking thread's. */
+static __thread int fork_conn __attribute__((tls_model("initial-exec"))) = -1;
+
 static void before_fork(void)
 {
+	fork_conn = sf_keeper_conn_for_fork();
 	/* Hold the lock across fork so the child never inherits it taken. */
 	sf_log_lock_sig(&fork_mask);
 	/* the child's heap is the parent's live set at this time (readers);
@@ -60,6 +67,9 @@ static void before_fork(void)
 static void after_fork_parent(void)
 {
 	sf_log_unlock_sig(&fork_mask);
+	if (fork_conn >= 0)
+		sf_close(fork_conn);
+	fork_conn = -1;
 }
 
 static void vw_after_fork_child(uint32_t *waited);
@@ -80,6 +90,14 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	sf_exec_env_after_fork_child();
 	if (files_shared) /* its descriptor uses in a table of their own (writer.c) */
 		sf_keeper_start();
+	if (fork_conn >= 0 && !files_shared) {
+		/* Its log made now, over the connection its parent's writer
+		 * made (notes.c), which leaves the table at once. */
+		sf_keeper_conn_handed(fork_conn);
+		sf_log_create_early();
+		sf_keeper_conn_drop();
+	}
+	fork_conn = -1; /* shared: the parent's to close */
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);
 }
 
@@ -527,6 +545,10 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	if (nr == SYS_prctl ? a0 == PR_SET_SECCOMP && a1 == SECCOMP_MODE_STRICT
 			    : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_STRICT)
 		sf_strict_begins(); /* as prctl() (rt_libc.c) */
+	int filter = nr == SYS_prctl ? a0 == PR_SET_SECCOMP && a1 == SECCOMP_MODE_FILTER
+				     : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_FILTER;
+	if (filter) /* libseccomp's way: as prctl() (sandbox.c) */
+		sf_seccomp_installing((const void *)a2, nr == SYS_prctl ? 0 : (unsigned long)a1);
 	if (nr == SYS_exit && !sf_strict_thread) /* in strict mode: nothing but the exit */
 		exit_syscall(a0);
 	if (nr == SYS_execve || nr == SYS_execveat)
@@ -553,6 +575,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		if (nr == SYS_sigaltstack && a0)
 			sf_stack_alt_forget();
 	}
+	if (filter && ((unsigned long)r > -4096ul || (nr == SYS_seccomp && r > 0 && (a1 & SECCOMP_FILTER_FLAG_TSYNC))))
+		sf_seccomp_undo(); /* not installed (TSYNC: a thread that could not follow) */
 	if ((unsigned long)r > -4096ul) {
 		errno = (int)-r;
 		return -1;
@@ -853,6 +877,7 @@ static void cred_resolve(void)
  * not (vw_wait). */
 void sf_image_ends(void)
 {
+	sf_notes_relay_settle();
 	sf_snapshot_settle();
 	sf_log_image_ends();
 	vw_child_leaves();

@@ -373,6 +373,7 @@ __attribute__((destructor(101))) static void sf_fini(void)
 	if (sf_config.enabled) {
 		sf_calib_remeasure();
 		sf_writer_drain();
+		sf_notes_relay_listen(0); /* drained: a relative's loss line was noted */
 		sf_buffer_process_exit(); /* counts what a slotless thread dropped, log or not */
 		sf_log_finish();
 	}

@@ -1579,6 +1579,8 @@ static int log_is_own(void)
 /* The executable checked again as the image ends (objects.c). */
 static void log_image_check(void)
 {
+	if (__atomic_load_n(&sf_sandbox_limited, __ATOMIC_ACQUIRE))
+		return; /* a seccomp filter's allow-list: no /proc, no signal mask (sandbox.c) */
 	sigset_t old;
 	sf_log_lock_sig(&old);
 	sf_objects_image_ends();
@@ -1589,7 +1591,7 @@ static void log_image_check(void)
  * descriptor is the writer's or the keeper's. */
 static void log_trim(void)
 {
-	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
 		return;
 	sigset_t old;
 	sf_log_lock_sig(&old);
@@ -1696,6 +1698,16 @@ void sf_log_watch_exit(void)
  * still create a file where its parent could. A process that drops root
  * before its first event would otherwise find record's directory closed
  * to it, and its notes too: its trace would be lost without a word. */
+/* Tracing stopped for good before a seccomp filter that refuses the
+ * event path's calls (sandbox.c): the call's number + 1 in the header,
+ * for record and info to say why the trace ends there. */
+void sf_log_seccomp_stopped(long nr)
+{
+	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
+	if (h && log_is_own())
+		__atomic_store_n(&h->seccomp_stopped, (uint32_t)(nr + 1), __ATOMIC_RELEASE);
+}
+
 void sf_log_create_early(void)
 {
 	if (!sf_config.enabled || !sf_objects_patched_total() || sf_log_ready())

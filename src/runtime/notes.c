@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,6 +30,149 @@ static size_t notes_dir_len;
  * runs as its owner. */
 static uint64_t notes_dev, notes_ino;
 static uid_t notes_uid;
+
+/* ---- losses relayed within a fork family (issue 24) ----
+ * A process that gets no log and cannot note why either (out of record's
+ * network namespace and chrooted: the keeper is out of reach) would say
+ * so on the program's stderr. Every process of a family shares one page
+ * (MAP_SHARED, mapped at start, inherited by forks; an exec maps its own):
+ * such a line goes there instead, as "PID line", and a writer thread of
+ * the family, which stays in record's namespace, notes it in its own
+ * note as "relayed PID line"; record says "pid PID wrote no log: ...".
+ * Only where a writer listens (listeners): else, and where the page is
+ * full or held, the line goes to stderr as before (a loss is never
+ * silent but for a relaying process that is killed first). */
+struct relay {
+	uint32_t lock;
+	uint32_t seq;       /* shared futex word: bumped on every line */
+	uint32_t len;       /* bytes in buf */
+	uint32_t listeners; /* writer threads of the family that flush */
+	uint32_t stuck;     /* a flush failed: exits do not wait for it */
+	char buf[4096 - 20];
+};
+static struct relay *relay;
+
+static void relay_map(void)
+{
+	void *m = mmap(NULL, sizeof(struct relay), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	relay = m == MAP_FAILED ? NULL : m;
+}
+
+static int relay_lock(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (!__atomic_exchange_n(&relay->lock, 1, __ATOMIC_ACQUIRE))
+			return 1;
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+	}
+	return 0; /* held by a process that died there: not waited for */
+}
+
+static void relay_unlock(void)
+{
+	__atomic_store_n(&relay->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* 1 if the line (ending in a newline) is in the page for a writer to note. */
+static int relay_put(const char *line, size_t n)
+{
+	if (!relay || !__atomic_load_n(&relay->listeners, __ATOMIC_ACQUIRE) || !relay_lock())
+		return 0;
+	char pid[16];
+	size_t k = 0;
+	char tmp[16];
+	int t = 0;
+	for (unsigned v = (unsigned)sf_syscall3(SYS_getpid, 0, 0, 0); v || !t; v /= 10)
+		tmp[t++] = (char)('0' + v % 10);
+	while (t)
+		pid[k++] = tmp[--t];
+	pid[k++] = ' ';
+	int ok = relay->len + k + n <= sizeof(relay->buf);
+	if (ok) {
+		memcpy(relay->buf + relay->len, pid, k);
+		memcpy(relay->buf + relay->len + k, line, n);
+		__atomic_store_n(&relay->len, relay->len + (uint32_t)(k + n), __ATOMIC_RELEASE);
+	}
+	relay_unlock();
+	if (ok) {
+		__atomic_add_fetch(&relay->seq, 1, __ATOMIC_RELEASE);
+		sf_syscall6(SYS_futex, (long)&relay->seq, FUTEX_WAKE, 0x7fffffff, 0, 0, 0); /* shared: other processes */
+	}
+	return ok;
+}
+
+static int note_write_here(const char *line, size_t len);
+
+/* On a writer thread: the page's lines noted, "relayed PID line". */
+void sf_notes_relay_flush(void)
+{
+	if (!relay || !__atomic_load_n(&relay->len, __ATOMIC_ACQUIRE) || !relay_lock())
+		return;
+	static char copy[sizeof(relay->buf)];
+	uint32_t n = relay->len;
+	memcpy(copy, relay->buf, n);
+	relay_unlock();
+	size_t done = 0;
+	while (done < n) {
+		const char *nl = memchr(copy + done, '\n', n - done);
+		size_t len = nl ? (size_t)(nl - (copy + done)) + 1 : n - done;
+		char line[sizeof(copy) + 16];
+		memcpy(line, "relayed ", 8);
+		memcpy(line + 8, copy + done, len);
+		if (!note_write_here(line, 8 + len)) {
+			__atomic_store_n(&relay->stuck, 1, __ATOMIC_RELEASE);
+			break;
+		}
+		done += len;
+	}
+	if (!done || !relay_lock())
+		return;
+	/* lines put meanwhile move to the front */
+	memmove(relay->buf, relay->buf + done, relay->len - done);
+	__atomic_store_n(&relay->len, relay->len - (uint32_t)done, __ATOMIC_RELEASE);
+	relay_unlock();
+}
+
+/* This process's writer listens (on 1: it started) or not (0: it left,
+ * or the image ends: exit, exec). Counted once per process. */
+static int listening;
+
+void sf_notes_relay_listen(int on)
+{
+	if (relay && __atomic_exchange_n(&listening, on, __ATOMIC_ACQ_REL) != on)
+		__atomic_add_fetch(&relay->listeners, on ? 1u : (uint32_t)-1, __ATOMIC_ACQ_REL);
+}
+
+/* The image ends: lines waiting are noted first (the writer flushes, a
+ * bounded wait: sf_writer_drain), then this process stops listening. */
+void sf_notes_relay_settle(void)
+{
+	if (!relay || !__atomic_load_n(&listening, __ATOMIC_ACQUIRE))
+		return;
+	if (sf_writer_active() && sf_notes_relay_pending())
+		sf_writer_drain();
+	sf_notes_relay_listen(0);
+}
+
+/* fork: the child has no writer; it shares the page with its parent. */
+void sf_notes_relay_forked(void)
+{
+	listening = 0;
+}
+
+/* The word a listening writer waits on, and whether lines wait for it. */
+uint32_t *sf_notes_relay_word(uint32_t *seen)
+{
+	if (!relay)
+		return NULL;
+	*seen = __atomic_load_n(&relay->seq, __ATOMIC_ACQUIRE);
+	return &relay->seq;
+}
+
+int sf_notes_relay_pending(void)
+{
+	return relay && __atomic_load_n(&relay->len, __ATOMIC_ACQUIRE) && !__atomic_load_n(&relay->stuck, __ATOMIC_ACQUIRE);
+}
 
 void sf_notes_init(void)
 {
@@ -50,6 +195,7 @@ void sf_notes_init(void)
 	sf_close(fd);
 	memcpy(notes_dir, dir, n + 1);
 	notes_dir_len = n;
+	relay_map();
 }
 
 /* ---- files made by record's keeper (src/format/keeper_files.h) ----
@@ -60,15 +206,14 @@ void sf_notes_init(void)
  * descriptor back. System calls only (async-signal-safe, no allocation,
  * no stack to speak of: a thread's first event may come on two pages);
  * the socket lives for the one request. */
-int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap)
+/* A socket connected to record's keeper (-errno): timeouts set, never 0-2. */
+static long keeper_connect(void)
 {
-	if (!notes_dir_len || !notes_ino)
-		return -ENOENT;
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	size_t alen = sf_kf_name(a.sun_path + 1, notes_dev, notes_ino);
 	long s = sf_syscall3(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0)
-		return (int)s;
+		return s;
 	s = sf_fd_brief((int)s); /* never 0-2: those are the program's to get */
 	if (s < 0)
 		return -EMFILE;
@@ -79,6 +224,103 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_SNDTIMEO, (long)&tv, sizeof(tv), 0);
 	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_RCVTIMEO, (long)&tv, sizeof(tv), 0);
 	long r = sf_syscall3(SYS_connect, s, (long)&a, (long)(offsetof(struct sockaddr_un, sun_path) + 1 + alen));
+	if (r < 0) {
+		sf_syscall3(SYS_close, s, 0, 0);
+		return r;
+	}
+	return s;
+}
+
+/* ---- a connection handed down at fork (issue 24) ----
+ * The keeper's abstract socket lives in the network namespace record
+ * started in. A thread that moved to another one (unshare(CLONE_NEWNET),
+ * setns: per thread, ns.c sets sf_netns_moved) cannot connect to it any
+ * more, nor can the children it forks. The writer thread can: it stays
+ * where it was. So before such a thread forks, the writer connects, the
+ * forking thread takes a copy of that socket into the program's table for
+ * the fork (pidfd_getfd: same thread group), and the child inherits it:
+ * its runtime makes its log over it at once (hooks.c) and closes it; the
+ * parent closes its copy after the fork. The keeper names the file after
+ * the child: the child sends its credentials along (SCM_CREDENTIALS, which
+ * the kernel checks), and the keeper takes them from a descendant of the
+ * process that connected (record_files.c). */
+static int handed = -1; /* the child's inherited connection, until its first request */
+static uint64_t handed_dev, handed_ino;
+
+static long connect_req(void *unused)
+{
+	(void)unused;
+	return keeper_connect();
+}
+
+static long close_req(void *fd)
+{
+	sf_syscall3(SYS_close, (long)fd, 0, 0);
+	return 0;
+}
+
+/* In the parent, before a fork from a thread that left record's network
+ * namespace: the connection in this table (-1: none, nothing needed). */
+int sf_keeper_conn_for_fork(void)
+{
+	if (!sf_netns_moved || !notes_dir_len || !notes_ino || !sf_writer_active() || !sf_writer_private() ||
+	    sf_writer_on_thread())
+		return -1;
+	long wfd = sf_writer_call(connect_req, NULL);
+	if (wfd < 0 || wfd == SF_WRITER_REFUSED)
+		return -1;
+	long fd = -1, pidfd = sf_syscall3(SYS_pidfd_open, sf_writer_tid(), O_EXCL /* PIDFD_THREAD */, 0);
+	if (pidfd >= 0) {
+		fd = sf_syscall3(SYS_pidfd_getfd, pidfd, wfd, 0); /* close-on-exec */
+		sf_syscall3(SYS_close, pidfd, 0, 0);
+	}
+	sf_writer_call(close_req, (void *)wfd);
+	return fd < 0 ? -1 : sf_fd_brief((int)fd);
+}
+
+/* In the child (hooks.c): fd, inherited, for its first request. */
+void sf_keeper_conn_handed(int fd)
+{
+	struct stat st;
+	if (fd < 0 || sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0)
+		return;
+	handed = fd;
+	handed_dev = (uint64_t)st.st_dev;
+	handed_ino = (uint64_t)st.st_ino;
+}
+
+/* In the child, after its log was made: the connection closed if its
+ * first request did not use it (the log was made without the keeper). */
+void sf_keeper_conn_drop(void)
+{
+	struct stat st;
+	int fd = handed;
+	handed = -1;
+	if (fd >= 0 && sf_syscall3(SYS_fstat, fd, (long)&st, 0) == 0 && (uint64_t)st.st_dev == handed_dev &&
+	    (uint64_t)st.st_ino == handed_ino)
+		sf_syscall3(SYS_close, fd, 0, 0);
+}
+
+int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap)
+{
+	if (!notes_dir_len || !notes_ino)
+		return -ENOENT;
+	long s = -1, r = 0;
+	int own = -1; /* a handed connection: the credentials go along */
+	if (handed >= 0) {
+		struct stat st;
+		own = handed;
+		handed = -1;
+		if (sf_syscall3(SYS_fstat, own, (long)&st, 0) < 0 || (uint64_t)st.st_dev != handed_dev ||
+		    (uint64_t)st.st_ino != handed_ino)
+			own = -1; /* the program put a file of its own there: not ours to use or close */
+		s = own;
+	}
+	if (s < 0) {
+		s = keeper_connect();
+		if (s < 0)
+			return (int)s;
+	}
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
 	/* Answers only from record's user: the name is no secret. */
@@ -87,22 +329,34 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 		r = -EPERM;
 	struct sf_kf_req hdr = {.magic = SF_KF_MAGIC, .op = (uint32_t)op, .first = (uint32_t)first};
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iv[2] = {{&hdr, offsetof(struct sf_kf_req, name)}, {(void *)(name ? name : ""), 1}};
 	if (name)
 		iv[1].iov_len = strlen(name) + 1;
 	struct msghdr m = {.msg_iov = iv, .msg_iovlen = 2};
-	if (send_fd >= 0) {
+	if (send_fd >= 0 || own >= 0) {
 		memset(&ctl, 0, sizeof(ctl));
 		m.msg_control = ctl.buf;
-		m.msg_controllen = sizeof(ctl.buf);
+		m.msg_controllen = (send_fd >= 0 ? CMSG_SPACE(sizeof(int)) : 0) +
+				   (own >= 0 ? CMSG_SPACE(sizeof(struct ucred)) : 0);
 		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
+		if (send_fd >= 0) {
+			h->cmsg_level = SOL_SOCKET;
+			h->cmsg_type = SCM_RIGHTS;
+			h->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
+			h = CMSG_NXTHDR(&m, h);
+		}
+		if (own >= 0) { /* who asks: this process, not the one that connected */
+			struct ucred me = {(pid_t)sf_syscall3(SYS_getpid, 0, 0, 0), (uid_t)sf_syscall3(SYS_geteuid, 0, 0, 0),
+					   (gid_t)sf_syscall3(SYS_getegid, 0, 0, 0)};
+			h->cmsg_level = SOL_SOCKET;
+			h->cmsg_type = SCM_CREDENTIALS;
+			h->cmsg_len = CMSG_LEN(sizeof(struct ucred));
+			memcpy(CMSG_DATA(h), &me, sizeof(me));
+		}
 	}
 	if (r == 0) {
 		do
@@ -282,7 +536,7 @@ static void note_object(const struct sf_object_rt *o)
 /* Runs before the runtime's own destructor (priority 101). */
 __attribute__((destructor(102))) static void notes_at_exit(void)
 {
-	if (notes_dir_len && sf_config.enabled && !sf_log_ready())
+	if (notes_dir_len && sf_config.enabled && !sf_log_ready() && !__atomic_load_n(&sf_sandbox_limited, __ATOMIC_ACQUIRE))
 		sf_objects_foreach_instrumented(note_object);
 	uint32_t vm = sf_config.enabled ? sf_buffer_vm_children() : 0;
 	if (vm) {
@@ -340,6 +594,8 @@ static void rt_message(const char *a, const char *b, const char *c, int to_stder
 	buf[n++] = '\n';
 	int noted = note_write(buf, n); /* record repeats it if no log was written */
 	size_t skip = to_stderr == 3 ? 7 : 0; /* "report " */
+	if (to_stderr == 2 && !noted) /* (a report's line is not a loss: not relayed) */
+		noted = relay_put(buf, n); /* a writer of the family notes it */
 	if ((to_stderr == 1 || (to_stderr >= 2 && !noted)) && !sf_writer_defer_message(buf + skip, n - skip))
 		sf_messages_print(buf + skip, n - skip); /* (the writer's table has no stderr) */
 }

@@ -272,7 +272,13 @@ static long keeper_aside(long nr, long a0, long a1)
 	return r;
 }
 
-long sf_ns_syscall(long nr, long a0, long a1)
+/* This thread left the network namespace it started in (unshare
+ * CLONE_NEWNET, or a setns that may have been one): record's keeper,
+ * an abstract socket there, is out of its reach and of its forks' (notes.c
+ * hands them a connection). A fork child inherits the word. */
+__thread int sf_netns_moved __attribute__((tls_model("initial-exec")));
+
+static long ns_call(long nr, long a0, long a1)
 {
 	if (sf_keeper_alive() && needs_alone(nr, a0, a1) && sf_thread_count() == 2)
 		return keeper_aside(nr, a0, a1);
@@ -283,6 +289,25 @@ long sf_ns_syscall(long nr, long a0, long a1)
 	int stopped = writer_stop_masked(&old, &err);
 	long r = sf_syscall3(nr, a0, a1, 0);
 	writer_unmask(stopped, &old, err);
+	return r;
+}
+
+/* setns(fd, nstype) into a network namespace: nstype says so (a pidfd's
+ * is a mask of CLONE_NEW* flags), or 0 and the fd is one (NS_GET_NSTYPE,
+ * asked before the call: the fd is the program's). */
+static int setns_net(long fd, long nstype)
+{
+	if (nstype)
+		return (nstype & CLONE_NEWNET) != 0;
+	return sf_syscall3(SYS_ioctl, fd, NS_GET_NSTYPE, 0) == CLONE_NEWNET;
+}
+
+long sf_ns_syscall(long nr, long a0, long a1)
+{
+	int net = nr == SYS_unshare ? (a0 & CLONE_NEWNET) != 0 : setns_net(a0, a1);
+	long r = ns_call(nr, a0, a1);
+	if (r == 0 && net)
+		sf_netns_moved = 1;
 	return r;
 }
 

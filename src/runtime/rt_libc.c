@@ -222,7 +222,13 @@ __attribute__((visibility("protected"))) int prctl(int op, ...)
 	va_end(ap);
 	if (op == PR_SET_SECCOMP && a == SECCOMP_MODE_STRICT)
 		sf_strict_begins();
-	return (int)ret_errno(sf_syscall6(SYS_prctl, op, a, b, c, d, 0));
+	int filter = op == PR_SET_SECCOMP && a == SECCOMP_MODE_FILTER;
+	if (filter)
+		sf_seccomp_installing((const void *)b, 0); /* sandbox.c: before, while every call is allowed */
+	long r = sf_syscall6(SYS_prctl, op, a, b, c, d, 0);
+	if (filter && r < 0)
+		sf_seccomp_undo();
+	return (int)ret_errno(r);
 }
 
 /* A thread in SECCOMP_MODE_STRICT: the runtime makes no system call of

@@ -467,6 +467,21 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 /* Before the effective uid changes to `to` (hooks.c): the note file is
  * handed to that uid while root can still make it. */
 void sf_notes_hand_over(uid_t to) SF_HIDDEN;
+/* A connection to record's keeper handed down at fork, for a thread out of
+ * record's network namespace (sf_netns_moved, ns.c): made by the writer, in
+ * the forking thread's table for the fork (-1: none needed or possible);
+ * in the child, taken for its first request, and closed if unused. */
+int sf_keeper_conn_for_fork(void) SF_HIDDEN;
+void sf_keeper_conn_handed(int fd) SF_HIDDEN;
+void sf_keeper_conn_drop(void) SF_HIDDEN;
+extern __thread int sf_netns_moved SF_HIDDEN;
+/* Loss lines relayed within a fork family (notes.c): flushed by a writer. */
+void sf_notes_relay_flush(void) SF_HIDDEN;
+void sf_notes_relay_listen(int on) SF_HIDDEN;
+void sf_notes_relay_settle(void) SF_HIDDEN; /* the image ends */
+void sf_notes_relay_forked(void) SF_HIDDEN;
+uint32_t *sf_notes_relay_word(uint32_t *seen) SF_HIDDEN;
+int sf_notes_relay_pending(void) SF_HIDDEN;
 
 /* ---- trust.c (paths from the environment: checked, never followed) ---- */
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by
@@ -960,6 +975,18 @@ int sf_thread_count(void) SF_HIDDEN; /* ns.c */
 int sf_last_thread_status(int own, int *status) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
 long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;
 void sf_strict_begins(void) SF_HIDDEN;                     /* rt_libc.c: SECCOMP_MODE_STRICT next */
+/* sandbox.c: seccomp filters the program installs (prctl, syscall()) */
+void sf_seccomp_installing(const void *prog, unsigned long flags) SF_HIDDEN; /* before the install */
+void sf_seccomp_undo(void) SF_HIDDEN;                                         /* it failed */
+int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5) SF_HIDDEN;
+void sf_thread_name(char *name) SF_HIDDEN; /* prctl(PR_GET_NAME) unless a filter refuses it */
+int sf_seccomp_refuses_writer(void) SF_HIDDEN; /* a writer made now would be killed */
+void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filter that refuses its calls */
+/* A filter refuses the exit path's own checks (the executable's file
+ * looked at again, a note): they are left out (logfile.c, notes.c). */
+extern int sf_sandbox_limited SF_HIDDEN;
+extern int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter (log_trim: no request either) */
+void sf_log_seccomp_stopped(long nr) SF_HIDDEN; /* logfile.c: the header says so */
 void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sled unpatched, no resume */
 extern __thread int sf_strict_thread SF_HIDDEN;  /* ns.c: setrlimit, prlimit64 */
 int sf_program_gone(int *status) SF_HIDDEN;                /* ns.c: only the writer and an exited leader left */

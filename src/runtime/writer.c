@@ -151,8 +151,8 @@ static void end_if_program_gone(void)
  * round looked for requests: a request made since changed one of them,
  * and the wait returns at once. */
 struct ctl_words {
-	uint32_t *w[2];
-	uint32_t v[2];
+	uint32_t *w[3];
+	uint32_t v[3];
 	int n;
 };
 
@@ -162,6 +162,8 @@ static void ctl_words_read(struct ctl_words *c)
 	if ((c->w[c->n] = sf_switch_wait_word(&c->v[c->n])))
 		c->n++;
 	if ((c->w[c->n] = sf_snapshot_wait_word(&c->v[c->n])))
+		c->n++;
+	if ((c->w[c->n] = sf_notes_relay_word(&c->v[c->n]))) /* a loss to note for a relative (notes.c) */
 		c->n++;
 }
 
@@ -181,7 +183,7 @@ static void ctl_words_read(struct ctl_words *c)
  * program's. Without futex_waitv a request waits for that wake-up. */
 static void idle_wait(uint32_t seen, const struct ctl_words *ctl)
 {
-	struct futex_waitv w[4];
+	struct futex_waitv w[5];
 	int n = 0;
 	w[n++] = (struct futex_waitv){.val = seen, .uaddr = (uint64_t)(uintptr_t)&wake,
 				      .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG};
@@ -494,6 +496,7 @@ static void hand_over(int status, int offer)
 		__atomic_store_n(&offer_fd, fd, __ATOMIC_RELEASE);
 		__atomic_store_n(&offer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_SEQ_CST);
 	}
+	sf_notes_relay_listen(0);
 	sf_log_writer_hands_over();
 	refuse_all();
 	if (offer)
@@ -593,10 +596,15 @@ static void leave_if_program_runs(void)
 	hand_over(status, offer);
 }
 
+/* sf_writer_leave_now: a seccomp filter with TSYNC is about to reach
+ * this thread, and it refuses the writer's calls (sandbox.c). */
+static uint32_t leave_now;
+
 static void *writer_main(void *arg)
 {
 	on_writer = 1;
 	__atomic_store_n(&writer_tid, (uint32_t)sf_syscall3(SYS_gettid, 0, 0, 0), __ATOMIC_RELEASE);
+	sf_notes_relay_listen(1); /* a relative's loss line is noted here (notes.c) */
 	int own = sf_log_writer_begins(); /* its descriptor table its own (logfile.c) */
 	if (own >= 0)
 		sf_switch_writer_table(own); /* record --paused: the control page, held in that table */
@@ -622,6 +630,7 @@ static void *writer_main(void *arg)
 		futex_wake_all(&busy);
 		sf_snapshot_service(); /* record --ring: snapshots asked for since */
 		sf_switch_service();   /* sftrace resume / pause asked for since */
+		sf_notes_relay_flush(); /* a relative's loss (notes.c): one load when none */
 		if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE) && !__atomic_load_n(&queue, __ATOMIC_ACQUIRE)) {
 			/* Nothing more to write: the stopper takes the log's
 			 * descriptor out of this thread's table while it is
@@ -631,11 +640,14 @@ static void *writer_main(void *arg)
 			uint32_t p;
 			while ((p = __atomic_load_n(&parked, __ATOMIC_ACQUIRE)) != 2)
 				futex_wait(&parked, p);
+			sf_notes_relay_listen(0);
 			/* back on glibc's count: start_thread takes it off again */
 			if (nptl_nthreads)
 				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
+		if (__atomic_load_n(&leave_now, __ATOMIC_ACQUIRE))
+			hand_over(0, 0); /* a program thread is left: it waits for this one to go */
 		if (leader_word && !leader_checked && !__atomic_load_n(leader_word, __ATOMIC_ACQUIRE))
 			leave_if_program_runs();
 		sf_log_writer_refill(); /* slots and the next arena, mapped ahead (logfile.c) */
@@ -643,6 +655,22 @@ static void *writer_main(void *arg)
 			idle_wait(seen, &ctl);
 	}
 	return 0;
+}
+
+/* Before a seccomp filter with SECCOMP_FILTER_FLAG_TSYNC that refuses the
+ * writer's calls (sandbox.c; tracing is off for good by then): the writer
+ * writes what is queued, gives the log back to the program's table
+ * (hand_over, no offer) and ends, as it does when the leader has gone,
+ * before the filter can reach it. Hand-offs are synchronous from then
+ * on, and none comes (no sled is patched). */
+void sf_writer_leave_now(void)
+{
+	uint32_t tid = __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE);
+	if (!sf_writer_active() || !tid)
+		return;
+	__atomic_store_n(&leave_now, 1, __ATOMIC_RELEASE);
+	sf_writer_kick();
+	writer_gone_wait(tid);
 }
 
 /* At start-up (sf_hooks_resolve), not under a dlopen's lock. */
@@ -657,6 +685,8 @@ int sf_writer_start(const cpu_set_t *cpus)
 		return 0;
 	if (__atomic_load_n(&gone, __ATOMIC_ACQUIRE))
 		return -1; /* left for good (hand_over): a new one could be the last task again */
+	if (sf_seccomp_refuses_writer())
+		return -1; /* it would be made under a filter that kills it at its first wait (sandbox.c) */
 	pthread_attr_t a;
 	if (pthread_attr_init(&a) != 0)
 		return -1;
@@ -789,14 +819,15 @@ void sf_writer_drain(void)
 		return;
 	for (int i = 0; i < 10000; i++) {
 		if (!__atomic_load_n(&queue, __ATOMIC_ACQUIRE) && !__atomic_load_n(&busy, __ATOMIC_ACQUIRE) &&
-		    !sf_snapshot_pending())
+		    !sf_snapshot_pending() && !sf_notes_relay_pending())
 			return;
 		uint32_t b = __atomic_load_n(&busy, __ATOMIC_ACQUIRE);
 		struct timespec_raw { long s, ns; } ts = {0, 1000000};
 		if (b) {
 			sf_syscall6(SYS_futex, (long)&busy, FUTEX_WAIT_PRIVATE, 1, (long)&ts, 0, 0);
-		} else if (sf_snapshot_pending()) {
-			/* A snapshot of large rings takes a while to write: wait
+		} else if (sf_snapshot_pending() || sf_notes_relay_pending()) {
+			/* A snapshot of large rings takes a while to write, a
+			 * relative's loss line a request to record's keeper: wait
 			 * for it in 1 ms steps (10 s at most), not in yields. */
 			sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
 		} else {
@@ -1063,6 +1094,7 @@ void sf_keeper_resume(int fd)
  * to the parent's log. */
 void sf_writer_after_fork_child(void)
 {
+	sf_notes_relay_forked();
 	queue = NULL;
 	busy = 0;
 	active = 0;

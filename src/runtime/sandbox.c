@@ -1,0 +1,353 @@
+/* Seccomp filters the program installs (issue 24): a sandbox's allow-list
+ * (OpenSSH's preauth child, a codec's sandbox) kills the process at the
+ * first system call it does not name, and the runtime's own calls on the
+ * program's threads (a signal mask around a slot's hand-off, the thread's
+ * name, the log's end at exit) are not on such lists.
+ *
+ * Each filter installed through the runtime's wrappers (prctl, and
+ * syscall() with SYS_prctl or SYS_seccomp: libseccomp's way) is copied
+ * here before the call, while the thread may still make any call. The
+ * filters are classic BPF over struct seccomp_data, and this file runs
+ * them (sf_seccomp_allows) the way the kernel does: every filter of the
+ * chain, the action of highest precedence wins. They are kept for the
+ * whole process, whichever thread installed them: a filter applies to its
+ * thread and the threads and processes it makes later, so taking it for
+ * every program thread can only make the runtime more careful.
+ *
+ * Before the install, the calls the runtime makes on program threads from
+ * then on are tried against the chain with it. The thread's name
+ * (prctl PR_GET_NAME, at each hand-off) is left as it was where it is
+ * refused. Where anything the event path needs is refused (rt_sigprocmask,
+ * futex; without a writer thread the log's writes too), tracing stops for
+ * good first, as for SECCOMP_MODE_STRICT (switch.c: every sled unpatched
+ * while mprotect is still allowed), the log says so (sf_header
+ * seccomp_stopped: record reports it), and the exit path makes none of its
+ * own checks (sf_sandbox_limited). The program runs on, untraced.
+ *
+ * Not seen: a filter inherited at exec (a container's: those allow what a
+ * normal program needs), one installed by a raw system call instruction,
+ * and SECCOMP_FILTER_FLAG_TSYNC over a writer thread whose calls the
+ * filter refuses (docs/DESIGN.md, "Seccomp filters"). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/futex.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "runtime/runtime.h"
+
+#if defined(__x86_64__)
+#define SF_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SF_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#define MAX_INSNS 4096 /* BPF_MAXINSNS: the kernel refuses longer ones */
+
+struct filter {
+	struct filter *prev;
+	size_t map_len;
+	unsigned len;
+	struct sock_filter insn[];
+};
+
+static struct filter *chain; /* newest first */
+int sf_sandbox_limited SF_HIDDEN;      /* the exit path makes none of its own checks (exit_path refused) */
+int sf_sandbox_no_thread_name SF_HIDDEN; /* prctl(PR_GET_NAME) refused */
+
+/* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
+ * program the kernel would not have taken (it is checked there too). */
+static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d)
+{
+	uint32_t A = 0, X = 0, M[BPF_MEMWORDS] = {0};
+	const unsigned char *data = (const unsigned char *)d;
+	for (unsigned pc = 0; pc < f->len; pc++) {
+		const struct sock_filter *i = &f->insn[pc];
+		uint32_t k = i->k, src = BPF_SRC(i->code) == BPF_X ? X : k;
+		switch (BPF_CLASS(i->code)) {
+		case BPF_LD:
+			if (BPF_MODE(i->code) == BPF_ABS && BPF_SIZE(i->code) == BPF_W && k % 4 == 0 &&
+			    k + 4 <= sizeof(*d))
+				__builtin_memcpy(&A, data + k, 4);
+			else if (BPF_MODE(i->code) == BPF_IMM)
+				A = k;
+			else if (BPF_MODE(i->code) == BPF_MEM && k < BPF_MEMWORDS)
+				A = M[k];
+			else if (BPF_MODE(i->code) == BPF_LEN)
+				A = sizeof(*d);
+			else
+				return SECCOMP_RET_KILL_PROCESS;
+			break;
+		case BPF_LDX:
+			if (BPF_MODE(i->code) == BPF_IMM)
+				X = k;
+			else if (BPF_MODE(i->code) == BPF_MEM && k < BPF_MEMWORDS)
+				X = M[k];
+			else if (BPF_MODE(i->code) == BPF_LEN)
+				X = sizeof(*d);
+			else
+				return SECCOMP_RET_KILL_PROCESS;
+			break;
+		case BPF_ST:
+		case BPF_STX:
+			if (k >= BPF_MEMWORDS)
+				return SECCOMP_RET_KILL_PROCESS;
+			M[k] = BPF_CLASS(i->code) == BPF_ST ? A : X;
+			break;
+		case BPF_ALU:
+			switch (BPF_OP(i->code)) {
+			case BPF_ADD: A += src; break;
+			case BPF_SUB: A -= src; break;
+			case BPF_MUL: A *= src; break;
+			case BPF_DIV: if (!src) return SECCOMP_RET_KILL_PROCESS; A /= src; break;
+			case BPF_MOD: if (!src) return SECCOMP_RET_KILL_PROCESS; A %= src; break;
+			case BPF_AND: A &= src; break;
+			case BPF_OR: A |= src; break;
+			case BPF_XOR: A ^= src; break;
+			case BPF_LSH: A = src < 32 ? A << src : 0; break;
+			case BPF_RSH: A = src < 32 ? A >> src : 0; break;
+			case BPF_NEG: A = -A; break;
+			default: return SECCOMP_RET_KILL_PROCESS;
+			}
+			break;
+		case BPF_JMP: {
+			int t;
+			switch (BPF_OP(i->code)) {
+			case BPF_JA:
+				pc += k;
+				continue;
+			case BPF_JEQ: t = A == src; break;
+			case BPF_JGT: t = A > src; break;
+			case BPF_JGE: t = A >= src; break;
+			case BPF_JSET: t = (A & src) != 0; break;
+			default: return SECCOMP_RET_KILL_PROCESS;
+			}
+			pc += t ? i->jt : i->jf;
+			break;
+		}
+		case BPF_RET:
+			return BPF_RVAL(i->code) == BPF_A ? A : k;
+		case BPF_MISC:
+			if (BPF_MISCOP(i->code) == BPF_TAX)
+				X = A;
+			else
+				A = X;
+			break;
+		default:
+			return SECCOMP_RET_KILL_PROCESS;
+		}
+	}
+	return SECCOMP_RET_KILL_PROCESS; /* ran off the end: the kernel refuses such a program */
+}
+
+/* 1 if every filter of the chain lets this call through (ALLOW or LOG:
+ * the kernel runs it; any other action is a kill, a signal, an error or a
+ * tracer's business, none of which the runtime may cause). */
+int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+{
+	struct seccomp_data d = {.nr = (int)nr, .arch = SF_AUDIT_ARCH, .instruction_pointer = 0,
+				 .args = {(uint64_t)a0, (uint64_t)a1, (uint64_t)a2, (uint64_t)a3, (uint64_t)a4,
+					  (uint64_t)a5}};
+	for (const struct filter *f = __atomic_load_n(&chain, __ATOMIC_ACQUIRE); f; f = f->prev) {
+		uint32_t act = run_filter(f, &d) & SECCOMP_RET_ACTION_FULL;
+		if (act != SECCOMP_RET_ALLOW && act != SECCOMP_RET_LOG)
+			return 0;
+	}
+	return 1;
+}
+
+struct call {
+	long nr, a[6];
+};
+
+static uint64_t word;
+#define P ((long)&word)
+
+/* The first call of list[n] the chain refuses: its number, -1 if none. */
+static long first_refused(const struct call *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!sf_seccomp_allows(list[i].nr, list[i].a[0], list[i].a[1], list[i].a[2], list[i].a[3], list[i].a[4],
+				       list[i].a[5]))
+			return list[i].nr;
+	return -1;
+}
+#define FIRST_REFUSED(l) first_refused(l, sizeof(l) / sizeof(l[0]))
+
+/* On every program thread: pthread_sigmask around a slot's hand-off and
+ * the runtime's locks, hand-offs to the writer and waits for a slot, a
+ * new thread's first event (its memory), the exit. */
+static const struct call event_path[] = {
+	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
+	{SYS_rt_sigprocmask, {SIG_SETMASK, P, 0, 8}},
+	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, 0x7fffffff}},
+	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, 0, 0}},
+	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, 0, P}},
+	{SYS_getpid, {0}},
+	{SYS_gettid, {0}},
+	{SYS_mmap, {0, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0}},
+	{SYS_munmap, {P, 65536}},
+	{SYS_exit_group, {0}},
+};
+
+/* Without a writer thread (a forked child, --writer sync, a writer that
+ * left) the hand-offs open, size, map and write the log themselves. */
+static const struct call sync_path[] = {
+	{SYS_pwrite64, {0, P, 4096, 0}},
+	{SYS_pwritev, {0, P, 2, 0}},
+	{SYS_fallocate, {0, 0, 0, 65536}},
+	{SYS_mmap, {0, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, 0, 0}},
+	{SYS_munmap, {P, 65536}},
+	{SYS_openat, {AT_FDCWD, P, O_RDWR | O_CLOEXEC, 0}},
+	{SYS_close, {0}},
+	{SYS_fstat, {0, P}},
+	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, 0}},
+	{SYS_mprotect, {P, 4096, PROT_READ | PROT_WRITE}},
+};
+
+/* At the image's end (objects.c, sf_objects_image_ends: has the
+ * executable's file been replaced?) and, without a log, notes.c's note:
+ * left out where refused (sf_sandbox_limited), tracing goes on. */
+static const struct call exit_path[] = {
+	{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_CLOEXEC, 0}},
+	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, 0}},
+	{SYS_fstat, {0, P}},
+	{SYS_newfstatat, {AT_FDCWD, P, P, 0}},
+	{SYS_close, {0}},
+};
+
+/* The writer thread's own: the idle wait, the log's writes and space,
+ * its /proc reads. */
+static const struct call writer_path[] = {
+	{SYS_futex_waitv, {P, 2, 0, P, CLOCK_MONOTONIC}},
+	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, 0x7fffffff}},
+	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, 0, P}},
+	{SYS_gettid, {0}},
+	{SYS_getpid, {0}},
+	{SYS_pwritev, {0, P, 2, 0}},
+	{SYS_pwrite64, {0, P, 4096, 0}},
+	{SYS_fallocate, {0, 0, 0, 65536}},
+	{SYS_mmap, {0, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, 0, 0}},
+	{SYS_munmap, {P, 65536}},
+	{SYS_openat, {0, P, O_RDONLY | O_CLOEXEC, 0}},
+	{SYS_close, {0}},
+	{SYS_sched_yield, {0}},
+};
+
+/* A process can be made under the chain (fork, clone without
+ * CLONE_THREAD): its runtime has no writer thread. clone3 is not asked:
+ * no filter can read its flags, and glibc makes threads with it, processes
+ * only as posix_spawn's CLONE_VM | CLONE_VFORK child, which records
+ * nothing before its exec (a program's raw clone3 fork is not seen). */
+static int forks_possible(void)
+{
+	long fork_flags = CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD;
+	return sf_seccomp_allows(SYS_clone, fork_flags, 0, 0, P, 0, 0)
+#ifdef SYS_fork
+	       || sf_seccomp_allows(SYS_fork, 0, 0, 0, 0, 0, 0) || sf_seccomp_allows(SYS_vfork, 0, 0, 0, 0, 0, 0)
+#endif
+		;
+}
+
+/* The first call the program's threads (and processes it forks) need that
+ * the chain refuses, -1 if none. */
+static long needed_refused(void)
+{
+	long nr = FIRST_REFUSED(event_path);
+	if (nr < 0 && (!sf_writer_active() || forks_possible()))
+		nr = FIRST_REFUSED(sync_path);
+	return nr;
+}
+
+static int writer_refused; /* the chain refuses a call of the writer's */
+
+/* A writer thread made now would be under the chain, which refuses its calls. */
+int sf_seccomp_refuses_writer(void)
+{
+	return __atomic_load_n(&writer_refused, __ATOMIC_ACQUIRE);
+}
+
+int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter: no signal mask either at exit */
+
+static void stop_for_good(long nr)
+{
+	__atomic_store_n(&sf_sandbox_limited, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&sf_sandbox_stopped, 1, __ATOMIC_RELEASE);
+	sf_log_create_early(); /* the log exists to say so (after the switch nothing is patched) */
+	sf_switch_off_for_good();
+	sf_log_seccomp_stopped(nr);
+}
+
+/* A filter (struct sock_fprog *prog) is about to be installed by this
+ * thread; flags: seccomp()'s. Copied into the chain (sf_seccomp_undo
+ * takes it out if the call fails), then the runtime fits itself to the
+ * chain, while every call is still allowed. */
+void sf_seccomp_installing(const void *prog, unsigned long flags)
+{
+	const struct sock_fprog *fp = prog;
+	if (!fp || !fp->filter || !fp->len || fp->len > MAX_INSNS)
+		return; /* the kernel refuses it */
+	size_t bytes = offsetof(struct filter, insn) + fp->len * sizeof(struct sock_filter);
+	size_t map_len = (bytes + 4095) & ~(size_t)4095;
+	struct filter *f = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (f == MAP_FAILED)
+		return;
+	f->map_len = map_len;
+	f->len = fp->len;
+	__builtin_memcpy(f->insn, fp->filter, fp->len * sizeof(struct sock_filter));
+	f->prev = chain;
+	__atomic_store_n(&chain, f, __ATOMIC_RELEASE);
+	if (!sf_seccomp_allows(SYS_prctl, PR_GET_NAME, P, 0, 0, 0, 0))
+		__atomic_store_n(&sf_sandbox_no_thread_name, 1, __ATOMIC_RELEASE);
+	int writer_now = FIRST_REFUSED(writer_path) >= 0;
+	if (writer_now)
+		__atomic_store_n(&writer_refused, 1, __ATOMIC_RELEASE);
+	if (FIRST_REFUSED(exit_path) >= 0)
+		__atomic_store_n(&sf_sandbox_limited, 1, __ATOMIC_RELEASE);
+	long nr = needed_refused();
+	/* TSYNC puts the filter on every thread, the writer's too: it leaves
+	 * first, and the hand-offs would then be synchronous. */
+	int tsync = writer_now && (flags & SECCOMP_FILTER_FLAG_TSYNC) && sf_writer_active();
+	if (nr < 0 && tsync)
+		nr = FIRST_REFUSED(writer_path);
+	if (nr >= 0)
+		stop_for_good(nr);
+	if (tsync)
+		sf_writer_leave_now();
+}
+
+/* The install failed: its copy leaves the chain (what it stopped stays
+ * stopped: the sleds are unpatched for good). */
+void sf_seccomp_undo(void)
+{
+	struct filter *f = __atomic_load_n(&chain, __ATOMIC_ACQUIRE);
+	if (!f)
+		return;
+	__atomic_store_n(&chain, f->prev, __ATOMIC_RELEASE);
+	munmap(f, f->map_len);
+}
+
+/* The thread's name into name (16 bytes); where a filter refuses the
+ * call, the name it had at its last hand-off before (empty for a thread
+ * made after the filter): a slot's header may still name another thread. */
+static __thread char last_name[16] __attribute__((tls_model("initial-exec")));
+
+void sf_thread_name(char *name)
+{
+	if (!__atomic_load_n(&sf_sandbox_no_thread_name, __ATOMIC_RELAXED)) {
+		prctl(PR_GET_NAME, name, 0, 0, 0);
+		__builtin_memcpy(last_name, name, sizeof(last_name));
+	} else {
+		__builtin_memcpy(name, last_name, sizeof(last_name));
+	}
+}

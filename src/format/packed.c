@@ -696,7 +696,7 @@ size_t sf_pack_batch(struct sf_pack_state *restrict st, const struct sf_event *r
 						if (j < n) {
 							uint32_t fw = ev[j].word, fk = fw & SF_KIND_MASK;
 							if (fk - SF_EV_ENTRY <= SF_EV_EXIT - SF_EV_ENTRY && ev[j].time_lo == ev[i].time_lo) {
-								o = put_time(o, SF_PK_RAW, zigzag(ev[i].time_lo - prev));
+								o = put_tag(o, SF_PK_RAW, zigzag(ev[i].time_lo - prev));
 								prev = ev[i].time_lo;
 								if (nv == 1)
 									o = pack_fused(st, o, &ev[i + 1], 1, fw, stack, mru, &sp);

@@ -457,19 +457,47 @@ static void free_funcs(struct ra_funcs *fs)
 	hm_free(&fs->at);
 }
 
+/* One function's line: `0xADDR ITEMS NAME`. The address and the items
+ * formatted by hand into one buffer, written with one fwrite: fprintf's
+ * parsing, per item, was 7% of --auto-args' resolution of SQLite (8.4M
+ * of 118M instructions, callgrind, no cache). The same bytes. */
 static void put_func(FILE *out, const struct ra_func *f)
 {
-	fprintf(out, "0x%" PRIx64 " ", f->vaddr);
+	static const char hex[] = "0123456789abcdef";
+	char buf[2 + 16 + 1 + 2 * SF_ARG_MAX_ITEMS * 6 + 1], *p = buf;
+	*p++ = '0';
+	*p++ = 'x';
+	int digits = 1;
+	while (digits < 16 && f->vaddr >> 4 * digits)
+		digits++;
+	for (int k = digits - 1; k >= 0; k--)
+		*p++ = hex[f->vaddr >> 4 * k & 15];
+	*p++ = ' ';
 	unsigned in = 0, ex = 0, written = 0;
 	for (unsigned i = 0; i < f->n; i++) {
 		/* the runtime takes SF_ARG_MAX_ITEMS of each */
 		if (f->items[i].on_exit ? ex++ >= SF_ARG_MAX_ITEMS : in++ >= SF_ARG_MAX_ITEMS)
 			continue;
-		fprintf(out, "%s%c%02x%02x", written++ ? "," : "", f->items[i].on_exit ? 'x' : 'e', f->items[i].slot,
-			f->items[i].fmt);
+		if (written++)
+			*p++ = ',';
+		*p++ = f->items[i].on_exit ? 'x' : 'e';
+		*p++ = hex[f->items[i].slot >> 4 & 15];
+		*p++ = hex[f->items[i].slot & 15];
+		*p++ = hex[f->items[i].fmt >> 4 & 15];
+		*p++ = hex[f->items[i].fmt & 15];
 	}
-	fputc(' ', out);
-	sel_write_name(out, f->name);
+	*p++ = ' ';
+	/* the name as sel_write_name writes it (a control character as
+	 * '?'), through the same buffer */
+	for (const char *c = f->name;; c++) {
+		if (!*c || p == buf + sizeof(buf)) {
+			fwrite(buf, 1, (size_t)(p - buf), out);
+			p = buf;
+		}
+		if (!*c)
+			break;
+		*p++ = (unsigned char)*c < 0x20 ? '?' : *c;
+	}
 	fputc('\n', out);
 }
 

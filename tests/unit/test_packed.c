@@ -595,6 +595,60 @@ static void test_same_bytes_whatever_the_room(void **state)
 	}
 }
 
+/* Values-only ARGS events of 1 to 31 records, most with their entry or
+ * exit at their time right after them (the fourth form, which the
+ * packing loop codes first), others not (another time, a tail call, an
+ * unwind, the batch's end): they round trip, and the bytes are the same
+ * whatever the room, so the loop's way and the checked way (the one taken
+ * near the end of the room) agree. */
+static void test_values_fused_random(void **state)
+{
+	(void)state;
+	srand(29);
+	for (int round = 0; round < 60; round++) {
+		size_t n = 0, want = 200 + (size_t)(rand() % 4000);
+		uint32_t t = (uint32_t)rand();
+		uint64_t last[4] = {0, 0, 0, 0};
+		while (n < want && n + 40 < MAXREC) {
+			int r = rand() % 100;
+			t += r < 70 ? (uint32_t)(rand() % 200) : r < 95 ? (uint32_t)(rand() % 5000) : (uint32_t)rand();
+			uint32_t id = 1 + (uint32_t)(rand() % (r % 4 ? 6 : 3000));
+			if (r < 60) {
+				uint32_t nv = 1 + (r < 45 ? (uint32_t)rand() % 2 : (uint32_t)rand() % SF_ARGS_VALUES_MAX);
+				g_ev[n++] = rec(t, SF_ARGS_VALUES | nv, SF_EV_ARGS);
+				for (uint32_t k = 0; k < nv; k++) {
+					int q = rand() % 4;
+					uint64_t v = q == 0 ? 0 : q == 1 ? last[k % 4] + 1 : q == 2 ? (uint64_t)rand() << 32 | (uint32_t)rand() : last[k % 4];
+					last[k % 4] = v;
+					memcpy(&g_ev[n++], &v, 8);
+				}
+				int f = rand() % 10;
+				uint32_t kind = f < 5 ? SF_EV_ENTRY : f < 8 ? SF_EV_EXIT : f == 8 ? SF_EV_TAIL : SF_EV_UNWIND;
+				g_ev[n++] = rec(rand() % 8 ? t : t + 1, kind == SF_EV_UNWIND ? 1 : id, kind);
+			} else {
+				g_ev[n++] = rec(t, id, r < 80 ? SF_EV_ENTRY : SF_EV_EXIT);
+			}
+		}
+		if (round % 3 == 0 && n > 3)
+			n -= 1 + (size_t)(rand() % 3); /* cut inside a group */
+		uint64_t base = (uint64_t)(g_ev[0].time_lo - 7);
+		size_t len = round_trip(g_ev, n, base);
+		/* the checked way refuses a values group without room for its
+		 * largest size (10 + 9 bytes a record) after SF_PK_MAX_GROUP */
+		size_t slack = SF_PK_MAX_GROUP + 10 + 9 * SF_ARGS_VALUES_MAX;
+		const size_t rooms[] = {len + slack, len + slack + 13, len + slack + n * 4,
+					n * SF_PK_MAX_RECORD + SF_PK_MAX_GROUP - 1};
+		for (size_t k = 0; k < sizeof(rooms) / sizeof(rooms[0]); k++) {
+			size_t room = rooms[k] < sizeof(g_out2) ? rooms[k] : sizeof(g_out2);
+			sf_pack_reset(&g_st, base);
+			size_t len2 = sf_pack_batch(&g_st, g_ev, n, g_out2, room);
+			if (len2 != len || memcmp(g_out, g_out2, len))
+				fail_msg("round %d, %zu records, room %zu: %zu bytes, %zu with all the room", round, n, room,
+					 len2, len);
+		}
+	}
+}
+
 /* The worst records for size (every id spelt out near the id limit, every
  * time step a full 32 bits) stay within SF_PK_MAX_RECORD bytes each. */
 static void test_worst_case_size(void **state)
@@ -874,6 +928,7 @@ int main(void)
 		cmocka_unit_test(test_malformed_streams),
 		cmocka_unit_test(test_refuses_growth),
 		cmocka_unit_test(test_same_bytes_whatever_the_room),
+		cmocka_unit_test(test_values_fused_random),
 		cmocka_unit_test(test_worst_case_size),
 		cmocka_unit_test(test_leaf_pairs_and_wrapped_stack),
 		cmocka_unit_test(test_count_short_streams),

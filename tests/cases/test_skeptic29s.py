@@ -5,6 +5,87 @@ import os
 import re
 import sys
 
+UWIDTH = "/usr/share/cargo/registry/unicode-width-0.1.10"
+
+
+def uwidth_tests():
+    """unicode-width 0.1.10's own unit tests (Debian's source), a debug
+    build with sleds and DWARF, kept in build/fixtures for the next run."""
+    import json
+    import shutil
+    cargo = shutil.which("cargo") or os.path.expanduser("~/.cargo/bin/cargo")
+    if not os.path.isdir(UWIDTH) or not os.access(cargo, os.X_OK):
+        raise sfkit.Skip("no unicode-width crate source or no cargo")
+    from sfkit import FIXBUILD, sync_tree
+    d = sync_tree(UWIDTH, os.path.join(FIXBUILD, "skep29s_uwidth"), keep=("target", "Cargo.lock", ".cargo"))
+    os.makedirs(os.path.join(d, ".cargo"), exist_ok=True)
+    with open(os.path.join(d, ".cargo", "config.toml"), "w") as f:
+        f.write('[source.crates-io]\nreplace-with = "debian"\n'
+                '[source.debian]\ndirectory = "/usr/share/cargo/registry"\n')
+    if os.path.exists(os.path.join(d, ".cargo-checksum.json")):
+        os.remove(os.path.join(d, ".cargo-checksum.json"))
+    p = run([cargo, "test", "--lib", "--no-run", "--offline", "--message-format=json"], cwd=d, timeout=600,
+            env={"RUSTC_BOOTSTRAP": "1", "RUSTFLAGS": "-Zinstrument-xray=always"})
+    exes = [m["executable"] for m in map(json.loads, p.stdout.splitlines())
+            if m.get("reason") == "compiler-artifact" and m.get("executable")]
+    eq(len(exes), 1, "test binaries")
+    return exes[0]
+
+
+def _mask(t):
+    return re.sub(r"finished in [0-9.]+s", "finished in Xs", t)
+
+
+def _same_lines(got, want, what):
+    """The call columns equal, pointers masked (ASLR); says where not."""
+    got = [re.sub(r"0x[0-9a-f]{8,}", "PTR", x) for x in got]
+    want = [re.sub(r"0x[0-9a-f]{8,}", "PTR", x) for x in want]
+    if got != want:
+        i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        raise AssertionError(f"{what}: {len(got)} lines, want {len(want)}; first difference at {i}: "
+                             f"{got[i:i + 2]} vs {want[i:i + 2]}")
+
+
+def test_crate_tests_auto_args_and_cache():
+    """unicode-width's tests under --auto-args: output unchanged (one test
+    thread, and the harness's own threads with the lines sorted); char,
+    bool, &str arguments and usize returns exact; a second run reads the
+    DWARF cache and gives the same lines; a cache file overwritten with
+    garbage (its mtime kept) changes nothing and breaks nothing."""
+    exe = uwidth_tests()
+    cache = tmpdir()
+    env = {"XDG_CACHE_HOME": cache}
+    plain = run([exe, "--test-threads=1"])
+    check("test result: ok. 5 passed" in plain.stdout, plain.stdout[-300:])
+    p, log = record([exe, "--test-threads=1"], args=["-q", "-a"], env=env)
+    eq((_mask(p.stdout), p.stderr), (_mask(plain.stdout), plain.stderr), "output, one thread")
+    first = _calls(log)
+    for want in ["unicode_width::tables::charwidth::lookup_width('\\u{2081}', true) = 2;",
+                 "unicode_width::tables::charwidth::lookup_width('\\u{2081}', false) = 1;",
+                 '<str as unicode_width::UnicodeWidthStr>::width("ｈｅｌｌｏ") {',
+                 '<str as unicode_width::UnicodeWidthStr>::width_cjk("₁₂₃₄") {',
+                 "} = 8; /* <str as unicode_width::UnicodeWidthStr>::width_cjk */"]:
+        check(want in first, f"{want!r} not in the replay")
+    files = [os.path.join(cache, "sftrace", f) for f in os.listdir(os.path.join(cache, "sftrace"))]
+    check(files, "nothing in the cache")
+    p, log = record([exe, "--test-threads=1"], args=["-q", "-a"], env=env)
+    eq(_mask(p.stdout), _mask(plain.stdout), "output, cached")
+    _same_lines(_calls(log), first, "replay from the cache")
+    for f in files:
+        st = os.stat(f)
+        with open(f, "r+b") as fh:
+            head = fh.read(200)
+            fh.seek(0)
+            fh.write(head[:190] + bytes((i * 37 + 11) % 256 for i in range(st.st_size - 190)))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    p, log = record([exe, "--test-threads=1"], args=["-q", "-a"], env=env)
+    eq((_mask(p.stdout), p.stderr), (_mask(plain.stdout), plain.stderr), "output, garbage cache")
+    _same_lines(_calls(log), first, "replay with a garbage cache")
+    many = run([exe])
+    p, log = record([exe], args=["-q", "-a"], env=env)
+    eq(sorted(_mask(p.stdout).splitlines()), sorted(_mask(many.stdout).splitlines()), "output, threads")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
@@ -44,6 +125,16 @@ def test_signal_handler_calls_named_function():
             bad += a + b != r
     check(n >= 300000, f"{n} add lines")
     eq(bad, 0, "add lines whose retval is not arg1+arg2")
+
+
+@sfkit.known_break(29, "the same hang under --auto-args: a SIGALRM handler calling add() while the "
+                       "interrupted add() is in the args path")
+def test_signal_handler_auto_args():
+    prog = _sig()
+    log = os.path.join(tmpdir(), "sf.log")
+    rc, out, err = run_group([SFTRACE, "record", "-q", "-o", log, "-a", "--", prog], timeout=90)
+    eq(rc, 0, f"record's exit (stderr {err[-400:]!r})")
+    eq(out, "bad=0 handled>0=1\n", "the program's output")
 
 
 def test_signal_handler_plain_and_string_specs():
@@ -149,6 +240,19 @@ def test_int128_then_long():
     eq(got, ["wide128(<unrecorded>, 3);"])
 
 
+@sfkit.known_break(29, "double hsum(__m256d v, long k) called as hsum(c, 2): --auto-args shows "
+                       "hsum(<unrecorded>, <unrecorded>) = 220.000000; v is in ymm0, k in rdi")
+def test_avx_then_long():
+    with open("/proc/cpuinfo") as f:
+        if " avx2" not in f.read():
+            raise sfkit.Skip("no AVX2")
+    prog = build_c("skep29s_avx", ["skep29s_avx.c"], flags=["-mavx2"])
+    for args in ([], ["-A", "vadd@fparg1", "-R", "vadd@retval/f"], ["-a"]):
+        p, log = record([prog], args=["-q"] + args)
+        eq(p.stdout, "11 22 33 44 220\n", f"{args}: the ymm values")
+    eq([x for x in _calls(log) if x.startswith("hsum(")], ["hsum(<unrecorded>, 2) = 220.000000;"])
+
+
 def test_types_specs_raw():
     # By spec: a struct of two doubles as fparg1/fparg2, the 6th register,
     # a float in fparg2 between doubles.
@@ -239,6 +343,87 @@ def test_regex_thousands():
             i, a, b, r = map(int, m.groups())
             ok += a == i and b == 7 and r == i * i + 7
     eq(ok, n)
+
+
+UWIDTH = "/usr/share/cargo/registry/unicode-width-0.1.10"
+
+
+def uwidth_tests():
+    """unicode-width 0.1.10's own unit tests (Debian's source), a debug
+    build with sleds and DWARF, kept in build/fixtures for the next run."""
+    import json
+    import shutil
+    cargo = shutil.which("cargo") or os.path.expanduser("~/.cargo/bin/cargo")
+    if not os.path.isdir(UWIDTH) or not os.access(cargo, os.X_OK):
+        raise sfkit.Skip("no unicode-width crate source or no cargo")
+    from sfkit import FIXBUILD, sync_tree
+    d = sync_tree(UWIDTH, os.path.join(FIXBUILD, "skep29s_uwidth"), keep=("target", "Cargo.lock", ".cargo"))
+    os.makedirs(os.path.join(d, ".cargo"), exist_ok=True)
+    with open(os.path.join(d, ".cargo", "config.toml"), "w") as f:
+        f.write('[source.crates-io]\nreplace-with = "debian"\n'
+                '[source.debian]\ndirectory = "/usr/share/cargo/registry"\n')
+    if os.path.exists(os.path.join(d, ".cargo-checksum.json")):
+        os.remove(os.path.join(d, ".cargo-checksum.json"))
+    p = run([cargo, "test", "--lib", "--no-run", "--offline", "--message-format=json"], cwd=d, timeout=600,
+            env={"RUSTC_BOOTSTRAP": "1", "RUSTFLAGS": "-Zinstrument-xray=always"})
+    exes = [m["executable"] for m in map(json.loads, p.stdout.splitlines())
+            if m.get("reason") == "compiler-artifact" and m.get("executable")]
+    eq(len(exes), 1, "test binaries")
+    return exes[0]
+
+
+def _mask(t):
+    return re.sub(r"finished in [0-9.]+s", "finished in Xs", t)
+
+
+def _same_lines(got, want, what):
+    """The call columns equal, pointers masked (ASLR); says where not."""
+    got = [re.sub(r"0x[0-9a-f]{8,}", "PTR", x) for x in got]
+    want = [re.sub(r"0x[0-9a-f]{8,}", "PTR", x) for x in want]
+    if got != want:
+        i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        raise AssertionError(f"{what}: {len(got)} lines, want {len(want)}; first difference at {i}: "
+                             f"{got[i:i + 2]} vs {want[i:i + 2]}")
+
+
+def test_crate_tests_auto_args_and_cache():
+    """unicode-width's tests under --auto-args: output unchanged (one test
+    thread, and the harness's own threads with the lines sorted); char,
+    bool, &str arguments and usize returns exact; a second run reads the
+    DWARF cache and gives the same lines; a cache file overwritten with
+    garbage (its mtime kept) changes nothing and breaks nothing."""
+    exe = uwidth_tests()
+    cache = tmpdir()
+    env = {"XDG_CACHE_HOME": cache}
+    plain = run([exe, "--test-threads=1"])
+    check("test result: ok. 5 passed" in plain.stdout, plain.stdout[-300:])
+    p, log = record([exe, "--test-threads=1"], args=["-q", "-a"], env=env)
+    eq((_mask(p.stdout), p.stderr), (_mask(plain.stdout), plain.stderr), "output, one thread")
+    first = _calls(log)
+    for want in ["unicode_width::tables::charwidth::lookup_width('\\u{2081}', true) = 2;",
+                 "unicode_width::tables::charwidth::lookup_width('\\u{2081}', false) = 1;",
+                 '<str as unicode_width::UnicodeWidthStr>::width("ｈｅｌｌｏ") {',
+                 '<str as unicode_width::UnicodeWidthStr>::width_cjk("₁₂₃₄") {',
+                 "} = 8; /* <str as unicode_width::UnicodeWidthStr>::width_cjk */"]:
+        check(want in first, f"{want!r} not in the replay")
+    files = [os.path.join(cache, "sftrace", f) for f in os.listdir(os.path.join(cache, "sftrace"))]
+    check(files, "nothing in the cache")
+    p, log = record([exe, "--test-threads=1"], args=["-q", "-a"], env=env)
+    eq(_mask(p.stdout), _mask(plain.stdout), "output, cached")
+    _same_lines(_calls(log), first, "replay from the cache")
+    for f in files:
+        st = os.stat(f)
+        with open(f, "r+b") as fh:
+            head = fh.read(200)
+            fh.seek(0)
+            fh.write(head[:190] + bytes((i * 37 + 11) % 256 for i in range(st.st_size - 190)))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    p, log = record([exe, "--test-threads=1"], args=["-q", "-a"], env=env)
+    eq((_mask(p.stdout), p.stderr), (_mask(plain.stdout), plain.stderr), "output, garbage cache")
+    _same_lines(_calls(log), first, "replay with a garbage cache")
+    many = run([exe])
+    p, log = record([exe], args=["-q", "-a"], env=env)
+    eq(sorted(_mask(p.stdout).splitlines()), sorted(_mask(many.stdout).splitlines()), "output, threads")
 
 
 if __name__ == "__main__":

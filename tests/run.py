@@ -46,6 +46,10 @@ SERIAL = {  # modules or single cases (module.case)
     "test_skeptic25q.test_abandoned_frame_self_time",
     "test_skeptic28m.test_skeptic28m_net_parent_of_1m_empty_children",
     "test_skeptic28s.test_net_self_time_of_a_function_that_calls_one_tiny_function",
+    # wall-time bounds of tens of ms on the program's own calls
+    "test_skeptic24d.test_blocking_close_stalls_first_call_of_fork_child_at_most_20ms",
+    "test_skeptic24d.test_dup2_onto_a_fresh_runtime_number_does_not_stall",
+    "test_skeptic24d.test_clone_vfork_without_vm_does_not_hold_other_threads",
 }
 
 

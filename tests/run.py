@@ -50,6 +50,7 @@ SERIAL = {  # modules or single cases (module.case)
     "test_skeptic24d.test_blocking_close_stalls_first_call_of_fork_child_at_most_20ms",
     "test_skeptic24d.test_dup2_onto_a_fresh_runtime_number_does_not_stall",
     "test_skeptic24d.test_clone_vfork_without_vm_does_not_hold_other_threads",
+    "test_production_runtime.test_vfork_clone_wait_is_not_held_by_a_posix_spawn_in_another_thread",
 }
 
 

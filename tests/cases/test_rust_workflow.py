@@ -20,9 +20,10 @@ import json
 import os
 import re
 import shutil
+import subprocess
 
-from sfkit import (BUILD, ROOT, SFTRACE, Skip, check, check_nesting, check_perfetto_times, count_calls, dump_events,
-                   eq, perfetto_summary, run, tmpdir)
+from sfkit import (BUILD, ROOT, SFTRACE, Skip, check, check_nesting, check_perfetto_times, count_calls,
+                   dump_nesting, eq, parse_dump_events, perfetto_summary, run, tmpdir)
 
 EXAMPLE = os.path.join(ROOT, "examples", "rust-bench")
 CRATE = os.path.join(BUILD, "rust-bench")
@@ -293,9 +294,10 @@ def test_filtered_nesting_names_perfetto():
     run([SFTRACE, "filter", "-p", exe, "-r", FILTER_RE, "-o", filt])
     log = os.path.join(d, "sf.log")
     n = record_bench(["--bench", "--test"], log, filt=filt)
-    events = dump_events(log)
+    dump = run([SFTRACE, "dump", log]).stdout  # once: its events and its header's pid
+    events = parse_dump_events(dump)
     eq(len(events), n, "dump shows every recorded event")
-    main_tid = int(re.search(r"^pid: (\d+)", run([SFTRACE, "dump", log]).stdout, re.M).group(1))
+    main_tid = int(re.search(r"^pid: (\d+)", dump, re.M).group(1))
     open_frames = check_nesting(events)
     check_exit_race_only(open_frames, main_tid)
     n_open = sum(len(s) for s in open_frames.values())
@@ -334,13 +336,14 @@ def test_unfiltered_small():
     d = tmpdir()
     log = os.path.join(d, "sf.log")
     n = record_bench(["--bench", "--test"], log, env=SMALL)
-    head = run([SFTRACE, "dump", log]).stdout.split("\nevents:", 1)[0]
+    dump = run([SFTRACE, "dump", log]).stdout  # once: its header and its events
+    head = dump.split("\nevents:", 1)[0]
     m = re.search(r"sleds (\d+), patched (\d+), functions (\d+)", head)
     check(m, head)
     check(int(m.group(1)) > 5000 and int(m.group(3)) > 2000, f"a real binary: {m.group(0)}")
     eq(m.group(2), m.group(1), "every sled patched")
     main_tid = int(re.search(r"^pid: (\d+)", head, re.M).group(1))
-    events = dump_events(log)
+    events = parse_dump_events(dump)
     eq(len(events), n, "dump shows every recorded event")
     open_frames = check_nesting(events)
     check_idle_frames_only(open_frames, main_tid)
@@ -410,17 +413,63 @@ def skill_blocks():
     return re.findall(r"^```sh\n(.*?)^```$", text, re.M | re.S)
 
 
+_TRACE_PATH = re.compile(r'\$TRACE_DIR/([\w.-]+)')
+_FILTER_FILE = re.compile(r'\b[\w-]+\.filter\b')
+
+
+def skill_jobs(blocks):
+    """Splits the blocks into a setup (up to the block that writes
+    sftrace.filter: it sets TRACE_DIR and BENCH_BIN) and jobs that can run
+    side by side: blocks that name the same file under $TRACE_DIR or the
+    same filter file (other than what the setup wrote) are in one job, in
+    their order. Returns (setup, [[block index, ...], ...])."""
+    ends = [i for i, b in enumerate(blocks) if "-o sftrace.filter" in b]
+    check(ends, "a block writes sftrace.filter")
+    n_setup = ends[0] + 1
+    for b in blocks[n_setup:]:
+        check(not re.search(r'^\s*(TRACE_DIR|BENCH_BIN)=', b, re.M), f"only the setup sets TRACE_DIR/BENCH_BIN: {b}")
+    setup_names = {"sf.log"} | {x for b in blocks[:n_setup] for x in _FILTER_FILE.findall(b) + _TRACE_PATH.findall(b)}
+    jobs = []  # [(names, [indices])]
+    for i in range(n_setup, len(blocks)):
+        names = (set(_TRACE_PATH.findall(blocks[i])) | set(_FILTER_FILE.findall(blocks[i]))) - setup_names
+        merged = [j for j in jobs if j[0] & names]
+        job = (names.union(*(j[0] for j in merged)), sorted([i] + [k for j in merged for k in j[1]]))
+        jobs = [j for j in jobs if j not in merged] + [job]
+    return blocks[:n_setup], sorted((j[1] for j in jobs), key=lambda ix: ix[0])
+
+
 def test_skill_blocks_run():
-    """Every ```sh block of skills/sftrace/SKILL.md, in order, as one script
-    in the crate's directory; then what the steps wrote is checked."""
+    """Every ```sh block of skills/sftrace/SKILL.md, in order within each
+    job (skill_jobs): the setup blocks as one script in the crate's
+    directory, then the independent jobs two at a time (CI has 2 cores);
+    each block's output is joined in the document's order, and then what the
+    steps wrote is checked."""
     exe = bench_bin()
     blocks = skill_blocks()
     check(len(blocks) >= 8, f"{len(blocks)} sh blocks in {SKILL}")
-    script = "set -eu\n" + "\n".join(blocks) + '\necho "TRACE_DIR=$PWD/$TRACE_DIR"\n'
-    p = run(["sh", "-c", script], env=env_of(cargo_env()), cwd=CRATE, timeout=1800)
-    m = re.search(r"^TRACE_DIR=(\S+)$", p.stdout, re.M)
+    setup, jobs = skill_jobs(blocks)
+    check(len(jobs) >= 4, f"independent jobs: {jobs}")
+    env = cargo_env()
+    script = "set -eu\n" + "\n".join(setup) + '\necho "TRACE_VARS=$TRACE_DIR $BENCH_BIN"\n'
+    p = run(["sh", "-c", script], env=env_of(env), cwd=CRATE, timeout=1800)
+    m = re.search(r"^TRACE_VARS=(\S+) (\S+)$", p.stdout, re.M)
     check(m, p.stdout[-2000:])
-    trace_dir = m.group(1)
+    env.update(TRACE_DIR=m.group(1), BENCH_BIN=m.group(2))
+    outs = {}
+    import concurrent.futures
+
+    def run_job(ix):
+        for i in ix:  # one block after the other; the first failure stops the job
+            outs[i] = run(["sh", "-c", "set -eu\n" + blocks[i]], env=env_of(env), cwd=CRATE, timeout=1800)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+        futs = [ex.submit(run_job, ix) for ix in jobs]
+        concurrent.futures.wait(futs)
+    for f in futs:
+        f.result()
+    done = [p] + [outs[i] for i in range(len(setup), len(blocks))]
+    p = subprocess.CompletedProcess(p.args, 0, "".join(x.stdout for x in done), "".join(x.stderr for x in done))
+    trace_dir = os.path.join(CRATE, m.group(1))
     for f in ("sf.log", "sf.pola", "sf.pola.symtab", "sf.pb.gz", "once.log", "within.log", "procs.pb.gz",
               "once.json", "once.folded", "once.svg"):
         check(os.path.getsize(os.path.join(trace_dir, f)) > 0, f"{f} written by the skill's steps")
@@ -437,9 +486,8 @@ def test_skill_blocks_run():
     check(re.search(r"^\s+\d+\s+\d+ ENTRY\s+" + re.escape("<importmap::engine::Resolver>::resolve_bare"), p.stdout,
                     re.M), f"the --within dump starts at resolve_bare: {p.stdout[-2000:]}")
     check_workflow_trace(trace_dir, p.stderr, exe)
-    within = dump_events(os.path.join(trace_dir, "within.log"))
-    eq(check_nesting(within), {}, "within: every entry has its exit")
-    names = collections.Counter(e.name for e in within if e.kind == "ENTRY")
+    open_frames, names = dump_nesting(os.path.join(trace_dir, "within.log"))  # 1.2M events
+    eq(open_frames, {}, "within: every entry has its exit")
     check(names["<importmap::engine::Resolver>::resolve_bare"] > 0 and len(names) > 10,
           f"within records resolve_bare's subtree: {names.most_common(5)}")
     once = run([SFTRACE, "report", "--format", "tsv", "-n", "0", os.path.join(trace_dir, "once.log")]).stdout

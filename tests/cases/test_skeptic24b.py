@@ -103,11 +103,15 @@ def test_skep24b_sigterm_to_record_reaches_the_program():
     prog = f'trap "echo got TERM > {mark}; exit 5" TERM; sleep 2 & wait; echo done > {mark}'
     p = subprocess.Popen([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", "bash", "-c", prog],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Not a ready file written after the trap: a SIGTERM sent that early
+    # was once not seen by the program ('done', suite under -j 2, load 10;
+    # not looked into yet).
     time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
     rc = p.wait(timeout=60)
-    time.sleep(2.5)  # the program's sleep, if it was left running
-    eq(open(mark).read(), "got TERM\n", "what the program did")
+    if rc != 5:  # record did not wait for the program: its sleep may still be running
+        time.sleep(2.5)
+    eq(open(mark).read() if os.path.exists(mark) else None, "got TERM\n", "what the program did")
     eq(rc, 5, "record's exit status (the program's)")
 
 
@@ -122,10 +126,14 @@ def test_skep24b_snapshot_does_not_hold_other_threads_close_for_seconds():
     # only behind a gate that waits for in-flight program close/dup calls"
     # (so the program's calls wait for the runtime); first rule.
     exe = build_c("skep24b_lingerclose", ["skep24b_lingerclose.c"], flags=["-pthread"])
-    want = run([exe]).stdout
-    eq(want, "close(-1) over 1 s: no\n", "untraced output")
     d = tmpdir()
-    p, log = record([exe], out=os.path.join(d, "sf.log"), args=["--ring", "1M"])
+    import concurrent.futures  # each run waits 3 s in a lingering close(): side by side
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+        untraced = ex.submit(run, [exe])
+        traced = ex.submit(record, [exe], out=os.path.join(d, "sf.log"), args=["--ring", "1M"])
+        want = untraced.result().stdout
+        p, log = traced.result()
+    eq(want, "close(-1) over 1 s: no\n", "untraced output")
     eq(sorted(f for f in os.listdir(d) if f.startswith("sf.snap.")) != [], True, "a snapshot was written")
     eq(p.stdout, want, "traced output")
 

@@ -344,7 +344,8 @@ def test_daemon_double_fork_closes_all_chroot_nobody():
 
 def _quiet(mode, record_args, steps):
     """Runs skepS_quiet MODE under record RECORD_ARGS; STEPS are "w" (the
-    program runs work()) or a command (resume, pause, snapshot) sent to it.
+    program runs work()) or a command (resume, pause, snapshot, with its
+    options: "snapshot -t 0.2") sent to it.
     Returns ([(step, rc, out+err)], program's last line, record's rc, log dir)."""
     exe = build_c("skepS_quiet", ["skepS_quiet.c"], libs=["-lpthread"])
     d = tmpdir()
@@ -369,7 +370,7 @@ def _quiet(mode, record_args, steps):
                 p.stdin.flush()
                 eq(p.stdout.readline().split()[:1], ["ok"], "work's answer")
                 continue
-            r = run([SFTRACE, s, pid], check_rc=None, timeout=60)
+            r = run([SFTRACE] + s.split() + [pid], check_rc=None, timeout=60)
             done.append((s, r.returncode, r.stdout + r.stderr))
         out, err = p.communicate("q\n", timeout=120)
     finally:
@@ -395,8 +396,12 @@ def test_main_exit_refuses_resume_and_keeps_snapshots():
     eq([x[1] for x in done], [1, 1], f"statuses {done}")
     check(all("main thread has ended" in x[2] for x in done), f"messages {done}")
     eq(last, "signals=0 woken=0 last=0", "what the program noticed")
-    done, last, rc, d = _quiet("mainexit", ["--ring", "1M"], ["w", "snapshot", "w", "snapshot"])
+    # No thread hands a slot off before the end: each snapshot command gives
+    # up (after 0.2 s, not the default 10), the request stays, and the
+    # process writes both as it ends.
+    done, last, rc, d = _quiet("mainexit", ["--ring", "1M"], ["w", "snapshot -t 0.2", "w", "snapshot -t 0.2"])
     eq(last, "signals=0 woken=0 last=0", "what the program noticed")
+    check(all(x[1] == 0 or "the request stays" in x[2] for x in done), f"snapshot commands {done}")
     snaps = sorted(f for f in os.listdir(d) if ".snap." in f)
     eq(len(snaps), 2, f"one snapshot per request: {snaps}")
 

@@ -253,15 +253,18 @@ def test_dlopen_while_paused_after_a_log_exists():
 
 def test_resume_and_pause_with_8_hot_threads():
     """8 threads call hot_outer (1000 hot_leaf calls each) nonstop through a
-    resume and a pause. Per thread: every hot_outer whose entry and exit
-    were both recorded has exactly 1000 hot_leaf children; at most the one
+    resume and a pause; between them, the fixture's hot_sync waits until each
+    thread has begun and ended a whole hot_outer (events, not a time). Per
+    thread: every hot_outer whose entry and exit were both recorded has
+    exactly 1000 hot_leaf children; at most the one
     hot_outer and hot_leaf in flight at each switch are repaired, and the
-    report counts exactly the repairs the events call for."""
+    report counts exactly the repairs the events call for (give or take an
+    exit recorded after the pause, the same number of each)."""
     s = Server()
     s.cmd("hot 8")
-    time.sleep(0.2)
+    s.cmd("hot_sync")  # every thread is running hot_outer calls
     s.switch("resume")
-    time.sleep(0.3)
+    s.cmd("hot_sync")  # every thread has a whole hot_outer recorded: no time margin
     s.switch("pause")
     counts = s.cmd("stop")
     eq(len(counts), 8, "threads that ran")
@@ -270,8 +273,10 @@ def test_resume_and_pause_with_8_hot_threads():
     unmatched = collections.Counter()
     complete = collections.Counter()
     children = {}
+    last_kind = {}
     for e in iter_dump_events(s.log):
         st = stacks[e.tid]
+        last_kind[e.tid] = e.kind
         if e.kind == "ENTRY":
             st.append([e.name, 0])
             continue
@@ -293,9 +298,18 @@ def test_resume_and_pause_with_8_hot_threads():
         check(unmatched[t] <= 2 and len(stacks[t]) <= 2, f"thread {t}: {unmatched[t]} {stacks[t]}")
     check(total_unmatched >= 8 and total_open >= 8, f"{total_unmatched} unmatched exits, {total_open} open")
     _, repairs = report(s.log)
-    want = (f"{total_unmatched} unmatched exit{'s' if total_unmatched != 1 else ''} dropped, {total_open} frame"
-            f"{'s' if total_open != 1 else ''} in flight closed at a pause")
-    eq(repairs, want, "repairs")
+    # A thread the pause found inside an exit's trampoline (descheduled
+    # there, under load) records that EXIT after the pause's time: the
+    # report closes the frame at the pause and drops the late exit as
+    # unmatched, one more of each than the count above, which has no pause
+    # time. Only a thread whose last event is an EXIT can be one of those.
+    late_max = sum(1 for t in hot if last_kind[t] == "EXIT")
+    m = re.fullmatch(r"(\d+) unmatched exits? dropped, (\d+) frames? in flight closed at a pause", repairs)
+    check(m, f"repairs: {repairs!r}")
+    late = int(m.group(1)) - total_unmatched
+    check(0 <= late <= late_max and int(m.group(2)) - total_open == late,
+          f"repairs {repairs!r}: the events call for {total_unmatched} unmatched exits and {total_open} open frames, "
+          f"plus as many of each (the same number) for at most {late_max} late exits")
 
 
 def test_node_addon_server_switched_on_and_off_twice():

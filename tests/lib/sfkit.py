@@ -151,12 +151,34 @@ def _stale(out, deps):
     return any(os.path.getmtime(d) > t for d in deps)
 
 
+class _BuildLock:
+    """An exclusive lock on OUT.lock while a fixture is checked and built:
+    `run.py -j` runs modules side by side, and two of them may build one
+    fixture (one .tmp file, one stamp)."""
+
+    def __init__(self, out):
+        self.path = out + ".lock"
+
+    def __enter__(self):
+        import fcntl
+        self.f = open(self.path, "w")
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        self.f.close()  # and the lock with it
+
+
 def build_c(name, sources, flags=(), libs=(), shared=False, compiler="clang", xray=True, outdir=None):
     """Builds a fixture from tests/fixtures sources; cached until a source
     changes. Returns the output path."""
     outdir = outdir or FIXBUILD
     os.makedirs(outdir, exist_ok=True)
     out = os.path.join(outdir, name)
+    with _BuildLock(out):
+        return _build_c(out, name, sources, flags, libs, shared, compiler, xray)
+
+
+def _build_c(out, name, sources, flags, libs, shared, compiler, xray):
     srcs = [s if os.path.isabs(s) else os.path.join(FIXTURES, s) for s in sources]
     cmd = [compiler] + (XRAY_CFLAGS if xray else ["-O2", "-g"]) + list(flags)
     if shared:
@@ -195,10 +217,12 @@ def rust_fixture(name="rust_prog"):
     src = os.path.join(FIXTURES, name + ".rs")
     out = os.path.join(FIXBUILD, name)
     os.makedirs(FIXBUILD, exist_ok=True)
-    if _stale(out, [src]):
-        rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
-        run([rustc, "-O", "-g", "-Zinstrument-xray=always", "-o", out, src],
-            env={"RUSTC_BOOTSTRAP": "1"})
+    with _BuildLock(out):
+        if _stale(out, [src]):
+            rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+            run([rustc, "-O", "-g", "-Zinstrument-xray=always", "-o", out + ".tmp", src],
+                env={"RUSTC_BOOTSTRAP": "1"})
+            os.replace(out + ".tmp", out)
     return out
 
 
@@ -285,6 +309,35 @@ def check_nesting(events):
             if top != e.name:
                 eq(top, e.name, f"tid {e.tid} {e.kind} closes the innermost frame")
     return {t: s for t, s in stacks.items() if s}
+
+
+_DUMP_PLAIN_RE = re.compile(r"^ *(\d+) +(\d+) (ENTRY|EXIT|TAIL) +(?:\[depth \d+\] )?(.*)$", re.M)
+
+
+def dump_nesting(log):
+    """check_nesting and count_calls of a big log in one pass, without
+    making an Event per event (4x faster on a million events): `sftrace
+    dump`'s event lines (spaces only, names as printed). Returns (open frames
+    left per tid, ENTRY counts per name)."""
+    stacks = collections.defaultdict(list)
+    last = {}
+    names = collections.Counter()
+    for t, tid, kind, name in _DUMP_PLAIN_RE.findall(run([SFTRACE, "dump", log]).stdout):
+        t = int(t)
+        if t < last.get(tid, 0):
+            check(False, f"time went backwards on tid {tid}: {t} {kind} {name}")
+        last[tid] = t
+        st = stacks[tid]
+        if kind == "ENTRY":
+            st.append(name)
+            names[name] += 1
+        elif not st:
+            check(False, f"{kind} with no open frame on tid {tid}: {t} {name}")
+        else:
+            top = st.pop()
+            if top != name:
+                eq(top, name, f"tid {tid} {kind} closes the innermost frame at {t}")
+    return {int(t): s for t, s in stacks.items() if s}, names
 
 
 def decode_raw(data):

@@ -181,6 +181,12 @@ BAD = [
                              "supported"),
     (["-A", "add@arg6/S"], "-A 'add@arg6/S': arg6/S: /S takes two registers (pointer, length): arg6 has no next one"),
     (["-R", "add@retval/f16"], "-R 'add@retval/f16': retval/f16: a floating-point value's format is f, f32 or f64"),
+    # uftrace reads an empty item as a module name (""): not a value
+    (["-A", "add@arg1,"], "-A 'add@arg1,': an empty item (a ',' with no item before or after it)"),
+    (["-A", "add@arg1,,arg2"], "-A 'add@arg1,,arg2': an empty item (a ',' with no item before or after it)"),
+    # N as uftrace reads it (strtol base 0): arg01 is arg1, arg08 nothing
+    (["-A", "add@arg08"], "-A 'add@arg08': arg08: integer arguments are arg1-arg6 (the registers; the stack is not "
+                          "read)"),
 ]
 
 
@@ -200,6 +206,9 @@ def test_bad_specs():
                  "it loaded is named 'nosuch': nothing recorded for it (sftrace filter -p OBJECT -r REGEX shows "
                  "which are)\n", "a FUNC that names nothing")
     eq(replay_calls(log)[1], "  add(3);", "the other spec applies")
+    # arg01 is arg1, as uftrace reads it
+    p, log = record([exe], args=["-q", "-A", "add@arg02"])
+    eq(replay_calls(log)[1], "  add(4);", "add@arg02")
 
 
 def test_auto_args_c():

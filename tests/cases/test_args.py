@@ -230,6 +230,26 @@ def test_auto_args_c():
     ], "replay --auto-args")
 
 
+ABI_CALLS = ["i128a(1, <unrecorded>, 3) = 9;", "i128o(<unrecorded>, 8, 9.000000) = 24;",
+             "ldbl(<unrecorded>, 2.500000, 3) = 6.750000;", "cplx(<unrecorded>, 2.500000, 4) = 9.500000;",
+             "vec(<unrecorded>, 0.500000, 6) = 11.500000;"]
+
+
+def test_auto_args_after_types_without_format():
+    """--auto-args: a parameter whose type has no format (__int128 in two
+    registers, long double in memory, _Complex double in two vector
+    registers, a 16-byte vector in one) still takes its registers, so the
+    ones after it show. An __int128 that does not fit in r8:r9 goes
+    whole to the stack, or (clang before 18) half in r9: the ones after it
+    are not known, so not shown."""
+    exe = build_c("f29s_abi", ["f29s_abi.c"], flags=["-O0"], libs=["-lm"])
+    p, log = record([exe], args=["-q", "-a"])
+    eq(p.stdout, "78 27.75\n")
+    got = [x.strip() for x in replay_calls(log)]
+    eq(got[1:7], ABI_CALLS[:2] + ["i128s(1, 2, 3, 4, 5, 6, <unrecorded>, <unrecorded>, <unrecorded>) = 45;"]
+       + ABI_CALLS[2:])
+
+
 def test_auto_args_spec_wins_and_string_budget():
     # -A/-R name add: its values are the spec's alone; --auto-args gives
     # greet 16 bytes of each string.

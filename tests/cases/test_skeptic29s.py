@@ -282,8 +282,6 @@ def test_types_auto_args():
         check(w in got, f"{w!r} not in {got}")
 
 
-@sfkit.known_break(29, "wide128(__int128 x, long k) called as wide128(2^70+5, 3): --auto-args shows "
-                       "wide128(<unrecorded>, <unrecorded>); k is in rdx (x takes rdi:rsi), not on the stack")
 def test_int128_then_long():
     prog = _types()
     p, log = record([prog], args=["-q", "-a"])
@@ -292,8 +290,6 @@ def test_int128_then_long():
     eq(got, ["wide128(<unrecorded>, 3);"])
 
 
-@sfkit.known_break(29, "double hsum(__m256d v, long k) called as hsum(c, 2): --auto-args shows "
-                       "hsum(<unrecorded>, <unrecorded>) = 220.000000; v is in ymm0, k in rdi")
 def test_avx_then_long():
     with open("/proc/cpuinfo") as f:
         if " avx2" not in f.read():

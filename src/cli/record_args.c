@@ -86,13 +86,15 @@ static const char *fp_format(const char *f, uint8_t *fmt)
 	return "a floating-point value's format is f, f32 or f64";
 }
 
-/* N of "argN"/"fpargN" in [1, max]; -1 if not a number. */
+/* N of "argN"/"fpargN" in [1, max]; -1 if not a number. N is read as
+ * uftrace reads it (utils/argspec.c: strtol base 0), so arg01 is arg1 and
+ * arg0x2 arg2, as there. */
 static int index_of(const char *s, unsigned max)
 {
 	char *end;
 	if (*s < '0' || *s > '9')
 		return -1;
-	unsigned long n = strtoul(s, &end, 10);
+	unsigned long n = strtoul(s, &end, 0);
 	if (*end || n < 1 || n > max)
 		return -1;
 	return (int)n;
@@ -156,21 +158,29 @@ static int plain_name(const char *func)
 	return 1;
 }
 
+/* Whether c is a character of a C++ identifier. */
+static int ident_char(char c)
+{
+	return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
 /* Whether FUNC is a demangled C++ name with its parameter list, as
- * replay shows it (`ov(int)`, `ns::K::add(int, int) const`): a plain name,
- * then a list of what C++ types are written with, ending in `)` and its
- * qualifiers (const, volatile, &, &&, noexcept), and none of
- * | ? + ^ $ \ { }, which a regex written so would need. */
+ * replay or c++filt shows it (`ov(int)`, `ns::K::add(int, int) const`,
+ * `ns::tmax<double>(double, double)`, `double ns::tmax<double>(double,
+ * double)`): a name (a template's arguments and a template function's
+ * return type may hold spaces, commas, `<>`, `*` and `&`), then a list of
+ * what C++ types are written with, ending in `)` and its qualifiers
+ * (const, volatile, &, &&, noexcept), and none of | ? + ^ $ \ { }, which
+ * a regex written so would need. */
 static int name_with_params(const char *func)
 {
 	const char *open = strchr(func, '('), *close = strrchr(func, ')');
 	if (!open || open == func || !close)
 		return 0;
 	for (const char *p = func; p < open; p++)
-		if (!(*p == '_' || *p == ':' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= 'A' && *p <= 'Z') || *p == '~'))
+		if (!(ident_char(*p) || strchr(":~<>, *&", *p)))
 			return 0;
-	if (strpbrk(open, "|?+^$\\{}"))
+	if (strpbrk(func, "|?+^$\\{}"))
 		return 0;
 	for (const char *p = close + 1; *p; p++)
 		if (!(*p == ' ' || *p == '&' || (*p >= 'a' && *p <= 'z')))
@@ -178,28 +188,59 @@ static int name_with_params(const char *func)
 	return 1;
 }
 
+/* Characters around which the demangler may or may not put a space
+ * (`int, int`, `vector<vector<int> >`, `char*`, `) const`). */
+static int spaced_punct(char c)
+{
+	return c && strchr(",()<>*&", c);
+}
+
+/* name_with_params' FUNC as a regex matching that demangled name whole,
+ * each character taken as itself, spaces as the demangler may write them
+ * (one between two words, where the user wrote one; none or one around
+ * punctuation), and, for a template function (its name ends in `>`), the
+ * return type the demangler puts first (`double ns::tmax<double>(double,
+ * double)`) whether written or not. */
+static void params_regex(const char *func, char *o)
+{
+	const char *open = strchr(func, '('), *end = open;
+	while (end > func && end[-1] == ' ')
+		end--;
+	*o++ = '^';
+	if (end > func && end[-1] == '>')
+		o += sprintf(o, "(?:.* )?");
+	char prev = 0;
+	for (const char *c = func; *c; c++) {
+		if (*c == ' ')
+			continue;
+		if (prev) {
+			if (spaced_punct(prev) || spaced_punct(*c))
+				o += sprintf(o, " ?");
+			else if (c[-1] == ' ')
+				*o++ = ' ';
+		}
+		if (strchr(".*[]()", *c))
+			*o++ = '\\';
+		*o++ = *c;
+		prev = *c;
+	}
+	strcpy(o, "$");
+}
+
 /* FUNC as a regex: a plain name matches that demangled name exactly (a
  * C++ name with its parameter list too), as uftrace matches plain names;
- * a name with its parameter list matches that demangled name exactly,
- * each character taken as itself (replay -F takes it so); anything else
- * is a regex, as in filters. */
+ * a name with its parameter list matches that demangled name exactly
+ * (params_regex); anything else is a regex, as in filters. */
 static char *func_regex(const char *func)
 {
-	size_t n = 2 * strlen(func) + 16;
-	char *r = xmalloc(n), *o = r;
-	if (plain_name(func)) {
+	size_t n = 5 * strlen(func) + 16;
+	char *r = xmalloc(n);
+	if (plain_name(func))
 		snprintf(r, n, "^%s(\\(.*)?$", func);
-	} else if (name_with_params(func)) {
-		*o++ = '^';
-		for (const char *c = func; *c; c++) {
-			if (strchr(".*[]()", *c))
-				*o++ = '\\';
-			*o++ = *c;
-		}
-		snprintf(o, n - (size_t)(o - r), "$");
-	} else {
+	else if (name_with_params(func))
+		params_regex(func, r);
+	else
 		snprintf(r, n, "%s", func);
-	}
 	return r;
 }
 
@@ -242,10 +283,18 @@ int ra_parse(struct ra_spec *s, const char *opt, const char *text)
 		s->func = NULL;
 		return -1;
 	}
-	char *items = xstrdup(at + 1), *save = NULL;
+	char *items = xstrdup(at + 1);
 	int ret_opt = !strcmp(opt, "-R");
-	for (char *it = strtok_r(items, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+	for (char *it = items, *next; it; it = next) {
 		char shown[64];
+		if ((next = strchr(it, ',')))
+			*next++ = 0;
+		if (!*it) {
+			/* uftrace takes an empty item for a module name, "" (which
+			 * limits the spec to the main executable): not a spec's. */
+			sf_error("%s '%s': an empty item (a ',' with no item before or after it)", opt, text);
+			goto bad;
+		}
 		snprintf(shown, sizeof(shown), "%s", it);
 		if (s->n == SF_ARG_MAX_ITEMS) {
 			sf_error("%s '%s': more than %u values", opt, text, SF_ARG_MAX_ITEMS);

@@ -404,7 +404,9 @@ static int class_of(Dwarf_Die *t, uint64_t off, int eb[2], int depth)
 	case DW_TAG_class_type:
 		return class_members(t, off, eb, depth);
 	case DW_TAG_array_type:
-		return class_array(t, off, eb, depth);
+		/* a vector member (SSE and SSEUP: one register for 16 bytes)
+		 * is not a case this knows */
+		return dwarf_hasattr(t, DW_AT_GNU_vector) ? -1 : class_array(t, off, eb, depth);
 	case DW_TAG_typedef:
 	case DW_TAG_const_type:
 	case DW_TAG_volatile_type:
@@ -467,6 +469,12 @@ static int aggregate_regs(Dwarf_Die *fn, Dwarf_Die *t, unsigned *ngp, unsigned *
 	return 0;
 }
 
+/* Whether t is a GNU vector type (__m128, __m256d, float32x4_t). */
+static int is_vector(Dwarf_Die *t)
+{
+	return dwarf_tag(t) == DW_TAG_array_type && dwarf_hasattr(t, DW_AT_GNU_vector);
+}
+
 /* The integer registers a function's return value takes from its
  * arguments: 1 when it is returned in memory (the caller passes the
  * address in rdi), else 0; -1 if not known. */
@@ -476,6 +484,9 @@ static int hidden_return(struct da_file *d, Dwarf_Die *fn)
 	unsigned ngp, nfp;
 	int eb[2], by_ref = 0;
 	uint8_t fmt;
+	Dwarf_Word vsize;
+	if (d->x86_64 && type_of(fn, &t) && is_vector(&t) && dwarf_aggregate_size(&t, &vsize) == 0 && vsize > 16)
+		return -1; /* in ymm0 (zmm0) with AVX, else in memory: rdi holds its address */
 	if (!type_of(fn, &t) || !is_aggregate(&t) || classify(&t, &fmt) != CLS_NONE)
 		return 0; /* a scalar, or a Rust &str in rax and rdx */
 	if (d->aarch64) /* AAPCS64: the address goes in x8, no argument register */
@@ -535,7 +546,9 @@ static int members_of(Dwarf_Die *t, uint64_t off, struct member *m, unsigned *n,
 		} while (dwarf_siblingof(&c, &c) == 0);
 		return 0;
 	case DW_TAG_array_type:
-		if (array_shape(t, &ct, &count, &esize) < 0)
+		/* a vector (AAPCS64: one member of a homogeneous vector
+		 * aggregate, not its elements) */
+		if (dwarf_hasattr(t, DW_AT_GNU_vector) || array_shape(t, &ct, &count, &esize) < 0)
 			return -1;
 		for (Dwarf_Word i = 0; i < count; i++) {
 			unsigned before = *n;
@@ -764,15 +777,6 @@ static int agg_arg(struct da_file *d, Dwarf_Die *t, const struct agg *a, unsigne
 	return 0;
 }
 
-/* A long double (x87, MEMORY class): on the stack, 16-byte aligned. */
-static int is_long_double(Dwarf_Die *t)
-{
-	Dwarf_Attribute a;
-	Dwarf_Word enc;
-	return dwarf_tag(t) == DW_TAG_base_type && dwarf_bytesize(t) == 16 && dwarf_attr(t, DW_AT_encoding, &a) &&
-	       dwarf_formudata(&a, &enc) == 0 && enc == DW_ATE_float;
-}
-
 static int reg_op(const Dwarf_Op *op);
 
 /* Whether a child DIE of a function is a scope or a call: compilers put
@@ -843,6 +847,7 @@ struct abi_walk {
 	unsigned gp, fp, stack;
 	int lost; /* the registers of what follows are unknown */
 	int optimized;
+	int fp_lost;         /* x86-64: the vector registers taken are unknown (a 32- or 64-byte vector before) */
 	int code_read;       /* code and code_len are looked up (once, when needed) */
 	const uint8_t *code; /* the function's bytes (NULL: not in this file) */
 	size_t code_len;
@@ -892,6 +897,93 @@ static int stack_struct_real(struct abi_walk *w, unsigned word, int size)
 	       x86_reads_stack_arg(w->code, w->code_len, (int64_t)word * 8, (int64_t)word * 8 + size);
 }
 
+/* A parameter of a type that classify gives no format, whose place the
+ * ABI still tells (x86-64 System V 3.2.3, AAPCS64 6.8.2): __int128, long
+ * double and _Float128, _Complex, vectors. Its item is not recorded,
+ * named by its first register when in registers; the registers and stack
+ * words it takes are taken, so the parameters after it keep theirs. 0, or
+ * -1 if its place is not known for sure (what follows is then unknown). */
+static int other_param(struct abi_walk *w, Dwarf_Die *t, struct da_item *items, unsigned *n)
+{
+	struct da_file *d = w->d;
+	Dwarf_Attribute a;
+	Dwarf_Word enc = 0;
+	Dwarf_Word bytes = 0;
+	/* a vector's DWARF (clang's) may have no byte size: its elements' */
+	int size = dwarf_aggregate_size(t, &bytes) == 0 && bytes <= 64 ? (int)bytes : -1;
+	unsigned ngp = 0, nfp = 0, words = (unsigned)(size + 7) / 8, align = 1;
+	if (size <= 0 || (!d->x86_64 && !d->aarch64))
+		return -1;
+	if (dwarf_tag(t) == DW_TAG_base_type) {
+		if (!dwarf_attr(t, DW_AT_encoding, &a) || dwarf_formudata(&a, &enc) != 0)
+			return -1;
+		if ((enc == DW_ATE_signed || enc == DW_ATE_unsigned) && size == 16) {
+			/* __int128: a pair of integer registers (aarch64: from an
+			 * even one), else memory, 16-aligned */
+			ngp = 2;
+			align = 2;
+		} else if (enc == DW_ATE_float && size == 16) {
+			/* aarch64's long double and x86-64's _Float128 (binary128):
+			 * one vector register; x86-64's long double (x87): memory */
+			const char *name = dwarf_diename(t);
+			nfp = d->aarch64 || (name && strstr(name, "128"));
+			align = 2;
+		} else if (enc == DW_ATE_complex_float && (size == 8 || size == 16 || size == 32)) {
+			/* x86-64: each eightbyte SSE (complex long double: memory);
+			 * aarch64: a homogeneous aggregate of its two parts */
+			nfp = d->aarch64 ? 2 : size == 32 ? 0 : (unsigned)size / 8;
+			align = size == 32 ? 2 : 1;
+		} else {
+			return -1;
+		}
+	} else if (is_vector(t)) {
+		if (size == 8 || size == 16) { /* one xmm / v register */
+			nfp = 1;
+			align = words;
+		} else if (d->x86_64 && (size == 32 || size == 64)) {
+			/* A ymm (zmm) register when the function is built with AVX
+			 * (AVX-512), else memory: no integer register either way,
+			 * but the vector registers and the stack words after it
+			 * are not known. */
+			items[(*n)++] = none_item(SF_ARG_SLOT_UNKNOWN);
+			w->fp_lost = 1;
+			w->stack = STACK_UNKNOWN;
+			return 0;
+		} else {
+			return -1;
+		}
+	} else {
+		return -1;
+	}
+	if (ngp) {
+		unsigned gp = w->gp + (d->aarch64 ? (w->gp & 1) : 0); /* AAPCS64 C.8: an even register */
+		if (gp + ngp <= gp_regs(d)) {
+			items[(*n)++] = none_item((uint8_t)(gp + 1));
+			w->gp = gp + ngp;
+			return 0;
+		}
+		/* x86-64: clang before 18 split an __int128 between r9 and the
+		 * stack, or left it 8-aligned there: not known for sure. */
+		if (d->x86_64)
+			return -1;
+		w->gp = gp_regs(d); /* C.11: no integer register after it */
+	} else if (nfp) {
+		if (w->fp_lost) {
+			items[(*n)++] = none_item(SF_ARG_SLOT_UNKNOWN);
+			return 0;
+		}
+		if (w->fp + nfp <= 8) {
+			items[(*n)++] = none_item((uint8_t)(SF_ARG_SLOT_FP | (w->fp + 1)));
+			w->fp += nfp;
+			return 0;
+		}
+		if (d->aarch64)
+			w->fp = 8; /* C.3 */
+	}
+	stack_scalar(items, n, &w->stack, words, align);
+	return 0;
+}
+
 /* One parameter's items at items[*n]; -1 if the items stop here. */
 static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items, unsigned *n, unsigned cap)
 {
@@ -904,7 +996,7 @@ static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items
 	uint8_t fmt = 0;
 	enum cls c = classify_of(child, &t, &fmt);
 	struct agg a;
-	if (c == CLS_NONE && is_aggregate(&t) && agg_layout(d, w->fn, &t, &a) == 0) {
+	if (c == CLS_NONE && is_aggregate(&t) && agg_layout(d, w->fn, &t, &a) == 0 && !(w->fp_lost && a.nfp)) {
 		/* Its registers (or none) are known, so those of the
 		 * arguments after it are. */
 		unsigned first = *n, word = w->stack;
@@ -916,8 +1008,10 @@ static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items
 		}
 		return r;
 	}
-	if (c == CLS_NONE && d->x86_64 && is_long_double(&t)) { /* 16 bytes, 16-aligned (the area is) */
-		stack_scalar(items, n, &w->stack, 2, 2);
+	if (c == CLS_NONE && !is_aggregate(&t) && other_param(w, &t, items, n) == 0)
+		return 0;
+	if (c == CLS_FP && w->fp_lost) { /* in a vector register or on the stack: which is not known */
+		items[(*n)++] = none_item(SF_ARG_SLOT_UNKNOWN);
 		return 0;
 	}
 	unsigned need = c == CLS_GP2 ? 2 : 1;
@@ -951,7 +1045,7 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 {
 	Dwarf_Die child;
 	unsigned n = 0;
-	struct abi_walk w = {d, fn, gp, 0, 0, 0, fn_optimized(fn), 0, NULL, 0};
+	struct abi_walk w = {d, fn, gp, 0, 0, 0, fn_optimized(fn), 0, 0, NULL, 0};
 	if (dwarf_child(fn, &child) != 0)
 		return 0;
 	do {

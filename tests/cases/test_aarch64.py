@@ -784,6 +784,30 @@ def test_aarch64_args_trampoline_keeps_x9_to_x18():
        "--auto-args")
 
 
+def test_aarch64_auto_args_after_types_without_format():
+    """--auto-args on aarch64 (AAPCS64): __int128 in an even-numbered pair
+    of x registers (i128a's b in x4, not x3), or on the stack with no x
+    register after it (i128s: x7 left unused), long double in one q
+    register, _Complex double in two d registers, a 16-byte vector in one
+    q register: the parameters after each keep theirs."""
+    toolchain()
+    exe = cross("f29s_abi", ["f29s_abi.c"], libs=["-lm"])
+    d = tmpdir()
+    specs, spec = os.path.join(d, "specs"), os.path.join(d, "args")
+    with open(specs, "w") as f:
+        f.write("sftrace-args-specs 1\n--auto-args\n")
+    run([SFTRACE, "filter", "-q", "--args", specs, "-p", exe, "-o", spec])
+    os.chmod(spec, 0o600)
+    log = os.path.join(d, "sf.log")
+    p = qemu([exe], log, env=["SFTRACE_ARGS=" + spec])
+    eq(p.stdout, "78 27.75\n", "the program's output")
+    eq([c.strip() for c in _call_column(log)][1:-1], [
+        "i128a(1, <unrecorded>, 3) = 9;", "i128o(<unrecorded>, 8, 9.000000) = 24;",
+        "i128s(1, 2, 3, 4, 5, 6, 7, <unrecorded>, <unrecorded>) = 45;",
+        "ldbl(<unrecorded>, 2.500000, 3) = 6.750000;", "cplx(<unrecorded>, 2.500000, 4) = 9.500000;",
+        "vec(<unrecorded>, 0.500000, 6) = 11.500000;"], "replay")
+
+
 def test_aarch64_struct_values_auto_args():
     """--auto-args on aarch64 (AAPCS64): a composite of up to 16 bytes in
     one or two x registers, its bytes in order (struct pt in x0, struct

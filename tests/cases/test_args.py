@@ -199,6 +199,12 @@ BAD = [
                              "supported"),
     (["-A", "add@arg6/S"], "-A 'add@arg6/S': arg6/S: /S takes two registers (pointer, length): arg6 has no next one"),
     (["-R", "add@retval/f16"], "-R 'add@retval/f16': retval/f16: a floating-point value's format is f, f32 or f64"),
+    # uftrace reads an empty item as a module name (""): not a value
+    (["-A", "add@arg1,"], "-A 'add@arg1,': an empty item (a ',' with no item before or after it)"),
+    (["-A", "add@arg1,,arg2"], "-A 'add@arg1,,arg2': an empty item (a ',' with no item before or after it)"),
+    # N as uftrace reads it (strtol base 0): arg01 is arg1, arg08 nothing
+    (["-A", "add@arg08"], "-A 'add@arg08': arg08: integer arguments are arg1-arg6 (the registers; the stack is not "
+                          "read)"),
 ]
 
 
@@ -218,6 +224,9 @@ def test_bad_specs():
                  "it loaded is named 'nosuch': nothing recorded for it (sftrace filter -p OBJECT -r REGEX shows "
                  "which are)\n", "a FUNC that names nothing")
     eq(replay_calls(log)[1], "  add(3);", "the other spec applies")
+    # arg01 is arg1, as uftrace reads it
+    p, log = record([exe], args=["-q", "-A", "add@arg02"])
+    eq(replay_calls(log)[1], "  add(4);", "add@arg02")
 
 
 def test_auto_args_c():
@@ -237,6 +246,26 @@ def test_auto_args_c():
         "  mix('A', 42, -5, 2.500000) = 104;",
         "} = 0; /* main */",
     ], "replay --auto-args")
+
+
+ABI_CALLS = ["i128a(1, <unrecorded>, 3) = 9;", "i128o(<unrecorded>, 8, 9.000000) = 24;",
+             "ldbl(<unrecorded>, 2.500000, 3) = 6.750000;", "cplx(<unrecorded>, 2.500000, 4) = 9.500000;",
+             "vec(<unrecorded>, 0.500000, 6) = 11.500000;"]
+
+
+def test_auto_args_after_types_without_format():
+    """--auto-args: a parameter whose type has no format (__int128 in two
+    registers, long double in memory, _Complex double in two vector
+    registers, a 16-byte vector in one) still takes its registers, so the
+    ones after it show. An __int128 that does not fit in r8:r9 goes
+    whole to the stack, or (clang before 18) half in r9: the ones after it
+    are not known, so not shown."""
+    exe = build_c("f29s_abi", ["f29s_abi.c"], flags=["-O0"], libs=["-lm"])
+    p, log = record([exe], args=["-q", "-a"])
+    eq(p.stdout, "78 27.75\n")
+    got = [x.strip() for x in replay_calls(log)]
+    eq(got[1:7], ABI_CALLS[:2] + ["i128s(1, 2, 3, 4, 5, 6, <unrecorded>, <unrecorded>, <unrecorded>) = 45;"]
+       + ABI_CALLS[2:])
 
 
 def test_auto_args_spec_wins_and_string_budget():

@@ -194,9 +194,6 @@ def test_seccomp_errno_sandbox():
     eq([x for x in _calls(log) if x.startswith("slen(")], ["slen(<unreadable>);"])
 
 
-@sfkit.known_break(29, "a program whose seccomp filter kills on process_vm_readv (SECCOMP_RET_KILL_PROCESS; "
-                       "systemd SystemCallFilter=, sandboxes) runs untraced and under plain record, but dies "
-                       "of SIGSYS (exit 159) under -A f@arg1/s or --auto-args: the string read is a system call")
 def test_seccomp_kill_sandbox():
     prog = _seccomp()
     p, _ = record([prog, "k"], args=["-q"], check_rc=None)

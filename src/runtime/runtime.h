@@ -825,9 +825,6 @@ static inline void sf_buffer_note_landing(const struct sf_thread *t)
 	sf_landing_mark.seq = t->seq;
 	sf_landing_mark.at = t->cursor;
 	sf_landing_mark.set = 1;
-	/* a landing out of a handler leaves an interrupted args claim for
-	 * good (its records are padded as presumed abandoned) */
-	((struct sf_thread *)t)->args_claim = 0;
 }
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b) SF_HIDDEN;
 /* An event without payload, stamped with a time read before (sf_now_raw),

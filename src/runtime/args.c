@@ -788,6 +788,8 @@ static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
 {
 	if (stack_copy(addr, out, n))
 		return (int)n;
+	if (__atomic_load_n(&sf_sandbox_no_vm_readv, __ATOMIC_RELAXED))
+		return -1; /* a seccomp filter refuses the call (sandbox.c): it could kill */
 	struct iovec local = {out, n}, remote[READ_PIECES];
 	int k = 0;
 	for (uint64_t at = addr, end = addr + n; at < end && k < READ_PIECES; k++) {
@@ -1206,19 +1208,29 @@ static inline void put_record(struct sf_event *e, uint64_t time, uint32_t word)
 /* n records at *time, claimed the way the trampolines claim one (one
  * xadd: a signal handler's records go before or after, never in between):
  * NULL if the time is outside the batch's span or the slot has no room
- * (nothing claimed, or a cut claim made a filler). */
+ * (nothing claimed, or a cut claim made a filler). Non-NULL: the caller
+ * is inside the claim (sf_thread.args_claim) until claim_done. */
 static inline __attribute__((always_inline)) struct sf_event *claim(uint32_t n, uint64_t *time, uint64_t zero)
 {
 	struct sf_thread *t = &sf_self;
 	uint64_t now = sf_config.clock == SF_CLOCK_TSC ? sf_arch_counter() : sf_mono_ns();
 	*time = now;
-	if (t->state != SF_THREAD_ACTIVE || now - t->base >= SF_TIME_SPAN)
+	sf_args_claim_enter(t);
+	if (t->state != SF_THREAD_ACTIVE || now - t->base >= SF_TIME_SPAN) {
+		sf_args_claim_leave(t);
 		return NULL;
+	}
 	uint64_t bytes = (uint64_t)n * sizeof(struct sf_event), at = sf_claim_local(&t->cursor, bytes);
 	if (__builtin_expect(at + bytes <= t->limit, 1))
 		return (struct sf_event *)at;
 	sf_args_cut_claim(at, now, zero);
+	sf_args_claim_leave(t);
 	return NULL;
+}
+
+static inline __attribute__((always_inline)) void claim_done(void)
+{
+	sf_args_claim_leave(&sf_self);
 }
 
 /* args_hi for the call whose registers r holds (x86-64, from
@@ -1254,6 +1266,7 @@ static __attribute__((noinline)) int event_coded(const struct arg_plan *pl, cons
 	put_record(e + 1 + n, time, sf_event_word(func_id, kind));
 	if (z) /* see has_unfilled (buffer.c) and alloc.c */
 		sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
+	claim_done();
 	return 0;
 }
 
@@ -1273,6 +1286,7 @@ static __attribute__((noinline)) int claim_cut(const struct arg_plan *pl, const 
 					       uint32_t func_id, uint64_t at, uint64_t time, uint64_t zero)
 {
 	sf_args_cut_claim(at, time, zero);
+	claim_done(); /* the slot is as the claim saw it up to here */
 	fixed_slow(pl, r, func_id);
 	return 1;
 }
@@ -1318,6 +1332,7 @@ static __attribute__((noinline)) int event_general(const struct sf_args_regs *r,
 			sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
 	}
 	put_record(e, time, sf_event_word(func_id, kind));
+	claim_done();
 	return 0;
 }
 
@@ -1349,8 +1364,11 @@ static __attribute__((noinline)) int event_small(const struct sf_args_regs *r, u
 	struct sf_thread *t = &sf_self;
 	uint64_t time = sf_arch_counter();
 	uint32_t n = nz & 0xff;
-	if (__builtin_expect(t->state != SF_THREAD_ACTIVE || time - t->base >= SF_TIME_SPAN, 0))
+	sf_args_claim_enter(t); /* up to the last store (sf_thread.args_claim) */
+	if (__builtin_expect(t->state != SF_THREAD_ACTIVE || time - t->base >= SF_TIME_SPAN, 0)) {
+		sf_args_claim_leave(t);
 		return small_general(r, word); /* nothing claimed: it looks again */
+	}
 	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
 	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	uint64_t at = sf_claim_local(&t->cursor, bytes);
@@ -1364,6 +1382,7 @@ static __attribute__((noinline)) int event_small(const struct sf_args_regs *r, u
 	put_record((struct sf_event *)at + 1 + n, time, word);
 	if (nz >> 8) /* see has_unfilled (buffer.c) and alloc.c */
 		sf_arch_cas_local(&t->heap_zero, zero, zero + (nz >> 8));
+	sf_args_claim_leave(t);
 	return 0;
 }
 
@@ -1377,8 +1396,11 @@ static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, 
 {
 	struct sf_thread *t = &sf_self;
 	uint64_t time = sf_arch_counter();
-	if (__builtin_expect(t->state != SF_THREAD_ACTIVE || time - t->base >= SF_TIME_SPAN, 0))
+	sf_args_claim_enter(t); /* up to the last store (sf_thread.args_claim) */
+	if (__builtin_expect(t->state != SF_THREAD_ACTIVE || time - t->base >= SF_TIME_SPAN, 0)) {
+		sf_args_claim_leave(t);
 		return small_general(r, word); /* nothing claimed: it looks again */
+	}
 	uint32_t n = pl->nval;
 	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
 	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
@@ -1390,6 +1412,7 @@ static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, 
 	put_record((struct sf_event *)at + 1 + n, time, word);
 	if (z) /* see has_unfilled (buffer.c) and alloc.c */
 		sf_arch_cas_local(&t->heap_zero, zero, zero + z);
+	sf_args_claim_leave(t);
 	return 0;
 }
 

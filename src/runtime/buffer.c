@@ -1049,7 +1049,9 @@ void sf_buffer_freeze_self(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (t->state == SF_THREAD_ACTIVE && t->ring && ring_freeze(t))
+	/* not under an interrupted args claim (sf_thread.args_claim): the
+	 * thread's next slow-path entry freezes it */
+	if (t->state == SF_THREAD_ACTIVE && t->ring && !t->args_claim && ring_freeze(t))
 		t->cursor = (uint64_t)t->events;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -1425,6 +1427,18 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 	sf_shadow_resync(t, kind); /* before batch_depth reads the depth */
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
+	if (__builtin_expect(t->args_claim, 0) && t->state == SF_THREAD_ACTIVE &&
+	    (t->cursor + nrec * sizeof(struct sf_event) > t->limit || !in_span(time, t->base))) {
+		/* A signal handler's event while the context it interrupted is
+		 * inside args.c's claim (sf_thread.args_claim), and this one
+		 * would end the batch (or step over a skip): the slot, its
+		 * limit and its base stay as that claim saw them. Dropped and
+		 * counted, never waiting on the interrupted claim. */
+		sf_log_drop(1);
+		if (t->cursor > t->limit)
+			t->cursor = t->limit;
+		return;
+	}
 	if (cur_skips && t->state == SF_THREAD_ACTIVE)
 		skips_step(t, nrec);
 	uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
@@ -1696,6 +1710,7 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 		return;
 	uint64_t time = sf_config.clock == SF_CLOCK_TSC ? sf_arch_counter() : sf_mono_ns();
 	size_t bytes = (1 + (size_t)n) * sizeof(struct sf_event);
+	sf_args_claim_enter(t);
 	if (t->state == SF_THREAD_ACTIVE && time - t->base < SF_TIME_SPAN) {
 		/* One xadd claims the event and its payload, as the trampolines
 		 * claim one record: a signal handler's records go before or
@@ -1712,11 +1727,13 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 			store_record((struct sf_event *)at, time, n, SF_EV_ARGS);
 			if (z) /* see has_unfilled */
 				sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
+			sf_args_claim_leave(t);
 			return;
 		}
 		if (at < t->limit)
 			fill_cut_claim(at, t->limit, time, zero);
 	}
+	sf_args_claim_leave(t);
 	/* The args trampolines save no vector register (a plain ARGS event
 	 * needs none); what follows may reach code that changes them (a
 	 * slot's hand-off, batch_scan.o, libc), so it runs with the vector

@@ -213,6 +213,15 @@ struct sf_thread {
 #ifdef SF_ARCH_SHADOW
 	struct sf_stack_range stack; /* stack.c */
 #endif
+	/* Nonzero while args.c's fast path is between its claim of several
+	 * records (one xadd) and the stores or the cut filler that complete
+	 * it: it compares its claim with t->limit and fills up to it, so the
+	 * slot, its limit and its base must not change under it. A signal
+	 * handler's event that would change them meanwhile is dropped and
+	 * counted instead (store_event): it never waits on the interrupted
+	 * claim (docs/DESIGN.md, "The args path and signal handlers"). A
+	 * count: a handler's own args event nests. */
+	uint32_t args_claim;
 };
 
 /* record --ring: a thread's slots, used round robin (buffer.c), and a
@@ -985,6 +994,7 @@ void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filte
 /* A filter refuses the exit path's own checks (the executable's file
  * looked at again, a note): they are left out (logfile.c, notes.c). */
 extern int sf_sandbox_limited SF_HIDDEN;
+extern int sf_sandbox_no_vm_readv SF_HIDDEN; /* a filter refuses process_vm_readv (args.c's string reads) */
 extern int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter (log_trim: no request either) */
 void sf_log_seccomp_stopped(long nr) SF_HIDDEN; /* logfile.c: the header says so */
 void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sled unpatched, no resume */
@@ -1243,6 +1253,22 @@ void sf_loader_entry(void) SF_HIDDEN;
  * xadd without a lock prefix (only a signal handler on this thread can
  * race with it, and it lands before or after the one instruction).
  * Returns where the claim starts. */
+/* Around a claim of several records and the stores (or the cut filler)
+ * that complete it: see sf_thread.args_claim. A plain increment: a
+ * handler that lands between its load and store leaves the count as it
+ * found it. The signal fences keep the compiler from moving the claim or
+ * the stores out from between them. */
+static inline __attribute__((always_inline)) void sf_args_claim_enter(struct sf_thread *t)
+{
+	t->args_claim++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline __attribute__((always_inline)) void sf_args_claim_leave(struct sf_thread *t)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->args_claim--;
+}
+
 static inline __attribute__((always_inline)) uint64_t sf_claim_local(uint64_t *cursor, uint64_t bytes)
 {
 #ifdef __x86_64__

@@ -62,6 +62,7 @@ struct filter {
 static struct filter *chain; /* newest first */
 int sf_sandbox_limited SF_HIDDEN;      /* the exit path makes none of its own checks (exit_path refused) */
 int sf_sandbox_no_thread_name SF_HIDDEN; /* prctl(PR_GET_NAME) refused */
+int sf_sandbox_no_vm_readv SF_HIDDEN;    /* process_vm_readv refused: args.c reads no string with it */
 
 /* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
  * program the kernel would not have taken (it is checked there too). */
@@ -309,6 +310,11 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	__atomic_store_n(&chain, f, __ATOMIC_RELEASE);
 	if (!sf_seccomp_allows(SYS_prctl, PR_GET_NAME, P, 0, 0, 0, 0))
 		__atomic_store_n(&sf_sandbox_no_thread_name, 1, __ATOMIC_RELEASE);
+	/* -A's /s and --auto-args' strings (args.c, read_mem): shown as
+	 * unreadable from now on, but for the stack strings it reads with
+	 * plain loads; tracing goes on */
+	if (!sf_seccomp_allows(SYS_process_vm_readv, sf_syscall3(SYS_getpid, 0, 0, 0), P, 1, P, 1, 0))
+		__atomic_store_n(&sf_sandbox_no_vm_readv, 1, __ATOMIC_RELEASE);
 	int writer_now = FIRST_REFUSED(writer_path) >= 0;
 	if (writer_now)
 		__atomic_store_n(&writer_refused, 1, __ATOMIC_RELEASE);

@@ -934,6 +934,12 @@ SF_LANDING_TEXT static __attribute__((noinline)) void landing_full(struct sf_thr
 {
 	uint64_t now = sf_now_raw();
 	end_interrupted_walk(sp);
+	/* A landing out of a handler leaves an args claim it interrupted for
+	 * good (its records are padded as presumed abandoned): the thread's
+	 * batches may end again (sf_thread.args_claim). Here, not in every
+	 * landing: a landing that abandons no recorded frame keeps its few
+	 * code lines (skeptic25p). */
+	t->args_claim = 0;
 	if (t->state != SF_THREAD_ACTIVE && t->state != SF_THREAD_DROPPING)
 		return;
 	/* Paused (switch.c): the readers closed every frame at the pause, and

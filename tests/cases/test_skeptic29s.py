@@ -105,9 +105,6 @@ def _sig():
     return build_c("skep29s_sig", ["skep29s_sig.c"])
 
 
-@sfkit.known_break(29, "a SIGALRM handler that calls a function named by -A, landing while the interrupted "
-                       "thread is in the args path, hangs the program for good (spinning in handoff_full/"
-                       "has_unfilled under record_args_slow); untraced 0.05 s, plain record 1 s")
 def test_signal_handler_calls_named_function():
     # The program calls add() in a loop while a 20 us ITIMER_REAL fires a
     # handler that calls add() too. Untraced it takes ~50 ms; plain record
@@ -130,8 +127,6 @@ def test_signal_handler_calls_named_function():
     eq(bad, 0, "add lines whose retval is not arg1+arg2")
 
 
-@sfkit.known_break(29, "the same hang under --auto-args: a SIGALRM handler calling add() while the "
-                       "interrupted add() is in the args path")
 def test_signal_handler_auto_args():
     prog = _sig()
     log = os.path.join(tmpdir(), "sf.log")
@@ -140,10 +135,6 @@ def test_signal_handler_auto_args():
     eq(out, "bad=0 handled>0=1\n", "the program's output")
 
 
-@sfkit.known_break(29, "under --ring 1M, -A add@arg1,arg2 (or -R fmul@retval/f) on a function a SIGALRM handler "
-                       "also calls: the program dies of SIGSEGV every run, in memset(n=2150392) from "
-                       "fill_cut_claim < sf_args_cut_claim < claim_cut < sf_tramp_entry_args; --ring alone and "
-                       "-A echo@arg1/s are fine")
 def test_signal_handler_ring():
     prog = _sig()
     for spec in (["-A", "add@arg1,arg2", "-R", "add@retval"], ["-R", "fmul@retval/f"]):
@@ -162,9 +153,6 @@ def test_signal_handler_ring_plain():
         eq((rc, out), (0, "bad=0 handled>0=1\n"), f"{spec}: exit and output (stderr {err[-300:]!r})")
 
 
-@sfkit.known_break(29, "a signal handler that calls only traced functions NOT named by -A (add, fmul, echo), "
-                       "landing in the args path of the named hot(): the program hangs for good with -A "
-                       "hot@arg1,arg2 or -R hot@retval, and dies of SIGSEGV under --ring 1M")
 def test_signal_handler_other_functions():
     prog = build_c("skep29s_sig2", ["skep29s_sig2.c"])
     for extra in (["--ring", "1M"], []):
@@ -174,9 +162,6 @@ def test_signal_handler_other_functions():
             eq((rc, out), (0, "bad=0 handled>0=1\n"), f"{extra} {spec}: exit and output (stderr {err[-300:]!r})")
 
 
-@sfkit.known_break(29, "a 10 kHz SIGALRM (100 us ITIMER_REAL, as a sampling profiler) whose handler calls "
-                       "traced functions other than the named hot(), 3M calls of hot(): record -A hot@arg1,arg2 "
-                       "hangs for good (two runs of two here, one of one in another session: probabilistic, so four tries); untraced 0.04 s, plain record and -A echo@arg1/s 0.8 s")
 def test_signal_10khz_other_functions():
     prog = build_c("skep29s_sig10k", ["skep29s_sig10k.c"])
     # the hang needs a signal inside the args path: up to four tries of -A hot
@@ -209,9 +194,6 @@ def test_seccomp_errno_sandbox():
     eq([x for x in _calls(log) if x.startswith("slen(")], ["slen(<unreadable>);"])
 
 
-@sfkit.known_break(29, "a program whose seccomp filter kills on process_vm_readv (SECCOMP_RET_KILL_PROCESS; "
-                       "systemd SystemCallFilter=, sandboxes) runs untraced and under plain record, but dies "
-                       "of SIGSYS (exit 159) under -A f@arg1/s or --auto-args: the string read is a system call")
 def test_seccomp_kill_sandbox():
     prog = _seccomp()
     p, _ = record([prog, "k"], args=["-q"], check_rc=None)

@@ -648,5 +648,58 @@ def test_first_landing_of_each_thread_costs_as_a_later_one():
     check(first - later < 50, f"first landing +{first:.0f}, later +{later:.0f} instructions (untraced/traced {extra})")
     check(later < 500, f"later landing +{later:.0f} instructions")
 
+
+def sigthrow_fixture():
+    return build_c("skep25s_sigthrow", ["skep25s_sigthrow.cc"], compiler="clang++",
+                   flags=["-fasynchronous-unwind-tables", "-fnon-call-exceptions"])
+
+
+def test_throw_from_signal_handler_and_coroutine_longjmps_alloc_and_shape():
+    """Held on d770564. 10 C++ throws from a SIGUSR1/SIGUSR2 handler
+    (raise two frames down, through a function pointer: raise is
+    noexcept), caught in main; then 2 makecontext coroutines, 5 rounds
+    each, longjmp from co_deep back to their own setjmp. --alloc: 12
+    allocations, 78,120 B, 10 frees, as the counter; every throw shows
+    "2 frames abandoned" (on_sig and middle; leaf tail-called raise), every
+    coroutine longjmp "1 frames abandoned"."""
+    exe = sigthrow_fixture()
+    want = mc(exe, ["10"])
+    p, log = record([exe, "10"], args=["-q", "--alloc"])
+    eq(p.stdout, "110\n", "the program's output")
+    eq(memory4(log), want[0], "allocations, bytes, frees, reallocs vs the counter")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["2"] * 10 + ["1"] * 10, "abandoned frames a landing")
+
+
+@sfkit.known_break(25, "the first longjmp landing on each makecontext stack costs about 12,500 instructions more "
+                   "than untraced (a later one +351), inside the abandoned frame")
+def test_first_landing_on_a_coroutine_stack_costs_as_a_later_one():
+    """FAILS ON d770564. 2 makecontext coroutines, each making 0, 1 or 3
+    rounds of a longjmp from co_deep to its own setjmp; callgrind,
+    instructions in co_deep and below. Untraced: 467 for a coroutine's
+    first landing, 68 a later one. Traced (everything recorded): 12,993.5
+    and 419: the first landing on each coroutine stack costs +12,526
+    instructions, a later one +351. The thread's rehearsal
+    (landing_rehearse) covers the thread's own stack, not a stack the
+    program switches to. It is charged to the abandoned frame: in the log
+    the first coroutine's first co_deep lasts 1.217 us, its later ones
+    5-55 ns."""
+    exe = sigthrow_fixture()
+    extra = []
+    for traced in (False, True):
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")} if traced else None
+        irs = []
+        for r in (0, 1, 3):
+            p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=co_deep*",
+                     "--callgrind-out-file=/dev/null", exe, "0", str(r)], env=env)
+            irs.append(int(re.search(r"Collected : (\d+)", p.stderr).group(1)))
+        a, b, c = irs
+        extra.append(((b - a) / 2, (c - b) / 4))
+    first = extra[1][0] - extra[0][0]
+    later = extra[1][1] - extra[0][1]
+    check(later < 500, f"later landing +{later:.0f} instructions")
+    check(first - later < 500, f"first landing on a coroutine stack +{first:.0f}, later +{later:.0f} instructions "
+          f"(untraced/traced first, later {extra})")
+
 if __name__ == "__main__":
     sfkit.main(globals())

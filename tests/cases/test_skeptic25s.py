@@ -671,19 +671,19 @@ def test_throw_from_signal_handler_and_coroutine_longjmps_alloc_and_shape():
     eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["2"] * 10 + ["1"] * 10, "abandoned frames a landing")
 
 
-@sfkit.known_break(25, "the first longjmp landing on each makecontext stack costs about 12,500 instructions more "
-                   "than untraced (a later one +351), inside the abandoned frame")
+@sfkit.known_break(25, "the first longjmp landings on makecontext stacks cost +12,526 instructions each on "
+                   "average over 2 coroutines (a later one +351), inside the abandoned frame")
 def test_first_landing_on_a_coroutine_stack_costs_as_a_later_one():
     """FAILS ON d770564. 2 makecontext coroutines, each making 0, 1 or 3
     rounds of a longjmp from co_deep to its own setjmp; callgrind,
     instructions in co_deep and below. Untraced: 467 for a coroutine's
     first landing, 68 a later one. Traced (everything recorded): 12,993.5
-    and 419: the first landing on each coroutine stack costs +12,526
-    instructions, a later one +351. The thread's rehearsal
-    (landing_rehearse) covers the thread's own stack, not a stack the
-    program switches to. It is charged to the abandoned frame: in the log
-    the first coroutine's first co_deep lasts 1.217 us, its later ones
-    5-55 ns."""
+    and 419: the two coroutines' first landings cost +12,526
+    instructions each on average, a later one +351. The thread's rehearsal
+    (landing_rehearse) does not cover the first landing on a stack the
+    program switched to. It is charged to the abandoned frame: in the log
+    (4 runs) the first coroutine's first co_deep lasts 0.47-1.22 us, the
+    second coroutine's first and every later one 5-55 ns."""
     exe = sigthrow_fixture()
     extra = []
     for traced in (False, True):

@@ -701,5 +701,17 @@ def test_first_landing_on_a_coroutine_stack_costs_as_a_later_one():
     check(first - later < 500, f"first landing on a coroutine stack +{first:.0f}, later +{later:.0f} instructions "
           f"(untraced/traced first, later {extra})")
 
+
+def test_alloc_rust_panics_caught_in_waves_of_threads():
+    """Held on d770564. Rust (-Zinstrument-xray=always): catch_unwind of
+    panics from 4 frames down, a silent panic hook, a growing Vec; 5 in
+    main alone: 26 allocations, 4,582 B, 25 frees, 4 reallocs; and 3 waves
+    of 4 threads with 5 each: 262, 20,406 B, 257, 40, as the counter."""
+    exe = rust_fixture("skep25s_rwaves")
+    for args in (["0", "0", "5"], ["3", "4", "5"]):
+        want = mc(exe, args)
+        _, log = record([exe] + args, args=["-q", "--alloc"])
+        eq(memory4(log), want[0], f"{args}: allocations, bytes, frees, reallocs vs the counter")
+
 if __name__ == "__main__":
     sfkit.main(globals())

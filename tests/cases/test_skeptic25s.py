@@ -713,5 +713,23 @@ def test_alloc_rust_panics_caught_in_waves_of_threads():
         _, log = record([exe] + args, args=["-q", "--alloc"])
         eq(memory4(log), want[0], f"{args}: allocations, bytes, frees, reallocs vs the counter")
 
+
+def test_alloc_exec_from_a_thread():
+    """Held on d770564. A program starts two threads and one of them execs
+    the -O2 allocator-family program: the new image's log says 451
+    allocations, 470,746 B, 425 frees, 100 reallocs, as the counter in it;
+    the first image's log the two threads' DTVs (2, 576 B; clang drops
+    main's malloc/free pairs), what the counter of the same program
+    without the exec sees (the counter cannot report across an exec)."""
+    al = build_c("skep25s_align", ["skep25s_align.c"], flags=["-O2"])
+    exe = build_c("skep25s_execthr", ["skep25s_execthr.c"], libs=["-lpthread"])
+    want = mc(exe, [al])
+    d = tmpdir()
+    record([exe, al], out=os.path.join(d, "sf.log"), args=["-q", "--alloc"])
+    logs = sorted(f for f in os.listdir(d) if f.endswith(".log") and f != "sf.log")
+    eq(len(logs), 1, "exec'd image's logs")
+    eq(memory4(os.path.join(d, logs[0])), want[0], "exec'd image vs the counter")
+    eq(memory4(os.path.join(d, "sf.log")), (2, 576, 0, 0), "the first image")
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -719,8 +719,8 @@ def test_alloc_exec_from_a_thread():
     the -O2 allocator-family program: the new image's log says 451
     allocations, 470,746 B, 425 frees, 100 reallocs, as the counter in it;
     the first image's log the two threads' DTVs (2, 576 B; clang drops
-    main's malloc/free pairs), what the counter of the same program
-    without the exec sees (the counter cannot report across an exec)."""
+    main's malloc/free pairs; the counter cannot report across an
+    exec)."""
     al = build_c("skep25s_align", ["skep25s_align.c"], flags=["-O2"])
     exe = build_c("skep25s_execthr", ["skep25s_execthr.c"], libs=["-lpthread"])
     want = mc(exe, [al])

@@ -484,5 +484,252 @@ def test_rust_cleanup_landings_that_abandon_nothing_stay_off_the_full_path():
     check_rust_panic_cost(1500)
 
 
+
+# ---- session 2 (against integ d770564): allocator family, TLS, dlmopen, first landings ----
+
+def mc(exe, args, env=None):
+    """The untraced figures of skep25s_mc.so, the whole allocator family:
+    every (allocs, bytes, frees, reallocs) line the process and its children
+    print at exit, in order."""
+    shim = build_c("skep25s_mc.so", ["skep25s_mc.c"], shared=True, xray=False, libs=["-ldl"])
+    full = {"LD_PRELOAD": shim}
+    full.update(env or {})
+    p = run([exe] + list(args), env=full)
+    got = [tuple(int(x) for x in m) for m in
+           re.findall(r"mc: (\d+) allocs (\d+) bytes (\d+) frees (\d+) reallocs", p.stderr)]
+    check(got, f"shim output: {p.stderr!r}")
+    return got
+
+
+def memory4(log):
+    out = run([SFTRACE, "memory", "--format", "tsv", log]).stdout
+    kv = dict(line.split("\t", 1) for line in out.splitlines() if line.count("\t") == 1)
+    return int(kv["allocations"]), int(kv["bytes_allocated"]), int(kv["frees"]), int(kv["reallocs"])
+
+
+def tls_fixture():
+    for i in range(20):
+        build_c(f"libskep25s_tls{i}.so", ["skep25s_tlslib.c"], shared=True)
+    return build_c("skep25s_tls", ["skep25s_tls.c"], libs=["-ldl", "-lpthread"])
+
+
+def test_alloc_family_tail_calls_at_O2():
+    """Held on d770564. -O2 functions that tail-call malloc, calloc,
+    realloc, reallocarray, memalign, aligned_alloc, valloc, pvalloc,
+    posix_memalign, malloc_usable_size and free, 50 rounds: the counter sees
+    451 allocations, 470,746 B (realloc's new sizes included), 425 frees,
+    100 reallocs; `sftrace memory` says the same."""
+    exe = build_c("skep25s_align", ["skep25s_align.c"], flags=["-O2"])
+    want = mc(exe, [])
+    _, log = record([exe], args=["-q", "--alloc"])
+    eq(memory4(log), want[0], "allocations, bytes, frees, reallocs vs the counter")
+
+
+def test_alloc_dtv_growth_with_many_tls_plugins():
+    """Held on d770564. 10, 16 and 20 general-dynamic TLS plugins dlopened
+    by the main thread (16 and 20: the main thread's first DTV growth), a
+    thread started before the dlopens touching them after (its DTV grows by
+    realloc), waves of 4, 3, 2, 4 threads touching every plugin's TLS,
+    half the plugins dlclosed and dlopened again between waves; and 20
+    plugins dlopened by a thread, the main thread touching them after
+    (its first growth outside dlopen). 20 in main: 478 allocations,
+    69,517 B, 270 frees, 1 realloc, as the counter."""
+    exe = tls_fixture()
+    for args in (["10", FIXBUILD], ["16", FIXBUILD], ["20", FIXBUILD], ["20", FIXBUILD, "t"]):
+        want = mc(exe, args)
+        _, log = record([exe] + args, args=["-q", "--alloc"])
+        eq(memory4(log), want[0], f"{args[0]} {args[2:]}: allocations, bytes, frees, reallocs vs the counter")
+
+
+@sfkit.known_break(25, "a fork child of a non-main thread that dlopens 20 TLS plugins shows 183 allocations, "
+                   "39,438 B, 2 reallocs where the counter sees 184, 39,422 B, 1 realloc")
+def test_alloc_fork_child_of_a_thread_dlopening_tls_plugins():
+    """FAILS ON d770564. A thread forks; its child (one thread, whose DTV
+    is a calloc'd one) dlopens 20 TLS plugins, touches them and runs 2
+    threads. Counter: the child prints 185 allocations, 39,710 B, 20
+    frees, 1 realloc, of which 1 (288 B, the forking thread's DTV) before
+    the fork: the child's own are 184, 39,422 B, 20 frees, 1 realloc.
+    `sftrace memory` of the child's log: 183 allocations, 39,438 B, 20
+    frees, 2 reallocs (dump: REALLOC size=608 then REALLOC size=624 of
+    another block, both ld.so's), and "2 frees of blocks allocated before
+    recording began were ignored". One of the child's threads takes the
+    parent writer thread's cached stack and DTV (see
+    test_alloc_fork_child_starting_threads): a DTV calloc is gone and a
+    realloc of the cached DTV appears. The same 20 plugins dlopened by a
+    thread without a fork ("t") match exactly."""
+    exe = tls_fixture()
+    got = mc(exe, ["20", FIXBUILD, "f"])
+    eq(len(got), 2, "counter lines: child then parent")
+    child, parent = got
+    # The parent's figures include its stdout buffer (1, 4,096 B), made after the fork.
+    want = tuple(c - p for c, p in zip(child, (parent[0] - 1, parent[1] - 4096, parent[2], parent[3])))
+    d = tmpdir()
+    record([exe, "20", FIXBUILD, "f"], out=os.path.join(d, "sf.log"), args=["-q", "--alloc"])
+    logs = sorted(f for f in os.listdir(d) if f.endswith(".log") and f != "sf.log")
+    eq(len(logs), 1, "child logs")
+    eq(memory4(os.path.join(d, "sf.log")), parent, "parent vs the counter")
+    eq(memory4(os.path.join(d, logs[0])), want, "child: allocations, bytes, frees, reallocs vs the counter")
+
+
+
+@sfkit.known_break(25, "a fork child that starts threads shows 1 allocation (288 B) where the counter sees 2 "
+                   "(576 B); likely the parent writer thread's cached stack and DTV reused")
+def test_alloc_fork_child_starting_threads():
+    """FAILS ON d770564. The main thread forks (the program has no other
+    thread); the child starts 3 threads one at a time, then 2 at once.
+    Counter: the child makes 2 allocations, 576 B (the two concurrent
+    threads' DTVs; the first stack and DTV are reused). `sftrace memory`
+    of the child's log: 1 allocation, 288 B. Likely cause (not confirmed):
+    in a fork child glibc puts the stacks of the parent's other threads
+    (the runtime's writer) in its stack cache, so one of the program's
+    threads takes the writer's stack and DTV: the program's own
+    allocation is gone from its heap. (The stack size the thread sees is
+    the same, 8 MiB.) The parent's log: 0, as the counter."""
+    exe = build_c("skep25s_forkthr", ["skep25s_forkthr.c"], libs=["-lpthread"])
+    got = mc(exe, ["3"])
+    eq(got, [(2, 576, 0, 0), (0, 0, 0, 0)], "counter: child, parent")
+    d = tmpdir()
+    record([exe, "3"], out=os.path.join(d, "sf.log"), args=["-q", "--alloc"])
+    logs = sorted(f for f in os.listdir(d) if f.endswith(".log") and f != "sf.log")
+    eq(len(logs), 1, "child logs")
+    eq(memory4(os.path.join(d, "sf.log")), got[1], "parent vs the counter")
+    eq(memory4(os.path.join(d, logs[0])), got[0], "child: allocations, bytes, frees, reallocs vs the counter")
+
+def test_alloc_dlmopen_cxx_plugins_throwing_in_threads():
+    """Held on d770564. A C++ plugin (throws caught two frames up, new[]
+    and aligned new) dlmopened into two namespaces and dlopened into the
+    base one, each throwing 4 times in the main thread and 5 times in each
+    of 3 threads, the host throwing 10 times: 116 allocations, 126,243 B,
+    44 frees, as the counter (the namespaces' own libc mallocs are neither
+    the counter's nor the tracer's; ld.so's TLS blocks are both)."""
+    lib = build_c("libskep25s_cxxplug.so", ["skep25s_cxxplug.cc"], shared=True, compiler="clang++",
+                  flags=["-std=c++17"])
+    exe = build_c("skep25s_cxxhost", ["skep25s_cxxhost.cc"], compiler="clang++", libs=["-ldl", "-lpthread"])
+    want = mc(exe, [lib])
+    _, log = record([exe, lib], args=["-q", "--alloc"])
+    eq(memory4(log), want[0], "allocations, bytes, frees, reallocs vs the counter")
+
+
+def test_constructor_only_plugin_in_new_namespaces_and_from_a_constructor():
+    """Held on d770564. A plugin whose only functions are its constructor
+    and destructor, dlmopened into two new namespaces, dlopened into the
+    base one, then dlmopened again by the constructor (its only function)
+    of another dlopened plugin: 4 d_init, m_init between the third and
+    the fourth, 4 d_fini."""
+    lib = build_c("libskep25s_ctor_d.so", ["skep25s_ctor_d.c"], shared=True)
+    outer = build_c("libskep25s_mopen_lib.so", ["skep25s_mopen_lib.c"], shared=True, libs=["-ldl"])
+    exe = build_c("skep25s_mopen", ["skep25s_mopen.c"], libs=["-ldl"])
+    _, log = record([exe, lib, outer], args=["-q"], env={"SKEP25S_INNER": lib})
+    eq(entries(log), ["main", "d_init", "d_init", "d_init", "m_init", "d_init", "d_fini", "d_fini", "d_fini",
+                      "d_fini"], "entries")
+
+
+def _thjmp_ir(exe, traced, t, j):
+    env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")} if traced else None
+    p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=worker",
+             "--callgrind-out-file=/dev/null", exe, str(t), str(j)], env=env)
+    return int(re.search(r"Collected : (\d+)", p.stderr).group(1))
+
+
+def test_first_landing_of_each_thread_costs_as_a_later_one():
+    """Held on d770564. 10 threads one after another, each making 0, 1 or
+    3 longjmps from two frames down; callgrind, instructions in worker and
+    below. Untraced: first landing of a thread 260.5, later 113. Traced
+    (everything recorded): 634.4 and 486: +374 and +373 over untraced.
+    The thread's set-up (about 2,700 instructions in worker's first
+    entry) is not in worker's time: worker lasts 20-40 ns in the log."""
+    exe = build_c("skep25s_thjmp", ["skep25s_thjmp.c"], libs=["-lpthread"])
+    extra = []
+    for traced in (False, True):
+        a, b, c = (_thjmp_ir(exe, traced, 10, j) for j in (0, 1, 3))
+        extra.append(((b - a) / 10, (c - b) / 20))
+    first = extra[1][0] - extra[0][0]
+    later = extra[1][1] - extra[0][1]
+    check(first - later < 50, f"first landing +{first:.0f}, later +{later:.0f} instructions (untraced/traced {extra})")
+    check(later < 500, f"later landing +{later:.0f} instructions")
+
+
+def sigthrow_fixture():
+    return build_c("skep25s_sigthrow", ["skep25s_sigthrow.cc"], compiler="clang++",
+                   flags=["-fasynchronous-unwind-tables", "-fnon-call-exceptions"])
+
+
+def test_throw_from_signal_handler_and_coroutine_longjmps_alloc_and_shape():
+    """Held on d770564. 10 C++ throws from a SIGUSR1/SIGUSR2 handler
+    (raise two frames down, through a function pointer: raise is
+    noexcept), caught in main; then 2 makecontext coroutines, 5 rounds
+    each, longjmp from co_deep back to their own setjmp. --alloc: 12
+    allocations, 78,120 B, 10 frees, as the counter; every throw shows
+    "2 frames abandoned" (on_sig and middle; leaf tail-called raise), every
+    coroutine longjmp "1 frames abandoned"."""
+    exe = sigthrow_fixture()
+    want = mc(exe, ["10"])
+    p, log = record([exe, "10"], args=["-q", "--alloc"])
+    eq(p.stdout, "110\n", "the program's output")
+    eq(memory4(log), want[0], "allocations, bytes, frees, reallocs vs the counter")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["2"] * 10 + ["1"] * 10, "abandoned frames a landing")
+
+
+@sfkit.known_break(25, "the first longjmp landings on makecontext stacks cost +12,526 instructions each on "
+                   "average over 2 coroutines (a later one +351), inside the abandoned frame")
+def test_first_landing_on_a_coroutine_stack_costs_as_a_later_one():
+    """FAILS ON d770564. 2 makecontext coroutines, each making 0, 1 or 3
+    rounds of a longjmp from co_deep to its own setjmp; callgrind,
+    instructions in co_deep and below. Untraced: 467 for a coroutine's
+    first landing, 68 a later one. Traced (everything recorded): 12,993.5
+    and 419: the two coroutines' first landings cost +12,526
+    instructions each on average, a later one +351. The thread's rehearsal
+    (landing_rehearse) does not cover the first landing on a stack the
+    program switched to. It is charged to the abandoned frame: in the log
+    (4 runs) the first coroutine's first co_deep lasts 0.47-1.22 us, the
+    second coroutine's first and every later one 5-55 ns."""
+    exe = sigthrow_fixture()
+    extra = []
+    for traced in (False, True):
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")} if traced else None
+        irs = []
+        for r in (0, 1, 3):
+            p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=co_deep*",
+                     "--callgrind-out-file=/dev/null", exe, "0", str(r)], env=env)
+            irs.append(int(re.search(r"Collected : (\d+)", p.stderr).group(1)))
+        a, b, c = irs
+        extra.append(((b - a) / 2, (c - b) / 4))
+    first = extra[1][0] - extra[0][0]
+    later = extra[1][1] - extra[0][1]
+    check(later < 500, f"later landing +{later:.0f} instructions")
+    check(first - later < 500, f"first landing on a coroutine stack +{first:.0f}, later +{later:.0f} instructions "
+          f"(untraced/traced first, later {extra})")
+
+
+def test_alloc_rust_panics_caught_in_waves_of_threads():
+    """Held on d770564. Rust (-Zinstrument-xray=always): catch_unwind of
+    panics from 4 frames down, a silent panic hook, a growing Vec; 5 in
+    main alone: 26 allocations, 4,582 B, 25 frees, 4 reallocs; and 3 waves
+    of 4 threads with 5 each: 262, 20,406 B, 257, 40, as the counter."""
+    exe = rust_fixture("skep25s_rwaves")
+    for args in (["0", "0", "5"], ["3", "4", "5"]):
+        want = mc(exe, args)
+        _, log = record([exe] + args, args=["-q", "--alloc"])
+        eq(memory4(log), want[0], f"{args}: allocations, bytes, frees, reallocs vs the counter")
+
+
+def test_alloc_exec_from_a_thread():
+    """Held on d770564. A program starts two threads and one of them execs
+    the -O2 allocator-family program: the new image's log says 451
+    allocations, 470,746 B, 425 frees, 100 reallocs, as the counter in it;
+    the first image's log the two threads' DTVs (2, 576 B; clang drops
+    main's malloc/free pairs; the counter cannot report across an
+    exec)."""
+    al = build_c("skep25s_align", ["skep25s_align.c"], flags=["-O2"])
+    exe = build_c("skep25s_execthr", ["skep25s_execthr.c"], libs=["-lpthread"])
+    want = mc(exe, [al])
+    d = tmpdir()
+    record([exe, al], out=os.path.join(d, "sf.log"), args=["-q", "--alloc"])
+    logs = sorted(f for f in os.listdir(d) if f.endswith(".log") and f != "sf.log")
+    eq(len(logs), 1, "exec'd image's logs")
+    eq(memory4(os.path.join(d, logs[0])), want[0], "exec'd image vs the counter")
+    eq(memory4(os.path.join(d, "sf.log")), (2, 576, 0, 0), "the first image")
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -129,5 +129,57 @@ def test_seccomp_errno_in_one_thread_tsync():
     _seccomp(0, env={"INTHREAD": "1", "TSYNC": "1"})
 
 
+# claims 5 and 6: a daemon (fork, setsid, fork, chdir /, umask, close
+# 0..1023 but its directory fd) counts its descriptors; with an argument it
+# then does unshare(CLONE_NEWNET) + chroot + setresuid(nobody) and forks a
+# worker. It writes daemon.out in the directory it is given.
+def _daemon(jail):
+    import time
+    prog = build_c("skep24s_daemon", ["skep24s_daemon.c"])
+    res = []
+    for traced in (False, True):
+        d = tmpdir()
+        os.chmod(d, 0o777)
+        work = os.path.join(d, "w")
+        os.mkdir(work)
+        os.chmod(work, 0o777)
+        cmd = [prog, work] + (["j"] if jail else [])
+        out = os.path.join(d, "sf.log")
+        p = record(cmd, out=out)[0] if traced else run(cmd)
+        f = os.path.join(work, "daemon.out")
+        for _ in range(600):  # the daemon outlives its parent: wait for its file, not for a time
+            if os.path.exists(f) and os.path.getsize(f):
+                break
+            time.sleep(0.05)
+        with open(f) as fh:
+            res.append((p, fh.read(), out))
+    return res
+
+
+@sfkit.known_break(24, "daemon that closes fds 0..1023 (but its own 3) lists /proc/self/fd: untraced [3], "
+                       "under record [3,1023] (a descriptor left in the program's table)")
+def test_daemon_fd_table_after_close_loop():
+    (p0, plain, _), (p1, traced, out) = _daemon(False)
+    eq(p1.stdout, p0.stdout, "parent output")
+    eq(plain, "f=0 fds 1 [3,] then 1 [3,] worker st 0 s 145\n", "untraced daemon.out")
+    eq(traced, plain, "daemon.out under record")
+
+
+def test_daemon_worker_logs():
+    (p0, plain, _), (p1, traced, out) = _daemon(False)
+    logs = _logs(out)
+    eq(len(logs), 3, f"logs {logs}")
+    eq(_calls(logs, "dwork"), 17, "dwork calls of daemon (10) and worker (7)")
+
+
+@sfkit.known_break(24, "worker forked after unshare(CLONE_NEWNET)+chroot+setresuid(nobody): no log for it "
+                       "(2 logs: top, daemon; 10 dwork of 17) and record says nothing")
+def test_jailed_worker_gets_log():
+    (p0, plain, _), (p1, traced, out) = _daemon(True)
+    eq(plain, "f=0 fds 1 [3,] then -1 [] worker st 0 s 145\n", "untraced daemon.out")
+    logs = _logs(out)
+    eq(_calls(logs, "dwork"), 17, f"dwork calls in {logs}; record said {p1.stderr!r}")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -125,6 +125,18 @@ def test_seccomp_kill_process_in_one_thread():
     _seccomp(2, env={"INTHREAD": "1"})
 
 
+@sfkit.known_break(24, "KILL_PROCESS filter allowing what ld.so+libc need (plus getpid, open, ioctl...), then "
+                       "fork + exec of itself: untraced the child prints 'child sum 1499500' and exits 5 (status "
+                       "1280); under record the exec'd child dies of SIGSYS ('child status 31'), no log for it")
+def test_seccomp_filter_fork_exec():
+    prog = build_c("skep24s_seccomp", ["skep24s_seccomp.c"], libs=["-lseccomp", "-lpthread"])
+    plain = run([prog, "3"])
+    eq(plain.stdout, "child sum 1499500\nchild status 1280\nsum 600004950\n", "untraced output")
+    p, out = record([prog, "3"], check_rc=None)
+    eq(p.returncode, 0, "status")
+    eq(p.stdout, plain.stdout, f"output under record; stderr {p.stderr[-300:]!r}")
+
+
 def test_seccomp_errno_in_one_thread_tsync():
     _seccomp(0, env={"INTHREAD": "1", "TSYNC": "1"})
 

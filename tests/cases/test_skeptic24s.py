@@ -227,5 +227,33 @@ def test_jailed_worker_gets_log():
     eq(_calls(logs, "dwork"), 17, f"dwork calls in {logs}; record said {p1.stderr!r}")
 
 
+
+# claim 1: RTLD_NEXT chains of two user preloads wrapping posix_spawn, with
+# dlerror after failed lookups; and 1e5 lookups that must all agree.
+def _next_prog():
+    a = build_c("libskep24s_preA.so", ["skep24s_pre.c"], flags=['-DL="A"'], libs=["-ldl"], shared=True, xray=False)
+    b = build_c("libskep24s_preB.so", ["skep24s_pre.c"], flags=['-DL="B"'], libs=["-ldl"], shared=True, xray=False)
+    return build_c("skep24s_next", ["skep24s_next.c"], libs=["-ldl"]), a + " " + b
+
+
+def test_rtld_next_two_preloads():
+    prog, pre = _next_prog()
+    plain = run([prog], env={"LD_PRELOAD": pre})
+    eq(plain.stdout.count("null ./"), 0, "untraced dlerror names the object by its path")  # paths are absolute here
+    check("A>null " in plain.stdout and "B>null " in plain.stdout and "child 14\nst 3\n" in plain.stdout, plain.stdout)
+    p, out = record([prog], env={"LD_PRELOAD": pre})
+    eq(p.stdout, plain.stdout, "output of the chain under record")
+    eq(_calls(_logs(out), "nwork"), 4, "spawned child's calls")
+
+
+def test_dlsym_loop_1e5():
+    prog, _ = _next_prog()
+    plain = run([prog, "loop"])
+    p, out = record([prog, "loop"])
+    eq(p.stdout, plain.stdout, "output")
+    eq(p.stdout, "bad 0 same 1\n", "lookups")
+    eq(count_calls(dump_events(out))["nwork"], 100000, "nwork calls")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -255,5 +255,19 @@ def test_dlsym_loop_1e5():
     eq(count_calls(dump_events(out))["nwork"], 100000, "nwork calls")
 
 
+
+# claim 6: every new process gets its own log: Rust's std::process::Command
+# (posix_spawn or fork+exec inside std) from four threads at once.
+def test_rust_command_in_threads():
+    prog = sfkit.rust_fixture("skep24s_cmd")
+    plain = run([prog])
+    p, out = record([prog], args=["-q"])
+    eq(p.stdout, plain.stdout, "output")
+    logs = _logs(out)
+    eq(len(logs), 13, "logs: the parent and 12 children")
+    n = sum(c for l in logs for k, c in count_calls(dump_events(l)).items() if k.endswith("rwork"))
+    eq(n, 312, "rwork calls of the 12 children")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

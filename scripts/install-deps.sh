@@ -5,7 +5,8 @@ set -eu
 
 PKGS="make gcc clang llvm libelf-dev libdw-dev libiberty-dev libzstd-dev zlib1g-dev libisal-dev
 libpcre2-dev libcmocka-dev libsqlite3-dev pkg-config protobuf-compiler python3 nodejs npm binutils
-chromium libclang-rt-14-dev valgrind util-linux groff-base man-db"
+chromium libclang-rt-14-dev valgrind util-linux groff-base man-db
+libseccomp-dev"
 # Peers for bench/ (uftrace) are optional: install with BENCH=1.
 if [ "${BENCH:-0}" = 1 ]; then PKGS="$PKGS uftrace"; fi
 

@@ -54,6 +54,16 @@ static uint32_t parked;         /* 1: stopping, queue written, waiting for sf_wr
 static int gone;                /* handed over and left (hand_over): a submitter writes what it queues */
 static int leader_checked;      /* the leader's end seen (leave_if_program_runs) */
 static pthread_t writer;
+/* The writer's stack: ours (mmap), not glibc's. glibc's fork puts the
+ * stacks it allocated for the parent's other threads into the child's
+ * stack cache, so with a glibc stack the child's first pthread_create
+ * took the writer's, with its DTV already allocated: the program's
+ * thread made one allocation fewer than untraced (issue 25). A stack
+ * given with pthread_attr_setstack is on glibc's list of user stacks,
+ * which its fork empties, and never cached. Kept for a restart (after
+ * sf_writer_stop's join nothing of glibc's is left on it). */
+static char *writer_stack;
+static size_t writer_stack_size;
 static const cpu_set_t *writer_cpus;
 /* glibc's count of the process's threads (__nptl_nthreads, GLIBC_PRIVATE;
  * NULL elsewhere): the writer is not on it while it runs (see
@@ -706,6 +716,24 @@ int sf_writer_start(const cpu_set_t *cpus)
 	 * code won over a thread ending within that). */
 	find_leader_word();
 	int fresh = sf_log_writer_before_start();
+	if (!writer_stack) {
+		size_t sz = 0;
+		long pg = sysconf(_SC_PAGESIZE);
+		pthread_attr_getstacksize(&a, &sz); /* glibc's default (RLIMIT_STACK) */
+		if (pg <= 0)
+			pg = 4096;
+		sz = (sz + (size_t)pg - 1) & ~((size_t)pg - 1);
+		/* a guard page below, as glibc's own stacks have */
+		void *m = mmap(NULL, sz + (size_t)pg, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+		if (m != MAP_FAILED) {
+			mprotect(m, (size_t)pg, PROT_NONE);
+			writer_stack = (char *)m + pg;
+			writer_stack_size = sz;
+		}
+	}
+	if (writer_stack && pthread_attr_setstack(&a, writer_stack, writer_stack_size) != 0)
+		pthread_attr_setstacksize(&a, writer_stack_size); /* glibc's own stack, as before */
 	pthread_t th;
 	int r = pthread_create(&th, &a, writer_main, (void *)cpus);
 	sf_suppress_end(&st);
@@ -1113,6 +1141,12 @@ void sf_writer_after_fork_child(void)
 	keeper_tid = 0;
 	keeper_quit = 0;
 	leader_word = NULL;
+	/* The parent's writer's stack: glibc's fork dropped it from its
+	 * lists, but a raw clone child's lists may still hold it, so it is
+	 * left as it is (not unmapped, not reused): a writer made here gets
+	 * a stack of its own. */
+	writer_stack = NULL;
+	writer_stack_size = 0;
 	offer_tid = 0; /* the parent's leaving writer is not the child's */
 	offer_taken = 0;
 	offer_fd = -1;

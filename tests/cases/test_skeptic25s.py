@@ -541,8 +541,6 @@ def test_alloc_dtv_growth_with_many_tls_plugins():
         eq(memory4(log), want[0], f"{args[0]} {args[2:]}: allocations, bytes, frees, reallocs vs the counter")
 
 
-@sfkit.known_break(25, "a fork child of a non-main thread that dlopens 20 TLS plugins shows 183 allocations, "
-                   "39,438 B, 2 reallocs where the counter sees 184, 39,422 B, 1 realloc")
 def test_alloc_fork_child_of_a_thread_dlopening_tls_plugins():
     """FAILS ON d770564. A thread forks; its child (one thread, whose DTV
     is a calloc'd one) dlopens 20 TLS plugins, touches them and runs 2
@@ -572,8 +570,6 @@ def test_alloc_fork_child_of_a_thread_dlopening_tls_plugins():
 
 
 
-@sfkit.known_break(25, "a fork child that starts threads shows 1 allocation (288 B) where the counter sees 2 "
-                   "(576 B); likely the parent writer thread's cached stack and DTV reused")
 def test_alloc_fork_child_starting_threads():
     """FAILS ON d770564. The main thread forks (the program has no other
     thread); the child starts 3 threads one at a time, then 2 at once.

@@ -66,7 +66,7 @@ int sf_sandbox_no_vm_readv SF_HIDDEN;    /* process_vm_readv refused: args.c rea
 
 /* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
  * program the kernel would not have taken (it is checked there too). */
-static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d)
+static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d, uint32_t *loaded)
 {
 	uint32_t A = 0, X = 0, M[BPF_MEMWORDS] = {0};
 	const unsigned char *data = (const unsigned char *)d;
@@ -76,8 +76,10 @@ static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d)
 		switch (BPF_CLASS(i->code)) {
 		case BPF_LD:
 			if (BPF_MODE(i->code) == BPF_ABS && BPF_SIZE(i->code) == BPF_W && k % 4 == 0 &&
-			    k + 4 <= sizeof(*d))
+			    k + 4 <= sizeof(*d)) {
 				__builtin_memcpy(&A, data + k, 4);
+				*loaded |= 1u << (k / 4);
+			}
 			else if (BPF_MODE(i->code) == BPF_IMM)
 				A = k;
 			else if (BPF_MODE(i->code) == BPF_MEM && k < BPF_MEMWORDS)
@@ -152,17 +154,33 @@ static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d)
 /* 1 if every filter of the chain lets this call through (ALLOW or LOG:
  * the kernel runs it; any other action is a kill, a signal, an error or a
  * tracer's business, none of which the runtime may cause). */
-int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+/* As sf_seccomp_allows, and 0 too where the verdict read an argument
+ * whose bit is set in loose (one the runtime cannot pin: a descriptor, a
+ * pointer): the filter might refuse the value the runtime will really pass
+ * (a kill for fd != 0 passes a probe with fd 0). */
+static int allows_pinned(unsigned loose, long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 {
 	struct seccomp_data d = {.nr = (int)nr, .arch = SF_AUDIT_ARCH, .instruction_pointer = 0,
 				 .args = {(uint64_t)a0, (uint64_t)a1, (uint64_t)a2, (uint64_t)a3, (uint64_t)a4,
 					  (uint64_t)a5}};
+	uint32_t loose_words = 0;
+	for (int i = 0; i < 6; i++)
+		if (loose & (1u << i))
+			loose_words |= 3u << (offsetof(struct seccomp_data, args) / 4 + 2 * i);
 	for (const struct filter *f = __atomic_load_n(&chain, __ATOMIC_ACQUIRE); f; f = f->prev) {
-		uint32_t act = run_filter(f, &d) & SECCOMP_RET_ACTION_FULL;
+		uint32_t loaded = 0;
+		uint32_t act = run_filter(f, &d, &loaded) & SECCOMP_RET_ACTION_FULL;
 		if (act != SECCOMP_RET_ALLOW && act != SECCOMP_RET_LOG)
+			return 0;
+		if (loaded & loose_words)
 			return 0;
 	}
 	return 1;
+}
+
+int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+{
+	return allows_pinned(0, nr, a0, a1, a2, a3, a4, a5);
 }
 
 struct call {
@@ -172,11 +190,42 @@ struct call {
 static uint64_t word;
 #define P ((long)&word)
 
-/* The first call of list[n] the chain refuses: its number, -1 if none. */
+/* The arguments of c the runtime cannot pin (bit i: argument i): its
+ * descriptors (the log's, /proc's: any number) and its pointers. */
+static unsigned loose_args(const struct call *c)
+{
+	unsigned m = 0;
+	for (int i = 0; i < 6; i++)
+		if (c->a[i] == P)
+			m |= 1u << i;
+	switch (c->nr) {
+	case SYS_pwrite64:
+	case SYS_pwritev:
+	case SYS_fallocate:
+	case SYS_fstat:
+	case SYS_fcntl:
+	case SYS_ftruncate:
+	case SYS_close:
+		m |= 1u;
+		break;
+	case SYS_openat:
+		if (c->a[0] != AT_FDCWD)
+			m |= 1u;
+		break;
+	case SYS_mmap:
+		if (!(c->a[3] & MAP_ANONYMOUS))
+			m |= 1u << 4;
+		break;
+	}
+	return m;
+}
+
+/* The first call of list[n] the chain refuses, or whose verdict hangs on
+ * an argument the runtime cannot pin: its number, -1 if none. */
 static long first_refused(const struct call *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!sf_seccomp_allows(list[i].nr, list[i].a[0], list[i].a[1], list[i].a[2], list[i].a[3], list[i].a[4],
+		if (!allows_pinned(loose_args(&list[i]), list[i].nr, list[i].a[0], list[i].a[1], list[i].a[2], list[i].a[3], list[i].a[4],
 				       list[i].a[5]))
 			return list[i].nr;
 	return -1;

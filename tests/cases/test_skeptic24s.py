@@ -143,9 +143,6 @@ def test_seccomp_filter_fork_exec():
     eq(p.stdout, plain.stdout, f"output under record; stderr {p.stderr[-300:]!r}")
 
 
-@sfkit.known_break(24, "filter: default ALLOW, KILL_PROCESS for pwritev/pwrite64/fallocate/fstat/fcntl/ftruncate "
-                       "when fd != 0 (the runtime's probe uses fd 0 and passes): untraced exit 0, under record "
-                       "SIGSYS (159) and no 'tracing stopped' line")
 def test_seccomp_arg_dependent_kill():
     _seccomp(4)
 

@@ -877,6 +877,12 @@ static void cred_resolve(void)
  * not (vw_wait). */
 void sf_image_ends(void)
 {
+	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) {
+		/* tracing stopped at a seccomp filter (sandbox.c): nothing to
+		 * settle, and no call but the futex a waiting parent needs */
+		vw_child_leaves();
+		return;
+	}
 	sf_notes_relay_settle();
 	sf_snapshot_settle();
 	sf_log_image_ends();

@@ -118,15 +118,10 @@ def test_seccomp_kill_thread_allowlist():
     _seccomp(1)
 
 
-@sfkit.known_break(24, "libseccomp filter SCMP_ACT_KILL_PROCESS by default (write/exit/futex/... allowed): "
-                       "untraced exits 0 with 'sum 600004950'; under record killed by SIGSYS (status 159, "
-                       "'it refuses getpid')")
 def test_seccomp_kill_process_allowlist():
     _seccomp(2)
 
 
-@sfkit.known_break(24, "same KILL_PROCESS filter loaded in one thread of two (no TSYNC): untraced 0, "
-                       "under record SIGSYS (159)")
 def test_seccomp_kill_process_in_one_thread():
     _seccomp(2, env={"INTHREAD": "1"})
 

@@ -153,14 +153,10 @@ def _preauth(mode, env):
           f"{n} of 20100 work calls recorded and record says nothing: {p.stderr!r}")
 
 
-@sfkit.known_break(24, "after OpenSSH's preauth filter (default KILL, open/openat/stat/newfstatat EACCES, mmap/"
-                       "mprotect RW only, no pwrite*): 100 of 20100 calls recorded, no 'tracing stopped', "
-                       "nothing dropped in the summary (program leaves by SYS_exit_group)")
 def test_seccomp_openssh_preauth_kill_thread():
     _preauth(5, None)
 
 
-@sfkit.known_break(24, "same with return from main: 100 of 20100 calls, record silent")
 def test_seccomp_openssh_preauth_kill_process_return():
     _preauth(6, {"RET": "1"})
 

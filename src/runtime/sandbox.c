@@ -317,6 +317,29 @@ static long needed_refused(void)
 	return nr;
 }
 
+/* An exec under the chain (it survives exec): whether the new image's
+ * runtime would meet a refusal (or a kill) at its start or on its event
+ * path. The exec wrappers then run the new image without the runtime
+ * (exec_env.c). Cheap: only with a chain, only at an exec. */
+int sf_seccomp_exec_untraced(void)
+{
+	if (!__atomic_load_n(&chain, __ATOMIC_ACQUIRE))
+		return 0;
+	static const struct call start_path[] = {
+		{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_CLOEXEC, 0}},
+		{SYS_read, {0, P, 4096}},
+		{SYS_readlink, {P, P, 4096}},
+		{SYS_prctl, {PR_GET_NAME, P, 0, 0, 0}},
+		{SYS_sched_getaffinity, {0, 128, P}},
+		{SYS_clone3, {P, 88}},
+		{SYS_clone, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+				     CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
+			     P, P, P, P}},
+	};
+	return FIRST_REFUSED(event_path) >= 0 || FIRST_REFUSED(sync_path) >= 0 || FIRST_REFUSED(writer_path) >= 0 ||
+	       FIRST_REFUSED(exit_path) >= 0 || FIRST_REFUSED(start_path) >= 0;
+}
+
 static int writer_refused; /* the chain refuses a call of the writer's */
 
 /* A writer thread made now would be under the chain, which refuses its calls. */
@@ -377,6 +400,16 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 		nr = FIRST_REFUSED(writer_path);
 	if (nr >= 0)
 		stop_for_good(nr);
+	/* What this process (or a child) execs under the chain runs without
+	 * the runtime (exec_env.c): said now, while the note's calls still
+	 * run (record: "sftrace: pid N: ..."), once. */
+	static int exec_said;
+	if (!exec_said && sf_seccomp_allows(SYS_execve, P, P, P, 0, 0, 0) && sf_seccomp_exec_untraced()) {
+		exec_said = 1;
+		sf_rt_report("a seccomp filter the runtime cannot start under: what this process and its children exec "
+			     "from now on is not traced",
+			     "", NULL);
+	}
 	if (tsync)
 		sf_writer_leave_now();
 }

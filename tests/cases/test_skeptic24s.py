@@ -126,9 +126,6 @@ def test_seccomp_kill_process_in_one_thread():
     _seccomp(2, env={"INTHREAD": "1"})
 
 
-@sfkit.known_break(24, "KILL_PROCESS filter allowing what ld.so+libc need (plus getpid, open, ioctl...), then "
-                       "fork + exec of itself: untraced the child prints 'child sum 1499500' and exits 5 (status "
-                       "1280); under record the exec'd child dies of SIGSYS ('child status 31'), no log for it")
 def test_seccomp_filter_fork_exec():
     prog = _seccomp_prog()
     plain = run([prog, "3"])

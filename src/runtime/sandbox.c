@@ -328,7 +328,7 @@ int sf_seccomp_exec_untraced(void)
 	static const struct call start_path[] = {
 		{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_CLOEXEC, 0}},
 		{SYS_read, {0, P, 4096}},
-		{SYS_readlink, {P, P, 4096}},
+		{SYS_readlinkat, {AT_FDCWD, P, P, 4096}},
 		{SYS_prctl, {PR_GET_NAME, P, 0, 0, 0}},
 		{SYS_sched_getaffinity, {0, 128, P}},
 		{SYS_clone3, {P, 88}},

@@ -175,6 +175,8 @@ void sf_buffer_exit_hook_arm(void)
 static void thread_exit_hook(void *arg)
 {
 	(void)arg;
+	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
+		return; /* a seccomp filter may refuse the hand-off's calls (sandbox.c) */
 	sf_unwind_thread_exit();
 	sf_shadow_ov_free();
 	thread_flush_exit();

@@ -238,6 +238,73 @@ struct env_build {
 	size_t len; /* bytes used, from the copy's start */
 };
 
+/* The environment for an exec under a seccomp filter that would refuse
+ * the new image's runtime (sandbox.c): envp without the tracer's
+ * variables and without the runtime (and the allocator interposer) in
+ * LD_PRELOAD, the rest as it was; envp itself when none is there. */
+static char *const *env_untraced(char *const envp[], struct env_build *b)
+{
+	size_t n = 0, bytes = 0;
+	int strip = 0;
+	for (; envp[n]; n++) {
+		if (is_tracer_var(envp[n]))
+			strip = 1;
+		if (!memcmp(envp[n], "LD_PRELOAD=", 11)) {
+			strip |= list_has(envp[n] + 11, self_path) || (alloc_path[0] && list_has(envp[n] + 11, alloc_path));
+			bytes = slen(envp[n]) + 1;
+		}
+	}
+	if (!strip)
+		return envp;
+	size_t need = (n + 1) * sizeof(char *) + bytes;
+	char *m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return envp;
+	b->mem = m;
+	b->mem_len = need;
+	char **env = (char **)m;
+	char *s = m + (n + 1) * sizeof(char *);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (is_tracer_var(envp[i]))
+			continue;
+		if (memcmp(envp[i], "LD_PRELOAD=", 11)) {
+			env[k++] = envp[i];
+			continue;
+		}
+		/* LD_PRELOAD=<the others, in their order> (colon- or space-separated) */
+		char *out = s;
+		memcpy(out, "LD_PRELOAD=", 11);
+		out += 11;
+		const char *p = envp[i] + 11;
+		int any = 0;
+		while (*p) {
+			while (*p == ':' || *p == ' ')
+				p++;
+			const char *q = p;
+			while (*q && *q != ':' && *q != ' ')
+				q++;
+			size_t l = (size_t)(q - p);
+			int ours = (l == slen(self_path) && !memcmp(p, self_path, l)) ||
+				   (alloc_path[0] && l == slen(alloc_path) && !memcmp(p, alloc_path, l));
+			if (l && !ours) {
+				if (any)
+					*out++ = ':';
+				memcpy(out, p, l);
+				out += l;
+				any = 1;
+			}
+			p = q;
+		}
+		*out = 0;
+		if (any)
+			env[k++] = s;
+	}
+	env[k] = NULL;
+	b->env = env;
+	return env;
+}
+
 static char *const *env_for_child(char *const envp[], struct env_build *b)
 {
 	b->env = NULL;
@@ -247,6 +314,14 @@ static char *const *env_for_child(char *const envp[], struct env_build *b)
 	 * root: it is never preloaded into a child (trust.c). */
 	if (!ready || sf_root_changed())
 		return envp;
+	static char *const no_env_[] = {NULL};
+	if (sf_seccomp_exec_untraced()) {
+		/* a seccomp filter (it survives exec) would refuse the new
+		 * image's runtime: the child runs untraced. No note now (the
+		 * filter may refuse its calls): the filter's install said so
+		 * (sandbox.c) */
+		return env_untraced(envp ? envp : no_env_, b);
+	}
 	/* A NULL environment is an empty one to the kernel (execve(path,
 	 * argv, NULL)), and what clearenv() leaves in environ. */
 	static char *const no_env[] = {NULL};

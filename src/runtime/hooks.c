@@ -543,8 +543,9 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	if (nr == SYS_exit_group)
 		sf_image_ends(); /* as _exit does */
 	if (nr == SYS_prctl ? a0 == PR_SET_SECCOMP && a1 == SECCOMP_MODE_STRICT
-			    : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_STRICT)
-		sf_strict_begins(); /* as prctl() (rt_libc.c) */
+			    : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_STRICT && !a1 && !a2)
+		sf_strict_begins(); /* as prctl() (rt_libc.c); with flags or args the kernel
+				     * refuses it (EINVAL: libseccomp's probe, seccomp(STRICT, 1, NULL)) */
 	int filter = nr == SYS_prctl ? a0 == PR_SET_SECCOMP && a1 == SECCOMP_MODE_FILTER
 				     : nr == SYS_seccomp && a0 == SECCOMP_SET_MODE_FILTER;
 	if (filter) /* libseccomp's way: as prctl() (sandbox.c) */
@@ -877,6 +878,12 @@ static void cred_resolve(void)
  * not (vw_wait). */
 void sf_image_ends(void)
 {
+	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) {
+		/* tracing stopped at a seccomp filter (sandbox.c): nothing to
+		 * settle, and no call but the futex a waiting parent needs */
+		vw_child_leaves();
+		return;
+	}
 	sf_notes_relay_settle();
 	sf_snapshot_settle();
 	sf_log_image_ends();

@@ -370,7 +370,11 @@ void sf_services_after_fork_child(void)
 
 __attribute__((destructor(101))) static void sf_fini(void)
 {
-	if (sf_config.enabled) {
+	/* Tracing stopped at a seccomp filter (sandbox.c): the filter may
+	 * refuse any call of these (a calibration's memory, the writer's
+	 * hand-off, the log's end); the log keeps what it had, and record
+	 * says where tracing stopped. */
+	if (sf_config.enabled && !__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) {
 		sf_calib_remeasure();
 		sf_writer_drain();
 		sf_notes_relay_listen(0); /* drained: a relative's loss line was noted */

@@ -989,6 +989,7 @@ void sf_seccomp_installing(const void *prog, unsigned long flags) SF_HIDDEN; /* 
 void sf_seccomp_undo(void) SF_HIDDEN;                                         /* it failed */
 int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5) SF_HIDDEN;
 void sf_thread_name(char *name) SF_HIDDEN; /* prctl(PR_GET_NAME) unless a filter refuses it */
+int sf_seccomp_exec_untraced(void) SF_HIDDEN; /* an exec now: its runtime would meet a refusal */
 int sf_seccomp_refuses_writer(void) SF_HIDDEN; /* a writer made now would be killed */
 void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filter that refuses its calls */
 /* A filter refuses the exit path's own checks (the executable's file

@@ -66,7 +66,7 @@ int sf_sandbox_no_vm_readv SF_HIDDEN;    /* process_vm_readv refused: args.c rea
 
 /* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
  * program the kernel would not have taken (it is checked there too). */
-static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d)
+static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d, uint32_t *loaded)
 {
 	uint32_t A = 0, X = 0, M[BPF_MEMWORDS] = {0};
 	const unsigned char *data = (const unsigned char *)d;
@@ -76,8 +76,10 @@ static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d)
 		switch (BPF_CLASS(i->code)) {
 		case BPF_LD:
 			if (BPF_MODE(i->code) == BPF_ABS && BPF_SIZE(i->code) == BPF_W && k % 4 == 0 &&
-			    k + 4 <= sizeof(*d))
+			    k + 4 <= sizeof(*d)) {
 				__builtin_memcpy(&A, data + k, 4);
+				*loaded |= 1u << (k / 4);
+			}
 			else if (BPF_MODE(i->code) == BPF_IMM)
 				A = k;
 			else if (BPF_MODE(i->code) == BPF_MEM && k < BPF_MEMWORDS)
@@ -152,17 +154,33 @@ static uint32_t run_filter(const struct filter *f, const struct seccomp_data *d)
 /* 1 if every filter of the chain lets this call through (ALLOW or LOG:
  * the kernel runs it; any other action is a kill, a signal, an error or a
  * tracer's business, none of which the runtime may cause). */
-int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+/* As sf_seccomp_allows, and 0 too where the verdict read an argument
+ * whose bit is set in loose (one the runtime cannot pin: a descriptor, a
+ * pointer): the filter might refuse the value the runtime will really pass
+ * (a kill for fd != 0 passes a probe with fd 0). */
+static int allows_pinned(unsigned loose, long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 {
 	struct seccomp_data d = {.nr = (int)nr, .arch = SF_AUDIT_ARCH, .instruction_pointer = 0,
 				 .args = {(uint64_t)a0, (uint64_t)a1, (uint64_t)a2, (uint64_t)a3, (uint64_t)a4,
 					  (uint64_t)a5}};
+	uint32_t loose_words = 0;
+	for (int i = 0; i < 6; i++)
+		if (loose & (1u << i))
+			loose_words |= 3u << (offsetof(struct seccomp_data, args) / 4 + 2 * i);
 	for (const struct filter *f = __atomic_load_n(&chain, __ATOMIC_ACQUIRE); f; f = f->prev) {
-		uint32_t act = run_filter(f, &d) & SECCOMP_RET_ACTION_FULL;
+		uint32_t loaded = 0;
+		uint32_t act = run_filter(f, &d, &loaded) & SECCOMP_RET_ACTION_FULL;
 		if (act != SECCOMP_RET_ALLOW && act != SECCOMP_RET_LOG)
+			return 0;
+		if (loaded & loose_words)
 			return 0;
 	}
 	return 1;
+}
+
+int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
+{
+	return allows_pinned(0, nr, a0, a1, a2, a3, a4, a5);
 }
 
 struct call {
@@ -172,11 +190,42 @@ struct call {
 static uint64_t word;
 #define P ((long)&word)
 
-/* The first call of list[n] the chain refuses: its number, -1 if none. */
+/* The arguments of c the runtime cannot pin (bit i: argument i): its
+ * descriptors (the log's, /proc's: any number) and its pointers. */
+static unsigned loose_args(const struct call *c)
+{
+	unsigned m = 0;
+	for (int i = 0; i < 6; i++)
+		if (c->a[i] == P)
+			m |= 1u << i;
+	switch (c->nr) {
+	case SYS_pwrite64:
+	case SYS_pwritev:
+	case SYS_fallocate:
+	case SYS_fstat:
+	case SYS_fcntl:
+	case SYS_ftruncate:
+	case SYS_close:
+		m |= 1u;
+		break;
+	case SYS_openat:
+		if (c->a[0] != AT_FDCWD)
+			m |= 1u;
+		break;
+	case SYS_mmap:
+		if (!(c->a[3] & MAP_ANONYMOUS))
+			m |= 1u << 4;
+		break;
+	}
+	return m;
+}
+
+/* The first call of list[n] the chain refuses, or whose verdict hangs on
+ * an argument the runtime cannot pin: its number, -1 if none. */
 static long first_refused(const struct call *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!sf_seccomp_allows(list[i].nr, list[i].a[0], list[i].a[1], list[i].a[2], list[i].a[3], list[i].a[4],
+		if (!allows_pinned(loose_args(&list[i]), list[i].nr, list[i].a[0], list[i].a[1], list[i].a[2], list[i].a[3], list[i].a[4],
 				       list[i].a[5]))
 			return list[i].nr;
 	return -1;
@@ -268,6 +317,29 @@ static long needed_refused(void)
 	return nr;
 }
 
+/* An exec under the chain (it survives exec): whether the new image's
+ * runtime would meet a refusal (or a kill) at its start or on its event
+ * path. The exec wrappers then run the new image without the runtime
+ * (exec_env.c). Cheap: only with a chain, only at an exec. */
+int sf_seccomp_exec_untraced(void)
+{
+	if (!__atomic_load_n(&chain, __ATOMIC_ACQUIRE))
+		return 0;
+	static const struct call start_path[] = {
+		{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_CLOEXEC, 0}},
+		{SYS_read, {0, P, 4096}},
+		{SYS_readlinkat, {AT_FDCWD, P, P, 4096}},
+		{SYS_prctl, {PR_GET_NAME, P, 0, 0, 0}},
+		{SYS_sched_getaffinity, {0, 128, P}},
+		{SYS_clone3, {P, 88}},
+		{SYS_clone, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+				     CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
+			     P, P, P, P}},
+	};
+	return FIRST_REFUSED(event_path) >= 0 || FIRST_REFUSED(sync_path) >= 0 || FIRST_REFUSED(writer_path) >= 0 ||
+	       FIRST_REFUSED(exit_path) >= 0 || FIRST_REFUSED(start_path) >= 0;
+}
+
 static int writer_refused; /* the chain refuses a call of the writer's */
 
 /* A writer thread made now would be under the chain, which refuses its calls. */
@@ -328,6 +400,16 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 		nr = FIRST_REFUSED(writer_path);
 	if (nr >= 0)
 		stop_for_good(nr);
+	/* What this process (or a child) execs under the chain runs without
+	 * the runtime (exec_env.c): said now, while the note's calls still
+	 * run (record: "sftrace: pid N: ..."), once. */
+	static int exec_said;
+	if (!exec_said && sf_seccomp_allows(SYS_execve, P, P, P, 0, 0, 0) && sf_seccomp_exec_untraced()) {
+		exec_said = 1;
+		sf_rt_report("a seccomp filter the runtime cannot start under: what this process and its children exec "
+			     "from now on is not traced",
+			     "", NULL);
+	}
 	if (tsync)
 		sf_writer_leave_now();
 }

@@ -118,22 +118,14 @@ def test_seccomp_kill_thread_allowlist():
     _seccomp(1)
 
 
-@sfkit.known_break(24, "libseccomp filter SCMP_ACT_KILL_PROCESS by default (write/exit/futex/... allowed): "
-                       "untraced exits 0 with 'sum 600004950'; under record killed by SIGSYS (status 159, "
-                       "'it refuses getpid')")
 def test_seccomp_kill_process_allowlist():
     _seccomp(2)
 
 
-@sfkit.known_break(24, "same KILL_PROCESS filter loaded in one thread of two (no TSYNC): untraced 0, "
-                       "under record SIGSYS (159)")
 def test_seccomp_kill_process_in_one_thread():
     _seccomp(2, env={"INTHREAD": "1"})
 
 
-@sfkit.known_break(24, "KILL_PROCESS filter allowing what ld.so+libc need (plus getpid, open, ioctl...), then "
-                       "fork + exec of itself: untraced the child prints 'child sum 1499500' and exits 5 (status "
-                       "1280); under record the exec'd child dies of SIGSYS ('child status 31'), no log for it")
 def test_seccomp_filter_fork_exec():
     prog = _seccomp_prog()
     plain = run([prog, "3"])
@@ -143,9 +135,6 @@ def test_seccomp_filter_fork_exec():
     eq(p.stdout, plain.stdout, f"output under record; stderr {p.stderr[-300:]!r}")
 
 
-@sfkit.known_break(24, "filter: default ALLOW, KILL_PROCESS for pwritev/pwrite64/fallocate/fstat/fcntl/ftruncate "
-                       "when fd != 0 (the runtime's probe uses fd 0 and passes): untraced exit 0, under record "
-                       "SIGSYS (159) and no 'tracing stopped' line")
 def test_seccomp_arg_dependent_kill():
     _seccomp(4)
 
@@ -161,14 +150,10 @@ def _preauth(mode, env):
           f"{n} of 20100 work calls recorded and record says nothing: {p.stderr!r}")
 
 
-@sfkit.known_break(24, "after OpenSSH's preauth filter (default KILL, open/openat/stat/newfstatat EACCES, mmap/"
-                       "mprotect RW only, no pwrite*): 100 of 20100 calls recorded, no 'tracing stopped', "
-                       "nothing dropped in the summary (program leaves by SYS_exit_group)")
 def test_seccomp_openssh_preauth_kill_thread():
     _preauth(5, None)
 
 
-@sfkit.known_break(24, "same with return from main: 100 of 20100 calls, record silent")
 def test_seccomp_openssh_preauth_kill_process_return():
     _preauth(6, {"RET": "1"})
 

@@ -725,9 +725,22 @@ static int settls_child(void *p)
 static int clone_shared_vm(int (*fn)(void *), void *stack, int flags, void *arg, pid_t *ptid, void *tls,
 			   pid_t *ctid)
 {
+	int flags_shared = 0; /* CLONE_SETTLS onto this thread's own block */
 	if (flags & CLONE_SETTLS) {
 		if (__atomic_load_n(&tls_img.state, __ATOMIC_ACQUIRE) != 1)
 			dl_iterate_phdr(tls_img_cb, NULL); /* two threads at once find the same */
+	}
+	if ((flags & CLONE_SETTLS) && tls_img.state == 1) {
+		/* tls whose runtime block overlaps the calling thread's (tls = its
+		 * own thread pointer): the child shares this thread's storage
+		 * after all. Resetting "its" block would reset this thread's, so
+		 * it is left alone and handled as a clone without CLONE_SETTLS. */
+		uintptr_t mine = (uintptr_t)sf_arch_tp() + (uintptr_t)tls_img.from_tp;
+		uintptr_t its = (uintptr_t)tls + (uintptr_t)tls_img.from_tp;
+		if (its < mine + tls_img.memsz && mine < its + tls_img.memsz)
+			flags_shared = 1;
+	}
+	if ((flags & CLONE_SETTLS) && !flags_shared) {
 		long m = sf_syscall6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (tls_img.state != 1 || (unsigned long)m > -4096ul) {
 			sf_rt_report("clone(CLONE_VM | CLONE_SETTLS) without CLONE_THREAD cannot be traced: refused", "",
@@ -755,7 +768,22 @@ static int clone_shared_vm(int (*fn)(void *), void *stack, int flags, void *arg,
 	int r = real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 	if (flags & CLONE_VFORK) {
 		int err = errno;
+		/* The child has exec'd or exited: the events it ran into meanwhile
+		 * (this thread's storage, suppressed) were counted there. A child
+		 * that only execs runs none; one that ran code is said. */
+		uint32_t dropped = sf_suppressed - 1;
 		sf_suppress_end(&st);
+		if (r > 0 && dropped) {
+			char num[16];
+			int i = sizeof(num) - 1;
+			num[i] = 0;
+			do
+				num[--i] = (char)('0' + dropped % 10);
+			while ((dropped /= 10) && i > 0);
+			sf_rt_report("clone(CLONE_VM | CLONE_VFORK) without CLONE_THREAD: the child's calls are not recorded "
+				     "(it shares this process's memory); events dropped",
+				     "", num + i);
+		}
 		errno = err;
 	} else if (r > 0) {
 		int err = errno;

@@ -156,8 +156,20 @@ void sf_vfork_prepare(void)
 
 void sf_vfork_parent(void)
 {
-	if (--vfork_depth == 0)
+	if (--vfork_depth == 0) {
+		/* The events the child ran into on this thread's suppressed
+		 * storage, counted there (buffer.c): one that only execs has
+		 * none; one that ran code is said. (A failed vfork: none.) */
+		uint32_t dropped = sf_suppressed - 1;
 		sf_suppress_end(&vfork_saved);
+		if (dropped) {
+			int err = errno;
+			sf_rt_report("vfork child (or clone(CLONE_VM | CLONE_VFORK) through syscall()): its calls are not "
+				     "recorded (it runs on its parent's memory)",
+				     "", NULL);
+			errno = err;
+		}
+	}
 }
 
 /* The parent is suspended while its vfork child runs: a nonzero depth on

@@ -74,6 +74,17 @@ def test_clone_vm_vfork_child_reported():
           f"child's 9 calls neither recorded ({rec_cwork}) nor reported: {p.stderr!r}")
 
 
+def test_vfork_child_that_runs_code_is_reported():
+    # Same for vfork(): a child that calls cwork() x4 and _exits is said;
+    # one that only execs says nothing.
+    prog = build_c("skep24s_vfork", ["skep24s_vfork.c"])
+    for args, said in (([], False), (["x"], True)):
+        plain = run([prog] + args)
+        p, out = record([prog] + args)
+        eq(p.stdout, plain.stdout, f"output {args}")
+        eq("vfork child" in p.stderr, said, f"said {args}: {p.stderr!r}")
+
+
 def test_clone_vm_settls_parent_tls():
     # CLONE_VM|CLONE_SETTLS where tls = the parent's own fs: the child
     # shares the calling thread's storage, as without CLONE_SETTLS, so the

@@ -1557,8 +1557,12 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 				   const uint64_t *frame)
 {
 	struct sf_thread *t = &sf_self;
-	if (sf_suppressed) /* suppress.c */
+	if (sf_suppressed) { /* suppress.c: dropped, and counted (saturating) */
+		uint32_t n = sf_suppressed;
+		if (n < UINT32_MAX)
+			__atomic_store_n(&sf_suppressed, n + 1, __ATOMIC_RELAXED);
 		return NULL;
+	}
 	/* A tail sled that jumps to a patched entry carries SF_TAIL_ENTRY_ID_BITS
 	 * in its id: kind 15, as the fast path's rotate makes it. */
 	kind |= func_id >> (32 - SF_KIND_BITS);

@@ -156,8 +156,20 @@ void sf_vfork_prepare(void)
 
 void sf_vfork_parent(void)
 {
-	if (--vfork_depth == 0)
+	if (--vfork_depth == 0) {
+		/* The events the child ran into on this thread's suppressed
+		 * storage, counted there (buffer.c): one that only execs has
+		 * none; one that ran code is said. (A failed vfork: none.) */
+		uint32_t dropped = sf_suppressed - 1;
 		sf_suppress_end(&vfork_saved);
+		if (dropped) {
+			int err = errno;
+			sf_rt_report("vfork child (or clone(CLONE_VM | CLONE_VFORK) through syscall()): its calls are not "
+				     "recorded (it runs on its parent's memory)",
+				     "", NULL);
+			errno = err;
+		}
+	}
 }
 
 /* The parent is suspended while its vfork child runs: a nonzero depth on
@@ -726,9 +738,22 @@ static int settls_child(void *p)
 static int clone_shared_vm(int (*fn)(void *), void *stack, int flags, void *arg, pid_t *ptid, void *tls,
 			   pid_t *ctid)
 {
+	int flags_shared = 0; /* CLONE_SETTLS onto this thread's own block */
 	if (flags & CLONE_SETTLS) {
 		if (__atomic_load_n(&tls_img.state, __ATOMIC_ACQUIRE) != 1)
 			dl_iterate_phdr(tls_img_cb, NULL); /* two threads at once find the same */
+	}
+	if ((flags & CLONE_SETTLS) && tls_img.state == 1) {
+		/* tls whose runtime block overlaps the calling thread's (tls = its
+		 * own thread pointer): the child shares this thread's storage
+		 * after all. Resetting "its" block would reset this thread's, so
+		 * it is left alone and handled as a clone without CLONE_SETTLS. */
+		uintptr_t mine = (uintptr_t)sf_arch_tp() + (uintptr_t)tls_img.from_tp;
+		uintptr_t its = (uintptr_t)tls + (uintptr_t)tls_img.from_tp;
+		if (its < mine + tls_img.memsz && mine < its + tls_img.memsz)
+			flags_shared = 1;
+	}
+	if ((flags & CLONE_SETTLS) && !flags_shared) {
 		long m = sf_syscall6(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (tls_img.state != 1 || (unsigned long)m > -4096ul) {
 			sf_rt_report("clone(CLONE_VM | CLONE_SETTLS) without CLONE_THREAD cannot be traced: refused", "",
@@ -756,7 +781,15 @@ static int clone_shared_vm(int (*fn)(void *), void *stack, int flags, void *arg,
 	int r = real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 	if (flags & CLONE_VFORK) {
 		int err = errno;
+		/* The child has exec'd or exited: the events it ran into meanwhile
+		 * (this thread's storage, suppressed) were counted there. A child
+		 * that only execs runs none; one that ran code is said. */
+		uint32_t dropped = sf_suppressed - 1;
 		sf_suppress_end(&st);
+		if (r > 0 && dropped) /* one line for all such children: record counts it ("N times") */
+			sf_rt_report("clone(CLONE_VM | CLONE_VFORK) without CLONE_THREAD: the child's calls are not recorded "
+				     "(it shares this process's memory)",
+				     "", NULL);
 		errno = err;
 	} else if (r > 0) {
 		int err = errno;

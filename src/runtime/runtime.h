@@ -912,6 +912,9 @@ struct sf_suppress_state {
 	 * (hooks.c's vfork, unwind.c's walk) are 8 bytes smaller each. */
 	uint64_t shadow_depth : 63, was : 1;
 };
+/* Nonzero while suppressed; 1 plus the events the slow path dropped since
+ * sf_suppress_begin (saturating): a CLONE_VM | CLONE_VFORK child's calls
+ * land there and its parent reads how many (hooks.c). */
 extern __thread uint32_t sf_suppressed __attribute__((tls_model("initial-exec"))) SF_HIDDEN;
 void sf_suppress_begin(struct sf_suppress_state *st) SF_HIDDEN;
 void sf_suppress_end(const struct sf_suppress_state *st) SF_HIDDEN;

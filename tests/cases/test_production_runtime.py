@@ -176,8 +176,10 @@ def test_clone_children_get_their_own_log_and_leave_the_parents_intact():
         # thread's storage, so that thread stops recording when it clones.
         eq({k: n for k, n in parent.items() if k != "main"}, {"work": 2 if mode == "vm" else 3},
            f"{mode}: the parent's log, its calls only")
+        # vfork: the child's work() x5 (on the suspended parent's storage)
+        # are dropped, counted, and said too (skeptic24s).
         notes = [line for line in p.stderr.splitlines() if "CLONE_VM" in line]
-        eq(len(notes), 1 if mode == "vm" else 0, f"{mode}: said once: {notes}")
+        eq(len(notes), 1 if mode in ("vm", "vfork") else 0, f"{mode}: said once: {notes}")
         if child is None:
             # CLONE_VM: the child runs on its parent's memory and thread
             # storage, and records nothing (as a vfork child).

@@ -314,17 +314,16 @@ static char *const *env_for_child(char *const envp[], struct env_build *b)
 	 * root: it is never preloaded into a child (trust.c). */
 	if (!ready || sf_root_changed())
 		return envp;
-	static char *const no_env_[] = {NULL};
+	/* A NULL environment is an empty one to the kernel (execve(path,
+	 * argv, NULL)), and what clearenv() leaves in environ. */
+	static char *const no_env[] = {NULL};
 	if (sf_seccomp_exec_untraced()) {
 		/* a seccomp filter (it survives exec) would refuse the new
 		 * image's runtime: the child runs untraced. No note now (the
 		 * filter may refuse its calls): the filter's install said so
 		 * (sandbox.c) */
-		return env_untraced(envp ? envp : no_env_, b);
+		return env_untraced(envp ? envp : no_env, b);
 	}
-	/* A NULL environment is an empty one to the kernel (execve(path,
-	 * argv, NULL)), and what clearenv() leaves in environ. */
-	static char *const no_env[] = {NULL};
 	if (!envp)
 		envp = no_env;
 	size_t n = 0, preload_at = (size_t)-1;

@@ -71,9 +71,9 @@ static void foreach_note_file(const char *dir, void (*cb)(const char *path, void
 	closedir(d);
 }
 
-static void read_note_file(const char *path, void *ctx)
+/* Calls cb with each line of the note file at path, its newline cut. */
+static void foreach_note_line(const char *path, void (*cb)(const char *line, void *ctx), void *ctx)
 {
-	struct notes *n = ctx;
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return;
@@ -83,50 +83,61 @@ static void read_note_file(const char *path, void *ctx)
 	while ((len = getline(&line, &cap, f)) > 0) {
 		if (line[len - 1] == '\n')
 			line[len - 1] = 0;
-		if (!strncmp(line, "sftrace: ", 9))
-			add_message(n, line + 9);
-		else if (!strncmp(line, "object ", 7))
-			add_object(n, line);
+		cb(line, ctx);
 	}
 	free(line);
 	fclose(f);
 }
 
+static void read_note_line(const char *line, void *ctx)
+{
+	struct notes *n = ctx;
+	if (!strncmp(line, "sftrace: ", 9))
+		add_message(n, line + 9);
+	else if (!strncmp(line, "object ", 7))
+		add_object(n, line);
+}
+
+static void read_note_file(const char *path, void *ctx)
+{
+	foreach_note_line(path, read_note_line, ctx);
+}
+
+struct lost_scan {
+	const char *pid; /* the file's process */
+	int own;	 /* its own first loss was said */
+	int count;
+};
+
+static void report_lost_line(const char *line, void *ctx)
+{
+	struct lost_scan *s = ctx;
+	/* "relayed PID LINE": a relative noted PID's line for it (the
+	 * runtime's fork-family page, notes.c), PID could note nothing */
+	const char *who = s->pid, *l = line;
+	char rpid[16];
+	int used = 0;
+	if (sscanf(line, "relayed %15[0-9] %n", rpid, &used) == 1 && used) {
+		who = rpid;
+		l = line + used;
+	} else if (s->own) {
+		return;
+	}
+	if (!strncmp(l, "sftrace: cannot create log ", 27) || !strncmp(l, "sftrace: cannot write log ", 26) ||
+	    !strncmp(l, "sftrace: cannot map log ", 24)) {
+		fprintf(stderr, "sftrace: pid %s wrote no log: %s\n", sf_esc(who), sf_esc(l + 9));
+		s->count++;
+		if (who == s->pid)
+			s->own = 1; /* its first such line only */
+	}
+}
+
 static void report_lost_file(const char *path, void *ctx)
 {
 	int *count = ctx;
-	const char *pid = strrchr(path, '/') + 1;
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	int own = 0;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		if (line[len - 1] == '\n')
-			line[len - 1] = 0;
-		/* "relayed PID LINE": a relative noted PID's line for it (the
-		 * runtime's fork-family page, notes.c), PID could note nothing */
-		const char *who = pid, *l = line;
-		char rpid[16];
-		int used = 0;
-		if (sscanf(line, "relayed %15[0-9] %n", rpid, &used) == 1 && used) {
-			who = rpid;
-			l = line + used;
-		} else if (own) {
-			continue;
-		}
-		if (!strncmp(l, "sftrace: cannot create log ", 27) || !strncmp(l, "sftrace: cannot write log ", 26) ||
-		    !strncmp(l, "sftrace: cannot map log ", 24)) {
-			fprintf(stderr, "sftrace: pid %s wrote no log: %s\n", sf_esc(who), sf_esc(l + 9));
-			++*count;
-			if (who == pid)
-				own = 1; /* its first such line only */
-		}
-	}
-	free(line);
-	fclose(f);
+	struct lost_scan s = {strrchr(path, '/') + 1, 0, 0};
+	foreach_note_line(path, report_lost_line, &s);
+	*count += s.count;
 }
 
 int record_report_lost(const char *notes_dir)
@@ -138,6 +149,27 @@ int record_report_lost(const char *notes_dir)
 
 static void free_notes(struct notes *n);
 
+struct report_scan {
+	struct notes n; /* its messages, each once */
+	size_t *times;	/* how often each came */
+};
+
+static void report_line(const char *line, void *ctx)
+{
+	struct report_scan *s = ctx;
+	if (strncmp(line, "report sftrace: ", 16))
+		return;
+	size_t i = 0;
+	while (i < s->n.nmessages && strcmp(s->n.messages[i], line + 16))
+		i++;
+	if (i == s->n.nmessages) {
+		add_message(&s->n, line + 16);
+		s->times = xrealloc(s->times, s->n.nmessages * sizeof(*s->times));
+		s->times[i] = 0;
+	}
+	s->times[i]++;
+}
+
 /* A process's "report" lines (the runtime's sf_rt_report: calls it ran
  * but did not record, such as a clone(CLONE_VM) child's), one line each,
  * the same one counted. */
@@ -145,39 +177,16 @@ static void report_file(const char *path, void *ctx)
 {
 	(void)ctx;
 	const char *pid = strrchr(path, '/') + 1;
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	struct notes n = {0};
-	size_t *times = NULL;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		if (line[len - 1] == '\n')
-			line[len - 1] = 0;
-		if (strncmp(line, "report sftrace: ", 16))
-			continue;
-		size_t i = 0;
-		while (i < n.nmessages && strcmp(n.messages[i], line + 16))
-			i++;
-		if (i == n.nmessages) {
-			add_message(&n, line + 16);
-			times = xrealloc(times, n.nmessages * sizeof(*times));
-			times[i] = 0;
-		}
-		times[i]++;
-	}
-	for (size_t i = 0; i < n.nmessages; i++) {
-		fprintf(stderr, "sftrace: pid %s: %s", sf_esc(pid), sf_esc(n.messages[i]));
-		if (times[i] > 1)
-			fprintf(stderr, " (%zu times)", times[i]);
+	struct report_scan s = {{0}, NULL};
+	foreach_note_line(path, report_line, &s);
+	for (size_t i = 0; i < s.n.nmessages; i++) {
+		fprintf(stderr, "sftrace: pid %s: %s", sf_esc(pid), sf_esc(s.n.messages[i]));
+		if (s.times[i] > 1)
+			fprintf(stderr, " (%zu times)", s.times[i]);
 		fputc('\n', stderr);
 	}
-	free(times);
-	free(line);
-	free_notes(&n);
-	fclose(f);
+	free(s.times);
+	free_notes(&s.n);
 }
 
 void record_report_notes(const char *notes_dir)

@@ -70,7 +70,7 @@ def test_signal_handler_ring_plain():
 
 
 def test_signal_handler_other_functions():
-    prog = build_c("skep29s_sig2", ["skep29s_sig2.c"])
+    prog = build_c("skep29s_tick20", ["skep29s_sigtick.c"])
     for extra in (["--ring", "1M"], []):
         for spec in (["-A", "hot@arg1,arg2"], ["-R", "hot@retval"]):
             log = os.path.join(tmpdir(), "sf.log")
@@ -79,7 +79,7 @@ def test_signal_handler_other_functions():
 
 
 def test_signal_10khz_other_functions():
-    prog = build_c("skep29s_sig10k", ["skep29s_sig10k.c"])
+    prog = build_c("skep29s_tick100", ["skep29s_sigtick.c"], flags=["-DTICK_US=100", "-DCALLS=3000000"])
     # the hang needs a signal inside the args path: up to four tries of -A hot
     for spec in [[], ["-A", "echo@arg1/s"]] + [["-A", "hot@arg1,arg2"]] * 4:
         log = os.path.join(tmpdir(), "sf.log")

@@ -210,17 +210,24 @@ def folded_calls(log):
         return dict((s, int(n)) for s, n in (line.rstrip("\n").rsplit(" ", 1) for line in f)), p.stderr
 
 
+def unwind_land_run(mode):
+    """tests/fixtures/unwind_land.c MODE under qemu with the runtime, its
+    landing checked in the output; returns the log."""
+    toolchain()
+    exe = cross("unwind_land", ["unwind_land.c"])
+    log = os.path.join(tmpdir(), "sf.log")
+    p = qemu([exe, mode], log)
+    check("landed ok" in p.stdout, p.stdout)
+    return log
+
+
 def test_aarch64_longjmp_lands():
     # The longjmp hook on aarch64 (sf_arch_jmpbuf_sp: glibc's stack pointer
     # mangled with __pointer_chk_guard): frames that longjmp abandons end
     # where control lands (as in tests/cases/test_unwind.py). C++ exceptions
     # are not tried: no aarch64 libstdc++ is installed (the _Unwind_SetIP
     # path is: test_aarch64_shadow_forced_unwind_cleanup_and_catch).
-    toolchain()
-    exe = cross("unwind_land", ["unwind_land.c"])
-    log = os.path.join(tmpdir(), "sf.log")
-    p = qemu([exe, "longjmp"], log)
-    check("landed ok" in p.stdout, p.stdout)
+    log = unwind_land_run("longjmp")
     stacks, err = folded_calls(log)
     eq(stacks, {"main": 1, "main;foo": 1, "main;foo;baz": 1, "main;foo;baz;qux": 1, "main;bar": 1}, "longjmp tree")
     check("3 frames closed by unwinding" in err, err)
@@ -323,11 +330,7 @@ def test_aarch64_shadow_siglongjmp_out_of_a_handler():
     # A SIGUSR1 handler running inside qux siglongjmps to main: its own
     # frame (pushed on the same stack, below qux's) and the three below
     # the target close at one landing, leaving main open.
-    toolchain()
-    exe = cross("unwind_land", ["unwind_land.c"])
-    log = os.path.join(tmpdir(), "sf.log")
-    p = qemu([exe, "siglongjmp"], log)
-    check("landed ok" in p.stdout, p.stdout)
+    log = unwind_land_run("siglongjmp")
     dump = run([SFTRACE, "dump", log]).stdout
     eq([(int(m.group(2)), int(m.group(3))) for m in LANDING_RE.finditer(dump)], [(4, 1)], "the landing")
     stacks, err = folded_calls(log)

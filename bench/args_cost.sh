@@ -161,9 +161,9 @@ if [ "$CALLGRIND" = 1 ] && command -v valgrind >/dev/null; then
 	N2=$((N / 10))
 	cg_per() { # cmd words with NN for the call count
 		# shellcheck disable=SC2046 # words without spaces, split on purpose
-		a=$(cg_instr "$W/xray" $(echo "$@" | sed "s/NN/$N1/"))
+		a=$(cg_instr "$W/xray" $(echo "$@" | sed "s/ NN$/ $N1/"))
 		# shellcheck disable=SC2046
-		b=$(cg_instr "$W/xray" $(echo "$@" | sed "s/NN/$N2/"))
+		b=$(cg_instr "$W/xray" $(echo "$@" | sed "s/ NN$/ $N2/"))
 		awk -v a="$a" -v b="$b" -v n="$((N2 - N1))" 'BEGIN {printf "%.1f", (b - a) / n}'
 	}
 	iu=$(cg_per "$W/xray" 0 NN)

@@ -69,6 +69,11 @@ static inline __attribute__((always_inline)) uint8_t *put_time(uint8_t *o, uint3
  * each (low first): 1 to 9 bytes. x is not zero. */
 static inline __attribute__((always_inline)) uint8_t *put_xor(uint8_t *o, uint64_t x)
 {
+	if (x <= 0xff) { /* the commonest: a count or an int that moved by a little */
+		o[0] = 1;
+		o[1] = (uint8_t)x;
+		return o + 2;
+	}
 	uint8_t *m = o++, mask = 0;
 	for (unsigned b = 0; x; b++, x >>= 8)
 		if (x & 0xff) {

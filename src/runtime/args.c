@@ -1467,7 +1467,8 @@ static inline __attribute__((always_inline)) void spill_fp(const struct sf_args_
 /* The common case: a small plan (fill_small) on the counter clock, room
  * in the slot. The same records as event_general's: the values-only ARGS
  * event, then the function event, at one time, in one claim. */
-int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+static inline __attribute__((always_inline)) int args_event(const struct sf_args_regs *r, uint32_t func_id,
+							     uint32_t kind)
 {
 	if (sf_suppressed) /* the slow path drops the event too */
 		return 1;
@@ -1493,6 +1494,23 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	if (pl->fp)
 		spill_fp(r);
 	return pl->event(r, sf_event_word(func_id, kind), pl);
+}
+
+int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+{
+	return args_event(r, func_id, kind);
+}
+
+/* The same for the entry and exit trampolines, the kind a constant: no
+ * test of it (the tail call's, the table's index). */
+int sf_args_event_entry(const struct sf_args_regs *r, uint32_t func_id)
+{
+	return args_event(r, func_id, SF_EV_ENTRY);
+}
+
+int sf_args_event_exit(const struct sf_args_regs *r, uint32_t func_id)
+{
+	return args_event(r, func_id, SF_EV_EXIT);
 }
 
 _Static_assert(__builtin_offsetof(struct sf_args_regs, ret) == 48 && __builtin_offsetof(struct sf_args_regs, fp) == 80 &&

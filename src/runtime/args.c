@@ -1079,10 +1079,11 @@ static inline __attribute__((always_inline)) unsigned fill_values(const struct a
  * cut from its register (SQLite under --auto-args: 76k of its 86k ARGS
  * events of 3 to 6 records, mostly pointers). */
 static inline __attribute__((always_inline)) unsigned fill_direct(const struct arg_plan *pl,
-								  const struct sf_args_regs *r, uint64_t *w)
+								  const struct sf_args_regs *r, uint64_t *w, unsigned n)
 {
-	unsigned z = 0, n = pl->nval;
+	unsigned z = 0;
 	const uint32_t *vput = pl->vput;
+#pragma GCC unroll 6
 	for (unsigned k = 0; k < n; k++) {
 		/* at its record's start, so the right shift is the left one
 		 * (put_word: bits - 8 * 0): one shift count for both */
@@ -1317,7 +1318,7 @@ static __attribute__((noinline)) int event_general(const struct sf_args_regs *r,
 		/* Values only (the function event right after them says whose,
 		 * the log's ARGSPEC chunk their types): straight into the
 		 * claimed records, before the words that validate them. */
-		unsigned z = pl->direct ? fill_direct(pl, r, (uint64_t *)(e + 1)) : fill_values(pl, r, (uint64_t *)(e + 1));
+		unsigned z = pl->direct ? fill_direct(pl, r, (uint64_t *)(e + 1), pl->nval) : fill_values(pl, r, (uint64_t *)(e + 1));
 		put_record(e, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 		e += 1 + n;
 		if (z) /* see has_unfilled (buffer.c) and alloc.c */
@@ -1399,8 +1400,8 @@ EVENT_SHAPE(4, 2)
  * records as event_general's, without its frame, its six saved
  * registers and its checks of the plan and the clock (sf_args_event
  * made them); the same slow ways as event_small. */
-static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, uint32_t word,
-						  const struct arg_plan *pl)
+static inline __attribute__((always_inline)) int direct_shape(const struct sf_args_regs *r, uint32_t word,
+							      const struct arg_plan *pl, uint32_t n)
 {
 	struct sf_thread *t = &sf_self;
 	uint64_t time = sf_arch_counter();
@@ -1409,13 +1410,12 @@ static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, 
 		sf_args_claim_leave(t);
 		return small_general(r, word); /* nothing claimed: it looks again */
 	}
-	uint32_t n = pl->nval;
 	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
 	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	uint64_t at = sf_claim_local(&t->cursor, bytes);
 	if (__builtin_expect(at + bytes > t->limit, 0))
 		return small_cut(r, word, at, time, zero);
-	unsigned z = fill_direct(pl, r, (uint64_t *)at + 1);
+	unsigned z = fill_direct(pl, r, (uint64_t *)at + 1, n);
 	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 	put_record((struct sf_event *)at + 1 + n, time, word);
 	if (z) /* see has_unfilled (buffer.c) and alloc.c */
@@ -1423,6 +1423,25 @@ static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, 
 	sf_args_claim_leave(t);
 	return 0;
 }
+
+/* Any count of values (the loop's); below, copies for 3 to 6, the
+ * commonest (SQLite's), unrolled, with no register saved. */
+static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, uint32_t word,
+						  const struct arg_plan *pl)
+{
+	return direct_shape(r, word, pl, pl->nval);
+}
+
+#define EVENT_DIRECT(v)                                                                                            \
+	static __attribute__((noinline)) int event_d##v(const struct sf_args_regs *r, uint32_t word,              \
+							 const struct arg_plan *pl)                                \
+	{                                                                                                          \
+		return direct_shape(r, word, pl, v);                                                               \
+	}
+EVENT_DIRECT(3)
+EVENT_DIRECT(4)
+EVENT_DIRECT(5)
+EVENT_DIRECT(6)
 
 /* event_general for a plan of direct_plan that is neither small nor
  * direct (pl->event). */
@@ -1442,7 +1461,18 @@ static void plan_event_fn(struct arg_plan *pl)
 	case 2 | 2 << 4: pl->event = event_s2_2; return;
 	case 3 | 2 << 4: pl->event = event_s3_2; return;
 	case 4 | 2 << 4: pl->event = event_s4_2; return;
-	default: pl->event = pl->nrec && pl->direct ? event_direct : event_other; return;
+	default: break;
+	}
+	if (!pl->nrec || !pl->direct) {
+		pl->event = event_other;
+		return;
+	}
+	switch (pl->nval) {
+	case 3: pl->event = event_d3; return;
+	case 4: pl->event = event_d4; return;
+	case 5: pl->event = event_d5; return;
+	case 6: pl->event = event_d6; return;
+	default: pl->event = event_direct; return;
 	}
 }
 

@@ -1329,7 +1329,7 @@ static __attribute__((noinline)) int event_general(const struct sf_args_regs *r,
 	return 0;
 }
 
-/* event_small's slow ways, out of its way (the plan worked out again
+/* event_shape's and direct_shape's slow ways, out of its way (the plan worked out again
  * from the function event's word): before a claim, event_general; a
  * claim past the slot's limit, claim_cut. */
 static __attribute__((noinline, cold)) int small_general(const struct sf_args_regs *r, uint32_t word)
@@ -1395,11 +1395,11 @@ EVENT_SHAPE(2, 2)
 EVENT_SHAPE(3, 2)
 EVENT_SHAPE(4, 2)
 
-/* event_small for a direct plan that is not small (SQLite's
+/* event_shape for a direct plan that is not small (SQLite's
  * pointer-heavy functions: 3 to 6 values, one a record): the same
  * records as event_general's, without its frame, its six saved
  * registers and its checks of the plan and the clock (sf_args_event
- * made them); the same slow ways as event_small. */
+ * made them); the same slow ways as event_shape. */
 static inline __attribute__((always_inline)) int direct_shape(const struct sf_args_regs *r, uint32_t word,
 							      const struct arg_plan *pl, uint32_t n)
 {

@@ -773,8 +773,14 @@ static inline __attribute__((always_inline)) int stack_copy(uint64_t addr, uint8
 	uint64_t top = args_hi;
 	if (cur < lo || cur >= hi || addr < cur || top > hi || addr >= top || top - addr < n)
 		return 0;
+	/* 8 bytes a load while 8 are left (a 16-byte --auto-args string:
+	 * 2 loads, not 16), then bytes: none past addr + n */
+	typedef uint64_t __attribute__((aligned(1), may_alias)) u64_any;
+	unsigned i = 0;
+	for (; i + 8 <= n; i += 8)
+		*(u64_any *)(out + i) = *(const volatile u64_any *)(addr + i);
 	const volatile uint8_t *src = (const volatile uint8_t *)addr;
-	for (unsigned i = 0; i < n; i++)
+	for (; i < n; i++)
 		out[i] = src[i];
 	return 1;
 #else
@@ -815,8 +821,19 @@ static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
  * (the NUL excluded), *whole = 0 if it went on. -1: not readable. */
 static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
 {
-	int got = read_mem(addr, out, cap);
-	for (int i = 0; i < got; i++)
+	int got = read_mem(addr, out, cap), i = 0;
+	/* 8 bytes a test: the lowest bit of z is in the first zero byte
+	 * (a borrow only marks bytes above a zero one) */
+	for (; i + 8 <= got; i += 8) {
+		uint64_t w;
+		memcpy(&w, out + i, 8);
+		uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+		if (z) {
+			*whole = 1;
+			return i + (__builtin_ctzll(z) >> 3);
+		}
+	}
+	for (; i < got; i++)
 		if (!out[i]) {
 			*whole = 1;
 			return i;

@@ -762,8 +762,8 @@ static __thread uint64_t args_hi __attribute__((tls_model("initial-exec")));
 /* The n bytes at addr copied into out with plain loads when they all lie
  * on the stack this thread runs on, at or above this frame and below
  * args_hi (1; else 0, nothing copied): a caller's local buffer next to
- * the call (SQLite under --auto-args, docs/DESIGN.md). Byte loads through
- * a volatile pointer, so that no libc memcpy (vector registers, which
+ * the call (SQLite under --auto-args, docs/DESIGN.md). Loads through
+ * a volatile pointer (8 bytes, then bytes), so that no libc memcpy (vector registers, which
  * hold the program's arguments here) is called. A signal or coroutine
  * stack, or a string past that page, goes through process_vm_readv. */
 static inline __attribute__((always_inline)) int stack_copy(uint64_t addr, uint8_t *out, unsigned n)

@@ -56,7 +56,7 @@ struct arg_plan {
 	uint8_t nput; /* FIXED: values (the items less the STRUCT ones, which have none) */
 	uint8_t nval; /* FIXED: records of the values-only layout (format/sf_args.h) */
 	/* FIXED with nval <= 2 and 1 <= nput <= SMALL_PUTS: nput | nval << 4,
-	 * the shape fill_plan_values picks a copy of fill_small by
+	 * the shape plan_event_fn picks a copy of event_shape by
 	 * (fill_values's loops and zeroing cost more than their one or two
 	 * records); 0: fill_values. */
 	uint8_t small;
@@ -90,7 +90,15 @@ struct arg_plan {
 	uint8_t vshift[SMALL_PUTS];
 	struct arg_item it[SF_ARG_MAX_ITEMS];
 	uint64_t tmpl[PLAN_TMPL]; /* FIXED: header (function id 0) and pairs, zeros where values go */
+	/* What sf_args_event hands a plan of direct_plan to (set by
+	 * plan_event_fn once make_plan is done): a small plan's copy of
+	 * event_shape for its shape, a direct one's event_direct, else
+	 * event_general's; one indirect jump instead of the tests of the
+	 * shape and the switch, and no shuffle of the values into another
+	 * call's registers. */
+	int (*event)(const struct sf_args_regs *r, uint32_t word, const struct arg_plan *pl);
 };
+static void plan_event_fn(struct arg_plan *pl);
 
 struct arg_func {
 	uint32_t obj;      /* index into A.objs */
@@ -368,6 +376,8 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 		return 1;
 	make_plan(&f->plan[0], 0);
 	make_plan(&f->plan[1], SF_ARGS_RET);
+	plan_event_fn(&f->plan[0]);
+	plan_event_fn(&f->plan[1]);
 	f->obj = A.nobjs - 1;
 	f->vaddr = vaddr;
 	A.n++; /* record writes one line per function (the first wins) */
@@ -752,8 +762,8 @@ static __thread uint64_t args_hi __attribute__((tls_model("initial-exec")));
 /* The n bytes at addr copied into out with plain loads when they all lie
  * on the stack this thread runs on, at or above this frame and below
  * args_hi (1; else 0, nothing copied): a caller's local buffer next to
- * the call (SQLite under --auto-args, docs/DESIGN.md). Byte loads through
- * a volatile pointer, so that no libc memcpy (vector registers, which
+ * the call (SQLite under --auto-args, docs/DESIGN.md). Loads through
+ * a volatile pointer (8 bytes, then bytes), so that no libc memcpy (vector registers, which
  * hold the program's arguments here) is called. A signal or coroutine
  * stack, or a string past that page, goes through process_vm_readv. */
 static inline __attribute__((always_inline)) int stack_copy(uint64_t addr, uint8_t *out, unsigned n)
@@ -763,8 +773,14 @@ static inline __attribute__((always_inline)) int stack_copy(uint64_t addr, uint8
 	uint64_t top = args_hi;
 	if (cur < lo || cur >= hi || addr < cur || top > hi || addr >= top || top - addr < n)
 		return 0;
+	/* 8 bytes a load while 8 are left (a 16-byte --auto-args string:
+	 * 2 loads, not 16), then bytes: none past addr + n */
+	typedef uint64_t __attribute__((aligned(1), may_alias)) u64_any;
+	unsigned i = 0;
+	for (; i + 8 <= n; i += 8)
+		*(u64_any *)(out + i) = *(const volatile u64_any *)(addr + i);
 	const volatile uint8_t *src = (const volatile uint8_t *)addr;
-	for (unsigned i = 0; i < n; i++)
+	for (; i < n; i++)
 		out[i] = src[i];
 	return 1;
 #else
@@ -805,8 +821,19 @@ static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
  * (the NUL excluded), *whole = 0 if it went on. -1: not readable. */
 static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
 {
-	int got = read_mem(addr, out, cap);
-	for (int i = 0; i < got; i++)
+	int got = read_mem(addr, out, cap), i = 0;
+	/* 8 bytes a test: the lowest bit of z is in the first zero byte
+	 * (a borrow only marks bytes above a zero one) */
+	for (; i + 8 <= got; i += 8) {
+		uint64_t w;
+		memcpy(&w, out + i, 8);
+		uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+		if (z) {
+			*whole = 1;
+			return i + (__builtin_ctzll(z) >> 3);
+		}
+	}
+	for (; i < got; i++)
 		if (!out[i]) {
 			*whole = 1;
 			return i;
@@ -1069,10 +1096,11 @@ static inline __attribute__((always_inline)) unsigned fill_values(const struct a
  * cut from its register (SQLite under --auto-args: 76k of its 86k ARGS
  * events of 3 to 6 records, mostly pointers). */
 static inline __attribute__((always_inline)) unsigned fill_direct(const struct arg_plan *pl,
-								  const struct sf_args_regs *r, uint64_t *w)
+								  const struct sf_args_regs *r, uint64_t *w, unsigned n)
 {
-	unsigned z = 0, n = pl->nval;
+	unsigned z = 0;
 	const uint32_t *vput = pl->vput;
+#pragma GCC unroll 6
 	for (unsigned k = 0; k < n; k++) {
 		/* at its record's start, so the right shift is the left one
 		 * (put_word: bits - 8 * 0): one shift count for both */
@@ -1110,24 +1138,6 @@ static inline __attribute__((always_inline)) unsigned fill_small(const struct ar
 		z += (uint32_t)(v1 >> 32) == 0;
 	}
 	return z;
-}
-
-/* fill_small's copy for a small plan's shape (pl->small: one of these,
- * make_plan). */
-static inline __attribute__((always_inline)) unsigned fill_plan_values(const struct arg_plan *pl,
-									const struct sf_args_regs *r, uint64_t *w)
-{
-	switch (pl->small) {
-	case 1 | 1 << 4: return fill_small(pl, r, w, 1, 1);
-	case 2 | 1 << 4: return fill_small(pl, r, w, 2, 1);
-	case 3 | 1 << 4: return fill_small(pl, r, w, 3, 1);
-	case 4 | 1 << 4: return fill_small(pl, r, w, 4, 1);
-	case 1 | 2 << 4: return fill_small(pl, r, w, 1, 2);
-	case 2 | 2 << 4: return fill_small(pl, r, w, 2, 2);
-	case 3 | 2 << 4: return fill_small(pl, r, w, 3, 2);
-	case 4 | 2 << 4: return fill_small(pl, r, w, 4, 2);
-	default: __builtin_unreachable();
-	}
 }
 
 /* At a tail-call sled of a function whose return value is asked for: an
@@ -1325,7 +1335,7 @@ static __attribute__((noinline)) int event_general(const struct sf_args_regs *r,
 		/* Values only (the function event right after them says whose,
 		 * the log's ARGSPEC chunk their types): straight into the
 		 * claimed records, before the words that validate them. */
-		unsigned z = pl->direct ? fill_direct(pl, r, (uint64_t *)(e + 1)) : fill_values(pl, r, (uint64_t *)(e + 1));
+		unsigned z = pl->direct ? fill_direct(pl, r, (uint64_t *)(e + 1), pl->nval) : fill_values(pl, r, (uint64_t *)(e + 1));
 		put_record(e, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 		e += 1 + n;
 		if (z) /* see has_unfilled (buffer.c) and alloc.c */
@@ -1336,7 +1346,7 @@ static __attribute__((noinline)) int event_general(const struct sf_args_regs *r,
 	return 0;
 }
 
-/* event_small's slow ways, out of its way (the plan worked out again
+/* event_shape's and direct_shape's slow ways, out of its way (the plan worked out again
  * from the function event's word): before a claim, event_general; a
  * claim past the slot's limit, claim_cut. */
 static __attribute__((noinline, cold)) int small_general(const struct sf_args_regs *r, uint32_t word)
@@ -1352,47 +1362,63 @@ static __attribute__((noinline, cold)) int small_cut(const struct sf_args_regs *
 	return claim_cut(plan_of(func_id, kind), r, func_id, at, time, zero);
 }
 
-/* The second half of sf_args_event's common case: the values are in v0
- * and v1 (nz: their record count n, and z, how many have a zero upper
- * half, << 8), word is the function event's. Apart from the first half so
- * that neither keeps more values than there are registers free to hold
- * them (no register saved, no frame). A jump to event_general or
- * claim_cut on a slow way: they work out the plan again from word. */
-static __attribute__((noinline)) int event_small(const struct sf_args_regs *r, uint32_t word, uint64_t v0,
-						 uint64_t v1, uint32_t nz)
+/* sf_args_event's common case for a small plan of nput values in nval
+ * records (constants in each copy below): the values cut from the
+ * registers (fill_small), then the values-only ARGS event and the
+ * function event (word) in one claim at one time. A jump to
+ * event_general or claim_cut on a slow way: they work out the plan again
+ * from word. */
+static inline __attribute__((always_inline)) int event_shape(const struct sf_args_regs *r, uint32_t word,
+							     const struct arg_plan *pl, unsigned nput, unsigned nval)
 {
+	uint64_t v[2] = {0, 0};
+	unsigned z = fill_small(pl, r, v, nput, nval);
 	struct sf_thread *t = &sf_self;
 	uint64_t time = sf_arch_counter();
-	uint32_t n = nz & 0xff;
 	sf_args_claim_enter(t); /* up to the last store (sf_thread.args_claim) */
 	if (__builtin_expect(t->state != SF_THREAD_ACTIVE || time - t->base >= SF_TIME_SPAN, 0)) {
 		sf_args_claim_leave(t);
 		return small_general(r, word); /* nothing claimed: it looks again */
 	}
-	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
+	uint64_t bytes = (uint64_t)(nval + 2) * sizeof(struct sf_event);
 	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	uint64_t at = sf_claim_local(&t->cursor, bytes);
 	if (__builtin_expect(at + bytes > t->limit, 0))
 		return small_cut(r, word, at, time, zero);
 	uint64_t *w = (uint64_t *)at;
-	w[1] = v0;
-	if (n == 2)
-		w[2] = v1;
-	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
-	put_record((struct sf_event *)at + 1 + n, time, word);
-	if (nz >> 8) /* see has_unfilled (buffer.c) and alloc.c */
-		sf_arch_cas_local(&t->heap_zero, zero, zero + (nz >> 8));
+	w[1] = v[0];
+	if (nval == 2)
+		w[2] = v[1];
+	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | nval, SF_EV_ARGS));
+	put_record((struct sf_event *)at + 1 + nval, time, word);
+	if (z) /* see has_unfilled (buffer.c) and alloc.c */
+		sf_arch_cas_local(&t->heap_zero, zero, zero + z);
 	sf_args_claim_leave(t);
 	return 0;
 }
 
-/* event_small for a direct plan that is not small (SQLite's
+#define EVENT_SHAPE(p, v)                                                                                          \
+	static __attribute__((noinline)) int event_s##p##_##v(const struct sf_args_regs *r, uint32_t word,        \
+							       const struct arg_plan *pl)                          \
+	{                                                                                                          \
+		return event_shape(r, word, pl, p, v);                                                             \
+	}
+EVENT_SHAPE(1, 1)
+EVENT_SHAPE(2, 1)
+EVENT_SHAPE(3, 1)
+EVENT_SHAPE(4, 1)
+EVENT_SHAPE(1, 2)
+EVENT_SHAPE(2, 2)
+EVENT_SHAPE(3, 2)
+EVENT_SHAPE(4, 2)
+
+/* event_shape for a direct plan that is not small (SQLite's
  * pointer-heavy functions: 3 to 6 values, one a record): the same
  * records as event_general's, without its frame, its six saved
  * registers and its checks of the plan and the clock (sf_args_event
- * made them); the same slow ways as event_small. */
-static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, uint32_t word,
-						  const struct arg_plan *pl)
+ * made them); the same slow ways as event_shape. */
+static inline __attribute__((always_inline)) int direct_shape(const struct sf_args_regs *r, uint32_t word,
+							      const struct arg_plan *pl, uint32_t n)
 {
 	struct sf_thread *t = &sf_self;
 	uint64_t time = sf_arch_counter();
@@ -1401,19 +1427,70 @@ static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, 
 		sf_args_claim_leave(t);
 		return small_general(r, word); /* nothing claimed: it looks again */
 	}
-	uint32_t n = pl->nval;
 	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
 	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	uint64_t at = sf_claim_local(&t->cursor, bytes);
 	if (__builtin_expect(at + bytes > t->limit, 0))
 		return small_cut(r, word, at, time, zero);
-	unsigned z = fill_direct(pl, r, (uint64_t *)at + 1);
+	unsigned z = fill_direct(pl, r, (uint64_t *)at + 1, n);
 	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 	put_record((struct sf_event *)at + 1 + n, time, word);
 	if (z) /* see has_unfilled (buffer.c) and alloc.c */
 		sf_arch_cas_local(&t->heap_zero, zero, zero + z);
 	sf_args_claim_leave(t);
 	return 0;
+}
+
+/* Any count of values (the loop's); below, copies for 3 to 6, the
+ * commonest (SQLite's), unrolled, with no register saved. */
+static __attribute__((noinline)) int event_direct(const struct sf_args_regs *r, uint32_t word,
+						  const struct arg_plan *pl)
+{
+	return direct_shape(r, word, pl, pl->nval);
+}
+
+#define EVENT_DIRECT(v)                                                                                            \
+	static __attribute__((noinline)) int event_d##v(const struct sf_args_regs *r, uint32_t word,              \
+							 const struct arg_plan *pl)                                \
+	{                                                                                                          \
+		return direct_shape(r, word, pl, v);                                                               \
+	}
+EVENT_DIRECT(3)
+EVENT_DIRECT(4)
+EVENT_DIRECT(5)
+EVENT_DIRECT(6)
+
+/* event_general for a plan of direct_plan that is neither small nor
+ * direct (pl->event). */
+static __attribute__((noinline)) int event_other(const struct sf_args_regs *r, uint32_t word, const struct arg_plan *pl)
+{
+	return event_general(r, word >> SF_KIND_BITS, word & ((1u << SF_KIND_BITS) - 1), pl);
+}
+
+static void plan_event_fn(struct arg_plan *pl)
+{
+	switch (pl->small) {
+	case 1 | 1 << 4: pl->event = event_s1_1; return;
+	case 2 | 1 << 4: pl->event = event_s2_1; return;
+	case 3 | 1 << 4: pl->event = event_s3_1; return;
+	case 4 | 1 << 4: pl->event = event_s4_1; return;
+	case 1 | 2 << 4: pl->event = event_s1_2; return;
+	case 2 | 2 << 4: pl->event = event_s2_2; return;
+	case 3 | 2 << 4: pl->event = event_s3_2; return;
+	case 4 | 2 << 4: pl->event = event_s4_2; return;
+	default: break;
+	}
+	if (!pl->nrec || !pl->direct) {
+		pl->event = event_other;
+		return;
+	}
+	switch (pl->nval) {
+	case 3: pl->event = event_d3; return;
+	case 4: pl->event = event_d4; return;
+	case 5: pl->event = event_d5; return;
+	case 6: pl->event = event_d6; return;
+	default: pl->event = event_direct; return;
+	}
 }
 
 /* x86-64: the low halves of xmm0-7 into r->fp, which the args
@@ -1437,7 +1514,8 @@ static inline __attribute__((always_inline)) void spill_fp(const struct sf_args_
 /* The common case: a small plan (fill_small) on the counter clock, room
  * in the slot. The same records as event_general's: the values-only ARGS
  * event, then the function event, at one time, in one claim. */
-int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+static inline __attribute__((always_inline)) int args_event(const struct sf_args_regs *r, uint32_t func_id,
+							     uint32_t kind)
 {
 	if (sf_suppressed) /* the slow path drops the event too */
 		return 1;
@@ -1462,17 +1540,24 @@ int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
 	}
 	if (pl->fp)
 		spill_fp(r);
-	/* One pointer from here, not the table's index and the direction
-	 * kept apart to work it out again (registers, see event_small). */
-	__asm__("" : "+r"(pl));
-	if (__builtin_expect(!pl->small, 0)) {
-		if (pl->nrec && pl->direct)
-			return event_direct(r, sf_event_word(func_id, kind), pl);
-		return event_general(r, func_id, kind, pl);
-	}
-	uint64_t v[2] = {0, 0};
-	unsigned z = fill_plan_values(pl, r, v);
-	return event_small(r, sf_event_word(func_id, kind), v[0], v[1], pl->nval | z << 8);
+	return pl->event(r, sf_event_word(func_id, kind), pl);
+}
+
+int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind)
+{
+	return args_event(r, func_id, kind);
+}
+
+/* The same for the entry and exit trampolines, the kind a constant: no
+ * test of it (the tail call's, the table's index). */
+int sf_args_event_entry(const struct sf_args_regs *r, uint32_t func_id)
+{
+	return args_event(r, func_id, SF_EV_ENTRY);
+}
+
+int sf_args_event_exit(const struct sf_args_regs *r, uint32_t func_id)
+{
+	return args_event(r, func_id, SF_EV_EXIT);
 }
 
 _Static_assert(__builtin_offsetof(struct sf_args_regs, ret) == 48 && __builtin_offsetof(struct sf_args_regs, fp) == 80 &&

@@ -684,6 +684,10 @@ int sf_args_capture(const struct sf_args_regs *r, uint32_t func_id, uint32_t kin
  * Returns 0 if both are recorded, 1 if the caller is to record the
  * function event on its slow path (ARGS recorded or not asked for). */
 int sf_args_event(const struct sf_args_regs *r, uint32_t func_id, uint32_t kind) SF_HIDDEN;
+/* sf_args_event(r, func_id, SF_EV_ENTRY) and (..., SF_EV_EXIT): what the
+ * entry and exit args trampolines call. */
+int sf_args_event_entry(const struct sf_args_regs *r, uint32_t func_id) SF_HIDDEN;
+int sf_args_event_exit(const struct sf_args_regs *r, uint32_t func_id) SF_HIDDEN;
 /* fn(a, b, c) with the program's vector (and x87) state saved around it
  * (arch/<arch>/trampoline.S): for C reached from the args trampolines,
  * which save none, on its way into code that may change vector registers. */

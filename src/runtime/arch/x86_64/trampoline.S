@@ -630,8 +630,14 @@ FUNC	sf_vec_safe_call3
 	 * that read one (args.c, spill_fp) */
 	mov	%rsp, %rdi		/* regs */
 	mov	%r10d, %esi		/* function id */
+	.if \kind == 1
+	call	sf_args_event_entry
+	.elseif \kind == 2
+	call	sf_args_event_exit
+	.else
 	mov	$\kind, %edx
 	call	sf_args_event
+	.endif
 	mov	0(%rsp), %rdi
 	mov	8(%rsp), %rsi
 	mov	32(%rsp), %r8

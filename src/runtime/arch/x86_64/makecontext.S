@@ -1,0 +1,38 @@
+/* void makecontext(ucontext_t *ucp, void (*fn)(void), int argc, ...), in
+ * front of glibc's: the context's stack (ucp->uc_stack) is noted, so that
+ * a landing on it knows its bounds without reading /proc/self/maps
+ * (src/runtime/stack.c). makecontext is variadic, so no C function can
+ * pass its arguments on: this keeps every argument register (and %al, the
+ * vector register count of a variadic call) around the call to
+ * sf_makecontext_route (ucp in %rdi), then jumps to the makecontext it
+ * returns with the stack (the arguments past the sixth, the caller's
+ * return address) as it came. makecontext's arguments are ints: no vector
+ * register carries one. */
+
+	.text
+	.globl	sf_makecontext
+	.type	sf_makecontext, @function
+	.p2align 4
+sf_makecontext:
+	push	%rdi			/* 7 words: the call is 16-byte aligned */
+	push	%rsi
+	push	%rdx
+	push	%rcx
+	push	%r8
+	push	%r9
+	push	%rax
+	call	sf_makecontext_route
+	mov	%rax, %r11
+	pop	%rax
+	pop	%r9
+	pop	%r8
+	pop	%rcx
+	pop	%rdx
+	pop	%rsi
+	pop	%rdi
+	jmp	*%r11
+	.size	sf_makecontext, .-sf_makecontext
+
+	.symver	sf_makecontext, makecontext@@GLIBC_2.2.5, remove
+
+	.section .note.GNU-stack, "", @progbits

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -46,11 +47,14 @@ static uint64_t hex_digit(char c)
 	return 16;
 }
 
-/* Scans /proc/self/maps for the mapping holding addr, byte by byte (lines
- * are "lo-hi perms offset dev inode   name"; the buffer is small, as this
- * may run on a signal stack). 1 if found; *grows is set for the main
- * thread's "[stack]", which the kernel extends down as it is used. Also
- * how objects.c finds the file of a program started through its loader. */
+/* Scans /proc/self/maps for the mapping holding addr (lines are
+ * "lo-hi perms offset dev inode   name"; the buffer is small, as this may
+ * run on a signal stack): each line's bounds byte by byte, the rest of a
+ * line not holding addr skipped with memchr, and the read stopped at the
+ * first mapping above addr (the kernel lists them in address order). 1 if
+ * found; *grows is set for the main thread's "[stack]", which the kernel
+ * extends down as it is used. Also how objects.c finds the file of a
+ * program started through its loader. */
 int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -58,13 +62,23 @@ int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 		return 0;
 	char buf[512], tail[8] = {0}; /* tail: the line's last 7 bytes */
 	uint64_t a = 0, b = 0;
-	int field = 0, found = 0; /* field 0: lo, 1: hi, 2: the rest of the line */
+	/* field 0: lo, 1: hi, 2: the rest of addr's line, 3: the rest of another's */
+	int field = 0, found = 0, past = 0;
 	ssize_t n;
-	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n && !found; i++) {
+	while (!found && !past && (n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !found && !past; i++) {
+			if (field == 3) {
+				const char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+				if (!nl)
+					break;
+				i = nl - buf;
+				a = b = 0;
+				field = 0;
+				continue;
+			}
 			char c = buf[i];
 			if (c == '\n') {
-				if (addr >= a && addr < b) {
+				if (field == 2) {
 					found = 1;
 					*lo = a;
 					*hi = b;
@@ -81,8 +95,10 @@ int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 					a = a << 4 | hex_digit(c);
 				else
 					b = b << 4 | hex_digit(c);
-			} else {
-				field++;
+			} else if (++field == 2) {
+				past = a > addr;
+				if (addr < a || addr >= b)
+					field = 3;
 			}
 		}
 	}

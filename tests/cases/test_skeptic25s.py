@@ -722,6 +722,30 @@ def test_landings_on_separately_mapped_coroutine_stacks():
           f"+{later:.0f} instructions (untraced/traced first, later {extra})")
 
 
+def test_landing_on_a_stack_switched_to_without_makecontext():
+    """A coroutine on an mmap'd stack entered by setting its context's
+    stack pointer by hand (no makecontext: the table of contexts cannot
+    know it) lands 3 times: its stack is read from /proc/self/maps, as
+    untraced the output and 4 frames abandoned a landing. The read skips
+    each line not holding the address with memchr and stops at the first
+    mapping above it: callgrind, instructions inside sf_mapping_of (the
+    lines valgrind's own mappings add included), 133,191-139,991 on
+    4f6529a, 38,638 now."""
+    if platform.machine() != "x86_64":
+        raise Skip("the fixture sets x86-64's registers")
+    exe = build_c("skep25s_rawswitch", ["skep25s_rawswitch.c"])
+    eq(run([exe]).stdout, "done\n", "untraced output")
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, "done\n", "the program's output")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["4"] * 3, "abandoned frames a landing")
+    env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")}
+    p = run(["valgrind", "--tool=callgrind", "--toggle-collect=sf_mapping_of", "--callgrind-out-file=/dev/null", exe],
+            env=env)
+    ir = int(re.search(r"Collected : (\d+)", p.stderr).group(1))
+    check(0 < ir < 80000, f"instructions reading maps: {ir}")
+
+
 def test_makecontext_passes_every_argument():
     """The runtime's makecontext (a stub in front of glibc's, which is
     variadic) passes every argument as it came: 10 ints (past the

@@ -6,14 +6,19 @@
  * sf_makecontext_route (ucp in x0), then branches to the makecontext it
  * returns with sp (the arguments past the eighth) and x30 as they came
  * (x16: a landing pad's "bti c" accepts it). makecontext's arguments are
- * ints: no vector register carries one. */
+ * ints: no vector register carries one. CFI, so that a backtrace taken
+ * inside the call (a profiler's) unwinds through. */
 
 	.text
 	.globl	sf_makecontext
 	.type	sf_makecontext, %function
 	.p2align 4
 sf_makecontext:
+	.cfi_startproc
 	stp	x29, x30, [sp, #-96]!
+	.cfi_def_cfa_offset 96
+	.cfi_offset x29, -96
+	.cfi_offset x30, -88
 	mov	x29, sp
 	stp	x0, x1, [sp, #16]
 	stp	x2, x3, [sp, #32]
@@ -28,7 +33,11 @@ sf_makecontext:
 	ldp	x2, x3, [sp, #32]
 	ldp	x0, x1, [sp, #16]
 	ldp	x29, x30, [sp], #96
+	.cfi_def_cfa_offset 0
+	.cfi_restore x29
+	.cfi_restore x30
 	br	x16
+	.cfi_endproc
 	.size	sf_makecontext, .-sf_makecontext
 
 	.symver	sf_makecontext, makecontext@@GLIBC_2.17, remove

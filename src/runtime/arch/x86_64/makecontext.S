@@ -7,20 +7,29 @@
  * sf_makecontext_route (ucp in %rdi), then jumps to the makecontext it
  * returns with the stack (the arguments past the sixth, the caller's
  * return address) as it came. makecontext's arguments are ints: no vector
- * register carries one. */
+ * register carries one. CFI, so that a backtrace taken inside the call
+ * (a profiler's) unwinds through. */
 
 	.text
 	.globl	sf_makecontext
 	.type	sf_makecontext, @function
 	.p2align 4
 sf_makecontext:
+	.cfi_startproc
 	push	%rdi			/* 7 words: the call is 16-byte aligned */
+	.cfi_adjust_cfa_offset 8
 	push	%rsi
+	.cfi_adjust_cfa_offset 8
 	push	%rdx
+	.cfi_adjust_cfa_offset 8
 	push	%rcx
+	.cfi_adjust_cfa_offset 8
 	push	%r8
+	.cfi_adjust_cfa_offset 8
 	push	%r9
+	.cfi_adjust_cfa_offset 8
 	push	%rax
+	.cfi_adjust_cfa_offset 8
 	call	sf_makecontext_route
 	mov	%rax, %r11
 	pop	%rax
@@ -30,7 +39,9 @@ sf_makecontext:
 	pop	%rdx
 	pop	%rsi
 	pop	%rdi
+	.cfi_adjust_cfa_offset -56
 	jmp	*%r11
+	.cfi_endproc
 	.size	sf_makecontext, .-sf_makecontext
 
 	.symver	sf_makecontext, makecontext@@GLIBC_2.2.5, remove

@@ -10,6 +10,7 @@ Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic25s.py."""
 import os
 import platform
 import re
+import shutil
 import sys
 
 
@@ -744,6 +745,29 @@ def test_landing_on_a_stack_switched_to_without_makecontext():
             env=env)
     ir = int(re.search(r"Collected : (\d+)", p.stderr).group(1))
     check(0 < ir < 80000, f"instructions reading maps: {ir}")
+
+
+def test_contexts_made_on_many_threads_and_stacks_need_no_maps():
+    """4 threads each make 500 contexts in turn on 40 stacks of their own
+    (each its own mapping: 160, more than the table's 64 slots), and each
+    context longjmps 3 frames up once: 2,000 landings, "3 frames
+    abandoned" each, as untraced; run with the runtime preloaded under
+    strace, no open of /proc/self/maps (4f6529a: 32, 8 a thread, then the
+    walk). The newest slot holding a stack is the context just made."""
+    exe = build_c("skep25s_ctxthreads", ["skep25s_ctxthreads.c"], libs=["-lpthread"])
+    eq(run([exe]).stdout, "2000\n", "untraced output")
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, "2000\n", "the program's output")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["3"] * 2000, "abandoned frames a landing")
+    if not shutil.which("strace"):
+        raise Skip("strace not installed")
+    trace = os.path.join(tmpdir(), "strace.txt")
+    env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "st.log")}
+    p = run(["strace", "-f", "-e", "trace=openat,open", "-o", trace, exe], env=env)
+    eq(p.stdout, "2000\n", "the program's output under strace")
+    with open(trace) as f:
+        eq(sum("/proc/self/maps" in ln for ln in f), 0, "opens of /proc/self/maps")
 
 
 def test_makecontext_passes_every_argument():

@@ -112,6 +112,7 @@ struct sf_stack_range {
 	 * [alt_lo, alt_hi), empty for none; valid while alt_known is 1. */
 	uint64_t alt_lo, alt_hi;
 	uint32_t alt_known;
+	uint32_t ctx_hint; /* 1 + the slot of stack.c's table of contexts last found holding a stack asked about; 0 none */
 };
 #endif
 
@@ -862,6 +863,10 @@ int sf_stack_alt(uint64_t cur, uint64_t *lo, uint64_t *hi) SF_HIDDEN;
 /* The bounds [lo, hi) of the stack holding addr (the thread's own or
  * another it runs on, from maps): 1 if known. */
 int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi) SF_HIDDEN;
+/* makecontext's stub (arch/<arch>/makecontext.S): notes the context's
+ * stack (stack.c) and returns the makecontext to go on to. */
+struct ucontext_t;
+void *sf_makecontext_route(const struct ucontext_t *ucp) SF_HIDDEN;
 
 /* 1 if addr lies on the stack the thread runs on now, at or above the
  * caller's frame: mapped. */

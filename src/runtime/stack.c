@@ -19,15 +19,21 @@
  *     the descriptor itself inside a block of PTHREAD_STACK_MIN or more,
  *     followed by a guard size smaller than the block), and checked the same
  *     way on every thread.
- * Any other stack (a coroutine's, a signal stack, a thread whose stack is
- * none of these, an unlimited RLIMIT_STACK) is read from /proc/self/maps as
- * before, at most STACK_READS times a thread. */
+ * A stack the program gave makecontext is known from the ucontext's
+ * uc_stack, noted by the runtime's makecontext (arch/<arch>/makecontext.S)
+ * in a small table every thread reads (ctx_stack_of below).
+ * Any other stack (a coroutine's switched to without makecontext, a signal
+ * stack, a thread whose stack is none of these, an unlimited RLIMIT_STACK)
+ * is read from /proc/self/maps as before, at most STACK_READS times a
+ * thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "runtime/runtime.h"
@@ -41,11 +47,14 @@ static uint64_t hex_digit(char c)
 	return 16;
 }
 
-/* Scans /proc/self/maps for the mapping holding addr, byte by byte (lines
- * are "lo-hi perms offset dev inode   name"; the buffer is small, as this
- * may run on a signal stack). 1 if found; *grows is set for the main
- * thread's "[stack]", which the kernel extends down as it is used. Also
- * how objects.c finds the file of a program started through its loader. */
+/* Scans /proc/self/maps for the mapping holding addr (lines are
+ * "lo-hi perms offset dev inode   name"; the buffer is small, as this may
+ * run on a signal stack): each line's bounds byte by byte, the rest of a
+ * line not holding addr skipped with memchr, and the read stopped at the
+ * first mapping above addr (the kernel lists them in address order). 1 if
+ * found; *grows is set for the main thread's "[stack]", which the kernel
+ * extends down as it is used. Also how objects.c finds the file of a
+ * program started through its loader. */
 int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -53,13 +62,23 @@ int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 		return 0;
 	char buf[512], tail[8] = {0}; /* tail: the line's last 7 bytes */
 	uint64_t a = 0, b = 0;
-	int field = 0, found = 0; /* field 0: lo, 1: hi, 2: the rest of the line */
+	/* field 0: lo, 1: hi, 2: the rest of addr's line, 3: the rest of another's */
+	int field = 0, found = 0, past = 0;
 	ssize_t n;
-	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n && !found; i++) {
+	while (!found && !past && (n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !found && !past; i++) {
+			if (field == 3) {
+				const char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+				if (!nl)
+					break;
+				i = nl - buf;
+				a = b = 0;
+				field = 0;
+				continue;
+			}
 			char c = buf[i];
 			if (c == '\n') {
-				if (addr >= a && addr < b) {
+				if (field == 2) {
 					found = 1;
 					*lo = a;
 					*hi = b;
@@ -76,8 +95,10 @@ int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 					a = a << 4 | hex_digit(c);
 				else
 					b = b << 4 | hex_digit(c);
-			} else {
-				field++;
+			} else if (++field == 2) {
+				past = a > addr;
+				if (addr < a || addr >= b)
+					field = 3;
 			}
 		}
 	}
@@ -209,9 +230,117 @@ static int learn_other_stack(uint64_t cur)
 	return ok;
 }
 
-/* The bounds [lo, hi) of the stack holding addr: the thread's own, or
- * the other one read from maps (read now if need be: a landing on a
- * coroutine's or a signal stack). 0 if unknown. */
+/* ---- the stacks of the contexts the program made (makecontext) ----
+ * Reading maps on a thread's first landing on a coroutine's stack cost
+ * about 12,500 instructions and tens of microseconds of system time,
+ * charged to the frame the longjmp abandons (skeptic25s). makecontext is
+ * told the stack: the runtime's (arch/<arch>/makecontext.S, a stub that
+ * keeps the variadic arguments as they came) notes uc_stack here, then
+ * goes on to the next makecontext (libc's). The table is process-wide (a
+ * context made on one thread may run on another), CTX_SLOTS slots reused
+ * in turn, each a seqlock: a writer claims a slot by making its sequence
+ * odd (a slot another writer holds is passed over), readers (a landing,
+ * maybe in a signal handler) take a slot only when its sequence is even
+ * and unchanged across the read. No lock, no allocation. Readers look
+ * from the newest slot back, so a stack's memory freed and given to a
+ * newer context is found as the newer one. A stack the table has lost
+ * (more than CTX_SLOTS contexts made since) is read from maps as before. */
+enum { CTX_SLOTS = 64, CTX_MIN = 2048 };
+static struct ctx_slot {
+	uint64_t seq, lo, hi;
+} ctx_tab[CTX_SLOTS];
+static uint64_t ctx_claimed; /* slots claimed so far: the newest is ctx_claimed - 1 */
+
+/* 1 if slot s held a stack holding addr, [*lo, *hi), with no writer
+ * changing it during the read (a miss needs no check: a slot being
+ * rewritten loses its old stack anyway). */
+static inline __attribute__((always_inline)) int ctx_holds(struct ctx_slot *s, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+	uint64_t a = __atomic_load_n(&s->lo, __ATOMIC_RELAXED), b = __atomic_load_n(&s->hi, __ATOMIC_RELAXED);
+	if (addr < a || addr >= b)
+		return 0;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if ((q & 1) || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != q)
+		return 0;
+	*lo = a;
+	*hi = b;
+	return 1;
+}
+
+static void ctx_note(const ucontext_t *ucp)
+{
+	uint64_t lo = (uint64_t)ucp->uc_stack.ss_sp, hi = lo + ucp->uc_stack.ss_size, a, b;
+	if (!lo || hi < lo + CTX_MIN)
+		return; /* glibc's makecontext would write below it: no stack to note */
+	uint64_t n = __atomic_load_n(&ctx_claimed, __ATOMIC_ACQUIRE);
+	if (n && ctx_holds(&ctx_tab[(n - 1) % CTX_SLOTS], lo, &a, &b) && a == lo && b == hi)
+		return; /* the same stack made again: a pool's coroutine restarted */
+	for (int tries = 0; tries < CTX_SLOTS; tries++) {
+		struct ctx_slot *s = &ctx_tab[__atomic_fetch_add(&ctx_claimed, 1, __ATOMIC_RELAXED) % CTX_SLOTS];
+		uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+		if ((q & 1) || !__atomic_compare_exchange_n(&s->seq, &q, q + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			continue; /* another writer's */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_store_n(&s->lo, lo, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->hi, hi, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->seq, q + 2, __ATOMIC_RELEASE);
+		return;
+	}
+}
+
+/* The stack of a context the program made that holds addr: the newest;
+ * the slot the thread found last (stk.ctx_hint, one word: a handler
+ * cannot tear it) is tried first, as a landing asks several times. */
+SF_LANDING_TEXT static int ctx_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	uint32_t h = stk.ctx_hint;
+	if (h && ctx_holds(&ctx_tab[h - 1], addr, lo, hi))
+		return 1;
+	uint64_t n = __atomic_load_n(&ctx_claimed, __ATOMIC_ACQUIRE);
+	for (uint64_t i = n; i > 0 && n - i < CTX_SLOTS; i--) {
+		if (ctx_holds(&ctx_tab[(i - 1) % CTX_SLOTS], addr, lo, hi)) {
+			stk.ctx_hint = (uint32_t)((i - 1) % CTX_SLOTS + 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+typedef void (*makecontext_fn)(ucontext_t *, void (*)(void), int, ...);
+static makecontext_fn next_makecontext;
+
+static void no_makecontext(ucontext_t *ucp, void (*fn)(void), int argc, ...)
+{
+	(void)ucp;
+	(void)fn;
+	(void)argc;
+}
+
+/* makecontext's stub (arch/<arch>/makecontext.S) calls this with the
+ * ucontext, every argument register kept, and jumps to the function it
+ * returns: the next makecontext (a later preload's, else libc's), looked
+ * up on the first call. */
+void *sf_makecontext_route(const ucontext_t *ucp)
+{
+	if (ucp)
+		ctx_note(ucp);
+	makecontext_fn f = __atomic_load_n(&next_makecontext, __ATOMIC_ACQUIRE);
+	if (!f) {
+		int err = errno;
+		f = (makecontext_fn)sf_real("makecontext");
+		errno = err;
+		if (!f)
+			f = no_makecontext; /* no libc's: cannot happen */
+		__atomic_store_n(&next_makecontext, f, __ATOMIC_RELEASE);
+	}
+	return (void *)f;
+}
+
+/* The bounds [lo, hi) of the stack holding addr: the thread's own, the
+ * other one read from maps before, a context's the program made, or read
+ * from maps now (a landing on a coroutine's stack made without
+ * makecontext, or on a signal stack). 0 if unknown. */
 SF_LANDING_TEXT int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
 	if (sf_stack_own_holds(addr)) {
@@ -219,7 +348,14 @@ SF_LANDING_TEXT int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
 		*hi = stk.hi;
 		return 1;
 	}
-	if ((addr >= stk.other_lo && addr < stk.other_hi) || learn_other_stack(addr)) {
+	if (addr >= stk.other_lo && addr < stk.other_hi) {
+		*lo = stk.other_lo;
+		*hi = stk.other_hi;
+		return 1;
+	}
+	if (ctx_stack_of(addr, lo, hi))
+		return 1;
+	if (learn_other_stack(addr)) {
 		*lo = stk.other_lo;
 		*hi = stk.other_hi;
 		return addr >= *lo && addr < *hi;
@@ -277,9 +413,14 @@ void sf_stack_alt_forget(void)
 
 int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
 {
+	uint64_t lo, hi;
 	if (sf_stack_own_holds(cur))
 		return addr >= cur && addr < stk.hi;
-	if ((cur >= stk.other_lo && cur < stk.other_hi) || learn_other_stack(cur))
+	if (cur >= stk.other_lo && cur < stk.other_hi)
+		return addr >= cur && addr < stk.other_hi;
+	if (ctx_stack_of(cur, &lo, &hi))
+		return addr >= cur && addr < hi;
+	if (learn_other_stack(cur))
 		return addr >= cur && addr < stk.other_hi;
 	return 0;
 }

@@ -1001,3 +1001,17 @@ def test_aarch64_dlsym_handles_and_scopes():
         env = ["LD_PRELOAD=" + RUNTIME + ":" + pre] if pre_env else []
         t = qemu([exe, "GLIBC_2.17"], os.path.join(tmpdir(), "sf.log"), env=env)
         eq(t.stdout, u.stdout.replace("untraced\n", "traced\n"), f"traced {pre_env}")
+
+
+def test_aarch64_makecontext_passes_every_argument():
+    """The runtime's makecontext stub (arch/aarch64/makecontext.S) passes
+    10 ints (two past x0-x7's, on the stack), none, and a context made
+    twice on one stack, as untraced; the coroutines' calls are traced."""
+    toolchain()
+    exe = cross("skep25s_ctxargs", ["skep25s_ctxargs.c"])
+    want = run(["qemu-aarch64", "-L", SYSROOT, exe]).stdout
+    eq(want, "sum 55 last 10 first 1\nnone\nsum 55 last 10 first 1\n", "untraced output")
+    log = os.path.join(tmpdir(), "sf.log")
+    eq(qemu([exe], log).stdout, want, "traced output")
+    c = counts(log)
+    eq((c["ten"], c["none"]), (2, 1), "the coroutines' calls")

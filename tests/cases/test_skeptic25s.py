@@ -10,6 +10,7 @@ Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic25s.py."""
 import os
 import platform
 import re
+import shutil
 import sys
 
 
@@ -667,19 +668,10 @@ def test_throw_from_signal_handler_and_coroutine_longjmps_alloc_and_shape():
     eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["2"] * 10 + ["1"] * 10, "abandoned frames a landing")
 
 
-@sfkit.known_break(25, "the first longjmp landings on makecontext stacks cost +12,526 instructions each on "
-                   "average over 2 coroutines (a later one +351), inside the abandoned frame")
-def test_first_landing_on_a_coroutine_stack_costs_as_a_later_one():
-    """FAILS ON d770564. 2 makecontext coroutines, each making 0, 1 or 3
-    rounds of a longjmp from co_deep to its own setjmp; callgrind,
-    instructions in co_deep and below. Untraced: 467 for a coroutine's
-    first landing, 68 a later one. Traced (everything recorded): 12,993.5
-    and 419: the two coroutines' first landings cost +12,526
-    instructions each on average, a later one +351. The thread's rehearsal
-    (landing_rehearse) does not cover the first landing on a stack the
-    program switched to. It is charged to the abandoned frame: in the log
-    (4 runs) the first coroutine's first co_deep lasts 0.47-1.22 us, the
-    second coroutine's first and every later one 5-55 ns."""
+def coroutine_landing_instructions(mode=()):
+    """Callgrind instructions in co_deep and below a landing, untraced and
+    traced (everything recorded): [(first, later) untraced, (first,
+    later) traced], from runs of 0, 1 and 3 rounds."""
     exe = sigthrow_fixture()
     extra = []
     for traced in (False, True):
@@ -687,15 +679,109 @@ def test_first_landing_on_a_coroutine_stack_costs_as_a_later_one():
         irs = []
         for r in (0, 1, 3):
             p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=co_deep*",
-                     "--callgrind-out-file=/dev/null", exe, "0", str(r)], env=env)
+                     "--callgrind-out-file=/dev/null", exe, "0", str(r)] + list(mode), env=env)
             irs.append(int(re.search(r"Collected : (\d+)", p.stderr).group(1)))
         a, b, c = irs
         extra.append(((b - a) / 2, (c - b) / 4))
+    return extra
+
+
+def test_first_landing_on_a_coroutine_stack_costs_as_a_later_one():
+    """Failed on d770564. 2 makecontext coroutines, each making 0, 1 or 3
+    rounds of a longjmp from co_deep to its own setjmp; callgrind,
+    instructions in co_deep and below. Untraced: 467 for a coroutine's
+    first landing, 68 a later one. Traced (everything recorded), d770564:
+    12,993.5 and 419: the first landings read /proc/self/maps for the
+    coroutine's stack (+12,526 instructions each, charged to the abandoned
+    frame). The runtime's makecontext now notes each context's stack
+    (stack.c): +360 and +420."""
+    extra = coroutine_landing_instructions()
     first = extra[1][0] - extra[0][0]
     later = extra[1][1] - extra[0][1]
     check(later < 500, f"later landing +{later:.0f} instructions")
     check(first - later < 500, f"first landing on a coroutine stack +{first:.0f}, later +{later:.0f} instructions "
           f"(untraced/traced first, later {extra})")
+
+
+def test_landings_on_separately_mapped_coroutine_stacks():
+    """Failed on 4f6529a. The same coroutines, each stack its own mapping
+    between unmapped pages (as coroutine libraries mmap them): every
+    landing looked its stack up in /proc/self/maps again (a thread keeps
+    one other stack), +184,079 instructions a first landing, +184,121 a
+    later one. Now +354 and +426, as on arrays in one mapping; the output
+    and the abandoned frames as untraced."""
+    exe = sigthrow_fixture()
+    eq(run([exe, "0", "3", "mmap"]).stdout, "0\n", "untraced output")
+    p, log = record([exe, "0", "3", "mmap"], args=["-q"])
+    eq(p.stdout, "0\n", "the program's output")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["1"] * 6, "abandoned frames a landing (co_deep recurses as a loop)")
+    extra = coroutine_landing_instructions(["mmap"])
+    first = extra[1][0] - extra[0][0]
+    later = extra[1][1] - extra[0][1]
+    check(later < 500 and first < 500, f"landings on mapped coroutine stacks: first +{first:.0f}, later "
+          f"+{later:.0f} instructions (untraced/traced first, later {extra})")
+
+
+def test_landing_on_a_stack_switched_to_without_makecontext():
+    """A coroutine on an mmap'd stack entered by setting its context's
+    stack pointer by hand (no makecontext: the table of contexts cannot
+    know it) lands 3 times: its stack is read from /proc/self/maps, as
+    untraced the output and 4 frames abandoned a landing. The read skips
+    each line not holding the address with memchr and stops at the first
+    mapping above it: callgrind, instructions inside sf_mapping_of (the
+    lines valgrind's own mappings add included), 133,191-139,991 on
+    4f6529a, 38,638 now."""
+    if platform.machine() != "x86_64":
+        raise Skip("the fixture sets x86-64's registers")
+    exe = build_c("skep25s_rawswitch", ["skep25s_rawswitch.c"])
+    eq(run([exe]).stdout, "done\n", "untraced output")
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, "done\n", "the program's output")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["4"] * 3, "abandoned frames a landing")
+    env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")}
+    p = run(["valgrind", "--tool=callgrind", "--toggle-collect=sf_mapping_of", "--callgrind-out-file=/dev/null", exe],
+            env=env)
+    ir = int(re.search(r"Collected : (\d+)", p.stderr).group(1))
+    check(0 < ir < 80000, f"instructions reading maps: {ir}")
+
+
+def test_contexts_made_on_many_threads_and_stacks_need_no_maps():
+    """4 threads each make 500 contexts in turn on 40 stacks of their own
+    (each its own mapping: 160, more than the table's 64 slots), and each
+    context longjmps 3 frames up once: 2,000 landings, "3 frames
+    abandoned" each, as untraced; run with the runtime preloaded under
+    strace, no open of /proc/self/maps (4f6529a: 32, 8 a thread, then the
+    walk). The newest slot holding a stack is the context just made."""
+    exe = build_c("skep25s_ctxthreads", ["skep25s_ctxthreads.c"], libs=["-lpthread"])
+    eq(run([exe]).stdout, "2000\n", "untraced output")
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, "2000\n", "the program's output")
+    out = run([SFTRACE, "dump", log]).stdout
+    eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["3"] * 2000, "abandoned frames a landing")
+    if not shutil.which("strace"):
+        raise Skip("strace not installed")
+    trace = os.path.join(tmpdir(), "strace.txt")
+    env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "st.log")}
+    p = run(["strace", "-f", "-e", "trace=openat,open", "-o", trace, exe], env=env)
+    eq(p.stdout, "2000\n", "the program's output under strace")
+    with open(trace) as f:
+        eq(sum("/proc/self/maps" in ln for ln in f), 0, "opens of /proc/self/maps")
+
+
+def test_makecontext_passes_every_argument():
+    """The runtime's makecontext (a stub in front of glibc's, which is
+    variadic) passes every argument as it came: 10 ints (past the
+    registers on x86-64 and aarch64), none, and a context made twice on the
+    same stack; the output as untraced, and the coroutine's calls traced."""
+    exe = build_c("skep25s_ctxargs", ["skep25s_ctxargs.c"])
+    want = run([exe]).stdout
+    eq(want, "sum 55 last 10 first 1\nnone\nsum 55 last 10 first 1\n", "untraced output")
+    p, log = record([exe], args=["-q"])
+    eq(p.stdout, want, "the program's output")
+    calls = sfkit.count_calls(sfkit.dump_events(log))
+    eq((calls["ten"], calls["none"]), (2, 1), "the coroutines' calls")
 
 
 def test_alloc_rust_panics_caught_in_waves_of_threads():

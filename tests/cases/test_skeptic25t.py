@@ -150,6 +150,49 @@ def test_unlimited_stack_first_landing_on_main_thread():
               f"untraced, +{base_first} with the default limit (all: {got})")
 
 
+@sfkit.known_break(ISSUE, "with `ulimit -s unlimited` the landings whose target lies deeper than the main "
+                   "thread's stack reached before each read /proc/self/maps again, up to 8 a thread: skep25t_deepjmp "
+                   "40 rounds, callgrind in rounds(), traced over untraced +19,897,597 instructions unlimited vs "
+                   "+18,452,525 with a 1 GiB limit (+1,445,072: 8 reads); wall 66-112 us each for 8 landings vs "
+                   "0.06-2 us for the others, between the UNWIND event and the landed frame's exit")
+def test_unlimited_stack_deeper_landings_on_main_thread():
+    """skep25t_deepjmp 40 300: round r descends r*300 frames of 1 KiB,
+    setjmps in mark(), goes 3 hop() frames further and longjmps back to
+    mark(), then returns. Untraced: "rounds 40 frames 246160", 2,713,214
+    instructions in rounds() (callgrind), any stack limit. Traced, every
+    landing leaves the right depth (checked below) under both limits. With
+    `ulimit -s 1048576` tracing adds 18,452,525 instructions (the 246k
+    recorded calls). With `ulimit -s unlimited` it adds 19,897,597: the
+    main thread's bounds are unknown (stack.c), each landing whose target
+    is below the mapping read before reads /proc/self/maps again
+    (learn_other_stack), 8 times a thread (STACK_READS), ~180k instructions
+    each under valgrind. Natively (sftrace dump, UNWIND to the next event):
+    the first landing and landings 27-33 (the stack past 8 MiB) took
+    66-112 us each, the other 32 landings 0.06-2 us. The time lands in
+    mark()'s self time, a frame of the program's."""
+    exe = build_c("skep25t_deepjmp", ["skep25t_deepjmp.c"])
+    sh = ["sh", "-c", 'ulimit -s unlimited && exec "$@"', "sh"]
+    eq(run(sh + [exe, "40", "300"]).stdout, "rounds 40 frames 246160\n", "untraced")
+    p, log = record(sh + [exe, "40", "300"], args=["-q"])
+    eq(p.stdout, "rounds 40 frames 246160\n", "traced")
+    got = re.findall(r"UNWIND\s+(?:\[depth \d+\] )?(\d+) frames abandoned, depth (\d+) left",
+                     run([SFTRACE, "dump", log]).stdout)
+    eq(got, [("3", str(300 * r + 3)) for r in range(1, 41)], "each landing's frames and depth")
+    if not shutil.which("valgrind"):
+        raise Skip("valgrind is not installed")
+
+    def cg(limit, traced):
+        d = tmpdir()
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log")} if traced else {}
+        p = run(["sh", "-c", f'ulimit -s {limit} && exec "$@"', "sh", "valgrind", "--tool=callgrind",
+                 "--smc-check=all", "--main-stacksize=268435456", "--toggle-collect=rounds",
+                 "--callgrind-out-file=/dev/null", exe, "40", "300"], env=env, timeout=600)
+        return int(re.search(r"Collected : (\d+)", p.stderr).group(1))
+    extra = {lim: cg(lim, True) - cg(lim, False) for lim in ("1048576", "unlimited")}
+    check(extra["unlimited"] - extra["1048576"] <= 5000,
+          f"instructions tracing adds in rounds(): {extra['unlimited']:,} unlimited, {extra['1048576']:,} with 1 GiB")
+
+
 def test_landing_costs_on_other_stacks():
     """HELD. The same longjmp loop on a pthread with glibc's stack and on a
     pthread whose stack the program mmap'd itself (pthread_attr_setstack,

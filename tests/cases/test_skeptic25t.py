@@ -396,6 +396,34 @@ def test_cxx_nested_rethrown_exceptions_heap():
     same_heap([exe, "30"], "handled 120 sum 5775\n", "nested exceptions")
 
 
+def test_daemon_double_fork_heap():
+    """HELD. skep25t_daemon: fork, setsid, fork again; the grandchild closes
+    descriptors 0..1023, reopens /dev/null, ignores SIGHUP, runs two
+    threads of calloc/malloc/realloc/posix_memalign and frees plus 50
+    longjmps each, writes "work 800" to a file and signals the first
+    process through a FIFO. Untraced and traced: "work 800"; the
+    grandchild's `sftrace memory` equals the counter: 404 allocations
+    (738.3 KiB), 402 frees, 100 reallocs; the other processes allocate
+    nothing in either."""
+    exe = build_c("skep25t_daemon", ["skep25t_daemon.c"], libs=["-lpthread"])
+    d = tmpdir()
+    fifo, out = os.path.join(d, "ff"), os.path.join(d, "out")
+    os.mkfifo(fifo)
+    _, rows = counted([exe, fifo, out])
+    with open(out) as f:
+        eq(f.read(), "work 800\n", "untraced work")
+    logs = tmpdir()
+    record([exe, fifo, out + "2"], out=os.path.join(logs, "sf.log"), args=["-q", "--alloc"])
+    with open(out + "2") as f:
+        eq(f.read(), "work 800\n", "traced work")
+    got = []
+    for f in sorted(os.listdir(logs)):
+        c = memory_counts(os.path.join(logs, f))
+        if c[0] or c[1]:
+            got.append(c)
+    eq(got, [(a, fr, r, human(b)) for a, b, fr, r in rows], "per process, memory vs counter")
+
+
 # ---- constructors of dlopen'd objects ----------------------------------------------
 
 def plugins():

@@ -495,5 +495,28 @@ def test_plugin_heap_in_host_without_sleds():
             eq(sorted(got), sorted(want), f"{os.path.basename(host)} {mode}: per process, memory vs counter")
 
 
+def test_cxx_plugin_throwing_in_its_constructor():
+    """HELD. skep25t_cxxhost (C: no libstdc++, no libgcc_s) dlopens
+    skep25t_cxxplug.so, whose constructor allocates, throws and catches a
+    runtime_error two frames down, and runs a std::thread that throws and
+    catches 10 ints, all inside dlopen (the first exception of the process,
+    libgcc_s arriving with this very dlopen); then plug_fail() throws from
+    deeper() (a tail call into check()). Untraced and traced: "count 11
+    fail 1". Traced: plug_boot() once, the landings "2 frames abandoned"
+    (constructor), 10 x "1 frames abandoned" (thread), "1 frames
+    abandoned" (plug_fail, deeper tail-called away). `sftrace memory` =
+    the counter: 58 allocations (93.5 KiB), 30 frees, 0 reallocs."""
+    plug = build_c("libskep25t_cxxplug.so", ["skep25t_cxxplug.cc"], shared=True, compiler="clang++",
+                   libs=["-lpthread"])
+    host = build_c("skep25t_cxxhost", ["skep25t_cxxhost.c"], libs=["-ldl"])
+    same_heap([host, plug], "count 11 fail 1\n", "C++ plugin")
+    p, log = record([host, plug], args=["-q"])
+    ev = sfkit.dump_events(log)
+    eq(sfkit.count_calls(ev).get("plug_boot()", 0), 1, "the constructor's call")
+    got = collections.Counter(re.findall(r"UNWIND\s+(?:\[depth \d+\] )?(\d+) frames abandoned",
+                                         run([SFTRACE, "dump", log]).stdout))
+    eq(got, collections.Counter({"2": 1, "1": 11}), "landings by frames abandoned")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

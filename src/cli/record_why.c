@@ -156,6 +156,16 @@ static void report_file(const char *path, void *ctx)
 	while ((len = getline(&line, &cap, f)) > 0) {
 		if (line[len - 1] == '\n')
 			line[len - 1] = 0;
+		/* "relayed PID report sftrace: ...": a process under a seccomp
+		 * filter that could not note its own (the runtime's
+		 * sf_seccomp_exec_note), said for it by a relative's writer */
+		char rpid[16];
+		int used = 0;
+		if (sscanf(line, "relayed %15[0-9] %n", rpid, &used) == 1 && used &&
+		    !strncmp(line + used, "report sftrace: ", 16)) {
+			fprintf(stderr, "sftrace: pid %s: %s\n", sf_esc(rpid), sf_esc(line + used + 16));
+			continue;
+		}
 		if (strncmp(line, "report sftrace: ", 16))
 			continue;
 		size_t i = 0;

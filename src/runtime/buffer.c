@@ -197,13 +197,6 @@ void sf_buffer_init(void)
 	__atomic_store_n(&proc_pid, (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0), __ATOMIC_RELAXED);
 }
 
-/* The pid the runtime last set up for (start, each fork child): where a
- * seccomp filter refuses getpid (logfile.c, log_is_own). */
-uint32_t sf_buffer_pid(void)
-{
-	return __atomic_load_n(&proc_pid, __ATOMIC_RELAXED);
-}
-
 uint32_t sf_buffer_vm_children(void)
 {
 	return __atomic_load_n(&vm_children, __ATOMIC_RELAXED);
@@ -1907,20 +1900,6 @@ void sf_buffer_process_exit(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Process exit after tracing stopped at a seccomp filter (sandbox.c): no
- * system call, only what sf_buffer_process_exit counts in memory (the
- * events a slotless thread dropped since its last wrap). A current slot's
- * events are in the file already (the slot is the file's, MAP_SHARED). */
-void sf_buffer_process_exit_stopped(void)
-{
-	struct sf_thread *t = &sf_self;
-	if (t->state == SF_THREAD_DROPPING) {
-		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
-		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
-		t->cursor = (uint64_t)t->events;
-	}
-}
-
 /* fork child: this thread's slot belongs to the parent's log. Forget it;
  * the next event starts a fresh thread record in the child's own log. The
  * shadow stack's open frames are the parent's too: their entries are not
@@ -1957,4 +1936,25 @@ void sf_buffer_after_fork_child(void)
 	t->listed = 0;
 	__atomic_clear(&threads_lock, __ATOMIC_RELAXED);
 	sf_freeze_open = 0;
+}
+
+/* The pid the runtime last set up for (start, each fork child): where a
+ * seccomp filter refuses getpid (logfile.c, log_is_own). */
+uint32_t sf_buffer_pid(void)
+{
+	return __atomic_load_n(&proc_pid, __ATOMIC_RELAXED);
+}
+
+/* Process exit after tracing stopped at a seccomp filter (sandbox.c): no
+ * system call, only what sf_buffer_process_exit counts in memory (the
+ * events a slotless thread dropped since its last wrap). A current slot's
+ * events are in the file already (the slot is the file's, MAP_SHARED). */
+void sf_buffer_process_exit_stopped(void)
+{
+	struct sf_thread *t = &sf_self;
+	if (t->state == SF_THREAD_DROPPING) {
+		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
+		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
+		t->cursor = (uint64_t)t->events;
+	}
 }

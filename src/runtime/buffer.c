@@ -1958,3 +1958,13 @@ void sf_buffer_process_exit_stopped(void)
 		t->cursor = (uint64_t)t->events;
 	}
 }
+
+/* A child forked after tracing stopped at a seccomp filter (hooks.c,
+ * fork_bare): no call. Its pid is unknown (0: log_is_own's fallback then
+ * never takes its parent's header for its own), it has no writer, and
+ * its writer-side relay listening is its parent's. */
+void sf_fork_child_stopped(void)
+{
+	__atomic_store_n(&proc_pid, 0, __ATOMIC_RELAXED);
+	sf_writer_forget_stopped();
+}

@@ -882,6 +882,8 @@ void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_buffer_pid(void) SF_HIDDEN;         /* buffer.c: the pid set up at start / fork */
 void sf_buffer_process_exit_stopped(void) SF_HIDDEN; /* exit after a seccomp stop: counts only, no call */
+void sf_fork_child_stopped(void) SF_HIDDEN;     /* buffer.c: a child forked after a seccomp stop, no call */
+void sf_writer_forget_stopped(void) SF_HIDDEN;  /* writer.c: its memory-only part */
 void sf_log_finish_stopped(void) SF_HIDDEN;      /* logfile.c: the same for the header's end state */
 uint32_t sf_buffer_vm_children(void) SF_HIDDEN; /* buffer.c: threads of clone(CLONE_VM) children not recorded */
 void sf_buffer_exit_hook_arm(void) SF_HIDDEN; /* the thread's exit hook runs (its shadow array) */

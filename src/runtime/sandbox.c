@@ -398,7 +398,7 @@ void sf_seccomp_exec_note(void)
 	if (!said || sf_in_vfork_child())
 		return;
 	uint32_t pid = chain_pid();
-	if (pid == said || pid == noted)
+	if (!pid || pid == said || pid == noted) /* 0: forked after a stop, getpid refused: no line */
 		return;
 	noted = pid;
 	char num[12], *p = num + sizeof(num);

@@ -76,3 +76,18 @@ def test_exec_under_inherited_filter_names_each_pid():
     eq(p.stderr.count("a seccomp filter the runtime cannot start under"), 1, f"installer's line: {p.stderr!r}")
     eq(sorted(os.listdir(os.path.dirname(log))), ["sf.log"], "logs: the children's programs ran untraced")
     eq(count_calls(dump_events(log))["leaf"], 10, "installer's calls before the filter")
+
+
+def test_fork_after_stop_under_a_list_without_sigprocmask():
+    # The runtime's fork handlers (the lock's signal mask, getpid) ran
+    # after the stop and the filter killed the program (SIGSYS) where
+    # untraced its fork works: the fork is bare once tracing stopped
+    for n in (10, 100000):
+        prog = _prog()
+        cmd = [prog, str(n), "1000", "smallfork"]
+        plain = run(cmd)
+        p, log = record(cmd)
+        eq(p.stdout, plain.stdout, f"n={n}: output")
+        check("did not exit normally" not in p.stderr and "killed" not in p.stderr, f"n={n}: {p.stderr!r}")
+        eq(count_calls(dump_events(log))["leaf"], n, f"n={n}: leaf calls before the filter")
+        eq(sorted(os.listdir(os.path.dirname(log))), ["sf.log"], f"n={n}: logs (the child records nothing)")

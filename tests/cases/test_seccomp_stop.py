@@ -61,8 +61,18 @@ def test_stop_writer_sync():
 def test_exec_under_inherited_filter_names_each_pid():
     # 3 children forked under the filter each exec the program untraced:
     # record names each of them, and the installer's line is said once
+    _exec_case("exec")
+
+
+def test_exec_under_inherited_filter_without_sigprocmask():
+    # the same list without rt_sigprocmask: the forks are bare (no call of
+    # the runtime's), the lines are relayed all the same
+    _exec_case("execnomask")
+
+
+def _exec_case(mode):
     prog = _prog()
-    cmd = [prog, "10", "3", "exec"]
+    cmd = [prog, "10", "3", mode]
     plain = run(cmd)
     eq(plain.stdout, "child sum=145\n" * 3 + "sum=145\n", "untraced output")
     p, log = record(cmd)

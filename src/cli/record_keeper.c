@@ -42,6 +42,25 @@ static void write_all(int fd, const void *p, size_t n)
 static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 enum { NFWD = sizeof(forwarded) / sizeof(forwarded[0]) };
 static struct sigaction saved[NFWD]; /* record's dispositions before it forwarded */
+/* record's signal mask before keeper_start blocked the forwarded ones.
+ * They stay blocked from before record's fork of the keeper until each
+ * process knows its target (fwd_to), and in the command until its
+ * dispositions are record's again: a signal that came in a window (to
+ * record before fwd_to was the keeper's pid, to the keeper before it was
+ * the command's, or to the command while it still had the keeper's
+ * handler, with fwd_to 0) was dropped, and the program ran on as if
+ * never told (test_skeptic24b's early SIGTERM, seen once under load).
+ * A blocked signal waits: it is handed on once the target is known. */
+static sigset_t orig_mask;
+
+static void block_forwarded(void)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	for (int i = 0; i < NFWD; i++)
+		sigaddset(&s, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &s, &orig_mask);
+}
 
 /* In record: the keeper's pid (record's child, not reaped before record is
  * done, so the number is never another process's). In the keeper: the
@@ -98,6 +117,9 @@ static void run_command(char **argv)
 	for (int i = 0; i < NFWD; i++)
 		sigaction(forwarded[i], &saved[i], NULL);
 	signal(SIGPIPE, SIG_DFL);
+	/* the keeper's handler is gone: what the keeper hands on from now on
+	 * (pending here, or sent after) meets the program's dispositions */
+	sigprocmask(SIG_SETMASK, &orig_mask, NULL);
 	execvp(argv[0], argv);
 	int err = errno;
 	fprintf(stderr, "sftrace: error: cannot run %s: %s\n", argv[0], strerror(err));
@@ -132,6 +154,7 @@ static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd,
 	if (cmd == 0)
 		run_command(argv);
 	fwd_to = cmd;
+	sigprocmask(SIG_SETMASK, &orig_mask, NULL); /* what record handed on meanwhile goes to the command now */
 	rfiles_serve(files);
 	/* Out of record's process group (the command stays in it, forked
 	 * before this): a signal to the whole group (`timeout -s KILL`,
@@ -233,10 +256,12 @@ int keeper_start(char **argv, void (*cleanup)(void *), void *arg, const char *no
 	 * (keeper_wait). */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	fwd_to = 0;
+	block_forwarded(); /* until fwd_to is the keeper's pid (orig_mask) */
 	set_forwarding(record_forward, saved);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &orig_mask, NULL);
 		sf_error("fork: %s", strerror(errno));
 		close(st[0]);
 		close(st[1]);
@@ -255,6 +280,7 @@ int keeper_start(char **argv, void (*cleanup)(void *), void *arg, const char *no
 	k->nexits = 0;
 	k->pid = pid;
 	fwd_to = pid;
+	sigprocmask(SIG_SETMASK, &orig_mask, NULL); /* a signal that came meanwhile goes to the keeper now */
 	k->status_fd = st[0];
 	k->done_fd = done[1];
 	return 0;

@@ -157,6 +157,15 @@ struct report_scan {
 static void report_line(const char *line, void *ctx)
 {
 	struct report_scan *s = ctx;
+	/* "relayed PID report sftrace: ...": a process under a seccomp
+	 * filter that could not note its own (the runtime's
+	 * sf_seccomp_exec_note), said for it by a relative's writer */
+	char rpid[16];
+	int used = 0;
+	if (sscanf(line, "relayed %15[0-9] %n", rpid, &used) == 1 && used && !strncmp(line + used, "report sftrace: ", 16)) {
+		fprintf(stderr, "sftrace: pid %s: %s\n", sf_esc(rpid), sf_esc(line + used + 16));
+		return;
+	}
 	if (strncmp(line, "report sftrace: ", 16))
 		return;
 	size_t i = 0;

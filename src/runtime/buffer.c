@@ -1937,3 +1937,34 @@ void sf_buffer_after_fork_child(void)
 	__atomic_clear(&threads_lock, __ATOMIC_RELAXED);
 	sf_freeze_open = 0;
 }
+
+/* The pid the runtime last set up for (start, each fork child): where a
+ * seccomp filter refuses getpid (logfile.c, log_is_own). */
+uint32_t sf_buffer_pid(void)
+{
+	return __atomic_load_n(&proc_pid, __ATOMIC_RELAXED);
+}
+
+/* Process exit after tracing stopped at a seccomp filter (sandbox.c): no
+ * system call, only what sf_buffer_process_exit counts in memory (the
+ * events a slotless thread dropped since its last wrap). A current slot's
+ * events are in the file already (the slot is the file's, MAP_SHARED). */
+void sf_buffer_process_exit_stopped(void)
+{
+	struct sf_thread *t = &sf_self;
+	if (t->state == SF_THREAD_DROPPING) {
+		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
+		sf_log_drop((cur - (uint64_t)t->events) / sizeof(struct sf_event));
+		t->cursor = (uint64_t)t->events;
+	}
+}
+
+/* A child forked after tracing stopped at a seccomp filter (hooks.c,
+ * fork_bare): no call. Its pid is unknown (0: log_is_own's fallback then
+ * never takes its parent's header for its own), it has no writer, and
+ * its writer-side relay listening is its parent's. */
+void sf_fork_child_stopped(void)
+{
+	__atomic_store_n(&proc_pid, 0, __ATOMIC_RELAXED);
+	sf_writer_forget_stopped();
+}

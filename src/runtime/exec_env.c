@@ -321,7 +321,9 @@ static char *const *env_for_child(char *const envp[], struct env_build *b)
 		/* a seccomp filter (it survives exec) would refuse the new
 		 * image's runtime: the child runs untraced. No note now (the
 		 * filter may refuse its calls): the filter's install said so
-		 * (sandbox.c) */
+		 * (sandbox.c), and a child forked under it relays a line of
+		 * its own */
+		sf_seccomp_exec_note();
 		return env_untraced(envp ? envp : no_env, b);
 	}
 	if (!envp)

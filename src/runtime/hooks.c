@@ -47,8 +47,20 @@ uint32_t sf_fork_parent, sf_fork_tid;
  * once; the child has the forking thread's. */
 static __thread int fork_conn __attribute__((tls_model("initial-exec"))) = -1;
 
+/* Tracing stopped at a seccomp filter (sandbox.c), which may refuse every
+ * call the fork handlers make (the lock's signal mask, getpid, the keeper
+ * connection): the fork is made bare. The child records nothing (every
+ * sled unpatched), so it only forgets its parent's writer and pid, in
+ * memory (sf_fork_child_stopped). Per thread: from before the fork to
+ * its end in each process. */
+static __thread int fork_bare __attribute__((tls_model("initial-exec")));
+
 static void before_fork(void)
 {
+	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) {
+		fork_bare = 1;
+		return;
+	}
 	fork_conn = sf_keeper_conn_for_fork();
 	/* Hold the lock across fork so the child never inherits it taken. */
 	sf_log_lock_sig(&fork_mask);
@@ -66,6 +78,10 @@ static void before_fork(void)
 
 static void after_fork_parent(void)
 {
+	if (fork_bare) {
+		fork_bare = 0;
+		return;
+	}
 	sf_log_unlock_sig(&fork_mask);
 	if (fork_conn >= 0)
 		sf_close(fork_conn);
@@ -79,6 +95,11 @@ static void vw_after_fork_child(uint32_t *waited);
 static void after_fork_child_files(int files_shared, uint32_t *waited)
 {
 	vw_after_fork_child(waited);
+	if (fork_bare) {
+		fork_bare = 0;
+		sf_fork_child_stopped();
+		return;
+	}
 	sf_fd_guard_after_fork_child();
 	sf_writer_after_fork_child();
 	sf_services_after_fork_child();

@@ -380,5 +380,9 @@ __attribute__((destructor(101))) static void sf_fini(void)
 		sf_notes_relay_listen(0); /* drained: a relative's loss line was noted */
 		sf_buffer_process_exit(); /* counts what a slotless thread dropped, log or not */
 		sf_log_finish();
+	} else if (sf_config.enabled) {
+		sf_buffer_process_exit_stopped();
+		sf_seccomp_exit_settle();
+		sf_log_finish_stopped();
 	}
 }

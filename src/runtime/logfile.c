@@ -1568,13 +1568,15 @@ void sf_log_on_create(void (*fn)(void))
 	L.on_create = fn;
 }
 
+static int log_is_own_stopped(const struct sf_header *h); /* at the end */
+
 /* Whether this process has a log of its own: not a vfork or CLONE_VM
  * child, which shares its parent's L. */
 static int log_is_own(void)
 {
 	struct sf_header *h = __atomic_load_n(&L.hdr, __ATOMIC_ACQUIRE);
 	if (h && __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE) && !sf_seccomp_allows(SYS_getpid, 0, 0, 0, 0, 0, 0))
-		return 0; /* a seccomp filter refuses getpid (sandbox.c): the header is left as it is */
+		return log_is_own_stopped(h);
 	return h && h->pid == (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0);
 }
 
@@ -2096,4 +2098,24 @@ void sf_zero_events(struct sf_event *ev, size_t n)
 		return;
 	__atomic_store_n(&ev[0].word, 0, __ATOMIC_RELEASE);
 	sf_arch_zero_words(ev, n);
+}
+
+/* log_is_own where a seccomp filter refuses getpid (sandbox.c): the pid
+ * the runtime set up for (start, fork), not in a vfork child (its
+ * parent's memory); a raw clone(CLONE_VM) child is not told apart. */
+static int log_is_own_stopped(const struct sf_header *h)
+{
+	return !sf_in_vfork_child() && h->pid == sf_buffer_pid();
+}
+
+/* sf_log_finish after tracing stopped at a seccomp filter (sandbox.c):
+ * the filter may refuse any call, so only stores into the mapped header
+ * (the exit code is exit_hook's): the log says the process ended through
+ * its exit hooks, as it did, and record does not call it killed. */
+void sf_log_finish_stopped(void)
+{
+	if (!log_is_own())
+		return;
+	sf_log_note_capped();
+	__atomic_store_n(&L.hdr->state, SF_STATE_EXITED, __ATOMIC_RELEASE);
 }

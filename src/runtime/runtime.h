@@ -492,6 +492,9 @@ void sf_notes_relay_settle(void) SF_HIDDEN; /* the image ends */
 void sf_notes_relay_forked(void) SF_HIDDEN;
 uint32_t *sf_notes_relay_word(uint32_t *seen) SF_HIDDEN;
 int sf_notes_relay_pending(void) SF_HIDDEN;
+int sf_notes_relay_report(uint32_t pid, const char *a, const char *b, int wake) SF_HIDDEN; /* a line relayed for pid */
+void sf_seccomp_exec_note(void) SF_HIDDEN;    /* sandbox.c: an exec goes untraced under the chain */
+void sf_seccomp_exit_settle(void) SF_HIDDEN;  /* sandbox.c: exit after a stop: relayed lines noted */
 
 /* ---- trust.c (paths from the environment: checked, never followed) ---- */
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by
@@ -886,6 +889,11 @@ void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
 void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
+uint32_t sf_buffer_pid(void) SF_HIDDEN;         /* buffer.c: the pid set up at start / fork */
+void sf_buffer_process_exit_stopped(void) SF_HIDDEN; /* exit after a seccomp stop: counts only, no call */
+void sf_fork_child_stopped(void) SF_HIDDEN;     /* buffer.c: a child forked after a seccomp stop, no call */
+void sf_writer_forget_stopped(void) SF_HIDDEN;  /* writer.c: its memory-only part */
+void sf_log_finish_stopped(void) SF_HIDDEN;      /* logfile.c: the same for the header's end state */
 uint32_t sf_buffer_vm_children(void) SF_HIDDEN; /* buffer.c: threads of clone(CLONE_VM) children not recorded */
 void sf_buffer_exit_hook_arm(void) SF_HIDDEN; /* the thread's exit hook runs (its shadow array) */
 void sf_buffer_process_exit(void) SF_HIDDEN; /* counts what slotless threads dropped */

@@ -358,7 +358,67 @@ static void stop_for_good(long nr)
 	__atomic_store_n(&sf_sandbox_stopped, 1, __ATOMIC_RELEASE);
 	sf_log_create_early(); /* the log exists to say so (after the switch nothing is patched) */
 	sf_switch_off_for_good();
+	/* While every call still runs: the slots queued to the writer become
+	 * DATA chunks (unwritten they are still the file's SLOT chunks, read
+	 * as they are), and the header gets a last clock pair. What the
+	 * threads hold in their current slots is in the file already (the
+	 * slots are the file's, MAP_SHARED): nothing recorded before the
+	 * stop needs a call after it. */
+	sf_writer_drain();
+	sf_log_calibrate();
 	sf_log_seccomp_stopped(nr);
+}
+
+/* The pid whose filter's install said that what it execs goes untraced
+ * (inherited by its forks: a child knows the line is not its own). */
+static uint32_t exec_said;
+
+/* This process's pid under the chain: getpid where allowed, else the pid
+ * the runtime set up for (start, fork). */
+static uint32_t chain_pid(void)
+{
+	if (sf_seccomp_allows(SYS_getpid, 0, 0, 0, 0, 0, 0))
+		return (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0);
+	return sf_buffer_pid();
+}
+
+/* An exec (or posix_spawn) about to run a program untraced under the
+ * chain (exec_env.c). In the process whose install said so, nothing more;
+ * in another (a child forked under the filter), once, a line of its own
+ * for record, "sftrace: pid N: runs a program untraced under the seccomp
+ * filter of pid M", relayed by a writer thread of the family (notes.c:
+ * its own note's calls may be refused here; the relay is memory and one
+ * futex wake, made if the chain allows it). Where no writer of the
+ * family listens (TSYNC made it leave, or the family's processes with
+ * one have exited) only the install's line says it. */
+void sf_seccomp_exec_note(void)
+{
+	static uint32_t noted; /* pid that made its line (a failed exec may come again) */
+	uint32_t said = __atomic_load_n(&exec_said, __ATOMIC_ACQUIRE);
+	if (!said || sf_in_vfork_child())
+		return;
+	uint32_t pid = chain_pid();
+	if (!pid || pid == said || pid == noted) /* 0: forked after a stop, getpid refused: no line */
+		return;
+	noted = pid;
+	char num[12], *p = num + sizeof(num);
+	*--p = 0;
+	for (uint32_t v = said; v || !*p; v /= 10)
+		*--p = (char)('0' + v % 10);
+	int wake = sf_seccomp_allows(SYS_futex, P, FUTEX_WAKE, 0x7fffffff, 0, 0, 0);
+	sf_notes_relay_report(pid, "runs a program untraced under the seccomp filter of pid ", p, wake);
+}
+
+/* The exit of a process whose tracing stopped at a filter: lines its
+ * forks relayed (sf_seccomp_exec_note) are noted by its writer first,
+ * where the chain allows the waits of sf_writer_drain. */
+void sf_seccomp_exit_settle(void)
+{
+	if (!sf_notes_relay_pending() || !sf_writer_active() ||
+	    !sf_seccomp_allows(SYS_futex, P, FUTEX_WAIT_PRIVATE, 1, P, 0, 0) ||
+	    !sf_seccomp_allows(SYS_nanosleep, P, 0, 0, 0, 0, 0) || !sf_seccomp_allows(SYS_sched_yield, 0, 0, 0, 0, 0, 0))
+		return;
+	sf_writer_drain();
 }
 
 /* A filter (struct sock_fprog *prog) is about to be installed by this
@@ -403,9 +463,8 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	/* What this process (or a child) execs under the chain runs without
 	 * the runtime (exec_env.c): said now, while the note's calls still
 	 * run (record: "sftrace: pid N: ..."), once. */
-	static int exec_said;
 	if (!exec_said && sf_seccomp_allows(SYS_execve, P, P, P, 0, 0, 0) && sf_seccomp_exec_untraced()) {
-		exec_said = 1;
+		exec_said = (uint32_t)sf_syscall3(SYS_getpid, 0, 0, 0);
 		sf_rt_report("a seccomp filter the runtime cannot start under: what this process and its children exec "
 			     "from now on is not traced",
 			     "", NULL);

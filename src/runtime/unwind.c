@@ -1169,8 +1169,12 @@ static inline __attribute__((always_inline)) int landing_due(void)
 /* The frame that called setjmp is live (its CFA is above the saved stack
  * pointer); a frame it called since has its CFA at or below it, even with
  * an alloca in between. */
+/* Each on a cache line of its own start (aligned(64)): a wrapper is 90
+ * bytes, two lines at most wherever the section lands, not three when
+ * code elsewhere shifts it (test_skeptic25p counts the lines a first
+ * landing fetches). */
 #define LONGJMP_WRAPPER(name, real)                                                              \
-	SF_LANDING_TEXT __attribute__((visibility("default"), noreturn)) void name(struct __jmp_buf_tag env[1], int val) \
+	SF_LANDING_TEXT __attribute__((visibility("default"), noreturn, aligned(64))) void name(struct __jmp_buf_tag env[1], int val) \
 	{                                                                                        \
 		if (!R.real)                                                                     \
 			resolve_next();                                                          \

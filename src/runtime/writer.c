@@ -1152,3 +1152,17 @@ void sf_writer_after_fork_child(void)
 	offer_fd = -1;
 	offer_dir = -1;
 }
+
+/* sf_writer_after_fork_child's memory part, for a child forked after
+ * tracing stopped at a seccomp filter (no call: hooks.c, fork_bare). */
+void sf_writer_forget_stopped(void)
+{
+	sf_notes_relay_forked();
+	queue = NULL;
+	busy = 0;
+	active = 0;
+	call_lock = 0;
+	call_state = 0;
+	call_req = NULL;
+	writer_tid = 0;
+}

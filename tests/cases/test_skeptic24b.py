@@ -104,8 +104,8 @@ def test_skep24b_sigterm_to_record_reaches_the_program():
     p = subprocess.Popen([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", "bash", "-c", prog],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # Not a ready file written after the trap: a SIGTERM sent that early
-    # was once not seen by the program ('done', suite under -j 2, load 10;
-    # not looked into yet).
+    # was once not seen by the program ('done', suite under -j 2, load 10):
+    # a window in record's forwarding, closed since (the next case).
     time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
     rc = p.wait(timeout=60)
@@ -113,6 +113,37 @@ def test_skep24b_sigterm_to_record_reaches_the_program():
         time.sleep(2.5)
     eq(open(mark).read() if os.path.exists(mark) else None, "got TERM\n", "what the program did")
     eq(rc, 5, "record's exit status (the program's)")
+
+
+def test_skep24b_early_sigterm_to_record_is_never_dropped():
+    # A SIGTERM sent to record within its first milliseconds was dropped
+    # in a window of the forwarding (record_keeper.c: to record before it
+    # knew the keeper's pid, to the keeper before it knew the command's,
+    # or to the command while it still had the keeper's handler): the
+    # program never saw it and ran to "done" with status 0 (main 4f6529a:
+    # 7 of 100 such runs, 3 of 60; fixed: 0 of 100). Each run ends one of
+    # three ways only: the program's trap ran (status 5, "got"), the
+    # signal came before its trap (status 143, no mark; untraced a signal
+    # that early does the same), or before record handed signals on
+    # (record killed, no program run). A window hit is by chance: 40 runs
+    # at delays of 0-14 ms.
+    import signal
+    import subprocess
+    import time
+    from sfkit import SFTRACE
+    seen = {}
+    for i in range(40):
+        d = tmpdir()
+        mark = os.path.join(d, "mark")
+        prog = f'sleep 2 & trap "kill $!; echo got > {mark}; exit 5" TERM; wait; echo done > {mark}'
+        p = subprocess.Popen([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", "bash", "-c", prog],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep((i % 15) / 1000)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)  # record waits for the program: a dropped signal is status 0, "done"
+        got = open(mark).read().strip() if os.path.exists(mark) else None
+        seen[(rc, got)] = seen.get((rc, got), 0) + 1
+    eq(set(seen) - {(5, "got"), (143, None), (-signal.SIGTERM, None)}, set(), f"outcomes (status, mark): {seen}")
 
 
 def test_skep24b_snapshot_does_not_hold_other_threads_close_for_seconds():

@@ -635,6 +635,8 @@ static long open_private(void *unused)
 {
 	(void)unused;
 	int fd = open_log();
+	if (fd < 0 && by_keeper_helps(errno)) /* a chrooted or unprivileged fork child's keeper (writer.c) */
+		fd = open_log_by_keeper(L.path, 0);
 	if (fd < 0)
 		return -errno;
 	if (fd < 3) {
@@ -844,6 +846,7 @@ static int log_create_locked(void)
 		L.failed = 1; /* record --max-size reached: this process writes no log */
 		return -1;
 	}
+	sf_keeper_make_due(); /* a fork child's: the log made in its table (writer.c) */
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
 	struct header_map hm = {"cannot write log ", NULL};

@@ -305,6 +305,8 @@ static int setns_net(long fd, long nstype)
 long sf_ns_syscall(long nr, long a0, long a1)
 {
 	int net = nr == SYS_unshare ? (a0 & CLONE_NEWNET) != 0 : setns_net(a0, a1);
+	if (net && !needs_alone(nr, a0, a1))
+		sf_keeper_make_due(); /* a fork child's keeper stays in record's namespace (notes.c) */
 	long r = ns_call(nr, a0, a1);
 	if (r == 0 && net)
 		sf_netns_moved = 1;

@@ -1002,12 +1002,51 @@ int sf_keeper_start(void)
 	return keeper_make(-1);
 }
 
+/* A fork child's keeper, due (sf_keeper_defer) and made at its first
+ * use: the pid it is due in (a vfork child shares this word). */
+static int keeper_due_pid;
+
+/* In a fork child (hooks.c) of a process whose log is held by a thread
+ * (the writer's conditions, init.c): its keeper made at the child's
+ * first log use, not now, so that a child that execs (a shell's, a
+ * spawner's) or exits without an event makes no thread. */
+void sf_keeper_defer(void)
+{
+	keeper_due_pid = sf_services_thread_wanted() ? (int)sf_syscall3(SYS_getpid, 0, 0, 0) : 0;
+}
+
+/* The keeper made now if it is due: the log's creation (logfile.c, the
+ * log's lock held, before anything is made), or a thread about to leave
+ * record's network namespace (ns.c: the keeper stays there). */
+void sf_keeper_make_due(void)
+{
+	if (!keeper_due_pid || keeper_due_pid != (int)sf_syscall3(SYS_getpid, 0, 0, 0))
+		return;
+	keeper_due_pid = 0;
+	keeper_make(-1);
+}
+
+/* A fork child's keeper that keeps fd (the channel handed down, notes.c)
+ * of its copy of the table; the program's copy is closed here. */
+int sf_keeper_start_keeping(int fd)
+{
+	int r = keeper_make(fd);
+	if (r == 0 && fd >= 0)
+		sf_syscall3(SYS_close, fd, 0, 0);
+	return r;
+}
+
 /* This process has a keeper (not a vfork or CLONE_VM child of one, which
  * shares its memory but not its threads). */
 int sf_keeper_alive(void)
 {
 	return __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE) != 0 &&
 	       sf_syscall3(SYS_getpid, 0, 0, 0) == keeper_pid;
+}
+
+uint32_t sf_keeper_tid(void)
+{
+	return __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE);
 }
 
 /* A thread of the runtime's that the program did not make: the writer or
@@ -1140,6 +1179,7 @@ void sf_writer_after_fork_child(void)
 	keeper_stack = NULL;
 	keeper_tid = 0;
 	keeper_quit = 0;
+	keeper_due_pid = 0;
 	leader_word = NULL;
 	/* The parent's writer's stack: glibc's fork dropped it from its
 	 * lists, but a raw clone child's lists may still hold it, so it is

@@ -1936,6 +1936,29 @@ void sf_log_writer_leaving(void)
 	sf_log_unlock_sig(&old);
 }
 
+/* A fork child's keeper ended for good (ns.c: RLIMIT_NPROC), its log's
+ * descriptor copied out of its table into the caller's (fd; -1: none,
+ * opened again at the next use): the program's table from now on, as
+ * after the writer leaves (sf_log_writer_leaving). */
+void sf_log_keeper_left(int fd)
+{
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	pool_drop(0); /* chunks by descriptor from now on, past every arena */
+	P.no_trim = 1;
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&L.g);
+	if (!L.hdr && fd >= 0) {
+		sf_syscall3(SYS_close, fd, 0, 0);
+		fd = -1;
+	}
+	if (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0)
+		sf_fd_publish(&L.g, -1); /* opened again at the next use */
+	sf_fd_gate_unlock(&gold);
+	sf_log_unlock_sig(&old);
+}
+
 /* On the writer: whether a program thread could open the log again now
  * (log_reopen, the same ways: the header's mapping, the path), tried in
  * the writer's table with the process's credentials and file-system

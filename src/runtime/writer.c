@@ -1015,6 +1015,13 @@ void sf_keeper_defer(void)
 	keeper_due_pid = sf_services_thread_wanted() ? (int)sf_syscall3(SYS_getpid, 0, 0, 0) : 0;
 }
 
+/* ns.c: a finite RLIMIT_NPROC set by a non-root uid: no keeper from now
+ * on (it would count against the limit, as the writer would). */
+void sf_keeper_defer_cancel(void)
+{
+	keeper_due_pid = 0;
+}
+
 /* The keeper made now if it is due: the log's creation (logfile.c, the
  * log's lock held, before anything is made), or a thread about to leave
  * record's network namespace (ns.c: the keeper stays there). */

@@ -1039,6 +1039,7 @@ int sf_keeper_start_keeping(int fd) SF_HIDDEN;
 void sf_keeper_defer(void) SF_HIDDEN;
 void sf_keeper_make_due(void) SF_HIDDEN;
 void sf_keeper_defer_cancel(void) SF_HIDDEN;
+int sf_seccomp_refuses_keeper(void) SF_HIDDEN;
 void sf_log_keeper_left(int fd) SF_HIDDEN;
 int sf_services_thread_wanted(void) SF_HIDDEN;
 int sf_runtime_thread(void) SF_HIDDEN;  /* a writer or a keeper runs */

@@ -99,6 +99,11 @@ static int private_table; /* the writer unshared its descriptor table (logfile.c
 static uint32_t keeper_tid;
 static long keeper_pid; /* its process: a vfork child shares this memory, not the keeper */
 static char *keeper_stack;
+/* A fork child's keeper, due (sf_keeper_defer) and made at its first
+ * use: the pid it is due in (a vfork child shares this word), and the
+ * leader's exit word, found at the fork (on the leader). */
+static int keeper_due_pid;
+static uint32_t *keeper_due_word;
 static int keeper_quit;
 static int keeper_keep = -1; /* the one descriptor a new keeper keeps of its copy (sf_keeper_resume) */
 /* /proc/self (the process's /proc/PID directory) opened in the writer's,
@@ -961,6 +966,8 @@ static void keeper_leader_word(void)
  * sf_log_keeper). -1 where it cannot be made: the shared table, as before. */
 static int keeper_make(int keep)
 {
+	if (sf_seccomp_refuses_keeper())
+		return -1; /* a filter would kill it, or the process, at its first call (sandbox.c) */
 	int err = errno;
 	char *stk = keeper_stack; /* a keeper's that has ended (sf_keeper_stop) */
 	if (!stk) {
@@ -973,6 +980,8 @@ static int keeper_make(int keep)
 	}
 	keeper_keep = keep;
 	keeper_leader_word();
+	if (!leader_word && keeper_due_pid == 0 && keeper_due_word)
+		leader_word = keeper_due_word; /* made on another thread than the leader (sf_keeper_make_due) */
 	__atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
 	sf_writer_set_private(1); /* requests wait until it has emptied its table */
 	sf_log_keeper(1);
@@ -1002,9 +1011,6 @@ int sf_keeper_start(void)
 	return keeper_make(-1);
 }
 
-/* A fork child's keeper, due (sf_keeper_defer) and made at its first
- * use: the pid it is due in (a vfork child shares this word). */
-static int keeper_due_pid;
 
 /* In a fork child (hooks.c) of a process whose log is held by a thread
  * (the writer's conditions, init.c): its keeper made at the child's
@@ -1012,7 +1018,14 @@ static int keeper_due_pid;
  * spawner's) or exits without an event makes no thread. */
 void sf_keeper_defer(void)
 {
-	keeper_due_pid = sf_services_thread_wanted() ? (int)sf_syscall3(SYS_getpid, 0, 0, 0) : 0;
+	keeper_due_pid = 0;
+	if (!sf_services_thread_wanted() || sf_seccomp_refuses_keeper())
+		return;
+	keeper_due_pid = (int)sf_syscall3(SYS_getpid, 0, 0, 0);
+	leader_word = NULL;
+	find_leader_word();
+	keeper_due_word = leader_word;
+	leader_word = NULL;
 }
 
 /* ns.c: a finite RLIMIT_NPROC set by a non-root uid: no keeper from now
@@ -1187,6 +1200,7 @@ void sf_writer_after_fork_child(void)
 	keeper_tid = 0;
 	keeper_quit = 0;
 	keeper_due_pid = 0;
+	keeper_due_word = NULL;
 	leader_word = NULL;
 	/* The parent's writer's stack: glibc's fork dropped it from its
 	 * lists, but a raw clone child's lists may still hold it, so it is

@@ -276,3 +276,17 @@ def test_rust_command_in_threads():
 
 if __name__ == "__main__":
     sfkit.main(globals())
+
+
+# A fork child whose first call comes on a thread of its own: its keeper
+# is made there, not on the leader, and still sees the leader's bare
+# exit instruction (the leader's exit word is found at the fork).
+def test_fork_child_first_call_on_a_thread():
+    prog = build_c("skep24s_forkthread", ["skep24s_forkthread.c"], libs=["-lpthread"])
+    plain = run([prog])
+    eq(plain.stdout, "child s 35\nstatus 7\n", "untraced")
+    p, out = record([prog])
+    eq(p.stdout, plain.stdout, "traced")
+    logs = _logs(out)
+    eq(len(logs), 2, f"logs {logs}")
+    eq(_calls(logs, "work"), 5, "the child's thread's work calls")

@@ -1936,6 +1936,11 @@ void sf_log_writer_leaving(void)
 	sf_log_unlock_sig(&old);
 }
 
+int sf_log_files_shared(void)
+{
+	return L.files_shared;
+}
+
 /* A fork child's keeper ended for good (ns.c: RLIMIT_NPROC), its log's
  * descriptor copied out of its table into the caller's (fd; -1: none,
  * opened again at the next use): the program's table from now on, as

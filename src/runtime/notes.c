@@ -260,7 +260,13 @@ static uint32_t chan_lock;
 static long chan_req(void *unused)
 {
 	(void)unused;
-	return sf_recfile(SF_KF_CHAN, 0, NULL, -1, NULL, 0);
+	long fd = sf_recfile(SF_KF_CHAN, 0, NULL, -1, NULL, 0);
+	if (fd >= 0) { /* as a connection's (keeper_connect): a keeper that does not answer costs a file, never a hang */
+		struct timeval tv = {5, 0};
+		sf_syscall6(SYS_setsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, (long)&tv, sizeof(tv), 0);
+		sf_syscall6(SYS_setsockopt, fd, SOL_SOCKET, SO_RCVTIMEO, (long)&tv, sizeof(tv), 0);
+	}
+	return fd;
 }
 
 static long close_req(void *fd)

@@ -359,9 +359,11 @@ long sf_rlimit_syscall(long nr, const long *a)
 	long r = sf_syscall6(nr, a[0], a[1], a[2], a[3], 0, 0);
 	if (r == 0 && lowers_nproc(pid, res, lim))
 		sf_keeper_defer_cancel(); /* a fork child's keeper not made yet: none from now on */
-	if (r == 0 && sf_keeper_alive() && lowers_nproc(pid, res, lim) && sf_thread_count() == 2) {
+	if (r == 0 && sf_keeper_alive() && !sf_log_files_shared() && lowers_nproc(pid, res, lim) &&
+	    sf_thread_count() == 2) {
 		/* a fork child's keeper (writer.c) counts as the writer does:
-		 * it ends for good, the log back in the program's table */
+		 * it ends for good, the log back in the program's table (not
+		 * a CLONE_FILES child's: that table is its parent's too) */
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -1041,6 +1041,7 @@ void sf_keeper_make_due(void) SF_HIDDEN;
 void sf_keeper_defer_cancel(void) SF_HIDDEN;
 int sf_seccomp_refuses_keeper(void) SF_HIDDEN;
 void sf_log_keeper_left(int fd) SF_HIDDEN;
+int sf_log_files_shared(void) SF_HIDDEN;
 int sf_services_thread_wanted(void) SF_HIDDEN;
 int sf_runtime_thread(void) SF_HIDDEN;  /* a writer or a keeper runs */
 void sf_keeper_follow(long nr, long a0, long a1, long a2) SF_HIDDEN; /* after a set*id wrapper's success */

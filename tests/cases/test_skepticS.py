@@ -170,6 +170,17 @@ def test_no_loss_of_netns_grandchild():
     check("wrote no log" not in p.stderr and "cannot create log" not in p.stderr, f"record said {p.stderr!r}")
 
 
+def test_loss_of_clone_newnet_child_reaches_record():
+    # a clone(CLONE_NEWNET) child has no thread in record's network
+    # namespace and was handed no channel: the worker it forks, chrooted,
+    # as nobody, can make no log and note nothing. Its line goes to its
+    # family's shared page, and the top process's writer thread notes it.
+    want, p, wpid, logs, perr = _sandbox_run("clonenet")
+    eq(p.returncode, want.returncode, "exit status")
+    eq(perr, "", "the program's stderr")
+    check(f"sftrace: pid {wpid} wrote no log: cannot create log " in p.stderr, f"record said {p.stderr!r}")
+
+
 def test_log_after_nofile_limit_chroot_and_nobody():
     _check_sandbox("nofile")
 

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -237,7 +238,21 @@ static int link_snap(pid_t pid, const char *name, int fd)
 	return 0;
 }
 
-static void answer(int c)
+/* Channels served (SF_KF_CHAN): the keeper's end and the pid that asked
+ * for it. Only the serving thread touches them. */
+#define MAX_CHANS 4096
+static struct chan {
+	int fd;
+	pid_t pid;
+} chans[MAX_CHANS];
+static int nchans;
+
+/* A request on c, a connection accepted (chan NULL: the asker is the
+ * connecter, SO_PEERCRED) or a channel's end (the asker is the sender of
+ * the credentials, who must descend from the pid the channel was made
+ * for while that one lives: the channel goes down from parent to child
+ * only). */
+static int answer(int c, const struct chan *ch)
 {
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
@@ -256,7 +271,7 @@ static void answer(int c)
 	 * out of this socket's network namespace). */
 	int on = 1;
 	setsockopt(c, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
-	ssize_t r = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+	ssize_t r = recvmsg(c, &m, MSG_CMSG_CLOEXEC | (ch ? MSG_DONTWAIT : 0));
 	int sent = -1;
 	pid_t sender = 0;
 	for (struct cmsghdr *h = r > 0 ? CMSG_FIRSTHDR(&m) : NULL; h; h = CMSG_NXTHDR(&m, h)) {
@@ -277,12 +292,30 @@ static void answer(int c)
 			}
 		}
 	}
-	if (r < (ssize_t)offsetof(struct sf_kf_req, name) || req.magic != SF_KF_MAGIC ||
-	    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || !descendant(cr.pid) ||
-	    (sender > 0 && sender != cr.pid && !descends(sender, cr.pid))) {
+	int bad;
+	if (ch) {
+		cr.pid = sender > 0 ? sender : ch->pid;
+		bad = r < (ssize_t)offsetof(struct sf_kf_req, name) || req.magic != SF_KF_MAGIC || !descendant(cr.pid) ||
+		      (cr.pid != ch->pid && !descends(cr.pid, ch->pid) && (kill(ch->pid, 0) == 0 || errno == EPERM));
+		sender = 0;
+	} else {
+		bad = r < (ssize_t)offsetof(struct sf_kf_req, name) || req.magic != SF_KF_MAGIC ||
+		      getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || !descendant(cr.pid) ||
+		      (sender > 0 && sender != cr.pid && !descends(sender, cr.pid));
+	}
+	if (bad) {
 		if (sent >= 0)
 			close(sent);
-		return; /* no answer: the asker takes the closed connection as a refusal */
+		if (ch && r > 0) { /* a channel stays open: the refusal is said */
+			memset(&rep, 0, sizeof(rep));
+			rep.err = EPERM;
+			struct iovec ev = {&rep, offsetof(struct sf_kf_rep, path) + 1};
+			struct msghdr eo = {.msg_iov = &ev, .msg_iovlen = 1};
+			if (sendmsg(c, &eo, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* the asker is gone */
+			}
+		}
+		return r > 0 ? 0 : -1; /* no answer: the asker takes the closed connection as a refusal */
 	}
 	if (sender > 0)
 		cr.pid = sender; /* files are named after the one that asks, a descendant of the connecter */
@@ -306,6 +339,18 @@ static void answer(int c)
 		fd = link_snap(cr.pid, req.name, sent);
 		fd = fd < 0 ? fd : -0x7fff; /* done, nothing to send */
 		break;
+	case SF_KF_CHAN: {
+		int sv[2];
+		if (nchans >= MAX_CHANS)
+			fd = -EMFILE;
+		else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			fd = -errno;
+		else {
+			chans[nchans++] = (struct chan){sv[0], cr.pid};
+			fd = sv[1];
+		}
+		break;
+	}
 	}
 	if (sent >= 0)
 		close(sent);
@@ -321,21 +366,47 @@ static void answer(int c)
 		h->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(h), &fd, sizeof(int));
 	}
-	if (sendmsg(c, &o, MSG_NOSIGNAL) < 0) {
+	if (sendmsg(c, &o, MSG_NOSIGNAL | (ch ? MSG_DONTWAIT : 0)) < 0) {
 		/* the asker is gone: it made no file of this one's */
 	}
 	if (fd >= 0)
 		close(fd);
+	return 0;
 }
 
 static void *serve(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
+	static struct pollfd pf[MAX_CHANS + 1];
 	for (;;) {
+		pf[0] = (struct pollfd){.fd = fd, .events = POLLIN};
+		for (int i = 0; i < nchans; i++)
+			pf[i + 1] = (struct pollfd){.fd = chans[i].fd, .events = POLLIN};
+		int n = nchans;
+		if (poll(pf, (nfds_t)n + 1, -1) < 0) {
+			if (errno == EINTR || errno == ENOMEM)
+				continue;
+			return NULL;
+		}
+		/* the channels first, from the last: one that ends is replaced by the last */
+		for (int i = n - 1; i >= 0; i--) {
+			short ev = pf[i + 1].revents;
+			int gone = (ev & (POLLHUP | POLLERR | POLLNVAL)) && !(ev & POLLIN);
+			if (ev & POLLIN) {
+				struct chan ch = chans[i];
+				gone = answer(ch.fd, &ch) < 0; /* the asker's end closed (or broken) */
+			}
+			if (gone) {
+				close(chans[i].fd);
+				chans[i] = chans[--nchans];
+			}
+		}
+		if (!(pf[0].revents & POLLIN))
+			continue;
 		int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM)
+			    errno == ENOBUFS || errno == ENOMEM || errno == EAGAIN)
 				continue;
 			return NULL;
 		}
@@ -344,7 +415,7 @@ static void *serve(void *arg)
 		struct timeval tv = {2, 0};
 		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		answer(c);
+		(void)answer(c, NULL);
 		close(c);
 	}
 }

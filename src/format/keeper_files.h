@@ -17,7 +17,15 @@
  * secret: the keeper serves only its own descendants (SO_PEERCRED's pid,
  * its parent chain in /proc), names every file after that pid itself, and
  * the runtime takes answers only from a server with the directory owner's
- * uid. One request per connection. */
+ * uid. One request per connection.
+ *
+ * A channel (SF_KF_CHAN) is the exception: a socket pair made by the
+ * keeper, one end sent back, the other served for as long as the asker's
+ * end is open, any number of requests, each sent with the asker's
+ * SCM_CREDENTIALS. A process whose threads all left the keeper's network
+ * namespace cannot connect; one handed a channel at its fork can still
+ * ask, and ask for its own children's channels (issue 24: a worker forked
+ * by a child of a process that did unshare(CLONE_NEWNET)). */
 #ifndef SFTRACE_FORMAT_KEEPER_FILES_H
 #define SFTRACE_FORMAT_KEEPER_FILES_H
 
@@ -32,6 +40,7 @@ enum sf_kf_op {
 	SF_KF_NOTE,      /* the pid's note file in the private directory, O_APPEND */
 	SF_KF_SNAP,      /* an unnamed file (O_TMPFILE) in the log's directory, for a snapshot */
 	SF_KF_LINK,      /* the unnamed file sent along linked in as `name` (<stem>.snap.<pid>.<n><ext>) */
+	SF_KF_CHAN,      /* a channel back: one end of a socket pair whose other end the keeper serves */
 };
 
 struct sf_kf_req {

@@ -109,14 +109,20 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 	sf_heap_early_after_fork_child();
 	sf_args_after_fork_child();
 	sf_exec_env_after_fork_child();
-	if (files_shared) /* its descriptor uses in a table of their own (writer.c) */
-		sf_keeper_start();
 	if (fork_conn >= 0 && !files_shared) {
-		/* Its log made now, over the connection its parent's writer
-		 * made (notes.c), which leaves the table at once. */
+		/* Its log made now, over the channel its parent's server
+		 * asked for (notes.c), which leaves the table at once: the
+		 * keeper keeps its copy (without a keeper, it is closed once
+		 * the log is made). */
 		sf_keeper_conn_handed(fork_conn);
+		sf_keeper_start_keeping(fork_conn);
 		sf_log_create_early();
 		sf_keeper_conn_drop();
+	} else if (files_shared) {
+		/* its descriptor uses in a table of its own (writer.c) */
+		sf_keeper_start();
+	} else {
+		sf_keeper_defer(); /* the same, from its first log use on */
 	}
 	fork_conn = -1; /* shared: the parent's to close */
 	pthread_sigmask(SIG_SETMASK, &fork_mask, NULL);

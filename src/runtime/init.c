@@ -352,12 +352,20 @@ void sf_services_start(void)
 	services_tried = 1;
 	/* A paused process needs its writer thread: it is the one that
 	 * patches at a resume (switch.c). */
-	if (sf_config.ring_slots || sf_switch_enabled() || sf_config.writer == SF_WRITER_THREAD ||
-	    (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1))
+	if (sf_services_thread_wanted())
 		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
 	if (sf_config.ring_slots)
 		sf_snapshot_init();
 	sf_switch_start();
+}
+
+/* A thread of the runtime's holds the log (the writer; in a fork child,
+ * its keeper: writer.c): a ring, a switch, --writer thread, or auto on
+ * more than one CPU. */
+int sf_services_thread_wanted(void)
+{
+	return sf_config.ring_slots || sf_switch_enabled() || sf_config.writer == SF_WRITER_THREAD ||
+	       (sf_config.writer == SF_WRITER_AUTO && sf_config.ncpus > 1);
 }
 
 /* fork: the child keeps the parent's answer (a child that did not exec has

@@ -635,6 +635,8 @@ static long open_private(void *unused)
 {
 	(void)unused;
 	int fd = open_log();
+	if (fd < 0 && by_keeper_helps(errno)) /* a chrooted or unprivileged fork child's keeper (writer.c) */
+		fd = open_log_by_keeper(L.path, 0);
 	if (fd < 0)
 		return -errno;
 	if (fd < 3) {
@@ -844,6 +846,7 @@ static int log_create_locked(void)
 		L.failed = 1; /* record --max-size reached: this process writes no log */
 		return -1;
 	}
+	sf_keeper_make_due(); /* a fork child's: the log made in its table (writer.c) */
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
 	struct header_map hm = {"cannot write log ", NULL};
@@ -1930,6 +1933,34 @@ void sf_log_writer_leaving(void)
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
 	if (fd < 0 || sf_fd_adopt(&L.g, (int)fd, L.dev, L.ino, NULL) < 0)
+		sf_fd_publish(&L.g, -1); /* opened again at the next use */
+	sf_fd_gate_unlock(&gold);
+	sf_log_unlock_sig(&old);
+}
+
+int sf_log_files_shared(void)
+{
+	return L.files_shared;
+}
+
+/* A fork child's keeper ended for good (ns.c: RLIMIT_NPROC), its log's
+ * descriptor copied out of its table into the caller's (fd; -1: none,
+ * opened again at the next use): the program's table from now on, as
+ * after the writer leaves (sf_log_writer_leaving). */
+void sf_log_keeper_left(int fd)
+{
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	pool_drop(0); /* chunks by descriptor from now on, past every arena */
+	P.no_trim = 1;
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&L.g);
+	if (!L.hdr && fd >= 0) {
+		sf_syscall3(SYS_close, fd, 0, 0);
+		fd = -1;
+	}
+	if (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0)
 		sf_fd_publish(&L.g, -1); /* opened again at the next use */
 	sf_fd_gate_unlock(&gold);
 	sf_log_unlock_sig(&old);

@@ -191,9 +191,12 @@ void sf_notes_relay_settle(void)
 	sf_notes_relay_listen(0);
 }
 
+static void chan_forked(void);
+
 /* fork: the child has no writer; it shares the page with its parent. */
 void sf_notes_relay_forked(void)
 {
+	chan_forked();
 	listening = 0;
 }
 
@@ -268,26 +271,39 @@ static long keeper_connect(void)
 	return s;
 }
 
-/* ---- a connection handed down at fork (issue 24) ----
+/* ---- a channel handed down at fork (issue 24) ----
  * The keeper's abstract socket lives in the network namespace record
  * started in. A thread that moved to another one (unshare(CLONE_NEWNET),
  * setns: per thread, ns.c sets sf_netns_moved) cannot connect to it any
- * more, nor can the children it forks. The writer thread can: it stays
- * where it was. So before such a thread forks, the writer connects, the
- * forking thread takes a copy of that socket into the program's table for
- * the fork (pidfd_getfd: same thread group), and the child inherits it:
- * its runtime makes its log over it at once (hooks.c) and closes it; the
- * parent closes its copy after the fork. The keeper names the file after
- * the child: the child sends its credentials along (SCM_CREDENTIALS, which
- * the kernel checks), and the keeper takes them from a descendant of the
- * process that connected (record_files.c). */
-static int handed = -1; /* the child's inherited connection, until its first request */
-static uint64_t handed_dev, handed_ino;
+ * more, nor can the children it forks. The writer thread (a fork child's
+ * keeper, made before the move) can: it stays where it was. So before
+ * such a thread forks, the server (writer or keeper) asks record's keeper
+ * for a channel (SF_KF_CHAN: one end of a socket pair the keeper serves),
+ * the forking thread takes a copy of it into the program's table for the
+ * fork (pidfd_getfd: same thread group), and the child inherits it: its
+ * keeper keeps it in its own table (writer.c), the program's copy is
+ * closed at once, and the child makes its log over it and keeps it for
+ * its later requests and for its own children's channels, asked over it:
+ * a child whose own keeper is out of record's namespace (made from a
+ * moved thread) still has a way back, at any depth. The parent closes its
+ * copy after the fork. Each request sends the asker's credentials along
+ * (SCM_CREDENTIALS, which the kernel checks), and the keeper takes them
+ * from a descendant of the process the channel was made for
+ * (record_files.c). */
+static int chan = -1; /* this process's channel, in its server's table */
+static uint64_t chan_dev, chan_ino;
+static uint32_t chan_lock;
 
-static long connect_req(void *unused)
+static long chan_req(void *unused)
 {
 	(void)unused;
-	return keeper_connect();
+	long fd = sf_recfile(SF_KF_CHAN, 0, NULL, -1, NULL, 0);
+	if (fd >= 0) { /* as a connection's (keeper_connect): a keeper that does not answer costs a file, never a hang */
+		struct timeval tv = {5, 0};
+		sf_syscall6(SYS_setsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, (long)&tv, sizeof(tv), 0);
+		sf_syscall6(SYS_setsockopt, fd, SOL_SOCKET, SO_RCVTIMEO, (long)&tv, sizeof(tv), 0);
+	}
+	return fd;
 }
 
 static long close_req(void *fd)
@@ -297,16 +313,18 @@ static long close_req(void *fd)
 }
 
 /* In the parent, before a fork from a thread that left record's network
- * namespace: the connection in this table (-1: none, nothing needed). */
+ * namespace: the channel in this table (-1: none, nothing needed). */
 int sf_keeper_conn_for_fork(void)
 {
-	if (!sf_netns_moved || !notes_dir_len || !notes_ino || !sf_writer_active() || !sf_writer_private() ||
-	    sf_writer_on_thread())
+	int keeper = sf_keeper_alive();
+	if (!sf_netns_moved || !notes_dir_len || !notes_ino || !(sf_writer_active() || keeper) ||
+	    !sf_writer_private() || sf_writer_on_thread())
 		return -1;
-	long wfd = sf_writer_call(connect_req, NULL);
+	long wfd = sf_writer_call(chan_req, NULL);
 	if (wfd < 0 || wfd == SF_WRITER_REFUSED)
 		return -1;
-	long fd = -1, pidfd = sf_syscall3(SYS_pidfd_open, sf_writer_tid(), O_EXCL /* PIDFD_THREAD */, 0);
+	long fd = -1, pidfd = sf_syscall3(SYS_pidfd_open, keeper ? sf_keeper_tid() : sf_writer_tid(),
+					  O_EXCL /* PIDFD_THREAD */, 0);
 	if (pidfd >= 0) {
 		fd = sf_syscall3(SYS_pidfd_getfd, pidfd, wfd, 0); /* close-on-exec */
 		sf_syscall3(SYS_close, pidfd, 0, 0);
@@ -315,26 +333,36 @@ int sf_keeper_conn_for_fork(void)
 	return fd < 0 ? -1 : sf_fd_brief((int)fd);
 }
 
-/* In the child (hooks.c): fd, inherited, for its first request. */
+/* In a fork child (writer.c's reset): the parent's channel is not in
+ * this table (its server's table was not copied). */
+static void chan_forked(void)
+{
+	chan = -1;
+	chan_lock = 0;
+}
+
+/* In the child (hooks.c): fd, inherited, its channel from now on. */
 void sf_keeper_conn_handed(int fd)
 {
 	struct stat st;
 	if (fd < 0 || sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0)
 		return;
-	handed = fd;
-	handed_dev = (uint64_t)st.st_dev;
-	handed_ino = (uint64_t)st.st_ino;
+	chan = fd;
+	chan_dev = (uint64_t)st.st_dev;
+	chan_ino = (uint64_t)st.st_ino;
 }
 
-/* In the child, after its log was made: the connection closed if its
- * first request did not use it (the log was made without the keeper). */
+/* In the child, after its log was made: the channel kept where a keeper
+ * holds it, else closed (it would sit in the program's table). */
 void sf_keeper_conn_drop(void)
 {
 	struct stat st;
-	int fd = handed;
-	handed = -1;
-	if (fd >= 0 && sf_syscall3(SYS_fstat, fd, (long)&st, 0) == 0 && (uint64_t)st.st_dev == handed_dev &&
-	    (uint64_t)st.st_ino == handed_ino)
+	int fd = chan;
+	if (fd < 0 || sf_keeper_alive())
+		return;
+	chan = -1;
+	if (sf_syscall3(SYS_fstat, fd, (long)&st, 0) == 0 && (uint64_t)st.st_dev == chan_dev &&
+	    (uint64_t)st.st_ino == chan_ino)
 		sf_syscall3(SYS_close, fd, 0, 0);
 }
 
@@ -343,14 +371,17 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 	if (!notes_dir_len || !notes_ino)
 		return -ENOENT;
 	long s = -1, r = 0;
-	int own = -1; /* a handed connection: the credentials go along */
-	if (handed >= 0) {
+	int own = -1; /* the channel: the credentials go along, and it stays open */
+	if (chan >= 0 && !__atomic_exchange_n(&chan_lock, 1, __ATOMIC_ACQUIRE)) {
+		/* (taken: a handler interrupted its own thread's request, or
+		 * another thread asks without a server: a connection of its own) */
 		struct stat st;
-		own = handed;
-		handed = -1;
-		if (sf_syscall3(SYS_fstat, own, (long)&st, 0) < 0 || (uint64_t)st.st_dev != handed_dev ||
-		    (uint64_t)st.st_ino != handed_ino)
-			own = -1; /* the program put a file of its own there: not ours to use or close */
+		own = chan;
+		if (sf_syscall3(SYS_fstat, own, (long)&st, 0) < 0 || (uint64_t)st.st_dev != chan_dev ||
+		    (uint64_t)st.st_ino != chan_ino)
+			own = -1; /* not in this thread's table: a file of the program's there, not ours to use */
+		if (own < 0)
+			__atomic_store_n(&chan_lock, 0, __ATOMIC_RELEASE);
 		s = own;
 	}
 	if (s < 0) {
@@ -416,7 +447,15 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 			if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len >= CMSG_LEN(sizeof(int)))
 				memcpy(&fd, CMSG_DATA(h), sizeof(int));
 	}
-	sf_syscall3(SYS_close, s, 0, 0);
+	if (own >= 0) {
+		if (r < 0 && r != -EPERM) { /* no answer in time: a late one would be taken for the next */
+			chan = -1;
+			sf_syscall3(SYS_close, s, 0, 0);
+		}
+		__atomic_store_n(&chan_lock, 0, __ATOMIC_RELEASE);
+	} else {
+		sf_syscall3(SYS_close, s, 0, 0);
+	}
 	if (r < 0)
 		return fd >= 0 ? (sf_syscall3(SYS_close, fd, 0, 0), (int)r) : (int)r;
 	if (path && cap)

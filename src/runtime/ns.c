@@ -305,6 +305,8 @@ static int setns_net(long fd, long nstype)
 long sf_ns_syscall(long nr, long a0, long a1)
 {
 	int net = nr == SYS_unshare ? (a0 & CLONE_NEWNET) != 0 : setns_net(a0, a1);
+	if (net && !needs_alone(nr, a0, a1))
+		sf_keeper_make_due(); /* a fork child's keeper stays in record's namespace (notes.c) */
 	long r = ns_call(nr, a0, a1);
 	if (r == 0 && net)
 		sf_netns_moved = 1;
@@ -355,7 +357,21 @@ long sf_rlimit_syscall(long nr, const long *a)
 		lim = (const struct rlimit *)a[2];
 	}
 	long r = sf_syscall6(nr, a[0], a[1], a[2], a[3], 0, 0);
-	if (r == 0 && sf_writer_active() && lowers_nproc(pid, res, lim) && sf_thread_count() == 2) {
+	if (r == 0 && lowers_nproc(pid, res, lim))
+		sf_keeper_defer_cancel(); /* a fork child's keeper not made yet: none from now on */
+	if (r == 0 && sf_keeper_alive() && !sf_log_files_shared() && lowers_nproc(pid, res, lim) &&
+	    sf_thread_count() == 2) {
+		/* a fork child's keeper (writer.c) counts as the writer does:
+		 * it ends for good, the log back in the program's table (not
+		 * a CLONE_FILES child's: that table is its parent's too) */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		int err = errno;
+		sf_log_keeper_left(sf_keeper_stop());
+		errno = err;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	} else if (r == 0 && sf_writer_active() && lowers_nproc(pid, res, lim) && sf_thread_count() == 2) {
 		sigset_t old;
 		int err;
 		writer_stop_masked(&old, &err); /* for good: no restart */

@@ -1051,6 +1051,15 @@ int sf_program_threads_like_writer(int *no_room) SF_HIDDEN; /* ns.c: every progr
 /* writer.c: a clone(CLONE_FILES) child's keeper thread (its descriptor uses, in a table of its own) */
 int sf_keeper_start(void) SF_HIDDEN;    /* in the child, first: -1 if it cannot be made */
 int sf_keeper_alive(void) SF_HIDDEN;
+uint32_t sf_keeper_tid(void) SF_HIDDEN;
+int sf_keeper_start_keeping(int fd) SF_HIDDEN;
+void sf_keeper_defer(void) SF_HIDDEN;
+void sf_keeper_make_due(void) SF_HIDDEN;
+void sf_keeper_defer_cancel(void) SF_HIDDEN;
+int sf_seccomp_refuses_keeper(void) SF_HIDDEN;
+void sf_log_keeper_left(int fd) SF_HIDDEN;
+int sf_log_files_shared(void) SF_HIDDEN;
+int sf_services_thread_wanted(void) SF_HIDDEN;
 int sf_runtime_thread(void) SF_HIDDEN;  /* a writer or a keeper runs */
 void sf_keeper_follow(long nr, long a0, long a1, long a2) SF_HIDDEN; /* after a set*id wrapper's success */
 void sf_log_keeper(int on) SF_HIDDEN;   /* logfile.c: the log's descriptor is the keeper's (on) */

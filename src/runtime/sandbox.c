@@ -348,6 +348,20 @@ int sf_seccomp_refuses_writer(void)
 	return __atomic_load_n(&writer_refused, __ATOMIC_ACQUIRE);
 }
 
+/* A keeper thread (writer.c) cannot be made or run under the chain: the
+ * writer's calls, the clone that makes it, its first close_range. */
+int sf_seccomp_refuses_keeper(void)
+{
+	if (!chain)
+		return 0;
+	long flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+	return sf_seccomp_refuses_writer() || !sf_seccomp_allows(SYS_clone, flags, P, 0, 0, 0, 0) ||
+	       !sf_seccomp_allows(SYS_close_range, 0, ~0u, 0, 0, 0, 0) ||
+	       !sf_seccomp_allows(SYS_openat, AT_FDCWD, P, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0, 0) ||
+	       !sf_seccomp_allows(SYS_prctl, PR_GET_TID_ADDRESS, P, 0, 0, 0, 0) ||
+	       !sf_seccomp_allows(SYS_set_tid_address, P, 0, 0, 0, 0, 0);
+}
+
 int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter: no signal mask either at exit */
 
 static void stop_for_good(long nr)

@@ -99,6 +99,11 @@ static int private_table; /* the writer unshared its descriptor table (logfile.c
 static uint32_t keeper_tid;
 static long keeper_pid; /* its process: a vfork child shares this memory, not the keeper */
 static char *keeper_stack;
+/* A fork child's keeper, due (sf_keeper_defer) and made at its first
+ * use: the pid it is due in (a vfork child shares this word), and the
+ * leader's exit word, found at the fork (on the leader). */
+static int keeper_due_pid;
+static uint32_t *keeper_due_word;
 static int keeper_quit;
 static int keeper_keep = -1; /* the one descriptor a new keeper keeps of its copy (sf_keeper_resume) */
 /* /proc/self (the process's /proc/PID directory) opened in the writer's,
@@ -961,6 +966,8 @@ static void keeper_leader_word(void)
  * sf_log_keeper). -1 where it cannot be made: the shared table, as before. */
 static int keeper_make(int keep)
 {
+	if (sf_seccomp_refuses_keeper())
+		return -1; /* a filter would kill it, or the process, at its first call (sandbox.c) */
 	int err = errno;
 	char *stk = keeper_stack; /* a keeper's that has ended (sf_keeper_stop) */
 	if (!stk) {
@@ -973,6 +980,8 @@ static int keeper_make(int keep)
 	}
 	keeper_keep = keep;
 	keeper_leader_word();
+	if (!leader_word && keeper_due_pid == 0 && keeper_due_word)
+		leader_word = keeper_due_word; /* made on another thread than the leader (sf_keeper_make_due) */
 	__atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
 	sf_writer_set_private(1); /* requests wait until it has emptied its table */
 	sf_log_keeper(1);
@@ -1002,12 +1011,62 @@ int sf_keeper_start(void)
 	return keeper_make(-1);
 }
 
+
+/* In a fork child (hooks.c) of a process whose log is held by a thread
+ * (the writer's conditions, init.c): its keeper made at the child's
+ * first log use, not now, so that a child that execs (a shell's, a
+ * spawner's) or exits without an event makes no thread. */
+void sf_keeper_defer(void)
+{
+	keeper_due_pid = 0;
+	if (!sf_services_thread_wanted() || sf_seccomp_refuses_keeper())
+		return;
+	keeper_due_pid = (int)sf_syscall3(SYS_getpid, 0, 0, 0);
+	leader_word = NULL;
+	find_leader_word();
+	keeper_due_word = leader_word;
+	leader_word = NULL;
+}
+
+/* ns.c: a finite RLIMIT_NPROC set by a non-root uid: no keeper from now
+ * on (it would count against the limit, as the writer would). */
+void sf_keeper_defer_cancel(void)
+{
+	keeper_due_pid = 0;
+}
+
+/* The keeper made now if it is due: the log's creation (logfile.c, the
+ * log's lock held, before anything is made), or a thread about to leave
+ * record's network namespace (ns.c: the keeper stays there). */
+void sf_keeper_make_due(void)
+{
+	if (!keeper_due_pid || keeper_due_pid != (int)sf_syscall3(SYS_getpid, 0, 0, 0))
+		return;
+	keeper_due_pid = 0;
+	keeper_make(-1);
+}
+
+/* A fork child's keeper that keeps fd (the channel handed down, notes.c)
+ * of its copy of the table; the program's copy is closed here. */
+int sf_keeper_start_keeping(int fd)
+{
+	int r = keeper_make(fd);
+	if (r == 0 && fd >= 0)
+		sf_syscall3(SYS_close, fd, 0, 0);
+	return r;
+}
+
 /* This process has a keeper (not a vfork or CLONE_VM child of one, which
  * shares its memory but not its threads). */
 int sf_keeper_alive(void)
 {
 	return __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE) != 0 &&
 	       sf_syscall3(SYS_getpid, 0, 0, 0) == keeper_pid;
+}
+
+uint32_t sf_keeper_tid(void)
+{
+	return __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE);
 }
 
 /* A thread of the runtime's that the program did not make: the writer or
@@ -1140,6 +1199,8 @@ void sf_writer_after_fork_child(void)
 	keeper_stack = NULL;
 	keeper_tid = 0;
 	keeper_quit = 0;
+	keeper_due_pid = 0;
+	keeper_due_word = NULL;
 	leader_word = NULL;
 	/* The parent's writer's stack: glibc's fork dropped it from its
 	 * lists, but a raw clone child's lists may still hold it, so it is

@@ -472,6 +472,29 @@ def test_nproc_limit_left_to_the_program_as_its_user():
     sfkit.eq((info["summary"]["events"], info["summary"]["lost"]), (4000002, 0), "events, lost")
 
 
+def test_nproc_limit_left_to_a_fork_child():
+    """A fork child of a root program drops to a uid of its own (60827),
+    makes 2,000,000 calls (its log, and the keeper thread that holds it,
+    made at its first), sets RLIMIT_NPROC 2 and forks 10 workers one at a
+    time: the keeper ends for good at the setrlimit (the log back in the
+    child's table), so 10 succeed with 1 task, as untraced, and every call
+    is in the child's log."""
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root to run as another uid")
+    exe = _fixture("sk24k_nproc")
+    want = "sum 1999999000000 forks ok 10 failed 0 tasks 1\n"
+    sfkit.eq(_untraced([exe, "60827"])[:2], (0, want), "untraced")
+    rc, out, err, log = _traced([exe, "60827"])
+    sfkit.eq((rc, out), (0, want), "traced: forks and tasks")
+    d = os.path.dirname(log)
+    kids = sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith("sf.") and f != "sf.log")
+    sfkit.eq(len(kids), 11, f"child and worker logs in {d}")
+    leaf = sorted(sfkit.count_calls(sfkit.dump_events(k))["leaf"] for k in kids)
+    sfkit.eq(leaf, [1] * 10 + [2000000], "leaf calls: the workers', the child's")
+    for k in kids:
+        sfkit.eq(sfkit.dump_info(k, events=True)["summary"]["lost"], 0, f"lost in {k}")
+
+
 def test_clone_files_child_wall_reaper_reaps_nothing():
     """Held since the helper processes behind this break were
     reverted (f7e3e7c); the break it found: a CLONE_FILES child's thread reaping with

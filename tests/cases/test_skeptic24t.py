@@ -108,5 +108,71 @@ def test_preinit_hook_sees_no_log():
     eq(t.splitlines()[0], u.splitlines()[0], "the preinit hook's descriptor list")
 
 
+# The runtime's own calls a one-call deny list may hit, found by a sweep of
+# every x86-64 number 0..460 with skep24t_deny (kill mode): untraced each
+# printed "ok 40000" and exited 0.
+DENY_KILLS_PROCESS = ["close", "fstat", "getpid", "fchown", "geteuid", "gettid", "tgkill", "openat"]
+DENY_KILLS_CHILDREN = ["read", "munmap", "getppid", "prlimit64", "socket", "connect"]
+
+
+def _deny(name, mode):
+    prog = build_c("skep24t_deny", ["skep24t_deny.c"], libs=["-lpthread"])
+    u = run([prog, name, mode, "drop"], check_rc=None)
+    d = sfkit.tmpdir()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "d.log"), "--", prog, name, mode, "drop"],
+            check_rc=None)
+    n = 0
+    for log in _logs(d):
+        p = run([SFTRACE, "dump", log], check_rc=None)
+        n += sum(1 for e in sfkit.parse_dump_events(p.stdout) if e.kind == "ENTRY" and e.name == "work")
+    return u, t, n
+
+
+def _deny_kill_case(names):
+    bad = []
+    for name in names:
+        u, t, _ = _deny(name, "kill")
+        eq((u.returncode, u.stdout), (0, "ok 40000\n"), f"untraced, {name} denied")
+        if (t.returncode, t.stdout) != (0, "ok 40000\n"):
+            bad.append(f"{name}: rc {t.returncode} out {t.stdout!r}")
+    eq(bad, [], "traced runs that differ from untraced")
+
+
+@sfkit.known_break(ISSUE, "a seccomp filter that kills one call the program no longer makes: untraced 'ok 40000' "
+                   "exit 0 for each; traced the whole process dies of SIGSYS (rc 159) when that call is close, "
+                   "fstat, getpid, fchown, geteuid, gettid, tgkill or openat (record: 'a seccomp filter the "
+                   "runtime cannot start under', then 'killed by signal 31')")
+def test_deny_one_call_kill_process():
+    """skep24t_deny NAME kill drop: a seccomp filter with
+    SECCOMP_RET_KILL_PROCESS on the one call NAME, then 20,000 calls, a
+    thread, fork children (one after setresuid(nobody)). Untraced: "ok
+    40000", exit 0. README: where a filter refuses the runtime's calls
+    tracing stops, "the program is never killed by the runtime's calls"."""
+    _deny_kill_case(DENY_KILLS_PROCESS)
+
+
+@sfkit.known_break(ISSUE, "the same deny list: traced the fork children die of SIGSYS (the program prints 'child "
+                   "status 31') when the call is read, munmap, getppid or prlimit64 (both children; their logs "
+                   "'not an sftrace log (bad magic)'), socket or connect (the child forked after setresuid, "
+                   "which needs record's keeper)")
+def test_deny_one_call_kill_children():
+    """As above; the calls whose denial kills the program's fork children
+    (the parent lives on and reports their status)."""
+    _deny_kill_case(DENY_KILLS_CHILDREN)
+
+
+def test_deny_socket_errno_loss_is_said():
+    """skep24t_deny socket errno drop: socket() fails with EPERM. The
+    child forked after setresuid(nobody) needs record's keeper for its
+    log, over a socket. Its 5,000 calls must be recorded or record must
+    say they were lost. Holds: 45,000 recorded and record says "pid N
+    wrote no log: cannot create log ...: Operation not permitted"."""
+    u, t, n = _deny("socket", "errno")
+    eq((t.returncode, t.stdout), (0, "ok 40000\n"), "traced")
+    if n != 50000:
+        check("wrote no log" in t.stderr or "lost" in t.stderr or "not recorded" in t.stderr,
+              f"{n} of 50000 work calls recorded and record said nothing of it: {t.stderr[-300:]!r}")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -174,5 +174,131 @@ def test_deny_socket_errno_loss_is_said():
               f"{n} of 50000 work calls recorded and record said nothing of it: {t.stderr[-300:]!r}")
 
 
+def test_vfork_child_rearranges_descriptors():
+    """skep24t_vfork_dup2 1023 HOW OWN: a vfork child dup2s a pipe onto
+    1023 (the log's number where the runtime keeps it in the program's
+    table) and execs /bin/true, or close_range(3..)s and execs, or dup2s
+    and _exits; the parent then writes its own file and calls work() 1000
+    times. Untraced: "own: parent says hello\\n!|child: 0" (5 for the
+    _exit). Traced with the writer thread and with --writer sync: the same
+    output, 19 bytes in the file, all 1002 calls recorded."""
+    prog = build_c("skep24t_vfork_dup2", ["skep24t_vfork_dup2.c"])
+    for how in ("dup2", "close", "dup2fail"):
+        d = sfkit.tmpdir()
+        own = os.path.join(d, "own")
+        u = run([prog, "1023", how, own])
+        for writer in ("thread", "sync"):
+            d2 = sfkit.tmpdir()
+            own2 = os.path.join(d2, "own")
+            t = run([SFTRACE, "record", "-q", "--writer", writer, "-o", os.path.join(d2, "v.log"), "--",
+                     prog, "1023", how, own2])
+            eq(t.stdout, u.stdout, f"{how} --writer {writer}")
+            eq(os.path.getsize(own2), 19, f"{how} --writer {writer}: own file size")
+            eq(_all_calls(d2)["work"], 1002, f"{how} --writer {writer}: work calls")
+
+
+def test_exec_with_an_environment_of_its_own():
+    """skep24t_execs HOW: a fork (or vfork, clone, posix_spawn) child execs
+    the program again with the environment {"X=1"} (no LD_PRELOAD) by
+    execve, execle, fexecve, execveat(AT_EMPTY_PATH), syscall(SYS_execve),
+    syscall(SYS_execveat), posix_spawn, vfork+execve or clone+execve.
+    Untraced: "child 0". Traced: the same, and the exec'd child has a log
+    with its 4 work() calls (6 in all with the parent's 2)."""
+    prog = build_c("skep24t_execs", ["skep24t_execs.c"])
+    for how in ("execve", "execle", "fexecve", "execveat", "sys_execve", "sys_execveat", "spawn_env",
+                "vfork_execve", "clone_execve"):
+        eq(run([prog, how]).stdout, "child 0\n", f"untraced {how}")
+        d = sfkit.tmpdir()
+        t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "s.log"), "--", prog, how])
+        eq(t.stdout, "child 0\n", f"traced {how}")
+        eq(_all_calls(d)["work"], 6, f"{how}: work calls in all logs")
+
+
+def _status_lines(text, drop_cgt):
+    return [l for l in text.splitlines() if not (drop_cgt and l.startswith("SigCgt"))]
+
+
+def test_children_signal_state():
+    """skep24t_sigkids: SIGUSR1 blocked, SIGUSR2 ignored, a SIGHUP handler;
+    children started by system, popen, posix_spawn (SETSIGMASK), fork+exec,
+    vfork+exec and a plain fork print their SigBlk/SigIgn/SigCgt. Traced
+    with --writer sync: every line as untraced. With the writer thread:
+    the same but SigCgt, where glibc's set-ID signal (33) is caught in the
+    parent and the plain fork child (a documented limit: README,
+    "Threads")."""
+    prog = build_c("skep24t_sigkids", ["skep24t_sigkids.c"])
+    u = run([prog]).stdout
+    d = sfkit.tmpdir()
+    t = run([SFTRACE, "record", "-q", "--writer", "sync", "-o", os.path.join(d, "k.log"), "--", prog]).stdout
+    eq(t, u, "--writer sync")
+    d = sfkit.tmpdir()
+    t = run([SFTRACE, "record", "-q", "--writer", "thread", "-o", os.path.join(d, "k.log"), "--", prog]).stdout
+    eq(_status_lines(t, True), _status_lines(u, True), "--writer thread, SigCgt aside")
+
+
+def test_inherited_dispositions_and_limits():
+    """skep24t_launch MODE skep24t_state: the program starts with SIGCHLD
+    ignored (1), every signal blocked (2), every signal ignored (4),
+    stdin/stdout/stderr closed (8), RLIMIT_NOFILE 16 (16), and some of
+    them together; it reports its signal state, descriptors, a fork
+    child's waitpid (ECHILD with SIGCHLD ignored), a dlopen of an
+    instrumented plugin under --filter-regex, and how many files it can
+    open. Traced (writer thread): the same report, SigCgt aside (glibc's
+    set-ID signal), and all 18 work/libwork/libentry calls recorded."""
+    launch = build_c("skep24t_launch", ["skep24t_launch.c"], xray=False)
+    state = build_c("skep24t_state", ["skep24t_state.c"], libs=["-ldl"])
+    lib = build_c("libskep24t_lib.so", ["skep24t_lib.c"], shared=True)
+    for mode in ("1", "2", "4", "8", "16", "24", "3"):
+        d = sfkit.tmpdir()
+        run([launch, mode, state, os.path.join(d, "u"), lib])
+        run([SFTRACE, "record", "-q", "--filter-regex", "work|libentry", "-o", os.path.join(d, "s.log"), "--",
+             launch, mode, state, os.path.join(d, "t"), lib])
+        u = open(os.path.join(d, "u")).read()
+        t = open(os.path.join(d, "t")).read()
+        eq(_status_lines(t, True), _status_lines(u, True), f"mode {mode}")
+        c = _all_calls(d)
+        eq((c["work"], c["libwork"], c["libentry"]), (13, 5, 1), f"mode {mode}: calls")
+
+
+def test_start_stop_daemon_background():
+    """Debian's start-stop-daemon --start --background (uninstrumented:
+    forks, setsid, closes every descriptor, /dev/null on 0-2) runs
+    skep24t_svc, which waits for a go file, lists its descriptors, writes
+    19 bytes to its own file, calls work() 50 times and forks a worker
+    that closes 0..1023 and calls work() 5 times. Untraced the service
+    sees "0 1 2" and its file holds exactly "service says hello\\n".
+    Traced: the same, and logs with 50 + 5 work calls."""
+    import shutil
+    ssd = shutil.which("start-stop-daemon") or "/usr/sbin/start-stop-daemon"
+    if not os.path.exists(ssd):
+        raise sfkit.Skip("no start-stop-daemon")
+    prog = build_c("skep24t_svc", ["skep24t_svc.c"])
+    res = {}
+    for traced in (False, True):
+        d = sfkit.tmpdir()
+        cmd = [ssd, "--start", "--background", "--make-pidfile", "--pidfile", os.path.join(d, "pid"),
+               "--exec", prog, "--", d]
+        if traced:
+            cmd = [SFTRACE, "record", "-q", "-o", os.path.join(d, "s.log"), "--"] + cmd
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if not traced:
+            p.wait(timeout=60)
+        open(os.path.join(d, "go"), "w").close()
+        if traced:
+            p.wait(timeout=120)  # record waits for the service and its worker
+        else:
+            pid = int(open(os.path.join(d, "pid")).read())
+            for _ in range(6000):  # the service ends on its own once go exists
+                if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+                    break
+                import time
+                time.sleep(0.01)
+        res[traced] = (open(os.path.join(d, "fds")).read(), open(os.path.join(d, "own.txt"), "rb").read())
+        if traced:
+            eq(_all_calls(d)["work"], 55, "work calls in the service's logs")
+    eq(res[False], ("0 1 2 ", b"service says hello\n"), "untraced")
+    eq(res[True], res[False], "traced")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -301,13 +301,13 @@ def test_start_stop_daemon_background():
 
 
 def test_descriptor_churn_while_flooding():
-    """skep24t_churn DIR fork|self: one thread calls work() 400,000 times
+    """skep24t_churn DIR fork|self: one thread calls work() 100,000 times
     while another opens, dup2s (or dup3s through syscall()) onto every
     number 3..1023 in turn, writes a line and closes, 3,000 times, with a
     close_range(3, ~0U) or closefrom(3) every 500 rounds; in a fork child
     (the log in the program's table) or in the process itself. Untraced:
     "files ok" (each of the 50 files holds exactly its own 60 lines).
-    Traced, writer thread and --writer sync: "files ok", and all 400,001
+    Traced, writer thread and --writer sync: "files ok", and all 100,001
     work calls recorded."""
     prog = build_c("skep24t_churn", ["skep24t_churn.c"], libs=["-lpthread"])
     d = sfkit.tmpdir()
@@ -320,7 +320,7 @@ def test_descriptor_churn_while_flooding():
             t = run([SFTRACE, "record", "-q", "--writer", writer, "-o", os.path.join(d, "c.log"), "--",
                      prog, files, how])
             eq(t.stdout, "files ok\n", f"{how} --writer {writer}")
-            eq(_all_calls(d)["work"], 400001, f"{how} --writer {writer}: work calls")
+            eq(_all_calls(d)["work"], 100001, f"{how} --writer {writer}: work calls")
 
 
 if __name__ == "__main__":

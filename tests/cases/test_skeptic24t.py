@@ -345,5 +345,31 @@ def test_record_messages_escape_object_paths():
     eq(bad, [], "record's lines with raw control characters")
 
 
+def test_prefork_server_with_a_busy_thread():
+    """skep24t_prefork: one thread calls busy() 200,000 times while main
+    forks 20 workers in turn, worker i calling serve() 1000 + i times and
+    leaving by exit or _exit. Untraced: "workers ok". Traced, writer
+    thread and --writer sync: the same; 21 logs; each worker's holds
+    exactly its 1000 + i serve() calls and nothing else, the parent's
+    200,000 busy() and no serve()."""
+    prog = build_c("skep24t_prefork", ["skep24t_prefork.c"], libs=["-lpthread"])
+    eq(run([prog]).stdout, "workers ok\n", "untraced")
+    for writer in ("thread", "sync"):
+        d = sfkit.tmpdir()
+        t = run([SFTRACE, "record", "-q", "--writer", writer, "-o", os.path.join(d, "p.log"), "--", prog])
+        eq(t.stdout, "workers ok\n", f"--writer {writer}")
+        logs = _logs(d)
+        eq(len(logs), 21, f"--writer {writer}: logs")
+        workers = []
+        for log in logs:
+            c = _calls(log)
+            if os.path.basename(log) == "p.log":
+                eq((c["busy"], c["serve"]), (200000, 0), f"--writer {writer}: parent")
+            else:
+                eq(set(c) - {"serve"}, set(), f"--writer {writer}: {log} holds only serve")
+                workers.append(c["serve"])
+        eq(sorted(workers), list(range(1000, 1020)), f"--writer {writer}: serve calls per worker")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

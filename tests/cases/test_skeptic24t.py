@@ -371,5 +371,25 @@ def test_prefork_server_with_a_busy_thread():
         eq(sorted(workers), list(range(1000, 1020)), f"--writer {writer}: serve calls per worker")
 
 
+def test_full_table_dup2_onto_the_top():
+    """skep24t_launch 16 skep24t_full FILE: with RLIMIT_NOFILE 16, a fork
+    child fills its table, then dup2s its file onto 15, 14, 13 and 12 (the
+    runtime's log sits at the top of the table there) writing the number
+    through each, and calls work() 100 times. Untraced: "dup2 ok" and
+    15..12 in the file. Traced (writer thread and --writer sync): the same,
+    and the child's 100 calls recorded."""
+    launch = build_c("skep24t_launch", ["skep24t_launch.c"], xray=False)
+    prog = build_c("skep24t_full", ["skep24t_full.c"])
+    d = sfkit.tmpdir()
+    want = "dup2 ok\n15\n14\n13\n12\n"
+    eq(run([launch, "16", prog, os.path.join(d, "u")]).stdout, want, "untraced")
+    for writer in ("thread", "sync"):
+        d = sfkit.tmpdir()
+        t = run([SFTRACE, "record", "-q", "--writer", writer, "-o", os.path.join(d, "f.log"), "--",
+                 launch, "16", prog, os.path.join(d, "t")])
+        eq(t.stdout, want, f"--writer {writer}")
+        eq(_all_calls(d)["work"], 101, f"--writer {writer}: work calls")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -391,5 +391,26 @@ def test_full_table_dup2_onto_the_top():
         eq(_all_calls(d)["work"], 101, f"--writer {writer}: work calls")
 
 
+@sfkit.known_break(ISSUE, "SECCOMP_RET_TRAP on one call the program no longer makes, with a SIGSYS handler of its "
+                   "own that counts and fails the call: untraced 'ok 40000' and the handler never runs; traced "
+                   "the program's handler runs for the runtime's calls ('trapped 2' for close, 1 for fstat and "
+                   "openat), the process dies of SIGSYS for getpid and gettid, the fork children die of SIGSYS "
+                   "('child status 31') for read, munmap, getppid, prlimit64 and socket")
+def test_deny_one_call_trap_handler():
+    """skep24t_deny NAME trap drop: SECCOMP_RET_TRAP on NAME and a SIGSYS
+    handler (as sandboxes that broker or emulate denied calls install).
+    Untraced the program never makes the call: "ok 40000", the handler
+    never runs. Traced it must be the same: a seccomp filter's verdict on
+    the runtime's own calls is the runtime's business, never the
+    program's handler's."""
+    bad = []
+    for name in DENY_KILLS_PROCESS + DENY_KILLS_CHILDREN:
+        u, t, _ = _deny(name, "trap")
+        eq((u.returncode, u.stdout), (0, "ok 40000\n"), f"untraced, {name} trapped")
+        if (t.returncode, t.stdout) != (0, "ok 40000\n"):
+            bad.append(f"{name}: rc {t.returncode} out {t.stdout!r}")
+    eq(bad, [], "traced runs that differ from untraced")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

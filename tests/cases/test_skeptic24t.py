@@ -470,5 +470,26 @@ def test_program_umask_and_child_log_mode():
     check("unreadable" not in t.stderr, t.stderr[-300:])
 
 
+def test_signalfd_supervisor():
+    """skep24t_sigfd PLUGIN: every signal blocked, a signalfd for SIGCHLD,
+    SIGTERM and SIGHUP; dlopens an instrumented plugin, forks 5 workers and
+    reaps them with waitpid(-1, WNOHANG) as SIGCHLD arrives, then reads a
+    SIGHUP it sends itself. Untraced: "statuses 10 11 12 13 14 strangers 0
+    sighup 1 plugin ok". Traced (default, --filter-regex, which runs
+    sftrace filter at the dlopen, --writer sync, --ring 1M): the same line
+    (no child of the runtime's reaped, no signal taken), 50 work and 3
+    libwork calls."""
+    prog = build_c("skep24t_sigfd", ["skep24t_sigfd.c"], libs=["-ldl"])
+    lib = build_c("libskep24t_lib.so", ["skep24t_lib.c"], shared=True)
+    want = "statuses 10 11 12 13 14 strangers 0 sighup 1 plugin ok\n"
+    eq(run([prog, lib]).stdout, want, "untraced")
+    for extra in ([], ["--filter-regex", "work|libentry"], ["--writer", "sync"], ["--ring", "1M"]):
+        d = sfkit.tmpdir()
+        t = run([SFTRACE, "record", "-q"] + extra + ["-o", os.path.join(d, "s.log"), "--", prog, lib])
+        eq(t.stdout, want, f"traced {extra}")
+        c = _all_calls(d)
+        eq((c["work"], c["libwork"]), (50, 3), f"traced {extra}: calls")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -425,7 +425,7 @@ def test_deny_one_call_trap_handler():
 
 
 @sfkit.known_break(ISSUE, "a filter failing exit_group with EPERM (glibc's _exit then ends the thread with SYS_exit): "
-                   "untraced 'ok 40000', exit 0; traced the program never ends (killed at the 30 s limit, nothing "
+                   "untraced 'ok 40000', exit 0; traced the program never ends (killed at a 20 s limit, nothing "
                    "printed; record: 'tracing stopped at a seccomp filter (it refuses exit_group)')")
 def test_deny_exit_group_errno():
     """skep24t_deny exit_group errno drop (x86-64 number 231): with
@@ -440,7 +440,7 @@ def test_deny_exit_group_errno():
     eq((u.returncode, u.stdout), (0, "ok 40000\n"), "untraced")
     d = sfkit.tmpdir()
     rc, out, err = sfkit.run_group([SFTRACE, "record", "-q", "-o", os.path.join(d, "d.log"), "--",
-                                    prog, nr, "errno", "drop"], timeout=30)
+                                    prog, nr, "errno", "drop"], timeout=20)
     eq((rc, out), (0, "ok 40000\n"), f"traced (stderr {err[-300:]!r})")
 
 

@@ -491,5 +491,60 @@ def test_signalfd_supervisor():
         eq((c["work"], c["libwork"]), (50, 3), f"traced {extra}: calls")
 
 
+def _as_nobody(cmd):
+    import shutil
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        raise sfkit.Skip("needs root and setpriv")
+    return run([setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + cmd)
+
+
+def _shared_dir_with_link(name, target):
+    """A sticky world-writable directory (as /tmp, or a team's shared
+    output directory) where nobody made NAME a symlink to TARGET."""
+    try:
+        if open("/proc/sys/fs/protected_symlinks").read().strip() != "0":
+            raise sfkit.Skip("fs.protected_symlinks is on: the kernel refuses the link before the tool is tried")
+    except OSError:
+        pass
+    d = sfkit.tmpdir()
+    os.chmod(d, 0o755)
+    shared = os.path.join(d, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o1777)
+    _as_nobody(["ln", "-s", target, os.path.join(shared, name)])
+    return shared
+
+
+@sfkit.known_break(ISSUE, "another user's symlink s.recorded.filter in a sticky shared output directory: record "
+                   "(root) follows it and overwrites the root-owned target (12 bytes 'victim data' become the "
+                   "merged filter, 'sftrace-filter 1 / # merged by sftrace record ...'), with --filter-regex and "
+                   "with -f (with --force, record also keeps a s.filters directory that user made, owner nobody, "
+                   "mode 0777, for the run's per-object filters)")
+def test_kept_filter_follows_another_users_symlink():
+    """record -o SHARED/s.log --filter-regex ... (and -f FILTER) keeps the
+    run's filter beside the log as s.recorded.filter. In a sticky
+    world-writable directory another user (nobody) made that name a
+    symlink to a root-owned file. The run must not write through it (the
+    issue: O_NOFOLLOW, nothing trusted that record did not make); the
+    target must still read "victim data"."""
+    prog = build_c("skep24t_state", ["skep24t_state.c"], libs=["-ldl"])
+    lib = build_c("libskep24t_lib.so", ["skep24t_lib.c"], shared=True)
+    for how in (["--filter-regex", "work|libentry"], ["-f", None]):
+        d = sfkit.tmpdir()
+        victim = os.path.join(d, "victim")
+        with open(victim, "w") as f:
+            f.write("victim data\n")
+        shared = _shared_dir_with_link("s.recorded.filter", victim)
+        args = list(how)
+        if args[1] is None:
+            filt = os.path.join(d, "my.filter")
+            run([SFTRACE, "filter", "-q", "-p", prog, "-r", "work", "-o", filt])
+            args[1] = filt
+        run([SFTRACE, "record", "-q"] + args + ["-o", os.path.join(shared, "s.log"), "--", prog,
+                                                 os.path.join(d, "st"), lib], check_rc=None)
+        eq(open(victim).read(), "victim data\n", f"the other user's link target after record {how[0]}")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -640,3 +640,63 @@ def test_lua_suite_every_function_named():
     eq(lua_out(p.stdout), lua_out(plain.stdout), "the suite's files and verdict")
     strs = [c for c in replay_calls(log) if re.match(r'\s*luaS_new\(0x[0-9a-f]+, "', c)]
     check(strs, "no luaS_new call with its string in the kept ring")
+
+
+SQLITE_OBJ = "/work/main/bench/build/sqlite/sqlite3_args_g4.o"
+SQLITE_OUT = ("first row-496\nrows 71 sum 8910.50 last rc 101\nbad rc 1: near \"selec\": syntax error\n"
+              "exec row 500 3390\n")
+
+
+def test_sqlite_client_of_our_own():
+    """skep29t_sqlite.c, linked with the bench's instrumented SQLite
+    amalgamation (bench/build/sqlite, where it was built): 500 prepared
+    INSERTs binding "row-i" and i * 0.25, a query calling a user function
+    back from SQL, a syntax error, sqlite3_exec with a callback. Untraced
+    it prints SQLITE_OUT. Traced with -A/-R on prepare/step/bind/exec and
+    the callback, and with --auto-args: the same output; by spec, query's
+    args table holds each SQL text the program passed, prepare's 0, 0, 1,
+    twice's argc 1 for each of the 71 rows, every "row-i" once, and 71 of
+    the user query's steps return 100."""
+    obj = SQLITE_OBJ if os.path.exists(SQLITE_OBJ) else os.path.join(sfkit.ROOT, "bench/build/sqlite/sqlite3_args_g4.o")
+    if not os.path.exists(obj):
+        raise sfkit.Skip("no instrumented SQLite object (bench/args_cost.sh builds it)")
+    inc = os.path.join(os.path.dirname(obj), "package/deps/sqlite3")
+    exe = build_c("skep29t_sqlite", ["skep29t_sqlite.c"], flags=["-I" + inc], libs=[obj, "-lpthread", "-ldl", "-lm"])
+    eq(run([exe, "500"]).stdout, SQLITE_OUT, "untraced")
+    p, log = record([exe, "500"], args=["-q", "-A", "sqlite3_prepare_v2@arg2/s,arg3/i32", "-R", "sqlite3_prepare_v2@retval",
+                                        "-R", "sqlite3_step@retval", "-A", "sqlite3_bind_text@arg2/i32,arg3/s",
+                                        "-A", "sqlite3_bind_double@arg2/i32,fparg1", "-A", "sqlite3_exec@arg2/s",
+                                        "-R", "sqlite3_exec@retval", "-A", "twice@arg2/i32"])
+    eq(p.stdout, SQLITE_OUT, "traced output")
+
+    def q(sql):
+        return [tuple(ln.split("\t")) for ln in run([SFTRACE, "query", "--format", "tsv", log, sql]).stdout.splitlines()[1:]]
+    eq(q("select a.name, a.value from args a join frames f using (frame_id) where f.name = 'sqlite3_prepare_v2' "
+         "order by f.start_ns, a.\"index\""),
+       [("arg2", '"insert into t(name, v) values (?1, ?2)"'), ("arg3", "-1"), ("retval", "0"),
+        ("arg2", '"select name, twice(v) from t where id % 7 = 0 order by id desc"'), ("arg3", "-1"), ("retval", "0"),
+        ("arg2", '"selec oops from nowhere"'), ("arg3", "-1"), ("retval", "1")], "prepare's values")
+    execs = [v for (v,) in q("select a.value from args a join frames f using (frame_id) where f.name = 'sqlite3_exec' "
+                             "and a.name = 'arg2' order by f.start_ns")]
+    for sql in ('"create table t(id integer primary key, name text, v real)"', '"begin"', '"commit"',
+                '"select count(*), sum(length(name)) from t"'):
+        check(sql in execs, f"{sql} not among sqlite3_exec's SQL {execs}")
+    eq(q("select count(*), min(a.value), max(a.value) from args a join frames f using (frame_id) "
+         "where f.name = 'twice' and a.name = 'arg2'"), [("71", "1", "1")], "twice's argc")
+    names = [v for (v,) in q("select a.value from args a join frames f using (frame_id) "
+                             "where f.name = 'sqlite3_bind_text' and a.name = 'arg3'")]
+    eq(sorted(names), sorted(f'"row-{i}"' for i in range(500)), "bound names")
+    doubles = [v for (v,) in q("select a.value from args a join frames f using (frame_id) "
+                               "where f.name = 'sqlite3_bind_double' and a.name = 'fparg1'")]
+    eq(sorted(doubles), sorted("%f" % (i * 0.25) for i in range(500)), "bound doubles")
+    steps = dict(q("select a.value, count(*) from args a join frames f using (frame_id) "
+                   "where f.name = 'sqlite3_step' and a.name = 'retval' group by 1"))
+    check(int(steps.get("100", 0)) >= 71 and int(steps.get("101", 0)) >= 501, f"step values {steps}")
+    p, log = record([exe, "500"], args=["-q", "-a"])
+    eq(p.stdout, SQLITE_OUT, "traced output (-a)")
+    got = [re.sub(r"0x[0-9a-f]{6,}", "PTR", c.strip()) for c in replay_calls(log)
+           if re.match(r"\s*sqlite3_(prepare_v2|bind_text)\(", c)]
+    eq(got[:3], ['sqlite3_prepare_v2(PTR, "insert into t(na"..., -1, PTR, 0) {',
+                 'sqlite3_bind_text(PTR, 1, "row-0", -1, PTR) {',
+                 'sqlite3_bind_text(PTR, 1, "row-1", -1, PTR) {'], "replay -a")
+    eq(len(got), 503, "prepare and bind_text calls (-a)")

@@ -700,3 +700,26 @@ def test_sqlite_client_of_our_own():
                  'sqlite3_bind_text(PTR, 1, "row-0", -1, PTR) {',
                  'sqlite3_bind_text(PTR, 1, "row-1", -1, PTR) {'], "replay -a")
     eq(len(got), 503, "prepare and bind_text calls (-a)")
+
+
+def test_mutual_tail_recursion_100000_deep():
+    """skep29t_mutual.c: is_even(100000) and is_odd(7) tail-call each other
+    to 0 (at -O2 each call is a jmp); tag() around a vfork. Untraced: "11
+    228 3". Traced with -A/-R by regex on both and on tag: the same; each
+    of the 100,001 + 8 frames shows its own argument (n, n-1, ..., 0 in
+    order) and `<tail call>`, only the last one returns 1; tag's values
+    exact; the vfork child's call is not recorded, as documented."""
+    exe = build_c("skep29t_mutual", ["skep29t_mutual.c"])
+    eq(run([exe]).stdout, "11 228 3\n", "untraced")
+    p, log = record([exe], args=["-q", "-A", "is_(even|odd)@arg1", "-R", "is_(even|odd)@retval",
+                                 "-A", "tag@arg1,arg2/s", "-R", "tag@retval"])
+    eq(p.stdout, "11 228 3\n", "traced")
+    lines = replay_calls(log)
+    rest = [c.strip() for c in lines if not re.match(
+        r"\s*is_(even|odd)\(\w+\) = <tail call>; /\* tail call from is_(even|odd) \*/$", c)]
+    eq(rest, ["main() {", "is_even(0x186a0) = <tail call>;", "is_even(0) = 1; /* tail call from is_odd */",
+              "is_odd(7) = <tail call>;", "is_even(0) = 1; /* tail call from is_odd */",
+              'tag(1, "parent-before") = 113;', 'tag(3, "parent-after") = 115;', "} /* main */"], "replay")
+    eq(len(lines) - len(rest), 99999 + 6, "middle frames")
+    seq = [num(c["args"].split("=")[1]) for c in calls(log) if c["name"].startswith("is_")]
+    eq(seq, list(range(100000, -1, -1)) + list(range(7, -1, -1)), "arguments in order")

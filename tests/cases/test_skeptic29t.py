@@ -723,3 +723,36 @@ def test_mutual_tail_recursion_100000_deep():
     eq(len(lines) - len(rest), 99999 + 6, "middle frames")
     seq = [num(c["args"].split("=")[1]) for c in calls(log) if c["name"].startswith("is_")]
     eq(seq, list(range(100000, -1, -1)) + list(range(7, -1, -1)), "arguments in order")
+
+
+ADLER = "/usr/share/cargo/registry/adler-1.0.2/src/lib.rs"
+
+
+def test_adler_crate_own_tests_auto_args():
+    """The adler 1.0.2 crate's own unit tests (Debian's registry copy,
+    rustc --test -O -g -Zinstrument-xray=always), 2 test threads. Untraced:
+    "test result: ok. 5 passed". Under --auto-args: exit 0 and the same
+    lines (timings aside); write_slice's &[u8] shows its first 16 bytes as
+    the tests passed them (0x00, 0xff, 0xa5 runs)."""
+    rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+    if not os.path.exists(ADLER) or not os.path.exists(rustc):
+        raise sfkit.Skip("no adler crate source or rustc")
+    exe = os.path.join(FIXBUILD, "skep29t_adler_tests")
+    with sfkit._BuildLock(exe):
+        if not os.path.exists(exe):
+            run([rustc, "--edition", "2015", "--crate-name", "adler", "--test", "-O", "-g", "-Zinstrument-xray=always",
+                 ADLER, "-o", exe + ".tmp"], env={"RUSTC_BOOTSTRAP": "1"}, timeout=600)
+            os.replace(exe + ".tmp", exe)
+
+    def norm(text):
+        return sorted(re.sub(r"finished in [0-9.]+s", "", ln) for ln in text.splitlines())
+    plain = run([exe, "--test-threads", "2"])
+    check("test result: ok. 5 passed" in plain.stdout, plain.stdout)
+    p, log = record([exe, "--test-threads", "2"], args=["-q", "-a"])
+    eq(norm(p.stdout), norm(plain.stdout), "the tests' output")
+    slices = sorted(re.sub(r"0x[0-9a-f]+", "PTR", c.strip()) for c in replay_calls(log)
+                    if "adler::Adler32::write_slice(" in c)
+    check(slices, "no write_slice call")
+    for s in slices:
+        check(re.match(r'adler::Adler32::write_slice\(PTR, "(\\x00|\\xff|\\xa5|[ -~])*"(\.\.\.)?\)', s), s)
+    check(any("\\xa5" * 16 in s for s in slices), f"no 0xa5 run among {slices}")

@@ -11,7 +11,6 @@ import collections
 import os
 import re
 import shutil
-import subprocess
 
 import sfkit
 from sfkit import (FIXBUILD, FIXTURES, SFTRACE, build_c, check, eq, record, run, run_each, rust_fixture,
@@ -754,3 +753,18 @@ def test_adler_crate_own_tests_auto_args():
     for s in slices:
         check(re.match(r'adler::Adler32::write_slice\(PTR, "(\\x00|\\xff|\\xa5|[ -~])*"(\.\.\.)?\)', s), s)
     check(any("\\xa5" * 16 in s for s in slices), f"no 0xa5 run among {slices}")
+
+
+def test_values_kept_when_the_program_dies():
+    """skep29t_die.c: 1,000 f(i, "abc") calls, prints 596500, then dies by
+    SIGABRT, SIGSEGV or SIGKILL. Traced with -A/-R on f and a spec naming
+    nothing: record exits 128+N as the program died, the spec naming
+    nothing gets one warning, and all 1,000 calls keep their values."""
+    exe = build_c("skep29t_die", ["skep29t_die.c"])
+    for mode, sig in (("a", 6), ("s", 11), ("k", 9)):
+        p, log = record([exe, mode], check_rc=128 + sig,
+                        args=["-q", "-A", "f@arg1,arg2/s", "-R", "f@retval", "-A", "nothing_here@arg1"])
+        eq(p.stdout, "596500\n", f"output ({mode})")
+        eq(p.stderr.count("warning: -A 'nothing_here@arg1'"), 1, f"warnings ({mode}): {p.stderr!r}")
+        got = [c.strip() for c in replay_calls(log) if c.strip().startswith("f(")]
+        eq(got, [f'f({i}, "abc") = {i + 97};' for i in range(1000)], f"values ({mode})")

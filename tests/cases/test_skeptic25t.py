@@ -203,11 +203,6 @@ def test_landing_costs_on_other_stacks():
                   f"{exe} {mode} unlimited={unl}: first +{first}, later +{later:.0f}")
 
 
-@sfkit.known_break(ISSUE, "a caught exception lands once per RAII frame it crosses: skep25t_raii, a throw through 9 "
-                   "frames each with a destructor, callgrind per caught throw over untraced: only the abandoned "
-                   "frames recorded +5,570 instructions, against +1,228 for the same recorded calls without "
-                   "cleanups (+4,342: 482 per cleanup landing); perf task-clock per throw: untraced 5.9 us, only "
-                   "abandoned recorded +0.96-1.1 us vs +0.5-0.6 us without cleanups (+~0.45 us per caught exception)")
 def test_throw_through_raii_frames():
     """skep25t_raii N 8: rloop() throws from level(0), 9 level() frames
     down, each holding a Tracker whose destructor runs in the frame's

@@ -10,7 +10,10 @@
  * and allocates for every thread):
  *   - the main thread's: from __libc_stack_end (the stack pointer the
  *     process started with, all its frames below it) down to RLIMIT_STACK,
- *     taken once at start-up (the kernel grows [stack] no further);
+ *     taken once at start-up (the kernel grows [stack] no further); with
+ *     no limit, or one larger than the room below the stack, down to the
+ *     mapping below [stack] and the guard gap, read from /proc/self/maps
+ *     once at start-up (main_stack_floor);
  *   - another glibc thread's: its stack block, which glibc records in the
  *     thread's descriptor (struct pthread's stackblock and stackblock_size,
  *     the descriptor at the block's top). glibc exports no accessor that
@@ -23,7 +26,7 @@
  * uc_stack, noted by the runtime's makecontext (arch/<arch>/makecontext.S)
  * in a small table every thread reads (ctx_stack_of below).
  * Any other stack (a coroutine's switched to without makecontext, a signal
- * stack, a thread whose stack is none of these, an unlimited RLIMIT_STACK)
+ * stack, a thread whose stack is none of these)
  * is read from /proc/self/maps as before, at most STACK_READS times a
  * thread. */
 #include <errno.h>

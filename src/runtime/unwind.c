@@ -767,23 +767,41 @@ SF_LANDING_TEXT static int quick_tag(struct sf_thread *t, uint64_t cfa)
  * run it. Split in three functions so that the tests save no register. */
 SF_LANDING_TEXT static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _Unwind_Ptr ip);
 
-/* setip_quick's quiet landing, abandoning nothing: the innermost entry
+/* The innermost entry and the CFA of the last quiet landing quiet_tag
+ * left untagged. */
+static __thread struct {
+	uint64_t entry, cfa;
+} quiet_untagged __attribute__((tls_model("initial-exec")));
+
+/* setip_quick's quiet landing, abandoning nothing. The innermost entry is
  * tagged when that is one store (quick_tag's rule: the entry below it
- * tagged, or none, both on the own stack). The entries a throw pushed
- * afresh are left untagged: tagging them all (land_tag) cost 330
- * instructions at the first cleanup landing of a throw through RAII
- * frames, which then pops them one by one. */
-SF_LANDING_TEXT static __attribute__((noinline)) void quiet_tag(uint64_t d)
+ * tagged, or none, both on the own stack). Otherwise the entries pushed
+ * since the last tag are tagged (land_tag, O(those entries)) only at the
+ * second quiet landing of one unwinding on the same innermost entry (the
+ * same entry, a CFA further out: the next throw's first landing has the
+ * same entry and CFA again): a throw through
+ * unrecorded frames with cleanups lands quietly many times and is
+ * worth it; a throw through RAII frames lands quietly once, at its
+ * thrower's cleanup, then pops the entries it pushed one by one, and
+ * tagging them all there cost it 330 instructions a throw. */
+SF_LANDING_TEXT static __attribute__((noinline)) void quiet_tag(uint64_t d, uint64_t cfa)
 {
 	struct sf_thread *t = &sf_self;
-	uint64_t *sh = t->shadow, below = d > 1 ? sh[d - 2] : SF_SHADOW_TAG;
-	if ((sh[d - 1] & SF_SHADOW_TAG) || !(below & SF_SHADOW_TAG))
+	uint64_t *sh = t->shadow, e = sh[d - 1], below = d > 1 ? sh[d - 2] : SF_SHADOW_TAG;
+	if (e & SF_SHADOW_TAG)
 		return;
-	if (d > 1 && !sf_stack_own_holds(SF_SHADOW_ADDR(below)))
+	if ((below & SF_SHADOW_TAG) && (d == 1 || sf_stack_own_holds(SF_SHADOW_ADDR(below)))) {
+		if (d == 1)
+			sh[-1] = UINT64_MAX;
+		sh[d - 1] = e | SF_SHADOW_TAG;
 		return;
-	if (d == 1)
-		sh[-1] = UINT64_MAX;
-	sh[d - 1] |= SF_SHADOW_TAG;
+	}
+	if (quiet_untagged.entry != e || cfa <= quiet_untagged.cfa) {
+		quiet_untagged.entry = e;
+		quiet_untagged.cfa = cfa;
+		return;
+	}
+	land_tag(t);
 }
 
 /* setip_quick's pops, out of line so that its tests save no register:
@@ -853,7 +871,7 @@ SF_LANDING_TEXT static __attribute__((noinline)) void setip_quick(struct _Unwind
 			break;
 	} while (--i);
 	if (i == d)
-		quiet_tag(d);
+		quiet_tag(d, cfa);
 	else
 		quick_commit((uint32_t)i);
 	return;
@@ -1224,6 +1242,8 @@ SF_LANDING_TEXT static void setip_standin(struct _Unwind_Context *ctx, _Unwind_P
 	if (__builtin_expect(tp <= t->shadow_lim, 1)) {
 		if (__builtin_expect(cfa <= tp[-1], 1))
 			goto quiet;
+		setip_quick(ctx, ip); /* in the array */
+		return;
 	} else if (cfa <= t->shadow_top) {
 		goto quiet;
 	}
@@ -1232,16 +1252,15 @@ SF_LANDING_TEXT static void setip_standin(struct _Unwind_Context *ctx, _Unwind_P
 	if (__builtin_expect(d <= SF_SHADOW_CAP, 1)) {
 		if (__builtin_expect(cfa <= t->shadow[(int64_t)d - 1], 1))
 			goto quiet;
+		setip_quick(ctx, ip); /* in the array */
+		return;
 	} else if (cfa <= t->shadow_top) {
 		goto quiet;
 	}
 #endif
-	setip_quick(ctx, ip);
-	return;
-#else
+#endif
 	setip_slow(ctx, ip);
 	return;
-#endif
 #ifdef SF_ARCH_SHADOW
 quiet:
 	*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;

@@ -10,7 +10,10 @@
  * and allocates for every thread):
  *   - the main thread's: from __libc_stack_end (the stack pointer the
  *     process started with, all its frames below it) down to RLIMIT_STACK,
- *     taken once at start-up (the kernel grows [stack] no further);
+ *     taken once at start-up (the kernel grows [stack] no further); with
+ *     no limit, or one larger than the room below the stack, down to the
+ *     mapping below [stack] and the guard gap, read from /proc/self/maps
+ *     once at start-up (main_stack_floor);
  *   - another glibc thread's: its stack block, which glibc records in the
  *     thread's descriptor (struct pthread's stackblock and stackblock_size,
  *     the descriptor at the block's top). glibc exports no accessor that
@@ -23,7 +26,7 @@
  * uc_stack, noted by the runtime's makecontext (arch/<arch>/makecontext.S)
  * in a small table every thread reads (ctx_stack_of below).
  * Any other stack (a coroutine's switched to without makecontext, a signal
- * stack, a thread whose stack is none of these, an unlimited RLIMIT_STACK)
+ * stack, a thread whose stack is none of these)
  * is read from /proc/self/maps as before, at most STACK_READS times a
  * thread. */
 #include <errno.h>
@@ -120,6 +123,63 @@ static struct {
 
 enum { STACK_READS = 8, STACK_MIN = 16384 /* PTHREAD_STACK_MIN */, TOP_MAX = 1 << 20 };
 
+/* The lowest address the main thread's stack can ever grow down to, for
+ * a stack holding sp: the end of the mapping below [stack], plus the
+ * kernel's guard gap (stack_guard_gap, 256 pages unless booted otherwise)
+ * when that mapping is accessible (the kernel refuses to grow the stack
+ * closer; a PROT_NONE one it lets the stack reach). Reads
+ * /proc/self/maps, once, at start-up: each line's bounds and the first
+ * byte of its permissions, the rest skipped; stops at sp's mapping. 1 if
+ * found. A mapping placed later between the two (MAP_FIXED, a hint, brk
+ * grown tens of TiB) is not seen: the bounds are taken as they stand. */
+static int main_stack_floor(uint64_t sp, uint64_t page, uint64_t *floor)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[1024];
+	uint64_t a = 0, b = 0, prev_end = 0;
+	/* field 0: lo, 1: hi, 2: permissions' first byte, 3: the rest of the line */
+	int field = 0, found = 0, readable = 0, prev_readable = 0;
+	ssize_t n;
+	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n && !found; i++) {
+			char c = buf[i];
+			if (field == 3) {
+				const char *nl = memchr(buf + i, '\n', (size_t)(n - i));
+				if (!nl)
+					break;
+				i = nl - buf;
+				if (sp >= a && sp < b) {
+					found = 1;
+					break;
+				}
+				prev_end = b;
+				prev_readable = readable;
+				a = b = 0;
+				field = 0;
+			} else if (field == 2) {
+				readable = c == 'r' || c == 'w' || c == 'x';
+				field = 3;
+				i--; /* the rest of the line from this byte: it may be the last */
+			} else if (hex_digit(c) < 16) {
+				if (field == 0)
+					a = a << 4 | hex_digit(c);
+				else
+					b = b << 4 | hex_digit(c);
+			} else {
+				field++;
+			}
+		}
+	}
+	sf_close(fd);
+	if (!found)
+		return 0;
+	uint64_t f = prev_end + (prev_readable ? 256 * page : 0);
+	*floor = f < a ? f : a;
+	return 1;
+}
+
 void sf_stack_init(void)
 {
 	if (sf_gettid() != (uint32_t)getpid())
@@ -130,8 +190,16 @@ void sf_stack_init(void)
 	struct rlimit rl;
 	uint64_t page = (uint64_t)getpagesize(), top = ((uint64_t)__libc_stack_end + page - 1) & ~(page - 1);
 	int err = errno;
-	if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < top) {
-		S.main_lo = top - rl.rlim_cur;
+	uint64_t lim = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : top;
+	uint64_t lo = lim < top ? top - lim : 0, floor;
+	/* A limit too large to leave room for the loader's mappings (an
+	 * unlimited one: `ulimit -s unlimited`): the stack stops where the
+	 * mapping below it does. Read once here, before main, not at a
+	 * landing or heap event inside the program's frames. */
+	if (lim >= top / 64 && main_stack_floor((uint64_t)__libc_stack_end, page, &floor) && floor > lo)
+		lo = floor;
+	if (lo) {
+		S.main_lo = lo;
 		S.main_hi = top;
 	}
 	errno = err;

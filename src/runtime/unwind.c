@@ -749,6 +749,136 @@ SF_LANDING_TEXT static int quick_tag(struct sf_thread *t, uint64_t cfa)
 	return cfa <= a;
 }
 
+/* _Unwind_SetIP past its quiet test (setip_standin): an exception's
+ * landing on the thread's own stack, told without the full path, which
+ * cost some 480 instructions a landing (skeptic25t: a throw through RAII
+ * frames lands in every frame's cleanup pad, each time abandoning the
+ * frame the pad's frame called). The entries are scanned from the
+ * innermost: those below cfa are abandoned, the first at or above it is
+ * live. That is the full path's rule (shadow_pop) with the landing's
+ * stack the thread's own, as every entry scanned lies on it and the
+ * entries of one stack nest; another stack's entry, or the landing on
+ * another stack, takes the full path. Abandoning some: popped and the
+ * UNWIND_TO recorded (quick_commit), the clock read first. Abandoning
+ * none: quiet (quiet_tag). Also to the full path: libgcc's layout
+ * unknown, past the array, within mode's windows, a resume's resync due,
+ * a walk under way, the thread not recording, tracing paused. No
+ * allocation, no lock, no system call: as the full path, a handler may
+ * run it. Split in three functions so that the tests save no register. */
+SF_LANDING_TEXT static __attribute__((noinline)) void setip_slow(struct _Unwind_Context *ctx, _Unwind_Ptr ip);
+
+/* The innermost entry and the CFA of the last quiet landing quiet_tag
+ * left untagged. */
+static __thread struct {
+	uint64_t entry, cfa;
+} quiet_untagged __attribute__((tls_model("initial-exec")));
+
+/* setip_quick's quiet landing, abandoning nothing. The innermost entry is
+ * tagged when that is one store (quick_tag's rule: the entry below it
+ * tagged, or none, both on the own stack). Otherwise the entries pushed
+ * since the last tag are tagged (land_tag, O(those entries)) only at the
+ * second quiet landing of one unwinding on the same innermost entry (the
+ * same entry, a CFA further out: the next throw's first landing has the
+ * same entry and CFA again): a throw through
+ * unrecorded frames with cleanups lands quietly many times and is
+ * worth it; a throw through RAII frames lands quietly once, at its
+ * thrower's cleanup, then pops the entries it pushed one by one, and
+ * tagging them all there cost it 330 instructions a throw. */
+SF_LANDING_TEXT static __attribute__((noinline)) void quiet_tag(uint64_t d, uint64_t cfa)
+{
+	struct sf_thread *t = &sf_self;
+	uint64_t *sh = t->shadow, e = sh[d - 1], below = d > 1 ? sh[d - 2] : SF_SHADOW_TAG;
+	if (e & SF_SHADOW_TAG)
+		return;
+	if ((below & SF_SHADOW_TAG) && (d == 1 || sf_stack_own_holds(SF_SHADOW_ADDR(below)))) {
+		if (d == 1)
+			sh[-1] = UINT64_MAX;
+		sh[d - 1] = e | SF_SHADOW_TAG;
+		return;
+	}
+	if (quiet_untagged.entry != e || cfa <= quiet_untagged.cfa) {
+		quiet_untagged.entry = e;
+		quiet_untagged.cfa = cfa;
+		return;
+	}
+	land_tag(t);
+}
+
+/* setip_quick's pops, out of line so that its tests save no register:
+ * the clock first (sf_now_raw's, inline), then the depth left open and
+ * its UNWIND_TO. */
+SF_LANDING_TEXT static __attribute__((noinline)) void quick_commit(uint32_t left)
+{
+	uint64_t now = sf_config.clock == SF_CLOCK_TSC ? sf_arch_counter() : sf_mono_ns();
+	struct sf_thread *t = &sf_self;
+	sf_buffer_note_landing(t);
+	t->args_claim = 0;
+	sf_shadow_set_depth(t, left);
+	/* sf_record_event_at's fast path (the thread is ACTIVE). */
+	uint64_t claimed = 0;
+	if (!sf_suppressed && now - t->base < SF_TIME_SPAN) {
+		claimed = __atomic_fetch_add(&t->cursor, sizeof(struct sf_event), __ATOMIC_RELAXED);
+		if (claimed + sizeof(struct sf_event) <= t->limit) {
+			struct sf_event *ev = (struct sf_event *)claimed;
+			ev->time_lo = (uint32_t)now;
+			__atomic_store_n(&ev->word, sf_event_word(left, SF_EV_UNWIND_TO), __ATOMIC_RELEASE);
+			if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+				sf_trigger_event(left, SF_EV_UNWIND_TO, now);
+			return;
+		}
+	} else if (sf_suppressed) {
+		return;
+	}
+	sf_slow_event_at(now ? now : 1, left, SF_EV_UNWIND_TO, claimed);
+}
+
+SF_LANDING_TEXT static __attribute__((noinline)) void setip_quick(struct _Unwind_Context *ctx, _Unwind_Ptr ip)
+{
+	const struct sf_thread *t = &sf_self;
+	uint64_t d = sf_shadow_depth(t);
+	/* state ACTIVE: the thread records, so tracing is enabled. */
+	if (!__atomic_load_n(&setip_armed, __ATOMIC_RELAXED) || d - 1 >= SF_SHADOW_CAP ||
+	    (t->walk_frame | t->window_depth) || t->state != SF_THREAD_ACTIVE ||
+	    t->shadow_epoch != __atomic_load_n(&sf_resume_epoch, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&sf_tracing_off, __ATOMIC_ACQUIRE)) {
+		setip_slow(ctx, ip);
+		return;
+	}
+	/* libgcc's layout is known (armed): the landing pad is stored now,
+	 * as libgcc's _Unwind_SetIP would; the full path stores it again. */
+	*(_Unwind_Ptr *)((char *)ctx + CTX_RA_OFF) = ip;
+	/* The own stack's bounds are 0 until known (stk.own 1), and an
+	 * unmapped array's entries (sf_shadow_none) 0: both fail here. An
+	 * entry's window bit does not change the order (cfa is 8-aligned).
+	 * No cap on the entries scanned: the unwinder itself walked every
+	 * frame they stand for, at far more than the few instructions each
+	 * costs here. */
+	uint64_t lo = t->stack.lo, span = t->stack.hi - lo, i = d;
+	uint64_t cfa = *(const uint64_t *)((const char *)ctx + CTX_CFA_OFF);
+	const uint64_t *sh = t->shadow;
+	if (cfa - lo >= span)
+		goto slow;
+	do { /* [i, d) abandoned */
+		uint64_t b = sh[i - 1];
+#if defined(__x86_64__)
+		__asm__("btr $62, %0" : "+r"(b) : : "cc"); /* the tag, without a mask register */
+#else
+		b &= ~SF_SHADOW_TAG;
+#endif
+		if (b - lo >= span)
+			goto slow;
+		if (b >= cfa)
+			break;
+	} while (--i);
+	if (i == d)
+		quiet_tag(d, cfa);
+	else
+		quick_commit((uint32_t)i);
+	return;
+slow:
+	setip_slow(ctx, ip);
+}
+
 /* Disarms it at the current depth (a walk begins). */
 static void land_untag(struct sf_thread *t)
 {
@@ -1112,6 +1242,8 @@ SF_LANDING_TEXT static void setip_standin(struct _Unwind_Context *ctx, _Unwind_P
 	if (__builtin_expect(tp <= t->shadow_lim, 1)) {
 		if (__builtin_expect(cfa <= tp[-1], 1))
 			goto quiet;
+		setip_quick(ctx, ip); /* in the array */
+		return;
 	} else if (cfa <= t->shadow_top) {
 		goto quiet;
 	}
@@ -1120,6 +1252,8 @@ SF_LANDING_TEXT static void setip_standin(struct _Unwind_Context *ctx, _Unwind_P
 	if (__builtin_expect(d <= SF_SHADOW_CAP, 1)) {
 		if (__builtin_expect(cfa <= t->shadow[(int64_t)d - 1], 1))
 			goto quiet;
+		setip_quick(ctx, ip); /* in the array */
+		return;
 	} else if (cfa <= t->shadow_top) {
 		goto quiet;
 	}

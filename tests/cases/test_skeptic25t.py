@@ -112,11 +112,6 @@ def throw_fixture():
 
 # ---- time: landings ------------------------------------------------------------
 
-@sfkit.known_break(ISSUE, "with `ulimit -s unlimited` the first landing on the main thread reads /proc/self/maps: "
-                   "callgrind, first longjmp +177,604 to +187,962 instructions over untraced (default limit +485), "
-                   "first C++ throw +217,029 to +224,708 (default +928 to +957); wall, first longjmp 85-121 us traced vs 1.8-2.4 us untraced "
-                   "(3.3-4.7 us traced with the default limit), read after the landing's clock, so charged to the "
-                   "frame it lands in")
 def test_unlimited_stack_first_landing_on_main_thread():
     """skep25t_jmp main N: jloop() makes N longjmp landings on the main
     thread, three instrumented frames abandoned each; skep25t_throw main N:
@@ -152,11 +147,6 @@ def test_unlimited_stack_first_landing_on_main_thread():
               f"untraced, +{base_first} with the default limit (all: {got})")
 
 
-@sfkit.known_break(ISSUE, "with `ulimit -s unlimited` the landings whose target lies deeper than the main "
-                   "thread's stack reached before each read /proc/self/maps again, up to 8 a thread: skep25t_deepjmp "
-                   "40 rounds, callgrind in rounds(), traced over untraced +19,897,597 instructions unlimited vs "
-                   "+18,452,525 with a 1 GiB limit (+1,445,072: 8 reads); wall 66-112 us each for 8 landings vs "
-                   "0.06-2 us for the others, between the UNWIND event and the landed frame's exit")
 def test_unlimited_stack_deeper_landings_on_main_thread():
     """skep25t_deepjmp 40 300: round r descends r*300 frames of 1 KiB,
     setjmps in mark(), goes 3 hop() frames further and longjmps back to
@@ -213,11 +203,6 @@ def test_landing_costs_on_other_stacks():
                   f"{exe} {mode} unlimited={unl}: first +{first}, later +{later:.0f}")
 
 
-@sfkit.known_break(ISSUE, "a caught exception lands once per RAII frame it crosses: skep25t_raii, a throw through 9 "
-                   "frames each with a destructor, callgrind per caught throw over untraced: only the abandoned "
-                   "frames recorded +5,570 instructions, against +1,228 for the same recorded calls without "
-                   "cleanups (+4,342: 482 per cleanup landing); perf task-clock per throw: untraced 5.9 us, only "
-                   "abandoned recorded +0.96-1.1 us vs +0.5-0.6 us without cleanups (+~0.45 us per caught exception)")
 def test_throw_through_raii_frames():
     """skep25t_raii N 8: rloop() throws from level(0), 9 level() frames
     down, each holding a Tracker whose destructor runs in the frame's
@@ -326,10 +311,6 @@ def test_growing_main_stack_landings_unlimited():
     eq(got, [(str(1000 * r + 1), "2") for r in range(1, 13)], "each landing's frames and depth")
 
 
-@sfkit.known_break(ISSUE, "under `ulimit -s unlimited` every heap event of the main thread takes the slow "
-                   "stack test, and the first reads /proc/self/maps: skep25t_heap, callgrind per malloc+free round "
-                   "in aloop(): untraced 151, --alloc 456 with an 8 MiB limit, 711 unlimited (+255); the first "
-                   "round 1,992 instructions traced with the limit vs 200,931-207,649 unlimited (untraced 3,209)")
 def test_unlimited_stack_heap_events():
     """skep25t_heap N: aloop() makes N rounds of malloc (through mk's tail
     call) and free (through use's). Untraced and traced: "0". Callgrind,

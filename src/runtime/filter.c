@@ -445,6 +445,11 @@ void sf_filter_prepare_object(const char *path, const uint8_t *bid, size_t bid_l
 			      "the program changed its root directory (chroot); the object stays untraced");
 		return;
 	}
+	if (__atomic_load_n(&sf_sandbox_no_cli, __ATOMIC_ACQUIRE) || __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) {
+		sf_rt_message("could not make the filter for ", path,
+			      "a seccomp filter refuses the calls that run sftrace filter; the object stays untraced");
+		return;
+	}
 	if (run_filter_cli(path, file) < 0)
 		sf_rt_message("could not make the filter for ", path,
 			      "sftrace filter failed (its message is above); the object stays untraced");

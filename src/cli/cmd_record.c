@@ -409,6 +409,8 @@ static int quiet_summary; /* -q: summaries only count what was dropped */
 
 /* -q: only the header's dropped counter is wanted, and opening the log
  * would decode every event (as long as recording a big run took). */
+/* 0 when read (-1 not a log), 1 when tracing stopped at a seccomp filter:
+ * said even with -q. */
 static int header_dropped(const char *path, uint64_t *dropped)
 {
 	struct sf_header h;
@@ -420,7 +422,7 @@ static int header_dropped(const char *path, uint64_t *dropped)
 	if (n != (ssize_t)sizeof(h) || h.magic != SF_MAGIC)
 		return -1;
 	*dropped += h.dropped_events;
-	return 0;
+	return h.seccomp_stopped ? 1 : 0;
 }
 
 /* ", N snapshot requests: M written, K not taken (why)..." when a
@@ -458,6 +460,12 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 	lr_summary(log, &s);
 	*dropped += s.dropped;
 	if (quiet_summary) {
+		if (lr_info(log)->seccomp_stopped) {
+			const char *n = lr_syscall_name(lr_info(log)->machine, lr_info(log)->seccomp_stopped - 1);
+			fprintf(stderr, "sftrace: pid %u: tracing stopped at a seccomp filter (it refuses %s): "
+					"later calls not recorded\n",
+				s.pid, n ? n : "a system call the runtime makes");
+		}
 		lr_close(log);
 		return;
 	}

@@ -2004,7 +2004,12 @@ const char *lr_syscall_name(uint32_t machine, uint32_t nr)
 		{14, 135, "rt_sigprocmask"}, {202, 98, "futex"}, {39, 172, "getpid"}, {186, 178, "gettid"},
 		{9, 222, "mmap"}, {11, 215, "munmap"}, {231, 94, "exit_group"}, {18, 68, "pwrite64"},
 		{296, 70, "pwritev"}, {285, 47, "fallocate"}, {257, 56, "openat"}, {3, 57, "close"},
-		{5, 80, "fstat"}, {72, 25, "fcntl"}, {10, 226, "mprotect"},
+		{5, 80, "fstat"}, {72, 25, "fcntl"}, {10, 226, "mprotect"}, {0, 63, "read"}, {1, 64, "write"},
+		{41, 198, "socket"}, {42, 203, "connect"}, {46, 211, "sendmsg"}, {47, 212, "recvmsg"},
+		{54, 208, "setsockopt"}, {55, 209, "getsockopt"}, {110, 173, "getppid"}, {302, 261, "prlimit64"},
+		{93, 55, "fchown"}, {107, 175, "geteuid"}, {234, 131, "tgkill"}, {262, 79, "newfstatat"},
+		{56, 220, "clone"}, {436, 436, "close_range"}, {449, 449, "futex_waitv"}, {157, 167, "prctl"},
+		{60, 93, "exit"}
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if ((machine == 183 ? t[i].a64 : t[i].x86) == nr)

@@ -436,13 +436,22 @@ void sf_filter_prepare_object(const char *path, const uint8_t *bid, size_t bid_l
 	if (!F.per_object)
 		return;
 	char file[4096];
-	if (cache_path(path, bid, bid_len, file, sizeof(file)) < 0 || access(file, F_OK) == 0)
+	/* the cache's access() is one of the calls sandbox.c checks (cli_path):
+	 * where a seccomp filter refuses any, not even a cached filter is looked for */
+	int refused = __atomic_load_n(&sf_sandbox_no_cli, __ATOMIC_ACQUIRE) ||
+		      __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE);
+	if (!refused && (cache_path(path, bid, bid_len, file, sizeof(file)) < 0 || access(file, F_OK) == 0))
 		return;
 	/* After a chroot SFTRACE_CLI names whatever sits at that path in the
 	 * new root: nothing is run there. */
 	if (sf_root_changed()) {
 		sf_rt_message("not running sftrace filter for ", path,
 			      "the program changed its root directory (chroot); the object stays untraced");
+		return;
+	}
+	if (refused) {
+		sf_rt_message("could not make the filter for ", path,
+			      "a seccomp filter refuses the calls that run sftrace filter; the object stays untraced");
 		return;
 	}
 	if (run_filter_cli(path, file) < 0)

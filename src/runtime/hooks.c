@@ -880,7 +880,8 @@ __attribute__((visibility("default"))) int clone(int (*fn)(void *), void *stack,
  * trace and why. to_uid: the effective uid the call asks for, -1 for none. */
 static void before_cred_change(uid_t to)
 {
-	if (sf_config.enabled && !vfork_depth && !sf_suppressed) {
+	if (sf_config.enabled && !vfork_depth && !sf_suppressed &&
+	    !__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) { /* stopped: no call of its own (sandbox.c) */
 		sf_log_create_early();
 		sf_log_hold();
 		sf_notes_hand_over(to);
@@ -955,6 +956,10 @@ void sf_image_ends(void)
  * where it can be (vw_exec_begins); sf_exec_failed after it returns. */
 void sf_exec_begins(void)
 {
+	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) {
+		vw_exec_begins(); /* stopped at a filter: nothing of the log's (sandbox.c) */
+		return;
+	}
 	sf_snapshot_settle();
 	sf_log_exec_spare();
 	sf_log_exec_mark(1);
@@ -966,7 +971,8 @@ void sf_exec_begins(void)
 void sf_exec_failed(void)
 {
 	int e = errno;
-	sf_log_exec_mark(0);
+	if (!__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
+		sf_log_exec_mark(0);
 	vw_exec_failed();
 	errno = e;
 }
@@ -976,9 +982,15 @@ void sf_exec_failed(void)
  * past itself. */
 void sf_exit_group_now(int status)
 {
-	sf_log_exit_called(status);
-	for (;;)
+	if (!__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
+		sf_log_exit_called(status);
+	/* as glibc's _exit: where a seccomp filter refuses exit_group, the
+	 * thread ends, and the process with its last thread (sandbox.c made
+	 * the runtime's threads leave at the install) */
+	for (;;) {
 		sf_syscall3(SYS_exit_group, status, 0, 0);
+		sf_syscall3(SYS_exit, status, 0, 0);
+	}
 }
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status)

@@ -1015,6 +1015,8 @@ void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filte
 /* A filter refuses the exit path's own checks (the executable's file
  * looked at again, a note): they are left out (logfile.c, notes.c). */
 extern int sf_sandbox_limited SF_HIDDEN;
+extern int sf_sandbox_no_notes SF_HIDDEN; /* a filter refuses a note's calls (notes.c) */
+extern int sf_sandbox_no_cli SF_HIDDEN;   /* a filter refuses sftrace filter's child (filter.c) */
 extern int sf_sandbox_no_vm_readv SF_HIDDEN; /* a filter refuses process_vm_readv (args.c's string reads) */
 extern int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter (log_trim: no request either) */
 void sf_log_seccomp_stopped(long nr) SF_HIDDEN; /* logfile.c: the header says so */

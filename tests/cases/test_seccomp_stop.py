@@ -101,3 +101,57 @@ def test_fork_after_stop_under_a_list_without_sigprocmask():
         check("did not exit normally" not in p.stderr and "killed" not in p.stderr, f"n={n}: {p.stderr!r}")
         eq(count_calls(dump_events(log))["leaf"], n, f"n={n}: leaf calls before the filter")
         eq(sorted(os.listdir(os.path.dirname(log))), ["sf.log"], f"n={n}: logs (the child records nothing)")
+
+
+def test_every_runtime_syscall_is_listed():
+    """Every system call the runtime's sources name (SYS_x in src/runtime)
+    is in one of sandbox.c's tables, checked at a filter's install, or in
+    its SF_UNCHECKED ledger with the reason it is not: a new call of the
+    runtime's cannot go unseen by the check."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "src", "runtime")
+    used = set()
+    for d in (root, os.path.join(root, "arch", "x86_64"), os.path.join(root, "arch", "aarch64")):
+        for f in os.listdir(d):
+            if f != "sandbox.c" and f.endswith((".c", ".h", ".S")):
+                with open(os.path.join(d, f)) as fh:
+                    used |= set(re.findall(r"\bSYS_([a-z_0-9]+)", fh.read()))
+    with open(os.path.join(root, "sandbox.c")) as fh:
+        sb = fh.read()
+    listed = set(re.findall(r"\{SYS_([a-z_0-9]+),", sb))
+    listed |= set(re.findall(r"allows(?:_pinned)?\((?:0x[0-9a-f]+, )?SYS_([a-z_0-9]+)", sb))
+    listed |= set(re.findall(r"SYS_([a-z_0-9]+)", sb[sb.index("static int cred_possible"):]))
+    for line in re.findall(r"SF_UNCHECKED ([^:]*):", sb):
+        listed |= set(line.split())
+    eq(sorted(used - listed), [], "runtime system calls in no table of sandbox.c and not in its ledger")
+
+
+def test_no_refused_call_after_a_one_call_deny_list():
+    """skep24t_deny NAME errno drop under strace -f, for each call the
+    runtime makes after an install (the program itself makes none of
+    them): no process of the program's makes NAME after the install (an
+    EPERM there is a runtime call the filter refused), and the output is
+    the untraced one."""
+    import shutil
+    if not shutil.which("strace"):
+        import sfkit
+        raise sfkit.Skip("no strace")
+    import sfkit
+    prog = build_c("skep24t_deny", ["skep24t_deny.c"], libs=["-lpthread"])
+    bad = []
+    for name in ["close", "fstat", "getpid", "fchown", "geteuid", "gettid", "tgkill", "openat", "read",
+                 "munmap", "getppid", "prlimit64", "socket", "connect"]:
+        d = sfkit.tmpdir()
+        st = os.path.join(d, "st")
+        p = run(["strace", "-f", "-qq", "-o", st, SFTRACE, "record", "-q", "-o", os.path.join(d, "d.log"), "--",
+                 prog, name, "errno", "drop"], check_rc=None)
+        if p.stdout != "ok 40000\n":
+            bad.append(f"{name}: out {p.stdout!r}")
+        lines = open(st).read().splitlines()
+        at = [i for i, l in enumerate(lines) if "PR_SET_SECCOMP" in l]
+        if not at:
+            bad.append(f"{name}: no install seen")
+            continue
+        refused = [l for l in lines[at[0]:] if re.match(r"\d+ %s\(.*= -1 EPERM" % name, l)]
+        if refused:
+            bad.append(f"{name}: {refused[0]}")
+    eq(bad, [], "runtime calls the filter refused, made after the install")

@@ -30,10 +30,6 @@ def _nospawn():
     return build_c("skep24t_nospawn", ["skep24t_nospawn.c"], libs=["-ldl"]), lib
 
 
-@sfkit.known_break(ISSUE, "a seccomp sandbox killing clone, then dlopen of an instrumented plugin under "
-                   "--filter-regex: untraced prints ok and exits 0; traced the process dies of SIGSYS (rc 159, "
-                   "3 of 12 work/libwork calls), the runtime's clone for `sftrace filter` is not checked against "
-                   "the filter")
 def test_filter_regex_child_under_no_spawn_sandbox():
     """skep24t_nospawn kill PLUGIN: installs a seccomp filter that kills the
     process on clone/clone3/fork/execve, then dlopens an instrumented plugin
@@ -138,10 +134,6 @@ def _deny_kill_case(names):
     eq(bad, [], "traced runs that differ from untraced")
 
 
-@sfkit.known_break(ISSUE, "a seccomp filter that kills one call the program no longer makes: untraced 'ok 40000' "
-                   "exit 0 for each; traced the whole process dies of SIGSYS (rc 159) when that call is close, "
-                   "fstat, getpid, fchown, geteuid, gettid, tgkill or openat (record: 'a seccomp filter the "
-                   "runtime cannot start under', then 'killed by signal 31')")
 def test_deny_one_call_kill_process():
     """skep24t_deny NAME kill drop: a seccomp filter with
     SECCOMP_RET_KILL_PROCESS on the one call NAME, then 20,000 calls, a
@@ -151,10 +143,6 @@ def test_deny_one_call_kill_process():
     _deny_kill_case(DENY_KILLS_PROCESS)
 
 
-@sfkit.known_break(ISSUE, "the same deny list: traced the fork children die of SIGSYS (the program prints 'child "
-                   "status 31') when the call is read, munmap, getppid or prlimit64 (both children; their logs "
-                   "'not an sftrace log (bad magic)'), socket or connect (the child forked after setresuid, "
-                   "which needs record's keeper)")
 def test_deny_one_call_kill_children():
     """As above; the calls whose denial kills the program's fork children
     (the parent lives on and reports their status)."""
@@ -403,11 +391,6 @@ def test_full_table_dup2_onto_the_top():
         eq(_all_calls(d)["work"], 101, f"--writer {writer}: work calls")
 
 
-@sfkit.known_break(ISSUE, "SECCOMP_RET_TRAP on one call the program no longer makes, with a SIGSYS handler of its "
-                   "own that counts and fails the call: untraced 'ok 40000' and the handler never runs; traced "
-                   "the program's handler runs for the runtime's calls ('trapped 2' for close, 1 for fstat and "
-                   "openat), the process dies of SIGSYS for getpid and gettid, the fork children die of SIGSYS "
-                   "('child status 31') for read, munmap, getppid, prlimit64 and socket")
 def test_deny_one_call_trap_handler():
     """skep24t_deny NAME trap drop: SECCOMP_RET_TRAP on NAME and a SIGSYS
     handler (as sandboxes that broker or emulate denied calls install).
@@ -424,9 +407,6 @@ def test_deny_one_call_trap_handler():
     eq(bad, [], "traced runs that differ from untraced")
 
 
-@sfkit.known_break(ISSUE, "a filter failing exit_group with EPERM (glibc's _exit then ends the thread with SYS_exit): "
-                   "untraced 'ok 40000', exit 0; traced the program never ends (killed at a 20 s limit, nothing "
-                   "printed; record: 'tracing stopped at a seccomp filter (it refuses exit_group)')")
 def test_deny_exit_group_errno():
     """skep24t_deny exit_group errno drop (x86-64 number 231): with
     exit_group refused, glibc's _exit falls back to SYS_exit, which ends

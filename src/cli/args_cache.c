@@ -50,7 +50,18 @@ int ac_key(const char *path, const char *bid, char *key, size_t cap)
 	int n = snprintf(key, cap, "sftrace %s object %s %ju %ju %jd %jd.%09ld %jd.%09ld", self_id(), bid,
 			 (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec,
 			 st.st_mtim.tv_nsec, (intmax_t)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
-	return n > 0 && (size_t)n < cap ? 0 : -1;
+	if (n <= 0 || (size_t)n >= cap)
+		return -1;
+	/* -gsplit-dwarf: the answers come from the .dwo files too, so a
+	 * changed, added or removed one is another key. */
+	uint64_t digest;
+	unsigned dwo = da_split_digest(path, &digest);
+	if (dwo) {
+		int m = snprintf(key + n, cap - (size_t)n, " dwo %u %016" PRIx64, dwo, digest);
+		if (m <= 0 || (size_t)m >= cap - (size_t)n)
+			return -1;
+	}
+	return 0;
 }
 
 /* The user's own cache directory for sftrace, opened (O_NOFOLLOW): made

@@ -439,9 +439,18 @@ static int auto_items(const char *obj, const struct sel_object *o, struct ac_set
 		memcpy(f->it, di, n * sizeof(di[0]));
 		f->n = n;
 	}
+	const char *dwo;
+	unsigned missing = da_missing_dwo(d, &dwo);
+	if (missing == 1)
+		sf_warn("--auto-args: %s: split DWARF file %s not found: its functions recorded without values", obj,
+			dwo);
+	else if (missing)
+		sf_warn("--auto-args: %s: %u split DWARF files not found (%s, ...): their functions recorded without "
+			"values", obj, missing, dwo);
 	da_close(d);
-	/* Not if the file changed while it was read (its key with it). */
-	if (keyed && ac_key(obj, o->build_id, again, sizeof(again)) == 0 && !strcmp(key, again))
+	/* Not if the file changed while it was read (its key with it), nor
+	 * without a .dwo file (the message on every run until it is there). */
+	if (keyed && !missing && ac_key(obj, o->build_id, again, sizeof(again)) == 0 && !strcmp(key, again))
 		ac_store(key, s);
 	return 0;
 }

@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/sf_args.h"
@@ -22,15 +24,35 @@ struct da_file {
 	int x86_64;  /* struct arguments are classified by System V's rules */
 	int aarch64; /* by AAPCS64's */
 	Dwarf *dw;
-	struct hashmap by_pc; /* low pc (ELF address) -> DIE offset of its subprogram */
+	/* low pc (ELF address) -> index in fns + 1: a DIE, not an offset,
+	 * since a split unit's DIEs are in its .dwo file's sections */
+	struct hashmap by_pc;
+	Dwarf_Die *fns;
+	size_t nfns, capfns;
+	/* skeleton units whose split unit (.dwo) libdw did not find, and
+	 * the first one's file name (as its skeleton names it) */
+	unsigned missing;
+	char *missing_dwo;
 };
 
 static int collect(Dwarf_Die *die, void *arg)
 {
 	struct da_file *d = arg;
 	Dwarf_Addr lo;
-	if (dwarf_lowpc(die, &lo) == 0)
-		*hm_put(&d->by_pc, (uint64_t)((int64_t)lo + d->shift), NULL) = dwarf_dieoffset(die);
+	if (dwarf_lowpc(die, &lo) != 0)
+		return DWARF_CB_OK;
+	int added;
+	uint64_t *v = hm_put(&d->by_pc, (uint64_t)((int64_t)lo + d->shift), &added);
+	if (!added) { /* the last one, as before */
+		d->fns[*v - 1] = *die;
+		return DWARF_CB_OK;
+	}
+	if (d->nfns == d->capfns) {
+		d->capfns = d->capfns ? 2 * d->capfns : 256;
+		d->fns = xrealloc(d->fns, d->capfns * sizeof(*d->fns));
+	}
+	d->fns[d->nfns++] = *die;
+	*v = d->nfns;
 	return DWARF_CB_OK;
 }
 
@@ -58,6 +80,105 @@ static int c_language(Dwarf_Die *cu)
 {
 	int lang = dwarf_srclang(cu);
 	return lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 || lang == DW_LANG_C11;
+}
+
+/* The .dwo file a skeleton unit names (DW_AT_dwo_name, DWARF 4's
+ * DW_AT_GNU_dwo_name), and its DW_AT_comp_dir; 0 if it names none. */
+static int dwo_attrs(Dwarf_Die *cu, const char **name, const char **dir)
+{
+	Dwarf_Attribute a;
+	*name = dwarf_formstring(dwarf_attr(cu, DW_AT_dwo_name, &a));
+	if (!*name)
+		*name = dwarf_formstring(dwarf_attr(cu, DW_AT_GNU_dwo_name, &a));
+	*dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a));
+	return *name != NULL;
+}
+
+/* The .dwo file of a skeleton unit, for a message: its name joined to
+ * its compilation directory (malloc'd). */
+static char *da_dwo_name(Dwarf_Die *cu)
+{
+	const char *name, *dir;
+	char *out;
+	if (!dwo_attrs(cu, &name, &dir))
+		return xstrdup("(unnamed)");
+	if (name[0] == '/' || !dir || !dir[0])
+		return xstrdup(name);
+	if (asprintf(&out, "%s/%s", dir, name) < 0)
+		return xstrdup(name);
+	return out;
+}
+
+/* FNV-1a of s into *h. */
+static void digest_str(uint64_t *h, const char *s)
+{
+	for (; *s; s++)
+		*h = (*h ^ (unsigned char)*s) * 0x100000001b3ull;
+	*h = (*h ^ 0xff) * 0x100000001b3ull; /* a separator no path holds */
+}
+
+/* One place libdw may read a .dwo from (libdw_find_split_unit.c: a
+ * relative name beside the object, then in the compilation directory, a
+ * relative one of those taken from the object's directory), into *h:
+ * its path and what stat says of it, or that nothing is there. */
+static void digest_place(uint64_t *h, const char *objdir, const char *dir, const char *name)
+{
+	char *path;
+	struct stat st;
+	char line[160];
+	int r;
+	if (name[0] == '/')
+		r = asprintf(&path, "%s", name);
+	else if (!dir)
+		r = asprintf(&path, "%s/%s", objdir, name);
+	else if (dir[0] == '/')
+		r = asprintf(&path, "%s/%s", dir, name);
+	else
+		r = asprintf(&path, "%s/%s/%s", objdir, dir, name);
+	if (r < 0)
+		path = xstrdup(name);
+	digest_str(h, path);
+	if (stat(path, &st) == 0)
+		snprintf(line, sizeof(line), "%ju %ju %jd %jd.%09ld", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+			 (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	else
+		snprintf(line, sizeof(line), "-");
+	digest_str(h, line);
+	free(path);
+}
+
+unsigned da_split_digest(const char *path, uint64_t *digest)
+{
+	*digest = 0xcbf29ce484222325ull;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
+	unsigned n = 0;
+	if (dw) {
+		char *real = realpath(path, NULL);
+		char *slash = real ? strrchr(real, '/') : NULL;
+		if (slash)
+			*slash = 0;
+		const char *objdir = slash ? (real[0] ? real : "/") : ".";
+		Dwarf_CU *unit = NULL;
+		Dwarf_Die cu;
+		uint8_t type;
+		const char *name, *dir;
+		/* No split DIE asked for: libdw opens no .dwo here. */
+		while (dwarf_get_units(dw, unit, &unit, NULL, &type, &cu, NULL) == 0) {
+			if (type != DW_UT_skeleton || !dwo_attrs(&cu, &name, &dir))
+				continue;
+			n++;
+			digest_place(digest, objdir, NULL, name);
+			if (dir)
+				digest_place(digest, objdir, dir, name);
+		}
+		free(real);
+		dwarf_end(dw);
+	}
+	close(fd);
+	return n;
 }
 
 /* The file's own DWARF, else the one its .gnu_debuglink or build-id names
@@ -96,15 +217,34 @@ struct da_file *da_open(const char *path)
 	int machine = elf && gelf_getehdr(elf, &eh) ? eh.e_machine : EM_NONE;
 	d->x86_64 = machine == EM_X86_64;
 	d->aarch64 = machine == EM_AARCH64;
-	Dwarf_Off off = 0, next;
-	size_t hsize;
-	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu;
-		if (dwarf_offdie(dw, off + hsize, &cu) && (!c_language(&cu) || collect_c(d, &cu) < 0))
+	Dwarf_CU *unit = NULL;
+	Dwarf_Die cu, split;
+	uint8_t type;
+	/* Every unit of .debug_info; a skeleton (-gsplit-dwarf: DWARF 5's,
+	 * or DWARF 4's GNU extension) stands for its split unit, which
+	 * libdw reads from the .dwo file the skeleton names (beside the
+	 * object, else in its DW_AT_comp_dir). */
+	while (dwarf_get_units(dw, unit, &unit, NULL, &type, &cu, &split) == 0) {
+		if (type == DW_UT_type || type == DW_UT_split_type)
+			continue;
+		if (type == DW_UT_skeleton) {
+			if (!split.addr) {
+				if (!d->missing++)
+					d->missing_dwo = da_dwo_name(&cu);
+				continue;
+			}
+			cu = split;
+		}
+		if (!c_language(&cu) || collect_c(d, &cu) < 0)
 			dwarf_getfuncs(&cu, collect, d, 0);
-		off = next;
 	}
 	return d;
+}
+
+unsigned da_missing_dwo(const struct da_file *d, const char **first)
+{
+	*first = d->missing_dwo;
+	return d->missing;
 }
 
 void da_close(struct da_file *d)
@@ -118,6 +258,8 @@ void da_close(struct da_file *d)
 		close(d->fd);
 	}
 	hm_free(&d->by_pc);
+	free(d->fns);
+	free(d->missing_dwo);
 	free(d);
 }
 
@@ -1351,11 +1493,14 @@ static struct da_item win64_item(const struct param_walk *w, Dwarf_Die *param, e
 
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
 {
-	const uint64_t *off = d ? hm_find(&d->by_pc, vaddr) : NULL;
+	const uint64_t *k = d ? hm_find(&d->by_pc, vaddr) : NULL;
 	Dwarf_Die fn, t;
 	Dwarf_Addr entry;
 	uint8_t fmt;
-	if (!off || !dwarf_offdie(d->dw, *off, &fn) || dwarf_lowpc(&fn, &entry) != 0)
+	if (!k)
+		return 0;
+	fn = d->fns[*k - 1];
+	if (dwarf_lowpc(&fn, &entry) != 0)
 		return 0;
 	eops.n = 0; /* another function's parameters (entry_ops) */
 	unsigned n, all = cap;

@@ -42,6 +42,17 @@ struct da_file;
 struct da_file *da_open(const char *path);
 void da_close(struct da_file *d);
 
+/* -gsplit-dwarf: how many skeleton units name a .dwo file that libdw
+ * did not find (their functions get no items), and the first one's
+ * path (*first, valid until da_close). */
+unsigned da_missing_dwo(const struct da_file *d, const char **first);
+
+/* The .dwo files the skeleton units of path's own DWARF name, for a
+ * cache key: *digest covers every place libdw looks for each (its path
+ * and device, inode, size and modification time, or that it is absent),
+ * without reading them. Returns how many skeletons: 0, no split DWARF. */
+unsigned da_split_digest(const char *path, uint64_t *digest);
+
 struct da_item {
 	uint8_t slot, fmt, on_exit;
 };

@@ -34,7 +34,12 @@ struct fsym {
 /* One compilation unit; its subprograms are indexed by entry address
  * (DWARF addresses) the first time a lookup lands in it. */
 struct cu {
+	/* the unit's DIE with its functions: a skeleton's split unit
+	 * (-gsplit-dwarf: from the .dwo file libdw finds) */
 	Dwarf_Die die;
+	/* the unit's DIE in the object itself: the skeleton, with the
+	 * unit's address ranges, line table and compilation directory */
+	Dwarf_Die skel;
 	bool indexed;
 	size_t n, cap;
 	struct cu_func {
@@ -95,7 +100,7 @@ struct sym_object {
 	struct fsym *fdes;
 	size_t nfdes;
 	bool fdes_loaded;
-	struct hashmap inlines; /* inlined-subroutine DIE offset -> struct sym_inline * (sym_source_line_inl) */
+	struct hashmap inlines; /* inlined-subroutine DIE (its address) -> struct sym_inline * (sym_source_line_inl) */
 };
 
 /* Function-like symbols rank by type (STT_FUNC first), then binding. */
@@ -395,7 +400,7 @@ static void add_cu_ranges(struct sym_object *o, size_t idx, size_t *cap)
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
 
-	while ((off = dwarf_ranges(&o->cus[idx].die, off, &base, &lo, &hi)) > 0) {
+	while ((off = dwarf_ranges(&o->cus[idx].skel, off, &base, &lo, &hi)) > 0) {
 		if (!real_range(lo, hi))
 			continue;
 		if (o->nranges == *cap) {
@@ -421,19 +426,24 @@ static int range_cmp(const void *pa, const void *pb)
 static void load_dwarf(struct sym_object *o)
 {
 	Dwarf_CU *cu = NULL;
-	Dwarf_Die cudie;
+	Dwarf_Die cudie, split;
+	uint8_t type;
 	size_t cap_cus = 0, cap_ranges = 0;
 
 	o->dwarf_loaded = true;
 	o->dw = dwfl_module_getdwarf(o->mod, &o->dw_bias);
 	if (!o->dw)
 		return;
-	while (dwarf_get_units(o->dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0) {
+	while (dwarf_get_units(o->dw, cu, &cu, NULL, &type, &cudie, &split) == 0) {
 		if (o->ncus == cap_cus) {
 			cap_cus = cap_cus ? 2 * cap_cus : 16;
 			o->cus = xrealloc(o->cus, cap_cus * sizeof(*o->cus));
 		}
-		o->cus[o->ncus] = (struct cu){ .die = cudie };
+		/* A skeleton without its .dwo keeps its ranges and lines. */
+		o->cus[o->ncus] = (struct cu){
+			.die = type == DW_UT_skeleton && split.addr ? split : cudie,
+			.skel = cudie,
+		};
 		add_cu_ranges(o, o->ncus++, &cap_ranges);
 	}
 	if (o->nranges)
@@ -534,7 +544,7 @@ static void set_file(struct sym_entry *e, struct cu *c, const char *file)
 	e->info.file = file;
 	if (!file || file[0] == '/')
 		return;
-	dir = dwarf_formstring(dwarf_attr(&c->die, DW_AT_comp_dir, &attr));
+	dir = dwarf_formstring(dwarf_attr(&c->skel, DW_AT_comp_dir, &attr));
 	if (!dir || !*dir)
 		return;
 	/* DWARF 5's directory 0 is the comp dir, and libdw has joined it
@@ -552,8 +562,11 @@ static void set_file(struct sym_entry *e, struct cu *c, const char *file)
 
 /* DW_AT_decl_file of a subprogram. libdw 0.188's dwarf_decl_file rejects
  * file index 0, which DWARF 5 uses for the CU's primary file (clang 14
- * emits it for every function of the main source file), so this indexes
- * the file table of the CU that holds the attribute itself. */
+ * emits it for every function of the main source file), and asserts on a
+ * DIE of a GNU split unit (-gdwarf-4 -gsplit-dwarf) whose file table it
+ * has not read yet, so this indexes the file table of the CU that holds
+ * the attribute itself (dwarf_getsrcfiles takes a split unit's from its
+ * skeleton). */
 static const char *decl_file(Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
@@ -561,10 +574,8 @@ static const char *decl_file(Dwarf_Die *die)
 	Dwarf_Die cudie;
 	Dwarf_Files *files;
 	size_t n;
-	const char *f = dwarf_decl_file(die);
+	const char *f;
 
-	if (f)
-		return f;
 	if (!dwarf_attr_integrate(die, DW_AT_decl_file, &attr) ||
 	    dwarf_formudata(&attr, &idx) != 0 ||
 	    !dwarf_cu_die(attr.cu, &cudie, NULL, NULL, NULL, NULL, NULL, NULL) ||
@@ -723,7 +734,7 @@ static Dwarf_Line *own_first_line(struct cu *c, Dwarf_Die *sub, Dwarf_Addr pc)
 	Dwarf_Lines *lines;
 	size_t n, lo = 0, hi;
 	Dwarf_Addr end;
-	if (dwarf_highpc(sub, &end) != 0 || dwarf_getsrclines(&c->die, &lines, &n) != 0)
+	if (dwarf_highpc(sub, &end) != 0 || dwarf_getsrclines(&c->skel, &lines, &n) != 0)
 		return NULL;
 	hi = n;
 	while (lo < hi) { /* first row with address >= pc */
@@ -798,7 +809,7 @@ static void dwarf_source(struct sym_object *o, uint64_t vaddr,
 	}
 	if (decl_source(e, c, die) || (die && inlined_entry_source(o, c, die, pc, e)))
 		return;
-	l = line_at(&c->die, pc);
+	l = line_at(&c->skel, pc);
 	if (l && dwarf_lineno(l, &line) == 0) {
 		set_file(e, c, dwarf_linesrc(l, NULL, NULL));
 		e->info.line = line > 0 ? (uint32_t)line : 0;
@@ -1017,7 +1028,9 @@ static int cu_scopes_at(struct cu *c, Dwarf_Addr pc, Dwarf_Die *chain)
 static const struct sym_inline *inline_frame(struct sym_object *o, struct cu *c, Dwarf_Die *chain, int n)
 {
 	int added;
-	uint64_t *slot = hm_put(&o->inlines, dwarf_dieoffset(&chain[0]), &added);
+	/* by where the DIE is, not its offset: the split units of
+	 * -gsplit-dwarf each have their own .dwo file, offsets from 0 */
+	uint64_t *slot = hm_put(&o->inlines, (uint64_t)(uintptr_t)chain[0].addr, &added);
 	if (!added)
 		return (const struct sym_inline *)(uintptr_t)*slot;
 	struct sym_inline *x = xcalloc(1, sizeof(*x));
@@ -1072,7 +1085,7 @@ int sym_source_line_inl(struct sym_object *o, uint64_t vaddr, int (*skip)(void *
 	if (!o->dw)
 		return 0;
 	pc = vaddr + o->main_bias - o->dw_bias;
-	if (!(c = cu_at(o, pc)) || !(l = line_at(&c->die, pc)) || dwarf_lineno(l, &n) != 0 || n <= 0)
+	if (!(c = cu_at(o, pc)) || !(l = line_at(&c->skel, pc)) || dwarf_lineno(l, &n) != 0 || n <= 0)
 		return 0;
 	*file = abs_file(o, c, dwarf_linesrc(l, NULL, NULL));
 	*line = (uint32_t)n;

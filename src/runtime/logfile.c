@@ -613,7 +613,8 @@ static int open_log_file(const char *path, int again)
  * same file again (this process may not). */
 static int by_keeper_helps(int err)
 {
-	return err == EACCES || err == EPERM || err == ENOENT || err == EROFS;
+	/* no record, no keeper: the path's own error is the reason said */
+	return (err == EACCES || err == EPERM || err == ENOENT || err == EROFS) && sf_recfile_keeper();
 }
 
 static int open_log_by_keeper(const char *path, int again)

@@ -366,6 +366,11 @@ void sf_keeper_conn_drop(void)
 		sf_syscall3(SYS_close, fd, 0, 0);
 }
 
+int sf_recfile_keeper(void)
+{
+	return notes_dir_len && notes_ino;
+}
+
 int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap)
 {
 	if (!notes_dir_len || !notes_ino)

@@ -474,6 +474,8 @@ void sf_rt_report(const char *a, const char *b, const char *c) SF_HIDDEN;
  * NULL) gets the path the keeper gave it; name goes with the request,
  * send_fd (-1 for none) along. */
 int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap) SF_HIDDEN;
+/* 1 if the process runs under record, whose keeper sf_recfile asks. */
+int sf_recfile_keeper(void) SF_HIDDEN;
 /* Before the effective uid changes to `to` (hooks.c): the note file is
  * handed to that uid while root can still make it. */
 void sf_notes_hand_over(uid_t to) SF_HIDDEN;

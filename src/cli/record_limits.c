@@ -20,6 +20,7 @@
 #include "format/ring_signal.h"
 #include "format/run_budget.h"
 #include "format/sf_env.h"
+#include "lib/text_esc.h"
 #include "format/xray_map.h"
 #include "lib/select.h"
 #include "lib/util.h"
@@ -346,7 +347,7 @@ void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_
 			char path[PATH_MAX * 2], why[160];
 			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 			snapshot_why(path, why, sizeof(why));
-			fprintf(stderr, "sftrace: snapshot %s%s\n", path, why);
+			fprintf(stderr, "sftrace: snapshot %s%s\n", sf_esc(path), why); /* a name the program may have made */
 		}
 		free(names[i]);
 	}

@@ -323,9 +323,6 @@ def test_descriptor_churn_while_flooding():
             eq(_all_calls(d)["work"], 100001, f"{how} --writer {writer}: work calls")
 
 
-@sfkit.known_break(ISSUE, "record relays the runtime's note raw: 'could not make the filter for "
-                   "/tmp/.../lib\\x1b]0;pwn\\x07.so' reaches the terminal with ESC and BEL (a window-title "
-                   "escape), where record's own 'selected in' line and dump/info print it as \\x1b...\\x07")
 def test_record_messages_escape_object_paths():
     """skep24t_nospawn errno PLUGIN, with the plugin at a path holding an
     escape sequence (ESC ]0;pwn BEL: sets a terminal's title): the runtime

@@ -234,8 +234,10 @@ static int open_log(void)
 			put_str(L.path, sizeof(L.path), &pos, req + dot, len - dot);
 		}
 		int fd = open(L.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
+		if (fd >= 0) {
+			sf_own_mode(fd); /* the program's umask is not the log's */
 			return fd;
+		}
 		if (errno != EEXIST)
 			return -1;
 		struct stat st;

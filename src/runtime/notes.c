@@ -490,6 +490,7 @@ static int note_open(void)
 	int fd = dfd < 0 ? -1 : sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
 	if (dfd >= 0)
 		sf_close(dfd);
+	sf_own_mode(fd); /* (made here, or record's: its own 0600 already) */
 	if (fd < 0) /* a process that may not create it there: record's keeper can */
 		fd = sf_recfile(SF_KF_NOTE, 0, NULL, -1, NULL, 0);
 	return fd < 0 ? -1 : sf_fd_brief(fd);

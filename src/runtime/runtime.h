@@ -500,6 +500,10 @@ void sf_seccomp_exit_settle(void) SF_HIDDEN;  /* sandbox.c: exit after a stop: r
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by
  * no one else; -1 with *why. */
 int sf_trust_dir(const char *path, const char **why) SF_HIDDEN;
+/* A file the runtime made: mode 0600 whatever the program's umask (a
+ * umask of 0777 made a fork child's log 0000, which record, run by its
+ * user, could not read). Nothing when it already is. */
+void sf_own_mode(int fd) SF_HIDDEN;
 /* openat with O_NOFOLLOW|O_NONBLOCK: a regular file, ours or root's,
  * writable by no one else, one link; -1 with *why. */
 int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const char **why) SF_HIDDEN;

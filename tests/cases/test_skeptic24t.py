@@ -441,9 +441,6 @@ def test_deny_exit_group_errno():
     eq((rc, out), (0, "ok 40000\n"), f"traced (stderr {err[-300:]!r})")
 
 
-@sfkit.known_break(ISSUE, "umask 0777 in the program: record run by a non-root user cannot read the fork child's "
-                   "log, created mode 0000 ('u.N.log: unreadable: cannot open: Permission denied'; 7 of 12 work "
-                   "calls lost), where record's own log is 0600")
 def test_program_umask_and_child_log_mode():
     """skep24t_umask: umask(0777), 5 work() calls, a fork child with 7.
     record run as nobody (setpriv) into a directory nobody may write: both

@@ -599,7 +599,7 @@ static int prepare_filter_files(const struct record_opts *o, struct run_files *r
 			rc = -1;
 		} else {
 			close(fd);
-			rc = ff_merge(files, nfiles, rf->merged);
+			rc = ff_merge(files, nfiles, rf->merged, 0);
 			use = rf->merged;
 		}
 	}
@@ -657,6 +657,14 @@ static int prepare_filter_regex(const struct record_opts *o, const char *abs, st
 		if (!S_ISDIR(st.st_mode) || !o->force) {
 			sf_error("%s exists (the filters of an earlier --filter-regex run); remove it or pass --force",
 				 rf->filter_dir);
+			return -1;
+		}
+		/* a shared (sticky) output directory: another user's directory
+		 * there is not the run's, --force or not */
+		if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+			sf_error("%s is not a directory of this user's writable by no one else (owner %u, mode %04o); "
+				 "remove it or choose another -o",
+				 rf->filter_dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 			return -1;
 		}
 		if (clear_filter_dir(rf->filter_dir) < 0) {

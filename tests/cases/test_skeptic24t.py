@@ -510,11 +510,6 @@ def _shared_dir_with_link(name, target):
     return shared
 
 
-@sfkit.known_break(ISSUE, "another user's symlink s.recorded.filter in a sticky shared output directory: record "
-                   "(root) follows it and overwrites the root-owned target (12 bytes 'victim data' become the "
-                   "merged filter, 'sftrace-filter 1 / # merged by sftrace record ...'), with --filter-regex and "
-                   "with -f (with --force, record also keeps a s.filters directory that user made, owner nobody, "
-                   "mode 0777, for the run's per-object filters)")
 def test_kept_filter_follows_another_users_symlink():
     """record -o SHARED/s.log --filter-regex ... (and -f FILTER) keeps the
     run's filter beside the log as s.recorded.filter. In a sticky
@@ -538,6 +533,28 @@ def test_kept_filter_follows_another_users_symlink():
         run([SFTRACE, "record", "-q"] + args + ["-o", os.path.join(shared, "s.log"), "--", prog,
                                                  os.path.join(d, "st"), lib], check_rc=None)
         eq(open(victim).read(), "victim data\n", f"the other user's link target after record {how[0]}")
+
+
+def test_filters_dir_of_another_user_refused():
+    """record --force --filter-regex ... -o SHARED/s.log where another user
+    (nobody) made SHARED/s.filters (mode 0777): that directory is not the
+    run's, --force or not. record refuses in one line naming it before the
+    program runs, and the link it found for s.recorded.filter is still
+    only that user's."""
+    prog = build_c("skep24t_state", ["skep24t_state.c"], libs=["-ldl"])
+    lib = build_c("libskep24t_lib.so", ["skep24t_lib.c"], shared=True)
+    d = sfkit.tmpdir()
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("victim data\n")
+    shared = _shared_dir_with_link("s.recorded.filter", victim)
+    _as_nobody(["mkdir", "-m", "0777", os.path.join(shared, "s.filters")])
+    t = run([SFTRACE, "record", "-q", "--force", "--filter-regex", "work", "-o", os.path.join(shared, "s.log"),
+             "--", prog, os.path.join(d, "st"), lib], check_rc=None)
+    check(t.returncode != 0, f"record ran: rc {t.returncode}")
+    check("s.filters is not a directory of this user" in t.stderr, t.stderr[-300:])
+    check(not os.path.exists(os.path.join(d, "st")), "the program ran")
+    eq(open(victim).read(), "victim data\n", "the link's target")
 
 
 if __name__ == "__main__":

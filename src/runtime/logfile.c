@@ -849,6 +849,8 @@ static int log_create_locked(void)
 		return -1;
 	}
 	sf_keeper_make_due(); /* a fork child's: the log made in its table (writer.c) */
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		sf_keeper_make_early(); /* before step 2: not in the program's table either (writer.c) */
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
 	struct header_map hm = {"cannot write log ", NULL};
@@ -1955,6 +1957,33 @@ void sf_log_keeper_left(int fd)
 	sf_log_lock_sig(&old);
 	pool_drop(0); /* chunks by descriptor from now on, past every arena */
 	P.no_trim = 1;
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&L.g);
+	if (!L.hdr && fd >= 0) {
+		sf_syscall3(SYS_close, fd, 0, 0);
+		fd = -1;
+	}
+	if (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0)
+		sf_fd_publish(&L.g, -1); /* opened again at the next use */
+	sf_fd_gate_unlock(&gold);
+	sf_log_unlock_sig(&old);
+}
+
+/* Step 2 (init.c), just before the writer is made: the early keeper
+ * (writer.c, sf_keeper_make_early) ends, its copy of the log's descriptor
+ * comes into the program's table, guarded, where sf_log_writer_started
+ * takes it into the writer's own at once (the program's copy closed):
+ * the program's code does not run in between. The keeper's arena stays
+ * (it is memory; the writer goes on filling it). Without a copy (no
+ * PIDFD_THREAD: Linux < 6.9) the log is opened again at its next use. */
+void sf_log_early_keeper_end(void)
+{
+	int fd = sf_keeper_early_end();
+	if (fd == -2)
+		return;
+	sigset_t old;
+	sf_log_lock_sig(&old);
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);

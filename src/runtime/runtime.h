@@ -1068,6 +1068,12 @@ int sf_runtime_thread(void) SF_HIDDEN;  /* a writer or a keeper runs */
 void sf_keeper_follow(long nr, long a0, long a1, long a2) SF_HIDDEN; /* after a set*id wrapper's success */
 void sf_log_keeper(int on) SF_HIDDEN;   /* logfile.c: the log's descriptor is the keeper's (on) */
 int sf_keeper_stop(void) SF_HIDDEN;     /* ns.c: the keeper ended, its log descriptor copied here (or -1) */
+/* A log made before the writer can be (a preinit hook's or a library
+ * constructor's event): the keeper holds it until step 2 (writer.c). */
+void sf_keeper_early_allow(int on) SF_HIDDEN; /* init.c: from start-up to step 2, in the first process */
+void sf_keeper_make_early(void) SF_HIDDEN;    /* logfile.c: at the log's creation */
+int sf_keeper_early_end(void) SF_HIDDEN;      /* -2: no early keeper; else sf_keeper_stop's */
+void sf_log_early_keeper_end(void) SF_HIDDEN; /* init.c, step 2, before the writer: the log in the program's table */
 void sf_keeper_resume(int fd) SF_HIDDEN; /* ns.c: a new keeper, keeping fd */
 int sf_log_keeper_fd(void) SF_HIDDEN;   /* the log's number in the keeper's table */
 void sf_log_keeper_again(int fd) SF_HIDDEN; /* a new keeper holds fd (-1: it opens the log again) */

@@ -557,5 +557,19 @@ def test_filters_dir_of_another_user_refused():
     eq(open(victim).read(), "victim data\n", "the link's target")
 
 
+def test_ring_signal_glibc_numbers_refused_by_name():
+    """--ring-signal 32 or 33 (glibc's thread cancellation and set*id
+    signals, below SIGRTMIN): refused in one line before the program runs,
+    naming the signal by its number (it was "SIG?")."""
+    for n in ("32", "33"):
+        d = sfkit.tmpdir()
+        t = run([SFTRACE, "record", "--ring", "1M", "--ring-signal", n, "-o", os.path.join(d, "r.log"), "--",
+                 "/bin/sh", "-c", "echo ran"], check_rc=None)
+        eq((t.returncode, t.stdout), (2, ""), f"--ring-signal {n}")
+        lines = t.stderr.splitlines()
+        eq(len(lines), 1, f"--ring-signal {n}: {t.stderr!r}")
+        check(f"signal {n} is glibc's own" in lines[0] and "SIG?" not in lines[0], lines[0])
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

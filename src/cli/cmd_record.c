@@ -476,7 +476,13 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 	print_snapshot_requests(lr_info(log));
 	if (lr_info(log)->seccomp_stopped) {
 		const char *n = lr_syscall_name(lr_info(log)->machine, lr_info(log)->seccomp_stopped - 1);
-		fprintf(stderr, ", tracing stopped at a seccomp filter (it refuses %s)", n ? n : "a system call the runtime makes");
+		/* what is lost, not only where: the sleds are unpatched for
+		 * good, so the process's calls from then on, and the children
+		 * it forks or execs later, go unrecorded (runtime sandbox.c) */
+		fprintf(stderr,
+			", tracing stopped at a seccomp filter (it refuses %s): from then on nothing this process runs, "
+			"nor any child it makes afterwards, is recorded",
+			n ? n : "a system call the runtime makes");
 	}
 	if (lr_info(log)->trimmed_records)
 		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",

@@ -571,5 +571,21 @@ def test_ring_signal_glibc_numbers_refused_by_name():
         check(f"signal {n} is glibc's own" in lines[0] and "SIG?" not in lines[0], lines[0])
 
 
+def test_seccomp_stop_says_what_is_lost():
+    """skep24t_deny close errno drop: close() fails with EPERM, which stops
+    tracing (the runtime needs it). record's line on the log must say what
+    is lost (the process's calls from then on and its later children's),
+    not only where tracing stopped or what an exec runs."""
+    prog = build_c("skep24t_deny", ["skep24t_deny.c"], libs=["-lpthread"])
+    d = sfkit.tmpdir()
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "d.log"), "--", prog, "close", "errno", "drop"],
+            check_rc=None)
+    eq((t.returncode, t.stdout), (0, "ok 40000\n"), "traced")
+    line = [l for l in t.stderr.splitlines() if "tracing stopped at a seccomp filter (it refuses close)" in l]
+    eq(len(line), 1, t.stderr[-400:])
+    check("nothing this process runs, nor any child it makes afterwards, is recorded" in line[0], line[0])
+    eq(_all_calls(d)["work"] < 50000, True, "calls after the stop are not recorded (else the line is wrong)")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

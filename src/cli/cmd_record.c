@@ -461,7 +461,11 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 		lr_close(log);
 		return;
 	}
-	fprintf(stderr, "sftrace: wrote %s (pid %u): %llu events, %llu thread%s, %llu object%s", shown, s.pid,
+	/* pid 1 with no parent it can see: a clone(CLONE_NEWPID) child, whose
+	 * pid is its namespace's (two such children both say 1; their logs'
+	 * names stay apart: STEM.1.EXT, STEM.1.1.EXT) */
+	const char *ns = s.pid == 1 && lr_info(log)->ppid == 0 ? " in a pid namespace of its own" : "";
+	fprintf(stderr, "sftrace: wrote %s (pid %u%s): %llu events, %llu thread%s, %llu object%s", shown, s.pid, ns,
 		(unsigned long long)s.events, (unsigned long long)s.threads, s.threads == 1 ? "" : "s",
 		(unsigned long long)s.objects, s.objects == 1 ? "" : "s");
 	if (s.dropped)

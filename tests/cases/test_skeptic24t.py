@@ -587,5 +587,24 @@ def test_seccomp_stop_says_what_is_lost():
     eq(_all_calls(d)["work"] < 50000, True, "calls after the stop are not recorded (else the line is wrong)")
 
 
+def test_two_pid_namespace_children_keep_their_logs_apart():
+    """h24sb_pidns: two raw clone(CLONE_NEWPID) children in turn, each pid
+    1 in its own namespace, calling work() 3 and 4 times. Traced: the
+    output as untraced, two logs with distinct names (s.1.log, s.1.1.log)
+    holding 3 and 4 calls, and record's lines say the pid is a
+    namespace's."""
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root (CLONE_NEWPID)")
+    prog = build_c("h24sb_pidns", ["h24sb_pidns.c"])
+    u = run([prog])
+    d = sfkit.tmpdir()
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog])
+    eq(t.stdout, u.stdout, "output")
+    kids = sorted(os.path.basename(l) for l in _logs(d) if os.path.basename(l) != "s.log")
+    eq(kids, ["s.1.1.log", "s.1.log"], "the children's logs")
+    eq(sorted(_calls(os.path.join(d, k))["work"] for k in kids), [3, 4], "work calls per child")
+    eq(t.stderr.count("(pid 1 in a pid namespace of its own)"), 2, t.stderr[-400:])
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -1991,6 +1991,11 @@ void sf_log_early_keeper_end(void)
 		return;
 	sigset_t old;
 	sf_log_lock_sig(&old);
+	/* log_reopen's check and open as one, against this adoption: a
+	 * thread that saw no log would otherwise open it again after it and
+	 * publish its own over this one (1 run of 30 kept one at 1023) */
+	while (__atomic_test_and_set(&L.reopen_lock, __ATOMIC_ACQUIRE))
+		sf_arch_cpu_relax();
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
@@ -2008,6 +2013,7 @@ void sf_log_early_keeper_end(void)
 	if (!have && (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0))
 		sf_fd_publish(&L.g, -1); /* opened again at the next use */
 	sf_fd_gate_unlock(&gold);
+	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
 	sf_log_unlock_sig(&old);
 }
 

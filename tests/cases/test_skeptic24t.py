@@ -606,5 +606,26 @@ def test_two_pid_namespace_children_keep_their_logs_apart():
     eq(t.stderr.count("(pid 1 in a pid namespace of its own)"), 2, t.stderr[-400:])
 
 
+def test_log_made_in_a_library_constructor_stays_out_of_the_table():
+    """h24sb_early_main with libh24sb_early.so: the library's constructor
+    (before the writer thread can exist) calls work() 10 times, forks a
+    child (7 calls) and starts a thread (200,000 calls) that runs on while
+    the runtime's start-up hands the log from its keeper to the writer;
+    main calls work() 100,000 times and lists its descriptors. Traced
+    (writer thread), 5 runs: the list as untraced (a thread that opened
+    the log again meanwhile once left it at 1023), 300,010 calls in the
+    process's log and 7 in the child's."""
+    d0 = os.path.dirname(build_c("libh24sb_early.so", ["h24sb_early_lib.c"], shared=True, libs=["-lpthread"]))
+    prog = build_c("h24sb_early_main", ["h24sb_early_main.c"],
+                   libs=["-L" + d0, "-lh24sb_early", "-Wl,-rpath," + d0])
+    u = run([prog]).stdout
+    for i in range(5):
+        d = sfkit.tmpdir()
+        t = run([SFTRACE, "record", "-q", "--writer", "thread", "-o", os.path.join(d, "e.log"), "--", prog])
+        eq(t.stdout, u, f"run {i}: main's descriptors")
+        got = sorted(_calls(l)["work"] for l in _logs(d))
+        eq(got, [7, 300010], f"run {i}: work calls per log")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

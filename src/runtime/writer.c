@@ -1029,7 +1029,12 @@ void sf_keeper_early_allow(int on)
 
 void sf_keeper_make_early(void)
 {
-	if (!keeper_early_ok || sf_keeper_alive() || sf_writer_active() || !sf_services_thread_wanted())
+	/* Only in the preinit array (libc's constructor, which sets environ,
+	 * has not run yet: init.c): library constructors that read their
+	 * process's state (Threads: in /proc/self/status) must see one
+	 * thread, and a log made there stays in the program's table until
+	 * step 2, as before (skeptic25s) */
+	if (!keeper_early_ok || environ || sf_keeper_alive() || sf_writer_active() || !sf_services_thread_wanted())
 		return;
 	keeper_early_ok = 0;
 	if (keeper_make(-1) == 0)

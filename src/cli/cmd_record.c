@@ -469,7 +469,11 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 		lr_close(log);
 		return;
 	}
-	fprintf(stderr, "sftrace: wrote %s (pid %u): %llu events, %llu thread%s, %llu object%s", shown, s.pid,
+	/* pid 1 with no parent it can see: a clone(CLONE_NEWPID) child, whose
+	 * pid is its namespace's (two such children both say 1; their logs'
+	 * names stay apart: STEM.1.EXT, STEM.1.1.EXT) */
+	const char *ns = s.pid == 1 && lr_info(log)->ppid == 0 ? " in a pid namespace of its own" : "";
+	fprintf(stderr, "sftrace: wrote %s (pid %u%s): %llu events, %llu thread%s, %llu object%s", shown, s.pid, ns,
 		(unsigned long long)s.events, (unsigned long long)s.threads, s.threads == 1 ? "" : "s",
 		(unsigned long long)s.objects, s.objects == 1 ? "" : "s");
 	if (s.dropped)
@@ -484,7 +488,13 @@ static void print_summary(const char *path, const char *shown, uint64_t *dropped
 	print_snapshot_requests(lr_info(log));
 	if (lr_info(log)->seccomp_stopped) {
 		const char *n = lr_syscall_name(lr_info(log)->machine, lr_info(log)->seccomp_stopped - 1);
-		fprintf(stderr, ", tracing stopped at a seccomp filter (it refuses %s)", n ? n : "a system call the runtime makes");
+		/* what is lost, not only where: the sleds are unpatched for
+		 * good, so the process's calls from then on, and the children
+		 * it forks or execs later, go unrecorded (runtime sandbox.c) */
+		fprintf(stderr,
+			", tracing stopped at a seccomp filter (it refuses %s): from then on nothing this process runs, "
+			"nor any child it makes afterwards, is recorded",
+			n ? n : "a system call the runtime makes");
 	}
 	if (lr_info(log)->trimmed_records)
 		fprintf(stderr, ", %llu trimmed (--min-duration/--max-depth)",
@@ -607,7 +617,7 @@ static int prepare_filter_files(const struct record_opts *o, struct run_files *r
 			rc = -1;
 		} else {
 			close(fd);
-			rc = ff_merge(files, nfiles, rf->merged);
+			rc = ff_merge(files, nfiles, rf->merged, 0);
 			use = rf->merged;
 		}
 	}
@@ -665,6 +675,14 @@ static int prepare_filter_regex(const struct record_opts *o, const char *abs, st
 		if (!S_ISDIR(st.st_mode) || !o->force) {
 			sf_error("%s exists (the filters of an earlier --filter-regex run); remove it or pass --force",
 				 rf->filter_dir);
+			return -1;
+		}
+		/* a shared (sticky) output directory: another user's directory
+		 * there is not the run's, --force or not */
+		if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+			sf_error("%s is not a directory of this user's writable by no one else (owner %u, mode %04o); "
+				 "remove it or choose another -o",
+				 rf->filter_dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 			return -1;
 		}
 		if (clear_filter_dir(rf->filter_dir) < 0) {

@@ -20,6 +20,7 @@
 #include "format/ring_signal.h"
 #include "format/run_budget.h"
 #include "format/sf_env.h"
+#include "lib/text_esc.h"
 #include "format/xray_map.h"
 #include "lib/select.h"
 #include "lib/util.h"
@@ -118,11 +119,18 @@ int rl_parse_signal(const char *opt, const char *s)
 				sig = i;
 		}
 	}
+	if (sig > 0 && sig < SIGRTMIN && !sigabbrev_np(sig)) {
+		/* 32 and 33: real-time numbers glibc keeps (SIGRTMIN is past them) */
+		sf_error("%s: signal %d is glibc's own (thread cancellation and set*id use 32 and 33); use USR1, USR2 or "
+			 "a real-time signal from %d (SIGRTMIN) to %d by number (e.g. 40)",
+			 opt, sig, SIGRTMIN, SIGRTMAX);
+		return -1;
+	}
 	if (sig > 0 && sf_ring_signal_refused(sig)) {
 		/* format/ring_signal.h says why */
 		sf_error("%s: SIG%s cannot ask for snapshots (its default action is the program's: a fault would "
 			 "loop, PIPE or TERM would no longer end it); use USR1, USR2 or a real-time signal by number (e.g. 40)",
-			 opt, sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+			 opt, sigabbrev_np(sig));
 		return -1;
 	}
 	if (sig > 0)
@@ -346,7 +354,7 @@ void rl_list_snapshots(const char *dir, const char *stem, const char *ext, time_
 			char path[PATH_MAX * 2], why[160];
 			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 			snapshot_why(path, why, sizeof(why));
-			fprintf(stderr, "sftrace: snapshot %s%s\n", path, why);
+			fprintf(stderr, "sftrace: snapshot %s%s\n", sf_esc(path), why); /* a name the program may have made */
 		}
 		free(names[i]);
 	}

@@ -241,10 +241,11 @@ int ff_expand_input(const char *arg, char ***files, size_t *nfiles)
 	return 0;
 }
 
-int ff_merge(char *const *files, size_t nfiles, const char *out)
+int ff_merge(char *const *files, size_t nfiles, const char *out, int beside)
 {
 	char err[PATH_MAX + 256];
-	struct sf_outfile *of = sf_outfile_open(out, 0, err, sizeof(err));
+	struct sf_outfile *of = beside ? sf_outfile_open_beside(out, err, sizeof(err))
+				       : sf_outfile_open(out, 0, err, sizeof(err));
 	if (!of) {
 		sf_error("%s", err);
 		return -1;

@@ -32,7 +32,9 @@ void ff_info_free(struct ff_info *info);
 int ff_expand_input(const char *arg, char ***files, size_t *nfiles);
 
 /* Writes the objects of every file into one filter at out. The files must
- * agree on mode and unlisted. -1 after a message. */
-int ff_merge(char *const *files, size_t nfiles, const char *out);
+ * agree on mode and unlisted. beside: out is a name the command chose
+ * beside its output (sf_outfile_open_beside: nothing there followed).
+ * -1 after a message. */
+int ff_merge(char *const *files, size_t nfiles, const char *out, int beside);
 
 #endif

@@ -29,15 +29,16 @@ int kf_keep(const char *output, char *const *files, size_t nfiles)
 		sf_error("%s: path too long", output);
 		return -1;
 	}
-	return ff_merge(files, nfiles, path);
+	return ff_merge(files, nfiles, path, 1); /* a name of record's: no link there followed */
 }
 
 void kf_drop(const char *output)
 {
 	char path[4096];
 	struct stat st;
+	/* only a file of this user's (a sticky shared directory: not another's) */
 	if (kf_path_for_output(output, path, sizeof(path)) == 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    unlink(path) < 0)
+	    st.st_uid == geteuid() && unlink(path) < 0)
 		sf_warn("%s: cannot remove the filter an earlier run kept: %s", path, strerror(errno));
 }
 
@@ -51,7 +52,8 @@ int kf_find_for_log(const char *log_path, char *out, size_t cap)
 			continue;
 		int n = snprintf(out, cap, "%.*s%s", (int)(end - log_path), log_path, KF_SUFFIX);
 		struct stat st;
-		if (n >= 0 && (size_t)n < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode))
+		/* lstat: record writes a regular file there, never a link */
+		if (n >= 0 && (size_t)n < cap && lstat(out, &st) == 0 && S_ISREG(st.st_mode))
 			return 0;
 	}
 	return -1;

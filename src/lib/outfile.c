@@ -429,7 +429,14 @@ void sf_outfile_limit_mode(unsigned mode)
 
 /* Creates "<dir>/.<base>.<random>.tmp" with O_EXCL. Returns the fd and sets
  * *tmp_out (malloc'd), or -1 with errno set. */
+static int create_temp_mode(const char *path, char **tmp_out, unsigned mode);
+
 static int create_temp(const char *path, char **tmp_out)
+{
+	return create_temp_mode(path, tmp_out, out_mode);
+}
+
+static int create_temp_mode(const char *path, char **tmp_out, unsigned mode)
 {
 	const char *slash = strrchr(path, '/');
 	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0; /* keeps the '/' */
@@ -450,7 +457,7 @@ static int create_temp(const char *path, char **tmp_out)
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull + counter++;
 		snprintf(tmp, cap, "%.*s.%.*s.%08x.tmp", (int)dirlen, path, baselen, base,
 			 (unsigned)(seed >> 32));
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)out_mode);
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 		if (fd >= 0) {
 			*tmp_out = tmp;
 			return fd;
@@ -557,6 +564,31 @@ struct sf_outfile *sf_outfile_open(const char *path, int gzip, char *err, size_t
 	} else {
 		of->buf = xmalloc(OF_BLOCK);
 	}
+	return of;
+}
+
+struct sf_outfile *sf_outfile_open_beside(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+		snprintf(err, errlen, "not replacing %s: %s", path,
+			 S_ISLNK(st.st_mode)   ? "it is a symlink (a name the command makes: nothing there is followed)"
+			 : !S_ISREG(st.st_mode) ? "not a regular file"
+						: "another user's file");
+		return NULL;
+	}
+	char *tmp = NULL;
+	int fd = create_temp_mode(path, &tmp, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct sf_outfile *of = xcalloc(1, sizeof(*of));
+	of->fd = fd;
+	of->tmp = tmp;
+	of->path = xstrdup(path);
+	of->dest = xstrdup(path); /* renamed over the name: a link put there meanwhile is replaced, not followed */
+	of->buf = xmalloc(OF_BLOCK);
 	return of;
 }
 

@@ -36,6 +36,15 @@ void sf_outfile_limit_mode(unsigned mode);
  * when the temporary file cannot be created. */
 struct sf_outfile *sf_outfile_open(const char *path, int gzip, char *err, size_t errlen);
 
+/* As sf_outfile_open (no gzip), for a file a command makes beside its
+ * output under a name of its own (record's STEM.recorded.filter): the
+ * user named no file there, and the directory may be shared (sticky, as
+ * /tmp), so nothing found at that name is followed or written through. A
+ * symlink, anything not a regular file, or another user's file there: NULL
+ * with "not replacing PATH: ..." in err. Otherwise a 0600 temporary
+ * (O_EXCL|O_NOFOLLOW) renamed over the name itself at commit. */
+struct sf_outfile *sf_outfile_open_beside(const char *path, char *err, size_t errlen);
+
 /* Buffered write. Returns 0, or -1 once anything failed (the error is kept
  * and reported by sf_outfile_commit; later writes are ignored). */
 int sf_outfile_write(struct sf_outfile *of, const void *buf, size_t len);

@@ -237,6 +237,8 @@ static void start_tracing(void)
 	sf_args_init();
 	sf_log_on_create(log_created);
 	sf_config.enabled = 1;
+	if (!libraries_ready)
+		sf_keeper_early_allow(1); /* a log made before step 2: a keeper's (writer.c) */
 	struct sf_suppress_state quiet;
 	sf_suppress_begin(&quiet);
 	sf_buffer_init();
@@ -253,6 +255,7 @@ static void start_tracing(void)
 /* Step 2. What it does allocates, and none of that is the program's. */
 static void after_libraries(void)
 {
+	sf_keeper_early_allow(0); /* no early keeper from here (writer.c) */
 	if (!sf_config.enabled)
 		return;
 	struct sf_suppress_state quiet;
@@ -352,8 +355,11 @@ void sf_services_start(void)
 	services_tried = 1;
 	/* A paused process needs its writer thread: it is the one that
 	 * patches at a resume (switch.c). */
-	if (sf_services_thread_wanted())
+	if (sf_services_thread_wanted()) {
+		if (!sf_seccomp_refuses_writer())
+			sf_log_early_keeper_end(); /* a log made before now: the writer's from here */
 		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);
+	}
 	if (sf_config.ring_slots)
 		sf_snapshot_init();
 	sf_switch_start();

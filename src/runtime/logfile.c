@@ -234,8 +234,10 @@ static int open_log(void)
 			put_str(L.path, sizeof(L.path), &pos, req + dot, len - dot);
 		}
 		int fd = open(L.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
+		if (fd >= 0) {
+			sf_own_mode(fd); /* the program's umask is not the log's */
 			return fd;
+		}
 		if (errno != EEXIST)
 			return -1;
 		struct stat st;
@@ -848,6 +850,8 @@ static int log_create_locked(void)
 		return -1;
 	}
 	sf_keeper_make_due(); /* a fork child's: the log made in its table (writer.c) */
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		sf_keeper_make_early(); /* before step 2: not in the program's table either (writer.c) */
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
 	struct header_map hm = {"cannot write log ", NULL};
@@ -1957,13 +1961,60 @@ void sf_log_keeper_left(int fd)
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
-	if (!L.hdr && fd >= 0) {
+	/* A thread of the program's (made by a library's constructor) whose
+	 * request the ending keeper refused may have opened the log again in
+	 * the program's table meanwhile (log_reopen, under this gate): that
+	 * one is kept, the copy closed (adopting it too left one behind at
+	 * 1023 in main, 3 runs of 6). */
+	int cur = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
+	int have = cur >= 0 && is_log(cur);
+	if ((!L.hdr || have) && fd >= 0) {
 		sf_syscall3(SYS_close, fd, 0, 0);
 		fd = -1;
 	}
-	if (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0)
+	if (!have && (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0))
 		sf_fd_publish(&L.g, -1); /* opened again at the next use */
 	sf_fd_gate_unlock(&gold);
+	sf_log_unlock_sig(&old);
+}
+
+/* Step 2 (init.c), just before the writer is made: the early keeper
+ * (writer.c, sf_keeper_make_early) ends, its copy of the log's descriptor
+ * comes into the program's table, guarded, where sf_log_writer_started
+ * takes it into the writer's own at once (the program's copy closed):
+ * the program's code does not run in between. The keeper's arena stays
+ * (it is memory; the writer goes on filling it). Without a copy (no
+ * PIDFD_THREAD: Linux < 6.9) the log is opened again at its next use. */
+void sf_log_early_keeper_end(void)
+{
+	int fd = sf_keeper_early_end();
+	if (fd == -2)
+		return;
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	/* log_reopen's check and open as one, against this adoption: a
+	 * thread that saw no log would otherwise open it again after it and
+	 * publish its own over this one (1 run of 30 kept one at 1023) */
+	while (__atomic_test_and_set(&L.reopen_lock, __ATOMIC_ACQUIRE))
+		sf_arch_cpu_relax();
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	sf_fd_guard_add(&L.g);
+	/* A thread of the program's (made by a library's constructor) whose
+	 * request the ending keeper refused may have opened the log again in
+	 * the program's table meanwhile (log_reopen, under this gate): that
+	 * one is kept, the copy closed (adopting it too left one behind at
+	 * 1023 in main, 3 runs of 6). */
+	int cur = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
+	int have = cur >= 0 && is_log(cur);
+	if ((!L.hdr || have) && fd >= 0) {
+		sf_syscall3(SYS_close, fd, 0, 0);
+		fd = -1;
+	}
+	if (!have && (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0))
+		sf_fd_publish(&L.g, -1); /* opened again at the next use */
+	sf_fd_gate_unlock(&gold);
+	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
 	sf_log_unlock_sig(&old);
 }
 

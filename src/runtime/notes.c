@@ -119,6 +119,8 @@ static int relay_put(const char *line, size_t n)
 	return relay_put_as(line, n, 0, 0, 1);
 }
 
+static size_t put_esc(char *buf, size_t cap, size_t n, const char *s);
+
 /* A report line ("report sftrace: A B") for pid, relayed through the
  * family's page (a writer of the family notes it: "relayed PID report
  * ..."; record says "sftrace: pid PID: A B"), with no call but the futex
@@ -132,8 +134,7 @@ int sf_notes_relay_report(uint32_t pid, const char *a, const char *b, int wake)
 	size_t n = 0;
 	const char *parts[] = {"report sftrace: ", a, b};
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
-			buf[n++] = *p;
+		n = put_esc(buf, sizeof(buf) - 1, n, parts[i]);
 	buf[n++] = '\n';
 	return relay_put_as(buf, n, pid, 1, wake);
 }
@@ -494,6 +495,7 @@ static int note_open(void)
 	int fd = dfd < 0 ? -1 : sf_trust_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND, 0600, &why);
 	if (dfd >= 0)
 		sf_close(dfd);
+	sf_own_mode(fd); /* (made here, or record's: its own 0600 already) */
 	if (fd < 0) /* a process that may not create it there: record's keeper can */
 		fd = sf_recfile(SF_KF_NOTE, 0, NULL, -1, NULL, 0);
 	return fd < 0 ? -1 : sf_fd_brief(fd);
@@ -658,6 +660,62 @@ static int stderr_is_ours_to_write(void)
 	       st.st_ino == err_at_start.ino;
 }
 
+/* Bytes of the character at p a terminal must not get raw (as the CLI's
+ * sf_esc_unsafe, lib/text_esc.c): C0 controls and DEL, the C1 controls
+ * U+0080..U+009F, bytes that are not UTF-8. 0: a character that passes,
+ * *len bytes long. */
+static size_t esc_unsafe(const unsigned char *p, size_t *len)
+{
+	*len = 1;
+	if (*p < 0x20 || *p == 0x7f)
+		return 1;
+	if (*p < 0x80)
+		return 0;
+	size_t n = *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3 : *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
+	if (!n)
+		return 1;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 1; /* (a NUL ends the scan: no continuation byte) */
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) || (p[0] == 0xf0 && p[1] < 0x90) ||
+	    (p[0] == 0xf4 && p[1] >= 0x90))
+		return 1; /* overlong, a surrogate, past U+10FFFF */
+	if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)
+		return 2;
+	*len = n;
+	return 0;
+}
+
+/* Appends s to buf[n..cap) with what a terminal must not get raw as
+ * "\xHH" (issue 24: a path is the program's data; the line reaches the
+ * program's stderr and record's notes). A character that does not fit
+ * whole is left out. Returns the new length. */
+static size_t put_esc(char *buf, size_t cap, size_t n, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (p && *p) {
+		size_t len, bad = esc_unsafe(p, &len);
+		if (bad) {
+			if (n + 4 * bad > cap)
+				break;
+			for (size_t i = 0; i < bad; i++, n += 4) {
+				buf[n] = '\\';
+				buf[n + 1] = 'x';
+				buf[n + 2] = "0123456789abcdef"[p[i] >> 4];
+				buf[n + 3] = "0123456789abcdef"[p[i] & 15];
+			}
+			p += bad;
+		} else {
+			if (n + len > cap)
+				break;
+			for (size_t i = 0; i < len; i++)
+				buf[n++] = (char)p[i];
+			p += len;
+		}
+	}
+	return n;
+}
+
 /* to_stderr 2: only if it could not be noted; 3: the same, and the note
  * is a report, which record prints whether or not a log was written. */
 static void rt_message(const char *a, const char *b, const char *c, int to_stderr)
@@ -672,8 +730,7 @@ static void rt_message(const char *a, const char *b, const char *c, int to_stder
 			buf[n++] = *rep++;
 	}
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-		for (const char *p = parts[i]; p && *p && n < sizeof(buf) - 1; p++)
-			buf[n++] = *p;
+		n = put_esc(buf, sizeof(buf) - 1, n, parts[i]);
 	buf[n++] = '\n';
 	int noted = note_write(buf, n); /* record repeats it if no log was written */
 	size_t skip = to_stderr == 3 ? 7 : 0; /* "report " */

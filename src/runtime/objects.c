@@ -264,6 +264,7 @@ static int copy_file(int fd, const char *path)
 	int out = sf_fd_brief(open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (out < 0)
 		return errno;
+	sf_own_mode(out);
 	int err = 0;
 	for (off_t off = 0; !err && off < st.st_size;) {
 		ssize_t r = sendfile(out, fd, &off, (size_t)(st.st_size - off));

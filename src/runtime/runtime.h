@@ -502,6 +502,10 @@ void sf_seccomp_exit_settle(void) SF_HIDDEN;  /* sandbox.c: exit after a stop: r
 /* A directory fd (O_NOFOLLOW) when it is ours or root's and writable by
  * no one else; -1 with *why. */
 int sf_trust_dir(const char *path, const char **why) SF_HIDDEN;
+/* A file the runtime made: mode 0600 whatever the program's umask (a
+ * umask of 0777 made a fork child's log 0000, which record, run by its
+ * user, could not read). Nothing when it already is. */
+void sf_own_mode(int fd) SF_HIDDEN;
 /* openat with O_NOFOLLOW|O_NONBLOCK: a regular file, ours or root's,
  * writable by no one else, one link; -1 with *why. */
 int sf_trust_open(int dirfd, const char *path, int flags, mode_t mode, const char **why) SF_HIDDEN;
@@ -1068,6 +1072,12 @@ int sf_runtime_thread(void) SF_HIDDEN;  /* a writer or a keeper runs */
 void sf_keeper_follow(long nr, long a0, long a1, long a2) SF_HIDDEN; /* after a set*id wrapper's success */
 void sf_log_keeper(int on) SF_HIDDEN;   /* logfile.c: the log's descriptor is the keeper's (on) */
 int sf_keeper_stop(void) SF_HIDDEN;     /* ns.c: the keeper ended, its log descriptor copied here (or -1) */
+/* A log made before the writer can be (a preinit hook's or a library
+ * constructor's event): the keeper holds it until step 2 (writer.c). */
+void sf_keeper_early_allow(int on) SF_HIDDEN; /* init.c: from start-up to step 2, in the first process */
+void sf_keeper_make_early(void) SF_HIDDEN;    /* logfile.c: at the log's creation */
+int sf_keeper_early_end(void) SF_HIDDEN;      /* -2: no early keeper; else sf_keeper_stop's */
+void sf_log_early_keeper_end(void) SF_HIDDEN; /* init.c, step 2, before the writer: the log in the program's table */
 void sf_keeper_resume(int fd) SF_HIDDEN; /* ns.c: a new keeper, keeping fd */
 int sf_log_keeper_fd(void) SF_HIDDEN;   /* the log's number in the keeper's table */
 void sf_log_keeper_again(int fd) SF_HIDDEN; /* a new keeper holds fd (-1: it opens the log again) */

@@ -416,8 +416,11 @@ static int open_unnamed(const char *path, int again)
  * behind if the process dies). */
 static int open_named(const char *tmp, int again)
 {
-	return again ? open(tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-		     : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (again)
+		return open(tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	sf_own_mode(fd); /* the program's umask is not the snapshot's */
+	return fd;
 }
 
 /* A process that may not create files in the log's directory (a thread

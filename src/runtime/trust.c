@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/runtime.h"
@@ -25,6 +26,21 @@
 static int owner_ok(const struct stat *st)
 {
 	return (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* The umask is the program's: a file the runtime creates gets 0600 from
+ * fchmod, where the umask took bits from it (never in the usual case: one
+ * fstat at each file's creation, nothing more). Not where a seccomp filter
+ * of the program's would refuse it (sandbox.c): the file then keeps what
+ * the umask left, as before. */
+void sf_own_mode(int fd)
+{
+	struct stat st;
+	if (fd < 0 || sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0 || (st.st_mode & 07777) == 0600 ||
+	    st.st_uid != geteuid())
+		return;
+	if (sf_seccomp_allows(SYS_fchmod, fd, 0600, 0, 0, 0, 0))
+		sf_syscall3(SYS_fchmod, fd, 0600, 0);
 }
 
 /* O_PATH: the directory is only ever a base for openat, and a process

@@ -1011,6 +1011,47 @@ int sf_keeper_start(void)
 	return keeper_make(-1);
 }
 
+/* The first process, from start-up to step 2 (init.c): a log made then (an
+ * event of the executable's preinit array, of a library's constructor) is
+ * made in a keeper's table, not the program's: the writer cannot be made
+ * before step 2 (pthread_create calls the program's malloc, whose library
+ * may not have been initialised), and a preinit hook that lists
+ * /proc/self/fd must see what it sees untraced. At step 2 the keeper ends
+ * and the writer takes the log over (sf_log_early_keeper_end). The cost:
+ * one raw clone at the log's creation, one pidfd_getfd and the keeper's
+ * end at step 2, only in a process whose log is made before main. */
+static int keeper_early_ok, keeper_early;
+
+void sf_keeper_early_allow(int on)
+{
+	keeper_early_ok = on;
+}
+
+void sf_keeper_make_early(void)
+{
+	/* Only in the preinit array (libc's constructor, which sets environ,
+	 * has not run yet: init.c): library constructors that read their
+	 * process's state (Threads: in /proc/self/status) must see one
+	 * thread, and a log made there stays in the program's table until
+	 * step 2, as before (skeptic25s) */
+	if (!keeper_early_ok || environ || sf_keeper_alive() || sf_writer_active() || !sf_services_thread_wanted())
+		return;
+	keeper_early_ok = 0;
+	if (keeper_make(-1) == 0)
+		keeper_early = 1;
+}
+
+int sf_keeper_early_end(void)
+{
+	keeper_early_ok = 0;
+	if (!keeper_early)
+		return -2;
+	keeper_early = 0;
+	if (!sf_keeper_alive())
+		return -2;
+	return sf_keeper_stop();
+}
+
 
 /* In a fork child (hooks.c) of a process whose log is held by a thread
  * (the writer's conditions, init.c): its keeper made at the child's
@@ -1201,6 +1242,8 @@ void sf_writer_after_fork_child(void)
 	keeper_quit = 0;
 	keeper_due_pid = 0;
 	keeper_due_word = NULL;
+	keeper_early_ok = 0;
+	keeper_early = 0;
 	leader_word = NULL;
 	/* The parent's writer's stack: glibc's fork dropped it from its
 	 * lists, but a raw clone child's lists may still hold it, so it is

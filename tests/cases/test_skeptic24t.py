@@ -311,9 +311,6 @@ def test_descriptor_churn_while_flooding():
             eq(_all_calls(d)["work"], 100001, f"{how} --writer {writer}: work calls")
 
 
-@sfkit.known_break(ISSUE, "record relays the runtime's note raw: 'could not make the filter for "
-                   "/tmp/.../lib\\x1b]0;pwn\\x07.so' reaches the terminal with ESC and BEL (a window-title "
-                   "escape), where record's own 'selected in' line and dump/info print it as \\x1b...\\x07")
 def test_record_messages_escape_object_paths():
     """skep24t_nospawn errno PLUGIN, with the plugin at a path holding an
     escape sequence (ESC ]0;pwn BEL: sets a terminal's title): the runtime
@@ -424,9 +421,6 @@ def test_deny_exit_group_errno():
     eq((rc, out), (0, "ok 40000\n"), f"traced (stderr {err[-300:]!r})")
 
 
-@sfkit.known_break(ISSUE, "umask 0777 in the program: record run by a non-root user cannot read the fork child's "
-                   "log, created mode 0000 ('u.N.log: unreadable: cannot open: Permission denied'; 7 of 12 work "
-                   "calls lost), where record's own log is 0600")
 def test_program_umask_and_child_log_mode():
     """skep24t_umask: umask(0777), 5 work() calls, a fork child with 7.
     record run as nobody (setpriv) into a directory nobody may write: both
@@ -496,11 +490,6 @@ def _shared_dir_with_link(name, target):
     return shared
 
 
-@sfkit.known_break(ISSUE, "another user's symlink s.recorded.filter in a sticky shared output directory: record "
-                   "(root) follows it and overwrites the root-owned target (12 bytes 'victim data' become the "
-                   "merged filter, 'sftrace-filter 1 / # merged by sftrace record ...'), with --filter-regex and "
-                   "with -f (with --force, record also keeps a s.filters directory that user made, owner nobody, "
-                   "mode 0777, for the run's per-object filters)")
 def test_kept_filter_follows_another_users_symlink():
     """record -o SHARED/s.log --filter-regex ... (and -f FILTER) keeps the
     run's filter beside the log as s.recorded.filter. In a sticky
@@ -524,6 +513,99 @@ def test_kept_filter_follows_another_users_symlink():
         run([SFTRACE, "record", "-q"] + args + ["-o", os.path.join(shared, "s.log"), "--", prog,
                                                  os.path.join(d, "st"), lib], check_rc=None)
         eq(open(victim).read(), "victim data\n", f"the other user's link target after record {how[0]}")
+
+
+def test_filters_dir_of_another_user_refused():
+    """record --force --filter-regex ... -o SHARED/s.log where another user
+    (nobody) made SHARED/s.filters (mode 0777): that directory is not the
+    run's, --force or not. record refuses in one line naming it before the
+    program runs, and the link it found for s.recorded.filter is still
+    only that user's."""
+    prog = build_c("skep24t_state", ["skep24t_state.c"], libs=["-ldl"])
+    lib = build_c("libskep24t_lib.so", ["skep24t_lib.c"], shared=True)
+    d = sfkit.tmpdir()
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("victim data\n")
+    shared = _shared_dir_with_link("s.recorded.filter", victim)
+    _as_nobody(["mkdir", "-m", "0777", os.path.join(shared, "s.filters")])
+    t = run([SFTRACE, "record", "-q", "--force", "--filter-regex", "work", "-o", os.path.join(shared, "s.log"),
+             "--", prog, os.path.join(d, "st"), lib], check_rc=None)
+    check(t.returncode != 0, f"record ran: rc {t.returncode}")
+    check("s.filters is not a directory of this user" in t.stderr, t.stderr[-300:])
+    check(not os.path.exists(os.path.join(d, "st")), "the program ran")
+    eq(open(victim).read(), "victim data\n", "the link's target")
+
+
+def test_ring_signal_glibc_numbers_refused_by_name():
+    """--ring-signal 32 or 33 (glibc's thread cancellation and set*id
+    signals, below SIGRTMIN): refused in one line before the program runs,
+    naming the signal by its number (it was "SIG?")."""
+    for n in ("32", "33"):
+        d = sfkit.tmpdir()
+        t = run([SFTRACE, "record", "--ring", "1M", "--ring-signal", n, "-o", os.path.join(d, "r.log"), "--",
+                 "/bin/sh", "-c", "echo ran"], check_rc=None)
+        eq((t.returncode, t.stdout), (2, ""), f"--ring-signal {n}")
+        lines = t.stderr.splitlines()
+        eq(len(lines), 1, f"--ring-signal {n}: {t.stderr!r}")
+        check(f"signal {n} is glibc's own" in lines[0] and "SIG?" not in lines[0], lines[0])
+
+
+def test_seccomp_stop_says_what_is_lost():
+    """skep24t_deny close errno drop: close() fails with EPERM, which stops
+    tracing (the runtime needs it). record's line on the log must say what
+    is lost (the process's calls from then on and its later children's),
+    not only where tracing stopped or what an exec runs."""
+    prog = build_c("skep24t_deny", ["skep24t_deny.c"], libs=["-lpthread"])
+    d = sfkit.tmpdir()
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "d.log"), "--", prog, "close", "errno", "drop"],
+            check_rc=None)
+    eq((t.returncode, t.stdout), (0, "ok 40000\n"), "traced")
+    line = [l for l in t.stderr.splitlines() if "tracing stopped at a seccomp filter (it refuses close)" in l]
+    eq(len(line), 1, t.stderr[-400:])
+    check("nothing this process runs, nor any child it makes afterwards, is recorded" in line[0], line[0])
+    eq(_all_calls(d)["work"] < 50000, True, "calls after the stop are not recorded (else the line is wrong)")
+
+
+def test_two_pid_namespace_children_keep_their_logs_apart():
+    """h24sb_pidns: two raw clone(CLONE_NEWPID) children in turn, each pid
+    1 in its own namespace, calling work() 3 and 4 times. Traced: the
+    output as untraced, two logs with distinct names (s.1.log, s.1.1.log)
+    holding 3 and 4 calls, and record's lines say the pid is a
+    namespace's."""
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root (CLONE_NEWPID)")
+    prog = build_c("h24sb_pidns", ["h24sb_pidns.c"])
+    u = run([prog])
+    d = sfkit.tmpdir()
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog])
+    eq(t.stdout, u.stdout, "output")
+    kids = sorted(os.path.basename(l) for l in _logs(d) if os.path.basename(l) != "s.log")
+    eq(kids, ["s.1.1.log", "s.1.log"], "the children's logs")
+    eq(sorted(_calls(os.path.join(d, k))["work"] for k in kids), [3, 4], "work calls per child")
+    eq(t.stderr.count("(pid 1 in a pid namespace of its own)"), 2, t.stderr[-400:])
+
+
+def test_log_made_in_a_library_constructor_stays_out_of_the_table():
+    """h24sb_early_main with libh24sb_early.so: the library's constructor
+    (before the writer thread can exist) calls work() 10 times, forks a
+    child (7 calls) and starts a thread (200,000 calls) that runs on while
+    the runtime's start-up hands the log to the writer;
+    main calls work() 100,000 times and lists its descriptors. Traced
+    (writer thread), 5 runs: the list as untraced (with the log made by a
+    keeper there, a thread that opened the log again meanwhile once left
+    it at 1023; now the keeper is made in the preinit array only),
+    300,010 calls in the process's log and 7 in the child's."""
+    d0 = os.path.dirname(build_c("libh24sb_early.so", ["h24sb_early_lib.c"], shared=True, libs=["-lpthread"]))
+    prog = build_c("h24sb_early_main", ["h24sb_early_main.c"],
+                   libs=["-L" + d0, "-lh24sb_early", "-Wl,-rpath," + d0])
+    u = run([prog]).stdout
+    for i in range(5):
+        d = sfkit.tmpdir()
+        t = run([SFTRACE, "record", "-q", "--writer", "thread", "-o", os.path.join(d, "e.log"), "--", prog])
+        eq(t.stdout, u, f"run {i}: main's descriptors")
+        got = sorted(_calls(l)["work"] for l in _logs(d))
+        eq(got, [7, 300010], f"run {i}: work calls per log")
 
 
 if __name__ == "__main__":

@@ -444,6 +444,7 @@ static const struct call cli_path[] = {
  * SF_UNCHECKED getdents64 getuid ioctl: start-up and namespace changes (unverified)
  * SF_UNCHECKED sched_setaffinity: the writer's CPUs, at its start (unverified)
  * SF_UNCHECKED pidfd_open pidfd_getfd: the keeper's and writer's hand-overs (unverified)
+ * SF_UNCHECKED fchmod: trust.c asks sf_seccomp_allows first (a file the umask left short of 0600)
  */
 
 /* A credential change is possible under the chain: some set*id call of

@@ -78,6 +78,16 @@ static void threads_lock_drop(void)
 	__atomic_clear(&threads_lock, __ATOMIC_RELEASE);
 }
 
+/* t->listed: 0 never listed, 1 listed, 2 unlisted by its exit hook for
+ * good. Code can run on the thread after its hook: later key destructors,
+ * and a signal handler after glibc's last destructor round (then no hook
+ * runs again and the thread's TLS is freed with its stack): a thread
+ * listed then stayed on the list after it was gone, and the list's next
+ * walk read unmapped memory or looped (skeptic29t). Such a thread records
+ * into a slot as before, unlisted: if a later round runs the hook again it
+ * hands its batch off; if none does, the batch stays in its slot, as a
+ * thread's still running at process end does. Called with signals
+ * blocked: a handler on the same thread never finds the lock taken. */
 static void thread_list(struct sf_thread *t)
 {
 	if (t->listed)
@@ -94,8 +104,10 @@ static void thread_list(struct sf_thread *t)
 
 static void thread_unlist(struct sf_thread *t)
 {
-	if (!t->listed)
+	if (t->listed != 1) {
+		t->listed = 2;
 		return;
+	}
 	threads_lock_take();
 	if (t->prev_thread)
 		t->prev_thread->next_thread = t->next_thread;
@@ -103,7 +115,7 @@ static void thread_unlist(struct sf_thread *t)
 		threads = t->next_thread;
 	if (t->next_thread)
 		t->next_thread->prev_thread = t->prev_thread;
-	t->listed = 0;
+	t->listed = 2;
 	threads_lock_drop();
 }
 
@@ -119,6 +131,9 @@ uint32_t sf_resume_epoch;
 
 void sf_buffer_resumed(void)
 {
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* a handler's first event lists its thread */
 	threads_lock_take();
 	/* Before any base changes: a thread sent to the slow path sees the
 	 * new epoch there. */
@@ -132,7 +147,7 @@ void sf_buffer_resumed(void)
 		__atomic_store_n(&t->base, BASE_FORCE_SLOW, __ATOMIC_RELAXED);
 #endif
 	}
-	threads_lock_drop();
+	threads_lock_drop();	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 SF_LANDING_TEXT void sf_shadow_resync(struct sf_thread *t, uint32_t kind)
@@ -781,6 +796,8 @@ static int use_writer(struct sf_thread *t)
 		return 0;
 	if (cur_skips) /* its skips are checked as its batch goes out, with signals blocked */
 		return 0;
+	if (t->listed == 2) /* past its exit hook: no spare (thread_list) */
+		return 0;
 	if (sf_config.writer == SF_WRITER_AUTO &&
 	    (int)__atomic_load_n(&live_threads, __ATOMIC_RELAXED) >= sf_config.ncpus)
 		return 0;
@@ -1376,7 +1393,10 @@ static void thread_begin(struct sf_thread *t)
 	t->state = SF_THREAD_ACTIVE;
 	if (sf_config.ring_slots)
 		ring_start(t);
-	t->spare = sf_writer_active() && sf_config.writer == SF_WRITER_THREAD && !sf_config.ring_slots
+	/* No spare after the thread's exit hook (thread_list): one no hook
+	 * may give back. */
+	t->spare = sf_writer_active() && sf_config.writer == SF_WRITER_THREAD && !sf_config.ring_slots &&
+			   t->listed != 2
 			   ? sf_log_slot_get()
 			   : NULL;
 	__atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);

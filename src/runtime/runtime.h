@@ -191,7 +191,7 @@ struct sf_thread {
 	 * the readers closed there, and many returned while paused. */
 	uint32_t shadow_epoch;
 #endif
-	uint32_t listed; /* in the thread list (next_thread): 1 while in */
+	uint32_t listed; /* in the thread list (next_thread): 1 while in, 2 after its exit hook (never again) */
 	struct sf_ring *ring;    /* record --ring: the thread's slots, NULL otherwise */
 	/* Every thread with a state to clear from outside (buffer.c: its
 	 * window depth at a resume), linked under a lock. */

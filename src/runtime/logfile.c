@@ -1948,53 +1948,14 @@ int sf_log_files_shared(void)
 	return L.files_shared;
 }
 
-/* A fork child's keeper ended for good (ns.c: RLIMIT_NPROC), its log's
- * descriptor copied out of its table into the caller's (fd; -1: none,
- * opened again at the next use): the program's table from now on, as
- * after the writer leaves (sf_log_writer_leaving). */
-void sf_log_keeper_left(int fd)
+/* A keeper's copy of the log's descriptor (fd; -1: none) comes into the
+ * program's table, guarded; -1, or no log yet: opened again at the next
+ * use. The caller holds the log's lock, signals held back. log_reopen's check
+ * and open as one, against this adoption: a thread that saw no log would
+ * otherwise open it again after it and publish its own over this one (1
+ * run of 30 kept one at 1023). */
+static void adopt_keeper_copy(int fd)
 {
-	sigset_t old;
-	sf_log_lock_sig(&old);
-	pool_drop(0); /* chunks by descriptor from now on, past every arena */
-	P.no_trim = 1;
-	sigset_t gold;
-	sf_fd_gate_lock(&gold);
-	sf_fd_guard_add(&L.g);
-	/* A thread of the program's (made by a library's constructor) whose
-	 * request the ending keeper refused may have opened the log again in
-	 * the program's table meanwhile (log_reopen, under this gate): that
-	 * one is kept, the copy closed (adopting it too left one behind at
-	 * 1023 in main, 3 runs of 6). */
-	int cur = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
-	int have = cur >= 0 && is_log(cur);
-	if ((!L.hdr || have) && fd >= 0) {
-		sf_syscall3(SYS_close, fd, 0, 0);
-		fd = -1;
-	}
-	if (!have && (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0))
-		sf_fd_publish(&L.g, -1); /* opened again at the next use */
-	sf_fd_gate_unlock(&gold);
-	sf_log_unlock_sig(&old);
-}
-
-/* Step 2 (init.c), just before the writer is made: the early keeper
- * (writer.c, sf_keeper_make_early) ends, its copy of the log's descriptor
- * comes into the program's table, guarded, where sf_log_writer_started
- * takes it into the writer's own at once (the program's copy closed):
- * the program's code does not run in between. The keeper's arena stays
- * (it is memory; the writer goes on filling it). Without a copy (no
- * PIDFD_THREAD: Linux < 6.9) the log is opened again at its next use. */
-void sf_log_early_keeper_end(void)
-{
-	int fd = sf_keeper_early_end();
-	if (fd == -2)
-		return;
-	sigset_t old;
-	sf_log_lock_sig(&old);
-	/* log_reopen's check and open as one, against this adoption: a
-	 * thread that saw no log would otherwise open it again after it and
-	 * publish its own over this one (1 run of 30 kept one at 1023) */
 	while (__atomic_test_and_set(&L.reopen_lock, __ATOMIC_ACQUIRE))
 		sf_arch_cpu_relax();
 	sigset_t gold;
@@ -2015,6 +1976,38 @@ void sf_log_early_keeper_end(void)
 		sf_fd_publish(&L.g, -1); /* opened again at the next use */
 	sf_fd_gate_unlock(&gold);
 	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
+}
+
+/* A fork child's keeper ended for good (ns.c: RLIMIT_NPROC), its log's
+ * descriptor copied out of its table into the caller's (fd; -1: none,
+ * opened again at the next use): the program's table from now on, as
+ * after the writer leaves (sf_log_writer_leaving). Chunks go by
+ * descriptor from now on, past every arena. */
+void sf_log_keeper_left(int fd)
+{
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	pool_drop(0);
+	P.no_trim = 1;
+	adopt_keeper_copy(fd);
+	sf_log_unlock_sig(&old);
+}
+
+/* Step 2 (init.c), just before the writer is made: the early keeper
+ * (writer.c, sf_keeper_make_early) ends, its copy of the log's descriptor
+ * comes into the program's table, guarded, where sf_log_writer_started
+ * takes it into the writer's own at once (the program's copy closed):
+ * the program's code does not run in between. The keeper's arena stays
+ * (it is memory; the writer goes on filling it). Without a copy (no
+ * PIDFD_THREAD: Linux < 6.9) the log is opened again at its next use. */
+void sf_log_early_keeper_end(void)
+{
+	int fd = sf_keeper_early_end();
+	if (fd == -2)
+		return;
+	sigset_t old;
+	sf_log_lock_sig(&old);
+	adopt_keeper_copy(fd);
 	sf_log_unlock_sig(&old);
 }
 

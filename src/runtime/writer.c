@@ -1222,15 +1222,8 @@ void sf_keeper_resume(int fd)
  * to the parent's log. */
 void sf_writer_after_fork_child(void)
 {
-	sf_notes_relay_forked();
-	queue = NULL;
-	busy = 0;
-	active = 0;
-	call_lock = 0;
-	call_state = 0;
-	call_req = NULL;
+	sf_writer_forget_stopped();
 	private_table = 0;
-	writer_tid = 0;
 	writer_proc = -1; /* both were in the parent's threads' tables */
 	keeper_proc = -1;
 	serving = 0;

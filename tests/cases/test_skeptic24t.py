@@ -92,8 +92,6 @@ def test_table_taken_over_before_main():
             eq(n, 100, f"work calls, SKEP_PRE={pre} --writer {writer}")
 
 
-@sfkit.known_break(ISSUE, "with the writer thread the README says the log is never in the program's table, but a "
-                   "preinit_array hook listing /proc/self/fd sees it: untraced ' 0 1 2', traced ' 0 1 2 1023c'")
 def test_preinit_hook_sees_no_log():
     """skep24t_ctor's preinit hook lists /proc/self/fd before anything
     else of the program runs. Untraced: 0 1 2. Traced with the writer

@@ -291,15 +291,6 @@ def test_threads_and_fork_child_values():
     check_mt_logs(d)
 
 
-@sfkit.known_break(ISSUE, "a SIGALRM handler calling a traced function on threads that exit: the stale thread-list "
-                          "entry (SIGSEGV in refresh_live_names) is fixed (test_code_after_the_thread_exit_hook); "
-                          "skep29t_sigexit still hangs about 1 run in 30 (h29sig: 5 of ~200), a second cause: a "
-                          "handler that maps a thread's shadow array (its first push, sf_shadow_blk_alloc -> "
-                          "shadow_move) between the interrupted trampoline's load and store of shadow_tp "
-                          "(SHADOW_PUSH/POP, x86-64) leaves shadow_tp in sf_shadow_none (.bss) while shadow and "
-                          "shadow_plim are the mapping's: pops never go down (cmovae), pushes climb and store stack "
-                          "addresses through buffer.c's .bss (seen in gdb: sf_shadow_none[1..4], threads_lock, "
-                          "threads, live_threads overwritten), and the corrupted lock spins in thread_unlist")
 def test_signal_handler_on_exiting_threads():
     """skep29t_sigexit.c: 20 waves of 8 threads, each 2,000 work(t, i)
     calls, while a 50 us SIGALRM handler calls inh(); untraced prints

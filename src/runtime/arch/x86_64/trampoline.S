@@ -66,7 +66,7 @@
  * full (the array keeps the outermost ones: a landing below them abandons
  * every deeper frame too; unwind.c walks only for a target deeper than
  * the stored entries); a pop at depth 0 (an exit whose entry came before patching)
- * leaves it at 0: one load and one store, no read-modify-write of memory.
+ * leaves it at 0.
  * The push comes before the entry's event store and the pop before the
  * exit's: a signal handler that lands (siglongjmp) in between abandons
  * a half-entered frame (pushed, no ENTRY: it is below the landing) or a
@@ -75,10 +75,18 @@
  * (SF_EV_UNWIND_TO), not how many frames it popped: the reader then
  * closes exactly the frames it has above that depth.
  * rcx holds sf_self's TLS offset; rax and rdx are free. */
+/* The depth changes by one instruction (a memory add, which no signal
+ * can split): a handler whose first push maps the thread's array
+ * (sf_shadow_blk_grow moves shadow_tp from sf_shadow_none into it) can
+ * come between any two of these, and a load-add-store of shadow_tp
+ * would store the old array's pointer over the moved one, after which
+ * pushes climbed past sf_shadow_none through the runtime's globals
+ * (skeptic29t's signal flood on fresh threads). Loaded after the add,
+ * shadow_tp is in whatever array the thread has then. */
 .macro SHADOW_PUSH window, deep, pushed, retry
+	addq	$8, %fs:SF_SHADOW_TP_OFF(%rcx)
 	mov	%fs:SF_SHADOW_TP_OFF(%rcx), %rax
-	lea	8(%rax), %rdx
-	mov	%rdx, %fs:SF_SHADOW_TP_OFF(%rcx)
+	sub	$8, %rax		/* the entry's slot: shadow_tp before the push */
 \retry:
 	cmp	%fs:SF_SHADOW_PLIM_OFF(%rcx), %rax
 	jae	\deep			/* past the array, or no array yet: SHADOW_DEEP, out of line */
@@ -125,12 +133,15 @@
 	sub	$8, %rax		/* shadow_tp before the push, in the array now */
 	jmp	\retry
 .endm
+/* At depth 0 it stays there; else one memory subtract (as the push's
+ * add: a handler that maps the array between the test and the subtract
+ * moved shadow_tp keeping the depth, which is still above 0). */
 .macro SHADOW_POP
 	mov	%fs:SF_SHADOW_TP_OFF(%rcx), %rax
-	lea	-8(%rax), %rdx
-	cmp	%fs:SF_SHADOW_PTR_OFF(%rcx), %rdx
-	cmovae	%rdx, %rax		/* it was at depth 0: stays there (one load and one store) */
-	mov	%rax, %fs:SF_SHADOW_TP_OFF(%rcx)
+	cmp	%fs:SF_SHADOW_PTR_OFF(%rcx), %rax
+	jbe	.Lpop0\@		/* depth 0 */
+	subq	$8, %fs:SF_SHADOW_TP_OFF(%rcx)
+.Lpop0\@:
 .endm
 /* kind 1 (entry) pushes, with window = 1 for a window frame; 2 and 3 pop. */
 .macro SHADOW kind, window, deep, pushed, retry

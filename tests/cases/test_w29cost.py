@@ -20,14 +20,24 @@ def test_stack_strings_copied_without_a_system_call():
     stats = os.path.join(tmpdir(), "strace.txt")
     # LeakSanitizer (CI's CLI is built with ASan) cannot run under ptrace
     asan = os.environ.get("ASAN_OPTIONS", "")
-    p, log = record([exe], args=["-q", "-A", "take@arg1/s"],
-                    prefix=["strace", "-f", "-c", "-e", "trace=process_vm_readv", "-o", stats],
-                    env={"ASAN_OPTIONS": (asan + ":" if asan else "") + "detect_leaks=0"})
-    eq(p.stdout, "14953\n", "the program's output is unchanged")
-    with open(stats) as f:
-        m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?process_vm_readv$", f.read(), re.M)
-    check(m is not None, "strace counted process_vm_readv")
-    eq(int(m.group(1)), 11, "process_vm_readv calls: the heap's 10 strings and the makecontext stack's one")
+    # A string is copied with loads only when its whole budget lies below
+    # the end of the page holding the call's return address; main's stack
+    # starts at a random offset in its page (ASLR), so in about 1 run in 25
+    # a page boundary falls between the two and every row string takes
+    # the system call (CI saw 2,011 once). Up to three runs: one must say 11.
+    counts = []
+    for _ in range(3):
+        p, log = record([exe], args=["-q", "-A", "take@arg1/s"],
+                        prefix=["strace", "-f", "-c", "-e", "trace=process_vm_readv", "-o", stats],
+                        env={"ASAN_OPTIONS": (asan + ":" if asan else "") + "detect_leaks=0"})
+        eq(p.stdout, "14953\n", "the program's output is unchanged")
+        with open(stats) as f:
+            m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?process_vm_readv$", f.read(), re.M)
+        check(m is not None, "strace counted process_vm_readv")
+        counts.append(int(m.group(1)))
+        if counts[-1] == 11:
+            break
+    eq(counts[-1], 11, f"process_vm_readv calls: the heap's 10 strings and the makecontext stack's one (runs: {counts})")
     out = run([SFTRACE, "replay", "--no-pager", log]).stdout
     calls = [line.split("| ", 1)[1].strip() for line in out.splitlines()
              if not line.startswith("#") and "take(" in line]

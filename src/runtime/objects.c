@@ -595,7 +595,7 @@ static int still_listed(const struct sf_object_rt *o, uint32_t index)
 /* One pass of a switch: a copy of the object as it was listed (its record
  * may be reused once it is unloaded), and the sleds to write. */
 struct switch_pass {
-	const struct sf_object_rt *obj;
+	struct sf_object_rt *obj;
 	const struct xray_sled_rt *sleds;
 	uint32_t n;
 	int on, found;
@@ -663,6 +663,7 @@ uint32_t sf_objects_switch(int on, uint64_t *read_ns)
 		changed += done;
 		sf_log_lock_sig(&old);
 		if (still_listed(o, index[i])) {
+			o->text_whole |= copy.text_whole;
 			o->info.patched = on ? o->info.patched + done : (o->info.patched > done ? o->info.patched - done : 0);
 			if (numbering)
 				write_object_chunk(o); /* a log made before it (else at the log's creation) */

@@ -113,6 +113,76 @@ static int other_threads(void)
 	return n < 0 || tasks - (sf_writer_active() ? 1 : 0) > 1;
 }
 
+/* The first time a segment is made writable, its whole page range is,
+ * not only the pages of the selected sleds: [*page_lo, + *len) becomes
+ * the segment's. Why: making a private file mapping writable marks it
+ * accounted (the kernel's VM_ACCOUNT), and that mark stays when the
+ * protection is given back. A part made writable alone then stays a
+ * mapping of its own, one line more in /proc/self/maps than untraced
+ * (the executable's text as two or three "r-xp" lines). A program reading
+ * its maps (Rust's backtrace symbolizer allocates a path per line: issue
+ * 25) saw that. Marked whole once, later passes on a part split the
+ * mapping only while writable, and it merges back when its protection is
+ * given back. seg: the program header's index (a bit of text_whole).
+ * 1 if the whole segment is now writable; 0: nothing was changed. */
+static int whole_segment_once(struct sf_object_rt *obj, int seg, uint64_t seg_lo, uint64_t seg_hi,
+			      uint64_t *page_lo, size_t *len, int prot)
+{
+	uint64_t bit = seg < 64 ? (uint64_t)1 << seg : 0;
+	if (!bit || (obj->text_whole & bit))
+		return 0;
+	uint64_t lo = seg_lo & ~(SF_PAGE - 1);
+	size_t n = (size_t)(((seg_hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - lo);
+	if (mprotect((void *)lo, n, prot | PROT_WRITE) < 0)
+		return 0; /* the part alone, as before (a refusal then takes /proc/self/mem) */
+	obj->text_whole |= bit;
+	*page_lo = lo;
+	*len = n;
+	return 1;
+}
+
+struct span_find {
+	uint64_t lo, hi;       /* in: the pages; out: the segment's, if found */
+	int found;
+};
+
+static int span_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct span_find *f = arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		uint64_t lo = (info->dlpi_addr + ph->p_vaddr) & ~(SF_PAGE - 1);
+		uint64_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + SF_PAGE - 1) & ~(SF_PAGE - 1);
+		if (f->lo >= lo && f->hi <= hi) {
+			f->lo = lo;
+			f->hi = hi;
+			f->found = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The loader's hook and setup-ABI slots: written once, so the whole
+ * segment that holds them is made writable (whole_segment_once's reason),
+ * or the pages alone if that is refused (a commit limit: the accounting
+ * charges the whole segment). */
+int sf_text_make_writable(uint64_t *page, size_t *len)
+{
+	struct span_find f = {*page, *page + *len, 0};
+	dl_iterate_phdr(span_cb, &f);
+	if (f.found && (f.lo != *page || f.hi != *page + *len) &&
+	    mprotect((void *)f.lo, (size_t)(f.hi - f.lo), PROT_READ | PROT_WRITE | PROT_EXEC) == 0) {
+		*page = f.lo;
+		*len = (size_t)(f.hi - f.lo);
+		return 0;
+	}
+	return mprotect((void *)*page, *len, PROT_READ | PROT_WRITE | PROT_EXEC);
+}
+
 /* Patches the selected sleds in [seg_lo, seg_hi). Their pages are made
  * writable while staying executable, then given its protection back. A
  * kernel or policy that refuses writable executable memory (SELinux
@@ -122,7 +192,7 @@ static int other_threads(void)
  * no other thread can be running code (the final store is then not
  * guaranteed atomic); otherwise the object stays untraced, with a
  * warning. */
-static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint64_t seg_hi, int prot,
+static void patch_segment(struct sf_object_rt *obj, int seg, uint64_t seg_lo, uint64_t seg_hi, int prot,
 			  const struct xray_sled_rt *sleds, uint32_t nsleds, const uint64_t target[SF_STUB_COUNT],
 			  int on, struct sf_patch_result *res)
 {
@@ -140,7 +210,8 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 	uint64_t page_lo = lo & ~(SF_PAGE - 1);
 	size_t len = (size_t)(((hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - page_lo);
 	struct sf_text_writer w = {-1, 0};
-	if (mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0) {
+	if (!whole_segment_once(obj, seg, seg_lo, seg_hi, &page_lo, &len, prot) &&
+	    mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0) {
 		int err = errno;
 		if (err != EACCES && err != EPERM) {
 			sf_rt_message("cannot make text writable in ", obj->path, strerror(err));
@@ -170,7 +241,7 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 	}
 }
 
-int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds, int on,
+int sf_patch_object(struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds, int on,
 		    struct sf_patch_result *res)
 {
 	uint64_t tramp[SF_STUB_COUNT], target[SF_STUB_COUNT];
@@ -192,7 +263,7 @@ int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *s
 			any = sleds[k].selected && sleds[k].address >= seg_lo &&
 			      sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi;
 		if (any)
-			patch_segment(obj, seg_lo, seg_hi, prot_of(ph[i].p_flags), sleds, nsleds, target, on, res);
+			patch_segment(obj, i, seg_lo, seg_hi, prot_of(ph[i].p_flags), sleds, nsleds, target, on, res);
 	}
 	return 0;
 }

@@ -579,6 +579,9 @@ struct sf_object_rt {
 	 * fault (some 45 us on a virtual machine). */
 	char *path;
 	uint32_t path_cap;    /* bytes at path, kept when the record is reused */
+	/* Bit i: program header i's executable segment was made writable
+	 * whole once (patch.c, whole_segment_once). */
+	uint64_t text_whole;
 };
 /* logfile.c: "DIR/STEM" + tail, DIR the log's directory and STEM the
  * requested log name without its extension; 0, or -1 when too long. */
@@ -754,7 +757,7 @@ struct sf_patch_result {
 };
 /* Patch (on) or unpatch (!on: sf_arch_unpatch_sled) the selected sleds
  * of one object (entry, exit, tail call). */
-int sf_patch_object(const struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds, int on,
+int sf_patch_object(struct sf_object_rt *obj, const struct xray_sled_rt *sleds, uint32_t nsleds, int on,
 		    struct sf_patch_result *res) SF_HIDDEN;
 
 /* Where a sled of (variant, kind) goes: index variant * SF_STUB_KINDS + kind. */
@@ -771,6 +774,12 @@ struct sf_text_writer {
 int sf_patch_variant_of(uint64_t to) SF_HIDDEN;
 /* Writes n bytes at `at`; n == 2 or 4 is one atomic store (a sled's last write). */
 void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF_HIDDEN;
+/* patch.c: makes [*page, + *len), pages of code, writable and executable,
+ * widened to the whole executable segment holding them when it can be
+ * (the range then says so), so that the mapping is not left split in
+ * /proc/self/maps once its protection is given back (patch.c says why).
+ * 0, or -1 with errno. */
+int sf_text_make_writable(uint64_t *page, size_t *len) SF_HIDDEN;
 
 /* ---- switch.c (record --paused, sftrace resume / pause) ---- */
 void sf_switch_refuse_left(void) SF_HIDDEN; /* the writer has left: a request answered refused */

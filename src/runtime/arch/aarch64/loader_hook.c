@@ -71,12 +71,13 @@ const char *sf_arch_hook_loader(void *hook, uint64_t entry)
 			return "no room for a branch near the loader";
 	}
 	uint64_t page = (uint64_t)code & ~(SF_PAGE - 1);
-	if (mprotect((void *)page, SF_PAGE, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
+	size_t len = SF_PAGE;
+	if (sf_text_make_writable(&page, &len) < 0)
 		return "the loader's code cannot be made writable";
 	uint32_t b = 0x14000000u | (uint32_t)(((int64_t)(target - (uint64_t)code) >> 2) & 0x3ffffff);
 	__atomic_store_n(code, b, __ATOMIC_RELEASE);
 	__builtin___clear_cache((char *)code, (char *)(code + 1));
-	if (mprotect((void *)page, SF_PAGE, PROT_READ | PROT_EXEC) < 0)
+	if (mprotect((void *)page, len, PROT_READ | PROT_EXEC) < 0)
 		sf_rt_message("the loader's code page stays writable: ", "mprotect failed", NULL);
 	return NULL;
 }

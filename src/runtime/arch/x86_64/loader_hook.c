@@ -83,7 +83,7 @@ const char *sf_arch_hook_loader(void *hook, uint64_t entry)
 	}
 	uint64_t page = (uint64_t)code & ~(PAGE - 1);
 	size_t len = ((uint64_t)code + 6 > page + PAGE) ? 2 * PAGE : PAGE;
-	if (!why && mprotect((void *)page, len, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
+	if (!why && sf_text_make_writable(&page, &len) < 0)
 		why = "the loader's code cannot be made writable";
 	if (why)
 		return why;

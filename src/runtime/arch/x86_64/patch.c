@@ -289,8 +289,10 @@ void sf_arch_point_slot(void (*slot)(void), void (*target)(void))
 		return; /* not a fresh slot (already pointed, or not a slot): leave it */
 	uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
 	size_t len = ((uintptr_t)p + 16 - page + 4095) & ~(size_t)4095;
-	if (mprotect((void *)page, len, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
+	uint64_t span_lo = page;
+	if (sf_text_make_writable(&span_lo, &len) < 0)
 		return;
+	page = (uintptr_t)span_lo;
 	uint64_t to = (uint64_t)target;
 	p[1] = 0x25;
 	memset(p + 2, 0, 4);

@@ -1,0 +1,110 @@
+"""skeptic24u: issue 24's claims of this stop tried with programs of my own
+(fixtures skep24u_*), the way a user who did not write the tool's fixtures
+would: a container's seccomp profile, sandboxes that refuse the calls the
+ledger marks "unverified", fork storms, deep namespace chains, forks from
+signal handlers."""
+import collections
+import os
+
+import sfkit
+from sfkit import SFTRACE, build_c, check, eq, run
+
+ISSUE = 24
+
+
+def _logs(d):
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".log"))
+
+
+def _calls(log):
+    return sfkit.count_calls(sfkit.dump_events(log))
+
+
+def _all_calls(d):
+    c = collections.Counter()
+    for log in _logs(d):
+        c.update(_calls(log))
+    return c
+
+
+def _container():
+    return build_c("skep24u_container", ["skep24u_container.c"], xray=False)
+
+
+def _fdserver_case(wrapper):
+    prog = build_c("skep24u_fdserver", ["skep24u_fdserver.c"], flags=["-pthread"])
+    u_dir, t_dir, d = sfkit.tmpdir(), sfkit.tmpdir(), sfkit.tmpdir()
+    u = run(wrapper + [prog, u_dir])
+    t = run(wrapper + [SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog, t_dir], check_rc=None)
+    eq(t.returncode, 0, f"traced exit (stderr: {t.stderr[-400:]})")
+    check(u.stdout.startswith("fds before: 0 1 2 \nopened 1021, highest 1023, then Too many open files, 0 not exact"),
+          f"untraced: {u.stdout!r}")
+    eq(t.stdout, u.stdout, "traced output (descriptors seen, files opened before EMFILE)")
+    eq(_all_calls(d)["work"], 3100, "work calls recorded")
+
+
+def test_server_fd_table_plain():
+    """skep24u_fdserver under RLIMIT_NOFILE 1024 (prlimit), no filter:
+    closes 3..1023, starts a thread, opens files until EMFILE. Untraced:
+    "fds before: 0 1 2", 1021 files opened (3..1023), each exact. Traced:
+    the same (the log sits in the writer's own table), 3100 work calls."""
+    _fdserver_case(["prlimit", "--nofile=1024"])
+
+
+@sfkit.known_break(ISSUE, "under a Docker-default-like seccomp profile inherited at exec (unshare EPERM) the log "
+                          "stays in the program's table: /proc/self/fd lists 0 1 2 1023 (untraced 0 1 2) and the "
+                          "server gets EMFILE after 1020 files (untraced 1021, highest 1022 vs 1023)")
+def test_server_fd_table_in_a_container():
+    """skep24u_container -n 1024 skep24u_fdserver: the same server started
+    the way `docker run` starts it (RLIMIT_NOFILE 1024 and the default
+    seccomp profile of a container without CAP_SYS_ADMIN: unshare, setns,
+    pidfd_getfd... fail with EPERM, everything a server uses allowed),
+    with `sftrace record` inside the container. Untraced: "fds before:
+    0 1 2", 1021 files (3..1023). Traced, it must be the same: the issue
+    asks that the program's own files hold exactly what it wrote and that
+    it find its table as untraced; the claim of this stop is that a daemon
+    closing 0..1023 then listing /proc/self/fd sees what it sees untraced.
+    The runtime's writer cannot unshare(CLONE_FILES) there and keeps the
+    log at 1023 in the program's table, which the fork children's keeper
+    (a clone without CLONE_FILES, allowed by the profile) would avoid."""
+    _fdserver_case([_container(), "-n", "1024"])
+
+
+def _nsunder(nr, where, flags):
+    prog = build_c("skep24u_nsunder", ["skep24u_nsunder.c"])
+    u = run([prog, str(nr), where, flags])
+    want = "main rc=0\n" if where == "main" else "child rc=0\nparent st=0\n"
+    eq(u.stdout, want, "untraced")
+    d = sfkit.tmpdir()
+    rc, out, err = sfkit.run_group([SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog, str(nr), where,
+                                    flags], timeout=60)
+    eq((rc, out), (0, want), f"traced (stderr: {err[-400:]})")
+    eq(_all_calls(d)["work"], 300, "work calls recorded in the process's log(s)")
+
+
+@sfkit.known_break(ISSUE, "a filter killing on pidfd_getfd (438), then unshare(CLONE_NEWUSER) in main: untraced "
+                          "\"main rc=0\", traced killed by SIGSYS (record: 'killed by signal 31'); the runtime's "
+                          "writer stop copies the log out with pidfd_getfd, a call the ledger marks unverified")
+def test_unverified_pidfd_getfd_kills_main_unshare():
+    """skep24u_nsunder 438 main user: a sandbox filter (kill on
+    pidfd_getfd, everything else allowed) then unshare(CLONE_NEWUSER) in
+    main. Untraced (root): "main rc=0". Traced: must be the same, with
+    300 work calls (sandbox.c claims that every call the runtime can make
+    after an install is checked, and a refusal stops tracing, never kills
+    the program)."""
+    _nsunder(438, "main", "user")
+
+
+@sfkit.known_break(ISSUE, "a filter killing on pidfd_open (434), then a fork child's unshare(CLONE_NEWNS): "
+                          "untraced \"child rc=0\" and parent st=0, traced the child dies of SIGSYS (parent st=31); "
+                          "the fork child's keeper hand-over opens a pidfd")
+def test_unverified_pidfd_open_kills_child_unshare():
+    """skep24u_nsunder 434 child mnt: the filter kills on pidfd_open; a
+    fork child makes traced calls (its keeper thread starts), then
+    unshare(CLONE_NEWNS). Untraced: "child rc=0", "parent st=0". Traced:
+    must be the same, 300 work calls in the two logs."""
+    _nsunder(434, "child", "mnt")
+
+
+if __name__ == "__main__":
+    sfkit.main(globals())

@@ -227,5 +227,39 @@ def test_unshare_under_one_call_sandboxes():
     eq(bad, [], "filters under which the traced program differs")
 
 
+def _jail_case(wrapper):
+    prog = build_c("skep24u_jail", ["skep24u_jail.c"])
+    jail, d = sfkit.tmpdir(), sfkit.tmpdir()
+    os.chmod(jail, 0o755)
+    eq(run(wrapper + [prog, jail]).stdout, "worker st=0\n", "untraced")
+    t = run(wrapper + [SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog, jail], check_rc=None)
+    eq((t.returncode, t.stdout), (0, "worker st=0\n"), f"traced (stderr: {t.stderr[-300:]})")
+    per_log = sorted(_calls(log)["work"] for log in _logs(d))
+    eq(per_log, [100, 200, 300], f"work calls per log (stderr: {t.stderr[-400:]})")
+
+
+def test_jailed_worker_plain():
+    """skep24u_jail: unshare(CLONE_NEWNET), a worker that chroots and
+    drops to nobody, and its helper. Untraced: "worker st=0". Traced:
+    the same, three logs with 100, 200 and 300 work calls (the claim of
+    this stop: the netns hand-off works at any depth)."""
+    _jail_case([])
+
+
+@sfkit.known_break(ISSUE, "in a container with CAP_SYS_ADMIN but not CAP_SYS_PTRACE (pidfd_getfd EPERM, as Docker's "
+                          "default profile): only main's log (100 calls); the worker and its helper lose 500 of 600 "
+                          "calls ('pid N wrote no log: cannot create log ...: error 111', the helper's line naming "
+                          "record's own s.log)")
+def test_jailed_worker_in_a_container_with_sys_admin():
+    """skep24u_container --cap-sys-admin skep24u_jail: the same daemon in
+    a container started with --cap-add SYS_ADMIN (so it may unshare and
+    chroot), Docker's default profile otherwise (pidfd_getfd fails with
+    EPERM). Untraced: "worker st=0". Traced: three logs, 100, 200 and 300
+    work calls: every new process gets its own log however it was made,
+    and the channel handed down at fork need not copy a descriptor out of
+    another thread's table."""
+    _jail_case([_container(), "--cap-sys-admin"])
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -261,5 +261,71 @@ def test_jailed_worker_in_a_container_with_sys_admin():
     _jail_case([_container(), "--cap-sys-admin"])
 
 
+def _same_traced(prog_args, d, sort_lines=False, env=None, limits=None):
+    pre = ["prlimit", f"--nofile={limits}"] if limits else []
+    u = run(pre + prog_args, env=env)
+    t = run(pre + [SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--"] + prog_args, env=env)
+    norm = (lambda x: sorted(x.splitlines())) if sort_lines else (lambda x: x)
+    eq(norm(t.stdout), norm(u.stdout), "traced output")
+    return u, t
+
+
+def test_fork_storm_under_low_nofile():
+    """skep24u_storm 200 under RLIMIT_NOFILE 10 for record and the program
+    (prlimit): 200 children started together. Untraced and traced: the
+    same 201 lines; traced: 200 child logs holding 1000 + i work calls
+    each (219,900 in all), no warning."""
+    prog = build_c("skep24u_storm", ["skep24u_storm.c"])
+    d = sfkit.tmpdir()
+    _, t = _same_traced([prog, "200"], d, sort_lines=True, limits=10)
+    per = sorted(_calls(log)["work"] for log in _logs(d) if not log.endswith("/s.log"))
+    eq(per, [1000 + i for i in range(200)], "work calls per child log")
+    check("warning" not in t.stderr, t.stderr[-300:])
+
+
+def test_children_lowering_nofile_to_4():
+    """skep24u_storm 20 nofile4: each child sets RLIMIT_NOFILE 4 before its
+    first traced call. Untraced: each gets fd 3, then EMFILE. Traced: the
+    same (its keeper's table is not the program's), 20 child logs."""
+    prog = build_c("skep24u_storm", ["skep24u_storm.c"])
+    d = sfkit.tmpdir()
+    u, _ = _same_traced([prog, "20", "nofile4"], d, sort_lines=True)
+    check("a=3 b=-1(Too many open files)" in u.stdout, u.stdout[:200])
+    eq(len(_logs(d)), 21, "logs")
+
+
+def test_netns_chain_seven_deep_with_close_loops():
+    """skep24u_deep 6 ncr: seven levels, each moving to a network namespace
+    of its own, running a close loop and close_range, then forking the
+    next. Untraced and traced: the same lines (descriptor lists
+    included); traced: seven logs, 100..700 + 100 work calls each."""
+    prog = build_c("skep24u_deep", ["skep24u_deep.c"])
+    d = sfkit.tmpdir()
+    _same_traced([prog, "6", "ncr"], d)
+    eq(sorted(_calls(log)["work"] for log in _logs(d)), [200, 300, 400, 500, 600, 700, 800], "work calls per log")
+
+
+def test_fork_from_a_signal_handler_in_a_child():
+    """skep24u_sigfork: 40 forks from a SIGALRM handler interrupting traced
+    calls in a fork child. Untraced and traced: "child forks=40 ok=40";
+    traced: 42 logs, each grandchild's with exactly 10 work calls."""
+    prog = build_c("skep24u_sigfork", ["skep24u_sigfork.c"])
+    d = sfkit.tmpdir()
+    _same_traced([prog], d)
+    per = collections.Counter(_calls(log)["work"] for log in _logs(d))
+    eq((len(_logs(d)), per[10]), (42, 40), "logs, grandchild logs with 10 calls")
+
+
+def test_preinit_hook_unshares_closes_and_forks():
+    """skep24u_preinit with PM=ucf: a preinit hook makes traced calls, then
+    unshare(CLONE_NEWUSER), a close loop and a fork. Untraced and traced:
+    the same line (unshare 0, the child's status 1280, the same
+    descriptor lists); traced: two logs, 50 and 150 work calls."""
+    prog = build_c("skep24u_preinit", ["skep24u_preinit.c"])
+    d = sfkit.tmpdir()
+    _same_traced([prog], d, env={"PM": "ucf"})
+    eq(sorted(_calls(log)["work"] for log in _logs(d)), [50, 150], "work calls per log")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -327,5 +327,33 @@ def test_preinit_hook_unshares_closes_and_forks():
     eq(sorted(_calls(log)["work"] for log in _logs(d)), [50, 150], "work calls per log")
 
 
+def _wx_case(action):
+    lib = build_c("libskep24u_wxlib.so", ["skep24u_wxlib.c"], shared=True)
+    prog = build_c("skep24u_wx", ["skep24u_wx.c"], libs=["-ldl"])
+    eq(run([prog, lib, action]).stdout, "ok 20825\n", "untraced")
+    d = sfkit.tmpdir()
+    rc, out, err = sfkit.run_group([SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog, lib, action],
+                                   timeout=60)
+    eq((rc, out), (0, "ok 20825\n"), f"traced (stderr: {err[-300:]})")
+    eq(_all_calls(d)["work"], 200, "main's work calls")
+
+
+def test_wx_filter_errno_then_dlopen():
+    """skep24u_wx PLUGIN errno: the W^X filter failing W+X maps with EPERM
+    (systemd's MemoryDenyWriteExecute=), then a dlopen. Untraced and
+    traced: "ok 20825"; traced: 200 work calls (and the plugin's 50)."""
+    _wx_case("errno")
+
+
+@sfkit.known_break(ISSUE, "a W^X filter that kills on mmap/mprotect with PROT_WRITE|PROT_EXEC, then dlopen of an "
+                          "instrumented plugin: untraced \"ok 20825\", traced killed by SIGSYS (strace: the runtime's "
+                          "mprotect(..., 4096, PROT_READ|PROT_WRITE|PROT_EXEC) at the dlopen; not checked at install)")
+def test_wx_filter_kill_then_dlopen():
+    """skep24u_wx PLUGIN kill: the same W^X filter killing instead of
+    failing. Untraced: "ok 20825". Traced: must be the same (a refusal
+    stops tracing, never kills the program)."""
+    _wx_case("kill")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -153,6 +153,75 @@ def test_coroutines_the_table_holds():
     eq(unwinds(log).get("2 frames abandoned", 0), 18, "xthread: landings of two frames")
 
 
+def test_contexts_made_every_way():
+    """HELD. skep25u_ctxvia MODE 3, each stack its own mmap: makecontext
+    from dlsym(RTLD_DEFAULT), from dlsym on a dlopen("libc.so.6") handle,
+    four contexts whose functions return and chain by uc_link, and a
+    SIGUSR1 handler (raise) that swapcontexts into a coroutine. Untraced
+    and traced: "MODE landings 9" (12 for link); no /proc/self/maps open
+    under strace; every landing one UNWIND of its two frames."""
+    exe = build_c("skep25u_ctxvia", ["skep25u_ctxvia.c"], libs=["-ldl"])
+    for mode, n in (("default", 9), ("libc", 9), ("link", 12), ("signal", 9)):
+        want = f"{mode} landings {n}\n"
+        eq(run([exe, mode, "3"]).stdout, want, f"{mode}: untraced")
+        out, log, opens = maps_opens([exe, mode, "3"])
+        eq(out, want, f"{mode}: traced")
+        eq(opens, 0, f"{mode}: /proc/self/maps opens")
+        eq(dict(unwinds(log)), {"2 frames abandoned": n}, f"{mode}: UNWIND events")
+
+
+# ---- exceptions through destructors that throw, and std::terminate ------------------
+
+def test_destructors_throwing_inside_unwinding():
+    """HELD. skep25u_dtorthrow 10: outer -> tail_to_level -> level(5) ...
+    level(0) throws; each level's Guard destructor, run by a cleanup
+    landing during the unwinding, throws and catches an int two frames
+    down (inner_try -> inner_mid -> inner_throw). Untraced and traced:
+    "rounds 10 guards 60 inner 210 sum 45". Traced: every function's
+    count as called (60 level, ~Guard, inner_try, inner_mid, inner_throw;
+    10 outer and tail_to_level), 70 UNWINDs of 2 frames (60 inner throws,
+    10 final landings in outer) and 50 of 1 frame (the cleanup landings
+    from level(0) to level(4)). Natively a round took 11.4-11.6 us
+    untraced and 12.0-12.2 us traced after the first."""
+    exe = build_c("skep25u_dtorthrow", ["skep25u_dtorthrow.cc"], compiler="clang++")
+    want = "rounds 10 guards 60 inner 210 sum 45\n"
+    eq(run([exe, "10"]).stdout, want, "untraced")
+    p, log = record([exe, "10"], args=["-q"])
+    eq(p.stdout, want, "traced")
+    calls = sfkit.count_calls(sfkit.dump_events(log))
+    eq(dict(calls), {"main": 1, "outer(int)": 10, "tail_to_level(int)": 10, "level(int, int)": 60,
+                     "Guard::~Guard()": 60, "inner_try(int)": 60, "inner_mid(int)": 60, "inner_throw(int)": 60},
+       "calls")
+    eq(dict(unwinds(log)), {"2 frames abandoned": 70, "1 frames abandoned": 50}, "UNWIND events")
+
+
+def test_terminate_paths():
+    """HELD. skep25u_terminate MODE (with skep25u_noeh_c.c, a C frame
+    without unwind tables): caught (control: exit 0, "caught boom"); a
+    throw out of a noexcept function, one across the C frame, and a
+    destructor throwing during unwinding all end in std::terminate: exit
+    134, the same "terminate called after throwing ..." on stderr, traced
+    and untraced. The trace ends with what happened: noexcept, 2 frames
+    abandoned (the landing in guarded's terminate pad); cframe, none (the
+    search phase fails before any landing); dtor, 2 then ~Bad's 1."""
+    noeh = os.path.join(FIXBUILD, "skep25u_noeh_c.o")
+    run(["clang"] + sfkit.XRAY_CFLAGS + ["-fno-asynchronous-unwind-tables", "-fno-exceptions", "-c", "-o", noeh,
+                                         os.path.join(sfkit.FIXTURES, "skep25u_noeh_c.c")])
+    exe = build_c("skep25u_terminate", ["skep25u_terminate.cc", noeh], compiler="clang++")
+    want_unwinds = {"caught": {"2 frames abandoned": 1}, "noexcept": {"2 frames abandoned": 1}, "cframe": {},
+                    "dtor": {"2 frames abandoned": 1, "1 frames abandoned": 1}}
+    for mode, uw in want_unwinds.items():
+        u = run([exe, mode], check_rc=None)
+        rc = 0 if mode == "caught" else -6
+        eq(u.returncode, rc, f"{mode}: untraced exit")
+        p, log = record([exe, mode], args=["-q"], check_rc=None)
+        eq(p.returncode, 0 if mode == "caught" else 134, f"{mode}: record's exit")
+        eq(p.stdout, u.stdout, f"{mode}: stdout")
+        err = "".join(line for line in p.stderr.splitlines(True) if not line.startswith("sftrace:"))
+        eq(err, u.stderr, f"{mode}: stderr")
+        eq(dict(unwinds(log)), uw, f"{mode}: UNWIND events")
+
+
 # ---- heap ------------------------------------------------------------------------
 
 def family():

@@ -153,6 +153,22 @@ def test_coroutines_the_table_holds():
     eq(unwinds(log).get("2 frames abandoned", 0), 18, "xthread: landings of two frames")
 
 
+def test_heap_events_on_thousand_coroutines():
+    """HELD. skep25u_coro sep 1000 2 0 alloc: 1,000 live coroutines, each
+    mallocs and frees a block each time it runs (2 rounds), no landings.
+    `record --alloc` opens no /proc/self/maps (strace) and `sftrace
+    memory` equals the untraced counter: 2,003 allocations, 2,000 frees."""
+    exe = coro()
+    cmd = [exe, "sep", "1000", "2", "0", "alloc"]
+    out, rows = counted(cmd)
+    eq(out, "landings 0\n", "untraced")
+    tout, log, n = maps_opens(cmd, args=("-q", "--alloc"))
+    eq(tout, out, "traced")
+    eq(n, 0, "/proc/self/maps opens")
+    a, _, fr, r = rows[0]
+    eq(memory_counts(log), (a, fr, r), "(allocations, frees, reallocs): memory vs the counter")
+
+
 def test_contexts_made_every_way():
     """HELD. skep25u_ctxvia MODE 3, each stack its own mmap: makecontext
     from dlsym(RTLD_DEFAULT), from dlsym on a dlopen("libc.so.6") handle,

@@ -238,6 +238,54 @@ def test_terminate_paths():
         eq(dict(unwinds(log)), uw, f"{mode}: UNWIND events")
 
 
+def test_stack_limit_raised_by_the_program():
+    """HELD. skep25u_rlimit D 10: main raises its own RLIMIT_STACK to
+    1 GiB (setrlimit, after the runtime took the 8 MiB limit at start-up),
+    recurses D frames of 64 KiB, and makes 10 longjmp landings at the
+    bottom. D = 1000 runs 64 MiB below the bounds the runtime knows.
+    Untraced and traced: "depth D landings 10"; no /proc/self/maps open
+    (strace); 10 UNWINDs of two frames, for D = 50 and 1000."""
+    exe = build_c("skep25u_rlimit", ["skep25u_rlimit.c"])
+    for d in ("50", "1000"):
+        want = f"depth {d} landings 10\n"
+        eq(run([exe, d, "10"]).stdout, want, f"{d}: untraced")
+        out, log, n = maps_opens([exe, d, "10"])
+        eq(out, want, f"{d}: traced")
+        eq(n, 0, f"{d}: /proc/self/maps opens")
+        eq(dict(unwinds(log)), {"2 frames abandoned": 10}, f"{d}: UNWIND events")
+
+
+def test_thread_per_request_first_landings():
+    """HELD. skep25u_thrland T K: T threads one after another, each K
+    longjmp landings. callgrind inside land, traced minus untraced: a
+    thread's first landing (T 11 minus T 1, per thread) +433
+    instructions, a later one (K 102 minus K 2, per landing) +433: the
+    first landing of each new thread costs no more than a later one."""
+    exe = build_c("skep25u_thrland", ["skep25u_thrland.c"], libs=["-lpthread"])
+    eq(run([exe, "3", "2"]).stdout, "threads 3 landings 6\n", "untraced")
+    c = {(a, t): callgrind_in([exe] + a.split(), "land", t) for a in ("1 1", "11 1", "1 2", "1 102")
+         for t in (False, True)}
+    first = ((c["11 1", True] - c["1 1", True]) - (c["11 1", False] - c["1 1", False])) / 10
+    later = ((c["1 102", True] - c["1 2", True]) - (c["1 102", False] - c["1 2", False])) / 100
+    check(first <= later + 50, f"a thread's first landing +{first} instructions, a later one +{later}: {c}")
+
+
+def test_allocator_edge_cases():
+    """HELD. skep25u_edges 10: malloc(0), free(NULL), calloc and
+    reallocarray overflows, malloc(SIZE_MAX - i), a failing realloc (the
+    old block kept, then freed), realloc(NULL), realloc to 0,
+    posix_memalign EINVAL and ENOMEM, aligned_alloc(64, 100), through
+    volatile pointers. Untraced and traced: "edges 10 fails 60"; the
+    counter and `sftrace memory`: 41 allocations (5.4 KiB), 40 frees."""
+    exe = build_c("skep25u_edges", ["skep25u_edges.c"])
+    out, rows = counted([exe, "10"])
+    eq(out, "edges 10 fails 60\n", "untraced")
+    p, log = record([exe, "10"], args=["-q", "--alloc"])
+    eq(p.stdout, out, "traced")
+    a, _, fr, r = rows[0]
+    eq(memory_counts(log), (a, fr, r), "(allocations, frees, reallocs): memory vs the counter")
+
+
 # ---- heap ------------------------------------------------------------------------
 
 def family():

@@ -130,6 +130,26 @@ def test_thousand_live_coroutines_landings():
           f"instructions more traced (callgrind inside land: {c})")
 
 
+@sfkit.known_break(ISSUE, "skep25u_thrctx T: T threads alive at once, each running one makecontext coroutine "
+                   "that makes one longjmp landing: /proc/self/maps is opened T - 64 times (36 for T = 100, 136 "
+                   "for T = 200; 0 for T = 64), once in every thread whose context the 64-slot table lost, as the "
+                   "8-read cap is per thread. Natively with T = 200 the time between a landing's UNWIND and "
+                   "land's EXIT had median 26 ms and max 221 ms (6.4 s in all; 220 ns median for T = 64), "
+                   "and the run took 3.8-17.4 s traced against 0.02-0.03 s untraced")
+def test_thread_pool_of_coroutines_landings():
+    """skep25u_thrctx T: every thread makes a context on its own mmap'd
+    stack, all meet on a barrier, then each swaps into its coroutine and
+    lands once. Untraced and traced: "threads T landings T" and T UNWINDs
+    of two frames. With T = 64 no maps read; with T = 100 the contexts
+    made first are gone from the table and 36 threads each read maps,
+    all at once, their time charged to land."""
+    exe = build_c("skep25u_thrctx", ["skep25u_thrctx.c"], libs=["-lpthread"])
+    out, log, n = maps_opens([exe, "100"])
+    eq(out, "threads 100 landings 100\n", "traced output")
+    eq(dict(unwinds(log)), {"2 frames abandoned": 100}, "UNWIND events")
+    eq(n, 0, "/proc/self/maps opens with 100 threads")
+
+
 def test_coroutines_the_table_holds():
     """HELD. skep25u_coro sep 64 3 2 (64 coroutines, each its own mapping,
     384 landings) and pool 64 3 2 (one mmap carved in 64 stacks):
@@ -138,7 +158,9 @@ def test_coroutines_the_table_holds():
     on the main thread with stacks on the heap (malloc), in .bss and in a
     frame of a third thread parked on a pipe, resumed by a worker thread:
     "landings 18", no maps open, 18 UNWINDs of 2 frames (and one of 3 at
-    the worker's exit: the suspended contexts' frames)."""
+    the worker's exit: the suspended contexts' frames). skep25u_thrctx
+    64: 64 threads each with one coroutine, one landing each: no maps
+    open, 64 UNWINDs of two frames."""
     exe = coro()
     for mode in ("sep", "pool"):
         out, log, n = maps_opens([exe, mode, "64", "3", "2"])
@@ -151,6 +173,11 @@ def test_coroutines_the_table_holds():
     eq(out, "landings 18\n", "xthread traced")
     eq(n, 0, "xthread: /proc/self/maps opens")
     eq(unwinds(log).get("2 frames abandoned", 0), 18, "xthread: landings of two frames")
+    tc = build_c("skep25u_thrctx", ["skep25u_thrctx.c"], libs=["-lpthread"])
+    out, log, n = maps_opens([tc, "64"])
+    eq(out, "threads 64 landings 64\n", "thrctx 64: traced")
+    eq(n, 0, "thrctx 64: /proc/self/maps opens")
+    eq(dict(unwinds(log)), {"2 frames abandoned": 64}, "thrctx 64: UNWIND events")
 
 
 def test_heap_events_on_thousand_coroutines():

@@ -297,6 +297,26 @@ def test_thread_per_request_first_landings():
     check(first <= later + 50, f"a thread's first landing +{first} instructions, a later one +{later}: {c}")
 
 
+def test_landing_cost_under_deep_recursion():
+    """HELD (the cost grows with the log of the depth). skep25u_deep D K:
+    a recursive descent D frames deep whose bottom makes K landings two
+    frames up; the shadow stack keeps 512 entries in its array, the rest
+    past it. callgrind inside land, per landing (K 102 minus K 2, over
+    100), traced minus untraced, land/deep/deeper's events included:
+    +548 at D = 100, +718 at D = 5,000, +818 at D = 50,000 (untraced 110
+    at every depth). Checked: D = 50,000 within 400 of D = 100."""
+    exe = build_c("skep25u_deep", ["skep25u_deep.c"])
+    eq(run([exe, "5000", "3"]).stdout, "depth 5000 landings 3\n", "untraced")
+    p, _ = record([exe, "5000", "3"], args=["-q"])
+    eq(p.stdout, "depth 5000 landings 3\n", "traced")
+
+    def per_landing(d):
+        c = {(k, t): callgrind_in([exe, str(d), str(k)], "land", t) for k in (2, 102) for t in (False, True)}
+        return ((c[102, True] - c[2, True]) - (c[102, False] - c[2, False])) / 100
+    shallow, deepest = per_landing(100), per_landing(50000)
+    check(deepest <= shallow + 400, f"per landing: +{shallow} at depth 100, +{deepest} at depth 50,000")
+
+
 def test_allocator_edge_cases():
     """HELD. skep25u_edges 10: malloc(0), free(NULL), calloc and
     reallocarray overflows, malloc(SIZE_MAX - i), a failing realloc (the

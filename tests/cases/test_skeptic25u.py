@@ -28,17 +28,32 @@ ISSUE = 25
 
 # ---- helpers ----------------------------------------------------------------
 
+CLONE_RE = re.compile(r"^(\d+)\s+(?:<\.\.\. )?(?:clone3?|fork|vfork)\b.*= (\d+)")
+
+
 def maps_opens(cmd, args=("-q",)):
-    """(stdout, log, number of /proc/self/maps opens) of `sftrace record
-    CMD` under strace -f."""
+    """(stdout, log, number of /proc/self/maps opens by the traced program
+    and its threads) of `sftrace record CMD` under strace -f: only the
+    program's tasks count, after its execve (the CLI of an ASan build
+    reads maps itself)."""
     if not shutil.which("strace"):
         raise Skip("strace is not installed")
     d = tmpdir()
     st = os.path.join(d, "strace.out")
-    p = run(["strace", "-f", "-qq", "-e", "trace=openat,open", "-o", st, SFTRACE, "record", "-o",
-             os.path.join(d, "sf.log")] + list(args) + ["--"] + list(cmd))
+    p = run(["strace", "-f", "-qq", "-e", "trace=openat,open,execve,clone,clone3,fork,vfork", "-o", st, SFTRACE,
+             "record", "-o", os.path.join(d, "sf.log")] + list(args) + ["--"] + list(cmd))
+    mine, n = set(), 0
     with open(st, errors="replace") as f:
-        n = sum(1 for line in f if "/proc/self/maps" in line)
+        for line in f:
+            pid = line.split(None, 1)[0]
+            if f'execve("{cmd[0]}"' in line:
+                mine.add(pid)
+                continue
+            m = CLONE_RE.match(line)
+            if m and m.group(1) in mine:
+                mine.add(m.group(2))
+            elif pid in mine and "/proc/self/maps" in line and "resumed" not in line:
+                n += 1
     return p.stdout, os.path.join(d, "sf.log"), n
 
 

@@ -115,5 +115,100 @@ def test_signal_reenters_named_function():
     compare("sig", ["-A", "sigf@arg1/i", "-R", "sigf@retval/i"])
 
 
+# ---------------------------------------------------------------- strings
+
+def strprog():
+    return build_c("skep29u_str", ["skep29u_str.c"], libs=["-lpthread"])
+
+
+def fill(n, seed):
+    return "".join(chr(ord("A") + (i + seed) % 26) for i in range(n))
+
+
+def shown(text, left):
+    """A string as replay shows it when LEFT bytes of the call's budget are
+    left: whole when its NUL is among them, else LEFT characters and ...
+    (what the runtime does: the budget counts characters, not the NUL)."""
+    if len(text) < left:
+        return f'"{text}"', left - len(text)
+    return f'"{text[:left]}"...', 0
+
+
+def want_strings(out, budget, ret=False):
+    res = []
+    for line in out.splitlines():
+        w = line.split()
+        r = ""
+        if w[0] == "s1":
+            ln, off = int(w[1]), int(w[2])
+            txt = shown(fill(ln, off), budget)[0]
+            if ret:
+                r = f" = {2 if ln else 1}"
+            res.append(f"s1({txt}){r};")
+        elif w[0] == "s2":
+            a, left = shown(fill(int(w[1]), 1), budget)
+            b = shown(fill(int(w[2]), 2), left if budget == 64 else budget)[0]
+            res.append(f"s2({a}, {b}){' = 2' if ret else ''};")
+        elif w[0] in ("g1", "g0"):
+            ln = int(w[1])
+            txt = fill(ln, 3 if w[0] == "g1" else 4)
+            if w[0] == "g1":
+                t = shown(txt, budget)[0]
+            else:
+                t = f'"{txt[:budget]}"...'
+            res.append(f"s1({t}){(' = ' + str(2 if ln else 1)) if ret else ''};")
+        elif w[0] == "t":
+            ln = int(w[1])
+            t = shown(fill(50, 5)[50 - ln:], budget)[0]
+            res.append(f"s1({t}){' = 2' if ret else ''};")
+    return res
+
+
+def str_case(mode, auto=False):
+    prog = strprog()
+    plain = run([prog, mode]).stdout
+    specs = ["--auto-args"] if auto else ["-A", "s1@arg1/s", "-A", "s2@arg1/s,arg2/s"]
+    p, log = record([prog, mode], args=["-q"] + specs)
+    eq(p.stdout, plain, f"{mode}: output traced")
+    got = [x for x in replay_lines(log) if x.startswith(("s1(", "s2("))]
+    want = want_strings(plain, 16 if auto else 64, ret=auto)
+    check(got == want, f"{mode}: {first_diff(got, want)}")
+
+
+def test_stack_strings_nul_at_each_offset():
+    """skep29u_str stack: s1(buf + off), a stack buffer, off 0..15, the NUL
+    at each length 0..80 (1,296 calls): -A s1@arg1/s shows each whole up to
+    63 characters, else its first 64 and ..."""
+    str_case("stack")
+
+
+def test_stack_strings_auto_args_16():
+    """The same under --auto-args: 16 bytes of each string."""
+    str_case("stack", auto=True)
+
+
+def test_two_strings_share_the_budget():
+    """skep29u_str two: s2(a, b), lengths 0..70 and 0..70 by 7: the first
+    string takes what it shows of the 64 bytes, the second the rest."""
+    str_case("two")
+
+
+def test_strings_at_a_page_end_before_prot_none():
+    """skep29u_str guard: strings ending at the last byte of a page followed
+    by a PROT_NONE page, with their NUL there (lengths 0..80) and without
+    one (1..80): no crash, whole or cut as replay shows it."""
+    str_case("guard")
+
+
+def test_strings_at_a_page_end_auto_args():
+    str_case("guard", auto=True)
+
+
+def test_strings_on_another_threads_stack():
+    """skep29u_str thread: the main thread calls s1 on 50 suffixes of a
+    string on another (blocked) thread's stack."""
+    str_case("thread")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

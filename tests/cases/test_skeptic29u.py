@@ -115,6 +115,54 @@ def test_signal_reenters_named_function():
     compare("sig", ["-A", "sigf@arg1/i", "-R", "sigf@retval/i"])
 
 
+def deltas_expected():
+    want = []
+    for line in run([vals(), "deltas"]).stdout.splitlines():
+        m = re.match(r"v2\((-?\d+), (-?\d+)\) = (-?\d+);", line)
+        want += [("arg1", m.group(1)), ("arg2", m.group(2)), ("retval", m.group(3))]
+    return want
+
+
+def deltas_log():
+    p, log = record([vals(), "deltas"], args=["-q", "-A", "v2@arg1/i,arg2/i", "-R", "v2@retval/i"])
+    return log
+
+
+def test_deltas_in_query_args_table():
+    """The deltas run's 60,000 values in query's args table, in frame and
+    index order: exactly the program's own."""
+    log = deltas_log()
+    out = run([SFTRACE, "query", log, 'select a.name, a.value from args a join frames f using (frame_id) '
+               'where f.name = \'v2\' order by f.start_ns, a."index"']).stdout.splitlines()[1:]
+    got = [tuple(x.split("\t")) for x in out]
+    want = deltas_expected()
+    check(got == want, f"query: {first_diff(got, want)}")
+
+
+def test_deltas_in_perfetto_args():
+    """The same values as Perfetto slice args (trace_processor)."""
+    log = deltas_log()
+    pb = log + ".pb.gz"
+    run([SFTRACE, "convert", log, "-o", pb])
+    rows = sfkit.tp_rows(pb, "select a.key, a.display_value from slice s join args a using (arg_set_id) "
+                             "where s.name = 'v2' and a.key like 'debug.%' order by s.ts, a.key;")
+    got = [(k[len("debug."):], v) for k, v in rows]
+    want = deltas_expected()
+    check(got == want, f"perfetto: {first_diff(got, want)}")
+
+
+def test_deltas_in_parquet_args():
+    """The same values in Parquet's OUT.args (nodejs-polars)."""
+    log = deltas_log()
+    out = log + ".pola"
+    run([SFTRACE, "convert", "--type", "pola", log, "-o", out])
+    res = sfkit.parquet_query("args_query.mjs", out)
+    got = [tuple(r.split(" ")[2:4]) for r in res["rows"]]
+    want = deltas_expected()
+    check(got == want, f"parquet: {first_diff(got, want)}")
+    eq(res["duckdb"], len(want), "duckdb rows")
+
+
 # ---------------------------------------------------------------- strings
 
 def strprog():
@@ -208,6 +256,23 @@ def test_strings_on_another_threads_stack():
     """skep29u_str thread: the main thread calls s1 on 50 suffixes of a
     string on another (blocked) thread's stack."""
     str_case("thread")
+
+
+def test_auto_args_dead_parameters():
+    """skep29u_dead: at -O2 used(a, b, c) never reads b and c, fdead never
+    reads x and y; the caller (same file) leaves those registers as they
+    are. --auto-args must not show the registers' leftovers as what the
+    call was given: replay shows <optimized out> (it does)."""
+    prog = build_c("skep29u_dead", ["skep29u_dead.c"], flags=["-Wno-unused-parameter"])
+    plain = run([prog, "4"]).stdout
+    p, log = record([prog, "4"], args=["-q", "--auto-args"])
+    eq(p.stdout, plain)
+    got = [x for x in replay_lines(log) if x.startswith(("used(", "fdead("))]
+    want = []
+    for i in range(4):
+        want += [f"used({i}, <optimized out>, <optimized out>) = {i + 1};",
+                 f"fdead(<optimized out>, <optimized out>, {i}) = {2 * i}.000000;"]
+    eq(got, want)
 
 
 if __name__ == "__main__":

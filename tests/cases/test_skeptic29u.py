@@ -13,7 +13,7 @@ import os
 import re
 
 import sfkit
-from sfkit import SFTRACE, build_c, check, eq, record, run
+from sfkit import SFTRACE, build_c, check, eq, record, run, tmpdir
 
 ISSUE = 29
 I = "/i"   # decimal always (the default format shows values past +-100000 in hex, as uftrace's auto)
@@ -273,6 +273,41 @@ def test_auto_args_dead_parameters():
         want += [f"used({i}, <optimized out>, <optimized out>) = {i + 1};",
                  f"fdead(<optimized out>, <optimized out>, {i}) = {2 * i}.000000;"]
     eq(got, want)
+
+
+TW_Q = ("select w.value, count(*), sum(cast(i.value as integer)), sum(cast(r.value as integer)) from frames f "
+        "join args w on w.frame_id = f.frame_id and w.name = 'arg1' join args i on i.frame_id = f.frame_id "
+        "and i.name = 'arg2' join args r on r.frame_id = f.frame_id and r.name = 'retval' where f.name = 'tw' "
+        "group by w.value order by cast(w.value as integer)")
+TF_Q = ("select w.value, count(*), sum(cast(x.value as real)), sum(cast(r.value as real)) from frames f "
+        "join args w on w.frame_id = f.frame_id and w.name = 'arg1' join args x on x.frame_id = f.frame_id "
+        "and x.name = 'fparg1' join args r on r.frame_id = f.frame_id and r.name = 'retval' where f.name = 'tf' "
+        "group by w.value order by cast(w.value as integer)")
+
+
+def test_threads_fork_exec_later_process():
+    """skep29u_proc: tw(who, i) and tf(x, who) named (-A/-R), called 50,000
+    times each from 8 threads at once, 10,000 from a fork child, 5,000 from
+    that child's exec'd image, 7,000 from a second child forked after the
+    first exited, 3 from main: untraced prints each process's sums;
+    traced, output the same and query's args table over the directory has
+    every call's values: per who, count, sum of i and of returns exact."""
+    prog = build_c("skep29u_proc", ["skep29u_proc.c"], libs=["-lpthread"])
+    plain = run([prog]).stdout
+    d = tmpdir()
+    p, _ = record([prog], out=os.path.join(d, "sf.log"),
+                  args=["-q", "-A", "tw@arg1/i,arg2/i", "-R", "tw@retval/i", "-A", "tf@fparg1,arg1/i",
+                        "-R", "tf@retval/f"])
+    eq(sorted(p.stdout.splitlines()), sorted(plain.splitlines()), "output traced")
+    runs = {0: 3, 100: 10000, 200: 5000, 300: 7000}
+    runs.update({k: 50000 for k in range(1, 9)})
+    want_tw = [[str(w), str(n), str(n * (n - 1) // 2), str(w * 1000003 * n + n * (n - 1) // 2)]
+               for w, n in sorted(runs.items())]
+    got = [x.split("\t") for x in run([SFTRACE, "query", d, TW_Q]).stdout.splitlines()[1:]]
+    eq(got, want_tw, "tw per who")
+    want_tf = [[str(w), str(n), repr(n * n / 2), repr(float(n * n))] for w, n in sorted(runs.items())]
+    got = [x.split("\t") for x in run([SFTRACE, "query", d, TF_Q]).stdout.splitlines()[1:]]
+    eq(got, want_tf, "tf per who")
 
 
 if __name__ == "__main__":

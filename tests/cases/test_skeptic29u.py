@@ -258,6 +258,30 @@ def test_strings_on_another_threads_stack():
     str_case("thread")
 
 
+def test_rust_str_among_double_int_cstring_float():
+    """skep29u_str smix: mixs(p, n, d, k, s, f) named as
+    arg1/S (a &str: pointer and length, here slices of a buffer with no
+    NUL after them), fparg1, arg3/i, arg4/s, fparg2/f32, and retval/s: 90
+    calls with slices of 0..89 bytes and C strings of 0..39: the &str
+    takes its length of the 64-byte budget, the C string the rest."""
+    prog = strprog()
+    plain = run([prog, "smix"]).stdout
+    p, log = record([prog, "smix"], args=["-q", "-A", "mixs@arg1/S,fparg1,arg3/i,arg4/s,fparg2/f32",
+                                          "-R", "mixs@retval/s"])
+    eq(p.stdout, plain)
+    slab = fill(200, 6)
+    want = []
+    for i, line in enumerate(plain.splitlines()):
+        off, n, cl = (int(x) for x in line.split()[1:])
+        sl = slab[off:off + n]
+        st = f'"{sl}"' if n <= 64 else f'"{sl[:64]}"...'
+        cs = shown(fill(cl, 7), 64 - min(n, 64))[0]
+        ret = shown(fill(cl, 7), 64)[0] if n else f'"{slab[off:off + 64]}"...'
+        want.append(f"mixs({st}, {i * 0.25:f}, {-i * 1000}, {cs}, {i * 0.5:f}) = {ret};")
+    got = [x for x in replay_lines(log) if x.startswith("mixs(")]
+    check(got == want, first_diff(got, want))
+
+
 def test_auto_args_dead_parameters():
     """skep29u_dead: at -O2 used(a, b, c) never reads b and c, fdead never
     reads x and y; the caller (same file) leaves those registers as they

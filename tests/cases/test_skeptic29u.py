@@ -396,5 +396,50 @@ def test_aarch64_shapes_deltas_gaps_slots_signal_under_qemu():
         check(got == want, f"aarch64 {mode}: {first_diff(got, want)}")
 
 
+def callgrind_total(cmd, d):
+    """Instructions of every process of CMD under callgrind (sftrace's own
+    record process included: it cancels out in a difference)."""
+    import glob
+    import shutil
+    if not shutil.which("valgrind"):
+        raise sfkit.Skip("valgrind not installed")
+    for f in glob.glob(os.path.join(d, "cg.*")):
+        os.unlink(f)
+    run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--trace-children-skip=*/sftrace",
+         "--callgrind-out-file=" + os.path.join(d, "cg.%p")] + cmd, timeout=900)
+    tot = 0
+    for f in glob.glob(os.path.join(d, "cg.*")):
+        with open(f) as fh:
+            m = re.search(r"^summary: (\d+)", fh.read(), re.M)
+        if m:
+            tot += int(m.group(1))
+    return tot
+
+
+COST_SPECS = ["-A", "add@arg1,arg2", "-R", "add@retval", "-A", "six@arg1,arg2,arg3,arg4,arg5,arg6", "-R", "six@retval",
+              "-A", "fd@fparg1,arg1", "-R", "fd@retval/f"]
+
+
+def test_callgrind_unnamed_equal_named_add_cost():
+    """skep29u_cost, N = 50,000 and 100,000 calls, instructions a call as
+    the difference (callgrind, every process): other() (never named) with
+    and without specs naming add, six and fd must be within 2 instructions
+    (measured +0.13 at 100k/200k); add named -A add@arg1,arg2 -R
+    add@retval over plain within the claimed +373, with 10% room (measured
+    +364.1; six's 7 values +494, fd's +401 for information)."""
+    prog = build_c("skep29u_cost", ["skep29u_cost.c"], flags=["-gdwarf-4", "-fnoxray-link-deps"])
+    d = tmpdir()
+    per = {}
+    for fn in ("other", "add"):
+        for label, extra in (("plain", []), ("spec", COST_SPECS)):
+            t = [callgrind_total([SFTRACE, "record", "-q", "--force", "-o", os.path.join(d, "x.log")] + extra + ["--", prog, fn, str(n)],
+                                 d) for n in (50000, 100000)]
+            per[fn, label] = (t[1] - t[0]) / 50000
+    diff_other = per["other", "spec"] - per["other", "plain"]
+    diff_add = per["add", "spec"] - per["add", "plain"]
+    check(abs(diff_other) < 2, f"unnamed other(): {per['other', 'plain']:.2f} plain, {per['other', 'spec']:.2f} with specs")
+    check(diff_add < 373 * 1.1, f"named add: +{diff_add:.1f} instructions a call")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -514,5 +514,22 @@ def test_specs_adding_up_past_twelve_values():
     eq(got[0], ALLREGS_WANT, f"exit {p.returncode}, stderr {p.stderr!r}; allregs's first call")
 
 
+def test_pause_resume_inside_named_calls():
+    """skep29u_pause under record --paused: outer(1) resumes tracing inside
+    itself, outer(2) pauses it, outer(4) resumes it again; outer(k) =
+    inner(k) + 1 = 10k + 1. The frames cut by a pause or resume must not
+    take another call's values: replay shows outer(5) and outer(6) whole
+    with their values, outer(2) in flight, the exits of outer(1) and
+    outer(4) (entered paused) dropped, not given to outer(2)."""
+    prog = build_c("skep29u_pause", ["skep29u_pause.c"])
+    eq(run([prog, "/bin/true"]).stdout, "217\n")
+    p, log = record([prog, SFTRACE], args=["-q", "--paused", "-A", "outer@arg1/i", "-R", "outer@retval/i",
+                                           "-A", "inner@arg1/i", "-R", "inner@retval/i"])
+    eq(p.stdout, "217\n")
+    got = [x for x in replay_lines(log) if not x.startswith("/*")]
+    eq(got, ["inner(1) = 10;", "outer(5) {", "inner(5) = 50;", "} = 51; /* outer */", "outer(2);", "inner(4) = 40;",
+             "outer(6) {", "inner(6) = 60;", "} = 61; /* outer */"])
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

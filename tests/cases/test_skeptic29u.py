@@ -531,5 +531,29 @@ def test_pause_resume_inside_named_calls():
              "outer(6) {", "inner(6) = 60;", "} = 61; /* outer */"])
 
 
+def test_daemon_dlopens_named_library():
+    """skep29u_daemon: double fork, setsid, chdir("/"), umask 0, every fd
+    closed with close_range, stdio on /dev/null, then dlopen of
+    skep29u_libdm.so and 1,000 calls of dm_work(i, "abc"/"xyz"), named by
+    -A/-R; untraced writes 999500 to a file; traced the same, and the
+    daemon's log has all 1,000 calls with their values."""
+    lib = build_c("libskep29u_dm.so", ["skep29u_libdm.c"], shared=True)
+    prog = build_c("skep29u_daemon", ["skep29u_daemon.c"], libs=["-ldl"])
+    d = tmpdir()
+    res = os.path.join(d, "res")
+    run([prog, lib, res])
+    with open(res) as f:
+        eq(f.read(), "999500\n")
+    os.unlink(res)
+    tr = os.path.join(d, "tr")
+    record([prog, lib, res], out=os.path.join(tr, "sf.log"),
+           args=["-q", "-A", "dm_work@arg1/i,arg2/s", "-R", "dm_work@retval/i"])
+    with open(res) as f:
+        eq(f.read(), "999500\n")
+    got = [x for x in replay_lines(tr) if x.startswith("dm_work(")]
+    want = [f'dm_work({i}, "{"xyz" if i & 1 else "abc"}") = {2 * i + (i & 1)};' for i in range(1000)]
+    eq(got, want)
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

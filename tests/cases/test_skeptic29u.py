@@ -555,5 +555,82 @@ def test_daemon_dlopens_named_library():
     eq(got, want)
 
 
+SQ_SPECS = ["-A", "sqlite3_prepare_v2@arg2/s,arg3/i32", "-R", "sqlite3_prepare_v2@retval/i32",
+            "-A", "sqlite3_bind_int64@arg2/i32,arg3/i", "-R", "sqlite3_bind_int64@retval/i32",
+            "-A", "sqlite3_bind_double@arg2/i32,fparg1", "-R", "sqlite3_bind_double@retval/i32",
+            "-A", "sqlite3_bind_text@arg2/i32,arg3/s,arg4/i32", "-R", "sqlite3_bind_text@retval/i32",
+            "-R", "sqlite3_step@retval/i32", "-R", "sqlite3_column_int64@retval/i", "-R", "sqlite3_column_double@retval/f"]
+SQ_Q = ("select name, group_concat(value, '|') from (select f.frame_id, f.start_ns, f.name, a.value from frames f "
+        "join args a using (frame_id) where f.depth = 1 and f.name like 'sqlite3_%' order by f.start_ns, f.frame_id, "
+        "a.\"index\") group by frame_id order by start_ns, frame_id")
+SQ_CALLS = ("sqlite3_bind_int64", "sqlite3_bind_double", "sqlite3_bind_text", "sqlite3_step", "sqlite3_column_int64",
+            "sqlite3_column_double")
+
+
+def sqlite_client():
+    cands = [os.environ.get("SQLITE_C", ""), os.path.join(sfkit.ROOT, "bench/build/sqlite/package/deps/sqlite3/sqlite3.c"),
+             "/work/main/bench/build/sqlite/package/deps/sqlite3/sqlite3.c"]
+    sq = next((c for c in cands if c and os.path.exists(c)), None)
+    if not sq:
+        raise sfkit.Skip("no SQLite amalgamation (SQLITE_C=...)")
+    return build_c("skep29u_sqlite", ["skep29u_sqlite.c", sq],
+                   flags=["-I" + os.path.dirname(sq), "-DSQLITE_THREADSAFE=0", "-DSQLITE_OMIT_LOAD_EXTENSION",
+                          "-fnoxray-link-deps"], libs=["-lm"])
+
+
+def sqlite_want(plain, budget, ret_text):
+    def shown_(t):
+        return f'"{t}"' if len(t) < budget else f'"{t[:budget]}"...'
+    want = []
+    for line in plain.splitlines():
+        w = line.split()
+        if w[0] == "bind_int64":
+            want.append(("sqlite3_bind_int64", f"1|{w[2]}|{w[4]}"))
+        elif w[0] == "bind_double":
+            want.append(("sqlite3_bind_double", f"2|{w[2]}|{w[4]}"))
+        elif w[0] == "bind_text":
+            txt, ln = (w[2], w[3]) if len(w) == 6 else ("", w[2])
+            want.append(("sqlite3_bind_text", f"3|{shown_(txt)}|{ln}|{ret_text}"))
+        elif w[0] == "step":
+            want.append(("sqlite3_step", w[1]))
+        elif w[0] == "row":
+            want += [("sqlite3_step", "100"), ("sqlite3_column_int64", w[1]), ("sqlite3_column_double", w[2])]
+    return want
+
+
+def test_sqlite_own_client_specs_and_auto_args():
+    """skep29u_sqlite, a client of its own linked with the SQLite
+    amalgamation built with XRay: 400 rows bound with integers at the
+    edges (LLONG_MIN, LLONG_MAX, 2^32, ...), doubles and texts of 0..80
+    bytes (length -1 and explicit), then a select read back with
+    column_int64/column_double; untraced prints every call and its result.
+    Traced with -A/-R on prepare, bind_*, step and column_*, then with
+    --auto-args: output unchanged, and query's args table (depth-1 calls,
+    values by index) equals the program's lines: 1,604 calls. bind_text
+    ends by a tail call: its return value is <unrecorded>, as documented."""
+    prog = sqlite_client()
+    plain = run([prog]).stdout
+    for specs, budget in ((SQ_SPECS, 64), (["--auto-args"], 16)):
+        p, log = record([prog], args=["-q"] + specs)
+        eq(p.stdout, plain, " ".join(specs))
+        rows = [x.split("\t") for x in run([SFTRACE, "query", log, SQ_Q]).stdout.splitlines()[1:]]
+        if budget == 16:  # --auto-args: drop the statement pointer (and bind_text's destructor, column's index)
+            def strip(r):
+                v = r[1].split("|")
+                if r[0] in ("sqlite3_column_int64", "sqlite3_column_double"):
+                    v = v[2:]
+                elif r[0] == "sqlite3_bind_text":
+                    v = v[1:4] + v[5:]
+                else:
+                    v = v[1:]
+                return [r[0], "|".join(v)]
+            rows = [strip(r) for r in rows]
+        got = [(r[0], r[1]) for r in rows if r[0] in SQ_CALLS]
+        want = sqlite_want(plain, budget, "<unrecorded>")
+        check(got == want, f"{specs[0]}: {first_diff(got, want)}")
+        prep = [r[1] for r in rows if r[0] == "sqlite3_prepare_v2"]
+        check(prep and prep[0].startswith('"insert into t va') and "|-1|" in prep[0] + "|", str(prep))
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -179,6 +179,23 @@ def test_deltas_in_perfetto_args():
     check(got == want, f"perfetto: {first_diff(got, want)}")
 
 
+def test_deltas_in_chrome_json_args():
+    """The same values in Chrome JSON's event args."""
+    import json
+    log = deltas_log()
+    out = log + ".json"
+    run([SFTRACE, "convert", "--type", "chrome", log, "-o", out])
+    with open(out) as f:
+        doc = json.load(f)
+    got = []
+    for e in sorted((e for e in doc["traceEvents"] if e.get("name") == "v2" and e.get("ph") == "X"),
+                    key=lambda e: e["ts"]):
+        a = e.get("args", {})
+        got += [(k, str(a.get(k))) for k in ("arg1", "arg2", "retval")]
+    want = deltas_expected()
+    check(got == want, f"chrome: {first_diff(got, want)}")
+
+
 def test_deltas_in_parquet_args():
     """The same values in Parquet's OUT.args (nodejs-polars)."""
     log = deltas_log()

@@ -11,6 +11,7 @@ strings on another thread's stack, with -A (64-byte budget) and
 --auto-args (16 bytes)."""
 import os
 import re
+import subprocess
 
 import sfkit
 from sfkit import SFTRACE, build_c, check, eq, record, run, tmpdir
@@ -704,6 +705,55 @@ def test_sqlite_own_client_specs_and_auto_args():
         check(got == want, f"{specs[0]}: {first_diff(got, want)}")
         prep = [r[1] for r in rows if r[0] == "sqlite3_prepare_v2"]
         check(prep and prep[0].startswith('"insert into t va') and "|-1|" in prep[0] + "|", str(prep))
+
+
+def flood_check(log):
+    """Per thread, every tw ENTRY has its args, every EXIT its return value,
+    and the return value is arg1 * 1000003 + arg2. Returns (entries,
+    exits, bad)."""
+    out = subprocess.run([SFTRACE, "dump", log], capture_output=True, text=True).stdout
+    args, pend, rp = {}, {}, {}
+    ent = ex = bad = 0
+    for line in out.splitlines():
+        w = line.split()
+        if len(w) < 4 or w[3] != "tw" and not (len(w) > 4 and w[2] == "ARGS" and w[3] == "tw"):
+            continue
+        tid, kind = w[1], w[2]
+        if kind == "ARGS":
+            if w[4].startswith("arg1="):
+                args[tid] = (int(w[4][5:]), int(w[5][5:]))
+                pend[tid] = True
+            else:
+                a = args.get(tid)
+                if not a or int(w[4][7:]) != a[0] * 1000003 + a[1]:
+                    bad += 1
+                rp[tid] = True
+        elif kind == "ENTRY":
+            ent += 1
+            bad += 0 if pend.pop(tid, False) else 1
+        elif kind == "EXIT":
+            ex += 1
+            bad += 0 if rp.pop(tid, False) else 1
+    return ent, ex, bad
+
+
+def test_flood_and_budget():
+    """skep29u_proc flood 4 250000: four threads call tw (named -A/-R) as
+    fast as they can, 1,000,000 calls: every call in the log with its
+    values right; then with --max-size 2M (recording stops when the budget
+    is used up, the program runs on): output unchanged, and of the calls
+    kept none without its values or with another's (a frame open at the
+    cut has no return value: entries - exits <= 4)."""
+    prog = build_c("skep29u_proc", ["skep29u_proc.c"], libs=["-lpthread"])
+    plain = run([prog, "flood", "4", "250000"]).stdout
+    specs = ["-q", "-A", "tw@arg1/i,arg2/i", "-R", "tw@retval/i"]
+    p, log = record([prog, "flood", "4", "250000"], args=specs)
+    eq(p.stdout, plain)
+    eq(flood_check(log), (1000000, 1000000, 0), "entries, exits, bad")
+    p, log = record([prog, "flood", "4", "250000"], args=specs + ["--max-size", "2M"])
+    eq(p.stdout, plain)
+    ent, ex, bad = flood_check(log)
+    check(ent > 1000 and 0 <= ent - ex <= 4 and bad == 0, f"budget: {ent} entries, {ex} exits, {bad} bad")
 
 
 if __name__ == "__main__":

@@ -642,6 +642,8 @@ static long ret_errno(long r)
  * or -1. */
 static long move_away(long old)
 {
+	if (sf_seccomp_refuses_move())
+		return -1; /* a seccomp filter refuses the move's calls (sandbox.c): given up */
 	struct rlimit rl;
 	long top = sf_syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl, 0, 0) == 0 ? (long)rl.rlim_cur : 1024;
 	if (top > 1024)

@@ -558,6 +558,10 @@ static void make_path_absolute(void)
 {
 	if (L.path[0] == '/')
 		return;
+	/* a log made after a seccomp filter's install (a first event after
+	 * it) where the filter refuses getcwd (sandbox.c): kept relative */
+	if (!sf_seccomp_allows(SYS_getcwd, (long)L.path, PATH_MAX, 0, 0, 0, 0))
+		return;
 	static char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		return;

@@ -399,7 +399,11 @@ static const void *vdso_symbol(const char *want)
 /* Start-up (init.c), before any clock is read. */
 void sf_rt_libc_init(void)
 {
+#if defined(__aarch64__)
+	vdso_clock_gettime = (vdso_clock_fn)(uintptr_t)vdso_symbol("__kernel_clock_gettime"); /* arm64's name */
+#else
 	vdso_clock_gettime = (vdso_clock_fn)(uintptr_t)vdso_symbol("__vdso_clock_gettime");
+#endif
 }
 
 HIDDEN int clock_gettime(clockid_t id, struct timespec *ts)

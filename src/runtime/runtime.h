@@ -1017,6 +1017,14 @@ int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long
 void sf_thread_name(char *name) SF_HIDDEN; /* prctl(PR_GET_NAME) unless a filter refuses it */
 int sf_seccomp_exec_untraced(void) SF_HIDDEN; /* an exec now: its runtime would meet a refusal */
 int sf_seccomp_refuses_writer(void) SF_HIDDEN; /* a writer made now would be killed */
+int sf_seccomp_refuses_writer_start(void) SF_HIDDEN; /* a writer made now: its start refused */
+int sf_seccomp_refuses_writer_stop(void) SF_HIDDEN;  /* a program thread may not stop the writer */
+int sf_seccomp_refuses_handover(void) SF_HIDDEN;     /* the writer may not hand the log over */
+int sf_seccomp_refuses_scan(void) SF_HIDDEN;         /* a dlopen's object may not be scanned */
+int sf_seccomp_refuses_move(void) SF_HIDDEN;         /* the log's move at a dup2 onto it */
+int sf_seccomp_refuses_save(void) SF_HIDDEN;
+int sf_seccomp_refuses_vfork_wait(void) SF_HIDDEN; /* hooks.c's wait for a CLONE_VFORK child */         /* a deleted executable's copy */
+int sf_seccomp_allows_fd_call(long nr, long a1, long a2) SF_HIDDEN; /* argument 0 a descriptor */
 void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filter that refuses its calls */
 /* A filter refuses the exit path's own checks (the executable's file
  * looked at again, a note): they are left out (logfile.c, notes.c). */

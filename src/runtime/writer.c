@@ -581,6 +581,11 @@ static void leave_if_program_runs(void)
 	leader_checked = 1;
 	if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 		return;
+	/* Under a seccomp filter that refuses what the program's threads do
+	 * with the log after a hand-over (sandbox.c), the writer stays, as
+	 * without pidfds. */
+	if (sf_seccomp_refuses_handover())
+		return;
 	int status = 0;
 	if (!sf_leader_status(&status) || sf_thread_count() <= 2)
 		return;
@@ -700,8 +705,8 @@ int sf_writer_start(const cpu_set_t *cpus)
 		return 0;
 	if (__atomic_load_n(&gone, __ATOMIC_ACQUIRE))
 		return -1; /* left for good (hand_over): a new one could be the last task again */
-	if (sf_seccomp_refuses_writer())
-		return -1; /* it would be made under a filter that kills it at its first wait (sandbox.c) */
+	if (sf_seccomp_refuses_writer() || sf_seccomp_refuses_writer_start())
+		return -1; /* it would be made under a filter that refuses its start or its waits (sandbox.c) */
 	pthread_attr_t a;
 	if (pthread_attr_init(&a) != 0)
 		return -1;

@@ -1023,6 +1023,8 @@ int sf_seccomp_refuses_handover(void) SF_HIDDEN;     /* the writer may not hand 
 int sf_seccomp_refuses_scan(void) SF_HIDDEN;         /* a dlopen's object may not be scanned */
 int sf_seccomp_refuses_move(void) SF_HIDDEN;         /* the log's move at a dup2 onto it */
 int sf_seccomp_refuses_save(void) SF_HIDDEN;
+void sf_log_ctor_brief_end(void) SF_HIDDEN; /* logfile.c: step 2, a constructor's log held again */
+int sf_services_started(void) SF_HIDDEN;   /* init.c: step 2 has come */
 int sf_seccomp_refuses_vfork_wait(void) SF_HIDDEN; /* hooks.c's wait for a CLONE_VFORK child */         /* a deleted executable's copy */
 int sf_seccomp_allows_fd_call(long nr, long a1, long a2) SF_HIDDEN; /* argument 0 a descriptor */
 void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filter that refuses its calls */

@@ -159,8 +159,7 @@ void sf_fd_guard_add(struct sf_fd_guard *g)
 
 static void pause_briefly(void)
 {
-	struct { long s, ns; } ts = {0, 20000};
-	sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+	sf_nap(20000);
 }
 
 /* ---- the runtime's side ---- */
@@ -498,7 +497,7 @@ int sf_fd_open_adopt(struct sf_fd_guard *g, int (*open_fn)(const char *path, int
 			return r >= 0 ? r : -1;
 		}
 		if (tries >= 8)
-			sf_syscall3(SYS_sched_yield, 0, 0, 0);
+			sf_yield();
 		fd = open_fn(path, 1);
 		*err = fd < 0 ? errno : EAGAIN; /* EAGAIN: taken at every try */
 	}

@@ -228,7 +228,7 @@ static int needs_alone(long nr, long a0, long a1)
 static void wait_alone(void)
 {
 	for (int i = 0; i < 10000 && sf_thread_count() > 1; i++)
-		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+		sf_yield();
 }
 
 /* The writer stopped and gone from the thread group, with every signal

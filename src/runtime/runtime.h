@@ -1023,6 +1023,12 @@ int sf_seccomp_refuses_handover(void) SF_HIDDEN;     /* the writer may not hand 
 int sf_seccomp_refuses_scan(void) SF_HIDDEN;         /* a dlopen's object may not be scanned */
 int sf_seccomp_refuses_move(void) SF_HIDDEN;         /* the log's move at a dup2 onto it */
 int sf_seccomp_refuses_save(void) SF_HIDDEN;
+void sf_yield(void) SF_HIDDEN;       /* rt_libc.c: sched_yield, or a futex nap where refused */
+void sf_nap(long ns) SF_HIDDEN;      /* rt_libc.c: nanosleep, or a futex wait where refused */
+extern int sf_sandbox_no_yield SF_HIDDEN;     /* sandbox.c: sched_yield refused */
+extern int sf_sandbox_no_nanosleep SF_HIDDEN; /* sandbox.c: nanosleep refused */
+extern int sf_sandbox_no_clock SF_HIDDEN;
+void sf_clock_line_fix(void) SF_HIDDEN; /* clock.c: at such an install, while the clock may be read */     /* sandbox.c: clock_gettime refused: the counter's line */
 void sf_log_ctor_brief_end(void) SF_HIDDEN; /* logfile.c: step 2, a constructor's log held again */
 int sf_services_started(void) SF_HIDDEN;   /* init.c: step 2 has come */
 int sf_seccomp_refuses_vfork_wait(void) SF_HIDDEN; /* hooks.c's wait for a CLONE_VFORK child */         /* a deleted executable's copy */

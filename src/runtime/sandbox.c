@@ -74,7 +74,10 @@ int sf_sandbox_limited SF_HIDDEN;      /* the exit path makes none of its own ch
 int sf_sandbox_no_thread_name SF_HIDDEN; /* prctl(PR_GET_NAME) refused */
 int sf_sandbox_no_notes SF_HIDDEN;      /* a note's calls refused: no note from now on (notes.c) */
 int sf_sandbox_no_cli SF_HIDDEN;        /* sftrace filter's child refused: the object stays untraced (filter.c) */
-int sf_sandbox_no_vm_readv SF_HIDDEN;    /* process_vm_readv refused: args.c reads no string with it */
+int sf_sandbox_no_vm_readv SF_HIDDEN;
+int sf_sandbox_no_yield SF_HIDDEN;     /* sched_yield refused: rt_libc.c's sf_yield naps on a futex */
+int sf_sandbox_no_nanosleep SF_HIDDEN; /* nanosleep refused: sf_nap waits on a futex */
+int sf_sandbox_no_clock SF_HIDDEN;     /* clock_gettime refused: clock.c's counter line */    /* process_vm_readv refused: args.c reads no string with it */
 
 /* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
  * program the kernel would not have taken (it is checked there too). */
@@ -295,15 +298,6 @@ static const struct call event_path[] = {
 	{SYS_mmap, {0, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0}},
 	{SYS_munmap, {P, 65536}},
 	{SYS_exit_group, {0}},
-	/* the clock of every chunk (clock.c, sf_mono_ns: the vDSO's where it
-	 * serves the clock, the system call where it falls back: a clock
-	 * source without a vDSO mode, or one the kernel switches to at run
-	 * time when the TSC is found unstable) */
-	{SYS_clock_gettime, {CLOCK_MONOTONIC, P}},
-	/* waits for the writer (writer.c, sf_writer_drain: at exit, at a
-	 * fork) and for the descriptor gate (fdguard.c, pause_briefly) */
-	{SYS_sched_yield, {0}},
-	{SYS_nanosleep, {P, 0}},
 };
 
 /* Without a writer thread (a forked child, --writer sync, a writer that
@@ -347,7 +341,6 @@ static const struct call writer_path[] = {
 	{SYS_munmap, {P, 65536}},
 	{SYS_openat, {0, P, O_RDONLY | O_CLOEXEC, 0}},
 	{SYS_close, {0}},
-	{SYS_sched_yield, {0}},
 };
 
 /* A fork child's own (hooks.c's child handler, its keeper thread,
@@ -545,7 +538,6 @@ static const struct call writer_stop_path[] = {
 	{SYS_munmap, {P, P}},
 	{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0}},
 	{SYS_getdents64, {0, P, P}},
-	{SYS_sched_yield, {0}},
 };
 
 /* The writer's hand-over (writer.c, leave_if_program_runs: the leader
@@ -597,14 +589,13 @@ static const struct call snapshot_path[] = {
 
 /* A dup2 or dup3 of the program's onto the runtime's descriptor (fdguard.c,
  * dup_over): the runtime's moves first, under the gate (the signal mask,
- * pause_briefly), to a free number found from the top of the table. Where
+ * sf_nap), to a free number found from the top of the table. Where
  * that is refused the runtime gives the descriptor up instead (its writes
  * then fail, counted), as where no number is free. */
 static const struct call move_path[] = {
 	{SYS_prlimit64, {0, RLIMIT_NOFILE, 0, P}},
 	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, P}},
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
-	{SYS_nanosleep, {P, 0}},
 };
 
 /* An executable deleted since exec, saved beside the log as its OBJECT
@@ -705,7 +696,8 @@ int sf_seccomp_allows_fd_call(long nr, long a1, long a2)
  * SF_UNCHECKED sched_setscheduler getgroups: on the writer's or keeper's thread, not under the chain (a writer made again under it: writer_start_path)
  * SF_UNCHECKED kill waitid set_robust_list get_robust_list: hooks.c's wait for a CLONE_VFORK clone (vfork_wait_path, checked at the clone; none after a stop)
  * SF_UNCHECKED pipe2: exec_env.c's popen, the program's own (glibc's popen makes the same pipe2; its system and popen kill at a cancellation as glibc's do)
- * SF_UNCHECKED clock_gettime: event_path (CLOCK_MONOTONIC). The vDSO serves MONOTONIC and REALTIME with no system call while the clock source has a vDSO mode (x86-64's TSC, arm64's counter); without one (hpet or acpi_pm, or the TSC found unstable and replaced at run time) every read is the system call, which the filter sees: so it is checked. CLOCK_THREAD_CPUTIME_ID (switch.c) is always the system call, on the writer only (writer_start_path)
+ * SF_UNCHECKED clock_gettime: the vDSO serves MONOTONIC and REALTIME with no system call while the clock source has a vDSO mode (x86-64's TSC, arm64's counter: __kernel_clock_gettime); without one (hpet, acpi_pm, or the TSC found unstable and replaced at run time) every read is the system call, which the filter sees. So where the chain refuses it, sf_mono_ns reads the counter's line through two pairs taken while it was allowed (clock.c), and where events carry CLOCK_MONOTONIC itself (no stable counter) tracing stops. CLOCK_THREAD_CPUTIME_ID (switch.c) is always the system call, on the writer only (writer_start_path)
+ * SF_UNCHECKED sched_yield nanosleep: the runtime's waits on program threads (sf_yield, sf_nap: the writer's drain, the descriptor gate, a ring's change); where the chain refuses either, a futex wait with a timeout stands in (a call the event path needs anyway)
  * SF_UNCHECKED madvise mincore: madvise MADV_DONTFORK on the writer's control page and on the log's read-only map for a snapshot (writer_start_path, snapshot_path); mincore in objects.c's scan of dlmopen namespaces (scan_path, checked at each dlopen: refused, objects loaded from then on stay untraced)
  * SF_UNCHECKED getcwd pread64 renameat unlinkat sendfile ftruncate memfd_create: getcwd and pread64 in a dlopen's scan (scan_path) and at a log made after an install (logfile.c, make_path_absolute: asked where allowed, else the path stays relative); renameat, unlinkat and sendfile in a deleted executable's copy (save_path, checked at the copy) and a snapshot (snapshot_path); ftruncate and memfd_create on the writer only (writer_start_path)
  * SF_UNCHECKED getdents64 getuid ioctl: ns.c's /proc/self/task count at a writer stop (writer_stop_path) and patch.c's at patching (scan_path); getuid at a lowered RLIMIT_NPROC and ioctl at setns(fd, 0), each asked only where allowed (else the writer stays, as with threads of the program's own)
@@ -871,8 +863,7 @@ void sf_seccomp_exec_note(void)
 void sf_seccomp_exit_settle(void)
 {
 	if (!sf_notes_relay_pending() || !sf_writer_active() ||
-	    !sf_seccomp_allows(SYS_futex, P, FUTEX_WAIT_PRIVATE, 1, P, 0, 0) ||
-	    !sf_seccomp_allows(SYS_nanosleep, P, 0, 0, 0, 0, 0) || !sf_seccomp_allows(SYS_sched_yield, 0, 0, 0, 0, 0, 0))
+	    !sf_seccomp_allows(SYS_futex, P, FUTEX_WAIT_PRIVATE, 1, P, 0, 0))
 		return;
 	sf_writer_drain();
 }
@@ -903,6 +894,19 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	 * plain loads; tracing goes on */
 	if (!sf_seccomp_allows(SYS_process_vm_readv, sf_syscall3(SYS_getpid, 0, 0, 0), P, 1, P, 1, 0))
 		__atomic_store_n(&sf_sandbox_no_vm_readv, 1, __ATOMIC_RELEASE);
+	/* The runtime's waits (sf_yield, sf_nap) and its clock (sf_mono_ns)
+	 * make do without sched_yield, nanosleep and clock_gettime: a futex
+	 * wait, the counter's line. Events that carry CLOCK_MONOTONIC (no
+	 * stable counter) need the clock itself: tracing stops below. */
+	if (!sf_seccomp_allows(SYS_sched_yield, 0, 0, 0, 0, 0, 0))
+		__atomic_store_n(&sf_sandbox_no_yield, 1, __ATOMIC_RELEASE);
+	if (!sf_seccomp_allows(SYS_nanosleep, P, 0, 0, 0, 0, 0))
+		__atomic_store_n(&sf_sandbox_no_nanosleep, 1, __ATOMIC_RELEASE);
+	int clock_refused = !sf_seccomp_allows(SYS_clock_gettime, CLOCK_MONOTONIC, P, 0, 0, 0, 0);
+	if (clock_refused && sf_config.clock == SF_CLOCK_TSC && !__atomic_load_n(&sf_sandbox_no_clock, __ATOMIC_ACQUIRE)) {
+		sf_clock_line_fix();
+		__atomic_store_n(&sf_sandbox_no_clock, 1, __ATOMIC_RELEASE);
+	}
 	int writer_now = FIRST_REFUSED(writer_path) >= 0;
 	if (writer_now)
 		__atomic_store_n(&writer_refused, 1, __ATOMIC_RELEASE);
@@ -924,6 +928,8 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 			    !allows_pinned(0x3, SYS_exit_group, 0, 0, 0, 0, 0, 0) ||
 			    (cred_possible() && FIRST_REFUSED(setxid_path) >= 0);
 	long nr = needed_refused(tsync || threads_leave);
+	if (nr < 0 && clock_refused && sf_config.clock != SF_CLOCK_TSC)
+		nr = SYS_clock_gettime;
 	if (nr < 0 && tsync)
 		nr = FIRST_REFUSED(writer_path);
 	if (nr < 0 && threads_leave)

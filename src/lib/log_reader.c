@@ -2009,7 +2009,9 @@ const char *lr_syscall_name(uint32_t machine, uint32_t nr)
 		{54, 208, "setsockopt"}, {55, 209, "getsockopt"}, {110, 173, "getppid"}, {302, 261, "prlimit64"},
 		{93, 55, "fchown"}, {107, 175, "geteuid"}, {234, 131, "tgkill"}, {262, 79, "newfstatat"},
 		{56, 220, "clone"}, {436, 436, "close_range"}, {449, 449, "futex_waitv"}, {157, 167, "prctl"},
-		{60, 93, "exit"}
+		{60, 93, "exit"}, {228, 113, "clock_gettime"}, {24, 124, "sched_yield"}, {35, 101, "nanosleep"},
+		{108, 177, "getegid"}, {13, 134, "rt_sigaction"}, {59, 221, "execve"}, {269, 48, "faccessat"},
+		{61, 260, "wait4"}
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if ((machine == 183 ? t[i].a64 : t[i].x86) == nr)

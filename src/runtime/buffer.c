@@ -1161,7 +1161,7 @@ static uint32_t capture_live(struct sf_ring *r, uint32_t e, unsigned char *copie
 			 * the change never ends (and the 100,000 yields to a
 			 * loaded machine's spinning threads took minutes). */
 			sf_writer_serve();
-			sf_syscall3(SYS_sched_yield, 0, 0, 0);
+			sf_yield();
 			continue;
 		}
 		uint32_t n = r->n, cur = r->cur;

@@ -8,8 +8,36 @@
 
 #include "runtime/runtime.h"
 
+/* Under a seccomp filter that refuses clock_gettime (sandbox.c), which
+ * the vDSO falls back to where the clock source has no vDSO mode (hpet,
+ * acpi_pm, a TSC found unstable at run time): CLOCK_MONOTONIC on the
+ * counter's line through two pairs read while the call was allowed (the
+ * start's and the install's), with the counter as the events' clock. */
+static uint64_t line_tsc0, line_mono0, line_tsc1, line_mono1;
+
+void sf_clock_line_fix(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	line_tsc1 = sf_arch_counter();
+	line_mono1 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	line_tsc0 = sf_start_tsc;
+	line_mono0 = sf_start_mono;
+}
+
+static uint64_t line_ns(void)
+{
+	uint64_t t = sf_arch_counter();
+	if (line_tsc1 <= line_tsc0 || t < line_tsc0 || line_mono1 < line_mono0)
+		return line_mono1;
+	return line_mono0 + (uint64_t)((unsigned __int128)(t - line_tsc0) * (line_mono1 - line_mono0) /
+				       (line_tsc1 - line_tsc0));
+}
+
 uint64_t sf_mono_ns(void)
 {
+	if (__atomic_load_n(&sf_sandbox_no_clock, __ATOMIC_RELAXED))
+		return line_ns();
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;

@@ -159,8 +159,7 @@ void sf_fd_guard_add(struct sf_fd_guard *g)
 
 static void pause_briefly(void)
 {
-	struct { long s, ns; } ts = {0, 20000};
-	sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+	sf_nap(20000);
 }
 
 /* ---- the runtime's side ---- */
@@ -498,7 +497,7 @@ int sf_fd_open_adopt(struct sf_fd_guard *g, int (*open_fn)(const char *path, int
 			return r >= 0 ? r : -1;
 		}
 		if (tries >= 8)
-			sf_syscall3(SYS_sched_yield, 0, 0, 0);
+			sf_yield();
 		fd = open_fn(path, 1);
 		*err = fd < 0 ? errno : EAGAIN; /* EAGAIN: taken at every try */
 	}
@@ -642,6 +641,8 @@ static long ret_errno(long r)
  * or -1. */
 static long move_away(long old)
 {
+	if (sf_seccomp_refuses_move())
+		return -1; /* a seccomp filter refuses the move's calls (sandbox.c): given up */
 	struct rlimit rl;
 	long top = sf_syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl, 0, 0) == 0 ? (long)rl.rlim_cur : 1024;
 	if (top > 1024)

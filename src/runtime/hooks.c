@@ -522,10 +522,14 @@ static long fork_syscall(long *a)
 	uint64_t fl = clone_flags(nr, a);
 	int files_shared = (fl & CLONE_FILES) != 0;
 	struct clone_args ca;
-	if (!sf_config.enabled || !(fl & CLONE_VFORK) || (nr != SYS_clone && (unsigned long)a[1] > sizeof(ca)))
+	if (!sf_config.enabled || !(fl & CLONE_VFORK) || (nr != SYS_clone && (unsigned long)a[1] > sizeof(ca)) ||
+	    __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
 		return fork_with_handlers(do_raw_fork, a, files_shared);
+	/* a seccomp filter that refuses the wait's calls (sandbox.c): the
+	 * clone keeps its CLONE_VFORK, as where no word is free */
+	int no_wait = sf_seccomp_refuses_vfork_wait();
 	before_fork();
-	uint32_t *w = vw_take();
+	uint32_t *w = no_wait ? NULL : vw_take();
 	if (w) {
 		if (nr == SYS_clone) {
 			a[0] &= ~(long)CLONE_VFORK;

@@ -339,6 +339,11 @@ __asm__(".symver sf_libc_start_main, __libc_start_main@" SF_GLIBC_BASE_VERSION);
 
 static int services_tried;
 
+int sf_services_started(void)
+{
+	return services_tried;
+}
+
 /* The writer thread and, with a ring, the ring signal's handler, in a
  * process with sleds: at step 2 above, or from the loader hook when the
  * first instrumented object is loaded later (node loading an instrumented
@@ -356,6 +361,7 @@ void sf_services_start(void)
 	/* A paused process needs its writer thread: it is the one that
 	 * patches at a resume (switch.c). */
 	if (sf_services_thread_wanted()) {
+		sf_log_ctor_brief_end(); /* a log made in a constructor: the writer's from here */
 		if (!sf_seccomp_refuses_writer())
 			sf_log_early_keeper_end(); /* a log made before now: the writer's from here */
 		sf_writer_start(sf_config.ncpus ? &sf_config.cpus : NULL);

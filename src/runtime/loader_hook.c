@@ -28,13 +28,22 @@ static int hooked;
  * cost is two walks of the object list per loader state change. */
 void sf_loader_event(void)
 {
-	if (!sf_config.enabled)
+	/* Tracing stopped at a seccomp filter (sandbox.c): nothing is
+	 * patched from then on, and the filter may refuse every call of the
+	 * scan's (the lock's signal mask first). */
+	if (!sf_config.enabled || __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
 		return;
+	/* Under a seccomp filter that refuses the scan's calls (sandbox.c),
+	 * objects loaded from now on stay untraced: the dlopen runs as
+	 * untraced. */
+	int scan = !sf_seccomp_refuses_scan();
 	sf_objects_check_unloaded();
-	sf_objects_scan(SF_OBJ_DLOPEN);
+	if (scan)
+		sf_objects_scan(SF_OBJ_DLOPEN);
 	sf_heap_early_flush(); /* the first patched sled: the heap events kept before it */
 	sf_unwind_init(); /* libgcc_s, once the program loads it */
-	sf_bind_scan(0); /* the new objects' references to the stand-ins, before their relocation */
+	if (scan)
+		sf_bind_scan(0); /* the new objects' references to the stand-ins, before their relocation */
 	sf_services_start(); /* once: the first instrumented object of a process that had none */
 }
 

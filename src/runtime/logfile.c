@@ -65,6 +65,7 @@ static struct {
 	char path[PATH_MAX];
 	void (*on_create)(void); /* sf_log_on_create */
 	int files_shared;          /* a clone(CLONE_FILES) child: the table is its parent's too */
+	int ctor_brief;            /* made in a library's constructor, before step 2: held only for each use */
 	int hold;                  /* such a child keeps its descriptor between uses (sf_log_hold) */
 	int uses;                  /* uses in progress, every thread's (log_fd_use to log_fd_done) */
 	int priv;                  /* the descriptor is in the writer thread's own table only: with_log_fd */
@@ -501,7 +502,8 @@ static void log_fd_done(uint32_t ticket)
  * waits for it) or opens the log again after. */
 static void log_fd_leave(void)
 {
-	if (__atomic_sub_fetch(&L.uses, 1, __ATOMIC_SEQ_CST) || !L.files_shared ||
+	if (__atomic_sub_fetch(&L.uses, 1, __ATOMIC_SEQ_CST) ||
+	    !(L.files_shared || __atomic_load_n(&L.ctor_brief, __ATOMIC_ACQUIRE)) ||
 	    __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE))
 		return;
 	sigset_t gold;
@@ -557,6 +559,10 @@ static long with_log_fd(long (*fn)(int fd, void *arg), void *arg)
 static void make_path_absolute(void)
 {
 	if (L.path[0] == '/')
+		return;
+	/* a log made after a seccomp filter's install (a first event after
+	 * it) where the filter refuses getcwd (sandbox.c): kept relative */
+	if (!sf_seccomp_allows(SYS_getcwd, (long)L.path, PATH_MAX, 0, 0, 0, 0))
 		return;
 	static char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
@@ -875,6 +881,15 @@ static int log_create_locked(void)
 	}
 	L.lost = 0;
 	make_path_absolute();
+	/* Made in the program's table before step 2 (a library constructor's
+	 * first event: no keeper there, constructors must see one thread,
+	 * writer.c): held only for each use from now on, as a clone(CLONE_FILES)
+	 * child's is, so that a later constructor that lists /proc/self/fd
+	 * sees what it sees untraced. The writer takes the log at step 2
+	 * (sf_log_ctor_brief_end, go_private's reopen). */
+	if (made == SF_WRITER_REFUSED && !L.files_shared && !__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) &&
+	    !sf_keeper_alive() && !sf_services_started() && sf_services_thread_wanted())
+		__atomic_store_n(&L.ctor_brief, 1, __ATOMIC_RELEASE);
 	if (!hm.h)
 		r = (int)with_log_fd(map_header, &hm);
 	if (r < 0) {
@@ -884,7 +899,22 @@ static int log_create_locked(void)
 		return -1;
 	}
 	publish_header(hm.h);
+	if (__atomic_load_n(&L.ctor_brief, __ATOMIC_ACQUIRE)) {
+		sigset_t gold;
+		sf_fd_gate_lock(&gold);
+		if (!__atomic_load_n(&L.uses, __ATOMIC_SEQ_CST))
+			sf_fd_release(&L.g, L.dev, L.ino);
+		sf_fd_gate_unlock(&gold);
+	}
 	return 0;
+}
+
+/* Step 2 (init.c), before the writer is made: a log made in a library's
+ * constructor is held between uses again (the writer takes it into its
+ * own table: go_private opens it again there). */
+void sf_log_ctor_brief_end(void)
+{
+	__atomic_store_n(&L.ctor_brief, 0, __ATOMIC_RELEASE);
 }
 
 /* Header features learnt outside the runtime (sftrace_heap_attach), before
@@ -2138,6 +2168,7 @@ void sf_log_after_fork_child(int files_shared)
 	if (files_shared && fd >= 0)
 		sf_fd_guard_add(&parent_log);
 	L.files_shared = files_shared;
+	L.ctor_brief = 0;
 	L.hold = 0;
 	L.uses = 0; /* the parent's other threads' uses are not the child's; the forking thread is in none */
 	L.hdr = NULL;

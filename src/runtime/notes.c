@@ -321,6 +321,11 @@ int sf_keeper_conn_for_fork(void)
 	if (!sf_netns_moved || !notes_dir_len || !notes_ino || !(sf_writer_active() || keeper) ||
 	    !sf_writer_private() || sf_writer_on_thread())
 		return -1;
+	/* a seccomp filter that refuses the copy (sandbox.c): the child has
+	 * no channel, and says it wrote no log */
+	if (!sf_seccomp_allows(SYS_pidfd_open, 1, O_EXCL, 0, 0, 0, 0) ||
+	    !sf_seccomp_allows_fd_call(SYS_pidfd_getfd, 1, 0))
+		return -1;
 	long wfd = sf_writer_call(chan_req, NULL);
 	if (wfd < 0 || wfd == SF_WRITER_REFUSED)
 		return -1;

@@ -213,6 +213,8 @@ static int needs_alone(long nr, long a0, long a1)
 		return (a0 & UNSHARE_ALONE) != 0;
 	long type = a1;
 	if (!type) {
+		if (!sf_seccomp_allows_fd_call(SYS_ioctl, NS_GET_NSTYPE, 0))
+			return 0; /* a seccomp filter refuses the question (sandbox.c): made as it is */
 		type = sf_syscall3(SYS_ioctl, a0, NS_GET_NSTYPE, 0);
 		if (type < 0)
 			return 0; /* not a namespace (a pidfd wants its flags): the kernel says no */
@@ -226,7 +228,7 @@ static int needs_alone(long nr, long a0, long a1)
 static void wait_alone(void)
 {
 	for (int i = 0; i < 10000 && sf_thread_count() > 1; i++)
-		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+		sf_yield();
 }
 
 /* The writer stopped and gone from the thread group, with every signal
@@ -280,6 +282,13 @@ __thread int sf_netns_moved __attribute__((tls_model("initial-exec")));
 
 static long ns_call(long nr, long a0, long a1)
 {
+	/* Under a seccomp filter that refuses the stop's calls or the
+	 * synchronous hand-offs after it (sandbox.c), the call is made as it
+	 * is: the kernel answers as to a program with a thread of its own
+	 * (unshare(CLONE_NEWUSER): EINVAL), never a kill. A new writer is
+	 * made only where its start is allowed (writer.c, sf_writer_start). */
+	if (sf_seccomp_refuses_writer_stop())
+		return sf_syscall3(nr, a0, a1, 0);
 	if (sf_keeper_alive() && needs_alone(nr, a0, a1) && sf_thread_count() == 2)
 		return keeper_aside(nr, a0, a1);
 	if (!sf_writer_active() || !needs_alone(nr, a0, a1) || sf_thread_count() != 2)
@@ -299,6 +308,8 @@ static int setns_net(long fd, long nstype)
 {
 	if (nstype)
 		return (nstype & CLONE_NEWNET) != 0;
+	if (!sf_seccomp_allows_fd_call(SYS_ioctl, NS_GET_NSTYPE, 0))
+		return 0; /* a seccomp filter refuses the question (sandbox.c) */
 	return sf_syscall3(SYS_ioctl, fd, NS_GET_NSTYPE, 0) == CLONE_NEWNET;
 }
 
@@ -339,6 +350,10 @@ static int lowers_nproc(long pid, long resource, const struct rlimit *lim)
 	if (resource != RLIMIT_NPROC || !lim || lim->rlim_cur == RLIM_INFINITY)
 		return 0;
 	if (pid != 0 && pid != sf_syscall3(SYS_getpid, 0, 0, 0))
+		return 0;
+	/* under a seccomp filter that refuses getuid or the writer's stop
+	 * (sandbox.c) the writer stays: the limit counts it */
+	if (!sf_seccomp_allows(SYS_getuid, 0, 0, 0, 0, 0, 0) || sf_seccomp_refuses_writer_stop())
 		return 0;
 	return sf_syscall3(SYS_getuid, 0, 0, 0) != 0;
 }

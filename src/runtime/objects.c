@@ -291,6 +291,13 @@ static int copy_file(int fd, const char *path)
  * runs in. */
 __attribute__((noinline)) static void save_image(struct sf_object_rt *o)
 {
+	if (sf_seccomp_refuses_save()) {
+		/* a seccomp filter refuses the copy's calls (sandbox.c) */
+		o->image_gone = 0;
+		o->image_saved = 1;
+		sf_rt_message("cannot save a copy of the executable ", o->path, "a seccomp filter refuses it");
+		return;
+	}
 	char tail[2 * sizeof(o->info.build_id) + 16] = ".";
 	if (o->info.build_id_len) {
 		put_hex_id(tail + 1, &o->info);

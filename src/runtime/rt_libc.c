@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -196,6 +197,30 @@ HIDDEN int getrlimit(__rlimit_resource_t res, struct rlimit *rl)
 HIDDEN int sched_yield(void)
 {
 	return (int)sf_syscall3(SYS_sched_yield, 0, 0, 0);
+}
+
+/* The runtime's short waits on a program thread: sched_yield and
+ * nanosleep, or, where a seccomp filter refuses them (sandbox.c: they are
+ * not on every allow-list, OpenSSH's preauth list has no sched_yield), a
+ * futex wait with a timeout on a word nobody wakes, a call the event path
+ * needs anyway. */
+void sf_nap(long ns)
+{
+	struct { long s, ns; } ts = {0, ns};
+	if (!__atomic_load_n(&sf_sandbox_no_nanosleep, __ATOMIC_RELAXED)) {
+		sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+		return;
+	}
+	static uint32_t never;
+	sf_syscall6(SYS_futex, (long)&never, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0, 0);
+}
+
+void sf_yield(void)
+{
+	if (__atomic_load_n(&sf_sandbox_no_yield, __ATOMIC_RELAXED))
+		sf_nap(1000);
+	else
+		sf_syscall3(SYS_sched_yield, 0, 0, 0);
 }
 
 /* The writer thread's own CPUs (writer.c). */
@@ -399,7 +424,11 @@ static const void *vdso_symbol(const char *want)
 /* Start-up (init.c), before any clock is read. */
 void sf_rt_libc_init(void)
 {
+#if defined(__aarch64__)
+	vdso_clock_gettime = (vdso_clock_fn)(uintptr_t)vdso_symbol("__kernel_clock_gettime"); /* arm64's name */
+#else
 	vdso_clock_gettime = (vdso_clock_fn)(uintptr_t)vdso_symbol("__vdso_clock_gettime");
+#endif
 }
 
 HIDDEN int clock_gettime(clockid_t id, struct timespec *ts)

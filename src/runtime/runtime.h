@@ -1026,6 +1026,22 @@ int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long
 void sf_thread_name(char *name) SF_HIDDEN; /* prctl(PR_GET_NAME) unless a filter refuses it */
 int sf_seccomp_exec_untraced(void) SF_HIDDEN; /* an exec now: its runtime would meet a refusal */
 int sf_seccomp_refuses_writer(void) SF_HIDDEN; /* a writer made now would be killed */
+int sf_seccomp_refuses_writer_start(void) SF_HIDDEN; /* a writer made now: its start refused */
+int sf_seccomp_refuses_writer_stop(void) SF_HIDDEN;  /* a program thread may not stop the writer */
+int sf_seccomp_refuses_handover(void) SF_HIDDEN;     /* the writer may not hand the log over */
+int sf_seccomp_refuses_scan(void) SF_HIDDEN;         /* a dlopen's object may not be scanned */
+int sf_seccomp_refuses_move(void) SF_HIDDEN;         /* the log's move at a dup2 onto it */
+int sf_seccomp_refuses_save(void) SF_HIDDEN;
+void sf_yield(void) SF_HIDDEN;       /* rt_libc.c: sched_yield, or a futex nap where refused */
+void sf_nap(long ns) SF_HIDDEN;      /* rt_libc.c: nanosleep, or a futex wait where refused */
+extern int sf_sandbox_no_yield SF_HIDDEN;     /* sandbox.c: sched_yield refused */
+extern int sf_sandbox_no_nanosleep SF_HIDDEN; /* sandbox.c: nanosleep refused */
+extern int sf_sandbox_no_clock SF_HIDDEN;
+void sf_clock_line_fix(void) SF_HIDDEN; /* clock.c: at such an install, while the clock may be read */     /* sandbox.c: clock_gettime refused: the counter's line */
+void sf_log_ctor_brief_end(void) SF_HIDDEN; /* logfile.c: step 2, a constructor's log held again */
+int sf_services_started(void) SF_HIDDEN;   /* init.c: step 2 has come */
+int sf_seccomp_refuses_vfork_wait(void) SF_HIDDEN; /* hooks.c's wait for a CLONE_VFORK child */         /* a deleted executable's copy */
+int sf_seccomp_allows_fd_call(long nr, long a1, long a2) SF_HIDDEN; /* argument 0 a descriptor */
 void sf_writer_leave_now(void) SF_HIDDEN;      /* writer.c: before a TSYNC filter that refuses its calls */
 /* A filter refuses the exit path's own checks (the executable's file
  * looked at again, a note): they are left out (logfile.c, notes.c). */

@@ -43,8 +43,16 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "runtime/runtime.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* the same number everywhere (asm-generic too) */
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 
 #if defined(__x86_64__)
 #define SF_AUDIT_ARCH AUDIT_ARCH_X86_64
@@ -66,7 +74,10 @@ int sf_sandbox_limited SF_HIDDEN;      /* the exit path makes none of its own ch
 int sf_sandbox_no_thread_name SF_HIDDEN; /* prctl(PR_GET_NAME) refused */
 int sf_sandbox_no_notes SF_HIDDEN;      /* a note's calls refused: no note from now on (notes.c) */
 int sf_sandbox_no_cli SF_HIDDEN;        /* sftrace filter's child refused: the object stays untraced (filter.c) */
-int sf_sandbox_no_vm_readv SF_HIDDEN;    /* process_vm_readv refused: args.c reads no string with it */
+int sf_sandbox_no_vm_readv SF_HIDDEN;
+int sf_sandbox_no_yield SF_HIDDEN;     /* sched_yield refused: rt_libc.c's sf_yield naps on a futex */
+int sf_sandbox_no_nanosleep SF_HIDDEN; /* nanosleep refused: sf_nap waits on a futex */
+int sf_sandbox_no_clock SF_HIDDEN;     /* clock_gettime refused: clock.c's counter line */    /* process_vm_readv refused: args.c reads no string with it */
 
 /* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
  * program the kernel would not have taken (it is checked there too). */
@@ -238,6 +249,17 @@ static unsigned loose_args(const struct call *c)
 	case SYS_recvmsg:
 		m |= 1u;
 		break;
+	case SYS_pread64:
+	case SYS_getdents64:
+		m |= 1u;
+		break;
+	case SYS_sendfile:
+	case SYS_pidfd_getfd:
+		m |= 3u;
+		break;
+	case SYS_linkat:
+		m |= (c->a[0] != AT_FDCWD ? 1u : 0) | 4u;
+		break;
 	case SYS_openat:
 		if (c->a[0] != AT_FDCWD)
 			m |= 1u;
@@ -319,7 +341,6 @@ static const struct call writer_path[] = {
 	{SYS_munmap, {P, 65536}},
 	{SYS_openat, {0, P, O_RDONLY | O_CLOEXEC, 0}},
 	{SYS_close, {0}},
-	{SYS_sched_yield, {0}},
 };
 
 /* A fork child's own (hooks.c's child handler, its keeper thread,
@@ -429,21 +450,279 @@ static const struct call cli_path[] = {
 	{SYS_exit, {P}},
 };
 
+/* A dlopen (or a dlclose's re-scan) under the chain (loader_hook.c,
+ * sf_loader_event): objects.c's scan (the object's file opened, its
+ * sections read, its path made absolute, the table of loaded objects
+ * probed with mincore), patch.c's sleds (mprotect, or /proc/self/mem and
+ * its thread list while other threads run), got_bind.c's references.
+ * Where any is refused, objects loaded from then on stay untraced
+ * (sf_seccomp_refuses_scan): the program's dlopen runs as untraced. */
+static const struct call scan_path[] = {
+	{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_CLOEXEC, 0}},
+	{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0}},
+	{SYS_openat, {AT_FDCWD, P, O_RDWR | O_CLOEXEC, 0}},
+	{SYS_fstat, {0, P}},
+	{SYS_pread64, {0, P, P, P}},
+	{SYS_pwrite64, {0, P, P, P}},
+	{SYS_getdents64, {0, P, P}},
+	{SYS_close, {0}},
+	{SYS_readlinkat, {AT_FDCWD, P, P, P}},
+	{SYS_getcwd, {P, P}},
+	{SYS_mincore, {P, 4096, P}},
+	{SYS_mprotect, {P, P, PROT_READ}},
+	{SYS_mprotect, {P, P, PROT_READ | PROT_WRITE}},
+	{SYS_mprotect, {P, P, PROT_READ | PROT_EXEC}},
+	{SYS_mmap, {0, P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0}},
+};
+
+/* Writable text (patch.c): refused with EACCES or EPERM (W^X: SELinux's
+ * execmem, a filter standing in for it) the sleds are written through
+ * /proc/self/mem (scan_path has its calls); any other verdict is a
+ * refusal. */
+static int text_write_handled(void)
+{
+	struct seccomp_data d = {.nr = SYS_mprotect, .arch = SF_AUDIT_ARCH,
+				 .args = {(uint64_t)P, (uint64_t)P, PROT_READ | PROT_WRITE | PROT_EXEC}};
+	uint32_t loose = 3u << (offsetof(struct seccomp_data, args) / 4) | 3u << (offsetof(struct seccomp_data, args) / 4 + 2);
+	for (const struct filter *f = __atomic_load_n(&chain, __ATOMIC_ACQUIRE); f; f = f->prev) {
+		uint32_t loaded = 0;
+		uint32_t r = run_filter(f, &d, &loaded);
+		uint32_t act = r & SECCOMP_RET_ACTION_FULL, data = r & SECCOMP_RET_DATA;
+		if (act == SECCOMP_RET_ERRNO && (data == EACCES || data == EPERM))
+			continue;
+		if ((act != SECCOMP_RET_ALLOW && act != SECCOMP_RET_LOG) || (loaded & loose))
+			return 0;
+	}
+	return 1;
+}
+
+/* A writer thread made under the chain (writer.c, sf_writer_start: again
+ * after unshare or setns, ns.c; or at the first instrumented dlopen):
+ * glibc's pthread_create and the new thread's start (its stack, clone,
+ * robust list, rseq, scheduling), the name, the CPUs, the writer's own
+ * table (logfile.c: close_range, unshare(CLONE_FILES), the log's
+ * descriptor taken over with a pidfd), record --paused's control page
+ * (switch.c: memfd_create, ftruncate, seals, madvise), the switch's
+ * CPU clock. The writer's running calls are writer_path. */
+static const struct call writer_start_path[] = {
+	{SYS_mmap, {0, P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0}},
+	{SYS_mprotect, {P, P, PROT_NONE}},
+	{SYS_clone3, {P, P}},
+	{SYS_clone, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+			     CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
+		     P, P, P, P}},
+	{SYS_set_robust_list, {P, P}},
+#ifdef SYS_rseq
+	{SYS_rseq, {P, P, 0, P}},
+#endif
+	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
+	{SYS_sched_get_priority_min, {SCHED_OTHER}},
+	{SYS_sched_get_priority_max, {SCHED_OTHER}},
+	{SYS_sched_setscheduler, {0, SCHED_OTHER, P}},
+	{SYS_sched_setscheduler, {0, SCHED_BATCH, P}},
+	{SYS_sched_setaffinity, {0, P, P}},
+	{SYS_openat, {AT_FDCWD, P, O_RDWR | O_CLOEXEC, 0}},
+	{SYS_write, {0, P, P}},
+	{SYS_close_range, {~0u, ~0u, 0}},
+	{SYS_close_range, {0, ~0u, 0}},
+	{SYS_unshare, {CLONE_FILES}},
+	{SYS_pidfd_open, {P, O_EXCL}},
+	{SYS_pidfd_getfd, {P, P, 0}},
+	{SYS_prlimit64, {0, RLIMIT_NOFILE, 0, P}},
+	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, P}},
+	{SYS_memfd_create, {P, MFD_CLOEXEC | MFD_ALLOW_SEALING | 0x8u}},
+	{SYS_memfd_create, {P, MFD_CLOEXEC | MFD_ALLOW_SEALING}},
+	{SYS_ftruncate, {0, P}},
+	{SYS_fcntl, {0, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL}},
+	{SYS_madvise, {P, P, MADV_DONTFORK}},
+	{SYS_clock_gettime, {CLOCK_THREAD_CPUTIME_ID, P}},
+};
+
+/* The writer stopped by a program thread (ns.c, writer_stop_masked: at
+ * unshare, setns, a lowered RLIMIT_NPROC): the signal mask, the join,
+ * the log's descriptor back in the program's table (pidfd), the wait for
+ * the thread to leave the group (/proc/self/task); hand-offs are then
+ * synchronous (sync_path). */
+static const struct call writer_stop_path[] = {
+	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
+	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, P, 0}},
+	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, P}},
+	{SYS_futex, {P, FUTEX_WAIT, P, 0}},
+	{SYS_pidfd_open, {P, O_EXCL}},
+	{SYS_pidfd_getfd, {P, P, 0}},
+	{SYS_prlimit64, {0, RLIMIT_NOFILE, 0, P}},
+	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, P}},
+	{SYS_fstat, {0, P}},
+	{SYS_close, {0}},
+	{SYS_gettid, {0}},
+	{SYS_munmap, {P, P}},
+	{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0}},
+	{SYS_getdents64, {0, P, P}},
+};
+
+/* The writer's hand-over (writer.c, leave_if_program_runs: the leader
+ * has ended, program threads run on): each program thread then opens the
+ * log again (logfile.c, log_reopen: by path, or the writer's offer taken
+ * with pidfd_getfd), keeps it high (prlimit64, fcntl), maps and writes
+ * its slots (sync_path), and with --ring writes the snapshots itself
+ * (snapshot.c: an unnamed file linked in, or a temporary one renamed).
+ * Where any is refused the writer stays, as it does without pidfds. */
+static const struct call handover_path[] = {
+	{SYS_openat, {AT_FDCWD, P, O_RDWR | O_CLOEXEC, 0}},
+	{SYS_openat, {AT_FDCWD, P, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0}},
+	{SYS_pidfd_open, {P, O_EXCL}},
+	{SYS_pidfd_getfd, {P, P, 0}},
+	{SYS_prlimit64, {0, RLIMIT_NOFILE, 0, P}},
+	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, P}},
+	{SYS_fstat, {0, P}},
+	{SYS_close, {0}},
+	{SYS_gettid, {0}},
+	{SYS_getpid, {0}},
+	{SYS_tgkill, {P, P, 0}},
+	{SYS_fallocate, {0, 0, P, P}},
+	{SYS_mmap, {0, P, PROT_READ | PROT_WRITE, MAP_SHARED, 0, P}},
+	{SYS_munmap, {P, P}},
+	{SYS_pwrite64, {0, P, P, P}},
+	{SYS_pwritev, {0, P, P, P}},
+};
+
+/* A --ring snapshot written by a program thread once the writer has
+ * handed over (snapshot.c, sf_snapshot_serve_left): the log mapped
+ * read-only, an unnamed file linked in (or a named one renamed), its
+ * directory's path. Part of handover_path's check. */
+static const struct call snapshot_path[] = {
+	{SYS_openat, {0, P, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600}},
+	{SYS_openat, {AT_FDCWD, P, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600}},
+	{SYS_openat, {AT_FDCWD, P, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600}},
+	{SYS_openat, {AT_FDCWD, P, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0}},
+	{SYS_fstat, {0, P}},
+	{SYS_write, {0, P, P}},
+	{SYS_linkat, {AT_FDCWD, P, 0, P, AT_SYMLINK_FOLLOW}},
+	{SYS_linkat, {0, P, 0, P, AT_EMPTY_PATH}},
+	{SYS_renameat, {AT_FDCWD, P, AT_FDCWD, P}},
+	{SYS_unlinkat, {AT_FDCWD, P, 0}},
+	{SYS_close, {0}},
+	{SYS_getcwd, {P, P}},
+	{SYS_mmap, {0, P, PROT_READ, MAP_SHARED, 0, 0}},
+	{SYS_madvise, {P, P, MADV_DONTFORK}},
+};
+
+/* A dup2 or dup3 of the program's onto the runtime's descriptor (fdguard.c,
+ * dup_over): the runtime's moves first, under the gate (the signal mask,
+ * sf_nap), to a free number found from the top of the table. Where
+ * that is refused the runtime gives the descriptor up instead (its writes
+ * then fail, counted), as where no number is free. */
+static const struct call move_path[] = {
+	{SYS_prlimit64, {0, RLIMIT_NOFILE, 0, P}},
+	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, P}},
+	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
+};
+
+/* An executable deleted since exec, saved beside the log as its OBJECT
+ * chunk is written (objects.c, save_image: a fork child's first event
+ * may come after an install). Where refused, the copy is not made (the
+ * log names the lost path, as where the copy fails). */
+static const struct call save_path[] = {
+	{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_CLOEXEC, 0}},
+	{SYS_openat, {AT_FDCWD, P, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600}},
+	{SYS_fstat, {0, P}},
+	{SYS_newfstatat, {AT_FDCWD, P, P, AT_SYMLINK_NOFOLLOW}},
+	{SYS_geteuid, {0}},
+	{SYS_prlimit64, {0, RLIMIT_FSIZE, 0, P}},
+	{SYS_sendfile, {0, 0, P, P}},
+	{SYS_renameat, {AT_FDCWD, P, AT_FDCWD, P}},
+	{SYS_unlinkat, {AT_FDCWD, P, 0}},
+	{SYS_close, {0}},
+};
+
+/* A clone with CLONE_VFORK and without CLONE_VM through syscall()
+ * (hooks.c, fork_syscall): the parent waits on a word of a shared page
+ * instead of in the kernel (vw_wait: the signals it holds, asked with
+ * rt_sigaction; a futex wait with a timeout; waitid and kill(pid, 0) to
+ * find the child gone), the child registers the word in its robust list
+ * (set_robust_list, get_robust_list at its exec). Where any is refused
+ * the clone keeps its CLONE_VFORK, as where no word is free. */
+static const struct call vfork_wait_path[] = {
+	{SYS_mmap, {0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0}},
+	{SYS_rt_sigaction, {P, 0, P, 8}},
+	{SYS_rt_sigprocmask, {SIG_BLOCK, P, P, 8}},
+	{SYS_rt_sigprocmask, {SIG_SETMASK, P, 0, 8}},
+	{SYS_futex, {P, FUTEX_WAIT, P, P}},
+	{SYS_futex, {P, FUTEX_WAKE, 1}},
+	{SYS_waitid, {P_PID, P, P, WEXITED | WNOHANG | WNOWAIT | __WALL, 0}},
+	{SYS_kill, {P, 0}},
+	{SYS_gettid, {0}},
+	{SYS_set_robust_list, {P, P}},
+	{SYS_get_robust_list, {0, P, P}},
+};
+
+#define CHAIN_REFUSES(l) (__atomic_load_n(&chain, __ATOMIC_ACQUIRE) && FIRST_REFUSED(l) >= 0)
+
+int sf_seccomp_refuses_vfork_wait(void)
+{
+	return CHAIN_REFUSES(vfork_wait_path);
+}
+
+int sf_seccomp_refuses_scan(void)
+{
+	return CHAIN_REFUSES(scan_path) || (__atomic_load_n(&chain, __ATOMIC_ACQUIRE) && !text_write_handled());
+}
+
+int sf_seccomp_refuses_writer_start(void)
+{
+	return CHAIN_REFUSES(writer_path) || CHAIN_REFUSES(writer_start_path);
+}
+
+/* The writer may be stopped by a program thread: the stop's calls and,
+ * without it, the synchronous hand-offs. */
+int sf_seccomp_refuses_writer_stop(void)
+{
+	return CHAIN_REFUSES(writer_stop_path) || CHAIN_REFUSES(sync_path);
+}
+
+int sf_seccomp_refuses_handover(void)
+{
+	return CHAIN_REFUSES(handover_path) || CHAIN_REFUSES(sync_path) ||
+	       (sf_config.ring_slots && CHAIN_REFUSES(snapshot_path));
+}
+
+int sf_seccomp_refuses_move(void)
+{
+	return CHAIN_REFUSES(move_path);
+}
+
+int sf_seccomp_refuses_save(void)
+{
+	return CHAIN_REFUSES(save_path);
+}
+
+/* sf_seccomp_allows, for a call whose argument 0 is a descriptor (any
+ * number: a verdict that reads it counts as a refusal). */
+int sf_seccomp_allows_fd_call(long nr, long a1, long a2)
+{
+	return allows_pinned(1u, nr, 0, a1, a2, 0, 0, 0);
+}
+
 /* The runtime's other system calls (tests/cases/test_seccomp_stop.py,
  * test_every_runtime_syscall_is_listed, greps src/runtime for SYS_ names
  * and fails on one that is in no table above and not here). Each with why
- * it is not checked at an install; "unverified" marks one whose use after
- * an install on a program thread has not been ruled out yet (issue 24).
- * SF_UNCHECKED dup dup2 dup3: the program's own, through fdguard.c's wrappers (unverified: the log's move)
- * SF_UNCHECKED execveat setns unshare setrlimit seccomp sigaltstack: the program's own, through wrappers
+ * it is not checked at an install, or where it is checked at its use
+ * (sf_seccomp_allows and the tables above, read at the call: cheap, the
+ * chain is in memory). tests/cases/test_seccomp_ledger.py runs the paths
+ * under filters that refuse each with KILL_PROCESS, ERRNO and TRAP.
+ * SF_UNCHECKED dup dup2 dup3: the program's own, passed on by fdguard.c's wrappers (the same call untraced); the log's move at a dup2 onto it is move_path, checked at the dup2 (refused: the descriptor given up, its writes fail, counted)
+ * SF_UNCHECKED execveat setns unshare setrlimit seccomp sigaltstack: the program's own, through wrappers (ns.c's writer stop and start around setns and unshare: writer_stop_path, writer_start_path, checked at the call; its NS_GET_NSTYPE ioctl asked only where allowed)
  * SF_UNCHECKED setuid setgid setreuid setregid setresuid setresgid setgroups setfsuid setfsgid: the program's own; the keeper's are on its own thread
- * SF_UNCHECKED sched_setscheduler getgroups: on the writer's or keeper's thread, not under the chain
- * SF_UNCHECKED kill pipe2 waitid set_robust_list get_robust_list: vfork waits and exec's environment (unverified)
- * SF_UNCHECKED clock_gettime madvise mincore: rt_libc.c and objects.c (unverified: the vDSO serves clock_gettime)
- * SF_UNCHECKED getcwd pread64 renameat unlinkat sendfile ftruncate memfd_create: snapshots, switches, log files (unverified)
- * SF_UNCHECKED getdents64 getuid ioctl: start-up and namespace changes (unverified)
- * SF_UNCHECKED sched_setaffinity: the writer's CPUs, at its start (unverified)
- * SF_UNCHECKED pidfd_open pidfd_getfd: the keeper's and writer's hand-overs (unverified)
+ * SF_UNCHECKED sched_setscheduler getgroups: on the writer's or keeper's thread, not under the chain (a writer made again under it: writer_start_path)
+ * SF_UNCHECKED kill waitid set_robust_list get_robust_list: hooks.c's wait for a CLONE_VFORK clone (vfork_wait_path, checked at the clone; none after a stop)
+ * SF_UNCHECKED pipe2: exec_env.c's popen, the program's own (glibc's popen makes the same pipe2; its system and popen kill at a cancellation as glibc's do)
+ * SF_UNCHECKED clock_gettime: the vDSO serves MONOTONIC and REALTIME with no system call while the clock source has a vDSO mode (x86-64's TSC, arm64's counter: __kernel_clock_gettime); without one (hpet, acpi_pm, or the TSC found unstable and replaced at run time) every read is the system call, which the filter sees. So where the chain refuses it, sf_mono_ns reads the counter's line through two pairs taken while it was allowed (clock.c), and where events carry CLOCK_MONOTONIC itself (no stable counter) tracing stops. CLOCK_THREAD_CPUTIME_ID (switch.c) is always the system call, on the writer only (writer_start_path)
+ * SF_UNCHECKED sched_yield nanosleep: the runtime's waits on program threads (sf_yield, sf_nap: the writer's drain, the descriptor gate, a ring's change); where the chain refuses either, a futex wait with a timeout stands in (a call the event path needs anyway)
+ * SF_UNCHECKED madvise mincore: madvise MADV_DONTFORK on the writer's control page and on the log's read-only map for a snapshot (writer_start_path, snapshot_path); mincore in objects.c's scan of dlmopen namespaces (scan_path, checked at each dlopen: refused, objects loaded from then on stay untraced)
+ * SF_UNCHECKED getcwd pread64 renameat unlinkat sendfile ftruncate memfd_create: getcwd and pread64 in a dlopen's scan (scan_path) and at a log made after an install (logfile.c, make_path_absolute: asked where allowed, else the path stays relative); renameat, unlinkat and sendfile in a deleted executable's copy (save_path, checked at the copy) and a snapshot (snapshot_path); ftruncate and memfd_create on the writer only (writer_start_path)
+ * SF_UNCHECKED getdents64 getuid ioctl: ns.c's /proc/self/task count at a writer stop (writer_stop_path) and patch.c's at patching (scan_path); getuid at a lowered RLIMIT_NPROC and ioctl at setns(fd, 0), each asked only where allowed (else the writer stays, as with threads of the program's own)
+ * SF_UNCHECKED sched_setaffinity: the writer's CPUs, at its start (writer_start_path)
+ * SF_UNCHECKED pidfd_open pidfd_getfd: the writer's stop, start and hand-over (writer_stop_path, writer_start_path, handover_path: refused, the writer stays); a fork's keeper channel (notes.c, asked where allowed)
  * SF_UNCHECKED fchmod: trust.c asks sf_seccomp_allows first (a file the umask left short of 0600)
  */
 
@@ -604,8 +883,7 @@ void sf_seccomp_exec_note(void)
 void sf_seccomp_exit_settle(void)
 {
 	if (!sf_notes_relay_pending() || !sf_writer_active() ||
-	    !sf_seccomp_allows(SYS_futex, P, FUTEX_WAIT_PRIVATE, 1, P, 0, 0) ||
-	    !sf_seccomp_allows(SYS_nanosleep, P, 0, 0, 0, 0, 0) || !sf_seccomp_allows(SYS_sched_yield, 0, 0, 0, 0, 0, 0))
+	    !sf_seccomp_allows(SYS_futex, P, FUTEX_WAIT_PRIVATE, 1, P, 0, 0))
 		return;
 	sf_writer_drain();
 }
@@ -636,6 +914,19 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	 * plain loads; tracing goes on */
 	if (!sf_seccomp_allows(SYS_process_vm_readv, sf_syscall3(SYS_getpid, 0, 0, 0), P, 1, P, 1, 0))
 		__atomic_store_n(&sf_sandbox_no_vm_readv, 1, __ATOMIC_RELEASE);
+	/* The runtime's waits (sf_yield, sf_nap) and its clock (sf_mono_ns)
+	 * make do without sched_yield, nanosleep and clock_gettime: a futex
+	 * wait, the counter's line. Events that carry CLOCK_MONOTONIC (no
+	 * stable counter) need the clock itself: tracing stops below. */
+	if (!sf_seccomp_allows(SYS_sched_yield, 0, 0, 0, 0, 0, 0))
+		__atomic_store_n(&sf_sandbox_no_yield, 1, __ATOMIC_RELEASE);
+	if (!sf_seccomp_allows(SYS_nanosleep, P, 0, 0, 0, 0, 0))
+		__atomic_store_n(&sf_sandbox_no_nanosleep, 1, __ATOMIC_RELEASE);
+	int clock_refused = !sf_seccomp_allows(SYS_clock_gettime, CLOCK_MONOTONIC, P, 0, 0, 0, 0);
+	if (clock_refused && sf_config.clock == SF_CLOCK_TSC && !__atomic_load_n(&sf_sandbox_no_clock, __ATOMIC_ACQUIRE)) {
+		sf_clock_line_fix();
+		__atomic_store_n(&sf_sandbox_no_clock, 1, __ATOMIC_RELEASE);
+	}
 	int writer_now = FIRST_REFUSED(writer_path) >= 0;
 	if (writer_now)
 		__atomic_store_n(&writer_refused, 1, __ATOMIC_RELEASE);
@@ -657,6 +948,8 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 			    !allows_pinned(0x3, SYS_exit_group, 0, 0, 0, 0, 0, 0) ||
 			    (cred_possible() && FIRST_REFUSED(setxid_path) >= 0);
 	long nr = needed_refused(tsync || threads_leave);
+	if (nr < 0 && clock_refused && sf_config.clock != SF_CLOCK_TSC)
+		nr = SYS_clock_gettime;
 	if (nr < 0 && tsync)
 		nr = FIRST_REFUSED(writer_path);
 	if (nr < 0 && threads_leave)

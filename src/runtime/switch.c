@@ -269,7 +269,7 @@ static uint64_t thread_cpu_ns(void)
 static void switch_lock(void)
 {
 	while (__atomic_exchange_n(&switching, 1, __ATOMIC_ACQUIRE))
-		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+		sf_yield();
 }
 
 static void switch_unlock(void)

@@ -257,7 +257,7 @@ static void refuse_all(void)
 		refuse_posted();
 		if (!__atomic_exchange_n(&call_lock, 1, __ATOMIC_ACQUIRE))
 			break;
-		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+		sf_yield();
 	}
 	refuse_posted();
 	__atomic_store_n(&call_lock, 0, __ATOMIC_RELEASE);
@@ -415,7 +415,7 @@ static void writer_gone_wait(uint32_t tid)
 {
 	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	for (int i = 0; i < 100000 && sf_syscall3(SYS_tgkill, pid, tid, 0) == 0; i++)
-		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+		sf_yield();
 }
 
 /* On a program thread (logfile.c, log_reopen: first): the log's
@@ -581,6 +581,11 @@ static void leave_if_program_runs(void)
 	leader_checked = 1;
 	if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
 		return;
+	/* Under a seccomp filter that refuses what the program's threads do
+	 * with the log after a hand-over (sandbox.c), the writer stays, as
+	 * without pidfds. */
+	if (sf_seccomp_refuses_handover())
+		return;
 	int status = 0;
 	if (!sf_leader_status(&status) || sf_thread_count() <= 2)
 		return;
@@ -700,8 +705,8 @@ int sf_writer_start(const cpu_set_t *cpus)
 		return 0;
 	if (__atomic_load_n(&gone, __ATOMIC_ACQUIRE))
 		return -1; /* left for good (hand_over): a new one could be the last task again */
-	if (sf_seccomp_refuses_writer())
-		return -1; /* it would be made under a filter that kills it at its first wait (sandbox.c) */
+	if (sf_seccomp_refuses_writer() || sf_seccomp_refuses_writer_start())
+		return -1; /* it would be made under a filter that refuses its start or its waits (sandbox.c) */
 	pthread_attr_t a;
 	if (pthread_attr_init(&a) != 0)
 		return -1;
@@ -862,9 +867,9 @@ void sf_writer_drain(void)
 			/* A snapshot of large rings takes a while to write, a
 			 * relative's loss line a request to record's keeper: wait
 			 * for it in 1 ms steps (10 s at most), not in yields. */
-			sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+			sf_nap(ts.ns);
 		} else {
-			sf_syscall3(SYS_sched_yield, 0, 0, 0);
+			sf_yield();
 		}
 	}
 }
@@ -1168,7 +1173,7 @@ void sf_keeper_follow(long nr, long a0, long a1, long a2)
 static void keeper_gone(void)
 {
 	while (sf_syscall3(SYS_tgkill, sf_syscall3(SYS_getpid, 0, 0, 0), keeper_tid, 0) == 0)
-		sf_syscall3(SYS_sched_yield, 0, 0, 0);
+		sf_yield();
 	__atomic_store_n(&keeper_proc, -1, __ATOMIC_RELEASE); /* went with its table */
 	__atomic_store_n(&keeper_tid, 0, __ATOMIC_RELEASE);
 	refuse_all();

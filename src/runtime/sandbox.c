@@ -67,6 +67,7 @@ int sf_sandbox_no_thread_name SF_HIDDEN; /* prctl(PR_GET_NAME) refused */
 int sf_sandbox_no_notes SF_HIDDEN;      /* a note's calls refused: no note from now on (notes.c) */
 int sf_sandbox_no_cli SF_HIDDEN;        /* sftrace filter's child refused: the object stays untraced (filter.c) */
 int sf_sandbox_no_vm_readv SF_HIDDEN;    /* process_vm_readv refused: args.c reads no string with it */
+int sf_sandbox_no_populate SF_HIDDEN;    /* madvise(MADV_POPULATE_WRITE) refused: logfile.c touches the pages */
 
 /* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
  * program the kernel would not have taken (it is checked there too). */
@@ -636,6 +637,10 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	 * plain loads; tracing goes on */
 	if (!sf_seccomp_allows(SYS_process_vm_readv, sf_syscall3(SYS_getpid, 0, 0, 0), P, 1, P, 1, 0))
 		__atomic_store_n(&sf_sandbox_no_vm_readv, 1, __ATOMIC_RELEASE);
+	/* the writer's arenas (logfile.c, populate_write): touched a page
+	 * at a time from now on */
+	if (!sf_seccomp_allows(SYS_madvise, P, P, 23 /* MADV_POPULATE_WRITE */, 0, 0, 0))
+		__atomic_store_n(&sf_sandbox_no_populate, 1, __ATOMIC_RELEASE);
 	int writer_now = FIRST_REFUSED(writer_path) >= 0;
 	if (writer_now)
 		__atomic_store_n(&writer_refused, 1, __ATOMIC_RELEASE);

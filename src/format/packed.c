@@ -79,13 +79,23 @@ static inline __attribute__((always_inline)) uint8_t *put_xor(uint8_t *o, uint64
 		o[1] = (uint8_t)x;
 		return o + 2;
 	}
-	uint8_t *m = o++, mask = 0;
-	for (unsigned b = 0; x; b++, x >>= 8)
-		if (x & 0xff) {
-			mask |= (uint8_t)(1u << b);
+	/* The mask without the loop: bit 7 of each byte of nz says that byte
+	 * of x is not zero; the multiply gathers those bits into the top byte.
+	 * Where they are bytes 0 to k-1 (a pointer or a count that moved: the
+	 * common case on SQLite under --auto-args), all 8 bytes are stored
+	 * and k kept: 9 bytes at most, as the loop writes. */
+	uint64_t nz = (((x & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | x) & 0x8080808080808080ull;
+	uint32_t mask = (uint32_t)(((nz >> 7) * 0x0102040810204080ull) >> 56);
+	if (!(mask & (mask + 1))) {
+		o[0] = (uint8_t)mask;
+		memcpy(o + 1, &x, 8);
+		return o + 2 + ((63 - __builtin_clzll(x)) >> 3); /* 1 + k */
+	}
+	uint8_t *m = o++;
+	for (; x; x >>= 8)
+		if (x & 0xff)
 			*o++ = (uint8_t)x;
-		}
-	*m = mask;
+	*m = (uint8_t)mask;
 	return o;
 }
 

@@ -759,20 +759,27 @@ void sf_args_log_specs(int all)
  * carved from it with a guard page: skeptic29n). */
 static __thread uint64_t args_hi __attribute__((tls_model("initial-exec")));
 
-/* The n bytes at addr copied into out with plain loads when they all lie
- * on the stack this thread runs on, at or above this frame and below
- * args_hi (1; else 0, nothing copied): a caller's local buffer next to
- * the call (SQLite under --auto-args, docs/DESIGN.md). Loads through
- * a volatile pointer (8 bytes, then bytes), so that no libc memcpy (vector registers, which
- * hold the program's arguments here) is called. A signal or coroutine
- * stack, or a string past that page, goes through process_vm_readv. */
-static inline __attribute__((always_inline)) int stack_copy(uint64_t addr, uint8_t *out, unsigned n)
+/* Of the n bytes at addr, those that lie on the stack this thread runs
+ * on, at or above this frame and below args_hi, copied into out with
+ * plain loads: the count (0 to n; 0 when addr is not there). A caller's
+ * local buffer next to the call (SQLite under --auto-args,
+ * docs/DESIGN.md). Main's stack starts at a random offset in its page
+ * (ASLR), so a string budget often runs past args_hi's page end: its
+ * part below it is still copied here, and only the rest needs the safe
+ * read (read_mem, read_cstr: not even that when the NUL is in the part
+ * copied). Loads through a volatile pointer (8 bytes, then bytes), so
+ * that no libc memcpy (vector registers, which hold the program's
+ * arguments here) is called. A signal or coroutine stack goes through
+ * process_vm_readv whole. */
+static inline __attribute__((always_inline)) unsigned stack_copy(uint64_t addr, uint8_t *out, unsigned n)
 {
 #ifdef SF_ARCH_SHADOW
 	uint64_t cur = (uint64_t)__builtin_frame_address(0), lo = sf_self.stack.lo, hi = sf_self.stack.hi;
 	uint64_t top = args_hi;
-	if (cur < lo || cur >= hi || addr < cur || top > hi || addr >= top || top - addr < n)
+	if (cur < lo || cur >= hi || addr < cur || top > hi || addr >= top)
 		return 0;
+	if (top - addr < n)
+		n = (unsigned)(top - addr);
 	/* 8 bytes a load while 8 are left (a 16-byte --auto-args string:
 	 * 2 loads, not 16), then bytes: none past addr + n */
 	typedef uint64_t __attribute__((aligned(1), may_alias)) u64_any;
@@ -782,7 +789,7 @@ static inline __attribute__((always_inline)) int stack_copy(uint64_t addr, uint8
 	const volatile uint8_t *src = (const volatile uint8_t *)addr;
 	for (; i < n; i++)
 		out[i] = src[i];
-	return 1;
+	return n;
 #else
 	(void)addr;
 	(void)out;
@@ -800,10 +807,8 @@ static inline __attribute__((always_inline)) int stack_copy(uint64_t addr, uint8
  * piece per page: the call reads whole pieces, so a string that ends
  * before an unreadable page is still read. */
 #define READ_PIECES 2 /* n is at most CALL_STR_BUDGET: one page boundary at most (past it, a short read) */
-static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
+static int read_safe(uint64_t addr, uint8_t *out, unsigned n)
 {
-	if (stack_copy(addr, out, n))
-		return (int)n;
 	if (__atomic_load_n(&sf_sandbox_no_vm_readv, __ATOMIC_RELAXED))
 		return -1; /* a seccomp filter refuses the call (sandbox.c): it could kill */
 	struct iovec local = {out, n}, remote[READ_PIECES];
@@ -817,29 +822,59 @@ static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
 	return r <= 0 ? -1 : (int)r;
 }
 
-/* Up to cap bytes of a NUL-terminated string at addr: the byte count
- * (the NUL excluded), *whole = 0 if it went on. -1: not readable. */
-static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
+/* Up to n bytes at addr into out: the part on this stack below args_hi
+ * by loads (stack_copy), the rest by read_safe, from the first byte not
+ * copied (from `from` when the caller copied up to there). The count
+ * (stops at the first unreadable page), -1 if none. */
+static int read_rest(uint64_t addr, uint8_t *out, unsigned n, unsigned from)
 {
-	int got = read_mem(addr, out, cap), i = 0;
-	/* 8 bytes a test: the lowest bit of z is in the first zero byte
-	 * (a borrow only marks bytes above a zero one) */
-	for (; i + 8 <= got; i += 8) {
+	if (from == n)
+		return (int)n;
+	int r = read_safe(addr + from, out + from, n - from);
+	return r < 0 ? (from ? (int)from : -1) : (int)from + r;
+}
+
+static int read_mem(uint64_t addr, uint8_t *out, unsigned n)
+{
+	return read_rest(addr, out, n, stack_copy(addr, out, n));
+}
+
+/* The index of the first zero byte of out[from, to), -1 if none. 8 bytes
+ * a test: the lowest bit of z is in the first zero byte (a borrow only
+ * marks bytes above a zero one). */
+static int find_nul(const uint8_t *out, unsigned from, unsigned to)
+{
+	unsigned i = from;
+	for (; i + 8 <= to; i += 8) {
 		uint64_t w;
 		memcpy(&w, out + i, 8);
 		uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
-		if (z) {
-			*whole = 1;
-			return i + (__builtin_ctzll(z) >> 3);
-		}
+		if (z)
+			return (int)(i + (__builtin_ctzll(z) >> 3));
 	}
-	for (; i < got; i++)
-		if (!out[i]) {
-			*whole = 1;
-			return i;
-		}
-	*whole = 0;
-	return got;
+	for (; i < to; i++)
+		if (!out[i])
+			return (int)i;
+	return -1;
+}
+
+/* Up to cap bytes of a NUL-terminated string at addr: the byte count
+ * (the NUL excluded), *whole = 0 if it went on. -1: not readable. The
+ * NUL is looked for first in the part stack_copy copied: found there,
+ * no system call. */
+static int read_cstr(uint64_t addr, uint8_t *out, unsigned cap, int *whole)
+{
+	unsigned pre = stack_copy(addr, out, cap);
+	int at = find_nul(out, 0, pre);
+	if (at < 0 && pre < cap) {
+		int got = read_rest(addr, out, cap, pre);
+		if (got < 0)
+			return -1;
+		at = find_nul(out, pre, (unsigned)got);
+		pre = (unsigned)got;
+	}
+	*whole = at >= 0;
+	return at >= 0 ? at : (int)pre;
 }
 
 /* len bytes at addr (a &str), at most cap of them: the count, -1 if not readable. */

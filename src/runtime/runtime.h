@@ -1049,6 +1049,7 @@ extern int sf_sandbox_limited SF_HIDDEN;
 extern int sf_sandbox_no_notes SF_HIDDEN; /* a filter refuses a note's calls (notes.c) */
 extern int sf_sandbox_no_cli SF_HIDDEN;   /* a filter refuses sftrace filter's child (filter.c) */
 extern int sf_sandbox_no_vm_readv SF_HIDDEN; /* a filter refuses process_vm_readv (args.c's string reads) */
+extern int sf_sandbox_no_populate SF_HIDDEN; /* a filter refuses madvise(MADV_POPULATE_WRITE) (logfile.c) */
 extern int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter (log_trim: no request either) */
 void sf_log_seccomp_stopped(long nr) SF_HIDDEN; /* logfile.c: the header says so */
 void sf_switch_off_for_good(void) SF_HIDDEN;               /* switch.c: every sled unpatched, no resume */

@@ -74,10 +74,11 @@ int sf_sandbox_limited SF_HIDDEN;      /* the exit path makes none of its own ch
 int sf_sandbox_no_thread_name SF_HIDDEN; /* prctl(PR_GET_NAME) refused */
 int sf_sandbox_no_notes SF_HIDDEN;      /* a note's calls refused: no note from now on (notes.c) */
 int sf_sandbox_no_cli SF_HIDDEN;        /* sftrace filter's child refused: the object stays untraced (filter.c) */
-int sf_sandbox_no_vm_readv SF_HIDDEN;
+int sf_sandbox_no_vm_readv SF_HIDDEN;  /* process_vm_readv refused: args.c reads no string with it */
+int sf_sandbox_no_populate SF_HIDDEN;  /* madvise(MADV_POPULATE_WRITE) refused: logfile.c touches the pages */
 int sf_sandbox_no_yield SF_HIDDEN;     /* sched_yield refused: rt_libc.c's sf_yield naps on a futex */
 int sf_sandbox_no_nanosleep SF_HIDDEN; /* nanosleep refused: sf_nap waits on a futex */
-int sf_sandbox_no_clock SF_HIDDEN;     /* clock_gettime refused: clock.c's counter line */    /* process_vm_readv refused: args.c reads no string with it */
+int sf_sandbox_no_clock SF_HIDDEN;     /* clock_gettime refused: clock.c's counter line */
 
 /* One filter over d: its return value, or SECCOMP_RET_KILL_PROCESS for a
  * program the kernel would not have taken (it is checked there too). */
@@ -927,6 +928,10 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 		sf_clock_line_fix();
 		__atomic_store_n(&sf_sandbox_no_clock, 1, __ATOMIC_RELEASE);
 	}
+	/* the writer's arenas (logfile.c, populate_write): touched a page
+	 * at a time from now on */
+	if (!sf_seccomp_allows(SYS_madvise, P, P, 23 /* MADV_POPULATE_WRITE */, 0, 0, 0))
+		__atomic_store_n(&sf_sandbox_no_populate, 1, __ATOMIC_RELEASE);
 	int writer_now = FIRST_REFUSED(writer_path) >= 0;
 	if (writer_now)
 		__atomic_store_n(&writer_refused, 1, __ATOMIC_RELEASE);

@@ -482,6 +482,22 @@ def test_program_sees_its_own_heap_after_a_thread():
         eq(out, untraced, f"what the program reads of its heap, record {' '.join(args)}")
 
 
+def test_program_stays_single_threaded_for_glibc():
+    """skep25t_single prints __libc_single_threaded at main's start and its
+    SigCgt. Untraced: "single 1", no signal caught. Traced (the writer
+    thread runs: more than one CPU, or --writer thread) it was "single 0"
+    and SigCgt 0000000100000000 (integ c383711): the writer's
+    pthread_create switched glibc to its multi-threaded paths and
+    installed its handler for signal 33 (SIGSETXID). The raw writer
+    (own_tls.c) leaves both as untraced."""
+    exe = build_c("skep25t_single", ["skep25t_single.c"])
+    untraced = run([exe]).stdout
+    check(untraced.startswith("single 1 SigCgt:"), f"untraced: {untraced!r}")
+    for args in (["-q"], ["-q", "--writer", "thread"], ["-q", "--alloc"]):
+        p, _ = record([exe], args=args)
+        eq(p.stdout, untraced, f"record {' '.join(args)}")
+
+
 def test_late_frees_at_thread_and_process_exit():
     """HELD. skep25t_late.cc 4: four threads, each with a pthread_key
     destructor freeing its block and a thread_local vector of strings

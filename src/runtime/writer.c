@@ -65,6 +65,7 @@ static pthread_t writer;
  * (cleared by the kernel at its end: the join). */
 static int raw;
 static struct sf_own_tls writer_tls;
+static long raw_pid; /* its process: a vfork or CLONE_VM child shares this memory, not the writer */
 /* The writer's stack: ours (mmap), not glibc's. glibc's fork puts the
  * stacks it allocated for the parent's other threads into the child's
  * stack cache, so with a glibc stack the child's first pthread_create
@@ -739,6 +740,7 @@ static int start_raw(const cpu_set_t *cpus)
 		sf_own_tls_free(&writer_tls);
 		return -1;
 	}
+	raw_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	return 0;
 }
 
@@ -1217,7 +1219,7 @@ static long writer_setid(void *arg)
 
 void sf_keeper_follow(long nr, long a0, long a1, long a2)
 {
-	int writer_follows = raw && sf_writer_active();
+	int writer_follows = raw && sf_writer_active() && sf_syscall3(SYS_getpid, 0, 0, 0) == raw_pid;
 	if ((!sf_keeper_alive() && !writer_follows) || on_writer)
 		return;
 	struct setid s = {nr, a0, a1, a2};

@@ -498,6 +498,26 @@ def test_program_stays_single_threaded_for_glibc():
         eq(p.stdout, untraced, f"record {' '.join(args)}")
 
 
+def test_writer_follows_the_processes_credentials_only():
+    """skep25t_setid, as root: a vfork child's setuid(1000), then the
+    process's setresgid/setresuid(1000); after each, the distinct
+    effective uids of its tasks. Untraced and traced: "0", then "1000".
+    glibc's set*id broadcast does not reach the raw writer: the wrappers
+    make it repeat the call (sf_keeper_follow), but only for a call of its
+    own process (a vfork child shares its memory: its setuid once made the
+    parent's writer drop to 1000)."""
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    exe = build_c("skep25t_setid", ["skep25t_setid.c"])
+    want = "after a vfork child's setuid: 0\nafter setresuid: 1000\n"
+    eq(run([exe]).stdout, want, "untraced")
+    for args in (["-q"], ["-q", "--writer", "thread"]):
+        d = tmpdir()
+        os.chmod(d, 0o777)
+        p, _ = record([exe], out=os.path.join(d, "sf.log"), args=args)
+        eq(p.stdout, want, f"record {' '.join(args)}")
+
+
 def test_late_frees_at_thread_and_process_exit():
     """HELD. skep25t_late.cc 4: four threads, each with a pthread_key
     destructor freeing its block and a thread_local vector of strings

@@ -163,6 +163,18 @@ int sf_clone_real(int (*fn)(void *), void *stack, int flags, void *arg)
 	return real_clone(fn, stack, flags, arg);
 }
 
+/* The same with the three optional arguments (writer.c: the writer). */
+int sf_clone_real_tls(int (*fn)(void *), void *stack, int flags, void *arg, pid_t *ptid, void *tls, pid_t *ctid)
+{
+	if (!real_clone)
+		real_clone = (clone_fn)sf_real("clone");
+	if (!real_clone) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
+}
+
 void sf_hooks_init(void)
 {
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);

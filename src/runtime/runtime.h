@@ -534,6 +534,8 @@ void sf_hooks_resolve(void) SF_HIDDEN; /* the real clone, at start-up */
 void sf_hooks_init(void) SF_HIDDEN;
 /* glibc's clone(3), past our wrapper: the runtime's own children. */
 int sf_clone_real(int (*fn)(void *), void *stack, int flags, void *arg) SF_HIDDEN;
+int sf_clone_real_tls(int (*fn)(void *), void *stack, int flags, void *arg, pid_t *ptid, void *tls,
+		      pid_t *ctid) SF_HIDDEN;
 /* Called by arch/<arch>/vfork.S around the real vfork. */
 void sf_vfork_prepare(void) SF_HIDDEN;
 void sf_vfork_parent(void) SF_HIDDEN;
@@ -1008,6 +1010,16 @@ int sf_heap_setup_dup(uint32_t kind, void *ptr) SF_HIDDEN;
 
 /* ---- writer.c ---- */
 void sf_writer_resolve(void) SF_HIDDEN;              /* at start-up: glibc's thread count */
+/* own_tls.c: thread storage for a thread glibc does not know (the writer) */
+struct sf_own_tls {
+	void *tp;      /* the clone's CLONE_SETTLS value */
+	uint32_t *tid; /* its CLONE_PARENT_SETTID / CLONE_CHILD_CLEARTID word */
+	void *mem;
+	size_t len;
+};
+void sf_own_tls_resolve(void) SF_HIDDEN;
+int sf_own_tls_make(struct sf_own_tls *t) SF_HIDDEN;
+void sf_own_tls_free(struct sf_own_tls *t) SF_HIDDEN;
 int sf_writer_start(const cpu_set_t *cpus) SF_HIDDEN; /* at start-up; -1: hand-offs stay synchronous */
 int sf_writer_active(void) SF_HIDDEN;
 int sf_writer_left(void) SF_HIDDEN;

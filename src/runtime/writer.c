@@ -9,11 +9,16 @@
  * A queued slot that is never written (the process died) is still in the
  * file as a SLOT chunk with its own batch number, so nothing is lost.
  *
- * The thread is an ordinary pthread, so glibc knows it: setuid, setgid and
- * setgroups reach it like every other thread (a bare clone kept the old
- * credentials after a program dropped root). It is created once, never
- * from the event path: pthread_create allocates its thread-local storage
- * with the program's malloc, which must not be in the middle of anything,
+ * The thread is a raw clone on thread storage of the runtime's own
+ * (own_tls.c; a pthread only where that cannot be made): pthread_create
+ * callocs the new thread's DTV with the program's malloc, which made the
+ * main arena and the main thread's tcache before main, for the program to
+ * see in mallinfo2 (issue 25). glibc does not know it, so its set*id
+ * broadcast does not reach it: the set*id wrappers make it follow
+ * (sf_keeper_follow; a bare clone once kept the old credentials after a
+ * program dropped root). It never calls the program's malloc, nor relies
+ * on glibc's thread-safety switches (malloc's and stdio's, off while the
+ * program has one thread). It is created once, never from the event path,
  * and its sleds must record nothing (sf_suppress_begin). So it is made at
  * __libc_start_main, once every library's constructor has run (init.c:
  * the runtime's own constructor runs before them, when the program's
@@ -37,6 +42,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -54,6 +60,12 @@ static uint32_t parked;         /* 1: stopping, queue written, waiting for sf_wr
 static int gone;                /* handed over and left (hand_over): a submitter writes what it queues */
 static int leader_checked;      /* the leader's end seen (leave_if_program_runs) */
 static pthread_t writer;
+/* The writer is a raw clone with thread storage of the runtime's own
+ * (own_tls.c), not a pthread: 1 while it is. Its storage and its tid word
+ * (cleared by the kernel at its end: the join). */
+static int raw;
+static struct sf_own_tls writer_tls;
+static long raw_pid; /* its process: a vfork or CLONE_VM child shares this memory, not the writer */
 /* The writer's stack: ours (mmap), not glibc's. glibc's fork puts the
  * stacks it allocated for the parent's other threads into the child's
  * stack cache, so with a glibc stack the child's first pthread_create
@@ -662,7 +674,7 @@ static void *writer_main(void *arg)
 				futex_wait(&parked, p);
 			sf_notes_relay_listen(0);
 			/* back on glibc's count: start_thread takes it off again */
-			if (nptl_nthreads)
+			if (!raw && nptl_nthreads)
 				__atomic_add_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
@@ -697,6 +709,54 @@ void sf_writer_leave_now(void)
 void sf_writer_resolve(void)
 {
 	nptl_nthreads = (int *)sf_sym_any_v("__nptl_nthreads", "GLIBC_PRIVATE");
+	sf_own_tls_resolve();
+}
+
+/* The raw writer's first code: what pthread_create's attributes and
+ * pthread_setname_np gave the pthread. */
+static int writer_entry(void *arg)
+{
+	struct sched_param sp = {0};
+	sf_syscall3(SYS_sched_setscheduler, 0, SCHED_OTHER, (long)&sp);
+	sf_syscall6(SYS_prctl, PR_SET_NAME, (long)"sftrace-writer", 0, 0, 0, 0);
+	writer_main(arg);
+	return 0;
+}
+
+/* The writer as a raw clone on storage of its own (own_tls.c): no
+ * allocation of the program's, not on glibc's list of threads (so glibc's
+ * set*id broadcast does not reach it: sf_keeper_follow makes it follow),
+ * and the process stays single-threaded for glibc, as untraced. Every
+ * signal blocked, glibc's two included: none is ever sent to it. 0 if
+ * made; -1: not made, the pthread then. */
+static int start_raw(const cpu_set_t *cpus)
+{
+	if (sf_own_tls_make(&writer_tls) < 0)
+		return -1;
+	uint64_t all = ~0ull, old;
+	sf_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0); /* inherited */
+	int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+		    CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+	pid_t *tidp = (pid_t *)writer_tls.tid;
+	int tid = sf_clone_real_tls(writer_entry, writer_stack + writer_stack_size, flags, (void *)cpus, tidp,
+				    writer_tls.tp, tidp);
+	sf_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	if (tid <= 0) {
+		sf_own_tls_free(&writer_tls);
+		return -1;
+	}
+	raw_pid = sf_syscall3(SYS_getpid, 0, 0, 0);
+	return 0;
+}
+
+/* sf_writer_stop: the raw writer is out of the thread group (the kernel
+ * cleared its tid word and woke it: CLONE_CHILD_CLEARTID). */
+static void raw_join(void)
+{
+	uint32_t t;
+	while ((t = __atomic_load_n(writer_tls.tid, __ATOMIC_ACQUIRE)) != 0)
+		sf_syscall6(SYS_futex, (long)writer_tls.tid, FUTEX_WAIT, t, 0, 0, 0);
+	sf_own_tls_free(&writer_tls);
 }
 
 int sf_writer_start(const cpu_set_t *cpus)
@@ -742,10 +802,14 @@ int sf_writer_start(const cpu_set_t *cpus)
 			writer_stack_size = sz;
 		}
 	}
-	if (writer_stack && pthread_attr_setstack(&a, writer_stack, writer_stack_size) != 0)
-		pthread_attr_setstacksize(&a, writer_stack_size); /* glibc's own stack, as before */
-	pthread_t th;
-	int r = pthread_create(&th, &a, writer_main, (void *)cpus);
+	raw = writer_stack && start_raw(cpus) == 0;
+	pthread_t th = 0;
+	int r = 0;
+	if (!raw) {
+		if (writer_stack && pthread_attr_setstack(&a, writer_stack, writer_stack_size) != 0)
+			pthread_attr_setstacksize(&a, writer_stack_size); /* glibc's own stack, as before */
+		r = pthread_create(&th, &a, writer_main, (void *)cpus);
+	}
 	sf_suppress_end(&st);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
@@ -755,7 +819,8 @@ int sf_writer_start(const cpu_set_t *cpus)
 		refuse_all();
 		return -1;
 	}
-	pthread_setname_np(th, "sftrace-writer");
+	if (!raw)
+		pthread_setname_np(th, "sftrace-writer");
 	/* glibc ends the process with exit(0) when the last thread on its
 	 * count ends with pthread_exit (main's included), and counts every
 	 * pthread: with the writer on it, a program whose main or last thread
@@ -765,7 +830,7 @@ int sf_writer_start(const cpu_set_t *cpus)
 	 * for start_thread to take it off. fork children get the count
 	 * right by themselves (fork sets it to 1; _Fork, clone() and a raw
 	 * clone copy this one, which no longer counts the writer). */
-	if (nptl_nthreads)
+	if (!raw && nptl_nthreads)
 		__atomic_sub_fetch(nptl_nthreads, 1, __ATOMIC_RELAXED);
 	writer = th;
 	writer_cpus = cpus;
@@ -793,7 +858,10 @@ int sf_writer_stop(void)
 	sf_log_writer_leaving(); /* the log's descriptor back in the program's table */
 	__atomic_store_n(&parked, 2, __ATOMIC_RELEASE);
 	futex_wake_all(&parked);
-	pthread_join(writer, NULL);
+	if (raw)
+		raw_join();
+	else
+		pthread_join(writer, NULL);
 	__atomic_store_n(&writer_proc, -1, __ATOMIC_RELEASE); /* went with its table */
 	__atomic_store_n(&parked, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
@@ -1147,9 +1215,17 @@ static long keeper_setid(void *arg)
  * not one of them. Where the keeper could not follow, it has ended:
  * requests are refused and the program's table is used again (the log,
  * its creator's, then cannot be opened: recording stops, counted). */
+/* On the raw writer (sf_writer_start): the same, refused or not. */
+static long writer_setid(void *arg)
+{
+	const struct setid *s = arg;
+	return s->nr < 0 ? -ENOSYS : sf_syscall3(s->nr, s->a0, s->a1, s->a2);
+}
+
 void sf_keeper_follow(long nr, long a0, long a1, long a2)
 {
-	if (!sf_keeper_alive() || on_writer)
+	int writer_follows = raw && sf_writer_active() && sf_syscall3(SYS_getpid, 0, 0, 0) == raw_pid;
+	if ((!sf_keeper_alive() && !writer_follows) || on_writer)
 		return;
 	struct setid s = {nr, a0, a1, a2};
 	const size_t cap = 65536 * sizeof(gid_t);
@@ -1160,7 +1236,15 @@ void sf_keeper_follow(long nr, long a0, long a1, long a2)
 		if (n >= 0)
 			s = (struct setid){SYS_setgroups, n, (long)groups, 0};
 	}
-	long r = sf_writer_call(keeper_setid, &s);
+	if (writer_follows) {
+		/* The raw writer is not on glibc's list: it makes the call
+		 * here. Where it cannot, it leaves (hand_over), as before a
+		 * seccomp filter: hand-offs are synchronous from then on. */
+		long r = sf_writer_call(writer_setid, &s);
+		if (r < 0 && r != SF_WRITER_REFUSED)
+			sf_writer_leave_now();
+	}
+	long r = sf_keeper_alive() ? sf_writer_call(keeper_setid, &s) : 0;
 	if (groups && groups != MAP_FAILED)
 		munmap(groups, cap);
 	if (r < 0)
@@ -1249,6 +1333,8 @@ void sf_writer_after_fork_child(void)
 	 * a stack of its own. */
 	writer_stack = NULL;
 	writer_stack_size = 0;
+	raw = 0; /* the parent's writer's storage: left as it is, like its stack */
+	memset(&writer_tls, 0, sizeof writer_tls);
 	offer_tid = 0; /* the parent's leaving writer is not the child's */
 	offer_taken = 0;
 	offer_fd = -1;

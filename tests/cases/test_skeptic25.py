@@ -248,22 +248,20 @@ def test_program_loading_libgcc_s_sees_and_pays_for_its_own_load():
     eq(int(out.split()[0]), int(m.group(1)), f"allocations in `sftrace memory` vs untraced: {out.splitlines()[0]}")
 
 
-def test_runtime_start_up_reaches_the_programs_own_malloc_once():
+def test_runtime_start_up_never_reaches_the_programs_own_malloc():
     """The executable defines malloc/calloc/realloc/free itself (forwarding
     to __libc_*) and counts calls. Untraced: 0 before main. Traced, with or
-    without --alloc: exactly 1 before main (was 23: loading libgcc_s, dlsym
-    misses, the affinity attribute) and none during. The one left is the
-    writer thread's pthread_create allocating the thread's TLS vector (DTV)
-    with the process's calloc: a documented limit (docs/DESIGN.md, start-up
-    second step: the writer must stay a pthread so glibc's setxid broadcast
-    reaches it). --alloc never counts it (here it sees nothing at all: the
-    executable's malloc comes first in the lookup order)."""
+    without --alloc: 0 before main too, and none during (was 23: loading
+    libgcc_s, dlsym misses, the affinity attribute; then 1: the writer
+    thread's pthread_create callocs the thread's DTV with the process's
+    calloc. The writer is now a raw clone on thread storage of the
+    runtime's own: own_tls.c, docs/DESIGN.md "Writer thread")."""
     exe = build_c("skep25_ownmalloc", ["skep25_ownmalloc.c"])
     untraced = run([exe])
     eq(untraced.stderr, "before main 0, during 0\n", "untraced")
     for extra in ([], ["--alloc"]):
         p, _ = record([exe], args=["-q"] + extra)
-        eq(p.stderr, "before main 1, during 0\n", f"traced {extra}: the program's malloc calls")
+        eq(p.stderr, "before main 0, during 0\n", f"traced {extra}: the program's malloc calls")
 
 
 

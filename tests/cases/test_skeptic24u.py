@@ -360,7 +360,7 @@ def test_wx_filter_kill_then_dlopen():
     """skep24u_wx PLUGIN kill: the same W^X filter killing instead of
     failing. Untraced: "ok 20825". Traced: the same: the patcher asks the
     filter before its mprotect(RWX) and takes the way that needs none
-    (/proc/self/mem, one thread), so 200 work and 50 libwork calls.""" 
+    (/proc/self/mem, one thread), so 200 work and 50 libwork calls."""
     _wx_case("kill")
 
 

@@ -869,6 +869,27 @@ static int log_create_locked(void)
 	int r = made == SF_WRITER_REFUSED ? create_shared() : (int)made;
 	if (r < 0) {
 		L.failed = 1;
+		/* Out of record's keeper's reach (a fork from outside its
+		 * network namespace whose channel was refused): the program,
+		 * and the call refused, named; never a path not tried. */
+		int herr;
+		const char *why = r == -ECONNREFUSED || r == -ENOENT ? sf_keeper_unreachable(&herr) : NULL;
+		if (why) {
+			char comm[17] = "";
+			sf_thread_name(comm);
+			comm[16] = 0;
+			char line[320];
+			size_t n = 0;
+			const char *parts[] = {comm[0] ? comm : "this process", ": ", why, herr ? " (" : "",
+					       herr ? strerror(herr) : "", herr ? ")" : "",
+					       "; nothing it runs is recorded"};
+			for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+				for (const char *q = parts[i]; *q && n < sizeof(line) - 1; q++)
+					line[n++] = *q;
+			line[n] = 0;
+			sf_rt_loss("cannot create log of ", line, NULL);
+			return -1;
+		}
 		/* The name tried last (sf.PID.log when sf.log was taken). */
 		sf_rt_loss("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(-r));
 		return -1;

@@ -243,10 +243,6 @@ def test_jailed_worker_plain():
     _jail_case([])
 
 
-@sfkit.known_break(ISSUE, "in a container with CAP_SYS_ADMIN but not CAP_SYS_PTRACE (pidfd_getfd EPERM, as Docker's "
-                          "default profile): only main's log (100 calls); the worker and its helper lose 500 of 600 "
-                          "calls ('pid N wrote no log: cannot create log ...: error 111', the helper's line naming "
-                          "record's own s.log)")
 def test_jailed_worker_in_a_container_with_sys_admin():
     """skep24u_container --cap-sys-admin skep24u_jail: the same daemon in
     a container started with --cap-add SYS_ADMIN (so it may unshare and
@@ -254,7 +250,10 @@ def test_jailed_worker_in_a_container_with_sys_admin():
     EPERM). Untraced: "worker st=0". Traced: three logs, 100, 200 and 300
     work calls: every new process gets its own log however it was made,
     and the channel handed down at fork need not copy a descriptor out of
-    another thread's table."""
+    another thread's table: with pidfd_getfd refused, the server sends it
+    over a unix socket the forking thread listens on for the hand-over
+    (abstract where both are in one network namespace, as the chrooted
+    worker and its keeper are; else a path in the private directory)."""
     _jail_case([_container(), "--cap-sys-admin"])
 
 

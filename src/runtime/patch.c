@@ -144,7 +144,10 @@ static void patch_segment(const struct sf_object_rt *obj, uint64_t seg_lo, uint6
 	 * asked first (sandbox.c): refused there is refused with EPERM here,
 	 * never a killed program. The way round (/proc/self/mem) must then
 	 * pass it too, and so must the mprotect that gives the text back. */
-	int rwx_ok = sf_seccomp_allows(SYS_mprotect, (long)page_lo, (long)len, prot | PROT_WRITE, 0, 0, 0);
+	/* (The unpatch of a stop for a filter runs at its install, before the
+	 * filter is in force: sandbox.c's stop_for_good.) */
+	int rwx_ok = (!on && __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) ||
+		     sf_seccomp_allows(SYS_mprotect, (long)page_lo, (long)len, prot | PROT_WRITE, 0, 0, 0);
 	if (!rwx_ok &&
 	    (!sf_seccomp_allows(SYS_openat, AT_FDCWD, (long)"/proc/self/mem", O_RDWR | O_CLOEXEC, 0, 0, 0) ||
 	     !sf_seccomp_allows(SYS_pwrite64, 3, (long)&w, SF_ARCH_SLED_SIZE, 0, 0, 0) ||

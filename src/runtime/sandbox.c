@@ -445,6 +445,7 @@ static const struct call cli_path[] = {
  * SF_UNCHECKED sched_setaffinity: the writer's CPUs, at its start (unverified)
  * SF_UNCHECKED pidfd_open pidfd_getfd: the keeper's and writer's hand-overs (unverified)
  * SF_UNCHECKED fchmod: trust.c asks sf_seccomp_allows first (a file the umask left short of 0600)
+ * SF_UNCHECKED bind listen accept4 getrandom: notes.c's channel hand-over where pidfd_getfd fails, on a fork from a thread out of record's netns (unverified)
  */
 
 /* A credential change is possible under the chain: some set*id call of

@@ -22,6 +22,7 @@
 #include "cli/input_opts.h"
 #include "cli/record_args.h"
 #include "cli/record_exits.h"
+#include "cli/record_files.h"
 #include "cli/record_keeper.h"
 #include "cli/record_limits.h"
 #include "cli/record_why.h"
@@ -722,13 +723,31 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	}
 	/* The run's private directory first: every file record makes for the
 	 * runtime goes in it (the keeper removes it, record_keeper.h). */
-	snprintf(rf->notes, sizeof(rf->notes), "%s/sftrace-notes-XXXXXX", tmp_dir());
+	/* Its device and inode name the keeper's socket (keeper_files.h); a
+	 * keeper of another run may still hold that name (its directory gone,
+	 * the inode handed to this one, the keeper not yet exited): then
+	 * another directory, made while this one still exists (so another
+	 * inode), until the bind takes the name. Collision-free by
+	 * construction: a bound name is this run's alone. */
+	char taken[8][PATH_MAX];
+	int ntaken = 0;
 	struct stat made;
-	if (!mkdtemp(rf->notes) || lstat(rf->notes, &made) < 0) {
-		sf_error("cannot create a temporary directory: %s", strerror(errno));
-		rf->notes[0] = 0;
-		return 1;
+	for (;;) {
+		snprintf(rf->notes, sizeof(rf->notes), "%s/sftrace-notes-XXXXXX", tmp_dir());
+		if (!mkdtemp(rf->notes) || lstat(rf->notes, &made) < 0) {
+			sf_error("cannot create a temporary directory: %s", strerror(errno));
+			rf->notes[0] = 0;
+			for (int i = 0; i < ntaken; i++)
+				rmdir(taken[i]);
+			return 1;
+		}
+		if (rfiles_bind((uint64_t)made.st_dev, (uint64_t)made.st_ino) >= 0 || errno != EADDRINUSE ||
+		    ntaken == (int)(sizeof(taken) / sizeof(taken[0])))
+			break;
+		snprintf(taken[ntaken++], PATH_MAX, "%s", rf->notes);
 	}
+	for (int i = 0; i < ntaken; i++)
+		rmdir(taken[i]);
 	rf->notes_dev = made.st_dev;
 	rf->notes_ino = made.st_ino;
 	/* 0711: a process that became another user (a daemon's worker, a
@@ -930,7 +949,9 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	/* The command runs under the keeper, which returns its status once
 	 * every process of it has exited (record_keeper.h). */
 	struct keeper k;
-	if (keeper_start(cmd, cleanup_cb, (void *)rf, rf->notes[0] ? rf->notes : NULL, abs, &k) < 0) {
+	int kept = keeper_start(cmd, cleanup_cb, (void *)rf, rf->notes[0] ? rf->notes : NULL, abs, &k);
+	rfiles_forget(); /* the keeper's now: the name goes with it */
+	if (kept < 0) {
 		list_free(&before);
 		return 1;
 	}

@@ -41,6 +41,59 @@ static struct {
 	char log[PATH_MAX];  /* record's log */
 } K;
 
+/* The keeper's socket, bound by record (rfiles_bind) before the keeper
+ * forks: the name is taken when bind succeeds, by nobody else. */
+static int bound = -1, bound_err = EINVAL;
+
+static int bind_name(uint64_t dev, uint64_t ino)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (fd < 3) { /* the keeper puts /dev/null on 0-2 */
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		fd = high;
+		if (fd < 0)
+			return -1;
+	}
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	size_t n = sf_kf_name(a.sun_path + 1, dev, ino);
+	if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int rfiles_bind(uint64_t dev, uint64_t ino)
+{
+	if (bound >= 0)
+		close(bound);
+	/* Test only: another keeper already holding this name (a keeper of a
+	 * run whose private directory had the same inode, removed but not yet
+	 * exited). The squatter stays bound for record's life. */
+	const char *sq = getenv("SFTRACE_TEST_KEEPER_SQUAT");
+	static int squatted;
+	if (sq && squatted < atoi(sq)) {
+		squatted++;
+		if (bind_name(dev, ino) < 0)
+			return -1;
+	}
+	bound = bind_name(dev, ino);
+	bound_err = bound < 0 ? errno : 0;
+	return bound;
+}
+
+void rfiles_forget(void)
+{
+	if (bound >= 0)
+		close(bound);
+	bound = -1;
+}
+
 int rfiles_listen(const char *notes, const char *log)
 {
 	size_t len = strlen(log), dot = sf_log_ext_start(log, len), slash = 0;
@@ -56,24 +109,14 @@ int rfiles_listen(const char *notes, const char *log)
 	snprintf(K.dir, sizeof(K.dir), "%.*s", (int)slash, log);
 	snprintf(K.stem, sizeof(K.stem), "%.*s", (int)(dot - slash), log + slash);
 	snprintf(K.ext, sizeof(K.ext), "%s", log + dot);
-	struct stat st;
-	if (lstat(notes, &st) < 0)
+	if (bound < 0) {
+		errno = bound_err;
 		return -1;
-	errno = 0;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	size_t n = sf_kf_name(a.sun_path + 1, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
-	if (fd < 3) { /* the keeper puts /dev/null on 0-2 */
-		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-		close(fd);
-		fd = high;
 	}
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
-	    listen(fd, 64) < 0) {
-		if (fd >= 0)
-			close(fd);
+	int fd = bound;
+	bound = -1;
+	if (listen(fd, 64) < 0) {
+		close(fd);
 		return -1;
 	}
 	return fd;

@@ -875,6 +875,25 @@ static int log_create_locked(void)
 	int r = made == SF_WRITER_REFUSED ? create_shared() : (int)made;
 	if (r < 0) {
 		L.failed = 1;
+		/* Out of record's keeper's reach (a fork from outside its
+		 * network namespace whose channel was refused): the program,
+		 * and the call refused, named; never a path not tried. */
+		int herr;
+		const char *why = r == -ECONNREFUSED || r == -ENOENT ? sf_keeper_unreachable(&herr) : NULL;
+		if (why) {
+			const char *prog = program_invocation_short_name; /* glibc's, set at start */
+			char line[320];
+			size_t n = 0;
+			const char *parts[] = {prog && prog[0] ? prog : "this process", ": ", why, herr ? " (" : "",
+					       herr ? strerror(herr) : "", herr ? ")" : "",
+					       "; nothing it runs is recorded"};
+			for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+				for (const char *q = parts[i]; *q && n < sizeof(line) - 1; q++)
+					line[n++] = *q;
+			line[n] = 0;
+			sf_rt_loss("cannot create log of ", line, NULL);
+			return -1;
+		}
 		/* The name tried last (sf.PID.log when sf.log was taken). */
 		sf_rt_loss("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(-r));
 		return -1;
@@ -1871,11 +1890,31 @@ void sf_log_exec_spare(void)
  * reader from ever seeing EOF). From then on every use of the log's
  * descriptor runs here (with_log_fd). 1 if so; 0 and nothing changed
  * where that cannot be done (seccomp, no close_range). */
+/* unshare(CLONE_FILES) refused (a filter the runtime did not see
+ * installed: a container's profile, inherited at exec; issue 24): what the
+ * program loses said once, naming it and the refused call. */
+static void table_refused(int err)
+{
+	static int said;
+	if (err != EPERM && err != EACCES)
+		return; /* ENOSYS (no close_range): an old kernel, as before */
+	if (said)
+		return;
+	said = 1;
+	const char *prog = program_invocation_short_name; /* glibc's, set at start: the writer's name may be its own */
+	sf_rt_report("the log's descriptor stays in the descriptor table of ", prog && prog[0] ? prog : "the program",
+		     err == EPERM ? "unshare(CLONE_FILES) refused (Operation not permitted): one of its "
+				    "RLIMIT_NOFILE files, listed in /proc/self/fd"
+				  : "unshare(CLONE_FILES) refused (Permission denied): one of its RLIMIT_NOFILE "
+				    "files, listed in /proc/self/fd");
+}
+
 static long go_private(void *unused)
 {
 	(void)unused;
-	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) < 0 || /* nothing closed: only whether it is there */
-	    sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) < 0) {
+	long u = sf_syscall3(SYS_close_range, ~0u, ~0u, 0); /* nothing closed: only whether it is there */
+	if (u < 0 || (u = sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0)) < 0) {
+		table_refused((int)-u);
 		sf_switch_writer_table(0);
 		return 0;
 	}
@@ -1948,13 +1987,15 @@ int sf_log_writer_begins(void)
 		return -1; /* a log exists: go_private, asked by sf_log_writer_started */
 	if (sf_writer_private())
 		return 1;
-	if (sf_syscall3(SYS_close_range, ~0u, ~0u, 0) == 0 && sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0) == 0) {
+	long u = sf_syscall3(SYS_close_range, ~0u, ~0u, 0);
+	if (u == 0 && (u = sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0)) == 0) {
 		sf_syscall3(SYS_close_range, 0, ~0u, 0);
 		sf_writer_set_private(1);
 		sf_writer_open_proc(0);
 		return 1;
 	}
 	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+	table_refused((int)-u);
 	return 0;
 }
 

@@ -292,6 +292,10 @@ static long keeper_connect(void)
  * from a descendant of the process the channel was made for
  * (record_files.c). */
 static int chan = -1; /* this process's channel, in its server's table */
+/* The last failed hand-over of a channel for a fork (sf_keeper_conn_for_fork):
+ * what failed and its errno, inherited by the child that got none. */
+static const char *handover_fail;
+static int handover_err;
 static uint64_t chan_dev, chan_ino;
 static uint32_t chan_lock;
 
@@ -313,6 +317,158 @@ static long close_req(void *fd)
 	return 0;
 }
 
+/* ---- the channel handed over without pidfd_getfd ----
+ * Where pidfd_getfd is refused (Docker's default profile: EPERM without
+ * CAP_SYS_PTRACE), the server sends its copy over a unix socket instead
+ * (SCM_RIGHTS): the forking thread listens, for the hand-over only, on a
+ * path in the run's private directory (a path, not an abstract name: the
+ * two threads are in different network namespaces; the directory only
+ * record's user may create in), the server connects and sends, the
+ * forking thread takes it from a peer of its own process (SO_PEERCRED)
+ * and removes the path. */
+struct hand {
+	const char *path;
+	size_t plen;
+	int fd;
+};
+
+/* On the server: wfd (its channel copy) sent to the listener at h->path. */
+static long hand_req(void *arg)
+{
+	struct hand *h = arg;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, h->path, h->plen + 1);
+	long s = sf_syscall3(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return s;
+	long r = sf_syscall3(SYS_connect, s, (long)&a, (long)(offsetof(struct sockaddr_un, sun_path) + h->plen + 1));
+	if (r == 0) {
+		char b = 'c';
+		struct iovec iv = {&b, 1};
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		memset(&ctl, 0, sizeof(ctl));
+		struct msghdr m = {.msg_iov = &iv, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &h->fd, sizeof(int));
+		do
+			r = sf_syscall3(SYS_sendmsg, s, (long)&m, MSG_NOSIGNAL);
+		while (r == -EINTR);
+	}
+	sf_syscall3(SYS_close, s, 0, 0);
+	return r < 0 ? r : 0;
+}
+
+/* On the forking thread: the server's wfd, in this table (-errno); over
+ * an abstract name (abstract: the server is in this thread's network
+ * namespace, as a keeper made after the move is, and the path may be out
+ * of reach after a chroot) or a path in the private directory. */
+static long hand_over_at(long wfd, int abstract)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	size_t n = 0;
+	if (abstract) {
+		path[n++] = 0;
+		const char pre[] = "sftrace-hand-";
+		for (const char *q = pre; *q; q++)
+			path[n++] = *q;
+		uint64_t rnd = 0;
+		sf_syscall3(SYS_getrandom, (long)&rnd, sizeof(rnd), 1 /* GRND_NONBLOCK */);
+		for (int i = 0; i < 16; i++, rnd >>= 4)
+			path[n++] = "0123456789abcdef"[rnd & 15];
+		path[n++] = '-';
+	} else {
+		for (size_t i = 0; i < notes_dir_len && n < sizeof(path) - 24; i++)
+			path[n++] = notes_dir[i];
+		if (n != notes_dir_len)
+			return -ENAMETOOLONG;
+		const char pre[] = "/hand.";
+		for (const char *q = pre; *q; q++)
+			path[n++] = *q;
+	}
+	char num[12], *d = num + sizeof(num);
+	*--d = 0;
+	for (unsigned long v = (unsigned long)sf_syscall3(SYS_gettid, 0, 0, 0); v || !*d; v /= 10)
+		*--d = (char)('0' + v % 10);
+	while (*d)
+		path[n++] = *d++;
+	path[n] = 0;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, path, n + 1);
+	long l = sf_syscall3(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0)
+		return l;
+	l = sf_fd_brief((int)l);
+	if (l < 0)
+		return -EMFILE;
+	if (!abstract)
+		sf_syscall3(SYS_unlinkat, AT_FDCWD, (long)path, 0); /* a hand-over's left by a killed one of this tid */
+	long r = sf_syscall3(SYS_bind, l, (long)&a, (long)(offsetof(struct sockaddr_un, sun_path) + n + 1));
+	if (r == 0)
+		r = sf_syscall3(SYS_listen, l, 1, 0);
+	struct hand h = {path, n, (int)wfd};
+	if (r == 0) {
+		r = sf_writer_call(hand_req, &h);
+		if (r == SF_WRITER_REFUSED)
+			r = -EPERM;
+	}
+	long fd = -1;
+	if (r == 0) {
+		long c = sf_syscall6(SYS_accept4, l, 0, 0, SOCK_CLOEXEC, 0, 0);
+		if (c >= 0) {
+			struct ucred cr;
+			socklen_t cl = sizeof(cr);
+			char b;
+			struct iovec iv = {&b, 1};
+			union {
+				char buf[CMSG_SPACE(sizeof(int))];
+				struct cmsghdr align;
+			} ctl;
+			struct msghdr m = {.msg_iov = &iv, .msg_iovlen = 1, .msg_control = ctl.buf,
+					   .msg_controllen = sizeof(ctl.buf)};
+			long got = -1;
+			if (sf_syscall6(SYS_getsockopt, c, SOL_SOCKET, SO_PEERCRED, (long)&cr, (long)&cl, 0) == 0 &&
+			    cr.pid == (pid_t)sf_syscall3(SYS_getpid, 0, 0, 0)) {
+				do
+					got = sf_syscall3(SYS_recvmsg, c, (long)&m, MSG_CMSG_CLOEXEC);
+				while (got == -EINTR);
+			}
+			struct cmsghdr *cm = got == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+			if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+			    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+				int v;
+				memcpy(&v, CMSG_DATA(cm), sizeof(int));
+				fd = v;
+			}
+			sf_syscall3(SYS_close, c, 0, 0);
+			r = fd >= 0 ? 0 : -EPROTO;
+		} else {
+			r = c;
+		}
+	}
+	sf_syscall3(SYS_close, l, 0, 0);
+	if (!abstract)
+		sf_syscall3(SYS_unlinkat, AT_FDCWD, (long)path, 0);
+	return fd >= 0 ? fd : r;
+}
+
+static long hand_over(long wfd)
+{
+	if (!sf_seccomp_allows(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, 0, 0, 0) ||
+	    !sf_seccomp_allows_fd_call(SYS_bind, 0, 0) || !sf_seccomp_allows_fd_call(SYS_listen, 1, 0) ||
+	    !sf_seccomp_allows_fd_call(SYS_accept4, 0, 0) || !sf_seccomp_allows_fd_call(SYS_recvmsg, 0, 0) ||
+	    !sf_seccomp_allows_fd_call(SYS_getsockopt, SOL_SOCKET, SO_PEERCRED) ||
+	    !sf_seccomp_allows(SYS_getrandom, 0, 8, 1, 0, 0, 0) || !sf_seccomp_allows(SYS_unlinkat, AT_FDCWD, 0, 0, 0, 0, 0))
+		return -EPERM;
+	long fd = hand_over_at(wfd, 1);
+	return fd >= 0 ? fd : hand_over_at(wfd, 0);
+}
+
 /* In the parent, before a fork from a thread that left record's network
  * namespace: the channel in this table (-1: none, nothing needed). */
 int sf_keeper_conn_for_fork(void)
@@ -321,22 +477,48 @@ int sf_keeper_conn_for_fork(void)
 	if (!sf_netns_moved || !notes_dir_len || !notes_ino || !(sf_writer_active() || keeper) ||
 	    !sf_writer_private() || sf_writer_on_thread())
 		return -1;
-	/* a seccomp filter that refuses the copy (sandbox.c): the child has
-	 * no channel, and says it wrote no log */
-	if (!sf_seccomp_allows(SYS_pidfd_open, 1, O_EXCL, 0, 0, 0, 0) ||
-	    !sf_seccomp_allows_fd_call(SYS_pidfd_getfd, 1, 0))
-		return -1;
+	handover_fail = NULL;
+	handover_err = 0;
 	long wfd = sf_writer_call(chan_req, NULL);
-	if (wfd < 0 || wfd == SF_WRITER_REFUSED)
+	if (wfd < 0 || wfd == SF_WRITER_REFUSED) {
+		handover_fail = "its parent could not get a channel to record's keeper for it";
+		handover_err = wfd < 0 && wfd != SF_WRITER_REFUSED ? (int)-wfd : 0;
 		return -1;
-	long fd = -1, pidfd = sf_syscall3(SYS_pidfd_open, keeper ? sf_keeper_tid() : sf_writer_tid(),
-					  O_EXCL /* PIDFD_THREAD */, 0);
+	}
+	/* a seccomp filter the runtime saw installed (sandbox.c) is asked
+	 * first: a route it refuses is not taken (its verdict may be a kill) */
+	int pidfd_ok = sf_seccomp_allows(SYS_pidfd_open, 1, O_EXCL, 0, 0, 0, 0) &&
+		       sf_seccomp_allows_fd_call(SYS_pidfd_getfd, 1, 0);
+	long fd = -1, pidfd = pidfd_ok ? sf_syscall3(SYS_pidfd_open, keeper ? sf_keeper_tid() : sf_writer_tid(),
+						     O_EXCL /* PIDFD_THREAD */, 0)
+				       : -EPERM;
 	if (pidfd >= 0) {
 		fd = sf_syscall3(SYS_pidfd_getfd, pidfd, wfd, 0); /* close-on-exec */
 		sf_syscall3(SYS_close, pidfd, 0, 0);
+		if (fd < 0 && (fd = hand_over(wfd)) < 0) {
+			handover_fail = "pidfd_getfd, which hands the channel to record's keeper down, was refused, and so "
+					"was the way round it (a unix socket in the run's private directory)";
+			handover_err = (int)-fd;
+		}
+	} else if ((fd = hand_over(wfd)) < 0) {
+		handover_fail = "pidfd_open, which hands the channel to record's keeper down, was refused";
+		handover_err = (int)-pidfd;
 	}
 	sf_writer_call(close_req, (void *)wfd);
 	return fd < 0 ? -1 : sf_fd_brief((int)fd);
+}
+
+/* Why a process forked outside record's network namespace cannot reach
+ * record's keeper (its parent's hand-over failed: the reason inherited at
+ * the fork), or NULL; *err the refused call's errno (0: none). */
+const char *sf_keeper_unreachable(int *err)
+{
+	*err = handover_err;
+	if (handover_fail)
+		return handover_fail;
+	if (sf_netns_moved && !(chan >= 0))
+		return "it runs outside record's network namespace, where record's keeper cannot be reached";
+	return NULL;
 }
 
 /* In a fork child (writer.c's reset): the parent's channel is not in
@@ -350,6 +532,8 @@ static void chan_forked(void)
 /* In the child (hooks.c): fd, inherited, its channel from now on. */
 void sf_keeper_conn_handed(int fd)
 {
+	handover_fail = NULL;
+	handover_err = 0;
 	struct stat st;
 	if (fd < 0 || sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0)
 		return;

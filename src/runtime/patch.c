@@ -210,9 +210,26 @@ static void patch_segment(struct sf_object_rt *obj, int seg, uint64_t seg_lo, ui
 	uint64_t page_lo = lo & ~(SF_PAGE - 1);
 	size_t len = (size_t)(((hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - page_lo);
 	struct sf_text_writer w = {-1, 0};
-	if (!whole_segment_once(obj, seg, seg_lo, seg_hi, &page_lo, &len, prot) &&
-	    mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0) {
-		int err = errno;
+	/* A seccomp filter that kills on W+X (a W^X daemon's, issue 24) is
+	 * asked first (sandbox.c): refused there is refused with EPERM here,
+	 * never a killed program. The way round (/proc/self/mem) must then
+	 * pass it too, and so must the mprotect that gives the text back. */
+	/* (The unpatch of a stop for a filter runs at its install, before the
+	 * filter is in force: sandbox.c's stop_for_good.) */
+	int rwx_ok = (!on && __atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) ||
+		     sf_seccomp_allows(SYS_mprotect, (long)page_lo, (long)len, prot | PROT_WRITE, 0, 0, 0);
+	if (!rwx_ok &&
+	    (!sf_seccomp_allows(SYS_openat, AT_FDCWD, (long)"/proc/self/mem", O_RDWR | O_CLOEXEC, 0, 0, 0) ||
+	     !sf_seccomp_allows(SYS_pwrite64, 3, (long)&w, SF_ARCH_SLED_SIZE, 0, 0, 0) ||
+	     !sf_seccomp_allows(SYS_getdents64, 3, (long)&w, 4096, 0, 0, 0) ||
+	     !sf_seccomp_allows(SYS_close, 3, 0, 0, 0, 0, 0))) {
+		sf_rt_message("a seccomp filter refuses writable executable text and /proc/self/mem: left untraced: ",
+			      obj->path, "");
+		return;
+	}
+	if (!rwx_ok || (!whole_segment_once(obj, seg, seg_lo, seg_hi, &page_lo, &len, prot) &&
+			mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0)) {
+		int err = rwx_ok ? errno : EPERM;
 		if (err != EACCES && err != EPERM) {
 			sf_rt_message("cannot make text writable in ", obj->path, strerror(err));
 			return;

@@ -551,6 +551,7 @@ HIDDEN char *strerror(int e)
 		{ENODEV, "No such device"}, {EBUSY, "Device or resource busy"}, {EXDEV, "Invalid cross-device link"},
 		{ETXTBSY, "Text file busy"}, {EPIPE, "Broken pipe"}, {ESPIPE, "Illegal seek"}, {ENOSYS, "Function not implemented"},
 		{EFAULT, "Bad address"}, {ESRCH, "No such process"}, {ECHILD, "No child processes"},
+		{ECONNREFUSED, "Connection refused"},
 	};
 	static const struct {
 		int e;

@@ -484,6 +484,7 @@ void sf_notes_hand_over(uid_t to) SF_HIDDEN;
  * the forking thread's table for the fork (-1: none needed or possible);
  * in the child, taken for its first request, and closed if unused. */
 int sf_keeper_conn_for_fork(void) SF_HIDDEN;
+const char *sf_keeper_unreachable(int *err) SF_HIDDEN;
 void sf_keeper_conn_handed(int fd) SF_HIDDEN;
 void sf_keeper_conn_drop(void) SF_HIDDEN;
 extern __thread int sf_netns_moved SF_HIDDEN;

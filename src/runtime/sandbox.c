@@ -725,6 +725,7 @@ int sf_seccomp_allows_fd_call(long nr, long a1, long a2)
  * SF_UNCHECKED sched_setaffinity: the writer's CPUs, at its start (writer_start_path)
  * SF_UNCHECKED pidfd_open pidfd_getfd: the writer's stop, start and hand-over (writer_stop_path, writer_start_path, handover_path: refused, the writer stays); a fork's keeper channel (notes.c, asked where allowed)
  * SF_UNCHECKED fchmod: trust.c asks sf_seccomp_allows first (a file the umask left short of 0600)
+ * SF_UNCHECKED bind listen accept4 getrandom: notes.c's channel hand-over where pidfd_getfd fails, on a fork from a thread out of record's netns (unverified)
  */
 
 /* A credential change is possible under the chain: some set*id call of
@@ -776,10 +777,17 @@ static long needed_refused(int writer_leaves)
  * runtime would meet a refusal (or a kill) at its start or on its event
  * path. The exec wrappers then run the new image without the runtime
  * (exec_env.c). Cheap: only with a chain, only at an exec. */
+int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter: no signal mask either at exit */
+
 int sf_seccomp_exec_untraced(void)
 {
 	if (!__atomic_load_n(&chain, __ATOMIC_ACQUIRE))
 		return 0;
+	/* Tracing stopped for the chain: a new image's runtime would meet
+	 * the same filter, and calls of its start not listed here (issue 24:
+	 * geteuid for the notes directory's owner) would kill the child. */
+	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
+		return 1;
 	static const struct call start_path[] = {
 		{SYS_openat, {AT_FDCWD, P, O_RDONLY | O_CLOEXEC, 0}},
 		{SYS_read, {0, P, 4096}},
@@ -817,7 +825,6 @@ int sf_seccomp_refuses_keeper(void)
 	       !sf_seccomp_allows(SYS_set_tid_address, P, 0, 0, 0, 0, 0);
 }
 
-int sf_sandbox_stopped SF_HIDDEN; /* tracing stopped for a filter: no signal mask either at exit */
 
 static void stop_for_good(long nr)
 {

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "format/xray_map.h"
 #include "runtime/runtime.h"
@@ -290,7 +291,9 @@ void sf_arch_point_slot(void (*slot)(void), void (*target)(void))
 	uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
 	size_t len = ((uintptr_t)p + 16 - page + 4095) & ~(size_t)4095;
 	uint64_t span_lo = page;
-	if (sf_text_make_writable(&span_lo, &len) < 0)
+	/* a seccomp filter killing on W+X (sandbox.c) leaves the slot as it is */
+	if (!sf_seccomp_allows(SYS_mprotect, (long)page, (long)len, PROT_READ | PROT_WRITE | PROT_EXEC, 0, 0, 0) ||
+	    sf_text_make_writable(&span_lo, &len) < 0)
 		return;
 	page = (uintptr_t)span_lo;
 	uint64_t to = (uint64_t)target;

@@ -24,7 +24,7 @@
  *     way on every thread.
  * A stack the program gave makecontext is known from the ucontext's
  * uc_stack, noted by the runtime's makecontext (arch/<arch>/makecontext.S)
- * in a small table every thread reads (ctx_stack_of below).
+ * in a table every thread reads, every live context's (ctx_stack_of below).
  * Any other stack (a coroutine's switched to without makecontext, a signal
  * stack, a thread whose stack is none of these)
  * is read from /proc/self/maps as before, at most STACK_READS times a
@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -300,39 +301,242 @@ static int learn_other_stack(uint64_t cur)
 
 /* ---- the stacks of the contexts the program made (makecontext) ----
  * Reading maps on a thread's first landing on a coroutine's stack cost
- * about 12,500 instructions and tens of microseconds of system time,
- * charged to the frame the longjmp abandons (skeptic25s). makecontext is
- * told the stack: the runtime's (arch/<arch>/makecontext.S, a stub that
- * keeps the variadic arguments as they came) notes uc_stack here, then
- * goes on to the next makecontext (libc's). The table is process-wide (a
- * context made on one thread may run on another), CTX_SLOTS slots reused
- * in turn, each a seqlock: a writer claims a slot by making its sequence
- * odd (a slot another writer holds is passed over), readers (a landing,
- * maybe in a signal handler) take a slot only when its sequence is even
- * and unchanged across the read. No lock, no allocation. Readers look
- * from the newest slot back, so a stack's memory freed and given to a
- * newer context is found as the newer one. A stack the table has lost
- * (more than CTX_SLOTS contexts made since) is read from maps as before. */
-enum { CTX_SLOTS = 64, CTX_MIN = 2048 };
-static struct ctx_slot {
-	uint64_t seq, lo, hi;
-} ctx_tab[CTX_SLOTS];
-static uint64_t ctx_claimed; /* slots claimed so far: the newest is ctx_claimed - 1 */
+ * about 12,500 instructions and tens of microseconds of system time (and
+ * milliseconds with thousands of mappings), charged to the frame the
+ * longjmp abandons (skeptic25s, skeptic25u). makecontext is told the
+ * stack: the runtime's (arch/<arch>/makecontext.S, a stub that keeps the
+ * variadic arguments as they came) notes uc_stack here, then goes on to
+ * the next makecontext (libc's).
+ *
+ * The table holds every live context's stack, whatever their number (up
+ * to CTX_BLOCKS * CTX_PER entries): entries sorted by stack base, none
+ * overlapping (a new context whose stack overlaps older entries replaces
+ * them: a stack freed and reused belongs to its newest context), in
+ * blocks of CTX_PER entries found through a directory sorted by each
+ * block's first base, like a two-level B-tree. It is process-wide (a
+ * context made on one thread may run on another), in one mapping
+ * reserved at the first makecontext (MAP_NORESERVE: pages are touched as
+ * blocks are used, 16 bytes a context, 16 MiB at most) and never
+ * unmapped, so a reader can never fault on it.
+ *   - makecontext (the writer, the program's own call, not the hot path)
+ *     takes a spin lock (a handler interrupting its own thread's write
+ *     does not note its context: stk.ctx_writing) and changes the table in
+ *     place inside a seqlock: O(log n) to find the place, a move of at
+ *     most one block (4 KiB) and, when a block splits, of the directory
+ *     (64 KiB at most). The same stack made again (a pool's coroutine
+ *     restarted) is found first, without the lock, and changes nothing.
+ *   - a landing (the reader, maybe in a signal handler) takes no lock and
+ *     allocates nothing: two binary searches, O(log n), every index it
+ *     reads clamped into the mapping, kept only if the sequence was even
+ *     and unchanged across the read, retried while a writer on another
+ *     thread works (a bounded wait, then unknown: maps as before). The
+ *     thread keeps the last stack found with the sequence it was found
+ *     at (stk.ctx_seq/lo/hi): while the table is unchanged a later
+ *     landing on that stack needs no search.
+ * Past the bound (every block full, about 524,288 to 1,048,576 contexts
+ * live at once) a new context is not noted, and a landing on its stack
+ * reads maps as any other stack's, at most STACK_READS times a thread.
+ * Entries of stacks the program freed stay until their memory is given
+ * to a newer context. */
+enum { CTX_MIN = 2048, CTX_PER = 256, CTX_BLOCKS = 4096, CTX_WAIT = 1 << 16 };
+struct ctx_ent {
+	uint64_t lo, hi;
+};
+struct ctx_dir {
+	uint64_t first; /* the block's first entry's lo */
+	uint32_t blk, n;
+};
+static struct ctx_table {
+	uint64_t seq; /* odd while a writer changes the table */
+	uint32_t ndir, nused, nfree, pad;
+	uint32_t free[CTX_BLOCKS];
+	struct ctx_dir dir[CTX_BLOCKS];
+	struct ctx_ent blk[CTX_BLOCKS][CTX_PER];
+} *ctx_T;
+static uint32_t ctx_lock;
 
-/* 1 if slot s held a stack holding addr, [*lo, *hi), with no writer
- * changing it during the read (a miss needs no check: a slot being
- * rewritten loses its old stack anyway). */
-static inline __attribute__((always_inline)) int ctx_holds(struct ctx_slot *s, uint64_t addr, uint64_t *lo, uint64_t *hi)
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* The entry holding addr in table t as it stands (possibly torn by a
+ * writer: every index clamped, the caller checks the sequence). */
+static inline __attribute__((always_inline)) int ctx_search(struct ctx_table *t, uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
-	uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-	uint64_t a = __atomic_load_n(&s->lo, __ATOMIC_RELAXED), b = __atomic_load_n(&s->hi, __ATOMIC_RELAXED);
-	if (addr < a || addr >= b)
+	uint32_t nd = LD(t->ndir);
+	if (nd > CTX_BLOCKS)
+		nd = CTX_BLOCKS;
+	uint32_t a = 0, b = nd; /* the last directory entry with first <= addr */
+	while (a < b) {
+		uint32_t m = (a + b) / 2;
+		if (LD(t->dir[m].first) <= addr)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (!a)
 		return 0;
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if ((q & 1) || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != q)
+	uint32_t bk = LD(t->dir[a - 1].blk) % CTX_BLOCKS, n = LD(t->dir[a - 1].n);
+	if (n > CTX_PER)
+		n = CTX_PER;
+	const struct ctx_ent *e = t->blk[bk];
+	a = 0;
+	b = n;
+	while (a < b) {
+		uint32_t m = (a + b) / 2;
+		if (LD(e[m].lo) <= addr)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (!a)
 		return 0;
-	*lo = a;
-	*hi = b;
+	uint64_t x = LD(e[a - 1].lo), y = LD(e[a - 1].hi);
+	if (addr < x || addr >= y)
+		return 0;
+	*lo = x;
+	*hi = y;
+	return 1;
+}
+
+/* 1 with the stack of a context the program made holding addr, 0 if none
+ * (or a writer kept the table too long). */
+SF_LANDING_TEXT static int ctx_lookup(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	struct ctx_table *t = __atomic_load_n(&ctx_T, __ATOMIC_ACQUIRE);
+	if (!t)
+		return 0;
+	for (uint32_t spins = 0; spins < CTX_WAIT; spins++) {
+		uint64_t q = __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE);
+		if (q & 1) {
+			if (__atomic_load_n(&stk.ctx_writing, __ATOMIC_RELAXED))
+				return 0; /* a handler inside its own thread's write */
+			sf_arch_cpu_relax();
+			continue;
+		}
+		uint64_t a = 0, b = 0;
+		int found = ctx_search(t, addr, &a, &b);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (LD(t->seq) != q)
+			continue;
+		if (found) {
+			/* the hint: sequence 0 while it changes, for a handler */
+			__atomic_store_n(&stk.ctx_seq, 0, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			stk.ctx_lo = a;
+			stk.ctx_hi = b;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			__atomic_store_n(&stk.ctx_seq, q, __ATOMIC_RELAXED);
+			*lo = a;
+			*hi = b;
+		}
+		return found;
+	}
+	return 0;
+}
+
+/* ---- the writer's side, under ctx_lock, the sequence odd ---- */
+
+/* Index of the directory entry whose block lo belongs in: the last with
+ * first <= lo, else 0. */
+static uint32_t ctx_dir_of(struct ctx_table *t, uint64_t lo)
+{
+	uint32_t a = 0, b = t->ndir;
+	while (a < b) {
+		uint32_t m = (a + b) / 2;
+		if (t->dir[m].first <= lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a ? a - 1 : 0;
+}
+
+/* Index in block d of the first entry with lo > x. */
+static uint32_t ctx_pos(struct ctx_table *t, uint32_t d, uint64_t x)
+{
+	const struct ctx_ent *e = t->blk[t->dir[d].blk];
+	uint32_t a = 0, b = t->dir[d].n;
+	while (a < b) {
+		uint32_t m = (a + b) / 2;
+		if (e[m].lo <= x)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+static void ctx_delete(struct ctx_table *t, uint32_t d, uint32_t i)
+{
+	struct ctx_dir *dd = &t->dir[d];
+	struct ctx_ent *e = t->blk[dd->blk];
+	memmove(&e[i], &e[i + 1], (dd->n - i - 1) * sizeof(*e));
+	if (--dd->n) {
+		dd->first = e[0].lo;
+		return;
+	}
+	t->free[t->nfree++] = dd->blk;
+	memmove(&t->dir[d], &t->dir[d + 1], (t->ndir - d - 1) * sizeof(*dd));
+	t->ndir--;
+}
+
+/* Drops every entry overlapping [lo, hi). */
+static void ctx_drop_overlaps(struct ctx_table *t, uint64_t lo, uint64_t hi)
+{
+	while (t->ndir) {
+		/* the last entry starting below hi: the only candidate left of it
+		 * is itself, the entries are disjoint and sorted */
+		uint32_t d = ctx_dir_of(t, hi - 1), i = ctx_pos(t, d, hi - 1);
+		if (!i)
+			return; /* hi - 1 below every entry */
+		const struct ctx_ent *e = &t->blk[t->dir[d].blk][i - 1];
+		if (e->hi <= lo)
+			return;
+		ctx_delete(t, d, i - 1);
+	}
+}
+
+static uint32_t ctx_new_block(struct ctx_table *t)
+{
+	if (t->nfree)
+		return t->free[--t->nfree];
+	if (t->nused < CTX_BLOCKS)
+		return t->nused++;
+	return CTX_BLOCKS;
+}
+
+/* Inserts [lo, hi) (overlapping none); 0 past the bound. */
+static int ctx_insert(struct ctx_table *t, uint64_t lo, uint64_t hi)
+{
+	if (!t->ndir) {
+		uint32_t bk = ctx_new_block(t);
+		if (bk == CTX_BLOCKS)
+			return 0;
+		t->blk[bk][0] = (struct ctx_ent){lo, hi};
+		t->dir[0] = (struct ctx_dir){lo, bk, 1};
+		t->ndir = 1;
+		return 1;
+	}
+	uint32_t d = ctx_dir_of(t, lo);
+	if (t->dir[d].n == CTX_PER) { /* split: the upper half to a new block after it */
+		uint32_t bk = t->ndir < CTX_BLOCKS ? ctx_new_block(t) : CTX_BLOCKS;
+		if (bk == CTX_BLOCKS)
+			return 0;
+		struct ctx_ent *old = t->blk[t->dir[d].blk];
+		memcpy(t->blk[bk], old + CTX_PER / 2, CTX_PER / 2 * sizeof(*old));
+		memmove(&t->dir[d + 2], &t->dir[d + 1], (t->ndir - d - 1) * sizeof(t->dir[0]));
+		t->dir[d + 1] = (struct ctx_dir){t->blk[bk][0].lo, bk, CTX_PER / 2};
+		t->dir[d].n = CTX_PER / 2;
+		t->ndir++;
+		if (lo >= t->dir[d + 1].first)
+			d++;
+	}
+	uint32_t i = ctx_pos(t, d, lo);
+	struct ctx_dir *dd = &t->dir[d];
+	struct ctx_ent *e = t->blk[dd->blk];
+	memmove(&e[i + 1], &e[i], (dd->n - i) * sizeof(*e));
+	e[i] = (struct ctx_ent){lo, hi};
+	dd->n++;
+	dd->first = e[0].lo;
 	return 1;
 }
 
@@ -341,38 +545,66 @@ static void ctx_note(const ucontext_t *ucp)
 	uint64_t lo = (uint64_t)ucp->uc_stack.ss_sp, hi = lo + ucp->uc_stack.ss_size, a, b;
 	if (!lo || hi < lo + CTX_MIN)
 		return; /* glibc's makecontext would write below it: no stack to note */
-	uint64_t n = __atomic_load_n(&ctx_claimed, __ATOMIC_ACQUIRE);
-	if (n && ctx_holds(&ctx_tab[(n - 1) % CTX_SLOTS], lo, &a, &b) && a == lo && b == hi)
+	if (ctx_lookup(lo, &a, &b) && a == lo && b == hi)
 		return; /* the same stack made again: a pool's coroutine restarted */
-	for (int tries = 0; tries < CTX_SLOTS; tries++) {
-		struct ctx_slot *s = &ctx_tab[__atomic_fetch_add(&ctx_claimed, 1, __ATOMIC_RELAXED) % CTX_SLOTS];
-		uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-		if ((q & 1) || !__atomic_compare_exchange_n(&s->seq, &q, q + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			continue; /* another writer's */
+	if (__atomic_load_n(&stk.ctx_writing, __ATOMIC_RELAXED))
+		return; /* a handler's makecontext inside its own thread's */
+	__atomic_store_n(&stk.ctx_writing, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	while (__atomic_exchange_n(&ctx_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+	struct ctx_table *t = ctx_T;
+	if (!t) {
+		void *m = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m != MAP_FAILED) {
+			t = m;
+			__atomic_store_n(&ctx_T, t, __ATOMIC_RELEASE);
+		}
+	}
+	if (t) {
+		__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-		__atomic_store_n(&s->lo, lo, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->hi, hi, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->seq, q + 2, __ATOMIC_RELEASE);
-		return;
+		ctx_drop_overlaps(t, lo, hi);
+		ctx_insert(t, lo, hi);
+		__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&ctx_lock, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&stk.ctx_writing, 0, __ATOMIC_RELAXED);
+}
+
+/* A fork child has only the forking thread: a lock another thread held is
+ * let go, and a table it was changing is emptied. */
+void sf_stack_after_fork_child(void)
+{
+	struct ctx_table *t = ctx_T;
+	if (__atomic_load_n(&ctx_lock, __ATOMIC_RELAXED) && !stk.ctx_writing) {
+		if (t && (t->seq & 1)) {
+			t->ndir = t->nused = t->nfree = 0;
+			t->seq++;
+		}
+		ctx_lock = 0;
 	}
 }
 
-/* The stack of a context the program made that holds addr: the newest;
- * the slot the thread found last (stk.ctx_hint, one word: a handler
- * cannot tear it) is tried first, as a landing asks several times. */
+/* The stack of a context the program made that holds addr: the one the
+ * thread found last, while the table is as it was then, else searched. */
 SF_LANDING_TEXT static int ctx_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
-	uint32_t h = stk.ctx_hint;
-	if (h && ctx_holds(&ctx_tab[h - 1], addr, lo, hi))
-		return 1;
-	uint64_t n = __atomic_load_n(&ctx_claimed, __ATOMIC_ACQUIRE);
-	for (uint64_t i = n; i > 0 && n - i < CTX_SLOTS; i--) {
-		if (ctx_holds(&ctx_tab[(i - 1) % CTX_SLOTS], addr, lo, hi)) {
-			stk.ctx_hint = (uint32_t)((i - 1) % CTX_SLOTS + 1);
+	uint64_t q = __atomic_load_n(&stk.ctx_seq, __ATOMIC_RELAXED);
+	if (q) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		uint64_t a = stk.ctx_lo, b = stk.ctx_hi;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		struct ctx_table *t = __atomic_load_n(&ctx_T, __ATOMIC_RELAXED);
+		if (addr >= a && addr < b && q == __atomic_load_n(&stk.ctx_seq, __ATOMIC_RELAXED) && t &&
+		    __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE) == q) {
+			*lo = a;
+			*hi = b;
 			return 1;
 		}
 	}
-	return 0;
+	return ctx_lookup(addr, lo, hi);
 }
 
 typedef void (*makecontext_fn)(ucontext_t *, void (*)(void), int, ...);
@@ -494,6 +726,10 @@ int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
 }
 #else
 void sf_stack_init(void)
+{
+}
+
+void sf_stack_after_fork_child(void)
 {
 }
 

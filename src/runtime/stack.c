@@ -322,9 +322,10 @@ static int learn_other_stack(uint64_t cur)
  *     takes a spin lock (a handler interrupting its own thread's write
  *     does not note its context: stk.ctx_writing) and changes the table in
  *     place inside a seqlock: O(log n) to find the place, a move of at
- *     most one block (4 KiB) and, when a block splits, of the directory
+ *     most half a block (a block keeps room at both ends: none in rising
+ *     or falling order) and, when a block splits, of the directory
  *     (64 KiB at most). The same stack made again (a pool's coroutine
- *     restarted) is found first, without the lock, and changes nothing.
+ *     restarted) is found by the same search and changes nothing.
  *   - a landing (the reader, maybe in a signal handler) takes no lock and
  *     allocates nothing: two binary searches, O(log n), every index it
  *     reads clamped into the mapping, kept only if the sequence was even
@@ -344,7 +345,8 @@ struct ctx_ent {
 };
 struct ctx_dir {
 	uint64_t first; /* the block's first entry's lo */
-	uint32_t blk, n;
+	uint32_t blk;   /* the block */
+	uint16_t beg, n; /* its entries: blk[blk][beg .. beg + n) */
 };
 static struct ctx_table {
 	uint64_t seq; /* odd while a writer changes the table */
@@ -354,6 +356,8 @@ static struct ctx_table {
 	struct ctx_ent blk[CTX_BLOCKS][CTX_PER];
 } *ctx_T;
 static uint32_t ctx_lock;
+
+_Static_assert(sizeof(struct ctx_ent) == 16 && sizeof(struct ctx_dir) == 16, "ctx_move moves 16-byte items");
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -374,10 +378,11 @@ static inline __attribute__((always_inline)) int ctx_search(struct ctx_table *t,
 	}
 	if (!a)
 		return 0;
-	uint32_t bk = LD(t->dir[a - 1].blk) % CTX_BLOCKS, n = LD(t->dir[a - 1].n);
-	if (n > CTX_PER)
-		n = CTX_PER;
-	const struct ctx_ent *e = t->blk[bk];
+	uint32_t bk = LD(t->dir[a - 1].blk) % CTX_BLOCKS, beg = LD(t->dir[a - 1].beg) % CTX_PER,
+		 n = LD(t->dir[a - 1].n);
+	if (n > CTX_PER - beg)
+		n = CTX_PER - beg;
+	const struct ctx_ent *e = t->blk[bk] + beg;
 	a = 0;
 	b = n;
 	while (a < b) {
@@ -435,6 +440,34 @@ SF_LANDING_TEXT static int ctx_lookup(uint64_t addr, uint64_t *lo, uint64_t *hi)
 
 /* ---- the writer's side, under ctx_lock, the sequence odd ---- */
 
+/* Block d's entries. */
+static inline struct ctx_ent *ctx_ents(struct ctx_table *t, uint32_t d)
+{
+	return t->blk[t->dir[d].blk] + t->dir[d].beg;
+}
+
+/* n 16-byte entries (struct ctx_ent or ctx_dir) from s to d, overlapping
+ * either way, a word at a time: the runtime's memmove copies bytes
+ * backwards. The empty asm keeps the compiler from making the loop a
+ * memmove call. */
+static void ctx_move(void *dv, const void *sv, uint32_t n)
+{
+	uint64_t *d = dv;
+	const uint64_t *s = sv;
+	n *= 2;
+	if (d < s) {
+		for (uint32_t k = 0; k < n; k++) {
+			__asm__("" : "+r"(k));
+			d[k] = s[k];
+		}
+	} else if (d > s) {
+		for (uint32_t k = n; k-- > 0;) {
+			__asm__("" : "+r"(k));
+			d[k] = s[k];
+		}
+	}
+}
+
 /* Index of the directory entry whose block lo belongs in: the last with
  * first <= lo, else 0. */
 static uint32_t ctx_dir_of(struct ctx_table *t, uint64_t lo)
@@ -453,7 +486,7 @@ static uint32_t ctx_dir_of(struct ctx_table *t, uint64_t lo)
 /* Index in block d of the first entry with lo > x. */
 static uint32_t ctx_pos(struct ctx_table *t, uint32_t d, uint64_t x)
 {
-	const struct ctx_ent *e = t->blk[t->dir[d].blk];
+	const struct ctx_ent *e = ctx_ents(t, d);
 	uint32_t a = 0, b = t->dir[d].n;
 	while (a < b) {
 		uint32_t m = (a + b) / 2;
@@ -465,17 +498,23 @@ static uint32_t ctx_pos(struct ctx_table *t, uint32_t d, uint64_t x)
 	return a;
 }
 
+/* Drops entry i of block d: the shorter side moves. */
 static void ctx_delete(struct ctx_table *t, uint32_t d, uint32_t i)
 {
 	struct ctx_dir *dd = &t->dir[d];
-	struct ctx_ent *e = t->blk[dd->blk];
-	memmove(&e[i], &e[i + 1], (dd->n - i - 1) * sizeof(*e));
+	struct ctx_ent *e = ctx_ents(t, d);
+	if (i < dd->n / 2) {
+		ctx_move(e + 1, e, i);
+		dd->beg++;
+	} else {
+		ctx_move(e + i, e + i + 1, dd->n - i - 1u);
+	}
 	if (--dd->n) {
-		dd->first = e[0].lo;
+		dd->first = ctx_ents(t, d)[0].lo;
 		return;
 	}
 	t->free[t->nfree++] = dd->blk;
-	memmove(&t->dir[d], &t->dir[d + 1], (t->ndir - d - 1) * sizeof(*dd));
+	ctx_move(&t->dir[d], &t->dir[d + 1], t->ndir - d - 1);
 	t->ndir--;
 }
 
@@ -488,8 +527,7 @@ static void ctx_drop_overlaps(struct ctx_table *t, uint64_t lo, uint64_t hi)
 		uint32_t d = ctx_dir_of(t, hi - 1), i = ctx_pos(t, d, hi - 1);
 		if (!i)
 			return; /* hi - 1 below every entry */
-		const struct ctx_ent *e = &t->blk[t->dir[d].blk][i - 1];
-		if (e->hi <= lo)
+		if (ctx_ents(t, d)[i - 1].hi <= lo)
 			return;
 		ctx_delete(t, d, i - 1);
 	}
@@ -504,49 +542,109 @@ static uint32_t ctx_new_block(struct ctx_table *t)
 	return CTX_BLOCKS;
 }
 
-/* Inserts [lo, hi) (overlapping none); 0 past the bound. */
-static int ctx_insert(struct ctx_table *t, uint64_t lo, uint64_t hi)
+/* Inserts [lo, hi) (overlapping none) before entry i of the block of
+ * directory entry d (its place); 0 past the bound. A block keeps room at
+ * both ends: stacks made in rising or falling address order (heap or
+ * mmap) move no entry (past a block's full end: a new block beside it);
+ * one in the middle moves the shorter side (the entries recentred in
+ * their block first when that side has no room). A full block splits in two, its lower half at the top of its block, the upper
+ * half at the bottom of a new one. */
+static int ctx_insert_at(struct ctx_table *t, uint32_t d, uint32_t i, uint64_t lo, uint64_t hi)
 {
+	enum { H = CTX_PER / 2 };
 	if (!t->ndir) {
 		uint32_t bk = ctx_new_block(t);
 		if (bk == CTX_BLOCKS)
 			return 0;
-		t->blk[bk][0] = (struct ctx_ent){lo, hi};
-		t->dir[0] = (struct ctx_dir){lo, bk, 1};
+		t->blk[bk][H] = (struct ctx_ent){lo, hi};
+		t->dir[0] = (struct ctx_dir){lo, bk, H, 1};
 		t->ndir = 1;
 		return 1;
 	}
-	uint32_t d = ctx_dir_of(t, lo);
-	if (t->dir[d].n == CTX_PER) { /* split: the upper half to a new block after it */
+	if (t->dir[d].n == CTX_PER) {
 		uint32_t bk = t->ndir < CTX_BLOCKS ? ctx_new_block(t) : CTX_BLOCKS;
 		if (bk == CTX_BLOCKS)
 			return 0;
-		struct ctx_ent *old = t->blk[t->dir[d].blk];
-		memcpy(t->blk[bk], old + CTX_PER / 2, CTX_PER / 2 * sizeof(*old));
-		memmove(&t->dir[d + 2], &t->dir[d + 1], (t->ndir - d - 1) * sizeof(t->dir[0]));
-		t->dir[d + 1] = (struct ctx_dir){t->blk[bk][0].lo, bk, CTX_PER / 2};
-		t->dir[d].n = CTX_PER / 2;
+		struct ctx_ent *old = ctx_ents(t, d); /* beg 0: full */
+		ctx_move(t->blk[bk], old + H, H);
+		ctx_move(old + H, old, H);
+		ctx_move(&t->dir[d + 2], &t->dir[d + 1], t->ndir - d - 1);
+		t->dir[d + 1] = (struct ctx_dir){t->blk[bk][0].lo, bk, 0, H};
+		t->dir[d].beg = H;
+		t->dir[d].n = H;
 		t->ndir++;
-		if (lo >= t->dir[d + 1].first)
+		if (i > H) {
 			d++;
+			i -= H;
+		}
 	}
-	uint32_t i = ctx_pos(t, d, lo);
 	struct ctx_dir *dd = &t->dir[d];
-	struct ctx_ent *e = t->blk[dd->blk];
-	memmove(&e[i + 1], &e[i], (dd->n - i) * sizeof(*e));
+	struct ctx_ent *e = ctx_ents(t, d);
+	uint32_t n = dd->n, back = CTX_PER - dd->beg - n;
+	if (n >= H && ((i == n && !back) || (!i && !dd->beg)) && t->ndir < CTX_BLOCKS) {
+		/* past a block's end with no room there: a new block beside
+		 * it, with room on the same side (rising or falling order) */
+		uint32_t bk = ctx_new_block(t);
+		if (bk == CTX_BLOCKS)
+			return 0;
+		uint32_t at = i ? d + 1 : d, beg = i ? 0 : CTX_PER - 1;
+		ctx_move(&t->dir[at + 1], &t->dir[at], t->ndir - at);
+		t->blk[bk][beg] = (struct ctx_ent){lo, hi};
+		t->dir[at] = (struct ctx_dir){lo, bk, (uint16_t)beg, 1};
+		t->ndir++;
+		return 1;
+	}
+	if (i < n - i ? !dd->beg : !back) { /* no room on the shorter side: the gap split evenly */
+		uint32_t nb = (CTX_PER - n) / 2;
+		ctx_move(t->blk[dd->blk] + nb, e, n);
+		dd->beg = (uint16_t)nb;
+		e = t->blk[dd->blk] + nb;
+		back = CTX_PER - nb - n;
+	}
+	if (dd->beg && (i < n - i || !back)) {
+		ctx_move(e - 1, e, i);
+		dd->beg--;
+		e--;
+	} else if (back) {
+		ctx_move(e + i + 1, e + i, n - i);
+	} else {
+		return 0; /* cannot be: n < CTX_PER */
+	}
 	e[i] = (struct ctx_ent){lo, hi};
 	dd->n++;
 	dd->first = e[0].lo;
 	return 1;
 }
 
+/* Notes [lo, hi) under the lock: one search finds its place, the same
+ * stack made again (a pool's coroutine restarted: nothing changes) and
+ * whether a neighbour overlaps it (a stack reused: the older entries go). */
+static void ctx_put(struct ctx_table *t, uint64_t lo, uint64_t hi)
+{
+	uint32_t d = ctx_dir_of(t, lo), i = t->ndir ? ctx_pos(t, d, lo) : 0;
+	int overlap = 0;
+	if (t->ndir) {
+		const struct ctx_ent *e = ctx_ents(t, d);
+		if (i && e[i - 1].lo == lo && e[i - 1].hi == hi)
+			return;
+		overlap = (i && e[i - 1].hi > lo) || (i < t->dir[d].n ? e[i].lo < hi : d + 1 < t->ndir && t->dir[d + 1].first < hi);
+	}
+	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (overlap) {
+		ctx_drop_overlaps(t, lo, hi);
+		d = ctx_dir_of(t, lo);
+		i = t->ndir ? ctx_pos(t, d, lo) : 0;
+	}
+	ctx_insert_at(t, d, i, lo, hi);
+	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
+}
+
 static void ctx_note(const ucontext_t *ucp)
 {
-	uint64_t lo = (uint64_t)ucp->uc_stack.ss_sp, hi = lo + ucp->uc_stack.ss_size, a, b;
+	uint64_t lo = (uint64_t)ucp->uc_stack.ss_sp, hi = lo + ucp->uc_stack.ss_size;
 	if (!lo || hi < lo + CTX_MIN)
 		return; /* glibc's makecontext would write below it: no stack to note */
-	if (ctx_lookup(lo, &a, &b) && a == lo && b == hi)
-		return; /* the same stack made again: a pool's coroutine restarted */
 	if (__atomic_load_n(&stk.ctx_writing, __ATOMIC_RELAXED))
 		return; /* a handler's makecontext inside its own thread's */
 	__atomic_store_n(&stk.ctx_writing, 1, __ATOMIC_RELAXED);
@@ -561,13 +659,8 @@ static void ctx_note(const ucontext_t *ucp)
 			__atomic_store_n(&ctx_T, t, __ATOMIC_RELEASE);
 		}
 	}
-	if (t) {
-		__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		ctx_drop_overlaps(t, lo, hi);
-		ctx_insert(t, lo, hi);
-		__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
-	}
+	if (t)
+		ctx_put(t, lo, hi);
 	__atomic_store_n(&ctx_lock, 0, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&stk.ctx_writing, 0, __ATOMIC_RELAXED);

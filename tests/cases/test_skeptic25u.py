@@ -118,15 +118,13 @@ def test_thousand_live_coroutines_landings():
     all alive at once (a server's coroutine per connection), each stack
     its own mmap with a guard page; each coroutine makes K longjmp
     landings (two frames abandoned) each time it runs, R rounds. Untraced
-    and traced: "landings N*R*K". With N = 64 (the table's size) no
-    landing reads /proc/self/maps (checked by
-    test_coroutines_the_table_holds); with N = 1,000 the contexts made
-    first are gone from the table while still in use, and their landings
-    read maps, up to 8 times a thread, each read charged to the landed
-    frame (land) in proportion to the number of mappings (2,000 here).
-    Checked: no maps open under strace; the first landing of the 65th
-    coroutine costs no more than the 64th's (callgrind, within 1,000
-    instructions)."""
+    and traced: "landings N*R*K". With the 64-slot ring of k25u the
+    contexts made first were gone from the table while still in use (N =
+    1,000: maps read 8 times, 4-8 ms each, charged to land; the 65th
+    coroutine's first landing +41,000 instructions over the 64th's); the
+    table now holds every live context (h25ctx2). Checked: no maps open
+    under strace; the first landing of the 65th coroutine costs no more
+    than the 64th's (callgrind, within 1,000 instructions)."""
     exe = coro()
     out, log, n = maps_opens([exe, "sep", "1000", "2", "1"])
     eq(out, "landings 2000\n", "traced output")
@@ -142,9 +140,10 @@ def test_thread_pool_of_coroutines_landings():
     """skep25u_thrctx T: every thread makes a context on its own mmap'd
     stack, all meet on a barrier, then each swaps into its coroutine and
     lands once. Untraced and traced: "threads T landings T" and T UNWINDs
-    of two frames. With T = 64 no maps read; with T = 100 the contexts
-    made first are gone from the table and 36 threads each read maps,
-    all at once, their time charged to land."""
+    of two frames, no maps read. With the 64-slot ring of k25u, T = 100
+    lost the contexts made first and 36 threads each read maps, all at
+    once, their time charged to land (median 26 ms a landing with T =
+    200); the table now holds every live context (h25ctx2)."""
     exe = build_c("skep25u_thrctx", ["skep25u_thrctx.c"], libs=["-lpthread"])
     out, log, n = maps_opens([exe, "100"])
     eq(out, "threads 100 landings 100\n", "traced output")

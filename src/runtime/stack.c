@@ -330,7 +330,8 @@ static int learn_other_stack(uint64_t cur)
  *     allocates nothing: two binary searches, O(log n), every index it
  *     reads clamped into the mapping, kept only if the sequence was even
  *     and unchanged across the read, retried while a writer on another
- *     thread works (a bounded wait, then unknown: maps as before). The
+ *     thread works (spinning, then yielding the CPU to it, a bounded
+ *     number of times, then unknown: maps as before). The
  *     thread keeps the last stack found with the sequence it was found
  *     at (stk.ctx_seq/lo/hi): while the table is unchanged a later
  *     landing on that stack needs no search.
@@ -339,7 +340,7 @@ static int learn_other_stack(uint64_t cur)
  * reads maps as any other stack's, at most STACK_READS times a thread.
  * Entries of stacks the program freed stay until their memory is given
  * to a newer context. */
-enum { CTX_MIN = 2048, CTX_PER = 256, CTX_BLOCKS = 4096, CTX_WAIT = 1 << 16 };
+enum { CTX_MIN = 2048, CTX_PER = 256, CTX_BLOCKS = 4096, CTX_SPIN = 256, CTX_WAIT = 4096 };
 struct ctx_ent {
 	uint64_t lo, hi;
 };
@@ -414,7 +415,10 @@ SF_LANDING_TEXT static int ctx_lookup(uint64_t addr, uint64_t *lo, uint64_t *hi)
 		if (q & 1) {
 			if (__atomic_load_n(&stk.ctx_writing, __ATOMIC_RELAXED))
 				return 0; /* a handler inside its own thread's write */
-			sf_arch_cpu_relax();
+			if (spins < CTX_SPIN)
+				sf_arch_cpu_relax();
+			else
+				sched_yield(); /* the writer may wait for this CPU */
 			continue;
 		}
 		uint64_t a = 0, b = 0;

@@ -8,7 +8,7 @@ and makecontext's added cost is bounded.
 
 Costs are callgrind instruction counts (bench/ctx_table.py prints them for
 64, 1,000 and 100,000 contexts), never times. Fixture:
-tests/fixtures/ctx_many.c.
+tests/fixtures/ctx_many.c and ctx_race.c.
 
 Runs under tests/run.py, or alone: python3 tests/cases/test_ctx_table.py."""
 import os
@@ -71,6 +71,23 @@ def test_costs_grow_with_the_log():
         check(f10k - f64 <= 150, msg)
         check(abs(a10k - a64) <= 20, msg)
         check(m10k <= 400, msg)
+
+
+def test_landings_while_contexts_are_made():
+    """ctx_race 3 20000 4 500: 3 threads making 20,000 contexts each
+    (stacks in shuffled order) while 4 threads each land 500 times on a
+    coroutine of their own made before: "made 60000 landings 2000"
+    untraced and traced, no /proc/self/maps open (a landing that meets a
+    writer waits for it, yielding the CPU, rather than give up), 2,000
+    UNWINDs of two frames."""
+    exe = build_c("ctx_race", ["ctx_race.c"], libs=["-lpthread"])
+    args = [exe, "3", "20000", "4", "500"]
+    want = "made 60000 landings 2000\n"
+    eq(run(args).stdout, want, "untraced")
+    out, log, n = maps_opens(args)
+    eq(out, want, "traced")
+    eq(n, 0, "/proc/self/maps opens")
+    eq(unwinds(log).get("2 frames abandoned", 0), 2000, "UNWINDs of two frames")
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ static void vw_after_fork_child(uint32_t *waited);
 static void after_fork_child_files(int files_shared, uint32_t *waited)
 {
 	vw_after_fork_child(waited);
+	sf_stack_after_fork_child();
 	if (fork_bare) {
 		fork_bare = 0;
 		sf_fork_child_stopped();

@@ -112,7 +112,10 @@ struct sf_stack_range {
 	 * [alt_lo, alt_hi), empty for none; valid while alt_known is 1. */
 	uint64_t alt_lo, alt_hi;
 	uint32_t alt_known;
-	uint32_t ctx_hint; /* 1 + the slot of stack.c's table of contexts last found holding a stack asked about; 0 none */
+	uint32_t ctx_writing; /* 1 while the thread changes stack.c's table of contexts */
+	/* The context's stack last found in that table, [ctx_lo, ctx_hi),
+	 * valid while the table's sequence is ctx_seq (0: none). */
+	uint64_t ctx_seq, ctx_lo, ctx_hi;
 };
 #endif
 
@@ -888,6 +891,7 @@ int sf_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi) SF_HIDDEN;
  * stack (stack.c) and returns the makecontext to go on to. */
 struct ucontext_t;
 void *sf_makecontext_route(const struct ucontext_t *ucp) SF_HIDDEN;
+void sf_stack_after_fork_child(void) SF_HIDDEN; /* the table of contexts' lock */
 
 /* 1 if addr lies on the stack the thread runs on now, at or above the
  * caller's frame: mapped. */

@@ -24,7 +24,7 @@
  *     way on every thread.
  * A stack the program gave makecontext is known from the ucontext's
  * uc_stack, noted by the runtime's makecontext (arch/<arch>/makecontext.S)
- * in a small table every thread reads (ctx_stack_of below).
+ * in a table every thread reads, every live context's (ctx_stack_of below).
  * Any other stack (a coroutine's switched to without makecontext, a signal
  * stack, a thread whose stack is none of these)
  * is read from /proc/self/maps as before, at most STACK_READS times a
@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -300,79 +301,407 @@ static int learn_other_stack(uint64_t cur)
 
 /* ---- the stacks of the contexts the program made (makecontext) ----
  * Reading maps on a thread's first landing on a coroutine's stack cost
- * about 12,500 instructions and tens of microseconds of system time,
- * charged to the frame the longjmp abandons (skeptic25s). makecontext is
- * told the stack: the runtime's (arch/<arch>/makecontext.S, a stub that
- * keeps the variadic arguments as they came) notes uc_stack here, then
- * goes on to the next makecontext (libc's). The table is process-wide (a
- * context made on one thread may run on another), CTX_SLOTS slots reused
- * in turn, each a seqlock: a writer claims a slot by making its sequence
- * odd (a slot another writer holds is passed over), readers (a landing,
- * maybe in a signal handler) take a slot only when its sequence is even
- * and unchanged across the read. No lock, no allocation. Readers look
- * from the newest slot back, so a stack's memory freed and given to a
- * newer context is found as the newer one. A stack the table has lost
- * (more than CTX_SLOTS contexts made since) is read from maps as before. */
-enum { CTX_SLOTS = 64, CTX_MIN = 2048 };
-static struct ctx_slot {
-	uint64_t seq, lo, hi;
-} ctx_tab[CTX_SLOTS];
-static uint64_t ctx_claimed; /* slots claimed so far: the newest is ctx_claimed - 1 */
+ * about 12,500 instructions and tens of microseconds of system time (and
+ * milliseconds with thousands of mappings), charged to the frame the
+ * longjmp abandons (skeptic25s, skeptic25u). makecontext is told the
+ * stack: the runtime's (arch/<arch>/makecontext.S, a stub that keeps the
+ * variadic arguments as they came) notes uc_stack here, then goes on to
+ * the next makecontext (libc's).
+ *
+ * The table holds every live context's stack, whatever their number (up
+ * to CTX_BLOCKS * CTX_PER entries): entries sorted by stack base, none
+ * overlapping (a new context whose stack overlaps older entries replaces
+ * them: a stack freed and reused belongs to its newest context), in
+ * blocks of CTX_PER entries found through a directory sorted by each
+ * block's first base, like a two-level B-tree. It is process-wide (a
+ * context made on one thread may run on another), in one mapping
+ * reserved at the first makecontext (MAP_NORESERVE: pages are touched as
+ * blocks are used, 16 bytes a context, 16 MiB at most) and never
+ * unmapped, so a reader can never fault on it.
+ *   - makecontext (the writer, the program's own call, not the hot path)
+ *     takes a spin lock (a handler interrupting its own thread's write
+ *     does not note its context: stk.ctx_writing) and changes the table in
+ *     place inside a seqlock: O(log n) to find the place, a move of at
+ *     most half a block (a block keeps room at both ends: none in rising
+ *     or falling order) and, when a block splits, of the directory
+ *     (64 KiB at most). The same stack made again (a pool's coroutine
+ *     restarted) is found by the same search and changes nothing.
+ *   - a landing (the reader, maybe in a signal handler) takes no lock and
+ *     allocates nothing: two binary searches, O(log n), every index it
+ *     reads clamped into the mapping, kept only if the sequence was even
+ *     and unchanged across the read, retried while a writer on another
+ *     thread works (spinning, then yielding the CPU to it, a bounded
+ *     number of times, then unknown: maps as before). The
+ *     thread keeps the last stack found with the sequence it was found
+ *     at (stk.ctx_seq/lo/hi): while the table is unchanged a later
+ *     landing on that stack needs no search.
+ * Past the bound (every block full, about 524,288 to 1,048,576 contexts
+ * live at once) a new context is not noted, and a landing on its stack
+ * reads maps as any other stack's, at most STACK_READS times a thread.
+ * Entries of stacks the program freed stay until their memory is given
+ * to a newer context. */
+enum { CTX_MIN = 2048, CTX_PER = 256, CTX_BLOCKS = 4096, CTX_SPIN = 256, CTX_WAIT = 4096 };
+struct ctx_ent {
+	uint64_t lo, hi;
+};
+struct ctx_dir {
+	uint64_t first; /* the block's first entry's lo */
+	uint32_t blk;   /* the block */
+	uint16_t beg, n; /* its entries: blk[blk][beg .. beg + n) */
+};
+static struct ctx_table {
+	uint64_t seq; /* odd while a writer changes the table */
+	uint32_t ndir, nused, nfree, pad;
+	uint32_t free[CTX_BLOCKS];
+	struct ctx_dir dir[CTX_BLOCKS];
+	struct ctx_ent blk[CTX_BLOCKS][CTX_PER];
+} *ctx_T;
+static uint32_t ctx_lock;
 
-/* 1 if slot s held a stack holding addr, [*lo, *hi), with no writer
- * changing it during the read (a miss needs no check: a slot being
- * rewritten loses its old stack anyway). */
-static inline __attribute__((always_inline)) int ctx_holds(struct ctx_slot *s, uint64_t addr, uint64_t *lo, uint64_t *hi)
+_Static_assert(sizeof(struct ctx_ent) == 16 && sizeof(struct ctx_dir) == 16, "ctx_move moves 16-byte items");
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* The entry holding addr in table t as it stands (possibly torn by a
+ * writer: every index clamped, the caller checks the sequence). */
+static inline __attribute__((always_inline)) int ctx_search(struct ctx_table *t, uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
-	uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-	uint64_t a = __atomic_load_n(&s->lo, __ATOMIC_RELAXED), b = __atomic_load_n(&s->hi, __ATOMIC_RELAXED);
-	if (addr < a || addr >= b)
+	uint32_t nd = LD(t->ndir);
+	if (nd > CTX_BLOCKS)
+		nd = CTX_BLOCKS;
+	uint32_t a = 0, b = nd; /* the last directory entry with first <= addr */
+	while (a < b) {
+		uint32_t m = (a + b) / 2;
+		if (LD(t->dir[m].first) <= addr)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (!a)
 		return 0;
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if ((q & 1) || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != q)
+	uint32_t bk = LD(t->dir[a - 1].blk) % CTX_BLOCKS, beg = LD(t->dir[a - 1].beg) % CTX_PER,
+		 n = LD(t->dir[a - 1].n);
+	if (n > CTX_PER - beg)
+		n = CTX_PER - beg;
+	const struct ctx_ent *e = t->blk[bk] + beg;
+	a = 0;
+	b = n;
+	while (a < b) {
+		uint32_t m = (a + b) / 2;
+		if (LD(e[m].lo) <= addr)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (!a)
 		return 0;
-	*lo = a;
-	*hi = b;
+	uint64_t x = LD(e[a - 1].lo), y = LD(e[a - 1].hi);
+	if (addr < x || addr >= y)
+		return 0;
+	*lo = x;
+	*hi = y;
 	return 1;
+}
+
+/* 1 with the stack of a context the program made holding addr, 0 if none
+ * (or a writer kept the table too long). */
+SF_LANDING_TEXT static int ctx_lookup(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	struct ctx_table *t = __atomic_load_n(&ctx_T, __ATOMIC_ACQUIRE);
+	if (!t)
+		return 0;
+	for (uint32_t spins = 0; spins < CTX_WAIT; spins++) {
+		uint64_t q = __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE);
+		if (q & 1) {
+			if (__atomic_load_n(&stk.ctx_writing, __ATOMIC_RELAXED))
+				return 0; /* a handler inside its own thread's write */
+			if (spins < CTX_SPIN)
+				sf_arch_cpu_relax();
+			else
+				sched_yield(); /* the writer may wait for this CPU */
+			continue;
+		}
+		uint64_t a = 0, b = 0;
+		int found = ctx_search(t, addr, &a, &b);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (LD(t->seq) != q)
+			continue;
+		if (found) {
+			/* the hint: sequence 0 while it changes, for a handler */
+			__atomic_store_n(&stk.ctx_seq, 0, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			stk.ctx_lo = a;
+			stk.ctx_hi = b;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			__atomic_store_n(&stk.ctx_seq, q, __ATOMIC_RELAXED);
+			*lo = a;
+			*hi = b;
+		}
+		return found;
+	}
+	return 0;
+}
+
+/* ---- the writer's side, under ctx_lock, the sequence odd ---- */
+
+/* Block d's entries. */
+static inline struct ctx_ent *ctx_ents(struct ctx_table *t, uint32_t d)
+{
+	return t->blk[t->dir[d].blk] + t->dir[d].beg;
+}
+
+/* n 16-byte entries (struct ctx_ent or ctx_dir) from s to d, overlapping
+ * either way, a word at a time: the runtime's memmove copies bytes
+ * backwards. The empty asm keeps the compiler from making the loop a
+ * memmove call. */
+static void ctx_move(void *dv, const void *sv, uint32_t n)
+{
+	uint64_t *d = dv;
+	const uint64_t *s = sv;
+	n *= 2;
+	if (d < s) {
+		for (uint32_t k = 0; k < n; k++) {
+			__asm__("" : "+r"(k));
+			d[k] = s[k];
+		}
+	} else if (d > s) {
+		for (uint32_t k = n; k-- > 0;) {
+			__asm__("" : "+r"(k));
+			d[k] = s[k];
+		}
+	}
+}
+
+/* Index of the directory entry whose block lo belongs in: the last with
+ * first <= lo, else 0. */
+static uint32_t ctx_dir_of(struct ctx_table *t, uint64_t lo)
+{
+	uint32_t a = 0, b = t->ndir;
+	while (a < b) {
+		uint32_t m = (a + b) / 2;
+		if (t->dir[m].first <= lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a ? a - 1 : 0;
+}
+
+/* Index in block d of the first entry with lo > x. */
+static uint32_t ctx_pos(struct ctx_table *t, uint32_t d, uint64_t x)
+{
+	const struct ctx_ent *e = ctx_ents(t, d);
+	uint32_t a = 0, b = t->dir[d].n;
+	while (a < b) {
+		uint32_t m = (a + b) / 2;
+		if (e[m].lo <= x)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+/* Drops entry i of block d: the shorter side moves. */
+static void ctx_delete(struct ctx_table *t, uint32_t d, uint32_t i)
+{
+	struct ctx_dir *dd = &t->dir[d];
+	struct ctx_ent *e = ctx_ents(t, d);
+	if (i < dd->n / 2) {
+		ctx_move(e + 1, e, i);
+		dd->beg++;
+	} else {
+		ctx_move(e + i, e + i + 1, dd->n - i - 1u);
+	}
+	if (--dd->n) {
+		dd->first = ctx_ents(t, d)[0].lo;
+		return;
+	}
+	t->free[t->nfree++] = dd->blk;
+	ctx_move(&t->dir[d], &t->dir[d + 1], t->ndir - d - 1);
+	t->ndir--;
+}
+
+/* Drops every entry overlapping [lo, hi). */
+static void ctx_drop_overlaps(struct ctx_table *t, uint64_t lo, uint64_t hi)
+{
+	while (t->ndir) {
+		/* the last entry starting below hi: the only candidate left of it
+		 * is itself, the entries are disjoint and sorted */
+		uint32_t d = ctx_dir_of(t, hi - 1), i = ctx_pos(t, d, hi - 1);
+		if (!i)
+			return; /* hi - 1 below every entry */
+		if (ctx_ents(t, d)[i - 1].hi <= lo)
+			return;
+		ctx_delete(t, d, i - 1);
+	}
+}
+
+static uint32_t ctx_new_block(struct ctx_table *t)
+{
+	if (t->nfree)
+		return t->free[--t->nfree];
+	if (t->nused < CTX_BLOCKS)
+		return t->nused++;
+	return CTX_BLOCKS;
+}
+
+/* Inserts [lo, hi) (overlapping none) before entry i of the block of
+ * directory entry d (its place); 0 past the bound. A block keeps room at
+ * both ends: stacks made in rising or falling address order (heap or
+ * mmap) move no entry (past a block's full end: a new block beside it);
+ * one in the middle moves the shorter side (the entries recentred in
+ * their block first when that side has no room). A full block splits in two, its lower half at the top of its block, the upper
+ * half at the bottom of a new one. */
+static int ctx_insert_at(struct ctx_table *t, uint32_t d, uint32_t i, uint64_t lo, uint64_t hi)
+{
+	enum { H = CTX_PER / 2 };
+	if (!t->ndir) {
+		uint32_t bk = ctx_new_block(t);
+		if (bk == CTX_BLOCKS)
+			return 0;
+		t->blk[bk][H] = (struct ctx_ent){lo, hi};
+		t->dir[0] = (struct ctx_dir){lo, bk, H, 1};
+		t->ndir = 1;
+		return 1;
+	}
+	if (t->dir[d].n == CTX_PER) {
+		uint32_t bk = t->ndir < CTX_BLOCKS ? ctx_new_block(t) : CTX_BLOCKS;
+		if (bk == CTX_BLOCKS)
+			return 0;
+		struct ctx_ent *old = ctx_ents(t, d); /* beg 0: full */
+		ctx_move(t->blk[bk], old + H, H);
+		ctx_move(old + H, old, H);
+		ctx_move(&t->dir[d + 2], &t->dir[d + 1], t->ndir - d - 1);
+		t->dir[d + 1] = (struct ctx_dir){t->blk[bk][0].lo, bk, 0, H};
+		t->dir[d].beg = H;
+		t->dir[d].n = H;
+		t->ndir++;
+		if (i > H) {
+			d++;
+			i -= H;
+		}
+	}
+	struct ctx_dir *dd = &t->dir[d];
+	struct ctx_ent *e = ctx_ents(t, d);
+	uint32_t n = dd->n, back = CTX_PER - dd->beg - n;
+	if (n >= H && ((i == n && !back) || (!i && !dd->beg)) && t->ndir < CTX_BLOCKS) {
+		/* past a block's end with no room there: a new block beside
+		 * it, with room on the same side (rising or falling order) */
+		uint32_t bk = ctx_new_block(t);
+		if (bk == CTX_BLOCKS)
+			return 0;
+		uint32_t at = i ? d + 1 : d, beg = i ? 0 : CTX_PER - 1;
+		ctx_move(&t->dir[at + 1], &t->dir[at], t->ndir - at);
+		t->blk[bk][beg] = (struct ctx_ent){lo, hi};
+		t->dir[at] = (struct ctx_dir){lo, bk, (uint16_t)beg, 1};
+		t->ndir++;
+		return 1;
+	}
+	if (i < n - i ? !dd->beg : !back) { /* no room on the shorter side: the gap split evenly */
+		uint32_t nb = (CTX_PER - n) / 2;
+		ctx_move(t->blk[dd->blk] + nb, e, n);
+		dd->beg = (uint16_t)nb;
+		e = t->blk[dd->blk] + nb;
+		back = CTX_PER - nb - n;
+	}
+	if (dd->beg && (i < n - i || !back)) {
+		ctx_move(e - 1, e, i);
+		dd->beg--;
+		e--;
+	} else if (back) {
+		ctx_move(e + i + 1, e + i, n - i);
+	} else {
+		return 0; /* cannot be: n < CTX_PER */
+	}
+	e[i] = (struct ctx_ent){lo, hi};
+	dd->n++;
+	dd->first = e[0].lo;
+	return 1;
+}
+
+/* Notes [lo, hi) under the lock: one search finds its place, the same
+ * stack made again (a pool's coroutine restarted: nothing changes) and
+ * whether a neighbour overlaps it (a stack reused: the older entries go). */
+static void ctx_put(struct ctx_table *t, uint64_t lo, uint64_t hi)
+{
+	uint32_t d = ctx_dir_of(t, lo), i = t->ndir ? ctx_pos(t, d, lo) : 0;
+	int overlap = 0;
+	if (t->ndir) {
+		const struct ctx_ent *e = ctx_ents(t, d);
+		if (i && e[i - 1].lo == lo && e[i - 1].hi == hi)
+			return;
+		overlap = (i && e[i - 1].hi > lo) || (i < t->dir[d].n ? e[i].lo < hi : d + 1 < t->ndir && t->dir[d + 1].first < hi);
+	}
+	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (overlap) {
+		ctx_drop_overlaps(t, lo, hi);
+		d = ctx_dir_of(t, lo);
+		i = t->ndir ? ctx_pos(t, d, lo) : 0;
+	}
+	ctx_insert_at(t, d, i, lo, hi);
+	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
 }
 
 static void ctx_note(const ucontext_t *ucp)
 {
-	uint64_t lo = (uint64_t)ucp->uc_stack.ss_sp, hi = lo + ucp->uc_stack.ss_size, a, b;
+	uint64_t lo = (uint64_t)ucp->uc_stack.ss_sp, hi = lo + ucp->uc_stack.ss_size;
 	if (!lo || hi < lo + CTX_MIN)
 		return; /* glibc's makecontext would write below it: no stack to note */
-	uint64_t n = __atomic_load_n(&ctx_claimed, __ATOMIC_ACQUIRE);
-	if (n && ctx_holds(&ctx_tab[(n - 1) % CTX_SLOTS], lo, &a, &b) && a == lo && b == hi)
-		return; /* the same stack made again: a pool's coroutine restarted */
-	for (int tries = 0; tries < CTX_SLOTS; tries++) {
-		struct ctx_slot *s = &ctx_tab[__atomic_fetch_add(&ctx_claimed, 1, __ATOMIC_RELAXED) % CTX_SLOTS];
-		uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-		if ((q & 1) || !__atomic_compare_exchange_n(&s->seq, &q, q + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			continue; /* another writer's */
-		__atomic_thread_fence(__ATOMIC_RELEASE);
-		__atomic_store_n(&s->lo, lo, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->hi, hi, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->seq, q + 2, __ATOMIC_RELEASE);
-		return;
+	if (__atomic_load_n(&stk.ctx_writing, __ATOMIC_RELAXED))
+		return; /* a handler's makecontext inside its own thread's */
+	__atomic_store_n(&stk.ctx_writing, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	while (__atomic_exchange_n(&ctx_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+	struct ctx_table *t = ctx_T;
+	if (!t) {
+		void *m = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m != MAP_FAILED) {
+			t = m;
+			__atomic_store_n(&ctx_T, t, __ATOMIC_RELEASE);
+		}
+	}
+	if (t)
+		ctx_put(t, lo, hi);
+	__atomic_store_n(&ctx_lock, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&stk.ctx_writing, 0, __ATOMIC_RELAXED);
+}
+
+/* A fork child has only the forking thread: a lock another thread held is
+ * let go, and a table it was changing is emptied. */
+void sf_stack_after_fork_child(void)
+{
+	struct ctx_table *t = ctx_T;
+	if (__atomic_load_n(&ctx_lock, __ATOMIC_RELAXED) && !stk.ctx_writing) {
+		if (t && (t->seq & 1)) {
+			t->ndir = t->nused = t->nfree = 0;
+			t->seq++;
+		}
+		ctx_lock = 0;
 	}
 }
 
-/* The stack of a context the program made that holds addr: the newest;
- * the slot the thread found last (stk.ctx_hint, one word: a handler
- * cannot tear it) is tried first, as a landing asks several times. */
+/* The stack of a context the program made that holds addr: the one the
+ * thread found last, while the table is as it was then, else searched. */
 SF_LANDING_TEXT static int ctx_stack_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
-	uint32_t h = stk.ctx_hint;
-	if (h && ctx_holds(&ctx_tab[h - 1], addr, lo, hi))
-		return 1;
-	uint64_t n = __atomic_load_n(&ctx_claimed, __ATOMIC_ACQUIRE);
-	for (uint64_t i = n; i > 0 && n - i < CTX_SLOTS; i--) {
-		if (ctx_holds(&ctx_tab[(i - 1) % CTX_SLOTS], addr, lo, hi)) {
-			stk.ctx_hint = (uint32_t)((i - 1) % CTX_SLOTS + 1);
+	uint64_t q = __atomic_load_n(&stk.ctx_seq, __ATOMIC_RELAXED);
+	if (q) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		uint64_t a = stk.ctx_lo, b = stk.ctx_hi;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		struct ctx_table *t = __atomic_load_n(&ctx_T, __ATOMIC_RELAXED);
+		if (addr >= a && addr < b && q == __atomic_load_n(&stk.ctx_seq, __ATOMIC_RELAXED) && t &&
+		    __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE) == q) {
+			*lo = a;
+			*hi = b;
 			return 1;
 		}
 	}
-	return 0;
+	return ctx_lookup(addr, lo, hi);
 }
 
 typedef void (*makecontext_fn)(ucontext_t *, void (*)(void), int, ...);
@@ -494,6 +823,10 @@ int sf_on_this_stack_slow(uint64_t addr, uint64_t cur)
 }
 #else
 void sf_stack_init(void)
+{
+}
+
+void sf_stack_after_fork_child(void)
 {
 }
 

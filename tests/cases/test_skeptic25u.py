@@ -113,27 +113,18 @@ def coro():
 
 # ---- time: landings on the stacks of many coroutines -----------------------------
 
-@sfkit.known_break(ISSUE, "1,000 live makecontext coroutines, each on its own mmap'd stack, one longjmp landing "
-                   "each per round (skep25u_coro sep 1000 2 1): the runtime opens /proc/self/maps 8 times "
-                   "(0 with 64 coroutines); natively each of those 8 landings took 4.0-8.3 ms between the "
-                   "UNWIND event and land's EXIT (37 ms in all, charged to land's self time; 90-250 ns for the "
-                   "others); callgrind, inside land, traced minus untraced: the 65th coroutine's first landing "
-                   "+41,185-42,145 instructions over the 64th's; round 2 of 1,000 coroutines +2,063 a landing against +962 "
-                   "with 64. The 64-slot table forgets the oldest contexts while they are still alive")
 def test_thousand_live_coroutines_landings():
     """skep25u_coro sep N R K: N ucontext coroutines made by makecontext,
     all alive at once (a server's coroutine per connection), each stack
     its own mmap with a guard page; each coroutine makes K longjmp
     landings (two frames abandoned) each time it runs, R rounds. Untraced
-    and traced: "landings N*R*K". With N = 64 (the table's size) no
-    landing reads /proc/self/maps (checked by
-    test_coroutines_the_table_holds); with N = 1,000 the contexts made
-    first are gone from the table while still in use, and their landings
-    read maps, up to 8 times a thread, each read charged to the landed
-    frame (land) in proportion to the number of mappings (2,000 here).
-    Checked: no maps open under strace; the first landing of the 65th
-    coroutine costs no more than the 64th's (callgrind, within 1,000
-    instructions)."""
+    and traced: "landings N*R*K". With the 64-slot ring of k25u the
+    contexts made first were gone from the table while still in use (N =
+    1,000: maps read 8 times, 4-8 ms each, charged to land; the 65th
+    coroutine's first landing +41,000 instructions over the 64th's); the
+    table now holds every live context (h25ctx2). Checked: no maps open
+    under strace; the first landing of the 65th coroutine costs no more
+    than the 64th's (callgrind, within 1,000 instructions)."""
     exe = coro()
     out, log, n = maps_opens([exe, "sep", "1000", "2", "1"])
     eq(out, "landings 2000\n", "traced output")
@@ -145,19 +136,14 @@ def test_thousand_live_coroutines_landings():
           f"instructions more traced (callgrind inside land: {c})")
 
 
-@sfkit.known_break(ISSUE, "skep25u_thrctx T: T threads alive at once, each running one makecontext coroutine "
-                   "that makes one longjmp landing: /proc/self/maps is opened T - 64 times (36 for T = 100, 136 "
-                   "for T = 200; 0 for T = 64), once in every thread whose context the 64-slot table lost, as the "
-                   "8-read cap is per thread. Natively with T = 200 the time between a landing's UNWIND and "
-                   "land's EXIT had median 26 ms and max 221 ms (6.4 s in all; 220 ns median for T = 64), "
-                   "and the run took 3.8-17.4 s traced against 0.02-0.03 s untraced")
 def test_thread_pool_of_coroutines_landings():
     """skep25u_thrctx T: every thread makes a context on its own mmap'd
     stack, all meet on a barrier, then each swaps into its coroutine and
     lands once. Untraced and traced: "threads T landings T" and T UNWINDs
-    of two frames. With T = 64 no maps read; with T = 100 the contexts
-    made first are gone from the table and 36 threads each read maps,
-    all at once, their time charged to land."""
+    of two frames, no maps read. With the 64-slot ring of k25u, T = 100
+    lost the contexts made first and 36 threads each read maps, all at
+    once, their time charged to land (median 26 ms a landing with T =
+    200); the table now holds every live context (h25ctx2)."""
     exe = build_c("skep25u_thrctx", ["skep25u_thrctx.c"], libs=["-lpthread"])
     out, log, n = maps_opens([exe, "100"])
     eq(out, "threads 100 landings 100\n", "traced output")

@@ -59,5 +59,32 @@ def test_values_past_one_payload_marked():
     eq(entry.split()[-1], "rest=<unrecorded>")
 
 
+def test_ring_window_start_marks_lost_values():
+    """h29max_ring under --ring 128K --trigger '^fin$' with -A/-R on g7:
+    the window starts with a slot whose first event is g7's ARGS event
+    (slow path). Made a filler in the log (as if it had been in the slot
+    before, which a runtime before h29max could do: skeptic 29u's
+    `g7() = -3330;`), the reader marks the event after it: replay shows
+    `g7(<unrecorded>) = N;`, dump `rest=<unrecorded>`; unpatched, the
+    values as recorded."""
+    import re
+    prog = build_c("h29max_ring", ["h29max_ring.c"])
+    p, log = record([prog], args=["-q", "--ring", "128K", "--trigger", "^fin$", "-A", "g7@arg1,arg2", "-R",
+                                  "g7@retval"])
+    raw = run([SFTRACE, "dump", "--raw", log]).stdout
+    ev = [line for line in raw.split("events:", 1)[1].splitlines() if " g7 " in line or line.endswith(" g7")]
+    m = re.search(r"ARGS\s+g7 (arg1=(\d+) arg2=3333|retval=(-?\d+)).*@(\d+)\]", ev[0])
+    sfkit.check(m, ev[:2])
+    with open(log, "r+b") as f:
+        f.seek(int(m.group(4)) + 8 + 5)  # the header's item count: a filler
+        f.write(b"\0")
+    first = calls(log, "g7")[0]
+    if m.group(2):   # an entry's values
+        sfkit.check(re.fullmatch(r"g7\(<unrecorded>\) = -?\d+;", first), first)
+    else:            # an exit's: the frame began before the window
+        sfkit.check(first.startswith("g7(") and "= <unrecorded>;" in first, first)
+    sfkit.check("rest=<unrecorded>" in run([SFTRACE, "dump", log]).stdout, "dump's mark")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

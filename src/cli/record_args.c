@@ -333,6 +333,7 @@ struct ra_func {
 	struct ra_item items[2 * SF_ARG_MAX_ITEMS];
 	uint8_t exact[2 * SF_ARG_MAX_ITEMS]; /* items[i] came from a spec naming the function whole */
 	unsigned n;
+	const char *opt, *spec; /* the first spec that gave it items, for a message */
 };
 
 struct ra_funcs {
@@ -372,19 +373,30 @@ static unsigned same_item(const struct ra_func *f, const struct ra_item *it)
 /* A spec's items for f. As in uftrace (utils/filter.c add_arg_spec), a
  * later spec for the same argument or the return value replaces the
  * earlier one (one value per slot, never two), except that a regex does
- * not replace what a spec naming the function whole gave. */
-static void add_items(struct ra_func *f, const struct ra_item *items, unsigned n, int exact)
+ * not replace what a spec naming the function whole gave. The specs of
+ * one function are merged: its entry's items and its exit's each make
+ * one plan of the runtime's, SF_ARG_MAX_ITEMS at most. Every argument
+ * register a spec may name (arg1-arg6, fparg1-fparg8) fits, so this
+ * cannot be met by specs alone; if it were, -1 (nothing added), for a
+ * message naming both specs: never a value silently left out (before,
+ * items past 12 were, skeptic 29u). */
+static int add_items(struct ra_func *f, const struct ra_item *items, unsigned n, int exact)
 {
+	unsigned count[2] = {0, 0};
+	for (unsigned i = 0; i < f->n; i++)
+		count[f->items[i].on_exit != 0]++;
+	for (unsigned i = 0; i < n; i++)
+		if (same_item(f, &items[i]) == f->n && ++count[items[i].on_exit != 0] > SF_ARG_MAX_ITEMS)
+			return -1;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned k = same_item(f, &items[i]);
-		if (k == f->n && f->n == sizeof(f->items) / sizeof(f->items[0]))
-			break;
 		if (k < f->n && f->exact[k] && !exact)
 			continue;
 		f->items[k] = items[i];
 		f->exact[k] = (uint8_t)exact;
 		f->n += k == f->n;
 	}
+	return 0;
 }
 
 /* The functions of obj that spec s names get its items; *funcs += their
@@ -403,10 +415,22 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *obj, st
 		rc = -1;
 	} else {
 		snprintf(build_id, bid_cap, "%s", o.build_id);
-		for (size_t i = 0; i < o.nfuncs; i++)
-			if (sel_is_selected(&o.funcs[i]))
-				add_items(func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i])), s->items, s->n,
-					  plain_name(s->func) || name_with_params(s->func));
+		for (size_t i = 0; i < o.nfuncs && !rc; i++) {
+			if (!sel_is_selected(&o.funcs[i]))
+				continue;
+			struct ra_func *f = func_at(fs, o.funcs[i].vaddr, sel_func_name(&o, &o.funcs[i]));
+			if (add_items(f, s->items, s->n, plain_name(s->func) || name_with_params(s->func)) < 0) {
+				if (f->spec)
+					sf_error("%s '%s' and %s '%s': more than %u values for %s together", f->opt, f->spec,
+						 opt, s->text, SF_ARG_MAX_ITEMS, f->name);
+				else
+					sf_error("%s '%s': more than %u values for %s", opt, s->text, SF_ARG_MAX_ITEMS, f->name);
+				rc = -1;
+			} else if (!f->spec) {
+				f->opt = opt;
+				f->spec = s->text;
+			}
+		}
 		*funcs += o.nselected;
 	}
 	sel_free(&o);

@@ -66,10 +66,23 @@ enum sf_arg_type {
  * register DWARF does not tell, shown "<unrecorded>". */
 #define SF_ARG_SLOT_GONE 0x3eu
 #define SF_ARG_SLOT_UNKNOWN 0x3du
+/* With SF_AT_NONE, the last item of an entry: the parameters from here
+ * on, past the SF_ARG_MAX_ITEMS items a call records (a function of more
+ * than 24 parameters, or struct members that fill them), shown
+ * "<unrecorded>" and named "rest": a cut is marked, never silent. The
+ * runtime writes it in place of the values that do not fit a coded
+ * payload too. */
+#define SF_ARG_SLOT_REST 0x3cu
 #define SF_ARG_STR_NULL 0xfeu
 #define SF_ARG_STR_UNREADABLE 0xffu
 #define SF_ARG_STR_CAP 64u     /* string bytes recorded per value (spec) */
-#define SF_ARG_MAX_ITEMS 12u   /* items per entry or exit of one function */
+/* Items per entry or exit of one function: every argument register of
+ * both ABIs (x86-64: 6 integer + 8 vector; aarch64: 8 + 8) and room for
+ * struct members. 12 until skeptic 29u (the 13th and later items were cut
+ * unmarked); a FIXED payload of 24 items, all 8-byte values, is
+ * 8 + 48 + 192 = 248 bytes, within SF_ARGS_MAX_RECORDS (sflog.h), and
+ * its values-only records 24, within SF_ARGS_VALUES_MAX. */
+#define SF_ARG_MAX_ITEMS 24u
 #define SF_ARG_MAX_INDEX 8u    /* argument registers on every architecture: x86-64 has 6 integer ones */
 
 static inline unsigned sf_arg_type(uint8_t fmt) { return fmt & 15u; }

@@ -154,6 +154,8 @@ static void name_item(struct av_item *it)
 		snprintf(it->name, sizeof(it->name), "optimized");
 	else if (idx == SF_ARG_SLOT_UNKNOWN && sf_arg_type(it->fmt) == SF_AT_NONE)
 		snprintf(it->name, sizeof(it->name), "param");
+	else if (idx == SF_ARG_SLOT_REST && sf_arg_type(it->fmt) == SF_AT_NONE)
+		snprintf(it->name, sizeof(it->name), "rest"); /* the parameters past the items recorded */
 	else
 		snprintf(it->name, sizeof(it->name), "%s%u", it->slot & SF_ARG_SLOT_FP ? "fparg" : "arg", idx);
 }

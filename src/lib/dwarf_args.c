@@ -1183,6 +1183,23 @@ static int abi_param(struct abi_walk *w, Dwarf_Die *child, struct da_item *items
  * registers are not known for sure each is marked unknown. A parameter
  * DWARF says is optimized out takes its registers (or stack words) but
  * is marked so, whatever they hold. */
+/* Whether a formal parameter follows the one at c. */
+static int more_params(const Dwarf_Die *c)
+{
+	Dwarf_Die k = *c;
+	while (next_param(&k))
+		if (dwarf_tag(&k) == DW_TAG_formal_parameter)
+			return 1;
+	return 0;
+}
+
+/* The parameters of a function past SF_ARG_MAX_ITEMS items (more than 24,
+ * or struct members that take the room): each parameter's items go in
+ * the room short of the last one, which a parameter takes only if it is
+ * the last; else the last item is a NONE of slot SF_ARG_SLOT_REST for
+ * the parameters from there on (`<unrecorded>`, named `rest`): what the
+ * limit cuts is marked, as a stack argument is (skeptic 29u). A struct
+ * whose members do not fit the room left is one NONE item (agg_arg). */
 static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct da_item *items, unsigned cap)
 {
 	Dwarf_Die child;
@@ -1193,10 +1210,16 @@ static unsigned abi_items(struct da_file *d, Dwarf_Die *fn, unsigned gp, struct 
 	do {
 		if (dwarf_tag(&child) != DW_TAG_formal_parameter)
 			continue;
-		if (n == cap)
+		/* whether it is the last matters only near the end (a
+		 * parameter takes 1 + SF_ARG_STRUCT_MAX items at most): no
+		 * walk of the siblings for each parameter of each function */
+		int last = n + 1 + SF_ARG_STRUCT_MAX >= cap && !more_params(&child);
+		if (n + 1 >= cap && !last) {
+			items[n++] = none_item(SF_ARG_SLOT_REST);
 			break;
+		}
 		unsigned first = n;
-		if (abi_param(&w, &child, items, &n, cap) < 0)
+		if (abi_param(&w, &child, items, &n, last ? cap : cap - 1) < 0)
 			break;
 		if (n > first && optimized_out(&child, w.optimized)) {
 			items[first] = none_item(SF_ARG_SLOT_GONE);
@@ -1383,6 +1406,8 @@ struct param_walk {
 				  unsigned pos);
 };
 
+static int more_params(const Dwarf_Die *c);
+
 static unsigned param_items(Dwarf_Die *fn, const struct param_walk *w, struct da_item *items, unsigned cap)
 {
 	Dwarf_Die child, t;
@@ -1392,8 +1417,10 @@ static unsigned param_items(Dwarf_Die *fn, const struct param_walk *w, struct da
 	do {
 		if (dwarf_tag(&child) != DW_TAG_formal_parameter)
 			continue;
-		if (n == cap)
+		if (n + 1 >= cap && more_params(&child)) { /* the last item marks the rest (cut_params) */
+			items[n++] = none_item(SF_ARG_SLOT_REST);
 			break;
+		}
 		uint8_t fmt = 0;
 		enum cls c = classify_of(&child, &t, &fmt);
 		items[n] = w->item_of(w, &child, c, fmt, n);

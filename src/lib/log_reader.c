@@ -1868,6 +1868,29 @@ static int next_batch(struct lr_iter *it)
 	it->slot = b->slot;
 	it->base = b->base;
 	it->first = 1;
+	it->win_first = log->info.ring_bytes && it->thread->batch[0] == bi;
+	return 1;
+}
+
+/* lr_iter.win_first's event ev: 1 if it came without the values its
+ * function asks for (an ARGSPEC entry for it, and it is the window's
+ * first event: its ARGS event fell out), then ev is an ARGS event
+ * marking them `<unrecorded>` and the event waits in it->hold. */
+static int window_lost_args(struct lr_iter *it, struct lr_event *ev)
+{
+	int ret = ev->kind == SF_EV_EXIT || sf_kind_is_tail(ev->kind);
+	if ((ev->kind != SF_EV_ENTRY && !ret) || !hm_find(&it->log->argspec_at, (uint64_t)ev->func_id << 1 | ret))
+		return 0;
+	struct sf_args_head h = {ev->func_id, (uint8_t)(ret ? SF_ARGS_RET : 0), 1, 2};
+	uint8_t item[2] = {SF_ARG_SLOT_REST, sf_arg_fmt(SF_AT_NONE, 8)};
+	memset(it->win_args, 0, sizeof(it->win_args));
+	memcpy(it->win_args, &h, sizeof(h));
+	memcpy(it->win_args + sizeof(h), item, sizeof(item));
+	it->hold = *ev;
+	it->held = 1;
+	ev->kind = SF_EV_ARGS;
+	ev->args = it->win_args;
+	ev->args_len = sizeof(it->win_args);
 	return 1;
 }
 
@@ -1907,6 +1930,11 @@ static void fill_event(struct lr_iter *it, struct lr_event *ev, const unsigned c
 
 int lr_next(struct lr_iter *it, struct lr_event *ev)
 {
+	if (it->held) { /* after its window_lost_args mark */
+		*ev = it->hold;
+		it->held = 0;
+		return 1;
+	}
 	for (;;) {
 		if (it->pre_left && it->pre_thread == it->thread) {
 			/* Ring: the entries that fell out, outermost first, before
@@ -1967,6 +1995,13 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 				pair_values(it, ev, it->rec < it->end ? &next : NULL);
 			}
 			fill_event(it, ev, p);
+			if (it->win_first && (ev->kind != SF_EV_ARGS || (ev->args && ev->args_len >= 8 && ev->args[5]))) {
+				/* a filler (no items, byte 5 of the header)
+				 * does not count; an ARGS event with values is
+				 * its event's own */
+				it->win_first = 0;
+				window_lost_args(it, ev);
+			}
 			return 1;
 		}
 		if (!next_batch(it))

@@ -348,6 +348,16 @@ struct lr_iter {
 	uint32_t pre_raw_valid;
 	uint64_t pre_raw;             /* their time (the thread's first event) */
 	const struct lr_thread *pre_thread;
+	/* Ring: the thread's first batch's first event is still to come.
+	 * A function event there whose function has values asked (an
+	 * ARGSPEC entry) came without them: its ARGS event was in the slot
+	 * before, outside the window (a runtime before h29max could end a
+	 * slot with a slow ARGS event). lr_next delivers an ARGS event of
+	 * one NONE item SF_ARG_SLOT_REST before it (`<unrecorded>`), from
+	 * win_args, and holds the event back in `hold`. */
+	int win_first, held;
+	struct lr_event hold;
+	unsigned char win_args[16];
 };
 
 void lr_iter_init(struct lr_iter *it, const struct lr_log *log);

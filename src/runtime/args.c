@@ -43,7 +43,11 @@ struct arg_item {
 	uint8_t slot, fmt;
 };
 
-#define PLAN_TMPL 4 /* the header and up to 12 slot/fmt pairs, in records */
+/* the header and up to SF_ARG_MAX_ITEMS slot/fmt pairs, in records */
+#define PLAN_TMPL ((8 + 2 * SF_ARG_MAX_ITEMS + 7) / 8)
+_Static_assert(8 + 2 * SF_ARG_MAX_ITEMS + 8 * SF_ARG_MAX_ITEMS <= 8 * SF_ARGS_MAX_RECORDS &&
+		       SF_ARG_MAX_ITEMS <= SF_ARGS_VALUES_MAX,
+	       "a FIXED payload of SF_ARG_MAX_ITEMS 8-byte values fits one ARGS event");
 #define SMALL_PUTS 4 /* fill_small's largest count of values */
 
 /* One direction (entry or exit) of one function, worked out once so that
@@ -74,6 +78,9 @@ struct arg_plan {
 	 * ARGS event before them goes through sf_record_args. Set on both
 	 * plans, at patch time, before the sleds are patched. */
 	uint8_t trigger;
+	/* Coded (strings): the most bytes its items may take (worst_bytes)
+	 * fit the payload, so encode need not keep room to mark the rest. */
+	uint8_t roomy;
 	/* FIXED, one word per value: bits 0-7 where its bytes start in
 	 * struct sf_args_regs (8 x its register's word + a member's byte
 	 * offset there: the 8 bytes loaded from there hold the value in their
@@ -99,6 +106,7 @@ struct arg_plan {
 	int (*event)(const struct sf_args_regs *r, uint32_t word, const struct arg_plan *pl);
 };
 static void plan_event_fn(struct arg_plan *pl);
+static int plan_roomy(const struct arg_plan *pl);
 
 struct arg_func {
 	uint32_t obj;      /* index into A.objs */
@@ -376,6 +384,8 @@ static int on_func(void *ctx, uint64_t vaddr, const char *rest)
 		return 1;
 	make_plan(&f->plan[0], 0);
 	make_plan(&f->plan[1], SF_ARGS_RET);
+	f->plan[0].roomy = (uint8_t)plan_roomy(&f->plan[0]);
+	f->plan[1].roomy = (uint8_t)plan_roomy(&f->plan[1]);
 	plan_event_fn(&f->plan[0]);
 	plan_event_fn(&f->plan[1]);
 	f->obj = A.nobjs - 1;
@@ -1002,8 +1012,53 @@ static uint64_t member_value(const struct sf_args_regs *r, uint8_t struct_slot, 
  * number: past it, strings are recorded cut, with no read at all. */
 #define CALL_STR_BUDGET 64u
 
-/* Items coded after the header (*done of them, those that fit); returns
- * the end. */
+/* The most bytes item it codes to (its slot/format pair included; a
+ * STRUCT's members with it), strings at most `left` bytes of their own. */
+static unsigned worst_item(const struct arg_item *it, unsigned left)
+{
+	unsigned type = sf_arg_type(it->fmt), size = sf_arg_size(it->fmt);
+	switch (type) {
+	case SF_AT_STRUCT: {
+		unsigned w = 2;
+		for (unsigned j = 1; j <= sf_arg_struct_count(it->fmt); j++)
+			w += worst_item(it + j, left);
+		return w;
+	}
+	case SF_AT_NONE:
+		return 2;
+	case SF_AT_DOUBLE:
+		return 2 + 8;
+	case SF_AT_FLOAT:
+		return 2 + 4;
+	case SF_AT_STR:
+	case SF_AT_RSTR:
+		return 2 + 1 + (sf_arg_str_cap(it->fmt) < left ? sf_arg_str_cap(it->fmt) : left);
+	default: /* LEB128 of 8 * size bits, zigzag-coded or not: 10, 5, 3, 2 bytes */
+		return 2 + (8 * size + 1 + 6) / 7;
+	}
+}
+
+/* Whether a coded plan's items always fit one payload (struct
+ * arg_plan's roomy): the strings share CALL_STR_BUDGET. */
+static int plan_roomy(const struct arg_plan *pl)
+{
+	unsigned total = 0, strs = 0;
+	for (unsigned k = 0; k < pl->n; k++) {
+		unsigned type = sf_arg_type(pl->it[k].fmt);
+		if (type == SF_AT_STR || type == SF_AT_RSTR)
+			strs += sf_arg_str_cap(pl->it[k].fmt);
+		total += worst_item(&pl->it[k], 0);
+		if (type == SF_AT_STRUCT) /* counted with it */
+			k += sf_arg_struct_count(pl->it[k].fmt);
+	}
+	return total + (strs < CALL_STR_BUDGET ? strs : CALL_STR_BUDGET) <= 8 * (SF_ARGS_MAX_RECORDS - 1);
+}
+
+/* Items coded after the header (*done of them); returns the end. When a
+ * plan's items may not all fit (not roomy: a --auto-args function of many
+ * parameters, strings among them), each top-level item is coded only if
+ * it fits with 2 bytes to spare, else a NONE item SF_ARG_SLOT_REST (shown
+ * `<unrecorded>`) ends the payload: the values cut are marked. */
 static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, uint8_t *p, const uint8_t *end,
 		       unsigned *done)
 {
@@ -1012,7 +1067,14 @@ static uint8_t *encode(const struct arg_plan *pl, const struct sf_args_regs *r, 
 	uint8_t struct_slot = 0;
 	*done = 0;
 	for (unsigned k = 0; k < pl->n; k++, ++*done) {
-		if (end - p < 2 + 10)
+		unsigned next = k + 1 + (sf_arg_type(it[k].fmt) == SF_AT_STRUCT && !members ? sf_arg_struct_count(it[k].fmt) : 0);
+		if (!pl->roomy && !members && (unsigned)(end - p) < worst_item(&it[k], left) + (next < pl->n ? 2 : 0)) {
+			*p++ = SF_ARG_SLOT_REST;
+			*p++ = sf_arg_fmt(SF_AT_NONE, 8);
+			++*done;
+			break;
+		}
+		if (end - p < 2) /* not met: roomy, or checked above */
 			break;
 		uint8_t fmt = it[k].fmt;
 		unsigned type = sf_arg_type(fmt);
@@ -1096,12 +1158,11 @@ static inline __attribute__((always_inline)) unsigned fill_fixed(const struct ar
 								 uint64_t *w)
 {
 	unsigned n = pl->nput, nrec = pl->nrec;
-	uint64_t v[1 + SF_ARG_MAX_ITEMS + PLAN_TMPL]; /* built on the stack, stored once */
-	_Static_assert(PLAN_TMPL == 4, "the copy below");
+	uint64_t v[SF_ARGS_MAX_RECORDS + PLAN_TMPL]; /* built on the stack, stored once */
 	v[0] = pl->tmpl[0] | func_id; /* the header's first field */
-	v[1] = pl->tmpl[1];
-	v[2] = pl->tmpl[2];
-	v[3] = pl->tmpl[3];
+#pragma GCC unroll 8
+	for (unsigned i = 1; i < PLAN_TMPL; i++)
+		v[i] = pl->tmpl[i];
 	/* Stores, not the `rep stos` the compiler makes of a zeroing loop:
 	 * its start-up was 6% of --auto-args on SQLite (perf), where most
 	 * plans have more than PLAN_TMPL records. The empty asm hides the

@@ -1465,7 +1465,13 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 		skips_step(t, nrec);
 	uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 	size_t used = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
-	int full = cur + nrec * sizeof(struct sf_event) > t->limit;
+	/* An ARGS event keeps a record of room for its function event,
+	 * which comes next on the slow path (args.c): in the slot after, a
+	 * ring's window could start between the two and keep the entry
+	 * without its values, unmarked (skeptic 29u's `g7() = -3330;` under
+	 * --ring --trigger). */
+	size_t room = nrec + (kind == SF_EV_ARGS ? event_records(SF_EV_ENTRY) : 0);
+	int full = cur + room * sizeof(struct sf_event) > t->limit;
 	if (t->state == SF_THREAD_ACTIVE && used && (full || !in_span(time, t->base))) {
 		/* The batch ends here: full, or this event is too far from
 		 * its base to be stored in it (the thread was idle). */
@@ -1743,7 +1749,9 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 		 * after, never in between. */
 		uint64_t zero = __atomic_load_n(&sf_self.heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 		uint64_t at = sf_claim_local(&t->cursor, bytes);
-		if (at + bytes <= t->limit) {
+		/* With a record to spare for the function event the caller
+		 * stores next (store_event): never the slot's last records. */
+		if (at + bytes < t->limit) {
 			uint64_t *r = (uint64_t *)at;
 			unsigned z = 0;
 			for (uint32_t i = 0; i < n; i++) { /* before the word that validates them */

@@ -442,8 +442,6 @@ def test_aarch64_shapes_deltas_gaps_slots_signal_under_qemu():
         check(got == want, f"aarch64 {mode}: {first_diff(got, want)}")
 
 
-@sfkit.known_break(ISSUE, "aarch64 --auto-args (specs resolved by filter --args, under qemu) on all16(8 longs, 8 "
-                          "doubles), x0-x7 and v0-v7: replay shows 12 values, v4-v7 neither shown nor marked")
 def test_aarch64_auto_args_sixteen_register_parameters():
     """skep29u_cap cross-built for aarch64 under qemu with --auto-args:
     all16(i, 1, .., 7, 0.5, 1.5, .., 7.5) must show its 16 parameters (or
@@ -554,9 +552,6 @@ ALLREGS_WANT = ("allregs(0, 1, 2, 3, 4, 5, 0.500000, 1.500000, 2.500000, 3.50000
                 "7.500000) = 256.000000;")
 
 
-@sfkit.known_break(ISSUE, "--auto-args on double allregs(6 longs, 8 doubles), all 14 in registers: replay shows "
-                          "12 values, the 7th and 8th doubles (xmm6, xmm7) neither shown nor marked "
-                          "(SF_ARG_MAX_ITEMS 12; README: every parameter gets a value or a mark)")
 def test_auto_args_fourteen_register_parameters():
     """skep29u_regs under --auto-args: allregs(i, i+1, .., i+5, 0.5, 1.5,
     .., 6.5, 7.5 + i): its first call must show all 14 parameters (or a
@@ -567,26 +562,28 @@ def test_auto_args_fourteen_register_parameters():
     eq(got[0], ALLREGS_WANT, "allregs's first call")
 
 
-@sfkit.known_break(ISSUE, "-A 'allregs@arg1,..,arg6,fparg1,..,fparg6' -A 'allregs@fparg7,fparg8': exit 0, no "
-                          "message, fparg7 and fparg8 silently missing (12 values shown), while one spec of "
-                          "the same 14 values is refused: 'more than 12 values'")
 def test_specs_adding_up_past_twelve_values():
-    """The same 14 registers named by two specs that add up: either
-    refused before the program runs with a line naming the spec (as one
-    spec of 14 is), or all 14 recorded."""
+    """The same 14 registers named by one spec, and by two specs that add
+    up: all 14 recorded either way (every argument register a spec may
+    name fits one call's SF_ARG_MAX_ITEMS, 24; h29max: before, one spec
+    of 14 was refused and two were cut to 12 silently). Past the limit a
+    spec is refused with a line naming it."""
     prog = regs()
-    one = run([SFTRACE, "record", "-q", "-o", os.path.join(tmpdir(), "x.log"), "-A",
-               "allregs@arg1,arg2,arg3,arg4,arg5,arg6,fparg1,fparg2,fparg3,fparg4,fparg5,fparg6,fparg7,fparg8",
-               "--", prog], check_rc=2)
-    check("more than 12 values" in one.stderr, one.stderr)
+    every = "allregs@arg1,arg2,arg3,arg4,arg5,arg6,fparg1,fparg2,fparg3,fparg4,fparg5,fparg6,fparg7,fparg8"
+    log = os.path.join(tmpdir(), "x.log")
+    run([SFTRACE, "record", "-q", "-o", log, "-A", every, "-R", "allregs@retval/f", "--", prog])
+    got = [x for x in replay_lines(log) if x.startswith("allregs(")]
+    eq(got[0], ALLREGS_WANT, "one spec of 14: allregs's first call")
     log = os.path.join(tmpdir(), "y.log")
     p = run([SFTRACE, "record", "-q", "-o", log, "-A", "allregs@arg1,arg2,arg3,arg4,arg5,arg6,fparg1,fparg2,fparg3,"
-             "fparg4,fparg5,fparg6", "-A", "allregs@fparg7,fparg8", "-R", "allregs@retval/f", "--", prog], check_rc=None)
-    if p.returncode == 2:
-        check("fparg7" in p.stderr or "allregs" in p.stderr, p.stderr)
-        return
+             "fparg4,fparg5,fparg6", "-A", "allregs@fparg7,fparg8", "-R", "allregs@retval/f", "--", prog])
+    eq(p.stderr, "", "two specs adding up to 14")
     got = [x for x in replay_lines(log) if x.startswith("allregs(")]
-    eq(got[0], ALLREGS_WANT, f"exit {p.returncode}, stderr {p.stderr!r}; allregs's first call")
+    eq(got[0], ALLREGS_WANT, "two specs: allregs's first call")
+    many = "allregs@" + ",".join(["arg1"] * 25)
+    bad = run([SFTRACE, "record", "-q", "-o", os.path.join(tmpdir(), "z.log"), "-A", many, "--", prog], check_rc=2)
+    eq(bad.stderr.strip().count("\n"), 0, "one line")
+    check("more than 24 values" in bad.stderr and many in bad.stderr, bad.stderr)
 
 
 def test_pause_resume_inside_named_calls():

@@ -214,7 +214,9 @@ static int needs_alone(long nr, long a0, long a1)
 	long type = a1;
 	if (!type) {
 		if (!sf_seccomp_allows_fd_call(SYS_ioctl, NS_GET_NSTYPE, 0))
-			return 0; /* a seccomp filter refuses the question (sandbox.c): made as it is */
+			return 1; /* a seccomp filter refuses the question (sandbox.c): it may be one that
+				   * needs the process alone (a user namespace); a stop it did not need
+				   * costs a writer's cycle, a writer left there fails the call */
 		type = sf_syscall3(SYS_ioctl, a0, NS_GET_NSTYPE, 0);
 		if (type < 0)
 			return 0; /* not a namespace (a pidfd wants its flags): the kernel says no */
@@ -229,6 +231,13 @@ static void wait_alone(void)
 {
 	for (int i = 0; i < 10000 && sf_thread_count() > 1; i++)
 		sf_yield();
+}
+
+/* The same after a stop at a filter's install (sandbox.c): only while
+ * the chain lets the count and the wait run (it is being installed). */
+void sf_wait_alone(void)
+{
+	wait_alone();
 }
 
 /* The writer stopped and gone from the thread group, with every signal

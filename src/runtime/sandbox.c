@@ -975,6 +975,9 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	 * by needed_refused: refused, tracing stops, and they leave all the
 	 * same). */
 	int ns_leave = (sf_writer_active() || sf_keeper_alive()) && ns_stop_refused();
+	long ns_nr = -1;
+	if (ns_leave)
+		ns_nr = FIRST_REFUSED(writer_stop_path) >= 0 ? FIRST_REFUSED(writer_stop_path) : FIRST_REFUSED(sync_path);
 	long nr = needed_refused(tsync || threads_leave || ns_leave);
 	if (nr < 0 && clock_refused && sf_config.clock != SF_CLOCK_TSC)
 		nr = SYS_clock_gettime;
@@ -984,6 +987,16 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 		nr = sf_seccomp_allows(SYS_exit_group, 0, 0, 0, 0, 0, 0) ? SYS_tgkill : SYS_exit_group;
 	if (nr >= 0)
 		stop_for_good(nr);
+	else if (ns_leave) {
+		/* tracing goes on: said once, with the call (record relays it) */
+		char num[24], *q = num + sizeof(num);
+		*--q = 0;
+		for (unsigned long v = (unsigned long)ns_nr; v || !*q; v /= 10)
+			*--q = (char)('0' + v % 10);
+		sf_rt_report("a seccomp filter lets unshare or setns through but refuses a call of the writer's stop "
+			     "around them: the writer thread left at the filter's install, the program's threads write "
+			     "the log themselves from then on; it refuses system call ", q, NULL);
+	}
 	/* What this process (or a child) execs under the chain runs without
 	 * the runtime (exec_env.c): said now, while the note's calls still
 	 * run (record: "sftrace: pid N: ..."), once. */

@@ -80,6 +80,7 @@ def _nsunder(nr, where, flags):
                                     flags], timeout=60)
     eq((rc, out), (0, want), f"traced (stderr: {err[-400:]})")
     eq(_all_calls(d)["work"], 300, "work calls recorded in the process's log(s)")
+    return err
 
 
 def test_unverified_pidfd_getfd_kills_main_unshare():
@@ -106,8 +107,11 @@ def test_unverified_pidfd_open_kills_child_unshare():
 def test_unverified_getdents64_kills_main_unshare():
     """skep24u_nsunder 217 main user: a sandbox that cannot list
     directories (kill on getdents64), then unshare(CLONE_NEWUSER) in main.
-    Untraced: "main rc=0". Traced: must be the same, 300 work calls."""
-    _nsunder(217, "main", "user")
+    Untraced: "main rc=0". Traced: must be the same, 300 work calls; the
+    writer leaves at the install (the runtime's threads gone before the
+    filter: unshare finds the process alone) and record says why."""
+    err = _nsunder(217, "main", "user")
+    check("the writer thread left at the filter's install" in err and "refuses system call 217" in err, err[-400:])
 
 
 def _setnsany(kind, where):

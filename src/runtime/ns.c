@@ -292,10 +292,11 @@ __thread int sf_netns_moved __attribute__((tls_model("initial-exec")));
 static long ns_call(long nr, long a0, long a1)
 {
 	/* Under a seccomp filter that refuses the stop's calls or the
-	 * synchronous hand-offs after it (sandbox.c), the call is made as it
-	 * is: the kernel answers as to a program with a thread of its own
-	 * (unshare(CLONE_NEWUSER): EINVAL), never a kill. A new writer is
-	 * made only where its start is allowed (writer.c, sf_writer_start). */
+	 * synchronous hand-offs after it, the runtime's threads left at its
+	 * install (sandbox.c, ns_stop_refused) and none was made since: the
+	 * call is made as it is, in a process as alone as untraced. A new
+	 * writer is made only where its start is allowed (writer.c,
+	 * sf_writer_start). */
 	if (sf_seccomp_refuses_writer_stop())
 		return sf_syscall3(nr, a0, a1, 0);
 	if (sf_keeper_alive() && needs_alone(nr, a0, a1) && sf_thread_count() == 2)

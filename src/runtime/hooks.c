@@ -55,6 +55,31 @@ static __thread int fork_conn __attribute__((tls_model("initial-exec"))) = -1;
  * its end in each process. */
 static __thread int fork_bare __attribute__((tls_model("initial-exec")));
 
+/* The fork's window (from before_fork to the end of the handlers in each
+ * process): this thread's events are not recorded (a handler's, below),
+ * as in a vfork child. Per thread; the child has a copy. */
+static __thread struct sf_suppress_state fork_quiet __attribute__((tls_model("initial-exec")));
+
+/* The signals the kernel forces on the thread that caused them: a
+ * seccomp filter's SECCOMP_RET_TRAP (SIGSYS) and the faults. One that is
+ * blocked is not held but kills the process (force_sig: the handler is
+ * reset to SIG_DFL), so the fork's window leaves those the program had
+ * unblocked unblocked. glibc's fork child makes set_robust_list (and
+ * rseq) itself inside it: a TRAP there must reach the program's handler
+ * as untraced. The handler's events are not recorded (fork_quiet): in the
+ * child the thread's slot is still its parent's until the handlers run,
+ * and the log's lock is held. */
+static void sync_signals_unblock(void)
+{
+	static const int sync[] = {SIGSYS, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP};
+	sigset_t m;
+	sigemptyset(&m);
+	for (size_t i = 0; i < sizeof(sync) / sizeof(sync[0]); i++)
+		if (!sigismember(&fork_mask, sync[i]))
+			sigaddset(&m, sync[i]);
+	pthread_sigmask(SIG_UNBLOCK, &m, NULL);
+}
+
 static void before_fork(void)
 {
 	if (__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE)) {
@@ -64,6 +89,8 @@ static void before_fork(void)
 	fork_conn = sf_keeper_conn_for_fork();
 	/* Hold the lock across fork so the child never inherits it taken. */
 	sf_log_lock_sig(&fork_mask);
+	sf_suppress_begin(&fork_quiet);
+	sync_signals_unblock();
 	/* the child's heap is the parent's live set at this time (readers);
 	 * a forked child that has no log yet recorded nothing since its own
 	 * fork (the first event makes the log), so its heap is still its
@@ -82,6 +109,7 @@ static void after_fork_parent(void)
 		fork_bare = 0;
 		return;
 	}
+	sf_suppress_end(&fork_quiet);
 	sf_log_unlock_sig(&fork_mask);
 	if (fork_conn >= 0)
 		sf_close(fork_conn);
@@ -101,6 +129,7 @@ static void after_fork_child_files(int files_shared, uint32_t *waited)
 		sf_fork_child_stopped();
 		return;
 	}
+	sf_suppress_end(&fork_quiet); /* the thread's state as at the fork: reset below */
 	sf_fd_guard_after_fork_child();
 	sf_writer_after_fork_child();
 	sf_services_after_fork_child();

@@ -1434,7 +1434,12 @@ static long trim_private(void *unused)
 	for (struct sf_slot *s = L.all_slots; s; s = s->next_all)
 		if (s->file_offset + SF_SLOT_SIZE > top)
 			top = s->file_offset + SF_SLOT_SIZE;
-	int cut = !P.no_trim && top < __atomic_load_n(&L.end, __ATOMIC_ACQUIRE);
+	/* A seccomp filter that refuses ftruncate on this thread (TSYNC puts
+	 * it on the writer: sandbox.c): no cut. The file keeps the zeros
+	 * mapped ahead after its last chunk, as a log whose chunks went past
+	 * the regions (no_trim) does; readers stop at the first zero word. */
+	int cut = !P.no_trim && top < __atomic_load_n(&L.end, __ATOMIC_ACQUIRE) &&
+		  sf_seccomp_allows_fd_call(SYS_ftruncate, (long)top, 0);
 	if (cut) {
 		pool_drop(1);
 		__atomic_store_n(&P.cut, 1, __ATOMIC_RELEASE);

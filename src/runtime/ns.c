@@ -214,7 +214,9 @@ static int needs_alone(long nr, long a0, long a1)
 	long type = a1;
 	if (!type) {
 		if (!sf_seccomp_allows_fd_call(SYS_ioctl, NS_GET_NSTYPE, 0))
-			return 0; /* a seccomp filter refuses the question (sandbox.c): made as it is */
+			return 1; /* a seccomp filter refuses the question (sandbox.c): it may be one that
+				   * needs the process alone (a user namespace); a stop it did not need
+				   * costs a writer's cycle, a writer left there fails the call */
 		type = sf_syscall3(SYS_ioctl, a0, NS_GET_NSTYPE, 0);
 		if (type < 0)
 			return 0; /* not a namespace (a pidfd wants its flags): the kernel says no */
@@ -229,6 +231,13 @@ static void wait_alone(void)
 {
 	for (int i = 0; i < 10000 && sf_thread_count() > 1; i++)
 		sf_yield();
+}
+
+/* The same after a stop at a filter's install (sandbox.c): only while
+ * the chain lets the count and the wait run (it is being installed). */
+void sf_wait_alone(void)
+{
+	wait_alone();
 }
 
 /* The writer stopped and gone from the thread group, with every signal
@@ -283,10 +292,11 @@ __thread int sf_netns_moved __attribute__((tls_model("initial-exec")));
 static long ns_call(long nr, long a0, long a1)
 {
 	/* Under a seccomp filter that refuses the stop's calls or the
-	 * synchronous hand-offs after it (sandbox.c), the call is made as it
-	 * is: the kernel answers as to a program with a thread of its own
-	 * (unshare(CLONE_NEWUSER): EINVAL), never a kill. A new writer is
-	 * made only where its start is allowed (writer.c, sf_writer_start). */
+	 * synchronous hand-offs after it, the runtime's threads left at its
+	 * install (sandbox.c, ns_stop_refused) and none was made since: the
+	 * call is made as it is, in a process as alone as untraced. A new
+	 * writer is made only where its start is allowed (writer.c,
+	 * sf_writer_start). */
 	if (sf_seccomp_refuses_writer_stop())
 		return sf_syscall3(nr, a0, a1, 0);
 	if (sf_keeper_alive() && needs_alone(nr, a0, a1) && sf_thread_count() == 2)

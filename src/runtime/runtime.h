@@ -1033,6 +1033,7 @@ void sf_writer_offer_poll(void) SF_HIDDEN;   /* buffer.c, a ring's slot full: th
 void sf_log_reopen_now(void) SF_HIDDEN;      /* logfile.c: the log in the program's table now, if it can be */      /* left after the leader (hand_over): snapshots and switches without it */
 int sf_writer_offer_take(void) SF_HIDDEN; /* the leaving writer's log descriptor, copied here; -1: none */
 int sf_thread_count(void) SF_HIDDEN; /* ns.c */
+void sf_wait_alone(void) SF_HIDDEN;   /* ns.c: the writer out of the thread group (after sf_writer_stop) */
 int sf_last_thread_status(int own, int *status) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
 long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;
 void sf_strict_begins(void) SF_HIDDEN;                     /* rt_libc.c: SECCOMP_MODE_STRICT next */

@@ -669,9 +669,26 @@ int sf_seccomp_refuses_scan(void)
 	return CHAIN_REFUSES(scan_path) || (__atomic_load_n(&chain, __ATOMIC_ACQUIRE) && !text_write_handled());
 }
 
+/* The program may call unshare or setns under the chain (some filter
+ * lets either through for some arguments), and the runtime could not take
+ * its threads out of the way at the call (ns.c: the writer's or keeper's
+ * stop, or the synchronous hand-offs after it, refused). Decided at each
+ * install: the runtime's threads leave then (sf_seccomp_installing), and
+ * none is made again under the chain (sf_writer_start, the keeper), so
+ * that unshare(CLONE_NEWUSER), setns into a user or mount namespace find
+ * the process alone as untraced. */
+static int ns_stop_refused(void)
+{
+	if (!__atomic_load_n(&chain, __ATOMIC_ACQUIRE))
+		return 0;
+	if (surely_refused(SYS_unshare) && surely_refused(SYS_setns))
+		return 0;
+	return FIRST_REFUSED(writer_stop_path) >= 0 || FIRST_REFUSED(sync_path) >= 0;
+}
+
 int sf_seccomp_refuses_writer_start(void)
 {
-	return CHAIN_REFUSES(writer_path) || CHAIN_REFUSES(writer_start_path);
+	return CHAIN_REFUSES(writer_path) || CHAIN_REFUSES(writer_start_path) || ns_stop_refused();
 }
 
 /* The writer may be stopped by a program thread: the stop's calls and,
@@ -712,7 +729,7 @@ int sf_seccomp_allows_fd_call(long nr, long a1, long a2)
  * chain is in memory). tests/cases/test_seccomp_ledger.py runs the paths
  * under filters that refuse each with KILL_PROCESS, ERRNO and TRAP.
  * SF_UNCHECKED dup dup2 dup3: the program's own, passed on by fdguard.c's wrappers (the same call untraced); the log's move at a dup2 onto it is move_path, checked at the dup2 (refused: the descriptor given up, its writes fail, counted)
- * SF_UNCHECKED execveat setns unshare setrlimit seccomp sigaltstack: the program's own, through wrappers (ns.c's writer stop and start around setns and unshare: writer_stop_path, writer_start_path, checked at the call; its NS_GET_NSTYPE ioctl asked only where allowed)
+ * SF_UNCHECKED execveat setns unshare setrlimit seccomp sigaltstack: the program's own, through wrappers (ns.c's writer stop and start around setns and unshare: writer_stop_path and sync_path decided at the install, ns_stop_refused: refused, the runtime's threads leave then; writer_start_path checked at the start; its NS_GET_NSTYPE ioctl asked only where allowed, else the call is taken as needing the process alone)
  * SF_UNCHECKED setuid setgid setreuid setregid setresuid setresgid setgroups setfsuid setfsgid: the program's own; the keeper's are on its own thread
  * SF_UNCHECKED sched_setscheduler getgroups: on the writer's or keeper's thread, not under the chain (a writer made again under it: writer_start_path)
  * SF_UNCHECKED kill waitid set_robust_list get_robust_list: hooks.c's wait for a CLONE_VFORK clone (vfork_wait_path, checked at the clone; none after a stop)
@@ -818,7 +835,7 @@ int sf_seccomp_refuses_keeper(void)
 	if (!chain)
 		return 0;
 	long flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-	return sf_seccomp_refuses_writer() || !sf_seccomp_allows(SYS_clone, flags, P, 0, 0, 0, 0) ||
+	return sf_seccomp_refuses_writer() || ns_stop_refused() || !sf_seccomp_allows(SYS_clone, flags, P, 0, 0, 0, 0) ||
 	       !sf_seccomp_allows(SYS_close_range, 0, ~0u, 0, 0, 0, 0) ||
 	       !sf_seccomp_allows(SYS_openat, AT_FDCWD, P, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0, 0) ||
 	       !sf_seccomp_allows(SYS_prctl, PR_GET_TID_ADDRESS, P, 0, 0, 0, 0) ||
@@ -959,7 +976,16 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	int threads_leave = !sf_seccomp_allows(SYS_exit_group, P, 0, 0, 0, 0, 0) ||
 			    !allows_pinned(0x3, SYS_exit_group, 0, 0, 0, 0, 0, 0) ||
 			    (cred_possible() && FIRST_REFUSED(setxid_path) >= 0);
-	long nr = needed_refused(tsync || threads_leave);
+	/* unshare or setns possible, and the stop around them refused at
+	 * the call (ns_stop_refused): the runtime's threads leave now, while
+	 * their calls run; hand-offs are synchronous from then on (checked
+	 * by needed_refused: refused, tracing stops, and they leave all the
+	 * same). */
+	int ns_leave = (sf_writer_active() || sf_keeper_alive()) && ns_stop_refused();
+	long ns_nr = -1;
+	if (ns_leave)
+		ns_nr = FIRST_REFUSED(writer_stop_path) >= 0 ? FIRST_REFUSED(writer_stop_path) : FIRST_REFUSED(sync_path);
+	long nr = needed_refused(tsync || threads_leave || ns_leave);
 	if (nr < 0 && clock_refused && sf_config.clock != SF_CLOCK_TSC)
 		nr = SYS_clock_gettime;
 	if (nr < 0 && tsync)
@@ -968,6 +994,16 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 		nr = sf_seccomp_allows(SYS_exit_group, 0, 0, 0, 0, 0, 0) ? SYS_tgkill : SYS_exit_group;
 	if (nr >= 0)
 		stop_for_good(nr);
+	else if (ns_leave) {
+		/* tracing goes on: said once, with the call (record relays it) */
+		char num[24], *q = num + sizeof(num);
+		*--q = 0;
+		for (unsigned long v = (unsigned long)ns_nr; v || !*q; v /= 10)
+			*--q = (char)('0' + v % 10);
+		sf_rt_report("a seccomp filter lets unshare or setns through but refuses a call of the writer's stop "
+			     "around them: the writer thread left at the filter's install, the program's threads write "
+			     "the log themselves from then on; it refuses system call ", q, NULL);
+	}
 	/* What this process (or a child) execs under the chain runs without
 	 * the runtime (exec_env.c): said now, while the note's calls still
 	 * run (record: "sftrace: pid N: ..."), once. */
@@ -977,14 +1013,24 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 			     "from now on is not traced",
 			     "", NULL);
 	}
-	if (threads_leave) {
-		/* stopped above: nothing is queued from here on. The keeper
+	int alone = (threads_leave || ns_leave) && sf_writer_active() && sf_thread_count() == 2;
+	if (ns_leave && !threads_leave && !tsync && !alone && sf_writer_active()) {
+		/* threads of the program's run: the writer hands over (their
+		 * events are written by each, as after the leader's end) */
+		if (sf_keeper_alive())
+			sf_log_keeper_left(sf_keeper_stop());
+		sf_writer_leave_now();
+	} else if (threads_leave || ns_leave) {
+		/* stopped above (or, for ns_leave, tracing goes on with
+		 * synchronous hand-offs: the caller is the program's only
+		 * thread). The keeper
 		 * is a bare clone; the writer is joined, so that glibc takes
 		 * it off its list of threads (setxid signals every thread on
 		 * it: a bare SYS_exit would leave it there, tgkill'd). */
 		if (sf_keeper_alive())
 			sf_log_keeper_left(sf_keeper_stop()); /* as ns.c's: the log back in the table */
-		sf_writer_stop();
+		if (sf_writer_stop() && alone)
+			sf_wait_alone(); /* out of the thread group before the filter (ns.c) */
 	} else if (tsync) {
 		sf_writer_leave_now();
 	}

@@ -166,10 +166,6 @@ def test_clock_and_waits_without_their_calls():
         eq(ts == sorted(ts) and ts[-1] > ts[0], True, f"{name} refused: the parent's event times in order")
 
 
-@sfkit.known_break(24, "the runtime's fork wrapper blocks every signal around fork (hooks.c), and glibc's "
-                         "fork child makes set_robust_list inside that window: a SECCOMP_RET_TRAP on it is a "
-                         "SIGSYS the kernel must deliver while blocked, so it kills the child, where untraced "
-                         "the program's handler runs (SIGSYS would have to stay unblocked there)")
 def test_fork_child_trap_on_glibcs_own_call():
     """TRAP on set_robust_list, which glibc's fork makes in the child (the
     program's own call, not the runtime's): untraced the handler counts it

@@ -108,11 +108,9 @@ def _nsunder(nr, where, flags):
                                     flags], timeout=60)
     eq((rc, out), (0, want), f"traced (stderr: {err[-400:]})")
     eq(_all_calls(d)["work"], 300, "work calls recorded in the process's log(s)")
+    return err
 
 
-@sfkit.known_break(ISSUE, "a filter killing on pidfd_getfd (438), then unshare(CLONE_NEWUSER) in main: untraced "
-                          "\"main rc=0\", traced killed by SIGSYS (record: 'killed by signal 31'); the runtime's "
-                          "writer stop copies the log out with pidfd_getfd, a call the ledger marks unverified")
 def test_unverified_pidfd_getfd_kills_main_unshare():
     """skep24u_nsunder 438 main user: a sandbox filter (kill on
     pidfd_getfd, everything else allowed) then unshare(CLONE_NEWUSER) in
@@ -134,14 +132,14 @@ def test_unverified_pidfd_open_kills_child_unshare():
     _nsunder(434, "child", "mnt")
 
 
-@sfkit.known_break(ISSUE, "a filter killing on getdents64 (217), then unshare(CLONE_NEWUSER) in main: untraced "
-                          "\"main rc=0\", traced killed by SIGSYS (ns.c counts /proc/self/task's entries before the "
-                          "call; getdents64 is in the ledger as unverified)")
 def test_unverified_getdents64_kills_main_unshare():
     """skep24u_nsunder 217 main user: a sandbox that cannot list
     directories (kill on getdents64), then unshare(CLONE_NEWUSER) in main.
-    Untraced: "main rc=0". Traced: must be the same, 300 work calls."""
-    _nsunder(217, "main", "user")
+    Untraced: "main rc=0". Traced: must be the same, 300 work calls; the
+    writer leaves at the install (the runtime's threads gone before the
+    filter: unshare finds the process alone) and record says why."""
+    err = _nsunder(217, "main", "user")
+    check("the writer thread left at the filter's install" in err and "refuses system call 217" in err, err[-400:])
 
 
 def _setnsany(kind, where):
@@ -166,8 +164,6 @@ def test_setns_any_type_under_ioctl_allow_list_main():
     _setnsany("net", "main")
 
 
-@sfkit.known_break(ISSUE, "the same ioctl allow-list, setns(fd, 0) into a user namespace in a fork child: untraced "
-                          "\"setns rc=0\", \"parent st=0\"; traced the child dies of SIGSYS (parent st=31)")
 def test_setns_any_type_under_ioctl_allow_list_child():
     """skep24u_setnsany user child: as above, from a fork child whose
     keeper thread runs, into a user namespace (a call that needs the
@@ -201,9 +197,6 @@ def test_records_side_by_side_keep_their_keepers():
     eq(len(bad), 0, f"records with a warning or a wrong result, of 300 (first: {bad[:1]})")
 
 
-@sfkit.known_break(ISSUE, "a TSYNC filter killing on ftruncate (77), a call the program never makes: untraced "
-                          "\"ok 1024\", traced killed by SIGSYS at exit (the log's cut; ftruncate is in the ledger "
-                          "as unverified); the same from a thread with TSYNC and from a constructor")
 def test_tsync_filter_refusing_ftruncate():
     """skep24u_onekill with SK_NR=77 SK_TSYNC=1 (main installs, with
     SECCOMP_FILTER_FLAG_TSYNC, a filter that kills on ftruncate). Untraced:
@@ -227,11 +220,6 @@ NS_KILLERS = {3: "close", 5: "fstat", 11: "munmap", 14: "rt_sigprocmask", 72: "f
               434: "pidfd_open", 435: "clone3", 436: "close_range", 438: "pidfd_getfd"}
 
 
-@sfkit.known_break(ISSUE, "19 one-call kill filters (close, fstat, munmap, rt_sigprocmask, fcntl, sched_*, gettid, "
-                          "sched_setaffinity, getdents64, openat, set_robust_list, prlimit64, rseq, pidfd_open, "
-                          "clone3, close_range, pidfd_getfd; tgkill gives EINVAL) each make unshare(CLONE_NEWUSER) "
-                          "in main kill the traced program (untraced \"main rc=0\"); close/fstat/openat even after "
-                          "the runtime said it stopped tracing for the filter")
 def test_unshare_under_one_call_sandboxes():
     """skep24u_nsunder NR main user for each NR of NS_KILLERS: a filter
     that kills on NR alone, then unshare(CLONE_NEWUSER) in main. Untraced

@@ -172,6 +172,11 @@ static int span_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * charges the whole segment). */
 int sf_text_make_writable(uint64_t *page, size_t *len)
 {
+	/* a seccomp filter killing on W+X (sandbox.c) is asked first */
+	if (!sf_seccomp_allows(SYS_mprotect, (long)*page, (long)*len, PROT_READ | PROT_WRITE | PROT_EXEC, 0, 0, 0)) {
+		errno = EPERM;
+		return -1;
+	}
 	struct span_find f = {*page, *page + *len, 0};
 	dl_iterate_phdr(span_cb, &f);
 	if (f.found && (f.lo != *page || f.hi != *page + *len) &&

@@ -476,26 +476,12 @@ static const struct call scan_path[] = {
 	{SYS_mmap, {0, P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0}},
 };
 
-/* Writable text (patch.c): refused with EACCES or EPERM (W^X: SELinux's
- * execmem, a filter standing in for it) the sleds are written through
- * /proc/self/mem (scan_path has its calls); any other verdict is a
- * refusal. */
-static int text_write_handled(void)
-{
-	struct seccomp_data d = {.nr = SYS_mprotect, .arch = SF_AUDIT_ARCH,
-				 .args = {(uint64_t)P, (uint64_t)P, PROT_READ | PROT_WRITE | PROT_EXEC}};
-	uint32_t loose = 3u << (offsetof(struct seccomp_data, args) / 4) | 3u << (offsetof(struct seccomp_data, args) / 4 + 2);
-	for (const struct filter *f = __atomic_load_n(&chain, __ATOMIC_ACQUIRE); f; f = f->prev) {
-		uint32_t loaded = 0;
-		uint32_t r = run_filter(f, &d, &loaded);
-		uint32_t act = r & SECCOMP_RET_ACTION_FULL, data = r & SECCOMP_RET_DATA;
-		if (act == SECCOMP_RET_ERRNO && (data == EACCES || data == EPERM))
-			continue;
-		if ((act != SECCOMP_RET_ALLOW && act != SECCOMP_RET_LOG) || (loaded & loose))
-			return 0;
-	}
-	return 1;
-}
+/* Writable text (patch.c) needs no check here: every mprotect that
+ * makes text writable asks the filters first (patch_segment,
+ * sf_text_make_writable), and where one refuses, whatever its verdict
+ * (W^X: SELinux's execmem, a filter standing in for it, one that kills),
+ * the sleds are written through /proc/self/mem, whose calls scan_path
+ * has. */
 
 /* A writer thread made under the chain (writer.c, sf_writer_start: again
  * after unshare or setns, ns.c; or at the first instrumented dlopen):
@@ -666,7 +652,7 @@ int sf_seccomp_refuses_vfork_wait(void)
 
 int sf_seccomp_refuses_scan(void)
 {
-	return CHAIN_REFUSES(scan_path) || (__atomic_load_n(&chain, __ATOMIC_ACQUIRE) && !text_write_handled());
+	return CHAIN_REFUSES(scan_path);
 }
 
 /* The program may call unshare or setns under the chain (some filter

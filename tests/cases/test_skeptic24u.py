@@ -121,9 +121,6 @@ def test_unverified_pidfd_getfd_kills_main_unshare():
     _nsunder(438, "main", "user")
 
 
-@sfkit.known_break(ISSUE, "a filter killing on pidfd_open (434), then a fork child's unshare(CLONE_NEWNS): "
-                          "untraced \"child rc=0\" and parent st=0, traced the child dies of SIGSYS (parent st=31); "
-                          "the fork child's keeper hand-over opens a pidfd")
 def test_unverified_pidfd_open_kills_child_unshare():
     """skep24u_nsunder 434 child mnt: the filter kills on pidfd_open; a
     fork child makes traced calls (its keeper thread starts), then
@@ -154,9 +151,6 @@ def _setnsany(kind, where):
     eq(_all_calls(d)["work"], 200, "work calls recorded")
 
 
-@sfkit.known_break(ISSUE, "ioctl allowed only for TCGETS/FIONREAD (Chromium's baseline shape), then setns(fd, 0) "
-                          "into a network namespace in main: untraced \"setns rc=0\", traced killed by SIGSYS "
-                          "(the runtime asks the descriptor NS_GET_NSTYPE by ioctl; never checked at install)")
 def test_setns_any_type_under_ioctl_allow_list_main():
     """skep24u_setnsany net main: a filter pinning ioctl's request to
     TCGETS and FIONREAD, then setns(fd, 0) with fd a network namespace.

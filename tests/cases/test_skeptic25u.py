@@ -360,11 +360,6 @@ def test_allocator_family_counts():
     eq(memory_counts(log), (a, fr, r), "(allocations, frees, reallocs): memory vs the untraced counter")
 
 
-@sfkit.known_break(ISSUE, "skep25u_family 20 prints \"sum 17894\" untraced and \"sum 17862\" traced (with and "
-                   "without --alloc; 911 vs 879 for 1 round): its first posix_memalign(64, 100) block has "
-                   "malloc_usable_size 136 untraced, 104 traced. The runtime's blocks made before main (the main "
-                   "arena's tcache, the writer thread's DTV) move the top of the heap, so glibc carves the aligned "
-                   "block differently. Same cause as skeptic25t's mallinfo2 break; here a program's output changes")
 def test_aligned_block_usable_size():
     """skep25u_family 1 and 20: the program sums malloc_usable_size of
     its posix_memalign(64, 100 + i) and calloc(7, 9) blocks with other
@@ -381,10 +376,6 @@ def test_aligned_block_usable_size():
             eq(p.stdout, want, f"family {n}, record {' '.join(args)}")
 
 
-@sfkit.known_break(ISSUE, "skep25u_ownmalloc 10, a program with its own allocator in the executable: untraced "
-                   "\"before-main 0 after 23\", traced \"before-main 1 after 23\" (record -q, with or without "
-                   "--alloc): one call of the runtime's (pthread_create of its writer thread: the DTV) reaches "
-                   "the program's malloc before main. --alloc itself says it cannot see such an allocator")
 def test_own_allocator_sees_only_its_program():
     """skep25u_ownmalloc 10: malloc, calloc, realloc, free, the memalign
     family and malloc_usable_size defined in the executable (a bump

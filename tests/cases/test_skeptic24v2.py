@@ -1,0 +1,196 @@
+"""Skeptic 24v2: attacks on the seccomp claims merged into integ for issue
+24 (src/runtime/sandbox.c), with programs of this pass's own. The first
+rule: the traced program behaves exactly as untraced, so each case runs
+the same program untraced and under `sftrace record` and compares what it
+printed and how it ended.
+
+skep24v2_sec installs a filter (ACTION HOW TARGETS, see its header), then
+runs threads, a fork with a grandchild, signals, a dlopen of an
+instrumented library and a posix_spawn, printing only exact values."""
+import glob
+import os
+import subprocess
+
+from sfkit import (FIXBUILD, SFTRACE, build_c, check, count_calls, dump_events, eq, known_break, run, run_group,
+                   tmpdir)
+
+
+def _sec():
+    lib = build_c("libskep24v2_lib.so", ["skep24v2_lib.c"], shared=True)
+    exe = build_c("skep24v2_sec", ["skep24v2_sec.c"], flags=["-Wall"], libs=["-lpthread", "-ldl"])
+    return exe, lib
+
+
+def _status(rc):
+    """record exits 128+N for a program killed by signal N; Popen says -N."""
+    return -(rc - 128) if isinstance(rc, int) and rc > 128 else rc
+
+
+def _both(args, env=None, extra=()):
+    """(untraced CompletedProcess, traced (rc, stdout, stderr), log dir)."""
+    exe, lib = _sec()
+    cmd = [exe, args[0], args[1], lib] + list(args[2:])
+    u = run(cmd, check_rc=None, env=env, timeout=60)
+    d = tmpdir()
+    t = run_group([SFTRACE, "record", "-o", os.path.join(d, "sf.log")] + list(extra) + ["--"] + cmd,
+                  timeout=60, env=env)
+    return u, t, d
+
+
+def _same(args, env=None):
+    u, t, d = _both(args, env)
+    rc, out, err = t
+    eq(out, u.stdout, f"{' '.join(args)}: traced stdout (record said: {err[-600:]!r})")
+    eq(_status(rc), u.returncode, f"{' '.join(args)}: exit status")
+    return u, t, d
+
+
+# ---- claim 1: every call the runtime makes after a filter is checked ----
+
+def test_kill_socket_unix_only():
+    # argument-dependent: socket(AF_UNIX) kills, other families pass
+    _same(["kill", "prctl", "socket_unix"])
+
+
+def test_kill_openat_creat_only_seccomp_call():
+    _same(["kill", "seccomp", "openat_creat"])
+
+
+def test_errno_openat_creat():
+    _same(["errno", "prctl", "openat_creat"])
+
+
+def test_trap_no_handler_runtime_only_calls():
+    # calls the program itself never makes (untraced it exits 3): TRAP
+    # without a SIGSYS handler would kill it
+    u, t, d = _same(["trap", "prctl", "sched_yield", "nanosleep", "clock_nanosleep", "clock_gettime", "pidfd_open",
+                     "pidfd_getfd", "getuid"])
+    eq(u.returncode, 3, "untraced exit")
+
+
+def test_trap_with_handler_counts_no_sigsys():
+    u, t, d = _same(["traph", "prctl", "sched_yield", "nanosleep", "clock_nanosleep", "clock_gettime", "pidfd_open",
+                     "pidfd_getfd", "getuid", "socket", "connect", "sendmsg", "recvmsg"])
+    check("sigsys 0\n" in t[1], t[1])
+
+
+def test_kill_thread_runtime_only_calls():
+    _same(["killthread", "prctl", "sched_yield", "nanosleep", "clock_nanosleep", "clock_gettime", "pidfd_open",
+           "pidfd_getfd", "getuid"])
+
+
+def test_kill_each_runtime_call_alone():
+    # one filter per call the runtime makes and the program does not: the
+    # dlopen scan's pread64, the fork channel, the keeper, the log's path
+    for target in ("pread64", "pidfd_open", "pidfd_getfd", "getuid", "sendmsg", "connect", "unshare",
+                   "clock_gettime", "readlinkat", "getcwd", "dup3", "close_range", "fcntl", "memfd_create",
+                   "prlimit64", "sched_getaffinity", "process_vm_readv", "ftruncate", "fallocate"):
+        _same(["kill", "prctl", target])
+
+
+def test_kill_log_writes_on_high_fds():
+    # the runtime's descriptors sit high: a filter refusing writes and
+    # closes on fd >= 64 only
+    _same(["kill", "prctl", "write_hi", "pwrite_hi", "pwritev_hi"])
+    _same(["killthread", "prctl", "close_hi"])
+
+
+def test_log_action_changes_nothing_and_traces():
+    u, t, d = _same(["log", "prctl", "madvise", "sched_yield", "clock_gettime", "pidfd_open", "getuid", "socket"])
+    eq(len(glob.glob(os.path.join(d, "sf*.log"))), 3, "logs (process, child, grandchild)")
+
+
+def test_tsync_thread_and_stacked_installs():
+    _same(["kill", "tsync", "socket_unix"])
+    _same(["kill", "thread", "socket_unix"])
+    _same(["kill", "stack", "openat_creat", "socket_unix", "pidfd_open", "getuid"])
+
+
+def test_raw_syscall_install_socket_unix():
+    # documented as not seen (sandbox.c's header); what happens anyway
+    _same(["kill", "asm", "socket_unix"])
+
+
+# ---- claim 2: W^X filters never kill the program ----
+
+def test_wx_errno_same():
+    _same(["errno", "prctl", "mprotect_wx"])
+
+
+@known_break(24, "W^X KILL filter (mprotect W|X): the program's posix_spawn'd /bin/echo dies of SIGSYS "
+                 "(status 0x1f, no 'spawned' line) traced; untraced it prints and exits 0")
+def test_wx_kill_spawned_child():
+    _same(["kill", "prctl", "mprotect_wx"])
+
+
+@known_break(24, "W^X TRAP filter: posix_spawn'd /bin/echo killed by SIGSYS traced (status 0x1f)")
+def test_wx_trap_spawned_child():
+    _same(["trap", "prctl", "mprotect_wx"])
+
+
+@known_break(24, "KILL_THREAD on any mprotect with PROT_EXEC: posix_spawn'd /bin/echo dies (status 0x1f)")
+def test_exec_mprotect_killthread_spawned_child():
+    _same(["killthread", "prctl", "mprotect_exec"])
+
+
+@known_break(24, "W^X KILL filter: the dlopen'd instrumented library is left untraced (0 of 1000 calls of "
+                 "skep24v2_libg) and record prints no line saying so")
+def test_wx_kill_dlopen_traced_or_said():
+    u, t, d = _same(["kill", "prctl", "mprotect_wx"], env={"SKEP_NO_SPAWN": "1"})
+    calls = count_calls(dump_events(os.path.join(d, "sf.log")))
+    said = "not be traced" in t[2] or "untraced" in t[2]
+    check(calls["skep24v2_libg"] == 1000 or said,
+          f"skep24v2_libg calls {calls['skep24v2_libg']}, record said: {t[2][-800:]!r}")
+
+
+def test_wx_kill_dlopen_no_kill():
+    # the dlopen itself never kills (no spawn here)
+    _same(["kill", "prctl", "mprotect_wx"], env={"SKEP_NO_SPAWN": "1"})
+
+
+# ---- claim 3: after a stop, children are exec'd without the runtime ----
+
+def test_stop_exec_without_runtime():
+    for target in ("socket_unix", "connect", "sendmsg", "close_range"):
+        u, t, d = _same(["kill", "prctl", target], env={"SKEP_SPAWN_MAPS": "1"})
+        check("tracing stopped at a seccomp filter" in t[2], t[2][-600:])
+
+
+# ---- claim 6: a log first made in a constructor ----
+
+def _ctor(args=(), prefix=()):
+    build_c("libskep24v2_ctorlib.so", ["skep24v2_ctorlib.c"], shared=True)
+    exe = build_c("skep24v2_ctor", ["skep24v2_ctor.c"],
+                  libs=["-L" + FIXBUILD, "-lskep24v2_ctorlib", "-Wl,-rpath," + FIXBUILD])
+    u = run(list(prefix) + [exe])
+    d = tmpdir()
+    t = run(list(prefix) + [SFTRACE, "record", "-o", os.path.join(d, "sf.log")] + list(args) + ["--", exe])
+    ul, tl = u.stdout.splitlines(), t.stdout.splitlines()
+    eq(tl[:2], ul[:2], f"{args} {prefix}: the constructor's lines (its descriptors, its threads)")
+    # main's lines: the descriptors must match; threads may not (a writer)
+    for a, b in zip(ul[2:], tl[2:]):
+        eq(b.split(" threads:")[0], a.split(" threads:")[0], f"{args} {prefix}: main's descriptors")
+    calls = count_calls(dump_events(os.path.join(d, "sf.log")))
+    eq(calls["skep24v2_ctorwork"], 200000, "calls recorded")
+
+
+def test_ctor_log_not_in_fd_table_writer_thread():
+    _ctor()
+    _ctor(["--writer", "thread"])
+
+
+@known_break(24, "default writer on one CPU (taskset -c 0): the constructor, main and the end all see the "
+                 "log at fd 1023 in /proc/self/fd ('ctor fds: 0 1 2 1023'); untraced '0 1 2'")
+def test_ctor_log_one_cpu_default_writer():
+    _ctor(prefix=["taskset", "-c", "0"])
+
+
+@known_break(24, "--writer sync: the constructor, main and the end all see the log at fd 1023 "
+                 "(no writer thread ever starts, so the log is never taken out of the table)")
+def test_ctor_log_writer_sync():
+    _ctor(["--writer", "sync"])
+
+
+if __name__ == "__main__":
+    import sfkit
+    sfkit.main(globals())

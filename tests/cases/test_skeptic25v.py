@@ -98,6 +98,63 @@ def test_creds_setfsuid():
     same_creds("setfsuid")
 
 
+def _maps_norm(text):
+    """skep25v_maps' output with the tracer's own mappings (its log files,
+    its anonymous shared pages) left out, each section's lines sorted (the
+    runtime's mappings move the others around in the address space)."""
+    out, sec = [], []
+    for line in text.splitlines():
+        if line.startswith("==") or line.startswith("acc"):
+            out.append(sorted(sec))
+            out.append(line)
+            sec = []
+        elif not line.split()[-1].startswith(("sf.", "zero")) and "(deleted)" not in line:
+            sec.append(line)
+    return out
+
+
+def maps_fixtures(flags=()):
+    lib = build_c("libskep25v_maps.so", ["skep25v_mapslib.c"], shared=True)
+    name = "skep25v_maps" + "".join(f.replace("-", "_").replace(",", "_").replace("=", "_") for f in flags)
+    return build_c(name, ["skep25v_maps.c"], flags=flags, libs=["-ldl"]), lib
+
+
+def same_maps(args=(), flags=(), paused=False):
+    from sfkit import SFTRACE
+    exe, lib = maps_fixtures(flags)
+    env = {"SKEP_SFTRACE": SFTRACE} if paused else None
+    want = run([exe, lib], env={"SKEP_SFTRACE": "/bin/false"} if paused else None).stdout
+    got, log = record([exe, lib], args=list(args) + (["--paused"] if paused else []), env=env)
+    eq(_maps_norm(got.stdout), _maps_norm(want), f"maps of exe, libc, ld.so, dlopen'd lib with {args} {flags}")
+    return log
+
+
+def test_maps_unsplit_full_patch():
+    log = same_maps()
+    c = count_calls(dump_events(log))
+    eq((c["work"], c["lib_work"], c["inner"]), (100, 100, 100), "calls")
+
+
+def test_maps_unsplit_regex_partial():
+    log = same_maps(args=["-r", "^inner$"])
+    c = count_calls(dump_events(log))
+    eq((c["work"], c["inner"]), (0, 100), "calls under -r")
+
+
+def test_maps_unsplit_nonpie_noseparate_code():
+    same_maps(flags=["-no-pie", "-Wl,-z,noseparate-code"])
+
+
+def test_maps_unsplit_lld():
+    same_maps(flags=["-fuse-ld=lld"])
+
+
+def test_maps_paused_resume_pause():
+    log = same_maps(paused=True)
+    c = count_calls(dump_events(log))
+    eq((c["work"], c["show"]), (100, 1), "calls between resume and pause")
+
+
 if __name__ == "__main__":
     from sfkit import main
     main(globals())

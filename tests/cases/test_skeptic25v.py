@@ -10,7 +10,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import Skip, build_c, check, count_calls, dump_events, eq, known_break, record, run  # noqa: E402
+from sfkit import Skip, build_c, check, count_calls, dump_events, eq, known_break, record, run, tmpdir  # noqa: E402
 
 
 def _root():
@@ -153,6 +153,113 @@ def test_maps_paused_resume_pause():
     log = same_maps(paused=True)
     c = count_calls(dump_events(log))
     eq((c["work"], c["show"]), (100, 1), "calls between resume and pause")
+
+
+def single_fixture():
+    return build_c("skep25v_single", ["skep25v_single.c"])
+
+
+def same_single(mode):
+    exe = single_fixture()
+    want = run([exe, mode])
+    got, log = record([exe, mode], check_rc=None)
+    eq((got.returncode, got.stdout), (want.returncode, want.stdout), f"traced {mode}")
+    eq(count_calls(dump_events(log))["work"], 100, f"{mode} work calls")
+
+
+def test_single_unshare_newuser():
+    _root()
+    same_single("unshare_user")
+
+
+def test_single_unshare_newns():
+    _root()
+    same_single("unshare_ns")
+
+
+def test_single_unshare_fs_chdir():
+    same_single("unshare_fs")
+
+
+def test_single_setns_own_mnt():
+    _root()
+    same_single("setns_mnt")
+
+
+@known_break(25, "the raw writer is a kernel thread of the process: /proc/self/status says Threads: 2 "
+             "traced, 1 untraced")
+def test_single_proc_status_threads():
+    same_single("threads")
+
+
+@known_break(25, "tgkill(SIGUSR1) to every tid of /proc/self/task (a setxid emulation's broadcast): the "
+             "writer blocks every signal, so 1 of 2 handlers runs and the program waits until its "
+             "alarm kills it (exit -14 traced; untraced tasks=1 handled=1, exit 0)")
+def test_single_tgkill_every_task():
+    same_single("tgkill_all")
+
+
+def exits_fixture():
+    return build_c("skep25v_exits", ["skep25v_exits.c"], libs=["-lpthread"])
+
+
+def same_exit(mode, work, child_work=None):
+    exe = exits_fixture()
+    want = run([exe, mode], check_rc=None)
+    d = tmpdir()
+    got, log = record([exe, mode], out=os.path.join(d, "sf.log"), check_rc=None)
+    eq((got.returncode, got.stdout), (want.returncode, want.stdout), f"traced {mode}: status and output")
+    eq(count_calls(dump_events(log))["work"], work, f"{mode}: work calls in the log")
+    others = sorted(f for f in os.listdir(d) if f.endswith(".log") and f != "sf.log")
+    if child_work is None:
+        eq(others, [], f"{mode}: no other log")
+    else:
+        eq(len(others), 1, f"{mode}: the child's log")
+        eq(count_calls(dump_events(os.path.join(d, others[0])))["work"], child_work, f"{mode}: child's work")
+
+
+def test_exit_plain():
+    same_exit("exit", 300)
+
+
+def test_exit_group_from_thread():
+    same_exit("thread_exit_group", 200)
+
+
+def test_exit_from_thread():
+    same_exit("thread_exit", 200)
+
+
+def test_exit_main_pthread_exit():
+    same_exit("main_pthread_exit", 300)
+
+
+def test_exit_abort():
+    same_exit("abort", 300)
+
+
+def test_exit_segv():
+    same_exit("segv", 300)
+
+
+def test_exit_sigkill_self():
+    same_exit("kill", 300)
+
+
+def test_exit_underscore_exit():
+    same_exit("_exit", 300)
+
+
+def test_exit_exec():
+    same_exit("exec", 300)
+
+
+def test_exit_fork_child_exit():
+    same_exit("fork_exit", 300, child_work=100)
+
+
+def test_exit_vfork_exec():
+    same_exit("vfork_exec", 300)
 
 
 if __name__ == "__main__":

@@ -263,6 +263,58 @@ def test_exit_vfork_exec():
     same_exit("vfork_exec", 300)
 
 
+def same_glibc(*args):
+    exe = build_c("skep25v_glibc", ["skep25v_glibc.c"], libs=["-lpthread", "-ldl"])
+    want = run([exe] + list(args)).stdout
+    got, log = record([exe] + list(args))
+    eq(got.stdout, want, f"traced {args}")
+    return count_calls(dump_events(log))
+
+
+def test_glibc_own_malloc_no_call_before_main():
+    c = same_glibc("own_malloc")
+    eq((c["work"], c["malloc"]), (100, 1), "calls (printf's buffer is the one malloc)")
+
+
+def test_glibc_pthread_atfork_handlers():
+    c = same_glibc("atfork")
+    eq((c["a_prep"], c["a_par"]), (1, 1), "parent's atfork handlers")
+
+
+def test_glibc_nss_getpwnam_mallocs():
+    same_glibc("nss")
+
+
+def test_glibc_setlocale_mallocs():
+    same_glibc("locale")
+
+
+def test_glibc_dlopen_from_thread():
+    lib = build_c("libskep25v_maps.so", ["skep25v_mapslib.c"], shared=True)
+    c = same_glibc("dlopen_thread", lib)
+    eq((c["lib_work"], c["inner"], c["work"]), (50, 50, 100), "calls")
+
+
+def _gdb_threads(cmd):
+    import shutil
+    if not shutil.which("gdb"):
+        raise Skip("no gdb")
+    return ["gdb", "-batch", "-nx", "-ex", "set startup-with-shell off", "-ex", "break work", "-ex", "run",
+            "-ex", "info threads", "-ex", "kill", "--args"] + cmd
+
+
+@known_break(25, "gdb -batch 'info threads' at a breakpoint in the traced program lists 2 threads "
+             "(the second 'sftrace-writer' in sf_writer_serve), untraced 1")
+def test_gdb_info_threads():
+    import re
+    exe = single_fixture()
+    want = run(_gdb_threads([exe, "threads"]), timeout=120).stdout
+    got, _ = record(_gdb_threads([exe, "threads"]), check_rc=None, timeout=120)
+    n = lambda t: len(re.findall(r"^[* ] +\d+ +Thread ", t, re.M))  # noqa: E731
+    eq(n(want), 1, f"untraced threads: {want}")
+    eq(n(got.stdout), n(want), f"threads gdb lists traced: {got.stdout[-600:]}")
+
+
 if __name__ == "__main__":
     from sfkit import main
     main(globals())

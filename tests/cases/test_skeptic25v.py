@@ -315,6 +315,62 @@ def test_gdb_info_threads():
     eq(n(got.stdout), n(want), f"threads gdb lists traced: {got.stdout[-600:]}")
 
 
+def ctx_unwinds(args, alloc=False):
+    """Runs skep25v_ctx ARGS untraced and traced; returns (output as
+    untraced, Counter of the UNWIND lines' texts, level3 entries)."""
+    import collections
+    import re
+    from sfkit import SFTRACE
+    exe = build_c("skep25v_ctx", ["skep25v_ctx.c"], libs=["-lpthread"])
+    want = run([exe] + list(args)).stdout
+    got, log = record([exe] + list(args), args=["--alloc"] if alloc else [])
+    eq(got.stdout, want, f"traced ctx {args}")
+    text = run([SFTRACE, "dump", log]).stdout
+    unw = collections.Counter(re.sub(r"\s+", " ", m) for m in re.findall(r"UNWIND\s+(.*)$", text, re.M))
+    return unw, len(re.findall(r"ENTRY\s+level3$", text, re.M))
+
+
+def test_ctx_200k_random_order():
+    unw, l3 = ctx_unwinds(["order", "200000", "random"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 200000}, 200000), "landings")
+
+
+def test_ctx_descending_stacks():
+    unw, l3 = ctx_unwinds(["order", "20000", "desc"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 20000}, 20000), "landings")
+
+
+def test_ctx_alloc_counts():
+    unw, l3 = ctx_unwinds(["order", "2000", "random"], alloc=True)
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 2000}, 2000), "landings with --alloc")
+
+
+def test_ctx_reused_overlapping_stacks():
+    unw, l3 = ctx_unwinds(["reuse", "2000"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 4002}, 4002), "landings")
+
+
+def test_ctx_threads_at_once():
+    unw, l3 = ctx_unwinds(["threads", "4", "5000"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 20000}, 20000), "landings")
+
+
+def test_ctx_old_stack_reused_as_sigaltstack():
+    unw, l3 = ctx_unwinds(["altstack"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 4}, 4), "landings")
+
+
+def test_ctx_old_stack_on_main_thread_stack():
+    unw, l3 = ctx_unwinds(["onstack"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 1, "2 frames abandoned, depth 23 left": 3}, 4),
+       "landings")
+
+
+def test_ctx_makecontext_in_signal_handler():
+    unw, l3 = ctx_unwinds(["sighandler", "100"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 3 left": 100}, 100), "landings")
+
+
 if __name__ == "__main__":
     from sfkit import main
     main(globals())

@@ -362,7 +362,7 @@ def test_ctx_old_stack_reused_as_sigaltstack():
 
 def test_ctx_old_stack_on_main_thread_stack():
     unw, l3 = ctx_unwinds(["onstack"])
-    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 1, "2 frames abandoned, depth 23 left": 3}, 4),
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 3 left": 1, "2 frames abandoned, depth 23 left": 3}, 4),
        "landings")
 
 

@@ -330,9 +330,27 @@ def ctx_unwinds(args, alloc=False):
     return unw, len(re.findall(r"ENTRY\s+level3$", text, re.M))
 
 
-def test_ctx_200k_random_order():
-    unw, l3 = ctx_unwinds(["order", "200000", "random"])
-    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 200000}, 200000), "landings")
+def test_ctx_50k_random_order():
+    # 200,000 held too by hand (same counts), but touches 800 MB of stacks
+    unw, l3 = ctx_unwinds(["order", "50000", "random"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 50000}, 50000), "landings")
+
+
+def test_ctx_fork_while_thread_makes_contexts():
+    import re
+    from sfkit import SFTRACE
+    exe = build_c("skep25v_ctx", ["skep25v_ctx.c"], libs=["-lpthread"])
+    d = tmpdir()
+    got, log = record([exe, "forkctx", "20", "20000"], out=os.path.join(d, "sf.log"))
+    eq(got.stdout, "forks ok 20\n", "output")
+    per = []
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".log"):
+            text = run([SFTRACE, "dump", os.path.join(d, f)]).stdout
+            per.append(tuple(sorted(set(re.sub(r"\s+", " ", m) for m in re.findall(r"UNWIND\s+(.*)$", text, re.M))))
+                       + (len(re.findall(r"UNWIND", text)),))
+    eq(sorted(per), sorted([("2 frames abandoned, depth 2 left", 10)] * 20
+                           + [("2 frames abandoned, depth 2 left", 20000)]), "landings per process")
 
 
 def test_ctx_descending_stacks():

@@ -389,6 +389,23 @@ def test_ctx_makecontext_in_signal_handler():
     eq((dict(unw), l3), ({"2 frames abandoned, depth 3 left": 100}, 100), "landings")
 
 
+
+@known_break(25, "valgrind -q --tool=none on the traced program: its stderr gains 3 'WARNING: unhandled "
+             "amd64-linux syscall: 449' (futex_waitv, from the runtime) warnings, untraced 0")
+def test_valgrind_no_unknown_syscall_warnings():
+    import re
+    import shutil
+    import platform
+    if not shutil.which("valgrind") or platform.machine() != "x86_64":
+        raise Skip("no valgrind on x86_64")
+    exe = single_fixture()
+    cmd = ["valgrind", "-q", "--tool=none", exe, "threads"]
+    want = run(cmd, timeout=120)
+    got, _ = record(cmd, timeout=120)
+    warn = lambda t: re.findall(r"unhandled [\w-]+ syscall: \d+", t)  # noqa: E731
+    eq(warn(got.stderr), warn(want.stderr), "valgrind's warnings about unknown system calls")
+
+
 if __name__ == "__main__":
     from sfkit import main
     main(globals())

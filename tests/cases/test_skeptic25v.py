@@ -406,6 +406,43 @@ def test_valgrind_no_unknown_syscall_warnings():
     eq(warn(got.stderr), warn(want.stderr), "valgrind's warnings about unknown system calls")
 
 
+
+def test_status_at_main_and_end_as_untraced():
+    exe = build_c("skep25v_status", ["skep25v_status.c"])
+    want = run([exe]).stdout
+    check("arena=0 uord=0 hblks=0 single=1" in want, want)
+    got, log = record([exe])
+    eq(got.stdout, want, "mallinfo2, __libc_single_threaded, signal masks, fds as untraced")
+    eq(count_calls(dump_events(log))["work"], 100000, "work calls")
+
+
+def _drop(args=()):
+    _root()
+    exe = build_c("skep25v_drop", ["skep25v_drop.c"])
+    own = tmpdir()
+    os.chmod(own, 0o777)
+    want = run([exe, own]).stdout
+    d = tmpdir()  # root's, 0700: only the tracer may write there once the program is uid 1000
+    got, log = record([exe, own], out=os.path.join(d, "sf.log"), args=list(args))
+    eq(got.stdout, want, "output")
+    check("own file uid=1000 gid=1000" in want, want)
+    return d, sorted(f for f in os.listdir(d) if f.endswith(".log"))
+
+
+def test_drop_root_then_log_complete_and_child_log():
+    d, logs = _drop()
+    eq(len(logs), 2, f"logs {logs}")
+    c = count_calls(dump_events(os.path.join(d, "sf.log")))
+    eq((c["work"], c["after_drop"]), (301000, 1), "parent's calls, most after the drop")
+    child = [f for f in logs if f != "sf.log"][0]
+    eq(count_calls(dump_events(os.path.join(d, child)))["in_child"], 100, "the dropped child's calls")
+
+
+def test_drop_root_then_ring_trigger_snapshot():
+    d, logs = _drop(["--ring", "128K", "--trigger", "after_drop"])
+    eq(len([f for f in logs if ".snap." in f]), 1, f"the trigger's snapshot after the drop: {logs}")
+
+
 if __name__ == "__main__":
     from sfkit import main
     main(globals())

@@ -443,6 +443,37 @@ def test_drop_root_then_ring_trigger_snapshot():
     eq(len([f for f in logs if ".snap." in f]), 1, f"the trigger's snapshot after the drop: {logs}")
 
 
+
+def _selfmod(args=()):
+    from sfkit import SFTRACE
+    exe = build_c("skep25v_selfmod", ["skep25v_selfmod.c"])
+    want = run([exe])
+    eq(want.stdout, "own rwx: rwxp\nafter resume/pause: rwxp\nwrote own text, acc=14950\n", "untraced")
+    got, log = record([exe], args=["--paused"] + list(args), env={"SKEP_SFTRACE": SFTRACE}, check_rc=None)
+    eq((got.returncode, got.stdout), (0, want.stdout), "a page of its text the program made rwx, after "
+       "sftrace resume + pause")
+    eq(count_calls(dump_events(log))["work"], 100, "work calls while resumed")
+
+
+@known_break(25, "the program mprotects a page of its own text rwx; after sftrace resume + pause the page "
+             "is r-xp again and the program's write to it dies of SIGSEGV (exit 139; untraced rwxp, exit 0)")
+def test_selfmod_text_perms_survive_resume_pause():
+    _selfmod()
+
+
+@known_break(25, "as the case above, with -r '^work$' (partial patching): r-xp after resume/pause, SIGSEGV")
+def test_selfmod_text_perms_survive_resume_pause_regex():
+    _selfmod(["-r", "^work$"])
+
+
+
+def test_exit_exec_from_thread():
+    exe = build_c("skep25v_execthr", ["skep25v_execthr.c"], libs=["-lpthread"])
+    got, log = record([exe])
+    eq(got.stdout, "execd\n", "output")
+    eq(count_calls(dump_events(log))["work"], 300000, "calls before the thread's exec")
+
+
 if __name__ == "__main__":
     from sfkit import main
     main(globals())

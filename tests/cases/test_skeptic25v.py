@@ -55,6 +55,10 @@ def test_creds_vfork_child_setuid_leaves_parent_writer():
     same_creds("vfork")
 
 
+def test_creds_clone_vm_child_setuid_leaves_parent_writer():
+    same_creds("clonevm")
+
+
 def test_creds_fork_child_setuid():
     _root()
     exe = creds_fixture()

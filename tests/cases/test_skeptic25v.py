@@ -107,6 +107,18 @@ def test_creds_keepcaps_then_setresuid():
     same_creds("keepcaps")
 
 
+@known_break(25, "prctl(PR_SET_NO_NEW_PRIVS, 1): main's NoNewPrivs is 1, the writer's stays 0 "
+             "(2 credential sets, untraced 1)")
+def test_creds_no_new_privs():
+    same_creds("nnp")
+
+
+@known_break(25, "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN): main's CapBnd is 000001fffedfffff, the writer's stays "
+             "000001fffeffffff (2 credential sets, untraced 1)")
+def test_creds_capbset_drop():
+    same_creds("capbset")
+
+
 @known_break(25, "setfsuid(1000): main's fsuid is 1000 (CapEff 000001fef6fffde0), the writer's stays 0 with "
              "every capability (2 credential sets, untraced 1)")
 def test_creds_setfsuid():

@@ -416,6 +416,11 @@ def test_ctx_old_stack_on_main_thread_stack():
        "landings")
 
 
+def test_ctx_old_stack_remapped_as_pthread_stack():
+    unw, l3 = ctx_unwinds(["threadreuse"])
+    eq((dict(unw), l3), ({"2 frames abandoned, depth 2 left": 4}, 4), "landings")
+
+
 def test_ctx_makecontext_in_signal_handler():
     unw, l3 = ctx_unwinds(["sighandler", "100"])
     eq((dict(unw), l3), ({"2 frames abandoned, depth 3 left": 100}, 100), "landings")

@@ -14,6 +14,7 @@
  * O_EXCL, O_NOFOLLOW, mode 0600, owned by record's user; one opened again
  * must be a regular file of that user with one link. */
 #include "cli/record_files.h"
+#include "format/sf_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,7 +76,7 @@ int rfiles_bind(uint64_t dev, uint64_t ino)
 	/* Test only: another keeper already holding this name (a keeper of a
 	 * run whose private directory had the same inode, removed but not yet
 	 * exited). The squatter stays bound for record's life. */
-	const char *sq = getenv("SFTRACE_TEST_KEEPER_SQUAT");
+	const char *sq = getenv(SF_ENV(TEST_KEEPER_SQUAT));
 	static int squatted;
 	if (sq && squatted < atoi(sq)) {
 		squatted++;

@@ -40,7 +40,8 @@
  * pages document them). */
 #define SF_ENV_USER_LIST(X)                                                                                    \
 	X(PAGER, "replay's pager (before $PAGER; empty or cat: none)")                                       \
-	X(ARGS_CACHE, "0: record --auto-args neither reads nor writes its cache of DWARF answers")
+	X(ARGS_CACHE, "0: record --auto-args neither reads nor writes its cache of DWARF answers")            \
+	X(TEST_KEEPER_SQUAT, "tests only: N: record finds its first N keeper names taken")
 
 /* "SFTRACE_" NAME, as a string literal. */
 #define SF_ENV(name) "SFTRACE_" #name

@@ -87,10 +87,17 @@ def test_creds_raw_syscall_setuid():
     same_creds("syscall_setuid")
 
 
-@known_break(25, "setresuid(1000,1000,1000) as an inline syscall instruction: the writer stays root with every "
-             "capability (2 credential sets, untraced 1)")
 def test_creds_inline_asm_setresuid():
-    same_creds("asm_setresuid")
+    # The one change no wrapper sees: the program's output is its own, the
+    # trace complete; the writer keeps the credentials it had.
+    _root()
+    exe = creds_fixture()
+    got, log = record([exe, "asm_setresuid"], args=WRITER)
+    check("--- set 0\nUid:\t1000\t1000\t1000\t1000" in got.stdout, f"main dropped to 1000: {got.stdout}")
+    eq(count_calls(dump_events(log))["work"], 2000, "asm_setresuid work calls")
+    raise Skip("known limit, issue 25: a credential change made by an inline syscall instruction (no libc "
+               "wrapper, no syscall()) is not seen: the writer thread keeps the credentials it had "
+               "(README, Credentials; docs/DESIGN.md)")
 
 
 def test_creds_capset_libc():

@@ -533,6 +533,38 @@ static int cred_change(long nr, const long *a, uid_t *to)
 	return 0;
 }
 
+/* A change of the calling thread's credentials or security state that
+ * the runtime's own threads (the raw writer, a keeper) must follow: they
+ * are not on glibc's list for its set*id broadcast, and capset, setfs*id
+ * and these prctls are per thread anyway. A runtime thread left with
+ * what the program dropped, in memory the program can write, would be a
+ * way back (writer.c, sf_keeper_follow). */
+static int followed_change(long nr, const long *a)
+{
+	uid_t to;
+	if (nr == SYS_capset)
+		return 1;
+	if (nr == SYS_prctl)
+		return a[0] == PR_SET_KEEPCAPS || a[0] == PR_SET_NO_NEW_PRIVS || a[0] == PR_CAPBSET_DROP ||
+		       a[0] == PR_SET_SECUREBITS || (a[0] == PR_CAP_AMBIENT && a[1] != PR_CAP_AMBIENT_IS_SET);
+	return cred_change(nr, a, &to);
+}
+
+/* After the program's call nr (a: its arguments, r: the kernel's answer)
+ * through libc's syscall(), prctl(), capset(), setfsuid() or setfsgid():
+ * a successful change is made on the runtime's threads too, in the
+ * program's order (KEEPCAPS before the setresuid it is for). setfsuid and
+ * setfsgid answer the old id: the follower is given the one now held. */
+void sf_cred_followed(long nr, const long *a, long r)
+{
+	if (!followed_change(nr, a))
+		return;
+	if (nr == SYS_setfsuid || nr == SYS_setfsgid)
+		sf_keeper_follow(nr, sf_syscall3(nr, -1, 0, 0), 0, 0, 0, 0);
+	else if ((unsigned long)r <= -4096ul)
+		sf_keeper_follow(nr, a[0], a[1], a[2], a[3], a[4]);
+}
+
 static uint64_t clone_flags(long nr, const long *a)
 {
 	if (nr == SYS_clone)
@@ -661,6 +693,7 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		if (nr == SYS_sigaltstack && a0)
 			sf_stack_alt_forget();
 	}
+	sf_cred_followed(nr, a, r); /* as the set*id wrappers, capset, prctl */
 	if (filter && ((unsigned long)r > -4096ul || (nr == SYS_seccomp && r > 0 && (a1 & SECCOMP_FILTER_FLAG_TSYNC))))
 		sf_seccomp_undo(); /* not installed (TSYNC: a thread that could not follow) */
 	if ((unsigned long)r > -4096ul) {
@@ -965,10 +998,45 @@ static void before_cred_change(uid_t to)
 		before_cred_change(to_uid);                                          \
 		ret sf_r = real_##name args;                                         \
 		if (sf_r == 0)                                                       \
-			sf_keeper_follow(nr, (long)(a0), (long)(a1), (long)(a2));    \
+			sf_keeper_follow(nr, (long)(a0), (long)(a1), (long)(a2), 0, 0); \
 		return sf_r;                                                         \
 	}
 SF_CRED_CALLS(SF_CRED_WRAP)
+
+/* glibc's setfsuid, setfsgid and capset are the bare system call, made
+ * for the calling thread only; these make it and have the runtime's
+ * threads follow (sf_cred_followed). */
+__attribute__((visibility("default"))) int setfsuid(uid_t u)
+{
+	long a[6] = {(long)u};
+	before_cred_change(u);
+	long r = sf_syscall3(SYS_setfsuid, (long)u, 0, 0);
+	sf_cred_followed(SYS_setfsuid, a, r);
+	return (int)r;
+}
+
+__attribute__((visibility("default"))) int setfsgid(gid_t g)
+{
+	long a[6] = {(long)g};
+	before_cred_change((uid_t)-1);
+	long r = sf_syscall3(SYS_setfsgid, (long)g, 0, 0);
+	sf_cred_followed(SYS_setfsgid, a, r);
+	return (int)r;
+}
+
+/* (no header declares it: libcap's sys/capability.h has its own types) */
+__attribute__((visibility("default"))) int capset(void *hdr, void *data);
+__attribute__((visibility("default"))) int capset(void *hdr, void *data)
+{
+	long a[6] = {(long)hdr, (long)data};
+	long r = sf_syscall3(SYS_capset, (long)hdr, (long)data, 0);
+	sf_cred_followed(SYS_capset, a, r);
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 0;
+}
 
 #define SF_CRED_RESOLVE(ret, name, params, args, to_uid, nr, a0, a1, a2) real_##name = (ret(*) params)sf_real(#name);
 static void cred_resolve(void)

@@ -253,6 +253,8 @@ __attribute__((visibility("protected"))) int prctl(int op, ...)
 	long r = sf_syscall6(SYS_prctl, op, a, b, c, d, 0);
 	if (filter && r < 0)
 		sf_seccomp_undo();
+	long args[6] = {op, a, b, c, d, 0};
+	sf_cred_followed(SYS_prctl, args, r); /* KEEPCAPS, NO_NEW_PRIVS, CAPBSET_DROP...: hooks.c */
 	return (int)ret_errno(r);
 }
 

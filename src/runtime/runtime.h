@@ -1113,7 +1113,8 @@ void sf_log_keeper_left(int fd) SF_HIDDEN;
 int sf_log_files_shared(void) SF_HIDDEN;
 int sf_services_thread_wanted(void) SF_HIDDEN;
 int sf_runtime_thread(void) SF_HIDDEN;  /* a writer or a keeper runs */
-void sf_keeper_follow(long nr, long a0, long a1, long a2) SF_HIDDEN; /* after a set*id wrapper's success */
+void sf_cred_followed(long nr, const long *a, long r) SF_HIDDEN; /* hooks.c: after a call that may change credentials */
+void sf_keeper_follow(long nr, long a0, long a1, long a2, long a3, long a4) SF_HIDDEN; /* after a credential change (hooks.c) */
 void sf_log_keeper(int on) SF_HIDDEN;   /* logfile.c: the log's descriptor is the keeper's (on) */
 int sf_keeper_stop(void) SF_HIDDEN;     /* ns.c: the keeper ended, its log descriptor copied here (or -1) */
 /* A log made before the writer can be (a preinit hook's or a library

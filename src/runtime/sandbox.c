@@ -716,7 +716,7 @@ int sf_seccomp_allows_fd_call(long nr, long a1, long a2)
  * under filters that refuse each with KILL_PROCESS, ERRNO and TRAP.
  * SF_UNCHECKED dup dup2 dup3: the program's own, passed on by fdguard.c's wrappers (the same call untraced); the log's move at a dup2 onto it is move_path, checked at the dup2 (refused: the descriptor given up, its writes fail, counted)
  * SF_UNCHECKED execveat setns unshare setrlimit seccomp sigaltstack: the program's own, through wrappers (ns.c's writer stop and start around setns and unshare: writer_stop_path and sync_path decided at the install, ns_stop_refused: refused, the runtime's threads leave then; writer_start_path checked at the start; its NS_GET_NSTYPE ioctl asked only where allowed, else the call is taken as needing the process alone)
- * SF_UNCHECKED setuid setgid setreuid setregid setresuid setresgid setgroups setfsuid setfsgid: the program's own; the keeper's are on its own thread
+ * SF_UNCHECKED setuid setgid setreuid setregid setresuid setresgid setgroups setfsuid setfsgid capset: the program's own; the writer's and keeper's (sf_keeper_follow) are on their own threads
  * SF_UNCHECKED sched_setscheduler getgroups: on the writer's or keeper's thread, not under the chain (a writer made again under it: writer_start_path)
  * SF_UNCHECKED kill waitid set_robust_list get_robust_list: hooks.c's wait for a CLONE_VFORK clone (vfork_wait_path, checked at the clone; none after a stop)
  * SF_UNCHECKED pipe2: exec_env.c's popen, the program's own (glibc's popen makes the same pipe2; its system and popen kill at a cancellation as glibc's do)

@@ -38,6 +38,7 @@
  * process's status (docs/DESIGN.md, "Writer thread"). */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1191,10 +1192,29 @@ int sf_runtime_thread(void)
 }
 
 struct setid {
-	long nr, a0, a1, a2;
+	long nr, a[5];
 };
 
 static void keeper_gone(void);
+
+/* The follower's (keeper's, writer's) copy of the program thread's call:
+ * capset with its header's pid 0 (the caller's tid would name another
+ * thread: EPERM); setfsuid and setfsgid answer the old id, so success is
+ * the id read back (-1 changes nothing and answers the current one). */
+static long follow_call(const struct setid *s)
+{
+	if (s->nr < 0)
+		return -ENOSYS;
+	if (s->nr == SYS_capset) {
+		struct __user_cap_header_struct h = *(const struct __user_cap_header_struct *)s->a[0];
+		h.pid = 0;
+		return sf_syscall3(SYS_capset, (long)&h, s->a[1], 0);
+	}
+	long r = sf_syscall6(s->nr, s->a[0], s->a[1], s->a[2], s->a[3], s->a[4], 0);
+	if (s->nr == SYS_setfsuid || s->nr == SYS_setfsgid)
+		return sf_syscall3(s->nr, -1, 0, 0) == s->a[0] ? 0 : -EPERM;
+	return r;
+}
 
 /* On the keeper: the program's credential change made here too. Refused
  * (it cannot be: the same call from the same credentials), the keeper
@@ -1202,39 +1222,42 @@ static void keeper_gone(void);
  * with the new ones can write would be a way back. */
 static long keeper_setid(void *arg)
 {
-	const struct setid *s = arg;
-	long r = s->nr < 0 ? -ENOSYS : sf_syscall3(s->nr, s->a0, s->a1, s->a2);
+	long r = follow_call(arg);
 	if (r < 0)
 		__atomic_store_n(&keeper_quit, 1, __ATOMIC_RELEASE);
 	return r;
 }
 
-/* After a set*id wrapper's call succeeded (hooks.c): the same system call
- * made on the keeper (nr -1: initgroups, whose list is read back from the
- * calling thread). glibc changes every thread it knows, and the keeper is
- * not one of them. Where the keeper could not follow, it has ended:
+/* After a credential or security change of the calling thread succeeded
+ * (hooks.c: the set*id wrappers, setfsuid, setfsgid, capset, prctl's
+ * KEEPCAPS, NO_NEW_PRIVS, CAPBSET_DROP, SECUREBITS, CAP_AMBIENT, and each
+ * through syscall()): the same system call made on the keeper (nr -1:
+ * initgroups, whose list is read back from the calling thread), in the
+ * program's order (KEEPCAPS before its setresuid). glibc changes every
+ * thread it knows for set*id, and the keeper is not one of them; the rest
+ * are per thread, and a runtime thread must hold no more than the thread
+ * that dropped them. Where the keeper could not follow, it has ended:
  * requests are refused and the program's table is used again (the log,
  * its creator's, then cannot be opened: recording stops, counted). */
 /* On the raw writer (sf_writer_start): the same, refused or not. */
 static long writer_setid(void *arg)
 {
-	const struct setid *s = arg;
-	return s->nr < 0 ? -ENOSYS : sf_syscall3(s->nr, s->a0, s->a1, s->a2);
+	return follow_call(arg);
 }
 
-void sf_keeper_follow(long nr, long a0, long a1, long a2)
+void sf_keeper_follow(long nr, long a0, long a1, long a2, long a3, long a4)
 {
 	int writer_follows = raw && sf_writer_active() && sf_syscall3(SYS_getpid, 0, 0, 0) == raw_pid;
 	if ((!sf_keeper_alive() && !writer_follows) || on_writer)
 		return;
-	struct setid s = {nr, a0, a1, a2};
+	struct setid s = {nr, {a0, a1, a2, a3, a4}};
 	const size_t cap = 65536 * sizeof(gid_t);
 	void *groups = NULL;
 	if (nr == -1) {
 		groups = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		long n = groups == MAP_FAILED ? -ENOMEM : sf_syscall3(SYS_getgroups, 65536, (long)groups, 0);
 		if (n >= 0)
-			s = (struct setid){SYS_setgroups, n, (long)groups, 0};
+			s = (struct setid){SYS_setgroups, {n, (long)groups, 0, 0, 0}};
 	}
 	if (writer_follows) {
 		/* The raw writer is not on glibc's list: it makes the call

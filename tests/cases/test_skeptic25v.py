@@ -83,49 +83,43 @@ def test_creds_fork_child_setuid():
     eq(got.stdout, want, "fork child's setuid")
 
 
-@known_break(25, "syscall(SYS_setuid, 1000) through glibc's syscall(): the main thread is uid 1000 with no caps, "
-             "the writer stays uid 0 with CapEff 000001fffeffffff (2 credential sets in /proc/self/task, untraced 1)")
 def test_creds_raw_syscall_setuid():
     same_creds("syscall_setuid")
 
 
-@known_break(25, "setresuid(1000,1000,1000) as an inline syscall instruction: the writer stays root with every "
-             "capability (2 credential sets, untraced 1)")
 def test_creds_inline_asm_setresuid():
-    same_creds("asm_setresuid")
+    # The one change no wrapper sees: the program's output is its own, the
+    # trace complete; the writer keeps the credentials it had.
+    _root()
+    exe = creds_fixture()
+    got, log = record([exe, "asm_setresuid"], args=WRITER)
+    check("--- set 0\nUid:\t1000\t1000\t1000\t1000" in got.stdout, f"main dropped to 1000: {got.stdout}")
+    eq(count_calls(dump_events(log))["work"], 2000, "asm_setresuid work calls")
+    raise Skip("known limit, issue 25: a credential change made by an inline syscall instruction (no libc "
+               "wrapper, no syscall()) is not seen: the writer thread keeps the credentials it had "
+               "(README, Credentials; docs/DESIGN.md)")
 
 
-@known_break(25, "capset() keeping only CAP_NET_BIND_SERVICE (CapEff 400): the writer keeps CapEff/CapPrm "
-             "000001fffeffffff; capset is not followed (2 credential sets, untraced 1)")
 def test_creds_capset_libc():
     same_creds("capset_libc")
 
 
-@known_break(25, "syscall(SYS_capset) keeping CAP_NET_BIND_SERVICE: the writer keeps every capability")
 def test_creds_capset_raw():
     same_creds("capset")
 
 
-@known_break(25, "prctl(PR_SET_KEEPCAPS,1) then setresuid(1000...): main keeps CapPrm 000001fffeffffff, the "
-             "writer follows the setresuid without keepcaps and has CapPrm 0 (2 credential sets, untraced 1)")
 def test_creds_keepcaps_then_setresuid():
     same_creds("keepcaps")
 
 
-@known_break(25, "prctl(PR_SET_NO_NEW_PRIVS, 1): main's NoNewPrivs is 1, the writer's stays 0 "
-             "(2 credential sets, untraced 1)")
 def test_creds_no_new_privs():
     same_creds("nnp")
 
 
-@known_break(25, "prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN): main's CapBnd is 000001fffedfffff, the writer's stays "
-             "000001fffeffffff (2 credential sets, untraced 1)")
 def test_creds_capbset_drop():
     same_creds("capbset")
 
 
-@known_break(25, "setfsuid(1000): main's fsuid is 1000 (CapEff 000001fef6fffde0), the writer's stays 0 with "
-             "every capability (2 credential sets, untraced 1)")
 def test_creds_setfsuid():
     same_creds("setfsuid")
 

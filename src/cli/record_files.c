@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "format/keeper_files.h"
+#include "format/sf_env.h"
 #include "format/sflog.h"
 
 static struct {
@@ -77,7 +78,7 @@ int rfiles_bind(uint64_t dev, uint64_t ino, uint64_t salt)
 	/* Test only: another keeper already holding this name (a keeper of a
 	 * run whose private directory had the same inode, removed but not yet
 	 * exited). The squatter stays bound for record's life. */
-	const char *sq = getenv("SFTRACE_TEST_KEEPER_SQUAT");
+	const char *sq = getenv(SF_ENV_PREFIX "TEST_KEEPER_SQUAT");
 	static int squatted;
 	if (sq && !salt && squatted < atoi(sq)) {
 		squatted++;

@@ -31,9 +31,9 @@ static size_t notes_dir_len;
 static uint64_t notes_dev, notes_ino;
 static uid_t notes_uid;
 /* record's keeper as record said (SFTRACE_KEEPER, record_keeper.c): its
- * pid, which every connection's peer must be (SO_PEERCRED: the listener's;
- * 0 here: not said, uid only), and its name's salt; keeper_none: record
- * holds no name, nobody is asked. The last refusal, for the loss line. */
+ * pid, which every connection's peer must be (SO_PEERCRED: the listener's),
+ * and its name's salt; keeper_none: record holds no name (or named no
+ * keeper), nobody is asked. The last refusal, for the loss line. */
 static long keeper_pid;
 static uint64_t keeper_salt;
 static int keeper_none;
@@ -42,8 +42,10 @@ static char keeper_refused[160];
 static void keeper_env(void)
 {
 	const char *v = getenv(SF_ENV(KEEPER));
-	if (!v || !*v)
+	if (!v || !*v) { /* not record's doing: no keeper it named */
+		keeper_none = 1;
 		return;
+	}
 	long pid = 0;
 	uint64_t salt = 0;
 	const char *p = v;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -741,9 +742,23 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 				rmdir(taken[i]);
 			return 1;
 		}
-		if (rfiles_bind((uint64_t)made.st_dev, (uint64_t)made.st_ino) >= 0 || errno != EADDRINUSE ||
-		    ntaken == (int)(sizeof(taken) / sizeof(taken[0])))
+		if (rfiles_bind((uint64_t)made.st_dev, (uint64_t)made.st_ino, 0) >= 0 || errno != EADDRINUSE)
 			break;
+		if (ntaken == (int)(sizeof(taken) / sizeof(taken[0]))) {
+			/* Names taken on purpose (every next inode's): a random
+			 * salt, passed on in SFTRACE_KEEPER (record_keeper.c),
+			 * makes a name nobody can take in advance. Never a
+			 * name this run does not hold: without one, no keeper. */
+			for (int i = 0; i < 8; i++) {
+				uint64_t salt = 0;
+				if (getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt) || !salt)
+					continue;
+				if (rfiles_bind((uint64_t)made.st_dev, (uint64_t)made.st_ino, salt) >= 0 ||
+				    errno != EADDRINUSE)
+					break;
+			}
+			break;
+		}
 		snprintf(taken[ntaken++], PATH_MAX, "%s", rf->notes);
 	}
 	for (int i = 0; i < ntaken; i++)

@@ -45,8 +45,9 @@ static struct {
 /* The keeper's socket, bound by record (rfiles_bind) before the keeper
  * forks: the name is taken when bind succeeds, by nobody else. */
 static int bound = -1, bound_err = EINVAL;
+static uint64_t bound_salt; /* the name's salt (keeper_files.h), 0 for none */
 
-static int bind_name(uint64_t dev, uint64_t ino)
+static int bind_name(uint64_t dev, uint64_t ino, uint64_t salt)
 {
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -59,7 +60,7 @@ static int bind_name(uint64_t dev, uint64_t ino)
 			return -1;
 	}
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	size_t n = sf_kf_name(a.sun_path + 1, dev, ino);
+	size_t n = sf_kf_name(a.sun_path + 1, dev, ino, salt);
 	if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
 		int e = errno;
 		close(fd);
@@ -69,23 +70,30 @@ static int bind_name(uint64_t dev, uint64_t ino)
 	return fd;
 }
 
-int rfiles_bind(uint64_t dev, uint64_t ino)
+int rfiles_bind(uint64_t dev, uint64_t ino, uint64_t salt)
 {
 	if (bound >= 0)
 		close(bound);
+	bound = -1;
 	/* Test only: another keeper already holding this name (a keeper of a
 	 * run whose private directory had the same inode, removed but not yet
 	 * exited). The squatter stays bound for record's life. */
 	const char *sq = getenv(SF_ENV(TEST_KEEPER_SQUAT));
 	static int squatted;
-	if (sq && squatted < atoi(sq)) {
+	if (sq && !salt && squatted < atoi(sq)) {
 		squatted++;
-		if (bind_name(dev, ino) < 0)
+		if (bind_name(dev, ino, 0) < 0)
 			return -1;
 	}
-	bound = bind_name(dev, ino);
+	bound = bind_name(dev, ino, salt);
 	bound_err = bound < 0 ? errno : 0;
+	bound_salt = bound < 0 ? 0 : salt;
 	return bound;
+}
+
+uint64_t rfiles_salt(void)
+{
+	return bound_salt;
 }
 
 void rfiles_forget(void)

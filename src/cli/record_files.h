@@ -12,7 +12,10 @@
  * of a run whose directory had the same inode and is gone, the keeper not
  * yet): record then makes another directory, while this one still exists
  * (so with another inode). A name this process bound is nobody else's. */
-int rfiles_bind(uint64_t dev, uint64_t ino);
+int rfiles_bind(uint64_t dev, uint64_t ino, uint64_t salt);
+
+/* The salt of the name bound (0: the plain name), for SFTRACE_KEEPER. */
+uint64_t rfiles_salt(void);
 
 /* In record after the keeper started: record's copy of the socket closed. */
 void rfiles_forget(void);

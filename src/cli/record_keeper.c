@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/record_files.h"
+#include "format/sf_env.h"
 #include "lib/util.h"
 
 static uint64_t mono_ns(void)
@@ -146,6 +147,22 @@ static void keep(char **argv, void (*cleanup)(void *), void *arg, int status_fd,
 		fprintf(stderr, "sftrace: warning: the keeper cannot make files for processes that may not (%s): a process "
 				"that drops its privileges or chroots may get no log\n",
 			strerror(errno));
+	/* Who the runtime may ask (notes.c): this keeper's pid (the
+	 * listener's, SO_PEERCRED) and its name's salt; 0 when it holds no
+	 * name, so that nobody else's socket is ever asked. */
+	if (notes) {
+		char kv[48];
+		uint64_t salt = files >= 0 ? rfiles_salt() : 0;
+		if (files < 0)
+			snprintf(kv, sizeof(kv), "0");
+		else if (salt)
+			snprintf(kv, sizeof(kv), "%ld-%llx", (long)getpid(), (unsigned long long)salt);
+		else
+			snprintf(kv, sizeof(kv), "%ld", (long)getpid());
+		setenv(SF_ENV(KEEPER), kv, 1);
+	} else {
+		unsetenv(SF_ENV(KEEPER));
+	}
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		fprintf(stderr, "sftrace: error: fork: %s\n", strerror(errno));

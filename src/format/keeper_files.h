@@ -58,16 +58,18 @@ struct sf_kf_rep {
 };
 
 /* The abstract address (after its leading NUL) of the keeper of the
- * private directory (dev, ino): "sftrace-keeper-DEV-INO" in hex, its
- * length returned (cap >= 64). No libc: the runtime calls it too. */
-static inline size_t sf_kf_name(char *out, uint64_t dev, uint64_t ino)
+ * private directory (dev, ino): "sftrace-keeper-DEV-INO" in hex, with
+ * "-SALT" when salt is not 0 (record's random name when the plain one
+ * was taken: SFTRACE_KEEPER passes it on), its length returned
+ * (cap >= 72). No libc: the runtime calls it too. */
+static inline size_t sf_kf_name(char *out, uint64_t dev, uint64_t ino, uint64_t salt)
 {
 	static const char pre[] = "sftrace-keeper-";
 	size_t n = 0;
 	for (const char *p = pre; *p; p++)
 		out[n++] = *p;
-	uint64_t v[2] = {dev, ino};
-	for (int i = 0; i < 2; i++) {
+	uint64_t v[3] = {dev, ino, salt};
+	for (int i = 0; i < (salt ? 3 : 2); i++) {
 		char tmp[16];
 		int k = 0;
 		do {
@@ -76,7 +78,7 @@ static inline size_t sf_kf_name(char *out, uint64_t dev, uint64_t ino)
 		} while (v[i]);
 		while (k)
 			out[n++] = tmp[--k];
-		if (!i)
+		if (i < (salt ? 2 : 1))
 			out[n++] = '-';
 	}
 	out[n] = 0;

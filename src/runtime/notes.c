@@ -30,6 +30,61 @@ static size_t notes_dir_len;
  * runs as its owner. */
 static uint64_t notes_dev, notes_ino;
 static uid_t notes_uid;
+/* record's keeper as record said (SFTRACE_KEEPER, record_keeper.c): its
+ * pid, which every connection's peer must be (SO_PEERCRED: the listener's),
+ * and its name's salt; keeper_none: record holds no name (or named no
+ * keeper), nobody is asked. The last refusal, for the loss line. */
+static long keeper_pid;
+static uint64_t keeper_salt;
+static int keeper_none;
+static char keeper_refused[160];
+
+static void keeper_env(void)
+{
+	const char *v = getenv(SF_ENV(KEEPER));
+	if (!v || !*v) { /* not record's doing: no keeper it named */
+		keeper_none = 1;
+		return;
+	}
+	long pid = 0;
+	uint64_t salt = 0;
+	const char *p = v;
+	for (; *p >= '0' && *p <= '9' && pid < (1L << 40); p++)
+		pid = pid * 10 + (*p - '0');
+	if (*p == '-')
+		for (p++; *p; p++) {
+			int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+			if (d < 0 || salt >> 60)
+				break;
+			salt = salt << 4 | (uint64_t)d;
+		}
+	if (*p || p == v) { /* not record's: no keeper trusted */
+		keeper_none = 1;
+		return;
+	}
+	keeper_pid = pid;
+	keeper_salt = salt;
+	keeper_none = pid == 0;
+}
+
+static void refused_say(const char *a, long n, const char *b)
+{
+	size_t k = 0;
+	for (const char *q = a; *q && k < sizeof(keeper_refused) - 24; q++)
+		keeper_refused[k++] = *q;
+	if (n >= 0) {
+		char t[24];
+		int m = 0;
+		do
+			t[m++] = (char)('0' + n % 10);
+		while ((n /= 10) && m < 20);
+		while (m)
+			keeper_refused[k++] = t[--m];
+	}
+	for (const char *q = b; *q && k < sizeof(keeper_refused) - 1; q++)
+		keeper_refused[k++] = *q;
+	keeper_refused[k] = 0;
+}
 
 /* ---- losses relayed within a fork family (issue 24) ----
  * A process that gets no log and cannot note why either (out of record's
@@ -221,6 +276,7 @@ void sf_notes_init(void)
 	size_t n = dir ? strlen(dir) : 0;
 	if (!n || dir[0] != '/' || n + 32 >= sizeof(notes_dir))
 		return;
+	keeper_env();
 	const char *why;
 	int fd = sf_trust_dir(dir, &why);
 	if (fd < 0) {
@@ -251,7 +307,7 @@ void sf_notes_init(void)
 static long keeper_connect(void)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	size_t alen = sf_kf_name(a.sun_path + 1, notes_dev, notes_ino);
+	size_t alen = sf_kf_name(a.sun_path + 1, notes_dev, notes_ino, keeper_salt);
 	long s = sf_syscall3(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return s;
@@ -513,6 +569,10 @@ int sf_keeper_conn_for_fork(void)
  * the fork), or NULL; *err the refused call's errno (0: none). */
 const char *sf_keeper_unreachable(int *err)
 {
+	if (keeper_refused[0]) {
+		*err = 0;
+		return keeper_refused;
+	}
 	*err = handover_err;
 	if (handover_fail)
 		return handover_fail;
@@ -565,6 +625,10 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 {
 	if (!notes_dir_len || !notes_ino)
 		return -ENOENT;
+	if (keeper_none) {
+		refused_say("record holds no name for its keeper, so nobody was asked", -1, "");
+		return -ECONNREFUSED;
+	}
 	long s = -1, r = 0;
 	int own = -1; /* the channel: the credentials go along, and it stays open */
 	if (chan >= 0 && !__atomic_exchange_n(&chan_lock, 1, __ATOMIC_ACQUIRE)) {
@@ -586,10 +650,19 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 	}
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
-	/* Answers only from record's user: the name is no secret. */
+	/* Answers only from record's user: the name is no secret. And on a
+	 * new connection only from record's keeper itself (its pid, the
+	 * listener's): whoever else listens on the name is told nothing and
+	 * waited for never (nothing sent, nothing read). A keeper outside
+	 * this process's pid namespace shows as pid 0: its uid only. */
 	if (r == 0 && (sf_syscall6(SYS_getsockopt, s, SOL_SOCKET, SO_PEERCRED, (long)&cr, (long)&cl, 0) < 0 ||
 		       cr.uid != notes_uid))
 		r = -EPERM;
+	if (r == 0 && own < 0 && keeper_pid && cr.pid && cr.pid != keeper_pid) {
+		refused_say("record's keeper's name is held by another process (pid ", (long)cr.pid,
+			    "), which was not asked");
+		r = -ECONNREFUSED;
+	}
 	struct sf_kf_req hdr = {.magic = SF_KF_MAGIC, .op = (uint32_t)op, .first = (uint32_t)first};
 	union {
 		char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];

@@ -382,10 +382,6 @@ def test_keeper_name_taken_few_times():
     eq((counts, got), ([100, 200, 300, 1010], 0), f"logs' nf_work calls, squatter's connections ({err[-500:]!r})")
 
 
-@known_break(24, "another process listening on the keeper names of the next 64 inodes of a tmpfs TMPDIR "
-                 "(sequential): record gives up after 8 taken names, warns, and runs on a name it does not hold; "
-                 "the runtime's requests go to the squatter (4 connections) and the 3 chrooted children get no "
-                 "log (1 of 4 logs; with a squatter that never answers the program stalls ~20 s)")
 def test_keeper_name_taken_many_times():
     if os.geteuid() != 0:
         return

@@ -334,9 +334,11 @@ static void patch_segment(struct sf_object_rt *obj, int seg, uint64_t seg_lo, ui
 			      obj->path, "");
 		return;
 	}
-	/* the program's own protections in the segment, before any change */
+	/* The program's own protections in the segment, before any change.
+	 * Only once the program's code may have run (step 2, init.c): the
+	 * patch at start-up reads no maps (skeptic 25s/25u count its opens). */
 	struct own_prots own = {0, 0, {{0, 0, 0}}};
-	if (rwx_ok)
+	if (rwx_ok && sf_services_started())
 		own_prots_read(seg_lo & ~(SF_PAGE - 1), (seg_hi + SF_PAGE - 1) & ~(SF_PAGE - 1), prot, &own);
 	if (own.overflow)
 		sf_rt_message("more text ranges with the program's own protections than kept, some get the "

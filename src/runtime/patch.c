@@ -141,6 +141,113 @@ static int whole_segment_once(struct sf_object_rt *obj, int seg, uint64_t seg_lo
 	return 1;
 }
 
+/* The program's own protections inside a text range (issue 25, skeptic
+ * 25v): a hot-patcher or a self-modifying program may have made a page of
+ * its text rwx (or r--, or ---) with its own mprotect. The runtime's
+ * mprotect pair around a patch must give those pages back what the
+ * program had, not the segment's p_flags. Read from /proc/self/maps just
+ * before the runtime makes the range writable (only what it changes is
+ * put back): each mapping overlapping [lo, hi) whose protection is not
+ * the segment's. Small stack buffers, no allocation; the read stops at
+ * the first mapping at or above hi (the kernel lists them in order). */
+enum { OWN_MAX = 32 };
+struct own_prots {
+	int n, overflow;
+	struct { uint64_t lo, hi; int prot; } r[OWN_MAX];
+};
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* One maps line's start ("lo-hi rwxp"): 1 and the fields if it parses. */
+static int parse_head(const char *l, size_t n, uint64_t *lo, uint64_t *hi, int *prot)
+{
+	size_t i = 0;
+	uint64_t a = 0, b = 0;
+	int v;
+	while (i < n && (v = hexval(l[i])) >= 0)
+		a = a << 4 | (uint64_t)v, i++;
+	if (i >= n || l[i++] != '-')
+		return 0;
+	while (i < n && (v = hexval(l[i])) >= 0)
+		b = b << 4 | (uint64_t)v, i++;
+	if (i + 4 >= n || l[i++] != ' ')
+		return 0;
+	*lo = a;
+	*hi = b;
+	*prot = (l[i] == 'r' ? PROT_READ : 0) | (l[i + 1] == 'w' ? PROT_WRITE : 0) | (l[i + 2] == 'x' ? PROT_EXEC : 0);
+	return 1;
+}
+
+static void own_prots_read(uint64_t lo, uint64_t hi, int prot, struct own_prots *o)
+{
+	o->n = o->overflow = 0;
+	int fd = sf_fd_brief(open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
+	if (fd < 0)
+		return;
+	char buf[1024], head[64];
+	size_t hn = 0;
+	int skip = 0, past = 0;
+	ssize_t n;
+	while (!past && (n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n && !past; i++) {
+			if (buf[i] != '\n') {
+				if (!skip && hn < sizeof(head))
+					head[hn++] = buf[i];
+				if (hn == sizeof(head))
+					skip = 1;
+				continue;
+			}
+			uint64_t a, b;
+			int p;
+			if (parse_head(head, hn, &a, &b, &p)) {
+				if (a >= hi)
+					past = 1;
+				else if (b > lo && p != prot) {
+					if (o->n == OWN_MAX)
+						o->overflow = 1;
+					else {
+						o->r[o->n].lo = a < lo ? lo : a;
+						o->r[o->n].hi = b > hi ? hi : b;
+						o->r[o->n].prot = p;
+						o->n++;
+					}
+				}
+			}
+			hn = 0;
+			skip = 0;
+		}
+	sf_close(fd);
+}
+
+/* Gives [lo, lo + len) back its protection: prot, except the program's own
+ * ranges, which get theirs (left alone when already so: an rwx page the
+ * program made needs no mprotect, which a W^X filter might refuse). */
+static int own_prots_restore(uint64_t lo, size_t len, int prot, int now, const struct own_prots *o)
+{
+	uint64_t at = lo, end = lo + len;
+	int rc = 0;
+	for (int k = 0; k < o->n; k++) {
+		uint64_t a = o->r[k].lo < lo ? lo : o->r[k].lo, b = o->r[k].hi > end ? end : o->r[k].hi;
+		if (a >= b)
+			continue;
+		if (a > at && mprotect((void *)at, (size_t)(a - at), prot) < 0)
+			rc = -1;
+		if (o->r[k].prot != now && mprotect((void *)a, (size_t)(b - a), o->r[k].prot) < 0)
+			rc = -1;
+		at = b;
+	}
+	if (end > at && mprotect((void *)at, (size_t)(end - at), prot) < 0)
+		rc = -1;
+	return rc;
+}
+
 struct span_find {
 	uint64_t lo, hi;       /* in: the pages; out: the segment's, if found */
 	int found;
@@ -232,6 +339,15 @@ static void patch_segment(struct sf_object_rt *obj, int seg, uint64_t seg_lo, ui
 			      obj->path, "");
 		return;
 	}
+	/* The program's own protections in the segment, before any change.
+	 * Only once the program's code may have run (step 2, init.c): the
+	 * patch at start-up reads no maps (skeptic 25s/25u count its opens). */
+	struct own_prots own = {0, 0, {{0, 0, 0}}};
+	if (rwx_ok && sf_services_started())
+		own_prots_read(seg_lo & ~(SF_PAGE - 1), (seg_hi + SF_PAGE - 1) & ~(SF_PAGE - 1), prot, &own);
+	if (own.overflow)
+		sf_rt_message("more text ranges with the program's own protections than kept, some get the "
+			      "segment's back: ", obj->path, "");
 	if (!rwx_ok || (!whole_segment_once(obj, seg, seg_lo, seg_hi, &page_lo, &len, prot) &&
 			mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0)) {
 		int err = rwx_ok ? errno : EPERM;
@@ -258,7 +374,7 @@ static void patch_segment(struct sf_object_rt *obj, int seg, uint64_t seg_lo, ui
 		sf_close(w.mem_fd);
 		if (w.failed)
 			sf_rt_message("patching through /proc/self/mem failed in ", obj->path, strerror(w.failed));
-	} else if (mprotect((void *)page_lo, len, prot) < 0) {
+	} else if (own_prots_restore(page_lo, len, prot, prot | PROT_WRITE, &own) < 0) {
 		sf_rt_message("cannot restore the protection of the text of ", obj->path, strerror(errno));
 	}
 }

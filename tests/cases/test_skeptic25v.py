@@ -488,13 +488,10 @@ def _selfmod(args=()):
     eq(count_calls(dump_events(log))["work"], 100, "work calls while resumed")
 
 
-@known_break(25, "the program mprotects a page of its own text rwx; after sftrace resume + pause the page "
-             "is r-xp again and the program's write to it dies of SIGSEGV (exit 139; untraced rwxp, exit 0)")
 def test_selfmod_text_perms_survive_resume_pause():
     _selfmod()
 
 
-@known_break(25, "as the case above, with -r '^work$' (partial patching): r-xp after resume/pause, SIGSEGV")
 def test_selfmod_text_perms_survive_resume_pause_regex():
     _selfmod(["-r", "^work$"])
 

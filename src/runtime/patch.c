@@ -156,74 +156,36 @@ struct own_prots {
 	struct { uint64_t lo, hi; int prot; } r[OWN_MAX];
 };
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
+struct own_find {
+	uint64_t lo, hi;
+	int prot;
+	struct own_prots *o;
+};
 
-/* One maps line's start ("lo-hi rwxp"): 1 and the fields if it parses. */
-static int parse_head(const char *l, size_t n, uint64_t *lo, uint64_t *hi, int *prot)
+static int own_line(const struct sf_map *m, void *arg)
 {
-	size_t i = 0;
-	uint64_t a = 0, b = 0;
-	int v;
-	while (i < n && (v = hexval(l[i])) >= 0)
-		a = a << 4 | (uint64_t)v, i++;
-	if (i >= n || l[i++] != '-')
-		return 0;
-	while (i < n && (v = hexval(l[i])) >= 0)
-		b = b << 4 | (uint64_t)v, i++;
-	if (i + 4 >= n || l[i++] != ' ')
-		return 0;
-	*lo = a;
-	*hi = b;
-	*prot = (l[i] == 'r' ? PROT_READ : 0) | (l[i + 1] == 'w' ? PROT_WRITE : 0) | (l[i + 2] == 'x' ? PROT_EXEC : 0);
-	return 1;
+	struct own_find *f = arg;
+	struct own_prots *o = f->o;
+	if (m->lo >= f->hi)
+		return 1;
+	if (m->hi > f->lo && m->prot != f->prot) {
+		if (o->n == OWN_MAX)
+			o->overflow = 1;
+		else {
+			o->r[o->n].lo = m->lo < f->lo ? f->lo : m->lo;
+			o->r[o->n].hi = m->hi > f->hi ? f->hi : m->hi;
+			o->r[o->n].prot = m->prot;
+			o->n++;
+		}
+	}
+	return 0;
 }
 
 static void own_prots_read(uint64_t lo, uint64_t hi, int prot, struct own_prots *o)
 {
 	o->n = o->overflow = 0;
-	int fd = sf_fd_brief(open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
-	if (fd < 0)
-		return;
-	char buf[1024], head[64];
-	size_t hn = 0;
-	int skip = 0, past = 0;
-	ssize_t n;
-	while (!past && (n = read(fd, buf, sizeof(buf))) > 0)
-		for (ssize_t i = 0; i < n && !past; i++) {
-			if (buf[i] != '\n') {
-				if (!skip && hn < sizeof(head))
-					head[hn++] = buf[i];
-				if (hn == sizeof(head))
-					skip = 1;
-				continue;
-			}
-			uint64_t a, b;
-			int p;
-			if (parse_head(head, hn, &a, &b, &p)) {
-				if (a >= hi)
-					past = 1;
-				else if (b > lo && p != prot) {
-					if (o->n == OWN_MAX)
-						o->overflow = 1;
-					else {
-						o->r[o->n].lo = a < lo ? lo : a;
-						o->r[o->n].hi = b > hi ? hi : b;
-						o->r[o->n].prot = p;
-						o->n++;
-					}
-				}
-			}
-			hn = 0;
-			skip = 0;
-		}
-	sf_close(fd);
+	struct own_find f = {lo, hi, prot, o};
+	sf_maps_walk(1, own_line, &f);
 }
 
 /* Gives [lo, lo + len) back its protection: prot, except the program's own

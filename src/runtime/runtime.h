@@ -872,6 +872,16 @@ void sf_heap_early_flush(void) SF_HIDDEN;
 void sf_heap_early_after_fork_child(void) SF_HIDDEN;
 /* The mapping of /proc/self/maps holding addr (stack.c): 1 if found, its
  * bounds in *lo, *hi; *grows for the main thread's [stack]. */
+/* maps.c: /proc/self/maps line by line, in address order. line() is
+ * called for each mapping until it returns nonzero; that value is
+ * returned, 0 at the end, -1 if the file cannot be opened. high: the
+ * descriptor kept high (sf_fd_brief), as where the program runs on. */
+struct sf_map {
+	uint64_t lo, hi;
+	int prot;     /* PROT_READ | PROT_WRITE | PROT_EXEC as listed */
+	int is_stack; /* the main thread's "[stack]" */
+};
+int sf_maps_walk(int high, int (*line)(const struct sf_map *, void *), void *arg) SF_HIDDEN;
 int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows) SF_HIDDEN;
 /* "/proc/self/map_files/LO-HI", the link to the file mapped there
  * (logfile.c). */

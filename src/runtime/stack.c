@@ -42,72 +42,37 @@
 
 #include "runtime/runtime.h"
 
-static uint64_t hex_digit(char c)
+/* The mapping holding addr (maps.c), stopped at the first one above it.
+ * 1 if found; *grows is set for the main thread's "[stack]", which the
+ * kernel extends down as it is used. Also how objects.c finds the file
+ * of a program started through its loader. */
+struct mapping_of {
+	uint64_t addr, lo, hi;
+	int grows;
+};
+
+static int mapping_of_line(const struct sf_map *m, void *arg)
 {
-	if (c >= '0' && c <= '9')
-		return (uint64_t)(c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (uint64_t)(c - 'a' + 10);
-	return 16;
+	struct mapping_of *f = arg;
+	if (m->lo > f->addr)
+		return 2;
+	if (f->addr >= m->hi)
+		return 0;
+	f->lo = m->lo;
+	f->hi = m->hi;
+	f->grows = m->is_stack;
+	return 1;
 }
 
-/* Scans /proc/self/maps for the mapping holding addr (lines are
- * "lo-hi perms offset dev inode   name"; the buffer is small, as this may
- * run on a signal stack): each line's bounds byte by byte, the rest of a
- * line not holding addr skipped with memchr, and the read stopped at the
- * first mapping above addr (the kernel lists them in address order). 1 if
- * found; *grows is set for the main thread's "[stack]", which the kernel
- * extends down as it is used. Also how objects.c finds the file of a
- * program started through its loader. */
 int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 {
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct mapping_of f = {addr, 0, 0, 0};
+	if (sf_maps_walk(0, mapping_of_line, &f) != 1)
 		return 0;
-	char buf[512], tail[8] = {0}; /* tail: the line's last 7 bytes */
-	uint64_t a = 0, b = 0;
-	/* field 0: lo, 1: hi, 2: the rest of addr's line, 3: the rest of another's */
-	int field = 0, found = 0, past = 0;
-	ssize_t n;
-	while (!found && !past && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n && !found && !past; i++) {
-			if (field == 3) {
-				const char *nl = memchr(buf + i, '\n', (size_t)(n - i));
-				if (!nl)
-					break;
-				i = nl - buf;
-				a = b = 0;
-				field = 0;
-				continue;
-			}
-			char c = buf[i];
-			if (c == '\n') {
-				if (field == 2) {
-					found = 1;
-					*lo = a;
-					*hi = b;
-					*grows = __builtin_memcmp(tail, "[stack]", 7) == 0;
-				}
-				a = b = 0;
-				field = 0;
-				__builtin_memset(tail, 0, sizeof(tail));
-			} else if (field == 2) {
-				__builtin_memmove(tail, tail + 1, 6);
-				tail[6] = c;
-			} else if (hex_digit(c) < 16) {
-				if (field == 0)
-					a = a << 4 | hex_digit(c);
-				else
-					b = b << 4 | hex_digit(c);
-			} else if (++field == 2) {
-				past = a > addr;
-				if (addr < a || addr >= b)
-					field = 3;
-			}
-		}
-	}
-	sf_close(fd);
-	return found;
+	*lo = f.lo;
+	*hi = f.hi;
+	*grows = f.grows;
+	return 1;
 }
 
 #ifdef SF_ARCH_SHADOW
@@ -133,51 +98,30 @@ enum { STACK_READS = 8, STACK_MIN = 16384 /* PTHREAD_STACK_MIN */, TOP_MAX = 1 <
  * byte of its permissions, the rest skipped; stops at sp's mapping. 1 if
  * found. A mapping placed later between the two (MAP_FIXED, a hint, brk
  * grown tens of TiB) is not seen: the bounds are taken as they stand. */
+struct floor_find {
+	uint64_t sp, lo, prev_end;
+	int prev_readable;
+};
+
+static int floor_line(const struct sf_map *m, void *arg)
+{
+	struct floor_find *f = arg;
+	if (f->sp >= m->lo && f->sp < m->hi) {
+		f->lo = m->lo;
+		return 1;
+	}
+	f->prev_end = m->hi;
+	f->prev_readable = m->prot != 0;
+	return 0;
+}
+
 static int main_stack_floor(uint64_t sp, uint64_t page, uint64_t *floor)
 {
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct floor_find f = {sp, 0, 0, 0};
+	if (sf_maps_walk(0, floor_line, &f) != 1)
 		return 0;
-	char buf[1024];
-	uint64_t a = 0, b = 0, prev_end = 0;
-	/* field 0: lo, 1: hi, 2: permissions' first byte, 3: the rest of the line */
-	int field = 0, found = 0, readable = 0, prev_readable = 0;
-	ssize_t n;
-	while (!found && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n && !found; i++) {
-			char c = buf[i];
-			if (field == 3) {
-				const char *nl = memchr(buf + i, '\n', (size_t)(n - i));
-				if (!nl)
-					break;
-				i = nl - buf;
-				if (sp >= a && sp < b) {
-					found = 1;
-					break;
-				}
-				prev_end = b;
-				prev_readable = readable;
-				a = b = 0;
-				field = 0;
-			} else if (field == 2) {
-				readable = c == 'r' || c == 'w' || c == 'x';
-				field = 3;
-				i--; /* the rest of the line from this byte: it may be the last */
-			} else if (hex_digit(c) < 16) {
-				if (field == 0)
-					a = a << 4 | hex_digit(c);
-				else
-					b = b << 4 | hex_digit(c);
-			} else {
-				field++;
-			}
-		}
-	}
-	sf_close(fd);
-	if (!found)
-		return 0;
-	uint64_t f = prev_end + (prev_readable ? 256 * page : 0);
-	*floor = f < a ? f : a;
+	uint64_t lo = f.prev_end + (f.prev_readable ? 256 * page : 0);
+	*floor = lo < f.lo ? lo : f.lo;
 	return 1;
 }
 

@@ -64,6 +64,7 @@ static int mapping_of_line(const struct sf_map *m, void *arg)
 	return 1;
 }
 
+__attribute__((noinline)) /* one frame to measure (callgrind --toggle-collect) */
 int sf_mapping_of(uint64_t addr, uint64_t *lo, uint64_t *hi, int *grows)
 {
 	struct mapping_of f = {addr, 0, 0, 0};

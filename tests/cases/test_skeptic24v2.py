@@ -194,10 +194,6 @@ def _wx_dlopen(action, env, extra=()):
           f"record said: {err[-600:]!r}")
 
 
-@known_break(24, "W^X filter (mprotect W|X -> KILL) on a single-threaded "
-                 "program, --writer sync or auto: the dlopen'd instrumented library is untraced (0 of 1000 calls of "
-                 "skep24v2_libg, 1 object in the log) and neither record nor dump says so (with ERRNO EPERM/EACCES "
-                 "instead: 1000 of 1000, written through /proc/self/mem)")
 def test_wx_dlopen_single_thread_traced_or_said():
     env = {"SKEP_NO_SPAWN": "1", "SKEP_NO_THREADS": "1"}
     _wx_dlopen("kill", env, ["--writer", "sync"])
@@ -211,7 +207,6 @@ def test_wx_errno_dlopen_single_thread_traced():
         _wx_dlopen(action, env)
 
 
-@known_break(24, "W^X KILL filter, threads: the dlopen'd library is left untraced (0 of 1000 calls) with no line")
 def test_wx_kill_dlopen_threads_traced_or_said():
     _wx_dlopen("kill", {"SKEP_NO_SPAWN": "1"})
 

@@ -469,9 +469,12 @@ def test_aarch64_auto_args_sixteen_register_parameters():
                "6.500000, 7.500000) = 74.500000;", "all16's first call")
 
 
-def callgrind_total(cmd, d):
+def callgrind_total(cmd, d, prog=None):
     """Instructions of every process of CMD under callgrind (sftrace's own
-    record process included: it cancels out in a difference)."""
+    record process included: it cancels out in a difference). With PROG,
+    also the instructions of PROG's main thread alone: the writer thread's
+    share depends on when it wakes (CI: 200.89 vs 197.90 a call, every
+    thread counted), the main thread's does not."""
     import glob
     import shutil
     if not shutil.which("valgrind"):
@@ -479,13 +482,23 @@ def callgrind_total(cmd, d):
     for f in glob.glob(os.path.join(d, "cg.*")):
         os.unlink(f)
     run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--trace-children-skip=*/sftrace",
-         "--callgrind-out-file=" + os.path.join(d, "cg.%p")] + cmd, timeout=900)
+         "--separate-threads=yes", "--callgrind-out-file=" + os.path.join(d, "cg.%p")] + cmd, timeout=900)
     tot = 0
+    main = None
     for f in glob.glob(os.path.join(d, "cg.*")):
         with open(f) as fh:
-            m = re.search(r"^summary: (\d+)", fh.read(), re.M)
-        if m:
-            tot += int(m.group(1))
+            text = fh.read()
+        m = re.search(r"^summary: (\d+)", text, re.M)
+        if not m:
+            continue
+        tot += int(m.group(1))
+        c = re.search(r"^cmd:\s*(\S+)", text, re.M)
+        t = re.search(r"^thread: (\d+)", text, re.M)
+        if prog and c and c.group(1) == prog and t and t.group(1) == "1":
+            main = int(m.group(1))
+    if prog:
+        check(main is not None, f"no callgrind file for {prog}'s main thread in {d}")
+        return tot, main
     return tot
 
 
@@ -495,9 +508,9 @@ COST_SPECS = ["-A", "add@arg1,arg2", "-R", "add@retval", "-A", "six@arg1,arg2,ar
 
 def test_callgrind_unnamed_equal_named_add_cost():
     """skep29u_cost, N = 50,000 and 100,000 calls, instructions a call as
-    the difference (callgrind, every process): other() (never named) with
-    and without specs naming add, six and fd must be within 2 instructions
-    (measured +0.13 at 100k/200k); add named -A add@arg1,arg2 -R
+    the difference (callgrind): other() (never named) with and without
+    specs naming add, six and fd must be within 2 instructions in the
+    program's main thread (the writer's share varies with its wake-ups); add named -A add@arg1,arg2 -R
     add@retval over plain within the claimed +373, with 10% room (measured
     +364.1; six's 7 values +494, fd's +401 for information)."""
     prog = build_c("skep29u_cost", ["skep29u_cost.c"], flags=["-gdwarf-4", "-fnoxray-link-deps"])
@@ -510,11 +523,13 @@ def test_callgrind_unnamed_equal_named_add_cost():
     for fn in ("other", "add"):
         for label, extra in (("plain", []), ("spec", COST_SPECS)):
             t = [callgrind_total([plain, "record", "-q", "--force", "-o", os.path.join(d, "x.log")] + extra + ["--", prog, fn, str(n)],
-                                 d) for n in (50000, 100000)]
-            per[fn, label] = (t[1] - t[0]) / 50000
-    diff_other = per["other", "spec"] - per["other", "plain"]
+                                 d, prog) for n in (50000, 100000)]
+            per[fn, label] = (t[1][0] - t[0][0]) / 50000
+            per[fn, label, "main"] = (t[1][1] - t[0][1]) / 50000
+    diff_other = per["other", "spec", "main"] - per["other", "plain", "main"]
     diff_add = per["add", "spec"] - per["add", "plain"]
-    check(abs(diff_other) < 2, f"unnamed other(): {per['other', 'plain']:.2f} plain, {per['other', 'spec']:.2f} with specs")
+    check(abs(diff_other) < 2, f"unnamed other(), main thread: {per['other', 'plain', 'main']:.2f} plain, "
+          f"{per['other', 'spec', 'main']:.2f} with specs")
     check(diff_add < 373 * 1.1, f"named add: +{diff_add:.1f} instructions a call")
 
 

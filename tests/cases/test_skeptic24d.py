@@ -163,17 +163,19 @@ def test_dup2_onto_a_fresh_runtime_number_does_not_stall():
     call as long; untraced at most 4 ms. Claim: "a program's close/dup2/
     fcntl calls never wait on a runtime system call"."""
     prog = fixture("dupclaim")
-    # The stall came in 5 of 8 runs; a loaded machine can stretch a good
-    # run past 40 ms (73 ms once, load average 66): at most 1 slow run of 6
-    # (with the stall, 1 or fewer of 6 has a chance of about 5%).
+    # The stall (121-151 ms) came in 5 of 8 runs; a loaded machine
+    # stretches a good run well past 40 ms (73 ms at load average 66; 72
+    # and 59 ms in two runs of one CI run with five helpers at work), so a
+    # run counts as stalled past 100 ms only: at most 1 of 6 (with the
+    # stall, 1 or fewer of 6 has a chance of about 3%).
     slow = []
     for _ in range(6):
         p, _ = record([prog], args=["-q"])
         m = re.search(r"worst-dup2-ms (\d+) first-call-ms (\d+)", p.stdout)
         check(m, p.stdout)
-        if int(m.group(1)) > 40 or int(m.group(2)) > 40:
+        if int(m.group(1)) > 100 or int(m.group(2)) > 100:
             slow.append(p.stdout.strip())
-    check(len(slow) <= 1, f"runs slower than 40 ms: {slow}")
+    check(len(slow) <= 1, f"runs slower than 100 ms: {slow}")
 
 
 def test_chrooted_child_gets_its_own_log():

@@ -351,7 +351,9 @@ def test_unfiltered_small():
     calls = count_calls(events)
     check_demangled(calls, min_count=300)
     tids = {e.tid for e in events}
-    check(len(tids) >= 3, f"main thread and rayon workers: {tids}")
+    # rayon starts a worker per CPU (2 on CI); on a loaded machine the
+    # small input can end before the second worker is first scheduled
+    check(len(tids) >= 2, f"main thread and rayon workers: {tids}")
     check(collections.Counter(e.kind for e in events)["TAIL"] > 0, "tail calls recorded")
 
     pb = os.path.join(d, "sf.pb.gz")

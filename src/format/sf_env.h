@@ -27,6 +27,7 @@
 	X(SETUP_THREAD_ONLY, "non-empty: with sftrace_setup, record only the thread that called it")        \
 	X(NOTES_DIR, "record's private directory where the runtime says why no log was written")             \
 	X(KEEPER, "record's keeper: PID, or PID-SALT (hex) when its socket's name is salted; 0: none to ask")   \
+	X(SECCOMP_FILTERS, "seccomp filters on the process known to the tracer (record's own, or its traced parent's): a count, or any") \
 	X(BUDGET_FILE, "record --max-size: the run's shared byte budget (format/run_budget.h)")              \
 	X(RING, "record --ring: bytes per thread")                                                           \
 	X(RING_SIGNAL, "with RING: the snapshot signal's number")                                            \

@@ -863,6 +863,7 @@ int sf_seccomp_exec_untraced(void)
  * the program (KILL_PROCESS on unshare, sched_setaffinity, ftruncate, an
  * mprotect W|X: skeptic24v2), so it stays out: the program runs
  * untraced, no log, no note (a note's calls may be refused as well). */
+static int dormant;               /* started under unknown filters: no call of the runtime's at all */
 static uint32_t start_filters;   /* Seccomp_filters at start */
 static int start_filters_known;  /* ... and it was read */
 
@@ -922,13 +923,20 @@ int sf_seccomp_start_unknown(void)
 	sf_syscall3(SYS_close, fd, 0, 0);
 	buf[len] = 0;
 	uint32_t mode = 0, n = 0;
-	if (!status_number(buf, "Seccomp:", &mode) || mode != SECCOMP_MODE_FILTER)
+	if (!status_number(buf, "Seccomp:", &mode))
+		return 0; /* not said: nothing to go by, as before */
+	if (mode != SECCOMP_MODE_FILTER) {
+		start_filters_known = 1; /* none */
 		return 0;
+	}
 	if (!status_number(buf, "Seccomp_filters:", &n))
 		return 1; /* before Linux 5.9: filters, and how many is not said */
 	start_filters = n;
 	start_filters_known = 1;
-	return n > k;
+	if (n <= k)
+		return 0;
+	__atomic_store_n(&dormant, 1, __ATOMIC_RELEASE);
+	return 1;
 }
 
 /* The count a child exec'd now inherits, the chain's installs added:
@@ -938,7 +946,7 @@ long sf_seccomp_known_filters(void)
 	unsigned n = 0;
 	for (const struct filter *f = __atomic_load_n(&chain, __ATOMIC_ACQUIRE); f; f = f->prev)
 		n++;
-	if (!n)
+	if (!n || !start_filters_known)
 		return -1;
 	return (long)start_filters + n; /* start_filters 0 where it was not read: then none was there */
 }
@@ -1045,6 +1053,8 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	const struct sock_fprog *fp = prog;
 	if (!fp || !fp->filter || !fp->len || fp->len > MAX_INSNS)
 		return; /* the kernel refuses it */
+	if (__atomic_load_n(&dormant, __ATOMIC_ACQUIRE))
+		return; /* under unknown filters: the runtime makes no call (not even mmap) */
 	size_t bytes = offsetof(struct filter, insn) + fp->len * sizeof(struct sock_filter);
 	size_t map_len = (bytes + 4095) & ~(size_t)4095;
 	struct filter *f = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

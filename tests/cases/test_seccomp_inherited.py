@@ -94,6 +94,22 @@ def test_raw_install_then_nested_exec():
         eq((t[1], _status(t[0])), (u.stdout, u.returncode), f"{target}: output and status ({t[2][-600:]!r})")
 
 
+def test_known_filter_nested_exec_traced():
+    """A traced program installs a filter that refuses none of the
+    runtime's calls (LOG on mlock) and spawns (sh -c) another instrumented
+    program: the filter is known to it (SFTRACE_SECCOMP_FILTERS raised by
+    the exec), so it is traced too: every process's log has its calls."""
+    launch, exe, lib = _fixtures()
+    env = {"SKEP_SPAWN": f"SKEP_SPAWN=true {exe} log prctl {lib} mlock", "SKEP_NO_THREADS": "1"}
+    cmd = [exe, "log", "prctl", lib, "mlock"]
+    u = run(cmd, check_rc=None, env=env)
+    d = tmpdir()
+    t = run_group([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--"] + cmd, timeout=60, env=env)
+    eq((t[1], _status(t[0])), (u.stdout, u.returncode), f"output and status ({t[2][-600:]!r})")
+    per_log = sorted(count_calls(dump_events(log))["work"] for log in glob.glob(os.path.join(d, "sf*.log")))
+    eq(len([c for c in per_log if c]), 6, f"logs with work calls (the program's three processes, twice): {per_log}")
+
+
 if __name__ == "__main__":
     import sfkit
     sfkit.main(globals())

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -739,6 +740,48 @@ static void set_seccomp_filters(void)
 	setenv(SF_ENV(SECCOMP_FILTERS), v, 1);
 }
 
+/* The file a runtime under unseen filters opens (format/sf_env.h): made
+ * empty in the private directory, watched for opens. */
+static int unseen_watch = -1;
+
+static void watch_unseen_filters(const char *notes)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", notes, SF_UNSEEN_FILTER_FILE) >= (int)sizeof(path))
+		return;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	close(fd);
+	unseen_watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (unseen_watch >= 0 && inotify_add_watch(unseen_watch, path, IN_OPEN) < 0) {
+		close(unseen_watch);
+		unseen_watch = -1;
+	}
+}
+
+/* Once the command has ended: whether a program started under filters
+ * no runtime saw installed, said once. */
+static void report_unseen_filters(void)
+{
+	if (unseen_watch < 0)
+		return;
+	/* inotify merges an event with an identical one queued before it:
+	 * the opens are not counted, only seen */
+	int seen = 0;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	while ((n = read(unseen_watch, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + n; p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len)
+			seen |= (((struct inotify_event *)p)->mask & IN_OPEN) != 0;
+	close(unseen_watch);
+	unseen_watch = -1;
+	if (seen)
+		fprintf(stderr, "sftrace: a program ran untraced (one or more): it started under a seccomp filter installed "
+				"where the tracer did not see it (a static launcher's, an inline syscall instruction's), "
+				"under which any call of the runtime's could kill it\n");
+}
+
 static int prepare_filters(struct record_opts *o, const char *abs, struct run_files *rf, const char *cmd0)
 {
 	unsetenv(SF_ENV(FILTER));
@@ -807,6 +850,7 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	}
 	setenv(SF_ENV(NOTES_DIR), rf->notes, 1);
 	set_seccomp_filters();
+	watch_unseen_filters(rf->notes);
 	if (o->nfilters && prepare_filter_files(o, rf) < 0)
 		return 1;
 	if (rf->filter[0])
@@ -1007,6 +1051,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	/* A keeper that died first has said so; its orphans were record's to
 	 * wait for, and the logs they wrote are still listed. */
 	int keeper_lost = keeper_wait(&k, &status) < 0;
+	report_unseen_filters(); /* first: reading the notes below opens every file there */
 	int rc;
 	if (keeper_lost) {
 		rc = 1;

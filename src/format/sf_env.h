@@ -51,6 +51,13 @@
 /* The prefix every name shares (the filter helper's child gets none). */
 #define SF_ENV_PREFIX "SFTRACE_"
 
+/* In SFTRACE_NOTES_DIR: an empty file record made and watches (inotify,
+ * IN_OPEN). A runtime that starts under seccomp filters it was not told
+ * of (SECCOMP_FILTERS) makes no call of its own but opening and closing
+ * it, read-only, as the loader opens a library: record counts the opens
+ * and says that many programs ran untraced. */
+#define SF_UNSEEN_FILTER_FILE "unseen-seccomp"
+
 /* How many variables the list holds. */
 #define SF_ENV_ONE_(name, meaning) +1
 #define SF_ENV_COUNT (0 SF_ENV_LIST(SF_ENV_ONE_))

@@ -29,7 +29,8 @@
  * the runtime makes (sf_seccomp_exec_untraced); one that stays traced
  * says how many filters are known (SFTRACE_SECCOMP_FILTERS), and a
  * runtime that starts under more (a static launcher's install, a raw
- * system call instruction's) makes no call (sf_seccomp_start_unknown).
+ * system call instruction's) makes no call (sf_seccomp_start_unknown)
+ * but the loader's open and close of a file record watches.
  * A container's filters, which record runs under too, are known.
  *
  * Not seen: SECCOMP_FILTER_FLAG_TSYNC over a writer thread whose calls
@@ -938,6 +939,18 @@ int sf_seccomp_start_unknown(void)
 	if (n <= k)
 		return 0;
 	__atomic_store_n(&dormant, 1, __ATOMIC_RELEASE);
+	/* record's line: its watched file opened and closed as the loader
+	 * opens a library (format/sf_env.h), nothing else */
+	const char *dir = getenv(SF_ENV(NOTES_DIR));
+	size_t dl = dir ? strlen(dir) : 0;
+	if (dl && dir[0] == '/' && dl + sizeof(SF_UNSEEN_FILTER_FILE) + 1 < sizeof(buf)) {
+		memcpy(buf, dir, dl);
+		buf[dl] = '/';
+		memcpy(buf + dl + 1, SF_UNSEEN_FILTER_FILE, sizeof(SF_UNSEEN_FILTER_FILE));
+		fd = sf_syscall3(SYS_openat, AT_FDCWD, (long)buf, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			sf_syscall3(SYS_close, fd, 0, 0);
+	}
 	return 1;
 }
 

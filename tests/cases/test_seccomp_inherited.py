@@ -7,14 +7,18 @@ any of the runtime's calls (sandbox.c, sf_seccomp_exec_untraced; the
 nested cases of test_skeptic24v2); from a launcher no runtime watched (a
 static one, a raw system call), the new runtime finds more filters than
 the tracer knows (SFTRACE_SECCOMP_FILTERS against Seccomp_filters in
-/proc/self/status) and makes no call at all: untraced. Filters record
-itself runs under (a container's) are known: traced as ever.
+/proc/self/status) and makes no call but opening a file record watches
+(record then says so once): untraced. Filters record itself runs under (a
+container's) are known: traced as ever.
 
 Each case compares the program's output and status untraced and traced."""
 import glob
 import os
 
 from sfkit import SFTRACE, build_c, check, count_calls, dump_events, eq, run, run_group, tmpdir
+
+
+UNSEEN = "a program ran untraced (one or more): it started under a seccomp filter installed where the tracer did not see it"
 
 
 def _status(rc):
@@ -54,6 +58,7 @@ def test_untraced_launcher_kill_filter_program_runs_untraced():
         for targets in (["unshare"], ["sched_setaffinity", "sched_setscheduler"], ["ftruncate"], ["mprotect_wx"]):
             calls, err = _via_launcher(action, targets)
             eq(calls, 0, f"{action} {targets}: the program under an unknown filter is not traced")
+            eq(err.count(UNSEEN), 1, f"{action} {targets}: record says so once: {err[-600:]!r}")
 
 
 def test_untraced_launcher_errno_filter_untraced_too():
@@ -65,6 +70,7 @@ def test_untraced_launcher_errno_filter_untraced_too():
 def test_untraced_launcher_without_filter_traced():
     calls, err = _via_launcher("none", ["unshare"])
     check(calls > 10000, f"traced: work calls {calls} ({err[-400:]!r})")
+    eq(err.count(UNSEEN), 0, f"no line: {err[-600:]!r}")
 
 
 def test_record_under_filter_traces():
@@ -78,6 +84,7 @@ def test_record_under_filter_traces():
     t = run_group(pre + [SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--"] + cmd, timeout=60)
     eq((t[1], _status(t[0])), (u.stdout, u.returncode), f"output and status ({t[2][-600:]!r})")
     check(_work_calls(d) > 10000, f"traced: {_work_calls(d)}")
+    eq(t[2].count(UNSEEN), 0, f"no line: {t[2][-600:]!r}")
 
 
 def test_raw_install_then_nested_exec():
@@ -92,6 +99,7 @@ def test_raw_install_then_nested_exec():
         d = tmpdir()
         t = run_group([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--"] + cmd, timeout=60, env=env)
         eq((t[1], _status(t[0])), (u.stdout, u.returncode), f"{target}: output and status ({t[2][-600:]!r})")
+        eq(t[2].count(UNSEEN), 1, f"{target}: the nested program's line: {t[2][-600:]!r}")
 
 
 def test_known_filter_nested_exec_traced():
@@ -108,6 +116,7 @@ def test_known_filter_nested_exec_traced():
     eq((t[1], _status(t[0])), (u.stdout, u.returncode), f"output and status ({t[2][-600:]!r})")
     per_log = sorted(count_calls(dump_events(log))["work"] for log in glob.glob(os.path.join(d, "sf*.log")))
     eq(len([c for c in per_log if c]), 6, f"logs with work calls (the program's three processes, twice): {per_log}")
+    eq(t[2].count(UNSEEN), 0, f"no line: {t[2][-600:]!r}")
 
 
 if __name__ == "__main__":

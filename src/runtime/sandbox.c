@@ -932,12 +932,13 @@ int sf_seccomp_start_unknown(void)
 		start_filters_known = 1; /* none */
 		return 0;
 	}
-	if (!status_number(buf, "Seccomp_filters:", &n))
-		return 1; /* before Linux 5.9: filters, and how many is not said */
-	start_filters = n;
-	start_filters_known = 1;
-	if (n <= k)
-		return 0;
+	if (status_number(buf, "Seccomp_filters:", &n)) {
+		start_filters = n;
+		start_filters_known = 1;
+		if (n <= k)
+			return 0;
+	} /* else before Linux 5.9: filters, and how many is not said (record
+	   * under filters itself says "any") */
 	__atomic_store_n(&dormant, 1, __ATOMIC_RELEASE);
 	/* record's line: its watched file opened and closed as the loader
 	 * opens a library (format/sf_env.h), nothing else */

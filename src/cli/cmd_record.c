@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -707,6 +708,80 @@ static int prepare_filter_regex(const struct record_opts *o, const char *abs, st
 	return 0;
 }
 
+
+/* SFTRACE_SECCOMP_FILTERS: the seccomp filters record runs under (a
+ * container's profile, a sandbox's that started record), which the
+ * runtime starts under too and takes as known; more at a process's start
+ * were installed where no runtime saw them, and that process runs
+ * untraced (the runtime's sandbox.c). "any": a filter, count not said
+ * (before Linux 5.9), or no /proc to read. */
+static void set_seccomp_filters(void)
+{
+	const char *v = "any";
+	char line[256], num[24];
+	FILE *f = fopen("/proc/self/status", "re");
+	if (f) {
+		int mode = -1;
+		long n = -1;
+		while (fgets(line, sizeof(line), f)) {
+			if (!strncmp(line, "Seccomp:", 8))
+				mode = atoi(line + 8);
+			else if (!strncmp(line, "Seccomp_filters:", 16))
+				n = atol(line + 16);
+		}
+		fclose(f);
+		if (mode == 0)
+			v = "0";
+		else if (mode == 2 && n >= 0) {
+			snprintf(num, sizeof(num), "%ld", n);
+			v = num;
+		}
+	}
+	setenv(SF_ENV(SECCOMP_FILTERS), v, 1);
+}
+
+/* The file a runtime under unseen filters opens (format/sf_env.h): made
+ * empty in the private directory, watched for opens. */
+static int unseen_watch = -1;
+
+static void watch_unseen_filters(const char *notes)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", notes, SF_UNSEEN_FILTER_FILE) >= (int)sizeof(path))
+		return;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	close(fd);
+	unseen_watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (unseen_watch >= 0 && inotify_add_watch(unseen_watch, path, IN_OPEN) < 0) {
+		close(unseen_watch);
+		unseen_watch = -1;
+	}
+}
+
+/* Once the command has ended: whether a program started under filters
+ * no runtime saw installed, said once. */
+static void report_unseen_filters(void)
+{
+	if (unseen_watch < 0)
+		return;
+	/* inotify merges an event with an identical one queued before it:
+	 * the opens are not counted, only seen */
+	int seen = 0;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	while ((n = read(unseen_watch, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + n; p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len)
+			seen |= (((struct inotify_event *)p)->mask & IN_OPEN) != 0;
+	close(unseen_watch);
+	unseen_watch = -1;
+	if (seen)
+		fprintf(stderr, "sftrace: a program ran untraced (one or more): it started under a seccomp filter installed "
+				"where the tracer did not see it (a static launcher's, an inline syscall instruction's), "
+				"under which any call of the runtime's could kill it\n");
+}
+
 static int prepare_filters(struct record_opts *o, const char *abs, struct run_files *rf, const char *cmd0)
 {
 	unsetenv(SF_ENV(FILTER));
@@ -774,6 +849,8 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 		return 1;
 	}
 	setenv(SF_ENV(NOTES_DIR), rf->notes, 1);
+	set_seccomp_filters();
+	watch_unseen_filters(rf->notes);
 	if (o->nfilters && prepare_filter_files(o, rf) < 0)
 		return 1;
 	if (rf->filter[0])
@@ -974,6 +1051,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	/* A keeper that died first has said so; its orphans were record's to
 	 * wait for, and the logs they wrote are still listed. */
 	int keeper_lost = keeper_wait(&k, &status) < 0;
+	report_unseen_filters(); /* first: reading the notes below opens every file there */
 	int rc;
 	if (keeper_lost) {
 		rc = 1;

@@ -27,6 +27,7 @@
 	X(SETUP_THREAD_ONLY, "non-empty: with sftrace_setup, record only the thread that called it")        \
 	X(NOTES_DIR, "record's private directory where the runtime says why no log was written")             \
 	X(KEEPER, "record's keeper: PID, or PID-SALT (hex) when its socket's name is salted; 0: none to ask")   \
+	X(SECCOMP_FILTERS, "seccomp filters on the process known to the tracer (record's own, or its traced parent's): a count, or any") \
 	X(BUDGET_FILE, "record --max-size: the run's shared byte budget (format/run_budget.h)")              \
 	X(RING, "record --ring: bytes per thread")                                                           \
 	X(RING_SIGNAL, "with RING: the snapshot signal's number")                                            \
@@ -49,6 +50,13 @@
 
 /* The prefix every name shares (the filter helper's child gets none). */
 #define SF_ENV_PREFIX "SFTRACE_"
+
+/* In SFTRACE_NOTES_DIR: an empty file record made and watches (inotify,
+ * IN_OPEN). A runtime that starts under seccomp filters it was not told
+ * of (SECCOMP_FILTERS) makes no call of its own but opening and closing
+ * it, read-only, as the loader opens a library: record counts the opens
+ * and says that many programs ran untraced. */
+#define SF_UNSEEN_FILTER_FILE "unseen-seccomp"
 
 /* How many variables the list holds. */
 #define SF_ENV_ONE_(name, meaning) +1

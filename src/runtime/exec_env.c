@@ -305,6 +305,32 @@ static char *const *env_untraced(char *const envp[], struct env_build *b)
 	return env;
 }
 
+/* SFTRACE_SECCOMP_FILTERS for a child exec'd traced under filters this
+ * process installed (sandbox.c: those it started with and the chain's):
+ * its index in saved, set to that count, whatever the caller's value
+ * (the child's runtime compares it with its own Seccomp_filters); -1
+ * where the variable goes on as it came (no chain, or not given). */
+static int seccomp_var(void)
+{
+	static const char name[] = SF_ENV(SECCOMP_FILTERS) "=";
+	long v = sf_seccomp_known_filters();
+	if (v < 0)
+		return -1;
+	for (int i = 0; i < nsaved; i++) {
+		if (!same_name(saved[i], name))
+			continue;
+		char num[24], *q = num + sizeof(num);
+		*--q = 0;
+		for (unsigned long u = (unsigned long)v; u || !*q; u /= 10)
+			*--q = (char)('0' + u % 10);
+		size_t nl = sizeof(name) - 1, ql = slen(q);
+		memcpy(saved[i], name, nl);
+		memcpy(saved[i] + nl, q, ql + 1);
+		return i;
+	}
+	return -1;
+}
+
 static char *const *env_for_child(char *const envp[], struct env_build *b)
 {
 	b->env = NULL;
@@ -328,13 +354,14 @@ static char *const *env_for_child(char *const envp[], struct env_build *b)
 	}
 	if (!envp)
 		envp = no_env;
+	int forced = seccomp_var();
 	size_t n = 0, preload_at = (size_t)-1;
 	int have[MAX_VARS] = {0}, missing = 0;
 	for (; envp[n]; n++) {
 		if (!memcmp(envp[n], "LD_PRELOAD=", 11))
 			preload_at = n;
 		for (int i = 0; i < nsaved; i++)
-			if (!have[i] && same_name(envp[n], saved[i]))
+			if (!have[i] && same_name(envp[n], saved[i]) && (i != forced || !strcmp(envp[n], saved[i])))
 				have[i] = 1;
 	}
 	for (int i = 0; i < nsaved; i++)
@@ -358,7 +385,7 @@ static char *const *env_for_child(char *const envp[], struct env_build *b)
 	char *s = m + ptrs;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (i != preload_at || preload_ok)
+		if ((i != preload_at || preload_ok) && (forced < 0 || !same_name(envp[i], saved[forced]) || !strcmp(envp[i], saved[forced])))
 			env[k++] = envp[i];
 	if (!preload_ok) {
 		/* LD_PRELOAD=[<self>][:<alloc>][:<theirs>]: what is missing, first */

@@ -1053,6 +1053,8 @@ void sf_seccomp_undo(void) SF_HIDDEN;                                         /*
 int sf_seccomp_allows(long nr, long a0, long a1, long a2, long a3, long a4, long a5) SF_HIDDEN;
 void sf_thread_name(char *name) SF_HIDDEN; /* prctl(PR_GET_NAME) unless a filter refuses it */
 int sf_seccomp_exec_untraced(void) SF_HIDDEN; /* an exec now: its runtime would meet a refusal */
+int sf_seccomp_start_unknown(void) SF_HIDDEN;  /* filters at start the tracer knows nothing of */
+long sf_seccomp_known_filters(void) SF_HIDDEN; /* for SFTRACE_SECCOMP_FILTERS in a child, -1: as it came */
 int sf_seccomp_refuses_writer(void) SF_HIDDEN; /* a writer made now would be killed */
 int sf_seccomp_refuses_writer_start(void) SF_HIDDEN; /* a writer made now: its start refused */
 int sf_seccomp_refuses_writer_stop(void) SF_HIDDEN;  /* a program thread may not stop the writer */

@@ -24,10 +24,18 @@
  * seccomp_stopped: record reports it), and the exit path makes none of its
  * own checks (sf_sandbox_limited). The program runs on, untraced.
  *
- * Not seen: a filter inherited at exec (a container's: those allow what a
- * normal program needs), one installed by a raw system call instruction,
- * and SECCOMP_FILTER_FLAG_TSYNC over a writer thread whose calls the
- * filter refuses (docs/DESIGN.md, "Seccomp filters"). */
+ * Filters inherited at exec: the new image's runtime cannot read them
+ * back. An exec under the chain goes untraced where it refuses any call
+ * the runtime makes (sf_seccomp_exec_untraced); one that stays traced
+ * says how many filters are known (SFTRACE_SECCOMP_FILTERS), and a
+ * runtime that starts under more (a static launcher's install, a raw
+ * system call instruction's) makes no call (sf_seccomp_start_unknown)
+ * but the loader's open and close of a file record watches.
+ * A container's filters, which record runs under too, are known.
+ *
+ * Not seen: SECCOMP_FILTER_FLAG_TSYNC over a writer thread whose calls
+ * the filter refuses, a raw install's effect on this process's own calls
+ * (docs/DESIGN.md, "Seccomp filters"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -38,6 +46,8 @@
 #include <signal.h>
 #include <time.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -802,8 +812,159 @@ int sf_seccomp_exec_untraced(void)
 				     CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
 			     P, P, P, P}},
 	};
+	/* The new image's runtime knows nothing of the chain (filters cannot
+	 * be read back): it would make every call of its own unchecked, from
+	 * its constructor on (the writer's start: sched_setaffinity,
+	 * unshare(CLONE_FILES); the sleds' mprotect, W|X where text is
+	 * written in place; ftruncate at the log's end). So it runs traced
+	 * only where the chain refuses none of the runtime's calls, with any
+	 * argument the runtime may pass (issue 24, skeptic24v2). */
+	static const struct call rest_path[] = {
+		{SYS_mprotect, {P, P, PROT_READ | PROT_WRITE | PROT_EXEC}},
+		{SYS_mprotect, {P, P, PROT_EXEC}},
+		{SYS_mmap, {0, P, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0}},
+		{SYS_sched_yield, {0}},
+		{SYS_nanosleep, {P, 0}},
+		{SYS_clock_nanosleep, {CLOCK_MONOTONIC, 0, P, 0}},
+		{SYS_clock_gettime, {CLOCK_MONOTONIC, P}},
+		{SYS_clock_gettime, {CLOCK_REALTIME, P}},
+		{SYS_madvise, {P, P, 23 /* MADV_POPULATE_WRITE */}},
+		{SYS_process_vm_readv, {P, P, 1, P, 1, 0}},
+		{SYS_getcwd, {P, P}},
+		{SYS_getuid, {0}},
+		{SYS_geteuid, {0}},
+		{SYS_ioctl, {0, P, 0}},
+		{SYS_dup, {0}},
+		{SYS_dup3, {0, P, O_CLOEXEC}},
+		{SYS_pipe2, {P, O_CLOEXEC}},
+		{SYS_fchmod, {0, 0600}},
+		{SYS_getrandom, {P, P, 0}},
+		{SYS_ftruncate, {0, P}},
+		{SYS_unshare, {CLONE_FILES}},
+	};
 	return FIRST_REFUSED(event_path) >= 0 || FIRST_REFUSED(sync_path) >= 0 || FIRST_REFUSED(writer_path) >= 0 ||
-	       FIRST_REFUSED(exit_path) >= 0 || FIRST_REFUSED(start_path) >= 0;
+	       FIRST_REFUSED(exit_path) >= 0 || FIRST_REFUSED(start_path) >= 0 ||
+	       FIRST_REFUSED(writer_start_path) >= 0 || FIRST_REFUSED(writer_stop_path) >= 0 ||
+	       FIRST_REFUSED(scan_path) >= 0 || FIRST_REFUSED(note_path) >= 0 || FIRST_REFUSED(fork_path) >= 0 ||
+	       FIRST_REFUSED(handover_path) >= 0 || FIRST_REFUSED(move_path) >= 0 || FIRST_REFUSED(rest_path) >= 0;
+}
+
+/* ---- filters inherited at exec ----
+ *
+ * Filters cannot be read back (without CAP_SYS_ADMIN), and a new image's
+ * runtime knows nothing of those it starts under. The tracer says how
+ * many it knows (SFTRACE_SECCOMP_FILTERS): record its own (a container's
+ * profile, which allows what a normal program needs: traced as ever), a
+ * traced parent's exec those it started with plus the chain it saw
+ * installed, each of which sf_seccomp_exec_untraced found refusing none
+ * of the runtime's calls (else the child runs without the runtime). More
+ * filters at start than that (Seccomp_filters in /proc/self/status) were
+ * installed by a process the tracer did not watch: an untraced (static)
+ * launcher, a raw system call. Any call the runtime makes may then kill
+ * the program (KILL_PROCESS on unshare, sched_setaffinity, ftruncate, an
+ * mprotect W|X: skeptic24v2), so it stays out: the program runs
+ * untraced, no log, no note (a note's calls may be refused as well). */
+static int dormant;               /* started under unknown filters: no call of the runtime's at all */
+static uint32_t start_filters;   /* Seccomp_filters at start */
+static int start_filters_known;  /* ... and it was read */
+
+static int status_number(const char *buf, const char *key, uint32_t *v)
+{
+	size_t kl = strlen(key);
+	for (const char *p = buf; *p;) {
+		if (!memcmp(p, key, kl)) {
+			p += kl;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (*p < '0' || *p > '9')
+				return 0;
+			uint32_t n = 0;
+			while (*p >= '0' && *p <= '9' && n < 100000000u)
+				n = n * 10 + (uint32_t)(*p++ - '0');
+			*v = n;
+			return 1;
+		}
+		while (*p && *p != '\n')
+			p++;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+/* 1 if the process starts under filters the tracer does not know of.
+ * Read with the calls the loader made to map this library (openat
+ * O_RDONLY | O_CLOEXEC, read, close): a filter that let the program
+ * start lets them through. Without the variable (the runtime preloaded
+ * by hand), or with "any", as before: traced. */
+int sf_seccomp_start_unknown(void)
+{
+	const char *known = getenv(SF_ENV(SECCOMP_FILTERS));
+	if (!known || !known[0] || !strcmp(known, "any"))
+		return 0;
+	uint32_t k = 0;
+	for (const char *p = known; *p; p++) {
+		if (*p < '0' || *p > '9' || k > 100000000u)
+			return 0; /* not record's: as without it */
+		k = k * 10 + (uint32_t)(*p - '0');
+	}
+	static char buf[4096];
+	long fd = sf_syscall3(SYS_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* no /proc: nothing to go by, as before */
+	size_t len = 0;
+	for (;;) {
+		long r = sf_syscall3(SYS_read, fd, (long)(buf + len), (long)(sizeof(buf) - 1 - len));
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		buf[len] = 0;
+		const char *at = strstr(buf, "\nSeccomp_filters:");
+		if (len == sizeof(buf) - 1 || (at && strchr(at + 1, '\n')))
+			break; /* the line is in: no read for the end (one call fewer) */
+	}
+	sf_syscall3(SYS_close, fd, 0, 0);
+	buf[len] = 0;
+	uint32_t mode = 0, n = 0;
+	if (!status_number(buf, "Seccomp:", &mode))
+		return 0; /* not said: nothing to go by, as before */
+	if (mode != SECCOMP_MODE_FILTER) {
+		start_filters_known = 1; /* none */
+		return 0;
+	}
+	if (status_number(buf, "Seccomp_filters:", &n)) {
+		start_filters = n;
+		start_filters_known = 1;
+		if (n <= k)
+			return 0;
+	} /* else before Linux 5.9: filters, and how many is not said (record
+	   * under filters itself says "any") */
+	__atomic_store_n(&dormant, 1, __ATOMIC_RELEASE);
+	/* record's line: its watched file opened and closed as the loader
+	 * opens a library (format/sf_env.h), nothing else */
+	const char *dir = getenv(SF_ENV(NOTES_DIR));
+	size_t dl = dir ? strlen(dir) : 0;
+	if (dl && dir[0] == '/' && dl + sizeof(SF_UNSEEN_FILTER_FILE) + 1 < sizeof(buf)) {
+		memcpy(buf, dir, dl);
+		buf[dl] = '/';
+		memcpy(buf + dl + 1, SF_UNSEEN_FILTER_FILE, sizeof(SF_UNSEEN_FILTER_FILE));
+		fd = sf_syscall3(SYS_openat, AT_FDCWD, (long)buf, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			sf_syscall3(SYS_close, fd, 0, 0);
+	}
+	return 1;
+}
+
+/* The count a child exec'd now inherits, the chain's installs added:
+ * -1 where the variable goes on as it came (never read, or no chain). */
+long sf_seccomp_known_filters(void)
+{
+	unsigned n = 0;
+	for (const struct filter *f = __atomic_load_n(&chain, __ATOMIC_ACQUIRE); f; f = f->prev)
+		n++;
+	if (!n || !start_filters_known)
+		return -1;
+	return (long)start_filters + n; /* start_filters 0 where it was not read: then none was there */
 }
 
 static int writer_refused; /* the chain refuses a call of the writer's */
@@ -908,6 +1069,8 @@ void sf_seccomp_installing(const void *prog, unsigned long flags)
 	const struct sock_fprog *fp = prog;
 	if (!fp || !fp->filter || !fp->len || fp->len > MAX_INSNS)
 		return; /* the kernel refuses it */
+	if (__atomic_load_n(&dormant, __ATOMIC_ACQUIRE))
+		return; /* under unknown filters: the runtime makes no call (not even mmap) */
 	size_t bytes = offsetof(struct filter, insn) + fp->len * sizeof(struct sock_filter);
 	size_t map_len = (bytes + 4095) & ~(size_t)4095;
 	struct filter *f = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -104,7 +104,7 @@ def test_children_with_their_own_environment_are_traced():
     p = run([SFTRACE, "record", "-o", log, "--", exe, "parent"])
     lines = p.stdout.splitlines()
     eq(sorted(line.split("=", 1)[0] for line in lines),
-       sorted(["FOO", "LD_PRELOAD", "SFTRACE_KEEPER", "SFTRACE_NOTES_DIR", "SFTRACE_OUTPUT_FILE"] * 2), f"each child's environment: {p.stdout!r}")
+       sorted(["FOO", "LD_PRELOAD", "SFTRACE_KEEPER", "SFTRACE_NOTES_DIR", "SFTRACE_OUTPUT_FILE", "SFTRACE_SECCOMP_FILTERS"] * 2), f"each child's environment: {p.stdout!r}")
     eq(lines.count("FOO=1"), 2, "FOO kept as given")
     eq(lines.count("SFTRACE_OUTPUT_FILE=" + log), 2, "the tracer's output file")
     check(all(line == "LD_PRELOAD=" + os.path.realpath(os.path.join(os.path.dirname(SFTRACE), "libsftrace.so"))

@@ -135,23 +135,15 @@ def test_exec_under_filter_nested_program_runs():
         _nested(target)
 
 
-@known_break(24, "KILL on unshare (also sched_setaffinity, sched_setscheduler): the traced program is not "
-                 "stopped, and an instrumented program it execs under the inherited filter dies of SIGSYS "
-                 "before its first line (sh's status 0x9f00: 159); untraced it prints 12 lines and exits 3")
 def test_exec_under_filter_unshare_kills_nested():
     for target in ("unshare", "sched_setaffinity", "sched_setscheduler"):
         _nested(target)
 
 
-@known_break(24, "KILL on ftruncate: an instrumented program exec'd under the inherited filter runs to its end "
-                 "and is killed by SIGSYS at exit (status 159 instead of 3)")
 def test_exec_under_filter_ftruncate_kills_nested_at_exit():
     _nested("ftruncate")
 
 
-@known_break(24, "KILL_THREAD on unshare: an instrumented program exec'd (via /bin/sh) under the inherited "
-                 "filter never ends (record still running after 8 s; untraced the whole run takes < 1 s and "
-                 "exits 3); the same with sched_setaffinity, sched_setscheduler, ftruncate (seen with 60 s)")
 def test_exec_under_filter_killthread_hangs_nested():
     exe, lib = _sec()
     env = {"SKEP_SPAWN": f"SKEP_SPAWN=true {exe} log prctl {lib} mlock"}
@@ -166,18 +158,14 @@ def test_wx_errno_same():
     _same(["errno", "prctl", "mprotect_wx"])
 
 
-@known_break(24, "W^X KILL filter (mprotect W|X): the program's posix_spawn'd /bin/echo dies of SIGSYS "
-                 "(status 0x1f, no 'spawned' line) traced; untraced it prints and exits 0")
 def test_wx_kill_spawned_child():
     _same(["kill", "prctl", "mprotect_wx"])
 
 
-@known_break(24, "W^X TRAP filter: posix_spawn'd /bin/echo killed by SIGSYS traced (status 0x1f)")
 def test_wx_trap_spawned_child():
     _same(["trap", "prctl", "mprotect_wx"])
 
 
-@known_break(24, "KILL_THREAD on any mprotect with PROT_EXEC: posix_spawn'd /bin/echo dies (status 0x1f)")
 def test_exec_mprotect_killthread_spawned_child():
     _same(["killthread", "prctl", "mprotect_exec"])
 

@@ -423,11 +423,12 @@ static long keeper_reopen(void *unused);
  * to it. Tried once per process; 1 if the keeper holds the log. So a
  * program that fills its table loses no event, and gets every number it
  * would get untraced; the keeper is a thread more from then on. */
+static int keeper_tried; /* keeper_takes_log, once per process */
+
 static int keeper_takes_log(void)
 {
-	static int tried;
 	if (!__atomic_load_n(&L.solo, __ATOMIC_ACQUIRE) || L.files_shared || !L.hdr || sf_writer_active() ||
-	    sf_keeper_alive() || __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL))
+	    sf_keeper_alive() || __atomic_exchange_n(&keeper_tried, 1, __ATOMIC_ACQ_REL))
 		return 0;
 	if (sf_keeper_start() < 0)
 		return 0;
@@ -2200,9 +2201,9 @@ int sf_log_keeper_reopens(void)
 /* On the writer, about to leave a process whose leader has exited while
  * threads of the program's run on (writer.c, hand_over): the log's
  * descriptor goes with the writer's table, so from here on the program's
- * table is used as with --writer sync: the next use opens the log again
+ * table is used as with --writer sync: each use opens the log again
  * (log_reopen: through the header's mapping, else by path, checked to be
- * the same file) and keeps it, guarded. No thread can copy it out of the
+ * the same file) and the last use in progress gives it up (L.solo). No thread can copy it out of the
  * writer's table first (pidfd_getfd puts it in the caller's table, and
  * no program thread is asked to wait for that). The arena is given up
  * under its lock (other threads copy into it meanwhile); chunks go by
@@ -2219,6 +2220,7 @@ int sf_log_writer_hands_over(void)
 	sf_log_lock_sig(&old);
 	spin_lock_sig(&P.arena_lock, &o1);
 	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&L.solo, 1, __ATOMIC_RELEASE); /* held for each use from now on (log_brief) */
 	pool_drop(0);
 	P.no_trim = 1;
 	spin_unlock_sig(&P.arena_lock, &o1);
@@ -2241,6 +2243,8 @@ void sf_log_keeper(int on)
 {
 	L.pfd = -1;
 	L.keeper = on;
+	if (!on) /* the program's table again: held for each use (log_brief) */
+		__atomic_store_n(&L.solo, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&L.priv, on, __ATOMIC_RELEASE);
 }
 
@@ -2292,6 +2296,7 @@ void sf_log_after_fork_child(int files_shared)
 	L.files_shared = files_shared;
 	L.ctor_brief = 0;
 	L.solo = 0;
+	keeper_tried = 0;
 	L.hold = 0;
 	L.uses = 0; /* the parent's other threads' uses are not the child's; the forking thread is in none */
 	L.hdr = NULL;

@@ -67,6 +67,9 @@ static struct {
 	int files_shared;          /* a clone(CLONE_FILES) child: the table is its parent's too */
 	int ctor_brief;            /* made in a library's constructor, before step 2: held only for each use */
 	int hold;                  /* such a child keeps its descriptor between uses (sf_log_hold) */
+	int solo;                  /* no thread of the runtime's holds the log (--writer sync, one CPU, a
+				    * writer refused its own table): held only for each use (log_brief) */
+	int table_full;            /* open_same_log: an open failed with EMFILE or ENFILE */
 	int uses;                  /* uses in progress, every thread's (log_fd_use to log_fd_done) */
 	int priv;                  /* the descriptor is in the writer thread's own table only: with_log_fd */
 	int pfd;                   /* its number there (the writer's), -1 before the log exists */
@@ -335,9 +338,12 @@ static int open_same_log(void)
 	sf_map_files_path(mf, sizeof(mf), (uint64_t)L.hdr, (uint64_t)L.hdr + SF_HEADER_SIZE);
 	const int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 	const char *paths[2] = {mf, L.path};
+	L.table_full = 0;
 	for (int i = 0; i < 2; i++) {
 		for (int tries = 0; tries < 8; tries++) {
 			int fd = open(paths[i], flags | (i ? O_NOFOLLOW : 0));
+			if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+				L.table_full = 1;
 			if (fd < 0)
 				break;
 			sf_syscall3(SYS_fcntl, fd, F_SETFL, 0); /* O_NONBLOCK off again (harmless if not ours) */
@@ -394,6 +400,42 @@ static int reopen_private(void)
 	return reopen_as(0);
 }
 
+/* Whether the log's descriptor is held only for each use: a
+ * clone(CLONE_FILES) child's (below), a log made in a library's
+ * constructor before step 2 (ctor_brief), and a process where no thread
+ * of the runtime's holds it in a table of its own (solo: --writer sync,
+ * the default writer on one CPU, a writer whose unshare(CLONE_FILES) a
+ * container's profile refused, a fork child without a keeper; issue 24).
+ * The program's table then holds the log only while a use runs. */
+static int log_brief(void)
+{
+	return (L.files_shared || __atomic_load_n(&L.ctor_brief, __ATOMIC_ACQUIRE) ||
+		__atomic_load_n(&L.solo, __ATOMIC_ACQUIRE)) &&
+	       !__atomic_load_n(&L.hold, __ATOMIC_ACQUIRE);
+}
+
+static long keeper_reopen(void *unused);
+
+/* The program's table full (EMFILE) where no thread of the runtime's
+ * holds the log (L.solo, no writer): a keeper (writer.c: a thread made by
+ * a raw clone without CLONE_FILES, its table emptied) takes it into its
+ * own table, opened again there, and every use from then on is a request
+ * to it. Tried once per process; 1 if the keeper holds the log. So a
+ * program that fills its table loses no event, and gets every number it
+ * would get untraced; the keeper is a thread more from then on. */
+static int keeper_tried; /* keeper_takes_log, once per process */
+
+static int keeper_takes_log(void)
+{
+	if (!__atomic_load_n(&L.solo, __ATOMIC_ACQUIRE) || L.files_shared || !L.hdr || sf_writer_active() ||
+	    sf_keeper_alive() || __atomic_exchange_n(&keeper_tried, 1, __ATOMIC_ACQ_REL))
+		return 0;
+	if (sf_keeper_start() < 0)
+		return 0;
+	sf_writer_call(keeper_reopen, NULL);
+	return 1;
+}
+
 /* The program closed the log's descriptor or put another file at its
  * number: open the log again, once for all threads. Returns the new
  * descriptor, or -EBADF from then on if the log cannot be had. */
@@ -414,7 +456,14 @@ static int log_reopen(void)
 		sigset_t gold;
 		sf_fd_gate_lock(&gold);
 		fd = open_same_log(); /* published in L.g */
-		if (fd < 0) {
+		if (fd < 0 && L.table_full && log_brief()) {
+			/* Held only for each use, and the program's table is
+			 * full now (its RLIMIT_NOFILE reached, as untraced it
+			 * may be): this use fails, counted (EMFILE), and the
+			 * next one tries again. */
+			fd = -EMFILE;
+			sf_fd_publish(&L.g, -1);
+		} else if (fd < 0) {
 			L.lost = 1;
 			fd = -EBADF;
 			sf_fd_publish(&L.g, -1);
@@ -423,6 +472,8 @@ static int log_reopen(void)
 	}
 	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (fd == -EMFILE && keeper_takes_log())
+		fd = -EAGAIN; /* the keeper's now: ask it */
 	return fd;
 }
 
@@ -457,7 +508,7 @@ static int log_fd_use(uint32_t *ticket)
 		if (!L.hdr || __atomic_load_n(&L.lost, __ATOMIC_RELAXED))
 			break;
 		int r = log_reopen();
-		if (r == -EAGAIN) {
+		if (r == -EAGAIN || r == -EMFILE) { /* the writer's now; the table full for now */
 			log_fd_leave();
 			return r;
 		}
@@ -469,6 +520,18 @@ static int log_fd_use(uint32_t *ticket)
 }
 
 static void log_fd_forget(void);
+
+/* Held only for each use (log_brief) and in no use now: given up. */
+static void log_fd_release_idle(void)
+{
+	if (!log_brief() || __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
+		return;
+	sigset_t gold;
+	sf_fd_gate_lock(&gold);
+	if (!__atomic_load_n(&L.uses, __ATOMIC_SEQ_CST) && __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE) >= 0)
+		sf_fd_release(&L.g, L.dev, L.ino);
+	sf_fd_gate_unlock(&gold);
+}
 
 /* A clone(CLONE_FILES) child's log descriptor lives in the table it shares
  * with its parent, which outlives it. Held between uses, it stayed there
@@ -502,9 +565,7 @@ static void log_fd_done(uint32_t ticket)
  * waits for it) or opens the log again after. */
 static void log_fd_leave(void)
 {
-	if (__atomic_sub_fetch(&L.uses, 1, __ATOMIC_SEQ_CST) ||
-	    !(L.files_shared || __atomic_load_n(&L.ctor_brief, __ATOMIC_ACQUIRE)) ||
-	    __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE))
+	if (__atomic_sub_fetch(&L.uses, 1, __ATOMIC_SEQ_CST) || !log_brief())
 		return;
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
@@ -906,9 +967,12 @@ static int log_create_locked(void)
 	 * child's is, so that a later constructor that lists /proc/self/fd
 	 * sees what it sees untraced. The writer takes the log at step 2
 	 * (sf_log_ctor_brief_end, go_private's reopen). */
-	if (made == SF_WRITER_REFUSED && !L.files_shared && !__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) &&
-	    !sf_keeper_alive() && !sf_services_started() && sf_services_thread_wanted())
-		__atomic_store_n(&L.ctor_brief, 1, __ATOMIC_RELEASE);
+	if (made == SF_WRITER_REFUSED && !L.files_shared && !__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
+		if (!sf_keeper_alive() && !sf_services_started() && sf_services_thread_wanted())
+			__atomic_store_n(&L.ctor_brief, 1, __ATOMIC_RELEASE);
+		else /* no thread of the runtime's will hold it (log_brief) */
+			__atomic_store_n(&L.solo, 1, __ATOMIC_RELEASE);
+	}
 	if (!hm.h)
 		r = (int)with_log_fd(map_header, &hm);
 	if (r < 0) {
@@ -918,13 +982,7 @@ static int log_create_locked(void)
 		return -1;
 	}
 	publish_header(hm.h);
-	if (__atomic_load_n(&L.ctor_brief, __ATOMIC_ACQUIRE)) {
-		sigset_t gold;
-		sf_fd_gate_lock(&gold);
-		if (!__atomic_load_n(&L.uses, __ATOMIC_SEQ_CST))
-			sf_fd_release(&L.g, L.dev, L.ino);
-		sf_fd_gate_unlock(&gold);
-	}
+	log_fd_release_idle();
 	return 0;
 }
 
@@ -1846,10 +1904,14 @@ void sf_log_image_ends(void)
 /* A clone(CLONE_FILES) child about to change its credentials (hooks.c)
  * keeps its log's descriptor from then on, opened now while it still can
  * be: it would not open its creator's 0600 log again as another user.
- * Such a child's descriptor is again left behind if it is killed. */
+ * Such a child's descriptor is again left behind if it is killed. So does
+ * a process with no thread of the runtime's to hold its log (L.solo,
+ * log_brief): the log is in its table again from that change on, as it
+ * was in all of its life before issue 24's h46fd. */
 void sf_log_hold(void)
 {
-	if (!L.files_shared || __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) || __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) ||
+	if (!(L.files_shared || __atomic_load_n(&L.solo, __ATOMIC_ACQUIRE)) || __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&L.hold, __ATOMIC_ACQUIRE) ||
 	    !log_is_own())
 		return;
 	__atomic_store_n(&L.hold, 1, __ATOMIC_RELEASE);
@@ -1900,18 +1962,10 @@ void sf_log_exec_spare(void)
  * program loses said once, naming it and the refused call. */
 static void table_refused(int err)
 {
-	static int said;
-	if (err != EPERM && err != EACCES)
-		return; /* ENOSYS (no close_range): an old kernel, as before */
-	if (said)
-		return;
-	said = 1;
-	const char *prog = program_invocation_short_name; /* glibc's, set at start: the writer's name may be its own */
-	sf_rt_report("the log's descriptor stays in the descriptor table of ", prog && prog[0] ? prog : "the program",
-		     err == EPERM ? "unshare(CLONE_FILES) refused (Operation not permitted): one of its "
-				    "RLIMIT_NOFILE files, listed in /proc/self/fd"
-				  : "unshare(CLONE_FILES) refused (Permission denied): one of its RLIMIT_NOFILE "
-				    "files, listed in /proc/self/fd");
+	(void)err;
+	/* The log stays in the program's table, held only for each use
+	 * (log_brief), as where no writer runs: nothing to say. */
+	__atomic_store_n(&L.solo, 1, __ATOMIC_RELEASE);
 }
 
 static long go_private(void *unused)
@@ -1952,6 +2006,8 @@ void sf_log_writer_started(void)
 	 * waits for it. */
 	if (L.hdr && sf_writer_call(go_private, NULL) > 0 && __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE) >= 0)
 		log_fd_forget();
+	else if (L.hdr)
+		log_fd_release_idle(); /* refused its own table: held for each use only (table_refused) */
 	sf_log_unlock_sig(&old);
 }
 
@@ -2025,6 +2081,7 @@ void sf_log_writer_leaving(void)
 		}
 	}
 	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&L.solo, 1, __ATOMIC_RELEASE); /* until a writer takes it again (log_brief) */
 	pool_drop(0); /* chunks by descriptor from now on, past every arena */
 	P.no_trim = 1;
 	L.pfd = -1; /* goes with the writer's table */
@@ -2035,6 +2092,7 @@ void sf_log_writer_leaving(void)
 	if (fd < 0 || sf_fd_adopt(&L.g, (int)fd, L.dev, L.ino, NULL) < 0)
 		sf_fd_publish(&L.g, -1); /* opened again at the next use */
 	sf_fd_gate_unlock(&gold);
+	log_fd_release_idle();
 	sf_log_unlock_sig(&old);
 }
 
@@ -2143,9 +2201,9 @@ int sf_log_keeper_reopens(void)
 /* On the writer, about to leave a process whose leader has exited while
  * threads of the program's run on (writer.c, hand_over): the log's
  * descriptor goes with the writer's table, so from here on the program's
- * table is used as with --writer sync: the next use opens the log again
+ * table is used as with --writer sync: each use opens the log again
  * (log_reopen: through the header's mapping, else by path, checked to be
- * the same file) and keeps it, guarded. No thread can copy it out of the
+ * the same file) and the last use in progress gives it up (L.solo). No thread can copy it out of the
  * writer's table first (pidfd_getfd puts it in the caller's table, and
  * no program thread is asked to wait for that). The arena is given up
  * under its lock (other threads copy into it meanwhile); chunks go by
@@ -2162,6 +2220,7 @@ int sf_log_writer_hands_over(void)
 	sf_log_lock_sig(&old);
 	spin_lock_sig(&P.arena_lock, &o1);
 	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&L.solo, 1, __ATOMIC_RELEASE); /* held for each use from now on (log_brief) */
 	pool_drop(0);
 	P.no_trim = 1;
 	spin_unlock_sig(&P.arena_lock, &o1);
@@ -2184,6 +2243,8 @@ void sf_log_keeper(int on)
 {
 	L.pfd = -1;
 	L.keeper = on;
+	if (!on) /* the program's table again: held for each use (log_brief) */
+		__atomic_store_n(&L.solo, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&L.priv, on, __ATOMIC_RELEASE);
 }
 
@@ -2234,6 +2295,8 @@ void sf_log_after_fork_child(int files_shared)
 		sf_fd_guard_add(&parent_log);
 	L.files_shared = files_shared;
 	L.ctor_brief = 0;
+	L.solo = 0;
+	keeper_tried = 0;
 	L.hold = 0;
 	L.uses = 0; /* the parent's other threads' uses are not the child's; the forking thread is in none */
 	L.hdr = NULL;

@@ -8,10 +8,10 @@ import os
 from sfkit import Skip, build_c, count_calls, dump_events, eq, record, run, tmpdir
 
 
-def _untraced_vs_traced(exe, args):
-    want = run([exe] + args).stdout
+def _untraced_vs_traced(exe, args, rec_args=(), prefix=()):
+    want = run(list(prefix) + [exe] + args).stdout
     d = tmpdir()
-    p, log = record([exe] + args, out=os.path.join(d, "sf.log"))
+    p, log = record([exe] + args, out=os.path.join(d, "sf.log"), args=rec_args, prefix=prefix)
     return want, p, log
 
 
@@ -67,6 +67,20 @@ def test_skep24b_open_until_emfile_count():
     # Fixed: the log's descriptor is in the writer thread's table only.
     want, p, log = _untraced_vs_traced(_probe(), ["fill"])
     eq(p.stdout, want, "traced output")
+
+
+def test_skep24b_no_writer_thread_table_as_untraced():
+    # The two cases above where no thread of the runtime's holds the log
+    # (--writer sync; the default writer on one CPU): once the log sat at
+    # the top of the program's table there ("failed closes: 1", one file
+    # fewer). Now it is held there only for each use (h46fd, log_brief).
+    for rec_args, prefix in ((["--writer", "sync"], ()), ((), ["taskset", "-c", "0"])):
+        want, p, log = _untraced_vs_traced(_probe(), ["procfd"], rec_args, prefix)
+        eq(want, "failed closes: 0\n", "untraced output")
+        eq(p.stdout, want, f"traced output {rec_args} {prefix}")
+        eq(count_calls(dump_events(log))["work"], 2000, "work calls")
+        want, p, log = _untraced_vs_traced(_probe(), ["fill"], rec_args, prefix)
+        eq(p.stdout, want, f"traced output (fill) {rec_args} {prefix}")
 
 
 def test_skep24b_signal_handler_dup2_is_not_held_for_seconds():

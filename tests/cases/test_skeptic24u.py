@@ -37,17 +37,19 @@ def _container():
 IN_CONTAINER = {"ASAN_OPTIONS": "detect_leaks=0"}
 
 
-def _fdserver_case(wrapper):
+def _fdserver_case(wrapper, args=(), all_calls=True):
     prog = build_c("skep24u_fdserver", ["skep24u_fdserver.c"], flags=["-pthread"])
     u_dir, t_dir, d = sfkit.tmpdir(), sfkit.tmpdir(), sfkit.tmpdir()
     u = run(wrapper + [prog, u_dir])
-    t = run(wrapper + [SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog, t_dir], check_rc=None,
-            env=IN_CONTAINER)
+    t = run(wrapper + [SFTRACE, "record", "-o", os.path.join(d, "s.log")] + list(args) + ["--", prog, t_dir],
+            check_rc=None, env=IN_CONTAINER)
     eq(t.returncode, 0, f"traced exit (stderr: {t.stderr[-400:]})")
     check(u.stdout.startswith("fds before: 0 1 2 \nopened 1021, highest 1023, then Too many open files, 0 not exact"),
           f"untraced: {u.stdout!r}")
     eq(t.stdout, u.stdout, "traced output (descriptors seen, files opened before EMFILE)")
-    eq(_all_calls(d)["work"], 3100, "work calls recorded")
+    if all_calls:
+        eq(_all_calls(d)["work"], 3100, "work calls recorded")
+    return t, d
 
 
 def test_server_fd_table_plain():
@@ -58,12 +60,36 @@ def test_server_fd_table_plain():
     _fdserver_case(["prlimit", "--nofile=1024"])
 
 
-@sfkit.known_break(ISSUE, "under a Docker-default-like seccomp profile inherited at exec (unshare EPERM) the log "
-                          "stays in the program's table: /proc/self/fd lists 0 1 2 1023 (untraced 0 1 2) and the "
-                          "server gets EMFILE after 1020 files (untraced 1021, highest 1022 vs 1023). h24k2: record "
-                          "now says so in one line (test_server_fd_table_in_a_container_said); the way round, a "
-                          "keeper (raw clone without CLONE_FILES, allowed there) holding the main process's log "
-                          "beside its writer, is not built: the writer and the keeper serve one request word")
+def test_server_fd_table_no_writer_thread():
+    """The same server with no writer thread to hold the log (--writer
+    sync; the default writer on one CPU): the log is held in the program's
+    table only for each use (logfile.c, log_brief), so the server finds
+    0 1 2 and gets its 1021 files, and the 3100 calls are recorded."""
+    _fdserver_case(["prlimit", "--nofile=1024"], ["--writer", "sync"])
+    _fdserver_case(["taskset", "-c", "0", "prlimit", "--nofile=1024"])
+    _fdserver_case([_container(), "-n", "1024"], ["--writer", "sync"])
+
+
+def test_full_table_no_writer_thread_loses_nothing():
+    """skep24u_fillcalls: a program fills its table (RLIMIT_NOFILE 256)
+    and makes 100,000 calls with it full, then 100,000 more after one
+    close. With no writer thread (--writer sync) the log is held for each
+    use only; a use that finds the table full hands the log to a keeper
+    (logfile.c, keeper_takes_log): as many files as untraced, every call
+    recorded, no write error (the first version of h46fd: 24 failed
+    writes, 196,368 events dropped)."""
+    prog = build_c("skep24u_fillcalls", ["skep24u_fillcalls.c"])
+    wrap = ["prlimit", "--nofile=256"]
+    u = run(wrap + [prog, "100000"])
+    for args in (["--writer", "sync"], []):
+        d = sfkit.tmpdir()
+        log = os.path.join(d, "s.log")
+        t = run(wrap + [SFTRACE, "record", "-o", log] + args + ["--", prog, "100000"])
+        eq(t.stdout, u.stdout, f"traced output {args}")
+        check("DROPPED" not in t.stderr and "failed writes" not in t.stderr, f"{args}: {t.stderr[-300:]}")
+        eq(_calls(log)["work"], 200001, f"work calls {args}")
+
+
 def test_server_fd_table_in_a_container():
     """skep24u_container -n 1024 skep24u_fdserver: the same server started
     the way `docker run` starts it (RLIMIT_NOFILE 1024 and the default
@@ -74,28 +100,36 @@ def test_server_fd_table_in_a_container():
     asks that the program's own files hold exactly what it wrote and that
     it find its table as untraced; the claim of this stop is that a daemon
     closing 0..1023 then listing /proc/self/fd sees what it sees untraced.
-    The runtime's writer cannot unshare(CLONE_FILES) there and keeps the
-    log at 1023 in the program's table, which the fork children's keeper
-    (a clone without CLONE_FILES, allowed by the profile) would avoid."""
-    _fdserver_case([_container(), "-n", "1024"])
+    The runtime's writer cannot unshare(CLONE_FILES) there: the log is
+    then held in the program's table only for each use (h46fd, logfile.c
+    log_brief), as with --writer sync."""
+    _fdserver_case([_container(), "-n", "1024"], all_calls=False)
+
+
+@sfkit.known_break(ISSUE, "container (writer refused unshare(CLONE_FILES), the log held for each use): a chunk "
+                          "the writer writes while the server's table is full fails with EMFILE, counted "
+                          "('201 DROPPED (1 failed writes, last: Too many open files)': 3000 work calls of 3100, "
+                          "in most runs); the keeper that takes the log at a full table is made only where no "
+                          "writer runs (the two serve one request word): a writer made without CLONE_FILES "
+                          "(h46wproc) would hold it in its own table")
+def test_server_calls_in_a_container_full_table():
+    t, d = _fdserver_case([_container(), "-n", "1024"], all_calls=False)
+    eq(_all_calls(d)["work"], 3100, f"work calls recorded (record said {t.stderr[-300:]!r})")
 
 
 def test_server_fd_table_in_a_container_said():
-    """The same server in the same container: while the log still sits in
-    its table (known break above), record says so, once, naming the
-    program and the refused call; the run otherwise as untraced but for
-    that descriptor."""
+    """The same server in the same container: the writer refused its own
+    table, the log is held only for each use, so record has nothing to say
+    about the table (it once said "the log's descriptor stays in the
+    descriptor table of skep24u_fdserver", h24k2). Every call recorded:
+    test_server_calls_in_a_container_full_table."""
     prog = build_c("skep24u_fdserver", ["skep24u_fdserver.c"], flags=["-pthread"])
     t_dir, d = sfkit.tmpdir(), sfkit.tmpdir()
     t = run([_container(), "-n", "1024", SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog, t_dir],
             check_rc=None, env=IN_CONTAINER)
     eq(t.returncode, 0, f"traced exit (stderr: {t.stderr[-400:]})")
-    lines = [ln for ln in t.stderr.splitlines() if "stays in the descriptor table" in ln]
-    eq(len(lines), 1, f"lines about the table (stderr: {t.stderr[-400:]})")
-    check(lines[0].endswith(": the log's descriptor stays in the descriptor table of skep24u_fdserver: "
-                            "unshare(CLONE_FILES) refused (Operation not permitted): one of its RLIMIT_NOFILE "
-                            "files, listed in /proc/self/fd"), lines[0])
-    eq(_all_calls(d)["work"], 3100, "work calls recorded")
+    lines = [ln for ln in t.stderr.splitlines() if "descriptor table" in ln]
+    eq(lines, [], f"lines about the table (stderr: {t.stderr[-400:]})")
 
 
 def _nsunder(nr, where, flags):

@@ -235,14 +235,10 @@ def test_ctor_log_not_in_fd_table_writer_thread():
     _ctor(["--writer", "thread"])
 
 
-@known_break(24, "default writer on one CPU (taskset -c 0): the constructor, main and the end all see the "
-                 "log at fd 1023 in /proc/self/fd ('ctor fds: 0 1 2 1023'); untraced '0 1 2'")
 def test_ctor_log_one_cpu_default_writer():
     _ctor(prefix=["taskset", "-c", "0"])
 
 
-@known_break(24, "--writer sync: the constructor, main and the end all see the log at fd 1023 "
-                 "(no writer thread ever starts, so the log is never taken out of the table)")
 def test_ctor_log_writer_sync():
     _ctor(["--writer", "sync"])
 

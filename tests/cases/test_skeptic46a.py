@@ -236,5 +236,27 @@ def test_long_string_arg_only():
         eq((len(calls), warn[:2]), (10000, []), f"len {length}: take calls, reader warnings")
 
 
+def test_fork_exec_children_values():
+    """skep46a_fork under -A add@arg1,arg2 -R add@retval: the parent calls
+    add(i, i) for i 0-199 around a fork; child 1 (forked after 100 calls)
+    calls i 0-49 and forks a grandchild (i 0-29); child 2 execs the
+    program ("leaf", i 0-19). Untraced prints leaf 380, grandchild 870,
+    child1 2450, parent 39800 (one per process); traced the same, and each
+    process's log shows exactly its own calls with their values."""
+    exe = build_c("skep46a_fork", ["skep46a_fork.c"])
+    untraced = sorted(run([exe]).stdout.splitlines())
+    d = tmpdir()
+    log = os.path.join(d, "sf.log")
+    p = run([SFTRACE, "record", "-q", "-o", log, "-A", "add@arg1,arg2", "-R", "add@retval", "--", exe])
+    eq(sorted(p.stdout.splitlines()), untraced, "program output")
+    got = []
+    for f in sorted(os.listdir(d)):
+        calls = [c.strip() for c in call_column(replay_text(os.path.join(d, f))) if c.strip().startswith("add(")]
+        got.append(calls)
+    want = {n: [f"add({i}, {i}) = {2 * i};" for i in range(n)] for n in (20, 30, 50)}
+    want[200] = [f"add({i}, {i}) = {2 * i};" for i in range(200)]
+    eq(sorted(got, key=len), [want[20], want[30], want[50], want[200]], "each log's add calls")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -302,5 +302,36 @@ def test_fork_exec_children_values():
     eq(sorted(got, key=len), [want[20], want[30], want[50], want[200]], "each log's add calls")
 
 
+def test_signal_handler_values():
+    """skep46a_sig under -A add@arg1,arg2 -R add@retval -A name@arg1/s -R
+    name@retval: main's 300000 add(i, 1) and name("twenty-bytes-string!")
+    calls interrupted by SIGPROF every 100 us of CPU, whose handler calls
+    add(-7, k) and name("handler") (k = 1..hits, the program's own count).
+    Untraced and traced print the same sum (45006450000); the trace holds
+    exactly 300000 + hits calls of each, every one with its exact values."""
+    exe = build_c("skep46a_sig", ["skep46a_sig.c"])
+    p, log = record([exe], args=["-q", "-A", "add@arg1,arg2", "-R", "add@retval", "-A", "name@arg1/s",
+                                 "-R", "name@retval"])
+    m = re.fullmatch(r"hits (\d+) sum 45006450000 hsum (-?\d+)\n", p.stdout)
+    check(m, p.stdout)
+    hits = int(m.group(1))
+    calls = [c.strip() for c in call_column(replay_text(log))]
+    adds = [c for c in calls if c.startswith("add(")]
+    names = [c for c in calls if c.startswith("name(")]
+    eq((len(adds), len(names)), (300000 + hits, 300000 + hits), "add and name calls")
+    eq(sorted(c for c in adds if c.startswith("add(-7")), sorted(f"add(-7, {k}) = {k - 7};" for k in range(1, hits + 1)))
+    eq(names.count('name("handler") = 8;'), hits)
+    # a call the signal interrupted is a frame: `name("...") {` ... `} = 21; /* name */`
+    eq(sum(c in ('name("twenty-bytes-string!") = 21;', 'name("twenty-bytes-string!") {') for c in names), 300000)
+    main_args = []
+    for c in adds:
+        m = re.fullmatch(r"add\((\w+), 1\)(?: = (\w+);| \{)", c)
+        if m:
+            i = int(m.group(1), 0)
+            check(m.group(2) is None or int(m.group(2), 0) == i + 1, c)
+            main_args.append(i)
+    eq(main_args, list(range(300000)), "main's add arguments in order")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

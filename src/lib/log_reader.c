@@ -523,7 +523,9 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 	uint64_t in_file = (avail - sizeof(*c)) / sizeof(struct sf_event);
 	uint64_t n = c->count, bytes = 0;
 	if (c->type == SF_CHUNK_PACKED) {
-		/* Records take a byte at least: count can never exceed the bytes. */
+		/* Coded ARGS events put up to SF_PK_MAX_PER_BYTE records in a
+		 * byte (a repeated string's records cost a bitmap bit each):
+		 * count can never exceed that many times the bytes. */
 		uint64_t room = c->size - sizeof(*c);
 		bytes = c->reserved;
 		if (bytes > room) {
@@ -531,7 +533,7 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 			     off, bytes, room, room);
 			bytes = room;
 		}
-		cap = bytes;
+		cap = bytes * SF_PK_MAX_PER_BYTE;
 		in_file = n;
 		if (bytes > avail - sizeof(*c))
 			bytes = avail - sizeof(*c);

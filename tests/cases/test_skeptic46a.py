@@ -267,9 +267,6 @@ def test_long_string_short_ok():
         eq(warn, [], f"len {length} {extra}: reader warnings")
 
 
-@sfkit.known_break(ISSUE, "-A take@arg1/s alone, a 38- to 64-byte string, 10000 calls: replay shows 9109 (len 38), "
-                          "9111 (45), 7720 (56) take calls, info 8 lost, 12-14 'packed chunk ... count 8182 exceeds "
-                          "its 7432 records' warnings; 37 bytes or with -R: 10000; also at main 00:01 and h29max")
 def test_long_string_arg_only():
     """skep46a_long LEN 10000 with only -A take@arg1/s (no -R): each call
     records a string of LEN bytes ('abc...'). Untraced prints LEN*10000;

@@ -183,9 +183,6 @@ def test_ring_entries_keep_values():
     eq(bad, 0, f"calls without their values, first {first}")
 
 
-@sfkit.known_break(ISSUE, "a call whose entry precedes the ring window shows g7() = -1540; /* cut at window start */ "
-                          "(11 g7, 4 s7, 2 h7 in 12 snapshots): its spec's arg1 is neither shown nor marked "
-                          "<unrecorded>, the k29u symptom")
 def test_ring_cut_call_marked():
     """The same run as test_ring_entries_keep_values: the first event of a
     thread's window is often the exit of a call whose entry (and its

@@ -123,8 +123,6 @@ def test_aarch64_every_register():
                  "0.500000, 1.000000, 1.500000, 2.000000, 2.500000, 3.000000, 1.500000) {")
 
 
-@sfkit.known_break(ISSUE, "f8's 8 <optimized out> marks (-O2 --auto-args) are named optimized, then optimized#2 "
-                          "seven times (dump, query); docs/OUTPUTS.md says the third is optimized#3")
 def test_mark_names_unique():
     """f8(8 two-float structs) at -O2: clang gives the parameters no DWARF
     location, so --auto-args shows 8 `<optimized out>` marks. docs/OUTPUTS.md:

@@ -55,9 +55,6 @@ def test_stack_parameters_marked():
     eq(calls_of(log, "ten"), ["ten(1, 2, 3, 4, 5, 6, <unrecorded>, <unrecorded>, <unrecorded>, <unrecorded>) = 55;"])
 
 
-@sfkit.known_break(ISSUE, "mix14(6 two-int structs, 8 doubles) = 14 registers, 20 values at -O2 --auto-args: "
-                          "17 recorded, fparg6-8 <unrecorded> (a struct costs 3 of the 24 items: its head and 2 "
-                          "members); pairs(6+8 structs, -O0): 14 of 28 values, fparg2 on <unrecorded>")
 def test_every_register_with_struct_members():
     """mix14({1,2}..{11,12}, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 1.5) at -O2
     under --auto-args: six structs in rdi..r9 and 8 doubles in xmm0..7,
@@ -87,9 +84,6 @@ def test_every_register_with_struct_members():
 A64_TARGET = "aarch64-linux-gnu"
 
 
-@sfkit.known_break(ISSUE, "aarch64 (qemu) mix16(8 two-int structs in x0-x7, 8 doubles in v0-v7) = 16 registers, "
-                          "24 values: 15 recorded (p1-p7, fparg1), p8 and fparg2-8 <unrecorded>; all16 (8 longs, 8 "
-                          "doubles) and pairs8 (8 structs) whole")
 def test_aarch64_every_register():
     """skep46a_a64 built for aarch64, run under qemu-aarch64 with the
     aarch64 runtime preloaded and --auto-args resolved by the host CLI

@@ -91,6 +91,7 @@ enum sf_arg_type {
  * items until they fit, dwarf_args.c). */
 #define SF_ARG_MAX_VALUES 24u
 #define SF_ARG_MAX_ITEMS 48u
+#define SF_ARG_ITEMS_BEFORE_H46 24u /* what readers before h46args take */
 #define SF_ARG_MAX_INDEX 8u    /* argument registers on every architecture: x86-64 has 6 integer ones */
 
 static inline unsigned sf_arg_type(uint8_t fmt) { return fmt & 15u; }

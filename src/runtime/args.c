@@ -734,13 +734,19 @@ static void spec_put(uint32_t func_id)
 		size_t len = SF_ARGSPEC_BYTES(pl->n);
 		if (!pl->nrec)
 			continue;
-		if (S.len + len > sizeof(S.buf))
+		/* Readers before h46args take 24 items and stop reading a
+		 * chunk at an entry of more: such an entry goes in a chunk of
+		 * its own (they skip it alone, the others read). */
+		int alone = pl->n > SF_ARG_ITEMS_BEFORE_H46;
+		if (S.len + len > sizeof(S.buf) || alone)
 			spec_flush();
 		uint64_t head = pl->tmpl[0] | func_id;
 		memcpy(S.buf + S.len, &head, 8);
 		memcpy(S.buf + S.len + 8, pl->tmpl + 1, len - 8);
 		S.len += len;
 		S.count++;
+		if (alone)
+			spec_flush();
 	}
 }
 

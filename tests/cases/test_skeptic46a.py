@@ -144,7 +144,15 @@ def ring_lines():
              "-A", "s7@arg1/s", "-R", "s7@retval", "-A", "h7@arg1,fparg1", "-R", "h7@retval", "--", exe])
     eq(p.stdout, untraced, "program output")
     snaps = sorted(f for f in os.listdir(d) if f.startswith("sf.snap."))
-    eq(len(snaps), 12, "snapshots")
+    # A trigger while the previous snapshot is still being written is not
+    # taken (info: "1 not taken (a snapshot was being written)"): how many
+    # of the 12 are written depends on the machine's load (h46args saw 11
+    # in 3 of 10 runs), so the count is info's, and most must be there.
+    info = run([SFTRACE, "info", log]).stdout
+    m = re.search(r"snapshots\s*: 12 requests: (\d+) written", info)
+    check(m, f"info's snapshots line: {info[-600:]}")
+    eq(len(snaps), int(m.group(1)), "snapshots written")
+    check(len(snaps) >= 6, f"only {len(snaps)} of 12 snapshots written")
     for f in snaps + ["sf.log"]:
         for c in call_column(replay_text(os.path.join(d, f))):
             m = RING_CALL.match(c.strip())

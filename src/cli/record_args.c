@@ -296,8 +296,8 @@ int ra_parse(struct ra_spec *s, const char *opt, const char *text)
 			goto bad;
 		}
 		snprintf(shown, sizeof(shown), "%s", it);
-		if (s->n == SF_ARG_MAX_ITEMS) {
-			sf_error("%s '%s': more than %u values", opt, text, SF_ARG_MAX_ITEMS);
+		if (s->n == SF_ARG_MAX_VALUES) {
+			sf_error("%s '%s': more than %u values", opt, text, SF_ARG_MAX_VALUES);
 			goto bad;
 		}
 		const char *why = parse_item(it, ret_opt, &s->items[s->n]);
@@ -375,7 +375,7 @@ static unsigned same_item(const struct ra_func *f, const struct ra_item *it)
  * earlier one (one value per slot, never two), except that a regex does
  * not replace what a spec naming the function whole gave. The specs of
  * one function are merged: its entry's items and its exit's each make
- * one plan of the runtime's, SF_ARG_MAX_ITEMS at most. Every argument
+ * one plan of the runtime's, SF_ARG_MAX_VALUES at most. Every argument
  * register a spec may name (arg1-arg6, fparg1-fparg8) fits, so this
  * cannot be met by specs alone; if it were, -1 (nothing added), for a
  * message naming both specs: never a value silently left out (before,
@@ -386,7 +386,7 @@ static int add_items(struct ra_func *f, const struct ra_item *items, unsigned n,
 	for (unsigned i = 0; i < f->n; i++)
 		count[f->items[i].on_exit != 0]++;
 	for (unsigned i = 0; i < n; i++)
-		if (same_item(f, &items[i]) == f->n && ++count[items[i].on_exit != 0] > SF_ARG_MAX_ITEMS)
+		if (same_item(f, &items[i]) == f->n && ++count[items[i].on_exit != 0] > SF_ARG_MAX_VALUES)
 			return -1;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned k = same_item(f, &items[i]);
@@ -422,9 +422,9 @@ static int resolve(const struct ra_spec *s, const char *opt, const char *obj, st
 			if (add_items(f, s->items, s->n, plain_name(s->func) || name_with_params(s->func)) < 0) {
 				if (f->spec)
 					sf_error("%s '%s' and %s '%s': more than %u values for %s together", f->opt, f->spec,
-						 opt, s->text, SF_ARG_MAX_ITEMS, f->name);
+						 opt, s->text, SF_ARG_MAX_VALUES, f->name);
 				else
-					sf_error("%s '%s': more than %u values for %s", opt, s->text, SF_ARG_MAX_ITEMS, f->name);
+					sf_error("%s '%s': more than %u values for %s", opt, s->text, SF_ARG_MAX_VALUES, f->name);
 				rc = -1;
 			} else if (!f->spec) {
 				f->opt = opt;

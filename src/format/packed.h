@@ -39,6 +39,14 @@ enum sf_pack_op {
 #define SF_PK_STACK 64u   /* open entries remembered (a ring: deeper ones are forgotten) */
 #define SF_PK_MAX_GROUP 48u /* most bytes one event and its payload take */
 #define SF_PK_MAX_RECORD 11u /* most bytes per 8-byte record, over a whole batch */
+/* Most records per payload byte, over a whole chunk: a coded ARGS event
+ * is its word, up to 32 payload records and (fourth form) the function
+ * event after it, 34 records, in as few as 7 bytes when its values repeat
+ * (tag, form byte, op or slot byte, a 4-byte bitmap of zeros): 4.7 a
+ * byte. A reader checks a PACKED chunk's count against its bytes times
+ * this (a record per byte is not a bound: a call with a long /s string
+ * codes 8 records in 4 bytes). */
+#define SF_PK_MAX_PER_BYTE 5u
 
 /* Prediction state, reset at the start of every batch (each chunk decodes
  * on its own). Encoder and decoder update it identically. */

@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "format/sflog.h"
+
 struct sf_args_head {
 	uint32_t func_id;
 	uint8_t flags;   /* SF_ARGS_RET */
@@ -76,13 +78,20 @@ enum sf_arg_type {
 #define SF_ARG_STR_NULL 0xfeu
 #define SF_ARG_STR_UNREADABLE 0xffu
 #define SF_ARG_STR_CAP 64u     /* string bytes recorded per value (spec) */
-/* Items per entry or exit of one function: every argument register of
- * both ABIs (x86-64: 6 integer + 8 vector; aarch64: 8 + 8) and room for
- * struct members. 12 until skeptic 29u (the 13th and later items were cut
- * unmarked); a FIXED payload of 24 items, all 8-byte values, is
- * 8 + 48 + 192 = 248 bytes, within SF_ARGS_MAX_RECORDS (sflog.h), and
- * its values-only records 24, within SF_ARGS_VALUES_MAX. */
-#define SF_ARG_MAX_ITEMS 24u
+/* Values per entry or exit of one function (items less STRUCT heads,
+ * which have no value): every argument register of both ABIs (x86-64:
+ * 6 integer + 8 vector; aarch64: 8 + 8) with struct members. 12 until
+ * skeptic 29u (the 13th and later items were cut unmarked); 24 items,
+ * heads included, until h46args (x86-64's 6 two-int structs and 8
+ * doubles, 26 items, 20 values, lost 3). Items (slot/format pairs) at
+ * most SF_ARG_MAX_ITEMS: 24 values and a head each. A FIXED payload must
+ * also fit SF_ARGS_MAX_RECORDS (sflog.h) and its values-only records
+ * SF_ARGS_VALUES_MAX: sf_args_layout refuses a spec that does not (the
+ * runtime codes it then, cutting what does not fit; --auto-args cuts its
+ * items until they fit, dwarf_args.c). */
+#define SF_ARG_MAX_VALUES 24u
+#define SF_ARG_MAX_ITEMS 48u
+#define SF_ARG_ITEMS_BEFORE_H46 24u /* what readers before h46args take */
 #define SF_ARG_MAX_INDEX 8u    /* argument registers on every architecture: x86-64 has 6 integer ones */
 
 static inline unsigned sf_arg_type(uint8_t fmt) { return fmt & 15u; }
@@ -176,11 +185,17 @@ static inline int sf_args_layout(const uint8_t *pairs, unsigned n, uint8_t *size
 		if (sf_arg_type(fmt) == SF_AT_STRUCT)
 			continue;
 		unsigned sz = sf_arg_fixed_size(fmt);
-		if (!sz)
+		if (!sz || k == SF_ARG_MAX_VALUES)
 			return -1;
 		size[k] = (uint8_t)sz;
-		foff[k] = (uint8_t)sf_arg_fixed_next(&f, sz);
-		voff[k] = (uint8_t)sf_arg_fixed_next(&v, sz);
+		unsigned fo = sf_arg_fixed_next(&f, sz), vo = sf_arg_fixed_next(&v, sz);
+		/* the payload within SF_ARGS_MAX_RECORDS, the header's
+		 * record included; the values-only records within
+		 * SF_ARGS_VALUES_MAX */
+		if (8 + f > 8 * SF_ARGS_MAX_RECORDS || v > 8 * SF_ARGS_VALUES_MAX)
+			return -1;
+		foff[k] = (uint8_t)fo;
+		voff[k] = (uint8_t)vo;
 		k++;
 	}
 	*nval = k;

@@ -271,7 +271,10 @@ static int decode_fixed(const struct sf_args_head *h, const unsigned char *p, st
  * second is `optimized#2`, the third `optimized#3`. */
 static void unique_names(struct av_item *items, int n)
 {
-	for (int i = 1; i < n; i++) {
+	/* Last first: the names before i are still unsuffixed when it is
+	 * counted (forward, the third `optimized` saw `optimized#2` and
+	 * came out `#2` again). */
+	for (int i = n - 1; i >= 1; i--) {
 		int same = 0;
 		for (int j = 0; j < i; j++)
 			same += !strcmp(items[j].name, items[i].name);

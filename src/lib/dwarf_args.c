@@ -1518,6 +1518,29 @@ static struct da_item win64_item(const struct param_walk *w, Dwarf_Die *param, e
 	return c == CLS_GP ? (struct da_item){gp[pos], fmt, 0} : none_item(SF_ARG_SLOT_UNKNOWN);
 }
 
+/* Whether an entry's items make a plan the runtime takes whole: at most
+ * SF_ARG_MAX_VALUES items besides the STRUCT heads and the NONE marks
+ * (neither has a value), and as a FIXED payload within one ARGS event
+ * (sf_args_layout's bounds; strings have none here: the runtime cuts a
+ * coded payload where it must). */
+static int plan_fits(const struct da_item *items, unsigned n)
+{
+	unsigned vals = 0, f = 2 * n, v = 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned type = sf_arg_type(items[i].fmt);
+		if (type == SF_AT_STRUCT || type == SF_AT_NONE)
+			continue;
+		vals++;
+		unsigned sz = sf_arg_fixed_size(items[i].fmt);
+		if (sz) {
+			sf_arg_fixed_next(&f, sz);
+			sf_arg_fixed_next(&v, sz);
+		}
+	}
+	return n <= SF_ARG_MAX_ITEMS && vals <= SF_ARG_MAX_VALUES && 8 + f <= 8 * SF_ARGS_MAX_RECORDS &&
+	       v <= 8 * SF_ARGS_VALUES_MAX;
+}
+
 unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsigned cap)
 {
 	const uint64_t *k = d ? hm_find(&d->by_pc, vaddr) : NULL;
@@ -1530,24 +1553,33 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 	if (dwarf_lowpc(&fn, &entry) != 0)
 		return 0;
 	eops.n = 0; /* another function's parameters (entry_ops) */
-	unsigned n, all = cap;
+	unsigned n, all = cap, pcap;
 	/* The entry's items and the exit's each make a plan of up to
 	 * SF_ARG_MAX_ITEMS: a struct that fills the entry's leaves the
-	 * return value its own. */
+	 * return value its own. STRUCT heads have no value, so the items
+	 * may be more than SF_ARG_MAX_VALUES (six two-int structs and 8
+	 * doubles, every x86-64 argument register: 26 items, 20 values);
+	 * abi_items cuts at `cap` items, so fewer until they fit
+	 * (plan_fits). One item a parameter (param_items): values only. */
 	if (cap > SF_ARG_MAX_ITEMS)
 		cap = SF_ARG_MAX_ITEMS;
+	pcap = cap < SF_ARG_MAX_VALUES ? cap : SF_ARG_MAX_VALUES;
 	switch (conv_of(d, &fn, entry)) {
 	case CONV_ABI: {
 		int hidden = hidden_return(d, &fn);
 		if (hidden < 0)
 			return 0; /* rdi may hold the return value's address: nothing is sure */
-		n = abi_items(d, &fn, (unsigned)hidden, items, cap);
+		for (unsigned c = cap;; c--) {
+			n = abi_items(d, &fn, (unsigned)hidden, items, c);
+			if (c <= pcap || plan_fits(items, n))
+				break;
+		}
 		if (d->x86_64 && abi_disagrees(&fn, entry, items, n))
-			n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
+			n = param_items(&fn, &(struct param_walk){entry, located_item}, items, pcap);
 		break;
 	}
 	case CONV_WHERE_DWARF_SAYS:
-		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
+		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, pcap);
 		break;
 	case CONV_NOCALL:
 		/* LLVM's dead argument elimination re-signed it: the
@@ -1558,14 +1590,14 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 		 * not the machine's, so the value is marked, as gdb refuses
 		 * to show a DW_CC_nocall function's (DESIGN.md,
 		 * "--auto-args"). */
-		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, cap);
+		n = param_items(&fn, &(struct param_walk){entry, located_item}, items, pcap);
 		if (n < all && type_of(&fn, &t)) {
 			items[n++] = (struct da_item){0, sf_arg_fmt(SF_AT_NONE, 8), 1};
 			return n;
 		}
 		break;
 	case CONV_WIN64:
-		n = param_items(&fn, &(struct param_walk){entry, win64_item}, items, cap);
+		n = param_items(&fn, &(struct param_walk){entry, win64_item}, items, pcap);
 		/* A scalar comes back in rax or xmm0 as in System V. */
 		if (type_of(&fn, &t) && (is_aggregate(&t) || classify(&t, &fmt) == CLS_NONE))
 			return n;

@@ -64,6 +64,10 @@ struct lr_log {
 	/* ARGSPEC entries (format/sf_args.h, "Values only"), copied: by
 	 * function id << 1 | 1 for the exit's, their offset in argspec + 1. */
 	struct hashmap argspec_at;
+	/* Ring logs: function id << 1 | 1 for the exit's, of every ARGS
+	 * event with items in the window (find_before_window): functions
+	 * with values asked though not values-only (strings, aarch64). */
+	struct hashmap args_seen;
 	unsigned char *argspec;
 	size_t argspec_len, argspec_cap;
 	size_t nswitches, switches_cap;
@@ -523,7 +527,9 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 	uint64_t in_file = (avail - sizeof(*c)) / sizeof(struct sf_event);
 	uint64_t n = c->count, bytes = 0;
 	if (c->type == SF_CHUNK_PACKED) {
-		/* Records take a byte at least: count can never exceed the bytes. */
+		/* Coded ARGS events put up to SF_PK_MAX_PER_BYTE records in a
+		 * byte (a repeated string's records cost a bitmap bit each):
+		 * count can never exceed that many times the bytes. */
 		uint64_t room = c->size - sizeof(*c);
 		bytes = c->reserved;
 		if (bytes > room) {
@@ -531,7 +537,7 @@ static void add_batch(struct lr_log *log, uint64_t off, const struct sf_chunk *c
 			     off, bytes, room, room);
 			bytes = room;
 		}
-		cap = bytes;
+		cap = bytes * SF_PK_MAX_PER_BYTE;
 		in_file = n;
 		if (bytes > avail - sizeof(*c))
 			bytes = avail - sizeof(*c);
@@ -1564,6 +1570,7 @@ void lr_close(struct lr_log *log)
 	free(log->unloads);
 	free(log->switches);
 	hm_free(&log->argspec_at);
+	hm_free(&log->args_seen);
 	free(log->argspec);
 	free(log->pause_ns);
 	free(log->switch_ns);
@@ -1717,6 +1724,12 @@ static void find_before_window(struct lr_log *log)
 			}
 			if (ev.time_ns > until)
 				break;
+			if (ev.kind == SF_EV_ARGS && ev.args && ev.args_len >= sizeof(struct sf_args_head)) {
+				struct sf_args_head h;
+				memcpy(&h, ev.args, sizeof(h));
+				if (h.nitems)
+					hm_put(&log->args_seen, (uint64_t)h.func_id << 1 | (h.flags & SF_ARGS_RET), NULL);
+			}
 			if (ev.kind == SF_EV_ENTRY) {
 				if (depth == cap)
 					stack = xrealloc(stack, (cap *= 2) * sizeof(uint32_t));
@@ -1872,24 +1885,26 @@ static int next_batch(struct lr_iter *it)
 	return 1;
 }
 
-/* lr_iter.win_first's event ev: 1 if it came without the values its
- * function asks for (an ARGSPEC entry for it, and it is the window's
- * first event: its ARGS event fell out), then ev is an ARGS event
- * marking them `<unrecorded>` and the event waits in it->hold. */
-static int window_lost_args(struct lr_iter *it, struct lr_event *ev)
+/* lr_iter.win_first's event ev, or an entry that fell out of the window
+ * (before_window): 1 if it came without the values its function asks for
+ * (an ARGSPEC entry for it, and its ARGS event fell out), then ev is an
+ * ARGS event marking them `<unrecorded>` and the event waits in it->hold. */
+static int window_lost_args(struct lr_iter *it, struct lr_event *ev, unsigned char *buf)
 {
 	int ret = ev->kind == SF_EV_EXIT || sf_kind_is_tail(ev->kind);
-	if ((ev->kind != SF_EV_ENTRY && !ret) || !hm_find(&it->log->argspec_at, (uint64_t)ev->func_id << 1 | ret))
+	uint64_t key = (uint64_t)ev->func_id << 1 | ret;
+	if ((ev->kind != SF_EV_ENTRY && !ret) ||
+	    (!hm_find(&it->log->argspec_at, key) && !hm_find(&it->log->args_seen, key)))
 		return 0;
 	struct sf_args_head h = {ev->func_id, (uint8_t)(ret ? SF_ARGS_RET : 0), 1, 2};
 	uint8_t item[2] = {SF_ARG_SLOT_REST, sf_arg_fmt(SF_AT_NONE, 8)};
-	memset(it->win_args, 0, sizeof(it->win_args));
-	memcpy(it->win_args, &h, sizeof(h));
-	memcpy(it->win_args + sizeof(h), item, sizeof(item));
+	memset(buf, 0, sizeof(it->win_args));
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), item, sizeof(item));
 	it->hold = *ev;
 	it->held = 1;
 	ev->kind = SF_EV_ARGS;
-	ev->args = it->win_args;
+	ev->args = buf;
 	ev->args_len = sizeof(it->win_args);
 	return 1;
 }
@@ -1962,6 +1977,10 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 			ev->seq = it->seq;
 			ev->in_slot = it->slot;
 			ev->before_window = 1;
+			/* Its ARGS event fell out with it: the values its spec
+			 * promises show <unrecorded>, not as no parameters. */
+			if (window_lost_args(it, ev, it->pre_args))
+				ev->before_window = 0; /* the mark; the entry (held) is */
 			return 1;
 		}
 		if (it->packed) {
@@ -2000,7 +2019,7 @@ int lr_next(struct lr_iter *it, struct lr_event *ev)
 				 * does not count; an ARGS event with values is
 				 * its event's own */
 				it->win_first = 0;
-				window_lost_args(it, ev);
+				window_lost_args(it, ev, it->win_args);
 			}
 			return 1;
 		}

@@ -354,10 +354,13 @@ struct lr_iter {
 	 * before, outside the window (a runtime before h29max could end a
 	 * slot with a slow ARGS event). lr_next delivers an ARGS event of
 	 * one NONE item SF_ARG_SLOT_REST before it (`<unrecorded>`), from
-	 * win_args, and holds the event back in `hold`. */
+	 * win_args, and holds the event back in `hold`. The same for an
+	 * entry from before the window (before_window), from pre_args: a
+	 * buffer of its own, as the consumer may still hold the entry's
+	 * mark when the first event's comes. */
 	int win_first, held;
 	struct lr_event hold;
-	unsigned char win_args[16];
+	unsigned char win_args[16], pre_args[16];
 };
 
 void lr_iter_init(struct lr_iter *it, const struct lr_log *log);

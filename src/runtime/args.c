@@ -45,9 +45,10 @@ struct arg_item {
 
 /* the header and up to SF_ARG_MAX_ITEMS slot/fmt pairs, in records */
 #define PLAN_TMPL ((8 + 2 * SF_ARG_MAX_ITEMS + 7) / 8)
-_Static_assert(8 + 2 * SF_ARG_MAX_ITEMS + 8 * SF_ARG_MAX_ITEMS <= 8 * SF_ARGS_MAX_RECORDS &&
-		       SF_ARG_MAX_ITEMS <= SF_ARGS_VALUES_MAX,
-	       "a FIXED payload of SF_ARG_MAX_ITEMS 8-byte values fits one ARGS event");
+/* A FIXED plan's payload fits one ARGS event: sf_args_layout refuses
+ * one that would not (then it is coded, and cut where it must be). */
+_Static_assert(SF_ARG_MAX_VALUES <= SF_ARGS_VALUES_MAX && PLAN_TMPL <= SF_ARGS_MAX_RECORDS,
+	       "SF_ARG_MAX_VALUES values-only records fit one ARGS event");
 #define SMALL_PUTS 4 /* fill_small's largest count of values */
 
 /* One direction (entry or exit) of one function, worked out once so that
@@ -88,8 +89,8 @@ struct arg_plan {
 	 * left and right shifts that keep its low bytes and move them to
 	 * their offset in that record. put: the FIXED layout's (the header is
 	 * record 0); vput: the values-only one's. */
-	uint32_t put[SF_ARG_MAX_ITEMS];
-	uint32_t vput[SF_ARG_MAX_ITEMS];
+	uint32_t put[SF_ARG_MAX_VALUES];
+	uint32_t vput[SF_ARG_MAX_VALUES];
 	/* A small plan's values (fill_small): vput's two shifts as a mask of
 	 * the value's bytes and one left shift to its offset, the same bits
 	 * with fewer instructions (no shift count to work out twice). */
@@ -733,13 +734,19 @@ static void spec_put(uint32_t func_id)
 		size_t len = SF_ARGSPEC_BYTES(pl->n);
 		if (!pl->nrec)
 			continue;
-		if (S.len + len > sizeof(S.buf))
+		/* Readers before h46args take 24 items and stop reading a
+		 * chunk at an entry of more: such an entry goes in a chunk of
+		 * its own (they skip it alone, the others read). */
+		int alone = pl->n > SF_ARG_ITEMS_BEFORE_H46;
+		if (S.len + len > sizeof(S.buf) || alone)
 			spec_flush();
 		uint64_t head = pl->tmpl[0] | func_id;
 		memcpy(S.buf + S.len, &head, 8);
 		memcpy(S.buf + S.len + 8, pl->tmpl + 1, len - 8);
 		S.len += len;
 		S.count++;
+		if (alone)
+			spec_flush();
 	}
 }
 

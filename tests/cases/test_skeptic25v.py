@@ -329,8 +329,7 @@ def _gdb_threads(cmd):
             "-ex", "info threads", "-ex", "kill", "--args"] + cmd
 
 
-@known_break(25, "gdb -batch 'info threads' at a breakpoint in the traced program lists 2 threads "
-             "(the second 'sftrace-writer' in sf_writer_serve), untraced 1")
+# The writer is made with CLONE_UNTRACED: gdb is not attached to it (issue 25).
 def test_gdb_info_threads():
     import re
     exe = single_fixture()
@@ -421,8 +420,7 @@ def test_ctx_makecontext_in_signal_handler():
 
 
 
-@known_break(25, "valgrind -q --tool=none on the traced program: its stderr gains 3-4 'WARNING: unhandled "
-             "amd64-linux syscall: 449' (futex_waitv, from the runtime) warnings, untraced 0")
+# Under valgrind the writer waits without futex_waitv (issue 25).
 def test_valgrind_no_unknown_syscall_warnings():
     import re
     import shutil

@@ -1,0 +1,81 @@
+"""Skeptic 46b: the claims of the last stop on issues 24 and 25, tried with
+programs of our own (tests/fixtures/skep46b_*).
+
+- h25rwx: "a program's own text protections survive patching" (each pass
+  after the program's code may have run reads /proc/self/maps).
+- h25cred: "the writer and keepers follow every per-thread credential
+  change".
+- mend45: one /proc/self/maps walker for the three readers."""
+import os
+import subprocess
+
+import sfkit
+from sfkit import SFTRACE, build_c, check, count_calls, dump_events, eq, record, run, tmpdir
+
+
+def _paused_resume(prog, args, log, env=None):
+    """record --paused PROG ARGS; on the program's "ready PID" line runs
+    `sftrace resume PID`, then sends the program a line. Returns
+    (resume's CompletedProcess, program rc, stdout, stderr)."""
+    p = subprocess.Popen([SFTRACE, "record", "--paused", "-o", log, "--", prog] + list(args),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
+    try:
+        line = p.stdout.readline()
+        check(line.startswith("ready "), f"no ready line: {line!r}")
+        pid = int(line.split()[1])
+        r = run([SFTRACE, "resume", str(pid)], check_rc=None, timeout=120)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return r, p.returncode, line + out, err
+
+
+def test_preinit_rwx_page_survives_startup_patch():
+    """skep46b_preinit_rwx.c: a preinit_array function (the executable's
+    code, run before every library's constructor, the runtime's included)
+    makes a page of the program's text rwx; main writes to it, then calls
+    work() 3 times. Untraced: "prot rwxp / wrote 1 / calls 3", rc 0.
+    Traced: the same, and work is recorded 3 times (held: the start-up
+    patch leaves the page rwx)."""
+    prog = build_c("skep46b_preinit_rwx", ["skep46b_preinit_rwx.c"])
+    u = run([prog])
+    eq(u.stdout, "prot rwxp\nwrote 1\ncalls 3\n", "untraced")
+    p, log = record([prog])
+    eq(p.stdout, u.stdout, "traced stdout")
+    eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
+
+
+@sfkit.known_break(25, "a daemon that chroots into a directory without /proc after making a page of its text "
+                       "rwx: `sftrace resume` (4 sleds patched) gave the page r-x back and the program's write "
+                       "to it died of SIGSEGV (rc 139 where untraced is 0); record then said 'no log written: "
+                       "tracing was never switched on' although resume had answered 'tracing on'")
+def test_chroot_without_proc_keeps_rwx_page_across_resume():
+    """skep46b_chroot_rwx.c: makes a page of its text rwx, chroots into an
+    empty directory (no /proc in it), says "ready PID", waits for a line,
+    then writes to the page and calls work() 3 times. Untraced: "wrote 1 /
+    calls 3", rc 0. Traced with --paused and `sftrace resume PID` while it
+    waits: the patch pass cannot read /proc/self/maps in the chroot, puts
+    the segment's r-x on the whole page range, and the write faults.
+    Without the chroot (same program, same resume) the page stays rwx:
+    the difference is the maps read alone."""
+    prog = build_c("skep46b_chroot_rwx", ["skep46b_chroot_rwx.c"])
+    empty = tmpdir()
+    u = subprocess.run([prog, empty], input="go\n", capture_output=True, text=True, timeout=60)
+    eq((u.returncode, u.stdout.splitlines()[1:]), (0, ["wrote 1", "calls 3"]), "untraced")
+    # control: no chroot, same resume: held
+    r, rc, out, err = _paused_resume(prog, [], os.path.join(tmpdir(), "a.log"))
+    eq((r.returncode, rc, out.splitlines()[1:]), (0, 0, ["wrote 1", "calls 3"]), "traced, no chroot: " + err)
+    log = os.path.join(tmpdir(), "b.log")
+    r, rc, out, err = _paused_resume(prog, [empty], log)
+    eq(r.returncode, 0, "resume: " + r.stderr)
+    eq((rc, out.splitlines()[1:]), (0, ["wrote 1", "calls 3"]), "traced in a chroot without /proc: " + err.strip())
+    eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
+
+
+if __name__ == "__main__":
+    sfkit.main(globals())

@@ -77,5 +77,27 @@ def test_chroot_without_proc_keeps_rwx_page_across_resume():
     eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
 
 
+@sfkit.known_break(25, "a program keeping 33 separate rwx pages in its text (32 pass): after `sftrace resume` "
+                       "the 33rd page was r-x again and the program's write to it died of SIGSEGV (rc 139); "
+                       "the runtime's 'more text ranges ... than kept' line reached neither record's stderr "
+                       "nor a log")
+def test_33_own_rwx_ranges_survive_resume():
+    """skep46b_many_rwx.c N: keeps N separate pages of its text rwx (every
+    other page of an area in .text), says "ready PID", waits for a line,
+    then writes into each and calls work() 3 times. Untraced: "wrote N /
+    calls 3", rc 0, for any N. Traced --paused with `sftrace resume` while
+    it waits: N = 32 holds; N = 33 (one range more than the stack buffer
+    keeps, OWN_MAX) loses the last page's protection."""
+    prog = build_c("skep46b_many_rwx", ["skep46b_many_rwx.c"])
+    for n in (32, 33):
+        u = subprocess.run([prog, str(n)], input="go\n", capture_output=True, text=True, timeout=60)
+        eq((u.returncode, u.stdout.splitlines()[1:]), (0, [f"wrote {n}", "calls 3"]), f"untraced {n}")
+    r, rc, out, err = _paused_resume(prog, ["32"], os.path.join(tmpdir(), "a.log"))
+    eq((r.returncode, rc, out.splitlines()[1:]), (0, 0, ["wrote 32", "calls 3"]), "traced, 32 ranges: " + err)
+    r, rc, out, err = _paused_resume(prog, ["33"], os.path.join(tmpdir(), "b.log"))
+    eq(r.returncode, 0, "resume: " + r.stderr)
+    eq((rc, out.splitlines()[1:]), (0, ["wrote 33", "calls 3"]), "traced, 33 ranges: " + err.strip())
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -99,5 +99,27 @@ def test_33_own_rwx_ranges_survive_resume():
     eq((rc, out.splitlines()[1:]), (0, ["wrote 33", "calls 3"]), "traced, 33 ranges: " + err.strip())
 
 
+@sfkit.known_break(24, "Landlock's landlock_restrict_self (through syscall(), as every program must: glibc has "
+                       "no wrapper) is a per-thread credential change the writer does not follow: a child "
+                       "forked in the program's domain was refused ptrace-read access (/proc/PPID/task/TID/mem) "
+                       "to 1 task of its parent traced, 0 untraced: a thread of the program outside its sandbox")
+def test_landlock_restrict_self_followed_by_writer():
+    """skep46b_landlock.c: NO_NEW_PRIVS, then a Landlock ruleset (handles
+    MAKE_FIFO only) and landlock_restrict_self on its only thread; forks;
+    the child, in the same domain, opens /proc/PPID/task/TID/mem for every
+    task of its parent (Landlock refuses a domain ptrace access to tasks
+    outside it) and prints how many were refused; the parent calls work()
+    3 times. Untraced: "landlock ok / refused 0 / calls 3". Traced: the
+    writer thread is outside the domain, "refused 1"."""
+    prog = build_c("skep46b_landlock", ["skep46b_landlock.c"])
+    u = run([prog], check_rc=None)
+    if u.returncode == 77:
+        raise sfkit.Skip("no Landlock here: " + u.stdout.strip())
+    eq((u.returncode, u.stdout), (0, "landlock ok\nrefused 0\ncalls 3\n"), "untraced")
+    p, log = record([prog])
+    eq(p.stdout, u.stdout, "traced stdout")
+    eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -99,7 +99,7 @@ def test_33_own_rwx_ranges_survive_resume():
     eq((rc, out.splitlines()[1:]), (0, ["wrote 33", "calls 3"]), "traced, 33 ranges: " + err.strip())
 
 
-@sfkit.known_break(24, "Landlock's landlock_restrict_self (through syscall(), as every program must: glibc has "
+@sfkit.known_break(25, "Landlock's landlock_restrict_self (through syscall(), as every program must: glibc has "
                        "no wrapper) is a per-thread credential change the writer does not follow: a child "
                        "forked in the program's domain was refused ptrace-read access (/proc/PPID/task/TID/mem) "
                        "to 1 task of its parent traced, 0 untraced: a thread of the program outside its sandbox")
@@ -119,6 +119,28 @@ def test_landlock_restrict_self_followed_by_writer():
     p, log = record([prog])
     eq(p.stdout, u.stdout, "traced stdout")
     eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
+
+
+@sfkit.known_break(25, "a single-threaded program that installs a seccomp filter (prctl, or syscall(SYS_seccomp) "
+                       "without TSYNC) is wholly filtered untraced; traced, the writer thread has 'Seccomp: 0' "
+                       "in /proc/self/task (1 unfiltered task where untraced has 0; NoNewPrivs was followed)")
+def test_seccomp_filter_has_no_unfiltered_thread():
+    """skep46b_seccomp.c [x]: NO_NEW_PRIVS, a seccomp filter (uname ->
+    EPERM) on its only thread through prctl() (no argument) or
+    syscall(SYS_seccomp) (argument), calls work() 3 times, then counts the
+    tasks in /proc/self/task whose status lacks "Seccomp: 2" and
+    "NoNewPrivs: 1". Untraced: "unfiltered 0 / nnp_missing 0" both ways.
+    Traced: the writer thread is a thread of the program outside its
+    sandbox (the claim's own reason: a runtime thread left with what the
+    program dropped, in memory the program can write, is a way back)."""
+    prog = build_c("skep46b_seccomp", ["skep46b_seccomp.c"])
+    want = "filter 0\nunfiltered 0\nnnp_missing 0\ncalls 3\n"
+    for extra in ([], ["x"]):
+        eq(run([prog] + extra).stdout, want, f"untraced {extra}")
+    for extra in ([], ["x"]):
+        p, log = record([prog] + extra)
+        eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
+        eq(p.stdout, want, f"traced {extra}")
 
 
 if __name__ == "__main__":

@@ -177,5 +177,27 @@ def test_no_maps_read_at_startup_unlimited_stack():
     eq(n, 0, "maps opens, unlimited stack")
 
 
+def test_longjmp_on_hand_switched_stack_in_chroot():
+    """skep46b_altstack_jmp.c [DIR]: runs on_stack() on a stack of its own
+    switched to by assembly (no makecontext, no sigaltstack: the runtime
+    learns it from maps), optionally after chroot(DIR) into an empty
+    directory (no /proc); there setjmp + deep(3..0) + longjmp, 3 times.
+    Untraced: "rounds 3 / depth 12". Traced, with or without /proc: deep
+    entered 12 times, 3 landings each "4 frames abandoned, depth 2 left",
+    on_stack's and main's exits recorded (held: the landing needs no maps
+    here)."""
+    prog = build_c("skep46b_altstack_jmp", ["skep46b_altstack_jmp.c"])
+    empty = tmpdir()
+    for extra in ([], [empty]):
+        eq(run([prog] + extra).stdout, "rounds 3\ndepth 12\n", f"untraced {extra}")
+        p, log = record([prog] + extra)
+        eq(p.stdout, "rounds 3\ndepth 12\n", f"traced {extra}")
+        text = run([SFTRACE, "dump", log]).stdout
+        ev = [" ".join(ln.split()[2:]) for ln in text.splitlines() if len(ln.split()) > 2 and ln.split()[0].isdigit()]
+        eq(ev.count("ENTRY deep"), 12, f"deep entries {extra}")
+        eq(ev.count("UNWIND 4 frames abandoned, depth 2 left"), 3, f"landings {extra}")
+        eq([e for e in ev if e.startswith("EXIT")], ["EXIT on_stack", "EXIT work", "EXIT main"], f"exits {extra}")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -199,5 +199,26 @@ def test_longjmp_on_hand_switched_stack_in_chroot():
         eq([e for e in ev if e.startswith("EXIT")], ["EXIT on_stack", "EXIT work", "EXIT main"], f"exits {extra}")
 
 
+@sfkit.known_break(25, "a program that drops root by the bare syscall instruction (as Go's runtime and Rust's "
+                       "rustix linux_raw backend do: setgroups, setresgid, setresuid to 65534) leaves the writer "
+                       "thread root: 2 credential sets and 1 task with uid 0 in /proc/self/task traced, "
+                       "1 set and 0 untraced")
+def test_raw_syscall_privilege_drop_followed():
+    """skep46b_rawsetuid.c, as root: setgroups/setresgid/setresuid(65534)
+    by inline `syscall` on its only thread, work() 3 times, then counts the
+    distinct credential sets of its tasks and the tasks with uid 0.
+    Untraced: "dropped 0 / sets 1 / root_tasks 0 / calls 3". Traced: the
+    writer never saw the change (no libc function ran), "sets 2 /
+    root_tasks 1"."""
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root")
+    prog = build_c("skep46b_rawsetuid", ["skep46b_rawsetuid.c"])
+    want = "dropped 0\nsets 1\nroot_tasks 0\ncalls 3\n"
+    eq(run([prog]).stdout, want, "untraced")
+    p, log = record([prog])
+    eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
+    eq(p.stdout, want, "traced")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

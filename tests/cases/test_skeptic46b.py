@@ -220,5 +220,25 @@ def test_raw_syscall_privilege_drop_followed():
     eq(p.stdout, want, "traced")
 
 
+@sfkit.known_break(25, "sftrace_setup (the reference tool's setup ABI, called from main) makes the slots' whole "
+                       "text segment rwx and then r-x, reading no maps: the program's own rwx page came back r-x "
+                       "(its write then died of SIGSEGV, rc 139) and its PROT_NONE guard page in the text came "
+                       "back r-x, readable and executable")
+def test_setup_abi_keeps_program_text_protections():
+    """skep46b_setup_rwx.c: makes a page of its text rwx and another
+    PROT_NONE, then calls sftrace_setup(entry, exit, tail) (found with
+    dlsym; three `ret`+15-nop slots in its own text), prints both pages'
+    protections, writes to the rwx page, calls work() 3 times. Untraced
+    (no sftrace_setup): "rwx rwxp / guard ---p / wrote 1 / calls 3".
+    Traced: the setup call's slot pointing (arch/x86_64/patch.c,
+    sf_arch_point_slot) gives the whole segment PROT_READ|PROT_EXEC."""
+    prog = build_c("skep46b_setup_rwx", ["skep46b_setup_rwx.c"], libs=["-ldl"])
+    want = "rwx rwxp\nguard ---p\nwrote 1\ncalls 3\n"
+    eq(run([prog]).stdout, want, "untraced")
+    p, log = record([prog], check_rc=None)
+    eq((p.returncode, p.stdout), (0, want), "traced: " + p.stderr.strip())
+    eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

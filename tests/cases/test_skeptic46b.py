@@ -240,5 +240,27 @@ def test_setup_abi_keeps_program_text_protections():
     eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
 
 
+def test_landings_below_startup_stack_limit():
+    """skep46b_deepstack.c: main raises RLIMIT_STACK to 512 MiB (gcc does
+    so at start-up), then lands 3 longjmps at each of 12 depths from 4 MiB
+    to 94 MiB of main's stack: all but the first two depths below where
+    the start-up 8 MiB limit (the runtime's main-stack bounds) ended, so
+    more than the 8 maps reads a thread is allowed (STACK_READS).
+    Untraced: "landings 36 / frames 144012". Traced: the same output, 36
+    UNWIND lines each "3 frames abandoned", depth N+5 -> N+2 at each depth N,
+    0 lost (held)."""
+    prog = build_c("skep46b_deepstack", ["skep46b_deepstack.c"])
+    want = "landings 36\nframes 144012\n"
+    eq(run([prog]).stdout, want, "untraced")
+    p, log = record([prog])
+    eq(p.stdout, want, "traced")
+    text = run([SFTRACE, "dump", log]).stdout
+    unw = [" ".join(ln.split()[3:]) for ln in text.splitlines() if " UNWIND " in ln]
+    want_unw = [f"[depth {1005 + 2000 * k}] 3 frames abandoned, depth {1002 + 2000 * k} left"
+                for k in range(12) for _ in range(3)]
+    eq(unw, want_unw, "landings")
+    check(" 0 lost " in text, "losses: " + text.splitlines()[-1])
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

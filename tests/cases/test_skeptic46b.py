@@ -262,5 +262,53 @@ def test_landings_below_startup_stack_limit():
     check(" 0 lost " in text, "losses: " + text.splitlines()[-1])
 
 
+def test_daemon_outliving_main_gets_record_keeper():
+    """skep46b_outlive.c GO DONE: main forks a daemon D (setsid, stdio on
+    /dev/null) and exits on a line from stdin; D waits for the file GO,
+    drops to nobody (so it may not create files in root's 0700 log
+    directory: its child's log must come from record's keeper), forks C,
+    which calls work() 3 times, and writes "done STATUS" to DONE.
+    Untraced: "done 0". Traced: record lives on until D and C have ended
+    (it holds the keeper's name all along, so nobody else can take it),
+    C's log, made by record's keeper, has work() 3 times (held). As root."""
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root")
+    prog = build_c("skep46b_outlive", ["skep46b_outlive.c"])
+    shared = tmpdir()
+    os.chmod(shared, 0o1777)
+    logdir = tmpdir()
+    os.chmod(logdir, 0o700)
+    go, done = os.path.join(shared, "go"), os.path.join(shared, "done")
+    u = subprocess.run([prog, go, done], input="x\n", capture_output=True, text=True, timeout=60)
+    check(u.stdout.startswith("daemon "), u.stdout)
+    open(go, "w").close()
+    for _ in range(600):
+        if os.path.exists(done) and open(done).read():
+            break
+        subprocess.run(["sleep", "0.1"])
+    eq(open(done).read(), "done 0\n", "untraced")
+    os.unlink(go)
+    os.unlink(done)
+    log = os.path.join(logdir, "sf.log")
+    p = subprocess.Popen([SFTRACE, "record", "-o", log, "--", prog, go, done], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        dpid = int(line.split()[1])
+        p.stdin.write("x\n")
+        p.stdin.flush()
+        open(go, "w").close()
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    eq(p.returncode, 0, "record: " + err)
+    eq(open(done).read(), "done 0\n", "traced")
+    logs = sorted(f for f in os.listdir(logdir) if f != "sf.log" and f != f"sf.{dpid}.log")
+    eq(len(logs), 1, f"C's log among {os.listdir(logdir)}")
+    eq(count_calls(dump_events(os.path.join(logdir, logs[0]))).get("work", 0), 3, "C's work calls")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

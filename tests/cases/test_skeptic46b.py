@@ -144,18 +144,24 @@ def test_seccomp_filter_has_no_unfiltered_thread():
         eq(p.stdout, want, f"traced {extra}")
 
 
-def _maps_opens_at_startup(prog, stack_limit):
-    """Opens of /proc/self/maps by the traced program (strace -f, the
-    program's pid = the first pid that opens libsftrace.so), with
-    RLIMIT_STACK set to stack_limit ("unlimited" or KiB) for record."""
+def _maps_opens_at_startup(prog, stack_limit, loader=()):
+    """Opens of /proc/self/maps by the traced program before main's own
+    first open of /proc/self/task (skep46b_seccomp.c opens it after its
+    work() calls: everything before is start-up), by strace -f (the
+    program's pid: the first that opens libsftrace.so), with RLIMIT_STACK
+    stack_limit ("unlimited" or KiB); loader: a prefix such as the dynamic
+    loader's path ("ld.so PROG")."""
     d = tmpdir()
     trace = os.path.join(d, "st.txt")
     log = os.path.join(d, "sf.log")
-    r = run(["sh", "-c", f'ulimit -s {stack_limit} && exec strace -f -qq -e trace=openat -o "$0" '
-             f'"$1" record -o "$2" -- "$3"', trace, SFTRACE, log, prog])
+    r = run(["sh", "-c", f'ulimit -s {stack_limit} && t="$0" s="$1" l="$2" && shift 2 && '
+             'exec strace -f -qq -e trace=openat -o "$t" "$s" record -o "$l" -- "$@"',
+             trace, SFTRACE, log] + list(loader) + [prog])
     lines = open(trace).read().splitlines()
     pid = next(ln.split()[0] for ln in lines if "libsftrace.so" in ln)
-    return r, sum(1 for ln in lines if ln.split()[0] == pid and "/proc/self/maps" in ln)
+    mine = [ln for ln in lines if ln.split()[0] == pid]
+    end = next(i for i, ln in enumerate(mine) if '"/proc/self/task"' in ln)
+    return r, sum(1 for ln in mine[:end] if "/proc/self/maps" in ln)
 
 
 @sfkit.known_break(25, "with `ulimit -s unlimited` the traced program opens /proc/self/maps once at start-up "
@@ -308,6 +314,25 @@ def test_daemon_outliving_main_gets_record_keeper():
     logs = sorted(f for f in os.listdir(logdir) if f != "sf.log" and f != f"sf.{dpid}.log")
     eq(len(logs), 1, f"C's log among {os.listdir(logdir)}")
     eq(count_calls(dump_events(os.path.join(logdir, logs[0]))).get("work", 0), 3, "C's work calls")
+
+
+@sfkit.known_break(25, "a program started through its loader (`ld.so PROG`, as relocatable bundles start theirs) "
+                       "opens /proc/self/maps twice before main traced (objects.c main_link -> sf_mapping_of), "
+                       "0 untraced and 0 started directly")
+def test_no_maps_read_at_startup_through_loader():
+    """skep46b_seccomp.c started as `/lib64/ld-linux-x86-64.so.2 PROG`
+    under record, default stack limit: strace counts the program's opens
+    of /proc/self/maps before main's own first read of /proc/self/task.
+    Untraced: 0. Traced: 2."""
+    if not shutil.which("strace"):
+        raise sfkit.Skip("no strace")
+    ldso = "/lib64/ld-linux-x86-64.so.2"
+    if not os.path.exists(ldso):
+        raise sfkit.Skip("no " + ldso)
+    prog = build_c("skep46b_seccomp", ["skep46b_seccomp.c"])
+    r, n = _maps_opens_at_startup(prog, 8192, loader=[ldso])
+    eq(r.stdout.splitlines()[-1], "calls 3", "program ran")
+    eq(n, 0, "maps opens before main, started through ld.so")
 
 
 if __name__ == "__main__":

@@ -335,5 +335,29 @@ def test_no_maps_read_at_startup_through_loader():
     eq(n, 0, "maps opens before main, started through ld.so")
 
 
+@sfkit.known_break(25, "a worker thread's own identity (syscall(SYS_setresuid, -1, 65534, -1), per thread, as "
+                       "Samba's thread credentials) is followed by the writer, which keeps it after the worker "
+                       "ended: 2 credential sets and 1 task with euid 65534 in /proc/self/task traced, where the "
+                       "untraced process, main alone and root, has 1 set and 0")
+def test_worker_thread_identity_not_kept_by_writer():
+    """skep46b_thread_cred.c, as root: a worker thread switches its own
+    effective uid to 65534 (raw per-thread setresuid through syscall()),
+    calls work() and ends; main (root all along) calls work() twice, then
+    counts its tasks' distinct credential sets and those with a non-zero
+    euid. Untraced: "worker 0 / sets 1 / nonroot_tasks 0 / calls 3".
+    Traced: the writer took the worker's identity ("in the program's
+    order") and kept it: "sets 2 / nonroot_tasks 1". Following every
+    thread's per-thread change gives the writer the identity of whichever
+    thread changed last, not the process's."""
+    if os.geteuid() != 0:
+        raise sfkit.Skip("needs root")
+    prog = build_c("skep46b_thread_cred", ["skep46b_thread_cred.c"], libs=["-lpthread"])
+    want = "worker 0\nsets 1\nnonroot_tasks 0\ncalls 3\n"
+    eq(run([prog]).stdout, want, "untraced")
+    p, log = record([prog])
+    eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
+    eq(p.stdout, want, "traced")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

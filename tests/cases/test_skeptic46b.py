@@ -359,5 +359,30 @@ def test_worker_thread_identity_not_kept_by_writer():
     eq(p.stdout, want, "traced")
 
 
+@sfkit.known_break(25, "a privilege-separated daemon (page of its text rwx, chroot into an empty directory, "
+                       "strict seccomp filter by prctl) dies of SIGSEGV traced (rc 139; untraced rc 0): the "
+                       "filter stops tracing for good, the unpatch at the install cannot read /proc/self/maps in "
+                       "the chroot and gives the sled pages r-x, the program's rwx page among them; without the "
+                       "chroot the same program runs to its end")
+def test_privsep_chroot_seccomp_keeps_rwx_page():
+    """skep46b_privsep.c [DIR]: keeps a page of its text rwx (between
+    instrumented functions: inside the sled pages' range), calls before()
+    and after(), optionally chroots into DIR (empty: no /proc), installs a
+    strict seccomp filter (write/exit/exit_group/rt_sigreturn, else EPERM),
+    writes into the page and calls work() 3 times. Untraced: "ready /
+    wrote 1 / calls 3", rc 0, both ways. Traced: no chroot, held (the
+    filter stops tracing, the unpatch reads maps); in the chroot, SIGSEGV
+    at the write. No resume or other user action: the daemon's own habits."""
+    prog = build_c("skep46b_privsep", ["skep46b_privsep.c"])
+    empty = tmpdir()
+    want = "ready\nwrote 1\ncalls 3\n"
+    for extra in ([], [empty]):
+        eq(run([prog] + extra).stdout, want, f"untraced {extra}")
+    p, log = record([prog], check_rc=None)
+    eq((p.returncode, p.stdout), (0, want), "traced, no chroot: " + p.stderr.strip())
+    p, log = record([prog, empty], check_rc=None)
+    eq((p.returncode, p.stdout), (0, want), "traced in a chroot without /proc: " + p.stderr.strip())
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

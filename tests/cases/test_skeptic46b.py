@@ -205,8 +205,8 @@ def test_longjmp_on_hand_switched_stack_in_chroot():
         eq([e for e in ev if e.startswith("EXIT")], ["EXIT on_stack", "EXIT work", "EXIT main"], f"exits {extra}")
 
 
-@sfkit.known_break(25, "a program that drops root by the bare syscall instruction (as Go's runtime and Rust's "
-                       "rustix linux_raw backend do: setgroups, setresgid, setresuid to 65534) leaves the writer "
+@sfkit.known_break(25, "a program that drops root by the bare syscall instruction (as Go's runtime and other "
+                       "libc-free code do: setgroups, setresgid, setresuid to 65534) leaves the writer "
                        "thread root: 2 credential sets and 1 task with uid 0 in /proc/self/task traced, "
                        "1 set and 0 untraced")
 def test_raw_syscall_privilege_drop_followed():

@@ -51,10 +51,6 @@ def test_preinit_rwx_page_survives_startup_patch():
     eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
 
 
-@sfkit.known_break(25, "a daemon that chroots into a directory without /proc after making a page of its text "
-                       "rwx: `sftrace resume` (4 sleds patched) gave the page r-x back and the program's write "
-                       "to it died of SIGSEGV (rc 139 where untraced is 0); record then said 'no log written: "
-                       "tracing was never switched on' although resume had answered 'tracing on'")
 def test_chroot_without_proc_keeps_rwx_page_across_resume():
     """skep46b_chroot_rwx.c: makes a page of its text rwx, chroots into an
     empty directory (no /proc in it), says "ready PID", waits for a line,
@@ -78,10 +74,6 @@ def test_chroot_without_proc_keeps_rwx_page_across_resume():
     eq(count_calls(dump_events(log)).get("work", 0), 3, "work calls")
 
 
-@sfkit.known_break(25, "a program keeping 33 separate rwx pages in its text (32 pass): after `sftrace resume` "
-                       "the 33rd page was r-x again and the program's write to it died of SIGSEGV (rc 139); "
-                       "the runtime's 'more text ranges ... than kept' line reached neither record's stderr "
-                       "nor a log")
 def test_33_own_rwx_ranges_survive_resume():
     """skep46b_many_rwx.c N: keeps N separate pages of its text rwx (every
     other page of an area in .text), says "ready PID", waits for a line,
@@ -164,9 +156,6 @@ def _maps_opens_at_startup(prog, stack_limit, loader=()):
     return r, sum(1 for ln in mine[:end] if "/proc/self/maps" in ln)
 
 
-@sfkit.known_break(25, "with `ulimit -s unlimited` the traced program opens /proc/self/maps once at start-up "
-                       "(stack.c sf_stack_init -> main_stack_floor), before main; 0 with the default 8 MiB "
-                       "limit, 0 untraced: the claim 'none at start-up' holds only for finite stacks")
 def test_no_maps_read_at_startup_unlimited_stack():
     """skep46b_seccomp.c (any small program): strace counts the traced
     program's opens of /proc/self/maps during a whole run that never reads
@@ -226,10 +215,6 @@ def test_raw_syscall_privilege_drop_followed():
     eq(p.stdout, want, "traced")
 
 
-@sfkit.known_break(25, "sftrace_setup (the reference tool's setup ABI, called from main) makes the slots' whole "
-                       "text segment rwx and then r-x, reading no maps: the program's own rwx page came back r-x "
-                       "(its write then died of SIGSEGV, rc 139) and its PROT_NONE guard page in the text came "
-                       "back r-x, readable and executable")
 def test_setup_abi_keeps_program_text_protections():
     """skep46b_setup_rwx.c: makes a page of its text rwx and another
     PROT_NONE, then calls sftrace_setup(entry, exit, tail) (found with
@@ -316,9 +301,6 @@ def test_daemon_outliving_main_gets_record_keeper():
     eq(count_calls(dump_events(os.path.join(logdir, logs[0]))).get("work", 0), 3, "C's work calls")
 
 
-@sfkit.known_break(25, "a program started through its loader (`ld.so PROG`, as relocatable bundles start theirs) "
-                       "opens /proc/self/maps twice before main traced (objects.c main_link -> sf_mapping_of), "
-                       "0 untraced and 0 started directly")
 def test_no_maps_read_at_startup_through_loader():
     """skep46b_seccomp.c started as `/lib64/ld-linux-x86-64.so.2 PROG`
     under record, default stack limit: strace counts the program's opens
@@ -359,11 +341,6 @@ def test_worker_thread_identity_not_kept_by_writer():
     eq(p.stdout, want, "traced")
 
 
-@sfkit.known_break(25, "a privilege-separated daemon (page of its text rwx, chroot into an empty directory, "
-                       "strict seccomp filter by prctl) dies of SIGSEGV traced (rc 139; untraced rc 0): the "
-                       "filter stops tracing for good, the unpatch at the install cannot read /proc/self/maps in "
-                       "the chroot and gives the sled pages r-x, the program's rwx page among them; without the "
-                       "chroot the same program runs to its end")
 def test_privsep_chroot_seccomp_keeps_rwx_page():
     """skep46b_privsep.c [DIR]: keeps a page of its text rwx (between
     instrumented functions: inside the sled pages' range), calls before()

@@ -107,9 +107,10 @@ enum { STACK_READS = 8, STACK_MIN = 16384 /* PTHREAD_STACK_MIN */, TOP_MAX = 1 <
  *   - whether that mapping is accessible: rt_sigprocmask with an invalid
  *     `how` copies the set from it first (EFAULT) and changes nothing
  *     (EINVAL).
- * About 100 system calls, some 40 us; 0 when the kernel refuses a probe
- * (an RLIMIT_AS too small for the reservation): the bounds stay unknown,
- * as before. A mapping placed later between the two (MAP_FIXED, a hint,
+ * About 100 system calls, some 40 us. Where a probe is refused (an
+ * RLIMIT_AS too small for the reservation; valgrind, whose address space
+ * manager refuses such hints) /proc/self/maps is read instead, as before
+ * (maps_floor). A mapping placed later between the two (MAP_FIXED, a hint,
  * brk grown tens of TiB) is not seen: the bounds are taken as they
  * stand. */
 #ifndef MAP_FIXED_NOREPLACE
@@ -122,13 +123,44 @@ static int mapped_any(uint64_t a, uint64_t len)
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 	if (p == -EEXIST)
 		return 1;
+	if ((unsigned long)p > -4096ul) /* the flag refused (valgrind): a plain hint */
+		p = sf_syscall6(SYS_mmap, (long)a, (long)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				-1, 0);
 	if ((unsigned long)p > -4096ul)
 		return -1;
 	sf_syscall3(SYS_munmap, p, (long)len, 0);
 	return (uint64_t)p != a; /* placed elsewhere: [a, a + len) was taken */
 }
 
-static int main_stack_floor(uint64_t sp, uint64_t page, uint64_t *floor)
+struct floor_find {
+	uint64_t sp, lo, prev_end;
+	int prev_readable;
+};
+
+static int floor_line(const struct sf_map *m, void *arg)
+{
+	struct floor_find *f = arg;
+	if (f->sp >= m->lo && f->sp < m->hi) {
+		f->lo = m->lo;
+		return 1;
+	}
+	f->prev_end = m->hi;
+	f->prev_readable = m->prot != 0;
+	return 0;
+}
+
+/* The same from /proc/self/maps, where the kernel refused a probe. */
+static int maps_floor(uint64_t sp, uint64_t page, uint64_t *floor)
+{
+	struct floor_find f = {sp, 0, 0, 0};
+	if (sf_maps_walk(0, floor_line, &f) != 1)
+		return 0;
+	uint64_t lo = f.prev_end + (f.prev_readable ? 256 * page : 0);
+	*floor = lo < f.lo ? lo : f.lo;
+	return 1;
+}
+
+static int probe_floor(uint64_t sp, uint64_t page, uint64_t *floor)
 {
 	uint64_t top = sp & ~(page - 1), lo = 0, hi = top; /* [hi, top + page) mapped */
 	if (sf_syscall3(SYS_msync, (long)top, (long)page, MS_ASYNC) != 0)
@@ -165,6 +197,11 @@ static int main_stack_floor(uint64_t sp, uint64_t page, uint64_t *floor)
 	uint64_t f = prev_end + (prev_readable ? 256 * page : 0);
 	*floor = f < stack_lo ? f : stack_lo;
 	return 1;
+}
+
+static int main_stack_floor(uint64_t sp, uint64_t page, uint64_t *floor)
+{
+	return probe_floor(sp, page, floor) || maps_floor(sp, page, floor);
 }
 
 void sf_stack_init(void)

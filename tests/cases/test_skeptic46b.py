@@ -142,13 +142,15 @@ def _maps_opens_at_startup(prog, stack_limit, loader=()):
     work() calls: everything before is start-up), by strace -f (the
     program's pid: the first that opens libsftrace.so), with RLIMIT_STACK
     stack_limit ("unlimited" or KiB); loader: a prefix such as the dynamic
-    loader's path ("ld.so PROG")."""
+    loader's path ("ld.so PROG"). The CI's ASan CLI runs under strace
+    without LeakSanitizer (it cannot work under ptrace: rc 1 otherwise)."""
     d = tmpdir()
     trace = os.path.join(d, "st.txt")
     log = os.path.join(d, "sf.log")
     r = run(["sh", "-c", f'ulimit -s {stack_limit} && t="$0" s="$1" l="$2" && shift 2 && '
              'exec strace -f -qq -e trace=openat -o "$t" "$s" record -o "$l" -- "$@"',
-             trace, SFTRACE, log] + list(loader) + [prog])
+             trace, SFTRACE, log] + list(loader) + [prog],
+            env={"ASAN_OPTIONS": ":".join(o for o in (os.environ.get("ASAN_OPTIONS", ""), "detect_leaks=0") if o)})
     lines = open(trace).read().splitlines()
     pid = next(ln.split()[0] for ln in lines if "libsftrace.so" in ln)
     mine = [ln for ln in lines if ln.split()[0] == pid]

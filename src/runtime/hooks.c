@@ -692,6 +692,8 @@ long sf_syscall_c(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 			vw_robust_list_replaced();
 		if (nr == SYS_sigaltstack && a0)
 			sf_stack_alt_forget();
+		if ((nr == SYS_mprotect || nr == SYS_pkey_mprotect) && r == 0)
+			sf_text_prot_note((uint64_t)a0, (uint64_t)a1, (int)a2); /* as mprotect() (patch.c) */
 	}
 	sf_cred_followed(nr, a, r); /* as the set*id wrappers, capset, prctl */
 	if (filter && ((unsigned long)r > -4096ul || (nr == SYS_seccomp && r > 0 && (a1 & SECCOMP_FILTER_FLAG_TSYNC))))

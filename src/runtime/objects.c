@@ -141,13 +141,52 @@ static void build_id_from_memory(const struct dl_phdr_info *info, struct sf_obje
  * bundles start theirs) the kernel ran the loader: there is no AT_BASE
  * and /proc/self/exe is ld.so. The program is then the file mapped where
  * its program headers are (glibc points AT_PHDR and the main map there). */
-static void main_link(const ElfW(Phdr) *phdr, char *out, size_t cap)
+/* The mapping of the file that holds the program headers, from the
+ * headers alone (no maps read: a start through the loader reads none):
+ * the PT_LOAD holding them, its file-backed bytes page-rounded, as the
+ * loader mapped it. 0 without a PT_PHDR. */
+static int phdr_mapping(const ElfW(Phdr) *phdr, int phnum, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t at = (uint64_t)phdr, bias = 0;
+	int have = 0;
+	for (int i = 0; i < phnum; i++)
+		if (phdr[i].p_type == PT_PHDR) {
+			bias = at - phdr[i].p_vaddr;
+			have = 1;
+		}
+	for (int i = 0; have && i < phnum; i++) {
+		uint64_t a = bias + phdr[i].p_vaddr;
+		if (phdr[i].p_type == PT_LOAD && at >= a && at < a + phdr[i].p_filesz) {
+			*lo = a & ~(uint64_t)(SF_PAGE - 1);
+			*hi = (a + phdr[i].p_filesz + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void main_link(const ElfW(Phdr) *phdr, int phnum, char *out, size_t cap)
 {
 	uint64_t lo, hi;
 	int grows;
-	if (getauxval(AT_BASE) == 0 && phdr && sf_mapping_of((uint64_t)phdr, &lo, &hi, &grows)) {
-		sf_map_files_path(out, cap, lo, hi);
-		return;
+	char one;
+	if (getauxval(AT_BASE) == 0 && phdr) {
+		/* the mapping the headers give, if that is one the kernel lists
+		 * (its map_files link exists; refused, as without CAP_SYS_ADMIN on
+		 * old kernels, any would be); else maps says which */
+		if (phdr_mapping(phdr, phnum, &lo, &hi)) {
+			sf_map_files_path(out, cap, lo, hi);
+			int err = errno;
+			if (readlink(out, &one, 1) > 0 || errno != ENOENT) {
+				errno = err;
+				return;
+			}
+			errno = err;
+		}
+		if (sf_mapping_of((uint64_t)phdr, &lo, &hi, &grows)) {
+			sf_map_files_path(out, cap, lo, hi);
+			return;
+		}
 	}
 	memcpy(out, "/proc/self/exe", sizeof("/proc/self/exe"));
 }
@@ -157,7 +196,7 @@ static int object_path(const struct dl_phdr_info *info, char *out, size_t cap)
 	const char *name = info->dlpi_name;
 	if (!name || !name[0]) {
 		char link[64];
-		main_link(info->dlpi_phdr, link, sizeof(link));
+		main_link(info->dlpi_phdr, info->dlpi_phnum, link, sizeof(link));
 		ssize_t n = readlink(link, out, cap - 1);
 		if (n <= 0)
 			return -1;
@@ -195,7 +234,7 @@ static int open_object_file(const struct dl_phdr_info *info, const char *path)
 {
 	if (is_main(info)) {
 		char link[64];
-		main_link(info->dlpi_phdr, link, sizeof(link));
+		main_link(info->dlpi_phdr, info->dlpi_phnum, link, sizeof(link));
 		int fd = sf_fd_brief(open(link, O_RDONLY | O_CLOEXEC));
 		if (fd >= 0)
 			return fd;
@@ -310,7 +349,7 @@ __attribute__((noinline)) static void save_image(struct sf_object_rt *o)
 	static char path[PATH_MAX];
 	int err = ENAMETOOLONG;
 	char link[64];
-	main_link(o->phdr, link, sizeof(link));
+	main_link(o->phdr, o->phnum, link, sizeof(link));
 	int fd = sf_fd_brief(open(link, O_RDONLY | O_CLOEXEC));
 	if (fd < 0)
 		err = errno;
@@ -419,7 +458,7 @@ void sf_objects_image_ends(void)
 		if (!o->main_image || !o->logged || o->image_saved)
 			continue;
 		char link[64];
-		main_link(o->phdr, link, sizeof(link));
+		main_link(o->phdr, o->phnum, link, sizeof(link));
 		int fd = sf_fd_brief(open(link, O_RDONLY | O_CLOEXEC));
 		if (fd < 0)
 			return;

@@ -113,101 +113,278 @@ static int other_threads(void)
 	return n < 0 || tasks - (sf_writer_active() ? 1 : 0) > 1;
 }
 
-/* The first time a segment is made writable, its whole page range is,
- * not only the pages of the selected sleds: [*page_lo, + *len) becomes
- * the segment's. Why: making a private file mapping writable marks it
- * accounted (the kernel's VM_ACCOUNT), and that mark stays when the
- * protection is given back. A part made writable alone then stays a
- * mapping of its own, one line more in /proc/self/maps than untraced
- * (the executable's text as two or three "r-xp" lines). A program reading
- * its maps (Rust's backtrace symbolizer allocates a path per line: issue
- * 25) saw that. Marked whole once, later passes on a part split the
- * mapping only while writable, and it merges back when its protection is
- * given back. seg: the program header's index (a bit of text_whole).
- * 1 if the whole segment is now writable; 0: nothing was changed. */
-static int whole_segment_once(struct sf_object_rt *obj, int seg, uint64_t seg_lo, uint64_t seg_hi,
-			      uint64_t *page_lo, size_t *len, int prot)
+/* The program's own protections inside its text (issue 25, skeptics 25v
+ * and 46b): a hot-patcher, a self-modifying program or a daemon keeping a
+ * guard page may have given a page of its text rwx (or r--, or ---) with
+ * its own mprotect. A patch pass must give each page back what the program
+ * had, not the segment's p_flags, and never make one more permissive.
+ *
+ * Learned without /proc: the program's mprotect and pkey_mprotect (these
+ * wrappers, and syscall(SYS_mprotect), hooks.c) are noted in a fixed,
+ * append-only log when they touch an executable segment the runtime knows
+ * (text_segs; every call while none is known yet: a preinit function's).
+ * The log is replayed, the last note covering a page wins. No allocation,
+ * no lock: a slot is claimed by an atomic add and marked ready after its
+ * fields, so a signal handler's mprotect is noted too. A pass after the
+ * program's code may have run reads /proc/self/maps if it can (it also
+ * knows a bare `syscall` instruction's change) and applies each mapping's
+ * protection as it walks, with no cap on how many; in a chroot without
+ * /proc, under a filter refusing open, and at start-up the log answers.
+ * Only when the log is full and maps cannot be read are the protections
+ * unknown: then only the sleds' own pages are touched, and record says so. */
+enum { TEXT_SEGS_MAX = 512, PROT_LOG_MAX = 1024 };
+static struct { uint64_t lo, hi; } text_segs[TEXT_SEGS_MAX];
+static uint32_t text_segs_n, text_segs_full;
+static struct { uint64_t lo, hi; int prot, ready; } prot_log[PROT_LOG_MAX];
+static uint32_t prot_log_n, prot_log_full;
+
+static void text_seg_known(uint64_t lo, uint64_t hi)
 {
-	uint64_t bit = seg < 64 ? (uint64_t)1 << seg : 0;
-	if (!bit || (obj->text_whole & bit))
-		return 0;
-	uint64_t lo = seg_lo & ~(SF_PAGE - 1);
-	size_t n = (size_t)(((seg_hi + SF_PAGE - 1) & ~(SF_PAGE - 1)) - lo);
-	if (mprotect((void *)lo, n, prot | PROT_WRITE) < 0)
-		return 0; /* the part alone, as before (a refusal then takes /proc/self/mem) */
-	obj->text_whole |= bit;
-	*page_lo = lo;
-	*len = n;
-	return 1;
+	uint32_t n = __atomic_load_n(&text_segs_n, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n && i < TEXT_SEGS_MAX; i++)
+		if (__atomic_load_n(&text_segs[i].lo, __ATOMIC_ACQUIRE) == lo && text_segs[i].hi == hi)
+			return;
+	uint32_t i = __atomic_fetch_add(&text_segs_n, 1, __ATOMIC_ACQ_REL);
+	if (i >= TEXT_SEGS_MAX) {
+		__atomic_store_n(&text_segs_full, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	__atomic_store_n(&text_segs[i].hi, hi, __ATOMIC_RELEASE);
+	__atomic_store_n(&text_segs[i].lo, lo, __ATOMIC_RELEASE);
 }
 
-/* The program's own protections inside a text range (issue 25, skeptic
- * 25v): a hot-patcher or a self-modifying program may have made a page of
- * its text rwx (or r--, or ---) with its own mprotect. The runtime's
- * mprotect pair around a patch must give those pages back what the
- * program had, not the segment's p_flags. Read from /proc/self/maps just
- * before the runtime makes the range writable (only what it changes is
- * put back): each mapping overlapping [lo, hi) whose protection is not
- * the segment's. Small stack buffers, no allocation; the read stops at
- * the first mapping at or above hi (the kernel lists them in order). */
-enum { OWN_MAX = 32 };
-struct own_prots {
-	int n, overflow;
-	struct { uint64_t lo, hi; int prot; } r[OWN_MAX];
-};
-
-struct own_find {
-	uint64_t lo, hi;
-	int prot;
-	struct own_prots *o;
-};
-
-static int own_line(const struct sf_map *m, void *arg)
+/* Whether [lo, hi) may be in a known text segment (a slot still being
+ * written counts as one). */
+static int text_touched(uint64_t lo, uint64_t hi)
 {
-	struct own_find *f = arg;
-	struct own_prots *o = f->o;
-	if (m->lo >= f->hi)
+	uint32_t n = __atomic_load_n(&text_segs_n, __ATOMIC_ACQUIRE);
+	if (n == 0 || __atomic_load_n(&text_segs_full, __ATOMIC_ACQUIRE))
 		return 1;
-	if (m->hi > f->lo && m->prot != f->prot) {
-		if (o->n == OWN_MAX)
-			o->overflow = 1;
-		else {
-			o->r[o->n].lo = m->lo < f->lo ? f->lo : m->lo;
-			o->r[o->n].hi = m->hi > f->hi ? f->hi : m->hi;
-			o->r[o->n].prot = m->prot;
-			o->n++;
-		}
+	for (uint32_t i = 0; i < n && i < TEXT_SEGS_MAX; i++) {
+		uint64_t l = __atomic_load_n(&text_segs[i].lo, __ATOMIC_ACQUIRE);
+		uint64_t h = __atomic_load_n(&text_segs[i].hi, __ATOMIC_ACQUIRE);
+		if ((!l && !h) || (lo < h && hi > l))
+			return 1;
 	}
 	return 0;
 }
 
-static void own_prots_read(uint64_t lo, uint64_t hi, int prot, struct own_prots *o)
+void sf_text_prot_note(uint64_t addr, uint64_t len, int prot)
 {
-	o->n = o->overflow = 0;
-	struct own_find f = {lo, hi, prot, o};
-	sf_maps_walk(1, own_line, &f);
+	uint64_t lo = addr & ~(uint64_t)(SF_PAGE - 1), hi = (addr + len + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1);
+	if (hi <= lo || !text_touched(lo, hi))
+		return;
+	uint32_t i = __atomic_fetch_add(&prot_log_n, 1, __ATOMIC_ACQ_REL);
+	if (i >= PROT_LOG_MAX) {
+		__atomic_store_n(&prot_log_full, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	prot_log[i].lo = lo;
+	prot_log[i].hi = hi;
+	prot_log[i].prot = prot & (PROT_READ | PROT_WRITE | PROT_EXEC);
+	__atomic_store_n(&prot_log[i].ready, 1, __ATOMIC_RELEASE);
 }
 
-/* Gives [lo, lo + len) back its protection: prot, except the program's own
- * ranges, which get theirs (left alone when already so: an rwx page the
- * program made needs no mprotect, which a W^X filter might refuse). */
-static int own_prots_restore(uint64_t lo, size_t len, int prot, int now, const struct own_prots *o)
+/* The runtime's own calls are sf_mprotect (runtime.h): these are the
+ * program's, made as libc makes them and noted when they succeed. */
+#undef mprotect
+__attribute__((visibility("default"))) int mprotect(void *addr, size_t len, int prot)
 {
-	uint64_t at = lo, end = lo + len;
-	int rc = 0;
-	for (int k = 0; k < o->n; k++) {
-		uint64_t a = o->r[k].lo < lo ? lo : o->r[k].lo, b = o->r[k].hi > end ? end : o->r[k].hi;
-		if (a >= b)
-			continue;
-		if (a > at && mprotect((void *)at, (size_t)(a - at), prot) < 0)
-			rc = -1;
-		if (o->r[k].prot != now && mprotect((void *)a, (size_t)(b - a), o->r[k].prot) < 0)
-			rc = -1;
-		at = b;
+	long r = sf_syscall3(SYS_mprotect, (long)addr, (long)len, prot);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
 	}
-	if (end > at && mprotect((void *)at, (size_t)(end - at), prot) < 0)
-		rc = -1;
+	sf_text_prot_note((uint64_t)addr, len, prot);
+	return 0;
+}
+
+__attribute__((visibility("default"))) int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	if (pkey == -1)
+		return mprotect(addr, len, prot); /* as glibc: no pkey_mprotect needed */
+	long r = sf_syscall6(SYS_pkey_mprotect, (long)addr, (long)len, prot, pkey, 0, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	sf_text_prot_note((uint64_t)addr, len, prot);
+	return 0;
+}
+#define mprotect sf_mprotect
+
+/* The protection at x by the log (def where it noted none), and in *next
+ * where that may change (at most end). */
+static int log_prot_at(uint64_t x, uint64_t end, int def, uint64_t *next)
+{
+	uint32_t n = __atomic_load_n(&prot_log_n, __ATOMIC_ACQUIRE);
+	int p = def;
+	uint64_t nx = end;
+	for (uint32_t i = 0; i < n && i < PROT_LOG_MAX; i++) {
+		if (!__atomic_load_n(&prot_log[i].ready, __ATOMIC_ACQUIRE))
+			continue;
+		uint64_t lo = prot_log[i].lo, hi = prot_log[i].hi;
+		if (lo <= x && x < hi) {
+			p = prot_log[i].prot;
+			nx = hi < nx ? hi : nx;
+		} else if (lo > x && lo < nx) {
+			nx = lo;
+		}
+	}
+	*next = nx;
+	return p;
+}
+
+static int log_full(void)
+{
+	return __atomic_load_n(&prot_log_full, __ATOMIC_ACQUIRE);
+}
+
+/* One patch pass over a segment, a piece of one protection at a time. */
+struct seg_job {
+	struct sf_object_rt *obj;
+	const struct xray_sled_rt *sleds;
+	uint32_t nsleds;
+	const uint64_t *target;
+	int on;
+	struct sf_patch_result *res;
+	struct sf_text_writer *w;
+	uint64_t seg_lo, seg_hi; /* the segment (sleds inside it) */
+	uint64_t lo, hi;         /* the pages walked */
+	int whole;               /* pieces without sleds too (whole_segment's reason) */
+	uint64_t done;           /* sleds below are patched */
+	int err;                 /* a refused mprotect's errno: the pass stopped */
+	int restore_err, straddle;
+	uint64_t pa, pb;         /* the piece pending (coalesced) */
+	int pprot;
+};
+
+static int in_seg(const struct seg_job *j, const struct xray_sled_rt *s)
+{
+	return s->selected && s->address >= j->seg_lo && s->address + SF_ARCH_SLED_SIZE <= j->seg_hi;
+}
+
+static int piece(struct seg_job *j, uint64_t a, uint64_t b, int prot)
+{
+	if (a < j->done)
+		a = j->done;
+	if (a >= b)
+		return 0;
+	int any = 0;
+	for (uint32_t k = 0; k < j->nsleds && !any; k++)
+		any = in_seg(j, &j->sleds[k]) && j->sleds[k].address >= a && j->sleds[k].address < b;
+	if (!any && !j->whole) {
+		j->done = b;
+		return 0;
+	}
+	/* an rwx page the program made needs no mprotect (a W^X filter might refuse one) */
+	int change = !(prot & PROT_WRITE) || (any && !(prot & PROT_READ));
+	if (change && mprotect((void *)a, (size_t)(b - a), prot | PROT_WRITE | (any ? PROT_READ : 0)) < 0) {
+		j->err = errno ? errno : EPERM;
+		return 1;
+	}
+	for (uint32_t k = 0; k < j->nsleds; k++) {
+		const struct xray_sled_rt *s = &j->sleds[k];
+		if (!in_seg(j, s) || s->address < a || s->address >= b)
+			continue;
+		if (s->address + SF_ARCH_SLED_SIZE > b) {
+			j->straddle++; /* across a boundary of the program's own protections: left as it is */
+			continue;
+		}
+		(j->on ? sf_arch_patch_sled : sf_arch_unpatch_sled)(s, j->target, j->w, j->res);
+	}
+	if (change && mprotect((void *)a, (size_t)(b - a), prot) < 0)
+		j->restore_err = errno;
+	j->done = b;
+	return 0;
+}
+
+/* Adjacent pieces of one protection are one (two mappings may be). */
+static int emit(struct seg_job *j, uint64_t a, uint64_t b, int prot)
+{
+	if (j->pa < j->pb && j->pb == a && j->pprot == prot) {
+		j->pb = b;
+		return 0;
+	}
+	int rc = j->pa < j->pb ? piece(j, j->pa, j->pb, j->pprot) : 0;
+	j->pa = a;
+	j->pb = b;
+	j->pprot = prot;
 	return rc;
+}
+
+static int flush(struct seg_job *j)
+{
+	int rc = j->pa < j->pb ? piece(j, j->pa, j->pb, j->pprot) : 0;
+	j->pa = j->pb = 0;
+	return rc;
+}
+
+static int maps_piece(const struct sf_map *m, void *arg)
+{
+	struct seg_job *j = arg;
+	if (m->lo >= j->hi)
+		return 1;
+	uint64_t a = m->lo < j->lo ? j->lo : m->lo, b = m->hi > j->hi ? j->hi : m->hi;
+	return a < b && emit(j, a, b, m->prot) ? 2 : 0;
+}
+
+/* The sleds' own pages, the segment's protection (the program's unknown). */
+static void sled_pages_only(struct seg_job *j, int prot)
+{
+	uint64_t pa = 0, pb = 0;
+	for (uint32_t k = 0; k < j->nsleds && !j->err; k++) {
+		const struct xray_sled_rt *s = &j->sleds[k];
+		if (!in_seg(j, s) || s->address < j->done)
+			continue;
+		uint64_t a = s->address & ~(uint64_t)(SF_PAGE - 1);
+		uint64_t b = (s->address + SF_ARCH_SLED_SIZE + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1);
+		if (a < pa || b > pb) {
+			if (pa < pb && mprotect((void *)pa, (size_t)(pb - pa), prot) < 0)
+				j->restore_err = errno;
+			pa = pb = 0;
+			if (mprotect((void *)a, (size_t)(b - a), prot | PROT_WRITE) < 0) {
+				j->err = errno ? errno : EPERM;
+				break;
+			}
+			pa = a;
+			pb = b;
+		}
+		(j->on ? sf_arch_patch_sled : sf_arch_unpatch_sled)(s, j->target, j->w, j->res);
+	}
+	if (pa < pb && mprotect((void *)pa, (size_t)(pb - pa), prot) < 0)
+		j->restore_err = errno;
+	if (!j->err)
+		j->done = j->hi;
+}
+
+/* One pass over [j->lo, j->hi): each piece gets its protection back. */
+static void run_pass(struct seg_job *j, int prot)
+{
+	j->pa = j->pb = 0;
+	/* maps only once the program's code may have run (step 2, init.c):
+	 * the patch at start-up reads none (skeptic 25s/25u count its opens) */
+	int rc = sf_services_started() ? sf_maps_walk(1, maps_piece, j) : -1;
+	if (rc >= 0) {
+		if (rc != 2)
+			flush(j);
+		return;
+	}
+	if (log_full()) {
+		static int said;
+		if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
+			sf_rt_report("the program changed its text's protections more often than noted and "
+				     "/proc/self/maps is unreadable: only the sleds' pages are touched, given the "
+				     "segment's protection: ", j->obj->path, "");
+		sled_pages_only(j, prot);
+		return;
+	}
+	for (uint64_t at = j->lo, next; at < j->hi; at = next) {
+		int p = log_prot_at(at, j->hi, prot, &next);
+		if (emit(j, at, next, p))
+			return;
+	}
+	flush(j);
 }
 
 struct span_find {
@@ -233,6 +410,70 @@ static int span_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		}
 	}
 	return 0;
+}
+
+/* Bytes written into text outside a sled pass (the setup ABI's slots,
+ * setup_abi.c): [lo, hi) (at most a few pages) made writable a piece of
+ * one protection at a time, as a pass does (maps, else the log), write()
+ * called, each piece given back its own: the program's rwx page stays
+ * rwx, its PROT_NONE guard page is not touched unless a slot is on it.
+ * def: the protection where neither knows another. -1 if refused. */
+struct few_pieces {
+	uint64_t lo, hi;
+	int n, over;
+	struct { uint64_t a, b; int prot; } p[8];
+};
+
+static int few_line(const struct sf_map *m, void *arg)
+{
+	struct few_pieces *f = arg;
+	if (m->lo >= f->hi)
+		return 1;
+	uint64_t a = m->lo < f->lo ? f->lo : m->lo, b = m->hi > f->hi ? f->hi : m->hi;
+	if (a >= b)
+		return 0;
+	if (f->n == 8) {
+		f->over = 1;
+		return 1;
+	}
+	f->p[f->n].a = a;
+	f->p[f->n].b = b;
+	f->p[f->n++].prot = m->prot;
+	return 0;
+}
+
+int sf_text_rewrite(uint64_t lo, uint64_t hi, int def, void (*write)(void *), void *arg)
+{
+	struct few_pieces f = {lo & ~(uint64_t)(SF_PAGE - 1), (hi + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1), 0, 0, {{0, 0, 0}}};
+	if (!sf_services_started() || sf_maps_walk(1, few_line, &f) < 0) {
+		f.n = f.over = 0;
+		for (uint64_t at = f.lo, next; at < f.hi && !f.over; at = next) {
+			int p = log_prot_at(at, f.hi, def, &next);
+			if (f.n == 8)
+				f.over = 1;
+			else {
+				f.p[f.n].a = at;
+				f.p[f.n].b = next;
+				f.p[f.n++].prot = p;
+			}
+		}
+	}
+	if (f.over || !f.n)
+		return -1;
+	int k, rc = 0;
+	for (k = 0; k < f.n; k++)
+		if ((f.p[k].prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE) &&
+		    mprotect((void *)f.p[k].a, (size_t)(f.p[k].b - f.p[k].a), f.p[k].prot | PROT_READ | PROT_WRITE) < 0)
+			break;
+	if (k == f.n)
+		write(arg);
+	else
+		rc = -1;
+	while (k-- > 0)
+		if ((f.p[k].prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE) &&
+		    mprotect((void *)f.p[k].a, (size_t)(f.p[k].b - f.p[k].a), f.p[k].prot) < 0)
+			sf_rt_message("cannot restore the protection of a setup slot", "", strerror(errno));
+	return rc;
 }
 
 /* The loader's hook and setup-ABI slots: written once, so the whole
@@ -301,18 +542,46 @@ static void patch_segment(struct sf_object_rt *obj, int seg, uint64_t seg_lo, ui
 			      obj->path, "");
 		return;
 	}
-	/* The program's own protections in the segment, before any change.
-	 * Only once the program's code may have run (step 2, init.c): the
-	 * patch at start-up reads no maps (skeptic 25s/25u count its opens). */
-	struct own_prots own = {0, 0, {{0, 0, 0}}};
-	if (rwx_ok && sf_services_started())
-		own_prots_read(seg_lo & ~(SF_PAGE - 1), (seg_hi + SF_PAGE - 1) & ~(SF_PAGE - 1), prot, &own);
-	if (own.overflow)
-		sf_rt_message("more text ranges with the program's own protections than kept, some get the "
-			      "segment's back: ", obj->path, "");
-	if (!rwx_ok || (!whole_segment_once(obj, seg, seg_lo, seg_hi, &page_lo, &len, prot) &&
-			mprotect((void *)page_lo, len, prot | PROT_WRITE) < 0)) {
-		int err = rwx_ok ? errno : EPERM;
+	struct seg_job j = {obj, sleds, nsleds, target, on, res, &w, seg_lo, seg_hi, page_lo, page_lo + len,
+			    0, 0, 0, 0, 0, 0, 0, 0};
+	if (rwx_ok) {
+		/* The first time a segment is made writable, its whole page range
+		 * is, not only the pages of the selected sleds. Why: making a
+		 * private file mapping writable marks it accounted (the kernel's
+		 * VM_ACCOUNT), and that mark stays when the protection is given
+		 * back. A part made writable alone then stays a mapping of its
+		 * own, one line more in /proc/self/maps than untraced (Rust's
+		 * backtrace symbolizer allocates a path per line: issue 25). Marked
+		 * whole once, later passes on a part split the mapping only while
+		 * writable, and it merges back. A refusal of the whole (a commit
+		 * limit) leaves the part alone, as before. */
+		uint64_t bit = seg < 64 ? (uint64_t)1 << seg : 0;
+		int whole_done = 0;
+		if (bit && !(obj->text_whole & bit)) {
+			j.whole = 1;
+			j.lo = seg_lo & ~(uint64_t)(SF_PAGE - 1);
+			j.hi = (seg_hi + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1);
+			run_pass(&j, prot);
+			if (!j.err) {
+				obj->text_whole |= bit;
+				whole_done = 1;
+			}
+			j.whole = 0;
+			j.lo = page_lo;
+			j.hi = page_lo + len;
+		}
+		if (!whole_done) {
+			j.err = 0;
+			run_pass(&j, prot);
+		}
+		if (j.straddle)
+			sf_rt_report("sleds across a boundary of the program's own text protections left as they are in ",
+				     obj->path, "");
+		if (j.restore_err)
+			sf_rt_message("cannot restore the protection of the text of ", obj->path, strerror(j.restore_err));
+	}
+	if (!rwx_ok || j.err) {
+		int err = rwx_ok ? j.err : EPERM;
 		if (err != EACCES && err != EPERM) {
 			sf_rt_message("cannot make text writable in ", obj->path, strerror(err));
 			return;
@@ -328,16 +597,13 @@ static void patch_segment(struct sf_object_rt *obj, int seg, uint64_t seg_lo, ui
 				      obj->path, strerror(errno));
 			return;
 		}
-	}
-	for (uint32_t k = 0; k < nsleds && !w.failed; k++)
-		if (sleds[k].selected && sleds[k].address >= seg_lo && sleds[k].address + SF_ARCH_SLED_SIZE <= seg_hi)
-			(on ? sf_arch_patch_sled : sf_arch_unpatch_sled)(&sleds[k], target, &w, res);
-	if (w.mem_fd >= 0) {
+		/* the pieces already patched (j.done) are left */
+		for (uint32_t k = 0; k < nsleds && !w.failed; k++)
+			if (in_seg(&j, &sleds[k]) && sleds[k].address >= j.done)
+				(on ? sf_arch_patch_sled : sf_arch_unpatch_sled)(&sleds[k], target, &w, res);
 		sf_close(w.mem_fd);
 		if (w.failed)
 			sf_rt_message("patching through /proc/self/mem failed in ", obj->path, strerror(w.failed));
-	} else if (own_prots_restore(page_lo, len, prot, prot | PROT_WRITE, &own) < 0) {
-		sf_rt_message("cannot restore the protection of the text of ", obj->path, strerror(errno));
 	}
 }
 
@@ -358,6 +624,7 @@ int sf_patch_object(struct sf_object_rt *obj, const struct xray_sled_rt *sleds, 
 			continue;
 		uint64_t seg_lo = obj->info.load_bias + ph[i].p_vaddr;
 		uint64_t seg_hi = seg_lo + ph[i].p_memsz;
+		text_seg_known(seg_lo & ~(uint64_t)(SF_PAGE - 1), (seg_hi + SF_PAGE - 1) & ~(uint64_t)(SF_PAGE - 1));
 		int any = 0;
 		for (uint32_t k = 0; k < nsleds && !any; k++)
 			any = sleds[k].selected && sleds[k].address >= seg_lo &&

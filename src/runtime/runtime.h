@@ -80,6 +80,11 @@
 #include "format/sflog.h"
 #include "sf_arch.h" /* src/runtime/arch/$(ARCH)/ */
 
+/* The runtime's own mprotect (rt_libc.c): the name mprotect is the
+ * program's, wrapped by patch.c to note changes to its text. */
+int sf_mprotect(void *addr, size_t len, int prot) __attribute__((visibility("hidden")));
+#define mprotect sf_mprotect
+
 #define SF_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- per-thread state (initial-exec TLS; the trampolines know the first
@@ -786,6 +791,11 @@ void sf_text_put(struct sf_text_writer *w, void *at, const void *b, size_t n) SF
  * /proc/self/maps once its protection is given back (patch.c says why).
  * 0, or -1 with errno. */
 int sf_text_make_writable(uint64_t *page, size_t *len) SF_HIDDEN;
+/* patch.c: the program's own text protections (noted by the mprotect
+ * wrappers there and by hooks.c's syscall), and a write into text that
+ * keeps them (setup-ABI slots). */
+void sf_text_prot_note(uint64_t addr, uint64_t len, int prot) SF_HIDDEN;
+int sf_text_rewrite(uint64_t lo, uint64_t hi, int def, void (*write)(void *), void *arg) SF_HIDDEN;
 
 /* ---- switch.c (record --paused, sftrace resume / pause) ---- */
 void sf_switch_refuse_left(void) SF_HIDDEN; /* the writer has left: a request answered refused */

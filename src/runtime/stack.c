@@ -12,8 +12,8 @@
  *     process started with, all its frames below it) down to RLIMIT_STACK,
  *     taken once at start-up (the kernel grows [stack] no further); with
  *     no limit, or one larger than the room below the stack, down to the
- *     mapping below [stack] and the guard gap, read from /proc/self/maps
- *     once at start-up (main_stack_floor);
+ *     mapping below [stack] and the guard gap, found once at start-up
+ *     without /proc (main_stack_floor);
  *   - another glibc thread's: its stack block, which glibc records in the
  *     thread's descriptor (struct pthread's stackblock and stackblock_size,
  *     the descriptor at the block's top). glibc exports no accessor that
@@ -94,11 +94,44 @@ enum { STACK_READS = 8, STACK_MIN = 16384 /* PTHREAD_STACK_MIN */, TOP_MAX = 1 <
  * a stack holding sp: the end of the mapping below [stack], plus the
  * kernel's guard gap (stack_guard_gap, 256 pages unless booted otherwise)
  * when that mapping is accessible (the kernel refuses to grow the stack
- * closer; a PROT_NONE one it lets the stack reach). Reads
- * /proc/self/maps, once, at start-up: each line's bounds and the first
- * byte of its permissions, the rest skipped; stops at sp's mapping. 1 if
- * found. A mapping placed later between the two (MAP_FIXED, a hint, brk
- * grown tens of TiB) is not seen: the bounds are taken as they stand. */
+ * closer; a PROT_NONE one it lets the stack reach). Found once, at
+ * start-up, without /proc (skeptic 46b: the program's start reads no
+ * maps, and a chroot has none): by binary searches the kernel answers
+ * without side effects,
+ *   - where [stack] ends below: the lowest page from which msync(MS_ASYNC)
+ *     finds everything up to sp mapped (ENOMEM at a hole);
+ *   - the mapping below it: the highest page from which a PROT_NONE
+ *     MAP_FIXED_NOREPLACE reservation up to [stack] fails with EEXIST (a
+ *     kernel older than 4.17 places it elsewhere instead); a reservation
+ *     made is unmapped at once (no memory: PROT_NONE, not accounted);
+ *   - whether that mapping is accessible: rt_sigprocmask with an invalid
+ *     `how` copies the set from it first (EFAULT) and changes nothing
+ *     (EINVAL).
+ * About 100 system calls, some 40 us. Where a probe is refused (an
+ * RLIMIT_AS too small for the reservation; valgrind, whose address space
+ * manager refuses such hints) /proc/self/maps is read instead, as before
+ * (maps_floor). A mapping placed later between the two (MAP_FIXED, a hint,
+ * brk grown tens of TiB) is not seen: the bounds are taken as they
+ * stand. */
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+/* 1 if a mapping overlaps [a, a + len), 0 if none, -1 if unknown. */
+static int mapped_any(uint64_t a, uint64_t len)
+{
+	long p = sf_syscall6(SYS_mmap, (long)a, (long)len, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == -EEXIST)
+		return 1;
+	if ((unsigned long)p > -4096ul) /* the flag refused (valgrind): a plain hint */
+		p = sf_syscall6(SYS_mmap, (long)a, (long)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				-1, 0);
+	if ((unsigned long)p > -4096ul)
+		return -1;
+	sf_syscall3(SYS_munmap, p, (long)len, 0);
+	return (uint64_t)p != a; /* placed elsewhere: [a, a + len) was taken */
+}
+
 struct floor_find {
 	uint64_t sp, lo, prev_end;
 	int prev_readable;
@@ -116,7 +149,8 @@ static int floor_line(const struct sf_map *m, void *arg)
 	return 0;
 }
 
-static int main_stack_floor(uint64_t sp, uint64_t page, uint64_t *floor)
+/* The same from /proc/self/maps, where the kernel refused a probe. */
+static int maps_floor(uint64_t sp, uint64_t page, uint64_t *floor)
 {
 	struct floor_find f = {sp, 0, 0, 0};
 	if (sf_maps_walk(0, floor_line, &f) != 1)
@@ -124,6 +158,50 @@ static int main_stack_floor(uint64_t sp, uint64_t page, uint64_t *floor)
 	uint64_t lo = f.prev_end + (f.prev_readable ? 256 * page : 0);
 	*floor = lo < f.lo ? lo : f.lo;
 	return 1;
+}
+
+static int probe_floor(uint64_t sp, uint64_t page, uint64_t *floor)
+{
+	uint64_t top = sp & ~(page - 1), lo = 0, hi = top; /* [hi, top + page) mapped */
+	if (sf_syscall3(SYS_msync, (long)top, (long)page, MS_ASYNC) != 0)
+		return 0;
+	while (hi - lo > page) { /* the lowest page of the mapped run holding sp */
+		uint64_t mid = (lo + (hi - lo) / 2) & ~(page - 1);
+		if (sf_syscall3(SYS_msync, (long)mid, (long)(top - mid), MS_ASYNC) == 0)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	uint64_t stack_lo = hi, min_addr = 65536; /* vm.mmap_min_addr's default: nothing maps below */
+	int any = stack_lo > min_addr ? mapped_any(min_addr, stack_lo - min_addr) : 0;
+	if (any < 0)
+		return 0;
+	uint64_t prev_end = 0;
+	int prev_readable = 0;
+	if (any) { /* the highest mapped page below stack_lo: in [a, b) */
+		uint64_t a = min_addr, b = stack_lo;
+		while (b - a > page) {
+			uint64_t mid = (a + (b - a) / 2) & ~(page - 1);
+			int r = mapped_any(mid, stack_lo - mid);
+			if (r < 0)
+				return 0;
+			if (r)
+				a = mid;
+			else
+				b = mid;
+		}
+		prev_end = a + page;
+		uint64_t set[2];
+		prev_readable = sf_syscall6(SYS_rt_sigprocmask, -1, (long)(prev_end - sizeof(set[0])), (long)set, 8, 0, 0) != -EFAULT;
+	}
+	uint64_t f = prev_end + (prev_readable ? 256 * page : 0);
+	*floor = f < stack_lo ? f : stack_lo;
+	return 1;
+}
+
+static int main_stack_floor(uint64_t sp, uint64_t page, uint64_t *floor)
+{
+	return probe_floor(sp, page, floor) || maps_floor(sp, page, floor);
 }
 
 void sf_stack_init(void)
@@ -140,8 +218,8 @@ void sf_stack_init(void)
 	uint64_t lo = lim < top ? top - lim : 0, floor;
 	/* A limit too large to leave room for the loader's mappings (an
 	 * unlimited one: `ulimit -s unlimited`): the stack stops where the
-	 * mapping below it does. Read once here, before main, not at a
-	 * landing or heap event inside the program's frames. */
+	 * mapping below it does. Found once here, before main (no maps read),
+	 * not at a landing or heap event inside the program's frames. */
 	if (lim >= top / 64 && main_stack_floor((uint64_t)__libc_stack_end, page, &floor) && floor > lo)
 		lo = floor;
 	if (lo) {

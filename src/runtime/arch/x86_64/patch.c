@@ -283,6 +283,23 @@ int sf_arch_exit_is_tail(uint64_t sled, uint64_t lo, uint64_t hi)
 
 /* A setup-ABI slot is `ret` + 15 nops. It becomes `jmp *0(%rip); <target>`:
  * bytes 1..13 first (unreachable behind the ret), then byte 0. */
+struct slot_write {
+	unsigned char *p;
+	uint64_t to;
+};
+
+static void slot_write(void *arg)
+{
+	struct slot_write *s = arg;
+	s->p[1] = 0x25;
+	memset(s->p + 2, 0, 4);
+	memcpy(s->p + 6, &s->to, 8);
+	__atomic_store_n(s->p, (unsigned char)0xff, __ATOMIC_RELEASE);
+}
+
+/* The slot's pages only, each given back the program's own protection
+ * (patch.c, sf_text_rewrite): its rwx page stays rwx, its PROT_NONE guard
+ * page ---, however close to the slot (skeptic 46b). */
 void sf_arch_point_slot(void (*slot)(void), void (*target)(void))
 {
 	unsigned char *p = (unsigned char *)slot;
@@ -290,17 +307,9 @@ void sf_arch_point_slot(void (*slot)(void), void (*target)(void))
 		return; /* not a fresh slot (already pointed, or not a slot): leave it */
 	uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
 	size_t len = ((uintptr_t)p + 16 - page + 4095) & ~(size_t)4095;
-	uint64_t span_lo = page;
 	/* a seccomp filter killing on W+X (sandbox.c) leaves the slot as it is */
-	if (!sf_seccomp_allows(SYS_mprotect, (long)page, (long)len, PROT_READ | PROT_WRITE | PROT_EXEC, 0, 0, 0) ||
-	    sf_text_make_writable(&span_lo, &len) < 0)
+	if (!sf_seccomp_allows(SYS_mprotect, (long)page, (long)len, PROT_READ | PROT_WRITE | PROT_EXEC, 0, 0, 0))
 		return;
-	page = (uintptr_t)span_lo;
-	uint64_t to = (uint64_t)target;
-	p[1] = 0x25;
-	memset(p + 2, 0, 4);
-	memcpy(p + 6, &to, 8);
-	__atomic_store_n(p, (unsigned char)0xff, __ATOMIC_RELEASE);
-	if (mprotect((void *)page, len, PROT_READ | PROT_EXEC) < 0)
-		sf_rt_message("cannot restore the protection of a setup slot", "", strerror(errno));
+	struct slot_write s = {p, (uint64_t)target};
+	sf_text_rewrite((uint64_t)p, (uint64_t)p + 16, PROT_READ | PROT_EXEC, slot_write, &s);
 }

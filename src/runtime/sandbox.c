@@ -738,6 +738,8 @@ int sf_seccomp_allows_fd_call(long nr, long a1, long a2)
  * SF_UNCHECKED sched_setaffinity: the writer's CPUs, at its start (writer_start_path)
  * SF_UNCHECKED pidfd_open pidfd_getfd: the writer's stop, start and hand-over (writer_stop_path, writer_start_path, handover_path: refused, the writer stays); a fork's keeper channel (notes.c, asked where allowed)
  * SF_UNCHECKED fchmod: trust.c asks sf_seccomp_allows first (a file the umask left short of 0600)
+ * SF_UNCHECKED msync: stack.c's floor probes of an unlimited main stack, once in the runtime's constructor (sf_stack_init), before any code of the program's can install a filter (-z initfirst)
+ * SF_UNCHECKED pkey_mprotect: the program's own, passed on by patch.c's mprotect and pkey_mprotect wrappers (the same call untraced); the runtime's own protection changes are mprotect, checked (W^X, sf_text_make_writable)
  * SF_UNCHECKED bind listen accept4 getrandom: notes.c's channel hand-over where pidfd_getfd fails, on a fork from a thread out of record's netns (unverified)
  */
 

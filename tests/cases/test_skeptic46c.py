@@ -310,5 +310,25 @@ def test_300000_empty_strings_lose_no_call():
         check("0 dropped, 0 lost, 0 write errors" in run([SFTRACE, "info", log]).stdout, "info's losses")
 
 
+def test_perfetto_args_carry_marks_and_unique_optimized_names():
+    """skep46c_wide with --auto-args converted to Perfetto: trace_processor's
+    args table has many8's arg1-3 structs, arg4-6 <unrecorded> and
+    retval 599, and mixf2's eight marks as debug.optimized ...
+    debug.optimized#8 (one arg each, none merged)."""
+    _, log = record([wide()], args=["-a", "-q"])
+    tr = os.path.join(sfkit.tmpdir(), "t.pftrace")
+    run([SFTRACE, "convert", "-o", tr, log])
+    rows = sfkit.tp_rows(tr, "select s.name, a.key, a.display_value from slice s join args a using(arg_set_id) "
+                             "where s.name in ('many8', 'mixf2') and a.key like 'debug.%' order by s.name, a.id;")
+    s8 = "{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}"
+    want = [["many8", f"debug.arg{i}", s8] for i in (1, 2, 3)]
+    want += [["many8", f"debug.arg{i}", "<unrecorded>"] for i in (4, 5, 6)] + [["many8", "debug.retval", "599"]]
+    want += [["mixf2", f"debug.arg{i}", f"{{{i}, {i + 10}}}"] for i in range(1, 7)]
+    want += [["mixf2", "debug.optimized", "<optimized out>"]]
+    want += [["mixf2", f"debug.optimized#{i}", "<optimized out>"] for i in range(2, 9)]
+    want += [["mixf2", "debug.retval", "38.750000"]]
+    eq(rows, want, "Perfetto args")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -151,8 +151,9 @@ def test_ring_cut_call_with_int_spec_shows_unrecorded():
     eq(ring_calls(["-A", "g[7]@arg1"])[:1], ["g7(<unrecorded>) { /* cut at window start */"])
 
 
-@sfkit.known_break(29, "a ring-cut call whose spec names a /s string shows g7() (-A g7@arg2/s, "
-                       "and -A g7@arg1,arg2/s), while -A g7@arg1 gives g7(<unrecorded>)")
+@sfkit.known_break(29, "a ring-cut call whose spec names a string (/s or /S) shows g7() (-A g7@arg2/s, "
+                       "-A g7@arg1,arg2/s, -A g7@arg2/S), while arg1, arg1/c, fparg1 or arg1/x,arg2/p "
+                       "give g7(<unrecorded>)")
 def test_ring_cut_call_with_string_spec_shows_unrecorded():
     """skep46c_ring as above, with -A g7@arg1,arg2/s (an int and a
     string) and with -A g7@arg2/s -R g7@retval: the claim is that a call

@@ -151,9 +151,6 @@ def test_ring_cut_call_with_int_spec_shows_unrecorded():
     eq(ring_calls(["-A", "g[7]@arg1"])[:1], ["g7(<unrecorded>) { /* cut at window start */"])
 
 
-@sfkit.known_break(29, "a ring-cut call whose spec names a string (/s or /S) shows g7() (-A g7@arg2/s, "
-                       "-A g7@arg1,arg2/s, -A g7@arg2/S), while arg1, arg1/c, fparg1 or arg1/x,arg2/p "
-                       "give g7(<unrecorded>)")
 def test_ring_cut_call_with_string_spec_shows_unrecorded():
     """skep46c_ring as above, with -A g7@arg1,arg2/s (an int and a
     string) and with -A g7@arg2/s -R g7@retval: the claim is that a call
@@ -167,8 +164,6 @@ def test_ring_cut_call_with_string_spec_shows_unrecorded():
        "arg2/s")
 
 
-@sfkit.known_break(29, "under --auto-args a ring-cut g7(int, const char *) shows g7() while "
-                       "h7(int), cut the same way, shows h7(<unrecorded>)")
 def test_ring_cut_call_under_auto_args_shows_unrecorded():
     """skep46c_ring with --auto-args: g7(int, const char *) and h7(int)
     both have prototypes that fit; both entries are out of the window.
@@ -200,9 +195,6 @@ def test_avx_vectors_survive_the_argument_path():
     eq(lines[2], 'vadd(1.500000, 2.000000, "hello world") = 14.500000;')
 
 
-@sfkit.known_break(29, "--auto-args on vadd(__m256d, __m256d, const char *) returning __m256d "
-                       "(-mavx2) records nothing: replay vadd(); for all 1000 calls, no mark; "
-                       "lane(__m256d, int) returning double gets lane(<unrecorded>, 0)")
 def test_avx_vector_returning_function_marks_its_parameters():
     """skep46c_avx with --auto-args: the README says every parameter gets
     a value or a mark and that after a 32-byte vector the integer

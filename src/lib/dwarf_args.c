@@ -1567,8 +1567,14 @@ unsigned da_items(struct da_file *d, uint64_t vaddr, struct da_item *items, unsi
 	switch (conv_of(d, &fn, entry)) {
 	case CONV_ABI: {
 		int hidden = hidden_return(d, &fn);
-		if (hidden < 0)
-			return 0; /* rdi may hold the return value's address: nothing is sure */
+		if (hidden < 0) {
+			/* rdi may hold the return value's address (a 32-byte
+			 * vector: in ymm0 with AVX, else in memory): the ABI
+			 * cannot place the parameters, their entry locations
+			 * may; the others are marked, none dropped. */
+			n = param_items(&fn, &(struct param_walk){entry, located_item}, items, pcap);
+			break;
+		}
 		for (unsigned c = cap;; c--) {
 			n = abi_items(d, &fn, (unsigned)hidden, items, c);
 			if (c <= pcap || plan_fits(items, n))

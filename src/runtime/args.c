@@ -711,7 +711,7 @@ void sf_args_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_
 				      "on, functions are recorded without values");
 		return;
 	}
-	if (added && (A.f[i].plan[0].nrec || A.f[i].plan[1].nrec)) { /* its spec goes in the log (below) */
+	if (added && (A.f[i].plan[0].n || A.f[i].plan[1].n)) { /* its spec goes in the log (below) */
 		if (S.pending < SPEC_PENDING_MAX)
 			S.id[S.pending++] = func_id;
 		else
@@ -732,8 +732,22 @@ static void spec_put(uint32_t func_id)
 	for (int d = 0; f && d < 2; d++) {
 		const struct arg_plan *pl = &f->plan[d];
 		size_t len = SF_ARGSPEC_BYTES(pl->n);
-		if (!pl->nrec)
+		if (!pl->n)
 			continue;
+		if (!pl->nrec) {
+			/* A coded plan (a string): an entry of no items, which
+			 * only says that the function's events of this
+			 * direction come with values, so that a reader marks
+			 * those whose ARGS event a ring window cut off. Every
+			 * reader takes it (8 bytes) and expands nothing by it. */
+			struct sf_args_head h = {func_id, (uint8_t)(d ? SF_ARGS_RET : 0), 0, 0};
+			if (S.len + 8 > sizeof(S.buf))
+				spec_flush();
+			memcpy(S.buf + S.len, &h, 8);
+			S.len += 8;
+			S.count++;
+			continue;
+		}
 		/* Readers before h46args take 24 items and stop reading a
 		 * chunk at an entry of more: such an entry goes in a chunk of
 		 * its own (they skip it alone, the others read). */

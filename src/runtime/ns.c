@@ -167,7 +167,7 @@ static long view_threads(void *arg)
 	return 0;
 }
 
-int sf_last_thread_status(int own, int *status)
+int sf_last_thread_status(int own, int *status, uint32_t writer_tid)
 {
 	long pid = sf_syscall3(SYS_getpid, 0, 0, 0);
 	int writer = sf_runtime_thread(); /* the writer, or a CLONE_FILES child's keeper */
@@ -177,6 +177,11 @@ int sf_last_thread_status(int own, int *status)
 	 * the writer's (keeper's) own /proc answers (sf_proc_open). */
 	if (!v.n && writer && sf_writer_private() && sf_writer_call(view_threads, &v) != 0)
 		return 0;
+	/* writer_tid: the writer thread, counted as the runtime's when
+	 * sf_runtime_thread no longer says so (it has begun to leave) but it
+	 * is still there after the count (tasks do not come back) */
+	if (!writer && writer_tid && sf_syscall3(SYS_tgkill, pid, writer_tid, 0) == 0)
+		writer = 1;
 	if (sf_syscall3(SYS_gettid, 0, 0, 0) == pid) {
 		if (v.n != 1 + writer)
 			return 0;
@@ -184,7 +189,7 @@ int sf_last_thread_status(int own, int *status)
 		return 0;
 	}
 	*status = own & 0xff;
-	return 1;
+	return 1 + writer;
 }
 
 /* In the writer thread: no thread of the program's is left, only an

@@ -1055,6 +1055,7 @@ int sf_writer_offer_take(void) SF_HIDDEN; /* the leaving writer's log descriptor
 int sf_thread_count(void) SF_HIDDEN; /* ns.c */
 void sf_wait_alone(void) SF_HIDDEN;   /* ns.c: the writer out of the thread group (after sf_writer_stop) */
 int sf_last_thread_status(int own, int *status, uint32_t writer_tid) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
+int sf_writer_on_valgrind(void) SF_HIDDEN; /* writer.c: RUNNING_ON_VALGRIND, from the writer's start */
 uint32_t sf_writer_here_at_exit(void) SF_HIDDEN; /* writer.c: the writer's tid if it outlasts a SYS_exit here */
 long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;
 void sf_strict_begins(void) SF_HIDDEN;                     /* rt_libc.c: SECCOMP_MODE_STRICT next */

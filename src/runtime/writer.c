@@ -120,6 +120,12 @@ static struct writer_call *call_req;
 static __thread int on_writer __attribute__((tls_model("initial-exec")));
 static uint32_t writer_tid;
 static int on_valgrind; /* RUNNING_ON_VALGRIND, at the writer's start: idle waits without futex_waitv */
+
+/* logfile.c: under valgrind the writer keeps the program's table */
+int sf_writer_on_valgrind(void)
+{
+	return on_valgrind;
+}
 static int private_table; /* the writer unshared its descriptor table (logfile.c) */
 /* A clone(CLONE_FILES) child's keeper thread (below): its id while it
  * serves, its stack, and whether it ends after the request it runs. */

@@ -298,7 +298,16 @@ def test_popen_in_a_signal_handler_during_popen_does_not_hang():
     taken only when environ is swapped, would keep glibc's behaviour."""
     exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
     want = "200 popens done, handler popens > 0: 1\n"
-    eq(run([exe, "handler"]).stdout, want, "untraced")
+    # popen in a handler is not async-signal-safe: on a loaded machine the
+    # untraced program itself can hang in the handler's pclose (skeptic
+    # k6a: 3 of 3 at load 14-22). The comparison needs an untraced run
+    # that completes; up to 3 tries, else there is nothing to compare.
+    for _ in range(3):
+        u = run([exe, "handler"], check_rc=None)
+        if (u.returncode, u.stdout) == (0, want):
+            break
+    else:
+        raise Skip(f"the untraced program hung here too (exit {u.returncode}, {u.stdout!r})")
     t, _ = traced([exe, "handler"], check_rc=None)
     eq((t.returncode, t.stdout), (0, want), "traced")
 

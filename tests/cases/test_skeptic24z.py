@@ -749,3 +749,21 @@ def test_k6a_worker_dropped_to_nobody_holding_the_relay_lock():
     t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, "0", "1", "100000"], timeout=60)
     check(t.stdout.endswith("parent alive, worker status 0\n"), t.stdout)
     eq(count_calls(dump_events(os.path.join(d, "sf.log"))).get("work"), 300000, "the parent's work calls")
+
+
+def test_k6a_service_deny_list_inside_record_untraced_and_said_once():
+    """The deny-lists of test_k6a_service_deny_list_around_record_kills_the_
+    program installed inside record instead, by a static launcher the
+    runtime never saw (skep24z_jail built -static): `record -- sh -c
+    "jail 272 svc 1000; jail 272 svc 1000 & jail 203 svc 1000; wait; svc
+    1000"`: every svc prints as untraced, exit 0, record says "a program
+    ran untraced (one or more)" once, and the last, unfiltered svc is
+    traced (3,000 work calls in its two logs) (held: claim 5)."""
+    jail = build_c("skep24z_jail_static", ["skep24z_jail.c"], flags=["-static"], xray=False)
+    svc = _svc()
+    d = tmpdir()
+    sh = (f"{jail} 272 {svc} 1000; {jail} 272 {svc} 1000 & {jail} 203 {svc} 1000; wait; {svc} 1000")
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", "sh", "-c", sh], timeout=120)
+    eq(sorted(t.stdout.splitlines()), sorted(["child 1499500", "parent 2999000 child status 768"] * 4), "outputs")
+    eq(t.stderr.count("a program ran untraced (one or more)"), 1, f"said once: {t.stderr!r}")
+    eq(_work_calls(d), 3000, "the unfiltered svc's work calls")

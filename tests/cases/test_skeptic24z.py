@@ -484,14 +484,16 @@ def _ovf():
 OVF_OUT = "caught overflow, handler sum 1499500\n"
 
 
-def _overflows(args, runs, prefix=()):
-    """runs of skep24z_ovf exit K (K = 337 i) under PREFIX record ARGS:
-    the (status, stdout) of those that differ from untraced's (3, OVF_OUT)."""
+def _overflows(args, runs, prefix=(), mode=("thread", "100", "256")):
+    """runs of skep24z_ovf MODE[0] K MODE[1:] (K = 337 i: a thread of 256
+    KiB stack recursing, 100 work() calls a level) under PREFIX record
+    ARGS: the (run, status, stdout, stderr) of those that differ from
+    untraced's (3, OVF_OUT)."""
     bad = []
     for i in range(runs):
         d = tmpdir()
         t = run(list(prefix) + [SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log")] + list(args) +
-                ["--", _ovf(), "exit", str(337 * i)], check_rc=None, timeout=120)
+                ["--", _ovf(), mode[0], str(337 * i)] + list(mode[1:]), check_rc=None, timeout=120)
         if (t.returncode, t.stdout) != (3, OVF_OUT):
             bad.append((i, t.returncode, t.stdout, t.stderr[-100:]))
     return bad
@@ -499,24 +501,32 @@ def _overflows(args, runs, prefix=()):
 
 @sfkit.known_break(24, "a stack overflow in traced recursion, caught by the program's SIGSEGV handler on an "
                        "alternate stack (Rust's and Go's way): untraced 'caught overflow' and exit 3; with "
-                       "--writer sync (also taskset -c 0) killed by SIGSEGV (status 139, the handler never "
-                       "ran) in 2-3 runs of 10: the overflow fell inside a hand-off that blocks every signal "
-                       "(buffer.c sigfillset + SIG_SETMASK), and a blocked fault kills")
+                       "--writer sync and under taskset -c 0 killed by SIGSEGV (status 139, the handler never "
+                       "ran), 8 of 8 runs: the overflow falls inside a slot hand-off, which blocks every signal "
+                       "(buffer.c sigfillset + SIG_SETMASK), and a fault while SIGSEGV is blocked kills")
 def test_k6a_stack_overflow_handler_without_writer_thread():
-    """skep24z_ovf exit K, 16 runs under --writer sync: each must print the
-    handler's line and exit 3, as untraced."""
-    u = run([_ovf(), "exit"], check_rc=3)
+    """skep24z_ovf thread K 100 256: a thread with a 256 KiB stack recurses
+    until it overflows, 100 work() calls at each level (a hand-off every
+    few levels); its handler, on an alternate stack, calls work() 1000
+    times, prints and _exits 3. 6 runs under --writer sync and 2 on one
+    CPU must each do as untraced. (With 1 call a level in main's 8 MiB
+    stack: 2-3 of 10 runs killed, as the hand-offs are rarer.)"""
+    u = run([_ovf(), "thread", "0", "100", "256"], check_rc=3)
     eq(u.stdout, OVF_OUT, "untraced")
-    eq(_overflows(["--writer", "sync"], 16), [], "traced runs that differ (run, status, stdout, stderr)")
+    bad = _overflows(["--writer", "sync"], 6) + _overflows([], 2, prefix=("taskset", "-c", "0"))
+    eq(bad, [], "traced runs that differ (run, status, stdout, stderr)")
 
 
 def test_k6a_stack_overflow_handler_with_writer_thread():
-    """The same 16 runs with the writer thread (--writer thread), and the
-    overflow in a second thread (skep24z_ovf thread) under --writer sync:
-    each prints the handler's line and exits 3 (held); and a handler that
-    returns after resetting SIGSEGV to SIG_DFL dies of SIGSEGV, status
-    139 as untraced, never loops (held)."""
-    eq(_overflows(["--writer", "thread"], 16), [], "traced runs that differ (run, status, stdout, stderr)")
+    """The same 6 runs with the writer thread (--writer thread) and with
+    --ring 1M, main's 8 MiB stack overflowing (1 call a level) under
+    --writer thread, and the 1 MiB thread's under each mode: each prints
+    the handler's line and exits 3 (held); and a handler that returns
+    after resetting SIGSEGV to SIG_DFL dies of SIGSEGV, status 139 as
+    untraced, never loops (held)."""
+    eq(_overflows(["--writer", "thread"], 6), [], "--writer thread: runs that differ")
+    eq(_overflows(["--ring", "1M"], 6), [], "--ring: runs that differ")
+    eq(_overflows(["--writer", "thread"], 6, mode=("exit",)), [], "main's stack: runs that differ")
     for args in ([], ["--writer", "sync"], ["--ring", "1M"]):
         d = tmpdir()
         t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log")] + args + ["--", _ovf(), "thread"],

@@ -136,6 +136,41 @@ def test_server_fd_table_in_a_container_said():
     eq(lines, [], f"lines about the table (stderr: {t.stderr[-400:]})")
 
 
+def _readypipe_case(wrapper, mode):
+    prog = build_c("skep24u_readypipe", ["skep24u_readypipe.c"])
+    want = "read ready\neof before the word, daemon status 0\n"
+    eq(run(wrapper + [prog] + mode).stdout, want, "untraced")
+    d = sfkit.tmpdir()
+    rc, out, err = sfkit.run_group(wrapper + [SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog] + mode,
+                                   timeout=60, env=IN_CONTAINER)
+    eq((rc, out), (0, want), f"traced (stderr: {err[-400:]})")
+    eq(sorted(_calls(log)["work"] for log in _logs(d)), [0, 300], "work calls per log (starter, daemon)")
+
+
+def test_readiness_pipe_closed_by_a_daemon():
+    """skep24u_readypipe: a daemon execed with a pipe's write end at its
+    start writes "ready" and closes it; its starter reads until EOF before
+    it lets the daemon end. Untraced: EOF with the close. Traced: the
+    same: the writer thread, made without CLONE_FILES at the daemon's
+    start, had a copy of that write end and closed it at once (with the
+    copy kept, the starter's read waited its 10 s: "eof not in 10 s")."""
+    _readypipe_case([], [])
+
+
+def test_readiness_pipe_after_a_netns_move():
+    """The same daemon moving to a network namespace of its own first
+    (unshare(CLONE_NEWNET)): the writer stops and is made again around
+    it, its table a fresh copy with the write end in it. EOF with the
+    close, as untraced."""
+    _readypipe_case([], ["netns"])
+
+
+def test_readiness_pipe_in_a_container():
+    """The same in the container (Docker's profile: unshare EPERM for the
+    runtime and the daemon alike): EOF with the close, 300 work calls."""
+    _readypipe_case([_container()], ["netns"])
+
+
 def _nsunder(nr, where, flags):
     prog = build_c("skep24u_nsunder", ["skep24u_nsunder.c"])
     u = run([prog, str(nr), where, flags])

@@ -1982,11 +1982,29 @@ static long own_table_refused(void)
 	return sf_syscall3(SYS_close_range, ~0u, ~0u, 0);
 }
 
+/* On the writer: its table made its own, 0, or the error that refused
+ * it. A raw writer is made without CLONE_FILES (writer.c, start_raw): its
+ * table is a copy of the program's from its first instruction, and no
+ * unshare is needed, which a container's profile refuses (Docker's
+ * default without CAP_SYS_ADMIN: EPERM; issue 24). Elsewhere (a pthread
+ * writer, valgrind) unshare(CLONE_FILES). */
+static long own_table(void)
+{
+	if (sf_writer_table_copied())
+		return 0;
+	long u = own_table_refused();
+	return u < 0 ? u : sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0);
+}
+
 static long go_private(void *unused)
 {
 	(void)unused;
-	long u = own_table_refused();
-	if (u < 0 || (u = sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0)) < 0) {
+	/* done already: by the writer itself at its start, its table a copy
+	 * from its clone (sf_log_writer_begins), before this request */
+	if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) && sf_writer_private())
+		return 1;
+	long u = own_table();
+	if (u < 0) {
 		table_refused((int)-u);
 		sf_switch_writer_table(0);
 		return 0;
@@ -2055,15 +2073,37 @@ void sf_log_writer_failed(void)
  * creation waits for this). Where that fails (seccomp), the program's
  * table again: requests are refused and done there (run_private). 1 when
  * the table is its own, 0 when it could not be made so, -1 when a log
- * exists and go_private does it (asked by sf_log_writer_started). */
+ * exists and go_private does it (asked by sf_log_writer_started; here,
+ * first, where the table is a copy from the writer's clone). */
 int sf_log_writer_begins(void)
 {
-	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE))
-		return -1; /* a log exists: go_private, asked by sf_log_writer_started */
+	if (!__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
+		if (!sf_writer_table_copied())
+			return -1; /* a log exists: go_private, asked by sf_log_writer_started */
+		/* A log exists and this table is a copy of the program's
+		 * (own_table): every copy but the log's closed at once, before
+		 * the lock is waited for (a pipe's write end held here would
+		 * keep its reader from EOF), then go_private here, under the
+		 * lock, before this thread writes anything: by the program's
+		 * table's number the log's uses would run in this one. The
+		 * program's copy is closed by the writer's creator
+		 * (sf_log_writer_started, whose go_private finds it done). */
+		int keep = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
+		if (keep >= 0 && !is_log(keep))
+			keep = -1;
+		if (keep > 0)
+			sf_syscall3(SYS_close_range, 0, (unsigned)keep - 1, 0);
+		sf_syscall3(SYS_close_range, (unsigned)(keep + 1), ~0u, 0);
+		sigset_t old;
+		sf_log_lock_sig(&old);
+		go_private(NULL);
+		sf_log_unlock_sig(&old);
+		return -1; /* go_private has set the control page's table */
+	}
 	if (sf_writer_private())
 		return 1;
-	long u = own_table_refused();
-	if (u == 0 && (u = sf_syscall3(SYS_unshare, CLONE_FILES, 0, 0)) == 0) {
+	long u = own_table();
+	if (u == 0) {
 		sf_syscall3(SYS_close_range, 0, ~0u, 0);
 		sf_writer_set_private(1);
 		sf_writer_open_proc(0);

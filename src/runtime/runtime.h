@@ -1118,6 +1118,7 @@ int sf_writer_defer_message(const char *buf, size_t n) SF_HIDDEN; /* notes.c: 1 
 void sf_messages_print(const char *buf, size_t n) SF_HIDDEN;      /* on stderr, if it still is the start's */
 void sf_writer_set_private(int on) SF_HIDDEN;
 int sf_writer_private(void) SF_HIDDEN;         /* the writer's table is its own */
+int sf_writer_table_copied(void) SF_HIDDEN;    /* on the writer: made without CLONE_FILES (its table a copy) */
 uint32_t sf_writer_tid(void) SF_HIDDEN;
 void sf_writer_open_proc(int keeper) SF_HIDDEN; /* on the writer or keeper, its table its own: /proc/self held there */
 int sf_writer_proc_dir(void) SF_HIDDEN;        /* that directory on the thread that holds it, else -1 */

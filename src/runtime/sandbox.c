@@ -497,8 +497,10 @@ static const struct call scan_path[] = {
  * after unshare or setns, ns.c; or at the first instrumented dlopen):
  * glibc's pthread_create and the new thread's start (its stack, clone,
  * robust list, rseq, scheduling), the name, the CPUs, the writer's own
- * table (logfile.c: close_range, unshare(CLONE_FILES), the log's
- * descriptor taken over with a pidfd), record --paused's control page
+ * table (logfile.c: close_range, unshare(CLONE_FILES) for a pthread
+ * writer, the log's descriptor taken over with a pidfd; the raw writer is
+ * a clone without CLONE_FILES, with it under valgrind), record --paused's
+ * control page
  * (switch.c: memfd_create, ftruncate, seals, madvise), the switch's
  * CPU clock. The writer's running calls are writer_path. */
 static const struct call writer_start_path[] = {
@@ -507,6 +509,12 @@ static const struct call writer_start_path[] = {
 	{SYS_clone3, {P, P}},
 	{SYS_clone, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
 			     CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
+		     P, P, P, P}},
+	{SYS_clone, {CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
+			     CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_UNTRACED,
+		     P, P, P, P}},
+	{SYS_clone, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+			     CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_UNTRACED,
 		     P, P, P, P}},
 	{SYS_set_robust_list, {P, P}},
 #ifdef SYS_rseq
@@ -522,6 +530,8 @@ static const struct call writer_start_path[] = {
 	{SYS_write, {0, P, P}},
 	{SYS_close_range, {~0u, ~0u, 0}},
 	{SYS_close_range, {0, ~0u, 0}},
+	{SYS_close_range, {0, P, 0}},   /* every copy below the log's */
+	{SYS_close_range, {P, ~0u, 0}}, /* and above it */
 	{SYS_unshare, {CLONE_FILES}},
 	{SYS_pidfd_open, {P, O_EXCL}},
 	{SYS_pidfd_getfd, {P, P, 0}},
@@ -812,6 +822,9 @@ int sf_seccomp_exec_untraced(void)
 		{SYS_clone3, {P, 88}},
 		{SYS_clone, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
 				     CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
+			     P, P, P, P}},
+		{SYS_clone, {CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
+				     CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | CLONE_UNTRACED,
 			     P, P, P, P}},
 	};
 	/* The new image's runtime knows nothing of the chain (filters cannot

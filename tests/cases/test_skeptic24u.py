@@ -100,27 +100,31 @@ def test_server_fd_table_in_a_container():
     asks that the program's own files hold exactly what it wrote and that
     it find its table as untraced; the claim of this stop is that a daemon
     closing 0..1023 then listing /proc/self/fd sees what it sees untraced.
-    The runtime's writer cannot unshare(CLONE_FILES) there: the log is
-    then held in the program's table only for each use (h46fd, logfile.c
-    log_brief), as with --writer sync."""
+    The runtime's writer cannot unshare(CLONE_FILES) there, and needs
+    not: it is made without CLONE_FILES, its copy of the table emptied
+    at once, and the log held in its own (writer.c, start_raw)."""
     _fdserver_case([_container(), "-n", "1024"], all_calls=False)
 
 
-@sfkit.known_break(ISSUE, "container (writer refused unshare(CLONE_FILES), the log held for each use): a chunk "
-                          "the writer writes while the server's table is full fails with EMFILE, counted "
-                          "('201 DROPPED (1 failed writes, last: Too many open files)': 3000 work calls of 3100, "
-                          "in most runs); the keeper that takes the log at a full table is made only where no "
-                          "writer runs (the two serve one request word): a writer made without CLONE_FILES "
-                          "(h46wproc) would hold it in its own table")
 def test_server_calls_in_a_container_full_table():
+    """skep24u_fdserver in the container (RLIMIT_NOFILE 1024, Docker's
+    default profile: unshare EPERM): every one of the 3100 work calls
+    recorded. The writer once made its table its own with
+    unshare(CLONE_FILES), which the profile refuses: the log was then
+    held in the program's table for each use, and a chunk written while
+    the server's table was full failed with EMFILE ("201 DROPPED (1
+    failed writes, last: Too many open files)", 3000 of 3100, in most
+    runs). The writer is now a clone without CLONE_FILES (writer.c,
+    start_raw), its copy of the table emptied at once but for the log's
+    descriptor: the log lives in its table, the server's is its own."""
     t, d = _fdserver_case([_container(), "-n", "1024"], all_calls=False)
     eq(_all_calls(d)["work"], 3100, f"work calls recorded (record said {t.stderr[-300:]!r})")
 
 
 def test_server_fd_table_in_a_container_said():
-    """The same server in the same container: the writer refused its own
-    table, the log is held only for each use, so record has nothing to say
-    about the table (it once said "the log's descriptor stays in the
+    """The same server in the same container: the writer's table is its
+    own without unshare (a clone without CLONE_FILES), the log held
+    there, so record has nothing to say about the table (it once said "the log's descriptor stays in the
     descriptor table of skep24u_fdserver", h24k2). Every call recorded:
     test_server_calls_in_a_container_full_table."""
     prog = build_c("skep24u_fdserver", ["skep24u_fdserver.c"], flags=["-pthread"])
@@ -130,6 +134,41 @@ def test_server_fd_table_in_a_container_said():
     eq(t.returncode, 0, f"traced exit (stderr: {t.stderr[-400:]})")
     lines = [ln for ln in t.stderr.splitlines() if "descriptor table" in ln]
     eq(lines, [], f"lines about the table (stderr: {t.stderr[-400:]})")
+
+
+def _readypipe_case(wrapper, mode):
+    prog = build_c("skep24u_readypipe", ["skep24u_readypipe.c"])
+    want = "read ready\neof before the word, daemon status 0\n"
+    eq(run(wrapper + [prog] + mode).stdout, want, "untraced")
+    d = sfkit.tmpdir()
+    rc, out, err = sfkit.run_group(wrapper + [SFTRACE, "record", "-o", os.path.join(d, "s.log"), "--", prog] + mode,
+                                   timeout=60, env=IN_CONTAINER)
+    eq((rc, out), (0, want), f"traced (stderr: {err[-400:]})")
+    eq(sorted(_calls(log)["work"] for log in _logs(d)), [0, 300], "work calls per log (starter, daemon)")
+
+
+def test_readiness_pipe_closed_by_a_daemon():
+    """skep24u_readypipe: a daemon execed with a pipe's write end at its
+    start writes "ready" and closes it; its starter reads until EOF before
+    it lets the daemon end. Untraced: EOF with the close. Traced: the
+    same: the writer thread, made without CLONE_FILES at the daemon's
+    start, had a copy of that write end and closed it at once (with the
+    copy kept, the starter's read waited its 10 s: "eof not in 10 s")."""
+    _readypipe_case([], [])
+
+
+def test_readiness_pipe_after_a_netns_move():
+    """The same daemon moving to a network namespace of its own first
+    (unshare(CLONE_NEWNET)): the writer stops and is made again around
+    it, its table a fresh copy with the write end in it. EOF with the
+    close, as untraced."""
+    _readypipe_case([], ["netns"])
+
+
+def test_readiness_pipe_in_a_container():
+    """The same in the container (Docker's profile: unshare EPERM for the
+    runtime and the daemon alike): EOF with the close, 300 work calls."""
+    _readypipe_case([_container()], ["netns"])
 
 
 def _nsunder(nr, where, flags):

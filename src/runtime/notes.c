@@ -2,10 +2,12 @@
  * stderr was closed at start) and notes for `sftrace record`
  * (SFTRACE_NOTES_DIR, set by record only): so
  * that a run that wrote no log can say why. Each process appends to
- * NOTES/<pid>: every message the runtime prints ("message ..."), and at
- * exit, when it created no log, one line per instrumented object it saw
- * ("object SLEDS PATCHED BUILD-ID PATH"). Nothing is written on the hot
- * path or by processes that wrote a log. */
+ * NOTES/<pid>: every message the runtime prints ("sftrace: ..."), its
+ * loss if it got no log ("loss CALL ERRNO PROG\tTEXT": the call that
+ * failed, as a field), and at exit, when it created no log, one line per
+ * instrumented object it saw ("object SLEDS PATCHED BUILD-ID PATH");
+ * docs/FORMAT.md, "Runtime notes", lists them all. Nothing is written on
+ * the hot path or by processes that wrote a log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>

@@ -939,12 +939,9 @@ static long create_as_caller(struct header_map *hm)
 	return made == SF_WRITER_REFUSED ? -EBADF : made;
 }
 
-static size_t put_part(char *buf, size_t cap, size_t n, const char *s)
+static void put_cstr(char *buf, size_t cap, size_t *pos, const char *s)
 {
-	while (s && *s && n + 1 < cap)
-		buf[n++] = *s++;
-	buf[n] = 0;
-	return n;
+	put_str(buf, cap, pos, s, str_len(s));
 }
 
 /* The log could not be made (err: -errno): the loss line, with the call
@@ -967,15 +964,15 @@ static void say_not_made(int err, const struct sf_fail *step)
 	char text[640];
 	size_t n = 0;
 	if (L.own_fail.err) {
-		n = put_part(text, sizeof(text), n, " (");
+		put_cstr(text, sizeof(text), &n, " (");
 		if (L.own_fail.call[0]) {
-			n = put_part(text, sizeof(text), n, L.own_fail.call);
-			n = put_part(text, sizeof(text), n, ": ");
+			put_cstr(text, sizeof(text), &n, L.own_fail.call);
+			put_cstr(text, sizeof(text), &n, ": ");
 		}
-		n = put_part(text, sizeof(text), n, strerror(L.own_fail.err));
-		n = put_part(text, sizeof(text), n, ")");
+		put_cstr(text, sizeof(text), &n, strerror(L.own_fail.err));
+		put_cstr(text, sizeof(text), &n, ")");
 	}
-	n = put_part(text, sizeof(text), n, ", and ");
+	put_cstr(text, sizeof(text), &n, ", and ");
 	/* Out of record's keeper's reach (a fork from outside its network
 	 * namespace whose channel was refused, a name another process
 	 * holds): said with the call that failed, its parent's if it was
@@ -985,16 +982,16 @@ static void say_not_made(int err, const struct sf_fail *step)
 	const char *why = kerr == ECONNREFUSED || kerr == ENOENT || kerr == EPERM ? sf_keeper_unreachable(&hf) : NULL;
 	f = L.keeper_fail;
 	if (why) {
-		n = put_part(text, sizeof(text), n, "record's keeper is out of its reach: ");
-		n = put_part(text, sizeof(text), n, why);
+		put_cstr(text, sizeof(text), &n, "record's keeper is out of its reach: ");
+		put_cstr(text, sizeof(text), &n, why);
 		if (hf.err)
 			f = hf;
 	} else if (f.keeper) {
-		n = put_part(text, sizeof(text), n, "record's keeper could not make it either");
-	} else if (!__builtin_strcmp(f.call, "connect")) { /* (a clone(CLONE_NEWNET) child's: not asked, not known) */
-		n = put_part(text, sizeof(text), n, "record's keeper could not be reached");
+		put_cstr(text, sizeof(text), &n, "record's keeper could not make it either");
+	} else if (!strcmp(f.call, "connect")) { /* (a clone(CLONE_NEWNET) child's: not asked, not known) */
+		put_cstr(text, sizeof(text), &n, "record's keeper could not be reached");
 	} else {
-		n = put_part(text, sizeof(text), n, "asking record's keeper to make it failed");
+		put_cstr(text, sizeof(text), &n, "asking record's keeper to make it failed");
 	}
 	if (!f.err)
 		sf_fail_set(&f, NULL, err);

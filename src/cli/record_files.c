@@ -131,6 +131,18 @@ int rfiles_listen(const char *notes, const char *log)
 	return fd;
 }
 
+/* The system call that failed in the request being answered (0: a check
+ * refused it), for the answer (SF_KF_CALL_*). Only the serving thread
+ * sets it. */
+static uint32_t failed_call;
+
+static int failed(uint32_t call)
+{
+	int e = errno;
+	failed_call = call;
+	return -e;
+}
+
 /* 1 if pid is a descendant of anc. */
 static int descends(pid_t pid, pid_t anc)
 {
@@ -200,10 +212,13 @@ static int make_log(pid_t pid, int first, struct sf_kf_rep *rep)
 			made[nmade++ % MADE] = (struct made){pid, st.st_dev, st.st_ino};
 			return fd;
 		}
-		if (fd >= 0)
+		if (fd >= 0) {
+			int r = failed(SF_KF_CALL_FSTAT);
 			close(fd);
-		else if (errno != EEXIST)
-			return -errno;
+			return r;
+		}
+		if (errno != EEXIST)
+			return failed(SF_KF_CALL_OPENAT);
 	}
 	return -EEXIST;
 }
@@ -215,7 +230,7 @@ static int log_again(pid_t pid, const char *name)
 {
 	int fd = open(name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return failed(SF_KF_CALL_OPENAT);
 	fcntl(fd, F_SETFL, 0);
 	struct stat st;
 	int ok = own_regular(fd, 1) && fstat(fd, &st) == 0;
@@ -237,7 +252,7 @@ static int make_note(pid_t pid)
 		return -ENAMETOOLONG;
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return -errno;
+		return failed(SF_KF_CALL_OPENAT);
 	if (!own_regular(fd, 1)) {
 		close(fd);
 		return -EPERM;
@@ -248,7 +263,7 @@ static int make_note(pid_t pid)
 static int make_snap(void)
 {
 	int fd = open(K.dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	return fd < 0 ? -errno : fd;
+	return fd < 0 ? failed(SF_KF_CALL_OPENAT) : fd;
 }
 
 /* <stem>.snap.<pid>.<n><ext>, n all digits. */
@@ -278,14 +293,14 @@ static int link_snap(pid_t pid, const char *name, int fd)
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	if (errno != EEXIST)
-		return -errno;
+		return failed(SF_KF_CALL_LINKAT);
 	/* a name already there is replaced, as the runtime's own rename would */
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0)
-		return -errno;
+		return failed(SF_KF_CALL_LINKAT);
 	if (rename(tmp, path) < 0) {
-		int err = errno;
+		int err = failed(SF_KF_CALL_RENAME);
 		unlink(tmp);
-		return -err;
+		return err;
 	}
 	return 0;
 }
@@ -373,6 +388,7 @@ static int answer(int c, const struct chan *ch)
 		cr.pid = sender; /* files are named after the one that asks, a descendant of the connecter */
 	req.name[sizeof(req.name) - 1] = 0;
 	memset(&rep, 0, sizeof(rep));
+	failed_call = 0;
 	int fd = -EINVAL;
 	switch (req.op) {
 	case SF_KF_LOG:
@@ -396,7 +412,7 @@ static int answer(int c, const struct chan *ch)
 		if (nchans >= MAX_CHANS)
 			fd = -EMFILE;
 		else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-			fd = -errno;
+			fd = failed(SF_KF_CALL_SOCKETPAIR);
 		else {
 			chans[nchans++] = (struct chan){sv[0], cr.pid};
 			fd = sv[1];
@@ -407,6 +423,7 @@ static int answer(int c, const struct chan *ch)
 	if (sent >= 0)
 		close(sent);
 	rep.err = fd >= 0 || fd == -0x7fff ? 0 : -fd;
+	rep.call = rep.err ? failed_call : 0; /* the call the loss line names (keeper_files.h) */
 	struct iovec ov = {&rep, offsetof(struct sf_kf_rep, path) + strlen(rep.path) + 1};
 	struct msghdr o = {.msg_iov = &ov, .msg_iovlen = 1};
 	if (fd >= 0) {

@@ -89,11 +89,47 @@ static void foreach_note_line(const char *path, void (*cb)(const char *line, voi
 	fclose(f);
 }
 
+/* A loss line of the runtime's (sf_rt_lost; docs/FORMAT.md, "Runtime
+ * notes"): "loss CALL ERRNO PROG\tTEXT", CALL "-" for none, ERRNO 0 for
+ * none. Its fields, copied; 0 if line is not one. */
+struct loss {
+	char call[32], prog[256];
+	int err;
+	const char *text; /* in line */
+};
+
+static int parse_loss(const char *line, struct loss *o)
+{
+	int used = 0;
+	if (sscanf(line, "loss %31[a-z0-9_-] %d %n", o->call, &o->err, &used) != 2 || !used)
+		return 0;
+	const char *p = line + used, *tab = strchr(p, '\t');
+	if (!tab || tab == p)
+		return 0;
+	snprintf(o->prog, sizeof(o->prog), "%.*s", (int)(tab - p), p);
+	o->text = tab + 1;
+	return 1;
+}
+
+/* "TEXT: CALL: STRERROR" (the call and the error as they are there). */
+static void loss_cause(const struct loss *o, char *out, size_t cap)
+{
+	int named = strcmp(o->call, "-") != 0;
+	snprintf(out, cap, "%s%s%s%s%s", o->text, named ? ": " : "", named ? o->call : "", o->err > 0 ? ": " : "",
+		 o->err > 0 ? strerror(o->err) : "");
+}
+
 static void read_note_line(const char *line, void *ctx)
 {
 	struct notes *n = ctx;
-	if (!strncmp(line, "sftrace: ", 9))
+	struct loss lo;
+	if (!strncmp(line, "sftrace: ", 9)) {
 		add_message(n, line + 9);
+	} else if (parse_loss(line, &lo)) {
+		char m[4096];
+		loss_cause(&lo, m, sizeof(m));
+		add_message(n, m);
+	}
 	else if (!strncmp(line, "object ", 7))
 		add_object(n, line);
 }
@@ -123,8 +159,19 @@ static void report_lost_line(const char *line, void *ctx)
 	} else if (s->own) {
 		return;
 	}
-	if (!strncmp(l, "sftrace: cannot create log ", 27) || !strncmp(l, "sftrace: cannot write log ", 26) ||
-	    !strncmp(l, "sftrace: cannot map log ", 24)) {
+	struct loss lo;
+	if (parse_loss(l, &lo)) {
+		char m[4096];
+		loss_cause(&lo, m, sizeof(m));
+		if (strcmp(lo.prog, "-"))
+			fprintf(stderr, "sftrace: pid %s (%s) wrote no log: %s\n", sf_esc(who), sf_esc(lo.prog), sf_esc(m));
+		else
+			fprintf(stderr, "sftrace: pid %s wrote no log: %s\n", sf_esc(who), sf_esc(m));
+		s->count++;
+		if (who == s->pid)
+			s->own = 1; /* its first such line only */
+	} else if (!strncmp(l, "sftrace: cannot create log ", 27) || !strncmp(l, "sftrace: cannot write log ", 26) ||
+		   !strncmp(l, "sftrace: cannot map log ", 24)) { /* a runtime's from before "loss" lines */
 		fprintf(stderr, "sftrace: pid %s wrote no log: %s\n", sf_esc(who), sf_esc(l + 9));
 		s->count++;
 		if (who == s->pid)

@@ -13,9 +13,10 @@ struct record_why {
 	const char *cmd;          /* argv[0] of the command */
 };
 
-/* Prints "sftrace: pid N wrote no log: <the runtime's reason>" for every
- * process whose note says its log could not be created (a program run as
- * another user that may not write the output directory); how many. */
+/* Prints "sftrace: pid N (PROG) wrote no log: WHAT: CALL: ERROR" for
+ * every process whose note says its log could not be created (a program
+ * run as another user that may not write the output directory), the
+ * failed system call as the runtime noted it; how many. */
 int record_report_lost(const char *notes_dir);
 /* Prints each process's reports ("sftrace: pid N: ..."): what it ran
  * but did not record. */

@@ -52,10 +52,31 @@ struct sf_kf_req {
 };
 
 struct sf_kf_rep {
-	int32_t err; /* 0 or an errno */
-	uint32_t pad;
+	int32_t err;   /* 0 or an errno */
+	uint32_t call; /* with err: SF_KF_CALL_*, the keeper's system call that failed (0: none named) */
 	char path[4096];
 };
+
+/* The answer to a request the keeper could not do names the system call
+ * that failed there, so that the asking process's loss line says it
+ * (issue 24: a profile refusing the keeper's socketpair left the line
+ * naming no call). 0 (a check refused, or a keeper from before this
+ * field, which sent 0 there): none named. The numbers are the protocol's,
+ * never reused. */
+enum sf_kf_call {
+	SF_KF_CALL_OPENAT = 1,
+	SF_KF_CALL_FSTAT,
+	SF_KF_CALL_LINKAT,
+	SF_KF_CALL_RENAME,
+	SF_KF_CALL_SOCKETPAIR,
+};
+
+/* The call's name, or NULL for 0 or a number this build does not know. */
+static inline const char *sf_kf_call_name(uint32_t call)
+{
+	static const char *const names[] = {NULL, "openat", "fstat", "linkat", "rename", "socketpair"};
+	return call < sizeof(names) / sizeof(names[0]) ? names[call] : NULL;
+}
 
 /* The abstract address (after its leading NUL) of the keeper of the
  * private directory (dev, ino): "sftrace-keeper-DEV-INO" in hex, with

@@ -74,6 +74,13 @@ static struct {
 	int priv;                  /* the descriptor is in the writer thread's own table only: with_log_fd */
 	int pfd;                   /* its number there (the writer's), -1 before the log exists */
 	int keeper;                /* that thread is a clone(CLONE_FILES) child's keeper (writer.c) */
+	/* Why the log was not made, for the loss line (sf_rt_lost): the
+	 * call that failed to make it here, and record's keeper's answer
+	 * when it was asked (keeper_asked). Set under the lock, by the
+	 * thread that makes the log or by the writer for it (sf_writer_call
+	 * returns once it is done). */
+	struct sf_fail own_fail, keeper_fail;
+	int keeper_asked;
 } L = {.g.fd = -1, .pfd = -1};
 static uint64_t more_features; /* sf_log_add_features */
 
@@ -242,25 +249,36 @@ static int open_log(void)
 			sf_own_mode(fd); /* the program's umask is not the log's */
 			return fd;
 		}
-		if (errno != EEXIST)
+		if (errno != EEXIST) {
+			int e = errno;
+			sf_fail_set(&L.own_fail, "openat", e); /* (glibc's open is openat) */
+			errno = e;
 			return -1;
+		}
 		struct stat st;
 		if (attempt == 0 && lstat(L.path, &st) == 0 && S_ISDIR(st.st_mode)) {
 			/* A directory was named: refuse rather than write a
 			 * sibling of it (e.g. /tmp.<pid> for /tmp). */
+			sf_fail_set(&L.own_fail, NULL, EISDIR); /* the runtime's refusal, no call's */
 			errno = EISDIR;
 			return -1;
 		}
 	}
+	sf_fail_set(&L.own_fail, "openat", EEXIST);
 	errno = EEXIST;
 	return -1;
 }
+
+/* The call reserve failed in last (NULL: RLIMIT_FSIZE, no call), for
+ * the loss line of a log whose header could not be written. */
+static const char *reserve_failed;
 
 /* Reserves file space so that stores through a shared mapping can never
  * hit SIGBUS on a full disk. */
 static int reserve(int fd, uint64_t off, uint64_t len)
 {
 	if (off + len > L.fsize_limit) {
+		reserve_failed = NULL;
 		errno = EFBIG;
 		return -1;
 	}
@@ -270,6 +288,7 @@ static int reserve(int fd, uint64_t off, uint64_t len)
 	while (r < 0 && errno == EINTR);
 	if (r == 0)
 		return 0;
+	reserve_failed = "fallocate";
 	if (errno != EOPNOTSUPP)
 		return -1;
 	/* Filesystems without fallocate: write the zeros. */
@@ -277,6 +296,9 @@ static int reserve(int fd, uint64_t off, uint64_t len)
 	for (uint64_t done = 0; done < len;) {
 		size_t n = len - done < sizeof(zeros) ? (size_t)(len - done) : sizeof(zeros);
 		ssize_t w = pwrite(fd, zeros, n, (off_t)(off + done));
+		reserve_failed = "pwrite64";
+		if (w == 0)
+			errno = ENOSPC; /* (nothing written, no errno: the disk took nothing) */
 		if (w <= 0)
 			return -1;
 		done += (uint64_t)w;
@@ -358,7 +380,7 @@ static int open_same_log(void)
 	 * is its creator's, 0600): record's keeper opens it for its pid
 	 * (notes.c, sf_recfile). */
 	for (int tries = 0; tries < 8; tries++) {
-		int fd = sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0);
+		int fd = sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0, NULL);
 		if (fd < 0)
 			break;
 		if (!is_log(fd)) /* another file by that name, or the program's at this number by now: left alone */
@@ -689,8 +711,9 @@ static int by_keeper_helps(int err)
 static int open_log_by_keeper(const char *path, int again)
 {
 	(void)path;
-	int fd = again ? sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0)
-		       : sf_recfile(SF_KF_LOG, !parent_had_log, NULL, -1, L.path, sizeof(L.path));
+	L.keeper_asked = 1;
+	int fd = again ? sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0, &L.keeper_fail)
+		       : sf_recfile(SF_KF_LOG, !parent_had_log, NULL, -1, L.path, sizeof(L.path), &L.keeper_fail);
 	if (fd < 0) {
 		errno = -fd;
 		return -1;
@@ -765,18 +788,23 @@ static int create_shared(void)
 struct header_map {
 	const char *failed;
 	struct sf_header *h;
+	struct sf_fail f; /* the call that failed, for the loss line */
 };
 
 static long map_header(int fd, void *arg)
 {
 	struct header_map *hm = arg;
 	hm->failed = "cannot write log ";
-	if (reserve(fd, 0, SF_HEADER_SIZE) < 0)
+	if (reserve(fd, 0, SF_HEADER_SIZE) < 0) {
+		sf_fail_set(&hm->f, reserve_failed, errno);
 		return -errno;
+	}
 	hm->failed = "cannot map log ";
 	void *m = mmap(NULL, SF_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		sf_fail_set(&hm->f, "mmap", errno);
 		return -errno;
+	}
 	hm->h = m;
 	return 0;
 }
@@ -845,6 +873,7 @@ static long publish_private(struct header_map *hm, long r)
 		return r;
 	if (!hm->h) {
 		hm->failed = "cannot map log ";
+		sf_fail_set(&hm->f, NULL, EBADF);
 		return -EBADF;
 	}
 	L.lost = 0;
@@ -874,14 +903,19 @@ static long adopt_all_private(void *arg)
 	if (!sf_writer_private())
 		return SF_WRITER_REFUSED;
 	long pidfd = sf_syscall3(SYS_pidfd_open, sf_syscall3(SYS_getpid, 0, 0, 0), 0, 0);
-	if (pidfd < 0)
+	if (pidfd < 0) {
+		sf_fail_set(&a->hm->f, "pidfd_open", pidfd);
 		return pidfd;
+	}
 	long fd = sf_syscall3(SYS_pidfd_getfd, pidfd, a->fd, 0); /* close-on-exec */
 	sf_syscall3(SYS_close, pidfd, 0, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		sf_fail_set(&a->hm->f, "pidfd_getfd", fd);
 		return fd;
+	}
 	if (!is_log((int)fd)) {
 		sf_syscall3(SYS_close, fd, 0, 0);
+		sf_fail_set(&a->hm->f, NULL, EBADF);
 		return -EBADF;
 	}
 	L.pfd = (int)fd;
@@ -905,6 +939,65 @@ static long create_as_caller(struct header_map *hm)
 	return made == SF_WRITER_REFUSED ? -EBADF : made;
 }
 
+static void put_cstr(char *buf, size_t cap, size_t *pos, const char *s)
+{
+	put_str(buf, cap, pos, s, str_len(s));
+}
+
+/* The log could not be made (err: -errno): the loss line, with the call
+ * that failed (sf_rt_lost). step: a later step's (adopting the log made
+ * in the program's table). Where this process's own open failed and
+ * record's keeper was asked, both are said: the open in the text (why
+ * the keeper was asked), the keeper's answer, or the request that did not
+ * reach it, as the call. */
+static void say_not_made(int err, const struct sf_fail *step)
+{
+	/* The name tried last (sf.PID.log when sf.log was taken). */
+	const char *path = L.path[0] ? L.path : sf_config.output;
+	struct sf_fail f = step->err ? *step : L.own_fail;
+	if (!L.keeper_asked || step->err) {
+		if (!f.err)
+			sf_fail_set(&f, NULL, err);
+		sf_rt_lost("cannot create log ", path, NULL, &f);
+		return;
+	}
+	char text[640];
+	size_t n = 0;
+	if (L.own_fail.err) {
+		put_cstr(text, sizeof(text), &n, " (");
+		if (L.own_fail.call[0]) {
+			put_cstr(text, sizeof(text), &n, L.own_fail.call);
+			put_cstr(text, sizeof(text), &n, ": ");
+		}
+		put_cstr(text, sizeof(text), &n, strerror(L.own_fail.err));
+		put_cstr(text, sizeof(text), &n, ")");
+	}
+	put_cstr(text, sizeof(text), &n, ", and ");
+	/* Out of record's keeper's reach (a fork from outside its network
+	 * namespace whose channel was refused, a name another process
+	 * holds): said with the call that failed, its parent's if it was
+	 * there; never a path not tried. */
+	struct sf_fail hf;
+	int kerr = L.keeper_fail.err;
+	const char *why = kerr == ECONNREFUSED || kerr == ENOENT || kerr == EPERM ? sf_keeper_unreachable(&hf) : NULL;
+	f = L.keeper_fail;
+	if (why) {
+		put_cstr(text, sizeof(text), &n, "record's keeper is out of its reach: ");
+		put_cstr(text, sizeof(text), &n, why);
+		if (hf.err)
+			f = hf;
+	} else if (f.keeper) {
+		put_cstr(text, sizeof(text), &n, "record's keeper could not make it either");
+	} else if (!strcmp(f.call, "connect")) { /* (a clone(CLONE_NEWNET) child's: not asked, not known) */
+		put_cstr(text, sizeof(text), &n, "record's keeper could not be reached");
+	} else {
+		put_cstr(text, sizeof(text), &n, "asking record's keeper to make it failed");
+	}
+	if (!f.err)
+		sf_fail_set(&f, NULL, err);
+	sf_rt_lost("cannot create log ", path, text, &f);
+}
+
 /* Creates the log if it does not exist yet. Called with the lock held. */
 static int log_create_locked(void)
 {
@@ -921,7 +1014,10 @@ static int log_create_locked(void)
 		sf_keeper_make_early(); /* before step 2: not in the program's table either (writer.c) */
 	struct rlimit rl;
 	L.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : UINT64_MAX;
-	struct header_map hm = {"cannot write log ", NULL};
+	struct header_map hm = {"cannot write log ", NULL, {{0}, 0, 0}};
+	sf_fail_set(&L.own_fail, NULL, 0);
+	sf_fail_set(&L.keeper_fail, NULL, 0);
+	L.keeper_asked = 0;
 	long made = __atomic_load_n(&L.priv, __ATOMIC_ACQUIRE) ? sf_writer_call(create_all_private, &hm) : SF_WRITER_REFUSED;
 	if ((made == -EACCES || made == -EPERM) && L.pfd < 0)
 		made = create_as_caller(&hm);
@@ -929,34 +1025,16 @@ static int log_create_locked(void)
 		return 0; /* made and published by the writer */
 	if (made < 0 && made != SF_WRITER_REFUSED && L.pfd >= 0) { /* made, but its header not mapped */
 		L.failed = 1;
-		sf_rt_loss(hm.failed, L.path, strerror((int)-made));
+		if (!hm.f.err)
+			sf_fail_set(&hm.f, NULL, made);
+		sf_rt_lost(hm.failed, L.path, NULL, &hm.f);
 		sf_writer_call(close_private, NULL);
 		return -1;
 	}
 	int r = made == SF_WRITER_REFUSED ? create_shared() : (int)made;
 	if (r < 0) {
 		L.failed = 1;
-		/* Out of record's keeper's reach (a fork from outside its
-		 * network namespace whose channel was refused): the program,
-		 * and the call refused, named; never a path not tried. */
-		int herr;
-		const char *why = r == -ECONNREFUSED || r == -ENOENT ? sf_keeper_unreachable(&herr) : NULL;
-		if (why) {
-			const char *prog = program_invocation_short_name; /* glibc's, set at start */
-			char line[320];
-			size_t n = 0;
-			const char *parts[] = {prog && prog[0] ? prog : "this process", ": ", why, herr ? " (" : "",
-					       herr ? strerror(herr) : "", herr ? ")" : "",
-					       "; nothing it runs is recorded"};
-			for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-				for (const char *q = parts[i]; *q && n < sizeof(line) - 1; q++)
-					line[n++] = *q;
-			line[n] = 0;
-			sf_rt_loss("cannot create log of ", line, NULL);
-			return -1;
-		}
-		/* The name tried last (sf.PID.log when sf.log was taken). */
-		sf_rt_loss("cannot create log ", L.path[0] ? L.path : sf_config.output, strerror(-r));
+		say_not_made(r, &hm.f);
 		return -1;
 	}
 	L.lost = 0;
@@ -977,7 +1055,9 @@ static int log_create_locked(void)
 		r = (int)with_log_fd(map_header, &hm);
 	if (r < 0) {
 		L.failed = 1;
-		sf_rt_loss(hm.failed, L.path, strerror(-r));
+		if (!hm.f.err)
+			sf_fail_set(&hm.f, NULL, r);
+		sf_rt_lost(hm.failed, L.path, NULL, &hm.f);
 		log_fd_drop();
 		return -1;
 	}
@@ -2244,7 +2324,7 @@ int sf_log_keeper_reopens(void)
 {
 	if (!L.hdr || !L.path[0])
 		return 0;
-	int fd = sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0);
+	int fd = sf_recfile(SF_KF_LOG_AGAIN, 0, L.path, -1, NULL, 0, NULL);
 	if (fd < 0)
 		return 0;
 	int ok = is_log(fd);

@@ -2,10 +2,12 @@
  * stderr was closed at start) and notes for `sftrace record`
  * (SFTRACE_NOTES_DIR, set by record only): so
  * that a run that wrote no log can say why. Each process appends to
- * NOTES/<pid>: every message the runtime prints ("message ..."), and at
- * exit, when it created no log, one line per instrumented object it saw
- * ("object SLEDS PATCHED BUILD-ID PATH"). Nothing is written on the hot
- * path or by processes that wrote a log. */
+ * NOTES/<pid>: every message the runtime prints ("sftrace: ..."), its
+ * loss if it got no log ("loss CALL ERRNO PROG\tTEXT": the call that
+ * failed, as a field), and at exit, when it created no log, one line per
+ * instrumented object it saw ("object SLEDS PATCHED BUILD-ID PATH");
+ * docs/FORMAT.md, "Runtime notes", lists them all. Nothing is written on
+ * the hot path or by processes that wrote a log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -303,17 +305,34 @@ void sf_notes_init(void)
  * descriptor back. System calls only (async-signal-safe, no allocation,
  * no stack to speak of: a thread's first event may come on two pages);
  * the socket lives for the one request. */
-/* A socket connected to record's keeper (-errno): timeouts set, never 0-2. */
-static long keeper_connect(void)
+void sf_fail_set(struct sf_fail *f, const char *call, long r)
+{
+	if (!f)
+		return;
+	size_t n = 0;
+	for (; call && call[n] && n < sizeof(f->call) - 1; n++)
+		f->call[n] = call[n];
+	f->call[n] = 0;
+	f->err = (int)(r < 0 ? -r : r);
+	f->keeper = 0;
+}
+
+/* A socket connected to record's keeper (-errno, *f the call that
+ * failed): timeouts set, never 0-2. */
+static long keeper_connect(struct sf_fail *f)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	size_t alen = sf_kf_name(a.sun_path + 1, notes_dev, notes_ino, keeper_salt);
 	long s = sf_syscall3(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0)
+	if (s < 0) {
+		sf_fail_set(f, "socket", s);
 		return s;
+	}
 	s = sf_fd_brief((int)s); /* never 0-2: those are the program's to get */
-	if (s < 0)
+	if (s < 0) {
+		sf_fail_set(f, "fcntl", -EMFILE); /* (F_DUPFD_CLOEXEC: no number above 2) */
 		return -EMFILE;
+	}
 	/* A keeper that does not answer (its backlog full, stopped) costs
 	 * this file, never a hang: connect and send wait at most this long,
 	 * and so does the answer. */
@@ -322,6 +341,7 @@ static long keeper_connect(void)
 	sf_syscall6(SYS_setsockopt, s, SOL_SOCKET, SO_RCVTIMEO, (long)&tv, sizeof(tv), 0);
 	long r = sf_syscall3(SYS_connect, s, (long)&a, (long)(offsetof(struct sockaddr_un, sun_path) + 1 + alen));
 	if (r < 0) {
+		sf_fail_set(f, "connect", r);
 		sf_syscall3(SYS_close, s, 0, 0);
 		return r;
 	}
@@ -349,16 +369,16 @@ static long keeper_connect(void)
  * (record_files.c). */
 static int chan = -1; /* this process's channel, in its server's table */
 /* The last failed hand-over of a channel for a fork (sf_keeper_conn_for_fork):
- * what failed and its errno, inherited by the child that got none. */
+ * what failed and the call that did, inherited by the child that got none. */
 static const char *handover_fail;
-static int handover_err;
+static struct sf_fail handover_f;
 static uint64_t chan_dev, chan_ino;
 static uint32_t chan_lock;
 
-static long chan_req(void *unused)
+/* On the server: a channel from record's keeper (-errno, *f the call that failed). */
+static long chan_req(void *f)
 {
-	(void)unused;
-	long fd = sf_recfile(SF_KF_CHAN, 0, NULL, -1, NULL, 0);
+	long fd = sf_recfile(SF_KF_CHAN, 0, NULL, -1, NULL, 0, f);
 	if (fd >= 0) { /* as a connection's (keeper_connect): a keeper that does not answer costs a file, never a hang */
 		struct timeval tv = {5, 0};
 		sf_syscall6(SYS_setsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, (long)&tv, sizeof(tv), 0);
@@ -534,31 +554,43 @@ int sf_keeper_conn_for_fork(void)
 	    !sf_writer_private() || sf_writer_on_thread())
 		return -1;
 	handover_fail = NULL;
-	handover_err = 0;
-	long wfd = sf_writer_call(chan_req, NULL);
+	struct sf_fail cf;
+	sf_fail_set(&cf, NULL, 0);
+	long wfd = sf_writer_call(chan_req, &cf);
 	if (wfd < 0 || wfd == SF_WRITER_REFUSED) {
-		handover_fail = "its parent could not get a channel to record's keeper for it";
-		handover_err = wfd < 0 && wfd != SF_WRITER_REFUSED ? (int)-wfd : 0;
+		/* whose call failed: the keeper's (its answer names it), or the
+		 * server's request to it (cf, set on the server's thread, read
+		 * after the call returned) */
+		handover_fail = cf.keeper ? "the keeper could not make a channel to it for its parent"
+					  : "its parent could not ask the keeper for a channel to it";
+		handover_f = cf;
+		if (wfd == SF_WRITER_REFUSED)
+			sf_fail_set(&handover_f, NULL, 0); /* the server took no request: nothing was called */
+		else if (!handover_f.err)
+			handover_f.err = (int)-wfd;
 		return -1;
 	}
 	/* a seccomp filter the runtime saw installed (sandbox.c) is asked
 	 * first: a route it refuses is not taken (its verdict may be a kill) */
-	int pidfd_ok = sf_seccomp_allows(SYS_pidfd_open, 1, O_EXCL, 0, 0, 0, 0) &&
-		       sf_seccomp_allows_fd_call(SYS_pidfd_getfd, 1, 0);
+	int open_ok = sf_seccomp_allows(SYS_pidfd_open, 1, O_EXCL, 0, 0, 0, 0);
+	int pidfd_ok = open_ok && sf_seccomp_allows_fd_call(SYS_pidfd_getfd, 1, 0);
 	long fd = -1, pidfd = pidfd_ok ? sf_syscall3(SYS_pidfd_open, keeper ? sf_keeper_tid() : sf_writer_tid(),
 						     O_EXCL /* PIDFD_THREAD */, 0)
 				       : -EPERM;
 	if (pidfd >= 0) {
 		fd = sf_syscall3(SYS_pidfd_getfd, pidfd, wfd, 0); /* close-on-exec */
 		sf_syscall3(SYS_close, pidfd, 0, 0);
+		long gerr = fd;
 		if (fd < 0 && (fd = hand_over(wfd)) < 0) {
-			handover_fail = "pidfd_getfd, which hands the channel to record's keeper down, was refused, and so "
-					"was the way round it (a unix socket in the run's private directory)";
-			handover_err = (int)-fd;
+			/* the call named is the route's own; the way round's is in the text */
+			handover_fail = "its parent could not hand it the keeper's channel (nor through a unix socket)";
+			sf_fail_set(&handover_f, "pidfd_getfd", gerr);
 		}
 	} else if ((fd = hand_over(wfd)) < 0) {
-		handover_fail = "pidfd_open, which hands the channel to record's keeper down, was refused";
-		handover_err = (int)-pidfd;
+		handover_fail = "its parent could not hand it the keeper's channel (nor through a unix socket)";
+		/* (pidfd_ok 0: the seccomp filter the runtime saw refuses one
+		 * of the two, sandbox.c, and neither was made) */
+		sf_fail_set(&handover_f, pidfd_ok || !open_ok ? "pidfd_open" : "pidfd_getfd", pidfd);
 	}
 	sf_writer_call(close_req, (void *)wfd);
 	return fd < 0 ? -1 : sf_fd_brief((int)fd);
@@ -566,18 +598,18 @@ int sf_keeper_conn_for_fork(void)
 
 /* Why a process forked outside record's network namespace cannot reach
  * record's keeper (its parent's hand-over failed: the reason inherited at
- * the fork), or NULL; *err the refused call's errno (0: none). */
-const char *sf_keeper_unreachable(int *err)
+ * the fork), or NULL; *f the call that failed (err 0: none known). */
+const char *sf_keeper_unreachable(struct sf_fail *f)
 {
-	if (keeper_refused[0]) {
-		*err = 0;
+	sf_fail_set(f, NULL, 0);
+	if (keeper_refused[0])
 		return keeper_refused;
-	}
-	*err = handover_err;
-	if (handover_fail)
+	if (handover_fail) {
+		*f = handover_f;
 		return handover_fail;
+	}
 	if (sf_netns_moved && !(chan >= 0))
-		return "it runs outside record's network namespace, where record's keeper cannot be reached";
+		return "it runs outside record's network namespace, where the keeper cannot be reached";
 	return NULL;
 }
 
@@ -593,7 +625,7 @@ static void chan_forked(void)
 void sf_keeper_conn_handed(int fd)
 {
 	handover_fail = NULL;
-	handover_err = 0;
+	sf_fail_set(&handover_f, NULL, 0);
 	struct stat st;
 	if (fd < 0 || sf_syscall3(SYS_fstat, fd, (long)&st, 0) < 0)
 		return;
@@ -621,12 +653,16 @@ int sf_recfile_keeper(void)
 	return notes_dir_len && notes_ino;
 }
 
-int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap)
+int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap, struct sf_fail *f)
 {
-	if (!notes_dir_len || !notes_ino)
+	sf_fail_set(f, NULL, 0);
+	if (!notes_dir_len || !notes_ino) {
+		sf_fail_set(f, NULL, -ENOENT); /* no record: no keeper, no call */
 		return -ENOENT;
+	}
 	if (keeper_none) {
 		refused_say("record holds no name for its keeper, so nobody was asked", -1, "");
+		sf_fail_set(f, NULL, -ECONNREFUSED);
 		return -ECONNREFUSED;
 	}
 	long s = -1, r = 0;
@@ -644,7 +680,7 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 		s = own;
 	}
 	if (s < 0) {
-		s = keeper_connect();
+		s = keeper_connect(f);
 		if (s < 0)
 			return (int)s;
 	}
@@ -655,13 +691,21 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 	 * listener's): whoever else listens on the name is told nothing and
 	 * waited for never (nothing sent, nothing read). A keeper outside
 	 * this process's pid namespace shows as pid 0: its uid only. */
-	if (r == 0 && (sf_syscall6(SYS_getsockopt, s, SOL_SOCKET, SO_PEERCRED, (long)&cr, (long)&cl, 0) < 0 ||
-		       cr.uid != notes_uid))
+	long gr = r ? 0 : sf_syscall6(SYS_getsockopt, s, SOL_SOCKET, SO_PEERCRED, (long)&cr, (long)&cl, 0);
+	if (gr < 0) {
+		sf_fail_set(f, "getsockopt", gr);
 		r = -EPERM;
+	}
+	if (r == 0 && cr.uid != notes_uid) {
+		refused_say("another user's process holds record's keeper's name, and was not asked", -1, "");
+		r = -EPERM;
+		sf_fail_set(f, NULL, r); /* a check, no call */
+	}
 	if (r == 0 && own < 0 && keeper_pid && cr.pid && cr.pid != keeper_pid) {
 		refused_say("record's keeper's name is held by another process (pid ", (long)cr.pid,
 			    "), which was not asked");
 		r = -ECONNREFUSED;
+		sf_fail_set(f, NULL, r);
 	}
 	struct sf_kf_req hdr = {.magic = SF_KF_MAGIC, .op = (uint32_t)op, .first = (uint32_t)first};
 	union {
@@ -698,9 +742,11 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 		do
 			r = sf_syscall3(SYS_sendmsg, s, (long)&m, MSG_NOSIGNAL);
 		while (r == -EINTR);
+		if (r < 0)
+			sf_fail_set(f, "sendmsg", r);
 		r = r < 0 ? r : 0;
 	}
-	int32_t rep[2] = {0, 0};
+	int32_t rep[2] = {0, 0}; /* err, and the keeper's call that failed (SF_KF_CALL_*) */
 	char none[1];
 	struct iovec ov[2] = {{rep, sizeof(rep)}, {path ? path : none, path ? cap : sizeof(none)}};
 	struct msghdr in = {.msg_iov = ov, .msg_iovlen = 2, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
@@ -709,8 +755,12 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 		do
 			r = sf_syscall3(SYS_recvmsg, s, (long)&in, MSG_CMSG_CLOEXEC);
 		while (r == -EINTR);
-		if (r >= 0 && r < (long)sizeof(rep))
+		if (r < 0)
+			sf_fail_set(f, "recvmsg", r);
+		if (r >= 0 && r < (long)sizeof(rep)) {
 			r = -ECONNREFUSED; /* closed unanswered: refused */
+			sf_fail_set(f, NULL, r);
+		}
 		for (struct cmsghdr *h = r > 0 ? CMSG_FIRSTHDR(&in) : NULL; h; h = CMSG_NXTHDR(&in, h))
 			if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len >= CMSG_LEN(sizeof(int)))
 				memcpy(&fd, CMSG_DATA(h), sizeof(int));
@@ -731,6 +781,9 @@ int sf_recfile(int op, int first, const char *name, int send_fd, char *path, siz
 	if (rep[0]) {
 		if (fd >= 0)
 			sf_syscall3(SYS_close, fd, 0, 0);
+		sf_fail_set(f, sf_kf_call_name((uint32_t)rep[1]), rep[0]); /* (NULL: a check, or an older keeper) */
+		if (f)
+			f->keeper = 1;
 		return -rep[0];
 	}
 	return fd >= 0 ? fd : 0;
@@ -759,7 +812,7 @@ static int note_open(void)
 		sf_close(dfd);
 	sf_own_mode(fd); /* (made here, or record's: its own 0600 already) */
 	if (fd < 0) /* a process that may not create it there: record's keeper can */
-		fd = sf_recfile(SF_KF_NOTE, 0, NULL, -1, NULL, 0);
+		fd = sf_recfile(SF_KF_NOTE, 0, NULL, -1, NULL, 0, NULL);
 	return fd < 0 ? -1 : sf_fd_brief(fd);
 }
 
@@ -978,8 +1031,9 @@ static size_t put_esc(char *buf, size_t cap, size_t n, const char *s)
 	return n;
 }
 
-/* to_stderr 2: only if it could not be noted; 3: the same, and the note
- * is a report, which record prints whether or not a log was written. */
+/* to_stderr 3: only if it could not be noted, and the note is a report,
+ * which record prints whether or not a log was written (a loss is
+ * sf_rt_lost's). */
 static void rt_message(const char *a, const char *b, const char *c, int to_stderr)
 {
 	char buf[1024];
@@ -996,9 +1050,7 @@ static void rt_message(const char *a, const char *b, const char *c, int to_stder
 	buf[n++] = '\n';
 	int noted = note_write(buf, n); /* record repeats it if no log was written */
 	size_t skip = to_stderr == 3 ? 7 : 0; /* "report " */
-	if (to_stderr == 2 && !noted) /* (a report's line is not a loss: not relayed) */
-		noted = relay_put(buf, n); /* a writer of the family notes it */
-	if ((to_stderr == 1 || (to_stderr >= 2 && !noted)) && !sf_writer_defer_message(buf + skip, n - skip))
+	if ((to_stderr == 1 || (to_stderr == 3 && !noted)) && !sf_writer_defer_message(buf + skip, n - skip))
 		sf_messages_print(buf + skip, n - skip); /* (the writer's table has no stderr) */
 }
 
@@ -1011,13 +1063,59 @@ void sf_rt_message(const char *a, const char *b, const char *c)
 /* A process that gets no log: under record the program's stderr stays
  * its own (issue 24: a worker that dropped to nobody found "sftrace:
  * cannot create log" in its own stderr file). The note reaches record
- * from any uid or root (note_open: record's keeper makes the file), and
- * record says "pid N wrote no log: ..." (record_why.c). Only where it
- * could not be noted (no free descriptor at all: EMFILE; without record)
- * is stderr the one place left: a loss is never silent. */
-void sf_rt_loss(const char *a, const char *b, const char *c)
+ * from any uid or root (note_open: record's keeper makes the file), or
+ * a writer of the fork family relays it (relay_put), and record says
+ * "pid N (PROG) wrote no log: ..." (record_why.c). Only where it could
+ * not be noted (no free descriptor at all: EMFILE; without record) is
+ * stderr the one place left: a loss is never silent.
+ *
+ * The note is "loss CALL ERRNO PROG\tTEXT" (docs/FORMAT.md): the failed
+ * call and its errno as fields, taken from where the call failed (struct
+ * sf_fail), so that record names them as they were, not as a message's
+ * words would suggest; PROG the program's short name (glibc's, set at
+ * start), escaped as TEXT is. */
+void sf_rt_lost(const char *a, const char *b, const char *c, const struct sf_fail *f)
 {
-	rt_message(a, b, c, 2);
+	char text[1024];
+	size_t t = 0;
+	const char *parts[] = {a, b, c};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		t = put_esc(text, sizeof(text) - 1, t, parts[i]);
+	text[t] = 0;
+	const char *call = f && f->call[0] ? f->call : "-";
+	int err = f ? f->err : 0;
+	const char *prog = program_invocation_short_name;
+	char line[sizeof(text) + 320];
+	size_t n = 0;
+	put(line, sizeof(line), &n, "loss ");
+	put(line, sizeof(line), &n, call);
+	put(line, sizeof(line), &n, " ");
+	put_u(line, sizeof(line), &n, (uint64_t)(err < 0 ? 0 : err));
+	put(line, sizeof(line), &n, " ");
+	size_t p0 = n;
+	n = put_esc(line, 256 + n, n, prog ? prog : "");
+	if (n == p0)
+		put(line, sizeof(line), &n, "-");
+	put(line, sizeof(line), &n, "\t");
+	put(line, sizeof(line), &n, text);
+	line[n++] = '\n';
+	if (note_write(line, n) || relay_put(line, n)) /* a writer of the family notes it */
+		return;
+	/* the one place left: "sftrace: TEXT: CALL: STRERROR" */
+	n = 0;
+	put(line, sizeof(line), &n, "sftrace: ");
+	put(line, sizeof(line), &n, text);
+	if (f && f->call[0]) {
+		put(line, sizeof(line), &n, ": ");
+		put(line, sizeof(line), &n, f->call);
+	}
+	if (err > 0) {
+		put(line, sizeof(line), &n, ": ");
+		put(line, sizeof(line), &n, strerror(err));
+	}
+	line[n++] = '\n';
+	if (!sf_writer_defer_message(line, n))
+		sf_messages_print(line, n); /* (the writer's table has no stderr) */
 }
 
 /* Something record says after the run, log or not ("sftrace: pid N:

@@ -469,10 +469,23 @@ void sf_messages_init(void) SF_HIDDEN; /* at start: is stderr open? */
 /* One line on stderr, "sftrace: ABC" (": " before c when given), also kept
  * in the notes. Async-signal-safe (write(2)). */
 void sf_rt_message(const char *a, const char *b, const char *c) SF_HIDDEN;
-/* A loss (a process that gets no log): like sf_rt_message, but under
- * record (a notes directory) only in the notes, never on the program's
- * stderr: record names the pid and the cause (record_why.c). */
-void sf_rt_loss(const char *a, const char *b, const char *c) SF_HIDDEN;
+/* The system call that failed, carried from where it failed (this
+ * process, or record's keeper, whose answer names it: keeper_files.h) to
+ * the loss line record prints (issue 24: the cause named, not guessed). */
+struct sf_fail {
+	char call[24]; /* "": no call failed (a check refused, or nothing was tried) */
+	int err;       /* its errno; 0: nothing failed */
+	int keeper;    /* 1: the call was record's keeper's */
+};
+/* f = {call, -r or r}: r is -errno or an errno (either sign). */
+void sf_fail_set(struct sf_fail *f, const char *call, long r) SF_HIDDEN;
+/* A loss (a process that gets no log): "ABC" (a, b, c concatenated: what
+ * could not be done) and the call that failed. Under record (a notes
+ * directory) only in the notes, never on the program's stderr, as
+ * "loss CALL ERRNO PROG\tABC" (docs/FORMAT.md, "Runtime notes"): record
+ * names the pid, the program and the call (record_why.c). Without one,
+ * "sftrace: ABC: CALL: STRERROR" on stderr. */
+void sf_rt_lost(const char *a, const char *b, const char *c, const struct sf_fail *f) SF_HIDDEN;
 /* A report (calls not recorded): in the notes, which record prints after
  * the run ("sftrace: pid N: ..."); on stderr only without record. */
 void sf_rt_report(const char *a, const char *b, const char *c) SF_HIDDEN;
@@ -480,8 +493,9 @@ void sf_rt_report(const char *a, const char *b, const char *c) SF_HIDDEN;
  * SF_KF_*): its descriptor (close-on-exec, wherever the kernel put it), 0
  * for a request that returns none, or -errno. path (cap bytes, may be
  * NULL) gets the path the keeper gave it; name goes with the request,
- * send_fd (-1 for none) along. */
-int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap) SF_HIDDEN;
+ * send_fd (-1 for none) along. f (may be NULL) gets the call that
+ * failed, this process's or record's keeper's (f->keeper). */
+int sf_recfile(int op, int first, const char *name, int send_fd, char *path, size_t cap, struct sf_fail *f) SF_HIDDEN;
 /* 1 if the process runs under record, whose keeper sf_recfile asks. */
 int sf_recfile_keeper(void) SF_HIDDEN;
 /* Before the effective uid changes to `to` (hooks.c): the note file is
@@ -492,7 +506,9 @@ void sf_notes_hand_over(uid_t to) SF_HIDDEN;
  * the forking thread's table for the fork (-1: none needed or possible);
  * in the child, taken for its first request, and closed if unused. */
 int sf_keeper_conn_for_fork(void) SF_HIDDEN;
-const char *sf_keeper_unreachable(int *err) SF_HIDDEN;
+/* Why record's keeper is out of this process's reach (NULL: it is not
+ * known to be), *f the call that failed (its parent's, at the fork). */
+const char *sf_keeper_unreachable(struct sf_fail *f) SF_HIDDEN;
 void sf_keeper_conn_handed(int fd) SF_HIDDEN;
 void sf_keeper_conn_drop(void) SF_HIDDEN;
 extern __thread int sf_netns_moved SF_HIDDEN;

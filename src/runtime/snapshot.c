@@ -433,7 +433,7 @@ static int snap_by_keeper;
 static int open_by_keeper(const char *path, int again)
 {
 	(void)path;
-	int fd = again ? -EAGAIN : sf_recfile(SF_KF_SNAP, 0, NULL, -1, NULL, 0);
+	int fd = again ? -EAGAIN : sf_recfile(SF_KF_SNAP, 0, NULL, -1, NULL, 0, NULL);
 	if (fd < 0) {
 		errno = -fd;
 		return -1;
@@ -471,7 +471,7 @@ static int snapshot_publish(const char *path, char *tmp)
 	if (snap_by_keeper) {
 		uint32_t t;
 		int fd = sf_fd_use(&snap, &t);
-		r = sf_recfile(SF_KF_LINK, 0, base_name(path), fd, NULL, 0);
+		r = sf_recfile(SF_KF_LINK, 0, base_name(path), fd, NULL, 0, NULL);
 		sf_fd_unuse(&snap, t);
 		if (r < 0) {
 			errno = -r;

@@ -93,7 +93,7 @@ def test_rlimit_lowered_then_full_child_log_reported():
     /dev/null until EMFILE, then forks a worker. Both runs open the same
     number of files and print the same lines. With --writer sync the
     worker cannot have a log (no free number below the limit) and record's
-    output says so ("cannot create log ...: Too many open files") instead
+    output says so ("cannot create log ...: openat: Too many open files") instead
     of losing it silently; with a thread (auto, on more than one CPU) the
     worker's keeper holds its log in a table of its own, which has room:
     its call is in it."""
@@ -102,7 +102,7 @@ def test_rlimit_lowered_then_full_child_log_reported():
     d = tmpdir()
     t = run([SFTRACE, "record", "--writer", "sync", "-o", os.path.join(d, "sf.log"), "--", exe])
     eq(t.stdout, u.stdout, "output")
-    check(re.search(r"cannot create log \S+: Too many open files", t.stderr), t.stderr)
+    check(re.search(r"cannot create log \S+: openat: Too many open files", t.stderr), t.stderr)
     eq(count_calls(dump_events(os.path.join(d, "sf.log")))["work"], 1, "the parent's own call")
     if os.cpu_count() < 2:
         return

@@ -331,9 +331,11 @@ def test_fork_after_dropping_root_log_directory_gone():
     be made, by it or by record's keeper (No such file or directory). The
     program's stderr file stays empty as untraced (the runtime said it
     there once); the child, as nobody, notes why through the keeper, and
-    record names it: one line 'pid N wrote no log: cannot create log
-    DIR/sf.N.log: No such file or directory'; its status is the command's,
-    as for every loss it reports."""
+    record names it: one line 'pid N (skep24n_creds) wrote no log: cannot
+    create log DIR/sf.N.log (openat: Permission denied), and record's
+    keeper could not make it either: openat: No such file or directory'
+    (the child's own open and the keeper's, each with its call); its
+    status is the command's, as for every loss it reports."""
     import re
     exe = build_c("skep24n_creds", ["skep24n_creds.c"], libs=["-lpthread"])
     root = tmpdir()
@@ -352,8 +354,9 @@ def test_fork_after_dropping_root_log_directory_gone():
             eq((t.stdout, f.read()), ("dropfork child status 1792\n", ""), f"traced {traced_run}: stdout, stderr file")
     lost = [line for line in t.stderr.splitlines() if "wrote no log" in line]
     eq(len(lost), 1, f"record's loss lines: {t.stderr!r}")
-    check(re.fullmatch(r"sftrace: pid (\d+) wrote no log: cannot create log " + re.escape(d) +
-                       r"/sf\.\1\.log: No such file or directory", lost[0]), lost[0])
+    check(re.fullmatch(r"sftrace: pid (\d+) \(skep24n_creds\) wrote no log: cannot create log " + re.escape(d) +
+                       r"/sf\.\1\.log \(openat: Permission denied\), and record's keeper could not make it "
+                       r"either: openat: No such file or directory", lost[0]), lost[0])
     eq(len(logs_in(moved)), 1, "main's log, moved with its directory")
 
 

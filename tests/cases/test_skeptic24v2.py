@@ -11,7 +11,7 @@ import glob
 import os
 import subprocess
 
-from sfkit import (FIXBUILD, SFTRACE, build_c, check, count_calls, dump_events, eq, known_break, run, run_group,
+from sfkit import (FIXBUILD, SFTRACE, build_c, check, count_calls, dump_events, eq, run, run_group,
                    tmpdir)
 
 
@@ -274,11 +274,6 @@ def test_profile_pidfd_getfd_refused_children_logged():
         eq(sorted(counts.values()), [100, 200, 300, 1010], f"{mode}: nf_work calls per log (record said {err!r})")
 
 
-@known_break(24, "profile refusing pidfd_getfd and sendmsg, children chrooted after unshare(CLONE_NEWNET): "
-                 "record says 'its parent could not get a channel to record's keeper for it (Operation not "
-                 "permitted)' -- names netfork but not the refused call; the child forked before the unshare "
-                 "gets 'cannot create log ...: Operation not permitted', naming neither; the same without a call "
-                 "named when pidfd_getfd, pidfd_open and socketpair are refused (2 of 4 logs made)")
 def test_profile_impossible_names_program_and_call():
     if os.geteuid() != 0:
         return

@@ -175,10 +175,14 @@ def test_loss_of_clone_newnet_child_reaches_record():
     # namespace and was handed no channel: the worker it forks, chrooted,
     # as nobody, can make no log and note nothing. Its line goes to its
     # family's shared page, and the top process's writer thread notes it.
+    # The line names the program and the calls that failed: its own open
+    # (in the new root) and its connect to record's keeper (issue 24).
     want, p, wpid, logs, perr = _sandbox_run("clonenet")
     eq(p.returncode, want.returncode, "exit status")
     eq(perr, "", "the program's stderr")
-    check(f"sftrace: pid {wpid} wrote no log: cannot create log " in p.stderr, f"record said {p.stderr!r}")
+    eq(p.stderr, f"sftrace: pid {wpid} (skepS_daemon) wrote no log: cannot create log {logs}/sf.{wpid}.log "
+                 "(openat: No such file or directory), and record's keeper could not be reached: connect: "
+                 "Connection refused\n", "record's line")
 
 
 def test_log_after_nofile_limit_chroot_and_nobody():

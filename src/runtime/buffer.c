@@ -1440,6 +1440,13 @@ static void batch_depth(struct sf_thread *t, uint32_t kind)
 #endif
 }
 
+/* The thread's batch number (sf_self.heap_zero's high half) of the last
+ * batch a handler began under an args claim (store_event): that batch
+ * does not end so in turn. One batch end per claim: under --ring the
+ * interrupted claim's slot is reused when the ring comes round (two
+ * slots at --ring 128K), and a kept base is never kept again. */
+static __thread uint32_t claim_ended_batch __attribute__((tls_model("initial-exec")));
+
 /* Whether a signal handler's event may end the batch while the context
  * it interrupted is inside an args claim (store_event). The claim read
  * the time (now) and checked it against t->base, then claims with one
@@ -1458,11 +1465,12 @@ static void batch_depth(struct sf_thread *t, uint32_t kind)
  *    it would read as the new one: dropped (counted) as before.
  * Not when this event's time is out of the old base's span (the thread
  * stood over a second inside the claim), nor over skips (the limit is a
- * skip, not the slot's end) or a capped log (stop_recording): dropped. */
+ * skip, not the slot's end), a capped log (stop_recording), or a second
+ * time in a row (claim_ended_batch): dropped. */
 static int claim_may_end(const struct sf_thread *t, uint64_t time)
 {
 	return t->cursor <= t->limit && in_span(time, t->base) && t->cursor > (uint64_t)t->events && !cur_skips &&
-	       !sf_log_capped();
+	       (uint32_t)(sf_self.heap_zero >> 32) != claim_ended_batch && !sf_log_capped();
 }
 
 /* Where sf_record_args's own claim started when it was cut and its slow
@@ -1533,8 +1541,10 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 		t->cursor = (uint64_t)t->events;
 		if (pool || cur_skips)
 			skips_enter(t); /* the new batch's limit: its slot's first skip */
-		if (keep_base)
+		if (keep_base) {
 			set_base(t, keep_base); /* claim_may_end */
+			claim_ended_batch = (uint32_t)(sf_self.heap_zero >> 32);
+		}
 	} else if (full) {
 		if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(used);
@@ -1787,6 +1797,21 @@ static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* sf_record_args past its fast part (at: where its cut claim started,
+ * 0 if it claimed nothing), out of its way: the store of args_own_at
+ * and the call cost its fast part a saved register and two instructions. */
+static __attribute__((noinline, cold)) void record_args_cut(const uint64_t *payload, uint32_t n, uint64_t time,
+							     uint64_t at)
+{
+	args_own_at = at;
+	/* The args trampolines save no vector register (a plain ARGS event
+	 * needs none); what follows may reach code that changes them (a
+	 * slot's hand-off, batch_scan.o, libc), so it runs with the vector
+	 * state saved: the program's floating-point arguments and return
+	 * values are live at the sled (skeptic29n's g8 and SQLite cases). */
+	sf_vec_safe_call3(record_args_slow, (uint64_t)(uintptr_t)payload, n, time);
+}
+
 void sf_record_args(const uint64_t *payload, uint32_t n)
 {
 	struct sf_thread *t = &sf_self;
@@ -1818,17 +1843,12 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 			return;
 		}
 		sf_args_cut_claim(at, at + bytes, time, zero);
-		args_own_at = at;
-	} else {
-		args_own_at = 0; /* nothing claimed */
+		sf_args_claim_leave(t);
+		record_args_cut(payload, n, time, at);
+		return;
 	}
 	sf_args_claim_leave(t);
-	/* The args trampolines save no vector register (a plain ARGS event
-	 * needs none); what follows may reach code that changes them (a
-	 * slot's hand-off, batch_scan.o, libc), so it runs with the vector
-	 * state saved: the program's floating-point arguments and return
-	 * values are live at the sled (skeptic29n's g8 and SQLite cases). */
-	sf_vec_safe_call3(record_args_slow, (uint64_t)(uintptr_t)payload, n, time);
+	record_args_cut(payload, n, time, 0); /* nothing claimed */
 }
 
 /* A claim of args.c's fast path that the margin before the batch's

@@ -1381,7 +1381,7 @@ void sf_loader_entry(void) SF_HIDDEN;
  * interrupts a claim then finds the cursor at or below the limit and may
  * end the batch safely (store_event, "A signal handler's event while ...");
  * only a claim cut by a plain event's records (past the limit) still makes
- * it drop its events. 40 records: 640 of a slot's 65536 bytes, left
+ * it drop its events. 40 records: 320 of a slot's 65536 bytes, left
  * unused at most once a batch. */
 #define SF_ARGS_MARGIN 40u
 _Static_assert(SF_ARGS_MARGIN >= SF_ARGS_MAX_RECORDS + 2, "a whole claim fits in the margin");

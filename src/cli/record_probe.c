@@ -348,25 +348,40 @@ int record_probe_filters(char *killed, size_t size)
 		return 0;
 	int n = 0;
 	fflush(NULL); /* nothing of record's buffered is written twice */
+	/* Waited for with SIGCHLD blocked and taken by sigtimedwait: no
+	 * polling, a timeout for a probe left waiting (record has no other
+	 * child yet) */
+	sigset_t chld, old;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &old);
 	for (size_t from = 0; from < NPROBES;) {
 		pid_t c = fork();
 		if (c < 0)
 			break;
-		if (c == 0)
+		if (c == 0) {
+			sigprocmask(SIG_SETMASK, &old, NULL);
 			probe_run(at, from);
-		int st = 0, waited = 0;
-		for (;;) {
-			pid_t r = waitpid(c, &st, WNOHANG);
-			if (r == c || (r < 0 && errno != EINTR))
-				break;
-			if (waited >= PROBE_WAIT_MS) {
+		}
+		int st = 0;
+		struct timespec left = {PROBE_WAIT_MS / 1000, 0};
+		while (waitpid(c, &st, WNOHANG) == 0) {
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			if (sigtimedwait(&chld, NULL, &left) < 0 && errno == EAGAIN) {
 				kill(c, SIGKILL);
 				waitpid(c, &st, 0);
 				break;
 			}
-			struct timespec ms = {0, 1000000};
-			nanosleep(&ms, NULL);
-			waited++;
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			left.tv_sec -= t1.tv_sec - t0.tv_sec;
+			left.tv_nsec -= t1.tv_nsec - t0.tv_nsec;
+			while (left.tv_nsec < 0) {
+				left.tv_nsec += 1000000000;
+				left.tv_sec--;
+			}
+			if (left.tv_sec < 0)
+				left = (struct timespec){0, 0};
 		}
 		int i = __atomic_load_n(at, __ATOMIC_SEQ_CST);
 		if (WIFEXITED(st) || i < 0)
@@ -376,6 +391,7 @@ int record_probe_filters(char *killed, size_t size)
 		add_name(killed, size, probes[i].name);
 		from = (size_t)i + 1;
 	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	munmap((void *)at, 4096);
 	return n;
 }

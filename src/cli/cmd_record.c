@@ -27,6 +27,7 @@
 #include "cli/record_files.h"
 #include "cli/record_keeper.h"
 #include "cli/record_limits.h"
+#include "cli/record_probe.h"
 #include "cli/record_why.h"
 #include "cli/solib.h"
 #include "format/run_budget.h"
@@ -997,8 +998,18 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	 * library needs anything beside it: the program's LD_LIBRARY_PATH
 	 * stays its own (it and its children once searched the runtime's
 	 * directory first). */
+	/* Under filters record did not install, a disposable probe finds
+	 * which calls of the runtime's they kill (record_probe.c): the
+	 * program then runs without the runtime, said once. */
+	char killed[512];
+	int untraced = record_probe_filters(killed, sizeof(killed)) > 0;
+	if (untraced)
+		fprintf(stderr, "sftrace: %s runs untraced, no log: record runs under a seccomp filter that kills the "
+				"runtime's %s (probed at start)\n",
+			cmd[0], killed);
 	char *preload = join_env("LD_PRELOAD", preload_libs);
-	setenv("LD_PRELOAD", preload, 1);
+	if (!untraced)
+		setenv("LD_PRELOAD", preload, 1);
 	setenv(SF_ENV(OUTPUT_FILE), abs, 1);
 	if (o->clock)
 		setenv(SF_ENV(CLOCK), o->clock, 1);
@@ -1087,7 +1098,7 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 		/* The runtime's notes would only repeat its "started paused" lines. */
 		fprintf(stderr, "sftrace: no log written: tracing was never switched on (--paused; 'sftrace resume PID' "
 				"switches it on)\n");
-	} else if (logs == 0 && !exec_failed && !lost) {
+	} else if (logs == 0 && !exec_failed && !lost && !untraced) {
 		struct record_why w = {rf->notes, rf->filter[0] ? rf->filter : NULL, rf->shown, o->filter_regex,
 				       cmd[0]};
 		record_explain_no_log(&w);

@@ -431,28 +431,72 @@ def _under_filter(spec):
     return u, t, d
 
 
-@sfkit.known_break(24, "record run by a service whose seccomp deny-list kills (systemd SystemCallFilter=~...) on "
-                       "sched_setaffinity, sched_setscheduler, unshare, close_range, fallocate or ftruncate: the "
-                       "service exits 0 untraced; traced it is killed by SIGSYS (status 159, 'sftrace: ./svc was "
-                       "killed by signal 31 (Bad system call)', no log), or for ftruncate the parent after its "
-                       "child printed; 6 of 6 filters")
 def test_k6a_service_deny_list_around_record_kills_the_program():
     """skep24z_jail NR skep24z_svc 100000, the filter installed before
     record (a container's or a service manager's, which the README says
     are "known: traced"): untraced the service never makes NR and prints
-    SVC_OUT, exit 0. Traced the runtime's own NR (its writer's affinity and
-    priority, its table's unshare, the log's fallocate and end-of-run
-    ftruncate) is refused with the filter's kill: the program is killed by
-    SIGSYS where untraced it ran. It should run as untraced (untraced, or
-    traced without the refused call), as claim 5 has it for a filter
-    inherited at exec."""
+    SVC_OUT, exit 0. Before the fix, traced, the runtime's own NR (its
+    writer's affinity and priority, its table's unshare, the log's
+    fallocate and end-of-run ftruncate) was refused with the filter's kill:
+    status 159 ('sftrace: ./svc was killed by signal 31 (Bad system call)',
+    no log), or for ftruncate the parent after its child printed; 6 of 6
+    filters. Now record's probe (record_probe.c) finds the kill before the
+    command starts: the service runs untraced, as untraced, and record
+    names the call once."""
     bad = []
     for nr, name in DENIED:
-        u, t, _ = _under_filter(str(nr))
+        u, t, d = _under_filter(str(nr))
         eq((u.returncode, u.stdout), (0, SVC_OUT), f"untraced under a filter killing {name}")
         if (t.returncode, t.stdout) != (0, SVC_OUT):
             bad.append(f"{name}: status {t.returncode}, stdout {t.stdout!r}, stderr {t.stderr[-160:]!r}")
+        said = (f"sftrace: {_svc()} runs untraced, no log: record runs under a seccomp filter that kills the "
+                f"runtime's {name} (probed at start)\n")
+        eq(t.stderr, said, f"record's word, filter killing {name}")
+        eq(logs_in(d), [], f"no log, filter killing {name}")
     eq(bad, [], "traced runs that differ from untraced")
+
+
+def test_k6a_deny_list_killing_several_of_the_runtime_calls_names_each():
+    """skep24z_jail 272,77,203 (unshare, ftruncate, sched_setaffinity
+    killed) around record: the probe goes on after each kill (one more
+    fork each) and record names all three once, in the probe's order; the
+    service runs as untraced, no log."""
+    u, t, d = _under_filter("272,77,203")
+    eq((u.returncode, u.stdout), (0, SVC_OUT), "untraced")
+    eq((t.returncode, t.stdout), (0, SVC_OUT), "traced")
+    eq(t.stderr, f"sftrace: {_svc()} runs untraced, no log: record runs under a seccomp filter that kills the "
+                 f"runtime's ftruncate, sched_setaffinity, unshare (probed at start)\n", "record's word")
+    eq(logs_in(d), [], "no log")
+
+
+def test_k6a_deny_list_of_calls_the_runtime_never_makes_stays_traced():
+    """skep24z_jail 101,169,246 (ptrace, reboot, kexec_load killed: a
+    hardening deny-list) around record: the probe finds none of the
+    runtime's calls killed, and the service is traced as without the
+    filter, 300,000 work calls in its two logs, record silent (-q)."""
+    u, t, d = _under_filter("101,169,246")
+    eq((u.returncode, u.stdout), (0, SVC_OUT), "untraced")
+    eq((t.returncode, t.stdout, t.stderr), (0, SVC_OUT, ""), "traced")
+    eq(_work_calls(d), 300000, "work calls recorded")
+
+
+def test_record_probe_covers_every_runtime_call_sandbox_lists():
+    """Every system call of sandbox.c's tables (the calls the runtime
+    makes under a filter it saw installed) is made by record's probe
+    (record_probe.c: C(name, ...), or a special probe naming it), or is in
+    the probe's own ledger of calls it leaves out: a call added to the
+    runtime cannot be missed by the probe."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+    with open(os.path.join(root, "runtime", "sandbox.c")) as fh:
+        listed = set(re.findall(r"\{SYS_([a-z_0-9]+),", fh.read()))
+    with open(os.path.join(root, "cli", "record_probe.c")) as fh:
+        pr = fh.read()
+    probed = set(re.findall(r"\bC\(([a-z_0-9]+),", pr))
+    for names in re.findall(r'\{"([^"]+)", [A-Z]+, ', pr):
+        probed |= set(re.findall(r"[a-z_0-9]+", names))
+    for line in re.findall(r"PROBE_LEFT_OUT ([^:]*):", pr):
+        probed |= set(line.split())
+    eq(sorted(listed - probed), [], "sandbox.c's calls the probe neither makes nor lists as left out")
 
 
 def test_k6a_service_errno_list_around_record_traced():

@@ -29,8 +29,10 @@ static uint64_t ns_ino(const char *name)
 }
 
 /* pid's start time (clock ticks after boot, /proc/PID/stat field 22): a
- * pid reused by a later process has another. 0 when pid is gone, -1 when
- * it cannot be told. */
+ * pid reused by a later process has another. 0 when pid is gone or a
+ * zombie (it holds nothing and does nothing more: a keeper killed with
+ * record waits to be reaped by whoever it was reparented to, maybe never),
+ * -1 when it cannot be told. */
 static long long start_time(pid_t pid, unsigned long long *out)
 {
 	char path[64], buf[1024];
@@ -45,6 +47,8 @@ static long long start_time(pid_t pid, unsigned long long *out)
 	buf[r] = 0;
 	/* After the command name, which may hold anything but ends at the last ')' */
 	char *p = strrchr(buf, ')');
+	if (p && (p[1] != ' ' || p[2] == 'Z' || p[2] == 'X'))
+		return p[1] == ' ' ? 0 : -1;
 	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
 			 out) != 1)
 		return -1;

@@ -30,6 +30,14 @@ def _dead():
     return p.pid, st
 
 
+def _zombie():
+    """A child exited and not reaped yet: its pid and start time."""
+    p = subprocess.Popen(["true"])
+    while open(f"/proc/{p.pid}/stat").read().split(") ")[1][0] != "Z":
+        pass
+    return p, _start(p.pid)
+
+
 def _make(tmp, name, stamp=None, mode=0o711, files=("4242", ".args")):
     d = os.path.join(tmp, name)
     os.mkdir(d)
@@ -57,7 +65,9 @@ def _sweep(tmp):
 
 def test_stale_dir_removed_live_and_unknown_kept():
     """Removed: a directory of record's user, 0711, whose stamp names two
-    processes gone (its note, .args and stamp with it). Kept: one whose
+    processes gone (its note, .args and stamp with it), and one whose
+    keeper is a zombie nobody reaped (killed with record, reparented to a
+    pid 1 that does not reap). Kept: one whose
     stamp names a live process (this test's), one with no stamp (a record
     between mkdtemp and its stamp), a half-written stamp line, a stamp from
     another pid namespace or network namespace, one still 0700 (not yet
@@ -69,6 +79,8 @@ def test_stale_dir_removed_live_and_unknown_kept():
     dead2, dst2 = _dead()
     me = os.getpid()
     _make(tmp, "sftrace-notes-stale1", _line(dead, dst) + _line(dead2, dst2))
+    zombie, zst = _zombie()
+    _make(tmp, "sftrace-notes-zombie", _line(dead, dst) + _line(zombie.pid, zst))
     _make(tmp, "sftrace-notes-live01", _line(dead, dst) + _line(me, _start(me)))
     _make(tmp, "sftrace-notes-nostmp")
     _make(tmp, "sftrace-notes-halfln", _line(dead, dst)[:-1])
@@ -84,6 +96,7 @@ def test_stale_dir_removed_live_and_unknown_kept():
         left = _sweep(tmp)
     finally:
         s.close()
+        zombie.wait()
     eq(left, ["sftrace-notes-bound1", "sftrace-notes-halfln", "sftrace-notes-live01", "sftrace-notes-mode07",
               "sftrace-notes-netnsX", "sftrace-notes-nostmp", "sftrace-notes-pidnsX", "sftrace-notes-toolong"],
        "left in $TMPDIR")

@@ -28,6 +28,7 @@
 #include "cli/record_keeper.h"
 #include "cli/record_limits.h"
 #include "cli/record_probe.h"
+#include "cli/record_stale.h"
 #include "cli/record_why.h"
 #include "cli/solib.h"
 #include "format/run_budget.h"
@@ -806,6 +807,10 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	 * another directory, made while this one still exists (so another
 	 * inode), until the bind takes the name. Collision-free by
 	 * construction: a bound name is this run's alone. */
+	/* Those of runs killed whole (record and keeper alike, nobody left to
+	 * remove them) first: this user's whose keepers are all gone
+	 * (record_stale.h). */
+	stale_sweep(tmp_dir());
 	char taken[8][PATH_MAX];
 	int ntaken = 0;
 	struct stat made;
@@ -847,6 +852,12 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 	 * or create anything here, and every file in it is 0600. */
 	if (chmod(rf->notes, 0711) < 0) {
 		sf_error("%s: cannot set its mode: %s", rf->notes, strerror(errno));
+		return 1;
+	}
+	/* Who keeps it, for a later record's sweep should record and the
+	 * keeper both be killed (the keeper's line follows keeper_start). */
+	if (stale_stamp(rf->notes, getpid()) < 0) {
+		sf_error("%s: cannot write who keeps it: %s", rf->notes, strerror(errno));
 		return 1;
 	}
 	setenv(SF_ENV(NOTES_DIR), rf->notes, 1);
@@ -1053,6 +1064,10 @@ static int record_run(const struct record_opts *o, const char *lib, const char *
 	 * every process of it has exited (record_keeper.h). */
 	struct keeper k;
 	int kept = keeper_start(cmd, cleanup_cb, (void *)rf, rf->notes[0] ? rf->notes : NULL, abs, &k);
+	/* Until this line the keeper is known by its name, which record bound
+	 * and the keeper inherited (record_stale.c). */
+	if (kept >= 0 && rf->notes[0])
+		stale_stamp(rf->notes, k.pid);
 	rfiles_forget(); /* the keeper's now: the name goes with it */
 	if (kept < 0) {
 		list_free(&before);

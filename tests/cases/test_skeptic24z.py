@@ -717,11 +717,11 @@ def test_k6a_daemon_rounds_after_record_returned():
     eq(got, [20000, 20000, 20000, 20000, 60000], f"work calls per log {logs_in(d)}")
 
 
-def _session_notes(sig):
+def _session_notes(sig, then=None):
     """setsid record -- skep24z_slow; after 0.7 s SIG to every process of
     the session at once (a service manager's stop of a unit's cgroup):
     returns (the program's SFTRACE_NOTES_DIR, whether it still exists 1.5 s
-    later)."""
+    later, after then() when given)."""
     exe = build_c("skep24z_slow", ["skep24z_slow.c"])
     d = tmpdir()
     p = subprocess.Popen(["setsid", SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe],
@@ -748,17 +748,39 @@ def _session_notes(sig):
             pass  # record passed SIGTERM on to the program first
     p.wait(timeout=30)
     time.sleep(1.5)
+    if then:
+        then()
     left = bool(notes) and os.path.exists(notes)
     if left:
         subprocess.run(["rm", "-rf", notes])
     return notes, left
 
 
-@sfkit.known_break(24, "SIGKILL to record, its keeper and the program at once (systemd's final kill of a unit's "
-                       "cgroup, an OOM group kill): /tmp/sftrace-notes-XXXXXX (0711 root, empty) is left in /tmp "
-                       "for good, 1 of 1 runs")
+def test_k6a_session_sigkill_notes_dir_removed_by_next_record():
+    """Nothing is to be left behind when record is killed (claim 3). Seen
+    before: SIGKILL to record, its keeper and the program at once
+    (systemd's final kill of a unit's cgroup, an OOM group kill):
+    /tmp/sftrace-notes-XXXXXX (0711 root, empty) was left in /tmp for good,
+    1 of 1 runs. Fixed as far as a name must exist while a run lives: the
+    directory says who keeps it (.keepers: record's and the keeper's pid
+    namespace, pid, start time, the keeper's socket salt) and the next
+    record of the same user removes it (record_stale.c; its safety:
+    test_record_stale.py)."""
+    def next_record():
+        d = tmpdir()
+        run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", "true"])
+    notes, left = _session_notes(signal.SIGKILL, next_record)
+    check(notes.startswith("/tmp/sftrace-notes-"), f"notes dir {notes!r}")
+    check(not left, f"{notes} left behind after the next record")
+
+
+@sfkit.known_break(24, "SIGKILL to record, its keeper and the program at once: /tmp/sftrace-notes-XXXXXX (0711 "
+                       "root, its .keepers stamp) stays in /tmp until the next record of the same user removes it "
+                       "(nobody is left to remove it sooner: a nameless directory would need every runtime user "
+                       "of the path reworked), 1 of 1 runs")
 def test_k6a_session_sigkill_leaves_notes_dir():
-    """Nothing is to be left behind when record is killed (claim 3)."""
+    """Nothing is to be left behind when record is killed (claim 3), not
+    even until the next record."""
     notes, left = _session_notes(signal.SIGKILL)
     check(notes.startswith("/tmp/sftrace-notes-"), f"notes dir {notes!r}")
     check(not left, f"{notes} left behind")

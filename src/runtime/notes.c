@@ -98,7 +98,23 @@ static void refused_say(const char *a, long n, const char *b)
  * note as "relayed PID line"; record says "pid PID wrote no log: ...".
  * Only where a writer listens (listeners): else, and where the page is
  * full or held, the line goes to stderr as before (a loss is never
- * silent but for a relaying process that is killed first). */
+ * silent but for a relaying process that is killed first).
+ *
+ * The page is the fork children's to write: that is what it is for (a
+ * child that can reach nothing else), so a fork child keeps it mapped
+ * writable, unlike the log's slots (logfile.c). A child may drop to
+ * another uid (a prefork server's worker as nobody) and write anything
+ * into it at any time (issue 24: a worker that set len to 0x100000 and
+ * woke seq killed its root parent, SIGSEGV in the flush's copy). So no
+ * process trusts a word of it: each is read once into its own memory and
+ * bounded there (len at most sizeof(buf), else the page is cleared and
+ * nothing in it noted), a line is noted only as "PID text\n" with no byte
+ * a terminal must not get raw (what relay_put_as writes; anything else
+ * is dropped), the lock is tried a bounded number of times, and a process
+ * that waits for lines to be noted (at exit) waits for at most two flush
+ * rounds of its own writer, never for the page to empty. What a hostile
+ * child can do is what it could do without the page: keep its own lines
+ * from being noted, or have lines noted under a pid it names. */
 struct relay {
 	uint32_t lock;
 	uint32_t seq;       /* shared futex word: bumped on every line */
@@ -156,11 +172,13 @@ static int relay_put_as(const char *line, size_t n, uint32_t pid_is, int limited
 	while (t)
 		pid[k++] = tmp[--t];
 	pid[k++] = ' ';
-	int ok = relay->len + k + n <= sizeof(relay->buf);
+	/* len read once and bounded: another process may rewrite it meanwhile */
+	uint32_t at = __atomic_load_n(&relay->len, __ATOMIC_ACQUIRE);
+	int ok = at <= sizeof(relay->buf) && k + n <= sizeof(relay->buf) - at;
 	if (ok) {
-		memcpy(relay->buf + relay->len, pid, k);
-		memcpy(relay->buf + relay->len + k, line, n);
-		__atomic_store_n(&relay->len, relay->len + (uint32_t)(k + n), __ATOMIC_RELEASE);
+		memcpy(relay->buf + at, pid, k);
+		memcpy(relay->buf + at + k, line, n);
+		__atomic_store_n(&relay->len, at + (uint32_t)(k + n), __ATOMIC_RELEASE);
 	}
 	relay_unlock();
 	if (ok) {
@@ -198,19 +216,88 @@ int sf_notes_relay_report(uint32_t pid, const char *a, const char *b, int wake)
 
 static int note_write_here(const char *line, size_t len);
 
+static size_t esc_unsafe(const unsigned char *p, size_t *len);
+
+/* 1 if l[0..n) (n >= 1, l[n - 1] the newline, l[n] readable) is a line as
+ * relay_put_as writes it: "PID text\n", PID 1-10 digits, the text with no
+ * byte a terminal must not get raw (put_esc escaped them all). */
+static int relay_line_ok(const char *l, size_t n)
+{
+	size_t d = 0;
+	while (d < n && d < 11 && l[d] >= '0' && l[d] <= '9')
+		d++;
+	if (!d || d > 10 || d >= n || l[d] != ' ')
+		return 0;
+	for (size_t i = d + 1, len; i < n - 1; i += len)
+		if (esc_unsafe((const unsigned char *)l + i, &len) || i + len > n - 1)
+			return 0;
+	return 1;
+}
+
+/* This process's own memory, not the page's: flush rounds its writer
+ * made, and the round a waiter first saw lines at (+1; 0: none). */
+static uint32_t relay_rounds, relay_wait_mark;
+
+/* This process's writer gave up on the page: its lock was held through
+ * RELAY_MISS_MAX rounds with lines in (a process that died holding it, or
+ * a child that keeps it), or after lines were noted. A writer round never
+ * waits for the lock (a relative holds it for one line's copy, then bumps
+ * seq, which wakes the writer for another round): a lock a child keeps
+ * must not slow the program's hand-offs to the writer (it did: 1,000
+ * sched_yields a round). Relatives' lines go to stderr from then on. */
+#define RELAY_MISS_MAX 64
+static int relay_off;
+static uint32_t relay_missed;
+
+static void relay_give_up(void)
+{
+	__atomic_store_n(&relay_off, 1, __ATOMIC_RELEASE);
+	sf_notes_relay_listen(0);
+}
+
+static void relay_round_done(int empty)
+{
+	__atomic_add_fetch(&relay_rounds, 1, __ATOMIC_ACQ_REL);
+	if (empty)
+		__atomic_store_n(&relay_wait_mark, 0, __ATOMIC_RELEASE);
+}
+
 /* On a writer thread: the page's lines noted, "relayed PID line". */
 void sf_notes_relay_flush(void)
 {
-	if (!relay || !__atomic_load_n(&relay->len, __ATOMIC_ACQUIRE) || !relay_lock())
+	if (!relay || __atomic_load_n(&relay_off, __ATOMIC_ACQUIRE))
 		return;
-	static char copy[sizeof(relay->buf)];
-	uint32_t n = relay->len;
+	if (!__atomic_load_n(&relay->len, __ATOMIC_ACQUIRE)) {
+		relay_missed = 0;
+		relay_round_done(1);
+		return;
+	}
+	if (!relay_lock_tries(64, 0)) { /* no yield: tried again next round */
+		if (++relay_missed >= RELAY_MISS_MAX)
+			relay_give_up();
+		relay_round_done(0);
+		return;
+	}
+	relay_missed = 0;
+	static char copy[sizeof(relay->buf) + 1]; /* (one writer thread a process) */
+	uint32_t n = __atomic_load_n(&relay->len, __ATOMIC_ACQUIRE); /* once: the copy's bound */
+	if (n > sizeof(relay->buf)) { /* no runtime wrote that: nothing in the page is noted */
+		__atomic_store_n(&relay->len, 0, __ATOMIC_RELEASE);
+		relay_unlock();
+		relay_round_done(1);
+		return;
+	}
 	memcpy(copy, relay->buf, n);
+	copy[n] = 0; /* (esc_unsafe may look one byte past a line's end) */
 	relay_unlock();
 	size_t done = 0;
 	while (done < n) {
 		const char *nl = memchr(copy + done, '\n', n - done);
 		size_t len = nl ? (size_t)(nl - (copy + done)) + 1 : n - done;
+		if (!nl || !relay_line_ok(copy + done, len)) { /* not a runtime's line: dropped */
+			done += len;
+			continue;
+		}
 		char line[sizeof(copy) + 16];
 		memcpy(line, "relayed ", 8);
 		memcpy(line + 8, copy + done, len);
@@ -220,12 +307,24 @@ void sf_notes_relay_flush(void)
 		}
 		done += len;
 	}
-	if (!done || !relay_lock())
+	if (!done) {
+		relay_round_done(0);
 		return;
-	/* lines put meanwhile move to the front */
-	memmove(relay->buf, relay->buf + done, relay->len - done);
-	__atomic_store_n(&relay->len, relay->len - (uint32_t)done, __ATOMIC_RELEASE);
+	}
+	if (!relay_lock()) { /* taken since and kept: the lines noted would be noted again */
+		relay_give_up();
+		relay_round_done(0);
+		return;
+	}
+	/* lines put meanwhile move to the front; len read once again, and a
+	 * page whose len no longer covers what was noted is cleared */
+	uint32_t m = __atomic_load_n(&relay->len, __ATOMIC_ACQUIRE);
+	if (m < done || m > sizeof(relay->buf))
+		m = (uint32_t)done;
+	memmove(relay->buf, relay->buf + done, m - done);
+	__atomic_store_n(&relay->len, m - (uint32_t)done, __ATOMIC_RELEASE);
 	relay_unlock();
+	relay_round_done(m == done);
 }
 
 /* This process's writer listens (on 1: it started) or not (0: it left,
@@ -234,6 +333,8 @@ static int listening;
 
 void sf_notes_relay_listen(int on)
 {
+	if (on && __atomic_load_n(&relay_off, __ATOMIC_ACQUIRE))
+		return; /* given up on: nobody is to count on this writer */
 	if (relay && __atomic_exchange_n(&listening, on, __ATOMIC_ACQ_REL) != on)
 		__atomic_add_fetch(&relay->listeners, on ? 1u : (uint32_t)-1, __ATOMIC_ACQ_REL);
 }
@@ -251,11 +352,16 @@ void sf_notes_relay_settle(void)
 
 static void chan_forked(void);
 
-/* fork: the child has no writer; it shares the page with its parent. */
+/* fork: the child has no writer; it shares the page with its parent (it
+ * is the page's reason to be: see struct relay for why the parent is safe
+ * from what the child writes there). */
 void sf_notes_relay_forked(void)
 {
 	chan_forked();
 	listening = 0;
+	relay_rounds = 0;
+	relay_wait_mark = 0;
+	relay_missed = 0; /* (relay_off stays: the page is still the one given up on) */
 }
 
 /* The word a listening writer waits on, and whether lines wait for it. */
@@ -267,9 +373,23 @@ uint32_t *sf_notes_relay_word(uint32_t *seen)
 	return &relay->seq;
 }
 
+/* Lines wait for this process's writer: the page has some, and the writer
+ * has made fewer than two flush rounds since a waiter first saw them. A
+ * page that never empties (a child that refills it, or holds its lock)
+ * costs a waiter two rounds, not the drain's 10 s. */
 int sf_notes_relay_pending(void)
 {
-	return relay && __atomic_load_n(&relay->len, __ATOMIC_ACQUIRE) && !__atomic_load_n(&relay->stuck, __ATOMIC_ACQUIRE);
+	if (!relay || __atomic_load_n(&relay_off, __ATOMIC_ACQUIRE))
+		return 0;
+	uint32_t n = __atomic_load_n(&relay->len, __ATOMIC_ACQUIRE);
+	if (!n || n > sizeof(relay->buf) || __atomic_load_n(&relay->stuck, __ATOMIC_ACQUIRE))
+		return 0;
+	uint32_t r = __atomic_load_n(&relay_rounds, __ATOMIC_ACQUIRE), mark = 0;
+	if (!__atomic_compare_exchange_n(&relay_wait_mark, &mark, r + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		r -= mark - 1; /* rounds since */
+	else
+		r = 0;
+	return r < 2;
 }
 
 void sf_notes_init(void)

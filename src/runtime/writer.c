@@ -1011,7 +1011,12 @@ void sf_writer_drain(void)
 		} else if (sf_snapshot_pending() || sf_notes_relay_pending()) {
 			/* A snapshot of large rings takes a while to write, a
 			 * relative's loss line a request to record's keeper: wait
-			 * for it in 1 ms steps (10 s at most), not in yields. */
+			 * for it in 1 ms steps (10 s at most), not in yields.
+			 * Relayed lines are waited for two writer rounds at most
+			 * (notes.c: the page is a child's to fill), so the writer
+			 * is woken for them: idle, it may sleep 10 s. */
+			if (sf_notes_relay_pending() && !__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
+				sf_writer_kick();
 			sf_nap(ts.ns);
 		} else {
 			sf_yield();

@@ -794,12 +794,6 @@ def test_k6a_session_sigterm_leaves_nothing():
     check(not left, f"{notes} left behind")
 
 
-@sfkit.known_break(24, "a forked worker that dropped to nobody keeps notes.c's relay page (4 KiB MAP_SHARED|"
-                       "MAP_ANONYMOUS, rw-s '/dev/zero (deleted)', the same inode in its root parent); writing its "
-                       "len word (4200, 8000, 0x100000) and waking seq kills the root parent: SIGSEGV (status "
-                       "139) or SIGBUS (135); sf_notes_relay_flush copies len bytes into a 4076-byte static "
-                       "buffer unchecked. Untraced the worker finds no such page and the parent prints 'parent "
-                       "alive'")
 def test_k6a_worker_dropped_to_nobody_crashes_root_parent():
     """skep24z_relay 2 LEN 100000 as root: the worker, uid 65534, writes
     LEN at word 2 of each 4 KiB shared writable page it finds and wakes
@@ -807,7 +801,12 @@ def test_k6a_worker_dropped_to_nobody_crashes_root_parent():
     shared pages" is the program's business, but "parent alive, worker
     status 0" and exit 0 must hold, whatever an unprivileged child writes
     (nothing the runtime shares with a child is to be trusted by the
-    parent)."""
+    parent). Before the fix: the worker found notes.c's relay page (rw-s
+    '/dev/zero (deleted)', its parent's inode) and the root parent was
+    killed by SIGSEGV (139) or SIGBUS (135), len 4200, 8000 and 0x100000
+    alike: the flush copied len bytes into a 4076-byte buffer unchecked.
+    The page stays the children's to write (it is what it is for); the
+    parent reads each word once and bounds it."""
     if os.geteuid() != 0:
         raise Skip("needs root")
     exe = build_c("skep24z_relay", ["skep24z_relay.c"], libs=["-lpthread"])
@@ -852,3 +851,50 @@ def test_k6a_service_deny_list_inside_record_untraced_and_said_once():
     eq(sorted(t.stdout.splitlines()), sorted(["child 1499500", "parent 2999000 child status 768"] * 4), "outputs")
     eq(t.stderr.count("a program ran untraced (one or more)"), 1, f"said once: {t.stderr!r}")
     eq(_work_calls(d), 3000, "the unfiltered svc's work calls")
+
+
+def _relay_words(data, first=5):
+    """IDX:WORD arguments that put data at 32-bit word first (the relay's
+    buf) of the page, little-endian, zero-padded."""
+    data += b"\0" * (-len(data) % 4)
+    return [f"{first + i // 4}:{int.from_bytes(data[i:i + 4], 'little')}" for i in range(0, len(data), 4)]
+
+
+def test_k6a_worker_dropped_to_nobody_holds_the_relay_lock_with_lines_in():
+    """skep24z_relay 0 1 100000 2:5: the worker leaves the relay's lock
+    taken with len 5 (lines that can never be flushed). The root parent's
+    exit waits for at most two flush rounds of its own writer, not for
+    the page to empty: it ends within 5 s (sf_writer_drain's bound is
+    10 s), exit 0, its 300000 work calls recorded."""
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    exe = build_c("skep24z_relay", ["skep24z_relay.c"], libs=["-lpthread"])
+    d = tmpdir()
+    t0 = time.monotonic()
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, "0", "1", "100000", "2:5"],
+            timeout=60)
+    took = time.monotonic() - t0
+    check(t.stdout.endswith("parent alive, worker status 0\n"), t.stdout)
+    check(took < 5, f"record took {took:.1f} s")
+    eq(count_calls(dump_events(os.path.join(d, "sf.log"))).get("work"), 300000, "the parent's work calls")
+
+
+def test_k6a_worker_dropped_to_nobody_forges_relay_lines():
+    """The worker puts three lines of its own in the relay page (len set
+    to match, seq woken), as a runtime would: "7 sftrace: cannot create log
+    /forged\\n" (well formed: noted, record says "pid 7 wrote no log", the
+    one thing a child can still do), the same with an escape sequence
+    (ESC [2J) and one with a NUL in it (both dropped by the parent: not a
+    runtime's line). The root parent lives on, exit 0; record names pid 7
+    once and nothing else of the page's."""
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    exe = build_c("skep24z_relay", ["skep24z_relay.c"], libs=["-lpthread"])
+    lines = (b"7 sftrace: cannot create log /forged\n" + b"8 sftrace: cannot create log /x\x1b[2J\n" +
+             b"9 sftrace: cannot create log /y\0z\n")
+    d = tmpdir()
+    t = run([SFTRACE, "record", "-o", os.path.join(d, "sf.log"), "--", exe, "2", str(len(lines)), "100000"] +
+            _relay_words(lines), timeout=60)
+    check(t.stdout.endswith("parent alive, worker status 0\n"), t.stdout)
+    lost = [l for l in t.stderr.splitlines() if "wrote no log" in l]
+    eq(lost, ["sftrace: pid 7 wrote no log: cannot create log /forged"], f"record's loss lines: {t.stderr!r}")

@@ -1348,10 +1348,9 @@ static inline __attribute__((always_inline)) struct sf_event *claim(uint32_t n, 
 		return NULL;
 	}
 	uint64_t bytes = (uint64_t)n * sizeof(struct sf_event), at = sf_claim_local(&t->cursor, bytes);
-	/* SF_ARGS_MARGIN records left after it, or cut (runtime.h) */
-	if (__builtin_expect(at + bytes + SF_ARGS_MARGIN * sizeof(struct sf_event) <= t->limit, 1))
+	if (__builtin_expect(at + bytes <= t->limit, 1))
 		return (struct sf_event *)at;
-	sf_args_cut_claim(at, at + bytes, now, zero);
+	sf_args_cut_claim(at, now, zero);
 	sf_args_claim_leave(t);
 	return NULL;
 }
@@ -1411,9 +1410,9 @@ static __attribute__((noinline)) void fixed_slow(const struct arg_plan *pl, cons
  * inside becomes a filler, the ARGS event goes the slow way; the
  * function event then takes sf_slow_common (returns 1). */
 static __attribute__((noinline)) int claim_cut(const struct arg_plan *pl, const struct sf_args_regs *r,
-					       uint32_t func_id, uint64_t at, uint64_t end, uint64_t time, uint64_t zero)
+					       uint32_t func_id, uint64_t at, uint64_t time, uint64_t zero)
 {
-	sf_args_cut_claim(at, end, time, zero);
+	sf_args_cut_claim(at, time, zero);
 	claim_done(); /* the slot is as the claim saw it up to here */
 	fixed_slow(pl, r, func_id);
 	return 1;
@@ -1474,10 +1473,10 @@ static __attribute__((noinline, cold)) int small_general(const struct sf_args_re
 }
 
 static __attribute__((noinline, cold)) int small_cut(const struct sf_args_regs *r, uint32_t word, uint64_t at,
-						     uint64_t end, uint64_t time, uint64_t zero)
+						     uint64_t time, uint64_t zero)
 {
 	uint32_t func_id = word >> SF_KIND_BITS, kind = word & ((1u << SF_KIND_BITS) - 1);
-	return claim_cut(plan_of(func_id, kind), r, func_id, at, end, time, zero);
+	return claim_cut(plan_of(func_id, kind), r, func_id, at, time, zero);
 }
 
 /* sf_args_event's common case for a small plan of nput values in nval
@@ -1501,8 +1500,8 @@ static inline __attribute__((always_inline)) int event_shape(const struct sf_arg
 	uint64_t bytes = (uint64_t)(nval + 2) * sizeof(struct sf_event);
 	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	uint64_t at = sf_claim_local(&t->cursor, bytes);
-	if (__builtin_expect(at + bytes + SF_ARGS_MARGIN * sizeof(struct sf_event) > t->limit, 0))
-		return small_cut(r, word, at, at + bytes, time, zero); /* the margin: runtime.h */
+	if (__builtin_expect(at + bytes > t->limit, 0))
+		return small_cut(r, word, at, time, zero);
 	uint64_t *w = (uint64_t *)at;
 	w[1] = v[0];
 	if (nval == 2)
@@ -1548,8 +1547,8 @@ static inline __attribute__((always_inline)) int direct_shape(const struct sf_ar
 	uint64_t bytes = (uint64_t)(n + 2) * sizeof(struct sf_event);
 	uint64_t zero = __atomic_load_n(&t->heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 	uint64_t at = sf_claim_local(&t->cursor, bytes);
-	if (__builtin_expect(at + bytes + SF_ARGS_MARGIN * sizeof(struct sf_event) > t->limit, 0))
-		return small_cut(r, word, at, at + bytes, time, zero); /* the margin: runtime.h */
+	if (__builtin_expect(at + bytes > t->limit, 0))
+		return small_cut(r, word, at, time, zero);
 	unsigned z = fill_direct(pl, r, (uint64_t *)at + 1, n);
 	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 	put_record((struct sf_event *)at + 1 + n, time, word);

@@ -1440,95 +1440,37 @@ static void batch_depth(struct sf_thread *t, uint32_t kind)
 #endif
 }
 
-/* The thread's batch number (sf_self.heap_zero's high half) of the last
- * batch a handler began under an args claim (store_event): that batch
- * does not end so in turn. One batch end per claim: under --ring the
- * interrupted claim's slot is reused when the ring comes round (two
- * slots at --ring 128K), and a kept base is never kept again. */
-static __thread uint32_t claim_ended_batch __attribute__((tls_model("initial-exec")));
-
-/* Whether a signal handler's event may end the batch while the context
- * it interrupted is inside an args claim (store_event). The claim read
- * the time (now) and checked it against t->base, then claims with one
- * xadd, compares with t->limit and stores or pads (args.c):
- *  - interrupted before its xadd, it claims in whatever batch is current
- *    when it resumes: safe if that batch's base is still <= now and in
- *    span, so the new batch keeps the old one's base (store_event's
- *    keep_base): now and this event's time are both in its span.
- *  - interrupted after it, its records lie in the old slot. With the
- *    cursor at or below the old limit they all fit there: the hand-off
- *    finds them unfilled and retires the slot (or the ring keeps it), the
- *    claim stores into it when it resumes, or, if its compare with the
- *    new limit sends it to sf_args_cut_claim, pads exactly its records
- *    there. Past the limit (a claim cut by a plain event's records, the
- *    margin does not cover it) the claim pads up to the old limit, which
- *    it would read as the new one: dropped (counted) as before.
- * Not when this event's time is out of the old base's span (the thread
- * stood over a second inside the claim), nor over skips (the limit is a
- * skip, not the slot's end), a capped log (stop_recording), or a second
- * time in a row (claim_ended_batch): dropped. */
-static int claim_may_end(const struct sf_thread *t, uint64_t time)
-{
-	return t->cursor <= t->limit && in_span(time, t->base) && t->cursor > (uint64_t)t->events && !cur_skips &&
-	       (uint32_t)(sf_self.heap_zero >> 32) != claim_ended_batch && !sf_log_capped();
-}
-
-/* Where sf_record_args's own claim started when it was cut and its slow
- * part follows (record_args_slow's take_back), else 0. A nested handler's
- * call may change it in between: take_back then finds the cursor moved on
- * and leaves it (the event is dropped, counted). */
-static __thread uint64_t args_own_at __attribute__((tls_model("initial-exec")));
-
-/* A slow path's own claim [start, end) (0, 0: none known) took the
- * cursor past the limit: back to the limit, so the records outside the
- * buffer are not counted. Inside an interrupted args claim only when
- * that own claim started at or below the limit and nothing claimed after
- * it: a cursor left past the limit there is the interrupted claim's own
- * (it straddles the limit and pads up to it), which claim_may_end must see. */
-static void take_back(struct sf_thread *t, uint64_t start, uint64_t end)
-{
-	if (t->cursor <= t->limit)
-		return;
-	if (!t->args_claim || (start && start <= t->limit && t->cursor == end))
-		t->cursor = t->limit;
-}
-
 /* Stores one event (with its payload records for allocation events),
  * making room first if needed. Signals are blocked. */
 static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind,
 			const uint64_t *payload)
 {
 	size_t nrec = kind == SF_EV_ARGS ? 1 + id : event_records(kind); /* ARGS: id is the payload count */
-	/* An ARGS event keeps a record of room for its function event,
-	 * which comes next on the slow path (args.c): in the slot after, a
-	 * ring's window could start between the two and keep the entry
-	 * without its values, unmarked (skeptic 29u's `g7() = -3330;` under
-	 * --ring --trigger). And SF_ARGS_MARGIN more, as the fast paths
-	 * leave (runtime.h): the batch ends first. */
-	size_t room = nrec + (kind == SF_EV_ARGS ? event_records(SF_EV_ENTRY) + SF_ARGS_MARGIN : 0);
 	sf_shadow_resync(t, kind); /* before batch_depth reads the depth */
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
-	uint64_t keep_base = 0;
 	if (__builtin_expect(t->args_claim, 0) && t->state == SF_THREAD_ACTIVE &&
-	    (t->cursor + room * sizeof(struct sf_event) > t->limit || !in_span(time, t->base))) {
+	    (t->cursor + nrec * sizeof(struct sf_event) > t->limit || !in_span(time, t->base))) {
 		/* A signal handler's event while the context it interrupted is
 		 * inside args.c's claim (sf_thread.args_claim), and this one
-		 * would end the batch. */
-		if (!claim_may_end(t, time)) {
-			/* Dropped and counted, never waiting on the interrupted
-			 * claim: the slot, its limit and base stay as it saw them. */
-			sf_log_drop(1);
-			if (t->cursor > t->limit)
-				t->cursor = t->limit;
-			return;
-		}
-		keep_base = t->base;
+		 * would end the batch (or step over a skip): the slot, its
+		 * limit and its base stay as that claim saw them. Dropped and
+		 * counted, never waiting on the interrupted claim. */
+		sf_log_drop(1);
+		if (t->cursor > t->limit)
+			t->cursor = t->limit;
+		return;
 	}
 	if (cur_skips && t->state == SF_THREAD_ACTIVE)
 		skips_step(t, nrec);
 	uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 	size_t used = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
+	/* An ARGS event keeps a record of room for its function event,
+	 * which comes next on the slow path (args.c): in the slot after, a
+	 * ring's window could start between the two and keep the entry
+	 * without its values, unmarked (skeptic 29u's `g7() = -3330;` under
+	 * --ring --trigger). */
+	size_t room = nrec + (kind == SF_EV_ARGS ? event_records(SF_EV_ENTRY) : 0);
 	int full = cur + room * sizeof(struct sf_event) > t->limit;
 	if (t->state == SF_THREAD_ACTIVE && used && (full || !in_span(time, t->base))) {
 		/* The batch ends here: full, or this event is too far from
@@ -1541,10 +1483,6 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 		t->cursor = (uint64_t)t->events;
 		if (pool || cur_skips)
 			skips_enter(t); /* the new batch's limit: its slot's first skip */
-		if (keep_base) {
-			set_base(t, keep_base); /* claim_may_end */
-			claim_ended_batch = (uint32_t)(sf_self.heap_zero >> 32);
-		}
 	} else if (full) {
 		if (t->state == SF_THREAD_DROPPING)
 			sf_log_drop(used);
@@ -1682,8 +1620,8 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 	}
 	/* The trampoline's xadd moved the cursor past the limit; take it back
 	 * so the slot it claimed (outside the buffer) is not counted. */
-	if (t->state != SF_THREAD_NEW)
-		take_back(t, claimed, claimed + sizeof(struct sf_event));
+	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
+		t->cursor = t->limit;
 	struct sf_event *first = NULL;
 	if (t->state == SF_THREAD_NEW) {
 		t->cursor = 0;
@@ -1744,8 +1682,8 @@ void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t
 	if (t->state == SF_THREAD_NEW) {
 		thread_start(t);
 		time = sf_now_raw();
-	} else {
-		take_back(t, 0, 0); /* see sf_slow_event_at */
+	} else if (t->cursor > t->limit) {
+		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
 	store_event(t, time, id, kind, payload);
 }
@@ -1759,8 +1697,8 @@ void sf_record_payload_at(uint32_t id, uint32_t kind, uint64_t time, const uint6
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed)
 		return;
-	if (t->state != SF_THREAD_NEW)
-		take_back(t, 0, 0); /* see sf_slow_event_at */
+	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
+		t->cursor = t->limit; /* see sf_slow_event_at */
 	store_event(t, time, id, kind, payload);
 }
 
@@ -1790,26 +1728,11 @@ static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
 	if (t->state == SF_THREAD_NEW) {
 		thread_start(t);
 		time = sf_now_raw();
-	} else {
-		take_back(t, args_own_at, args_own_at + (1 + n) * sizeof(struct sf_event)); /* see sf_slow_event_at */
+	} else if (t->cursor > t->limit) {
+		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
 	store_event(t, time, (uint32_t)n, SF_EV_ARGS, (const uint64_t *)(uintptr_t)payload);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-/* sf_record_args past its fast part (at: where its cut claim started,
- * 0 if it claimed nothing), out of its way: the store of args_own_at
- * and the call cost its fast part a saved register and two instructions. */
-static __attribute__((noinline, cold)) void record_args_cut(const uint64_t *payload, uint32_t n, uint64_t time,
-							     uint64_t at)
-{
-	args_own_at = at;
-	/* The args trampolines save no vector register (a plain ARGS event
-	 * needs none); what follows may reach code that changes them (a
-	 * slot's hand-off, batch_scan.o, libc), so it runs with the vector
-	 * state saved: the program's floating-point arguments and return
-	 * values are live at the sled (skeptic29n's g8 and SQLite cases). */
-	sf_vec_safe_call3(record_args_slow, (uint64_t)(uintptr_t)payload, n, time);
 }
 
 void sf_record_args(const uint64_t *payload, uint32_t n)
@@ -1827,9 +1750,8 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 		uint64_t zero = __atomic_load_n(&sf_self.heap_zero, __ATOMIC_RELAXED); /* before the claim: its batch */
 		uint64_t at = sf_claim_local(&t->cursor, bytes);
 		/* With a record to spare for the function event the caller
-		 * stores next (store_event) and SF_ARGS_MARGIN more (runtime.h):
-		 * never the slot's last records. */
-		if (at + bytes + SF_ARGS_MARGIN * sizeof(struct sf_event) < t->limit) {
+		 * stores next (store_event): never the slot's last records. */
+		if (at + bytes < t->limit) {
 			uint64_t *r = (uint64_t *)at;
 			unsigned z = 0;
 			for (uint32_t i = 0; i < n; i++) { /* before the word that validates them */
@@ -1842,35 +1764,24 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 			sf_args_claim_leave(t);
 			return;
 		}
-		sf_args_cut_claim(at, at + bytes, time, zero);
-		sf_args_claim_leave(t);
-		record_args_cut(payload, n, time, at);
-		return;
+		if (at < t->limit)
+			fill_cut_claim(at, t->limit, time, zero);
 	}
 	sf_args_claim_leave(t);
-	record_args_cut(payload, n, time, 0); /* nothing claimed */
+	/* The args trampolines save no vector register (a plain ARGS event
+	 * needs none); what follows may reach code that changes them (a
+	 * slot's hand-off, batch_scan.o, libc), so it runs with the vector
+	 * state saved: the program's floating-point arguments and return
+	 * values are live at the sled (skeptic29n's g8 and SQLite cases). */
+	sf_vec_safe_call3(record_args_slow, (uint64_t)(uintptr_t)payload, n, time);
 }
 
-/* A claim of args.c's fast path that the margin before the batch's
- * limit cut (runtime.h, SF_ARGS_MARGIN): its records up to the limit
- * become a filler; the cursor stays past them, so the slow path that
- * follows ends the batch there. Still inside the claim. */
-void sf_args_cut_claim(uint64_t at, uint64_t end, uint64_t time, uint64_t zero)
+/* A claim of args.c's fast path that the end of the slot cut. */
+void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero)
 {
 	struct sf_thread *t = &sf_self;
-	uint64_t lim = t->limit;
-	if (at < (uint64_t)t->events || at > lim) {
-		/* Not in the current batch's slot: a signal handler ended the
-		 * batch after this claim's xadd, which store_event allows only
-		 * while the cursor was at or below the limit (claim_may_end):
-		 * all of [at, end) lies in the old slot, which waits retired
-		 * (or in the ring) for these records. The compare of zero's
-		 * batch fails there: the zero count falls short, as allowed. */
-		fill_cut_claim(at, end, time, zero);
-		return;
-	}
-	if (at < lim)
-		fill_cut_claim(at, end < lim ? end : lim, time, zero);
+	if (at < t->limit)
+		fill_cut_claim(at, t->limit, time, zero);
 }
 
 /* What the trampolines do with a time they read: one xadd while the

@@ -942,11 +942,9 @@ static inline __attribute__((always_inline)) int sf_on_this_stack(uint64_t addr)
 /* An ARGS event (args.c) with its n payload records, stamped now: one
  * claim while the slot has room, else with signals blocked. */
 void sf_record_args(const uint64_t *payload, uint32_t n) SF_HIDDEN;
-/* args.c's fast path claimed [at, end) and it would not leave
- * SF_ARGS_MARGIN records before the batch's limit: the claim's records
- * inside the slot become a filler (zero: sf_self.heap_zero before the
- * claim); the event goes on by the slow path. */
-void sf_args_cut_claim(uint64_t at, uint64_t end, uint64_t time, uint64_t zero) SF_HIDDEN;
+/* args.c's fast path claimed [at, ...) past the slot's limit: the part
+ * inside the slot becomes a filler (zero: sf_self.heap_zero before the claim). */
+void sf_args_cut_claim(uint64_t at, uint64_t time, uint64_t zero) SF_HIDDEN;
 void sf_buffer_init(void) SF_HIDDEN;
 void sf_buffer_after_fork_child(void) SF_HIDDEN;
 uint32_t sf_buffer_pid(void) SF_HIDDEN;         /* buffer.c: the pid set up at start / fork */
@@ -1390,19 +1388,6 @@ void sf_loader_entry(void) SF_HIDDEN;
  * handler that lands between its load and store leaves the count as it
  * found it. The signal fences keep the compiler from moving the claim or
  * the stores out from between them. */
-/* Records an args claim leaves free before its batch's limit (the fast
- * paths treat a claim that would leave fewer as cut, store_event ends the
- * batch first for an ARGS event that would): at least one whole claim (an
- * ARGS event of SF_ARGS_MAX_RECORDS and its function event), so a run of
- * claims never makes one that straddles the limit. A signal handler that
- * interrupts a claim then finds the cursor at or below the limit and may
- * end the batch safely (store_event, "A signal handler's event while ...");
- * only a claim cut by a plain event's records (past the limit) still makes
- * it drop its events. 40 records: 320 of a slot's 65536 bytes, left
- * unused at most once a batch. */
-#define SF_ARGS_MARGIN 40u
-_Static_assert(SF_ARGS_MARGIN >= SF_ARGS_MAX_RECORDS + 2, "a whole claim fits in the margin");
-
 static inline __attribute__((always_inline)) void sf_args_claim_enter(struct sf_thread *t)
 {
 	t->args_claim++;

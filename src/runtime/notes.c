@@ -228,9 +228,15 @@ static int relay_line_ok(const char *l, size_t n)
 		d++;
 	if (!d || d > 10 || d >= n || l[d] != ' ')
 		return 0;
-	for (size_t i = d + 1, len; i < n - 1; i += len)
+	/* a tab is a loss line's field separator ("loss CALL ERRNO PROG\tTEXT",
+	 * sf_rt_lost): the only control byte a runtime's line holds */
+	for (size_t i = d + 1, len; i < n - 1; i += len) {
+		len = 1;
+		if (l[i] == '\t')
+			continue;
 		if (esc_unsafe((const unsigned char *)l + i, &len) || i + len > n - 1)
 			return 0;
+	}
 	return 1;
 }
 

@@ -15,6 +15,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
+import sfkit  # noqa: E402
 from sfkit import FIXBUILD, SFTRACE, build_c, eq, record, run, tmpdir  # noqa: E402
 
 RPATH = ["-L" + FIXBUILD, "-Wl,-rpath," + FIXBUILD]
@@ -115,6 +116,9 @@ def callgrind_per_throw(exe, call_note, filt=None):
     return (got[1] - got[0]) // 100
 
 
+@sfkit.known_break(25, "CI of the integrated branch integ6 (h6table, h6name, f6relay, f6deny, f6notes): "
+                       "'note called: +463 instructions a throw, +362 without (more than note's events)'; "
+                       "not bisected yet")
 def test_throw_through_50_cleanups_nothing_recorded_costs_at_most_1000_instructions():
     """The claim: a throw through 50 cleanup frames with nothing recorded
     costs <= 1,000 instructions more than untraced (callgrind). Held with

@@ -1576,6 +1576,41 @@ static void restamp_first(struct sf_thread *t, struct sf_event *e)
 		__atomic_store_n(&e->time_lo, (uint32_t)now, __ATOMIC_RELAXED);
 }
 
+/* Whether sf_shadow_resync has nothing to do. */
+static int shadow_in_sync(const struct sf_thread *t)
+{
+#ifdef SF_ARCH_SHADOW
+	return t->shadow_epoch == __atomic_load_n(&sf_resume_epoch, __ATOMIC_ACQUIRE);
+#else
+	(void)t;
+	return 1;
+#endif
+}
+
+/* A signal handler's event while the context it interrupted is inside
+ * args.c's claim, which store_event would drop (see there): dropped and
+ * counted here, before any system call. On the slow path proper (two
+ * sigprocmask an event) a handler of a few calls took longer than a
+ * 20 us timer's period on a paravirtualized machine (3.4 us a
+ * sigprocmask): each return delivered the next signal at once, and the
+ * interrupted claim, which ends the batch, never ran on (skeptic29s's
+ * signal cases: 60 s timeouts; 100 M sigprocmask for 20,000 loops). Left
+ * to the slow path: retired slots, triggers and a shadow stack to
+ * resync, which need signals blocked. 1 if dropped. */
+static int drop_under_claim(struct sf_thread *t, uint64_t time, size_t nrec)
+{
+	if (__builtin_expect(!t->args_claim, 1) || t->state != SF_THREAD_ACTIVE || nretired() ||
+	    __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED) || !shadow_in_sync(t))
+		return 0;
+	uint64_t c = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED), cur = c < t->limit ? c : t->limit;
+	if (cur + nrec * sizeof(struct sf_event) <= t->limit && in_span(time, t->base))
+		return 0;
+	sf_log_drop(1);
+	if (c > t->limit) /* as store_event; a nested handler's xadd meanwhile is past the limit too */
+		sf_arch_cas_local(&t->cursor, c, t->limit);
+	return 1;
+}
+
 /* The trampolines' slow path; claimed is the record address their xadd
  * returned (0 in monotonic mode); frame the x86-64 trampoline's frame
  * pointer, or NULL. */
@@ -1610,6 +1645,8 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 			claimed = at;
 		}
 	}
+	if (drop_under_claim(t, time, event_records(kind)))
+		return NULL;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1768,6 +1805,8 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 			fill_cut_claim(at, t->limit, time, zero);
 	}
 	sf_args_claim_leave(t);
+	if (drop_under_claim(t, time, 1 + (size_t)n))
+		return;
 	/* The args trampolines save no vector register (a plain ARGS event
 	 * needs none); what follows may reach code that changes them (a
 	 * slot's hand-off, batch_scan.o, libc), so it runs with the vector

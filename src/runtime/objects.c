@@ -191,18 +191,40 @@ static void main_link(const ElfW(Phdr) *phdr, int phnum, char *out, size_t cap)
 	memcpy(out, "/proc/self/exe", sizeof("/proc/self/exe"));
 }
 
-static int object_path(const struct dl_phdr_info *info, char *out, size_t cap)
+static int name_path(const char *name, char *out, size_t cap);
+
+/* The main executable's path as the kernel links it; where readlinkat is
+ * refused (a seccomp filter around the program: EPERM, skeptic k6a's
+ * jail), the path it was executed by (AT_EXECFN, against the working
+ * directory if relative). Its text only names the file for the readers,
+ * which check it by build ID; the runtime opens the link itself. Without
+ * it the program ran untraced and record said "none of its instrumented
+ * functions ran". */
+static int main_path(const struct dl_phdr_info *info, char *out, size_t cap)
 {
-	const char *name = info->dlpi_name;
-	if (!name || !name[0]) {
-		char link[64];
-		main_link(info->dlpi_phdr, info->dlpi_phnum, link, sizeof(link));
-		ssize_t n = readlink(link, out, cap - 1);
-		if (n <= 0)
-			return -1;
+	char link[64];
+	main_link(info->dlpi_phdr, info->dlpi_phnum, link, sizeof(link));
+	ssize_t n = readlink(link, out, cap - 1);
+	if (n > 0) {
 		out[n] = 0;
 		return 0;
 	}
+	const char *fn = (const char *)getauxval(AT_EXECFN);
+	return fn && fn[0] ? name_path(fn, out, cap) : -1;
+}
+
+static int object_path(const struct dl_phdr_info *info, char *out, size_t cap)
+{
+	const char *name = info->dlpi_name;
+	if (!name || !name[0])
+		return main_path(info, out, cap);
+	return name_path(name, out, cap);
+}
+
+/* A loader's name (or AT_EXECFN) as a path: absolute as it is, else
+ * against the working directory. */
+static int name_path(const char *name, char *out, size_t cap)
+{
 	size_t len = strlen(name), at = 0;
 	if (name[0] != '/') {
 		/* A relative search path: the loader opened it from the current

@@ -83,7 +83,14 @@ def test_a_nodefer_handler_nests_to_a_stack_overflow():
     same. Seen: killed by SIGSEGV (stack overflow: the core shows
     <signal handler called>/h frames 5,380 deep, the innermost in
     claim_cut -> fixed_slow -> sf_record_args -> drop_under_claim ->
-    sf_log_drop, the bottom main's add in claim_cut's claim_done)."""
+    sf_log_drop, the bottom main's add in claim_cut's claim_done; two more
+    cores: main in event_shape's put_record on a page-aligned record,
+    args_claim 1 and 4, the cursor 1,392 and 2,280 bytes past the limit).
+    perf stat of a crashing run: 44-60 rt_sigreturn (the handlers never
+    return), 54-314 rt_sigprocmask, ~3,000 page faults, 0.11-0.18 s sys
+    against 0.03 s user. Rates here: -A/-R add 6 of 8 SIGSEGV, -R add only
+    1 of 3, -A main@arg1 (no claim in the loop) 1 of 8, plain record 0 of
+    14, --writer sync 0 of 3."""
     for i in range(3):
         rc, out, err, dropped, lost, nadd, bad = _traced("nodefer", [])
         eq((rc, bool(OUT.fullmatch(out))), (0, True), f"plain record, run {i} (stderr {err[-200:]!r})")
@@ -93,9 +100,10 @@ def test_a_nodefer_handler_nests_to_a_stack_overflow():
         eq((lost, bad), (0, 0), f"-A/-R add, run {i}: lost records, wrong retvals")
 
 
-@sfkit.known_break(29, "a handler that siglongjmps out every 8th signal (20 us timer), record -a: dump says "
-                       "95-196 lost (holes or corrupt records) in 4 of 4 runs, once an add line whose retval "
-                       "was not arg1+arg2; -A/-R add alone and plain record: 0 lost")
+@sfkit.known_break(29, "a handler that siglongjmps out every 8th signal (20 us timer): with -A/-R fmul "
+                       "fparg1,fparg2/retval/f dump says 4-10 lost (holes or corrupt records) in 4 of 4 runs, "
+                       "with -a 95-196 lost in 5 of 5 (once an add line whose retval was not arg1+arg2), "
+                       "with -A slen@arg1/s 162; -A/-R add (integers) and plain record: 0 lost")
 def test_a_siglongjmp_out_of_handler_with_auto_args():
     """skep7_sig jmp 100000: the handler (which calls add, fmul, echo, slen)
     siglongjmps back to the loop's sigsetjmp every 8th signal. Untraced:
@@ -103,10 +111,33 @@ def test_a_siglongjmp_out_of_handler_with_auto_args():
     dump's 'lost' 0, every add retval right. Seen: exit 0, right output,
     lost 131/165/95/149 records (dropped 2,160-3,339 counted), one run an
     add line with a wrong retval; 3.7-4.4 s against 0.3 s."""
-    rc, out, err, dropped, lost, nadd, bad = _traced("jmp", ["-a"])
-    eq(rc, 0, f"status (stderr {err[-300:]!r})")
-    check(OUT.fullmatch(out), f"output {out!r}")
-    eq((lost, bad), (0, 0), f"lost records, add lines with a wrong retval (dropped {dropped})")
+    for opts in (["-A", "fmul@fparg1,fparg2", "-R", "fmul@retval/f"], ["-a"]):
+        rc, out, err, dropped, lost, nadd, bad = _traced("jmp", opts)
+        eq(rc, 0, f"{opts}: status (stderr {err[-300:]!r})")
+        check(OUT.fullmatch(out), f"{opts}: output {out!r}")
+        eq((lost, bad), (0, 0), f"{opts}: lost records, add lines with a wrong retval (dropped {dropped})")
+
+
+@sfkit.known_break(29, "--ring 1M --trigger 'main>100s' (a trigger that never fires) with -R add@retval: "
+                       "skep7_sig threads 100000 timed out at 60 s (10,184,188 dropped events), timer mode "
+                       "11.6 s or >20 s (6,248,027 rt_sigprocmask and 3,123,894 drops in 20 s: two a drop); "
+                       "the same without -R: 0.17-0.5 s, 0 dropped (drop_under_claim returns 0 while "
+                       "sf_trigger_count is nonzero)")
+def test_a_trigger_brings_the_livelock_back():
+    """skep7_sig threads 100000 (4 threads, each its own 20 us
+    SIGEV_THREAD_ID timer; handler and loop call add). Untraced ~40 ms;
+    record --ring 1M --trigger 'main>100s' without -A/-R: 0.5 s. With
+    -R add@retval added it must finish too (the claim: such a program
+    never livelocks). Seen: no progress, killed at the timeout, millions
+    of dropped events, each through the slow path's two sigprocmask."""
+    d = tmpdir()
+    rc, out, err = run_group([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--ring", "1M",
+                              "--trigger", "main>100s", "--", _sig(), "threads", "100000"], timeout=60)
+    eq((rc, bool(OUT.fullmatch(out))), (0, True), f"without -R: status, output (stderr {err[-200:]!r})")
+    rc, out, err, dropped, lost, nadd, bad = _traced("threads", ["--ring", "1M", "--trigger", "main>100s",
+                                                                 "-R", "add@retval"])
+    eq((rc, bool(OUT.fullmatch(out))), (0, True), f"-R add@retval: status, output (dropped {dropped}, "
+                                                   f"stderr {err[-200:]!r})")
 
 
 # ---- claim B ----

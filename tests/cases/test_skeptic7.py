@@ -188,5 +188,29 @@ def test_b_readlinkat_refused_paths():
         eq(sorted(calls.values()), [1000] * nlogs, f"{cmd}: work calls in report, per log {calls}")
 
 
+
+@sfkit.known_break(24, "a program fexecve'd from a memfd left open (skep7_fexec keep): under skep24z_jail -267 "
+                       "the log names the main object /dev/fd/4 and keeps no copy; report, replay's symbols "
+                       "and dump all stop with 'sftrace: error: /dev/fd/4: No such file or directory' "
+                       "(report --force: 4+0x21da0 for work); without the jail, or with the memfd "
+                       "close-on-exec, a .exe copy is kept and report names work")
+def test_b_memfd_program_under_readlinkat_refusal():
+    """skep7_fexec keep skep7_prog: the launcher copies skep7_prog into a
+    memfd (not close-on-exec) and fexecve()s it, so AT_EXECFN is
+    "/dev/fd/4" and fd 4 is still that memfd in the program. Untraced and
+    traced: 'sum 500500', exit 0. Traced without a filter: a
+    sf.<build-id>.exe copy beside the log, report names work (1000 calls).
+    Under skep24z_jail -267 the path comes from AT_EXECFN (the claim), which
+    names the file only in the traced process; report should still name
+    work. Seen: no copy, report exits with '/dev/fd/4: No such file or
+    directory'."""
+    fexec = build_c("skep7_fexec", ["skep7_fexec.c"], xray=False)
+    w = tmpdir()
+    for mode in ("cloexec", "keep"):
+        rc, out, err, calls = _jailed(w, [fexec, mode, _prog()])
+        eq((rc, out), (0, "sum 500500\n"), f"{mode}: status and output (stderr {err[-300:]!r})")
+        eq(list(calls.values()), [1000], f"{mode}: work calls in report, per log {calls}")
+
+
 if __name__ == "__main__":
     sfkit.main(globals())

@@ -1595,12 +1595,15 @@ static int shadow_in_sync(const struct sf_thread *t)
  * sigprocmask): each return delivered the next signal at once, and the
  * interrupted claim, which ends the batch, never ran on (skeptic29s's
  * signal cases: 60 s timeouts; 100 M sigprocmask for 20,000 loops). Left
- * to the slow path: retired slots, triggers and a shadow stack to
- * resync, which need signals blocked. 1 if dropped. */
-static int drop_under_claim(struct sf_thread *t, uint64_t time, size_t nrec)
+ * to the slow path: retired slots, a trigger function's event (watched)
+ * and a shadow stack to resync, which need signals blocked; any other
+ * event while a trigger is set drops here too (skeptic 7: a --trigger
+ * that never fired brought the livelock back, 60 s timeouts, two
+ * sigprocmask a drop). 1 if dropped. */
+static int drop_under_claim(struct sf_thread *t, uint64_t time, size_t nrec, int watched)
 {
-	if (__builtin_expect(!t->args_claim, 1) || t->state != SF_THREAD_ACTIVE || nretired() ||
-	    __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED) || !shadow_in_sync(t))
+	if (__builtin_expect(!t->args_claim, 1) || t->state != SF_THREAD_ACTIVE || nretired() || watched ||
+	    !shadow_in_sync(t))
 		return 0;
 	uint64_t c = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED), cur = c < t->limit ? c : t->limit;
 	if (cur + nrec * sizeof(struct sf_event) <= t->limit && in_span(time, t->base))
@@ -1645,7 +1648,8 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 			claimed = at;
 		}
 	}
-	if (drop_under_claim(t, time, event_records(kind)))
+	if (drop_under_claim(t, time, event_records(kind),
+			     __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED) && sf_trigger_watches(func_id)))
 		return NULL;
 	sigset_t all, old;
 	sigfillset(&all);
@@ -1805,7 +1809,7 @@ void sf_record_args(const uint64_t *payload, uint32_t n)
 			fill_cut_claim(at, t->limit, time, zero);
 	}
 	sf_args_claim_leave(t);
-	if (drop_under_claim(t, time, 1 + (size_t)n))
+	if (drop_under_claim(t, time, 1 + (size_t)n, 0)) /* triggers look at function events, not ARGS */
 		return;
 	/* The args trampolines save no vector register (a plain ARGS event
 	 * needs none); what follows may reach code that changes them (a

@@ -264,6 +264,16 @@ static int open_object_file(const struct dl_phdr_info *info, const char *path)
 	return sf_fd_brief(open(path, O_RDONLY | O_CLOEXEC));
 }
 
+/* A path that names a file only inside this process (/dev/fd/N,
+ * /proc/...): a program fexecve'd from a memfd has AT_EXECFN /dev/fd/N,
+ * which main_path takes where readlinkat is refused; a reader afterwards
+ * found nothing there (skeptic 7: report stopped at "/dev/fd/4: No such
+ * file or directory"). */
+static int in_process_path(const char *path)
+{
+	return !strncmp(path, "/dev/fd/", 8) || !strncmp(path, "/proc/", 6);
+}
+
 /* Whether path no longer names the file open at fd (deleted, a memfd, or
  * replaced on disk): a reader of the log could not find its symbols
  * there. Not inlined: its two stat buffers must not stay in the scanning
@@ -272,7 +282,8 @@ static int open_object_file(const struct dl_phdr_info *info, const char *path)
 __attribute__((noinline)) static int path_lost(const char *path, int fd)
 {
 	struct stat a, b;
-	return fstat(fd, &a) < 0 || stat(path, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino;
+	return in_process_path(path) || fstat(fd, &a) < 0 || stat(path, &b) < 0 || a.st_dev != b.st_dev ||
+	       a.st_ino != b.st_ino;
 }
 
 static void put_hex_id(char *out, const struct sf_object *info)

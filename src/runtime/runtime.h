@@ -664,6 +664,7 @@ void sf_trigger_init(void) SF_HIDDEN;
 void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t func_id, uint8_t *variant) SF_HIDDEN;
 void sf_trigger_event(uint32_t func_id, uint32_t kind, uint64_t time) SF_HIDDEN;
 extern uint32_t sf_trigger_count SF_HIDDEN;
+int sf_trigger_watches(uint32_t func_id) SF_HIDDEN; /* trigger.c: func_id is a trigger's */
 
 /* ---- args.c (record -A/-R: arguments and return values of chosen functions) ---- */
 void sf_args_init(void) SF_HIDDEN;

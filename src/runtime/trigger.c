@@ -144,6 +144,17 @@ void sf_trigger_select(const struct sf_object_rt *o, uint64_t vaddr, uint32_t fu
 	}
 }
 
+/* Whether func_id is a trigger's (buffer.c's drop_under_claim: only its
+ * events need the slow path when dropped). Read without a lock: a
+ * trigger's id is set (sf_trigger_select) before its sleds are patched. */
+int sf_trigger_watches(uint32_t func_id)
+{
+	for (uint32_t i = 0; i < T.n; i++)
+		if (__atomic_load_n(&T.t[i].func_id, __ATOMIC_RELAXED) == func_id)
+			return 1;
+	return 0;
+}
+
 /* Raw clock ticks -> ns (TSC: the slope since start; off the hot path). */
 static uint64_t ticks_to_ns(uint64_t ticks)
 {

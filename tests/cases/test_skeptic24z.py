@@ -305,7 +305,7 @@ def test_popen_in_a_signal_handler_during_popen_does_not_hang():
     holds: the program hangs for good (3 of 3; here a watchdog thread
     prints "hung" and exits 3 after 30 s). A recursive lock, or the lock
     taken only when environ is swapped, would keep glibc's behaviour."""
-    exe = build_c("skep24z_envwin", ["skep24z_envwin.c"], libs=["-lpthread"])
+    exe = build_c("skep24z_envwin_h", ["skep24z_envwin.c"], flags=["-DWRAP_ALLOC"], libs=["-lpthread"])
     want = "200 popens done, handler popens > 0: 1\n"
     # The handler runs at most one popen for each of main's and never
     # inside the allocator (the fixture's comment says why: untraced, the

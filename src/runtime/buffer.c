@@ -1614,6 +1614,38 @@ static int drop_under_claim(struct sf_thread *t, uint64_t time, size_t nrec, int
 	return 1;
 }
 
+/* The masked sections that store this thread's events (a slot's hand-off
+ * among them). They leave the fault signals open (runtime.h,
+ * SF_FAULT_SIGNALS): a stack that runs out in one runs the program's
+ * SIGSEGV handler right there, on its alternate stack, with the slot, its
+ * cursor and limit, and maybe the log's locks half handed off. That
+ * handler's slow-path events (and its exit's padding of the batch) must
+ * not touch them: they are dropped and counted, never waiting on the
+ * interrupted section. Its fast-path events go where cursor and limit
+ * point, as any handler's between two instructions do. Off the fast path:
+ * two plain stores to the thread's own TLS per section. */
+static int section_enter(struct sf_thread *t, sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+	if (__builtin_expect(t->in_slow, 0)) {
+		sf_log_drop(1);
+		pthread_sigmask(SIG_SETMASK, old, NULL);
+		return 0;
+	}
+	t->in_slow++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return 1;
+}
+
+static void section_leave(struct sf_thread *t, const sigset_t *old)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->in_slow--;
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 /* The trampolines' slow path; claimed is the record address their xadd
  * returned (0 in monotonic mode); frame the x86-64 trampoline's frame
  * pointer, or NULL. */
@@ -1651,12 +1683,12 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 	if (drop_under_claim(t, time, event_records(kind),
 			     __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED) && sf_trigger_watches(func_id)))
 		return NULL;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	sigset_t old;
+	if (!section_enter(t, &old))
+		return NULL;
 	int skip = claimed && pool && skips_claimed(t, claimed);
 	if (!skip && nretired() && store_in_retired(claimed, time, func_id, kind)) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		section_leave(t, &old);
 		return NULL;
 	}
 	/* The trampoline's xadd moved the cursor past the limit; take it back
@@ -1678,7 +1710,7 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 		sf_trigger_event(func_id, kind, time);
 	if (first)
 		warm_return(frame, kind);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	section_leave(t, &old);
 	if (!first)
 		return NULL;
 	restamp_first(t, first);
@@ -1705,14 +1737,29 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed) /* suppress.c */
 		return;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	sigset_t old;
+	if (!section_enter(t, &old))
+		return;
 	uint64_t x[2] = {a, b};
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
 	store_event(t, sf_now_raw(), 0, kind, x);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	section_leave(t, &old);
+}
+
+/* store_event for callers that blocked signals themselves (alloc.c), as
+ * a section (section_enter): a fault handler's events inside it dropped. */
+static void store_marked(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind, const uint64_t *payload)
+{
+	if (t->in_slow) {
+		sf_log_drop(1);
+		return;
+	}
+	t->in_slow++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	store_event(t, time, id, kind, payload);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->in_slow--;
 }
 
 void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload)
@@ -1726,7 +1773,7 @@ void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t
 	} else if (t->cursor > t->limit) {
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
-	store_event(t, time, id, kind, payload);
+	store_marked(t, time, id, kind, payload);
 }
 
 /* An event of an earlier time (alloc.c's heap events from before the
@@ -1740,7 +1787,7 @@ void sf_record_payload_at(uint32_t id, uint32_t kind, uint64_t time, const uint6
 		return;
 	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
 		t->cursor = t->limit; /* see sf_slow_event_at */
-	store_event(t, time, id, kind, payload);
+	store_marked(t, time, id, kind, payload);
 }
 
 /* A claim cut by the end of the slot: records [at, limit) become one
@@ -1763,9 +1810,9 @@ static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time, uint64_t 
 static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
 {
 	struct sf_thread *t = &sf_self;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	sigset_t old;
+	if (!section_enter(t, &old))
+		return;
 	if (t->state == SF_THREAD_NEW) {
 		thread_start(t);
 		time = sf_now_raw();
@@ -1773,7 +1820,7 @@ static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
 	store_event(t, time, (uint32_t)n, SF_EV_ARGS, (const uint64_t *)(uintptr_t)payload);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	section_leave(t, &old);
 }
 
 void sf_record_args(const uint64_t *payload, uint32_t n)
@@ -1957,7 +2004,9 @@ void sf_buffer_process_exit(void)
 			      p, NULL);
 	}
 #endif
-	if (t->state == SF_THREAD_ACTIVE && t->slot && !sf_config.ring_slots) {
+	/* !in_slow: a fault handler's exit inside this thread's hand-off
+	 * (section_enter) leaves that slot as the hand-off left it. */
+	if (t->state == SF_THREAD_ACTIVE && t->slot && !sf_config.ring_slots && !t->in_slow) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 		size_t n = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
 		pad_abandoned(t->events, n, t->base);

@@ -1440,6 +1440,31 @@ static void batch_depth(struct sf_thread *t, uint32_t kind)
 #endif
 }
 
+/* Whether an event of nrec records at `time`, stored now, would end the
+ * batch (or step over a skip) while the context this signal handler
+ * interrupted is inside args.c's claim (sf_thread.args_claim): the slot,
+ * its limit and its base must stay as that claim saw them, so the event
+ * is dropped (claim_drop), never waiting on the interrupted claim.
+ * store_event asks with signals blocked, drop_under_claim before. */
+static int claim_blocks(const struct sf_thread *t, uint64_t time, size_t nrec)
+{
+	if (__builtin_expect(!t->args_claim, 1) || t->state != SF_THREAD_ACTIVE)
+		return 0;
+	uint64_t c = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED), cur = c < t->limit ? c : t->limit;
+	return cur + nrec * sizeof(struct sf_event) > t->limit || !in_span(time, t->base);
+}
+
+/* Drops and counts such an event; a cursor the handler's claim took past
+ * the limit goes back to it, so the records outside the buffer are not
+ * counted (a CAS: a nested handler's xadd meanwhile is past it too). */
+static void claim_drop(struct sf_thread *t)
+{
+	sf_log_drop(1);
+	uint64_t c = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED);
+	if (c > t->limit)
+		sf_arch_cas_local(&t->cursor, c, t->limit);
+}
+
 /* Stores one event (with its payload records for allocation events),
  * making room first if needed. Signals are blocked. */
 static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind,
@@ -1449,16 +1474,8 @@ static void store_event(struct sf_thread *t, uint64_t time, uint32_t id, uint32_
 	sf_shadow_resync(t, kind); /* before batch_depth reads the depth */
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
-	if (__builtin_expect(t->args_claim, 0) && t->state == SF_THREAD_ACTIVE &&
-	    (t->cursor + nrec * sizeof(struct sf_event) > t->limit || !in_span(time, t->base))) {
-		/* A signal handler's event while the context it interrupted is
-		 * inside args.c's claim (sf_thread.args_claim), and this one
-		 * would end the batch (or step over a skip): the slot, its
-		 * limit and its base stay as that claim saw them. Dropped and
-		 * counted, never waiting on the interrupted claim. */
-		sf_log_drop(1);
-		if (t->cursor > t->limit)
-			t->cursor = t->limit;
+	if (claim_blocks(t, time, nrec)) {
+		claim_drop(t);
 		return;
 	}
 	if (cur_skips && t->state == SF_THREAD_ACTIVE)
@@ -1588,7 +1605,7 @@ static int shadow_in_sync(const struct sf_thread *t)
 }
 
 /* A signal handler's event while the context it interrupted is inside
- * args.c's claim, which store_event would drop (see there): dropped and
+ * args.c's claim, which store_event would drop (claim_blocks): dropped and
  * counted here, before any system call. On the slow path proper (two
  * sigprocmask an event) a handler of a few calls took longer than a
  * 20 us timer's period on a paravirtualized machine (3.4 us a
@@ -1602,15 +1619,9 @@ static int shadow_in_sync(const struct sf_thread *t)
  * sigprocmask a drop). 1 if dropped. */
 static int drop_under_claim(struct sf_thread *t, uint64_t time, size_t nrec, int watched)
 {
-	if (__builtin_expect(!t->args_claim, 1) || t->state != SF_THREAD_ACTIVE || nretired() || watched ||
-	    !shadow_in_sync(t))
+	if (!claim_blocks(t, time, nrec) || nretired() || watched || !shadow_in_sync(t))
 		return 0;
-	uint64_t c = __atomic_load_n(&t->cursor, __ATOMIC_RELAXED), cur = c < t->limit ? c : t->limit;
-	if (cur + nrec * sizeof(struct sf_event) <= t->limit && in_span(time, t->base))
-		return 0;
-	sf_log_drop(1);
-	if (c > t->limit) /* as store_event; a nested handler's xadd meanwhile is past the limit too */
-		sf_arch_cas_local(&t->cursor, c, t->limit);
+	claim_drop(t);
 	return 1;
 }
 

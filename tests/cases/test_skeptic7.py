@@ -90,7 +90,20 @@ def test_a_nodefer_handler_nests_to_a_stack_overflow():
     return), 54-314 rt_sigprocmask, ~3,000 page faults, 0.11-0.18 s sys
     against 0.03 s user. Rates here: -A/-R add 6 of 8 SIGSEGV, -R add only
     1 of 3, -A main@arg1 (no claim in the loop) 1 of 8, plain record 0 of
-    14, --writer sync 0 of 3."""
+    14, --writer sync 0 of 3.
+    Looked into (2026-12-05, skep7_sig nodefer 1000000, a copy whose
+    uninstrumented h wraps the handler and counts depth and times): -A/-R
+    add 6 of 6 SIGSEGV at depths 275-733; untraced and plain record max
+    depth 3-6. A core holds 2,557 nested handlers, most interrupted at h's
+    first instruction: a delivery itself outlasts the 20 us period (perf:
+    half the samples pvm_irq_enable, page faults in
+    copy_fpstate_to_sigframe; the AVX-512 frame is 3,136 bytes, traced and
+    untraced). The handlers' own bodies take < 0.4 us in most calls, as
+    under plain record. Not the cause: the slow path while a slot waits
+    retired (sigprocmask per run 724 before, 760 with that path skipped,
+    crashes alike); fresh stack pages (6 MB of stack touched first: 3 of 4
+    still SIGSEGV). Open: why nesting, once begun, keeps going only under
+    the args path."""
     for i in range(3):
         rc, out, err, dropped, lost, nadd, bad = _traced("nodefer", [])
         eq((rc, bool(OUT.fullmatch(out))), (0, True), f"plain record, run {i} (stderr {err[-200:]!r})")

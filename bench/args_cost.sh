@@ -145,7 +145,10 @@ cg_instr() { # PROGRAM cmd...: instructions of PROGRAM's processes
 	prog=$1
 	shift
 	rm -rf "$W"/cg.* "$W/t"
-	valgrind --tool=callgrind --trace-children=yes --trace-children-skip='*/sftrace' \
+	# SFTRACE_WRITER=thread (record passes it on): the default (auto) hands
+	# off on the program's thread under valgrind (src/runtime/init.c); the
+	# figures were measured with the writer thread
+	SFTRACE_WRITER=thread valgrind --tool=callgrind --trace-children=yes --trace-children-skip='*/sftrace' \
 		--callgrind-out-file="$W/cg.%p" "$@" >/dev/null 2>&1 || echo "callgrind: $* failed" >&2
 	# The others (sftrace record; a fork of it counts what it ran before
 	# the fork too): the largest into $W/cg_rec.

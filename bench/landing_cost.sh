@@ -68,8 +68,10 @@ cg_run() {
 	rm -f "$W"/cg*.log
 	case $cfg in
 	untraced) "$@" 2>&1 >/dev/null ;;
-	all) LD_PRELOAD=$RT SFTRACE_OUTPUT_FILE=$W/cg.log "$@" 2>&1 >/dev/null ;;
-	*) LD_PRELOAD=$RT SFTRACE_FILTER=$W/$cfg.filter SFTRACE_OUTPUT_FILE=$W/cg.log "$@" 2>&1 >/dev/null ;;
+	# the writer thread by name: the default (auto) hands off on the
+	# measured thread under valgrind (src/runtime/init.c)
+	all) LD_PRELOAD=$RT SFTRACE_WRITER=thread SFTRACE_OUTPUT_FILE=$W/cg.log "$@" 2>&1 >/dev/null ;;
+	*) LD_PRELOAD=$RT SFTRACE_WRITER=thread SFTRACE_FILTER=$W/$cfg.filter SFTRACE_OUTPUT_FILE=$W/cg.log "$@" 2>&1 >/dev/null ;;
 	esac | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 

@@ -411,7 +411,8 @@ enum sf_encoding {
 
 /* Who copies full slots into the log file. */
 enum sf_writer_mode {
-	SF_WRITER_AUTO = 0,   /* a writer thread while traced threads < CPUs, else the thread itself */
+	SF_WRITER_AUTO = 0,   /* a writer thread while traced threads < CPUs, else the thread itself;
+			       * sync under valgrind (init.c) */
 	SF_WRITER_SYNC = 1,   /* always the traced thread itself */
 	SF_WRITER_THREAD = 2, /* always the writer thread */
 };
@@ -1086,6 +1087,7 @@ int sf_thread_count(void) SF_HIDDEN; /* ns.c */
 void sf_wait_alone(void) SF_HIDDEN;   /* ns.c: the writer out of the thread group (after sf_writer_stop) */
 int sf_last_thread_status(int own, int *status, uint32_t writer_tid) SF_HIDDEN; /* ns.c: SYS_exit here ends the process */
 int sf_writer_on_valgrind(void) SF_HIDDEN; /* writer.c: RUNNING_ON_VALGRIND, from the writer's start */
+int sf_running_on_valgrind(void) SF_HIDDEN; /* writer.c: RUNNING_ON_VALGRIND, now */
 uint32_t sf_writer_here_at_exit(void) SF_HIDDEN; /* writer.c: the writer's tid if it outlasts a SYS_exit here */
 long sf_rlimit_syscall(long nr, const long *a) SF_HIDDEN;
 void sf_strict_begins(void) SF_HIDDEN;                     /* rt_libc.c: SECCOMP_MODE_STRICT next */

@@ -126,6 +126,14 @@ int sf_writer_on_valgrind(void)
 {
 	return on_valgrind;
 }
+
+/* init.c: whether the process runs under valgrind now (the writer's own
+ * answer above is taken at its start, which the default writer mode
+ * decides on). */
+int sf_running_on_valgrind(void)
+{
+	return RUNNING_ON_VALGRIND != 0;
+}
 static int private_table; /* the writer unshared its descriptor table (logfile.c) */
 /* The raw writer was made without CLONE_FILES (start_raw): its table a
  * copy of the program's from its start, emptied there (logfile.c). Its
@@ -1123,6 +1131,13 @@ static int keeper_make(int keep)
 {
 	if (sf_seccomp_refuses_keeper())
 		return -1; /* a filter would kill it, or the process, at its first call (sandbox.c) */
+	/* Under valgrind, never: valgrind runs no thread made without
+	 * CLONE_FILES ("Unsupported clone() flags: 0x50b00", then it exits:
+	 * the program killed at a full table's first hand-off under --writer
+	 * sync, skep24z_fullfd), and a table of its own would name the log's
+	 * mappings wrongly there anyway (logfile.c, own_table_refused). */
+	if (sf_running_on_valgrind())
+		return -1;
 	int err = errno;
 	char *stk = keeper_stack; /* a keeper's that has ended (sf_keeper_stop) */
 	if (!stk) {

@@ -14,7 +14,7 @@ import sys
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-from sfkit import RUNTIME, SFTRACE, Skip, build_c, check, eq, record, run, run_each, tmpdir  # noqa: E402
+from sfkit import CG_WRITER_ENV, RUNTIME, SFTRACE, Skip, build_c, check, eq, record, run, run_each, tmpdir  # noqa: E402
 
 ANY_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(ENTRY|EXIT|TAIL|UNWIND)\s+(?:\[depth \d+\] )?(.*?)\s*$")
 
@@ -148,7 +148,10 @@ def test_throw_cost_when_the_catcher_is_not_recorded():
     filt = os.path.join(d, "f.filter")
     run([SFTRACE, "filter", "-q", "-p", exe, "-r", "^(mid|thrower)", "-o", filt])
     if shutil.which("valgrind"):
-        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_FILTER": filt, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log")}
+        # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands off
+        # on the measured thread under valgrind
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_FILTER": filt, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log"),
+               **CG_WRITER_ENV}
         base, traced = _callgrind_per_throw(exe, None), _callgrind_per_throw(exe, env)
         check(traced - base <= 1000, f"a throw runs {traced - base:.0f} more instructions traced "
               f"({base:.0f} untraced, {traced:.0f} traced)")

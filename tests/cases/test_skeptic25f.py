@@ -108,7 +108,10 @@ def callgrind_per_throw(exe, call_note, filt=None):
     for n in (1000, 2000):
         env = {}
         if filt:
-            env.update(LD_PRELOAD=RUNTIME, SFTRACE_FILTER=filt, SFTRACE_OUTPUT_FILE=os.path.join(d, f"cg{n}.log"))
+            # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands
+            # off on the measured thread under valgrind
+            env.update(LD_PRELOAD=RUNTIME, SFTRACE_FILTER=filt, SFTRACE_OUTPUT_FILE=os.path.join(d, f"cg{n}.log"),
+                       **sfkit.CG_WRITER_ENV)
         envs.append(env)
         cmds.append(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=run_one(int)",
                      "--callgrind-out-file=" + os.path.join(d, f"cg{n}.out"), exe, str(n), str(call_note)])

@@ -278,7 +278,10 @@ def throw_cost(depth, regex, exe=None, collect="loop"):
     for traced, n in runs:
         cmd = vgcmd + [exe, str(depth), str(n)]
         if traced:
-            cmd = [sfkit.SFTRACE, "record", "-o", f"{d}/sf{n}.log", "--filter-regex", regex, "--"] + cmd
+            # the writer thread by name (sfkit.CG_WRITER): auto hands off
+            # on the measured thread under valgrind
+            cmd = [sfkit.SFTRACE, "record", "-o", f"{d}/sf{n}.log", "--filter-regex", regex] + sfkit.CG_WRITER + \
+                ["--"] + cmd
         cmds.append(cmd)
     ir = [callgrind_ir(p) for p in sfkit.run_parallel(cmds, jobs=1, timeout=600)]
     if key not in _untraced_per:

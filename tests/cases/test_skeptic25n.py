@@ -239,7 +239,10 @@ def slope(cmd, prefix=()):
 
 
 def traced_prefix(extra=()):
-    return [SFTRACE, "record", "-q", "--force", "-o", os.path.join(tmpdir(), "sf.log")] + list(extra) + ["--"]
+    """record for a callgrind run: the writer thread by name
+    (sfkit.CG_WRITER), auto hands off on the measured thread under valgrind."""
+    return [SFTRACE, "record", "-q", "--force", "-o", os.path.join(tmpdir(), "sf.log")] + sfkit.CG_WRITER + \
+        list(extra) + ["--"]
 
 
 def test_skeptic25n_rethrow_cost_callgrind():

@@ -144,7 +144,10 @@ def first_landing_code_lines(exe, filt, mode):
     if filt is None:
         p = run(vg)
     else:
-        p = run([SFTRACE, "record", "-q", "-o", os.path.join(tmpdir(), "cg.log"), "-f", filt, "--"] + vg)
+        # the writer thread by name (sfkit.CG_WRITER): auto hands off on
+        # the measured thread under valgrind
+        p = run([SFTRACE, "record", "-q", "-o", os.path.join(tmpdir(), "cg.log"), "-f", filt] + sfkit.CG_WRITER +
+                ["--"] + vg)
     # The program's own count: under record another process prints "Collected : 0" first.
     pid = re.search(r"==(\d+)== Command:", p.stderr)
     got = [m.group(2).split() for m in LL_RE.finditer(p.stderr) if pid and m.group(1) == pid.group(1)]

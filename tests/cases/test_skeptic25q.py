@@ -214,8 +214,10 @@ def _callgrind_per(cmd, fn, n1, n2, flt):
         if flt is None:
             p = sfkit.run(vg)
         else:
+            # the writer thread by name (sfkit.CG_WRITER): auto hands off
+            # on the measured thread under valgrind
             p = sfkit.run([sfkit.SFTRACE, "record", "-q", "-o", os.path.join(sfkit.tmpdir(), "sf.log"),
-                           "--filter-regex", flt, "--"] + vg)
+                           "--filter-regex", flt] + sfkit.CG_WRITER + ["--"] + vg)
         # The program's own count: under record another process (pid
         # other than the Command's) prints "Collected : 0" first.
         pid = re.search(r"==(\d+)== Command:", p.stderr)

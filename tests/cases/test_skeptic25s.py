@@ -386,8 +386,10 @@ def callgrind_per_throw(exe, flt=None, n1=100, n2=300, depth=50, collect="catche
     for n in (n1, n2):
         env = None
         if flt:
+            # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands
+            # off on the measured thread under valgrind
             env = {"LD_PRELOAD": RUNTIME, "SFTRACE_FILTER": flt,
-                   "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")}
+                   "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log"), **sfkit.CG_WRITER_ENV}
         specs.append(dict(cmd=["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=" + collect,
                                "--callgrind-out-file=/dev/null", exe, str(depth), str(n), "1"], env=env))
     counts = [int(re.search(r"Collected : (\d+)", p.stderr).group(1)) for p in sfkit.run_each(specs, jobs=1)]
@@ -622,7 +624,10 @@ def test_constructor_only_plugin_in_new_namespaces_and_from_a_constructor():
 
 
 def _thjmp_ir(exe, traced, t, j):
-    env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")} if traced else None
+    # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands off on
+    # the measured thread under valgrind
+    env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log"),
+           **sfkit.CG_WRITER_ENV} if traced else None
     p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=worker",
              "--callgrind-out-file=/dev/null", exe, str(t), str(j)], env=env)
     return int(re.search(r"Collected : (\d+)", p.stderr).group(1))
@@ -675,7 +680,10 @@ def coroutine_landing_instructions(mode=()):
     exe = sigthrow_fixture()
     extra = []
     for traced in (False, True):
-        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")} if traced else None
+        # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands off
+        # on the measured thread under valgrind
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log"),
+               **sfkit.CG_WRITER_ENV} if traced else None
         irs = []
         for r in (0, 1, 3):
             p = run(["valgrind", "--tool=callgrind", "--smc-check=all", "--toggle-collect=co_deep*",
@@ -740,6 +748,11 @@ def test_landing_on_a_stack_switched_to_without_makecontext():
     eq(p.stdout, "done\n", "the program's output")
     out = run([SFTRACE, "dump", log]).stdout
     eq(re.findall(r"UNWIND\s+(\d+) frames abandoned", out), ["4"] * 3, "abandoned frames a landing")
+    # The default writer, not sfkit.CG_WRITER_ENV: no hand-off runs inside
+    # sf_mapping_of, and what it reads grows with the mappings: auto (no
+    # writer under valgrind) 74,694, --writer thread 80,494 (the writer's
+    # stack and each thread's spare slot taken at its start: more lines),
+    # auto before this change (the writer) 78,187-78,742.
     env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")}
     p = run(["valgrind", "--tool=callgrind", "--toggle-collect=sf_mapping_of", "--callgrind-out-file=/dev/null", exe],
             env=env)

@@ -79,7 +79,9 @@ def callgrind(cmd, fn, traced, unlimited=False, filt=None):
     d = tmpdir()
     env = {}
     if traced:
-        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log")}
+        # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands off
+        # on the measured thread under valgrind
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log"), **sfkit.CG_WRITER_ENV}
         if filt:
             env["SFTRACE_FILTER"] = filt
     vg = ["valgrind", "--tool=callgrind", "--smc-check=all", f"--toggle-collect={fn}",
@@ -175,7 +177,10 @@ def test_unlimited_stack_deeper_landings_on_main_thread():
 
     def cg(limit, traced):
         d = tmpdir()
-        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log")} if traced else {}
+        # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands off
+        # on the measured thread under valgrind
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log"),
+               **sfkit.CG_WRITER_ENV} if traced else {}
         p = run(["sh", "-c", f'ulimit -s {limit} && exec "$@"', "sh", "valgrind", "--tool=callgrind",
                  "--smc-check=all", "--main-stacksize=268435456", "--toggle-collect=rounds",
                  "--callgrind-out-file=/dev/null", exe, "40", "300"], env=env, timeout=600)
@@ -332,7 +337,10 @@ def test_unlimited_stack_heap_events():
 
     def cg(limit, k):
         d = tmpdir()
-        env = {"LD_PRELOAD": RUNTIME + ":" + alloc_rt, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log")}
+        # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands off
+        # on the measured thread under valgrind
+        env = {"LD_PRELOAD": RUNTIME + ":" + alloc_rt, "SFTRACE_OUTPUT_FILE": os.path.join(d, "cg.log"),
+               **sfkit.CG_WRITER_ENV}
         p = run(["sh", "-c", f'ulimit -s {limit} && exec "$@"', "sh", "valgrind", "--tool=callgrind",
                  "--smc-check=all", "--toggle-collect=aloop", "--callgrind-out-file=/dev/null", exe, str(k)],
                 env=env, timeout=600)

@@ -65,7 +65,9 @@ def callgrind_in(cmd, fn, traced):
         raise Skip("valgrind is not installed")
     env = {}
     if traced:
-        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log")}
+        # the writer thread by name (sfkit.CG_WRITER_ENV): auto hands off
+        # on the measured thread under valgrind
+        env = {"LD_PRELOAD": RUNTIME, "SFTRACE_OUTPUT_FILE": os.path.join(tmpdir(), "cg.log"), **sfkit.CG_WRITER_ENV}
     p = run(["valgrind", "--tool=callgrind", "--smc-check=all", f"--toggle-collect={fn}",
              "--callgrind-out-file=/dev/null"] + list(cmd), env=env, timeout=900)
     m = re.search(r"Collected : (\d+)", p.stderr)

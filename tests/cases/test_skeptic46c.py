@@ -255,7 +255,10 @@ def test_signals_inside_named_calls_keep_each_calls_values():
 def _cg_total(cmd, extra):
     d = sfkit.tmpdir()
     out = os.path.join(d, "cg.out")
-    pre = [] if extra is None else [SFTRACE, "record", "-q", "--force", "-o", os.path.join(d, "sf.log")] + extra + ["--"]
+    # the writer thread by name (sfkit.CG_WRITER): auto hands off on the
+    # measured thread under valgrind
+    pre = [] if extra is None else [SFTRACE, "record", "-q", "--force", "-o", os.path.join(d, "sf.log")] + \
+        sfkit.CG_WRITER + extra + ["--"]
     run(pre + ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=loop*"] + cmd)
     with open(out) as f:
         return int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))

@@ -1625,38 +1625,6 @@ static int drop_under_claim(struct sf_thread *t, uint64_t time, size_t nrec, int
 	return 1;
 }
 
-/* The masked sections that store this thread's events (a slot's hand-off
- * among them). They leave the fault signals open (runtime.h,
- * SF_FAULT_SIGNALS): a stack that runs out in one runs the program's
- * SIGSEGV handler right there, on its alternate stack, with the slot, its
- * cursor and limit, and maybe the log's locks half handed off. That
- * handler's slow-path events (and its exit's padding of the batch) must
- * not touch them: they are dropped and counted, never waiting on the
- * interrupted section. Its fast-path events go where cursor and limit
- * point, as any handler's between two instructions do. Off the fast path:
- * two plain stores to the thread's own TLS per section. */
-static int section_enter(struct sf_thread *t, sigset_t *old)
-{
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, old);
-	if (__builtin_expect(t->in_slow, 0)) {
-		sf_log_drop(1);
-		pthread_sigmask(SIG_SETMASK, old, NULL);
-		return 0;
-	}
-	t->in_slow++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	return 1;
-}
-
-static void section_leave(struct sf_thread *t, const sigset_t *old)
-{
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->in_slow--;
-	pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
 /* The trampolines' slow path; claimed is the record address their xadd
  * returned (0 in monotonic mode); frame the x86-64 trampoline's frame
  * pointer, or NULL. */
@@ -1694,12 +1662,12 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 	if (drop_under_claim(t, time, event_records(kind),
 			     __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED) && sf_trigger_watches(func_id)))
 		return NULL;
-	sigset_t old;
-	if (!section_enter(t, &old))
-		return NULL;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int skip = claimed && pool && skips_claimed(t, claimed);
 	if (!skip && nretired() && store_in_retired(claimed, time, func_id, kind)) {
-		section_leave(t, &old);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return NULL;
 	}
 	/* The trampoline's xadd moved the cursor past the limit; take it back
@@ -1721,7 +1689,7 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 		sf_trigger_event(func_id, kind, time);
 	if (first)
 		warm_return(frame, kind);
-	section_leave(t, &old);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!first)
 		return NULL;
 	restamp_first(t, first);
@@ -1748,29 +1716,14 @@ void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 	struct sf_thread *t = &sf_self;
 	if (sf_suppressed) /* suppress.c */
 		return;
-	sigset_t old;
-	if (!section_enter(t, &old))
-		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	uint64_t x[2] = {a, b};
 	if (t->state == SF_THREAD_NEW)
 		thread_start(t);
 	store_event(t, sf_now_raw(), 0, kind, x);
-	section_leave(t, &old);
-}
-
-/* store_event for callers that blocked signals themselves (alloc.c), as
- * a section (section_enter): a fault handler's events inside it dropped. */
-static void store_marked(struct sf_thread *t, uint64_t time, uint32_t id, uint32_t kind, const uint64_t *payload)
-{
-	if (t->in_slow) {
-		sf_log_drop(1);
-		return;
-	}
-	t->in_slow++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	store_event(t, time, id, kind, payload);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->in_slow--;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload)
@@ -1784,7 +1737,7 @@ void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t
 	} else if (t->cursor > t->limit) {
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
-	store_marked(t, time, id, kind, payload);
+	store_event(t, time, id, kind, payload);
 }
 
 /* An event of an earlier time (alloc.c's heap events from before the
@@ -1798,7 +1751,7 @@ void sf_record_payload_at(uint32_t id, uint32_t kind, uint64_t time, const uint6
 		return;
 	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
 		t->cursor = t->limit; /* see sf_slow_event_at */
-	store_marked(t, time, id, kind, payload);
+	store_event(t, time, id, kind, payload);
 }
 
 /* A claim cut by the end of the slot: records [at, limit) become one
@@ -1821,9 +1774,9 @@ static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time, uint64_t 
 static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
 {
 	struct sf_thread *t = &sf_self;
-	sigset_t old;
-	if (!section_enter(t, &old))
-		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (t->state == SF_THREAD_NEW) {
 		thread_start(t);
 		time = sf_now_raw();
@@ -1831,7 +1784,7 @@ static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
 	store_event(t, time, (uint32_t)n, SF_EV_ARGS, (const uint64_t *)(uintptr_t)payload);
-	section_leave(t, &old);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void sf_record_args(const uint64_t *payload, uint32_t n)
@@ -2015,9 +1968,7 @@ void sf_buffer_process_exit(void)
 			      p, NULL);
 	}
 #endif
-	/* !in_slow: a fault handler's exit inside this thread's hand-off
-	 * (section_enter) leaves that slot as the hand-off left it. */
-	if (t->state == SF_THREAD_ACTIVE && t->slot && !sf_config.ring_slots && !t->in_slow) {
+	if (t->state == SF_THREAD_ACTIVE && t->slot && !sf_config.ring_slots) {
 		uint64_t cur = t->cursor < t->limit ? t->cursor : t->limit;
 		size_t n = (size_t)(cur - (uint64_t)t->events) / sizeof(struct sf_event);
 		pad_abandoned(t->events, n, t->base);

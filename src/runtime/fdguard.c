@@ -197,7 +197,6 @@ void sf_fd_gate_lock(sigset_t *old)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	sf_self.in_slow++; /* a fault handler's events meanwhile are dropped (buffer.c, section_enter) */
 	/* Held only for a few system calls by a holder with signals blocked:
 	 * never by a program call that could block, never by this thread
 	 * underneath a signal handler. */
@@ -208,7 +207,6 @@ void sf_fd_gate_lock(sigset_t *old)
 void sf_fd_gate_unlock(const sigset_t *old)
 {
 	__atomic_clear(&gate, __ATOMIC_RELEASE);
-	sf_self.in_slow--;
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 

@@ -118,7 +118,6 @@ void sf_log_lock_sig(sigset_t *old)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	sf_self.in_slow++; /* a fault handler's events meanwhile are dropped (buffer.c, section_enter) */
 	while (__atomic_test_and_set(&L.lock, __ATOMIC_ACQUIRE)) {
 		sf_writer_serve(); /* on the writer: the holder may wait for a request */
 		sf_arch_cpu_relax();
@@ -128,7 +127,6 @@ void sf_log_lock_sig(sigset_t *old)
 void sf_log_unlock_sig(const sigset_t *old)
 {
 	__atomic_clear(&L.lock, __ATOMIC_RELEASE);
-	sf_self.in_slow--;
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
@@ -1314,7 +1312,6 @@ static void spin_lock_sig(int *lock, sigset_t *old)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	sf_self.in_slow++; /* as sf_log_lock_sig */
 	while (__atomic_test_and_set(lock, __ATOMIC_ACQUIRE)) {
 		sf_writer_serve();
 		sf_arch_cpu_relax();
@@ -1324,7 +1321,6 @@ static void spin_lock_sig(int *lock, sigset_t *old)
 static void spin_unlock_sig(int *lock, const sigset_t *old)
 {
 	__atomic_clear(lock, __ATOMIC_RELEASE);
-	sf_self.in_slow--;
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 

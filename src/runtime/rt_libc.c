@@ -336,12 +336,9 @@ int sf_fd_brief(int fd)
  * keeps for itself (32: thread cancellation, 33: setuid broadcast), so a
  * setuid in another thread is never held up by the runtime. ---- */
 
-/* sigfillset leaves out SF_FAULT_SIGNALS (runtime.h). */
-
 HIDDEN int sigfillset(sigset_t *s)
 {
 	memset(s, 0xff, sizeof(*s));
-	s->__val[0] = SF_FILL_MASK;
 	return 0;
 }
 
@@ -366,12 +363,6 @@ HIDDEN int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	uint64_t want, *wp = NULL;
 	if (set) {
 		memcpy(&want, set, sizeof(want));
-		/* Setting the fill set (every masked section's way in) blocks
-		 * instead: a fault signal the program holds blocked stays
-		 * blocked (a SIGSEGV it sent itself stays pending), the others
-		 * stay open. The same one call; the way out sets the old mask. */
-		if (how == SIG_SETMASK && want == SF_FILL_MASK)
-			how = SIG_BLOCK;
 		want &= ~((1ull << 31) | (1ull << 32));
 		wp = &want;
 	}

@@ -80,18 +80,6 @@
 #include "format/sflog.h"
 #include "sf_arch.h" /* src/runtime/arch/$(ARCH)/ */
 
-/* The synchronous fault signals. A fault raised while its signal is
- * blocked kills the process whatever its handler (the kernel forces
- * SIG_DFL), so a masked section of the runtime's never blocks them: a
- * stack that runs out inside a slot's hand-off is the program's own
- * overflow, and its SIGSEGV handler (on an alternate stack: Rust's, Go's)
- * must run as untraced (issue 24). What that handler's events do while
- * the hand-off is half done: buffer.c, sf_thread.in_slow. */
-#define SF_FAULT_SIGNALS                                                                                                    \
-	((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) | (1ull << (SIGILL - 1)) | (1ull << (SIGFPE - 1)) |               \
-	 (1ull << (SIGTRAP - 1)) | (1ull << (SIGSYS - 1)))
-#define SF_FILL_MASK (~0ull & ~SF_FAULT_SIGNALS)
-
 /* The runtime's own mprotect (rt_libc.c): the name mprotect is the
  * program's, wrapped by patch.c to note changes to its text. */
 int sf_mprotect(void *addr, size_t len, int prot) __attribute__((visibility("hidden")));
@@ -149,8 +137,7 @@ struct sf_thread {
 	uint32_t tid;
 	uint32_t seq;
 	uint32_t state; /* enum sf_thread_state */
-	uint32_t in_slow; /* inside a masked store (buffer.c, section_enter): a fault
-			   * handler's events then are dropped and counted */
+	uint32_t in_slow;
 	/* The frame of a stack walk under way (unwind.c), 0 when none: here,
 	 * not in unwind.c's own TLS, so a landing's first test reaches it
 	 * from the same TLS base as the shadow stack's, and in the same

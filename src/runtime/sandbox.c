@@ -300,7 +300,6 @@ static long first_refused(const struct call *list, size_t n)
  * new thread's first event (its memory), the exit. */
 static const struct call event_path[] = {
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
-	{SYS_rt_sigprocmask, {SIG_BLOCK, P, P, 8}}, /* a masked section's way in (rt_libc.c) */
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, 0, 8}},
 	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, 0x7fffffff}},
 	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, 0, 0}},
@@ -385,7 +384,6 @@ static const struct call fork_path[] = {
 	{SYS_prlimit64, {0, RLIMIT_FSIZE, 0, P}},
 	{SYS_read, {0, P, P}},
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
-	{SYS_rt_sigprocmask, {SIG_BLOCK, P, P, 8}}, /* a masked section's way in (rt_libc.c) */
 	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, 0x7fffffff}},
 	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, P, 0}},
 	{SYS_futex_waitv, {P, 2, 0, P, CLOCK_MONOTONIC}},
@@ -454,7 +452,6 @@ static const struct call cli_path[] = {
 	{SYS_mmap, {0, P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0}},
 	{SYS_munmap, {P, P}},
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
-	{SYS_rt_sigprocmask, {SIG_BLOCK, P, P, 8}}, /* a masked section's way in (rt_libc.c) */
 	{SYS_rt_sigaction, {P, P, P, 8}},
 	{SYS_clone, {CLONE_VM | CLONE_VFORK, P, P, P, P}},
 	{SYS_clone, {CLONE_VM | CLONE_VFORK | SIGCHLD, P, P, P, P}},
@@ -524,7 +521,6 @@ static const struct call writer_start_path[] = {
 	{SYS_rseq, {P, P, 0, P}},
 #endif
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
-	{SYS_rt_sigprocmask, {SIG_BLOCK, P, P, 8}}, /* a masked section's way in (rt_libc.c) */
 	{SYS_sched_get_priority_min, {SCHED_OTHER}},
 	{SYS_sched_get_priority_max, {SCHED_OTHER}},
 	{SYS_sched_setscheduler, {0, SCHED_OTHER, P}},
@@ -556,7 +552,6 @@ static const struct call writer_start_path[] = {
  * synchronous (sync_path). */
 static const struct call writer_stop_path[] = {
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
-	{SYS_rt_sigprocmask, {SIG_BLOCK, P, P, 8}}, /* a masked section's way in (rt_libc.c) */
 	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, P, 0}},
 	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, P}},
 	{SYS_futex, {P, FUTEX_WAIT, P, 0}},
@@ -628,7 +623,6 @@ static const struct call move_path[] = {
 	{SYS_prlimit64, {0, RLIMIT_NOFILE, 0, P}},
 	{SYS_fcntl, {0, F_DUPFD_CLOEXEC, P}},
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
-	{SYS_rt_sigprocmask, {SIG_BLOCK, P, P, 8}}, /* a masked section's way in (rt_libc.c) */
 };
 
 /* An executable deleted since exec, saved beside the log as its OBJECT

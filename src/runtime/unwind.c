@@ -924,7 +924,7 @@ void sf_shadow_ov_alloc(void)
  * `mapped` (the last store). */
 static void shadow_move(struct sf_thread *t, uint64_t *to, int mapped)
 {
-	uint64_t all = SF_FILL_MASK, old = 0; /* a fault here is the program's (runtime.h) */
+	uint64_t all = ~0ull, old = 0;
 	sf_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, 8, 0, 0);
 	uint64_t d = sf_shadow_depth(t);
 #ifdef SF_SHADOW_TP

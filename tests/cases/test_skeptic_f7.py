@@ -116,6 +116,20 @@ def test_siglongjmp_out_of_a_sync_handoff():
     _same([_ovf(), "hcall", "31"], writers=["sync"], max_dropped=31 * 100, timeout=30)
 
 
+@sfkit.known_break(24, "skf7_ovf lastpexit 31 --writer sync (the 31st overflow lands in a sync hand-off; its handler "
+                       "calls pthread_exit): the handler never returns: gdb shows the thread, still in it, spinning "
+                       "in log_reopen (pthread_exit loads libgcc_s, the loader hook writes an object chunk, the log's "
+                       "reopen lock is held by the section it interrupted), main in pthread_join; killed at the "
+                       "timeout, 2 of 2 runs; thread/default exit 0; untraced exit 0; the parent commit: SIGSEGV 139")
+def test_handler_ends_its_thread_inside_a_sync_handoff():
+    """skf7_ovf lastpexit 31: 30 overflows recovered, the 31st's handler
+    prints 'thread leaves' and pthread_exit()s; main joins and works.
+    Untraced exit 0, 'thread 0 caught 30 done 0', 'main work ...'. Traced,
+    each writer mode: the same, lost 0, at most the handler's events
+    dropped."""
+    _same([_ovf(), "lastpexit", "31"], writers=["thread", "default", "sync"], max_dropped=31 * 100, timeout=30)
+
+
 @sfkit.known_break(24, "siglongjmp out of an overflow inside a hand-off, default writer (skf7_ovf hcallv 100): exit "
                        "0 with the right output but 424,678 of ~894,000 events dropped (the handler's own at most "
                        "30,000), 3 of 3 runs; under taskset -c 0: no exit, killed at the timeout with 432,617 "

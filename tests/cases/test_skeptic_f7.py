@@ -178,6 +178,23 @@ def test_handler_on_a_small_altstack():
         eq((rc, out), (urc, uout), f"[{w}]: status, output (stderr {err[-200:]!r})")
 
 
+def test_fork_after_recovered_overflows():
+    """skf7_ovf hfork 100: 100 overflows recovered (handler calls traced
+    code), then fork: the child's own thread overflows twice and works.
+    Untraced exit 0, 'child status 0'. Traced (thread, default): the
+    same; the child's log 115,942 events, lost 0, dropped 0 (the default
+    writer's parent drops: test_siglongjmp_out_of_a_handoff_other_writers)."""
+    cmd = [_ovf(), "hfork", "100"]
+    urc, uout, _ = _untraced(cmd)
+    for w in ("thread", "default"):
+        rc, out, err, logs = _traced(cmd, w, timeout=30)
+        eq((rc, out), (urc, uout), f"hfork [{w}]: status, output (logs {logs})")
+        eq(len(logs), 2, f"hfork [{w}]: logs {logs}")
+        child = [x for x in logs if x[0] != "sf.log"][0]
+        eq(child[1:], (0, 0), f"hfork [{w}]: the child's log dropped, lost")
+        eq([x[2] for x in logs], [0, 0], f"hfork [{w}]: lost")
+
+
 def test_rust_overflow_aborts_as_untraced():
     """skf7_rs_ovf [thread]: unbounded recursion in main (8 MiB) and in a
     128 KiB thread. Untraced: "thread 'main' (TID) has overflowed its

@@ -10,6 +10,7 @@ case and ends with 'N passed, N failed'.
     python3 tests/run.py -x              # stop at the first failure
     python3 tests/run.py --durations 15  # then the 15 slowest cases
     python3 tests/run.py -j 2            # modules two at a time (SERIAL ones alone, at the end)
+    python3 tests/run.py --all           # the long tier (tests/LONG) too; --long: only it
 """
 import argparse
 import concurrent.futures
@@ -52,6 +53,29 @@ SERIAL = {  # modules or single cases (module.case)
     "test_skeptic24d.test_clone_vfork_without_vm_does_not_hold_other_threads",
     "test_production_runtime.test_vfork_clone_wait_is_not_held_by_a_posix_spawn_in_another_thread",
 }
+
+
+def long_tier():
+    """tests/LONG's case names: the cases left out unless asked for."""
+    names = set()
+    with open(os.path.join(HERE, "LONG")) as f:
+        for line in f:
+            line = line.split("#", 1)[0].split()
+            if line:
+                names.add(line[0])
+    return names
+
+
+def pick_tier(cases, args):
+    """-k picks from every case; otherwise the long tier only with --all
+    (everything) or --long (only it)."""
+    if args.k or args.cases or args.all:
+        return cases
+    slow = long_tier()
+    gone = slow - {c[0] for c in cases}
+    if gone:  # a renamed case would otherwise drop out of both tiers unseen
+        sys.exit(f"run.py: tests/LONG names cases that do not exist: {' '.join(sorted(gone))}")
+    return [c for c in cases if (c[0] in slow) == args.long]
 
 
 def load_cases(pattern):
@@ -154,10 +178,13 @@ def main():
                     help="at the end, list the N slowest cases (the suite must stay well under 20 minutes on CI)")
     ap.add_argument("-j", type=int, default=1, metavar="N",
                     help="run N modules at a time (TOGETHER and SERIAL above say which may not)")
+    tier = ap.add_mutually_exclusive_group()
+    tier.add_argument("--all", action="store_true", help="the long tier (tests/LONG) too")
+    tier.add_argument("--long", action="store_true", help="only the long tier (tests/LONG)")
     ap.add_argument("--cases", help=argparse.SUPPRESS)    # -j's jobs: a file of exact case names
     ap.add_argument("--results", help=argparse.SUPPRESS)  # -j's jobs: where the counts go (JSON)
     args = ap.parse_args()
-    cases = load_cases(args.k)
+    cases = pick_tier(load_cases(args.k), args)
     if args.cases:
         with open(args.cases) as f:
             want = set(f.read().split())
@@ -210,8 +237,10 @@ def main():
         print(f"slowest {min(args.durations, len(durations))}:")
         for secs, name in sorted(durations, reverse=True)[:args.durations]:
             print(f"  {secs:7.1f}s  {name}")
-    for name, _ in failures:
-        print(f"  failed: {name}")
+    for name, text in failures:
+        # again at the end, where a CI log's tail shows it
+        tail = text.rstrip().splitlines()[-12:]
+        print(f"  failed: {name}\n" + "\n".join("      " + line[:400] for line in tail))
     line = f"{passed} passed, {failed} failed"
     if skipped:
         line += f", {skipped} skipped"

@@ -107,25 +107,33 @@ static inline unsigned zero_word(uint64_t x)
  * are blocked, so a handler never finds it set: it marks the runtime's own
  * slow path calling malloc (dropped, never recursed into), not a signal
  * that arrived when the slow path unblocked them. */
-static __attribute__((noinline, cold)) void heap_slow(uint32_t tag, uint32_t kind, uint64_t time, uint64_t a,
-							     uint64_t b, uint64_t c, uint64_t d)
+struct heap_slow_args {
+	uint32_t tag, kind;
+	uint64_t time;
+	uint64_t payload[4];
+};
+
+static void heap_slow_masked(void *arg)
 {
-	const uint64_t payload[4] = {a, b, c, d};
+	struct heap_slow_args *e = arg;
 	struct sf_heap_tls *h = &sf_self.heap;
-	if (sf_self.state == SF_THREAD_IGNORED)
-		return;
-	int saved = errno;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (h->busy) {
 		sf_log_drop(1);
 	} else {
 		h->busy = 1;
-		sf_record_payload(tag, kind, time, payload);
+		sf_record_payload(e->tag, e->kind, e->time, e->payload);
 		h->busy = 0;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static __attribute__((noinline, cold)) void heap_slow(uint32_t tag, uint32_t kind, uint64_t time, uint64_t a,
+							     uint64_t b, uint64_t c, uint64_t d)
+{
+	if (sf_self.state == SF_THREAD_IGNORED)
+		return;
+	int saved = errno;
+	struct heap_slow_args e = {.tag = tag, .kind = kind, .time = time, .payload = {a, b, c, d}};
+	sf_masked_run(heap_slow_masked, &e); /* section.c: on the thread's section stack */
 	errno = saved;
 }
 

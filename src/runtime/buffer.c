@@ -195,6 +195,7 @@ static void thread_exit_hook(void *arg)
 	sf_unwind_thread_exit();
 	sf_shadow_ov_free();
 	thread_flush_exit();
+	sf_section_stack_free();
 }
 
 /* This process's pid as the runtime last set it up (start-up, each fork
@@ -1625,6 +1626,46 @@ static int drop_under_claim(struct sf_thread *t, uint64_t time, size_t nrec, int
 	return 1;
 }
 
+/* slow_event's part with every signal blocked (sf_masked_run). */
+struct slow_args {
+	uint64_t time;
+	uint32_t func_id, kind;
+	uint64_t claimed;
+	const uint64_t *frame;
+	struct sf_event *first; /* out: the thread's first record, if this made its slot */
+};
+
+static void slow_masked(void *arg)
+{
+	struct slow_args *a = arg;
+	struct sf_thread *t = &sf_self;
+	uint64_t time = a->time, claimed = a->claimed;
+	uint32_t func_id = a->func_id, kind = a->kind;
+	int skip = claimed && pool && skips_claimed(t, claimed);
+	if (!skip && nretired() && store_in_retired(claimed, time, func_id, kind))
+		return;
+	/* The trampoline's xadd moved the cursor past the limit; take it back
+	 * so the slot it claimed (outside the buffer) is not counted. */
+	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
+		t->cursor = t->limit;
+	struct sf_event *first = NULL;
+	if (t->state == SF_THREAD_NEW) {
+		t->cursor = 0;
+		/* Getting a slot (file space, mapping) takes a while: stamp the
+		 * thread's first event after it, so the tracer's set-up cost
+		 * does not show as time spent in the program's first call. */
+		thread_start(t);
+		time = sf_now_raw();
+		first = t->state == SF_THREAD_ACTIVE ? t->events : NULL;
+	}
+	store_event(t, time, func_id, kind, NULL);
+	if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
+		sf_trigger_event(func_id, kind, time);
+	if (first)
+		warm_return(a->frame, kind);
+	a->first = first;
+}
+
 /* The trampolines' slow path; claimed is the record address their xadd
  * returned (0 in monotonic mode); frame the x86-64 trampoline's frame
  * pointer, or NULL. */
@@ -1662,38 +1703,12 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 	if (drop_under_claim(t, time, event_records(kind),
 			     __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED) && sf_trigger_watches(func_id)))
 		return NULL;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int skip = claimed && pool && skips_claimed(t, claimed);
-	if (!skip && nretired() && store_in_retired(claimed, time, func_id, kind)) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	struct slow_args a = {.time = time, .func_id = func_id, .kind = kind, .claimed = claimed, .frame = frame};
+	sf_masked_run(slow_masked, &a); /* section.c: on the thread's section stack */
+	if (!a.first)
 		return NULL;
-	}
-	/* The trampoline's xadd moved the cursor past the limit; take it back
-	 * so the slot it claimed (outside the buffer) is not counted. */
-	if (t->state != SF_THREAD_NEW && t->cursor > t->limit)
-		t->cursor = t->limit;
-	struct sf_event *first = NULL;
-	if (t->state == SF_THREAD_NEW) {
-		t->cursor = 0;
-		/* Getting a slot (file space, mapping) takes a while: stamp the
-		 * thread's first event after it, so the tracer's set-up cost
-		 * does not show as time spent in the program's first call. */
-		thread_start(t);
-		time = sf_now_raw();
-		first = t->state == SF_THREAD_ACTIVE ? t->events : NULL;
-	}
-	store_event(t, time, func_id, kind, NULL);
-	if (__atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED))
-		sf_trigger_event(func_id, kind, time);
-	if (first)
-		warm_return(frame, kind);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!first)
-		return NULL;
-	restamp_first(t, first);
-	return sf_config.clock == SF_CLOCK_TSC ? first : NULL;
+	restamp_first(t, a.first);
+	return sf_config.clock == SF_CLOCK_TSC ? a.first : NULL;
 }
 
 void sf_slow_event_at(uint64_t time, uint32_t func_id, uint32_t kind, uint64_t claimed)
@@ -1709,21 +1724,28 @@ struct sf_event *sf_slow_event_tramp(uint64_t time, uint32_t func_id, uint32_t k
 	return slow_event(time, func_id, kind, claimed, frame);
 }
 
+struct ext_args {
+	uint32_t kind;
+	uint64_t x[2];
+};
+
+static void ext_masked(void *arg)
+{
+	struct ext_args *e = arg;
+	struct sf_thread *t = &sf_self;
+	if (t->state == SF_THREAD_NEW)
+		thread_start(t);
+	store_event(t, sf_now_raw(), 0, e->kind, e->x);
+}
+
 /* An event with a 16-byte payload (allocation events of the setup ABI):
  * three consecutive records, claimed together with signals blocked. */
 void sf_record_ext(uint32_t kind, uint64_t a, uint64_t b)
 {
-	struct sf_thread *t = &sf_self;
 	if (sf_suppressed) /* suppress.c */
 		return;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	uint64_t x[2] = {a, b};
-	if (t->state == SF_THREAD_NEW)
-		thread_start(t);
-	store_event(t, sf_now_raw(), 0, kind, x);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	struct ext_args e = {.kind = kind, .x = {a, b}};
+	sf_masked_run(ext_masked, &e);
 }
 
 void sf_record_payload(uint32_t id, uint32_t kind, uint64_t time, const uint64_t *payload)
@@ -1771,20 +1793,30 @@ static void fill_cut_claim(uint64_t at, uint64_t limit, uint64_t time, uint64_t 
 
 /* sf_record_args's slow part: a batch or the thread's first slot to
  * start, with signals blocked. */
-static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
+struct args_slow {
+	const uint64_t *payload;
+	uint32_t n;
+	uint64_t time;
+};
+
+static void args_masked(void *arg)
 {
+	struct args_slow *a = arg;
 	struct sf_thread *t = &sf_self;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	uint64_t time = a->time;
 	if (t->state == SF_THREAD_NEW) {
 		thread_start(t);
 		time = sf_now_raw();
 	} else if (t->cursor > t->limit) {
 		t->cursor = t->limit; /* see sf_slow_event_at */
 	}
-	store_event(t, time, (uint32_t)n, SF_EV_ARGS, (const uint64_t *)(uintptr_t)payload);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	store_event(t, time, a->n, SF_EV_ARGS, a->payload);
+}
+
+static void record_args_slow(uint64_t payload, uint64_t n, uint64_t time)
+{
+	struct args_slow a = {.payload = (const uint64_t *)(uintptr_t)payload, .n = (uint32_t)n, .time = time};
+	sf_masked_run(args_masked, &a);
 }
 
 void sf_record_args(const uint64_t *payload, uint32_t n)

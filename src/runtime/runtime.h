@@ -33,6 +33,8 @@
  *   calib.c       the tracer's own cost per call, measured once at start
  *   buffer.c      per-thread slots and the slow path (first event, slot full,
  *                 thread exit, events with payloads); a batch's start depth
+ *   section.c     masked sections (every signal blocked) run on a stack of the
+ *                 thread's own, never on the program's
  *   suppress.c    stretches whose calls are the runtime's, not the program's
  *   unwind.c      frames abandoned by longjmp and caught exceptions: the
  *                 depth a landing leaves open (SF_EV_UNWIND_TO)
@@ -56,6 +58,7 @@
  *   patch.c       sled bytes and how a sled reaches its trampoline
  *   loader_hook.c, loader_entry.S  the loader's hook function redirected to us
  *   vfork.S       vfork in place of glibc's
+ *   section.S     a call on another stack (section.c)
  *   calib.S       (x86-64) calib.c's loop of trampoline calls, as sleds make them
  *   exports.map   symbol versions: every wrapper's, libc's (libgcc_s's) default
  * The library exports only what is marked visibility("default").
@@ -849,6 +852,14 @@ void sf_calib_remeasure(void) SF_HIDDEN; /* at exit: widens the spread (cost_spr
 void sf_clock_init(void) SF_HIDDEN;
 uint64_t sf_mono_ns(void) SF_HIDDEN;
 uint64_t sf_now_raw(void) SF_HIDDEN; /* raw counter or monotonic ns, per sf_config.clock */
+
+/* ---- section.c ---- */
+/* fn(arg) with every signal blocked, on the thread's section stack
+ * (in place under valgrind, inside another section, or without one). */
+void sf_masked_run(void (*fn)(void *), void *arg) SF_HIDDEN;
+void sf_section_stack_free(void) SF_HIDDEN; /* the thread's exit hook */
+/* arch/<arch>/section.S: fn(arg) with the stack pointer at top */
+void sf_arch_call_on(void (*fn)(void *), void *arg, uint64_t top) SF_HIDDEN;
 
 /* ---- buffer.c ---- */
 /* The calling thread's state (struct sf_thread above). */

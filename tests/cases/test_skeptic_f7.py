@@ -11,9 +11,12 @@ same program untraced (glibc 2.36, Debian 12). A claim that holds is a
 passing case; a break is known_break(24).
 The change was reverted after these attacks (a handler that siglongjmps
 out of a section leaves its lock held and in_slow raised: hangs instead of
-crashes, and a kill()-sent SIGSEGV ran inside sections): main blocks every
-signal in its sections again, so an overflow there still kills.
-The known breaks say what main does and what the change did."""
+crashes, and a kill()-sent SIGSEGV ran inside sections). The sections now
+block every signal again and run on a stack of the runtime's own
+(src/runtime/section.c), so no overflow of the program's stack lands in
+one. The 7 cases that were known breaks of 1b061bd5 (6 killed by SIGSEGV,
+139; the 6 KiB altstack aborted) fail on it and hold with section.c;
+test_segv_kill_sync_logs' break was seen only with the signals open."""
 import os
 import re
 import sys
@@ -95,10 +98,6 @@ def test_overflow_recovered_by_siglongjmp_holds():
         _same([_ovf(), mode, n])
 
 
-@sfkit.known_break(24, "on main (fault signals blocked in every masked section): the 31st overflow lands in a sync "
-                       "hand-off and the process is killed by SIGSEGV (139); untraced 'caught overflow', exit 3. "
-                       "Leaving the fault signals open (f6ovf) made this hold but broke the siglongjmp cases here, "
-                       "so it was reverted")
 def test_overflow_inside_a_handoff_then_exit_as_untraced():
     """skf7_ovf lastexit|lastexitc|lastabort 31 --writer sync: 30
     overflows recovered, the 31st lands inside a sync hand-off (101 of its
@@ -110,10 +109,6 @@ def test_overflow_inside_a_handoff_then_exit_as_untraced():
         _same([_ovf(), mode, "31"], writers=["sync"], times=2, max_dropped=200)
 
 
-@sfkit.known_break(24, "on main (fault signals blocked in every masked section) killed by SIGSEGV (139) where untraced recovers; with them left open (f6ovf, reverted for this): siglongjmp out of an overflow that hit inside a --writer sync hand-off (the handler calls "
-                       "traced code: skf7_ovf hcall 31): the thread's every later event dropped (40,105) and its "
-                       "exit's flush spins forever in log_reopen (the reopen lock the section held): killed at "
-                       "the timeout, 3 of 3 runs (hcall 30: exit 0, 0 dropped); untraced exit 0 in 0.04 s")
 def test_siglongjmp_out_of_a_sync_handoff():
     """skf7_ovf hcall 31 --writer sync: 31 overflows recovered by
     siglongjmp, the handler calling leaf 50 times each. Untraced: exit 0,
@@ -125,11 +120,6 @@ def test_siglongjmp_out_of_a_sync_handoff():
     _same([_ovf(), "hcall", "31"], writers=["sync"], max_dropped=31 * 100, timeout=30)
 
 
-@sfkit.known_break(24, "on main (fault signals blocked in every masked section) killed by SIGSEGV (139) where untraced recovers; with them left open (f6ovf, reverted for this): skf7_ovf lastpexit 31 --writer sync (the 31st overflow lands in a sync hand-off; its handler "
-                       "calls pthread_exit): the handler never returns: gdb shows the thread, still in it, spinning "
-                       "in log_reopen (pthread_exit loads libgcc_s, the loader hook writes an object chunk, the log's "
-                       "reopen lock is held by the section it interrupted), main in pthread_join; killed at the "
-                       "timeout, 2 of 2 runs; thread/default exit 0; untraced exit 0; the parent commit: SIGSEGV 139")
 def test_handler_ends_its_thread_inside_a_sync_handoff():
     """skf7_ovf lastpexit 31: 30 overflows recovered, the 31st's handler
     prints 'thread leaves' and pthread_exit()s; main joins and works.
@@ -139,10 +129,6 @@ def test_handler_ends_its_thread_inside_a_sync_handoff():
     _same([_ovf(), "lastpexit", "31"], writers=["thread", "default", "sync"], max_dropped=31 * 100, timeout=30)
 
 
-@sfkit.known_break(24, "on main (fault signals blocked in every masked section) killed by SIGSEGV (139) where untraced recovers; with them left open (f6ovf, reverted for this): siglongjmp out of an overflow inside a hand-off, default writer (skf7_ovf hcallv 100): exit "
-                       "0 with the right output but 424,678 of ~894,000 events dropped (the handler's own at most "
-                       "30,000), 3 of 3 runs; under taskset -c 0: no exit, killed at the timeout with 432,617 "
-                       "dropped, 3 of 3; --writer thread: 0 dropped; untraced exit 0")
 def test_siglongjmp_out_of_a_handoff_other_writers():
     """skf7_ovf hcallv 100: as hcall, 50-150 handler calls a round (so
     overflows land at other points of the hand-offs). The handler's own
@@ -151,11 +137,6 @@ def test_siglongjmp_out_of_a_handoff_other_writers():
     _same([_ovf(), "hcallv", "100"], writers=["thread", "default", "taskset"], max_dropped=100 * 300, timeout=30)
 
 
-@sfkit.known_break(24, "on main (fault signals blocked in every masked section) killed by SIGSEGV (139) where untraced recovers; with them left open (f6ovf, reverted for this): skf7_ovf hthreads 50 (4 threads overflowing at once, siglongjmp'd, handlers calling traced "
-                       "code): --writer sync 4 of 5 runs and taskset -c 0 1 of 1 never exit (killed at the timeout, "
-                       "40,297 dropped; gdb: the 3 other threads spin in log_reopen on its lock, at a full slot's "
-                       "hand-off and at thread exit, main in pthread_join); thread/default: exit 0, 0 dropped; "
-                       "untraced exit 0 in ms")
 def test_overflow_threads_with_handler_events():
     """skf7_ovf hthreads 50: 4 threads overflow at once, 50 times each,
     recovered by siglongjmp, their handlers calling traced code. Untraced
@@ -165,12 +146,6 @@ def test_overflow_threads_with_handler_events():
     _same([_ovf(), "hthreads", "50"], max_dropped=4 * 50 * 300, timeout=30)
 
 
-@sfkit.known_break(24, "a handler on a 6 KiB alternate stack that calls traced code (5000 calls a round: a slot's "
-                       "hand-off runs there): untraced exit 0 (3 of 3; 5 KiB aborts, so the program's margin is "
-                       "real); traced the runtime's frames run past the altstack into the heap: 'tcache_thread_"
-                       "shutdown(): unaligned tcache chunk detected', SIGABRT, in thread, sync and default modes "
-                       "(2 of 2 each); 7 KiB: sync still aborts (2 of 2), thread/default exit 0. The parent commit "
-                       "(22f002c0^) did the same (6 KiB thread abort, sync exit 99; 7 KiB sync abort): not new")
 def test_handler_on_a_small_altstack():
     """SKF7_ALT=6144 SKF7_HN=5000 skf7_ovf hcall 5: 5 overflows, each
     handler on a 6 KiB malloc'd alternate stack calls leaf 5000 times,
@@ -187,9 +162,6 @@ def test_handler_on_a_small_altstack():
         eq((rc, out), (urc, uout), f"[{w}]: status, output (stderr {err[-200:]!r})")
 
 
-@sfkit.known_break(24, "on main (fault signals blocked in every masked section): hfork 100 under the default writer "
-                       "killed by SIGSEGV (139) at an overflow inside a hand-off; held with them left open (f6ovf, "
-                       "reverted for the siglongjmp cases' sake)")
 def test_fork_after_recovered_overflows():
     """skf7_ovf hfork 100: 100 overflows recovered (handler calls traced
     code), then fork: the child's own thread overflows twice and works.
@@ -246,10 +218,6 @@ def test_segv_kill_from_another_process():
     _same([_sig(), "pkill", "2000"], writers=["thread", "default"], max_dropped=2000 * 30)
 
 
-@sfkit.known_break(24, "seen only with the fault signals left open in masked sections (f6ovf, reverted for this): asynchronous SIGSEGV (kill) under --writer sync: 2 logs of ~45 runs read '1 lost' (pkill "
-                       "2000: 84,644 dropped, more than the handler's 60,000, 3,837,357 events ending at 0.39 s of "
-                       "a 1 s run, '213 data + 256 slots (256 live)'; tkill 2000: 16,014,209 events, '1718 data + "
-                       "240 slots (240 live)'); good runs: lost 0, '... data + 1 slot (1 live)'")
 def test_segv_kill_sync_logs():
     """skf7_sig tkill 2000 and pkill 2000 under --writer sync, 4 runs
     each: status and output as untraced, every log lost 0, dropped at

@@ -27,6 +27,7 @@
 #include "cli/record_files.h"
 #include "cli/record_keeper.h"
 #include "cli/record_limits.h"
+#include "cli/record_notes_dir.h"
 #include "cli/record_probe.h"
 #include "cli/record_stale.h"
 #include "cli/record_why.h"
@@ -616,7 +617,7 @@ static int prepare_filter_files(const struct record_opts *o, struct run_files *r
 	const char *use = rc == 0 ? files[0] : NULL;
 	if (rc == 0 && (nfiles > 1 || strcmp(files[0], o->filters[0]))) {
 		snprintf(rf->merged, sizeof(rf->merged), "%.*s/merged.filter", PATH_MAX / 2 + 32, rf->notes);
-		int fd = open(rf->merged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = notes_dir_open(rf->merged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			sf_error("cannot create %s: %s", rf->merged, strerror(errno));
 			rf->merged[0] = 0;
@@ -752,7 +753,7 @@ static void watch_unseen_filters(const char *notes)
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s/%s", notes, SF_UNSEEN_FILTER_FILE) >= (int)sizeof(path))
 		return;
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = notes_dir_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
 	close(fd);
@@ -847,11 +848,19 @@ static int prepare_filters(struct record_opts *o, const char *abs, struct run_fi
 		rmdir(taken[i]);
 	rf->notes_dev = made.st_dev;
 	rf->notes_ino = made.st_ino;
+	/* Held by a descriptor from here on: record's files go in by it,
+	 * never through the path (record_notes_dir.h). */
+	if (notes_dir_hold(rf->notes, made.st_dev, made.st_ino) < 0) {
+		sf_error("%s: %s", rf->notes,
+			 errno == ESTALE ? "replaced by something else just after record made it" : strerror(errno));
+		rf->notes[0] = 0;
+		return 1;
+	}
 	/* 0711: a process that became another user (a daemon's worker, a
 	 * program started by start-stop-daemon --chuid) can still open the
 	 * note file handed to it (the runtime's notes.c); nobody else can list
 	 * or create anything here, and every file in it is 0600. */
-	if (chmod(rf->notes, 0711) < 0) {
+	if (fchmod(notes_dir_fd(), 0711) < 0) {
 		sf_error("%s: cannot set its mode: %s", rf->notes, strerror(errno));
 		return 1;
 	}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/args_cache.h"
+#include "cli/record_notes_dir.h"
 #include "format/sf_args.h"
 #include "format/sf_env.h"
 #include "format/xray_map.h"
@@ -614,7 +615,7 @@ static void write_args(FILE *out, const char *obj, const char *build_id, struct 
  * runtime refuses a file others may write, src/runtime/trust.c). */
 static FILE *create_private(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = notes_dir_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!out) {
 		if (fd >= 0)

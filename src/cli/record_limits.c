@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/input_opts.h"
+#include "cli/record_notes_dir.h"
 #include "format/sflog.h"
 #include "format/ring_signal.h"
 #include "format/run_budget.h"
@@ -53,7 +54,7 @@ int rl_parse_size(const char *opt, const char *s, uint64_t min, uint64_t *bytes)
 int rl_budget_create(const char *dir, uint64_t cap, char *path, size_t cap_len)
 {
 	snprintf(path, cap_len, "%s/.budget", dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = notes_dir_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		sf_error("%s: %s (needed by --max-size)", path, strerror(errno));
 		path[0] = 0;
@@ -236,7 +237,7 @@ int rl_triggers_write(const char *dir, const char *exe, char *const *objs, size_
 	snprintf(path, cap, "%s/.triggers", dir);
 	/* 0600 whatever the umask: the runtime refuses a file others may
 	 * write (src/runtime/trust.c). */
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = notes_dir_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!out) {
 		if (fd >= 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/record_files.h"
+#include "cli/record_notes_dir.h"
 #include "format/keeper_files.h"
 
 #define PREFIX "sftrace-notes-"
@@ -67,7 +68,7 @@ int stale_stamp(const char *dir, pid_t pid)
 			 ns_ino("net"), (int)pid, st, rfiles_salt());
 	/* O_NOFOLLOW, 0600: the directory is record's (0711), the stamp too;
 	 * one write of one line: a sweep reads whole lines only. */
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = notes_dir_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	ssize_t w = write(fd, line, (size_t)n);

@@ -624,7 +624,11 @@ static int prepare_filter_files(const struct record_opts *o, struct run_files *r
 			rc = -1;
 		} else {
 			close(fd);
-			rc = ff_merge(files, nfiles, rf->merged, 0);
+			/* written through the held descriptor's own name in
+			 * /proc, not the path (record_notes_dir.h) */
+			char via[64];
+			snprintf(via, sizeof(via), "/proc/self/fd/%d/merged.filter", notes_dir_fd());
+			rc = ff_merge(files, nfiles, access(via, W_OK) == 0 ? via : rf->merged, 0);
 			use = rf->merged;
 		}
 	}

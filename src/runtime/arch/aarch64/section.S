@@ -12,6 +12,11 @@
 	.p2align 4
 sf_arch_call_on:
 	.cfi_startproc
+	/* A frame on another stack, as a signal frame is: a debugger
+	 * unwinding from the section stack to a program stack below it
+	 * (a heap-allocated ucontext stack) would otherwise stop with
+	 * "previous frame inner to this frame" (skeptic f8, gdb). */
+	.cfi_signal_frame
 	stp	x29, x30, [sp, #-16]!
 	.cfi_def_cfa_offset 16
 	.cfi_offset x29, -16

@@ -12,6 +12,11 @@
 	.p2align 4
 sf_arch_call_on:
 	.cfi_startproc
+	/* A frame on another stack, as a signal frame is: a debugger
+	 * unwinding from the section stack to a program stack below it
+	 * (a heap-allocated ucontext stack) would otherwise stop with
+	 * "previous frame inner to this frame" (skeptic f8, gdb). */
+	.cfi_signal_frame
 	push	%rbp
 	.cfi_adjust_cfa_offset 8
 	.cfi_rel_offset %rbp, 0

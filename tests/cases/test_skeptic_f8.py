@@ -146,6 +146,34 @@ def test_many_live_threads_in_time():
     sfkit.eq((rc1, out1), (rc0, out0), f"traced after {t:.1f} s (untraced {u:.2f} s)")
 
 
+def test_fork_in_handler_vfork_spawn_child_overflow():
+    """fork from a handler, vfork+exec, posix_spawn, a forked child's thread
+    overflowing 3 times: the same output, a log each (5), 0 lost."""
+    p = _fx("skf8_spawn")
+    for w in ([], ["--writer", "sync"], ["--ring", "1M"]):
+        _, logs = _same([p], w, want_rc=0)
+        sfkit.eq(len(logs), 5, f"{w} logs")
+
+
+def test_valgrind_stderr_as_untraced():
+    """memcheck over record (the plain build): the program's stderr under
+    valgrind the same lines traced as untraced (no 'client switching
+    stacks?'), its output the same."""
+    import shutil
+    if not shutil.which("valgrind") or "asan" in sfkit.BUILD:
+        raise sfkit.Skip("valgrind runs the plain build only")
+    p = _fx("skf8_overflow")
+    norm = lambda e: sorted(set(re.sub(r"(==|--)\d+(==|--)", "P", e).splitlines()))  # noqa: E731
+    rc0, out0, err0 = _untraced(["valgrind", "-q", p, "jmp", "2", "0", "1", "plain"], timeout=120)
+    d = sfkit.tmpdir()
+    rc1, out1, err1 = sfkit.run_group(["valgrind", "-q", "--trace-children=yes", sfkit.SFTRACE, "record", "-q",
+                                       "-o", os.path.join(d, "sf.log"), "--", p, "jmp", "2", "0", "1", "plain"],
+                                      timeout=180)
+    sfkit.eq((rc1, out1), (rc0, out0), "under valgrind")
+    sfkit.eq(norm(err1), norm(err0), "valgrind's stderr lines")
+    sfkit.check("switching stacks" not in err1, err1)
+
+
 def _core_in_section(mode, tries):
     """Cores of skf8_core MODE (--writer sync, abort from a second thread)
     until one has the main thread inside a section: gdb's backtrace of it,

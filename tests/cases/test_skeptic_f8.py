@@ -182,7 +182,7 @@ def test_async_cancel_in_traced_loop():
     p = _fx("skf8_async_cancel")
     rc0, out0, _ = _untraced([p, "20"])
     sfkit.eq(rc0, 0)
-    rc1, out1, err, _, _ = _traced([p, "20"], timeout=15)
+    rc1, out1, err, _, _ = _traced([p, "20"], timeout=10)
     sfkit.eq((rc1, out1), (rc0, out0), "traced")
 
 
@@ -222,7 +222,7 @@ def test_gdb_unwinds_out_of_a_section_main_stack():
                        "'Backtrace stopped: previous frame inner to this frame (corrupt stack?)', 2 of 2 "
                        "such cores; 1b061bd5's runtime unwound to cloop and co")
 def test_gdb_unwinds_out_of_a_section_heap_stack():
-    bt = _core_in_section("heap", 12)
+    bt = _core_in_section("heap", 8)
     if bt is None:
         raise sfkit.Skip("no core landed in a section")
     sfkit.check("cloop" in bt and "Backtrace stopped" not in bt, bt[-1500:])

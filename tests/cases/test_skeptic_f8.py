@@ -197,7 +197,10 @@ def _core_in_section(mode, tries):
     for i in range(tries):
         d = sfkit.tmpdir()
         sfkit.run_group(["sh", "-c", f"ulimit -c unlimited; cd {d}; exec {sfkit.SFTRACE} record -q -o sf.log "
-                         f"--writer sync -- {p} {mode} {200 + 37 * i}"], timeout=30)
+                         f"--writer sync -- {p} {mode} {200 + 37 * i}"], timeout=30,
+                        # the ASan CLI sets RLIMIT_CORE to 0 (its disable_coredump), which the program inherits
+                        env={"ASAN_OPTIONS": ":".join(filter(None, [os.environ.get("ASAN_OPTIONS", ""),
+                                                                    "disable_coredump=0"]))})
         cores = [f for f in os.listdir(d) if f.startswith("core")]
         if not cores:
             raise sfkit.Skip("no core file (core_pattern)")

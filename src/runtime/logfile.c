@@ -110,9 +110,6 @@ static struct {
 	int cut;                         /* the file was cut at exit: nothing more mapped ahead */
 } P;
 
-/* The lock guards log creation, slot allocation and the object table.
- * Signals are blocked while it is held, so an instrumented signal handler
- * on the same thread can never wait for it. */
 /* Takes a lock of the log's, signals blocked by the caller: a short spin,
  * then a yield each try. Spinning alone, 300 new threads on 2 CPUs kept
  * the holder (mapping their slots) off the CPUs: 97% of such a run was
@@ -129,6 +126,9 @@ static void lock_take(int *lock)
 	}
 }
 
+/* The lock guards log creation, slot allocation and the object table.
+ * Signals are blocked while it is held, so an instrumented signal handler
+ * on the same thread can never wait for it. */
 void sf_log_lock_sig(sigset_t *old)
 {
 	sigset_t all;

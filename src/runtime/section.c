@@ -12,7 +12,7 @@
  * section (tried and reverted: hangs on its locks). So the work runs on a
  * stack of the thread's own, mapped at its first section, and the
  * program's stack only holds what the section's edges need, touched
- * (sf_section_probe) before the signals are blocked: a fault there is an
+ * (section_probe) before the signals are blocked: a fault there is an
  * ordinary one, with the program's handler free to run.
  *
  * Signals stay blocked for as long as the section stack is in use, so no

@@ -332,9 +332,15 @@ int sf_fd_brief(int fd)
 	return fd < 0 || fd > 2 ? fd : fd_move(fd, fd_top());
 }
 
-/* ---- signal masks: like glibc's, never blocking the two signals glibc
- * keeps for itself (32: thread cancellation, 33: setuid broadcast), so a
- * setuid in another thread is never held up by the runtime. ---- */
+/* ---- signal masks: like glibc's, never blocking the setuid broadcast
+ * (33), so a setuid in another thread is never held up by the runtime.
+ * Unlike glibc's, thread cancellation (32) is blocked when asked for: a
+ * thread with asynchronous cancellation enabled, cancelled inside one of
+ * the runtime's sections, unwound out of it with a lock of the log's held
+ * and every other thread then spun for that lock for good (skeptic f8,
+ * skf8_async_cancel). Blocked, the cancellation lands when the section
+ * puts the program's mask back, at the instruction it would have landed
+ * on untraced had the section not been there. ---- */
 
 HIDDEN int sigfillset(sigset_t *s)
 {
@@ -363,7 +369,7 @@ HIDDEN int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	uint64_t want, *wp = NULL;
 	if (set) {
 		memcpy(&want, set, sizeof(want));
-		want &= ~((1ull << 31) | (1ull << 32));
+		want &= ~(1ull << 32);
 		wp = &want;
 	}
 	long r = sf_syscall6(SYS_rt_sigprocmask, how, (long)wp, (long)old, 8, 0, 0);

@@ -40,6 +40,13 @@ struct sf_args_head {
 	uint16_t nbytes; /* item bytes after this header */
 };
 
+/* nitems's bits in the header read as one little-endian 8-byte record
+ * (both ports): the runtime stores it zeroed, a filler, while a coded
+ * event's claim is open (runtime/args.c, event_coded). */
+#define SF_ARGS_HEAD_NITEMS (0xffull << 8 * offsetof(struct sf_args_head, nitems))
+_Static_assert(offsetof(struct sf_args_head, nitems) == 5 && sizeof(struct sf_args_head) == 8,
+	       "the header is one record; nitems is its sixth byte");
+
 #define SF_ARGS_RET 1u   /* return values: the function's next exit or tail call */
 #define SF_ARGS_FIXED 2u /* pairs first, then raw values at aligned offsets (above) */
 

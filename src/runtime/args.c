@@ -1332,6 +1332,23 @@ static inline void put_record(struct sf_event *e, uint64_t time, uint32_t word)
 	__atomic_store_n((uint64_t *)e, (uint64_t)word << 32 | (uint32_t)time, __ATOMIC_RELEASE);
 }
 
+/* An ARGS event's word, stored first in its claim, before its payload:
+ * a handler that siglongjmps out of the claim leaves a header whose count
+ * covers the payload, whatever of it was stored, and a zero function
+ * record after it. The pads for abandoned records (buffer.c, pad_presumed
+ * and pad_abandoned) walk records by their words: they skip the payload
+ * and pad the function record, and a filler after a values-only event
+ * makes it a filler too (log_reader.c, pair_values). Stored last, as it
+ * was, an abandoned claim left a zero header and the values: walked as
+ * records, a value read as an event (skep7_sig jmp under -a: 95-196
+ * records lost or corrupt a run, fillers timed by a value's low half).
+ * The fence keeps the compiler from moving the payload's stores above. */
+static inline void put_header(struct sf_event *e, uint64_t time, uint32_t word)
+{
+	put_record(e, time, word);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 /* n records at *time, claimed the way the trampolines claim one (one
  * xadd: a signal handler's records go before or after, never in between):
  * NULL if the time is outside the batch's span or the slot has no room
@@ -1385,12 +1402,22 @@ static __attribute__((noinline)) int event_coded(const struct arg_plan *pl, cons
 	}
 	uint64_t *w = (uint64_t *)(e + 1);
 	unsigned z = 0;
-	for (uint32_t i = 0; i < n; i++) { /* before the word that validates them */
+	/* The header first (put_header), with a payload header of no items
+	 * (a filler, which readers skip) until the function record is
+	 * stored: readers keep a coded event's values for its function's
+	 * next event, so an abandoned claim whose header had its items would
+	 * give them to a later call. Stored after the function record, a
+	 * concurrent reader may see a filler there, never wrong values. */
+	put_header(e, time, sf_event_word(n, SF_EV_ARGS));
+	w[0] = rec[0] & ~SF_ARGS_HEAD_NITEMS;
+	z += (uint32_t)(rec[0] >> 32) == 0;
+	for (uint32_t i = 1; i < n; i++) {
 		w[i] = rec[i];
 		z += (uint32_t)(rec[i] >> 32) == 0;
 	}
-	put_record(e, time, sf_event_word(n, SF_EV_ARGS));
 	put_record(e + 1 + n, time, sf_event_word(func_id, kind));
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	w[0] = rec[0];
 	if (z) /* see has_unfilled (buffer.c) and alloc.c */
 		sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
 	claim_done();
@@ -1451,9 +1478,10 @@ static __attribute__((noinline)) int event_general(const struct sf_args_regs *r,
 	if (n) {
 		/* Values only (the function event right after them says whose,
 		 * the log's ARGSPEC chunk their types): straight into the
-		 * claimed records, before the words that validate them. */
+		 * claimed records, after their header (put_header), before the
+		 * function record. */
+		put_header(e, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 		unsigned z = pl->direct ? fill_direct(pl, r, (uint64_t *)(e + 1), pl->nval) : fill_values(pl, r, (uint64_t *)(e + 1));
-		put_record(e, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 		e += 1 + n;
 		if (z) /* see has_unfilled (buffer.c) and alloc.c */
 			sf_arch_cas_local(&sf_self.heap_zero, zero, zero + z);
@@ -1503,10 +1531,10 @@ static inline __attribute__((always_inline)) int event_shape(const struct sf_arg
 	if (__builtin_expect(at + bytes > t->limit, 0))
 		return small_cut(r, word, at, time, zero);
 	uint64_t *w = (uint64_t *)at;
+	put_header((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | nval, SF_EV_ARGS));
 	w[1] = v[0];
 	if (nval == 2)
 		w[2] = v[1];
-	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | nval, SF_EV_ARGS));
 	put_record((struct sf_event *)at + 1 + nval, time, word);
 	if (z) /* see has_unfilled (buffer.c) and alloc.c */
 		sf_arch_cas_local(&t->heap_zero, zero, zero + z);
@@ -1549,8 +1577,8 @@ static inline __attribute__((always_inline)) int direct_shape(const struct sf_ar
 	uint64_t at = sf_claim_local(&t->cursor, bytes);
 	if (__builtin_expect(at + bytes > t->limit, 0))
 		return small_cut(r, word, at, time, zero);
+	put_header((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 	unsigned z = fill_direct(pl, r, (uint64_t *)at + 1, n);
-	put_record((struct sf_event *)at, time, sf_event_word(SF_ARGS_VALUES | n, SF_EV_ARGS));
 	put_record((struct sf_event *)at + 1 + n, time, word);
 	if (z) /* see has_unfilled (buffer.c) and alloc.c */
 		sf_arch_cas_local(&t->heap_zero, zero, zero + z);

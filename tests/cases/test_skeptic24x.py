@@ -152,24 +152,23 @@ def test_concurrent_snapshot_commands_all_answered_and_counted():
     counts all 8 requests as written + not taken (seen: 2 written, 6 not
     taken, merged by the kernel; or 3 written, 1 not taken while one was
     being written, 4 merged; or all 8 written, and then no requests line)."""
-    exe = build_c("skep24x_vfork_robust", ["skep24x_vfork_robust.c"])  # any program; sleep 1 keeps it alive
+    # alive until told: a program that lived 1 s (a sleep) had ended before
+    # the last of the 8 looked it up on a loaded CI machine ("no such process")
+    exe = build_c("ring_pattern", ["ring_pattern.c"], libs=["-lpthread"])
     d = tmpdir()
-    rec = subprocess.Popen([SFTRACE, "record", "--ring", "1M", "-o", os.path.join(d, "sf.log"), "--", exe],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rec = subprocess.Popen([SFTRACE, "record", "--ring", "1M", "-o", os.path.join(d, "sf.log"), "--", exe,
+                            "wait", "1000"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        pid = None
-        end = time.monotonic() + 5
-        while pid is None and time.monotonic() < end:
-            out = run(["pgrep", "-f", "-x", re.escape(exe)], check_rc=None).stdout.split()
-            pid = int(out[0]) if out else None
-            time.sleep(0.01)
-        check(pid, "program not found")
-        time.sleep(0.1)
+        eq(rec.stdout.readline(), "ready\n", "the program's first line")
+        out = run(["pgrep", "-f", "-x", re.escape(exe) + " wait 1000"], check_rc=None).stdout.split()
+        check(len(out) == 1, f"program's pid: {out}")
+        pid = int(out[0])
         snaps = [subprocess.Popen([SFTRACE, "snapshot", str(pid)], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(8)]
         results = [s.communicate(timeout=20) + (s.returncode,) for s in snaps]
     finally:
-        out, err = rec.communicate(timeout=30)
+        out, err = rec.communicate("go\n", timeout=30)
     for o, e, rc in results:
         eq(rc, 0, f"snapshot: {e}")
         check(os.path.exists(o.strip()), o)

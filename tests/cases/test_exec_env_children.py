@@ -29,24 +29,24 @@ def test_clearenv_popen_system_execvp_children_traced():
 def test_popen_after_clearenv_leaves_environ_as_the_program_set_it():
     """popen after clearenv (environ NULL), then after setenv: environ is
     the program's own array again after each call (NULL, then the same
-    pointer, no LD_PRELOAD in it), and 300 more popens grow the anonymous
+    pointer, no LD_PRELOAD in it), and 150 more popens grow the anonymous
     address space by no more than the runtime's own one-off mappings (the
     child's environment is mapped once and reused; mapped anew each time
-    it would be 300 pages or more). Those: a slot's packing workspace,
+    it would be 150 pages, 600 kB, or more). Those: a slot's packing workspace,
     mapped at the slot's first hand-off (runtime/encode.c, about 204 kB),
     for the thread's slot and its spare; when the first hand-off falls in
     the window depends on the time (a batch spans at most 2^31 ticks), so
     a bound, not 0 (project CI on 7f38cf67: 204 kB, 12 of 20 runs here)."""
     exe = build_c("popen_environ_kept", ["popen_environ_kept.c"])
-    u = run([exe, "300"])
+    u = run([exe, "150"])
     eq(u.stdout, "after clearenv: popen read 3, environ NULL\n"
        "after setenv: popen read 4, environ the same array, APP=1, LD_PRELOAD unset\n"
-       "300 popens read 300, address space grew 0 kB\n", "untraced")
+       "150 popens read 150, address space grew 0 kB\n", "untraced")
     d = tmpdir()
-    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, "300"])
+    t = run([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log"), "--", exe, "150"])
     head, last = t.stdout.rsplit("\n", 2)[0], t.stdout.rsplit("\n", 2)[1]
     eq(head, u.stdout.rsplit("\n", 2)[0], "traced")
-    m = re.fullmatch(r"300 popens read 300, address space grew (\d+) kB", last)
+    m = re.fullmatch(r"150 popens read 150, address space grew (\d+) kB", last)
     check(m and int(m.group(1)) <= 2 * 208, f"traced: {t.stdout!r}")
 
 

@@ -60,8 +60,10 @@ def _async_case(mode, rounds, threads, depth, handler=False):
         if mode == "tail":
             sfkit.eq(calls.get("trec"), n, f"--writer {w}: tail calls are one entry each\n{tsv}")
         if handler:
-            sfkit.check(calls.get("h_leaf", 0) > 0 and calls["h_leaf"] % 20 == 0,
-                        f"--writer {w}: the handler's calls\n{tsv}")
+            # a cancel may land inside a handler, cutting its 20 calls short
+            # (ASan build: 52 handlers, 1,031 h_leaf calls), at most one a thread
+            h, k = calls.get("h_leaf", 0), calls.get("on_usr1", 0)
+            sfkit.check(h > 0 and 20 * (k - n) <= h <= 20 * k, f"--writer {w}: the handler's calls\n{tsv}")
         rep = sfkit.run([sfkit.SFTRACE, "report", log]).stdout
         sfkit.check(re.search(rf"\b{n + 1} threads\b", rep), f"--writer {w}: report\n{rep}")
 
@@ -160,10 +162,11 @@ def _timer_rate(writer, period_us):
     fired = lambda e: int(re.search(r"fired (\d+) of", e).group(1))  # noqa: E731
     rc0, out0, err0, _ = _untraced(cmd)
     sfkit.eq((rc0, out0), (0, "timer fired\n"))
-    rc1, out1, err1, _, _ = _traced(cmd, writer)
-    sfkit.eq((rc1, out1), (rc0, out0), f"--writer {writer}: {err1[-300:]}")
-    sfkit.check(fired(err1) * 10 >= fired(err0) * 6,
-                f"--writer {writer}: traced {err1.strip()[-200:]}, untraced {err0.strip()}")
+    for _ in range(2):  # the loss is in some runs only
+        rc1, out1, err1, _, _ = _traced(cmd, writer)
+        sfkit.eq((rc1, out1), (rc0, out0), f"--writer {writer}: {err1[-300:]}")
+        sfkit.check(fired(err1) * 10 >= fired(err0) * 6,
+                    f"--writer {writer}: traced {err1.strip()[-200:]}, untraced {err0.strip()}")
 
 
 def test_sigev_thread_timer_fast_auto():
@@ -178,7 +181,8 @@ def test_sigev_thread_timer_fast_auto():
 @sfkit.known_break(24, "a SIGEV_THREAD timer every 200 us for 400 ms (a new thread a firing, 50 traced calls "
                        "each), nothing else running: untraced 1,679-1,792 firings of 2,000, traced --writer "
                        "sync 278, 361, 1,152 (auto 1,745-1,911; every 50 us: untraced 4,221-4,494 of 8,000, "
-                       "sync 213-508): each notify thread's exit writes its slot itself")
+                       "sync 213-508; intermittent: the case passed once on the ASan build): each notify thread's exit writes its slot "
+                       "itself")
 def test_sigev_thread_timer_fast_sync():
     _timer_rate("sync", 200)
 
@@ -276,7 +280,8 @@ def test_fifo_threads_pinned_thread_writer():
 
 @sfkit.known_break(24, "1,000 threads live at once (skf8_threads live 1000) under taskset -c 0: untraced "
                        "0.22 s, traced --writer auto 56.8 s and 2 runs over 30 s, sync over 60 s, thread "
-                       "3.5 s (850 threads: 1.1 s; 950: over 30 s): 97% of samples in log_reopen's "
+                       "3.5 s (850 threads: 1.1 s; 950: over 30 s); later runs: 1,000 over 8 s and 1.10 s, 1,200 over 8 s and "
+                       "1.34 s, 1,000 five of 6 in 1.14-1.30 s and one over 3 s: intermittent: 97% of samples in log_reopen's "
                        "reopen_lock, a pause loop with no yield, from each exiting thread's flush "
                        "(thread_exit_hook, slot_handoff, log_fd_use); its holder preempted on the one CPU")
 def test_thousand_live_threads_one_cpu():
@@ -284,8 +289,11 @@ def test_thousand_live_threads_one_cpu():
     cmd = [p, "live", "1000"]
     rc0, out0, _, u = _untraced(cmd, prefix=["taskset", "-c", "0"])
     sfkit.eq((rc0, out0), (0, "created 1000 of 1000\n"))
-    rc1, out1, err, t, _ = _traced(cmd, "auto", timeout=5, prefix=["taskset", "-c", "0"])
-    sfkit.eq((rc1, out1), (rc0, out0), f"traced after {t:.1f} s (untraced {u:.2f} s): {err[-300:]}")
+    # the cliff is hit in some runs only (1 of 6 over 3 s in the last
+    # series): three tries, 1.6 s each (the good runs took 1.10-1.34 s)
+    for _ in range(3):
+        rc1, out1, err, t, _ = _traced(cmd, "auto", timeout=1.6, prefix=["taskset", "-c", "0"])
+        sfkit.eq((rc1, out1), (rc0, out0), f"traced after {t:.1f} s (untraced {u:.2f} s): {err[-300:]}")
 
 
 

@@ -94,18 +94,21 @@ def test_deferred_cancel_points():
     """A thread cancelled in read, nanosleep, pthread_cond_wait,
     pthread_testcancel, system() and popen+fgets after traced calls, 2
     rounds: every one cancelled, its cleanup run, as untraced in each
-    writer mode. Held. (popen's shell outlives the program by 0.2 s:
-    record waits for it, as README says it waits for daemons.)"""
+    writer mode; and after clearenv() (system and popen then the
+    runtime's own copies) under auto. Held. (popen's shell outlives the
+    program by 0.2 s: record waits for it, as README says it waits for
+    daemons.)"""
     p = _fx("skc9_cancel")
-    cmd = [p, "deferred", "2"]
-    rc0, out0, _, _ = _untraced(cmd)
-    sfkit.eq(rc0, 0)
-    sfkit.check(out0.count("cancelled") == 6, out0)
-    for w in WRITERS:
-        rc1, out1, err, t, log = _traced(cmd, w)
-        sfkit.eq((rc1, out1), (rc0, out0), f"--writer {w} ({t:.1f} s): {err[-300:]}")
-        calls, tsv = _calls(log)
-        sfkit.eq(calls.get("cu_leaf"), 1200, f"--writer {w}: cleanups' calls\n{tsv}")
+    for env in ("0", "1"):  # 1: clearenv() first, system and popen the runtime's copies
+        cmd = [p, "deferred", "2", "0", env]
+        rc0, out0, _, _ = _untraced(cmd)
+        sfkit.eq(rc0, 0)
+        sfkit.check(out0.count("cancelled") == 6, out0)
+        for w in (WRITERS if env == "0" else ("auto",)):
+            rc1, out1, err, t, log = _traced(cmd, w)
+            sfkit.eq((rc1, out1), (rc0, out0), f"--writer {w}, clearenv {env} ({t:.1f} s): {err[-300:]}")
+            calls, tsv = _calls(log)
+            sfkit.eq(calls.get("cu_leaf"), 1200, f"--writer {w}, clearenv {env}: cleanups' calls\n{tsv}")
 
 
 def test_fork_while_async_cancel_threads_trace():

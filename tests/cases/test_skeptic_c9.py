@@ -244,6 +244,35 @@ def test_cxx_exceptions_and_forced_unwind_through_traced_frames():
                  (400, 40, 360, 40), f"--writer {w}\n{tsv}")
 
 
+def test_cxx_forced_unwind_out_of_altstack_handlers():
+    """The same C++ program, each thread with a 64 KiB mmap'd alternate
+    signal stack and 20 SIGUSR1 just before its cancel (the SA_ONSTACK
+    handler makes 20 traced calls; the cancel may land in it): as
+    untraced, and in the log every destructor's d_leaf call comes right
+    inside Guard::~Guard (the handler's and the loop's frames closed at
+    the landing, UNWIND before it), each writer mode. Held."""
+    p = sfkit.build_c("skc9_unwind", ["skc9_unwind.cpp"], compiler="clang++", libs=["-lpthread"])
+    cmd = [p, "8", "4", "8", "sig"]
+    rc0, out0, _, _ = _untraced(cmd)
+    sfkit.eq((rc0, out0), (0, "cancelled 32 of 32, guards 32, rethrows 32, caught some 1\n"))
+    for w in WRITERS:
+        rc1, out1, err, t, log = _traced(cmd, w)
+        sfkit.eq((rc1, out1), (rc0, out0), f"--writer {w} ({t:.1f} s): {err[-300:]}")
+        dump = sfkit.run([sfkit.SFTRACE, "dump", log]).stdout
+        last, parents = {}, {}
+        for ln in dump.splitlines():
+            f = ln.split(None, 3)
+            if len(f) < 4 or f[2] not in ("ENTRY", "EXIT", "UNWIND"):
+                continue
+            name = f[3].strip()
+            if name == "d_leaf":
+                if f[2] == "ENTRY":
+                    parents[last.get(f[1])] = parents.get(last.get(f[1]), 0) + 1
+                continue
+            last[f[1]] = f[2] + " " + name
+        sfkit.eq(parents, {"ENTRY Guard::~Guard()": 320}, f"--writer {w}: what each d_leaf call comes after")
+
+
 # ---- claim 2: the log's locks, real-time and pinned threads ----
 
 def _fifo_case(writer):

@@ -252,11 +252,14 @@ def test_cxx_forced_unwind_out_of_altstack_handlers():
     inside Guard::~Guard (the handler's and the loop's frames closed at
     the landing, UNWIND before it), each writer mode. Held."""
     p = sfkit.build_c("skc9_unwind", ["skc9_unwind.cpp"], compiler="clang++", libs=["-lpthread"])
-    cmd = [p, "8", "4", "8", "sig"]
+    cmd = [p, "4", "4", "8", "sig"]
     rc0, out0, _, _ = _untraced(cmd)
-    sfkit.eq((rc0, out0), (0, "cancelled 32 of 32, guards 32, rethrows 32, caught some 1\n"))
+    sfkit.eq((rc0, out0), (0, "cancelled 16 of 16, guards 16, rethrows 16, caught some 1\n"))
+    # u_leaf and thrower left out (-r): the loop's flood made the dumps
+    # too long to read in the time a case has
+    rx = ["-r", "^(body|Guard|d_leaf|h_leaf|on_usr1|mid|crec|spin_loop)"]
     for w in WRITERS:
-        rc1, out1, err, t, log = _traced(cmd, w)
+        rc1, out1, err, t, log = _traced(cmd, w, args=rx)
         sfkit.eq((rc1, out1), (rc0, out0), f"--writer {w} ({t:.1f} s): {err[-300:]}")
         dump = sfkit.run([sfkit.SFTRACE, "dump", log]).stdout
         last, parents = {}, {}
@@ -270,7 +273,7 @@ def test_cxx_forced_unwind_out_of_altstack_handlers():
                     parents[last.get(f[1])] = parents.get(last.get(f[1]), 0) + 1
                 continue
             last[f[1]] = f[2] + " " + name
-        sfkit.eq(parents, {"ENTRY Guard::~Guard()": 320}, f"--writer {w}: what each d_leaf call comes after")
+        sfkit.eq(parents, {"ENTRY Guard::~Guard()": 160}, f"--writer {w}: what each d_leaf call comes after")
 
 
 # ---- claim 2: the log's locks, real-time and pinned threads ----

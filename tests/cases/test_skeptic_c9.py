@@ -316,7 +316,8 @@ def test_fifo_threads_pinned_thread_writer():
 @sfkit.known_break(24, "1,000 threads live at once (skf8_threads live 1000) under taskset -c 0: untraced "
                        "0.22 s, traced --writer auto 56.8 s and 2 runs over 30 s, sync over 60 s, thread "
                        "3.5 s (850 threads: 1.1 s; 950: over 30 s); later runs: 1,000 over 8 s and 1.10 s, 1,200 over 8 s and "
-                       "1.34 s, 1,000 five of 6 in 1.14-1.30 s and one over 3 s: intermittent: 97% of samples in log_reopen's "
+                       "1.34 s, 1,000 five of 6 in 1.14-1.30 s and one over 3 s, the case passed once on the ASan "
+                       "build: intermittent: 97% of samples in log_reopen's "
                        "reopen_lock, a pause loop with no yield, from each exiting thread's flush "
                        "(thread_exit_hook, slot_handoff, log_fd_use); its holder preempted on the one CPU")
 def test_thousand_live_threads_one_cpu():
@@ -348,23 +349,26 @@ def test_three_thousand_live_threads():
 
 
 
-def _mass(writer, n, timeout):
+def _mass(writer, n, timeout, tries=1):
     p = _fx("skc9_cancel")
     cmd = [p, "mass", "1", str(n)]
     rc0, out0, _, u = _untraced(cmd)
     sfkit.eq((rc0, out0), (0, f"cancelled {n} of {n}, cleanups {n}\n"))
-    rc1, out1, err, t, _ = _traced(cmd, writer, timeout=timeout)
-    sfkit.eq((rc1, out1), (rc0, out0), f"--writer {writer}: traced after {t:.1f} s (untraced {u:.2f} s): {err[-300:]}")
-    sfkit.check(t <= 3 * u + 1.0, f"--writer {writer}: traced {t:.2f} s, untraced {u:.2f} s")
+    for _ in range(tries):
+        rc1, out1, err, t, _ = _traced(cmd, writer, timeout=timeout)
+        sfkit.eq((rc1, out1), (rc0, out0),
+                 f"--writer {writer}: traced after {t:.1f} s (untraced {u:.2f} s): {err[-300:]}")
+        sfkit.check(t <= 3 * u + 1.0, f"--writer {writer}: traced {t:.2f} s, untraced {u:.2f} s")
 
 
 @sfkit.known_break(24, "N threads (64 KiB stacks) make traced calls, block in read, and are all cancelled at "
                        "once, --writer sync: 200 threads 2.33 s, 500 9.10 s, 1,000 over 30 s (twice), 2,000 "
                        "over 30 s, against 0.12 s untraced at 1,000: 99.5% of samples in log_reopen's "
                        "reopen_lock (a pause loop, no yield), 65% from the exiting threads' flush "
-                       "(thread_exit_hook), 23% from sections' hand-offs")
+                       "(thread_exit_hook), 23% from sections' hand-offs. Intermittent: 300 threads 1.88 s, 14.2 s, 14.6 s, "
+                       "and once 0.6 s (the case passed once on the ASan build): two tries")
 def test_mass_cancel_sync():
-    _mass("sync", 300, 4)
+    _mass("sync", 300, 2.2, tries=2)
 
 
 @sfkit.known_break(24, "2,000 threads blocked in read after traced calls, all cancelled at once, --writer auto: "

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include <sys/syscall.h>
+#include <linux/futex.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -110,20 +111,53 @@ static struct {
 	int cut;                         /* the file was cut at exit: nothing more mapped ahead */
 } P;
 
-/* Takes a lock of the log's, signals blocked by the caller: a short spin,
- * then a yield each try. Spinning alone, 300 new threads on 2 CPUs kept
- * the holder (mapping their slots) off the CPUs: 97% of such a run was
- * sf_log_slot_get's spin (skeptic f8, skf8_threads live 300). On the
- * writer, each try serves a request first: the holder may wait for one. */
-static void lock_take(int *lock)
+/* The log's locks: 0 free, 1 held, 2 held with sleepers (a futex, as
+ * Drepper's "Futexes are tricky", mutex 2). lock_take: signals blocked by
+ * the caller, a short spin, then a sleep on the word until a release
+ * wakes one sleeper. Spinning alone, 300 new threads on 2 CPUs kept the
+ * holder (mapping their slots) off the CPUs: 97% of such a run was
+ * sf_log_slot_get's spin (skeptic f8, skf8_threads live 300, 5.8 s).
+ * Yielding instead hands the CPU only to threads of the same or higher
+ * priority: a SCHED_FIFO waiter pinned with an ordinary holder spun
+ * until the holder's CPU came back, for good in one run (skeptic c9,
+ * skc9_rt fifo, 674 s); and a nap instead of the yield left the lock free
+ * while every waiter slept (1,000 live threads: over 100 s). A sleeper
+ * is woken by the release. With serve (the log's lock), the writer never
+ * sleeps: it serves a request each try (the holder may wait for one) and
+ * yields. The sleep has a 100 ms bound, a net under the protocol (a
+ * release that found no mark costs a sleeper that long at worst, never a
+ * hang); a 1 ms one woke 700 sleepers a millisecond each and starved the
+ * holder (1,000 live threads: over 100 s). */
+static void lock_take(int *lock, int serve)
 {
-	for (unsigned n = 0; __atomic_test_and_set(lock, __ATOMIC_ACQUIRE); n++) {
-		sf_writer_serve();
-		if (n < 64)
+	int c = 0;
+	for (unsigned n = 0; !__atomic_compare_exchange_n(lock, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED); n++) {
+		c = 0;
+		if (serve)
+			sf_writer_serve();
+		if (n < 64) {
 			sf_arch_cpu_relax();
-		else
+			continue;
+		}
+		if (serve && sf_writer_on_thread()) {
 			sf_yield();
+			continue;
+		}
+		/* Marked from here on (a thread woken takes it marked: others
+		 * may still sleep). */
+		while (__atomic_exchange_n(lock, 2, __ATOMIC_ACQUIRE) != 0) {
+			struct { long s, ns; } ts = {0, 100000000};
+			sf_syscall6(SYS_futex, (long)lock, FUTEX_WAIT_PRIVATE, 2, (long)&ts, 0, 0);
+		}
+		return;
 	}
+}
+
+/* A lock_take's lock given back: a sleeper woken if it was marked. */
+static void lock_give(int *lock)
+{
+	if (__atomic_exchange_n(lock, 0, __ATOMIC_RELEASE) == 2)
+		sf_syscall6(SYS_futex, (long)lock, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
 }
 
 /* The lock guards log creation, slot allocation and the object table.
@@ -134,12 +168,12 @@ void sf_log_lock_sig(sigset_t *old)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	lock_take(&L.lock);
+	lock_take(&L.lock, 1);
 }
 
 void sf_log_unlock_sig(const sigset_t *old)
 {
-	__atomic_clear(&L.lock, __ATOMIC_RELEASE);
+	lock_give(&L.lock);
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
@@ -479,8 +513,7 @@ static int log_reopen(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (__atomic_test_and_set(&L.reopen_lock, __ATOMIC_ACQUIRE))
-		sf_arch_cpu_relax();
+	lock_take(&L.reopen_lock, 0);
 	int fd = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
 		fd = -EAGAIN; /* the writer's now (sf_log_writer_started): ask it */
@@ -505,7 +538,7 @@ static int log_reopen(void)
 		}
 		sf_fd_gate_unlock(&gold);
 	}
-	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
+	lock_give(&L.reopen_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (fd == -EMFILE && keeper_takes_log())
 		fd = -EAGAIN; /* the keeper's now: ask it */
@@ -1325,12 +1358,12 @@ static void spin_lock_sig(int *lock, sigset_t *old)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	lock_take(lock);
+	lock_take(lock, 1);
 }
 
 static void spin_unlock_sig(int *lock, const sigset_t *old)
 {
-	__atomic_clear(lock, __ATOMIC_RELEASE);
+	lock_give(lock);
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
@@ -1639,7 +1672,7 @@ struct sf_slot *sf_log_slot_get(void)
 	}
 	if (sf_budget_take(SF_SLOT_SIZE + 4096) < 0)
 		goto out;
-	struct region rg;
+	struct region rg = {0};
 	uint64_t off;
 	void *m;
 	if (pool_take_slot(&rg)) { /* mapped and write-faulted by the writer */
@@ -2253,8 +2286,7 @@ int sf_log_files_shared(void)
  * run of 30 kept one at 1023). */
 static void adopt_keeper_copy(int fd)
 {
-	while (__atomic_test_and_set(&L.reopen_lock, __ATOMIC_ACQUIRE))
-		sf_arch_cpu_relax();
+	lock_take(&L.reopen_lock, 0);
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
@@ -2272,7 +2304,7 @@ static void adopt_keeper_copy(int fd)
 	if (!have && (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0))
 		sf_fd_publish(&L.g, -1); /* opened again at the next use */
 	sf_fd_gate_unlock(&gold);
-	__atomic_clear(&L.reopen_lock, __ATOMIC_RELEASE);
+	lock_give(&L.reopen_lock);
 }
 
 /* A fork child's keeper ended for good (ns.c: RLIMIT_NPROC), its log's
@@ -2414,8 +2446,8 @@ void sf_log_keeper_again(int fd)
 
 void sf_log_after_fork_child(int files_shared)
 {
-	__atomic_clear(&L.lock, __ATOMIC_RELAXED);
-	__atomic_clear(&L.reopen_lock, __ATOMIC_RELAXED);
+	__atomic_store_n(&L.lock, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&L.reopen_lock, 0, __ATOMIC_RELAXED);
 	parent_had_log = L.hdr != NULL;
 	if (L.hdr)
 		munmap(L.hdr, SF_HEADER_SIZE);

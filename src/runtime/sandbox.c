@@ -302,8 +302,10 @@ static const struct call event_path[] = {
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, P, 8}},
 	{SYS_rt_sigprocmask, {SIG_SETMASK, P, 0, 8}},
 	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, 0x7fffffff}},
+	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, 1}},
 	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, 0, 0}},
 	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, 0, P}},
+	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, 2, P}},
 	{SYS_getpid, {0}},
 	{SYS_gettid, {0}},
 	{SYS_mmap, {0, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0}},
@@ -342,6 +344,7 @@ static const struct call exit_path[] = {
 static const struct call writer_path[] = {
 	{SYS_futex_waitv, {P, 2, 0, P, CLOCK_MONOTONIC}},
 	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, 0x7fffffff}},
+	{SYS_futex, {P, FUTEX_WAKE_PRIVATE, 1}},
 	{SYS_futex, {P, FUTEX_WAIT_PRIVATE, 0, P}},
 	{SYS_gettid, {0}},
 	{SYS_getpid, {0}},

@@ -60,6 +60,8 @@ def _expect(name, a):
             return v[0] + v[1]
         if name == "six":
             return v[0] + 2 * v[1] + 3 * v[2] + 4 * v[3] + 5 * v[4] + 6 * v[5]
+        if name == "mix" and len(v) == 2:  # ska9_rust's
+            return v[0] + 2 * v[1]
         if name == "mix":
             return v[0] + 2 * v[1] + 3 * v[2] + 4 * v[3] + 5 * v[4] + 6 * v[5]
         if name == "sdot":
@@ -230,7 +232,12 @@ def test_ring_threads_siglongjmp_loses_records():
     add): the same and dump's 'lost' 0. Seen: output right, lost 4, 16, 20
     records in three plain --ring runs, 9 with -A/-R add, 29-36 with -a;
     without --ring 0 in each; with --ring and no jumps (threads 1000 20 0)
-    0. dump --raw names no hole; per thread 0-2 lost."""
+    0. dump --raw names no hole; per thread 0-2 lost. Not looked into
+    far: in ring mode a batch stays in its slot (buffer.c ring_advance)
+    and nothing pads a record a handler's jump abandoned between its
+    claim and its store (pad_presumed runs for retired slots, on the
+    writer path; pad_abandoned only for the current slot at the thread's
+    end), so the hole stays and the reader counts it."""
     for opts in (["--ring", "1M"] + ADD, ["--ring", "1M"]):
         for i in range(2):
             rc, out, err, lost, dropped, n, bad = traced(opts, ["threads", "1000", "20", "5"])
@@ -341,11 +348,35 @@ def test_ring_strings_siglongjmp_loses_records():
     cat3@retval/i. Untraced: 'bad=0 sum=2490922980'. Must be the same with
     lost 0. Seen: output right, every shown string right, but dump lost 9,
     6, 7 with J=4, 39 with J=1 (--ring 4M: 41); J=0: 0 and 0; without
-    --ring 0; --ring 1M -R cat3@retval/i alone 0, plain --ring 0."""
+    --ring 0; --ring 1M -R cat3@retval/i alone 0, plain --ring 0. The
+    --ring 4M run's ring never lapped (26 live slots, 0 frames before the
+    window), so these are not window cuts: likely the holes of claims
+    abandoned by the jumps, which ring mode leaves unpadded (see
+    test_ring_threads_siglongjmp_loses_records)."""
     for j in ("4", "1"):
         rc, out, err, lost, dropped, n, bad = _str_traced(["--ring", "1M"] + CAT3, ["5000", "20", j])
         eq((rc, out), (0, "bad=0 sum=2490922980\n"), f"jump every {j}: status, output ({err[-200:]!r})")
         eq((lost, bad[:3]), (0, []), f"jump every {j}: lost records, wrong strings (dropped {dropped})")
+
+
+def test_rust_auto_args_under_a_handler_hold():
+    """ska9_rust 20000 20 (rustc -O -Zinstrument-xray): the loop and a 20 us
+    SIGALRM handler call add(i64, i64), six (6 i64), mix(i32, f64),
+    txt(&str). Untraced: 'bad=0 sum=-199210000 handled>0=1'. Under -a:
+    the same, lost 0, every add and mix line right (six's middle
+    arguments are <optimized out> in DWARF, its value <unrecorded>). Seen:
+    as said, ~40k lines checked, dropped ~190."""
+    prog = sfkit.rust_fixture("ska9_rust")
+    u = run([prog, "20000", "20"], check_rc=None)
+    eq((u.returncode, u.stdout), (0, "bad=0 sum=-199210000 handled>0=1\n"), "untraced")
+    d = tmpdir()
+    f = os.path.join(d, "sf.log")
+    rc, out, err = run_group([SFTRACE, "record", "-q", "-o", f, "-a", "--", prog, "20000", "20"], timeout=60)
+    eq((rc, out), (0, u.stdout), f"status and output (stderr {err[-300:]!r})")
+    lost, dropped, _, _ = check_dump(run([SFTRACE, "dump", f], check_rc=None).stdout)
+    n, bad = check_replay(replay_text(f).replace("ska9_rust::", ""))
+    eq((lost, bad[:3]), (0, []), f"lost records, wrong values ({n} checked, dropped {dropped})")
+    check(n > 20000, f"only {n} values checked")
 
 
 if __name__ == "__main__":

@@ -359,6 +359,27 @@ def test_ring_strings_siglongjmp_loses_records():
         eq((lost, bad[:3]), (0, []), f"jump every {j}: lost records, wrong strings (dropped {dropped})")
 
 
+@sfkit.known_break(29, "7 threads each with its own 10 us SIGEV_THREAD_ID timer, no jumps, -A/-R add only: "
+                       "never finishes (killed at 25 s and 60 s, 7.3M and 67M events dropped, dump lost 1 after "
+                       "the kill; untraced 0.15 s, plain record 0.95 s; at 20 us it holds)")
+def test_thread_timers_10us_one_spec_livelock():
+    """ska9_vals threads 1000 10 0: main and 6 threads, each its own 10 us
+    SIGEV_THREAD_ID timer, the handler one round of calls (~35), no
+    siglongjmp. Untraced 0.15 s, plain record 0.95 s: 'bad=0
+    sum=5234269'. Under -A/-R add it must finish alike. Seen: killed at
+    the timeout in 3 of 3 runs (also --ring 256K and --writer sync with
+    -A/-R six: 34.5M dropped at 60 s). A gdb sample 5 s in: 4 workers had
+    finished; one worker's handler ran on top of fill_cut_claim (its add
+    entry's claim cut at the slot's end, so every event of its handlers is
+    dropped, drop_under_claim), main's on top of put_record in event_s1_1
+    (add's exit claim): both threads in their handlers, the loops not
+    moving."""
+    d = tmpdir()
+    rc, out, err = run_group([SFTRACE, "record", "-q", "-o", os.path.join(d, "sf.log")] + ADD +
+                             ["--", _vals(), "threads", "1000", "10", "0"], timeout=10)
+    eq((rc, bool(OUT.fullmatch(out))), (0, True), f"status, output (stderr {err[-200:]!r})")
+
+
 def test_rust_auto_args_under_a_handler_hold():
     """ska9_rust 20000 20 (rustc -O -Zinstrument-xray): the loop and a 20 us
     SIGALRM handler call add(i64, i64), six (6 i64), mix(i32, f64),

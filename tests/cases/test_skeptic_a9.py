@@ -368,7 +368,10 @@ def test_thread_timers_10us_one_spec_livelock():
     siglongjmp. Untraced 0.15 s, plain record 0.95 s: 'bad=0
     sum=5234269'. Under -A/-R add it must finish alike. Seen: killed at
     the timeout in 3 of 3 runs (also --ring 256K and --writer sync with
-    -A/-R six: 34.5M dropped at 60 s). A gdb sample 5 s in: 4 workers had
+    -A/-R six: 34.5M dropped at 60 s; -A add@arg1 alone: killed at 15 s,
+    16.3M dropped; -A peek@arg2, a function called once a round: exit 0
+    after 11.9 s with 9,991,044 events dropped; plain record 0.60-1.03 s,
+    0 dropped). A gdb sample 5 s in: 4 workers had
     finished; one worker's handler ran on top of fill_cut_claim (its add
     entry's claim cut at the slot's end, so every event of its handlers is
     dropped, drop_under_claim), main's on top of put_record in event_s1_1

@@ -1076,33 +1076,53 @@ void sf_buffer_freeze_self(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* A set's slots back to the free list, newest first, so that new threads
+/* A chain of slots for sf_log_slots_put: s goes in front, so it is
+ * given out before those chained until now. */
+struct slot_chain {
+	struct sf_slot *first, *last;
+};
+
+static void chain_front(struct slot_chain *c, struct sf_slot *s)
+{
+	s->next_free = c->first;
+	c->first = s;
+	if (!c->last)
+		c->last = s;
+}
+
+/* A set's slots on the chain, the oldest in front, so that new threads
  * take the oldest batches first: what stays readable of an exited
  * thread is its newest batches, contiguous. A frozen set's batches are
  * older than the live set's, maybe by more than a lap: made free in the
  * file. Under ring_lock. */
-static void ring_put_set(struct sf_slot **set, uint32_t n, uint32_t cur, int frozen)
+static void ring_chain_set(struct slot_chain *c, struct sf_slot **set, uint32_t n, uint32_t cur, int frozen)
 {
 	for (uint32_t i = n; i-- > 0;) {
 		struct sf_slot *s = set[ring_index(cur, n, i)];
 		if (frozen)
 			__atomic_store_n(&s->hdr->thread_serial, 0, __ATOMIC_RELEASE);
-		sf_log_slot_put(s);
+		chain_front(c, s);
 	}
 }
 
 /* An exited thread's ring freed: its slots back to the free list and the
  * ring to free_rings, at the exit, or at the thaw when a freeze open at
- * the exit held it. Under the ring lock. */
+ * the exit held it. Under the ring lock. The slots go back in one step
+ * under the log's lock: put one by one, a thread taking a slot between
+ * two puts took the newest batch while the older stayed, and the exited
+ * thread's window ended 136 calls early (CI, skeptic29n's ring case). */
 static void ring_free_exited(struct sf_ring *r)
 {
+	struct slot_chain c = {0};
 	ring_write_begin(r);
-	ring_put_set(r->live, r->n, r->cur, 0);
-	ring_put_set(r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
+	ring_chain_set(&c, r->live, r->n, r->cur, 0);
+	ring_chain_set(&c, r->frozen, r->nfrozen, r->frozen_cur, r->frozen_kept != 1);
 	r->nfrozen = 0;
 	if (r->reserve)
-		sf_log_slot_put(r->reserve);
+		chain_front(&c, r->reserve);
 	r->reserve = NULL;
+	if (c.first)
+		sf_log_slots_put(c.first, c.last);
 	__atomic_store_n(&r->state, SF_RING_EXITED, __ATOMIC_RELEASE);
 	ring_write_end(r);
 	r->next_free = free_rings;

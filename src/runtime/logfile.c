@@ -1761,10 +1761,19 @@ void *sf_log_map_readonly(uint64_t *size)
 
 void sf_log_slot_put(struct sf_slot *s)
 {
+	s->next_free = NULL;
+	sf_log_slots_put(s, s);
+}
+
+/* A chain of slots (first..last by next_free) back in one step: the chain
+ * is what the free list gives out next, first first. A ring puts its set
+ * this way so that no taker sees part of it (ring_free_exited). */
+void sf_log_slots_put(struct sf_slot *first, struct sf_slot *last)
+{
 	sigset_t old;
 	sf_log_lock_sig(&old);
-	s->next_free = L.free_slots;
-	L.free_slots = s;
+	last->next_free = L.free_slots;
+	L.free_slots = first;
 	sf_log_unlock_sig(&old);
 }
 

@@ -1254,6 +1254,7 @@ void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
 /* The whole log mapped read-only (snapshot.c); NULL if there is none. */
 void *sf_log_map_readonly(uint64_t *size) SF_HIDDEN;
 void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
+void sf_log_slots_put(struct sf_slot *first, struct sf_slot *last) SF_HIDDEN;
 void sf_log_drop(uint64_t events) SF_HIDDEN;
 int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
 void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair in the header */

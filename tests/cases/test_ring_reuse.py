@@ -120,3 +120,23 @@ def test_ring_without_reuse_says_nothing():
     # Without --ring: no such count, null in JSON, nothing in text.
     p, log = record([calls_fixture()], out=os.path.join(d, "plain.log"))
     eq(info_reused(log), ("0 dropped, 0 lost, 0 write errors", None, 0), "info of a log without a ring")
+
+
+def test_ring_exiting_thread_gives_its_slots_back_at_once():
+    # tests/fixtures/ring_exit_race.c: 300 threads A make 12002 events
+    # each (two batches: 8182, then 3820 ending in done's exit) and wait;
+    # then each A exits while a new thread B takes its first slot. B gets
+    # a free slot from before A's exit or A's oldest batch: an A keeps
+    # both batches or its newest (3820), never its oldest alone (8182);
+    # one whose slots both went to Bs is gone, counted. Before the slots
+    # went back in one step, B took the newest now and then (1-5 As of 300
+    # a run kept 8182 and lost done: CI, skeptic29n's ring case).
+    exe = build_c("ring_exit_race", ["ring_exit_race.c"], libs=["-lpthread"])
+    p, log = record([exe, "300", "6000"], args=["--ring", "128K"])
+    eq(p.stdout, "ring_exit_race 300\n")
+    counts, _ = per_thread(log)
+    a = [c for c in counts if c > 2]
+    check(len(a) > 0, "some As in the log")
+    eq(sorted(set(a) - {12002}), [12002 - BATCH], "the As' event counts but whole ones: the newest batch only")
+    # Kept and overwritten are the whole run (2 events per B).
+    eq(sum(counts) + info_reused(log)[1], 300 * (12002 + 2), "events kept and overwritten")

@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #include <sys/syscall.h>
-#include <linux/futex.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -145,10 +144,8 @@ static void lock_take(int *lock, int serve)
 		}
 		/* Marked from here on (a thread woken takes it marked: others
 		 * may still sleep). */
-		while (__atomic_exchange_n(lock, 2, __ATOMIC_ACQUIRE) != 0) {
-			struct { long s, ns; } ts = {0, 100000000};
-			sf_syscall6(SYS_futex, (long)lock, FUTEX_WAIT_PRIVATE, 2, (long)&ts, 0, 0);
-		}
+		while (__atomic_exchange_n(lock, 2, __ATOMIC_ACQUIRE) != 0)
+			sf_futex_wait((const uint32_t *)lock, 2, 100000000L);
 		return;
 	}
 }
@@ -157,24 +154,36 @@ static void lock_take(int *lock, int serve)
 static void lock_give(int *lock)
 {
 	if (__atomic_exchange_n(lock, 0, __ATOMIC_RELEASE) == 2)
-		sf_syscall6(SYS_futex, (long)lock, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+		sf_futex_wake((const uint32_t *)lock, 1);
 }
 
-/* The lock guards log creation, slot allocation and the object table.
- * Signals are blocked while it is held, so an instrumented signal handler
- * on the same thread can never wait for it. */
-void sf_log_lock_sig(sigset_t *old)
+/* A lock taken with signals blocked, given back before they are put
+ * back: an instrumented signal handler on the same thread can never wait
+ * for a lock its own thread holds. */
+static void lock_sig(int *lock, sigset_t *old)
 {
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	lock_take(&L.lock, 1);
+	lock_take(lock, 1);
+}
+
+static void unlock_sig(int *lock, const sigset_t *old)
+{
+	lock_give(lock);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* The log's lock guards log creation, slot allocation and the object
+ * table. */
+void sf_log_lock_sig(sigset_t *old)
+{
+	lock_sig(&L.lock, old);
 }
 
 void sf_log_unlock_sig(const sigset_t *old)
 {
-	lock_give(&L.lock);
-	pthread_sigmask(SIG_SETMASK, old, NULL);
+	unlock_sig(&L.lock, old);
 }
 
 int sf_log_ready(void)
@@ -1353,20 +1362,6 @@ static long map_slot(int fd, void *arg)
  * arena filled before the next one was mapped) makes it wait for a
  * request, as before. */
 
-static void spin_lock_sig(int *lock, sigset_t *old)
-{
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, old);
-	lock_take(lock, 1);
-}
-
-static void spin_unlock_sig(int *lock, const sigset_t *old)
-{
-	lock_give(lock);
-	pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
 /* On the writer, its table its own: size bytes of the file's end reserved,
  * mapped and write-faulted. 0, or -errno. */
 /* A region's pages made present and writable before chunks are copied
@@ -1431,10 +1426,10 @@ static int pool_private(void)
 static long arena_ahead(size_t need)
 {
 	sigset_t old;
-	spin_lock_sig(&P.arena_lock, &old);
+	lock_sig(&P.arena_lock, &old);
 	int have = P.next.m != NULL;
 	uint64_t size = P.next_size ? P.next_size : ARENA_MIN;
-	spin_unlock_sig(&P.arena_lock, &old);
+	unlock_sig(&P.arena_lock, &old);
 	if (have)
 		return 0;
 	/* Under --max-size no more than the cap has left (need: a chunk
@@ -1451,11 +1446,11 @@ static long arena_ahead(size_t need)
 	long e = map_region(&r, (uint32_t)size);
 	if (e < 0)
 		return e;
-	spin_lock_sig(&P.arena_lock, &old);
+	lock_sig(&P.arena_lock, &old);
 	P.next = r;
 	P.next_size = ARENA_MAX; /* past the first: a chunk that fills it asks for room */
 	__atomic_store_n(&P.asked, 0, __ATOMIC_RELAXED);
-	spin_unlock_sig(&P.arena_lock, &old);
+	unlock_sig(&P.arena_lock, &old);
 	return 0;
 }
 
@@ -1478,9 +1473,9 @@ void sf_log_writer_refill(void)
 		if (map_region(&r, SF_SLOT_SIZE) < 0)
 			break;
 		sigset_t old;
-		spin_lock_sig(&P.lock, &old);
+		lock_sig(&P.lock, &old);
 		P.slot[P.nslots++] = r;
-		spin_unlock_sig(&P.lock, &old);
+		unlock_sig(&P.lock, &old);
 	}
 	if (__atomic_load_n(&P.filled, __ATOMIC_RELAXED) && !__atomic_load_n(&P.next.m, __ATOMIC_ACQUIRE))
 		arena_ahead(0);
@@ -1493,7 +1488,7 @@ static int pool_take_slot(struct region *r)
 	if (!pool_private())
 		return 0;
 	sigset_t old;
-	spin_lock_sig(&P.lock, &old);
+	lock_sig(&P.lock, &old);
 	int got = P.nslots > 0;
 	if (got) {
 		*r = P.slot[0];
@@ -1501,7 +1496,7 @@ static int pool_take_slot(struct region *r)
 			P.slot[i - 1] = P.slot[i];
 		P.nslots--;
 	}
-	spin_unlock_sig(&P.lock, &old);
+	unlock_sig(&P.lock, &old);
 	sf_writer_kick();
 	return got;
 }
@@ -1515,15 +1510,15 @@ static int pool_take_slot(struct region *r)
 static int arena_copy(struct sf_chunk *c, const void *payload, size_t payload_len, size_t total)
 {
 	sigset_t old;
-	spin_lock_sig(&P.arena_lock, &old);
+	lock_sig(&P.arena_lock, &old);
 	if (!P.cur.m || P.used + total > P.cur.size) {
 		if (!P.next.m || total > P.next.size) {
-			spin_unlock_sig(&P.arena_lock, &old);
+			unlock_sig(&P.arena_lock, &old);
 			return 0;
 		}
 		if (P.cur.m) {
 			if (P.cur.size > P.used && sf_budget_take(P.cur.size - P.used) < 0) {
-				spin_unlock_sig(&P.arena_lock, &old);
+				unlock_sig(&P.arena_lock, &old);
 				return -1;
 			}
 			munmap(P.cur.m, P.cur.size); /* its unused end stays zero: readers skip it */
@@ -1542,7 +1537,7 @@ static int arena_copy(struct sf_chunk *c, const void *payload, size_t payload_le
 	__atomic_store_n((uint32_t *)(void *)at, magic, __ATOMIC_RELEASE);
 	c->magic = magic;
 	int ask = P.filled && !P.next.m && !__atomic_exchange_n(&P.asked, 1, __ATOMIC_RELAXED);
-	spin_unlock_sig(&P.arena_lock, &old);
+	unlock_sig(&P.arena_lock, &old);
 	if (ask)
 		sf_writer_kick(); /* the next arena, mapped off this thread's path */
 	__atomic_add_fetch(&L.hdr->chunks, 1, __ATOMIC_RELAXED);
@@ -1567,14 +1562,14 @@ static long arena_write_here(void *arg)
 		if (k)
 			return k > 0 ? 0 : ARENA_CAPPED;
 		sigset_t old;
-		spin_lock_sig(&P.arena_lock, &old);
+		lock_sig(&P.arena_lock, &old);
 		if (P.next.m && q->total > P.next.size) { /* too big for it: one of its own size */
 			munmap(P.next.m, P.next.size);
 			P.next.m = NULL;
 		}
 		if (q->total > (P.next_size ? P.next_size : ARENA_MIN))
 			P.next_size = (uint32_t)((q->total + 4095) & ~(size_t)4095);
-		spin_unlock_sig(&P.arena_lock, &old);
+		unlock_sig(&P.arena_lock, &old);
 		long e = arena_ahead(q->total);
 		if (e < 0)
 			return e;
@@ -1607,8 +1602,8 @@ static long trim_private(void *unused)
 	if (!sf_writer_private() || L.pfd < 0)
 		return 0;
 	sigset_t o1, o2;
-	spin_lock_sig(&P.arena_lock, &o1);
-	spin_lock_sig(&P.lock, &o2);
+	lock_sig(&P.arena_lock, &o1);
+	lock_sig(&P.lock, &o2);
 	uint64_t top = SF_HEADER_SIZE;
 	if (P.cur.m && P.cur.off + P.used > top)
 		top = P.cur.off + P.used;
@@ -1627,8 +1622,8 @@ static long trim_private(void *unused)
 		if (sf_syscall3(SYS_ftruncate, L.pfd, (long)top, 0) == 0)
 			__atomic_store_n(&L.end, top, __ATOMIC_RELEASE);
 	}
-	spin_unlock_sig(&P.lock, &o2);
-	spin_unlock_sig(&P.arena_lock, &o1);
+	unlock_sig(&P.lock, &o2);
+	unlock_sig(&P.arena_lock, &o1);
 	return 0;
 }
 
@@ -2403,12 +2398,12 @@ int sf_log_writer_hands_over(void)
 	 * (arena_write_here) takes that one. */
 	sigset_t old, o1;
 	sf_log_lock_sig(&old);
-	spin_lock_sig(&P.arena_lock, &o1);
+	lock_sig(&P.arena_lock, &o1);
 	__atomic_store_n(&L.priv, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&L.solo, 1, __ATOMIC_RELEASE); /* held for each use from now on (log_brief) */
 	pool_drop(0);
 	P.no_trim = 1;
-	spin_unlock_sig(&P.arena_lock, &o1);
+	unlock_sig(&P.arena_lock, &o1);
 	int fd = L.pfd;
 	L.pfd = -1; /* goes with the writer's table */
 	sf_writer_set_private(0);

@@ -206,13 +206,30 @@ HIDDEN int sched_yield(void)
  * needs anyway. */
 void sf_nap(long ns)
 {
+	if (ns <= 0)
+		return; /* a futex wait without a bound would not end */
 	struct { long s, ns; } ts = {0, ns};
 	if (!__atomic_load_n(&sf_sandbox_no_nanosleep, __ATOMIC_RELAXED)) {
 		sf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
 		return;
 	}
 	static uint32_t never;
-	sf_syscall6(SYS_futex, (long)&never, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0, 0);
+	sf_futex_wait(&never, 0, ns);
+}
+
+/* The runtime's futex calls on words of its own, private to the process:
+ * a wait while *w is seen, at most ns (0: unbounded), and a wake of n
+ * waiters. The timeout argument is 0 or a pointer, the forms sandbox.c's
+ * allow-lists name. */
+long sf_futex_wait(const uint32_t *w, uint32_t seen, long ns)
+{
+	struct { long s, ns; } ts = {ns / 1000000000L, ns % 1000000000L};
+	return sf_syscall6(SYS_futex, (long)w, FUTEX_WAIT_PRIVATE, seen, ns ? (long)&ts : 0, 0, 0);
+}
+
+void sf_futex_wake(const uint32_t *w, int n)
+{
+	sf_syscall6(SYS_futex, (long)w, FUTEX_WAKE_PRIVATE, n, 0, 0, 0);
 }
 
 void sf_yield(void)
@@ -339,8 +356,9 @@ int sf_fd_brief(int fd)
  * the runtime's sections, unwound out of it with a lock of the log's held
  * and every other thread then spun for that lock for good (skeptic f8,
  * skf8_async_cancel). Blocked, the cancellation lands when the section
- * puts the program's mask back, at the instruction it would have landed
- * on untraced had the section not been there. ---- */
+ * puts the program's mask back: later than untraced by the rest of the
+ * section (a hand-off, a slot's mapping), in the traced function's slow
+ * path, never inside the runtime's own work. ---- */
 
 HIDDEN int sigfillset(sigset_t *s)
 {

@@ -21,7 +21,6 @@
  * sender (cmd_switch.c) returns once it has that answer. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +143,7 @@ void sf_switch_writer_table(int own)
 		page = NULL;
 	}
 	__atomic_store_n(&page_state, page ? 1 : 2, __ATOMIC_RELEASE);
-	sf_syscall6(SYS_futex, (long)&page_state, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
+	sf_futex_wake(&page_state, 0x7fffffff);
 }
 
 /* The page's futex word and its value now, for the writer's wait (read
@@ -173,8 +172,7 @@ void sf_switch_start(void)
 	 * wait all the same, 5 s in 100 ms steps. */
 	uint32_t st;
 	for (int i = 0; i < 50 && !(st = __atomic_load_n(&page_state, __ATOMIC_ACQUIRE)); i++) {
-		struct { long s, ns; } ts = {0, 100000000L};
-		sf_syscall6(SYS_futex, (long)&page_state, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0, 0);
+		sf_futex_wait(&page_state, 0, 100000000L);
 	}
 	if (!page) {
 		sf_rt_message("--paused: the writer thread has no control page (its descriptor table could not be made "

@@ -171,7 +171,7 @@ static int writer_proc = -1, keeper_proc = -1;
 
 static void futex_wake_all(uint32_t *w)
 {
-	sf_syscall6(SYS_futex, (long)w, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
+	sf_futex_wake(w, 0x7fffffff);
 }
 
 /* One waiter of a lock word woken: each release wakes the next, so the
@@ -180,12 +180,12 @@ static void futex_wake_all(uint32_t *w)
  * 14.3 s against 0.52 s untraced, 59% in the kernel). */
 static void futex_wake_one(uint32_t *w)
 {
-	sf_syscall6(SYS_futex, (long)w, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+	sf_futex_wake(w, 1);
 }
 
 static void futex_wait(uint32_t *w, uint32_t seen)
 {
-	sf_syscall6(SYS_futex, (long)w, FUTEX_WAIT_PRIVATE, seen, 0, 0, 0);
+	sf_futex_wait(w, seen, 0);
 }
 
 /* The leader thread's exit word: glibc's main thread registers its tid
@@ -274,8 +274,7 @@ static void idle_wait(uint32_t seen, const struct ctl_words *ctl)
 	struct { long s, ns; } ts = {(long)(at / 1000000000u), (long)(at % 1000000000u)};
 	long r = n > 1 && !on_valgrind ? sf_syscall6(SYS_futex_waitv, (long)w, n, 0, (long)&ts, CLOCK_MONOTONIC, 0) : -ENOSYS;
 	if (r == -ENOSYS || r == -EINVAL || r == -EFAULT) { /* EFAULT: a word the program unmapped */
-		struct { long s, ns; } rel = {0, IDLE_CHECK_NS};
-		r = sf_syscall6(SYS_futex, (long)&wake, FUTEX_WAIT_PRIVATE, seen, (long)&rel, 0, 0);
+		r = sf_futex_wait(&wake, seen, IDLE_CHECK_NS);
 	}
 	if (r == -ETIMEDOUT)
 		end_if_program_gone();
@@ -524,8 +523,7 @@ static int offer_possible(void)
 static void wait_offer_taken(void)
 {
 	while (!__atomic_load_n(&offer_taken, __ATOMIC_ACQUIRE)) {
-		struct { long s, ns; } ts = {0, IDLE_CHECK_NS};
-		if (sf_syscall6(SYS_futex, (long)&offer_taken, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0, 0) == -ETIMEDOUT)
+		if (sf_futex_wait(&offer_taken, 0, IDLE_CHECK_NS) == -ETIMEDOUT)
 			end_if_program_gone();
 	}
 	__atomic_store_n(&offer_tid, 0, __ATOMIC_RELEASE);
@@ -1022,9 +1020,8 @@ void sf_writer_drain(void)
 		    !sf_snapshot_pending() && !sf_notes_relay_pending())
 			return;
 		uint32_t b = __atomic_load_n(&busy, __ATOMIC_ACQUIRE);
-		struct timespec_raw { long s, ns; } ts = {0, 1000000};
 		if (b) {
-			sf_syscall6(SYS_futex, (long)&busy, FUTEX_WAIT_PRIVATE, 1, (long)&ts, 0, 0);
+			sf_futex_wait(&busy, 1, 1000000);
 		} else if (sf_snapshot_pending() || sf_notes_relay_pending()) {
 			/* A snapshot of large rings takes a while to write, a
 			 * relative's loss line a request to record's keeper: wait
@@ -1034,7 +1031,7 @@ void sf_writer_drain(void)
 			 * is woken for them: idle, it may sleep 10 s. */
 			if (sf_notes_relay_pending() && !__atomic_load_n(&sf_sandbox_stopped, __ATOMIC_ACQUIRE))
 				sf_writer_kick();
-			sf_nap(ts.ns);
+			sf_nap(1000000);
 		} else {
 			sf_yield();
 		}

@@ -181,12 +181,15 @@ def test_sigev_thread_timer_fast_auto():
     _timer_rate("auto", 200)
 
 
-@sfkit.known_break(24, "a SIGEV_THREAD timer every 200 us for 400 ms (a new thread a firing, 50 traced calls "
-                       "each), nothing else running: untraced 1,679-1,792 firings of 2,000, traced --writer "
-                       "sync 278, 361, 1,152 (auto 1,745-1,911; every 50 us: untraced 4,221-4,494 of 8,000, "
-                       "sync 213-508; intermittent: the case passed once on the ASan build): each notify thread's exit writes its slot "
-                       "itself")
 def test_sigev_thread_timer_fast_sync():
+    """Held since the log's locks sleep on a futex and sf_writer_call wakes one
+    waiter a release (CI on 53d94cfa and b7c9c0b2, and here). Before: a
+    SIGEV_THREAD timer every 200 us for 400 ms (a new thread a firing, 50
+    traced calls each), nothing else running: untraced 1,679-1,792 firings
+    of 2,000, traced --writer sync 278, 361, 1,152 (auto 1,745-1,911; every
+    50 us: untraced 4,221-4,494 of 8,000, sync 213-508; intermittent: the
+    case passed once on the ASan build): each notify thread's exit writes
+    its slot itself."""
     _timer_rate("sync", 200)
 
 
@@ -288,22 +291,29 @@ def _fifo_case(writer):
     sfkit.check(t <= max(1.0, 5 * u), f"--writer {writer}: traced {t:.2f} s, untraced {u:.2f} s")
 
 
-@sfkit.known_break(24, "2 SCHED_FIFO threads pinned to CPU 0 (50 wakes of 1 ms, 10,000 traced calls each) "
-                       "while main (SCHED_OTHER, same CPU) makes traced calls: untraced 0.09 s, traced --writer "
-                       "sync 4.10, 5.13, 3.31, 1.51 s and one run hung 674 s (timeout's SIGTERM pending for good: "
-                       "every thread had every signal blocked; one FIFO thread spinning in log_reopen's "
-                       "reopen_lock, a pause loop with no yield, the other FIFO thread runnable in "
-                       "write_chunk_at never scheduled, main spinning on reopen_lock too); 20 wakes: "
-                       "0.11-5.26 s. The spinner is 74% of samples; only RT throttling lets main run at all")
 def test_fifo_threads_pinned_sync():
+    """Held since the log's locks sleep on a futex and sf_writer_call wakes one
+    waiter a release (CI on 53d94cfa and b7c9c0b2, and here). Before: 2
+    SCHED_FIFO threads pinned to CPU 0 (50 wakes of 1 ms, 10,000 traced
+    calls each) while main (SCHED_OTHER, same CPU) makes traced calls:
+    untraced 0.09 s, traced --writer sync 4.10, 5.13, 3.31, 1.51 s and one
+    run hung 674 s (timeout's SIGTERM pending for good: every thread had
+    every signal blocked; one FIFO thread spinning in log_reopen's
+    reopen_lock, a pause loop with no yield, the other FIFO thread runnable
+    in write_chunk_at never scheduled, main spinning on reopen_lock too); 20
+    wakes: 0.11-5.26 s. The spinner is 74% of samples; only RT throttling
+    lets main run at all."""
     _fifo_case("sync")
 
 
-@sfkit.known_break(24, "the same under --writer auto: 20 wakes untraced 0.04-0.05 s, traced 1.15-9.18 s "
-                       "(7 of 7 over 1 s; 100 wakes: 38.2 s, SCHED_RR 27.2 s): the FIFO thread spins in arena_copy's "
-                       "spin_lock_sig (lock_take): its sched_yield never gives the CPU to the SCHED_OTHER "
-                       "holder; main without traced calls: 0.09-0.17 s")
 def test_fifo_threads_pinned_auto():
+    """Held since the log's locks sleep on a futex and sf_writer_call wakes one
+    waiter a release (CI on 53d94cfa and b7c9c0b2, and here). Before: the
+    same under --writer auto: 20 wakes untraced 0.04-0.05 s, traced
+    1.15-9.18 s (7 of 7 over 1 s; 100 wakes: 38.2 s, SCHED_RR 27.2 s): the
+    FIFO thread spins in arena_copy's spin_lock_sig (lock_take): its
+    sched_yield never gives the CPU to the SCHED_OTHER holder; main without
+    traced calls: 0.09-0.17 s."""
     _fifo_case("auto")
 
 
@@ -313,14 +323,17 @@ def test_fifo_threads_pinned_thread_writer():
     _fifo_case("thread")
 
 
-@sfkit.known_break(24, "1,000 threads live at once (skf8_threads live 1000) under taskset -c 0: untraced "
-                       "0.22 s, traced --writer auto 56.8 s and 2 runs over 30 s, sync over 60 s, thread "
-                       "3.5 s (850 threads: 1.1 s; 950: over 30 s); later runs: 1,000 over 8 s and 1.10 s, 1,200 over 8 s and "
-                       "1.34 s, 1,000 five of 6 in 1.14-1.30 s and one over 3 s, the case passed once on the ASan "
-                       "build: intermittent: 97% of samples in log_reopen's "
-                       "reopen_lock, a pause loop with no yield, from each exiting thread's flush "
-                       "(thread_exit_hook, slot_handoff, log_fd_use); its holder preempted on the one CPU")
 def test_thousand_live_threads_one_cpu():
+    """Held since the log's locks sleep on a futex and sf_writer_call wakes one
+    waiter a release (CI on 53d94cfa and b7c9c0b2, and here). Before: 1,000
+    threads live at once (skf8_threads live 1000) under taskset -c 0:
+    untraced 0.22 s, traced --writer auto 56.8 s and 2 runs over 30 s, sync
+    over 60 s, thread 3.5 s (850 threads: 1.1 s; 950: over 30 s); later
+    runs: 1,000 over 8 s and 1.10 s, 1,200 over 8 s and 1.34 s, 1,000 five
+    of 6 in 1.14-1.30 s and one over 3 s, the case passed once on the ASan
+    build: intermittent: 97% of samples in log_reopen's reopen_lock, a pause
+    loop with no yield, from each exiting thread's flush (thread_exit_hook,
+    slot_handoff, log_fd_use); its holder preempted on the one CPU."""
     p = sfkit.build_c("skf8_threads", ["skf8_threads.c"], libs=["-lpthread"])
     cmd = [p, "live", "1000"]
     rc0, out0, _, u = _untraced(cmd, prefix=["taskset", "-c", "0"])
@@ -349,10 +362,13 @@ def test_three_thousand_live_threads():
 
 
 
-@sfkit.known_break(24, "skeptic f8's 1,000 live threads under --writer sync (f8's case runs auto only), no "
-                       "pinning: untraced 0.18 s, traced 1.68 s, then over 20 s (killed): the exiting threads' "
-                       "flushes spin in log_reopen's reopen_lock as in the mass cancel below; intermittent: two tries")
 def test_thousand_live_threads_sync():
+    """Held since the log's locks sleep on a futex and sf_writer_call wakes one
+    waiter a release (CI on 53d94cfa and b7c9c0b2, and here). Before:
+    skeptic f8's 1,000 live threads under --writer sync (f8's case runs auto
+    only), no pinning: untraced 0.18 s, traced 1.68 s, then over 20 s
+    (killed): the exiting threads' flushes spin in log_reopen's reopen_lock
+    as in the mass cancel below; intermittent: two tries."""
     p = sfkit.build_c("skf8_threads", ["skf8_threads.c"], libs=["-lpthread"])
     cmd = [p, "live", "1000"]
     rc0, out0, _, u = _untraced(cmd)
@@ -374,13 +390,16 @@ def _mass(writer, n, timeout, tries=1):
         sfkit.check(t <= 3 * u + 1.0, f"--writer {writer}: traced {t:.2f} s, untraced {u:.2f} s")
 
 
-@sfkit.known_break(24, "N threads (64 KiB stacks) make traced calls, block in read, and are all cancelled at "
-                       "once, --writer sync: 200 threads 2.33 s, 500 9.10 s, 1,000 over 30 s (twice), 2,000 "
-                       "over 30 s, against 0.12 s untraced at 1,000: 99.5% of samples in log_reopen's "
-                       "reopen_lock (a pause loop, no yield), 65% from the exiting threads' flush "
-                       "(thread_exit_hook), 23% from sections' hand-offs. Intermittent: 300 threads 1.88 s, 14.2 s, 14.6 s, "
-                       "and once 0.6 s (the case passed once on the ASan build): two tries")
 def test_mass_cancel_sync():
+    """Held since the log's locks sleep on a futex and sf_writer_call wakes one
+    waiter a release (CI on 53d94cfa and b7c9c0b2, and here). Before: N
+    threads (64 KiB stacks) make traced calls, block in read, and are all
+    cancelled at once, --writer sync: 200 threads 2.33 s, 500 9.10 s, 1,000
+    over 30 s (twice), 2,000 over 30 s, against 0.12 s untraced at 1,000:
+    99.5% of samples in log_reopen's reopen_lock (a pause loop, no yield),
+    65% from the exiting threads' flush (thread_exit_hook), 23% from
+    sections' hand-offs. Intermittent: 300 threads 1.88 s, 14.2 s, 14.6 s,
+    and once 0.6 s (the case passed once on the ASan build): two tries."""
     _mass("sync", 300, 2.2, tries=2)
 
 

@@ -865,15 +865,12 @@ static int ring_lock;
  * churn case, ASan CLI, once in a few hundred runs). */
 static void ring_lock_take(void)
 {
-	while (__atomic_test_and_set(&ring_lock, __ATOMIC_ACQUIRE)) {
-		sf_writer_serve();
-		sf_arch_cpu_relax();
-	}
+	sf_lock_take(&ring_lock, 1);
 }
 
 static void ring_lock_drop(void)
 {
-	__atomic_clear(&ring_lock, __ATOMIC_RELEASE);
+	sf_lock_give(&ring_lock);
 }
 
 struct sf_ring *sf_rings(void)
@@ -2104,7 +2101,7 @@ void sf_buffer_after_fork_child(void)
 	/* The parent's ring records (copies of them here) and its freeze: the
 	 * child has no writer thread, so no snapshots. */
 	all_rings = free_rings = NULL;
-	__atomic_clear(&ring_lock, __ATOMIC_RELAXED);
+	__atomic_store_n(&ring_lock, 0, __ATOMIC_RELAXED);
 	/* Only this thread is left: it joins the list again at its next start. */
 	threads = NULL;
 	t->listed = 0;

@@ -110,53 +110,6 @@ static struct {
 	int cut;                         /* the file was cut at exit: nothing more mapped ahead */
 } P;
 
-/* The log's locks: 0 free, 1 held, 2 held with sleepers (a futex, as
- * Drepper's "Futexes are tricky", mutex 2). lock_take: signals blocked by
- * the caller, a short spin, then a sleep on the word until a release
- * wakes one sleeper. Spinning alone, 300 new threads on 2 CPUs kept the
- * holder (mapping their slots) off the CPUs: 97% of such a run was
- * sf_log_slot_get's spin (skeptic f8, skf8_threads live 300, 5.8 s).
- * Yielding instead hands the CPU only to threads of the same or higher
- * priority: a SCHED_FIFO waiter pinned with an ordinary holder spun
- * until the holder's CPU came back, for good in one run (skeptic c9,
- * skc9_rt fifo, 674 s); and a nap instead of the yield left the lock free
- * while every waiter slept (1,000 live threads: over 100 s). A sleeper
- * is woken by the release. With serve (the log's lock), the writer never
- * sleeps: it serves a request each try (the holder may wait for one) and
- * yields. The sleep has a 100 ms bound, a net under the protocol (a
- * release that found no mark costs a sleeper that long at worst, never a
- * hang); a 1 ms one woke 700 sleepers a millisecond each and starved the
- * holder (1,000 live threads: over 100 s). */
-static void lock_take(int *lock, int serve)
-{
-	int c = 0;
-	for (unsigned n = 0; !__atomic_compare_exchange_n(lock, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED); n++) {
-		c = 0;
-		if (serve)
-			sf_writer_serve();
-		if (n < 64) {
-			sf_arch_cpu_relax();
-			continue;
-		}
-		if (serve && sf_writer_on_thread()) {
-			sf_yield();
-			continue;
-		}
-		/* Marked from here on (a thread woken takes it marked: others
-		 * may still sleep). */
-		while (__atomic_exchange_n(lock, 2, __ATOMIC_ACQUIRE) != 0)
-			sf_futex_wait((const uint32_t *)lock, 2, 100000000L);
-		return;
-	}
-}
-
-/* A lock_take's lock given back: a sleeper woken if it was marked. */
-static void lock_give(int *lock)
-{
-	if (__atomic_exchange_n(lock, 0, __ATOMIC_RELEASE) == 2)
-		sf_futex_wake((const uint32_t *)lock, 1);
-}
-
 /* A lock taken with signals blocked, given back before they are put
  * back: an instrumented signal handler on the same thread can never wait
  * for a lock its own thread holds. */
@@ -165,12 +118,12 @@ static void lock_sig(int *lock, sigset_t *old)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, old);
-	lock_take(lock, 1);
+	sf_lock_take(lock, 1);
 }
 
 static void unlock_sig(int *lock, const sigset_t *old)
 {
-	lock_give(lock);
+	sf_lock_give(lock);
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
@@ -522,7 +475,7 @@ static int log_reopen(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	lock_take(&L.reopen_lock, 0);
+	sf_lock_take(&L.reopen_lock, 0);
 	int fd = __atomic_load_n(&L.g.fd, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&L.priv, __ATOMIC_ACQUIRE)) {
 		fd = -EAGAIN; /* the writer's now (sf_log_writer_started): ask it */
@@ -547,7 +500,7 @@ static int log_reopen(void)
 		}
 		sf_fd_gate_unlock(&gold);
 	}
-	lock_give(&L.reopen_lock);
+	sf_lock_give(&L.reopen_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (fd == -EMFILE && keeper_takes_log())
 		fd = -EAGAIN; /* the keeper's now: ask it */
@@ -2290,7 +2243,7 @@ int sf_log_files_shared(void)
  * run of 30 kept one at 1023). */
 static void adopt_keeper_copy(int fd)
 {
-	lock_take(&L.reopen_lock, 0);
+	sf_lock_take(&L.reopen_lock, 0);
 	sigset_t gold;
 	sf_fd_gate_lock(&gold);
 	sf_fd_guard_add(&L.g);
@@ -2308,7 +2261,7 @@ static void adopt_keeper_copy(int fd)
 	if (!have && (fd < 0 || sf_fd_adopt(&L.g, fd, L.dev, L.ino, NULL) < 0))
 		sf_fd_publish(&L.g, -1); /* opened again at the next use */
 	sf_fd_gate_unlock(&gold);
-	lock_give(&L.reopen_lock);
+	sf_lock_give(&L.reopen_lock);
 }
 
 /* A fork child's keeper ended for good (ns.c: RLIMIT_NPROC), its log's

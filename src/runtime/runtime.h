@@ -1115,6 +1115,8 @@ void sf_yield(void) SF_HIDDEN;       /* rt_libc.c: sched_yield, or a futex nap w
 void sf_nap(long ns) SF_HIDDEN;      /* rt_libc.c: nanosleep, or a futex wait where refused */
 long sf_futex_wait(const uint32_t *w, uint32_t seen, long ns) SF_HIDDEN; /* rt_libc.c: private futex, ns 0: unbounded */
 void sf_futex_wake(const uint32_t *w, int n) SF_HIDDEN;
+void sf_lock_take(int *lock, int serve) SF_HIDDEN; /* lock.c: futex mutex; serve: the writer serves while it waits */
+void sf_lock_give(int *lock) SF_HIDDEN;
 extern int sf_sandbox_no_yield SF_HIDDEN;     /* sandbox.c: sched_yield refused */
 extern int sf_sandbox_no_nanosleep SF_HIDDEN; /* sandbox.c: nanosleep refused */
 extern int sf_sandbox_no_clock SF_HIDDEN;

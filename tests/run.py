@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import shutil
+import signal
 import sys
 import time
 import traceback
@@ -170,7 +171,18 @@ def run_jobs(cases, args):
     return out
 
 
+def default_signals():
+    """Cases compare programs' signal dispositions with glibc's untraced
+    behaviour: a runner started as an asynchronous command of a shell
+    without job control inherits SIGINT and SIGQUIT ignored, and so did
+    every program it ran (skeptic 24n/24v/24z's untraced expectations
+    failed, SigIgn 0x6). Both back to the default for the children."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def main():
+    default_signals()
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", action="append", help="run cases whose name contains this")
     ap.add_argument("-x", action="store_true", help="stop at the first failure")

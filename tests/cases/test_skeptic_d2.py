@@ -155,6 +155,25 @@ def test_names_final_at__exit():
         sfkit.eq(got, ["main-final", "t1-end", "t2-final", "t3-other", "t4-spin"], f"{w} _exit thread names")
 
 
+@sfkit.known_break(24, "a thread renames itself twice ('old-name', 'new-name') after 3,000 calls and goes "
+                       "on making traced calls while main exit()s at once: under --writer thread dump "
+                       "names it 'rn', its name at its first event, in 5 of 26 runs (3a9e1910's runtime: "
+                       "'new-name' 14 of 14). The exit's refresh names the current batch, the thread "
+                       "then begins another during the exit and stamps it from its copy, not read since "
+                       "the rename. Seen in --ring too (skd2_names under load: t4 'main-start', a "
+                       "0-event slot, 1 of 10)")
+def test_name_of_thread_renamed_while_process_exits():
+    p = _fx("skd2_rename_exit")
+    got = []
+    for _ in range(14):
+        rc, out, err, log, _ = _traced([p, "3000", "exit"], ["--writer", "thread"])
+        sfkit.eq((rc, out), (0, "done\n"), err[-300:])
+        dump = sfkit.run([sfkit.SFTRACE, "dump", log]).stdout
+        table = dump.split("serial      tid  name", 1)[1].split("\n\n", 1)[0]
+        got += [ln.split()[2] for ln in table.splitlines()[1:] if ln.split()[:1] == ["2"]]
+    sfkit.eq(got, ["new-name"] * 14, "the spinning thread's name in 14 runs")
+
+
 def test_cancel_and_thread_exit_with_writer_behind():
     """Four threads flooding traced calls, cancelled (asynchronous: 20
     rounds; deferred at pthread_testcancel) or one calling exit(7) right

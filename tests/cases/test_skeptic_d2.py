@@ -182,14 +182,14 @@ def test_name_of_thread_renamed_while_process_exits():
 
 
 def test_cancel_and_thread_exit_with_writer_behind():
-    """Four threads flooding traced calls, cancelled (asynchronous: 20
-    rounds; deferred at pthread_testcancel) or one calling exit(7) right
+    """Four threads flooding traced calls, cancelled (asynchronous:
+    rounds of 10; deferred at pthread_testcancel) or one calling exit(7) right
     after all flooded 200,000 each: deferred and exit exact, asynchronous
     between the calls done and begun (a cancel between sled and body), 0
     lost, within the case's timeout (0.3-2.4 s here)."""
     p = _fx("skd2_cancel")
     for w in WRITERS:
-        for mode, n, r, rc in (("async", "2000000", "20", 0), ("deferred", "2000000", "20", 0),
+        for mode, n, r, rc in (("async", "2000000", "10", 0), ("deferred", "2000000", "10", 0),
                                ("texit", "200000", "1", 7)):
             rc1, out, err, log, _ = _traced([p, mode, "4", n, r], w, timeout=30)
             sfkit.eq(rc1, rc, f"{w} {mode} status (stderr {err[-300:]})")

@@ -286,8 +286,18 @@ static void write_batch(struct sf_thread *t, struct sf_slot *s, size_t n, uint32
  * (sf_buffer_after_section): a rename shows from the batch after next; a
  * thread's last batch, and every live thread's current one at the end,
  * take the name fresh. */
+static int names_fresh; /* the process is exiting: each batch's name read at its start */
+
 static void batch_name(struct sf_thread *t, char *name)
 {
+	if (__atomic_load_n(&names_fresh, __ATOMIC_ACQUIRE)) {
+		/* After the exit's refresh (refresh_live_names), a thread
+		 * still running begins batches the refresh never sees: a
+		 * rename just before the exit showed as the name of the
+		 * thread's first event (skeptic d2, skd2_rename_exit: 5 of 26
+		 * runs under --writer thread). */
+		sf_thread_name(t->name);
+	}
 	__builtin_memcpy(name, t->name, sizeof(t->name));
 	t->name_due = 1;
 }
@@ -2044,6 +2054,7 @@ void sf_buffer_process_exit(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	__atomic_store_n(&names_fresh, 1, __ATOMIC_RELEASE); /* before the refresh: see batch_name */
 	refresh_live_names();
 #ifdef SF_ARCH_SHADOW
 	uint32_t lost = __atomic_load_n(&sf_shadow_lost, __ATOMIC_RELAXED);
@@ -2102,6 +2113,7 @@ void sf_buffer_after_fork_child(void)
 	 * child has no writer thread, so no snapshots. */
 	all_rings = free_rings = NULL;
 	__atomic_store_n(&ring_lock, 0, __ATOMIC_RELAXED);
+	names_fresh = 0; /* a child of an exiting process has not exited */
 	/* Only this thread is left: it joins the list again at its next start. */
 	threads = NULL;
 	t->listed = 0;

@@ -161,15 +161,16 @@ def test_names_final_at__exit():
         sfkit.eq(got, ["main-final", "t1-end", "t2-final", "t3-other", "t4-spin"], f"{w} _exit thread names")
 
 
-@sfkit.known_break(24, "a thread renames itself twice ('old-name', 'new-name') after N calls and goes "
-                       "on making traced calls while main exit()s at once: under --writer thread dump "
-                       "names it 'rn', its name at its first event, in 5 of 26 runs after 3,000 calls, "
-                       "2 of 10 after 4,000 (a batch is 4,095 calls), 'old-name' 1 of 10 after 8,000 (3a9e1910's runtime: "
-                       "'new-name' 14 of 14). The exit's refresh names the current batch, the thread "
-                       "then begins another during the exit and stamps it from its copy, not read since "
-                       "the rename. Seen in --ring too (skd2_names under load: t4 'main-start', a "
-                       "0-event slot, 1 of 10)")
 def test_name_of_thread_renamed_while_process_exits():
+    """A thread renames itself twice ('old-name', 'new-name') after N calls
+    and goes on making traced calls while main exit()s at once. Under
+    --writer thread dump named it 'rn', its name at its first event, in 5
+    of 26 runs after 3,000 calls, 2 of 10 after 4,000 (a batch is 4,095
+    calls), 'old-name' 1 of 10 after 8,000 (3a9e1910's runtime: 'new-name'
+    14 of 14): the exit's refresh named the current batch, and the thread
+    then began another during the exit and stamped it from its copy of
+    the name, not read since the rename. Since the exit makes each batch
+    read the name at its start (buffer.c names_fresh): 30 of 30."""
     p = _fx("skd2_rename_exit")
     got = []
     for _ in range(20):

@@ -338,11 +338,17 @@ def test_thousand_live_threads_one_cpu():
     cmd = [p, "live", "1000"]
     rc0, out0, _, u = _untraced(cmd, prefix=["taskset", "-c", "0"])
     sfkit.eq((rc0, out0), (0, "created 1000 of 1000\n"))
-    # the cliff is hit in some runs only (1 of 6 over 3 s in the last
-    # series): three tries, 1.6 s each (the good runs took 1.10-1.34 s)
+    # the cliff was hit in some runs only (1 of 6 over 3 s in one series):
+    # the best of three tries, 1.6 s each (good runs took 1.10-1.34 s; the
+    # spinning lock's cliff took 20-60 s); one try failed with two skeptics
+    # loading the machine
+    seen = []
     for _ in range(3):
         rc1, out1, err, t, _ = _traced(cmd, "auto", timeout=1.6, prefix=["taskset", "-c", "0"])
-        sfkit.eq((rc1, out1), (rc0, out0), f"traced after {t:.1f} s (untraced {u:.2f} s): {err[-300:]}")
+        if (rc1, out1) == (rc0, out0):
+            return
+        seen.append(f"{t:.1f} s rc {rc1}: {err[-200:]}")
+    sfkit.check(False, f"traced (untraced {u:.2f} s), three tries: {seen}")
 
 
 
@@ -373,9 +379,13 @@ def test_thousand_live_threads_sync():
     cmd = [p, "live", "1000"]
     rc0, out0, _, u = _untraced(cmd)
     sfkit.eq((rc0, out0), (0, "created 1000 of 1000\n"))
+    seen = []
     for _ in range(2):
         rc1, out1, err, t, _ = _traced(cmd, "sync", timeout=2.2)
-        sfkit.eq((rc1, out1), (rc0, out0), f"traced after {t:.1f} s (untraced {u:.2f} s): {err[-300:]}")
+        if (rc1, out1) == (rc0, out0):
+            return
+        seen.append(f"{t:.1f} s rc {rc1}: {err[-200:]}")
+    sfkit.check(False, f"traced (untraced {u:.2f} s), two tries: {seen}")
 
 
 def _mass(writer, n, timeout, tries=1):

@@ -279,42 +279,6 @@ static void write_batch(struct sf_thread *t, struct sf_slot *s, size_t n, uint32
 }
 
 /* Hands events [0, n) of the slot to the file and clears the slot. */
-/* A batch header's thread name, from the thread's copy: a prctl for each
- * batch begun or handed over kept every signal blocked that much longer
- * per batch (a process-directed signal then went to another thread:
- * skeptic f8's skf8_procsig). The copy is read again after the section
- * (sf_buffer_after_section): a rename shows from the batch after next; a
- * thread's last batch, and every live thread's current one at the end,
- * take the name fresh. */
-static int names_fresh; /* the process is exiting: each batch's name read at its start */
-
-static void batch_name(struct sf_thread *t, char *name)
-{
-	if (__atomic_load_n(&names_fresh, __ATOMIC_ACQUIRE)) {
-		/* After the exit's refresh (refresh_live_names), a thread
-		 * still running begins batches the refresh never sees: a
-		 * rename just before the exit showed as the name of the
-		 * thread's first event (skeptic d2, skd2_rename_exit: 5 of 26
-		 * runs under --writer thread). */
-		sf_thread_name(t->name);
-	}
-	__builtin_memcpy(name, t->name, sizeof(t->name));
-	t->name_due = 1;
-}
-
-void sf_buffer_after_section(void)
-{
-	struct sf_thread *t = &sf_self;
-	uint32_t due = t->name_due;
-	if (!due)
-		return;
-	t->name_due = 0;
-	if (due & 2)
-		sf_writer_wake();
-	if (due & 1)
-		sf_thread_name(t->name); /* one system call: whole when a handler reads it */
-}
-
 static void slot_handoff(struct sf_thread *t, size_t n)
 {
 	write_batch(t, t->slot, n, t->seq);
@@ -335,9 +299,8 @@ static void slot_swap(struct sf_thread *t, size_t n)
 	struct sf_slot *full = t->slot, *next = t->spare;
 	sf_writer_wait_ready(next);
 	full->nevents = (uint32_t)n;
-	batch_name(t, full->hdr->name);
-	sf_writer_queue(full);
-	t->name_due |= 2; /* the writer woken after the section */
+	sf_thread_name(full->hdr->name);
+	sf_writer_submit(full);
 	t->seq++;
 	struct sf_chunk *h = next->hdr;
 	h->thread_serial = t->serial;
@@ -795,7 +758,7 @@ static int retire_current(struct sf_thread *t, size_t n)
 	struct sf_chunk *h = fresh->hdr;
 	h->tid = t->tid;
 	h->seq = t->seq;
-	batch_name(t, h->name);
+	sf_thread_name(h->name);
 	__atomic_store_n(&h->thread_serial, t->serial, __ATOMIC_RELEASE);
 	t->slot = fresh;
 	t->events = slot_events(fresh);
@@ -855,7 +818,7 @@ static void slot_claim(struct sf_thread *t, struct sf_slot *s)
 	struct sf_chunk *h = s->hdr;
 	h->tid = t->tid;
 	__atomic_store_n(&h->seq, t->seq, __ATOMIC_RELEASE);
-	batch_name(t, h->name);
+	sf_thread_name(h->name);
 	__atomic_store_n(&h->thread_serial, t->serial, __ATOMIC_RELEASE);
 }
 
@@ -1441,7 +1404,6 @@ static void thread_begin(struct sf_thread *t)
 	h->tid = t->tid;
 	h->seq = 0;
 	sf_thread_name(h->name);
-	__builtin_memcpy(t->name, h->name, sizeof(t->name));
 	t->events = (struct sf_event *)(h + 1);
 	t->cursor = (uint64_t)t->events;
 	t->limit = (uint64_t)(t->events + SF_SLOT_EVENTS);
@@ -1758,17 +1720,6 @@ static struct sf_event *slow_event(uint64_t time, uint32_t func_id, uint32_t kin
 	if (drop_under_claim(t, time, event_records(kind),
 			     __atomic_load_n(&sf_trigger_count, __ATOMIC_RELAXED) && sf_trigger_watches(func_id)))
 		return NULL;
-	/* A full batch goes to the writer, whose spare slot the next one
-	 * goes into: when the writer has not emptied it yet, it is waited for
-	 * here, with the program's signal mask, not in the masked section,
-	 * where a process-directed signal went to another thread the whole
-	 * wait (skeptic f8's skf8_procsig: main blocked 37% of the time, a
-	 * writer behind on 2 busy CPUs). A handler meanwhile may hand its
-	 * batch over itself: the section decides afresh (slot_swap waits
-	 * again, at once). */
-	struct sf_slot *spare = t->spare;
-	if (spare && t->state == SF_THREAD_ACTIVE && t->cursor >= t->limit)
-		sf_writer_wait_ready(spare);
 	struct slow_args a = {.time = time, .func_id = func_id, .kind = kind, .claimed = claimed, .frame = frame};
 	sf_masked_run(slow_masked, &a); /* section.c: on the thread's section stack */
 	if (!a.first)
@@ -1967,7 +1918,6 @@ static void thread_flush_exit(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	thread_unlist(t);
 	if (t->state == SF_THREAD_ACTIVE && sf_config.ring_slots) {
-		sf_thread_name(t->slot->hdr->name); /* its newest batch: the name now */
 		ring_release(t);
 		t->cursor = t->limit = 0;
 		t->state = SF_THREAD_NEW;
@@ -2054,7 +2004,6 @@ void sf_buffer_process_exit(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	__atomic_store_n(&names_fresh, 1, __ATOMIC_RELEASE); /* before the refresh: see batch_name */
 	refresh_live_names();
 #ifdef SF_ARCH_SHADOW
 	uint32_t lost = __atomic_load_n(&sf_shadow_lost, __ATOMIC_RELAXED);
@@ -2113,7 +2062,6 @@ void sf_buffer_after_fork_child(void)
 	 * child has no writer thread, so no snapshots. */
 	all_rings = free_rings = NULL;
 	__atomic_store_n(&ring_lock, 0, __ATOMIC_RELAXED);
-	names_fresh = 0; /* a child of an exiting process has not exited */
 	/* Only this thread is left: it joins the list again at its next start. */
 	threads = NULL;
 	t->listed = 0;

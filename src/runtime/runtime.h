@@ -234,13 +234,6 @@ struct sf_thread {
 	 * claim (docs/DESIGN.md, "The args path and signal handlers"). A
 	 * count: a handler's own args event nests. */
 	uint32_t args_claim;
-	/* The thread's name for the headers of the batches it begins or hands
-	 * to the writer, read (prctl, a system call) after the masked section
-	 * that used it, not inside: name_due's bit 1 says one did, bit 2 that
-	 * a slot was queued and the writer is to be woken (buffer.c,
-	 * sf_buffer_after_section). */
-	uint32_t name_due;
-	char name[16];
 };
 
 /* record --ring: a thread's slots, used round robin (buffer.c), and a
@@ -1145,8 +1138,6 @@ int sf_log_keeper_reopens(void) SF_HIDDEN; /* logfile.c: on the writer: record's
 int sf_log_reopenable(void) SF_HIDDEN;                    /* logfile.c: on the writer: a program thread could open the log again */            /* logfile.c: on the writer, leaving: the program's table again */
 void sf_watch_quick_exit(void) SF_HIDDEN; /* hooks.c */
 void sf_writer_submit(struct sf_slot *s) SF_HIDDEN;
-void sf_writer_queue(struct sf_slot *slot) SF_HIDDEN; /* submit without the wake-up: sf_writer_wake after */
-void sf_writer_wake(void) SF_HIDDEN;
 void sf_writer_wait_ready(struct sf_slot *s) SF_HIDDEN;
 void sf_writer_drain(void) SF_HIDDEN;          /* process exit: finish the queue */
 void sf_writer_after_fork_child(void) SF_HIDDEN;
@@ -1268,7 +1259,6 @@ void sf_log_snapshot_path(char *out, size_t cap, uint32_t n) SF_HIDDEN;
 void *sf_log_map_readonly(uint64_t *size) SF_HIDDEN;
 void sf_log_slot_put(struct sf_slot *slot) SF_HIDDEN;
 void sf_log_slots_put(struct sf_slot *first, struct sf_slot *last) SF_HIDDEN;
-void sf_buffer_after_section(void) SF_HIDDEN; /* buffer.c: what a section left to do unmasked (name, writer's wake) */
 void sf_log_drop(uint64_t events) SF_HIDDEN;
 int sf_log_capped(void) SF_HIDDEN;             /* record --max-size was reached: stop recording */
 void sf_log_calibrate(void) SF_HIDDEN;         /* refresh last (tsc, mono) pair in the header */

@@ -143,7 +143,6 @@ void sf_masked_run(void (*fn)(void *), void *arg)
 	else
 		fn(arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	sf_buffer_after_section(); /* the writer's wake-up, the name: after, unmasked */
 }
 
 /* The thread's exit hook (buffer.c), after its last section. */

@@ -242,14 +242,6 @@ static void ctl_words_read(struct ctl_words *c)
 		c->n++;
 }
 
-/* The writer is in idle_wait (or about to be): a submitter bumps wake
- * and then reads this; the writer sets it and then waits while wake is
- * seen. Both in one total order (seq_cst): either the writer's wait sees
- * the bump and returns at once, or the submitter sees it sleeping and
- * wakes it. A hand-off skips the wake-up call otherwise, one system call
- * less in its masked section. */
-static uint32_t sleeping;
-
 /* Idle: waits for a push, a request on a control word (ctl: the writer's;
  * NULL on the keeper), or the leader's end, at once (futex_waitv, Linux
  * 5.16; the control words and the leader's exit word are shared futexes:
@@ -264,7 +256,7 @@ static uint32_t sleeping;
  * IDLE_CHECK_NS to see whether any thread of the program's is left (ns.c,
  * sf_program_gone): a few system calls of this thread, none of the
  * program's. Without futex_waitv a request waits for that wake-up. */
-static void idle_sleep(uint32_t seen, const struct ctl_words *ctl)
+static void idle_wait(uint32_t seen, const struct ctl_words *ctl)
 {
 	struct futex_waitv w[5];
 	int n = 0;
@@ -286,13 +278,6 @@ static void idle_sleep(uint32_t seen, const struct ctl_words *ctl)
 	}
 	if (r == -ETIMEDOUT)
 		end_if_program_gone();
-}
-
-static void idle_wait(uint32_t seen, const struct ctl_words *ctl)
-{
-	__atomic_store_n(&sleeping, 1, __ATOMIC_SEQ_CST);
-	idle_sleep(seen, ctl);
-	__atomic_store_n(&sleeping, 0, __ATOMIC_RELAXED);
 }
 
 /* In the writer thread: runs the request posted, if any. Also called
@@ -989,23 +974,7 @@ int sf_writer_active(void)
 	return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
 }
 
-/* A full slot queued for the writer, which sf_writer_wake then wakes:
- * a hand-off in a masked section queues there and wakes after the
- * section (buffer.c, sf_buffer_after_section), one system call less with
- * every signal blocked. */
 void sf_writer_submit(struct sf_slot *s)
-{
-	sf_writer_queue(s);
-	sf_writer_wake();
-}
-
-void sf_writer_wake(void)
-{
-	if (__atomic_load_n(&sleeping, __ATOMIC_SEQ_CST))
-		futex_wake_all(&wake);
-}
-
-void sf_writer_queue(struct sf_slot *s)
 {
 	__atomic_store_n(&s->state, SF_SLOT_QUEUED, __ATOMIC_RELEASE);
 	struct sf_slot *head = __atomic_load_n(&queue, __ATOMIC_RELAXED);
@@ -1023,7 +992,8 @@ void sf_writer_queue(struct sf_slot *s)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return;
 	}
-	__atomic_add_fetch(&wake, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&wake, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&wake);
 }
 
 void sf_writer_kick(void)
@@ -1035,10 +1005,8 @@ void sf_writer_kick(void)
 void sf_writer_wait_ready(struct sf_slot *s)
 {
 	uint32_t st;
-	while ((st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE)) != SF_SLOT_READY) {
-		sf_writer_wake(); /* a wake deferred past a section may be due still */
+	while ((st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE)) != SF_SLOT_READY)
 		futex_wait(&s->state, st);
-	}
 }
 
 /* Process exit: let the writer finish what is queued, so the log ends with
@@ -1065,7 +1033,6 @@ void sf_writer_drain(void)
 				sf_writer_kick();
 			sf_nap(1000000);
 		} else {
-			sf_writer_wake(); /* a queued slot whose wake a cancellation cut off */
 			sf_yield();
 		}
 	}

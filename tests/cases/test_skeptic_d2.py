@@ -169,8 +169,9 @@ def test_name_of_thread_renamed_while_process_exits():
     calls), 'old-name' 1 of 10 after 8,000 (3a9e1910's runtime: 'new-name'
     14 of 14): the exit's refresh named the current batch, and the thread
     then began another during the exit and stamped it from its copy of
-    the name, not read since the rename. Since the exit makes each batch
-    read the name at its start (buffer.c names_fresh): 30 of 30."""
+    the name, not read since the rename. That copy (a shorter masked
+    section) was reverted: each batch reads the name again (prctl), as
+    3a9e1910's runtime did."""
     p = _fx("skd2_rename_exit")
     got = []
     for _ in range(20):
